@@ -1,0 +1,62 @@
+// Package gputest gives tests a GPU when one is usable. Without one, tests
+// skip with the reason; with WARPKV_REQUIRE_GPU=1 they fail instead.
+package gputest
+
+import (
+	"os"
+	"sync"
+	"testing"
+
+	"warpkv/gpu"
+)
+
+// EnvRequireGPU turns "no GPU" from a skip into a failure when set to 1.
+const EnvRequireGPU = "WARPKV_REQUIRE_GPU"
+
+// Required reports whether WARPKV_REQUIRE_GPU=1.
+func Required() bool { return os.Getenv(EnvRequireGPU) == "1" }
+
+var (
+	once   sync.Once
+	shared *gpu.Device
+	err    error
+)
+
+// Device returns a device shared by the tests of one package, opened once.
+// The device is never closed: the process exit releases it.
+func Device(tb testing.TB) *gpu.Device {
+	tb.Helper()
+	once.Do(func() {
+		if ok, why := gpu.Available(); !ok {
+			err = &noGPU{why}
+			return
+		}
+		shared, err = gpu.Open(0)
+	})
+	if err != nil {
+		Unavailable(tb, err.Error())
+	}
+	return shared
+}
+
+// Unavailable skips the test, or fails it under WARPKV_REQUIRE_GPU=1.
+func Unavailable(tb testing.TB, why string) {
+	tb.Helper()
+	if Required() {
+		tb.Fatalf("GPU required (WARPKV_REQUIRE_GPU=1) but unusable: %s", why)
+	}
+	tb.Skipf("no usable GPU: %s", why)
+}
+
+// NVRTC skips (or fails under WARPKV_REQUIRE_GPU=1) when NVRTC cannot be
+// loaded; compile-only tests use it, since they need no GPU.
+func NVRTC(tb testing.TB) {
+	tb.Helper()
+	if _, _, e := gpu.NVRTCVersion(); e != nil {
+		Unavailable(tb, e.Error())
+	}
+}
+
+type noGPU struct{ why string }
+
+func (e *noGPU) Error() string { return e.why }

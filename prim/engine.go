@@ -1,0 +1,214 @@
+// Package prim holds the data-parallel primitives every warpkv index engine
+// is built from: radix sort, scan, stream compaction, run-length encoding and
+// reduce-by-key, merge, segmented max and batched Keccak-256. Each primitive
+// has a GPU implementation (CUDA C kernels in the .cu files of this folder,
+// compiled by NVRTC at run time) and a CPU twin on goroutines that gives
+// identical output.
+//
+// Two levels of API:
+//   - host level, generic functions over Go slices (SortPairs, ScanExclusive,
+//     Keccak256, ...): on the GPU engine they copy in, run, and copy out;
+//   - device level (Dev* functions), over gpu.Buffers already on the device,
+//     queued on the engine's stream, for engines that keep data on the GPU.
+package prim
+
+import (
+	"embed"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"warpkv/gpu"
+)
+
+//go:embed *.cu
+var kernelFS embed.FS
+
+// KernelSources returns the names and CUDA C sources of every kernel file of
+// the package, for compile checks.
+func KernelSources() (map[string]string, error) {
+	ents, err := kernelFS.ReadDir(".")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, e := range ents {
+		b, err := kernelFS.ReadFile(e.Name())
+		if err != nil {
+			return nil, err
+		}
+		out[e.Name()] = string(b)
+	}
+	return out, nil
+}
+
+// Key is an unsigned integer sort key.
+type Key interface{ ~uint32 | ~uint64 }
+
+// Word is an unsigned integer payload: a sort value, a scanned or reduced
+// element.
+type Word interface{ ~uint32 | ~uint64 }
+
+// Engine runs primitives on one backend. A GPU engine owns one stream on its
+// device and reusable scratch memory; calls on one engine are serialized
+// (its methods and the package's functions may be called from many
+// goroutines). Use several engines for concurrency on one device.
+type Engine struct {
+	backend gpu.Backend
+	reason  string
+	workers int
+
+	dev     *gpu.Device
+	ownsDev bool
+	stream  *gpu.Stream
+
+	mu      sync.Mutex
+	modules map[string]*gpu.Module
+	scratch map[string]*gpu.Buffer[byte]
+}
+
+// New returns an engine for a device option ("auto", "cpu", "gpu",
+// "gpu:N"; "" means WARPKV_DEVICE or auto). Reason says what was chosen.
+func New(option string) (*Engine, error) {
+	c, err := gpu.Choose(option)
+	if err != nil {
+		return nil, err
+	}
+	if c.Backend == gpu.BackendCPU {
+		e := NewCPU(0)
+		e.reason = c.Reason
+		return e, nil
+	}
+	e, err := NewGPU(c.Device)
+	if err != nil {
+		c.Device.Close()
+		return nil, err
+	}
+	e.ownsDev = true
+	e.reason = c.Reason
+	return e, nil
+}
+
+// NewCPU returns the CPU engine using workers goroutines (0: GOMAXPROCS).
+func NewCPU(workers int) *Engine {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	return &Engine{backend: gpu.BackendCPU, workers: workers, reason: "cpu engine"}
+}
+
+// NewGPU returns a GPU engine on an open device; the caller keeps ownership
+// of the device and must close the engine before it.
+func NewGPU(d *gpu.Device) (*Engine, error) {
+	s, err := d.NewStream()
+	if err != nil {
+		return nil, fmt.Errorf("prim: new engine on %s: %w", d, err)
+	}
+	return &Engine{
+		backend: gpu.BackendGPU, dev: d, stream: s, workers: runtime.GOMAXPROCS(0),
+		reason:  "gpu engine on " + d.String(),
+		modules: map[string]*gpu.Module{}, scratch: map[string]*gpu.Buffer[byte]{},
+	}, nil
+}
+
+// Backend says whether the engine runs on the CPU or a GPU.
+func (e *Engine) Backend() gpu.Backend { return e.backend }
+
+// Name is "cpu" or "gpu".
+func (e *Engine) Name() string { return e.backend.String() }
+
+// Reason is a sentence saying which engine was chosen and why.
+func (e *Engine) Reason() string { return e.reason }
+
+// Workers is the number of goroutines the CPU paths use.
+func (e *Engine) Workers() int { return e.workers }
+
+// Device returns the GPU, or nil for the CPU engine.
+func (e *Engine) Device() *gpu.Device { return e.dev }
+
+// Stream returns the stream all device-level work of the engine is queued
+// on (nil for the CPU engine). Record events on it to time that work.
+func (e *Engine) Stream() *gpu.Stream { return e.stream }
+
+// Synchronize waits for the engine's queued device work.
+func (e *Engine) Synchronize() error {
+	if e.stream == nil {
+		return nil
+	}
+	return e.stream.Synchronize()
+}
+
+// Close frees the engine's scratch memory and stream, and the device if the
+// engine opened it.
+func (e *Engine) Close() error {
+	if e.backend != gpu.BackendGPU {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	if e.stream != nil {
+		keep(e.stream.Synchronize())
+	}
+	for k, b := range e.scratch {
+		keep(b.Free())
+		delete(e.scratch, k)
+	}
+	keep(e.stream.Close())
+	if e.ownsDev {
+		keep(e.dev.Close())
+	}
+	return first
+}
+
+// kernel returns the named kernel from the named embedded .cu file,
+// compiling the file on first use. Callers hold e.mu.
+func (e *Engine) kernel(file, name string) (*gpu.Function, error) {
+	m, ok := e.modules[file]
+	if !ok {
+		src, err := kernelFS.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("prim: kernel source %s: %w", file, err)
+		}
+		m, err = e.dev.Compile(file, string(src))
+		if err != nil {
+			return nil, err
+		}
+		e.modules[file] = m
+	}
+	return m.Function(name)
+}
+
+// scratchBuf returns a reusable device buffer of at least n bytes for the
+// given purpose. Reuse is safe because all the engine's work is ordered on
+// its one stream. Callers hold e.mu.
+func (e *Engine) scratchBuf(purpose string, n int) (*gpu.Buffer[byte], error) {
+	if b, ok := e.scratch[purpose]; ok && b.Len() >= n {
+		return b, nil
+	}
+	if b, ok := e.scratch[purpose]; ok {
+		if err := e.stream.Synchronize(); err != nil {
+			return nil, err
+		}
+		b.Free()
+		delete(e.scratch, purpose)
+	}
+	size := n + n/8 // grow with headroom so slowly growing inputs do not reallocate each call
+	b, err := gpu.Alloc[byte](e.dev, size)
+	if err != nil {
+		return nil, fmt.Errorf("prim: scratch for %s: %w", purpose, err)
+	}
+	e.scratch[purpose] = b
+	return b, nil
+}
+
+// asBuffer reinterprets the first bytes of a byte buffer as n elements of T
+// (a view; it must not be freed).
+func asBuffer[T any](b *gpu.Buffer[byte], offsetBytes, n int) *gpu.Buffer[T] {
+	return gpu.View[T](b, offsetBytes, n)
+}
