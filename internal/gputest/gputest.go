@@ -22,10 +22,10 @@ var (
 	err    error
 )
 
-// Device returns a device shared by the tests of one package, opened once.
-// The device is never closed: the process exit releases it.
-func Device(tb testing.TB) *gpu.Device {
-	tb.Helper()
+// Open returns a device shared by the tests of one package, opened once, or
+// the reason none is usable. The device is never closed: the process exit
+// releases it.
+func Open() (*gpu.Device, error) {
 	once.Do(func() {
 		if ok, why := gpu.Available(); !ok {
 			err = &noGPU{why}
@@ -33,10 +33,18 @@ func Device(tb testing.TB) *gpu.Device {
 		}
 		shared, err = gpu.Open(0)
 	})
+	return shared, err
+}
+
+// Device returns the shared device (see Open), or skips the test (fails it
+// under WARPKV_REQUIRE_GPU=1) when none is usable.
+func Device(tb testing.TB) *gpu.Device {
+	tb.Helper()
+	d, err := Open()
 	if err != nil {
 		Unavailable(tb, err.Error())
 	}
-	return shared
+	return d
 }
 
 // Unavailable skips the test, or fails it under WARPKV_REQUIRE_GPU=1.
