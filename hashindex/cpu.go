@@ -1,0 +1,217 @@
+package hashindex
+
+import (
+	"sync/atomic"
+)
+
+// CPU engine tuning.
+const (
+	cpuParallelMin = 1 << 13 // batches smaller than this run on one goroutine
+	cpuSearchChunk = 1 << 12 // searches per goroutine task
+	cpuRunsPerTask = 16      // tasks per worker when spreading partition runs
+)
+
+// cpuEngine keeps the table in a Go slice and applies batches on
+// goroutines with the same per-job algorithm as the kernels of
+// hashindex.cu, so its tables equal the GPU's word for word.
+type cpuEngine struct {
+	geo     geometry
+	maxDisp uint32
+	workers int
+	table   []uint32
+
+	jobs    Jobs // grouping scratch
+	group   groupScratch
+	results []uint64
+	found   []uint32
+}
+
+func newCPUEngine(r resolved, workers int) *cpuEngine {
+	return &cpuEngine{geo: r.geo, maxDisp: r.maxDisp, workers: workers, table: make([]uint32, r.geo.words())}
+}
+
+// bucket returns the 16 words of bucket b.
+func (c *cpuEngine) bucket(b uint32) []uint32 {
+	i := int(b) * BucketWords
+	return c.table[i : i+BucketWords : i+BucketWords]
+}
+
+// matchMask returns the cells of bucket k whose signature is sig (bit i:
+// cell i), as the kernels' ballots do.
+func matchMask(k []uint32, sig uint32) uint32 {
+	m := uint32(0)
+	for i, s := range k[:CellsPerBucket] {
+		if s == sig {
+			m |= 1 << i
+		}
+	}
+	return m
+}
+
+// lowestCell returns the index of the lowest set bit of a non-zero mask
+// (__ffs(m) - 1 in the kernels).
+func lowestCell(m uint32) uint32 {
+	for i := uint32(0); ; i++ {
+		if m>>i&1 != 0 {
+			return i
+		}
+	}
+}
+
+// insertOne applies one insert job (see hix_insert) and returns its result.
+func (c *cpuEngine) insertOne(h uint64, loc uint32) uint64 {
+	g := c.geo
+	sig := signature(h)
+	b1 := g.primary(h)
+	b2 := g.alternate(b1, sig)
+	k1, k2 := c.bucket(b1), c.bucket(b2)
+	for _, k := range [2][]uint32{k1, k2} {
+		if m := matchMask(k, sig); m != 0 {
+			i := lowestCell(m)
+			old := k[CellsPerBucket+i]
+			k[CellsPerBucket+i] = loc
+			return insertResult(Overwritten, old)
+		}
+	}
+	for _, k := range [2][]uint32{k1, k2} {
+		if i, ok := nearestFree(matchMask(k, 0), preferred(sig)); ok {
+			k[i], k[CellsPerBucket+i] = sig, loc
+			return resultPlaced
+		}
+	}
+	// Cuckoo displacement: put the entry at its preferred cell of b, move
+	// the victim to its alternate bucket, repeat while that one is full.
+	cs, cl, b := sig, loc, b1
+	for range c.maxDisp {
+		k := c.bucket(b)
+		p := preferred(cs)
+		vs, vl := k[p], k[CellsPerBucket+p]
+		k[p], k[CellsPerBucket+p] = cs, cl
+		cs, cl = vs, vl
+		b = g.alternate(b, cs)
+		k = c.bucket(b)
+		if i, ok := nearestFree(matchMask(k, 0), preferred(cs)); ok {
+			k[i], k[CellsPerBucket+i] = cs, cl
+			return resultPlaced
+		}
+	}
+	return insertResult(Displaced, cl)
+}
+
+// removeOne applies one delete job (see hix_delete): it clears the cell of
+// b1, else b2, holding both the signature and the location, and returns 1
+// if there was one.
+func (c *cpuEngine) removeOne(h uint64, loc uint32) uint32 {
+	sig := signature(h)
+	b1 := c.geo.primary(h)
+	for _, b := range [2]uint32{b1, c.geo.alternate(b1, sig)} {
+		k := c.bucket(b)
+		for i := range CellsPerBucket {
+			if k[i] == sig && k[CellsPerBucket+i] == loc {
+				k[i], k[CellsPerBucket+i] = 0, 0
+				return 1
+			}
+		}
+	}
+	return 0
+}
+
+// searchOne returns the location of hash h, or NotFound (see hix_search).
+func (c *cpuEngine) searchOne(h uint64) uint32 {
+	sig := signature(h)
+	b1 := c.geo.primary(h)
+	for _, b := range [2]uint32{b1, c.geo.alternate(b1, sig)} {
+		k := c.bucket(b)
+		if m := matchMask(k, sig); m != 0 {
+			return k[CellsPerBucket+lowestCell(m)]
+		}
+	}
+	return NotFound
+}
+
+func (c *cpuEngine) search(hashes []uint64, out []uint32) error {
+	n := len(hashes)
+	if c.workers == 1 || n < cpuParallelMin {
+		for j, h := range hashes {
+			out[j] = c.searchOne(h)
+		}
+		return nil
+	}
+	tasks := (n + cpuSearchChunk - 1) / cpuSearchChunk
+	var next atomic.Int64
+	parallel(min(c.workers, tasks), func(int) {
+		for t := int(next.Add(1) - 1); t < tasks; t = int(next.Add(1) - 1) {
+			for j := t * cpuSearchChunk; j < min(n, (t+1)*cpuSearchChunk); j++ {
+				out[j] = c.searchOne(hashes[j])
+			}
+		}
+	})
+	return nil
+}
+
+func (c *cpuEngine) insert(hashes []uint64, locs []uint32) ([]uint64, error) {
+	res := grow(&c.results, len(hashes))
+	c.apply(hashes, locs, func(j int, h uint64, loc uint32) { res[j] = c.insertOne(h, loc) })
+	return res, nil
+}
+
+func (c *cpuEngine) remove(hashes []uint64, locs []uint32) ([]uint32, error) {
+	found := grow(&c.found, len(hashes))
+	c.apply(hashes, locs, func(j int, h uint64, loc uint32) { found[j] = c.removeOne(h, loc) })
+	return found, nil
+}
+
+// apply calls fn(batch index, hash, loc) for every job such that the jobs of
+// one partition run in batch order on one goroutine. Small batches run in
+// batch order on the caller's goroutine (equivalent, as partitions are
+// disjoint); large ones are grouped by partition and the runs of
+// partitions spread over the workers.
+func (c *cpuEngine) apply(hashes []uint64, locs []uint32, fn func(j int, h uint64, loc uint32)) {
+	n := len(hashes)
+	if c.workers == 1 || n < cpuParallelMin {
+		for j, h := range hashes {
+			fn(j, h, locs[j])
+		}
+		return
+	}
+	c.jobs = Jobs{
+		Hashes: grow(&c.jobs.Hashes, n), Locs: grow(&c.jobs.Locs, n), Order: grow(&c.jobs.Order, n),
+		Starts: grow(&c.jobs.Starts, maxRuns(n, c.geo.parts)+1),
+	}
+	jobs := groupJobs(c.geo, c.workers, hashes, locs, c.jobs, &c.group)
+	runs := jobs.Runs()
+	per := max(1, runs/(c.workers*cpuRunsPerTask))
+	var next atomic.Int64
+	parallel(c.workers, func(int) {
+		for {
+			r0 := int(next.Add(int64(per))) - per
+			if r0 >= runs {
+				return
+			}
+			for k := jobs.Starts[r0]; k < jobs.Starts[min(runs, r0+per)]; k++ {
+				fn(int(jobs.Order[k]), jobs.Hashes[k], jobs.Locs[k])
+			}
+		}
+	})
+}
+
+func (c *cpuEngine) snapshot() ([]uint32, error) { return append([]uint32(nil), c.table...), nil }
+
+func (c *cpuEngine) reset() error {
+	clear(c.table)
+	return nil
+}
+
+func (c *cpuEngine) close() error {
+	c.table = nil
+	return nil
+}
+
+// grow returns (*s)[:n], reallocating *s when it is too small.
+func grow[T any](s *[]T, n int) []T {
+	if cap(*s) < n {
+		*s = make([]T, n)
+	}
+	*s = (*s)[:n]
+	return *s
+}

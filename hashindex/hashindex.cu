@@ -1,0 +1,235 @@
+// hashindex.cu: the Mega-KV GPU cuckoo hash index.
+//
+// Table layout (layout.go): bucket b is 16 u32 words at table[16b]: the
+// signatures of its 8 cells, then their locations. Signature 0 marks an
+// empty cell (location 0). A key is a 64-bit hash h: signature = h >> 32
+// (0 -> 1), first bucket b1 = h & mask, second bucket b2 =
+// alternate(b1, sig), which differs from b1 only in the low partition bits.
+//
+// A processing unit is 8 consecutive lanes of a warp, lane i looking at
+// cell i of a bucket; the unit decides together through ballots over its own
+// 8-lane mask. Blocks are multiples of 32 threads, so units never straddle
+// warps. Every branch below depends only on values all 8 lanes share, so a
+// unit stays converged at each ballot. The CPU engine (cpu.go) runs the
+// same per-job algorithm: any change here must be made there too.
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+#define CELLS 8              // cells per bucket = lanes per unit
+#define BUCKET_WORDS 16      // u32 words per bucket
+#define NOT_FOUND 0xFFFFFFFFu
+#define RES_OVERWRITTEN 1ull // insert result reason (dropped.go)
+#define RES_DISPLACED 2ull
+
+__device__ __forceinline__ u32 signature(u64 h) {
+    u32 s = (u32)(h >> 32);
+    return s ? s : 1u;
+}
+
+__device__ __forceinline__ u32 sig_mix(u32 s) {
+    u32 m = s * 0x9E3779B1u;
+    return m ^ (m >> 16);
+}
+
+// alternate: the other bucket of a key with signature sig in bucket b; only
+// the low partition bits (pmask) change, never by zero.
+__device__ __forceinline__ u32 alternate(u32 b, u32 sig, u32 pmask) {
+    u32 x = sig_mix(sig) & pmask;
+    return b ^ (x ? x : 1u);
+}
+
+__device__ __forceinline__ u32 preferred(u32 sig) { return sig >> 29; }
+
+// nearest_free: the set bit of free (bit i: cell i empty) nearest pref in
+// the order pref, +1, -1, +2, -2, +3, -3, +4 (mod 8); -1 when free is 0.
+__device__ __forceinline__ int nearest_free(u32 free, u32 pref) {
+    for (u32 k = 0; k < CELLS; k++) {
+        u32 off = k == 0 ? 0u : (k & 1u) ? (k + 1u) / 2u : CELLS - k / 2u;
+        u32 c = (pref + off) & (CELLS - 1);
+        if ((free >> c) & 1u) return (int)c;
+    }
+    return -1;
+}
+
+// Unit: this thread's place in its processing unit.
+struct Unit {
+    u32 lane;  // 0..7: the cell this lane looks at
+    u32 shift; // lane index in the warp of the unit's lane 0
+    u32 mask;  // the unit's lanes, for *_sync intrinsics
+};
+
+__device__ __forceinline__ Unit unit_of() {
+    u32 l = threadIdx.x & 31u;
+    Unit u;
+    u.lane = l & (CELLS - 1);
+    u.shift = l & ~(u32)(CELLS - 1);
+    u.mask = 0xFFu << u.shift;
+    return u;
+}
+
+// unit_ballot: bit i set when lane i of the unit has p.
+__device__ __forceinline__ u32 unit_ballot(Unit u, bool p) {
+    return (__ballot_sync(u.mask, p) >> u.shift) & 0xFFu;
+}
+
+__device__ __forceinline__ u32* bucket_at(u32* table, u32 b) { return table + (u64)b * BUCKET_WORDS; }
+
+// hix_search: out[j] = location of hashes[j], or NOT_FOUND.
+// Thread mapping: one unit per job (job = global thread / 8); lane i reads
+// signature i of b1, then of b2 if b1 has no match.
+// Invariant: read-only on the table; each out[j] written once, by the
+// matching lane or lane 0.
+extern "C" __global__ void hix_search(const u32* __restrict__ table, u32 mask, u32 pmask,
+                                      const u64* __restrict__ hashes, u64 n, u32* __restrict__ out) {
+    u64 job = (blockIdx.x * (u64)blockDim.x + threadIdx.x) / CELLS;
+    if (job >= n) return; // the whole unit leaves together
+    Unit u = unit_of();
+    u64 h = hashes[job];
+    u32 sig = signature(h);
+    u32 b = (u32)h & mask;
+    for (int t = 0; t < 2; t++) {
+        const u32* k = table + (u64)b * BUCKET_WORDS;
+        u32 m = unit_ballot(u, __ldg(k + u.lane) == sig);
+        if (m) {
+            if (u.lane == (u32)(__ffs(m) - 1)) out[job] = __ldg(k + CELLS + u.lane);
+            return;
+        }
+        b = alternate(b, sig, pmask);
+    }
+    if (u.lane == 0) out[job] = NOT_FOUND;
+}
+
+// displace: cuckoo displacement for an entry (cs, cl) whose two buckets
+// are full, starting at bucket b. Each step puts the entry at its preferred
+// cell of b, takes the victim there as the new entry and moves to the
+// victim's alternate bucket, until that bucket has a free cell (the victim
+// goes to the free cell nearest its preferred cell: result 0) or max_disp
+// steps are done (the last victim is dropped: its location is returned
+// with reason RES_DISPLACED). Called by all 8 lanes of a unit with the same
+// arguments; returns the same value in every lane.
+__device__ u64 displace(u32* table, u32 pmask, u32 max_disp, Unit u, u32 cs, u32 cl, u32 b) {
+    for (u32 d = 0; d < max_disp; d++) {
+        u32* k = bucket_at(table, b);
+        u32 p = preferred(cs);
+        u32 vs = k[p], vl = k[CELLS + p]; // every lane reads the victim
+        __syncwarp(u.mask);               // before lane p overwrites it
+        if (u.lane == p) {
+            k[p] = cs;
+            k[CELLS + p] = cl;
+        }
+        __syncwarp(u.mask);
+        cs = vs;
+        cl = vl;
+        b = alternate(b, cs, pmask);
+        k = bucket_at(table, b);
+        int c = nearest_free(unit_ballot(u, k[u.lane] == 0), preferred(cs));
+        if (c >= 0) {
+            if (u.lane == (u32)c) {
+                k[c] = cs;
+                k[CELLS + c] = cl;
+            }
+            return 0;
+        }
+    }
+    return (RES_DISPLACED << 32) | cl;
+}
+
+// hix_insert: applies insert jobs grouped by partition: run r, the jobs of
+// one partition, is [starts[r], starts[r+1]) of hashes/locs, in batch
+// order; order[j] is job j's batch index, where its result goes
+// (reason << 32 | loc, 0 when nothing was dropped).
+// Per job: a cell of b1 or b2 with the signature gets the new location (the
+// old one is dropped as overwritten); else the free cell of b1, else of b2,
+// nearest the preferred cell takes the entry; else displace from b1.
+// Thread mapping: one unit per run (run = global thread / 8), applying its
+// jobs one after another.
+// Invariant: a partition's buckets are touched only by its run's unit (both
+// buckets of every key and every displacement stay in the partition), and
+// __syncwarp between jobs orders each job's writes before the next job's
+// reads, so the result equals applying the batch in order, job by job.
+extern "C" __global__ void hix_insert(u32* table, u32 mask, u32 pmask, u32 max_disp,
+                                      const u64* __restrict__ hashes, const u32* __restrict__ locs,
+                                      const u32* __restrict__ order, const u32* __restrict__ starts,
+                                      u64 nruns, u64* __restrict__ results) {
+    u64 run = (blockIdx.x * (u64)blockDim.x + threadIdx.x) / CELLS;
+    if (run >= nruns) return;
+    Unit u = unit_of();
+    u32 end = starts[run + 1];
+    for (u32 j = starts[run]; j < end; j++) {
+        u64 h = hashes[j];
+        u32 loc = locs[j];
+        u32 sig = signature(h);
+        u32 b1 = (u32)h & mask;
+        u32 b2 = alternate(b1, sig, pmask);
+        u32* k1 = bucket_at(table, b1);
+        u32* k2 = bucket_at(table, b2);
+        u32 s1 = k1[u.lane], s2 = k2[u.lane];
+        u32 m1 = unit_ballot(u, s1 == sig), m2 = unit_ballot(u, s2 == sig);
+        u64 res = 0;
+        if (m1 | m2) {
+            u32* k = m1 ? k1 : k2;
+            u32 c = (u32)__ffs(m1 ? m1 : m2) - 1;
+            u32 old = k[CELLS + c]; // every lane reads the old location
+            __syncwarp(u.mask);     // before lane c replaces it
+            if (u.lane == c) k[CELLS + c] = loc;
+            res = (RES_OVERWRITTEN << 32) | old;
+        } else {
+            u32 pref = preferred(sig);
+            int c1 = nearest_free(unit_ballot(u, s1 == 0), pref);
+            int c2 = nearest_free(unit_ballot(u, s2 == 0), pref);
+            if (c1 >= 0) {
+                if (u.lane == (u32)c1) {
+                    k1[c1] = sig;
+                    k1[CELLS + c1] = loc;
+                }
+            } else if (c2 >= 0) {
+                if (u.lane == (u32)c2) {
+                    k2[c2] = sig;
+                    k2[CELLS + c2] = loc;
+                }
+            } else {
+                res = displace(table, pmask, max_disp, u, sig, loc, b1);
+            }
+        }
+        if (u.lane == 0) results[order[j]] = res;
+        __syncwarp(u.mask); // this job's writes before the next job's reads
+    }
+}
+
+// hix_delete: applies delete jobs grouped by partition (as hix_insert):
+// the cell of b1, else b2, holding both the signature and the location is
+// cleared (signature and location 0); found[order[j]] = 1 if there was one,
+// else 0.
+// Thread mapping: one unit per run, applying its jobs in order.
+// Invariant: as hix_insert; a duplicate delete in one batch finds the cell
+// only the first time.
+extern "C" __global__ void hix_delete(u32* table, u32 mask, u32 pmask,
+                                      const u64* __restrict__ hashes, const u32* __restrict__ locs,
+                                      const u32* __restrict__ order, const u32* __restrict__ starts,
+                                      u64 nruns, u32* __restrict__ found) {
+    u64 run = (blockIdx.x * (u64)blockDim.x + threadIdx.x) / CELLS;
+    if (run >= nruns) return;
+    Unit u = unit_of();
+    u32 end = starts[run + 1];
+    for (u32 j = starts[run]; j < end; j++) {
+        u64 h = hashes[j];
+        u32 loc = locs[j];
+        u32 sig = signature(h);
+        u32 b = (u32)h & mask;
+        u32 hit = 0;
+        for (int t = 0; t < 2 && !hit; t++) {
+            u32* k = bucket_at(table, b);
+            u32 m = unit_ballot(u, k[u.lane] == sig && k[CELLS + u.lane] == loc);
+            if (m) {
+                if (u.lane == (u32)(__ffs(m) - 1)) {
+                    k[u.lane] = 0;
+                    k[CELLS + u.lane] = 0;
+                }
+                hit = 1;
+            }
+            b = alternate(b, sig, pmask);
+        }
+        if (u.lane == 0) found[order[j]] = hit;
+        __syncwarp(u.mask);
+    }
+}

@@ -1,0 +1,277 @@
+package hashindex
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+
+	"warpkv/gpu"
+)
+
+// Index is a cuckoo hash index on one engine. Its methods are safe for
+// concurrent use; calls are serialized.
+type Index struct {
+	geo     geometry
+	maxDisp uint32
+	workers int
+	backend gpu.Backend
+	reason  string
+	gpu     *gpuEngine // nil on the CPU engine
+
+	mu     sync.Mutex
+	eng    engine
+	stats  Stats
+	closed bool
+}
+
+// Stats counts the work of an index's host-level calls (Dev* calls are not
+// counted).
+type Stats struct {
+	Entries    uint64 // cells in use
+	Searches   uint64 // search jobs
+	Hits       uint64 // searches that found a location
+	Inserts    uint64 // insert jobs
+	Overwrites uint64 // inserts that replaced a location (dropped as Overwritten)
+	Displaced  uint64 // locations dropped by exhausted displacement chains
+	Deletes    uint64 // delete jobs
+	Deleted    uint64 // deletes that found and cleared their cell
+}
+
+// New returns an empty index configured by opts, on the engine opts.GPU or
+// opts.Device selects. Cost: the table's allocation (64 bytes a bucket);
+// on the GPU, kernels compile on first use.
+func New(opts Options) (*Index, error) {
+	r, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	workers := r.workers
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	ix := &Index{geo: r.geo, maxDisp: r.maxDisp, workers: workers}
+	if opts.GPU != nil {
+		e, err := newGPUEngine(r, opts.GPU, false, workers)
+		if err != nil {
+			return nil, fmt.Errorf("hashindex: new on %s: %w", opts.GPU, err)
+		}
+		ix.useGPU(e, "gpu engine on "+opts.GPU.String()+": device given")
+		return ix, nil
+	}
+	c, err := gpu.Choose(opts.Device)
+	if err != nil {
+		return nil, fmt.Errorf("hashindex: %w", err)
+	}
+	if c.Backend == gpu.BackendCPU {
+		ix.backend, ix.reason, ix.eng = gpu.BackendCPU, c.Reason, newCPUEngine(r, workers)
+		return ix, nil
+	}
+	e, err := newGPUEngine(r, c.Device, true, workers)
+	if err != nil {
+		c.Device.Close()
+		return nil, fmt.Errorf("hashindex: new on %s: %w", c.Device, err)
+	}
+	ix.useGPU(e, c.Reason)
+	return ix, nil
+}
+
+func (ix *Index) useGPU(e *gpuEngine, reason string) {
+	ix.backend, ix.reason, ix.eng, ix.gpu = gpu.BackendGPU, reason, e, e
+}
+
+// Engine is "cpu" or "gpu".
+func (ix *Index) Engine() string { return ix.backend.String() }
+
+// Reason is a sentence saying which engine was chosen and why.
+func (ix *Index) Reason() string { return ix.reason }
+
+// Buckets returns the number of buckets (a power of two).
+func (ix *Index) Buckets() int { return ix.geo.buckets }
+
+// Capacity returns the number of cells, Buckets()*8.
+func (ix *Index) Capacity() int { return ix.geo.buckets * CellsPerBucket }
+
+// PartitionBits returns log2 of the buckets per partition.
+func (ix *Index) PartitionBits() int { return int(ix.geo.pbits) }
+
+// Partitions returns the number of partitions.
+func (ix *Index) Partitions() int { return ix.geo.parts }
+
+// Partition returns the partition of the key with hash h.
+func (ix *Index) Partition(h uint64) int { return ix.geo.partition(ix.geo.primary(h)) }
+
+// MaxDisplacements returns the displacement bound of an insert.
+func (ix *Index) MaxDisplacements() int { return int(ix.maxDisp) }
+
+// Search writes to out[i] the location of the key with hash hashes[i], or
+// NotFound. It sees every insert and delete of earlier calls. Cost: up to
+// two bucket reads per job, on the GPU one transfer each way and a kernel
+// with one 8-lane unit per job; on the CPU, parallel over goroutines.
+func (ix *Index) Search(hashes []uint64, out []uint32) error {
+	n := len(hashes)
+	if len(out) < n {
+		return fmt.Errorf("hashindex: search: %d outputs for %d jobs", len(out), n)
+	}
+	if err := checkBatch("search", n); err != nil || n == 0 {
+		return err
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.closed {
+		return fmt.Errorf("hashindex: search: index closed")
+	}
+	if err := ix.eng.search(hashes, out[:n]); err != nil {
+		return fmt.Errorf("hashindex: search of %d jobs: %w", n, err)
+	}
+	hits := 0
+	for _, l := range out[:n] {
+		if l != NotFound {
+			hits++
+		}
+	}
+	ix.stats.Searches += uint64(n)
+	ix.stats.Hits += uint64(hits)
+	return nil
+}
+
+// Insert indexes location locs[i] under hash hashes[i], for every i in
+// batch order (a key inserted twice keeps the later location), and appends
+// to dropped, in job order, every location the index stopped holding:
+// replaced ones (Overwritten) and those displacement could not place
+// (Displaced). Locations must not be NotFound. Cost: on the GPU a stable
+// counting sort of the batch by partition on the CPU, one transfer each
+// way and a kernel with one 8-lane unit per partition; on the CPU the same
+// grouping and partitions spread over goroutines.
+func (ix *Index) Insert(hashes []uint64, locs []uint32, dropped []Dropped) ([]Dropped, error) {
+	n := len(hashes)
+	if err := checkJobs("insert", hashes, locs); err != nil {
+		return dropped, err
+	}
+	for i, l := range locs {
+		if l == NotFound {
+			return dropped, fmt.Errorf("hashindex: insert: job %d has location NotFound", i)
+		}
+	}
+	if n == 0 {
+		return dropped, nil
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.closed {
+		return dropped, fmt.Errorf("hashindex: insert: index closed")
+	}
+	res, err := ix.eng.insert(hashes, locs)
+	if err != nil {
+		return dropped, fmt.Errorf("hashindex: insert of %d jobs: %w", n, err)
+	}
+	dropped, over, disp := DecodeInsertResults(res, dropped)
+	ix.stats.Inserts += uint64(n)
+	ix.stats.Overwrites += uint64(over)
+	ix.stats.Displaced += uint64(disp)
+	ix.stats.Entries += uint64(n - over - disp)
+	return dropped, nil
+}
+
+// Delete clears, for every i in batch order, the cell holding both the
+// signature of hashes[i] and location locs[i], and sets found[i] to
+// whether there was one. Cost: as Insert.
+func (ix *Index) Delete(hashes []uint64, locs []uint32, found []bool) error {
+	n := len(hashes)
+	if err := checkJobs("delete", hashes, locs); err != nil {
+		return err
+	}
+	if len(found) < n {
+		return fmt.Errorf("hashindex: delete: %d outputs for %d jobs", len(found), n)
+	}
+	if n == 0 {
+		return nil
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.closed {
+		return fmt.Errorf("hashindex: delete: index closed")
+	}
+	flags, err := ix.eng.remove(hashes, locs)
+	if err != nil {
+		return fmt.Errorf("hashindex: delete of %d jobs: %w", n, err)
+	}
+	hits := 0
+	for i, f := range flags {
+		found[i] = f != 0
+		hits += int(f & 1)
+	}
+	ix.stats.Deletes += uint64(n)
+	ix.stats.Deleted += uint64(hits)
+	ix.stats.Entries -= uint64(hits)
+	return nil
+}
+
+// Stats returns the counters of the host-level calls so far.
+func (ix *Index) Stats() Stats {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.stats
+}
+
+// Snapshot returns a copy of the table: Buckets()*16 words, bucket b's 8
+// signatures at [16b, 16b+8) and their locations at [16b+8, 16b+16). Cost:
+// a copy of the table (from the device on the GPU engine).
+func (ix *Index) Snapshot() ([]uint32, error) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.closed {
+		return nil, fmt.Errorf("hashindex: snapshot: index closed")
+	}
+	t, err := ix.eng.snapshot()
+	if err != nil {
+		return nil, fmt.Errorf("hashindex: snapshot: %w", err)
+	}
+	return t, nil
+}
+
+// Reset empties the table and zeroes the stats. Cost: a clear of the
+// table.
+func (ix *Index) Reset() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.closed {
+		return fmt.Errorf("hashindex: reset: index closed")
+	}
+	if err := ix.eng.reset(); err != nil {
+		return fmt.Errorf("hashindex: reset: %w", err)
+	}
+	ix.stats = Stats{}
+	return nil
+}
+
+// Close frees the table and staging memory, and the device if the index
+// opened it. Later calls fail; closing twice is a no-op.
+func (ix *Index) Close() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.closed {
+		return nil
+	}
+	ix.closed = true
+	if err := ix.eng.close(); err != nil {
+		return fmt.Errorf("hashindex: close: %w", err)
+	}
+	return nil
+}
+
+// checkJobs checks that a batch of update jobs has one location per hash
+// and fits the limits.
+func checkJobs(op string, hashes []uint64, locs []uint32) error {
+	if len(hashes) != len(locs) {
+		return fmt.Errorf("hashindex: %s: %d hashes but %d locations", op, len(hashes), len(locs))
+	}
+	return checkBatch(op, len(hashes))
+}
+
+// checkBatch checks a batch size against MaxBatch.
+func checkBatch(op string, n int) error {
+	if n > MaxBatch {
+		return fmt.Errorf("hashindex: %s: %d jobs, at most %d a call", op, n, MaxBatch)
+	}
+	return nil
+}
