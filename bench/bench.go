@@ -1,0 +1,91 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+
+	"warpkv/gpu"
+)
+
+// Options configure a benchmark suite run.
+type Options struct {
+	Device   string    // device option: auto, cpu, gpu, gpu:N ("": WARPKV_DEVICE, else auto)
+	Size     int       // problem size, the suite's unit; 0: the suite's default
+	Reps     int       // timed repetitions behind each median; 0: DefaultReps
+	Progress io.Writer // progress lines (typically os.Stderr); nil: none
+}
+
+func (o Options) reps() int {
+	if o.Reps > 0 {
+		return o.Reps
+	}
+	return DefaultReps
+}
+
+// Suite is a named benchmark.
+type Suite struct {
+	Name    string
+	Summary string // one line for help output
+	Run     func(Options) (*Report, error)
+}
+
+// Suites returns the benchmark suites, in the order help lists them.
+func Suites() []Suite {
+	return []Suite{
+		{"limits", "memory limits: device copy bandwidth, random gather rate, pinned transfers (CPU engine: memory copy bandwidth); --size: copy bytes", RunLimits},
+		{"prim", "every primitive on the CPU engine and, when usable or requested, the GPU engine; --size: elements", RunPrim},
+	}
+}
+
+// Lookup returns the suite with the given name.
+func Lookup(name string) (Suite, bool) {
+	for _, s := range Suites() {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Suite{}, false
+}
+
+// RunLimits measures the memory limits of the chosen device (see
+// MeasureLimits); Options.Size, if set, is the copy size in bytes. When the
+// option resolves to the CPU engine (requested, or auto without a usable
+// GPU) it measures the CPU memory copy bandwidth instead and says why.
+func RunLimits(o Options) (*Report, error) {
+	rep := newReport("limits", o.reps())
+	p := NewProgress(o.Progress)
+	c, err := gpu.Choose(o.Device)
+	if err != nil {
+		return nil, fmt.Errorf("bench limits: %w", err)
+	}
+	rep.Engines = append(rep.Engines, c.Reason)
+	if c.Backend == gpu.BackendCPU {
+		size := int64(cpuCopyBytes)
+		if o.Size > 0 {
+			size = int64(o.Size)
+		}
+		p.Printf("cpu: memory copy over %s", IEC(size))
+		res, err := MeasureCPUCopy(size, runtime.GOMAXPROCS(0), DefaultWarmup, o.reps())
+		if err != nil {
+			return nil, fmt.Errorf("bench limits: %w", err)
+		}
+		rep.add(res...)
+		rep.finish()
+		return rep, nil
+	}
+	defer c.Device.Close()
+	cfg := defaultLimitsConfig()
+	cfg.reps = o.reps()
+	if o.Size > 0 {
+		cfg.copyBytes = int64(o.Size)
+	}
+	lim, err := measureLimits(c.Device, p, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("bench limits on %s: %w", c.Device, err)
+	}
+	rep.add(lim.Results...)
+	rep.Notes = append(rep.Notes, lim.Notes...)
+	rep.finish()
+	return rep, nil
+}

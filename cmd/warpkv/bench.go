@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"warpkv/bench"
+	"warpkv/gpu"
+)
+
+// runBench runs one benchmark suite and prints its results as a table,
+// optionally also writing them as JSON. Progress goes to stderr.
+func runBench(e *env, args []string) error {
+	var names []string
+	for _, s := range bench.Suites() {
+		names = append(names, s.Name)
+	}
+	fs := newFlagSet(e, "bench", fmt.Sprintf("warpkv bench %s [--device auto|cpu|gpu|gpu:N] [--json FILE] [--size N] [--reps N]",
+		strings.Join(names, "|")))
+	device := fs.String("device", "", "engine: auto, cpu, gpu or gpu:N (default: $"+gpu.EnvDevice+", else auto)")
+	jsonPath := fs.String("json", "", "also write the results as JSON to `FILE`")
+	size := fs.Int("size", 0, "problem size in the suite's unit (0: the suite's default)")
+	reps := fs.Int("reps", bench.DefaultReps, "timed repetitions behind each median")
+	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	usage := fs.Usage
+	fs.Usage = func() {
+		usage()
+		fmt.Fprintln(fs.Output(), "\nsuites:")
+		for _, s := range bench.Suites() {
+			fmt.Fprintf(fs.Output(), "  %-7s %s\n", s.Name, s.Summary)
+		}
+	}
+	// Flags may come before or after the suite name.
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return usagef("missing suite name")
+	}
+	name := fs.Arg(0)
+	if err := parse(fs, fs.Args()[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected arguments after suite %s: %s", name, strings.Join(fs.Args(), " "))
+	}
+	s, ok := bench.Lookup(name)
+	if !ok {
+		return usagef("unknown suite %q (want %s)", name, strings.Join(names, " or "))
+	}
+	if *size < 0 || *reps < 1 {
+		return usagef("--size must be >= 0 and --reps >= 1")
+	}
+	opts := bench.Options{Device: *device, Size: *size, Reps: *reps}
+	if !*quiet {
+		opts.Progress = e.stderr
+	}
+	rep, runErr := s.Run(opts)
+	if rep == nil {
+		return runErr
+	}
+	for _, line := range rep.Engines {
+		fmt.Fprintln(e.stdout, line)
+	}
+	for _, line := range rep.Notes {
+		fmt.Fprintln(e.stdout, "note:", line)
+	}
+	fmt.Fprintf(e.stdout, "median of %d runs; ratio: throughput relative to the named reference\n\n", rep.Reps)
+	if err := bench.PrintTable(e.stdout, rep.Results); err != nil {
+		return err
+	}
+	if *jsonPath != "" {
+		if err := bench.SaveJSON(*jsonPath, rep); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "\nwrote %s\n", *jsonPath)
+	}
+	return runErr // partial results are printed and saved first
+}

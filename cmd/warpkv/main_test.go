@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCmd runs the command line and returns its exit status and outputs.
+func runCmd(args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestCommands(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		code    int
+		stdout  string // substring expected on stdout
+		stderr  string // substring expected on stderr
+		noError bool   // stderr must be empty
+	}{
+		{name: "no command", args: nil, code: 2, stderr: "usage: warpkv <command>"},
+		{name: "unknown command", args: []string{"frobnicate"}, code: 2, stderr: `unknown command "frobnicate"`},
+		{name: "help", args: []string{"help"}, code: 0, stdout: "commands:", noError: true},
+		{name: "--help", args: []string{"--help"}, code: 0, stdout: "bench", noError: true},
+		{name: "help bench", args: []string{"help", "bench"}, code: 0, stdout: "suites:", noError: true},
+		{name: "help serve", args: []string{"help", "serve"}, code: 0, stdout: "-device", noError: true},
+		{name: "help help", args: []string{"help", "help"}, code: 0, stdout: "commands:", noError: true},
+		{name: "help unknown", args: []string{"help", "nope"}, code: 2, stderr: `unknown command "nope"`},
+		{name: "help two", args: []string{"help", "a", "b"}, code: 2, stderr: "at most one"},
+		{name: "version", args: []string{"version"}, code: 0, stdout: "warpkv      " + version, noError: true},
+		{name: "version arg", args: []string{"version", "x"}, code: 2, stderr: "no arguments"},
+		{name: "version -h", args: []string{"version", "-h"}, code: 0, stderr: "usage: warpkv version"},
+		{name: "bad flag", args: []string{"devices", "--nope"}, code: 2, stderr: "flag provided but not defined"},
+		{name: "devices", args: []string{"devices"}, code: 0, noError: true},
+		{name: "serve", args: []string{"serve", "--device", "cpu"}, code: 0, stdout: "not built yet", noError: true},
+		{name: "serve bad device", args: []string{"serve", "--device", "tpu"}, code: 0, stdout: "want auto, cpu, gpu or gpu:N"},
+		{name: "bench no suite", args: []string{"bench"}, code: 2, stderr: "missing suite name"},
+		{name: "bench unknown", args: []string{"bench", "nope"}, code: 2, stderr: `unknown suite "nope"`},
+		{name: "bench extra", args: []string{"bench", "limits", "extra"}, code: 2, stderr: "unexpected arguments"},
+		{name: "bench bad reps", args: []string{"bench", "limits", "--reps", "0"}, code: 2, stderr: "--reps"},
+		{name: "bench bad device", args: []string{"bench", "limits", "--device", "tpu"}, code: 1, stderr: "want auto, cpu, gpu or gpu:N"},
+		{name: "bench limits cpu", args: []string{"bench", "--device", "cpu", "limits", "--size", "65536", "--reps", "1", "--quiet"},
+			code: 0, stdout: "memory copy, 1 thread (64 KiB", noError: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runCmd(tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out, errOut)
+			}
+			if !strings.Contains(out, tc.stdout) {
+				t.Errorf("stdout lacks %q:\n%s", tc.stdout, out)
+			}
+			if !strings.Contains(errOut, tc.stderr) {
+				t.Errorf("stderr lacks %q:\n%s", tc.stderr, errOut)
+			}
+			if tc.noError && errOut != "" {
+				t.Errorf("unexpected stderr:\n%s", errOut)
+			}
+		})
+	}
+}
+
+// TestDevicesSaysWhy checks that devices prints either a table or a
+// sentence explaining why no GPU is usable.
+func TestDevicesSaysWhy(t *testing.T) {
+	_, out, _ := runCmd("devices")
+	if !strings.HasPrefix(out, "ordinal") && !strings.HasPrefix(out, "No GPU is usable: ") {
+		t.Errorf("devices output neither a table nor a reason:\n%s", out)
+	}
+}
+
+func TestBenchJSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "limits.json")
+	code, out, errOut := runCmd("bench", "limits", "--device=cpu", "--size=65536", "--reps=2", "--json", path)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "cpu: memory copy over 64 KiB") {
+		t.Errorf("no progress line on stderr:\n%s", errOut)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Suite   string
+		Reps    int
+		Results []struct{ Op, Engine string }
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Suite != "limits" || rep.Reps != 2 || len(rep.Results) != 2 || rep.Results[0].Engine != "cpu" {
+		t.Errorf("report %+v", rep)
+	}
+}
