@@ -4,9 +4,11 @@
 // Message i is data[offsets[i] .. offsets[i+1]). Messages start at any byte
 // address, so both kernels read the aligned 32-bit words that hold message
 // bytes and realign them with funnel shifts. A word is read only when it
-// holds at least one byte of the message: an aligned word never straddles
-// an allocation's end, so no read leaves the allocation. Bytes of such a
-// word outside the message are masked off.
+// holds at least one byte of the message, and its other bytes are masked
+// off. An aligned word never straddles a page, so every read is of mapped
+// memory, but it may touch up to 3 bytes past the end of a buffer whose
+// size is not a multiple of 4 (compute-sanitizer's memcheck would report
+// those; prim.Keccak256 rounds its uploads up to 8 bytes).
 //
 // Two kernels, picked by the Go launcher (keccak_gpu.go):
 //   keccak256_thread: one thread per message, state in 25 registers; the

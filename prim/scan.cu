@@ -31,9 +31,6 @@ typedef unsigned long long u64;
 #define SCAN_ROUNDS 8
 #define SCAN_VEC_BYTES 16
 
-// Windows of 32 tiles one look-back step reads.
-#define SCAN_LOOKBACK_WINDOWS 4
-
 #define WARP 32
 #define FULL_MASK 0xffffffffu
 #define SCAN_WARPS (SCAN_BLOCK / WARP)
@@ -54,16 +51,6 @@ __device__ __forceinline__ u64 ld_relaxed_u64(const u64* p) {
 
 __device__ __forceinline__ void st_relaxed_u64(u64* p, u64 v) {
     asm volatile("st.relaxed.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-__device__ __forceinline__ u32 ld_acquire_u32(const u32* p) {
-    u32 v;
-    asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-__device__ __forceinline__ void st_relaxed_u32(u32* p, u32 v) {
-    asm volatile("st.relaxed.gpu.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
 // ---- warp shuffles of the scanned types ----
@@ -100,96 +87,71 @@ struct PackedState {
     }
 };
 
-// FlagState: a status flag per tile and separate arrays for aggregates and
-// inclusive prefixes of 64-bit values. The writer stores the value, fences,
-// then sets the flag; the reader loads the flag with acquire semantics and
-// only then the value of the array the flag names. Separate arrays keep a
-// reader who saw "aggregate" from reading a later inclusive prefix.
-struct FlagState {
-    u32* flags;
-    u64* aggregates;
-    u64* prefixes;
+// SplitState: the status of a tile with a 64-bit value is two 64-bit words,
+// each holding the status in its high half and one half of the value in its
+// low half, each written and read as one access. A reader takes the value
+// only when both words carry the same status; a tile caught between its
+// aggregate and its prefix reads as not yet published, and is read again.
+// Unlike a flag with separate value arrays, whose reader must load the flag
+// before the value, both words are loaded at once: one memory round trip
+// per look-back step instead of two, and no fence for the writer.
+struct SplitState {
+    u64* words;  // tile t: words[2t] (low half), words[2t+1] (high half)
     __device__ __forceinline__ void publish(u64 tile, u32 status, u64 v) const {
-        st_relaxed_u64((status == STATUS_AGGREGATE ? aggregates : prefixes) + tile, v);
-        __threadfence();
-        st_relaxed_u32(flags + tile, status);
+        const u64 s = (u64)status << 32;
+        st_relaxed_u64(words + 2 * tile, s | (v & 0xffffffffull));
+        st_relaxed_u64(words + 2 * tile + 1, s | (v >> 32));
     }
     __device__ __forceinline__ void read(u64 tile, u32& status, u64& v) const {
-        status = ld_acquire_u32(flags + tile);
-        if (status == STATUS_AGGREGATE) v = ld_relaxed_u64(aggregates + tile);
-        else if (status == STATUS_PREFIX) v = ld_relaxed_u64(prefixes + tile);
+        const u64 lo = ld_relaxed_u64(words + 2 * tile);
+        const u64 hi = ld_relaxed_u64(words + 2 * tile + 1);
+        status = (u32)(lo >> 32) == (u32)(hi >> 32) ? (u32)(lo >> 32) : STATUS_INVALID;
+        v = (hi << 32) | (lo & 0xffffffffull);
     }
 };
 
 // look_back returns the exclusive prefix of tile (> 0): the combination of
 // every earlier tile. Called by all 32 lanes of one warp, after the tile's
-// aggregate is published. One step reads SCAN_LOOKBACK_WINDOWS windows of 32
-// tiles at once, lane l of window q inspecting tile newest-32q-l, so a step
-// costs one memory round trip however far back the newest inclusive prefix
-// is, up to 32*SCAN_LOOKBACK_WINDOWS tiles. (The prefixes run well over 32
-// tiles behind the newest tiles when the device is busy; reading one window
-// per round trip cost a fifth of the bandwidth on an H100.) The warp waits
-// only for the tiles it needs: those newer than the newest inclusive prefix
-// among the windows, or all of them when there is none. It folds their
-// aggregates in tile order with that prefix and stops, or folds all and
-// moves on to older windows.
+// aggregate is published. Lane l inspects tile newest-l. The warp waits only
+// for the tiles it needs: those newer than the newest inclusive prefix in
+// the window, or all 32 when there is none. It then folds their aggregates
+// with that prefix and stops, or folds all 32 aggregates and moves 32 tiles
+// further back.
 template <class Op, class State>
 __device__ typename Op::value look_back(const State& st, u64 tile) {
     typedef typename Op::value T;
-    constexpr int W = SCAN_LOOKBACK_WINDOWS;
     const int lane = threadIdx.x % WARP;
     T exclusive = Op::identity();
     long long newest = (long long)tile - 1;
     for (;;) {
-        u32 status[W];
-        T v[W];
-        u32 prefixes[W];
-        int stop;  // the window holding the newest prefix, or W
-        bool ready;
+        const long long j = newest - lane;
+        u32 status;
+        T v = Op::identity();
+        u32 prefixes, needed;
         do {
-#pragma unroll
-            for (int q = 0; q < W; ++q) {
-                const long long j = newest - q * WARP - lane;
-                v[q] = Op::identity();
-                if (j >= 0) {
-                    st.read((u64)j, status[q], v[q]);
-                } else {
-                    status[q] = STATUS_PREFIX;  // before tile 0: the empty prefix
-                }
+            if (j >= 0) {
+                st.read((u64)j, status, v);
+            } else {
+                status = STATUS_PREFIX;  // before tile 0: the empty prefix
+                v = Op::identity();
             }
-            stop = W;
-            ready = true;
+            prefixes = __ballot_sync(FULL_MASK, status == STATUS_PREFIX);
+            // Lanes up to and including the lowest one with a prefix (the
+            // shift wraps to all lanes when that is lane 31), else all.
+            needed = prefixes ? ((prefixes & (0u - prefixes)) << 1) - 1u : FULL_MASK;
+        } while (__ballot_sync(FULL_MASK, status == STATUS_INVALID) & needed);
+        const int last = prefixes ? __ffs(prefixes) - 1 : WARP - 1;
+        if (lane > last) v = Op::identity();
+        // Fold in tile order; a higher lane holds an older tile. Lane 0 ends
+        // with v[last] + ... + v[0].
 #pragma unroll
-            for (int q = 0; q < W; ++q) {
-                prefixes[q] = __ballot_sync(FULL_MASK, status[q] == STATUS_PREFIX);
-                const u32 invalid = __ballot_sync(FULL_MASK, status[q] == STATUS_INVALID);
-                if (stop == W) {
-                    // Needed: lanes up to and including the lowest one with a
-                    // prefix (the shift wraps to all lanes when that is lane
-                    // 31), else all lanes.
-                    const u32 p = prefixes[q];
-                    const u32 needed = p ? ((p & (0u - p)) << 1) - 1u : FULL_MASK;
-                    if (invalid & needed) ready = false;
-                    if (p) stop = q;
-                }
-            }
-        } while (!ready);
-        // Fold the windows up to the stop, in tile order: a later window and
-        // a higher lane hold older tiles.
-#pragma unroll
-        for (int q = 0; q < W; ++q) {
-            if (q > stop) break;
-            const int last = q == stop ? __ffs(prefixes[q]) - 1 : WARP - 1;
-            T x = lane > last ? Op::identity() : v[q];
-#pragma unroll
-            for (int d = 1; d < WARP; d *= 2) {
-                T older = shfl_down(x, d);
-                if (lane + d < WARP) x = Op::combine(older, x);
-            }
-            exclusive = Op::combine(shfl_idx(x, 0), exclusive);
+        for (int d = 1; d < WARP; d *= 2) {
+            T older = shfl_down(v, d);
+            if (lane + d < WARP) v = Op::combine(older, v);
         }
-        if (stop < W) return exclusive;
-        newest -= W * WARP;
+        exclusive = Op::combine(shfl_idx(v, 0), exclusive);
+        if (prefixes) return exclusive;
+        newest -= WARP;
     }
 }
 
@@ -345,18 +307,16 @@ scan_inclusive_u32(const u32* in, u32* out, u64 n, u64* status, u32* tile_counte
 
 // scan_exclusive_u64: out[i] = in[0] + ... + in[i-1] (mod 2^64).
 // Thread mapping: as scan_exclusive_u32 with vectors of 2 items. Invariant:
-// flags[t] goes 0 -> aggregate -> inclusive prefix; aggregates[t] and
-// prefixes[t] are final before flags[t] names them.
+// both status words of tile t go 0 -> aggregate -> inclusive prefix of tiles
+// 0..t, each half final when published.
 extern "C" __global__ void __launch_bounds__(SCAN_BLOCK)
-scan_exclusive_u64(const u64* in, u64* out, u64 n, u32* flags, u64* aggregates, u64* prefixes,
-                   u32* tile_counter) {
-    scan_body<u64, false>(in, out, n, FlagState{flags, aggregates, prefixes}, tile_counter);
+scan_exclusive_u64(const u64* in, u64* out, u64 n, u64* status, u32* tile_counter) {
+    scan_body<u64, false>(in, out, n, SplitState{status}, tile_counter);
 }
 
 // scan_inclusive_u64: out[i] = in[0] + ... + in[i] (mod 2^64).
 // Thread mapping and invariant as scan_exclusive_u64.
 extern "C" __global__ void __launch_bounds__(SCAN_BLOCK)
-scan_inclusive_u64(const u64* in, u64* out, u64 n, u32* flags, u64* aggregates, u64* prefixes,
-                   u32* tile_counter) {
-    scan_body<u64, true>(in, out, n, FlagState{flags, aggregates, prefixes}, tile_counter);
+scan_inclusive_u64(const u64* in, u64* out, u64 n, u64* status, u32* tile_counter) {
+    scan_body<u64, true>(in, out, n, SplitState{status}, tile_counter);
 }

@@ -167,10 +167,11 @@ struct FlagState {
 
 // look_back returns the exclusive prefix of tile (> 0): the combination of
 // every earlier tile, in order. Called by all 32 lanes of one warp, after
-// the tile's aggregate is published. Lane l inspects tile newest-l; the warp
-// waits until each of the 32 has published something, folds the aggregates
-// up to the newest inclusive prefix among them and stops there, or folds all
-// 32 aggregates and moves 32 tiles further back.
+// the tile's aggregate is published. Lane l inspects tile newest-l. The warp
+// waits only for the tiles it needs: those newer than the newest inclusive
+// prefix in the window, or all 32 when there is none. It then folds their
+// aggregates with that prefix and stops, or folds all 32 aggregates and
+// moves 32 tiles further back.
 template <class Op, class State>
 __device__ typename Op::value look_back(const State& st, u64 tile) {
     typedef typename Op::value T;
@@ -181,6 +182,7 @@ __device__ typename Op::value look_back(const State& st, u64 tile) {
         const long long j = newest - lane;
         u32 status;
         T v = Op::identity();
+        u32 prefixes, needed;
         do {
             if (j >= 0) {
                 st.read((u64)j, status, v);
@@ -188,8 +190,11 @@ __device__ typename Op::value look_back(const State& st, u64 tile) {
                 status = STATUS_PREFIX;  // before tile 0: the empty prefix
                 v = Op::identity();
             }
-        } while (__any_sync(FULL_MASK, status == STATUS_INVALID));
-        const u32 prefixes = __ballot_sync(FULL_MASK, status == STATUS_PREFIX);
+            prefixes = __ballot_sync(FULL_MASK, status == STATUS_PREFIX);
+            // Lanes up to and including the lowest one with a prefix (the
+            // shift wraps to all lanes when that is lane 31), else all.
+            needed = prefixes ? ((prefixes & (0u - prefixes)) << 1) - 1u : FULL_MASK;
+        } while (__ballot_sync(FULL_MASK, status == STATUS_INVALID) & needed);
         const int last = prefixes ? __ffs(prefixes) - 1 : WARP - 1;
         if (lane > last) v = Op::identity();
         // Fold in tile order; a higher lane holds an older tile. Lane 0 ends
@@ -227,6 +232,7 @@ __device__ typename Op::value scan_tile(const State& st, u32 tile, TileShared<ty
     const int lane = threadIdx.x % WARP;
     const int warp = threadIdx.x / WARP;
 
+    // Per round: the thread's total, scanned across the warp in lane order.
     T round_pre[ROUNDS];
     T warp_run = Op::identity();
 #pragma unroll

@@ -17,6 +17,13 @@ const (
 	selectVecBytes = 16  // bytes per vector load of the widest element
 )
 
+// Bytes of look-back status per tile: the packed status|count word of
+// select, the status flag of reduce-by-key (whose values live in arrays).
+const (
+	selectStatusBytes    = 8
+	reduceByKeyFlagBytes = 4
+)
+
 // selectTileItems is the number of items in one tile when the widest
 // element read has widest bytes.
 func selectTileItems(widest int) int { return selectBlock * selectRounds * (selectVecBytes / widest) }
@@ -69,7 +76,7 @@ func launchSelect[T Word](e *Engine, in *gpu.Buffer[T], flags *gpu.Buffer[uint8]
 		return err
 	}
 	tiles := (n + selectTileItems(size) - 1) / selectTileItems(size)
-	lb, err := e.scanLookbackScratch("select", tiles, 0)
+	lb, err := e.scanLookbackScratch("select", tiles, selectStatusBytes, 0)
 	if err != nil {
 		return err
 	}
@@ -147,7 +154,7 @@ func launchReduceByKey[K Key, V Word](e *Engine, keys *gpu.Buffer[K], vals *gpu.
 	}
 	tile := selectTileItems(max(ks, vs))
 	tiles := (n + tile - 1) / tile
-	lb, err := e.scanLookbackScratch("reduce by key", tiles, reduceByKeyValueBytes(vs))
+	lb, err := e.scanLookbackScratch("reduce by key", tiles, reduceByKeyFlagBytes, reduceByKeyValueBytes(vs))
 	if err != nil {
 		return err
 	}

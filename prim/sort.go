@@ -10,8 +10,9 @@ import (
 
 // SortKeys sorts keys in ascending order, in place. Cost: a stable LSD radix
 // sort by 8-bit digits, one read of the keys plus one read and write per
-// pass; passes in which every key has the same digit are skipped. On the GPU
-// engine the keys are also copied to the device and back.
+// pass; passes in which every key has the same digit are skipped. Scratch:
+// a copy of the keys. On the GPU engine the keys are also copied to the
+// device and back.
 func SortKeys[K Key](e *Engine, keys []K) error {
 	if err := sortBits[K, uint32](e, keys, nil, 0, keyBits[K]()); err != nil {
 		return fmt.Errorf("prim: sort keys: %w", err)
@@ -196,7 +197,7 @@ func radixSortCPU[K Key, V Word](e *Engine, keys []K, vals []V, beginBit, endBit
 		srcK, srcV = dstK, dstV
 		recount = true
 	}
-	if n > 0 && &srcK[0] != &keys[0] {
+	if &srcK[0] != &keys[0] {
 		radixParallel(workers, func(w int) {
 			lo, hi := chunk(w)
 			copy(keys[lo:hi], srcK[lo:hi])
