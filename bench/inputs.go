@@ -108,10 +108,11 @@ func randomSegments(n int, seed uint64) []uint32 {
 
 // randomMessages returns n messages of random bytes, lengths uniform in
 // [1, keccakMaxLen], concatenated, and their offsets (len n+1).
-func randomMessages(n int, seed uint64) ([]byte, []uint32) {
+func randomMessages(n int, seed uint64, minLen, maxLen int) ([]byte, []uint32) {
 	offsets := make([]uint32, n+1)
+	span := uint64(maxLen - minLen + 1)
 	for i := range n {
-		offsets[i+1] = offsets[i] + 1 + uint32(prim.SplitMix64(seed, uint64(i))%keccakMaxLen)
+		offsets[i+1] = offsets[i] + uint32(minLen) + uint32(prim.SplitMix64(seed, uint64(i))%span)
 	}
 	data := make([]byte, offsets[n])
 	parallelFor(len(data)/8, func(lo, hi int) {

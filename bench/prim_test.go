@@ -37,7 +37,7 @@ func TestInputs(t *testing.T) {
 		if off[0] != 0 || int(off[len(off)-1]) != n || !slices.IsSorted(off) {
 			t.Errorf("randomSegments(%d) = ...%v", n, off[max(0, len(off)-3):])
 		}
-		data, moff := randomMessages(n, 1)
+		data, moff := randomMessages(n, 1, 1, keccakMaxLen)
 		if len(moff) != n+1 || int(moff[n]) != len(data) || !slices.IsSorted(moff) {
 			t.Errorf("randomMessages(%d): %d offsets, %d bytes", n, len(moff), len(data))
 		}
