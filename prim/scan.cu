@@ -15,7 +15,7 @@
 // [r*32, r*32+32), lane l holding vector r*32+l. So every load and store
 // instruction of a warp covers 512 contiguous bytes.
 //
-// The status array (and the tile counter) must be zero before each launch;
+// The tile statuses (and the tile counter) must be zero before each launch;
 // scan_gpu.go clears them with a memset. The kernels read each input item
 // before writing the output item of the same index and never touch another
 // tile's items, so out may alias in.
@@ -72,51 +72,57 @@ struct Sum {
 
 // ---- tile status storage ----
 
-// PackedState: one 64-bit word per tile, status in the high half and a
-// 32-bit value in the low half, written and read as one access, so a reader
-// never sees a status without its value.
-struct PackedState {
-    u64* words;
-    __device__ __forceinline__ void publish(u64 tile, u32 status, u32 v) const {
-        st_relaxed_u64(words + tile, ((u64)status << 32) | v);
-    }
-    __device__ __forceinline__ void read(u64 tile, u32& status, u32& v) const {
-        u64 w = ld_relaxed_u64(words + tile);
-        status = (u32)(w >> 32);
-        v = (u32)w;
-    }
+// TileStatus: the status of a tile whose value T has P = sizeof(T)/4 32-bit
+// pieces is P 64-bit words, each holding the status in its high half and
+// one piece of the value in its low half, each written and read as one
+// access. A reader takes the value only when all P words carry the same
+// status (a tile caught between its aggregate and its prefix reads as not
+// yet published, and is read again); statuses only grow, so each piece is
+// then the one published with that status. For a 32-bit value this is one
+// packed word. All P words are loaded at once: one memory round trip per
+// look-back step and no fence for the writer. (A flag with separate value
+// arrays, which the reader must load one after the other, cost a sixth of
+// the bandwidth of the uint64 scan on an H100.)
+template <typename T>
+union Pieces {
+    T value;
+    u32 piece[sizeof(T) / 4];
 };
 
-// SplitState: the status of a tile with a 64-bit value is two 64-bit words,
-// each holding the status in its high half and one half of the value in its
-// low half, each written and read as one access. A reader takes the value
-// only when both words carry the same status; a tile caught between its
-// aggregate and its prefix reads as not yet published, and is read again.
-// Unlike a flag with separate value arrays, whose reader must load the flag
-// before the value, both words are loaded at once: one memory round trip
-// per look-back step instead of two, and no fence for the writer.
-struct SplitState {
-    u64* words;  // tile t: words[2t] (low half), words[2t+1] (high half)
-    __device__ __forceinline__ void publish(u64 tile, u32 status, u64 v) const {
-        const u64 s = (u64)status << 32;
-        st_relaxed_u64(words + 2 * tile, s | (v & 0xffffffffull));
-        st_relaxed_u64(words + 2 * tile + 1, s | (v >> 32));
+template <typename T>
+struct TileStatus {
+    static constexpr int P = sizeof(T) / 4;
+    u64* words;  // tile t: words[P*t .. P*t+P)
+    __device__ __forceinline__ void publish(u64 tile, u32 status, T v) const {
+        static_assert(sizeof(T) % 4 == 0, "tile values are whole 32-bit pieces");
+        Pieces<T> u;
+        u.value = v;
+#pragma unroll
+        for (int i = 0; i < P; ++i) st_relaxed_u64(words + P * tile + i, ((u64)status << 32) | u.piece[i]);
     }
-    __device__ __forceinline__ void read(u64 tile, u32& status, u64& v) const {
-        const u64 lo = ld_relaxed_u64(words + 2 * tile);
-        const u64 hi = ld_relaxed_u64(words + 2 * tile + 1);
-        status = (u32)(lo >> 32) == (u32)(hi >> 32) ? (u32)(lo >> 32) : STATUS_INVALID;
-        v = (hi << 32) | (lo & 0xffffffffull);
+    __device__ __forceinline__ void read(u64 tile, u32& status, T& v) const {
+        Pieces<T> u;
+        u32 first = 0;
+        bool same = true;
+#pragma unroll
+        for (int i = 0; i < P; ++i) {
+            const u64 w = ld_relaxed_u64(words + P * tile + i);
+            u.piece[i] = (u32)w;
+            if (i == 0) first = (u32)(w >> 32);
+            else same = same && (u32)(w >> 32) == first;
+        }
+        status = same ? first : STATUS_INVALID;
+        v = u.value;
     }
 };
 
 // look_back returns the exclusive prefix of tile (> 0): the combination of
-// every earlier tile. Called by all 32 lanes of one warp, after the tile's
-// aggregate is published. Lane l inspects tile newest-l. The warp waits only
-// for the tiles it needs: those newer than the newest inclusive prefix in
-// the window, or all 32 when there is none. It then folds their aggregates
-// with that prefix and stops, or folds all 32 aggregates and moves 32 tiles
-// further back.
+// every earlier tile, in order. Called by all 32 lanes of one warp, after
+// the tile's aggregate is published. Lane l inspects tile newest-l. The warp
+// waits only for the tiles it needs: those newer than the newest inclusive
+// prefix in the window, or all 32 when there is none. It then folds their
+// aggregates with that prefix and stops, or folds all 32 aggregates and
+// moves 32 tiles further back.
 template <class Op, class State>
 __device__ typename Op::value look_back(const State& st, u64 tile) {
     typedef typename Op::value T;
@@ -295,14 +301,14 @@ __device__ __forceinline__ void scan_body(const T* in, T* out, u64 n, const Stat
 // -> inclusive prefix of tiles 0..t, each value final when published.
 extern "C" __global__ void __launch_bounds__(SCAN_BLOCK)
 scan_exclusive_u32(const u32* in, u32* out, u64 n, u64* status, u32* tile_counter) {
-    scan_body<u32, false>(in, out, n, PackedState{status}, tile_counter);
+    scan_body<u32, false>(in, out, n, TileStatus<u32>{status}, tile_counter);
 }
 
 // scan_inclusive_u32: out[i] = in[0] + ... + in[i] (mod 2^32).
 // Thread mapping and invariant as scan_exclusive_u32.
 extern "C" __global__ void __launch_bounds__(SCAN_BLOCK)
 scan_inclusive_u32(const u32* in, u32* out, u64 n, u64* status, u32* tile_counter) {
-    scan_body<u32, true>(in, out, n, PackedState{status}, tile_counter);
+    scan_body<u32, true>(in, out, n, TileStatus<u32>{status}, tile_counter);
 }
 
 // scan_exclusive_u64: out[i] = in[0] + ... + in[i-1] (mod 2^64).
@@ -311,12 +317,12 @@ scan_inclusive_u32(const u32* in, u32* out, u64 n, u64* status, u32* tile_counte
 // 0..t, each half final when published.
 extern "C" __global__ void __launch_bounds__(SCAN_BLOCK)
 scan_exclusive_u64(const u64* in, u64* out, u64 n, u64* status, u32* tile_counter) {
-    scan_body<u64, false>(in, out, n, SplitState{status}, tile_counter);
+    scan_body<u64, false>(in, out, n, TileStatus<u64>{status}, tile_counter);
 }
 
 // scan_inclusive_u64: out[i] = in[0] + ... + in[i] (mod 2^64).
 // Thread mapping and invariant as scan_exclusive_u64.
 extern "C" __global__ void __launch_bounds__(SCAN_BLOCK)
 scan_inclusive_u64(const u64* in, u64* out, u64 n, u64* status, u32* tile_counter) {
-    scan_body<u64, true>(in, out, n, SplitState{status}, tile_counter);
+    scan_body<u64, true>(in, out, n, TileStatus<u64>{status}, tile_counter);
 }

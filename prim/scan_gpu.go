@@ -11,21 +11,28 @@ import (
 // Launch configuration of the scan kernels, mirrored by SCAN_BLOCK,
 // SCAN_ROUNDS and SCAN_VEC_BYTES in scan.cu: keep them equal. A block scans
 // one tile of scanBlock threads x scanRounds vectors of scanVecBytes each
-// (32 KiB of input). Measured on an H100 (256 MiB, against a device copy):
-// 4 rounds reached 69% (uint32) and 55% (uint64), 8 rounds 77% and 69%;
-// more rounds cost blocks per SM and gained nothing.
+// (32 KiB of input). Measured on an H100 (256 MiB, exclusive scan, against
+// a device copy): uint32 68% at 4 rounds, 75% at 6, 77% at 8; uint64 81% at
+// 6, 84% at 8 (inclusive 78%). More rounds need more than 64 registers a
+// thread, which costs a block per SM, or spills under a register cap.
 const (
 	scanBlock    = 256 // threads per block
 	scanRounds   = 8   // vectors per thread
 	scanVecBytes = 16  // bytes per vector load
 )
 
-// Bytes of look-back status per tile: the packed status|value word of
-// uint32 scans, the two status|half-value words of uint64 scans.
-const (
-	scanStatusBytes32 = 8
-	scanStatusBytes64 = 16
-)
+// scanStatusBytes is the size of the look-back status of a tile whose scan
+// value has valueBytes: one 64-bit word (status and 32 bits of value) per
+// 32 bits of value (TileStatus in scan.cu and select.cu).
+func scanStatusBytes(valueBytes int) int { return 2 * valueBytes }
+
+// scanBufLen is b's length, 0 for a nil buffer.
+func scanBufLen[T any](b *gpu.Buffer[T]) int {
+	if b == nil {
+		return 0
+	}
+	return b.Len()
+}
 
 // scanTileItems is the number of elements of elemBytes bytes in one tile.
 func scanTileItems(elemBytes int) int { return scanBlock * scanRounds * (scanVecBytes / elemBytes) }
@@ -51,8 +58,8 @@ func devScan[T Word](e *Engine, in, out *gpu.Buffer[T], n int, inclusive bool) e
 	if e.Backend() != gpu.BackendGPU {
 		return fmt.Errorf("prim: device %s: needs the gpu engine, have %s", op, e.Name())
 	}
-	if n < 0 || in.Len() < n || out.Len() < n {
-		return fmt.Errorf("prim: device %s of %d elements: in holds %d, out %d", op, n, in.Len(), out.Len())
+	if n < 0 || scanBufLen(in) < n || scanBufLen(out) < n {
+		return fmt.Errorf("prim: device %s of %d elements: in holds %d, out %d", op, n, scanBufLen(in), scanBufLen(out))
 	}
 	if n == 0 {
 		return nil
@@ -78,11 +85,7 @@ func launchScan[T Word](e *Engine, in, out *gpu.Buffer[T], n int, inclusive bool
 		return err
 	}
 	tiles := (n + scanTileItems(size) - 1) / scanTileItems(size)
-	statusBytes := scanStatusBytes32
-	if size == 8 {
-		statusBytes = scanStatusBytes64
-	}
-	lb, err := e.scanLookbackScratch("scan", tiles, statusBytes, 0)
+	lb, err := e.scanLookbackScratch("scan", tiles, scanStatusBytes(size))
 	if err != nil {
 		return err
 	}
@@ -119,43 +122,29 @@ func scanOnGPU[T Word](e *Engine, in, out []T, inclusive bool) (err error) {
 }
 
 // scanLookback is the device state of one decoupled look-back launch,
-// carved from one scratch buffer: the tile counter, the tile statuses and,
-// for flag statuses, the arrays of aggregates and inclusive prefixes.
+// carved from one scratch buffer: the tile counter and the tile statuses.
 type scanLookback struct {
-	counter    gpu.DevicePtr // u32 tile counter
-	status     gpu.DevicePtr // statusBytes per tile
-	aggregates gpu.DevicePtr // valueBytes per tile, flag statuses only
-	prefixes   gpu.DevicePtr // valueBytes per tile, flag statuses only
+	counter gpu.DevicePtr // u32 tile counter
+	status  gpu.DevicePtr // statusBytes per tile
 }
 
-// scanLookbackAlign aligns each array of the look-back state (and so
-// 16-byte values).
+// scanLookbackAlign aligns the statuses after the counter.
 const scanLookbackAlign = 16
 
-// scanLookbackScratch returns look-back state for tiles tiles in the scratch
-// buffer of the given purpose, and queues the memset that clears the
-// counter and the statuses. Each tile has statusBytes of status and, when
-// valueBytes > 0 (a multiple of 8), an aggregate and a prefix of valueBytes.
-// Callers hold e.mu.
-func (e *Engine) scanLookbackScratch(purpose string, tiles, statusBytes, valueBytes int) (scanLookback, error) {
+// scanLookbackScratch returns look-back state for tiles tiles of
+// statusBytes each in the scratch buffer of the given purpose, and queues
+// the memset that clears it. Callers hold e.mu.
+func (e *Engine) scanLookbackScratch(purpose string, tiles, statusBytes int) (scanLookback, error) {
 	if uint64(tiles) > math.MaxUint32 {
 		return scanLookback{}, fmt.Errorf("%d tiles overflow the 32-bit tile counter", tiles)
 	}
-	align := func(x int) int { return (x + scanLookbackAlign - 1) / scanLookbackAlign * scanLookbackAlign }
-	zeroBytes := scanLookbackAlign + align(statusBytes*tiles) // counter and statuses
-	valuesBytes := align(valueBytes * tiles)
-	buf, err := e.scratchBuf(purpose+" look-back", zeroBytes+2*valuesBytes)
+	bytes := scanLookbackAlign + statusBytes*tiles
+	buf, err := e.scratchBuf(purpose+" look-back", bytes)
 	if err != nil {
 		return scanLookback{}, err
 	}
-	if err := asBuffer[byte](buf, 0, zeroBytes).FillBytes(e.stream, 0); err != nil {
+	if err := asBuffer[byte](buf, 0, bytes).FillBytes(e.stream, 0); err != nil {
 		return scanLookback{}, err
 	}
-	base := buf.Ptr()
-	lb := scanLookback{counter: base, status: base + scanLookbackAlign}
-	if valueBytes > 0 {
-		lb.aggregates = base + gpu.DevicePtr(zeroBytes)
-		lb.prefixes = lb.aggregates + gpu.DevicePtr(valuesBytes)
-	}
-	return lb, nil
+	return scanLookback{counter: buf.Ptr(), status: buf.Ptr() + scanLookbackAlign}, nil
 }

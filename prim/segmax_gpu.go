@@ -12,7 +12,7 @@ import (
 const (
 	segmaxWarp           = 32                       // SEGMAX_WARP: lanes per warp
 	segmaxBlock          = 256                      // SEGMAX_BLOCK: threads per segmax_reduce block
-	segmaxItems          = 15                       // SEGMAX_ITEMS: events per lane
+	segmaxItems          = 7                        // SEGMAX_ITEMS: events per lane
 	segmaxWarpEvents     = segmaxWarp * segmaxItems // SEGMAX_WARP_EVENTS: events per warp
 	segmaxWarpsPerBlock  = segmaxBlock / segmaxWarp // SEGMAX_WARPS_PER_BLOCK
 	segmaxPartitionBlock = 128                      // SEGMAX_PARTITION_BLOCK: threads per segmax_partition block
@@ -23,9 +23,11 @@ const (
 // at least nseg+1 entries, which should be nondecreasing and at most
 // vals.Len(); that is not checked on the device (the host-level
 // SegmentedMax checks it), but offsets that break it only give unspecified
-// results, every access stays in bounds. It does not wait for the work. Cost: a memset of out, two kernels balanced over segments
-// plus elements (one huge segment runs as fast as many small ones), sized
-// for vals.Len()+nseg events, and 8 bytes of scratch per 480 events.
+// results: every access stays in bounds. It does not wait for the work.
+// Cost: two kernels balanced over segments plus elements (one huge segment
+// runs as fast as many small ones) that read each value and offset once and
+// write each output once, sized for vals.Len()+nseg events, and 8 bytes of
+// scratch per 224 events.
 func DevSegmentedMax[T Word](e *Engine, vals *gpu.Buffer[T], offsets *gpu.Buffer[uint32], nseg int, out *gpu.Buffer[T]) error {
 	if e.Backend() != gpu.BackendGPU {
 		return fmt.Errorf("prim: segmented max: DevSegmentedMax on the %s engine, need gpu", e.Name())
@@ -58,14 +60,14 @@ func checkDevSegments[T Word](vals *gpu.Buffer[T], offsets *gpu.Buffer[uint32], 
 	return nil
 }
 
-// devSegmaxLocked queues the zeroing of out and the two kernels; e.mu is
-// held and nseg > 0.
+// devSegmaxLocked queues the two kernels; e.mu is held and nseg > 0.
 func devSegmaxLocked[T Word](e *Engine, vals *gpu.Buffer[T], offsets *gpu.Buffer[uint32], nseg int, out *gpu.Buffer[T]) error {
-	part, err := e.kernel("segmax.cu", "segmax_partition")
+	bits := 8 * unsafe.Sizeof(T(0))
+	part, err := e.kernel("segmax.cu", fmt.Sprintf("segmax_partition_u%d", bits))
 	if err != nil {
 		return err
 	}
-	reduce, err := e.kernel("segmax.cu", fmt.Sprintf("segmax_reduce_u%d", 8*unsafe.Sizeof(T(0))))
+	reduce, err := e.kernel("segmax.cu", fmt.Sprintf("segmax_reduce_u%d", bits))
 	if err != nil {
 		return err
 	}
@@ -77,11 +79,8 @@ func devSegmaxLocked[T Word](e *Engine, vals *gpu.Buffer[T], offsets *gpu.Buffer
 		return err
 	}
 	starts := asBuffer[uint64](scratch, 0, warps+1)
-	if err := gpu.View[T](out, 0, nseg).FillBytes(e.stream, 0); err != nil {
-		return err
-	}
 	if err := part.Launch(e.stream, gpu.D1(gpu.Grid(warps+1, segmaxPartitionBlock)), gpu.D1(segmaxPartitionBlock), 0,
-		offsets, uint64(nseg), uint64(warps), starts); err != nil {
+		offsets, uint64(nseg), uint64(warps), starts, out); err != nil {
 		return err
 	}
 	return reduce.Launch(e.stream, gpu.D1(gpu.Grid(warps, segmaxWarpsPerBlock)), gpu.D1(segmaxBlock), 0,

@@ -13,11 +13,12 @@
 // Layout of a tile as in scan.cu: warp w owns items [w*WARP_ITEMS,
 // (w+1)*WARP_ITEMS) of the tile; in round r lane l holds vector r*32+l.
 //
-// The status arrays and the tile counter must be zero before each launch;
+// The tile statuses and the tile counter must be zero before each launch;
 // select_gpu.go clears them with a memset. Outputs must not overlap inputs.
 //
-// The look-back machinery (PackedState, FlagState, look_back, scan_tile)
-// is a copy of scan.cu's, generalized to pair values: keep them in step.
+// The look-back machinery (TileStatus, look_back, scan_tile) is a copy of
+// scan.cu's, with shuffles and an operator for pair values: keep them in
+// step.
 typedef unsigned int u32;
 typedef unsigned long long u64;
 typedef unsigned char u8;
@@ -48,16 +49,6 @@ __device__ __forceinline__ u64 ld_relaxed_u64(const u64* p) {
 
 __device__ __forceinline__ void st_relaxed_u64(u64* p, u64 v) {
     asm volatile("st.relaxed.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-__device__ __forceinline__ u32 ld_acquire_u32(const u32* p) {
-    u32 v;
-    asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-__device__ __forceinline__ void st_relaxed_u32(u32* p, u32 v) {
-    asm volatile("st.relaxed.gpu.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
 // ---- scanned values and their operators ----
@@ -111,56 +102,46 @@ struct SegSum {
 
 // ---- tile status storage ----
 
-// PackedState: one 64-bit word per tile, status in the high half and a
-// 32-bit value in the low half, written and read as one access, so a reader
-// never sees a status without its value.
-struct PackedState {
-    u64* words;
-    __device__ __forceinline__ void publish(u64 tile, u32 status, u32 v) const {
-        st_relaxed_u64(words + tile, ((u64)status << 32) | v);
-    }
-    __device__ __forceinline__ void read(u64 tile, u32& status, u32& v) const {
-        u64 w = ld_relaxed_u64(words + tile);
-        status = (u32)(w >> 32);
-        v = (u32)w;
-    }
-};
-
-// Words views a value of T (a multiple of 8 bytes) as 64-bit words.
+// TileStatus: the status of a tile whose value T has P = sizeof(T)/4 32-bit
+// pieces is P 64-bit words, each holding the status in its high half and
+// one piece of the value in its low half, each written and read as one
+// access. A reader takes the value only when all P words carry the same
+// status (a tile caught between its aggregate and its prefix reads as not
+// yet published, and is read again); statuses only grow, so each piece is
+// then the one published with that status. For a 32-bit value this is one
+// packed word. All P words are loaded at once: one memory round trip per
+// look-back step and no fence for the writer. (A flag with separate value
+// arrays, which the reader must load one after the other, cost a sixth of
+// the bandwidth of the uint64 scan on an H100.)
 template <typename T>
-union Words {
+union Pieces {
     T value;
-    u64 w[sizeof(T) / 8];
+    u32 piece[sizeof(T) / 4];
 };
 
-// FlagState: a status flag per tile and separate arrays for aggregates and
-// inclusive prefixes of T (a multiple of 8 bytes). The writer stores the
-// value, fences, then sets the flag; the reader loads the flag with acquire
-// semantics and only then the value of the array the flag names. Separate
-// arrays keep a reader who saw "aggregate" from reading a later prefix.
 template <typename T>
-struct FlagState {
-    u32* flags;
-    T* aggregates;
-    T* prefixes;
+struct TileStatus {
+    static constexpr int P = sizeof(T) / 4;
+    u64* words;  // tile t: words[P*t .. P*t+P)
     __device__ __forceinline__ void publish(u64 tile, u32 status, T v) const {
-        static_assert(sizeof(T) % 8 == 0, "tile values are whole 64-bit words");
-        u64* dst = reinterpret_cast<u64*>((status == STATUS_AGGREGATE ? aggregates : prefixes) + tile);
-        Words<T> u;
+        static_assert(sizeof(T) % 4 == 0, "tile values are whole 32-bit pieces");
+        Pieces<T> u;
         u.value = v;
 #pragma unroll
-        for (int i = 0; i < (int)(sizeof(T) / 8); ++i) st_relaxed_u64(dst + i, u.w[i]);
-        __threadfence();
-        st_relaxed_u32(flags + tile, status);
+        for (int i = 0; i < P; ++i) st_relaxed_u64(words + P * tile + i, ((u64)status << 32) | u.piece[i]);
     }
     __device__ __forceinline__ void read(u64 tile, u32& status, T& v) const {
-        status = ld_acquire_u32(flags + tile);
-        if (status == STATUS_INVALID) return;
-        const u64* src =
-            reinterpret_cast<const u64*>((status == STATUS_AGGREGATE ? aggregates : prefixes) + tile);
-        Words<T> u;
+        Pieces<T> u;
+        u32 first = 0;
+        bool same = true;
 #pragma unroll
-        for (int i = 0; i < (int)(sizeof(T) / 8); ++i) u.w[i] = ld_relaxed_u64(src + i);
+        for (int i = 0; i < P; ++i) {
+            const u64 w = ld_relaxed_u64(words + P * tile + i);
+            u.piece[i] = (u32)w;
+            if (i == 0) first = (u32)(w >> 32);
+            else same = same && (u32)(w >> 32) == first;
+        }
+        status = same ? first : STATUS_INVALID;
         v = u.value;
     }
 };
@@ -343,7 +324,7 @@ __device__ __forceinline__ void select_body(const T* in, const u8* flags, T* out
     }
 
     u32 base[SELECT_ROUNDS];
-    const u32 total = scan_tile<Sum<u32>, SELECT_ROUNDS, V>(PackedState{status}, tile, sh, keep, base);
+    const u32 total = scan_tile<Sum<u32>, SELECT_ROUNDS, V>(TileStatus<u32>{status}, tile, sh, keep, base);
 
 #pragma unroll
     for (int r = 0; r < SELECT_ROUNDS; ++r) {
@@ -382,8 +363,7 @@ select_u64(const u64* in, const u8* flags, u64* out, u64 n, u32* count, u64* sta
 // value type V; with vals == nullptr every value is 1 (run-length encoding).
 template <typename K, typename V>
 __device__ __forceinline__ void reduce_by_key_body(const K* keys, const V* vals, K* uniq, V* sums, u64 n,
-                                                   u32* runs, u32* flags, Pair<V>* aggregates,
-                                                   Pair<V>* prefixes, u32* tile_counter) {
+                                                   u32* runs, u64* status, u32* tile_counter) {
     constexpr int IV = SELECT_VEC_BYTES / (sizeof(K) > sizeof(V) ? sizeof(K) : sizeof(V));
     constexpr u64 WARP_ITEMS = (u64)WARP * SELECT_ROUNDS * IV;
     constexpr u64 TILE_ITEMS = (u64)SELECT_BLOCK * SELECT_ROUNDS * IV;
@@ -439,7 +419,7 @@ __device__ __forceinline__ void reduce_by_key_body(const K* keys, const V* vals,
     }
 
     Pair<V> base[SELECT_ROUNDS];
-    scan_tile<Op, SELECT_ROUNDS, IV>(FlagState<Pair<V>>{flags, aggregates, prefixes}, tile, sh, x, base);
+    scan_tile<Op, SELECT_ROUNDS, IV>(TileStatus<Pair<V>>{status}, tile, sh, x, base);
 
 #pragma unroll
     for (int r = 0; r < SELECT_ROUNDS; ++r) {
@@ -466,56 +446,54 @@ __device__ __forceinline__ void reduce_by_key_body(const K* keys, const V* vals,
 // Thread mapping of the reduce-by-key and run-length kernels: one block per
 // tile of SELECT_BLOCK*SELECT_ROUNDS*IV items, tile index from
 // *tile_counter, each thread holding SELECT_ROUNDS vectors of IV = 16 /
-// (widest of key and value) items. Invariant: flags[t] goes 0 -> aggregate
-// -> inclusive prefix (heads, segmented sum) of tiles 0..t; run r's key is
-// written by its head item, its sum by the next run's head item (or by the
-// last item, for the last run), each exactly once.
+// (widest of key and value) items. Invariant: tile t's status words go 0 ->
+// aggregate -> inclusive prefix (heads, segmented sum) of tiles 0..t; run
+// r's key is written by its head item, its sum by the next run's head item
+// (or by the last item, for the last run), each exactly once.
 
 // reduce_by_key_u32_u32: uniq[r], sums[r] = the key and the sum of the
 // values of the r-th run of equal consecutive keys; runs[0] = the number of
 // runs.
 extern "C" __global__ void __launch_bounds__(SELECT_BLOCK)
-reduce_by_key_u32_u32(const u32* keys, const u32* vals, u32* uniq, u32* sums, u64 n, u32* runs, u32* flags,
-                      Pair<u32>* aggregates, Pair<u32>* prefixes, u32* tile_counter) {
-    reduce_by_key_body<u32, u32>(keys, vals, uniq, sums, n, runs, flags, aggregates, prefixes, tile_counter);
+reduce_by_key_u32_u32(const u32* keys, const u32* vals, u32* uniq, u32* sums, u64 n, u32* runs, u64* status,
+                      u32* tile_counter) {
+    reduce_by_key_body<u32, u32>(keys, vals, uniq, sums, n, runs, status, tile_counter);
 }
 
 // reduce_by_key_u32_u64: as reduce_by_key_u32_u32 with 64-bit values.
 extern "C" __global__ void __launch_bounds__(SELECT_BLOCK)
-reduce_by_key_u32_u64(const u32* keys, const u64* vals, u32* uniq, u64* sums, u64 n, u32* runs, u32* flags,
-                      Pair<u64>* aggregates, Pair<u64>* prefixes, u32* tile_counter) {
-    reduce_by_key_body<u32, u64>(keys, vals, uniq, sums, n, runs, flags, aggregates, prefixes, tile_counter);
+reduce_by_key_u32_u64(const u32* keys, const u64* vals, u32* uniq, u64* sums, u64 n, u32* runs, u64* status,
+                      u32* tile_counter) {
+    reduce_by_key_body<u32, u64>(keys, vals, uniq, sums, n, runs, status, tile_counter);
 }
 
 // reduce_by_key_u64_u32: as reduce_by_key_u32_u32 with 64-bit keys.
 extern "C" __global__ void __launch_bounds__(SELECT_BLOCK)
-reduce_by_key_u64_u32(const u64* keys, const u32* vals, u64* uniq, u32* sums, u64 n, u32* runs, u32* flags,
-                      Pair<u32>* aggregates, Pair<u32>* prefixes, u32* tile_counter) {
-    reduce_by_key_body<u64, u32>(keys, vals, uniq, sums, n, runs, flags, aggregates, prefixes, tile_counter);
+reduce_by_key_u64_u32(const u64* keys, const u32* vals, u64* uniq, u32* sums, u64 n, u32* runs, u64* status,
+                      u32* tile_counter) {
+    reduce_by_key_body<u64, u32>(keys, vals, uniq, sums, n, runs, status, tile_counter);
 }
 
 // reduce_by_key_u64_u64: as reduce_by_key_u32_u32 with 64-bit keys and
 // values.
 extern "C" __global__ void __launch_bounds__(SELECT_BLOCK)
-reduce_by_key_u64_u64(const u64* keys, const u64* vals, u64* uniq, u64* sums, u64 n, u32* runs, u32* flags,
-                      Pair<u64>* aggregates, Pair<u64>* prefixes, u32* tile_counter) {
-    reduce_by_key_body<u64, u64>(keys, vals, uniq, sums, n, runs, flags, aggregates, prefixes, tile_counter);
+reduce_by_key_u64_u64(const u64* keys, const u64* vals, u64* uniq, u64* sums, u64 n, u32* runs, u64* status,
+                      u32* tile_counter) {
+    reduce_by_key_body<u64, u64>(keys, vals, uniq, sums, n, runs, status, tile_counter);
 }
 
 // run_length_encode_u32: uniq[r], counts[r] = the key and the length of the
 // r-th run of equal consecutive keys; runs[0] = the number of runs.
 // Reduce-by-key of implicit ones; thread mapping and invariant as above.
 extern "C" __global__ void __launch_bounds__(SELECT_BLOCK)
-run_length_encode_u32(const u32* keys, u32* uniq, u32* counts, u64 n, u32* runs, u32* flags,
-                      Pair<u32>* aggregates, Pair<u32>* prefixes, u32* tile_counter) {
-    reduce_by_key_body<u32, u32>(keys, nullptr, uniq, counts, n, runs, flags, aggregates, prefixes,
-                                 tile_counter);
+run_length_encode_u32(const u32* keys, u32* uniq, u32* counts, u64 n, u32* runs, u64* status,
+                      u32* tile_counter) {
+    reduce_by_key_body<u32, u32>(keys, nullptr, uniq, counts, n, runs, status, tile_counter);
 }
 
 // run_length_encode_u64: as run_length_encode_u32 for 64-bit keys.
 extern "C" __global__ void __launch_bounds__(SELECT_BLOCK)
-run_length_encode_u64(const u64* keys, u64* uniq, u32* counts, u64 n, u32* runs, u32* flags,
-                      Pair<u32>* aggregates, Pair<u32>* prefixes, u32* tile_counter) {
-    reduce_by_key_body<u64, u32>(keys, nullptr, uniq, counts, n, runs, flags, aggregates, prefixes,
-                                 tile_counter);
+run_length_encode_u64(const u64* keys, u64* uniq, u32* counts, u64 n, u32* runs, u64* status,
+                      u32* tile_counter) {
+    reduce_by_key_body<u64, u32>(keys, nullptr, uniq, counts, n, runs, status, tile_counter);
 }

@@ -17,26 +17,14 @@ const (
 	selectVecBytes = 16  // bytes per vector load of the widest element
 )
 
-// Bytes of look-back status per tile: the packed status|count word of
-// select, the status flag of reduce-by-key (whose values live in arrays).
-const (
-	selectStatusBytes    = 8
-	reduceByKeyFlagBytes = 4
-)
-
 // selectTileItems is the number of items in one tile when the widest
 // element read has widest bytes.
 func selectTileItems(widest int) int { return selectBlock * selectRounds * (selectVecBytes / widest) }
 
 // reduceByKeyValueBytes is the size of the kernels' Pair<V> scan value (a
-// 32-bit head count and a V sum, padded to whole 64-bit words) for values
-// of valBytes.
-func reduceByKeyValueBytes(valBytes int) int {
-	if valBytes == 4 {
-		return 8
-	}
-	return 16
-}
+// 32-bit head count and a V sum, padded to V's alignment) for values of
+// valBytes.
+func reduceByKeyValueBytes(valBytes int) int { return 2 * valBytes }
 
 // DevSelect queues on the engine's stream the compaction of in[0:n): the
 // in[i] with flags[i] != 0 are written in order to the front of out, and
@@ -51,9 +39,10 @@ func DevSelect[T Word](e *Engine, in *gpu.Buffer[T], flags *gpu.Buffer[uint8], o
 	if e.Backend() != gpu.BackendGPU {
 		return fmt.Errorf("%s: needs the gpu engine, have %s", op, e.Name())
 	}
-	if n < 0 || uint64(n) > selectMaxCount || in.Len() < n || flags.Len() < n || out.Len() < n || count.Len() < 1 {
+	if n < 0 || uint64(n) > selectMaxCount ||
+		scanBufLen(in) < n || scanBufLen(flags) < n || scanBufLen(out) < n || scanBufLen(count) < 1 {
 		return fmt.Errorf("%s of %d elements: in holds %d, flags %d, out %d, count %d",
-			op, n, in.Len(), flags.Len(), out.Len(), count.Len())
+			op, n, scanBufLen(in), scanBufLen(flags), scanBufLen(out), scanBufLen(count))
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -76,7 +65,7 @@ func launchSelect[T Word](e *Engine, in *gpu.Buffer[T], flags *gpu.Buffer[uint8]
 		return err
 	}
 	tiles := (n + selectTileItems(size) - 1) / selectTileItems(size)
-	lb, err := e.scanLookbackScratch("select", tiles, selectStatusBytes, 0)
+	lb, err := e.scanLookbackScratch("select", tiles, scanStatusBytes(4))
 	if err != nil {
 		return err
 	}
@@ -89,17 +78,18 @@ func launchSelect[T Word](e *Engine, in *gpu.Buffer[T], flags *gpu.Buffer[uint8]
 // keys go to uniq[r] and counts[r], the number of runs to runs[0]. uniq and
 // counts must hold n elements and must not overlap keys. No host
 // synchronization. Cost: one kernel reading the keys once and writing the
-// runs (single pass, decoupled look-back), plus a memset of 4 bytes per
-// tile.
+// runs (single pass, decoupled look-back), plus a memset of 16 bytes per
+// tile of 4096 (uint32) or 2048 (uint64) keys.
 func DevRunLengthEncode[K Key](e *Engine, keys *gpu.Buffer[K], uniq *gpu.Buffer[K], counts *gpu.Buffer[uint32],
 	n int, runs *gpu.Buffer[uint32]) error {
 	const op = "prim: device run-length encode"
 	if e.Backend() != gpu.BackendGPU {
 		return fmt.Errorf("%s: needs the gpu engine, have %s", op, e.Name())
 	}
-	if n < 0 || uint64(n) > selectMaxCount || keys.Len() < n || uniq.Len() < n || counts.Len() < n || runs.Len() < 1 {
+	if n < 0 || uint64(n) > selectMaxCount ||
+		scanBufLen(keys) < n || scanBufLen(uniq) < n || scanBufLen(counts) < n || scanBufLen(runs) < 1 {
 		return fmt.Errorf("%s of %d keys: keys hold %d, uniq %d, counts %d, runs %d",
-			op, n, keys.Len(), uniq.Len(), counts.Len(), runs.Len())
+			op, n, scanBufLen(keys), scanBufLen(uniq), scanBufLen(counts), scanBufLen(runs))
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -115,17 +105,18 @@ func DevRunLengthEncode[K Key](e *Engine, keys *gpu.Buffer[K], uniq *gpu.Buffer[
 // number of runs to runs[0]. uniq and sums must hold n elements and must
 // not overlap the inputs. No host synchronization. Cost: one kernel reading
 // keys and values once and writing the runs (single pass, decoupled
-// look-back), plus a memset of 4 bytes per tile.
+// look-back), plus a memset of 16 (uint32 values) or 32 (uint64 values)
+// bytes per tile of up to 4096 keys.
 func DevReduceByKey[K Key, V Word](e *Engine, keys *gpu.Buffer[K], vals *gpu.Buffer[V], uniq *gpu.Buffer[K],
 	sums *gpu.Buffer[V], n int, runs *gpu.Buffer[uint32]) error {
 	const op = "prim: device reduce by key"
 	if e.Backend() != gpu.BackendGPU {
 		return fmt.Errorf("%s: needs the gpu engine, have %s", op, e.Name())
 	}
-	if n < 0 || uint64(n) > selectMaxCount || keys.Len() < n || vals.Len() < n || uniq.Len() < n || sums.Len() < n ||
-		runs.Len() < 1 {
+	if n < 0 || uint64(n) > selectMaxCount || scanBufLen(keys) < n || scanBufLen(vals) < n ||
+		scanBufLen(uniq) < n || scanBufLen(sums) < n || scanBufLen(runs) < 1 {
 		return fmt.Errorf("%s of %d keys: keys hold %d, vals %d, uniq %d, sums %d, runs %d",
-			op, n, keys.Len(), vals.Len(), uniq.Len(), sums.Len(), runs.Len())
+			op, n, scanBufLen(keys), scanBufLen(vals), scanBufLen(uniq), scanBufLen(sums), scanBufLen(runs))
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -154,17 +145,17 @@ func launchReduceByKey[K Key, V Word](e *Engine, keys *gpu.Buffer[K], vals *gpu.
 	}
 	tile := selectTileItems(max(ks, vs))
 	tiles := (n + tile - 1) / tile
-	lb, err := e.scanLookbackScratch("reduce by key", tiles, reduceByKeyFlagBytes, reduceByKeyValueBytes(vs))
+	lb, err := e.scanLookbackScratch("reduce by key", tiles, scanStatusBytes(reduceByKeyValueBytes(vs)))
 	if err != nil {
 		return err
 	}
 	grid, block := gpu.D1(tiles), gpu.D1(selectBlock)
 	if vals == nil {
 		return f.Launch(e.stream, grid, block, 0,
-			keys, uniq, sums, uint64(n), runs, lb.status, lb.aggregates, lb.prefixes, lb.counter)
+			keys, uniq, sums, uint64(n), runs, lb.status, lb.counter)
 	}
 	return f.Launch(e.stream, grid, block, 0,
-		keys, vals, uniq, sums, uint64(n), runs, lb.status, lb.aggregates, lb.prefixes, lb.counter)
+		keys, vals, uniq, sums, uint64(n), runs, lb.status, lb.counter)
 }
 
 // selectOnGPU is the host-level select on the GPU engine: copy in, select,
@@ -241,6 +232,7 @@ func reduceByKeyOnGPU[K Key, V Word](e *Engine, keys []K, vals []V, uniq []K, su
 		return 0, err
 	}
 	if vals == nil {
+		// Only RunLengthEncode passes nil values, and it instantiates V = uint32.
 		err = DevRunLengthEncode(e, bkeys, buniq, any(bsums).(*gpu.Buffer[uint32]), n, bruns)
 	} else {
 		err = DevReduceByKey(e, bkeys, bvals, buniq, bsums, n, bruns)
