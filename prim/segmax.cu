@@ -20,8 +20,8 @@ typedef long long i64;
 
 // Launch configuration. Keep equal to the constants in segmax_gpu.go.
 #define SEGMAX_WARP 32                                             // lanes per warp
-#define SEGMAX_BLOCK 256                                           // threads per segmax_reduce block
-#define SEGMAX_ITEMS 7                                             // events per lane; odd, so shared reads at stride SEGMAX_ITEMS avoid bank conflicts
+#define SEGMAX_BLOCK 128                                           // threads per segmax_reduce block
+#define SEGMAX_ITEMS 11                                            // events per lane; odd, so shared reads at stride SEGMAX_ITEMS avoid bank conflicts
 #define SEGMAX_WARP_EVENTS (SEGMAX_WARP * SEGMAX_ITEMS)            // events per warp
 #define SEGMAX_WARPS_PER_BLOCK (SEGMAX_BLOCK / SEGMAX_WARP)
 #define SEGMAX_PARTITION_BLOCK 128                                 // threads per segmax_partition block

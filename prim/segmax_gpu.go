@@ -11,8 +11,8 @@ import (
 // Launch configuration of segmax.cu. Keep equal to its #defines.
 const (
 	segmaxWarp           = 32                       // SEGMAX_WARP: lanes per warp
-	segmaxBlock          = 256                      // SEGMAX_BLOCK: threads per segmax_reduce block
-	segmaxItems          = 7                        // SEGMAX_ITEMS: events per lane
+	segmaxBlock          = 128                      // SEGMAX_BLOCK: threads per segmax_reduce block
+	segmaxItems          = 11                       // SEGMAX_ITEMS: events per lane
 	segmaxWarpEvents     = segmaxWarp * segmaxItems // SEGMAX_WARP_EVENTS: events per warp
 	segmaxWarpsPerBlock  = segmaxBlock / segmaxWarp // SEGMAX_WARPS_PER_BLOCK
 	segmaxPartitionBlock = 128                      // SEGMAX_PARTITION_BLOCK: threads per segmax_partition block
@@ -27,7 +27,7 @@ const (
 // Cost: two kernels balanced over segments plus elements (one huge segment
 // runs as fast as many small ones) that read each value and offset once and
 // write each output once, sized for vals.Len()+nseg events, and 8 bytes of
-// scratch per 224 events.
+// scratch per 352 events.
 func DevSegmentedMax[T Word](e *Engine, vals *gpu.Buffer[T], offsets *gpu.Buffer[uint32], nseg int, out *gpu.Buffer[T]) error {
 	if e.Backend() != gpu.BackendGPU {
 		return fmt.Errorf("prim: segmented max: DevSegmentedMax on the %s engine, need gpu", e.Name())
