@@ -1,0 +1,102 @@
+package itemstore
+
+import "fmt"
+
+// Alloc allocates an item for key with room for a valueLen-byte value, in
+// state Writing: its header (hash, flags, exptime, cas, access time now)
+// and key are written, nobody else can see it, and the caller holds the one
+// reference. The caller writes the value through Ref.Value, then calls Link
+// to publish it or Abort to free it. exptime and now are unix seconds
+// (exptime 0: never expires).
+//
+// The chunk comes from the class's free list, else from a page mapped
+// while the memory limit allows, else from the class's CLOCK sweep, which
+// evicts items (expired ones first) and appends each to victims; the
+// caller must delete every victim from the hash index (see Victim), also
+// when Alloc fails. Errors wrap ErrKeyLength, ErrTooLarge, ErrOutOfMemory
+// or ErrClosed, or report a failed mmap. Cost: the class mutex, a few
+// atomic operations, and the key copy; at times an mmap or a sweep.
+func (s *Store) Alloc(hash uint64, key []byte, valueLen int, flags uint32, exptime int64, cas uint64, now int64, victims []Victim) (Ref, []Victim, error) {
+	ci, err := s.classIndex(len(key), valueLen)
+	if err != nil {
+		return Ref{}, victims, fmt.Errorf("itemstore: alloc of %d-byte key, %d-byte value: %w", len(key), valueLen, err)
+	}
+	c := s.classes[ci]
+	c.mu.Lock()
+	if s.closed.Load() {
+		c.mu.Unlock()
+		return Ref{}, victims, fmt.Errorf("itemstore: alloc: %w", ErrClosed)
+	}
+	h, loc, ok := c.takeFree()
+	if !ok {
+		h, loc, ok, err = c.takeNew()
+		if err != nil {
+			c.mu.Unlock()
+			return Ref{}, victims, fmt.Errorf("itemstore: alloc in class %d: %w", c.id, err)
+		}
+	}
+	if !ok {
+		h, loc, victims, ok = c.evict(now, victims)
+	}
+	if !ok {
+		c.mu.Unlock()
+		c.outOfMemory.Add(1)
+		return Ref{}, victims, fmt.Errorf("itemstore: alloc of %d bytes in class %d (%d pages): %w",
+			itemSize(len(key), valueLen), c.id, len(c.pages), ErrOutOfMemory)
+	}
+	gen := (ctlGen(h.ctl.Load()) + 1) & ctlGenMask
+	h.ctl.Store(ctlFor(gen, stateWriting, 1))
+	c.mu.Unlock()
+
+	h.hash.Store(hash)
+	h.cas = cas
+	h.exptime.Store(exptime)
+	h.atime.Store(clampTime(now))
+	h.flags = flags
+	h.vlen = uint32(valueLen)
+	h.klen = uint8(len(key))
+	copy(h.key(), key)
+	return Ref{c: c, h: h, loc: loc, gen: gen}, victims, nil
+}
+
+// Link publishes an item the caller allocated: Writing becomes Linked, so
+// Acquire of its location succeeds. The caller keeps its reference and
+// must Release it. Link panics if r is not a Writing item from Alloc. Cost:
+// a compare-and-swap and three counter updates.
+func (s *Store) Link(r Ref) {
+	h := r.h
+	if ct := h.ctl.Load(); ctlGen(ct) != r.gen || ctlState(ct) != stateWriting {
+		panic("itemstore: link of an item that is not being written")
+	}
+	// Counted before it is visible, so that an Unlink racing with the
+	// publication never makes the counts negative.
+	r.c.items.Add(1)
+	r.c.itemBytes.Add(h.size())
+	r.c.links.Add(1)
+	for {
+		// Only the owner changes a Writing item's control word (Touch),
+		// so this loop retries at most a few times.
+		ct := h.ctl.Load()
+		if h.ctl.CompareAndSwap(ct, withState(ct, stateLinked)) {
+			return
+		}
+	}
+}
+
+// Abort frees an item the caller allocated and has not linked: Writing
+// becomes Free and the caller's reference is gone. Abort panics if r is
+// not a Writing item from Alloc. Cost: a compare-and-swap and the class
+// mutex.
+func (s *Store) Abort(r Ref) {
+	h := r.h
+	for {
+		ct := h.ctl.Load()
+		if ctlGen(ct) != r.gen || ctlState(ct) != stateWriting || ctlRefs(ct) != 1 {
+			panic("itemstore: abort of an item that is not being written")
+		}
+		if h.ctl.CompareAndSwap(ct, withState(ct, stateDead)-1) {
+			break
+		}
+	}
+	r.c.free(h, r.loc)
+}

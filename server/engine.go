@@ -1,0 +1,273 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"warpkv/gpu"
+	"warpkv/hashindex"
+	"warpkv/itemstore"
+	"warpkv/kv"
+)
+
+// Defaults of Options.
+const (
+	DefaultMemoryLimit = 64 << 20               // memcached's -m 64
+	DefaultGPUInterval = 100 * time.Microsecond // batch interval C on a GPU
+	DefaultMaxBatch    = 1 << 16                // jobs that make a batch go early
+	// minBuckets bounds the index size from below (a 256 KiB table).
+	minBuckets = 1 << 12
+	// stripes is the number of key locks that serialize writes.
+	stripes = 1 << 12
+)
+
+var errClosed = errors.New("server: engine closed")
+
+// Options configure an Engine.
+type Options struct {
+	// MemoryLimit caps the item memory in bytes (memcached -m); 0 means
+	// DefaultMemoryLimit.
+	MemoryLimit int64
+	// ItemSizeMax is the largest value in bytes (memcached -I); 0 means
+	// kv.DefaultItemSizeMax.
+	ItemSizeMax int
+	// GrowthFactor and ChunkMin shape the slab classes (memcached -f, -n);
+	// 0 means memcached's defaults, 1.25 and 48.
+	GrowthFactor float64
+	ChunkMin     int
+	// Device selects the index engine: "auto" and "gpu" shard the index
+	// over every usable GPU ("auto" falls back to the CPU), "gpu:N" uses GPU
+	// N alone, "cpu" the CPU engine; "" means $WARPKV_DEVICE, else auto.
+	Device string
+	// Interval is the batch interval C: searches launch at most every C,
+	// inserts and deletes every 2C, unless a batch fills first. 0 means
+	// DefaultGPUInterval on GPUs and no wait on the CPU engine (a batch
+	// launches as soon as the previous one is done). Negative means 0.
+	Interval time.Duration
+	// MaxBatch is the queue length at which a batch launches before its
+	// interval is over; 0 means DefaultMaxBatch.
+	MaxBatch int
+	// IndexBuckets is the total number of index buckets over all shards;
+	// 0 sizes the index for every item the memory limit can hold at half
+	// load.
+	IndexBuckets int
+	// Clock returns unix seconds; nil means the system clock.
+	Clock func() int64
+	// Logger receives the engine's messages; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Engine is the Mega-KV key-value engine: items in an itemstore, their
+// index in one hash index per shard (one shard per GPU, or one on the CPU
+// engine), fed in batches by a scheduler per shard. It implements kv.Cache:
+// each Batch runs as if its Ops ran one after the other, concurrent Batches
+// as if in some order, and a write returns only after the index holds it.
+type Engine struct {
+	store    *itemstore.Store
+	shards   []*shard
+	devs     []*gpu.Device
+	backend  string
+	reason   string
+	interval time.Duration
+	opts     Options
+	clock    func() int64
+	log      *slog.Logger
+	started  time.Time
+
+	cas     atomic.Uint64 // the last CAS given out
+	flushMu sync.RWMutex
+	flush   kv.FlushState
+
+	locks   [stripes]sync.Mutex
+	counts  counters
+	getLat  latencyHist // per read group, engine entry to results
+	setLat  latencyHist // per write group
+	idxLat  latencyHist // per index batch call
+	scratch sync.Pool   // *scratch
+
+	closeMu sync.RWMutex
+	closed  bool
+}
+
+// New starts an engine: it opens the devices, allocates the index and the
+// item store and starts the schedulers. Cost: the index table's allocation
+// (64 bytes a bucket) and, on a GPU, the kernels' compilation on first use.
+func New(o Options) (*Engine, error) {
+	if o.MemoryLimit == 0 {
+		o.MemoryLimit = DefaultMemoryLimit
+	}
+	if o.ItemSizeMax == 0 {
+		o.ItemSizeMax = kv.DefaultItemSizeMax
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = DefaultMaxBatch
+	}
+	e := &Engine{opts: o, clock: o.Clock, log: o.Logger, started: time.Now()}
+	if e.clock == nil {
+		e.clock = func() int64 { return time.Now().Unix() }
+	}
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	st, err := itemstore.New(itemstore.Options{
+		MemoryLimit: o.MemoryLimit, ItemSizeMax: o.ItemSizeMax,
+		GrowthFactor: o.GrowthFactor, ChunkMin: o.ChunkMin,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: new engine: %w", err)
+	}
+	e.store = st
+	if err := e.openIndex(); err != nil {
+		e.closeAll()
+		return nil, fmt.Errorf("server: new engine: %w", err)
+	}
+	e.scratch.New = func() any { return new(scratch) }
+	return e, nil
+}
+
+// openIndex chooses the devices and starts one shard on each.
+func (e *Engine) openIndex() error {
+	devs, reason, err := openDevices(e.opts.Device)
+	if err != nil {
+		return err
+	}
+	e.devs, e.reason = devs, reason
+	nShards := max(1, len(devs))
+	buckets := e.opts.IndexBuckets
+	if buckets <= 0 {
+		// Every item the memory could hold (smallest chunks), at half
+		// load of the 8-cell buckets.
+		items := e.opts.MemoryLimit / 96
+		buckets = max(minBuckets*nShards, int(min(items/4, hashindex.MaxBuckets)))
+	}
+	per := 1 << bits.Len(uint(max(buckets/nShards, 2)-1))
+	interval := e.opts.Interval
+	e.backend = "cpu"
+	if len(devs) > 0 {
+		e.backend = "gpu"
+		if interval == 0 {
+			interval = DefaultGPUInterval
+		}
+	}
+	e.interval = max(interval, 0)
+	for i := range nShards {
+		io := hashindex.Options{Buckets: per, Device: "cpu"}
+		if len(devs) > 0 {
+			io.GPU = devs[i]
+		}
+		ix, err := hashindex.New(io)
+		if err != nil {
+			return fmt.Errorf("index shard %d: %w", i, err)
+		}
+		e.shards = append(e.shards, newShard(ix, e.interval, e.opts.MaxBatch, &e.idxLat))
+	}
+	return nil
+}
+
+// openDevices resolves a device option for the server: every usable GPU
+// for "auto" and "gpu", one for "gpu:N", none for "cpu".
+func openDevices(option string) ([]*gpu.Device, string, error) {
+	spec, err := gpu.ParseSpec(option)
+	if err != nil {
+		return nil, "", err
+	}
+	if spec.Ordinal >= 0 || (!spec.Auto && spec.Backend == gpu.BackendCPU) {
+		c, err := gpu.Choose(option)
+		if err != nil {
+			return nil, "", err
+		}
+		if c.Device == nil {
+			return nil, c.Reason, nil
+		}
+		return []*gpu.Device{c.Device}, c.Reason, nil
+	}
+	c, err := gpu.Choose(option) // first GPU, or the CPU with the reason
+	if err != nil || c.Device == nil {
+		return nil, c.Reason, err
+	}
+	devs := []*gpu.Device{c.Device}
+	n, _ := gpu.Count()
+	for i := 1; i < n; i++ {
+		d, err := gpu.Open(i)
+		if err != nil {
+			continue // an unusable GPU is left out of the shards
+		}
+		devs = append(devs, d)
+	}
+	names := make([]string, len(devs))
+	for i, d := range devs {
+		names[i] = d.String()
+	}
+	return devs, fmt.Sprintf("gpu engine, index sharded over %d GPU(s) %v: %s", len(devs), names, spec), nil
+}
+
+// Backend is "gpu" or "cpu".
+func (e *Engine) Backend() string { return e.backend }
+
+// Reason says which engine was chosen and why.
+func (e *Engine) Reason() string { return e.reason }
+
+// Shards returns the number of index shards (GPUs, or 1 on the CPU).
+func (e *Engine) Shards() int { return len(e.shards) }
+
+// Interval returns the batch interval C in use.
+func (e *Engine) Interval() time.Duration { return e.interval }
+
+// Now returns the engine's clock in unix seconds.
+func (e *Engine) Now() int64 { return e.clock() }
+
+// Close stops the schedulers after they serve the queued jobs, then frees
+// the index, the devices and the item memory. Do fails afterwards.
+func (e *Engine) Close() error {
+	e.closeMu.Lock()
+	if e.closed {
+		e.closeMu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.closeMu.Unlock()
+	return e.closeAll()
+}
+
+func (e *Engine) closeAll() error {
+	var errs []error
+	for _, s := range e.shards {
+		s.close()
+		errs = append(errs, s.ix.Close())
+	}
+	for _, d := range e.devs {
+		errs = append(errs, d.Close())
+	}
+	if e.store != nil {
+		errs = append(errs, e.store.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("server: close engine: %w", err)
+	}
+	return nil
+}
+
+// shardOf returns the shard of a key hash: a multiplicative mix of all its
+// bits, so that shards take no bits the index uses on its own.
+func (e *Engine) shardOf(h uint64) int {
+	if len(e.shards) == 1 {
+		return 0
+	}
+	m := uint64(uint32((h * 0x9E3779B97F4A7C15) >> 32))
+	return int(m * uint64(len(e.shards)) >> 32)
+}
+
+// nextCAS returns a fresh CAS value.
+func (e *Engine) nextCAS() uint64 { return e.cas.Add(1) }
+
+// flushState returns a copy of the flush state to check items against.
+func (e *Engine) flushState() kv.FlushState {
+	e.flushMu.RLock()
+	defer e.flushMu.RUnlock()
+	return e.flush
+}

@@ -1,0 +1,343 @@
+package server
+
+import (
+	"runtime"
+	"sync"
+	"time"
+
+	"warpkv/hashindex"
+)
+
+// A shard is one hash index (one GPU, or the CPU engine) and the scheduler
+// goroutine that feeds it batches. Connection goroutines queue index jobs
+// with search and update; the scheduler launches every queued search as one
+// batch at most every interval and every queued delete and insert as one
+// update batch at most every 2*interval (Mega-KV's periodic scheduling), or
+// at once when a queue reaches maxBatch jobs. One goroutine calls the
+// index, so a search never runs while an update moves cells: a key that is
+// present is always found.
+type shard struct {
+	ix       *hashindex.Index
+	interval time.Duration
+	maxBatch int
+	lat      *latencyHist // index batch latencies, from first queued job to results
+
+	mu       sync.Mutex
+	searches []*searchReq
+	nSearch  int
+	updates  []*updateReq
+	nUpdate  int
+	closed   bool
+	wake     chan struct{} // capacity 1: jobs arrived
+	done     chan struct{} // closed when the loop exits
+
+	// scheduler-owned scratch
+	hashes []uint64
+	locs   []uint32
+	found  []bool
+	drops  []hashindex.Dropped
+	stats  shardStats
+}
+
+// shardStats counts the batches a shard launched (read under shard.mu).
+type shardStats struct {
+	searchBatches, searchJobs uint64
+	updateBatches, updateJobs uint64
+	overwrites, displaced     uint64
+	maxSearchBatch            uint64
+	err                       error // the last index error
+}
+
+// A waiter is signalled once per request it was given to; Do waits for all
+// of its requests at once.
+type waiter struct {
+	wg sync.WaitGroup
+}
+
+// searchReq asks for the locations of hashes, written to out.
+type searchReq struct {
+	hashes []uint64
+	out    []uint32
+	err    error
+	w      *waiter
+}
+
+// updateReq asks to delete (delHashes[i], delLocs[i]) and then insert
+// (insHashes[i], insLocs[i]); drops receives the locations the inserts
+// dropped, Job indexing insHashes.
+type updateReq struct {
+	delHashes []uint64
+	delLocs   []uint32
+	insHashes []uint64
+	insLocs   []uint32
+	drops     []hashindex.Dropped
+	err       error
+	w         *waiter
+}
+
+func (r *updateReq) reset() {
+	r.delHashes, r.delLocs = r.delHashes[:0], r.delLocs[:0]
+	r.insHashes, r.insLocs = r.insHashes[:0], r.insLocs[:0]
+	r.drops, r.err = r.drops[:0], nil
+}
+
+func (r *updateReq) jobs() int { return len(r.delHashes) + len(r.insHashes) }
+
+func newShard(ix *hashindex.Index, interval time.Duration, maxBatch int, lat *latencyHist) *shard {
+	s := &shard{ix: ix, interval: interval, maxBatch: maxBatch, lat: lat,
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go s.loop()
+	return s
+}
+
+// search queues r; r.w is signalled when r.out is written.
+func (s *shard) search(r *searchReq) {
+	r.w.wg.Add(1)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		r.err = errClosed
+		r.w.wg.Done()
+		return
+	}
+	s.searches = append(s.searches, r)
+	s.nSearch += len(r.hashes)
+	s.mu.Unlock()
+	s.signal()
+}
+
+// update queues r; r.w is signalled when its jobs are applied.
+func (s *shard) update(r *updateReq) {
+	r.w.wg.Add(1)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		r.err = errClosed
+		r.w.wg.Done()
+		return
+	}
+	s.updates = append(s.updates, r)
+	s.nUpdate += r.jobs()
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *shard) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close stops the scheduler after it has served the queued requests.
+func (s *shard) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.signal()
+	<-s.done
+}
+
+// loop is the scheduler: it waits for jobs, then for the batch interval
+// since the previous launch of that kind (or a full queue), and launches.
+func (s *shard) loop() {
+	defer close(s.done)
+	var lastSearch, lastUpdate time.Time
+	for {
+		s.mu.Lock()
+		ns, nu, closed := s.nSearch, s.nUpdate, s.closed
+		s.mu.Unlock()
+		if ns == 0 && nu == 0 {
+			if closed {
+				return
+			}
+			<-s.wake
+			continue
+		}
+		now := time.Now()
+		searchDue := ns > 0 && (ns >= s.maxBatch || closed || now.Sub(lastSearch) >= s.interval)
+		updateDue := nu > 0 && (nu >= s.maxBatch || closed || now.Sub(lastUpdate) >= 2*s.interval)
+		if !searchDue && !updateDue {
+			next := lastSearch.Add(s.interval)
+			if ns == 0 || (nu > 0 && lastUpdate.Add(2*s.interval).Before(next)) {
+				next = lastUpdate.Add(2 * s.interval)
+			}
+			s.sleepUntil(next)
+			continue
+		}
+		if updateDue {
+			lastUpdate = now
+			s.runUpdates()
+		}
+		if searchDue {
+			lastSearch = now
+			s.runSearches()
+		}
+	}
+}
+
+// timerSlack is the shortest wait left to a timer: Go's timers may
+// oversleep by about a millisecond when the process is idle, far more than
+// a batch interval, so shorter waits spin (yielding the processor).
+const timerSlack = 2 * time.Millisecond
+
+// sleepUntil waits until t or until a queue fills up. Waits longer than
+// timerSlack sleep on a timer until timerSlack before t; the rest spins
+// with runtime.Gosched, which costs the scheduler's core only while jobs
+// wait for their batch.
+func (s *shard) sleepUntil(t time.Time) {
+	if d := time.Until(t) - timerSlack; d > 0 {
+		timer := time.NewTimer(d)
+		select {
+		case <-timer.C:
+		case <-s.wake:
+			timer.Stop()
+			if s.full() {
+				return
+			}
+		}
+	}
+	for time.Now().Before(t) {
+		select {
+		case <-s.wake:
+			if s.full() {
+				return
+			}
+		default:
+			runtime.Gosched()
+		}
+	}
+}
+
+// full reports whether a queue reached maxBatch or the shard is closing.
+func (s *shard) full() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.nSearch >= s.maxBatch || s.nUpdate >= s.maxBatch || s.closed
+}
+
+// runSearches launches every queued search as one batch.
+func (s *shard) runSearches() {
+	s.mu.Lock()
+	reqs := s.searches
+	s.searches = nil
+	s.nSearch = 0
+	s.mu.Unlock()
+	hashes := s.hashes[:0]
+	for _, r := range reqs {
+		hashes = append(hashes, r.hashes...)
+	}
+	s.hashes = hashes
+	s.locs = grow(s.locs, len(hashes))
+	start := time.Now()
+	err := s.ix.Search(hashes, s.locs)
+	s.lat.add(time.Since(start))
+	off := 0
+	for _, r := range reqs {
+		n := len(r.hashes)
+		if err != nil {
+			r.err = err
+		} else {
+			copy(r.out, s.locs[off:off+n])
+		}
+		off += n
+		r.w.wg.Done()
+	}
+	s.mu.Lock()
+	s.stats.searchBatches++
+	s.stats.searchJobs += uint64(len(hashes))
+	s.stats.maxSearchBatch = max(s.stats.maxSearchBatch, uint64(len(hashes)))
+	if err != nil {
+		s.stats.err = err
+	}
+	s.mu.Unlock()
+	// Reuse the request list's memory for the next round.
+	clear(reqs)
+}
+
+// runUpdates applies every queued update: all deletes as one batch, then
+// all inserts as one batch. Deletes go first: a delete queued with or
+// before an insert of the same location (an evicted item's cell and the
+// new item that reuses its chunk) must not remove the new entry. No request
+// queues an insert and then a delete of the same entry in one round: a
+// key's writes are serialized by its stripe lock, and items are held
+// (unevictable) until their insert is applied.
+func (s *shard) runUpdates() {
+	s.mu.Lock()
+	reqs := s.updates
+	s.updates = nil
+	s.nUpdate = 0
+	s.mu.Unlock()
+	var err error
+	hashes, locs := s.hashes[:0], s.locs[:0]
+	for _, r := range reqs {
+		hashes = append(hashes, r.delHashes...)
+		locs = append(locs, r.delLocs...)
+	}
+	if len(hashes) > 0 {
+		s.found = growBool(s.found, len(hashes))
+		err = s.ix.Delete(hashes, locs, s.found)
+	}
+	nDel := len(hashes)
+	hashes, locs = hashes[:0], locs[:0]
+	var owner []int32 // insert job -> request, only when drops need mapping
+	for _, r := range reqs {
+		hashes = append(hashes, r.insHashes...)
+		locs = append(locs, r.insLocs...)
+	}
+	drops := s.drops[:0]
+	if err == nil && len(hashes) > 0 {
+		drops, err = s.ix.Insert(hashes, locs, drops)
+	}
+	s.hashes, s.locs, s.drops = hashes, locs, drops
+	if len(drops) > 0 {
+		owner = make([]int32, 0, len(hashes))
+		for i, r := range reqs {
+			for range r.insHashes {
+				owner = append(owner, int32(i))
+			}
+		}
+		starts := make([]int, len(reqs))
+		off := 0
+		for i, r := range reqs {
+			starts[i] = off
+			off += len(r.insHashes)
+		}
+		for _, d := range drops {
+			i := owner[d.Job]
+			d.Job -= starts[i]
+			reqs[i].drops = append(reqs[i].drops, d)
+		}
+	}
+	var over, disp uint64
+	for _, d := range drops {
+		if d.Reason == hashindex.Overwritten {
+			over++
+		} else {
+			disp++
+		}
+	}
+	for _, r := range reqs {
+		r.err = err
+		r.w.wg.Done()
+	}
+	s.mu.Lock()
+	s.stats.updateBatches++
+	s.stats.updateJobs += uint64(nDel + len(hashes))
+	s.stats.overwrites += over
+	s.stats.displaced += disp
+	if err != nil {
+		s.stats.err = err
+	}
+	s.mu.Unlock()
+	clear(reqs)
+}
+
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n, max(n, 2*cap(b)))
+	}
+	return b[:n]
+}
+
+func growBool(b []bool, n int) []bool { return grow(b, n) }

@@ -1,0 +1,231 @@
+package server
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"warpkv/kv"
+)
+
+type kvStat = kv.Stat
+
+// Stats returns a statistics group (kv.Cache): "" for memcached's general
+// counters plus the index and latency figures of the Mega-KV pipeline,
+// "settings", "items", "slabs", and "latency" (the GET latency histogram:
+// non-empty buckets as get_us_le_<upper bound> <count>). Cost: a pass over
+// the slab classes and, for latency, over the histogram.
+func (e *Engine) Stats(group string) ([]kv.Stat, bool) {
+	switch group {
+	case "":
+		return e.generalStats(), true
+	case "settings":
+		return e.settingsStats(), true
+	case "items":
+		return e.itemStats(), true
+	case "slabs":
+		return e.slabStats(), true
+	case "latency":
+		return e.latencyStats(), true
+	}
+	return nil, false
+}
+
+func u64(v uint64) string { return strconv.FormatUint(v, 10) }
+func i64(v int64) string  { return strconv.FormatInt(v, 10) }
+
+func micros(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e3, 'f', 1, 64) }
+
+func (e *Engine) generalStats() []kv.Stat {
+	c := &e.counts
+	st := e.store.Stats()
+	gets, hits := c.gets.Load(), c.getHits.Load()
+	out := []kv.Stat{
+		{Name: "cmd_get", Value: u64(gets)},
+		{Name: "cmd_set", Value: u64(c.sets.Load())},
+		{Name: "cmd_flush", Value: u64(c.flushes.Load())},
+		{Name: "cmd_touch", Value: u64(c.touches.Load())},
+		{Name: "get_hits", Value: u64(hits)},
+		{Name: "get_misses", Value: u64(gets - hits)},
+		{Name: "get_expired", Value: u64(c.expired.Load())},
+		{Name: "get_flushed", Value: u64(c.flushed.Load())},
+		{Name: "delete_misses", Value: u64(c.deleteMisses.Load())},
+		{Name: "delete_hits", Value: u64(c.deleteHits.Load())},
+		{Name: "incr_misses", Value: u64(c.incrMisses.Load())},
+		{Name: "incr_hits", Value: u64(c.incrHits.Load())},
+		{Name: "decr_misses", Value: u64(c.decrMisses.Load())},
+		{Name: "decr_hits", Value: u64(c.decrHits.Load())},
+		{Name: "cas_misses", Value: u64(c.casMisses.Load())},
+		{Name: "cas_hits", Value: u64(c.casHits.Load())},
+		{Name: "cas_badval", Value: u64(c.casBadval.Load())},
+		{Name: "touch_hits", Value: u64(c.touchHits.Load())},
+		{Name: "touch_misses", Value: u64(c.touches.Load() - c.touchHits.Load())},
+		{Name: "limit_maxbytes", Value: i64(st.MemoryLimit)},
+		{Name: "bytes", Value: i64(st.ItemBytes)},
+		{Name: "curr_items", Value: i64(st.Items)},
+		{Name: "total_items", Value: u64(st.Links)},
+		{Name: "evictions", Value: u64(st.Evictions)},
+		{Name: "evicted_unfetched", Value: u64(st.EvictedUnfetched)},
+		{Name: "reclaimed", Value: u64(st.Reclaimed)},
+		{Name: "expired_unfetched", Value: u64(st.ExpiredUnfetched)},
+		{Name: "total_malloced", Value: i64(st.PageBytes)},
+	}
+	out = append(out, e.indexStats()...)
+	return append(out, e.latencySummary()...)
+}
+
+// indexStats are the Mega-KV pipeline's figures: engine, shards, batches,
+// jobs and the index's drops.
+func (e *Engine) indexStats() []kv.Stat {
+	var s shardStats
+	var entries, capacity uint64
+	for _, sh := range e.shards {
+		sh.mu.Lock()
+		x := sh.stats
+		sh.mu.Unlock()
+		s.searchBatches += x.searchBatches
+		s.searchJobs += x.searchJobs
+		s.updateBatches += x.updateBatches
+		s.updateJobs += x.updateJobs
+		s.overwrites += x.overwrites
+		s.displaced += x.displaced
+		s.maxSearchBatch = max(s.maxSearchBatch, x.maxSearchBatch)
+		ist := sh.ix.Stats()
+		entries += ist.Entries
+		capacity += uint64(sh.ix.Capacity())
+	}
+	avg := "0"
+	if s.searchBatches > 0 {
+		avg = strconv.FormatFloat(float64(s.searchJobs)/float64(s.searchBatches), 'f', 1, 64)
+	}
+	return []kv.Stat{
+		{Name: "index_engine", Value: e.backend},
+		{Name: "index_shards", Value: strconv.Itoa(len(e.shards))},
+		{Name: "index_entries", Value: u64(entries)},
+		{Name: "index_capacity", Value: u64(capacity)},
+		{Name: "index_search_batches", Value: u64(s.searchBatches)},
+		{Name: "index_search_jobs", Value: u64(s.searchJobs)},
+		{Name: "index_search_batch_avg", Value: avg},
+		{Name: "index_search_batch_max", Value: u64(s.maxSearchBatch)},
+		{Name: "index_update_batches", Value: u64(s.updateBatches)},
+		{Name: "index_update_jobs", Value: u64(s.updateJobs)},
+		{Name: "index_overwrites", Value: u64(s.overwrites)},
+		{Name: "index_displaced", Value: u64(s.displaced)},
+		{Name: "index_drops", Value: u64(e.counts.indexDrops.Load())},
+		{Name: "index_self_displaced", Value: u64(e.counts.selfDisplaced.Load())},
+	}
+}
+
+// latencySummary gives quantiles of the engine-side GET and SET latency
+// (from a run's start in Do to its results: queueing for a batch, the
+// index call, item copies) and of the index batch calls, in microseconds.
+func (e *Engine) latencySummary() []kv.Stat {
+	var out []kv.Stat
+	for _, h := range []struct {
+		name string
+		h    *latencyHist
+	}{{"get", &e.getLat}, {"set", &e.setLat}, {"index_batch", &e.idxLat}} {
+		s := h.h.snapshot()
+		out = append(out,
+			kv.Stat{Name: h.name + "_latency_count", Value: u64(s.n)},
+			kv.Stat{Name: h.name + "_latency_mean_us", Value: micros(s.mean())},
+			kv.Stat{Name: h.name + "_latency_p50_us", Value: micros(s.quantile(0.50))},
+			kv.Stat{Name: h.name + "_latency_p99_us", Value: micros(s.quantile(0.99))},
+			kv.Stat{Name: h.name + "_latency_p999_us", Value: micros(s.quantile(0.999))},
+			kv.Stat{Name: h.name + "_latency_max_us", Value: micros(time.Duration(s.maxNs))},
+		)
+	}
+	return out
+}
+
+// latencyStats lists the GET latency histogram's non-empty buckets.
+func (e *Engine) latencyStats() []kv.Stat {
+	s := e.getLat.snapshot()
+	var out []kv.Stat
+	for b, c := range s.counts {
+		if c > 0 {
+			out = append(out, kv.Stat{Name: "get_us_le_" + micros(time.Duration(histUpper(b))), Value: u64(c)})
+		}
+	}
+	return out
+}
+
+func (e *Engine) settingsStats() []kv.Stat {
+	st := e.store.Stats()
+	factor := e.opts.GrowthFactor
+	if factor == 0 {
+		factor = 1.25
+	}
+	chunk := e.opts.ChunkMin
+	if chunk == 0 {
+		chunk = 48
+	}
+	return []kv.Stat{
+		{Name: "maxbytes", Value: i64(st.MemoryLimit)},
+		{Name: "evictions", Value: "on"},
+		{Name: "growth_factor", Value: strconv.FormatFloat(factor, 'f', 2, 64)},
+		{Name: "chunk_size", Value: strconv.Itoa(chunk)},
+		{Name: "item_size_max", Value: strconv.Itoa(st.ItemSizeMax)},
+		{Name: "slab_page_size", Value: strconv.Itoa(st.PageSize)},
+		{Name: "cas_enabled", Value: "yes"},
+		{Name: "warpkv_engine", Value: e.backend},
+		{Name: "warpkv_engine_reason", Value: e.reason},
+		{Name: "warpkv_index_shards", Value: strconv.Itoa(len(e.shards))},
+		{Name: "warpkv_batch_interval_us", Value: micros(e.interval)},
+		{Name: "warpkv_max_batch", Value: strconv.Itoa(e.opts.MaxBatch)},
+	}
+}
+
+func (e *Engine) itemStats() []kv.Stat {
+	var out []kv.Stat
+	for _, c := range e.store.Classes() {
+		if c.Items == 0 && c.Evictions == 0 && c.Reclaimed == 0 {
+			continue
+		}
+		p := fmt.Sprintf("items:%d:", c.Class)
+		out = append(out,
+			kv.Stat{Name: p + "number", Value: i64(c.Items)},
+			kv.Stat{Name: p + "evicted", Value: u64(c.Evictions)},
+			kv.Stat{Name: p + "evicted_unfetched", Value: u64(c.EvictedUnfetched)},
+			kv.Stat{Name: p + "reclaimed", Value: u64(c.Reclaimed)},
+			kv.Stat{Name: p + "expired_unfetched", Value: u64(c.ExpiredUnfetched)},
+			kv.Stat{Name: p + "outofmemory", Value: u64(c.OutOfMemory)},
+			kv.Stat{Name: p + "mem_requested", Value: i64(c.ItemBytes)},
+		)
+	}
+	return out
+}
+
+func (e *Engine) slabStats() []kv.Stat {
+	var out []kv.Stat
+	active := 0
+	for _, c := range e.store.Classes() {
+		if c.Pages == 0 {
+			continue
+		}
+		active++
+		p := strconv.Itoa(c.Class) + ":"
+		out = append(out,
+			kv.Stat{Name: p + "chunk_size", Value: strconv.Itoa(c.ChunkSize)},
+			kv.Stat{Name: p + "chunks_per_page", Value: strconv.Itoa(c.ChunksPerPage)},
+			kv.Stat{Name: p + "total_pages", Value: strconv.Itoa(c.Pages)},
+			kv.Stat{Name: p + "total_chunks", Value: strconv.Itoa(c.TotalChunks)},
+			kv.Stat{Name: p + "used_chunks", Value: strconv.Itoa(c.UsedChunks)},
+			kv.Stat{Name: p + "free_chunks", Value: strconv.Itoa(c.FreeChunks)},
+			kv.Stat{Name: p + "free_chunks_end", Value: strconv.Itoa(c.FreeChunksEnd)},
+			kv.Stat{Name: p + "mem_requested", Value: i64(c.ItemBytes)},
+		)
+	}
+	st := e.store.Stats()
+	return append(out, kv.Stat{Name: "active_slabs", Value: strconv.Itoa(active)},
+		kv.Stat{Name: "total_malloced", Value: i64(st.PageBytes)})
+}
+
+// itemCounts returns the linked items of the store and the entries of the
+// index; when no write is in flight they are equal (nothing orphaned).
+func (e *Engine) itemCounts() (linked, indexed int64) {
+	for _, sh := range e.shards {
+		indexed += int64(sh.ix.Stats().Entries)
+	}
+	return e.store.Stats().Items, indexed
+}

@@ -1,0 +1,238 @@
+package server
+
+import (
+	"errors"
+	"slices"
+
+	"warpkv/hashindex"
+	"warpkv/itemstore"
+	"warpkv/kv"
+)
+
+// stripeOf returns the write lock of a key hash.
+func stripeOf(h uint64) int { return int(h >> 52) } // 12 bits: stripes
+
+// lockRun takes the stripe locks of sc.hashes[:n] in increasing order
+// (so that runs never deadlock) and records them for unlockRun.
+func (e *Engine) lockRun(sc *scratch, n int) {
+	sc.locks = sc.locks[:0]
+	for _, h := range sc.hashes[:n] {
+		sc.locks = append(sc.locks, stripeOf(h))
+	}
+	slices.Sort(sc.locks)
+	sc.locks = slices.Compact(sc.locks)
+	for _, l := range sc.locks {
+		e.locks[l].Lock()
+	}
+}
+
+func (e *Engine) unlockRun(sc *scratch) {
+	for _, l := range sc.locks {
+		e.locks[l].Unlock()
+	}
+}
+
+// doWrites executes a run of writes to distinct keys (hashes in
+// sc.hashes): under the keys' locks, one search finds the present items,
+// kv.Apply decides each op, new items are written and linked, and one
+// update per shard deletes removed and evicted entries and inserts the new
+// ones; the run returns when every shard has applied it. Locations the
+// index drops are unlinked from the store, so no item is orphaned.
+func (e *Engine) doWrites(ops []kv.Op, sc *scratch) {
+	n := len(ops)
+	e.lockRun(sc, n)
+	defer e.unlockRun(sc)
+	if err := e.search(sc, n); err != nil {
+		failAll(ops, err)
+		return
+	}
+	now := e.clock()
+	fs := e.flushState()
+	ns := len(e.shards)
+	sc.ureqs = grow(sc.ureqs, ns)
+	for s := range sc.ureqs {
+		sc.ureqs[s].reset()
+		sc.ureqs[s].w = &sc.w
+	}
+	sc.cur = grow(sc.cur, n)
+	sc.fresh = grow(sc.fresh, n)
+	sc.removed = grow(sc.removed, n)
+	insOp := make([][]int, ns) // per shard: the op of each insert job
+	for i := range ops {
+		op, h := &ops[i], sc.hashes[i]
+		sc.cur[i], sc.fresh[i], sc.removed[i] = itemstore.Ref{}, itemstore.Ref{}, notLoc
+		var cur *kv.Item
+		r, ok := e.lookup(sc.locs[i], h, op.Key, now, &fs)
+		if ok {
+			sc.cur[i] = r
+			it := item(r)
+			cur = &it
+		}
+		eff := kv.Apply(op, cur, now, sc.digits[:0])
+		e.countWrite(op)
+		if eff.SetExpiry && ok {
+			r.SetExptime(eff.Exptime)
+			op.Result.CAS, op.Result.Exptime = r.CAS(), eff.Exptime
+		}
+		if eff.Write {
+			if err := e.write(op, h, eff, now, sc, i); err != nil {
+				// As memcached: a set that cannot be stored removes the
+				// key's old item, so stale data does not outlive it.
+				eff.Remove = op.Kind == kv.Set && ok
+			} else {
+				s := e.shardOf(h)
+				u := &sc.ureqs[s]
+				u.insHashes = append(u.insHashes, h)
+				u.insLocs = append(u.insLocs, sc.fresh[i].Loc())
+				insOp[s] = append(insOp[s], i)
+			}
+		}
+		if eff.Remove && ok {
+			u := &sc.ureqs[e.shardOf(h)]
+			u.delHashes = append(u.delHashes, h)
+			u.delLocs = append(u.delLocs, r.Loc())
+			sc.removed[i] = r.Loc()
+		}
+	}
+	e.applyUpdates(ops, sc, insOp)
+}
+
+// write allocates, fills and links the new item of a Write effect, leaving
+// it held in sc.fresh[i]; evicted items' index entries join the updates. On
+// failure it sets the op's status (TooLarge or NoMemory).
+func (e *Engine) write(op *kv.Op, h uint64, eff kv.Effect, now int64, sc *scratch, i int) error {
+	cas := e.nextCAS()
+	r, victims, err := e.store.Alloc(h, op.Key, eff.Len(), eff.Flags, eff.Exptime, cas, now, sc.victims[:0])
+	sc.victims = victims
+	for _, v := range victims {
+		u := &sc.ureqs[e.shardOf(v.Hash)]
+		u.delHashes = append(u.delHashes, v.Hash)
+		u.delLocs = append(u.delLocs, v.Loc)
+	}
+	e.counts.evictions.Add(uint64(len(victims)))
+	switch {
+	case errors.Is(err, itemstore.ErrTooLarge):
+		op.Result = kv.Result{Status: kv.TooLarge}
+		return err
+	case err != nil:
+		op.Result = kv.Result{Status: kv.NoMemory}
+		return err
+	}
+	v := r.Value()
+	copy(v[copy(v, eff.Parts[0]):], eff.Parts[1])
+	e.store.Link(r)
+	sc.fresh[i] = r
+	op.Result.CAS, op.Result.Exptime = cas, eff.Exptime
+	e.counts.items.Add(1)
+	return nil
+}
+
+// applyUpdates sends the run's updates to their shards, waits for them,
+// then unlinks what the index no longer holds and releases the run's items.
+func (e *Engine) applyUpdates(ops []kv.Op, sc *scratch, insOp [][]int) {
+	for s := range sc.ureqs {
+		if sc.ureqs[s].jobs() > 0 {
+			e.shards[s].update(&sc.ureqs[s])
+		}
+	}
+	sc.w.wg.Wait()
+	for s := range sc.ureqs {
+		u := &sc.ureqs[s]
+		if u.err != nil {
+			for _, i := range insOp[s] {
+				ops[i].Result = kv.Result{Status: kv.Failed, Err: u.err}
+			}
+			continue
+		}
+		for _, d := range u.drops {
+			i := insOp[s][d.Job]
+			e.dropped(&ops[i], d, sc.hashes[i], sc.fresh[i])
+		}
+	}
+	for i := range ops {
+		if l := sc.removed[i]; l != notLoc {
+			e.store.Unlink(l, sc.hashes[i])
+		}
+		if sc.cur[i].Valid() {
+			sc.cur[i].Release()
+		}
+		if sc.fresh[i].Valid() {
+			sc.fresh[i].Release()
+		}
+		sc.cur[i], sc.fresh[i] = itemstore.Ref{}, itemstore.Ref{}
+	}
+}
+
+// dropped frees the item behind a location an insert made the index drop.
+// The op's own new item displaced out of the table cannot be found: it is
+// unlinked and the op answers NoMemory, as a store that could not keep the
+// item. Any other location is unlinked if it still holds a linked item
+// whose signature is the dropped cell's (for an overwrite, the inserted
+// key's). An evicted item's chunk is reused at once, but its index delete
+// joins the same update as the new item's insert and deletes run first, so
+// by the time an update's drops are handled no cell points at a chunk that
+// a linked item of another key reuses; a reader meanwhile compares keys.
+func (e *Engine) dropped(op *kv.Op, d hashindex.Dropped, h uint64, fresh itemstore.Ref) {
+	e.counts.indexDrops.Add(1)
+	if fresh.Valid() && d.Loc == fresh.Loc() {
+		if d.Reason == hashindex.Displaced {
+			e.store.Unlink(d.Loc, h)
+			op.Result = kv.Result{Status: kv.NoMemory}
+			e.counts.selfDisplaced.Add(1)
+		}
+		return
+	}
+	r, ok := e.store.Acquire(d.Loc)
+	if !ok {
+		return
+	}
+	victim := r.Hash()
+	r.Release()
+	if d.Reason == hashindex.Overwritten && uint32(victim>>32) != uint32(h>>32) {
+		return
+	}
+	e.store.Unlink(d.Loc, victim)
+}
+
+// countWrite updates the command counters of a decided write.
+func (e *Engine) countWrite(op *kv.Op) {
+	c := &e.counts
+	st := op.Result.Status
+	switch op.Kind {
+	case kv.Set, kv.Add, kv.Replace, kv.Append, kv.Prepend:
+		c.sets.Add(1)
+		if op.HasCAS {
+			switch st {
+			case kv.Stored:
+				c.casHits.Add(1)
+			case kv.Exists:
+				c.casBadval.Add(1)
+			case kv.NotFound:
+				c.casMisses.Add(1)
+			}
+		}
+	case kv.Touch:
+		c.touches.Add(1)
+		if st == kv.Touched {
+			c.touchHits.Add(1)
+		}
+	case kv.Delete:
+		if st == kv.Deleted {
+			c.deleteHits.Add(1)
+		} else {
+			c.deleteMisses.Add(1)
+		}
+	case kv.Incr:
+		if st == kv.NotFound {
+			c.incrMisses.Add(1)
+		} else {
+			c.incrHits.Add(1)
+		}
+	case kv.Decr:
+		if st == kv.NotFound {
+			c.decrMisses.Add(1)
+		} else {
+			c.decrHits.Add(1)
+		}
+	}
+}
