@@ -68,9 +68,9 @@ func (o op) run(t testing.TB, ix *Index) (dropped []Dropped, found []bool, locs 
 
 // TestEnginesAgree runs one random script of inserts, deletes and searches
 // on the CPU engine with one goroutine (every batch in order), with several
-// goroutines (large batches grouped by partition) and on the GPU, up to 97%
-// load, and checks that every output and the tables, word for word, are
-// the same after every call.
+// goroutines (large batches grouped by partition) and on the GPU (whole
+// batches and pipelined chunks), up to 97% load, and checks that every
+// output and the tables, word for word, are the same after every call.
 func TestEnginesAgree(t *testing.T) {
 	configs := []struct {
 		name string
@@ -100,15 +100,14 @@ func TestEnginesAgree(t *testing.T) {
 			}
 			pool := newKeySet(r).hashes(c.pool, nil)
 			cpu := func(w int) testEngine {
-				return testEngine{fmt.Sprintf("cpu(%d workers)", w), func(o Options) Options {
+				return testEngine{name: fmt.Sprintf("cpu(%d workers)", w), opts: func(o Options) Options {
 					o.Device, o.Workers = "cpu", w
 					return o
 				}}
 			}
 			engines := []testEngine{cpu(1), cpu(7)}
-			for _, e := range testEngines(t)[1:] {
-				engines = append(engines, e)
-			}
+			engines = append(engines, testEngines(t)[1:]...)
+			engines = append(engines, gpuVariants(t)...)
 			ixs := make([]*Index, len(engines))
 			for i, e := range engines {
 				ixs[i] = newIndex(t, e, c.opts)

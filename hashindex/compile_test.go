@@ -14,7 +14,7 @@ func TestKernelsCompile(t *testing.T) {
 	gputest.NVRTC(t)
 	for name, src := range KernelSources() {
 		t.Run(name, func(t *testing.T) {
-			cubin, err := gpu.CompileCUBIN(name, src, "sm_90", nil)
+			cubin, err := gpu.CompileCUBIN(name, src, "sm_90", kernelOptions(name))
 			if err != nil {
 				t.Fatal(err)
 			}

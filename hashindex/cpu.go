@@ -129,36 +129,47 @@ func (c *cpuEngine) searchOne(h uint64) uint32 {
 	return NotFound
 }
 
-func (c *cpuEngine) search(hashes []uint64, out []uint32) error {
+func (c *cpuEngine) search(hashes []uint64, out []uint32) (int, error) {
 	n := len(hashes)
 	if c.workers == 1 || n < cpuParallelMin {
-		for j, h := range hashes {
-			out[j] = c.searchOne(h)
-		}
-		return nil
+		return c.searchRange(hashes, out), nil
 	}
 	tasks := (n + cpuSearchChunk - 1) / cpuSearchChunk
-	var next atomic.Int64
+	var next, hits atomic.Int64
 	parallel(min(c.workers, tasks), func(int) {
 		for t := int(next.Add(1) - 1); t < tasks; t = int(next.Add(1) - 1) {
-			for j := t * cpuSearchChunk; j < min(n, (t+1)*cpuSearchChunk); j++ {
-				out[j] = c.searchOne(hashes[j])
-			}
+			lo, hi := t*cpuSearchChunk, min(n, (t+1)*cpuSearchChunk)
+			hits.Add(int64(c.searchRange(hashes[lo:hi], out[lo:hi])))
 		}
 	})
+	return int(hits.Load()), nil
+}
+
+// searchRange searches hashes into out and returns how many were found.
+func (c *cpuEngine) searchRange(hashes []uint64, out []uint32) int {
+	hits := 0
+	for j, h := range hashes {
+		l := c.searchOne(h)
+		out[j] = l
+		if l != NotFound {
+			hits++
+		}
+	}
+	return hits
+}
+
+func (c *cpuEngine) insert(hashes []uint64, locs []uint32, done func(int, []uint64)) error {
+	res := grow(&c.results, len(hashes))
+	c.apply(hashes, locs, func(j int, h uint64, loc uint32) { res[j] = c.insertOne(h, loc) })
+	done(0, res)
 	return nil
 }
 
-func (c *cpuEngine) insert(hashes []uint64, locs []uint32) ([]uint64, error) {
-	res := grow(&c.results, len(hashes))
-	c.apply(hashes, locs, func(j int, h uint64, loc uint32) { res[j] = c.insertOne(h, loc) })
-	return res, nil
-}
-
-func (c *cpuEngine) remove(hashes []uint64, locs []uint32) ([]uint32, error) {
+func (c *cpuEngine) remove(hashes []uint64, locs []uint32, done func(int, []uint32)) error {
 	found := grow(&c.found, len(hashes))
 	c.apply(hashes, locs, func(j int, h uint64, loc uint32) { found[j] = c.removeOne(h, loc) })
-	return found, nil
+	done(0, found)
+	return nil
 }
 
 // apply calls fn(batch index, hash, loc) for every job such that the jobs of

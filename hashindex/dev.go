@@ -8,21 +8,24 @@ import (
 )
 
 // DevJobs is a batch of insert or delete jobs in device memory, grouped by
-// partition as Jobs.
+// partition: the jobs of a partition form one run, in batch order, and
+// run r is jobs [Starts[r], Starts[r+1]). Runs may be empty: UploadJobs
+// gives one run per partition that has jobs (as Group), DevGroup one run
+// per partition. There are at most Partitions() runs.
 type DevJobs struct {
 	Hashes *gpu.Buffer[uint64] // key hashes, partition order
 	Locs   *gpu.Buffer[uint32] // locations, partition order
 	Order  *gpu.Buffer[uint32] // batch index of each job
-	Starts *gpu.Buffer[uint32] // run offsets: Runs()+1 entries, the last Len()
+	Starts *gpu.Buffer[uint32] // run offsets: Runs()+1 non-decreasing entries, the last Len()
 }
 
 // Len returns the number of jobs.
 func (j DevJobs) Len() int { return j.Hashes.Len() }
 
-// Runs returns the number of runs (partitions with jobs).
+// Runs returns the number of runs.
 func (j DevJobs) Runs() int { return j.Starts.Len() - 1 }
 
-// Free releases the buffers (for DevJobs made by UploadJobs).
+// Free releases the buffers (for DevJobs made by UploadJobs or AllocJobs).
 func (j DevJobs) Free() error {
 	return errors.Join(j.Hashes.Free(), j.Locs.Free(), j.Order.Free(), j.Starts.Free())
 }
@@ -37,7 +40,7 @@ func (ix *Index) UploadJobs(j Jobs) (DevJobs, error) {
 	if err != nil {
 		return DevJobs{}, err
 	}
-	if len(j.Starts) < 1 || j.Runs() > maxRuns(j.Len(), ix.geo.parts) || len(j.Locs) != j.Len() || len(j.Order) != j.Len() {
+	if len(j.Starts) < 1 || j.Runs() > ix.geo.parts || len(j.Locs) != j.Len() || len(j.Order) != j.Len() {
 		return DevJobs{}, errors.New("hashindex: upload jobs: malformed jobs")
 	}
 	var d DevJobs
@@ -85,7 +88,7 @@ func (ix *Index) DevSearch(hashes *gpu.Buffer[uint64], n int, out *gpu.Buffer[ui
 // result to results[j.Order[i]] (reason<<32 | loc, 0 when nothing was
 // dropped; see DecodeInsertResults), and returns without waiting. Stats
 // are not updated. It fails on the CPU engine. Cost: one kernel, one 8-lane
-// unit per run (partition with jobs) applying its jobs in order.
+// unit per run applying its jobs in order.
 func (ix *Index) DevInsert(j DevJobs, results *gpu.Buffer[uint64]) error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -99,7 +102,7 @@ func (ix *Index) DevInsert(j DevJobs, results *gpu.Buffer[uint64]) error {
 	if err := ix.checkDevJobs(j, results.Len()); err != nil {
 		return fmt.Errorf("hashindex: dev insert: %w", err)
 	}
-	if err := e.launchInsert(j, results); err != nil {
+	if err := e.launchInsert(j, results, 0); err != nil {
 		return fmt.Errorf("hashindex: dev insert: %w", err)
 	}
 	return nil
@@ -136,7 +139,7 @@ func (ix *Index) checkDevJobs(j DevJobs, outputs int) error {
 	}
 	n := j.Hashes.Len()
 	if n > MaxBatch || j.Locs.Len() < n || j.Order.Len() < n || outputs < n ||
-		j.Starts.Len() < 1 || j.Runs() > maxRuns(n, ix.geo.parts) {
+		j.Starts.Len() < 1 || j.Runs() > ix.geo.parts {
 		return fmt.Errorf("malformed job buffers: %d hashes, %d locs, %d order, %d starts, %d outputs, %d partitions",
 			n, j.Locs.Len(), j.Order.Len(), j.Starts.Len(), outputs, ix.geo.parts)
 	}

@@ -47,6 +47,12 @@ func insertResult(reason DropReason, loc uint32) uint64 {
 // 0 for a job that dropped nothing) and returns it with the number of
 // overwrites and of displacement drops. Cost: one pass over results.
 func DecodeInsertResults(results []uint64, dropped []Dropped) (_ []Dropped, overwrites, displaced int) {
+	return decodeRange(results, 0, dropped)
+}
+
+// decodeRange is DecodeInsertResults for the results of jobs first,
+// first+1, ...
+func decodeRange(results []uint64, first int, dropped []Dropped) (_ []Dropped, overwrites, displaced int) {
 	for j, r := range results {
 		if r>>32 == resultPlaced {
 			continue
@@ -57,7 +63,33 @@ func DecodeInsertResults(results []uint64, dropped []Dropped) (_ []Dropped, over
 		} else {
 			displaced++
 		}
-		dropped = append(dropped, Dropped{Job: j, Loc: uint32(r), Reason: reason})
+		dropped = append(dropped, Dropped{Job: first + j, Loc: uint32(r), Reason: reason})
+	}
+	return dropped, overwrites, displaced
+}
+
+// decodeResults is decodeRange on up to workers goroutines, each taking at
+// least hostParallelMin results; the drops stay in job order.
+func decodeResults(results []uint64, first int, dropped []Dropped, workers int) (_ []Dropped, overwrites, displaced int) {
+	n := len(results)
+	w := min(workers, n/hostParallelMin)
+	if w <= 1 {
+		return decodeRange(results, first, dropped)
+	}
+	type part struct {
+		drops      []Dropped
+		over, disp int
+	}
+	parts := make([]part, w)
+	parallel(w, func(i int) {
+		lo, hi := i*n/w, (i+1)*n/w
+		p := &parts[i]
+		p.drops, p.over, p.disp = decodeRange(results[lo:hi], first+lo, nil)
+	})
+	for _, p := range parts {
+		dropped = append(dropped, p.drops...)
+		overwrites += p.over
+		displaced += p.disp
 	}
 	return dropped, overwrites, displaced
 }

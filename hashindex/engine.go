@@ -1,17 +1,19 @@
 package hashindex
 
 // engine is one backend of an Index. Calls are serialized by the Index;
-// batches are non-empty and validated. Slices an engine returns are its
-// scratch, valid until its next call.
+// batches are non-empty and validated. Slices an engine returns or hands
+// out are its scratch, valid until its next call.
 type engine interface {
-	// search writes the location of each hash, or NotFound, to out.
-	search(hashes []uint64, out []uint32) error
-	// insert applies the jobs and returns one result per job in batch
-	// order (see insertResult).
-	insert(hashes []uint64, locs []uint32) ([]uint64, error)
-	// remove applies the delete jobs and returns one flag per job in batch
-	// order: 1 if the cell was found and cleared.
-	remove(hashes []uint64, locs []uint32) ([]uint32, error)
+	// search writes the location of each hash, or NotFound, to out, and
+	// returns how many were found.
+	search(hashes []uint64, out []uint32) (hits int, err error)
+	// insert applies the jobs and hands their results (see insertResult)
+	// to done in batch order, as consecutive ranges: done(first, r) gets
+	// the results of jobs [first, first+len(r)), r valid during the call.
+	insert(hashes []uint64, locs []uint32, done func(first int, results []uint64)) error
+	// remove applies the delete jobs and hands one flag per job to done as
+	// insert does its results: 1 if the cell was found and cleared.
+	remove(hashes []uint64, locs []uint32, done func(first int, found []uint32)) error
 	// snapshot returns a copy of the table.
 	snapshot() ([]uint32, error)
 	// reset empties the table.

@@ -6,14 +6,27 @@
 // (0 -> 1), first bucket b1 = h & mask, second bucket b2 =
 // alternate(b1, sig), which differs from b1 only in the low partition bits.
 //
-// A processing unit is 8 consecutive lanes of a warp, lane i looking at
-// cell i of a bucket; the unit decides together through ballots over its own
-// 8-lane mask. Blocks are multiples of 32 threads, so units never straddle
-// warps. Every branch below depends only on values all 8 lanes share, so a
-// unit stays converged at each ballot. The CPU engine (cpu.go) runs the
-// same per-job algorithm: any change here must be made there too.
+// A processing unit is 8 consecutive lanes of a warp that read a bucket
+// together and decide through ballots over their own 8-lane mask. Blocks
+// are multiples of 32 threads, so units never straddle warps. Every branch
+// below depends only on values all 8 lanes share, so a unit stays converged
+// at each ballot and shuffle. A unit works on groups of up to 8 jobs: lane
+// t loads the inputs of job t of the group in one coalesced load per array,
+// and the unit takes each job's values from lane t by shuffles. The CPU
+// engine (cpu.go) runs the same per-job algorithm: any change here must be
+// made there too.
+//
+// Launch configuration set by the Go side (kernels.go) with -D options:
+// SEARCH_JOBS, the jobs of one hix_search unit (1 to 8).
 typedef unsigned int u32;
 typedef unsigned long long u64;
+
+#ifndef SEARCH_JOBS
+#error "SEARCH_JOBS must be defined (kernels.go passes it)"
+#endif
+#if SEARCH_JOBS < 1 || SEARCH_JOBS > 8
+#error "SEARCH_JOBS must be 1 to 8"
+#endif
 
 #define CELLS 8              // cells per bucket = lanes per unit
 #define BUCKET_WORDS 16      // u32 words per bucket
@@ -53,7 +66,7 @@ __device__ __forceinline__ int nearest_free(u32 free, u32 pref) {
 
 // Unit: this thread's place in its processing unit.
 struct Unit {
-    u32 lane;  // 0..7: the cell this lane looks at
+    u32 lane;  // 0..7: the cell this lane looks at, the job of a group it loads
     u32 shift; // lane index in the warp of the unit's lane 0
     u32 mask;  // the unit's lanes, for *_sync intrinsics
 };
@@ -74,29 +87,97 @@ __device__ __forceinline__ u32 unit_ballot(Unit u, bool p) {
 
 __device__ __forceinline__ u32* bucket_at(u32* table, u32 b) { return table + (u64)b * BUCKET_WORDS; }
 
+// unit_shfl: v of lane src of the unit, in every lane.
+__device__ __forceinline__ u32 unit_shfl(Unit u, u32 v, u32 src) { return __shfl_sync(u.mask, v, src, CELLS); }
+__device__ __forceinline__ u64 unit_shfl(Unit u, u64 v, u32 src) { return __shfl_sync(u.mask, v, src, CELLS); }
+
 // hix_search: out[j] = location of hashes[j], or NOT_FOUND.
-// Thread mapping: one unit per job (job = global thread / 8); lane i reads
-// signature i of b1, then of b2 if b1 has no match.
-// Invariant: read-only on the table; each out[j] written once, by the
-// matching lane or lane 0.
+// Thread mapping: one unit per SEARCH_JOBS consecutive jobs. Lane t loads
+// the hash of job t; the unit then reads the signature half (32 bytes,
+// lane i word i) of the first bucket of every job at once (SEARCH_JOBS
+// independent loads in flight per lane) and finds the first cell with the
+// job's signature by a ballot. For a job with a match, the lane of that
+// cell reads its location; for a job without, every lane reads the
+// signature half of the second bucket, and then the matching lane, if any,
+// the location. Only the 32-byte halves needed are read. Lane t writes job
+// t's result, so the unit's loads of hashes and stores of results are
+// coalesced.
+// Invariant: read-only on the table; each out[j] written once.
 extern "C" __global__ void hix_search(const u32* __restrict__ table, u32 mask, u32 pmask,
                                       const u64* __restrict__ hashes, u64 n, u32* __restrict__ out) {
-    u64 job = (blockIdx.x * (u64)blockDim.x + threadIdx.x) / CELLS;
-    if (job >= n) return; // the whole unit leaves together
+    u64 first = (blockIdx.x * (u64)blockDim.x + threadIdx.x) / CELLS * SEARCH_JOBS;
+    if (first >= n) return; // the whole unit leaves together
     Unit u = unit_of();
-    u64 h = hashes[job];
-    u32 sig = signature(h);
-    u32 b = (u32)h & mask;
-    for (int t = 0; t < 2; t++) {
-        const u32* k = table + (u64)b * BUCKET_WORDS;
-        u32 m = unit_ballot(u, __ldg(k + u.lane) == sig);
-        if (m) {
-            if (u.lane == (u32)(__ffs(m) - 1)) out[job] = __ldg(k + CELLS + u.lane);
-            return;
-        }
-        b = alternate(b, sig, pmask);
+    u32 jobs = (u32)min((u64)SEARCH_JOBS, n - first);
+    u64 mine = u.lane < jobs ? hashes[first + u.lane] : 0;
+    u32 sig[SEARCH_JOBS], b[SEARCH_JOBS], m[SEARCH_JOBS], v[SEARCH_JOBS];
+#pragma unroll
+    for (u32 t = 0; t < SEARCH_JOBS; t++) {
+        u64 h = unit_shfl(u, mine, t);
+        sig[t] = signature(h);
+        b[t] = (u32)h & mask;
     }
-    if (u.lane == 0) out[job] = NOT_FOUND;
+    // First buckets: signatures.
+#pragma unroll
+    for (u32 t = 0; t < SEARCH_JOBS; t++) v[t] = t < jobs ? __ldg(table + (u64)b[t] * BUCKET_WORDS + u.lane) : 0u;
+#pragma unroll
+    for (u32 t = 0; t < SEARCH_JOBS; t++) m[t] = unit_ballot(u, t < jobs && v[t] == sig[t]);
+    // Matches: the location; no match: the second bucket's signatures.
+#pragma unroll
+    for (u32 t = 0; t < SEARCH_JOBS; t++) {
+        if (m[t]) {
+            u32 c = (u32)__ffs(m[t]) - 1;
+            v[t] = u.lane == c ? __ldg(table + (u64)b[t] * BUCKET_WORDS + CELLS + c) : 0u;
+        } else {
+            b[t] = alternate(b[t], sig[t], pmask);
+            v[t] = t < jobs ? __ldg(table + (u64)b[t] * BUCKET_WORDS + u.lane) : 0u;
+        }
+    }
+    u32 r = NOT_FOUND;
+#pragma unroll
+    for (u32 t = 0; t < SEARCH_JOBS; t++) {
+        if (m[t]) {
+            u32 loc = unit_shfl(u, v[t], (u32)__ffs(m[t]) - 1);
+            if (u.lane == t) r = loc;
+            m[t] = 0; // done
+        } else {
+            m[t] = unit_ballot(u, t < jobs && v[t] == sig[t]);
+        }
+    }
+    // Matches in second buckets: the location.
+#pragma unroll
+    for (u32 t = 0; t < SEARCH_JOBS; t++) {
+        u32 c = (u32)__ffs(m[t]) - 1;
+        v[t] = m[t] && u.lane == c ? __ldg(table + (u64)b[t] * BUCKET_WORDS + CELLS + c) : 0u;
+    }
+#pragma unroll
+    for (u32 t = 0; t < SEARCH_JOBS; t++) {
+        if (m[t]) {
+            u32 loc = unit_shfl(u, v[t], (u32)__ffs(m[t]) - 1);
+            if (u.lane == t) r = loc;
+        }
+    }
+    if (u.lane < jobs) out[first + u.lane] = r;
+}
+
+// JobGroup: lane t's share of a group of up to CELLS grouped jobs: job t's
+// hash, location and batch index.
+struct JobGroup {
+    u64 hash;
+    u32 loc, order;
+};
+
+// load_group: the group of jobs [j, min(j + CELLS, end)) of a run, lane t
+// loading job j + t (one coalesced load per array).
+__device__ __forceinline__ JobGroup load_group(const u64* __restrict__ hashes, const u32* __restrict__ locs,
+                                               const u32* __restrict__ order, u32 j, u32 end, Unit u) {
+    JobGroup g = {0, 0, 0};
+    if (j + u.lane < end) {
+        g.hash = hashes[j + u.lane];
+        g.loc = locs[j + u.lane];
+        g.order = order[j + u.lane];
+    }
+    return g;
 }
 
 // displace: cuckoo displacement for an entry (cs, cl) whose two buckets
@@ -134,15 +215,61 @@ __device__ u64 displace(u32* table, u32 pmask, u32 max_disp, Unit u, u32 cs, u32
     return (RES_DISPLACED << 32) | cl;
 }
 
+// insert_one applies one insert job (hash h, location loc) and returns its
+// result (reason << 32 | loc, 0 when nothing was dropped): a cell of b1 or
+// b2 with the signature gets the new location (the old one is dropped as
+// overwritten); else the free cell of b1, else of b2, nearest the
+// preferred cell takes the entry; else displace from b1. Lane i looks at
+// cell i. Called by all 8 lanes with the same job; returns the same value
+// in every lane, after a __syncwarp that orders its writes before the
+// next job's reads.
+__device__ __forceinline__ u64 insert_one(u32* table, u32 mask, u32 pmask, u32 max_disp, Unit u, u64 h, u32 loc) {
+    u32 sig = signature(h);
+    u32 b1 = (u32)h & mask;
+    u32 b2 = alternate(b1, sig, pmask);
+    u32* k1 = bucket_at(table, b1);
+    u32* k2 = bucket_at(table, b2);
+    u32 s1 = k1[u.lane], s2 = k2[u.lane];
+    u32 m1 = unit_ballot(u, s1 == sig), m2 = unit_ballot(u, s2 == sig);
+    u64 res = 0;
+    if (m1 | m2) {
+        u32* k = m1 ? k1 : k2;
+        u32 c = (u32)__ffs(m1 ? m1 : m2) - 1;
+        u32 old = k[CELLS + c]; // every lane reads the old location
+        __syncwarp(u.mask);     // before lane c replaces it
+        if (u.lane == c) k[CELLS + c] = loc;
+        res = (RES_OVERWRITTEN << 32) | old;
+    } else {
+        u32 pref = preferred(sig);
+        int c1 = nearest_free(unit_ballot(u, s1 == 0), pref);
+        int c2 = nearest_free(unit_ballot(u, s2 == 0), pref);
+        if (c1 >= 0) {
+            if (u.lane == (u32)c1) {
+                k1[c1] = sig;
+                k1[CELLS + c1] = loc;
+            }
+        } else if (c2 >= 0) {
+            if (u.lane == (u32)c2) {
+                k2[c2] = sig;
+                k2[CELLS + c2] = loc;
+            }
+        } else {
+            res = displace(table, pmask, max_disp, u, sig, loc, b1);
+        }
+    }
+    __syncwarp(u.mask);
+    return res;
+}
+
 // hix_insert: applies insert jobs grouped by partition: run r, the jobs of
 // one partition, is [starts[r], starts[r+1]) of hashes/locs, in batch
-// order; order[j] is job j's batch index, where its result goes
-// (reason << 32 | loc, 0 when nothing was dropped).
-// Per job: a cell of b1 or b2 with the signature gets the new location (the
-// old one is dropped as overwritten); else the free cell of b1, else of b2,
-// nearest the preferred cell takes the entry; else displace from b1.
-// Thread mapping: one unit per run (run = global thread / 8), applying its
-// jobs one after another.
+// order (runs may be empty); order[j] is job j's batch index, where its
+// result goes (see insert_one). When drops is not null, *drops grows by
+// the number of jobs whose result is not 0, so that the host can skip
+// reading results that drop nothing.
+// Thread mapping: one unit per run, applying its jobs one after another in
+// groups of CELLS loaded at once (load_group); lane t keeps job t's result
+// and writes it when the group is done.
 // Invariant: a partition's buckets are touched only by its run's unit (both
 // buckets of every key and every displacement stay in the partition), and
 // __syncwarp between jobs orders each job's writes before the next job's
@@ -150,57 +277,53 @@ __device__ u64 displace(u32* table, u32 pmask, u32 max_disp, Unit u, u32 cs, u32
 extern "C" __global__ void hix_insert(u32* table, u32 mask, u32 pmask, u32 max_disp,
                                       const u64* __restrict__ hashes, const u32* __restrict__ locs,
                                       const u32* __restrict__ order, const u32* __restrict__ starts,
-                                      u64 nruns, u64* __restrict__ results) {
+                                      u64 nruns, u64* __restrict__ results, u32* __restrict__ drops) {
     u64 run = (blockIdx.x * (u64)blockDim.x + threadIdx.x) / CELLS;
     if (run >= nruns) return;
     Unit u = unit_of();
     u32 end = starts[run + 1];
-    for (u32 j = starts[run]; j < end; j++) {
-        u64 h = hashes[j];
-        u32 loc = locs[j];
-        u32 sig = signature(h);
-        u32 b1 = (u32)h & mask;
-        u32 b2 = alternate(b1, sig, pmask);
-        u32* k1 = bucket_at(table, b1);
-        u32* k2 = bucket_at(table, b2);
-        u32 s1 = k1[u.lane], s2 = k2[u.lane];
-        u32 m1 = unit_ballot(u, s1 == sig), m2 = unit_ballot(u, s2 == sig);
-        u64 res = 0;
-        if (m1 | m2) {
-            u32* k = m1 ? k1 : k2;
-            u32 c = (u32)__ffs(m1 ? m1 : m2) - 1;
-            u32 old = k[CELLS + c]; // every lane reads the old location
-            __syncwarp(u.mask);     // before lane c replaces it
-            if (u.lane == c) k[CELLS + c] = loc;
-            res = (RES_OVERWRITTEN << 32) | old;
-        } else {
-            u32 pref = preferred(sig);
-            int c1 = nearest_free(unit_ballot(u, s1 == 0), pref);
-            int c2 = nearest_free(unit_ballot(u, s2 == 0), pref);
-            if (c1 >= 0) {
-                if (u.lane == (u32)c1) {
-                    k1[c1] = sig;
-                    k1[CELLS + c1] = loc;
-                }
-            } else if (c2 >= 0) {
-                if (u.lane == (u32)c2) {
-                    k2[c2] = sig;
-                    k2[CELLS + c2] = loc;
-                }
-            } else {
-                res = displace(table, pmask, max_disp, u, sig, loc, b1);
-            }
+    u32 dropped = 0;
+    for (u32 j = starts[run]; j < end; j += CELLS) {
+        JobGroup g = load_group(hashes, locs, order, j, end, u);
+        u32 jobs = min((u32)CELLS, end - j);
+        u64 mine = 0;
+        for (u32 t = 0; t < jobs; t++) {
+            u64 res = insert_one(table, mask, pmask, max_disp, u, unit_shfl(u, g.hash, t), unit_shfl(u, g.loc, t));
+            if (u.lane == t) mine = res;
         }
-        if (u.lane == 0) results[order[j]] = res;
-        __syncwarp(u.mask); // this job's writes before the next job's reads
+        if (u.lane < jobs) results[g.order] = mine;
+        dropped += __popc(unit_ballot(u, u.lane < jobs && mine != 0));
     }
+    if (drops && dropped && u.lane == 0) atomicAdd(drops, dropped);
 }
 
-// hix_delete: applies delete jobs grouped by partition (as hix_insert):
-// the cell of b1, else b2, holding both the signature and the location is
-// cleared (signature and location 0); found[order[j]] = 1 if there was one,
-// else 0.
-// Thread mapping: one unit per run, applying its jobs in order.
+// delete_one applies one delete job: the cell of b1, else b2, holding both
+// the signature of h and loc is cleared (signature and location 0).
+// Returns 1 if there was one, else 0, in every lane, after a __syncwarp
+// that orders its writes before the next job's reads.
+__device__ __forceinline__ u32 delete_one(u32* table, u32 mask, u32 pmask, Unit u, u64 h, u32 loc) {
+    u32 sig = signature(h);
+    u32 b = (u32)h & mask;
+    u32 hit = 0;
+    for (int t = 0; t < 2 && !hit; t++) {
+        u32* k = bucket_at(table, b);
+        u32 m = unit_ballot(u, k[u.lane] == sig && k[CELLS + u.lane] == loc);
+        if (m) {
+            if (u.lane == (u32)(__ffs(m) - 1)) {
+                k[u.lane] = 0;
+                k[CELLS + u.lane] = 0;
+            }
+            hit = 1;
+        }
+        b = alternate(b, sig, pmask);
+    }
+    __syncwarp(u.mask);
+    return hit;
+}
+
+// hix_delete: applies delete jobs grouped by partition (as hix_insert);
+// found[order[j]] = 1 if job j found its cell, else 0.
+// Thread mapping: as hix_insert.
 // Invariant: as hix_insert; a duplicate delete in one batch finds the cell
 // only the first time.
 extern "C" __global__ void hix_delete(u32* table, u32 mask, u32 pmask,
@@ -211,25 +334,14 @@ extern "C" __global__ void hix_delete(u32* table, u32 mask, u32 pmask,
     if (run >= nruns) return;
     Unit u = unit_of();
     u32 end = starts[run + 1];
-    for (u32 j = starts[run]; j < end; j++) {
-        u64 h = hashes[j];
-        u32 loc = locs[j];
-        u32 sig = signature(h);
-        u32 b = (u32)h & mask;
-        u32 hit = 0;
-        for (int t = 0; t < 2 && !hit; t++) {
-            u32* k = bucket_at(table, b);
-            u32 m = unit_ballot(u, k[u.lane] == sig && k[CELLS + u.lane] == loc);
-            if (m) {
-                if (u.lane == (u32)(__ffs(m) - 1)) {
-                    k[u.lane] = 0;
-                    k[CELLS + u.lane] = 0;
-                }
-                hit = 1;
-            }
-            b = alternate(b, sig, pmask);
+    for (u32 j = starts[run]; j < end; j += CELLS) {
+        JobGroup g = load_group(hashes, locs, order, j, end, u);
+        u32 jobs = min((u32)CELLS, end - j);
+        u32 mine = 0;
+        for (u32 t = 0; t < jobs; t++) {
+            u32 hit = delete_one(table, mask, pmask, u, unit_shfl(u, g.hash, t), unit_shfl(u, g.loc, t));
+            if (u.lane == t) mine = hit;
         }
-        if (u.lane == 0) found[order[j]] = hit;
-        __syncwarp(u.mask);
+        if (u.lane < jobs) found[g.order] = mine;
     }
 }

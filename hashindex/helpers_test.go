@@ -1,6 +1,7 @@
 package hashindex
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 type testEngine struct {
 	name string                  // starts with the engine's name
 	opts func(o Options) Options // sets the engine's fields of o
+	tune func(ix *Index)         // if not nil, adjusts a new index (test-only engine settings)
 }
 
 // testEngines returns the engines every test runs on: the CPU always, the
@@ -19,14 +21,30 @@ type testEngine struct {
 // WARPKV_REQUIRE_GPU=1).
 func testEngines(t *testing.T) []testEngine {
 	t.Helper()
-	out := []testEngine{{"cpu", func(o Options) Options { o.Device = "cpu"; return o }}}
+	out := []testEngine{{name: "cpu", opts: func(o Options) Options { o.Device = "cpu"; return o }}}
 	if d, err := gputest.Open(); err != nil {
 		if gputest.Required() {
 			t.Fatalf("GPU required (WARPKV_REQUIRE_GPU=1) but unusable: %v", err)
 		}
 		t.Logf("gpu engine not tested: %v", err)
 	} else {
-		out = append(out, testEngine{"gpu", func(o Options) Options { o.GPU = d; return o }})
+		out = append(out, testEngine{name: "gpu", opts: func(o Options) Options { o.GPU = d; return o }})
+	}
+	return out
+}
+
+// gpuVariants returns GPU engines whose host-level calls are cut into
+// chunks of 1000 and of 5000 jobs (pipelined over three streams, grouped
+// in one block or by the radix sort), which default settings do only for
+// batches over a million jobs; none without a usable GPU.
+func gpuVariants(t *testing.T) []testEngine {
+	t.Helper()
+	var out []testEngine
+	for _, e := range testEngines(t)[1:] {
+		for _, c := range []int{1000, 5000} {
+			out = append(out, testEngine{name: fmt.Sprintf("gpu, %d-job chunks", c), opts: e.opts,
+				tune: func(ix *Index) { ix.gpu.chunkJobs = c }})
+		}
 	}
 	return out
 }
@@ -40,6 +58,9 @@ func newIndex(t testing.TB, e testEngine, o Options) *Index {
 	}
 	if !strings.HasPrefix(e.name, ix.Engine()) {
 		t.Fatalf("asked for the %s engine, got %s (%s)", e.name, ix.Engine(), ix.Reason())
+	}
+	if e.tune != nil {
+		e.tune(ix)
 	}
 	t.Cleanup(func() {
 		if err := ix.Close(); err != nil {

@@ -105,8 +105,9 @@ func (ix *Index) MaxDisplacements() int { return int(ix.maxDisp) }
 
 // Search writes to out[i] the location of the key with hash hashes[i], or
 // NotFound. It sees every insert and delete of earlier calls. Cost: up to
-// two bucket reads per job, on the GPU one transfer each way and a kernel
-// with one 8-lane unit per job; on the CPU, parallel over goroutines.
+// two bucket reads per job; on the GPU one transfer each way and a kernel
+// per chunk of up to 1 Mi jobs (chunks pipelined); on the CPU, parallel
+// over goroutines.
 func (ix *Index) Search(hashes []uint64, out []uint32) error {
 	n := len(hashes)
 	if len(out) < n {
@@ -120,14 +121,9 @@ func (ix *Index) Search(hashes []uint64, out []uint32) error {
 	if ix.closed {
 		return fmt.Errorf("hashindex: search: index closed")
 	}
-	if err := ix.eng.search(hashes, out[:n]); err != nil {
+	hits, err := ix.eng.search(hashes, out[:n])
+	if err != nil {
 		return fmt.Errorf("hashindex: search of %d jobs: %w", n, err)
-	}
-	hits := 0
-	for _, l := range out[:n] {
-		if l != NotFound {
-			hits++
-		}
 	}
 	ix.stats.Searches += uint64(n)
 	ix.stats.Hits += uint64(hits)
@@ -138,19 +134,18 @@ func (ix *Index) Search(hashes []uint64, out []uint32) error {
 // batch order (a key inserted twice keeps the later location), and appends
 // to dropped, in job order, every location the index stopped holding:
 // replaced ones (Overwritten) and those displacement could not place
-// (Displaced). Locations must not be NotFound. Cost: on the GPU a stable
-// counting sort of the batch by partition on the CPU, one transfer each
-// way and a kernel with one 8-lane unit per partition; on the CPU the same
-// grouping and partitions spread over goroutines.
+// (Displaced). Locations must not be NotFound. Cost: on the GPU one
+// transfer each way per chunk of up to 1 Mi jobs (chunks pipelined), a
+// stable sort of the jobs by partition on the device and a kernel
+// with one 8-lane unit per partition; on the CPU a stable counting sort by
+// partition and partitions spread over goroutines.
 func (ix *Index) Insert(hashes []uint64, locs []uint32, dropped []Dropped) ([]Dropped, error) {
 	n := len(hashes)
 	if err := checkJobs("insert", hashes, locs); err != nil {
 		return dropped, err
 	}
-	for i, l := range locs {
-		if l == NotFound {
-			return dropped, fmt.Errorf("hashindex: insert: job %d has location NotFound", i)
-		}
+	if i := firstNotFound(locs, ix.workers); i >= 0 {
+		return dropped, fmt.Errorf("hashindex: insert: job %d has location NotFound", i)
 	}
 	if n == 0 {
 		return dropped, nil
@@ -160,11 +155,16 @@ func (ix *Index) Insert(hashes []uint64, locs []uint32, dropped []Dropped) ([]Dr
 	if ix.closed {
 		return dropped, fmt.Errorf("hashindex: insert: index closed")
 	}
-	res, err := ix.eng.insert(hashes, locs)
+	var over, disp int
+	err := ix.eng.insert(hashes, locs, func(first int, res []uint64) {
+		var o, d int
+		dropped, o, d = decodeResults(res, first, dropped, ix.workers)
+		over += o
+		disp += d
+	})
 	if err != nil {
 		return dropped, fmt.Errorf("hashindex: insert of %d jobs: %w", n, err)
 	}
-	dropped, over, disp := DecodeInsertResults(res, dropped)
 	ix.stats.Inserts += uint64(n)
 	ix.stats.Overwrites += uint64(over)
 	ix.stats.Displaced += uint64(disp)
@@ -191,14 +191,12 @@ func (ix *Index) Delete(hashes []uint64, locs []uint32, found []bool) error {
 	if ix.closed {
 		return fmt.Errorf("hashindex: delete: index closed")
 	}
-	flags, err := ix.eng.remove(hashes, locs)
+	hits := 0
+	err := ix.eng.remove(hashes, locs, func(first int, flags []uint32) {
+		hits += foundFlags(found[first:first+len(flags)], flags, ix.workers)
+	})
 	if err != nil {
 		return fmt.Errorf("hashindex: delete of %d jobs: %w", n, err)
-	}
-	hits := 0
-	for i, f := range flags {
-		found[i] = f != 0
-		hits += int(f & 1)
 	}
 	ix.stats.Deletes += uint64(n)
 	ix.stats.Deleted += uint64(hits)

@@ -356,7 +356,7 @@ func TestErrors(t *testing.T) {
 // TestCPUDevCalls checks that the device entry points refuse the CPU
 // engine.
 func TestCPUDevCalls(t *testing.T) {
-	ix := newIndex(t, testEngine{"cpu", func(o Options) Options { o.Device = "cpu"; return o }}, Options{Buckets: 16})
+	ix := newIndex(t, testEngines(t)[0], Options{Buckets: 16})
 	if ix.Stream() != nil || ix.Device() != nil {
 		t.Error("cpu engine has a stream or device")
 	}
@@ -368,5 +368,11 @@ func TestCPUDevCalls(t *testing.T) {
 	}
 	if _, err := ix.UploadJobs(Jobs{}); err == nil {
 		t.Error("UploadJobs on the cpu engine succeeded")
+	}
+	if _, err := ix.DevGroup(nil, nil, 0, DevJobs{}); err == nil {
+		t.Error("DevGroup on the cpu engine succeeded")
+	}
+	if _, err := ix.AllocJobs(1); err == nil {
+		t.Error("AllocJobs on the cpu engine succeeded")
 	}
 }

@@ -2,46 +2,79 @@ package hashindex
 
 import (
 	_ "embed"
+	"fmt"
 
 	"warpkv/gpu"
 )
 
-// kernelFile is the name of the embedded CUDA C source, used in
-// diagnostics and the compile cache.
-const kernelFile = "hashindex.cu"
-
-//go:embed hashindex.cu
-var kernelSource string
-
-// KernelSources returns the names and CUDA C sources of the package's
-// kernel files, for compile checks.
-func KernelSources() map[string]string { return map[string]string{kernelFile: kernelSource} }
-
-// Launch configuration of hashindex.cu: every kernel runs 8-lane units
-// (CELLS there), in blocks of whole warps so that no unit straddles two.
+// Names of the embedded CUDA C sources, used in diagnostics and the
+// compile cache.
 const (
-	unitLanes   = CellsPerBucket // CELLS: lanes per processing unit
-	searchBlock = 256            // threads per hix_search block: 32 jobs
-	updateBlock = 128            // threads per hix_insert and hix_delete block: 16 runs
+	indexFile = "hashindex.cu" // search, insert, delete
+	groupFile = "group.cu"     // device-side grouping by partition
 )
 
-// searchGrid returns the hix_search grid for n jobs: one unit per job.
-func searchGrid(n int) gpu.Dim3 { return gpu.D1(gpu.Grid(n*unitLanes, searchBlock)) }
+var (
+	//go:embed hashindex.cu
+	indexSource string
+	//go:embed group.cu
+	groupSource string
+)
 
-// updateGrid returns the hix_insert/hix_delete grid for runs runs of jobs
-// (the partitions that have jobs): one unit per run.
+// KernelSources returns the names and CUDA C sources of the package's
+// kernel files, for compile checks (with kernelOptions).
+func KernelSources() map[string]string {
+	return map[string]string{indexFile: indexSource, groupFile: groupSource}
+}
+
+// kernelOptions returns the NVRTC options a kernel file is compiled with:
+// the launch configuration that its code depends on.
+func kernelOptions(file string) []string {
+	switch file {
+	case indexFile:
+		return []string{fmt.Sprintf("-DSEARCH_JOBS=%d", searchJobs)}
+	case groupFile:
+		return []string{fmt.Sprintf("-DSMALL_GROUP_MAX=%d", smallGroupMax), fmt.Sprintf("-DSMALL_GROUP_THREADS=%d", smallGroupThreads)}
+	}
+	return nil
+}
+
+// Launch configuration of hashindex.cu and group.cu. The index kernels run
+// 8-lane units (CELLS there), in blocks of whole warps so that no unit
+// straddles two.
+const (
+	unitLanes         = CellsPerBucket // CELLS: lanes per processing unit
+	searchJobs        = 4              // SEARCH_JOBS: jobs per hix_search unit, 1 to 8
+	searchBlock       = 128            // threads per hix_search block: 16 units
+	updateBlock       = 128            // threads per hix_insert and hix_delete block: 16 runs
+	groupBlock        = 256            // threads per block of the group.cu kernels but hix_group_small: one job or partition each
+	smallGroupMax     = 1 << 12        // SMALL_GROUP_MAX: batches up to this size are grouped by hix_group_small (32 KiB of shared memory)
+	smallGroupThreads = 1024           // SMALL_GROUP_THREADS: threads of the one hix_group_small block
+)
+
+// searchGrid returns the hix_search grid for n jobs: one unit per
+// searchJobs jobs.
+func searchGrid(n int) gpu.Dim3 {
+	units := (n + searchJobs - 1) / searchJobs
+	return gpu.D1(gpu.Grid(units*unitLanes, searchBlock))
+}
+
+// updateGrid returns the hix_insert/hix_delete grid for runs runs of jobs:
+// one unit per run.
 func updateGrid(runs int) gpu.Dim3 { return gpu.D1(gpu.Grid(runs*unitLanes, updateBlock)) }
 
 // kernelSet holds the package's kernels on one device.
 type kernelSet struct {
-	search, insert, remove *gpu.Function
+	search, insert, remove                          *gpu.Function
+	groupKeys, groupGather, groupStarts, groupSmall *gpu.Function
 }
 
-// loadKernels compiles hashindex.cu for d (through the on-disk cubin cache;
-// the gpu package loads a module once per device) and looks up its kernels.
-// Cost: an NVRTC compilation (hundreds of milliseconds) on a cache miss.
+// loadKernels compiles hashindex.cu and group.cu for d (through the on-disk
+// cubin cache; the gpu package loads a module once per device) and looks
+// up their kernels. Cost: NVRTC compilations (hundreds of milliseconds
+// each) on a cache miss.
 func loadKernels(d *gpu.Device) (*kernelSet, error) {
-	m, err := d.Compile(kernelFile, kernelSource)
+	m, err := d.Compile(indexFile, indexSource, kernelOptions(indexFile)...)
 	if err != nil {
 		return nil, err
 	}
@@ -49,5 +82,16 @@ func loadKernels(d *gpu.Device) (*kernelSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &kernelSet{search: fs[0], insert: fs[1], remove: fs[2]}, nil
+	g, err := d.Compile(groupFile, groupSource, kernelOptions(groupFile)...)
+	if err != nil {
+		return nil, err
+	}
+	gs, err := g.Functions("hix_group_keys", "hix_group_gather", "hix_group_starts", "hix_group_small")
+	if err != nil {
+		return nil, err
+	}
+	return &kernelSet{
+		search: fs[0], insert: fs[1], remove: fs[2],
+		groupKeys: gs[0], groupGather: gs[1], groupStarts: gs[2], groupSmall: gs[3],
+	}, nil
 }
