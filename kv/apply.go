@@ -25,6 +25,10 @@ type Effect struct {
 	SetExpiry bool
 	// Hit: report the present item in the Result (Get).
 	Hit bool
+	// InPlace: memcached would rewrite the present item in place (a counter
+	// whose new digits fit): the new item keeps the old one's access time
+	// and fetched mark.
+	InPlace bool
 }
 
 // Len returns the value length of a Write.
@@ -115,6 +119,11 @@ func applyStore(op *Op, cur *Item, now int64, casMismatch bool) Effect {
 	return e
 }
 
+// chunkedValue is about the longest value memcached keeps in one slab
+// chunk with its default 1 MiB pages (half a page, less the item header):
+// longer ones are never numbers.
+const chunkedValue = 1<<19 - 128
+
 // applyCounter decides incr and decr.
 func applyCounter(op *Op, cur *Item, now int64, casMismatch bool, digits []byte) Effect {
 	r := &op.Result
@@ -125,6 +134,11 @@ func applyCounter(op *Op, cur *Item, now int64, casMismatch bool, digits []byte)
 		return Effect{Write: true, Parts: [2][]byte{d}, Exptime: ExpiryAt(op.Exptime, now)}
 	case cur == nil:
 		r.Status = NotFound
+		return Effect{}
+	case len(cur.Value) == 0 || len(cur.Value) > chunkedValue:
+		// memcached rejects empty values and items too large for one
+		// slab chunk before comparing CAS.
+		r.Status = NonNumeric
 		return Effect{}
 	case casMismatch:
 		r.Status = Exists
@@ -147,7 +161,7 @@ func applyCounter(op *Op, cur *Item, now int64, casMismatch bool, digits []byte)
 	for len(d) < len(cur.Value) {
 		d = append(d, ' ')
 	}
-	e := Effect{Write: true, Parts: [2][]byte{d}, Flags: cur.Flags, Exptime: cur.Exptime}
+	e := Effect{Write: true, Parts: [2][]byte{d}, Flags: cur.Flags, Exptime: cur.Exptime, InPlace: len(d) == len(cur.Value)}
 	if op.SetTTL {
 		e.Exptime = ExpiryAt(op.Exptime, now)
 	}
@@ -156,8 +170,8 @@ func applyCounter(op *Op, cur *Item, now int64, casMismatch bool, digits []byte)
 
 // ParseCounter parses an item value as memcached's incr and decr do
 // (strtoull rules): optional leading white space, an optional sign, at least
-// one decimal digit, a value below 2^64, then the end of the value or white
-// space. A minus sign is accepted only where the result is not negative as
+// one decimal digit, a value below 2^64, then the end of the value, white
+// space or a NUL byte. A minus sign is accepted only where the result is not negative as
 // a signed number ("-0"), as memcached does.
 func ParseCounter(b []byte) (uint64, bool) {
 	i := 0
@@ -179,7 +193,7 @@ func ParseCounter(b []byte) (uint64, bool) {
 		v = v*10 + d
 		i++
 	}
-	if i == start || (i < len(b) && !isSpace(b[i])) {
+	if i == start || (i < len(b) && !isSpace(b[i]) && b[i] != 0) {
 		return 0, false
 	}
 	if neg {

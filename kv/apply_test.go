@@ -25,6 +25,7 @@ func TestParseCounter(t *testing.T) {
 		{"   ", 0, false},
 		{"abc", 0, false},
 		{"12abc", 0, false},
+		{"7\x00junk", 7, true},
 		{"1.5", 0, false},
 	} {
 		got, ok := ParseCounter([]byte(tc.in))
@@ -119,6 +120,7 @@ func TestApply(t *testing.T) {
 		{"decr pads", Op{Kind: Decr, Delta: 1}, present, Counted, "9 ", false, 9},
 		{"decr floors", Op{Kind: Decr, Delta: 100}, present, Counted, "0 ", false, 0},
 		{"incr non-numeric", Op{Kind: Incr, Delta: 1}, text, NonNumeric, "", false, 0},
+		{"incr empty before cas", Op{Kind: Incr, Delta: 1, HasCAS: true, CompareCAS: 99}, &Item{CAS: 1}, NonNumeric, "", false, 0},
 		{"incr absent", Op{Kind: Incr, Delta: 1}, nil, NotFound, "", false, 0},
 		{"incr vivify", Op{Kind: Incr, Delta: 1, Vivify: true, Initial: 3}, nil, Counted, "3", false, 3},
 		{"touch absent", Op{Kind: Touch}, nil, NotFound, "", false, 0},

@@ -92,6 +92,9 @@ func (m *Model) do(b *Batch, op *Op, now int64) {
 	if e.SetExpiry {
 		it.Exptime = e.Exptime
 		r.CAS, r.Exptime = it.CAS, it.Exptime
+		if op.Kind == Touch { // memcached's touch bumps the item as a fetch does
+			it.lastAccess, it.fetched = now, true
+		}
 	}
 	if e.Hit {
 		r.Value = b.AddValue(it.Value)
@@ -108,6 +111,9 @@ func (m *Model) do(b *Batch, op *Op, now int64) {
 		v := make([]byte, 0, e.Len())
 		v = append(append(v, e.Parts[0]...), e.Parts[1]...)
 		n := &modelItem{Item: Item{Value: v, Flags: e.Flags, Exptime: e.Exptime, CAS: m.nextCAS}, storedAt: now, lastAccess: now}
+		if e.InPlace {
+			n.lastAccess, n.fetched = it.lastAccess, it.fetched
+		}
 		m.nextCAS++
 		m.items[key] = n
 		r.CAS, r.Exptime = n.CAS, n.Exptime

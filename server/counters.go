@@ -18,4 +18,5 @@ type counters struct {
 	evictions                     atomic.Uint64 // evictions
 	indexDrops                    atomic.Uint64 // locations the index dropped (overwrite or displacement)
 	selfDisplaced                 atomic.Uint64 // new items displaced out of the index at once
+	staleReads                    atomic.Uint64 // reads searched again because a write replaced their item
 }

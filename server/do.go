@@ -139,6 +139,25 @@ func (e *Engine) search(sc *scratch, n int) error {
 	return nil
 }
 
+// lookupLocked searches one key again under its write lock and returns
+// its live item, held. Cost: a wait for its shard's next search batch.
+func (e *Engine) lookupLocked(h uint64, key []byte, now int64, fs *kv.FlushState) (itemstore.Ref, bool) {
+	l := &e.locks[stripeOf(h)]
+	l.Lock()
+	defer l.Unlock()
+	var w waiter
+	out := [1]uint32{}
+	hs := [1]uint64{h}
+	req := searchReq{hashes: hs[:], out: out[:], w: &w}
+	e.shards[e.shardOf(h)].search(&req)
+	w.wg.Wait()
+	if req.err != nil {
+		return itemstore.Ref{}, false
+	}
+	e.counts.staleReads.Add(1)
+	return e.lookup(out[0], h, key, now, fs)
+}
+
 // groupByShard orders the first n hashes by shard (sc.order, sc.sh,
 // sc.bounds).
 func (e *Engine) groupByShard(sc *scratch, n int) {
@@ -166,28 +185,38 @@ func (e *Engine) groupByShard(sc *scratch, n int) {
 // location must hold a linked item with the key's hash and bytes that has
 // not expired or been flushed.
 func (e *Engine) lookup(loc uint32, h uint64, key []byte, now int64, fs *kv.FlushState) (itemstore.Ref, bool) {
+	r, ok, _ := e.lookupStale(loc, h, key, now, fs)
+	return r, ok
+}
+
+// lookupStale is lookup that also reports whether the location no longer
+// held the key's linked item (stale: a write replaced or removed it since
+// the search, and its chunk may even hold another key's item now).
+func (e *Engine) lookupStale(loc uint32, h uint64, key []byte, now int64, fs *kv.FlushState) (_ itemstore.Ref, ok, stale bool) {
 	if loc == notLoc {
-		return itemstore.Ref{}, false
+		return itemstore.Ref{}, false, false
 	}
 	r, ok := e.store.Acquire(loc)
 	if !ok {
-		return itemstore.Ref{}, false
+		return itemstore.Ref{}, false, true
 	}
 	if r.Hash() != h || string(r.Key()) != string(key) {
+		// Another key's item: the chunk was freed and reused since the
+		// search (or, rarely, another key has the same signature).
 		r.Release()
-		return itemstore.Ref{}, false
+		return itemstore.Ref{}, false, true
 	}
 	if !kv.Alive(r.Exptime(), now) {
 		e.counts.expired.Add(1)
 		r.Release()
-		return itemstore.Ref{}, false
+		return itemstore.Ref{}, false, false
 	}
 	if !fs.Valid(r.CAS(), r.LastAccess(), now) {
 		e.counts.flushed.Add(1)
 		r.Release()
-		return itemstore.Ref{}, false
+		return itemstore.Ref{}, false, false
 	}
-	return r, true
+	return r, true, false
 }
 
 // item returns the kv view of a held item.
@@ -212,7 +241,14 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 	var hits uint64
 	for i := range ops {
 		op := &ops[i]
-		r, ok := e.lookup(sc.locs[i], sc.hashes[i], op.Key, now, &fs)
+		r, ok, stale := e.lookupStale(sc.locs[i], sc.hashes[i], op.Key, now, &fs)
+		if stale {
+			// A concurrent write replaced or removed the item after the
+			// search. Search again under the key's write lock, where no
+			// write of it is half done: a read that overlaps an overwrite
+			// sees the old or the new value, never a miss.
+			r, ok = e.lookupLocked(sc.hashes[i], op.Key, now, &fs)
+		}
 		if !ok {
 			kv.Apply(op, nil, now, nil)
 			continue

@@ -113,6 +113,7 @@ func (e *Engine) indexStats() []kv.Stat {
 		{Name: "index_displaced", Value: u64(s.displaced)},
 		{Name: "index_drops", Value: u64(e.counts.indexDrops.Load())},
 		{Name: "index_self_displaced", Value: u64(e.counts.selfDisplaced.Load())},
+		{Name: "stale_reads", Value: u64(e.counts.staleReads.Load())},
 	}
 }
 

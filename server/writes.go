@@ -73,6 +73,9 @@ func (e *Engine) doWrites(ops []kv.Op, sc *scratch) {
 		if eff.SetExpiry && ok {
 			r.SetExptime(eff.Exptime)
 			op.Result.CAS, op.Result.Exptime = r.CAS(), eff.Exptime
+			if op.Kind == kv.Touch { // memcached's touch bumps the item as a fetch does
+				r.Touch(now)
+			}
 		}
 		if eff.Write {
 			if err := e.write(op, h, eff, now, sc, i); err != nil {
@@ -111,6 +114,11 @@ func (e *Engine) write(op *kv.Op, h uint64, eff kv.Effect, now int64, sc *scratc
 	}
 	e.counts.evictions.Add(uint64(len(victims)))
 	switch {
+	case err != nil && (op.Kind == kv.Append || op.Kind == kv.Prepend):
+		// memcached answers NOT_STORED when the joined item cannot be
+		// allocated.
+		op.Result = kv.Result{Status: kv.NotStored}
+		return err
 	case errors.Is(err, itemstore.ErrTooLarge):
 		op.Result = kv.Result{Status: kv.TooLarge}
 		return err
@@ -120,6 +128,9 @@ func (e *Engine) write(op *kv.Op, h uint64, eff kv.Effect, now int64, sc *scratc
 	}
 	v := r.Value()
 	copy(v[copy(v, eff.Parts[0]):], eff.Parts[1])
+	if eff.InPlace && sc.cur[i].Valid() && sc.cur[i].Fetched() {
+		r.Touch(sc.cur[i].LastAccess())
+	}
 	e.store.Link(r)
 	sc.fresh[i] = r
 	op.Result.CAS, op.Result.Exptime = cas, eff.Exptime

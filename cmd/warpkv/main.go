@@ -1,5 +1,5 @@
 // Command warpkv is the command-line front end of warpkv: it reports the
-// GPUs it can use, runs the benchmarks, and (in a later version) serves the
+// GPUs it can use, runs the benchmarks, and serves the
 // Mega-KV memcached-compatible store.
 //
 // Usage:
@@ -50,8 +50,9 @@ func commands() []command {
 	return []command{
 		{"version", "print the warpkv, Go, CUDA driver and NVRTC versions", runVersion},
 		{"devices", "list the GPUs warpkv can use, or say why none is usable", runDevices},
-		{"serve", "serve the Mega-KV memcached-compatible store (not built yet)", runServe},
+		{"serve", "serve the Mega-KV memcached-compatible store on 127.0.0.1:11211", runServe},
 		{"bench", "run a benchmark suite: warpkv bench limits|prim [flags]", runBench},
+		{"loadgen", "load memcached-compatible servers and compare them: warpkv loadgen --addr A [--addr B]", runLoadgen},
 		{"help", "show help for warpkv or one command: warpkv help [command]", runHelp},
 	}
 }

@@ -1,0 +1,188 @@
+package difftest
+
+import (
+	"encoding/base64"
+	"strconv"
+)
+
+// metaStep returns a meta protocol step: one command, or two to four
+// pipelined (often quiet) in one write.
+func (g *gen) metaStep() step {
+	var b stepBuilder
+	n := 1
+	if g.chance(12) {
+		n = 2 + g.r.IntN(3)
+	}
+	var follow func() step
+	for pos := range n {
+		k := g.key(false)
+		if f := g.metaCommand(&b, k, pos); f != nil && n == 1 {
+			follow = f
+		}
+		if n == 1 {
+			b.s.keys = []string{k}
+		}
+	}
+	if follow != nil {
+		g.pending = append(g.pending, follow)
+	}
+	return b.done()
+}
+
+// metaKey returns the key token and the b flag for key k: base64 for a
+// key that is not text-safe, else plain. (Text keys are never sent in
+// base64: memcached 1.6.18 marks an item stored with b and then returns
+// its key in base64 even to a plain request.)
+func (g *gen) metaKey(k string, text bool) (string, string) {
+	if !text {
+		return base64.StdEncoding.EncodeToString([]byte(k)), " b"
+	}
+	return k, ""
+}
+
+// metaFlags returns some of the given flags in random order, each with
+// probability pct percent, each preceded by a space. With a base64 key
+// (bflag set) it leaves out k: memcached 1.6.18 returns the key in the
+// form the item was stored with (base64 and b when stored with b, else
+// plain, even where a plain key cannot be sent back), an item property
+// outside the kv model.
+func (g *gen) metaFlags(bflag string, pct int, flags ...string) string {
+	g.r.Shuffle(len(flags), func(i, j int) { flags[i], flags[j] = flags[j], flags[i] })
+	s := ""
+	for _, f := range flags {
+		if g.chance(pct) && (f != "k" || bflag == "") {
+			s += " " + f
+		}
+	}
+	return s
+}
+
+// opaque returns an O flag sometimes.
+func (g *gen) opaque() string {
+	if g.chance(20) {
+		return " O" + strconv.Itoa(g.r.IntN(1000))
+	}
+	return ""
+}
+
+// metaCommand appends one meta command on key k, the request at position
+// pos of the step, to b and may return a follow-up step (a
+// compare-and-swap after an mg that asked for the CAS).
+func (g *gen) metaCommand(b *stepBuilder, k string, pos int) func() step {
+	text := isTextKey(k)
+	kt, bflag := g.metaKey(k, text)
+	r := g.r.IntN(100)
+	if r >= 75 && r < 95 && !g.counterOK(k, pos) {
+		r = 0 // an mg instead of an ma
+	}
+	switch {
+	case r < 35:
+		flags := g.metaFlags(bflag, 40, "v", "c", "f", "k", "s", "t", "h", "l") + g.metaFlags(bflag, 15, "q", "u")
+		if g.chance(10) {
+			flags += " T" + itoa(g.exptime())
+		}
+		b.str("mg ", kt, bflag, flags, g.opaque(), "\r\n")
+		if g.chance(40) {
+			return func() step { return g.metaCAS(k) }
+		}
+	case r < 65:
+		g.metaSet(b, k, kt, bflag, false)
+	case r < 75:
+		b.str("md ", kt, bflag, g.metaFlags(bflag, 20, "q", "k"), g.opaque())
+		if g.chance(30) {
+			b.str(" C").cas(g.casFor(k))
+		}
+		b.str("\r\n")
+	case r < 95:
+		b.str("ma ", kt, bflag, g.metaFlags(bflag, 30, "t", "c", "v", "k")+g.metaFlags(bflag, 15, "q"), g.opaque())
+		if g.chance(40) {
+			b.str(" N" + itoa(g.exptime()))
+		}
+		initial, delta, mode := uint64(0), uint64(1), "I"
+		if g.chance(40) {
+			initial = pick[uint64](g, 0, 13, 1<<64-1)
+			b.str(" J" + strconv.FormatUint(initial, 10))
+		}
+		if g.chance(60) {
+			delta = g.delta()
+			b.str(" D" + strconv.FormatUint(delta, 10))
+		}
+		if g.chance(40) {
+			mode = pick(g, "I", "i", "+", "D", "d", "-")
+			b.str(" M" + mode)
+		}
+		g.noteCount(k, mode != "D" && mode != "-", delta, initial)
+		// No T flag: memcached 1.6.18 applies it only where the new
+		// digits fit the old value (in place); a counter that grows keeps
+		// its old expiry, though the reply shows the new one.
+		if g.chance(15) {
+			b.str(" C").cas(g.casFor(k))
+		}
+		b.str("\r\n")
+	default:
+		b.str("mn\r\n")
+		b.s.mn++
+	}
+	return nil
+}
+
+// metaSet appends an ms on k (key token kt): a mode, flags, TTL, and a CAS
+// to compare when withCAS (or sometimes anyway).
+func (g *gen) metaSet(b *stepBuilder, k, kt, bflag string, withCAS bool) {
+	v := g.value()
+	b.str("ms ", kt, " ", strconv.Itoa(len(v)), bflag, g.metaFlags(bflag, 30, "c", "k")+g.metaFlags(bflag, 15, "q"), g.opaque())
+	if g.chance(40) {
+		b.str(" F" + strconv.FormatUint(uint64(g.flags()), 10))
+	}
+	if g.chance(30) {
+		b.str(" T" + itoa(g.exptime()))
+	}
+	mode := "S"
+	if g.chance(50) {
+		mode = pick(g, "S", "E", "A", "P", "R", "s", "e", "a", "p", "r")
+		b.str(" M" + mode)
+	}
+	cas := withCAS || g.chance(15)
+	if cas {
+		b.str(" C").cas(g.casFor(k))
+	}
+	b.str("\r\n").raw(v).str("\r\n")
+	switch {
+	case mode == "A" || mode == "P":
+		g.noteStore(k, storeConcat, v)
+	case mode == "S" && !cas:
+		g.noteStore(k, storeSet, v)
+	default:
+		g.noteStore(k, storeMaybe, v)
+	}
+}
+
+// metaCAS returns a step with an ms, md or ma on k that compares the CAS.
+func (g *gen) metaCAS(k string) step {
+	var b stepBuilder
+	kt, bflag := g.metaKey(k, isTextKey(k))
+	switch g.r.IntN(4) {
+	case 0:
+		b.str("md ", kt, bflag, " C").cas(g.casFor(k)).str("\r\n")
+	case 1:
+		if !g.counterOK(k, 0) {
+			b.str("md ", kt, bflag, " C").cas(g.casFor(k)).str("\r\n")
+			break
+		}
+		b.str("ma ", kt, bflag, " v C").cas(g.casFor(k)).str("\r\n")
+	default:
+		g.metaSet(&b, k, kt, bflag, true)
+	}
+	b.s.keys = []string{k}
+	return b.done()
+}
+
+// isTextKey reports whether k can appear as a text or meta key.
+func isTextKey(k string) bool {
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c == ' ' || c == '\r' || c == '\n' || c == 0 {
+			return false
+		}
+	}
+	return k != ""
+}

@@ -1,0 +1,158 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Latency summarizes request latencies: from writing a request (into the
+// connection's buffer, ahead of the pipeline's flush) to reading the end
+// of its reply.
+type Latency struct {
+	P50, P95, P99, P999, Mean, Max time.Duration
+}
+
+// Result is what a load run measured in its timed window.
+type Result struct {
+	Addr     string
+	Workload string
+	// Ops counts operations (each key of a multi-get is one), Requests
+	// the get and set requests that carried them.
+	Ops, Requests             uint64
+	Gets, Sets, Hits, Misses  uint64
+	Errors                    uint64 // error replies, unstored sets, hits of the wrong size
+	Elapsed                   time.Duration
+	OpsPerSec                 float64
+	HitRatio                  float64 // Hits / Gets
+	Latency                   Latency
+	Preload                   *PreloadResult `json:",omitempty"`
+	Conns, Pipeline, MultiGet int
+	Protocol                  Protocol
+}
+
+// Run preloads the server (unless cfg.NoPreload), then loads it as cfg
+// says for cfg.Warmup and measures for cfg.Duration. It returns what it
+// measured, and an error if it could not connect or a connection failed
+// (the Result then covers the connections that did not). Cost: the
+// durations plus the preload; the generator allocates nothing per request.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Addr: cfg.Addr, Workload: cfg.Workload.String(), Conns: cfg.Conns,
+		Pipeline: cfg.Pipeline, MultiGet: cfg.MultiGet, Protocol: cfg.Protocol}
+	if !cfg.NoPreload {
+		progress(&cfg, "preload: %d keys of %d+%d bytes", cfg.Workload.Keys, cfg.Workload.KeySize, cfg.Workload.ValueSize)
+		p, err := Preload(ctx, cfg)
+		res.Preload = &p
+		if err != nil {
+			return res, err
+		}
+		progress(&cfg, "preload: %v, hit ratio %.4f of %d checked", p.Elapsed.Round(time.Millisecond), p.HitRatio, p.Checked)
+	}
+	var zipf *Zipf
+	if cfg.Workload.Zipf {
+		zipf = NewZipf(uint64(cfg.Workload.Keys), ZipfTheta)
+	}
+	value := makeValue(cfg.Workload.ValueSize)
+
+	var d net.Dialer
+	var phase atomic.Int32
+	base := time.Now()
+	workers := make([]*worker, cfg.Conns)
+	for i := range workers {
+		nc, err := d.DialContext(ctx, "tcp", cfg.Addr)
+		if err != nil {
+			for _, w := range workers[:i] {
+				w.nc.Close()
+			}
+			return res, fmt.Errorf("loadgen: %w", err)
+		}
+		workers[i] = newWorker(&cfg, nc, i, zipf, value, base, &phase)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, 2*len(workers))
+	var wg sync.WaitGroup
+	for i, w := range workers {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			errs[2*i] = w.write(ctx)
+		}()
+		go func() {
+			defer wg.Done()
+			errs[2*i+1] = w.read(ctx)
+			if errs[2*i+1] != nil {
+				w.nc.Close() // stops this connection's writer too
+				cancel()
+			}
+		}()
+	}
+	stopAll := context.AfterFunc(ctx, func() {
+		for _, w := range workers {
+			w.nc.SetDeadline(time.Now()) // unblocks every read and write
+		}
+	})
+	defer stopAll()
+
+	progress(&cfg, "warm-up %v, %d connections, pipeline %d, %d keys per get, %s", cfg.Warmup, cfg.Conns, cfg.Pipeline, cfg.MultiGet, cfg.Protocol)
+	sleep(ctx, cfg.Warmup)
+	start := time.Now()
+	phase.Store(phaseMeasure)
+	sleep(ctx, cfg.Duration)
+	phase.Store(phaseDone)
+	res.Elapsed = time.Since(start)
+	wg.Wait()
+	for _, w := range workers {
+		w.nc.Close()
+	}
+
+	var c counts
+	var h Histogram
+	for _, w := range workers {
+		c.add(w.counts)
+		h.Merge(&w.hist)
+	}
+	res.Ops, res.Requests = c.gets+c.sets, c.requests
+	res.Gets, res.Sets, res.Hits, res.Misses, res.Errors = c.gets, c.sets, c.hits, c.misses, c.errors
+	if res.Elapsed > 0 {
+		res.OpsPerSec = float64(res.Ops) / res.Elapsed.Seconds()
+	}
+	if c.gets > 0 {
+		res.HitRatio = float64(c.hits) / float64(c.gets)
+	}
+	res.Latency = Latency{P50: h.Quantile(0.5), P95: h.Quantile(0.95), P99: h.Quantile(0.99),
+		P999: h.Quantile(0.999), Mean: h.Mean(), Max: h.Max()}
+	if err := errors.Join(errs...); err != nil {
+		return res, err
+	}
+	if ctx.Err() != nil && res.Elapsed < cfg.Duration {
+		return res, fmt.Errorf("loadgen: %s: stopped after %v: %w", cfg.Addr, res.Elapsed, context.Cause(ctx))
+	}
+	progress(&cfg, "measured %v: %.0f ops/s", res.Elapsed.Round(time.Millisecond), res.OpsPerSec)
+	return res, nil
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// progress writes a progress line if cfg asks for them.
+func progress(cfg *Config, format string, args ...any) {
+	if cfg.Progress != nil {
+		fmt.Fprintf(cfg.Progress, "loadgen: %s: "+format+"\n", append([]any{cfg.Addr}, args...)...)
+	}
+}

@@ -1,0 +1,124 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"warpkv/internal/difftest"
+	"warpkv/kv"
+	"warpkv/protocol"
+)
+
+// serveModel serves a kv.Model through package protocol for the test.
+func serveModel(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := protocol.NewServer(kv.NewModel(nil), protocol.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		if err := <-done; err != nil && !errors.Is(err, net.ErrClosed) {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+func TestRun(t *testing.T) {
+	servers := map[string]string{"memcached": difftest.Memcached(t, "-t", "2"), "protocol+model": serveModel(t)}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"text 95:5 uniform", Config{Conns: 4, Pipeline: 8, Workload: Workload{GetRatio: 0.95, KeySize: 8, ValueSize: 8, Keys: 2000}}},
+		{"text 100:0 zipf multiget", Config{Conns: 3, Pipeline: 4, MultiGet: 10, Workload: Workload{GetRatio: 1, Zipf: true, KeySize: 32, ValueSize: 512, Keys: 2000}}},
+		{"binary 95:5 zipf multiget", Config{Conns: 2, Pipeline: 16, MultiGet: 4, Protocol: Binary, Workload: Workload{GetRatio: 0.95, Zipf: true, KeySize: 16, ValueSize: 64, Keys: 2000}}},
+		{"binary 50:50", Config{Conns: 2, Pipeline: 1, Protocol: Binary, Workload: Workload{GetRatio: 0.5, KeySize: 128, ValueSize: 1024, Keys: 500}}},
+	} {
+		for name, addr := range servers {
+			t.Run(tc.name+" on "+name, func(t *testing.T) {
+				cfg := tc.cfg
+				cfg.Addr, cfg.Duration, cfg.Warmup = addr, 300*time.Millisecond, 50*time.Millisecond
+				res, err := Run(context.Background(), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkResult(t, cfg, res)
+			})
+		}
+	}
+}
+
+// checkResult checks a result for consistency with its config.
+func checkResult(t *testing.T, cfg Config, res Result) {
+	t.Helper()
+	w := cfg.Workload
+	if res.Preload == nil || res.Preload.HitRatio != 1 || res.Preload.Errors != 0 || res.Preload.Checked != w.Keys {
+		t.Errorf("preload %+v, want all %d keys stored and found", res.Preload, w.Keys)
+	}
+	if res.Ops < 100 || res.OpsPerSec <= 0 || res.Errors != 0 {
+		t.Fatalf("ops %d, %.0f ops/s, %d errors", res.Ops, res.OpsPerSec, res.Errors)
+	}
+	if res.Gets+res.Sets != res.Ops || res.Hits+res.Misses != res.Gets {
+		t.Errorf("counts do not add up: %+v", res)
+	}
+	if res.HitRatio != 1 { // every key was preloaded and nothing evicts
+		t.Errorf("hit ratio %v, want 1", res.HitRatio)
+	}
+	if got := float64(res.Gets) / float64(res.Ops); got < w.GetRatio-0.05 || got > w.GetRatio+0.05 {
+		t.Errorf("gets are %.3f of the operations, want %.2f", got, w.GetRatio)
+	}
+	if mg := max(cfg.MultiGet, 1); w.GetRatio == 1 && res.Ops != res.Requests*uint64(mg) {
+		t.Errorf("%d ops in %d requests, want %d keys per request", res.Ops, res.Requests, mg)
+	}
+	l := res.Latency
+	if !(0 < l.P50 && l.P50 <= l.P95 && l.P95 <= l.P99 && l.P99 <= l.P999 && l.P999 <= l.Max) {
+		t.Errorf("latencies out of order: %+v", l)
+	}
+}
+
+func TestRunFailsWithoutServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, err = Run(context.Background(), Config{Addr: addr, Workload: Workload{KeySize: 8, ValueSize: 8, Keys: 10}})
+	if err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("Run against a closed port: %v, want connection refused", err)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no address", Config{Workload: Workload{KeySize: 8, Keys: 10}}, "no address"},
+		{"key too short for the keys", Config{Addr: "x:1", Workload: Workload{KeySize: 4, Keys: 1 << 20}}, "key size 4"},
+		{"bad ratio", Config{Addr: "x:1", Workload: Workload{GetRatio: 1.5, KeySize: 8}}, "get ratio"},
+		{"bad protocol", Config{Addr: "x:1", Protocol: "udp", Workload: Workload{KeySize: 8}}, "protocol"},
+		{"huge value", Config{Addr: "x:1", Workload: Workload{KeySize: 8, ValueSize: 2 << 20}}, "value size"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.cfg.withDefaults()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one that mentions %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,342 @@
+package protocol
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"warpkv/kv"
+)
+
+const (
+	readBufSize = 16 << 10 // initial read buffer, memcached's READ_BUFFER_SIZE
+	maxLineLen  = 2048     // a longer line without a newline closes the connection (memcached)
+)
+
+// wire protocol of a connection, fixed by its first byte as in memcached 1.6.
+const (
+	protoUnknown = iota
+	protoText
+	protoBinary
+)
+
+// parseState is the outcome of parsing at the front of the read buffer.
+type parseState uint8
+
+const (
+	psDone  parseState = iota // a request was parsed
+	psMore                    // the next request is incomplete: read more
+	psFull                    // the round is full (or must end): run it, then parse on
+	psClose                   // close the connection now, without replies (memcached's conn_closing)
+)
+
+// conn serves one client connection. It is used by a single goroutine.
+type conn struct {
+	s  *Server
+	nc net.Conn
+
+	rbuf       []byte
+	rpos, rend int   // unparsed input is rbuf[rpos:rend]
+	need       int   // bytes from rpos the incomplete request needs (0: unknown)
+	swallow    int64 // bytes of a refused value still to discard
+	proto      int
+	eof        bool
+	quit       bool // close once this round's replies are written
+	barrier    bool // end the round after the request just parsed
+
+	batch    kv.Batch
+	reqs     []request
+	reqBytes int // value bytes of this round's store requests
+	cont     getCont
+	toks     [][]byte
+	keys     []byte // base64-decoded keys of this round
+	out      output
+	counts   [numCmds]uint64
+	maxRbuf  int
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	return &conn{
+		s:       s,
+		nc:      nc,
+		rbuf:    make([]byte, readBufSize),
+		toks:    make([][]byte, 0, maxTokens),
+		maxRbuf: max(s.cfg.ItemSizeMax, s.cfg.MaxGetLine) + 64<<10,
+	}
+}
+
+// serve runs the connection until the client leaves, a protocol error or
+// Shutdown closes it. A panic is logged and closes only this connection.
+func (c *conn) serve() {
+	defer func() {
+		if p := recover(); p != nil {
+			c.s.stats.panics.Add(1)
+			c.s.log.Error("protocol: panic serving connection", "remote", remoteAddr(c.nc), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		}
+		c.flushCounts()
+		c.nc.Close()
+	}()
+	for {
+		st := c.parseRound()
+		if len(c.reqs) > 0 {
+			if err := c.execute(); err != nil {
+				c.logErr(err)
+				return
+			}
+		}
+		if st == psClose || c.quit {
+			return
+		}
+		c.endRound()
+		if st == psMore {
+			if err := c.fill(); err != nil {
+				c.logErr(err)
+				return
+			}
+		}
+	}
+}
+
+// parseRound parses requests from the read buffer into the round's batch
+// until the input runs out, the round is full or the connection must close.
+func (c *conn) parseRound() parseState {
+	for {
+		if c.full() {
+			return psFull
+		}
+		if c.swallow > 0 {
+			k := int(min(c.swallow, int64(c.rend-c.rpos)))
+			c.rpos += k
+			c.swallow -= int64(k)
+			if c.swallow > 0 {
+				c.need = 0
+				return psMore
+			}
+			continue
+		}
+		if c.rpos == c.rend {
+			c.need = 0
+			return psMore
+		}
+		if c.proto == protoUnknown {
+			c.proto = protoText
+			if c.rbuf[c.rpos] == binReqMagic {
+				c.proto = protoBinary
+			}
+		}
+		buf := c.rbuf[c.rpos:c.rend]
+		var n int
+		var st parseState
+		if c.proto == protoBinary {
+			n, st = c.parseBinary(buf)
+		} else {
+			n, st = c.parseText(buf)
+		}
+		c.rpos += n
+		switch {
+		case st != psDone:
+			return st
+		case c.quit || c.barrier:
+			return psFull
+		}
+	}
+}
+
+// full reports whether the round has reached its bounds.
+func (c *conn) full() bool {
+	cfg := &c.s.cfg
+	return len(c.reqs) >= cfg.MaxBatch || len(c.batch.Ops) >= cfg.MaxBatch || c.reqBytes >= cfg.MaxBatchBytes
+}
+
+// execute runs the round's batch, then renders and writes the replies.
+func (c *conn) execute() error {
+	if len(c.batch.Ops) > 0 {
+		c.s.stats.batches.Add(1)
+		c.s.stats.ops.Add(uint64(len(c.batch.Ops)))
+		if err := c.s.cache.Do(&c.batch); err != nil {
+			return fmt.Errorf("protocol: cache batch of %d ops: %w", len(c.batch.Ops), err)
+		}
+	}
+	now := c.s.cache.Now()
+	for i := range c.reqs {
+		c.render(&c.reqs[i], now)
+	}
+	if c.out.len() == 0 {
+		return nil
+	}
+	if d := c.s.cfg.IdleTimeout; d > 0 {
+		c.nc.SetWriteDeadline(time.Now().Add(d))
+	}
+	n, err := c.out.writeTo(c.nc)
+	c.s.stats.bytesWritten.Add(uint64(n))
+	if err != nil {
+		return fmt.Errorf("protocol: write replies: %w", err)
+	}
+	return nil
+}
+
+// endRound empties the round's state, keeping its memory unless it grew
+// large.
+func (c *conn) endRound() {
+	const keep = 1 << 20
+	c.flushCounts()
+	if cap(c.batch.Buf) > keep {
+		c.batch.Buf = nil
+	}
+	if cap(c.keys) > keep {
+		c.keys = nil
+	}
+	c.batch.Reset()
+	clear(c.reqs)
+	c.reqs = c.reqs[:0]
+	c.keys = c.keys[:0]
+	c.reqBytes = 0
+	c.barrier = false
+}
+
+// fill reads more input, first moving unparsed bytes to the front of the
+// read buffer and growing it when the pending request needs more room.
+func (c *conn) fill() error {
+	if c.eof {
+		return io.EOF
+	}
+	if c.rpos > 0 {
+		c.rend = copy(c.rbuf, c.rbuf[c.rpos:c.rend])
+		c.rpos = 0
+	}
+	switch {
+	case c.rend == len(c.rbuf):
+		if len(c.rbuf) >= c.maxRbuf {
+			return fmt.Errorf("protocol: request of over %d bytes", c.maxRbuf)
+		}
+		size := min(max(c.need, 2*len(c.rbuf)), c.maxRbuf)
+		nb := make([]byte, size)
+		copy(nb, c.rbuf[:c.rend])
+		c.rbuf = nb
+	case len(c.rbuf) > readBufSize && c.rend <= readBufSize/2 && c.need <= readBufSize:
+		nb := make([]byte, readBufSize) // give back a buffer grown for one large request
+		copy(nb, c.rbuf[:c.rend])
+		c.rbuf = nb
+	}
+	if c.s.closing.Load() {
+		return errShutdown
+	}
+	if d := c.s.cfg.IdleTimeout; d > 0 {
+		c.nc.SetReadDeadline(time.Now().Add(d))
+	}
+	if c.s.closing.Load() { // Shutdown may have set a deadline before ours
+		return errShutdown
+	}
+	n, err := c.nc.Read(c.rbuf[c.rend:])
+	c.rend += n
+	c.s.stats.bytesRead.Add(uint64(n))
+	if err != nil {
+		if n > 0 && errors.Is(err, io.EOF) {
+			c.eof = true
+			return nil
+		}
+		if c.s.closing.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
+			return errShutdown
+		}
+		return fmt.Errorf("protocol: read request: %w", err)
+	}
+	return nil
+}
+
+var errShutdown = errors.New("protocol: server shutting down")
+
+// logErr logs a connection error worth a line: not a client that left.
+func (c *conn) logErr(err error) {
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, errShutdown), errors.Is(err, net.ErrClosed):
+		return
+	}
+	c.s.log.Debug("protocol: closing connection", "remote", remoteAddr(c.nc), "err", err)
+}
+
+func remoteAddr(nc net.Conn) string {
+	if a := nc.RemoteAddr(); a != nil {
+		return a.String()
+	}
+	return ""
+}
+
+// flushCounts adds the round's command counts to the server's.
+func (c *conn) flushCounts() {
+	for i, n := range c.counts {
+		if n != 0 {
+			c.s.stats.cmds[i].Add(n)
+			c.counts[i] = 0
+		}
+	}
+}
+
+// addReq appends a reply slot to the round.
+func (c *conn) addReq(r request) *request {
+	c.reqs = append(c.reqs, r)
+	return &c.reqs[len(c.reqs)-1]
+}
+
+// static adds a request whose reply is fixed text (empty: none).
+func (c *conn) static(text string) {
+	r := newRequest(rStatic)
+	r.text = text
+	c.addReq(r)
+}
+
+// addOp appends an op to the round's batch and returns its index.
+func (c *conn) addOp(op kv.Op) int32 {
+	return int32(c.batch.Add(op))
+}
+
+// keepKey copies a decoded key into the round's key memory; earlier copies
+// stay valid.
+func (c *conn) keepKey(k []byte) []byte {
+	if cap(c.keys)-len(c.keys) < len(k) {
+		c.keys = make([]byte, 0, max(4096, 2*cap(c.keys), len(k)))
+	}
+	start := len(c.keys)
+	c.keys = append(c.keys, k...)
+	return c.keys[start:len(c.keys):len(c.keys)]
+}
+
+// render writes the reply of r to the round's output.
+func (c *conn) render(r *request, now int64) {
+	switch r.kind {
+	case rStatic:
+		c.out.str(r.text)
+	case rGet:
+		c.renderGet(r)
+	case rStore, rDelete, rArith, rTouch:
+		c.renderTextResult(r)
+	case rStats:
+		c.renderTextStats(r, now)
+	case rMetaGet:
+		c.renderMetaGet(r, now)
+	case rMetaSet:
+		c.renderMetaSet(r)
+	case rMetaDelete:
+		c.renderMetaDelete(r)
+	case rMetaArith:
+		c.renderMetaArith(r, now)
+	case rMetaDebug:
+		c.renderMetaDebug(r, now)
+	case rBin:
+		c.renderBinary(r)
+	case rBinStats:
+		c.renderBinaryStats(r, now)
+	}
+}
+
+// result returns the Result of the op at index i.
+func (c *conn) result(i int32) *kv.Result { return &c.batch.Ops[i].Result }
+
+// failed logs an op the cache could not run and returns the reply text.
+func (c *conn) failed(res *kv.Result) string {
+	c.s.log.Warn("protocol: cache op failed", "status", res.Status.String(), "err", res.Err)
+	return "SERVER_ERROR " + res.Status.String()
+}

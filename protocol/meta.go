@@ -1,0 +1,721 @@
+package protocol
+
+import (
+	"math"
+	"strconv"
+
+	"warpkv/kv"
+)
+
+// Meta protocol limits and errors, as memcached 1.6.18.
+const (
+	metaMaxTokens      = 20 // MFLAG_MAX_OPT_LENGTH: tokens of a meta command, its terminator included
+	metaMaxOpaque      = 32 // MFLAG_MAX_OPAQUE_LENGTH: the longest O token
+	replyMetaFlagsLong = "CLIENT_ERROR options flags too long\r\n"
+	replyMgFlagsLong   = "CLIENT_ERROR options flags are too long\r\n"
+	replyBadFlag       = "CLIENT_ERROR invalid flag\r\n"
+	replyBadOrDupFlag  = "CLIENT_ERROR invalid or duplicate flag\r\n"
+	replyOpaqueLong    = "CLIENT_ERROR opaque token too long\r\n"
+	replyMsBadMode     = "CLIENT_ERROR invalid mode for ms M token\r\n"
+	replyMaBadMode     = "CLIENT_ERROR invalid mode for ma M token\r\n"
+)
+
+// metaFlags holds the parsed flags of a meta command (memcached's
+// struct _meta_flags).
+type metaFlags struct {
+	noReply, value, keyBinary, noUpdate, setStale bool
+	hasCAS, vivify, newTTL, recache               bool
+	mode                                          byte
+	exptime, autoviv                              int32 // T, N
+	clientFlags                                   uint32
+	cas, delta, initial                           uint64
+}
+
+// metaPreparse validates the flag tokens of a meta command and fills f, as
+// memcached's _meta_flag_preparse; a b flag base64-decodes the key into the
+// round's key memory. It returns the key and, on failure, the error
+// memcached sends (mg and ms send it; md and ma answer "invalid or duplicate
+// flag" instead).
+func (c *conn) metaPreparse(key []byte, flags [][]byte, f *metaFlags) (k []byte, errText string, ok bool) {
+	errText = replyBadFormat
+	hasError := false
+	var seen [127]bool
+	for _, t := range flags {
+		o := t[0]
+		if o >= 127 || seen[o] {
+			return key, "CLIENT_ERROR duplicate flag\r\n", false
+		}
+		seen[o] = true
+		switch o {
+		case 'b':
+			dec, ok := base64Decode(make([]byte, 0, len(key)), key)
+			if !ok {
+				errText, hasError = "CLIENT_ERROR error decoding key\r\n", true
+			}
+			key = c.keepKey(dec)
+			f.keyBinary = true
+		case 'N', 'T', 'R':
+			v, ok := safeStrtol(t[1:])
+			if !ok {
+				errText, hasError = "CLIENT_ERROR bad token in command line format\r\n", true
+				break
+			}
+			switch o {
+			case 'N':
+				f.vivify, f.autoviv = true, v
+			case 'T':
+				f.newTTL, f.exptime = true, v
+			default:
+				f.recache = true
+			}
+		case 'l', 'O', 'P', 'L', 'k', 's', 't', 'c', 'f', 'h':
+		case 'v':
+			f.value = true
+		case 'u':
+			f.noUpdate = true
+		case 'q':
+			f.noReply = true
+		case 'F':
+			v, ok := safeStrtoul(t[1:])
+			if !ok {
+				hasError = true
+			}
+			f.clientFlags = v
+		case 'C':
+			v, ok := safeStrtoull(t[1:])
+			if !ok {
+				errText, hasError = "CLIENT_ERROR bad token in command line format\r\n", true
+				break
+			}
+			f.hasCAS, f.cas = true, v
+		case 'M':
+			if len(t) != 2 {
+				errText, hasError = "CLIENT_ERROR incorrect length for M token\r\n", true
+				break
+			}
+			f.mode = t[1]
+		case 'J':
+			v, ok := safeStrtoull(t[1:])
+			if !ok {
+				errText, hasError = "CLIENT_ERROR invalid numeric initial value\r\n", true
+			}
+			f.initial = v
+		case 'D':
+			v, ok := safeStrtoull(t[1:])
+			if !ok {
+				errText, hasError = "CLIENT_ERROR invalid numeric delta value\r\n", true
+				break
+			}
+			f.delta = v
+		case 'I':
+			f.setStale = true
+		default:
+			return key, replyBadFlag, false
+		}
+	}
+	return key, errText, !hasError
+}
+
+// flagIndex returns the position of the first flag token starting with c,
+// or -1.
+func flagIndex(flags [][]byte, c byte) int {
+	for i, t := range flags {
+		if t[0] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// longOpaque returns the position of the first O token over 32 bytes, or
+// len(flags).
+func longOpaque(flags [][]byte) int {
+	for i, t := range flags {
+		if t[0] == 'O' && len(t) > metaMaxOpaque {
+			return i
+		}
+	}
+	return len(flags)
+}
+
+// metaCommand dispatches a two-letter command starting with m.
+func (c *conn) metaCommand(buf, line []byte, toks [][]byte, lineEnd int) (int, parseState) {
+	switch toks[0][1] {
+	case 'g':
+		c.counts[cmdMetaGet]++
+		c.metaGet(line, toks)
+	case 's':
+		c.counts[cmdMetaSet]++
+		return c.metaSet(buf, line, toks, lineEnd)
+	case 'd':
+		c.counts[cmdMetaDelete]++
+		c.metaDelete(line, toks)
+	case 'a':
+		c.counts[cmdMetaArith]++
+		c.metaArith(line, toks)
+	case 'n':
+		c.counts[cmdMetaNoop]++
+		c.static("MN\r\n")
+	case 'e':
+		c.counts[cmdMetaDebug]++
+		c.metaDebug(toks)
+	default:
+		return c.textErr(lineEnd)
+	}
+	return lineEnd, psDone
+}
+
+// metaGet parses mg <key> <flags>*. The N and R flags (vivify and recache
+// tokens, which need per-item win/stale state) are not supported.
+func (c *conn) metaGet(line []byte, toks [][]byte) {
+	ntok := len(toks) + 1
+	switch {
+	case ntok < 3:
+		c.static(replyError)
+		return
+	case len(toks[1]) > kv.MaxKeyLen:
+		c.static(replyBadFormat)
+		return
+	case ntok > metaMaxTokens:
+		c.static(replyMgFlagsLong)
+		return
+	}
+	r := newRequest(rMetaGet)
+	flags := toks[2:]
+	key, errText, ok := c.metaPreparse(toks[1], flags, &r.meta)
+	switch {
+	case !ok:
+		c.static(errText)
+		return
+	case r.meta.vivify || r.meta.recache:
+		c.static(replyBadFlag)
+		return
+	}
+	r.quiet, r.args = r.meta.noReply, line
+	bad := longOpaque(flags)
+	tPos := flagIndex(flags, 'T')
+	touch := tPos >= 0 && tPos < bad
+	if bad == len(flags) && touch {
+		if t := flagIndex(flags, 't'); t >= 0 && t < tPos {
+			// t before T reports the TTL before the touch.
+			r.peek = c.addOp(kv.Op{Kind: kv.Get, Key: key, Peek: true})
+		}
+	}
+	r.op = c.addOp(kv.Op{Kind: kv.Get, Key: key, Touch: touch, Exptime: int64(r.meta.exptime), Peek: r.meta.noUpdate})
+	if bad < len(flags) {
+		r.kind, r.text = rStatic, replyOpaqueLong
+	}
+	c.addReq(r)
+}
+
+// metaFlagTokens re-splits a meta command line into its flag tokens (after
+// skip positional tokens).
+func (c *conn) metaFlagTokens(line []byte, skip int) [][]byte {
+	toks, _ := tokenize(line, c.toks)
+	c.toks = toks
+	if len(toks) < skip {
+		return nil
+	}
+	return toks[skip:]
+}
+
+// metaKey writes " k<key>", base64-encoded with " b" after it for a binary
+// key.
+func (c *conn) metaKey(key []byte, binary bool) {
+	c.out.str(" k")
+	if binary {
+		c.out.base64(key)
+		c.out.str(" b")
+		return
+	}
+	c.out.bytes(key)
+}
+
+// storedBinary guesses whether memcached would print a hit's key base64
+// encoded: it does when the item was stored with a base64 key (ms b), a
+// per-item mark kv does not keep. The guess: a b request for a key that a
+// text command could not have sent.
+func storedBinary(requestBinary bool, key []byte) bool {
+	if !requestBinary {
+		return false
+	}
+	for _, b := range key {
+		if b <= ' ' || b >= 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// metaTTL writes a TTL token value: -1 for never, else seconds left.
+func (c *conn) metaTTL(exptime, now int64) {
+	c.out.int(kv.TTL(exptime, now))
+}
+
+// renderMetaGet writes VA/HD with the requested flags, or EN.
+func (c *conn) renderMetaGet(r *request, now int64) {
+	op := &c.batch.Ops[r.op]
+	res := &op.Result
+	flags := c.metaFlagTokens(r.args, 2)
+	switch res.Status {
+	case kv.Hit:
+	case kv.Miss:
+		if r.quiet {
+			return
+		}
+		c.out.str("EN")
+		c.metaEcho(flags, op.Key, r.meta.keyBinary)
+		c.out.str("\r\n")
+		return
+	default:
+		c.out.str(c.failed(res) + "\r\n")
+		return
+	}
+	if r.meta.value {
+		c.out.str("VA ")
+		c.out.uint(uint64(len(res.Value)))
+	} else {
+		c.out.str("HD")
+	}
+	exptime := res.Exptime
+	if r.peek >= 0 {
+		exptime = c.result(r.peek).Exptime
+	}
+	for _, t := range flags {
+		switch t[0] {
+		case 'T':
+			exptime = res.Exptime
+		case 's':
+			c.out.str(" s")
+			c.out.uint(uint64(len(res.Value)))
+		case 't':
+			c.out.str(" t")
+			c.metaTTL(exptime, now)
+		case 'c':
+			c.out.str(" c")
+			c.out.uint(res.CAS)
+		case 'f':
+			c.out.str(" f")
+			c.out.uint(uint64(res.Flags))
+		case 'l':
+			c.out.str(" l")
+			c.out.int(max(now-res.LastAccess, 0))
+		case 'h':
+			if res.Fetched {
+				c.out.str(" h1")
+			} else {
+				c.out.str(" h0")
+			}
+		case 'O':
+			c.out.byte1(' ')
+			c.out.bytes(t)
+		case 'k':
+			c.metaKey(op.Key, storedBinary(r.meta.keyBinary, op.Key))
+		}
+	}
+	c.out.str("\r\n")
+	if r.meta.value {
+		c.out.value(res.Value)
+		c.out.str("\r\n")
+	}
+}
+
+// metaEcho writes the O and k flags, which every meta reply echoes.
+func (c *conn) metaEcho(flags [][]byte, key []byte, binary bool) {
+	for _, t := range flags {
+		switch t[0] {
+		case 'O':
+			c.out.byte1(' ')
+			c.out.bytes(t)
+		case 'k':
+			c.metaKey(key, binary)
+		}
+	}
+}
+
+// metaSet parses ms <key> <datalen> <flags>* and its data block. The I
+// (invalidate) flag is refused together with C: stale items are not
+// supported.
+func (c *conn) metaSet(buf, line []byte, toks [][]byte, lineEnd int) (int, parseState) {
+	ntok := len(toks) + 1
+	switch {
+	case ntok < 3:
+		c.static(replyError)
+		return lineEnd, psDone
+	case len(toks[1]) > kv.MaxKeyLen, ntok == 3:
+		c.static(replyBadFormat)
+		return lineEnd, psDone
+	case ntok > metaMaxTokens:
+		c.static(replyMetaFlagsLong)
+		return lineEnd, psDone
+	}
+	vlen, ok := safeStrtol(toks[2])
+	if !ok || vlen < 0 || vlen > math.MaxInt32-2 {
+		c.static(replyBadFormat)
+		return lineEnd, psDone
+	}
+	total := int(vlen) + 2
+	refuse := func(text string) (int, parseState) {
+		c.static(text)
+		c.swallow = int64(total)
+		return lineEnd, psDone
+	}
+	r := newRequest(rMetaSet)
+	f := &r.meta
+	flags := toks[3:]
+	key, errText, ok := c.metaPreparse(toks[1], flags, f)
+	if !ok {
+		return refuse(errText)
+	}
+	hasError := longOpaque(flags) < len(flags)
+	if hasError {
+		errText = replyOpaqueLong
+	}
+	kind := kv.Set
+	switch f.mode {
+	case 0, 'S':
+	case 'E':
+		kind = kv.Add
+	case 'A':
+		kind = kv.Append
+	case 'P':
+		kind = kv.Prepend
+	case 'R':
+		kind = kv.Replace
+	default:
+		return refuse(replyMsBadMode)
+	}
+	switch {
+	case hasError:
+		return refuse(errText)
+	case f.setStale && f.hasCAS:
+		return refuse(replyBadFlag)
+	}
+	if tooLarge(len(key), f.clientFlags, int64(vlen), c.s.cfg.ItemSizeMax) {
+		// Unlike set, ms removes the old item in every mode.
+		c.static(replyTooLarge)
+		c.reqs[len(c.reqs)-1].op = c.addOp(kv.Op{Kind: kv.Set, Key: key, TooLarge: true})
+		c.swallow = int64(total)
+		return lineEnd, psDone
+	}
+	if len(buf)-lineEnd < total {
+		c.need = lineEnd + total
+		return 0, psMore
+	}
+	data := buf[lineEnd : lineEnd+total]
+	if data[vlen] != '\r' || data[vlen+1] != '\n' {
+		c.static(replyBadDataChunk)
+		return lineEnd + total, psDone
+	}
+	op := kv.Op{Kind: kind, Key: key, Value: data[:vlen], Flags: f.clientFlags, Exptime: int64(f.exptime)}
+	switch kind {
+	case kv.Set, kv.Replace:
+		if f.hasCAS { // memcached turns set and replace with C into cas
+			op.Kind, op.HasCAS, op.CompareCAS = kv.Set, true, f.cas
+		}
+	case kv.Append, kv.Prepend:
+		op.HasCAS, op.CompareCAS = f.hasCAS && f.cas != 0, f.cas // add ignores C
+	}
+	r.quiet, r.args = f.noReply, line
+	r.op = c.addOp(op)
+	c.addReq(r)
+	c.reqBytes += int(vlen)
+	return lineEnd + total, psDone
+}
+
+// renderMetaSet writes HD, NS, EX or NF with the O, k and c flags.
+func (c *conn) renderMetaSet(r *request) {
+	op := &c.batch.Ops[r.op]
+	res := &op.Result
+	switch res.Status {
+	case kv.Stored:
+		if r.quiet {
+			return
+		}
+		c.out.str("HD")
+	case kv.NotStored:
+		c.out.str("NS")
+	case kv.Exists:
+		c.out.str("EX")
+	case kv.NotFound:
+		if op.Kind == kv.Append || op.Kind == kv.Prepend {
+			c.out.str("NS")
+		} else {
+			c.out.str("NF")
+		}
+	case kv.TooLarge:
+		c.out.str(replyTooLarge)
+		return
+	case kv.NoMemory:
+		c.out.str(replyNoMemoryStore)
+		return
+	default:
+		c.out.str(c.failed(res) + "\r\n")
+		return
+	}
+	for _, t := range c.metaFlagTokens(r.args, 3) {
+		switch t[0] {
+		case 'O':
+			c.out.byte1(' ')
+			c.out.bytes(t)
+		case 'k':
+			c.metaKey(op.Key, r.meta.keyBinary)
+		case 'c':
+			c.out.str(" c")
+			if res.Status == kv.Stored {
+				c.out.uint(res.CAS)
+			} else {
+				c.out.byte1('0')
+			}
+		}
+	}
+	c.out.str("\r\n")
+}
+
+// metaDelete parses md <key> <flags>*. The I flag (mark stale) is not
+// supported.
+func (c *conn) metaDelete(line []byte, toks [][]byte) {
+	ntok := len(toks) + 1
+	switch {
+	case ntok < 3:
+		c.static(replyError)
+		return
+	case len(toks[1]) > kv.MaxKeyLen:
+		c.static(replyBadFormat)
+		return
+	case ntok > metaMaxTokens:
+		c.static(replyMetaFlagsLong)
+		return
+	}
+	r := newRequest(rMetaDelete)
+	flags := toks[2:]
+	key, _, ok := c.metaPreparse(toks[1], flags, &r.meta)
+	switch {
+	case !ok, r.meta.setStale:
+		c.static(replyBadOrDupFlag)
+		return
+	case longOpaque(flags) < len(flags):
+		c.static(replyOpaqueLong)
+		return
+	}
+	r.quiet, r.args = r.meta.noReply, line
+	r.op = c.addOp(kv.Op{Kind: kv.Delete, Key: key, HasCAS: r.meta.hasCAS, CompareCAS: r.meta.cas})
+	c.addReq(r)
+}
+
+// renderMetaDelete writes HD, NF or EX with the O and k flags.
+func (c *conn) renderMetaDelete(r *request) {
+	op := &c.batch.Ops[r.op]
+	res := &op.Result
+	switch res.Status {
+	case kv.Deleted:
+		if r.quiet {
+			return
+		}
+		c.out.str("HD")
+	case kv.NotFound:
+		c.out.str("NF")
+	case kv.Exists:
+		c.out.str("EX")
+	default:
+		c.out.str(c.failed(res) + "\r\n")
+		return
+	}
+	c.metaEcho(c.metaFlagTokens(r.args, 2), op.Key, r.meta.keyBinary)
+	c.out.str("\r\n")
+}
+
+// metaArith parses ma <key> <flags>*.
+func (c *conn) metaArith(line []byte, toks [][]byte) {
+	ntok := len(toks) + 1
+	switch {
+	case ntok < 3:
+		c.static(replyError)
+		return
+	case len(toks[1]) > kv.MaxKeyLen:
+		c.static(replyBadFormat)
+		return
+	case ntok > metaMaxTokens:
+		c.static(replyMetaFlagsLong)
+		return
+	}
+	r := newRequest(rMetaArith)
+	f := &r.meta
+	f.delta = 1
+	flags := toks[2:]
+	key, _, ok := c.metaPreparse(toks[1], flags, f)
+	if !ok {
+		c.static(replyBadOrDupFlag)
+		return
+	}
+	kind := kv.Incr
+	switch f.mode {
+	case 0, 'I', '+':
+	case 'D', '-':
+		kind = kv.Decr
+	default:
+		c.static(replyMaBadMode)
+		return
+	}
+	r.quiet, r.args = f.noReply, line
+	hasTTL := flagIndex(flags, 't') >= 0
+	if (hasTTL && (f.newTTL || f.vivify)) || (f.noReply && f.vivify) {
+		// The reply depends on the item's state before the op.
+		r.peek = c.addOp(kv.Op{Kind: kv.Get, Key: key, Peek: true})
+	}
+	op := kv.Op{Kind: kind, Key: key, Delta: f.delta, HasCAS: f.hasCAS && f.cas != 0, CompareCAS: f.cas,
+		Vivify: f.vivify, Initial: f.initial, SetTTL: f.newTTL}
+	switch {
+	case f.newTTL:
+		op.Exptime = int64(f.exptime)
+	case f.vivify:
+		op.Exptime = int64(f.autoviv)
+	}
+	r.op = c.addOp(op)
+	if longOpaque(flags) < len(flags) {
+		r.kind, r.text = rStatic, replyOpaqueLong // after the op ran, as in memcached
+	}
+	c.addReq(r)
+}
+
+// renderMetaArith writes HD or VA with the new value, or NF, EX or an error.
+func (c *conn) renderMetaArith(r *request, now int64) {
+	op := &c.batch.Ops[r.op]
+	res := &op.Result
+	flags := c.metaFlagTokens(r.args, 2)
+	switch res.Status {
+	case kv.Counted:
+	case kv.NotFound:
+		c.out.str("NF")
+		c.metaEcho(flags, op.Key, r.meta.keyBinary)
+		c.out.str("\r\n")
+		return
+	case kv.Exists:
+		c.out.str("EX")
+		c.metaEcho(flags, op.Key, r.meta.keyBinary)
+		c.out.str("\r\n")
+		return
+	case kv.NonNumeric:
+		c.out.str(replyNonNumeric)
+		return
+	case kv.NoMemory:
+		c.out.str(replyNoMemory)
+		return
+	default:
+		c.out.str(c.failed(res) + "\r\n")
+		return
+	}
+	created := r.peek >= 0 && r.meta.vivify && c.result(r.peek).Status != kv.Hit
+	if r.quiet && !created {
+		return // memcached answers a vivifying ma even under q
+	}
+	var digits [20]byte
+	num := strconv.AppendUint(digits[:0], res.Number, 10)
+	if r.meta.value {
+		c.out.str("VA ")
+		c.out.uint(uint64(len(num)))
+	} else {
+		c.out.str("HD")
+	}
+	exptime := res.Exptime
+	if r.peek >= 0 {
+		exptime = c.result(r.peek).Exptime
+		if created {
+			exptime = 0
+		}
+	}
+	for _, t := range flags {
+		switch t[0] {
+		case 'c':
+			c.out.str(" c")
+			c.out.uint(res.CAS)
+		case 't':
+			c.out.str(" t")
+			c.metaTTL(exptime, now)
+		case 'T':
+			exptime = res.Exptime
+		case 'N':
+			if created {
+				exptime = kv.ExpiryAt(int64(r.meta.autoviv), now)
+			}
+		case 'O':
+			c.out.byte1(' ')
+			c.out.bytes(t)
+		case 'k':
+			c.metaKey(op.Key, r.meta.keyBinary)
+		}
+	}
+	c.out.str("\r\n")
+	if r.meta.value {
+		c.out.bytes(num)
+		c.out.str("\r\n")
+	}
+}
+
+// metaDebug parses me <key> [b].
+func (c *conn) metaDebug(toks [][]byte) {
+	ntok := len(toks) + 1
+	if ntok < 3 || len(toks[1]) > kv.MaxKeyLen {
+		c.static(replyBadFormat)
+		return
+	}
+	r := newRequest(rMetaDebug)
+	key := toks[1]
+	if ntok >= 4 && len(toks[2]) == 1 && toks[2][0] == 'b' {
+		dec, ok := base64Decode(make([]byte, 0, len(key)), key)
+		if !ok {
+			c.static(replyBadFormat)
+			return
+		}
+		key = c.keepKey(dec)
+		r.meta.keyBinary = true
+	}
+	r.op = c.addOp(kv.Op{Kind: kv.Get, Key: key, Peek: true})
+	c.addReq(r)
+}
+
+// renderMetaDebug writes the ME line of an item's metadata, or EN.
+func (c *conn) renderMetaDebug(r *request, now int64) {
+	op := &c.batch.Ops[r.op]
+	res := &op.Result
+	switch res.Status {
+	case kv.Hit:
+	case kv.Miss:
+		c.out.str("EN\r\n")
+		return
+	default:
+		c.out.str(c.failed(res) + "\r\n")
+		return
+	}
+	c.out.str("ME ")
+	if storedBinary(r.meta.keyBinary, op.Key) {
+		c.out.base64(op.Key)
+	} else {
+		c.out.bytes(op.Key)
+	}
+	c.out.str(" exp=")
+	if res.Exptime == 0 {
+		c.out.str("-1")
+	} else {
+		c.out.int(now - res.Exptime)
+	}
+	c.out.str(" la=")
+	c.out.int(max(now-res.LastAccess, 0))
+	c.out.str(" cas=")
+	c.out.uint(res.CAS)
+	if res.Fetched {
+		c.out.str(" fetch=yes")
+	} else {
+		c.out.str(" fetch=no")
+	}
+	total := itemTotal(len(op.Key), res.Flags, int64(len(res.Value)))
+	cls := res.Class
+	if cls == 0 {
+		cls = slabClass(c.s.slabs, len(op.Key), res.Flags, total)
+	}
+	c.out.str(" cls=")
+	c.out.int(int64(cls))
+	c.out.str(" size=")
+	c.out.int(total)
+	c.out.str("\r\n")
+}

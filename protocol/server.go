@@ -1,0 +1,190 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"warpkv/kv"
+)
+
+// rejectTimeout bounds the write of the refusal sent to a connection over
+// MaxConns.
+const rejectTimeout = time.Second
+
+// Server serves memcached clients (text, meta and binary protocols) over
+// stream connections and runs their requests on a kv.Cache. Its methods
+// are safe for concurrent use.
+type Server struct {
+	cache kv.Cache
+	cfg   Config
+	log   *slog.Logger
+	start time.Time
+	slabs []int // default slab class sizes, for me when the cache gives no class
+
+	stats     serverStats
+	verbosity atomic.Uint32
+	closing   atomic.Bool
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	wg        sync.WaitGroup // connection goroutines
+}
+
+// NewServer returns a Server that runs requests on c, configured by cfg
+// (zero fields take their defaults).
+func NewServer(c kv.Cache, cfg Config) *Server {
+	cfg = cfg.withDefaults()
+	return &Server{
+		cache:     c,
+		cfg:       cfg,
+		log:       cfg.Logger,
+		start:     time.Now(),
+		slabs:     slabClasses(cfg.ItemSizeMax),
+		listeners: make(map[net.Listener]struct{}),
+		conns:     make(map[*conn]struct{}),
+	}
+}
+
+// Serve accepts connections on ln and serves each on its own goroutine. It
+// returns nil after Shutdown, or the error that stopped Accept. Temporary
+// accept errors (such as running out of file descriptors) are retried with
+// a growing delay. Serve closes ln when it returns.
+func (s *Server) Serve(ln net.Listener) error {
+	if !s.addListener(ln) {
+		ln.Close()
+		return nil
+	}
+	defer s.removeListener(ln)
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return nil
+			}
+			var te interface{ Temporary() bool }
+			if errors.As(err, &te) && te.Temporary() {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				s.log.Warn("protocol: accept failed; retrying", "err", err, "delay", delay)
+				time.Sleep(delay)
+				continue
+			}
+			return fmt.Errorf("protocol: accept: %w", err)
+		}
+		delay = 0
+		c, ok := s.register(nc)
+		if !ok {
+			go s.reject(nc)
+			continue
+		}
+		go func() {
+			defer s.unregister(c)
+			c.serve()
+		}()
+	}
+}
+
+// ServeConn serves one connection on the calling goroutine until it
+// closes; it counts against MaxConns like an accepted one.
+func (s *Server) ServeConn(nc net.Conn) {
+	c, ok := s.register(nc)
+	if !ok {
+		s.reject(nc)
+		return
+	}
+	defer s.unregister(c)
+	c.serve()
+}
+
+// Shutdown stops accepting connections, lets every connection finish the
+// batch it is running and write its replies, then closes them all. If ctx
+// ends first, the remaining connections are closed at once and ctx's error
+// is returned.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	s.mu.Lock()
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	for c := range s.conns {
+		c.nc.SetReadDeadline(time.Now()) // wake connections waiting for requests
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		for c := range s.conns {
+			c.nc.Close()
+		}
+		s.mu.Unlock()
+		return fmt.Errorf("protocol: shutdown: %w", ctx.Err())
+	}
+}
+
+func (s *Server) addListener(ln net.Listener) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing.Load() {
+		return false
+	}
+	s.listeners[ln] = struct{}{}
+	return true
+}
+
+func (s *Server) removeListener(ln net.Listener) {
+	s.mu.Lock()
+	delete(s.listeners, ln)
+	s.mu.Unlock()
+	ln.Close()
+}
+
+// register admits a connection unless the server is at MaxConns or shutting
+// down.
+func (s *Server) register(nc net.Conn) (*conn, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing.Load() || len(s.conns) >= s.cfg.MaxConns {
+		return nil, false
+	}
+	c := newConn(s, nc)
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.stats.currConns.Add(1)
+	s.stats.totalConns.Add(1)
+	return c, true
+}
+
+func (s *Server) unregister(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.stats.currConns.Add(-1)
+	s.wg.Done()
+}
+
+// reject refuses a connection as memcached does at its connection limit:
+// an error line, then close. During shutdown it just closes.
+func (s *Server) reject(nc net.Conn) {
+	defer nc.Close()
+	if s.closing.Load() {
+		return
+	}
+	s.stats.rejected.Add(1)
+	nc.SetWriteDeadline(time.Now().Add(rejectTimeout))
+	n, _ := nc.Write([]byte(replyTooManyConns))
+	s.stats.bytesWritten.Add(uint64(n))
+}

@@ -1,0 +1,67 @@
+package protocol
+
+// memcached's item layout on a 64-bit host, used for the size limit, the
+// size and slab class reported by the meta debug command (me).
+const (
+	itemHeaderSize = 48 // sizeof(item)
+	itemCASSize    = 8  // the CAS field (CAS is always on)
+	itemFlagsSize  = 4  // client flags, stored only when nonzero
+	itemChunkSize  = 48 // sizeof(item_chunk), the header of a chunked item
+	slabChunkMin   = 48 // -n: minimum space for key, value and flags
+	slabFactor     = 1.25
+)
+
+// itemTotal returns memcached's total size of an item (ITEM_ntotal): the
+// header, the CAS, the key and its NUL, the value and its CRLF, and the
+// flags when nonzero. Sizes are int64 so that a value length near 2^31 does
+// not overflow.
+func itemTotal(nkey int, flags uint32, vlen int64) int64 {
+	n := int64(itemHeaderSize+itemCASSize+nkey+1) + vlen + 2
+	if flags != 0 {
+		n += itemFlagsSize
+	}
+	return n
+}
+
+// tooLarge reports whether memcached refuses an item as "object too large
+// for cache": its total size is over itemSizeMax (-I), or its length is
+// negative.
+func tooLarge(nkey int, flags uint32, vlen int64, itemSizeMax int) bool {
+	return vlen < 0 || itemTotal(nkey, flags, vlen) > int64(itemSizeMax)
+}
+
+// slabClasses returns the chunk sizes of memcached's default slab classes
+// for an item size limit (-n 48, -f 1.25, slab_chunk_max = limit/2); index 0
+// is unused, the last class holds chunks of the largest size.
+func slabClasses(itemSizeMax int) []int {
+	chunkMax := itemSizeMax / 2
+	sizes := []int{0}
+	size := itemHeaderSize + slabChunkMin
+	for len(sizes) < 63 && float64(size) < float64(chunkMax)/slabFactor {
+		if size%8 != 0 {
+			size += 8 - size%8
+		}
+		sizes = append(sizes, size)
+		size = int(float64(size) * slabFactor)
+	}
+	return append(sizes, chunkMax)
+}
+
+// slabClass returns the slab class memcached with default settings puts an
+// item of total size ntotal in (the class of its header chunk when the item
+// is chunked). The meta debug command reports it when the cache gives none.
+func slabClass(classes []int, nkey int, flags uint32, ntotal int64) int {
+	largest := len(classes) - 1
+	if ntotal > int64(classes[largest]) {
+		ntotal = int64(itemHeaderSize + itemCASSize + itemChunkSize + nkey + 1)
+		if flags != 0 {
+			ntotal += itemFlagsSize
+		}
+	}
+	for c := 1; c < largest; c++ {
+		if ntotal <= int64(classes[c]) {
+			return c
+		}
+	}
+	return largest
+}

@@ -1,0 +1,251 @@
+package protocol
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"warpkv/kv"
+)
+
+// serverStats are the server's counters, updated atomically.
+type serverStats struct {
+	currConns    atomic.Int64
+	totalConns   atomic.Uint64
+	rejected     atomic.Uint64
+	bytesRead    atomic.Uint64
+	bytesWritten atomic.Uint64
+	batches      atomic.Uint64
+	ops          atomic.Uint64
+	panics       atomic.Uint64
+	cmds         [numCmds]atomic.Uint64
+}
+
+// ConnStats is a snapshot of a Server's connection statistics.
+type ConnStats struct {
+	CurrConns     int64  // connections being served
+	TotalConns    uint64 // connections admitted since start
+	RejectedConns uint64 // connections refused at MaxConns
+	BytesRead     uint64
+	BytesWritten  uint64
+	Batches       uint64 // cache batches run (one per pipeline round)
+	BatchedOps    uint64 // ops in those batches
+	Panics        uint64 // connections closed by a recovered panic
+	// Commands counts requests by command name ("get", "set", "mg", ...;
+	// binary requests count under their text equivalents, "noop", "other"
+	// for refused admin commands, "error" for unknown or malformed ones).
+	Commands map[string]uint64
+}
+
+// Stats returns a snapshot of the connection statistics. Cost: a few dozen
+// atomic loads and a small map.
+func (s *Server) Stats() ConnStats {
+	st := ConnStats{
+		CurrConns:     s.stats.currConns.Load(),
+		TotalConns:    s.stats.totalConns.Load(),
+		RejectedConns: s.stats.rejected.Load(),
+		BytesRead:     s.stats.bytesRead.Load(),
+		BytesWritten:  s.stats.bytesWritten.Load(),
+		Batches:       s.stats.batches.Load(),
+		BatchedOps:    s.stats.ops.Load(),
+		Panics:        s.stats.panics.Load(),
+		Commands:      make(map[string]uint64),
+	}
+	for i := range s.stats.cmds {
+		if n := s.stats.cmds[i].Load(); n != 0 {
+			st.Commands[cmdNames[i]] = n
+		}
+	}
+	return st
+}
+
+// resetStats clears the counters "stats reset" clears.
+func (s *Server) resetStats() {
+	s.stats.totalConns.Store(0)
+	s.stats.rejected.Store(0)
+}
+
+// statList builds a stats group, the first line of a name winning.
+type statList struct {
+	stats []kv.Stat
+	seen  map[string]bool
+}
+
+func (l *statList) add(name, value string) {
+	if l.seen == nil {
+		l.seen = make(map[string]bool)
+	}
+	if !l.seen[name] {
+		l.seen[name] = true
+		l.stats = append(l.stats, kv.Stat{Name: name, Value: value})
+	}
+}
+
+func (l *statList) addAll(stats []kv.Stat) {
+	for _, st := range stats {
+		l.add(st.Name, st.Value)
+	}
+}
+
+func u64(v uint64) string { return strconv.FormatUint(v, 10) }
+
+// statsGroup returns the lines of a stats group at clock now, false for a
+// group neither warpkv nor the cache knows. Cost: the cache's Stats call
+// plus a small list.
+func (s *Server) statsGroup(group string, now int64) ([]kv.Stat, bool) {
+	switch group {
+	case "":
+		return s.generalStats(now), true
+	case "settings":
+		return s.settingsStats(), true
+	case "conns":
+		return s.connStats(), true
+	}
+	if st, ok := s.cache.Stats(group); ok {
+		return st, true
+	}
+	switch group {
+	case "items", "slabs", "extstore":
+		return nil, true
+	case "sizes":
+		return []kv.Stat{{Name: "sizes_status", Value: "disabled"}}, true
+	}
+	return nil, false
+}
+
+// generalStats merges the server's statistics with the cache's general
+// group; the cache's command counts win over the protocol's.
+func (s *Server) generalStats(now int64) []kv.Stat {
+	cache, _ := s.cache.Stats("")
+	has := make(map[string]bool, len(cache))
+	for _, st := range cache {
+		has[st.Name] = true
+	}
+	var l statList
+	cnt := func(ids ...cmd) string {
+		var n uint64
+		for _, id := range ids {
+			n += s.stats.cmds[id].Load()
+		}
+		return u64(n)
+	}
+	l.add("pid", strconv.Itoa(os.Getpid()))
+	l.add("uptime", strconv.FormatInt(int64(time.Since(s.start)/time.Second), 10))
+	l.add("time", strconv.FormatInt(now, 10))
+	l.add("version", s.cfg.Version)
+	l.add("pointer_size", "64")
+	l.add("max_connections", strconv.Itoa(s.cfg.MaxConns))
+	l.add("curr_connections", strconv.FormatInt(s.stats.currConns.Load(), 10))
+	l.add("total_connections", u64(s.stats.totalConns.Load()))
+	l.add("rejected_connections", u64(s.stats.rejected.Load()))
+	l.add("connection_structures", strconv.FormatInt(s.stats.currConns.Load(), 10))
+	for _, st := range []kv.Stat{
+		{Name: "cmd_get", Value: cnt(cmdGet, cmdGets, cmdGat, cmdGats)},
+		{Name: "cmd_set", Value: cnt(cmdSet, cmdAdd, cmdReplace, cmdAppend, cmdPrepend, cmdCAS, cmdMetaSet)},
+		{Name: "cmd_flush", Value: cnt(cmdFlush)},
+		{Name: "cmd_touch", Value: cnt(cmdTouch, cmdGat, cmdGats)},
+		{Name: "cmd_meta", Value: cnt(cmdMetaGet, cmdMetaSet, cmdMetaDelete, cmdMetaArith, cmdMetaNoop, cmdMetaDebug)},
+	} {
+		if !has[st.Name] {
+			l.add(st.Name, st.Value)
+		}
+	}
+	l.add("bytes_read", u64(s.stats.bytesRead.Load()))
+	l.add("bytes_written", u64(s.stats.bytesWritten.Load()))
+	l.add("accepting_conns", map[bool]string{true: "0", false: "1"}[s.closing.Load()])
+	l.add("threads", strconv.Itoa(s.cfg.Threads))
+	l.add("batches", u64(s.stats.batches.Load()))
+	l.add("batched_ops", u64(s.stats.ops.Load()))
+	l.addAll(cache)
+	return l.stats
+}
+
+// settingsStats lists Config.Settings, the protocol's settings and the
+// cache's.
+func (s *Server) settingsStats() []kv.Stat {
+	var l statList
+	l.addAll(s.cfg.Settings)
+	l.add("maxconns", strconv.Itoa(s.cfg.MaxConns))
+	l.add("verbosity", strconv.FormatUint(uint64(s.verbosity.Load()), 10))
+	l.add("cas_enabled", "yes")
+	l.add("binding_protocol", "auto-negotiate")
+	l.add("item_size_max", strconv.Itoa(s.cfg.ItemSizeMax))
+	l.add("idle_timeout", strconv.FormatInt(int64(s.cfg.IdleTimeout/time.Second), 10))
+	l.add("num_threads", strconv.Itoa(s.cfg.Threads))
+	l.add("max_batch", strconv.Itoa(s.cfg.MaxBatch))
+	if cache, ok := s.cache.Stats("settings"); ok {
+		l.addAll(cache)
+	}
+	return l.stats
+}
+
+// connStats lists the open connections' addresses (stats conns).
+func (s *Server) connStats() []kv.Stat {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var l statList
+	i := 0
+	for c := range s.conns {
+		addr := "unknown"
+		if a := c.nc.RemoteAddr(); a != nil {
+			addr = strings.ToLower(a.Network()) + ":" + a.String()
+		}
+		l.add(strconv.Itoa(i)+":addr", addr)
+		i++
+	}
+	return l.stats
+}
+
+// renderTextStats writes a text stats reply: STAT lines and END, or ERROR
+// for an unknown group.
+func (c *conn) renderTextStats(r *request, now int64) {
+	stats, ok := c.s.statsGroup(string(r.args), now)
+	if !ok {
+		c.out.str(replyError)
+		return
+	}
+	for _, st := range stats {
+		c.out.str("STAT ")
+		c.out.str(st.Name)
+		c.out.byte1(' ')
+		c.out.str(st.Value)
+		c.out.str("\r\n")
+	}
+	c.out.str("END\r\n")
+}
+
+// renderBinaryStats writes a binary stat reply: one response per statistic
+// and an empty one to end, or "Not found" for an unknown group.
+func (c *conn) renderBinaryStats(r *request, now int64) {
+	group := string(r.args)
+	var stats []kv.Stat
+	switch {
+	case group == "":
+		stats = c.s.generalStats(now)
+	case strings.HasPrefix(group, "reset"):
+		c.s.resetStats()
+	case strings.HasPrefix(group, "settings"):
+		stats = c.s.settingsStats()
+	case strings.HasPrefix(group, "detail"):
+		switch sub := group[len("detail"):]; {
+		case strings.HasPrefix(sub, " dump"), strings.HasPrefix(sub, " on"), strings.HasPrefix(sub, " off"):
+		default:
+			c.binError(r, stKeyENOENT)
+			return
+		}
+	default:
+		var ok bool
+		if stats, ok = c.s.statsGroup(group, now); !ok || group == "conns" {
+			c.binError(r, stKeyENOENT)
+			return
+		}
+	}
+	for _, st := range stats {
+		c.binResponse(r, stOK, 0, len(st.Name), len(st.Name)+len(st.Value), 0)
+		c.out.str(st.Name)
+		c.out.str(st.Value)
+	}
+	c.binResponse(r, stOK, 0, 0, 0, 0)
+}

@@ -1,0 +1,547 @@
+package protocol
+
+import (
+	"bytes"
+	"math"
+
+	"warpkv/kv"
+)
+
+// Text protocol replies and errors, byte for byte as memcached 1.6 sends
+// them.
+const (
+	replyError           = "ERROR\r\n"
+	replyBadFormat       = "CLIENT_ERROR bad command line format\r\n"
+	replyBadDataChunk    = "CLIENT_ERROR bad data chunk\r\n"
+	replyBadExptime      = "CLIENT_ERROR invalid exptime argument\r\n"
+	replyBadDelta        = "CLIENT_ERROR invalid numeric delta argument\r\n"
+	replyNonNumeric      = "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"
+	replyTooLarge        = "SERVER_ERROR object too large for cache\r\n"
+	replyNoMemoryStore   = "SERVER_ERROR out of memory storing object\r\n"
+	replyNoMemory        = "SERVER_ERROR out of memory\r\n"
+	replyDeleteUsage     = "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n"
+	replyTooManyConns    = "ERROR Too many open connections\r\n"
+	replyShutdownOff     = "ERROR: shutdown not enabled\r\n"
+	replyStatsBad        = "CLIENT_ERROR bad command line\r\n"
+	replyStatsDetail     = "CLIENT_ERROR usage: stats detail on|off|dump\r\n"
+	replyIllegalSlab     = "CLIENT_ERROR Illegal slab id\r\n"
+	maxVerbosity         = 2
+	maxNumberOfSlabs     = 64 // MAX_NUMBER_OF_SLAB_CLASSES
+	maxMultiGetLeadSpace = 100
+)
+
+// getCont is a get line whose keys span several rounds: the line stays in
+// the read buffer and offsets are relative to its start.
+type getCont struct {
+	active  bool
+	lineEnd int   // past the line's '\n'
+	next    int   // start of the keys not yet fetched
+	stop    int   // end of the keys to fetch: the line's end, or a too-long key
+	bad     bool  // a key at stop is too long: the reply is CLIENT_ERROR
+	touch   bool  // gat, gats
+	withCAS bool  // gets, gats
+	exptime int64 // gat, gats
+}
+
+// parseText parses one text or meta request at the front of buf and
+// returns the bytes it consumed.
+func (c *conn) parseText(buf []byte) (int, parseState) {
+	if c.cont.active {
+		return c.getChunk(buf)
+	}
+	nl := bytes.IndexByte(buf, '\n')
+	if nl < 0 {
+		return 0, c.noNewline(buf)
+	}
+	line := buf[:nl]
+	if nl > 1 && line[nl-1] == '\r' {
+		line = line[:nl-1]
+	}
+	if i := bytes.IndexByte(line, 0); i >= 0 {
+		line = line[:i] // memcached's C strings end at a NUL
+	}
+	return c.textCommand(buf, line, nl+1)
+}
+
+// noNewline decides what to do with a line whose newline has not come:
+// wait, or close as memcached does once 2048 bytes came without one (only
+// get and gets lines may be longer).
+func (c *conn) noNewline(buf []byte) parseState {
+	c.need = 0
+	if len(buf) <= maxLineLen {
+		return psMore
+	}
+	i := 0
+	for i < len(buf) && buf[i] == ' ' {
+		i++
+	}
+	if i > maxMultiGetLeadSpace || !(bytes.HasPrefix(buf[i:], []byte("get ")) || bytes.HasPrefix(buf[i:], []byte("gets "))) {
+		return psClose
+	}
+	if len(buf) >= c.s.cfg.MaxGetLine {
+		return psClose
+	}
+	return psMore
+}
+
+// textCommand dispatches a command line (without its line end) that ends
+// at lineEnd in buf, as memcached's process_command_ascii.
+func (c *conn) textCommand(buf, line []byte, lineEnd int) (int, parseState) {
+	toks, rest := tokenize(line, c.toks)
+	c.toks = toks
+	ntok := len(toks) + 1
+	if ntok < 2 || len(toks[0]) < 2 {
+		return c.textErr(lineEnd)
+	}
+	name := toks[0]
+	if name[0] == 'm' && len(name) == 2 {
+		return c.metaCommand(buf, line, toks, lineEnd)
+	}
+	switch string(name) {
+	case "get", "bget":
+		return c.startGet(buf, line, ntok, lineEnd, false, false, cmdGet)
+	case "gets":
+		return c.startGet(buf, line, ntok, lineEnd, false, true, cmdGets)
+	case "gat":
+		return c.startGet(buf, line, ntok, lineEnd, true, false, cmdGat)
+	case "gats":
+		return c.startGet(buf, line, ntok, lineEnd, true, true, cmdGats)
+	case "set":
+		return c.textStore(buf, toks, ntok, lineEnd, kv.Set, cmdSet)
+	case "add":
+		return c.textStore(buf, toks, ntok, lineEnd, kv.Add, cmdAdd)
+	case "replace":
+		return c.textStore(buf, toks, ntok, lineEnd, kv.Replace, cmdReplace)
+	case "append":
+		return c.textStore(buf, toks, ntok, lineEnd, kv.Append, cmdAppend)
+	case "prepend":
+		return c.textStore(buf, toks, ntok, lineEnd, kv.Prepend, cmdPrepend)
+	case "cas":
+		return c.textStore(buf, toks, ntok, lineEnd, kv.Set, cmdCAS)
+	case "incr":
+		return c.textArith(toks, ntok, lineEnd, kv.Incr, cmdIncr)
+	case "decr":
+		return c.textArith(toks, ntok, lineEnd, kv.Decr, cmdDecr)
+	case "delete":
+		return c.textDelete(toks, ntok, lineEnd)
+	case "touch":
+		return c.textTouch(toks, ntok, lineEnd)
+	case "flush_all":
+		return c.textFlush(toks, ntok, lineEnd)
+	case "version":
+		c.counts[cmdVersion]++
+		c.static("VERSION " + c.s.cfg.Version + "\r\n")
+	case "quit":
+		c.counts[cmdQuit]++
+		c.quit = true
+	case "verbosity":
+		return c.textVerbosity(toks, ntok, lineEnd)
+	case "stats":
+		c.counts[cmdStats]++
+		return c.textStats(toks, ntok, lineEnd)
+	case "shutdown":
+		c.counts[cmdOther]++
+		c.static(replyShutdownOff)
+	case "cache_memlimit", "slabs", "lru", "lru_crawler", "watch", "extstore":
+		// Memory and LRU administration belongs to the engine: refused.
+		c.counts[cmdOther]++
+		c.static(replyError)
+	default:
+		return c.textErr(lineEnd)
+	}
+	_ = rest
+	return lineEnd, psDone
+}
+
+// textErr answers ERROR (unknown command or wrong number of tokens).
+func (c *conn) textErr(lineEnd int) (int, parseState) {
+	c.counts[cmdError]++
+	c.static(replyError)
+	return lineEnd, psDone
+}
+
+// reply adds a fixed reply that noreply suppresses.
+func (c *conn) reply(noreply bool, text string) {
+	if noreply {
+		text = ""
+	}
+	c.static(text)
+}
+
+// noreplyToken reports memcached's set_noreply_maybe: the last token is
+// "noreply".
+func noreplyToken(toks [][]byte) bool {
+	return len(toks) > 0 && string(toks[len(toks)-1]) == "noreply"
+}
+
+// startGet parses get, gets, gat and gats: one Get op per key, fetched in
+// chunks of at most a round's budget.
+func (c *conn) startGet(buf, line []byte, ntok, lineEnd int, touch, withCAS bool, id cmd) (int, parseState) {
+	if ntok < 3 {
+		return c.textErr(lineEnd)
+	}
+	c.counts[id]++
+	_, after := nextToken(line)
+	g := getCont{lineEnd: lineEnd, touch: touch, withCAS: withCAS}
+	if touch {
+		var tok []byte
+		tok, after = nextToken(after)
+		exp, ok := safeStrtol(tok)
+		if !ok {
+			c.static(replyBadExptime)
+			return lineEnd, psDone
+		}
+		g.exptime = int64(exp)
+	}
+	g.next = len(line) - len(after)
+	g.stop = len(line)
+	for rest := after; ; {
+		var key []byte
+		key, rest = nextToken(rest)
+		if len(key) == 0 {
+			break
+		}
+		if len(key) > kv.MaxKeyLen {
+			// memcached fetches the keys before it, then answers only the error.
+			g.stop = len(line) - len(rest) - len(key)
+			g.bad = true
+			break
+		}
+	}
+	g.active = true
+	c.cont = g
+	return c.getChunk(buf)
+}
+
+// getChunk adds Get ops for the next keys of the get line in progress: all
+// of them if the round has room, ending the line's reply, else as many as
+// fit, leaving the rest for the next round.
+func (c *conn) getChunk(buf []byte) (int, parseState) {
+	g := &c.cont
+	r := newRequest(rGet)
+	r.withCAS, r.discard = g.withCAS, g.bad
+	r.op = int32(len(c.batch.Ops))
+	room := max(c.s.cfg.MaxBatch-len(c.batch.Ops), 1)
+	keys := buf[g.next:g.stop]
+	for room > 0 {
+		key, rest := nextToken(keys)
+		if len(key) == 0 {
+			keys = rest
+			break
+		}
+		c.addOp(kv.Op{Kind: kv.Get, Key: key, Touch: g.touch, Exptime: g.exptime})
+		keys = rest
+		room--
+	}
+	r.nops = int32(len(c.batch.Ops)) - r.op
+	g.next = g.stop - len(keys)
+	if len(bytes.Trim(keys, " ")) > 0 {
+		c.addReq(r)
+		return 0, psFull
+	}
+	r.final = true
+	if g.bad {
+		r.text = replyBadFormat
+	}
+	c.addReq(r)
+	g.active = false
+	return g.lineEnd, psDone
+}
+
+// renderGet writes the VALUE lines of a get chunk's hits, and END (or the
+// error) after the last chunk.
+func (c *conn) renderGet(r *request) {
+	if !r.discard {
+		for i := r.op; i < r.op+r.nops; i++ {
+			op := &c.batch.Ops[i]
+			if op.Result.Status != kv.Hit {
+				continue
+			}
+			res := &op.Result
+			c.out.str("VALUE ")
+			c.out.bytes(op.Key)
+			c.out.byte1(' ')
+			c.out.uint(uint64(res.Flags))
+			c.out.byte1(' ')
+			c.out.uint(uint64(len(res.Value)))
+			if r.withCAS {
+				c.out.byte1(' ')
+				c.out.uint(res.CAS)
+			}
+			c.out.str("\r\n")
+			c.out.value(res.Value)
+			c.out.str("\r\n")
+		}
+	}
+	switch {
+	case !r.final:
+	case r.discard:
+		c.out.str(r.text)
+	default:
+		c.out.str("END\r\n")
+	}
+}
+
+// textStore parses set, add, replace, append, prepend and cas and their data
+// block, as memcached's process_update_command.
+func (c *conn) textStore(buf []byte, toks [][]byte, ntok, lineEnd int, kind kv.Kind, id cmd) (int, parseState) {
+	isCAS := id == cmdCAS
+	if (!isCAS && ntok != 6 && ntok != 7) || (isCAS && ntok != 7 && ntok != 8) {
+		return c.textErr(lineEnd)
+	}
+	c.counts[id]++
+	noreply := noreplyToken(toks)
+	key := toks[1]
+	if len(key) > kv.MaxKeyLen {
+		c.reply(noreply, replyBadFormat)
+		return lineEnd, psDone
+	}
+	flags, ok1 := safeStrtoul(toks[2])
+	exptime, ok2 := safeStrtol(toks[3])
+	vlen, ok3 := safeStrtol(toks[4])
+	if !ok1 || !ok2 || !ok3 {
+		c.reply(noreply, replyBadFormat)
+		return lineEnd, psDone
+	}
+	var casID uint64
+	if isCAS {
+		var ok bool
+		if casID, ok = safeStrtoull(toks[5]); !ok {
+			c.reply(noreply, replyBadFormat)
+			return lineEnd, psDone
+		}
+	}
+	if vlen < 0 || vlen > math.MaxInt32-2 {
+		c.reply(noreply, replyBadFormat)
+		return lineEnd, psDone
+	}
+	total := int(vlen) + 2
+	if tooLarge(len(key), flags, int64(vlen), c.s.cfg.ItemSizeMax) {
+		// Swallow the data without buffering it; a refused set also
+		// removes the key's old item, as in memcached.
+		c.reply(noreply, replyTooLarge)
+		if kind == kv.Set && !isCAS {
+			c.reqs[len(c.reqs)-1].op = c.addOp(kv.Op{Kind: kv.Set, Key: key, TooLarge: true})
+		}
+		c.swallow = int64(total)
+		return lineEnd, psDone
+	}
+	if len(buf)-lineEnd < total {
+		c.need = lineEnd + total
+		return 0, psMore
+	}
+	data := buf[lineEnd : lineEnd+total]
+	if data[vlen] != '\r' || data[vlen+1] != '\n' {
+		c.reply(noreply, replyBadDataChunk)
+		return lineEnd + total, psDone
+	}
+	r := newRequest(rStore)
+	r.quiet = noreply
+	r.op = c.addOp(kv.Op{Kind: kind, Key: key, Value: data[:vlen], Flags: flags, Exptime: int64(exptime), HasCAS: isCAS, CompareCAS: casID})
+	c.addReq(r)
+	c.reqBytes += int(vlen)
+	return lineEnd + total, psDone
+}
+
+// textArith parses incr and decr.
+func (c *conn) textArith(toks [][]byte, ntok, lineEnd int, kind kv.Kind, id cmd) (int, parseState) {
+	if ntok != 4 && ntok != 5 {
+		return c.textErr(lineEnd)
+	}
+	c.counts[id]++
+	noreply := noreplyToken(toks)
+	if len(toks[1]) > kv.MaxKeyLen {
+		c.reply(noreply, replyBadFormat)
+		return lineEnd, psDone
+	}
+	delta, ok := safeStrtoull(toks[2])
+	if !ok {
+		c.reply(noreply, replyBadDelta)
+		return lineEnd, psDone
+	}
+	r := newRequest(rArith)
+	r.quiet = noreply
+	r.op = c.addOp(kv.Op{Kind: kind, Key: toks[1], Delta: delta})
+	c.addReq(r)
+	return lineEnd, psDone
+}
+
+// textDelete parses delete: "delete <key> [0] [noreply]".
+func (c *conn) textDelete(toks [][]byte, ntok, lineEnd int) (int, parseState) {
+	if ntok < 3 || ntok > 5 {
+		return c.textErr(lineEnd)
+	}
+	c.counts[cmdDelete]++
+	noreply := false
+	if ntok > 3 {
+		holdIsZero := string(toks[2]) == "0"
+		noreply = noreplyToken(toks)
+		valid := (ntok == 4 && (holdIsZero || noreply)) || (ntok == 5 && holdIsZero && noreply)
+		if !valid {
+			c.reply(noreply, replyDeleteUsage)
+			return lineEnd, psDone
+		}
+	}
+	if len(toks[1]) > kv.MaxKeyLen {
+		c.reply(noreply, replyBadFormat)
+		return lineEnd, psDone
+	}
+	r := newRequest(rDelete)
+	r.quiet = noreply
+	r.op = c.addOp(kv.Op{Kind: kv.Delete, Key: toks[1]})
+	c.addReq(r)
+	return lineEnd, psDone
+}
+
+// textTouch parses touch.
+func (c *conn) textTouch(toks [][]byte, ntok, lineEnd int) (int, parseState) {
+	if ntok != 4 && ntok != 5 {
+		return c.textErr(lineEnd)
+	}
+	c.counts[cmdTouch]++
+	noreply := noreplyToken(toks)
+	if len(toks[1]) > kv.MaxKeyLen {
+		c.reply(noreply, replyBadFormat)
+		return lineEnd, psDone
+	}
+	exptime, ok := safeStrtol(toks[2])
+	if !ok {
+		c.reply(noreply, replyBadExptime)
+		return lineEnd, psDone
+	}
+	r := newRequest(rTouch)
+	r.quiet = noreply
+	r.op = c.addOp(kv.Op{Kind: kv.Touch, Key: toks[1], Exptime: int64(exptime)})
+	c.addReq(r)
+	return lineEnd, psDone
+}
+
+// textFlush parses flush_all [delay] [noreply].
+func (c *conn) textFlush(toks [][]byte, ntok, lineEnd int) (int, parseState) {
+	if ntok < 2 || ntok > 4 {
+		return c.textErr(lineEnd)
+	}
+	c.counts[cmdFlush]++
+	noreply := noreplyToken(toks)
+	var delay int32
+	if (noreply && ntok != 3) || (!noreply && ntok != 2) {
+		var ok bool
+		if delay, ok = safeStrtol(toks[1]); !ok {
+			c.reply(noreply, replyBadExptime)
+			return lineEnd, psDone
+		}
+	}
+	c.reply(noreply, "OK\r\n")
+	c.reqs[len(c.reqs)-1].op = c.addOp(kv.Op{Kind: kv.Flush, Exptime: int64(delay)})
+	return lineEnd, psDone
+}
+
+// textVerbosity parses verbosity: the level only shows in stats settings.
+func (c *conn) textVerbosity(toks [][]byte, ntok, lineEnd int) (int, parseState) {
+	if ntok != 3 && ntok != 4 {
+		return c.textErr(lineEnd)
+	}
+	c.counts[cmdVerbosity]++
+	noreply := noreplyToken(toks)
+	level, ok := safeStrtoul(toks[1])
+	if !ok {
+		c.reply(noreply, replyBadFormat)
+		return lineEnd, psDone
+	}
+	c.s.verbosity.Store(min(level, maxVerbosity))
+	c.reply(noreply, "OK\r\n")
+	return lineEnd, psDone
+}
+
+// textStats parses stats [group]; groups other than the fixed answers are
+// rendered after the ops before them have run (the request ends the round).
+func (c *conn) textStats(toks [][]byte, ntok, lineEnd int) (int, parseState) {
+	if ntok == 2 {
+		c.statsReq(rStats, nil)
+		return lineEnd, psDone
+	}
+	switch sub := string(toks[1]); sub {
+	case "reset":
+		c.s.resetStats()
+		c.static("RESET\r\n")
+	case "detail":
+		switch {
+		case ntok < 4:
+			c.static(replyStatsDetail)
+		case string(toks[2]) == "on", string(toks[2]) == "off":
+			c.static("OK\r\n")
+		case string(toks[2]) == "dump":
+			c.static("END\r\n")
+		default:
+			c.static(replyStatsDetail)
+		}
+	case "cachedump":
+		if ntok < 5 {
+			c.static(replyStatsBad)
+			break
+		}
+		id, ok1 := safeStrtoul(toks[2])
+		_, ok2 := safeStrtoul(toks[3])
+		switch {
+		case !ok1 || !ok2:
+			c.static(replyBadFormat)
+		case id >= maxNumberOfSlabs:
+			c.static(replyIllegalSlab)
+		default:
+			c.static("END\r\n")
+		}
+	default:
+		c.statsReq(rStats, toks[1])
+	}
+	return lineEnd, psDone
+}
+
+// statsReq adds a stats request for group and ends the round after it, so
+// that it reports the effect of the requests before it.
+func (c *conn) statsReq(kind reqKind, group []byte) *request {
+	r := newRequest(kind)
+	r.args = group
+	c.barrier = true
+	return c.addReq(r)
+}
+
+// renderTextResult writes the reply of a store, delete, incr/decr or touch.
+func (c *conn) renderTextResult(r *request) {
+	if r.quiet {
+		return
+	}
+	res := c.result(r.op)
+	switch res.Status {
+	case kv.Stored:
+		c.out.str("STORED\r\n")
+	case kv.NotStored:
+		c.out.str("NOT_STORED\r\n")
+	case kv.Exists:
+		c.out.str("EXISTS\r\n")
+	case kv.NotFound:
+		if r.kind == rStore && c.batch.Ops[r.op].Kind >= kv.Append && c.batch.Ops[r.op].Kind <= kv.Prepend {
+			c.out.str("NOT_STORED\r\n")
+			return
+		}
+		c.out.str("NOT_FOUND\r\n")
+	case kv.Deleted:
+		c.out.str("DELETED\r\n")
+	case kv.Touched:
+		c.out.str("TOUCHED\r\n")
+	case kv.Counted:
+		c.out.uint(res.Number)
+		c.out.str("\r\n")
+	case kv.NonNumeric:
+		c.out.str(replyNonNumeric)
+	case kv.TooLarge:
+		c.out.str(replyTooLarge)
+	case kv.NoMemory:
+		if r.kind == rArith {
+			c.out.str(replyNoMemory)
+			return
+		}
+		c.out.str(replyNoMemoryStore)
+	default:
+		c.out.str(c.failed(res) + "\r\n")
+	}
+}

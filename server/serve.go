@@ -1,0 +1,103 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"warpkv/protocol"
+)
+
+// Config configures Serve: the engine and the network front.
+type Config struct {
+	// Addr is the TCP address to listen on; "" means 127.0.0.1:11211.
+	Addr string
+	// Engine configures the key-value engine.
+	Engine Options
+	// MaxConns bounds simultaneous connections (memcached -c); 0 means
+	// 1024.
+	MaxConns int
+	// Version is reported by the version command.
+	Version string
+	// Logger receives the server's messages; nil means slog.Default().
+	Logger *slog.Logger
+	// Ready, if set, is called with the listening address once the server
+	// accepts connections.
+	Ready func(addr net.Addr)
+}
+
+// Serve starts an engine and serves the memcached protocols on cfg.Addr
+// until ctx is done, then shuts down cleanly: it stops accepting, finishes
+// the requests in flight, flushes their replies, closes the connections and
+// frees the engine.
+func Serve(ctx context.Context, cfg Config) error {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:11211"
+	}
+	cfg.Engine.Logger = log
+	eng, err := New(cfg.Engine)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	log.Info("engine ready", "engine", eng.Backend(), "reason", eng.Reason(), "shards", eng.Shards(),
+		"interval", eng.Interval(), "memory_limit", eng.opts.MemoryLimit)
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("server: listen: %w", err)
+	}
+	srv := protocol.NewServer(eng, protocol.Config{
+		ItemSizeMax: eng.opts.ItemSizeMax,
+		MaxConns:    cfg.MaxConns,
+		Version:     cfg.Version,
+		Logger:      log,
+		Settings:    settingsOf(ln.Addr(), cfg),
+	})
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("serving memcached protocols", "addr", ln.Addr().String())
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr())
+	}
+	select {
+	case err := <-errc:
+		if err != nil {
+			return fmt.Errorf("server: serve: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	if serr := <-errc; serr != nil && !errors.Is(serr, net.ErrClosed) {
+		err = errors.Join(err, serr)
+	}
+	if err != nil {
+		return fmt.Errorf("server: shutdown: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// settingsOf returns the network settings for "stats settings".
+func settingsOf(addr net.Addr, cfg Config) []kvStat {
+	port := ""
+	if t, ok := addr.(*net.TCPAddr); ok {
+		port = strconv.Itoa(t.Port)
+	}
+	maxConns := cfg.MaxConns
+	if maxConns == 0 {
+		maxConns = 1024
+	}
+	return []kvStat{{Name: "tcpport", Value: port}, {Name: "udpport", Value: "0"}, {Name: "maxconns", Value: strconv.Itoa(maxConns)}}
+}
