@@ -53,11 +53,16 @@ const (
 // host-level calls (Search, Insert, Delete from Go slices, transfers
 // included), timed by wall clock, as a fraction of the pinned transfer
 // limit: the bytes each job moves over the bus (hash and location in,
-// output back) at the measured pinned host<->device bandwidths. Before
+// output back) at the measured pinned host<->device bandwidths; and the
+// same calls with their jobs already in pinned memory (SearchStaged,
+// InsertStaged, DeleteStaged on a hashindex.Staging, rows "pinned
+// inputs"), against the same limit. Before
 // each timed GPU run the L2 cache is flushed (a write of 4 times its size),
 // so that small batches are not served from the cache the previous run
-// filled. CPU rows time the host-level calls. Cost at the default sizes: about a minute
-// and a 1 GiB table per engine, plus several GiB of inputs.
+// filled. CPU rows time the host-level calls (the staged calls equal them
+// on the CPU engine). Cost at the default sizes: about a minute and a 1
+// GiB table per engine, plus several GiB of inputs and, on the GPU, 20
+// bytes a job of the largest batch in pinned memory.
 func RunIndex(o Options) (*Report, error) {
 	return runIndex(o, defaultLimitsConfig())
 }
@@ -178,11 +183,14 @@ type indexRun struct {
 const (
 	rowSearchKernel = iota
 	rowSearchHost
+	rowSearchPinned // GPU only, as the other kernel and pinned rows
 	rowGroup
 	rowInsertKernel
 	rowInsertHost
+	rowInsertPinned
 	rowDeleteKernel
 	rowDeleteHost
+	rowDeletePinned
 	indexRowKinds
 )
 
@@ -291,13 +299,18 @@ func (x *indexRun) kernelRow(op string, n int, sec float64) Result {
 		VsBandwidth("gpu random gather 64 B", x.lim.Gather64*indexRecord/1e9)
 }
 
-// hostRow returns a host-level row. On the GPU its bytes are those
-// crossing the bus, against the pinned transfer limit for them.
-func (x *indexRun) hostRow(op string, n, in, out int, sec float64) Result {
+// hostRow returns a host-level row, of the staged calls if pinned. On the
+// GPU its bytes are those crossing the bus, against the pinned transfer
+// limit for them.
+func (x *indexRun) hostRow(op string, pinned bool, n, in, out int, sec float64) Result {
 	if !x.gpu() {
 		return NewResult(op, x.engine, int64(n), 0, sec)
 	}
-	r := NewResult(op+", host incl. transfers", x.engine, int64(n), int64(n)*int64(in+out), sec)
+	op += ", host incl. transfers"
+	if pinned {
+		op += ", pinned inputs"
+	}
+	r := NewResult(op, x.engine, int64(n), int64(n)*int64(in+out), sec)
 	limit := float64(in+out) / (float64(in)/x.lim.H2DGBps + float64(out)/x.lim.D2HGBps)
 	return r.VsBandwidth("pinned transfer limit", limit)
 }
@@ -333,7 +346,7 @@ func (x *indexRun) host(n int, probes, keys []uint64, locs []uint32) error {
 		}
 	}
 	x.hits[1] += n
-	x.add(rowSearchHost, x.hostRow("search 50% hits, "+name, n, searchBytesIn, searchBytesOut, sec))
+	x.add(rowSearchHost, x.hostRow("search 50% hits, "+name, false, n, searchBytesIn, searchBytesOut, sec))
 
 	found := make([]bool, n)
 	var dropped []hashindex.Dropped
@@ -346,20 +359,78 @@ func (x *indexRun) host(n int, probes, keys []uint64, locs []uint32) error {
 	if sec, err = TimeCPU(x.warmup, x.reps, x.hostPrepare(remove), insert); err != nil {
 		return err
 	}
-	x.add(rowInsertHost, x.hostRow("insert, "+name, n, insertBytesIn, insertBytesOut, sec))
+	x.add(rowInsertHost, x.hostRow("insert, "+name, false, n, insertBytesIn, insertBytesOut, sec))
 	if sec, err = TimeCPU(x.warmup, x.reps, x.hostPrepare(insert), remove); err != nil {
 		return err
 	}
-	x.add(rowDeleteHost, x.hostRow("delete, "+name, n, deleteBytesIn, deleteBytesOut, sec))
+	x.add(rowDeleteHost, x.hostRow("delete, "+name, false, n, deleteBytesIn, deleteBytesOut, sec))
 	missed := 0
 	for _, f := range found {
 		if !f {
 			missed++
 		}
 	}
-	if missed > 0 {
-		x.notes = append(x.notes, fmt.Sprintf("%s: batch %s: %d deletes of just-inserted keys missed (displaced)", x.engine, batchName(n), missed))
+	x.missed(n, "", missed)
+	if x.gpu() {
+		return x.pinned(n, probes, keys, locs)
 	}
+	return nil
+}
+
+// missed notes the deletes of just-inserted keys of batch n that missed
+// (their entries displaced), if any.
+func (x *indexRun) missed(n int, calls string, missed int) {
+	if missed > 0 {
+		x.notes = append(x.notes, fmt.Sprintf("%s: batch %s%s: %d deletes of just-inserted keys missed (displaced)", x.engine, batchName(n), calls, missed))
+	}
+}
+
+// pinned times the staged calls at batch size n, their jobs written into a
+// Staging (pinned memory) before timing, as a server would assemble its
+// batches there.
+func (x *indexRun) pinned(n int, probes, keys []uint64, locs []uint32) (err error) {
+	ix := x.ix
+	name := fmt.Sprintf("batch %s", batchName(n))
+	st, err := ix.NewStaging(n)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if ferr := st.Free(); err == nil {
+			err = ferr
+		}
+	}()
+	copy(st.Hashes(), probes)
+	sec, err := TimeCPU(x.warmup, x.reps, x.hostPrepare(nil), func() error { return ix.SearchStaged(st, n) })
+	if err != nil {
+		return err
+	}
+	x.add(rowSearchPinned, x.hostRow("search 50% hits, "+name, true, n, searchBytesIn, searchBytesOut, sec))
+
+	copy(st.Hashes(), keys)
+	copy(st.Locs(), locs)
+	var dropped []hashindex.Dropped
+	insert := func() error {
+		var err error
+		dropped, err = ix.InsertStaged(st, n, dropped[:0])
+		return err
+	}
+	remove := func() error { return ix.DeleteStaged(st, n, nil) }
+	if sec, err = TimeCPU(x.warmup, x.reps, x.hostPrepare(remove), insert); err != nil {
+		return err
+	}
+	x.add(rowInsertPinned, x.hostRow("insert, "+name, true, n, insertBytesIn, insertBytesOut, sec))
+	if sec, err = TimeCPU(x.warmup, x.reps, x.hostPrepare(insert), remove); err != nil {
+		return err
+	}
+	x.add(rowDeletePinned, x.hostRow("delete, "+name, true, n, deleteBytesIn, deleteBytesOut, sec))
+	missed := 0
+	for _, f := range st.Out()[:n] {
+		if f == 0 {
+			missed++
+		}
+	}
+	x.missed(n, " (staged)", missed)
 	return nil
 }
 

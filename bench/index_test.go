@@ -50,11 +50,18 @@ func checkIndexReport(t *testing.T, rep *Report, size int, gpuRows bool) {
 		want["gpu"] = indexRowKinds * len(indexBatches(size))
 	}
 	got := map[string]int{}
+	pinned := 0
 	for _, r := range rep.Results {
 		if !strings.Contains(r.Op, "batch ") {
 			continue // references
 		}
 		got[r.Engine]++
+		if strings.HasSuffix(r.Op, ", host incl. transfers, pinned inputs") {
+			pinned++
+			if r.Engine != "gpu" || r.RatioTo != "pinned transfer limit" {
+				t.Errorf("pinned-inputs row not a gpu row against the pinned transfer limit: %+v", r)
+			}
+		}
 		if r.Seconds <= 0 || r.Items <= 0 || r.OpsPerSec <= 0 {
 			t.Errorf("implausible row %+v", r)
 		}
@@ -67,6 +74,9 @@ func checkIndexReport(t *testing.T, rep *Report, size int, gpuRows bool) {
 		if got[e] != n {
 			t.Errorf("%d %s rows, want %d", got[e], e, n)
 		}
+	}
+	if wantPinned := 3 * len(indexBatches(size)); gpuRows && pinned != wantPinned {
+		t.Errorf("%d pinned-inputs rows, want %d (search, insert, delete per batch)", pinned, wantPinned)
 	}
 	for _, n := range rep.Notes {
 		t.Log("note:", n)

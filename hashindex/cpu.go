@@ -160,16 +160,51 @@ func (c *cpuEngine) searchRange(hashes []uint64, out []uint32) int {
 
 func (c *cpuEngine) insert(hashes []uint64, locs []uint32, done func(int, []uint64)) error {
 	res := grow(&c.results, len(hashes))
-	c.apply(hashes, locs, func(j int, h uint64, loc uint32) { res[j] = c.insertOne(h, loc) })
+	c.insertInto(hashes, locs, res)
 	done(0, res)
 	return nil
 }
 
 func (c *cpuEngine) remove(hashes []uint64, locs []uint32, done func(int, []uint32)) error {
 	found := grow(&c.found, len(hashes))
-	c.apply(hashes, locs, func(j int, h uint64, loc uint32) { found[j] = c.removeOne(h, loc) })
+	c.removeInto(hashes, locs, found)
 	done(0, found)
 	return nil
+}
+
+func (c *cpuEngine) searchStaged(st *Staging, n int) (int, error) {
+	return c.search(st.hashes[:n], st.out[:n])
+}
+
+func (c *cpuEngine) insertStaged(st *Staging, n int, check func() error, done func(int, []uint64)) error {
+	if check != nil {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	res := st.results[:n]
+	c.insertInto(st.hashes[:n], st.locs[:n], res)
+	done(0, res)
+	return nil
+}
+
+func (c *cpuEngine) removeStaged(st *Staging, n int, done func(int, []uint32)) (int, error) {
+	found := st.out[:n]
+	c.removeInto(st.hashes[:n], st.locs[:n], found)
+	if done != nil {
+		done(0, found)
+	}
+	return countNot(found, 0, c.workers), nil
+}
+
+// insertInto applies insert jobs, job j's result to res[j].
+func (c *cpuEngine) insertInto(hashes []uint64, locs []uint32, res []uint64) {
+	c.apply(hashes, locs, func(j int, h uint64, loc uint32) { res[j] = c.insertOne(h, loc) })
+}
+
+// removeInto applies delete jobs, job j's flag to found[j].
+func (c *cpuEngine) removeInto(hashes []uint64, locs []uint32, found []uint32) {
+	c.apply(hashes, locs, func(j int, h uint64, loc uint32) { found[j] = c.removeOne(h, loc) })
 }
 
 // apply calls fn(batch index, hash, loc) for every job such that the jobs of

@@ -14,6 +14,16 @@ type engine interface {
 	// remove applies the delete jobs and hands one flag per job to done as
 	// insert does its results: 1 if the cell was found and cleared.
 	remove(hashes []uint64, locs []uint32, done func(first int, found []uint32)) error
+	// searchStaged is search of the first n jobs of st into st.out.
+	searchStaged(st *Staging, n int) (hits int, err error)
+	// insertStaged is insert of the first n jobs of st, the results in
+	// st.results. It calls check, if not nil, before changing the table,
+	// and fails with its error.
+	insertStaged(st *Staging, n int, check func() error, done func(first int, results []uint64)) error
+	// removeStaged is remove of the first n jobs of st, the flags in
+	// st.out (also handed to done when not nil), and returns how many
+	// deletes found their cell.
+	removeStaged(st *Staging, n int, done func(first int, found []uint32)) (hits int, err error)
 	// snapshot returns a copy of the table.
 	snapshot() ([]uint32, error)
 	// reset empties the table.

@@ -13,9 +13,9 @@ import (
 // of the device-side grouping), so the table and the scratch buffers are
 // used in order without further synchronization; pipelined host-level
 // calls add two streams for their transfers (see hostCall). A host-level
-// call stages its batch through pinned memory, groups insert and delete
-// jobs by partition on the device (DevGroup), launches the kernels and
-// synchronizes once per chunk.
+// call stages its batch through pinned memory (its own, or a Staging's),
+// groups insert and delete jobs by partition on the device (DevGroup),
+// launches the kernels and synchronizes once per chunk.
 type gpuEngine struct {
 	geo     geometry
 	maxDisp uint32
@@ -30,14 +30,15 @@ type gpuEngine struct {
 	table      *gpu.Buffer[uint32]
 	k          *kernelSet // compiled on first use
 
-	host     *gpu.HostBuffer[byte] // pinned staging, grown as needed
-	stageDev devScratch            // device staging, same layout as host
-	devStage *gpu.Buffer[byte]     // stageDev's buffer after stage
+	host     *gpu.HostBuffer[byte] // pinned staging of slice calls (counters of staged calls), grown as needed
+	stageDev devScratch            // device staging (stageLayout)
+	devStage *gpu.Buffer[byte]     // stageDev's buffer after stageDevice
 	jobs     devScratch            // grouped jobs of host-level calls
 	keys     devScratch            // partition keys of DevGroup
 	events   []*gpu.Event          // pipeline events, evPerChunk per chunk
 
-	chunkJobs int // most jobs of one chunk of a host-level call: pipeChunk (tests lower it)
+	chunkJobs       int // most jobs of one chunk of a slice call: pipeChunk (tests lower it)
+	stagedChunkJobs int // most jobs of one chunk of a staged call: stagedChunk (tests lower it)
 }
 
 // newGPUEngine allocates and clears the table on d. With ownsDev the engine
@@ -49,7 +50,7 @@ func newGPUEngine(r resolved, d *gpu.Device, ownsDev bool, workers int) (*gpuEng
 	}
 	e := &gpuEngine{
 		geo: r.geo, maxDisp: r.maxDisp, workers: workers, dev: d, ownsDev: ownsDev,
-		prim: pe, stream: pe.Stream(), chunkJobs: pipeChunk,
+		prim: pe, stream: pe.Stream(), chunkJobs: pipeChunk, stagedChunkJobs: stagedChunk,
 	}
 	if e.copyStream, err = d.NewStream(); err == nil {
 		if e.outStream, err = d.NewStream(); err == nil {
@@ -80,37 +81,89 @@ func (e *gpuEngine) kernels() (*kernelSet, error) {
 }
 
 func (e *gpuEngine) search(hashes []uint64, out []uint32) (hits int, err error) {
-	err = e.hostCall(hashes, nil, 4, false, func(c chunk) error {
+	err = e.hostCall(hostBatch{n: len(hashes), hashes: hashes}, 4, false, func(c chunk) error {
 		return e.launchSearch(c.hashes, c.n, devOut[uint32](e, c))
 	}, func(c chunk) {
-		hits += copyHits(out[c.first:c.first+c.n], hostOut[uint32](e, c), e.workers)
+		hits += copyHits(out[c.first:c.first+c.n], viewAs[uint32](c.hostOut, 0, c.n), e.workers)
 	})
 	return hits, err
 }
 
 func (e *gpuEngine) insert(hashes []uint64, locs []uint32, done func(first int, results []uint64)) error {
-	return e.hostCall(hashes, locs, 8, true, func(c chunk) error {
-		j, err := e.groupChunk(c)
-		if err != nil {
-			return err
-		}
-		return e.launchInsert(j, devOut[uint64](e, c), devCount(e, c))
-	}, func(c chunk) {
-		if hostCount(e, c) == 0 {
-			return // no job of the chunk dropped anything: nothing to decode
-		}
-		done(c.first, hostOut[uint64](e, c))
-	})
+	return e.hostCall(hostBatch{n: len(hashes), withLocs: true, hashes: hashes, locs: locs}, 8, true, e.insertChunk,
+		func(c chunk) { e.insertDone(c, done) })
 }
 
 func (e *gpuEngine) remove(hashes []uint64, locs []uint32, done func(first int, found []uint32)) error {
-	return e.hostCall(hashes, locs, 4, false, func(c chunk) error {
-		j, err := e.groupChunk(c)
+	return e.hostCall(hostBatch{n: len(hashes), withLocs: true, hashes: hashes, locs: locs}, 4, false, func(c chunk) error {
+		_, err := e.removeChunk(c)
+		return err
+	}, func(c chunk) { done(c.first, viewAs[uint32](c.hostOut, 0, c.n)) })
+}
+
+// The staged calls count hits on the device (hix_count after each chunk's
+// kernel) rather than in a pass over the outputs on the host.
+
+func (e *gpuEngine) searchStaged(st *Staging, n int) (hits int, err error) {
+	err = e.hostCall(hostBatch{n: n, st: st}, 4, true, func(c chunk) error {
+		out := devOut[uint32](e, c)
+		if err := e.launchSearch(c.hashes, c.n, out); err != nil {
+			return err
+		}
+		return e.launchCount(out, c.n, NotFound, devCount(e, c))
+	}, func(c chunk) { hits += int(c.hostCount[0]) })
+	return hits, err
+}
+
+func (e *gpuEngine) insertStaged(st *Staging, n int, check func() error, done func(first int, results []uint64)) error {
+	return e.hostCall(hostBatch{n: n, withLocs: true, st: st, check: check}, 8, true, e.insertChunk,
+		func(c chunk) { e.insertDone(c, done) })
+}
+
+func (e *gpuEngine) removeStaged(st *Staging, n int, done func(first int, found []uint32)) (hits int, err error) {
+	err = e.hostCall(hostBatch{n: n, withLocs: true, st: st}, 4, true, func(c chunk) error {
+		found, err := e.removeChunk(c)
 		if err != nil {
 			return err
 		}
-		return e.launchDelete(j, devOut[uint32](e, c))
-	}, func(c chunk) { done(c.first, hostOut[uint32](e, c)) })
+		return e.launchCount(found, c.n, 0, devCount(e, c))
+	}, func(c chunk) {
+		hits += int(c.hostCount[0])
+		if done != nil {
+			done(c.first, viewAs[uint32](c.hostOut, 0, c.n))
+		}
+	})
+	return hits, err
+}
+
+// insertChunk queues the grouping and the insert of a chunk, its results
+// to the chunk's output and its drop count to the chunk's counter.
+func (e *gpuEngine) insertChunk(c chunk) error {
+	j, err := e.groupChunk(c)
+	if err != nil {
+		return err
+	}
+	return e.launchInsert(j, devOut[uint64](e, c), devCount(e, c))
+}
+
+// insertDone hands a consumed insert chunk's results to done, unless no
+// job of the chunk dropped anything.
+func (e *gpuEngine) insertDone(c chunk, done func(first int, results []uint64)) {
+	if c.hostCount[0] == 0 {
+		return // nothing to decode
+	}
+	done(c.first, viewAs[uint64](c.hostOut, 0, c.n))
+}
+
+// removeChunk queues the grouping and the delete of a chunk and returns
+// the device view of its found flags.
+func (e *gpuEngine) removeChunk(c chunk) (*gpu.Buffer[uint32], error) {
+	j, err := e.groupChunk(c)
+	if err != nil {
+		return nil, err
+	}
+	found := devOut[uint32](e, c)
+	return found, e.launchDelete(j, found)
 }
 
 // launchSearch queues hix_search for n hashes.
@@ -133,6 +186,16 @@ func (e *gpuEngine) launchInsert(j DevJobs, results *gpu.Buffer[uint64], drops g
 	runs := j.Runs()
 	return k.insert.Launch(e.stream, updateGrid(runs), gpu.D1(updateBlock), 0,
 		e.table, e.geo.mask, e.geo.pmask, e.maxDisp, j.Hashes, j.Locs, j.Order, j.Starts, uint64(runs), results, drops)
+}
+
+// launchCount queues hix_count: *count (a device address) grows by the
+// number of v[0:n] that are not absent.
+func (e *gpuEngine) launchCount(v *gpu.Buffer[uint32], n int, absent uint32, count gpu.DevicePtr) error {
+	k, err := e.kernels()
+	if err != nil {
+		return err
+	}
+	return k.count.Launch(e.stream, countGrid(n), gpu.D1(countBlock), 0, v, uint64(n), absent, count)
 }
 
 // launchDelete queues hix_delete over grouped jobs.

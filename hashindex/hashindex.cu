@@ -345,3 +345,19 @@ extern "C" __global__ void hix_delete(u32* table, u32 mask, u32 pmask,
         if (u.lane < jobs) found[g.order] = mine;
     }
 }
+
+// hix_count: *count += the number of v[0:n] that are not absent (hit
+// counts of a chunk of search results or delete flags, so the host need
+// not scan them).
+// Thread mapping: a grid-stride loop, each thread summing its values; the
+// warp then sums by shuffles and lane 0 adds the warp's total to *count
+// (one atomic per warp). Every thread reaches the shuffles: blocks are
+// whole warps and no thread returns early.
+// Invariant: read-only on v; *count is only added to.
+extern "C" __global__ void hix_count(const u32* __restrict__ v, u64 n, u32 absent, u32* __restrict__ count) {
+    u32 c = 0;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) c += v[i] != absent;
+#pragma unroll
+    for (u32 o = 16; o > 0; o >>= 1) c += __shfl_down_sync(0xFFFFFFFFu, c, o);
+    if ((threadIdx.x & 31u) == 0 && c) atomicAdd(count, c);
+}

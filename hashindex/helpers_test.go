@@ -33,17 +33,18 @@ func testEngines(t *testing.T) []testEngine {
 	return out
 }
 
-// gpuVariants returns GPU engines whose host-level calls are cut into
-// chunks of 1000 and of 5000 jobs (pipelined over three streams, grouped
-// in one block or by the radix sort), which default settings do only for
-// batches over a million jobs; none without a usable GPU.
+// gpuVariants returns GPU engines whose host-level calls (slice and
+// staged) are cut into chunks of 1000 and of 5000 jobs (pipelined over
+// three streams, grouped in one block or by the radix sort), which default
+// settings do only for batches over a million jobs; none without a usable
+// GPU.
 func gpuVariants(t *testing.T) []testEngine {
 	t.Helper()
 	var out []testEngine
 	for _, e := range testEngines(t)[1:] {
 		for _, c := range []int{1000, 5000} {
 			out = append(out, testEngine{name: fmt.Sprintf("gpu, %d-job chunks", c), opts: e.opts,
-				tune: func(ix *Index) { ix.gpu.chunkJobs = c }})
+				tune: func(ix *Index) { ix.gpu.chunkJobs, ix.gpu.stagedChunkJobs = c, c }})
 		}
 	}
 	return out

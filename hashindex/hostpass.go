@@ -37,6 +37,28 @@ func copyHits(dst, src []uint32, workers int) int {
 	return total
 }
 
+// countNot returns how many of v are not absent, counting on up to
+// workers goroutines.
+func countNot(v []uint32, absent uint32, workers int) int {
+	n := len(v)
+	w := max(1, min(workers, n/hostParallelMin))
+	counts := make([]int, w)
+	parallel(w, func(i int) {
+		c := 0
+		for _, x := range v[i*n/w : (i+1)*n/w] {
+			if x != absent {
+				c++
+			}
+		}
+		counts[i] = c
+	})
+	total := 0
+	for _, c := range counts {
+		total += c
+	}
+	return total
+}
+
 // foundFlags sets found[i] to flags[i] != 0 on up to workers goroutines
 // and returns how many are set.
 func foundFlags(found []bool, flags []uint32, workers int) int {

@@ -1,6 +1,7 @@
 package hashindex
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -18,10 +19,11 @@ type Index struct {
 	reason  string
 	gpu     *gpuEngine // nil on the CPU engine
 
-	mu     sync.Mutex
-	eng    engine
-	stats  Stats
-	closed bool
+	mu       sync.Mutex
+	eng      engine
+	stats    Stats
+	closed   bool
+	stagings map[*Staging]struct{} // not yet freed, freed by Close
 }
 
 // Stats counts the work of an index's host-level calls (Dev* calls are not
@@ -105,9 +107,10 @@ func (ix *Index) MaxDisplacements() int { return int(ix.maxDisp) }
 
 // Search writes to out[i] the location of the key with hash hashes[i], or
 // NotFound. It sees every insert and delete of earlier calls. Cost: up to
-// two bucket reads per job; on the GPU one transfer each way and a kernel
-// per chunk of up to 1 Mi jobs (chunks pipelined); on the CPU, parallel
-// over goroutines.
+// two bucket reads per job; on the GPU a copy of the batch into pinned
+// memory, one transfer each way and a kernel per chunk of up to 4 Mi jobs
+// (chunks pipelined) and a copy of the results out (SearchStaged skips
+// both copies); on the CPU, parallel over goroutines.
 func (ix *Index) Search(hashes []uint64, out []uint32) error {
 	n := len(hashes)
 	if len(out) < n {
@@ -134,11 +137,12 @@ func (ix *Index) Search(hashes []uint64, out []uint32) error {
 // batch order (a key inserted twice keeps the later location), and appends
 // to dropped, in job order, every location the index stopped holding:
 // replaced ones (Overwritten) and those displacement could not place
-// (Displaced). Locations must not be NotFound. Cost: on the GPU one
-// transfer each way per chunk of up to 1 Mi jobs (chunks pipelined), a
-// stable sort of the jobs by partition on the device and a kernel
-// with one 8-lane unit per partition; on the CPU a stable counting sort by
-// partition and partitions spread over goroutines.
+// (Displaced). Locations must not be NotFound. Cost: on the GPU a copy of
+// the batch into pinned memory (InsertStaged skips it), one transfer each
+// way per chunk of up to 4 Mi jobs (chunks pipelined), a stable sort of
+// the jobs by partition on the device and a kernel with one 8-lane unit
+// per partition; on the CPU a stable counting sort by partition and
+// partitions spread over goroutines.
 func (ix *Index) Insert(hashes []uint64, locs []uint32, dropped []Dropped) ([]Dropped, error) {
 	n := len(hashes)
 	if err := checkJobs("insert", hashes, locs); err != nil {
@@ -242,8 +246,9 @@ func (ix *Index) Reset() error {
 	return nil
 }
 
-// Close frees the table and staging memory, and the device if the index
-// opened it. Later calls fail; closing twice is a no-op.
+// Close frees the table, the staging memory and every Staging not yet
+// freed, and the device if the index opened it. Later calls fail; closing
+// twice is a no-op.
 func (ix *Index) Close() error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -251,7 +256,12 @@ func (ix *Index) Close() error {
 		return nil
 	}
 	ix.closed = true
-	if err := ix.eng.close(); err != nil {
+	var errs []error
+	for st := range ix.stagings {
+		errs = append(errs, st.free())
+	}
+	errs = append(errs, ix.eng.close())
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("hashindex: close: %w", err)
 	}
 	return nil

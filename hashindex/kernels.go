@@ -10,7 +10,7 @@ import (
 // Names of the embedded CUDA C sources, used in diagnostics and the
 // compile cache.
 const (
-	indexFile = "hashindex.cu" // search, insert, delete
+	indexFile = "hashindex.cu" // search, insert, delete, count
 	groupFile = "group.cu"     // device-side grouping by partition
 )
 
@@ -50,7 +50,13 @@ const (
 	groupBlock        = 256            // threads per block of the group.cu kernels but hix_group_small: one job or partition each
 	smallGroupMax     = 1 << 12        // SMALL_GROUP_MAX: batches up to this size are grouped by hix_group_small (32 KiB of shared memory)
 	smallGroupThreads = 1024           // SMALL_GROUP_THREADS: threads of the one hix_group_small block
+	countBlock        = 256            // threads per hix_count block
+	countMaxBlocks    = 1024           // most hix_count blocks: each thread strides over the rest
 )
+
+// countGrid returns the hix_count grid for n values: a thread per value,
+// at most countMaxBlocks blocks.
+func countGrid(n int) gpu.Dim3 { return gpu.D1(min(gpu.Grid(n, countBlock), countMaxBlocks)) }
 
 // searchGrid returns the hix_search grid for n jobs: one unit per
 // searchJobs jobs.
@@ -65,7 +71,7 @@ func updateGrid(runs int) gpu.Dim3 { return gpu.D1(gpu.Grid(runs*unitLanes, upda
 
 // kernelSet holds the package's kernels on one device.
 type kernelSet struct {
-	search, insert, remove                          *gpu.Function
+	search, insert, remove, count                   *gpu.Function
 	groupKeys, groupGather, groupStarts, groupSmall *gpu.Function
 }
 
@@ -78,7 +84,7 @@ func loadKernels(d *gpu.Device) (*kernelSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	fs, err := m.Functions("hix_search", "hix_insert", "hix_delete")
+	fs, err := m.Functions("hix_search", "hix_insert", "hix_delete", "hix_count")
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +97,7 @@ func loadKernels(d *gpu.Device) (*kernelSet, error) {
 		return nil, err
 	}
 	return &kernelSet{
-		search: fs[0], insert: fs[1], remove: fs[2],
+		search: fs[0], insert: fs[1], remove: fs[2], count: fs[3],
 		groupKeys: gs[0], groupGather: gs[1], groupStarts: gs[2], groupSmall: gs[3],
 	}, nil
 }

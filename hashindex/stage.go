@@ -8,24 +8,35 @@ import (
 	"warpkv/gpu"
 )
 
-// Host-level calls on the GPU engine move their batch through staging
-// buffers: a pinned host buffer and a device buffer with the same layout
-// (the input arrays, then the output array, then per-chunk counters). A
-// batch of up to pipeChunk jobs is one chunk: one copy into the pinned
-// buffer, one transfer in, the kernels, one transfer out and one
-// synchronization, all on the engine's stream. A larger batch is cut into
-// chunks that are applied one after another (so batch order holds across
-// chunks) and pipelined over three streams: a chunk's transfer in (copy
-// stream), its kernels (the engine's stream) and its transfer out (out
-// stream) overlap those of its neighbours, while the host copies the next
-// chunks into the pinned buffer and consumes the outputs of earlier ones.
+// Host-level calls on the GPU engine move their batch through pinned host
+// memory and a device staging buffer laid out as stageLayout says (the
+// input arrays, then the output array, then per-chunk counters). A slice
+// call (Search, Insert, Delete) copies its jobs from Go memory into the
+// engine's own pinned buffer, laid out like the device buffer; a staged
+// call (SearchStaged, InsertStaged, DeleteStaged) finds them already in a
+// Staging's pinned memory and its outputs go straight back there.
+//
+// A batch of up to chunkJobs jobs (pipeChunk for slice calls, stagedChunk
+// for staged ones) is one chunk: the transfer in, the kernels, the
+// transfer out and one synchronization, all on the engine's stream. A
+// larger batch is cut into chunks that are applied one after another (so
+// batch order holds across chunks) and pipelined over three streams: a
+// chunk's transfer in (copy stream), its kernels (the engine's stream) and
+// its transfer out (out stream) overlap those of its neighbours. A slice
+// call copies the next chunks into the pinned buffer and consumes the
+// outputs of earlier ones meanwhile; a staged call, whose inputs need no
+// copy, queues every transfer in at once (the device buffer holds the
+// whole batch), checks the batch on the host while they run (InsertStaged:
+// no location NotFound) and only then queues the kernels, so a rejected
+// batch leaves the table untouched.
 
 // Staging and pipeline tuning.
 const (
 	stageAlign = 16 // byte alignment of every array in the staging buffers
 
-	pipeChunk = 1 << 20 // most jobs of one chunk of a host-level call
-	pipeLag   = 2       // chunks queued on the device ahead of the one the host consumes
+	pipeChunk   = 1 << 22 // most jobs of one chunk of a slice call
+	stagedChunk = 1 << 20 // most jobs of one chunk of a staged call
+	pipeLag     = 2       // chunks of a slice call queued on the device ahead of the one the host consumes
 
 	hostParallelMin = 1 << 15 // the fewest jobs one goroutine copies, checks or decodes
 )
@@ -56,15 +67,39 @@ func newStageLayout(n int, withLocs bool, outBytes, chunks int, counted bool) st
 	return l
 }
 
+// hostBatch is the batch of a host-level call on the GPU engine: n jobs
+// either in Go memory (hashes, locs: a slice call) or already in pinned
+// memory, the first n jobs of st (a staged call).
+type hostBatch struct {
+	n        int
+	withLocs bool         // update jobs: a location per hash
+	hashes   []uint64     // slice call: the hashes
+	locs     []uint32     // slice call: the locations, nil for searches
+	st       *Staging     // staged call: where the jobs are and the outputs go
+	check    func() error // staged call, may be nil: runs while the transfers in do, before any kernel; an error aborts the call
+}
+
+// pinnedJobs is where a host-level call's jobs and outputs lie in pinned
+// host memory.
+type pinnedJobs struct {
+	hashes []uint64 // n hashes
+	locs   []uint32 // n locations, nil for searches
+	out    []byte   // n outputs
+	counts []uint32 // a counter per chunk, nil if the call does not count
+	dense  []byte   // slice calls: the inputs and padding, laid out as on the device ([0, out) of the layout)
+}
+
 // chunk is a range of jobs of a host-level call on the GPU engine, with
-// the device views of its inputs and the byte offsets of its outputs and
-// counter in the staging buffers.
+// the device views of its inputs, the byte offsets of its output and
+// counter in the device staging buffer and their pinned host copies.
 type chunk struct {
-	first, n int
-	hashes   *gpu.Buffer[uint64]
-	locs     *gpu.Buffer[uint32] // nil for searches
-	out      int                 // byte offset of output first
-	count    int                 // byte offset of the chunk's counter, -1 if the call does not count
+	index, first, n int
+	hashes          *gpu.Buffer[uint64]
+	locs            *gpu.Buffer[uint32] // nil for searches
+	out             int                 // byte offset of output first
+	count           int                 // byte offset of the chunk's counter, -1 if the call does not count
+	hostOut         []byte              // the chunk's outputs in pinned memory, valid once the chunk is consumed
+	hostCount       []uint32            // the chunk's counter in pinned memory (one element), nil if the call does not count
 }
 
 // devCount returns the device address of the chunk's counter, 0 if the
@@ -76,47 +111,52 @@ func devCount(e *gpuEngine, c chunk) gpu.DevicePtr {
 	return e.devStage.PtrAt(c.count)
 }
 
-// hostCount returns the chunk's counter, valid once the chunk is consumed.
-func hostCount(e *gpuEngine, c chunk) uint32 { return hostView[uint32](e, c.count, 1)[0] }
-
 // devOut returns the device view of the chunk's output.
 func devOut[T uint32 | uint64](e *gpuEngine, c chunk) *gpu.Buffer[T] {
 	return gpu.View[T](e.devStage, c.out, c.n)
 }
 
-// hostOut returns the chunk's output in the pinned buffer, valid once the
-// chunk is consumed.
-func hostOut[T uint32 | uint64](e *gpuEngine, c chunk) []T {
-	return hostView[T](e, c.out, c.n)
-}
-
-// hostView returns n elements of T at byte offset off of the pinned
-// staging buffer (off is 16-byte aligned, the buffer page-aligned).
-func hostView[T uint32 | uint64](e *gpuEngine, off, n int) []T {
+// viewAs returns n elements of T at byte offset off of b (off a multiple
+// of T's size from a suitably aligned start).
+func viewAs[T uint32 | uint64](b []byte, off, n int) []T {
 	if n == 0 {
 		return nil
 	}
-	b := e.host.Slice()
 	_ = b[off+n*int(unsafe.Sizeof(T(0)))-1] // bounds check
 	return unsafe.Slice((*T)(unsafe.Pointer(&b[off])), n)
 }
 
-// stage makes both staging buffers hold at least bytes, reallocating with
-// headroom when they are smaller. The previous host-level call has
-// synchronized and no device-level call uses them, so they are idle.
-func (e *gpuEngine) stage(bytes int) error {
-	if e.host == nil || e.host.Len() < bytes {
-		if err := e.host.Free(); err != nil {
-			return fmt.Errorf("freeing pinned staging: %w", err)
-		}
-		e.host = nil
-		size := withHeadroom(bytes)
-		h, err := gpu.AllocHost[byte](e.dev, size)
-		if err != nil {
-			return fmt.Errorf("pinned staging of %d bytes: %w", size, err)
-		}
-		e.host = h
+// asBytes returns the memory of s as bytes.
+func asBytes[T uint32 | uint64](s []T) []byte {
+	if len(s) == 0 {
+		return nil
 	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(T(0))))
+}
+
+// stageHost makes the engine's pinned staging buffer hold at least bytes,
+// reallocating it with headroom when it is smaller. The previous
+// host-level call has synchronized, so it is idle.
+func (e *gpuEngine) stageHost(bytes int) error {
+	if e.host != nil && e.host.Len() >= bytes {
+		return nil
+	}
+	if err := e.host.Free(); err != nil {
+		return fmt.Errorf("freeing pinned staging: %w", err)
+	}
+	e.host = nil
+	size := withHeadroom(bytes)
+	h, err := gpu.AllocHost[byte](e.dev, size)
+	if err != nil {
+		return fmt.Errorf("pinned staging of %d bytes: %w", size, err)
+	}
+	e.host = h
+	return nil
+}
+
+// stageDevice makes the device staging buffer hold at least bytes and sets
+// devStage to it.
+func (e *gpuEngine) stageDevice(bytes int) error {
 	b, err := e.stageDev.get(e.dev, e.stream, bytes)
 	if err != nil {
 		return fmt.Errorf("device staging: %w", err)
@@ -187,21 +227,63 @@ func (e *gpuEngine) pipeEvents(chunks int) ([]*gpu.Event, error) {
 	return e.events[:evPerChunk*chunks], nil
 }
 
-// hostCall runs one host-level call over the jobs (hashes[i], locs[i])
-// (locs nil for searches) with outBytes of output per job and, if
-// counted, a zeroed uint32 counter per chunk for the kernels to add to: it
-// stages the batch chunk by chunk, queues compute for each chunk on the
-// engine's stream between the chunk's transfer in and its transfer out,
-// and hands every chunk, in order, to done once its output and counter are
-// in the pinned buffer. On error it waits for the queued work before
-// returning, so the staging buffers are idle again.
-func (e *gpuEngine) hostCall(hashes []uint64, locs []uint32, outBytes int, counted bool, compute func(chunk) error, done func(chunk)) (err error) {
-	n := len(hashes)
-	chunks := (n + e.chunkJobs - 1) / e.chunkJobs
+// pin returns where the jobs and outputs of batch b, laid out on the
+// device as l, lie in pinned memory: the engine's pinned buffer, laid out
+// as l, for a slice call; the staging's memory, and the engine's buffer
+// for the counters, for a staged call.
+func (e *gpuEngine) pin(b hostBatch, l stageLayout, outBytes, chunks int, counted bool) (pinnedJobs, error) {
+	n := b.n
+	var p pinnedJobs
+	if b.st == nil {
+		if err := e.stageHost(l.end); err != nil {
+			return p, err
+		}
+		h := e.host.Slice()
+		p = pinnedJobs{hashes: viewAs[uint64](h, l.hashes, n), out: h[l.out : l.out+outBytes*n], dense: h[:l.out]}
+		if b.withLocs {
+			p.locs = viewAs[uint32](h, l.locs, n)
+		}
+		if counted {
+			p.counts = viewAs[uint32](h, l.counts, chunks)
+		}
+		return p, nil
+	}
+	p = pinnedJobs{hashes: b.st.hashes[:n], out: b.st.outBytes(outBytes * n)}
+	if b.withLocs {
+		p.locs = b.st.locs[:n]
+	}
+	if counted {
+		if err := e.stageHost(4 * chunks); err != nil {
+			return p, err
+		}
+		p.counts = viewAs[uint32](e.host.Slice(), 0, chunks)
+	}
+	return p, nil
+}
+
+// hostCall runs one host-level call over batch b with outBytes of output
+// per job and, if counted, a zeroed uint32 counter per chunk for the
+// kernels to add to: it moves the batch to the device chunk by chunk,
+// queues compute for each chunk on the engine's stream between the
+// chunk's transfer in and its transfer out, and hands every chunk, in
+// order, to done once its output and counter are in pinned memory. On
+// error it waits for the queued work before returning, so the staging
+// buffers are idle again.
+func (e *gpuEngine) hostCall(b hostBatch, outBytes int, counted bool, compute func(chunk) error, done func(chunk)) (err error) {
+	n := b.n
+	most := e.chunkJobs
+	if b.st != nil {
+		most = e.stagedChunkJobs
+	}
+	chunks := (n + most - 1) / most
 	size := (n + chunks - 1) / chunks // balanced chunks,
 	chunks = (n + size - 1) / size    // none of them empty
-	l := newStageLayout(n, locs != nil, outBytes, chunks, counted)
-	if err := e.stage(l.end); err != nil {
+	l := newStageLayout(n, b.withLocs, outBytes, chunks, counted)
+	if err := e.stageDevice(l.end); err != nil {
+		return err
+	}
+	p, err := e.pin(b, l, outBytes, chunks, counted)
+	if err != nil {
 		return err
 	}
 	piped := chunks > 1
@@ -217,7 +299,6 @@ func (e *gpuEngine) hostCall(hashes []uint64, locs []uint32, outBytes int, count
 		}
 	}()
 	stage := e.devStage
-	pinned := e.host.Slice()
 	if counted {
 		if err := gpu.View[uint32](stage, l.counts, chunks).FillBytes(e.stream, 0); err != nil {
 			return err
@@ -225,23 +306,75 @@ func (e *gpuEngine) hostCall(hashes []uint64, locs []uint32, outBytes int, count
 	}
 	at := func(c int) chunk {
 		first := c * size
-		k := chunk{first: first, n: min(size, n-first), out: l.out + outBytes*first, count: -1}
+		k := chunk{index: c, first: first, n: min(size, n-first), out: l.out + outBytes*first, count: -1}
 		k.hashes = gpu.View[uint64](stage, l.hashes+8*first, k.n)
-		if locs != nil {
+		if b.withLocs {
 			k.locs = gpu.View[uint32](stage, l.locs+4*first, k.n)
 		}
+		k.hostOut = p.out[outBytes*first : outBytes*(first+k.n)]
 		if counted {
 			k.count = l.counts + 4*c
+			k.hostCount = p.counts[c : c+1]
 		}
 		return k
 	}
-	// transfer queues a copy of staging bytes [lo, hi) to the device (in)
-	// or back to the pinned buffer on s.
-	transfer := func(s *gpu.Stream, in bool, lo, hi int) error {
-		if in {
-			return stage.Write(s, lo, pinned[lo:hi])
+	// queueIn queues chunk c's transfer in: one copy when a slice call is
+	// one chunk (the hashes, the padding and the locations), else the
+	// chunk's hashes and locations.
+	queueIn := func(c int) error {
+		k, in := at(c), e.stream
+		if piped {
+			in = e.copyStream
 		}
-		return stage.Read(s, lo, pinned[lo:hi])
+		if !piped && p.dense != nil {
+			if err := stage.Write(in, 0, p.dense); err != nil {
+				return err
+			}
+		} else {
+			if err := stage.Write(in, l.hashes+8*k.first, asBytes(p.hashes[k.first:k.first+k.n])); err != nil {
+				return err
+			}
+			if b.withLocs {
+				if err := stage.Write(in, l.locs+4*k.first, asBytes(p.locs[k.first:k.first+k.n])); err != nil {
+					return err
+				}
+			}
+		}
+		if piped {
+			return events[evPerChunk*c+evIn].Record(in)
+		}
+		return nil
+	}
+	// queueRest queues chunk c's kernels, after its transfer in, and its
+	// transfer out, after its kernels.
+	queueRest := func(c int) error {
+		k, out := at(c), e.stream
+		if piped {
+			out = e.outStream
+			if err := e.stream.Wait(events[evPerChunk*c+evIn]); err != nil {
+				return err
+			}
+		}
+		if err := compute(k); err != nil {
+			return err
+		}
+		if piped {
+			if err := e.after(out, e.stream, events[evPerChunk*c+evComputed]); err != nil {
+				return err
+			}
+		}
+		if err := stage.Read(out, k.out, k.hostOut); err != nil {
+			return err
+		}
+		if counted {
+			if err := stage.Read(out, k.count, asBytes(k.hostCount)); err != nil {
+				return err
+			}
+		}
+		if piped {
+			return events[evPerChunk*c+evOut].Record(out)
+		}
+		return nil
 	}
 	consumed := 0
 	consume := func() error {
@@ -256,54 +389,33 @@ func (e *gpuEngine) hostCall(hashes []uint64, locs []uint32, outBytes int, count
 		consumed++
 		return nil
 	}
-	for c := range chunks {
-		k := at(c)
-		e.copyIn(l, hashes, locs, k.first, k.n)
-		in, out := e.stream, e.stream
-		if piped {
-			in, out = e.copyStream, e.outStream
-		}
-		// Transfer in: one copy when the call is one chunk (the hashes,
-		// the padding and the locations), else the chunk's hashes and
-		// locations.
-		if !piped {
-			if err := transfer(in, true, 0, l.out); err != nil {
-				return err
-			}
-		} else {
-			if err := transfer(in, true, l.hashes+8*k.first, l.hashes+8*(k.first+k.n)); err != nil {
-				return err
-			}
-			if locs != nil {
-				if err := transfer(in, true, l.locs+4*k.first, l.locs+4*(k.first+k.n)); err != nil {
-					return err
-				}
-			}
-			if err := e.after(e.stream, in, events[evPerChunk*c+evIn]); err != nil {
+	if b.st != nil {
+		for c := range chunks {
+			if err := queueIn(c); err != nil {
 				return err
 			}
 		}
-		if err := compute(k); err != nil {
-			return err
-		}
-		if piped {
-			if err := e.after(out, e.stream, events[evPerChunk*c+evComputed]); err != nil {
+		if b.check != nil {
+			if err := b.check(); err != nil {
 				return err
 			}
 		}
-		if err := transfer(out, false, k.out, k.out+outBytes*k.n); err != nil {
-			return err
-		}
-		if counted {
-			if err := transfer(out, false, k.count, k.count+4); err != nil {
+		for c := range chunks {
+			if err := queueRest(c); err != nil {
 				return err
 			}
 		}
-		if piped {
-			if err := events[evPerChunk*c+evOut].Record(out); err != nil {
+	} else {
+		for c := range chunks {
+			k := at(c)
+			e.copyIn(p, b.hashes, b.locs, k.first, k.n)
+			if err := queueIn(c); err != nil {
 				return err
 			}
-			for consumed <= c-pipeLag {
+			if err := queueRest(c); err != nil {
+				return err
+			}
+			for piped && consumed <= c-pipeLag {
 				if err := consume(); err != nil {
 					return err
 				}
@@ -327,13 +439,13 @@ func (e *gpuEngine) after(s, prior *gpu.Stream, ev *gpu.Event) error {
 	return s.Wait(ev)
 }
 
-// copyIn copies jobs [first, first+n) of the batch into the pinned buffer
-// laid out as l, on up to e.workers goroutines.
-func (e *gpuEngine) copyIn(l stageLayout, hashes []uint64, locs []uint32, first, n int) {
-	hh := hostView[uint64](e, l.hashes+8*first, n)
+// copyIn copies jobs [first, first+n) of a slice call's batch into the
+// pinned buffer p, on up to e.workers goroutines.
+func (e *gpuEngine) copyIn(p pinnedJobs, hashes []uint64, locs []uint32, first, n int) {
+	hh := p.hashes[first : first+n]
 	var hl []uint32
 	if locs != nil {
-		hl = hostView[uint32](e, l.locs+4*first, n)
+		hl = p.locs[first : first+n]
 	}
 	forRanges(n, e.workers, func(lo, hi int) {
 		copy(hh[lo:hi], hashes[first+lo:first+hi])
