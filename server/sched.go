@@ -31,12 +31,11 @@ type shard struct {
 	wake     chan struct{} // capacity 1: jobs arrived
 	done     chan struct{} // closed when the loop exits
 
-	// scheduler-owned scratch
-	hashes []uint64
-	locs   []uint32
-	found  []bool
-	drops  []hashindex.Dropped
-	stats  shardStats
+	// scheduler-owned: the batch staging (pinned memory on a GPU, so
+	// batches go to the device without a copy on the host) and scratch
+	st    *hashindex.Staging
+	drops []hashindex.Dropped
+	stats shardStats
 }
 
 // shardStats counts the batches a shard launched (read under shard.mu).
@@ -142,6 +141,11 @@ func (s *shard) close() {
 // since the previous launch of that kind (or a full queue), and launches.
 func (s *shard) loop() {
 	defer close(s.done)
+	defer func() {
+		if s.st != nil {
+			s.st.Free()
+		}
+	}()
 	var lastSearch, lastUpdate time.Time
 	for {
 		s.mu.Lock()
@@ -216,6 +220,26 @@ func (s *shard) full() bool {
 	return s.nSearch >= s.maxBatch || s.nUpdate >= s.maxBatch || s.closed
 }
 
+// staging returns the shard's staging with room for n jobs, growing it
+// (with headroom) when a batch outgrows it.
+func (s *shard) staging(n int) (*hashindex.Staging, error) {
+	if s.st != nil && s.st.Cap() >= n {
+		return s.st, nil
+	}
+	if s.st != nil {
+		if err := s.st.Free(); err != nil {
+			return nil, err
+		}
+		s.st = nil
+	}
+	st, err := s.ix.NewStaging(max(n+n/2, s.maxBatch+s.maxBatch/4))
+	if err != nil {
+		return nil, err
+	}
+	s.st = st
+	return st, nil
+}
+
 // runSearches launches every queued search as one batch.
 func (s *shard) runSearches() {
 	s.mu.Lock()
@@ -223,30 +247,35 @@ func (s *shard) runSearches() {
 	s.searches = nil
 	s.nSearch = 0
 	s.mu.Unlock()
-	hashes := s.hashes[:0]
+	total := 0
 	for _, r := range reqs {
-		hashes = append(hashes, r.hashes...)
+		total += len(r.hashes)
 	}
-	s.hashes = hashes
-	s.locs = grow(s.locs, len(hashes))
-	start := time.Now()
-	err := s.ix.Search(hashes, s.locs)
-	s.lat.add(time.Since(start))
+	st, err := s.staging(total)
+	if err == nil {
+		off := 0
+		for _, r := range reqs {
+			off += copy(st.Hashes()[off:], r.hashes)
+		}
+		start := time.Now()
+		err = s.ix.SearchStaged(st, total)
+		s.lat.add(time.Since(start))
+	}
 	off := 0
 	for _, r := range reqs {
 		n := len(r.hashes)
 		if err != nil {
 			r.err = err
 		} else {
-			copy(r.out, s.locs[off:off+n])
+			copy(r.out, st.Out()[off:off+n])
 		}
 		off += n
 		r.w.wg.Done()
 	}
 	s.mu.Lock()
 	s.stats.searchBatches++
-	s.stats.searchJobs += uint64(len(hashes))
-	s.stats.maxSearchBatch = max(s.stats.maxSearchBatch, uint64(len(hashes)))
+	s.stats.searchJobs += uint64(total)
+	s.stats.maxSearchBatch = max(s.stats.maxSearchBatch, uint64(total))
 	if err != nil {
 		s.stats.err = err
 	}
@@ -268,30 +297,33 @@ func (s *shard) runUpdates() {
 	s.updates = nil
 	s.nUpdate = 0
 	s.mu.Unlock()
-	var err error
-	hashes, locs := s.hashes[:0], s.locs[:0]
+	nDel, nIns := 0, 0
 	for _, r := range reqs {
-		hashes = append(hashes, r.delHashes...)
-		locs = append(locs, r.delLocs...)
+		nDel += len(r.delHashes)
+		nIns += len(r.insHashes)
 	}
-	if len(hashes) > 0 {
-		s.found = growBool(s.found, len(hashes))
-		err = s.ix.Delete(hashes, locs, s.found)
-	}
-	nDel := len(hashes)
-	hashes, locs = hashes[:0], locs[:0]
-	var owner []int32 // insert job -> request, only when drops need mapping
-	for _, r := range reqs {
-		hashes = append(hashes, r.insHashes...)
-		locs = append(locs, r.insLocs...)
+	st, err := s.staging(max(nDel, nIns))
+	if err == nil && nDel > 0 {
+		off := 0
+		for _, r := range reqs {
+			copy(st.Locs()[off:], r.delLocs)
+			off += copy(st.Hashes()[off:], r.delHashes)
+		}
+		err = s.ix.DeleteStaged(st, nDel, nil)
 	}
 	drops := s.drops[:0]
-	if err == nil && len(hashes) > 0 {
-		drops, err = s.ix.Insert(hashes, locs, drops)
+	if err == nil && nIns > 0 {
+		off := 0
+		for _, r := range reqs {
+			copy(st.Locs()[off:], r.insLocs)
+			off += copy(st.Hashes()[off:], r.insHashes)
+		}
+		drops, err = s.ix.InsertStaged(st, nIns, drops)
 	}
-	s.hashes, s.locs, s.drops = hashes, locs, drops
+	s.drops = drops
+	var owner []int32 // insert job -> request, only when drops need mapping
 	if len(drops) > 0 {
-		owner = make([]int32, 0, len(hashes))
+		owner = make([]int32, 0, nIns)
 		for i, r := range reqs {
 			for range r.insHashes {
 				owner = append(owner, int32(i))
@@ -323,7 +355,7 @@ func (s *shard) runUpdates() {
 	}
 	s.mu.Lock()
 	s.stats.updateBatches++
-	s.stats.updateJobs += uint64(nDel + len(hashes))
+	s.stats.updateJobs += uint64(nDel + nIns)
 	s.stats.overwrites += over
 	s.stats.displaced += disp
 	if err != nil {
@@ -340,4 +372,3 @@ func grow[T any](b []T, n int) []T {
 	return b[:n]
 }
 
-func growBool(b []bool, n int) []bool { return grow(b, n) }

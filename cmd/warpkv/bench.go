@@ -11,6 +11,9 @@ import (
 // runBench runs one benchmark suite and prints its results as a table,
 // optionally also writing them as JSON. Progress goes to stderr.
 func runBench(e *env, args []string) error {
+	if len(args) > 0 && args[0] == "serve" {
+		return runBenchServe(e, args[1:])
+	}
 	var names []string
 	for _, s := range bench.Suites() {
 		names = append(names, s.Name)

@@ -43,6 +43,8 @@ func TestCommands(t *testing.T) {
 		{name: "serve bad size", args: []string{"serve", "-I", "2g"}, code: 2, stderr: "out of range"},
 		{name: "serve bad device", args: []string{"serve", "--device", "tpu", "-p", "0"}, code: 1, stderr: "want auto, cpu, gpu or gpu:N"},
 		{name: "bench no suite", args: []string{"bench"}, code: 2, stderr: "missing suite name"},
+		{name: "bench serve extra", args: []string{"bench", "serve", "x"}, code: 2, stderr: "loadgen flags go after --"},
+		{name: "bench serve no memcached", args: []string{"bench", "serve", "--memcached", "/nonexistent/memcached"}, code: 1, stderr: "start memcached"},
 		{name: "bench unknown", args: []string{"bench", "nope"}, code: 2, stderr: `unknown suite "nope"`},
 		{name: "bench extra", args: []string{"bench", "limits", "extra"}, code: 2, stderr: "unexpected arguments"},
 		{name: "bench bad reps", args: []string{"bench", "limits", "--reps", "0"}, code: 2, stderr: "--reps"},
