@@ -371,4 +371,3 @@ func grow[T any](b []T, n int) []T {
 	}
 	return b[:n]
 }
-

@@ -60,7 +60,7 @@ func runBenchServe(e *env, args []string) error {
 		go func() {
 			errc <- server.Serve(ctx, server.Config{Addr: "127.0.0.1:0", Version: version, Logger: log,
 				Engine: server.Options{Device: dev, MemoryLimit: *memMB << 20, Interval: *interval},
-				Ready: func(a net.Addr) { ready <- a }})
+				Ready:  func(a net.Addr) { ready <- a }})
 		}()
 		select {
 		case a := <-ready:
