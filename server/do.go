@@ -27,6 +27,9 @@ type scratch struct {
 	victims []itemstore.Victim
 	digits  []byte
 	locks   []int
+	written []uint64 // hoistReads: hashes of the batch's written keys
+	perm    []int    // hoistReads: the order of the ops
+	tmpOps  []kv.Op  // the ops in that order
 }
 
 // notLoc marks "no location" in scratch slices.
@@ -45,7 +48,72 @@ func (e *Engine) Do(b *kv.Batch) error {
 	}
 	sc := e.scratch.Get().(*scratch)
 	defer e.scratch.Put(sc)
-	ops := b.Ops
+	perm := e.hoistReads(b.Ops, sc)
+	if perm == nil {
+		e.runOps(b, b.Ops, sc)
+		return nil
+	}
+	tmp := sc.tmpOps[:0]
+	for _, i := range perm {
+		tmp = append(tmp, b.Ops[i])
+	}
+	e.runOps(b, tmp, sc)
+	for k, i := range perm {
+		b.Ops[i].Result = tmp[k].Result
+	}
+	clear(tmp) // drop references to the batch's keys and values
+	sc.tmpOps = tmp[:0]
+	return nil
+}
+
+// hoistReads returns an order of ops that runs first every Get whose key
+// no earlier op of the batch writes, then the other ops in batch order, or
+// nil when that order is the batch order or the batch flushes. Running a
+// Get before writes to other keys gives it the result it has in batch
+// order, and it saves the Gets after a write their own wait for a search
+// batch: a pipeline of gets with a set among them costs one search, not
+// one per run. Cost: a hash per op and a scan of the written keys per Get.
+func (e *Engine) hoistReads(ops []kv.Op, sc *scratch) []int {
+	written := sc.written[:0]
+	late := false // a Get follows a write
+	for i := range ops {
+		switch ops[i].Kind {
+		case kv.Flush:
+			return nil
+		case kv.Get:
+			late = late || len(written) > 0
+		default:
+			written = append(written, hashindex.Hash(ops[i].Key))
+		}
+	}
+	sc.written = written
+	if !late {
+		return nil
+	}
+	perm := sc.perm[:0]
+	seenWrite := 0
+	for i := range ops {
+		if ops[i].Kind != kv.Get {
+			seenWrite++
+			continue
+		}
+		if seenWrite == 0 || !slices.Contains(written[:seenWrite], hashindex.Hash(ops[i].Key)) {
+			perm = append(perm, i)
+		}
+	}
+	early := len(perm)
+	for i := range ops {
+		if ops[i].Kind != kv.Get || !slices.Contains(perm[:early], i) {
+			perm = append(perm, i)
+		}
+	}
+	sc.perm = perm
+	return perm
+}
+
+// runOps executes ops in order, in runs: consecutive Gets, then
+// consecutive writes to distinct keys, and flushes alone.
+func (e *Engine) runOps(b *kv.Batch, ops []kv.Op, sc *scratch) {
 	for i := 0; i < len(ops); {
 		op := &ops[i]
 		op.Result = kv.Result{}
@@ -71,7 +139,6 @@ func (e *Engine) Do(b *kv.Batch) error {
 			i = j
 		}
 	}
-	return nil
 }
 
 // writeRun returns the end of the run of writes that starts at ops[i]: the
@@ -145,17 +212,12 @@ func (e *Engine) lookupLocked(h uint64, key []byte, now int64, fs *kv.FlushState
 	l := &e.locks[stripeOf(h)]
 	l.Lock()
 	defer l.Unlock()
-	var w waiter
-	out := [1]uint32{}
-	hs := [1]uint64{h}
-	req := searchReq{hashes: hs[:], out: out[:], w: &w}
-	e.shards[e.shardOf(h)].search(&req)
-	w.wg.Wait()
-	if req.err != nil {
+	loc, err := e.searchOne(h)
+	if err != nil {
 		return itemstore.Ref{}, false
 	}
 	e.counts.staleReads.Add(1)
-	return e.lookup(out[0], h, key, now, fs)
+	return e.lookup(loc, h, key, now, fs)
 }
 
 // groupByShard orders the first n hashes by shard (sc.order, sc.sh,

@@ -42,9 +42,16 @@ func (e *Engine) doWrites(ops []kv.Op, sc *scratch) {
 	n := len(ops)
 	e.lockRun(sc, n)
 	defer e.unlockRun(sc)
-	if err := e.search(sc, n); err != nil {
-		failAll(ops, err)
-		return
+	if needSearch(ops) {
+		if err := e.search(sc, n); err != nil {
+			failAll(ops, err)
+			return
+		}
+	} else {
+		sc.locs = grow(sc.locs, n)
+		for i := range sc.locs {
+			sc.locs[i] = notLoc
+		}
 	}
 	now := e.clock()
 	fs := e.flushState()
@@ -81,6 +88,13 @@ func (e *Engine) doWrites(ops []kv.Op, sc *scratch) {
 			if err := e.write(op, h, eff, now, sc, i); err != nil {
 				// As memcached: a set that cannot be stored removes the
 				// key's old item, so stale data does not outlive it.
+				if op.Kind == kv.Set && sc.locs[i] == notLoc && !ok {
+					// A plain set did not search: look now.
+					if loc, err := e.searchOne(h); err == nil {
+						r, ok = e.lookup(loc, h, op.Key, now, &fs)
+						sc.cur[i] = r
+					}
+				}
 				eff.Remove = op.Kind == kv.Set && ok
 			} else {
 				s := e.shardOf(h)
@@ -98,6 +112,30 @@ func (e *Engine) doWrites(ops []kv.Op, sc *scratch) {
 		}
 	}
 	e.applyUpdates(ops, sc, insOp)
+}
+
+// needSearch reports whether a run of writes needs the present items: all
+// but plain sets do (a set replaces whatever is there, and the index
+// reports the location it overwrote, which is then unlinked).
+func needSearch(ops []kv.Op) bool {
+	for i := range ops {
+		if op := &ops[i]; op.Kind != kv.Set || op.HasCAS || op.TooLarge {
+			return true
+		}
+	}
+	return false
+}
+
+// searchOne looks up one hash. Cost: a wait for its shard's next search
+// batch.
+func (e *Engine) searchOne(h uint64) (uint32, error) {
+	var w waiter
+	out := [1]uint32{}
+	hs := [1]uint64{h}
+	req := searchReq{hashes: hs[:], out: out[:], w: &w}
+	e.shards[e.shardOf(h)].search(&req)
+	w.wg.Wait()
+	return out[0], req.err
 }
 
 // write allocates, fills and links the new item of a Write effect, leaving
