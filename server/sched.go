@@ -28,6 +28,8 @@ type shard struct {
 	updates  []*updateReq
 	nUpdate  int
 	closed   bool
+	pending  []pendingUnlink // items to unlink after the next search batch
+	unlink   func([]pendingUnlink)
 	wake     chan struct{} // capacity 1: jobs arrived
 	done     chan struct{} // closed when the loop exits
 
@@ -82,8 +84,44 @@ func (r *updateReq) reset() {
 
 func (r *updateReq) jobs() int { return len(r.delHashes) + len(r.insHashes) }
 
-func newShard(ix *hashindex.Index, interval time.Duration, maxBatch int, lat *latencyHist) *shard {
-	s := &shard{ix: ix, interval: interval, maxBatch: maxBatch, lat: lat,
+// pendingUnlink is an item location the index dropped or deleted, to be
+// unlinked from the store once no read can still hold it from a search.
+type pendingUnlink struct {
+	loc   uint32
+	hash  uint64 // the item's hash (matchHash) or the dropped cell's key hash
+	match uint8
+}
+
+// How a pendingUnlink recognizes its item.
+const (
+	matchHash      = iota // the item's hash equals hash
+	matchSignature        // the item's signature equals hash's
+	matchAny              // any linked item (a displaced cell)
+)
+
+// deferUnlink queues p for unlinking after the shard's next search batch
+// has delivered its results: a read whose search found the location just
+// before the update that dropped it can still acquire the old item (it
+// overlaps the write, so the old value is a correct answer) instead of
+// searching again under the key's lock.
+func (s *shard) deferUnlink(p pendingUnlink) {
+	s.mu.Lock()
+	s.pending = append(s.pending, p)
+	s.mu.Unlock()
+	s.signal()
+}
+
+// takePending returns and clears the pending unlinks.
+func (s *shard) takePending() []pendingUnlink {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pending
+	s.pending = nil
+	return p
+}
+
+func newShard(ix *hashindex.Index, interval time.Duration, maxBatch int, lat *latencyHist, unlink func([]pendingUnlink)) *shard {
+	s := &shard{ix: ix, interval: interval, maxBatch: maxBatch, lat: lat, unlink: unlink,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go s.loop()
 	return s
@@ -149,9 +187,14 @@ func (s *shard) loop() {
 	var lastSearch, lastUpdate time.Time
 	for {
 		s.mu.Lock()
-		ns, nu, closed := s.nSearch, s.nUpdate, s.closed
+		ns, nu, np, closed := s.nSearch, s.nUpdate, len(s.pending), s.closed
 		s.mu.Unlock()
 		if ns == 0 && nu == 0 {
+			if np > 0 {
+				// Idle: no search is coming to wait for.
+				s.unlink(s.takePending())
+				continue
+			}
 			if closed {
 				return
 			}
@@ -246,7 +289,10 @@ func (s *shard) runSearches() {
 	reqs := s.searches
 	s.searches = nil
 	s.nSearch = 0
+	pending := s.pending // queued before this batch: unlinked after it
+	s.pending = nil
 	s.mu.Unlock()
+	defer s.unlink(pending)
 	total := 0
 	for _, r := range reqs {
 		total += len(r.hashes)

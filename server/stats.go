@@ -226,6 +226,16 @@ func (e *Engine) slabStats() []kv.Stat {
 // index; when no write is in flight they are equal (nothing orphaned).
 func (e *Engine) itemCounts() (linked, indexed int64) {
 	for _, sh := range e.shards {
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			sh.mu.Lock()
+			np := len(sh.pending)
+			sh.mu.Unlock()
+			if np == 0 {
+				break
+			}
+		}
+	}
+	for _, sh := range e.shards {
 		indexed += int64(sh.ix.Stats().Entries)
 	}
 	return e.store.Stats().Items, indexed

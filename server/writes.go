@@ -200,7 +200,7 @@ func (e *Engine) applyUpdates(ops []kv.Op, sc *scratch, insOp [][]int) {
 	}
 	for i := range ops {
 		if l := sc.removed[i]; l != notLoc {
-			e.store.Unlink(l, sc.hashes[i])
+			e.shards[e.shardOf(sc.hashes[i])].deferUnlink(pendingUnlink{loc: l, hash: sc.hashes[i], match: matchHash})
 		}
 		if sc.cur[i].Valid() {
 			sc.cur[i].Release()
@@ -214,13 +214,11 @@ func (e *Engine) applyUpdates(ops []kv.Op, sc *scratch, insOp [][]int) {
 
 // dropped frees the item behind a location an insert made the index drop.
 // The op's own new item displaced out of the table cannot be found: it is
-// unlinked and the op answers NoMemory, as a store that could not keep the
-// item. Any other location is unlinked if it still holds a linked item
-// whose signature is the dropped cell's (for an overwrite, the inserted
-// key's). An evicted item's chunk is reused at once, but its index delete
-// joins the same update as the new item's insert and deletes run first, so
-// by the time an update's drops are handled no cell points at a chunk that
-// a linked item of another key reuses; a reader meanwhile compares keys.
+// unlinked at once and the op answers NoMemory, as a store that could not
+// keep the item. Any other location (an overwritten key's old item, a cell
+// pushed out by displacement) is unlinked later, after the shard's next
+// search batch (see shard.deferUnlink), so that a read whose search found
+// it just before the update can still read it.
 func (e *Engine) dropped(op *kv.Op, d hashindex.Dropped, h uint64, fresh itemstore.Ref) {
 	e.counts.indexDrops.Add(1)
 	if fresh.Valid() && d.Loc == fresh.Loc() {
@@ -231,16 +229,38 @@ func (e *Engine) dropped(op *kv.Op, d hashindex.Dropped, h uint64, fresh itemsto
 		}
 		return
 	}
-	r, ok := e.store.Acquire(d.Loc)
-	if !ok {
-		return
+	p := pendingUnlink{loc: d.Loc, hash: h, match: matchSignature}
+	if d.Reason == hashindex.Displaced {
+		p.match = matchAny
 	}
-	victim := r.Hash()
-	r.Release()
-	if d.Reason == hashindex.Overwritten && uint32(victim>>32) != uint32(h>>32) {
-		return
+	e.shards[e.shardOf(h)].deferUnlink(p)
+}
+
+// unlinkPending unlinks the items of locations the index no longer holds
+// (called by the shard schedulers). An exact match needs the item's hash;
+// otherwise the location must still hold a linked item whose signature is
+// the dropped cell's (an overwrite: the inserted key's) or, for a displaced
+// cell, any linked item. An evicted item's chunk is reused at once, but its
+// index delete joins the same update as the new item's insert and deletes
+// run first, so no dropped cell points at a chunk a linked item of another
+// key reuses; a reader meanwhile compares keys.
+func (e *Engine) unlinkPending(ps []pendingUnlink) {
+	for _, p := range ps {
+		if p.match == matchHash {
+			e.store.Unlink(p.loc, p.hash)
+			continue
+		}
+		r, ok := e.store.Acquire(p.loc)
+		if !ok {
+			continue
+		}
+		victim := r.Hash()
+		r.Release()
+		if p.match == matchSignature && uint32(victim>>32) != uint32(p.hash>>32) {
+			continue
+		}
+		e.store.Unlink(p.loc, victim)
 	}
-	e.store.Unlink(d.Loc, victim)
 }
 
 // countWrite updates the command counters of a decided write.

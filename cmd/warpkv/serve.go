@@ -29,7 +29,7 @@ func runServe(e *env, args []string) error {
 	factor := fs.Float64("f", 1.25, "slab class growth factor")
 	chunk := fs.Int("n", 48, "minimum space for key, value and flags in the smallest slab class")
 	device := fs.String("device", "", "index engine: auto, cpu, gpu or gpu:N (default: $"+gpu.EnvDevice+", else auto; auto and gpu shard over every usable GPU)")
-	interval := fs.Duration("batch-interval", 0, "batch interval C: searches launch every C, updates every 2C (0: 100µs on GPUs, no wait on the CPU)")
+	interval := fs.Duration("batch-interval", 0, "batch interval C: searches launch every C, updates every 2C (0: 20µs on GPUs, no wait on the CPU)")
 	buckets := fs.Int("index-buckets", 0, "hash index buckets over all shards (0: sized for the memory limit)")
 	verbose := fs.Bool("v", false, "log debug messages")
 	if err := parse(fs, args); err != nil {
