@@ -60,12 +60,17 @@ const (
 	stInternal    = 0x84
 )
 
-// binQuiet maps each quiet opcode to its loud form.
-var binQuiet = map[uint8]uint8{
-	opGetQ: opGet, opGetKQ: opGetK, opSetQ: opSet, opAddQ: opAdd, opReplaceQ: opReplace,
-	opDeleteQ: opDelete, opIncrQ: opIncr, opDecrQ: opDecr, opQuitQ: opQuit, opFlushQ: opFlush,
-	opAppendQ: opAppend, opPrependQ: opPrepend, opGatQ: opGat, opGatKQ: opGatK,
-}
+// binQuiet maps each quiet opcode to its loud form plus one (0: not quiet).
+var binQuiet = func() (t [256]uint8) {
+	for q, loud := range map[uint8]uint8{
+		opGetQ: opGet, opGetKQ: opGetK, opSetQ: opSet, opAddQ: opAdd, opReplaceQ: opReplace,
+		opDeleteQ: opDelete, opIncrQ: opIncr, opDecrQ: opDecr, opQuitQ: opQuit, opFlushQ: opFlush,
+		opAppendQ: opAppend, opPrependQ: opPrepend, opGatQ: opGat, opGatKQ: opGatK,
+	} {
+		t[q] = loud + 1
+	}
+	return t
+}()
 
 // binStatusText is the message memcached sends with an error status.
 func binStatusText(st uint16) string {
@@ -135,8 +140,8 @@ func (c *conn) parseBinary(buf []byte) (int, parseState) {
 		c.counts[cmdError]++
 		return c.binFail(r, stEINVAL, hdrLen)
 	}
-	if loud, ok := binQuiet[h.opcode]; ok {
-		r.base, r.quiet = loud, true
+	if loud := binQuiet[h.opcode]; loud != 0 {
+		r.base, r.quiet = loud-1, true
 	}
 	valid := false
 	switch r.base {

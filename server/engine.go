@@ -84,6 +84,7 @@ type Engine struct {
 	flush   kv.FlushState
 
 	locks   [stripes]sync.Mutex
+	pending [stripes]atomic.Int32 // plain sets queued, not yet applied, per stripe
 	counts  counters
 	getLat  latencyHist // per read group, engine entry to results
 	setLat  latencyHist // per write group

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"runtime"
 	"slices"
 
 	"warpkv/hashindex"
@@ -41,8 +42,15 @@ func (e *Engine) unlockRun(sc *scratch) {
 func (e *Engine) doWrites(ops []kv.Op, sc *scratch) {
 	n := len(ops)
 	e.lockRun(sc, n)
-	defer e.unlockRun(sc)
-	if needSearch(ops) {
+	locked := true
+	defer func() {
+		if locked {
+			e.unlockRun(sc)
+		}
+	}()
+	plain := !needSearch(ops)
+	if !plain {
+		e.waitPending(sc)
 		if err := e.search(sc, n); err != nil {
 			failAll(ops, err)
 			return
@@ -89,7 +97,11 @@ func (e *Engine) doWrites(ops []kv.Op, sc *scratch) {
 				// As memcached: a set that cannot be stored removes the
 				// key's old item, so stale data does not outlive it.
 				if op.Kind == kv.Set && sc.locs[i] == notLoc && !ok {
-					// A plain set did not search: look now.
+					// A plain set did not search: look now, once the
+					// stripes' pending sets are in, and keep the locks
+					// until this run's update is.
+					plain = false
+					e.waitPending(sc)
 					if loc, err := e.searchOne(h); err == nil {
 						r, ok = e.lookup(loc, h, op.Key, now, &fs)
 						sc.cur[i] = r
@@ -111,7 +123,40 @@ func (e *Engine) doWrites(ops []kv.Op, sc *scratch) {
 			sc.removed[i] = r.Loc()
 		}
 	}
-	e.applyUpdates(ops, sc, insOp)
+	for s := range sc.ureqs {
+		if sc.ureqs[s].jobs() > 0 {
+			e.shards[s].update(&sc.ureqs[s])
+		}
+	}
+	if plain {
+		// Plain sets need no present item, so once their inserts are
+		// queued (in key-lock order: the index applies them in that
+		// order) the keys' locks can go. Writes that read the present
+		// item wait for the stripes' pending sets first (waitPending).
+		for _, l := range sc.locks {
+			e.pending[l].Add(1)
+		}
+		e.unlockRun(sc)
+		locked = false
+		defer func() {
+			for _, l := range sc.locks {
+				e.pending[l].Add(-1)
+			}
+		}()
+	}
+	sc.w.wg.Wait()
+	e.finishUpdates(ops, sc, insOp)
+}
+
+// waitPending waits until the run's stripes have no plain sets queued but
+// not yet applied, so that a search sees them. The run holds the stripes'
+// locks, so no new ones come. Cost: at most one update batch.
+func (e *Engine) waitPending(sc *scratch) {
+	for _, l := range sc.locks {
+		for e.pending[l].Load() > 0 {
+			runtime.Gosched()
+		}
+	}
 }
 
 // needSearch reports whether a run of writes needs the present items: all
@@ -176,15 +221,9 @@ func (e *Engine) write(op *kv.Op, h uint64, eff kv.Effect, now int64, sc *scratc
 	return nil
 }
 
-// applyUpdates sends the run's updates to their shards, waits for them,
-// then unlinks what the index no longer holds and releases the run's items.
-func (e *Engine) applyUpdates(ops []kv.Op, sc *scratch, insOp [][]int) {
-	for s := range sc.ureqs {
-		if sc.ureqs[s].jobs() > 0 {
-			e.shards[s].update(&sc.ureqs[s])
-		}
-	}
-	sc.w.wg.Wait()
+// finishUpdates, once the run's updates are applied, has the locations
+// the index no longer holds unlinked and releases the run's items.
+func (e *Engine) finishUpdates(ops []kv.Op, sc *scratch, insOp [][]int) {
 	for s := range sc.ureqs {
 		u := &sc.ureqs[s]
 		if u.err != nil {

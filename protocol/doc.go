@@ -1,0 +1,77 @@
+// Package protocol is the network front of warpkv's memcached-compatible
+// server: it serves memcached clients over stream connections (TCP, or any
+// net.Conn) and runs their requests on a kv.Cache.
+//
+// # Protocols
+//
+// All three memcached 1.6 protocols are served, with memcached 1.6.18's
+// replies and error strings byte for byte: the text protocol (get, gets,
+// gat, gats, set, add, replace, append, prepend, cas, delete, incr, decr,
+// touch, flush_all, version, verbosity, stats, quit, with noreply), the
+// meta protocol (mg, ms, md, ma, mn, me) and the binary protocol (every
+// opcode memcached implements; SASL and unknown opcodes answer "Unknown
+// command"). As in memcached, a connection's first byte fixes its protocol:
+// 0x80 makes it binary, anything else text (meta commands are text
+// commands). Numbers are parsed with memcached's C-library rules, including
+// its truncation of too-wide flags and expiry times to 32 bits.
+//
+// # Connection model and batching
+//
+// Each connection has one goroutine, which works in rounds: it parses every
+// complete request already in its read buffer into one kv.Batch, runs the
+// batch with a single Cache.Do, renders the replies in request order and
+// writes them with one vectored write. A multi-get is one Get op per key.
+// Requests needing no op (version, mn, errors, ...) keep their place in the
+// reply order. A round holds at most Config.MaxBatch ops and requests and
+// Config.MaxBatchBytes of stored values, so one pipelining connection cannot
+// monopolize the cache; a longer multi-get is fetched over several rounds.
+// stats ends its round, so it reports the effect of the requests before it;
+// quit and binary protocol errors close the connection after the round's
+// replies. An incomplete request waits in the buffer (the goroutine blocks
+// in Read; it never polls) while the complete ones before it are answered.
+//
+// # Limits
+//
+// A connection's read buffer starts at 16 KiB and grows only to hold one
+// request: a value up to Config.ItemSizeMax, a multi-get line up to
+// Config.MaxGetLine. A value over the item size limit is answered "object
+// too large" and discarded as it arrives, never buffered; a refused set
+// also removes the key's old item, as memcached does. Text lines over 2048
+// bytes without a newline (other than get and gets) close the connection,
+// as do binary requests with a bad magic byte. Beyond Config.MaxConns
+// connections, a new one gets "ERROR Too many open connections" and is
+// closed. Config.IdleTimeout closes connections that neither send requests
+// nor accept replies for that long. A panic while serving a connection is
+// logged and closes only that connection. Shutdown stops accepting, lets
+// running rounds finish and write their replies, and closes connections.
+//
+// # Differences from memcached 1.6.18
+//
+//   - Meta flags that need per-item state kv does not keep are refused:
+//     mg N and R (vivify and recache tokens, W/X/Z flags) and md I answer
+//     "CLIENT_ERROR invalid flag" ("invalid or duplicate flag" for md); ms I
+//     is ignored without C, as in memcached, and refused with it. ma N and
+//     all other flags of 1.6.18 are supported.
+//   - ma with both N and T where N comes after T gives a created item T's
+//     TTL (memcached gives it N's); kv.Op has one expiry field.
+//   - mg k and me print a hit's key base64-encoded when memcached would for
+//     an item stored with a base64 key (ms b); kv keeps no such mark, so
+//     warpkv encodes it when the request had b and the key has bytes a text
+//     command cannot send.
+//   - memcached drops all not yet sent replies of a connection when a get
+//     has a key over 250 bytes, and on closing for a bad line or magic;
+//     which ones are unsent depends on its read timing. warpkv drops only
+//     the get's own VALUE lines, and writes all earlier replies before
+//     closing.
+//   - A value parse waiting for data does not hold back the replies before
+//     it (memcached sends them once the value is complete).
+//   - Admin commands (slabs, lru, lru_crawler, watch, extstore,
+//     cache_memlimit) answer ERROR; shutdown answers as memcached with the
+//     shutdown command disabled. "stats detail" and "stats cachedump" only
+//     validate their arguments; "stats reset" resets the connection counts.
+//   - The t flag and me's la and exp use the cache's clock (kv.TTL), so an
+//     item touched with a negative TTL shows 0 where memcached shows a
+//     wrapped unsigned number.
+//   - memcached has no limit on a multi-get line; warpkv's is
+//     Config.MaxGetLine.
+package protocol
