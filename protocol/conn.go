@@ -31,7 +31,7 @@ const (
 	psDone  parseState = iota // a request was parsed
 	psMore                    // the next request is incomplete: read more
 	psFull                    // the round is full (or must end): run it, then parse on
-	psClose                   // close the connection now, without replies (memcached's conn_closing)
+	psClose                   // close the connection after this round's replies (memcached's conn_closing)
 )
 
 // conn serves one client connection. It is used by a single goroutine.
@@ -56,7 +56,8 @@ type conn struct {
 	keys     []byte // base64-decoded keys of this round
 	out      output
 	counts   [numCmds]uint64
-	maxRbuf  int
+	maxRbuf  int // the read buffer's growth limit
+	opLimit  int // ops per round: MaxBatch, lowered while gets return large values
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -66,6 +67,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		rbuf:    make([]byte, readBufSize),
 		toks:    make([][]byte, 0, maxTokens),
 		maxRbuf: max(s.cfg.ItemSizeMax, s.cfg.MaxGetLine) + 64<<10,
+		opLimit: s.cfg.MaxBatch,
 	}
 }
 
@@ -149,17 +151,40 @@ func (c *conn) parseRound() parseState {
 // full reports whether the round has reached its bounds.
 func (c *conn) full() bool {
 	cfg := &c.s.cfg
-	return len(c.reqs) >= cfg.MaxBatch || len(c.batch.Ops) >= cfg.MaxBatch || c.reqBytes >= cfg.MaxBatchBytes
+	return len(c.reqs) >= cfg.MaxBatch || len(c.batch.Ops) >= c.opLimit || c.reqBytes >= cfg.MaxBatchBytes
+}
+
+// adapt sets the next round's op limit from this round's hits, so that a
+// round's values stay near MaxBatchBytes: a client fetching large values
+// gets fewer ops per round (at least one), which bounds the memory a
+// connection holds while its replies are written.
+func (c *conn) adapt() {
+	gets, hitBytes := 0, 0
+	for i := range c.batch.Ops {
+		if op := &c.batch.Ops[i]; op.Kind == kv.Get {
+			gets++
+			hitBytes += len(op.Result.Value)
+		}
+	}
+	limit := c.s.cfg.MaxBatchBytes
+	switch {
+	case hitBytes > limit:
+		c.opLimit = max(1, gets*limit/hitBytes)
+	case hitBytes <= limit/2 && c.opLimit < c.s.cfg.MaxBatch:
+		c.opLimit = min(c.s.cfg.MaxBatch, 2*c.opLimit)
+	}
 }
 
 // execute runs the round's batch, then renders and writes the replies.
 func (c *conn) execute() error {
+	c.flushCounts()
 	if len(c.batch.Ops) > 0 {
 		c.s.stats.batches.Add(1)
 		c.s.stats.ops.Add(uint64(len(c.batch.Ops)))
 		if err := c.s.cache.Do(&c.batch); err != nil {
 			return fmt.Errorf("protocol: cache batch of %d ops: %w", len(c.batch.Ops), err)
 		}
+		c.adapt()
 	}
 	now := c.s.cache.Now()
 	for i := range c.reqs {
@@ -293,15 +318,16 @@ func (c *conn) addOp(op kv.Op) int32 {
 	return int32(c.batch.Add(op))
 }
 
-// keepKey copies a decoded key into the round's key memory; earlier copies
-// stay valid.
-func (c *conn) keepKey(k []byte) []byte {
-	if cap(c.keys)-len(c.keys) < len(k) {
-		c.keys = make([]byte, 0, max(4096, 2*cap(c.keys), len(k)))
+// decodeKey base64-decodes a meta command's key (the b flag) into the
+// round's key memory, where it stays valid until the round ends.
+func (c *conn) decodeKey(key []byte) ([]byte, bool) {
+	if cap(c.keys)-len(c.keys) < len(key) {
+		c.keys = make([]byte, 0, max(4096, 2*cap(c.keys), len(key))) // earlier keys keep the old array
 	}
 	start := len(c.keys)
-	c.keys = append(c.keys, k...)
-	return c.keys[start:len(c.keys):len(c.keys)]
+	dec, ok := base64Decode(c.keys[start:start], key)
+	c.keys = c.keys[:start+len(dec)]
+	return dec[:len(dec):len(dec)], ok
 }
 
 // render writes the reply of r to the round's output.

@@ -25,6 +25,9 @@
 // reply order. A round holds at most Config.MaxBatch ops and requests and
 // Config.MaxBatchBytes of stored values, so one pipelining connection cannot
 // monopolize the cache; a longer multi-get is fetched over several rounds.
+// After a round whose hits exceed MaxBatchBytes the connection's op limit
+// shrinks in proportion (it doubles back once hits are small), which bounds
+// the values a connection holds while a slow client reads its replies.
 // stats ends its round, so it reports the effect of the requests before it;
 // quit and binary protocol errors close the connection after the round's
 // replies. An incomplete request waits in the buffer (the goroutine blocks

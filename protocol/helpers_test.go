@@ -28,7 +28,7 @@ func newFakeClock() *fakeClock {
 	return c
 }
 
-func (c *fakeClock) now() int64           { return c.t.Load() }
+func (c *fakeClock) now() int64            { return c.t.Load() }
 func (c *fakeClock) advance(seconds int64) { c.t.Add(seconds) }
 
 // discardLogger keeps test output quiet.
@@ -75,6 +75,27 @@ func (s *testServer) pipe(t testing.TB) net.Conn {
 	return client
 }
 
+// The request/reply tables also run against a real memcached 1.6, to check
+// that their expectations are memcached's: difftest.Memcached starts one
+// for the test (and skips it when none is installed, or fails it under
+// WARPKV_REQUIRE_MEMCACHED=1).
+
+// dialMemcached connects to the memcached at addr and flushes it.
+func dialMemcached(t testing.TB, addr string, binaryProto bool) net.Conn {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dial memcached: %v", err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	if binaryProto {
+		binExchange(t, nc, binReq{op: opFlush})
+	} else if got := textExchange(t, nc, "flush_all\r\n"); got != "OK\r\n" {
+		t.Fatalf("flush_all: %q", got)
+	}
+	return nc
+}
+
 // send writes b on its own goroutine (net.Pipe is unbuffered: the server
 // may answer before it has read everything).
 func send(nc net.Conn, b []byte) <-chan error {
@@ -107,15 +128,23 @@ func readUntil(t testing.TB, nc net.Conn, timeout time.Duration, done func([]byt
 	return got, false
 }
 
-// textExchange sends req followed by mn and returns the replies before MN.
+// The request ending a text exchange, and its reply, which no test request
+// produces.
+const (
+	textSentinel      = "mg exchange-sentinel Oend-of-exchange\r\n"
+	textSentinelReply = "EN Oend-of-exchange\r\n"
+)
+
+// textExchange sends req followed by a sentinel request and returns the
+// replies before the sentinel's.
 func textExchange(t testing.TB, nc net.Conn, req string) string {
 	t.Helper()
-	send(nc, []byte(req+"mn\r\n"))
-	got, closed := readUntil(t, nc, 5*time.Second, func(b []byte) bool { return bytes.HasSuffix(b, []byte("MN\r\n")) })
+	send(nc, []byte(req+textSentinel))
+	got, closed := readUntil(t, nc, 5*time.Second, func(b []byte) bool { return bytes.HasSuffix(b, []byte(textSentinelReply)) })
 	if closed {
 		t.Fatalf("connection closed; got %q", trunc(got))
 	}
-	return strings.TrimSuffix(string(got), "MN\r\n")
+	return strings.TrimSuffix(string(got), textSentinelReply)
 }
 
 // readAll reads until the server closes the connection.
@@ -156,7 +185,7 @@ func (r binReq) bytes() []byte {
 	if bodylen == 0 {
 		bodylen = uint32(len(r.key) + len(r.extras) + len(r.value))
 	}
-	h := make([]byte, binHdrLen, binHdrLen+int(bodylen))
+	h := make([]byte, binHdrLen, binHdrLen+len(r.key)+len(r.extras)+len(r.value))
 	h[0], h[1] = magic, r.op
 	binary.BigEndian.PutUint16(h[2:], uint16(len(r.key)))
 	h[4] = uint8(len(r.extras))

@@ -48,12 +48,11 @@ func (c *conn) metaPreparse(key []byte, flags [][]byte, f *metaFlags) (k []byte,
 		seen[o] = true
 		switch o {
 		case 'b':
-			dec, ok := base64Decode(make([]byte, 0, len(key)), key)
+			dec, ok := c.decodeKey(key)
 			if !ok {
 				errText, hasError = "CLIENT_ERROR error decoding key\r\n", true
 			}
-			key = c.keepKey(dec)
-			f.keyBinary = true
+			key, f.keyBinary = dec, true
 		case 'N', 'T', 'R':
 			v, ok := safeStrtol(t[1:])
 			if !ok {
@@ -662,13 +661,12 @@ func (c *conn) metaDebug(toks [][]byte) {
 	r := newRequest(rMetaDebug)
 	key := toks[1]
 	if ntok >= 4 && len(toks[2]) == 1 && toks[2][0] == 'b' {
-		dec, ok := base64Decode(make([]byte, 0, len(key)), key)
+		dec, ok := c.decodeKey(key)
 		if !ok {
 			c.static(replyBadFormat)
 			return
 		}
-		key = c.keepKey(dec)
-		r.meta.keyBinary = true
+		key, r.meta.keyBinary = dec, true
 	}
 	r.op = c.addOp(kv.Op{Kind: kv.Get, Key: key, Peek: true})
 	c.addReq(r)
@@ -711,7 +709,7 @@ func (c *conn) renderMetaDebug(r *request, now int64) {
 	total := itemTotal(len(op.Key), res.Flags, int64(len(res.Value)))
 	cls := res.Class
 	if cls == 0 {
-		cls = slabClass(c.s.slabs, len(op.Key), res.Flags, total)
+		cls = slabClass(c.s.slabs, total)
 	}
 	c.out.str(" cls=")
 	c.out.int(int64(cls))

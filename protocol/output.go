@@ -19,6 +19,7 @@ type output struct {
 	mark int // start of the bytes in buf not yet in segs
 	n    int // total bytes
 	vecs net.Buffers
+	wv   net.Buffers // vecs being written (WriteTo consumes its receiver)
 }
 
 // segment is a run of buf (ext nil) or an external slice.
@@ -95,8 +96,8 @@ func (o *output) writeTo(w io.Writer) (int64, error) {
 			o.vecs = append(o.vecs, o.buf[s.off:s.end])
 		}
 	}
-	v := o.vecs // WriteTo consumes its receiver
-	n, err := v.WriteTo(w)
+	o.wv = o.vecs
+	n, err := o.wv.WriteTo(w)
 	o.reset()
 	return n, err
 }
@@ -110,6 +111,6 @@ func (o *output) reset() {
 	}
 	clear(o.segs)
 	clear(o.vecs)
-	o.buf, o.segs, o.vecs = o.buf[:0], o.segs[:0], o.vecs[:0]
+	o.buf, o.segs, o.vecs, o.wv = o.buf[:0], o.segs[:0], o.vecs[:0], nil
 	o.mark, o.n = 0, 0
 }

@@ -38,7 +38,7 @@ type Server struct {
 }
 
 // NewServer returns a Server that runs requests on c, configured by cfg
-// (zero fields take their defaults).
+// (zero fields take their defaults). It starts nothing; cost: O(1).
 func NewServer(c kv.Cache, cfg Config) *Server {
 	cfg = cfg.withDefaults()
 	return &Server{
@@ -52,10 +52,11 @@ func NewServer(c kv.Cache, cfg Config) *Server {
 	}
 }
 
-// Serve accepts connections on ln and serves each on its own goroutine. It
-// returns nil after Shutdown, or the error that stopped Accept. Temporary
-// accept errors (such as running out of file descriptors) are retried with
-// a growing delay. Serve closes ln when it returns.
+// Serve accepts connections on ln and serves each on its own goroutine
+// (with a 16 KiB read buffer, grown only for large requests). It returns nil
+// after Shutdown, or the error that stopped Accept. Temporary accept errors
+// (such as running out of file descriptors) are retried with a growing
+// delay. Serve closes ln when it returns; it may run on several listeners.
 func (s *Server) Serve(ln net.Listener) error {
 	if !s.addListener(ln) {
 		ln.Close()
@@ -92,7 +93,8 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // ServeConn serves one connection on the calling goroutine until it
-// closes; it counts against MaxConns like an accepted one.
+// closes, then closes it; it counts against MaxConns like an accepted one
+// (over the limit it is refused as Serve refuses).
 func (s *Server) ServeConn(nc net.Conn) {
 	c, ok := s.register(nc)
 	if !ok {
@@ -104,9 +106,9 @@ func (s *Server) ServeConn(nc net.Conn) {
 }
 
 // Shutdown stops accepting connections, lets every connection finish the
-// batch it is running and write its replies, then closes them all. If ctx
-// ends first, the remaining connections are closed at once and ctx's error
-// is returned.
+// batch it is running and write its replies, then closes them all; it
+// returns when all connection goroutines have ended. If ctx ends first, the
+// remaining connections are closed at once and ctx's error is returned.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	s.mu.Lock()

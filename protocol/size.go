@@ -6,7 +6,6 @@ const (
 	itemHeaderSize = 48 // sizeof(item)
 	itemCASSize    = 8  // the CAS field (CAS is always on)
 	itemFlagsSize  = 4  // client flags, stored only when nonzero
-	itemChunkSize  = 48 // sizeof(item_chunk), the header of a chunked item
 	slabChunkMin   = 48 // -n: minimum space for key, value and flags
 	slabFactor     = 1.25
 )
@@ -47,17 +46,12 @@ func slabClasses(itemSizeMax int) []int {
 	return append(sizes, chunkMax)
 }
 
-// slabClass returns the slab class memcached with default settings puts an
-// item of total size ntotal in (the class of its header chunk when the item
-// is chunked). The meta debug command reports it when the cache gives none.
-func slabClass(classes []int, nkey int, flags uint32, ntotal int64) int {
+// slabClass returns the slab class memcached with default settings reports
+// for an item of total size ntotal: the smallest class that holds it, the
+// largest for a chunked item. The meta debug command shows it when the
+// cache gives none. Cost: a scan of at most 63 classes.
+func slabClass(classes []int, ntotal int64) int {
 	largest := len(classes) - 1
-	if ntotal > int64(classes[largest]) {
-		ntotal = int64(itemHeaderSize + itemCASSize + itemChunkSize + nkey + 1)
-		if flags != 0 {
-			ntotal += itemFlagsSize
-		}
-	}
 	for c := 1; c < largest; c++ {
 		if ntotal <= int64(classes[c]) {
 			return c

@@ -87,7 +87,7 @@ func (c *conn) noNewline(buf []byte) parseState {
 // textCommand dispatches a command line (without its line end) that ends
 // at lineEnd in buf, as memcached's process_command_ascii.
 func (c *conn) textCommand(buf, line []byte, lineEnd int) (int, parseState) {
-	toks, rest := tokenize(line, c.toks)
+	toks, _ := tokenize(line, c.toks) // the rest of a long line only matters to get
 	c.toks = toks
 	ntok := len(toks) + 1
 	if ntok < 2 || len(toks[0]) < 2 {
@@ -149,7 +149,6 @@ func (c *conn) textCommand(buf, line []byte, lineEnd int) (int, parseState) {
 	default:
 		return c.textErr(lineEnd)
 	}
-	_ = rest
 	return lineEnd, psDone
 }
 
@@ -221,7 +220,7 @@ func (c *conn) getChunk(buf []byte) (int, parseState) {
 	r := newRequest(rGet)
 	r.withCAS, r.discard = g.withCAS, g.bad
 	r.op = int32(len(c.batch.Ops))
-	room := max(c.s.cfg.MaxBatch-len(c.batch.Ops), 1)
+	room := max(c.opLimit-len(c.batch.Ops), 1)
 	keys := buf[g.next:g.stop]
 	for room > 0 {
 		key, rest := nextToken(keys)
