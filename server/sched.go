@@ -129,34 +129,39 @@ func newShard(ix *hashindex.Index, interval time.Duration, maxBatch int, lat *la
 
 // search queues r; r.w is signalled when r.out is written.
 func (s *shard) search(r *searchReq) {
-	r.w.wg.Add(1)
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		r.err = errClosed
-		r.w.wg.Done()
+	if !s.enqueue(r.w, &r.err, func() {
+		s.searches = append(s.searches, r)
+		s.nSearch += len(r.hashes)
+	}) {
 		return
 	}
-	s.searches = append(s.searches, r)
-	s.nSearch += len(r.hashes)
-	s.mu.Unlock()
 	s.signal()
 }
 
 // update queues r; r.w is signalled when its jobs are applied.
 func (s *shard) update(r *updateReq) {
-	r.w.wg.Add(1)
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		r.err = errClosed
-		r.w.wg.Done()
+	if !s.enqueue(r.w, &r.err, func() {
+		s.updates = append(s.updates, r)
+		s.nUpdate += r.jobs()
+	}) {
 		return
 	}
-	s.updates = append(s.updates, r)
-	s.nUpdate += r.jobs()
-	s.mu.Unlock()
 	s.signal()
+}
+
+// enqueue counts a request on its waiter and runs add under the shard's
+// lock, or, once the shard is closed, fails the request at once.
+func (s *shard) enqueue(w *waiter, errp *error, add func()) bool {
+	w.wg.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		*errp = errClosed
+		w.wg.Done()
+		return false
+	}
+	add()
+	return true
 }
 
 func (s *shard) signal() {
