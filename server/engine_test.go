@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"warpkv/kv"
 )
@@ -248,5 +249,53 @@ func TestEngineEvictionAndDisplacement(t *testing.T) {
 				t.Logf("%d of %d keys kept; %d linked items", hits, tc.keys, linked)
 			})
 		}
+	}
+}
+
+// TestEngineSetsAndCASWritersLinearize runs one goroutine that sets a key
+// to "s<i>;" and reads it back, against goroutines that append "x" to it
+// with gets and cas. A cas that compared against the item before a set
+// (whose insert was queued but not applied) would overwrite that set, and
+// the setter would read back an older "s<j>;": every read after set i must
+// start with "s<i>;".
+func TestEngineSetsAndCASWritersLinearize(t *testing.T) {
+	for _, ec := range testEngines {
+		t.Run(ec.name, func(t *testing.T) {
+			// A batch interval, so that searches run between update
+			// batches and a queued set can still be pending.
+			eng := newTestEngine(t, ec, Options{Interval: 200 * time.Microsecond})
+			key := []byte("contended")
+			done := make(chan struct{})
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() {
+					for {
+						select {
+						case <-done:
+							return
+						default:
+						}
+						g := do(t, eng, kv.Op{Kind: kv.Get, Key: key})[0]
+						if g.Result.Status != kv.Hit {
+							continue
+						}
+						v := append(append([]byte{}, g.Result.Value...), 'x')
+						do(t, eng, kv.Op{Kind: kv.Set, Key: key, Value: v, HasCAS: true, CompareCAS: g.Result.CAS})
+					}
+				})
+			}
+			for i := range 1000 {
+				want := fmt.Appendf(nil, "s%d;", i)
+				ops := do(t, eng, kv.Op{Kind: kv.Set, Key: key, Value: want})
+				got := do(t, eng, kv.Op{Kind: kv.Get, Key: key})[0]
+				if ops[0].Result.Status != kv.Stored || !bytes.HasPrefix(got.Result.Value, want) {
+					close(done)
+					wg.Wait()
+					t.Fatalf("set %d: %s, then read %q: want prefix %q", i, ops[0].Result.Status, got.Result.Value, want)
+				}
+			}
+			close(done)
+			wg.Wait()
+		})
 	}
 }
