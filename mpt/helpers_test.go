@@ -1,0 +1,125 @@
+package mpt
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// fromMap builds a fresh trie holding exactly model, inserting in sorted
+// key order: the from-scratch reference for incremental updates.
+func fromMap(t testing.TB, secure bool, model map[string][]byte) *Trie {
+	t.Helper()
+	tr := New(Options{Secure: secure})
+	var keys, values [][]byte
+	for _, k := range slices.Sorted(mapKeys(model)) {
+		keys, values = append(keys, []byte(k)), append(values, model[k])
+	}
+	if err := tr.Update(keys, values); err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+func mapKeys(m map[string][]byte) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// checkInvariants verifies the canonical shape go-ethereum relies on:
+// every branch has two or more entries, short nodes have non-empty paths,
+// an extension's child is a branch, and values are non-empty.
+func checkInvariants(n node) error {
+	switch n := n.(type) {
+	case nil:
+		return nil
+	case valueNode:
+		if len(n) == 0 {
+			return fmt.Errorf("empty value")
+		}
+		return nil
+	case *shortNode:
+		if len(n.key) == 0 {
+			return fmt.Errorf("short node with empty path")
+		}
+		if _, ok := n.val.(valueNode); ok != hasTerm(n.key) {
+			return fmt.Errorf("short node %x: terminator and value disagree", n.key)
+		}
+		if _, ok := n.val.(*shortNode); ok {
+			return fmt.Errorf("short node %x over a short node", n.key)
+		}
+		return checkInvariants(n.val)
+	case *fullNode:
+		count := 0
+		for i, c := range n.children {
+			if c == nil {
+				continue
+			}
+			count++
+			if _, ok := c.(valueNode); ok != (i == terminator) {
+				return fmt.Errorf("branch slot %d holds %T", i, c)
+			}
+			if err := checkInvariants(c); err != nil {
+				return err
+			}
+		}
+		if count < 2 {
+			return fmt.Errorf("branch with %d entries", count)
+		}
+		return nil
+	default:
+		return fmt.Errorf("unexpected %T", n)
+	}
+}
+
+// checkAgainstModel compares tr with model: root equal to a from-scratch
+// build, Get of every key, iteration order, and proofs of present keys.
+func checkAgainstModel(t testing.TB, tr *Trie, model map[string][]byte) {
+	t.Helper()
+	if err := checkInvariants(tr.root); err != nil {
+		t.Fatalf("invariant: %v", err)
+	}
+	secure := tr.Options().Secure
+	root := tr.Hash()
+	if want := fromMap(t, secure, model).Hash(); root != want {
+		t.Fatalf("root %x, from scratch %x (%d keys)", root, want, len(model))
+	}
+	trieKeys := map[string][]byte{}
+	for k, v := range model {
+		got, ok := tr.Get([]byte(k))
+		if !ok || !bytes.Equal(got, v) {
+			t.Fatalf("Get(%x) = %x, %v; want %x", k, got, ok, v)
+		}
+		tk := []byte(k)
+		if secure {
+			h := HashKey(tk)
+			tk = h[:]
+		}
+		trieKeys[string(tk)] = v
+		proof, err := tr.Prove([]byte(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pv, err := VerifyProof(root, tk, proof)
+		if err != nil || !bytes.Equal(pv, v) {
+			t.Fatalf("VerifyProof(%x) = %x, %v; want %x", k, pv, err, v)
+		}
+	}
+	want := slices.Sorted(mapKeys(trieKeys))
+	it := tr.NewIterator(nil)
+	i := 0
+	for ; it.Next(); i++ {
+		if i >= len(want) || string(it.Key()) != want[i] || !bytes.Equal(it.Value(), trieKeys[want[i]]) {
+			t.Fatalf("iteration item %d: key %x", i, it.Key())
+		}
+	}
+	if i != len(want) {
+		t.Fatalf("iteration gave %d pairs, want %d", i, len(want))
+	}
+}

@@ -1,0 +1,227 @@
+// Package mpt is an Ethereum-compatible Merkle Patricia Trie: the modified
+// radix-16 trie of Ethereum's yellow paper, with branch (17 slots),
+// extension and leaf nodes, hex-prefix paths, RLP node encodings,
+// Keccak-256 node hashes, nodes whose encoding is under 32 bytes inlined in
+// their parent, and the root always hashed. Roots and proofs are byte for
+// byte those of go-ethereum's trie package for the same key-value set
+// (the structure of the trie depends only on that set, never on the order
+// of operations); compat/ checks this against go-ethereum.
+//
+// This file holds the CPU reference engine: a sequential, pointer-based
+// trie that applies a batch one operation at a time and hashes lazily,
+// caching every node's hash and re-hashing only nodes changed since the
+// last Hash.
+package mpt
+
+import (
+	"fmt"
+)
+
+// EmptyRoot is the root hash of an empty trie: Keccak-256 of the RLP
+// encoding of the empty string (0x80).
+var EmptyRoot = [32]byte{
+	0x56, 0xe8, 0x1f, 0x17, 0x1b, 0xcc, 0x55, 0xa6, 0xff, 0x83, 0x45, 0xe6, 0x92, 0xc0, 0xf8, 0x6e,
+	0x5b, 0x48, 0xe0, 0x1b, 0x99, 0x6c, 0xad, 0xc0, 0x01, 0x62, 0x2f, 0xb5, 0xe3, 0x63, 0xb4, 0x21,
+}
+
+// Options configures a Trie.
+type Options struct {
+	// Secure hashes every key with Keccak-256 before it enters the trie,
+	// as Ethereum's state and storage tries (go-ethereum's StateTrie) do.
+	// Iteration then yields the hashed keys.
+	Secure bool
+}
+
+// Trie is an in-memory Merkle Patricia Trie. It is not safe for concurrent
+// use; a Trie must not be copied after first use.
+type Trie struct {
+	opts   Options
+	root   node
+	hasher *hasher
+}
+
+// New returns an empty trie. Cost: O(1).
+func New(opts Options) *Trie {
+	return &Trie{opts: opts, hasher: newHasher()}
+}
+
+// Options returns the options the trie was created with. Cost: O(1).
+func (t *Trie) Options() Options { return t.opts }
+
+// pathOf returns the nibble path (with terminator) of a user key: its
+// nibbles, or in secure mode the nibbles of its Keccak-256.
+func (t *Trie) pathOf(key []byte) []byte {
+	if t.opts.Secure {
+		sum := t.hasher.sum(key)
+		return keyToHex(sum[:])
+	}
+	return keyToHex(key)
+}
+
+// Update applies a batch: for each i in order, it sets keys[i] to
+// values[i], or deletes keys[i] when values[i] is empty (as go-ethereum
+// does). Within the batch the last operation on a key wins. Values are
+// copied. It returns an error, and changes nothing, when the slices differ
+// in length. Cost: O(sum of key lengths in nibbles + value bytes) plus, in
+// secure mode, one Keccak-256 per key; hashing is deferred to Hash.
+func (t *Trie) Update(keys, values [][]byte) error {
+	if len(keys) != len(values) {
+		return fmt.Errorf("mpt: update: %d keys but %d values", len(keys), len(values))
+	}
+	for i, k := range keys {
+		path := t.pathOf(k)
+		if len(values[i]) == 0 {
+			t.root, _ = t.delete(t.root, path)
+			continue
+		}
+		t.root, _ = t.insert(t.root, path, valueNode(append([]byte(nil), values[i]...)))
+	}
+	return nil
+}
+
+// Delete removes keys from the trie; absent keys are ignored. Branches
+// left with one child collapse and short nodes merge exactly as in
+// go-ethereum, so roots match. Cost: O(sum of key lengths in nibbles).
+func (t *Trie) Delete(keys [][]byte) {
+	for _, k := range keys {
+		t.root, _ = t.delete(t.root, t.pathOf(k))
+	}
+}
+
+// Get returns a copy of the value stored under key and whether it is
+// present. Cost: O(key length in nibbles + value length), plus one
+// Keccak-256 in secure mode.
+func (t *Trie) Get(key []byte) ([]byte, bool) {
+	path := t.pathOf(key)
+	n := t.root
+	for {
+		switch nn := n.(type) {
+		case nil:
+			return nil, false
+		case valueNode:
+			return append([]byte(nil), nn...), true
+		case *shortNode:
+			if len(path) < len(nn.key) || prefixLen(path, nn.key) < len(nn.key) {
+				return nil, false
+			}
+			path, n = path[len(nn.key):], nn.val
+		case *fullNode:
+			path, n = path[1:], nn.children[path[0]]
+		default:
+			panic(fmt.Sprintf("mpt: unexpected node %T", n))
+		}
+	}
+}
+
+// Hash returns the root hash, EmptyRoot for an empty trie. It hashes only
+// the nodes changed since the previous Hash (each once) and caches the
+// result. Cost: one RLP encoding and at most one Keccak-256 per dirty node.
+func (t *Trie) Hash() [32]byte {
+	return t.hasher.rootHash(t.root)
+}
+
+// insert stores v at path below n and returns the new subtree and whether
+// anything changed. Nodes on the changed path lose their cached hash.
+func (t *Trie) insert(n node, path []byte, v valueNode) (node, bool) {
+	if len(path) == 0 {
+		if old, ok := n.(valueNode); ok && string(old) == string(v) {
+			return n, false
+		}
+		return v, true
+	}
+	switch n := n.(type) {
+	case nil:
+		return &shortNode{key: path, val: v}, true
+	case *shortNode:
+		m := prefixLen(path, n.key)
+		if m == len(n.key) {
+			child, changed := t.insert(n.val, path[m:], v)
+			if changed {
+				n.val, n.cache.ref = child, nil
+			}
+			return n, changed
+		}
+		// The paths diverge at m: a branch holds the old and new tails.
+		b := &fullNode{}
+		b.children[n.key[m]] = attach(n.key[m+1:], n.val)
+		b.children[path[m]] = attach(path[m+1:], v)
+		if m == 0 {
+			return b, true
+		}
+		return &shortNode{key: n.key[:m], val: b}, true
+	case *fullNode:
+		child, changed := t.insert(n.children[path[0]], path[1:], v)
+		if changed {
+			n.children[path[0]], n.cache.ref = child, nil
+		}
+		return n, changed
+	default:
+		panic(fmt.Sprintf("mpt: insert into %T with %d nibbles left", n, len(path)))
+	}
+}
+
+// attach returns the subtree that holds child under the nibble path
+// tail: child itself for an empty tail, else a short node.
+func attach(tail []byte, child node) node {
+	if len(tail) == 0 {
+		return child
+	}
+	return &shortNode{key: tail, val: child}
+}
+
+// delete removes path below n and returns the new subtree and whether
+// anything changed, collapsing one-child branches and merging short nodes
+// as go-ethereum does.
+func (t *Trie) delete(n node, path []byte) (node, bool) {
+	switch n := n.(type) {
+	case nil:
+		return nil, false
+	case valueNode:
+		return nil, true
+	case *shortNode:
+		m := prefixLen(path, n.key)
+		if m < len(n.key) {
+			return n, false
+		}
+		if m == len(path) {
+			return nil, true // the leaf itself
+		}
+		child, changed := t.delete(n.val, path[m:])
+		if !changed {
+			return n, false
+		}
+		if s, ok := child.(*shortNode); ok {
+			// The branch below collapsed: merge the two paths.
+			return &shortNode{key: concat(n.key, s.key), val: s.val}, true
+		}
+		n.val, n.cache.ref = child, nil
+		return n, true
+	case *fullNode:
+		child, changed := t.delete(n.children[path[0]], path[1:])
+		if !changed {
+			return n, false
+		}
+		n.children[path[0]], n.cache.ref = child, nil
+		if child != nil {
+			return n, true
+		}
+		pos := -1
+		for i, c := range n.children {
+			if c != nil {
+				if pos >= 0 {
+					return n, true // two or more children left
+				}
+				pos = i
+			}
+		}
+		if pos < 0 {
+			return nil, true // unreachable: a branch has two or more children
+		}
+		if s, ok := n.children[pos].(*shortNode); ok && pos != terminator {
+			return &shortNode{key: concat([]byte{byte(pos)}, s.key), val: s.val}, true
+		}
+		return &shortNode{key: []byte{byte(pos)}, val: n.children[pos]}, true
+	default:
+		panic(fmt.Sprintf("mpt: delete from %T", n))
+	}
+}
