@@ -53,6 +53,7 @@ func commands() []command {
 		{"serve", "serve the Mega-KV memcached-compatible store on 127.0.0.1:11211", runServe},
 		{"bench", "run a benchmark suite: warpkv bench limits|prim|index [flags], or warpkv bench serve (warpkv against memcached)", runBench},
 		{"loadgen", "load memcached-compatible servers and compare them: warpkv loadgen --addr A [--addr B]", runLoadgen},
+		{"mpt", "Merkle Patricia Trie: warpkv mpt root|prove [--secure] FILE [HEXKEY]", runMPT},
 		{"help", "show help for warpkv or one command: warpkv help [command]", runHelp},
 	}
 }
