@@ -1,0 +1,63 @@
+// Package btree is CUBPT: a B+ tree of uint64 keys to uint64 values that is
+// built and updated in batches, in data-parallel phases without locks inside
+// a batch. This file set is the CPU engine (goroutines); the GPU engine is to
+// share the node layout and the phases.
+//
+// # Layout
+//
+// The tree is one array of fixed-size nodes, grown by segments of 1024 nodes
+// (store.go). A node of order m has m key slots, m child/record slots, a
+// kind (leaf, internal, free), a parent, a count, and for leaves the next and
+// previous leaf in key order. Every array is a pointer-free slice (uint64,
+// uint32, uint8), so the garbage collector never scans the tree. Each key of
+// an internal node is the maximum key of the child subtree in the same slot
+// (so an internal node of m keys has m children, not m+1). Node ids are
+// uint32 indices into the array.
+//
+// # Phases
+//
+// Build sorts the batch (stable: the last occurrence of a key wins), fills
+// leaves to the fill factor with a closed formula (key position -> leaf,
+// slot) and builds each upper level bottom-up from the max keys of the level
+// below with the same formula. Insert is the paper's batch insertion: sort
+// the batch, find each key's leaf, group the keys by leaf (run-length
+// encoding), merge each touched leaf's old and new keys (new values win),
+// split a leaf that overflows into pieces of at most the fill factor, the
+// first piece in place and the others in new contiguous nodes (counted in a
+// first pass, placed by an exclusive scan, written in a second pass), then
+// propagate the changed max keys and new children to the parents level by
+// level, making a new root when the root splits. Every output slot has one
+// writer, so the leaves (and the nodes of a level) are processed in parallel
+// without locks.
+//
+// # Keys past the right spine
+//
+// A key greater than every key in the tree descends along the right spine
+// (at each internal node it takes the last child) and is appended to the
+// rightmost leaf; the level-by-level propagation then raises the max keys of
+// the right spine to the new maximum. Keys 0 and 2^64-1 are ordinary keys;
+// no key value is reserved.
+//
+// # Deletes and underfull nodes
+//
+// Delete uses the same phases: a touched leaf drops the batch's keys; a leaf
+// that becomes empty is freed and unlinked from the leaf chain; an internal
+// node whose children are all freed is freed; changed max keys propagate
+// upward; a root with one child is replaced by the child. Non-empty nodes
+// are never merged: they may be underfull (down to one key). When the keys
+// fill fewer than a quarter of the live leaves' fill capacity, or more than
+// half of the allocated nodes are free, Delete rebuilds the tree with Build
+// from the leaf chain (cost O(n), amortized over the deletes that caused
+// it). Inserts never free nodes.
+//
+// # Order
+//
+// Options.Order defaults to 64 on the CPU engine (a node's keys are eight
+// cache lines). The paper uses 512 on the GPU; the GPU engine's default is
+// to be chosen by measurement. Leaves and internal nodes are filled to
+// Order - Order/8 entries by Build and by splits, leaving room for inserts.
+//
+// A Tree is safe for concurrent use: batches that change it are serialized
+// with each other and with readers; readers (Get, Range, Ranges, Len,
+// Check) run concurrently.
+package btree

@@ -1,0 +1,133 @@
+package btree
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"testing"
+)
+
+func TestOptions(t *testing.T) {
+	cases := []struct {
+		o      Options
+		order  int
+		wantOK bool
+	}{
+		{Options{}, DefaultOrder, true},
+		{Options{Order: MinOrder}, MinOrder, true},
+		{Options{Order: 3}, 0, false},
+		{Options{Order: MaxOrder + 1}, 0, false},
+		{Options{Workers: -1}, 0, false},
+	}
+	for _, c := range cases {
+		tr, err := New(c.o)
+		if (err == nil) != c.wantOK {
+			t.Fatalf("New(%+v): err %v", c.o, err)
+		}
+		if err == nil && tr.Order() != c.order {
+			t.Fatalf("New(%+v): order %d, want %d", c.o, tr.Order(), c.order)
+		}
+	}
+}
+
+// TestScenarios runs fixed batch sequences and checks the final contents.
+func TestScenarios(t *testing.T) {
+	seq := func(lo, n uint64) []uint64 {
+		k := make([]uint64, n)
+		for i := range k {
+			k[i] = lo + uint64(i)
+		}
+		return k
+	}
+	type batch struct {
+		del        bool
+		keys, vals []uint64
+	}
+	cases := []struct {
+		name    string
+		batches []batch
+		want    []uint64 // keys; each value is key+1 unless wantV
+		wantV   []uint64
+	}{
+		{"extremes", []batch{{keys: []uint64{math.MaxUint64, 0}, vals: []uint64{1, 2}}}, []uint64{0, math.MaxUint64}, []uint64{2, 1}},
+		{"last wins", []batch{{keys: []uint64{5, 5, 5}, vals: []uint64{1, 2, 3}}, {keys: []uint64{5, 5}, vals: []uint64{4, 9}}}, []uint64{5}, []uint64{9}},
+		{"right spine", []batch{{keys: seq(0, 100)}, {keys: seq(100, 1000)}, {keys: []uint64{math.MaxUint64}}}, append(seq(0, 1100), math.MaxUint64), nil},
+		{"left edge", []batch{{keys: seq(1000, 500)}, {keys: seq(0, 1000)}}, seq(0, 1500), nil},
+		{"delete all", []batch{{keys: seq(0, 5000)}, {del: true, keys: seq(0, 5000)}}, nil, nil},
+		{"delete then insert", []batch{{keys: seq(0, 5000)}, {del: true, keys: seq(0, 4990)}, {keys: seq(10, 20)}}, append(seq(10, 20), seq(4990, 10)...), nil},
+		{"delete missing", []batch{{keys: seq(0, 10)}, {del: true, keys: []uint64{100, math.MaxUint64}}}, seq(0, 10), nil},
+	}
+	for _, c := range cases {
+		for _, order := range []int{4, 7, 64} {
+			tr, err := New(Options{Order: order, Workers: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, b := range c.batches {
+				if b.del {
+					err = tr.Delete(b.keys)
+				} else {
+					vals := b.vals
+					if vals == nil {
+						vals = make([]uint64, len(b.keys))
+						for j, k := range b.keys {
+							vals[j] = k + 1
+						}
+					}
+					err = tr.Insert(b.keys, vals)
+				}
+				if err != nil {
+					t.Fatalf("%s order %d batch %d: %v", c.name, order, i, err)
+				}
+				if err := tr.Check(); err != nil {
+					t.Fatalf("%s order %d batch %d: %v", c.name, order, i, err)
+				}
+			}
+			wantV := c.wantV
+			if wantV == nil && c.want != nil {
+				wantV = make([]uint64, len(c.want))
+				for j, k := range c.want {
+					wantV[j] = k + 1
+				}
+			}
+			k, v := tr.Range(0, math.MaxUint64, 0)
+			if !slices.Equal(k, c.want) || !slices.Equal(v, wantV) {
+				t.Fatalf("%s order %d: got %d pairs %v..., want %d", c.name, order, len(k), k[:min(len(k), 5)], len(c.want))
+			}
+			if tr.Len() != len(c.want) {
+				t.Fatalf("%s order %d: Len %d, want %d", c.name, order, tr.Len(), len(c.want))
+			}
+			if err := tr.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	tr, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Insert([]uint64{1}, nil); err == nil {
+		t.Fatal("Insert with missing values succeeded")
+	}
+	if err := tr.Build([]uint64{1}, []uint64{1, 2}); err == nil {
+		t.Fatal("Build with extra values succeeded")
+	}
+	if _, _, _, err := tr.Ranges([]uint64{1}, nil, 0); err == nil {
+		t.Fatal("Ranges with missing highs succeeded")
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Insert([]uint64{1}, []uint64{1}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Insert after Close: %v", err)
+	}
+	if _, found := tr.Get([]uint64{1}); found[0] {
+		t.Fatal("Get after Close found a key")
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
