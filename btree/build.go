@@ -6,7 +6,10 @@ import "fmt"
 // sorted; for a key given more than once the last occurrence wins. Cost: a
 // radix sort of the batch, then O(n) work spread over the workers: leaves
 // filled to the fill factor by a closed formula, upper levels built
-// bottom-up from the max keys.
+// bottom-up from the max keys. On the GPU engine the same steps run on the
+// device (sort, compaction of the last occurrences, one thread per key for
+// the leaves and per child for each upper level) and give the same node
+// arrays.
 func (t *Tree) Build(keys, values []uint64) error {
 	if len(keys) != len(values) {
 		return fmt.Errorf("btree: build: %d keys but %d values", len(keys), len(values))
@@ -15,6 +18,15 @@ func (t *Tree) Build(keys, values []uint64) error {
 	defer t.mu.Unlock()
 	if t.closed {
 		return ErrClosed
+	}
+	if t.g != nil {
+		b, err := t.g.build(keys, values)
+		if err != nil {
+			t.clear()
+			return fmt.Errorf("btree: build on the gpu: %w", err)
+		}
+		t.root, t.n, t.leaves, t.freed = b.root, b.n, b.leaves, 0
+		return nil
 	}
 	k, v, err := t.sortBatch(keys, values)
 	if err != nil {

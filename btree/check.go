@@ -8,10 +8,24 @@ import "fmt"
 // every internal key is the max key of its child, parent links match,
 // every leaf is at the same depth, the leaf chain (next and prev) visits
 // the leaves in key order, the key, leaf and node counts match. Cost:
-// O(nodes * order), one goroutine.
+// O(nodes * order), one goroutine; on the GPU engine plus a copy of the
+// node arrays to the host.
 func (t *Tree) Check() error {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
+	if t.g != nil {
+		st, err := t.g.snapshot()
+		if err != nil {
+			return fmt.Errorf("btree: check: copy from the gpu: %w", err)
+		}
+		h := &Tree{opt: t.opt, st: st, root: t.root, n: t.n, leaves: t.leaves, freed: t.freed}
+		return h.check()
+	}
+	return t.check()
+}
+
+// check is Check on the host store; the caller holds the read lock.
+func (t *Tree) check() error {
 	if t.root == nilNode {
 		if t.n != 0 || t.leaves != 0 {
 			return fmt.Errorf("btree: check: empty tree with %d keys, %d leaves", t.n, t.leaves)

@@ -10,12 +10,16 @@ import "fmt"
 // rebuilt when it falls under the fill threshold (see the package
 // documentation). Cost: a radix sort of the batch, O(batch * height * log
 // order) for the searches, O(touched leaves * order) for the leaves, plus
-// O(n) when it rebuilds.
+// O(n) when it rebuilds. On the GPU engine Delete is not implemented yet
+// and returns ErrNotOnGPU, changing nothing.
 func (t *Tree) Delete(keys []uint64) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		return ErrClosed
+	}
+	if t.g != nil {
+		return ErrNotOnGPU
 	}
 	if len(keys) == 0 || t.root == nilNode {
 		return nil

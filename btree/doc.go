@@ -1,7 +1,21 @@
 // Package btree is CUBPT: a B+ tree of uint64 keys to uint64 values that is
 // built and updated in batches, in data-parallel phases without locks inside
-// a batch. This file set is the CPU engine (goroutines); the GPU engine is to
-// share the node layout and the phases.
+// a batch. Two engines share the node layout: the CPU engine (goroutines)
+// and the GPU engine (gpu.go, kernels in btree.cu), chosen by
+// Options.Device or Options.GPU; the default is the CPU engine.
+//
+// # GPU engine
+//
+// The node arrays live in device memory, flat (node id owns key and slot
+// words [id*order, (id+1)*order)), and equal the CPU engine's word for
+// word after the same Build. Build uploads the batch, sorts it on the
+// device (prim radix sort, stable), keeps the last of each run of equal
+// keys (a flag kernel and prim select), then writes the leaves one thread
+// per key and each upper level one thread per child with the closed form
+// below. Get runs one thread per key from the root down; Ranges and Range
+// run in two passes (count per query, prim exclusive scan, write). Insert
+// and Delete are not implemented on the GPU engine yet: they return
+// ErrNotOnGPU and change nothing (no hidden copy to the host).
 //
 // # Layout
 //

@@ -10,7 +10,8 @@ import "fmt"
 // children level by level. Cost: a radix sort of the batch, O(batch *
 // height * log order) for the searches, O(touched leaves * order + batch)
 // for the merges, spread over the workers (the keys of one leaf are merged
-// by one goroutine).
+// by one goroutine). On the GPU engine Insert is not implemented yet and
+// returns ErrNotOnGPU, changing nothing.
 func (t *Tree) Insert(keys, values []uint64) error {
 	if len(keys) != len(values) {
 		return fmt.Errorf("btree: insert: %d keys but %d values", len(keys), len(values))
@@ -19,6 +20,9 @@ func (t *Tree) Insert(keys, values []uint64) error {
 	defer t.mu.Unlock()
 	if t.closed {
 		return ErrClosed
+	}
+	if t.g != nil {
+		return ErrNotOnGPU
 	}
 	if len(keys) == 0 {
 		return nil

@@ -3,6 +3,8 @@ package btree
 import (
 	"fmt"
 	"runtime"
+
+	"warpkv/gpu"
 )
 
 // Order bounds and default.
@@ -23,6 +25,17 @@ type Options struct {
 
 	// Workers is the number of goroutines of a batch (0: GOMAXPROCS).
 	Workers int
+
+	// Device selects the engine: "cpu", "auto" (a GPU when one is usable,
+	// else the CPU), "gpu" or "gpu:N". "" means the CPU engine, not
+	// WARPKV_DEVICE: the GPU engine does not run Insert and Delete yet
+	// (they return ErrNotOnGPU there), so it is only chosen on request.
+	// Ignored when GPU is set.
+	Device string
+
+	// GPU, when set, is an open device to run the GPU engine on; the caller
+	// keeps ownership and must close the Tree before the device.
+	GPU *gpu.Device
 }
 
 // resolved is Options after defaults and validation.

@@ -9,7 +9,19 @@ import (
 // Range returns the pairs with lo <= key <= hi in key order, at most limit
 // of them (limit <= 0: no limit). On a closed tree or when lo > hi it
 // returns nothing. Cost: O(height * log order + result + leaves walked).
+// On the GPU engine it is Ranges of one query, and panics if the device
+// fails; use Ranges to get the error.
 func (t *Tree) Range(lo, hi uint64, limit int) (keys, values []uint64) {
+	if t.g != nil {
+		k, v, _, err := t.Ranges([]uint64{lo}, []uint64{hi}, limit)
+		if err != nil {
+			panic(err)
+		}
+		if len(k) == 0 {
+			return nil, nil
+		}
+		return k, v
+	}
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	t.walk(lo, hi, limit, func(k, v uint64) {
@@ -23,13 +35,21 @@ func (t *Tree) Range(lo, hi uint64, limit int) (keys, values []uint64) {
 // counts, then write each query's pairs at its offset. Query i's pairs are
 // keys[offsets[i]:offsets[i+1]] and values[offsets[i]:offsets[i+1]].
 // Cost: twice that of the queries' Range calls, spread over the workers,
-// plus a scan.
+// plus a scan. On the GPU engine the passes are kernels of one thread per
+// query and the scan is prim's.
 func (t *Tree) Ranges(los, his []uint64, limit int) (keys, values []uint64, offsets []int, err error) {
 	if len(los) != len(his) {
 		return nil, nil, nil, fmt.Errorf("btree: ranges: %d lows but %d highs", len(los), len(his))
 	}
 	t.mu.RLock()
 	defer t.mu.RUnlock()
+	if t.g != nil && t.root != nilNode && len(los) > 0 {
+		keys, values, offsets, err = t.g.ranges(t.root, los, his, limit)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("btree: ranges on the gpu: %w", err)
+		}
+		return keys, values, offsets, nil
+	}
 	q := len(los)
 	counts := make([]uint64, q+1)
 	parallelFor(t.opt.workers, q, groupGrain, func(a, b int) {

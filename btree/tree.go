@@ -5,18 +5,22 @@ import (
 	"fmt"
 	"sync"
 
+	"warpkv/gpu"
 	"warpkv/prim"
 )
 
 // ErrClosed is returned by the batches of a closed Tree.
 var ErrClosed = errors.New("btree: tree is closed")
 
-// Tree is a B+ tree of uint64 keys to uint64 values on the CPU engine. See
-// the package documentation for the layout and the phases.
+// Tree is a B+ tree of uint64 keys to uint64 values on the CPU engine or
+// the GPU engine (Options.Device). See the package documentation for the
+// layout and the phases.
 type Tree struct {
 	mu     sync.RWMutex
 	opt    resolved
 	eng    *prim.Engine
+	g      *gpuTree // the GPU engine; nil on the CPU engine, where st holds the nodes
+	reason string
 	st     store
 	root   uint32 // nilNode when empty
 	n      int    // keys
@@ -25,14 +29,51 @@ type Tree struct {
 	closed bool
 }
 
-// New returns an empty Tree. Cost: O(1); storage grows with the batches.
+// New returns an empty Tree on the engine that o.GPU or o.Device selects.
+// Cost: O(1) on the CPU engine; on the GPU engine a stream and the
+// compilation of the kernels (cached on disk). Storage grows with the
+// batches.
 func New(o Options) (*Tree, error) {
 	r, err := o.resolve()
 	if err != nil {
 		return nil, err
 	}
-	return &Tree{opt: r, eng: prim.NewCPU(r.workers), st: store{order: r.order}, root: nilNode}, nil
+	t := &Tree{opt: r, eng: prim.NewCPU(r.workers), st: store{order: r.order}, root: nilNode}
+	if o.GPU != nil {
+		if t.g, err = newGPUTree(r, o.GPU, false); err != nil {
+			return nil, fmt.Errorf("btree: new on %s: %w", o.GPU, err)
+		}
+		t.reason = "gpu engine on " + o.GPU.String() + ": given"
+		return t, nil
+	}
+	dev := o.Device
+	if dev == "" {
+		dev = "cpu"
+	}
+	c, err := gpu.Choose(dev)
+	if err != nil {
+		return nil, fmt.Errorf("btree: %w", err)
+	}
+	t.reason = c.Reason
+	if c.Backend == gpu.BackendGPU {
+		if t.g, err = newGPUTree(r, c.Device, true); err != nil {
+			c.Device.Close()
+			return nil, fmt.Errorf("btree: new on %s: %w", c.Device, err)
+		}
+	}
+	return t, nil
 }
+
+// Backend says which engine the tree runs on.
+func (t *Tree) Backend() gpu.Backend {
+	if t.g != nil {
+		return gpu.BackendGPU
+	}
+	return gpu.BackendCPU
+}
+
+// Reason is a sentence saying which engine was chosen and why.
+func (t *Tree) Reason() string { return t.reason }
 
 // Len returns the number of keys. Cost: O(1).
 func (t *Tree) Len() int {
@@ -54,6 +95,11 @@ func (t *Tree) Close() error {
 	}
 	t.closed = true
 	t.clear()
+	if t.g != nil {
+		if err := t.g.close(); err != nil {
+			return fmt.Errorf("btree: close: %w", err)
+		}
+	}
 	if err := t.eng.Close(); err != nil {
 		return fmt.Errorf("btree: close: %w", err)
 	}

@@ -1,0 +1,445 @@
+package btree
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"warpkv/gpu"
+	"warpkv/prim"
+)
+
+// ErrNotOnGPU is returned by the batches that the GPU engine does not run
+// yet (Insert and Delete). Nothing is copied to the host behind the
+// caller's back: use the cpu engine for a tree that changes after Build.
+var ErrNotOnGPU = errors.New("btree: insert and delete are not implemented on the GPU engine yet (use Device \"cpu\")")
+
+// gpuTree is the GPU engine: the node arrays of the CPU engine's layout,
+// flat in device memory (node id owns keys and slots [id*order,
+// (id+1)*order) and element id of the others), and every kernel queued on
+// the stream of one prim engine. mu serializes the engine's calls, which
+// share the scratch buffers.
+type gpuTree struct {
+	mu      sync.Mutex
+	order   int
+	fill    int
+	dev     *gpu.Device
+	ownsDev bool
+	pe      *prim.Engine
+	s       *gpu.Stream
+	k       *kernelSet
+
+	// Node arrays, capacity capNodes (a multiple of segNodes); nodes are
+	// in use, all of them live (Build allocates no free nodes).
+	keys, slots              *gpu.Buffer[uint64]
+	count, parent, next, prv *gpu.Buffer[uint32]
+	kind                     *gpu.Buffer[uint8]
+	capNodes, nodes          int
+	height                   int // levels, leaves included; 0 when empty
+
+	// Scratch reused across calls, grown with headroom.
+	inK, inV, outK, outV scratch[uint64]
+	flags                scratch[uint8]
+	cnt                  scratch[uint32]
+}
+
+// scratch is a device buffer reused across calls and grown with headroom.
+type scratch[T any] struct{ b *gpu.Buffer[T] }
+
+// get returns a buffer of at least n elements (at least 1). Growing frees
+// the old buffer after synchronizing s.
+func (c *scratch[T]) get(d *gpu.Device, s *gpu.Stream, n int) (*gpu.Buffer[T], error) {
+	n = max(n, 1)
+	if c.b != nil && c.b.Len() >= n {
+		return c.b, nil
+	}
+	if err := c.free(s); err != nil {
+		return nil, err
+	}
+	b, err := gpu.Alloc[T](d, n+n/8)
+	if err != nil {
+		return nil, err
+	}
+	c.b = b
+	return b, nil
+}
+
+// free releases the buffer after synchronizing s.
+func (c *scratch[T]) free(s *gpu.Stream) error {
+	if c.b == nil {
+		return nil
+	}
+	err := errors.Join(s.Synchronize(), c.b.Free())
+	c.b = nil
+	return err
+}
+
+// newGPUTree returns an empty GPU engine on d; with ownsDev it closes d
+// when closed. The kernels are compiled here, so that a broken toolchain
+// is reported by New.
+func newGPUTree(r resolved, d *gpu.Device, ownsDev bool) (*gpuTree, error) {
+	pe, err := prim.NewGPU(d)
+	if err != nil {
+		return nil, err
+	}
+	k, err := loadKernels(d)
+	if err != nil {
+		return nil, errors.Join(err, pe.Close())
+	}
+	return &gpuTree{order: r.order, fill: r.fill, dev: d, ownsDev: ownsDev, pe: pe, s: pe.Stream(), k: k}, nil
+}
+
+// close frees the device memory, the stream and (when owned) the device.
+func (g *gpuTree) close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	err := errors.Join(g.freeNodes(), g.inK.free(g.s), g.inV.free(g.s), g.outK.free(g.s), g.outV.free(g.s),
+		g.flags.free(g.s), g.cnt.free(g.s), g.pe.Close())
+	if g.ownsDev {
+		err = errors.Join(err, g.dev.Close())
+	}
+	return err
+}
+
+// freeNodes frees the node arrays.
+func (g *gpuTree) freeNodes() error {
+	if g.keys == nil {
+		return nil
+	}
+	err := errors.Join(g.s.Synchronize(), g.keys.Free(), g.slots.Free(), g.count.Free(), g.parent.Free(),
+		g.next.Free(), g.prv.Free(), g.kind.Free())
+	g.keys, g.slots, g.count, g.parent, g.next, g.prv, g.kind = nil, nil, nil, nil, nil, nil, nil
+	g.capNodes, g.nodes, g.height = 0, 0, 0
+	return err
+}
+
+// reserve makes the node arrays hold at least n nodes (rounded up to whole
+// segments) and zeroes the first n. Cost: a reallocation when growing (the
+// old contents are dropped) and memsets of n nodes.
+func (g *gpuTree) reserve(n int) error {
+	if n > g.capNodes {
+		if err := g.freeNodes(); err != nil {
+			return err
+		}
+		c := (n + n/8 + segMask) &^ segMask
+		m := g.order
+		var err error
+		if g.keys, err = gpu.Alloc[uint64](g.dev, c*m); err == nil {
+			if g.slots, err = gpu.Alloc[uint64](g.dev, c*m); err == nil {
+				if g.count, err = gpu.Alloc[uint32](g.dev, c); err == nil {
+					if g.parent, err = gpu.Alloc[uint32](g.dev, c); err == nil {
+						if g.next, err = gpu.Alloc[uint32](g.dev, c); err == nil {
+							if g.prv, err = gpu.Alloc[uint32](g.dev, c); err == nil {
+								g.kind, err = gpu.Alloc[uint8](g.dev, c)
+							}
+						}
+					}
+				}
+			}
+		}
+		if err != nil {
+			for _, b := range []interface{ Free() error }{g.keys, g.slots, g.count, g.parent, g.next, g.prv, g.kind} {
+				if b != nil && !isNilBuf(b) {
+					_ = b.Free() // best effort: err says what failed
+				}
+			}
+			g.keys, g.slots, g.count, g.parent, g.next, g.prv, g.kind = nil, nil, nil, nil, nil, nil, nil
+			return fmt.Errorf("node arrays of %d nodes: %w", c, err)
+		}
+		g.capNodes = c
+	}
+	m := g.order
+	for _, err := range []error{
+		gpu.View[uint64](g.keys, 0, n*m).FillBytes(g.s, 0),
+		gpu.View[uint64](g.slots, 0, n*m).FillBytes(g.s, 0),
+		gpu.View[uint32](g.count, 0, n).FillBytes(g.s, 0),
+		gpu.View[uint32](g.parent, 0, n).FillBytes(g.s, 0),
+		gpu.View[uint32](g.next, 0, n).FillBytes(g.s, 0),
+		gpu.View[uint32](g.prv, 0, n).FillBytes(g.s, 0),
+		gpu.View[uint8](g.kind, 0, n).FillBytes(g.s, 0),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isNilBuf reports whether an interface holds a nil *gpu.Buffer.
+func isNilBuf(b interface{ Free() error }) bool {
+	switch v := b.(type) {
+	case *gpu.Buffer[uint64]:
+		return v == nil
+	case *gpu.Buffer[uint32]:
+		return v == nil
+	case *gpu.Buffer[uint8]:
+		return v == nil
+	}
+	return false
+}
+
+// levelSizes returns the node counts of the levels of a built tree of m
+// keys, leaves first: ceil(m/fill) leaves, then ceil(below/fill) per level
+// up to one root. Empty for m == 0.
+func levelSizes(m, fill int) []int {
+	var sizes []int
+	for n := m; n > 1 || len(sizes) == 0; {
+		if n == 0 {
+			return nil
+		}
+		p := (n + fill - 1) / fill
+		sizes = append(sizes, p)
+		n = p
+		if p == 1 {
+			break
+		}
+	}
+	return sizes
+}
+
+// built is what a build tells the Tree: root, keys, leaves.
+type built struct {
+	root   uint32
+	n      int
+	leaves int
+}
+
+// build replaces the tree with the pairs (unsorted, last occurrence
+// wins): upload, then buildUploaded. Cost: one transfer of the batch and
+// buildUploaded's.
+func (g *gpuTree) build(keys, values []uint64) (built, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := len(keys)
+	k, err := g.inK.get(g.dev, g.s, n)
+	if err != nil {
+		return built{}, err
+	}
+	v, err := g.inV.get(g.dev, g.s, n)
+	if err != nil {
+		return built{}, err
+	}
+	if err := errors.Join(k.Write(g.s, 0, keys), v.Write(g.s, 0, values)); err != nil {
+		return built{}, err
+	}
+	if err := g.sortUploaded(n); err != nil {
+		return built{}, err
+	}
+	return g.buildSorted(n)
+}
+
+// sortUploaded stably sorts the n pairs in inK, inV by key on the device.
+// Callers hold g.mu.
+func (g *gpuTree) sortUploaded(n int) error {
+	return prim.DevSortPairs(g.pe, g.inK.b, g.inV.b, n)
+}
+
+// buildSorted builds the tree from the n key-sorted pairs in inK, inV:
+// flags the last of each run of equal keys, compacts them (prim select)
+// into outK, outV, reads their number m (the one synchronization), then
+// writes the leaves (one thread per key) and each internal level (one
+// thread per child) with the CPU engine's closed form, so the node arrays
+// equal the CPU engine's word for word. Callers hold g.mu.
+func (g *gpuTree) buildSorted(n int) (built, error) {
+	if n == 0 {
+		return built{root: nilNode}, g.freeNodes()
+	}
+	flags, err := g.flags.get(g.dev, g.s, n)
+	if err != nil {
+		return built{}, err
+	}
+	uk, err := g.outK.get(g.dev, g.s, n)
+	if err != nil {
+		return built{}, err
+	}
+	uv, err := g.outV.get(g.dev, g.s, n)
+	if err != nil {
+		return built{}, err
+	}
+	cnt, err := g.cnt.get(g.dev, g.s, 2)
+	if err != nil {
+		return built{}, err
+	}
+	if err := g.k.lastFlags.Launch(g.s, grid(n), gpu.D1(kernelBlock), 0, g.inK.b, uint64(n), flags); err != nil {
+		return built{}, err
+	}
+	if err := prim.DevSelect(g.pe, g.inK.b, flags, uk, n, gpu.View[uint32](cnt, 0, 1)); err != nil {
+		return built{}, err
+	}
+	if err := prim.DevSelect(g.pe, g.inV.b, flags, uv, n, gpu.View[uint32](cnt, 4, 1)); err != nil {
+		return built{}, err
+	}
+	var c [1]uint32
+	if err := errors.Join(cnt.Read(g.s, 0, c[:]), g.s.Synchronize()); err != nil {
+		return built{}, err
+	}
+	m := int(c[0])
+	sizes := levelSizes(m, g.fill)
+	total := 0
+	for _, p := range sizes {
+		total += p
+	}
+	if total > maxNodes {
+		return built{}, fmt.Errorf("%d nodes: at most %d", total, maxNodes)
+	}
+	if err := g.reserve(total); err != nil {
+		return built{}, err
+	}
+	order := uint32(g.order)
+	L := sizes[0]
+	if err := g.k.leaves.Launch(g.s, grid(m), gpu.D1(kernelBlock), 0, uk, uv, uint64(m), uint64(L), order, uint32(0),
+		g.keys, g.slots, g.count, g.parent, g.next, g.prv, g.kind); err != nil {
+		return built{}, err
+	}
+	childFirst, first := 0, L
+	for l := 1; l < len(sizes); l++ {
+		below, p := sizes[l-1], sizes[l]
+		if err := g.k.level.Launch(g.s, grid(below), gpu.D1(kernelBlock), 0, uint64(below), uint64(p),
+			uint32(childFirst), uint32(first), order, g.keys, g.slots, g.count, g.parent, g.kind); err != nil {
+			return built{}, err
+		}
+		childFirst, first = first, first+p
+	}
+	if err := g.s.Synchronize(); err != nil {
+		return built{}, err
+	}
+	g.nodes, g.height = total, len(sizes)
+	return built{root: uint32(total - 1), n: m, leaves: L}, nil
+}
+
+// lookup fills values and found for keys (found as bytes 0/1). The tree
+// must not be empty. Cost: a transfer each way and one kernel, one thread
+// per key.
+func (g *gpuTree) lookup(root uint32, keys, values []uint64, found []bool) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := len(keys)
+	if n == 0 {
+		return nil
+	}
+	q, err := g.inK.get(g.dev, g.s, n)
+	if err != nil {
+		return err
+	}
+	out, err := g.outV.get(g.dev, g.s, n)
+	if err != nil {
+		return err
+	}
+	f, err := g.flags.get(g.dev, g.s, n)
+	if err != nil {
+		return err
+	}
+	if err := q.Write(g.s, 0, keys); err != nil {
+		return err
+	}
+	if err := g.launchGet(root, q, n, out, f); err != nil {
+		return err
+	}
+	fb := unsafe.Slice((*uint8)(unsafe.Pointer(&found[0])), n) // the kernel writes 0 or 1
+	return errors.Join(out.Read(g.s, 0, values), f.Read(g.s, 0, fb), g.s.Synchronize())
+}
+
+// launchGet queues bt_get over n keys in q. Callers hold g.mu.
+func (g *gpuTree) launchGet(root uint32, q *gpu.Buffer[uint64], n int, out *gpu.Buffer[uint64], f *gpu.Buffer[uint8]) error {
+	return g.k.get.Launch(g.s, grid(n), gpu.D1(kernelBlock), 0, q, uint64(n), root, uint32(g.height), uint32(g.order),
+		g.keys, g.slots, g.count, out, f)
+}
+
+// ranges answers range queries in two passes on the device: bt_range
+// counts each query's pairs, prim's exclusive scan places them, bt_range
+// writes them. The tree must not be empty. Cost: two kernels of one
+// thread per query, a scan, transfers of the queries and the result.
+func (g *gpuTree) ranges(root uint32, los, his []uint64, limit int) (keys, values []uint64, offsets []int, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	q := len(los)
+	lim := uint64(0)
+	if limit > 0 {
+		lim = uint64(limit)
+	}
+	lo, err := g.inK.get(g.dev, g.s, q)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	hi, err := g.inV.get(g.dev, g.s, q)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	counts, err := g.outV.get(g.dev, g.s, q+1)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := errors.Join(lo.Write(g.s, 0, los), hi.Write(g.s, 0, his),
+		gpu.View[uint64](counts, 8*q, 1).FillBytes(g.s, 0)); err != nil {
+		return nil, nil, nil, err
+	}
+	launch := func(write int, offs, ok, ov *gpu.Buffer[uint64]) error {
+		return g.k.rng.Launch(g.s, grid(q), gpu.D1(kernelBlock), 0, lo, hi, uint64(q), lim, root, uint32(g.height),
+			uint32(g.order), g.keys, g.slots, g.count, g.next, write, counts, offs, ok, ov)
+	}
+	if err := launch(0, counts, counts, counts); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := prim.DevScanExclusive(g.pe, counts, counts, q+1); err != nil {
+		return nil, nil, nil, err
+	}
+	offs := make([]uint64, q+1)
+	if err := errors.Join(counts.Read(g.s, 0, offs), g.s.Synchronize()); err != nil {
+		return nil, nil, nil, err
+	}
+	total := int(offs[q])
+	keys, values = make([]uint64, total), make([]uint64, total)
+	if total > 0 {
+		ok, err := g.outK.get(g.dev, g.s, total)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		// outV holds the offsets; the values go to a buffer of their own.
+		ov, err := gpu.Alloc[uint64](g.dev, total)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		err = launch(1, counts, ok, ov)
+		if err == nil {
+			err = errors.Join(ok.Read(g.s, 0, keys), ov.Read(g.s, 0, values), g.s.Synchronize())
+		}
+		if err = errors.Join(err, ov.Free()); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	offsets = make([]int, q+1)
+	for i, o := range offs {
+		offsets[i] = int(o)
+	}
+	return keys, values, offsets, nil
+}
+
+// snapshot copies the node arrays to a host store (segments of the CPU
+// engine's layout), for Check and the tests. Cost: a transfer of the
+// allocated nodes.
+func (g *gpuTree) snapshot() (store, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st := store{order: g.order}
+	if g.nodes == 0 {
+		return st, nil
+	}
+	if _, err := st.grow(g.nodes); err != nil {
+		return st, err
+	}
+	m := g.order
+	for i := range st.segs {
+		sg := &st.segs[i]
+		a := i * segNodes
+		b := min(a+segNodes, g.nodes)
+		if err := errors.Join(
+			g.keys.Read(g.s, a*m, sg.keys[:(b-a)*m]), g.slots.Read(g.s, a*m, sg.slots[:(b-a)*m]),
+			g.count.Read(g.s, a, sg.count[:b-a]), g.parent.Read(g.s, a, sg.parent[:b-a]),
+			g.next.Read(g.s, a, sg.next[:b-a]), g.prv.Read(g.s, a, sg.prev[:b-a]),
+			g.kind.Read(g.s, a, sg.kind[:b-a])); err != nil {
+			return st, err
+		}
+	}
+	return st, g.s.Synchronize()
+}

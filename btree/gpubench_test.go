@@ -1,0 +1,180 @@
+package btree
+
+import (
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	tbtree "github.com/tidwall/btree"
+
+	"warpkv/internal/gputest"
+	"warpkv/prim"
+)
+
+// parallelKeys is benchKeys on all cores.
+func parallelKeys(n int, seed uint64) ([]uint64, []uint64) {
+	k, v := make([]uint64, n), make([]uint64, n)
+	parallelFor(16, n, 1<<16, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			k[i], v[i] = prim.SplitMix64(seed, uint64(i)), uint64(i)
+		}
+	})
+	return k, v
+}
+
+// rate formats n items over d as millions per second.
+func rate(n int, d time.Duration) float64 { return float64(n) / d.Seconds() / 1e6 }
+
+// TestGPUBenchFigures prints the build and lookup figures of the GPU
+// engine, the CPU engine and tidwall/btree (one goroutine). It runs only
+// with WARPKV_BTREE_BENCH=1 and a GPU.
+func TestGPUBenchFigures(t *testing.T) {
+	if os.Getenv("WARPKV_BTREE_BENCH") != "1" {
+		t.Skip("set WARPKV_BTREE_BENCH=1")
+	}
+	d := gputest.Device(t)
+	t.Logf("device %s", d)
+	k100, v100 := parallelKeys(100_000_000, 1)
+	q10, _ := parallelKeys(10_000_000, 1) // present keys, in random order
+	for i := range q10 {
+		if i%2 == 1 {
+			q10[i] = prim.SplitMix64(7, uint64(i)) // misses
+		}
+	}
+	for _, order := range []int{64, 32, 128, 256} {
+		g, err := New(Options{Order: order, GPU: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Build(k100[:1000], v100[:1000]); err != nil { // compile and warm up
+			t.Fatal(err)
+		}
+		sizes := []int{10_000_000, 100_000_000}
+		if order != DefaultOrder {
+			sizes = sizes[1:]
+		}
+		for _, n := range sizes {
+			var best [4]time.Duration
+			for rep := range 2 {
+				gt := g.g
+				t0 := time.Now()
+				if err := g.Build(k100[:n], v100[:n]); err != nil {
+					t.Fatal(err)
+				}
+				total := time.Since(t0)
+				// The phases, separately (keys uploaded again).
+				gt.mu.Lock()
+				t1 := time.Now()
+				ik, _ := gt.inK.get(gt.dev, gt.s, n)
+				iv, _ := gt.inV.get(gt.dev, gt.s, n)
+				if err := ik.Write(gt.s, 0, k100[:n]); err != nil {
+					t.Fatal(err)
+				}
+				if err := iv.Write(gt.s, 0, v100[:n]); err != nil {
+					t.Fatal(err)
+				}
+				_ = gt.s.Synchronize()
+				t2 := time.Now()
+				if err := gt.sortUploaded(n); err != nil {
+					t.Fatal(err)
+				}
+				_ = gt.s.Synchronize()
+				t3 := time.Now()
+				if _, err := gt.buildSorted(n); err != nil {
+					t.Fatal(err)
+				}
+				t4 := time.Now()
+				gt.mu.Unlock()
+				ph := [4]time.Duration{total, t2.Sub(t1), t3.Sub(t2), t4.Sub(t3)}
+				if rep == 0 || ph[0] < best[0] {
+					best = ph
+				}
+			}
+			t.Logf("GPU order %d build %d: host-level %v (%.0f Mkeys/s); upload %v, sort %v, dedup+distribute %v; on device (sort+build) %.0f Mkeys/s",
+				order, n, best[0], rate(n, best[0]), best[1], best[2], best[3], rate(n, best[2]+best[3]))
+		}
+		if err := g.Check(); err != nil && order == DefaultOrder {
+			t.Fatal(err)
+		}
+		// Lookups of 10M keys (half hits) on the 100M tree.
+		gt := g.g
+		var kern, host time.Duration
+		vals, found := make([]uint64, len(q10)), make([]bool, len(q10))
+		for rep := range 3 {
+			t0 := time.Now()
+			if err := g.Lookup(q10, vals, found); err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(t0); rep == 0 || d < host {
+				host = d
+			}
+			gt.mu.Lock()
+			q, _ := gt.inK.get(gt.dev, gt.s, len(q10))
+			out, _ := gt.outV.get(gt.dev, gt.s, len(q10))
+			f, _ := gt.flags.get(gt.dev, gt.s, len(q10))
+			_ = q.Write(gt.s, 0, q10)
+			_ = gt.s.Synchronize()
+			t1 := time.Now()
+			if err := gt.launchGet(g.root, q, len(q10), out, f); err != nil {
+				t.Fatal(err)
+			}
+			_ = gt.s.Synchronize()
+			if d := time.Since(t1); rep == 0 || d < kern {
+				kern = d
+			}
+			gt.mu.Unlock()
+		}
+		hits := 0
+		for _, f := range found {
+			if f {
+				hits++
+			}
+		}
+		t.Logf("GPU order %d get 10M on 100M (height %d, %d hits): kernel %v (%.0f Mkeys/s), host-level %v (%.0f Mkeys/s)",
+			order, gt.height, hits, kern, rate(len(q10), kern), host, rate(len(q10), host))
+		if err := g.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// CPU engine, all cores.
+	c, _ := New(Options{Device: "cpu"})
+	for _, n := range []int{10_000_000, 100_000_000} {
+		t0 := time.Now()
+		if err := c.Build(k100[:n], v100[:n]); err != nil {
+			t.Fatal(err)
+		}
+		dt := time.Since(t0)
+		t.Logf("CPU engine (%d workers) build %d: %v (%.1f Mkeys/s)", c.opt.workers, n, dt, rate(n, dt))
+	}
+	vals, found := make([]uint64, len(q10)), make([]bool, len(q10))
+	t0 := time.Now()
+	_ = c.Lookup(q10, vals, found)
+	dt := time.Since(t0)
+	t.Logf("CPU engine get 10M on 100M: %v (%.1f Mkeys/s)", dt, rate(len(q10), dt))
+	_ = c.Close()
+
+	// tidwall/btree on one goroutine: sort + Load (its best build), and
+	// lookups, on 10M keys.
+	n := 10_000_000
+	t0 = time.Now()
+	sk := slices.Clone(k100[:n])
+	slices.Sort(sk)
+	var m tbtree.Map[uint64, uint64]
+	for i, key := range sk {
+		m.Load(key, uint64(i))
+	}
+	dt = time.Since(t0)
+	t.Logf("tidwall/btree 1 goroutine build 10M (sort + Load): %v (%.2f Mkeys/s)", dt, rate(n, dt))
+	nq := 2_000_000
+	t0 = time.Now()
+	h := 0
+	for _, key := range q10[:nq] {
+		if _, ok := m.Get(key); ok {
+			h++
+		}
+	}
+	dt = time.Since(t0)
+	t.Logf("tidwall/btree 1 goroutine get 2M on 10M: %v (%.2f Mkeys/s, %d hits)", dt, rate(nq, dt), h)
+}
