@@ -36,6 +36,7 @@ func Suites() []Suite {
 		{"limits", "memory limits: device copy bandwidth, random gather rate, pinned transfers (CPU engine: memory copy bandwidth); --size: copy bytes", RunLimits},
 		{"prim", "every primitive on the CPU engine and, when usable or requested, the GPU engine; --size: elements", RunPrim},
 		{"index", "Mega-KV hash index: search, insert, delete against batch size on the CPU and GPU engines; --size: largest batch", RunIndex},
+		{"mpt", "Merkle Patricia Trie CPU engines on YCSB-, ETHT- and Wiki-like data: update, hash, end to end, lookups, proofs; --size: largest trie (pairs)", RunMPT},
 	}
 }
 

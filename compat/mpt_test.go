@@ -141,20 +141,50 @@ func value(r *rand.Rand) []byte {
 	return v
 }
 
+// engines are the mpt engines every differential test runs on: the
+// sequential one and the parallel one, with more workers than this
+// machine may have cores so that goroutines interleave.
+var engines = []mpt.Options{
+	{Engine: mpt.EngineSequential},
+	{Engine: mpt.EngineParallel, Workers: 4},
+}
+
+// newOurs returns an empty mpt trie on engine e.
+func newOurs(e mpt.Options, secure bool) *mpt.Trie {
+	e.Secure = secure
+	return mpt.New(e)
+}
+
 func TestDifferentialAgainstGeth(t *testing.T) {
-	for _, secure := range []bool{false, true} {
-		for seed := range uint64(24) {
-			t.Run(fmt.Sprintf("secure=%v/seed=%d", secure, seed), func(t *testing.T) {
-				differential(t, secure, seed, 60, 80)
-			})
+	for _, e := range engines {
+		for _, secure := range []bool{false, true} {
+			for seed := range uint64(24) {
+				t.Run(fmt.Sprintf("%s/secure=%v/seed=%d", e.Engine, secure, seed), func(t *testing.T) {
+					differential(t, e, secure, seed, 60, 80)
+				})
+			}
 		}
 	}
 }
 
-func differential(t *testing.T, secure bool, seed uint64, batches, maxBatch int) {
+// TestDifferentialLargeBatches uses fewer, larger batches, so that the
+// parallel engine splits them over several levels of the trie.
+func TestDifferentialLargeBatches(t *testing.T) {
+	for _, e := range engines {
+		for _, secure := range []bool{false, true} {
+			for seed := range uint64(3) {
+				t.Run(fmt.Sprintf("%s/secure=%v/seed=%d", e.Engine, secure, seed), func(t *testing.T) {
+					differential(t, e, secure, 100+seed, 12, 4000)
+				})
+			}
+		}
+	}
+}
+
+func differential(t *testing.T, e mpt.Options, secure bool, seed uint64, batches, maxBatch int) {
 	r := rand.New(rand.NewPCG(seed, 4))
 	g := &keyGen{rng: r, base: bytes.Repeat([]byte{0xab}, 30)}
-	ours := mpt.New(mpt.Options{Secure: secure})
+	ours := newOurs(e, secure)
 	geth, gethProve := newGeth(t, secure)
 	model := map[string][]byte{}
 	for b := range batches {
@@ -262,6 +292,12 @@ func checkIteration(t *testing.T, ours *mpt.Trie, model map[string][]byte, secur
 // StackTrie: fixed-length keys (StackTrie needs keys that are not
 // prefixes of each other), plain and as a secure trie's hashed keys.
 func TestStackTrie(t *testing.T) {
+	for _, e := range engines {
+		t.Run(string(e.Engine), func(t *testing.T) { stackTrie(t, e) })
+	}
+}
+
+func stackTrie(t *testing.T, e mpt.Options) {
 	for _, tc := range []struct {
 		n, keyLen int
 		secure    bool
@@ -283,17 +319,26 @@ func TestStackTrie(t *testing.T) {
 				}
 				pairs[string(k)] = v
 			}
-			ours := mpt.New(mpt.Options{Secure: tc.secure})
+			ours := newOurs(e, tc.secure)
 			sorted := map[string][]byte{}
+			var batchK, batchV [][]byte
 			for k, v := range pairs {
-				if err := ours.Update([][]byte{[]byte(k)}, [][]byte{v}); err != nil {
-					t.Fatal(err)
-				}
+				batchK, batchV = append(batchK, []byte(k)), append(batchV, v)
 				if tc.secure {
 					h := mpt.HashKey([]byte(k))
 					k = string(h[:])
 				}
 				sorted[k] = v
+			}
+			// Half one pair at a time, half in one batch.
+			half := len(batchK) / 2
+			for i := range half {
+				if err := ours.Update(batchK[i:i+1], batchV[i:i+1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := ours.Update(batchK[half:], batchV[half:]); err != nil {
+				t.Fatal(err)
 			}
 			st := trie.NewStackTrie(nil)
 			keys := slices.Sorted(func(yield func(string) bool) {
@@ -335,9 +380,15 @@ var vectors = []struct {
 }
 
 func TestVectors(t *testing.T) {
+	for _, e := range engines {
+		t.Run(string(e.Engine), func(t *testing.T) { testVectors(t, e) })
+	}
+}
+
+func testVectors(t *testing.T, e mpt.Options) {
 	for _, v := range vectors {
 		geth, _ := newGeth(t, v.secure)
-		ours := mpt.New(mpt.Options{Secure: v.secure})
+		ours := newOurs(e, v.secure)
 		for _, op := range v.ops {
 			geth.MustUpdate([]byte(op[0]), []byte(op[1]))
 			if err := ours.Update([][]byte{[]byte(op[0])}, [][]byte{[]byte(op[1])}); err != nil {

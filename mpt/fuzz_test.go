@@ -14,7 +14,14 @@ func FuzzUpdateBatches(f *testing.F) {
 	f.Add(true, []byte{0x05, 0x10, 0x11, 0x12, 0x13, 0x14, 0xff, 0x03, 0x10, 0x00, 0x11})
 	f.Add(false, []byte{0x30, 0x41, 0x52, 0x63, 0x74, 0x85, 0x96, 0xa7, 0xb8, 0xff, 0x30, 0x40, 0x50})
 	f.Fuzz(func(t *testing.T, secure bool, data []byte) {
-		tr := New(Options{Secure: secure})
+		forEngines(t, func(t *testing.T, e testEngine) { fuzzBatches(t, e, secure, data) })
+	})
+}
+
+// fuzzBatches is one FuzzUpdateBatches input on one engine.
+func fuzzBatches(t *testing.T, e testEngine, secure bool, data []byte) {
+	{
+		tr := e.new(Options{Secure: secure})
 		model := map[string][]byte{}
 		var keys, values [][]byte
 		flush := func() {
@@ -40,7 +47,7 @@ func FuzzUpdateBatches(f *testing.F) {
 			values = append(values, fuzzValue(b&0x0f, i))
 		}
 		flush()
-	})
+	}
 }
 
 // fuzzKey maps a nibble to one of 16 keys chosen to share prefixes.

@@ -7,6 +7,37 @@ import (
 	"testing"
 )
 
+// testEngine is an engine configuration every test runs on.
+type testEngine struct {
+	name  string
+	opts  Options // Engine and Workers
+	grain int     // the parallel update's grain; 0: its default
+}
+
+// testEngines: the sequential engine, the parallel one as configured by
+// default, and the parallel one splitting batches down to single keys.
+var testEngines = []testEngine{
+	{name: "sequential", opts: Options{Engine: EngineSequential}},
+	{name: "parallel", opts: Options{Engine: EngineParallel, Workers: 4}},
+	{name: "parallel-grain1", opts: Options{Engine: EngineParallel, Workers: 3}, grain: 1},
+}
+
+// new returns an empty trie with opts (Secure) on engine e.
+func (e testEngine) new(opts Options) *Trie {
+	opts.Engine, opts.Workers = e.opts.Engine, e.opts.Workers
+	tr := New(opts)
+	tr.grain = e.grain
+	return tr
+}
+
+// forEngines runs f as a subtest on every test engine.
+func forEngines(t *testing.T, f func(t *testing.T, e testEngine)) {
+	t.Helper()
+	for _, e := range testEngines {
+		t.Run(e.name, func(t *testing.T) { f(t, e) })
+	}
+}
+
 // fromMap builds a fresh trie holding exactly model, inserting in sorted
 // key order: the from-scratch reference for incremental updates.
 func fromMap(t testing.TB, secure bool, model map[string][]byte) *Trie {

@@ -19,10 +19,16 @@ var ErrBadProof = errors.New("mpt: bad proof")
 // an empty proof. It hashes dirty nodes first (see Hash). Cost: Hash's,
 // plus one encoding per node on the path.
 func (t *Trie) Prove(key []byte) ([][]byte, error) {
-	t.hasher.rootHash(t.root)
-	path := t.pathOf(key)
+	t.Hash()
+	return prove(t.root, t.pathOf(key))
+}
+
+// prove returns the proof of the nibble path below root, whose nodes must
+// all be hashed. It only reads the trie, so goroutines may call it
+// concurrently.
+func prove(root node, path []byte) ([][]byte, error) {
 	var proof [][]byte
-	n := t.root
+	n := root
 	for i := 0; len(path) > 0 && n != nil; i++ {
 		if i == 0 || len(childRef(n)) == 32 {
 			proof = append(proof, appendNode(nil, n))

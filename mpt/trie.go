@@ -10,11 +10,14 @@
 // This file holds the CPU reference engine: a sequential, pointer-based
 // trie that applies a batch one operation at a time and hashes lazily,
 // caching every node's hash and re-hashing only nodes changed since the
-// last Hash.
+// last Hash. parallel.go holds the parallel CPU engine (Options.Engine =
+// EngineParallel), which shares the node representation and produces the
+// same nodes, roots and proofs.
 package mpt
 
 import (
 	"fmt"
+	"runtime"
 )
 
 // EmptyRoot is the root hash of an empty trie: Keccak-256 of the RLP
@@ -30,19 +33,75 @@ type Options struct {
 	// as Ethereum's state and storage tries (go-ethereum's StateTrie) do.
 	// Iteration then yields the hashed keys.
 	Secure bool
+
+	// Engine selects the CPU engine: EngineSequential (the default, also
+	// for "") applies a batch one operation at a time and hashes on one
+	// goroutine; EngineParallel sorts the batch, splits it by nibble and
+	// applies the parts to disjoint subtrees on goroutines (the CPU port of
+	// the paper's PhaseNU), and hashes dirty subtrees on goroutines. Both
+	// give the same trie, roots and proofs. New panics on any other value.
+	Engine Engine
+
+	// Workers is the parallel engine's number of goroutines; 0 means
+	// GOMAXPROCS. The sequential engine ignores it.
+	Workers int
+}
+
+// Engine names a CPU engine; see Options.Engine.
+type Engine string
+
+// The CPU engines.
+const (
+	EngineSequential Engine = "sequential"
+	EngineParallel   Engine = "parallel"
+)
+
+// Engines lists the engines New accepts, the default first.
+func Engines() []Engine { return []Engine{EngineSequential, EngineParallel} }
+
+// ParseEngine returns the engine named s ("" is the sequential engine),
+// or an error naming the valid ones.
+func ParseEngine(s string) (Engine, error) {
+	switch Engine(s) {
+	case "", EngineSequential:
+		return EngineSequential, nil
+	case EngineParallel:
+		return EngineParallel, nil
+	}
+	return "", fmt.Errorf("mpt: unknown engine %q (want %s or %s)", s, EngineSequential, EngineParallel)
 }
 
 // Trie is an in-memory Merkle Patricia Trie. It is not safe for concurrent
 // use; a Trie must not be copied after first use.
 type Trie struct {
-	opts   Options
-	root   node
-	hasher *hasher
+	opts    Options
+	root    node
+	hasher  *hasher
+	workers int       // goroutines of the parallel engine; 0 for the sequential one
+	pool    []*hasher // the parallel engine's per-goroutine hashers
+	grain   int       // the parallel update's grain; 0: sized to the batch (tests set it)
 }
 
-// New returns an empty trie. Cost: O(1).
+// New returns an empty trie. It panics when opts.Engine is not one of
+// Engines() or opts.Workers is negative (use ParseEngine on user input).
+// Cost: O(1).
 func New(opts Options) *Trie {
-	return &Trie{opts: opts, hasher: newHasher()}
+	eng, err := ParseEngine(string(opts.Engine))
+	if err != nil {
+		panic(err)
+	}
+	if opts.Workers < 0 {
+		panic(fmt.Sprintf("mpt: %d workers", opts.Workers))
+	}
+	opts.Engine = eng
+	t := &Trie{opts: opts, hasher: newHasher()}
+	if eng == EngineParallel {
+		t.workers = opts.Workers
+		if t.workers == 0 {
+			t.workers = runtime.GOMAXPROCS(0)
+		}
+	}
+	return t
 }
 
 // Options returns the options the trie was created with. Cost: O(1).
@@ -51,11 +110,7 @@ func (t *Trie) Options() Options { return t.opts }
 // pathOf returns the nibble path (with terminator) of a user key: its
 // nibbles, or in secure mode the nibbles of its Keccak-256.
 func (t *Trie) pathOf(key []byte) []byte {
-	if t.opts.Secure {
-		sum := t.hasher.sum(key)
-		return keyToHex(sum[:])
-	}
-	return keyToHex(key)
+	return t.pathWith(t.hasher, key)
 }
 
 // Update applies a batch: for each i in order, it sets keys[i] to
@@ -67,6 +122,10 @@ func (t *Trie) pathOf(key []byte) []byte {
 func (t *Trie) Update(keys, values [][]byte) error {
 	if len(keys) != len(values) {
 		return fmt.Errorf("mpt: update: %d keys but %d values", len(keys), len(values))
+	}
+	if t.workers > 0 {
+		t.parallelUpdate(keys, values)
+		return nil
 	}
 	for i, k := range keys {
 		path := t.pathOf(k)
@@ -83,6 +142,10 @@ func (t *Trie) Update(keys, values [][]byte) error {
 // left with one child collapse and short nodes merge exactly as in
 // go-ethereum, so roots match. Cost: O(sum of key lengths in nibbles).
 func (t *Trie) Delete(keys [][]byte) {
+	if t.workers > 0 {
+		t.parallelUpdate(keys, make([][]byte, len(keys)))
+		return
+	}
 	for _, k := range keys {
 		t.root, _ = t.delete(t.root, t.pathOf(k))
 	}
@@ -92,8 +155,12 @@ func (t *Trie) Delete(keys [][]byte) {
 // present. Cost: O(key length in nibbles + value length), plus one
 // Keccak-256 in secure mode.
 func (t *Trie) Get(key []byte) ([]byte, bool) {
-	path := t.pathOf(key)
-	n := t.root
+	return get(t.root, t.pathOf(key))
+}
+
+// get returns a copy of the value at the nibble path below n. It only
+// reads the trie, so goroutines may call it concurrently.
+func get(n node, path []byte) ([]byte, bool) {
 	for {
 		switch nn := n.(type) {
 		case nil:
@@ -117,6 +184,9 @@ func (t *Trie) Get(key []byte) ([]byte, bool) {
 // the nodes changed since the previous Hash (each once) and caches the
 // result. Cost: one RLP encoding and at most one Keccak-256 per dirty node.
 func (t *Trie) Hash() [32]byte {
+	if t.workers > 1 {
+		t.hashSubtrees()
+	}
 	return t.hasher.rootHash(t.root)
 }
 

@@ -37,29 +37,31 @@ var vectors = []struct {
 }
 
 func TestVectors(t *testing.T) {
-	for _, v := range vectors {
-		t.Run(v.name, func(t *testing.T) {
-			for _, batched := range []bool{false, true} {
-				tr := New(Options{Secure: v.secure})
-				var keys, values [][]byte
-				for _, op := range v.ops {
-					keys, values = append(keys, []byte(op[0])), append(values, []byte(op[1]))
-				}
-				if batched {
-					if err := tr.Update(keys, values); err != nil {
-						t.Fatal(err)
+	forEngines(t, func(t *testing.T, e testEngine) {
+		for _, v := range vectors {
+			t.Run(v.name, func(t *testing.T) {
+				for _, batched := range []bool{false, true} {
+					tr := e.new(Options{Secure: v.secure})
+					var keys, values [][]byte
+					for _, op := range v.ops {
+						keys, values = append(keys, []byte(op[0])), append(values, []byte(op[1]))
 					}
-				} else {
-					for i := range keys {
-						if err := tr.Update(keys[i:i+1], values[i:i+1]); err != nil {
+					if batched {
+						if err := tr.Update(keys, values); err != nil {
 							t.Fatal(err)
 						}
+					} else {
+						for i := range keys {
+							if err := tr.Update(keys[i:i+1], values[i:i+1]); err != nil {
+								t.Fatal(err)
+							}
+						}
+					}
+					if got := tr.Hash(); hex.EncodeToString(got[:]) != v.root {
+						t.Errorf("batched=%v: root %x, want %s", batched, got, v.root)
 					}
 				}
-				if got := tr.Hash(); hex.EncodeToString(got[:]) != v.root {
-					t.Errorf("batched=%v: root %x, want %s", batched, got, v.root)
-				}
-			}
-		})
-	}
+			})
+		}
+	})
 }

@@ -1,0 +1,219 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"warpkv/mpt"
+)
+
+// Sizes and inputs of the mpt suite.
+const (
+	MPTMinSize     = 10_000    // smallest trie
+	MPTDefaultSize = 1_000_000 // largest trie by default
+	MPTSeed        = 0x6d70_7453_6565_64
+	MPTProbes      = 100_000 // most keys looked up or proved per measurement
+	// MPTValueBudget caps the value bytes of one trie: a data set is
+	// skipped at sizes whose values exceed it (Wiki-like at 1 M pairs
+	// would hold 10.9 GB), with a note.
+	MPTValueBudget = 4 << 30
+)
+
+// MPTCase is one data set at one size: the unit of the mpt suite, shared
+// with compat's go-ethereum benchmark (compat/cmd/mptbench) so that both
+// measure the same pairs.
+type MPTCase struct {
+	Dataset mpt.Dataset
+	Size    int
+}
+
+// MPTSizes returns the trie sizes up to max (0: MPTDefaultSize): 10 K
+// times powers of ten, then max itself when it is not one of them; only
+// max when it is below 10 K.
+func MPTSizes(max int) []int {
+	max = pick(max, MPTDefaultSize)
+	var out []int
+	for n := MPTMinSize; n <= max; n *= 10 {
+		out = append(out, n)
+	}
+	if len(out) == 0 || out[len(out)-1] != max {
+		out = append(out, max)
+	}
+	return out
+}
+
+// MPTCases returns the cases up to size max (see MPTSizes), data set by
+// data set, and notes for the cases skipped because their values exceed
+// MPTValueBudget.
+func MPTCases(max int) (cases []MPTCase, notes []string) {
+	for _, d := range mpt.Datasets() {
+		for _, n := range MPTSizes(max) {
+			if int64(n)*int64(d.MeanValueBytes()) > MPTValueBudget {
+				notes = append(notes, fmt.Sprintf("%s at %s pairs skipped: its values (%s) exceed the suite's %s budget",
+					d, SI(float64(n)), IEC(int64(n)*int64(d.MeanValueBytes())), IEC(MPTValueBudget)))
+				continue
+			}
+			cases = append(cases, MPTCase{d, n})
+		}
+	}
+	return cases, notes
+}
+
+// Input returns the case's pairs: mpt.Generate with MPTSeed.
+func (c MPTCase) Input() (keys, values [][]byte, err error) {
+	return mpt.Generate(c.Dataset, c.Size, MPTSeed)
+}
+
+// Op names a measured operation of the case, e.g. "ycsb 100k update".
+func (c MPTCase) Op(what string) string {
+	return fmt.Sprintf("%s %s %s", c.Dataset, SI(float64(c.Size)), what)
+}
+
+// Probes returns the number of keys looked up or proved: the first
+// min(Size, MPTProbes) keys of the input.
+func (c MPTCase) Probes() int { return min(c.Size, MPTProbes) }
+
+// MPTBuildTimes measures building a trie from scratch warmup+reps times:
+// build applies the pairs and returns a function that computes the root.
+// It returns the median seconds of the update (build), of the root
+// computation, and of both together (each median taken separately).
+func MPTBuildTimes(warmup, reps int, build func() (hash func(), err error)) (update, hash, total float64, err error) {
+	var us, hs, ts []float64
+	for i := range warmup + reps {
+		runtime.GC() // the previous trie's garbage is not this run's cost
+		t0 := time.Now()
+		h, err := build()
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		t1 := time.Now()
+		h()
+		t2 := time.Now()
+		if i >= warmup {
+			us, hs, ts = append(us, t1.Sub(t0).Seconds()), append(hs, t2.Sub(t1).Seconds()), append(ts, t2.Sub(t0).Seconds())
+		}
+	}
+	return Median(us), Median(hs), Median(ts), nil
+}
+
+// MPTBuildRows returns the update, hash and end-to-end rows of one engine
+// on case c from MPTBuildTimes' medians; keyBytes and valueBytes are the
+// input's, counted as the bytes of the update and end-to-end rows.
+func MPTBuildRows(c MPTCase, engine string, keyBytes, valueBytes int64, update, hash, total float64) []Result {
+	return []Result{
+		NewResult(c.Op("update"), engine, int64(c.Size), keyBytes+valueBytes, update),
+		NewResult(c.Op("hash"), engine, int64(c.Size), 0, hash),
+		NewResult(c.Op("end to end"), engine, int64(c.Size), keyBytes+valueBytes, total),
+	}
+}
+
+// RunMPT measures the Merkle Patricia Trie's CPU engines (package mpt) on
+// the paper's three data sets (mpt.Generate: YCSB-like, ETHT-like,
+// Wiki-like) at sizes from 10 K pairs up to Options.Size (default 1 M;
+// see MPTCases for the cases skipped for memory). For each engine
+// (sequential; parallel on GOMAXPROCS goroutines) it times building a
+// trie from scratch: Update of all pairs in one batch, then Hash (medians
+// of the update, of the hash, and of both, end to end), then batch lookups
+// (GetBatch) and batch proofs (ProveBatch) of up to MPTProbes present keys
+// on the built trie. Parallel rows carry their ratio to the sequential
+// engine. There is no GPU engine yet: a GPU device option is an error.
+// go-ethereum's rows on the same pairs come from compat/cmd/mptbench.
+func RunMPT(o Options) (*Report, error) {
+	if strings.HasPrefix(o.Device, "gpu") {
+		return nil, fmt.Errorf("bench mpt: no GPU engine yet (issue 4); use --device cpu or auto")
+	}
+	rep := newReport("mpt", o.reps())
+	p := NewProgress(o.Progress)
+	workers := runtime.GOMAXPROCS(0)
+	rep.Engines = append(rep.Engines,
+		"cpu sequential: mpt.EngineSequential, one goroutine",
+		fmt.Sprintf("cpu parallel: mpt.EngineParallel, %d workers (GOMAXPROCS)", workers))
+	rep.Notes = append(rep.Notes,
+		"no GPU rows: the GPU MPT engine (issue 4) does not exist yet; the rows are the CPU engines only",
+		"go-ethereum's trie and StackTrie on the same pairs: cd compat && go run ./cmd/mptbench (same table)",
+		fmt.Sprintf("update, hash, end to end: a fresh trie, all pairs in one batch; lookup, proof: up to %s present keys", SI(MPTProbes)))
+	cases, notes := MPTCases(o.Size)
+	rep.Notes = append(rep.Notes, notes...)
+	lastStats := map[mpt.Dataset]string{}
+	for _, c := range cases {
+		keys, values, err := c.Input()
+		if err != nil {
+			return nil, fmt.Errorf("bench mpt: %w", err)
+		}
+		st := mpt.DatasetStats(keys, values, slices.SortedFunc(slices.Values(keys), bytes.Compare))
+		lastStats[c.Dataset] = fmt.Sprintf("%s: %v", c.Dataset, st)
+		var seq []Result
+		for _, eng := range mpt.Engines() {
+			name := "cpu " + string(eng)
+			p.Printf("%s: %s", name, c.Op("pairs"))
+			res, err := MPTEngineRows(c, eng, keys, values, st, o.reps())
+			if err != nil {
+				rep.finish()
+				return rep, fmt.Errorf("bench mpt: %s on %s: %w", name, c.Op(""), err)
+			}
+			if eng == mpt.EngineSequential {
+				seq = res
+			} else {
+				for i := range res {
+					res[i] = res[i].VsPeer("sequential", seq[i])
+				}
+			}
+			rep.add(res...)
+		}
+		runtime.GC()
+	}
+	for _, d := range mpt.Datasets() {
+		if s, ok := lastStats[d]; ok {
+			rep.Notes = append(rep.Notes, "data set "+s)
+		}
+	}
+	rep.finish()
+	return rep, nil
+}
+
+// MPTEngineRows measures one of our engines on case c with its input
+// keys and values (whose statistics are st): update, hash, end to end,
+// lookup and proof rows, in that order, engine "cpu <engine>", medians of
+// reps runs after DefaultWarmup.
+func MPTEngineRows(c MPTCase, eng mpt.Engine, keys, values [][]byte, st mpt.Stats, reps int) ([]Result, error) {
+	name := "cpu " + string(eng)
+	var tr *mpt.Trie
+	u, h, e2e, err := MPTBuildTimes(DefaultWarmup, reps, func() (func(), error) {
+		tr = mpt.New(mpt.Options{Engine: eng})
+		if err := tr.Update(keys, values); err != nil {
+			return nil, err
+		}
+		return func() { tr.Hash() }, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := MPTBuildRows(c, name, st.KeyBytes, st.ValueBytes, u, h, e2e)
+	probe := keys[:c.Probes()]
+	lookup, err := TimeCPU(DefaultWarmup, reps, nil, func() error {
+		_, found := tr.GetBatch(probe)
+		for i, ok := range found {
+			if !ok {
+				return fmt.Errorf("key %x not found", probe[i])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	proof, err := TimeCPU(DefaultWarmup, reps, nil, func() error {
+		_, err := tr.ProveBatch(probe)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return append(res,
+		NewResult(c.Op("lookup"), name, int64(len(probe)), 0, lookup),
+		NewResult(c.Op("proof"), name, int64(len(probe)), 0, proof)), nil
+}

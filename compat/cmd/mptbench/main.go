@@ -1,0 +1,235 @@
+// Command mptbench measures go-ethereum's trie and StackTrie on the pairs
+// of warpkv's `warpkv bench mpt` suite (the same data sets, sizes, seed
+// and generator: bench.MPTCases and mpt.Generate) and prints the rows in
+// the suite's table format, so that the two tables can be put side by
+// side. With --ours (the default) it also measures warpkv's CPU engines in
+// the same process, each row then carrying its ratio to go-ethereum's
+// trie on the same operation.
+//
+//	cd compat && go run ./cmd/mptbench --size 100000
+//
+// Rows per data set and size: "geth trie" builds a fresh trie.Trie with
+// one Update per pair, then Hash (go-ethereum hashes the root's 16
+// children on goroutines when 100 or more nodes are dirty), then looks up
+// (Get) and proves (Prove) up to bench.MPTProbes present keys;
+// "geth stacktrie" feeds the pairs, sorted by key outside the timed
+// region, to a StackTrie (which hashes completed subtrees during Update,
+// so most of its hashing is in its update row) and reads its root; it has
+// no lookups or proofs. Every root is checked against the trie's.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/rawdb"
+	"github.com/ethereum/go-ethereum/trie"
+	"github.com/ethereum/go-ethereum/triedb"
+
+	"warpkv/bench"
+	"warpkv/mpt"
+)
+
+func main() {
+	size := flag.Int("size", 0, "largest trie in pairs (0: 1M, as warpkv bench mpt)")
+	reps := flag.Int("reps", bench.DefaultReps, "timed repetitions behind each median")
+	ours := flag.Bool("ours", true, "also measure warpkv's sequential and parallel CPU engines")
+	jsonPath := flag.String("json", "", "also write the results as JSON to `FILE`")
+	quiet := flag.Bool("quiet", false, "no progress lines on stderr")
+	flag.Parse()
+	if flag.NArg() > 0 || *size < 0 || *reps < 1 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	var progress *bench.Progress
+	if !*quiet {
+		progress = bench.NewProgress(os.Stderr)
+	}
+	rep, err := run(*size, *reps, *ours, progress)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mptbench:", err)
+		os.Exit(1)
+	}
+	for _, line := range rep.Engines {
+		fmt.Println(line)
+	}
+	for _, line := range rep.Notes {
+		fmt.Println("note:", line)
+	}
+	fmt.Printf("median of %d runs; ratio: throughput relative to the named reference\n\n", rep.Reps)
+	if err := bench.PrintTable(os.Stdout, rep.Results); err != nil {
+		fmt.Fprintln(os.Stderr, "mptbench:", err)
+		os.Exit(1)
+	}
+	if *jsonPath != "" {
+		if err := bench.SaveJSON(*jsonPath, rep); err != nil {
+			fmt.Fprintln(os.Stderr, "mptbench:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+// run measures every case up to size.
+func run(size, reps int, ours bool, p *bench.Progress) (*bench.Report, error) {
+	rep := &bench.Report{
+		Suite: "mpt-geth", GoVersion: runtime.Version(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
+		CPUs: runtime.NumCPU(), Workers: runtime.GOMAXPROCS(0), Reps: reps,
+		Engines: []string{
+			"geth trie: go-ethereum v1.17.10 trie.Trie over an in-memory triedb, one Update per pair, then Hash",
+			"geth stacktrie: go-ethereum v1.17.10 trie.StackTrie on the pairs sorted by key (sorting not timed); it hashes during Update, so its hash row is only the root",
+		},
+		Notes: []string{fmt.Sprintf("same pairs as warpkv bench mpt: mpt.Generate, seed %#x", bench.MPTSeed)},
+	}
+	if ours {
+		rep.Engines = append(rep.Engines, "cpu sequential, cpu parallel: warpkv's mpt engines, as in warpkv bench mpt")
+	}
+	cases, notes := bench.MPTCases(size)
+	rep.Notes = append(rep.Notes, notes...)
+	for _, c := range cases {
+		keys, values, err := c.Input()
+		if err != nil {
+			return nil, err
+		}
+		st := mpt.DatasetStats(keys, values, nil)
+		p.Printf("geth trie: %s", c.Op("pairs"))
+		trieRows, root, err := gethTrieRows(c, keys, values, st, reps)
+		if err != nil {
+			return nil, fmt.Errorf("geth trie, %s: %w", c.Op(""), err)
+		}
+		rep.Results = append(rep.Results, trieRows...)
+		p.Printf("geth stacktrie: %s", c.Op("pairs"))
+		stRows, stRoot, err := stackTrieRows(c, keys, values, st, reps)
+		if err != nil {
+			return nil, fmt.Errorf("geth stacktrie, %s: %w", c.Op(""), err)
+		}
+		if stRoot != root {
+			return nil, fmt.Errorf("%s: StackTrie root %x, trie root %x", c.Op(""), stRoot, root)
+		}
+		for i := range stRows {
+			if i != 1 { // its hash row is only the root: the hashing is in its update row
+				stRows[i] = stRows[i].VsPeer("geth trie", trieRows[i])
+			}
+		}
+		rep.Results = append(rep.Results, stRows...)
+		if !ours {
+			continue
+		}
+		for _, eng := range mpt.Engines() {
+			p.Printf("cpu %s: %s", eng, c.Op("pairs"))
+			rows, err := bench.MPTEngineRows(c, eng, keys, values, st, reps)
+			if err != nil {
+				return nil, fmt.Errorf("cpu %s, %s: %w", eng, c.Op(""), err)
+			}
+			tr := mpt.New(mpt.Options{Engine: eng})
+			if err := tr.Update(keys, values); err != nil {
+				return nil, err
+			}
+			if got := tr.Hash(); got != root {
+				return nil, fmt.Errorf("%s: %s root %x, go-ethereum %x", c.Op(""), eng, got, root)
+			}
+			for i := range rows {
+				rows[i] = rows[i].VsPeer("geth trie", trieRows[i])
+			}
+			rep.Results = append(rep.Results, rows...)
+		}
+		runtime.GC()
+	}
+	rep.Notes = append(rep.Notes, "every engine's root equals go-ethereum's trie root on every case")
+	return rep, nil
+}
+
+// gethTrieRows measures go-ethereum's trie on case c: update, hash, end
+// to end, lookup and proof rows, and returns its root.
+func gethTrieRows(c bench.MPTCase, keys, values [][]byte, st mpt.Stats, reps int) ([]bench.Result, common.Hash, error) {
+	var tr *trie.Trie
+	u, h, e2e, err := bench.MPTBuildTimes(bench.DefaultWarmup, reps, func() (func(), error) {
+		tr = trie.NewEmpty(triedb.NewDatabase(rawdb.NewMemoryDatabase(), nil))
+		for i := range keys {
+			if err := tr.Update(keys[i], values[i]); err != nil {
+				return nil, err
+			}
+		}
+		return func() { tr.Hash() }, nil
+	})
+	if err != nil {
+		return nil, common.Hash{}, err
+	}
+	const engine = "geth trie"
+	rows := bench.MPTBuildRows(c, engine, st.KeyBytes, st.ValueBytes, u, h, e2e)
+	probe := keys[:c.Probes()]
+	lookup, err := bench.TimeCPU(bench.DefaultWarmup, reps, nil, func() error {
+		for i, k := range probe {
+			v, err := tr.Get(k)
+			if err != nil {
+				return err
+			}
+			if !bytes.Equal(v, values[i]) {
+				return fmt.Errorf("Get(%x): wrong value", k)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, common.Hash{}, err
+	}
+	proof, err := bench.TimeCPU(bench.DefaultWarmup, reps, nil, func() error {
+		for _, k := range probe {
+			var l proofList
+			if err := tr.Prove(k, &l); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, common.Hash{}, err
+	}
+	rows = append(rows,
+		bench.NewResult(c.Op("lookup"), engine, int64(len(probe)), 0, lookup),
+		bench.NewResult(c.Op("proof"), engine, int64(len(probe)), 0, proof))
+	return rows, tr.Hash(), nil
+}
+
+// stackTrieRows measures go-ethereum's StackTrie on case c: update, hash
+// and end-to-end rows on the pairs sorted by key, and returns its root.
+func stackTrieRows(c bench.MPTCase, keys, values [][]byte, st mpt.Stats, reps int) ([]bench.Result, common.Hash, error) {
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
+	sk, sv := make([][]byte, len(keys)), make([][]byte, len(keys))
+	for i, j := range order {
+		sk[i], sv[i] = keys[j], values[j]
+	}
+	var root common.Hash
+	u, h, e2e, err := bench.MPTBuildTimes(bench.DefaultWarmup, reps, func() (func(), error) {
+		s := trie.NewStackTrie(nil)
+		for i := range sk {
+			if err := s.Update(sk[i], sv[i]); err != nil {
+				return nil, err
+			}
+		}
+		return func() { root = s.Hash() }, nil
+	})
+	if err != nil {
+		return nil, common.Hash{}, err
+	}
+	return bench.MPTBuildRows(c, "geth stacktrie", st.KeyBytes, st.ValueBytes, u, h, e2e), root, nil
+}
+
+// proofList collects proof nodes; it is the ethdb.KeyValueWriter Prove
+// writes to.
+type proofList [][]byte
+
+func (l *proofList) Put(_, value []byte) error {
+	*l = append(*l, value)
+	return nil
+}
+
+func (l *proofList) Delete([]byte) error { return nil }
