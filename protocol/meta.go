@@ -167,16 +167,8 @@ func (c *conn) metaCommand(buf, line []byte, toks [][]byte, lineEnd int) (int, p
 // metaGet parses mg <key> <flags>*. The N and R flags (vivify and recache
 // tokens, which need per-item win/stale state) are not supported.
 func (c *conn) metaGet(line []byte, toks [][]byte) {
-	ntok := len(toks) + 1
-	switch {
-	case ntok < 3:
-		c.static(replyError)
-		return
-	case len(toks[1]) > kv.MaxKeyLen:
-		c.static(replyBadFormat)
-		return
-	case ntok > metaMaxTokens:
-		c.static(replyMgFlagsLong)
+	if reply := metaTokensReply(toks, replyMgFlagsLong); reply != "" {
+		c.static(reply)
 		return
 	}
 	r := newRequest(rMetaGet)
@@ -336,16 +328,12 @@ func (c *conn) metaEcho(flags [][]byte, key []byte, binary bool) {
 // (invalidate) flag is refused together with C: stale items are not
 // supported.
 func (c *conn) metaSet(buf, line []byte, toks [][]byte, lineEnd int) (int, parseState) {
-	ntok := len(toks) + 1
-	switch {
-	case ntok < 3:
-		c.static(replyError)
-		return lineEnd, psDone
-	case len(toks[1]) > kv.MaxKeyLen, ntok == 3:
-		c.static(replyBadFormat)
-		return lineEnd, psDone
-	case ntok > metaMaxTokens:
-		c.static(replyMetaFlagsLong)
+	reply := metaTokensReply(toks, replyMetaFlagsLong)
+	if reply == "" && len(toks) == 2 { // no data length
+		reply = replyBadFormat
+	}
+	if reply != "" {
+		c.static(reply)
 		return lineEnd, psDone
 	}
 	vlen, ok := safeStrtol(toks[2])
@@ -474,16 +462,8 @@ func (c *conn) renderMetaSet(r *request) {
 // metaDelete parses md <key> <flags>*. The I flag (mark stale) is not
 // supported.
 func (c *conn) metaDelete(line []byte, toks [][]byte) {
-	ntok := len(toks) + 1
-	switch {
-	case ntok < 3:
-		c.static(replyError)
-		return
-	case len(toks[1]) > kv.MaxKeyLen:
-		c.static(replyBadFormat)
-		return
-	case ntok > metaMaxTokens:
-		c.static(replyMetaFlagsLong)
+	if reply := metaTokensReply(toks, replyMetaFlagsLong); reply != "" {
+		c.static(reply)
 		return
 	}
 	r := newRequest(rMetaDelete)
@@ -526,16 +506,8 @@ func (c *conn) renderMetaDelete(r *request) {
 
 // metaArith parses ma <key> <flags>*.
 func (c *conn) metaArith(line []byte, toks [][]byte) {
-	ntok := len(toks) + 1
-	switch {
-	case ntok < 3:
-		c.static(replyError)
-		return
-	case len(toks[1]) > kv.MaxKeyLen:
-		c.static(replyBadFormat)
-		return
-	case ntok > metaMaxTokens:
-		c.static(replyMetaFlagsLong)
+	if reply := metaTokensReply(toks, replyMetaFlagsLong); reply != "" {
+		c.static(reply)
 		return
 	}
 	r := newRequest(rMetaArith)
@@ -716,4 +688,22 @@ func (c *conn) renderMetaDebug(r *request, now int64) {
 	c.out.str(" size=")
 	c.out.int(total)
 	c.out.str("\r\n")
+}
+
+// metaTokensReply returns the error reply a meta command with tokens toks
+// (the command name first) gets before its flags are parsed, as memcached
+// checks them: no key is ERROR, a key over kv.MaxKeyLen is a bad format,
+// more than metaMaxTokens tokens is tooMany (each command's own text); ""
+// when the tokens pass.
+func metaTokensReply(toks [][]byte, tooMany string) string {
+	ntok := len(toks) + 1 // memcached counts the terminating token
+	switch {
+	case ntok < 3:
+		return replyError
+	case len(toks[1]) > kv.MaxKeyLen:
+		return replyBadFormat
+	case ntok > metaMaxTokens:
+		return tooMany
+	}
+	return ""
 }
