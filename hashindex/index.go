@@ -159,15 +159,24 @@ func (ix *Index) Insert(hashes []uint64, locs []uint32, dropped []Dropped) ([]Dr
 	if ix.closed {
 		return dropped, fmt.Errorf("hashindex: insert: index closed")
 	}
+	return ix.recordInsert("insert", n, dropped, func(decode func(int, []uint64)) error {
+		return ix.eng.insert(hashes, locs, decode)
+	})
+}
+
+// recordInsert runs an engine insert of n jobs, decoding each chunk's
+// results into dropped as the engine delivers them, then updates the
+// stats. Callers hold ix.mu. Cost: one pass over the results.
+func (ix *Index) recordInsert(op string, n int, dropped []Dropped, run func(decode func(first int, res []uint64)) error) ([]Dropped, error) {
 	var over, disp int
-	err := ix.eng.insert(hashes, locs, func(first int, res []uint64) {
+	err := run(func(first int, res []uint64) {
 		var o, d int
 		dropped, o, d = decodeResults(res, first, dropped, ix.workers)
 		over += o
 		disp += d
 	})
 	if err != nil {
-		return dropped, fmt.Errorf("hashindex: insert of %d jobs: %w", n, err)
+		return dropped, fmt.Errorf("hashindex: %s of %d jobs: %w", op, n, err)
 	}
 	ix.stats.Inserts += uint64(n)
 	ix.stats.Overwrites += uint64(over)

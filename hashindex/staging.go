@@ -180,21 +180,9 @@ func (ix *Index) InsertStaged(st *Staging, n int, dropped []Dropped) ([]Dropped,
 		}
 		return nil
 	}
-	var over, disp int
-	err := ix.eng.insertStaged(st, n, check, func(first int, res []uint64) {
-		var o, d int
-		dropped, o, d = decodeResults(res, first, dropped, ix.workers)
-		over += o
-		disp += d
+	return ix.recordInsert("insert staged", n, dropped, func(decode func(int, []uint64)) error {
+		return ix.eng.insertStaged(st, n, check, decode)
 	})
-	if err != nil {
-		return dropped, fmt.Errorf("hashindex: insert staged of %d jobs: %w", n, err)
-	}
-	ix.stats.Inserts += uint64(n)
-	ix.stats.Overwrites += uint64(over)
-	ix.stats.Displaced += uint64(disp)
-	ix.stats.Entries += uint64(n - over - disp)
-	return dropped, nil
 }
 
 // DeleteStaged is Delete of the first n jobs of st: for every i < n in
