@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"strings"
 	"time"
 
+	"warpkv/gpu"
 	"warpkv/mpt"
 )
 
@@ -120,20 +120,33 @@ func MPTBuildRows(c MPTCase, engine string, keyBytes, valueBytes int64, update, 
 // of the update, of the hash, and of both, end to end), then batch lookups
 // (GetBatch) and batch proofs (ProveBatch) of up to MPTProbes present keys
 // on the built trie. Parallel rows carry their ratio to the sequential
-// engine. There is no GPU engine yet: a GPU device option is an error.
-// go-ethereum's rows on the same pairs come from compat/cmd/mptbench.
+// engine. Where Options.Device resolves to a GPU (a gpu option, or auto
+// with a usable GPU) it adds the GPU engine's rows (MPTGPURows), each
+// with its ratio to the parallel engine, and its phase breakdowns as
+// notes. go-ethereum's rows on the same pairs come from
+// compat/cmd/mptbench.
 func RunMPT(o Options) (*Report, error) {
-	if strings.HasPrefix(o.Device, "gpu") {
-		return nil, fmt.Errorf("bench mpt: no GPU engine yet (issue 4); use --device cpu or auto")
-	}
 	rep := newReport("mpt", o.reps())
+	useGPU := false
+	if o.Device != "cpu" {
+		c, err := gpu.Choose(o.Device)
+		if err != nil {
+			return nil, fmt.Errorf("bench mpt: %w", err)
+		}
+		if c.Backend == gpu.BackendGPU {
+			useGPU = true
+			rep.Engines = append(rep.Engines, "gpu: mpt.EngineGPU, "+c.Reason)
+			c.Device.Close()
+		} else {
+			rep.Notes = append(rep.Notes, "no GPU rows: "+c.Reason)
+		}
+	}
 	p := NewProgress(o.Progress)
 	workers := runtime.GOMAXPROCS(0)
 	rep.Engines = append(rep.Engines,
 		"cpu sequential: mpt.EngineSequential, one goroutine",
 		fmt.Sprintf("cpu parallel: mpt.EngineParallel, %d workers (GOMAXPROCS)", workers))
 	rep.Notes = append(rep.Notes,
-		"no GPU rows: the GPU MPT engine (issue 4) does not exist yet; the rows are the CPU engines only",
 		"go-ethereum's trie and StackTrie on the same pairs: cd compat && go run ./cmd/mptbench (same table)",
 		fmt.Sprintf("update, hash, end to end: a fresh trie, all pairs in one batch; lookup, proof: up to %s present keys", SI(MPTProbes)))
 	cases, notes := MPTCases(o.Size)
@@ -146,7 +159,7 @@ func RunMPT(o Options) (*Report, error) {
 		}
 		st := mpt.DatasetStats(keys, values, slices.SortedFunc(slices.Values(keys), bytes.Compare))
 		lastStats[c.Dataset] = fmt.Sprintf("%s: %v", c.Dataset, st)
-		var seq []Result
+		var seq, par []Result
 		for _, eng := range mpt.Engines() {
 			name := "cpu " + string(eng)
 			p.Printf("%s: %s", name, c.Op("pairs"))
@@ -163,6 +176,26 @@ func RunMPT(o Options) (*Report, error) {
 				}
 			}
 			rep.add(res...)
+			if eng == mpt.EngineParallel {
+				par = res
+			}
+		}
+		if useGPU {
+			p.Printf("gpu: %s", c.Op("pairs"))
+			ref := mpt.New(mpt.Options{Engine: mpt.EngineParallel})
+			if err := ref.Update(keys, values); err != nil {
+				return nil, err
+			}
+			res, note, err := MPTGPURows(c, o.Device, keys, values, st, ref.Hash(), o.reps())
+			if err != nil {
+				rep.finish()
+				return rep, fmt.Errorf("bench mpt: gpu on %s: %w", c.Op(""), err)
+			}
+			for i := range res {
+				res[i] = res[i].VsPeer("parallel", par[i])
+			}
+			rep.add(res...)
+			rep.Notes = append(rep.Notes, note)
 		}
 		runtime.GC()
 	}

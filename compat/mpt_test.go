@@ -2,6 +2,7 @@ package compat
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -16,6 +17,8 @@ import (
 	"github.com/ethereum/go-ethereum/trie"
 	"github.com/ethereum/go-ethereum/triedb"
 
+	"warpkv/gpu"
+	"warpkv/internal/gputest"
 	"warpkv/mpt"
 )
 
@@ -114,9 +117,15 @@ func (g *keyGen) key() []byte {
 			k[i] = byte(r.Uint32())
 		}
 	}
+	k = k[:min(len(k), maxKeyBytes)]
 	g.used = append(g.used, k)
 	return k
 }
+
+// maxKeyBytes caps generated keys at the longest plain key every engine
+// takes (the GPU engine's mpt.MaxGPUKeyBytes); the CPU engines take any
+// length, which TestLongKeysCPU covers.
+const maxKeyBytes = mpt.MaxGPUKeyBytes
 
 // value returns an empty value (delete) about one time in four, else
 // values that inline or not: single bytes on either side of 0x80, short,
@@ -142,17 +151,34 @@ func value(r *rand.Rand) []byte {
 }
 
 // engines are the mpt engines every differential test runs on: the
-// sequential one and the parallel one, with more workers than this
-// machine may have cores so that goroutines interleave.
-var engines = []mpt.Options{
-	{Engine: mpt.EngineSequential},
-	{Engine: mpt.EngineParallel, Workers: 4},
-}
+// sequential one, the parallel one with more workers than this machine
+// may have cores so that goroutines interleave, and the GPU engine where
+// a GPU is usable (WARPKV_REQUIRE_GPU=1 makes its absence a failure).
+var engines = func() []mpt.Options {
+	e := []mpt.Options{
+		{Engine: mpt.EngineSequential},
+		{Engine: mpt.EngineParallel, Workers: 4},
+	}
+	if ok, _ := gpu.Available(); ok || gputest.Required() {
+		e = append(e, mpt.Options{Engine: mpt.EngineGPU})
+	}
+	return e
+}()
 
-// newOurs returns an empty mpt trie on engine e.
-func newOurs(e mpt.Options, secure bool) *mpt.Trie {
+// newOurs returns an empty mpt trie on engine e, closed when t ends.
+func newOurs(t testing.TB, e mpt.Options, secure bool) *mpt.Trie {
+	t.Helper()
 	e.Secure = secure
-	return mpt.New(e)
+	tr, err := mpt.Open(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tr.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return tr
 }
 
 func TestDifferentialAgainstGeth(t *testing.T) {
@@ -184,7 +210,7 @@ func TestDifferentialLargeBatches(t *testing.T) {
 func differential(t *testing.T, e mpt.Options, secure bool, seed uint64, batches, maxBatch int) {
 	r := rand.New(rand.NewPCG(seed, 4))
 	g := &keyGen{rng: r, base: bytes.Repeat([]byte{0xab}, 30)}
-	ours := newOurs(e, secure)
+	ours := newOurs(t, e, secure)
 	geth, gethProve := newGeth(t, secure)
 	model := map[string][]byte{}
 	for b := range batches {
@@ -319,7 +345,7 @@ func stackTrie(t *testing.T, e mpt.Options) {
 				}
 				pairs[string(k)] = v
 			}
-			ours := newOurs(e, tc.secure)
+			ours := newOurs(t, e, tc.secure)
 			sorted := map[string][]byte{}
 			var batchK, batchV [][]byte
 			for k, v := range pairs {
@@ -388,7 +414,7 @@ func TestVectors(t *testing.T) {
 func testVectors(t *testing.T, e mpt.Options) {
 	for _, v := range vectors {
 		geth, _ := newGeth(t, v.secure)
-		ours := newOurs(e, v.secure)
+		ours := newOurs(t, e, v.secure)
 		for _, op := range v.ops {
 			geth.MustUpdate([]byte(op[0]), []byte(op[1]))
 			if err := ours.Update([][]byte{[]byte(op[0])}, [][]byte{[]byte(op[1])}); err != nil {
@@ -400,5 +426,45 @@ func testVectors(t *testing.T, e mpt.Options) {
 		if got := ours.Hash(); got != want {
 			t.Errorf("%s: root %x, go-ethereum %x", v.name, got, want)
 		}
+	}
+}
+
+// TestLongKeysCPU checks plain keys longer than the GPU engine takes
+// (mpt.MaxGPUKeyBytes) on the CPU engines, sharing long prefixes, against
+// go-ethereum's root after every batch; the GPU engine must refuse them
+// with mpt.ErrKeyTooLong and keep its root.
+func TestLongKeysCPU(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	base := bytes.Repeat([]byte{0x5a}, maxKeyBytes+40)
+	for _, e := range engines {
+		t.Run(string(e.Engine), func(t *testing.T) {
+			ours := newOurs(t, e, false)
+			geth, _ := newGeth(t, false)
+			for b := range 5 {
+				var keys, values [][]byte
+				for range 50 {
+					k := append(slices.Clone(base[:r.IntN(len(base))]), byte(r.Uint32()), byte(r.Uint32()))
+					v := value(r)
+					keys, values = append(keys, k), append(values, v)
+				}
+				before := ours.Hash()
+				err := ours.Update(keys, values)
+				if e.Engine == mpt.EngineGPU {
+					if !errors.Is(err, mpt.ErrKeyTooLong) || ours.Hash() != before {
+						t.Fatalf("gpu engine: got %v and root change %v, want ErrKeyTooLong and no change", err, ours.Hash() != before)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, k := range keys {
+					geth.MustUpdate(k, values[i])
+				}
+				if got, want := ours.Hash(), geth.Hash(); got != [32]byte(want) {
+					t.Fatalf("batch %d: root %x, geth %x", b, got, want)
+				}
+			}
+		})
 	}
 }

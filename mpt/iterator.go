@@ -11,6 +11,7 @@ type Iterator struct {
 	stack []iterFrame
 	key   []byte
 	value []byte
+	err   error
 }
 
 // iterFrame is a subtree still to visit and its nibble path.
@@ -24,14 +25,31 @@ type iterFrame struct {
 // first pair. start is a trie key: in a secure trie, a hashed key.
 // Cost: O(1); a full walk costs O(nodes), and subtrees entirely below
 // start are skipped without being visited.
+//
+// On the GPU engine the iterator walks a snapshot of the trie downloaded
+// here (cost: O(trie size) transfer); a failed download ends the
+// iteration at once and Err reports it.
 func (t *Trie) NewIterator(start []byte) *Iterator {
 	it := &Iterator{start: keyToHex(start)}
 	it.start = it.start[:len(it.start)-1]
-	if t.root != nil {
-		it.stack = append(it.stack, iterFrame{n: t.root})
+	root := t.root
+	if t.g != nil {
+		r, err := t.g.snapshot()
+		if err != nil {
+			it.err = fmt.Errorf("mpt: iterator on the gpu engine: %w", err)
+			return it
+		}
+		root = r
+	}
+	if root != nil {
+		it.stack = append(it.stack, iterFrame{n: root})
 	}
 	return it
 }
+
+// Err returns the error that ended the iteration early (only the GPU
+// engine's snapshot can fail), or nil. Cost: O(1).
+func (it *Iterator) Err() error { return it.err }
 
 // Next advances to the next pair and reports whether there is one.
 // Cost: amortised O(1) nodes per pair plus the key's length.

@@ -307,8 +307,16 @@ func (f *forkHasher) ref(h *hasher, n node, depth int) {
 // they stay valid after later updates (which store new values rather than
 // overwrite old ones). The parallel engine looks keys up on Workers
 // goroutines. Cost: O(key length in nibbles) per key, plus one Keccak-256
-// in secure mode; no allocation per key.
+// in secure mode; no allocation per key. On the GPU engine the values are
+// copies and a device failure panics (Lookup returns it instead).
 func (t *Trie) GetBatch(keys [][]byte) (values [][]byte, found []bool) {
+	if t.g != nil {
+		v, f, err := t.Lookup(keys)
+		if err != nil {
+			panic(err)
+		}
+		return v, f
+	}
 	values, found = make([][]byte, len(keys)), make([]bool, len(keys))
 	t.forEach(len(keys), func(h *hasher, lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -364,8 +372,16 @@ func lookup(root node, key []byte) ([]byte, bool) {
 
 // ProveBatch returns Prove's proof of every key, hashing dirty nodes
 // first; the parallel engine builds the proofs on Workers goroutines.
-// Cost: Hash's, plus Prove's per key.
+// Cost: Hash's, plus Prove's per key. The GPU engine builds the proofs on
+// the device in two passes (sizes, then encodings).
 func (t *Trie) ProveBatch(keys [][]byte) ([][][]byte, error) {
+	if t.g != nil {
+		p, err := t.g.prove(keys)
+		if err != nil {
+			return nil, fmt.Errorf("mpt: prove on the gpu engine: %w", err)
+		}
+		return p, nil
+	}
 	t.Hash()
 	proofs := make([][][]byte, len(keys))
 	var mu sync.Mutex

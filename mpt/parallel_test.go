@@ -101,8 +101,8 @@ func TestParseEngine(t *testing.T) {
 			t.Errorf("ParseEngine(%q): %v", s, err)
 		}
 	}
-	if _, err := ParseEngine("gpu"); err == nil {
-		t.Error("ParseEngine(gpu): no error")
+	if _, err := ParseEngine("tpu"); err == nil {
+		t.Error("ParseEngine(tpu): no error")
 	}
 	if e := New(Options{}).Options().Engine; e != EngineSequential {
 		t.Errorf("default engine %q", e)

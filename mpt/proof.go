@@ -19,6 +19,13 @@ var ErrBadProof = errors.New("mpt: bad proof")
 // an empty proof. It hashes dirty nodes first (see Hash). Cost: Hash's,
 // plus one encoding per node on the path.
 func (t *Trie) Prove(key []byte) ([][]byte, error) {
+	if t.g != nil {
+		p, err := t.ProveBatch([][]byte{key})
+		if err != nil {
+			return nil, err
+		}
+		return p[0], nil
+	}
 	t.Hash()
 	return prove(t.root, t.pathOf(key))
 }

@@ -34,29 +34,39 @@ type Options struct {
 	// Iteration then yields the hashed keys.
 	Secure bool
 
-	// Engine selects the CPU engine: EngineSequential (the default, also
-	// for "") applies a batch one operation at a time and hashes on one
+	// Engine selects the engine: EngineSequential (the default, also for
+	// "") applies a batch one operation at a time and hashes on one
 	// goroutine; EngineParallel sorts the batch, splits it by nibble and
 	// applies the parts to disjoint subtrees on goroutines (the CPU port of
-	// the paper's PhaseNU), and hashes dirty subtrees on goroutines. Both
-	// give the same trie, roots and proofs. New panics on any other value.
+	// the paper's PhaseNU), and hashes dirty subtrees on goroutines;
+	// EngineGPU keeps the trie in device memory and runs PhaseNU and
+	// PhaseHC on the GPU (gpu.go, mpt.cu); EngineAuto is EngineGPU where a
+	// GPU is usable and EngineParallel elsewhere. All give the same trie,
+	// roots and proofs. The GPU engines need Open; New panics on them and
+	// on unknown values.
 	Engine Engine
 
 	// Workers is the parallel engine's number of goroutines; 0 means
-	// GOMAXPROCS. The sequential engine ignores it.
+	// GOMAXPROCS. The other engines ignore it.
 	Workers int
+
+	// Device is the GPU engine's device option (auto, gpu, gpu:N; "" means
+	// WARPKV_DEVICE, else auto); see gpu.Choose. The CPU engines ignore it.
+	Device string
 }
 
-// Engine names a CPU engine; see Options.Engine.
+// Engine names an engine; see Options.Engine.
 type Engine string
 
-// The CPU engines.
+// The engines.
 const (
 	EngineSequential Engine = "sequential"
 	EngineParallel   Engine = "parallel"
+	EngineGPU        Engine = "gpu"
+	EngineAuto       Engine = "auto"
 )
 
-// Engines lists the engines New accepts, the default first.
+// Engines lists the CPU engines, which New accepts, the default first.
 func Engines() []Engine { return []Engine{EngineSequential, EngineParallel} }
 
 // ParseEngine returns the engine named s ("" is the sequential engine),
@@ -65,10 +75,10 @@ func ParseEngine(s string) (Engine, error) {
 	switch Engine(s) {
 	case "", EngineSequential:
 		return EngineSequential, nil
-	case EngineParallel:
-		return EngineParallel, nil
+	case EngineParallel, EngineGPU, EngineAuto:
+		return Engine(s), nil
 	}
-	return "", fmt.Errorf("mpt: unknown engine %q (want %s or %s)", s, EngineSequential, EngineParallel)
+	return "", fmt.Errorf("mpt: unknown engine %q (want %s, %s, %s or %s)", s, EngineSequential, EngineParallel, EngineGPU, EngineAuto)
 }
 
 // Trie is an in-memory Merkle Patricia Trie. It is not safe for concurrent
@@ -80,6 +90,8 @@ type Trie struct {
 	workers int       // goroutines of the parallel engine; 0 for the sequential one
 	pool    []*hasher // the parallel engine's per-goroutine hashers
 	grain   int       // the parallel update's grain; 0: sized to the batch (tests set it)
+	g       *gpuTrie  // the GPU engine; nil on the CPU engines
+	reason  string    // why the engine was chosen (Open with EngineAuto)
 }
 
 // New returns an empty trie. It panics when opts.Engine is not one of
@@ -89,6 +101,9 @@ func New(opts Options) *Trie {
 	eng, err := ParseEngine(string(opts.Engine))
 	if err != nil {
 		panic(err)
+	}
+	if eng == EngineGPU || eng == EngineAuto {
+		panic(fmt.Sprintf("mpt: New with engine %q: use Open", eng))
 	}
 	if opts.Workers < 0 {
 		panic(fmt.Sprintf("mpt: %d workers", opts.Workers))
@@ -123,6 +138,12 @@ func (t *Trie) Update(keys, values [][]byte) error {
 	if len(keys) != len(values) {
 		return fmt.Errorf("mpt: update: %d keys but %d values", len(keys), len(values))
 	}
+	if t.g != nil {
+		if err := t.g.update(keys, values); err != nil {
+			return fmt.Errorf("mpt: update on the gpu engine: %w", err)
+		}
+		return nil
+	}
 	if t.workers > 0 {
 		t.parallelUpdate(keys, values)
 		return nil
@@ -140,21 +161,31 @@ func (t *Trie) Update(keys, values [][]byte) error {
 
 // Delete removes keys from the trie; absent keys are ignored. Branches
 // left with one child collapse and short nodes merge exactly as in
-// go-ethereum, so roots match. Cost: O(sum of key lengths in nibbles).
-func (t *Trie) Delete(keys [][]byte) {
+// go-ethereum, so roots match. Only the GPU engine can fail (see Update).
+// Cost: O(sum of key lengths in nibbles).
+func (t *Trie) Delete(keys [][]byte) error {
+	if t.g != nil {
+		return t.Update(keys, make([][]byte, len(keys)))
+	}
 	if t.workers > 0 {
 		t.parallelUpdate(keys, make([][]byte, len(keys)))
-		return
+		return nil
 	}
 	for _, k := range keys {
 		t.root, _ = t.delete(t.root, t.pathOf(k))
 	}
+	return nil
 }
 
 // Get returns a copy of the value stored under key and whether it is
 // present. Cost: O(key length in nibbles + value length), plus one
-// Keccak-256 in secure mode.
+// Keccak-256 in secure mode. On the GPU engine it is a batch of one (see
+// Lookup; a device failure panics there).
 func (t *Trie) Get(key []byte) ([]byte, bool) {
+	if t.g != nil {
+		v, f := t.GetBatch([][]byte{key})
+		return v[0], f[0]
+	}
 	return get(t.root, t.pathOf(key))
 }
 
@@ -184,6 +215,9 @@ func get(n node, path []byte) ([]byte, bool) {
 // the nodes changed since the previous Hash (each once) and caches the
 // result. Cost: one RLP encoding and at most one Keccak-256 per dirty node.
 func (t *Trie) Hash() [32]byte {
+	if t.g != nil {
+		return t.g.rootHash // hashed at the end of every batch
+	}
 	if t.workers > 1 {
 		t.hashSubtrees()
 	}

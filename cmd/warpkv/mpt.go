@@ -22,16 +22,17 @@ const maxBadLines = 20
 // batches and prints the root, or the proof of one key.
 func runMPT(e *env, args []string) error {
 	if len(args) == 0 || (args[0] != "root" && args[0] != "prove") {
-		return usagef("usage: warpkv mpt root|prove [--secure] [--device D] [--batch N] FILE [HEXKEY]")
+		return usagef("usage: warpkv mpt root|prove [--secure] [--engine E] [--device D] [--batch N] FILE [HEXKEY]")
 	}
 	verb := args[0]
-	synopsis := "warpkv mpt root [--secure] [--device cpu] [--batch N] FILE (- for stdin)"
+	synopsis := "warpkv mpt root [--secure] [--engine E] [--device D] [--batch N] FILE (- for stdin)"
 	if verb == "prove" {
-		synopsis = "warpkv mpt prove [--secure] [--device cpu] [--batch N] FILE HEXKEY"
+		synopsis = "warpkv mpt prove [--secure] [--engine E] [--device D] [--batch N] FILE HEXKEY"
 	}
 	fs := newFlagSet(e, "mpt "+verb, synopsis)
 	secure := fs.Bool("secure", false, "hash keys with Keccak-256 first, as Ethereum's state trie")
-	device := fs.String("device", "", "engine: auto or cpu (the GPU engine is not built yet)")
+	engine := fs.String("engine", "auto", "engine: auto (gpu where usable, else parallel), sequential, parallel or gpu")
+	device := fs.String("device", "", "device for the gpu engine: auto, cpu (auto then means parallel), gpu or gpu:N (default $WARPKV_DEVICE, else auto)")
 	batch := fs.Int("batch", 100000, "operations applied per batch")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	if err := parse(fs, args[1:]); err != nil {
@@ -48,12 +49,20 @@ func runMPT(e *env, args []string) error {
 	if *batch < 1 {
 		return usagef("--batch must be at least 1")
 	}
+	eng, err := mpt.ParseEngine(*engine)
+	if err != nil {
+		return usagef("--engine: %v", err)
+	}
 	spec, err := gpu.ParseSpec(*device)
 	if err != nil {
 		return usagef("--device: %v", err)
 	}
-	if !spec.Auto && spec.Backend == gpu.BackendGPU {
-		return fmt.Errorf("mpt: device %s: the GPU MPT engine is not built yet; use --device cpu", spec)
+	if eng == mpt.EngineAuto && !spec.Auto {
+		if spec.Backend == gpu.BackendGPU {
+			eng = mpt.EngineGPU
+		} else {
+			eng = mpt.EngineParallel
+		}
 	}
 	var proveKey []byte
 	if verb == "prove" {
@@ -66,11 +75,16 @@ func runMPT(e *env, args []string) error {
 		return err
 	}
 	defer closeIn()
-	t := mpt.New(mpt.Options{Secure: *secure})
 	progress := e.stderr
 	if *quiet {
 		progress = io.Discard
 	}
+	t, err := mpt.Open(mpt.Options{Secure: *secure, Engine: eng, Device: *device})
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	fmt.Fprintf(progress, "mpt: %s\n", t.Reason())
 	if err := applyOps(t, in, *batch, progress); err != nil {
 		return err
 	}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"warpkv/gpu"
 )
 
 // TestMPTCommand runs "warpkv mpt" on the trie of go-ethereum's classic
@@ -22,20 +24,30 @@ func TestMPTCommand(t *testing.T) {
 	withDelete := write("del.txt", "646f65 7265696e64656572\n646f67 7075707079\n646f67676c6573776f727468 636174\nabcd 01\nabcd\n")
 	bad := write("bad.txt", "646f65 72\nzz 11\n01 02 03\n")
 	const root = "0x8aad789dff2f538bca5d8ea56e8abe10f4c7ba3a5dea95fea4cd6e7c3a1168d3"
-	for _, tc := range []struct {
+	type cmdCase struct {
 		name   string
 		args   []string
 		code   int
 		stdout string
 		stderr string
-	}{
+	}
+	// The GPU engine gives the same root where a GPU is usable and a clear
+	// error elsewhere.
+	gpuCase := cmdCase{"gpu engine without a GPU", []string{"mpt", "root", "--quiet", "--engine", "gpu", ops}, 1, "", "no GPU is usable"}
+	if ok, _ := gpu.Available(); ok {
+		gpuCase = cmdCase{"gpu engine", gpuCase.args, 0, root + "\n", ""}
+	}
+	for _, tc := range []cmdCase{
 		{"root", []string{"mpt", "root", "--quiet", ops}, 0, root + "\n", ""},
 		{"root in batches of one", []string{"mpt", "root", "--quiet", "--batch", "1", ops}, 0, root + "\n", ""},
 		{"a key-only line deletes", []string{"mpt", "root", "--quiet", withDelete}, 0, root + "\n", ""},
 		{"prove", []string{"mpt", "prove", "--quiet", ops, "646f67"}, 0, "e5831646f6a0", ""},
 		{"bad lines", []string{"mpt", "root", bad}, 1, "", "line 2: bad hex"},
 		{"bad lines name the third", []string{"mpt", "root", bad}, 1, "", "line 3: 3 fields"},
-		{"gpu not built", []string{"mpt", "root", "--device", "gpu", ops}, 1, "", "not built yet"},
+		{"sequential engine", []string{"mpt", "root", "--quiet", "--engine", "sequential", ops}, 0, root + "\n", ""},
+		{"parallel engine", []string{"mpt", "root", "--quiet", "--engine", "parallel", "--batch", "2", ops}, 0, root + "\n", ""},
+		gpuCase,
+		{"bad engine", []string{"mpt", "root", "--engine", "tpu", ops}, 2, "", "unknown engine"},
 		{"no verb", []string{"mpt"}, 2, "", "usage"},
 		{"missing file", []string{"mpt", "root", filepath.Join(dir, "nope")}, 1, "", "no such file"},
 	} {

@@ -1,0 +1,937 @@
+package mpt
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"warpkv/gpu"
+	"warpkv/prim"
+)
+
+// The GPU engine (Options.Engine = EngineGPU): the trie's nodes, values and
+// cached references live in device memory between batches; mpt.cu holds
+// the kernels and the description of the phases. The host keeps only the
+// root id, the allocator's counters and the root hash.
+
+// ErrKeyTooLong is wrapped by the GPU engine's errors for a key longer
+// than MaxGPUKeyBytes (the CPU engines take keys of any length).
+var ErrKeyTooLong = errors.New("mpt: key too long for the gpu engine")
+
+// MaxGPUKeyBytes is the longest key (before hashing, in secure mode any
+// length is fine) the GPU engine accepts: a node holds its path inline.
+const MaxGPUKeyBytes = maxKeyBytes
+
+// GPUTimes is the time breakdown of the GPU engine's last Update or Delete
+// batch, from events on its stream and host clocks around them.
+type GPUTimes struct {
+	Keys     int           // operations in the batch
+	Stage    time.Duration // packing keys and values into pinned host memory
+	Upload   time.Duration // host to device copies
+	Sort     time.Duration // key hashing (secure mode), sort, last-wins dedupe
+	Update   time.Duration // PhaseNU: walks, expansions, inserts, compress
+	Hash     time.Duration // PhaseHC: marking and computing, root read back
+	Total    time.Duration // the whole call
+	Rounds   int           // expansion rounds
+	Expanded int           // short nodes expanded
+	Dirty    int           // nodes hashed
+}
+
+// gpuTrie is the GPU engine's state on one device. All work is queued on
+// the stream of one prim engine; the Trie's callers serialize calls.
+type gpuTrie struct {
+	dev     *gpu.Device
+	ownsDev bool
+	pe      *prim.Engine
+	s       *gpu.Stream
+	k       *kernelSet
+	secure  bool
+
+	nodes    *gpu.Buffer[byte]   // capNodes records of nodeBytes
+	freelist *gpu.Buffer[uint32] // free node ids, nfree of them
+	touched  *gpu.Buffer[uint32] // the dirty list
+	capNodes int
+	bump     uint32 // next id never handed out (0 is the null node)
+	nfree    uint32
+
+	vals     *gpu.Buffer[uint64] // value table, two words per entry (offset, length)
+	capVals  int
+	nvals    uint32 // next value id (0 is none)
+	arena    *gpu.Buffer[byte]
+	arenaLen int64
+
+	ctl      *gpu.Buffer[uint32]
+	root     uint32
+	rootHash [32]byte
+
+	stage *gpu.HostBuffer[byte] // pinned staging of keys and values
+
+	keys, raw                       scratch[byte]
+	hashed                          scratch[[32]byte]
+	lens, koff, vlens, perm, ops    scratch[uint32]
+	l32, klen, vid, need, cur, dep  scratch[uint32]
+	counts, offs, ids, list, starts scratch[uint32]
+	w64, entries, wide, wideOffs    scratch[uint64]
+	flags, st                       scratch[uint8]
+	out                             scratch[byte]
+
+	times GPUTimes
+}
+
+// scratch is a device buffer reused across calls and grown with headroom.
+type scratch[T any] struct{ b *gpu.Buffer[T] }
+
+// get returns a buffer of at least n elements (at least 1). Growing frees
+// the old buffer after synchronizing s.
+func (c *scratch[T]) get(d *gpu.Device, s *gpu.Stream, n int) (*gpu.Buffer[T], error) {
+	n = max(n, 1)
+	if c.b != nil && c.b.Len() >= n {
+		return c.b, nil
+	}
+	if err := c.free(s); err != nil {
+		return nil, err
+	}
+	b, err := gpu.Alloc[T](d, n+n/8)
+	if err != nil {
+		return nil, err
+	}
+	c.b = b
+	return b, nil
+}
+
+// free releases the buffer after synchronizing s.
+func (c *scratch[T]) free(s *gpu.Stream) error {
+	if c.b == nil {
+		return nil
+	}
+	err := errors.Join(s.Synchronize(), c.b.Free())
+	c.b = nil
+	return err
+}
+
+// newGPUTrie opens the GPU engine on d (closing d on close when ownsDev).
+// The kernels are compiled here so that a broken toolchain is reported by
+// Open.
+func newGPUTrie(d *gpu.Device, ownsDev, secure bool) (*gpuTrie, error) {
+	pe, err := prim.NewGPU(d)
+	if err != nil {
+		return nil, err
+	}
+	k, err := loadKernels(d)
+	if err != nil {
+		return nil, errors.Join(err, pe.Close())
+	}
+	g := &gpuTrie{dev: d, ownsDev: ownsDev, pe: pe, s: pe.Stream(), k: k, secure: secure, bump: 1, nvals: 1}
+	if g.ctl, err = gpu.Alloc[uint32](d, ctlWords); err != nil {
+		return nil, errors.Join(err, pe.Close())
+	}
+	return g, nil
+}
+
+// close frees everything the engine holds on the device.
+func (g *gpuTrie) close() error {
+	err := g.s.Synchronize()
+	for _, b := range []interface{ Free() error }{g.nodes, g.freelist, g.touched, g.vals, g.arena, g.ctl} {
+		if !isNil(b) {
+			err = errors.Join(err, b.Free())
+		}
+	}
+	err = errors.Join(err, g.keys.free(g.s), g.raw.free(g.s), g.hashed.free(g.s), g.lens.free(g.s),
+		g.koff.free(g.s), g.vlens.free(g.s), g.perm.free(g.s), g.ops.free(g.s), g.l32.free(g.s),
+		g.klen.free(g.s), g.vid.free(g.s), g.need.free(g.s), g.cur.free(g.s), g.dep.free(g.s),
+		g.counts.free(g.s), g.offs.free(g.s), g.ids.free(g.s), g.list.free(g.s), g.starts.free(g.s),
+		g.w64.free(g.s), g.entries.free(g.s), g.wide.free(g.s), g.wideOffs.free(g.s), g.flags.free(g.s),
+		g.st.free(g.s), g.out.free(g.s))
+	if g.stage != nil {
+		err = errors.Join(err, g.stage.Free())
+	}
+	err = errors.Join(err, g.pe.Close())
+	if g.ownsDev {
+		err = errors.Join(err, g.dev.Close())
+	}
+	return err
+}
+
+// isNil reports whether a buffer interface holds a nil pointer.
+func isNil(b interface{ Free() error }) bool {
+	switch v := b.(type) {
+	case *gpu.Buffer[byte]:
+		return v == nil
+	case *gpu.Buffer[uint32]:
+		return v == nil
+	case *gpu.Buffer[uint64]:
+		return v == nil
+	}
+	return b == nil
+}
+
+// ---------------------------------------------------------------- small helpers
+
+// setCtl writes control words [i, i+len(v)).
+func (g *gpuTrie) setCtl(i int, v ...uint32) error { return g.ctl.Write(g.s, i, v) }
+
+// readCtl synchronizes the stream and returns control words [i, i+n).
+func (g *gpuTrie) readCtl(i, n int) ([]uint32, error) {
+	out := make([]uint32, n)
+	if err := errors.Join(g.ctl.Read(g.s, i, out), g.s.Synchronize()); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ctlView is control word i as a one-element buffer (a count output).
+func (g *gpuTrie) ctlView(i int) *gpu.Buffer[uint32] { return gpu.View[uint32](g.ctl, 4*i, 1) }
+
+// launch runs kernel f over grid with the engine's stream.
+func (g *gpuTrie) launch(f *gpu.Function, grid gpu.Dim3, block int, args ...any) error {
+	return f.Launch(g.s, grid, gpu.D1(block), 0, args...)
+}
+
+// scanCounts turns counts[0, n) into exclusive offsets in offs[0, n] and
+// returns the total (offs[n]). Synchronizes.
+func (g *gpuTrie) scanCounts(counts *gpu.Buffer[uint32], n int) (*gpu.Buffer[uint32], uint32, error) {
+	offs, err := g.offs.get(g.dev, g.s, n+1)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := counts.Write(g.s, n, []uint32{0}); err != nil {
+		return nil, 0, err
+	}
+	if err := prim.DevScanExclusive(g.pe, counts, offs, n+1); err != nil {
+		return nil, 0, err
+	}
+	var t [1]uint32
+	if err := errors.Join(offs.Read(g.s, n, t[:]), g.s.Synchronize()); err != nil {
+		return nil, 0, err
+	}
+	return offs, t[0], nil
+}
+
+// ---------------------------------------------------------------- storage
+
+// reserveNodes makes room for extra more nodes beyond the free list and
+// the bump region, growing the node, free-list and dirty-list arrays
+// (copying them) when needed. On failure nothing changed.
+func (g *gpuTrie) reserveNodes(extra uint32) error {
+	need := int(g.bump) + int(max(0, int64(extra)-int64(g.nfree)))
+	if need <= g.capNodes {
+		return nil
+	}
+	if need > 1<<31 {
+		return fmt.Errorf("mpt: gpu engine: %d nodes exceed the id space", need)
+	}
+	c := max(need+need/4, 2*g.capNodes, 1024)
+	nodes, err := gpu.Alloc[byte](g.dev, c*nodeBytes)
+	if err != nil {
+		return err
+	}
+	free, err := gpu.Alloc[uint32](g.dev, c)
+	if err != nil {
+		return errors.Join(err, nodes.Free())
+	}
+	touched, err := gpu.Alloc[uint32](g.dev, c)
+	if err != nil {
+		return errors.Join(err, nodes.Free(), free.Free())
+	}
+	fail := func(err error) error { return errors.Join(err, nodes.Free(), free.Free(), touched.Free()) }
+	old := g.capNodes
+	if old > 0 {
+		if err := nodes.CopyFrom(g.s, 0, g.nodes, 0, old*nodeBytes); err != nil {
+			return fail(err)
+		}
+		if err := free.CopyFrom(g.s, 0, g.freelist, 0, old); err != nil {
+			return fail(err)
+		}
+		if err := touched.CopyFrom(g.s, 0, g.touched, 0, old); err != nil {
+			return fail(err)
+		}
+	}
+	if err := gpu.View[byte](nodes, old*nodeBytes, (c-old)*nodeBytes).FillBytes(g.s, 0); err != nil {
+		return fail(err)
+	}
+	if err := g.s.Synchronize(); err != nil {
+		return fail(err)
+	}
+	if old > 0 {
+		if err := errors.Join(g.nodes.Free(), g.freelist.Free(), g.touched.Free()); err != nil {
+			return err
+		}
+	}
+	g.nodes, g.freelist, g.touched, g.capNodes = nodes, free, touched, c
+	return nil
+}
+
+// allocIDs materializes total node ids (free list first, then bump) into
+// the ids scratch and consumes them from the allocator.
+func (g *gpuTrie) allocIDs(total uint32) (*gpu.Buffer[uint32], error) {
+	ids, err := g.ids.get(g.dev, g.s, int(total))
+	if err != nil {
+		return nil, err
+	}
+	if total > 0 {
+		if err := g.launch(g.k.allocIDs, threads(int(total)), kernelBlock, g.freelist, g.nfree, g.bump, uint64(total), ids); err != nil {
+			return nil, err
+		}
+	}
+	if total <= g.nfree {
+		g.nfree -= total
+	} else {
+		g.bump += total - g.nfree
+		g.nfree = 0
+	}
+	return ids, nil
+}
+
+// growBuffer returns a buffer of at least n elements holding old's first
+// keep elements (old is freed; nil old is fine).
+func growBuffer[T any](g *gpuTrie, old *gpu.Buffer[T], keep, n int) (*gpu.Buffer[T], error) {
+	b, err := gpu.Alloc[T](g.dev, n)
+	if err != nil {
+		return nil, err
+	}
+	if old != nil && keep > 0 {
+		if err := errors.Join(b.CopyFrom(g.s, 0, old, 0, keep), g.s.Synchronize()); err != nil {
+			return nil, errors.Join(err, b.Free())
+		}
+	}
+	if old != nil {
+		if err := old.Free(); err != nil {
+			return nil, errors.Join(err, b.Free())
+		}
+	}
+	return b, nil
+}
+
+// pinned returns the pinned staging buffer with at least n bytes.
+func (g *gpuTrie) pinned(n int) ([]byte, error) {
+	if g.stage != nil && g.stage.Len() >= n {
+		return g.stage.Slice(), nil
+	}
+	if g.stage != nil {
+		if err := errors.Join(g.s.Synchronize(), g.stage.Free()); err != nil {
+			return nil, err
+		}
+		g.stage = nil
+	}
+	h, err := gpu.AllocHost[byte](g.dev, max(n+n/4, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	g.stage = h
+	return h.Slice(), nil
+}
+
+// parallel runs fn over [0, n) in chunks on all cores.
+func parallel(n int, fn func(lo, hi int)) {
+	w := runtime.GOMAXPROCS(0)
+	if n < 4096 || w == 1 {
+		fn(0, n)
+		return
+	}
+	chunk := (n + w - 1) / w
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += chunk {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			fn(lo, hi)
+		}(lo, min(lo+chunk, n))
+	}
+	wg.Wait()
+}
+
+// ---------------------------------------------------------------- staging
+
+// stagedKeys describes a batch of keys on the device: key i's bytes at
+// keys[i*stride, i*stride+lens[i]), zero-padded to stride.
+type stagedKeys struct {
+	keys   *gpu.Buffer[byte]
+	lens   *gpu.Buffer[uint32]
+	stride int
+	varied bool // lengths differ
+}
+
+// checkKeys returns an error wrapping ErrKeyTooLong for the first key the
+// engine cannot take.
+func (g *gpuTrie) checkKeys(keys [][]byte) error {
+	if g.secure {
+		return nil
+	}
+	for i, k := range keys {
+		if len(k) > maxKeyBytes {
+			return fmt.Errorf("%w: key %d has %d bytes (at most %d)", ErrKeyTooLong, i, len(k), maxKeyBytes)
+		}
+	}
+	return nil
+}
+
+// keyStageBytes returns the staging bytes stageKeys needs for keys.
+func (g *gpuTrie) keyStageBytes(keys [][]byte) int {
+	maxLen, total := 0, 0
+	for _, k := range keys {
+		maxLen, total = max(maxLen, len(k)), total+len(k)
+	}
+	if g.secure {
+		return total
+	}
+	return len(keys) * max(8, (maxLen+7)&^7)
+}
+
+// stageKeys uploads keys (through stage[at:]) in the stride layout, hashing
+// them on the device first in secure mode. It returns the staged keys and
+// the staging bytes used.
+func (g *gpuTrie) stageKeys(keys [][]byte, stage []byte) (stagedKeys, int, error) {
+	n := len(keys)
+	lens := make([]uint32, n)
+	maxLen, total := 0, 0
+	for i, k := range keys {
+		lens[i] = uint32(len(k))
+		maxLen = max(maxLen, len(k))
+		total += len(k)
+	}
+	if g.secure {
+		// Raw keys back to back, then Keccak-256 on the device.
+		offs := make([]uint32, n+1)
+		for i, k := range keys {
+			offs[i+1] = offs[i] + uint32(len(k))
+		}
+		buf := stage[:total]
+		parallel(n, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				copy(buf[offs[i]:], keys[i])
+			}
+		})
+		raw, err := g.raw.get(g.dev, g.s, total+8)
+		if err != nil {
+			return stagedKeys{}, 0, err
+		}
+		koff, err := g.koff.get(g.dev, g.s, n+1)
+		if err != nil {
+			return stagedKeys{}, 0, err
+		}
+		out, err := g.hashed.get(g.dev, g.s, n)
+		if err != nil {
+			return stagedKeys{}, 0, err
+		}
+		l, err := g.lens.get(g.dev, g.s, n)
+		if err != nil {
+			return stagedKeys{}, 0, err
+		}
+		if err := errors.Join(raw.Write(g.s, 0, buf), koff.Write(g.s, 0, offs)); err != nil {
+			return stagedKeys{}, 0, err
+		}
+		if err := prim.DevKeccak256(g.pe, raw, koff, n, out, maxLen); err != nil {
+			return stagedKeys{}, 0, err
+		}
+		for i := range lens {
+			lens[i] = 32
+		}
+		if err := l.Write(g.s, 0, lens); err != nil {
+			return stagedKeys{}, 0, err
+		}
+		return stagedKeys{keys: gpu.View[byte](out, 0, 32*n), lens: l, stride: 32}, total, nil
+	}
+	stride := max(8, (maxLen+7)&^7)
+	buf := stage[:n*stride]
+	parallel(n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			b := buf[i*stride : (i+1)*stride]
+			c := copy(b, keys[i])
+			clear(b[c:])
+		}
+	})
+	kb, err := g.keys.get(g.dev, g.s, n*stride)
+	if err != nil {
+		return stagedKeys{}, 0, err
+	}
+	l, err := g.lens.get(g.dev, g.s, n)
+	if err != nil {
+		return stagedKeys{}, 0, err
+	}
+	if err := errors.Join(kb.Write(g.s, 0, buf), l.Write(g.s, 0, lens)); err != nil {
+		return stagedKeys{}, 0, err
+	}
+	varied := false
+	for _, v := range lens {
+		if v != lens[0] {
+			varied = true
+			break
+		}
+	}
+	return stagedKeys{keys: kb, lens: l, stride: stride, varied: varied}, n * stride, nil
+}
+
+// stageValues appends the batch's non-empty values to the arena (through
+// stage) and writes value table entries vbase+i for every operation i (an
+// empty value gets a zero-length entry, never referenced). It returns
+// vbase and whether any value is non-empty. On failure nothing changed.
+func (g *gpuTrie) stageValues(values [][]byte, stage []byte) (uint32, bool, error) {
+	n := len(values)
+	offs := make([]int64, n+1)
+	vl := make([]uint32, n)
+	any := false
+	for i, v := range values {
+		offs[i+1] = offs[i] + int64(len(v))
+		vl[i] = uint32(len(v))
+		any = any || len(v) > 0
+	}
+	total := offs[n]
+	if uint64(g.nvals)+uint64(n) >= 1<<32 {
+		return 0, false, fmt.Errorf("mpt: gpu engine: value table full")
+	}
+	// Grow the table and the arena first: failure leaves both as they were.
+	if need := int(g.nvals) + n; need > g.capVals {
+		c := max(need+need/4, 2*g.capVals, 1024)
+		b, err := growBuffer(g, g.vals, 2*int(g.nvals), 2*c)
+		if err != nil {
+			return 0, false, err
+		}
+		g.vals, g.capVals = b, c
+	}
+	if need := g.arenaLen + total + 8; g.arena == nil || need > int64(g.arena.Len()) {
+		c := max(need+need/4, 2*int64(g.bufLen(g.arena)), 1<<20)
+		b, err := growBuffer(g, g.arena, int(g.arenaLen), int(c))
+		if err != nil {
+			return 0, false, err
+		}
+		g.arena = b
+	}
+	buf := stage[:total]
+	parallel(n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			copy(buf[offs[i]:], values[i])
+		}
+	})
+	entries := make([]uint64, 2*n)
+	for i := range values {
+		entries[2*i] = uint64(g.arenaLen + offs[i])
+		entries[2*i+1] = uint64(vl[i])
+	}
+	vb, err := g.vlens.get(g.dev, g.s, n)
+	if err != nil {
+		return 0, false, err
+	}
+	if err := errors.Join(g.arena.Write(g.s, int(g.arenaLen), buf), g.vals.Write(g.s, 2*int(g.nvals), entries),
+		vb.Write(g.s, 0, vl)); err != nil {
+		return 0, false, err
+	}
+	vbase := g.nvals
+	g.nvals += uint32(n)
+	g.arenaLen += total
+	return vbase, any, nil
+}
+
+// bufLen is b's length, 0 for nil.
+func (g *gpuTrie) bufLen(b *gpu.Buffer[byte]) int {
+	if b == nil {
+		return 0
+	}
+	return b.Len()
+}
+
+// ---------------------------------------------------------------- update
+
+// update applies a batch (an empty value deletes; the last operation on a
+// key wins) and hashes the changed nodes. Errors before the trie changes
+// leave it as it was; after that (only a device failure or running out of
+// memory while growing the node arrays), the batch is abandoned, the
+// nodes already expanded are compressed back, and the trie is again as
+// before the batch.
+func (g *gpuTrie) update(keys, values [][]byte) error {
+	t0 := time.Now()
+	g.times = GPUTimes{Keys: len(keys)}
+	n := len(keys)
+	if n == 0 {
+		return nil
+	}
+	if err := g.checkKeys(keys); err != nil {
+		return err
+	}
+	vbytes := 0
+	for _, v := range values {
+		vbytes += len(v)
+	}
+	stage, err := g.pinned(g.keyStageBytes(keys) + vbytes)
+	if err != nil {
+		return err
+	}
+	if err := g.s.Synchronize(); err != nil { // the staging buffer is free
+		return err
+	}
+	sk, used, err := g.stageKeys(keys, stage)
+	if err != nil {
+		return err
+	}
+	vbase, anyInsert, err := g.stageValues(values, stage[used:])
+	if err != nil {
+		return err
+	}
+	t1 := time.Now()
+	if err := g.s.Synchronize(); err != nil {
+		return err
+	}
+	t2 := time.Now()
+	g.times.Stage, g.times.Upload = t1.Sub(t0), t2.Sub(t1)
+	m, err := g.sortBatch(sk, n)
+	if err != nil {
+		return err
+	}
+	t3 := time.Now()
+	g.times.Sort = t3.Sub(t2)
+	if g.root == 0 && !anyInsert {
+		g.times.Total = time.Since(t0)
+		return nil // deletes from an empty trie
+	}
+	if g.root == 0 {
+		if err := g.newRoot(); err != nil {
+			return err
+		}
+	}
+	if err := g.apply(sk, m, vbase); err != nil {
+		return errors.Join(err, g.abandon())
+	}
+	if err := g.compress(); err != nil {
+		return err
+	}
+	t4 := time.Now()
+	g.times.Update = t4.Sub(t3)
+	if err := g.hash(); err != nil {
+		return err
+	}
+	g.times.Hash = time.Since(t4)
+	g.times.Total = time.Since(t0)
+	return nil
+}
+
+// abandon restores canonical form after a batch failed midway: the
+// expansions made so far only re-shaped nodes, so compressing the dirty
+// set and re-hashing gives back the trie as it was.
+func (g *gpuTrie) abandon() error {
+	return errors.Join(g.compress(), g.hash())
+}
+
+// newRoot makes an empty branch the root (the walks need one to start at;
+// compress makes it canonical or frees it).
+func (g *gpuTrie) newRoot() error {
+	if err := g.reserveNodes(1); err != nil {
+		return err
+	}
+	ids, err := g.allocIDs(1)
+	if err != nil {
+		return err
+	}
+	var id [1]uint32
+	if err := errors.Join(ids.Read(g.s, 0, id[:]), g.s.Synchronize()); err != nil {
+		return err
+	}
+	rec := make([]byte, nodeBytes)
+	binary.LittleEndian.PutUint32(rec[0:], kindBranch)
+	if err := errors.Join(g.nodes.Write(g.s, int(id[0])*nodeBytes, rec), g.s.Synchronize()); err != nil {
+		return err
+	}
+	g.root = id[0]
+	return nil
+}
+
+// sortBatch sorts the staged keys (their indices, stably: length first,
+// then big-endian words from the last to the first), keeps the last
+// operation of each key in g.ops, and returns how many were kept.
+func (g *gpuTrie) sortBatch(sk stagedKeys, n int) (int, error) {
+	perm, err := g.perm.get(g.dev, g.s, n)
+	if err != nil {
+		return 0, err
+	}
+	if err := g.launch(g.k.iota, threads(n), kernelBlock, perm, uint64(n)); err != nil {
+		return 0, err
+	}
+	if sk.varied {
+		l, err := g.l32.get(g.dev, g.s, n)
+		if err != nil {
+			return 0, err
+		}
+		if err := g.launch(g.k.keyLen, threads(n), kernelBlock, sk.lens, perm, uint64(n), l); err != nil {
+			return 0, err
+		}
+		if err := prim.DevSortPairsBits(g.pe, l, perm, n, 0, 8); err != nil {
+			return 0, err
+		}
+	}
+	w, err := g.w64.get(g.dev, g.s, n)
+	if err != nil {
+		return 0, err
+	}
+	for word := sk.stride/8 - 1; word >= 0; word-- {
+		if err := g.launch(g.k.keyWord, threads(n), kernelBlock, sk.keys, uint32(sk.stride), perm, uint64(n), uint32(word), w); err != nil {
+			return 0, err
+		}
+		if err := prim.DevSortPairs(g.pe, w, perm, n); err != nil {
+			return 0, err
+		}
+	}
+	flags, err := g.flags.get(g.dev, g.s, n)
+	if err != nil {
+		return 0, err
+	}
+	ops, err := g.ops.get(g.dev, g.s, n)
+	if err != nil {
+		return 0, err
+	}
+	if err := g.launch(g.k.lastFlags, threads(n), kernelBlock, sk.keys, uint32(sk.stride), sk.lens, perm, uint64(n), flags); err != nil {
+		return 0, err
+	}
+	if err := prim.DevSelect(g.pe, perm, flags, ops, n, g.ctlView(6)); err != nil {
+		return 0, err
+	}
+	c, err := g.readCtl(6, 1)
+	if err != nil {
+		return 0, err
+	}
+	return int(c[0]), nil
+}
+
+// maxRounds bounds the expansion rounds: each round expands at least one
+// short node on some walk's path, and a path has at most one short node
+// per nibble.
+const maxRounds = 2*maxKeyBytes + 2
+
+// apply runs PhaseNU's walks and expansions, then the inserts and
+// deletes, on the m kept operations.
+func (g *gpuTrie) apply(sk stagedKeys, m int, vbase uint32) error {
+	bufs := make([]*gpu.Buffer[uint32], 5)
+	for i, s := range []*scratch[uint32]{&g.klen, &g.vid, &g.need, &g.cur, &g.dep} {
+		b, err := s.get(g.dev, g.s, m)
+		if err != nil {
+			return err
+		}
+		bufs[i] = b
+	}
+	klen, vid, need, cur, dep := bufs[0], bufs[1], bufs[2], bufs[3], bufs[4]
+	st, err := g.st.get(g.dev, g.s, m)
+	if err != nil {
+		return err
+	}
+	ops := g.ops.b
+	stride := uint32(sk.stride)
+	if err := g.launch(g.k.opInit, threads(m), kernelBlock, sk.keys, stride, sk.lens, g.vlens.b, vbase, ops,
+		uint64(m), g.root, klen, vid, need, cur, dep, st); err != nil {
+		return err
+	}
+	list, err := g.list.get(g.dev, g.s, m)
+	if err != nil {
+		return err
+	}
+	for round := 0; ; round++ {
+		if round > maxRounds {
+			return fmt.Errorf("mpt: gpu engine: expansion did not settle after %d rounds", round)
+		}
+		if err := g.setCtl(ctlWait, 0, 0); err != nil {
+			return err
+		}
+		if err := g.launch(g.k.walk, threads(m), kernelBlock, g.nodes, sk.keys, stride, ops, klen, vid, uint64(m),
+			cur, dep, st, list, g.ctl); err != nil {
+			return err
+		}
+		c, err := g.readCtl(ctlWait, 2)
+		if err != nil {
+			return err
+		}
+		ne := int(c[1])
+		if ne == 0 {
+			break
+		}
+		g.times.Rounds++
+		g.times.Expanded += ne
+		counts, err := g.counts.get(g.dev, g.s, ne+1)
+		if err != nil {
+			return err
+		}
+		if err := g.launch(g.k.expandCount, threads(ne), kernelBlock, g.nodes, list, uint64(ne), counts); err != nil {
+			return err
+		}
+		offs, total, err := g.scanCounts(counts, ne)
+		if err != nil {
+			return err
+		}
+		if err := g.reserveNodes(total); err != nil {
+			return err
+		}
+		ids, err := g.allocIDs(total)
+		if err != nil {
+			return err
+		}
+		if err := g.launch(g.k.expand, threads(ne), kernelBlock, g.nodes, list, uint64(ne), offs, ids, g.touched, g.ctl); err != nil {
+			return err
+		}
+	}
+	counts, err := g.counts.get(g.dev, g.s, m+1)
+	if err != nil {
+		return err
+	}
+	if err := g.launch(g.k.insertCount, threads(m), kernelBlock, g.nodes, klen, vid, need, cur, dep, st, uint64(m), counts); err != nil {
+		return err
+	}
+	offs, total, err := g.scanCounts(counts, m)
+	if err != nil {
+		return err
+	}
+	if err := g.reserveNodes(total); err != nil {
+		return err
+	}
+	ids, err := g.allocIDs(total)
+	if err != nil {
+		return err
+	}
+	if err := g.launch(g.k.insert, threads(m), kernelBlock, g.nodes, sk.keys, stride, ops, klen, vid, need, cur, dep, st,
+		uint64(m), offs, ids, g.touched, g.ctl); err != nil {
+		return err
+	}
+	if err := g.setCtl(ctlFreed, 0); err != nil {
+		return err
+	}
+	if total > 0 {
+		if err := g.launch(g.k.reclaim, threads(int(total)), kernelBlock, g.nodes, ids, uint64(total), g.freelist, g.nfree, g.ctl); err != nil {
+			return err
+		}
+	}
+	c, err := g.readCtl(ctlFreed, 3)
+	if err != nil {
+		return err
+	}
+	g.nfree += c[0]
+	if c[2] != 0 {
+		return fmt.Errorf("mpt: gpu engine: insert invariant %d failed (a bug)", c[2])
+	}
+	return nil
+}
+
+// dirtyStarts counts, for the nt listed nodes, their dirty children
+// (parents' pending counters) and returns the start list: the listed live
+// nodes without dirty children.
+func (g *gpuTrie) dirtyStarts(nt int) (*gpu.Buffer[uint32], int, error) {
+	if err := g.launch(g.k.countPending, threads(nt), kernelBlock, g.nodes, g.touched, uint64(nt)); err != nil {
+		return nil, 0, err
+	}
+	starts, err := g.starts.get(g.dev, g.s, nt)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := g.setCtl(ctlStarts, 0); err != nil {
+		return nil, 0, err
+	}
+	if err := g.launch(g.k.starts, threads(nt), kernelBlock, g.nodes, g.touched, uint64(nt), starts, g.ctl); err != nil {
+		return nil, 0, err
+	}
+	c, err := g.readCtl(ctlStarts, 1)
+	if err != nil {
+		return nil, 0, err
+	}
+	return starts, int(c[0]), nil
+}
+
+// compress closes the dirty set under ancestors, puts every dirty node
+// back into canonical form bottom-up, updates the root, and compacts the
+// dirty list to its live nodes.
+func (g *gpuTrie) compress() error {
+	c, err := g.readCtl(ctlTouched, 1)
+	if err != nil {
+		return err
+	}
+	if c[0] == 0 {
+		return nil
+	}
+	if err := g.launch(g.k.markUp, threads(int(c[0])), kernelBlock, g.nodes, g.touched, uint64(c[0]), g.ctl); err != nil {
+		return err
+	}
+	if c, err = g.readCtl(ctlTouched, 1); err != nil {
+		return err
+	}
+	nt := int(c[0])
+	starts, ns, err := g.dirtyStarts(nt)
+	if err != nil {
+		return err
+	}
+	if err := g.setCtl(ctlFreed, 0); err != nil {
+		return err
+	}
+	if err := g.launch(g.k.compress, threads(ns), kernelBlock, g.nodes, starts, uint64(ns), g.freelist, g.nfree, g.ctl); err != nil {
+		return err
+	}
+	if c, err = g.readCtl(ctlFreed, 1); err != nil {
+		return err
+	}
+	g.nfree += c[0]
+	var kind [4]byte
+	if err := errors.Join(g.nodes.Read(g.s, int(g.root)*nodeBytes, kind[:]), g.s.Synchronize()); err != nil {
+		return err
+	}
+	if binary.LittleEndian.Uint32(kind[:]) == kindFree {
+		g.root = 0
+	}
+	// Keep the live nodes of the dirty list (freed ones may be reused).
+	flags, err := g.flags.get(g.dev, g.s, nt)
+	if err != nil {
+		return err
+	}
+	tmp, err := g.list.get(g.dev, g.s, nt)
+	if err != nil {
+		return err
+	}
+	if err := g.launch(g.k.liveFlags, threads(nt), kernelBlock, g.nodes, g.touched, uint64(nt), flags); err != nil {
+		return err
+	}
+	if err := prim.DevSelect(g.pe, g.touched, flags, tmp, nt, g.ctlView(ctlTouched)); err != nil {
+		return err
+	}
+	if c, err = g.readCtl(ctlTouched, 1); err != nil {
+		return err
+	}
+	return g.touched.CopyFrom(g.s, 0, tmp, 0, int(c[0]))
+}
+
+// hash runs PhaseHC over the dirty list (marking, then computing), empties
+// the list and reads the root hash back.
+func (g *gpuTrie) hash() error {
+	c, err := g.readCtl(ctlTouched, 1)
+	if err != nil {
+		return err
+	}
+	nt := int(c[0])
+	if nt > 0 {
+		starts, ns, err := g.dirtyStarts(nt)
+		if err != nil {
+			return err
+		}
+		if err := g.launch(g.k.hash, warps(ns), warpBlock, g.nodes, g.vals, g.arena, starts, uint64(ns), g.root); err != nil {
+			return err
+		}
+		if err := g.setCtl(ctlTouched, 0); err != nil {
+			return err
+		}
+		g.times.Dirty = nt
+	}
+	if g.root == 0 {
+		g.rootHash = EmptyRoot
+		return g.s.Synchronize()
+	}
+	var ref [32]byte
+	if err := errors.Join(g.nodes.Read(g.s, int(g.root)*nodeBytes+nodeRefOffset, ref[:]), g.s.Synchronize()); err != nil {
+		return err
+	}
+	g.rootHash = ref
+	return nil
+}
+
+// Byte offsets inside a Node record (mpt.cu's struct Node).
+const (
+	nodeKindOffset   = 0
+	nodeParentOffset = 4
+	nodeChildOffset  = 8
+	nodeValOffset    = 72
+	nodePlenOffset   = 76
+	nodeReflenOffset = 80
+	nodePathOffset   = 96
+	nodeRefOffset    = 224
+)

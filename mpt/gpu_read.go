@@ -1,0 +1,291 @@
+package mpt
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"warpkv/prim"
+)
+
+// The GPU engine's read paths: batch lookups, batch proofs (two passes:
+// sizes, scan, write) and the snapshot that iteration reads.
+
+// queryable returns the indices of the keys the GPU engine can look up
+// (keys too long for it cannot be in the trie) and those keys.
+func (g *gpuTrie) queryable(keys [][]byte) ([]int, [][]byte) {
+	if g.secure {
+		return nil, keys
+	}
+	var idx []int
+	var ks [][]byte
+	for i, k := range keys {
+		if len(k) <= maxKeyBytes {
+			idx = append(idx, i)
+			ks = append(ks, k)
+		}
+	}
+	if len(ks) == len(keys) {
+		return nil, keys
+	}
+	return idx, ks
+}
+
+// lookup returns copies of the values of keys (nil when absent) and
+// whether each is present: one thread per key walks from the root, a scan
+// places the values, one warp per key gathers them, one download brings
+// them back. Cost: the keys' upload (and hashing in secure mode), the
+// walks, and the values' download.
+func (g *gpuTrie) lookup(keys [][]byte) ([][]byte, []bool, error) {
+	values, found := make([][]byte, len(keys)), make([]bool, len(keys))
+	idx, ks := g.queryable(keys)
+	n := len(ks)
+	if n == 0 || g.root == 0 {
+		return values, found, nil
+	}
+	stage, err := g.pinned(g.keyStageBytes(ks))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := g.s.Synchronize(); err != nil {
+		return nil, nil, err
+	}
+	sk, _, err := g.stageKeys(ks, stage)
+	if err != nil {
+		return nil, nil, err
+	}
+	vid, err := g.vid.get(g.dev, g.s, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	vlen, err := g.wide.get(g.dev, g.s, n+1)
+	if err != nil {
+		return nil, nil, err
+	}
+	offs, err := g.wideOffs.get(g.dev, g.s, n+1)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := g.launch(g.k.lookup, threads(n), kernelBlock, g.nodes, g.vals, g.root, sk.keys, uint32(sk.stride), sk.lens,
+		uint64(n), vid, vlen); err != nil {
+		return nil, nil, err
+	}
+	if err := vlen.Write(g.s, n, []uint64{0}); err != nil {
+		return nil, nil, err
+	}
+	if err := prim.DevScanExclusive(g.pe, vlen, offs, n+1); err != nil {
+		return nil, nil, err
+	}
+	o := make([]uint64, n+1)
+	if err := errors.Join(offs.Read(g.s, 0, o), g.s.Synchronize()); err != nil {
+		return nil, nil, err
+	}
+	total := int(o[n])
+	buf := make([]byte, total)
+	if total > 0 {
+		out, err := g.out.get(g.dev, g.s, total)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := g.launch(g.k.gather, warps(n), warpBlock, g.vals, g.arena, vid, uint64(n), offs, out); err != nil {
+			return nil, nil, err
+		}
+		if err := errors.Join(out.Read(g.s, 0, buf), g.s.Synchronize()); err != nil {
+			return nil, nil, err
+		}
+	}
+	for j := 0; j < n; j++ {
+		i := j
+		if idx != nil {
+			i = idx[j]
+		}
+		if o[j+1] > o[j] { // stored values are never empty
+			values[i] = buf[o[j]:o[j+1]:o[j+1]]
+			found[i] = true
+		}
+	}
+	return values, found, nil
+}
+
+// prove returns the proof of every key, as the CPU engines' Prove: a size
+// pass (one thread per key counts the proof's nodes and bytes), two scans,
+// and a write pass that encodes the nodes on the path into one buffer,
+// downloaded once. Cost: the keys' upload, two walks per key with one
+// encoding per proof node each, and the proofs' download.
+func (g *gpuTrie) prove(keys [][]byte) ([][][]byte, error) {
+	proofs := make([][][]byte, len(keys))
+	idx, ks := g.queryable(keys)
+	if idx != nil {
+		// A key too long for the engine is absent; its proof still walks
+		// the trie, so fall back to a snapshot for those keys.
+		root, err := g.snapshot()
+		if err != nil {
+			return nil, err
+		}
+		for i, k := range keys {
+			if len(k) > maxKeyBytes {
+				if proofs[i], err = prove(root, keyToHex(k)); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	n := len(ks)
+	if n == 0 || g.root == 0 {
+		return proofs, nil
+	}
+	stage, err := g.pinned(g.keyStageBytes(ks))
+	if err != nil {
+		return nil, err
+	}
+	if err := g.s.Synchronize(); err != nil {
+		return nil, err
+	}
+	sk, _, err := g.stageKeys(ks, stage)
+	if err != nil {
+		return nil, err
+	}
+	count, err := g.counts.get(g.dev, g.s, n+1)
+	if err != nil {
+		return nil, err
+	}
+	bytes, err := g.wide.get(g.dev, g.s, n+1)
+	if err != nil {
+		return nil, err
+	}
+	boffs, err := g.wideOffs.get(g.dev, g.s, n+1)
+	if err != nil {
+		return nil, err
+	}
+	stride := uint32(sk.stride)
+	if err := g.launch(g.k.proofSize, threads(n), kernelBlock, g.nodes, g.vals, g.arena, g.root, sk.keys, stride, sk.lens,
+		uint64(n), count, bytes); err != nil {
+		return nil, err
+	}
+	if err := bytes.Write(g.s, n, []uint64{0}); err != nil {
+		return nil, err
+	}
+	if err := prim.DevScanExclusive(g.pe, bytes, boffs, n+1); err != nil {
+		return nil, err
+	}
+	noffs, totalNodes, err := g.scanCounts(count, n)
+	if err != nil {
+		return nil, err
+	}
+	bo := make([]uint64, n+1)
+	no := make([]uint32, n+1)
+	if err := errors.Join(boffs.Read(g.s, 0, bo), noffs.Read(g.s, 0, no), g.s.Synchronize()); err != nil {
+		return nil, err
+	}
+	total := int(bo[n])
+	out, err := g.out.get(g.dev, g.s, total)
+	if err != nil {
+		return nil, err
+	}
+	ends, err := g.starts.get(g.dev, g.s, int(totalNodes))
+	if err != nil {
+		return nil, err
+	}
+	if err := g.launch(g.k.proofWrite, threads(n), kernelBlock, g.nodes, g.vals, g.arena, g.root, sk.keys, stride, sk.lens,
+		uint64(n), boffs, noffs, out, ends); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, total)
+	e := make([]uint32, totalNodes)
+	if err := errors.Join(out.Read(g.s, 0, buf), ends.Read(g.s, 0, e), g.s.Synchronize()); err != nil {
+		return nil, err
+	}
+	for j := 0; j < n; j++ {
+		i := j
+		if idx != nil {
+			i = idx[j]
+		}
+		base := bo[j]
+		p := make([][]byte, 0, no[j+1]-no[j])
+		start := uint64(0)
+		for q := no[j]; q < no[j+1]; q++ {
+			end := uint64(e[q])
+			p = append(p, buf[base+start:base+end:base+end])
+			start = end
+		}
+		if len(p) > 0 {
+			proofs[i] = p
+		}
+	}
+	return proofs, nil
+}
+
+// snapshot downloads the trie and rebuilds it as the CPU engines' nodes,
+// with every node's cached reference as the device computed it (the root's
+// left empty, so a CPU hasher recomputes it). Cost: a download of all
+// nodes, values and the arena, and O(nodes) host work.
+func (g *gpuTrie) snapshot() (node, error) {
+	if g.root == 0 {
+		return nil, nil
+	}
+	nodes := make([]byte, int(g.bump)*nodeBytes)
+	vals := make([]uint64, 2*int(g.nvals))
+	arena := make([]byte, g.arenaLen)
+	if err := errors.Join(g.nodes.Read(g.s, 0, nodes), g.vals.Read(g.s, 0, vals), g.arena.Read(g.s, 0, arena),
+		g.s.Synchronize()); err != nil {
+		return nil, err
+	}
+	value := func(v uint32) valueNode {
+		off, l := vals[2*v], vals[2*v+1]
+		return valueNode(arena[off : off+l : off+l])
+	}
+	var build func(id uint32, depth int) (node, error)
+	build = func(id uint32, depth int) (node, error) {
+		if id == 0 || int(id) >= int(g.bump) || depth > 2*maxKeyBytes+1 {
+			return nil, fmt.Errorf("mpt: gpu snapshot: bad node id %d at depth %d", id, depth)
+		}
+		rec := nodes[int(id)*nodeBytes : (int(id)+1)*nodeBytes]
+		u32 := func(off int) uint32 { return binary.LittleEndian.Uint32(rec[off:]) }
+		var ref []byte
+		if id != g.root {
+			if rl := u32(nodeReflenOffset); rl > 0 && rl <= 32 {
+				ref = append([]byte(nil), rec[nodeRefOffset:nodeRefOffset+int(rl)]...)
+			}
+		}
+		path := func() []byte {
+			l := int(u32(nodePlenOffset))
+			p := make([]byte, l, l+1)
+			for i := range p {
+				b := rec[nodePathOffset+i/2]
+				if i&1 == 0 {
+					p[i] = b >> 4
+				} else {
+					p[i] = b & 15
+				}
+			}
+			return p
+		}
+		switch u32(nodeKindOffset) {
+		case kindBranch:
+			f := &fullNode{cache: nodeCache{ref: ref}}
+			for s := 0; s < 16; s++ {
+				if c := u32(nodeChildOffset + 4*s); c != 0 {
+					cn, err := build(c, depth+1)
+					if err != nil {
+						return nil, err
+					}
+					f.children[s] = cn
+				}
+			}
+			if v := u32(nodeValOffset); v != 0 {
+				f.children[terminator] = value(v)
+			}
+			return f, nil
+		case kindExt:
+			c, err := build(u32(nodeChildOffset), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			return &shortNode{key: path(), val: c, cache: nodeCache{ref: ref}}, nil
+		case kindLeaf:
+			return &shortNode{key: append(path(), terminator), val: value(u32(nodeValOffset)), cache: nodeCache{ref: ref}}, nil
+		}
+		return nil, fmt.Errorf("mpt: gpu snapshot: node %d has kind %d", id, u32(nodeKindOffset))
+	}
+	return build(g.root, 0)
+}

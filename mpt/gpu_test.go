@@ -1,0 +1,333 @@
+package mpt
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"warpkv/internal/gputest"
+)
+
+// newGPUTest returns an empty GPU-engine trie on the tests' shared device,
+// or skips (fails under WARPKV_REQUIRE_GPU=1) without a GPU.
+func newGPUTest(t testing.TB, secure bool) *Trie {
+	t.Helper()
+	d := gputest.Device(t)
+	g, err := newGPUTrie(d, false, secure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &Trie{opts: Options{Secure: secure, Engine: EngineGPU}, hasher: newHasher(), g: g, reason: "test"}
+	t.Cleanup(func() {
+		if err := tr.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return tr
+}
+
+// keyGen draws one key of a distribution.
+type keyGen func(r *rand.Rand) []byte
+
+func randBytes(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// gpuKeyGens are the key distributions of the GPU differential tests.
+var gpuKeyGens = []struct {
+	name string
+	gen  keyGen
+}{
+	{"random32", func(r *rand.Rand) []byte { return randBytes(r, 32) }},
+	{"short", func(r *rand.Rand) []byte { return randBytes(r, r.IntN(4)) }}, // includes the empty key and prefixes
+	{"nibbles", func(r *rand.Rand) []byte { // few distinct nibbles: deep shared prefixes
+		b := make([]byte, 1+r.IntN(6))
+		for i := range b {
+			b[i] = byte(r.IntN(2)<<4 | r.IntN(2))
+		}
+		return b
+	}},
+	{"clustered", func(r *rand.Rand) []byte {
+		return append(bytes.Repeat([]byte{0xab}, 20), randBytes(r, 1+r.IntN(2))...)
+	}},
+	{"long", func(r *rand.Rand) []byte { return randBytes(r, 33+r.IntN(96)) }},
+	{"mixed", func(r *rand.Rand) []byte { return randBytes(r, r.IntN(129)) }},
+}
+
+// randValue draws a value: empty (a delete) with probability del, else
+// one byte below 0x80 (RLP's single-byte case), short, or long.
+func randValue(r *rand.Rand, del float64) []byte {
+	if r.Float64() < del {
+		return nil
+	}
+	switch r.IntN(4) {
+	case 0:
+		return []byte{byte(r.IntN(0x80))}
+	case 1:
+		return randBytes(r, 1+r.IntN(8))
+	case 2:
+		return randBytes(r, 30+r.IntN(40))
+	default:
+		return randBytes(r, 100+r.IntN(600))
+	}
+}
+
+// compareTries checks the GPU trie g against the CPU reference c: the
+// root, the canonical shape of its snapshot, lookups and proofs of probe
+// keys (present and absent).
+func compareTries(t *testing.T, g, c *Trie, probes [][]byte) {
+	t.Helper()
+	if gr, cr := g.Hash(), c.Hash(); gr != cr {
+		t.Fatalf("root: gpu %x, cpu %x", gr, cr)
+	}
+	snap, err := g.g.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkInvariants(snap); err != nil {
+		t.Fatalf("gpu trie shape: %v", err)
+	}
+	vals, found, err := g.Lookup(probes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proofs, err := g.ProveBatch(probes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range probes {
+		want, ok := c.Get(k)
+		if found[i] != ok || !bytes.Equal(vals[i], want) {
+			t.Fatalf("lookup %x: gpu %x %v, cpu %x %v", k, vals[i], found[i], want, ok)
+		}
+		cp, err := c.Prove(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cp) != len(proofs[i]) {
+			t.Fatalf("proof of %x: gpu %d nodes, cpu %d", k, len(proofs[i]), len(cp))
+		}
+		for j := range cp {
+			if !bytes.Equal(cp[j], proofs[i][j]) {
+				t.Fatalf("proof of %x node %d: gpu %x, cpu %x", k, j, proofs[i][j], cp[j])
+			}
+		}
+	}
+}
+
+// TestGPUDifferential applies random batches (inserts, overwrites,
+// deletes, duplicates within a batch) of every key distribution to the
+// GPU engine and the sequential CPU engine, in both modes, and compares
+// roots after every batch and lookups, proofs and shape after each.
+func TestGPUDifferential(t *testing.T) {
+	for _, kg := range gpuKeyGens {
+		for _, secure := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/secure=%v", kg.name, secure), func(t *testing.T) {
+				r := rand.New(rand.NewPCG(uint64(len(kg.name)), 7))
+				g := newGPUTest(t, secure)
+				c := New(Options{Secure: secure})
+				var pool [][]byte
+				for batch, size := range []int{1, 3, 50, 1000, 1, 5000, 200, 2000, 7, 3000} {
+					del := 0.0
+					if batch > 1 {
+						del = 0.3
+					}
+					keys, values := make([][]byte, size), make([][]byte, size)
+					for i := range keys {
+						if len(pool) > 0 && r.IntN(3) == 0 {
+							keys[i] = pool[r.IntN(len(pool))] // existing key or a duplicate
+						} else {
+							keys[i] = kg.gen(r)
+							pool = append(pool, keys[i])
+						}
+						values[i] = randValue(r, del)
+					}
+					if err := g.Update(keys, values); err != nil {
+						t.Fatalf("batch %d: %v", batch, err)
+					}
+					if err := c.Update(keys, values); err != nil {
+						t.Fatal(err)
+					}
+					probes := [][]byte{kg.gen(r), {}, bytes.Repeat([]byte{0xff}, 130)}
+					for i := 0; i < 64 && len(pool) > 0; i++ {
+						probes = append(probes, pool[r.IntN(len(pool))])
+					}
+					if !secure {
+						probes = slices.DeleteFunc(probes, func(k []byte) bool { return len(k) > maxKeyBytes && r.IntN(2) == 0 })
+					}
+					compareTries(t, g, c, probes)
+				}
+				// Delete everything, then insert again (reusing freed nodes).
+				if err := g.Delete(pool); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.Delete(pool); err != nil {
+					t.Fatal(err)
+				}
+				if g.Hash() != EmptyRoot || c.Hash() != EmptyRoot {
+					t.Fatalf("after deleting all: gpu %x, cpu %x", g.Hash(), c.Hash())
+				}
+				vals := make([][]byte, len(pool))
+				for i := range vals {
+					vals[i] = randValue(r, 0)
+				}
+				if err := errors2(g.Update(pool, vals), c.Update(pool, vals)); err != nil {
+					t.Fatal(err)
+				}
+				compareTries(t, g, c, pool[:min(len(pool), 200)])
+				checkIteration(t, g, c)
+			})
+		}
+	}
+}
+
+func errors2(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// checkIteration compares the GPU engine's iteration with the CPU's.
+func checkIteration(t *testing.T, g, c *Trie) {
+	t.Helper()
+	gi, ci := g.NewIterator(nil), c.NewIterator(nil)
+	n := 0
+	for ci.Next() {
+		if !gi.Next() {
+			t.Fatalf("gpu iteration ended after %d pairs: %v", n, gi.Err())
+		}
+		if !bytes.Equal(gi.Key(), ci.Key()) || !bytes.Equal(gi.Value(), ci.Value()) {
+			t.Fatalf("pair %d: gpu %x=%x, cpu %x=%x", n, gi.Key(), gi.Value(), ci.Key(), ci.Value())
+		}
+		n++
+	}
+	if gi.Next() {
+		t.Fatalf("gpu iteration has more than %d pairs", n)
+	}
+}
+
+// TestGPULargeBatches runs batches large enough to fill the device with
+// concurrent walks, expansions and CAS inserts: a fresh 200K-pair build,
+// then an update of 100K pairs mixing overwrites, new keys and deletes, on
+// the paper's data set generators.
+func TestGPULargeBatches(t *testing.T) {
+	n := 200_000
+	if testing.Short() {
+		n = 20_000
+	}
+	for _, ds := range []Dataset{DatasetYCSB, DatasetETHT, DatasetWiki} {
+		t.Run(string(ds), func(t *testing.T) {
+			m := n
+			if ds == DatasetWiki {
+				m = n / 20
+			}
+			keys, values, err := Generate(ds, m, 11)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := newGPUTest(t, false)
+			c := New(Options{Engine: EngineParallel})
+			if err := errors2(g.Update(keys, values), c.Update(keys, values)); err != nil {
+				t.Fatal(err)
+			}
+			probes := append(slices.Clone(keys[:100]), []byte("absent"))
+			compareTries(t, g, c, probes)
+			r := rand.New(rand.NewPCG(3, 4))
+			uk, uv := make([][]byte, m/2), make([][]byte, m/2)
+			for i := range uk {
+				switch r.IntN(3) {
+				case 0:
+					uk[i] = keys[r.IntN(m)]
+				case 1:
+					uk[i] = append(slices.Clone(keys[r.IntN(m)]), byte(i))
+				default:
+					uk[i] = keys[r.IntN(m)]
+					continue // delete
+				}
+				uv[i] = randValue(r, 0)
+			}
+			if err := errors2(g.Update(uk, uv), c.Update(uk, uv)); err != nil {
+				t.Fatal(err)
+			}
+			compareTries(t, g, c, append(uk[:100], keys[:100]...))
+			tm := g.GPUTimes()
+			t.Logf("%s: %d ops: stage %v upload %v sort %v update %v (%d rounds, %d expanded) hash %v (%d dirty) total %v",
+				ds, tm.Keys, tm.Stage, tm.Upload, tm.Sort, tm.Update, tm.Rounds, tm.Expanded, tm.Hash, tm.Dirty, tm.Total)
+		})
+	}
+}
+
+// TestGPUKeyTooLong checks the GPU engine's limit on plain keys: a clear
+// error and an unchanged trie.
+func TestGPUKeyTooLong(t *testing.T) {
+	g := newGPUTest(t, false)
+	if err := g.Update([][]byte{{1}}, [][]byte{{2}}); err != nil {
+		t.Fatal(err)
+	}
+	before := g.Hash()
+	err := g.Update([][]byte{{3}, make([]byte, maxKeyBytes+1)}, [][]byte{{4}, {5}})
+	if err == nil || !errors.Is(err, ErrKeyTooLong) {
+		t.Fatalf("got %v, want ErrKeyTooLong", err)
+	}
+	if g.Hash() != before {
+		t.Fatal("root changed by a failed batch")
+	}
+}
+
+// TestGPUBenchFigures prints the GPU engine's and the parallel CPU
+// engine's build times on 1M-pair data sets (100K for Wiki) when
+// WARPKV_MPT_BENCH=1; `warpkv bench mpt` is the full benchmark.
+func TestGPUBenchFigures(t *testing.T) {
+	if os.Getenv("WARPKV_MPT_BENCH") != "1" {
+		t.Skip("set WARPKV_MPT_BENCH=1")
+	}
+	for _, ds := range []Dataset{DatasetYCSB, DatasetETHT, DatasetWiki} {
+		n := 1_000_000
+		if ds == DatasetWiki {
+			n = 100_000
+		}
+		keys, values, err := Generate(ds, n, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := New(Options{Engine: EngineParallel})
+		t0 := time.Now()
+		if err := c.Update(keys, values); err != nil {
+			t.Fatal(err)
+		}
+		want := c.Hash()
+		cpu := time.Since(t0)
+		for rep := 0; rep < 3; rep++ {
+			g := newGPUTest(t, false)
+			t1 := time.Now()
+			if err := g.Update(keys, values); err != nil {
+				t.Fatal(err)
+			}
+			got := g.Hash()
+			e2e := time.Since(t1)
+			if got != want {
+				t.Fatalf("%s: gpu root %x, cpu %x", ds, got, want)
+			}
+			tm := g.GPUTimes()
+			t0 := time.Now()
+			_, found, err := g.Lookup(keys[:100000])
+			lk := time.Since(t0)
+			if err != nil || !found[0] {
+				t.Fatal(err)
+			}
+			t.Logf("%s %d: cpu parallel %v; gpu e2e %v (%.2fx): stage %v upload %v sort %v NU %v (%d rounds, %d exp) HC %v (%d dirty); lookup 100K %v",
+				ds, n, cpu, e2e, cpu.Seconds()/e2e.Seconds(), tm.Stage, tm.Upload, tm.Sort, tm.Update, tm.Rounds, tm.Expanded, tm.Hash, tm.Dirty, lk)
+			g.Close()
+		}
+	}
+}
