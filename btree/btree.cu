@@ -176,3 +176,469 @@ extern "C" __global__ void bt_range(const u64 *lo, const u64 *hi, u64 nq, u64 li
         if (!write) counts[i] = got;
     }
 }
+
+// ---------------------------------------------------------------------------
+// Batch insert and delete (gpuupdate.go launches them). Words named
+// "packed" hold two 32-bit counts, hi<<32 | lo, so that one 64-bit scan or
+// reduction carries both (neither sum reaches 2^32). A "group" is one
+// touched node of the level being rewritten, in key order; per-group arrays
+// of G+1 elements are exclusive scans whose element G is the total.
+
+#define KIND_FREE 0
+#define HI(x) ((u32)((x) >> 32))
+#define LO(x) ((u32)(x))
+
+// pieces mirrors the CPU engine's pieces(): how many nodes c entries are
+// split into (0 for none, 1 when they fit in order, else ceil(c/fill)).
+__device__ __forceinline__ u64 pieces(u64 c, u32 order, u32 fill) {
+    if (c == 0) return 0;
+    if (c <= order) return 1;
+    return (c + fill - 1) / fill;
+}
+
+// last_le returns the largest g < n with off(g) <= r for a nondecreasing
+// off with off(0) <= r; off is given by the functor-free form below.
+__device__ __forceinline__ u64 last_le_u64(const u64 *off, u64 n, u64 r, u64 mask) {
+    u64 lo = 0, hi = n; // answer in [lo, hi)
+    while (hi - lo > 1) {
+        u64 mid = (lo + hi) >> 1;
+        if ((off[mid] & mask) <= r) lo = mid; else hi = mid;
+    }
+    return lo;
+}
+
+// last_le_hi is last_le_u64 over the high halves of packed words.
+__device__ __forceinline__ u64 last_le_hi(const u64 *off, u64 n, u64 r) {
+    u64 lo = 0, hi = n;
+    while (hi - lo > 1) {
+        u64 mid = (lo + hi) >> 1;
+        if (HI(off[mid]) <= r) lo = mid; else hi = mid;
+    }
+    return lo;
+}
+
+#define ALL64 0xffffffffffffffffull
+#define OFF40 0xffffffffffull // entry offsets below bit 40, freed counts above
+
+// piece_id mirrors the CPU engine's pieceID(): piece 0 is the node itself,
+// piece q > 0 the new node first + extraOff + q - 1.
+__device__ __forceinline__ u32 piece_id(u32 node, u32 first, u32 extraOff, u64 q) {
+    return q == 0 ? node : first + extraOff + (u32)(q - 1);
+}
+
+// bt_locate: one thread per key of the strictly increasing batch k[0:m)
+// (grid-stride). leafOf[i] = the key's leaf (find_leaf), pos[i] = the
+// number of the leaf's keys below it, packed[i] = 1<<32 | flag where flag
+// is "in the leaf" (del != 0) or "not in the leaf" (insert). Thread 0 also
+// zeroes packed[m], so that packed scans over m+1 elements.
+extern "C" __global__ void bt_locate(const u64 *k, u64 m, u32 root, u32 height, u32 order, int del,
+                                     const u64 *keys, const u64 *slots, const u32 *count,
+                                     u32 *leafOf, u32 *pos, u64 *packed) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < m; i += (u64)gridDim.x * blockDim.x) {
+        if (i == 0) packed[m] = 0;
+        u64 key = k[i];
+        u32 leaf = find_leaf(key, root, height, order, keys, slots, count);
+        u64 base = (u64)leaf * order;
+        u32 c = count[leaf];
+        u32 j = lower_bound(keys + base, c, key);
+        bool hit = j < c && keys[base + j] == key;
+        leafOf[i] = leaf;
+        pos[i] = j;
+        packed[i] = (1ull << 32) | (u64)((del != 0) == hit ? 1 : 0);
+    }
+}
+
+// bt_leaf_sizes: one thread per touched leaf g <= G (grid-stride); gLeaf,
+// gSum are the reduction by leaf of bt_locate's output (hi: batch keys of
+// the leaf, lo: flagged keys). Writes the leaf's new entry count c (insert:
+// old + new keys; delete: old - found) to gc[g], its pieces and extra new
+// nodes (hi: pieces, lo: pieces - 1 when above 1) to gp[g], its old max key
+// and old next leaf; thread G zeroes gSum[G], gc[G], gp[G] for the scans.
+extern "C" __global__ void bt_leaf_sizes(u64 G, const u32 *gLeaf, u64 *gSum, u32 order, u32 fill, int del,
+                                         const u64 *keys, const u32 *count, const u32 *next,
+                                         u64 *gc, u64 *gp, u64 *oldMax, u32 *oldNext) {
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g <= G; g += (u64)gridDim.x * blockDim.x) {
+        if (g == G) {
+            gSum[G] = 0;
+            gc[G] = 0;
+            gp[G] = 0;
+            continue;
+        }
+        u32 leaf = gLeaf[g];
+        u64 c0 = count[leaf];
+        u64 f = LO(gSum[g]);
+        u64 c = del ? c0 - f : c0 + f;
+        u64 p = pieces(c, order, fill);
+        gc[g] = c;
+        gp[g] = (p << 32) | (p > 1 ? p - 1 : 0);
+        oldMax[g] = keys[(u64)leaf * order + c0 - 1];
+        oldNext[g] = next[leaf];
+    }
+}
+
+// bt_merge_new: one thread per batch key i < m (grid-stride), insert only.
+// Key i of group g (found by its batch start, the hi half of the scanned
+// gSum) goes to merged position pos[i] (old keys below it) + the batch's
+// new keys below it in the leaf (lo halves of the scanned packed and gSum)
+// within the group's merged run at gc[g] (scanned merged sizes).
+extern "C" __global__ void bt_merge_new(const u64 *k, const u64 *v, u64 m, u64 G, const u64 *gSum,
+                                        const u64 *packed, const u32 *pos, const u64 *gc, u64 *mk, u64 *mv) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < m; i += (u64)gridDim.x * blockDim.x) {
+        u64 g = last_le_hi(gSum, G, i);
+        u64 r = pos[i] + (LO(packed[i]) - LO(gSum[g]));
+        mk[gc[g] + r] = k[i];
+        mv[gc[g] + r] = v[i];
+    }
+}
+
+// bt_stage_old: one thread per old entry e < nOld of the touched leaves,
+// flattened in group order (grid-stride). The group's old entries start at
+// gc[g] + sign * lo(gSum[g]) (insert: the merged offset minus the new keys
+// before it; delete: the kept offset plus the found keys before it). The
+// entry is dropped when the batch holds its key (insert: the new value
+// wins; delete: removed); else it goes to out at gc[g] + its index +
+// (insert) the new batch keys below it or - (delete) the found ones. Old
+// entries beyond the count are never read, so stale words stay as in the
+// CPU engine.
+extern "C" __global__ void bt_stage_old(u64 nOld, u64 G, int del, const u64 *k, const u64 *gSum,
+                                        const u64 *packed, const u64 *gc, const u32 *gLeaf, u32 order,
+                                        const u64 *keys, const u64 *slots, u64 *ok, u64 *ov) {
+    for (u64 e = blockIdx.x * (u64)blockDim.x + threadIdx.x; e < nOld; e += (u64)gridDim.x * blockDim.x) {
+        // Largest g with oldOff(g) <= e; oldOff strictly increases (every
+        // touched leaf has an old entry).
+        u64 lo = 0, hi = G;
+        while (hi - lo > 1) {
+            u64 mid = (lo + hi) >> 1;
+            u64 off = del ? gc[mid] + LO(gSum[mid]) : gc[mid] - LO(gSum[mid]);
+            if (off <= e) lo = mid; else hi = mid;
+        }
+        u64 g = lo;
+        u64 oldOff = del ? gc[g] + LO(gSum[g]) : gc[g] - LO(gSum[g]);
+        u64 j = e - oldOff;
+        u64 at = (u64)gLeaf[g] * order + j;
+        u64 key = keys[at];
+        u64 ks = HI(gSum[g]), ke = HI(gSum[g + 1]);
+        u64 a = ks, b = ke; // first batch key >= key
+        while (a < b) {
+            u64 mid = (a + b) >> 1;
+            if (k[mid] < key) a = mid + 1; else b = mid;
+        }
+        if (a < ke && k[a] == key) continue;
+        u64 below = LO(packed[a]) - LO(gSum[g]);
+        u64 r = del ? j - below : j + below;
+        ok[gc[g] + r] = key;
+        ov[gc[g] + r] = slots[at];
+    }
+}
+
+// bt_write_leaves: one thread per merged entry r < total (grid-stride),
+// insert only. Entry r of group g (largest g with gc[g] <= r) is item
+// r - gc[g] of the group's c entries split into p pieces (the CPU
+// engine's share()); it goes to its piece's slot. The thread of a piece's
+// slot 0 writes the piece's count, kind, links (piece 0 keeps the leaf's
+// parent and prev; the last piece takes the leaf's old next and, when the
+// leaf split, becomes that leaf's prev); the thread of its last slot
+// records the piece's id and max key in chId, chMax at the piece's place
+// (hi of gp[g] + q). Every word has one writer.
+extern "C" __global__ void bt_write_leaves(u64 total, u64 G, const u64 *gc, const u64 *gp, const u32 *gLeaf,
+                                           const u32 *oldNext, const u64 *mk, const u64 *mv, u32 first,
+                                           u32 order, u64 *keys, u64 *slots, u32 *count, u32 *parent,
+                                           u32 *next, u32 *prev, u8 *kind, u32 *chId, u64 *chMax) {
+    for (u64 r = blockIdx.x * (u64)blockDim.x + threadIdx.x; r < total; r += (u64)gridDim.x * blockDim.x) {
+        u64 g = last_le_u64(gc, G, r, ALL64);
+        u64 c = gc[g + 1] - gc[g];
+        u64 p = HI(gp[g + 1]) - HI(gp[g]);
+        u64 q, s, size;
+        part_of(r - gc[g], c, p, &q, &s, &size);
+        u32 leaf = gLeaf[g];
+        u32 xo = LO(gp[g]);
+        u32 id = piece_id(leaf, first, xo, q);
+        u64 at = (u64)id * order + s;
+        keys[at] = mk[r];
+        slots[at] = mv[r];
+        if (s == 0) {
+            count[id] = (u32)size;
+            kind[id] = KIND_LEAF;
+            if (q > 0) {
+                parent[id] = parent[leaf];
+                prev[id] = piece_id(leaf, first, xo, q - 1);
+            }
+            if (q + 1 < p) {
+                next[id] = piece_id(leaf, first, xo, q + 1);
+            } else {
+                next[id] = oldNext[g];
+                if (p > 1 && oldNext[g] != NIL) prev[oldNext[g]] = id;
+            }
+        }
+        if (s + 1 == size) {
+            chId[HI(gp[g]) + q] = id;
+            chMax[HI(gp[g]) + q] = mk[r];
+        }
+    }
+}
+
+// bt_write_kept: one thread per kept entry r < total (grid-stride), delete
+// only: entry r of group g (largest g with gc[g] <= r) goes back to its
+// leaf at slot r - gc[g] (the CPU engine's in-place compaction: slots at
+// and beyond the new count keep their stale words).
+extern "C" __global__ void bt_write_kept(u64 total, u64 G, const u64 *gc, const u32 *gLeaf, const u64 *ok,
+                                         const u64 *ov, u32 order, u64 *keys, u64 *slots) {
+    for (u64 r = blockIdx.x * (u64)blockDim.x + threadIdx.x; r < total; r += (u64)gridDim.x * blockDim.x) {
+        u64 g = last_le_u64(gc, G, r, ALL64);
+        u64 at = (u64)gLeaf[g] * order + (r - gc[g]);
+        keys[at] = ok[r];
+        slots[at] = ov[r];
+    }
+}
+
+// bt_delete_leaves: one thread per touched leaf g < G (grid-stride),
+// delete only, after bt_write_kept. A leaf with c > 0 kept entries gets
+// count c and records itself and its new max key at its piece place; an
+// emptied leaf is freed (count 0, kind free; bt_unlink_* fix the chain).
+extern "C" __global__ void bt_delete_leaves(u64 G, const u64 *gc, const u64 *gp, const u32 *gLeaf,
+                                            const u64 *ok, u32 *count, u8 *kind, u32 *chId, u64 *chMax) {
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < G; g += (u64)gridDim.x * blockDim.x) {
+        u32 leaf = gLeaf[g];
+        u64 c = gc[g + 1] - gc[g];
+        if (c > 0) {
+            count[leaf] = (u32)c;
+            chId[HI(gp[g])] = leaf;
+            chMax[HI(gp[g])] = ok[gc[g + 1] - 1];
+        } else {
+            count[leaf] = 0;
+            kind[leaf] = KIND_FREE;
+        }
+    }
+}
+
+// emptied reports whether touched leaf g lost all its entries.
+__device__ __forceinline__ bool emptied(const u64 *gc, u64 g) { return gc[g + 1] == gc[g]; }
+
+// bt_unlink_heads: one thread per touched leaf g < G (grid-stride). A run
+// is a maximal sequence of emptied leaves adjacent in the leaf chain (so
+// consecutive groups); head[g] = 1 at the first leaf of a run, else 0.
+extern "C" __global__ void bt_unlink_heads(u64 G, const u64 *gc, const u32 *gLeaf, const u32 *next, u32 *head) {
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < G; g += (u64)gridDim.x * blockDim.x) {
+        bool h = emptied(gc, g) && (g == 0 || !emptied(gc, g - 1) || next[gLeaf[g - 1]] != gLeaf[g]);
+        head[g] = h ? 1 : 0;
+    }
+}
+
+// bt_unlink_mark: one thread per g < G (grid-stride); run[] is the
+// inclusive scan of head[], so the head of run number run[g] records
+// itself in headOf[run[g] - 1].
+extern "C" __global__ void bt_unlink_mark(u64 G, const u64 *gc, const u32 *run, u32 *headOf) {
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < G; g += (u64)gridDim.x * blockDim.x) {
+        if (emptied(gc, g) && run[g] > (g == 0 ? 0u : run[g - 1])) headOf[run[g] - 1] = (u32)g;
+    }
+}
+
+// bt_unlink_read: one thread per emptied leaf g < G (grid-stride): p0[g] =
+// the prev link of its run's head, the nearest surviving leaf before the
+// run (or nil). Reads only: the links change in bt_unlink_write.
+extern "C" __global__ void bt_unlink_read(u64 G, const u64 *gc, const u32 *run, const u32 *headOf,
+                                          const u32 *gLeaf, const u32 *prev, u32 *p0) {
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < G; g += (u64)gridDim.x * blockDim.x) {
+        if (emptied(gc, g)) p0[g] = prev[gLeaf[headOf[run[g] - 1]]];
+    }
+}
+
+// bt_unlink_write: one thread per emptied leaf g < G (grid-stride), the
+// result of the CPU engine's unlinking in key order: the leaf's prev
+// becomes p0 (its next stays); the last leaf of a run links p0 and its old
+// next n to each other. Runs are disjoint, so every link has one writer.
+extern "C" __global__ void bt_unlink_write(u64 G, const u64 *gc, const u32 *gLeaf, const u32 *p0,
+                                           u32 *next, u32 *prev) {
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < G; g += (u64)gridDim.x * blockDim.x) {
+        if (!emptied(gc, g)) continue;
+        u32 leaf = gLeaf[g];
+        u32 a = p0[g];
+        prev[leaf] = a;
+        u32 n = next[leaf];
+        bool last = g + 1 == G || !emptied(gc, g + 1) || n != gLeaf[g + 1];
+        if (last) {
+            if (a != NIL) next[a] = n;
+            if (n != NIL) prev[n] = a;
+        }
+    }
+}
+
+// bt_parent_of: one thread per touched node g < G of a level (grid-stride).
+// par[g] = its parent; packed[g] = 1<<32 | its replacement count (from the
+// scanned gp's high halves); slot[g] = its entry in the parent, found by
+// its old max key (the parent's key for it).
+extern "C" __global__ void bt_parent_of(u64 G, const u32 *node, const u64 *oldMax, const u64 *gp, u32 order,
+                                        const u64 *keys, const u32 *count, const u32 *parent,
+                                        u32 *par, u64 *packed, u32 *slot) {
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < G; g += (u64)gridDim.x * blockDim.x) {
+        u32 P = parent[node[g]];
+        par[g] = P;
+        packed[g] = (1ull << 32) | (u64)(HI(gp[g + 1]) - HI(gp[g]));
+        slot[g] = lower_bound(keys + (u64)P * order, count[P], oldMax[g]);
+    }
+}
+
+// bt_parent_sizes: one thread per touched parent g <= G (grid-stride);
+// pSum[g] (hi: changed children, lo: their replacements) is the reduction
+// by parent of bt_parent_of's packed. The parent's new entries c = old -
+// changed + replacements go to gc[g] (plus 1<<40 when c is 0: the parent
+// is freed here, count 0 and kind free), its pieces and extra nodes to
+// gp[g] as in bt_leaf_sizes, its old max key and its own parent to
+// oldMax, up. Thread G zeroes pSum[G], gc[G], gp[G].
+extern "C" __global__ void bt_parent_sizes(u64 G, const u32 *pNode, u64 *pSum, u32 order, u32 fill,
+                                           const u64 *keys, u32 *count, const u32 *parent, u8 *kind,
+                                           u64 *gc, u64 *gp, u64 *oldMax, u32 *up) {
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g <= G; g += (u64)gridDim.x * blockDim.x) {
+        if (g == G) {
+            pSum[G] = 0;
+            gc[G] = 0;
+            gp[G] = 0;
+            continue;
+        }
+        u32 P = pNode[g];
+        u64 c0 = count[P];
+        u64 c = c0 - HI(pSum[g]) + LO(pSum[g]);
+        u64 p = pieces(c, order, fill);
+        gc[g] = c | (c == 0 ? 1ull << 40 : 0);
+        gp[g] = (p << 32) | (p > 1 ? p - 1 : 0);
+        oldMax[g] = keys[(u64)P * order + c0 - 1];
+        up[g] = parent[P];
+        if (c == 0) {
+            count[P] = 0;
+            kind[P] = KIND_FREE;
+        }
+    }
+}
+
+// bt_stage_repl: one thread per replacement r < R of the level below
+// (grid-stride): chId, chMax of child group g (largest g with hi(cgp[g])
+// <= r) go to the staged entries of its parent group pg (largest pg with
+// hi(pSum[pg]) <= g, pSum scanned) at the child's slot, shifted by the
+// replacements and changed children before it in that parent.
+extern "C" __global__ void bt_stage_repl(u64 R, u64 G, const u64 *cgp, const u32 *chId, const u64 *chMax,
+                                         const u32 *slot, u64 PG, const u64 *pSum, const u64 *gc,
+                                         u64 *sk, u64 *sv) {
+    for (u64 r = blockIdx.x * (u64)blockDim.x + threadIdx.x; r < R; r += (u64)gridDim.x * blockDim.x) {
+        u64 g = last_le_hi(cgp, G, r);
+        u64 pg = last_le_hi(pSum, PG, g);
+        u64 a = HI(pSum[pg]);
+        u64 at = (gc[pg] & OFF40) + slot[g] + (HI(cgp[g]) - HI(cgp[a])) - (g - a) + (r - HI(cgp[g]));
+        sk[at] = chMax[r];
+        sv[at] = chId[r];
+    }
+}
+
+// bt_stage_keep: one thread per old entry e < nOld of the touched parents,
+// flattened in group order (grid-stride; group pg's old entries start at
+// its staged offset - replacements before it + changed children before
+// it). An entry whose child is changed (its slot is among the group's
+// changed children's slots, which increase) is skipped; the others go to
+// the staged entries shifted by the replacements and changed children
+// before them.
+extern "C" __global__ void bt_stage_keep(u64 nOld, u64 PG, const u64 *pSum, const u64 *gc, const u32 *pNode,
+                                         const u32 *slot, const u64 *cgp, u32 order, const u64 *keys,
+                                         const u64 *slots, u64 *sk, u64 *sv) {
+    for (u64 e = blockIdx.x * (u64)blockDim.x + threadIdx.x; e < nOld; e += (u64)gridDim.x * blockDim.x) {
+        u64 lo = 0, hi = PG;
+        while (hi - lo > 1) {
+            u64 mid = (lo + hi) >> 1;
+            u64 off = (gc[mid] & OFF40) - LO(pSum[mid]) + HI(pSum[mid]);
+            if (off <= e) lo = mid; else hi = mid;
+        }
+        u64 pg = lo;
+        u64 j = e - ((gc[pg] & OFF40) - LO(pSum[pg]) + HI(pSum[pg]));
+        u64 a = HI(pSum[pg]), b = HI(pSum[pg + 1]);
+        u64 x = a, y = b; // first changed child with slot >= j
+        while (x < y) {
+            u64 mid = (x + y) >> 1;
+            if (slot[mid] < j) x = mid + 1; else y = mid;
+        }
+        if (x < b && slot[x] == j) continue;
+        u64 k = x - a;
+        u64 at = (gc[pg] & OFF40) + j + (HI(cgp[x]) - HI(cgp[a])) - k;
+        u64 src = (u64)pNode[pg] * order + j;
+        sk[at] = keys[src];
+        sv[at] = slots[src];
+    }
+}
+
+// bt_write_internal: one thread per staged entry e < total (grid-stride):
+// as bt_write_leaves for internal nodes. The entry goes to its piece, its
+// child gets the piece as parent; the slot-0 thread writes the piece's
+// count, kind and parent (the old node's parent), the last-slot thread
+// records the piece's id and max key.
+extern "C" __global__ void bt_write_internal(u64 total, u64 G, const u64 *gc, const u64 *gp, const u32 *pNode,
+                                             const u32 *up, const u64 *sk, const u64 *sv, u32 first,
+                                             u32 order, u64 *keys, u64 *slots, u32 *count, u32 *parent,
+                                             u8 *kind, u32 *chId, u64 *chMax) {
+    for (u64 e = blockIdx.x * (u64)blockDim.x + threadIdx.x; e < total; e += (u64)gridDim.x * blockDim.x) {
+        u64 g = last_le_u64(gc, G, e, OFF40);
+        u64 c = (gc[g + 1] & OFF40) - (gc[g] & OFF40);
+        u64 p = HI(gp[g + 1]) - HI(gp[g]);
+        u64 q, s, size;
+        part_of(e - (gc[g] & OFF40), c, p, &q, &s, &size);
+        u32 id = piece_id(pNode[g], first, LO(gp[g]), q);
+        u64 at = (u64)id * order + s;
+        keys[at] = sk[e];
+        slots[at] = sv[e];
+        parent[(u32)sv[e]] = id;
+        if (s == 0) {
+            count[id] = (u32)size;
+            kind[id] = KIND_INTERNAL;
+            parent[id] = up[g];
+        }
+        if (s + 1 == size) {
+            chId[HI(gp[g]) + q] = id;
+            chMax[HI(gp[g]) + q] = sk[e];
+        }
+    }
+}
+
+// bt_level_list: as bt_level for n children given by id and max key lists
+// (the pieces of a split root), building the p nodes first..first+p-1.
+extern "C" __global__ void bt_level_list(u64 n, u64 p, const u32 *ids, const u64 *maxes, u32 first, u32 order,
+                                         u64 *keys, u64 *slots, u32 *count, u32 *parent, u8 *kind) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        u64 q, s, size;
+        part_of(i, n, p, &q, &s, &size);
+        u32 id = first + (u32)q;
+        u64 at = (u64)id * order + s;
+        keys[at] = maxes[i];
+        slots[at] = ids[i];
+        parent[ids[i]] = id;
+        if (s == 0) {
+            count[id] = (u32)size;
+            kind[id] = KIND_INTERNAL;
+            parent[id] = NIL;
+        }
+    }
+}
+
+// bt_node_counts: one thread per node i < n of a list (grid-stride):
+// cnt[i] = its entry count; thread n zeroes cnt[n] for the scan.
+extern "C" __global__ void bt_node_counts(u64 n, const u32 *list, const u32 *count, u64 *cnt) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i <= n; i += (u64)gridDim.x * blockDim.x) {
+        cnt[i] = i == n ? 0 : count[list[i]];
+    }
+}
+
+// bt_gather: one thread per entry e < total of the nodes of list (in key
+// order; node i's entries start at off[i], the scanned counts;
+// grid-stride): the entry's key and slot go to outK[e], outV[e]; for
+// internal nodes (children != 0) the slot is a child id, written to
+// outC[e] instead. Used by the rebuild to list the leaves in key order,
+// level by level, then their pairs.
+extern "C" __global__ void bt_gather(u64 total, u64 n, const u32 *list, const u64 *off, u32 order,
+                                     const u64 *keys, const u64 *slots, int children,
+                                     u64 *outK, u64 *outV, u32 *outC) {
+    for (u64 e = blockIdx.x * (u64)blockDim.x + threadIdx.x; e < total; e += (u64)gridDim.x * blockDim.x) {
+        u64 i = last_le_u64(off, n, e, ALL64);
+        u64 at = (u64)list[i] * order + (e - off[i]);
+        if (children) {
+            outC[e] = (u32)slots[at];
+        } else {
+            outK[e] = keys[at];
+            outV[e] = slots[at];
+        }
+    }
+}

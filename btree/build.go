@@ -1,6 +1,9 @@
 package btree
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Build replaces the tree's contents with the given pairs. keys need not be
 // sorted; for a key given more than once the last occurrence wins. Cost: a
@@ -19,20 +22,27 @@ func (t *Tree) Build(keys, values []uint64) error {
 	if t.closed {
 		return ErrClosed
 	}
+	t0 := time.Now()
 	if t.g != nil {
-		b, err := t.g.build(keys, values)
+		bt := BatchTimes{Op: "build", Keys: len(keys)}
+		b, err := t.g.build(keys, values, &bt)
 		if err != nil {
 			t.clear()
 			return fmt.Errorf("btree: build on the gpu: %w", err)
 		}
 		t.root, t.n, t.leaves, t.freed = b.root, b.n, b.leaves, 0
+		bt.Total = time.Since(t0)
+		t.setLast(bt)
 		return nil
 	}
 	k, v, err := t.sortBatch(keys, values)
 	if err != nil {
 		return fmt.Errorf("btree: build: %w", err)
 	}
-	return t.buildSorted(k, v)
+	sorted := time.Now()
+	err = t.buildSorted(k, v)
+	t.setLast(cpuTimes("build", len(keys), t0, sorted))
+	return err
 }
 
 // buildSorted replaces the contents with strictly increasing keys and their

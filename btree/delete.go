@@ -1,6 +1,9 @@
 package btree
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Delete removes the given keys; keys not in the tree are ignored. Phases:
 // sort the keys, find each key's leaf, group by leaf, drop each touched
@@ -10,24 +13,38 @@ import "fmt"
 // rebuilt when it falls under the fill threshold (see the package
 // documentation). Cost: a radix sort of the batch, O(batch * height * log
 // order) for the searches, O(touched leaves * order) for the leaves, plus
-// O(n) when it rebuilds. On the GPU engine Delete is not implemented yet
-// and returns ErrNotOnGPU, changing nothing.
+// O(n) when it rebuilds. On the GPU engine the same phases run on the
+// device and give the same node arrays (the rebuild is a device build over
+// the leaves' pairs); running out of device memory returns an error
+// matching gpu.ErrOutOfMemory and leaves the tree as it was.
 func (t *Tree) Delete(keys []uint64) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		return ErrClosed
 	}
-	if t.g != nil {
-		return ErrNotOnGPU
-	}
+	t0 := time.Now()
 	if len(keys) == 0 || t.root == nilNode {
+		t.setLast(cpuTimes("delete", len(keys), t0, time.Time{}))
+		return nil
+	}
+	if t.g != nil {
+		bt := BatchTimes{Op: "delete", Keys: len(keys)}
+		st, err := t.g.deleteBatch(t.state(), keys, t.opt.fill, &bt)
+		t.setState(st)
+		if err != nil {
+			return fmt.Errorf("btree: delete on the gpu: %w", err)
+		}
+		bt.Total = time.Since(t0)
+		t.setLast(bt)
 		return nil
 	}
 	k, _, err := t.sortBatch(keys, nil)
 	if err != nil {
 		return fmt.Errorf("btree: delete: %w", err)
 	}
+	sorted := time.Now()
+	defer func() { t.setLast(cpuTimes("delete", len(keys), t0, sorted)) }()
 	if err := t.deleteSorted(k); err != nil {
 		return fmt.Errorf("btree: delete: %w", err)
 	}
@@ -112,11 +129,15 @@ func removeSorted(keys, slots, del []uint64) int {
 // underfull reports whether the tree should be rebuilt: keys fill under a
 // quarter of the live leaves' fill capacity, or over half of the allocated
 // nodes are free. Cost: O(1).
-func (t *Tree) underfull() bool {
-	if t.root == nilNode {
+func (t *Tree) underfull() bool { return underfullState(t.state(), t.opt.fill, t.st.n) }
+
+// underfullState is underfull for the bookkeeping st of a tree with nodes
+// allocated nodes, shared by both engines. Cost: O(1).
+func underfullState(st treeState, fill, nodes int) bool {
+	if st.root == nilNode {
 		return false
 	}
-	return (t.leaves > 1 && 4*t.n < t.leaves*t.opt.fill) || 2*t.freed > t.st.n
+	return (st.leaves > 1 && 4*st.n < st.leaves*fill) || 2*st.freed > nodes
 }
 
 // rebuild builds the tree anew from its leaf chain. Cost: O(n).

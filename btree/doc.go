@@ -8,14 +8,56 @@
 //
 // The node arrays live in device memory, flat (node id owns key and slot
 // words [id*order, (id+1)*order)), and equal the CPU engine's word for
-// word after the same Build. Build uploads the batch, sorts it on the
-// device (prim radix sort, stable), keeps the last of each run of equal
-// keys (a flag kernel and prim select), then writes the leaves one thread
-// per key and each upper level one thread per child with the closed form
-// below. Get runs one thread per key from the root down; Ranges and Range
-// run in two passes (count per query, prim exclusive scan, write). Insert
-// and Delete are not implemented on the GPU engine yet: they return
-// ErrNotOnGPU and change nothing (no hidden copy to the host).
+// word after the same sequence of batches: the GPU engine mirrors the CPU
+// engine's algorithm, piece layout, node id allocation, leaf chain and
+// rebuild rule. Build uploads the batch (through pinned staging buffers
+// when large), sorts it on the device (prim radix sort, stable), keeps the
+// last of each run of equal keys (a flag kernel and prim select), then
+// writes the leaves one thread per key and each upper level one thread per
+// child with the closed form below. Get runs one thread per key from the
+// root down; Ranges and Range run in two passes (count per query, prim
+// exclusive scan, write).
+//
+// Insert (gpuupdate.go, kernels in btree.cu) runs the phases below on the
+// device; between phases the host reads back a few totals (the number of
+// touched nodes, pieces, entries) to size the next launches, never the
+// tree:
+//
+//  1. upload, sort and dedupe the batch as Build does;
+//  2. bt_locate, one thread per key: its leaf, its position there, and
+//     whether it is new;
+//  3. group by leaf: prim reduce-by-key of the (leaf, packed count) pairs,
+//     giving each touched leaf's batch keys and new keys;
+//  4. pass 1, bt_leaf_sizes, one thread per touched leaf: merged size,
+//     pieces and new nodes; exclusive scans place the merged entries, the
+//     pieces and the new contiguous nodes;
+//  5. all the memory the rest may need is reserved here (node capacity for
+//     an upper bound of the new nodes, every scratch buffer), so running
+//     out of device memory fails before the tree changes;
+//  6. pass 2: bt_merge_new (one thread per batch key) and bt_stage_old (one
+//     thread per old entry) place every entry at its merged rank (a
+//     binary search in the other list), then bt_write_leaves (one thread
+//     per merged entry) writes the pieces, links and the changes;
+//  7. propagation, one level at a time: bt_parent_of (one thread per
+//     touched child), reduce-by-key by parent, bt_parent_sizes and scans
+//     (count and place), bt_stage_repl and bt_stage_keep (one thread per
+//     replacement and per kept entry), bt_write_internal (one thread per
+//     entry); the root's pieces get new levels (bt_level_list, bt_level),
+//     and a root with one child is collapsed.
+//
+// Unlike the CPU engine the propagation does not drop unchanged nodes
+// from a level's changes: an unchanged node rewrites its parent's entry
+// with the same words and adds no node, so the arrays stay equal.
+//
+// Delete runs the same phases: bt_stage_old compacts each touched leaf's
+// kept entries, bt_write_kept writes them back in place, bt_delete_leaves
+// frees the emptied leaves, and the bt_unlink_* kernels (a scan numbers the
+// runs of emptied leaves adjacent in the chain) unlink them with the CPU
+// engine's links. When the tree is underfull it is rebuilt on the device:
+// the leaves are listed in key order level by level (bt_node_counts, a
+// scan, bt_gather), their pairs gathered, and written as Build does.
+// Tree.LastBatch gives each batch's upload, sort, work and download times,
+// measured with CUDA events.
 //
 // # Layout
 //

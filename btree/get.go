@@ -2,6 +2,7 @@ package btree
 
 import (
 	"fmt"
+	"time"
 	"unsafe"
 )
 
@@ -27,19 +28,25 @@ func (t *Tree) Lookup(keys, values []uint64, found []bool) error {
 	if len(values) != len(keys) || len(found) != len(keys) {
 		return fmt.Errorf("btree: lookup: %d keys, %d values, %d found flags", len(keys), len(values), len(found))
 	}
+	t0 := time.Now()
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if t.root == nilNode {
 		clear(values)
 		clear(found)
+		t.setLast(cpuTimes("lookup", len(keys), t0, time.Time{}))
 		return nil
 	}
 	if t.g != nil {
-		if err := t.g.lookup(t.root, keys, values, found); err != nil {
+		bt := BatchTimes{Op: "lookup", Keys: len(keys)}
+		if err := t.g.lookup(t.root, keys, values, found, &bt); err != nil {
 			return fmt.Errorf("btree: lookup on the gpu: %w", err)
 		}
+		bt.Total = time.Since(t0)
+		t.setLast(bt)
 		return nil
 	}
+	defer func() { t.setLast(cpuTimes("lookup", len(keys), t0, time.Time{})) }()
 	s := &t.st
 	parallelFor(t.opt.workers, len(keys), keyGrain, func(lo, hi int) {
 		for i := lo; i < hi; i++ {

@@ -10,11 +10,6 @@ import (
 	"warpkv/prim"
 )
 
-// ErrNotOnGPU is returned by the batches that the GPU engine does not run
-// yet (Insert and Delete). Nothing is copied to the host behind the
-// caller's back: use the cpu engine for a tree that changes after Build.
-var ErrNotOnGPU = errors.New("btree: insert and delete are not implemented on the GPU engine yet (use Device \"cpu\")")
-
 // gpuTree is the GPU engine: the node arrays of the CPU engine's layout,
 // flat in device memory (node id owns keys and slots [id*order,
 // (id+1)*order) and element id of the others), and every kernel queued on
@@ -29,9 +24,10 @@ type gpuTree struct {
 	pe      *prim.Engine
 	s       *gpu.Stream
 	k       *kernelSet
+	clock   *gpuClock // phase events of the batch in progress
 
 	// Node arrays, capacity capNodes (a multiple of segNodes); nodes are
-	// in use, all of them live (Build allocates no free nodes).
+	// in use (live or free, as in the CPU engine's store).
 	keys, slots              *gpu.Buffer[uint64]
 	count, parent, next, prv *gpu.Buffer[uint32]
 	kind                     *gpu.Buffer[uint8]
@@ -42,6 +38,10 @@ type gpuTree struct {
 	inK, inV, outK, outV scratch[uint64]
 	flags                scratch[uint8]
 	cnt                  scratch[uint32]
+	pool                 pool // the update phases' named scratch (gpuupdate.go)
+
+	stage       *stager // pinned upload staging (staging.go), nil until first used
+	stageFailed bool    // pinning failed once: upload directly
 }
 
 // scratch is a device buffer reused across calls and grown with headroom.
@@ -87,15 +87,19 @@ func newGPUTree(r resolved, d *gpu.Device, ownsDev bool) (*gpuTree, error) {
 	if err != nil {
 		return nil, errors.Join(err, pe.Close())
 	}
-	return &gpuTree{order: r.order, fill: r.fill, dev: d, ownsDev: ownsDev, pe: pe, s: pe.Stream(), k: k}, nil
+	clock, err := newGPUClock(d)
+	if err != nil {
+		return nil, errors.Join(err, pe.Close())
+	}
+	return &gpuTree{order: r.order, fill: r.fill, dev: d, ownsDev: ownsDev, pe: pe, s: pe.Stream(), k: k, clock: clock}, nil
 }
 
 // close frees the device memory, the stream and (when owned) the device.
 func (g *gpuTree) close() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	err := errors.Join(g.freeNodes(), g.inK.free(g.s), g.inV.free(g.s), g.outK.free(g.s), g.outV.free(g.s),
-		g.flags.free(g.s), g.cnt.free(g.s), g.pe.Close())
+	err := errors.Join(g.freeNodes(), g.s.Synchronize(), g.stage.close(), g.inK.free(g.s), g.inV.free(g.s), g.outK.free(g.s), g.outV.free(g.s),
+		g.flags.free(g.s), g.cnt.free(g.s), g.freePool(), g.clock.close(), g.pe.Close())
 	if g.ownsDev {
 		err = errors.Join(err, g.dev.Close())
 	}
@@ -206,27 +210,38 @@ type built struct {
 }
 
 // build replaces the tree with the pairs (unsorted, last occurrence
-// wins): upload, then buildUploaded. Cost: one transfer of the batch and
-// buildUploaded's.
-func (g *gpuTree) build(keys, values []uint64) (built, error) {
+// wins): upload, sort, keep the last occurrences, then writeTree; bt gets
+// the phase times. Cost: one transfer of the batch, the sort, the
+// compaction and writeTree's.
+func (g *gpuTree) build(keys, values []uint64, bt *BatchTimes) (built, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	n := len(keys)
-	k, err := g.inK.get(g.dev, g.s, n)
+	g.clock.reset()
+	g.clock.mark(g.s, markStart)
+	if len(keys) == 0 {
+		return built{root: nilNode}, g.freeNodes()
+	}
+	m, err := g.uploadSortDedupe(keys, values)
 	if err != nil {
 		return built{}, err
 	}
-	v, err := g.inV.get(g.dev, g.s, n)
+	b, err := g.writeTree(g.outK.b, g.outV.b, m)
 	if err != nil {
 		return built{}, err
 	}
-	if err := errors.Join(k.Write(g.s, 0, keys), v.Write(g.s, 0, values)); err != nil {
-		return built{}, err
+	return b, g.finishTimes(bt)
+}
+
+// finishTimes marks the end of the work (and of the download, none) and
+// fills bt once the stream is there. Callers hold g.mu.
+func (g *gpuTree) finishTimes(bt *BatchTimes) error {
+	g.clock.mark(g.s, markWorked)
+	g.clock.mark(g.s, markDone)
+	if err := g.s.Synchronize(); err != nil {
+		return err
 	}
-	if err := g.sortUploaded(n); err != nil {
-		return built{}, err
-	}
-	return g.buildSorted(n)
+	g.clock.times(bt)
+	return nil
 }
 
 // sortUploaded stably sorts the n pairs in inK, inV by key on the device.
@@ -236,45 +251,27 @@ func (g *gpuTree) sortUploaded(n int) error {
 }
 
 // buildSorted builds the tree from the n key-sorted pairs in inK, inV:
-// flags the last of each run of equal keys, compacts them (prim select)
-// into outK, outV, reads their number m (the one synchronization), then
-// writes the leaves (one thread per key) and each internal level (one
-// thread per child) with the CPU engine's closed form, so the node arrays
-// equal the CPU engine's word for word. Callers hold g.mu.
+// dedupe (the last of each run of equal keys, into outK, outV), then
+// writeTree. Callers hold g.mu.
 func (g *gpuTree) buildSorted(n int) (built, error) {
 	if n == 0 {
 		return built{root: nilNode}, g.freeNodes()
 	}
-	flags, err := g.flags.get(g.dev, g.s, n)
+	m, err := g.dedupe(n, true)
 	if err != nil {
 		return built{}, err
 	}
-	uk, err := g.outK.get(g.dev, g.s, n)
-	if err != nil {
-		return built{}, err
+	return g.writeTree(g.outK.b, g.outV.b, m)
+}
+
+// writeTree builds the tree from the m strictly increasing pairs in uk,
+// uv (which must not be node arrays): the leaves (one thread per key) and each internal level (one
+// thread per child) with the CPU engine's closed form, so the node arrays
+// equal the CPU engine's word for word. Callers hold g.mu.
+func (g *gpuTree) writeTree(uk, uv *gpu.Buffer[uint64], m int) (built, error) {
+	if m == 0 {
+		return built{root: nilNode}, g.freeNodes()
 	}
-	uv, err := g.outV.get(g.dev, g.s, n)
-	if err != nil {
-		return built{}, err
-	}
-	cnt, err := g.cnt.get(g.dev, g.s, 2)
-	if err != nil {
-		return built{}, err
-	}
-	if err := g.k.lastFlags.Launch(g.s, grid(n), gpu.D1(kernelBlock), 0, g.inK.b, uint64(n), flags); err != nil {
-		return built{}, err
-	}
-	if err := prim.DevSelect(g.pe, g.inK.b, flags, uk, n, gpu.View[uint32](cnt, 0, 1)); err != nil {
-		return built{}, err
-	}
-	if err := prim.DevSelect(g.pe, g.inV.b, flags, uv, n, gpu.View[uint32](cnt, 4, 1)); err != nil {
-		return built{}, err
-	}
-	var c [1]uint32
-	if err := errors.Join(cnt.Read(g.s, 0, c[:]), g.s.Synchronize()); err != nil {
-		return built{}, err
-	}
-	m := int(c[0])
 	sizes := levelSizes(m, g.fill)
 	total := 0
 	for _, p := range sizes {
@@ -311,13 +308,15 @@ func (g *gpuTree) buildSorted(n int) (built, error) {
 // lookup fills values and found for keys (found as bytes 0/1). The tree
 // must not be empty. Cost: a transfer each way and one kernel, one thread
 // per key.
-func (g *gpuTree) lookup(root uint32, keys, values []uint64, found []bool) error {
+func (g *gpuTree) lookup(root uint32, keys, values []uint64, found []bool, bt *BatchTimes) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := len(keys)
 	if n == 0 {
 		return nil
 	}
+	g.clock.reset()
+	g.clock.mark(g.s, markStart)
 	q, err := g.inK.get(g.dev, g.s, n)
 	if err != nil {
 		return err
@@ -330,14 +329,24 @@ func (g *gpuTree) lookup(root uint32, keys, values []uint64, found []bool) error
 	if err != nil {
 		return err
 	}
-	if err := q.Write(g.s, 0, keys); err != nil {
+	if err := g.upload(q, 0, keys); err != nil {
 		return err
 	}
+	g.clock.mark(g.s, markUploaded)
 	if err := g.launchGet(root, q, n, out, f); err != nil {
 		return err
 	}
+	g.clock.mark(g.s, markWorked)
 	fb := unsafe.Slice((*uint8)(unsafe.Pointer(&found[0])), n) // the kernel writes 0 or 1
-	return errors.Join(out.Read(g.s, 0, values), f.Read(g.s, 0, fb), g.s.Synchronize())
+	if err := errors.Join(out.Read(g.s, 0, values), f.Read(g.s, 0, fb)); err != nil {
+		return err
+	}
+	g.clock.mark(g.s, markDone)
+	if err := g.s.Synchronize(); err != nil {
+		return err
+	}
+	g.clock.times(bt)
+	return nil
 }
 
 // launchGet queues bt_get over n keys in q. Callers hold g.mu.
@@ -370,7 +379,7 @@ func (g *gpuTree) ranges(root uint32, los, his []uint64, limit int) (keys, value
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := errors.Join(lo.Write(g.s, 0, los), hi.Write(g.s, 0, his),
+	if err := errors.Join(g.upload(lo, 0, los), g.upload(hi, 0, his),
 		gpu.View[uint64](counts, 8*q, 1).FillBytes(g.s, 0)); err != nil {
 		return nil, nil, nil, err
 	}

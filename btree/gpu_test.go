@@ -1,7 +1,6 @@
 package btree
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -203,25 +202,86 @@ func TestGPUBuildGetRanges(t *testing.T) {
 	}
 }
 
-// TestGPUNotOnGPU checks that Insert and Delete on the GPU engine return
-// ErrNotOnGPU and change nothing.
-func TestGPUNotOnGPU(t *testing.T) {
-	g, _ := newGPUPair(t, 16)
-	if err := g.Build([]uint64{3, 1, 2}, []uint64{30, 10, 20}); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Insert([]uint64{4}, []uint64{40}); !errors.Is(err, ErrNotOnGPU) {
-		t.Fatalf("Insert: %v, want ErrNotOnGPU", err)
-	}
-	if err := g.Delete([]uint64{1}); !errors.Is(err, ErrNotOnGPU) {
-		t.Fatalf("Delete: %v, want ErrNotOnGPU", err)
-	}
-	v, f := g.Get([]uint64{1, 2, 3, 4})
-	if !slices.Equal(v, []uint64{10, 20, 30, 0}) || !slices.Equal(f, []bool{true, true, true, false}) || g.Len() != 3 {
-		t.Fatalf("after refused batches: %v %v len %d", v, f, g.Len())
-	}
-	if err := g.Check(); err != nil {
-		t.Fatal(err)
+// TestGPUInsertDelete runs large insert and delete batches (uniform,
+// skewed into one leaf, past the right spine, misses, then everything
+// deleted and inserted again) on both engines and compares the node
+// arrays word for word, the invariants, lookups and ranges; LastBatch
+// reports each batch.
+func TestGPUInsertDelete(t *testing.T) {
+	for _, order := range []int{8, 64} {
+		g, c := newGPUPair(t, order)
+		r := rand.New(rand.NewPCG(uint64(order), 9))
+		n := 200_000
+		keys, vals := make([]uint64, n), make([]uint64, n)
+		for i := range keys {
+			keys[i], vals[i] = r.Uint64()>>1, r.Uint64()
+		}
+		var last BatchTimes // the GPU tree's LastBatch right after the batch
+		both := func(desc string, f func(*Tree) error) {
+			t.Helper()
+			if err := f(g); err != nil {
+				t.Fatalf("%s: gpu: %v", desc, err)
+			}
+			last = g.LastBatch()
+			if err := f(c); err != nil {
+				t.Fatalf("%s: cpu: %v", desc, err)
+			}
+			if err := g.Check(); err != nil {
+				t.Fatalf("%s: %v", desc, err)
+			}
+			compareStores(t, desc, g, c)
+			q := append(slices.Clone(keys[:min(len(keys), 5000)]), 0, ^uint64(0), r.Uint64())
+			compareGetsGPU(t, desc, g, c, q)
+			compareRangesGPU(t, desc, g, c, []uint64{0, keys[0], 1 << 62}, []uint64{^uint64(0), keys[0] + 1<<50, 1<<62 + 1<<55}, 0)
+		}
+		both("build", func(tr *Tree) error { return tr.Build(keys, vals) })
+		if lb := last; lb.Op != "build" || lb.Keys != n || lb.Total <= 0 || lb.Work <= 0 || lb.Upload <= 0 {
+			t.Fatalf("LastBatch after build: %+v", lb)
+		}
+		for round := range 4 {
+			m := 50_000
+			ik, iv := make([]uint64, m), make([]uint64, m)
+			base := keys[r.IntN(len(keys))]
+			for i := range ik {
+				switch x := r.IntN(100); {
+				case round == 1 && x < 85: // skewed: one leaf
+					ik[i] = base + 1 + uint64(r.IntN(1<<16))
+				case round == 2 && x < 50: // past the right spine
+					ik[i] = 1<<63 + uint64(i)
+				case x < 20: // existing: new value
+					ik[i] = keys[r.IntN(len(keys))]
+				default:
+					ik[i] = r.Uint64() >> 1
+				}
+				iv[i] = r.Uint64()
+			}
+			ik[0], ik[1] = 0, ^uint64(0)
+			both(fmt.Sprintf("order %d round %d insert", order, round), func(tr *Tree) error { return tr.Insert(ik, iv) })
+			if lb := last; lb.Op != "insert" || lb.Keys != m || lb.Sort <= 0 || lb.Work <= 0 {
+				t.Fatalf("LastBatch after insert: %+v", lb)
+			}
+			keys = append(keys, ik...)
+			dk := make([]uint64, 60_000)
+			for i := range dk {
+				if i%4 == 3 {
+					dk[i] = r.Uint64() // mostly misses
+				} else {
+					dk[i] = keys[r.IntN(len(keys))]
+				}
+			}
+			if round == 3 { // a run of whole leaves
+				dk = append(dk, keys[:20_000]...)
+				slices.Sort(keys)
+				dk = append(dk, keys[1000:9000]...)
+			}
+			both(fmt.Sprintf("order %d round %d delete", order, round), func(tr *Tree) error { return tr.Delete(dk) })
+		}
+		both("delete all", func(tr *Tree) error { return tr.Delete(keys) })
+		if g.Len() != 0 {
+			t.Fatalf("after deleting all: Len %d", g.Len())
+		}
+		both("insert into empty", func(tr *Tree) error { return tr.Insert(keys[:1000], vals[:1000]) })
+		both("delete to underfull", func(tr *Tree) error { return tr.Delete(keys[:900]) })
 	}
 }
 

@@ -133,6 +133,9 @@ func TestGPUBenchFigures(t *testing.T) {
 		}
 		t.Logf("GPU order %d get 10M on 100M (height %d, %d hits): kernel %v (%.0f Mkeys/s), host-level %v (%.0f Mkeys/s)",
 			order, gt.height, hits, kern, rate(len(q10), kern), host, rate(len(q10), host))
+		if order == DefaultOrder {
+			benchUpdates(t, g, "GPU")
+		}
 		if err := g.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -153,6 +156,7 @@ func TestGPUBenchFigures(t *testing.T) {
 	_ = c.Lookup(q10, vals, found)
 	dt := time.Since(t0)
 	t.Logf("CPU engine get 10M on 100M: %v (%.1f Mkeys/s)", dt, rate(len(q10), dt))
+	benchUpdates(t, c, "CPU engine")
 	_ = c.Close()
 
 	// tidwall/btree on one goroutine: sort + Load (its best build), and
@@ -177,4 +181,33 @@ func TestGPUBenchFigures(t *testing.T) {
 	}
 	dt = time.Since(t0)
 	t.Logf("tidwall/btree 1 goroutine get 2M on 10M: %v (%.2f Mkeys/s, %d hits)", dt, rate(nq, dt), h)
+}
+
+// benchUpdates inserts 10M new random keys into the tree (100M keys) and
+// deletes them again, twice, logging each batch's LastBatch breakdown:
+// the rate with transfers (Total) and without (Sort + Work).
+func benchUpdates(t *testing.T, tr *Tree, name string) {
+	t.Helper()
+	k, v := parallelKeys(10_000_000, 2)
+	for rep := range 2 {
+		for _, op := range []string{"insert", "delete"} {
+			var err error
+			if op == "insert" {
+				err = tr.Insert(k, v)
+			} else {
+				err = tr.Delete(k)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := tr.LastBatch()
+			dev := b.Sort + b.Work
+			t.Logf("%s order %d %s 10M, %dM keys after (rep %d): total %v (%.2f Gkeys/s); upload %v, sort+dedupe %v, work %v, download %v; without transfers %.2f Gkeys/s",
+				name, tr.Order(), op, (tr.Len()+5e5)/1e6, rep, b.Total, rate(b.Keys, b.Total)/1e3, b.Upload, b.Sort, b.Work,
+				b.Download, rate(b.Keys, dev)/1e3)
+		}
+	}
+	if err := tr.Check(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -1,6 +1,9 @@
 package btree
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Insert upserts the pairs: a key already in the tree gets the new value,
 // and for a key given more than once the last occurrence wins. Phases: sort
@@ -10,8 +13,10 @@ import "fmt"
 // children level by level. Cost: a radix sort of the batch, O(batch *
 // height * log order) for the searches, O(touched leaves * order + batch)
 // for the merges, spread over the workers (the keys of one leaf are merged
-// by one goroutine). On the GPU engine Insert is not implemented yet and
-// returns ErrNotOnGPU, changing nothing.
+// by one goroutine). On the GPU engine the same phases run on the device
+// (see the package documentation) and give the same node arrays; running
+// out of device memory returns an error matching gpu.ErrOutOfMemory and
+// leaves the tree as it was.
 func (t *Tree) Insert(keys, values []uint64) error {
 	if len(keys) != len(values) {
 		return fmt.Errorf("btree: insert: %d keys but %d values", len(keys), len(values))
@@ -21,16 +26,28 @@ func (t *Tree) Insert(keys, values []uint64) error {
 	if t.closed {
 		return ErrClosed
 	}
-	if t.g != nil {
-		return ErrNotOnGPU
-	}
+	t0 := time.Now()
 	if len(keys) == 0 {
+		t.setLast(cpuTimes("insert", 0, t0, time.Time{}))
+		return nil
+	}
+	if t.g != nil {
+		bt := BatchTimes{Op: "insert", Keys: len(keys)}
+		st, err := t.g.insertBatch(t.state(), keys, values, &bt)
+		t.setState(st)
+		if err != nil {
+			return fmt.Errorf("btree: insert on the gpu: %w", err)
+		}
+		bt.Total = time.Since(t0)
+		t.setLast(bt)
 		return nil
 	}
 	k, v, err := t.sortBatch(keys, values)
 	if err != nil {
 		return fmt.Errorf("btree: insert: %w", err)
 	}
+	sorted := time.Now()
+	defer func() { t.setLast(cpuTimes("insert", len(keys), t0, sorted)) }()
 	if t.root == nilNode {
 		return t.buildSorted(k, v)
 	}
@@ -39,6 +56,14 @@ func (t *Tree) Insert(keys, values []uint64) error {
 	}
 	return nil
 }
+
+// state is the tree's bookkeeping besides the node arrays.
+func (t *Tree) state() treeState {
+	return treeState{root: t.root, n: t.n, leaves: t.leaves, freed: t.freed}
+}
+
+// setState installs the bookkeeping that a GPU batch returned.
+func (t *Tree) setState(s treeState) { t.root, t.n, t.leaves, t.freed = s.root, s.n, s.leaves, s.freed }
 
 // insertSorted inserts strictly increasing keys into a non-empty tree.
 func (t *Tree) insertSorted(k, v []uint64) error {

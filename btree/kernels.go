@@ -31,6 +31,12 @@ func grid(n int) gpu.Dim3 { return gpu.D1(min(gpu.Grid(n, kernelBlock), maxBlock
 // kernelSet holds the package's kernels on one device.
 type kernelSet struct {
 	lastFlags, leaves, level, get, rng *gpu.Function
+
+	// Insert, delete and rebuild (gpuupdate.go).
+	locate, leafSizes, mergeNew, stageOld, writeLeaves, writeKept, deleteLeaves *gpu.Function
+	unlinkHeads, unlinkMark, unlinkRead, unlinkWrite                            *gpu.Function
+	parentOf, parentSizes, stageRepl, stageKeep, writeInternal, levelList       *gpu.Function
+	nodeCounts, gather                                                          *gpu.Function
 }
 
 // loadKernels compiles btree.cu for d (through the gpu package's cubin
@@ -41,9 +47,20 @@ func loadKernels(d *gpu.Device) (*kernelSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	fs, err := m.Functions("bt_last_flags", "bt_leaves", "bt_level", "bt_get", "bt_range")
-	if err != nil {
-		return nil, err
+	k := &kernelSet{}
+	for name, f := range map[string]**gpu.Function{
+		"bt_last_flags": &k.lastFlags, "bt_leaves": &k.leaves, "bt_level": &k.level, "bt_get": &k.get,
+		"bt_range": &k.rng, "bt_locate": &k.locate, "bt_leaf_sizes": &k.leafSizes, "bt_merge_new": &k.mergeNew,
+		"bt_stage_old": &k.stageOld, "bt_write_leaves": &k.writeLeaves, "bt_write_kept": &k.writeKept,
+		"bt_delete_leaves": &k.deleteLeaves, "bt_unlink_heads": &k.unlinkHeads, "bt_unlink_mark": &k.unlinkMark,
+		"bt_unlink_read": &k.unlinkRead, "bt_unlink_write": &k.unlinkWrite, "bt_parent_of": &k.parentOf,
+		"bt_parent_sizes": &k.parentSizes, "bt_stage_repl": &k.stageRepl, "bt_stage_keep": &k.stageKeep,
+		"bt_write_internal": &k.writeInternal, "bt_level_list": &k.levelList, "bt_node_counts": &k.nodeCounts,
+		"bt_gather": &k.gather,
+	} {
+		if *f, err = m.Function(name); err != nil {
+			return nil, err
+		}
 	}
-	return &kernelSet{lastFlags: fs[0], leaves: fs[1], level: fs[2], get: fs[3], rng: fs[4]}, nil
+	return k, nil
 }

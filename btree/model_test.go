@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	tbtree "github.com/tidwall/btree"
+
+	"warpkv/gpu"
+	"warpkv/internal/gputest"
 )
 
 // keyGen draws the keys of a batch.
@@ -96,58 +99,93 @@ func TestDifferential(t *testing.T) {
 		{"dense/default", 0, 3, denseKeys, 2000},
 	}
 	for ci, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			r := rand.New(rand.NewPCG(uint64(ci), 42))
-			tr, err := New(Options{Order: tc.order, Workers: tc.workers})
-			if err != nil {
+		for _, engine := range []string{"cpu", "gpu"} {
+			t.Run(tc.name+"/"+engine, func(t *testing.T) {
+				var dev *gpu.Device
+				if engine == "gpu" {
+					dev = gputest.Device(t)
+				}
+				runDifferential(t, uint64(ci), tc.order, tc.workers, tc.gen, tc.maxN, dev)
+			})
+		}
+	}
+}
+
+// runDifferential runs random batches of builds, inserts (empty batches,
+// batches larger than the tree among them) and deletes against
+// tidwall/btree, checking the invariants, the contents, lookups and ranges
+// after every batch. With dev it runs the GPU engine there, with a CPU
+// engine twin whose node arrays must be equal word for word after every
+// batch.
+func runDifferential(t *testing.T, seed uint64, order, workers int, gen keyGen, maxN int, dev *gpu.Device) {
+	r := rand.New(rand.NewPCG(seed, 42))
+	tr, err := New(Options{Order: order, Workers: workers, GPU: dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	var twin *Tree
+	if dev != nil {
+		if twin, err = New(Options{Order: order, Workers: workers}); err != nil {
+			t.Fatal(err)
+		}
+		defer twin.Close()
+	}
+	var ref tbtree.Map[uint64, uint64]
+	steps := 100
+	if raceEnabled {
+		steps = 30
+	}
+	for step := range steps {
+		n := r.IntN(maxN + 1)
+		if r.IntN(10) == 0 {
+			n = 0 // empty batch
+		} else if r.IntN(8) == 0 {
+			n = 2*ref.Len() + 1 // batch larger than the tree
+		}
+		keys := gen(r, &ref, n)
+		op := r.IntN(10)
+		apply := func(tr *Tree, vals []uint64) error {
+			switch {
+			case op == 0:
+				return tr.Build(keys, vals)
+			case op < 6:
+				return tr.Insert(keys, vals)
+			default:
+				return tr.Delete(keys)
+			}
+		}
+		var vals []uint64
+		if op < 6 {
+			vals = randVals(r, n)
+		}
+		if err := apply(tr, vals); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case op == 0:
+			ref.Clear()
+			applyInsert(&ref, keys, vals)
+		case op < 6:
+			applyInsert(&ref, keys, vals)
+		default:
+			for _, k := range keys {
+				ref.Delete(k)
+			}
+		}
+		desc := fmt.Sprintf("step %d op %d batch %d", step, op, n)
+		if err := tr.Check(); err != nil {
+			t.Fatalf("%s: %v", desc, err)
+		}
+		if twin != nil {
+			if err := apply(twin, vals); err != nil {
 				t.Fatal(err)
 			}
-			defer tr.Close()
-			var ref tbtree.Map[uint64, uint64]
-			steps := 100
-			if raceEnabled {
-				steps = 30
-			}
-			for step := range steps {
-				n := r.IntN(tc.maxN + 1)
-				if r.IntN(10) == 0 {
-					n = 0 // empty batch
-				} else if r.IntN(8) == 0 {
-					n = 2*ref.Len() + 1 // batch larger than the tree
-				}
-				keys := tc.gen(r, &ref, n)
-				op := r.IntN(10)
-				switch {
-				case op == 0:
-					vals := randVals(r, n)
-					if err := tr.Build(keys, vals); err != nil {
-						t.Fatal(err)
-					}
-					ref.Clear()
-					applyInsert(&ref, keys, vals)
-				case op < 6:
-					vals := randVals(r, n)
-					if err := tr.Insert(keys, vals); err != nil {
-						t.Fatal(err)
-					}
-					applyInsert(&ref, keys, vals)
-				default:
-					if err := tr.Delete(keys); err != nil {
-						t.Fatal(err)
-					}
-					for _, k := range keys {
-						ref.Delete(k)
-					}
-				}
-				desc := fmt.Sprintf("step %d op %d batch %d", step, op, n)
-				if err := tr.Check(); err != nil {
-					t.Fatalf("%s: %v", desc, err)
-				}
-				compareAll(t, desc, tr, &ref)
-				compareGets(t, desc, tr, &ref, tc.gen(r, &ref, 200))
-				compareRanges(t, desc, r, tr, &ref)
-			}
-		})
+			compareStores(t, desc, tr, twin)
+		}
+		compareAll(t, desc, tr, &ref)
+		compareGets(t, desc, tr, &ref, gen(r, &ref, 200))
+		compareRanges(t, desc, r, tr, &ref)
 	}
 }
 

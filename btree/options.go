@@ -28,9 +28,8 @@ type Options struct {
 
 	// Device selects the engine: "cpu", "auto" (a GPU when one is usable,
 	// else the CPU), "gpu" or "gpu:N". "" means the CPU engine, not
-	// WARPKV_DEVICE: the GPU engine does not run Insert and Delete yet
-	// (they return ErrNotOnGPU there), so it is only chosen on request.
-	// Ignored when GPU is set.
+	// WARPKV_DEVICE: the GPU engine is only chosen on request. Ignored
+	// when GPU is set.
 	Device string
 
 	// GPU, when set, is an open device to run the GPU engine on; the caller

@@ -27,6 +27,9 @@ type Tree struct {
 	leaves int    // live leaves
 	freed  int    // allocated nodes of kind free
 	closed bool
+
+	lastMu sync.Mutex // guards last (lookups run concurrently)
+	last   BatchTimes
 }
 
 // New returns an empty Tree on the engine that o.GPU or o.Device selects.
