@@ -37,6 +37,7 @@ func Suites() []Suite {
 		{"prim", "every primitive on the CPU engine and, when usable or requested, the GPU engine; --size: elements", RunPrim},
 		{"index", "Mega-KV hash index: search, insert, delete against batch size on the CPU and GPU engines; --size: largest batch", RunIndex},
 		{"mpt", "Merkle Patricia Trie CPU engines on YCSB-, ETHT- and Wiki-like data: update, hash, end to end, lookups, proofs; --size: largest trie (pairs)", RunMPT},
+		{"btree", "CUBPT B+ tree on the CPU and GPU engines: bulk build, uniform and skewed batch insert, delete, lookups, ranges; --size: largest tree (keys)", RunBTree},
 	}
 }
 

@@ -32,6 +32,7 @@ import (
 	"github.com/ethereum/go-ethereum/triedb"
 
 	"warpkv/bench"
+	"warpkv/gpu"
 	"warpkv/mpt"
 )
 
@@ -41,6 +42,7 @@ func main() {
 	ours := flag.Bool("ours", true, "also measure warpkv's sequential and parallel CPU engines")
 	jsonPath := flag.String("json", "", "also write the results as JSON to `FILE`")
 	quiet := flag.Bool("quiet", false, "no progress lines on stderr")
+	device := flag.String("device", "cpu", "also measure warpkv's GPU engine on this device option (auto, gpu, gpu:N); cpu: no GPU rows")
 	flag.Parse()
 	if flag.NArg() > 0 || *size < 0 || *reps < 1 {
 		flag.Usage()
@@ -50,7 +52,7 @@ func main() {
 	if !*quiet {
 		progress = bench.NewProgress(os.Stderr)
 	}
-	rep, err := run(*size, *reps, *ours, progress)
+	rep, err := run(*size, *reps, *ours, *device, progress)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mptbench:", err)
 		os.Exit(1)
@@ -75,7 +77,7 @@ func main() {
 }
 
 // run measures every case up to size.
-func run(size, reps int, ours bool, p *bench.Progress) (*bench.Report, error) {
+func run(size, reps int, ours bool, device string, p *bench.Progress) (*bench.Report, error) {
 	rep := &bench.Report{
 		Suite: "mpt-geth", GoVersion: runtime.Version(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
 		CPUs: runtime.NumCPU(), Workers: runtime.GOMAXPROCS(0), Reps: reps,
@@ -87,6 +89,20 @@ func run(size, reps int, ours bool, p *bench.Progress) (*bench.Report, error) {
 	}
 	if ours {
 		rep.Engines = append(rep.Engines, "cpu sequential, cpu parallel: warpkv's mpt engines, as in warpkv bench mpt")
+	}
+	useGPU := false
+	if device != "cpu" {
+		c, err := gpu.Choose(device)
+		if err != nil {
+			return nil, err
+		}
+		if c.Backend == gpu.BackendGPU {
+			useGPU = true
+			rep.Engines = append(rep.Engines, "gpu: warpkv's mpt.EngineGPU, "+c.Reason+" (end to end includes host<->device transfers)")
+			c.Device.Close()
+		} else {
+			rep.Notes = append(rep.Notes, "no GPU rows: "+c.Reason)
+		}
 	}
 	cases, notes := bench.MPTCases(size)
 	rep.Notes = append(rep.Notes, notes...)
@@ -136,6 +152,18 @@ func run(size, reps int, ours bool, p *bench.Progress) (*bench.Report, error) {
 				rows[i] = rows[i].VsPeer("geth trie", trieRows[i])
 			}
 			rep.Results = append(rep.Results, rows...)
+		}
+		if useGPU {
+			p.Printf("gpu: %s", c.Op("pairs"))
+			rows, note, err := bench.MPTGPURows(c, device, keys, values, st, [32]byte(root), reps)
+			if err != nil {
+				return nil, fmt.Errorf("gpu, %s: %w", c.Op(""), err)
+			}
+			for i := range rows {
+				rows[i] = rows[i].VsPeer("geth trie", trieRows[i])
+			}
+			rep.Results = append(rep.Results, rows...)
+			rep.Notes = append(rep.Notes, note)
 		}
 		runtime.GC()
 	}
