@@ -38,6 +38,10 @@ type GPUTimes struct {
 	Rounds   int           // expansion rounds
 	Expanded int           // short nodes expanded
 	Dirty    int           // nodes hashed
+
+	Algorithm NodeUpdate // PhaseNU or LockNU, as the decision model (or the override) chose
+	Why       string     // the decision model's reason
+	Restarts  int        // LockNU walks restarted from the root
 }
 
 // gpuTrie is the GPU engine's state on one device. All work is queued on
@@ -64,10 +68,11 @@ type gpuTrie struct {
 	arenaLen int64
 
 	ctl      *gpu.Buffer[uint32]
+	mode     NodeUpdate // Options.NodeUpdate
 	root     uint32
 	rootHash [32]byte
 
-	stage *gpu.HostBuffer[byte] // pinned staging of keys and values
+	xfer *streamer // pinned chunks for every transfer of keys, values and results
 
 	keys, raw                       scratch[byte]
 	hashed                          scratch[[32]byte]
@@ -128,6 +133,9 @@ func newGPUTrie(d *gpu.Device, ownsDev, secure bool) (*gpuTrie, error) {
 	if g.ctl, err = gpu.Alloc[uint32](d, ctlWords); err != nil {
 		return nil, errors.Join(err, pe.Close())
 	}
+	if g.xfer, err = newStreamer(d); err != nil {
+		return nil, errors.Join(err, g.ctl.Free(), pe.Close())
+	}
 	return g, nil
 }
 
@@ -145,8 +153,8 @@ func (g *gpuTrie) close() error {
 		g.counts.free(g.s), g.offs.free(g.s), g.ids.free(g.s), g.list.free(g.s), g.starts.free(g.s),
 		g.w64.free(g.s), g.entries.free(g.s), g.wide.free(g.s), g.wideOffs.free(g.s), g.flags.free(g.s),
 		g.st.free(g.s), g.out.free(g.s))
-	if g.stage != nil {
-		err = errors.Join(err, g.stage.Free())
+	if g.xfer != nil {
+		err = errors.Join(err, g.xfer.close())
 	}
 	err = errors.Join(err, g.pe.Close())
 	if g.ownsDev {
@@ -305,25 +313,6 @@ func growBuffer[T any](g *gpuTrie, old *gpu.Buffer[T], keep, n int) (*gpu.Buffer
 	return b, nil
 }
 
-// pinned returns the pinned staging buffer with at least n bytes.
-func (g *gpuTrie) pinned(n int) ([]byte, error) {
-	if g.stage != nil && g.stage.Len() >= n {
-		return g.stage.Slice(), nil
-	}
-	if g.stage != nil {
-		if err := errors.Join(g.s.Synchronize(), g.stage.Free()); err != nil {
-			return nil, err
-		}
-		g.stage = nil
-	}
-	h, err := gpu.AllocHost[byte](g.dev, max(n+n/4, 1<<20))
-	if err != nil {
-		return nil, err
-	}
-	g.stage = h
-	return h.Slice(), nil
-}
-
 // parallel runs fn over [0, n) in chunks on all cores.
 func parallel(n int, fn func(lo, hi int)) {
 	w := runtime.GOMAXPROCS(0)
@@ -368,22 +357,9 @@ func (g *gpuTrie) checkKeys(keys [][]byte) error {
 	return nil
 }
 
-// keyStageBytes returns the staging bytes stageKeys needs for keys.
-func (g *gpuTrie) keyStageBytes(keys [][]byte) int {
-	maxLen, total := 0, 0
-	for _, k := range keys {
-		maxLen, total = max(maxLen, len(k)), total+len(k)
-	}
-	if g.secure {
-		return total
-	}
-	return len(keys) * max(8, (maxLen+7)&^7)
-}
-
-// stageKeys uploads keys (through stage[at:]) in the stride layout, hashing
-// them on the device first in secure mode. It returns the staged keys and
-// the staging bytes used.
-func (g *gpuTrie) stageKeys(keys [][]byte, stage []byte) (stagedKeys, int, error) {
+// stageKeys uploads keys in the stride layout (through the pinned chunks),
+// hashing them on the device first in secure mode.
+func (g *gpuTrie) stageKeys(keys [][]byte) (stagedKeys, error) {
 	n := len(keys)
 	lens := make([]uint32, n)
 	maxLen, total := 0, 0
@@ -395,64 +371,52 @@ func (g *gpuTrie) stageKeys(keys [][]byte, stage []byte) (stagedKeys, int, error
 	if g.secure {
 		// Raw keys back to back, then Keccak-256 on the device.
 		offs := make([]uint32, n+1)
+		offs64 := make([]int64, n+1)
 		for i, k := range keys {
 			offs[i+1] = offs[i] + uint32(len(k))
+			offs64[i+1] = int64(offs[i+1])
 		}
-		buf := stage[:total]
-		parallel(n, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				copy(buf[offs[i]:], keys[i])
-			}
-		})
 		raw, err := g.raw.get(g.dev, g.s, total+8)
 		if err != nil {
-			return stagedKeys{}, 0, err
+			return stagedKeys{}, err
 		}
 		koff, err := g.koff.get(g.dev, g.s, n+1)
 		if err != nil {
-			return stagedKeys{}, 0, err
+			return stagedKeys{}, err
 		}
 		out, err := g.hashed.get(g.dev, g.s, n)
 		if err != nil {
-			return stagedKeys{}, 0, err
+			return stagedKeys{}, err
 		}
 		l, err := g.lens.get(g.dev, g.s, n)
 		if err != nil {
-			return stagedKeys{}, 0, err
+			return stagedKeys{}, err
 		}
-		if err := errors.Join(raw.Write(g.s, 0, buf), koff.Write(g.s, 0, offs)); err != nil {
-			return stagedKeys{}, 0, err
+		if err := errors.Join(g.xfer.upload(g.s, raw, 0, total, fillConcat(keys, offs64)), koff.Write(g.s, 0, offs)); err != nil {
+			return stagedKeys{}, err
 		}
 		if err := prim.DevKeccak256(g.pe, raw, koff, n, out, maxLen); err != nil {
-			return stagedKeys{}, 0, err
+			return stagedKeys{}, err
 		}
 		for i := range lens {
 			lens[i] = 32
 		}
 		if err := l.Write(g.s, 0, lens); err != nil {
-			return stagedKeys{}, 0, err
+			return stagedKeys{}, err
 		}
-		return stagedKeys{keys: gpu.View[byte](out, 0, 32*n), lens: l, stride: 32}, total, nil
+		return stagedKeys{keys: gpu.View[byte](out, 0, 32*n), lens: l, stride: 32}, nil
 	}
 	stride := max(8, (maxLen+7)&^7)
-	buf := stage[:n*stride]
-	parallel(n, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			b := buf[i*stride : (i+1)*stride]
-			c := copy(b, keys[i])
-			clear(b[c:])
-		}
-	})
 	kb, err := g.keys.get(g.dev, g.s, n*stride)
 	if err != nil {
-		return stagedKeys{}, 0, err
+		return stagedKeys{}, err
 	}
 	l, err := g.lens.get(g.dev, g.s, n)
 	if err != nil {
-		return stagedKeys{}, 0, err
+		return stagedKeys{}, err
 	}
-	if err := errors.Join(kb.Write(g.s, 0, buf), l.Write(g.s, 0, lens)); err != nil {
-		return stagedKeys{}, 0, err
+	if err := errors.Join(g.xfer.upload(g.s, kb, 0, n*stride, fillStrided(keys, stride)), l.Write(g.s, 0, lens)); err != nil {
+		return stagedKeys{}, err
 	}
 	varied := false
 	for _, v := range lens {
@@ -461,33 +425,33 @@ func (g *gpuTrie) stageKeys(keys [][]byte, stage []byte) (stagedKeys, int, error
 			break
 		}
 	}
-	return stagedKeys{keys: kb, lens: l, stride: stride, varied: varied}, n * stride, nil
+	return stagedKeys{keys: kb, lens: l, stride: stride, varied: varied}, nil
 }
 
 // stageValues appends the batch's non-empty values to the arena (through
-// stage) and writes value table entries vbase+i for every operation i (an
+// the pinned chunks) and writes value table entries vbase+i for every operation i (an
 // empty value gets a zero-length entry, never referenced). It returns
 // vbase and whether any value is non-empty. On failure nothing changed.
-func (g *gpuTrie) stageValues(values [][]byte, stage []byte) (uint32, bool, error) {
+func (g *gpuTrie) stageValues(values [][]byte) (vbase uint32, anyInsert, anyDelete bool, err error) {
 	n := len(values)
 	offs := make([]int64, n+1)
 	vl := make([]uint32, n)
-	any := false
 	for i, v := range values {
 		offs[i+1] = offs[i] + int64(len(v))
 		vl[i] = uint32(len(v))
-		any = any || len(v) > 0
+		anyInsert = anyInsert || len(v) > 0
+		anyDelete = anyDelete || len(v) == 0
 	}
 	total := offs[n]
 	if uint64(g.nvals)+uint64(n) >= 1<<32 {
-		return 0, false, fmt.Errorf("mpt: gpu engine: value table full")
+		return 0, false, false, fmt.Errorf("mpt: gpu engine: value table full")
 	}
 	// Grow the table and the arena first: failure leaves both as they were.
 	if need := int(g.nvals) + n; need > g.capVals {
 		c := max(need+need/4, 2*g.capVals, 1024)
 		b, err := growBuffer(g, g.vals, 2*int(g.nvals), 2*c)
 		if err != nil {
-			return 0, false, err
+			return 0, false, false, err
 		}
 		g.vals, g.capVals = b, c
 	}
@@ -495,16 +459,10 @@ func (g *gpuTrie) stageValues(values [][]byte, stage []byte) (uint32, bool, erro
 		c := max(need+need/4, 2*int64(g.bufLen(g.arena)), 1<<20)
 		b, err := growBuffer(g, g.arena, int(g.arenaLen), int(c))
 		if err != nil {
-			return 0, false, err
+			return 0, false, false, err
 		}
 		g.arena = b
 	}
-	buf := stage[:total]
-	parallel(n, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			copy(buf[offs[i]:], values[i])
-		}
-	})
 	entries := make([]uint64, 2*n)
 	for i := range values {
 		entries[2*i] = uint64(g.arenaLen + offs[i])
@@ -512,16 +470,16 @@ func (g *gpuTrie) stageValues(values [][]byte, stage []byte) (uint32, bool, erro
 	}
 	vb, err := g.vlens.get(g.dev, g.s, n)
 	if err != nil {
-		return 0, false, err
+		return 0, false, false, err
 	}
-	if err := errors.Join(g.arena.Write(g.s, int(g.arenaLen), buf), g.vals.Write(g.s, 2*int(g.nvals), entries),
+	if err := errors.Join(g.xfer.upload(g.s, g.arena, int(g.arenaLen), int(total), fillConcat(values, offs)), g.vals.Write(g.s, 2*int(g.nvals), entries),
 		vb.Write(g.s, 0, vl)); err != nil {
-		return 0, false, err
+		return 0, false, false, err
 	}
-	vbase := g.nvals
+	vbase = g.nvals
 	g.nvals += uint32(n)
 	g.arenaLen += total
-	return vbase, any, nil
+	return vbase, anyInsert, anyDelete, nil
 }
 
 // bufLen is b's length, 0 for nil.
@@ -550,22 +508,11 @@ func (g *gpuTrie) update(keys, values [][]byte) error {
 	if err := g.checkKeys(keys); err != nil {
 		return err
 	}
-	vbytes := 0
-	for _, v := range values {
-		vbytes += len(v)
-	}
-	stage, err := g.pinned(g.keyStageBytes(keys) + vbytes)
+	sk, err := g.stageKeys(keys)
 	if err != nil {
 		return err
 	}
-	if err := g.s.Synchronize(); err != nil { // the staging buffer is free
-		return err
-	}
-	sk, used, err := g.stageKeys(keys, stage)
-	if err != nil {
-		return err
-	}
-	vbase, anyInsert, err := g.stageValues(values, stage[used:])
+	vbase, anyInsert, anyDelete, err := g.stageValues(values)
 	if err != nil {
 		return err
 	}
@@ -585,16 +532,36 @@ func (g *gpuTrie) update(keys, values [][]byte) error {
 		g.times.Total = time.Since(t0)
 		return nil // deletes from an empty trie
 	}
-	if g.root == 0 {
+	wasEmpty := g.root == 0
+	if wasEmpty {
 		if err := g.newRoot(); err != nil {
 			return err
 		}
 	}
-	if err := g.apply(sk, m, vbase); err != nil {
+	o, err := g.opInit(sk, m, vbase)
+	if err != nil {
 		return errors.Join(err, g.abandon())
 	}
-	if err := g.compress(); err != nil {
-		return err
+	algo, why := chooseUpdate(g.mode, m, o.lcpMean, g.liveNodes(), anyDelete, wasEmpty)
+	g.times.Algorithm, g.times.Why = algo, why
+	if algo == NodeUpdateLock {
+		if err := g.lockApply(o); err != nil {
+			return errors.Join(err, g.abandon())
+		}
+		c, err := g.readCtl(ctlTouched, 1)
+		if err != nil {
+			return err
+		}
+		if _, err := g.markUp(int(c[0])); err != nil {
+			return err
+		}
+	} else {
+		if err := g.apply(o); err != nil {
+			return errors.Join(err, g.abandon())
+		}
+		if err := g.compress(); err != nil {
+			return err
+		}
 	}
 	t4 := time.Now()
 	g.times.Update = t4.Sub(t3)
@@ -682,10 +649,10 @@ func (g *gpuTrie) sortBatch(sk stagedKeys, n int) (int, error) {
 	if err := g.launch(g.k.lastFlags, threads(n), kernelBlock, sk.keys, uint32(sk.stride), sk.lens, perm, uint64(n), flags); err != nil {
 		return 0, err
 	}
-	if err := prim.DevSelect(g.pe, perm, flags, ops, n, g.ctlView(6)); err != nil {
+	if err := prim.DevSelect(g.pe, perm, flags, ops, n, g.ctlView(ctlSelect)); err != nil {
 		return 0, err
 	}
-	c, err := g.readCtl(6, 1)
+	c, err := g.readCtl(ctlSelect, 1)
 	if err != nil {
 		return 0, err
 	}
@@ -697,28 +664,56 @@ func (g *gpuTrie) sortBatch(sk stagedKeys, n int) (int, error) {
 // per nibble.
 const maxRounds = 2*maxKeyBytes + 2
 
-// apply runs PhaseNU's walks and expansions, then the inserts and
-// deletes, on the m kept operations.
-func (g *gpuTrie) apply(sk stagedKeys, m int, vbase uint32) error {
+// opState is the per-operation state of a batch on the device (m kept
+// operations in key order).
+type opState struct {
+	sk                        stagedKeys
+	m                         int
+	ops                       *gpu.Buffer[uint32] // batch index of each kept operation
+	klen, vid, need, cur, dep *gpu.Buffer[uint32]
+	st                        *gpu.Buffer[uint8]
+	lcpMean                   float64 // mean need: nibbles shared with a sorted neighbour
+}
+
+// opInit computes every kept operation's path length, value id, need and
+// walk start, and the batch's mean need (for the decision model).
+func (g *gpuTrie) opInit(sk stagedKeys, m int, vbase uint32) (*opState, error) {
+	o := &opState{sk: sk, m: m, ops: g.ops.b}
 	bufs := make([]*gpu.Buffer[uint32], 5)
 	for i, s := range []*scratch[uint32]{&g.klen, &g.vid, &g.need, &g.cur, &g.dep} {
 		b, err := s.get(g.dev, g.s, m)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		bufs[i] = b
 	}
-	klen, vid, need, cur, dep := bufs[0], bufs[1], bufs[2], bufs[3], bufs[4]
+	o.klen, o.vid, o.need, o.cur, o.dep = bufs[0], bufs[1], bufs[2], bufs[3], bufs[4]
 	st, err := g.st.get(g.dev, g.s, m)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ops := g.ops.b
+	o.st = st
+	if err := g.setCtl(ctlLCP, 0); err != nil {
+		return nil, err
+	}
+	if err := g.launch(g.k.opInit, threads(m), kernelBlock, sk.keys, uint32(sk.stride), sk.lens, g.vlens.b, vbase, o.ops,
+		uint64(m), g.root, o.klen, o.vid, o.need, o.cur, o.dep, st, g.ctl); err != nil {
+		return nil, err
+	}
+	c, err := g.readCtl(ctlLCP, 1)
+	if err != nil {
+		return nil, err
+	}
+	o.lcpMean = float64(c[0]) / float64(m)
+	return o, nil
+}
+
+// apply runs PhaseNU's walks and expansions, then the inserts and
+// deletes, on the kept operations.
+func (g *gpuTrie) apply(o *opState) error {
+	sk, m, ops := o.sk, o.m, o.ops
+	klen, vid, need, cur, dep, st := o.klen, o.vid, o.need, o.cur, o.dep, o.st
 	stride := uint32(sk.stride)
-	if err := g.launch(g.k.opInit, threads(m), kernelBlock, sk.keys, stride, sk.lens, g.vlens.b, vbase, ops,
-		uint64(m), g.root, klen, vid, need, cur, dep, st); err != nil {
-		return err
-	}
 	list, err := g.list.get(g.dev, g.s, m)
 	if err != nil {
 		return err
@@ -788,6 +783,12 @@ func (g *gpuTrie) apply(sk stagedKeys, m int, vbase uint32) error {
 		uint64(m), offs, ids, g.touched, g.ctl); err != nil {
 		return err
 	}
+	return g.reclaim(ids, total)
+}
+
+// reclaim returns the reserved ids that were not used (kind FREE) to the
+// free list and checks the error word.
+func (g *gpuTrie) reclaim(ids *gpu.Buffer[uint32], total uint32) error {
 	if err := g.setCtl(ctlFreed, 0); err != nil {
 		return err
 	}
@@ -803,6 +804,42 @@ func (g *gpuTrie) apply(sk stagedKeys, m int, vbase uint32) error {
 	g.nfree += c[0]
 	if c[2] != 0 {
 		return fmt.Errorf("mpt: gpu engine: insert invariant %d failed (a bug)", c[2])
+	}
+	return nil
+}
+
+// lockIDs is the number of node ids LockNU reserves per insert: a split
+// creates at most a branch, a remainder short node and a leaf.
+const lockIDs = 3
+
+// lockApply runs LockNU on the kept operations (all inserts, into a
+// non-empty trie), then resets the version words of the changed nodes.
+func (g *gpuTrie) lockApply(o *opState) error {
+	total := uint32(lockIDs * o.m)
+	if err := g.reserveNodes(total); err != nil {
+		return err
+	}
+	ids, err := g.allocIDs(total)
+	if err != nil {
+		return err
+	}
+	if err := g.setCtl(ctlRestarts, 0); err != nil {
+		return err
+	}
+	if err := g.launch(g.k.lockInsert, threads(o.m), kernelBlock, g.nodes, o.sk.keys, uint32(o.sk.stride), o.ops, o.klen,
+		o.vid, uint64(o.m), g.root, ids, g.touched, g.ctl); err != nil {
+		return err
+	}
+	if err := g.reclaim(ids, total); err != nil {
+		return err
+	}
+	c, err := g.readCtl(ctlTouched, ctlRestarts-ctlTouched+1)
+	if err != nil {
+		return err
+	}
+	g.times.Restarts = int(c[ctlRestarts-ctlTouched])
+	if nt := int(c[0]); nt > 0 {
+		return g.launch(g.k.resetVersions, threads(nt), kernelBlock, g.nodes, g.touched, uint64(nt))
 	}
 	return nil
 }
@@ -842,13 +879,10 @@ func (g *gpuTrie) compress() error {
 	if c[0] == 0 {
 		return nil
 	}
-	if err := g.launch(g.k.markUp, threads(int(c[0])), kernelBlock, g.nodes, g.touched, uint64(c[0]), g.ctl); err != nil {
+	nt, err := g.markUp(int(c[0]))
+	if err != nil {
 		return err
 	}
-	if c, err = g.readCtl(ctlTouched, 1); err != nil {
-		return err
-	}
-	nt := int(c[0])
 	starts, ns, err := g.dirtyStarts(nt)
 	if err != nil {
 		return err
@@ -891,8 +925,22 @@ func (g *gpuTrie) compress() error {
 	return g.touched.CopyFrom(g.s, 0, tmp, 0, int(c[0]))
 }
 
-// hash runs PhaseHC over the dirty list (marking, then computing), empties
-// the list and reads the root hash back.
+// markUp closes the first nt nodes of the dirty list under ancestors and
+// returns the list's new length.
+func (g *gpuTrie) markUp(nt int) (int, error) {
+	if err := g.launch(g.k.markUp, threads(nt), kernelBlock, g.nodes, g.touched, uint64(nt), g.ctl); err != nil {
+		return 0, err
+	}
+	c, err := g.readCtl(ctlTouched, 1)
+	if err != nil {
+		return 0, err
+	}
+	return int(c[0]), nil
+}
+
+// hash runs PhaseHC over the dirty list (marking, then computing: leaves
+// one thread each, then the walks up one warp each), empties the list and
+// reads the root hash back.
 func (g *gpuTrie) hash() error {
 	c, err := g.readCtl(ctlTouched, 1)
 	if err != nil {
@@ -904,8 +952,24 @@ func (g *gpuTrie) hash() error {
 		if err != nil {
 			return err
 		}
-		if err := g.launch(g.k.hash, warps(ns), warpBlock, g.nodes, g.vals, g.arena, starts, uint64(ns), g.root); err != nil {
+		next, err := g.list.get(g.dev, g.s, nt)
+		if err != nil {
 			return err
+		}
+		if err := g.setCtl(ctlNext, 0); err != nil {
+			return err
+		}
+		if err := g.launch(g.k.hashLeaves, threads(ns), kernelBlock, g.nodes, g.vals, g.arena, starts, uint64(ns), g.root, next, g.ctl); err != nil {
+			return err
+		}
+		c, err := g.readCtl(ctlNext, 1)
+		if err != nil {
+			return err
+		}
+		if nn := int(c[0]); nn > 0 {
+			if err := g.launch(g.k.hash, warps(nn), warpBlock, g.nodes, g.vals, g.arena, next, uint64(nn), g.root); err != nil {
+				return err
+			}
 		}
 		if err := g.setCtl(ctlTouched, 0); err != nil {
 			return err

@@ -34,7 +34,7 @@ const (
 	nodeBytes   = 256 // sizeof(Node)
 	valBytes    = 16  // sizeof(Val)
 	maxKeyBytes = 128 // MPT_PATH_BYTES: the longest key the GPU engine takes
-	ctlWords    = 8   // CTL_WORDS
+	ctlWords    = 10  // CTL_WORDS
 	kindFree    = 0   // KIND_FREE
 	kindBranch  = 1   // KIND_BRANCH
 	kindExt     = 2   // KIND_EXT
@@ -49,6 +49,10 @@ const (
 	ctlFreed
 	ctlStarts
 	ctlError
+	ctlSelect
+	ctlLCP
+	ctlRestarts
+	ctlNext
 )
 
 // threads returns the grid of a thread-mapped kernel over n items.
@@ -66,6 +70,7 @@ type kernelSet struct {
 	insertCount, insert, reclaim                            *gpu.Function
 	markUp, countPending, starts, compress, liveFlags, hash *gpu.Function
 	lookup, gather, proofSize, proofWrite                   *gpu.Function
+	lockInsert, resetVersions, hashLeaves                   *gpu.Function
 }
 
 // loadKernels compiles mpt.cu for d (through the gpu package's cubin
@@ -82,6 +87,7 @@ func loadKernels(d *gpu.Device) (*kernelSet, error) {
 		"mpt_insert_count", "mpt_insert", "mpt_reclaim",
 		"mpt_mark_up", "mpt_count_pending", "mpt_starts", "mpt_compress", "mpt_live_flags", "mpt_hash",
 		"mpt_lookup", "mpt_gather", "mpt_proof_size", "mpt_proof_write",
+		"mpt_lock_insert", "mpt_reset_versions", "mpt_hash_leaves",
 	}
 	fs, err := m.Functions(names...)
 	if err != nil {
@@ -93,5 +99,6 @@ func loadKernels(d *gpu.Device) (*kernelSet, error) {
 		insertCount: fs[9], insert: fs[10], reclaim: fs[11],
 		markUp: fs[12], countPending: fs[13], starts: fs[14], compress: fs[15], liveFlags: fs[16], hash: fs[17],
 		lookup: fs[18], gather: fs[19], proofSize: fs[20], proofWrite: fs[21],
+		lockInsert: fs[22], resetVersions: fs[23], hashLeaves: fs[24],
 	}, nil
 }

@@ -43,14 +43,7 @@ func (g *gpuTrie) lookup(keys [][]byte) ([][]byte, []bool, error) {
 	if n == 0 || g.root == 0 {
 		return values, found, nil
 	}
-	stage, err := g.pinned(g.keyStageBytes(ks))
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := g.s.Synchronize(); err != nil {
-		return nil, nil, err
-	}
-	sk, _, err := g.stageKeys(ks, stage)
+	sk, err := g.stageKeys(ks)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -90,7 +83,7 @@ func (g *gpuTrie) lookup(keys [][]byte) ([][]byte, []bool, error) {
 		if err := g.launch(g.k.gather, warps(n), warpBlock, g.vals, g.arena, vid, uint64(n), offs, out); err != nil {
 			return nil, nil, err
 		}
-		if err := errors.Join(out.Read(g.s, 0, buf), g.s.Synchronize()); err != nil {
+		if err := g.xfer.download(g.s, out, buf); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -134,14 +127,7 @@ func (g *gpuTrie) prove(keys [][]byte) ([][][]byte, error) {
 	if n == 0 || g.root == 0 {
 		return proofs, nil
 	}
-	stage, err := g.pinned(g.keyStageBytes(ks))
-	if err != nil {
-		return nil, err
-	}
-	if err := g.s.Synchronize(); err != nil {
-		return nil, err
-	}
-	sk, _, err := g.stageKeys(ks, stage)
+	sk, err := g.stageKeys(ks)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +178,7 @@ func (g *gpuTrie) prove(keys [][]byte) ([][][]byte, error) {
 	}
 	buf := make([]byte, total)
 	e := make([]uint32, totalNodes)
-	if err := errors.Join(out.Read(g.s, 0, buf), ends.Read(g.s, 0, e), g.s.Synchronize()); err != nil {
+	if err := errors.Join(g.xfer.download(g.s, out, buf), ends.Read(g.s, 0, e), g.s.Synchronize()); err != nil {
 		return nil, err
 	}
 	for j := 0; j < n; j++ {

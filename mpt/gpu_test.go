@@ -2,6 +2,7 @@ package mpt
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -15,13 +16,14 @@ import (
 
 // newGPUTest returns an empty GPU-engine trie on the tests' shared device,
 // or skips (fails under WARPKV_REQUIRE_GPU=1) without a GPU.
-func newGPUTest(t testing.TB, secure bool) *Trie {
+func newGPUTest(t testing.TB, secure bool, mode NodeUpdate) *Trie {
 	t.Helper()
 	d := gputest.Device(t)
 	g, err := newGPUTrie(d, false, secure)
 	if err != nil {
 		t.Fatal(err)
 	}
+	g.mode = mode
 	tr := &Trie{opts: Options{Secure: secure, Engine: EngineGPU}, hasher: newHasher(), g: g, reason: "test"}
 	t.Cleanup(func() {
 		if err := tr.Close(); err != nil {
@@ -124,69 +126,89 @@ func compareTries(t *testing.T, g, c *Trie, probes [][]byte) {
 	}
 }
 
+// gpuModes are the node-update settings every GPU test runs under.
+var gpuModes = []NodeUpdate{NodeUpdateAuto, NodeUpdatePhase, NodeUpdateLock}
+
 // TestGPUDifferential applies random batches (inserts, overwrites,
 // deletes, duplicates within a batch) of every key distribution to the
-// GPU engine and the sequential CPU engine, in both modes, and compares
-// roots after every batch and lookups, proofs and shape after each.
+// GPU engine and the sequential CPU engine, in both modes, under the
+// decision model and with PhaseNU or LockNU forced, and compares roots
+// after every batch and lookups, proofs and shape after each. Every other
+// batch has no deletes, so that LockNU runs.
 func TestGPUDifferential(t *testing.T) {
 	for _, kg := range gpuKeyGens {
 		for _, secure := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/secure=%v", kg.name, secure), func(t *testing.T) {
-				r := rand.New(rand.NewPCG(uint64(len(kg.name)), 7))
-				g := newGPUTest(t, secure)
-				c := New(Options{Secure: secure})
-				var pool [][]byte
-				for batch, size := range []int{1, 3, 50, 1000, 1, 5000, 200, 2000, 7, 3000} {
-					del := 0.0
-					if batch > 1 {
-						del = 0.3
-					}
-					keys, values := make([][]byte, size), make([][]byte, size)
-					for i := range keys {
-						if len(pool) > 0 && r.IntN(3) == 0 {
-							keys[i] = pool[r.IntN(len(pool))] // existing key or a duplicate
-						} else {
-							keys[i] = kg.gen(r)
-							pool = append(pool, keys[i])
-						}
-						values[i] = randValue(r, del)
-					}
-					if err := g.Update(keys, values); err != nil {
-						t.Fatalf("batch %d: %v", batch, err)
-					}
-					if err := c.Update(keys, values); err != nil {
-						t.Fatal(err)
-					}
-					probes := [][]byte{kg.gen(r), {}, bytes.Repeat([]byte{0xff}, 130)}
-					for i := 0; i < 64 && len(pool) > 0; i++ {
-						probes = append(probes, pool[r.IntN(len(pool))])
-					}
-					if !secure {
-						probes = slices.DeleteFunc(probes, func(k []byte) bool { return len(k) > maxKeyBytes && r.IntN(2) == 0 })
-					}
-					compareTries(t, g, c, probes)
-				}
-				// Delete everything, then insert again (reusing freed nodes).
-				if err := g.Delete(pool); err != nil {
-					t.Fatal(err)
-				}
-				if err := c.Delete(pool); err != nil {
-					t.Fatal(err)
-				}
-				if g.Hash() != EmptyRoot || c.Hash() != EmptyRoot {
-					t.Fatalf("after deleting all: gpu %x, cpu %x", g.Hash(), c.Hash())
-				}
-				vals := make([][]byte, len(pool))
-				for i := range vals {
-					vals[i] = randValue(r, 0)
-				}
-				if err := errors2(g.Update(pool, vals), c.Update(pool, vals)); err != nil {
-					t.Fatal(err)
-				}
-				compareTries(t, g, c, pool[:min(len(pool), 200)])
-				checkIteration(t, g, c)
-			})
+			for _, mode := range gpuModes {
+				t.Run(fmt.Sprintf("%s/secure=%v/mode=%s", kg.name, secure, cmp.Or(string(mode), "auto")), func(t *testing.T) {
+					gpuDifferential(t, kg.gen, secure, mode, uint64(len(kg.name)))
+				})
+			}
 		}
+	}
+}
+
+// gpuDifferential is one TestGPUDifferential case: batches of keys drawn
+// from gen, on a GPU trie with the given mode and a sequential CPU trie.
+func gpuDifferential(t *testing.T, gen keyGen, secure bool, mode NodeUpdate, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 7))
+	g := newGPUTest(t, secure, mode)
+	c := New(Options{Secure: secure})
+	var pool [][]byte
+	locked := 0
+	for batch, size := range []int{1, 3, 50, 1000, 1, 5000, 200, 2000, 7, 3000} {
+		del := 0.0
+		if batch > 1 && batch%2 == 0 {
+			del = 0.3
+		}
+		keys, values := make([][]byte, size), make([][]byte, size)
+		for i := range keys {
+			if len(pool) > 0 && r.IntN(3) == 0 {
+				keys[i] = pool[r.IntN(len(pool))] // existing key or a duplicate
+			} else {
+				keys[i] = gen(r)
+				pool = append(pool, keys[i])
+			}
+			values[i] = randValue(r, del)
+		}
+		if err := g.Update(keys, values); err != nil {
+			t.Fatalf("batch %d: %v", batch, err)
+		}
+		if g.GPUTimes().Algorithm == NodeUpdateLock {
+			locked++
+		}
+		if err := c.Update(keys, values); err != nil {
+			t.Fatal(err)
+		}
+		probes := [][]byte{gen(r), {}, bytes.Repeat([]byte{0xff}, 130)}
+		for i := 0; i < 64 && len(pool) > 0; i++ {
+			probes = append(probes, pool[r.IntN(len(pool))])
+		}
+		if !secure {
+			probes = slices.DeleteFunc(probes, func(k []byte) bool { return len(k) > maxKeyBytes && r.IntN(2) == 0 })
+		}
+		compareTries(t, g, c, probes)
+	}
+	// Delete everything, then insert again (reusing freed nodes).
+	if err := g.Delete(pool); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(pool); err != nil {
+		t.Fatal(err)
+	}
+	if g.Hash() != EmptyRoot || c.Hash() != EmptyRoot {
+		t.Fatalf("after deleting all: gpu %x, cpu %x", g.Hash(), c.Hash())
+	}
+	vals := make([][]byte, len(pool))
+	for i := range vals {
+		vals[i] = randValue(r, 0)
+	}
+	if err := errors2(g.Update(pool, vals), c.Update(pool, vals)); err != nil {
+		t.Fatal(err)
+	}
+	compareTries(t, g, c, pool[:min(len(pool), 200)])
+	checkIteration(t, g, c)
+	if mode == NodeUpdateLock && locked < 3 {
+		t.Fatalf("LockNU ran %d batches, want at least 3", locked)
 	}
 }
 
@@ -235,7 +257,7 @@ func TestGPULargeBatches(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			g := newGPUTest(t, false)
+			g := newGPUTest(t, false, NodeUpdateAuto)
 			c := New(Options{Engine: EngineParallel})
 			if err := errors2(g.Update(keys, values), c.Update(keys, values)); err != nil {
 				t.Fatal(err)
@@ -260,17 +282,32 @@ func TestGPULargeBatches(t *testing.T) {
 				t.Fatal(err)
 			}
 			compareTries(t, g, c, append(uk[:100], keys[:100]...))
-			tm := g.GPUTimes()
-			t.Logf("%s: %d ops: stage %v upload %v sort %v update %v (%d rounds, %d expanded) hash %v (%d dirty) total %v",
-				ds, tm.Keys, tm.Stage, tm.Upload, tm.Sort, tm.Update, tm.Rounds, tm.Expanded, tm.Hash, tm.Dirty, tm.Total)
+			logTimes(t, string(ds)+" mixed", g.GPUTimes())
+			// A sparse insert-only batch: the decision model picks LockNU.
+			nk, nv := make([][]byte, m/50), make([][]byte, m/50)
+			for i := range nk {
+				nk[i], nv[i] = append(slices.Clone(keys[r.IntN(m)]), 0xee, byte(i), byte(i>>8)), randValue(r, 0)
+			}
+			if err := errors2(g.Update(nk, nv), c.Update(nk, nv)); err != nil {
+				t.Fatal(err)
+			}
+			compareTries(t, g, c, append(nk[:100], keys[:100]...))
+			logTimes(t, string(ds)+" sparse inserts", g.GPUTimes())
 		})
 	}
+}
+
+// logTimes logs a GPU batch's breakdown.
+func logTimes(t testing.TB, what string, tm GPUTimes) {
+	t.Helper()
+	t.Logf("%s: %d ops, %s (%s): stage %v upload %v sort %v update %v (%d rounds, %d expanded, %d restarts) hash %v (%d dirty) total %v",
+		what, tm.Keys, tm.Algorithm, tm.Why, tm.Stage, tm.Upload, tm.Sort, tm.Update, tm.Rounds, tm.Expanded, tm.Restarts, tm.Hash, tm.Dirty, tm.Total)
 }
 
 // TestGPUKeyTooLong checks the GPU engine's limit on plain keys: a clear
 // error and an unchanged trie.
 func TestGPUKeyTooLong(t *testing.T) {
-	g := newGPUTest(t, false)
+	g := newGPUTest(t, false, NodeUpdateAuto)
 	if err := g.Update([][]byte{{1}}, [][]byte{{2}}); err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +345,7 @@ func TestGPUBenchFigures(t *testing.T) {
 		want := c.Hash()
 		cpu := time.Since(t0)
 		for rep := 0; rep < 3; rep++ {
-			g := newGPUTest(t, false)
+			g := newGPUTest(t, false, NodeUpdateAuto)
 			t1 := time.Now()
 			if err := g.Update(keys, values); err != nil {
 				t.Fatal(err)
@@ -327,6 +364,35 @@ func TestGPUBenchFigures(t *testing.T) {
 			}
 			t.Logf("%s %d: cpu parallel %v; gpu e2e %v (%.2fx): stage %v upload %v sort %v NU %v (%d rounds, %d exp) HC %v (%d dirty); lookup 100K %v",
 				ds, n, cpu, e2e, cpu.Seconds()/e2e.Seconds(), tm.Stage, tm.Upload, tm.Sort, tm.Update, tm.Rounds, tm.Expanded, tm.Hash, tm.Dirty, lk)
+			if rep == 0 && ds != DatasetWiki {
+				// Sparse insert-only batches into the 1M trie: PhaseNU
+				// against LockNU on the same keys, and the decision.
+				r := rand.New(rand.NewPCG(8, 8))
+				for _, size := range []int{1000, 10_000, 100_000} {
+					nk, nv := make([][]byte, size), make([][]byte, size)
+					for i := range nk {
+						nk[i], nv[i] = randBytes(r, len(keys[0])), randBytes(r, len(values[0]))
+					}
+					var first [32]byte
+					for mi, mode := range gpuModes {
+						h := newGPUTest(t, false, NodeUpdatePhase)
+						if err := h.Update(keys, values); err != nil {
+							t.Fatal(err)
+						}
+						h.g.mode = mode
+						if err := h.Update(nk, nv); err != nil {
+							t.Fatal(err)
+						}
+						logTimes(t, fmt.Sprintf("%s +%d (mode %q)", ds, size, mode), h.GPUTimes())
+						if mi == 0 {
+							first = h.Hash()
+						} else if h.Hash() != first {
+							t.Fatalf("%s +%d: mode %q root %x, auto %x", ds, size, mode, h.Hash(), first)
+						}
+						h.Close()
+					}
+				}
+			}
 			g.Close()
 		}
 	}

@@ -72,7 +72,11 @@ typedef unsigned long long u64;
 #define CTL_FREED 3   // ids appended to the free list
 #define CTL_STARTS 4  // nodes in the start list
 #define CTL_ERROR 5   // non-zero: an invariant failed (a bug); the code says which
-#define CTL_WORDS 8
+#define CTL_SELECT 6  // count output of the host's prim select calls
+#define CTL_LCP 7     // sum over kept operations of their need (decision model)
+#define CTL_RESTARTS 8 // LockNU walks restarted from the root
+#define CTL_NEXT 9     // nodes handed from mpt_hash_leaves to mpt_hash
+#define CTL_WORDS 10
 
 // Node is one trie node, 256 bytes (nodeBytes in gpu_kernels.go).
 // BRANCH: child[0..15] (0: none) and val (slot 16; 0: none).
@@ -87,12 +91,24 @@ struct Node {
     u32 val;
     u32 plen;
     u32 reflen;
-    u32 need;    // expansion: 1 + the depth to expand to, 0 when none
-    u32 pending; // compress and hash: dirty children not yet done
     u32 flags;
+    // need and pending are 0 between batches. PhaseNU uses need (1 + the
+    // depth to expand to, 0 when none), compress and PhaseHC use pending
+    // (dirty children not yet done), and LockNU uses both as one 64-bit
+    // version lock (bit 0: locked; the rest: the version).
+    u32 need;    // 8-byte aligned: need and pending form LockNU's version word
+    u32 pending;
     u8 path[MPT_PATH_BYTES]; // nibbles, two per byte, high nibble first
     u8 ref[32];
 };
+
+static_assert(sizeof(Node) == 256, "Node is nodeBytes long");
+
+// version_of returns LockNU's 64-bit version lock of a node: its need and
+// pending words, both 0 between batches.
+__device__ __forceinline__ unsigned long long* version_of(Node* n) {
+    return (unsigned long long*)&n->need;
+}
 
 // Val is one value table entry: bytes arena[off, off+len). Id 0 is none.
 struct Val {
@@ -219,7 +235,7 @@ extern "C" __global__ void __launch_bounds__(MPT_BLOCK)
 mpt_op_init(const u8* __restrict__ keys, u32 stride, const u32* __restrict__ lens,
             const u32* __restrict__ vlens, u32 vbase, const u32* __restrict__ ops, u64 m, u32 root,
             u32* __restrict__ klen, u32* __restrict__ vid, u32* __restrict__ need, u32* __restrict__ cur,
-            u32* __restrict__ dep, u8* __restrict__ st) {
+            u32* __restrict__ dep, u8* __restrict__ st, u32* __restrict__ ctl) {
     for (u64 j = (u64)blockIdx.x * MPT_BLOCK + threadIdx.x; j < m; j += (u64)gridDim.x * MPT_BLOCK) {
         const u32 o = ops[j];
         const u32 len = 2 * lens[o];
@@ -240,6 +256,7 @@ mpt_op_init(const u8* __restrict__ keys, u32 stride, const u32* __restrict__ len
         klen[j] = len;
         vid[j] = vlens[o] ? vbase + o : 0;
         need[j] = best;
+        atomicAdd(&ctl[CTL_LCP], best);
         cur[j] = root;
         dep[j] = 0;
         st[j] = ST_ACTIVE;
@@ -515,6 +532,206 @@ mpt_reclaim(const Node* __restrict__ nodes, const u32* __restrict__ ids, u64 tot
         if (nodes[id].kind == KIND_FREE)
             freelist[base + atomicAdd(&ctl[CTL_FREED], 1u)] = id;
     }
+}
+
+// ---------------------------------------------------------------- LockNU
+
+// LockNU: optimistic lock coupling. A walk reads a node's version word
+// (bit 0 set: locked), then the fields it needs, then the version again;
+// a locked node or a changed version restarts the walk from the root. A
+// change locks the one node it rewrites (CAS of the version it read to
+// version | 1), writes, fences, and unlocks with version + 2. Every change
+// rewrites its node in place (a short node splits into itself plus new
+// nodes below it), so a parent never changes, and the trie stays canonical:
+// LockNU needs no expansion or compress. Inserts only (deletes collapse
+// branches upward: the decision model sends batches with deletes to
+// PhaseNU).
+
+__device__ __forceinline__ u64 read_version(const volatile Node* n) {
+    return *(const volatile u64*)&n->need;
+}
+
+__device__ __forceinline__ bool try_lock(Node* n, u64 v) { return atomicCAS(version_of(n), v, v | 1ull) == v; }
+
+__device__ __forceinline__ void unlock(Node* n, u64 v) {
+    __threadfence();
+    atomicExch(version_of(n), v + 2);
+}
+
+// new_leaf writes a leaf at id holding key nibbles [from, len) and value v.
+__device__ void new_leaf(Node* nodes, u32 id, u32 parent, const u8* k, u32 from, u32 len, u32 v) {
+    Node* lf = &nodes[id];
+    init_node(lf, KIND_LEAF, parent);
+    lf->plen = len - from;
+    for (u32 q = 0; q < lf->plen; ++q)
+        set_nib(lf->path, q, key_nib(k, from + q));
+    lf->val = v;
+}
+
+// lock_split rewrites the locked short node n (kind, path P of L nibbles,
+// tail = leaf value or extension child) where key nibbles [d, len) share c
+// < L nibbles with P, or all L of a leaf's path and go on: n keeps P[0, c)
+// as an extension to a new branch B (or becomes B itself when c = 0); B
+// holds P's side under P[c] (a remainder short node, or an extension's
+// child directly, or in slot 16 a leaf value whose key ends there) and the
+// key's side under key[d+c] (a new leaf) or in slot 16. New ids come from
+// my[*used ...].
+__device__ void lock_split(Node* nodes, u32 n, u32 c, const u8* k, u32 d, u32 len, u32 v, const u32* my, u32* used,
+                           u32* touched, u32* ctl) {
+    Node* nd = &nodes[n];
+    const u32 kind = nd->kind, L = nd->plen;
+    const u32 tail = kind == KIND_LEAF ? nd->val : nd->child[0];
+    u32 b = n;
+    if (c > 0) {
+        b = my[(*used)++];
+        init_node(&nodes[b], KIND_BRANCH, n);
+    }
+    // P's side, built below B before B is published.
+    u32 pslot = 16, pnode = 0;
+    if (c < L) {
+        pslot = path_nib(nd, c);
+        if (kind == KIND_LEAF || c + 1 < L) {
+            const u32 r = my[(*used)++];
+            Node* rn = &nodes[r];
+            init_node(rn, kind, b);
+            rn->plen = L - c - 1;
+            for (u32 q = 0; q < rn->plen; ++q)
+                set_nib(rn->path, q, path_nib(nd, c + 1 + q));
+            if (kind == KIND_LEAF) {
+                rn->val = tail;
+            } else {
+                rn->child[0] = tail;
+                nodes[tail].parent = r;
+            }
+            pnode = r;
+            mark(nodes, r, touched, ctl);
+        } else {
+            pnode = tail;
+            nodes[tail].parent = b;
+        }
+    }
+    // The key's side.
+    u32 kslot = 16, knode = 0;
+    if (d + c < len) {
+        kslot = key_nib(k, d + c);
+        knode = my[(*used)++];
+        new_leaf(nodes, knode, b, k, d + c + 1, len, v);
+        mark(nodes, knode, touched, ctl);
+    }
+    Node* bn = &nodes[b];
+    if (b == n) { // n itself becomes the branch
+        nd->kind = KIND_BRANCH;
+        nd->plen = 0;
+        nd->val = 0;
+        for (int q = 0; q < 16; ++q)
+            nd->child[q] = 0;
+    }
+    if (pslot < 16)
+        bn->child[pslot] = pnode;
+    else
+        bn->val = tail; // a leaf whose key ends at B
+    if (kslot < 16)
+        bn->child[kslot] = knode;
+    else
+        bn->val = v;
+    if (b != n) {
+        nd->kind = KIND_EXT;
+        nd->plen = c;
+        nd->val = 0;
+        nd->child[0] = b;
+        mark(nodes, b, touched, ctl);
+    }
+    mark(nodes, n, touched, ctl);
+}
+
+// mpt_lock_insert: LockNU's batch insert. Thread mapping: one thread per
+// kept operation (all inserts); ids[3j ...] are operation j's reserved
+// node ids. Invariant: a node is changed only by the thread holding its
+// lock, after validating the version it read; a walk that sees a lock or
+// a version change restarts from the root (counted in CTL_RESTARTS).
+extern "C" __global__ void __launch_bounds__(MPT_BLOCK)
+mpt_lock_insert(Node* nodes, const u8* __restrict__ keys, u32 stride, const u32* __restrict__ ops,
+                const u32* __restrict__ klen, const u32* __restrict__ vid, u64 m, u32 root,
+                const u32* __restrict__ ids, u32* __restrict__ touched, u32* __restrict__ ctl) {
+    for (u64 j = (u64)blockIdx.x * MPT_BLOCK + threadIdx.x; j < m; j += (u64)gridDim.x * MPT_BLOCK) {
+        const u8* k = key_of(keys, stride, ops, j);
+        const u32 len = klen[j], v = vid[j];
+        const u32* my = ids + 3 * j;
+        u32 used = 0;
+        for (u32 attempt = 0;; ++attempt) {
+            if (attempt > 0) {
+                atomicAdd(&ctl[CTL_RESTARTS], 1u);
+                __nanosleep(min(32u << min(attempt, 8u), 4096u));
+            }
+            bool done = false;
+            u32 n = root, d = 0;
+            for (;;) {
+                const volatile Node* vn = &nodes[n];
+                const u64 ver = read_version(vn);
+                if (ver & 1ull)
+                    break;
+                const u32 kind = vn->kind;
+                if (kind == KIND_BRANCH) {
+                    const u32 c = d == len ? 0 : vn->child[key_nib(k, d)];
+                    if (read_version(vn) != ver)
+                        break;
+                    if (d < len && c != 0) {
+                        n = c;
+                        ++d;
+                        continue;
+                    }
+                    if (!try_lock(&nodes[n], ver))
+                        break;
+                    if (d == len) {
+                        nodes[n].val = v;
+                    } else {
+                        const u32 lf = my[used++];
+                        new_leaf(nodes, lf, n, k, d + 1, len, v);
+                        mark(nodes, lf, touched, ctl);
+                        __threadfence();
+                        nodes[n].child[key_nib(k, d)] = lf;
+                    }
+                    mark(nodes, n, touched, ctl);
+                    unlock(&nodes[n], ver);
+                    done = true;
+                    break;
+                }
+                const u32 L = vn->plen;
+                const u32 lim = min(L, len - d);
+                u32 c = 0;
+                while (c < lim && vpath_nib(vn, c) == key_nib(k, d + c))
+                    ++c;
+                const u32 next = vn->child[0];
+                if (read_version(vn) != ver)
+                    break;
+                if (kind == KIND_EXT && c == L) {
+                    n = next;
+                    d += L;
+                    continue;
+                }
+                if (!try_lock(&nodes[n], ver))
+                    break;
+                if (kind == KIND_LEAF && c == L && d + L == len)
+                    nodes[n].val = v;
+                else
+                    lock_split(nodes, n, c, k, d, len, v, my, &used, touched, ctl);
+                mark(nodes, n, touched, ctl);
+                unlock(&nodes[n], ver);
+                done = true;
+                break;
+            }
+            if (done)
+                break;
+        }
+    }
+}
+
+// mpt_reset_versions: zeroes the version word (need and pending) of every
+// listed node after LockNU. Thread mapping: one thread per listed node.
+extern "C" __global__ void __launch_bounds__(MPT_BLOCK)
+mpt_reset_versions(Node* nodes, const u32* __restrict__ touched, u64 nt) {
+    for (u64 i = (u64)blockIdx.x * MPT_BLOCK + threadIdx.x; i < nt; i += (u64)gridDim.x * MPT_BLOCK)
+        *version_of(&nodes[touched[i]]) = 0;
 }
 
 // ---------------------------------------------------------------- dirty set
@@ -934,6 +1151,155 @@ __device__ u64 warp_keccak(const u8* prefix, const Encoding& e, const u8* arena)
         }
     }
     return a;
+}
+
+// rotl64c rotates left by the compile-time amount N (0 < N < 64).
+template <int N>
+__device__ __forceinline__ u64 rotl64c(u64 v) {
+    return (v << N) | (v >> (64 - N));
+}
+
+// keccak_f1600 is the Keccak-f[1600] permutation on a state held in one
+// thread's registers.
+__device__ __forceinline__ void keccak_f1600(u64 (&a)[KECCAK_LANES]) {
+#pragma unroll 1
+    for (int r = 0; r < KECCAK_ROUNDS; ++r) {
+        const u64 c0 = a[0] ^ a[5] ^ a[10] ^ a[15] ^ a[20];
+        const u64 c1 = a[1] ^ a[6] ^ a[11] ^ a[16] ^ a[21];
+        const u64 c2 = a[2] ^ a[7] ^ a[12] ^ a[17] ^ a[22];
+        const u64 c3 = a[3] ^ a[8] ^ a[13] ^ a[18] ^ a[23];
+        const u64 c4 = a[4] ^ a[9] ^ a[14] ^ a[19] ^ a[24];
+        const u64 d0 = c4 ^ rotl64c<1>(c1);
+        const u64 d1 = c0 ^ rotl64c<1>(c2);
+        const u64 d2 = c1 ^ rotl64c<1>(c3);
+        const u64 d3 = c2 ^ rotl64c<1>(c4);
+        const u64 d4 = c3 ^ rotl64c<1>(c0);
+        const u64 b0 = a[0] ^ d0;
+        const u64 b1 = rotl64c<44>(a[6] ^ d1);
+        const u64 b2 = rotl64c<43>(a[12] ^ d2);
+        const u64 b3 = rotl64c<21>(a[18] ^ d3);
+        const u64 b4 = rotl64c<14>(a[24] ^ d4);
+        const u64 b5 = rotl64c<28>(a[3] ^ d3);
+        const u64 b6 = rotl64c<20>(a[9] ^ d4);
+        const u64 b7 = rotl64c<3>(a[10] ^ d0);
+        const u64 b8 = rotl64c<45>(a[16] ^ d1);
+        const u64 b9 = rotl64c<61>(a[22] ^ d2);
+        const u64 b10 = rotl64c<1>(a[1] ^ d1);
+        const u64 b11 = rotl64c<6>(a[7] ^ d2);
+        const u64 b12 = rotl64c<25>(a[13] ^ d3);
+        const u64 b13 = rotl64c<8>(a[19] ^ d4);
+        const u64 b14 = rotl64c<18>(a[20] ^ d0);
+        const u64 b15 = rotl64c<27>(a[4] ^ d4);
+        const u64 b16 = rotl64c<36>(a[5] ^ d0);
+        const u64 b17 = rotl64c<10>(a[11] ^ d1);
+        const u64 b18 = rotl64c<15>(a[17] ^ d2);
+        const u64 b19 = rotl64c<56>(a[23] ^ d3);
+        const u64 b20 = rotl64c<62>(a[2] ^ d2);
+        const u64 b21 = rotl64c<55>(a[8] ^ d3);
+        const u64 b22 = rotl64c<39>(a[14] ^ d4);
+        const u64 b23 = rotl64c<41>(a[15] ^ d0);
+        const u64 b24 = rotl64c<2>(a[21] ^ d1);
+        a[0] = b0 ^ (~b1 & b2) ^ keccak_rc[r];
+        a[1] = b1 ^ (~b2 & b3);
+        a[2] = b2 ^ (~b3 & b4);
+        a[3] = b3 ^ (~b4 & b0);
+        a[4] = b4 ^ (~b0 & b1);
+        a[5] = b5 ^ (~b6 & b7);
+        a[6] = b6 ^ (~b7 & b8);
+        a[7] = b7 ^ (~b8 & b9);
+        a[8] = b8 ^ (~b9 & b5);
+        a[9] = b9 ^ (~b5 & b6);
+        a[10] = b10 ^ (~b11 & b12);
+        a[11] = b11 ^ (~b12 & b13);
+        a[12] = b12 ^ (~b13 & b14);
+        a[13] = b13 ^ (~b14 & b10);
+        a[14] = b14 ^ (~b10 & b11);
+        a[15] = b15 ^ (~b16 & b17);
+        a[16] = b16 ^ (~b17 & b18);
+        a[17] = b17 ^ (~b18 & b19);
+        a[18] = b18 ^ (~b19 & b15);
+        a[19] = b19 ^ (~b15 & b16);
+        a[20] = b20 ^ (~b21 & b22);
+        a[21] = b21 ^ (~b22 & b23);
+        a[22] = b22 ^ (~b23 & b24);
+        a[23] = b23 ^ (~b24 & b20);
+        a[24] = b24 ^ (~b20 & b21);
+    }
+}
+
+// MPT_LEAF_PREFIX_MAX bounds a leaf's encoding prefix: list header (5),
+// compact path string (2 + 1 + 128/2), value string header (5).
+#define MPT_LEAF_PREFIX_MAX 80
+
+// mpt_hash_leaves: PhaseHC's computing phase for the leaf starts. Thread
+// mapping: one thread per start; a leaf (not the root) is encoded into
+// thread-local memory and hashed by the thread alone (state in registers,
+// one 136-byte block per permutation), which beats a warp per node when
+// there are many leaves; then its parent's counter is decremented and a
+// parent brought to zero is appended to next. Any other start (a branch
+// or extension without dirty children, or the root) is appended to next
+// untouched. mpt_hash then runs over next with one warp per walk.
+// Invariant: as mpt_hash's.
+extern "C" __global__ void __launch_bounds__(MPT_BLOCK)
+mpt_hash_leaves(Node* nodes_, const Val* __restrict__ vals, const u8* __restrict__ arena,
+                const u32* __restrict__ starts, u64 ns, u32 root, u32* __restrict__ next, u32* __restrict__ ctl) {
+    volatile Node* nodes = nodes_;
+    for (u64 i = (u64)blockIdx.x * MPT_BLOCK + threadIdx.x; i < ns; i += (u64)gridDim.x * MPT_BLOCK) {
+        const u32 n = starts[i];
+        if (n == root || nodes[n].kind != KIND_LEAF) {
+            next[atomicAdd(&ctl[CTL_NEXT], 1u)] = n;
+            continue;
+        }
+        u8 prefix[MPT_LEAF_PREFIX_MAX];
+        const Encoding e = encode_prefix(nodes, vals, arena, n, prefix);
+        const u32 total = e.prefix_len + e.tail_len;
+        if (total < 32) {
+            for (u32 q = 0; q < total; ++q)
+                nodes[n].ref[q] = (u8)msg_byte(prefix, e, arena, q);
+            nodes[n].reflen = total;
+        } else {
+            u64 a[KECCAK_LANES];
+#pragma unroll
+            for (int k = 0; k < KECCAK_LANES; ++k)
+                a[k] = 0;
+            const u32 blocks = total / KECCAK_RATE + 1;
+            for (u32 blk = 0; blk < blocks; ++blk) {
+                const u32 base = blk * KECCAK_RATE;
+#pragma unroll
+                for (int k = 0; k < KECCAK_RATE_LANES; ++k) {
+                    u64 v = 0;
+                    const u32 b0 = base + 8 * k;
+                    if (b0 >= e.prefix_len && b0 + 8 <= total) {
+                        const u8* src = arena + e.tail_off + (b0 - e.prefix_len);
+#pragma unroll
+                        for (int b = 0; b < 8; ++b)
+                            v |= (u64)src[b] << (8 * b);
+                    } else {
+                        for (int b = 0; b < 8; ++b) {
+                            const u32 q = b0 + b;
+                            u32 byte = q < total ? msg_byte(prefix, e, arena, q) : 0;
+                            if (q == total)
+                                byte ^= 0x01;
+                            v |= (u64)byte << (8 * b);
+                        }
+                    }
+                    if (blk + 1 == blocks && k == KECCAK_RATE_LANES - 1)
+                        v ^= 0x80ull << 56;
+                    a[k] ^= v;
+                }
+                keccak_f1600(a);
+            }
+            for (int w = 0; w < 4; ++w)
+                for (int b = 0; b < 8; ++b)
+                    nodes[n].ref[8 * w + b] = (u8)(a[w] >> (8 * b));
+            nodes[n].reflen = 32;
+        }
+        nodes[n].flags = 0;
+        __threadfence();
+        const u32 p = nodes[n].parent;
+        if (p != 0 && atomicSub((u32*)&nodes_[p].pending, 1u) == 1u)
+            next[atomicAdd(&ctl[CTL_NEXT], 1u)] = p;
+    }
 }
 
 // mpt_hash: PhaseHC's computing phase. Thread mapping: one warp per start

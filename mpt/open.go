@@ -21,6 +21,9 @@ func Open(opts Options) (*Trie, error) {
 	if opts.Workers < 0 {
 		return nil, fmt.Errorf("mpt: open: %d workers", opts.Workers)
 	}
+	if _, err := ParseNodeUpdate(string(opts.NodeUpdate)); err != nil {
+		return nil, err
+	}
 	if eng != EngineGPU && eng != EngineAuto {
 		opts.Engine = eng
 		t := New(opts)
@@ -48,6 +51,7 @@ func Open(opts Options) (*Trie, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mpt: open gpu engine on %s: %w", c.Device, err)
 	}
+	g.mode = opts.NodeUpdate
 	opts.Engine = EngineGPU
 	return &Trie{opts: opts, hasher: newHasher(), g: g, reason: "gpu engine: " + c.Reason}, nil
 }

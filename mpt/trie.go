@@ -50,6 +50,13 @@ type Options struct {
 	// GOMAXPROCS. The other engines ignore it.
 	Workers int
 
+	// NodeUpdate picks the GPU engine's node-update algorithm:
+	// NodeUpdateAuto (the default) lets the decision model choose per
+	// batch, NodeUpdatePhase forces PhaseNU, NodeUpdateLock forces LockNU
+	// where it can run (batches with deletes or into an empty trie always
+	// use PhaseNU). The CPU engines ignore it.
+	NodeUpdate NodeUpdate
+
 	// Device is the GPU engine's device option (auto, gpu, gpu:N; "" means
 	// WARPKV_DEVICE, else auto); see gpu.Choose. The CPU engines ignore it.
 	Device string
