@@ -58,6 +58,7 @@ type gpuTrie struct {
 	freelist *gpu.Buffer[uint32] // free node ids, nfree of them
 	touched  *gpu.Buffer[uint32] // the dirty list
 	capNodes int
+	limit    int    // tests: a node capacity past which growing fails as out of memory (0: none)
 	bump     uint32 // next id never handed out (0 is the null node)
 	nfree    uint32
 
@@ -225,6 +226,9 @@ func (g *gpuTrie) scanCounts(counts *gpu.Buffer[uint32], n int) (*gpu.Buffer[uin
 // (copying them) when needed. On failure nothing changed.
 func (g *gpuTrie) reserveNodes(extra uint32) error {
 	need := int(g.bump) + int(max(0, int64(extra)-int64(g.nfree)))
+	if g.limit > 0 && need > g.limit {
+		return fmt.Errorf("mpt: gpu engine: %d nodes over the test limit of %d: %w", need, g.limit, gpu.ErrOutOfMemory)
+	}
 	if need <= g.capNodes {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"warpkv/gpu"
 	"warpkv/internal/gputest"
 )
 
@@ -302,6 +303,46 @@ func logTimes(t testing.TB, what string, tm GPUTimes) {
 	t.Helper()
 	t.Logf("%s: %d ops, %s (%s): stage %v upload %v sort %v update %v (%d rounds, %d expanded, %d restarts) hash %v (%d dirty) total %v",
 		what, tm.Keys, tm.Algorithm, tm.Why, tm.Stage, tm.Upload, tm.Sort, tm.Update, tm.Rounds, tm.Expanded, tm.Restarts, tm.Hash, tm.Dirty, tm.Total)
+}
+
+// TestGPUOutOfMemory runs out of node memory in the middle of batches
+// (after expansions, before inserts) under every mode and checks that the
+// error matches gpu.ErrOutOfMemory, the trie is as before the batch, and
+// later batches still agree with the CPU engine.
+func TestGPUOutOfMemory(t *testing.T) {
+	for _, mode := range gpuModes {
+		t.Run(cmp.Or(string(mode), "auto"), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(5, 5))
+			g := newGPUTest(t, false, mode)
+			c := New(Options{})
+			keys, values := make([][]byte, 3000), make([][]byte, 3000)
+			for i := range keys {
+				keys[i], values[i] = randBytes(r, 1+r.IntN(20)), randValue(r, 0)
+			}
+			if err := errors2(g.Update(keys, values), c.Update(keys, values)); err != nil {
+				t.Fatal(err)
+			}
+			before := g.Hash()
+			nk, nv := make([][]byte, 3000), make([][]byte, 3000)
+			for i := range nk {
+				nk[i], nv[i] = append(slices.Clone(keys[r.IntN(len(keys))]), byte(i)), randValue(r, 0)
+			}
+			g.g.limit = int(g.g.bump) + 1 // any new node beyond the free list fails
+			err := g.Update(nk, nv)
+			if !errors.Is(err, gpu.ErrOutOfMemory) {
+				t.Fatalf("got %v, want an out-of-memory error", err)
+			}
+			if g.Hash() != before {
+				t.Fatalf("root %x after the failed batch, %x before", g.Hash(), before)
+			}
+			compareTries(t, g, c, keys[:100])
+			g.g.limit = 0
+			if err := errors2(g.Update(nk, nv), c.Update(nk, nv)); err != nil {
+				t.Fatal(err)
+			}
+			compareTries(t, g, c, append(nk[:100], keys[:100]...))
+		})
+	}
 }
 
 // TestGPUKeyTooLong checks the GPU engine's limit on plain keys: a clear

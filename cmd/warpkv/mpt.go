@@ -33,6 +33,7 @@ func runMPT(e *env, args []string) error {
 	secure := fs.Bool("secure", false, "hash keys with Keccak-256 first, as Ethereum's state trie")
 	engine := fs.String("engine", "auto", "engine: auto (gpu where usable, else parallel), sequential, parallel or gpu")
 	device := fs.String("device", "", "device for the gpu engine: auto, cpu (auto then means parallel), gpu or gpu:N (default $WARPKV_DEVICE, else auto)")
+	nodeUpdate := fs.String("node-update", "auto", "gpu engine's node update: auto (the decision model), phase (PhaseNU) or lock (LockNU)")
 	batch := fs.Int("batch", 100000, "operations applied per batch")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	if err := parse(fs, args[1:]); err != nil {
@@ -52,6 +53,10 @@ func runMPT(e *env, args []string) error {
 	eng, err := mpt.ParseEngine(*engine)
 	if err != nil {
 		return usagef("--engine: %v", err)
+	}
+	nu, err := mpt.ParseNodeUpdate(*nodeUpdate)
+	if err != nil {
+		return usagef("--node-update: %v", err)
 	}
 	spec, err := gpu.ParseSpec(*device)
 	if err != nil {
@@ -79,7 +84,7 @@ func runMPT(e *env, args []string) error {
 	if *quiet {
 		progress = io.Discard
 	}
-	t, err := mpt.Open(mpt.Options{Secure: *secure, Engine: eng, Device: *device})
+	t, err := mpt.Open(mpt.Options{Secure: *secure, Engine: eng, Device: *device, NodeUpdate: nu})
 	if err != nil {
 		return err
 	}

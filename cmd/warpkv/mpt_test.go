@@ -34,8 +34,10 @@ func TestMPTCommand(t *testing.T) {
 	// The GPU engine gives the same root where a GPU is usable and a clear
 	// error elsewhere.
 	gpuCase := cmdCase{"gpu engine without a GPU", []string{"mpt", "root", "--quiet", "--engine", "gpu", ops}, 1, "", "no GPU is usable"}
+	lockCase := cmdCase{"gpu engine, LockNU, without a GPU", []string{"mpt", "root", "--quiet", "--engine", "gpu", "--node-update", "lock", "--batch", "1", ops}, 1, "", "no GPU is usable"}
 	if ok, _ := gpu.Available(); ok {
 		gpuCase = cmdCase{"gpu engine", gpuCase.args, 0, root + "\n", ""}
+		lockCase = cmdCase{"gpu engine, LockNU, batches of one", lockCase.args, 0, root + "\n", ""}
 	}
 	for _, tc := range []cmdCase{
 		{"root", []string{"mpt", "root", "--quiet", ops}, 0, root + "\n", ""},
@@ -47,7 +49,9 @@ func TestMPTCommand(t *testing.T) {
 		{"sequential engine", []string{"mpt", "root", "--quiet", "--engine", "sequential", ops}, 0, root + "\n", ""},
 		{"parallel engine", []string{"mpt", "root", "--quiet", "--engine", "parallel", "--batch", "2", ops}, 0, root + "\n", ""},
 		gpuCase,
+		lockCase,
 		{"bad engine", []string{"mpt", "root", "--engine", "tpu", ops}, 2, "", "unknown engine"},
+		{"bad node update", []string{"mpt", "root", "--node-update", "locks", ops}, 2, "", "unknown node update"},
 		{"no verb", []string{"mpt"}, 2, "", "usage"},
 		{"missing file", []string{"mpt", "root", filepath.Join(dir, "nope")}, 1, "", "no such file"},
 	} {
