@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"warpkv/btree"
@@ -589,13 +590,15 @@ func RunBTreeCase(c BTreeCase, impl BTreeImpl, in *BTreeInputs, d *BTreeData, re
 }
 
 // btreeTransferBytes returns the bytes of a case's Go slices that a GPU
-// call copies to the device (keys, and values for build and insert) and
-// back (lookup: values and found flags); 0 where unknown (ranges).
+// call's upload and download phases copy (keys, and back for lookups
+// values and found flags); 0 where unknown (ranges). Builds and inserts
+// count the keys only: the GPU engine uploads the values while it sorts,
+// in the sort phase.
 func btreeTransferBytes(c BTreeCase) (in, out int64) {
 	b := int64(c.Batch)
 	switch c.Op {
 	case BTreeBuild, BTreeInsert:
-		return 16 * b, 0
+		return 8 * b, 0
 	case BTreeDelete:
 		return 8 * b, 0
 	case BTreeLookup:
@@ -630,10 +633,19 @@ func (e *btreeEngine) Ranges(los, his []uint64) (int, uint64, error) {
 	if err != nil {
 		return 0, 0, err
 	}
+	// The checksum (the peers compute theirs inline, the parallel ones on
+	// every goroutine) runs over GOMAXPROCS goroutines.
+	var mu sync.Mutex
 	var s uint64
-	for i := range k {
-		s += BTreeMix(k[i], v[i])
-	}
+	parallelFor(len(k), func(lo, hi int) {
+		var part uint64
+		for i := lo; i < hi; i++ {
+			part += BTreeMix(k[i], v[i])
+		}
+		mu.Lock()
+		s += part
+		mu.Unlock()
+	})
 	return len(k), s, nil
 }
 

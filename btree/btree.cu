@@ -18,6 +18,23 @@ typedef unsigned char u8;
 // evenly as possible, the first n%p parts one larger. Item i lies in part
 // *q at slot *slot; *size is that part's size. Needs 1 <= p <= n.
 __device__ __forceinline__ void part_of(u64 i, u64 n, u64 p, u64 *q, u64 *slot, u64 *size) {
+    if (n <= 0xffffffffull) { // 32-bit divisions: a fraction of the 64-bit ones' instructions
+        u32 n32 = (u32)n, p32 = (u32)p, i32 = (u32)i;
+        u32 base = n32 / p32, rem = n32 % p32;
+        u32 big = rem * (base + 1);
+        if (i32 < big) {
+            u32 qq = i32 / (base + 1);
+            *q = qq;
+            *slot = i32 - qq * (base + 1);
+            *size = base + 1;
+        } else {
+            u32 r = (i32 - big) / base;
+            *q = rem + r;
+            *slot = (i32 - big) - r * base;
+            *size = base;
+        }
+        return;
+    }
     u64 base = n / p, rem = n % p;
     u64 big = rem * (base + 1);
     if (i < big) {
@@ -63,6 +80,26 @@ __device__ __forceinline__ u32 find_leaf(u64 key, u32 root, u32 height, u32 orde
 extern "C" __global__ void bt_last_flags(const u64 *keys, u64 n, u8 *flags) {
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
         flags[i] = (i + 1 == n || keys[i + 1] != keys[i]) ? 1 : 0;
+    }
+}
+
+// bt_iota: one thread per batch position i < n (grid-stride): idx[i] = i,
+// the payload of a key sort whose values are gathered afterwards
+// (bt_gather_selected), so that the values' upload overlaps the sort.
+extern "C" __global__ void bt_iota(u64 n, u32 *idx) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        idx[i] = (u32)i;
+    }
+}
+
+// bt_gather_selected: one thread per output i < min(n, *count) (grid-
+// stride; count is the device-side total of a select, so no host read is
+// needed before the launch): out[i] = v[sel[i]], the value of the batch
+// position that the sort and the dedupe kept at rank i.
+extern "C" __global__ void bt_gather_selected(u64 n, const u32 *count, const u32 *sel, const u64 *v, u64 *out) {
+    u64 m = min(n, (u64)*count);
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < m; i += (u64)gridDim.x * blockDim.x) {
+        out[i] = v[sel[i]];
     }
 }
 
@@ -218,6 +255,57 @@ __device__ __forceinline__ u64 last_le_hi(const u64 *off, u64 n, u64 r) {
 }
 
 #define ALL64 0xffffffffffffffffull
+
+// Block-cooperative group search (merge-path style). The flattened-entry
+// kernels below map item r to its group g, the largest g < G with
+// off(g) <= r for a nondecreasing off. Instead of a binary search over all
+// G groups per thread, threads 0 and 1 of a block search the groups of
+// the block's first and last item once; every thread then searches only
+// that bracket (a few groups: a leaf's entries fill tens of items). The
+// tile loop runs the same trip count in every thread of a block, so the
+// barriers are uniform; blocks have at least two threads.
+#define TILE_LOOP(total) \
+    for (u64 tile = blockIdx.x * (u64)blockDim.x; tile < (total); tile += (u64)gridDim.x * blockDim.x)
+
+// off_le is the comparison of the searches: off(g) <= r, where off(g) is
+// (off[g] & mask), or with sub != 0 the "old entry" offset of a touched
+// leaf, gc[g] - LO(gSum[g]) (insert) or gc[g] + LO(gSum[g]) (delete).
+struct GroupOff {
+    const u64 *off;
+    u64 mask;
+    const u64 *gSum; // nullptr: off & mask
+    int del;
+    __device__ __forceinline__ u64 at(u64 g) const {
+        if (gSum == nullptr) return off[g] & mask;
+        return del ? off[g] + LO(gSum[g]) : off[g] - LO(gSum[g]);
+    }
+};
+
+// group_in returns the largest g in [lo, hi) with o.at(g) <= r; needs
+// o.at(lo) <= r.
+__device__ __forceinline__ u64 group_in(const GroupOff &o, u64 lo, u64 hi, u64 r) {
+    while (hi - lo > 1) {
+        u64 mid = (lo + hi) >> 1;
+        if (o.at(mid) <= r) lo = mid; else hi = mid;
+    }
+    return lo;
+}
+
+// block_groups brackets the groups of the tile's items [tile, min(tile +
+// blockDim, total)) in bracket[0..1] (shared), then returns item r's group
+// (r = tile + threadIdx.x; any value when r >= total). Every thread of the
+// block must call it.
+__device__ __forceinline__ u64 block_groups(const GroupOff &o, u64 G, u64 tile, u64 total, u64 *bracket) {
+    __syncthreads(); // the previous tile's readers are done with bracket
+    if (threadIdx.x == 0) bracket[0] = group_in(o, 0, G, tile);
+    if (threadIdx.x == 1) bracket[1] = group_in(o, 0, G, min(tile + blockDim.x, total) - 1);
+    __syncthreads();
+    u64 r = tile + threadIdx.x;
+    if (r >= total) return 0;
+    return group_in(o, bracket[0], bracket[1] + 1, r);
+}
+
+
 #define OFF40 0xffffffffffull // entry offsets below bit 40, freed counts above
 
 // piece_id mirrors the CPU engine's pieceID(): piece 0 is the node itself,
@@ -292,7 +380,8 @@ extern "C" __global__ void bt_merge_new(const u64 *k, const u64 *v, u64 m, u64 G
 }
 
 // bt_stage_old: one thread per old entry e < nOld of the touched leaves,
-// flattened in group order (grid-stride). The group's old entries start at
+// flattened in group order (grid-stride tiles of a block, the group found
+// by block_groups). The group's old entries start at
 // gc[g] + sign * lo(gSum[g]) (insert: the merged offset minus the new keys
 // before it; delete: the kept offset plus the found keys before it). The
 // entry is dropped when the batch holds its key (insert: the new value
@@ -303,17 +392,15 @@ extern "C" __global__ void bt_merge_new(const u64 *k, const u64 *v, u64 m, u64 G
 extern "C" __global__ void bt_stage_old(u64 nOld, u64 G, int del, const u64 *k, const u64 *gSum,
                                         const u64 *packed, const u64 *gc, const u32 *gLeaf, u32 order,
                                         const u64 *keys, const u64 *slots, u64 *ok, u64 *ov) {
-    for (u64 e = blockIdx.x * (u64)blockDim.x + threadIdx.x; e < nOld; e += (u64)gridDim.x * blockDim.x) {
+    __shared__ u64 bracket[2];
+    GroupOff o = {gc, ALL64, gSum, del};
+    TILE_LOOP(nOld) {
         // Largest g with oldOff(g) <= e; oldOff strictly increases (every
         // touched leaf has an old entry).
-        u64 lo = 0, hi = G;
-        while (hi - lo > 1) {
-            u64 mid = (lo + hi) >> 1;
-            u64 off = del ? gc[mid] + LO(gSum[mid]) : gc[mid] - LO(gSum[mid]);
-            if (off <= e) lo = mid; else hi = mid;
-        }
-        u64 g = lo;
-        u64 oldOff = del ? gc[g] + LO(gSum[g]) : gc[g] - LO(gSum[g]);
+        u64 g = block_groups(o, G, tile, nOld, bracket);
+        u64 e = tile + threadIdx.x;
+        if (e >= nOld) continue;
+        u64 oldOff = o.at(g);
         u64 j = e - oldOff;
         u64 at = (u64)gLeaf[g] * order + j;
         u64 key = keys[at];
@@ -331,8 +418,9 @@ extern "C" __global__ void bt_stage_old(u64 nOld, u64 G, int del, const u64 *k, 
     }
 }
 
-// bt_write_leaves: one thread per merged entry r < total (grid-stride),
-// insert only. Entry r of group g (largest g with gc[g] <= r) is item
+// bt_write_leaves: one thread per merged entry r < total (grid-stride
+// tiles, the group found by block_groups), insert only. Entry r of group
+// g (largest g with gc[g] <= r) is item
 // r - gc[g] of the group's c entries split into p pieces (the CPU
 // engine's share()); it goes to its piece's slot. The thread of a piece's
 // slot 0 writes the piece's count, kind, links (piece 0 keeps the leaf's
@@ -344,8 +432,12 @@ extern "C" __global__ void bt_write_leaves(u64 total, u64 G, const u64 *gc, cons
                                            const u32 *oldNext, const u64 *mk, const u64 *mv, u32 first,
                                            u32 order, u64 *keys, u64 *slots, u32 *count, u32 *parent,
                                            u32 *next, u32 *prev, u8 *kind, u32 *chId, u64 *chMax) {
-    for (u64 r = blockIdx.x * (u64)blockDim.x + threadIdx.x; r < total; r += (u64)gridDim.x * blockDim.x) {
-        u64 g = last_le_u64(gc, G, r, ALL64);
+    __shared__ u64 bracket[2];
+    GroupOff o = {gc, ALL64, nullptr, 0};
+    TILE_LOOP(total) {
+        u64 g = block_groups(o, G, tile, total, bracket);
+        u64 r = tile + threadIdx.x;
+        if (r >= total) continue;
         u64 c = gc[g + 1] - gc[g];
         u64 p = HI(gp[g + 1]) - HI(gp[g]);
         u64 q, s, size;
@@ -377,14 +469,18 @@ extern "C" __global__ void bt_write_leaves(u64 total, u64 G, const u64 *gc, cons
     }
 }
 
-// bt_write_kept: one thread per kept entry r < total (grid-stride), delete
-// only: entry r of group g (largest g with gc[g] <= r) goes back to its
+// bt_write_kept: one thread per kept entry r < total (grid-stride tiles,
+// the group found by block_groups), delete only: entry r of group g (largest g with gc[g] <= r) goes back to its
 // leaf at slot r - gc[g] (the CPU engine's in-place compaction: slots at
 // and beyond the new count keep their stale words).
 extern "C" __global__ void bt_write_kept(u64 total, u64 G, const u64 *gc, const u32 *gLeaf, const u64 *ok,
                                          const u64 *ov, u32 order, u64 *keys, u64 *slots) {
-    for (u64 r = blockIdx.x * (u64)blockDim.x + threadIdx.x; r < total; r += (u64)gridDim.x * blockDim.x) {
-        u64 g = last_le_u64(gc, G, r, ALL64);
+    __shared__ u64 bracket[2];
+    GroupOff o = {gc, ALL64, nullptr, 0};
+    TILE_LOOP(total) {
+        u64 g = block_groups(o, G, tile, total, bracket);
+        u64 r = tile + threadIdx.x;
+        if (r >= total) continue;
         u64 at = (u64)gLeaf[g] * order + (r - gc[g]);
         keys[at] = ok[r];
         slots[at] = ov[r];
@@ -562,7 +658,8 @@ extern "C" __global__ void bt_stage_keep(u64 nOld, u64 PG, const u64 *pSum, cons
     }
 }
 
-// bt_write_internal: one thread per staged entry e < total (grid-stride):
+// bt_write_internal: one thread per staged entry e < total (grid-stride
+// tiles, the group found by block_groups):
 // as bt_write_leaves for internal nodes. The entry goes to its piece, its
 // child gets the piece as parent; the slot-0 thread writes the piece's
 // count, kind and parent (the old node's parent), the last-slot thread
@@ -571,8 +668,12 @@ extern "C" __global__ void bt_write_internal(u64 total, u64 G, const u64 *gc, co
                                              const u32 *up, const u64 *sk, const u64 *sv, u32 first,
                                              u32 order, u64 *keys, u64 *slots, u32 *count, u32 *parent,
                                              u8 *kind, u32 *chId, u64 *chMax) {
-    for (u64 e = blockIdx.x * (u64)blockDim.x + threadIdx.x; e < total; e += (u64)gridDim.x * blockDim.x) {
-        u64 g = last_le_u64(gc, G, e, OFF40);
+    __shared__ u64 bracket[2];
+    GroupOff o = {gc, OFF40, nullptr, 0};
+    TILE_LOOP(total) {
+        u64 g = block_groups(o, G, tile, total, bracket);
+        u64 e = tile + threadIdx.x;
+        if (e >= total) continue;
         u64 c = (gc[g + 1] & OFF40) - (gc[g] & OFF40);
         u64 p = HI(gp[g + 1]) - HI(gp[g]);
         u64 q, s, size;

@@ -14,9 +14,16 @@
 // when large), sorts it on the device (prim radix sort, stable), keeps the
 // last of each run of equal keys (a flag kernel and prim select), then
 // writes the leaves one thread per key and each upper level one thread per
-// child with the closed form below. Get runs one thread per key from the
-// root down; Ranges and Range run in two passes (count per query, prim
-// exclusive scan, write).
+// child with the closed form below. A large batch with values (Build,
+// Insert) uploads its keys, then sorts (key, batch position) pairs while
+// the values upload on a second stream, and gathers the kept positions'
+// values after the dedupe, so the values' transfer overlaps the sort. Get
+// runs one thread per key from the root down; a large Get is pipelined in
+// chunks over two streams (upload, kernel and download of one chunk
+// overlapping the other's), both transfers through pinned staging
+// buffers. Ranges and Range run in two passes (count per query, prim
+// exclusive scan, write) and bring the offsets and pairs back through the
+// pinned staging buffers.
 //
 // Insert (gpuupdate.go, kernels in btree.cu) runs the phases below on the
 // device; between phases the host reads back a few totals (the number of
@@ -37,7 +44,10 @@
 //  6. pass 2: bt_merge_new (one thread per batch key) and bt_stage_old (one
 //     thread per old entry) place every entry at its merged rank (a
 //     binary search in the other list), then bt_write_leaves (one thread
-//     per merged entry) writes the pieces, links and the changes;
+//     per merged entry) writes the pieces, links and the changes; the
+//     kernels over flattened entries (here and in step 7) find an entry's
+//     touched node with one search per block and a short search per
+//     thread (merge-path style) instead of a search over all of them;
 //  7. propagation, one level at a time: bt_parent_of (one thread per
 //     touched child), reduce-by-key by parent, bt_parent_sizes and scans
 //     (count and place), bt_stage_repl and bt_stage_keep (one thread per

@@ -22,7 +22,9 @@ type gpuTree struct {
 	dev     *gpu.Device
 	ownsDev bool
 	pe      *prim.Engine
-	s       *gpu.Stream
+	s       *gpu.Stream // the prim engine's stream: every kernel and the tree's order of work
+	s2      *gpu.Stream // the second stream of overlapped transfers (lookup chunks, build values)
+	join    [2]*gpu.Event
 	k       *kernelSet
 	clock   *gpuClock // phase events of the batch in progress
 
@@ -91,14 +93,53 @@ func newGPUTree(r resolved, d *gpu.Device, ownsDev bool) (*gpuTree, error) {
 	if err != nil {
 		return nil, errors.Join(err, pe.Close())
 	}
-	return &gpuTree{order: r.order, fill: r.fill, dev: d, ownsDev: ownsDev, pe: pe, s: pe.Stream(), k: k, clock: clock}, nil
+	g := &gpuTree{order: r.order, fill: r.fill, dev: d, ownsDev: ownsDev, pe: pe, s: pe.Stream(), k: k, clock: clock}
+	if g.s2, err = d.NewStream(); err == nil {
+		for i := range g.join {
+			if g.join[i], err = d.NewEvent(); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return nil, errors.Join(err, g.closeStreams(), clock.close(), pe.Close())
+	}
+	return g, nil
+}
+
+// closeStreams destroys the second stream and the join events.
+func (g *gpuTree) closeStreams() error {
+	var err error
+	if g.s2 != nil {
+		err = errors.Join(g.s2.Synchronize(), g.s2.Close())
+		g.s2 = nil
+	}
+	for i, e := range g.join {
+		if e != nil {
+			err = errors.Join(err, e.Close())
+			g.join[i] = nil
+		}
+	}
+	return err
+}
+
+// fork makes the work queued next on s2 wait for everything queued on s so
+// far. Cost: an event record and a stream wait.
+func (g *gpuTree) fork() error {
+	return errors.Join(g.join[0].Record(g.s), g.s2.Wait(g.join[0]))
+}
+
+// joinBack makes the work queued next on s wait for everything queued on
+// s2 so far. Cost: an event record and a stream wait.
+func (g *gpuTree) joinBack() error {
+	return errors.Join(g.join[1].Record(g.s2), g.s.Wait(g.join[1]))
 }
 
 // close frees the device memory, the stream and (when owned) the device.
 func (g *gpuTree) close() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	err := errors.Join(g.freeNodes(), g.s.Synchronize(), g.stage.close(), g.inK.free(g.s), g.inV.free(g.s), g.outK.free(g.s), g.outV.free(g.s),
+	err := errors.Join(g.freeNodes(), g.s.Synchronize(), g.closeStreams(), g.stage.close(), g.inK.free(g.s), g.inV.free(g.s), g.outK.free(g.s), g.outV.free(g.s),
 		g.flags.free(g.s), g.cnt.free(g.s), g.freePool(), g.clock.close(), g.pe.Close())
 	if g.ownsDev {
 		err = errors.Join(err, g.dev.Close())
@@ -306,8 +347,14 @@ func (g *gpuTree) writeTree(uk, uv *gpu.Buffer[uint64], m int) (built, error) {
 }
 
 // lookup fills values and found for keys (found as bytes 0/1). The tree
-// must not be empty. Cost: a transfer each way and one kernel, one thread
-// per key.
+// must not be empty. Large batches are pipelined in chunks of lookupChunk
+// keys over two streams: each chunk's upload (pinned staging), bt_get and
+// download (pinned staging) are queued on one stream, alternately, so
+// that one chunk's transfers overlap the other stream's, and the copies
+// between Go and pinned memory overlap the DMAs; the batch's phases then
+// overlap, and bt gets their whole device span as Work. Smaller batches
+// run the phases one after the other. Cost: a transfer each way and one
+// thread per key.
 func (g *gpuTree) lookup(root uint32, keys, values []uint64, found []bool, bt *BatchTimes) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -329,20 +376,50 @@ func (g *gpuTree) lookup(root uint32, keys, values []uint64, found []bool, bt *B
 	if err != nil {
 		return err
 	}
-	if err := g.upload(q, 0, keys); err != nil {
-		return err
+	if g.stage != nil {
+		g.stage.pending = nil
 	}
-	g.clock.mark(g.s, markUploaded)
-	if err := g.launchGet(root, q, n, out, f); err != nil {
-		return err
-	}
-	g.clock.mark(g.s, markWorked)
 	fb := unsafe.Slice((*uint8)(unsafe.Pointer(&found[0])), n) // the kernel writes 0 or 1
-	if err := errors.Join(out.Read(g.s, 0, values), f.Read(g.s, 0, fb)); err != nil {
-		return err
+	if n >= 2*lookupChunk && g.stagingReady() {
+		if err := g.fork(); err != nil {
+			return err
+		}
+		streams := [2]*gpu.Stream{g.s, g.s2}
+		for c, off := 0, 0; off < n; c, off = c+1, off+lookupChunk {
+			s := streams[c%2]
+			end := min(off+lookupChunk, n)
+			if err := g.uploadOn(s, q, off, keys[off:end]); err != nil {
+				return err
+			}
+			cnt := end - off
+			if err := g.k.get.Launch(s, grid(cnt), gpu.D1(kernelBlock), 0, gpu.View[uint64](q, 8*off, cnt), uint64(cnt),
+				root, uint32(g.height), uint32(g.order), g.keys, g.slots, g.count,
+				gpu.View[uint64](out, 8*off, cnt), gpu.View[uint8](f, off, cnt)); err != nil {
+				return err
+			}
+			if err := errors.Join(readStaged(g, s, out, off, values[off:end]), readStaged(g, s, f, off, fb[off:end])); err != nil {
+				return err
+			}
+		}
+		if err := g.joinBack(); err != nil {
+			return err
+		}
+		g.clock.mark(g.s, markWorked)
+	} else {
+		if err := g.upload(q, 0, keys); err != nil {
+			return err
+		}
+		g.clock.mark(g.s, markUploaded)
+		if err := g.launchGet(root, q, n, out, f); err != nil {
+			return err
+		}
+		g.clock.mark(g.s, markWorked)
+		if err := errors.Join(readStaged(g, g.s, out, 0, values), readStaged(g, g.s, f, 0, fb)); err != nil {
+			return err
+		}
 	}
 	g.clock.mark(g.s, markDone)
-	if err := g.s.Synchronize(); err != nil {
+	if err := errors.Join(g.drainDownloads(), g.s.Synchronize()); err != nil {
 		return err
 	}
 	g.clock.times(bt)
@@ -357,8 +434,11 @@ func (g *gpuTree) launchGet(root uint32, q *gpu.Buffer[uint64], n int, out *gpu.
 
 // ranges answers range queries in two passes on the device: bt_range
 // counts each query's pairs, prim's exclusive scan places them, bt_range
-// writes them. The tree must not be empty. Cost: two kernels of one
-// thread per query, a scan, transfers of the queries and the result.
+// writes them; the offsets, keys and values come back through the pinned
+// staging buffers (copied out of pinned memory in parallel, overlapping
+// the later chunks' DMAs). The tree must not be empty. Cost: two kernels
+// of one thread per query, a scan, the transfers of the queries and the
+// result, one read of the total in between.
 func (g *gpuTree) ranges(root uint32, los, his []uint64, limit int) (keys, values []uint64, offsets []int, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -366,6 +446,9 @@ func (g *gpuTree) ranges(root uint32, los, his []uint64, limit int) (keys, value
 	lim := uint64(0)
 	if limit > 0 {
 		lim = uint64(limit)
+	}
+	if g.stage != nil {
+		g.stage.pending = nil
 	}
 	lo, err := g.inK.get(g.dev, g.s, q)
 	if err != nil {
@@ -393,36 +476,40 @@ func (g *gpuTree) ranges(root uint32, los, his []uint64, limit int) (keys, value
 	if err := prim.DevScanExclusive(g.pe, counts, counts, q+1); err != nil {
 		return nil, nil, nil, err
 	}
-	offs := make([]uint64, q+1)
-	if err := errors.Join(counts.Read(g.s, 0, offs), g.s.Synchronize()); err != nil {
+	var tot [1]uint64
+	if err := errors.Join(counts.Read(g.s, q, tot[:]), g.s.Synchronize()); err != nil {
 		return nil, nil, nil, err
 	}
-	total := int(offs[q])
+	total := int(tot[0])
+	offsets = make([]int, q+1)
+	offWords := unsafe.Slice((*uint64)(unsafe.Pointer(&offsets[0])), q+1) // int is 64-bit (below)
+	if err := readStaged(g, g.s, counts, 0, offWords); err != nil {
+		return nil, nil, nil, err
+	}
 	keys, values = make([]uint64, total), make([]uint64, total)
 	if total > 0 {
 		ok, err := g.outK.get(g.dev, g.s, total)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		// outV holds the offsets; the values go to a buffer of their own.
-		ov, err := gpu.Alloc[uint64](g.dev, total)
+		// outV holds the offsets; the values go to a scratch buffer of their own.
+		ov, err := g.b64("rangev", total)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		err = launch(1, counts, ok, ov)
-		if err == nil {
-			err = errors.Join(ok.Read(g.s, 0, keys), ov.Read(g.s, 0, values), g.s.Synchronize())
-		}
-		if err = errors.Join(err, ov.Free()); err != nil {
+		if err := errors.Join(launch(1, counts, ok, ov), readStaged(g, g.s, ok, 0, keys),
+			readStaged(g, g.s, ov, 0, values)); err != nil {
 			return nil, nil, nil, err
 		}
 	}
-	offsets = make([]int, q+1)
-	for i, o := range offs {
-		offsets[i] = int(o)
+	if err := errors.Join(g.drainDownloads(), g.s.Synchronize()); err != nil {
+		return nil, nil, nil, err
 	}
 	return keys, values, offsets, nil
 }
+
+// Offsets are read from the device's 64-bit words straight into []int.
+var _ [1]struct{} = [unsafe.Sizeof(int(0)) / 8]struct{}{}
 
 // snapshot copies the node arrays to a host store (segments of the CPU
 // engine's layout), for Check and the tests. Cost: a transfer of the

@@ -1,6 +1,7 @@
 package btree
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"testing"
@@ -210,4 +211,111 @@ func benchUpdates(t *testing.T, tr *Tree, name string) {
 	if err := tr.Check(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestGPUPerf prints the GPU engine's figures on the suite's largest
+// cases: build 100M, insert 10M into 100M (and delete them), lookup 10M
+// (half absent) on 100M, whole call and kernel alone, and 1M range
+// queries of about 16 keys, with the LastBatch phases. It runs only with
+// WARPKV_BTREE_PERF=1 and a GPU.
+func TestGPUPerf(t *testing.T) {
+	if os.Getenv("WARPKV_BTREE_PERF") != "1" {
+		t.Skip("set WARPKV_BTREE_PERF=1")
+	}
+	d := gputest.Device(t)
+	const n = 100_000_000
+	k100, v100 := parallelKeys(n, 1)
+	q10, _ := parallelKeys(10_000_000, 1)
+	for i := range q10 {
+		if i%2 == 1 {
+			q10[i] = prim.SplitMix64(7, uint64(i))
+		}
+	}
+	g, err := New(Options{GPU: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	best := func(reps int, f func() error) (time.Duration, BatchTimes) {
+		var b time.Duration
+		var bt BatchTimes
+		for rep := range reps {
+			t0 := time.Now()
+			if err := f(); err != nil {
+				t.Fatal(err)
+			}
+			if dt := time.Since(t0); rep == 0 || dt < b {
+				b, bt = dt, g.LastBatch()
+			}
+		}
+		return b, bt
+	}
+	phases := func(bt BatchTimes) string {
+		return fmt.Sprintf("upload %v sort %v work %v download %v", bt.Upload, bt.Sort, bt.Work, bt.Download)
+	}
+	dt, bt := best(3, func() error { return g.Build(k100, v100) })
+	t.Logf("build 100M: %v (%.0f Mkeys/s); %s", dt, rate(n, dt), phases(bt))
+	ik, iv := parallelKeys(10_000_000, 2)
+	for rep := range 3 {
+		t0 := time.Now()
+		if err := g.Insert(ik, iv); err != nil {
+			t.Fatal(err)
+		}
+		dt := time.Since(t0)
+		bt := g.LastBatch()
+		t.Logf("insert 10M into 100M (rep %d): %v (%.0f Mkeys/s); %s", rep, dt, rate(len(ik), dt), phases(bt))
+		t0 = time.Now()
+		if err := g.Delete(ik); err != nil {
+			t.Fatal(err)
+		}
+		dt = time.Since(t0)
+		bt = g.LastBatch()
+		t.Logf("delete 10M from 110M (rep %d): %v (%.0f Mkeys/s); %s", rep, dt, rate(len(ik), dt), phases(bt))
+	}
+	vals, found := make([]uint64, len(q10)), make([]bool, len(q10))
+	dt, bt = best(5, func() error { return g.Lookup(q10, vals, found) })
+	hits := 0
+	for _, f := range found {
+		if f {
+			hits++
+		}
+	}
+	gt := g.g
+	gt.mu.Lock()
+	q, _ := gt.inK.get(gt.dev, gt.s, len(q10))
+	out, _ := gt.outV.get(gt.dev, gt.s, len(q10))
+	f, _ := gt.flags.get(gt.dev, gt.s, len(q10))
+	_ = q.Write(gt.s, 0, q10)
+	_ = gt.s.Synchronize()
+	var kern time.Duration
+	for rep := range 5 {
+		t1 := time.Now()
+		if err := gt.launchGet(g.root, q, len(q10), out, f); err != nil {
+			t.Fatal(err)
+		}
+		_ = gt.s.Synchronize()
+		if d := time.Since(t1); rep == 0 || d < kern {
+			kern = d
+		}
+	}
+	gt.mu.Unlock()
+	t.Logf("lookup 10M on 100M (%d hits): whole call %v (%.0f Mkeys/s; %s), kernel %v (%.0f Mkeys/s)",
+		hits, dt, rate(len(q10), dt), phases(bt), kern, rate(len(q10), kern))
+	nq := 1_000_000
+	los, his := make([]uint64, nq), make([]uint64, nq)
+	width := 15 * (^uint64(0) / n)
+	for i := range los {
+		los[i] = k100[prim.SplitMix64(9, uint64(i))%n]
+		his[i] = los[i] + width
+		if his[i] < los[i] {
+			his[i] = ^uint64(0)
+		}
+	}
+	var pairs int
+	dt, _ = best(3, func() error {
+		k, _, _, err := g.Ranges(los, his, 0)
+		pairs = len(k)
+		return err
+	})
+	t.Logf("ranges 1M on 100M (%d pairs): %v (%.2f M queries/s)", pairs, dt, rate(nq, dt))
 }

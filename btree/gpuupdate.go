@@ -3,6 +3,7 @@ package btree
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"warpkv/gpu"
 	"warpkv/prim"
@@ -219,33 +220,71 @@ type treeState struct {
 	freed  int
 }
 
-// upload copies the batch to inK (and inV when values is not nil) and
-// sorts it on the device; then keeps the last occurrence of each key in
-// outK (and outV) and returns their number. Cost: the transfers, a radix
-// sort, a flag kernel, one or two selects and one synchronization.
+// uploadSortDedupe copies the batch to inK (and inV when values is not
+// nil) and sorts it on the device; then keeps the last occurrence of each
+// key in outK (and outV) and returns their number. With values, a large
+// batch (overlapSort) is sorted as (key, batch position) pairs while the
+// values are uploaded on the second stream, and the kept positions'
+// values are gathered afterwards: the values' upload overlaps the sort,
+// whose payload is 4 bytes instead of 8. The phase marks put the keys'
+// upload in Upload and the rest (the sort, the overlapped upload of the
+// values, the dedupe) in Sort. Cost: the transfers, a radix sort, a flag
+// kernel, one or two selects (and a gather) and one synchronization.
 func (g *gpuTree) uploadSortDedupe(keys, values []uint64) (int, error) {
 	n := len(keys)
 	k, err := g.inK.get(g.dev, g.s, n)
 	if err != nil {
 		return 0, err
 	}
+	var v *gpu.Buffer[uint64]
+	if values != nil {
+		if v, err = g.inV.get(g.dev, g.s, n); err != nil {
+			return 0, err
+		}
+	}
+	overlap := values != nil && overlapSort(n) && g.stagingReady()
+	if overlap {
+		if err := g.reserveScratch(need{"sortidx", n, false}, need{"selidx", n, false}); err != nil {
+			return 0, err
+		}
+	}
 	if err := g.upload(k, 0, keys); err != nil {
 		return 0, err
 	}
-	if values != nil {
-		v, err := g.inV.get(g.dev, g.s, n)
-		if err != nil {
-			return 0, err
-		}
+	if !overlap && values != nil {
 		if err := g.upload(v, 0, values); err != nil {
 			return 0, err
 		}
 	}
 	g.clock.mark(g.s, markUploaded)
+	if overlap {
+		idx := g.must32("sortidx", n)
+		if err := g.fork(); err != nil { // s2's upload into inV after s's earlier use of it
+			return 0, err
+		}
+		if err := g.launch(g.k.iota, n, uint64(n), idx); err != nil {
+			return 0, err
+		}
+		if err := prim.DevSortPairs(g.pe, k, idx, n); err != nil {
+			return 0, err
+		}
+		if err := g.uploadOn(g.s2, v, 0, values); err != nil {
+			return 0, err
+		}
+		if err := g.joinBack(); err != nil {
+			return 0, err
+		}
+		m, err := g.dedupeGather(n, idx, g.must32("selidx", n), v)
+		if err != nil {
+			return 0, err
+		}
+		g.clock.mark(g.s, markSorted)
+		return m, nil
+	}
 	if values != nil {
-		err = prim.DevSortPairs(g.pe, g.inK.b, g.inV.b, n)
+		err = prim.DevSortPairs(g.pe, k, v, n)
 	} else {
-		err = prim.DevSortKeys(g.pe, g.inK.b, n)
+		err = prim.DevSortKeys(g.pe, k, n)
 	}
 	if err != nil {
 		return 0, err
@@ -256,6 +295,52 @@ func (g *gpuTree) uploadSortDedupe(keys, values []uint64) (int, error) {
 	}
 	g.clock.mark(g.s, markSorted)
 	return m, nil
+}
+
+// overlapSort reports whether a batch of n pairs is sorted with a position
+// payload while its values upload (uploadSortDedupe): large enough to be
+// staged, and positions fit in 32 bits.
+func overlapSort(n int) bool { return n >= stageMin && uint64(n) <= math.MaxUint32 }
+
+// dedupeGather is dedupe for a batch sorted as (key, position) pairs: the
+// last of each run of equal keys in inK goes to outK, its position (from
+// idx) to sel, and the value at that position of v to outV (bt_gather_
+// selected reads the kept count on the device). It returns the number
+// kept (one synchronization).
+func (g *gpuTree) dedupeGather(n int, idx, sel *gpu.Buffer[uint32], v *gpu.Buffer[uint64]) (int, error) {
+	flags, err := g.flags.get(g.dev, g.s, n)
+	if err != nil {
+		return 0, err
+	}
+	uk, err := g.outK.get(g.dev, g.s, n)
+	if err != nil {
+		return 0, err
+	}
+	uv, err := g.outV.get(g.dev, g.s, n)
+	if err != nil {
+		return 0, err
+	}
+	cnt, err := g.cnt.get(g.dev, g.s, 2)
+	if err != nil {
+		return 0, err
+	}
+	if err := g.launch(g.k.lastFlags, n, g.inK.b, uint64(n), flags); err != nil {
+		return 0, err
+	}
+	if err := prim.DevSelect(g.pe, g.inK.b, flags, uk, n, gpu.View[uint32](cnt, 0, 1)); err != nil {
+		return 0, err
+	}
+	if err := prim.DevSelect(g.pe, idx, flags, sel, n, gpu.View[uint32](cnt, 4, 1)); err != nil {
+		return 0, err
+	}
+	if err := g.launch(g.k.gatherSel, n, uint64(n), gpu.View[uint32](cnt, 4, 1), sel, v, uv); err != nil {
+		return 0, err
+	}
+	var c [1]uint32
+	if err := errors.Join(cnt.Read(g.s, 0, c[:]), g.s.Synchronize()); err != nil {
+		return 0, err
+	}
+	return int(c[0]), nil
 }
 
 // dedupe flags the last of each run of equal keys among the n sorted keys

@@ -25,12 +25,18 @@ const (
 	maxBlocks   = 1 << 20
 )
 
+// lookupChunk is the number of keys of one chunk of a pipelined lookup:
+// each chunk's upload, kernel and download are queued on one of two
+// streams, alternately, so that one chunk's transfers overlap the other's.
+const lookupChunk = stageChunk / 2
+
 // grid returns the grid of a kernel over n items.
 func grid(n int) gpu.Dim3 { return gpu.D1(min(gpu.Grid(n, kernelBlock), maxBlocks)) }
 
 // kernelSet holds the package's kernels on one device.
 type kernelSet struct {
 	lastFlags, leaves, level, get, rng *gpu.Function
+	iota, gatherSel                    *gpu.Function // build and insert: sort with an index payload
 
 	// Insert, delete and rebuild (gpuupdate.go).
 	locate, leafSizes, mergeNew, stageOld, writeLeaves, writeKept, deleteLeaves *gpu.Function
@@ -56,7 +62,7 @@ func loadKernels(d *gpu.Device) (*kernelSet, error) {
 		"bt_unlink_read": &k.unlinkRead, "bt_unlink_write": &k.unlinkWrite, "bt_parent_of": &k.parentOf,
 		"bt_parent_sizes": &k.parentSizes, "bt_stage_repl": &k.stageRepl, "bt_stage_keep": &k.stageKeep,
 		"bt_write_internal": &k.writeInternal, "bt_level_list": &k.levelList, "bt_node_counts": &k.nodeCounts,
-		"bt_gather": &k.gather,
+		"bt_gather": &k.gather, "bt_iota": &k.iota, "bt_gather_selected": &k.gatherSel,
 	} {
 		if *f, err = m.Function(name); err != nil {
 			return nil, err

@@ -11,6 +11,10 @@ import (
 // the tree (Build, Insert, Delete, Lookup or Get). On the GPU engine the
 // phases are measured with CUDA events on the tree's stream (device time);
 // on the CPU engine with host timers, and Upload and Download are 0.
+// Where the GPU engine overlaps phases, the overlapped time goes to one of
+// them: a large Build or Insert counts only the keys' upload in Upload and
+// the values' upload (overlapping the sort) in Sort; a large Lookup
+// (pipelined in chunks) reports its whole device span as Work.
 type BatchTimes struct {
 	Op       string        // "build", "insert", "delete", "lookup"
 	Keys     int           // keys in the batch

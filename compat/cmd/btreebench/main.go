@@ -12,7 +12,9 @@
 //	cd compat && go run ./cmd/btreebench --device gpu --single-max 5000000 --peer-reps 1 --deadline 7m
 //
 // --single-max bounds the cases the single-goroutine peers run (at 100M
-// keys one goroutine takes minutes a case); --peer-reps sets the peers'
+// keys one goroutine takes minutes a case), --single-ops names operations
+// they run at every size anyway (lookup,ranges: cheap next to the tree's
+// load); --peer-reps sets the peers'
 // timed runs apart from warpkv's (--reps); --deadline stops the peers from
 // starting cases after that much time, while warpkv's engines still run
 // every case. Each of these leaves a note in the output.
@@ -69,6 +71,7 @@ func main() {
 	deadline := flag.Duration("deadline", 0, "peers start no case after this much time (0: no limit); warpkv's engines run every case")
 	device := flag.String("device", "auto", "warpkv engines: cpu, or auto, gpu, gpu:N to add the GPU engine")
 	singleMax := flag.Int("single-max", defaultSingleMax, "largest case (tree or batch, in keys) the single-goroutine peers run")
+	singleOps := flag.String("single-ops", "", "operations the single-goroutine peers run at any size, comma-separated (build, insert, delete, lookup, ranges)")
 	peers := flag.String("peers", "tidwall,google", "peers to measure, comma-separated (tidwall, google; empty: none)")
 	jsonPath := flag.String("json", "", "also write the results as JSON to `FILE`")
 	quiet := flag.Bool("quiet", false, "no progress lines on stderr")
@@ -85,7 +88,7 @@ func main() {
 		*peerReps = *reps
 	}
 	rep, err := run(config{size: *size, reps: *reps, peerReps: *peerReps, device: *device, singleMax: *singleMax,
-		peers: *peers, deadline: *deadline}, progress)
+		singleOps: *singleOps, peers: *peers, deadline: *deadline}, progress)
 	if rep != nil {
 		if perr := printReport(rep, *jsonPath); perr != nil && err == nil {
 			err = perr
@@ -120,6 +123,7 @@ type config struct {
 	size, reps, peerReps int
 	device               string
 	singleMax            int
+	singleOps            string // operations the single-goroutine peers run at any size
 	peers                string
 	deadline             time.Duration // peers start no case after it; 0: none
 }
@@ -191,11 +195,24 @@ func run(cfg config, p *bench.Progress) (*bench.Report, error) {
 		}
 		return cfg.reps
 	}
+	var anySize []string
+	for _, op := range strings.Split(cfg.singleOps, ",") {
+		switch op = strings.TrimSpace(op); bench.BTreeOp(op) {
+		case "":
+		case bench.BTreeBuild, bench.BTreeInsert, bench.BTreeDelete, bench.BTreeLookup, bench.BTreeRanges:
+			anySize = append(anySize, op)
+		default:
+			return nil, fmt.Errorf("unknown operation %q in --single-ops", op)
+		}
+	}
+	if len(anySize) > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("single-goroutine peers run the %s cases at every size (--single-ops)", strings.Join(anySize, ", ")))
+	}
 	skip := func(c bench.BTreeCase, im bench.BTreeImpl) string {
 		if isPeer(im) && cfg.deadline > 0 && time.Since(start) > cfg.deadline {
 			return fmt.Sprintf("peers started no case after %v (--deadline): their rows of the later cases are missing", cfg.deadline)
 		}
-		if _, ok := im.(*single); ok && c.Size() > cfg.singleMax {
+		if _, ok := im.(*single); ok && c.Size() > cfg.singleMax && !slices.Contains(anySize, string(c.Op)) {
 			return fmt.Sprintf("single-goroutine peers run only cases of at most %s keys (--single-max); larger cases' ratios are to the first implementation that ran them", bench.SI(float64(cfg.singleMax)))
 		}
 		return ""

@@ -55,6 +55,19 @@ func TestRun(t *testing.T) {
 			t.Errorf("%s ran on one goroutine over --single-max", r.Op)
 		}
 	}
+	// --single-ops lets them run named operations at any size.
+	rep, err = run(config{size: size, reps: 1, device: "cpu", singleMax: size / 2, singleOps: "lookup", peers: "tidwall"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(rep.Results, func(r bench.Result) bool {
+		return r.Engine == "tidwall, 1 goroutine" && strings.HasPrefix(r.Op, "lookup") && strings.Contains(r.Op, "2k")
+	}) {
+		t.Error("--single-ops lookup: no single-goroutine lookup row on the largest tree")
+	}
+	if _, err := run(config{size: size, reps: 1, device: "cpu", singleOps: "nope", peers: "tidwall"}, nil); err == nil {
+		t.Error("unknown --single-ops operation: no error")
+	}
 	if _, err := run(config{size: size, reps: 1, device: "cpu", peers: "nope"}, nil); err == nil {
 		t.Error("unknown peer: no error")
 	}
