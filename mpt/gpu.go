@@ -84,7 +84,8 @@ type gpuTrie struct {
 	flags, st                       scratch[uint8]
 	out                             scratch[byte]
 
-	times GPUTimes
+	times       GPUTimes
+	lookupTimes [2]time.Duration // the last lookup's walk (keys up, walk, offsets back) and values (gather, download, copy)
 }
 
 // scratch is a device buffer reused across calls and grown with headroom.

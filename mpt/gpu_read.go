@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"warpkv/prim"
 )
@@ -43,6 +44,7 @@ func (g *gpuTrie) lookup(keys [][]byte) ([][]byte, []bool, error) {
 	if n == 0 || g.root == 0 {
 		return values, found, nil
 	}
+	t0 := time.Now()
 	sk, err := g.stageKeys(ks)
 	if err != nil {
 		return nil, nil, err
@@ -73,6 +75,7 @@ func (g *gpuTrie) lookup(keys [][]byte) ([][]byte, []bool, error) {
 	if err := errors.Join(offs.Read(g.s, 0, o), g.s.Synchronize()); err != nil {
 		return nil, nil, err
 	}
+	t1 := time.Now()
 	total := int(o[n])
 	buf := make([]byte, total)
 	if total > 0 {
@@ -87,6 +90,8 @@ func (g *gpuTrie) lookup(keys [][]byte) ([][]byte, []bool, error) {
 			return nil, nil, err
 		}
 	}
+	t2 := time.Now()
+	g.lookupTimes = [2]time.Duration{t1.Sub(t0), t2.Sub(t1)}
 	for j := 0; j < n; j++ {
 		i := j
 		if idx != nil {
