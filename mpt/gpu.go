@@ -738,32 +738,19 @@ func (g *gpuTrie) apply(o *opState) error {
 		if err != nil {
 			return err
 		}
-		ne := int(c[1])
+		nwait, ne := int(c[0]), int(c[1])
 		if ne == 0 {
+			if nwait > 0 {
+				return fmt.Errorf("mpt: gpu engine: %d walks wait but no node is listed for expansion (a bug)", nwait)
+			}
 			break
 		}
 		g.times.Rounds++
 		g.times.Expanded += ne
-		counts, err := g.counts.get(g.dev, g.s, ne+1)
-		if err != nil {
-			return err
-		}
-		if err := g.launch(g.k.expandCount, threads(ne), kernelBlock, g.nodes, list, uint64(ne), counts); err != nil {
-			return err
-		}
-		offs, total, err := g.scanCounts(counts, ne)
-		if err != nil {
-			return err
-		}
-		if err := g.reserveNodes(total); err != nil {
-			return err
-		}
-		ids, err := g.allocIDs(total)
-		if err != nil {
-			return err
-		}
-		if err := g.launch(g.k.expand, threads(ne), kernelBlock, g.nodes, list, uint64(ne), offs, ids, g.touched, g.ctl); err != nil {
-			return err
+		if err := g.expandRound(list, ne); err != nil {
+			// The listed nodes keep their need unless it is cleared:
+			// a later batch would not list them again.
+			return errors.Join(err, g.launch(g.k.resetVersions, threads(ne), kernelBlock, g.nodes, list, uint64(ne)))
 		}
 	}
 	counts, err := g.counts.get(g.dev, g.s, m+1)
@@ -789,6 +776,30 @@ func (g *gpuTrie) apply(o *opState) error {
 		return err
 	}
 	return g.reclaim(ids, total)
+}
+
+// expandRound expands the ne short nodes of list (counted, placed by a
+// scan, given ids, then rewritten by mpt_expand, which clears their need).
+func (g *gpuTrie) expandRound(list *gpu.Buffer[uint32], ne int) error {
+	counts, err := g.counts.get(g.dev, g.s, ne+1)
+	if err != nil {
+		return err
+	}
+	if err := g.launch(g.k.expandCount, threads(ne), kernelBlock, g.nodes, list, uint64(ne), counts); err != nil {
+		return err
+	}
+	offs, total, err := g.scanCounts(counts, ne)
+	if err != nil {
+		return err
+	}
+	if err := g.reserveNodes(total); err != nil {
+		return err
+	}
+	ids, err := g.allocIDs(total)
+	if err != nil {
+		return err
+	}
+	return g.launch(g.k.expand, threads(ne), kernelBlock, g.nodes, list, uint64(ne), offs, ids, g.touched, g.ctl)
 }
 
 // reclaim returns the reserved ids that were not used (kind FREE) to the

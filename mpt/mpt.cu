@@ -727,7 +727,9 @@ mpt_lock_insert(Node* nodes, const u8* __restrict__ keys, u32 stride, const u32*
 }
 
 // mpt_reset_versions: zeroes the version word (need and pending) of every
-// listed node after LockNU. Thread mapping: one thread per listed node.
+// listed node: after LockNU, and for the nodes an abandoned expansion
+// round had listed (their need set). Thread mapping: one thread per listed
+// node.
 extern "C" __global__ void __launch_bounds__(MPT_BLOCK)
 mpt_reset_versions(Node* nodes, const u32* __restrict__ touched, u64 nt) {
     for (u64 i = (u64)blockIdx.x * MPT_BLOCK + threadIdx.x; i < nt; i += (u64)gridDim.x * MPT_BLOCK)
