@@ -49,12 +49,15 @@ func MPTSizes(max int) []int {
 // MPTCases returns the cases up to size max (see MPTSizes), data set by
 // data set, and notes for the cases skipped because their values exceed
 // MPTValueBudget.
-func MPTCases(max int) (cases []MPTCase, notes []string) {
+func MPTCases(max int) (cases []MPTCase, notes []string) { return MPTCasesBudget(max, MPTValueBudget) }
+
+// MPTCasesBudget is MPTCases with another value budget in bytes.
+func MPTCasesBudget(max int, budget int64) (cases []MPTCase, notes []string) {
 	for _, d := range mpt.Datasets() {
 		for _, n := range MPTSizes(max) {
-			if int64(n)*int64(d.MeanValueBytes()) > MPTValueBudget {
+			if int64(n)*int64(d.MeanValueBytes()) > budget {
 				notes = append(notes, fmt.Sprintf("%s at %s pairs skipped: its values (%s) exceed the suite's %s budget",
-					d, SI(float64(n)), IEC(int64(n)*int64(d.MeanValueBytes())), IEC(MPTValueBudget)))
+					d, SI(float64(n)), IEC(int64(n)*int64(d.MeanValueBytes())), IEC(budget)))
 				continue
 			}
 			cases = append(cases, MPTCase{d, n})
@@ -163,7 +166,7 @@ func RunMPT(o Options) (*Report, error) {
 		for _, eng := range mpt.Engines() {
 			name := "cpu " + string(eng)
 			p.Printf("%s: %s", name, c.Op("pairs"))
-			res, err := MPTEngineRows(c, eng, keys, values, st, o.reps())
+			res, err := MPTEngineRows(c, eng, keys, values, st, DefaultWarmup, o.reps())
 			if err != nil {
 				rep.finish()
 				return rep, fmt.Errorf("bench mpt: %s on %s: %w", name, c.Op(""), err)
@@ -186,7 +189,7 @@ func RunMPT(o Options) (*Report, error) {
 			if err := ref.Update(keys, values); err != nil {
 				return nil, err
 			}
-			res, note, err := MPTGPURows(c, o.Device, keys, values, st, ref.Hash(), o.reps())
+			res, note, err := MPTGPURows(c, o.Device, keys, values, st, ref.Hash(), DefaultWarmup, o.reps())
 			if err != nil {
 				rep.finish()
 				return rep, fmt.Errorf("bench mpt: gpu on %s: %w", c.Op(""), err)
@@ -211,11 +214,11 @@ func RunMPT(o Options) (*Report, error) {
 // MPTEngineRows measures one of our engines on case c with its input
 // keys and values (whose statistics are st): update, hash, end to end,
 // lookup and proof rows, in that order, engine "cpu <engine>", medians of
-// reps runs after DefaultWarmup.
-func MPTEngineRows(c MPTCase, eng mpt.Engine, keys, values [][]byte, st mpt.Stats, reps int) ([]Result, error) {
+// reps runs after warmup untimed ones.
+func MPTEngineRows(c MPTCase, eng mpt.Engine, keys, values [][]byte, st mpt.Stats, warmup, reps int) ([]Result, error) {
 	name := "cpu " + string(eng)
 	var tr *mpt.Trie
-	u, h, e2e, err := MPTBuildTimes(DefaultWarmup, reps, func() (func(), error) {
+	u, h, e2e, err := MPTBuildTimes(warmup, reps, func() (func(), error) {
 		tr = mpt.New(mpt.Options{Engine: eng})
 		if err := tr.Update(keys, values); err != nil {
 			return nil, err
@@ -227,7 +230,7 @@ func MPTEngineRows(c MPTCase, eng mpt.Engine, keys, values [][]byte, st mpt.Stat
 	}
 	res := MPTBuildRows(c, name, st.KeyBytes, st.ValueBytes, u, h, e2e)
 	probe := keys[:c.Probes()]
-	lookup, err := TimeCPU(DefaultWarmup, reps, nil, func() error {
+	lookup, err := TimeCPU(warmup, reps, nil, func() error {
 		_, found := tr.GetBatch(probe)
 		for i, ok := range found {
 			if !ok {
@@ -239,7 +242,7 @@ func MPTEngineRows(c MPTCase, eng mpt.Engine, keys, values [][]byte, st mpt.Stat
 	if err != nil {
 		return nil, err
 	}
-	proof, err := TimeCPU(DefaultWarmup, reps, nil, func() error {
+	proof, err := TimeCPU(warmup, reps, nil, func() error {
 		_, err := tr.ProveBatch(probe)
 		return err
 	})

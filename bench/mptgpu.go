@@ -17,8 +17,8 @@ import (
 // included), lookup and proof (batch Lookup and ProveBatch of c.Probes()
 // present keys, transfers included). It also returns a note with the
 // phase breakdown of the median end-to-end run. Medians of reps runs
-// after DefaultWarmup; every run's root is checked against want.
-func MPTGPURows(c MPTCase, device string, keys, values [][]byte, st mpt.Stats, want [32]byte, reps int) ([]Result, string, error) {
+// after warmup untimed ones; every run's root is checked against want.
+func MPTGPURows(c MPTCase, device string, keys, values [][]byte, st mpt.Stats, want [32]byte, warmup, reps int) ([]Result, string, error) {
 	var us, hs, ts []float64
 	var times []mpt.GPUTimes
 	var tr *mpt.Trie
@@ -27,7 +27,7 @@ func MPTGPURows(c MPTCase, device string, keys, values [][]byte, st mpt.Stats, w
 			tr.Close()
 		}
 	}()
-	for i := range DefaultWarmup + reps {
+	for i := range warmup + reps {
 		if tr != nil {
 			if err := tr.Close(); err != nil {
 				return nil, "", err
@@ -48,7 +48,7 @@ func MPTGPURows(c MPTCase, device string, keys, values [][]byte, st mpt.Stats, w
 			return nil, "", fmt.Errorf("gpu root %x, cpu root %x", root, want)
 		}
 		tm := tr.GPUTimes()
-		if i >= DefaultWarmup {
+		if i >= warmup {
 			hs = append(hs, tm.Hash.Seconds())
 			us = append(us, total-tm.Hash.Seconds())
 			ts = append(ts, total)
@@ -57,7 +57,7 @@ func MPTGPURows(c MPTCase, device string, keys, values [][]byte, st mpt.Stats, w
 	}
 	res := MPTBuildRows(c, "gpu", st.KeyBytes, st.ValueBytes, Median(us), Median(hs), Median(ts))
 	probe := keys[:c.Probes()]
-	lookup, err := TimeCPU(DefaultWarmup, reps, nil, func() error {
+	lookup, err := TimeCPU(warmup, reps, nil, func() error {
 		_, found, err := tr.Lookup(probe)
 		if err != nil {
 			return err
@@ -72,7 +72,7 @@ func MPTGPURows(c MPTCase, device string, keys, values [][]byte, st mpt.Stats, w
 	if err != nil {
 		return nil, "", err
 	}
-	proof, err := TimeCPU(DefaultWarmup, reps, nil, func() error {
+	proof, err := TimeCPU(warmup, reps, nil, func() error {
 		_, err := tr.ProveBatch(probe)
 		return err
 	})

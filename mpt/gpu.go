@@ -79,6 +79,7 @@ type gpuTrie struct {
 	hashed                          scratch[[32]byte]
 	lens, koff, vlens, perm, ops    scratch[uint32]
 	l32, klen, vid, need, cur, dep  scratch[uint32]
+	prev                            scratch[uint32]
 	counts, offs, ids, list, starts scratch[uint32]
 	w64, entries, wide, wideOffs    scratch[uint64]
 	flags, st                       scratch[uint8]
@@ -151,7 +152,7 @@ func (g *gpuTrie) close() error {
 	}
 	err = errors.Join(err, g.keys.free(g.s), g.raw.free(g.s), g.hashed.free(g.s), g.lens.free(g.s),
 		g.koff.free(g.s), g.vlens.free(g.s), g.perm.free(g.s), g.ops.free(g.s), g.l32.free(g.s),
-		g.klen.free(g.s), g.vid.free(g.s), g.need.free(g.s), g.cur.free(g.s), g.dep.free(g.s),
+		g.klen.free(g.s), g.vid.free(g.s), g.prev.free(g.s), g.need.free(g.s), g.cur.free(g.s), g.dep.free(g.s),
 		g.counts.free(g.s), g.offs.free(g.s), g.ids.free(g.s), g.list.free(g.s), g.starts.free(g.s),
 		g.w64.free(g.s), g.entries.free(g.s), g.wide.free(g.s), g.wideOffs.free(g.s), g.flags.free(g.s),
 		g.st.free(g.s), g.out.free(g.s))
@@ -676,6 +677,7 @@ type opState struct {
 	m                         int
 	ops                       *gpu.Buffer[uint32] // batch index of each kept operation
 	klen, vid, need, cur, dep *gpu.Buffer[uint32]
+	prev                      *gpu.Buffer[uint32] // nibbles shared with the previous operation
 	st                        *gpu.Buffer[uint8]
 	lcpMean                   float64 // mean need: nibbles shared with a sorted neighbour
 }
@@ -684,15 +686,15 @@ type opState struct {
 // walk start, and the batch's mean need (for the decision model).
 func (g *gpuTrie) opInit(sk stagedKeys, m int, vbase uint32) (*opState, error) {
 	o := &opState{sk: sk, m: m, ops: g.ops.b}
-	bufs := make([]*gpu.Buffer[uint32], 5)
-	for i, s := range []*scratch[uint32]{&g.klen, &g.vid, &g.need, &g.cur, &g.dep} {
+	bufs := make([]*gpu.Buffer[uint32], 6)
+	for i, s := range []*scratch[uint32]{&g.klen, &g.vid, &g.need, &g.cur, &g.dep, &g.prev} {
 		b, err := s.get(g.dev, g.s, m)
 		if err != nil {
 			return nil, err
 		}
 		bufs[i] = b
 	}
-	o.klen, o.vid, o.need, o.cur, o.dep = bufs[0], bufs[1], bufs[2], bufs[3], bufs[4]
+	o.klen, o.vid, o.need, o.cur, o.dep, o.prev = bufs[0], bufs[1], bufs[2], bufs[3], bufs[4], bufs[5]
 	st, err := g.st.get(g.dev, g.s, m)
 	if err != nil {
 		return nil, err
@@ -702,7 +704,7 @@ func (g *gpuTrie) opInit(sk stagedKeys, m int, vbase uint32) (*opState, error) {
 		return nil, err
 	}
 	if err := g.launch(g.k.opInit, threads(m), kernelBlock, sk.keys, uint32(sk.stride), sk.lens, g.vlens.b, vbase, o.ops,
-		uint64(m), g.root, o.klen, o.vid, o.need, o.cur, o.dep, st, g.ctl); err != nil {
+		uint64(m), g.root, o.klen, o.vid, o.need, o.prev, o.cur, o.dep, st, g.ctl); err != nil {
 		return nil, err
 	}
 	c, err := g.readCtl(ctlLCP, 1)
@@ -757,10 +759,10 @@ func (g *gpuTrie) apply(o *opState) error {
 	if err != nil {
 		return err
 	}
-	if err := g.launch(g.k.insertCount, threads(m), kernelBlock, g.nodes, klen, vid, need, cur, dep, st, uint64(m), counts); err != nil {
+	if err := g.launch(g.k.insertCount, threads(m), kernelBlock, g.nodes, klen, vid, need, o.prev, cur, dep, st, uint64(m), counts); err != nil {
 		return err
 	}
-	offs, total, err := g.scanCounts(counts, m)
+	_, total, err := g.scanCounts(counts, m)
 	if err != nil {
 		return err
 	}
@@ -771,8 +773,11 @@ func (g *gpuTrie) apply(o *opState) error {
 	if err != nil {
 		return err
 	}
+	if err := g.setCtl(ctlPool, 0); err != nil {
+		return err
+	}
 	if err := g.launch(g.k.insert, threads(m), kernelBlock, g.nodes, sk.keys, stride, ops, klen, vid, need, cur, dep, st,
-		uint64(m), offs, ids, g.touched, g.ctl); err != nil {
+		uint64(m), ids, total, g.touched, g.ctl); err != nil {
 		return err
 	}
 	return g.reclaim(ids, total)

@@ -34,7 +34,7 @@ const (
 	nodeBytes   = 256 // sizeof(Node)
 	valBytes    = 16  // sizeof(Val)
 	maxKeyBytes = 128 // MPT_PATH_BYTES: the longest key the GPU engine takes
-	ctlWords    = 10  // CTL_WORDS
+	ctlWords    = 12  // CTL_WORDS
 	kindFree    = 0   // KIND_FREE
 	kindBranch  = 1   // KIND_BRANCH
 	kindExt     = 2   // KIND_EXT
@@ -53,6 +53,7 @@ const (
 	ctlLCP
 	ctlRestarts
 	ctlNext
+	ctlPool
 )
 
 // threads returns the grid of a thread-mapped kernel over n items.

@@ -76,7 +76,8 @@ typedef unsigned long long u64;
 #define CTL_LCP 7     // sum over kept operations of their need (decision model)
 #define CTL_RESTARTS 8 // LockNU walks restarted from the root
 #define CTL_NEXT 9     // nodes handed from mpt_hash_leaves to mpt_hash
-#define CTL_WORDS 10
+#define CTL_POOL 10    // ids taken from mpt_insert's pool
+#define CTL_WORDS 12
 
 // Node is one trie node, 256 bytes (nodeBytes in gpu_kernels.go).
 // BRANCH: child[0..15] (0: none) and val (slot 16; 0: none).
@@ -229,18 +230,19 @@ mpt_last_flags(const u8* __restrict__ keys, u32 stride, const u32* __restrict__ 
 // mpt_op_init: for kept operation j (ops[j] = its batch index), its path
 // length in nibbles, its value id (0 for a delete), its need (the longest
 // common prefix, in nibbles, with either sorted neighbour: the depth down to
-// which it shares branches with other keys of the batch), and a walk from
-// the root. Thread mapping: one thread per kept operation.
+// which it shares branches with other keys of the batch), its prefix shared
+// with the previous operation (prev), and a walk from the root. Thread
+// mapping: one thread per kept operation.
 extern "C" __global__ void __launch_bounds__(MPT_BLOCK)
 mpt_op_init(const u8* __restrict__ keys, u32 stride, const u32* __restrict__ lens,
             const u32* __restrict__ vlens, u32 vbase, const u32* __restrict__ ops, u64 m, u32 root,
-            u32* __restrict__ klen, u32* __restrict__ vid, u32* __restrict__ need, u32* __restrict__ cur,
-            u32* __restrict__ dep, u8* __restrict__ st, u32* __restrict__ ctl) {
+            u32* __restrict__ klen, u32* __restrict__ vid, u32* __restrict__ need, u32* __restrict__ prev,
+            u32* __restrict__ cur, u32* __restrict__ dep, u8* __restrict__ st, u32* __restrict__ ctl) {
     for (u64 j = (u64)blockIdx.x * MPT_BLOCK + threadIdx.x; j < m; j += (u64)gridDim.x * MPT_BLOCK) {
         const u32 o = ops[j];
         const u32 len = 2 * lens[o];
         const u8* k = keys + (u64)o * stride;
-        u32 best = 0;
+        u32 best = 0, before = 0;
         for (int side = -1; side <= 1; side += 2) {
             const long long nb = (long long)j + side;
             if (nb < 0 || nb >= (long long)m)
@@ -252,10 +254,13 @@ mpt_op_init(const u8* __restrict__ keys, u32 stride, const u32* __restrict__ len
             while (c < lim && key_nib(k, c) == key_nib(q, c))
                 ++c;
             best = max(best, c);
+            if (side < 0)
+                before = c;
         }
         klen[j] = len;
         vid[j] = vlens[o] ? vbase + o : 0;
         need[j] = best;
+        prev[j] = before;
         atomicAdd(&ctl[CTL_LCP], best);
         cur[j] = root;
         dep[j] = 0;
@@ -417,16 +422,20 @@ mpt_expand(Node* nodes, const u32* __restrict__ explist, u64 ne, const u32* __re
 
 // ---------------------------------------------------------------- PhaseNU: insert
 
-// insert_count returns the new nodes insert j needs at its target: none at
-// an exact leaf or where its key ends at the branch; otherwise the
-// branches it shares with neighbours below the target (depths d+1 .. need)
-// and its leaf, unless its key ends at depth need (then the last branch
-// holds its value).
-__device__ __forceinline__ u32 insert_count(const Node* nodes, u32 n, u32 d, u32 len, u32 need) {
+// insert_count returns the new nodes insert j adds to mpt_insert's pool: none
+// at an exact leaf or where its key ends at the branch; otherwise its leaf
+// (unless its key ends at depth need, where the last branch holds its
+// value), the branches below its target (depths d+1 .. need) that the
+// previous operation does not also need (when that one is an insert, it
+// stops at the same empty slot and needs the branches down to their shared
+// prefix share), and one spare: a thread that loses a CAS keeps the id it
+// drew for its next level, so at most one drawn id per thread is left over.
+// The sum over the batch bounds the ids the threads draw.
+__device__ __forceinline__ u32 insert_count(const Node* nodes, u32 n, u32 d, u32 len, u32 need, u32 share) {
     if (nodes[n].kind != KIND_BRANCH || d == len)
         return 0;
     if (d < need)
-        return (need - d) + (need < len ? 1u : 0u);
+        return (need - max(d, min(share, need))) + (need < len ? 1u : 0u) + 1u;
     return 1;
 }
 
@@ -434,14 +443,27 @@ __device__ __forceinline__ u32 insert_count(const Node* nodes, u32 n, u32 d, u32
 // deletes and finished walks). Thread mapping: one thread per operation.
 extern "C" __global__ void __launch_bounds__(MPT_BLOCK)
 mpt_insert_count(const Node* __restrict__ nodes, const u32* __restrict__ klen, const u32* __restrict__ vid,
-                 const u32* __restrict__ need, const u32* __restrict__ cur, const u32* __restrict__ dep,
-                 const u8* __restrict__ st, u64 m, u32* __restrict__ counts) {
+                 const u32* __restrict__ need, const u32* __restrict__ prev, const u32* __restrict__ cur,
+                 const u32* __restrict__ dep, const u8* __restrict__ st, u64 m, u32* __restrict__ counts) {
     for (u64 j = (u64)blockIdx.x * MPT_BLOCK + threadIdx.x; j < m; j += (u64)gridDim.x * MPT_BLOCK) {
         u32 c = 0;
-        if (st[j] == ST_TARGET && vid[j] != 0)
-            c = insert_count(nodes, cur[j], dep[j], klen[j], need[j]);
+        if (st[j] == ST_TARGET && vid[j] != 0) {
+            const u32 share = j > 0 && vid[j - 1] != 0 ? prev[j] : 0;
+            c = insert_count(nodes, cur[j], dep[j], klen[j], need[j], share);
+        }
         counts[j] = c;
     }
+}
+
+// draw_id takes the next id of mpt_insert's pool, or 0 (and flags the
+// error word) when the pool is exhausted, which the counts rule out.
+__device__ __forceinline__ u32 draw_id(const u32* ids, u32 total, u32* ctl) {
+    const u32 r = atomicAdd(&ctl[CTL_POOL], 1u);
+    if (r >= total) {
+        atomicMax(&ctl[CTL_ERROR], 2u);
+        return 0;
+    }
+    return ids[r];
 }
 
 // mpt_insert: applies operation j at its target. A delete clears the value
@@ -449,15 +471,16 @@ mpt_insert_count(const Node* __restrict__ nodes, const u32* __restrict__ klen, c
 // value, or, at an empty slot, walks down its key creating each shared
 // branch with one atomicCAS on the parent's slot (a loser follows the
 // winner's branch and keeps its id for the next level), then hangs its
-// leaf in the slot no other key of the batch uses. Thread mapping: one
-// thread per operation. Invariant: a new node is fully written and fenced
-// before the CAS that publishes it; child slots are only changed by CAS.
+// leaf in the slot no other key of the batch uses. New ids are drawn from
+// one pool for the batch (ids[0, total), sized by mpt_insert_count).
+// Thread mapping: one thread per operation. Invariant: a new node is fully
+// written and fenced before the CAS that publishes it; child slots are
+// only changed by CAS.
 extern "C" __global__ void __launch_bounds__(MPT_BLOCK)
 mpt_insert(Node* nodes, const u8* __restrict__ keys, u32 stride, const u32* __restrict__ ops,
            const u32* __restrict__ klen, const u32* __restrict__ vid, const u32* __restrict__ need,
            const u32* __restrict__ cur, const u32* __restrict__ dep, const u8* __restrict__ st, u64 m,
-           const u32* __restrict__ offs, const u32* __restrict__ ids, u32* __restrict__ touched,
-           u32* __restrict__ ctl) {
+           const u32* __restrict__ ids, u32 total, u32* __restrict__ touched, u32* __restrict__ ctl) {
     for (u64 j = (u64)blockIdx.x * MPT_BLOCK + threadIdx.x; j < m; j += (u64)gridDim.x * MPT_BLOCK) {
         if (st[j] != ST_TARGET)
             continue;
@@ -481,31 +504,42 @@ mpt_insert(Node* nodes, const u8* __restrict__ keys, u32 stride, const u32* __re
         }
         if (v == 0)
             continue; // a delete at an empty slot: the key is absent
-        const u32* my = ids + offs[j];
-        u32 next = 0; // my next unused id
+        u32 held = 0; // an id drawn and not yet published
         while (d < nd_) {
             const u32 s = key_nib(k, d);
-            const u32 b = my[next];
+            const u32 c = ((volatile Node*)nodes)[n].child[s];
+            if (c != 0) { // a neighbour already made this branch
+                n = c;
+                ++d;
+                continue;
+            }
+            if (held == 0 && (held = draw_id(ids, total, ctl)) == 0)
+                break;
+            const u32 b = held;
             init_node(&nodes[b], KIND_BRANCH, n);
             __threadfence();
             const u32 old = atomicCAS(&nodes[n].child[s], 0u, b);
             if (old == 0) {
                 mark(nodes, n, touched, ctl);
                 mark(nodes, b, touched, ctl);
-                ++next;
+                held = 0;
                 n = b;
             } else {
-                nodes[b].kind = KIND_FREE; // not published; reclaimed later
+                nodes[b].kind = KIND_FREE; // not published: kept for the next level, else reclaimed
                 n = old;
             }
             ++d;
         }
+        if (d < nd_)
+            continue; // pool exhausted (flagged)
         if (d == len) {
             nodes[n].val = v;
             mark(nodes, n, touched, ctl);
             continue;
         }
-        const u32 leaf = my[next];
+        const u32 leaf = held != 0 ? held : draw_id(ids, total, ctl);
+        if (leaf == 0)
+            continue;
         Node* lf = &nodes[leaf];
         init_node(lf, KIND_LEAF, n);
         lf->plen = len - d - 1;

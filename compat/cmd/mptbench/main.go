@@ -25,6 +25,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/rawdb"
@@ -43,16 +44,29 @@ func main() {
 	jsonPath := flag.String("json", "", "also write the results as JSON to `FILE`")
 	quiet := flag.Bool("quiet", false, "no progress lines on stderr")
 	device := flag.String("device", "cpu", "also measure warpkv's GPU engine on this device option (auto, gpu, gpu:N); cpu: no GPU rows")
+	warmup := flag.Int("warmup", bench.DefaultWarmup, "untimed runs before the timed ones")
+	minSize := flag.Int("min-size", 0, "skip cases smaller than this many pairs")
+	datasets := flag.String("datasets", "", "comma-separated data sets to run (default: all)")
+	budget := flag.Int64("value-budget", bench.MPTValueBudget, "skip cases whose values exceed this many bytes")
+	stack := flag.Bool("stacktrie", true, "also measure go-ethereum's StackTrie")
+	sequential := flag.Bool("sequential", true, "with --ours, also measure the sequential CPU engine")
 	flag.Parse()
-	if flag.NArg() > 0 || *size < 0 || *reps < 1 {
+	if flag.NArg() > 0 || *size < 0 || *reps < 1 || *warmup < 0 {
 		flag.Usage()
 		os.Exit(2)
+	}
+	cfg := config{size: *size, warmup: *warmup, reps: *reps, ours: *ours, sequential: *sequential, stack: *stack,
+		device: *device, minSize: *minSize, budget: *budget}
+	if *datasets != "" {
+		for _, d := range strings.Split(*datasets, ",") {
+			cfg.datasets = append(cfg.datasets, mpt.Dataset(d))
+		}
 	}
 	var progress *bench.Progress
 	if !*quiet {
 		progress = bench.NewProgress(os.Stderr)
 	}
-	rep, err := run(*size, *reps, *ours, *device, progress)
+	rep, err := run(cfg, progress)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mptbench:", err)
 		os.Exit(1)
@@ -76,8 +90,18 @@ func main() {
 	}
 }
 
-// run measures every case up to size.
-func run(size, reps int, ours bool, device string, p *bench.Progress) (*bench.Report, error) {
+// config is what the flags select.
+type config struct {
+	size, warmup, reps, minSize int
+	ours, sequential, stack     bool
+	device                      string
+	datasets                    []mpt.Dataset // nil: all
+	budget                      int64
+}
+
+// run measures every selected case up to cfg.size.
+func run(cfg config, p *bench.Progress) (*bench.Report, error) {
+	size, warmup, reps, ours, device := cfg.size, cfg.warmup, cfg.reps, cfg.ours, cfg.device
 	rep := &bench.Report{
 		Suite: "mpt-geth", GoVersion: runtime.Version(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
 		CPUs: runtime.NumCPU(), Workers: runtime.GOMAXPROCS(0), Reps: reps,
@@ -87,8 +111,14 @@ func run(size, reps int, ours bool, device string, p *bench.Progress) (*bench.Re
 		},
 		Notes: []string{fmt.Sprintf("same pairs as warpkv bench mpt: mpt.Generate, seed %#x", bench.MPTSeed)},
 	}
+	if !cfg.stack {
+		rep.Engines = slices.DeleteFunc(rep.Engines, func(e string) bool { return strings.HasPrefix(e, "geth stacktrie") })
+	}
 	if ours {
 		rep.Engines = append(rep.Engines, "cpu sequential, cpu parallel: warpkv's mpt engines, as in warpkv bench mpt")
+		if !cfg.sequential {
+			rep.Engines[len(rep.Engines)-1] = "cpu parallel: warpkv's parallel mpt engine, as in warpkv bench mpt"
+		}
 	}
 	useGPU := false
 	if device != "cpu" {
@@ -104,40 +134,46 @@ func run(size, reps int, ours bool, device string, p *bench.Progress) (*bench.Re
 			rep.Notes = append(rep.Notes, "no GPU rows: "+c.Reason)
 		}
 	}
-	cases, notes := bench.MPTCases(size)
+	cases, notes := bench.MPTCasesBudget(size, cfg.budget)
 	rep.Notes = append(rep.Notes, notes...)
 	for _, c := range cases {
+		if c.Size < cfg.minSize || (cfg.datasets != nil && !slices.Contains(cfg.datasets, c.Dataset)) {
+			continue
+		}
 		keys, values, err := c.Input()
 		if err != nil {
 			return nil, err
 		}
 		st := mpt.DatasetStats(keys, values, nil)
 		p.Printf("geth trie: %s", c.Op("pairs"))
-		trieRows, root, err := gethTrieRows(c, keys, values, st, reps)
+		trieRows, root, err := gethTrieRows(c, keys, values, st, warmup, reps)
 		if err != nil {
 			return nil, fmt.Errorf("geth trie, %s: %w", c.Op(""), err)
 		}
 		rep.Results = append(rep.Results, trieRows...)
-		p.Printf("geth stacktrie: %s", c.Op("pairs"))
-		stRows, stRoot, err := stackTrieRows(c, keys, values, st, reps)
-		if err != nil {
-			return nil, fmt.Errorf("geth stacktrie, %s: %w", c.Op(""), err)
-		}
-		if stRoot != root {
-			return nil, fmt.Errorf("%s: StackTrie root %x, trie root %x", c.Op(""), stRoot, root)
-		}
-		for i := range stRows {
-			if i != 1 { // its hash row is only the root: the hashing is in its update row
-				stRows[i] = stRows[i].VsPeer("geth trie", trieRows[i])
+		say(p, trieRows)
+		if cfg.stack {
+			p.Printf("geth stacktrie: %s", c.Op("pairs"))
+			stRows, stRoot, err := stackTrieRows(c, keys, values, st, warmup, reps)
+			if err != nil {
+				return nil, fmt.Errorf("geth stacktrie, %s: %w", c.Op(""), err)
 			}
-		}
-		rep.Results = append(rep.Results, stRows...)
-		if !ours {
-			continue
+			if stRoot != root {
+				return nil, fmt.Errorf("%s: StackTrie root %x, trie root %x", c.Op(""), stRoot, root)
+			}
+			for i := range stRows {
+				if i != 1 { // its hash row is only the root: the hashing is in its update row
+					stRows[i] = stRows[i].VsPeer("geth trie", trieRows[i])
+				}
+			}
+			rep.Results = append(rep.Results, stRows...)
 		}
 		for _, eng := range mpt.Engines() {
+			if !ours || (eng == mpt.EngineSequential && !cfg.sequential) {
+				continue
+			}
 			p.Printf("cpu %s: %s", eng, c.Op("pairs"))
-			rows, err := bench.MPTEngineRows(c, eng, keys, values, st, reps)
+			rows, err := bench.MPTEngineRows(c, eng, keys, values, st, warmup, reps)
 			if err != nil {
 				return nil, fmt.Errorf("cpu %s, %s: %w", eng, c.Op(""), err)
 			}
@@ -152,10 +188,11 @@ func run(size, reps int, ours bool, device string, p *bench.Progress) (*bench.Re
 				rows[i] = rows[i].VsPeer("geth trie", trieRows[i])
 			}
 			rep.Results = append(rep.Results, rows...)
+			say(p, rows)
 		}
 		if useGPU {
 			p.Printf("gpu: %s", c.Op("pairs"))
-			rows, note, err := bench.MPTGPURows(c, device, keys, values, st, [32]byte(root), reps)
+			rows, note, err := bench.MPTGPURows(c, device, keys, values, st, [32]byte(root), warmup, reps)
 			if err != nil {
 				return nil, fmt.Errorf("gpu, %s: %w", c.Op(""), err)
 			}
@@ -163,19 +200,32 @@ func run(size, reps int, ours bool, device string, p *bench.Progress) (*bench.Re
 				rows[i] = rows[i].VsPeer("geth trie", trieRows[i])
 			}
 			rep.Results = append(rep.Results, rows...)
+			say(p, rows)
 			rep.Notes = append(rep.Notes, note)
 		}
 		runtime.GC()
 	}
-	rep.Notes = append(rep.Notes, "every engine's root equals go-ethereum's trie root on every case")
+	rep.Notes = append(rep.Notes, fmt.Sprintf("every engine's root equals go-ethereum's trie root on every case; %d untimed warm-up run(s) before the timed ones", warmup))
 	return rep, nil
+}
+
+// say prints rows as progress lines, so that a run cut short still shows
+// what it measured.
+func say(p *bench.Progress, rows []bench.Result) {
+	for _, r := range rows {
+		ratio := ""
+		if r.RatioTo != "" {
+			ratio = fmt.Sprintf(" (%.2fx %s)", r.Ratio, r.RatioTo)
+		}
+		p.Printf("  %s, %s: %s/s%s", r.Op, r.Engine, bench.SI(r.OpsPerSec), ratio)
+	}
 }
 
 // gethTrieRows measures go-ethereum's trie on case c: update, hash, end
 // to end, lookup and proof rows, and returns its root.
-func gethTrieRows(c bench.MPTCase, keys, values [][]byte, st mpt.Stats, reps int) ([]bench.Result, common.Hash, error) {
+func gethTrieRows(c bench.MPTCase, keys, values [][]byte, st mpt.Stats, warmup, reps int) ([]bench.Result, common.Hash, error) {
 	var tr *trie.Trie
-	u, h, e2e, err := bench.MPTBuildTimes(bench.DefaultWarmup, reps, func() (func(), error) {
+	u, h, e2e, err := bench.MPTBuildTimes(warmup, reps, func() (func(), error) {
 		tr = trie.NewEmpty(triedb.NewDatabase(rawdb.NewMemoryDatabase(), nil))
 		for i := range keys {
 			if err := tr.Update(keys[i], values[i]); err != nil {
@@ -190,7 +240,7 @@ func gethTrieRows(c bench.MPTCase, keys, values [][]byte, st mpt.Stats, reps int
 	const engine = "geth trie"
 	rows := bench.MPTBuildRows(c, engine, st.KeyBytes, st.ValueBytes, u, h, e2e)
 	probe := keys[:c.Probes()]
-	lookup, err := bench.TimeCPU(bench.DefaultWarmup, reps, nil, func() error {
+	lookup, err := bench.TimeCPU(warmup, reps, nil, func() error {
 		for i, k := range probe {
 			v, err := tr.Get(k)
 			if err != nil {
@@ -205,7 +255,7 @@ func gethTrieRows(c bench.MPTCase, keys, values [][]byte, st mpt.Stats, reps int
 	if err != nil {
 		return nil, common.Hash{}, err
 	}
-	proof, err := bench.TimeCPU(bench.DefaultWarmup, reps, nil, func() error {
+	proof, err := bench.TimeCPU(warmup, reps, nil, func() error {
 		for _, k := range probe {
 			var l proofList
 			if err := tr.Prove(k, &l); err != nil {
@@ -225,7 +275,7 @@ func gethTrieRows(c bench.MPTCase, keys, values [][]byte, st mpt.Stats, reps int
 
 // stackTrieRows measures go-ethereum's StackTrie on case c: update, hash
 // and end-to-end rows on the pairs sorted by key, and returns its root.
-func stackTrieRows(c bench.MPTCase, keys, values [][]byte, st mpt.Stats, reps int) ([]bench.Result, common.Hash, error) {
+func stackTrieRows(c bench.MPTCase, keys, values [][]byte, st mpt.Stats, warmup, reps int) ([]bench.Result, common.Hash, error) {
 	order := make([]int, len(keys))
 	for i := range order {
 		order[i] = i
@@ -236,7 +286,7 @@ func stackTrieRows(c bench.MPTCase, keys, values [][]byte, st mpt.Stats, reps in
 		sk[i], sv[i] = keys[j], values[j]
 	}
 	var root common.Hash
-	u, h, e2e, err := bench.MPTBuildTimes(bench.DefaultWarmup, reps, func() (func(), error) {
+	u, h, e2e, err := bench.MPTBuildTimes(warmup, reps, func() (func(), error) {
 		s := trie.NewStackTrie(nil)
 		for i := range sk {
 			if err := s.Update(sk[i], sv[i]); err != nil {
