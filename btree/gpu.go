@@ -37,44 +37,13 @@ type gpuTree struct {
 	height                   int // levels, leaves included; 0 when empty
 
 	// Scratch reused across calls, grown with headroom.
-	inK, inV, outK, outV scratch[uint64]
-	flags                scratch[uint8]
-	cnt                  scratch[uint32]
+	inK, inV, outK, outV gpu.Scratch[uint64]
+	flags                gpu.Scratch[uint8]
+	cnt                  gpu.Scratch[uint32]
 	pool                 pool // the update phases' named scratch (gpuupdate.go)
 
 	stage       *stager // pinned upload staging (staging.go), nil until first used
 	stageFailed bool    // pinning failed once: upload directly
-}
-
-// scratch is a device buffer reused across calls and grown with headroom.
-type scratch[T any] struct{ b *gpu.Buffer[T] }
-
-// get returns a buffer of at least n elements (at least 1). Growing frees
-// the old buffer after synchronizing s.
-func (c *scratch[T]) get(d *gpu.Device, s *gpu.Stream, n int) (*gpu.Buffer[T], error) {
-	n = max(n, 1)
-	if c.b != nil && c.b.Len() >= n {
-		return c.b, nil
-	}
-	if err := c.free(s); err != nil {
-		return nil, err
-	}
-	b, err := gpu.Alloc[T](d, n+n/8)
-	if err != nil {
-		return nil, err
-	}
-	c.b = b
-	return b, nil
-}
-
-// free releases the buffer after synchronizing s.
-func (c *scratch[T]) free(s *gpu.Stream) error {
-	if c.b == nil {
-		return nil
-	}
-	err := errors.Join(s.Synchronize(), c.b.Free())
-	c.b = nil
-	return err
 }
 
 // newGPUTree returns an empty GPU engine on d; with ownsDev it closes d
@@ -139,8 +108,8 @@ func (g *gpuTree) joinBack() error {
 func (g *gpuTree) close() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	err := errors.Join(g.freeNodes(), g.s.Synchronize(), g.closeStreams(), g.stage.close(), g.inK.free(g.s), g.inV.free(g.s), g.outK.free(g.s), g.outV.free(g.s),
-		g.flags.free(g.s), g.cnt.free(g.s), g.freePool(), g.clock.close(), g.pe.Close())
+	err := errors.Join(g.freeNodes(), g.s.Synchronize(), g.closeStreams(), g.stage.close(), g.inK.Free(g.s), g.inV.Free(g.s), g.outK.Free(g.s), g.outV.Free(g.s),
+		g.flags.Free(g.s), g.cnt.Free(g.s), g.freePool(), g.clock.close(), g.pe.Close())
 	if g.ownsDev {
 		err = errors.Join(err, g.dev.Close())
 	}
@@ -185,9 +154,7 @@ func (g *gpuTree) reserve(n int) error {
 		}
 		if err != nil {
 			for _, b := range []interface{ Free() error }{g.keys, g.slots, g.count, g.parent, g.next, g.prv, g.kind} {
-				if b != nil && !isNilBuf(b) {
-					_ = b.Free() // best effort: err says what failed
-				}
+				_ = b.Free() // best effort (nil-safe): err says what failed
 			}
 			g.keys, g.slots, g.count, g.parent, g.next, g.prv, g.kind = nil, nil, nil, nil, nil, nil, nil
 			return fmt.Errorf("node arrays of %d nodes: %w", c, err)
@@ -209,19 +176,6 @@ func (g *gpuTree) reserve(n int) error {
 		}
 	}
 	return nil
-}
-
-// isNilBuf reports whether an interface holds a nil *gpu.Buffer.
-func isNilBuf(b interface{ Free() error }) bool {
-	switch v := b.(type) {
-	case *gpu.Buffer[uint64]:
-		return v == nil
-	case *gpu.Buffer[uint32]:
-		return v == nil
-	case *gpu.Buffer[uint8]:
-		return v == nil
-	}
-	return false
 }
 
 // levelSizes returns the node counts of the levels of a built tree of m
@@ -266,7 +220,7 @@ func (g *gpuTree) build(keys, values []uint64, bt *BatchTimes) (built, error) {
 	if err != nil {
 		return built{}, err
 	}
-	b, err := g.writeTree(g.outK.b, g.outV.b, m)
+	b, err := g.writeTree(g.outK.Buf(), g.outV.Buf(), m)
 	if err != nil {
 		return built{}, err
 	}
@@ -288,7 +242,7 @@ func (g *gpuTree) finishTimes(bt *BatchTimes) error {
 // sortUploaded stably sorts the n pairs in inK, inV by key on the device.
 // Callers hold g.mu.
 func (g *gpuTree) sortUploaded(n int) error {
-	return prim.DevSortPairs(g.pe, g.inK.b, g.inV.b, n)
+	return prim.DevSortPairs(g.pe, g.inK.Buf(), g.inV.Buf(), n)
 }
 
 // buildSorted builds the tree from the n key-sorted pairs in inK, inV:
@@ -302,7 +256,7 @@ func (g *gpuTree) buildSorted(n int) (built, error) {
 	if err != nil {
 		return built{}, err
 	}
-	return g.writeTree(g.outK.b, g.outV.b, m)
+	return g.writeTree(g.outK.Buf(), g.outV.Buf(), m)
 }
 
 // writeTree builds the tree from the m strictly increasing pairs in uk,
@@ -364,15 +318,15 @@ func (g *gpuTree) lookup(root uint32, keys, values []uint64, found []bool, bt *B
 	}
 	g.clock.reset()
 	g.clock.mark(g.s, markStart)
-	q, err := g.inK.get(g.dev, g.s, n)
+	q, err := g.inK.Get(g.dev, g.s, n)
 	if err != nil {
 		return err
 	}
-	out, err := g.outV.get(g.dev, g.s, n)
+	out, err := g.outV.Get(g.dev, g.s, n)
 	if err != nil {
 		return err
 	}
-	f, err := g.flags.get(g.dev, g.s, n)
+	f, err := g.flags.Get(g.dev, g.s, n)
 	if err != nil {
 		return err
 	}
@@ -450,15 +404,15 @@ func (g *gpuTree) ranges(root uint32, los, his []uint64, limit int) (keys, value
 	if g.stage != nil {
 		g.stage.pending = nil
 	}
-	lo, err := g.inK.get(g.dev, g.s, q)
+	lo, err := g.inK.Get(g.dev, g.s, q)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	hi, err := g.inV.get(g.dev, g.s, q)
+	hi, err := g.inV.Get(g.dev, g.s, q)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	counts, err := g.outV.get(g.dev, g.s, q+1)
+	counts, err := g.outV.Get(g.dev, g.s, q+1)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -488,7 +442,7 @@ func (g *gpuTree) ranges(root uint32, los, his []uint64, limit int) (keys, value
 	}
 	keys, values = make([]uint64, total), make([]uint64, total)
 	if total > 0 {
-		ok, err := g.outK.get(g.dev, g.s, total)
+		ok, err := g.outK.Get(g.dev, g.s, total)
 		if err != nil {
 			return nil, nil, nil, err
 		}

@@ -67,8 +67,8 @@ func TestGPUBenchFigures(t *testing.T) {
 				// The phases, separately (keys uploaded again).
 				gt.mu.Lock()
 				t1 := time.Now()
-				ik, _ := gt.inK.get(gt.dev, gt.s, n)
-				iv, _ := gt.inV.get(gt.dev, gt.s, n)
+				ik, _ := gt.inK.Get(gt.dev, gt.s, n)
+				iv, _ := gt.inV.Get(gt.dev, gt.s, n)
 				if err := ik.Write(gt.s, 0, k100[:n]); err != nil {
 					t.Fatal(err)
 				}
@@ -111,9 +111,9 @@ func TestGPUBenchFigures(t *testing.T) {
 				host = d
 			}
 			gt.mu.Lock()
-			q, _ := gt.inK.get(gt.dev, gt.s, len(q10))
-			out, _ := gt.outV.get(gt.dev, gt.s, len(q10))
-			f, _ := gt.flags.get(gt.dev, gt.s, len(q10))
+			q, _ := gt.inK.Get(gt.dev, gt.s, len(q10))
+			out, _ := gt.outV.Get(gt.dev, gt.s, len(q10))
+			f, _ := gt.flags.Get(gt.dev, gt.s, len(q10))
 			_ = q.Write(gt.s, 0, q10)
 			_ = gt.s.Synchronize()
 			t1 := time.Now()
@@ -282,9 +282,9 @@ func TestGPUPerf(t *testing.T) {
 	}
 	gt := g.g
 	gt.mu.Lock()
-	q, _ := gt.inK.get(gt.dev, gt.s, len(q10))
-	out, _ := gt.outV.get(gt.dev, gt.s, len(q10))
-	f, _ := gt.flags.get(gt.dev, gt.s, len(q10))
+	q, _ := gt.inK.Get(gt.dev, gt.s, len(q10))
+	out, _ := gt.outV.Get(gt.dev, gt.s, len(q10))
+	f, _ := gt.flags.Get(gt.dev, gt.s, len(q10))
 	_ = q.Write(gt.s, 0, q10)
 	_ = gt.s.Synchronize()
 	var kern time.Duration

@@ -24,46 +24,46 @@ import (
 // pool holds the named scratch buffers of the update phases, reused across
 // batches and grown with headroom.
 type pool struct {
-	u32 map[string]*scratch[uint32]
-	u64 map[string]*scratch[uint64]
+	u32 map[string]*gpu.Scratch[uint32]
+	u64 map[string]*gpu.Scratch[uint64]
 }
 
 // b32 returns the uint32 scratch buffer name of at least n elements.
 // Cost: an allocation when it grows.
 func (g *gpuTree) b32(name string, n int) (*gpu.Buffer[uint32], error) {
 	if g.pool.u32 == nil {
-		g.pool.u32 = map[string]*scratch[uint32]{}
+		g.pool.u32 = map[string]*gpu.Scratch[uint32]{}
 	}
 	c := g.pool.u32[name]
 	if c == nil {
-		c = &scratch[uint32]{}
+		c = &gpu.Scratch[uint32]{}
 		g.pool.u32[name] = c
 	}
-	return c.get(g.dev, g.s, n)
+	return c.Get(g.dev, g.s, n)
 }
 
 // b64 returns the uint64 scratch buffer name of at least n elements.
 // Cost: an allocation when it grows.
 func (g *gpuTree) b64(name string, n int) (*gpu.Buffer[uint64], error) {
 	if g.pool.u64 == nil {
-		g.pool.u64 = map[string]*scratch[uint64]{}
+		g.pool.u64 = map[string]*gpu.Scratch[uint64]{}
 	}
 	c := g.pool.u64[name]
 	if c == nil {
-		c = &scratch[uint64]{}
+		c = &gpu.Scratch[uint64]{}
 		g.pool.u64[name] = c
 	}
-	return c.get(g.dev, g.s, n)
+	return c.Get(g.dev, g.s, n)
 }
 
 // freePool frees the update scratch buffers.
 func (g *gpuTree) freePool() error {
 	var err error
 	for _, c := range g.pool.u32 {
-		err = errors.Join(err, c.free(g.s))
+		err = errors.Join(err, c.Free(g.s))
 	}
 	for _, c := range g.pool.u64 {
-		err = errors.Join(err, c.free(g.s))
+		err = errors.Join(err, c.Free(g.s))
 	}
 	g.pool = pool{}
 	return err
@@ -170,9 +170,7 @@ func (g *gpuTree) growCap(n int) error {
 	}
 	if err != nil {
 		for _, b := range []interface{ Free() error }{keys, slots, count, parent, next, prv, kind} {
-			if b != nil && !isNilBuf(b) {
-				_ = b.Free() // best effort: err says what failed
-			}
+			_ = b.Free() // best effort (nil-safe): err says what failed
 		}
 		return fmt.Errorf("node arrays of %d nodes: %w", c, err)
 	}
@@ -232,13 +230,13 @@ type treeState struct {
 // kernel, one or two selects (and a gather) and one synchronization.
 func (g *gpuTree) uploadSortDedupe(keys, values []uint64) (int, error) {
 	n := len(keys)
-	k, err := g.inK.get(g.dev, g.s, n)
+	k, err := g.inK.Get(g.dev, g.s, n)
 	if err != nil {
 		return 0, err
 	}
 	var v *gpu.Buffer[uint64]
 	if values != nil {
-		if v, err = g.inV.get(g.dev, g.s, n); err != nil {
+		if v, err = g.inV.Get(g.dev, g.s, n); err != nil {
 			return 0, err
 		}
 	}
@@ -308,26 +306,26 @@ func overlapSort(n int) bool { return n >= stageMin && uint64(n) <= math.MaxUint
 // selected reads the kept count on the device). It returns the number
 // kept (one synchronization).
 func (g *gpuTree) dedupeGather(n int, idx, sel *gpu.Buffer[uint32], v *gpu.Buffer[uint64]) (int, error) {
-	flags, err := g.flags.get(g.dev, g.s, n)
+	flags, err := g.flags.Get(g.dev, g.s, n)
 	if err != nil {
 		return 0, err
 	}
-	uk, err := g.outK.get(g.dev, g.s, n)
+	uk, err := g.outK.Get(g.dev, g.s, n)
 	if err != nil {
 		return 0, err
 	}
-	uv, err := g.outV.get(g.dev, g.s, n)
+	uv, err := g.outV.Get(g.dev, g.s, n)
 	if err != nil {
 		return 0, err
 	}
-	cnt, err := g.cnt.get(g.dev, g.s, 2)
+	cnt, err := g.cnt.Get(g.dev, g.s, 2)
 	if err != nil {
 		return 0, err
 	}
-	if err := g.launch(g.k.lastFlags, n, g.inK.b, uint64(n), flags); err != nil {
+	if err := g.launch(g.k.lastFlags, n, g.inK.Buf(), uint64(n), flags); err != nil {
 		return 0, err
 	}
-	if err := prim.DevSelect(g.pe, g.inK.b, flags, uk, n, gpu.View[uint32](cnt, 0, 1)); err != nil {
+	if err := prim.DevSelect(g.pe, g.inK.Buf(), flags, uk, n, gpu.View[uint32](cnt, 0, 1)); err != nil {
 		return 0, err
 	}
 	if err := prim.DevSelect(g.pe, idx, flags, sel, n, gpu.View[uint32](cnt, 4, 1)); err != nil {
@@ -347,30 +345,30 @@ func (g *gpuTree) dedupeGather(n int, idx, sel *gpu.Buffer[uint32], v *gpu.Buffe
 // of inK and compacts them (and their values from inV, withValues) into
 // outK (outV); it returns their number (one synchronization).
 func (g *gpuTree) dedupe(n int, withValues bool) (int, error) {
-	flags, err := g.flags.get(g.dev, g.s, n)
+	flags, err := g.flags.Get(g.dev, g.s, n)
 	if err != nil {
 		return 0, err
 	}
-	uk, err := g.outK.get(g.dev, g.s, n)
+	uk, err := g.outK.Get(g.dev, g.s, n)
 	if err != nil {
 		return 0, err
 	}
-	cnt, err := g.cnt.get(g.dev, g.s, 2)
+	cnt, err := g.cnt.Get(g.dev, g.s, 2)
 	if err != nil {
 		return 0, err
 	}
-	if err := g.launch(g.k.lastFlags, n, g.inK.b, uint64(n), flags); err != nil {
+	if err := g.launch(g.k.lastFlags, n, g.inK.Buf(), uint64(n), flags); err != nil {
 		return 0, err
 	}
-	if err := prim.DevSelect(g.pe, g.inK.b, flags, uk, n, gpu.View[uint32](cnt, 0, 1)); err != nil {
+	if err := prim.DevSelect(g.pe, g.inK.Buf(), flags, uk, n, gpu.View[uint32](cnt, 0, 1)); err != nil {
 		return 0, err
 	}
 	if withValues {
-		uv, err := g.outV.get(g.dev, g.s, n)
+		uv, err := g.outV.Get(g.dev, g.s, n)
 		if err != nil {
 			return 0, err
 		}
-		if err := prim.DevSelect(g.pe, g.inV.b, flags, uv, n, gpu.View[uint32](cnt, 4, 1)); err != nil {
+		if err := prim.DevSelect(g.pe, g.inV.Buf(), flags, uv, n, gpu.View[uint32](cnt, 4, 1)); err != nil {
 			return 0, err
 		}
 	}
@@ -405,12 +403,12 @@ func (g *gpuTree) locate(st treeState, m int, del bool) (groups, error) {
 	}
 	leafOf, pos, packed := g.must32("leafOf", m), g.must32("pos", m), g.must64("packed", m+1)
 	gLeaf, gSum := g.must32("node.0", m), g.must64("gsum", m+1)
-	cnt, err := g.cnt.get(g.dev, g.s, 2)
+	cnt, err := g.cnt.Get(g.dev, g.s, 2)
 	if err != nil {
 		return gr, err
 	}
 	order := uint32(g.order)
-	if err := g.launch(g.k.locate, m, g.outK.b, uint64(m), st.root, uint32(g.height), order, boolInt(del),
+	if err := g.launch(g.k.locate, m, g.outK.Buf(), uint64(m), st.root, uint32(g.height), order, boolInt(del),
 		g.keys, g.slots, g.count, leafOf, pos, packed); err != nil {
 		return gr, err
 	}
@@ -535,10 +533,10 @@ func (g *gpuTree) insert(st treeState, m int) (treeState, error) {
 		gp: g.must64("gp.0", G+1), chId: g.must32("chid.0", R), chMax: g.must64("chmax.0", R)}
 	gc, gSum, packed, pos := g.must64("gc.0", G+1), g.must64("gsum", m+1), g.must64("packed", m+1), g.must32("pos", m)
 	mk, mv := g.must64("mk", staged), g.must64("mv", staged)
-	if err := g.launch(g.k.mergeNew, m, g.outK.b, g.outV.b, uint64(m), uint64(G), gSum, packed, pos, gc, mk, mv); err != nil {
+	if err := g.launch(g.k.mergeNew, m, g.outK.Buf(), g.outV.Buf(), uint64(m), uint64(G), gSum, packed, pos, gc, mk, mv); err != nil {
 		return st, err
 	}
-	if err := g.launch(g.k.stageOld, gr.oldTot, uint64(gr.oldTot), uint64(G), int32(0), g.outK.b, gSum, packed, gc,
+	if err := g.launch(g.k.stageOld, gr.oldTot, uint64(gr.oldTot), uint64(G), int32(0), g.outK.Buf(), gSum, packed, gc,
 		lv.node, order, g.keys, g.slots, mk, mv); err != nil {
 		return st, err
 	}
@@ -582,7 +580,7 @@ func (g *gpuTree) delete(st treeState, m int) (treeState, error) {
 		gp: g.must64("gp.0", G+1), chId: g.must32("chid.0", R), chMax: g.must64("chmax.0", R)}
 	gc, gSum, packed := g.must64("gc.0", G+1), g.must64("gsum", m+1), g.must64("packed", m+1)
 	ok, ov := g.must64("mk", staged), g.must64("mv", staged)
-	if err := g.launch(g.k.stageOld, gr.oldTot, uint64(gr.oldTot), uint64(G), int32(1), g.outK.b, gSum, packed, gc,
+	if err := g.launch(g.k.stageOld, gr.oldTot, uint64(gr.oldTot), uint64(G), int32(1), g.outK.Buf(), gSum, packed, gc,
 		lv.node, order, g.keys, g.slots, ok, ov); err != nil {
 		return st, err
 	}
@@ -648,7 +646,7 @@ func (g *gpuTree) applyParents(ch level) (level, int, error) {
 	par, pk, slot := g.must32("par", G), g.must64("pk", G), g.must32("slot", G)
 	ps := 1 - ch.set
 	pNode, pSum := g.must32(setName("node", ps), G), g.must64("psum", G+1)
-	cnt, err := g.cnt.get(g.dev, g.s, 2)
+	cnt, err := g.cnt.Get(g.dev, g.s, 2)
 	if err != nil {
 		return level{}, 0, err
 	}
@@ -858,7 +856,7 @@ func (g *gpuTree) insertBatch(st treeState, keys, values []uint64, bt *BatchTime
 	}
 	out := st
 	if st.root == nilNode {
-		b, err := g.writeTree(g.outK.b, g.outV.b, m)
+		b, err := g.writeTree(g.outK.Buf(), g.outV.Buf(), m)
 		if err != nil {
 			return st, err
 		}

@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"runtime"
-	"sync"
 	"time"
 
 	"warpkv/gpu"
@@ -75,49 +73,18 @@ type gpuTrie struct {
 
 	xfer *streamer // pinned chunks for every transfer of keys, values and results
 
-	keys, raw                       scratch[byte]
-	hashed                          scratch[[32]byte]
-	lens, koff, vlens, perm, ops    scratch[uint32]
-	l32, klen, vid, need, cur, dep  scratch[uint32]
-	prev                            scratch[uint32]
-	counts, offs, ids, list, starts scratch[uint32]
-	w64, entries, wide, wideOffs    scratch[uint64]
-	flags, st                       scratch[uint8]
-	out                             scratch[byte]
+	keys, raw                       gpu.Scratch[byte]
+	hashed                          gpu.Scratch[[32]byte]
+	lens, koff, vlens, perm, ops    gpu.Scratch[uint32]
+	l32, klen, vid, need, cur, dep  gpu.Scratch[uint32]
+	prev                            gpu.Scratch[uint32]
+	counts, offs, ids, list, starts gpu.Scratch[uint32]
+	w64, entries, wide, wideOffs    gpu.Scratch[uint64]
+	flags, st                       gpu.Scratch[uint8]
+	out                             gpu.Scratch[byte]
 
 	times       GPUTimes
 	lookupTimes [2]time.Duration // the last lookup's walk (keys up, walk, offsets back) and values (gather, download, copy)
-}
-
-// scratch is a device buffer reused across calls and grown with headroom.
-type scratch[T any] struct{ b *gpu.Buffer[T] }
-
-// get returns a buffer of at least n elements (at least 1). Growing frees
-// the old buffer after synchronizing s.
-func (c *scratch[T]) get(d *gpu.Device, s *gpu.Stream, n int) (*gpu.Buffer[T], error) {
-	n = max(n, 1)
-	if c.b != nil && c.b.Len() >= n {
-		return c.b, nil
-	}
-	if err := c.free(s); err != nil {
-		return nil, err
-	}
-	b, err := gpu.Alloc[T](d, n+n/8)
-	if err != nil {
-		return nil, err
-	}
-	c.b = b
-	return b, nil
-}
-
-// free releases the buffer after synchronizing s.
-func (c *scratch[T]) free(s *gpu.Stream) error {
-	if c.b == nil {
-		return nil
-	}
-	err := errors.Join(s.Synchronize(), c.b.Free())
-	c.b = nil
-	return err
 }
 
 // newGPUTrie opens the GPU engine on d (closing d on close when ownsDev).
@@ -146,16 +113,14 @@ func newGPUTrie(d *gpu.Device, ownsDev, secure bool) (*gpuTrie, error) {
 func (g *gpuTrie) close() error {
 	err := g.s.Synchronize()
 	for _, b := range []interface{ Free() error }{g.nodes, g.freelist, g.touched, g.vals, g.arena, g.ctl} {
-		if !isNil(b) {
-			err = errors.Join(err, b.Free())
-		}
+		err = errors.Join(err, b.Free()) // nil-safe
 	}
-	err = errors.Join(err, g.keys.free(g.s), g.raw.free(g.s), g.hashed.free(g.s), g.lens.free(g.s),
-		g.koff.free(g.s), g.vlens.free(g.s), g.perm.free(g.s), g.ops.free(g.s), g.l32.free(g.s),
-		g.klen.free(g.s), g.vid.free(g.s), g.prev.free(g.s), g.need.free(g.s), g.cur.free(g.s), g.dep.free(g.s),
-		g.counts.free(g.s), g.offs.free(g.s), g.ids.free(g.s), g.list.free(g.s), g.starts.free(g.s),
-		g.w64.free(g.s), g.entries.free(g.s), g.wide.free(g.s), g.wideOffs.free(g.s), g.flags.free(g.s),
-		g.st.free(g.s), g.out.free(g.s))
+	err = errors.Join(err, g.keys.Free(g.s), g.raw.Free(g.s), g.hashed.Free(g.s), g.lens.Free(g.s),
+		g.koff.Free(g.s), g.vlens.Free(g.s), g.perm.Free(g.s), g.ops.Free(g.s), g.l32.Free(g.s),
+		g.klen.Free(g.s), g.vid.Free(g.s), g.prev.Free(g.s), g.need.Free(g.s), g.cur.Free(g.s), g.dep.Free(g.s),
+		g.counts.Free(g.s), g.offs.Free(g.s), g.ids.Free(g.s), g.list.Free(g.s), g.starts.Free(g.s),
+		g.w64.Free(g.s), g.entries.Free(g.s), g.wide.Free(g.s), g.wideOffs.Free(g.s), g.flags.Free(g.s),
+		g.st.Free(g.s), g.out.Free(g.s))
 	if g.xfer != nil {
 		err = errors.Join(err, g.xfer.close())
 	}
@@ -164,19 +129,6 @@ func (g *gpuTrie) close() error {
 		err = errors.Join(err, g.dev.Close())
 	}
 	return err
-}
-
-// isNil reports whether a buffer interface holds a nil pointer.
-func isNil(b interface{ Free() error }) bool {
-	switch v := b.(type) {
-	case *gpu.Buffer[byte]:
-		return v == nil
-	case *gpu.Buffer[uint32]:
-		return v == nil
-	case *gpu.Buffer[uint64]:
-		return v == nil
-	}
-	return b == nil
 }
 
 // ---------------------------------------------------------------- small helpers
@@ -204,7 +156,7 @@ func (g *gpuTrie) launch(f *gpu.Function, grid gpu.Dim3, block int, args ...any)
 // scanCounts turns counts[0, n) into exclusive offsets in offs[0, n] and
 // returns the total (offs[n]). Synchronizes.
 func (g *gpuTrie) scanCounts(counts *gpu.Buffer[uint32], n int) (*gpu.Buffer[uint32], uint32, error) {
-	offs, err := g.offs.get(g.dev, g.s, n+1)
+	offs, err := g.offs.Get(g.dev, g.s, n+1)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -281,7 +233,7 @@ func (g *gpuTrie) reserveNodes(extra uint32) error {
 // allocIDs materializes total node ids (free list first, then bump) into
 // the ids scratch and consumes them from the allocator.
 func (g *gpuTrie) allocIDs(total uint32) (*gpu.Buffer[uint32], error) {
-	ids, err := g.ids.get(g.dev, g.s, int(total))
+	ids, err := g.ids.Get(g.dev, g.s, int(total))
 	if err != nil {
 		return nil, err
 	}
@@ -317,25 +269,6 @@ func growBuffer[T any](g *gpuTrie, old *gpu.Buffer[T], keep, n int) (*gpu.Buffer
 		}
 	}
 	return b, nil
-}
-
-// parallel runs fn over [0, n) in chunks on all cores.
-func parallel(n int, fn func(lo, hi int)) {
-	w := runtime.GOMAXPROCS(0)
-	if n < 4096 || w == 1 {
-		fn(0, n)
-		return
-	}
-	chunk := (n + w - 1) / w
-	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += chunk {
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			fn(lo, hi)
-		}(lo, min(lo+chunk, n))
-	}
-	wg.Wait()
 }
 
 // ---------------------------------------------------------------- staging
@@ -382,19 +315,19 @@ func (g *gpuTrie) stageKeys(keys [][]byte) (stagedKeys, error) {
 			offs[i+1] = offs[i] + uint32(len(k))
 			offs64[i+1] = int64(offs[i+1])
 		}
-		raw, err := g.raw.get(g.dev, g.s, total+8)
+		raw, err := g.raw.Get(g.dev, g.s, total+8)
 		if err != nil {
 			return stagedKeys{}, err
 		}
-		koff, err := g.koff.get(g.dev, g.s, n+1)
+		koff, err := g.koff.Get(g.dev, g.s, n+1)
 		if err != nil {
 			return stagedKeys{}, err
 		}
-		out, err := g.hashed.get(g.dev, g.s, n)
+		out, err := g.hashed.Get(g.dev, g.s, n)
 		if err != nil {
 			return stagedKeys{}, err
 		}
-		l, err := g.lens.get(g.dev, g.s, n)
+		l, err := g.lens.Get(g.dev, g.s, n)
 		if err != nil {
 			return stagedKeys{}, err
 		}
@@ -413,11 +346,11 @@ func (g *gpuTrie) stageKeys(keys [][]byte) (stagedKeys, error) {
 		return stagedKeys{keys: gpu.View[byte](out, 0, 32*n), lens: l, stride: 32}, nil
 	}
 	stride := max(8, (maxLen+7)&^7)
-	kb, err := g.keys.get(g.dev, g.s, n*stride)
+	kb, err := g.keys.Get(g.dev, g.s, n*stride)
 	if err != nil {
 		return stagedKeys{}, err
 	}
-	l, err := g.lens.get(g.dev, g.s, n)
+	l, err := g.lens.Get(g.dev, g.s, n)
 	if err != nil {
 		return stagedKeys{}, err
 	}
@@ -474,7 +407,7 @@ func (g *gpuTrie) stageValues(values [][]byte) (vbase uint32, anyInsert, anyDele
 		entries[2*i] = uint64(g.arenaLen + offs[i])
 		entries[2*i+1] = uint64(vl[i])
 	}
-	vb, err := g.vlens.get(g.dev, g.s, n)
+	vb, err := g.vlens.Get(g.dev, g.s, n)
 	if err != nil {
 		return 0, false, false, err
 	}
@@ -613,7 +546,7 @@ func (g *gpuTrie) newRoot() error {
 // then big-endian words from the last to the first), keeps the last
 // operation of each key in g.ops, and returns how many were kept.
 func (g *gpuTrie) sortBatch(sk stagedKeys, n int) (int, error) {
-	perm, err := g.perm.get(g.dev, g.s, n)
+	perm, err := g.perm.Get(g.dev, g.s, n)
 	if err != nil {
 		return 0, err
 	}
@@ -621,7 +554,7 @@ func (g *gpuTrie) sortBatch(sk stagedKeys, n int) (int, error) {
 		return 0, err
 	}
 	if sk.varied {
-		l, err := g.l32.get(g.dev, g.s, n)
+		l, err := g.l32.Get(g.dev, g.s, n)
 		if err != nil {
 			return 0, err
 		}
@@ -632,7 +565,7 @@ func (g *gpuTrie) sortBatch(sk stagedKeys, n int) (int, error) {
 			return 0, err
 		}
 	}
-	w, err := g.w64.get(g.dev, g.s, n)
+	w, err := g.w64.Get(g.dev, g.s, n)
 	if err != nil {
 		return 0, err
 	}
@@ -644,11 +577,11 @@ func (g *gpuTrie) sortBatch(sk stagedKeys, n int) (int, error) {
 			return 0, err
 		}
 	}
-	flags, err := g.flags.get(g.dev, g.s, n)
+	flags, err := g.flags.Get(g.dev, g.s, n)
 	if err != nil {
 		return 0, err
 	}
-	ops, err := g.ops.get(g.dev, g.s, n)
+	ops, err := g.ops.Get(g.dev, g.s, n)
 	if err != nil {
 		return 0, err
 	}
@@ -685,17 +618,17 @@ type opState struct {
 // opInit computes every kept operation's path length, value id, need and
 // walk start, and the batch's mean need (for the decision model).
 func (g *gpuTrie) opInit(sk stagedKeys, m int, vbase uint32) (*opState, error) {
-	o := &opState{sk: sk, m: m, ops: g.ops.b}
+	o := &opState{sk: sk, m: m, ops: g.ops.Buf()}
 	bufs := make([]*gpu.Buffer[uint32], 6)
-	for i, s := range []*scratch[uint32]{&g.klen, &g.vid, &g.need, &g.cur, &g.dep, &g.prev} {
-		b, err := s.get(g.dev, g.s, m)
+	for i, s := range []*gpu.Scratch[uint32]{&g.klen, &g.vid, &g.need, &g.cur, &g.dep, &g.prev} {
+		b, err := s.Get(g.dev, g.s, m)
 		if err != nil {
 			return nil, err
 		}
 		bufs[i] = b
 	}
 	o.klen, o.vid, o.need, o.cur, o.dep, o.prev = bufs[0], bufs[1], bufs[2], bufs[3], bufs[4], bufs[5]
-	st, err := g.st.get(g.dev, g.s, m)
+	st, err := g.st.Get(g.dev, g.s, m)
 	if err != nil {
 		return nil, err
 	}
@@ -703,7 +636,7 @@ func (g *gpuTrie) opInit(sk stagedKeys, m int, vbase uint32) (*opState, error) {
 	if err := g.setCtl(ctlLCP, 0); err != nil {
 		return nil, err
 	}
-	if err := g.launch(g.k.opInit, threads(m), kernelBlock, sk.keys, uint32(sk.stride), sk.lens, g.vlens.b, vbase, o.ops,
+	if err := g.launch(g.k.opInit, threads(m), kernelBlock, sk.keys, uint32(sk.stride), sk.lens, g.vlens.Buf(), vbase, o.ops,
 		uint64(m), g.root, o.klen, o.vid, o.need, o.prev, o.cur, o.dep, st, g.ctl); err != nil {
 		return nil, err
 	}
@@ -721,7 +654,7 @@ func (g *gpuTrie) apply(o *opState) error {
 	sk, m, ops := o.sk, o.m, o.ops
 	klen, vid, need, cur, dep, st := o.klen, o.vid, o.need, o.cur, o.dep, o.st
 	stride := uint32(sk.stride)
-	list, err := g.list.get(g.dev, g.s, m)
+	list, err := g.list.Get(g.dev, g.s, m)
 	if err != nil {
 		return err
 	}
@@ -755,21 +688,14 @@ func (g *gpuTrie) apply(o *opState) error {
 			return errors.Join(err, g.launch(g.k.resetVersions, threads(ne), kernelBlock, g.nodes, list, uint64(ne)))
 		}
 	}
-	counts, err := g.counts.get(g.dev, g.s, m+1)
+	counts, err := g.counts.Get(g.dev, g.s, m+1)
 	if err != nil {
 		return err
 	}
 	if err := g.launch(g.k.insertCount, threads(m), kernelBlock, g.nodes, klen, vid, need, o.prev, cur, dep, st, uint64(m), counts); err != nil {
 		return err
 	}
-	_, total, err := g.scanCounts(counts, m)
-	if err != nil {
-		return err
-	}
-	if err := g.reserveNodes(total); err != nil {
-		return err
-	}
-	ids, err := g.allocIDs(total)
+	_, ids, total, err := g.placeIDs(counts, m)
 	if err != nil {
 		return err
 	}
@@ -786,25 +712,35 @@ func (g *gpuTrie) apply(o *opState) error {
 // expandRound expands the ne short nodes of list (counted, placed by a
 // scan, given ids, then rewritten by mpt_expand, which clears their need).
 func (g *gpuTrie) expandRound(list *gpu.Buffer[uint32], ne int) error {
-	counts, err := g.counts.get(g.dev, g.s, ne+1)
+	counts, err := g.counts.Get(g.dev, g.s, ne+1)
 	if err != nil {
 		return err
 	}
 	if err := g.launch(g.k.expandCount, threads(ne), kernelBlock, g.nodes, list, uint64(ne), counts); err != nil {
 		return err
 	}
-	offs, total, err := g.scanCounts(counts, ne)
-	if err != nil {
-		return err
-	}
-	if err := g.reserveNodes(total); err != nil {
-		return err
-	}
-	ids, err := g.allocIDs(total)
+	offs, ids, _, err := g.placeIDs(counts, ne)
 	if err != nil {
 		return err
 	}
 	return g.launch(g.k.expand, threads(ne), kernelBlock, g.nodes, list, uint64(ne), offs, ids, g.touched, g.ctl)
+}
+
+// placeIDs turns per-item node counts[0, n) into exclusive offsets and
+// reserves and materializes that many node ids (count, scan, allocate: the
+// allocation every node-creating phase starts with). On failure nothing
+// was allocated.
+func (g *gpuTrie) placeIDs(counts *gpu.Buffer[uint32], n int) (offs, ids *gpu.Buffer[uint32], total uint32, err error) {
+	if offs, total, err = g.scanCounts(counts, n); err != nil {
+		return nil, nil, 0, err
+	}
+	if err := g.reserveNodes(total); err != nil {
+		return nil, nil, 0, err
+	}
+	if ids, err = g.allocIDs(total); err != nil {
+		return nil, nil, 0, err
+	}
+	return offs, ids, total, nil
 }
 
 // reclaim returns the reserved ids that were not used (kind FREE) to the
@@ -872,7 +808,7 @@ func (g *gpuTrie) dirtyStarts(nt int) (*gpu.Buffer[uint32], int, error) {
 	if err := g.launch(g.k.countPending, threads(nt), kernelBlock, g.nodes, g.touched, uint64(nt)); err != nil {
 		return nil, 0, err
 	}
-	starts, err := g.starts.get(g.dev, g.s, nt)
+	starts, err := g.starts.Get(g.dev, g.s, nt)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -926,11 +862,11 @@ func (g *gpuTrie) compress() error {
 		g.root = 0
 	}
 	// Keep the live nodes of the dirty list (freed ones may be reused).
-	flags, err := g.flags.get(g.dev, g.s, nt)
+	flags, err := g.flags.Get(g.dev, g.s, nt)
 	if err != nil {
 		return err
 	}
-	tmp, err := g.list.get(g.dev, g.s, nt)
+	tmp, err := g.list.Get(g.dev, g.s, nt)
 	if err != nil {
 		return err
 	}
@@ -973,7 +909,7 @@ func (g *gpuTrie) hash() error {
 		if err != nil {
 			return err
 		}
-		next, err := g.list.get(g.dev, g.s, nt)
+		next, err := g.list.Get(g.dev, g.s, nt)
 		if err != nil {
 			return err
 		}

@@ -49,15 +49,15 @@ func (g *gpuTrie) lookup(keys [][]byte) ([][]byte, []bool, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	vid, err := g.vid.get(g.dev, g.s, n)
+	vid, err := g.vid.Get(g.dev, g.s, n)
 	if err != nil {
 		return nil, nil, err
 	}
-	vlen, err := g.wide.get(g.dev, g.s, n+1)
+	vlen, err := g.wide.Get(g.dev, g.s, n+1)
 	if err != nil {
 		return nil, nil, err
 	}
-	offs, err := g.wideOffs.get(g.dev, g.s, n+1)
+	offs, err := g.wideOffs.Get(g.dev, g.s, n+1)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -79,7 +79,7 @@ func (g *gpuTrie) lookup(keys [][]byte) ([][]byte, []bool, error) {
 	total := int(o[n])
 	buf := make([]byte, total)
 	if total > 0 {
-		out, err := g.out.get(g.dev, g.s, total)
+		out, err := g.out.Get(g.dev, g.s, total)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -136,15 +136,15 @@ func (g *gpuTrie) prove(keys [][]byte) ([][][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	count, err := g.counts.get(g.dev, g.s, n+1)
+	count, err := g.counts.Get(g.dev, g.s, n+1)
 	if err != nil {
 		return nil, err
 	}
-	bytes, err := g.wide.get(g.dev, g.s, n+1)
+	bytes, err := g.wide.Get(g.dev, g.s, n+1)
 	if err != nil {
 		return nil, err
 	}
-	boffs, err := g.wideOffs.get(g.dev, g.s, n+1)
+	boffs, err := g.wideOffs.Get(g.dev, g.s, n+1)
 	if err != nil {
 		return nil, err
 	}
@@ -169,11 +169,11 @@ func (g *gpuTrie) prove(keys [][]byte) ([][][]byte, error) {
 		return nil, err
 	}
 	total := int(bo[n])
-	out, err := g.out.get(g.dev, g.s, total)
+	out, err := g.out.Get(g.dev, g.s, total)
 	if err != nil {
 		return nil, err
 	}
-	ends, err := g.starts.get(g.dev, g.s, int(totalNodes))
+	ends, err := g.starts.Get(g.dev, g.s, int(totalNodes))
 	if err != nil {
 		return nil, err
 	}
