@@ -5,6 +5,8 @@
 #   .gpu/tests/<name>.test   one test binary per package that has tests
 #   .gpu/tests/packages.txt  "<name> <package dir>" per line, for the runner
 #   .gpu/warpkv              the warpkv command
+#   .gpu/mptbench, .gpu/btreebench  compat's benchmark commands (go-ethereum,
+#                            tidwall/btree and google/btree side by side)
 #   .gpu/run-tests.sh        the runner (plain bash)
 #
 # Binaries are for linux/amd64 with CGO_ENABLED=0. Copy or carry .gpu/ to a
@@ -36,6 +38,19 @@ while read -r pkg; do
 	echo "$name $dir" >>"$manifest"
 	count=$((count + 1))
 done < <(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...)
+
+# The compat module (go-ethereum differential tests, which run the GPU
+# engine where a GPU is usable) and its benchmark commands.
+if [[ -f compat/go.mod ]]; then
+	echo "build compat -> $out/tests/compat.test"
+	(cd compat && go test -c -ldflags="$ldflags" -o "../$out/tests/compat.test" .)
+	echo "compat compat" >>"$manifest"
+	count=$((count + 1))
+	for cmd in mptbench btreebench; do
+		echo "build compat/cmd/$cmd -> $out/$cmd"
+		(cd compat && go build -ldflags="$ldflags" -o "../$out/$cmd" "./cmd/$cmd")
+	done
+fi
 
 echo "build cmd/warpkv -> $out/warpkv"
 go build -ldflags="$ldflags" -o "$out/warpkv" ./cmd/warpkv
