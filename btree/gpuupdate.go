@@ -306,26 +306,12 @@ func overlapSort(n int) bool { return n >= stageMin && uint64(n) <= math.MaxUint
 // selected reads the kept count on the device). It returns the number
 // kept (one synchronization).
 func (g *gpuTree) dedupeGather(n int, idx, sel *gpu.Buffer[uint32], v *gpu.Buffer[uint64]) (int, error) {
-	flags, err := g.flags.Get(g.dev, g.s, n)
-	if err != nil {
-		return 0, err
-	}
-	uk, err := g.outK.Get(g.dev, g.s, n)
+	flags, cnt, err := g.selectLastKeys(n)
 	if err != nil {
 		return 0, err
 	}
 	uv, err := g.outV.Get(g.dev, g.s, n)
 	if err != nil {
-		return 0, err
-	}
-	cnt, err := g.cnt.Get(g.dev, g.s, 2)
-	if err != nil {
-		return 0, err
-	}
-	if err := g.launch(g.k.lastFlags, n, g.inK.Buf(), uint64(n), flags); err != nil {
-		return 0, err
-	}
-	if err := prim.DevSelect(g.pe, g.inK.Buf(), flags, uk, n, gpu.View[uint32](cnt, 0, 1)); err != nil {
 		return 0, err
 	}
 	if err := prim.DevSelect(g.pe, idx, flags, sel, n, gpu.View[uint32](cnt, 4, 1)); err != nil {
@@ -334,33 +320,15 @@ func (g *gpuTree) dedupeGather(n int, idx, sel *gpu.Buffer[uint32], v *gpu.Buffe
 	if err := g.launch(g.k.gatherSel, n, uint64(n), gpu.View[uint32](cnt, 4, 1), sel, v, uv); err != nil {
 		return 0, err
 	}
-	var c [1]uint32
-	if err := errors.Join(cnt.Read(g.s, 0, c[:]), g.s.Synchronize()); err != nil {
-		return 0, err
-	}
-	return int(c[0]), nil
+	return g.keptCount(cnt)
 }
 
 // dedupe flags the last of each run of equal keys among the n sorted keys
 // of inK and compacts them (and their values from inV, withValues) into
 // outK (outV); it returns their number (one synchronization).
 func (g *gpuTree) dedupe(n int, withValues bool) (int, error) {
-	flags, err := g.flags.Get(g.dev, g.s, n)
+	flags, cnt, err := g.selectLastKeys(n)
 	if err != nil {
-		return 0, err
-	}
-	uk, err := g.outK.Get(g.dev, g.s, n)
-	if err != nil {
-		return 0, err
-	}
-	cnt, err := g.cnt.Get(g.dev, g.s, 2)
-	if err != nil {
-		return 0, err
-	}
-	if err := g.launch(g.k.lastFlags, n, g.inK.Buf(), uint64(n), flags); err != nil {
-		return 0, err
-	}
-	if err := prim.DevSelect(g.pe, g.inK.Buf(), flags, uk, n, gpu.View[uint32](cnt, 0, 1)); err != nil {
 		return 0, err
 	}
 	if withValues {
@@ -372,6 +340,37 @@ func (g *gpuTree) dedupe(n int, withValues bool) (int, error) {
 			return 0, err
 		}
 	}
+	return g.keptCount(cnt)
+}
+
+// selectLastKeys flags the last of each run of equal keys among the n
+// sorted keys of inK and compacts those keys into outK, their number into
+// cnt[0]; the flags and cnt (two words; the second for the caller's own
+// select) are returned for the caller's payload. No synchronization.
+func (g *gpuTree) selectLastKeys(n int) (*gpu.Buffer[uint8], *gpu.Buffer[uint32], error) {
+	flags, err := g.flags.Get(g.dev, g.s, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	uk, err := g.outK.Get(g.dev, g.s, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	cnt, err := g.cnt.Get(g.dev, g.s, 2)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := g.launch(g.k.lastFlags, n, g.inK.Buf(), uint64(n), flags); err != nil {
+		return nil, nil, err
+	}
+	if err := prim.DevSelect(g.pe, g.inK.Buf(), flags, uk, n, gpu.View[uint32](cnt, 0, 1)); err != nil {
+		return nil, nil, err
+	}
+	return flags, cnt, nil
+}
+
+// keptCount synchronizes and returns cnt[0], the number of keys kept.
+func (g *gpuTree) keptCount(cnt *gpu.Buffer[uint32]) (int, error) {
 	var c [1]uint32
 	if err := errors.Join(cnt.Read(g.s, 0, c[:]), g.s.Synchronize()); err != nil {
 		return 0, err
