@@ -59,18 +59,37 @@ var baseOptions = []string{"-std=c++17"}
 // example "sm_90"). It needs NVRTC but no GPU. name is the file name used in
 // diagnostics. Cost: tens to hundreds of milliseconds; Device.Compile caches.
 func CompileCUBIN(name, src, arch string, opts []string) ([]byte, error) {
+	return compile(name, src, nil, nil, arch, opts)
+}
+
+// compile compiles src, which may include the named headers, with NVRTC.
+func compile(name, src string, hdrNames, hdrTexts []string, arch string, opts []string) ([]byte, error) {
 	n, err := loadNVRTC()
 	if err != nil {
 		return nil, err
 	}
 	csrc, cname := cBytes(src), cBytes(name)
+	nh := len(hdrNames)
+	hbytes := make([][]byte, 0, 2*nh)
+	hnames := make([]uintptr, nh+1)
+	htexts := make([]uintptr, nh+1)
+	for i := range nh {
+		t, nm := cBytes(hdrTexts[i]), cBytes(hdrNames[i])
+		hbytes = append(hbytes, t, nm)
+		htexts[i] = uintptr(unsafe.Pointer(&t[0]))
+		hnames[i] = uintptr(unsafe.Pointer(&nm[0]))
+	}
 	var prog uintptr
 	if r := call(n.nvrtcCreateProgram, uintptr(unsafe.Pointer(&prog)), uintptr(unsafe.Pointer(&csrc[0])),
-		uintptr(unsafe.Pointer(&cname[0])), 0, 0, 0); r != 0 {
+		uintptr(unsafe.Pointer(&cname[0])), uintptr(nh), uintptr(unsafe.Pointer(&htexts[0])),
+		uintptr(unsafe.Pointer(&hnames[0]))); r != 0 {
 		return nil, fmt.Errorf("compiling %s: %w", name, newNVRTCError("nvrtcCreateProgram", n, r))
 	}
 	runtime.KeepAlive(csrc)
 	runtime.KeepAlive(cname)
+	runtime.KeepAlive(hbytes)
+	runtime.KeepAlive(hnames)
+	runtime.KeepAlive(htexts)
 	defer call(n.nvrtcDestroyProgram, uintptr(unsafe.Pointer(&prog)))
 
 	all := append(append([]string{"--gpu-architecture=" + arch}, baseOptions...), opts...)
@@ -109,11 +128,15 @@ func CompileCUBIN(name, src, arch string, opts []string) ([]byte, error) {
 
 // cacheKey identifies a compilation: source, options, architecture and the
 // NVRTC version all change the cubin.
-func cacheKey(name, src, arch string, opts []string) string {
+func cacheKey(name, src string, hdrNames, hdrTexts []string, arch string, opts []string) string {
 	ma, mi, _ := NVRTCVersion()
 	h := sha256.New()
 	fmt.Fprintf(h, "nvrtc %d.%d\x00%s\x00%s\x00%q\x00%q\x00", ma, mi, arch, name, baseOptions, opts)
 	h.Write([]byte(src))
+	for i := range hdrNames {
+		fmt.Fprintf(h, "\x00header %q %d\x00", hdrNames[i], len(hdrTexts[i]))
+		h.Write([]byte(hdrTexts[i]))
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -134,8 +157,8 @@ func cacheDir() string {
 // cachedCUBIN returns the cubin for the compilation, from the on-disk cache
 // when present, else compiling it and storing the result. A cache that
 // cannot be read or written only costs a recompile.
-func cachedCUBIN(name, src, arch string, opts []string) ([]byte, string, error) {
-	key := cacheKey(name, src, arch, opts)
+func cachedCUBIN(name, src string, hdrNames, hdrTexts []string, arch string, opts []string) ([]byte, string, error) {
+	key := cacheKey(name, src, hdrNames, hdrTexts, arch, opts)
 	dir := cacheDir()
 	var path string
 	if dir != "" {
@@ -144,7 +167,7 @@ func cachedCUBIN(name, src, arch string, opts []string) ([]byte, string, error) 
 			return b, key, nil
 		}
 	}
-	cubin, err := CompileCUBIN(name, src, arch, opts)
+	cubin, err := compile(name, src, hdrNames, hdrTexts, arch, opts)
 	if err != nil {
 		return nil, key, err
 	}
@@ -177,8 +200,13 @@ type Module struct {
 // on-disk cache) and loads it. A module with the same source and options is
 // loaded once per device and shared. Compile errors carry NVRTC's log.
 func (d *Device) Compile(name, src string, opts ...string) (*Module, error) {
+	return d.load(name, src, nil, nil, opts)
+}
+
+// load compiles (through the cache) and loads src with its headers.
+func (d *Device) load(name, src string, hdrNames, hdrTexts []string, opts []string) (*Module, error) {
 	arch := d.props.Arch()
-	cubin, key, err := cachedCUBIN(name, src, arch, opts)
+	cubin, key, err := cachedCUBIN(name, src, hdrNames, hdrTexts, arch, opts)
 	if err != nil {
 		return nil, err
 	}
