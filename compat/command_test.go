@@ -11,6 +11,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"warpkv/internal/workload"
+	"warpkv/mpt"
 )
 
 var (
@@ -19,15 +22,24 @@ var (
 	buildErr  error
 )
 
-// warpkvBinary builds cmd/warpkv once per test binary, or skips where no
-// Go toolchain is installed (the GPU machine runs this module's test
-// binary without one; there the command's GPU engine is covered by
-// cmd/warpkv's own test and the library's differential tests).
+// warpkvBinary returns the warpkv command to test: $WARPKV_BIN when set,
+// else cmd/warpkv built once per test binary, else, where no Go toolchain
+// is installed (the GPU machine runs this module's test binary without
+// one), the command scripts/pack-gpu.sh packed beside it in ../.gpu/;
+// it skips when there is none.
 func warpkvBinary(t *testing.T) string {
 	t.Helper()
+	if p := os.Getenv("WARPKV_BIN"); p != "" {
+		return p
+	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("no go toolchain to build warpkv")
+		if p, err := filepath.Abs(filepath.Join("..", ".gpu", "warpkv")); err == nil {
+			if _, err := os.Stat(p); err == nil {
+				return p
+			}
+		}
+		t.Skip("no go toolchain to build warpkv, no WARPKV_BIN and no ../.gpu/warpkv")
 	}
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "warpkv-cmd")
@@ -51,7 +63,8 @@ func warpkvBinary(t *testing.T) string {
 // overwrites, deletes as key-only lines and as empty values, comments,
 // every key distribution of keyGen), runs `warpkv mpt root` on them with
 // every engine, in batches of several sizes and in both modes, and
-// compares the printed root with go-ethereum's after the same operations;
+// compares the printed root with go-ethereum's after the same operations
+// (the GPU engine where usable, with --node-update auto, phase and lock);
 // `warpkv mpt prove` must print go-ethereum's proof.
 func TestCommandAgainstGeth(t *testing.T) {
 	bin := warpkvBinary(t)
@@ -92,14 +105,10 @@ func TestCommandAgainstGeth(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, e := range engines {
+			for _, e := range configs {
 				for _, batch := range []string{"1", "7", "100000"} {
-					name := fmt.Sprintf("secure=%v/seed=%d/%s/batch=%s", secure, seed, e.Engine, batch)
-					args := []string{"mpt", "root", "--quiet", "--engine", string(e.Engine), "--batch", batch}
-					if secure {
-						args = append(args, "--secure")
-					}
-					out, err := exec.Command(bin, append(args, file)...).Output()
+					name := fmt.Sprintf("secure=%v/seed=%d/%s/batch=%s", secure, seed, configName(e), batch)
+					out, err := exec.Command(bin, append(commandArgs("root", e, secure, batch), file)...).Output()
 					if err != nil {
 						t.Fatalf("%s: %v", name, err)
 					}
@@ -107,13 +116,9 @@ func TestCommandAgainstGeth(t *testing.T) {
 						t.Fatalf("%s: warpkv mpt root printed %q, go-ethereum's root is %q", name, out, want)
 					}
 				}
-				args := []string{"mpt", "prove", "--quiet", "--engine", string(e.Engine)}
-				if secure {
-					args = append(args, "--secure")
-				}
-				out, err := exec.Command(bin, append(args, file, hex.EncodeToString(probe))...).Output()
+				out, err := exec.Command(bin, append(commandArgs("prove", e, secure, "100000"), file, hex.EncodeToString(probe))...).Output()
 				if err != nil {
-					t.Fatalf("prove on %s: %v", e.Engine, err)
+					t.Fatalf("prove on %s: %v", configName(e), err)
 				}
 				var got []string
 				for _, n := range wantProof {
@@ -121,6 +126,99 @@ func TestCommandAgainstGeth(t *testing.T) {
 				}
 				if string(out) != strings.Join(got, "\n")+"\n" {
 					t.Fatalf("secure=%v seed=%d %s: warpkv mpt prove printed\n%s\nwant go-ethereum's\n%s", secure, seed, e.Engine, out, strings.Join(got, "\n"))
+				}
+			}
+		}
+	}
+}
+
+// commandArgs returns the `warpkv mpt VERB` arguments for engine
+// configuration e (its --node-update where one is forced).
+func commandArgs(verb string, e mpt.Options, secure bool, batch string) []string {
+	args := []string{"mpt", verb, "--quiet", "--engine", string(e.Engine), "--batch", batch}
+	if e.NodeUpdate != mpt.NodeUpdateAuto {
+		args = append(args, "--node-update", string(e.NodeUpdate))
+	}
+	if secure {
+		args = append(args, "--secure")
+	}
+	return args
+}
+
+// proofLines formats a proof as `warpkv mpt prove` prints it.
+func proofLines(proof [][]byte) string {
+	var b strings.Builder
+	for _, n := range proof {
+		fmt.Fprintf(&b, "%x\n", n)
+	}
+	return b.String()
+}
+
+// TestCommandEdgeCases writes the issue's cases and the edge-case
+// scenarios (see TestEdgeCasesAgainstGeth) as operation files and runs the
+// built `warpkv mpt root` on them with every engine configuration (the GPU
+// engine where usable, with --node-update auto, phase and lock), plain and
+// --secure, in batches of 1, 3 and the whole file; the printed root must
+// be go-ethereum's after the same operations, and `warpkv mpt prove` must
+// print go-ethereum's proof of present and absent keys (nothing on an
+// empty trie).
+func TestCommandEdgeCases(t *testing.T) {
+	bin := warpkvBinary(t)
+	dir := t.TempDir()
+	files := []workload.MPTScenario{
+		{Name: "issue-cancel-out", Sections: [][]workload.MPTOp{{{Key: []byte{1}, Value: []byte{2}}, {Key: []byte{1}}}}},
+		{Name: "issue-delete-absent", Sections: [][]workload.MPTOp{{{Key: []byte{1}}}}},
+		{Name: "issue-then-inserts", Sections: [][]workload.MPTOp{
+			{{Key: []byte{1}, Value: []byte{2}}, {Key: []byte{1}}},
+			{{Key: []byte{2}, Value: []byte{3}}, {Key: []byte{4}, Value: []byte{5}}, {Key: []byte{0x46}, Value: []byte{6}}},
+		}},
+		{Name: "empty-file"},
+	}
+	for i := range files {
+		files[i].Probes = [][]byte{{1}, {2}, {}, {0x46, 0x01}}
+	}
+	files = append(files, edgeScenarios(t)...)
+	for fi, sc := range files {
+		file := filepath.Join(dir, fmt.Sprintf("ops-%d.txt", fi))
+		if err := os.WriteFile(file, []byte(workload.MPTFile(sc)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ops := sc.Ops()
+		probes := sc.Probes[:min(len(sc.Probes), 3)]         // the empty key and the first keys touched
+		probes = append(probes, sc.Probes[len(sc.Probes)-1]) // a key never stored
+		for _, secure := range []bool{false, true} {
+			geth, gethProve := newGeth(t, secure)
+			for _, o := range ops {
+				geth.MustUpdate(o.Key, o.Value)
+			}
+			want := fmt.Sprintf("0x%x\n", geth.Hash())
+			wantProofs := make([]string, len(probes))
+			for i, k := range probes {
+				p, err := gethProve(k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantProofs[i] = proofLines(p)
+			}
+			for _, e := range configs {
+				for _, batch := range []string{"1", "3", "100000"} {
+					name := fmt.Sprintf("%s/secure=%v/%s/batch=%s", sc.Name, secure, configName(e), batch)
+					out, err := exec.Command(bin, append(commandArgs("root", e, secure, batch), file)...).Output()
+					if err != nil {
+						t.Fatalf("%s: warpkv mpt root: %v", name, err)
+					}
+					if string(out) != want {
+						t.Fatalf("%s: warpkv mpt root printed %q, go-ethereum's root is %q", name, out, want)
+					}
+				}
+				for i, k := range probes {
+					out, err := exec.Command(bin, append(commandArgs("prove", e, secure, "3"), file, workload.HexKey(k))...).Output()
+					if err != nil {
+						t.Fatalf("%s/secure=%v/%s: warpkv mpt prove %x: %v", sc.Name, secure, configName(e), k, err)
+					}
+					if string(out) != wantProofs[i] {
+						t.Fatalf("%s/secure=%v/%s: warpkv mpt prove %x printed\n%s\nwant go-ethereum's\n%s", sc.Name, secure, configName(e), k, out, wantProofs[i])
+					}
 				}
 			}
 		}

@@ -68,8 +68,9 @@ type gpuTrie struct {
 
 	ctl      *gpu.Buffer[uint32]
 	mode     NodeUpdate // Options.NodeUpdate
-	root     uint32
-	rootHash [32]byte
+	root     uint32     // the root node's id; 0 when the trie is empty
+	rootHash [32]byte   // the hash readRoot read from node root and checked; valid while rootOK
+	rootOK   bool       // rootHash belongs to the current root (cleared when a batch starts changing the trie)
 
 	xfer *streamer // pinned chunks for every transfer of keys, values and results
 
@@ -102,6 +103,11 @@ func newGPUTrie(d *gpu.Device, ownsDev, secure bool) (*gpuTrie, error) {
 	g := &gpuTrie{dev: d, ownsDev: ownsDev, pe: pe, s: pe.Stream(), k: k, secure: secure, bump: 1, nvals: 1}
 	if g.ctl, err = gpu.Alloc[uint32](d, ctlWords); err != nil {
 		return nil, errors.Join(err, pe.Close())
+	}
+	// cuMemAlloc does not clear memory, and the kernels count the dirty
+	// list and the error word from the values they find.
+	if err := errors.Join(g.ctl.FillBytes(g.s, 0), g.s.Synchronize()); err != nil {
+		return nil, errors.Join(err, g.ctl.Free(), pe.Close())
 	}
 	if g.xfer, err = newStreamer(d); err != nil {
 		return nil, errors.Join(err, g.ctl.Free(), pe.Close())
@@ -471,6 +477,7 @@ func (g *gpuTrie) update(keys, values [][]byte) error {
 		g.times.Total = time.Since(t0)
 		return nil // deletes from an empty trie
 	}
+	g.rootOK = false // until hash reads the new root back
 	wasEmpty := g.root == 0
 	if wasEmpty {
 		if err := g.newRoot(); err != nil {
@@ -519,8 +526,11 @@ func (g *gpuTrie) abandon() error {
 	return errors.Join(g.compress(), g.hash())
 }
 
-// newRoot makes an empty branch the root (the walks need one to start at;
-// compress makes it canonical or frees it).
+// newRoot makes an empty branch the root (the walks need one to start at)
+// and puts it on the dirty list, so that compress makes it canonical or
+// frees it even when no operation of the batch touches it (a batch whose
+// inserts all lose to later deletes of the same keys): an empty branch
+// must never stay the root.
 func (g *gpuTrie) newRoot() error {
 	if err := g.reserveNodes(1); err != nil {
 		return err
@@ -533,9 +543,15 @@ func (g *gpuTrie) newRoot() error {
 	if err := errors.Join(ids.Read(g.s, 0, id[:]), g.s.Synchronize()); err != nil {
 		return err
 	}
+	c, err := g.readCtl(ctlTouched, 1)
+	if err != nil {
+		return err
+	}
 	rec := make([]byte, nodeBytes)
-	binary.LittleEndian.PutUint32(rec[0:], kindBranch)
-	if err := errors.Join(g.nodes.Write(g.s, int(id[0])*nodeBytes, rec), g.s.Synchronize()); err != nil {
+	binary.LittleEndian.PutUint32(rec[nodeKindOffset:], kindBranch)
+	binary.LittleEndian.PutUint32(rec[nodeFlagsOffset:], flagDirty)
+	if err := errors.Join(g.nodes.Write(g.s, int(id[0])*nodeBytes, rec), g.touched.Write(g.s, int(c[0]), id[:]),
+		g.setCtl(ctlTouched, c[0]+1), g.s.Synchronize()); err != nil {
 		return err
 	}
 	g.root = id[0]
@@ -933,16 +949,90 @@ func (g *gpuTrie) hash() error {
 		}
 		g.times.Dirty = nt
 	}
+	return g.readRoot()
+}
+
+// readRoot reads the root node's record back after PhaseHC and caches its
+// hash, after checking that the record is a canonical, hashed root: live,
+// clean, without a parent, holding a 32-byte reference, and a branch with
+// at least two entries, an extension with a path and a child, or a leaf
+// with a value. A record that is not (a bug in a phase) is an error rather
+// than a root hash: the cached hash is only ever one read from a checked
+// record, and Hash derives EmptyRoot from an empty trie (root 0) instead
+// of caching it. Cost: one 256-byte read and a synchronization.
+func (g *gpuTrie) readRoot() error {
 	if g.root == 0 {
-		g.rootHash = EmptyRoot
 		return g.s.Synchronize()
 	}
-	var ref [32]byte
-	if err := errors.Join(g.nodes.Read(g.s, int(g.root)*nodeBytes+nodeRefOffset, ref[:]), g.s.Synchronize()); err != nil {
+	rec := make([]byte, nodeBytes)
+	if err := errors.Join(g.nodes.Read(g.s, int(g.root)*nodeBytes, rec), g.s.Synchronize()); err != nil {
 		return err
 	}
-	g.rootHash = ref
+	if err := checkRootRecord(rec); err != nil {
+		return fmt.Errorf("mpt: gpu engine: root node %d after the batch: %w (a bug)", g.root, err)
+	}
+	copy(g.rootHash[:], rec[nodeRefOffset:nodeRefOffset+32])
+	g.rootOK = true
 	return nil
+}
+
+// checkRootRecord returns an error naming what makes the node record rec
+// unfit as a hashed, canonical root.
+func checkRootRecord(rec []byte) error {
+	u32 := func(off int) uint32 { return binary.LittleEndian.Uint32(rec[off:]) }
+	kind, flags, reflen := u32(nodeKindOffset), u32(nodeFlagsOffset), u32(nodeReflenOffset)
+	switch {
+	case kind == kindFree:
+		return errors.New("the node is free")
+	case kind != kindBranch && kind != kindExt && kind != kindLeaf:
+		return fmt.Errorf("kind %d", kind)
+	case flags != 0:
+		return fmt.Errorf("still flagged dirty (flags %#x)", flags)
+	case u32(nodeParentOffset) != 0:
+		return fmt.Errorf("parent %d", u32(nodeParentOffset))
+	case reflen != 32:
+		return fmt.Errorf("reference of %d bytes, not its hash", reflen)
+	}
+	switch kind {
+	case kindBranch:
+		entries := 0
+		for s := 0; s < 16; s++ {
+			if u32(nodeChildOffset+4*s) != 0 {
+				entries++
+			}
+		}
+		if u32(nodeValOffset) != 0 {
+			entries++
+		}
+		if entries < 2 {
+			return fmt.Errorf("a branch with %d entries", entries)
+		}
+	case kindExt:
+		if u32(nodePlenOffset) == 0 || u32(nodeChildOffset) == 0 {
+			return fmt.Errorf("an extension with a %d-nibble path and child %d", u32(nodePlenOffset), u32(nodeChildOffset))
+		}
+	case kindLeaf:
+		if u32(nodeValOffset) == 0 {
+			return errors.New("a leaf without value")
+		}
+	}
+	return nil
+}
+
+// hashRoot returns the root hash: EmptyRoot for an empty trie, else the
+// hash readRoot read back and checked after the last batch, read again
+// when a failed batch left none. Cost: O(1), or one read of the root
+// record after a failed batch.
+func (g *gpuTrie) hashRoot() ([32]byte, error) {
+	if g.root == 0 {
+		return EmptyRoot, nil
+	}
+	if !g.rootOK {
+		if err := g.readRoot(); err != nil {
+			return [32]byte{}, err
+		}
+	}
+	return g.rootHash, nil
 }
 
 // Byte offsets inside a Node record (mpt.cu's struct Node).
@@ -953,6 +1043,7 @@ const (
 	nodeValOffset    = 72
 	nodePlenOffset   = 76
 	nodeReflenOffset = 80
+	nodeFlagsOffset  = 84
 	nodePathOffset   = 96
 	nodeRefOffset    = 224
 )

@@ -39,6 +39,7 @@ const (
 	kindBranch  = 1   // KIND_BRANCH
 	kindExt     = 2   // KIND_EXT
 	kindLeaf    = 3   // KIND_LEAF
+	flagDirty   = 1   // FLAG_DIRTY
 )
 
 // Control word indices (CTL_* in mpt.cu).

@@ -446,3 +446,55 @@ func TestGPUBenchFigures(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUPlaceholderRoots replays the cases on the GPU engine in
+// every mode, plain and secure, against the sequential engine: a fresh
+// trie, an empty batch and a delete of an absent key must give EmptyRoot
+// (not a zero hash); a batch inserting and deleting the same key on a
+// fresh trie must leave it empty, with an empty proof; the next batch of
+// inserts (LockNU where forced) must start from the right root; and a
+// batch cancelling out on a non-empty trie must leave its root as it was.
+func TestGPUPlaceholderRoots(t *testing.T) {
+	for _, secure := range []bool{false, true} {
+		for _, mode := range gpuModes {
+			t.Run(fmt.Sprintf("secure=%v/mode=%s", secure, cmp.Or(string(mode), "auto")), func(t *testing.T) {
+				g := newGPUTest(t, secure, mode)
+				c := New(Options{Secure: secure})
+				step := func(what string, keys, values [][]byte) {
+					t.Helper()
+					if err := errors2(g.Update(keys, values), c.Update(keys, values)); err != nil {
+						t.Fatalf("%s: %v", what, err)
+					}
+					gr, err := g.RootHash()
+					if err != nil {
+						t.Fatalf("%s: %v", what, err)
+					}
+					if cr := c.Hash(); gr != cr {
+						t.Fatalf("%s: gpu root %x, cpu %x", what, gr, cr)
+					}
+					compareTries(t, g, c, append(slices.Clone(keys), []byte{0x01}, []byte{}, []byte{0x01, 0x02}))
+				}
+				if h := g.Hash(); h != EmptyRoot {
+					t.Fatalf("fresh trie: root %x, want the empty root", h)
+				}
+				step("empty batch", nil, nil)
+				step("delete of an absent key on a fresh trie", [][]byte{{0x01}}, [][]byte{nil})
+				step("insert then delete of 0x01 in one batch", [][]byte{{0x01}, {0x01}}, [][]byte{{0x02}, nil})
+				if p, err := g.Prove([]byte{0x01}); err != nil || len(p) != 0 {
+					t.Fatalf("proof on the empty trie: %x, %v; want no nodes", p, err)
+				}
+				step("inserts after the cancelled batch", [][]byte{{0x01}, {0x02}, {0x13, 0x37}}, [][]byte{{0x0a}, {0x0b}, bytes.Repeat([]byte{7}, 40)})
+				step("inserts again", [][]byte{{0x03}}, [][]byte{{0x0c}})
+				before := g.Hash()
+				step("insert then delete of a new key on a non-empty trie", [][]byte{{0x44}, {0x44}}, [][]byte{{0x01}, nil})
+				step("delete of an absent key on a non-empty trie", [][]byte{{0x45}}, [][]byte{nil})
+				step("the same pairs again", [][]byte{{0x01}, {0x02}}, [][]byte{{0x0a}, {0x0b}})
+				if g.Hash() != before {
+					t.Fatal("batches that change nothing changed the root")
+				}
+				step("delete everything", [][]byte{{0x01}, {0x02}, {0x13, 0x37}, {0x03}}, make([][]byte, 4))
+				step("insert into the emptied trie", [][]byte{{0x05}}, [][]byte{{0x06}})
+			})
+		}
+	}
+}

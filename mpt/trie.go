@@ -221,14 +221,34 @@ func get(n node, path []byte) ([]byte, bool) {
 // Hash returns the root hash, EmptyRoot for an empty trie. It hashes only
 // the nodes changed since the previous Hash (each once) and caches the
 // result. Cost: one RLP encoding and at most one Keccak-256 per dirty node.
+// The GPU engine hashes at the end of every batch and returns the hash it
+// read back from the root node then (after a failed batch it reads it
+// again, and panics if the device fails; RootHash returns that error).
 func (t *Trie) Hash() [32]byte {
 	if t.g != nil {
-		return t.g.rootHash // hashed at the end of every batch
+		h, err := t.RootHash()
+		if err != nil {
+			panic(err)
+		}
+		return h
 	}
 	if t.workers > 1 {
 		t.hashSubtrees()
 	}
 	return t.hasher.rootHash(t.root)
+}
+
+// RootHash is Hash with the GPU engine's device failures returned rather
+// than panicking; the CPU engines never fail. Cost: Hash's.
+func (t *Trie) RootHash() ([32]byte, error) {
+	if t.g != nil {
+		h, err := t.g.hashRoot()
+		if err != nil {
+			return [32]byte{}, fmt.Errorf("mpt: root hash on the gpu engine: %w", err)
+		}
+		return h, nil
+	}
+	return t.Hash(), nil
 }
 
 // insert stores v at path below n and returns the new subtree and whether

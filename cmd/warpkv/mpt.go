@@ -94,7 +94,10 @@ func runMPT(e *env, args []string) error {
 		return err
 	}
 	if verb == "root" {
-		root := t.Hash()
+		root, err := t.RootHash()
+		if err != nil {
+			return fmt.Errorf("mpt root: %w", err)
+		}
 		fmt.Fprintf(e.stdout, "0x%x\n", root)
 		return nil
 	}
