@@ -232,10 +232,10 @@ func (g *gpuTrie) snapshot() (node, error) {
 		}
 		rec := nodes[int(id)*nodeBytes : (int(id)+1)*nodeBytes]
 		u32 := func(off int) uint32 { return binary.LittleEndian.Uint32(rec[off:]) }
-		var ref []byte
+		var ref nodeCache
 		if id != g.root {
 			if rl := u32(nodeReflenOffset); rl > 0 && rl <= 32 {
-				ref = append([]byte(nil), rec[nodeRefOffset:nodeRefOffset+int(rl)]...)
+				ref.set(rec[nodeRefOffset : nodeRefOffset+int(rl)])
 			}
 		}
 		path := func() []byte {
@@ -253,7 +253,7 @@ func (g *gpuTrie) snapshot() (node, error) {
 		}
 		switch u32(nodeKindOffset) {
 		case kindBranch:
-			f := &fullNode{cache: nodeCache{ref: ref}}
+			f := &fullNode{cache: ref}
 			for s := 0; s < 16; s++ {
 				if c := u32(nodeChildOffset + 4*s); c != 0 {
 					cn, err := build(c, depth+1)
@@ -272,9 +272,9 @@ func (g *gpuTrie) snapshot() (node, error) {
 			if err != nil {
 				return nil, err
 			}
-			return &shortNode{key: path(), val: c, cache: nodeCache{ref: ref}}, nil
+			return &shortNode{key: path(), val: c, cache: ref}, nil
 		case kindLeaf:
-			return &shortNode{key: append(path(), terminator), val: value(u32(nodeValOffset)), cache: nodeCache{ref: ref}}, nil
+			return &shortNode{key: append(path(), terminator), val: value(u32(nodeValOffset)), cache: ref}, nil
 		}
 		return nil, fmt.Errorf("mpt: gpu snapshot: node %d has kind %d", id, u32(nodeKindOffset))
 	}

@@ -6,18 +6,26 @@ import (
 	"golang.org/x/crypto/sha3"
 )
 
+// keccakState is x/crypto's legacy Keccak-256 state, which also squeezes
+// with Read: Read pads and permutes in place, where Sum first copies the
+// whole state.
+type keccakState interface {
+	hash.Hash
+	Read(out []byte) (int, error)
+}
+
 // hasher computes node references bottom-up, reusing one Keccak state and
-// one encoding buffer. It is owned by a single Trie and not safe for
-// concurrent use.
+// one encoding buffer, and storing each reference in its node (nothing is
+// allocated per node). It is owned by a single goroutine at a time.
 type hasher struct {
-	keccak hash.Hash
+	keccak keccakState
 	buf    []byte
 	nodes  int // nodes encoded so far, for tests of the cache
 }
 
 // newHasher returns a hasher with a fresh Keccak-256 state.
 func newHasher() *hasher {
-	return &hasher{keccak: sha3.NewLegacyKeccak256()}
+	return &hasher{keccak: sha3.NewLegacyKeccak256().(keccakState), buf: make([]byte, 0, 600)}
 }
 
 // sum returns Keccak-256(data). Cost: one permutation per 136 bytes.
@@ -25,7 +33,7 @@ func (h *hasher) sum(data []byte) [32]byte {
 	var out [32]byte
 	h.keccak.Reset()
 	h.keccak.Write(data)
-	h.keccak.Sum(out[:0])
+	h.keccak.Read(out[:])
 	return out
 }
 
@@ -35,23 +43,23 @@ func (h *hasher) sum(data []byte) [32]byte {
 func (h *hasher) ref(n node) []byte {
 	switch n := n.(type) {
 	case *fullNode:
-		if n.cache.ref == nil {
+		if n.cache.dirty() {
 			for _, c := range n.children[:16] {
 				if c != nil {
 					h.ref(c)
 				}
 			}
-			n.cache.ref = h.finish(n)
+			h.finish(n, &n.cache)
 		}
-		return n.cache.ref
+		return n.cache.bytes()
 	case *shortNode:
-		if n.cache.ref == nil {
+		if n.cache.dirty() {
 			if _, ok := n.val.(valueNode); !ok {
 				h.ref(n.val)
 			}
-			n.cache.ref = h.finish(n)
+			h.finish(n, &n.cache)
 		}
-		return n.cache.ref
+		return n.cache.bytes()
 	case hashNode:
 		return n
 	default:
@@ -59,16 +67,23 @@ func (h *hasher) ref(n node) []byte {
 	}
 }
 
-// finish encodes n, whose children are hashed, and returns its reference:
-// a fresh copy of the encoding when under 32 bytes, else its hash.
-func (h *hasher) finish(n node) []byte {
+// finish encodes n, whose children are hashed, and stores its reference
+// in c, n's cache: the encoding itself when under 32 bytes, else its hash.
+// A value at the end of the encoding is absorbed from the node, not copied.
+func (h *hasher) finish(n node, c *nodeCache) {
 	h.nodes++
-	h.buf = appendNode(h.buf[:0], n)
-	if len(h.buf) < 32 {
-		return append([]byte(nil), h.buf...)
+	head, tail := appendNodeHead(h.buf[:0], n)
+	h.buf = head
+	if len(head)+len(tail) < 32 {
+		c.set(head)
+		c.n += uint8(copy(c.ref[c.n:], tail))
+		return
 	}
-	sum := h.sum(h.buf)
-	return sum[:]
+	h.keccak.Reset()
+	h.keccak.Write(head)
+	h.keccak.Write(tail)
+	h.keccak.Read(c.ref[:])
+	c.n = 32
 }
 
 // rootHash returns the hash of the trie rooted at n: the empty root for

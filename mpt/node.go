@@ -31,10 +31,30 @@ type hashNode []byte
 
 // nodeCache holds a node's reference as its parent embeds it: the
 // Keccak-256 of its encoding when that is 32 bytes or longer, else the
-// encoding itself. ref is nil while the node is dirty.
+// encoding itself, stored in the node (no allocation per hashed node).
+// n, the reference's length, is 0 while the node is dirty.
 type nodeCache struct {
-	ref []byte
+	ref [32]byte
+	n   uint8
 }
+
+// bytes returns the cached reference, nil while the node is dirty. The
+// slice aliases the node: it is valid until the node changes.
+func (c *nodeCache) bytes() []byte {
+	if c.n == 0 {
+		return nil
+	}
+	return c.ref[:c.n:c.n]
+}
+
+// dirty reports whether the node has no cached reference.
+func (c *nodeCache) dirty() bool { return c.n == 0 }
+
+// clear forgets the reference (the node changed).
+func (c *nodeCache) clear() { c.n = 0 }
+
+// set caches ref, a hash or an encoding under 32 bytes.
+func (c *nodeCache) set(ref []byte) { c.n = uint8(copy(c.ref[:], ref)) }
 
 // refSize returns the size of a child reference inside a parent's
 // encoding: an empty string for no child, a 33-byte string for a hash,
@@ -69,9 +89,9 @@ func childRef(n node) []byte {
 	case nil:
 		return nil
 	case *fullNode:
-		return n.cache.ref
+		return n.cache.bytes()
 	case *shortNode:
-		return n.cache.ref
+		return n.cache.bytes()
 	case hashNode:
 		return n
 	default:
@@ -82,6 +102,17 @@ func childRef(n node) []byte {
 // appendNode appends the RLP encoding of n, a *fullNode or *shortNode
 // whose children all hold a cached reference. Cost: O(encoding size).
 func appendNode(buf []byte, n node) []byte {
+	buf, tail := appendNodeHead(buf, n)
+	return append(buf, tail...)
+}
+
+// appendNodeHead appends the RLP encoding of n (as appendNode) up to the
+// raw bytes of its value, which a leaf's and a branch's encoding end with,
+// and returns those bytes as tail (nil when the encoding has none: no
+// value, or a single byte below 0x80 that is its own encoding), so that a
+// hasher can absorb a long value without copying it. Cost: O(encoding
+// size without the value).
+func appendNodeHead(buf []byte, n node) (head, tail []byte) {
 	switch n := n.(type) {
 	case *fullNode:
 		size := 0
@@ -94,7 +125,7 @@ func appendNode(buf []byte, n node) []byte {
 		for _, c := range n.children[:16] {
 			buf = appendRef(buf, childRef(c))
 		}
-		return appendString(buf, v)
+		return appendStringHead(buf, v)
 	case *shortNode:
 		var kbuf [40]byte
 		k := appendCompact(kbuf[:0], n.key)
@@ -108,9 +139,9 @@ func appendNode(buf []byte, n node) []byte {
 		buf = appendHeader(buf, 0xc0, size)
 		buf = appendString(buf, k)
 		if isValue {
-			return appendString(buf, v)
+			return appendStringHead(buf, v)
 		}
-		return appendRef(buf, childRef(n.val))
+		return appendRef(buf, childRef(n.val)), nil
 	default:
 		panic(fmt.Sprintf("mpt: cannot encode %T", n))
 	}

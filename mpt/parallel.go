@@ -178,7 +178,8 @@ func compress(old node, slots [17]node) node {
 		return &shortNode{key: []byte{byte(pos)}, val: slots[pos]}
 	}
 	if f, ok := old.(*fullNode); ok {
-		f.children, f.cache.ref = slots, nil
+		f.children = slots
+		f.cache.clear()
 		return f
 	}
 	return &fullNode{children: slots}
@@ -217,9 +218,9 @@ func (t *Trie) ensurePool(w int) {
 func dirty(n node) bool {
 	switch n := n.(type) {
 	case *fullNode:
-		return n.cache.ref == nil
+		return n.cache.dirty()
 	case *shortNode:
-		return n.cache.ref == nil
+		return n.cache.dirty()
 	}
 	return false
 }
@@ -262,7 +263,7 @@ func (t *Trie) hashSubtrees() {
 func (f *forkHasher) ref(h *hasher, n node, depth int) {
 	switch n := n.(type) {
 	case *fullNode:
-		if n.cache.ref != nil {
+		if !n.cache.dirty() {
 			return
 		}
 		if depth >= forkDepth {
@@ -289,15 +290,15 @@ func (f *forkHasher) ref(h *hasher, n node, depth int) {
 			}
 		}
 		wg.Wait()
-		n.cache.ref = h.finish(n)
+		h.finish(n, &n.cache)
 	case *shortNode:
-		if n.cache.ref != nil {
+		if !n.cache.dirty() {
 			return
 		}
 		if _, leaf := n.val.(valueNode); !leaf {
 			f.ref(h, n.val, depth)
 		}
-		n.cache.ref = h.finish(n)
+		h.finish(n, &n.cache)
 	}
 }
 

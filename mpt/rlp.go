@@ -60,6 +60,19 @@ func appendString(buf, b []byte) []byte {
 	return append(appendHeader(buf, 0x80, len(b)), b...)
 }
 
+// appendStringHead appends the RLP encoding of the byte string b up to
+// its raw bytes and returns them as tail (nil when b is empty or a single
+// byte below 0x80, which appendStringHead writes itself).
+func appendStringHead(buf, b []byte) (head, tail []byte) {
+	switch {
+	case len(b) == 0:
+		return append(buf, 0x80), nil
+	case len(b) == 1 && b[0] < 0x80:
+		return append(buf, b[0]), nil
+	}
+	return appendHeader(buf, 0x80, len(b)), b
+}
+
 // rlpKind is the kind of an RLP item.
 type rlpKind int
 

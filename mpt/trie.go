@@ -268,7 +268,8 @@ func (t *Trie) insert(n node, path []byte, v valueNode) (node, bool) {
 		if m == len(n.key) {
 			child, changed := t.insert(n.val, path[m:], v)
 			if changed {
-				n.val, n.cache.ref = child, nil
+				n.val = child
+				n.cache.clear()
 			}
 			return n, changed
 		}
@@ -283,7 +284,8 @@ func (t *Trie) insert(n node, path []byte, v valueNode) (node, bool) {
 	case *fullNode:
 		child, changed := t.insert(n.children[path[0]], path[1:], v)
 		if changed {
-			n.children[path[0]], n.cache.ref = child, nil
+			n.children[path[0]] = child
+			n.cache.clear()
 		}
 		return n, changed
 	default:
@@ -325,14 +327,16 @@ func (t *Trie) delete(n node, path []byte) (node, bool) {
 			// The branch below collapsed: merge the two paths.
 			return &shortNode{key: concat(n.key, s.key), val: s.val}, true
 		}
-		n.val, n.cache.ref = child, nil
+		n.val = child
+		n.cache.clear()
 		return n, true
 	case *fullNode:
 		child, changed := t.delete(n.children[path[0]], path[1:])
 		if !changed {
 			return n, false
 		}
-		n.children[path[0]], n.cache.ref = child, nil
+		n.children[path[0]] = child
+		n.cache.clear()
 		if child != nil {
 			return n, true
 		}
