@@ -121,8 +121,8 @@ func MPTBuildRows(c MPTCase, engine string, keyBytes, valueBytes int64, update, 
 // (sequential; parallel on GOMAXPROCS goroutines) it times building a
 // trie from scratch: Update of all pairs in one batch, then Hash (medians
 // of the update, of the hash, and of both, end to end), then batch lookups
-// (GetBatch) and batch proofs (ProveBatch) of up to MPTProbes present keys
-// on the built trie. Parallel rows carry their ratio to the sequential
+// (GetBatch, and LookupInto into one reused buffer) and batch proofs
+// (ProveBatch) of up to MPTProbes present keys on the built trie. Parallel rows carry their ratio to the sequential
 // engine. Where Options.Device resolves to a GPU (a gpu option, or auto
 // with a usable GPU) it adds the GPU engine's rows (MPTGPURows), each
 // with its ratio to the parallel engine, and its phase breakdowns as
@@ -213,7 +213,7 @@ func RunMPT(o Options) (*Report, error) {
 
 // MPTEngineRows measures one of our engines on case c with its input
 // keys and values (whose statistics are st): update, hash, end to end,
-// lookup and proof rows, in that order, engine "cpu <engine>", medians of
+// lookup, proof and lookup-into rows, in that order, engine "cpu <engine>", medians of
 // reps runs after warmup untimed ones.
 func MPTEngineRows(c MPTCase, eng mpt.Engine, keys, values [][]byte, st mpt.Stats, warmup, reps int) ([]Result, error) {
 	name := "cpu " + string(eng)
@@ -249,7 +249,42 @@ func MPTEngineRows(c MPTCase, eng mpt.Engine, keys, values [][]byte, st mpt.Stat
 	if err != nil {
 		return nil, err
 	}
+	into, err := MPTLookupIntoTime(tr, probe, warmup, reps)
+	if err != nil {
+		return nil, err
+	}
 	return append(res,
 		NewResult(c.Op("lookup"), name, int64(len(probe)), 0, lookup),
-		NewResult(c.Op("proof"), name, int64(len(probe)), 0, proof)), nil
+		NewResult(c.Op("proof"), name, int64(len(probe)), 0, proof),
+		NewResult(c.Op("lookup into"), name, int64(len(probe)), 0, into)), nil
+}
+
+// MPTLookupRow and MPTLookupIntoRow are the indices of the lookup rows
+// among the rows MPTEngineRows and MPTGPURows return (update, hash, end
+// to end, lookup, proof, lookup into): "lookup" is GetBatch (CPU engines;
+// values alias the trie) or Lookup (GPU engine; values copied into fresh
+// memory), "lookup into" is LookupInto (values copied into one reused
+// buffer), which go-ethereum's lookup row is also the peer of.
+const (
+	MPTLookupRow     = 3
+	MPTLookupIntoRow = 5
+)
+
+// MPTLookupIntoTime times LookupInto of probe (all present keys) on tr,
+// the same Values reused by every run (as a caller reusing its buffer
+// would): medians of reps runs after warmup untimed ones, which also grow
+// the buffer.
+func MPTLookupIntoTime(tr *mpt.Trie, probe [][]byte, warmup, reps int) (float64, error) {
+	var out mpt.Values
+	return TimeCPU(warmup, reps, nil, func() error {
+		if err := tr.LookupInto(probe, &out); err != nil {
+			return err
+		}
+		for i := range probe {
+			if _, ok := out.Get(i); !ok {
+				return fmt.Errorf("key %x not found", probe[i])
+			}
+		}
+		return nil
+	})
 }

@@ -51,7 +51,7 @@ func TestRunMPT(t *testing.T) {
 	var want []string
 	for _, d := range mpt.Datasets() {
 		for _, eng := range engines {
-			for _, what := range []string{"update", "hash", "end to end", "lookup", "proof"} {
+			for _, what := range []string{"update", "hash", "end to end", "lookup", "proof", "lookup into"} {
 				want = append(want, fmt.Sprintf("%s 1.5k %s/%s", d, what, eng))
 			}
 		}

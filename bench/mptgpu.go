@@ -14,8 +14,9 @@ import (
 // stages, uploads, sorts, runs PhaseNU and PhaseHC and reads the root
 // back), then Hash; rows engine "gpu": update (the Update call minus its
 // PhaseHC share), hash (PhaseHC), end to end (Update and Hash, transfers
-// included), lookup and proof (batch Lookup and ProveBatch of c.Probes()
-// present keys, transfers included). It also returns a note with the
+// included), lookup, proof and lookup into (batch Lookup, ProveBatch and
+// LookupInto into one reused buffer, of c.Probes() present keys,
+// transfers included). It also returns a note with the
 // phase breakdown of the median end-to-end run. Medians of reps runs
 // after warmup untimed ones; every run's root is checked against want.
 func MPTGPURows(c MPTCase, device string, keys, values [][]byte, st mpt.Stats, want [32]byte, warmup, reps int) ([]Result, string, error) {
@@ -79,9 +80,14 @@ func MPTGPURows(c MPTCase, device string, keys, values [][]byte, st mpt.Stats, w
 	if err != nil {
 		return nil, "", err
 	}
+	into, err := MPTLookupIntoTime(tr, probe, warmup, reps)
+	if err != nil {
+		return nil, "", err
+	}
 	res = append(res,
 		NewResult(c.Op("lookup"), "gpu", int64(len(probe)), 0, lookup),
-		NewResult(c.Op("proof"), "gpu", int64(len(probe)), 0, proof))
+		NewResult(c.Op("proof"), "gpu", int64(len(probe)), 0, proof),
+		NewResult(c.Op("lookup into"), "gpu", int64(len(probe)), 0, into))
 	med := times[medianIndex(ts)]
 	note := fmt.Sprintf("gpu %s (%s): stage %v, upload %v, sort %v, PhaseNU %v (%d expansion rounds, %d short nodes expanded), PhaseHC %v (%d dirty nodes), total %v",
 		c.Op(""), tr.Reason(), med.Stage.Round(time.Microsecond), med.Upload.Round(time.Microsecond), med.Sort.Round(time.Microsecond),

@@ -28,13 +28,15 @@ type edgeOut struct {
 	proofs [][][]byte
 }
 
-// trieSubject is a Trie under enginetest.
+// trieSubject is a Trie under enginetest, with the Values its
+// LookupInto calls reuse.
 type trieSubject struct {
-	t *Trie
+	t   *Trie
+	buf *Values
 }
 
-// Apply runs the batch, then reads the root, looks the probes up and
-// proves them, and checks each proof with VerifyProof: against a non-empty
+// Apply runs the batch, then reads the root, looks the probes up (with
+// Lookup, and with LookupInto, which must agree) and proves them, and checks each proof with VerifyProof: against a non-empty
 // root it must prove the value the lookup found (or absence); an empty
 // trie has no proof nodes, and the root, unknown to any proof, rejects it.
 func (s trieSubject) Apply(b edgeBatch) (edgeOut, error) {
@@ -48,6 +50,17 @@ func (s trieSubject) Apply(b edgeBatch) (edgeOut, error) {
 	vals, found, err := s.t.Lookup(b.probes)
 	if err != nil {
 		return edgeOut{}, err
+	}
+	if err := s.t.LookupInto(b.probes, s.buf); err != nil {
+		return edgeOut{}, err
+	}
+	if s.buf.Len() != len(b.probes) {
+		return edgeOut{}, fmt.Errorf("LookupInto answered %d keys of %d", s.buf.Len(), len(b.probes))
+	}
+	for i := range b.probes {
+		if v, ok := s.buf.Get(i); ok != found[i] || !bytes.Equal(v, vals[i]) {
+			return edgeOut{}, fmt.Errorf("key %x: LookupInto %x (%v), Lookup %x (%v)", b.probes[i], v, ok, vals[i], found[i])
+		}
 	}
 	proofs, err := s.t.ProveBatch(b.probes)
 	if err != nil {
@@ -119,7 +132,7 @@ func edgeTargets(secure bool) []enginetest.Target[edgeBatch, edgeOut] {
 	for _, e := range testEngines[1:] {
 		out = append(out, enginetest.Target[edgeBatch, edgeOut]{Name: e.name,
 			Open: func(testing.TB, *gpu.Device) (enginetest.Subject[edgeBatch, edgeOut], error) {
-				return trieSubject{e.new(Options{Secure: secure})}, nil
+				return trieSubject{e.new(Options{Secure: secure}), &Values{}}, nil
 			}})
 	}
 	for _, mode := range gpuModes {
@@ -130,7 +143,7 @@ func edgeTargets(secure bool) []enginetest.Target[edgeBatch, edgeOut] {
 					return nil, err
 				}
 				g.mode = mode
-				return trieSubject{&Trie{opts: Options{Secure: secure, Engine: EngineGPU, NodeUpdate: mode}, hasher: newHasher(), g: g}}, nil
+				return trieSubject{&Trie{opts: Options{Secure: secure, Engine: EngineGPU, NodeUpdate: mode}, hasher: newHasher(), g: g}, &Values{}}, nil
 			}})
 	}
 	return out
@@ -165,7 +178,7 @@ func TestEdgeCases(t *testing.T) {
 				}
 			}
 			enginetest.Run(t, enginetest.Suite[edgeBatch, edgeOut, trieSubject]{
-				NewModel: func() trieSubject { return trieSubject{New(Options{Secure: secure})} },
+				NewModel: func() trieSubject { return trieSubject{New(Options{Secure: secure}), &Values{}} },
 				Targets:  edgeTargets(secure),
 				Compare:  compareEdge,
 			}, cases...)

@@ -84,6 +84,12 @@ type gpuTrie struct {
 	flags, st                       gpu.Scratch[uint8]
 	out                             gpu.Scratch[byte]
 
+	// Host scratch reused by every batch (stageKeys, lookupInto).
+	hostLens   []uint32
+	hostKoff   []uint32
+	hostKoff64 []int64
+	hostOffs   []uint64
+
 	times       GPUTimes
 	lookupTimes [2]time.Duration // the last lookup's walk (keys up, walk, offsets back) and values (gather, download, copy)
 }
@@ -306,7 +312,8 @@ func (g *gpuTrie) checkKeys(keys [][]byte) error {
 // hashing them on the device first in secure mode.
 func (g *gpuTrie) stageKeys(keys [][]byte) (stagedKeys, error) {
 	n := len(keys)
-	lens := make([]uint32, n)
+	g.hostLens = resize(g.hostLens, n)
+	lens := g.hostLens
 	maxLen, total := 0, 0
 	for i, k := range keys {
 		lens[i] = uint32(len(k))
@@ -315,8 +322,9 @@ func (g *gpuTrie) stageKeys(keys [][]byte) (stagedKeys, error) {
 	}
 	if g.secure {
 		// Raw keys back to back, then Keccak-256 on the device.
-		offs := make([]uint32, n+1)
-		offs64 := make([]int64, n+1)
+		g.hostKoff, g.hostKoff64 = resize(g.hostKoff, n+1), resize(g.hostKoff64, n+1)
+		offs, offs64 := g.hostKoff, g.hostKoff64
+		offs[0], offs64[0] = 0, 0
 		for i, k := range keys {
 			offs[i+1] = offs[i] + uint32(len(k))
 			offs64[i+1] = int64(offs[i+1])

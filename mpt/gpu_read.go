@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"warpkv/gpu"
 	"warpkv/prim"
 )
 
@@ -33,10 +34,10 @@ func (g *gpuTrie) queryable(keys [][]byte) ([]int, [][]byte) {
 }
 
 // lookup returns copies of the values of keys (nil when absent) and
-// whether each is present: one thread per key walks from the root, a scan
-// places the values, one warp per key gathers them, one download brings
-// them back. Cost: the keys' upload (and hashing in secure mode), the
-// walks, and the values' download.
+// whether each is present: lookupOffsets walks and places the values,
+// gatherValues brings them back into one fresh buffer, which the values
+// slice. Cost: lookupOffsets' and gatherValues', plus one allocation of
+// all values' bytes and the result slices.
 func (g *gpuTrie) lookup(keys [][]byte) ([][]byte, []bool, error) {
 	values, found := make([][]byte, len(keys)), make([]bool, len(keys))
 	idx, ks := g.queryable(keys)
@@ -44,21 +45,98 @@ func (g *gpuTrie) lookup(keys [][]byte) ([][]byte, []bool, error) {
 	if n == 0 || g.root == 0 {
 		return values, found, nil
 	}
-	t0 := time.Now()
-	sk, err := g.stageKeys(ks)
+	o := make([]uint64, n+1)
+	vid, offs, err := g.lookupOffsets(ks, o)
 	if err != nil {
 		return nil, nil, err
 	}
-	vid, err := g.vid.Get(g.dev, g.s, n)
+	buf := make([]byte, o[n])
+	if err := g.gatherValues(vid, offs, n, buf); err != nil {
+		return nil, nil, err
+	}
+	for j := 0; j < n; j++ {
+		i := j
+		if idx != nil {
+			i = idx[j]
+		}
+		if o[j+1] > o[j] { // stored values are never empty
+			values[i] = buf[o[j]:o[j+1]:o[j+1]]
+			found[i] = true
+		}
+	}
+	return values, found, nil
+}
+
+// lookupInto is LookupInto on the device: the values land back to back in
+// out.Data and their offsets in out.Offs, both reused when large enough,
+// so a lookup allocates nothing per key. Cost: lookupOffsets' and
+// gatherValues'.
+func (g *gpuTrie) lookupInto(keys [][]byte, out *Values) error {
+	out.Offs = resize(out.Offs, len(keys)+1)
+	idx, ks := g.queryable(keys)
+	n := len(ks)
+	if n == 0 || g.root == 0 {
+		clear(out.Offs)
+		out.Data = out.Data[:0]
+		return nil
+	}
+	o := out.Offs
+	if idx != nil {
+		g.hostOffs = resize(g.hostOffs, n+1)
+		o = g.hostOffs
+	}
+	vid, offs, err := g.lookupOffsets(ks, o)
 	if err != nil {
+		return err
+	}
+	out.Data = resize(out.Data, int(o[n]))
+	if err := g.gatherValues(vid, offs, n, out.Data); err != nil {
+		return err
+	}
+	if idx != nil { // keys the engine cannot hold are absent: empty ranges
+		j := 0
+		for i := range keys {
+			out.Offs[i] = o[j]
+			if j < n && idx[j] == i {
+				j++
+			}
+		}
+		out.Offs[len(keys)] = o[n]
+	}
+	return nil
+}
+
+// resize returns s with length n, reusing its array when large enough
+// (the contents are then stale: callers overwrite them).
+func resize[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
+}
+
+// lookupOffsets uploads keys (hashing them in secure mode), walks them
+// from the root one thread per key, places their values back to back with
+// a scan of their lengths, and reads the n+1 offsets into o (o[n]: the
+// total; an absent key gets an empty range). It returns the value ids and
+// the offsets on the device for gatherValues. The trie must not be empty.
+// Cost: the keys' upload, one walk per key, a scan, and 8 bytes per key
+// back.
+func (g *gpuTrie) lookupOffsets(keys [][]byte, o []uint64) (vid *gpu.Buffer[uint32], offs *gpu.Buffer[uint64], err error) {
+	n := len(keys)
+	t0 := time.Now()
+	sk, err := g.stageKeys(keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	if vid, err = g.vid.Get(g.dev, g.s, n); err != nil {
 		return nil, nil, err
 	}
 	vlen, err := g.wide.Get(g.dev, g.s, n+1)
 	if err != nil {
 		return nil, nil, err
 	}
-	offs, err := g.wideOffs.Get(g.dev, g.s, n+1)
-	if err != nil {
+	if offs, err = g.wideOffs.Get(g.dev, g.s, n+1); err != nil {
 		return nil, nil, err
 	}
 	if err := g.launch(g.k.lookup, threads(n), kernelBlock, g.nodes, g.vals, g.root, sk.keys, uint32(sk.stride), sk.lens,
@@ -71,38 +149,32 @@ func (g *gpuTrie) lookup(keys [][]byte) ([][]byte, []bool, error) {
 	if err := prim.DevScanExclusive(g.pe, vlen, offs, n+1); err != nil {
 		return nil, nil, err
 	}
-	o := make([]uint64, n+1)
-	if err := errors.Join(offs.Read(g.s, 0, o), g.s.Synchronize()); err != nil {
+	if err := errors.Join(offs.Read(g.s, 0, o[:n+1]), g.s.Synchronize()); err != nil {
 		return nil, nil, err
 	}
-	t1 := time.Now()
-	total := int(o[n])
-	buf := make([]byte, total)
-	if total > 0 {
-		out, err := g.out.Get(g.dev, g.s, total)
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := g.launch(g.k.gather, warps(n), warpBlock, g.vals, g.arena, vid, uint64(n), offs, out); err != nil {
-			return nil, nil, err
-		}
-		if err := g.xfer.download(g.s, out, buf); err != nil {
-			return nil, nil, err
-		}
+	g.lookupTimes[0] = time.Since(t0)
+	return vid, offs, nil
+}
+
+// gatherValues copies the values of the n looked-up keys (vid, offs from
+// lookupOffsets) into dst, whose length is their total: one warp per key
+// gathers them into one device buffer, which comes back through the
+// pinned chunks (the copy of one chunk into dst, on all cores, overlaps
+// the DMA of the next). Cost: the values' bytes over the bus once.
+func (g *gpuTrie) gatherValues(vid *gpu.Buffer[uint32], offs *gpu.Buffer[uint64], n int, dst []byte) error {
+	t0 := time.Now()
+	defer func() { g.lookupTimes[1] = time.Since(t0) }()
+	if len(dst) == 0 {
+		return nil
 	}
-	t2 := time.Now()
-	g.lookupTimes = [2]time.Duration{t1.Sub(t0), t2.Sub(t1)}
-	for j := 0; j < n; j++ {
-		i := j
-		if idx != nil {
-			i = idx[j]
-		}
-		if o[j+1] > o[j] { // stored values are never empty
-			values[i] = buf[o[j]:o[j+1]:o[j+1]]
-			found[i] = true
-		}
+	out, err := g.out.Get(g.dev, g.s, len(dst))
+	if err != nil {
+		return err
 	}
-	return values, found, nil
+	if err := g.launch(g.k.gather, warps(n), warpBlock, g.vals, g.arena, vid, uint64(n), offs, out); err != nil {
+		return err
+	}
+	return g.xfer.download(g.s, out, dst)
 }
 
 // prove returns the proof of every key, as the CPU engines' Prove: a size

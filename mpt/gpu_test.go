@@ -107,10 +107,17 @@ func compareTries(t *testing.T, g, c *Trie, probes [][]byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var into Values
+	if err := g.LookupInto(probes, &into); err != nil {
+		t.Fatal(err)
+	}
 	for i, k := range probes {
 		want, ok := c.Get(k)
 		if found[i] != ok || !bytes.Equal(vals[i], want) {
 			t.Fatalf("lookup %x: gpu %x %v, cpu %x %v", k, vals[i], found[i], want, ok)
+		}
+		if v, f := into.Get(i); f != ok || !bytes.Equal(v, want) {
+			t.Fatalf("LookupInto %x: gpu %x %v, cpu %x %v", k, v, f, want, ok)
 		}
 		cp, err := c.Prove(k)
 		if err != nil {

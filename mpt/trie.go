@@ -99,6 +99,7 @@ type Trie struct {
 	grain   int       // the parallel update's grain; 0: sized to the batch (tests set it)
 	g       *gpuTrie  // the GPU engine; nil on the CPU engines
 	reason  string    // why the engine was chosen (Open with EngineAuto)
+	found   [][]byte  // LookupInto's scratch on the CPU engines, reused
 }
 
 // New returns an empty trie. It panics when opts.Engine is not one of

@@ -11,7 +11,9 @@
 // Rows per data set and size: "geth trie" builds a fresh trie.Trie with
 // one Update per pair, then Hash (go-ethereum hashes the root's 16
 // children on goroutines when 100 or more nodes are dirty), then looks up
-// (Get) and proves (Prove) up to bench.MPTProbes present keys;
+// (Get) and proves (Prove) up to bench.MPTProbes present keys (our
+// engines' "lookup into" rows, LookupInto into one reused buffer, are
+// compared with its lookup row too);
 // "geth stacktrie" feeds the pairs, sorted by key outside the timed
 // region, to a StackTrie (which hashes completed subtrees during Update,
 // so most of its hashing is in its update row) and reads its root; it has
@@ -184,9 +186,7 @@ func run(cfg config, p *bench.Progress) (*bench.Report, error) {
 			if got := tr.Hash(); got != root {
 				return nil, fmt.Errorf("%s: %s root %x, go-ethereum %x", c.Op(""), eng, got, root)
 			}
-			for i := range rows {
-				rows[i] = rows[i].VsPeer("geth trie", trieRows[i])
-			}
+			vsGeth(rows, trieRows)
 			rep.Results = append(rep.Results, rows...)
 			say(p, rows)
 		}
@@ -196,9 +196,7 @@ func run(cfg config, p *bench.Progress) (*bench.Report, error) {
 			if err != nil {
 				return nil, fmt.Errorf("gpu, %s: %w", c.Op(""), err)
 			}
-			for i := range rows {
-				rows[i] = rows[i].VsPeer("geth trie", trieRows[i])
-			}
+			vsGeth(rows, trieRows)
 			rep.Results = append(rep.Results, rows...)
 			say(p, rows)
 			rep.Notes = append(rep.Notes, note)
@@ -207,6 +205,19 @@ func run(cfg config, p *bench.Progress) (*bench.Report, error) {
 	}
 	rep.Notes = append(rep.Notes, fmt.Sprintf("every engine's root equals go-ethereum's trie root on every case; %d untimed warm-up run(s) before the timed ones", warmup))
 	return rep, nil
+}
+
+// vsGeth gives each of our rows (bench.MPTEngineRows' or MPTGPURows'
+// order) its ratio to go-ethereum's trie row of the same operation; both
+// our lookup rows (lookup, lookup into) compare with go-ethereum's lookup.
+func vsGeth(rows, trieRows []bench.Result) {
+	for i := range rows {
+		j := i
+		if i == bench.MPTLookupIntoRow {
+			j = bench.MPTLookupRow
+		}
+		rows[i] = rows[i].VsPeer("geth trie", trieRows[j])
+	}
 }
 
 // say prints rows as progress lines, so that a run cut short still shows
