@@ -124,8 +124,9 @@ func MPTBuildRows(c MPTCase, engine string, keyBytes, valueBytes int64, update, 
 // (GetBatch, and LookupInto into one reused buffer) and batch proofs
 // (ProveBatch) of up to MPTProbes present keys on the built trie. Parallel rows carry their ratio to the sequential
 // engine. Where Options.Device resolves to a GPU (a gpu option, or auto
-// with a usable GPU) it adds the GPU engine's rows (MPTGPURows), each
-// with its ratio to the parallel engine, and its phase breakdowns as
+// with a usable GPU) it adds the GPU engine's rows (MPTGPURows, also
+// with the engine's host copy of the values), each with its ratio to the
+// parallel engine's row of the same operation, and its phase breakdowns as
 // notes. go-ethereum's rows on the same pairs come from
 // compat/cmd/mptbench.
 func RunMPT(o Options) (*Report, error) {
@@ -195,7 +196,7 @@ func RunMPT(o Options) (*Report, error) {
 				return rep, fmt.Errorf("bench mpt: gpu on %s: %w", c.Op(""), err)
 			}
 			for i := range res {
-				res[i] = res[i].VsPeer("parallel", par[i])
+				res[i] = res[i].VsPeer("parallel", par[MPTRowPeer(i)])
 			}
 			rep.add(res...)
 			rep.Notes = append(rep.Notes, note)

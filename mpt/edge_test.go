@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"warpkv/gpu"
@@ -126,7 +127,7 @@ func compareEdge(want, got edgeOut) string {
 // edgeTargets are the engines compared with the sequential one: the
 // parallel engine as configured by default and splitting down to single
 // keys, and the GPU engine under the decision model and with PhaseNU and
-// LockNU forced.
+// LockNU forced, and with its host copy of the values.
 func edgeTargets(secure bool) []enginetest.Target[edgeBatch, edgeOut] {
 	var out []enginetest.Target[edgeBatch, edgeOut]
 	for _, e := range testEngines[1:] {
@@ -135,15 +136,24 @@ func edgeTargets(secure bool) []enginetest.Target[edgeBatch, edgeOut] {
 				return trieSubject{e.new(Options{Secure: secure}), &Values{}}, nil
 			}})
 	}
-	for _, mode := range gpuModes {
-		out = append(out, enginetest.Target[edgeBatch, edgeOut]{Name: "gpu-" + cmp.Or(string(mode), "auto"), GPU: true,
+	for i, mode := range append(slices.Clone(gpuModes), NodeUpdateAuto) {
+		host := i == len(gpuModes) // the decision model again, with the host copy of the values
+		name := "gpu-" + cmp.Or(string(mode), "auto")
+		if host {
+			name = "gpu-host-values"
+		}
+		out = append(out, enginetest.Target[edgeBatch, edgeOut]{Name: name, GPU: true,
 			Open: func(_ testing.TB, d *gpu.Device) (enginetest.Subject[edgeBatch, edgeOut], error) {
 				g, err := newGPUTrie(d, false, secure)
 				if err != nil {
 					return nil, err
 				}
 				g.mode = mode
-				return trieSubject{&Trie{opts: Options{Secure: secure, Engine: EngineGPU, NodeUpdate: mode}, hasher: newHasher(), g: g}, &Values{}}, nil
+				if host {
+					g.host = newHostValues()
+				}
+				opts := Options{Secure: secure, Engine: EngineGPU, NodeUpdate: mode, HostValues: host}
+				return trieSubject{&Trie{opts: opts, hasher: newHasher(), g: g}, &Values{}}, nil
 			}})
 	}
 	return out

@@ -65,6 +65,7 @@ type gpuTrie struct {
 	nvals    uint32 // next value id (0 is none)
 	arena    *gpu.Buffer[byte]
 	arenaLen int64
+	host     *hostValues // the host copy of the values (Options.HostValues); nil without
 
 	ctl      *gpu.Buffer[uint32]
 	mode     NodeUpdate // Options.NodeUpdate
@@ -425,9 +426,16 @@ func (g *gpuTrie) stageValues(values [][]byte) (vbase uint32, anyInsert, anyDele
 	if err != nil {
 		return 0, false, false, err
 	}
-	if err := errors.Join(g.xfer.upload(g.s, g.arena, int(g.arenaLen), int(total), fillConcat(values, offs)), g.vals.Write(g.s, 2*int(g.nvals), entries),
+	fill := fillConcat(values, offs)
+	if g.host != nil {
+		fill = g.host.mirror(g.arenaLen, total, fill)
+	}
+	if err := errors.Join(g.xfer.upload(g.s, g.arena, int(g.arenaLen), int(total), fill), g.vals.Write(g.s, 2*int(g.nvals), entries),
 		vb.Write(g.s, 0, vl)); err != nil {
 		return 0, false, false, err
+	}
+	if g.host != nil {
+		g.host.commit(entries, g.arenaLen+total)
 	}
 	vbase = g.nvals
 	g.nvals += uint32(n)

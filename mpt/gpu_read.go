@@ -39,6 +39,9 @@ func (g *gpuTrie) queryable(keys [][]byte) ([]int, [][]byte) {
 // slice. Cost: lookupOffsets' and gatherValues', plus one allocation of
 // all values' bytes and the result slices.
 func (g *gpuTrie) lookup(keys [][]byte) ([][]byte, []bool, error) {
+	if g.host != nil {
+		return g.lookupHost(keys)
+	}
 	values, found := make([][]byte, len(keys)), make([]bool, len(keys))
 	idx, ks := g.queryable(keys)
 	n := len(ks)
@@ -72,6 +75,9 @@ func (g *gpuTrie) lookup(keys [][]byte) ([][]byte, []bool, error) {
 // so a lookup allocates nothing per key. Cost: lookupOffsets' and
 // gatherValues'.
 func (g *gpuTrie) lookupInto(keys [][]byte, out *Values) error {
+	if g.host != nil {
+		return g.lookupIntoHost(keys, out)
+	}
 	out.Offs = resize(out.Offs, len(keys)+1)
 	idx, ks := g.queryable(keys)
 	n := len(ks)

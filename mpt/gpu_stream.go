@@ -150,18 +150,22 @@ func (st *streamer) download(s *gpu.Stream, src *gpu.Buffer[byte], dst []byte) e
 }
 
 // pieces runs fn over [0, n) in packPiece ranges on goroutines.
-func pieces(n int, fn func(lo, hi int)) {
-	if n <= packPiece {
+func pieces(n int, fn func(lo, hi int)) { piecesOf(n, packPiece, fn) }
+
+// piecesOf runs fn over [0, n) in ranges of grain on goroutines (on the
+// caller's alone when n <= grain).
+func piecesOf(n, grain int, fn func(lo, hi int)) {
+	if n <= grain {
 		fn(0, n)
 		return
 	}
 	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += packPiece {
+	for lo := 0; lo < n; lo += grain {
 		wg.Add(1)
 		go func(lo, hi int) {
 			defer wg.Done()
 			fn(lo, hi)
-		}(lo, min(lo+packPiece, n))
+		}(lo, min(lo+grain, n))
 	}
 	wg.Wait()
 }

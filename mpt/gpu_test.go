@@ -19,12 +19,23 @@ import (
 // or skips (fails under WARPKV_REQUIRE_GPU=1) without a GPU.
 func newGPUTest(t testing.TB, secure bool, mode NodeUpdate) *Trie {
 	t.Helper()
+	return newGPUTestOpts(t, Options{Secure: secure, NodeUpdate: mode})
+}
+
+// newGPUTestOpts is newGPUTest with the options' Secure, NodeUpdate and
+// HostValues.
+func newGPUTestOpts(t testing.TB, opts Options) *Trie {
+	t.Helper()
+	secure, mode := opts.Secure, opts.NodeUpdate
 	d := gputest.Device(t)
 	g, err := newGPUTrie(d, false, secure)
 	if err != nil {
 		t.Fatal(err)
 	}
 	g.mode = mode
+	if opts.HostValues {
+		g.host = newHostValues()
+	}
 	tr := &Trie{opts: Options{Secure: secure, Engine: EngineGPU}, hasher: newHasher(), g: g, reason: "test"}
 	t.Cleanup(func() {
 		if err := tr.Close(); err != nil {
@@ -148,18 +159,22 @@ func TestGPUDifferential(t *testing.T) {
 		for _, secure := range []bool{false, true} {
 			for _, mode := range gpuModes {
 				t.Run(fmt.Sprintf("%s/secure=%v/mode=%s", kg.name, secure, cmp.Or(string(mode), "auto")), func(t *testing.T) {
-					gpuDifferential(t, kg.gen, secure, mode, uint64(len(kg.name)))
+					gpuDifferential(t, kg.gen, Options{Secure: secure, NodeUpdate: mode}, uint64(len(kg.name)))
 				})
 			}
+			t.Run(fmt.Sprintf("%s/secure=%v/host-values", kg.name, secure), func(t *testing.T) {
+				gpuDifferential(t, kg.gen, Options{Secure: secure, HostValues: true}, uint64(len(kg.name)))
+			})
 		}
 	}
 }
 
 // gpuDifferential is one TestGPUDifferential case: batches of keys drawn
 // from gen, on a GPU trie with the given mode and a sequential CPU trie.
-func gpuDifferential(t *testing.T, gen keyGen, secure bool, mode NodeUpdate, seed uint64) {
+func gpuDifferential(t *testing.T, gen keyGen, opts Options, seed uint64) {
+	secure, mode := opts.Secure, opts.NodeUpdate
 	r := rand.New(rand.NewPCG(seed, 7))
-	g := newGPUTest(t, secure, mode)
+	g := newGPUTestOpts(t, opts)
 	c := New(Options{Secure: secure})
 	var pool [][]byte
 	locked := 0
@@ -249,7 +264,7 @@ func checkIteration(t *testing.T, g, c *Trie) {
 // TestGPULargeBatches runs batches large enough to fill the device with
 // concurrent walks, expansions and CAS inserts: a fresh 200K-pair build,
 // then an update of 100K pairs mixing overwrites, new keys and deletes, on
-// the paper's data set generators.
+// the paper's data set generators (ETHT with the host copy of the values).
 func TestGPULargeBatches(t *testing.T) {
 	n := 200_000
 	if testing.Short() {
@@ -265,7 +280,7 @@ func TestGPULargeBatches(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			g := newGPUTest(t, false, NodeUpdateAuto)
+			g := newGPUTestOpts(t, Options{HostValues: ds == DatasetETHT})
 			c := New(Options{Engine: EngineParallel})
 			if err := errors2(g.Update(keys, values), c.Update(keys, values)); err != nil {
 				t.Fatal(err)

@@ -52,6 +52,9 @@ func Open(opts Options) (*Trie, error) {
 		return nil, fmt.Errorf("mpt: open gpu engine on %s: %w", c.Device, err)
 	}
 	g.mode = opts.NodeUpdate
+	if opts.HostValues {
+		g.host = newHostValues()
+	}
 	opts.Engine = EngineGPU
 	return &Trie{opts: opts, hasher: newHasher(), g: g, reason: "gpu engine: " + c.Reason}, nil
 }
@@ -94,10 +97,13 @@ func (t *Trie) GPUTimes() GPUTimes {
 }
 
 // Lookup is GetBatch with the GPU engine's failures returned rather than
-// panicking: values[i] is a copy of keys[i]'s value (nil when absent),
-// found[i] whether it is present. Cost: GetBatch's on the CPU engines; on
-// the GPU engine one upload of the keys, one thread per key, one download
-// of the values.
+// panicking: values[i] is keys[i]'s value (nil when absent), found[i]
+// whether it is present. The values alias the trie on the CPU engines and
+// the host copy of the values on the GPU engine with Options.HostValues
+// (never modify them), and are fresh copies on the GPU engine without it.
+// LookupInto allocates nothing per key. Cost: GetBatch's on the CPU
+// engines; on the GPU engine one upload of the keys, one thread per key,
+// and one download of the values (of 4-byte value ids with HostValues).
 func (t *Trie) Lookup(keys [][]byte) (values [][]byte, found []bool, err error) {
 	if t.g != nil {
 		v, f, err := t.g.lookup(keys)

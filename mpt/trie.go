@@ -57,6 +57,16 @@ type Options struct {
 	// use PhaseNU). The CPU engines ignore it.
 	NodeUpdate NodeUpdate
 
+	// HostValues makes the GPU engine keep a copy of every value in host
+	// memory beside the device trie: lookups then bring back only a
+	// 4-byte value id per key and read the values from the copy (Lookup's
+	// values alias it, LookupInto copies from it on all cores), instead of
+	// gathering and downloading them. It costs host memory as large as the
+	// device's value arena and a host copy of each batch's values during
+	// Update (made while the values are packed for upload). The CPU
+	// engines ignore it.
+	HostValues bool
+
 	// Device is the GPU engine's device option (auto, gpu, gpu:N; "" means
 	// WARPKV_DEVICE, else auto); see gpu.Choose. The CPU engines ignore it.
 	Device string

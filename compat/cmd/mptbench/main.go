@@ -208,12 +208,13 @@ func run(cfg config, p *bench.Progress) (*bench.Report, error) {
 }
 
 // vsGeth gives each of our rows (bench.MPTEngineRows' or MPTGPURows'
-// order) its ratio to go-ethereum's trie row of the same operation; both
-// our lookup rows (lookup, lookup into) compare with go-ethereum's lookup.
+// order) its ratio to go-ethereum's trie row of the same operation; all
+// our lookup rows (lookup, lookup into, with or without the GPU engine's
+// host copy of the values) compare with go-ethereum's lookup.
 func vsGeth(rows, trieRows []bench.Result) {
 	for i := range rows {
-		j := i
-		if i == bench.MPTLookupIntoRow {
+		j := bench.MPTRowPeer(i)
+		if j == bench.MPTLookupIntoRow {
 			j = bench.MPTLookupRow
 		}
 		rows[i] = rows[i].VsPeer("geth trie", trieRows[j])
