@@ -3,21 +3,21 @@ package mpt
 import (
 	"testing"
 
-	"warpkv/gpu"
 	"warpkv/internal/gputest"
 )
 
-// TestKernelsCompile compiles mpt.cu with NVRTC for Hopper (sm_90). It
+// TestKernelsCompile compiles every program of Programs with NVRTC for
+// Hopper (sm_90); the headers check the layout constants Go passes. It
 // needs NVRTC but no GPU.
 func TestKernelsCompile(t *testing.T) {
 	gputest.NVRTC(t)
-	for name, src := range KernelSources() {
-		cubin, err := gpu.CompileCUBIN(name, src, "sm_90", nil)
+	for _, p := range Programs() {
+		cubin, err := p.CompileCUBIN("sm_90")
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", p.Name, err)
 		}
 		if len(cubin) == 0 {
-			t.Fatalf("%s: empty cubin", name)
+			t.Fatalf("%s: empty cubin", p.Name)
 		}
 	}
 }

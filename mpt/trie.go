@@ -40,7 +40,7 @@ type Options struct {
 	// applies the parts to disjoint subtrees on goroutines (the CPU port of
 	// the paper's PhaseNU), and hashes dirty subtrees on goroutines;
 	// EngineGPU keeps the trie in device memory and runs PhaseNU and
-	// PhaseHC on the GPU (gpu.go, mpt.cu); EngineAuto is EngineGPU where a
+	// PhaseHC on the GPU (the *_gpu.go and .cu files); EngineAuto is EngineGPU where a
 	// GPU is usable and EngineParallel elsewhere. All give the same trie,
 	// roots and proofs. The GPU engines need Open; New panics on them and
 	// on unknown values.

@@ -1,0 +1,177 @@
+package mpt
+
+import (
+	"errors"
+	"fmt"
+
+	"warpkv/gpu"
+	"warpkv/prim"
+)
+
+// Staging of a batch on the GPU engine: keys (hashed on the device in
+// secure mode) and values go up through the pinned chunks.
+
+// stagedKeys describes a batch of keys on the device: key i's bytes at
+// keys[i*stride, i*stride+lens[i]), zero-padded to stride.
+type stagedKeys struct {
+	keys   *gpu.Buffer[byte]
+	lens   *gpu.Buffer[uint32]
+	stride int
+	varied bool // lengths differ
+}
+
+// checkKeys returns an error wrapping ErrKeyTooLong for the first key the
+// engine cannot take.
+func (g *gpuTrie) checkKeys(keys [][]byte) error {
+	if g.secure {
+		return nil
+	}
+	for i, k := range keys {
+		if len(k) > maxKeyBytes {
+			return fmt.Errorf("%w: key %d has %d bytes (at most %d)", ErrKeyTooLong, i, len(k), maxKeyBytes)
+		}
+	}
+	return nil
+}
+
+// stageKeys uploads keys in the stride layout (through the pinned chunks),
+// hashing them on the device first in secure mode.
+func (g *gpuTrie) stageKeys(keys [][]byte) (stagedKeys, error) {
+	n := len(keys)
+	g.hostLens = resize(g.hostLens, n)
+	lens := g.hostLens
+	maxLen, total := 0, 0
+	for i, k := range keys {
+		lens[i] = uint32(len(k))
+		maxLen = max(maxLen, len(k))
+		total += len(k)
+	}
+	if g.secure {
+		// Raw keys back to back, then Keccak-256 on the device.
+		g.hostKoff, g.hostKoff64 = resize(g.hostKoff, n+1), resize(g.hostKoff64, n+1)
+		offs, offs64 := g.hostKoff, g.hostKoff64
+		offs[0], offs64[0] = 0, 0
+		for i, k := range keys {
+			offs[i+1] = offs[i] + uint32(len(k))
+			offs64[i+1] = int64(offs[i+1])
+		}
+		raw, err := g.raw.Get(g.dev, g.s, total+8)
+		if err != nil {
+			return stagedKeys{}, err
+		}
+		koff, err := g.koff.Get(g.dev, g.s, n+1)
+		if err != nil {
+			return stagedKeys{}, err
+		}
+		out, err := g.hashed.Get(g.dev, g.s, n)
+		if err != nil {
+			return stagedKeys{}, err
+		}
+		l, err := g.lens.Get(g.dev, g.s, n)
+		if err != nil {
+			return stagedKeys{}, err
+		}
+		if err := errors.Join(g.xfer.upload(g.s, raw, 0, total, fillConcat(keys, offs64)), koff.Write(g.s, 0, offs)); err != nil {
+			return stagedKeys{}, err
+		}
+		if err := prim.DevKeccak256(g.pe, raw, koff, n, out, maxLen); err != nil {
+			return stagedKeys{}, err
+		}
+		for i := range lens {
+			lens[i] = 32
+		}
+		if err := l.Write(g.s, 0, lens); err != nil {
+			return stagedKeys{}, err
+		}
+		return stagedKeys{keys: gpu.View[byte](out, 0, 32*n), lens: l, stride: 32}, nil
+	}
+	stride := max(8, (maxLen+7)&^7)
+	kb, err := g.keys.Get(g.dev, g.s, n*stride)
+	if err != nil {
+		return stagedKeys{}, err
+	}
+	l, err := g.lens.Get(g.dev, g.s, n)
+	if err != nil {
+		return stagedKeys{}, err
+	}
+	if err := errors.Join(g.xfer.upload(g.s, kb, 0, n*stride, fillStrided(keys, stride)), l.Write(g.s, 0, lens)); err != nil {
+		return stagedKeys{}, err
+	}
+	varied := false
+	for _, v := range lens {
+		if v != lens[0] {
+			varied = true
+			break
+		}
+	}
+	return stagedKeys{keys: kb, lens: l, stride: stride, varied: varied}, nil
+}
+
+// stageValues appends the batch's non-empty values to the arena (through
+// the pinned chunks) and writes value table entries vbase+i for every operation i (an
+// empty value gets a zero-length entry, never referenced). It returns
+// vbase and whether any value is non-empty. On failure nothing changed.
+func (g *gpuTrie) stageValues(values [][]byte) (vbase uint32, anyInsert, anyDelete bool, err error) {
+	n := len(values)
+	offs := make([]int64, n+1)
+	vl := make([]uint32, n)
+	for i, v := range values {
+		offs[i+1] = offs[i] + int64(len(v))
+		vl[i] = uint32(len(v))
+		anyInsert = anyInsert || len(v) > 0
+		anyDelete = anyDelete || len(v) == 0
+	}
+	total := offs[n]
+	if uint64(g.nvals)+uint64(n) >= 1<<32 {
+		return 0, false, false, fmt.Errorf("mpt: gpu engine: value table full")
+	}
+	// Grow the table and the arena first: failure leaves both as they were.
+	if need := int(g.nvals) + n; need > g.capVals {
+		c := max(need+need/4, 2*g.capVals, 1024)
+		b, err := growBuffer(g, g.vals, 2*int(g.nvals), 2*c)
+		if err != nil {
+			return 0, false, false, err
+		}
+		g.vals, g.capVals = b, c
+	}
+	if need := g.arenaLen + total + 8; g.arena == nil || need > int64(g.arena.Len()) {
+		c := max(need+need/4, 2*int64(g.bufLen(g.arena)), 1<<20)
+		b, err := growBuffer(g, g.arena, int(g.arenaLen), int(c))
+		if err != nil {
+			return 0, false, false, err
+		}
+		g.arena = b
+	}
+	entries := make([]uint64, 2*n)
+	for i := range values {
+		entries[2*i] = uint64(g.arenaLen + offs[i])
+		entries[2*i+1] = uint64(vl[i])
+	}
+	vb, err := g.vlens.Get(g.dev, g.s, n)
+	if err != nil {
+		return 0, false, false, err
+	}
+	fill := fillConcat(values, offs)
+	if g.host != nil {
+		fill = g.host.mirror(g.arenaLen, total, fill)
+	}
+	if err := errors.Join(g.xfer.upload(g.s, g.arena, int(g.arenaLen), int(total), fill), g.vals.Write(g.s, 2*int(g.nvals), entries),
+		vb.Write(g.s, 0, vl)); err != nil {
+		return 0, false, false, err
+	}
+	if g.host != nil {
+		g.host.commit(entries, g.arenaLen+total)
+	}
+	vbase = g.nvals
+	g.nvals += uint32(n)
+	g.arenaLen += total
+	return vbase, anyInsert, anyDelete, nil
+}
+
+// bufLen is b's length, 0 for nil.
+func (g *gpuTrie) bufLen(b *gpu.Buffer[byte]) int {
+	if b == nil {
+		return 0
+	}
+	return b.Len()
+}
