@@ -186,7 +186,10 @@ func RunMPT(o Options) (*Report, error) {
 		}
 		if useGPU {
 			p.Printf("gpu: %s", c.Op("pairs"))
-			ref := mpt.New(mpt.Options{Engine: mpt.EngineParallel})
+			ref, err := mpt.New(mpt.Options{Engine: mpt.EngineParallel})
+			if err != nil {
+				return nil, err
+			}
 			if err := ref.Update(keys, values); err != nil {
 				return nil, err
 			}
@@ -220,7 +223,10 @@ func MPTEngineRows(c MPTCase, eng mpt.Engine, keys, values [][]byte, st mpt.Stat
 	name := "cpu " + string(eng)
 	var tr *mpt.Trie
 	u, h, e2e, err := MPTBuildTimes(warmup, reps, func() (func(), error) {
-		tr = mpt.New(mpt.Options{Engine: eng})
+		var err error
+		if tr, err = mpt.New(mpt.Options{Engine: eng}); err != nil {
+			return nil, err
+		}
 		if err := tr.Update(keys, values); err != nil {
 			return nil, err
 		}

@@ -40,9 +40,9 @@ func MPTRowPeer(i int) int {
 // to end seconds, the phase breakdown of the median end-to-end run, and
 // the last trie (open: the caller closes it). Every run's root is checked
 // against want.
-func mptGPUBuilds(opts mpt.Options, keys, values [][]byte, want [32]byte, warmup, reps int) (u, h, e2e float64, med mpt.GPUTimes, tr *mpt.Trie, err error) {
+func mptGPUBuilds(opts mpt.Options, keys, values [][]byte, want [32]byte, warmup, reps int) (u, h, e2e float64, med mpt.BatchStats, tr *mpt.Trie, err error) {
 	var us, hs, ts []float64
-	var times []mpt.GPUTimes
+	var times []mpt.BatchStats
 	for i := range warmup + reps {
 		if tr != nil {
 			if err := tr.Close(); err != nil {
@@ -65,7 +65,7 @@ func mptGPUBuilds(opts mpt.Options, keys, values [][]byte, want [32]byte, warmup
 		if root != want {
 			return 0, 0, 0, med, tr, fmt.Errorf("gpu root %x, cpu root %x", root, want)
 		}
-		tm := tr.GPUTimes()
+		tm := tr.Stats()
 		if i >= warmup {
 			hs = append(hs, tm.Hash.Seconds())
 			us = append(us, total-tm.Hash.Seconds())

@@ -32,7 +32,10 @@ func BenchmarkUpdateHash(b *testing.B) {
 	keys, values := benchPairs(100_000)
 	b.Run("mpt", func(b *testing.B) {
 		for b.Loop() {
-			tr := mpt.New(mpt.Options{})
+			tr, err := mpt.New(mpt.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
 			if err := tr.Update(keys, values); err != nil {
 				b.Fatal(err)
 			}

@@ -32,7 +32,10 @@ func BenchmarkHash(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%s", ds, eng), func(b *testing.B) {
 				for b.Loop() {
 					b.StopTimer()
-					tr := mpt.New(mpt.Options{Engine: eng})
+					tr, err := mpt.New(mpt.Options{Engine: eng})
+					if err != nil {
+						b.Fatal(err)
+					}
 					if err := tr.Update(keys, values); err != nil {
 						b.Fatal(err)
 					}

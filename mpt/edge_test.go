@@ -97,7 +97,7 @@ func (s trieSubject) Check() error {
 		}
 		return checkInvariants(snap)
 	}
-	return checkInvariants(s.t.root)
+	return checkInvariants(s.t.cpu.root)
 }
 
 func (s trieSubject) Close() error { return s.t.Close() }
@@ -153,7 +153,7 @@ func edgeTargets(secure bool) []enginetest.Target[edgeBatch, edgeOut] {
 					g.host = newHostValues()
 				}
 				opts := Options{Secure: secure, Engine: EngineGPU, NodeUpdate: mode, HostValues: host}
-				return trieSubject{&Trie{opts: opts, hasher: newHasher(), g: g}, &Values{}}, nil
+				return trieSubject{onGPU(g, opts), &Values{}}, nil
 			}})
 	}
 	return out
@@ -188,7 +188,7 @@ func TestEdgeCases(t *testing.T) {
 				}
 			}
 			enginetest.Run(t, enginetest.Suite[edgeBatch, edgeOut, trieSubject]{
-				NewModel: func() trieSubject { return trieSubject{New(Options{Secure: secure}), &Values{}} },
+				NewModel: func() trieSubject { return trieSubject{mustNew(Options{Secure: secure}), &Values{}} },
 				Targets:  edgeTargets(secure),
 				Compare:  compareEdge,
 			}, cases...)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"warpkv/engine"
 	"warpkv/gpu"
 	"warpkv/prim"
 )
@@ -25,14 +26,17 @@ var ErrKeyTooLong = errors.New("mpt: key too long for the gpu engine")
 // length is fine) the GPU engine accepts: a node holds its path inline.
 const MaxGPUKeyBytes = maxKeyBytes
 
-// GPUTimes is the time breakdown of the GPU engine's last Update or Delete
-// batch, from events on its stream and host clocks around them.
-type GPUTimes struct {
+// BatchStats are the GPU engine's figures of its last Update or Delete
+// batch beyond Trie.LastBatch's phases: the host staging and the copies
+// (LastBatch's Upload is both), the node update and PhaseHC (its Work),
+// and the phases' counters, from host clocks around synchronized stream
+// work.
+type BatchStats struct {
 	Keys     int           // operations in the batch
 	Stage    time.Duration // packing keys and values into pinned host memory
 	Upload   time.Duration // host to device copies
 	Sort     time.Duration // key hashing (secure mode), sort, last-wins dedupe
-	Update   time.Duration // PhaseNU: walks, expansions, inserts, compress
+	Update   time.Duration // PhaseNU (walks, expansions, inserts, compress) or LockNU
 	Hash     time.Duration // PhaseHC: marking and computing, root read back
 	Total    time.Duration // the whole call
 	Rounds   int           // expansion rounds
@@ -42,6 +46,16 @@ type GPUTimes struct {
 	Algorithm NodeUpdate // PhaseNU or LockNU, as the decision model (or the override) chose
 	Why       string     // the decision model's reason
 	Restarts  int        // LockNU walks restarted from the root
+}
+
+// GPUTimes is the former name of BatchStats.
+//
+// Deprecated: use BatchStats.
+type GPUTimes = BatchStats
+
+// timings returns the batch's phases as engine.Timings.
+func (b BatchStats) timings() engine.Timings {
+	return engine.Timings{Op: "update", Items: b.Keys, Upload: b.Stage + b.Upload, Sort: b.Sort, Work: b.Update + b.Hash, Total: b.Total}
 }
 
 // gpuTrie is the GPU engine's state on one device. All work is queued on
@@ -69,11 +83,11 @@ type gpuTrie struct {
 	arenaLen int64
 	host     *hostValues // the host copy of the values (Options.HostValues); nil without
 
-	ctl      *gpu.Buffer[uint32]
-	mode     NodeUpdate // Options.NodeUpdate
-	root     uint32     // the root node's id; 0 when the trie is empty
-	rootHash [32]byte   // the hash readRoot read from node root and checked; valid while rootOK
-	rootOK   bool       // rootHash belongs to the current root (cleared when a batch starts changing the trie)
+	ctl     *gpu.Buffer[uint32]
+	mode    NodeUpdate // Options.NodeUpdate
+	root    uint32     // the root node's id; 0 when the trie is empty
+	rootRef [32]byte   // the hash readRoot read from node root and checked; valid while rootOK
+	rootOK  bool       // rootRef belongs to the current root (cleared when a batch starts changing the trie)
 
 	xfer *streamer // pinned chunks for every transfer of keys, values and results
 
@@ -93,7 +107,8 @@ type gpuTrie struct {
 	hostKoff64 []int64
 	hostOffs   []uint64
 
-	times       GPUTimes
+	times       BatchStats
+	last        engine.Timings
 	lookupTimes [2]time.Duration // the last lookup's walk (keys up, walk, offsets back) and values (gather, download, copy)
 }
 
@@ -284,4 +299,17 @@ func growBuffer[T any](g *gpuTrie, old *gpu.Buffer[T], keep, n int) (*gpu.Buffer
 		}
 	}
 	return b, nil
+}
+
+func (g *gpuTrie) backend() gpu.Backend { return gpu.BackendGPU }
+
+func (g *gpuTrie) lastBatch() engine.Timings { return g.last }
+
+func (g *gpuTrie) stats() BatchStats { return g.times }
+
+// readDone records a lookup or proof batch as the last batch: Work is the
+// keys' upload, the walks and the offsets or ids back, Download the
+// values' return (lookupTimes).
+func (g *gpuTrie) readDone(op string, items int, t0 time.Time) {
+	g.last = engine.Timings{Op: op, Items: items, Work: g.lookupTimes[0], Download: g.lookupTimes[1], Total: time.Since(t0)}
 }

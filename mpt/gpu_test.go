@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func newGPUTestOpts(t testing.TB, opts Options) *Trie {
 	if opts.HostValues {
 		g.host = newHostValues()
 	}
-	tr := &Trie{opts: Options{Secure: secure, Engine: EngineGPU}, hasher: newHasher(), g: g, reason: "test"}
+	tr := onGPU(g, Options{Secure: secure, NodeUpdate: mode, HostValues: opts.HostValues})
 	t.Cleanup(func() {
 		if err := tr.Close(); err != nil {
 			t.Error(err)
@@ -175,7 +176,7 @@ func gpuDifferential(t *testing.T, gen keyGen, opts Options, seed uint64) {
 	secure, mode := opts.Secure, opts.NodeUpdate
 	r := rand.New(rand.NewPCG(seed, 7))
 	g := newGPUTestOpts(t, opts)
-	c := New(Options{Secure: secure})
+	c := mustNew(Options{Secure: secure})
 	var pool [][]byte
 	locked := 0
 	for batch, size := range []int{1, 3, 50, 1000, 1, 5000, 200, 2000, 7, 3000} {
@@ -196,7 +197,7 @@ func gpuDifferential(t *testing.T, gen keyGen, opts Options, seed uint64) {
 		if err := g.Update(keys, values); err != nil {
 			t.Fatalf("batch %d: %v", batch, err)
 		}
-		if g.GPUTimes().Algorithm == NodeUpdateLock {
+		if g.Stats().Algorithm == NodeUpdateLock {
 			locked++
 		}
 		if err := c.Update(keys, values); err != nil {
@@ -281,7 +282,7 @@ func TestGPULargeBatches(t *testing.T) {
 				t.Fatal(err)
 			}
 			g := newGPUTestOpts(t, Options{HostValues: ds == DatasetETHT})
-			c := New(Options{Engine: EngineParallel})
+			c := mustNew(Options{Engine: EngineParallel})
 			if err := errors2(g.Update(keys, values), c.Update(keys, values)); err != nil {
 				t.Fatal(err)
 			}
@@ -305,7 +306,7 @@ func TestGPULargeBatches(t *testing.T) {
 				t.Fatal(err)
 			}
 			compareTries(t, g, c, append(uk[:100], keys[:100]...))
-			logTimes(t, string(ds)+" mixed", g.GPUTimes())
+			logTimes(t, string(ds)+" mixed", g.Stats())
 			// A sparse insert-only batch: the decision model picks LockNU.
 			nk, nv := make([][]byte, m/50), make([][]byte, m/50)
 			for i := range nk {
@@ -315,13 +316,13 @@ func TestGPULargeBatches(t *testing.T) {
 				t.Fatal(err)
 			}
 			compareTries(t, g, c, append(nk[:100], keys[:100]...))
-			logTimes(t, string(ds)+" sparse inserts", g.GPUTimes())
+			logTimes(t, string(ds)+" sparse inserts", g.Stats())
 		})
 	}
 }
 
 // logTimes logs a GPU batch's breakdown.
-func logTimes(t testing.TB, what string, tm GPUTimes) {
+func logTimes(t testing.TB, what string, tm BatchStats) {
 	t.Helper()
 	t.Logf("%s: %d ops, %s (%s): stage %v upload %v sort %v update %v (%d rounds, %d expanded, %d restarts) hash %v (%d dirty) total %v",
 		what, tm.Keys, tm.Algorithm, tm.Why, tm.Stage, tm.Upload, tm.Sort, tm.Update, tm.Rounds, tm.Expanded, tm.Restarts, tm.Hash, tm.Dirty, tm.Total)
@@ -336,7 +337,7 @@ func TestGPUOutOfMemory(t *testing.T) {
 		t.Run(cmp.Or(string(mode), "auto"), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(5, 5))
 			g := newGPUTest(t, false, mode)
-			c := New(Options{})
+			c := mustNew(Options{})
 			keys, values := make([][]byte, 3000), make([][]byte, 3000)
 			for i := range keys {
 				keys[i], values[i] = randBytes(r, 1+r.IntN(20)), randValue(r, 0)
@@ -400,7 +401,7 @@ func TestGPUBenchFigures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := New(Options{Engine: EngineParallel})
+		c := mustNew(Options{Engine: EngineParallel})
 		t0 := time.Now()
 		if err := c.Update(keys, values); err != nil {
 			t.Fatal(err)
@@ -418,7 +419,7 @@ func TestGPUBenchFigures(t *testing.T) {
 			if got != want {
 				t.Fatalf("%s: gpu root %x, cpu %x", ds, got, want)
 			}
-			tm := g.GPUTimes()
+			tm := g.Stats()
 			t0 := time.Now()
 			_, found, err := g.Lookup(keys[:100000])
 			lk := time.Since(t0)
@@ -454,7 +455,7 @@ func TestGPUBenchFigures(t *testing.T) {
 						if err := h.Update(nk, nv); err != nil {
 							t.Fatal(err)
 						}
-						logTimes(t, fmt.Sprintf("%s +%d (mode %q)", ds, size, mode), h.GPUTimes())
+						logTimes(t, fmt.Sprintf("%s +%d (mode %q)", ds, size, mode), h.Stats())
 						if mi == 0 {
 							first = h.Hash()
 						} else if h.Hash() != first {
@@ -481,7 +482,7 @@ func TestGPUPlaceholderRoots(t *testing.T) {
 		for _, mode := range gpuModes {
 			t.Run(fmt.Sprintf("secure=%v/mode=%s", secure, cmp.Or(string(mode), "auto")), func(t *testing.T) {
 				g := newGPUTest(t, secure, mode)
-				c := New(Options{Secure: secure})
+				c := mustNew(Options{Secure: secure})
 				step := func(what string, keys, values [][]byte) {
 					t.Helper()
 					if err := errors2(g.Update(keys, values), c.Update(keys, values)); err != nil {
@@ -518,5 +519,43 @@ func TestGPUPlaceholderRoots(t *testing.T) {
 				step("insert into the emptied trie", [][]byte{{0x05}}, [][]byte{{0x06}})
 			})
 		}
+	}
+}
+
+// TestGPUOpen opens the GPU engine through Open on the tests' device
+// (Options.GPU: the trie must not close it) and checks the facade: its
+// backend and reason, LastBatch and Stats after an update and a lookup.
+func TestGPUOpen(t *testing.T) {
+	d := gputest.Device(t)
+	tr, err := Open(Options{Engine: EngineGPU, GPU: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Backend() != gpu.BackendGPU || !strings.Contains(tr.Reason(), "given by the caller") {
+		t.Fatalf("backend %v, reason %q", tr.Backend(), tr.Reason())
+	}
+	keys := [][]byte{{1}, {2}, {3}}
+	if err := tr.Update(keys, [][]byte{{1}, {2}, {3}}); err != nil {
+		t.Fatal(err)
+	}
+	if lb, st := tr.LastBatch(), tr.Stats(); lb.Op != "update" || lb.Items != 3 || lb.Total <= 0 || st.Keys != 3 || st.Dirty == 0 {
+		t.Fatalf("after update: %+v, %+v", lb, st)
+	}
+	if _, _, err := tr.Lookup(keys); err != nil {
+		t.Fatal(err)
+	}
+	if lb := tr.LastBatch(); lb.Op != "lookup" || lb.Items != 3 {
+		t.Fatalf("after lookup: %+v", lb)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The device stays open for the other tests.
+	again, err := Open(Options{Engine: EngineAuto, GPU: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(again.Update(keys, keys), again.Close()); err != nil {
+		t.Fatal(err)
 	}
 }

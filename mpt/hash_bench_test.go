@@ -29,13 +29,13 @@ func BenchmarkHash(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, eng := range Engines() {
-			tr := New(Options{Engine: eng})
+			tr := mustNew(Options{Engine: eng})
 			if err := tr.Update(keys, values); err != nil {
 				b.Fatal(err)
 			}
 			b.Run(fmt.Sprintf("%s/%s", ds, eng), func(b *testing.B) {
 				for b.Loop() {
-					clearRefs(tr.root)
+					clearRefs(tr.cpu.root)
 					tr.Hash()
 				}
 				b.ReportMetric(float64(b.N*len(keys))/b.Elapsed().Seconds(), "pairs/s")

@@ -69,7 +69,7 @@ func (g *gpuTrie) readRoot() error {
 	if err := checkRootRecord(rec); err != nil {
 		return fmt.Errorf("mpt: gpu engine: root node %d after the batch: %w (a bug)", g.root, err)
 	}
-	copy(g.rootHash[:], rec[nodeRefOffset:nodeRefOffset+32])
+	copy(g.rootRef[:], rec[nodeRefOffset:nodeRefOffset+32])
 	g.rootOK = true
 	return nil
 }
@@ -117,11 +117,11 @@ func checkRootRecord(rec []byte) error {
 	return nil
 }
 
-// hashRoot returns the root hash: EmptyRoot for an empty trie, else the
+// rootHash returns the root hash: EmptyRoot for an empty trie, else the
 // hash readRoot read back and checked after the last batch, read again
 // when a failed batch left none. Cost: O(1), or one read of the root
 // record after a failed batch.
-func (g *gpuTrie) hashRoot() ([32]byte, error) {
+func (g *gpuTrie) rootHash() ([32]byte, error) {
 	if g.root == 0 {
 		return EmptyRoot, nil
 	}
@@ -130,5 +130,5 @@ func (g *gpuTrie) hashRoot() ([32]byte, error) {
 			return [32]byte{}, err
 		}
 	}
-	return g.rootHash, nil
+	return g.rootRef, nil
 }

@@ -25,8 +25,25 @@ var testEngines = []testEngine{
 // new returns an empty trie with opts (Secure) on engine e.
 func (e testEngine) new(opts Options) *Trie {
 	opts.Engine, opts.Workers = e.opts.Engine, e.opts.Workers
-	tr := New(opts)
-	tr.grain = e.grain
+	tr := mustNew(opts)
+	tr.cpu.grain = e.grain
+	return tr
+}
+
+// onGPU returns the facade of a GPU engine the test opened on the shared
+// device (with opts' Secure, NodeUpdate and HostValues already applied
+// to g).
+func onGPU(g *gpuTrie, opts Options) *Trie {
+	opts.Engine = EngineGPU
+	return &Trie{opts: opts, eng: g, g: g, reason: "gpu engine: test device"}
+}
+
+// mustNew is New for options known to be valid.
+func mustNew(opts Options) *Trie {
+	tr, err := New(opts)
+	if err != nil {
+		panic(err)
+	}
 	return tr
 }
 
@@ -42,7 +59,7 @@ func forEngines(t *testing.T, f func(t *testing.T, e testEngine)) {
 // key order: the from-scratch reference for incremental updates.
 func fromMap(t testing.TB, secure bool, model map[string][]byte) *Trie {
 	t.Helper()
-	tr := New(Options{Secure: secure})
+	tr := mustNew(Options{Secure: secure})
 	var keys, values [][]byte
 	for _, k := range slices.Sorted(mapKeys(model)) {
 		keys, values = append(keys, []byte(k)), append(values, model[k])
@@ -113,7 +130,7 @@ func checkInvariants(n node) error {
 // build, Get of every key, iteration order, and proofs of present keys.
 func checkAgainstModel(t testing.TB, tr *Trie, model map[string][]byte) {
 	t.Helper()
-	if err := checkInvariants(tr.root); err != nil {
+	if err := checkInvariants(tr.cpu.root); err != nil {
 		t.Fatalf("invariant: %v", err)
 	}
 	secure := tr.Options().Secure

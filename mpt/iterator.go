@@ -32,14 +32,10 @@ type iterFrame struct {
 func (t *Trie) NewIterator(start []byte) *Iterator {
 	it := &Iterator{start: keyToHex(start)}
 	it.start = it.start[:len(it.start)-1]
-	root := t.root
-	if t.g != nil {
-		r, err := t.g.snapshot()
-		if err != nil {
-			it.err = fmt.Errorf("mpt: iterator on the gpu engine: %w", err)
-			return it
-		}
-		root = r
+	root, err := t.eng.snapshot()
+	if err != nil {
+		it.err = fmt.Errorf("mpt: iterator on the %s engine: %w", t.opts.Engine, err)
+		return it
 	}
 	if root != nil {
 		it.stack = append(it.stack, iterFrame{n: root})

@@ -28,10 +28,10 @@ func BenchmarkLookup(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					tr = &Trie{opts: Options{Engine: EngineGPU}, hasher: newHasher(), g: g}
+					tr = onGPU(g, Options{})
 					defer tr.Close()
 				} else {
-					tr = New(Options{Engine: eng})
+					tr = mustNew(Options{Engine: eng})
 				}
 				if err := tr.Update(keys, values); err != nil {
 					b.Fatal(err)

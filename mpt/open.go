@@ -1,18 +1,21 @@
 package mpt
 
 import (
+	"errors"
 	"fmt"
 
+	"warpkv/engine"
 	"warpkv/gpu"
 )
 
 // Open returns an empty trie on any engine (New takes only the CPU
-// engines). With EngineGPU it opens the device named by opts.Device and
-// fails, naming the reason, where no GPU is usable; with EngineAuto it
-// picks the GPU engine where one is usable and the parallel CPU engine
-// elsewhere (Reason says which and why). Close the trie to free the
-// device. Cost: O(1) on the CPU engines; opening the device and compiling
-// the kernels (cached on disk) on the GPU engine.
+// engines). With EngineGPU it runs on opts.GPU when given, else on the
+// device engine.Place resolves from opts.Device ("" meaning
+// $WARPKV_DEVICE, else a GPU), and fails, naming the reason, where no GPU
+// is usable; with EngineAuto it picks the GPU engine where one is usable
+// and the parallel CPU engine elsewhere (Reason says which and why). Close
+// the trie to free the device. Cost: O(1) on the CPU engines; opening the
+// device and compiling the kernels (cached on disk) on the GPU engine.
 func Open(opts Options) (*Trie, error) {
 	eng, err := ParseEngine(string(opts.Engine))
 	if err != nil {
@@ -26,75 +29,59 @@ func Open(opts Options) (*Trie, error) {
 	}
 	if eng != EngineGPU && eng != EngineAuto {
 		opts.Engine = eng
-		t := New(opts)
-		t.reason = "cpu engine (" + string(eng) + ")"
-		return t, nil
+		return newCPU(opts, "cpu engine ("+string(eng)+"): requested"), nil
 	}
-	spec := opts.Device
-	if eng == EngineGPU && spec == "" {
-		spec = "gpu"
+	option := opts.Device
+	if eng == EngineGPU && option == "" {
+		option = "gpu"
 	}
-	c, err := gpu.Choose(spec)
+	p, err := engine.Place("mpt", option, opts.GPU)
 	if err != nil {
 		return nil, fmt.Errorf("mpt: open %s engine: %w", eng, err)
 	}
-	if c.Backend != gpu.BackendGPU {
+	if p.Backend != gpu.BackendGPU {
 		if eng == EngineGPU {
-			return nil, fmt.Errorf("mpt: open gpu engine: %s", c.Reason)
+			return nil, fmt.Errorf("mpt: open gpu engine: %s", p.Reason)
 		}
 		opts.Engine = EngineParallel
-		t := New(opts)
-		t.reason = "cpu engine (parallel): " + c.Reason
-		return t, nil
+		return newCPU(opts, p.Reason+" (parallel)"), nil
 	}
-	g, err := newGPUTrie(c.Device, true, opts.Secure)
+	g, err := newGPUTrie(p.Device, p.Owned, opts.Secure)
 	if err != nil {
-		return nil, fmt.Errorf("mpt: open gpu engine on %s: %w", c.Device, err)
+		return nil, errors.Join(fmt.Errorf("mpt: open gpu engine on %s: %w", p.Device, err), p.Release())
 	}
 	g.mode = opts.NodeUpdate
 	if opts.HostValues {
 		g.host = newHostValues()
 	}
 	opts.Engine = EngineGPU
-	return &Trie{opts: opts, hasher: newHasher(), g: g, reason: "gpu engine: " + c.Reason}, nil
+	return &Trie{opts: opts, eng: g, g: g, place: p, reason: p.Reason}, nil
 }
 
-// Close frees the GPU engine's device memory and device; the trie must
-// not be used afterwards. On the CPU engines it does nothing. Cost: O(1)
-// plus the device's teardown.
+// Close frees the engine's memory, and on the GPU engine its device
+// memory and the device when the trie opened it; the trie must not be
+// used afterwards. Cost: O(1) plus the device's teardown.
 func (t *Trie) Close() error {
-	if t.g == nil {
+	if t.eng == nil {
 		return nil
 	}
-	err := t.g.close()
-	t.g = nil
-	t.root = nil
+	err := t.eng.close()
+	t.eng, t.cpu, t.g = closedEngine{}, nil, nil
 	if err != nil {
-		return fmt.Errorf("mpt: close gpu engine: %w", err)
+		return fmt.Errorf("mpt: close %s engine: %w", t.opts.Engine, err)
 	}
 	return nil
 }
 
-// Reason says which engine the trie runs on and why (for tries made by
-// Open; New's say the CPU engine). Cost: O(1).
-func (t *Trie) Reason() string {
-	if t.reason == "" {
-		return "cpu engine (" + string(t.opts.Engine) + ")"
-	}
-	return t.reason
-}
-
 // OnGPU reports whether the trie runs on the GPU engine. Cost: O(1).
-func (t *Trie) OnGPU() bool { return t.g != nil }
+//
+// Deprecated: use Backend() == gpu.BackendGPU.
+func (t *Trie) OnGPU() bool { return t.Backend() == gpu.BackendGPU }
 
-// GPUTimes returns the time breakdown of the GPU engine's last batch
-// (zero on the CPU engines). Cost: O(1).
-func (t *Trie) GPUTimes() GPUTimes {
-	if t.g == nil {
-		return GPUTimes{}
-	}
-	return t.g.times
-}
+// GPUTimes returns the GPU engine's breakdown of its last Update.
+//
+// Deprecated: use LastBatch for the phases and Stats for the counters.
+func (t *Trie) GPUTimes() GPUTimes { return t.Stats() }
 
 // Lookup is GetBatch with the GPU engine's failures returned rather than
 // panicking: values[i] is keys[i]'s value (nil when absent), found[i]
@@ -105,13 +92,42 @@ func (t *Trie) GPUTimes() GPUTimes {
 // engines; on the GPU engine one upload of the keys, one thread per key,
 // and one download of the values (of 4-byte value ids with HostValues).
 func (t *Trie) Lookup(keys [][]byte) (values [][]byte, found []bool, err error) {
-	if t.g != nil {
-		v, f, err := t.g.lookup(keys)
-		if err != nil {
-			return nil, nil, fmt.Errorf("mpt: lookup on the gpu engine: %w", err)
-		}
-		return v, f, nil
+	v, f, err := t.eng.lookup(keys)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mpt: lookup on the %s engine: %w", t.opts.Engine, err)
 	}
-	values, found = t.GetBatch(keys)
-	return values, found, nil
+	return v, f, nil
 }
+
+// GetBatch looks up every key, as Get does, without copying on the CPU
+// engines: values[i] is the value of keys[i] (nil when absent), found[i]
+// whether it is present. The values alias the trie's storage and must not
+// be modified; they stay valid after later updates (which store new
+// values rather than overwrite old ones). The parallel engine looks keys
+// up on Workers goroutines. Cost: O(key length in nibbles) per key, plus
+// one Keccak-256 in secure mode; no allocation per key. On the GPU engine
+// it is Lookup, and a device failure panics.
+func (t *Trie) GetBatch(keys [][]byte) (values [][]byte, found []bool) {
+	v, f, err := t.Lookup(keys)
+	if err != nil {
+		panic(err)
+	}
+	return v, f
+}
+
+// closedEngine stands in for the engine of a closed trie: every call
+// fails (Hash panics, as after a device failure).
+type closedEngine struct{}
+
+var errClosed = errors.New("mpt: trie closed")
+
+func (closedEngine) update([][]byte, [][]byte) error           { return errClosed }
+func (closedEngine) rootHash() ([32]byte, error)               { return [32]byte{}, errClosed }
+func (closedEngine) lookup([][]byte) ([][]byte, []bool, error) { return nil, nil, errClosed }
+func (closedEngine) lookupInto([][]byte, *Values) error        { return errClosed }
+func (closedEngine) prove([][]byte) ([][][]byte, error)        { return nil, errClosed }
+func (closedEngine) snapshot() (node, error)                   { return nil, errClosed }
+func (closedEngine) backend() gpu.Backend                      { return gpu.BackendCPU }
+func (closedEngine) lastBatch() engine.Timings                 { return engine.Timings{} }
+func (closedEngine) stats() BatchStats                         { return BatchStats{} }
+func (closedEngine) close() error                              { return nil }

@@ -3,6 +3,7 @@ package mpt
 import (
 	"fmt"
 	"sync"
+	"time"
 )
 
 // The parallel CPU engine (Options.Engine = EngineParallel): the CPU port
@@ -44,21 +45,21 @@ type op struct {
 
 // updater applies one batch on the parallel engine.
 type updater struct {
-	t     *Trie
+	t     *cpuTrie
 	sem   chan struct{} // a token per goroutine beyond the caller's
 	grain int           // sub-batches of at most grain operations apply sequentially
 }
 
 // parallelUpdate applies a batch of equal-length keys and values (an
 // empty value deletes) on the parallel engine.
-func (t *Trie) parallelUpdate(keys, values [][]byte) {
+func (t *cpuTrie) parallelUpdate(keys, values [][]byte) {
 	if len(keys) == 0 {
 		return
 	}
 	ops := make([]op, len(keys))
 	t.forEach(len(keys), func(h *hasher, lo, hi int) {
 		for i := lo; i < hi; i++ {
-			if t.opts.Secure {
+			if t.secure {
 				sum := h.sum(keys[i])
 				ops[i].path = keyToHex(sum[:])
 			} else {
@@ -188,7 +189,7 @@ func compress(old node, slots [17]node) node {
 // forEach calls fn over [0, n) split into contiguous chunks, on up to
 // Workers goroutines on the parallel engine (each with its own hasher),
 // else once on the caller's goroutine with the trie's hasher.
-func (t *Trie) forEach(n int, fn func(h *hasher, lo, hi int)) {
+func (t *cpuTrie) forEach(n int, fn func(h *hasher, lo, hi int)) {
 	w := min(t.workers, n/minChunk)
 	if w <= 1 {
 		fn(t.hasher, 0, n)
@@ -207,7 +208,7 @@ func (t *Trie) forEach(n int, fn func(h *hasher, lo, hi int)) {
 }
 
 // ensurePool makes sure the trie holds at least w worker hashers.
-func (t *Trie) ensurePool(w int) {
+func (t *cpuTrie) ensurePool(w int) {
 	for len(t.pool) < w {
 		t.pool = append(t.pool, newHasher())
 	}
@@ -242,7 +243,7 @@ type forkHasher struct {
 // hashSubtrees computes and caches the references of every dirty node
 // below the root on Workers goroutines, leaving only the root to the
 // caller (which then hashes it if it is short).
-func (t *Trie) hashSubtrees() {
+func (t *cpuTrie) hashSubtrees() {
 	if !dirty(t.root) {
 		return
 	}
@@ -302,34 +303,22 @@ func (f *forkHasher) ref(h *hasher, n node, depth int) {
 	}
 }
 
-// GetBatch looks up every key, as Get does, without copying: values[i]
-// is the value of keys[i] (nil when absent), found[i] whether it is
-// present. The values alias the trie's storage and must not be modified;
-// they stay valid after later updates (which store new values rather than
-// overwrite old ones). The parallel engine looks keys up on Workers
-// goroutines. Cost: O(key length in nibbles) per key, plus one Keccak-256
-// in secure mode; no allocation per key. On the GPU engine the values are
-// copies and a device failure panics (Lookup returns it instead).
-func (t *Trie) GetBatch(keys [][]byte) (values [][]byte, found []bool) {
-	if t.g != nil {
-		v, f, err := t.Lookup(keys)
-		if err != nil {
-			panic(err)
-		}
-		return v, f
-	}
+// lookup looks every key up without copying (see Trie.GetBatch), on
+// Workers goroutines on the parallel engine.
+func (t *cpuTrie) lookup(keys [][]byte) (values [][]byte, found []bool, err error) {
+	defer t.timed("lookup", len(keys), time.Now())
 	values, found = make([][]byte, len(keys)), make([]bool, len(keys))
 	t.forEach(len(keys), func(h *hasher, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			key := keys[i]
-			if t.opts.Secure {
+			if t.secure {
 				sum := h.sum(key)
 				key = sum[:]
 			}
 			values[i], found[i] = lookup(t.root, key)
 		}
 	})
-	return values, found
+	return values, found, nil
 }
 
 // lookup returns the value stored under the trie key key below root,
@@ -371,19 +360,13 @@ func lookup(root node, key []byte) ([]byte, bool) {
 	}
 }
 
-// ProveBatch returns Prove's proof of every key, hashing dirty nodes
-// first; the parallel engine builds the proofs on Workers goroutines.
-// Cost: Hash's, plus Prove's per key. The GPU engine builds the proofs on
-// the device in two passes (sizes, then encodings).
-func (t *Trie) ProveBatch(keys [][]byte) ([][][]byte, error) {
-	if t.g != nil {
-		p, err := t.g.prove(keys)
-		if err != nil {
-			return nil, fmt.Errorf("mpt: prove on the gpu engine: %w", err)
-		}
-		return p, nil
+// prove returns every key's proof, hashing dirty nodes first; the
+// parallel engine builds the proofs on Workers goroutines.
+func (t *cpuTrie) prove(keys [][]byte) ([][][]byte, error) {
+	if _, err := t.rootHash(); err != nil {
+		return nil, err
 	}
-	t.Hash()
+	defer t.timed("prove", len(keys), time.Now())
 	proofs := make([][][]byte, len(keys))
 	var mu sync.Mutex
 	var first error
@@ -405,13 +388,4 @@ func (t *Trie) ProveBatch(keys [][]byte) ([][][]byte, error) {
 		return nil, first
 	}
 	return proofs, nil
-}
-
-// pathWith is pathOf with the given hasher, for use on goroutines.
-func (t *Trie) pathWith(h *hasher, key []byte) []byte {
-	if t.opts.Secure {
-		sum := h.sum(key)
-		return keyToHex(sum[:])
-	}
-	return keyToHex(key)
 }

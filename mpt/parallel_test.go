@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -104,13 +105,21 @@ func TestParseEngine(t *testing.T) {
 	if _, err := ParseEngine("tpu"); err == nil {
 		t.Error("ParseEngine(tpu): no error")
 	}
-	if e := New(Options{}).Options().Engine; e != EngineSequential {
+	if e := mustNew(Options{}).Options().Engine; e != EngineSequential {
 		t.Errorf("default engine %q", e)
 	}
-	defer func() {
-		if recover() == nil {
-			t.Error("New with an unknown engine did not panic")
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Engine: "bogus"}, `unknown engine "bogus"`},
+		{Options{Engine: EngineGPU}, "use Open"},
+		{Options{Engine: EngineAuto}, "use Open"},
+		{Options{Engine: EngineParallel, Workers: -1}, "-1 workers"},
+		{Options{NodeUpdate: "locks"}, "unknown node update"},
+	} {
+		if tr, err := New(tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%+v) = %v, %v; want an error containing %q", tc.opts, tr, err, tc.want)
 		}
-	}()
-	New(Options{Engine: "bogus"})
+	}
 }

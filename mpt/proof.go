@@ -19,15 +19,23 @@ var ErrBadProof = errors.New("mpt: bad proof")
 // an empty proof. It hashes dirty nodes first (see Hash). Cost: Hash's,
 // plus one encoding per node on the path.
 func (t *Trie) Prove(key []byte) ([][]byte, error) {
-	if t.g != nil {
-		p, err := t.ProveBatch([][]byte{key})
-		if err != nil {
-			return nil, err
-		}
-		return p[0], nil
+	p, err := t.ProveBatch([][]byte{key})
+	if err != nil {
+		return nil, err
 	}
-	t.Hash()
-	return prove(t.root, t.pathOf(key))
+	return p[0], nil
+}
+
+// ProveBatch returns Prove's proof of every key, hashing dirty nodes
+// first; the parallel engine builds the proofs on Workers goroutines, the
+// GPU engine on the device in two passes (sizes, then encodings). Cost:
+// Hash's, plus Prove's per key.
+func (t *Trie) ProveBatch(keys [][]byte) ([][][]byte, error) {
+	p, err := t.eng.prove(keys)
+	if err != nil {
+		return nil, fmt.Errorf("mpt: prove on the %s engine: %w", t.opts.Engine, err)
+	}
+	return p, nil
 }
 
 // prove returns the proof of the nibble path below root, whose nodes must

@@ -39,6 +39,8 @@ func (g *gpuTrie) queryable(keys [][]byte) ([]int, [][]byte) {
 // slice. Cost: lookupOffsets' and gatherValues', plus one allocation of
 // all values' bytes and the result slices.
 func (g *gpuTrie) lookup(keys [][]byte) ([][]byte, []bool, error) {
+	g.lookupTimes = [2]time.Duration{}
+	defer g.readDone("lookup", len(keys), time.Now())
 	if g.host != nil {
 		return g.lookupHost(keys)
 	}
@@ -75,6 +77,8 @@ func (g *gpuTrie) lookup(keys [][]byte) ([][]byte, []bool, error) {
 // so a lookup allocates nothing per key. Cost: lookupOffsets' and
 // gatherValues'.
 func (g *gpuTrie) lookupInto(keys [][]byte, out *Values) error {
+	g.lookupTimes = [2]time.Duration{}
+	defer g.readDone("lookup", len(keys), time.Now())
 	if g.host != nil {
 		return g.lookupIntoHost(keys, out)
 	}
@@ -189,6 +193,8 @@ func (g *gpuTrie) gatherValues(vid *gpu.Buffer[uint32], offs *gpu.Buffer[uint64]
 // downloaded once. Cost: the keys' upload, two walks per key with one
 // encoding per proof node each, and the proofs' download.
 func (g *gpuTrie) prove(keys [][]byte) ([][][]byte, error) {
+	g.lookupTimes = [2]time.Duration{}
+	defer g.readDone("prove", len(keys), time.Now())
 	proofs := make([][][]byte, len(keys))
 	idx, ks := g.queryable(keys)
 	if idx != nil {

@@ -7,17 +7,17 @@
 // (the structure of the trie depends only on that set, never on the order
 // of operations); compat/ checks this against go-ethereum.
 //
-// This file holds the CPU reference engine: a sequential, pointer-based
-// trie that applies a batch one operation at a time and hashes lazily,
-// caching every node's hash and re-hashing only nodes changed since the
-// last Hash. parallel.go holds the parallel CPU engine (Options.Engine =
-// EngineParallel), which shares the node representation and produces the
-// same nodes, roots and proofs.
+// A Trie is a facade over one engine (engines.go): the sequential and the
+// parallel CPU engines (cpu.go, parallel.go) and the GPU engine (gpu.go
+// and the *_gpu.go and .cu files), which all give the same trie, roots and
+// proofs. This file holds the options and the facade's batch operations.
 package mpt
 
 import (
 	"fmt"
-	"runtime"
+
+	"warpkv/engine"
+	"warpkv/gpu"
 )
 
 // EmptyRoot is the root hash of an empty trie: Keccak-256 of the RLP
@@ -40,10 +40,10 @@ type Options struct {
 	// applies the parts to disjoint subtrees on goroutines (the CPU port of
 	// the paper's PhaseNU), and hashes dirty subtrees on goroutines;
 	// EngineGPU keeps the trie in device memory and runs PhaseNU and
-	// PhaseHC on the GPU (the *_gpu.go and .cu files); EngineAuto is EngineGPU where a
-	// GPU is usable and EngineParallel elsewhere. All give the same trie,
-	// roots and proofs. The GPU engines need Open; New panics on them and
-	// on unknown values.
+	// PhaseHC on the GPU (the *_gpu.go and .cu files); EngineAuto is
+	// EngineGPU where a GPU is usable and EngineParallel elsewhere. All
+	// give the same trie, roots and proofs. The GPU engines need Open; New
+	// refuses them.
 	Engine Engine
 
 	// Workers is the parallel engine's number of goroutines; 0 means
@@ -67,9 +67,15 @@ type Options struct {
 	// engines ignore it.
 	HostValues bool
 
-	// Device is the GPU engine's device option (auto, gpu, gpu:N; "" means
-	// WARPKV_DEVICE, else auto); see gpu.Choose. The CPU engines ignore it.
+	// Device is the GPU engine's device option, resolved by engine.Place:
+	// "" means $WARPKV_DEVICE, else auto (EngineGPU then insists on a GPU);
+	// auto, cpu, gpu or gpu:N. The CPU engines ignore it.
 	Device string
+
+	// GPU, when not nil, is an open device the GPU engine (EngineGPU or
+	// EngineAuto) runs on instead of resolving Device; the caller keeps
+	// it and closes it after the trie.
+	GPU *gpu.Device
 }
 
 // Engine names an engine; see Options.Engine.
@@ -99,80 +105,65 @@ func ParseEngine(s string) (Engine, error) {
 }
 
 // Trie is an in-memory Merkle Patricia Trie. It is not safe for concurrent
-// use; a Trie must not be copied after first use.
+// use; a Trie must not be copied after first use. It implements
+// engine.Reporter.
 type Trie struct {
-	opts    Options
-	root    node
-	hasher  *hasher
-	workers int       // goroutines of the parallel engine; 0 for the sequential one
-	pool    []*hasher // the parallel engine's per-goroutine hashers
-	grain   int       // the parallel update's grain; 0: sized to the batch (tests set it)
-	g       *gpuTrie  // the GPU engine; nil on the CPU engines
-	reason  string    // why the engine was chosen (Open with EngineAuto)
-	found   [][]byte  // LookupInto's scratch on the CPU engines, reused
+	opts   Options
+	eng    trieEngine
+	cpu    *cpuTrie         // eng on the CPU engines, else nil
+	g      *gpuTrie         // eng on the GPU engine, else nil
+	place  engine.Placement // where the GPU engine runs (Open)
+	reason string           // which engine and why
 }
 
-// New returns an empty trie. It panics when opts.Engine is not one of
-// Engines() or opts.Workers is negative (use ParseEngine on user input).
-// Cost: O(1).
-func New(opts Options) *Trie {
+var _ engine.Reporter = (*Trie)(nil)
+
+// New returns an empty trie on a CPU engine, or an error when opts.Engine
+// is not one of Engines() (Open takes every engine) or opts.Workers is
+// negative. Cost: O(1).
+func New(opts Options) (*Trie, error) {
 	eng, err := ParseEngine(string(opts.Engine))
 	if err != nil {
-		panic(err)
+		return nil, err
 	}
 	if eng == EngineGPU || eng == EngineAuto {
-		panic(fmt.Sprintf("mpt: New with engine %q: use Open", eng))
+		return nil, fmt.Errorf("mpt: new trie on engine %q: use Open", eng)
 	}
 	if opts.Workers < 0 {
-		panic(fmt.Sprintf("mpt: %d workers", opts.Workers))
+		return nil, fmt.Errorf("mpt: new trie with %d workers", opts.Workers)
+	}
+	if _, err := ParseNodeUpdate(string(opts.NodeUpdate)); err != nil {
+		return nil, err
 	}
 	opts.Engine = eng
-	t := &Trie{opts: opts, hasher: newHasher()}
-	if eng == EngineParallel {
-		t.workers = opts.Workers
-		if t.workers == 0 {
-			t.workers = runtime.GOMAXPROCS(0)
-		}
-	}
-	return t
+	return newCPU(opts, "cpu engine ("+string(eng)+"): requested"), nil
 }
 
-// Options returns the options the trie was created with. Cost: O(1).
+// newCPU returns a trie on the CPU engine opts.Engine (validated).
+func newCPU(opts Options, reason string) *Trie {
+	c := newCPUTrie(opts)
+	return &Trie{opts: opts, eng: c, cpu: c, reason: reason}
+}
+
+// Options returns the options the trie was created with (Engine the
+// engine it runs on). Cost: O(1).
 func (t *Trie) Options() Options { return t.opts }
-
-// pathOf returns the nibble path (with terminator) of a user key: its
-// nibbles, or in secure mode the nibbles of its Keccak-256.
-func (t *Trie) pathOf(key []byte) []byte {
-	return t.pathWith(t.hasher, key)
-}
 
 // Update applies a batch: for each i in order, it sets keys[i] to
 // values[i], or deletes keys[i] when values[i] is empty (as go-ethereum
 // does). Within the batch the last operation on a key wins. Values are
 // copied. It returns an error, and changes nothing, when the slices differ
-// in length. Cost: O(sum of key lengths in nibbles + value bytes) plus, in
-// secure mode, one Keccak-256 per key; hashing is deferred to Hash.
+// in length; on the GPU engine also for keys longer than MaxGPUKeyBytes
+// (ErrKeyTooLong) and device failures. Cost: on the CPU engines O(sum of
+// key lengths in nibbles + value bytes) plus, in secure mode, one
+// Keccak-256 per key, hashing deferred to Hash; on the GPU engine the
+// batch's upload, PhaseNU and PhaseHC.
 func (t *Trie) Update(keys, values [][]byte) error {
 	if len(keys) != len(values) {
 		return fmt.Errorf("mpt: update: %d keys but %d values", len(keys), len(values))
 	}
-	if t.g != nil {
-		if err := t.g.update(keys, values); err != nil {
-			return fmt.Errorf("mpt: update on the gpu engine: %w", err)
-		}
-		return nil
-	}
-	if t.workers > 0 {
-		t.parallelUpdate(keys, values)
-		return nil
-	}
-	for i, k := range keys {
-		path := t.pathOf(k)
-		if len(values[i]) == 0 {
-			t.root, _ = t.delete(t.root, path)
-			continue
-		}
-		t.root, _ = t.insert(t.root, path, valueNode(append([]byte(nil), values[i]...)))
+	if err := t.eng.update(keys, values); err != nil {
+		return fmt.Errorf("mpt: update on the %s engine: %w", t.opts.Engine, err)
 	}
 	return nil
 }
@@ -180,194 +171,67 @@ func (t *Trie) Update(keys, values [][]byte) error {
 // Delete removes keys from the trie; absent keys are ignored. Branches
 // left with one child collapse and short nodes merge exactly as in
 // go-ethereum, so roots match. Only the GPU engine can fail (see Update).
-// Cost: O(sum of key lengths in nibbles).
+// Cost: Update's.
 func (t *Trie) Delete(keys [][]byte) error {
-	if t.g != nil {
-		return t.Update(keys, make([][]byte, len(keys)))
-	}
-	if t.workers > 0 {
-		t.parallelUpdate(keys, make([][]byte, len(keys)))
-		return nil
-	}
-	for _, k := range keys {
-		t.root, _ = t.delete(t.root, t.pathOf(k))
-	}
-	return nil
+	return t.Update(keys, make([][]byte, len(keys)))
 }
 
 // Get returns a copy of the value stored under key and whether it is
 // present. Cost: O(key length in nibbles + value length), plus one
-// Keccak-256 in secure mode. On the GPU engine it is a batch of one (see
-// Lookup; a device failure panics there).
+// Keccak-256 in secure mode; on the GPU engine a batch of one (see
+// Lookup), and a device failure panics.
 func (t *Trie) Get(key []byte) ([]byte, bool) {
-	if t.g != nil {
-		v, f := t.GetBatch([][]byte{key})
-		return v[0], f[0]
+	if t.cpu != nil {
+		return get(t.cpu.root, t.cpu.pathOf(key))
 	}
-	return get(t.root, t.pathOf(key))
+	v, f, err := t.Lookup([][]byte{key})
+	if err != nil {
+		panic(err)
+	}
+	return append([]byte(nil), v[0]...), f[0]
 }
 
-// get returns a copy of the value at the nibble path below n. It only
-// reads the trie, so goroutines may call it concurrently.
-func get(n node, path []byte) ([]byte, bool) {
-	for {
-		switch nn := n.(type) {
-		case nil:
-			return nil, false
-		case valueNode:
-			return append([]byte(nil), nn...), true
-		case *shortNode:
-			if len(path) < len(nn.key) || prefixLen(path, nn.key) < len(nn.key) {
-				return nil, false
-			}
-			path, n = path[len(nn.key):], nn.val
-		case *fullNode:
-			path, n = path[1:], nn.children[path[0]]
-		default:
-			panic(fmt.Sprintf("mpt: unexpected node %T", n))
-		}
-	}
-}
-
-// Hash returns the root hash, EmptyRoot for an empty trie. It hashes only
-// the nodes changed since the previous Hash (each once) and caches the
-// result. Cost: one RLP encoding and at most one Keccak-256 per dirty node.
-// The GPU engine hashes at the end of every batch and returns the hash it
-// read back from the root node then (after a failed batch it reads it
-// again, and panics if the device fails; RootHash returns that error).
+// Hash returns the root hash, EmptyRoot for an empty trie. The CPU engines
+// hash only the nodes changed since the previous Hash (each once) and
+// cache the result; the GPU engine hashes at the end of every batch and
+// returns the hash it read back from the root node then (after a failed
+// batch it reads it again, and panics if the device fails; RootHash
+// returns that error). Cost: one RLP encoding and at most one Keccak-256
+// per dirty node; O(1) on the GPU engine.
 func (t *Trie) Hash() [32]byte {
-	if t.g != nil {
-		h, err := t.RootHash()
-		if err != nil {
-			panic(err)
-		}
-		return h
+	h, err := t.RootHash()
+	if err != nil {
+		panic(err)
 	}
-	if t.workers > 1 {
-		t.hashSubtrees()
-	}
-	return t.hasher.rootHash(t.root)
+	return h
 }
 
 // RootHash is Hash with the GPU engine's device failures returned rather
 // than panicking; the CPU engines never fail. Cost: Hash's.
 func (t *Trie) RootHash() ([32]byte, error) {
-	if t.g != nil {
-		h, err := t.g.hashRoot()
-		if err != nil {
-			return [32]byte{}, fmt.Errorf("mpt: root hash on the gpu engine: %w", err)
-		}
-		return h, nil
+	h, err := t.eng.rootHash()
+	if err != nil {
+		return [32]byte{}, fmt.Errorf("mpt: root hash on the %s engine: %w", t.opts.Engine, err)
 	}
-	return t.Hash(), nil
+	return h, nil
 }
 
-// insert stores v at path below n and returns the new subtree and whether
-// anything changed. Nodes on the changed path lose their cached hash.
-func (t *Trie) insert(n node, path []byte, v valueNode) (node, bool) {
-	if len(path) == 0 {
-		if old, ok := n.(valueNode); ok && string(old) == string(v) {
-			return n, false
-		}
-		return v, true
-	}
-	switch n := n.(type) {
-	case nil:
-		return &shortNode{key: path, val: v}, true
-	case *shortNode:
-		m := prefixLen(path, n.key)
-		if m == len(n.key) {
-			child, changed := t.insert(n.val, path[m:], v)
-			if changed {
-				n.val = child
-				n.cache.clear()
-			}
-			return n, changed
-		}
-		// The paths diverge at m: a branch holds the old and new tails.
-		b := &fullNode{}
-		b.children[n.key[m]] = attach(n.key[m+1:], n.val)
-		b.children[path[m]] = attach(path[m+1:], v)
-		if m == 0 {
-			return b, true
-		}
-		return &shortNode{key: n.key[:m], val: b}, true
-	case *fullNode:
-		child, changed := t.insert(n.children[path[0]], path[1:], v)
-		if changed {
-			n.children[path[0]] = child
-			n.cache.clear()
-		}
-		return n, changed
-	default:
-		panic(fmt.Sprintf("mpt: insert into %T with %d nibbles left", n, len(path)))
-	}
-}
+// Backend returns the backend the trie runs on: gpu.BackendGPU for the GPU
+// engine, gpu.BackendCPU for the others. Cost: O(1).
+func (t *Trie) Backend() gpu.Backend { return t.eng.backend() }
 
-// attach returns the subtree that holds child under the nibble path
-// tail: child itself for an empty tail, else a short node.
-func attach(tail []byte, child node) node {
-	if len(tail) == 0 {
-		return child
-	}
-	return &shortNode{key: tail, val: child}
-}
+// Reason says which engine the trie runs on and why. Cost: O(1).
+func (t *Trie) Reason() string { return t.reason }
 
-// delete removes path below n and returns the new subtree and whether
-// anything changed, collapsing one-child branches and merging short nodes
-// as go-ethereum does.
-func (t *Trie) delete(n node, path []byte) (node, bool) {
-	switch n := n.(type) {
-	case nil:
-		return nil, false
-	case valueNode:
-		return nil, true
-	case *shortNode:
-		m := prefixLen(path, n.key)
-		if m < len(n.key) {
-			return n, false
-		}
-		if m == len(path) {
-			return nil, true // the leaf itself
-		}
-		child, changed := t.delete(n.val, path[m:])
-		if !changed {
-			return n, false
-		}
-		if s, ok := child.(*shortNode); ok {
-			// The branch below collapsed: merge the two paths.
-			return &shortNode{key: concat(n.key, s.key), val: s.val}, true
-		}
-		n.val = child
-		n.cache.clear()
-		return n, true
-	case *fullNode:
-		child, changed := t.delete(n.children[path[0]], path[1:])
-		if !changed {
-			return n, false
-		}
-		n.children[path[0]] = child
-		n.cache.clear()
-		if child != nil {
-			return n, true
-		}
-		pos := -1
-		for i, c := range n.children {
-			if c != nil {
-				if pos >= 0 {
-					return n, true // two or more children left
-				}
-				pos = i
-			}
-		}
-		if pos < 0 {
-			return nil, true // unreachable: a branch has two or more children
-		}
-		if s, ok := n.children[pos].(*shortNode); ok && pos != terminator {
-			return &shortNode{key: concat([]byte{byte(pos)}, s.key), val: s.val}, true
-		}
-		return &shortNode{key: []byte{byte(pos)}, val: n.children[pos]}, true
-	default:
-		panic(fmt.Sprintf("mpt: delete from %T", n))
-	}
-}
+// LastBatch returns the time breakdown of the last batch operation: an
+// Update ("update": on the GPU engine Upload is staging and copies, Sort
+// the device sort and dedupe, Work PhaseNU and PhaseHC), a lookup
+// ("lookup": on the GPU engine Work is the keys' upload, the walks and the
+// offsets or ids back, Download the values' return), a proof batch
+// ("prove", Total only) or, on the CPU engines, a Hash that hashed
+// something ("hash"). CPU engines report host time as Work. Cost: O(1).
+func (t *Trie) LastBatch() engine.Timings { return t.eng.lastBatch() }
+
+// Stats returns the GPU engine's counters of its last Update beyond
+// LastBatch's phases (the zero value on the CPU engines). Cost: O(1).
+func (t *Trie) Stats() BatchStats { return t.eng.stats() }

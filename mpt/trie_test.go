@@ -106,27 +106,27 @@ func TestHashCache(t *testing.T) {
 			t.Fatal(err)
 		}
 		tr.Hash()
-		first := tr.hasher.nodes
+		first := tr.cpu.hasher.nodes
 		tr.Hash()
-		if tr.hasher.nodes != first {
-			t.Fatalf("clean Hash encoded %d nodes", tr.hasher.nodes-first)
+		if tr.cpu.hasher.nodes != first {
+			t.Fatalf("clean Hash encoded %d nodes", tr.cpu.hasher.nodes-first)
 		}
 		if err := tr.Update(keys[:1], [][]byte{[]byte("new")}); err != nil {
 			t.Fatal(err)
 		}
 		tr.Hash()
 		// One path: about log16(4096) = 3 branches plus a leaf.
-		if d := tr.hasher.nodes - first; d < 2 || d > 6 {
+		if d := tr.cpu.hasher.nodes - first; d < 2 || d > 6 {
 			t.Fatalf("one update re-encoded %d nodes", d)
 		}
 		// Rewriting the same value leaves the trie clean.
-		mark := tr.hasher.nodes
+		mark := tr.cpu.hasher.nodes
 		if err := tr.Update(keys[:1], [][]byte{[]byte("new")}); err != nil {
 			t.Fatal(err)
 		}
 		tr.Hash()
-		if tr.hasher.nodes != mark {
-			t.Fatalf("an unchanged value re-encoded %d nodes", tr.hasher.nodes-mark)
+		if tr.cpu.hasher.nodes != mark {
+			t.Fatalf("an unchanged value re-encoded %d nodes", tr.cpu.hasher.nodes-mark)
 		}
 	})
 }

@@ -21,7 +21,8 @@ import (
 // before the batch.
 func (g *gpuTrie) update(keys, values [][]byte) error {
 	t0 := time.Now()
-	g.times = GPUTimes{Keys: len(keys)}
+	g.times = BatchStats{Keys: len(keys)}
+	defer func() { g.last = g.times.timings() }()
 	n := len(keys)
 	if n == 0 {
 		return nil

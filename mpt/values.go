@@ -1,6 +1,9 @@
 package mpt
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Values holds the answers of LookupInto in two flat slices: the value of
 // key i is Data[Offs[i]:Offs[i+1]], an empty range when the key is absent
@@ -31,19 +34,24 @@ func (v *Values) Get(i int) ([]byte, bool) {
 // a scan placing the values, and one download of their bytes into
 // out.Data through pinned chunks.
 func (t *Trie) LookupInto(keys [][]byte, out *Values) error {
-	if t.g != nil {
-		if err := t.g.lookupInto(keys, out); err != nil {
-			return fmt.Errorf("mpt: lookup on the gpu engine: %w", err)
-		}
-		return nil
+	if err := t.eng.lookupInto(keys, out); err != nil {
+		return fmt.Errorf("mpt: lookup on the %s engine: %w", t.opts.Engine, err)
 	}
+	return nil
+}
+
+// lookupInto is LookupInto on the CPU engines: the walks (on Workers
+// goroutines on the parallel engine) collect the values, a prefix sum
+// places them, and the copies run on the same goroutines.
+func (t *cpuTrie) lookupInto(keys [][]byte, out *Values) error {
+	defer t.timed("lookup", len(keys), time.Now())
 	n := len(keys)
 	out.Offs = resize(out.Offs, n+1)
 	found := resize(t.found, n) // the values found, aliasing the trie
 	t.forEach(n, func(h *hasher, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			key := keys[i]
-			if t.opts.Secure {
+			if t.secure {
 				sum := h.sum(key)
 				key = sum[:]
 			}

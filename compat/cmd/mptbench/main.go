@@ -179,7 +179,10 @@ func run(cfg config, p *bench.Progress) (*bench.Report, error) {
 			if err != nil {
 				return nil, fmt.Errorf("cpu %s, %s: %w", eng, c.Op(""), err)
 			}
-			tr := mpt.New(mpt.Options{Engine: eng})
+			tr, err := mpt.New(mpt.Options{Engine: eng})
+			if err != nil {
+				return nil, err
+			}
 			if err := tr.Update(keys, values); err != nil {
 				return nil, err
 			}
