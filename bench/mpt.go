@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"warpkv/gpu"
+	"warpkv/internal/workload"
 	"warpkv/mpt"
 )
 
@@ -27,7 +28,7 @@ const (
 // with compat's go-ethereum benchmark (compat/cmd/mptbench) so that both
 // measure the same pairs.
 type MPTCase struct {
-	Dataset mpt.Dataset
+	Dataset workload.Dataset
 	Size    int
 }
 
@@ -53,7 +54,7 @@ func MPTCases(max int) (cases []MPTCase, notes []string) { return MPTCasesBudget
 
 // MPTCasesBudget is MPTCases with another value budget in bytes.
 func MPTCasesBudget(max int, budget int64) (cases []MPTCase, notes []string) {
-	for _, d := range mpt.Datasets() {
+	for _, d := range workload.Datasets() {
 		for _, n := range MPTSizes(max) {
 			if int64(n)*int64(d.MeanValueBytes()) > budget {
 				notes = append(notes, fmt.Sprintf("%s at %s pairs skipped: its values (%s) exceed the suite's %s budget",
@@ -68,7 +69,7 @@ func MPTCasesBudget(max int, budget int64) (cases []MPTCase, notes []string) {
 
 // Input returns the case's pairs: mpt.Generate with MPTSeed.
 func (c MPTCase) Input() (keys, values [][]byte, err error) {
-	return mpt.Generate(c.Dataset, c.Size, MPTSeed)
+	return workload.Generate(c.Dataset, c.Size, MPTSeed)
 }
 
 // Op names a measured operation of the case, e.g. "ycsb 100k update".
@@ -155,13 +156,13 @@ func RunMPT(o Options) (*Report, error) {
 		fmt.Sprintf("update, hash, end to end: a fresh trie, all pairs in one batch; lookup, proof: up to %s present keys", SI(MPTProbes)))
 	cases, notes := MPTCases(o.Size)
 	rep.Notes = append(rep.Notes, notes...)
-	lastStats := map[mpt.Dataset]string{}
+	lastStats := map[workload.Dataset]string{}
 	for _, c := range cases {
 		keys, values, err := c.Input()
 		if err != nil {
 			return nil, fmt.Errorf("bench mpt: %w", err)
 		}
-		st := mpt.DatasetStats(keys, values, slices.SortedFunc(slices.Values(keys), bytes.Compare))
+		st := workload.DatasetStats(keys, values, slices.SortedFunc(slices.Values(keys), bytes.Compare))
 		lastStats[c.Dataset] = fmt.Sprintf("%s: %v", c.Dataset, st)
 		var seq, par []Result
 		for _, eng := range mpt.Engines() {
@@ -206,7 +207,7 @@ func RunMPT(o Options) (*Report, error) {
 		}
 		runtime.GC()
 	}
-	for _, d := range mpt.Datasets() {
+	for _, d := range workload.Datasets() {
 		if s, ok := lastStats[d]; ok {
 			rep.Notes = append(rep.Notes, "data set "+s)
 		}
@@ -219,7 +220,7 @@ func RunMPT(o Options) (*Report, error) {
 // keys and values (whose statistics are st): update, hash, end to end,
 // lookup, proof and lookup-into rows, in that order, engine "cpu <engine>", medians of
 // reps runs after warmup untimed ones.
-func MPTEngineRows(c MPTCase, eng mpt.Engine, keys, values [][]byte, st mpt.Stats, warmup, reps int) ([]Result, error) {
+func MPTEngineRows(c MPTCase, eng mpt.Engine, keys, values [][]byte, st workload.Stats, warmup, reps int) ([]Result, error) {
 	name := "cpu " + string(eng)
 	var tr *mpt.Trie
 	u, h, e2e, err := MPTBuildTimes(warmup, reps, func() (func(), error) {

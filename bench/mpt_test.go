@@ -8,7 +8,7 @@ import (
 
 	"warpkv/gpu"
 	"warpkv/internal/gputest"
-	"warpkv/mpt"
+	"warpkv/internal/workload"
 )
 
 func TestMPTSizes(t *testing.T) {
@@ -29,7 +29,7 @@ func TestMPTSizes(t *testing.T) {
 	if len(cases) != 8 || len(notes) != 1 || !strings.Contains(notes[0], "wiki at 1M") {
 		t.Errorf("MPTCases(0): %d cases, notes %q", len(cases), notes)
 	}
-	if op := (MPTCase{mpt.DatasetYCSB, 100_000}).Op("update"); op != "ycsb 100k update" {
+	if op := (MPTCase{workload.YCSB, 100_000}).Op("update"); op != "ycsb 100k update" {
 		t.Errorf("Op: %q", op)
 	}
 }
@@ -49,7 +49,7 @@ func TestRunMPT(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want []string
-	for _, d := range mpt.Datasets() {
+	for _, d := range workload.Datasets() {
 		for _, eng := range engines {
 			whats := []string{"update", "hash", "end to end", "lookup", "proof", "lookup into"}
 			if eng == "gpu" {

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"time"
 
+	"warpkv/internal/workload"
 	"warpkv/mpt"
 )
 
@@ -89,7 +90,7 @@ func mptGPUBuilds(opts mpt.Options, keys, values [][]byte, want [32]byte, warmup
 // after). It also returns a note with the phase breakdown of the median
 // end-to-end run. Medians of reps runs after warmup untimed ones; every
 // run's root is checked against want.
-func MPTGPURows(c MPTCase, device string, keys, values [][]byte, st mpt.Stats, want [32]byte, warmup, reps int) ([]Result, string, error) {
+func MPTGPURows(c MPTCase, device string, keys, values [][]byte, st workload.Stats, want [32]byte, warmup, reps int) ([]Result, string, error) {
 	u, h, e2e, med, tr, err := mptGPUBuilds(mpt.Options{Engine: mpt.EngineGPU, Device: device}, keys, values, want, warmup, reps)
 	if tr != nil {
 		defer tr.Close()

@@ -9,6 +9,7 @@ import (
 	"github.com/ethereum/go-ethereum/trie"
 	"github.com/ethereum/go-ethereum/triedb"
 
+	"warpkv/internal/workload"
 	"warpkv/mpt"
 )
 
@@ -23,8 +24,8 @@ const hashBenchPairs = 100_000
 //
 //	go test -run - -bench Hash -cpu 1,2 -benchtime 5x
 func BenchmarkHash(b *testing.B) {
-	for _, ds := range []mpt.Dataset{mpt.DatasetYCSB, mpt.DatasetETHT} {
-		keys, values, err := mpt.Generate(ds, hashBenchPairs, 5)
+	for _, ds := range []workload.Dataset{workload.YCSB, workload.ETHT} {
+		keys, values, err := workload.Generate(ds, hashBenchPairs, 5)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -165,10 +165,15 @@ var engines = func() []mpt.Options {
 	return e
 }()
 
-// newOurs returns an empty mpt trie on engine e, closed when t ends.
+// newOurs returns an empty mpt trie on engine e, closed when t ends; the
+// GPU engine runs on the tests' shared device (one CUDA context for the
+// whole test binary).
 func newOurs(t testing.TB, e mpt.Options, secure bool) *mpt.Trie {
 	t.Helper()
 	e.Secure = secure
+	if e.Engine == mpt.EngineGPU {
+		e.GPU = gputest.Device(t)
+	}
 	tr, err := mpt.Open(e)
 	if err != nil {
 		t.Fatal(err)

@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"warpkv/gpu"
 	"warpkv/internal/gputest"
+	"warpkv/internal/workload"
 )
 
 // newGPUTest returns an empty GPU-engine trie on the tests' shared device,
@@ -271,17 +270,17 @@ func TestGPULargeBatches(t *testing.T) {
 	if testing.Short() {
 		n = 20_000
 	}
-	for _, ds := range []Dataset{DatasetYCSB, DatasetETHT, DatasetWiki} {
+	for _, ds := range []workload.Dataset{workload.YCSB, workload.ETHT, workload.Wiki} {
 		t.Run(string(ds), func(t *testing.T) {
 			m := n
-			if ds == DatasetWiki {
+			if ds == workload.Wiki {
 				m = n / 20
 			}
-			keys, values, err := Generate(ds, m, 11)
+			keys, values, err := workload.Generate(ds, m, 11)
 			if err != nil {
 				t.Fatal(err)
 			}
-			g := newGPUTestOpts(t, Options{HostValues: ds == DatasetETHT})
+			g := newGPUTestOpts(t, Options{HostValues: ds == workload.ETHT})
 			c := mustNew(Options{Engine: EngineParallel})
 			if err := errors2(g.Update(keys, values), c.Update(keys, values)); err != nil {
 				t.Fatal(err)
@@ -382,91 +381,6 @@ func TestGPUKeyTooLong(t *testing.T) {
 	}
 	if g.Hash() != before {
 		t.Fatal("root changed by a failed batch")
-	}
-}
-
-// TestGPUBenchFigures prints the GPU engine's and the parallel CPU
-// engine's build times on 1M-pair data sets (100K for Wiki) when
-// WARPKV_MPT_BENCH=1; `warpkv bench mpt` is the full benchmark.
-func TestGPUBenchFigures(t *testing.T) {
-	if os.Getenv("WARPKV_MPT_BENCH") != "1" {
-		t.Skip("set WARPKV_MPT_BENCH=1")
-	}
-	for _, ds := range []Dataset{DatasetYCSB, DatasetETHT, DatasetWiki} {
-		n := 1_000_000
-		if ds == DatasetWiki {
-			n = 100_000
-		}
-		keys, values, err := Generate(ds, n, 5)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := mustNew(Options{Engine: EngineParallel})
-		t0 := time.Now()
-		if err := c.Update(keys, values); err != nil {
-			t.Fatal(err)
-		}
-		want := c.Hash()
-		cpu := time.Since(t0)
-		for rep := 0; rep < 3; rep++ {
-			g := newGPUTest(t, false, NodeUpdateAuto)
-			t1 := time.Now()
-			if err := g.Update(keys, values); err != nil {
-				t.Fatal(err)
-			}
-			got := g.Hash()
-			e2e := time.Since(t1)
-			if got != want {
-				t.Fatalf("%s: gpu root %x, cpu %x", ds, got, want)
-			}
-			tm := g.Stats()
-			t0 := time.Now()
-			_, found, err := g.Lookup(keys[:100000])
-			lk := time.Since(t0)
-			if err != nil || !found[0] {
-				t.Fatal(err)
-			}
-			t.Logf("%s %d: cpu parallel %v; gpu e2e %v (%.2fx): stage %v upload %v sort %v NU %v (%d rounds, %d exp) HC %v (%d dirty); lookup 100K %v (walk %v, values %v)",
-				ds, n, cpu, e2e, cpu.Seconds()/e2e.Seconds(), tm.Stage, tm.Upload, tm.Sort, tm.Update, tm.Rounds, tm.Expanded, tm.Hash, tm.Dirty, lk,
-				g.g.lookupTimes[0], g.g.lookupTimes[1])
-			for i := 0; i < 3; i++ {
-				t0 := time.Now()
-				if _, _, err := g.Lookup(keys[:100000]); err != nil {
-					t.Fatal(err)
-				}
-				t.Logf("  lookup again: %v (walk %v, values %v)", time.Since(t0), g.g.lookupTimes[0], g.g.lookupTimes[1])
-			}
-			if rep == 0 && ds != DatasetWiki {
-				// Sparse insert-only batches into the 1M trie: PhaseNU
-				// against LockNU on the same keys, and the decision.
-				r := rand.New(rand.NewPCG(8, 8))
-				for _, size := range []int{1000, 10_000, 100_000} {
-					nk, nv := make([][]byte, size), make([][]byte, size)
-					for i := range nk {
-						nk[i], nv[i] = randBytes(r, len(keys[0])), randBytes(r, len(values[0]))
-					}
-					var first [32]byte
-					for mi, mode := range gpuModes {
-						h := newGPUTest(t, false, NodeUpdatePhase)
-						if err := h.Update(keys, values); err != nil {
-							t.Fatal(err)
-						}
-						h.g.mode = mode
-						if err := h.Update(nk, nv); err != nil {
-							t.Fatal(err)
-						}
-						logTimes(t, fmt.Sprintf("%s +%d (mode %q)", ds, size, mode), h.Stats())
-						if mi == 0 {
-							first = h.Hash()
-						} else if h.Hash() != first {
-							t.Fatalf("%s +%d: mode %q root %x, auto %x", ds, size, mode, h.Hash(), first)
-						}
-						h.Close()
-					}
-				}
-			}
-			g.Close()
-		}
 	}
 }
 

@@ -3,6 +3,7 @@ package mpt
 import (
 	"fmt"
 	"testing"
+	"warpkv/internal/workload"
 )
 
 // clearRefs makes every node below n dirty again (for hashing benchmarks).
@@ -23,8 +24,8 @@ func clearRefs(n node) {
 // set (every node dirty), on the sequential and the parallel engine
 // (GOMAXPROCS workers: run with -cpu 1,2,... for the scaling).
 func BenchmarkHash(b *testing.B) {
-	for _, ds := range []Dataset{DatasetYCSB, DatasetETHT} {
-		keys, values, err := Generate(ds, 100_000, 5)
+	for _, ds := range []workload.Dataset{workload.YCSB, workload.ETHT} {
+		keys, values, err := workload.Generate(ds, 100_000, 5)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"warpkv/internal/gputest"
+	"warpkv/internal/workload"
 )
 
 // BenchmarkLookup measures batch lookups of 100K present keys in a
@@ -14,8 +15,8 @@ import (
 // CPU engines and, where a GPU is usable, the GPU engine (skipped
 // otherwise; go test -bench Lookup -benchtime 20x).
 func BenchmarkLookup(b *testing.B) {
-	for _, ds := range []Dataset{DatasetYCSB, DatasetETHT} {
-		keys, values, err := Generate(ds, 100_000, 5)
+	for _, ds := range []workload.Dataset{workload.YCSB, workload.ETHT} {
+		keys, values, err := workload.Generate(ds, 100_000, 5)
 		if err != nil {
 			b.Fatal(err)
 		}

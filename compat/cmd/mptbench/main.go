@@ -36,6 +36,7 @@ import (
 
 	"warpkv/bench"
 	"warpkv/gpu"
+	"warpkv/internal/workload"
 	"warpkv/mpt"
 )
 
@@ -61,7 +62,7 @@ func main() {
 		device: *device, minSize: *minSize, budget: *budget}
 	if *datasets != "" {
 		for _, d := range strings.Split(*datasets, ",") {
-			cfg.datasets = append(cfg.datasets, mpt.Dataset(d))
+			cfg.datasets = append(cfg.datasets, workload.Dataset(d))
 		}
 	}
 	var progress *bench.Progress
@@ -97,7 +98,7 @@ type config struct {
 	size, warmup, reps, minSize int
 	ours, sequential, stack     bool
 	device                      string
-	datasets                    []mpt.Dataset // nil: all
+	datasets                    []workload.Dataset // nil: all
 	budget                      int64
 }
 
@@ -146,7 +147,7 @@ func run(cfg config, p *bench.Progress) (*bench.Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		st := mpt.DatasetStats(keys, values, nil)
+		st := workload.DatasetStats(keys, values, nil)
 		p.Printf("geth trie: %s", c.Op("pairs"))
 		trieRows, root, err := gethTrieRows(c, keys, values, st, warmup, reps)
 		if err != nil {
@@ -238,7 +239,7 @@ func say(p *bench.Progress, rows []bench.Result) {
 
 // gethTrieRows measures go-ethereum's trie on case c: update, hash, end
 // to end, lookup and proof rows, and returns its root.
-func gethTrieRows(c bench.MPTCase, keys, values [][]byte, st mpt.Stats, warmup, reps int) ([]bench.Result, common.Hash, error) {
+func gethTrieRows(c bench.MPTCase, keys, values [][]byte, st workload.Stats, warmup, reps int) ([]bench.Result, common.Hash, error) {
 	var tr *trie.Trie
 	u, h, e2e, err := bench.MPTBuildTimes(warmup, reps, func() (func(), error) {
 		tr = trie.NewEmpty(triedb.NewDatabase(rawdb.NewMemoryDatabase(), nil))
@@ -290,7 +291,7 @@ func gethTrieRows(c bench.MPTCase, keys, values [][]byte, st mpt.Stats, warmup, 
 
 // stackTrieRows measures go-ethereum's StackTrie on case c: update, hash
 // and end-to-end rows on the pairs sorted by key, and returns its root.
-func stackTrieRows(c bench.MPTCase, keys, values [][]byte, st mpt.Stats, warmup, reps int) ([]bench.Result, common.Hash, error) {
+func stackTrieRows(c bench.MPTCase, keys, values [][]byte, st workload.Stats, warmup, reps int) ([]bench.Result, common.Hash, error) {
 	order := make([]int, len(keys))
 	for i := range order {
 		order[i] = i

@@ -1,4 +1,4 @@
-package mpt
+package workload
 
 import (
 	"encoding/binary"
@@ -6,41 +6,44 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
+
+	"golang.org/x/crypto/sha3"
 )
 
 // Dataset names a synthetic key-value data set with the statistics of one
-// of the GPU MPT paper's three benchmark data sets.
+// of the GPU MPT paper's three benchmark data sets (warpkv bench mpt and
+// compat's mptbench build tries from them).
 type Dataset string
 
 // The data sets.
 const (
-	// DatasetYCSB: YCSB's keys, "user" followed by the decimal FNV-1a-64
+	// YCSB: YCSB's keys, "user" followed by the decimal FNV-1a-64
 	// hash of the record number (23 or 24 bytes, about 47 nibbles), with
 	// 523-byte random values.
-	DatasetYCSB Dataset = "ycsb"
-	// DatasetETHT: Ethereum-transaction-like pairs, 32-byte Keccak-256 keys
+	YCSB Dataset = "ycsb"
+	// ETHT: Ethereum-transaction-like pairs, 32-byte Keccak-256 keys
 	// (hashes of the seed and record number) and random values of 768 to
 	// 1280 bytes (about 1 KB).
-	DatasetETHT Dataset = "etht"
-	// DatasetWiki: Wikipedia-like clustered keys, URL-style titles
+	ETHT Dataset = "etht"
+	// Wiki: Wikipedia-like clustered keys, URL-style titles
 	// "en.wikipedia.org/wiki/<word>_<word>_<nnnnn>" where the first word and
 	// the number are drawn Zipf-distributed so that keys share long
 	// prefixes (the fixed-width number keeps the keys prefix-free), with random
 	// values of 9,900 to 11,900 bytes (about 10.9 KB).
-	DatasetWiki Dataset = "wiki"
+	Wiki Dataset = "wiki"
 )
 
 // Datasets lists the data sets in the paper's order.
-func Datasets() []Dataset { return []Dataset{DatasetYCSB, DatasetETHT, DatasetWiki} }
+func Datasets() []Dataset { return []Dataset{YCSB, ETHT, Wiki} }
 
 // MeanValueBytes returns the data set's mean value size in bytes.
 func (d Dataset) MeanValueBytes() int {
 	switch d {
-	case DatasetYCSB:
+	case YCSB:
 		return 523
-	case DatasetETHT:
+	case ETHT:
 		return 1024
-	case DatasetWiki:
+	case Wiki:
 		return 10900
 	}
 	return 0
@@ -60,19 +63,19 @@ const valuePool = 1 << 24
 // not be modified. Cost: O(n) keys plus a 16 MiB value pool.
 func Generate(d Dataset, n int, seed uint64) (keys, values [][]byte, err error) {
 	if n < 0 {
-		return nil, nil, fmt.Errorf("mpt: generate: %d pairs", n)
+		return nil, nil, fmt.Errorf("workload: generate: %d pairs", n)
 	}
 	r := rand.New(rand.NewPCG(seed, uint64(len(d))<<32|0x6d7074))
 	var minV, maxV int
 	switch d {
-	case DatasetYCSB:
+	case YCSB:
 		minV, maxV = 523, 523
-	case DatasetETHT:
+	case ETHT:
 		minV, maxV = 768, 1280
-	case DatasetWiki:
+	case Wiki:
 		minV, maxV = 9900, 11900
 	default:
-		return nil, nil, fmt.Errorf("mpt: unknown data set %q (want ycsb, etht or wiki)", d)
+		return nil, nil, fmt.Errorf("workload: unknown data set %q (want ycsb, etht or wiki)", d)
 	}
 	pool := make([]byte, valuePool+maxV)
 	for i := 0; i+8 <= len(pool); i += 8 {
@@ -80,27 +83,28 @@ func Generate(d Dataset, n int, seed uint64) (keys, values [][]byte, err error) 
 	}
 	keys, values = make([][]byte, 0, n), make([][]byte, n)
 	seen := make(map[string]struct{}, n)
-	h := newHasher()
+	h := sha3.NewLegacyKeccak256()
 	var zipf *rand.Zipf
-	if d == DatasetWiki {
+	if d == Wiki {
 		zipf = rand.NewZipf(r, 1.3, 4, 1<<16)
 	}
 	for i := uint64(0); len(keys) < n; i++ {
 		var k []byte
 		switch d {
-		case DatasetYCSB:
+		case YCSB:
 			f := fnv.New64a()
 			var b [8]byte
 			binary.LittleEndian.PutUint64(b[:], i^seed)
 			f.Write(b[:])
 			k = strconv.AppendUint([]byte("user"), f.Sum64(), 10)
-		case DatasetETHT:
+		case ETHT:
 			var b [16]byte
 			binary.LittleEndian.PutUint64(b[:], seed)
 			binary.LittleEndian.PutUint64(b[8:], i)
-			sum := h.sum(b[:])
-			k = sum[:]
-		case DatasetWiki:
+			h.Reset()
+			h.Write(b[:])
+			k = h.Sum(nil)
+		case Wiki:
 			k = fmt.Appendf(nil, "en.wikipedia.org/wiki/%s_%s_%05d",
 				wikiWords[zipf.Uint64()%uint64(len(wikiWords))],
 				wikiWords[r.IntN(len(wikiWords))], zipf.Uint64())
@@ -153,12 +157,27 @@ func DatasetStats(keys, values, sorted [][]byte) Stats {
 	if len(sorted) > 1 {
 		total := 0
 		for i := 1; i < len(sorted); i++ {
-			a, b := keyToHex(sorted[i-1]), keyToHex(sorted[i])
-			total += prefixLen(a[:len(a)-1], b[:len(b)-1])
+			total += sharedNibbles(sorted[i-1], sorted[i])
 		}
 		s.SharedNibbles = float64(total) / float64(len(sorted)-1)
 	}
 	return s
+}
+
+// sharedNibbles returns the length in nibbles of the common prefix of a
+// and b.
+func sharedNibbles(a, b []byte) int {
+	n := 0
+	for i := 0; i < min(len(a), len(b)); i++ {
+		if a[i] != b[i] {
+			if a[i]>>4 == b[i]>>4 {
+				n++
+			}
+			return n
+		}
+		n += 2
+	}
+	return n
 }
 
 // String formats the statistics on one line.

@@ -1,4 +1,4 @@
-package mpt
+package workload
 
 import (
 	"bytes"
@@ -37,15 +37,15 @@ func TestGenerate(t *testing.T) {
 			t.Errorf("%s: mean value %.0f bytes, want about %.0f", d, s.MeanValueBytes, want)
 		}
 		switch d {
-		case DatasetYCSB:
+		case YCSB:
 			if s.MeanKeyNibbles < 45 || s.MeanKeyNibbles > 49 {
 				t.Errorf("ycsb: %.1f nibbles per key", s.MeanKeyNibbles)
 			}
-		case DatasetETHT:
+		case ETHT:
 			if s.MeanKeyNibbles != 64 {
 				t.Errorf("etht: %.1f nibbles per key", s.MeanKeyNibbles)
 			}
-		case DatasetWiki:
+		case Wiki:
 			if s.SharedNibbles < 50 {
 				t.Errorf("wiki: sorted neighbours share only %.1f nibbles", s.SharedNibbles)
 			}
@@ -53,5 +53,19 @@ func TestGenerate(t *testing.T) {
 	}
 	if _, _, err := Generate("nope", 1, 1); err == nil {
 		t.Error("unknown data set: no error")
+	}
+}
+
+// TestSharedNibbles checks the clustering statistic's prefix length.
+func TestSharedNibbles(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"ab", "ab", 4}, {"\x12\x34", "\x12\x35", 3}, {"\x12", "\x22", 0}, {"\x12", "\x13", 1}, {"a", "ab", 2},
+	} {
+		if got := sharedNibbles([]byte(tc.a), []byte(tc.b)); got != tc.want {
+			t.Errorf("sharedNibbles(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
 	}
 }
