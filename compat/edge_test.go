@@ -92,8 +92,18 @@ func edgeAgainstGeth(t *testing.T, e mpt.Options, secure bool, sc workload.MPTSc
 		if got != want {
 			t.Fatalf("batch %d (%d ops): root %x, go-ethereum %x", b, len(batch), got, want)
 		}
-		for _, k := range sc.Probes {
-			checkProbe(t, ours, geth, gethProve, k, [32]byte(want), secure)
+		// One batch call each on our side (one device round trip each on
+		// the GPU engine), then key by key against go-ethereum.
+		vals, found, err := ours.Lookup(sc.Probes)
+		if err != nil {
+			t.Fatalf("batch %d: %v", b, err)
+		}
+		proofs, err := ours.ProveBatch(sc.Probes)
+		if err != nil {
+			t.Fatalf("batch %d: %v", b, err)
+		}
+		for i, k := range sc.Probes {
+			compareProbe(t, vals[i], found[i], proofs[i], geth, gethProve, k, [32]byte(want), secure)
 		}
 	}
 }
@@ -105,14 +115,21 @@ func edgeAgainstGeth(t *testing.T, e mpt.Options, secure bool, sc workload.MPTSc
 // root they must prove what Get returns, nil for an absent key.
 func checkProbe(t *testing.T, ours *mpt.Trie, geth gethTrie, gethProve func([]byte) ([][]byte, error), key []byte, root [32]byte, secure bool) {
 	t.Helper()
-	want := geth.MustGet(key)
 	got, ok := ours.Get(key)
-	if !bytes.Equal(got, want) || ok != (len(want) > 0) {
-		t.Fatalf("Get(%x) = %x, %v; go-ethereum %x", key, got, ok, want)
-	}
 	proof, err := ours.Prove(key)
 	if err != nil {
 		t.Fatalf("Prove(%x): %v", key, err)
+	}
+	compareProbe(t, got, ok, proof, geth, gethProve, key, root, secure)
+}
+
+// compareProbe is checkProbe with our value, presence and proof of key
+// already computed.
+func compareProbe(t *testing.T, got []byte, ok bool, proof [][]byte, geth gethTrie, gethProve func([]byte) ([][]byte, error), key []byte, root [32]byte, secure bool) {
+	t.Helper()
+	want := geth.MustGet(key)
+	if !bytes.Equal(got, want) || ok != (len(want) > 0) {
+		t.Fatalf("Get(%x) = %x, %v; go-ethereum %x", key, got, ok, want)
 	}
 	wantProof, err := gethProve(key)
 	if err != nil {
