@@ -3,6 +3,8 @@ package btree
 import (
 	"fmt"
 	"time"
+
+	"warpkv/internal/par"
 )
 
 // Build replaces the tree's contents with the given pairs. keys need not be
@@ -63,7 +65,7 @@ func (t *Tree) buildSorted(k, v []uint64) error {
 	}
 	ids := make([]uint32, L)
 	maxes := make([]uint64, L)
-	parallelFor(t.opt.workers, L, groupGrain*8, func(lo, hi int) {
+	par.For(L, groupGrain*8, t.opt.workers, func(lo, hi int) {
 		for q := lo; q < hi; q++ {
 			a, b := share(n, L, q), share(n, L, q+1)
 			id := first + uint32(q)
@@ -102,7 +104,7 @@ func (t *Tree) buildUpper(ids []uint32, maxes []uint64) (uint32, error) {
 		}
 		upIDs := make([]uint32, p)
 		upMax := make([]uint64, p)
-		parallelFor(t.opt.workers, p, groupGrain*8, func(lo, hi int) {
+		par.For(p, groupGrain*8, t.opt.workers, func(lo, hi int) {
 			for q := lo; q < hi; q++ {
 				a, b := share(n, p, q), share(n, p, q+1)
 				id := first + uint32(q)

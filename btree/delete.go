@@ -3,6 +3,8 @@ package btree
 import (
 	"fmt"
 	"time"
+
+	"warpkv/internal/par"
 )
 
 // Delete removes the given keys; keys not in the tree are ignored. Phases:
@@ -67,7 +69,7 @@ func (t *Tree) deleteSorted(k []uint64) error {
 	removed := make([]int, G)
 	oldMax := make([]uint64, G)
 	pc := make([]uint32, G+1)
-	parallelFor(t.opt.workers, G, groupGrain, func(lo, hi int) {
+	par.For(G, groupGrain, t.opt.workers, func(lo, hi int) {
 		for g := lo; g < hi; g++ {
 			leaf := leaves[g]
 			c := s.count(leaf)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 	"unsafe"
+
+	"warpkv/internal/par"
 )
 
 // Get looks up every key: values[i] is the value of keys[i] and found[i]
@@ -48,7 +50,7 @@ func (t *Tree) Lookup(keys, values []uint64, found []bool) error {
 	}
 	defer func() { t.setLast(cpuTimes("lookup", len(keys), t0, time.Time{})) }()
 	s := &t.st
-	parallelFor(t.opt.workers, len(keys), keyGrain, func(lo, hi int) {
+	par.For(len(keys), keyGrain, t.opt.workers, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			leaf := t.findLeaf(keys[i])
 			c := s.count(leaf)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"warpkv/internal/par"
+
 	tbtree "github.com/tidwall/btree"
 
 	"warpkv/internal/gputest"
@@ -16,7 +18,7 @@ import (
 // parallelKeys is benchKeys on all cores.
 func parallelKeys(n int, seed uint64) ([]uint64, []uint64) {
 	k, v := make([]uint64, n), make([]uint64, n)
-	parallelFor(16, n, 1<<16, func(lo, hi int) {
+	par.For(n, 1<<16, 16, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			k[i], v[i] = prim.SplitMix64(seed, uint64(i)), uint64(i)
 		}

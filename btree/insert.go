@@ -3,6 +3,8 @@ package btree
 import (
 	"fmt"
 	"time"
+
+	"warpkv/internal/par"
 )
 
 // Insert upserts the pairs: a key already in the tree gets the new value,
@@ -75,7 +77,7 @@ func (t *Tree) insertSorted(k, v []uint64) error {
 	G := len(leaves)
 	added := make([]int, G)
 	pc := make([]uint32, G+1)
-	parallelFor(t.opt.workers, G, groupGrain, func(lo, hi int) {
+	par.For(G, groupGrain, t.opt.workers, func(lo, hi int) {
 		for g := lo; g < hi; g++ {
 			old := s.keys(leaves[g])[:s.count(leaves[g])]
 			c := unionSize(old, k[gs[g]:gs[g+1]])
@@ -87,7 +89,7 @@ func (t *Tree) insertSorted(k, v []uint64) error {
 	if err != nil {
 		return err
 	}
-	parallelFor(t.opt.workers, G, groupGrain, func(lo, hi int) {
+	par.For(G, groupGrain, t.opt.workers, func(lo, hi int) {
 		var mk, mv []uint64
 		for g := lo; g < hi; g++ {
 			leaf := leaves[g]

@@ -3,6 +3,7 @@ package btree
 import (
 	"fmt"
 
+	"warpkv/internal/par"
 	"warpkv/prim"
 )
 
@@ -139,11 +140,11 @@ func (t *Tree) collapseRoot() {
 // Cost: O(touched parents * order + replacements) over the workers.
 func (t *Tree) applyParents(ch changes) (changes, error) {
 	s := &t.st
-	par := make([]uint32, len(ch.node))
+	parentOf := make([]uint32, len(ch.node))
 	for i, n := range ch.node {
-		par[i] = s.parent(n)
+		parentOf[i] = s.parent(n)
 	}
-	parents, gs, err := t.runs(par)
+	parents, gs, err := t.runs(parentOf)
 	if err != nil {
 		return changes{}, err
 	}
@@ -153,7 +154,7 @@ func (t *Tree) applyParents(ch changes) (changes, error) {
 		a, b := gs[g], gs[g+1]
 		return s.count(parents[g]) - int(b-a) + int(ch.start[b]-ch.start[a])
 	}
-	parallelFor(t.opt.workers, G, groupGrain, func(lo, hi int) {
+	par.For(G, groupGrain, t.opt.workers, func(lo, hi int) {
 		for g := lo; g < hi; g++ {
 			pc[g] = uint32(pieces(entries(g), t.opt.order, t.opt.fill))
 		}
@@ -162,7 +163,7 @@ func (t *Tree) applyParents(ch changes) (changes, error) {
 	if err != nil {
 		return changes{}, err
 	}
-	parallelFor(t.opt.workers, G, groupGrain, func(lo, hi int) {
+	par.For(G, groupGrain, t.opt.workers, func(lo, hi int) {
 		var ek []uint64
 		var es []uint64
 		for g := lo; g < hi; g++ {

@@ -3,6 +3,8 @@ package btree
 import (
 	"fmt"
 
+	"warpkv/internal/par"
+
 	"warpkv/prim"
 )
 
@@ -52,7 +54,7 @@ func (t *Tree) Ranges(los, his []uint64, limit int) (keys, values []uint64, offs
 	}
 	q := len(los)
 	counts := make([]uint64, q+1)
-	parallelFor(t.opt.workers, q, groupGrain, func(a, b int) {
+	par.For(q, groupGrain, t.opt.workers, func(a, b int) {
 		for i := a; i < b; i++ {
 			var n uint64
 			t.walk(los[i], his[i], limit, func(uint64, uint64) { n++ })
@@ -64,7 +66,7 @@ func (t *Tree) Ranges(los, his []uint64, limit int) (keys, values []uint64, offs
 	}
 	keys = make([]uint64, counts[q])
 	values = make([]uint64, counts[q])
-	parallelFor(t.opt.workers, q, groupGrain, func(a, b int) {
+	par.For(q, groupGrain, t.opt.workers, func(a, b int) {
 		for i := a; i < b; i++ {
 			w := counts[i]
 			t.walk(los[i], his[i], limit, func(k, v uint64) {

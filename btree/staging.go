@@ -4,6 +4,8 @@ import (
 	"errors"
 	"unsafe"
 
+	"warpkv/internal/par"
+
 	"warpkv/gpu"
 )
 
@@ -69,7 +71,7 @@ func (g *gpuTree) uploadOn(s *gpu.Stream, dst *gpu.Buffer[uint64], off int, src 
 		}
 		chunk := src[i:min(i+stageChunk, len(src))]
 		pin := st.up[b].Slice()[:len(chunk)]
-		parallelFor(stageWorkers, len(chunk), stageGrain, func(lo, hi int) { copy(pin[lo:hi], chunk[lo:hi]) })
+		par.For(len(chunk), stageGrain, stageWorkers, func(lo, hi int) { copy(pin[lo:hi], chunk[lo:hi]) })
 		if err := dst.Write(s, off+i, pin); err != nil {
 			return err
 		}
@@ -119,7 +121,7 @@ func readStaged[T any](g *gpuTree, s *gpu.Stream, src *gpu.Buffer[T], off int, d
 		}
 		st.pending = append(st.pending, pendingDown{buf: b, copyOut: func(w []uint64) {
 			p := unsafe.Slice((*T)(unsafe.Pointer(&w[0])), len(out))
-			parallelFor(stageWorkers, len(out), stageGrain, func(lo, hi int) { copy(out[lo:hi], p[lo:hi]) })
+			par.For(len(out), stageGrain, stageWorkers, func(lo, hi int) { copy(out[lo:hi], p[lo:hi]) })
 		}})
 	}
 	return nil

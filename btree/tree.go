@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 
+	"warpkv/internal/par"
+
 	"warpkv/gpu"
 	"warpkv/prim"
 )
@@ -191,7 +193,7 @@ func (t *Tree) sortBatch(keys, values []uint64) ([]uint64, []uint64, error) {
 // per key, a run-length encoding and a scan.
 func (t *Tree) groupByLeaf(keys []uint64) ([]uint32, []uint32, error) {
 	leafOf := make([]uint32, len(keys))
-	parallelFor(t.opt.workers, len(keys), keyGrain, func(lo, hi int) {
+	par.For(len(keys), keyGrain, t.opt.workers, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			leafOf[i] = t.findLeaf(keys[i])
 		}

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"warpkv/gpu"
+	"warpkv/internal/par"
 )
 
 // Host-level calls on the GPU engine move their batch through pinned host
@@ -447,7 +448,7 @@ func (e *gpuEngine) copyIn(p pinnedJobs, hashes []uint64, locs []uint32, first, 
 	if locs != nil {
 		hl = p.locs[first : first+n]
 	}
-	forRanges(n, e.workers, func(lo, hi int) {
+	par.Ranges(n, hostParts(n, e.workers), func(_, lo, hi int) {
 		copy(hh[lo:hi], hashes[first+lo:first+hi])
 		if locs != nil {
 			copy(hl[lo:hi], locs[first+lo:first+hi])
