@@ -36,15 +36,23 @@ type gpuTree struct {
 	capNodes, nodes          int
 	height                   int // levels, leaves included; 0 when empty
 
-	// Scratch reused across calls, grown with headroom.
-	inK, inV, outK, outV gpu.Scratch[uint64]
-	flags                gpu.Scratch[uint8]
-	cnt                  gpu.Scratch[uint32]
-	pool                 pool // the update phases' named scratch (gpuupdate.go)
+	// Scratch reused across calls, grown with headroom: the batch's
+	// buffers (bufInK ...) and the update phases' named ones, reserved
+	// before a batch changes the tree.
+	pool *gpu.Pool
 
-	stage       *stager // pinned upload staging (staging.go), nil until first used
-	stageFailed bool    // pinning failed once: upload directly
+	up, down *gpu.Pipeline // pinned staging of uploads and downloads (staging.go)
 }
+
+// Names of the batch's buffers in the pool.
+const (
+	bufInK      = "in.keys"    // the batch's keys (queries, range starts)
+	bufInV      = "in.values"  // its values (range ends)
+	bufOutK     = "out.keys"   // the sorted unique keys (range result keys)
+	bufOutV     = "out.values" // their values (lookup values, range offsets)
+	bufFlags    = "flags"      // per-key flags (lookups: found)
+	bufCounters = "counters"   // two uint32 counters of a select
+)
 
 // newGPUTree returns an empty GPU engine on d; with ownsDev it closes d
 // when closed. The kernels are compiled here, so that a broken toolchain
@@ -62,7 +70,8 @@ func newGPUTree(r resolved, d *gpu.Device, ownsDev bool) (*gpuTree, error) {
 	if err != nil {
 		return nil, errors.Join(err, pe.Close())
 	}
-	g := &gpuTree{order: r.order, fill: r.fill, dev: d, ownsDev: ownsDev, pe: pe, s: pe.Stream(), k: k, clock: clock}
+	g := &gpuTree{order: r.order, fill: r.fill, dev: d, ownsDev: ownsDev, pe: pe, s: pe.Stream(), k: k, clock: clock,
+		up: gpu.NewPipeline(d, stageConfig), down: gpu.NewPipeline(d, stageConfig), pool: gpu.NewPool(d, pe.Stream())}
 	if g.s2, err = d.NewStream(); err == nil {
 		for i := range g.join {
 			if g.join[i], err = d.NewEvent(); err != nil {
@@ -108,8 +117,8 @@ func (g *gpuTree) joinBack() error {
 func (g *gpuTree) close() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	err := errors.Join(g.freeNodes(), g.s.Synchronize(), g.closeStreams(), g.stage.close(), g.inK.Free(g.s), g.inV.Free(g.s), g.outK.Free(g.s), g.outV.Free(g.s),
-		g.flags.Free(g.s), g.cnt.Free(g.s), g.freePool(), g.clock.close(), g.pe.Close())
+	err := errors.Join(g.freeNodes(), g.s.Synchronize(), g.closeStreams(), g.up.Close(), g.down.Close(),
+		g.pool.Free(), g.clock.close(), g.pe.Close())
 	if g.ownsDev {
 		err = errors.Join(err, g.dev.Close())
 	}
@@ -220,7 +229,7 @@ func (g *gpuTree) build(keys, values []uint64, bt *BatchTimes) (built, error) {
 	if err != nil {
 		return built{}, err
 	}
-	b, err := g.writeTree(g.outK.Buf(), g.outV.Buf(), m)
+	b, err := g.writeTree(gpu.Take[uint64](g.pool, bufOutK, m), gpu.Take[uint64](g.pool, bufOutV, m), m)
 	if err != nil {
 		return built{}, err
 	}
@@ -242,7 +251,7 @@ func (g *gpuTree) finishTimes(bt *BatchTimes) error {
 // sortUploaded stably sorts the n pairs in inK, inV by key on the device.
 // Callers hold g.mu.
 func (g *gpuTree) sortUploaded(n int) error {
-	return prim.DevSortPairs(g.pe, g.inK.Buf(), g.inV.Buf(), n)
+	return prim.DevSortPairs(g.pe, gpu.Take[uint64](g.pool, bufInK, n), gpu.Take[uint64](g.pool, bufInV, n), n)
 }
 
 // buildSorted builds the tree from the n key-sorted pairs in inK, inV:
@@ -256,7 +265,7 @@ func (g *gpuTree) buildSorted(n int) (built, error) {
 	if err != nil {
 		return built{}, err
 	}
-	return g.writeTree(g.outK.Buf(), g.outV.Buf(), m)
+	return g.writeTree(gpu.Take[uint64](g.pool, bufOutK, m), gpu.Take[uint64](g.pool, bufOutV, m), m)
 }
 
 // writeTree builds the tree from the m strictly increasing pairs in uk,
@@ -318,23 +327,21 @@ func (g *gpuTree) lookup(root uint32, keys, values []uint64, found []bool, bt *B
 	}
 	g.clock.reset()
 	g.clock.mark(g.s, markStart)
-	q, err := g.inK.Get(g.dev, g.s, n)
+	q, err := gpu.Get[uint64](g.pool, bufInK, n)
 	if err != nil {
 		return err
 	}
-	out, err := g.outV.Get(g.dev, g.s, n)
+	out, err := gpu.Get[uint64](g.pool, bufOutV, n)
 	if err != nil {
 		return err
 	}
-	f, err := g.flags.Get(g.dev, g.s, n)
+	f, err := gpu.Get[uint8](g.pool, bufFlags, n)
 	if err != nil {
 		return err
 	}
-	if g.stage != nil {
-		g.stage.pending = nil
-	}
+	g.down.Discard()
 	fb := unsafe.Slice((*uint8)(unsafe.Pointer(&found[0])), n) // the kernel writes 0 or 1
-	if n >= 2*lookupChunk && g.stagingReady() {
+	if n >= 2*lookupChunk && g.up.Staged() && g.down.Staged() {
 		if err := g.fork(); err != nil {
 			return err
 		}
@@ -342,7 +349,7 @@ func (g *gpuTree) lookup(root uint32, keys, values []uint64, found []bool, bt *B
 		for c, off := 0, 0; off < n; c, off = c+1, off+lookupChunk {
 			s := streams[c%2]
 			end := min(off+lookupChunk, n)
-			if err := g.uploadOn(s, q, off, keys[off:end]); err != nil {
+			if err := gpu.UploadStaged(g.up, s, q, off, keys[off:end]); err != nil {
 				return err
 			}
 			cnt := end - off
@@ -351,7 +358,7 @@ func (g *gpuTree) lookup(root uint32, keys, values []uint64, found []bool, bt *B
 				gpu.View[uint64](out, 8*off, cnt), gpu.View[uint8](f, off, cnt)); err != nil {
 				return err
 			}
-			if err := errors.Join(readStaged(g, s, out, off, values[off:end]), readStaged(g, s, f, off, fb[off:end])); err != nil {
+			if err := errors.Join(gpu.DownloadStaged(g.down, s, out, off, values[off:end]), gpu.DownloadStaged(g.down, s, f, off, fb[off:end])); err != nil {
 				return err
 			}
 		}
@@ -360,7 +367,7 @@ func (g *gpuTree) lookup(root uint32, keys, values []uint64, found []bool, bt *B
 		}
 		g.clock.mark(g.s, markWorked)
 	} else {
-		if err := g.upload(q, 0, keys); err != nil {
+		if err := gpu.UploadStaged(g.up, g.s, q, 0, keys); err != nil {
 			return err
 		}
 		g.clock.mark(g.s, markUploaded)
@@ -368,12 +375,12 @@ func (g *gpuTree) lookup(root uint32, keys, values []uint64, found []bool, bt *B
 			return err
 		}
 		g.clock.mark(g.s, markWorked)
-		if err := errors.Join(readStaged(g, g.s, out, 0, values), readStaged(g, g.s, f, 0, fb)); err != nil {
+		if err := errors.Join(gpu.DownloadStaged(g.down, g.s, out, 0, values), gpu.DownloadStaged(g.down, g.s, f, 0, fb)); err != nil {
 			return err
 		}
 	}
 	g.clock.mark(g.s, markDone)
-	if err := errors.Join(g.drainDownloads(), g.s.Synchronize()); err != nil {
+	if err := errors.Join(g.down.Drain(), g.s.Synchronize()); err != nil {
 		return err
 	}
 	g.clock.times(bt)
@@ -401,22 +408,20 @@ func (g *gpuTree) ranges(root uint32, los, his []uint64, limit int) (keys, value
 	if limit > 0 {
 		lim = uint64(limit)
 	}
-	if g.stage != nil {
-		g.stage.pending = nil
-	}
-	lo, err := g.inK.Get(g.dev, g.s, q)
+	g.down.Discard()
+	lo, err := gpu.Get[uint64](g.pool, bufInK, q)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	hi, err := g.inV.Get(g.dev, g.s, q)
+	hi, err := gpu.Get[uint64](g.pool, bufInV, q)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	counts, err := g.outV.Get(g.dev, g.s, q+1)
+	counts, err := gpu.Get[uint64](g.pool, bufOutV, q+1)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := errors.Join(g.upload(lo, 0, los), g.upload(hi, 0, his),
+	if err := errors.Join(gpu.UploadStaged(g.up, g.s, lo, 0, los), gpu.UploadStaged(g.up, g.s, hi, 0, his),
 		gpu.View[uint64](counts, 8*q, 1).FillBytes(g.s, 0)); err != nil {
 		return nil, nil, nil, err
 	}
@@ -437,26 +442,26 @@ func (g *gpuTree) ranges(root uint32, los, his []uint64, limit int) (keys, value
 	total := int(tot[0])
 	offsets = make([]int, q+1)
 	offWords := unsafe.Slice((*uint64)(unsafe.Pointer(&offsets[0])), q+1) // int is 64-bit (below)
-	if err := readStaged(g, g.s, counts, 0, offWords); err != nil {
+	if err := gpu.DownloadStaged(g.down, g.s, counts, 0, offWords); err != nil {
 		return nil, nil, nil, err
 	}
 	keys, values = make([]uint64, total), make([]uint64, total)
 	if total > 0 {
-		ok, err := g.outK.Get(g.dev, g.s, total)
+		ok, err := gpu.Get[uint64](g.pool, bufOutK, total)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		// outV holds the offsets; the values go to a scratch buffer of their own.
-		ov, err := g.b64("rangev", total)
+		ov, err := gpu.Get[uint64](g.pool, "rangev", total)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		if err := errors.Join(launch(1, counts, ok, ov), readStaged(g, g.s, ok, 0, keys),
-			readStaged(g, g.s, ov, 0, values)); err != nil {
+		if err := errors.Join(launch(1, counts, ok, ov), gpu.DownloadStaged(g.down, g.s, ok, 0, keys),
+			gpu.DownloadStaged(g.down, g.s, ov, 0, values)); err != nil {
 			return nil, nil, nil, err
 		}
 	}
-	if err := errors.Join(g.drainDownloads(), g.s.Synchronize()); err != nil {
+	if err := errors.Join(g.down.Drain(), g.s.Synchronize()); err != nil {
 		return nil, nil, nil, err
 	}
 	return keys, values, offsets, nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"warpkv/gpu"
 	"warpkv/internal/par"
 
 	tbtree "github.com/tidwall/btree"
@@ -69,8 +70,8 @@ func TestGPUBenchFigures(t *testing.T) {
 				// The phases, separately (keys uploaded again).
 				gt.mu.Lock()
 				t1 := time.Now()
-				ik, _ := gt.inK.Get(gt.dev, gt.s, n)
-				iv, _ := gt.inV.Get(gt.dev, gt.s, n)
+				ik, _ := gpu.Get[uint64](gt.pool, bufInK, n)
+				iv, _ := gpu.Get[uint64](gt.pool, bufInV, n)
 				if err := ik.Write(gt.s, 0, k100[:n]); err != nil {
 					t.Fatal(err)
 				}
@@ -113,9 +114,9 @@ func TestGPUBenchFigures(t *testing.T) {
 				host = d
 			}
 			gt.mu.Lock()
-			q, _ := gt.inK.Get(gt.dev, gt.s, len(q10))
-			out, _ := gt.outV.Get(gt.dev, gt.s, len(q10))
-			f, _ := gt.flags.Get(gt.dev, gt.s, len(q10))
+			q, _ := gpu.Get[uint64](gt.pool, bufInK, len(q10))
+			out, _ := gpu.Get[uint64](gt.pool, bufOutV, len(q10))
+			f, _ := gpu.Get[uint8](gt.pool, bufFlags, len(q10))
 			_ = q.Write(gt.s, 0, q10)
 			_ = gt.s.Synchronize()
 			t1 := time.Now()
@@ -284,9 +285,9 @@ func TestGPUPerf(t *testing.T) {
 	}
 	gt := g.g
 	gt.mu.Lock()
-	q, _ := gt.inK.Get(gt.dev, gt.s, len(q10))
-	out, _ := gt.outV.Get(gt.dev, gt.s, len(q10))
-	f, _ := gt.flags.Get(gt.dev, gt.s, len(q10))
+	q, _ := gpu.Get[uint64](gt.pool, bufInK, len(q10))
+	out, _ := gpu.Get[uint64](gt.pool, bufOutV, len(q10))
+	f, _ := gpu.Get[uint8](gt.pool, bufFlags, len(q10))
 	_ = q.Write(gt.s, 0, q10)
 	_ = gt.s.Synchronize()
 	var kern time.Duration

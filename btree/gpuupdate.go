@@ -21,95 +21,6 @@ import (
 // first write to the tree, so running out of device memory leaves the tree
 // as it was.
 
-// pool holds the named scratch buffers of the update phases, reused across
-// batches and grown with headroom.
-type pool struct {
-	u32 map[string]*gpu.Scratch[uint32]
-	u64 map[string]*gpu.Scratch[uint64]
-}
-
-// b32 returns the uint32 scratch buffer name of at least n elements.
-// Cost: an allocation when it grows.
-func (g *gpuTree) b32(name string, n int) (*gpu.Buffer[uint32], error) {
-	if g.pool.u32 == nil {
-		g.pool.u32 = map[string]*gpu.Scratch[uint32]{}
-	}
-	c := g.pool.u32[name]
-	if c == nil {
-		c = &gpu.Scratch[uint32]{}
-		g.pool.u32[name] = c
-	}
-	return c.Get(g.dev, g.s, n)
-}
-
-// b64 returns the uint64 scratch buffer name of at least n elements.
-// Cost: an allocation when it grows.
-func (g *gpuTree) b64(name string, n int) (*gpu.Buffer[uint64], error) {
-	if g.pool.u64 == nil {
-		g.pool.u64 = map[string]*gpu.Scratch[uint64]{}
-	}
-	c := g.pool.u64[name]
-	if c == nil {
-		c = &gpu.Scratch[uint64]{}
-		g.pool.u64[name] = c
-	}
-	return c.Get(g.dev, g.s, n)
-}
-
-// freePool frees the update scratch buffers.
-func (g *gpuTree) freePool() error {
-	var err error
-	for _, c := range g.pool.u32 {
-		err = errors.Join(err, c.Free(g.s))
-	}
-	for _, c := range g.pool.u64 {
-		err = errors.Join(err, c.Free(g.s))
-	}
-	g.pool = pool{}
-	return err
-}
-
-// need is one scratch request of a reservation.
-type need struct {
-	name string
-	n    int
-	wide bool // uint64, else uint32
-}
-
-// reserveScratch gets every requested buffer (so that the phases after it
-// allocate nothing). Cost: the allocations of the buffers that grow.
-func (g *gpuTree) reserveScratch(ns ...need) error {
-	for _, x := range ns {
-		var err error
-		if x.wide {
-			_, err = g.b64(x.name, x.n)
-		} else {
-			_, err = g.b32(x.name, x.n)
-		}
-		if err != nil {
-			return fmt.Errorf("scratch %s of %d: %w", x.name, x.n, err)
-		}
-	}
-	return nil
-}
-
-// must32 and must64 return buffers reserved earlier by reserveScratch.
-func (g *gpuTree) must32(name string, n int) *gpu.Buffer[uint32] {
-	b, err := g.b32(name, n)
-	if err != nil {
-		panic(fmt.Sprintf("btree: scratch %s of %d not reserved: %v", name, n, err))
-	}
-	return b
-}
-
-func (g *gpuTree) must64(name string, n int) *gpu.Buffer[uint64] {
-	b, err := g.b64(name, n)
-	if err != nil {
-		panic(fmt.Sprintf("btree: scratch %s of %d not reserved: %v", name, n, err))
-	}
-	return b
-}
-
 // launch queues f over n items (nothing for n <= 0) with the package's
 // launch configuration (grid, kernelBlock).
 func (g *gpuTree) launch(f *gpu.Function, n int, args ...any) error {
@@ -230,33 +141,33 @@ type treeState struct {
 // kernel, one or two selects (and a gather) and one synchronization.
 func (g *gpuTree) uploadSortDedupe(keys, values []uint64) (int, error) {
 	n := len(keys)
-	k, err := g.inK.Get(g.dev, g.s, n)
+	k, err := gpu.Get[uint64](g.pool, bufInK, n)
 	if err != nil {
 		return 0, err
 	}
 	var v *gpu.Buffer[uint64]
 	if values != nil {
-		if v, err = g.inV.Get(g.dev, g.s, n); err != nil {
+		if v, err = gpu.Get[uint64](g.pool, bufInV, n); err != nil {
 			return 0, err
 		}
 	}
-	overlap := values != nil && overlapSort(n) && g.stagingReady()
+	overlap := values != nil && overlapSort(n) && g.up.Staged()
 	if overlap {
-		if err := g.reserveScratch(need{"sortidx", n, false}, need{"selidx", n, false}); err != nil {
+		if err := g.pool.Reserve(gpu.NeedOf[uint32]("sortidx", n), gpu.NeedOf[uint32]("selidx", n)); err != nil {
 			return 0, err
 		}
 	}
-	if err := g.upload(k, 0, keys); err != nil {
+	if err := gpu.UploadStaged(g.up, g.s, k, 0, keys); err != nil {
 		return 0, err
 	}
 	if !overlap && values != nil {
-		if err := g.upload(v, 0, values); err != nil {
+		if err := gpu.UploadStaged(g.up, g.s, v, 0, values); err != nil {
 			return 0, err
 		}
 	}
 	g.clock.mark(g.s, markUploaded)
 	if overlap {
-		idx := g.must32("sortidx", n)
+		idx := gpu.Take[uint32](g.pool, "sortidx", n)
 		if err := g.fork(); err != nil { // s2's upload into inV after s's earlier use of it
 			return 0, err
 		}
@@ -266,13 +177,13 @@ func (g *gpuTree) uploadSortDedupe(keys, values []uint64) (int, error) {
 		if err := prim.DevSortPairs(g.pe, k, idx, n); err != nil {
 			return 0, err
 		}
-		if err := g.uploadOn(g.s2, v, 0, values); err != nil {
+		if err := gpu.UploadStaged(g.up, g.s2, v, 0, values); err != nil {
 			return 0, err
 		}
 		if err := g.joinBack(); err != nil {
 			return 0, err
 		}
-		m, err := g.dedupeGather(n, idx, g.must32("selidx", n), v)
+		m, err := g.dedupeGather(n, idx, gpu.Take[uint32](g.pool, "selidx", n), v)
 		if err != nil {
 			return 0, err
 		}
@@ -310,7 +221,7 @@ func (g *gpuTree) dedupeGather(n int, idx, sel *gpu.Buffer[uint32], v *gpu.Buffe
 	if err != nil {
 		return 0, err
 	}
-	uv, err := g.outV.Get(g.dev, g.s, n)
+	uv, err := gpu.Get[uint64](g.pool, bufOutV, n)
 	if err != nil {
 		return 0, err
 	}
@@ -332,11 +243,11 @@ func (g *gpuTree) dedupe(n int, withValues bool) (int, error) {
 		return 0, err
 	}
 	if withValues {
-		uv, err := g.outV.Get(g.dev, g.s, n)
+		uv, err := gpu.Get[uint64](g.pool, bufOutV, n)
 		if err != nil {
 			return 0, err
 		}
-		if err := prim.DevSelect(g.pe, g.inV.Buf(), flags, uv, n, gpu.View[uint32](cnt, 4, 1)); err != nil {
+		if err := prim.DevSelect(g.pe, gpu.Take[uint64](g.pool, bufInV, n), flags, uv, n, gpu.View[uint32](cnt, 4, 1)); err != nil {
 			return 0, err
 		}
 	}
@@ -348,22 +259,22 @@ func (g *gpuTree) dedupe(n int, withValues bool) (int, error) {
 // cnt[0]; the flags and cnt (two words; the second for the caller's own
 // select) are returned for the caller's payload. No synchronization.
 func (g *gpuTree) selectLastKeys(n int) (*gpu.Buffer[uint8], *gpu.Buffer[uint32], error) {
-	flags, err := g.flags.Get(g.dev, g.s, n)
+	flags, err := gpu.Get[uint8](g.pool, bufFlags, n)
 	if err != nil {
 		return nil, nil, err
 	}
-	uk, err := g.outK.Get(g.dev, g.s, n)
+	uk, err := gpu.Get[uint64](g.pool, bufOutK, n)
 	if err != nil {
 		return nil, nil, err
 	}
-	cnt, err := g.cnt.Get(g.dev, g.s, 2)
+	cnt, err := gpu.Get[uint32](g.pool, bufCounters, 2)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := g.launch(g.k.lastFlags, n, g.inK.Buf(), uint64(n), flags); err != nil {
+	if err := g.launch(g.k.lastFlags, n, gpu.Take[uint64](g.pool, bufInK, n), uint64(n), flags); err != nil {
 		return nil, nil, err
 	}
-	if err := prim.DevSelect(g.pe, g.inK.Buf(), flags, uk, n, gpu.View[uint32](cnt, 0, 1)); err != nil {
+	if err := prim.DevSelect(g.pe, gpu.Take[uint64](g.pool, bufInK, n), flags, uk, n, gpu.View[uint32](cnt, 0, 1)); err != nil {
 		return nil, nil, err
 	}
 	return flags, cnt, nil
@@ -396,18 +307,18 @@ type groups struct {
 // tree, a reduce-by-key, four scans, two synchronizations.
 func (g *gpuTree) locate(st treeState, m int, del bool) (groups, error) {
 	var gr groups
-	if err := g.reserveScratch(need{"leafOf", m, false}, need{"pos", m, false}, need{"packed", m + 1, true},
-		need{"node.0", m, false}, need{"gsum", m + 1, true}); err != nil {
+	if err := g.pool.Reserve(gpu.NeedOf[uint32]("leafOf", m), gpu.NeedOf[uint32]("pos", m), gpu.NeedOf[uint64]("packed", m+1),
+		gpu.NeedOf[uint32]("node.0", m), gpu.NeedOf[uint64]("gsum", m+1)); err != nil {
 		return gr, err
 	}
-	leafOf, pos, packed := g.must32("leafOf", m), g.must32("pos", m), g.must64("packed", m+1)
-	gLeaf, gSum := g.must32("node.0", m), g.must64("gsum", m+1)
-	cnt, err := g.cnt.Get(g.dev, g.s, 2)
+	leafOf, pos, packed := gpu.Take[uint32](g.pool, "leafOf", m), gpu.Take[uint32](g.pool, "pos", m), gpu.Take[uint64](g.pool, "packed", m+1)
+	gLeaf, gSum := gpu.Take[uint32](g.pool, "node.0", m), gpu.Take[uint64](g.pool, "gsum", m+1)
+	cnt, err := gpu.Get[uint32](g.pool, bufCounters, 2)
 	if err != nil {
 		return gr, err
 	}
 	order := uint32(g.order)
-	if err := g.launch(g.k.locate, m, g.outK.Buf(), uint64(m), st.root, uint32(g.height), order, boolInt(del),
+	if err := g.launch(g.k.locate, m, gpu.Take[uint64](g.pool, bufOutK, m), uint64(m), st.root, uint32(g.height), order, boolInt(del),
 		g.keys, g.slots, g.count, leafOf, pos, packed); err != nil {
 		return gr, err
 	}
@@ -420,13 +331,13 @@ func (g *gpuTree) locate(st treeState, m int, del bool) (groups, error) {
 	}
 	G := int(c[0])
 	gr.G = G
-	if err := g.reserveScratch(need{"gc.0", G + 1, true}, need{"gp.0", G + 1, true}, need{"oldmax.0", G, true},
-		need{"oldnext", G, false}); err != nil {
+	if err := g.pool.Reserve(gpu.NeedOf[uint64]("gc.0", G+1), gpu.NeedOf[uint64]("gp.0", G+1), gpu.NeedOf[uint64]("oldmax.0", G),
+		gpu.NeedOf[uint32]("oldnext", G)); err != nil {
 		return gr, err
 	}
-	gc, gp := g.must64("gc.0", G+1), g.must64("gp.0", G+1)
+	gc, gp := gpu.Take[uint64](g.pool, "gc.0", G+1), gpu.Take[uint64](g.pool, "gp.0", G+1)
 	if err := g.launch(g.k.leafSizes, G+1, uint64(G), gLeaf, gSum, order, uint32(g.fill), boolInt(del),
-		g.keys, g.count, g.next, gc, gp, g.must64("oldmax.0", G), g.must32("oldnext", G)); err != nil {
+		g.keys, g.count, g.next, gc, gp, gpu.Take[uint64](g.pool, "oldmax.0", G), gpu.Take[uint32](g.pool, "oldnext", G)); err != nil {
 		return gr, err
 	}
 	for _, x := range []struct {
@@ -480,15 +391,15 @@ func setName(name string, s int) string { return fmt.Sprintf("%s.%d", name, s) }
 // propagateNeeds lists the scratch of the propagation of a batch whose
 // leaf level has G groups, R replacements and E extra nodes, with at most
 // maxStaged staged entries per level.
-func propagateNeeds(G, R, maxStaged int) []need {
-	var ns []need
+func propagateNeeds(G, R, maxStaged int) []gpu.Need {
+	var ns []gpu.Need
 	for s := range 2 {
-		ns = append(ns, need{setName("node", s), G, false}, need{setName("oldmax", s), G, true},
-			need{setName("gc", s), G + 1, true}, need{setName("gp", s), G + 1, true},
-			need{setName("chid", s), R, false}, need{setName("chmax", s), R, true})
+		ns = append(ns, gpu.NeedOf[uint32](setName("node", s), G), gpu.NeedOf[uint64](setName("oldmax", s), G),
+			gpu.NeedOf[uint64](setName("gc", s), G+1), gpu.NeedOf[uint64](setName("gp", s), G+1),
+			gpu.NeedOf[uint32](setName("chid", s), R), gpu.NeedOf[uint64](setName("chmax", s), R))
 	}
-	return append(ns, need{"par", G, false}, need{"pk", G, true}, need{"slot", G, false},
-		need{"psum", G + 1, true}, need{"up", G, false}, need{"mk", maxStaged, true}, need{"mv", maxStaged, true})
+	return append(ns, gpu.NeedOf[uint32]("par", G), gpu.NeedOf[uint64]("pk", G), gpu.NeedOf[uint32]("slot", G),
+		gpu.NeedOf[uint64]("psum", G+1), gpu.NeedOf[uint32]("up", G), gpu.NeedOf[uint64]("mk", maxStaged), gpu.NeedOf[uint64]("mv", maxStaged))
 }
 
 // maxStagedEntries bounds the staged entries of one internal level: at
@@ -516,7 +427,7 @@ func (g *gpuTree) insert(st treeState, m int) (treeState, error) {
 	bound := g.nodes + gr.extra*(g.height+2) + 2
 	R := gr.pieces + gr.extra + 2
 	staged := max(gr.entries, g.maxStagedEntries(st, G, R))
-	if err := g.reserveScratch(propagateNeeds(G, R, staged)...); err != nil {
+	if err := g.pool.Reserve(propagateNeeds(G, R, staged)...); err != nil {
 		return st, err
 	}
 	if err := g.growCap(bound); err != nil {
@@ -528,19 +439,19 @@ func (g *gpuTree) insert(st treeState, m int) (treeState, error) {
 		return st, err
 	}
 	order := uint32(g.order)
-	lv := level{set: 0, G: G, R: gr.pieces, node: g.must32("node.0", G), oldMax: g.must64("oldmax.0", G),
-		gp: g.must64("gp.0", G+1), chId: g.must32("chid.0", R), chMax: g.must64("chmax.0", R)}
-	gc, gSum, packed, pos := g.must64("gc.0", G+1), g.must64("gsum", m+1), g.must64("packed", m+1), g.must32("pos", m)
-	mk, mv := g.must64("mk", staged), g.must64("mv", staged)
-	if err := g.launch(g.k.mergeNew, m, g.outK.Buf(), g.outV.Buf(), uint64(m), uint64(G), gSum, packed, pos, gc, mk, mv); err != nil {
+	lv := level{set: 0, G: G, R: gr.pieces, node: gpu.Take[uint32](g.pool, "node.0", G), oldMax: gpu.Take[uint64](g.pool, "oldmax.0", G),
+		gp: gpu.Take[uint64](g.pool, "gp.0", G+1), chId: gpu.Take[uint32](g.pool, "chid.0", R), chMax: gpu.Take[uint64](g.pool, "chmax.0", R)}
+	gc, gSum, packed, pos := gpu.Take[uint64](g.pool, "gc.0", G+1), gpu.Take[uint64](g.pool, "gsum", m+1), gpu.Take[uint64](g.pool, "packed", m+1), gpu.Take[uint32](g.pool, "pos", m)
+	mk, mv := gpu.Take[uint64](g.pool, "mk", staged), gpu.Take[uint64](g.pool, "mv", staged)
+	if err := g.launch(g.k.mergeNew, m, gpu.Take[uint64](g.pool, bufOutK, m), gpu.Take[uint64](g.pool, bufOutV, m), uint64(m), uint64(G), gSum, packed, pos, gc, mk, mv); err != nil {
 		return st, err
 	}
-	if err := g.launch(g.k.stageOld, gr.oldTot, uint64(gr.oldTot), uint64(G), int32(0), g.outK.Buf(), gSum, packed, gc,
+	if err := g.launch(g.k.stageOld, gr.oldTot, uint64(gr.oldTot), uint64(G), int32(0), gpu.Take[uint64](g.pool, bufOutK, m), gSum, packed, gc,
 		lv.node, order, g.keys, g.slots, mk, mv); err != nil {
 		return st, err
 	}
 	if err := g.launch(g.k.writeLeaves, gr.entries, uint64(gr.entries), uint64(G), gc, lv.gp, lv.node,
-		g.must32("oldnext", G), mk, mv, first, order, g.keys, g.slots, g.count, g.parent, g.next, g.prv, g.kind,
+		gpu.Take[uint32](g.pool, "oldnext", G), mk, mv, first, order, g.keys, g.slots, g.count, g.parent, g.next, g.prv, g.kind,
 		lv.chId, lv.chMax); err != nil {
 		return st, err
 	}
@@ -562,8 +473,8 @@ func (g *gpuTree) delete(st treeState, m int) (treeState, error) {
 	G := gr.G
 	R := G + 2
 	staged := max(gr.entries, g.maxStagedEntries(st, G, R))
-	ns := append(propagateNeeds(G, R, staged), need{"head", G, false}, need{"headof", G, false}, need{"p0", G, false})
-	if err := g.reserveScratch(ns...); err != nil {
+	ns := append(propagateNeeds(G, R, staged), gpu.NeedOf[uint32]("head", G), gpu.NeedOf[uint32]("headof", G), gpu.NeedOf[uint32]("p0", G))
+	if err := g.pool.Reserve(ns...); err != nil {
 		return st, err
 	}
 	emptied := G - gr.pieces
@@ -575,11 +486,11 @@ func (g *gpuTree) delete(st treeState, m int) (treeState, error) {
 	}
 	// From here on the tree changes; nothing allocates.
 	order := uint32(g.order)
-	lv := level{set: 0, G: G, R: gr.pieces, node: g.must32("node.0", G), oldMax: g.must64("oldmax.0", G),
-		gp: g.must64("gp.0", G+1), chId: g.must32("chid.0", R), chMax: g.must64("chmax.0", R)}
-	gc, gSum, packed := g.must64("gc.0", G+1), g.must64("gsum", m+1), g.must64("packed", m+1)
-	ok, ov := g.must64("mk", staged), g.must64("mv", staged)
-	if err := g.launch(g.k.stageOld, gr.oldTot, uint64(gr.oldTot), uint64(G), int32(1), g.outK.Buf(), gSum, packed, gc,
+	lv := level{set: 0, G: G, R: gr.pieces, node: gpu.Take[uint32](g.pool, "node.0", G), oldMax: gpu.Take[uint64](g.pool, "oldmax.0", G),
+		gp: gpu.Take[uint64](g.pool, "gp.0", G+1), chId: gpu.Take[uint32](g.pool, "chid.0", R), chMax: gpu.Take[uint64](g.pool, "chmax.0", R)}
+	gc, gSum, packed := gpu.Take[uint64](g.pool, "gc.0", G+1), gpu.Take[uint64](g.pool, "gsum", m+1), gpu.Take[uint64](g.pool, "packed", m+1)
+	ok, ov := gpu.Take[uint64](g.pool, "mk", staged), gpu.Take[uint64](g.pool, "mv", staged)
+	if err := g.launch(g.k.stageOld, gr.oldTot, uint64(gr.oldTot), uint64(G), int32(1), gpu.Take[uint64](g.pool, bufOutK, m), gSum, packed, gc,
 		lv.node, order, g.keys, g.slots, ok, ov); err != nil {
 		return st, err
 	}
@@ -591,7 +502,7 @@ func (g *gpuTree) delete(st treeState, m int) (treeState, error) {
 		return st, err
 	}
 	if emptied > 0 {
-		head, headOf, p0 := g.must32("head", G), g.must32("headof", G), g.must32("p0", G)
+		head, headOf, p0 := gpu.Take[uint32](g.pool, "head", G), gpu.Take[uint32](g.pool, "headof", G), gpu.Take[uint32](g.pool, "p0", G)
 		if err := g.launch(g.k.unlinkHeads, G, uint64(G), gc, lv.node, g.next, head); err != nil {
 			return st, err
 		}
@@ -642,10 +553,10 @@ func (g *gpuTree) propagate(st treeState, lv level) (treeState, error) {
 func (g *gpuTree) applyParents(ch level) (level, int, error) {
 	G := ch.G
 	order := uint32(g.order)
-	par, pk, slot := g.must32("par", G), g.must64("pk", G), g.must32("slot", G)
+	par, pk, slot := gpu.Take[uint32](g.pool, "par", G), gpu.Take[uint64](g.pool, "pk", G), gpu.Take[uint32](g.pool, "slot", G)
 	ps := 1 - ch.set
-	pNode, pSum := g.must32(setName("node", ps), G), g.must64("psum", G+1)
-	cnt, err := g.cnt.Get(g.dev, g.s, 2)
+	pNode, pSum := gpu.Take[uint32](g.pool, setName("node", ps), G), gpu.Take[uint64](g.pool, "psum", G+1)
+	cnt, err := gpu.Get[uint32](g.pool, bufCounters, 2)
 	if err != nil {
 		return level{}, 0, err
 	}
@@ -661,8 +572,8 @@ func (g *gpuTree) applyParents(ch level) (level, int, error) {
 		return level{}, 0, err
 	}
 	PG := int(c[0])
-	gc, gp := g.must64(setName("gc", ps), G+1), g.must64(setName("gp", ps), G+1)
-	oldMax, up := g.must64(setName("oldmax", ps), G), g.must32("up", G)
+	gc, gp := gpu.Take[uint64](g.pool, setName("gc", ps), G+1), gpu.Take[uint64](g.pool, setName("gp", ps), G+1)
+	oldMax, up := gpu.Take[uint64](g.pool, setName("oldmax", ps), G), gpu.Take[uint32](g.pool, "up", G)
 	if err := g.launch(g.k.parentSizes, PG+1, uint64(PG), pNode, pSum, order, uint32(g.fill), g.keys, g.count,
 		g.parent, g.kind, gc, gp, oldMax, up); err != nil {
 		return level{}, 0, err
@@ -682,7 +593,7 @@ func (g *gpuTree) applyParents(ch level) (level, int, error) {
 	if err != nil {
 		return level{}, 0, err
 	}
-	sk, sv := g.must64("mk", entries), g.must64("mv", entries)
+	sk, sv := gpu.Take[uint64](g.pool, "mk", entries), gpu.Take[uint64](g.pool, "mv", entries)
 	if err := g.launch(g.k.stageRepl, ch.R, uint64(ch.R), uint64(G), ch.gp, ch.chId, ch.chMax, slot, uint64(PG),
 		pSum, gc, sk, sv); err != nil {
 		return level{}, 0, err
@@ -693,7 +604,7 @@ func (g *gpuTree) applyParents(ch level) (level, int, error) {
 		return level{}, 0, err
 	}
 	out := level{set: ps, G: PG, R: pieces, node: pNode, oldMax: oldMax, gp: gp,
-		chId: g.must32(setName("chid", ps), pieces), chMax: g.must64(setName("chmax", ps), pieces)}
+		chId: gpu.Take[uint32](g.pool, setName("chid", ps), pieces), chMax: gpu.Take[uint64](g.pool, setName("chmax", ps), pieces)}
 	if err := g.launch(g.k.writeInternal, entries, uint64(entries), uint64(PG), gc, gp, pNode, up, sk, sv, first,
 		order, g.keys, g.slots, g.count, g.parent, g.kind, out.chId, out.chMax); err != nil {
 		return level{}, 0, err
@@ -782,8 +693,8 @@ func (g *gpuTree) mightRebuild(after treeState) bool {
 // bookkeeping (at most that many keys and leaves).
 func (g *gpuTree) reserveRebuild(st treeState) error {
 	L := max(st.leaves, 1)
-	return g.reserveScratch(need{"rk", st.n, true}, need{"rv", st.n, true}, need{"list.0", L, false},
-		need{"list.1", L, false}, need{"cnt", L + 1, true})
+	return g.pool.Reserve(gpu.NeedOf[uint64]("rk", st.n), gpu.NeedOf[uint64]("rv", st.n), gpu.NeedOf[uint32]("list.0", L),
+		gpu.NeedOf[uint32]("list.1", L), gpu.NeedOf[uint64]("cnt", L+1))
 }
 
 // rebuild builds the tree anew from its leaves' pairs in key order (the
@@ -798,12 +709,12 @@ func (g *gpuTree) rebuild(st treeState) (treeState, error) {
 	}
 	order := uint32(g.order)
 	L := max(st.leaves, 1)
-	rk, rv := g.must64("rk", st.n), g.must64("rv", st.n)
-	list := g.must32("list.0", L)
+	rk, rv := gpu.Take[uint64](g.pool, "rk", st.n), gpu.Take[uint64](g.pool, "rv", st.n)
+	list := gpu.Take[uint32](g.pool, "list.0", L)
 	if err := gpu.View[uint32](list, 0, 1).Fill32(g.s, st.root); err != nil {
 		return st, err
 	}
-	cnt := g.must64("cnt", L+1)
+	cnt := gpu.Take[uint64](g.pool, "cnt", L+1)
 	n := 1
 	for h := 1; h <= g.height; h++ {
 		if err := g.launch(g.k.nodeCounts, n+1, uint64(n), list, g.count, cnt); err != nil {
@@ -827,7 +738,7 @@ func (g *gpuTree) rebuild(st treeState) (treeState, error) {
 			}
 			break
 		}
-		nextList := g.must32(setName("list", h%2), L)
+		nextList := gpu.Take[uint32](g.pool, setName("list", h%2), L)
 		if err := g.launch(g.k.gather, total, uint64(total), uint64(n), list, cnt, order, g.keys, g.slots,
 			int32(1), rk, rv, nextList); err != nil {
 			return st, err
@@ -855,7 +766,7 @@ func (g *gpuTree) insertBatch(st treeState, keys, values []uint64, bt *BatchTime
 	}
 	out := st
 	if st.root == nilNode {
-		b, err := g.writeTree(g.outK.Buf(), g.outV.Buf(), m)
+		b, err := g.writeTree(gpu.Take[uint64](g.pool, bufOutK, m), gpu.Take[uint64](g.pool, bufOutV, m), m)
 		if err != nil {
 			return st, err
 		}

@@ -64,7 +64,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	modules map[string]*gpu.Module
-	scratch map[string]*gpu.Buffer[byte]
+	pool    *gpu.Pool // scratch, one buffer per purpose
 }
 
 // New returns an engine for a device option ("auto", "cpu", "gpu",
@@ -107,7 +107,7 @@ func NewGPU(d *gpu.Device) (*Engine, error) {
 	return &Engine{
 		backend: gpu.BackendGPU, dev: d, stream: s, workers: runtime.GOMAXPROCS(0),
 		reason:  "gpu engine on " + d.String(),
-		modules: map[string]*gpu.Module{}, scratch: map[string]*gpu.Buffer[byte]{},
+		modules: map[string]*gpu.Module{}, pool: gpu.NewPool(d, s),
 	}, nil
 }
 
@@ -155,10 +155,7 @@ func (e *Engine) Close() error {
 	if e.stream != nil {
 		keep(e.stream.Synchronize())
 	}
-	for k, b := range e.scratch {
-		keep(b.Free())
-		delete(e.scratch, k)
-	}
+	keep(e.pool.Free())
 	keep(e.stream.Close())
 	if e.ownsDev {
 		keep(e.dev.Close())
@@ -185,25 +182,13 @@ func (e *Engine) kernel(file, name string) (*gpu.Function, error) {
 }
 
 // scratchBuf returns a reusable device buffer of at least n bytes for the
-// given purpose. Reuse is safe because all the engine's work is ordered on
-// its one stream. Callers hold e.mu.
+// given purpose (grown with headroom). Reuse is safe because all the
+// engine's work is ordered on its one stream. Callers hold e.mu.
 func (e *Engine) scratchBuf(purpose string, n int) (*gpu.Buffer[byte], error) {
-	if b, ok := e.scratch[purpose]; ok && b.Len() >= n {
-		return b, nil
-	}
-	if b, ok := e.scratch[purpose]; ok {
-		if err := e.stream.Synchronize(); err != nil {
-			return nil, err
-		}
-		b.Free()
-		delete(e.scratch, purpose)
-	}
-	size := n + n/8 // grow with headroom so slowly growing inputs do not reallocate each call
-	b, err := gpu.Alloc[byte](e.dev, size)
+	b, err := gpu.Get[byte](e.pool, purpose, n)
 	if err != nil {
 		return nil, fmt.Errorf("prim: scratch for %s: %w", purpose, err)
 	}
-	e.scratch[purpose] = b
 	return b, nil
 }
 

@@ -229,7 +229,7 @@ func devSortGuarded[K Key, V Word](e *Engine, keys []K, vals []V, begin, end int
 	n := len(keys)
 	e.mu.Lock()
 	for _, purpose := range []string{sortScratchKeys, sortScratchVals} {
-		if b := e.scratch[purpose]; b != nil {
+		if b := e.pool.Held(purpose); b != nil {
 			if err := b.FillBytes(e.stream, 0xA5); err != nil {
 				e.mu.Unlock()
 				return err
