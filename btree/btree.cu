@@ -5,14 +5,16 @@
 // child ids in an internal node) and element id of count, parent, next,
 // prev (u32) and kind (u8). ORDER is passed at run time (order), so one
 // cubin serves every order. Indices into keys and slots are 64-bit.
+//
+// Constants of the node layout, passed from kernels.go with -D options: NIL
+// (nilNode: no node), KIND_FREE, KIND_LEAF, KIND_INTERNAL (the node kinds)
+// and FREED_SHIFT (freedShift: the bit where a level's freed count starts
+// above its entry offsets in the packed sizes).
+#include "warpkv/types.cuh"
 
-typedef unsigned long long u64;
-typedef unsigned int u32;
-typedef unsigned char u8;
-
-#define NIL 0xffffffffu
-#define KIND_LEAF 1
-#define KIND_INTERNAL 2
+#if !defined(NIL) || !defined(KIND_FREE) || !defined(KIND_LEAF) || !defined(KIND_INTERNAL) || !defined(FREED_SHIFT)
+#error "NIL, KIND_FREE, KIND_LEAF, KIND_INTERNAL and FREED_SHIFT are passed from kernels.go"
+#endif
 
 // part_of inverts the CPU engine's share(): n items split into p parts as
 // evenly as possible, the first n%p parts one larger. Item i lies in part
@@ -221,7 +223,6 @@ extern "C" __global__ void bt_range(const u64 *lo, const u64 *hi, u64 nq, u64 li
 // touched node of the level being rewritten, in key order; per-group arrays
 // of G+1 elements are exclusive scans whose element G is the total.
 
-#define KIND_FREE 0
 #define HI(x) ((u32)((x) >> 32))
 #define LO(x) ((u32)(x))
 
@@ -306,7 +307,7 @@ __device__ __forceinline__ u64 block_groups(const GroupOff &o, u64 G, u64 tile, 
 }
 
 
-#define OFF40 0xffffffffffull // entry offsets below bit 40, freed counts above
+#define OFF40 ((1ull << FREED_SHIFT) - 1) // entry offsets below bit 40, freed counts above
 
 // piece_id mirrors the CPU engine's pieceID(): piece 0 is the node itself,
 // piece q > 0 the new node first + extraOff + q - 1.
@@ -595,7 +596,7 @@ extern "C" __global__ void bt_parent_sizes(u64 G, const u32 *pNode, u64 *pSum, u
         u64 c0 = count[P];
         u64 c = c0 - HI(pSum[g]) + LO(pSum[g]);
         u64 p = pieces(c, order, fill);
-        gc[g] = c | (c == 0 ? 1ull << 40 : 0);
+        gc[g] = c | (c == 0 ? 1ull << FREED_SHIFT : 0);
         gp[g] = (p << 32) | (p > 1 ? p - 1 : 0);
         oldMax[g] = keys[(u64)P * order + c0 - 1];
         up[g] = parent[P];

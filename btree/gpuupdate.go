@@ -587,7 +587,7 @@ func (g *gpuTree) applyParents(ch level) (level, int, error) {
 	if err != nil {
 		return level{}, 0, err
 	}
-	entries, freed := int(w[0]&(1<<40-1)), int(w[0]>>40)
+	entries, freed := int(w[0]&(1<<freedShift-1)), int(w[0]>>freedShift)
 	pieces, extra := int(w[1]>>32), int(uint32(w[1]))
 	first, err := g.allocNodes(extra)
 	if err != nil {

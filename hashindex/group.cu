@@ -15,8 +15,7 @@
 // Launch configuration set by the Go side (kernels.go) with -D options:
 // SMALL_GROUP_MAX, the most jobs hix_group_small takes (a power of two),
 // and SMALL_GROUP_THREADS, its block size.
-typedef unsigned int u32;
-typedef unsigned long long u64;
+#include "warpkv/types.cuh"
 
 #if !defined(SMALL_GROUP_MAX) || !defined(SMALL_GROUP_THREADS)
 #error "SMALL_GROUP_MAX and SMALL_GROUP_THREADS must be defined (kernels.go passes them)"

@@ -13,34 +13,12 @@
 package prim
 
 import (
-	"embed"
 	"fmt"
 	"runtime"
 	"sync"
 
 	"warpkv/gpu"
 )
-
-//go:embed *.cu
-var kernelFS embed.FS
-
-// KernelSources returns the names and CUDA C sources of every kernel file of
-// the package, for compile checks.
-func KernelSources() (map[string]string, error) {
-	ents, err := kernelFS.ReadDir(".")
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, e := range ents {
-		b, err := kernelFS.ReadFile(e.Name())
-		if err != nil {
-			return nil, err
-		}
-		out[e.Name()] = string(b)
-	}
-	return out, nil
-}
 
 // Key is an unsigned integer sort key.
 type Key interface{ ~uint32 | ~uint64 }
@@ -163,17 +141,16 @@ func (e *Engine) Close() error {
 	return first
 }
 
-// kernel returns the named kernel from the named embedded .cu file,
-// compiling the file on first use. Callers hold e.mu.
+// kernel returns the named kernel of the program of the named .cu file,
+// loading the program on first use. Callers hold e.mu.
 func (e *Engine) kernel(file, name string) (*gpu.Function, error) {
 	m, ok := e.modules[file]
 	if !ok {
-		src, err := kernelFS.ReadFile(file)
+		p, err := program(file)
 		if err != nil {
-			return nil, fmt.Errorf("prim: kernel source %s: %w", file, err)
+			return nil, err
 		}
-		m, err = e.dev.Compile(file, string(src))
-		if err != nil {
+		if m, err = e.dev.Load(p); err != nil {
 			return nil, err
 		}
 		e.modules[file] = m

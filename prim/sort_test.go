@@ -373,20 +373,6 @@ func TestSortRejectsBadArguments(t *testing.T) {
 	}
 }
 
-// TestSortLaunchConstantsMatchKernel checks that sort_gpu.go and
-// radixsort.cu agree on the launch configuration and plan layout.
-func TestSortLaunchConstantsMatchKernel(t *testing.T) {
-	checkKernelDefines(t, "radixsort.cu", map[string]int{
-		"RADIX_BITS":       radixBits,
-		"RADIX_DIGITS":     radixDigits,
-		"BLOCK_THREADS":    radixBlockThreads,
-		"ITEMS_PER_THREAD": radixItemsPerThread,
-		"SCAN_THREADS":     radixScanThreads,
-		"MAX_PASSES":       radixMaxPasses,
-		"PLAN_WORDS":       radixPlanWords,
-	})
-}
-
 // BenchmarkSortPairs64x32 sorts 2^22 random uint64 keys with uint32 values
 // on the CPU engine; pairs/s is the throughput.
 func BenchmarkSortPairs64x32(b *testing.B) {
