@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"warpkv/btree"
+	"warpkv/engine"
 	"warpkv/gpu"
 	"warpkv/internal/par"
 	"warpkv/prim"
@@ -440,7 +441,7 @@ func btreeUnsupported(err error) bool {
 // btreePhaser is an implementation that reports the phases of its last
 // batch (warpkv's trees).
 type btreePhaser interface {
-	LastBatch() btree.BatchTimes
+	LastBatch() engine.Timings
 }
 
 // RunBTreeCase measures impl on case c with its input d (in.Data(c)),
@@ -623,7 +624,7 @@ func (e *btreeEngine) Insert(keys, values []uint64) error { return e.t.Insert(ke
 func (e *btreeEngine) Delete(keys []uint64) error         { return e.t.Delete(keys) }
 func (e *btreeEngine) Len() int                           { return e.t.Len() }
 func (e *btreeEngine) Close() error                       { return e.t.Close() }
-func (e *btreeEngine) LastBatch() btree.BatchTimes        { return e.t.LastBatch() }
+func (e *btreeEngine) LastBatch() engine.Timings          { return e.t.LastBatch() }
 
 func (e *btreeEngine) Lookup(keys, values []uint64, found []bool) error {
 	return e.t.Lookup(keys, values, found)

@@ -1,4 +1,5 @@
-// CUBPT kernels: the GPU engine of package btree (gpu.go launches them).
+// CUBPT kernels: the GPU engine of package btree (the *_gpu.go files
+// launch them; btree_gpu.go loads them).
 //
 // The tree is the CPU engine's node array, flat in device memory: node id
 // owns keys[id*ORDER .. id*ORDER+ORDER) and slots[...] (values in a leaf,
@@ -6,14 +7,14 @@
 // prev (u32) and kind (u8). ORDER is passed at run time (order), so one
 // cubin serves every order. Indices into keys and slots are 64-bit.
 //
-// Constants of the node layout, passed from kernels.go with -D options: NIL
+// Constants of the node layout, passed from btree_gpu.go with -D options: NIL
 // (nilNode: no node), KIND_FREE, KIND_LEAF, KIND_INTERNAL (the node kinds)
 // and FREED_SHIFT (freedShift: the bit where a level's freed count starts
 // above its entry offsets in the packed sizes).
 #include "warpkv/types.cuh"
 
 #if !defined(NIL) || !defined(KIND_FREE) || !defined(KIND_LEAF) || !defined(KIND_INTERNAL) || !defined(FREED_SHIFT)
-#error "NIL, KIND_FREE, KIND_LEAF, KIND_INTERNAL and FREED_SHIFT are passed from kernels.go"
+#error "NIL, KIND_FREE, KIND_LEAF, KIND_INTERNAL and FREED_SHIFT are passed from btree_gpu.go"
 #endif
 
 // part_of inverts the CPU engine's share(): n items split into p parts as
@@ -217,7 +218,8 @@ extern "C" __global__ void bt_range(const u64 *lo, const u64 *hi, u64 nq, u64 li
 }
 
 // ---------------------------------------------------------------------------
-// Batch insert and delete (gpuupdate.go launches them). Words named
+// Batch insert and delete (insert_gpu.go, delete_gpu.go and
+// propagate_gpu.go launch them). Words named
 // "packed" hold two 32-bit counts, hi<<32 | lo, so that one 64-bit scan or
 // reduction carries both (neither sum reaches 2^32). A "group" is one
 // touched node of the level being rewritten, in key order; per-group arrays

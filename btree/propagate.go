@@ -25,7 +25,7 @@ type changes struct {
 // laid out contiguously in group order. It returns the changes (ids not yet
 // filled), the offset of each group's new nodes from first, and first.
 // Cost: two scans and one grow.
-func (t *Tree) layout(nodes []uint32, pc []uint32) (changes, []uint32, uint32, error) {
+func (t *cpuTree) layout(nodes []uint32, pc []uint32) (changes, []uint32, uint32, error) {
 	g := len(nodes)
 	pc[g] = 0
 	if err := prim.ScanExclusive(t.eng, pc, pc); err != nil {
@@ -79,7 +79,7 @@ func (c changes) changed() changes {
 // propagate applies the changes of a level to the levels above, one level
 // at a time, up to the root; then it shortens a root with one child. Cost:
 // O(touched nodes * order) over the workers.
-func (t *Tree) propagate(ch changes) error {
+func (t *cpuTree) propagate(ch changes) error {
 	for {
 		ch = ch.changed()
 		if len(ch.node) == 0 {
@@ -102,7 +102,7 @@ func (t *Tree) propagate(ch changes) error {
 
 // replaceRoot installs the replacements of the root: none empties the
 // tree, several get new levels above them. Cost: O(replacements).
-func (t *Tree) replaceRoot(ch changes) error {
+func (t *cpuTree) replaceRoot(ch changes) error {
 	ids := ch.id[ch.start[0]:ch.start[1]]
 	switch len(ids) {
 	case 0:
@@ -122,7 +122,7 @@ func (t *Tree) replaceRoot(ch changes) error {
 
 // collapseRoot replaces an internal root with one child by the child.
 // Cost: O(levels removed).
-func (t *Tree) collapseRoot() {
+func (t *cpuTree) collapseRoot() {
 	s := &t.st
 	for t.root != nilNode && s.kind(t.root) == kindInternal && s.count(t.root) == 1 {
 		c := uint32(s.slots(t.root)[0])
@@ -138,7 +138,7 @@ func (t *Tree) collapseRoot() {
 // replacements, the entries are split into pieces like leaves, children
 // get their new parents; it returns the changes of the parents' level.
 // Cost: O(touched parents * order + replacements) over the workers.
-func (t *Tree) applyParents(ch changes) (changes, error) {
+func (t *cpuTree) applyParents(ch changes) (changes, error) {
 	s := &t.st
 	parentOf := make([]uint32, len(ch.node))
 	for i, n := range ch.node {
@@ -199,7 +199,7 @@ func (t *Tree) applyParents(ch changes) (changes, error) {
 
 // writeInternal writes the entries ek, es of touched internal node P as its
 // pieces and records them in out. Cost: O(len(ek)).
-func (t *Tree) writeInternal(out changes, g int, P, first, extraOff uint32, ek, es []uint64) {
+func (t *cpuTree) writeInternal(out changes, g int, P, first, extraOff uint32, ek, es []uint64) {
 	s := &t.st
 	c := len(ek)
 	p := int(out.start[g+1] - out.start[g])

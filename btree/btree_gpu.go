@@ -49,7 +49,7 @@ type kernelSet struct {
 	lastFlags, leaves, level, get, rng *gpu.Function
 	iota, gatherSel                    *gpu.Function // build and insert: sort with an index payload
 
-	// Insert, delete and rebuild (gpuupdate.go).
+	// Insert, delete and rebuild (insert_gpu.go, delete_gpu.go, propagate_gpu.go).
 	locate, leafSizes, mergeNew, stageOld, writeLeaves, writeKept, deleteLeaves *gpu.Function
 	unlinkHeads, unlinkMark, unlinkRead, unlinkWrite                            *gpu.Function
 	parentOf, parentSizes, stageRepl, stageKeep, writeInternal, levelList       *gpu.Function
