@@ -13,10 +13,10 @@
 // at each ballot and shuffle. A unit works on groups of up to 8 jobs: lane
 // t loads the inputs of job t of the group in one coalesced load per array,
 // and the unit takes each job's values from lane t by shuffles. The CPU
-// engine (cpu.go) runs the same per-job algorithm: any change here must be
+// engine (cuckoo.go) runs the same per-job algorithm: any change here must be
 // made there too.
 //
-// Constants set by the Go side (kernels.go) with -D options: SEARCH_JOBS,
+// Constants set by the Go side (hashindex_gpu.go) with -D options: SEARCH_JOBS,
 // the jobs of one hix_search unit (1 to 8); the layout's CELLS (cells per
 // bucket = lanes per unit, CellsPerBucket), BUCKET_WORDS (u32 words per
 // bucket, BucketWords) and NOT_FOUND (NotFound); the insert result reasons
@@ -25,7 +25,7 @@
 
 #if !defined(SEARCH_JOBS) || !defined(CELLS) || !defined(BUCKET_WORDS) || !defined(NOT_FOUND) || \
     !defined(RES_OVERWRITTEN) || !defined(RES_DISPLACED)
-#error "SEARCH_JOBS, CELLS, BUCKET_WORDS, NOT_FOUND, RES_OVERWRITTEN and RES_DISPLACED are passed from kernels.go"
+#error "SEARCH_JOBS, CELLS, BUCKET_WORDS, NOT_FOUND, RES_OVERWRITTEN and RES_DISPLACED are passed from hashindex_gpu.go"
 #endif
 #if SEARCH_JOBS < 1 || SEARCH_JOBS > 8
 #error "SEARCH_JOBS must be 1 to 8"

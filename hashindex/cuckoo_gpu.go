@@ -22,7 +22,6 @@ type gpuEngine struct {
 	workers int
 
 	dev        *gpu.Device
-	ownsDev    bool
 	prim       *prim.Engine
 	stream     *gpu.Stream // prim.Stream(): every kernel
 	copyStream *gpu.Stream // transfers in of pipelined host-level calls
@@ -38,15 +37,15 @@ type gpuEngine struct {
 	stagedChunkJobs int // most jobs of one chunk of a staged call: stagedChunk (tests lower it)
 }
 
-// newGPUEngine allocates and clears the table on d. With ownsDev the engine
-// closes d when closed.
-func newGPUEngine(r resolved, d *gpu.Device, ownsDev bool, workers int) (*gpuEngine, error) {
+// newGPUEngine allocates and clears the table on d (the caller keeps the
+// device).
+func newGPUEngine(r resolved, d *gpu.Device, workers int) (*gpuEngine, error) {
 	pe, err := prim.NewGPU(d)
 	if err != nil {
 		return nil, err
 	}
 	e := &gpuEngine{
-		geo: r.geo, maxDisp: r.maxDisp, workers: workers, dev: d, ownsDev: ownsDev,
+		geo: r.geo, maxDisp: r.maxDisp, workers: workers, dev: d,
 		prim: pe, stream: pe.Stream(), chunkJobs: pipeChunk, stagedChunkJobs: stagedChunk,
 		pool: gpu.NewPool(d, pe.Stream()), pipe: gpu.NewPipeline(d, gpu.PipelineConfig{}),
 	}
@@ -227,8 +226,5 @@ func (e *gpuEngine) close() error {
 	errs := []error{e.stream.Synchronize(), e.copyStream.Synchronize(), e.outStream.Synchronize(), e.table.Free(),
 		e.pool.Free(), e.pipe.Close()}
 	errs = append(errs, e.copyStream.Close(), e.outStream.Close(), e.prim.Close())
-	if e.ownsDev {
-		errs = append(errs, e.dev.Close())
-	}
 	return errors.Join(errs...)
 }
