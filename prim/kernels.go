@@ -11,7 +11,7 @@ import (
 var kernelFS embed.FS
 
 // kernelFiles are the package's kernel sources, one program each.
-var kernelFiles = []string{"fill.cu", "keccak.cu", "merge.cu", "radixsort.cu", "scan.cu", "segmax.cu", "select.cu"}
+var kernelFiles = []string{"fill.cu", "keccak.cu", "merge.cu", "sort.cu", "scan.cu", "segmax.cu", "select.cu"}
 
 // kernelDefines returns the constants a kernel file is compiled with: its
 // launch configuration, owned by the Go launcher beside it.
@@ -23,7 +23,7 @@ func kernelDefines(file string) []gpu.Define {
 	case "merge.cu":
 		return []gpu.Define{gpu.Def("MERGE_BLOCK", mergeBlock), gpu.Def("MERGE_ITEMS", mergeItems),
 			gpu.Def("MERGE_PARTITION_BLOCK", mergePartitionBlock)}
-	case "radixsort.cu":
+	case "sort.cu":
 		return []gpu.Define{gpu.Def("RADIX_BITS", radixBits), gpu.Def("RADIX_DIGITS", radixDigits),
 			gpu.Def("BLOCK_THREADS", radixBlockThreads), gpu.Def("ITEMS_PER_THREAD", radixItemsPerThread),
 			gpu.Def("SCAN_THREADS", radixScanThreads), gpu.Def("MAX_PASSES", radixMaxPasses),

@@ -1,4 +1,4 @@
-// radixsort.cu: device-wide stable LSD radix sort of 32- or 64-bit keys,
+// sort.cu: device-wide stable LSD radix sort of 32- or 64-bit keys,
 // optionally carrying 32- or 64-bit values, by 8-bit digits
 // (reduce-then-scan). The launcher in sort_gpu.go queues, for one sort:
 //
