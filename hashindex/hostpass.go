@@ -11,44 +11,12 @@ import "warpkv/internal/par"
 // runs on: up to workers, each taking at least hostParallelMin jobs.
 func hostParts(n, workers int) int { return par.Parts(n, hostParallelMin, workers) }
 
-// copyHits copies src to dst (of equal length) on up to workers goroutines
-// and returns how many of the locations are not NotFound.
-func copyHits(dst, src []uint32, workers int) int {
-	n := len(src)
-	w := hostParts(n, workers)
-	hits := make([]int, w)
-	par.Ranges(n, w, func(i, lo, hi int) {
-		copy(dst[lo:hi], src[lo:hi])
-		h := 0
-		for _, l := range dst[lo:hi] {
-			if l != NotFound {
-				h++
-			}
-		}
-		hits[i] = h
-	})
-	total := 0
-	for _, h := range hits {
-		total += h
-	}
-	return total
-}
-
-// countNot returns how many of v are not absent, counting on up to
-// workers goroutines.
-func countNot(v []uint32, absent uint32, workers int) int {
-	n := len(v)
+// countRanges runs count over near-equal ranges of [0, n) on up to
+// workers goroutines and returns the sum of what the calls return.
+func countRanges(n, workers int, count func(lo, hi int) int) int {
 	w := hostParts(n, workers)
 	counts := make([]int, w)
-	par.Ranges(n, w, func(i, lo, hi int) {
-		c := 0
-		for _, x := range v[lo:hi] {
-			if x != absent {
-				c++
-			}
-		}
-		counts[i] = c
-	})
+	par.Ranges(n, w, func(i, lo, hi int) { counts[i] = count(lo, hi) })
 	total := 0
 	for _, c := range counts {
 		total += c
@@ -56,25 +24,46 @@ func countNot(v []uint32, absent uint32, workers int) int {
 	return total
 }
 
+// copyHits copies src to dst (of equal length) on up to workers goroutines
+// and returns how many of the locations are not NotFound.
+func copyHits(dst, src []uint32, workers int) int {
+	return countRanges(len(src), workers, func(lo, hi int) int {
+		copy(dst[lo:hi], src[lo:hi])
+		h := 0
+		for _, l := range dst[lo:hi] {
+			if l != NotFound {
+				h++
+			}
+		}
+		return h
+	})
+}
+
+// countNot returns how many of v are not absent, counting on up to
+// workers goroutines.
+func countNot(v []uint32, absent uint32, workers int) int {
+	return countRanges(len(v), workers, func(lo, hi int) int {
+		c := 0
+		for _, x := range v[lo:hi] {
+			if x != absent {
+				c++
+			}
+		}
+		return c
+	})
+}
+
 // foundFlags sets found[i] to flags[i] != 0 on up to workers goroutines
 // and returns how many are set.
 func foundFlags(found []bool, flags []uint32, workers int) int {
-	n := len(flags)
-	w := hostParts(n, workers)
-	hits := make([]int, w)
-	par.Ranges(n, w, func(i, lo, hi int) {
+	return countRanges(len(flags), workers, func(lo, hi int) int {
 		h := 0
 		for k, f := range flags[lo:hi] {
 			found[lo+k] = f != 0
 			h += int(f & 1)
 		}
-		hits[i] = h
+		return h
 	})
-	total := 0
-	for _, h := range hits {
-		total += h
-	}
-	return total
 }
 
 // firstNotFound returns the index of the first location that is NotFound,

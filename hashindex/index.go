@@ -221,11 +221,17 @@ func (ix *Index) Delete(hashes []uint64, locs []uint32, found []bool) error {
 	if err != nil {
 		return fmt.Errorf("hashindex: delete of %d jobs: %w", n, err)
 	}
-	ix.record("delete", n, t0)
+	ix.recordDelete("delete", n, hits, t0)
+	return nil
+}
+
+// recordDelete records a delete call of n jobs, hits of which found their
+// cell, that started at t0: its timings and the stats. Callers hold ix.mu.
+func (ix *Index) recordDelete(op string, n, hits int, t0 time.Time) {
+	ix.record(op, n, t0)
 	ix.stats.Deletes += uint64(n)
 	ix.stats.Deleted += uint64(hits)
 	ix.stats.Entries -= uint64(hits)
-	return nil
 }
 
 // Stats returns the counters of the host-level calls so far.

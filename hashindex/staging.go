@@ -216,9 +216,6 @@ func (ix *Index) DeleteStaged(st *Staging, n int, found []bool) error {
 	if err != nil {
 		return fmt.Errorf("hashindex: delete staged of %d jobs: %w", n, err)
 	}
-	ix.record("delete staged", n, t0)
-	ix.stats.Deletes += uint64(n)
-	ix.stats.Deleted += uint64(hits)
-	ix.stats.Entries -= uint64(hits)
+	ix.recordDelete("delete staged", n, hits, t0)
 	return nil
 }

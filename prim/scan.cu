@@ -39,12 +39,7 @@ __device__ __forceinline__ void scan_body(const T* in, T* out, u64 n, const Stat
     constexpr u64 TILE_ITEMS = (u64)SCAN_BLOCK * SCAN_ROUNDS * V;
     __shared__ TileShared<T, SCAN_WARPS> sh;
 
-    if (threadIdx.x == 0) sh.tile = atomicAdd(tile_counter, 1u);
-    __syncthreads();
-    const u32 tile = sh.tile;
-    const int lane = threadIdx.x % WARP;
-    const u64 tile_start = (u64)tile * TILE_ITEMS;
-    const u64 warp_start = tile_start + (threadIdx.x / WARP) * WARP_ITEMS;
+    const auto [tile, lane, tile_start, warp_start] = draw_tile(sh, tile_counter, TILE_ITEMS, WARP_ITEMS);
     const bool vectors = tile_start + TILE_ITEMS <= n &&
                          (((u64)in | (u64)out) % SCAN_VEC_BYTES) == 0;
 

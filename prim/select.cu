@@ -97,12 +97,7 @@ __device__ __forceinline__ void select_body(const T* in, const u8* flags, T* out
     constexpr u64 TILE_ITEMS = (u64)SELECT_BLOCK * SELECT_ROUNDS * V;
     __shared__ TileShared<u32, SELECT_WARPS> sh;
 
-    if (threadIdx.x == 0) sh.tile = atomicAdd(tile_counter, 1u);
-    __syncthreads();
-    const u32 tile = sh.tile;
-    const int lane = threadIdx.x % WARP;
-    const u64 tile_start = (u64)tile * TILE_ITEMS;
-    const u64 warp_start = tile_start + (threadIdx.x / WARP) * WARP_ITEMS;
+    const auto [tile, lane, tile_start, warp_start] = draw_tile(sh, tile_counter, TILE_ITEMS, WARP_ITEMS);
     const bool vectors = tile_start + TILE_ITEMS <= n && aligned<T, V>(in) && aligned<u8, V>(flags);
 
     T items[SELECT_ROUNDS][V];
@@ -164,12 +159,7 @@ __device__ __forceinline__ void reduce_by_key_body(const K* keys, const V* vals,
     typedef SegSum<V> Op;
     __shared__ TileShared<Pair<V>, SELECT_WARPS> sh;
 
-    if (threadIdx.x == 0) sh.tile = atomicAdd(tile_counter, 1u);
-    __syncthreads();
-    const u32 tile = sh.tile;
-    const int lane = threadIdx.x % WARP;
-    const u64 tile_start = (u64)tile * TILE_ITEMS;
-    const u64 warp_start = tile_start + (threadIdx.x / WARP) * WARP_ITEMS;
+    const auto [tile, lane, tile_start, warp_start] = draw_tile(sh, tile_counter, TILE_ITEMS, WARP_ITEMS);
     const bool vectors = tile_start + TILE_ITEMS <= n && aligned<K, IV>(keys) &&
                          (vals == nullptr || aligned<V, IV>(vals));
 

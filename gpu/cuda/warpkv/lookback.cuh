@@ -11,6 +11,9 @@
 //                          predecessors are already running);
 //   TileShared<T, WARPS>   the shared memory of one tile scan in a block of
 //                          WARPS warps;
+//   draw_tile(shared, counter, tile_items, warp_items)
+//                          the block's tile index and the thread's position
+//                          (TilePos), called first by every thread;
 //   scan_tile<Op, ROUNDS, V>(status, tile, shared, x, base)
 //                          called by every thread of the block with its
 //                          ROUNDS x V items x: base[r] receives the
@@ -164,6 +167,33 @@ struct TileShared {
     T tile_prefix;
     u32 tile;
 };
+
+// TilePos is where a block's tile lies: its index, and the calling
+// thread's lane and its warp's first item.
+struct TilePos {
+    u32 tile;
+    int lane;
+    u64 tile_start;
+    u64 warp_start;
+};
+
+// draw_tile draws the block's tile index from *tile_counter (so that every
+// earlier tile is already running and the look-back cannot deadlock) into
+// sh.tile and returns the calling thread's position, for tiles of
+// tile_items items of which each warp owns warp_items. All threads of the
+// block call it once, first.
+template <typename T, int WARPS>
+__device__ __forceinline__ TilePos draw_tile(TileShared<T, WARPS>& sh, u32* tile_counter, u64 tile_items,
+                                             u64 warp_items) {
+    if (threadIdx.x == 0) sh.tile = atomicAdd(tile_counter, 1u);
+    __syncthreads();
+    TilePos p;
+    p.tile = sh.tile;
+    p.lane = threadIdx.x % WARP;
+    p.tile_start = (u64)p.tile * tile_items;
+    p.warp_start = p.tile_start + (threadIdx.x / WARP) * warp_items;
+    return p;
+}
 
 // scan_tile computes base[r], the exclusive prefix over the whole input of
 // the calling thread's first item of round r (so item x[r][k]'s prefix is
