@@ -52,8 +52,16 @@ const (
 // slot is one pinned chunk of the ring.
 type slot struct {
 	buf  *HostBuffer[byte]
-	ev   *Event // recorded after the last copy queued from or into buf
+	ev   marker // recorded after the last copy queued from or into buf
 	busy bool   // that copy may still run
+}
+
+// marker is what a slot needs of its event (an *Event; tests of the ring's
+// order use a host stand-in).
+type marker interface {
+	Record(s *Stream) error
+	Synchronize() error
+	Close() error
 }
 
 // pendingOut is a download chunk in slot's pinned memory; unpack copies it
@@ -92,9 +100,11 @@ func (p *Pipeline) Alloc() error {
 		if slots[i].buf, err = AllocHost[byte](p.d, p.cfg.ChunkBytes); err != nil {
 			break
 		}
-		if slots[i].ev, err = p.d.NewEvent(); err != nil {
+		var ev *Event
+		if ev, err = p.d.NewEvent(); err != nil {
 			break
 		}
+		slots[i].ev = ev
 	}
 	if err != nil {
 		p.pinErr = fmt.Errorf("gpu: pipeline: pinning %d chunks of %d bytes: %w", p.cfg.Chunks, p.cfg.ChunkBytes, err)
