@@ -26,9 +26,10 @@ type Pool struct {
 	host     map[string]*HostBuffer[byte]
 }
 
-// NewPool returns an empty pool on d whose buffers are used by work on s.
-// Buffers grow to bytes + bytes/8 unless SetHeadroom says otherwise. Cost:
-// O(1); nothing is allocated until the first Reserve.
+// NewPool returns an empty pool on d whose buffers are used by work on s
+// (not nil: growing a buffer synchronizes it). Buffers grow to bytes +
+// bytes/8 unless SetHeadroom says otherwise. Cost: O(1); nothing is
+// allocated until the first Reserve.
 func NewPool(d *Device, s *Stream) *Pool {
 	return &Pool{d: d, s: s, dev: map[string]*Buffer[byte]{}, host: map[string]*HostBuffer[byte]{}}
 }
