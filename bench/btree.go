@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"warpkv/btree"
+	"warpkv/engine"
 	"warpkv/gpu"
+	"warpkv/internal/par"
 	"warpkv/prim"
 )
 
@@ -163,7 +165,7 @@ func BTreeTreeKey(i int) uint64 { return prim.SplitMix64(btreeSeedTreeKeys, uint
 // goroutines.
 func BTreeTreePairs(n int) (keys, values []uint64) {
 	keys, values = make([]uint64, n), make([]uint64, n)
-	parallelFor(n, func(lo, hi int) {
+	par.For(n, inputGrain, 0, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			keys[i], values[i] = BTreeTreeKey(i), prim.SplitMix64(btreeSeedTreeValues, uint64(i))
 		}
@@ -249,7 +251,7 @@ func (in *BTreeInputs) Data(c BTreeCase) (*BTreeData, error) {
 			d.Keys, d.Values = btreeSkewed(sk, b)
 		} else {
 			d.Keys, d.Values = make([]uint64, b), make([]uint64, b)
-			parallelFor(b, func(lo, hi int) {
+			par.For(b, inputGrain, 0, func(lo, hi int) {
 				for i := lo; i < hi; i++ {
 					d.Keys[i] = prim.SplitMix64(btreeSeedInsKeys, uint64(i))
 					d.Values[i] = prim.SplitMix64(btreeSeedInsValues, uint64(i))
@@ -261,14 +263,14 @@ func (in *BTreeInputs) Data(c BTreeCase) (*BTreeData, error) {
 			return nil, fmt.Errorf("bench btree: %s: deletes more keys than the tree holds", c.Name())
 		}
 		d.Keys = make([]uint64, b)
-		parallelFor(b, func(lo, hi int) {
+		par.For(b, inputGrain, 0, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				d.Keys[i] = BTreeTreeKey(i)
 			}
 		})
 	case BTreeLookup:
 		d.Keys = make([]uint64, b)
-		parallelFor(b, func(lo, hi int) {
+		par.For(b, inputGrain, 0, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				if i%2 == 0 {
 					d.Keys[i] = BTreeTreeKey(int(prim.SplitMix64(btreeSeedLookup, uint64(i)) % t))
@@ -280,7 +282,7 @@ func (in *BTreeInputs) Data(c BTreeCase) (*BTreeData, error) {
 	case BTreeRanges:
 		width := (BTreeRangeKeys - 1) * (math.MaxUint64 / t)
 		d.Los, d.His = make([]uint64, b), make([]uint64, b)
-		parallelFor(b, func(lo, hi int) {
+		par.For(b, inputGrain, 0, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				l := BTreeTreeKey(int(prim.SplitMix64(btreeSeedRanges, uint64(i)) % t))
 				h := l + width
@@ -339,7 +341,7 @@ func btreeSkewed(sk []uint64, b int) (keys, values []uint64) {
 		lo[g], width[g] = sk[j]+1, max(sk[j+1]-sk[j]-1, 1)
 	}
 	keys, values = make([]uint64, b), make([]uint64, b)
-	parallelFor(b, func(a, e int) {
+	par.For(b, inputGrain, 0, func(a, e int) {
 		for i := a; i < e; i++ {
 			h := prim.SplitMix64(btreeSeedSkewKeys, uint64(i))
 			g := 0
@@ -439,7 +441,7 @@ func btreeUnsupported(err error) bool {
 // btreePhaser is an implementation that reports the phases of its last
 // batch (warpkv's trees).
 type btreePhaser interface {
-	LastBatch() btree.BatchTimes
+	LastBatch() engine.Timings
 }
 
 // RunBTreeCase measures impl on case c with its input d (in.Data(c)),
@@ -622,7 +624,7 @@ func (e *btreeEngine) Insert(keys, values []uint64) error { return e.t.Insert(ke
 func (e *btreeEngine) Delete(keys []uint64) error         { return e.t.Delete(keys) }
 func (e *btreeEngine) Len() int                           { return e.t.Len() }
 func (e *btreeEngine) Close() error                       { return e.t.Close() }
-func (e *btreeEngine) LastBatch() btree.BatchTimes        { return e.t.LastBatch() }
+func (e *btreeEngine) LastBatch() engine.Timings          { return e.t.LastBatch() }
 
 func (e *btreeEngine) Lookup(keys, values []uint64, found []bool) error {
 	return e.t.Lookup(keys, values, found)
@@ -637,7 +639,7 @@ func (e *btreeEngine) Ranges(los, his []uint64) (int, uint64, error) {
 	// every goroutine) runs over GOMAXPROCS goroutines.
 	var mu sync.Mutex
 	var s uint64
-	parallelFor(len(k), func(lo, hi int) {
+	par.For(len(k), inputGrain, 0, func(lo, hi int) {
 		var part uint64
 		for i := lo; i < hi; i++ {
 			part += BTreeMix(k[i], v[i])

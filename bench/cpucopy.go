@@ -2,7 +2,8 @@ package bench
 
 import (
 	"fmt"
-	"sync"
+
+	"warpkv/internal/par"
 )
 
 // Size of the CPU memory copy measurement: large enough to defeat the
@@ -47,11 +48,5 @@ func MeasureCPUCopy(size int64, workers, warmup, reps int) ([]Result, error) {
 // parallelCopy copies src to dst in workers contiguous chunks, one per
 // goroutine.
 func parallelCopy(dst, src []byte, workers int) {
-	chunk := (len(src) + workers - 1) / workers
-	var wg sync.WaitGroup
-	for lo := 0; lo < len(src); lo += chunk {
-		hi := min(lo+chunk, len(src))
-		wg.Go(func() { copy(dst[lo:hi], src[lo:hi]) })
-	}
-	wg.Wait()
+	par.Ranges(len(src), workers, func(_, lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
 }

@@ -2,10 +2,9 @@ package bench
 
 import (
 	"fmt"
-	"runtime"
-	"sync"
 	"unsafe"
 
+	"warpkv/internal/par"
 	"warpkv/prim"
 )
 
@@ -20,24 +19,15 @@ func typeName[T prim.Word]() string {
 	return fmt.Sprintf("u%d", 8*sizeOf[T]())
 }
 
-// parallelFor calls fn on contiguous chunks covering [0, n), one goroutine
-// per chunk, GOMAXPROCS chunks at most.
-func parallelFor(n int, fn func(lo, hi int)) {
-	workers := min(runtime.GOMAXPROCS(0), max(1, n/(1<<16)))
-	chunk := (n + workers - 1) / workers
-	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += chunk {
-		hi := min(lo+chunk, n)
-		wg.Go(func() { fn(lo, hi) })
-	}
-	wg.Wait()
-}
+// inputGrain is the items one goroutine generates at a time when an input
+// is filled on all cores.
+const inputGrain = 1 << 16
 
 // randomWords returns n pseudo-random values: element i is the low bits of
 // prim.SplitMix64(seed, i). Cost: O(n) over GOMAXPROCS goroutines.
 func randomWords[T prim.Word](n int, seed uint64) []T {
 	out := make([]T, n)
-	parallelFor(n, func(lo, hi int) {
+	par.For(n, inputGrain, 0, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			out[i] = T(prim.SplitMix64(seed, uint64(i)))
 		}
@@ -115,7 +105,7 @@ func randomMessages(n int, seed uint64, minLen, maxLen int) ([]byte, []uint32) {
 		offsets[i+1] = offsets[i] + uint32(minLen) + uint32(prim.SplitMix64(seed, uint64(i))%span)
 	}
 	data := make([]byte, offsets[n])
-	parallelFor(len(data)/8, func(lo, hi int) {
+	par.For(len(data)/8, inputGrain, 0, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			v := prim.SplitMix64(seed+1, uint64(i))
 			for j := range 8 {

@@ -1,8 +1,7 @@
 // limits.cu: kernels that measure the memory limits of a GPU for
 // `warpkv bench limits`: streaming copy bandwidth and the rate of random
-// record gathers. Self-contained: no headers.
-typedef unsigned int u32;
-typedef unsigned long long u64;
+// record gathers.
+#include "warpkv/types.cuh"
 
 // mix64 is the SplitMix64 finalizer: a bijective hash of a 64-bit value.
 __device__ __forceinline__ u64 mix64(u64 z) {

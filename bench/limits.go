@@ -12,6 +12,12 @@ import (
 //go:embed limits.cu
 var limitsSource string
 
+// Programs returns the package's kernel program, limits.cu (the copy and
+// gather kernels of the limits suite) with the shared headers, for
+// Device.Load and the compile test of every kernel. Cost: reads the
+// embedded headers.
+func Programs() []gpu.Program { return []gpu.Program{gpu.NewProgram("limits.cu", limitsSource)} }
+
 // Launch configuration and sizes of the limits measurements.
 const (
 	limitsBlock       = 256     // threads per block of every limits kernel (a multiple of 8 lanes)
@@ -67,7 +73,7 @@ func MeasureLimits(d *gpu.Device, progress io.Writer) (Limits, error) {
 
 func measureLimits(d *gpu.Device, p *Progress, cfg limitsConfig) (Limits, error) {
 	lim := Limits{Device: d.String()}
-	m, err := d.Compile("limits.cu", limitsSource)
+	m, err := d.Load(Programs()[0])
 	if err != nil {
 		return lim, fmt.Errorf("bench: limits kernels: %w", err)
 	}

@@ -4,18 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"warpkv/gpu"
 	"warpkv/internal/gputest"
 )
-
-// TestLimitsKernelCompiles compiles limits.cu for Hopper; it needs NVRTC
-// but no GPU.
-func TestLimitsKernelCompiles(t *testing.T) {
-	gputest.NVRTC(t)
-	if _, err := gpu.CompileCUBIN("limits.cu", limitsSource, "sm_90", nil); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func TestMeasureCPUCopy(t *testing.T) {
 	res, err := MeasureCPUCopy(1<<20, 3, 1, 2)

@@ -1,18 +1,21 @@
-// CUBPT kernels: the GPU engine of package btree (gpu.go launches them).
+// CUBPT kernels: the GPU engine of package btree (the *_gpu.go files
+// launch them; btree_gpu.go loads them).
 //
 // The tree is the CPU engine's node array, flat in device memory: node id
 // owns keys[id*ORDER .. id*ORDER+ORDER) and slots[...] (values in a leaf,
 // child ids in an internal node) and element id of count, parent, next,
 // prev (u32) and kind (u8). ORDER is passed at run time (order), so one
 // cubin serves every order. Indices into keys and slots are 64-bit.
+//
+// Constants of the node layout, passed from btree_gpu.go with -D options: NIL
+// (nilNode: no node), KIND_FREE, KIND_LEAF, KIND_INTERNAL (the node kinds)
+// and FREED_SHIFT (freedShift: the bit where a level's freed count starts
+// above its entry offsets in the packed sizes).
+#include "warpkv/types.cuh"
 
-typedef unsigned long long u64;
-typedef unsigned int u32;
-typedef unsigned char u8;
-
-#define NIL 0xffffffffu
-#define KIND_LEAF 1
-#define KIND_INTERNAL 2
+#if !defined(NIL) || !defined(KIND_FREE) || !defined(KIND_LEAF) || !defined(KIND_INTERNAL) || !defined(FREED_SHIFT)
+#error "NIL, KIND_FREE, KIND_LEAF, KIND_INTERNAL and FREED_SHIFT are passed from btree_gpu.go"
+#endif
 
 // part_of inverts the CPU engine's share(): n items split into p parts as
 // evenly as possible, the first n%p parts one larger. Item i lies in part
@@ -215,13 +218,13 @@ extern "C" __global__ void bt_range(const u64 *lo, const u64 *hi, u64 nq, u64 li
 }
 
 // ---------------------------------------------------------------------------
-// Batch insert and delete (gpuupdate.go launches them). Words named
+// Batch insert and delete (insert_gpu.go, delete_gpu.go and
+// propagate_gpu.go launch them). Words named
 // "packed" hold two 32-bit counts, hi<<32 | lo, so that one 64-bit scan or
 // reduction carries both (neither sum reaches 2^32). A "group" is one
 // touched node of the level being rewritten, in key order; per-group arrays
 // of G+1 elements are exclusive scans whose element G is the total.
 
-#define KIND_FREE 0
 #define HI(x) ((u32)((x) >> 32))
 #define LO(x) ((u32)(x))
 
@@ -306,7 +309,7 @@ __device__ __forceinline__ u64 block_groups(const GroupOff &o, u64 G, u64 tile, 
 }
 
 
-#define OFF40 0xffffffffffull // entry offsets below bit 40, freed counts above
+#define OFF40 ((1ull << FREED_SHIFT) - 1) // entry offsets below bit 40, freed counts above
 
 // piece_id mirrors the CPU engine's pieceID(): piece 0 is the node itself,
 // piece q > 0 the new node first + extraOff + q - 1.
@@ -595,7 +598,7 @@ extern "C" __global__ void bt_parent_sizes(u64 G, const u32 *pNode, u64 *pSum, u
         u64 c0 = count[P];
         u64 c = c0 - HI(pSum[g]) + LO(pSum[g]);
         u64 p = pieces(c, order, fill);
-        gc[g] = c | (c == 0 ? 1ull << 40 : 0);
+        gc[g] = c | (c == 0 ? 1ull << FREED_SHIFT : 0);
         gp[g] = (p << 32) | (p > 1 ? p - 1 : 0);
         oldMax[g] = keys[(u64)P * order + c0 - 1];
         up[g] = parent[P];

@@ -1,55 +1,28 @@
 package btree
 
 import (
-	"fmt"
-	"time"
+	"warpkv/engine"
+	"warpkv/internal/par"
 )
 
-// Build replaces the tree's contents with the given pairs. keys need not be
-// sorted; for a key given more than once the last occurrence wins. Cost: a
-// radix sort of the batch, then O(n) work spread over the workers: leaves
-// filled to the fill factor by a closed formula, upper levels built
-// bottom-up from the max keys. On the GPU engine the same steps run on the
-// device (sort, compaction of the last occurrences, one thread per key for
-// the leaves and per child for each upper level) and give the same node
-// arrays.
-func (t *Tree) Build(keys, values []uint64) error {
-	if len(keys) != len(values) {
-		return fmt.Errorf("btree: build: %d keys but %d values", len(keys), len(values))
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return ErrClosed
-	}
-	t0 := time.Now()
-	if t.g != nil {
-		bt := BatchTimes{Op: "build", Keys: len(keys)}
-		b, err := t.g.build(keys, values, &bt)
-		if err != nil {
-			t.clear()
-			return fmt.Errorf("btree: build on the gpu: %w", err)
-		}
-		t.root, t.n, t.leaves, t.freed = b.root, b.n, b.leaves, 0
-		bt.Total = time.Since(t0)
-		t.setLast(bt)
-		return nil
-	}
+// build replaces the contents with the pairs (unsorted, the last
+// occurrence of a key wins): a radix sort of the batch, then buildSorted.
+func (t *cpuTree) build(keys, values []uint64) (engine.Timings, error) {
+	c := startHostClock()
 	k, v, err := t.sortBatch(keys, values)
 	if err != nil {
-		return fmt.Errorf("btree: build: %w", err)
+		return engine.Timings{}, err
 	}
-	sorted := time.Now()
+	c.Mark(nil, engine.MarkSorted)
 	err = t.buildSorted(k, v)
-	t.setLast(cpuTimes("build", len(keys), t0, sorted))
-	return err
+	return finishHostClock(c, "build", len(keys)), err
 }
 
 // buildSorted replaces the contents with strictly increasing keys and their
 // values. Leaf q of L = ceil(n/fill) leaves holds keys [share(n, L, q),
 // share(n, L, q+1)): the closed-form key position -> (leaf, slot) map that
 // the GPU engine evaluates one thread per key. Cost: O(n) over the workers.
-func (t *Tree) buildSorted(k, v []uint64) error {
+func (t *cpuTree) buildSorted(k, v []uint64) error {
 	t.clear()
 	n := len(k)
 	if n == 0 {
@@ -59,11 +32,11 @@ func (t *Tree) buildSorted(k, v []uint64) error {
 	L := (n + t.opt.fill - 1) / t.opt.fill
 	first, err := s.grow(L)
 	if err != nil {
-		return fmt.Errorf("btree: build: %w", err)
+		return err
 	}
 	ids := make([]uint32, L)
 	maxes := make([]uint64, L)
-	parallelFor(t.opt.workers, L, groupGrain*8, func(lo, hi int) {
+	par.For(L, groupGrain*8, t.opt.workers, func(lo, hi int) {
 		for q := lo; q < hi; q++ {
 			a, b := share(n, L, q), share(n, L, q+1)
 			id := first + uint32(q)
@@ -81,7 +54,7 @@ func (t *Tree) buildSorted(k, v []uint64) error {
 	s.setNext(first+uint32(L-1), nilNode)
 	root, err := t.buildUpper(ids, maxes)
 	if err != nil {
-		return fmt.Errorf("btree: build: %w", err)
+		return err
 	}
 	t.root, t.n, t.leaves = root, n, L
 	return nil
@@ -91,7 +64,7 @@ func (t *Tree) buildSorted(k, v []uint64) error {
 // with their max keys) until one node remains, and returns it with a nil
 // parent. Each level uses the closed-form distribution of buildSorted.
 // Cost: O(len(ids)) over the workers.
-func (t *Tree) buildUpper(ids []uint32, maxes []uint64) (uint32, error) {
+func (t *cpuTree) buildUpper(ids []uint32, maxes []uint64) (uint32, error) {
 	s := &t.st
 	for len(ids) > 1 {
 		n := len(ids)
@@ -102,7 +75,7 @@ func (t *Tree) buildUpper(ids []uint32, maxes []uint64) (uint32, error) {
 		}
 		upIDs := make([]uint32, p)
 		upMax := make([]uint64, p)
-		parallelFor(t.opt.workers, p, groupGrain*8, func(lo, hi int) {
+		par.For(p, groupGrain*8, t.opt.workers, func(lo, hi int) {
 			for q := lo; q < hi; q++ {
 				a, b := share(n, p, q), share(n, p, q+1)
 				id := first + uint32(q)

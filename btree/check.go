@@ -2,30 +2,8 @@ package btree
 
 import "fmt"
 
-// Check verifies the tree's invariants and returns the first violation:
-// every reachable node is live with 1 to Order entries (an internal root at
-// least 2), keys strictly increase within a node and across the leaves,
-// every internal key is the max key of its child, parent links match,
-// every leaf is at the same depth, the leaf chain (next and prev) visits
-// the leaves in key order, the key, leaf and node counts match. Cost:
-// O(nodes * order), one goroutine; on the GPU engine plus a copy of the
-// node arrays to the host.
-func (t *Tree) Check() error {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.g != nil {
-		st, err := t.g.snapshot()
-		if err != nil {
-			return fmt.Errorf("btree: check: copy from the gpu: %w", err)
-		}
-		h := &Tree{opt: t.opt, st: st, root: t.root, n: t.n, leaves: t.leaves, freed: t.freed}
-		return h.check()
-	}
-	return t.check()
-}
-
-// check is Check on the host store; the caller holds the read lock.
-func (t *Tree) check() error {
+// check is Tree.Check on the node arrays in t.st.
+func (t *cpuTree) check() error {
 	if t.root == nilNode {
 		if t.n != 0 || t.leaves != 0 {
 			return fmt.Errorf("btree: check: empty tree with %d keys, %d leaves", t.n, t.leaves)
@@ -99,7 +77,7 @@ func (t *Tree) check() error {
 
 // checkLeaves checks the leaf chain against the leaves in tree order and
 // the counts. Cost: O(leaves).
-func (t *Tree) checkLeaves(leaves []uint32, nodes int) error {
+func (t *cpuTree) checkLeaves(leaves []uint32, nodes int) error {
 	s := &t.st
 	n := 0
 	prev := nilNode

@@ -7,19 +7,19 @@ import "testing"
 func TestCheckCatches(t *testing.T) {
 	cases := []struct {
 		name    string
-		corrupt func(tr *Tree)
+		corrupt func(tr *cpuTree)
 	}{
-		{"unsorted leaf", func(tr *Tree) { k := tr.st.keys(0); k[0], k[1] = k[1], k[0] }},
-		{"stale max key", func(tr *Tree) { tr.st.keys(tr.root)[0]++ }},
-		{"wrong parent", func(tr *Tree) { tr.st.setParent(1, 0) }},
-		{"broken chain", func(tr *Tree) { tr.st.setNext(0, 2) }},
-		{"broken prev", func(tr *Tree) { tr.st.setPrev(2, 0) }},
-		{"wrong Len", func(tr *Tree) { tr.n++ }},
-		{"overfull", func(tr *Tree) { tr.st.setCount(0, tr.opt.order+1) }},
-		{"lost free node", func(tr *Tree) { tr.freed++ }},
+		{"unsorted leaf", func(tr *cpuTree) { k := tr.st.keys(0); k[0], k[1] = k[1], k[0] }},
+		{"stale max key", func(tr *cpuTree) { tr.st.keys(tr.root)[0]++ }},
+		{"wrong parent", func(tr *cpuTree) { tr.st.setParent(1, 0) }},
+		{"broken chain", func(tr *cpuTree) { tr.st.setNext(0, 2) }},
+		{"broken prev", func(tr *cpuTree) { tr.st.setPrev(2, 0) }},
+		{"wrong Len", func(tr *cpuTree) { tr.n++ }},
+		{"overfull", func(tr *cpuTree) { tr.st.setCount(0, tr.opt.order+1) }},
+		{"lost free node", func(tr *cpuTree) { tr.freed++ }},
 	}
 	for _, c := range cases {
-		tr, err := New(Options{Order: 8})
+		tr, err := New(Options{Order: 8, Device: "cpu"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,7 +30,7 @@ func TestCheckCatches(t *testing.T) {
 		if err := tr.Check(); err != nil {
 			t.Fatalf("%s: before: %v", c.name, err)
 		}
-		c.corrupt(tr)
+		c.corrupt(tr.e.(*cpuTree))
 		if err := tr.Check(); err == nil {
 			t.Fatalf("%s: Check found nothing", c.name)
 		}

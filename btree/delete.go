@@ -1,63 +1,33 @@
 package btree
 
 import (
-	"fmt"
-	"time"
+	"warpkv/engine"
+	"warpkv/internal/par"
 )
 
-// Delete removes the given keys; keys not in the tree are ignored. Phases:
-// sort the keys, find each key's leaf, group by leaf, drop each touched
-// leaf's keys in place (one goroutine per leaf), free and unlink the leaves
-// left empty, propagate max keys and freed children level by level, shorten
-// a root with one child. Non-empty nodes are not merged; the tree is
-// rebuilt when it falls under the fill threshold (see the package
-// documentation). Cost: a radix sort of the batch, O(batch * height * log
-// order) for the searches, O(touched leaves * order) for the leaves, plus
-// O(n) when it rebuilds. On the GPU engine the same phases run on the
-// device and give the same node arrays (the rebuild is a device build over
-// the leaves' pairs); running out of device memory returns an error
-// matching gpu.ErrOutOfMemory and leaves the tree as it was.
-func (t *Tree) Delete(keys []uint64) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return ErrClosed
-	}
-	t0 := time.Now()
-	if len(keys) == 0 || t.root == nilNode {
-		t.setLast(cpuTimes("delete", len(keys), t0, time.Time{}))
-		return nil
-	}
-	if t.g != nil {
-		bt := BatchTimes{Op: "delete", Keys: len(keys)}
-		st, err := t.g.deleteBatch(t.state(), keys, t.opt.fill, &bt)
-		t.setState(st)
-		if err != nil {
-			return fmt.Errorf("btree: delete on the gpu: %w", err)
-		}
-		bt.Total = time.Since(t0)
-		t.setLast(bt)
-		return nil
-	}
+// remove deletes a non-empty batch of keys from a non-empty tree: a radix
+// sort of the keys, deleteSorted, and a rebuild when the tree is
+// underfull.
+func (t *cpuTree) remove(keys []uint64) (engine.Timings, error) {
+	c := startHostClock()
 	k, _, err := t.sortBatch(keys, nil)
 	if err != nil {
-		return fmt.Errorf("btree: delete: %w", err)
+		return engine.Timings{}, err
 	}
-	sorted := time.Now()
-	defer func() { t.setLast(cpuTimes("delete", len(keys), t0, sorted)) }()
+	c.Mark(nil, engine.MarkSorted)
 	if err := t.deleteSorted(k); err != nil {
-		return fmt.Errorf("btree: delete: %w", err)
+		return engine.Timings{}, err
 	}
 	if t.underfull() {
 		if err := t.rebuild(); err != nil {
-			return fmt.Errorf("btree: delete: %w", err)
+			return engine.Timings{}, err
 		}
 	}
-	return nil
+	return finishHostClock(c, "delete", len(keys)), nil
 }
 
 // deleteSorted deletes strictly increasing keys from a non-empty tree.
-func (t *Tree) deleteSorted(k []uint64) error {
+func (t *cpuTree) deleteSorted(k []uint64) error {
 	s := &t.st
 	leaves, gs, err := t.groupByLeaf(k)
 	if err != nil {
@@ -67,7 +37,7 @@ func (t *Tree) deleteSorted(k []uint64) error {
 	removed := make([]int, G)
 	oldMax := make([]uint64, G)
 	pc := make([]uint32, G+1)
-	parallelFor(t.opt.workers, G, groupGrain, func(lo, hi int) {
+	par.For(G, groupGrain, t.opt.workers, func(lo, hi int) {
 		for g := lo; g < hi; g++ {
 			leaf := leaves[g]
 			c := s.count(leaf)
@@ -129,7 +99,7 @@ func removeSorted(keys, slots, del []uint64) int {
 // underfull reports whether the tree should be rebuilt: keys fill under a
 // quarter of the live leaves' fill capacity, or over half of the allocated
 // nodes are free. Cost: O(1).
-func (t *Tree) underfull() bool { return underfullState(t.state(), t.opt.fill, t.st.n) }
+func (t *cpuTree) underfull() bool { return underfullState(t.state(), t.opt.fill, t.st.n) }
 
 // underfullState is underfull for the bookkeeping st of a tree with nodes
 // allocated nodes, shared by both engines. Cost: O(1).
@@ -141,7 +111,7 @@ func underfullState(st treeState, fill, nodes int) bool {
 }
 
 // rebuild builds the tree anew from its leaf chain. Cost: O(n).
-func (t *Tree) rebuild() error {
+func (t *cpuTree) rebuild() error {
 	k := make([]uint64, 0, t.n)
 	v := make([]uint64, 0, t.n)
 	s := &t.st
@@ -154,7 +124,7 @@ func (t *Tree) rebuild() error {
 }
 
 // firstLeaf returns the leftmost leaf, or nilNode. Cost: O(height).
-func (t *Tree) firstLeaf() uint32 {
+func (t *cpuTree) firstLeaf() uint32 {
 	if t.root == nilNode {
 		return nilNode
 	}

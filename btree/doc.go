@@ -1,8 +1,10 @@
 // Package btree is CUBPT: a B+ tree of uint64 keys to uint64 values that is
 // built and updated in batches, in data-parallel phases without locks inside
 // a batch. Two engines share the node layout: the CPU engine (goroutines)
-// and the GPU engine (gpu.go, kernels in btree.cu), chosen by
-// Options.Device or Options.GPU; the default is the CPU engine.
+// and the GPU engine (the *_gpu.go files, kernels in btree.cu), chosen by
+// Options.Device or Options.GPU as engine.Place does (no option:
+// WARPKV_DEVICE, else a GPU when one is usable). Both sit behind the
+// treeEngine interface (engine.go): cpu.go and tree_gpu.go.
 //
 // # GPU engine
 //
@@ -25,7 +27,8 @@
 // exclusive scan, write) and bring the offsets and pairs back through the
 // pinned staging buffers.
 //
-// Insert (gpuupdate.go, kernels in btree.cu) runs the phases below on the
+// Insert (insert_gpu.go, with sort_gpu.go, locate_gpu.go and
+// propagate_gpu.go; kernels in btree.cu) runs the phases below on the
 // device; between phases the host reads back a few totals (the number of
 // touched nodes, pieces, entries) to size the next launches, never the
 // tree:

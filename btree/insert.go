@@ -1,72 +1,29 @@
 package btree
 
 import (
-	"fmt"
-	"time"
+	"warpkv/engine"
+	"warpkv/internal/par"
 )
 
-// Insert upserts the pairs: a key already in the tree gets the new value,
-// and for a key given more than once the last occurrence wins. Phases: sort
-// the batch, find each key's leaf, group by leaf, merge each touched leaf
-// with its keys (counted in a first pass, written in a second), split
-// overflowing leaves into contiguous new leaves, propagate max keys and new
-// children level by level. Cost: a radix sort of the batch, O(batch *
-// height * log order) for the searches, O(touched leaves * order + batch)
-// for the merges, spread over the workers (the keys of one leaf are merged
-// by one goroutine). On the GPU engine the same phases run on the device
-// (see the package documentation) and give the same node arrays; running
-// out of device memory returns an error matching gpu.ErrOutOfMemory and
-// leaves the tree as it was.
-func (t *Tree) Insert(keys, values []uint64) error {
-	if len(keys) != len(values) {
-		return fmt.Errorf("btree: insert: %d keys but %d values", len(keys), len(values))
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return ErrClosed
-	}
-	t0 := time.Now()
-	if len(keys) == 0 {
-		t.setLast(cpuTimes("insert", 0, t0, time.Time{}))
-		return nil
-	}
-	if t.g != nil {
-		bt := BatchTimes{Op: "insert", Keys: len(keys)}
-		st, err := t.g.insertBatch(t.state(), keys, values, &bt)
-		t.setState(st)
-		if err != nil {
-			return fmt.Errorf("btree: insert on the gpu: %w", err)
-		}
-		bt.Total = time.Since(t0)
-		t.setLast(bt)
-		return nil
-	}
+// insert upserts a non-empty batch: a radix sort of the batch, then
+// buildSorted into an empty tree or insertSorted.
+func (t *cpuTree) insert(keys, values []uint64) (engine.Timings, error) {
+	c := startHostClock()
 	k, v, err := t.sortBatch(keys, values)
 	if err != nil {
-		return fmt.Errorf("btree: insert: %w", err)
+		return engine.Timings{}, err
 	}
-	sorted := time.Now()
-	defer func() { t.setLast(cpuTimes("insert", len(keys), t0, sorted)) }()
+	c.Mark(nil, engine.MarkSorted)
 	if t.root == nilNode {
-		return t.buildSorted(k, v)
+		err = t.buildSorted(k, v)
+	} else {
+		err = t.insertSorted(k, v)
 	}
-	if err := t.insertSorted(k, v); err != nil {
-		return fmt.Errorf("btree: insert: %w", err)
-	}
-	return nil
+	return finishHostClock(c, "insert", len(keys)), err
 }
-
-// state is the tree's bookkeeping besides the node arrays.
-func (t *Tree) state() treeState {
-	return treeState{root: t.root, n: t.n, leaves: t.leaves, freed: t.freed}
-}
-
-// setState installs the bookkeeping that a GPU batch returned.
-func (t *Tree) setState(s treeState) { t.root, t.n, t.leaves, t.freed = s.root, s.n, s.leaves, s.freed }
 
 // insertSorted inserts strictly increasing keys into a non-empty tree.
-func (t *Tree) insertSorted(k, v []uint64) error {
+func (t *cpuTree) insertSorted(k, v []uint64) error {
 	s := &t.st
 	leaves, gs, err := t.groupByLeaf(k)
 	if err != nil {
@@ -75,7 +32,7 @@ func (t *Tree) insertSorted(k, v []uint64) error {
 	G := len(leaves)
 	added := make([]int, G)
 	pc := make([]uint32, G+1)
-	parallelFor(t.opt.workers, G, groupGrain, func(lo, hi int) {
+	par.For(G, groupGrain, t.opt.workers, func(lo, hi int) {
 		for g := lo; g < hi; g++ {
 			old := s.keys(leaves[g])[:s.count(leaves[g])]
 			c := unionSize(old, k[gs[g]:gs[g+1]])
@@ -87,7 +44,7 @@ func (t *Tree) insertSorted(k, v []uint64) error {
 	if err != nil {
 		return err
 	}
-	parallelFor(t.opt.workers, G, groupGrain, func(lo, hi int) {
+	par.For(G, groupGrain, t.opt.workers, func(lo, hi int) {
 		var mk, mv []uint64
 		for g := lo; g < hi; g++ {
 			leaf := leaves[g]
@@ -151,7 +108,7 @@ func mergeInto(mk, mv, ok, ov, nk, nv []uint64) ([]uint64, []uint64) {
 // Every node written belongs to this group alone (the prev link of the
 // leaf's old successor included), so groups run in parallel. Cost:
 // O(len(mk)).
-func (t *Tree) writeLeaf(out changes, g int, leaf, first, extraOff uint32, mk, mv []uint64) {
+func (t *cpuTree) writeLeaf(out changes, g int, leaf, first, extraOff uint32, mk, mv []uint64) {
 	s := &t.st
 	c := len(mk)
 	p := int(out.start[g+1] - out.start[g])

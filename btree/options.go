@@ -26,10 +26,9 @@ type Options struct {
 	// Workers is the number of goroutines of a batch (0: GOMAXPROCS).
 	Workers int
 
-	// Device selects the engine: "cpu", "auto" (a GPU when one is usable,
-	// else the CPU), "gpu" or "gpu:N". "" means the CPU engine, not
-	// WARPKV_DEVICE: the GPU engine is only chosen on request. Ignored
-	// when GPU is set.
+	// Device selects the engine as engine.Place does: "auto" (a GPU when
+	// one is usable, else the CPU), "cpu", "gpu" or "gpu:N"; "" means the
+	// value of WARPKV_DEVICE, else auto. Ignored when GPU is set.
 	Device string
 
 	// GPU, when set, is an open device to run the GPU engine on; the caller

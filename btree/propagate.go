@@ -3,6 +3,7 @@ package btree
 import (
 	"fmt"
 
+	"warpkv/internal/par"
 	"warpkv/prim"
 )
 
@@ -24,7 +25,7 @@ type changes struct {
 // laid out contiguously in group order. It returns the changes (ids not yet
 // filled), the offset of each group's new nodes from first, and first.
 // Cost: two scans and one grow.
-func (t *Tree) layout(nodes []uint32, pc []uint32) (changes, []uint32, uint32, error) {
+func (t *cpuTree) layout(nodes []uint32, pc []uint32) (changes, []uint32, uint32, error) {
 	g := len(nodes)
 	pc[g] = 0
 	if err := prim.ScanExclusive(t.eng, pc, pc); err != nil {
@@ -78,7 +79,7 @@ func (c changes) changed() changes {
 // propagate applies the changes of a level to the levels above, one level
 // at a time, up to the root; then it shortens a root with one child. Cost:
 // O(touched nodes * order) over the workers.
-func (t *Tree) propagate(ch changes) error {
+func (t *cpuTree) propagate(ch changes) error {
 	for {
 		ch = ch.changed()
 		if len(ch.node) == 0 {
@@ -101,7 +102,7 @@ func (t *Tree) propagate(ch changes) error {
 
 // replaceRoot installs the replacements of the root: none empties the
 // tree, several get new levels above them. Cost: O(replacements).
-func (t *Tree) replaceRoot(ch changes) error {
+func (t *cpuTree) replaceRoot(ch changes) error {
 	ids := ch.id[ch.start[0]:ch.start[1]]
 	switch len(ids) {
 	case 0:
@@ -121,7 +122,7 @@ func (t *Tree) replaceRoot(ch changes) error {
 
 // collapseRoot replaces an internal root with one child by the child.
 // Cost: O(levels removed).
-func (t *Tree) collapseRoot() {
+func (t *cpuTree) collapseRoot() {
 	s := &t.st
 	for t.root != nilNode && s.kind(t.root) == kindInternal && s.count(t.root) == 1 {
 		c := uint32(s.slots(t.root)[0])
@@ -137,13 +138,13 @@ func (t *Tree) collapseRoot() {
 // replacements, the entries are split into pieces like leaves, children
 // get their new parents; it returns the changes of the parents' level.
 // Cost: O(touched parents * order + replacements) over the workers.
-func (t *Tree) applyParents(ch changes) (changes, error) {
+func (t *cpuTree) applyParents(ch changes) (changes, error) {
 	s := &t.st
-	par := make([]uint32, len(ch.node))
+	parentOf := make([]uint32, len(ch.node))
 	for i, n := range ch.node {
-		par[i] = s.parent(n)
+		parentOf[i] = s.parent(n)
 	}
-	parents, gs, err := t.runs(par)
+	parents, gs, err := t.runs(parentOf)
 	if err != nil {
 		return changes{}, err
 	}
@@ -153,7 +154,7 @@ func (t *Tree) applyParents(ch changes) (changes, error) {
 		a, b := gs[g], gs[g+1]
 		return s.count(parents[g]) - int(b-a) + int(ch.start[b]-ch.start[a])
 	}
-	parallelFor(t.opt.workers, G, groupGrain, func(lo, hi int) {
+	par.For(G, groupGrain, t.opt.workers, func(lo, hi int) {
 		for g := lo; g < hi; g++ {
 			pc[g] = uint32(pieces(entries(g), t.opt.order, t.opt.fill))
 		}
@@ -162,7 +163,7 @@ func (t *Tree) applyParents(ch changes) (changes, error) {
 	if err != nil {
 		return changes{}, err
 	}
-	parallelFor(t.opt.workers, G, groupGrain, func(lo, hi int) {
+	par.For(G, groupGrain, t.opt.workers, func(lo, hi int) {
 		var ek []uint64
 		var es []uint64
 		for g := lo; g < hi; g++ {
@@ -198,7 +199,7 @@ func (t *Tree) applyParents(ch changes) (changes, error) {
 
 // writeInternal writes the entries ek, es of touched internal node P as its
 // pieces and records them in out. Cost: O(len(ek)).
-func (t *Tree) writeInternal(out changes, g int, P, first, extraOff uint32, ek, es []uint64) {
+func (t *cpuTree) writeInternal(out changes, g int, P, first, extraOff uint32, ek, es []uint64) {
 	s := &t.st
 	c := len(ek)
 	p := int(out.start[g+1] - out.start[g])

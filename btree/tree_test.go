@@ -20,6 +20,7 @@ func TestOptions(t *testing.T) {
 		{Options{Workers: -1}, 0, false},
 	}
 	for _, c := range cases {
+		c.o.Device = "cpu"
 		tr, err := New(c.o)
 		if (err == nil) != c.wantOK {
 			t.Fatalf("New(%+v): err %v", c.o, err)

@@ -16,4 +16,13 @@
 // processing unit or one goroutine per partition at a time), partitions in
 // parallel, so the result is deterministic and both engines produce the
 // same table word for word.
+//
+// Two engines sit behind Index (the indexEngine interface, engine.go): the
+// CPU engine (cuckoo.go, goroutines) and the GPU engine (cuckoo_gpu.go,
+// kernels in hashindex.cu and group.cu, loaded by hashindex_gpu.go; host
+// calls pipelined through gpu.Pipeline in stage_gpu.go), chosen by
+// Options.Device or Options.GPU as engine.Place does. Index implements
+// engine.Reporter (Backend, Reason, LastBatch, Close); Stats counts the
+// jobs of the host-level calls. The device-level calls (Dev*, dev_gpu.go)
+// work on jobs already in device memory.
 package hashindex

@@ -1,5 +1,7 @@
 package hashindex
 
+import "warpkv/internal/par"
+
 // DropReason says why Insert stopped indexing a location.
 type DropReason uint8
 
@@ -81,8 +83,7 @@ func decodeResults(results []uint64, first int, dropped []Dropped, workers int) 
 		over, disp int
 	}
 	parts := make([]part, w)
-	parallel(w, func(i int) {
-		lo, hi := i*n/w, (i+1)*n/w
+	par.Ranges(n, w, func(i, lo, hi int) {
 		p := &parts[i]
 		p.drops, p.over, p.disp = decodeRange(results[lo:hi], first+lo, nil)
 	})

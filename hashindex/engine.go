@@ -1,9 +1,10 @@
 package hashindex
 
-// engine is one backend of an Index. Calls are serialized by the Index;
-// batches are non-empty and validated. Slices an engine returns or hands
+// indexEngine is one backend of an Index: the CPU engine (cuckoo.go) or
+// the GPU engine (cuckoo_gpu.go), which keep the same table word for word.
+// Calls are serialized by the Index; batches are non-empty and validated. Slices an engine returns or hands
 // out are its scratch, valid until its next call.
-type engine interface {
+type indexEngine interface {
 	// search writes the location of each hash, or NotFound, to out, and
 	// returns how many were found.
 	search(hashes []uint64, out []uint32) (hits int, err error)

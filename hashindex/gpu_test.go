@@ -110,7 +110,7 @@ func mustDownload[T any](t *testing.T, s *gpu.Stream, b *gpu.Buffer[T]) []T {
 func sameTables(t *testing.T, a, b *Index) {
 	t.Helper()
 	if !slices.Equal(mustSnapshot(t, a), mustSnapshot(t, b)) {
-		t.Fatalf("%s and %s tables differ", a.Engine(), b.Engine())
+		t.Fatalf("%s and %s tables differ", a.Backend(), b.Backend())
 	}
 }
 

@@ -12,14 +12,13 @@
 // partition, empty ones included (dense starts), so no compaction and no
 // device-to-host count is needed.
 //
-// Launch configuration set by the Go side (kernels.go) with -D options:
+// Launch configuration set by the Go side (hashindex_gpu.go) with -D options:
 // SMALL_GROUP_MAX, the most jobs hix_group_small takes (a power of two),
 // and SMALL_GROUP_THREADS, its block size.
-typedef unsigned int u32;
-typedef unsigned long long u64;
+#include "warpkv/types.cuh"
 
 #if !defined(SMALL_GROUP_MAX) || !defined(SMALL_GROUP_THREADS)
-#error "SMALL_GROUP_MAX and SMALL_GROUP_THREADS must be defined (kernels.go passes them)"
+#error "SMALL_GROUP_MAX and SMALL_GROUP_THREADS must be defined (hashindex_gpu.go passes them)"
 #endif
 #if (SMALL_GROUP_MAX & (SMALL_GROUP_MAX - 1)) != 0
 #error "SMALL_GROUP_MAX must be a power of two"

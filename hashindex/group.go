@@ -3,7 +3,8 @@ package hashindex
 import (
 	"cmp"
 	"slices"
-	"sync"
+
+	"warpkv/internal/par"
 )
 
 // Jobs is a batch of insert or delete jobs grouped by partition, the input
@@ -98,7 +99,7 @@ func groupByCount(g geometry, workers int, hashes []uint64, locs []uint32, dst J
 	cnt := grow(&s.counts, w*parts)
 	clear(cnt)
 	chunk := (n + w - 1) / w
-	parallel(w, func(i int) {
+	par.Do(w, func(i int) {
 		c := cnt[i*parts : (i+1)*parts]
 		for _, h := range hashes[min(n, i*chunk):min(n, (i+1)*chunk)] {
 			c[g.partition(g.primary(h))]++
@@ -118,7 +119,7 @@ func groupByCount(g geometry, workers int, hashes []uint64, locs []uint32, dst J
 		}
 	}
 	dst.Starts = append(runs, sum)
-	parallel(w, func(i int) {
+	par.Do(w, func(i int) {
 		c := cnt[i*parts : (i+1)*parts]
 		lo, hi := min(n, i*chunk), min(n, (i+1)*chunk)
 		for j := lo; j < hi; j++ {
@@ -132,17 +133,4 @@ func groupByCount(g geometry, workers int, hashes []uint64, locs []uint32, dst J
 		}
 	})
 	return dst
-}
-
-// parallel runs fn(0..w-1) on w goroutines (inline when w is 1) and waits.
-func parallel(w int, fn func(i int)) {
-	if w == 1 {
-		fn(0)
-		return
-	}
-	var wg sync.WaitGroup
-	for i := range w {
-		wg.Go(func() { fn(i) })
-	}
-	wg.Wait()
 }

@@ -37,12 +37,12 @@ func (ix *Index) DevGroup(hashes *gpu.Buffer[uint64], locs *gpu.Buffer[uint32], 
 		return DevJobs{}, fmt.Errorf("hashindex: dev group: %d jobs with %d hashes, %d locs; destination of %d hashes, %d locs, %d order, %d starts for %d partitions",
 			n, hashes.Len(), locs.Len(), dst.Hashes.Len(), dst.Locs.Len(), dst.Order.Len(), dst.Starts.Len(), parts)
 	}
-	keys, err := e.keys.get(e.dev, e.stream, 4*n)
+	keys, err := gpu.Get[uint32](e.pool, bufKeys, n)
 	if err != nil {
 		return DevJobs{}, fmt.Errorf("hashindex: dev group: key scratch: %w", err)
 	}
 	out := cutJobs(dst, n, parts)
-	if err := e.groupOnDevice(hashes, locs, n, out, gpu.View[uint32](keys, 0, n)); err != nil {
+	if err := e.groupOnDevice(hashes, locs, n, out, keys); err != nil {
 		return DevJobs{}, fmt.Errorf("hashindex: dev group: %w", err)
 	}
 	return out, nil
@@ -138,10 +138,7 @@ func newJobsLayout(m, parts int) jobsLayout {
 func (e *gpuEngine) groupChunk(c chunk) (DevJobs, error) {
 	parts := e.geo.parts
 	l := newJobsLayout(c.n, parts)
-	b, err := e.jobs.get(e.dev, e.stream, l.end)
-	if err != nil {
-		return DevJobs{}, fmt.Errorf("job scratch: %w", err)
-	}
+	b := gpu.Take[byte](e.pool, bufJobs, l.end) // reserved by hostCall
 	j := DevJobs{
 		Hashes: gpu.View[uint64](b, l.hashes, c.n), Locs: gpu.View[uint32](b, l.locs, c.n),
 		Order: gpu.View[uint32](b, l.order, c.n), Starts: gpu.View[uint32](b, l.starts, parts+1),

@@ -13,26 +13,23 @@
 // at each ballot and shuffle. A unit works on groups of up to 8 jobs: lane
 // t loads the inputs of job t of the group in one coalesced load per array,
 // and the unit takes each job's values from lane t by shuffles. The CPU
-// engine (cpu.go) runs the same per-job algorithm: any change here must be
+// engine (cuckoo.go) runs the same per-job algorithm: any change here must be
 // made there too.
 //
-// Launch configuration set by the Go side (kernels.go) with -D options:
-// SEARCH_JOBS, the jobs of one hix_search unit (1 to 8).
-typedef unsigned int u32;
-typedef unsigned long long u64;
+// Constants set by the Go side (hashindex_gpu.go) with -D options: SEARCH_JOBS,
+// the jobs of one hix_search unit (1 to 8); the layout's CELLS (cells per
+// bucket = lanes per unit, CellsPerBucket), BUCKET_WORDS (u32 words per
+// bucket, BucketWords) and NOT_FOUND (NotFound); the insert result reasons
+// RES_OVERWRITTEN and RES_DISPLACED (dropped.go, 64-bit).
+#include "warpkv/types.cuh"
 
-#ifndef SEARCH_JOBS
-#error "SEARCH_JOBS must be defined (kernels.go passes it)"
+#if !defined(SEARCH_JOBS) || !defined(CELLS) || !defined(BUCKET_WORDS) || !defined(NOT_FOUND) || \
+    !defined(RES_OVERWRITTEN) || !defined(RES_DISPLACED)
+#error "SEARCH_JOBS, CELLS, BUCKET_WORDS, NOT_FOUND, RES_OVERWRITTEN and RES_DISPLACED are passed from hashindex_gpu.go"
 #endif
 #if SEARCH_JOBS < 1 || SEARCH_JOBS > 8
 #error "SEARCH_JOBS must be 1 to 8"
 #endif
-
-#define CELLS 8              // cells per bucket = lanes per unit
-#define BUCKET_WORDS 16      // u32 words per bucket
-#define NOT_FOUND 0xFFFFFFFFu
-#define RES_OVERWRITTEN 1ull // insert result reason (dropped.go)
-#define RES_DISPLACED 2ull
 
 __device__ __forceinline__ u32 signature(u64 h) {
     u32 s = (u32)(h >> 32);

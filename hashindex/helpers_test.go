@@ -57,8 +57,8 @@ func newIndex(t testing.TB, e testEngine, o Options) *Index {
 	if err != nil {
 		t.Fatalf("%s: New(%+v): %v", e.name, o, err)
 	}
-	if !strings.HasPrefix(e.name, ix.Engine()) {
-		t.Fatalf("asked for the %s engine, got %s (%s)", e.name, ix.Engine(), ix.Reason())
+	if !strings.HasPrefix(e.name, ix.Backend().String()) {
+		t.Fatalf("asked for the %s engine, got %s (%s)", e.name, ix.Backend(), ix.Reason())
 	}
 	if e.tune != nil {
 		e.tune(ix)
@@ -167,15 +167,38 @@ func mustSnapshot(t testing.TB, ix *Index) []uint32 {
 	return s
 }
 
-// checkTable checks the table's invariants: empty cells have location 0;
+// checkTable checks the table's invariants (tableEntries) and returns
+// the map from location to signature of every entry.
+func checkTable(t testing.TB, ix *Index) map[uint32]uint32 {
+	t.Helper()
+	entries, err := tableEntries(ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries
+}
+
+// tableErr returns the first violation of the table's invariants
+// (tableEntries), nil when there is none.
+func tableErr(ix *Index) error {
+	_, err := tableEntries(ix)
+	return err
+}
+
+// tableEntries checks the table's invariants: empty cells have location 0;
 // no signature appears twice in a key's two buckets, which are in one
 // partition; no location is indexed twice (the tests never insert one
 // location under two keys); the entry count matches Stats. It returns the
 // map from location to signature of every entry.
-func checkTable(t testing.TB, ix *Index) map[uint32]uint32 {
-	t.Helper()
+func tableEntries(ix *Index) (map[uint32]uint32, error) {
 	g := ix.geo
-	tab := mustSnapshot(t, ix)
+	tab, err := ix.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	if len(tab) != ix.Buckets()*BucketWords {
+		return nil, fmt.Errorf("snapshot of %d words, want %d", len(tab), ix.Buckets()*BucketWords)
+	}
 	entries := map[uint32]uint32{}
 	for b := 0; b < g.buckets; b++ {
 		k := tab[b*BucketWords : (b+1)*BucketWords]
@@ -183,33 +206,33 @@ func checkTable(t testing.TB, ix *Index) map[uint32]uint32 {
 			sig, loc := k[i], k[CellsPerBucket+i]
 			if sig == 0 {
 				if loc != 0 {
-					t.Fatalf("bucket %d cell %d: empty with location %#x", b, i, loc)
+					return nil, fmt.Errorf("bucket %d cell %d: empty with location %#x", b, i, loc)
 				}
 				continue
 			}
 			for j := i + 1; j < CellsPerBucket; j++ {
 				if k[j] == sig {
-					t.Fatalf("bucket %d: signature %#x in cells %d and %d", b, sig, i, j)
+					return nil, fmt.Errorf("bucket %d: signature %#x in cells %d and %d", b, sig, i, j)
 				}
 			}
 			a := g.alternate(uint32(b), sig)
 			ka := tab[int(a)*BucketWords:][:CellsPerBucket]
 			for j := range CellsPerBucket {
 				if ka[j] == sig {
-					t.Fatalf("signature %#x in buckets %d and %d", sig, b, a)
+					return nil, fmt.Errorf("signature %#x in buckets %d and %d", sig, b, a)
 				}
 			}
 			if g.partition(a) != g.partition(uint32(b)) {
-				t.Fatalf("bucket %d and its alternate %d for %#x in different partitions", b, a, sig)
+				return nil, fmt.Errorf("bucket %d and its alternate %d for %#x in different partitions", b, a, sig)
 			}
 			if _, dup := entries[loc]; dup {
-				t.Fatalf("location %d indexed twice", loc)
+				return nil, fmt.Errorf("location %d indexed twice", loc)
 			}
 			entries[loc] = sig
 		}
 	}
 	if st := ix.Stats(); st.Entries != uint64(len(entries)) {
-		t.Fatalf("stats say %d entries, table has %d", st.Entries, len(entries))
+		return nil, fmt.Errorf("stats say %d entries, table has %d", st.Entries, len(entries))
 	}
-	return entries
+	return entries, nil
 }

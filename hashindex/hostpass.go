@@ -1,57 +1,22 @@
 package hashindex
 
+import "warpkv/internal/par"
+
 // Host-side passes over a batch's inputs and outputs, split over
 // goroutines: large batches are memory-bound on the host, so every pass
 // runs on up to Options.Workers goroutines, each taking at least
 // hostParallelMin jobs.
 
-// forRanges splits [0, n) into up to workers contiguous ranges of at least
-// hostParallelMin elements and calls fn on each, on its own goroutine when
-// there are several, and waits.
-func forRanges(n, workers int, fn func(lo, hi int)) {
-	w := max(1, min(workers, n/hostParallelMin))
-	parallel(w, func(i int) { fn(i*n/w, (i+1)*n/w) })
-}
+// hostParts is the number of goroutines a host-side pass over n jobs
+// runs on: up to workers, each taking at least hostParallelMin jobs.
+func hostParts(n, workers int) int { return par.Parts(n, hostParallelMin, workers) }
 
-// copyHits copies src to dst (of equal length) on up to workers goroutines
-// and returns how many of the locations are not NotFound.
-func copyHits(dst, src []uint32, workers int) int {
-	n := len(src)
-	w := max(1, min(workers, n/hostParallelMin))
-	hits := make([]int, w)
-	parallel(w, func(i int) {
-		lo, hi := i*n/w, (i+1)*n/w
-		copy(dst[lo:hi], src[lo:hi])
-		h := 0
-		for _, l := range dst[lo:hi] {
-			if l != NotFound {
-				h++
-			}
-		}
-		hits[i] = h
-	})
-	total := 0
-	for _, h := range hits {
-		total += h
-	}
-	return total
-}
-
-// countNot returns how many of v are not absent, counting on up to
-// workers goroutines.
-func countNot(v []uint32, absent uint32, workers int) int {
-	n := len(v)
-	w := max(1, min(workers, n/hostParallelMin))
+// countRanges runs count over near-equal ranges of [0, n) on up to
+// workers goroutines and returns the sum of what the calls return.
+func countRanges(n, workers int, count func(lo, hi int) int) int {
+	w := hostParts(n, workers)
 	counts := make([]int, w)
-	parallel(w, func(i int) {
-		c := 0
-		for _, x := range v[i*n/w : (i+1)*n/w] {
-			if x != absent {
-				c++
-			}
-		}
-		counts[i] = c
-	})
+	par.Ranges(n, w, func(i, lo, hi int) { counts[i] = count(lo, hi) })
 	total := 0
 	for _, c := range counts {
 		total += c
@@ -59,36 +24,55 @@ func countNot(v []uint32, absent uint32, workers int) int {
 	return total
 }
 
+// copyHits copies src to dst (of equal length) on up to workers goroutines
+// and returns how many of the locations are not NotFound.
+func copyHits(dst, src []uint32, workers int) int {
+	return countRanges(len(src), workers, func(lo, hi int) int {
+		copy(dst[lo:hi], src[lo:hi])
+		h := 0
+		for _, l := range dst[lo:hi] {
+			if l != NotFound {
+				h++
+			}
+		}
+		return h
+	})
+}
+
+// countNot returns how many of v are not absent, counting on up to
+// workers goroutines.
+func countNot(v []uint32, absent uint32, workers int) int {
+	return countRanges(len(v), workers, func(lo, hi int) int {
+		c := 0
+		for _, x := range v[lo:hi] {
+			if x != absent {
+				c++
+			}
+		}
+		return c
+	})
+}
+
 // foundFlags sets found[i] to flags[i] != 0 on up to workers goroutines
 // and returns how many are set.
 func foundFlags(found []bool, flags []uint32, workers int) int {
-	n := len(flags)
-	w := max(1, min(workers, n/hostParallelMin))
-	hits := make([]int, w)
-	parallel(w, func(i int) {
-		lo, hi := i*n/w, (i+1)*n/w
+	return countRanges(len(flags), workers, func(lo, hi int) int {
 		h := 0
 		for k, f := range flags[lo:hi] {
 			found[lo+k] = f != 0
 			h += int(f & 1)
 		}
-		hits[i] = h
+		return h
 	})
-	total := 0
-	for _, h := range hits {
-		total += h
-	}
-	return total
 }
 
 // firstNotFound returns the index of the first location that is NotFound,
 // or -1, scanning on up to workers goroutines.
 func firstNotFound(locs []uint32, workers int) int {
 	n := len(locs)
-	w := max(1, min(workers, n/hostParallelMin))
+	w := hostParts(n, workers)
 	first := make([]int, w)
-	parallel(w, func(i int) {
-		lo, hi := i*n/w, (i+1)*n/w
+	par.Ranges(n, w, func(i, lo, hi int) {
 		first[i] = -1
 		for k, l := range locs[lo:hi] {
 			if l == NotFound {

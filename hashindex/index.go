@@ -3,28 +3,32 @@ package hashindex
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
+	"time"
 
+	"warpkv/engine"
 	"warpkv/gpu"
+	"warpkv/internal/par"
 )
 
 // Index is a cuckoo hash index on one engine. Its methods are safe for
-// concurrent use; calls are serialized.
+// concurrent use; calls are serialized. It implements engine.Reporter.
 type Index struct {
 	geo     geometry
 	maxDisp uint32
 	workers int
-	backend gpu.Backend
-	reason  string
+	place   engine.Placement
 	gpu     *gpuEngine // nil on the CPU engine
 
 	mu       sync.Mutex
-	eng      engine
+	eng      indexEngine
 	stats    Stats
+	last     engine.Last
 	closed   bool
 	stagings map[*Staging]struct{} // not yet freed, freed by Close
 }
+
+var _ engine.Reporter = (*Index)(nil)
 
 // Stats counts the work of an index's host-level calls (Dev* calls are not
 // counted).
@@ -40,52 +44,53 @@ type Stats struct {
 }
 
 // New returns an empty index configured by opts, on the engine opts.GPU or
-// opts.Device selects. Cost: the table's allocation (64 bytes a bucket);
-// on the GPU, kernels compile on first use.
+// opts.Device selects (engine.Place: "" means WARPKV_DEVICE, else auto).
+// Cost: the table's allocation (64 bytes a bucket); on the GPU, kernels
+// compile on first use.
 func New(opts Options) (*Index, error) {
 	r, err := opts.resolve()
 	if err != nil {
 		return nil, err
 	}
-	workers := r.workers
-	if workers == 0 {
-		workers = runtime.GOMAXPROCS(0)
+	workers := par.Workers(r.workers)
+	p, err := engine.Place("hashindex", opts.Device, opts.GPU)
+	if err != nil {
+		return nil, err
 	}
-	ix := &Index{geo: r.geo, maxDisp: r.maxDisp, workers: workers}
-	if opts.GPU != nil {
-		e, err := newGPUEngine(r, opts.GPU, false, workers)
-		if err != nil {
-			return nil, fmt.Errorf("hashindex: new on %s: %w", opts.GPU, err)
-		}
-		ix.useGPU(e, "gpu engine on "+opts.GPU.String()+": device given")
+	ix := &Index{geo: r.geo, maxDisp: r.maxDisp, workers: workers, place: p}
+	if p.Backend != gpu.BackendGPU {
+		ix.eng = newCPUEngine(r, workers)
 		return ix, nil
 	}
-	c, err := gpu.Choose(opts.Device)
+	e, err := newGPUEngine(r, p.Device, workers)
 	if err != nil {
-		return nil, fmt.Errorf("hashindex: %w", err)
+		return nil, errors.Join(fmt.Errorf("hashindex: new on %s: %w", p.Device, err), p.Release())
 	}
-	if c.Backend == gpu.BackendCPU {
-		ix.backend, ix.reason, ix.eng = gpu.BackendCPU, c.Reason, newCPUEngine(r, workers)
-		return ix, nil
-	}
-	e, err := newGPUEngine(r, c.Device, true, workers)
-	if err != nil {
-		c.Device.Close()
-		return nil, fmt.Errorf("hashindex: new on %s: %w", c.Device, err)
-	}
-	ix.useGPU(e, c.Reason)
+	ix.eng, ix.gpu = e, e
 	return ix, nil
 }
 
-func (ix *Index) useGPU(e *gpuEngine, reason string) {
-	ix.backend, ix.reason, ix.eng, ix.gpu = gpu.BackendGPU, reason, e, e
+// Backend says which engine the index runs on. Cost: O(1).
+func (ix *Index) Backend() gpu.Backend { return ix.place.Backend }
+
+// Reason is a sentence saying which engine was chosen and why. Cost: O(1).
+func (ix *Index) Reason() string { return ix.place.Reason }
+
+// LastBatch returns the time of the most recent host-level call (Search,
+// Insert, Delete and their staged forms; Dev* calls are not recorded): its
+// operation, its jobs and its wall time, reported as Total and as Work.
+// The phases are not split: the GPU engine pipelines the transfers and the
+// kernels of a call's chunks over three streams, and recording events
+// around them would cost more than the kernels of a small batch. Cost:
+// O(1).
+func (ix *Index) LastBatch() engine.Timings { return ix.last.Get() }
+
+// record sets the timings of a host-level call of n jobs that started at
+// t0. Cost: O(1).
+func (ix *Index) record(op string, n int, t0 time.Time) {
+	d := time.Since(t0)
+	ix.last.Set(engine.Timings{Op: op, Items: n, Work: d, Total: d})
 }
-
-// Engine is "cpu" or "gpu".
-func (ix *Index) Engine() string { return ix.backend.String() }
-
-// Reason is a sentence saying which engine was chosen and why.
-func (ix *Index) Reason() string { return ix.reason }
 
 // Buckets returns the number of buckets (a power of two).
 func (ix *Index) Buckets() int { return ix.geo.buckets }
@@ -124,10 +129,12 @@ func (ix *Index) Search(hashes []uint64, out []uint32) error {
 	if ix.closed {
 		return fmt.Errorf("hashindex: search: index closed")
 	}
+	t0 := time.Now()
 	hits, err := ix.eng.search(hashes, out[:n])
 	if err != nil {
 		return fmt.Errorf("hashindex: search of %d jobs: %w", n, err)
 	}
+	ix.record("search", n, t0)
 	ix.stats.Searches += uint64(n)
 	ix.stats.Hits += uint64(hits)
 	return nil
@@ -168,6 +175,7 @@ func (ix *Index) Insert(hashes []uint64, locs []uint32, dropped []Dropped) ([]Dr
 // results into dropped as the engine delivers them, then updates the
 // stats. Callers hold ix.mu. Cost: one pass over the results.
 func (ix *Index) recordInsert(op string, n int, dropped []Dropped, run func(decode func(first int, res []uint64)) error) ([]Dropped, error) {
+	t0 := time.Now()
 	var over, disp int
 	err := run(func(first int, res []uint64) {
 		var o, d int
@@ -178,6 +186,7 @@ func (ix *Index) recordInsert(op string, n int, dropped []Dropped, run func(deco
 	if err != nil {
 		return dropped, fmt.Errorf("hashindex: %s of %d jobs: %w", op, n, err)
 	}
+	ix.record(op, n, t0)
 	ix.stats.Inserts += uint64(n)
 	ix.stats.Overwrites += uint64(over)
 	ix.stats.Displaced += uint64(disp)
@@ -204,6 +213,7 @@ func (ix *Index) Delete(hashes []uint64, locs []uint32, found []bool) error {
 	if ix.closed {
 		return fmt.Errorf("hashindex: delete: index closed")
 	}
+	t0 := time.Now()
 	hits := 0
 	err := ix.eng.remove(hashes, locs, func(first int, flags []uint32) {
 		hits += foundFlags(found[first:first+len(flags)], flags, ix.workers)
@@ -211,10 +221,17 @@ func (ix *Index) Delete(hashes []uint64, locs []uint32, found []bool) error {
 	if err != nil {
 		return fmt.Errorf("hashindex: delete of %d jobs: %w", n, err)
 	}
+	ix.recordDelete("delete", n, hits, t0)
+	return nil
+}
+
+// recordDelete records a delete call of n jobs, hits of which found their
+// cell, that started at t0: its timings and the stats. Callers hold ix.mu.
+func (ix *Index) recordDelete(op string, n, hits int, t0 time.Time) {
+	ix.record(op, n, t0)
 	ix.stats.Deletes += uint64(n)
 	ix.stats.Deleted += uint64(hits)
 	ix.stats.Entries -= uint64(hits)
-	return nil
 }
 
 // Stats returns the counters of the host-level calls so far.
@@ -256,7 +273,7 @@ func (ix *Index) Reset() error {
 }
 
 // Close frees the table, the staging memory and every Staging not yet
-// freed, and the device if the index opened it. Later calls fail; closing
+// freed, and the device if the index opened it (engine.Placement). Later calls fail; closing
 // twice is a no-op.
 func (ix *Index) Close() error {
 	ix.mu.Lock()
@@ -269,7 +286,7 @@ func (ix *Index) Close() error {
 	for st := range ix.stagings {
 		errs = append(errs, st.free())
 	}
-	errs = append(errs, ix.eng.close())
+	errs = append(errs, ix.eng.close(), ix.place.Release())
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("hashindex: close: %w", err)
 	}

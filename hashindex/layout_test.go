@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"warpkv/gpu"
 )
 
 func TestSignature(t *testing.T) {
@@ -105,8 +107,8 @@ func TestOptions(t *testing.T) {
 			t.Errorf("New(%+v): %d buckets, %d bits, %d partitions, %d displacements", c.opts,
 				ix.Buckets(), ix.PartitionBits(), ix.Partitions(), ix.MaxDisplacements())
 		}
-		if ix.Engine() != "cpu" || ix.Reason() == "" {
-			t.Errorf("engine %q, reason %q", ix.Engine(), ix.Reason())
+		if ix.Backend() != gpu.BackendCPU || ix.Reason() == "" {
+			t.Errorf("engine %v, reason %q", ix.Backend(), ix.Reason())
 		}
 		ix.Close()
 	}

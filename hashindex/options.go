@@ -27,8 +27,9 @@ type Options struct {
 	// means none (such an insert drops the new entry at once).
 	MaxDisplacements int
 
-	// Device selects the engine: "auto", "cpu", "gpu" or "gpu:N"; "" means
-	// the value of WARPKV_DEVICE, or auto. Ignored when GPU is set.
+	// Device selects the engine as engine.Place does: "auto", "cpu", "gpu"
+	// or "gpu:N"; "" means the value of WARPKV_DEVICE, else auto. Ignored
+	// when GPU is set.
 	Device string
 
 	// GPU, when set, is an open device to run on; the caller keeps

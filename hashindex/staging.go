@@ -2,6 +2,7 @@ package hashindex
 
 import (
 	"fmt"
+	"time"
 	"unsafe"
 
 	"warpkv/gpu"
@@ -149,10 +150,12 @@ func (ix *Index) SearchStaged(st *Staging, n int) error {
 	if err := ix.checkStaged("search staged", st, n); err != nil || n == 0 {
 		return err
 	}
+	t0 := time.Now()
 	hits, err := ix.eng.searchStaged(st, n)
 	if err != nil {
 		return fmt.Errorf("hashindex: search staged of %d jobs: %w", n, err)
 	}
+	ix.record("search staged", n, t0)
 	ix.stats.Searches += uint64(n)
 	ix.stats.Hits += uint64(hits)
 	return nil
@@ -208,12 +211,11 @@ func (ix *Index) DeleteStaged(st *Staging, n int, found []bool) error {
 	if found != nil {
 		done = func(first int, flags []uint32) { foundFlags(found[first:first+len(flags)], flags, ix.workers) }
 	}
+	t0 := time.Now()
 	hits, err := ix.eng.removeStaged(st, n, done)
 	if err != nil {
 		return fmt.Errorf("hashindex: delete staged of %d jobs: %w", n, err)
 	}
-	ix.stats.Deletes += uint64(n)
-	ix.stats.Deleted += uint64(hits)
-	ix.stats.Entries -= uint64(hits)
+	ix.recordDelete("delete staged", n, hits, t0)
 	return nil
 }

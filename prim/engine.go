@@ -1,46 +1,12 @@
-// Package prim holds the data-parallel primitives every warpkv index engine
-// is built from: radix sort, scan, stream compaction, run-length encoding and
-// reduce-by-key, merge, segmented max and batched Keccak-256. Each primitive
-// has a GPU implementation (CUDA C kernels in the .cu files of this folder,
-// compiled by NVRTC at run time) and a CPU twin on goroutines that gives
-// identical output.
-//
-// Two levels of API:
-//   - host level, generic functions over Go slices (SortPairs, ScanExclusive,
-//     Keccak256, ...): on the GPU engine they copy in, run, and copy out;
-//   - device level (Dev* functions), over gpu.Buffers already on the device,
-//     queued on the engine's stream, for engines that keep data on the GPU.
 package prim
 
 import (
-	"embed"
 	"fmt"
 	"runtime"
 	"sync"
 
 	"warpkv/gpu"
 )
-
-//go:embed *.cu
-var kernelFS embed.FS
-
-// KernelSources returns the names and CUDA C sources of every kernel file of
-// the package, for compile checks.
-func KernelSources() (map[string]string, error) {
-	ents, err := kernelFS.ReadDir(".")
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, e := range ents {
-		b, err := kernelFS.ReadFile(e.Name())
-		if err != nil {
-			return nil, err
-		}
-		out[e.Name()] = string(b)
-	}
-	return out, nil
-}
 
 // Key is an unsigned integer sort key.
 type Key interface{ ~uint32 | ~uint64 }
@@ -64,7 +30,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	modules map[string]*gpu.Module
-	scratch map[string]*gpu.Buffer[byte]
+	pool    *gpu.Pool // scratch, one buffer per purpose
 }
 
 // New returns an engine for a device option ("auto", "cpu", "gpu",
@@ -107,7 +73,7 @@ func NewGPU(d *gpu.Device) (*Engine, error) {
 	return &Engine{
 		backend: gpu.BackendGPU, dev: d, stream: s, workers: runtime.GOMAXPROCS(0),
 		reason:  "gpu engine on " + d.String(),
-		modules: map[string]*gpu.Module{}, scratch: map[string]*gpu.Buffer[byte]{},
+		modules: map[string]*gpu.Module{}, pool: gpu.NewPool(d, s),
 	}, nil
 }
 
@@ -155,10 +121,7 @@ func (e *Engine) Close() error {
 	if e.stream != nil {
 		keep(e.stream.Synchronize())
 	}
-	for k, b := range e.scratch {
-		keep(b.Free())
-		delete(e.scratch, k)
-	}
+	keep(e.pool.Free())
 	keep(e.stream.Close())
 	if e.ownsDev {
 		keep(e.dev.Close())
@@ -166,17 +129,16 @@ func (e *Engine) Close() error {
 	return first
 }
 
-// kernel returns the named kernel from the named embedded .cu file,
-// compiling the file on first use. Callers hold e.mu.
+// kernel returns the named kernel of the program of the named .cu file,
+// loading the program on first use. Callers hold e.mu.
 func (e *Engine) kernel(file, name string) (*gpu.Function, error) {
 	m, ok := e.modules[file]
 	if !ok {
-		src, err := kernelFS.ReadFile(file)
+		p, err := program(file)
 		if err != nil {
-			return nil, fmt.Errorf("prim: kernel source %s: %w", file, err)
+			return nil, err
 		}
-		m, err = e.dev.Compile(file, string(src))
-		if err != nil {
+		if m, err = e.dev.Load(p); err != nil {
 			return nil, err
 		}
 		e.modules[file] = m
@@ -185,25 +147,13 @@ func (e *Engine) kernel(file, name string) (*gpu.Function, error) {
 }
 
 // scratchBuf returns a reusable device buffer of at least n bytes for the
-// given purpose. Reuse is safe because all the engine's work is ordered on
-// its one stream. Callers hold e.mu.
+// given purpose (grown with headroom). Reuse is safe because all the
+// engine's work is ordered on its one stream. Callers hold e.mu.
 func (e *Engine) scratchBuf(purpose string, n int) (*gpu.Buffer[byte], error) {
-	if b, ok := e.scratch[purpose]; ok && b.Len() >= n {
-		return b, nil
-	}
-	if b, ok := e.scratch[purpose]; ok {
-		if err := e.stream.Synchronize(); err != nil {
-			return nil, err
-		}
-		b.Free()
-		delete(e.scratch, purpose)
-	}
-	size := n + n/8 // grow with headroom so slowly growing inputs do not reallocate each call
-	b, err := gpu.Alloc[byte](e.dev, size)
+	b, err := gpu.Get[byte](e.pool, purpose, n)
 	if err != nil {
 		return nil, fmt.Errorf("prim: scratch for %s: %w", purpose, err)
 	}
-	e.scratch[purpose] = b
 	return b, nil
 }
 

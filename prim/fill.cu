@@ -1,7 +1,6 @@
 // fill.cu: small utility kernels used by tests and benchmarks to prepare
 // device buffers without a host round trip.
-typedef unsigned int u32;
-typedef unsigned long long u64;
+#include "warpkv/types.cuh"
 
 // fill_u32: out[i] = value for i < n.
 // Thread mapping: one thread per element, grid-stride loop.

@@ -3,11 +3,11 @@ package prim
 import (
 	"fmt"
 	"sort"
-	"sync"
 
 	"golang.org/x/crypto/sha3"
 
 	"warpkv/gpu"
+	"warpkv/internal/par"
 )
 
 // keccakCPUSerialBytes is the work (message bytes plus keccakCPUMessageCost
@@ -76,24 +76,18 @@ func keccak256CPU(e *Engine, data []byte, offsets []uint32, out [][32]byte) {
 		keccakRange(data, offsets, out, 0, n)
 		return
 	}
-	var wg sync.WaitGroup
-	lo := 0
-	for w := 1; w <= workers; w++ {
-		hi := n
-		if w < workers {
-			target := total * int64(w) / int64(workers)
-			hi = lo + sort.Search(n-lo, func(j int) bool { return cost(lo+j) >= target })
-		}
-		if hi > lo {
-			wg.Add(1)
-			go func(lo, hi int) {
-				defer wg.Done()
-				keccakRange(data, offsets, out, lo, hi)
-			}(lo, hi)
-		}
-		lo = hi
+	bounds := make([]int, workers+1) // worker w hashes [bounds[w], bounds[w+1])
+	bounds[workers] = n
+	for w := 1; w < workers; w++ {
+		target := total * int64(w) / int64(workers)
+		lo := bounds[w-1]
+		bounds[w] = lo + sort.Search(n-lo, func(j int) bool { return cost(lo+j) >= target })
 	}
-	wg.Wait()
+	par.Do(workers, func(w int) {
+		if lo, hi := bounds[w], bounds[w+1]; hi > lo {
+			keccakRange(data, offsets, out, lo, hi)
+		}
+	})
 }
 
 // keccakRange hashes messages [lo, hi) with one hasher.

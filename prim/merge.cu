@@ -16,14 +16,16 @@
 // smallest i with a[i] > b[d-1-i]; the sequential merge takes a on <=. The
 // same rule in both kernels makes per-tile merges join into the one stable
 // merge.
-typedef unsigned int u32;
-typedef unsigned long long u64;
+#include "warpkv/types.cuh"
 
-// Launch configuration. Keep equal to the constants in merge_gpu.go.
-#define MERGE_BLOCK 128                          // threads per merge_tile block
-#define MERGE_ITEMS 15                           // outputs per thread; odd, so shared reads at stride MERGE_ITEMS avoid bank conflicts
+// Launch configuration, passed from merge_gpu.go as -D options: MERGE_BLOCK
+// (threads per merge_tile block), MERGE_ITEMS (outputs per thread; odd, so
+// shared reads at stride MERGE_ITEMS avoid bank conflicts) and
+// MERGE_PARTITION_BLOCK (threads per merge_partition block).
+#if !defined(MERGE_BLOCK) || !defined(MERGE_ITEMS) || !defined(MERGE_PARTITION_BLOCK)
+#error "MERGE_BLOCK, MERGE_ITEMS and MERGE_PARTITION_BLOCK are passed from merge_gpu.go"
+#endif
 #define MERGE_TILE (MERGE_BLOCK * MERGE_ITEMS)   // outputs per block
-#define MERGE_PARTITION_BLOCK 128                // threads per merge_partition block
 
 // mergeSplit returns the merge-path split of diagonal d of runs a (na) and
 // b (nb): the number of the first d outputs that come from a. Ties put a

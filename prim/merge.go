@@ -2,9 +2,9 @@ package prim
 
 import (
 	"fmt"
-	"sync"
 
 	"warpkv/gpu"
+	"warpkv/internal/par"
 )
 
 // mergeCPUGrain is the fewest outputs worth a goroutine of their own in the
@@ -65,23 +65,19 @@ func mergeCPU[K Key, V Word](workers int, ak []K, av []V, bk []K, bv []V, outK [
 		mergeSeq(ak, av, bk, bv, outK, outV)
 		return
 	}
-	var wg sync.WaitGroup
-	for c := range chunks {
-		d0, d1 := n*c/chunks, n*(c+1)/chunks
+	par.Do(chunks, func(c int) {
+		d0, d1 := par.Bound(n, chunks, c), par.Bound(n, chunks, c+1)
 		i0 := mergePathSplit(ak, bk, d0)
 		// For ascending runs i0 <= i1 <= i0+d1-d0; the clamp keeps the
 		// slices in range when they are not (the order is then unspecified).
 		i1 := min(max(mergePathSplit(ak, bk, d1), i0), i0+d1-d0)
 		j0, j1 := d0-i0, d1-i1
-		wg.Go(func() {
-			if outV == nil {
-				mergeSeq[K, V](ak[i0:i1], nil, bk[j0:j1], nil, outK[d0:d1], nil)
-				return
-			}
-			mergeSeq(ak[i0:i1], av[i0:i1], bk[j0:j1], bv[j0:j1], outK[d0:d1], outV[d0:d1])
-		})
-	}
-	wg.Wait()
+		if outV == nil {
+			mergeSeq[K, V](ak[i0:i1], nil, bk[j0:j1], nil, outK[d0:d1], nil)
+			return
+		}
+		mergeSeq(ak[i0:i1], av[i0:i1], bk[j0:j1], bv[j0:j1], outK[d0:d1], outV[d0:d1])
+	})
 }
 
 // mergePathSplit returns how many of the first d outputs of the stable

@@ -3,8 +3,6 @@ package prim
 import (
 	"fmt"
 	"math/rand/v2"
-	"regexp"
-	"strconv"
 	"testing"
 	"unsafe"
 
@@ -296,36 +294,5 @@ func TestDevMergeWritesOnlyItsOutputs(t *testing.T) {
 	}
 	if i := firstDiff(outV, wantV); i >= 0 {
 		t.Fatalf("outV[%d] = %#x, want %#x", i, outV[i], wantV[i])
-	}
-}
-
-func TestMergeLaunchConstantsMatchKernel(t *testing.T) {
-	checkKernelDefines(t, "merge.cu", map[string]int{
-		"MERGE_BLOCK":           mergeBlock,
-		"MERGE_ITEMS":           mergeItems,
-		"MERGE_PARTITION_BLOCK": mergePartitionBlock,
-	})
-}
-
-// checkKernelDefines checks that the embedded kernel file defines each
-// name as the given integer.
-func checkKernelDefines(t *testing.T, file string, want map[string]int) {
-	t.Helper()
-	src, err := kernelFS.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]int{}
-	for _, m := range regexp.MustCompile(`(?m)^#define\s+(\w+)\s+(\d+)\b`).FindAllSubmatch(src, -1) {
-		v, err := strconv.Atoi(string(m[2]))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got[string(m[1])] = v
-	}
-	for name, v := range want {
-		if g, ok := got[name]; !ok || g != v {
-			t.Errorf("%s: #define %s is %d (defined: %v), Go constant is %d", file, name, g, ok, v)
-		}
 	}
 }

@@ -2,9 +2,9 @@ package prim
 
 import (
 	"fmt"
-	"sync"
 
 	"warpkv/gpu"
+	"warpkv/internal/par"
 )
 
 // ScanExclusive writes the exclusive prefix sums of in to out: out[i] =
@@ -49,10 +49,11 @@ func scanName(inclusive bool) string {
 // the chunk totals are scanned, then each chunk scans its items from its
 // offset. out may be in: every item is read before it is overwritten.
 func scanCPU[T Word](workers int, in, out []T, inclusive bool) {
-	bounds := scanSplit(workers, len(in))
-	offsets := make([]T, len(bounds)-1)
-	if len(offsets) > 1 {
-		scanParallel(bounds, func(c, lo, hi int) {
+	n := len(in)
+	chunks := scanChunks(workers, n)
+	offsets := make([]T, chunks)
+	if chunks > 1 {
+		par.Ranges(n, chunks, func(c, lo, hi int) {
 			var s T
 			for _, v := range in[lo:hi] {
 				s += v
@@ -65,7 +66,7 @@ func scanCPU[T Word](workers int, in, out []T, inclusive bool) {
 			run += s
 		}
 	}
-	scanParallel(bounds, func(c, lo, hi int) {
+	par.Ranges(n, chunks, func(c, lo, hi int) {
 		acc := offsets[c]
 		if inclusive {
 			for i := lo; i < hi; i++ {
@@ -87,29 +88,8 @@ func scanCPU[T Word](workers int, in, out []T, inclusive bool) {
 // goroutine costs more than the work.
 const scanCPUMinChunk = 1 << 15
 
-// scanSplit cuts [0, n) into at most workers contiguous chunks of at least
-// scanCPUMinChunk items (one chunk when n is smaller) and returns their
-// bounds: chunk c is [bounds[c], bounds[c+1]).
-func scanSplit(workers, n int) []int {
-	chunks := min(max(workers, 1), max(n/scanCPUMinChunk, 1))
-	bounds := make([]int, chunks+1)
-	for c := range bounds {
-		bounds[c] = int(int64(n) * int64(c) / int64(chunks))
-	}
-	return bounds
-}
-
-// scanParallel runs fn(c, lo, hi) for every chunk c of bounds (see
-// scanSplit), each on its own goroutine, and waits for all of them.
-func scanParallel(bounds []int, fn func(c, lo, hi int)) {
-	chunks := len(bounds) - 1
-	if chunks == 1 {
-		fn(0, bounds[0], bounds[1])
-		return
-	}
-	var wg sync.WaitGroup
-	for c := 0; c < chunks; c++ {
-		wg.Go(func() { fn(c, bounds[c], bounds[c+1]) })
-	}
-	wg.Wait()
-}
+// scanChunks is the number of contiguous chunks [0, n) is cut into for
+// the CPU twins: at most workers, each of at least scanCPUMinChunk items
+// (one chunk when n is smaller). Chunk c is [par.Bound(n, chunks, c),
+// par.Bound(n, chunks, c+1)).
+func scanChunks(workers, n int) int { return par.Parts(n, scanCPUMinChunk, workers) }

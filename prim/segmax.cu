@@ -14,19 +14,20 @@
 // is stored by that warp, through shared memory, coalesced. The segments
 // open across warp boundaries are zeroed by the partition kernel, and each
 // warp holding a piece of one adds it with atomicMax.
-typedef unsigned int u32;
-typedef unsigned long long u64;
-typedef long long i64;
+#include "warpkv/types.cuh"
 
-// Launch configuration. Keep equal to the constants in segmax_gpu.go.
-#define SEGMAX_WARP 32                                             // lanes per warp
-#define SEGMAX_BLOCK 128                                           // threads per segmax_reduce block
-#define SEGMAX_ITEMS 11                                            // events per lane; odd, so shared reads at stride SEGMAX_ITEMS avoid bank conflicts
+// Launch configuration, passed from segmax_gpu.go as -D options:
+// SEGMAX_WARP (lanes per warp), SEGMAX_BLOCK (threads per segmax_reduce
+// block), SEGMAX_ITEMS (events per lane; odd, so shared reads at stride
+// SEGMAX_ITEMS avoid bank conflicts) and SEGMAX_PARTITION_BLOCK (threads per
+// segmax_partition block).
+#if !defined(SEGMAX_WARP) || !defined(SEGMAX_BLOCK) || !defined(SEGMAX_ITEMS) || !defined(SEGMAX_PARTITION_BLOCK)
+#error "SEGMAX_WARP, SEGMAX_BLOCK, SEGMAX_ITEMS and SEGMAX_PARTITION_BLOCK are passed from segmax_gpu.go"
+#endif
 #define SEGMAX_WARP_EVENTS (SEGMAX_WARP * SEGMAX_ITEMS)            // events per warp
 #define SEGMAX_WARPS_PER_BLOCK (SEGMAX_BLOCK / SEGMAX_WARP)
-#define SEGMAX_PARTITION_BLOCK 128                                 // threads per segmax_partition block
 
-#define SEGMAX_FULL_MASK 0xffffffffu
+#define SEGMAX_FULL_MASK FULL_MASK
 
 // GlobalOffsets reads the offsets from global memory.
 struct GlobalOffsets {

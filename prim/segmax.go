@@ -3,9 +3,9 @@ package prim
 import (
 	"fmt"
 	"sort"
-	"sync"
 
 	"warpkv/gpu"
+	"warpkv/internal/par"
 )
 
 // segmaxCPUGrain is the fewest events (segments plus elements) worth a
@@ -78,14 +78,12 @@ func segmaxCPU[T Word](workers int, vals []T, offsets []uint32, out []T) {
 		starts[p] = sort.Search(nseg+1, func(s int) bool { return s+int(offsets[s])-base >= d })
 	}
 	carry := make([]T, parts)
-	var wg sync.WaitGroup
-	for p := range parts {
+	par.Do(parts, func(p int) {
 		sLo, sHi := starts[p], starts[p+1]
 		eLo := base + events*p/parts - sLo
 		eHi := base + events*(p+1)/parts - sHi
-		wg.Go(func() { carry[p] = segmaxPart(vals, offsets, out, sLo, sHi, eLo, eHi) })
-	}
-	wg.Wait()
+		carry[p] = segmaxPart(vals, offsets, out, sLo, sHi, eLo, eHi)
+	})
 	for p := 1; p < parts; p++ {
 		if s := starts[p] - 1; s >= 0 {
 			out[s] = max(out[s], carry[p])

@@ -246,12 +246,3 @@ func TestDevSegmentedMaxBadOffsetsStayInBounds(t *testing.T) {
 		t.Fatalf("after bad offsets: out[%d] = %#x, want %#x", s, out[s], want[s])
 	}
 }
-
-func TestSegmentedMaxLaunchConstantsMatchKernel(t *testing.T) {
-	checkKernelDefines(t, "segmax.cu", map[string]int{
-		"SEGMAX_WARP":            segmaxWarp,
-		"SEGMAX_BLOCK":           segmaxBlock,
-		"SEGMAX_ITEMS":           segmaxItems,
-		"SEGMAX_PARTITION_BLOCK": segmaxPartitionBlock,
-	})
-}

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"warpkv/gpu"
+	"warpkv/internal/par"
 )
 
 // selectMaxCount is the largest input of Select, RunLengthEncode and
@@ -96,9 +97,10 @@ func errShortRuns(what string, need, uniq, sums int) error {
 // kept elements, the counts are scanned, then each chunk copies its kept
 // elements from its offset.
 func selectCPU[T Word](workers int, in []T, flags []uint8, out []T) (int, error) {
-	bounds := scanSplit(workers, len(in))
-	offsets := make([]int, len(bounds)-1)
-	scanParallel(bounds, func(c, lo, hi int) {
+	n := len(in)
+	chunks := scanChunks(workers, n)
+	offsets := make([]int, chunks)
+	par.Ranges(n, chunks, func(c, lo, hi int) {
 		k := 0
 		for _, f := range flags[lo:hi] {
 			if f != 0 {
@@ -115,7 +117,7 @@ func selectCPU[T Word](workers int, in []T, flags []uint8, out []T) (int, error)
 	if len(out) < kept {
 		return kept, fmt.Errorf("%d elements kept, out holds %d", kept, len(out))
 	}
-	scanParallel(bounds, func(c, lo, hi int) {
+	par.Ranges(n, chunks, func(c, lo, hi int) {
 		j := offsets[c]
 		for i := lo; i < hi; i++ {
 			if flags[i] != 0 {
@@ -159,9 +161,9 @@ func reduceByKeyCPU[K Key, V Word](workers int, keys []K, vals []V, uniq []K, su
 		}
 		return vals[i]
 	}
-	bounds := scanSplit(workers, n)
-	prefixes := make([]segSum[V], len(bounds)-1)
-	scanParallel(bounds, func(c, lo, hi int) {
+	chunks := scanChunks(workers, n)
+	prefixes := make([]segSum[V], chunks)
+	par.Ranges(n, chunks, func(c, lo, hi int) {
 		var a segSum[V]
 		for i := lo; i < hi; i++ {
 			if i == 0 || keys[i] != keys[i-1] {
@@ -182,7 +184,7 @@ func reduceByKeyCPU[K Key, V Word](workers int, keys []K, vals []V, uniq []K, su
 	if len(uniq) < runs || len(sums) < runs {
 		return runs, errShortRuns(sumsName(vals == nil), runs, len(uniq), len(sums))
 	}
-	scanParallel(bounds, func(c, lo, hi int) {
+	par.Ranges(n, chunks, func(c, lo, hi int) {
 		p := prefixes[c]
 		for i := lo; i < hi; i++ {
 			if i == 0 || keys[i] != keys[i-1] {

@@ -2,10 +2,10 @@ package prim
 
 import (
 	"fmt"
-	"sync"
 	"unsafe"
 
 	"warpkv/gpu"
+	"warpkv/internal/par"
 )
 
 // SortKeys sorts keys in ascending order, in place. Cost: a stable LSD radix
@@ -130,8 +130,8 @@ func radixSortCPU[K Key, V Word](e *Engine, keys []K, vals []V, beginBit, endBit
 		return
 	}
 	passes := (endBit - beginBit + radixBits - 1) / radixBits
-	workers := max(1, min(e.Workers(), n/radixCPUMinChunk))
-	chunk := func(w int) (int, int) { return n * w / workers, n * (w + 1) / workers }
+	workers := par.Parts(n, radixCPUMinChunk, e.Workers())
+	chunk := func(w int) (int, int) { return par.Bound(n, workers, w), par.Bound(n, workers, w+1) }
 	var shift [radixMaxPasses]uint
 	var mask [radixMaxPasses]uint8
 	for p := range passes {
@@ -141,7 +141,7 @@ func radixSortCPU[K Key, V Word](e *Engine, keys []K, vals []V, beginBit, endBit
 
 	// One read of the keys counts the digits of every pass.
 	counts := make([]radixCounts, workers)
-	radixParallel(workers, func(w int) {
+	par.Do(workers, func(w int) {
 		lo, hi := chunk(w)
 		c := &counts[w]
 		for _, k := range keys[lo:hi] {
@@ -171,7 +171,7 @@ func radixSortCPU[K Key, V Word](e *Engine, keys []K, vals []V, beginBit, endBit
 		}
 		s, m := shift[p], mask[p]
 		if recount {
-			radixParallel(workers, func(w int) {
+			par.Do(workers, func(w int) {
 				lo, hi := chunk(w)
 				cp := &counts[w][p]
 				*cp = [radixDigits]int{}
@@ -190,7 +190,7 @@ func radixSortCPU[K Key, V Word](e *Engine, keys []K, vals []V, beginBit, endBit
 				next += c
 			}
 		}
-		radixParallel(workers, func(w int) {
+		par.Do(workers, func(w int) {
 			lo, hi := chunk(w)
 			radixScatter(srcK, srcV, dstK, dstV, lo, hi, s, m, &counts[w][p])
 		})
@@ -198,7 +198,7 @@ func radixSortCPU[K Key, V Word](e *Engine, keys []K, vals []V, beginBit, endBit
 		recount = true
 	}
 	if &srcK[0] != &keys[0] {
-		radixParallel(workers, func(w int) {
+		par.Do(workers, func(w int) {
 			lo, hi := chunk(w)
 			copy(keys[lo:hi], srcK[lo:hi])
 			if vals != nil {
@@ -246,18 +246,4 @@ func radixScatter[K Key, V Word](srcK []K, srcV []V, dstK []K, dstV []V, lo, hi 
 		dstV[o] = vs[i]
 		offset[d] = o + 1
 	}
-}
-
-// radixParallel runs fn(w) for w in [0, workers), on goroutines when there
-// is more than one worker, and returns when all are done.
-func radixParallel(workers int, fn func(w int)) {
-	if workers == 1 {
-		fn(0)
-		return
-	}
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() { fn(w) })
-	}
-	wg.Wait()
 }

@@ -8,7 +8,7 @@ import (
 	"warpkv/gpu"
 )
 
-// Launch configuration of the radix sort kernels in radixsort.cu. The first
+// Launch configuration of the radix sort kernels in sort.cu. The first
 // six equal the #defines RADIX_BITS, RADIX_DIGITS, BLOCK_THREADS,
 // ITEMS_PER_THREAD, SCAN_THREADS and MAX_PASSES there, and radixPlanWords
 // equals PLAN_WORDS: keep them equal.
@@ -126,7 +126,7 @@ func radixKernelsFor(e *Engine, keySize, valSize int) (radixKernels, error) {
 	names := []string{"radix_histogram_" + k, "radix_plan", "radix_upsweep_" + k, "radix_scan", down, "radix_copy_back"}
 	fs := make([]*gpu.Function, len(names))
 	for i, name := range names {
-		f, err := e.kernel("radixsort.cu", name)
+		f, err := e.kernel("sort.cu", name)
 		if err != nil {
 			return radixKernels{}, err
 		}
@@ -135,7 +135,7 @@ func radixKernelsFor(e *Engine, keySize, valSize int) (radixKernels, error) {
 	return radixKernels{fs[0], fs[1], fs[2], fs[3], fs[4], fs[5]}, nil
 }
 
-// radixSortDevice queues the sort (see radixsort.cu for the kernels and
+// radixSortDevice queues the sort (see sort.cu for the kernels and
 // their order). n >= 2 and beginBit < endBit. Callers hold e.mu.
 func radixSortDevice[K Key, V Word](e *Engine, keys *gpu.Buffer[K], vals *gpu.Buffer[V], n, beginBit, endBit int) error {
 	var k K

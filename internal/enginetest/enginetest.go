@@ -1,22 +1,3 @@
-// Package enginetest is the differential harness every engine's tests run
-// on: the same random batch sequences go to a reference model and to each
-// implementation of an engine (its CPU and GPU engines), and every batch's
-// outputs are compared with the model's, with the engines' invariants
-// checked after every batch.
-//
-// A test names its batch type B, its output type O and its model M, lists
-// its targets (one per implementation) and its cases (generators of batch
-// sequences), and calls Run:
-//
-//	enginetest.Run(t, enginetest.Suite[Batch, Out, *model]{
-//		NewModel: newModel,
-//		Targets:  []enginetest.Target[Batch, Out]{cpuTarget, gpuTarget},
-//	}, cases...)
-//
-// GPU targets get the tests' shared device (internal/gputest); where none is
-// usable they are left out with a log line, or fail the test under
-// WARPKV_REQUIRE_GPU=1. Each case draws from a fresh seed that it logs;
-// WARPKV_TEST_SEED=N replays one.
 package enginetest
 
 import (
@@ -56,10 +37,13 @@ type Target[B, O any] struct {
 
 // Case is one random batch sequence: Batches batches drawn by Gen, which
 // sees the model as it stands before the batch (to pick present keys).
+// A case with NeedsGPU runs only when a GPU target could be opened: for
+// sequences too large to be worth running on the CPU engine alone.
 type Case[B any, M any] struct {
-	Name    string
-	Batches int
-	Gen     func(r *rand.Rand, step int, model M) B
+	Name     string
+	Batches  int
+	Gen      func(r *rand.Rand, step int, model M) B
+	NeedsGPU bool
 }
 
 // Suite is what Run needs besides the cases.
@@ -108,6 +92,7 @@ func Run[B, O any, M Subject[B, O]](t *testing.T, s Suite[B, O, M], cases ...Cas
 
 func runCase[B, O any, M Subject[B, O]](t testing.TB, s Suite[B, O, M], c Case[B, M], seed uint64) {
 	subjects := make([]Subject[B, O], len(s.Targets))
+	gpuOpen := false
 	for i, tg := range s.Targets {
 		var dev *gpu.Device
 		if tg.GPU {
@@ -126,11 +111,16 @@ func runCase[B, O any, M Subject[B, O]](t testing.TB, s Suite[B, O, M], c Case[B
 			t.Fatalf("target %s: open: %v", tg.Name, err)
 		}
 		subjects[i] = sub
+		gpuOpen = gpuOpen || tg.GPU
 		t.Cleanup(func() {
 			if err := sub.Close(); err != nil {
 				t.Errorf("target %s: close: %v", tg.Name, err)
 			}
 		})
+	}
+	if c.NeedsGPU && !gpuOpen {
+		t.Logf("case %s left out: it runs only beside a GPU target", c.Name)
+		return
 	}
 	model := s.NewModel()
 	defer model.Close()

@@ -129,3 +129,18 @@ func (l lenientSummer) Apply(b sumBatch) (int, error) {
 	}
 	return l.summer.Apply(b)
 }
+
+func TestRunLeavesOutGPUCasesWithoutAGPUTarget(t *testing.T) {
+	ran := false
+	c := Case[sumBatch, *summer]{Name: "big", Batches: 3, NeedsGPU: true, Gen: func(r *rand.Rand, step int, m *summer) sumBatch {
+		ran = true
+		return gen(r, step, m)
+	}}
+	if msg := runRecorded(suite(target("cpu", 0)), c); msg != "" || ran {
+		t.Fatalf("a GPU-only case ran with CPU targets only (failure %q, generated %v)", msg, ran)
+	}
+	c.NeedsGPU = false
+	if runRecorded(suite(target("cpu", 0)), c); !ran {
+		t.Fatal("the same case without NeedsGPU did not run")
+	}
+}

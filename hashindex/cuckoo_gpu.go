@@ -22,7 +22,6 @@ type gpuEngine struct {
 	workers int
 
 	dev        *gpu.Device
-	ownsDev    bool
 	prim       *prim.Engine
 	stream     *gpu.Stream // prim.Stream(): every kernel
 	copyStream *gpu.Stream // transfers in of pipelined host-level calls
@@ -30,28 +29,27 @@ type gpuEngine struct {
 	table      *gpu.Buffer[uint32]
 	k          *kernelSet // compiled on first use
 
-	host     *gpu.HostBuffer[byte] // pinned staging of slice calls (counters of staged calls), grown as needed
-	stageDev devScratch            // device staging (stageLayout)
-	devStage *gpu.Buffer[byte]     // stageDev's buffer after stageDevice
-	jobs     devScratch            // grouped jobs of host-level calls
-	keys     devScratch            // partition keys of DevGroup
-	events   []*gpu.Event          // pipeline events, evPerChunk per chunk
+	pool     *gpu.Pool         // device staging, job and key scratch, pinned staging (bufStage ...)
+	devStage *gpu.Buffer[byte] // the device staging of the call in progress
+	pipe     *gpu.Pipeline     // schedules the chunks of host-level calls (hostCall)
 
 	chunkJobs       int // most jobs of one chunk of a slice call: pipeChunk (tests lower it)
 	stagedChunkJobs int // most jobs of one chunk of a staged call: stagedChunk (tests lower it)
 }
 
-// newGPUEngine allocates and clears the table on d. With ownsDev the engine
-// closes d when closed.
-func newGPUEngine(r resolved, d *gpu.Device, ownsDev bool, workers int) (*gpuEngine, error) {
+// newGPUEngine allocates and clears the table on d (the caller keeps the
+// device).
+func newGPUEngine(r resolved, d *gpu.Device, workers int) (*gpuEngine, error) {
 	pe, err := prim.NewGPU(d)
 	if err != nil {
 		return nil, err
 	}
 	e := &gpuEngine{
-		geo: r.geo, maxDisp: r.maxDisp, workers: workers, dev: d, ownsDev: ownsDev,
+		geo: r.geo, maxDisp: r.maxDisp, workers: workers, dev: d,
 		prim: pe, stream: pe.Stream(), chunkJobs: pipeChunk, stagedChunkJobs: stagedChunk,
+		pool: gpu.NewPool(d, pe.Stream()), pipe: gpu.NewPipeline(d, gpu.PipelineConfig{}),
 	}
+	e.pool.SetHeadroom(withHeadroom)
 	if e.copyStream, err = d.NewStream(); err == nil {
 		if e.outStream, err = d.NewStream(); err == nil {
 			if e.table, err = gpu.Alloc[uint32](d, r.geo.words()); err != nil {
@@ -226,13 +224,7 @@ func (e *gpuEngine) reset() error {
 
 func (e *gpuEngine) close() error {
 	errs := []error{e.stream.Synchronize(), e.copyStream.Synchronize(), e.outStream.Synchronize(), e.table.Free(),
-		e.stageDev.free(), e.jobs.free(), e.keys.free(), e.host.Free()}
-	for _, ev := range e.events {
-		errs = append(errs, ev.Close())
-	}
+		e.pool.Free(), e.pipe.Close()}
 	errs = append(errs, e.copyStream.Close(), e.outStream.Close(), e.prim.Close())
-	if e.ownsDev {
-		errs = append(errs, e.dev.Close())
-	}
 	return errors.Join(errs...)
 }

@@ -1,11 +1,11 @@
 package hashindex
 
 import (
-	"errors"
 	"fmt"
 	"unsafe"
 
 	"warpkv/gpu"
+	"warpkv/internal/par"
 )
 
 // Host-level calls on the GPU engine move their batch through pinned host
@@ -134,98 +134,18 @@ func asBytes[T uint32 | uint64](s []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(T(0))))
 }
 
-// stageHost makes the engine's pinned staging buffer hold at least bytes,
-// reallocating it with headroom when it is smaller. The previous
-// host-level call has synchronized, so it is idle.
-func (e *gpuEngine) stageHost(bytes int) error {
-	if e.host != nil && e.host.Len() >= bytes {
-		return nil
-	}
-	if err := e.host.Free(); err != nil {
-		return fmt.Errorf("freeing pinned staging: %w", err)
-	}
-	e.host = nil
-	size := withHeadroom(bytes)
-	h, err := gpu.AllocHost[byte](e.dev, size)
-	if err != nil {
-		return fmt.Errorf("pinned staging of %d bytes: %w", size, err)
-	}
-	e.host = h
-	return nil
-}
-
-// stageDevice makes the device staging buffer hold at least bytes and sets
-// devStage to it.
-func (e *gpuEngine) stageDevice(bytes int) error {
-	b, err := e.stageDev.get(e.dev, e.stream, bytes)
-	if err != nil {
-		return fmt.Errorf("device staging: %w", err)
-	}
-	e.devStage = b
-	return nil
-}
-
 // withHeadroom returns a size a quarter larger than bytes, so that slowly
-// growing batches do not reallocate on every call.
+// growing batches do not reallocate on every call: the growth of the
+// engine's pool.
 func withHeadroom(bytes int) int { return bytes + bytes/4 + 1<<16 }
 
-// devScratch is device memory reused across calls and grown with
-// headroom.
-type devScratch struct{ buf *gpu.Buffer[byte] }
-
-// get returns the scratch buffer, at least bytes long. Growing it waits
-// for s first, since work queued there may still use the old memory.
-// Cost: nothing when it is large enough, else a synchronization and an
-// allocation.
-func (d *devScratch) get(dev *gpu.Device, s *gpu.Stream, bytes int) (*gpu.Buffer[byte], error) {
-	if d.buf != nil && d.buf.Len() >= bytes {
-		return d.buf, nil
-	}
-	if d.buf != nil {
-		if err := s.Synchronize(); err != nil {
-			return nil, err
-		}
-		if err := d.buf.Free(); err != nil {
-			return nil, err
-		}
-		d.buf = nil
-	}
-	size := withHeadroom(bytes)
-	b, err := gpu.Alloc[byte](dev, size)
-	if err != nil {
-		return nil, fmt.Errorf("%d bytes: %w", size, err)
-	}
-	d.buf = b
-	return b, nil
-}
-
-// free releases the scratch.
-func (d *devScratch) free() error {
-	err := d.buf.Free()
-	d.buf = nil
-	return err
-}
-
-// Pipeline events of chunk c: its transfer in done, its kernels done, its
-// transfer out done.
+// Names of the engine's buffers in its pool.
 const (
-	evIn = iota
-	evComputed
-	evOut
-	evPerChunk
+	bufStage = "stage" // device staging of a host-level call (stageLayout)
+	bufJobs  = "jobs"  // grouped jobs of a host-level call's chunk (jobsLayout)
+	bufKeys  = "keys"  // partition keys of DevGroup
+	bufHost  = "host"  // pinned staging of slice calls, counters of staged calls
 )
-
-// pipeEvents returns evPerChunk*chunks events, creating more when needed.
-func (e *gpuEngine) pipeEvents(chunks int) ([]*gpu.Event, error) {
-	for len(e.events) < evPerChunk*chunks {
-		ev, err := e.dev.NewEvent()
-		if err != nil {
-			return nil, err
-		}
-		e.events = append(e.events, ev)
-	}
-	return e.events[:evPerChunk*chunks], nil
-}
 
 // pin returns where the jobs and outputs of batch b, laid out on the
 // device as l, lie in pinned memory: the engine's pinned buffer, laid out
@@ -235,10 +155,10 @@ func (e *gpuEngine) pin(b hostBatch, l stageLayout, outBytes, chunks int, counte
 	n := b.n
 	var p pinnedJobs
 	if b.st == nil {
-		if err := e.stageHost(l.end); err != nil {
+		h, err := gpu.Host[byte](e.pool, bufHost, l.end)
+		if err != nil {
 			return p, err
 		}
-		h := e.host.Slice()
 		p = pinnedJobs{hashes: viewAs[uint64](h, l.hashes, n), out: h[l.out : l.out+outBytes*n], dense: h[:l.out]}
 		if b.withLocs {
 			p.locs = viewAs[uint32](h, l.locs, n)
@@ -253,23 +173,26 @@ func (e *gpuEngine) pin(b hostBatch, l stageLayout, outBytes, chunks int, counte
 		p.locs = b.st.locs[:n]
 	}
 	if counted {
-		if err := e.stageHost(4 * chunks); err != nil {
+		h, err := gpu.Host[byte](e.pool, bufHost, 4*chunks)
+		if err != nil {
 			return p, err
 		}
-		p.counts = viewAs[uint32](e.host.Slice(), 0, chunks)
+		p.counts = viewAs[uint32](h, 0, chunks)
 	}
 	return p, nil
 }
 
 // hostCall runs one host-level call over batch b with outBytes of output
 // per job and, if counted, a zeroed uint32 counter per chunk for the
-// kernels to add to: it moves the batch to the device chunk by chunk,
-// queues compute for each chunk on the engine's stream between the
-// chunk's transfer in and its transfer out, and hands every chunk, in
-// order, to done once its output and counter are in pinned memory. On
-// error it waits for the queued work before returning, so the staging
-// buffers are idle again.
-func (e *gpuEngine) hostCall(b hostBatch, outBytes int, counted bool, compute func(chunk) error, done func(chunk)) (err error) {
+// kernels to add to: it reserves the device staging and the job scratch
+// of a chunk, then runs the chunks through the engine's pipeline (see
+// gpu.Pipeline.Run): each chunk's transfer in, its compute on the engine's
+// stream and its transfer out, handing every chunk, in order, to done once
+// its output and counter are in pinned memory. A slice call copies its
+// jobs into pinned memory chunk by chunk (Pack); a staged call queues every
+// transfer in first and runs its check before any kernel. On error the
+// streams are idle again when it returns.
+func (e *gpuEngine) hostCall(b hostBatch, outBytes int, counted bool, compute func(chunk) error, done func(chunk)) error {
 	n := b.n
 	most := e.chunkJobs
 	if b.st != nil {
@@ -279,26 +202,20 @@ func (e *gpuEngine) hostCall(b hostBatch, outBytes int, counted bool, compute fu
 	size := (n + chunks - 1) / chunks // balanced chunks,
 	chunks = (n + size - 1) / size    // none of them empty
 	l := newStageLayout(n, b.withLocs, outBytes, chunks, counted)
-	if err := e.stageDevice(l.end); err != nil {
-		return err
+	needs := []gpu.Need{{Name: bufStage, Bytes: l.end}}
+	if b.withLocs {
+		needs = append(needs, gpu.Need{Name: bufJobs, Bytes: newJobsLayout(size, e.geo.parts).end})
 	}
+	if err := e.pool.Reserve(needs...); err != nil {
+		return fmt.Errorf("device staging: %w", err)
+	}
+	stage := gpu.Take[byte](e.pool, bufStage, l.end)
+	e.devStage = stage
 	p, err := e.pin(b, l, outBytes, chunks, counted)
 	if err != nil {
 		return err
 	}
 	piped := chunks > 1
-	var events []*gpu.Event
-	if piped {
-		if events, err = e.pipeEvents(chunks); err != nil {
-			return err
-		}
-	}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, e.copyStream.Synchronize(), e.stream.Synchronize(), e.outStream.Synchronize())
-		}
-	}()
-	stage := e.devStage
 	if counted {
 		if err := gpu.View[uint32](stage, l.counts, chunks).FillBytes(e.stream, 0); err != nil {
 			return err
@@ -318,125 +235,49 @@ func (e *gpuEngine) hostCall(b hostBatch, outBytes int, counted bool, compute fu
 		}
 		return k
 	}
-	// queueIn queues chunk c's transfer in: one copy when a slice call is
-	// one chunk (the hashes, the padding and the locations), else the
-	// chunk's hashes and locations.
-	queueIn := func(c int) error {
-		k, in := at(c), e.stream
-		if piped {
-			in = e.copyStream
-		}
-		if !piped && p.dense != nil {
-			if err := stage.Write(in, 0, p.dense); err != nil {
-				return err
+	steps := gpu.Steps{
+		// In: one copy when a slice call is one chunk (the hashes, the
+		// padding and the locations), else the chunk's hashes and
+		// locations.
+		In: func(in *gpu.Stream, c int) error {
+			k := at(c)
+			if !piped && p.dense != nil {
+				return stage.Write(in, 0, p.dense)
 			}
-		} else {
 			if err := stage.Write(in, l.hashes+8*k.first, asBytes(p.hashes[k.first:k.first+k.n])); err != nil {
 				return err
 			}
 			if b.withLocs {
-				if err := stage.Write(in, l.locs+4*k.first, asBytes(p.locs[k.first:k.first+k.n])); err != nil {
-					return err
-				}
+				return stage.Write(in, l.locs+4*k.first, asBytes(p.locs[k.first:k.first+k.n]))
 			}
-		}
-		if piped {
-			return events[evPerChunk*c+evIn].Record(in)
-		}
-		return nil
-	}
-	// queueRest queues chunk c's kernels, after its transfer in, and its
-	// transfer out, after its kernels.
-	queueRest := func(c int) error {
-		k, out := at(c), e.stream
-		if piped {
-			out = e.outStream
-			if err := e.stream.Wait(events[evPerChunk*c+evIn]); err != nil {
+			return nil
+		},
+		Work: func(_ *gpu.Stream, c int) error { return compute(at(c)) },
+		Out: func(out *gpu.Stream, c int) error {
+			k := at(c)
+			if err := stage.Read(out, k.out, k.hostOut); err != nil {
 				return err
 			}
-		}
-		if err := compute(k); err != nil {
-			return err
-		}
-		if piped {
-			if err := e.after(out, e.stream, events[evPerChunk*c+evComputed]); err != nil {
-				return err
+			if counted {
+				return stage.Read(out, k.count, asBytes(k.hostCount))
 			}
-		}
-		if err := stage.Read(out, k.out, k.hostOut); err != nil {
-			return err
-		}
-		if counted {
-			if err := stage.Read(out, k.count, asBytes(k.hostCount)); err != nil {
-				return err
-			}
-		}
-		if piped {
-			return events[evPerChunk*c+evOut].Record(out)
-		}
-		return nil
-	}
-	consumed := 0
-	consume := func() error {
-		if piped {
-			if err := events[evPerChunk*consumed+evOut].Synchronize(); err != nil {
-				return err
-			}
-		} else if err := e.stream.Synchronize(); err != nil {
-			return err
-		}
-		done(at(consumed))
-		consumed++
-		return nil
+			return nil
+		},
+		Done: func(c int) error {
+			done(at(c))
+			return nil
+		},
 	}
 	if b.st != nil {
-		for c := range chunks {
-			if err := queueIn(c); err != nil {
-				return err
-			}
-		}
-		if b.check != nil {
-			if err := b.check(); err != nil {
-				return err
-			}
-		}
-		for c := range chunks {
-			if err := queueRest(c); err != nil {
-				return err
-			}
-		}
+		steps.InFirst, steps.Check = true, b.check
 	} else {
-		for c := range chunks {
+		steps.Pack = func(c int) error {
 			k := at(c)
 			e.copyIn(p, b.hashes, b.locs, k.first, k.n)
-			if err := queueIn(c); err != nil {
-				return err
-			}
-			if err := queueRest(c); err != nil {
-				return err
-			}
-			for piped && consumed <= c-pipeLag {
-				if err := consume(); err != nil {
-					return err
-				}
-			}
+			return nil
 		}
 	}
-	for consumed < chunks {
-		if err := consume(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// after makes future work on s wait for the work queued so far on prior,
-// through ev.
-func (e *gpuEngine) after(s, prior *gpu.Stream, ev *gpu.Event) error {
-	if err := ev.Record(prior); err != nil {
-		return err
-	}
-	return s.Wait(ev)
+	return e.pipe.Run(e.stream, e.copyStream, e.outStream, chunks, pipeLag, steps)
 }
 
 // copyIn copies jobs [first, first+n) of a slice call's batch into the
@@ -447,7 +288,7 @@ func (e *gpuEngine) copyIn(p pinnedJobs, hashes []uint64, locs []uint32, first, 
 	if locs != nil {
 		hl = p.locs[first : first+n]
 	}
-	forRanges(n, e.workers, func(lo, hi int) {
+	par.Ranges(n, hostParts(n, e.workers), func(_, lo, hi int) {
 		copy(hh[lo:hi], hashes[first+lo:first+hi])
 		if locs != nil {
 			copy(hl[lo:hi], locs[first+lo:first+hi])

@@ -2,7 +2,6 @@ package hashindex
 
 import (
 	_ "embed"
-	"fmt"
 
 	"warpkv/gpu"
 )
@@ -21,22 +20,19 @@ var (
 	groupSource string
 )
 
-// KernelSources returns the names and CUDA C sources of the package's
-// kernel files, for compile checks (with kernelOptions).
-func KernelSources() map[string]string {
-	return map[string]string{indexFile: indexSource, groupFile: groupSource}
-}
-
-// kernelOptions returns the NVRTC options a kernel file is compiled with:
-// the launch configuration that its code depends on.
-func kernelOptions(file string) []string {
-	switch file {
-	case indexFile:
-		return []string{fmt.Sprintf("-DSEARCH_JOBS=%d", searchJobs)}
-	case groupFile:
-		return []string{fmt.Sprintf("-DSMALL_GROUP_MAX=%d", smallGroupMax), fmt.Sprintf("-DSMALL_GROUP_THREADS=%d", smallGroupThreads)}
+// Programs returns the package's kernel programs: hashindex.cu (search,
+// insert, delete, count) and group.cu (grouping by partition), each with
+// the shared headers and the constants the Go side owns (launch
+// configuration, table layout, result reasons), for Device.Load and the
+// compile test of every kernel. Cost: O(1).
+func Programs() []gpu.Program {
+	return []gpu.Program{
+		gpu.NewProgram(indexFile, indexSource,
+			gpu.Def("SEARCH_JOBS", searchJobs), gpu.Def("CELLS", CellsPerBucket), gpu.Def("BUCKET_WORDS", BucketWords),
+			gpu.Def("NOT_FOUND", NotFound), gpu.Def("RES_OVERWRITTEN", Overwritten), gpu.Def("RES_DISPLACED", Displaced)),
+		gpu.NewProgram(groupFile, groupSource,
+			gpu.Def("SMALL_GROUP_MAX", smallGroupMax), gpu.Def("SMALL_GROUP_THREADS", smallGroupThreads)),
 	}
-	return nil
 }
 
 // Launch configuration of hashindex.cu and group.cu. The index kernels run
@@ -75,12 +71,13 @@ type kernelSet struct {
 	groupKeys, groupGather, groupStarts, groupSmall *gpu.Function
 }
 
-// loadKernels compiles hashindex.cu and group.cu for d (through the on-disk
-// cubin cache; the gpu package loads a module once per device) and looks
-// up their kernels. Cost: NVRTC compilations (hundreds of milliseconds
-// each) on a cache miss.
+// loadKernels loads the package's programs on d (compiling through the
+// on-disk cubin cache; the gpu package loads a module once per device) and
+// looks up their kernels. Cost: NVRTC compilations (hundreds of
+// milliseconds each) on a cache miss.
 func loadKernels(d *gpu.Device) (*kernelSet, error) {
-	m, err := d.Compile(indexFile, indexSource, kernelOptions(indexFile)...)
+	ps := Programs()
+	m, err := d.Load(ps[0])
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +85,7 @@ func loadKernels(d *gpu.Device) (*kernelSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, err := d.Compile(groupFile, groupSource, kernelOptions(groupFile)...)
+	g, err := d.Load(ps[1])
 	if err != nil {
 		return nil, err
 	}

@@ -13,9 +13,20 @@ const kernelFile = "btree.cu"
 //go:embed btree.cu
 var kernelSource string
 
-// KernelSources returns the names and CUDA C sources of the package's
-// kernel files, for compile checks (no NVRTC options are needed).
-func KernelSources() map[string]string { return map[string]string{kernelFile: kernelSource} }
+// freedShift is the bit of a packed level size (the parents' scanned
+// entry counts) where the count of freed parents starts: entry offsets
+// below it, freed counts above (FREED_SHIFT in btree.cu).
+const freedShift = 40
+
+// Programs returns the package's kernel program, btree.cu with the shared
+// headers and the node layout's constants (NIL, the kinds, FREED_SHIFT),
+// for Device.Load and the compile test of every kernel. Cost: reads the
+// embedded headers.
+func Programs() []gpu.Program {
+	return []gpu.Program{gpu.NewProgram(kernelFile, kernelSource,
+		gpu.Def("NIL", nilNode), gpu.Def("KIND_FREE", kindFree), gpu.Def("KIND_LEAF", kindLeaf),
+		gpu.Def("KIND_INTERNAL", kindInternal), gpu.Def("FREED_SHIFT", freedShift))}
+}
 
 // Launch configuration of btree.cu: every kernel is one thread per item
 // (key, child, query) with a grid-stride loop, in blocks of kernelBlock
@@ -38,18 +49,18 @@ type kernelSet struct {
 	lastFlags, leaves, level, get, rng *gpu.Function
 	iota, gatherSel                    *gpu.Function // build and insert: sort with an index payload
 
-	// Insert, delete and rebuild (gpuupdate.go).
+	// Insert, delete and rebuild (insert_gpu.go, delete_gpu.go, propagate_gpu.go).
 	locate, leafSizes, mergeNew, stageOld, writeLeaves, writeKept, deleteLeaves *gpu.Function
 	unlinkHeads, unlinkMark, unlinkRead, unlinkWrite                            *gpu.Function
 	parentOf, parentSizes, stageRepl, stageKeep, writeInternal, levelList       *gpu.Function
 	nodeCounts, gather                                                          *gpu.Function
 }
 
-// loadKernels compiles btree.cu for d (through the gpu package's cubin
-// cache) and looks up its kernels. Cost: one NVRTC compilation on a cache
-// miss.
+// loadKernels loads btree.cu on d (compiling through the gpu package's
+// cubin cache) and looks up its kernels. Cost: one NVRTC compilation on a
+// cache miss.
 func loadKernels(d *gpu.Device) (*kernelSet, error) {
-	m, err := d.Compile(kernelFile, kernelSource)
+	m, err := d.Load(Programs()[0])
 	if err != nil {
 		return nil, err
 	}

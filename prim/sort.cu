@@ -1,4 +1,4 @@
-// radixsort.cu: device-wide stable LSD radix sort of 32- or 64-bit keys,
+// sort.cu: device-wide stable LSD radix sort of 32- or 64-bit keys,
 // optionally carrying 32- or 64-bit values, by 8-bit digits
 // (reduce-then-scan). The launcher in sort_gpu.go queues, for one sort:
 //
@@ -21,22 +21,19 @@
 // way: block b of a grid of G blocks owns tiles [tiles*b/G, tiles*(b+1)/G),
 // processed in order, so the counts and the scatter agree and the sort is
 // stable. Element counts fit in 32 bits (n < 2^32, checked by the launcher).
-typedef unsigned int u32;
-typedef unsigned long long u64;
+#include "warpkv/types.cuh"
 
-// Launch configuration: these equal the constants of the same meaning in
-// sort_gpu.go (radixBits, radixDigits, radixBlockThreads,
-// radixItemsPerThread, radixScanThreads, radixMaxPasses; PLAN_WORDS below is
-// radixPlanWords). Keep them equal; sort_test.go checks.
-#define RADIX_BITS 8
-#define RADIX_DIGITS 256
-#define BLOCK_THREADS 256
-#define ITEMS_PER_THREAD 16
-#define SCAN_THREADS 256
-#define MAX_PASSES 8
+// Launch configuration, passed from sort_gpu.go as -D options: RADIX_BITS
+// (radixBits), RADIX_DIGITS (radixDigits), BLOCK_THREADS
+// (radixBlockThreads), ITEMS_PER_THREAD (radixItemsPerThread),
+// SCAN_THREADS (radixScanThreads), MAX_PASSES (radixMaxPasses) and
+// PLAN_WORDS (radixPlanWords, the size of the plan below).
+#if !defined(RADIX_BITS) || !defined(RADIX_DIGITS) || !defined(BLOCK_THREADS) || !defined(ITEMS_PER_THREAD) || \
+    !defined(SCAN_THREADS) || !defined(MAX_PASSES) || !defined(PLAN_WORDS)
+#error "the radix sort's launch configuration is passed from sort_gpu.go"
+#endif
 
-#define WARP_THREADS 32
-#define FULL_MASK 0xffffffffu
+#define WARP_THREADS WARP
 #define BLOCK_WARPS (BLOCK_THREADS / WARP_THREADS)
 #define TILE_ITEMS (BLOCK_THREADS * ITEMS_PER_THREAD)
 #define WARP_ITEMS (WARP_THREADS * ITEMS_PER_THREAD)
@@ -53,7 +50,6 @@ typedef unsigned long long u64;
 #define PLAN_ACTIVE (MAX_PASSES * RADIX_DIGITS)
 #define PLAN_SRC (PLAN_ACTIVE + MAX_PASSES)
 #define PLAN_FINAL (PLAN_SRC + MAX_PASSES)
-#define PLAN_WORDS 2065
 
 static_assert(PLAN_WORDS == PLAN_FINAL + 1, "plan layout");
 

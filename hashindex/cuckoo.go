@@ -2,6 +2,8 @@ package hashindex
 
 import (
 	"sync/atomic"
+
+	"warpkv/internal/par"
 )
 
 // CPU engine tuning.
@@ -136,7 +138,7 @@ func (c *cpuEngine) search(hashes []uint64, out []uint32) (int, error) {
 	}
 	tasks := (n + cpuSearchChunk - 1) / cpuSearchChunk
 	var next, hits atomic.Int64
-	parallel(min(c.workers, tasks), func(int) {
+	par.Do(min(c.workers, tasks), func(int) {
 		for t := int(next.Add(1) - 1); t < tasks; t = int(next.Add(1) - 1) {
 			lo, hi := t*cpuSearchChunk, min(n, (t+1)*cpuSearchChunk)
 			hits.Add(int64(c.searchRange(hashes[lo:hi], out[lo:hi])))
@@ -228,7 +230,7 @@ func (c *cpuEngine) apply(hashes []uint64, locs []uint32, fn func(j int, h uint6
 	runs := jobs.Runs()
 	per := max(1, runs/(c.workers*cpuRunsPerTask))
 	var next atomic.Int64
-	parallel(c.workers, func(int) {
+	par.Do(c.workers, func(int) {
 		for {
 			r0 := int(next.Add(int64(per))) - per
 			if r0 >= runs {

@@ -1,0 +1,256 @@
+package btree
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"warpkv/engine"
+	"warpkv/gpu"
+	"warpkv/internal/gputest"
+	"warpkv/internal/par"
+	"warpkv/prim"
+)
+
+// The GPU engine's benchmarks on the paper's large cases (a tree of 100M
+// keys; batches of 10M): build, insert and delete, lookups (the whole call
+// and the kernel alone) and range queries, reporting keys per second and
+// the phases of LastBatch. They need a GPU (they skip without one) and
+// about 4 GB of host memory for the inputs, e.g.
+//
+//	go test ./btree -run '^$' -bench 'GPU' -benchtime 3x
+
+const (
+	benchTreeKeys  = 100_000_000
+	benchBatchKeys = 10_000_000
+)
+
+var (
+	benchInputsOnce sync.Once
+	benchTree       [2][]uint64 // keys, values of the 100M-key tree
+	benchQueries    []uint64    // 10M lookups, half present (random order), half absent
+	benchBatch      [2][]uint64 // 10M new pairs
+)
+
+// parallelKeys returns n keys SplitMix64(seed, i) and values i, on all
+// cores.
+func parallelKeys(n int, seed uint64) ([]uint64, []uint64) {
+	k, v := make([]uint64, n), make([]uint64, n)
+	par.For(n, 1<<16, 0, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			k[i], v[i] = prim.SplitMix64(seed, uint64(i)), uint64(i)
+		}
+	})
+	return k, v
+}
+
+// benchInputs generates the inputs once per process.
+func benchInputs() {
+	benchInputsOnce.Do(func() {
+		benchTree[0], benchTree[1] = parallelKeys(benchTreeKeys, 1)
+		benchQueries, _ = parallelKeys(benchBatchKeys, 1)
+		for i := 1; i < len(benchQueries); i += 2 {
+			benchQueries[i] = prim.SplitMix64(7, uint64(i)) // misses
+		}
+		benchBatch[0], benchBatch[1] = parallelKeys(benchBatchKeys, 2)
+	})
+}
+
+// reportPhases reports keys per second over the loop and the last batch's
+// phases in milliseconds.
+func reportPhases(b *testing.B, keys int, lb engine.Timings) {
+	b.ReportMetric(float64(b.N)*float64(keys)/b.Elapsed().Seconds()/1e6, "Mkeys/s")
+	for _, p := range []struct {
+		name string
+		ms   float64
+	}{{"upload-ms", ms(lb.Upload)}, {"sort-ms", ms(lb.Sort)}, {"work-ms", ms(lb.Work)}, {"download-ms", ms(lb.Download)}} {
+		b.ReportMetric(p.ms, p.name)
+	}
+}
+
+func ms[D ~int64](d D) float64 { return float64(d) / 1e6 }
+
+// newBenchTree returns a GPU tree of the given order holding the 100M-key
+// tree.
+func newBenchTree(b *testing.B, d *gpu.Device, order int) *Tree {
+	b.Helper()
+	benchInputs()
+	g, err := New(Options{Order: order, GPU: d})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = g.Close() })
+	if err := g.Build(benchTree[0], benchTree[1]); err != nil {
+		b.Fatal(err)
+	}
+	return g
+}
+
+// BenchmarkGPUBuild builds trees of 10M and 100M keys (orders 32 to 256 at
+// 100M) from unsorted pairs, transfers included.
+func BenchmarkGPUBuild(b *testing.B) {
+	d := gputest.Device(b)
+	benchInputs()
+	for _, c := range []struct{ order, n int }{{64, 10_000_000}, {64, benchTreeKeys}, {32, benchTreeKeys}, {128, benchTreeKeys}, {256, benchTreeKeys}} {
+		b.Run(fmt.Sprintf("order=%d/keys=%d", c.order, c.n), func(b *testing.B) {
+			g, err := New(Options{Order: c.order, GPU: d})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer g.Close()
+			for b.Loop() {
+				if err := g.Build(benchTree[0][:c.n], benchTree[1][:c.n]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportPhases(b, c.n, g.LastBatch())
+		})
+	}
+}
+
+// BenchmarkGPUInsert inserts 10M new keys into the 100M-key tree (deleting
+// them again between runs, untimed).
+func BenchmarkGPUInsert(b *testing.B) {
+	g := newBenchTree(b, gputest.Device(b), DefaultOrder)
+	var lb engine.Timings
+	for b.Loop() {
+		if err := g.Insert(benchBatch[0], benchBatch[1]); err != nil {
+			b.Fatal(err)
+		}
+		lb = g.LastBatch()
+		b.StopTimer()
+		if err := g.Delete(benchBatch[0]); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	reportPhases(b, benchBatchKeys, lb)
+}
+
+// BenchmarkGPUDelete deletes 10M keys from a 110M-key tree (inserting them
+// again between runs, untimed).
+func BenchmarkGPUDelete(b *testing.B) {
+	g := newBenchTree(b, gputest.Device(b), DefaultOrder)
+	var lb engine.Timings
+	for b.Loop() {
+		b.StopTimer()
+		if err := g.Insert(benchBatch[0], benchBatch[1]); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := g.Delete(benchBatch[0]); err != nil {
+			b.Fatal(err)
+		}
+		lb = g.LastBatch()
+	}
+	reportPhases(b, benchBatchKeys, lb)
+	if err := g.Check(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkGPULookup looks up 10M keys (half absent) in the 100M-key tree
+// of orders 32 to 256: the whole call from Go slices, and the kernel alone
+// on keys already on the device.
+func BenchmarkGPULookup(b *testing.B) {
+	d := gputest.Device(b)
+	for _, order := range []int{64, 32, 128, 256} {
+		g := newBenchTree(b, d, order)
+		q := benchQueries
+		b.Run(fmt.Sprintf("order=%d/call", order), func(b *testing.B) {
+			vals, found := make([]uint64, len(q)), make([]bool, len(q))
+			for b.Loop() {
+				if err := g.Lookup(q, vals, found); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportPhases(b, len(q), g.LastBatch())
+		})
+		b.Run(fmt.Sprintf("order=%d/kernel", order), func(b *testing.B) {
+			gt := g.e.(*gpuTree)
+			gt.mu.Lock()
+			defer gt.mu.Unlock()
+			keys, _ := gpu.Get[uint64](gt.pool, bufInK, len(q))
+			out, _ := gpu.Get[uint64](gt.pool, bufOutV, len(q))
+			f, err := gpu.Get[uint8](gt.pool, bufFlags, len(q))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := keys.Write(gt.s, 0, q); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if err := gt.launchGet(gt.st.root, keys, len(q), out, f); err != nil {
+					b.Fatal(err)
+				}
+				if err := gt.s.Synchronize(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)*float64(len(q))/b.Elapsed().Seconds()/1e6, "Mkeys/s")
+		})
+		if err := g.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGPURanges answers 1M range queries of about 16 keys on the
+// 100M-key tree.
+func BenchmarkGPURanges(b *testing.B) {
+	g := newBenchTree(b, gputest.Device(b), DefaultOrder)
+	nq := 1_000_000
+	los, his := make([]uint64, nq), make([]uint64, nq)
+	width := 15 * (^uint64(0) / benchTreeKeys)
+	for i := range los {
+		los[i] = benchTree[0][prim.SplitMix64(9, uint64(i))%benchTreeKeys]
+		his[i] = los[i] + width
+		if his[i] < los[i] {
+			his[i] = ^uint64(0)
+		}
+	}
+	pairs := 0
+	for b.Loop() {
+		k, _, _, err := g.Ranges(los, his, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pairs = len(k)
+	}
+	b.ReportMetric(float64(b.N)*float64(nq)/b.Elapsed().Seconds()/1e6, "Mqueries/s")
+	b.ReportMetric(float64(pairs)/float64(nq), "pairs/query")
+}
+
+// BenchmarkCPUEngineLarge builds the 100M-key tree on the CPU engine (all
+// cores) and looks up the 10M keys in it: the CPU figures beside the GPU
+// benchmarks'.
+func BenchmarkCPUEngineLarge(b *testing.B) {
+	benchInputs()
+	c, err := New(Options{Device: "cpu"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	b.Run("build", func(b *testing.B) {
+		for b.Loop() {
+			if err := c.Build(benchTree[0], benchTree[1]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportPhases(b, benchTreeKeys, c.LastBatch())
+	})
+	b.Run("lookup", func(b *testing.B) {
+		if c.Len() == 0 {
+			if err := c.Build(benchTree[0], benchTree[1]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		vals, found := make([]uint64, len(benchQueries)), make([]bool, len(benchQueries))
+		for b.Loop() {
+			if err := c.Lookup(benchQueries, vals, found); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportPhases(b, len(benchQueries), c.LastBatch())
+	})
+}

@@ -1,0 +1,92 @@
+package btree
+
+import (
+	"errors"
+	"unsafe"
+
+	"warpkv/engine"
+	"warpkv/gpu"
+)
+
+// lookupBatch fills values and found for keys (found as bytes 0/1). The tree
+// must not be empty. Large batches are pipelined in chunks of lookupChunk
+// keys over two streams: each chunk's upload (pinned staging), bt_get and
+// download (pinned staging) are queued on one stream, alternately, so
+// that one chunk's transfers overlap the other stream's, and the copies
+// between Go and pinned memory overlap the DMAs; the batch's phases then
+// overlap, and the timings give their whole device span as Work. Smaller batches
+// run the phases one after the other. Cost: a transfer each way and one
+// thread per key.
+func (g *gpuTree) lookupBatch(root uint32, keys, values []uint64, found []bool) (engine.Timings, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := len(keys)
+	if n == 0 {
+		return engine.Timings{Op: "lookup"}, nil
+	}
+	g.clock.Start()
+	g.clock.Mark(g.s, engine.MarkStart)
+	q, err := gpu.Get[uint64](g.pool, bufInK, n)
+	if err != nil {
+		return engine.Timings{}, err
+	}
+	out, err := gpu.Get[uint64](g.pool, bufOutV, n)
+	if err != nil {
+		return engine.Timings{}, err
+	}
+	f, err := gpu.Get[uint8](g.pool, bufFlags, n)
+	if err != nil {
+		return engine.Timings{}, err
+	}
+	g.down.Discard()
+	fb := unsafe.Slice((*uint8)(unsafe.Pointer(&found[0])), n) // the kernel writes 0 or 1
+	if n >= 2*lookupChunk && g.up.Staged() && g.down.Staged() {
+		if err := g.fork(); err != nil {
+			return engine.Timings{}, err
+		}
+		streams := [2]*gpu.Stream{g.s, g.s2}
+		for c, off := 0, 0; off < n; c, off = c+1, off+lookupChunk {
+			s := streams[c%2]
+			end := min(off+lookupChunk, n)
+			if err := gpu.UploadStaged(g.up, s, q, off, keys[off:end]); err != nil {
+				return engine.Timings{}, err
+			}
+			cnt := end - off
+			if err := g.k.get.Launch(s, grid(cnt), gpu.D1(kernelBlock), 0, gpu.View[uint64](q, 8*off, cnt), uint64(cnt),
+				root, uint32(g.height), uint32(g.order), g.keys, g.slots, g.count,
+				gpu.View[uint64](out, 8*off, cnt), gpu.View[uint8](f, off, cnt)); err != nil {
+				return engine.Timings{}, err
+			}
+			if err := errors.Join(gpu.DownloadStaged(g.down, s, out, off, values[off:end]), gpu.DownloadStaged(g.down, s, f, off, fb[off:end])); err != nil {
+				return engine.Timings{}, err
+			}
+		}
+		if err := g.joinBack(); err != nil {
+			return engine.Timings{}, err
+		}
+		g.clock.Mark(g.s, engine.MarkWorked)
+	} else {
+		if err := gpu.UploadStaged(g.up, g.s, q, 0, keys); err != nil {
+			return engine.Timings{}, err
+		}
+		g.clock.Mark(g.s, engine.MarkUploaded)
+		if err := g.launchGet(root, q, n, out, f); err != nil {
+			return engine.Timings{}, err
+		}
+		g.clock.Mark(g.s, engine.MarkWorked)
+		if err := errors.Join(gpu.DownloadStaged(g.down, g.s, out, 0, values), gpu.DownloadStaged(g.down, g.s, f, 0, fb)); err != nil {
+			return engine.Timings{}, err
+		}
+	}
+	g.clock.Mark(g.s, engine.MarkDone)
+	if err := errors.Join(g.down.Drain(), g.s.Synchronize()); err != nil {
+		return engine.Timings{}, err
+	}
+	return g.clock.Timings("lookup", n), nil
+}
+
+// launchGet queues bt_get over n keys in q. Callers hold g.mu.
+func (g *gpuTree) launchGet(root uint32, q *gpu.Buffer[uint64], n int, out *gpu.Buffer[uint64], f *gpu.Buffer[uint8]) error {
+	return g.k.get.Launch(g.s, grid(n), gpu.D1(kernelBlock), 0, q, uint64(n), root, uint32(g.height), uint32(g.order),
+		g.keys, g.slots, g.count, out, f)
+}

@@ -1,0 +1,95 @@
+package btree
+
+import (
+	"warpkv/engine"
+	"warpkv/gpu"
+)
+
+// Batch insert and delete on the GPU engine. Every phase is a kernel of one
+// thread per item (key, touched node, entry) or a prim primitive on the
+// tree's stream; the node arrays never leave the device. Between phases
+// the host reads a few totals (groups, pieces, entries) to size the next
+// launches and the node allocation. The algorithm, the piece layout, the
+// node ids and the leaf chain follow the CPU engine's insert.go,
+// propagate.go and delete.go exactly, so the node arrays stay equal word
+// for word. All memory a batch may need (node capacity for a safe upper
+// bound of the new nodes, every scratch buffer) is reserved before the
+// first write to the tree, so running out of device memory leaves the tree
+// as it was.
+
+// insertSorted applies the m sorted unique pairs in outK, outV to a non-empty
+// tree and returns the new bookkeeping. Cost: locate's, one thread per
+// batch key and per old entry of the touched leaves (merge), one per
+// merged entry (write), and per level one thread per changed child,
+// replacement and entry of the touched parents.
+func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
+	gr, err := g.locate(st, m, false)
+	if err != nil {
+		return st, err
+	}
+	G := gr.G
+	// Reserve: node capacity for the leaves' extra nodes and a bound on
+	// the upper levels' (each level adds at most as many as the one below,
+	// a new root level at most the root's pieces), and every buffer.
+	bound := g.nodes + gr.extra*(g.height+2) + 2
+	R := gr.pieces + gr.extra + 2
+	staged := max(gr.entries, g.maxStagedEntries(st, G, R))
+	if err := g.pool.Reserve(propagateNeeds(G, R, staged)...); err != nil {
+		return st, err
+	}
+	if err := g.growCap(bound); err != nil {
+		return st, err
+	}
+	// From here on the tree changes; nothing allocates.
+	first, err := g.allocNodes(gr.extra)
+	if err != nil {
+		return st, err
+	}
+	order := uint32(g.order)
+	lv := level{set: 0, G: G, R: gr.pieces, node: gpu.Take[uint32](g.pool, "node.0", G), oldMax: gpu.Take[uint64](g.pool, "oldmax.0", G),
+		gp: gpu.Take[uint64](g.pool, "gp.0", G+1), chId: gpu.Take[uint32](g.pool, "chid.0", R), chMax: gpu.Take[uint64](g.pool, "chmax.0", R)}
+	gc, gSum, packed, pos := gpu.Take[uint64](g.pool, "gc.0", G+1), gpu.Take[uint64](g.pool, "gsum", m+1), gpu.Take[uint64](g.pool, "packed", m+1), gpu.Take[uint32](g.pool, "pos", m)
+	mk, mv := gpu.Take[uint64](g.pool, "mk", staged), gpu.Take[uint64](g.pool, "mv", staged)
+	if err := g.launch(g.k.mergeNew, m, gpu.Take[uint64](g.pool, bufOutK, m), gpu.Take[uint64](g.pool, bufOutV, m), uint64(m), uint64(G), gSum, packed, pos, gc, mk, mv); err != nil {
+		return st, err
+	}
+	if err := g.launch(g.k.stageOld, gr.oldTot, uint64(gr.oldTot), uint64(G), int32(0), gpu.Take[uint64](g.pool, bufOutK, m), gSum, packed, gc,
+		lv.node, order, g.keys, g.slots, mk, mv); err != nil {
+		return st, err
+	}
+	if err := g.launch(g.k.writeLeaves, gr.entries, uint64(gr.entries), uint64(G), gc, lv.gp, lv.node,
+		gpu.Take[uint32](g.pool, "oldnext", G), mk, mv, first, order, g.keys, g.slots, g.count, g.parent, g.next, g.prv, g.kind,
+		lv.chId, lv.chMax); err != nil {
+		return st, err
+	}
+	st.n += gr.flagged
+	st.leaves += gr.pieces - G
+	return g.propagate(st, lv)
+}
+
+// insertBatch is Insert on the GPU engine: upload, sort and dedupe, then
+// writeTree into an empty tree or insertSorted; it returns the new
+// bookkeeping and the phase times. On an error the returned state is st
+// (out of memory: the tree is unchanged).
+func (g *gpuTree) insertBatch(st treeState, keys, values []uint64) (treeState, engine.Timings, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.clock.Start()
+	g.clock.Mark(g.s, engine.MarkStart)
+	m, err := g.uploadSortDedupe(keys, values)
+	if err != nil {
+		return st, engine.Timings{}, err
+	}
+	out := st
+	if st.root == nilNode {
+		b, err := g.writeTree(gpu.Take[uint64](g.pool, bufOutK, m), gpu.Take[uint64](g.pool, bufOutV, m), m)
+		if err != nil {
+			return st, engine.Timings{}, err
+		}
+		out = treeState{root: b.root, n: b.n, leaves: b.leaves}
+	} else if out, err = g.insertSorted(st, m); err != nil {
+		return st, engine.Timings{}, err
+	}
+	tm, err := g.finishTimes("insert", len(keys))
+	return out, tm, err
+}

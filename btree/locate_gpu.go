@@ -1,0 +1,82 @@
+package btree
+
+import (
+	"errors"
+
+	"warpkv/gpu"
+	"warpkv/prim"
+)
+
+// groups are the touched nodes of the leaf level after bt_locate, the
+// reduction by leaf and the scans.
+type groups struct {
+	G       int // touched leaves
+	flagged int // batch keys flagged (insert: new; delete: found)
+	entries int // total new entries of the touched leaves (merged or kept)
+	pieces  int // total pieces
+	extra   int // total new nodes
+	oldTot  int // total old entries of the touched leaves
+}
+
+// locate runs the leaf phases shared by insert and delete over the m
+// sorted unique keys in outK: bt_locate, the reduction by leaf (prim
+// reduce by key), bt_leaf_sizes and the scans; it reads the totals back.
+// Nothing in the tree changes. Cost: one thread per key searching the
+// tree, a reduce-by-key, four scans, two synchronizations.
+func (g *gpuTree) locate(st treeState, m int, del bool) (groups, error) {
+	var gr groups
+	if err := g.pool.Reserve(gpu.NeedOf[uint32]("leafOf", m), gpu.NeedOf[uint32]("pos", m), gpu.NeedOf[uint64]("packed", m+1),
+		gpu.NeedOf[uint32]("node.0", m), gpu.NeedOf[uint64]("gsum", m+1)); err != nil {
+		return gr, err
+	}
+	leafOf, pos, packed := gpu.Take[uint32](g.pool, "leafOf", m), gpu.Take[uint32](g.pool, "pos", m), gpu.Take[uint64](g.pool, "packed", m+1)
+	gLeaf, gSum := gpu.Take[uint32](g.pool, "node.0", m), gpu.Take[uint64](g.pool, "gsum", m+1)
+	cnt, err := gpu.Get[uint32](g.pool, bufCounters, 2)
+	if err != nil {
+		return gr, err
+	}
+	order := uint32(g.order)
+	if err := g.launch(g.k.locate, m, gpu.Take[uint64](g.pool, bufOutK, m), uint64(m), st.root, uint32(g.height), order, boolInt(del),
+		g.keys, g.slots, g.count, leafOf, pos, packed); err != nil {
+		return gr, err
+	}
+	if err := prim.DevReduceByKey(g.pe, leafOf, packed, gLeaf, gSum, m, gpu.View[uint32](cnt, 0, 1)); err != nil {
+		return gr, err
+	}
+	var c [1]uint32
+	if err := errors.Join(cnt.Read(g.s, 0, c[:]), g.s.Synchronize()); err != nil {
+		return gr, err
+	}
+	G := int(c[0])
+	gr.G = G
+	if err := g.pool.Reserve(gpu.NeedOf[uint64]("gc.0", G+1), gpu.NeedOf[uint64]("gp.0", G+1), gpu.NeedOf[uint64]("oldmax.0", G),
+		gpu.NeedOf[uint32]("oldnext", G)); err != nil {
+		return gr, err
+	}
+	gc, gp := gpu.Take[uint64](g.pool, "gc.0", G+1), gpu.Take[uint64](g.pool, "gp.0", G+1)
+	if err := g.launch(g.k.leafSizes, G+1, uint64(G), gLeaf, gSum, order, uint32(g.fill), boolInt(del),
+		g.keys, g.count, g.next, gc, gp, gpu.Take[uint64](g.pool, "oldmax.0", G), gpu.Take[uint32](g.pool, "oldnext", G)); err != nil {
+		return gr, err
+	}
+	for _, x := range []struct {
+		b *gpu.Buffer[uint64]
+		n int
+	}{{packed, m + 1}, {gSum, G + 1}, {gc, G + 1}, {gp, G + 1}} {
+		if err := prim.DevScanExclusive(g.pe, x.b, x.b, x.n); err != nil {
+			return gr, err
+		}
+	}
+	w, err := g.readWords([]*gpu.Buffer[uint64]{gSum, gc, gp}, []int{G, G, G})
+	if err != nil {
+		return gr, err
+	}
+	gr.flagged = int(uint32(w[0]))
+	gr.entries = int(w[1])
+	gr.pieces, gr.extra = int(w[2]>>32), int(uint32(w[2]))
+	if del {
+		gr.oldTot = gr.entries + gr.flagged
+	} else {
+		gr.oldTot = gr.entries - gr.flagged
+	}
+	return gr, nil
+}

@@ -1,0 +1,170 @@
+package btree
+
+import (
+	"errors"
+	"math"
+
+	"warpkv/engine"
+	"warpkv/gpu"
+	"warpkv/prim"
+)
+
+// uploadSortDedupe copies the batch to inK (and inV when values is not
+// nil) and sorts it on the device; then keeps the last occurrence of each
+// key in outK (and outV) and returns their number. With values, a large
+// batch (overlapSort) is sorted as (key, batch position) pairs while the
+// values are uploaded on the second stream, and the kept positions'
+// values are gathered afterwards: the values' upload overlaps the sort,
+// whose payload is 4 bytes instead of 8. The phase marks put the keys'
+// upload in Upload and the rest (the sort, the overlapped upload of the
+// values, the dedupe) in Sort. Cost: the transfers, a radix sort, a flag
+// kernel, one or two selects (and a gather) and one synchronization.
+func (g *gpuTree) uploadSortDedupe(keys, values []uint64) (int, error) {
+	n := len(keys)
+	k, err := gpu.Get[uint64](g.pool, bufInK, n)
+	if err != nil {
+		return 0, err
+	}
+	var v *gpu.Buffer[uint64]
+	if values != nil {
+		if v, err = gpu.Get[uint64](g.pool, bufInV, n); err != nil {
+			return 0, err
+		}
+	}
+	overlap := values != nil && overlapSort(n) && g.up.Staged()
+	if overlap {
+		if err := g.pool.Reserve(gpu.NeedOf[uint32]("sortidx", n), gpu.NeedOf[uint32]("selidx", n)); err != nil {
+			return 0, err
+		}
+	}
+	if err := gpu.UploadStaged(g.up, g.s, k, 0, keys); err != nil {
+		return 0, err
+	}
+	if !overlap && values != nil {
+		if err := gpu.UploadStaged(g.up, g.s, v, 0, values); err != nil {
+			return 0, err
+		}
+	}
+	g.clock.Mark(g.s, engine.MarkUploaded)
+	if overlap {
+		idx := gpu.Take[uint32](g.pool, "sortidx", n)
+		if err := g.fork(); err != nil { // s2's upload into inV after s's earlier use of it
+			return 0, err
+		}
+		if err := g.launch(g.k.iota, n, uint64(n), idx); err != nil {
+			return 0, err
+		}
+		if err := prim.DevSortPairs(g.pe, k, idx, n); err != nil {
+			return 0, err
+		}
+		if err := gpu.UploadStaged(g.up, g.s2, v, 0, values); err != nil {
+			return 0, err
+		}
+		if err := g.joinBack(); err != nil {
+			return 0, err
+		}
+		m, err := g.dedupeGather(n, idx, gpu.Take[uint32](g.pool, "selidx", n), v)
+		if err != nil {
+			return 0, err
+		}
+		g.clock.Mark(g.s, engine.MarkSorted)
+		return m, nil
+	}
+	if values != nil {
+		err = prim.DevSortPairs(g.pe, k, v, n)
+	} else {
+		err = prim.DevSortKeys(g.pe, k, n)
+	}
+	if err != nil {
+		return 0, err
+	}
+	m, err := g.dedupe(n, values != nil)
+	if err != nil {
+		return 0, err
+	}
+	g.clock.Mark(g.s, engine.MarkSorted)
+	return m, nil
+}
+
+// overlapSort reports whether a batch of n pairs is sorted with a position
+// payload while its values upload (uploadSortDedupe): large enough to be
+// staged, and positions fit in 32 bits.
+func overlapSort(n int) bool { return n >= stageMin && uint64(n) <= math.MaxUint32 }
+
+// dedupeGather is dedupe for a batch sorted as (key, position) pairs: the
+// last of each run of equal keys in inK goes to outK, its position (from
+// idx) to sel, and the value at that position of v to outV (bt_gather_
+// selected reads the kept count on the device). It returns the number
+// kept (one synchronization).
+func (g *gpuTree) dedupeGather(n int, idx, sel *gpu.Buffer[uint32], v *gpu.Buffer[uint64]) (int, error) {
+	flags, cnt, err := g.selectLastKeys(n)
+	if err != nil {
+		return 0, err
+	}
+	uv, err := gpu.Get[uint64](g.pool, bufOutV, n)
+	if err != nil {
+		return 0, err
+	}
+	if err := prim.DevSelect(g.pe, idx, flags, sel, n, gpu.View[uint32](cnt, 4, 1)); err != nil {
+		return 0, err
+	}
+	if err := g.launch(g.k.gatherSel, n, uint64(n), gpu.View[uint32](cnt, 4, 1), sel, v, uv); err != nil {
+		return 0, err
+	}
+	return g.keptCount(cnt)
+}
+
+// dedupe flags the last of each run of equal keys among the n sorted keys
+// of inK and compacts them (and their values from inV, withValues) into
+// outK (outV); it returns their number (one synchronization).
+func (g *gpuTree) dedupe(n int, withValues bool) (int, error) {
+	flags, cnt, err := g.selectLastKeys(n)
+	if err != nil {
+		return 0, err
+	}
+	if withValues {
+		uv, err := gpu.Get[uint64](g.pool, bufOutV, n)
+		if err != nil {
+			return 0, err
+		}
+		if err := prim.DevSelect(g.pe, gpu.Take[uint64](g.pool, bufInV, n), flags, uv, n, gpu.View[uint32](cnt, 4, 1)); err != nil {
+			return 0, err
+		}
+	}
+	return g.keptCount(cnt)
+}
+
+// selectLastKeys flags the last of each run of equal keys among the n
+// sorted keys of inK and compacts those keys into outK, their number into
+// cnt[0]; the flags and cnt (two words; the second for the caller's own
+// select) are returned for the caller's payload. No synchronization.
+func (g *gpuTree) selectLastKeys(n int) (*gpu.Buffer[uint8], *gpu.Buffer[uint32], error) {
+	flags, err := gpu.Get[uint8](g.pool, bufFlags, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	uk, err := gpu.Get[uint64](g.pool, bufOutK, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	cnt, err := gpu.Get[uint32](g.pool, bufCounters, 2)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := g.launch(g.k.lastFlags, n, gpu.Take[uint64](g.pool, bufInK, n), uint64(n), flags); err != nil {
+		return nil, nil, err
+	}
+	if err := prim.DevSelect(g.pe, gpu.Take[uint64](g.pool, bufInK, n), flags, uk, n, gpu.View[uint32](cnt, 0, 1)); err != nil {
+		return nil, nil, err
+	}
+	return flags, cnt, nil
+}
+
+// keptCount synchronizes and returns cnt[0], the number of keys kept.
+func (g *gpuTree) keptCount(cnt *gpu.Buffer[uint32]) (int, error) {
+	var c [1]uint32
+	if err := errors.Join(cnt.Read(g.s, 0, c[:]), g.s.Synchronize()); err != nil {
+		return 0, err
+	}
+	return int(c[0]), nil
+}

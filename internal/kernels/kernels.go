@@ -1,0 +1,33 @@
+package kernels
+
+import (
+	"warpkv/bench"
+	"warpkv/btree"
+	"warpkv/gpu"
+	"warpkv/hashindex"
+	"warpkv/prim"
+)
+
+// Package is one package's kernel programs.
+type Package struct {
+	Name     string // the package's import path below the module
+	Programs []gpu.Program
+}
+
+// All returns the kernel programs of every package, in dependency order.
+// Cost: reads the embedded sources.
+func All() []Package {
+	return []Package{
+		{"prim", prim.Programs()},
+		{"hashindex", hashindex.Programs()},
+		{"btree", btree.Programs()},
+		{"bench", bench.Programs()},
+		// Engines add their programs here:
+		//   {"mpt", mpt.Programs()},   once mpt exposes Programs (its compile_test.go covers it until then)
+		//   {"art", art.Programs()},
+		//   {"stm", stm.Programs()},
+	}
+}
+
+// Archs are the GPU architectures every kernel is compile-checked for.
+var Archs = []string{"sm_90"}

@@ -1,0 +1,7 @@
+// Package par is warpkv's one parallel-for for the CPU side of every engine:
+// contiguous ranges of an index space run on goroutines, either a fixed
+// number of near-equal parts (Ranges, Do) or chunks of a grain taken
+// dynamically by a pool of workers (For). Every function returns when all
+// the work it started has finished, and runs the work inline when there is
+// one part, so small inputs cost no goroutine.
+package par

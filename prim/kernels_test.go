@@ -1,0 +1,33 @@
+package prim
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestEveryKernelFileIsAProgram checks that every embedded .cu file is one
+// of Programs, so that the compile test of every kernel (internal/kernels)
+// sees it, and that each program carries its launch constants.
+func TestEveryKernelFileIsAProgram(t *testing.T) {
+	ents, err := kernelFS.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range Programs() {
+		names = append(names, p.Name)
+	}
+	for _, e := range ents {
+		if !slices.Contains(names, e.Name()) {
+			t.Errorf("%s is embedded but not among Programs %v", e.Name(), names)
+		}
+	}
+	for _, p := range Programs() {
+		if p.Name != "fill.cu" && len(p.Defines) == 0 {
+			t.Errorf("%s has no launch constants", p.Name)
+		}
+		if _, ok := p.Headers["warpkv/types.cuh"]; !ok {
+			t.Errorf("%s lacks the shared headers", p.Name)
+		}
+	}
+}
