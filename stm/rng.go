@@ -19,7 +19,9 @@ func mix64(x uint64) uint64 {
 }
 
 // txRNG returns the generator of transaction ticket in a run seeded seed.
-func txRNG(seed, ticket uint64) rng { return rng{mix64(seed+golden) ^ mix64(ticket*0xD6E8FEB86659FD93+1)} }
+func txRNG(seed, ticket uint64) rng {
+	return rng{mix64(seed+golden) ^ mix64(ticket*0xD6E8FEB86659FD93+1)}
+}
 
 func (r *rng) next() uint64 {
 	r.state += golden

@@ -17,8 +17,8 @@ type partition struct {
 	queue []*request // guarded by qmu
 	spare []*request // guarded by server: the previous batch's slice
 
-	batch []*request        // guarded by server: the batch being served
-	seen  map[uint32]uint8  // guarded by server: items written in the batch so far
+	batch []*request       // guarded by server: the batch being served
+	seen  map[uint32]uint8 // guarded by server: items written in the batch so far
 	_     [64]byte
 }
 
