@@ -53,13 +53,16 @@ type Result struct {
 	Stats
 	// Wrong counts committed transactions whose workload check failed
 	// (Bank: read-only totals that differ from the invariant).
-	Wrong   uint64
-	Elapsed time.Duration // from the first transaction to the last commit
-	Threads int           // transactions that ran concurrently (goroutines or GPU threads)
-	Final   []uint64      // the store after the run
-	History []Record      // with RunOptions.History
-	Commit  Breakdown     // where commit time went
-	Device  string        // where it ran
+	Wrong uint64
+	// UserAborts counts transactions their body gave up (stm_abort): not
+	// retried, not committed.
+	UserAborts uint64
+	Elapsed    time.Duration // from the first transaction to the last commit
+	Threads    int           // transactions that ran concurrently (goroutines or GPU threads)
+	Final      []uint64      // the store after the run
+	History    []Record      // with RunOptions.History
+	Commit     Breakdown     // where commit time went
+	Device     string        // where it ran
 }
 
 // Throughput is commits (update and read-only) per second.
