@@ -527,15 +527,18 @@ __device__ __forceinline__ stm_log stm_log_at(u8* smem) {
 	return l;
 }
 
+// Servers read what clients wrote through L2 (__ldcg): a server SM's L1
+// may hold lines of a client thread's previous transaction.
+__device__ __forceinline__ u32 cg32(const u64 base, u64 i) { return __ldcg((const unsigned int*)base + i); }
+__device__ __forceinline__ u64 cg64(const u64 base, u64 i) { return __ldcg((const unsigned long long*)base + i); }
+
 // stm_in_set reports whether item is among a transaction's reads (1) or
 // only its writes (2).
 __device__ u32 stm_in_set(const stm_globals* g, u32 tid, u32 nr, u32 nw, u32 item) {
-	const u32* ri = (const u32*)g->rs_item + (u64)tid * STM_R;
 	for (u32 j = 0; j < nr; j++)
-		if (ri[j] == item) return 1;
-	const u32* wi = (const u32*)g->ws_item + (u64)tid * STM_W;
+		if (cg32(g->rs_item, (u64)tid * STM_R + j) == item) return 1;
 	for (u32 j = 0; j < nw; j++)
-		if (wi[j] == item) return 2;
+		if (cg32(g->ws_item, (u64)tid * STM_W + j) == item) return 2;
 	return 0;
 }
 
@@ -547,20 +550,18 @@ __device__ u32 stm_in_set(const stm_globals* g, u32 tid, u32 nr, u32 nw, u32 ite
 // Returns 0, or 1 + the cause. All lanes call it with the same arguments.
 __device__ u32 stm_validate(const stm_globals* g, stm_log& L, u32* bloom, u32 p, u32 lane, u32 tid, u64 snap,
                             u64 lo, u64 hi) {
-	const u32 nr = ((const u32*)g->tx_nr)[tid], nw = ((const u32*)g->tx_nw)[tid];
+	const u32 nr = cg32(g->tx_nr, tid), nw = cg32(g->tx_nw, tid);
 	bloom[lane] = 0;
 	__syncwarp();
-	const u32* ri = (const u32*)g->rs_item + (u64)tid * STM_R;
-	const u32* wi = (const u32*)g->ws_item + (u64)tid * STM_W;
 	for (u32 j = lane; j < nr; j += 32) {
-		const u32 it = ri[j];
+		const u32 it = cg32(g->rs_item, (u64)tid * STM_R + j);
 		if (stm_partition(g, it) == p) {
 			const u32 h = stm_hash10(it);
 			atomicOr(&bloom[h >> 5], 1u << (h & 31));
 		}
 	}
 	for (u32 j = lane; j < nw; j += 32) {
-		const u32 it = wi[j];
+		const u32 it = cg32(g->ws_item, (u64)tid * STM_W + j);
 		if (stm_partition(g, it) == p) {
 			const u32 h = stm_hash10(it);
 			atomicOr(&bloom[h >> 5], 1u << (h & 31));
@@ -608,10 +609,10 @@ __device__ void stm_log_insert(const stm_globals* g, stm_log& L, u32 p, u32 lane
 	for (u32 m = lanes; m; m &= m - 1) {
 		const u32 l = __ffs(m) - 1;
 		const u32 tid = cw * 32 + l;
-		const u32 nw = ((const u32*)g->tx_nw)[tid];
-		const u32* wi = (const u32*)g->ws_item + (u64)tid * STM_W;
+		const u32 nw = cg32(g->tx_nw, tid);
+		const u64 wb = (u64)tid * STM_W;
 		u32 c = 0;
-		for (u32 j = lane; j < nw; j += 32) c += stm_partition(g, wi[j]) == p;
+		for (u32 j = lane; j < nw; j += 32) c += stm_partition(g, cg32(g->ws_item, wb + j)) == p;
 		c = __reduce_add_sync(FULL_MASK, c);
 		if (c == 0) continue; // it only read in this partition
 		const bool wild = c > STM_LOG_A;
@@ -635,7 +636,7 @@ __device__ void stm_log_insert(const stm_globals* g, stm_log& L, u32 p, u32 lane
 			u32 off = 0;
 			for (u32 j0 = 0; j0 < nw; j0 += 32) {
 				const u32 j = j0 + lane;
-				const u32 it = j < nw ? wi[j] : 0;
+				const u32 it = j < nw ? cg32(g->ws_item, wb + j) : 0;
 				const bool in = j < nw && stm_partition(g, it) == p;
 				const u32 b = __ballot_sync(FULL_MASK, in);
 				if (in) L.pool[(base + off + __popc(b & lanemask_lt(lane))) % STM_LOG_A] = it;
@@ -689,7 +690,7 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		for (u32 m = mask; m; m &= m - 1) {
 			const u32 l = __ffs(m) - 1;
 			const u32 tid = cw * 32 + l;
-			const u64 snap = ((const u64*)g->tx_snap)[tid];
+			const u64 snap = cg64(g->tx_snap, tid);
 			const u32 c = stm_validate(g, L, bloom, p, lane, tid, snap, t0, h0);
 			if (lane == l) cause = c;
 		}
@@ -714,7 +715,7 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		for (u32 m = ok; m; m &= m - 1) {
 			const u32 l = __ffs(m) - 1;
 			const u32 tid = cw * 32 + l;
-			const u64 snap = ((const u64*)g->tx_snap)[tid];
+			const u64 snap = cg64(g->tx_snap, tid);
 			const u32 c = stm_validate(g, L, bloom, p, lane, tid, snap, h0, h1);
 			if (lane == l && c) cause = c;
 		}
@@ -788,11 +789,20 @@ __device__ void stm_receiver(const stm_globals* g, stm_log& L, u32 p, u32 lane, 
 		// Finalize messages, in order.
 		for (;;) {
 			const stm_fin* f = stm_fin_slot(g, p, fh);
-			u32 ready = 0;
-			if (lane == 0) ready = stm_ld_acquire(&f->seq) == fh + 1;
+			u32 ready = 0, cw = 0, mask = 0, all = 0;
+			u64 t0 = 0;
+			if (lane == 0 && stm_ld_acquire(&f->seq) == fh + 1) {
+				ready = 1;
+				cw = f->warp;
+				mask = f->mask;
+				all = f->all;
+				t0 = f->t0;
+			}
 			if (!__shfl_sync(FULL_MASK, ready, 0)) break;
-			const u32 cw = f->warp, mask = f->mask, all = f->all;
-			const u64 t0 = f->t0;
+			cw = __shfl_sync(FULL_MASK, cw, 0);
+			mask = __shfl_sync(FULL_MASK, mask, 0);
+			all = __shfl_sync(FULL_MASK, all, 0);
+			t0 = __shfl_sync(FULL_MASK, t0, 0);
 			stm_log_insert(g, L, p, lane, cw, mask, all, t0);
 			__threadfence_block();
 			if (lane == 0) ctl->lock = 0;
