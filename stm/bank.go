@@ -161,3 +161,44 @@ func boolWord(b bool) uint64 {
 	}
 	return 0
 }
+
+// BankTx is one Bank transaction as plain data, for implementations
+// outside the engines (the lock-based and library peers of the
+// benchmarks): a read-only sum of accounts [First, First+Count), or a
+// transfer of Moves (from, to), each moving 1.
+type BankTx struct {
+	ReadOnly     bool
+	First, Count int
+	Moves        [][2]int
+}
+
+// Draw fills t with transaction ticket of a run seeded seed, run by client
+// thread (which matters only when sharded): the transaction both engines
+// run for that ticket. Cost: O(Rounds).
+func (b Bank) Draw(seed, ticket uint64, thread int, t *BankTx) {
+	size, nb := b.blocks()
+	r := txRNG(seed, ticket)
+	t.ReadOnly = r.below(1e6) < ppm(b.ReadOnly)
+	var blk int
+	if b.Sharded {
+		blk = thread % nb
+	} else {
+		blk = int(r.below(uint64(nb)))
+	}
+	t.First, t.Count = blk*size, size
+	if blk == nb-1 {
+		t.Count = b.Accounts - t.First
+	}
+	t.Moves = t.Moves[:0]
+	if t.ReadOnly {
+		return
+	}
+	for range b.rounds() {
+		from := t.First + int(r.below(uint64(t.Count)))
+		to := t.First + int(r.below(uint64(t.Count-1)))
+		if to >= from {
+			to++
+		}
+		t.Moves = append(t.Moves, [2]int{from, to})
+	}
+}

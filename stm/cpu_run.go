@@ -45,7 +45,10 @@ func (e *Engine) runCPU(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tmp := &times[th]
+			var tmp *phaseTimes
+			if ro.Breakdown {
+				tmp = &times[th]
+			}
 			for !stop.Load() {
 				first := tickets.Add(ticketChunk) - ticketChunk
 				for t := first; t < first+ticketChunk; t++ {

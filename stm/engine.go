@@ -42,6 +42,9 @@ type RunOptions struct {
 	// HistoryAborted also keeps aborted attempts' reads. For tests and
 	// small runs: memory grows with every commit.
 	History, HistoryAborted bool
+	// Breakdown measures where commit time goes (Result.Commit); on the
+	// CPU engine it costs a few clock reads per transaction.
+	Breakdown bool
 	// Timeout bounds the whole run; a run that does not finish in time
 	// fails with an error (on the GPU, through a deadline every kernel
 	// loop checks). 0 means Duration plus one minute, or ten minutes.

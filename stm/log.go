@@ -30,10 +30,10 @@ func newCommitLog(entries, pool int) commitLog {
 
 // validate checks a transaction with snapshot snap, which read reads and
 // wrote writes (items of this partition), against every logged commit newer
-// than snap; in is the membership test of those items (1 read, 2 written).
+// than snap; set holds those items.
 // It returns ok, or the cause of the conflict. Cost: O(entries newer than
 // snap x their items).
-func (l *commitLog) validate(snap uint64, in func(uint32) uint8) (bool, Cause) {
+func (l *commitLog) validate(snap uint64, set *itemSet) (bool, Cause) {
 	E, A := int64(len(l.ts)), int64(len(l.pool))
 	for a := l.head - 1; a >= l.tail; a-- {
 		e := a % E
@@ -46,7 +46,7 @@ func (l *commitLog) validate(snap uint64, in func(uint32) uint8) (bool, Cause) {
 		}
 		ww := false
 		for j := int64(0); j < int64(c); j++ {
-			switch in(l.pool[(l.start[e]+j)%A]) {
+			switch set.in(l.pool[(l.start[e]+j)%A]) {
 			case 0:
 			case 2:
 				ww = true

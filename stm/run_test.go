@@ -293,3 +293,60 @@ func TestCheckHistoryCatchesViolations(t *testing.T) {
 		t.Error("an aborted attempt that read two snapshots passed the opacity check")
 	}
 }
+
+// TestBankDrawMatchesTheBody: Draw describes exactly the transaction the
+// engines run for a ticket.
+func TestBankDrawMatchesTheBody(t *testing.T) {
+	for _, b := range []Bank{
+		{Accounts: 100, Initial: 5, ReadOnly: 0.5, Rounds: 3},
+		{Accounts: 103, Initial: 5, ReadOnly: 0.2, ReadSize: 10, Rounds: 2, Sharded: true},
+	} {
+		sp, err := b.spec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newTestStore(t, StoreOptions{Items: b.Accounts, Init: b.InitialValue, Record: true})
+		var d BankTx
+		for ticket := uint64(0); ticket < 200; ticket++ {
+			thread := int(ticket % 7)
+			ro := sp.readOnly(9, ticket, thread, 7)
+			fn := func(tx *Tx) error { sp.body(tx, 9, ticket, thread, 7); return nil }
+			if ro {
+				s.ReadOnly(fn)
+			} else {
+				s.Atomically(fn)
+			}
+			h := s.History()
+			last := h[len(h)-1]
+			b.Draw(9, ticket, thread, &d)
+			if d.ReadOnly != ro || d.ReadOnly != last.ReadOnly {
+				t.Fatalf("ticket %d: read-only %v, body %v", ticket, d.ReadOnly, ro)
+			}
+			if d.ReadOnly {
+				if len(last.Reads) != d.Count || int(last.Reads[0].Item) != d.First {
+					t.Fatalf("ticket %d: sum of %d from %d, body read %d from %d", ticket, d.Count, d.First, len(last.Reads), last.Reads[0].Item)
+				}
+				continue
+			}
+			var want []uint32
+			for _, m := range d.Moves {
+				want = append(want, uint32(m[0]), uint32(m[1]))
+			}
+			var got []uint32
+			seen := map[uint32]bool{}
+			for _, m := range want {
+				if !seen[m] {
+					seen[m] = true
+					got = append(got, m)
+				}
+			}
+			var wrote []uint32
+			for _, w := range last.Writes {
+				wrote = append(wrote, w.Item)
+			}
+			if !slices.Equal(got, wrote) {
+				t.Fatalf("ticket %d: moves %v, body wrote %v", ticket, d.Moves, wrote)
+			}
+		}
+	}
+}

@@ -124,7 +124,7 @@ func (s *Store) serve(p *partition, b []*request, tm *phaseTimes) {
 	accepted := 0
 	for _, r := range b {
 		in := r.tx.membership(r.reads, r.writes)
-		ok, cause := p.log.validate(r.tx.snap, in)
+		ok, cause := p.log.validate(r.tx.snap, &in)
 		if ok && len(b) > 1 {
 			ok, cause = batchCheck(p.seen, r)
 		}
@@ -200,7 +200,7 @@ func (s *Store) commitMulti(tx *Tx, parts uint64) (bool, Cause, uint64) {
 		p.server.Lock()
 		held++
 		in := tx.membership(bp.reads, bp.writes)
-		if ok, cause := p.log.validate(tx.snap, in); !ok {
+		if ok, cause := p.log.validate(tx.snap, &in); !ok {
 			return false, cause, 0
 		}
 	}

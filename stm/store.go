@@ -127,6 +127,16 @@ func (s *Store) partition(i uint32) int { return int(i) / s.partSize }
 // Cost: O(K) atomic loads.
 func (s *Store) readAt(i int, snap uint64) (uint64, bool) {
 	base := i * s.k
+	// Fast path: the newest slot. Its head was set before the clock
+	// reached any version <= snap, so if its version is <= snap it is the
+	// newest such version.
+	h := base + int(s.head[i].Load())
+	if v1 := s.vers[h].Load(); v1 <= snap {
+		x := s.vals[h].Load()
+		if s.vers[h].Load() == v1 {
+			return x, true
+		}
+	}
 	for attempt := 0; attempt < 4; attempt++ {
 		best, bestVer, bestVal := -1, uint64(0), uint64(0)
 		for j := 0; j < s.k; j++ {

@@ -182,19 +182,31 @@ func (tx *Tx) splitByPartition(parts uint64) {
 	}
 }
 
-// membership returns a test telling whether an item is among reads (1) or
-// only among writes (2), for validation against a log.
-func (tx *Tx) membership(reads, writes []uint32) func(uint32) uint8 {
+// itemSet tells whether an item is among a transaction's reads (1) or
+// only among its writes (2), for validation against a log.
+type itemSet struct {
+	reads, writes []uint32
+	m             map[uint32]uint8 // nil: search the slices
+}
+
+func (s *itemSet) in(it uint32) uint8 {
+	if s.m != nil {
+		return s.m[it]
+	}
+	if slices.Contains(s.reads, it) {
+		return 1
+	}
+	if slices.Contains(s.writes, it) {
+		return 2
+	}
+	return 0
+}
+
+// membership returns the item set of reads and writes (a map past
+// smallSet items, reused between attempts).
+func (tx *Tx) membership(reads, writes []uint32) itemSet {
 	if len(reads)+len(writes) <= smallSet {
-		return func(it uint32) uint8 {
-			if slices.Contains(reads, it) {
-				return 1
-			}
-			if slices.Contains(writes, it) {
-				return 2
-			}
-			return 0
-		}
+		return itemSet{reads: reads, writes: writes}
 	}
 	if tx.set == nil {
 		tx.set = make(map[uint32]uint8, len(reads)+len(writes))
@@ -206,6 +218,5 @@ func (tx *Tx) membership(reads, writes []uint32) func(uint32) uint8 {
 	for _, it := range reads {
 		tx.set[it] = 1
 	}
-	set := tx.set
-	return func(it uint32) uint8 { return set[it] }
+	return itemSet{m: tx.set}
 }
