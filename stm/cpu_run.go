@@ -9,7 +9,8 @@ import (
 	"warpkv/engine"
 )
 
-// ticketChunk is how many tickets a CPU worker claims at once.
+// ticketChunk is how many tickets a CPU worker claims at once (and runs
+// before it looks at the clock again in a run of a duration).
 const ticketChunk = 64
 
 // runCPU runs a workload on a fresh CPU store with one goroutine per
@@ -50,12 +51,12 @@ func (e *Engine) runCPU(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 				tmp = &times[th]
 			}
 			for !stop.Load() {
+				if ro.Transactions == 0 && time.Now().After(end) {
+					return
+				}
 				first := tickets.Add(ticketChunk) - ticketChunk
 				for t := first; t < first+ticketChunk; t++ {
 					if ro.Transactions > 0 && t >= ro.Transactions {
-						return
-					}
-					if ro.Transactions == 0 && time.Now().After(end) {
 						return
 					}
 					ticket := uint64(t)

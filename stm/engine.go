@@ -21,10 +21,15 @@ type Options struct {
 	// Workers is the number of goroutines running transactions on the CPU
 	// engine; 0 means GOMAXPROCS.
 	Workers int
-	// GPU engine geometry; zero values choose defaults (see gpuGeometry).
-	ClientBlock       int // threads per client block (a multiple of 32)
+	// GPU engine geometry; zero values choose defaults.
+	ClientBlock       int // threads per client block (a multiple of 32; default 32)
 	ClientBlocksPerSM int // client blocks per client SM; 0: as many as fit
-	ServerWarps       int // warps per server block: 1 receiver + workers
+	// ClientThreads bounds the transactions running at once on the GPU;
+	// 0 means LogSize x Servers (at least a warp per client SM): more
+	// concurrent update transactions than a log holds make its commits
+	// abort spuriously (LogFull), as the thesis observed.
+	ClientThreads int
+	ServerWarps   int // warps per server block: 1 receiver + workers (default 32)
 
 	yield bool // tests: CPU transactions yield on every read
 }
@@ -103,8 +108,8 @@ func Open(o Options) (*Engine, error) {
 	if err := o.Config.withDefaults().validate(MaxItems); err != nil {
 		return nil, err
 	}
-	if o.Workers < 0 {
-		return nil, fmt.Errorf("stm: %d workers", o.Workers)
+	if o.Workers < 0 || o.ClientBlock < 0 || o.ClientBlocksPerSM < 0 || o.ClientThreads < 0 || o.ServerWarps < 0 {
+		return nil, fmt.Errorf("stm: negative option in %+v", o)
 	}
 	p, err := engine.Place("stm", o.Device, o.GPU)
 	if err != nil {

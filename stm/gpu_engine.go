@@ -19,7 +19,7 @@ var stmHeader string
 
 // Launch configuration of the GPU engine, in one place.
 const (
-	defaultClientBlock = 128 // threads per client block
+	defaultClientBlock = 32  // threads per client block: one warp, so a bounded grid spreads over the SMs
 	defaultServerWarps = 32  // warps per server block: 1 receiver + 31 workers
 	initBlock          = 256 // threads per block of stm_init and stm_final
 	// memShare: per-thread sets and the history may use 1/memShare of the
@@ -217,6 +217,11 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 		perSM = min(perSM, g.opt.ClientBlocksPerSM)
 	}
 	blocks := perSM * (props.SMs - cfg.Servers)
+	want := g.opt.ClientThreads
+	if want == 0 {
+		want = max(cfg.LogSize*cfg.Servers, 32*(props.SMs-cfg.Servers))
+	}
+	blocks = max(1, min(blocks, (want+sh.clientBlock-1)/sh.clientBlock))
 
 	// Memory: per-thread sets bound the number of client threads; the
 	// history takes what the run needs.

@@ -39,12 +39,13 @@ type Store struct {
 	n, k     int
 	partSize int
 
-	// Item i's ring is slots [i*k, (i+1)*k); head[i] is the slot of its
-	// newest version. A slot is written by one transaction at a time (the
-	// commit protocol excludes concurrent writers of an item), readers
-	// validate what they read (see readAt).
-	vals []atomic.Uint64
-	vers []atomic.Uint64
+	// Item i's ring is slots [i*k, (i+1)*k); slot j is the pair of words
+	// ring[2j] (its version) and ring[2j+1] (its value), so that a read
+	// touches one cache line; head[i] is the slot of its newest version. A
+	// slot is written by one transaction at a time (the commit protocol
+	// excludes concurrent writers of an item); readers validate what they
+	// read (see readAt).
+	ring []atomic.Uint64
 	head []atomic.Uint32
 
 	clock atomic.Uint64 // newest commit timestamp whose writes are all visible
@@ -84,7 +85,7 @@ func New(o StoreOptions) (*Store, error) {
 	n, k := o.Items, cfg.Versions
 	s := &Store{
 		cfg: cfg, n: n, k: k, partSize: cfg.partSize(n),
-		vals: make([]atomic.Uint64, n*k), vers: make([]atomic.Uint64, n*k), head: make([]atomic.Uint32, n),
+		ring: make([]atomic.Uint64, 2*n*k), head: make([]atomic.Uint32, n),
 		pub:    make([]atomic.Uint64, pubRing),
 		record: o.Record || o.RecordAborted, recordAborted: o.RecordAborted, yield: o.yield,
 	}
@@ -93,9 +94,9 @@ func New(o StoreOptions) (*Store, error) {
 		if o.Init != nil {
 			v = o.Init(i)
 		}
-		s.vals[i*k].Store(v)
+		s.ring[2*i*k+1].Store(v)
 		for j := 1; j < k; j++ {
-			s.vers[i*k+j].Store(noVersion)
+			s.ring[2*(i*k+j)].Store(noVersion)
 		}
 	}
 	s.parts = make([]*partition, cfg.Servers)
@@ -131,21 +132,21 @@ func (s *Store) readAt(i int, snap uint64) (uint64, bool) {
 	// reached any version <= snap, so if its version is <= snap it is the
 	// newest such version.
 	h := base + int(s.head[i].Load())
-	if v1 := s.vers[h].Load(); v1 <= snap {
-		x := s.vals[h].Load()
-		if s.vers[h].Load() == v1 {
+	if v1 := s.ring[2*h].Load(); v1 <= snap {
+		x := s.ring[2*h+1].Load()
+		if s.ring[2*h].Load() == v1 {
 			return x, true
 		}
 	}
 	for attempt := 0; attempt < 4; attempt++ {
 		best, bestVer, bestVal := -1, uint64(0), uint64(0)
 		for j := 0; j < s.k; j++ {
-			v1 := s.vers[base+j].Load()
+			v1 := s.ring[2*(base+j)].Load()
 			if v1 > snap || (best >= 0 && v1 <= bestVer) { // noVersion > any snap
 				continue
 			}
-			x := s.vals[base+j].Load()
-			if s.vers[base+j].Load() != v1 {
+			x := s.ring[2*(base+j)+1].Load()
+			if s.ring[2*(base+j)].Load() != v1 {
 				continue // being overwritten: that version is leaving the ring
 			}
 			best, bestVer, bestVal = j, v1, x
@@ -153,7 +154,7 @@ func (s *Store) readAt(i int, snap uint64) (uint64, bool) {
 		if best < 0 {
 			return 0, false
 		}
-		if s.vers[base+best].Load() == bestVer {
+		if s.ring[2*(base+best)].Load() == bestVer {
 			return bestVal, true
 		}
 	}
@@ -169,9 +170,9 @@ func (s *Store) install(i int, ts, v uint64) {
 		j = 0
 	}
 	slot := i*s.k + j
-	s.vers[slot].Store(noVersion)
-	s.vals[slot].Store(v)
-	s.vers[slot].Store(ts)
+	s.ring[2*slot].Store(noVersion)
+	s.ring[2*slot+1].Store(v)
+	s.ring[2*slot].Store(ts)
 	s.head[i].Store(uint32(j))
 }
 
@@ -180,9 +181,9 @@ func (s *Store) latest(i int) (uint64, uint64) {
 	for {
 		j := int(s.head[i].Load())
 		slot := i*s.k + j
-		v1 := s.vers[slot].Load()
-		x := s.vals[slot].Load()
-		if s.vers[slot].Load() == v1 && v1 != noVersion && int(s.head[i].Load()) == j {
+		v1 := s.ring[2*slot].Load()
+		x := s.ring[2*slot+1].Load()
+		if s.ring[2*slot].Load() == v1 && v1 != noVersion && int(s.head[i].Load()) == j {
 			return x, v1
 		}
 		runtime.Gosched()
