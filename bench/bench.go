@@ -38,6 +38,7 @@ func Suites() []Suite {
 		{"index", "Mega-KV hash index: search, insert, delete against batch size on the CPU and GPU engines; --size: largest batch", RunIndex},
 		{"mpt", "Merkle Patricia Trie CPU engines on YCSB-, ETHT- and Wiki-like data: update, hash, end to end, lookups, proofs; --size: largest trie (pairs)", RunMPT},
 		{"btree", "CUBPT B+ tree on the CPU and GPU engines: bulk build, uniform and skewed batch insert, delete, lookups, ranges; --size: largest tree (keys)", RunBTree},
+		{"stm", "CSMV transactional memory on the CPU and GPU engines: Bank (6k and 1M accounts, read-only shares, transfer sizes), MemcachedGPU (4-256 ways), servers and log sizes; --size: large bank (accounts)", RunSTM},
 	}
 }
 

@@ -36,6 +36,7 @@ type driverAPI struct {
 	cuEventDestroy, cuEventQuery                                                        uintptr
 	cuModuleLoadData, cuModuleUnload, cuModuleGetFunction, cuLaunchKernel               uintptr
 	cuFuncSetAttribute, cuFuncGetAttribute, cuOccupancyMaxActiveBlocksPerMultiprocessor uintptr
+	cuMemHostGetDevicePointer, cuStreamQuery                                            uintptr // mapped.go
 }
 
 // nvrtcAPI holds the addresses of the NVRTC functions warpkv calls.
@@ -93,6 +94,8 @@ var driverSymbols = []struct {
 	{[]string{"cuFuncSetAttribute"}, func(d *driverAPI) *uintptr { return &d.cuFuncSetAttribute }},
 	{[]string{"cuFuncGetAttribute"}, func(d *driverAPI) *uintptr { return &d.cuFuncGetAttribute }},
 	{[]string{"cuOccupancyMaxActiveBlocksPerMultiprocessor"}, func(d *driverAPI) *uintptr { return &d.cuOccupancyMaxActiveBlocksPerMultiprocessor }},
+	{[]string{"cuMemHostGetDevicePointer_v2"}, func(d *driverAPI) *uintptr { return &d.cuMemHostGetDevicePointer }},
+	{[]string{"cuStreamQuery"}, func(d *driverAPI) *uintptr { return &d.cuStreamQuery }},
 }
 
 var nvrtcSymbols = []struct {

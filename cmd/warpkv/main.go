@@ -54,6 +54,7 @@ func commands() []command {
 		{"bench", "run a benchmark suite: warpkv bench limits|prim|index|mpt|btree [flags], or warpkv bench serve (warpkv against memcached)", runBench},
 		{"loadgen", "load memcached-compatible servers and compare them: warpkv loadgen --addr A [--addr B]", runLoadgen},
 		{"mpt", "Merkle Patricia Trie: warpkv mpt root|prove [--secure] FILE [HEXKEY]", runMPT},
+		{"stm", "transactional memory (CSMV): warpkv stm bank [--device D] [--accounts N] [--transactions N | --duration D] ...", runSTM},
 		{"help", "show help for warpkv or one command: warpkv help [command]", runHelp},
 	}
 }

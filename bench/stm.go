@@ -1,0 +1,444 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"warpkv/gpu"
+	"warpkv/stm"
+)
+
+// Sizes and durations of the stm suite.
+const (
+	STMBigBank   = 1_000_000 // the large bank and the MemcachedGPU cache (slots)
+	STMSmallBank = 6_000     // the small bank
+	STMSeed      = 0x57A_5EED
+	// One measured run of a case lasts this long on each engine; the row
+	// is the median of Options.Reps runs.
+	STMRunGPU = 500 * time.Millisecond
+	STMRunCPU = 200 * time.Millisecond
+)
+
+// STMCase is one measured workload of the stm suite, shared with compat's
+// peer benchmark (compat/cmd/stmbench).
+type STMCase struct {
+	Kind     string  // "bank" or "memcached"
+	Accounts int     // bank accounts, or memcached slots
+	ReadOnly float64 // bank: read-only share; memcached: GET share
+	ReadSize int     // bank: accounts a read-only transaction sums (0: all)
+	Rounds   int     // bank: moves of a transfer
+	Ways     int     // memcached associativity
+	Sharded  bool    // bank: conflict-free
+	Servers  int     // commit servers (0: 1)
+	LogSize  int     // log entries per server (0: the default)
+	GPUOnly  bool    // a sweep of the GPU engine's options (servers, log size)
+}
+
+// Name is the case's operation column, e.g. "bank 1M, 90% ro of 100, 1 round".
+func (c STMCase) Name() string {
+	var b strings.Builder
+	switch c.Kind {
+	case "memcached":
+		fmt.Fprintf(&b, "memcached %s slots, %d ways, %g%% GET", SI(float64(c.Accounts)), c.Ways, 100*c.ReadOnly)
+	default:
+		rs := "all"
+		if c.ReadSize > 0 {
+			rs = fmt.Sprint(c.ReadSize)
+		}
+		fmt.Fprintf(&b, "bank %s, %g%% ro of %s, %d round", SI(float64(c.Accounts)), 100*c.ReadOnly, rs, max(c.Rounds, 1))
+		if c.Rounds > 1 {
+			b.WriteString("s")
+		}
+		if c.Sharded {
+			b.WriteString(", sharded")
+		}
+	}
+	if c.Servers > 1 {
+		fmt.Fprintf(&b, ", %d servers", c.Servers)
+	}
+	if c.LogSize > 0 {
+		fmt.Fprintf(&b, ", log %d", c.LogSize)
+	}
+	return b.String()
+}
+
+// Workload returns the case's workload: bank accounts start at 100;
+// MemcachedGPU keys follow Zipf 0.99.
+func (c STMCase) Workload() stm.Workload {
+	if c.Kind == "memcached" {
+		return stm.Memcached{Slots: c.Accounts, Ways: c.Ways, Gets: c.ReadOnly, Zipf: 0.99}
+	}
+	return c.Bank()
+}
+
+// Bank returns a bank case's workload.
+func (c STMCase) Bank() stm.Bank {
+	return stm.Bank{Accounts: c.Accounts, Initial: 100, ReadOnly: c.ReadOnly, ReadSize: c.ReadSize, Rounds: c.Rounds, Sharded: c.Sharded}
+}
+
+// Config returns the engine configuration of the case.
+func (c STMCase) Config() stm.Config { return stm.Config{Servers: c.Servers, LogSize: c.LogSize} }
+
+// STMCases returns the cases with the large bank (and cache) of big items
+// (STMBigBank as the issue writes them; smaller values scale the large
+// cases down, the small bank stays at most STMSmallBank): Bank with the
+// small and the large bank, read-only shares 0/10/50/90/99% of 100
+// accounts and of all, transfers of 1 round; the large bank with updates
+// of 1 to 64 rounds at 0% and 90% read-only; MemcachedGPU with 4 to 256
+// ways at 99.8% GET (slots: big rounded up to a multiple of 256); and, for the GPU engine, 1 to 8 servers and log sizes
+// 64 to 4096 on the update-only large bank.
+func STMCases(big int) []STMCase {
+	small := min(STMSmallBank, big)
+	rs := func(n int) int { return min(100, n) }
+	var out []STMCase
+	for _, n := range []int{small, big} {
+		for _, ro := range []float64{0, 0.1, 0.5, 0.9, 0.99} {
+			for _, size := range []int{rs(n), 0} {
+				out = append(out, STMCase{Kind: "bank", Accounts: n, ReadOnly: ro, ReadSize: size, Rounds: 1})
+			}
+		}
+	}
+	for _, ro := range []float64{0, 0.9} {
+		for _, k := range []int{2, 4, 8, 16, 32, 64} {
+			out = append(out, STMCase{Kind: "bank", Accounts: big, ReadOnly: ro, ReadSize: rs(big), Rounds: k})
+		}
+	}
+	slots := (big + 255) / 256 * 256 // one capacity for every associativity
+	for _, w := range []int{4, 8, 16, 32, 64, 128, 256} {
+		out = append(out, STMCase{Kind: "memcached", Accounts: slots, Ways: w, ReadOnly: 0.998})
+	}
+	for _, s := range []int{2, 4, 8} {
+		out = append(out, STMCase{Kind: "bank", Accounts: big, ReadSize: rs(big), Rounds: 1, Servers: s, GPUOnly: true})
+		out = append(out, STMCase{Kind: "bank", Accounts: big, ReadSize: rs(big), Rounds: 1, Servers: s, Sharded: true, GPUOnly: true})
+	}
+	out = append(out, STMCase{Kind: "bank", Accounts: big, ReadSize: rs(big), Rounds: 1, Sharded: true, GPUOnly: true})
+	for _, l := range []int{64, 256, 1024} {
+		out = append(out, STMCase{Kind: "bank", Accounts: big, ReadSize: rs(big), Rounds: 1, LogSize: l, GPUOnly: true})
+	}
+	return out
+}
+
+// STMRun is one measured run of a case.
+type STMRun struct {
+	Stats   stm.Stats
+	Wrong   uint64
+	Elapsed time.Duration
+	Commit  stm.Breakdown
+	Threads int
+}
+
+// Rate is commits per second.
+func (r STMRun) Rate() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Stats.Total()) / r.Elapsed.Seconds()
+}
+
+// Note describes a run's aborts and, when measured, where commit time went.
+func (r STMRun) Note(op, engine string) string {
+	s := fmt.Sprintf("%s on %s: %d threads, aborts %s, abort rate %.1f%%", op, engine, r.Threads, r.Stats.AbortString(), 100*r.Stats.AbortRate())
+	b := r.Commit
+	phases := []struct {
+		name string
+		d    time.Duration
+	}{{"pre-validate", b.PreValidate}, {"wait server", b.WaitServer}, {"validate", b.Validate}, {"insert", b.Insert},
+		{"write-back", b.WriteBack}, {"publish", b.Publish}}
+	var total time.Duration
+	for _, p := range phases {
+		total += p.d
+	}
+	if total > 0 && r.Stats.Commits > 0 {
+		var parts []string
+		for _, p := range phases {
+			parts = append(parts, fmt.Sprintf("%s %.0f%%", p.name, 100*float64(p.d)/float64(total)))
+		}
+		s += fmt.Sprintf("; commit time %v per update commit (%s); execution %v per commit",
+			(total / time.Duration(r.Stats.Commits)).Round(time.Nanosecond), strings.Join(parts, ", "),
+			(b.Execute / time.Duration(max(r.Stats.Total(), 1))).Round(time.Nanosecond))
+	}
+	return s
+}
+
+// RunSTMCase runs a case for d on an open engine; the run fails if a
+// read-only total was wrong or the final store's invariants do not hold.
+// breakdown measures where commit time goes (on the CPU engine its clock
+// reads slow the run down: measure throughput without it).
+func RunSTMCase(e *stm.Engine, c STMCase, d time.Duration, breakdown bool) (STMRun, error) {
+	res, err := e.Run(c.Workload(), stm.RunOptions{Duration: d, Seed: STMSeed, Breakdown: breakdown})
+	if err != nil {
+		return STMRun{}, err
+	}
+	if res.Wrong != 0 {
+		return STMRun{}, fmt.Errorf("%s: %d read-only transactions saw a wrong total", c.Name(), res.Wrong)
+	}
+	return STMRun{Stats: res.Stats, Wrong: res.Wrong, Elapsed: res.Elapsed, Commit: res.Commit, Threads: res.Threads}, nil
+}
+
+// MedianSTM returns the run with the median commit rate.
+func MedianSTM(runs []STMRun) STMRun {
+	s := slices.Clone(runs)
+	sort.Slice(s, func(i, j int) bool { return s[i].Rate() < s[j].Rate() })
+	return s[len(s)/2]
+}
+
+// RunSTM measures the CSMV engines on the stm cases: the CPU engine and,
+// when the device option resolves to a GPU, the GPU engine (whose rows
+// carry their ratio to the CPU engine). Options.Size is the large bank
+// (default STMBigBank).
+func RunSTM(o Options) (*Report, error) {
+	rep := newReport("stm", o.reps())
+	p := NewProgress(o.Progress)
+	big := STMBigBank
+	if o.Size > 0 {
+		big = o.Size
+	}
+	if big < 100 {
+		return nil, fmt.Errorf("bench stm: size %d: want at least 100 accounts", big)
+	}
+	c, err := gpu.Choose(o.Device)
+	if err != nil {
+		return nil, fmt.Errorf("bench stm: %w", err)
+	}
+	type eng struct {
+		name string
+		opt  stm.Options
+		d    time.Duration
+	}
+	engines := []eng{{"cpu", stm.Options{Device: "cpu"}, STMRunCPU}}
+	rep.Engines = append(rep.Engines, "cpu: the CSMV CPU engine, GOMAXPROCS goroutines")
+	if c.Backend == gpu.BackendGPU {
+		defer c.Device.Close()
+		engines = append(engines, eng{"gpu", stm.Options{GPU: c.Device}, STMRunGPU})
+		rep.Engines = append(rep.Engines, "gpu: "+c.Reason)
+	} else {
+		rep.Engines = append(rep.Engines, c.Reason)
+	}
+	rep.Notes = append(rep.Notes,
+		fmt.Sprintf("each run lasts %v on the CPU engine and %v on the GPU engine, seed %#x; bank accounts start at 100; rows are commits (update and read-only) per second; the CPU engine's notes come from one more run that measures the breakdown (its clock reads slow it down)", STMRunCPU, STMRunGPU, STMSeed),
+		"a read-only transaction of the bank sums one block of its read size (all: the whole bank) and transfers stay inside blocks, so every total is checked; memcached: 16-byte keys, 99.8% GET, Zipf 0.99 over twice as many keys as slots")
+	for _, cs := range STMCases(big) {
+		var cpuRow Result
+		for _, en := range engines {
+			if cs.GPUOnly && en.name == "cpu" {
+				continue
+			}
+			opt := en.opt
+			opt.Config = cs.Config()
+			e, err := stm.Open(opt)
+			if err != nil {
+				rep.finish()
+				return rep, fmt.Errorf("bench stm: %s: %w", cs.Name(), err)
+			}
+			p.Printf("%s: %s", en.name, cs.Name())
+			var runs []STMRun
+			var note STMRun
+			for i := range o.reps() + 1 {
+				// The GPU engine measures its breakdown for free; the CPU
+				// engine in one extra run whose rate is not reported.
+				extra := i == o.reps()
+				if extra && en.name != "cpu" {
+					break
+				}
+				r, err := RunSTMCase(e, cs, en.d, extra || en.name != "cpu")
+				if err != nil {
+					e.Close()
+					rep.finish()
+					return rep, fmt.Errorf("bench stm: %s on %s: %w", cs.Name(), en.name, err)
+				}
+				if extra {
+					note = r
+				} else {
+					runs = append(runs, r)
+				}
+			}
+			e.Close()
+			m := MedianSTM(runs)
+			if en.name != "cpu" {
+				note = m
+			}
+			row := NewResult(cs.Name(), en.name, int64(m.Stats.Total()), 0, m.Elapsed.Seconds())
+			if en.name == "cpu" {
+				cpuRow = row
+			} else if cpuRow.OpsPerSec > 0 {
+				row = row.VsPeer("cpu", cpuRow)
+			}
+			rep.add(row)
+			rep.Notes = append(rep.Notes, note.Note(cs.Name(), en.name))
+		}
+	}
+	rep.finish()
+	return rep, nil
+}
+
+// BankPeer is a bank implemented outside the STM engines, for comparison.
+// Every method is safe for concurrent use.
+type BankPeer interface {
+	Name() string
+	Transfer(moves [][2]int)
+	Sum(first, count int) uint64
+	Final() []uint64
+}
+
+// RunBankPeer runs bank transactions (the engines' own, from Bank.Draw) on
+// a peer with the given number of goroutines for d, and checks every
+// read-only total and the final store.
+func RunBankPeer(p BankPeer, b stm.Bank, seed uint64, workers int, d time.Duration) (STMRun, error) {
+	var tickets atomic.Uint64
+	var commits, ro, wrong atomic.Uint64
+	var wg sync.WaitGroup
+	start := time.Now()
+	end := start.Add(d)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var t stm.BankTx
+			var c, r, bad uint64
+			for time.Now().Before(end) {
+				b.Draw(seed, tickets.Add(1)-1, w, &t)
+				if t.ReadOnly {
+					if p.Sum(t.First, t.Count) != uint64(t.Count)*b.Initial {
+						bad++
+					}
+					r++
+				} else {
+					p.Transfer(t.Moves)
+					c++
+				}
+			}
+			commits.Add(c)
+			ro.Add(r)
+			wrong.Add(bad)
+		}()
+	}
+	wg.Wait()
+	run := STMRun{Stats: stm.Stats{Commits: commits.Load(), ReadOnlyCommits: ro.Load()}, Wrong: wrong.Load(),
+		Elapsed: time.Since(start), Threads: workers}
+	if run.Wrong != 0 {
+		return run, fmt.Errorf("%s: %d read-only totals were wrong", p.Name(), run.Wrong)
+	}
+	var sum uint64
+	for _, v := range p.Final() {
+		sum += v
+	}
+	if want := uint64(b.Accounts) * b.Initial; sum != want {
+		return run, fmt.Errorf("%s: final total %d, want %d", p.Name(), sum, want)
+	}
+	return run, nil
+}
+
+// globalLockBank is one mutex around the whole bank.
+type globalLockBank struct {
+	mu  sync.Mutex
+	acc []uint64
+}
+
+// NewGlobalLockBank returns a bank whose every transaction holds one lock.
+func NewGlobalLockBank(b stm.Bank) BankPeer {
+	g := &globalLockBank{acc: make([]uint64, b.Accounts)}
+	for i := range g.acc {
+		g.acc[i] = b.Initial
+	}
+	return g
+}
+
+func (g *globalLockBank) Name() string { return "one global lock" }
+
+func (g *globalLockBank) Transfer(moves [][2]int) {
+	g.mu.Lock()
+	for _, m := range moves {
+		g.acc[m[0]]--
+		g.acc[m[1]]++
+	}
+	g.mu.Unlock()
+}
+
+func (g *globalLockBank) Sum(first, count int) uint64 {
+	g.mu.Lock()
+	var s uint64
+	for _, v := range g.acc[first : first+count] {
+		s += v
+	}
+	g.mu.Unlock()
+	return s
+}
+
+func (g *globalLockBank) Final() []uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.acc)
+}
+
+// itemLockBank has a mutex per account; a transaction takes the locks of
+// its accounts in ascending order (no deadlock) and holds them all.
+type itemLockBank struct {
+	mu  []sync.Mutex
+	acc []uint64
+	buf sync.Pool
+}
+
+// NewItemLockBank returns a bank with a mutex per account taken in order.
+func NewItemLockBank(b stm.Bank) BankPeer {
+	l := &itemLockBank{mu: make([]sync.Mutex, b.Accounts), acc: make([]uint64, b.Accounts)}
+	for i := range l.acc {
+		l.acc[i] = b.Initial
+	}
+	l.buf.New = func() any { s := make([]int, 0, 16); return &s }
+	return l
+}
+
+func (l *itemLockBank) Name() string { return "a mutex per account, in order" }
+
+func (l *itemLockBank) Transfer(moves [][2]int) {
+	bp := l.buf.Get().(*[]int)
+	ids := (*bp)[:0]
+	for _, m := range moves {
+		ids = append(ids, m[0], m[1])
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	for _, i := range ids {
+		l.mu[i].Lock()
+	}
+	for _, m := range moves {
+		l.acc[m[0]]--
+		l.acc[m[1]]++
+	}
+	for _, i := range ids {
+		l.mu[i].Unlock()
+	}
+	*bp = ids
+	l.buf.Put(bp)
+}
+
+func (l *itemLockBank) Sum(first, count int) uint64 {
+	for i := first; i < first+count; i++ {
+		l.mu[i].Lock()
+	}
+	var s uint64
+	for _, v := range l.acc[first : first+count] {
+		s += v
+	}
+	for i := first; i < first+count; i++ {
+		l.mu[i].Unlock()
+	}
+	return s
+}
+
+func (l *itemLockBank) Final() []uint64 {
+	for i := range l.mu {
+		l.mu[i].Lock()
+	}
+	defer func() {
+		for i := range l.mu {
+			l.mu[i].Unlock()
+		}
+	}()
+	return slices.Clone(l.acc)
+}

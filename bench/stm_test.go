@@ -1,0 +1,68 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"warpkv/stm"
+)
+
+// TestRunSTMSmall runs the stm suite on the CPU engine at a tiny size: every
+// case gives a row with commits and a note with its aborts.
+func TestRunSTMSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs every case for 200ms")
+	}
+	rep, err := RunSTM(Options{Device: "cpu", Size: 200, Reps: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpuCases := 0
+	for _, c := range STMCases(200) {
+		if !c.GPUOnly {
+			cpuCases++
+		}
+	}
+	if len(rep.Results) != cpuCases {
+		t.Fatalf("%d rows, want %d", len(rep.Results), cpuCases)
+	}
+	for _, r := range rep.Results {
+		if r.Engine != "cpu" || r.Items == 0 || r.OpsPerSec <= 0 {
+			t.Errorf("row %+v", r)
+		}
+	}
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "aborts ") {
+		t.Error("no notes on aborts")
+	}
+}
+
+// TestBankPeersKeepTheInvariant runs the lock-based peers with more
+// goroutines than cores: every total right, money conserved.
+func TestBankPeersKeepTheInvariant(t *testing.T) {
+	b := stm.Bank{Accounts: 64, Initial: 10, ReadOnly: 0.3, ReadSize: 8, Rounds: 3}
+	for _, p := range []BankPeer{NewGlobalLockBank(b), NewItemLockBank(b)} {
+		r, err := RunBankPeer(p, b, 1, 8, 50*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Stats.Total() == 0 {
+			t.Fatalf("%s committed nothing", p.Name())
+		}
+	}
+}
+
+func TestSTMCaseNames(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range STMCases(STMBigBank) {
+		if seen[c.Name()] {
+			t.Errorf("two cases named %q", c.Name())
+		}
+		seen[c.Name()] = true
+	}
+	for _, want := range []string{"bank 6k, 90% ro of 100, 1 round", "bank 1M, 0% ro of all, 1 round", "memcached 1M slots, 256 ways, 99.8% GET", "bank 1M, 0% ro of 100, 64 rounds", "bank 1M, 0% ro of 100, 1 round, 8 servers"} {
+		if !seen[want] {
+			t.Errorf("no case %q", want)
+		}
+	}
+}

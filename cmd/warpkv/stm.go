@@ -1,0 +1,161 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"warpkv/gpu"
+	"warpkv/stm"
+)
+
+// Defaults of "warpkv stm bank".
+const (
+	stmDefaultAccounts     = 1024
+	stmDefaultInitial      = 100
+	stmDefaultTransactions = 100_000
+	stmDefaultReadOnly     = 10.0 // percent
+)
+
+// runSTM is "warpkv stm bank": the Bank workload on the CSMV engine.
+func runSTM(e *env, args []string) error {
+	const synopsis = "warpkv stm bank [--device auto|cpu|gpu|gpu:N] [--accounts N] [--initial V] [--transactions N | --duration D] " +
+		"[--read-only PCT] [--read-size N] [--rounds K] [--servers N] [--seed S] [--history FILE]"
+	if len(args) == 0 || args[0] != "bank" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+			fmt.Fprintln(e.stderr, "usage: "+synopsis)
+			return flag.ErrHelp
+		}
+		return usagef("usage: %s", synopsis)
+	}
+	fs := newFlagSet(e, "stm bank", synopsis)
+	device := fs.String("device", "", "engine: auto, cpu, gpu or gpu:N (default: $"+gpu.EnvDevice+", else auto)")
+	accounts := fs.Int("accounts", stmDefaultAccounts, "number of accounts")
+	initial := fs.Uint64("initial", stmDefaultInitial, "every account's initial balance")
+	transactions := fs.Int64("transactions", stmDefaultTransactions, "transactions to commit (not with --duration)")
+	duration := fs.Duration("duration", 0, "run for this long instead of a number of transactions")
+	readOnly := fs.Float64("read-only", stmDefaultReadOnly, "percentage of read-only transactions, 0 to 100")
+	readSize := fs.String("read-size", "all", "accounts a read-only transaction sums: N consecutive accounts (a block; transfers stay inside blocks), or all")
+	rounds := fs.Int("rounds", 1, "rounds of a transfer: each moves 1 from one account to another")
+	servers := fs.Int("servers", 1, "commit servers (items are partitioned over them)")
+	seed := fs.Uint64("seed", 1, "seed of the transactions")
+	history := fs.String("history", "", "write every committed transaction as a JSON line to `FILE`")
+	logSize := fs.Int("log-size", 0, "commits each server's log keeps (0: the engine's default)")
+	versions := fs.Int("versions", 0, "versions each account keeps (0: the engine's default)")
+	quiet := fs.Bool("quiet", false, "no engine line on stderr")
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("stm bank takes no arguments, got %q", strings.Join(fs.Args(), " "))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case set["transactions"] && set["duration"]:
+		return usagef("--transactions and --duration exclude each other")
+	case *accounts < 1:
+		return usagef("--accounts %d: want at least 1", *accounts)
+	case *accounts > stm.MaxItems:
+		return usagef("--accounts %d: want at most %d", *accounts, stm.MaxItems)
+	case set["duration"] && *duration <= 0:
+		return usagef("--duration %v: want a positive duration", *duration)
+	case !set["duration"] && *transactions < 1:
+		return usagef("--transactions %d: want at least 1", *transactions)
+	case *readOnly < 0 || *readOnly > 100 || *readOnly != *readOnly:
+		return usagef("--read-only %g: want a percentage from 0 to 100", *readOnly)
+	case *rounds < 1:
+		return usagef("--rounds %d: want at least 1", *rounds)
+	case *servers < 1 || *servers > stm.MaxServers:
+		return usagef("--servers %d: want 1 to %d", *servers, stm.MaxServers)
+	case *servers > *accounts:
+		return usagef("--servers %d: more servers than the %d accounts", *servers, *accounts)
+	case *logSize < 0:
+		return usagef("--log-size %d: want 0 (default) or more", *logSize)
+	case *versions < 0:
+		return usagef("--versions %d: want 0 (default) or more", *versions)
+	}
+	size := 0
+	if rs := strings.TrimSpace(*readSize); rs != "all" {
+		n, err := strconv.Atoi(rs)
+		switch {
+		case err != nil:
+			return usagef("--read-size %q: want a number of accounts or all", *readSize)
+		case n < 1:
+			return usagef("--read-size %d: want at least 1 account, or all", n)
+		case n > *accounts:
+			return usagef("--read-size %d is larger than the store of %d accounts (--accounts)", n, *accounts)
+		}
+		if n < *accounts {
+			size = n
+		}
+	}
+	if _, err := gpu.ParseSpec(*device); err != nil {
+		return usagef("--device: %v", err)
+	}
+	bank := stm.Bank{Accounts: *accounts, Initial: *initial, ReadOnly: *readOnly / 100, ReadSize: size, Rounds: *rounds}
+	if err := bank.Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	var out io.WriteCloser
+	if *history != "" {
+		f, err := os.Create(*history)
+		if err != nil {
+			return fmt.Errorf("stm bank: --history: %w", err)
+		}
+		out = f
+		defer f.Close()
+	}
+	eng, err := stm.Open(stm.Options{Device: *device, Config: stm.Config{Servers: *servers, LogSize: *logSize, Versions: *versions}})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	if !*quiet {
+		fmt.Fprintln(e.stderr, eng.Reason())
+	}
+	ro := stm.RunOptions{Seed: *seed, History: out != nil}
+	if set["duration"] {
+		ro.Duration = *duration
+	} else {
+		ro.Transactions = *transactions
+	}
+	res, runErr := eng.Run(bank, ro)
+	if res == nil {
+		return runErr
+	}
+	var total uint64
+	for _, v := range res.Final {
+		total += v
+	}
+	want := uint64(*accounts) * *initial
+	fmt.Fprintf(e.stdout, "device: %s\n", res.Device)
+	fmt.Fprintf(e.stdout, "commits: %d (update %d, read-only %d)\n", res.Total(), res.Commits, res.ReadOnlyCommits)
+	fmt.Fprintf(e.stdout, "aborts: %s\n", res.AbortString())
+	fmt.Fprintf(e.stdout, "commits/s: %.0f\n", res.Throughput())
+	fmt.Fprintf(e.stdout, "elapsed: %v\n", res.Elapsed.Round(time.Microsecond))
+	fmt.Fprintf(e.stdout, "final total: %d\n", total)
+	fmt.Fprintf(e.stdout, "wrong read-only totals: %d\n", res.Wrong)
+	if out != nil {
+		if err := stm.WriteHistory(out, res.History); err != nil {
+			return errors.Join(runErr, err)
+		}
+		if err := out.Close(); err != nil {
+			return errors.Join(runErr, fmt.Errorf("stm bank: --history: %w", err))
+		}
+	}
+	switch {
+	case runErr != nil:
+		return runErr
+	case total != want:
+		return fmt.Errorf("stm bank: final total %d, want %d accounts x %d = %d", total, *accounts, *initial, want)
+	case res.Wrong != 0:
+		return fmt.Errorf("stm bank: %d read-only transactions saw a wrong total", res.Wrong)
+	}
+	return nil
+}

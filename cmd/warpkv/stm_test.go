@@ -1,0 +1,253 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"warpkv/gpu"
+)
+
+// buildWarpkv builds the warpkv binary into a temporary directory.
+func buildWarpkv(t *testing.T) string {
+	t.Helper()
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		if goBin, err = exec.LookPath("go"); err != nil {
+			t.Skip("no go command to build warpkv with")
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "warpkv")
+	cmd := exec.Command(goBin, "build", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// historyLine is one line of --history as the issue defines it.
+type historyLine struct {
+	TS     *uint64         `json:"ts"`
+	RO     bool            `json:"ro"`
+	Reads  [][2]uint64     `json:"reads"`
+	Writes [][2]uint64     `json:"writes"`
+	Extra  json.RawMessage `json:"-"`
+}
+
+// checkBankHistory checks a --history file against the issue's definition,
+// independently of package stm: no two update transactions share a
+// timestamp; applying the updates' writes in ascending timestamp order from
+// the initial store (every account at initial), each update's reads equal
+// the store just before it, and each read-only transaction's reads equal
+// the store after all updates with a timestamp up to its snapshot. It
+// returns the number of lines and the store at the end.
+func checkBankHistory(t *testing.T, path string, accounts int, initial uint64) (int, []uint64) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var updates, ros []historyLine
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	lines := 0
+	for sc.Scan() {
+		lines++
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal(sc.Bytes(), &raw); err != nil {
+			t.Fatalf("line %d is not a JSON object: %v", lines, err)
+		}
+		for k := range raw {
+			if k != "ts" && k != "ro" && k != "reads" && k != "writes" {
+				t.Fatalf("line %d has key %q outside the issue's format", lines, k)
+			}
+		}
+		var h historyLine
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		if err := dec.Decode(&h); err != nil {
+			t.Fatalf("line %d: %v", lines, err)
+		}
+		if h.TS == nil || raw["reads"] == nil {
+			t.Fatalf("line %d lacks ts or reads: %s", lines, sc.Text())
+		}
+		if h.RO {
+			if raw["writes"] != nil {
+				t.Fatalf("read-only line %d has writes", lines)
+			}
+			ros = append(ros, h)
+		} else {
+			if raw["writes"] == nil {
+				t.Fatalf("update line %d lacks writes", lines)
+			}
+			updates = append(updates, h)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	sort.SliceStable(updates, func(i, j int) bool { return *updates[i].TS < *updates[j].TS })
+	sort.SliceStable(ros, func(i, j int) bool { return *ros[i].TS < *ros[j].TS })
+	store := make([]uint64, accounts)
+	for i := range store {
+		store[i] = initial
+	}
+	r := 0
+	checkRO := func(upTo uint64) {
+		for ; r < len(ros) && *ros[r].TS <= upTo; r++ {
+			for _, rd := range ros[r].Reads {
+				if rd[0] >= uint64(accounts) || store[rd[0]] != rd[1] {
+					t.Fatalf("read-only transaction at snapshot %d read account %d = %d, the store after commits <= %d holds %d",
+						*ros[r].TS, rd[0], rd[1], *ros[r].TS, store[rd[0]])
+				}
+			}
+		}
+	}
+	for i, u := range updates {
+		if i > 0 && *u.TS == *updates[i-1].TS {
+			t.Fatalf("two update transactions share timestamp %d", *u.TS)
+		}
+		checkRO(*u.TS - 1)
+		for _, rd := range u.Reads {
+			if rd[0] >= uint64(accounts) || store[rd[0]] != rd[1] {
+				t.Fatalf("update transaction %d read account %d = %d, the store just before it holds %d", *u.TS, rd[0], rd[1], store[rd[0]])
+			}
+		}
+		for _, w := range u.Writes {
+			if w[0] >= uint64(accounts) {
+				t.Fatalf("update transaction %d wrote account %d of %d", *u.TS, w[0], accounts)
+			}
+			store[w[0]] = w[1]
+		}
+	}
+	checkRO(^uint64(0))
+	return lines, store
+}
+
+// stmOutput parses the lines "name: number ..." the command prints.
+func stmOutput(t *testing.T, out string) map[string]uint64 {
+	t.Helper()
+	m := map[string]uint64{}
+	re := regexp.MustCompile(`(?m)^([a-z/ -]+): ([0-9]+)`)
+	for _, g := range re.FindAllStringSubmatch(out, -1) {
+		v, _ := strconv.ParseUint(g[2], 10, 64)
+		m[g[1]] = v
+	}
+	for _, k := range []string{"commits", "aborts", "commits/s", "final total", "wrong read-only totals"} {
+		if _, ok := m[k]; !ok {
+			t.Fatalf("output lacks %q:\n%s", k, out)
+		}
+	}
+	return m
+}
+
+// TestSTMBankBinary builds warpkv, runs "warpkv stm bank" with its real
+// flags on every engine it can, and checks the output and the history file
+// with the checker above.
+func TestSTMBankBinary(t *testing.T) {
+	bin := buildWarpkv(t)
+	devices := []string{"cpu"}
+	if ok, _ := gpu.Available(); ok {
+		devices = append(devices, "gpu")
+	}
+	for _, dev := range devices {
+		for _, tc := range []struct {
+			accounts int
+			initial  uint64
+			args     []string
+		}{
+			{50, 100, []string{"--transactions", "3000", "--read-only", "40"}},
+			{64, 3, []string{"--transactions", "3000", "--read-only", "30", "--read-size", "8", "--rounds", "3", "--servers", "2", "--seed", "7"}},
+			{16, 0, []string{"--transactions", "2000", "--read-only", "50", "--rounds", "2"}}, // balances wrap below 0
+			{40, 10, []string{"--duration", "200ms", "--read-only", "20", "--read-size", "40"}},
+		} {
+			name := fmt.Sprintf("%s %d accounts %s", dev, tc.accounts, strings.Join(tc.args, " "))
+			t.Run(name, func(t *testing.T) {
+				hist := filepath.Join(t.TempDir(), "history.jsonl")
+				args := append([]string{"stm", "bank", "--device", dev, "--accounts", fmt.Sprint(tc.accounts),
+					"--initial", fmt.Sprint(tc.initial), "--history", hist}, tc.args...)
+				cmd := exec.Command(bin, args...)
+				var stdout, stderr bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				if err := cmd.Run(); err != nil {
+					t.Fatalf("%v: %v\nstdout:\n%s\nstderr:\n%s", args, err, stdout.String(), stderr.String())
+				}
+				out := stmOutput(t, stdout.String())
+				want := uint64(tc.accounts) * tc.initial
+				if out["final total"] != want || out["wrong read-only totals"] != 0 {
+					t.Fatalf("final total %d (want %d), wrong totals %d:\n%s", out["final total"], want, out["wrong read-only totals"], stdout.String())
+				}
+				lines, store := checkBankHistory(t, hist, tc.accounts, tc.initial)
+				if uint64(lines) != out["commits"] {
+					t.Fatalf("history has %d lines, the command reported %d commits", lines, out["commits"])
+				}
+				var sum uint64
+				for _, v := range store {
+					sum += v
+				}
+				if sum != want {
+					t.Fatalf("replayed history ends with total %d, want %d", sum, want)
+				}
+				t.Logf("%s", strings.ReplaceAll(stdout.String(), "\n", "; "))
+			})
+		}
+	}
+}
+
+func TestSTMBankBadOptions(t *testing.T) {
+	gpuErr := "no GPU is usable"
+	if ok, _ := gpu.Available(); ok {
+		gpuErr = "" // a GPU exists: the option is fine
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"zero accounts", []string{"--accounts", "0"}, 2, "--accounts 0"},
+		{"read size larger than the store", []string{"--accounts", "10", "--read-size", "11"}, 2, "--read-size 11 is larger than the store"},
+		{"read size not a number", []string{"--read-size", "many"}, 2, "--read-size"},
+		{"percent above 100", []string{"--read-only", "101"}, 2, "--read-only 101"},
+		{"negative percent", []string{"--read-only", "-1"}, 2, "--read-only -1"},
+		{"transactions and duration", []string{"--transactions", "5", "--duration", "1s"}, 2, "exclude each other"},
+		{"zero transactions", []string{"--transactions", "0"}, 2, "--transactions 0"},
+		{"zero rounds", []string{"--rounds", "0"}, 2, "--rounds 0"},
+		{"zero servers", []string{"--servers", "0"}, 2, "--servers 0"},
+		{"bad device", []string{"--device", "tpu"}, 2, "--device"},
+		{"bad duration", []string{"--duration", "soon"}, 2, "duration"},
+		{"single account transfers", []string{"--accounts", "1", "--read-only", "50"}, 2, "at least 2 accounts"},
+		{"history in a missing directory", []string{"--transactions", "10", "--history", "/nonexistent/dir/h.jsonl"}, 1, "--history"},
+		{"no verb", nil, 2, "usage"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"stm", "bank", "--device", "cpu"}
+			if tc.args == nil {
+				args = []string{"stm"}
+			} else if tc.name == "bad device" {
+				args = []string{"stm", "bank"}
+			}
+			code, out, errOut := runCmd(append(args, tc.args...)...)
+			if code != tc.code || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, stderr %q (stdout %q); want exit %d and %q", code, errOut, out, tc.code, tc.want)
+			}
+		})
+	}
+	if gpuErr != "" {
+		code, _, errOut := runCmd("stm", "bank", "--device", "gpu", "--transactions", "10")
+		if code != 1 || !strings.Contains(errOut, gpuErr) {
+			t.Errorf("--device gpu without a GPU: exit %d, stderr %q", code, errOut)
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package gpu
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// MappedBuffer is n elements of T in page-locked host memory that is also
+// mapped into the device's address space (zero-copy): the host sees it as
+// a Go slice, kernels see it at Ptr. Kernels and the host may use it while
+// a kernel runs, which makes it the channel for flags that stop a running
+// kernel and for progress counters the host polls. Host accesses to words
+// the device writes concurrently must be atomic (sync/atomic on the
+// slice's elements); device accesses must be volatile or atomic. Every
+// access from the device crosses the bus: keep hot data elsewhere.
+type MappedBuffer[T any] struct {
+	d    *Device
+	ptr  uintptr // host address
+	dev  uintptr // device address
+	data []T
+}
+
+// CU_MEMHOSTALLOC_* flags.
+const (
+	hostAllocPortable  = 1
+	hostAllocDeviceMap = 2
+)
+
+// AllocMapped allocates n elements of mapped pinned host memory, zeroed.
+// Cost: one cuMemHostAlloc and one cuMemHostGetDevicePointer (milliseconds):
+// allocate once and reuse.
+func AllocMapped[T any](d *Device, n int) (*MappedBuffer[T], error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("gpu: mapped allocation of %d elements", n)
+	}
+	bytes := int64(n) * int64(sizeOf[T]())
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.checkOpen(); err != nil {
+		return nil, err
+	}
+	var p, dp uintptr
+	err := d.do("cuMemHostAlloc(DEVICEMAP)", func() uint32 {
+		return call(d.drv.cuMemHostAlloc, uintptr(unsafe.Pointer(&p)), uintptr(bytes), hostAllocPortable|hostAllocDeviceMap)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gpu: mapping %d host bytes: %w", bytes, err)
+	}
+	d.hosts[p] = bytes
+	err = d.do("cuMemHostGetDevicePointer", func() uint32 {
+		return call(d.drv.cuMemHostGetDevicePointer, uintptr(unsafe.Pointer(&dp)), p, 0)
+	})
+	if err != nil {
+		delete(d.hosts, p)
+		d.do("cuMemFreeHost", func() uint32 { return call(d.drv.cuMemFreeHost, p) })
+		return nil, fmt.Errorf("gpu: device address of %d mapped host bytes: %w", bytes, err)
+	}
+	m := &MappedBuffer[T]{d: d, ptr: p, dev: dp}
+	m.data = unsafe.Slice((*T)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), n)
+	clear(m.data)
+	return m, nil
+}
+
+// Slice returns the memory as a Go slice; it is invalid after Free.
+func (m *MappedBuffer[T]) Slice() []T { return m.data }
+
+// Len returns the number of elements.
+func (m *MappedBuffer[T]) Len() int { return len(m.data) }
+
+// Ptr returns the device address of element 0, for kernel arguments.
+func (m *MappedBuffer[T]) Ptr() DevicePtr { return DevicePtr(m.dev) }
+
+// Free releases the memory. Freeing twice is a no-op.
+func (m *MappedBuffer[T]) Free() error {
+	if m == nil || m.ptr == 0 {
+		return nil
+	}
+	d := m.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p := m.ptr
+	m.ptr, m.dev, m.data = 0, 0, nil
+	if _, ok := d.hosts[p]; !ok {
+		return nil // freed by Device.Close
+	}
+	delete(d.hosts, p)
+	return d.do("cuMemFreeHost", func() uint32 { return call(d.drv.cuMemFreeHost, p) })
+}
+
+// Done reports whether all work queued on the stream has finished, without
+// blocking (cuStreamQuery). An error raised by that work is returned.
+func (s *Stream) Done() (bool, error) {
+	var r uint32
+	err := s.d.do("cuStreamQuery", func() uint32 {
+		r = call(s.d.drv.cuStreamQuery, s.h)
+		if r == cudaErrNotReady {
+			return 0
+		}
+		return r
+	})
+	return err == nil && r == 0, err
+}
+

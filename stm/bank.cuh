@@ -1,0 +1,35 @@
+// stm/bank.cuh: the Bank workload's transaction body (stm/bank.go is its
+// CPU twin and must draw the same numbers in the same order).
+// Parameters: 0 accounts, 1 initial balance, 2 read-only share in parts per
+// million, 3 block size, 4 blocks, 5 rounds, 6 sharded (block = thread).
+#pragma once
+
+__device__ void stm_body(stm_tx* tx) {
+	const u64 n = stm_param(tx, 0), v = stm_param(tx, 1), ro_ppm = stm_param(tx, 2);
+	const u64 size = stm_param(tx, 3), nb = stm_param(tx, 4), k = stm_param(tx, 5);
+	const bool sharded = stm_param(tx, 6) != 0;
+	const bool ro = stm_below(tx, 1000000) < ro_ppm;
+	stm_begin(tx, ro);
+	const u64 blk = sharded ? (u64)tx->thread % nb : stm_below(tx, nb);
+	const u64 lo = blk * size;
+	const u64 sz = blk == nb - 1 ? n - lo : size;
+	if (ro) {
+		// A read-only transaction sums its block: the total is invariant.
+		u64 sum = 0;
+		for (u64 i = lo; i < lo + sz; i++) {
+			sum += stm_read(tx, (u32)i);
+			if (stm_failed(tx)) return;
+		}
+		stm_check(tx, sum == sz * v);
+		return;
+	}
+	// A transfer of k rounds: each moves 1 between two accounts of the block.
+	for (u64 r = 0; r < k; r++) {
+		const u32 from = (u32)(lo + stm_below(tx, sz));
+		u32 to = (u32)(lo + stm_below(tx, sz - 1));
+		if (to >= from) to++;
+		stm_write(tx, from, stm_read(tx, from) - 1);
+		stm_write(tx, to, stm_read(tx, to) + 1);
+		if (stm_failed(tx)) return;
+	}
+}

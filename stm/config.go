@@ -1,0 +1,81 @@
+package stm
+
+import (
+	"fmt"
+	"math/bits"
+)
+
+// Defaults of Config.
+const (
+	DefaultVersions = 8    // versions kept per item (the thesis keeps 10)
+	DefaultLogSize  = 4096 // commits each server's log remembers
+	// DefaultLogWritesPerEntry sizes a log's item pool: LogSize times this
+	// many item numbers, unless Config.LogWrites says otherwise.
+	DefaultLogWritesPerEntry = 4
+	// MaxServers bounds Config.Servers (partitions are a 64-bit mask).
+	MaxServers = 64
+	// MaxItems bounds a store's size (items are 32-bit numbers on the GPU).
+	MaxItems = 1<<31 - 1
+)
+
+// Config is the shape of a store, shared by both engines.
+type Config struct {
+	// Versions is K, the versions each item keeps (its ring depth); 0 means
+	// DefaultVersions. 1 keeps only the newest.
+	Versions int
+	// LogSize is the number of recent commits each server's log keeps; 0
+	// means DefaultLogSize. A transaction whose snapshot is older than the
+	// oldest commit a log still lists aborts (LogFull).
+	LogSize int
+	// LogWrites is the number of written items each server's log keeps
+	// (its item pool); 0 means LogSize*DefaultLogWritesPerEntry. A commit
+	// writing more items of one partition than this is logged without its
+	// items, and any transaction it must be validated against aborts
+	// (LogFull).
+	LogWrites int
+	// Servers is the number of commit servers; items are split into this
+	// many contiguous partitions, one per server. 0 means 1.
+	Servers int
+}
+
+// withDefaults fills in zero fields.
+func (c Config) withDefaults() Config {
+	if c.Versions == 0 {
+		c.Versions = DefaultVersions
+	}
+	if c.LogSize == 0 {
+		c.LogSize = DefaultLogSize
+	}
+	if c.LogWrites == 0 {
+		c.LogWrites = c.LogSize * DefaultLogWritesPerEntry
+	}
+	if c.Servers == 0 {
+		c.Servers = 1
+	}
+	return c
+}
+
+// validate checks a filled-in Config for a store of n items.
+func (c Config) validate(n int) error {
+	switch {
+	case n < 1 || n > MaxItems:
+		return fmt.Errorf("stm: %d items: want 1 to %d", n, MaxItems)
+	case c.Versions < 1 || c.Versions > 1<<10:
+		return fmt.Errorf("stm: %d versions per item: want 1 to 1024", c.Versions)
+	case c.LogSize < 1 || c.LogSize > 1<<24:
+		return fmt.Errorf("stm: log size %d: want 1 to %d", c.LogSize, 1<<24)
+	case c.LogWrites < 1 || c.LogWrites > 1<<26:
+		return fmt.Errorf("stm: log item pool %d: want 1 to %d", c.LogWrites, 1<<26)
+	case c.Servers < 1 || c.Servers > MaxServers:
+		return fmt.Errorf("stm: %d servers: want 1 to %d", c.Servers, MaxServers)
+	case c.Servers > n:
+		return fmt.Errorf("stm: %d servers for %d items: want at most one server per item", c.Servers, n)
+	}
+	return nil
+}
+
+// partSize returns the items per partition: ceil(n/servers).
+func (c Config) partSize(n int) int { return (n + c.Servers - 1) / c.Servers }
+
+// popcount of a partition mask.
+func popcount(m uint64) int { return bits.OnesCount64(m) }

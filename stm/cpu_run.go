@@ -1,0 +1,111 @@
+package stm
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"warpkv/engine"
+)
+
+// ticketChunk is how many tickets a CPU worker claims at once (and runs
+// before it looks at the clock again in a run of a duration).
+const ticketChunk = 64
+
+// runCPU runs a workload on a fresh CPU store with one goroutine per
+// worker; each claims tickets and runs their transactions to commit.
+func (e *Engine) runCPU(w Workload, sp *workloadSpec, ro RunOptions) (*Result, engine.Timings, error) {
+	var tm engine.Timings
+	if sp.body == nil {
+		return nil, tm, fmt.Errorf("the workload has no CPU form (a CUDA body runs on the GPU only)")
+	}
+	var clk engine.Clock
+	clk.Start()
+	clk.Mark(nil, engine.MarkStart)
+	s, err := New(StoreOptions{Config: e.opt.Config, Items: w.Items(), Init: w.InitialValue,
+		Record: ro.History, RecordAborted: ro.HistoryAborted, yield: e.opt.yield})
+	if err != nil {
+		return nil, tm, err
+	}
+	clk.Mark(nil, engine.MarkUploaded)
+	clk.Mark(nil, engine.MarkSorted)
+	threads := e.workers()
+	var (
+		tickets  atomic.Int64
+		stop     atomic.Bool
+		wrong    atomic.Uint64
+		failed   error
+		failOnce sync.Once
+		wg       sync.WaitGroup
+		times    = make([]phaseTimes, threads)
+	)
+	start := time.Now()
+	end := start.Add(ro.Duration)
+	for th := range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var tmp *phaseTimes
+			if ro.Breakdown {
+				tmp = &times[th]
+			}
+			for !stop.Load() {
+				if ro.Transactions == 0 && time.Now().After(end) {
+					return
+				}
+				first := tickets.Add(ticketChunk) - ticketChunk
+				for t := first; t < first+ticketChunk; t++ {
+					if ro.Transactions > 0 && t >= ro.Transactions {
+						return
+					}
+					ticket := uint64(t)
+					var bad bool
+					fn := func(tx *Tx) error {
+						bad = sp.body(tx, ro.Seed, ticket, th, threads)
+						return nil
+					}
+					done, err := s.runTx(fn, sp.readOnly(ro.Seed, ticket, th, threads), &stop, tmp)
+					if err != nil {
+						failOnce.Do(func() { failed = err })
+						stop.Store(true)
+						return
+					}
+					if !done {
+						return
+					}
+					if bad {
+						wrong.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(ro.Timeout):
+		stop.Store(true)
+		<-finished
+		failOnce.Do(func() { failed = fmt.Errorf("timed out after %v (%d commits)", ro.Timeout, s.Stats().Total()) })
+	}
+	elapsed := time.Since(start)
+	clk.Mark(nil, engine.MarkWorked)
+	res := &Result{Stats: s.Stats(), Wrong: wrong.Load(), Elapsed: elapsed, Threads: threads, Device: "cpu"}
+	res.Final = s.Final()
+	if ro.History {
+		res.History = s.History()
+	}
+	for _, t := range times {
+		res.Commit.Execute += t.execute
+		res.Commit.WaitServer += t.wait - t.serve - t.insert
+		res.Commit.Validate += t.serve
+		res.Commit.Insert += t.insert
+		res.Commit.WriteBack += t.writeBack
+		res.Commit.Publish += t.publish
+	}
+	clk.Mark(nil, engine.MarkDone)
+	tm = clk.Timings(w.Name(), int(res.Total()))
+	return res, tm, failed
+}

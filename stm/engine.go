@@ -1,0 +1,190 @@
+package stm
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"warpkv/engine"
+	"warpkv/gpu"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// Device is a device option (see package engine): "", "auto", "cpu",
+	// "gpu" or "gpu:N".
+	Device string
+	// GPU, when set, is an open device to run on; the caller keeps it.
+	GPU *gpu.Device
+	Config
+	// Workers is the number of goroutines running transactions on the CPU
+	// engine; 0 means GOMAXPROCS.
+	Workers int
+	// GPU engine geometry; zero values choose defaults.
+	ClientBlock       int // threads per client block (a multiple of 32; default 32)
+	ClientBlocksPerSM int // client blocks per client SM; 0: as many as fit
+	// ClientThreads bounds the transactions running at once on the GPU;
+	// 0 means LogSize x Servers (at least a warp per client SM): more
+	// concurrent update transactions than a log holds make its commits
+	// abort spuriously (LogFull), as the thesis observed.
+	ClientThreads int
+	ServerWarps   int // warps per server block: 1 receiver + workers (default 32)
+
+	yield bool // tests: CPU transactions yield on every read
+}
+
+// RunOptions say how long a run lasts and what it keeps.
+type RunOptions struct {
+	// Transactions is the number of transactions to commit (every
+	// transaction is retried until it commits). 0 means run for Duration.
+	Transactions int64
+	// Duration bounds a run without a transaction count.
+	Duration time.Duration
+	// Seed seeds the workload's transactions.
+	Seed uint64
+	// History keeps every committed transaction (Result.History);
+	// HistoryAborted also keeps aborted attempts' reads. For tests and
+	// small runs: memory grows with every commit.
+	History, HistoryAborted bool
+	// Breakdown measures where commit time goes (Result.Commit); on the
+	// CPU engine it costs a few clock reads per transaction.
+	Breakdown bool
+	// Timeout bounds the whole run; a run that does not finish in time
+	// fails with an error (on the GPU, through a deadline every kernel
+	// loop checks). 0 means Duration plus one minute, or ten minutes.
+	Timeout time.Duration
+}
+
+// Result is what a run did.
+type Result struct {
+	Stats
+	// Wrong counts committed transactions whose workload check failed
+	// (Bank: read-only totals that differ from the invariant).
+	Wrong uint64
+	// UserAborts counts transactions their body gave up (stm_abort): not
+	// retried, not committed.
+	UserAborts uint64
+	Elapsed    time.Duration // from the first transaction to the last commit
+	Threads    int           // transactions that ran concurrently (goroutines or GPU threads)
+	Final      []uint64      // the store after the run
+	History    []Record      // with RunOptions.History
+	Commit     Breakdown     // where commit time went
+	Device     string        // where it ran
+}
+
+// Throughput is commits (update and read-only) per second.
+func (r *Result) Throughput() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Total()) / r.Elapsed.Seconds()
+}
+
+// Breakdown is the time transactions spent in the phases of a run, summed
+// over all transactions (aborted attempts included), so that shares
+// compare phases. Phases an engine does not have are zero.
+type Breakdown struct {
+	Execute     time.Duration // running transaction bodies
+	PreValidate time.Duration // GPU: validation inside the client warp
+	WaitServer  time.Duration // from the commit request to a server's answer, less Validate and Insert
+	Validate    time.Duration // server validation against the log
+	Insert      time.Duration // reserving timestamps and logging the batch
+	WriteBack   time.Duration // installing the new versions
+	Publish     time.Duration // waiting for earlier commits and advancing the clock
+}
+
+// Engine runs workloads on the GPU or the CPU engine.
+type Engine struct {
+	opt   Options
+	place engine.Placement
+	gpu   *gpuEngine
+	last  engine.Last
+}
+
+// Open places an engine. Cost: opening the device for a GPU; kernels are
+// compiled on the first run of each workload shape.
+func Open(o Options) (*Engine, error) {
+	if err := o.Config.withDefaults().validate(MaxItems); err != nil {
+		return nil, err
+	}
+	if o.Workers < 0 || o.ClientBlock < 0 || o.ClientBlocksPerSM < 0 || o.ClientThreads < 0 || o.ServerWarps < 0 {
+		return nil, fmt.Errorf("stm: negative option in %+v", o)
+	}
+	p, err := engine.Place("stm", o.Device, o.GPU)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{opt: o, place: p}
+	if p.Backend == gpu.BackendGPU {
+		g, err := newGPUEngine(p.Device, o)
+		if err != nil {
+			return nil, errors.Join(err, p.Release())
+		}
+		e.gpu = g
+	}
+	return e, nil
+}
+
+// Backend returns where runs execute.
+func (e *Engine) Backend() gpu.Backend { return e.place.Backend }
+
+// Reason says which backend was chosen and why.
+func (e *Engine) Reason() string { return e.place.Reason }
+
+// LastBatch is the time breakdown of the last run: Upload the initial
+// store, Work the transactions, Download the results.
+func (e *Engine) LastBatch() engine.Timings { return e.last.Get() }
+
+// Close frees the engine's memory, and its device if it opened it.
+func (e *Engine) Close() error {
+	var err error
+	if e.gpu != nil {
+		err = e.gpu.close()
+		e.gpu = nil
+	}
+	return errors.Join(err, e.place.Release())
+}
+
+// Run runs workload w from its initial store for ro.Transactions
+// transactions or for ro.Duration and returns what happened. It fails if
+// the workload's final-state check fails or the run exceeds its timeout.
+func (e *Engine) Run(w Workload, ro RunOptions) (*Result, error) {
+	if ro.Transactions < 0 || ro.Duration < 0 || (ro.Transactions == 0 && ro.Duration == 0) {
+		return nil, fmt.Errorf("stm: run %s: want a positive number of transactions or a duration", w.Name())
+	}
+	sp, err := w.spec()
+	if err != nil {
+		return nil, err
+	}
+	if ro.Timeout == 0 {
+		ro.Timeout = 10 * time.Minute
+		if ro.Transactions == 0 {
+			ro.Timeout = ro.Duration + time.Minute
+		}
+	}
+	var res *Result
+	var tm engine.Timings
+	if e.gpu != nil {
+		res, tm, err = e.gpu.run(w, sp, ro)
+	} else {
+		res, tm, err = e.runCPU(w, sp, ro)
+	}
+	if err != nil {
+		return res, fmt.Errorf("stm: run %s: %w", w.Name(), err)
+	}
+	e.last.Set(tm)
+	if sp.check != nil {
+		if err := sp.check(res.Final, res.Stats); err != nil {
+			return res, fmt.Errorf("stm: run %s: final store: %w", w.Name(), err)
+		}
+	}
+	return res, nil
+}
+
+func (e *Engine) workers() int {
+	if e.opt.Workers > 0 {
+		return e.opt.Workers
+	}
+	return runtime.GOMAXPROCS(0)
+}

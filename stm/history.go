@@ -1,0 +1,200 @@
+package stm
+
+import (
+	"bufio"
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+)
+
+// Access is one item read or written, with the value read or written.
+type Access struct {
+	Item  uint32
+	Value uint64
+}
+
+// Record is one transaction attempt of a history.
+type Record struct {
+	// TS is the commit timestamp of a committed update transaction, else
+	// the snapshot.
+	TS uint64
+	// Snapshot is the timestamp of the state the reads came from.
+	Snapshot uint64
+	ReadOnly bool
+	Aborted  bool
+	Cause    Cause // why, when Aborted
+	// Reads are the reads served from the store (not from the
+	// transaction's own writes), in order; Writes the items written with
+	// their final values.
+	Reads, Writes []Access
+}
+
+// AppendJSON appends the record as one line of the history format of
+// "warpkv stm bank --history": {"ts": T, "reads": [[ITEM, VALUE], ...],
+// "writes": [[ITEM, VALUE], ...]} for an update transaction,
+// {"ts": S, "ro": true, "reads": [...]} for a read-only one.
+func (r Record) AppendJSON(b []byte) []byte {
+	b = append(b, `{"ts": `...)
+	b = strconv.AppendUint(b, r.TS, 10)
+	if r.ReadOnly {
+		b = append(b, `, "ro": true`...)
+	}
+	b = append(b, `, "reads": `...)
+	b = appendAccesses(b, r.Reads)
+	if !r.ReadOnly {
+		b = append(b, `, "writes": `...)
+		b = appendAccesses(b, r.Writes)
+	}
+	return append(b, "}\n"...)
+}
+
+func appendAccesses(b []byte, as []Access) []byte {
+	b = append(b, '[')
+	for i, a := range as {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, '[')
+		b = strconv.AppendUint(b, uint64(a.Item), 10)
+		b = append(b, ", "...)
+		b = strconv.AppendUint(b, a.Value, 10)
+		b = append(b, ']')
+	}
+	return append(b, ']')
+}
+
+// WriteHistory writes the committed records of h, one JSON object a line,
+// in timestamp order (update transactions before read-only ones of the
+// same timestamp). Aborted records are skipped.
+func WriteHistory(w io.Writer, h []Record) error {
+	order := committed(h)
+	bw := bufio.NewWriterSize(w, 1<<16)
+	var line []byte
+	for _, r := range order {
+		line = r.AppendJSON(line[:0])
+		if _, err := bw.Write(line); err != nil {
+			return fmt.Errorf("stm: writing history: %w", err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("stm: writing history: %w", err)
+	}
+	return nil
+}
+
+// committed returns the committed records of h sorted by timestamp, update
+// transactions before read-only ones of the same timestamp.
+func committed(h []Record) []Record {
+	out := make([]Record, 0, len(h))
+	for _, r := range h {
+		if !r.Aborted {
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Record) int {
+		if c := cmp.Compare(a.TS, b.TS); c != 0 {
+			return c
+		}
+		switch {
+		case a.ReadOnly == b.ReadOnly:
+			return 0
+		case b.ReadOnly:
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+// CheckHistory replays the committed transactions of h serially in
+// timestamp order from initial and checks that the history is serializable
+// in that order: no two update transactions share a timestamp, every update
+// transaction's reads equal the state just before it, every read-only
+// transaction's reads equal the state after all commits with a timestamp up
+// to its snapshot, and the state at the end equals final (when final is not
+// nil). Cost: O(N + total accesses + records log records).
+func CheckHistory(initial []uint64, h []Record, final []uint64) error {
+	state := slices.Clone(initial)
+	var last uint64
+	seen := false
+	for _, r := range committed(h) {
+		if !r.ReadOnly {
+			if seen && r.TS == last {
+				return fmt.Errorf("stm history: two update transactions have timestamp %d", r.TS)
+			}
+			last, seen = r.TS, true
+		}
+		for _, a := range r.Reads {
+			if int(a.Item) >= len(state) {
+				return fmt.Errorf("stm history: transaction %d read item %d outside %d items", r.TS, a.Item, len(state))
+			}
+			if state[a.Item] != a.Value {
+				what := "update transaction"
+				if r.ReadOnly {
+					what = "read-only transaction at snapshot"
+				}
+				return fmt.Errorf("stm history: %s %d read item %d = %d, serial replay has %d", what, r.TS, a.Item, a.Value, state[a.Item])
+			}
+		}
+		for _, a := range r.Writes {
+			if int(a.Item) >= len(state) {
+				return fmt.Errorf("stm history: transaction %d wrote item %d outside %d items", r.TS, a.Item, len(state))
+			}
+			state[a.Item] = a.Value
+		}
+	}
+	if final != nil {
+		if len(final) != len(state) {
+			return fmt.Errorf("stm history: final store has %d items, replay %d", len(final), len(state))
+		}
+		for i := range state {
+			if state[i] != final[i] {
+				return fmt.Errorf("stm history: final item %d = %d, serial replay gives %d", i, final[i], state[i])
+			}
+		}
+	}
+	return nil
+}
+
+// CheckOpacity checks that every attempt of h, committed or aborted, read
+// values consistent with the one snapshot it started from: each read
+// equals the item's value after all committed update transactions with a
+// timestamp up to the attempt's snapshot. Cost: like CheckHistory.
+func CheckOpacity(initial []uint64, h []Record) error {
+	updates := make([]Record, 0, len(h))
+	for _, r := range h {
+		if !r.Aborted && !r.ReadOnly {
+			updates = append(updates, r)
+		}
+	}
+	slices.SortFunc(updates, func(a, b Record) int { return cmp.Compare(a.TS, b.TS) })
+	attempts := slices.Clone(h)
+	slices.SortStableFunc(attempts, func(a, b Record) int { return cmp.Compare(a.Snapshot, b.Snapshot) })
+	state := slices.Clone(initial)
+	u := 0
+	for _, r := range attempts {
+		for u < len(updates) && updates[u].TS <= r.Snapshot {
+			for _, a := range updates[u].Writes {
+				state[a.Item] = a.Value
+			}
+			u++
+		}
+		for _, a := range r.Reads {
+			if int(a.Item) >= len(state) || state[a.Item] != a.Value {
+				status := "committed"
+				if r.Aborted {
+					status = "aborted (" + r.Cause.String() + ")"
+				}
+				want := "outside the store"
+				if int(a.Item) < len(state) {
+					want = strconv.FormatUint(state[a.Item], 10)
+				}
+				return fmt.Errorf("stm opacity: %s attempt with snapshot %d read item %d = %d, the snapshot has %s",
+					status, r.Snapshot, a.Item, a.Value, want)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,352 @@
+package stm
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"warpkv/gpu"
+	"warpkv/internal/enginetest"
+	"warpkv/internal/gputest"
+)
+
+// runCase is one workload run checked end to end.
+type runCase struct {
+	name string
+	cfg  Config
+	w    Workload
+	n    int64
+}
+
+// contendedCases are the issue's contended cases and the shapes around
+// them, small enough for two CPU cores.
+func contendedCases() []runCase {
+	return []runCase{
+		{"bank, read-only totals of all", Config{}, Bank{Accounts: 64, Initial: 100, ReadOnly: 0.5, Rounds: 2}, 4000},
+		{"bank, read-only blocks of 16", Config{}, Bank{Accounts: 256, Initial: 7, ReadOnly: 0.3, ReadSize: 16, Rounds: 3}, 4000},
+		{"hot accounts", Config{}, Bank{Accounts: 3, Initial: 1, ReadOnly: 0.2, Rounds: 2}, 3000},
+		{"all transactions on one item", Config{}, RMW{Size: 1, Keys: 1, ReadOnly: 0.1}, 3000},
+		{"write-only transactions", Config{}, RMW{Size: 8, Keys: 3, WriteOnly: true}, 3000},
+		{"transactions larger than the log", Config{LogSize: 2, LogWrites: 4}, Bank{Accounts: 64, Initial: 5, ReadOnly: 0.2, Rounds: 8}, 2000},
+		{"ring depth 1", Config{Versions: 1}, Bank{Accounts: 32, Initial: 9, ReadOnly: 0.3, ReadSize: 4}, 3000},
+		{"four servers, transfers across partitions", Config{Servers: 4}, Bank{Accounts: 64, Initial: 100, ReadOnly: 0.3, Rounds: 2}, 4000},
+		{"four servers, sharded", Config{Servers: 4}, Bank{Accounts: 64, Initial: 3, ReadOnly: 0.3, ReadSize: 8, Sharded: true}, 3000},
+		{"zipf read-modify-write", Config{LogSize: 64}, RMW{Size: 128, Keys: 4, ReadOnly: 0.5, Zipf: 0.99}, 3000},
+		{"memcached 8 ways", Config{}, Memcached{Slots: 256, Ways: 8, Gets: 0.9, Zipf: 0.99}, 3000},
+	}
+}
+
+// checkRun checks a run's result: every ticket committed, no wrong
+// read-only total, the history serializable in timestamp order and
+// equal to the final store, every attempt's reads from one snapshot, and
+// an order-free workload's final store equal to a serial run's.
+func checkRun(t *testing.T, c runCase, res *Result, seed uint64) {
+	t.Helper()
+	sp, _ := c.w.spec()
+	if res.Total() != uint64(c.n) {
+		t.Errorf("%d commits, want %d", res.Total(), c.n)
+	}
+	if res.Wrong != 0 {
+		t.Errorf("%d committed read-only transactions saw a wrong total", res.Wrong)
+	}
+	initial := make([]uint64, c.w.Items())
+	for i := range initial {
+		initial[i] = c.w.InitialValue(i)
+	}
+	if err := CheckHistory(initial, res.History, res.Final); err != nil {
+		t.Error(err)
+	}
+	if err := CheckOpacity(initial, res.History); err != nil {
+		t.Error(err)
+	}
+	committedN := 0
+	for _, r := range res.History {
+		if !r.Aborted {
+			committedN++
+		}
+	}
+	if committedN != int(c.n) {
+		t.Errorf("history lists %d commits, want %d", committedN, c.n)
+	}
+	if sp.orderFree && !sp.sharded {
+		want, err := serial(c.w, seed, c.n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := firstDiff(want, res.Final); i >= 0 {
+			t.Errorf("final item %d = %d, a serial run gives %d", i, res.Final[i], want[i])
+		}
+	}
+	t.Logf("%s: %d commits (%d read-only), aborts %s, %v", res.Device, res.Total(), res.ReadOnlyCommits, res.AbortString(), res.Elapsed)
+}
+
+func firstDiff(a, b []uint64) int {
+	if len(a) != len(b) {
+		return 0
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestContendedCPU runs the contended cases on the CPU engine with more
+// goroutines than cores and checks every run end to end.
+func TestContendedCPU(t *testing.T) {
+	for _, c := range contendedCases() {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := Open(Options{Device: "cpu", Config: c.cfg, Workers: 8, yield: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			seed := enginetest.Seed()
+			t.Logf("seed %d", seed)
+			res, err := e.Run(c.w, RunOptions{Transactions: c.n, Seed: seed, History: true, HistoryAborted: true, Timeout: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRun(t, c, res, seed)
+		})
+	}
+}
+
+// TestContendedGPU runs the same cases on the GPU engine (skipped without
+// a GPU, failed under WARPKV_REQUIRE_GPU=1).
+func TestContendedGPU(t *testing.T) {
+	dev := gputest.Device(t)
+	for _, c := range contendedCases() {
+		for _, servers := range []int{c.cfg.Servers, 3} {
+			cfg := c.cfg
+			cfg.Servers = servers
+			name := c.name
+			if servers == 3 {
+				name += ", 3 servers"
+			}
+			t.Run(name, func(t *testing.T) {
+				e, err := Open(Options{GPU: dev, Config: cfg})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer e.Close()
+				seed := enginetest.Seed()
+				t.Logf("seed %d", seed)
+				c := c
+				c.n *= 4
+				res, err := e.Run(c.w, RunOptions{Transactions: c.n, Seed: seed, History: true, HistoryAborted: true, Timeout: time.Minute})
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkRun(t, c, res, seed)
+			})
+		}
+	}
+}
+
+// runBatch is one run of the differential test: an order-free workload
+// run for a number of transactions.
+type runBatch struct {
+	w    Workload
+	cfg  Config
+	n    int64
+	seed uint64
+}
+
+// runOut is what the model and the engines must agree on.
+type runOut struct {
+	Commits uint64
+	Wrong   uint64
+	Final   []uint64
+}
+
+// serialModel runs batches one transaction after another.
+type serialModel struct{}
+
+func (serialModel) Apply(b runBatch) (runOut, error) {
+	f, err := serial(b.w, b.seed, b.n)
+	return runOut{Commits: uint64(b.n), Final: f}, err
+}
+func (serialModel) Check() error { return nil }
+func (serialModel) Close() error { return nil }
+
+// engineSubject runs batches on an Engine and checks each run's history.
+type engineSubject struct {
+	t   testing.TB
+	opt Options
+}
+
+func (s *engineSubject) Apply(b runBatch) (runOut, error) {
+	o := s.opt
+	o.Config = b.cfg
+	e, err := Open(o)
+	if err != nil {
+		return runOut{}, err
+	}
+	defer e.Close()
+	res, err := e.Run(b.w, RunOptions{Transactions: b.n, Seed: b.seed, History: true, HistoryAborted: true, Timeout: time.Minute})
+	if err != nil {
+		return runOut{}, err
+	}
+	initial := make([]uint64, b.w.Items())
+	for i := range initial {
+		initial[i] = b.w.InitialValue(i)
+	}
+	if err := CheckHistory(initial, res.History, res.Final); err != nil {
+		s.t.Errorf("%s: %v", b.w.Name(), err)
+	}
+	if err := CheckOpacity(initial, res.History); err != nil {
+		s.t.Errorf("%s: %v", b.w.Name(), err)
+	}
+	return runOut{Commits: res.Total(), Wrong: res.Wrong, Final: res.Final}, nil
+}
+func (s *engineSubject) Check() error { return nil }
+func (s *engineSubject) Close() error { return nil }
+
+// TestEnginesAgreeWithSerialRuns: random order-free runs (bank transfers,
+// increments) on the CPU and GPU engines end in the store a serial run of
+// the same transactions gives.
+func TestEnginesAgreeWithSerialRuns(t *testing.T) {
+	gen := func(r *rand.Rand, _ int, _ serialModel) runBatch {
+		cfg := Config{Versions: 1 + r.IntN(8), LogSize: []int{4, 64, 4096}[r.IntN(3)], Servers: 1 + r.IntN(4)}
+		var w Workload
+		if r.IntN(2) == 0 {
+			n := 8 + r.IntN(200)
+			w = Bank{Accounts: n, Initial: r.Uint64N(1000), ReadOnly: r.Float64() * 0.9, ReadSize: []int{0, 2, 8}[r.IntN(3)], Rounds: 1 + r.IntN(4)}
+		} else {
+			w = RMW{Size: 1 + r.IntN(100), Keys: 1 + r.IntN(6), ReadOnly: r.Float64() * 0.5, Start: r.Uint64()}
+		}
+		if cfg.Servers > w.Items() {
+			cfg.Servers = 1
+		}
+		return runBatch{w: w, cfg: cfg, n: int64(100 + r.IntN(1500)), seed: r.Uint64()}
+	}
+	enginetest.Run(t, enginetest.Suite[runBatch, runOut, serialModel]{
+		NewModel: func() serialModel { return serialModel{} },
+		Targets: []enginetest.Target[runBatch, runOut]{
+			{Name: "cpu", Open: func(tb testing.TB, _ *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
+				return &engineSubject{t: tb, opt: Options{Device: "cpu", Workers: 6, yield: true}}, nil
+			}},
+			{Name: "gpu", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
+				return &engineSubject{t: tb, opt: Options{GPU: d}}, nil
+			}},
+		},
+		Compare: func(want, got runOut) string {
+			if want.Commits != got.Commits || got.Wrong != 0 {
+				return "commits or wrong totals differ"
+			}
+			if i := firstDiff(want.Final, got.Final); i >= 0 {
+				return "final stores differ"
+			}
+			return ""
+		},
+	}, enginetest.Case[runBatch, serialModel]{Name: "random order-free runs", Batches: 12, Gen: gen})
+}
+
+func TestHistoryFormat(t *testing.T) {
+	h := []Record{
+		{TS: 3, Snapshot: 2, ReadOnly: true, Reads: []Access{{1, 5}}},
+		{TS: 3, Snapshot: 1, Reads: []Access{{0, 10}, {1, 2}}, Writes: []Access{{0, 9}, {1, 3}}},
+		{TS: 1, Snapshot: 0, Writes: []Access{{2, 18446744073709551615}}},
+		{TS: 0, Aborted: true, Reads: []Access{{0, 1}}},
+	}
+	var b strings.Builder
+	if err := WriteHistory(&b, h); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"ts": 1, "reads": [], "writes": [[2, 18446744073709551615]]}
+{"ts": 3, "reads": [[0, 10], [1, 2]], "writes": [[0, 9], [1, 3]]}
+{"ts": 3, "ro": true, "reads": [[1, 5]]}
+`
+	if b.String() != want {
+		t.Fatalf("history\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+func TestCheckHistoryCatchesViolations(t *testing.T) {
+	initial := []uint64{10, 20}
+	good := []Record{
+		{TS: 1, Reads: []Access{{0, 10}}, Writes: []Access{{0, 11}}},
+		{TS: 1, ReadOnly: true, Snapshot: 1, Reads: []Access{{0, 11}, {1, 20}}},
+		{TS: 2, Snapshot: 1, Reads: []Access{{0, 11}}, Writes: []Access{{1, 21}}},
+	}
+	if err := CheckHistory(initial, good, []uint64{11, 21}); err != nil {
+		t.Fatal(err)
+	}
+	for name, h := range map[string][]Record{
+		"stale read":       {good[0], {TS: 2, Reads: []Access{{0, 10}}, Writes: []Access{{1, 1}}}},
+		"shared timestamp": {good[0], {TS: 1, Writes: []Access{{1, 1}}}},
+		"read-only skew":   {good[0], {TS: 0, ReadOnly: true, Reads: []Access{{0, 11}}}},
+	} {
+		if err := CheckHistory(initial, h, nil); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if err := CheckHistory(initial, good, []uint64{11, 20}); err == nil {
+		t.Error("wrong final store accepted")
+	}
+	aborted := append(slices.Clone(good), Record{Aborted: true, Snapshot: 1, Reads: []Access{{0, 10}}})
+	if err := CheckOpacity(initial, aborted); err == nil {
+		t.Error("an aborted attempt that read two snapshots passed the opacity check")
+	}
+}
+
+// TestBankDrawMatchesTheBody: Draw describes exactly the transaction the
+// engines run for a ticket.
+func TestBankDrawMatchesTheBody(t *testing.T) {
+	for _, b := range []Bank{
+		{Accounts: 100, Initial: 5, ReadOnly: 0.5, Rounds: 3},
+		{Accounts: 103, Initial: 5, ReadOnly: 0.2, ReadSize: 10, Rounds: 2, Sharded: true},
+	} {
+		sp, err := b.spec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newTestStore(t, StoreOptions{Items: b.Accounts, Init: b.InitialValue, Record: true})
+		var d BankTx
+		for ticket := uint64(0); ticket < 200; ticket++ {
+			thread := int(ticket % 7)
+			ro := sp.readOnly(9, ticket, thread, 7)
+			fn := func(tx *Tx) error { sp.body(tx, 9, ticket, thread, 7); return nil }
+			if ro {
+				s.ReadOnly(fn)
+			} else {
+				s.Atomically(fn)
+			}
+			h := s.History()
+			last := h[len(h)-1]
+			b.Draw(9, ticket, thread, &d)
+			if d.ReadOnly != ro || d.ReadOnly != last.ReadOnly {
+				t.Fatalf("ticket %d: read-only %v, body %v", ticket, d.ReadOnly, ro)
+			}
+			if d.ReadOnly {
+				if len(last.Reads) != d.Count || int(last.Reads[0].Item) != d.First {
+					t.Fatalf("ticket %d: sum of %d from %d, body read %d from %d", ticket, d.Count, d.First, len(last.Reads), last.Reads[0].Item)
+				}
+				continue
+			}
+			var want []uint32
+			for _, m := range d.Moves {
+				want = append(want, uint32(m[0]), uint32(m[1]))
+			}
+			var got []uint32
+			seen := map[uint32]bool{}
+			for _, m := range want {
+				if !seen[m] {
+					seen[m] = true
+					got = append(got, m)
+				}
+			}
+			var wrote []uint32
+			for _, w := range last.Writes {
+				wrote = append(wrote, w.Item)
+			}
+			if !slices.Equal(got, wrote) {
+				t.Fatalf("ticket %d: moves %v, body wrote %v", ticket, d.Moves, wrote)
+			}
+		}
+	}
+}

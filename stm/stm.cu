@@ -1,0 +1,903 @@
+// stm/stm.cu: CSMV's engine on the GPU: client and server kernels, launched
+// by stm/gpu_engine.go from the host on two streams.
+//
+// Clients (stm_client): one transaction at a time per thread; a warp runs
+// the bodies of its 32 transactions, then commits them together:
+// pre-validation inside the warp (Algorithm 1 of the thesis), one request
+// per server whose partition the survivors touch, write-back of the
+// versions, and the clock advanced in commit order.
+//
+// Servers (stm_server): one block per partition of the items, resident on
+// an SM of its own: warp 0 is the receiver, the others are workers. The
+// log of recent commits (timestamps and written items of this partition)
+// lives in shared memory. A worker validates a request's transactions one
+// after the other with the whole warp (collaborative validation: lane j
+// checks log entries head-1-j, head-1-j-32, ...), takes the log's lock,
+// validates again against the entries added meanwhile, and for a
+// single-partition batch reserves consecutive timestamps for the survivors
+// with one atomic add, logs them and releases the lock. A transaction that
+// touches several partitions prepares at each of its servers in ascending
+// order (each keeps its lock for the client), then the client reserves one
+// timestamp range and finalizes at every prepared server (the receiver
+// logs the survivors and releases the lock). Every log therefore lists its
+// commits in timestamp order, and a transaction is validated against all
+// commits between its snapshot and its timestamp that touched its items.
+//
+// Every loop that waits checks the run's deadline (the GPU's global timer)
+// and the error word, so a bug ends the run with an error, never a hang.
+//
+// Defines from Go: STM_K (versions per item), STM_R, STM_W (read and write
+// set capacity per thread), STM_HIST (0 none, 1 committed, 2 also aborted
+// attempts), STM_LOG_E, STM_LOG_A (log entries and item pool per server),
+// STM_SERVER_WARPS, STM_CLIENT_BLOCK, and the layout constants of
+// stm/gpu_layout.go.
+#include "warpkv/types.cuh"
+#include "stm/globals.cuh"
+#include "stm/stm.cuh"
+#include "stm/workload.cuh"
+
+#define STM_WORKERS (STM_SERVER_WARPS - 1)
+#define REQ_SINGLE 1u
+#define REQ_PREPARE 2u
+#define LOCK_PREPARED 0x80000000u
+
+// A commit request of one client warp at one server; ready when seq equals
+// its ring position + 1.
+struct stm_req {
+	u64 seq;
+	u32 warp, mask, kind, cseq; // cseq: the warp's request number, echoed in its reply
+};
+// A finalize message: log the transactions of mask (lanes of warp) with
+// timestamps t0 + their rank in all, then release the log's lock.
+struct stm_fin {
+	u64 seq;
+	u64 t0;
+	u32 warp, mask, all, pad;
+};
+
+__device__ __forceinline__ u64* stm_dctl(const stm_globals* g) { return (u64*)g->dctl; }
+__device__ __forceinline__ u64* stm_hctl(const stm_globals* g) { return (u64*)g->hctl; }
+
+// stm_error records the run's first error (device word for the kernels,
+// mapped words for the host).
+__device__ void stm_error(const stm_globals* g, u64 code, u64 d0, u64 d1) {
+	u64* d = stm_dctl(g);
+	if (atomicCAS((unsigned long long*)&d[DCTL_ERROR], 0ull, (unsigned long long)code) == 0ull) {
+		d[DCTL_DETAIL0] = d0;
+		d[DCTL_DETAIL1] = d1;
+		u64* h = stm_hctl(g);
+		stm_st_sys(&h[HCTL_DETAIL0], d0);
+		stm_st_sys(&h[HCTL_DETAIL1], d1);
+		__threadfence_system();
+		stm_st_sys(&h[HCTL_ERROR], code);
+	}
+}
+
+__device__ __forceinline__ bool stm_errored(const stm_globals* g) {
+	return stm_ld_relaxed(&stm_dctl(g)[DCTL_ERROR]) != 0;
+}
+
+// stm_wait_check is called in wait loops: every 32nd call it checks the
+// error word and the deadline; true means give up.
+__device__ __forceinline__ bool stm_wait_check(const stm_globals* g, u64 deadline, u32* n, u32 where) {
+	if ((++*n & 31) != 0) return false;
+	if (stm_errored(g)) return true;
+	if (stm_now_ns() > deadline) {
+		stm_error(g, STM_ERR_DEADLINE, where, 0);
+		return true;
+	}
+	__nanosleep(64);
+	return false;
+}
+
+__device__ __forceinline__ u64 warp_or64(u64 v) {
+	u32 lo = __reduce_or_sync(FULL_MASK, (u32)v), hi = __reduce_or_sync(FULL_MASK, (u32)(v >> 32));
+	return ((u64)hi << 32) | lo;
+}
+__device__ __forceinline__ u64 warp_min64(u64 v) {
+	for (int o = 16; o > 0; o >>= 1) {
+		u64 w = __shfl_xor_sync(FULL_MASK, v, o);
+		v = w < v ? w : v;
+	}
+	return v;
+}
+__device__ __forceinline__ u32 lanemask_lt(u32 lane) { return (1u << lane) - 1; }
+
+// Bloom and signature hashes of an item.
+__device__ __forceinline__ u32 stm_hash10(u32 item) { return (item * 0x9E3779B1u) >> 22; }
+__device__ __forceinline__ u32 stm_hash6(u32 item) { return (item * 0x9E3779B1u) >> 26; }
+
+// stm_install writes version (v, ts) of item over its oldest slot; the
+// commit protocol makes this transaction the item's only writer now.
+__device__ __forceinline__ void stm_install(const stm_globals* g, u32 item, u64 ts, u64 v) {
+	u32* hp = (u32*)g->head + item;
+	u32 h = stm_ld_relaxed32(hp);
+	u32 j = h + 1 == STM_K ? 0 : h + 1;
+	u64* ver = (u64*)g->vers + (u64)item * STM_K + j;
+	u64* val = (u64*)g->vals + (u64)item * STM_K + j;
+	stm_st_relaxed(ver, STM_NO_VERSION);
+	__threadfence();
+	stm_st_relaxed(val, v);
+	stm_st_release(ver, ts);
+	stm_st_release32(hp, j);
+}
+
+// ---- client side ---------------------------------------------------------
+
+// stm_prevalidate is Algorithm 1: a lane's update transaction conflicts
+// with a lower lane's if that one wrote an item it read (read-write) or
+// wrote (write-write); lanes decide in lane order, a transaction aborts if
+// a conflicting lower lane commits. Write-set signatures filter the exact
+// checks. All lanes call it.
+__device__ void stm_prevalidate(const stm_globals* g, stm_tx* tx, bool* upd, u32 lane, u32 wbase) {
+	const u32* ri = (const u32*)g->rs_item + (u64)tx->tid * STM_R;
+	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * STM_W;
+	u64 wsig = 0, rsig = 0;
+	if (*upd) {
+		for (u32 j = 0; j < tx->nw; j++) wsig |= 1ull << stm_hash6(wi[j]);
+		for (u32 j = 0; j < tx->nr; j++) rsig |= 1ull << stm_hash6(ri[j]);
+	}
+	const u32 updmask = __ballot_sync(FULL_MASK, *upd);
+	u32 crw = 0, cww = 0;
+	for (u32 l = 0; l < 32; l++) {
+		const u64 sig = __shfl_sync(FULL_MASK, wsig, l);
+		const u32 nwl = __shfl_sync(FULL_MASK, tx->nw, l);
+		if (*upd && l < lane && ((updmask >> l) & 1) && (sig & (rsig | wsig))) {
+			const u32* wl = (const u32*)g->ws_item + (u64)(wbase + l) * STM_W;
+			for (u32 j = 0; j < nwl; j++) {
+				const u32 it = wl[j];
+				bool hit = false;
+				for (u32 q = 0; q < tx->nr && !hit; q++) hit = ri[q] == it;
+				if (hit) {
+					crw |= 1u << l;
+					break;
+				}
+				for (u32 q = 0; q < tx->nw && !hit; q++) hit = wi[q] == it;
+				if (hit) cww |= 1u << l;
+			}
+		}
+	}
+	// 0 not an update, 1 commit, 2 tentative abort, 3 abort
+	u32 conf = crw | cww;
+	u32 st = !*upd ? 0 : (conf ? 2 : 1);
+	u32 cause = 0;
+	for (u32 l = 0; l < 32; l++) {
+		const u32 other = __shfl_sync(FULL_MASK, st, l);
+		if ((conf >> l) & 1) {
+			if (other == 1) {
+				if (st != 3) cause = ((crw >> l) & 1) ? STM_READ_WRITE : STM_WRITE_WRITE;
+				st = 3;
+			} else if (other == 3 || other == 0) {
+				conf &= ~(1u << l);
+				if (!conf && st == 2) st = 1;
+			}
+		}
+	}
+	if (*upd && st == 3) {
+		stm_fail(tx, STM_ST_ABORT + cause, 0);
+		*upd = false;
+	}
+}
+
+__device__ __forceinline__ stm_req* stm_req_slot(const stm_globals* g, u32 p, u64 s) {
+	return (stm_req*)g->req_ring + (u64)p * (g->ring_mask + 1) + (s & g->ring_mask);
+}
+__device__ __forceinline__ stm_fin* stm_fin_slot(const stm_globals* g, u32 p, u64 s) {
+	return (stm_fin*)g->fin_ring + (u64)p * (g->ring_mask + 1) + (s & g->ring_mask);
+}
+
+// stm_send queues a request at server p (one lane calls it).
+__device__ void stm_send(const stm_globals* g, u32 p, u32 warp, u32 mask, u32 kind, u32 cseq) {
+	u64 s = atomicAdd((unsigned long long*)((u64*)g->req_tail + (u64)p * CTL_SPACING), 1ull);
+	stm_req* r = stm_req_slot(g, p, s);
+	r->warp = warp;
+	r->mask = mask;
+	r->kind = kind;
+	r->cseq = cseq;
+	stm_st_release(&r->seq, s + 1);
+}
+
+// stm_send_fin queues a finalize message at server p (one lane calls it).
+__device__ void stm_send_fin(const stm_globals* g, u32 p, u32 warp, u32 mask, u32 all, u64 t0) {
+	u64 s = atomicAdd((unsigned long long*)((u64*)g->fin_tail + (u64)p * CTL_SPACING), 1ull);
+	stm_fin* f = stm_fin_slot(g, p, s);
+	f->warp = warp;
+	f->mask = mask;
+	f->all = all;
+	f->t0 = t0;
+	stm_st_release(&f->seq, s + 1);
+}
+
+// stm_await waits (all lanes) until server p answered request seq of warp.
+// false: the run failed meanwhile.
+__device__ bool stm_await(const stm_globals* g, u32 p, u32 warp, u32 seq, u64 deadline) {
+	const u32* rp = (const u32*)g->reply + (u64)warp * g->servers + p;
+	u32 n = 0;
+	bool ok = true;
+	while (stm_ld_acquire32(rp) != seq) {
+		if (stm_wait_check(g, deadline, &n, STM_AT_REPLY)) {
+			ok = false;
+			break;
+		}
+	}
+	return __all_sync(FULL_MASK, ok);
+}
+
+// stm_commit_warp commits the update transactions of the warp and returns
+// this lane's commit timestamp (0: not committed; tx->state says why). All
+// lanes call it. *quit is set when the run failed.
+__device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 lane, u32 wid, u32* seq,
+                               u64 deadline, u64* cy, bool* quit) {
+	const u32 wbase = wid * 32;
+	bool upd = have && tx->state == STM_ST_OK && !tx->ro && tx->nw > 0;
+	if (upd) {
+		((u64*)g->tx_snap)[tx->tid] = tx->snap;
+		((u32*)g->tx_nr)[tx->tid] = tx->nr;
+		((u32*)g->tx_nw)[tx->tid] = tx->nw;
+		__threadfence();
+	}
+	if (__ballot_sync(FULL_MASK, upd) == 0) return 0;
+	u64 c0 = clock64();
+	stm_prevalidate(g, tx, &upd, lane, wbase);
+	u64 c1 = clock64();
+	if (upd) cy[0] += c1 - c0;
+	u64 ts = 0;
+	const u32 nparts = __popcll(tx->pmask);
+
+	// Round 1: transactions of one partition, one request per server, all
+	// in flight together.
+	bool single = upd && nparts == 1;
+	const u64 u1 = warp_or64(single ? tx->pmask : 0);
+	if (u1) {
+		*seq += 1;
+		for (u64 m = u1; m; m &= m - 1) {
+			const u32 p = __ffsll(m) - 1;
+			const u32 lanes = __ballot_sync(FULL_MASK, single && tx->pmask == (1ull << p));
+			if (lane == 0) stm_send(g, p, wid, lanes, REQ_SINGLE, *seq);
+		}
+		for (u64 m = u1; m; m &= m - 1) {
+			if (!stm_await(g, __ffsll(m) - 1, wid, *seq, deadline)) {
+				*quit = true;
+				return 0;
+			}
+		}
+		if (single) {
+			const u64 r = stm_ld_relaxed((const u64*)g->res + tx->tid);
+			if (r & STM_RES_FLAG)
+				stm_fail(tx, STM_ST_ABORT + (u32)(r & 0xFF), 0);
+			else
+				ts = r;
+		}
+	}
+
+	// Round 2: transactions of several partitions: prepare at each server
+	// in ascending order, reserve one range of timestamps, finalize.
+	bool multi = upd && nparts > 1;
+	const u64 u2 = warp_or64(multi ? tx->pmask : 0);
+	if (u2) {
+		u64 prepared = 0;
+		for (u64 m = u2; m; m &= m - 1) {
+			const u32 p = __ffsll(m) - 1;
+			const u32 lanes = __ballot_sync(FULL_MASK, multi && ((tx->pmask >> p) & 1));
+			if (!lanes) continue;
+			*seq += 1;
+			if (lane == 0) stm_send(g, p, wid, lanes, REQ_PREPARE, *seq);
+			if (!stm_await(g, p, wid, *seq, deadline)) {
+				*quit = true; // the run failed: locks no longer matter
+				return 0;
+			}
+			if ((lanes >> lane) & 1) {
+				const u64 r = stm_ld_relaxed((const u64*)g->res + tx->tid);
+				if (r != STM_RES_PREPARED) {
+					multi = false;
+					stm_fail(tx, STM_ST_ABORT + (u32)(r & 0xFF), 0);
+				}
+			}
+			if (__ballot_sync(FULL_MASK, multi && ((tx->pmask >> p) & 1))) prepared |= 1ull << p;
+		}
+		const u32 surv = __ballot_sync(FULL_MASK, multi);
+		u64 t0 = 0;
+		if (surv && lane == 0) t0 = atomicAdd((unsigned long long*)g->next, (unsigned long long)__popc(surv)) + 1;
+		t0 = __shfl_sync(FULL_MASK, t0, 0);
+		for (u64 m = prepared; m; m &= m - 1) {
+			const u32 p = __ffsll(m) - 1;
+			const u32 lanes = __ballot_sync(FULL_MASK, multi && ((tx->pmask >> p) & 1));
+			if (lane == 0) stm_send_fin(g, p, wid, lanes, surv, t0);
+		}
+		if (multi) ts = t0 + __popc(surv & lanemask_lt(lane));
+	}
+	u64 c2 = clock64();
+	if (upd) cy[1] += c2 - c1;
+
+	// Write-back, then the clock in commit order: each batch (a server's
+	// single-partition batch, or the multi-partition one) holds consecutive
+	// timestamps; its first lane waits for the clock to reach the batch's
+	// predecessor and moves it to the batch's last timestamp.
+	if (ts) {
+		const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * STM_W;
+		const u64* wv = (const u64*)g->ws_val + (u64)tx->tid * STM_W;
+		for (u32 j = 0; j < tx->nw; j++) stm_install(g, wi[j], ts, wv[j]);
+		__threadfence();
+	}
+	__syncwarp();
+	u64 c3 = clock64();
+	if (ts) cy[2] += c3 - c2;
+	const u32 batch = (ts && nparts == 1) ? (u32)(__ffsll(tx->pmask) - 1) : 64;
+	bool pend = ts != 0;
+	while (__any_sync(FULL_MASK, pend)) {
+		const u64 first = warp_min64(pend ? ts : ~0ull);
+		const u32 src = __ffs(__ballot_sync(FULL_MASK, pend && ts == first)) - 1;
+		const u32 b = __shfl_sync(FULL_MASK, batch, src);
+		const u32 grp = __ballot_sync(FULL_MASK, pend && batch == b);
+		bool ok = true;
+		if (lane == 0) {
+			u64* clock = (u64*)g->clock;
+			u32 n = 0;
+			while (stm_ld_acquire(clock) != first - 1) {
+				if (stm_wait_check(g, deadline, &n, STM_AT_CLOCK)) {
+					ok = false;
+					break;
+				}
+			}
+			if (ok) {
+				__threadfence();
+				stm_st_release(clock, first + __popc(grp) - 1);
+			}
+		}
+		if (!__shfl_sync(FULL_MASK, ok, 0)) {
+			*quit = true;
+			return 0;
+		}
+		if ((grp >> lane) & 1) pend = false;
+	}
+	if (ts) cy[3] += clock64() - c3;
+	return ts;
+}
+
+// stm_record appends this lane's attempt to the history: kind 0 update
+// commit, 1 read-only commit, 2 aborted attempt (cause in bits 8..15);
+// then (reads << 32 | writes), the timestamp, the snapshot, and the
+// (item, value) pairs of the reads and the writes.
+__device__ void stm_record(const stm_globals* g, const stm_tx* tx, u32 kind, u32 cause, u64 ts) {
+	const u32 nw = kind == 1 ? 0 : tx->nw;
+	const u64 words = 4 + 2 * ((u64)tx->nr + nw);
+	const u64 off = atomicAdd((unsigned long long*)g->hist_off, (unsigned long long)words);
+	if (off + words > g->hist_cap) {
+		stm_error(g, STM_ERR_HISTORY, g->hist_cap, tx->ticket);
+		return;
+	}
+	u64* h = (u64*)g->hist + off;
+	h[0] = kind | (cause << 8);
+	h[1] = ((u64)tx->nr << 32) | nw;
+	h[2] = ts;
+	h[3] = tx->snap;
+	h += 4;
+	const u64 rbase = (u64)tx->tid * STM_R, wbase = (u64)tx->tid * STM_W;
+	for (u32 j = 0; j < tx->nr; j++) {
+		h[2 * j] = ((const u32*)g->rs_item)[rbase + j];
+		h[2 * j + 1] = ((const u64*)g->rs_val)[rbase + j];
+	}
+	h += 2 * tx->nr;
+	for (u32 j = 0; j < nw; j++) {
+		h[2 * j] = ((const u32*)g->ws_item)[wbase + j];
+		h[2 * j + 1] = ((const u64*)g->ws_val)[wbase + j];
+	}
+}
+
+// stm_client: thread mapping: one transaction slot per thread (tid), warps
+// commit together. Invariant: a lane holds a ticket until its transaction
+// commits or is given up; the warp leaves the loop only when no lane holds
+// one and no more tickets are to be had (or the run failed).
+extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const stm_globals* __restrict__ g) {
+	const u32 tid = blockIdx.x * blockDim.x + threadIdx.x;
+	const u32 lane = threadIdx.x & 31;
+	const u32 wid = tid >> 5;
+	const u64 deadline = stm_now_ns() + g->limit_ns;
+	u64* dctl = stm_dctl(g);
+	u64 cnt[CNT_WORDS];
+	for (int i = 0; i < CNT_WORDS; i++) cnt[i] = 0;
+	u64 cy[4] = {0, 0, 0, 0};
+	bool have = false, done = false;
+	u64 ticket = 0;
+	u32 seq = 0;
+	for (;;) {
+		u32 flags = 0;
+		if (lane == 0) {
+			if (stm_errored(g))
+				flags = 1;
+			else if (stm_now_ns() > deadline) {
+				stm_error(g, STM_ERR_DEADLINE, STM_AT_RUN, 0);
+				flags = 1;
+			} else if (stm_ld_relaxed(&dctl[DCTL_STOP]))
+				flags = 2;
+		}
+		flags = __shfl_sync(FULL_MASK, flags, 0);
+		if (flags == 1) break;
+		if (flags == 2) {
+			have = false; // abandon attempts in progress
+			done = true;
+		}
+		const u32 need = __ballot_sync(FULL_MASK, !have && !done);
+		if (need) {
+			u64 base = 0;
+			if (lane == 0) base = atomicAdd((unsigned long long*)&dctl[DCTL_TICKETS], (unsigned long long)__popc(need));
+			base = __shfl_sync(FULL_MASK, base, 0);
+			if (!have && !done) {
+				ticket = base + __popc(need & lanemask_lt(lane));
+				if (g->n_tx && ticket >= g->n_tx)
+					done = true;
+				else
+					have = true;
+			}
+		}
+		if (!__any_sync(FULL_MASK, have)) break;
+
+		stm_tx tx;
+		tx.g = g;
+		tx.snap = 0;
+		tx.ticket = ticket;
+		tx.rng = stm_seed(g->seed, ticket);
+		tx.pmask = 0;
+		tx.tid = tid;
+		tx.thread = tid;
+		tx.threads = (u32)g->threads;
+		tx.nr = tx.nw = 0;
+		tx.ro = 0;
+		tx.begun = 0;
+		tx.state = STM_ST_OK;
+		tx.detail = 0;
+		tx.bad = 0;
+		if (have) {
+			const u64 c0 = clock64();
+			stm_body(&tx);
+			if (!tx.begun) stm_fail(&tx, STM_ERR_NO_BEGIN, 0);
+			cnt[CNT_CY_EXECUTE] += clock64() - c0;
+			if (tx.state >= STM_ERR_ITEM) stm_error(g, tx.state, ticket, tx.detail);
+		}
+		__syncwarp();
+		bool quit = false;
+		const u64 ts = stm_commit_warp(g, &tx, have, lane, wid, &seq, deadline, cy, &quit);
+		if (__any_sync(FULL_MASK, quit)) break;
+		if (have) {
+			if (tx.state == STM_ST_OK && (ts || tx.ro || tx.nw == 0)) {
+				const bool rot = ts == 0;
+				cnt[rot ? CNT_READ_ONLY : CNT_COMMITS]++;
+				if (tx.bad) cnt[CNT_WRONG]++;
+				if (STM_HIST) stm_record(g, &tx, rot ? 1 : 0, 0, rot ? tx.snap : ts);
+				have = false;
+			} else if (tx.state == STM_ST_USER) {
+				cnt[CNT_USER]++;
+				have = false;
+			} else if (tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4) {
+				cnt[CNT_ABORT0 + tx.state - STM_ST_ABORT]++;
+				if (STM_HIST == 2) stm_record(g, &tx, 2, tx.state - STM_ST_ABORT, tx.snap);
+			} else {
+				have = false; // an error, recorded above: the run ends
+			}
+		}
+	}
+	cnt[CNT_CY_PREVALIDATE] += cy[0];
+	cnt[CNT_CY_ROUNDTRIP] += cy[1];
+	cnt[CNT_CY_WRITEBACK] += cy[2];
+	cnt[CNT_CY_PUBLISH] += cy[3];
+	u64* counters = (u64*)g->counters;
+	for (int i = 0; i < CNT_WORDS; i++)
+		if (cnt[i]) atomicAdd((unsigned long long*)&counters[i], (unsigned long long)cnt[i]);
+	__syncwarp();
+	if (lane == 0) {
+		__threadfence();
+		atomicAdd((unsigned long long*)&dctl[DCTL_CLIENTS_DONE], 1ull);
+	}
+}
+
+// ---- server side ---------------------------------------------------------
+
+// The server's shared memory: the log (entries and item pool, absolute
+// positions modulo their sizes), its control words and the workers' mail.
+struct stm_log_ctl {
+	volatile u64 head, tail;  // entries [tail, head) are present
+	volatile u64 pool_head;   // next absolute pool position
+	volatile u64 floor_ts;    // newest timestamp that left the log
+	volatile u32 lock;        // 0 free; worker + 1; LOCK_PREPARED | client warp
+	volatile u32 exit;        // the receiver says: leave
+	volatile u32 mail[STM_WORKERS];   // 1: a request is waiting in the fields below
+	u32 mail_warp[STM_WORKERS], mail_mask[STM_WORKERS], mail_kind[STM_WORKERS], mail_seq[STM_WORKERS];
+	u32 bloom[STM_WORKERS][32];
+};
+
+struct stm_log {
+	u64* ts;    // [STM_LOG_E]
+	u64* pos;   // [STM_LOG_E]
+	int* cnt;   // [STM_LOG_E]; STM_WILDCARD: items not listed
+	u32* pool;  // [STM_LOG_A]
+	stm_log_ctl* ctl;
+};
+
+// The layout must fit the dynamic shared memory Go gives the server.
+static_assert(16 * (u64)STM_LOG_E + sizeof(stm_log_ctl) + 4 * (u64)STM_LOG_E + 4 * (u64)STM_LOG_A <= STM_SERVER_SMEM,
+              "stm: the server's log does not fit STM_SERVER_SMEM");
+
+__device__ __forceinline__ stm_log stm_log_at(u8* smem) {
+	stm_log l;
+	l.ts = (u64*)smem;
+	l.pos = l.ts + STM_LOG_E;
+	l.ctl = (stm_log_ctl*)(l.pos + STM_LOG_E);
+	l.cnt = (int*)(l.ctl + 1);
+	l.pool = (u32*)(l.cnt + STM_LOG_E);
+	return l;
+}
+
+// Servers read what clients wrote through L2 (__ldcg): a server SM's L1
+// may hold lines of a client thread's previous transaction.
+__device__ __forceinline__ u32 cg32(const u64 base, u64 i) { return __ldcg((const unsigned int*)base + i); }
+__device__ __forceinline__ u64 cg64(const u64 base, u64 i) { return __ldcg((const unsigned long long*)base + i); }
+
+// stm_in_set reports whether item is among a transaction's reads (1) or
+// only its writes (2).
+__device__ u32 stm_in_set(const stm_globals* g, u32 tid, u32 nr, u32 nw, u32 item) {
+	for (u32 j = 0; j < nr; j++)
+		if (cg32(g->rs_item, (u64)tid * STM_R + j) == item) return 1;
+	for (u32 j = 0; j < nw; j++)
+		if (cg32(g->ws_item, (u64)tid * STM_W + j) == item) return 2;
+	return 0;
+}
+
+// stm_validate checks client thread tid's transaction (snapshot snap)
+// against the log entries [lo, hi) with the whole warp: lane j takes
+// entries hi-1-j, hi-1-j-32, ... down to the first not newer than the
+// snapshot. Entries read while being evicted are caught by the floor check
+// after a fence (the evicting warp raises the floor before it overwrites).
+// Returns 0, or 1 + the cause. All lanes call it with the same arguments.
+__device__ u32 stm_validate(const stm_globals* g, stm_log& L, u32* bloom, u32 p, u32 lane, u32 tid, u64 snap,
+                            u64 lo, u64 hi) {
+	const u32 nr = cg32(g->tx_nr, tid), nw = cg32(g->tx_nw, tid);
+	bloom[lane] = 0;
+	__syncwarp();
+	for (u32 j = lane; j < nr; j += 32) {
+		const u32 it = cg32(g->rs_item, (u64)tid * STM_R + j);
+		if (stm_partition(g, it) == p) {
+			const u32 h = stm_hash10(it);
+			atomicOr(&bloom[h >> 5], 1u << (h & 31));
+		}
+	}
+	for (u32 j = lane; j < nw; j += 32) {
+		const u32 it = cg32(g->ws_item, (u64)tid * STM_W + j);
+		if (stm_partition(g, it) == p) {
+			const u32 h = stm_hash10(it);
+			atomicOr(&bloom[h >> 5], 1u << (h & 31));
+		}
+	}
+	__syncwarp();
+	u32 conf = L.ctl->floor_ts > snap ? 1 + STM_LOG_FULL : 0;
+	for (long long a = (long long)hi - 1 - lane; a >= (long long)lo && !conf; a -= 32) {
+		const u64 e = (u64)a % STM_LOG_E;
+		const u64 ts = L.ts[e];
+		if (ts <= snap) break;
+		const int c = L.cnt[e];
+		if (c == STM_WILDCARD) {
+			conf = 1 + STM_LOG_FULL;
+			break;
+		}
+		const u64 pos = L.pos[e];
+		for (int k = 0; k < c; k++) {
+			const u32 it = L.pool[(pos + k) % STM_LOG_A];
+			const u32 h = stm_hash10(it);
+			if (!(bloom[h >> 5] & (1u << (h & 31)))) continue;
+			const u32 in = stm_in_set(g, tid, nr, nw, it);
+			if (in == 1) {
+				conf = 1 + STM_READ_WRITE;
+				break;
+			}
+			if (in == 2) conf = 1 + STM_WRITE_WRITE;
+		}
+	}
+	__threadfence_block();
+	if (!conf && L.ctl->floor_ts > snap) conf = 1 + STM_LOG_FULL;
+	const u32 rw = __ballot_sync(FULL_MASK, conf == 1 + STM_READ_WRITE);
+	const u32 ww = __ballot_sync(FULL_MASK, conf == 1 + STM_WRITE_WRITE);
+	const u32 lf = __ballot_sync(FULL_MASK, conf == 1 + STM_LOG_FULL);
+	return rw ? 1 + STM_READ_WRITE : ww ? 1 + STM_WRITE_WRITE : lf ? 1 + STM_LOG_FULL : 0;
+}
+
+// stm_log_insert logs the transactions of lanes (of client warp cw), in
+// lane order, with timestamps t0 + rank in all: their items of partition
+// p. The caller holds the log's lock (or is the receiver finalizing for the
+// client that holds it). Evictions raise the floor before their slots are
+// reused; an entry is published by advancing head after it is written.
+// All lanes call it.
+__device__ void stm_log_insert(const stm_globals* g, stm_log& L, u32 p, u32 lane, u32 cw, u32 lanes, u32 all, u64 t0) {
+	for (u32 m = lanes; m; m &= m - 1) {
+		const u32 l = __ffs(m) - 1;
+		const u32 tid = cw * 32 + l;
+		const u32 nw = cg32(g->tx_nw, tid);
+		const u64 wb = (u64)tid * STM_W;
+		u32 c = 0;
+		for (u32 j = lane; j < nw; j += 32) c += stm_partition(g, cg32(g->ws_item, wb + j)) == p;
+		c = __reduce_add_sync(FULL_MASK, c);
+		if (c == 0) continue; // it only read in this partition
+		const bool wild = c > STM_LOG_A;
+		const u64 base = L.ctl->pool_head;
+		const u64 next_pool = base + (wild ? 0 : c);
+		if (lane == 0) {
+			u64 tail = L.ctl->tail, head = L.ctl->head;
+			while (tail < head) {
+				const u64 e = tail % STM_LOG_E;
+				const bool slot = head - tail >= STM_LOG_E;
+				const bool items = L.cnt[e] > 0 && next_pool > STM_LOG_A && L.pos[e] < next_pool - STM_LOG_A;
+				if (!slot && !items) break;
+				L.ctl->floor_ts = L.ts[e];
+				tail++;
+			}
+			L.ctl->tail = tail;
+		}
+		__threadfence_block();
+		__syncwarp();
+		if (!wild) {
+			u32 off = 0;
+			for (u32 j0 = 0; j0 < nw; j0 += 32) {
+				const u32 j = j0 + lane;
+				const u32 it = j < nw ? cg32(g->ws_item, wb + j) : 0;
+				const bool in = j < nw && stm_partition(g, it) == p;
+				const u32 b = __ballot_sync(FULL_MASK, in);
+				if (in) L.pool[(base + off + __popc(b & lanemask_lt(lane))) % STM_LOG_A] = it;
+				off += __popc(b);
+			}
+		}
+		__syncwarp();
+		if (lane == 0) {
+			const u64 head = L.ctl->head;
+			const u64 e = head % STM_LOG_E;
+			L.ts[e] = t0 + __popc(all & lanemask_lt(l));
+			L.pos[e] = base;
+			L.cnt[e] = wild ? STM_WILDCARD : (int)c;
+			L.ctl->pool_head = next_pool;
+			__threadfence_block();
+			L.ctl->head = head + 1;
+		}
+		__syncwarp();
+	}
+}
+
+// stm_worker serves the requests the receiver leaves in its mail: thread
+// mapping: one warp per request, lane j answers client lane j.
+__device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 lane, u64 deadline) {
+	stm_log_ctl* ctl = L.ctl;
+	u32* bloom = ctl->bloom[me];
+	u64 cy_validate = 0, cy_insert = 0;
+	u32 n = 0;
+	for (;;) {
+		u32 state = 0; // lane 0 reads the shared words, the warp follows
+		if (lane == 0) state = ctl->exit ? 2 : ctl->mail[me] ? 1 : 0;
+		state = __shfl_sync(FULL_MASK, state, 0);
+		if (state == 2) break;
+		if (state == 0) {
+			u32 quit = lane == 0 && stm_wait_check(g, ~0ull, &n, STM_AT_WORKER); // the receiver keeps the deadline
+			if (__shfl_sync(FULL_MASK, quit, 0)) break;
+			continue;
+		}
+		__threadfence_block();
+		const u32 cw = ctl->mail_warp[me], mask = ctl->mail_mask[me], kind = ctl->mail_kind[me], seq = ctl->mail_seq[me];
+		__syncwarp();
+		const u64 c0 = clock64();
+		u64 h0 = 0, t0 = 0;
+		if (lane == 0) {
+			h0 = ctl->head;
+			t0 = ctl->tail;
+		}
+		h0 = __shfl_sync(FULL_MASK, h0, 0);
+		t0 = __shfl_sync(FULL_MASK, t0, 0);
+		u32 cause = 0; // lane l: 1 + cause of client lane l's abort
+		for (u32 m = mask; m; m &= m - 1) {
+			const u32 l = __ffs(m) - 1;
+			const u32 tid = cw * 32 + l;
+			const u64 snap = cg64(g->tx_snap, tid);
+			const u32 c = stm_validate(g, L, bloom, p, lane, tid, snap, t0, h0);
+			if (lane == l) cause = c;
+		}
+		u32 ok = __ballot_sync(FULL_MASK, ((mask >> lane) & 1) && cause == 0);
+		const u64 c1 = clock64();
+		// The lock: then validate against what was logged meanwhile.
+		bool quit = false;
+		if (lane == 0) {
+			u32 w = 0;
+			while (atomicCAS((u32*)&ctl->lock, 0u, me + 1) != 0u) {
+				if (stm_wait_check(g, deadline, &w, STM_AT_LOCK)) {
+					quit = true;
+					break;
+				}
+			}
+		}
+		if (__shfl_sync(FULL_MASK, quit, 0)) break;
+		__threadfence_block();
+		u64 h1 = 0;
+		if (lane == 0) h1 = ctl->head;
+		h1 = __shfl_sync(FULL_MASK, h1, 0);
+		for (u32 m = ok; m; m &= m - 1) {
+			const u32 l = __ffs(m) - 1;
+			const u32 tid = cw * 32 + l;
+			const u64 snap = cg64(g->tx_snap, tid);
+			const u32 c = stm_validate(g, L, bloom, p, lane, tid, snap, h0, h1);
+			if (lane == l && c) cause = c;
+		}
+		ok = __ballot_sync(FULL_MASK, ((mask >> lane) & 1) && cause == 0);
+		u64 first = 0;
+		if (kind == REQ_SINGLE) {
+			if (ok) {
+				if (lane == 0) first = atomicAdd((unsigned long long*)g->next, (unsigned long long)__popc(ok)) + 1;
+				first = __shfl_sync(FULL_MASK, first, 0);
+				stm_log_insert(g, L, p, lane, cw, ok, ok, first);
+			}
+			__threadfence_block();
+			if (lane == 0) ctl->lock = 0;
+		} else {
+			__threadfence_block();
+			if (lane == 0) ctl->lock = ok ? (LOCK_PREPARED | cw) : 0;
+		}
+		if ((mask >> lane) & 1) {
+			u64 r;
+			if (cause)
+				r = STM_RES_FLAG | (cause - 1);
+			else if (kind == REQ_SINGLE)
+				r = first + __popc(ok & lanemask_lt(lane));
+			else
+				r = STM_RES_PREPARED;
+			stm_st_relaxed((u64*)g->res + cw * 32 + lane, r);
+		}
+		__threadfence();
+		__syncwarp();
+		if (lane == 0) {
+			stm_st_release32((u32*)g->reply + (u64)cw * g->servers + p, seq);
+			ctl->mail[me] = 0;
+		}
+		cy_validate += (c1 - c0) * __popc(mask);
+		cy_insert += (clock64() - c1) * __popc(mask);
+		__syncwarp();
+	}
+	if (lane == 0) {
+		u64* counters = (u64*)g->counters;
+		atomicAdd((unsigned long long*)&counters[CNT_CY_VALIDATE], (unsigned long long)cy_validate);
+		atomicAdd((unsigned long long*)&counters[CNT_CY_INSERT], (unsigned long long)cy_insert);
+	}
+}
+
+// stm_receiver hands requests to idle workers (up to 32 at a look, in
+// queue order), logs finalized multi-partition transactions and releases
+// the lock they held, mirrors the host's stop and abort flags (server 0),
+// and ends the server when every client warp has left.
+__device__ void stm_receiver(const stm_globals* g, stm_log& L, u32 p, u32 lane, u64 deadline) {
+	stm_log_ctl* ctl = L.ctl;
+	u64* dctl = stm_dctl(g);
+	u64* hctl = stm_hctl(g);
+	u64 rh = 0, fh = 0;
+	u64 requests = 0;
+	for (u32 n = 0;; n++) {
+		u32 flags = 0;
+		if (lane == 0) {
+			if (p == 0 && (n & 63) == 0) {
+				if (stm_ld_sys(&hctl[HCTL_STOP])) stm_st_relaxed(&dctl[DCTL_STOP], 1);
+				if (stm_ld_sys(&hctl[HCTL_ABORT])) stm_error(g, STM_ERR_ABORTED, 0, 0);
+			}
+			if (stm_errored(g))
+				flags = 1;
+			else if (stm_now_ns() > deadline) {
+				stm_error(g, STM_ERR_DEADLINE, STM_AT_RECEIVE, 0);
+				flags = 1;
+			}
+		}
+		if (__shfl_sync(FULL_MASK, flags, 0)) break;
+		bool idle_round = true;
+		// Finalize messages, in order.
+		for (;;) {
+			const stm_fin* f = stm_fin_slot(g, p, fh);
+			u32 ready = 0, cw = 0, mask = 0, all = 0;
+			u64 t0 = 0;
+			if (lane == 0 && stm_ld_acquire(&f->seq) == fh + 1) {
+				ready = 1;
+				cw = f->warp;
+				mask = f->mask;
+				all = f->all;
+				t0 = f->t0;
+			}
+			if (!__shfl_sync(FULL_MASK, ready, 0)) break;
+			cw = __shfl_sync(FULL_MASK, cw, 0);
+			mask = __shfl_sync(FULL_MASK, mask, 0);
+			all = __shfl_sync(FULL_MASK, all, 0);
+			t0 = __shfl_sync(FULL_MASK, t0, 0);
+			stm_log_insert(g, L, p, lane, cw, mask, all, t0);
+			__threadfence_block();
+			if (lane == 0) ctl->lock = 0;
+			fh++;
+			idle_round = false;
+		}
+		// Requests: the ready prefix of the next 32, to idle workers.
+		const u64 s = rh + lane;
+		const stm_req* r = stm_req_slot(g, p, s);
+		const bool ready = stm_ld_acquire(&r->seq) == s + 1;
+		const u32 rdy = __ballot_sync(FULL_MASK, ready);
+		const u32 k = rdy == FULL_MASK ? 32 : __ffs(~rdy) - 1;
+		if (k) {
+			const u32 idle = __ballot_sync(FULL_MASK, lane < STM_WORKERS && ctl->mail[lane < STM_WORKERS ? lane : 0] == 0);
+			const u32 give = min(k, (u32)__popc(idle));
+			if (lane < give) {
+				u32 w = idle;
+				for (u32 i = 0; i < lane; i++) w &= w - 1;
+				w = __ffs(w) - 1;
+				ctl->mail_warp[w] = r->warp;
+				ctl->mail_mask[w] = r->mask;
+				ctl->mail_kind[w] = r->kind;
+				ctl->mail_seq[w] = r->cseq;
+				__threadfence_block();
+				ctl->mail[w] = 1;
+			}
+			rh += give;
+			requests += give;
+			if (give) idle_round = false;
+		}
+		if (idle_round) {
+			u32 fin = 0;
+			if (lane == 0)
+				fin = stm_ld_relaxed(&dctl[DCTL_CLIENTS_DONE]) == g->client_warps &&
+				      stm_ld_relaxed((u64*)g->req_tail + (u64)p * CTL_SPACING) == rh &&
+				      stm_ld_relaxed((u64*)g->fin_tail + (u64)p * CTL_SPACING) == fh;
+			if (__shfl_sync(FULL_MASK, fin, 0)) break;
+			__nanosleep(100);
+		}
+	}
+	if (lane == 0) {
+		ctl->exit = 1;
+		atomicAdd((unsigned long long*)&((u64*)g->counters)[CNT_REQUESTS], (unsigned long long)requests);
+	}
+}
+
+// stm_server: one block per partition (blockIdx.x = p), alone on its SM
+// (it asks for all the shared memory a block may have); warp 0 receives,
+// warps 1.. work. Invariant: the log lists this partition's commits in
+// timestamp order; entries [tail, head) are intact.
+extern "C" __global__ void __launch_bounds__(STM_SERVER_WARPS * 32, 1) stm_server(const stm_globals* __restrict__ g) {
+	extern __shared__ __align__(16) u8 stm_smem[];
+	stm_log L = stm_log_at(stm_smem);
+	const u32 p = blockIdx.x;
+	const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+	const u64 deadline = stm_now_ns() + g->limit_ns;
+	if (threadIdx.x == 0) {
+		L.ctl->head = L.ctl->tail = L.ctl->pool_head = L.ctl->floor_ts = 0;
+		L.ctl->lock = 0;
+		L.ctl->exit = 0;
+	}
+	if (threadIdx.x < STM_WORKERS) L.ctl->mail[threadIdx.x] = 0;
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		__threadfence_system();
+		stm_st_sys(&stm_hctl(g)[HCTL_SERVERS_UP + p], 1);
+	}
+	if (warp == 0)
+		stm_receiver(g, L, p, lane, deadline);
+	else
+		stm_worker(g, L, p, warp - 1, lane, deadline);
+}
+
+// ---- setup and results ---------------------------------------------------
+
+// stm_init: one thread per item: version 0 holds init[i], the other slots
+// none.
+extern "C" __global__ void stm_init(const stm_globals* __restrict__ g, const u64* __restrict__ init) {
+	const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= g->n_items) return;
+	u64* vals = (u64*)g->vals + i * STM_K;
+	u64* vers = (u64*)g->vers + i * STM_K;
+	vals[0] = init[i];
+	vers[0] = 0;
+	for (int j = 1; j < STM_K; j++) {
+		vals[j] = 0;
+		vers[j] = STM_NO_VERSION;
+	}
+	((u32*)g->head)[i] = 0;
+}
+
+// stm_final: one thread per item: out[i] = the item's newest version (run
+// after the kernels have finished).
+extern "C" __global__ void stm_final(const stm_globals* __restrict__ g, u64* __restrict__ out) {
+	const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= g->n_items) return;
+	out[i] = ((const u64*)g->vals)[i * STM_K + ((const u32*)g->head)[i]];
+}

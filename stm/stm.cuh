@@ -1,0 +1,272 @@
+// stm/stm.cuh: the device API of warpkv's CSMV engine. A transaction body
+// is CUDA C written against it:
+//
+//   __device__ void stm_body(stm_tx* tx) {
+//       stm_begin(tx, read_only);        // first: takes the snapshot
+//       u64 v = stm_read(tx, item);      // the item as of the snapshot
+//       stm_write(tx, item, v + 1);      // buffered until commit
+//       if (stm_failed(tx)) return;      // the attempt is lost: stop early
+//   }
+//
+// The engine's client kernel calls stm_body for a transaction ticket, then
+// commits the transactions of the whole warp together (stm_commit_warp in
+// stm.cu: pre-validation in the warp, one request per server, write-back,
+// the clock advanced in commit order) and calls the body again for the
+// same ticket if the attempt aborted. Everything a body draws must come
+// from stm_rand/stm_below/stm_unit, which repeat on every retry. stm_abort
+// gives a transaction up (not retried); stm_check(tx, false) marks it as
+// seeing a wrong state (counted when it commits). After a failed read or
+// write (stm_failed), reads return 0 and writes are ignored; the attempt
+// will not commit.
+#pragma once
+#include "warpkv/types.cuh"
+#include "stm/globals.cuh"
+
+// ---- memory model: strong accesses of global memory ----------------------
+
+__device__ __forceinline__ u64 stm_ld_acquire(const u64* p) {
+	u64 v;
+	asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+__device__ __forceinline__ u64 stm_ld_relaxed(const u64* p) {
+	u64 v;
+	asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+__device__ __forceinline__ u32 stm_ld_acquire32(const u32* p) {
+	u32 v;
+	asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+}
+__device__ __forceinline__ u32 stm_ld_relaxed32(const u32* p) {
+	u32 v;
+	asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+}
+__device__ __forceinline__ void stm_st_release(u64* p, u64 v) {
+	asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void stm_st_relaxed(u64* p, u64 v) {
+	asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void stm_st_release32(u32* p, u32 v) {
+	asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void stm_st_relaxed32(u32* p, u32 v) {
+	asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+// Mapped host memory: system scope.
+__device__ __forceinline__ u64 stm_ld_sys(const u64* p) {
+	u64 v;
+	asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+__device__ __forceinline__ void stm_st_sys(u64* p, u64 v) {
+	asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+// Nanoseconds of the GPU's global timer (the same on every SM).
+__device__ __forceinline__ u64 stm_now_ns() {
+	u64 t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+// ---- the transaction ------------------------------------------------------
+
+struct stm_tx {
+	const stm_globals* g;
+	u64 snap;    // snapshot timestamp (after stm_begin)
+	u64 ticket;  // the transaction's number in the run
+	u64 rng;     // generator state, reseeded from the ticket on every attempt
+	u64 pmask;   // partitions (servers) the update transaction touched
+	u32 tid;     // client thread index
+	u32 thread;  // = tid; threads = number of client threads
+	u32 threads;
+	u32 nr, nw;  // reads recorded, writes buffered
+	u32 ro;      // read-only
+	u32 begun;
+	u32 state;   // STM_ST_OK, STM_ST_ABORT + cause, STM_ST_USER or an error
+	u32 detail;  // an error's item or capacity
+	u32 bad;     // the workload's check failed
+};
+
+__device__ __forceinline__ u64 stm_mix(u64 x) {
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+	return x ^ (x >> 31);
+}
+// The generator of ticket in a run seeded seed: SplitMix64, as stm/rng.go.
+__device__ __forceinline__ u64 stm_seed(u64 seed, u64 ticket) {
+	return stm_mix(seed + 0x9E3779B97F4A7C15ull) ^ stm_mix(ticket * 0xD6E8FEB86659FD93ull + 1);
+}
+// stm_rand returns the next 64 random bits of the transaction.
+__device__ __forceinline__ u64 stm_rand(stm_tx* tx) {
+	tx->rng += 0x9E3779B97F4A7C15ull;
+	return stm_mix(tx->rng);
+}
+// stm_below returns a uniform number in [0, n).
+__device__ __forceinline__ u64 stm_below(stm_tx* tx, u64 n) { return __umul64hi(stm_rand(tx), n); }
+// stm_unit returns a uniform double in [0, 1).
+__device__ __forceinline__ double stm_unit(stm_tx* tx) {
+	return (double)(stm_rand(tx) >> 11) * (1.0 / 9007199254740992.0);
+}
+// stm_param returns workload parameter i.
+__device__ __forceinline__ u64 stm_param(const stm_tx* tx, int i) { return tx->g->params[i]; }
+// stm_param_double returns parameter i as the bits of a double.
+__device__ __forceinline__ double stm_param_double(const stm_tx* tx, int i) {
+	return __longlong_as_double((long long)tx->g->params[i]);
+}
+
+__device__ __forceinline__ void stm_fail(stm_tx* tx, u32 state, u32 detail) {
+	if (tx->state == STM_ST_OK) {
+		tx->state = state;
+		tx->detail = detail;
+	}
+}
+// stm_failed reports whether the attempt can no longer commit.
+__device__ __forceinline__ bool stm_failed(const stm_tx* tx) { return tx->state != STM_ST_OK; }
+// stm_abort gives the transaction up: it is neither committed nor retried.
+__device__ __forceinline__ void stm_abort(stm_tx* tx) { stm_fail(tx, STM_ST_USER, 0); }
+// stm_check records a workload check: a transaction that commits after
+// stm_check(tx, false) is counted as wrong.
+__device__ __forceinline__ void stm_check(stm_tx* tx, bool ok) {
+	if (!ok) tx->bad = 1;
+}
+
+__device__ __forceinline__ u32 stm_partition(const stm_globals* g, u32 item) {
+	return (u32)(item / (u32)g->part_size);
+}
+
+// stm_begin starts the attempt: a read-only transaction when read_only.
+// It takes the snapshot: the commit clock, whose versions are all back.
+__device__ __forceinline__ void stm_begin(stm_tx* tx, bool read_only) {
+	tx->ro = read_only ? 1 : 0;
+	tx->begun = 1;
+	tx->snap = stm_ld_acquire((const u64*)tx->g->clock);
+}
+
+// stm_ring_read finds item's value at snapshot snap: the version with the
+// largest timestamp not above snap. Fast path: the newest slot (head)
+// holds it. Otherwise all K slots are scanned, each read as (version,
+// value, version), and the chosen one checked again at the end: versions
+// of an item grow and leave the ring oldest first, so a choice still
+// present at the end missed no newer version <= snap. false: the ring no
+// longer holds that version.
+__device__ bool stm_ring_read(const stm_globals* g, u32 item, u64 snap, u64* out) {
+	const u64* vers = (const u64*)g->vers + (u64)item * STM_K;
+	const u64* vals = (const u64*)g->vals + (u64)item * STM_K;
+	u32 h = stm_ld_acquire32((const u32*)g->head + item);
+	u64 v1 = stm_ld_acquire(vers + h);
+	if (v1 <= snap) {
+		u64 x = stm_ld_acquire(vals + h);
+		if (stm_ld_relaxed(vers + h) == v1) {
+			*out = x;
+			return true;
+		}
+	}
+	for (int attempt = 0; attempt < 4; attempt++) {
+		int best = -1;
+		u64 bv = 0, bx = 0;
+		for (int j = 0; j < STM_K; j++) {
+			u64 a = stm_ld_acquire(vers + j);
+			if (a > snap || (best >= 0 && a <= bv)) continue; // STM_NO_VERSION > any snapshot
+			u64 x = stm_ld_acquire(vals + j);
+			if (stm_ld_relaxed(vers + j) != a) continue; // being overwritten: leaving the ring
+			best = j;
+			bv = a;
+			bx = x;
+		}
+		if (best < 0) return false;
+		if (stm_ld_relaxed(vers + best) == bv) {
+			*out = bx;
+			return true;
+		}
+	}
+	return false;
+}
+
+// stm_read returns item as of the snapshot, or the transaction's own
+// last write to it.
+__device__ u64 stm_read(stm_tx* tx, u32 item) {
+	const stm_globals* g = tx->g;
+	if (tx->state != STM_ST_OK) return 0;
+	if (!tx->begun) {
+		stm_fail(tx, STM_ERR_NO_BEGIN, 0);
+		return 0;
+	}
+	if ((u64)item >= g->n_items) {
+		stm_fail(tx, STM_ERR_ITEM, item);
+		return 0;
+	}
+	if (!tx->ro) {
+		const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * STM_W;
+		for (u32 j = 0; j < tx->nw; j++)
+			if (wi[j] == item) return ((const u64*)g->ws_val)[(u64)tx->tid * STM_W + j];
+	}
+	u64 v;
+	if (!stm_ring_read(g, item, tx->snap, &v)) {
+		stm_fail(tx, STM_ST_ABORT + STM_TOO_OLD, item);
+		return 0;
+	}
+	if (!tx->ro || STM_HIST) {
+		if (tx->nr == STM_R) {
+			stm_fail(tx, STM_ERR_READS, STM_R);
+			return 0;
+		}
+		u64 at = (u64)tx->tid * STM_R + tx->nr;
+		((u32*)g->rs_item)[at] = item;
+		if (STM_HIST) ((u64*)g->rs_val)[at] = v;
+		tx->nr++;
+		if (!tx->ro) tx->pmask |= 1ull << stm_partition(g, item);
+	}
+	return v;
+}
+
+// stm_write buffers value for item until commit.
+__device__ void stm_write(stm_tx* tx, u32 item, u64 value) {
+	const stm_globals* g = tx->g;
+	if (tx->state != STM_ST_OK) return;
+	if (!tx->begun) {
+		stm_fail(tx, STM_ERR_NO_BEGIN, 0);
+		return;
+	}
+	if (tx->ro) {
+		stm_fail(tx, STM_ERR_RO_WRITE, item);
+		return;
+	}
+	if ((u64)item >= g->n_items) {
+		stm_fail(tx, STM_ERR_ITEM, item);
+		return;
+	}
+	u32* wi = (u32*)g->ws_item + (u64)tx->tid * STM_W;
+	u64* wv = (u64*)g->ws_val + (u64)tx->tid * STM_W;
+	for (u32 j = 0; j < tx->nw; j++)
+		if (wi[j] == item) {
+			wv[j] = value;
+			return;
+		}
+	if (tx->nw == STM_W) {
+		stm_fail(tx, STM_ERR_WRITES, STM_W);
+		return;
+	}
+	wi[tx->nw] = item;
+	wv[tx->nw] = value;
+	tx->nw++;
+	tx->pmask |= 1ull << stm_partition(g, item);
+}
+
+// ---- Zipf ranks, as stm/rng.go (Gray et al.); parameters from params[at]:
+// n, theta, zetan, eta, alpha, 1+0.5^theta (doubles as bits). -------------
+__device__ u64 stm_zipf(stm_tx* tx, int at) {
+	u64 n = stm_param(tx, at);
+	double theta = stm_param_double(tx, at + 1);
+	if (theta == 0.0 || n < 2) return stm_below(tx, n);
+	double u = stm_unit(tx);
+	double uz = u * stm_param_double(tx, at + 2);
+	if (uz < 1.0) return 0;
+	if (uz < stm_param_double(tx, at + 5)) return 1;
+	double eta = stm_param_double(tx, at + 3);
+	u64 k = (u64)((double)n * pow(eta * u - eta + 1.0, stm_param_double(tx, at + 4)));
+	return k < n - 1 ? k : n - 1;
+}

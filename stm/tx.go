@@ -1,0 +1,222 @@
+package stm
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+)
+
+// smallSet is the size up to which a transaction's sets are searched
+// linearly; larger sets use a map.
+const smallSet = 16
+
+// Tx is one attempt of a transaction, handed to the closure of Atomically
+// or ReadOnly. It is valid only inside that closure and only on the
+// goroutine running it. Reads see the store as of the transaction's
+// snapshot (and its own earlier writes); writes are buffered until commit.
+type Tx struct {
+	s    *Store
+	snap uint64
+	ro   bool
+	ts   uint64 // commit timestamp once committed
+
+	reads  []uint32 // items read from the store (not from own writes), in order
+	rvals  []uint64 // their values, when recording
+	witems []uint32 // items written, in first-write order
+	wvals  []uint64 // their newest values
+	windex map[uint32]int32
+	set    map[uint32]uint8
+
+	req    [1]request
+	byPart []partReq
+	tm     *phaseTimes // nil unless timing
+}
+
+// partReq is a transaction's items in one partition.
+type partReq struct {
+	p             int
+	reads, writes []uint32
+}
+
+// abortSignal unwinds a closure whose transaction cannot go on.
+type abortSignal struct{ cause Cause }
+
+func (tx *Tx) begin(ro bool) {
+	tx.snap = tx.s.clock.Load()
+	tx.ro = ro
+	tx.ts = 0
+	tx.reads, tx.rvals = tx.reads[:0], tx.rvals[:0]
+	tx.witems, tx.wvals = tx.witems[:0], tx.wvals[:0]
+	if tx.windex != nil {
+		clear(tx.windex)
+	}
+}
+
+// Snapshot returns the timestamp of the state the transaction reads.
+func (tx *Tx) Snapshot() uint64 { return tx.snap }
+
+// Read returns item i as of the transaction's snapshot, or the value the
+// transaction last wrote to it. It panics if i is outside the store. When
+// the item no longer keeps a version that old, the attempt is abandoned and
+// retried with a fresh snapshot. Cost: O(K) plus a lookup in the write set.
+func (tx *Tx) Read(i int) uint64 {
+	tx.s.checkItem(i)
+	if j := tx.findWrite(uint32(i)); j >= 0 {
+		return tx.wvals[j]
+	}
+	if tx.s.yield {
+		runtime.Gosched()
+	}
+	v, ok := tx.s.readAt(i, tx.snap)
+	if !ok {
+		panic(abortSignal{SnapshotTooOld})
+	}
+	if !tx.ro || tx.s.record {
+		tx.reads = append(tx.reads, uint32(i))
+		if tx.s.record {
+			tx.rvals = append(tx.rvals, v)
+		}
+	}
+	return v
+}
+
+// Write sets item i to v for the rest of the transaction and, if it
+// commits, for everyone after it. It panics in a read-only transaction or
+// if i is outside the store. Cost: a lookup in the write set.
+func (tx *Tx) Write(i int, v uint64) {
+	tx.s.checkItem(i)
+	if tx.ro {
+		panic(fmt.Sprintf("stm: Write(%d) in a read-only transaction", i))
+	}
+	if j := tx.findWrite(uint32(i)); j >= 0 {
+		tx.wvals[j] = v
+		return
+	}
+	tx.witems = append(tx.witems, uint32(i))
+	tx.wvals = append(tx.wvals, v)
+	if tx.windex != nil {
+		tx.windex[uint32(i)] = int32(len(tx.witems) - 1)
+	} else if len(tx.witems) > smallSet {
+		tx.windex = make(map[uint32]int32, 2*smallSet)
+		for j, it := range tx.witems {
+			tx.windex[it] = int32(j)
+		}
+	}
+}
+
+// Add adds delta to item i (wrapping) and returns the new value.
+func (tx *Tx) Add(i int, delta uint64) uint64 {
+	v := tx.Read(i) + delta
+	tx.Write(i, v)
+	return v
+}
+
+// ReadInt reads item i as a two's complement int64.
+func (tx *Tx) ReadInt(i int) int64 { return int64(tx.Read(i)) }
+
+// WriteInt writes v to item i as a two's complement int64.
+func (tx *Tx) WriteInt(i int, v int64) { tx.Write(i, uint64(v)) }
+
+// ReadFloat reads item i as the bits of a float64.
+func (tx *Tx) ReadFloat(i int) float64 { return math.Float64frombits(tx.Read(i)) }
+
+// WriteFloat writes v to item i as the bits of a float64.
+func (tx *Tx) WriteFloat(i int, v float64) { tx.Write(i, math.Float64bits(v)) }
+
+// findWrite returns the write set index of item i, or -1.
+func (tx *Tx) findWrite(i uint32) int {
+	if tx.windex != nil {
+		if j, ok := tx.windex[i]; ok {
+			return int(j)
+		}
+		return -1
+	}
+	for j, it := range tx.witems {
+		if it == i {
+			return j
+		}
+	}
+	return -1
+}
+
+// partitions returns the mask of partitions the transaction touched.
+func (tx *Tx) partitions() uint64 {
+	s := tx.s
+	if len(s.parts) == 1 {
+		return 1
+	}
+	var m uint64
+	for _, it := range tx.reads {
+		m |= 1 << s.partition(it)
+	}
+	for _, it := range tx.witems {
+		m |= 1 << s.partition(it)
+	}
+	return m
+}
+
+// splitByPartition fills byPart with the transaction's items in each
+// partition of parts, in ascending partition order.
+func (tx *Tx) splitByPartition(parts uint64) {
+	s := tx.s
+	tx.byPart = tx.byPart[:0]
+	index := [MaxServers]int{}
+	for p := 0; p < len(s.parts); p++ {
+		if parts&(1<<p) != 0 {
+			index[p] = len(tx.byPart)
+			var r, w []uint32
+			if n := len(tx.byPart); n < cap(tx.byPart) {
+				r, w = tx.byPart[:n+1][n].reads[:0], tx.byPart[:n+1][n].writes[:0]
+			}
+			tx.byPart = append(tx.byPart, partReq{p: p, reads: r, writes: w})
+		}
+	}
+	for _, it := range tx.reads {
+		bp := &tx.byPart[index[s.partition(it)]]
+		bp.reads = append(bp.reads, it)
+	}
+	for _, it := range tx.witems {
+		bp := &tx.byPart[index[s.partition(it)]]
+		bp.writes = append(bp.writes, it)
+	}
+}
+
+// itemSet tells whether an item is among a transaction's reads (1) or
+// only among its writes (2), for validation against a log.
+type itemSet struct {
+	reads, writes []uint32
+	m             map[uint32]uint8 // nil: search the slices
+}
+
+func (s *itemSet) in(it uint32) uint8 {
+	if s.m != nil {
+		return s.m[it]
+	}
+	if slices.Contains(s.reads, it) {
+		return 1
+	}
+	if slices.Contains(s.writes, it) {
+		return 2
+	}
+	return 0
+}
+
+// membership returns the item set of reads and writes (a map past
+// smallSet items, reused between attempts).
+func (tx *Tx) membership(reads, writes []uint32) itemSet {
+	if len(reads)+len(writes) <= smallSet {
+		return itemSet{reads: reads, writes: writes}
+	}
+	if tx.set == nil {
+		tx.set = make(map[uint32]uint8, len(reads)+len(writes))
+	}
+	clear(tx.set)
+	for _, it := range writes {
+		tx.set[it] = 2
+	}
+	for _, it := range reads {
+		tx.set[it] = 1
+	}
+	return itemSet{m: tx.set}
+}
