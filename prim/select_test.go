@@ -296,6 +296,11 @@ func testDevSelectViews[T Word](t *testing.T, e *Engine) {
 			if err := DevSelect(e, bin, bflags, bout, n, bcount); err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
+			// Dev* calls are queued on the engine's stream, which does not
+			// order with the default stream Download copies on.
+			if err := e.Synchronize(); err != nil {
+				t.Fatal(err)
+			}
 			got, err := fout.Download()
 			if err != nil {
 				t.Fatal(err)
@@ -341,6 +346,9 @@ func testDevReduceByKeyViews[K Key, V Word](t *testing.T, e *Engine) {
 			}
 			if err := DevRunLengthEncode(e, bkeys, buniq, bcounts, n, gpu.View[uint32](bruns, 4, 1)); err != nil {
 				t.Fatalf("%s: %v", name, err)
+			}
+			if err := e.Synchronize(); err != nil {
+				t.Fatal(err)
 			}
 			uniq, err1 := funiq.Download()
 			sums, err2 := fsums.Download()
