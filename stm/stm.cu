@@ -447,12 +447,17 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		tx.state = STM_ST_OK;
 		tx.detail = 0;
 		tx.bad = 0;
+		tx.calls = 0;
+		tx.deadline = deadline;
 		if (have) {
 			const u64 c0 = clock64();
 			stm_body(&tx);
 			if (!tx.begun) stm_fail(&tx, STM_ERR_NO_BEGIN, 0);
 			cnt[CNT_CY_EXECUTE] += clock64() - c0;
-			if (tx.state >= STM_ERR_ITEM) stm_error(g, tx.state, ticket, tx.detail);
+			if (tx.state == STM_ERR_DEADLINE)
+				stm_error(g, STM_ERR_DEADLINE, STM_AT_RUN, ticket);
+			else if (tx.state >= STM_ERR_ITEM)
+				stm_error(g, tx.state, ticket, tx.detail);
 		}
 		__syncwarp();
 		bool quit = false;

@@ -89,6 +89,8 @@ struct stm_tx {
 	u32 state;   // STM_ST_OK, STM_ST_ABORT + cause, STM_ST_USER or an error
 	u32 detail;  // an error's item or capacity
 	u32 bad;     // the workload's check failed
+	u32 calls;   // accesses so far: every 1024th checks the deadline
+	u64 deadline; // the run's deadline (global timer, ns)
 };
 
 __device__ __forceinline__ u64 stm_mix(u64 x) {
@@ -132,6 +134,16 @@ __device__ __forceinline__ void stm_abort(stm_tx* tx) { stm_fail(tx, STM_ST_USER
 // stm_check(tx, false) is counted as wrong.
 __device__ __forceinline__ void stm_check(stm_tx* tx, bool ok) {
 	if (!ok) tx->bad = 1;
+}
+
+// stm_deadline_passed is checked on every 1024th access: a body that keeps
+// reading or writing past the run's deadline fails with STM_ERR_DEADLINE
+// (a body must return once stm_failed says so).
+__device__ __forceinline__ bool stm_deadline_passed(stm_tx* tx) {
+	if ((++tx->calls & 1023) != 0) return false;
+	if (stm_now_ns() <= tx->deadline) return false;
+	stm_fail(tx, STM_ERR_DEADLINE, STM_AT_RUN);
+	return true;
 }
 
 __device__ __forceinline__ u32 stm_partition(const stm_globals* g, u32 item) {
@@ -190,7 +202,7 @@ __device__ bool stm_ring_read(const stm_globals* g, u32 item, u64 snap, u64* out
 // last write to it.
 __device__ u64 stm_read(stm_tx* tx, u32 item) {
 	const stm_globals* g = tx->g;
-	if (tx->state != STM_ST_OK) return 0;
+	if (tx->state != STM_ST_OK || stm_deadline_passed(tx)) return 0;
 	if (!tx->begun) {
 		stm_fail(tx, STM_ERR_NO_BEGIN, 0);
 		return 0;
@@ -226,7 +238,7 @@ __device__ u64 stm_read(stm_tx* tx, u32 item) {
 // stm_write buffers value for item until commit.
 __device__ void stm_write(stm_tx* tx, u32 item, u64 value) {
 	const stm_globals* g = tx->g;
-	if (tx->state != STM_ST_OK) return;
+	if (tx->state != STM_ST_OK || stm_deadline_passed(tx)) return;
 	if (!tx->begun) {
 		stm_fail(tx, STM_ERR_NO_BEGIN, 0);
 		return;
