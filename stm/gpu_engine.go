@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -173,6 +174,9 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 	if sp.cuda == "" {
 		return nil, tm, fmt.Errorf("the workload has no CUDA body")
 	}
+	if os.Getenv(gpu.EnvDebugSync) == "1" {
+		return nil, tm, fmt.Errorf("the server kernel runs until its clients finish, so %s=1 (synchronize after every launch) would wait for it forever: unset it", gpu.EnvDebugSync)
+	}
 	hist := 0
 	if ro.History {
 		hist = 1
@@ -223,7 +227,10 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 	blocks := perSM * (props.SMs - cfg.Servers)
 	want := g.opt.ClientThreads
 	if want == 0 {
-		want = max(cfg.LogSize*cfg.Servers, 32*(props.SMs-cfg.Servers))
+		// About LogSize x Servers update transactions in flight: more
+		// threads when most transactions are read-only.
+		upd := max(1-readOnlyShare(sp, ro.Seed), 1.0/64)
+		want = max(int(float64(cfg.LogSize*cfg.Servers)/upd), 32*(props.SMs-cfg.Servers))
 	}
 	blocks = max(1, min(blocks, (want+sh.clientBlock-1)/sh.clientBlock))
 
@@ -464,6 +471,22 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 	clk.Mark(nil, engine.MarkDone)
 	tm = clk.Timings(w.Name(), int(res.Total()))
 	return res, tm, nil
+}
+
+// readOnlyShare estimates the share of read-only transactions of a
+// workload from its first tickets (0 when the workload cannot say).
+func readOnlyShare(sp *workloadSpec, seed uint64) float64 {
+	if sp.readOnly == nil {
+		return 0
+	}
+	const n = 4096
+	ro := 0
+	for t := uint64(0); t < n; t++ {
+		if sp.readOnly(seed, t, 0, 1) {
+			ro++
+		}
+	}
+	return float64(ro) / n
 }
 
 // awaitServers waits until every server block has said it runs.
