@@ -96,7 +96,11 @@ func STMCases(big int) []STMCase {
 	small := min(STMSmallBank, big)
 	rs := func(n int) int { return min(100, n) }
 	var out []STMCase
-	for _, n := range []int{small, big} {
+	sizes := []int{small, big}
+	if small == big {
+		sizes = sizes[:1]
+	}
+	for _, n := range sizes {
 		for _, ro := range []float64{0, 0.1, 0.5, 0.9, 0.99} {
 			for _, size := range []int{rs(n), 0} {
 				out = append(out, STMCase{Kind: "bank", Accounts: n, ReadOnly: ro, ReadSize: size, Rounds: 1})
