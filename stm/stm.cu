@@ -717,7 +717,7 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		u64 h1 = 0;
 		if (lane == 0) h1 = ctl->head;
 		h1 = __shfl_sync(FULL_MASK, h1, 0);
-		for (u32 m = ok; m; m &= m - 1) {
+		for (u32 m = h1 != h0 ? ok : 0; m; m &= m - 1) {
 			const u32 l = __ffs(m) - 1;
 			const u32 tid = cw * 32 + l;
 			const u64 snap = cg64(g->tx_snap, tid);
