@@ -36,7 +36,8 @@ type STMCase struct {
 	Sharded  bool    // bank: conflict-free
 	Servers  int     // commit servers (0: 1)
 	LogSize  int     // log entries per server (0: the default)
-	GPUOnly  bool    // a sweep of the GPU engine's options (servers, log size)
+	Threads  int     // GPU: concurrent transactions (0: the engine's default; -1: as many as fit)
+	GPUOnly  bool    // a sweep of the GPU engine's options (servers, log size, threads)
 }
 
 // Name is the case's operation column, e.g. "bank 1M, 90% ro of 100, 1 round".
@@ -64,6 +65,12 @@ func (c STMCase) Name() string {
 	if c.LogSize > 0 {
 		fmt.Fprintf(&b, ", log %d", c.LogSize)
 	}
+	switch {
+	case c.Threads > 0:
+		fmt.Fprintf(&b, ", %s threads", SI(float64(c.Threads)))
+	case c.Threads < 0:
+		b.WriteString(", all threads that fit")
+	}
 	return b.String()
 }
 
@@ -83,6 +90,18 @@ func (c STMCase) Bank() stm.Bank {
 
 // Config returns the engine configuration of the case.
 func (c STMCase) Config() stm.Config { return stm.Config{Servers: c.Servers, LogSize: c.LogSize} }
+
+// Options returns the engine options of the case on top of o.
+func (c STMCase) Options(o stm.Options) stm.Options {
+	o.Config = c.Config()
+	switch {
+	case c.Threads > 0:
+		o.ClientThreads = c.Threads
+	case c.Threads < 0:
+		o.ClientThreads = 1 << 30 // bounded by occupancy
+	}
+	return o
+}
 
 // STMCases returns the cases with the large bank (and cache) of big items
 // (STMBigBank as the issue writes them; smaller values scale the large
@@ -123,6 +142,11 @@ func STMCases(big int) []STMCase {
 	out = append(out, STMCase{Kind: "bank", Accounts: big, ReadSize: rs(big), Rounds: 1, Sharded: true, GPUOnly: true})
 	for _, l := range []int{64, 256, 1024} {
 		out = append(out, STMCase{Kind: "bank", Accounts: big, ReadSize: rs(big), Rounds: 1, LogSize: l, GPUOnly: true})
+	}
+	for _, ro := range []float64{0, 0.9} {
+		for _, th := range []int{16384, 65536, -1} {
+			out = append(out, STMCase{Kind: "bank", Accounts: big, ReadOnly: ro, ReadSize: rs(big), Rounds: 1, Threads: th, GPUOnly: true})
+		}
 	}
 	return out
 }
@@ -232,9 +256,7 @@ func RunSTM(o Options) (*Report, error) {
 			if cs.GPUOnly && en.name == "cpu" {
 				continue
 			}
-			opt := en.opt
-			opt.Config = cs.Config()
-			e, err := stm.Open(opt)
+			e, err := stm.Open(cs.Options(en.opt))
 			if err != nil {
 				rep.finish()
 				return rep, fmt.Errorf("bench stm: %s: %w", cs.Name(), err)
