@@ -108,9 +108,11 @@ func (c STMCase) Options(o stm.Options) stm.Options {
 // cases down, the small bank stays at most STMSmallBank): Bank with the
 // small and the large bank, read-only shares 0/10/50/90/99% of 100
 // accounts and of all, transfers of 1 round; the large bank with updates
-// of 1 to 64 rounds at 0% and 90% read-only; MemcachedGPU with 4 to 256
-// ways at 99.8% GET (slots: big rounded up to a multiple of 256); and, for the GPU engine, 1 to 8 servers and log sizes
-// 64 to 4096 on the update-only large bank.
+// of 2 to 64 rounds at 0% and 90% read-only; MemcachedGPU with 4 to 256
+// ways at 99.8% GET (slots: big rounded up to a multiple of 256); and, for
+// the GPU engine, 2 to 8 servers (random and sharded transfers), log sizes
+// 64 to 1024 on the update-only large bank, and 16k, 64k and all the
+// concurrent transactions that fit at 0% and 90% read-only.
 func STMCases(big int) []STMCase {
 	small := min(STMSmallBank, big)
 	rs := func(n int) int { return min(100, n) }
