@@ -36,6 +36,7 @@ type STMCase struct {
 	Sharded  bool    // bank: conflict-free
 	Servers  int     // commit servers (0: 1)
 	LogSize  int     // log entries per server (0: the default)
+	Versions int     // versions per item (0: the default)
 	Threads  int     // GPU: concurrent transactions (0: the engine's default; -1: as many as fit)
 	GPUOnly  bool    // a sweep of the GPU engine's options (servers, log size, threads)
 }
@@ -65,6 +66,9 @@ func (c STMCase) Name() string {
 	if c.LogSize > 0 {
 		fmt.Fprintf(&b, ", log %d", c.LogSize)
 	}
+	if c.Versions > 0 {
+		fmt.Fprintf(&b, ", %d versions", c.Versions)
+	}
 	switch {
 	case c.Threads > 0:
 		fmt.Fprintf(&b, ", %s threads", SI(float64(c.Threads)))
@@ -89,7 +93,9 @@ func (c STMCase) Bank() stm.Bank {
 }
 
 // Config returns the engine configuration of the case.
-func (c STMCase) Config() stm.Config { return stm.Config{Servers: c.Servers, LogSize: c.LogSize} }
+func (c STMCase) Config() stm.Config {
+	return stm.Config{Servers: c.Servers, LogSize: c.LogSize, Versions: c.Versions}
+}
 
 // Options returns the engine options of the case on top of o.
 func (c STMCase) Options(o stm.Options) stm.Options {
@@ -108,7 +114,8 @@ func (c STMCase) Options(o stm.Options) stm.Options {
 // cases down, the small bank stays at most STMSmallBank): Bank with the
 // small and the large bank, read-only shares 0/10/50/90/99% of 100
 // accounts and of all, transfers of 1 round; the large bank with updates
-// of 2 to 64 rounds at 0% and 90% read-only; MemcachedGPU with 4 to 256
+// of 2 to 64 rounds at 0% and 90% read-only; the small bank at 90%
+// read-only of all with rings of 1, 2 and 4 versions; MemcachedGPU with 4 to 256
 // ways at 99.8% GET (slots: big rounded up to a multiple of 256); and, for
 // the GPU engine, 2 to 8 servers (random and sharded transfers), log sizes
 // 64 to 1024 on the update-only large bank, and 16k, 64k and all the
@@ -132,6 +139,9 @@ func STMCases(big int) []STMCase {
 		for _, k := range []int{2, 4, 8, 16, 32, 64} {
 			out = append(out, STMCase{Kind: "bank", Accounts: big, ReadOnly: ro, ReadSize: rs(big), Rounds: k})
 		}
+	}
+	for _, v := range []int{1, 2, 4} { // ring depth against long read-only transactions
+		out = append(out, STMCase{Kind: "bank", Accounts: small, ReadOnly: 0.9, Rounds: 1, Versions: v})
 	}
 	slots := (big + 255) / 256 * 256 // one capacity for every associativity
 	for _, w := range []int{4, 8, 16, 32, 64, 128, 256} {
