@@ -67,7 +67,8 @@ func (g *gpuEngine) close() error {
 	return errors.Join(g.evA.Close(), g.evB.Close(), g.sCli.Close(), g.sSrv.Close(), g.ctl.Free())
 }
 
-// shape is what a client-server program is compiled for.
+// shape is the shape of a run: what the kernels are compiled for (the
+// block sizes) and what they are told in stm_globals (the rest).
 type shape struct {
 	k, logE, logA, r, w, hist int
 	serverWarps, clientBlock  int
@@ -100,13 +101,11 @@ func gpuShape(sp *workloadSpec, cfg Config, o Options, hist int) shape {
 	return sh
 }
 
-// program returns the kernels of a workload for a shape.
+// program returns the kernels of a workload for a shape: one program per
+// body and block sizes (the rest of the shape is a run's parameter).
 func (sh shape) program(sp *workloadSpec) gpu.Program {
 	defs := append(layoutDefines(),
-		gpu.Def("STM_K", sh.k), gpu.Def("STM_LOG_E", sh.logE), gpu.Def("STM_LOG_A", sh.logA),
-		gpu.Def("STM_R", sh.r), gpu.Def("STM_W", sh.w), gpu.Def("STM_HIST", sh.hist),
-		gpu.Def("STM_SERVER_WARPS", sh.serverWarps), gpu.Def("STM_CLIENT_BLOCK", sh.clientBlock),
-		gpu.Def("STM_SERVER_SMEM", sh.serverSmem))
+		gpu.Def("STM_SERVER_WARPS", sh.serverWarps), gpu.Def("STM_CLIENT_BLOCK", sh.clientBlock))
 	p := gpu.NewProgram("stm.cu", stmCUDA, defs...)
 	p.Headers["stm/stm.cuh"] = stmHeader
 	p.Headers["stm/globals.cuh"] = globalsHeader()
@@ -118,7 +117,7 @@ func (sh shape) program(sp *workloadSpec) gpu.Program {
 // default shapes (for compile checks).
 func Programs() []gpu.Program {
 	var out []gpu.Program
-	for i, w := range []Workload{
+	for _, w := range []Workload{
 		Bank{Accounts: 1000, Initial: 100, ReadOnly: 0.9, ReadSize: 100},
 		Memcached{Slots: 1 << 20, Ways: 16, Gets: 0.998, Zipf: 0.99},
 		RMW{Size: 1 << 20, Keys: 4, ReadOnly: 0.5, Zipf: 0.99},
@@ -127,13 +126,7 @@ func Programs() []gpu.Program {
 		if err != nil {
 			panic(err)
 		}
-		hists := []int{0}
-		if i == 0 {
-			hists = append(hists, 2) // the recording variant (STM_HIST)
-		}
-		for _, hist := range hists {
-			out = append(out, gpuShape(sp, Config{}.withDefaults(), Options{}, hist).program(sp))
-		}
+		out = append(out, gpuShape(sp, Config{}.withDefaults(), Options{}, 0).program(sp))
 	}
 	return out
 }
@@ -336,6 +329,13 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 	set("n_items", uint64(n))
 	set("part_size", uint64(cfg.partSize(n)))
 	set("servers", uint64(cfg.Servers))
+	set("k", uint64(sh.k))
+	set("r_cap", uint64(sh.r))
+	set("w_cap", uint64(sh.w))
+	set("hist_mode", uint64(hist))
+	set("log_e", uint64(sh.logE))
+	set("log_a", uint64(sh.logA))
+	set("smem", uint64(props.SharedPerBlockOptin))
 	set("rs_item", uint64(rsItem.Ptr()))
 	set("rs_val", uint64(rsVal.Ptr()))
 	set("ws_item", uint64(wsItem.Ptr()))
@@ -394,6 +394,10 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 		return nil, tm, fmt.Errorf("launching %d server blocks: %w", cfg.Servers, err)
 	}
 	if err := g.awaitServers(cfg.Servers); err != nil {
+		dc := make([]uint64, dctlWords)
+		if rerr := dctl.Read(nil, 0, dc); rerr == nil && dc[dctlError] != 0 {
+			return nil, tm, g.describe(dc[dctlError], dc[dctlDetail0], dc[dctlDetail1], n, ro)
+		}
 		return nil, tm, err
 	}
 	if err := g.evA.Record(g.sCli); err != nil {
@@ -604,6 +608,8 @@ func (g *gpuEngine) describe(code, d0, d1 uint64, n int, ro RunOptions) error {
 		return fmt.Errorf("the history buffer (%d words) is full: record fewer transactions", d0)
 	case errAborted:
 		return fmt.Errorf("the host stopped the kernels after the run's timeout (%v)", ro.Timeout)
+	case errSmem:
+		return fmt.Errorf("the log needs %d bytes of shared memory, a server block has %d: lower LogSize or LogWrites", d0, d1)
 	}
 	return fmt.Errorf("kernel error %d (%d, %d)", code, d0, d1)
 }
