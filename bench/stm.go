@@ -36,7 +36,9 @@ type STMCase struct {
 	Sharded  bool    // bank: conflict-free
 	Servers  int     // commit servers (0: 1)
 	LogSize  int     // log entries per server (0: the default)
-	GPUOnly  bool    // a sweep of the GPU engine's options (servers, log size)
+	Versions int     // versions per item (0: the default)
+	Threads  int     // GPU: concurrent transactions (0: the engine's default; -1: as many as fit)
+	GPUOnly  bool    // a sweep of the GPU engine's options (servers, log size, threads)
 }
 
 // Name is the case's operation column, e.g. "bank 1M, 90% ro of 100, 1 round".
@@ -64,6 +66,15 @@ func (c STMCase) Name() string {
 	if c.LogSize > 0 {
 		fmt.Fprintf(&b, ", log %d", c.LogSize)
 	}
+	if c.Versions > 0 {
+		fmt.Fprintf(&b, ", %d versions", c.Versions)
+	}
+	switch {
+	case c.Threads > 0:
+		fmt.Fprintf(&b, ", %s threads", SI(float64(c.Threads)))
+	case c.Threads < 0:
+		b.WriteString(", all threads that fit")
+	}
 	return b.String()
 }
 
@@ -82,21 +93,42 @@ func (c STMCase) Bank() stm.Bank {
 }
 
 // Config returns the engine configuration of the case.
-func (c STMCase) Config() stm.Config { return stm.Config{Servers: c.Servers, LogSize: c.LogSize} }
+func (c STMCase) Config() stm.Config {
+	return stm.Config{Servers: c.Servers, LogSize: c.LogSize, Versions: c.Versions}
+}
+
+// Options returns the engine options of the case on top of o.
+func (c STMCase) Options(o stm.Options) stm.Options {
+	o.Config = c.Config()
+	switch {
+	case c.Threads > 0:
+		o.ClientThreads = c.Threads
+	case c.Threads < 0:
+		o.ClientThreads = 1 << 30 // bounded by occupancy
+	}
+	return o
+}
 
 // STMCases returns the cases with the large bank (and cache) of big items
 // (STMBigBank as the issue writes them; smaller values scale the large
 // cases down, the small bank stays at most STMSmallBank): Bank with the
 // small and the large bank, read-only shares 0/10/50/90/99% of 100
 // accounts and of all, transfers of 1 round; the large bank with updates
-// of 1 to 64 rounds at 0% and 90% read-only; MemcachedGPU with 4 to 256
-// ways at 99.8% GET (slots: big rounded up to a multiple of 256); and, for the GPU engine, 1 to 8 servers and log sizes
-// 64 to 4096 on the update-only large bank.
+// of 2 to 64 rounds at 0% and 90% read-only; the small bank at 90%
+// read-only of all with rings of 1, 2 and 4 versions; MemcachedGPU with 4 to 256
+// ways at 99.8% GET (slots: big rounded up to a multiple of 256); and, for
+// the GPU engine, 2 to 8 servers (random and sharded transfers), log sizes
+// 64 to 1024 on the update-only large bank, and 16k, 64k and all the
+// concurrent transactions that fit at 0% and 90% read-only.
 func STMCases(big int) []STMCase {
 	small := min(STMSmallBank, big)
 	rs := func(n int) int { return min(100, n) }
 	var out []STMCase
-	for _, n := range []int{small, big} {
+	sizes := []int{small, big}
+	if small == big {
+		sizes = sizes[:1]
+	}
+	for _, n := range sizes {
 		for _, ro := range []float64{0, 0.1, 0.5, 0.9, 0.99} {
 			for _, size := range []int{rs(n), 0} {
 				out = append(out, STMCase{Kind: "bank", Accounts: n, ReadOnly: ro, ReadSize: size, Rounds: 1})
@@ -107,6 +139,9 @@ func STMCases(big int) []STMCase {
 		for _, k := range []int{2, 4, 8, 16, 32, 64} {
 			out = append(out, STMCase{Kind: "bank", Accounts: big, ReadOnly: ro, ReadSize: rs(big), Rounds: k})
 		}
+	}
+	for _, v := range []int{1, 2, 4} { // ring depth against long read-only transactions
+		out = append(out, STMCase{Kind: "bank", Accounts: small, ReadOnly: 0.9, Rounds: 1, Versions: v})
 	}
 	slots := (big + 255) / 256 * 256 // one capacity for every associativity
 	for _, w := range []int{4, 8, 16, 32, 64, 128, 256} {
@@ -119,6 +154,11 @@ func STMCases(big int) []STMCase {
 	out = append(out, STMCase{Kind: "bank", Accounts: big, ReadSize: rs(big), Rounds: 1, Sharded: true, GPUOnly: true})
 	for _, l := range []int{64, 256, 1024} {
 		out = append(out, STMCase{Kind: "bank", Accounts: big, ReadSize: rs(big), Rounds: 1, LogSize: l, GPUOnly: true})
+	}
+	for _, ro := range []float64{0, 0.9} {
+		for _, th := range []int{16384, 65536, -1} {
+			out = append(out, STMCase{Kind: "bank", Accounts: big, ReadOnly: ro, ReadSize: rs(big), Rounds: 1, Threads: th, GPUOnly: true})
+		}
 	}
 	return out
 }
@@ -228,9 +268,7 @@ func RunSTM(o Options) (*Report, error) {
 			if cs.GPUOnly && en.name == "cpu" {
 				continue
 			}
-			opt := en.opt
-			opt.Config = cs.Config()
-			e, err := stm.Open(opt)
+			e, err := stm.Open(cs.Options(en.opt))
 			if err != nil {
 				rep.finish()
 				return rep, fmt.Errorf("bench stm: %s: %w", cs.Name(), err)

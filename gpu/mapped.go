@@ -100,4 +100,3 @@ func (s *Stream) Done() (bool, error) {
 	})
 	return err == nil && r == 0, err
 }
-

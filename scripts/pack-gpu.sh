@@ -46,7 +46,7 @@ if [[ -f compat/go.mod ]]; then
 	(cd compat && go test -c -ldflags="$ldflags" -o "../$out/tests/compat.test" .)
 	echo "compat compat" >>"$manifest"
 	count=$((count + 1))
-	for cmd in mptbench btreebench; do
+	for cmd in mptbench btreebench stmbench; do
 		echo "build compat/cmd/$cmd -> $out/$cmd"
 		(cd compat && go build -ldflags="$ldflags" -o "../$out/$cmd" "./cmd/$cmd")
 	done

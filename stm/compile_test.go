@@ -6,6 +6,12 @@ import (
 	"warpkv/internal/gputest"
 )
 
+// testBodies are the CUDA bodies the GPU tests run, compile-checked here.
+var testBodies = []string{
+	twoCounters,
+	`__device__ void stm_body(stm_tx* tx) { stm_begin(tx, true); for (;;) { stm_read(tx, 0); if (stm_failed(tx)) return; } }`,
+}
+
 // TestKernelsCompile compiles every program of the package for sm_90 with
 // NVRTC (no GPU needed).
 func TestKernelsCompile(t *testing.T) {
@@ -13,6 +19,22 @@ func TestKernelsCompile(t *testing.T) {
 	for _, p := range Programs() {
 		if _, err := p.CompileCUBIN("sm_90"); err != nil {
 			t.Fatalf("%s with %s: %v", p.Name, p.Headers["stm/workload.cuh"][:40], err)
+		}
+	}
+}
+
+// TestCUDABodiesCompile compiles the GPU tests' own bodies, so that a GPU
+// run does not meet a compile error first.
+func TestCUDABodiesCompile(t *testing.T) {
+	gputest.NVRTC(t)
+	for _, body := range testBodies {
+		sp, err := CUDA{Body: body, Size: 2, MaxReads: 2, MaxWrites: 2, MaxReadOnlyReads: 2}.spec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := gpuShape(sp, Config{Servers: 2}.withDefaults(), Options{}, 2).program(sp)
+		if _, err := p.CompileCUBIN("sm_90"); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

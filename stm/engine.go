@@ -25,9 +25,10 @@ type Options struct {
 	ClientBlock       int // threads per client block (a multiple of 32; default 32)
 	ClientBlocksPerSM int // client blocks per client SM; 0: as many as fit
 	// ClientThreads bounds the transactions running at once on the GPU;
-	// 0 means LogSize x Servers (at least a warp per client SM): more
-	// concurrent update transactions than a log holds make its commits
-	// abort spuriously (LogFull), as the thesis observed.
+	// 0 means about LogSize x Servers update transactions in flight
+	// (LogSize x Servers / the share of update transactions, at least a
+	// warp per client SM): more concurrent update transactions than a log
+	// holds make commits abort spuriously (LogFull), as the thesis saw.
 	ClientThreads int
 	ServerWarps   int // warps per server block: 1 receiver + workers (default 32)
 

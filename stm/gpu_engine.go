@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -66,7 +67,8 @@ func (g *gpuEngine) close() error {
 	return errors.Join(g.evA.Close(), g.evB.Close(), g.sCli.Close(), g.sSrv.Close(), g.ctl.Free())
 }
 
-// shape is what a client-server program is compiled for.
+// shape is the shape of a run: what the kernels are compiled for (the
+// block sizes) and what they are told in stm_globals (the rest).
 type shape struct {
 	k, logE, logA, r, w, hist int
 	serverWarps, clientBlock  int
@@ -99,13 +101,11 @@ func gpuShape(sp *workloadSpec, cfg Config, o Options, hist int) shape {
 	return sh
 }
 
-// program returns the kernels of a workload for a shape.
+// program returns the kernels of a workload for a shape: one program per
+// body and block sizes (the rest of the shape is a run's parameter).
 func (sh shape) program(sp *workloadSpec) gpu.Program {
 	defs := append(layoutDefines(),
-		gpu.Def("STM_K", sh.k), gpu.Def("STM_LOG_E", sh.logE), gpu.Def("STM_LOG_A", sh.logA),
-		gpu.Def("STM_R", sh.r), gpu.Def("STM_W", sh.w), gpu.Def("STM_HIST", sh.hist),
-		gpu.Def("STM_SERVER_WARPS", sh.serverWarps), gpu.Def("STM_CLIENT_BLOCK", sh.clientBlock),
-		gpu.Def("STM_SERVER_SMEM", sh.serverSmem))
+		gpu.Def("STM_SERVER_WARPS", sh.serverWarps), gpu.Def("STM_CLIENT_BLOCK", sh.clientBlock))
 	p := gpu.NewProgram("stm.cu", stmCUDA, defs...)
 	p.Headers["stm/stm.cuh"] = stmHeader
 	p.Headers["stm/globals.cuh"] = globalsHeader()
@@ -126,9 +126,7 @@ func Programs() []gpu.Program {
 		if err != nil {
 			panic(err)
 		}
-		for _, hist := range []int{0, 2} {
-			out = append(out, gpuShape(sp, Config{}.withDefaults(), Options{}, hist).program(sp))
-		}
+		out = append(out, gpuShape(sp, Config{}.withDefaults(), Options{}, 0).program(sp))
 	}
 	return out
 }
@@ -168,6 +166,9 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 	}
 	if sp.cuda == "" {
 		return nil, tm, fmt.Errorf("the workload has no CUDA body")
+	}
+	if os.Getenv(gpu.EnvDebugSync) == "1" {
+		return nil, tm, fmt.Errorf("the server kernel runs until its clients finish, so %s=1 (synchronize after every launch) would wait for it forever: unset it", gpu.EnvDebugSync)
 	}
 	hist := 0
 	if ro.History {
@@ -219,7 +220,10 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 	blocks := perSM * (props.SMs - cfg.Servers)
 	want := g.opt.ClientThreads
 	if want == 0 {
-		want = max(cfg.LogSize*cfg.Servers, 32*(props.SMs-cfg.Servers))
+		// About LogSize x Servers update transactions in flight: more
+		// threads when most transactions are read-only.
+		upd := max(1-readOnlyShare(sp, ro.Seed), 1.0/64)
+		want = max(int(float64(cfg.LogSize*cfg.Servers)/upd), 32*(props.SMs-cfg.Servers))
 	}
 	blocks = max(1, min(blocks, (want+sh.clientBlock-1)/sh.clientBlock))
 
@@ -325,6 +329,13 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 	set("n_items", uint64(n))
 	set("part_size", uint64(cfg.partSize(n)))
 	set("servers", uint64(cfg.Servers))
+	set("k", uint64(sh.k))
+	set("r_cap", uint64(sh.r))
+	set("w_cap", uint64(sh.w))
+	set("hist_mode", uint64(hist))
+	set("log_e", uint64(sh.logE))
+	set("log_a", uint64(sh.logA))
+	set("smem", uint64(props.SharedPerBlockOptin))
 	set("rs_item", uint64(rsItem.Ptr()))
 	set("rs_val", uint64(rsVal.Ptr()))
 	set("ws_item", uint64(wsItem.Ptr()))
@@ -383,6 +394,10 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 		return nil, tm, fmt.Errorf("launching %d server blocks: %w", cfg.Servers, err)
 	}
 	if err := g.awaitServers(cfg.Servers); err != nil {
+		dc := make([]uint64, dctlWords)
+		if rerr := dctl.Read(nil, 0, dc); rerr == nil && dc[dctlError] != 0 {
+			return nil, tm, g.describe(dc[dctlError], dc[dctlDetail0], dc[dctlDetail1], n, ro)
+		}
 		return nil, tm, err
 	}
 	if err := g.evA.Record(g.sCli); err != nil {
@@ -462,6 +477,22 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 	return res, tm, nil
 }
 
+// readOnlyShare estimates the share of read-only transactions of a
+// workload from its first tickets (0 when the workload cannot say).
+func readOnlyShare(sp *workloadSpec, seed uint64) float64 {
+	if sp.readOnly == nil {
+		return 0
+	}
+	const n = 4096
+	ro := 0
+	for t := uint64(0); t < n; t++ {
+		if sp.readOnly(seed, t, 0, 1) {
+			ro++
+		}
+	}
+	return float64(ro) / n
+}
+
 // awaitServers waits until every server block has said it runs.
 func (g *gpuEngine) awaitServers(p int) error {
 	ctl := g.ctl.Slice()
@@ -494,7 +525,7 @@ func (g *gpuEngine) awaitServers(p int) error {
 func (g *gpuEngine) wait(started time.Time, ro RunOptions) error {
 	ctl := g.ctl.Slice()
 	stopAt := started.Add(ro.Duration)
-	abortAt := started.Add(ro.Timeout)
+	abortAt := started.Add(ro.Timeout + stopGrace/3) // after the kernels' own deadline
 	stopped := false
 	for {
 		done, err := g.sCli.Done()
@@ -577,6 +608,8 @@ func (g *gpuEngine) describe(code, d0, d1 uint64, n int, ro RunOptions) error {
 		return fmt.Errorf("the history buffer (%d words) is full: record fewer transactions", d0)
 	case errAborted:
 		return fmt.Errorf("the host stopped the kernels after the run's timeout (%v)", ro.Timeout)
+	case errSmem:
+		return fmt.Errorf("the log needs %d bytes of shared memory, a server block has %d: lower LogSize or LogWrites", d0, d1)
 	}
 	return fmt.Errorf("kernel error %d (%d, %d)", code, d0, d1)
 }

@@ -11,8 +11,12 @@ import (
 // argument: device addresses and scalars, all 64-bit, in this order. Go owns
 // the layout; globalsHeader writes the C struct from it.
 var globalFields = []string{
-	// the store: K versions per item
-	"vals", "vers", "head", "n_items", "part_size", "servers",
+	// the store: k versions per item
+	"vals", "vers", "head", "n_items", "part_size", "servers", "k",
+	// the shape: read and write set capacities per thread, history mode
+	// (0 none, 1 committed, 2 also aborted attempts), log entries and item
+	// pool per server, shared memory a server block has
+	"r_cap", "w_cap", "hist_mode", "log_e", "log_a", "smem",
 	// per client thread: read and write sets, snapshot, counts, result
 	"rs_item", "rs_val", "ws_item", "ws_val", "tx_snap", "tx_nr", "tx_nw", "res",
 	// per server: request and finalize rings (ring_mask + 1 slots) and
@@ -115,6 +119,7 @@ const (
 	errDeadline = 40 // the run's deadline passed (detail: where)
 	errHistory  = 41 // the history buffer is full (detail: capacity in words)
 	errAborted  = 42 // the host gave up on the run
+	errSmem     = 43 // the log does not fit the server's shared memory (detail: need, have)
 )
 
 // Places that report a deadline (errDeadline detail0).
@@ -143,7 +148,7 @@ func layoutDefines() []gpu.Define {
 		gpu.Def("STM_ST_OK", stOK), gpu.Def("STM_ST_ABORT", stAbort), gpu.Def("STM_ST_USER", stUser),
 		gpu.Def("STM_ERR_ITEM", errItem), gpu.Def("STM_ERR_READS", errReads), gpu.Def("STM_ERR_WRITES", errWrites),
 		gpu.Def("STM_ERR_RO_WRITE", errROWrite), gpu.Def("STM_ERR_NO_BEGIN", errNoBegin),
-		gpu.Def("STM_ERR_DEADLINE", errDeadline), gpu.Def("STM_ERR_HISTORY", errHistory), gpu.Def("STM_ERR_ABORTED", errAborted),
+		gpu.Def("STM_ERR_DEADLINE", errDeadline), gpu.Def("STM_ERR_HISTORY", errHistory), gpu.Def("STM_ERR_ABORTED", errAborted), gpu.Def("STM_ERR_SMEM", errSmem),
 		gpu.Def("STM_READ_WRITE", int(ReadWrite)), gpu.Def("STM_WRITE_WRITE", int(WriteWrite)),
 		gpu.Def("STM_LOG_FULL", int(LogFull)), gpu.Def("STM_TOO_OLD", int(SnapshotTooOld)),
 		gpu.Def("STM_MAX_PARAMS", maxParams), gpu.Def("STM_MAX_SERVERS", MaxServers),

@@ -114,7 +114,7 @@ func committed(h []Record) []Record {
 // transaction's reads equal the state just before it, every read-only
 // transaction's reads equal the state after all commits with a timestamp up
 // to its snapshot, and the state at the end equals final (when final is not
-// nil). Cost: O(N + total accesses + records log records).
+// nil). Cost: O(N + total accesses + R log R) for R records.
 func CheckHistory(initial []uint64, h []Record, final []uint64) error {
 	state := slices.Clone(initial)
 	var last uint64

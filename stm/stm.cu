@@ -26,10 +26,11 @@
 // Every loop that waits checks the run's deadline (the GPU's global timer)
 // and the error word, so a bug ends the run with an error, never a hang.
 //
-// Defines from Go: STM_K (versions per item), STM_R, STM_W (read and write
-// set capacity per thread), STM_HIST (0 none, 1 committed, 2 also aborted
-// attempts), STM_LOG_E, STM_LOG_A (log entries and item pool per server),
-// STM_SERVER_WARPS, STM_CLIENT_BLOCK, and the layout constants of
+// The shape of a run (versions per item k, read and write set capacity per
+// thread r_cap and w_cap, history mode hist_mode: 0 none, 1 committed, 2
+// also aborted attempts; log entries log_e and item pool log_a per server)
+// comes in stm_globals, so one compiled program serves every shape. Defines
+// from Go: STM_SERVER_WARPS, STM_CLIENT_BLOCK and the layout constants of
 // stm/gpu_layout.go.
 #include "warpkv/types.cuh"
 #include "stm/globals.cuh"
@@ -112,9 +113,9 @@ __device__ __forceinline__ u32 stm_hash6(u32 item) { return (item * 0x9E3779B1u)
 __device__ __forceinline__ void stm_install(const stm_globals* g, u32 item, u64 ts, u64 v) {
 	u32* hp = (u32*)g->head + item;
 	u32 h = stm_ld_relaxed32(hp);
-	u32 j = h + 1 == STM_K ? 0 : h + 1;
-	u64* ver = (u64*)g->vers + (u64)item * STM_K + j;
-	u64* val = (u64*)g->vals + (u64)item * STM_K + j;
+	u32 j = h + 1 == (u32)g->k ? 0 : h + 1;
+	u64* ver = (u64*)g->vers + (u64)item * (u32)g->k + j;
+	u64* val = (u64*)g->vals + (u64)item * (u32)g->k + j;
 	stm_st_relaxed(ver, STM_NO_VERSION);
 	__threadfence();
 	stm_st_relaxed(val, v);
@@ -130,8 +131,8 @@ __device__ __forceinline__ void stm_install(const stm_globals* g, u32 item, u64 
 // a conflicting lower lane commits. Write-set signatures filter the exact
 // checks. All lanes call it.
 __device__ void stm_prevalidate(const stm_globals* g, stm_tx* tx, bool* upd, u32 lane, u32 wbase) {
-	const u32* ri = (const u32*)g->rs_item + (u64)tx->tid * STM_R;
-	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * STM_W;
+	const u32* ri = (const u32*)g->rs_item + (u64)tx->tid * (u32)g->r_cap;
+	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
 	u64 wsig = 0, rsig = 0;
 	if (*upd) {
 		for (u32 j = 0; j < tx->nw; j++) wsig |= 1ull << stm_hash6(wi[j]);
@@ -143,7 +144,7 @@ __device__ void stm_prevalidate(const stm_globals* g, stm_tx* tx, bool* upd, u32
 		const u64 sig = __shfl_sync(FULL_MASK, wsig, l);
 		const u32 nwl = __shfl_sync(FULL_MASK, tx->nw, l);
 		if (*upd && l < lane && ((updmask >> l) & 1) && (sig & (rsig | wsig))) {
-			const u32* wl = (const u32*)g->ws_item + (u64)(wbase + l) * STM_W;
+			const u32* wl = (const u32*)g->ws_item + (u64)(wbase + l) * (u32)g->w_cap;
 			for (u32 j = 0; j < nwl; j++) {
 				const u32 it = wl[j];
 				bool hit = false;
@@ -314,8 +315,8 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 	// timestamps; its first lane waits for the clock to reach the batch's
 	// predecessor and moves it to the batch's last timestamp.
 	if (ts) {
-		const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * STM_W;
-		const u64* wv = (const u64*)g->ws_val + (u64)tx->tid * STM_W;
+		const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+		const u64* wv = (const u64*)g->ws_val + (u64)tx->tid * (u32)g->w_cap;
 		for (u32 j = 0; j < tx->nw; j++) stm_install(g, wi[j], ts, wv[j]);
 		__threadfence();
 	}
@@ -372,7 +373,7 @@ __device__ void stm_record(const stm_globals* g, const stm_tx* tx, u32 kind, u32
 	h[2] = ts;
 	h[3] = tx->snap;
 	h += 4;
-	const u64 rbase = (u64)tx->tid * STM_R, wbase = (u64)tx->tid * STM_W;
+	const u64 rbase = (u64)tx->tid * (u32)g->r_cap, wbase = (u64)tx->tid * (u32)g->w_cap;
 	for (u32 j = 0; j < tx->nr; j++) {
 		h[2 * j] = ((const u32*)g->rs_item)[rbase + j];
 		h[2 * j + 1] = ((const u64*)g->rs_val)[rbase + j];
@@ -447,12 +448,17 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		tx.state = STM_ST_OK;
 		tx.detail = 0;
 		tx.bad = 0;
+		tx.calls = 0;
+		tx.deadline = deadline;
 		if (have) {
 			const u64 c0 = clock64();
 			stm_body(&tx);
 			if (!tx.begun) stm_fail(&tx, STM_ERR_NO_BEGIN, 0);
 			cnt[CNT_CY_EXECUTE] += clock64() - c0;
-			if (tx.state >= STM_ERR_ITEM) stm_error(g, tx.state, ticket, tx.detail);
+			if (tx.state == STM_ERR_DEADLINE)
+				stm_error(g, STM_ERR_DEADLINE, STM_AT_RUN, ticket);
+			else if (tx.state >= STM_ERR_ITEM)
+				stm_error(g, tx.state, ticket, tx.detail);
 		}
 		__syncwarp();
 		bool quit = false;
@@ -463,14 +469,14 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 				const bool rot = ts == 0;
 				cnt[rot ? CNT_READ_ONLY : CNT_COMMITS]++;
 				if (tx.bad) cnt[CNT_WRONG]++;
-				if (STM_HIST) stm_record(g, &tx, rot ? 1 : 0, 0, rot ? tx.snap : ts);
+				if (g->hist_mode) stm_record(g, &tx, rot ? 1 : 0, 0, rot ? tx.snap : ts);
 				have = false;
 			} else if (tx.state == STM_ST_USER) {
 				cnt[CNT_USER]++;
 				have = false;
 			} else if (tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4) {
 				cnt[CNT_ABORT0 + tx.state - STM_ST_ABORT]++;
-				if (STM_HIST == 2) stm_record(g, &tx, 2, tx.state - STM_ST_ABORT, tx.snap);
+				if (g->hist_mode == 2) stm_record(g, &tx, 2, tx.state - STM_ST_ABORT, tx.snap);
 			} else {
 				have = false; // an error, recorded above: the run ends
 			}
@@ -506,24 +512,25 @@ struct stm_log_ctl {
 };
 
 struct stm_log {
-	u64* ts;    // [STM_LOG_E]
-	u64* pos;   // [STM_LOG_E]
-	int* cnt;   // [STM_LOG_E]; STM_WILDCARD: items not listed
-	u32* pool;  // [STM_LOG_A]
+	u64* ts;    // [log_e]
+	u64* pos;   // [log_e]
+	int* cnt;   // [log_e]; STM_WILDCARD: items not listed
+	u32* pool;  // [log_a]
 	stm_log_ctl* ctl;
 };
 
-// The layout must fit the dynamic shared memory Go gives the server.
-static_assert(16 * (u64)STM_LOG_E + sizeof(stm_log_ctl) + 4 * (u64)STM_LOG_E + 4 * (u64)STM_LOG_A <= STM_SERVER_SMEM,
-              "stm: the server's log does not fit STM_SERVER_SMEM");
+// stm_log_bytes is the shared memory the log of a run needs.
+__device__ __forceinline__ u64 stm_log_bytes(const stm_globals* g) {
+	return 20 * g->log_e + sizeof(stm_log_ctl) + 4 * g->log_a;
+}
 
-__device__ __forceinline__ stm_log stm_log_at(u8* smem) {
+__device__ __forceinline__ stm_log stm_log_at(const stm_globals* g, u8* smem) {
 	stm_log l;
 	l.ts = (u64*)smem;
-	l.pos = l.ts + STM_LOG_E;
-	l.ctl = (stm_log_ctl*)(l.pos + STM_LOG_E);
+	l.pos = l.ts + g->log_e;
+	l.ctl = (stm_log_ctl*)(l.pos + g->log_e);
 	l.cnt = (int*)(l.ctl + 1);
-	l.pool = (u32*)(l.cnt + STM_LOG_E);
+	l.pool = (u32*)(l.cnt + g->log_e);
 	return l;
 }
 
@@ -536,9 +543,9 @@ __device__ __forceinline__ u64 cg64(const u64 base, u64 i) { return __ldcg((cons
 // only its writes (2).
 __device__ u32 stm_in_set(const stm_globals* g, u32 tid, u32 nr, u32 nw, u32 item) {
 	for (u32 j = 0; j < nr; j++)
-		if (cg32(g->rs_item, (u64)tid * STM_R + j) == item) return 1;
+		if (cg32(g->rs_item, (u64)tid * (u32)g->r_cap + j) == item) return 1;
 	for (u32 j = 0; j < nw; j++)
-		if (cg32(g->ws_item, (u64)tid * STM_W + j) == item) return 2;
+		if (cg32(g->ws_item, (u64)tid * (u32)g->w_cap + j) == item) return 2;
 	return 0;
 }
 
@@ -554,14 +561,14 @@ __device__ u32 stm_validate(const stm_globals* g, stm_log& L, u32* bloom, u32 p,
 	bloom[lane] = 0;
 	__syncwarp();
 	for (u32 j = lane; j < nr; j += 32) {
-		const u32 it = cg32(g->rs_item, (u64)tid * STM_R + j);
+		const u32 it = cg32(g->rs_item, (u64)tid * (u32)g->r_cap + j);
 		if (stm_partition(g, it) == p) {
 			const u32 h = stm_hash10(it);
 			atomicOr(&bloom[h >> 5], 1u << (h & 31));
 		}
 	}
 	for (u32 j = lane; j < nw; j += 32) {
-		const u32 it = cg32(g->ws_item, (u64)tid * STM_W + j);
+		const u32 it = cg32(g->ws_item, (u64)tid * (u32)g->w_cap + j);
 		if (stm_partition(g, it) == p) {
 			const u32 h = stm_hash10(it);
 			atomicOr(&bloom[h >> 5], 1u << (h & 31));
@@ -570,7 +577,7 @@ __device__ u32 stm_validate(const stm_globals* g, stm_log& L, u32* bloom, u32 p,
 	__syncwarp();
 	u32 conf = L.ctl->floor_ts > snap ? 1 + STM_LOG_FULL : 0;
 	for (long long a = (long long)hi - 1 - lane; a >= (long long)lo && !conf; a -= 32) {
-		const u64 e = (u64)a % STM_LOG_E;
+		const u64 e = (u64)a % g->log_e;
 		const u64 ts = L.ts[e];
 		if (ts <= snap) break;
 		const int c = L.cnt[e];
@@ -580,7 +587,7 @@ __device__ u32 stm_validate(const stm_globals* g, stm_log& L, u32* bloom, u32 p,
 		}
 		const u64 pos = L.pos[e];
 		for (int k = 0; k < c; k++) {
-			const u32 it = L.pool[(pos + k) % STM_LOG_A];
+			const u32 it = L.pool[(pos + k) % g->log_a];
 			const u32 h = stm_hash10(it);
 			if (!(bloom[h >> 5] & (1u << (h & 31)))) continue;
 			const u32 in = stm_in_set(g, tid, nr, nw, it);
@@ -610,20 +617,20 @@ __device__ void stm_log_insert(const stm_globals* g, stm_log& L, u32 p, u32 lane
 		const u32 l = __ffs(m) - 1;
 		const u32 tid = cw * 32 + l;
 		const u32 nw = cg32(g->tx_nw, tid);
-		const u64 wb = (u64)tid * STM_W;
+		const u64 wb = (u64)tid * (u32)g->w_cap;
 		u32 c = 0;
 		for (u32 j = lane; j < nw; j += 32) c += stm_partition(g, cg32(g->ws_item, wb + j)) == p;
 		c = __reduce_add_sync(FULL_MASK, c);
 		if (c == 0) continue; // it only read in this partition
-		const bool wild = c > STM_LOG_A;
+		const bool wild = c > g->log_a;
 		const u64 base = L.ctl->pool_head;
 		const u64 next_pool = base + (wild ? 0 : c);
 		if (lane == 0) {
 			u64 tail = L.ctl->tail, head = L.ctl->head;
 			while (tail < head) {
-				const u64 e = tail % STM_LOG_E;
-				const bool slot = head - tail >= STM_LOG_E;
-				const bool items = L.cnt[e] > 0 && next_pool > STM_LOG_A && L.pos[e] < next_pool - STM_LOG_A;
+				const u64 e = tail % g->log_e;
+				const bool slot = head - tail >= g->log_e;
+				const bool items = L.cnt[e] > 0 && next_pool > g->log_a && L.pos[e] < next_pool - g->log_a;
 				if (!slot && !items) break;
 				L.ctl->floor_ts = L.ts[e];
 				tail++;
@@ -639,14 +646,14 @@ __device__ void stm_log_insert(const stm_globals* g, stm_log& L, u32 p, u32 lane
 				const u32 it = j < nw ? cg32(g->ws_item, wb + j) : 0;
 				const bool in = j < nw && stm_partition(g, it) == p;
 				const u32 b = __ballot_sync(FULL_MASK, in);
-				if (in) L.pool[(base + off + __popc(b & lanemask_lt(lane))) % STM_LOG_A] = it;
+				if (in) L.pool[(base + off + __popc(b & lanemask_lt(lane))) % g->log_a] = it;
 				off += __popc(b);
 			}
 		}
 		__syncwarp();
 		if (lane == 0) {
 			const u64 head = L.ctl->head;
-			const u64 e = head % STM_LOG_E;
+			const u64 e = head % g->log_e;
 			L.ts[e] = t0 + __popc(all & lanemask_lt(l));
 			L.pos[e] = base;
 			L.cnt[e] = wild ? STM_WILDCARD : (int)c;
@@ -712,7 +719,7 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		u64 h1 = 0;
 		if (lane == 0) h1 = ctl->head;
 		h1 = __shfl_sync(FULL_MASK, h1, 0);
-		for (u32 m = ok; m; m &= m - 1) {
+		for (u32 m = h1 != h0 ? ok : 0; m; m &= m - 1) {
 			const u32 l = __ffs(m) - 1;
 			const u32 tid = cw * 32 + l;
 			const u64 snap = cg64(g->tx_snap, tid);
@@ -855,7 +862,11 @@ __device__ void stm_receiver(const stm_globals* g, stm_log& L, u32 p, u32 lane, 
 // timestamp order; entries [tail, head) are intact.
 extern "C" __global__ void __launch_bounds__(STM_SERVER_WARPS * 32, 1) stm_server(const stm_globals* __restrict__ g) {
 	extern __shared__ __align__(16) u8 stm_smem[];
-	stm_log L = stm_log_at(stm_smem);
+	if (stm_log_bytes(g) > g->smem) { // Go checks first; this is the safety net
+		if (threadIdx.x == 0) stm_error(g, STM_ERR_SMEM, stm_log_bytes(g), g->smem);
+		return;
+	}
+	stm_log L = stm_log_at(g, stm_smem);
 	const u32 p = blockIdx.x;
 	const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 	const u64 deadline = stm_now_ns() + g->limit_ns;
@@ -883,11 +894,11 @@ extern "C" __global__ void __launch_bounds__(STM_SERVER_WARPS * 32, 1) stm_serve
 extern "C" __global__ void stm_init(const stm_globals* __restrict__ g, const u64* __restrict__ init) {
 	const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
 	if (i >= g->n_items) return;
-	u64* vals = (u64*)g->vals + i * STM_K;
-	u64* vers = (u64*)g->vers + i * STM_K;
+	u64* vals = (u64*)g->vals + i * (u32)g->k;
+	u64* vers = (u64*)g->vers + i * (u32)g->k;
 	vals[0] = init[i];
 	vers[0] = 0;
-	for (int j = 1; j < STM_K; j++) {
+	for (u32 j = 1; j < (u32)g->k; j++) {
 		vals[j] = 0;
 		vers[j] = STM_NO_VERSION;
 	}
@@ -899,5 +910,5 @@ extern "C" __global__ void stm_init(const stm_globals* __restrict__ g, const u64
 extern "C" __global__ void stm_final(const stm_globals* __restrict__ g, u64* __restrict__ out) {
 	const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
 	if (i >= g->n_items) return;
-	out[i] = ((const u64*)g->vals)[i * STM_K + ((const u32*)g->head)[i]];
+	out[i] = ((const u64*)g->vals)[i * (u32)g->k + ((const u32*)g->head)[i]];
 }

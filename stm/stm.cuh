@@ -89,6 +89,8 @@ struct stm_tx {
 	u32 state;   // STM_ST_OK, STM_ST_ABORT + cause, STM_ST_USER or an error
 	u32 detail;  // an error's item or capacity
 	u32 bad;     // the workload's check failed
+	u32 calls;   // accesses so far: every 1024th checks the deadline
+	u64 deadline; // the run's deadline (global timer, ns)
 };
 
 __device__ __forceinline__ u64 stm_mix(u64 x) {
@@ -134,6 +136,16 @@ __device__ __forceinline__ void stm_check(stm_tx* tx, bool ok) {
 	if (!ok) tx->bad = 1;
 }
 
+// stm_deadline_passed is checked on every 1024th access: a body that keeps
+// reading or writing past the run's deadline fails with STM_ERR_DEADLINE
+// (a body must return once stm_failed says so).
+__device__ __forceinline__ bool stm_deadline_passed(stm_tx* tx) {
+	if ((++tx->calls & 1023) != 0) return false;
+	if (stm_now_ns() <= tx->deadline) return false;
+	stm_fail(tx, STM_ERR_DEADLINE, STM_AT_RUN);
+	return true;
+}
+
 __device__ __forceinline__ u32 stm_partition(const stm_globals* g, u32 item) {
 	return (u32)(item / (u32)g->part_size);
 }
@@ -154,8 +166,8 @@ __device__ __forceinline__ void stm_begin(stm_tx* tx, bool read_only) {
 // present at the end missed no newer version <= snap. false: the ring no
 // longer holds that version.
 __device__ bool stm_ring_read(const stm_globals* g, u32 item, u64 snap, u64* out) {
-	const u64* vers = (const u64*)g->vers + (u64)item * STM_K;
-	const u64* vals = (const u64*)g->vals + (u64)item * STM_K;
+	const u64* vers = (const u64*)g->vers + (u64)item * (u32)g->k;
+	const u64* vals = (const u64*)g->vals + (u64)item * (u32)g->k;
 	u32 h = stm_ld_acquire32((const u32*)g->head + item);
 	u64 v1 = stm_ld_acquire(vers + h);
 	if (v1 <= snap) {
@@ -168,7 +180,7 @@ __device__ bool stm_ring_read(const stm_globals* g, u32 item, u64 snap, u64* out
 	for (int attempt = 0; attempt < 4; attempt++) {
 		int best = -1;
 		u64 bv = 0, bx = 0;
-		for (int j = 0; j < STM_K; j++) {
+		for (u32 j = 0; j < (u32)g->k; j++) {
 			u64 a = stm_ld_acquire(vers + j);
 			if (a > snap || (best >= 0 && a <= bv)) continue; // STM_NO_VERSION > any snapshot
 			u64 x = stm_ld_acquire(vals + j);
@@ -190,7 +202,7 @@ __device__ bool stm_ring_read(const stm_globals* g, u32 item, u64 snap, u64* out
 // last write to it.
 __device__ u64 stm_read(stm_tx* tx, u32 item) {
 	const stm_globals* g = tx->g;
-	if (tx->state != STM_ST_OK) return 0;
+	if (tx->state != STM_ST_OK || stm_deadline_passed(tx)) return 0;
 	if (!tx->begun) {
 		stm_fail(tx, STM_ERR_NO_BEGIN, 0);
 		return 0;
@@ -200,23 +212,23 @@ __device__ u64 stm_read(stm_tx* tx, u32 item) {
 		return 0;
 	}
 	if (!tx->ro) {
-		const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * STM_W;
+		const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
 		for (u32 j = 0; j < tx->nw; j++)
-			if (wi[j] == item) return ((const u64*)g->ws_val)[(u64)tx->tid * STM_W + j];
+			if (wi[j] == item) return ((const u64*)g->ws_val)[(u64)tx->tid * (u32)g->w_cap + j];
 	}
 	u64 v;
 	if (!stm_ring_read(g, item, tx->snap, &v)) {
 		stm_fail(tx, STM_ST_ABORT + STM_TOO_OLD, item);
 		return 0;
 	}
-	if (!tx->ro || STM_HIST) {
-		if (tx->nr == STM_R) {
-			stm_fail(tx, STM_ERR_READS, STM_R);
+	if (!tx->ro || g->hist_mode) {
+		if (tx->nr == (u32)g->r_cap) {
+			stm_fail(tx, STM_ERR_READS, (u32)g->r_cap);
 			return 0;
 		}
-		u64 at = (u64)tx->tid * STM_R + tx->nr;
+		u64 at = (u64)tx->tid * (u32)g->r_cap + tx->nr;
 		((u32*)g->rs_item)[at] = item;
-		if (STM_HIST) ((u64*)g->rs_val)[at] = v;
+		if (g->hist_mode) ((u64*)g->rs_val)[at] = v;
 		tx->nr++;
 		if (!tx->ro) tx->pmask |= 1ull << stm_partition(g, item);
 	}
@@ -226,7 +238,7 @@ __device__ u64 stm_read(stm_tx* tx, u32 item) {
 // stm_write buffers value for item until commit.
 __device__ void stm_write(stm_tx* tx, u32 item, u64 value) {
 	const stm_globals* g = tx->g;
-	if (tx->state != STM_ST_OK) return;
+	if (tx->state != STM_ST_OK || stm_deadline_passed(tx)) return;
 	if (!tx->begun) {
 		stm_fail(tx, STM_ERR_NO_BEGIN, 0);
 		return;
@@ -239,15 +251,15 @@ __device__ void stm_write(stm_tx* tx, u32 item, u64 value) {
 		stm_fail(tx, STM_ERR_ITEM, item);
 		return;
 	}
-	u32* wi = (u32*)g->ws_item + (u64)tx->tid * STM_W;
-	u64* wv = (u64*)g->ws_val + (u64)tx->tid * STM_W;
+	u32* wi = (u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+	u64* wv = (u64*)g->ws_val + (u64)tx->tid * (u32)g->w_cap;
 	for (u32 j = 0; j < tx->nw; j++)
 		if (wi[j] == item) {
 			wv[j] = value;
 			return;
 		}
-	if (tx->nw == STM_W) {
-		stm_fail(tx, STM_ERR_WRITES, STM_W);
+	if (tx->nw == (u32)g->w_cap) {
+		stm_fail(tx, STM_ERR_WRITES, (u32)g->w_cap);
 		return;
 	}
 	wi[tx->nw] = item;

@@ -47,6 +47,10 @@ type Store struct {
 	// read (see readAt).
 	ring []atomic.Uint64
 	head []atomic.Uint32
+	// newest mirrors each item's newest version as the pair newest[2i]
+	// (version), newest[2i+1] (value), four items a cache line: most
+	// reads are of the newest version and need only this.
+	newest []atomic.Uint64
 
 	clock atomic.Uint64 // newest commit timestamp whose writes are all visible
 	_     [7]uint64
@@ -85,7 +89,7 @@ func New(o StoreOptions) (*Store, error) {
 	n, k := o.Items, cfg.Versions
 	s := &Store{
 		cfg: cfg, n: n, k: k, partSize: cfg.partSize(n),
-		ring: make([]atomic.Uint64, 2*n*k), head: make([]atomic.Uint32, n),
+		ring: make([]atomic.Uint64, 2*n*k), head: make([]atomic.Uint32, n), newest: make([]atomic.Uint64, 2*n),
 		pub:    make([]atomic.Uint64, pubRing),
 		record: o.Record || o.RecordAborted, recordAborted: o.RecordAborted, yield: o.yield,
 	}
@@ -95,6 +99,7 @@ func New(o StoreOptions) (*Store, error) {
 			v = o.Init(i)
 		}
 		s.ring[2*i*k+1].Store(v)
+		s.newest[2*i+1].Store(v)
 		for j := 1; j < k; j++ {
 			s.ring[2*(i*k+j)].Store(noVersion)
 		}
@@ -127,10 +132,16 @@ func (s *Store) partition(i uint32) int { return int(i) / s.partSize }
 // still present at the end had no newer version <= snap missed by the scan.
 // Cost: O(K) atomic loads.
 func (s *Store) readAt(i int, snap uint64) (uint64, bool) {
+	// Fast paths: the newest version, mirrored, then the newest slot. Both
+	// were written before the clock reached any version <= snap, so if
+	// their version is <= snap it is the newest such version.
+	if v1 := s.newest[2*i].Load(); v1 <= snap {
+		x := s.newest[2*i+1].Load()
+		if s.newest[2*i].Load() == v1 {
+			return x, true
+		}
+	}
 	base := i * s.k
-	// Fast path: the newest slot. Its head was set before the clock
-	// reached any version <= snap, so if its version is <= snap it is the
-	// newest such version.
 	h := base + int(s.head[i].Load())
 	if v1 := s.ring[2*h].Load(); v1 <= snap {
 		x := s.ring[2*h+1].Load()
@@ -162,7 +173,7 @@ func (s *Store) readAt(i int, snap uint64) (uint64, bool) {
 }
 
 // install writes version (v, ts) of item i over its oldest slot. Only the
-// transaction committing ts writes item i now. Cost: 4 atomic stores.
+// transaction committing ts writes item i now. Cost: 7 atomic stores.
 func (s *Store) install(i int, ts, v uint64) {
 	h := s.head[i].Load()
 	j := int(h) + 1
@@ -174,6 +185,9 @@ func (s *Store) install(i int, ts, v uint64) {
 	s.ring[2*slot+1].Store(v)
 	s.ring[2*slot].Store(ts)
 	s.head[i].Store(uint32(j))
+	s.newest[2*i].Store(noVersion)
+	s.newest[2*i+1].Store(v)
+	s.newest[2*i].Store(ts)
 }
 
 // latest returns item i's newest version (value, timestamp). Cost: O(1).

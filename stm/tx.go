@@ -61,20 +61,25 @@ func (tx *Tx) Snapshot() uint64 { return tx.snap }
 // the item no longer keeps a version that old, the attempt is abandoned and
 // retried with a fresh snapshot. Cost: O(K) plus a lookup in the write set.
 func (tx *Tx) Read(i int) uint64 {
-	tx.s.checkItem(i)
-	if j := tx.findWrite(uint32(i)); j >= 0 {
-		return tx.wvals[j]
+	s := tx.s
+	if uint(i) >= uint(s.n) {
+		s.checkItem(i)
 	}
-	if tx.s.yield {
+	if len(tx.witems) > 0 {
+		if j := tx.findWrite(uint32(i)); j >= 0 {
+			return tx.wvals[j]
+		}
+	}
+	if s.yield {
 		runtime.Gosched()
 	}
-	v, ok := tx.s.readAt(i, tx.snap)
+	v, ok := s.readAt(i, tx.snap)
 	if !ok {
 		panic(abortSignal{SnapshotTooOld})
 	}
-	if !tx.ro || tx.s.record {
+	if !tx.ro || s.record {
 		tx.reads = append(tx.reads, uint32(i))
-		if tx.s.record {
+		if s.record {
 			tx.rvals = append(tx.rvals, v)
 		}
 	}

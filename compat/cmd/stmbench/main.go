@@ -184,9 +184,7 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 			}{"csmv gpu", stm.Options{GPU: dev}, c.gpuD})
 		}
 		for _, en := range engines {
-			opt := en.opt
-			opt.Config = cs.Config()
-			e, err := stm.Open(opt)
+			e, err := stm.Open(cs.Options(en.opt))
 			if err != nil {
 				return rep, err
 			}

@@ -1,0 +1,134 @@
+package stm
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"warpkv/internal/gputest"
+)
+
+// A CUDA body: a counter incremented by every transaction, and a
+// read-only check that the two counters agree.
+const twoCounters = `
+__device__ void stm_body(stm_tx* tx) {
+	const bool ro = stm_below(tx, 4) == 0;
+	stm_begin(tx, ro);
+	const u64 a = stm_read(tx, 0), b = stm_read(tx, 1);
+	if (ro) {
+		stm_check(tx, a == b);
+		return;
+	}
+	stm_write(tx, 0, a + 1);
+	stm_write(tx, 1, b + 1);
+}
+`
+
+func TestCUDABodyOnTheGPU(t *testing.T) {
+	dev := gputest.Device(t)
+	for _, servers := range []int{1, 2} {
+		e, err := Open(Options{GPU: dev, Config: Config{Servers: servers}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := CUDA{Label: "two counters", Body: twoCounters, Size: 2, MaxReads: 2, MaxWrites: 2, MaxReadOnlyReads: 2}
+		res, err := e.Run(w, RunOptions{Transactions: 20000, Seed: 3, History: true, HistoryAborted: true, Timeout: time.Minute})
+		e.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Total() != 20000 || res.Wrong != 0 || res.Final[0] != res.Commits || res.Final[1] != res.Commits {
+			t.Fatalf("%d servers: %d commits (%d updates), %d wrong, final %v", servers, res.Total(), res.Commits, res.Wrong, res.Final)
+		}
+		if err := CheckHistory([]uint64{0, 0}, res.History, res.Final); err != nil {
+			t.Fatal(err)
+		}
+		if err := CheckOpacity([]uint64{0, 0}, res.History); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d servers: %d commits, aborts %s", servers, res.Total(), res.AbortString())
+	}
+}
+
+// TestGPUErrorsAreClear: a body that misbehaves ends the run with an error
+// that says what happened, and a body that never finishes hits the run's
+// deadline instead of hanging the device.
+func TestGPUErrorsAreClear(t *testing.T) {
+	dev := gputest.Device(t)
+	for _, tc := range []struct {
+		name, body string
+		want       string
+	}{
+		{"item outside the store", `__device__ void stm_body(stm_tx* tx) { stm_begin(tx, false); stm_write(tx, 5, 1); }`, "outside the store of 2 items"},
+		{"write in a read-only transaction", `__device__ void stm_body(stm_tx* tx) { stm_begin(tx, true); stm_write(tx, 0, 1); }`, "read-only transaction"},
+		{"no begin", `__device__ void stm_body(stm_tx* tx) { stm_read(tx, 0); }`, "stm_begin"},
+		{"more writes than declared", `__device__ void stm_body(stm_tx* tx) { stm_begin(tx, false); stm_write(tx, 0, 1); stm_write(tx, 1, 1); }`, "write set holds"},
+		{"never finishes", `__device__ void stm_body(stm_tx* tx) { stm_begin(tx, true); for (;;) { stm_read(tx, 0); if (stm_failed(tx)) return; } }`, "deadline"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := Open(Options{GPU: dev})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			w := CUDA{Label: tc.name, Body: tc.body, Size: 2, MaxReads: 2, MaxWrites: 1, MaxReadOnlyReads: 2}
+			start := time.Now()
+			_, err = e.Run(w, RunOptions{Transactions: 1000, Timeout: 3 * time.Second})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			if time.Since(start) > 30*time.Second {
+				t.Fatalf("took %v", time.Since(start))
+			}
+			// The device still works afterwards.
+			res, err := e.Run(Bank{Accounts: 64, Initial: 1, ReadOnly: 0.5}, RunOptions{Transactions: 1000})
+			if err != nil || res.Total() != 1000 {
+				t.Fatalf("a run after the failure: %v", err)
+			}
+		})
+	}
+}
+
+// TestGPUDurationStopsThroughTheMappedFlag: a run of a duration ends soon
+// after it, through the stop flag in mapped memory.
+func TestGPUDurationStopsThroughTheMappedFlag(t *testing.T) {
+	dev := gputest.Device(t)
+	e, err := Open(Options{GPU: dev, Config: Config{Servers: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	start := time.Now()
+	res, err := e.Run(Bank{Accounts: 100000, Initial: 100, ReadOnly: 0.9, ReadSize: 100}, RunOptions{Duration: 300 * time.Millisecond, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 20*time.Second || res.Total() == 0 || res.Wrong != 0 {
+		t.Fatalf("took %v, %d commits, %d wrong", took, res.Total(), res.Wrong)
+	}
+	t.Logf("%d commits in %v (%.3g/s) on %d threads, aborts %s, commit %+v", res.Total(), res.Elapsed, res.Throughput(), res.Threads, res.AbortString(), res.Commit)
+}
+
+// TestGPUMemcachedAndLargeTransactions runs MemcachedGPU and transfers
+// larger than the log on the GPU engine.
+func TestGPUMemcachedAndLargeTransactions(t *testing.T) {
+	dev := gputest.Device(t)
+	for _, c := range []runCase{
+		{"memcached 64 ways", Config{}, Memcached{Slots: 1 << 16, Ways: 64, Gets: 0.998, Zipf: 0.99}, 50000},
+		{"transfers of 64 rounds, small log", Config{LogSize: 16, LogWrites: 64}, Bank{Accounts: 5000, Initial: 100, ReadOnly: 0.5, ReadSize: 100, Rounds: 64}, 5000},
+		{"1000 accounts read-only totals of all", Config{Servers: 4}, Bank{Accounts: 1000, Initial: 100, ReadOnly: 0.9}, 5000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := Open(Options{GPU: dev, Config: c.cfg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			res, err := e.Run(c.w, RunOptions{Transactions: c.n, Seed: 11, History: true, Timeout: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRun(t, c, res, 11)
+		})
+	}
+}
