@@ -89,7 +89,7 @@ type gpuTrie struct {
 	rootRef [32]byte   // the hash readRoot read from node root and checked; valid while rootOK
 	rootOK  bool       // rootRef belongs to the current root (cleared when a batch starts changing the trie)
 
-	xfer *streamer // pinned chunks for every transfer of keys, values and results
+	xfer *gpu.Pipeline // pinned chunks for every transfer of keys, values and results
 
 	keys, raw                       gpu.Scratch[byte]
 	hashed                          gpu.Scratch[[32]byte]
@@ -133,9 +133,7 @@ func newGPUTrie(d *gpu.Device, ownsDev, secure bool) (*gpuTrie, error) {
 	if err := errors.Join(g.ctl.FillBytes(g.s, 0), g.s.Synchronize()); err != nil {
 		return nil, errors.Join(err, g.ctl.Free(), pe.Close())
 	}
-	if g.xfer, err = newStreamer(d); err != nil {
-		return nil, errors.Join(err, g.ctl.Free(), pe.Close())
-	}
+	g.xfer = newTransfers(d)
 	return g, nil
 }
 
@@ -151,9 +149,7 @@ func (g *gpuTrie) close() error {
 		g.counts.Free(g.s), g.offs.Free(g.s), g.ids.Free(g.s), g.list.Free(g.s), g.starts.Free(g.s),
 		g.w64.Free(g.s), g.entries.Free(g.s), g.wide.Free(g.s), g.wideOffs.Free(g.s), g.flags.Free(g.s),
 		g.st.Free(g.s), g.out.Free(g.s))
-	if g.xfer != nil {
-		err = errors.Join(err, g.xfer.close())
-	}
+	err = errors.Join(err, g.xfer.Close())
 	err = errors.Join(err, g.pe.Close())
 	if g.ownsDev {
 		err = errors.Join(err, g.dev.Close())

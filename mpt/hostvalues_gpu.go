@@ -3,6 +3,8 @@ package mpt
 import (
 	"errors"
 	"time"
+
+	"warpkv/internal/par"
 )
 
 // hostValues is the GPU engine's host copy of its value table and arena
@@ -138,7 +140,7 @@ func (g *gpuTrie) lookupIntoHost(keys [][]byte, out *Values) error {
 	}
 	out.Offs[len(keys)] = total
 	out.Data = resize(out.Data, int(total))
-	piecesOf(len(keys), hostCopyGrain, func(lo, hi int) {
+	par.For(len(keys), hostCopyGrain, 0, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if out.Offs[i+1] > out.Offs[i] {
 				k := i

@@ -184,7 +184,7 @@ func (g *gpuTrie) gatherValues(vid *gpu.Buffer[uint32], offs *gpu.Buffer[uint64]
 	if err := g.launch(g.k.gather, warps(n), warpBlock, g.vals, g.arena, vid, uint64(n), offs, out); err != nil {
 		return err
 	}
-	return g.xfer.download(g.s, out, dst)
+	return g.download(out, dst)
 }
 
 // prove returns the proof of every key, as the CPU engines' Prove: a size
@@ -267,7 +267,7 @@ func (g *gpuTrie) prove(keys [][]byte) ([][][]byte, error) {
 	}
 	buf := make([]byte, total)
 	e := make([]uint32, totalNodes)
-	if err := errors.Join(g.xfer.download(g.s, out, buf), ends.Read(g.s, 0, e), g.s.Synchronize()); err != nil {
+	if err := errors.Join(g.download(out, buf), ends.Read(g.s, 0, e), g.s.Synchronize()); err != nil {
 		return nil, err
 	}
 	for j := 0; j < n; j++ {

@@ -3,13 +3,46 @@ package mpt
 import (
 	"errors"
 	"fmt"
+	"sort"
 
 	"warpkv/gpu"
 	"warpkv/prim"
 )
 
 // Staging of a batch on the GPU engine: keys (hashed on the device in
-// secure mode) and values go up through the pinned chunks.
+// secure mode) and values go up, and lookup results come back, through
+// the engine's gpu.Pipeline: two pinned chunks, so that while one chunk's
+// copy runs on the stream all cores pack (or unpack) the other, and no
+// large pinned buffer is ever allocated inside a batch.
+
+// The pipeline's shape: xferChunks pinned chunks of xferChunk bytes;
+// xferPiece is the share of a chunk one goroutine packs or unpacks.
+const (
+	xferChunk  = 32 << 20
+	xferChunks = 2
+	xferPiece  = 1 << 20
+)
+
+// newTransfers returns the engine's pipeline with its chunks pinned (once
+// per trie: milliseconds). When pinning fails, the transfers go straight
+// from and to Go memory (slower, same results).
+func newTransfers(d *gpu.Device) *gpu.Pipeline {
+	p := gpu.NewPipeline(d, gpu.PipelineConfig{ChunkBytes: xferChunk, Chunks: xferChunks, Grain: xferPiece})
+	_ = p.Alloc() // an error means unpinned transfers, which Staged reports
+	return p
+}
+
+// download copies src[0, len(dst)) into dst through the pinned chunks (the
+// copy of chunk k into dst, on all cores, overlaps the DMA of chunk k+1)
+// and returns once dst holds it. Cost: the bytes over the bus once and a
+// parallel copy on the host.
+func (g *gpuTrie) download(src *gpu.Buffer[byte], dst []byte) error {
+	if err := gpu.DownloadStaged(g.xfer, g.s, src, 0, dst); err != nil {
+		g.xfer.Discard()
+		return errors.Join(err, g.s.Synchronize())
+	}
+	return errors.Join(g.xfer.Drain(), g.s.Synchronize())
+}
 
 // stagedKeys describes a batch of keys on the device: key i's bytes at
 // keys[i*stride, i*stride+lens[i]), zero-padded to stride.
@@ -71,7 +104,7 @@ func (g *gpuTrie) stageKeys(keys [][]byte) (stagedKeys, error) {
 		if err != nil {
 			return stagedKeys{}, err
 		}
-		if err := errors.Join(g.xfer.upload(g.s, raw, 0, total, fillConcat(keys, offs64)), koff.Write(g.s, 0, offs)); err != nil {
+		if err := errors.Join(g.xfer.UploadFunc(g.s, raw, 0, total, fillConcat(keys, offs64)), koff.Write(g.s, 0, offs)); err != nil {
 			return stagedKeys{}, err
 		}
 		if err := prim.DevKeccak256(g.pe, raw, koff, n, out, maxLen); err != nil {
@@ -94,7 +127,7 @@ func (g *gpuTrie) stageKeys(keys [][]byte) (stagedKeys, error) {
 	if err != nil {
 		return stagedKeys{}, err
 	}
-	if err := errors.Join(g.xfer.upload(g.s, kb, 0, n*stride, fillStrided(keys, stride)), l.Write(g.s, 0, lens)); err != nil {
+	if err := errors.Join(g.xfer.UploadFunc(g.s, kb, 0, n*stride, fillStrided(keys, stride)), l.Write(g.s, 0, lens)); err != nil {
 		return stagedKeys{}, err
 	}
 	varied := false
@@ -155,7 +188,7 @@ func (g *gpuTrie) stageValues(values [][]byte) (vbase uint32, anyInsert, anyDele
 	if g.host != nil {
 		fill = g.host.mirror(g.arenaLen, total, fill)
 	}
-	if err := errors.Join(g.xfer.upload(g.s, g.arena, int(g.arenaLen), int(total), fill), g.vals.Write(g.s, 2*int(g.nvals), entries),
+	if err := errors.Join(g.xfer.UploadFunc(g.s, g.arena, int(g.arenaLen), int(total), fill), g.vals.Write(g.s, 2*int(g.nvals), entries),
 		vb.Write(g.s, 0, vl)); err != nil {
 		return 0, false, false, err
 	}
@@ -174,4 +207,36 @@ func (g *gpuTrie) bufLen(b *gpu.Buffer[byte]) int {
 		return 0
 	}
 	return b.Len()
+}
+
+// fillConcat returns a fill function for the concatenation of parts,
+// whose prefix sums are offs (offs[i] = bytes before part i, offs[len] =
+// total).
+func fillConcat(parts [][]byte, offs []int64) func(p []byte, pos int) {
+	return func(p []byte, pos int) {
+		i := sort.Search(len(parts), func(i int) bool { return offs[i+1] > int64(pos) })
+		for w := 0; w < len(p) && i < len(parts); i++ {
+			src := parts[i][int64(pos+w)-offs[i]:]
+			w += copy(p[w:], src)
+		}
+	}
+}
+
+// fillStrided returns a fill function for keys laid out at a fixed stride,
+// each zero-padded.
+func fillStrided(keys [][]byte, stride int) func(p []byte, pos int) {
+	return func(p []byte, pos int) {
+		for w := 0; w < len(p); {
+			i, in := (pos+w)/stride, (pos+w)%stride
+			n := min(stride-in, len(p)-w)
+			dst := p[w : w+n]
+			k := keys[i]
+			c := 0
+			if in < len(k) {
+				c = copy(dst, k[in:])
+			}
+			clear(dst[c:])
+			w += n
+		}
+	}
 }
