@@ -17,10 +17,7 @@ func (g *gpuTrie) dirtyStarts(nt int) (*gpu.Buffer[uint32], int, error) {
 	if err := g.launch(g.k.countPending, threads(nt), kernelBlock, g.nodes, g.touched, uint64(nt)); err != nil {
 		return nil, 0, err
 	}
-	starts, err := g.starts.Get(g.dev, g.s, nt)
-	if err != nil {
-		return nil, 0, err
-	}
+	starts := gpu.Take[uint32](g.pool, bufStarts, nt)
 	if err := g.setCtl(ctlStarts, 0); err != nil {
 		return nil, 0, err
 	}
@@ -71,14 +68,8 @@ func (g *gpuTrie) compress() error {
 		g.root = 0
 	}
 	// Keep the live nodes of the dirty list (freed ones may be reused).
-	flags, err := g.flags.Get(g.dev, g.s, nt)
-	if err != nil {
-		return err
-	}
-	tmp, err := g.list.Get(g.dev, g.s, nt)
-	if err != nil {
-		return err
-	}
+	flags := gpu.Take[uint8](g.pool, bufFlags, nt)
+	tmp := gpu.Take[uint32](g.pool, bufList, nt)
 	if err := g.launch(g.k.liveFlags, threads(nt), kernelBlock, g.nodes, g.touched, uint64(nt), flags); err != nil {
 		return err
 	}

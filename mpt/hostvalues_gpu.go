@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"warpkv/gpu"
 	"warpkv/internal/par"
 )
 
@@ -67,18 +68,11 @@ func (h *hostValues) value(v uint32) []byte {
 func (g *gpuTrie) lookupIDs(keys [][]byte) ([]uint32, error) {
 	n := len(keys)
 	t0 := time.Now()
-	sk, err := g.stageKeys(keys)
+	sk, err := g.stageRead("lookup", keys, gpu.NeedOf[uint32](bufVid, n), gpu.NeedOf[uint64](bufWide, n))
 	if err != nil {
 		return nil, err
 	}
-	vid, err := g.vid.Get(g.dev, g.s, n)
-	if err != nil {
-		return nil, err
-	}
-	vlen, err := g.wide.Get(g.dev, g.s, n)
-	if err != nil {
-		return nil, err
-	}
+	vid, vlen := gpu.Take[uint32](g.pool, bufVid, n), gpu.Take[uint64](g.pool, bufWide, n)
 	if err := g.launch(g.k.lookup, threads(n), kernelBlock, g.nodes, g.vals, g.root, sk.keys, uint32(sk.stride), sk.lens,
 		uint64(n), vid, vlen); err != nil {
 		return nil, err
