@@ -73,8 +73,9 @@ func (g *gpuTrie) batchNeeds(l keyLayout) []gpu.Need {
 }
 
 // dirtyNeeds are the buffers compress and PhaseHC take for a dirty list of
-// up to c nodes (the node capacity). Growing them mid-batch (reserveNodes)
-// frees the old ones: no phase holds them across a reserveNodes.
+// up to c nodes (the node capacity; dirtyStarts checks them again for the
+// list's length). Growing them mid-batch (reserveNodes) frees the old
+// ones: no phase holds them across a reserveNodes.
 func dirtyNeeds(c int) []gpu.Need {
 	return []gpu.Need{gpu.NeedOf[uint32](bufList, c), gpu.NeedOf[uint8](bufFlags, c), gpu.NeedOf[uint32](bufStarts, c)}
 }
