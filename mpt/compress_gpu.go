@@ -3,6 +3,7 @@ package mpt
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 
 	"warpkv/gpu"
 	"warpkv/prim"
@@ -10,17 +11,20 @@ import (
 
 // The dirty set and PhaseNU's compress (compress.cu).
 
-// dirtyStarts counts, for the nt listed nodes, their dirty children
-// (parents' pending counters) and returns the start list: the listed live
-// nodes without dirty children.
+// dirtyStarts makes sure the dirty list's buffers hold nt nodes, counts,
+// for the nt listed nodes, their dirty children (parents' pending
+// counters) and returns the start list: the listed live nodes without
+// dirty children. The buffers were reserved with the node capacity, so
+// the reservation here allocates only when that one failed (the batch is
+// then being abandoned, and compress needs no more than the list holds).
 func (g *gpuTrie) dirtyStarts(nt int) (*gpu.Buffer[uint32], int, error) {
+	if err := g.pool.Reserve(dirtyNeeds(nt)...); err != nil {
+		return nil, 0, fmt.Errorf("mpt: gpu engine: scratch for %d dirty nodes: %w", nt, err)
+	}
 	if err := g.launch(g.k.countPending, threads(nt), kernelBlock, g.nodes, g.touched, uint64(nt)); err != nil {
 		return nil, 0, err
 	}
-	starts, err := g.starts.Get(g.dev, g.s, nt)
-	if err != nil {
-		return nil, 0, err
-	}
+	starts := gpu.Take[uint32](g.pool, bufStarts, nt)
 	if err := g.setCtl(ctlStarts, 0); err != nil {
 		return nil, 0, err
 	}
@@ -71,14 +75,8 @@ func (g *gpuTrie) compress() error {
 		g.root = 0
 	}
 	// Keep the live nodes of the dirty list (freed ones may be reused).
-	flags, err := g.flags.Get(g.dev, g.s, nt)
-	if err != nil {
-		return err
-	}
-	tmp, err := g.list.Get(g.dev, g.s, nt)
-	if err != nil {
-		return err
-	}
+	flags := gpu.Take[uint8](g.pool, bufFlags, nt)
+	tmp := gpu.Take[uint32](g.pool, bufList, nt)
 	if err := g.launch(g.k.liveFlags, threads(nt), kernelBlock, g.nodes, g.touched, uint64(nt), flags); err != nil {
 		return err
 	}

@@ -111,23 +111,10 @@ func (c *cpuTrie) snapshot() (node, error) { return c.root, nil }
 // get returns a copy of the value at the nibble path below n. It only
 // reads the trie, so goroutines may call it concurrently.
 func get(n node, path []byte) ([]byte, bool) {
-	for {
-		switch nn := n.(type) {
-		case nil:
-			return nil, false
-		case valueNode:
-			return append([]byte(nil), nn...), true
-		case *shortNode:
-			if len(path) < len(nn.key) || prefixLen(path, nn.key) < len(nn.key) {
-				return nil, false
-			}
-			path, n = path[len(nn.key):], nn.val
-		case *fullNode:
-			path, n = path[1:], nn.children[path[0]]
-		default:
-			panic(fmt.Sprintf("mpt: unexpected node %T", n))
-		}
+	if _, v := walk(n, path); v != nil {
+		return append([]byte(nil), v.(valueNode)...), true
 	}
+	return nil, false
 }
 
 // insert stores v at path below n and returns the new subtree and whether

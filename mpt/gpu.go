@@ -89,17 +89,8 @@ type gpuTrie struct {
 	rootRef [32]byte   // the hash readRoot read from node root and checked; valid while rootOK
 	rootOK  bool       // rootRef belongs to the current root (cleared when a batch starts changing the trie)
 
-	xfer *streamer // pinned chunks for every transfer of keys, values and results
-
-	keys, raw                       gpu.Scratch[byte]
-	hashed                          gpu.Scratch[[32]byte]
-	lens, koff, vlens, perm, ops    gpu.Scratch[uint32]
-	l32, klen, vid, need, cur, dep  gpu.Scratch[uint32]
-	prev                            gpu.Scratch[uint32]
-	counts, offs, ids, list, starts gpu.Scratch[uint32]
-	w64, entries, wide, wideOffs    gpu.Scratch[uint64]
-	flags, st                       gpu.Scratch[uint8]
-	out                             gpu.Scratch[byte]
+	xfer *gpu.Pipeline // pinned chunks for every transfer of keys, values and results
+	pool *gpu.Pool     // scratch buffers, reserved before use (pool_gpu.go names them)
 
 	// Host scratch reused by every batch (stageKeys, lookupInto).
 	hostLens   []uint32
@@ -133,9 +124,8 @@ func newGPUTrie(d *gpu.Device, ownsDev, secure bool) (*gpuTrie, error) {
 	if err := errors.Join(g.ctl.FillBytes(g.s, 0), g.s.Synchronize()); err != nil {
 		return nil, errors.Join(err, g.ctl.Free(), pe.Close())
 	}
-	if g.xfer, err = newStreamer(d); err != nil {
-		return nil, errors.Join(err, g.ctl.Free(), pe.Close())
-	}
+	g.xfer = newTransfers(d)
+	g.pool = gpu.NewPool(d, g.s)
 	return g, nil
 }
 
@@ -145,15 +135,8 @@ func (g *gpuTrie) close() error {
 	for _, b := range []interface{ Free() error }{g.nodes, g.freelist, g.touched, g.vals, g.arena, g.ctl} {
 		err = errors.Join(err, b.Free()) // nil-safe
 	}
-	err = errors.Join(err, g.keys.Free(g.s), g.raw.Free(g.s), g.hashed.Free(g.s), g.lens.Free(g.s),
-		g.koff.Free(g.s), g.vlens.Free(g.s), g.perm.Free(g.s), g.ops.Free(g.s), g.l32.Free(g.s),
-		g.klen.Free(g.s), g.vid.Free(g.s), g.prev.Free(g.s), g.need.Free(g.s), g.cur.Free(g.s), g.dep.Free(g.s),
-		g.counts.Free(g.s), g.offs.Free(g.s), g.ids.Free(g.s), g.list.Free(g.s), g.starts.Free(g.s),
-		g.w64.Free(g.s), g.entries.Free(g.s), g.wide.Free(g.s), g.wideOffs.Free(g.s), g.flags.Free(g.s),
-		g.st.Free(g.s), g.out.Free(g.s))
-	if g.xfer != nil {
-		err = errors.Join(err, g.xfer.close())
-	}
+	err = errors.Join(err, g.pool.Free())
+	err = errors.Join(err, g.xfer.Close())
 	err = errors.Join(err, g.pe.Close())
 	if g.ownsDev {
 		err = errors.Join(err, g.dev.Close())
@@ -183,13 +166,11 @@ func (g *gpuTrie) launch(f *gpu.Function, grid gpu.Dim3, block int, args ...any)
 	return f.Launch(g.s, grid, gpu.D1(block), 0, args...)
 }
 
-// scanCounts turns counts[0, n) into exclusive offsets in offs[0, n] and
-// returns the total (offs[n]). Synchronizes.
+// scanCounts turns counts[0, n) into exclusive offsets in the offs buffer
+// (reserved for n+1) and returns them and the total (offs[n]).
+// Synchronizes.
 func (g *gpuTrie) scanCounts(counts *gpu.Buffer[uint32], n int) (*gpu.Buffer[uint32], uint32, error) {
-	offs, err := g.offs.Get(g.dev, g.s, n+1)
-	if err != nil {
-		return nil, 0, err
-	}
+	offs := gpu.Take[uint32](g.pool, bufOffs, n+1)
 	if err := counts.Write(g.s, n, []uint32{0}); err != nil {
 		return nil, 0, err
 	}
@@ -207,12 +188,27 @@ func (g *gpuTrie) scanCounts(counts *gpu.Buffer[uint32], n int) (*gpu.Buffer[uin
 
 // reserveNodes makes room for extra more nodes beyond the free list and
 // the bump region, growing the node, free-list and dirty-list arrays
-// (copying them) when needed. On failure nothing changed.
+// (copying them) when needed, and reserves the scratch that allocIDs takes
+// for extra ids and that compress and PhaseHC take for a dirty list as
+// long as the node capacity. On failure the trie is unchanged (the node
+// arrays may have grown).
 func (g *gpuTrie) reserveNodes(extra uint32) error {
 	need := int(g.bump) + int(max(0, int64(extra)-int64(g.nfree)))
 	if g.limit > 0 && need > g.limit {
 		return fmt.Errorf("mpt: gpu engine: %d nodes over the test limit of %d: %w", need, g.limit, gpu.ErrOutOfMemory)
 	}
+	if err := g.growNodes(need); err != nil {
+		return err
+	}
+	if err := g.pool.Reserve(append(dirtyNeeds(g.capNodes), gpu.NeedOf[uint32](bufIDs, int(extra)))...); err != nil {
+		return fmt.Errorf("mpt: gpu engine: scratch for %d new nodes: %w", extra, err)
+	}
+	return nil
+}
+
+// growNodes grows the node, free-list and dirty-list arrays (copying them)
+// to hold at least need nodes. On failure nothing changed.
+func (g *gpuTrie) growNodes(need int) error {
 	if need <= g.capNodes {
 		return nil
 	}
@@ -261,12 +257,10 @@ func (g *gpuTrie) reserveNodes(extra uint32) error {
 }
 
 // allocIDs materializes total node ids (free list first, then bump) into
-// the ids scratch and consumes them from the allocator.
+// the ids buffer (reserveNodes reserved it) and consumes them from the
+// allocator.
 func (g *gpuTrie) allocIDs(total uint32) (*gpu.Buffer[uint32], error) {
-	ids, err := g.ids.Get(g.dev, g.s, int(total))
-	if err != nil {
-		return nil, err
-	}
+	ids := gpu.Take[uint32](g.pool, bufIDs, int(total))
 	if total > 0 {
 		if err := g.launch(g.k.allocIDs, threads(int(total)), kernelBlock, g.freelist, g.nfree, g.bump, uint64(total), ids); err != nil {
 			return nil, err

@@ -3,50 +3,34 @@
 
 #include "mpt/mpt.cuh"
 #include "mpt/encode.cuh"
+#include "warpkv/keccak.cuh"
 
 // ---------------------------------------------------------------- PhaseHC: warp Keccak
 
-#define KECCAK_RATE 136
-#define KECCAK_RATE_LANES 17
-#define KECCAK_LANES 25
-#define KECCAK_ROUNDS 24
-
-__constant__ u64 keccak_rc[KECCAK_ROUNDS] = {
-    0x0000000000000001ull, 0x0000000000008082ull, 0x800000000000808aull, 0x8000000080008000ull,
-    0x000000000000808bull, 0x0000000080000001ull, 0x8000000080008081ull, 0x8000000000008009ull,
-    0x000000000000008aull, 0x0000000000000088ull, 0x0000000080008009ull, 0x000000008000000aull,
-    0x000000008000808bull, 0x800000000000008bull, 0x8000000000008089ull, 0x8000000000008003ull,
-    0x8000000000008002ull, 0x8000000000000080ull, 0x000000000000800aull, 0x800000008000000aull,
-    0x8000000080008081ull, 0x8000000000008080ull, 0x0000000080000001ull, 0x8000000080008008ull,
-};
-
-__constant__ u32 keccak_rho[KECCAK_LANES] = {
-    0, 1, 62, 28, 27, 36, 44, 6, 55, 20, 3, 10, 43, 25, 39, 41, 45, 15, 21, 8, 18, 2, 61, 56, 14,
-};
-
-__device__ __forceinline__ u64 rotl64_var(u64 v, u32 n) {
-    return n == 0 ? v : (v << n) | (v >> (64 - n));
-}
-
-__device__ __forceinline__ u64 shfl64(u64 v, int src) {
-    return ((u64)__shfl_sync(FULL_MASK, (u32)(v >> 32), src) << 32) | __shfl_sync(FULL_MASK, (u32)v, src);
-}
+// KECCAK_RATE (keccakRate: bytes absorbed per permutation) is passed from
+// kernels_gpu.go; the permutation and its pieces are warpkv/keccak.cuh's.
+#if !defined(KECCAK_RATE)
+#error "KECCAK_RATE is passed from kernels_gpu.go"
+#endif
+#define KECCAK_RATE_LANES (KECCAK_RATE / 8) // state lanes that absorb data
 
 // warp_keccak returns, in every lane t < 4, word t of the Keccak-256 of the
-// message prefix || tail (all lanes of the warp call it together). Lane
-// t < 25 holds state lane t; lane t < 17 gathers its 8 bytes of each block.
+// message prefix || tail (all lanes of the warp call it together): the
+// warp-cooperative form of keccak_f1600. Lane t < 25 holds state lane
+// t = x + 5y; lanes 25..31 only take part in the shuffles (they read
+// themselves). Lane t < 17 gathers its 8 bytes of each block.
 __device__ u64 warp_keccak(const u8* prefix, const Encoding& e, const u8* arena) {
     const int t = threadIdx.x % WARP;
     const bool live = t < KECCAK_LANES;
     const int x = t % 5, y = t / 5;
-    const int col1 = live ? (t + 5) % KECCAK_LANES : t;
+    const int col1 = live ? (t + 5) % KECCAK_LANES : t; // theta: rest of the column
     const int col2 = live ? (t + 10) % KECCAK_LANES : t;
     const int col3 = live ? (t + 15) % KECCAK_LANES : t;
     const int col4 = live ? (t + 20) % KECCAK_LANES : t;
-    const int west = live ? 5 * y + (x + 4) % 5 : t;
-    const int east = live ? 5 * y + (x + 1) % 5 : t;
-    const int east2 = live ? 5 * y + (x + 2) % 5 : t;
-    const int pi_src = live ? (3 * y + x) % 5 + 5 * x : t;
+    const int west = live ? 5 * y + (x + 4) % 5 : t;        // theta: column x-1
+    const int east = live ? 5 * y + (x + 1) % 5 : t;        // theta and chi: column x+1
+    const int east2 = live ? 5 * y + (x + 2) % 5 : t;       // chi: column x+2
+    const int pi_src = live ? (3 * y + x) % 5 + 5 * x : t; // pi: b[x + 5y] = a[(x+3y)%5 + 5x]
     const u32 rho = live ? keccak_rho[t] : 0;
     const u32 total = e.prefix_len + e.tail_len;
     const u32 blocks = total / KECCAK_RATE + 1;
@@ -69,7 +53,7 @@ __device__ u64 warp_keccak(const u8* prefix, const Encoding& e, const u8* arena)
         for (int r = 0; r < KECCAK_ROUNDS; ++r) {
             const u64 c = a ^ shfl64(a, col1) ^ shfl64(a, col2) ^ shfl64(a, col3) ^ shfl64(a, col4);
             const u64 cw = shfl64(c, west), ce = shfl64(c, east);
-            a ^= cw ^ ((ce << 1) | (ce >> 63));
+            a ^= cw ^ rotl64<1>(ce);
             const u64 b = shfl64(rotl64_var(a, rho), pi_src);
             const u64 b1 = shfl64(b, east), b2 = shfl64(b, east2);
             a = b ^ (~b1 & b2);
@@ -78,80 +62,6 @@ __device__ u64 warp_keccak(const u8* prefix, const Encoding& e, const u8* arena)
         }
     }
     return a;
-}
-
-// rotl64c rotates left by the compile-time amount N (0 < N < 64).
-template <int N>
-__device__ __forceinline__ u64 rotl64c(u64 v) {
-    return (v << N) | (v >> (64 - N));
-}
-
-// keccak_f1600 is the Keccak-f[1600] permutation on a state held in one
-// thread's registers.
-__device__ __forceinline__ void keccak_f1600(u64 (&a)[KECCAK_LANES]) {
-#pragma unroll 1
-    for (int r = 0; r < KECCAK_ROUNDS; ++r) {
-        const u64 c0 = a[0] ^ a[5] ^ a[10] ^ a[15] ^ a[20];
-        const u64 c1 = a[1] ^ a[6] ^ a[11] ^ a[16] ^ a[21];
-        const u64 c2 = a[2] ^ a[7] ^ a[12] ^ a[17] ^ a[22];
-        const u64 c3 = a[3] ^ a[8] ^ a[13] ^ a[18] ^ a[23];
-        const u64 c4 = a[4] ^ a[9] ^ a[14] ^ a[19] ^ a[24];
-        const u64 d0 = c4 ^ rotl64c<1>(c1);
-        const u64 d1 = c0 ^ rotl64c<1>(c2);
-        const u64 d2 = c1 ^ rotl64c<1>(c3);
-        const u64 d3 = c2 ^ rotl64c<1>(c4);
-        const u64 d4 = c3 ^ rotl64c<1>(c0);
-        const u64 b0 = a[0] ^ d0;
-        const u64 b1 = rotl64c<44>(a[6] ^ d1);
-        const u64 b2 = rotl64c<43>(a[12] ^ d2);
-        const u64 b3 = rotl64c<21>(a[18] ^ d3);
-        const u64 b4 = rotl64c<14>(a[24] ^ d4);
-        const u64 b5 = rotl64c<28>(a[3] ^ d3);
-        const u64 b6 = rotl64c<20>(a[9] ^ d4);
-        const u64 b7 = rotl64c<3>(a[10] ^ d0);
-        const u64 b8 = rotl64c<45>(a[16] ^ d1);
-        const u64 b9 = rotl64c<61>(a[22] ^ d2);
-        const u64 b10 = rotl64c<1>(a[1] ^ d1);
-        const u64 b11 = rotl64c<6>(a[7] ^ d2);
-        const u64 b12 = rotl64c<25>(a[13] ^ d3);
-        const u64 b13 = rotl64c<8>(a[19] ^ d4);
-        const u64 b14 = rotl64c<18>(a[20] ^ d0);
-        const u64 b15 = rotl64c<27>(a[4] ^ d4);
-        const u64 b16 = rotl64c<36>(a[5] ^ d0);
-        const u64 b17 = rotl64c<10>(a[11] ^ d1);
-        const u64 b18 = rotl64c<15>(a[17] ^ d2);
-        const u64 b19 = rotl64c<56>(a[23] ^ d3);
-        const u64 b20 = rotl64c<62>(a[2] ^ d2);
-        const u64 b21 = rotl64c<55>(a[8] ^ d3);
-        const u64 b22 = rotl64c<39>(a[14] ^ d4);
-        const u64 b23 = rotl64c<41>(a[15] ^ d0);
-        const u64 b24 = rotl64c<2>(a[21] ^ d1);
-        a[0] = b0 ^ (~b1 & b2) ^ keccak_rc[r];
-        a[1] = b1 ^ (~b2 & b3);
-        a[2] = b2 ^ (~b3 & b4);
-        a[3] = b3 ^ (~b4 & b0);
-        a[4] = b4 ^ (~b0 & b1);
-        a[5] = b5 ^ (~b6 & b7);
-        a[6] = b6 ^ (~b7 & b8);
-        a[7] = b7 ^ (~b8 & b9);
-        a[8] = b8 ^ (~b9 & b5);
-        a[9] = b9 ^ (~b5 & b6);
-        a[10] = b10 ^ (~b11 & b12);
-        a[11] = b11 ^ (~b12 & b13);
-        a[12] = b12 ^ (~b13 & b14);
-        a[13] = b13 ^ (~b14 & b10);
-        a[14] = b14 ^ (~b10 & b11);
-        a[15] = b15 ^ (~b16 & b17);
-        a[16] = b16 ^ (~b17 & b18);
-        a[17] = b17 ^ (~b18 & b19);
-        a[18] = b18 ^ (~b19 & b15);
-        a[19] = b19 ^ (~b15 & b16);
-        a[20] = b20 ^ (~b21 & b22);
-        a[21] = b21 ^ (~b22 & b23);
-        a[22] = b22 ^ (~b23 & b24);
-        a[23] = b23 ^ (~b24 & b20);
-        a[24] = b24 ^ (~b20 & b21);
-    }
 }
 
 // MPT_LEAF_PREFIX_MAX bounds a leaf's encoding prefix: list header (5),

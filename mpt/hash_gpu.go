@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"warpkv/gpu"
 )
 
 // PhaseHC on the GPU engine (hash.cu) and the root hash read back after
@@ -23,10 +25,7 @@ func (g *gpuTrie) hash() error {
 		if err != nil {
 			return err
 		}
-		next, err := g.list.Get(g.dev, g.s, nt)
-		if err != nil {
-			return err
-		}
+		next := gpu.Take[uint32](g.pool, bufList, nt)
 		if err := g.setCtl(ctlNext, 0); err != nil {
 			return err
 		}

@@ -3,6 +3,9 @@ package mpt
 import (
 	"errors"
 	"time"
+
+	"warpkv/gpu"
+	"warpkv/internal/par"
 )
 
 // hostValues is the GPU engine's host copy of its value table and arena
@@ -65,18 +68,11 @@ func (h *hostValues) value(v uint32) []byte {
 func (g *gpuTrie) lookupIDs(keys [][]byte) ([]uint32, error) {
 	n := len(keys)
 	t0 := time.Now()
-	sk, err := g.stageKeys(keys)
+	sk, err := g.stageRead("lookup", keys, gpu.NeedOf[uint32](bufVid, n), gpu.NeedOf[uint64](bufWide, n))
 	if err != nil {
 		return nil, err
 	}
-	vid, err := g.vid.Get(g.dev, g.s, n)
-	if err != nil {
-		return nil, err
-	}
-	vlen, err := g.wide.Get(g.dev, g.s, n)
-	if err != nil {
-		return nil, err
-	}
+	vid, vlen := gpu.Take[uint32](g.pool, bufVid, n), gpu.Take[uint64](g.pool, bufWide, n)
 	if err := g.launch(g.k.lookup, threads(n), kernelBlock, g.nodes, g.vals, g.root, sk.keys, uint32(sk.stride), sk.lens,
 		uint64(n), vid, vlen); err != nil {
 		return nil, err
@@ -138,7 +134,7 @@ func (g *gpuTrie) lookupIntoHost(keys [][]byte, out *Values) error {
 	}
 	out.Offs[len(keys)] = total
 	out.Data = resize(out.Data, int(total))
-	piecesOf(len(keys), hostCopyGrain, func(lo, hi int) {
+	par.For(len(keys), hostCopyGrain, 0, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if out.Offs[i+1] > out.Offs[i] {
 				k := i

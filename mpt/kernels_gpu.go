@@ -51,6 +51,10 @@ const (
 	maxKeyBytes = 128 // MPT_PATH_BYTES: bytes of a node's packed path, the longest key the GPU engine takes
 )
 
+// keccakRate is the rate of Ethereum's Keccak-256 in bytes (KECCAK_RATE):
+// what PhaseHC absorbs per permutation.
+const keccakRate = 136
+
 // Node kinds (a free node, in the free list or never used, is kindFree)
 // and flags.
 const (
@@ -93,7 +97,7 @@ const (
 // defines returns the constants every program is compiled with.
 func defines() []gpu.Define {
 	return []gpu.Define{
-		gpu.Def("MPT_BLOCK", kernelBlock), gpu.Def("MPT_WARP_BLOCK", warpBlock),
+		gpu.Def("MPT_BLOCK", kernelBlock), gpu.Def("MPT_WARP_BLOCK", warpBlock), gpu.Def("KECCAK_RATE", keccakRate),
 		gpu.Def("MPT_PATH_BYTES", maxKeyBytes), gpu.Def("MPT_NODE_BYTES", nodeBytes), gpu.Def("MPT_VAL_BYTES", valBytes),
 		gpu.Def("KIND_FREE", kindFree), gpu.Def("KIND_BRANCH", kindBranch), gpu.Def("KIND_EXT", kindExt), gpu.Def("KIND_LEAF", kindLeaf),
 		gpu.Def("FLAG_DIRTY", uint32(flagDirty)),

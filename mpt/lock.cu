@@ -27,16 +27,6 @@ __device__ __forceinline__ void unlock(Node* n, u64 v) {
     atomicExch(version_of(n), v + 2);
 }
 
-// new_leaf writes a leaf at id holding key nibbles [from, len) and value v.
-__device__ void new_leaf(Node* nodes, u32 id, u32 parent, const u8* k, u32 from, u32 len, u32 v) {
-    Node* lf = &nodes[id];
-    init_node(lf, KIND_LEAF, parent);
-    lf->plen = len - from;
-    for (u32 q = 0; q < lf->plen; ++q)
-        set_nib(lf->path, q, key_nib(k, from + q));
-    lf->val = v;
-}
-
 // lock_split rewrites the locked short node n (kind, path P of L nibbles,
 // tail = leaf value or extension child) where key nibbles [d, len) share c
 // < L nibbles with P, or all L of a leaf's path and go on: n keeps P[0, c)
@@ -61,17 +51,7 @@ __device__ void lock_split(Node* nodes, u32 n, u32 c, const u8* k, u32 d, u32 le
         pslot = path_nib(nd, c);
         if (kind == KIND_LEAF || c + 1 < L) {
             const u32 r = my[(*used)++];
-            Node* rn = &nodes[r];
-            init_node(rn, kind, b);
-            rn->plen = L - c - 1;
-            for (u32 q = 0; q < rn->plen; ++q)
-                set_nib(rn->path, q, path_nib(nd, c + 1 + q));
-            if (kind == KIND_LEAF) {
-                rn->val = tail;
-            } else {
-                rn->child[0] = tail;
-                nodes[tail].parent = r;
-            }
+            init_short(nodes, r, kind, b, nd->path, c + 1, L - c - 1, tail);
             pnode = r;
             mark(nodes, r, touched, ctl);
         } else {
@@ -84,7 +64,7 @@ __device__ void lock_split(Node* nodes, u32 n, u32 c, const u8* k, u32 d, u32 le
     if (d + c < len) {
         kslot = key_nib(k, d + c);
         knode = my[(*used)++];
-        new_leaf(nodes, knode, b, k, d + c + 1, len, v);
+        init_short(nodes, knode, KIND_LEAF, b, k, d + c + 1, len - (d + c + 1), v);
         mark(nodes, knode, touched, ctl);
     }
     Node* bn = &nodes[b];
@@ -155,7 +135,7 @@ mpt_lock_insert(Node* nodes, const u8* __restrict__ keys, u32 stride, const u32*
                         nodes[n].val = v;
                     } else {
                         const u32 lf = my[used++];
-                        new_leaf(nodes, lf, n, k, d + 1, len, v);
+                        init_short(nodes, lf, KIND_LEAF, n, k, d + 1, len - (d + 1), v);
                         mark(nodes, lf, touched, ctl);
                         __threadfence();
                         nodes[n].child[key_nib(k, d)] = lf;

@@ -152,6 +152,25 @@ __device__ void init_node(Node* nd, u32 kind, u32 parent) {
     // list, and a fresh node's flags are 0 (free nodes keep them 0).
 }
 
+// init_short makes node id a short node of kind (KIND_LEAF or KIND_EXT)
+// under parent, holding nibbles [from, from+plen) of the packed nibble
+// string src (a key, or a node's path) and tail: a leaf's value id, or an
+// extension's child, which it re-parents. Every node that PhaseNU or LockNU
+// creates below a branch slot is written by it.
+__device__ void init_short(Node* nodes, u32 id, u32 kind, u32 parent, const u8* src, u32 from, u32 plen, u32 tail) {
+    Node* sn = &nodes[id];
+    init_node(sn, kind, parent);
+    sn->plen = plen;
+    for (u32 q = 0; q < plen; ++q)
+        set_nib(sn->path, q, key_nib(src, from + q));
+    if (kind == KIND_LEAF) {
+        sn->val = tail;
+    } else {
+        sn->child[0] = tail;
+        nodes[tail].parent = id;
+    }
+}
+
 // key_of returns the bytes of operation j's key.
 __device__ __forceinline__ const u8* key_of(const u8* keys, u32 stride, const u32* ops, u64 j) {
     return keys + (u64)ops[j] * stride;

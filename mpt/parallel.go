@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"warpkv/internal/par"
 )
 
 // The parallel CPU engine (Options.Engine = EngineParallel): the CPU port
@@ -186,25 +188,21 @@ func compress(old node, slots [17]node) node {
 	return &fullNode{children: slots}
 }
 
-// forEach calls fn over [0, n) split into contiguous chunks, on up to
-// Workers goroutines on the parallel engine (each with its own hasher),
-// else once on the caller's goroutine with the trie's hasher.
+// forEach calls fn over [0, n) split into near-equal contiguous parts of
+// at least minChunk keys, on up to Workers goroutines on the parallel
+// engine (par.Ranges; part i with worker hasher i), else once on the
+// caller's goroutine with the trie's hasher.
 func (t *cpuTrie) forEach(n int, fn func(h *hasher, lo, hi int)) {
-	w := min(t.workers, n/minChunk)
-	if w <= 1 {
+	parts := 1
+	if t.workers > 1 {
+		parts = par.Parts(n, minChunk, t.workers)
+	}
+	if parts == 1 {
 		fn(t.hasher, 0, n)
 		return
 	}
-	t.ensurePool(w)
-	var wg sync.WaitGroup
-	for i := range w {
-		wg.Add(1)
-		go func(h *hasher, lo, hi int) {
-			defer wg.Done()
-			fn(h, lo, hi)
-		}(t.pool[i], n*i/w, n*(i+1)/w)
-	}
-	wg.Wait()
+	t.ensurePool(parts)
+	par.Ranges(n, parts, func(i, lo, hi int) { fn(t.pool[i], lo, hi) })
 }
 
 // ensurePool makes sure the trie holds at least w worker hashers.

@@ -105,9 +105,10 @@ func VerifyProof(root [32]byte, key []byte, proof [][]byte) ([]byte, error) {
 	}
 }
 
-// walk follows path through a decoded node and its inlined children until
-// it reaches a value, a hash reference or a dead end (nil), returning the
-// unconsumed path.
+// walk follows path through a node and its children (a decoded node's are
+// inlined or hash references) until it reaches a value, a hash reference
+// or a dead end (nil), returning the unconsumed path. It only reads the
+// trie.
 func walk(n node, path []byte) ([]byte, node) {
 	for {
 		switch nn := n.(type) {
@@ -123,6 +124,8 @@ func walk(n node, path []byte) ([]byte, node) {
 				return nil, nil
 			}
 			path, n = path[1:], nn.children[path[0]]
+		default:
+			panic(fmt.Sprintf("mpt: unexpected node %T", n))
 		}
 	}
 }

@@ -85,27 +85,35 @@ __device__ u32 proof_step(const Node* nodes, u32 n, const u8* k, u32 len, u32* d
     return nd->child[0];
 }
 
-// mpt_proof_size: count[i] and bytes[i] of key i's proof: the nodes on its
-// path from the root that are hashed in their parent (reflen 32; the root
-// always), as go-ethereum's Prove lists them. Thread mapping: one thread
-// per key.
+// proof_walk walks key k (len nibbles) from root and calls visit(e) with
+// the encoding (prefix in scratch, tail in the arena) of every node its
+// proof lists: those hashed in their parent (reflen 32; the root always),
+// as go-ethereum's Prove lists them, root first.
+template <typename Visit>
+__device__ __forceinline__ void proof_walk(const Node* nodes, const Val* vals, const u8* arena, u32 root, const u8* k,
+                                           u32 len, u8* scratch, Visit visit) {
+    u32 d = 0;
+    for (u32 nd = root; nd != 0; nd = proof_step(nodes, nd, k, len, &d)) {
+        if (nd != root && nodes[nd].reflen != 32)
+            continue;
+        visit(encode_prefix(nodes, vals, arena, nd, scratch));
+    }
+}
+
+// mpt_proof_size: count[i] and bytes[i] of key i's proof (the nodes
+// proof_walk visits). Thread mapping: one thread per key.
 extern "C" __global__ void __launch_bounds__(MPT_BLOCK)
 mpt_proof_size(const Node* __restrict__ nodes, const Val* __restrict__ vals, const u8* __restrict__ arena,
                u32 root, const u8* __restrict__ keys, u32 stride, const u32* __restrict__ lens, u64 n,
                u32* __restrict__ count, u64* __restrict__ bytes) {
     u8 scratch[MPT_PREFIX_MAX];
     for (u64 i = (u64)blockIdx.x * MPT_BLOCK + threadIdx.x; i < n; i += (u64)gridDim.x * MPT_BLOCK) {
-        const u8* k = keys + i * stride;
-        const u32 len = 2 * lens[i];
-        u32 c = 0, d = 0;
+        u32 c = 0;
         u64 b = 0;
-        for (u32 nd = root; nd != 0; nd = proof_step(nodes, nd, k, len, &d)) {
-            if (nd != root && nodes[nd].reflen != 32)
-                continue;
-            const Encoding e = encode_prefix(nodes, vals, arena, nd, scratch);
+        proof_walk(nodes, vals, arena, root, keys + i * stride, 2 * lens[i], scratch, [&](const Encoding& e) {
             ++c;
             b += e.prefix_len + e.tail_len;
-        }
+        });
         count[i] = c;
         bytes[i] = b;
     }
@@ -121,21 +129,16 @@ mpt_proof_write(const Node* __restrict__ nodes, const Val* __restrict__ vals, co
                 u32* __restrict__ ends) {
     u8 scratch[MPT_PREFIX_MAX];
     for (u64 i = (u64)blockIdx.x * MPT_BLOCK + threadIdx.x; i < n; i += (u64)gridDim.x * MPT_BLOCK) {
-        const u8* k = keys + i * stride;
-        const u32 len = 2 * lens[i];
         u8* o = out + boffs[i];
         u32* en = ends + noffs[i];
-        u32 d = 0, c = 0;
+        u32 c = 0;
         u64 b = 0;
-        for (u32 nd = root; nd != 0; nd = proof_step(nodes, nd, k, len, &d)) {
-            if (nd != root && nodes[nd].reflen != 32)
-                continue;
-            const Encoding e = encode_prefix(nodes, vals, arena, nd, scratch);
+        proof_walk(nodes, vals, arena, root, keys + i * stride, 2 * lens[i], scratch, [&](const Encoding& e) {
             for (u32 q = 0; q < e.prefix_len; ++q)
                 o[b++] = scratch[q];
             for (u32 q = 0; q < e.tail_len; ++q)
                 o[b++] = arena[e.tail_off + q];
             en[c++] = (u32)b;
-        }
+        });
     }
 }

@@ -135,20 +135,13 @@ func resize[T any](s []T, n int) []T {
 func (g *gpuTrie) lookupOffsets(keys [][]byte, o []uint64) (vid *gpu.Buffer[uint32], offs *gpu.Buffer[uint64], err error) {
 	n := len(keys)
 	t0 := time.Now()
-	sk, err := g.stageKeys(keys)
+	sk, err := g.stageRead("lookup", keys, gpu.NeedOf[uint32](bufVid, n), gpu.NeedOf[uint64](bufWide, n+1),
+		gpu.NeedOf[uint64](bufWideOffs, n+1))
 	if err != nil {
 		return nil, nil, err
 	}
-	if vid, err = g.vid.Get(g.dev, g.s, n); err != nil {
-		return nil, nil, err
-	}
-	vlen, err := g.wide.Get(g.dev, g.s, n+1)
-	if err != nil {
-		return nil, nil, err
-	}
-	if offs, err = g.wideOffs.Get(g.dev, g.s, n+1); err != nil {
-		return nil, nil, err
-	}
+	vid, offs = gpu.Take[uint32](g.pool, bufVid, n), gpu.Take[uint64](g.pool, bufWideOffs, n+1)
+	vlen := gpu.Take[uint64](g.pool, bufWide, n+1)
 	if err := g.launch(g.k.lookup, threads(n), kernelBlock, g.nodes, g.vals, g.root, sk.keys, uint32(sk.stride), sk.lens,
 		uint64(n), vid, vlen); err != nil {
 		return nil, nil, err
@@ -177,14 +170,14 @@ func (g *gpuTrie) gatherValues(vid *gpu.Buffer[uint32], offs *gpu.Buffer[uint64]
 	if len(dst) == 0 {
 		return nil
 	}
-	out, err := g.out.Get(g.dev, g.s, len(dst))
+	out, err := gpu.Get[byte](g.pool, bufOut, len(dst))
 	if err != nil {
-		return err
+		return fmt.Errorf("mpt: gpu engine: gathering %d bytes of values: %w", len(dst), err)
 	}
 	if err := g.launch(g.k.gather, warps(n), warpBlock, g.vals, g.arena, vid, uint64(n), offs, out); err != nil {
 		return err
 	}
-	return g.xfer.download(g.s, out, dst)
+	return g.download(out, dst)
 }
 
 // prove returns the proof of every key, as the CPU engines' Prove: a size
@@ -216,22 +209,13 @@ func (g *gpuTrie) prove(keys [][]byte) ([][][]byte, error) {
 	if n == 0 || g.root == 0 {
 		return proofs, nil
 	}
-	sk, err := g.stageKeys(ks)
+	sk, err := g.stageRead("proof", ks, gpu.NeedOf[uint32](bufCounts, n+1), gpu.NeedOf[uint32](bufOffs, n+1),
+		gpu.NeedOf[uint64](bufWide, n+1), gpu.NeedOf[uint64](bufWideOffs, n+1))
 	if err != nil {
 		return nil, err
 	}
-	count, err := g.counts.Get(g.dev, g.s, n+1)
-	if err != nil {
-		return nil, err
-	}
-	bytes, err := g.wide.Get(g.dev, g.s, n+1)
-	if err != nil {
-		return nil, err
-	}
-	boffs, err := g.wideOffs.Get(g.dev, g.s, n+1)
-	if err != nil {
-		return nil, err
-	}
+	count := gpu.Take[uint32](g.pool, bufCounts, n+1)
+	bytes, boffs := gpu.Take[uint64](g.pool, bufWide, n+1), gpu.Take[uint64](g.pool, bufWideOffs, n+1)
 	stride := uint32(sk.stride)
 	if err := g.launch(g.k.proofSize, threads(n), kernelBlock, g.nodes, g.vals, g.arena, g.root, sk.keys, stride, sk.lens,
 		uint64(n), count, bytes); err != nil {
@@ -253,21 +237,17 @@ func (g *gpuTrie) prove(keys [][]byte) ([][][]byte, error) {
 		return nil, err
 	}
 	total := int(bo[n])
-	out, err := g.out.Get(g.dev, g.s, total)
-	if err != nil {
-		return nil, err
+	if err := g.pool.Reserve(gpu.NeedOf[byte](bufOut, total), gpu.NeedOf[uint32](bufStarts, int(totalNodes))); err != nil {
+		return nil, fmt.Errorf("mpt: gpu engine: %d proofs of %d bytes: %w", n, total, err)
 	}
-	ends, err := g.starts.Get(g.dev, g.s, int(totalNodes))
-	if err != nil {
-		return nil, err
-	}
+	out, ends := gpu.Take[byte](g.pool, bufOut, total), gpu.Take[uint32](g.pool, bufStarts, int(totalNodes))
 	if err := g.launch(g.k.proofWrite, threads(n), kernelBlock, g.nodes, g.vals, g.arena, g.root, sk.keys, stride, sk.lens,
 		uint64(n), boffs, noffs, out, ends); err != nil {
 		return nil, err
 	}
 	buf := make([]byte, total)
 	e := make([]uint32, totalNodes)
-	if err := errors.Join(g.xfer.download(g.s, out, buf), ends.Read(g.s, 0, e), g.s.Synchronize()); err != nil {
+	if err := errors.Join(g.download(out, buf), ends.Read(g.s, 0, e), g.s.Synchronize()); err != nil {
 		return nil, err
 	}
 	for j := 0; j < n; j++ {

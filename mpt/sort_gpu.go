@@ -1,6 +1,7 @@
 package mpt
 
 import (
+	"warpkv/gpu"
 	"warpkv/prim"
 )
 
@@ -8,20 +9,15 @@ import (
 
 // sortBatch sorts the staged keys (their indices, stably: length first,
 // then big-endian words from the last to the first), keeps the last
-// operation of each key in g.ops, and returns how many were kept.
+// operation of each key in the ops buffer, and returns how many were kept.
+// Its buffers are update's (batchNeeds).
 func (g *gpuTrie) sortBatch(sk stagedKeys, n int) (int, error) {
-	perm, err := g.perm.Get(g.dev, g.s, n)
-	if err != nil {
-		return 0, err
-	}
+	perm := gpu.Take[uint32](g.pool, bufPerm, n)
 	if err := g.launch(g.k.iota, threads(n), kernelBlock, perm, uint64(n)); err != nil {
 		return 0, err
 	}
 	if sk.varied {
-		l, err := g.l32.Get(g.dev, g.s, n)
-		if err != nil {
-			return 0, err
-		}
+		l := gpu.Take[uint32](g.pool, bufL32, n)
 		if err := g.launch(g.k.keyLen, threads(n), kernelBlock, sk.lens, perm, uint64(n), l); err != nil {
 			return 0, err
 		}
@@ -29,10 +25,7 @@ func (g *gpuTrie) sortBatch(sk stagedKeys, n int) (int, error) {
 			return 0, err
 		}
 	}
-	w, err := g.w64.Get(g.dev, g.s, n)
-	if err != nil {
-		return 0, err
-	}
+	w := gpu.Take[uint64](g.pool, bufW64, n)
 	for word := sk.stride/8 - 1; word >= 0; word-- {
 		if err := g.launch(g.k.keyWord, threads(n), kernelBlock, sk.keys, uint32(sk.stride), perm, uint64(n), uint32(word), w); err != nil {
 			return 0, err
@@ -41,14 +34,8 @@ func (g *gpuTrie) sortBatch(sk stagedKeys, n int) (int, error) {
 			return 0, err
 		}
 	}
-	flags, err := g.flags.Get(g.dev, g.s, n)
-	if err != nil {
-		return 0, err
-	}
-	ops, err := g.ops.Get(g.dev, g.s, n)
-	if err != nil {
-		return 0, err
-	}
+	flags := gpu.Take[uint8](g.pool, bufFlags, n)
+	ops := gpu.Take[uint32](g.pool, bufOps, n)
 	if err := g.launch(g.k.lastFlags, threads(n), kernelBlock, sk.keys, uint32(sk.stride), sk.lens, perm, uint64(n), flags); err != nil {
 		return 0, err
 	}

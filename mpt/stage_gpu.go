@@ -3,21 +3,85 @@ package mpt
 import (
 	"errors"
 	"fmt"
+	"sort"
 
 	"warpkv/gpu"
 	"warpkv/prim"
 )
 
 // Staging of a batch on the GPU engine: keys (hashed on the device in
-// secure mode) and values go up through the pinned chunks.
+// secure mode) and values go up, and lookup results come back, through
+// the engine's gpu.Pipeline: two pinned chunks, so that while one chunk's
+// copy runs on the stream all cores pack (or unpack) the other, and no
+// large pinned buffer is ever allocated inside a batch.
 
-// stagedKeys describes a batch of keys on the device: key i's bytes at
+// The pipeline's shape: xferChunks pinned chunks of xferChunk bytes;
+// xferPiece is the share of a chunk one goroutine packs or unpacks.
+const (
+	xferChunk  = 32 << 20
+	xferChunks = 2
+	xferPiece  = 1 << 20
+)
+
+// newTransfers returns the engine's pipeline with its chunks pinned (once
+// per trie: milliseconds). When pinning fails, the transfers go straight
+// from and to Go memory (slower, same results).
+func newTransfers(d *gpu.Device) *gpu.Pipeline {
+	p := gpu.NewPipeline(d, gpu.PipelineConfig{ChunkBytes: xferChunk, Chunks: xferChunks, Grain: xferPiece})
+	_ = p.Alloc() // an error means unpinned transfers, which Staged reports
+	return p
+}
+
+// download copies src[0, len(dst)) into dst through the pinned chunks (the
+// copy of chunk k into dst, on all cores, overlaps the DMA of chunk k+1)
+// and returns once dst holds it. Cost: the bytes over the bus once and a
+// parallel copy on the host.
+func (g *gpuTrie) download(src *gpu.Buffer[byte], dst []byte) error {
+	if err := gpu.DownloadStaged(g.xfer, g.s, src, 0, dst); err != nil {
+		g.xfer.Discard()
+		return errors.Join(err, g.s.Synchronize())
+	}
+	return errors.Join(g.xfer.Drain(), g.s.Synchronize())
+}
+
+// stagedKeys describes a batch of n keys on the device: key i's bytes at
 // keys[i*stride, i*stride+lens[i]), zero-padded to stride.
 type stagedKeys struct {
 	keys   *gpu.Buffer[byte]
 	lens   *gpu.Buffer[uint32]
+	n      int
 	stride int
 	varied bool // lengths differ
+}
+
+// keyLayout is how a batch of keys is laid out on the device, from their
+// lengths (in the engine's host scratch hostLens): n keys of total bytes,
+// the longest maxLen, at stride bytes each (the digests' 32 in secure
+// mode), varied when their lengths on the device differ.
+type keyLayout struct {
+	n, total, maxLen, stride int
+	varied                   bool
+}
+
+// layoutKeys records the keys' lengths in g.hostLens and returns their
+// layout. Cost: O(n).
+func (g *gpuTrie) layoutKeys(keys [][]byte) keyLayout {
+	n := len(keys)
+	g.hostLens = resize(g.hostLens, n)
+	lens := g.hostLens
+	l := keyLayout{n: n}
+	for i, k := range keys {
+		lens[i] = uint32(len(k))
+		l.maxLen = max(l.maxLen, len(k))
+		l.total += len(k)
+		l.varied = l.varied || len(k) != len(keys[0])
+	}
+	if g.secure {
+		l.stride, l.varied = 32, false
+	} else {
+		l.stride = max(8, (l.maxLen+7)&^7)
+	}
+	return l
 }
 
 // checkKeys returns an error wrapping ErrKeyTooLong for the first key the
@@ -34,18 +98,15 @@ func (g *gpuTrie) checkKeys(keys [][]byte) error {
 	return nil
 }
 
-// stageKeys uploads keys in the stride layout (through the pinned chunks),
-// hashing them on the device first in secure mode.
-func (g *gpuTrie) stageKeys(keys [][]byte) (stagedKeys, error) {
-	n := len(keys)
-	g.hostLens = resize(g.hostLens, n)
-	lens := g.hostLens
-	maxLen, total := 0, 0
-	for i, k := range keys {
-		lens[i] = uint32(len(k))
-		maxLen = max(maxLen, len(k))
-		total += len(k)
+// stageKeys uploads keys laid out as l (layoutKeys) in the stride layout
+// (through the pinned chunks), hashing them on the device first in secure
+// mode. It reserves its buffers before it queues anything.
+func (g *gpuTrie) stageKeys(keys [][]byte, l keyLayout) (stagedKeys, error) {
+	if err := g.pool.Reserve(g.keyNeeds(l)...); err != nil {
+		return stagedKeys{}, fmt.Errorf("mpt: gpu engine: staging %d keys: %w", l.n, err)
 	}
+	n, lens := l.n, g.hostLens
+	lb := gpu.Take[uint32](g.pool, bufLens, n)
 	if g.secure {
 		// Raw keys back to back, then Keccak-256 on the device.
 		g.hostKoff, g.hostKoff64 = resize(g.hostKoff, n+1), resize(g.hostKoff64, n+1)
@@ -55,62 +116,46 @@ func (g *gpuTrie) stageKeys(keys [][]byte) (stagedKeys, error) {
 			offs[i+1] = offs[i] + uint32(len(k))
 			offs64[i+1] = int64(offs[i+1])
 		}
-		raw, err := g.raw.Get(g.dev, g.s, total+8)
-		if err != nil {
+		raw := gpu.Take[byte](g.pool, bufRaw, l.total+8)
+		koff := gpu.Take[uint32](g.pool, bufKoff, n+1)
+		out := gpu.Take[[32]byte](g.pool, bufHashed, n)
+		if err := errors.Join(g.xfer.UploadFunc(g.s, raw, 0, l.total, fillConcat(keys, offs64)), koff.Write(g.s, 0, offs)); err != nil {
 			return stagedKeys{}, err
 		}
-		koff, err := g.koff.Get(g.dev, g.s, n+1)
-		if err != nil {
-			return stagedKeys{}, err
-		}
-		out, err := g.hashed.Get(g.dev, g.s, n)
-		if err != nil {
-			return stagedKeys{}, err
-		}
-		l, err := g.lens.Get(g.dev, g.s, n)
-		if err != nil {
-			return stagedKeys{}, err
-		}
-		if err := errors.Join(g.xfer.upload(g.s, raw, 0, total, fillConcat(keys, offs64)), koff.Write(g.s, 0, offs)); err != nil {
-			return stagedKeys{}, err
-		}
-		if err := prim.DevKeccak256(g.pe, raw, koff, n, out, maxLen); err != nil {
+		if err := prim.DevKeccak256(g.pe, raw, koff, n, out, l.maxLen); err != nil {
 			return stagedKeys{}, err
 		}
 		for i := range lens {
 			lens[i] = 32
 		}
-		if err := l.Write(g.s, 0, lens); err != nil {
+		if err := lb.Write(g.s, 0, lens); err != nil {
 			return stagedKeys{}, err
 		}
-		return stagedKeys{keys: gpu.View[byte](out, 0, 32*n), lens: l, stride: 32}, nil
+		return stagedKeys{keys: gpu.View[byte](out, 0, 32*n), lens: lb, n: n, stride: 32}, nil
 	}
-	stride := max(8, (maxLen+7)&^7)
-	kb, err := g.keys.Get(g.dev, g.s, n*stride)
-	if err != nil {
+	kb := gpu.Take[byte](g.pool, bufKeys, n*l.stride)
+	if err := errors.Join(g.xfer.UploadFunc(g.s, kb, 0, n*l.stride, fillStrided(keys, l.stride)), lb.Write(g.s, 0, lens)); err != nil {
 		return stagedKeys{}, err
 	}
-	l, err := g.lens.Get(g.dev, g.s, n)
-	if err != nil {
-		return stagedKeys{}, err
+	return stagedKeys{keys: kb, lens: lb, n: n, stride: l.stride, varied: l.varied}, nil
+}
+
+// stageRead reserves the buffers of a read of keys (op names it in
+// errors): the keys' staging and more, then stages the keys. Cost: as
+// stageKeys, plus the allocations of the buffers that grow.
+func (g *gpuTrie) stageRead(op string, keys [][]byte, more ...gpu.Need) (stagedKeys, error) {
+	l := g.layoutKeys(keys)
+	if err := g.pool.Reserve(append(g.keyNeeds(l), more...)...); err != nil {
+		return stagedKeys{}, fmt.Errorf("mpt: gpu engine: %s of %d keys: %w", op, len(keys), err)
 	}
-	if err := errors.Join(g.xfer.upload(g.s, kb, 0, n*stride, fillStrided(keys, stride)), l.Write(g.s, 0, lens)); err != nil {
-		return stagedKeys{}, err
-	}
-	varied := false
-	for _, v := range lens {
-		if v != lens[0] {
-			varied = true
-			break
-		}
-	}
-	return stagedKeys{keys: kb, lens: l, stride: stride, varied: varied}, nil
+	return g.stageKeys(keys, l)
 }
 
 // stageValues appends the batch's non-empty values to the arena (through
 // the pinned chunks) and writes value table entries vbase+i for every operation i (an
 // empty value gets a zero-length entry, never referenced). It returns
 // vbase and whether any value is non-empty. On failure nothing changed.
+// The values' lengths go into vlens, which update reserved.
 func (g *gpuTrie) stageValues(values [][]byte) (vbase uint32, anyInsert, anyDelete bool, err error) {
 	n := len(values)
 	offs := make([]int64, n+1)
@@ -147,15 +192,12 @@ func (g *gpuTrie) stageValues(values [][]byte) (vbase uint32, anyInsert, anyDele
 		entries[2*i] = uint64(g.arenaLen + offs[i])
 		entries[2*i+1] = uint64(vl[i])
 	}
-	vb, err := g.vlens.Get(g.dev, g.s, n)
-	if err != nil {
-		return 0, false, false, err
-	}
+	vb := gpu.Take[uint32](g.pool, bufVlens, n)
 	fill := fillConcat(values, offs)
 	if g.host != nil {
 		fill = g.host.mirror(g.arenaLen, total, fill)
 	}
-	if err := errors.Join(g.xfer.upload(g.s, g.arena, int(g.arenaLen), int(total), fill), g.vals.Write(g.s, 2*int(g.nvals), entries),
+	if err := errors.Join(g.xfer.UploadFunc(g.s, g.arena, int(g.arenaLen), int(total), fill), g.vals.Write(g.s, 2*int(g.nvals), entries),
 		vb.Write(g.s, 0, vl)); err != nil {
 		return 0, false, false, err
 	}
@@ -174,4 +216,36 @@ func (g *gpuTrie) bufLen(b *gpu.Buffer[byte]) int {
 		return 0
 	}
 	return b.Len()
+}
+
+// fillConcat returns a fill function for the concatenation of parts,
+// whose prefix sums are offs (offs[i] = bytes before part i, offs[len] =
+// total).
+func fillConcat(parts [][]byte, offs []int64) func(p []byte, pos int) {
+	return func(p []byte, pos int) {
+		i := sort.Search(len(parts), func(i int) bool { return offs[i+1] > int64(pos) })
+		for w := 0; w < len(p) && i < len(parts); i++ {
+			src := parts[i][int64(pos+w)-offs[i]:]
+			w += copy(p[w:], src)
+		}
+	}
+}
+
+// fillStrided returns a fill function for keys laid out at a fixed stride,
+// each zero-padded.
+func fillStrided(keys [][]byte, stride int) func(p []byte, pos int) {
+	return func(p []byte, pos int) {
+		for w := 0; w < len(p); {
+			i, in := (pos+w)/stride, (pos+w)%stride
+			n := min(stride-in, len(p)-w)
+			dst := p[w : w+n]
+			k := keys[i]
+			c := 0
+			if in < len(k) {
+				c = copy(dst, k[in:])
+			}
+			clear(dst[c:])
+			w += n
+		}
+	}
 }

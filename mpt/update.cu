@@ -136,17 +136,7 @@ mpt_expand(Node* nodes, const u32* __restrict__ explist, u64 ne, const u32* __re
             nodes[prev].val = tail;
         } else if (hasRem) {
             const u32 r = my[m];
-            Node* rn = &nodes[r];
-            init_node(rn, kind, prev);
-            rn->plen = L - m - 1;
-            for (u32 q = 0; q < rn->plen; ++q)
-                set_nib(rn->path, q, key_nib(path, m + 1 + q));
-            if (kind == KIND_LEAF) {
-                rn->val = tail;
-            } else {
-                rn->child[0] = tail;
-                nodes[tail].parent = r;
-            }
+            init_short(nodes, r, kind, prev, path, m + 1, L - m - 1, tail);
             nodes[prev].child[key_nib(path, m)] = r;
             mark(nodes, r, touched, ctl);
         } else { // an extension whose last nibble is the chain's last slot
@@ -276,12 +266,7 @@ mpt_insert(Node* nodes, const u8* __restrict__ keys, u32 stride, const u32* __re
         const u32 leaf = held != 0 ? held : draw_id(ids, total, ctl);
         if (leaf == 0)
             continue;
-        Node* lf = &nodes[leaf];
-        init_node(lf, KIND_LEAF, n);
-        lf->plen = len - d - 1;
-        for (u32 q = 0; q < lf->plen; ++q)
-            set_nib(lf->path, q, key_nib(k, d + 1 + q));
-        lf->val = v;
+        init_short(nodes, leaf, KIND_LEAF, n, k, d + 1, len - d - 1, v);
         __threadfence();
         const u32 old = atomicCAS(&nodes[n].child[key_nib(k, d)], 0u, leaf);
         if (old != 0)

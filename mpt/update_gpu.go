@@ -14,11 +14,11 @@ import (
 // LockNU, compress_gpu.go and hash_gpu.go the phases after.
 
 // update applies a batch (an empty value deletes; the last operation on a
-// key wins) and hashes the changed nodes. Errors before the trie changes
-// leave it as it was; after that (only a device failure or running out of
-// memory while growing the node arrays), the batch is abandoned, the
-// nodes already expanded are compressed back, and the trie is again as
-// before the batch.
+// key wins) and hashes the changed nodes. Its scratch is reserved first
+// (batchNeeds). Errors before the trie changes leave it as it was; after
+// that (only a device failure or running out of memory while growing the
+// node arrays), the batch is abandoned, the nodes already expanded are
+// compressed back, and the trie is again as before the batch.
 func (g *gpuTrie) update(keys, values [][]byte) error {
 	t0 := time.Now()
 	g.times = BatchStats{Keys: len(keys)}
@@ -30,7 +30,11 @@ func (g *gpuTrie) update(keys, values [][]byte) error {
 	if err := g.checkKeys(keys); err != nil {
 		return err
 	}
-	sk, err := g.stageKeys(keys)
+	l := g.layoutKeys(keys)
+	if err := g.pool.Reserve(g.batchNeeds(l)...); err != nil {
+		return fmt.Errorf("mpt: gpu engine: scratch for a batch of %d: %w", n, err)
+	}
+	sk, err := g.stageKeys(keys, l)
 	if err != nil {
 		return err
 	}
@@ -155,26 +159,14 @@ type opState struct {
 // opInit computes every kept operation's path length, value id, need and
 // walk start, and the batch's mean need (for the decision model).
 func (g *gpuTrie) opInit(sk stagedKeys, m int, vbase uint32) (*opState, error) {
-	o := &opState{sk: sk, m: m, ops: g.ops.Buf()}
-	bufs := make([]*gpu.Buffer[uint32], 6)
-	for i, s := range []*gpu.Scratch[uint32]{&g.klen, &g.vid, &g.need, &g.cur, &g.dep, &g.prev} {
-		b, err := s.Get(g.dev, g.s, m)
-		if err != nil {
-			return nil, err
-		}
-		bufs[i] = b
-	}
-	o.klen, o.vid, o.need, o.cur, o.dep, o.prev = bufs[0], bufs[1], bufs[2], bufs[3], bufs[4], bufs[5]
-	st, err := g.st.Get(g.dev, g.s, m)
-	if err != nil {
-		return nil, err
-	}
-	o.st = st
+	u32 := func(name string) *gpu.Buffer[uint32] { return gpu.Take[uint32](g.pool, name, m) }
+	o := &opState{sk: sk, m: m, ops: u32(bufOps), klen: u32(bufKlen), vid: u32(bufVid), need: u32(bufNeed),
+		cur: u32(bufCur), dep: u32(bufDep), prev: u32(bufPrev), st: gpu.Take[uint8](g.pool, bufSt, m)}
 	if err := g.setCtl(ctlLCP, 0); err != nil {
 		return nil, err
 	}
-	if err := g.launch(g.k.opInit, threads(m), kernelBlock, sk.keys, uint32(sk.stride), sk.lens, g.vlens.Buf(), vbase, o.ops,
-		uint64(m), g.root, o.klen, o.vid, o.need, o.prev, o.cur, o.dep, st, g.ctl); err != nil {
+	if err := g.launch(g.k.opInit, threads(m), kernelBlock, sk.keys, uint32(sk.stride), sk.lens, gpu.Take[uint32](g.pool, bufVlens, sk.n), vbase, o.ops,
+		uint64(m), g.root, o.klen, o.vid, o.need, o.prev, o.cur, o.dep, o.st, g.ctl); err != nil {
 		return nil, err
 	}
 	c, err := g.readCtl(ctlLCP, 1)
@@ -191,10 +183,7 @@ func (g *gpuTrie) apply(o *opState) error {
 	sk, m, ops := o.sk, o.m, o.ops
 	klen, vid, need, cur, dep, st := o.klen, o.vid, o.need, o.cur, o.dep, o.st
 	stride := uint32(sk.stride)
-	list, err := g.list.Get(g.dev, g.s, m)
-	if err != nil {
-		return err
-	}
+	list := gpu.Take[uint32](g.pool, bufExpand, m)
 	for round := 0; ; round++ {
 		if round > maxRounds {
 			return fmt.Errorf("mpt: gpu engine: expansion did not settle after %d rounds", round)
@@ -225,10 +214,7 @@ func (g *gpuTrie) apply(o *opState) error {
 			return errors.Join(err, g.launch(g.k.resetVersions, threads(ne), kernelBlock, g.nodes, list, uint64(ne)))
 		}
 	}
-	counts, err := g.counts.Get(g.dev, g.s, m+1)
-	if err != nil {
-		return err
-	}
+	counts := gpu.Take[uint32](g.pool, bufCounts, m+1)
 	if err := g.launch(g.k.insertCount, threads(m), kernelBlock, g.nodes, klen, vid, need, o.prev, cur, dep, st, uint64(m), counts); err != nil {
 		return err
 	}
@@ -249,10 +235,7 @@ func (g *gpuTrie) apply(o *opState) error {
 // expandRound expands the ne short nodes of list (counted, placed by a
 // scan, given ids, then rewritten by mpt_expand, which clears their need).
 func (g *gpuTrie) expandRound(list *gpu.Buffer[uint32], ne int) error {
-	counts, err := g.counts.Get(g.dev, g.s, ne+1)
-	if err != nil {
-		return err
-	}
+	counts := gpu.Take[uint32](g.pool, bufCounts, ne+1) // a listed node has a waiting walk: ne <= m
 	if err := g.launch(g.k.expandCount, threads(ne), kernelBlock, g.nodes, list, uint64(ne), counts); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"warpkv/btree"
 	"warpkv/gpu"
 	"warpkv/hashindex"
+	"warpkv/mpt"
 	"warpkv/prim"
 )
 
@@ -22,8 +23,8 @@ func All() []Package {
 		{"hashindex", hashindex.Programs()},
 		{"btree", btree.Programs()},
 		{"bench", bench.Programs()},
+		{"mpt", mpt.Programs()},
 		// Engines add their programs here:
-		//   {"mpt", mpt.Programs()},   once mpt exposes Programs (its compile_test.go covers it until then)
 		//   {"art", art.Programs()},
 		//   {"stm", stm.Programs()},
 	}
