@@ -12,9 +12,15 @@ type hostMarker struct {
 	log *[]string
 }
 
-func (m *hostMarker) Record(*Stream) error { *m.log = append(*m.log, fmt.Sprintf("record %d", m.id)); return nil }
-func (m *hostMarker) Synchronize() error   { *m.log = append(*m.log, fmt.Sprintf("wait %d", m.id)); return nil }
-func (m *hostMarker) Close() error         { return nil }
+func (m *hostMarker) Record(*Stream) error {
+	*m.log = append(*m.log, fmt.Sprintf("record %d", m.id))
+	return nil
+}
+func (m *hostMarker) Synchronize() error {
+	*m.log = append(*m.log, fmt.Sprintf("wait %d", m.id))
+	return nil
+}
+func (m *hostMarker) Close() error { return nil }
 
 // hostRing returns a pipeline whose ring of chunks is Go memory with
 // host markers, to test the ring's order without a GPU.
