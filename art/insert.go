@@ -2,6 +2,7 @@ package art
 
 import (
 	"bytes"
+	"slices"
 	"sort"
 )
 
@@ -97,6 +98,10 @@ type group struct {
 	item  int    // the group's first item
 }
 
+// edgeOrder is the sort key of a key's edge: the edge's parent (a node id
+// or a root parent word) and slot.
+func edgeOrder(w walkResult) uint64 { return entryOrder(w.par, uint16(w.slot+1)) }
+
 func sameEdge(a, b walkResult) bool {
 	return a.cls == b.cls && a.par == b.par && a.slot == b.slot
 }
@@ -120,6 +125,13 @@ func (s *store) insert(kb Keys, vals []uint64, order []uint32, workers int) int 
 			fresh = append(fresh, i)
 		}
 	}
+	// Keys that split the same edge need not be adjacent in key order (the
+	// keys that go into the old node's subtree fall between them), so the
+	// new keys are ordered by edge, stably: each group is then one run, in
+	// key order. The GPU engine sorts the same (edge, position) pairs.
+	slices.SortStableFunc(fresh, func(a, b int) int {
+		return cmpU64(edgeOrder(wr[a]), edgeOrder(wr[b]))
+	})
 	var groups []group
 	for j, i := range fresh {
 		if j == 0 || !sameEdge(wr[i], wr[fresh[j-1]]) {
