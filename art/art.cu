@@ -451,6 +451,18 @@ __device__ __forceinline__ u64 pack_prefix(const u8 *p, u32 n) {
 
 __device__ __forceinline__ const u8 *item_key(const Tree *t, const u64 *iref, u64 i) { return key_ptr(t, iref[i]); }
 
+// ab_batch_items: one thread per sorted distinct key i of a build: its
+// item (buildStore).
+extern "C" __global__ void ab_batch_items(const Tree *t, u64 n, const u32 *order, u64 *iref, u32 *ilen, u64 *iold, u32 *igrp) {
+    GRID_STRIDE(i, n) {
+        u32 p = order[i];
+        iref[i] = mklink(K_BATCH, 0, p);
+        ilen[i] = batch_len(t, p);
+        iold[i] = 0;
+        igrp[i] = 0;
+    }
+}
+
 // ab_root_flags: one thread per sorted distinct batch item of a build:
 // its root slot, and 1 when it starts a new slot (rootSegments).
 extern "C" __global__ void ab_root_flags(const Tree *t, u64 n, const u64 *iref, const u32 *ilen, u64 *slot, u8 *flag) {
@@ -1486,9 +1498,9 @@ extern "C" __global__ void ad_leaf_flags(u64 n, const u8 *found, const u64 *leaf
 
 // ad_depthkeys: one thread per sorted key: the sort key putting the
 // found keys below nodes deepest first (others last), and the position.
-extern "C" __global__ void ad_depthkeys(u64 n, const u8 *found, const int *depth, u32 maxdepth, u32 *dk, u32 *dv) {
+extern "C" __global__ void ad_depthkeys(u64 n, const u8 *found, const int *depth, u32 maxdepth, u64 *dk, u32 *dv) {
     GRID_STRIDE(i, n) {
-        dk[i] = found[i] && depth[i] >= 0 ? maxdepth - (u32)depth[i] : 0xffffffffu;
+        dk[i] = found[i] && depth[i] >= 0 ? (u64)(maxdepth - (u32)depth[i]) : ~0ull;
         dv[i] = (u32)i;
     }
 }

@@ -45,7 +45,9 @@ type batch struct {
 	limit int
 }
 
-func (b batch) String() string { return fmt.Sprintf("%s of %d", opNames[b.op], max(len(b.keys), len(b.qs), len(b.pfx))) }
+func (b batch) String() string {
+	return fmt.Sprintf("%s of %d", opNames[b.op], max(len(b.keys), len(b.qs), len(b.pfx)))
+}
 
 // answer is what a batch returns, in a form reflect.DeepEqual compares.
 type answer struct {

@@ -19,12 +19,12 @@ type pool struct {
 // GPU engine keeps the same arrays in device memory and downloads them into
 // a store for checks and comparisons (snapshot).
 type store struct {
-	pools     [numKinds + 1]pool // by kind; pools[0] unused
-	arena     []byte             // long keys; len is the bytes allocated
-	arenaLive uint64             // bytes of live LV leaves (rounded)
-	width     int                // root table width W in bytes
-	root      []uint64           // rootLen(width) links
-	n         int                // keys
+	pools     [numKinds + 1]pool     // by kind; pools[0] unused
+	arena     []byte                 // long keys; len is the bytes allocated
+	arenaLive uint64                 // bytes of live LV leaves (rounded)
+	width     int                    // root table width W in bytes
+	root      []uint64               // rootLen(width) links
+	n         int                    // keys
 	pending   [numKinds + 1][]uint32 // records freed by the batch in progress, pushed at its end
 }
 
@@ -70,8 +70,8 @@ func (s *store) setLeafValue(l uint64, v uint64) {
 }
 
 // Node header accessors.
-func plenOf(r []uint64) int      { return int(r[wMeta] & 0xffff) }
-func countOf(r []uint64) int     { return int(r[wMeta] >> 16 & 0xffff) }
+func plenOf(r []uint64) int           { return int(r[wMeta] & 0xffff) }
+func countOf(r []uint64) int          { return int(r[wMeta] >> 16 & 0xffff) }
 func metaWord(plen, count int) uint64 { return uint64(plen) | uint64(count)<<16 }
 
 // childAt returns the link at position p of node record r of kind k:
