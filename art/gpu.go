@@ -62,6 +62,10 @@ type gpuEngine struct {
 	desc    treeDesc
 	descBuf *gpu.Buffer[uint64]
 
+	// failGrowth (tests) makes every growth of a pool or the arena fail as
+	// if the device were out of memory.
+	failGrowth bool
+
 	u8s  map[string]*gpu.Scratch[uint8]
 	u32s map[string]*gpu.Scratch[uint32]
 	u64s map[string]*gpu.Scratch[uint64]
@@ -148,6 +152,9 @@ func (g *gpuEngine) ensurePool(t *devTree, k int, need uint64) error {
 		return nil
 	}
 	nc := max(need, p.cap+p.cap/2, 64)
+	if g.failGrowth {
+		return fmt.Errorf("%d records of kind %d: %w (test)", nc, k, gpu.ErrOutOfMemory)
+	}
 	kw := uint64(kindWords[k])
 	words, err := gpu.Alloc[uint64](g.dev, int(nc*kw))
 	if err != nil {
@@ -182,6 +189,9 @@ func (g *gpuEngine) ensureArena(t *devTree, need uint64) error {
 		return nil
 	}
 	nc := max(need, t.arenaCap+t.arenaCap/2, 1024)
+	if g.failGrowth {
+		return fmt.Errorf("arena of %d bytes: %w (test)", nc, gpu.ErrOutOfMemory)
+	}
 	a, err := gpu.Alloc[byte](g.dev, int(nc))
 	if err != nil {
 		return fmt.Errorf("arena of %d bytes: %w", nc, err)
@@ -440,3 +450,6 @@ func (g *gpuEngine) snapshot() (*store, error) {
 	}
 	return s, g.s.Synchronize()
 }
+
+// nullPtr is a null device pointer argument (a kernel's optional buffer).
+var nullPtr = gpu.DevicePtr(0)

@@ -84,13 +84,17 @@ func (g *gpuEngine) rounds(t *devTree, b *devBatch, it itemBufs, nIt int, cur se
 		}
 	}
 	nseg, depth, hterm, children, kind, flag, pex := u32s[0], u32s[1], u32s[2], u32s[3], u32s[4], u32s[5], u32s[6]
-	var u64s [7]*gpu.Buffer[uint64]
-	for i, name := range []string{"b.r12", "b.r34", "b.r56", "b.r78", "b.abytes", "b.seglink", "b.tot"} {
+	var u64s [6]*gpu.Buffer[uint64]
+	for i, name := range []string{"b.r12", "b.r34", "b.r56", "b.r78", "b.abytes", "b.seglink"} {
 		if u64s[i], err = g.b64(name, nIt+1); err != nil {
 			return err
 		}
 	}
-	r12, r34, r56, r78, abytes, seglink, tot := u64s[0], u64s[1], u64s[2], u64s[3], u64s[4], u64s[5], u64s[6]
+	r12, r34, r56, r78, abytes, seglink := u64s[0], u64s[1], u64s[2], u64s[3], u64s[4], u64s[5]
+	tot, err := g.b64("b.tot", 10)
+	if err != nil {
+		return err
+	}
 	glink, trimd, trimpar := io.glink, io.trimd, io.trimpar
 	if glink == nil { // a build: unused, any valid buffer
 		glink, trimpar, trimd = seglink, seglink, depth

@@ -56,10 +56,13 @@ func (g *gpuEngine) roundScratch(n int) error {
 			return err
 		}
 	}
-	for _, name := range []string{"n.snode", "n.slink", "n.rem", "n.final", "n.m12", "n.m34", "n.rslot", "n.rlink", "n.okey", "n.mnode", "n.mlink", "n.tot", "n.count"} {
+	for _, name := range []string{"n.snode", "n.slink", "n.rem", "n.final", "n.m12", "n.m34", "n.rslot", "n.rlink", "n.okey", "n.mnode", "n.mlink", "n.count"} {
 		if _, err := g.b64(name, n+1); err != nil {
 			return err
 		}
+	}
+	if _, err := g.b64("n.tot", 10); err != nil {
+		return err
 	}
 	for _, name := range []string{"n.tflag", "n.out", "n.htrim", "n.fflag", "n.mflag"} {
 		if _, err := g.b8(name, n+1); err != nil {
@@ -123,7 +126,7 @@ func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 	if err := firstErr(g.setDesc(t, nil),
 		g.launch(k.nPlan, T+1, g.descBuf, uint64(T), tstart, snode, scode, sop, slink, out, nkind, htrim, rem, remb, m12, m34, nidx),
 		prim.DevScanExclusive(g.pe, m12, m12, T+1), prim.DevScanExclusive(g.pe, m34, m34, T+1),
-		g.launch(k.totals, 1, uint64(T), m12, m34, nil, nil, nil, uint64(0), nil, tot),
+		g.launch(k.totals, 1, uint64(T), m12, m34, nullPtr, nullPtr, nullPtr, uint64(0), nullPtr, tot),
 	); err != nil {
 		return 0, fmt.Errorf("node round: plan: %w", err)
 	}
@@ -171,7 +174,7 @@ func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 		if err := firstErr(
 			g.launch(k.nKeys, O, uint64(O), oe.node, oe.code, okey, oidx, int32(1)),
 			prim.DevSortPairs(g.pe, okey, oidx, O),
-			g.launch(k.nGather, O, uint64(O), oidx, oe.node, oe.code, oe.op, oe.link, nil, mnode, mcode, mop, mlink, mgrp, mflag),
+			g.launch(k.nGather, O, uint64(O), oidx, oe.node, oe.code, oe.op, oe.link, nullPtr, mnode, mcode, mop, mlink, mgrp, mflag),
 		); err != nil {
 			return 0, fmt.Errorf("node round: moves: %w", err)
 		}

@@ -127,6 +127,9 @@ func kernelSignatures(t *testing.T) map[string][]string {
 
 // argClass classifies a Go launch argument.
 func argClass(e ast.Expr) string {
+	if id, ok := e.(*ast.Ident); ok && id.Name == "nil" {
+		return "nil (use nullPtr)"
+	}
 	if c, ok := e.(*ast.CallExpr); ok {
 		if id, ok := c.Fun.(*ast.Ident); ok {
 			switch id.Name {
