@@ -38,6 +38,7 @@ func Suites() []Suite {
 		{"index", "Mega-KV hash index: search, insert, delete against batch size on the CPU and GPU engines; --size: largest batch", RunIndex},
 		{"mpt", "Merkle Patricia Trie CPU engines on YCSB-, ETHT- and Wiki-like data: update, hash, end to end, lookups, proofs; --size: largest trie (pairs)", RunMPT},
 		{"btree", "CUBPT B+ tree on the CPU and GPU engines: bulk build, uniform and skewed batch insert, delete, lookups, ranges; --size: largest tree (keys)", RunBTree},
+		{"art", "CuART adaptive radix tree on the CPU and GPU engines: build, lookups (hits, misses, batch sizes, long keys), updates, inserts, deletes, ranges, prefix scans on 8/16/32-byte and text keys; --size: largest tree (keys)", RunART},
 	}
 }
 
