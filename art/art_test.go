@@ -228,3 +228,27 @@ func TestRootWidths(t *testing.T) {
 	}
 	enginetest.Run(t, suite(), artCase{Name: "growing and shrinking root widths", Batches: 16, Gen: gen})
 }
+
+// TestDumpQueriesCoverEveryKey checks that the rebuild's split queries
+// tile the key space: every key in exactly one, in order.
+func TestDumpQueriesCoverEveryKey(t *testing.T) {
+	for _, n := range []int{10, 1 << 20} {
+		qs := dumpQueries(n)
+		for _, k := range [][]byte{nil, {0}, {0, 0}, {0xff}, {0xff, 0xff, 0xff}, {1, 2, 3}, {7}} {
+			hits := 0
+			for _, q := range qs {
+				if bytes.Compare(k, q.Lo) >= 0 && (q.Hi == nil || bytes.Compare(k, q.Hi) < 0) {
+					hits++
+				}
+			}
+			if hits != 1 {
+				t.Fatalf("n %d: key %x in %d queries", n, k, hits)
+			}
+		}
+		for i := 1; i < len(qs); i++ {
+			if !bytes.Equal(qs[i].Lo, qs[i-1].Hi) {
+				t.Fatalf("query %d does not start where %d ends", i, i-1)
+			}
+		}
+	}
+}

@@ -394,7 +394,11 @@ func rootSegments(kb Keys, order []uint32, w int) segments {
 // buildStore returns a new tree of the sorted distinct batch keys order of
 // kb with values by batch position. Cost: the rounds, O(keys * depth).
 func buildStore(kb Keys, vals []uint64, order []uint32, workers int) *store {
-	w := chooseWidth(len(order), distinctPrefixes(kb, order))
+	return buildStoreWidth(kb, vals, order, workers, chooseWidth(len(order), distinctPrefixes(kb, order)))
+}
+
+// buildStoreWidth is buildStore with root width w.
+func buildStoreWidth(kb Keys, vals []uint64, order []uint32, workers int, w int) *store {
 	s := newStore(w)
 	it := items{
 		ref: make([]uint64, len(order)), n: make([]uint32, len(order)), old: make([]uint64, len(order)),

@@ -246,7 +246,7 @@ func (t *Tree) maybeRebuild(op string) error {
 	if !grow && !shrink {
 		return nil
 	}
-	all, err := t.eng.ranges([]Query{{}}, 0, false)
+	all, err := t.eng.ranges(dumpQueries(n), 0, false)
 	if err != nil {
 		return fmt.Errorf("art: %s: rebuild: %w", op, err)
 	}
@@ -255,6 +255,34 @@ func (t *Tree) maybeRebuild(op string) error {
 	}
 	t.builtAt = t.eng.size()
 	return nil
+}
+
+// dumpQueries splits the key space into contiguous ranges (by the first
+// byte, or the first two for more than 64Ki keys) so that reading every
+// pair runs as many parallel queries.
+func dumpQueries(n int) []Query {
+	width := 1
+	if n > 1<<16 {
+		width = 2
+	}
+	bounds := make([][]byte, 0, 1<<(8*width))
+	for v := range 1 << (8 * width) {
+		b := make([]byte, width)
+		for i := range width {
+			b[width-1-i] = byte(v >> (8 * i))
+		}
+		bounds = append(bounds, b)
+	}
+	qs := make([]Query, 0, len(bounds)+1)
+	qs = append(qs, Query{Lo: nil, Hi: bounds[0]})
+	for i, b := range bounds {
+		var hi []byte
+		if i+1 < len(bounds) {
+			hi = bounds[i+1]
+		}
+		qs = append(qs, Query{Lo: b, Hi: hi})
+	}
+	return qs
 }
 
 // Range returns the pairs with lo <= key < hi in ascending key order, at
