@@ -348,7 +348,9 @@ func ARTMix(k []byte, v uint64) uint64 {
 }
 
 // artPhaser is an implementation that reports its last batch's phases.
-type artPhaser interface{ LastBatchTimes() (work, total time.Duration) }
+type artPhaser interface {
+	LastBatchTimes() (work, total time.Duration)
+}
 
 // ARTLimits are the references of the GPU rows (MeasureLimits), zero
 // without a GPU.
