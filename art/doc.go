@@ -56,9 +56,10 @@
 // l bytes of entry e comes right before entry e when e's last W-l bytes are
 // zero, so iteration interleaves them. W is chosen at every build from the
 // key count and the spread of the keys' first bytes (chooseWidth: 1 from
-// 256 keys, 2 from 64Ki, 3 from 8Mi, each only when the distinct prefixes
-// fill at least 1/8 of the table; text keys get narrower tables than random
-// ones), and revisited by a rebuild when the tree doubles or halves.
+// 256 keys, 2 from 4Ki, 3 from 1Mi, each only when the distinct prefixes
+// fill at least 1/32 of the table; text keys get narrower tables than
+// random ones; measured in BenchmarkLookupWidth), and revisited by a
+// rebuild when the tree doubles or halves.
 //
 // Records are allocated per kind from a free stack (the records the
 // batches before freed, pushed in the order freed) and past the high-water
