@@ -15,6 +15,12 @@ import (
 // downloads the values and found flags. Cost: a transfer each way and one
 // walk per key.
 func (g *gpuEngine) lookup(kb Keys, vals []uint64, found []bool) error {
+	return g.lookupInto(kb, vals, boolBytes(found))
+}
+
+// lookupInto is lookup with the found flags as bytes (a pinned staging
+// buffer's, for LookupStaged).
+func (g *gpuEngine) lookupInto(kb Keys, vals []uint64, found []uint8) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := kb.Len()
@@ -38,7 +44,7 @@ func (g *gpuEngine) lookup(kb Keys, vals []uint64, found []bool) error {
 	}
 	g.clock.Mark(g.s, engine.MarkWorked)
 	if n > 0 {
-		if err := errors.Join(ov.Read(g.s, 0, vals), of.Read(g.s, 0, boolBytes(found))); err != nil {
+		if err := errors.Join(ov.Read(g.s, 0, vals), of.Read(g.s, 0, found)); err != nil {
 			return err
 		}
 	}
