@@ -62,6 +62,10 @@ type gpuEngine struct {
 	desc    treeDesc
 	descBuf *gpu.Buffer[uint64]
 
+	// lanes is the lanes per key of lookups (1: ag_get, lookupLanes:
+	// ag_get_lanes).
+	lanes int
+
 	// failGrowth (tests) makes every growth of a pool or the arena fail as
 	// if the device were out of memory.
 	failGrowth bool

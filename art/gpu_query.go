@@ -39,7 +39,15 @@ func (g *gpuEngine) lookupInto(kb Keys, vals []uint64, found []uint8) error {
 	if err != nil {
 		return err
 	}
-	if err := firstErr(g.setDesc(g.t, b), g.launch(g.k.get, n, g.descBuf, uint64(n), ov, of)); err != nil {
+	if err := g.setDesc(g.t, b); err != nil {
+		return err
+	}
+	if g.lanes == lookupLanes {
+		err = g.launch(g.k.getLanes, n*lookupLanes, g.descBuf, uint64(n), ov, of)
+	} else {
+		err = g.launch(g.k.get, n, g.descBuf, uint64(n), ov, of)
+	}
+	if err != nil {
 		return err
 	}
 	g.clock.Mark(g.s, engine.MarkWorked)

@@ -1,6 +1,7 @@
 package art
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -138,5 +139,45 @@ func TestGPULargeBatches(t *testing.T) {
 			t.Fatalf("step %d: layouts differ (cpu, gpu): %v", step, err)
 		}
 		t.Logf("step %d: %d keys, width %d, timings %v", step, gt.Len(), gt.Width(), gt.LastBatch())
+	}
+}
+
+// TestGPULookupLanes compares lookups with 8 lanes per key with one
+// thread per key on long and short keys, present and absent.
+func TestGPULookupLanes(t *testing.T) {
+	dev := gputest.Device(t)
+	r := rand.New(rand.NewPCG(9, 10))
+	tr, err := New(Options{GPU: dev, LookupLanes: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	keys, vals := make([][]byte, 30000), make([]uint64, 30000)
+	for i := range keys {
+		keys[i], vals[i] = randomBytes(r, 0, 300, []byte("ab\x00")), r.Uint64()
+		if i%3 == 0 {
+			keys[i] = append(bytes.Repeat([]byte{'p'}, 200), keys[i]...)
+		}
+	}
+	if err := tr.Insert(keys, vals); err != nil {
+		t.Fatal(err)
+	}
+	probe := append(slices.Clone(keys[:5000]), keys[0][:len(keys[0])/2], []byte("zz"), nil)
+	v8, f8, err := tr.Get(probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.SetLookupLanes(1); err != nil {
+		t.Fatal(err)
+	}
+	v1, f1, err := tr.Get(probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(v8, v1) || !slices.Equal(f8, f1) {
+		t.Fatal("8 lanes per key and one thread per key answer differently")
+	}
+	if err := tr.SetLookupLanes(3); err == nil {
+		t.Fatal("3 lanes accepted")
 	}
 }

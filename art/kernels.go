@@ -20,6 +20,9 @@ const (
 	maxBlocks   = 1 << 20
 )
 
+// lookupLanes is the lanes per key of ag_get_lanes (Options.LookupLanes).
+const lookupLanes = 8
+
 // grid returns the grid of a kernel over n items.
 func grid(n int) gpu.Dim3 { return gpu.D1(min(gpu.Grid(n, kernelBlock), maxBlocks)) }
 
@@ -33,6 +36,7 @@ func kernelDefines() []gpu.Define {
 		gpu.Def("OUT_STAY", outStay), gpu.Def("OUT_MOVE", outMove), gpu.Def("OUT_EMPTY", outEmpty), gpu.Def("OUT_COLLAPSE", outCollapse),
 		gpu.Def("CLS_UPD", clsUpd), gpu.Def("CLS_ROOT", clsRoot), gpu.Def("CLS_ADD", clsAdd), gpu.Def("CLS_SPLIT", clsSplit),
 		gpu.Def("SRC_OLD", srcOld), gpu.Def("SRC_ENTRY", srcEntry), gpu.Def("SRC_MOVED", srcMoved),
+		gpu.Def("LANES", lookupLanes),
 	}
 }
 
@@ -44,7 +48,7 @@ func Programs() []gpu.Program {
 // kernelSet holds art.cu's kernels on one device, by name.
 type kernelSet struct {
 	iota                                                            *gpu.Function
-	get, updMark, updWrite                                          *gpu.Function
+	get, getLanes, updMark, updWrite                                *gpu.Function
 	sChunk, sRunkey, sPermute, sScatter, sMarks, sFirst, sNewrun    *gpu.Function
 	sLast, sPrefixes                                                *gpu.Function
 	bItems, bRootFlags, bRootSegs, bSegInit, bPlan, bPieces, bCount *gpu.Function
@@ -60,7 +64,7 @@ type kernelSet struct {
 // kernelNames maps each kernel of art.cu to its field.
 func (k *kernelSet) names() map[string]**gpu.Function {
 	return map[string]**gpu.Function{
-		"a_iota": &k.iota, "ag_get": &k.get, "ag_update_mark": &k.updMark, "ag_update_write": &k.updWrite,
+		"a_iota": &k.iota, "ag_get": &k.get, "ag_get_lanes": &k.getLanes, "ag_update_mark": &k.updMark, "ag_update_write": &k.updWrite,
 		"as_chunk": &k.sChunk, "as_runkey": &k.sRunkey, "as_permute": &k.sPermute, "as_scatter": &k.sScatter,
 		"as_marks": &k.sMarks, "as_first": &k.sFirst, "as_newrun": &k.sNewrun, "as_last": &k.sLast, "as_prefixes": &k.sPrefixes,
 		"ab_batch_items": &k.bItems, "ab_root_flags": &k.bRootFlags, "ab_root_segs": &k.bRootSegs, "ab_seg_init": &k.bSegInit, "ab_plan": &k.bPlan,

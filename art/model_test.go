@@ -245,7 +245,8 @@ func sameContents(m *model, sub enginetest.Subject[batch, answer]) error {
 }
 
 // targets are the CPU engine (two workers, so that the parallel phases
-// interleave) and the GPU engine.
+// interleave) and the GPU engine, with one thread and with 8 lanes per
+// lookup.
 func targets() []enginetest.Target[batch, answer] {
 	return []enginetest.Target[batch, answer]{
 		{Name: "cpu", Open: func(_ testing.TB, _ *gpu.Device) (enginetest.Subject[batch, answer], error) {
@@ -254,6 +255,10 @@ func targets() []enginetest.Target[batch, answer] {
 		}},
 		{Name: "gpu", GPU: true, Open: func(_ testing.TB, d *gpu.Device) (enginetest.Subject[batch, answer], error) {
 			t, err := New(Options{GPU: d})
+			return &subject{t}, err
+		}},
+		{Name: "gpu, 8 lanes per lookup", GPU: true, Open: func(_ testing.TB, d *gpu.Device) (enginetest.Subject[batch, answer], error) {
+			t, err := New(Options{GPU: d, LookupLanes: 8})
 			return &subject{t}, err
 		}},
 	}

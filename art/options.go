@@ -21,6 +21,12 @@ type Options struct {
 	// Workers is the number of goroutines of the CPU engine's batches (0:
 	// GOMAXPROCS).
 	Workers int
+
+	// LookupLanes is the GPU engine's lanes per key of a lookup: 0 or 1,
+	// one thread per key; 8, a group of 8 lanes per key that splits the
+	// key and prefix comparisons and the N4/N16 key search (for long
+	// keys). The CPU engine ignores it. See Tree.SetLookupLanes.
+	LookupLanes int
 }
 
 // workers returns the resolved worker count.

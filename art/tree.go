@@ -34,11 +34,15 @@ func New(o Options) (*Tree, error) {
 		return nil, err
 	}
 	t := &Tree{place: p}
+	if o.LookupLanes != 0 && o.LookupLanes != 1 && o.LookupLanes != lookupLanes {
+		return nil, errors.Join(fmt.Errorf("art: lookup lanes %d: want 1 or %d", o.LookupLanes, lookupLanes), p.Release())
+	}
 	if p.Backend == gpu.BackendGPU {
 		g, err := newGPUEngine(p.Device, w)
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("art: gpu engine on %s: %w", p.Device, err), p.Release())
 		}
+		g.(*gpuEngine).lanes = max(1, o.LookupLanes)
 		t.eng = g
 		return t, nil
 	}
@@ -83,6 +87,20 @@ func (t *Tree) Len() int {
 		return 0
 	}
 	return t.eng.size()
+}
+
+// SetLookupLanes sets the GPU engine's lanes per key of later lookups (1
+// or 8; see Options.LookupLanes); the CPU engine ignores it.
+func (t *Tree) SetLookupLanes(n int) error {
+	if n != 1 && n != lookupLanes {
+		return fmt.Errorf("art: lookup lanes %d: want 1 or %d", n, lookupLanes)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if g, ok := t.eng.(*gpuEngine); ok {
+		g.lanes = n
+	}
+	return nil
 }
 
 // Width returns the root table's width in bytes (the first Width key bytes

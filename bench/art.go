@@ -352,6 +352,10 @@ type artPhaser interface {
 	LastBatchTimes() (work, total time.Duration)
 }
 
+// artLanes is an implementation with a choice of lanes per lookup
+// (warpkv's GPU engine: art.Tree.SetLookupLanes).
+type artLanes interface{ SetLookupLanes(n int) error }
+
 // artStager is an implementation that looks keys up from pinned staging
 // buffers (warpkv's GPU engine: art.Tree.LookupStaged).
 type artStager interface {
@@ -448,6 +452,35 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 		rows[0] = whole.VsBandwidth("pinned H2D", lim.H2DGBps)
 		if ws := Median(work); ws > 0 {
 			k := NewResult(c.Name()+": kernels", impl.Name(), items, 0, ws)
+			k.Ratio, k.RatioTo = k.OpsPerSec/lim.Gather32, "32 B gathers/s"
+			rows = append(rows, k)
+		}
+	}
+	// Lookups with 8 lanes per key (the GPU engine's other lookup kernel).
+	if ln, ok := impl.(artLanes); ok && lim.Gather32 > 0 && (c.Op == ARTLookup || c.Op == ARTMiss) {
+		if err := ln.SetLookupLanes(8); err != nil {
+			return nil, ch, err
+		}
+		var ts, ws []float64
+		for i := range DefaultWarmup + reps {
+			t0 := time.Now()
+			if err := run(); err != nil {
+				return nil, ch, err
+			}
+			if i >= DefaultWarmup {
+				ts = append(ts, time.Since(t0).Seconds())
+				if phaser != nil {
+					w, _ := phaser.LastBatchTimes()
+					ws = append(ws, w.Seconds())
+				}
+			}
+		}
+		if err := ln.SetLookupLanes(1); err != nil {
+			return nil, ch, err
+		}
+		rows = append(rows, NewResult(c.Name()+": 8 lanes per key", impl.Name(), items, up+down, Median(ts)).VsPeer("1 lane", whole))
+		if w := Median(ws); w > 0 {
+			k := NewResult(c.Name()+": kernels, 8 lanes per key", impl.Name(), items, 0, w)
 			k.Ratio, k.RatioTo = k.OpsPerSec/lim.Gather32, "32 B gathers/s"
 			rows = append(rows, k)
 		}
@@ -575,6 +608,9 @@ func (e *artEngine) Stage(keys art.Keys) error {
 	e.n = keys.Len()
 	return nil
 }
+
+// SetLookupLanes sets the tree's lanes per lookup.
+func (e *artEngine) SetLookupLanes(n int) error { return e.t.SetLookupLanes(n) }
 
 // LookupStaged looks the staged keys up.
 func (e *artEngine) LookupStaged() error { return e.t.LookupStaged(e.st, e.n) }
