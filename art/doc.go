@@ -97,8 +97,12 @@
 // disappears (its parent loses the slot in the next round). Update is
 // CuART's: one walk per key, a conflict table (2 to 4 slots per key,
 // linear probing) keeps the highest batch position per leaf, and only that
-// key writes the leaf. Get is one walk per key. Ranges and prefix queries
-// run two passes (count, prefix sums, write) of one cursor per query.
+// key writes the leaf. Get is one walk per key (on the GPU one thread per
+// key, or with Options.LookupLanes 8 a group of 8 lanes per key that
+// splits the comparisons of long keys; LookupStaged takes the keys from
+// and leaves the answers in pinned host memory). Ranges and prefix
+// queries run two passes (count, prefix sums, write) of one cursor per
+// query.
 //
 // Every phase has one writer per output word: a node's words are written
 // by its own writer; a child's parent word by the child's writer when it
