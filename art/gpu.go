@@ -70,9 +70,9 @@ type gpuEngine struct {
 	// if the device were out of memory.
 	failGrowth bool
 
-	u8s  map[string]*gpu.Scratch[uint8]
-	u32s map[string]*gpu.Scratch[uint32]
-	u64s map[string]*gpu.Scratch[uint64]
+	u8s  map[string]*scratchBuf[uint8]
+	u32s map[string]*scratchBuf[uint32]
+	u64s map[string]*scratchBuf[uint64]
 }
 
 // newGPUEngine returns an empty tree on d. The kernels are compiled here,
@@ -91,7 +91,7 @@ func newGPUEngine(d *gpu.Device, workers int) (backend, error) {
 		return nil, errors.Join(err, pe.Close())
 	}
 	g := &gpuEngine{dev: d, pe: pe, s: pe.Stream(), k: k, clock: clock, workers: workers,
-		u8s: map[string]*gpu.Scratch[uint8]{}, u32s: map[string]*gpu.Scratch[uint32]{}, u64s: map[string]*gpu.Scratch[uint64]{}}
+		u8s: map[string]*scratchBuf[uint8]{}, u32s: map[string]*scratchBuf[uint32]{}, u64s: map[string]*scratchBuf[uint64]{}}
 	if g.descBuf, err = gpu.Alloc[uint64](d, descWords); err == nil {
 		g.t, err = g.newTree(0)
 	}
@@ -136,13 +136,13 @@ func (g *gpuEngine) close() error {
 	err := errors.Join(g.freeTree(g.t), g.descBuf.Free())
 	g.t = nil
 	for _, c := range g.u8s {
-		err = errors.Join(err, c.Free(g.s))
+		err = errors.Join(err, c.free(g.s))
 	}
 	for _, c := range g.u32s {
-		err = errors.Join(err, c.Free(g.s))
+		err = errors.Join(err, c.free(g.s))
 	}
 	for _, c := range g.u64s {
-		err = errors.Join(err, c.Free(g.s))
+		err = errors.Join(err, c.free(g.s))
 	}
 	return errors.Join(err, g.clock.Close(), g.pe.Close())
 }
@@ -313,13 +313,13 @@ func (g *gpuEngine) flushFrees(t *devTree) error {
 }
 
 // Scratch buffers by name, grown with headroom and reused across batches.
-func scratch[T any](g *gpuEngine, m map[string]*gpu.Scratch[T], name string, n int) (*gpu.Buffer[T], error) {
+func scratch[T any](g *gpuEngine, m map[string]*scratchBuf[T], name string, n int) (*gpu.Buffer[T], error) {
 	c := m[name]
 	if c == nil {
-		c = &gpu.Scratch[T]{}
+		c = &scratchBuf[T]{}
 		m[name] = c
 	}
-	b, err := c.Get(g.dev, g.s, n)
+	b, err := c.get(g.dev, g.s, n)
 	if err != nil {
 		return nil, fmt.Errorf("scratch %s of %d: %w", name, n, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"warpkv/art"
@@ -215,7 +216,7 @@ func artKeys(n int, f func(dst []byte, j int) []byte) art.Keys {
 	parts := max(1, min(runtime.GOMAXPROCS(0), n/4096))
 	chunks := make([][]byte, parts)
 	lens := make([]uint32, n)
-	parallelFor(parts, func(lo, hi int) {
+	artParallel(parts, func(lo, hi int) {
 		for p := lo; p < hi; p++ {
 			var buf []byte
 			for j := p * n / parts; j < (p+1)*n/parts; j++ {
@@ -241,6 +242,16 @@ func artKeys(n int, f func(dst []byte, j int) []byte) art.Keys {
 	return out
 }
 
+// artParallel calls fn on GOMAXPROCS consecutive parts of [0, n).
+func artParallel(n int, fn func(lo, hi int)) {
+	w := max(1, min(runtime.GOMAXPROCS(0), n))
+	var wg sync.WaitGroup
+	for p := range w {
+		wg.Go(func() { fn(p*n/w, (p+1)*n/w) })
+	}
+	wg.Wait()
+}
+
 // Tree returns the pairs of a tree of n keys of shape k (key i = ARTKey(k,
 // i), unsorted; value i random). The slices are shared: do not modify
 // them.
@@ -252,7 +263,7 @@ func (in *ARTInputs) Tree(k ARTKeys, n int) (art.Keys, []uint64) {
 	runtime.GC()
 	in.keys = artKeys(n, func(dst []byte, j int) []byte { return ARTKey(dst, k, uint64(j)) })
 	in.vals = make([]uint64, n)
-	parallelFor(n, func(lo, hi int) {
+	artParallel(n, func(lo, hi int) {
 		for j := lo; j < hi; j++ {
 			in.vals[j] = prim.SplitMix64(ARTSeed+7, uint64(j))
 		}
