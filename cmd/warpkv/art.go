@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -36,6 +37,10 @@ import (
 // before it have run and printed their answers, nothing after it runs.
 func runART(e *env, args []string) error {
 	const synopsis = "warpkv art run [--device auto|cpu|gpu|gpu:N] [--batch N] FILE (- for standard input)"
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Fprintf(e.stderr, "usage: %s\n\nLines: put KEY VALUE, upd KEY VALUE, del KEY, get KEY, range LO HI|* LIMIT, prefix P LIMIT, len\n(keys 0x-prefixed hex, 0x the empty key; values decimal uint64)\n", synopsis)
+		return flag.ErrHelp
+	}
 	if len(args) == 0 || args[0] != "run" {
 		return usagef("usage: %s", synopsis)
 	}
