@@ -39,6 +39,7 @@ func Suites() []Suite {
 		{"mpt", "Merkle Patricia Trie CPU engines on YCSB-, ETHT- and Wiki-like data: update, hash, end to end, lookups, proofs; --size: largest trie (pairs)", RunMPT},
 		{"btree", "CUBPT B+ tree on the CPU and GPU engines: bulk build, uniform and skewed batch insert, delete, lookups, ranges; --size: largest tree (keys)", RunBTree},
 		{"stm", "CSMV transactional memory on the CPU and GPU engines: Bank (6k and 1M accounts, read-only shares, transfer sizes), MemcachedGPU (4-256 ways), servers and log sizes; --size: large bank (accounts)", RunSTM},
+		{"art", "CuART adaptive radix tree on the CPU and GPU engines: build, lookups (hits, misses, batch sizes, long keys), updates, inserts, deletes, ranges, prefix scans on 8/16/32-byte and text keys; --size: largest tree (keys)", RunART},
 	}
 }
 

@@ -6,6 +6,7 @@ require (
 	github.com/anacrolix/stm v0.2.0
 	github.com/ethereum/go-ethereum v1.17.10
 	github.com/google/btree v1.1.3
+	github.com/hashicorp/go-immutable-radix/v2 v2.1.0
 	github.com/tidwall/btree v1.8.2
 	warpkv v0.0.0
 )
@@ -26,6 +27,7 @@ require (
 	github.com/go-ole/go-ole v1.3.0 // indirect
 	github.com/gofrs/flock v0.12.1 // indirect
 	github.com/golang/snappy v1.0.1-0.20260716114414-9ae09f520e93 // indirect
+	github.com/hashicorp/golang-lru/v2 v2.0.0 // indirect
 	github.com/holiman/uint256 v1.3.2 // indirect
 	github.com/klauspost/cpuid/v2 v2.3.0 // indirect
 	github.com/minio/sha256-simd v1.0.0 // indirect

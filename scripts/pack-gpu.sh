@@ -5,7 +5,7 @@
 #   .gpu/tests/<name>.test   one test binary per package that has tests
 #   .gpu/tests/packages.txt  "<name> <package dir>" per line, for the runner
 #   .gpu/warpkv              the warpkv command
-#   .gpu/mptbench, .gpu/btreebench  compat's benchmark commands (go-ethereum,
+#   .gpu/mptbench, .gpu/btreebench, .gpu/artbench  compat's benchmark commands (go-ethereum,
 #                            tidwall/btree and google/btree side by side)
 #   .gpu/run-tests.sh        the runner (plain bash)
 #
@@ -46,7 +46,7 @@ if [[ -f compat/go.mod ]]; then
 	(cd compat && go test -c -ldflags="$ldflags" -o "../$out/tests/compat.test" .)
 	echo "compat compat" >>"$manifest"
 	count=$((count + 1))
-	for cmd in mptbench btreebench stmbench; do
+	for cmd in mptbench btreebench stmbench artbench; do
 		echo "build compat/cmd/$cmd -> $out/$cmd"
 		(cd compat && go build -ldflags="$ldflags" -o "../$out/$cmd" "./cmd/$cmd")
 	done

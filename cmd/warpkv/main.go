@@ -51,10 +51,11 @@ func commands() []command {
 		{"version", "print the warpkv, Go, CUDA driver and NVRTC versions", runVersion},
 		{"devices", "list the GPUs warpkv can use, or say why none is usable", runDevices},
 		{"serve", "serve the Mega-KV memcached-compatible store on 127.0.0.1:11211", runServe},
-		{"bench", "run a benchmark suite: warpkv bench limits|prim|index|mpt|btree [flags], or warpkv bench serve (warpkv against memcached)", runBench},
+		{"bench", "run a benchmark suite: warpkv bench limits|prim|index|mpt|btree|stm|art [flags], or warpkv bench serve (warpkv against memcached)", runBench},
 		{"loadgen", "load memcached-compatible servers and compare them: warpkv loadgen --addr A [--addr B]", runLoadgen},
 		{"mpt", "Merkle Patricia Trie: warpkv mpt root|prove [--secure] FILE [HEXKEY]", runMPT},
 		{"stm", "transactional memory (CSMV): warpkv stm bank [--device D] [--accounts N] [--transactions N | --duration D] ...", runSTM},
+		{"art", "adaptive radix tree (CuART): warpkv art run [--device D] [--batch N] FILE applies put/upd/del/get/range/prefix/len lines", runART},
 		{"help", "show help for warpkv or one command: warpkv help [command]", runHelp},
 	}
 }

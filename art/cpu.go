@@ -1,0 +1,99 @@
+package art
+
+import "warpkv/engine"
+
+// cpuEngine runs the batches on goroutines over a store (the same layout
+// and phases as the GPU engine).
+type cpuEngine struct {
+	s       *store
+	workers int
+	clock   engine.Clock
+	last    engine.Last
+}
+
+func newCPUEngine(workers int) *cpuEngine {
+	return &cpuEngine{s: newStore(0), workers: workers}
+}
+
+// sortBatch returns the sorted distinct positions of kb (the last of equal
+// keys), timing the sort.
+func (e *cpuEngine) sortBatch(kb Keys) []uint32 {
+	e.clock.Start()
+	e.clock.Mark(nil, engine.MarkStart)
+	e.clock.Mark(nil, engine.MarkUploaded)
+	order := lastOfRuns(kb, sortedOrder(kb, e.workers))
+	e.clock.Mark(nil, engine.MarkSorted)
+	return order
+}
+
+func (e *cpuEngine) done(op string, n int) {
+	e.clock.Mark(nil, engine.MarkWorked)
+	e.clock.Mark(nil, engine.MarkDone)
+	e.last.Set(e.clock.Timings(op, n))
+}
+
+func (e *cpuEngine) build(kb Keys, vals []uint64) error {
+	order := e.sortBatch(kb)
+	e.s = buildStore(kb, vals, order, e.workers)
+	e.done("build", kb.Len())
+	return nil
+}
+
+func (e *cpuEngine) insert(kb Keys, vals []uint64) (int, error) {
+	order := e.sortBatch(kb)
+	added := e.s.insert(kb, vals, order, e.workers)
+	e.s.flushFrees()
+	e.done("insert", kb.Len())
+	return added, nil
+}
+
+func (e *cpuEngine) update(kb Keys, vals []uint64, found []bool) error {
+	var c engine.Clock
+	c.Start()
+	c.Mark(nil, engine.MarkStart)
+	c.Mark(nil, engine.MarkSorted)
+	e.s.update(kb, vals, found, e.workers)
+	c.Mark(nil, engine.MarkWorked)
+	c.Mark(nil, engine.MarkDone)
+	e.last.Set(c.Timings("update", kb.Len()))
+	return nil
+}
+
+func (e *cpuEngine) lookup(kb Keys, vals []uint64, found []bool) error {
+	var c engine.Clock
+	c.Start()
+	c.Mark(nil, engine.MarkStart)
+	c.Mark(nil, engine.MarkSorted)
+	e.s.lookup(kb, vals, found, e.workers)
+	c.Mark(nil, engine.MarkWorked)
+	c.Mark(nil, engine.MarkDone)
+	e.last.Set(c.Timings("lookup", kb.Len()))
+	return nil
+}
+
+func (e *cpuEngine) remove(kb Keys) (int, error) {
+	order := e.sortBatch(kb)
+	n := e.s.remove(kb, order, e.workers)
+	e.s.flushFrees()
+	e.s.maybeCompactArena()
+	e.done("delete", kb.Len())
+	return n, nil
+}
+
+func (e *cpuEngine) ranges(qs []Query, limit int, desc bool) (*Result, error) {
+	var c engine.Clock
+	c.Start()
+	c.Mark(nil, engine.MarkStart)
+	c.Mark(nil, engine.MarkSorted)
+	r := e.s.ranges(qs, limit, desc, e.workers)
+	c.Mark(nil, engine.MarkWorked)
+	c.Mark(nil, engine.MarkDone)
+	e.last.Set(c.Timings("ranges", len(qs)))
+	return r, nil
+}
+
+func (e *cpuEngine) size() int                 { return e.s.n }
+func (e *cpuEngine) width() int                { return e.s.width }
+func (e *cpuEngine) snapshot() (*store, error) { return e.s, nil }
+func (e *cpuEngine) lastBatch() engine.Timings { return e.last.Get() }
+func (e *cpuEngine) close() error              { e.s = newStore(0); return nil }

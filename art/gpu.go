@@ -1,0 +1,459 @@
+package art
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"warpkv/engine"
+	"warpkv/gpu"
+	"warpkv/prim"
+)
+
+// The GPU engine keeps the whole tree in device memory, in the CPU
+// engine's layout (a store, word for word), and runs every batch as
+// kernels of art.cu and prim primitives on one stream. Between steps the
+// host reads back a few totals (allocations per kind, pieces, groups) to
+// size the next launches and grow the pools, never the tree.
+//
+// Out of device memory: every record a batch may allocate is reserved (the
+// pools grown) before the first write to the tree that other records can
+// see: an insert's build rounds write only fresh records (its tree changes
+// start at the node round, after its allocations), a delete reserves its
+// bounded allocations and scratch first, and a build writes a new tree
+// beside the old one. A failed allocation returns an error matching
+// gpu.ErrOutOfMemory and leaves the tree as it was.
+
+// devPool is one kind's record buffer on the device with its free stack
+// and the records the batch in progress freed (pushed at its end).
+type devPool struct {
+	words      *gpu.Buffer[uint64]
+	free, pend *gpu.Buffer[uint32]
+	cap        uint64 // records the buffers hold
+	hwm, top   uint64
+	pendN      uint64
+}
+
+// devTree is a tree on the device.
+type devTree struct {
+	pools     [numKinds + 1]devPool
+	arena     *gpu.Buffer[byte]
+	arenaCap  uint64
+	arenaLen  uint64
+	arenaLive uint64
+	root      *gpu.Buffer[uint64]
+	width     int
+	n         int
+}
+
+// gpuEngine is the GPU engine. mu serializes its calls (they share the
+// scratch buffers and the stream).
+type gpuEngine struct {
+	mu      sync.Mutex
+	dev     *gpu.Device
+	pe      *prim.Engine
+	s       *gpu.Stream
+	k       *kernelSet
+	clock   *engine.Clock
+	last    engine.Last
+	workers int
+
+	t       *devTree
+	desc    treeDesc
+	descBuf *gpu.Buffer[uint64]
+
+	// lanes is the lanes per key of lookups (1: ag_get, lookupLanes:
+	// ag_get_lanes).
+	lanes int
+
+	// failGrowth (tests) makes every growth of a pool or the arena fail as
+	// if the device were out of memory.
+	failGrowth bool
+
+	u8s  map[string]*scratchBuf[uint8]
+	u32s map[string]*scratchBuf[uint32]
+	u64s map[string]*scratchBuf[uint64]
+}
+
+// newGPUEngine returns an empty tree on d. The kernels are compiled here,
+// so that a broken toolchain is reported by New.
+func newGPUEngine(d *gpu.Device, workers int) (backend, error) {
+	pe, err := prim.NewGPU(d)
+	if err != nil {
+		return nil, err
+	}
+	k, err := loadKernels(d)
+	if err != nil {
+		return nil, errors.Join(err, pe.Close())
+	}
+	clock, err := engine.NewGPUClock(d)
+	if err != nil {
+		return nil, errors.Join(err, pe.Close())
+	}
+	g := &gpuEngine{dev: d, pe: pe, s: pe.Stream(), k: k, clock: clock, workers: workers,
+		u8s: map[string]*scratchBuf[uint8]{}, u32s: map[string]*scratchBuf[uint32]{}, u64s: map[string]*scratchBuf[uint64]{}}
+	if g.descBuf, err = gpu.Alloc[uint64](d, descWords); err == nil {
+		g.t, err = g.newTree(0)
+	}
+	if err != nil {
+		return nil, errors.Join(err, g.descBuf.Free(), clock.Close(), pe.Close())
+	}
+	return g, nil
+}
+
+// newTree returns an empty device tree of root width w.
+func (g *gpuEngine) newTree(w int) (*devTree, error) {
+	t := &devTree{width: w}
+	var err error
+	if t.root, err = gpu.Alloc[uint64](g.dev, rootLen(w)); err != nil {
+		return nil, fmt.Errorf("root array of width %d: %w", w, err)
+	}
+	if err := t.root.FillBytes(g.s, 0); err != nil {
+		return nil, errors.Join(err, t.root.Free())
+	}
+	return t, nil
+}
+
+// free releases a device tree's buffers. Cost: a synchronization.
+func (g *gpuEngine) freeTree(t *devTree) error {
+	if t == nil {
+		return nil
+	}
+	err := g.s.Synchronize()
+	for k := range t.pools {
+		p := &t.pools[k]
+		err = errors.Join(err, p.words.Free(), p.free.Free(), p.pend.Free())
+		*p = devPool{}
+	}
+	err = errors.Join(err, t.arena.Free(), t.root.Free())
+	t.arena, t.root = nil, nil
+	return err
+}
+
+func (g *gpuEngine) close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	err := errors.Join(g.freeTree(g.t), g.descBuf.Free())
+	g.t = nil
+	for _, c := range g.u8s {
+		err = errors.Join(err, c.free(g.s))
+	}
+	for _, c := range g.u32s {
+		err = errors.Join(err, c.free(g.s))
+	}
+	for _, c := range g.u64s {
+		err = errors.Join(err, c.free(g.s))
+	}
+	return errors.Join(err, g.clock.Close(), g.pe.Close())
+}
+
+// ensurePool grows kind k's buffers of tree t to hold need records,
+// keeping their contents. On failure nothing changes. Cost: an allocation
+// and a device copy of the records in use when it grows.
+func (g *gpuEngine) ensurePool(t *devTree, k int, need uint64) error {
+	p := &t.pools[k]
+	if need <= p.cap && p.words != nil {
+		return nil
+	}
+	nc := max(need, p.cap+p.cap/2, 64)
+	if g.failGrowth {
+		return fmt.Errorf("%d records of kind %d: %w (test)", nc, k, gpu.ErrOutOfMemory)
+	}
+	kw := uint64(kindWords[k])
+	words, err := gpu.Alloc[uint64](g.dev, int(nc*kw))
+	if err != nil {
+		return fmt.Errorf("%d records of kind %d: %w", nc, k, err)
+	}
+	free, err := gpu.Alloc[uint32](g.dev, int(nc))
+	if err != nil {
+		return errors.Join(fmt.Errorf("free stack of %d: %w", nc, err), words.Free())
+	}
+	pend, err := gpu.Alloc[uint32](g.dev, int(nc))
+	if err != nil {
+		return errors.Join(fmt.Errorf("free list of %d: %w", nc, err), words.Free(), free.Free())
+	}
+	if p.words != nil {
+		err = errors.Join(words.CopyFrom(g.s, 0, p.words, 0, int(p.hwm*kw)),
+			free.CopyFrom(g.s, 0, p.free, 0, int(p.top)), pend.CopyFrom(g.s, 0, p.pend, 0, int(p.pendN)),
+			g.s.Synchronize())
+		if err != nil {
+			return errors.Join(err, words.Free(), free.Free(), pend.Free())
+		}
+		_ = p.words.Free()
+		_ = p.free.Free()
+		_ = p.pend.Free()
+	}
+	p.words, p.free, p.pend, p.cap = words, free, pend, nc
+	return nil
+}
+
+// ensureArena grows tree t's arena to hold need bytes.
+func (g *gpuEngine) ensureArena(t *devTree, need uint64) error {
+	if need <= t.arenaCap && t.arena != nil {
+		return nil
+	}
+	nc := max(need, t.arenaCap+t.arenaCap/2, 1024)
+	if g.failGrowth {
+		return fmt.Errorf("arena of %d bytes: %w (test)", nc, gpu.ErrOutOfMemory)
+	}
+	a, err := gpu.Alloc[byte](g.dev, int(nc))
+	if err != nil {
+		return fmt.Errorf("arena of %d bytes: %w", nc, err)
+	}
+	if t.arena != nil {
+		if err := errors.Join(a.CopyFrom(g.s, 0, t.arena, 0, int(t.arenaLen)), g.s.Synchronize()); err != nil {
+			return errors.Join(err, a.Free())
+		}
+		_ = t.arena.Free()
+	}
+	t.arena, t.arenaCap = a, nc
+	return nil
+}
+
+// reserve grows tree t's pools so that req[k] more allocations of each kind
+// fit (past the free stack), and its arena by arenaBytes.
+func (g *gpuEngine) reserve(t *devTree, req [numKinds + 1]uint64, arenaBytes uint64) error {
+	for k := kindN4; k <= kindLV; k++ {
+		p := &t.pools[k]
+		if req[k] == 0 && p.words != nil {
+			continue
+		}
+		fresh := uint64(0)
+		if req[k] > p.top {
+			fresh = req[k] - p.top
+		}
+		if err := g.ensurePool(t, k, p.hwm+fresh); err != nil {
+			return err
+		}
+	}
+	return g.ensureArena(t, t.arenaLen+arenaBytes)
+}
+
+// consume records req[k] allocations of each kind (store.alloc's counter
+// update) and arenaBytes of arena.
+func (t *devTree) consume(req [numKinds + 1]uint64, arenaBytes uint64) {
+	for k := kindN4; k <= kindLV; k++ {
+		p := &t.pools[k]
+		if req[k] > p.top {
+			p.hwm += req[k] - p.top
+			p.top = 0
+		} else {
+			p.top -= req[k]
+		}
+	}
+	t.arenaLen += arenaBytes
+	t.arenaLive += arenaBytes
+}
+
+// counters are the allocation counters of a tree, to roll a failed batch
+// back.
+type counters struct {
+	hwm, top, pendN     [numKinds + 1]uint64
+	arenaLen, arenaLive uint64
+}
+
+func (t *devTree) counters() counters {
+	var c counters
+	for k := range t.pools {
+		c.hwm[k], c.top[k], c.pendN[k] = t.pools[k].hwm, t.pools[k].top, t.pools[k].pendN
+	}
+	c.arenaLen, c.arenaLive = t.arenaLen, t.arenaLive
+	return c
+}
+
+func (t *devTree) restore(c counters) {
+	for k := range t.pools {
+		t.pools[k].hwm, t.pools[k].top, t.pools[k].pendN = c.hwm[k], c.top[k], c.pendN[k]
+	}
+	t.arenaLen, t.arenaLive = c.arenaLen, c.arenaLive
+}
+
+// setDesc writes the descriptor of tree t (and the batch's buffers) for
+// the next kernels. Cost: a 0.5 KB upload on the stream.
+func (g *gpuEngine) setDesc(t *devTree, b *devBatch) error {
+	d := &g.desc
+	*d = treeDesc{}
+	for k := kindN4; k <= kindLV; k++ {
+		p := &t.pools[k]
+		if p.words != nil {
+			d.pool[k], d.free[k], d.pend[k] = uint64(p.words.Ptr()), uint64(p.free.Ptr()), uint64(p.pend.Ptr())
+		}
+		d.hwm[k], d.top[k] = p.hwm, p.top
+	}
+	if t.arena != nil {
+		d.arena = uint64(t.arena.Ptr())
+	}
+	d.root = uint64(t.root.Ptr())
+	d.width, d.tlen = uint64(t.width), uint64(tableLen(t.width))
+	d.arenaBase = t.arenaLen
+	if b != nil {
+		d.bdata, d.boffs = uint64(b.data.Ptr()), uint64(b.offs.Ptr())
+		if b.vals != nil {
+			d.bvals = uint64(b.vals.Ptr())
+		}
+	}
+	return g.descBuf.Write(g.s, 0, d.words())
+}
+
+// flushFrees pushes the batch's freed records on the free stacks (per kind
+// in the order freed). Cost: one device copy per kind.
+func (g *gpuEngine) flushFrees(t *devTree) error {
+	for k := kindN4; k <= kindLV; k++ {
+		p := &t.pools[k]
+		if p.pendN == 0 {
+			continue
+		}
+		if err := p.free.CopyFrom(g.s, int(p.top), p.pend, 0, int(p.pendN)); err != nil {
+			return err
+		}
+		p.top += p.pendN
+		p.pendN = 0
+	}
+	return nil
+}
+
+// Scratch buffers by name, grown with headroom and reused across batches.
+func scratch[T any](g *gpuEngine, m map[string]*scratchBuf[T], name string, n int) (*gpu.Buffer[T], error) {
+	c := m[name]
+	if c == nil {
+		c = &scratchBuf[T]{}
+		m[name] = c
+	}
+	b, err := c.get(g.dev, g.s, n)
+	if err != nil {
+		return nil, fmt.Errorf("scratch %s of %d: %w", name, n, err)
+	}
+	return b, nil
+}
+
+func (g *gpuEngine) b8(name string, n int) (*gpu.Buffer[uint8], error) {
+	return scratch(g, g.u8s, name, n)
+}
+func (g *gpuEngine) b32(name string, n int) (*gpu.Buffer[uint32], error) {
+	return scratch(g, g.u32s, name, n)
+}
+func (g *gpuEngine) b64(name string, n int) (*gpu.Buffer[uint64], error) {
+	return scratch(g, g.u64s, name, n)
+}
+
+// launch queues f over n items with the package's launch configuration; a
+// failure names the kernel (and, with WARPKV_GPU_SYNC=1, a fault inside it).
+func (g *gpuEngine) launch(f *gpu.Function, n int, args ...any) error {
+	if n <= 0 {
+		return nil
+	}
+	if err := f.Launch(g.s, grid(n), gpu.D1(kernelBlock), 0, args...); err != nil {
+		return fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// devBatch is a batch's keys (and values) on the device.
+type devBatch struct {
+	n    int
+	data *gpu.Buffer[byte]
+	offs *gpu.Buffer[uint32]
+	vals *gpu.Buffer[uint64] // nil without values
+}
+
+// upload copies a batch to the device scratch buffers named by prefix.
+// Cost: one transfer of the keys, offsets and values.
+func (g *gpuEngine) upload(prefix string, kb Keys, vals []uint64) (*devBatch, error) {
+	b := &devBatch{n: kb.Len()}
+	var err error
+	if b.data, err = g.b8(prefix+".data", max(1, len(kb.Data))); err != nil {
+		return nil, err
+	}
+	if b.offs, err = g.b32(prefix+".offs", b.n+1); err != nil {
+		return nil, err
+	}
+	offs := kb.Offs
+	if len(offs) == 0 {
+		offs = []uint32{0}
+	}
+	if err := errors.Join(b.data.Write(g.s, 0, kb.Data), b.offs.Write(g.s, 0, offs)); err != nil {
+		return nil, err
+	}
+	if vals != nil {
+		if b.vals, err = g.b64(prefix+".vals", max(1, b.n)); err != nil {
+			return nil, err
+		}
+		if err := b.vals.Write(g.s, 0, vals); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// readU64 reads n words of a device buffer (synchronizing the stream).
+func (g *gpuEngine) readU64(b *gpu.Buffer[uint64], off, n int) ([]uint64, error) {
+	out := make([]uint64, n)
+	if err := b.Read(g.s, off, out); err != nil {
+		return nil, err
+	}
+	return out, g.s.Synchronize()
+}
+
+func (g *gpuEngine) readU32(b *gpu.Buffer[uint32], off, n int) ([]uint32, error) {
+	out := make([]uint32, n)
+	if err := b.Read(g.s, off, out); err != nil {
+		return nil, err
+	}
+	return out, g.s.Synchronize()
+}
+
+func (g *gpuEngine) size() int  { g.mu.Lock(); defer g.mu.Unlock(); return g.t.n }
+func (g *gpuEngine) width() int { g.mu.Lock(); defer g.mu.Unlock(); return g.t.width }
+
+func (g *gpuEngine) lastBatch() engine.Timings { return g.last.Get() }
+
+// start begins a timed batch.
+func (g *gpuEngine) start() {
+	g.clock.Start()
+	g.clock.Mark(g.s, engine.MarkStart)
+}
+
+// finish ends a timed batch (the stream synchronized) and records it.
+func (g *gpuEngine) finish(op string, n int) error {
+	g.clock.Mark(g.s, engine.MarkDone)
+	if err := g.s.Synchronize(); err != nil {
+		return err
+	}
+	g.last.Set(g.clock.Timings(op, n))
+	return nil
+}
+
+// snapshot downloads the tree into a store. Cost: a transfer of the tree.
+func (g *gpuEngine) snapshot() (*store, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.t
+	s := &store{width: t.width, n: t.n, arenaLive: t.arenaLive}
+	s.root = make([]uint64, rootLen(t.width))
+	if err := t.root.Read(g.s, 0, s.root); err != nil {
+		return nil, err
+	}
+	for k := kindN4; k <= kindLV; k++ {
+		p := &t.pools[k]
+		sp := &s.pools[k]
+		sp.hwm = p.hwm
+		sp.words = make([]uint64, int(p.hwm)*kindWords[k])
+		sp.free = make([]uint32, p.top)
+		if p.words == nil {
+			continue
+		}
+		if err := errors.Join(p.words.Read(g.s, 0, sp.words), p.free.Read(g.s, 0, sp.free)); err != nil {
+			return nil, err
+		}
+	}
+	s.arena = make([]byte, t.arenaLen)
+	if t.arena != nil {
+		if err := t.arena.Read(g.s, 0, s.arena); err != nil {
+			return nil, err
+		}
+	}
+	return s, g.s.Synchronize()
+}
+
+// nullPtr is a null device pointer argument (a kernel's optional buffer).
+var nullPtr = gpu.DevicePtr(0)

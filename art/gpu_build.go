@@ -1,0 +1,259 @@
+package art
+
+import (
+	"errors"
+	"fmt"
+
+	"warpkv/engine"
+	"warpkv/gpu"
+	"warpkv/prim"
+)
+
+// itemBufs are a build's items on the device (build.go's items).
+type itemBufs struct {
+	ref, old *gpu.Buffer[uint64]
+	n, grp   *gpu.Buffer[uint32]
+}
+
+func (g *gpuEngine) itemBufs(n int) (itemBufs, error) {
+	var it itemBufs
+	var err error
+	if it.ref, err = g.b64("items.ref", n); err != nil {
+		return it, err
+	}
+	if it.old, err = g.b64("items.old", n); err != nil {
+		return it, err
+	}
+	if it.n, err = g.b32("items.n", n); err != nil {
+		return it, err
+	}
+	it.grp, err = g.b32("items.grp", n)
+	return it, err
+}
+
+// segBufs are segments on the device (build.go's segments).
+type segBufs struct {
+	start, end, d *gpu.Buffer[uint32]
+	dst, par      *gpu.Buffer[uint64]
+}
+
+func (g *gpuEngine) segBufs(name string, n int) (segBufs, error) {
+	var sg segBufs
+	var err error
+	for _, b := range []struct {
+		p **gpu.Buffer[uint32]
+		s string
+	}{{&sg.start, ".start"}, {&sg.end, ".end"}, {&sg.d, ".d"}} {
+		if *b.p, err = g.b32(name+b.s, n); err != nil {
+			return sg, err
+		}
+	}
+	if sg.dst, err = g.b64(name+".dst", n); err != nil {
+		return sg, err
+	}
+	sg.par, err = g.b64(name+".par", n)
+	return sg, err
+}
+
+// insertOut is where an insert's build rounds put the group links and the
+// old nodes' trims (nil buffers for a build).
+type insertOut struct {
+	glink, trimpar *gpu.Buffer[uint64]
+	trimd          *gpu.Buffer[uint32]
+}
+
+// rounds runs builder.run on the device: nIt items, S first segments in
+// cur (which tile the items), new records in tree t. Each round: ab_plan,
+// ab_pieces, a scan, ab_count, five scans, a_totals read back, the pools
+// grown, ab_write, ab_place, ab_close, ab_itemseg. Cost per round: O(items
+// + segments) device work and one small read.
+func (g *gpuEngine) rounds(t *devTree, b *devBatch, it itemBufs, nIt int, cur segBufs, S int, io insertOut) error {
+	k := g.k
+	iseg, err := g.b32("b.iseg", nIt)
+	if err != nil {
+		return err
+	}
+	next, err := g.segBufs("b.segB", nIt)
+	if err != nil {
+		return err
+	}
+	var u32s [7]*gpu.Buffer[uint32]
+	for i, name := range []string{"b.nseg", "b.depth", "b.hterm", "b.children", "b.kind", "b.flag", "b.pex"} {
+		if u32s[i], err = g.b32(name, nIt+1); err != nil {
+			return err
+		}
+	}
+	nseg, depth, hterm, children, kind, flag, pex := u32s[0], u32s[1], u32s[2], u32s[3], u32s[4], u32s[5], u32s[6]
+	var u64s [6]*gpu.Buffer[uint64]
+	for i, name := range []string{"b.r12", "b.r34", "b.r56", "b.r78", "b.abytes", "b.seglink"} {
+		if u64s[i], err = g.b64(name, nIt+1); err != nil {
+			return err
+		}
+	}
+	r12, r34, r56, r78, abytes, seglink := u64s[0], u64s[1], u64s[2], u64s[3], u64s[4], u64s[5]
+	tot, err := g.b64("b.tot", 10)
+	if err != nil {
+		return err
+	}
+	glink, trimd, trimpar := io.glink, io.trimd, io.trimpar
+	if glink == nil { // a build: unused, any valid buffer
+		glink, trimpar, trimd = seglink, seglink, depth
+	}
+	if err := firstErr(g.setDesc(t, b), g.launch(k.bSegInit, nIt, uint64(nIt), uint64(S), cur.start, iseg)); err != nil {
+		return fmt.Errorf("build rounds: %w", err)
+	}
+	for round := 0; S > 0; round++ {
+		fail := func(err error) error { return fmt.Errorf("build round %d: %w", round, err) }
+		if err := firstErr(
+			g.launch(k.bPlan, S, g.descBuf, uint64(S), cur.start, cur.end, cur.d, it.ref, it.n, depth, hterm),
+			g.launch(k.bPieces, nIt+1, g.descBuf, uint64(nIt), iseg, cur.start, cur.end, depth, hterm, it.ref, it.n, flag),
+			prim.DevScanExclusive(g.pe, flag, pex, nIt+1),
+			g.launch(k.bCount, S+1, uint64(S), cur.start, cur.end, hterm, flag, pex, it.old, it.n, children, kind, r12, r34, r56, r78, abytes),
+			prim.DevScanExclusive(g.pe, r12, r12, S+1), prim.DevScanExclusive(g.pe, r34, r34, S+1),
+			prim.DevScanExclusive(g.pe, r56, r56, S+1), prim.DevScanExclusive(g.pe, r78, r78, S+1),
+			prim.DevScanExclusive(g.pe, abytes, abytes, S+1),
+			g.launch(k.totals, 1, uint64(S), r12, r34, r56, r78, abytes, uint64(nIt), pex, tot),
+		); err != nil {
+			return fail(err)
+		}
+		tv, err := g.readU64(tot, 0, 10)
+		if err != nil {
+			return fail(err)
+		}
+		var req [numKinds + 1]uint64
+		for kk := kindN4; kk <= kindLV; kk++ {
+			req[kk] = tv[kk-1]
+		}
+		arenaBytes, P := tv[8], int(tv[9])
+		if err := g.reserve(t, req, arenaBytes); err != nil {
+			return fail(err)
+		}
+		if err := firstErr(g.setDesc(t, b),
+			g.launch(k.bWrite, S, g.descBuf, uint64(S), cur.start, cur.d, cur.dst, cur.par, depth, children, kind,
+				r12, r34, r56, r78, abytes, it.ref, it.n, it.old, it.grp, seglink, glink, trimd, trimpar)); err != nil {
+			return fail(err)
+		}
+		t.consume(req, arenaBytes)
+		if err := firstErr(
+			g.launch(k.bPlace, nIt, g.descBuf, uint64(nIt), flag, pex, iseg, cur.start, depth, hterm, seglink, it.ref,
+				next.start, nseg, next.d, next.dst, next.par),
+			g.launch(k.bClose, P, uint64(P), next.start, nseg, cur.end, next.end),
+			g.launch(k.bItemseg, nIt, uint64(nIt), flag, pex, cur.start, cur.end, iseg),
+		); err != nil {
+			return fail(err)
+		}
+		cur, next = next, cur
+		S = P
+	}
+	return nil
+}
+
+// build replaces the tree: upload, sort and dedupe on the device, choose
+// the root width from the distinct prefix counts, then the build rounds
+// into a new device tree beside the old one (freed on success; on failure
+// the old tree stays).
+func (g *gpuEngine) build(kb Keys, vals []uint64) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.start()
+	b, err := g.upload("batch", kb, vals)
+	if err != nil {
+		return fmt.Errorf("upload: %w", err)
+	}
+	g.clock.Mark(g.s, engine.MarkUploaded)
+	if err := g.setDesc(g.t, b); err != nil {
+		return err
+	}
+	order, m, err := g.sortBatch(b)
+	if err != nil {
+		return err
+	}
+	g.clock.Mark(g.s, engine.MarkSorted)
+	counts, err := g.b64("b.prefixes", maxWidth)
+	if err != nil {
+		return err
+	}
+	if err := firstErr(counts.FillBytes(g.s, 0), g.launch(g.k.sPrefixes, m, g.descBuf, uint64(m), order, counts)); err != nil {
+		return fmt.Errorf("prefix counts: %w", err)
+	}
+	cv, err := g.readU64(counts, 0, maxWidth)
+	if err != nil {
+		return err
+	}
+	var distinct [maxWidth + 1]int
+	for w := 1; w <= maxWidth; w++ {
+		distinct[w] = int(cv[w-1])
+	}
+	nt, err := g.newTree(chooseWidth(m, distinct))
+	if err != nil {
+		return err
+	}
+	if err := g.buildInto(nt, b, order, m); err != nil {
+		return errors.Join(err, g.freeTree(nt))
+	}
+	g.clock.Mark(g.s, engine.MarkWorked)
+	old := g.t
+	g.t = nt
+	if err := g.freeTree(old); err != nil {
+		return err
+	}
+	return g.finish("build", kb.Len())
+}
+
+// buildInto builds the m sorted distinct keys order into the empty tree
+// nt: items, root segments (ab_root_flags, a select, ab_root_segs), then
+// the rounds.
+func (g *gpuEngine) buildInto(nt *devTree, b *devBatch, order *gpu.Buffer[uint32], m int) error {
+	if m == 0 {
+		return nil
+	}
+	k := g.k
+	it, err := g.itemBufs(m)
+	if err != nil {
+		return err
+	}
+	slot, err := g.b64("b.slot", m)
+	if err != nil {
+		return err
+	}
+	flag, err := g.b8("b.rflag", m)
+	if err != nil {
+		return err
+	}
+	idx, err := g.b32("b.idx", m)
+	if err != nil {
+		return err
+	}
+	sel, err := g.b32("b.sel", m)
+	if err != nil {
+		return err
+	}
+	cnt, err := g.b32("b.cnt", 1)
+	if err != nil {
+		return err
+	}
+	cur, err := g.segBufs("b.segA", m)
+	if err != nil {
+		return err
+	}
+	if err := firstErr(g.setDesc(nt, b),
+		g.launch(k.bItems, m, g.descBuf, uint64(m), order, it.ref, it.n, it.old, it.grp),
+		g.launch(k.bRootFlags, m, g.descBuf, uint64(m), it.ref, it.n, slot, flag),
+		g.launch(k.iota, m, uint64(m), idx),
+		prim.DevSelect(g.pe, idx, flag, sel, m, cnt)); err != nil {
+		return fmt.Errorf("root segments: %w", err)
+	}
+	c, err := g.readU32(cnt, 0, 1)
+	if err != nil {
+		return err
+	}
+	S := int(c[0])
+	if err := g.launch(k.bRootSegs, S, g.descBuf, uint64(S), uint64(m), sel, slot, it.n, cur.start, cur.end, cur.d, cur.dst, cur.par); err != nil {
+		return fmt.Errorf("root segments: %w", err)
+	}
+	if err := g.rounds(nt, b, it, m, cur, S, insertOut{}); err != nil {
+		return err
+	}
+	nt.n = m
+	return nil
+}

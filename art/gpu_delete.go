@@ -1,0 +1,208 @@
+package art
+
+import (
+	"fmt"
+
+	"warpkv/engine"
+	"warpkv/gpu"
+	"warpkv/prim"
+)
+
+// maxDepthHist bounds a node's depth (a node consumes at least one key
+// byte, so no key of MaxKeyLen bytes passes more).
+const maxDepthHist = MaxKeyLen + 1
+
+// remove is store.remove on the device: upload, sort and dedupe; ad_find
+// (one walk per key); the found keys counted; everything the rounds may
+// need reserved (pool growth for the shrinking moves, bounded by the
+// found keys and the live nodes of the next larger kind, and every scratch
+// buffer); then ad_mark (LV leaves dead, root slots cleared, the depth
+// histogram), the leaves' frees per kind, a sort of the entries by depth,
+// and one node round per depth, deepest first, each given the entries the
+// round below emitted. Cost: the sort, one walk per key, the rounds.
+func (g *gpuEngine) remove(kb Keys) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.start()
+	b, err := g.upload("batch", kb, nil)
+	if err != nil {
+		return 0, fmt.Errorf("upload: %w", err)
+	}
+	g.clock.Mark(g.s, engine.MarkUploaded)
+	t := g.t
+	if err := g.setDesc(t, b); err != nil {
+		return 0, err
+	}
+	order, n, err := g.sortBatch(b)
+	if err != nil {
+		return 0, err
+	}
+	g.clock.Mark(g.s, engine.MarkSorted)
+	found, err := g.removeSorted(t, b, order, n)
+	if err != nil {
+		return 0, err
+	}
+	g.clock.Mark(g.s, engine.MarkWorked)
+	return found, g.finish("delete", kb.Len())
+}
+
+func (g *gpuEngine) removeSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint32], n int) (int, error) {
+	if n == 0 {
+		return 0, nil
+	}
+	k := g.k
+	found, err := g.b8("d.found", n)
+	if err != nil {
+		return 0, err
+	}
+	flag, err := g.b8("d.flag", n)
+	if err != nil {
+		return 0, err
+	}
+	var u32s [6]*gpu.Buffer[uint32]
+	for i, name := range []string{"d.slot1", "d.depth", "d.idx", "d.sel", "d.dv", "d.cnt"} {
+		if u32s[i], err = g.b32(name, n+1); err != nil {
+			return 0, err
+		}
+	}
+	slot1, depth, idx, sel, dv, cnt := u32s[0], u32s[1], u32s[2], u32s[3], u32s[4], u32s[5]
+	var u64s [4]*gpu.Buffer[uint64]
+	for i, name := range []string{"d.leaf", "d.par", "d.dk", "d.misc"} {
+		if u64s[i], err = g.b64(name, n+1); err != nil {
+			return 0, err
+		}
+	}
+	leaf, par, dk, misc := u64s[0], u64s[1], u64s[2], u64s[3]
+	hist, err := g.b32("d.hist", maxDepthHist+1)
+	if err != nil {
+		return 0, err
+	}
+	if err := firstErr(g.setDesc(t, b),
+		g.launch(k.dFind, n, g.descBuf, uint64(n), order, found, leaf, par, slot1, depth),
+		g.launch(k.iota, n, uint64(n), idx),
+		prim.DevSelect(g.pe, idx, found, sel, n, cnt)); err != nil {
+		return 0, fmt.Errorf("find: %w", err)
+	}
+	c, err := g.readU32(cnt, 0, 1)
+	if err != nil {
+		return 0, err
+	}
+	F := int(c[0])
+	if F == 0 {
+		return 0, nil
+	}
+	// Reserve everything the rounds may take.
+	var req [numKinds + 1]uint64
+	live := func(k int) uint64 { return t.pools[k].hwm - t.pools[k].top }
+	req[kindN4] = min(uint64(F), live(kindN16))
+	req[kindN16] = min(uint64(F), live(kindN48))
+	req[kindN48] = min(uint64(F), live(kindN256))
+	if err := g.reserve(t, req, 0); err != nil {
+		return 0, err
+	}
+	if err := g.roundScratch(F); err != nil {
+		return 0, err
+	}
+	ea, err := g.entryBufs("d.entsA", F+1)
+	if err != nil {
+		return 0, err
+	}
+	eb, err := g.entryBufs("d.entsB", F+1)
+	if err != nil {
+		return 0, err
+	}
+	// The depth sort first (before any change): it also grows prim's sort
+	// scratch to what the rounds' sorts need.
+	if err := firstErr(misc.FillBytes(g.s, 0), hist.FillBytes(g.s, 0), prim.DevScanExclusive(g.pe, misc, misc, n+1),
+		g.launch(k.dDepthkeys, n, uint64(n), found, depth, uint32(maxDepthHist), dk, dv),
+		prim.DevSortPairs(g.pe, dk, dv, n)); err != nil {
+		return 0, fmt.Errorf("depth sort: %w", err)
+	}
+	// The tree changes from here on.
+	if err := firstErr(g.setDesc(t, b),
+		g.launch(k.dMark, n, g.descBuf, uint64(n), found, leaf, par, depth, misc, hist, misc.PtrAt(1))); err != nil {
+		return 0, fmt.Errorf("mark: %w", err)
+	}
+	for kk := kindL8; kk <= kindLV; kk++ {
+		if err := firstErr(g.launch(k.dLeafFlags, n, uint64(n), found, leaf, uint32(kk), flag, idx),
+			prim.DevSelect(g.pe, idx, flag, sel, n, cnt)); err != nil {
+			return 0, fmt.Errorf("leaf frees: %w", err)
+		}
+		c, err := g.readU32(cnt, 0, 1)
+		if err != nil {
+			return 0, err
+		}
+		if err := g.pushPending(t, kk, sel, int(c[0])); err != nil {
+			return 0, err
+		}
+	}
+	mv, err := g.readU64(misc, 0, 2)
+	if err != nil {
+		return 0, err
+	}
+	t.arenaLive -= mv[0]
+	maxd := int(uint32(mv[1]))
+	hv, err := g.readU32(hist, 0, maxd+1)
+	if err != nil {
+		return 0, err
+	}
+	// The keys under nodes are in dv sorted by maxDepthHist - depth: the
+	// deepest first.
+	// Each round's entries go to ea: its depth's keys, then the entries the
+	// round below emitted into eb.
+	off, carried := 0, 0
+	for d := maxd; d >= 0; d-- {
+		cn := int(hv[d])
+		if err := g.launch(k.dEntries, cn, uint64(cn), uint64(off), dv, par, slot1, ea.node, ea.code, ea.op, ea.link); err != nil {
+			return 0, fmt.Errorf("round %d entries: %w", d, err)
+		}
+		if carried > 0 {
+			if err := firstErr(ea.node.CopyFrom(g.s, cn, eb.node, 0, carried), ea.code.CopyFrom(g.s, cn, eb.code, 0, carried),
+				ea.op.CopyFrom(g.s, cn, eb.op, 0, carried), ea.link.CopyFrom(g.s, cn, eb.link, 0, carried)); err != nil {
+				return 0, err
+			}
+		}
+		E := cn + carried
+		off += cn
+		emitted, err := g.nodeRound(t, roundIn{e: ea, n: E, sorted: E, out: eb})
+		if err != nil {
+			return 0, fmt.Errorf("round at depth %d: %w", d, err)
+		}
+		carried = emitted
+	}
+	if err := g.flushFrees(t); err != nil {
+		return 0, err
+	}
+	t.n -= F
+	return F, g.maybeCompactArena(t)
+}
+
+// maybeCompactArena is store.maybeCompactArena on the device: ac_sizes, an
+// exclusive scan, a new arena of the live bytes, ac_move. Without the
+// memory for the new arena it skips the compaction.
+func (g *gpuEngine) maybeCompactArena(t *devTree) error {
+	if !arenaNeedsCompaction(t.arenaLen, t.arenaLive) {
+		return nil
+	}
+	p := &t.pools[kindLV]
+	n := int(p.hwm)
+	sz, err := g.b64("ac.sz", n+1)
+	if err != nil {
+		return err
+	}
+	na, err := gpu.Alloc[byte](g.dev, int(max(t.arenaLive, 1)))
+	if err != nil {
+		return nil // no memory for the compaction: it waits
+	}
+	if err := firstErr(g.setDesc(t, nil),
+		g.launch(g.k.acSizes, n+1, g.descBuf, uint64(n), sz),
+		prim.DevScanExclusive(g.pe, sz, sz, n+1),
+		g.launch(g.k.acMove, n, g.descBuf, uint64(n), sz, na),
+		g.s.Synchronize()); err != nil {
+		_ = na.Free()
+		return fmt.Errorf("arena compaction: %w", err)
+	}
+	_ = t.arena.Free()
+	t.arena, t.arenaCap, t.arenaLen = na, max(t.arenaLive, 1), t.arenaLive
+	return nil
+}

@@ -1,0 +1,113 @@
+package art
+
+import (
+	"fmt"
+
+	"warpkv/gpu"
+	"warpkv/prim"
+)
+
+// sortBatch sorts the uploaded batch's keys on the device, stably, and
+// keeps the last of each run of equal keys: the first m entries of the
+// returned buffer are the sorted distinct batch positions, the
+// permutation the CPU engine's sortedOrder and lastOfRuns give. Round j
+// sorts the keys still tied after j rounds by their bytes [7j, 7j+7) and
+// a length clamp (art.cu's chunk_of): a stable radix sort by the chunk,
+// then a stable one by the tie's run (its first place), so each run is
+// reordered in place; keys that stay tied and go on past the chunk go to
+// the next round. Random keys take one round. Cost per round: two radix
+// sorts, three scans and selects of the tied keys.
+func (g *gpuEngine) sortBatch(b *devBatch) (*gpu.Buffer[uint32], int, error) {
+	n := b.n
+	if n == 0 {
+		o, err := g.b32("sort.order", 1)
+		return o, 0, err
+	}
+	var bufs [12]*gpu.Buffer[uint32]
+	names := []string{"sort.perm", "sort.aposA", "sort.aposB", "sort.arunA", "sort.arunB", "sort.cv", "sort.k2", "sort.v2",
+		"sort.tmp", "sort.start", "sort.grp", "sort.first"}
+	for i, name := range names {
+		var err error
+		if bufs[i], err = g.b32(name, n); err != nil {
+			return nil, 0, err
+		}
+	}
+	perm, apos, apos2, arun, arun2, cv, k2, v2, tmp, start, grp, first :=
+		bufs[0], bufs[1], bufs[2], bufs[3], bufs[4], bufs[5], bufs[6], bufs[7], bufs[8], bufs[9], bufs[10], bufs[11]
+	ck, err := g.b64("sort.ck", n)
+	if err != nil {
+		return nil, 0, err
+	}
+	unres, err := g.b8("sort.unres", n)
+	if err != nil {
+		return nil, 0, err
+	}
+	cnt, err := g.b32("sort.cnt", 1)
+	if err != nil {
+		return nil, 0, err
+	}
+	k := g.k
+	if err := firstErr(g.launch(k.iota, n, uint64(n), perm), g.launch(k.iota, n, uint64(n), apos), arun.FillBytes(g.s, 0)); err != nil {
+		return nil, 0, fmt.Errorf("sort: %w", err)
+	}
+	m := n
+	for j := 0; m > 0; j++ {
+		steps := []func() error{
+			func() error { return g.launch(k.sChunk, m, g.descBuf, uint64(m), perm, apos, uint32(j), ck, cv) },
+			func() error { return prim.DevSortPairs(g.pe, ck, cv, m) },
+			func() error { return g.launch(k.sRunkey, m, uint64(m), cv, arun, k2, v2) },
+			func() error {
+				if j == 0 { // one run
+					return nil
+				}
+				return prim.DevSortPairs(g.pe, k2, v2, m)
+			},
+			func() error { return g.launch(k.sPermute, m, uint64(m), perm, apos, v2, tmp) },
+			func() error { return g.launch(k.sScatter, m, uint64(m), perm, apos, tmp) },
+			func() error {
+				return g.launch(k.sMarks, m, g.descBuf, uint64(m), perm, apos, k2, uint32(j), start, unres)
+			},
+			func() error { return prim.DevScanInclusive(g.pe, start, grp, m) },
+			func() error { return g.launch(k.sFirst, m, uint64(m), start, grp, apos, first) },
+			func() error { return g.launch(k.sNewrun, m, uint64(m), grp, first, tmp) },
+			func() error { return prim.DevSelect(g.pe, apos, unres, apos2, m, cnt) },
+			func() error { return prim.DevSelect(g.pe, tmp, unres, arun2, m, cnt) },
+		}
+		for _, f := range steps {
+			if err := f(); err != nil {
+				return nil, 0, fmt.Errorf("sort round %d: %w", j, err)
+			}
+		}
+		c, err := g.readU32(cnt, 0, 1)
+		if err != nil {
+			return nil, 0, fmt.Errorf("sort round %d: %w", j, err)
+		}
+		m = int(c[0])
+		apos, apos2 = apos2, apos
+		arun, arun2 = arun2, arun
+	}
+	// The last of each run of equal keys.
+	order, err := g.b32("sort.order", n)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := firstErr(g.launch(k.sLast, n, g.descBuf, uint64(n), perm, unres),
+		prim.DevSelect(g.pe, perm, unres, order, n, cnt)); err != nil {
+		return nil, 0, fmt.Errorf("sort: dedupe: %w", err)
+	}
+	c, err := g.readU32(cnt, 0, 1)
+	if err != nil {
+		return nil, 0, fmt.Errorf("sort: dedupe: %w", err)
+	}
+	return order, int(c[0]), nil
+}
+
+// firstErr returns the first non-nil error.
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}

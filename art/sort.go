@@ -1,0 +1,107 @@
+package art
+
+import (
+	"bytes"
+	"slices"
+	"sync"
+)
+
+// sortGrain is the smallest run a goroutine sorts on its own.
+const sortGrain = 1 << 14
+
+// sortedOrder returns the batch positions of kb in key order, stably (equal
+// keys keep their batch order). The GPU engine's chunked radix sort gives
+// the same permutation: a stable sort by a total order is unique. Cost:
+// O(n log n) key comparisons over the workers, then log(parts) parallel
+// merge levels.
+func sortedOrder(kb Keys, workers int) []uint32 {
+	n := kb.Len()
+	idx := make([]uint32, n)
+	for i := range idx {
+		idx[i] = uint32(i)
+	}
+	cmp := func(a, b uint32) int { return bytes.Compare(kb.At(int(a)), kb.At(int(b))) }
+	parts := max(1, min(workers, n/sortGrain))
+	bounds := make([]int, parts+1)
+	for p := range bounds {
+		bounds[p] = p * n / parts
+	}
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Go(func() { slices.SortStableFunc(idx[bounds[p]:bounds[p+1]], cmp) })
+	}
+	wg.Wait()
+	tmp := make([]uint32, n)
+	for len(bounds) > 2 {
+		var next []int
+		for p := 0; p+1 < len(bounds); p += 2 {
+			if p+2 >= len(bounds) { // an odd run out: carried over
+				copy(tmp[bounds[p]:bounds[p+1]], idx[bounds[p]:bounds[p+1]])
+				next = append(next, bounds[p])
+				continue
+			}
+			a, m, e := bounds[p], bounds[p+1], bounds[p+2]
+			next = append(next, a)
+			wg.Go(func() { mergeRuns(idx[a:m], idx[m:e], tmp[a:e], cmp) })
+		}
+		next = append(next, n)
+		wg.Wait()
+		idx, tmp = tmp, idx
+		bounds = next
+	}
+	return idx
+}
+
+// mergeRuns merges sorted a and b into out, a first on ties (stable).
+func mergeRuns(a, b, out []uint32, cmp func(x, y uint32) int) {
+	i, j, o := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		if cmp(b[j], a[i]) < 0 {
+			out[o] = b[j]
+			j++
+		} else {
+			out[o] = a[i]
+			i++
+		}
+		o++
+	}
+	o += copy(out[o:], a[i:])
+	copy(out[o:], b[j:])
+}
+
+// lastOfRuns keeps, of each run of equal keys in sorted order, the last
+// position (the batch's last occurrence). Cost: one comparison per key.
+func lastOfRuns(kb Keys, order []uint32) []uint32 {
+	w := 0
+	for i, p := range order {
+		if i+1 < len(order) && bytes.Equal(kb.At(int(p)), kb.At(int(order[i+1]))) {
+			continue
+		}
+		order[w] = p
+		w++
+	}
+	return order[:w]
+}
+
+// distinctPrefixes counts, for w = 1..maxWidth, the distinct w-byte
+// prefixes of the sorted distinct keys (keys shorter than w not counted).
+func distinctPrefixes(kb Keys, order []uint32) [maxWidth + 1]int {
+	var out [maxWidth + 1]int
+	for i, p := range order {
+		k := kb.At(int(p))
+		for w := 1; w <= maxWidth; w++ {
+			if len(k) < w {
+				break
+			}
+			if i == 0 {
+				out[w]++
+				continue
+			}
+			q := kb.At(int(order[i-1]))
+			if len(q) < w || !bytes.Equal(q[:w], k[:w]) {
+				out[w]++
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,386 @@
+package art
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"warpkv/engine"
+	"warpkv/gpu"
+)
+
+// Tree is an ordered index from byte-string keys to uint64 values on the
+// CPU engine or the GPU engine (Options.Device). It is safe for concurrent
+// use: batches that change it run one at a time; Get, Lookup, Range,
+// Ranges, Prefix and Len run concurrently with each other.
+type Tree struct {
+	mu      sync.RWMutex
+	eng     backend
+	place   engine.Placement
+	builtAt int // keys at the last build: the root width is revisited when the tree doubles or halves
+	closed  bool
+}
+
+// New returns an empty tree on the engine that o selects. Cost: O(1) on
+// the CPU engine; on the GPU engine a stream, a few buffers and the
+// compilation of the kernels (cached on disk).
+func New(o Options) (*Tree, error) {
+	w, err := o.workers()
+	if err != nil {
+		return nil, err
+	}
+	p, err := engine.Place("art", o.Device, o.GPU)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tree{place: p}
+	if o.LookupLanes != 0 && o.LookupLanes != 1 && o.LookupLanes != lookupLanes {
+		return nil, errors.Join(fmt.Errorf("art: lookup lanes %d: want 1 or %d", o.LookupLanes, lookupLanes), p.Release())
+	}
+	if p.Backend == gpu.BackendGPU {
+		g, err := newGPUEngine(p.Device, w)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("art: gpu engine on %s: %w", p.Device, err), p.Release())
+		}
+		g.(*gpuEngine).lanes = max(1, o.LookupLanes)
+		t.eng = g
+		return t, nil
+	}
+	t.eng = newCPUEngine(w)
+	return t, nil
+}
+
+// Backend says which engine the tree runs on.
+func (t *Tree) Backend() gpu.Backend { return t.place.Backend }
+
+// Reason is a sentence saying which engine was chosen and why.
+func (t *Tree) Reason() string { return t.place.Reason }
+
+// LastBatch is the time breakdown of the latest call (on the GPU engine,
+// device time between CUDA events; on the CPU engine, host time).
+func (t *Tree) LastBatch() engine.Timings {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.closed {
+		return engine.Timings{}
+	}
+	return t.eng.lastBatch()
+}
+
+// Close frees the tree (and the device, when the tree opened it). Later
+// calls return an error; closing twice is a no-op.
+func (t *Tree) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	return errors.Join(t.eng.close(), t.place.Release())
+}
+
+// Len returns the number of keys. Cost: O(1).
+func (t *Tree) Len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.closed {
+		return 0
+	}
+	return t.eng.size()
+}
+
+// SetLookupLanes sets the GPU engine's lanes per key of later lookups (1
+// or 8; see Options.LookupLanes); the CPU engine ignores it.
+func (t *Tree) SetLookupLanes(n int) error {
+	if n != 1 && n != lookupLanes {
+		return fmt.Errorf("art: lookup lanes %d: want 1 or %d", n, lookupLanes)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if g, ok := t.eng.(*gpuEngine); ok {
+		g.lanes = n
+	}
+	return nil
+}
+
+// Width returns the root table's width in bytes (the first Width key bytes
+// are resolved by one read of a table of 256^Width links). Cost: O(1).
+func (t *Tree) Width() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.closed {
+		return 0
+	}
+	return t.eng.width()
+}
+
+// Build replaces the contents with the pairs (unsorted; of equal keys the
+// last wins). Cost: a sort of the batch, then one round per level of the
+// new tree, each O(keys) (on the GPU engine: kernels of one thread per key
+// or per node, and a transfer of the batch).
+func (t *Tree) Build(keys [][]byte, values []uint64) error { return t.BuildKeys(Pack(keys), values) }
+
+// BuildKeys is Build of a packed batch.
+func (t *Tree) BuildKeys(kb Keys, values []uint64) error {
+	if err := kb.check("build", values, true); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return errClosed
+	}
+	if err := t.eng.build(kb, values); err != nil {
+		return fmt.Errorf("art: build: %w", err)
+	}
+	t.builtAt = t.eng.size()
+	return nil
+}
+
+// Insert inserts the pairs or replaces the values of present keys (of
+// equal keys in the batch the last wins). Cost: a sort of the batch, one
+// walk per key, the build rounds of the new subtrees and one round over the
+// touched nodes (on the GPU engine all on the device); into an empty tree
+// it is Build. When the tree doubles since its last build it is rebuilt
+// (O(keys)) so that the root width can follow its size.
+func (t *Tree) Insert(keys [][]byte, values []uint64) error { return t.InsertKeys(Pack(keys), values) }
+
+// InsertKeys is Insert of a packed batch.
+func (t *Tree) InsertKeys(kb Keys, values []uint64) error {
+	if err := kb.check("insert", values, true); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return errClosed
+	}
+	if kb.Len() == 0 {
+		return nil
+	}
+	if t.eng.size() == 0 {
+		if err := t.eng.build(kb, values); err != nil {
+			return fmt.Errorf("art: insert: %w", err)
+		}
+		t.builtAt = t.eng.size()
+		return nil
+	}
+	if _, err := t.eng.insert(kb, values); err != nil {
+		return fmt.Errorf("art: insert: %w", err)
+	}
+	return t.maybeRebuild("insert")
+}
+
+// Update replaces the values of the keys that are present (CuART's update:
+// absent keys are not inserted) and says which were; of equal keys in the
+// batch the last wins. Cost: two passes of one walk per key and a conflict
+// table of 2 to 4 slots per key; no sort, no structural change.
+func (t *Tree) Update(keys [][]byte, values []uint64) ([]bool, error) {
+	found := make([]bool, len(keys))
+	return found, t.UpdateKeys(Pack(keys), values, found)
+}
+
+// UpdateKeys is Update of a packed batch into found (len kb.Len()).
+func (t *Tree) UpdateKeys(kb Keys, values []uint64, found []bool) error {
+	if err := kb.check("update", values, true); err != nil {
+		return err
+	}
+	if len(found) != kb.Len() {
+		return fmt.Errorf("art: update: %d keys, %d found flags", kb.Len(), len(found))
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return errClosed
+	}
+	if err := t.eng.update(kb, values, found); err != nil {
+		return fmt.Errorf("art: update: %w", err)
+	}
+	return nil
+}
+
+// Get looks up every key: values[i] is the value of keys[i] and found[i]
+// whether it is present (values[i] is 0 when not). Cost: one walk per key
+// (on the GPU engine one thread per key, plus a transfer each way).
+func (t *Tree) Get(keys [][]byte) (values []uint64, found []bool, err error) {
+	values, found = make([]uint64, len(keys)), make([]bool, len(keys))
+	return values, found, t.Lookup(Pack(keys), values, found)
+}
+
+// Lookup is Get of a packed batch into values and found (len kb.Len()).
+func (t *Tree) Lookup(kb Keys, values []uint64, found []bool) error {
+	if err := kb.check("lookup", nil, false); err != nil {
+		return err
+	}
+	if len(values) != kb.Len() || len(found) != kb.Len() {
+		return fmt.Errorf("art: lookup: %d keys, %d values, %d found flags", kb.Len(), len(values), len(found))
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.closed {
+		return errClosed
+	}
+	if err := t.eng.lookup(kb, values, found); err != nil {
+		return fmt.Errorf("art: lookup: %w", err)
+	}
+	return nil
+}
+
+// Delete removes the keys (absent ones are ignored) and returns how many
+// distinct keys it removed. Cost: a sort of the batch, one walk per key,
+// then one round over the touched nodes per level, deepest first (nodes
+// shrink to smaller kinds, collapse into their last entry or disappear).
+// When the tree halves since its last build it is rebuilt (O(keys)).
+func (t *Tree) Delete(keys [][]byte) (int, error) { return t.DeleteKeys(Pack(keys)) }
+
+// DeleteKeys is Delete of a packed batch.
+func (t *Tree) DeleteKeys(kb Keys) (int, error) {
+	if err := kb.check("delete", nil, false); err != nil {
+		return 0, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return 0, errClosed
+	}
+	if kb.Len() == 0 || t.eng.size() == 0 {
+		return 0, nil
+	}
+	n, err := t.eng.remove(kb)
+	if err != nil {
+		return 0, fmt.Errorf("art: delete: %w", err)
+	}
+	return n, t.maybeRebuild("delete")
+}
+
+// maybeRebuild rebuilds the tree when it has doubled (and could use a
+// wider root table) or halved (and could use a narrower one) since its
+// last build. Both engines decide alike, so their layouts stay equal.
+// Callers hold the write lock.
+func (t *Tree) maybeRebuild(op string) error {
+	n, w := t.eng.size(), t.eng.width()
+	grow := w < maxWidth && n >= 2*t.builtAt && n >= widthMinKeys[w+1]
+	shrink := w > 0 && 2*n < t.builtAt && n < widthMinKeys[w]
+	if !grow && !shrink {
+		return nil
+	}
+	all, err := t.eng.ranges(dumpQueries(n), 0, false)
+	if err != nil {
+		return fmt.Errorf("art: %s: rebuild: %w", op, err)
+	}
+	if err := t.eng.build(all.Keys, all.Values); err != nil {
+		return fmt.Errorf("art: %s: rebuild: %w", op, err)
+	}
+	t.builtAt = t.eng.size()
+	return nil
+}
+
+// dumpQueries splits the key space into contiguous ranges (by the first
+// byte, or the first two for more than 64Ki keys) so that reading every
+// pair runs as many parallel queries.
+func dumpQueries(n int) []Query {
+	width := 1
+	if n > 1<<16 {
+		width = 2
+	}
+	bounds := make([][]byte, 0, 1<<(8*width))
+	for v := range 1 << (8 * width) {
+		b := make([]byte, width)
+		for i := range width {
+			b[width-1-i] = byte(v >> (8 * i))
+		}
+		bounds = append(bounds, b)
+	}
+	qs := make([]Query, 0, len(bounds)+1)
+	qs = append(qs, Query{Lo: nil, Hi: bounds[0]})
+	for i, b := range bounds {
+		var hi []byte
+		if i+1 < len(bounds) {
+			hi = bounds[i+1]
+		}
+		qs = append(qs, Query{Lo: b, Hi: hi})
+	}
+	return qs
+}
+
+// Range returns the pairs with lo <= key < hi in ascending key order, at
+// most limit (limit <= 0: all); hi nil means no upper bound (a non-nil
+// empty hi bounds everything out). Cost: a seek (one walk) and O(1)
+// amortized node steps per pair (on the GPU engine one thread per query).
+func (t *Tree) Range(lo, hi []byte, limit int) (keys [][]byte, values []uint64, err error) {
+	r, err := t.Ranges([]Query{{Lo: lo, Hi: hi}}, limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys, values = r.Query(0)
+	return keys, values, nil
+}
+
+// Ranges answers many range queries, each as Range with the same limit,
+// in two passes (count each query's pairs, prefix sums, write them at
+// their offsets). Cost: twice the queries' Range cost, over the workers
+// or one GPU thread per query.
+func (t *Tree) Ranges(qs []Query, limit int) (*Result, error) {
+	return t.query("ranges", qs, limit, false)
+}
+
+// RangesDesc is Ranges in descending key order: each query's largest keys
+// below Hi first, down to Lo.
+func (t *Tree) RangesDesc(qs []Query, limit int) (*Result, error) {
+	return t.query("ranges", qs, limit, true)
+}
+
+// Prefix answers prefix queries: query i's pairs are those whose key
+// starts with prefixes[i], ascending, at most limit each. Cost: as Ranges
+// (a prefix is the range [p, the smallest key past every key starting
+// with p)).
+func (t *Tree) Prefix(prefixes [][]byte, limit int) (*Result, error) {
+	qs := make([]Query, len(prefixes))
+	for i, p := range prefixes {
+		if p == nil {
+			p = []byte{}
+		}
+		qs[i] = Query{Lo: p, Hi: prefixEnd(p)}
+	}
+	return t.query("prefix", qs, limit, false)
+}
+
+func (t *Tree) query(op string, qs []Query, limit int, desc bool) (*Result, error) {
+	for i, q := range qs {
+		if len(q.Lo) > MaxKeyLen || len(q.Hi) > MaxKeyLen+1 {
+			return nil, fmt.Errorf("art: %s: query %d: bound of %d bytes: keys have at most %d", op, i, max(len(q.Lo), len(q.Hi)), MaxKeyLen)
+		}
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.closed {
+		return nil, errClosed
+	}
+	if len(qs) == 0 {
+		return &Result{Keys: Keys{Offs: []uint32{0}}, Offsets: []int{0}}, nil
+	}
+	r, err := t.eng.ranges(qs, limit, desc)
+	if err != nil {
+		return nil, fmt.Errorf("art: %s: %w", op, err)
+	}
+	return r, nil
+}
+
+// Check verifies every invariant of the layout (see store.check); tests
+// call it after every batch. Cost: O(tree), plus a download of the device
+// arrays on the GPU engine.
+func (t *Tree) Check() error {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.closed {
+		return errClosed
+	}
+	s, err := t.eng.snapshot()
+	if err != nil {
+		return fmt.Errorf("art: check: %w", err)
+	}
+	if err := s.check(); err != nil {
+		return fmt.Errorf("art: check (%s engine): %w", t.place.Backend, err)
+	}
+	return nil
+}

@@ -1,0 +1,835 @@
+package bench
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"warpkv/art"
+	"warpkv/gpu"
+	"warpkv/prim"
+)
+
+// Sizes and inputs of the art suite (CuART).
+const (
+	ARTGPUSize   = 100_000_000 // largest tree by default with a GPU
+	ARTCPUSize   = 1_000_000   // largest tree by default on the CPU engine alone
+	ARTMinSize   = 1000
+	ARTPaperSize = 100_000_000 // the case list as written; every size scales by Size/ARTPaperSize
+	ARTSeed      = 0xA27_5EED_0012
+	// ARTRangeKeys is the limit of a range query (lo a present key, no
+	// upper bound: the ~16 keys from lo).
+	ARTRangeKeys = 16
+	// ARTPrefixLimit bounds a prefix scan's answer.
+	ARTPrefixLimit = 64
+	// ARTBatch is the batch of the point operations (lookups, updates).
+	ARTBatch = 1 << 20
+)
+
+// ARTKeys names a key shape of the art cases.
+type ARTKeys string
+
+// The key shapes: fixed 8, 16 and 32 bytes (the first 8 bytes a bijection
+// of the key's number, so keys are distinct), variable-length text
+// ("word:hex", 4 to 30 bytes), and 16-byte keys of which 3% or 30% are
+// long (64 to 256 bytes: the LV leaf class).
+const (
+	ARTKeys8      ARTKeys = "8 B"
+	ARTKeys16     ARTKeys = "16 B"
+	ARTKeys32     ARTKeys = "32 B"
+	ARTKeysText   ARTKeys = "text"
+	ARTKeysLong3  ARTKeys = "16 B, 3% long"
+	ARTKeysLong30 ARTKeys = "16 B, 30% long"
+)
+
+// ARTOp is the operation of an art case.
+type ARTOp string
+
+// The operations of the art cases.
+const (
+	ARTBuild  ARTOp = "build"  // bulk build from unsorted pairs
+	ARTLookup ARTOp = "lookup" // point lookups of present keys
+	ARTMiss   ARTOp = "miss"   // point lookups of absent keys
+	ARTUpdate ARTOp = "update" // value updates of present keys (CuART's update)
+	ARTInsert ARTOp = "insert" // inserts of new keys
+	ARTDelete ARTOp = "delete" // deletes of present keys
+	ARTRanges ARTOp = "ranges" // range queries of ARTRangeKeys keys from a present key
+	ARTPrefix ARTOp = "prefix" // prefix scans (a prefix ~16 to 4096 keys share), at most ARTPrefixLimit
+)
+
+// ARTCase is one measured operation of the art suite, shared with
+// compat/cmd/artbench so that both measure the same operations on the
+// same data.
+type ARTCase struct {
+	Op    ARTOp
+	Keys  ARTKeys
+	Tree  int // keys in the tree (0 for a build)
+	Batch int // keys built, looked up, updated, inserted, deleted; queries
+}
+
+// Name is the case's operation column, e.g. "lookup 1M of 16 B keys in 100M".
+func (c ARTCase) Name() string {
+	b, t := SI(float64(c.Batch)), SI(float64(c.Tree))
+	switch c.Op {
+	case ARTBuild:
+		return fmt.Sprintf("build %s, %s keys", b, c.Keys)
+	case ARTMiss:
+		return fmt.Sprintf("lookup %s absent, %s keys, in %s", b, c.Keys, t)
+	case ARTRanges:
+		return fmt.Sprintf("ranges %s x %d keys, %s keys, in %s", b, ARTRangeKeys, c.Keys, t)
+	case ARTPrefix:
+		return fmt.Sprintf("prefix %s scans, %s keys, in %s", b, c.Keys, t)
+	}
+	return fmt.Sprintf("%s %s, %s keys, in %s", c.Op, b, c.Keys, t)
+}
+
+// ARTDefaultSize is the suite's largest tree when Options.Size is 0.
+func ARTDefaultSize(gpu bool) int {
+	if gpu {
+		return ARTGPUSize
+	}
+	return ARTCPUSize
+}
+
+// ARTCases returns the cases with largest tree maxTree. As written (max =
+// ARTPaperSize = 100M): build of 100M 16-byte keys; on a tree of 100M
+// 16-byte keys every operation with batches of 1M (inserts and deletes:
+// 10M); lookups against batch size 1K to 16M (x4); the same operations on
+// 8-byte, 32-byte and text keys; lookups on trees of 1M and 16M keys; and
+// lookups with 0%, 3% and 30% long keys. Sizes scale by max/ARTPaperSize
+// (at least 1); cases that coincide are listed once.
+func ARTCases(maxTree int) []ARTCase {
+	const M = 1_000_000
+	s := func(n int) int { return max(1, int((int64(n)*int64(maxTree)+ARTPaperSize/2)/ARTPaperSize)) }
+	T := s(100 * M)
+	var out []ARTCase
+	add := func(c ARTCase) {
+		c.Batch = min(c.Batch, max(c.Tree, c.Batch*boolInt(c.Op == ARTBuild || c.Op == ARTMiss || c.Op == ARTInsert)))
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	add(ARTCase{Op: ARTBuild, Keys: ARTKeys16, Batch: T})
+	for _, k := range []ARTKeys{ARTKeys16, ARTKeys8, ARTKeys32, ARTKeysText} {
+		for _, op := range []ARTOp{ARTLookup, ARTMiss, ARTUpdate, ARTRanges, ARTPrefix, ARTInsert, ARTDelete} {
+			b := min(ARTBatch, T)
+			if op == ARTInsert || op == ARTDelete {
+				b = max(1, T/10)
+			}
+			if op == ARTRanges || op == ARTPrefix {
+				b = max(1, b/16)
+			}
+			add(ARTCase{Op: op, Keys: k, Tree: T, Batch: b})
+		}
+		if k == ARTKeys16 {
+			for b := 1 << 10; b <= 1<<24 && b <= T; b <<= 2 {
+				add(ARTCase{Op: ARTLookup, Keys: k, Tree: T, Batch: b})
+			}
+		}
+	}
+	for _, k := range []ARTKeys{ARTKeysLong3, ARTKeysLong30} {
+		add(ARTCase{Op: ARTLookup, Keys: k, Tree: T, Batch: min(ARTBatch, T)})
+	}
+	for _, t := range []int{s(M), s(16 * M)} {
+		add(ARTCase{Op: ARTLookup, Keys: ARTKeys16, Tree: t, Batch: min(ARTBatch, t)})
+	}
+	// Trees in increasing size per key shape, so that a tree is built once
+	// for the cases on it.
+	slices.SortStableFunc(out, func(a, b ARTCase) int {
+		if a.Keys != b.Keys {
+			return strings.Compare(string(a.Keys), string(b.Keys))
+		}
+		return a.Tree - b.Tree
+	})
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ARTKey appends key i of shape k to dst. Keys of distinct i are distinct;
+// i >= a tree's size gives keys not in it.
+func ARTKey(dst []byte, k ARTKeys, i uint64) []byte {
+	h := prim.SplitMix64(ARTSeed, i)
+	start := len(dst)
+	fill := func(n int) []byte { // n bytes: h, then more random words
+		dst = binary.BigEndian.AppendUint64(dst, h)
+		for j := 1; 8*j < n; j++ {
+			dst = binary.BigEndian.AppendUint64(dst, prim.SplitMix64(ARTSeed+uint64(j), i))
+		}
+		return dst
+	}
+	switch k {
+	case ARTKeys8:
+		return fill(8)[:start+8]
+	case ARTKeys32:
+		return fill(32)[:start+32]
+	case ARTKeysText:
+		w := 2 + int(h%11)
+		for j := range w {
+			dst = append(dst, byte('a'+(prim.SplitMix64(h, uint64(j))%26)))
+		}
+		return fmt.Appendf(dst, ":%x", i)
+	case ARTKeysLong3, ARTKeysLong30:
+		p := uint64(3)
+		if k == ARTKeysLong30 {
+			p = 30
+		}
+		if prim.SplitMix64(ARTSeed+99, i)%100 < p {
+			n := 64 + int(prim.SplitMix64(ARTSeed+98, i)%193)
+			return fill(n)[:start+n]
+		}
+	}
+	return fill(16)[:start+16]
+}
+
+// ARTData is the input of one case.
+type ARTData struct {
+	Keys   art.Keys // the batch's keys (build, lookups, updates, inserts, deletes), or the queries' lower bounds or prefixes
+	Values []uint64
+}
+
+// ARTInputs generates the inputs and keeps the last tree's pairs.
+type ARTInputs struct {
+	k     ARTKeys
+	n     int
+	keys  art.Keys
+	vals  []uint64
+	valid bool
+}
+
+// NewARTInputs returns an empty input cache.
+func NewARTInputs() *ARTInputs { return &ARTInputs{} }
+
+// artKeys returns the keys f(j) for j < n, packed. Cost: O(n) over
+// GOMAXPROCS goroutines.
+func artKeys(n int, f func(dst []byte, j int) []byte) art.Keys {
+	parts := max(1, min(runtime.GOMAXPROCS(0), n/4096))
+	chunks := make([][]byte, parts)
+	lens := make([]uint32, n)
+	artParallel(parts, func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			var buf []byte
+			for j := p * n / parts; j < (p+1)*n/parts; j++ {
+				before := len(buf)
+				buf = f(buf, j)
+				lens[j] = uint32(len(buf) - before)
+			}
+			chunks[p] = buf
+		}
+	})
+	out := art.Keys{Offs: make([]uint32, n+1)}
+	total := 0
+	for _, c := range chunks {
+		total += len(c)
+	}
+	out.Data = make([]byte, 0, total)
+	for _, c := range chunks {
+		out.Data = append(out.Data, c...)
+	}
+	for j, l := range lens {
+		out.Offs[j+1] = out.Offs[j] + l
+	}
+	return out
+}
+
+// artParallel calls fn on GOMAXPROCS consecutive parts of [0, n).
+func artParallel(n int, fn func(lo, hi int)) {
+	w := max(1, min(runtime.GOMAXPROCS(0), n))
+	var wg sync.WaitGroup
+	for p := range w {
+		wg.Go(func() { fn(p*n/w, (p+1)*n/w) })
+	}
+	wg.Wait()
+}
+
+// Tree returns the pairs of a tree of n keys of shape k (key i = ARTKey(k,
+// i), unsorted; value i random). The slices are shared: do not modify
+// them.
+func (in *ARTInputs) Tree(k ARTKeys, n int) (art.Keys, []uint64) {
+	if in.valid && in.k == k && in.n == n {
+		return in.keys, in.vals
+	}
+	in.keys, in.vals = art.Keys{}, nil
+	runtime.GC()
+	in.keys = artKeys(n, func(dst []byte, j int) []byte { return ARTKey(dst, k, uint64(j)) })
+	in.vals = make([]uint64, n)
+	artParallel(n, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			in.vals[j] = prim.SplitMix64(ARTSeed+7, uint64(j))
+		}
+	})
+	in.k, in.n, in.valid = k, n, true
+	return in.keys, in.vals
+}
+
+// Data returns the input of case c.
+func (in *ARTInputs) Data(c ARTCase) *ARTData {
+	d := &ARTData{}
+	t := uint64(max(c.Tree, 1))
+	pick := func(j int) uint64 { return prim.SplitMix64(ARTSeed+11, uint64(j)) % t } // a present key
+	switch c.Op {
+	case ARTBuild:
+		d.Keys, d.Values = in.Tree(c.Keys, c.Batch)
+		return d
+	case ARTLookup, ARTUpdate, ARTRanges:
+		d.Keys = artKeys(c.Batch, func(dst []byte, j int) []byte { return ARTKey(dst, c.Keys, pick(j)) })
+	case ARTDelete:
+		d.Keys = artKeys(c.Batch, func(dst []byte, j int) []byte { return ARTKey(dst, c.Keys, uint64(j)*t/uint64(c.Batch)) })
+	case ARTMiss, ARTInsert:
+		d.Keys = artKeys(c.Batch, func(dst []byte, j int) []byte { return ARTKey(dst, c.Keys, t+uint64(j)) })
+	case ARTPrefix:
+		p := artPrefixLen(c.Keys, c.Tree)
+		d.Keys = artKeys(c.Batch, func(dst []byte, j int) []byte {
+			k := ARTKey(dst, c.Keys, pick(j))
+			return k[:len(dst)+min(p, len(k)-len(dst))]
+		})
+	}
+	if c.Op == ARTUpdate || c.Op == ARTInsert {
+		d.Values = make([]uint64, c.Batch)
+		for j := range d.Values {
+			d.Values[j] = prim.SplitMix64(ARTSeed+13, uint64(j))
+		}
+	}
+	return d
+}
+
+// artPrefixLen is the prefix length of the prefix scans: for random
+// binary keys the bytes that ~16 to 4096 keys of the tree share; for text
+// keys 3 letters.
+func artPrefixLen(k ARTKeys, tree int) int {
+	if k == ARTKeysText {
+		return 3
+	}
+	p := 0
+	for n := tree / 16; n >= 256; n /= 256 {
+		p++
+	}
+	return max(1, p)
+}
+
+// ARTImpl is an ordered map of byte-string keys to uint64 values measured
+// by the art cases: warpkv's engines and, in compat/cmd/artbench, other
+// Go indexes.
+type ARTImpl interface {
+	Name() string
+	// Build replaces the contents with the pairs (distinct keys, unsorted).
+	Build(keys art.Keys, values []uint64) error
+	Insert(keys art.Keys, values []uint64) error
+	Update(keys art.Keys, values []uint64) error
+	Delete(keys art.Keys) error
+	Lookup(keys art.Keys, values []uint64, found []bool) error
+	// Ranges answers a range query of at most limit keys from each lower
+	// bound (no upper bound) and returns the pairs found and their
+	// checksum.
+	Ranges(los art.Keys, limit int) (pairs int, sum uint64, err error)
+	// Prefix answers prefix scans of at most limit keys each.
+	Prefix(prefixes art.Keys, limit int) (pairs int, sum uint64, err error)
+	Len() int
+	Close() error
+}
+
+// ARTCheck summarizes an answer for comparison across implementations.
+type ARTCheck struct {
+	Len   int
+	Found int
+	Sum   uint64
+}
+
+func (c ARTCheck) String() string {
+	return fmt.Sprintf("len %d, found %d, checksum %#x", c.Len, c.Found, c.Sum)
+}
+
+// ARTMix is the checksum term of a found pair.
+func ARTMix(k []byte, v uint64) uint64 {
+	h := v
+	for _, b := range k {
+		h = h*0x100000001b3 ^ uint64(b)
+	}
+	return prim.SplitMix64(h, uint64(len(k)))
+}
+
+// artPhaser is an implementation that reports its last batch's phases.
+type artPhaser interface {
+	LastBatchTimes() (work, total time.Duration)
+}
+
+// artLanes is an implementation with a choice of lanes per lookup
+// (warpkv's GPU engine: art.Tree.SetLookupLanes).
+type artLanes interface{ SetLookupLanes(n int) error }
+
+// artStager is an implementation that looks keys up from pinned staging
+// buffers (warpkv's GPU engine: art.Tree.LookupStaged).
+type artStager interface {
+	Stage(keys art.Keys) error
+	LookupStaged() error
+}
+
+// ARTLimits are the references of the GPU rows (MeasureLimits), zero
+// without a GPU.
+type ARTLimits struct {
+	Gather32 float64 // random 32-byte gathers per second
+	H2DGBps  float64 // pinned host to device
+	D2HGBps  float64
+}
+
+// RunARTCase measures impl on case c, median of reps runs after
+// DefaultWarmup: the tree is built from in.Tree outside the timed region
+// (before each run for inserts, deletes and updates). It returns the case's
+// row and, for an implementation that reports its phases, a "kernels" row
+// (the engine's work phase alone) with its ratio to the random 32-byte
+// gather rate, and the whole call's ratio to the pinned transfer limit.
+func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, lim ARTLimits) ([]Result, ARTCheck, error) {
+	var ch ARTCheck
+	setup := func() error {
+		k, v := in.Tree(c.Keys, c.Tree)
+		if err := impl.Build(k, v); err != nil {
+			return fmt.Errorf("loading a tree of %s keys: %w", SI(float64(c.Tree)), err)
+		}
+		runtime.GC()
+		return nil
+	}
+	var prepare, run func() error
+	var lv []uint64
+	var lf []bool
+	switch c.Op {
+	case ARTBuild:
+		prepare = func() error { runtime.GC(); return nil }
+		run = func() error { return impl.Build(d.Keys, d.Values) }
+	case ARTInsert:
+		prepare, run = setup, func() error { return impl.Insert(d.Keys, d.Values) }
+	case ARTDelete:
+		prepare, run = setup, func() error { return impl.Delete(d.Keys) }
+	case ARTUpdate:
+		prepare, run = setup, func() error { return impl.Update(d.Keys, d.Values) }
+	case ARTLookup, ARTMiss:
+		if err := setup(); err != nil {
+			return nil, ch, err
+		}
+		lv, lf = make([]uint64, c.Batch), make([]bool, c.Batch)
+		run = func() error { return impl.Lookup(d.Keys, lv, lf) }
+	case ARTRanges, ARTPrefix:
+		if err := setup(); err != nil {
+			return nil, ch, err
+		}
+		run = func() error {
+			var err error
+			if c.Op == ARTRanges {
+				ch.Found, ch.Sum, err = impl.Ranges(d.Keys, ARTRangeKeys)
+			} else {
+				ch.Found, ch.Sum, err = impl.Prefix(d.Keys, ARTPrefixLimit)
+			}
+			return err
+		}
+	default:
+		return nil, ch, fmt.Errorf("bench art: unknown operation %q", c.Op)
+	}
+	phaser, _ := impl.(artPhaser)
+	var wall, work []float64
+	for i := range DefaultWarmup + reps {
+		if prepare != nil {
+			if err := prepare(); err != nil {
+				return nil, ch, err
+			}
+		}
+		t0 := time.Now()
+		if err := run(); err != nil {
+			return nil, ch, err
+		}
+		el := time.Since(t0).Seconds()
+		if i < DefaultWarmup {
+			continue
+		}
+		wall = append(wall, el)
+		if phaser != nil {
+			w, _ := phaser.LastBatchTimes()
+			work = append(work, w.Seconds())
+		}
+	}
+	items := int64(c.Batch)
+	up, down := artTransferBytes(c, d)
+	whole := NewResult(c.Name(), impl.Name(), items, up+down, Median(wall))
+	rows := []Result{whole}
+	if phaser != nil && lim.Gather32 > 0 {
+		rows[0] = whole.VsBandwidth("pinned H2D", lim.H2DGBps)
+		if ws := Median(work); ws > 0 {
+			k := NewResult(c.Name()+": kernels", impl.Name(), items, 0, ws)
+			k.Ratio, k.RatioTo = k.OpsPerSec/lim.Gather32, "32 B gathers/s"
+			rows = append(rows, k)
+		}
+	}
+	// Lookups with 8 lanes per key (the GPU engine's other lookup kernel).
+	if ln, ok := impl.(artLanes); ok && lim.Gather32 > 0 && (c.Op == ARTLookup || c.Op == ARTMiss) {
+		if err := ln.SetLookupLanes(8); err != nil {
+			return nil, ch, err
+		}
+		var ts, ws []float64
+		for i := range DefaultWarmup + reps {
+			t0 := time.Now()
+			if err := run(); err != nil {
+				return nil, ch, err
+			}
+			if i >= DefaultWarmup {
+				ts = append(ts, time.Since(t0).Seconds())
+				if phaser != nil {
+					w, _ := phaser.LastBatchTimes()
+					ws = append(ws, w.Seconds())
+				}
+			}
+		}
+		if err := ln.SetLookupLanes(1); err != nil {
+			return nil, ch, err
+		}
+		rows = append(rows, NewResult(c.Name()+": 8 lanes per key", impl.Name(), items, up+down, Median(ts)).VsPeer("1 lane", whole))
+		if w := Median(ws); w > 0 {
+			k := NewResult(c.Name()+": kernels, 8 lanes per key", impl.Name(), items, 0, w)
+			k.Ratio, k.RatioTo = k.OpsPerSec/lim.Gather32, "32 B gathers/s"
+			rows = append(rows, k)
+		}
+	}
+	// Lookups from pinned staging (the GPU engine): the keys written into
+	// the engine's pinned buffers once, untimed, then whole calls timed.
+	if st, ok := impl.(artStager); ok && lim.Gather32 > 0 && (c.Op == ARTLookup || c.Op == ARTMiss) {
+		if err := st.Stage(d.Keys); err != nil {
+			return nil, ch, err
+		}
+		var ts []float64
+		for i := range DefaultWarmup + reps {
+			t0 := time.Now()
+			if err := st.LookupStaged(); err != nil {
+				return nil, ch, err
+			}
+			if i >= DefaultWarmup {
+				ts = append(ts, time.Since(t0).Seconds())
+			}
+		}
+		rows = append(rows, NewResult(c.Name()+": from pinned staging", impl.Name(), items, up+down, Median(ts)).VsBandwidth("pinned H2D", lim.H2DGBps))
+	}
+	// The check of the last run's answer.
+	ch.Len = impl.Len()
+	switch c.Op {
+	case ARTLookup, ARTMiss:
+		for i, f := range lf {
+			if f {
+				ch.Found++
+				ch.Sum += ARTMix(d.Keys.At(i), lv[i])
+			}
+		}
+	case ARTBuild, ARTInsert, ARTDelete, ARTUpdate:
+		n := min(d.Keys.Len(), 1<<16)
+		pk := art.Keys{Data: d.Keys.Data, Offs: d.Keys.Offs[:n+1]}
+		pv, pf := make([]uint64, n), make([]bool, n)
+		if err := impl.Lookup(pk, pv, pf); err != nil {
+			return nil, ch, fmt.Errorf("checking %s: %w", c.Name(), err)
+		}
+		for i, f := range pf {
+			if f {
+				ch.Found++
+				ch.Sum += ARTMix(pk.At(i), pv[i])
+			}
+		}
+	}
+	return rows, ch, nil
+}
+
+// Validate checks what a case's answer must be whatever the
+// implementation.
+func (c ARTCase) Validate(ch ARTCheck) error {
+	bad := func(want string) error { return fmt.Errorf("%s: wrong answer: %v, want %s", c.Name(), ch, want) }
+	switch c.Op {
+	case ARTBuild:
+		if ch.Len != c.Batch {
+			return bad(fmt.Sprintf("len %d", c.Batch))
+		}
+	case ARTLookup:
+		if ch.Len != c.Tree || ch.Found != c.Batch {
+			return bad(fmt.Sprintf("len %d, found %d", c.Tree, c.Batch))
+		}
+	case ARTMiss:
+		if ch.Found != 0 {
+			return bad("found 0")
+		}
+	case ARTInsert:
+		if ch.Len != c.Tree+c.Batch {
+			return bad(fmt.Sprintf("len %d", c.Tree+c.Batch))
+		}
+	case ARTDelete:
+		if ch.Len != c.Tree-c.Batch || ch.Found != 0 {
+			return bad(fmt.Sprintf("len %d, the deleted keys absent", c.Tree-c.Batch))
+		}
+	case ARTRanges:
+		if ch.Found < c.Batch {
+			return bad(fmt.Sprintf("found >= %d", c.Batch))
+		}
+	}
+	return nil
+}
+
+// artTransferBytes returns the bytes a call moves from and to the host.
+func artTransferBytes(c ARTCase, d *ARTData) (up, down int64) {
+	b := int64(c.Batch)
+	keys := int64(len(d.Keys.Data)) + 4*(b+1)
+	switch c.Op {
+	case ARTBuild, ARTInsert, ARTUpdate:
+		return keys + 8*b, 0
+	case ARTDelete:
+		return keys, 0
+	case ARTLookup, ARTMiss:
+		return keys, 9 * b
+	}
+	return keys, 0
+}
+
+// artEngine adapts an art.Tree to ARTImpl.
+type artEngine struct {
+	name string
+	t    *art.Tree
+	st   *art.Staging // LookupStaged's buffers, grown by Stage
+	n    int          // keys staged
+}
+
+// Stage copies keys into the tree's pinned staging buffers.
+func (e *artEngine) Stage(keys art.Keys) error {
+	if e.st == nil || len(e.st.Values) < keys.Len() || len(e.st.Data) < len(keys.Data) {
+		if e.st != nil {
+			if err := e.st.Free(); err != nil {
+				return err
+			}
+		}
+		st, err := e.t.NewStaging(keys.Len(), len(keys.Data))
+		if err != nil {
+			return err
+		}
+		e.st = st
+	}
+	copy(e.st.Data, keys.Data)
+	base := keys.Offs[0]
+	for i, o := range keys.Offs {
+		e.st.Offs[i] = o - base
+	}
+	e.n = keys.Len()
+	return nil
+}
+
+// SetLookupLanes sets the tree's lanes per lookup.
+func (e *artEngine) SetLookupLanes(n int) error { return e.t.SetLookupLanes(n) }
+
+// LookupStaged looks the staged keys up.
+func (e *artEngine) LookupStaged() error { return e.t.LookupStaged(e.st, e.n) }
+
+func (e *artEngine) Name() string { return e.name }
+func (e *artEngine) Build(k art.Keys, v []uint64) error {
+	return e.t.BuildKeys(k, v)
+}
+func (e *artEngine) Insert(k art.Keys, v []uint64) error { return e.t.InsertKeys(k, v) }
+func (e *artEngine) Update(k art.Keys, v []uint64) error {
+	return e.t.UpdateKeys(k, v, make([]bool, k.Len()))
+}
+func (e *artEngine) Delete(k art.Keys) error { _, err := e.t.DeleteKeys(k); return err }
+func (e *artEngine) Lookup(k art.Keys, v []uint64, f []bool) error {
+	return e.t.Lookup(k, v, f)
+}
+func (e *artEngine) Len() int { return e.t.Len() }
+func (e *artEngine) Close() error {
+	var err error
+	if e.st != nil {
+		err = e.st.Free()
+		e.st = nil
+	}
+	return errors.Join(err, e.t.Close())
+}
+func (e *artEngine) LastBatchTimes() (time.Duration, time.Duration) {
+	tm := e.t.LastBatch()
+	return tm.Work, tm.Total
+}
+
+func (e *artEngine) Ranges(los art.Keys, limit int) (int, uint64, error) {
+	qs := make([]art.Query, los.Len())
+	for i := range qs {
+		qs[i] = art.Query{Lo: los.At(i)}
+	}
+	r, err := e.t.Ranges(qs, limit)
+	if err != nil {
+		return 0, 0, err
+	}
+	return artSum(r)
+}
+
+func (e *artEngine) Prefix(ps art.Keys, limit int) (int, uint64, error) {
+	r, err := e.t.Prefix(ps.Unpack(), limit)
+	if err != nil {
+		return 0, 0, err
+	}
+	return artSum(r)
+}
+
+func artSum(r *art.Result) (int, uint64, error) {
+	var s uint64
+	for i, v := range r.Values {
+		s += ARTMix(r.Keys.At(i), v)
+	}
+	return len(r.Values), s, nil
+}
+
+// ARTEngines are warpkv's art engines chosen by a device option.
+type ARTEngines struct {
+	Impls   []ARTImpl
+	Engines []string
+	GPU     bool
+	Limits  ARTLimits
+	dev     *gpu.Device
+}
+
+// OpenARTEngines returns the CPU engine and, when device resolves to a
+// GPU, the GPU engine (with the device's measured limits).
+func OpenARTEngines(device string) (*ARTEngines, error) {
+	c, err := gpu.Choose(device)
+	if err != nil {
+		return nil, err
+	}
+	e := &ARTEngines{dev: c.Device}
+	ct, err := art.New(art.Options{Device: "cpu"})
+	if err != nil {
+		return nil, errors.Join(err, e.Close())
+	}
+	e.Impls = append(e.Impls, &artEngine{name: "cpu", t: ct})
+	e.Engines = append(e.Engines, fmt.Sprintf("cpu: warpkv art CPU engine, %d workers (GOMAXPROCS)", runtime.GOMAXPROCS(0)))
+	if c.Device == nil {
+		e.Engines = append(e.Engines, "no gpu rows: "+c.Reason)
+		return e, nil
+	}
+	lim, err := MeasureLimits(c.Device, nil)
+	if err != nil {
+		return nil, errors.Join(err, e.Close())
+	}
+	e.Limits = ARTLimits{Gather32: lim.Gather32, H2DGBps: lim.H2DGBps, D2HGBps: lim.D2HGBps}
+	gt, err := art.New(art.Options{GPU: c.Device})
+	if err != nil {
+		return nil, errors.Join(err, e.Close())
+	}
+	e.Impls = append(e.Impls, &artEngine{name: "gpu", t: gt})
+	e.GPU = true
+	e.Engines = append(e.Engines, fmt.Sprintf("gpu: warpkv art GPU engine, %s; whole calls from Go slices, transfers included; measured on %s: %.3g random 32 B gathers/s, pinned H2D %.1f GB/s",
+		c.Reason, lim.Device, lim.Gather32, lim.H2DGBps))
+	return e, nil
+}
+
+// Close closes the engines, then the device.
+func (e *ARTEngines) Close() error {
+	var errs []error
+	for _, im := range e.Impls {
+		errs = append(errs, im.Close())
+	}
+	e.Impls = nil
+	if e.dev != nil {
+		errs = append(errs, e.dev.Close())
+		e.dev = nil
+	}
+	return errors.Join(errs...)
+}
+
+// RunARTCases measures every implementation on every case: the first
+// implementation that answers a case is the reference; every other's
+// answer must equal it and its row carries its ratio to it (GPU rows:
+// to the pinned transfer limit, with a kernels row against the gather
+// rate). skip, if not nil, says why an implementation does not run a case.
+// Failures become notes and are returned together.
+func RunARTCases(rep *Report, cases []ARTCase, impls []ARTImpl, reps func(ARTImpl) int, lim ARTLimits, p *Progress,
+	skip func(ARTCase, ARTImpl) string) error {
+	in := NewARTInputs()
+	noted := map[string]bool{}
+	note := func(s string) {
+		if !noted[s] {
+			noted[s] = true
+			rep.Notes = append(rep.Notes, s)
+		}
+	}
+	var failed []error
+	for _, c := range cases {
+		d := in.Data(c)
+		var ref Result
+		var refCheck ARTCheck
+		haveRef := false
+		for _, im := range impls {
+			if skip != nil {
+				if why := skip(c, im); why != "" {
+					note(why)
+					continue
+				}
+			}
+			p.Printf("%s: %s", im.Name(), c.Name())
+			l := ARTLimits{}
+			if _, ok := im.(*artEngine); ok && im.Name() == "gpu" {
+				l = lim
+			}
+			rows, ch, err := RunARTCase(c, im, in, d, reps(im), l)
+			if err == nil {
+				err = c.Validate(ch)
+			}
+			if err == nil && haveRef && ch != refCheck {
+				err = fmt.Errorf("answered %v, %s %v", ch, ref.Engine, refCheck)
+			}
+			if err != nil {
+				err = fmt.Errorf("%s on %s: %w", c.Name(), im.Name(), err)
+				p.Printf("FAILED: %v", err)
+				note(fmt.Sprintf("FAILED, no row: %v", err))
+				failed = append(failed, err)
+				continue
+			}
+			if !haveRef {
+				ref, refCheck, haveRef = rows[0], ch, true
+			} else if rows[0].RatioTo == "" {
+				rows[0] = rows[0].VsPeer(ref.Engine, ref)
+			}
+			rep.add(rows...)
+		}
+	}
+	return errors.Join(failed...)
+}
+
+// RunART measures CuART (package art) on the cases of ARTCases with
+// largest tree Options.Size (default ARTGPUSize with a GPU, ARTCPUSize
+// on the CPU engine alone). Peers (hashicorp/go-immutable-radix,
+// tidwall/btree, a Go map) on the same cases: compat/cmd/artbench.
+func RunART(o Options) (*Report, error) {
+	rep := newReport("art", o.reps())
+	p := NewProgress(o.Progress)
+	if o.Size != 0 && o.Size < ARTMinSize {
+		return nil, fmt.Errorf("bench art: size %d: want at least %d", o.Size, ARTMinSize)
+	}
+	eng, err := OpenARTEngines(o.Device)
+	if err != nil {
+		return nil, fmt.Errorf("bench art: %w", err)
+	}
+	defer eng.Close()
+	size := o.Size
+	if size == 0 {
+		size = ARTDefaultSize(eng.GPU)
+	}
+	rep.Engines = append(rep.Engines, eng.Engines...)
+	rep.Notes = append(rep.Notes, ARTInputNotes()...)
+	err = RunARTCases(rep, ARTCases(size), eng.Impls, func(ARTImpl) int { return o.reps() }, eng.Limits, p, nil)
+	rep.finish()
+	if err != nil {
+		return rep, fmt.Errorf("bench art: %w", err)
+	}
+	return rep, nil
+}
+
+// ARTInputNotes describes the inputs, for a report's notes.
+func ARTInputNotes() []string {
+	return []string{
+		fmt.Sprintf("keys: key i of a shape is a bijection of SplitMix64(%#x, i) in its first 8 bytes (16 and 32 B: more random bytes; text: 2 to 12 letters, ':' and i in hex; long: 64 to 256 bytes); a tree of n keys holds keys 0..n-1; absent and inserted keys are keys n, n+1, ...", uint64(ARTSeed)),
+		fmt.Sprintf("lookups, updates and range lower bounds: random present keys; deletes: every tree/batch-th key; ranges: the %d keys from a present key; prefix scans: a present key's first bytes shared by ~16 to 4096 keys (text: 3 letters), at most %d keys", ARTRangeKeys, ARTPrefixLimit),
+		"GPU rows: ratio of the whole call = bytes moved (keys, offsets, values, answers) per second over the pinned host-to-device limit; \"kernels\" rows: the engine's work phase alone (art.Tree.LastBatch), ratio = operations per second over the device's random 32-byte gather rate",
+	}
+}

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"warpkv/gpu"
+)
+
+// artModel applies "warpkv art run" lines one at a time to a Go map and
+// prints what the command must print.
+type artModel struct{ m map[string]uint64 }
+
+func (m *artModel) sorted() []string {
+	keys := make([]string, 0, len(m.m))
+	for k := range m.m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func (m *artModel) apply(line string, out *strings.Builder) {
+	f := strings.Fields(line)
+	key := func(s string) string {
+		var b []byte
+		fmt.Sscanf(s, "0x%x", &b) // "0x" alone leaves b empty
+		return string(b)
+	}
+	num := func(s string) uint64 {
+		var v uint64
+		fmt.Sscan(s, &v)
+		return v
+	}
+	pairs := func(verb string, keep func(string) bool, limit uint64) {
+		var got []string
+		for _, k := range m.sorted() {
+			if keep(k) && uint64(len(got)) < limit {
+				got = append(got, fmt.Sprintf("0x%x %d\n", k, m.m[k]))
+			}
+		}
+		fmt.Fprintf(out, "%s %d\n", verb, len(got))
+		out.WriteString(strings.Join(got, ""))
+	}
+	switch f[0] {
+	case "put":
+		m.m[key(f[1])] = num(f[2])
+	case "upd":
+		if _, ok := m.m[key(f[1])]; ok {
+			m.m[key(f[1])] = num(f[2])
+		}
+	case "del":
+		delete(m.m, key(f[1]))
+	case "get":
+		k := key(f[1])
+		if v, ok := m.m[k]; ok {
+			fmt.Fprintf(out, "0x%x %d\n", k, v)
+		} else {
+			fmt.Fprintf(out, "0x%x -\n", k)
+		}
+	case "len":
+		fmt.Fprintln(out, len(m.m))
+	case "range":
+		lo, hi := key(f[1]), f[2]
+		pairs("range", func(k string) bool { return k >= lo && (hi == "*" || k < key(hi)) }, num(f[3]))
+	case "prefix":
+		p := key(f[1])
+		pairs("prefix", func(k string) bool { return strings.HasPrefix(k, p) }, num(f[2]))
+	}
+}
+
+// randomARTFile returns n random operation lines over a small key space
+// (keys that are prefixes of each other, the empty key, 0x00 and 0xff
+// bytes, upper-case hex), in runs of one verb, and the output the model
+// prints for them.
+func randomARTFile(r *rand.Rand, n int) (string, string) {
+	hexKey := func() string {
+		b := make([]byte, r.IntN(5))
+		for i := range b {
+			b[i] = []byte{0, 1, 'a', 0xff}[r.IntN(4)]
+		}
+		s := fmt.Sprintf("0x%x", b)
+		if r.IntN(10) == 0 {
+			s = "0x" + strings.ToUpper(s[2:])
+		}
+		return s
+	}
+	verbs := []string{"put", "put", "put", "upd", "del", "get", "get", "range", "prefix", "len"}
+	m := &artModel{m: map[string]uint64{}}
+	var in, out strings.Builder
+	for len(strings.Split(in.String(), "\n")) <= n {
+		verb := verbs[r.IntN(len(verbs))]
+		for range 1 + r.IntN(6) {
+			var line string
+			switch verb {
+			case "put", "upd":
+				line = fmt.Sprintf("%s %s %d", verb, hexKey(), r.Uint64())
+			case "del", "get":
+				line = fmt.Sprintf("%s %s", verb, hexKey())
+			case "range":
+				hi := hexKey()
+				if r.IntN(3) == 0 {
+					hi = "*"
+				}
+				line = fmt.Sprintf("range %s %s %d", hexKey(), hi, r.IntN(6))
+			case "prefix":
+				line = fmt.Sprintf("prefix %s %d", hexKey(), r.IntN(6))
+			case "len":
+				line = "len"
+			}
+			if r.IntN(20) == 0 {
+				in.WriteString("\n# a comment\n")
+			}
+			in.WriteString(line + "\n")
+			m.apply(line, &out)
+		}
+	}
+	return in.String(), out.String()
+}
+
+func writeTemp(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestARTRunExample checks an example file line by line.
+func TestARTRunExample(t *testing.T) {
+	in := `put 0x61 1
+put 0x6162 2
+put 0x 3
+put 0x00ff 4
+get 0x61
+get 0x62
+get 0x
+range 0x * 10
+range 0x61 0x6162 10
+prefix 0x61 1
+prefix 0x 0
+len
+upd 0x61 9
+upd 0x7a 5
+del 0x6162
+del 0x6162
+get 0x61
+get 0x7a
+get 0x6162
+range 0x 0x62 5
+len
+`
+	want := `0x61 1
+0x62 -
+0x 3
+range 4
+0x 3
+0x00ff 4
+0x61 1
+0x6162 2
+range 1
+0x61 1
+prefix 1
+0x61 1
+prefix 0
+4
+0x61 9
+0x7a -
+0x6162 -
+range 3
+0x 3
+0x00ff 4
+0x61 9
+3
+`
+	for _, b := range []string{"0", "1", "2"} {
+		code, out, errOut := runCmd("art", "run", "--device", "cpu", "--batch", b, writeTemp(t, "ops", in))
+		if code != 0 || out != want {
+			t.Fatalf("--batch %s: exit %d, stderr %q, stdout:\n%s\nwant:\n%s", b, code, errOut, out, want)
+		}
+	}
+}
+
+// TestARTRunMatchesOneAtATime runs random operation files in batches of
+// every size and compares the output with one-at-a-time application.
+func TestARTRunMatchesOneAtATime(t *testing.T) {
+	r := rand.New(rand.NewPCG(uint64(os.Getpid()), 7))
+	for trial := range 8 {
+		in, want := randomARTFile(r, 600)
+		path := writeTemp(t, "ops", in)
+		for _, b := range []string{"0", "1", "3", "1000"} {
+			code, out, errOut := runCmd("art", "run", "--device", "cpu", "--batch", b, path)
+			if code != 0 || out != want {
+				t.Fatalf("trial %d, --batch %s: exit %d, stderr %q; output differs at line %d\ninput:\n%s", trial, b, code, errOut, firstDiffLine(out, want), in)
+			}
+		}
+	}
+}
+
+func firstDiffLine(a, b string) int {
+	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := range min(len(la), len(lb)) {
+		if la[i] != lb[i] {
+			return i + 1
+		}
+	}
+	return min(len(la), len(lb)) + 1
+}
+
+// TestARTRunBuiltBinary builds warpkv and runs "warpkv art run" on random
+// files, from a file and from standard input, on the default device (the
+// GPU engine where one is usable).
+func TestARTRunBuiltBinary(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "warpkv")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	r := rand.New(rand.NewPCG(uint64(os.Getpid()), 8))
+	for trial := range 4 {
+		in, want := randomARTFile(r, 2000)
+		path := writeTemp(t, "ops", in)
+		for _, args := range [][]string{{"art", "run", path}, {"art", "run", "--batch", "5", "-"}} {
+			cmd := exec.Command(bin, args...)
+			cmd.Stdin = strings.NewReader(in)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil || string(out) != want {
+				t.Fatalf("trial %d, %v: %v, stderr %q; output differs at line %d", trial, args, err, stderr.String(), firstDiffLine(string(out), want))
+			}
+		}
+	}
+	// A malformed line: the lines before it ran, nothing after it did.
+	cmd := exec.Command(bin, "art", "run", "-")
+	cmd.Stdin = strings.NewReader("put 0x01 5\nget 0x01\nput 0x02 x\nget 0x01\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err == nil || string(out) != "0x01 5\n" || !strings.Contains(stderr.String(), "line 3") {
+		t.Fatalf("malformed line: err %v, stdout %q, stderr %q", err, out, stderr.String())
+	}
+}
+
+// TestARTRunErrors checks malformed lines and flags.
+func TestARTRunErrors(t *testing.T) {
+	gpuCase := struct {
+		code   int
+		stdout string
+		stderr string
+	}{1, "", "no GPU is usable"}
+	if ok, _ := gpu.Available(); ok {
+		gpuCase.code, gpuCase.stdout, gpuCase.stderr = 0, "0x01 -\n", ""
+	}
+	for _, tc := range []struct {
+		name   string
+		in     string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"unknown verb", "put 0x01 1\nget 0x01\nfrob 0x01\nget 0x01\n", nil, 1, "0x01 1\n", `line 3: unknown operation "frob"`},
+		{"no 0x", "get 01\n", nil, 1, "", "line 1: key \"01\": want hex with a 0x prefix"},
+		{"odd hex", "get 0x1\n", nil, 1, "", "line 1: key \"0x1\""},
+		{"bad value", "put 0x01 -1\n", nil, 1, "", "line 1: value \"-1\""},
+		{"value too big", "put 0x01 18446744073709551616\n", nil, 1, "", "line 1: value"},
+		{"missing value", "put 0x01\n", nil, 1, "", "line 1: put takes 2 argument(s), got 1"},
+		{"extra field", "len 3\n", nil, 1, "", "line 1: len takes 0 argument(s), got 1"},
+		{"bad limit", "range 0x * -1\n", nil, 1, "", "line 1: limit \"-1\""},
+		{"star as lo", "range * 0x01 1\n", nil, 1, "", "line 1: key \"*\""},
+		{"pending batch runs first", "put 0x01 1\nput 0x02 2\nlen\nlen\nput 0x03 3\nbad\n", nil, 1, "2\n2\n", "line 6"},
+		{"largest value", "put 0x 18446744073709551615\nget 0x\n", nil, 0, "0x 18446744073709551615\n", ""},
+		{"no file", "", []string{"art", "run"}, 2, "", "one FILE argument"},
+		{"no verb", "", []string{"art"}, 2, "", "usage: warpkv art run"},
+		{"help", "", []string{"help", "art"}, 0, "usage: warpkv art run", ""},
+		{"bad batch", "", []string{"art", "run", "--batch", "-1", "x"}, 2, "", "--batch"},
+		{"missing file", "", []string{"art", "run", "/nonexistent/ops"}, 1, "", "no such file"},
+		{"bad device", "get 0x01\n", []string{"art", "run", "--device", "tpu"}, 1, "", `"tpu"`},
+		{"gpu device", "get 0x01\n", []string{"art", "run", "--device", "gpu"}, gpuCase.code, gpuCase.stdout, gpuCase.stderr},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if tc.in != "" {
+				if args == nil {
+					args = []string{"art", "run", "--device", "cpu"}
+				}
+				args = append(args, writeTemp(t, "ops", tc.in))
+			}
+			code, out, errOut := runCmd(args...)
+			sameOut := out == tc.stdout || (tc.name == "help" && strings.HasPrefix(out, tc.stdout))
+			if code != tc.code || !sameOut || !strings.Contains(errOut, tc.stderr) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, stdout %q, stderr containing %q",
+					code, out, errOut, tc.code, tc.stdout, tc.stderr)
+			}
+		})
+	}
+}

@@ -1,0 +1,448 @@
+// Command artbench measures Go ordered indexes users know on the cases of
+// warpkv's `warpkv bench art` suite (the same operations, sizes, seeds
+// and data: bench.ARTCases and bench.ARTInputs) side by side with
+// warpkv's CPU engine and, when the device option resolves to a GPU, its
+// GPU engine, in one run, and prints the rows in the suite's table format.
+//
+//	cd compat && go run ./cmd/artbench --size 1000000
+//	cd compat && go run ./cmd/artbench --device gpu --size 100000000 --single-max 10000000 --peer-reps 1
+//
+// Peers: hashicorp/go-immutable-radix v2 (a radix tree; batches of writes
+// in one transaction), tidwall/btree's Map over string keys, and a Go map
+// (point operations only). Each runs on one goroutine, and for lookups,
+// ranges and prefix scans also with GOMAXPROCS concurrent readers of the
+// same index ("P readers"). github.com/plar/go-adaptive-radix-tree, the
+// issue's first choice of peer, is not served by the Go module proxy this
+// project builds with (a note in the output says so).
+//
+// Every case's row carries its ratio to the first implementation that
+// answered it (go-immutable-radix on one goroutine where it runs; GPU
+// rows: to the pinned transfer limit, with a kernels row against the
+// random gather rate). Every implementation's answer (tree size, found
+// count and checksum) must equal the first one's: a wrong one posts no
+// figure but a FAILED note, and the command exits with status 1.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	iradix "github.com/hashicorp/go-immutable-radix/v2"
+	tbtree "github.com/tidwall/btree"
+
+	"warpkv/art"
+	"warpkv/bench"
+)
+
+// Single-goroutine peers skip cases larger than this by default.
+const defaultSingleMax = 10_000_000
+
+func main() {
+	size := flag.Int("size", 0, "largest tree in keys (0: as warpkv bench art: 100M with a GPU, else 1M)")
+	reps := flag.Int("reps", bench.DefaultReps, "timed repetitions behind each median")
+	peerReps := flag.Int("peer-reps", 0, "timed repetitions of the peers (0: --reps)")
+	device := flag.String("device", "auto", "warpkv engines: cpu, or auto, gpu, gpu:N to add the GPU engine")
+	singleMax := flag.Int("single-max", defaultSingleMax, "largest case (tree or batch, in keys) the peers run")
+	peers := flag.String("peers", "iradix,tidwall,map", "peers to measure, comma-separated (iradix, tidwall, map; empty: none)")
+	jsonPath := flag.String("json", "", "also write the results as JSON to `FILE`")
+	quiet := flag.Bool("quiet", false, "no progress lines on stderr")
+	flag.Parse()
+	if flag.NArg() > 0 || *size < 0 || *reps < 1 || *peerReps < 0 || *singleMax < 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	var progress *bench.Progress
+	if !*quiet {
+		progress = bench.NewProgress(os.Stderr)
+	}
+	if *peerReps == 0 {
+		*peerReps = *reps
+	}
+	rep, err := run(config{size: *size, reps: *reps, peerReps: *peerReps, device: *device, singleMax: *singleMax, peers: *peers}, progress)
+	if rep != nil {
+		for _, line := range rep.Engines {
+			fmt.Println(line)
+		}
+		for _, line := range rep.Notes {
+			fmt.Println("note:", line)
+		}
+		fmt.Printf("median of %d runs after a warm-up run; ratio: throughput relative to the named reference\n\n", rep.Reps)
+		if perr := bench.PrintTable(os.Stdout, rep.Results); perr != nil && err == nil {
+			err = perr
+		}
+		if *jsonPath != "" {
+			if perr := bench.SaveJSON(*jsonPath, rep); perr != nil && err == nil {
+				err = perr
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "artbench:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	size, reps, peerReps int
+	device               string
+	singleMax            int
+	peers                string
+}
+
+// run measures the peers and warpkv's engines on the suite's cases.
+func run(cfg config, p *bench.Progress) (*bench.Report, error) {
+	eng, err := bench.OpenARTEngines(cfg.device)
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+	size := cfg.size
+	if size == 0 {
+		size = bench.ARTDefaultSize(eng.GPU)
+	}
+	par := runtime.GOMAXPROCS(0)
+	var impls []bench.ARTImpl
+	for _, name := range strings.Split(cfg.peers, ",") {
+		switch name = strings.TrimSpace(name); name {
+		case "":
+		case "iradix":
+			impls = append(impls, &radixImpl{readers: 1}, &radixImpl{readers: par})
+		case "tidwall":
+			impls = append(impls, &btreeImpl{readers: 1}, &btreeImpl{readers: par})
+		case "map":
+			impls = append(impls, &mapImpl{readers: 1}, &mapImpl{readers: par})
+		default:
+			return nil, fmt.Errorf("unknown peer %q (want iradix, tidwall, map)", name)
+		}
+	}
+	impls = append(impls, eng.Impls...)
+	start := time.Now()
+	rep := &bench.Report{
+		Suite: "art-peers", Started: start.UTC().Round(time.Second), GoVersion: runtime.Version(),
+		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), Workers: par, Reps: cfg.reps,
+	}
+	rep.Engines = append(rep.Engines, eng.Engines...)
+	rep.Engines = append(rep.Engines,
+		"iradix: github.com/hashicorp/go-immutable-radix/v2 (a batch of writes in one transaction)",
+		"tidwall: github.com/tidwall/btree Map[string]uint64 (Load of sorted pairs for builds)",
+		"map: Go map[string]uint64 (point operations only)",
+		fmt.Sprintf("P readers: lookups, ranges and prefix scans split over %d goroutines reading one index", par))
+	rep.Notes = append(rep.Notes, bench.ARTInputNotes()...)
+	rep.Notes = append(rep.Notes, "github.com/plar/go-adaptive-radix-tree: not served by the Go module proxy used to build this project, so no plar rows; go-immutable-radix stands in as the radix tree peer")
+	skip := func(c bench.ARTCase, im bench.ARTImpl) string {
+		var readers int
+		switch x := im.(type) {
+		case *radixImpl:
+			readers = x.readers
+		case *btreeImpl:
+			readers = x.readers
+		case *mapImpl:
+			readers = x.readers
+			if c.Op == bench.ARTRanges || c.Op == bench.ARTPrefix {
+				return "map: no ordered operations (ranges, prefix scans)"
+			}
+		default:
+			return ""
+		}
+		if readers > 1 && c.Op != bench.ARTLookup && c.Op != bench.ARTMiss && c.Op != bench.ARTRanges && c.Op != bench.ARTPrefix {
+			return "P readers: read-only cases only"
+		}
+		if max(c.Tree, c.Batch) > cfg.singleMax {
+			return fmt.Sprintf("peers: no cases above %s keys (--single-max)", bench.SI(float64(cfg.singleMax)))
+		}
+		return ""
+	}
+	reps := func(im bench.ARTImpl) int {
+		switch im.(type) {
+		case *radixImpl, *btreeImpl, *mapImpl:
+			return cfg.peerReps
+		}
+		return cfg.reps
+	}
+	err = bench.RunARTCases(rep, bench.ARTCases(size), impls, reps, eng.Limits, p, skip)
+	rep.DurationS = time.Since(start).Seconds()
+	return rep, err
+}
+
+// parallel splits [0, n) over w goroutines.
+func parallel(w, n int, fn func(lo, hi int)) {
+	if w <= 1 || n < 1024 {
+		fn(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for p := range w {
+		wg.Go(func() { fn(p*n/w, (p+1)*n/w) })
+	}
+	wg.Wait()
+}
+
+// sortedPairs returns the pairs' indices in key order.
+func sortedPairs(keys art.Keys) []int {
+	idx := make([]int, keys.Len())
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return bytes.Compare(keys.At(a), keys.At(b)) })
+	return idx
+}
+
+// queries answers read-only queries over readers goroutines and sums the
+// pairs and checksums.
+func queries(readers, n int, one func(i int) (int, uint64)) (int, uint64) {
+	var mu sync.Mutex
+	total, sum := 0, uint64(0)
+	parallel(readers, n, func(lo, hi int) {
+		c, s := 0, uint64(0)
+		for i := lo; i < hi; i++ {
+			a, b := one(i)
+			c += a
+			s += b
+		}
+		mu.Lock()
+		total, sum = total+c, sum+s
+		mu.Unlock()
+	})
+	return total, sum
+}
+
+func readerName(base string, readers int) string {
+	if readers == 1 {
+		return base + ", 1 goroutine"
+	}
+	return fmt.Sprintf("%s, %d readers", base, readers)
+}
+
+// radixImpl is hashicorp/go-immutable-radix.
+type radixImpl struct {
+	readers int
+	t       *iradix.Tree[uint64]
+}
+
+func (r *radixImpl) Name() string { return readerName("iradix", r.readers) }
+func (r *radixImpl) Len() int {
+	if r.t == nil {
+		return 0
+	}
+	return r.t.Len()
+}
+func (r *radixImpl) Close() error { r.t = nil; return nil }
+func (r *radixImpl) Build(keys art.Keys, values []uint64) error {
+	r.t = nil
+	runtime.GC()
+	txn := iradix.New[uint64]().Txn()
+	for _, i := range sortedPairs(keys) {
+		txn.Insert(slices.Clone(keys.At(i)), values[i])
+	}
+	r.t = txn.Commit()
+	return nil
+}
+func (r *radixImpl) Insert(keys art.Keys, values []uint64) error {
+	txn := r.t.Txn()
+	for i := range keys.Len() {
+		txn.Insert(slices.Clone(keys.At(i)), values[i])
+	}
+	r.t = txn.Commit()
+	return nil
+}
+func (r *radixImpl) Update(keys art.Keys, values []uint64) error {
+	txn := r.t.Txn()
+	for i := range keys.Len() {
+		if _, ok := txn.Get(keys.At(i)); ok {
+			txn.Insert(slices.Clone(keys.At(i)), values[i])
+		}
+	}
+	r.t = txn.Commit()
+	return nil
+}
+func (r *radixImpl) Delete(keys art.Keys) error {
+	txn := r.t.Txn()
+	for i := range keys.Len() {
+		txn.Delete(keys.At(i))
+	}
+	r.t = txn.Commit()
+	return nil
+}
+func (r *radixImpl) Lookup(keys art.Keys, values []uint64, found []bool) error {
+	t := r.t
+	parallel(r.readers, keys.Len(), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			values[i], found[i] = t.Get(keys.At(i))
+		}
+	})
+	return nil
+}
+func (r *radixImpl) Ranges(los art.Keys, limit int) (int, uint64, error) {
+	c, s := queries(r.readers, los.Len(), func(i int) (int, uint64) {
+		it := r.t.Root().Iterator()
+		it.SeekLowerBound(los.At(i))
+		n, sum := 0, uint64(0)
+		for n < limit {
+			k, v, ok := it.Next()
+			if !ok {
+				break
+			}
+			n, sum = n+1, sum+bench.ARTMix(k, v)
+		}
+		return n, sum
+	})
+	return c, s, nil
+}
+func (r *radixImpl) Prefix(ps art.Keys, limit int) (int, uint64, error) {
+	c, s := queries(r.readers, ps.Len(), func(i int) (int, uint64) {
+		it := r.t.Root().Iterator()
+		it.SeekPrefix(ps.At(i))
+		n, sum := 0, uint64(0)
+		for n < limit {
+			k, v, ok := it.Next()
+			if !ok {
+				break
+			}
+			n, sum = n+1, sum+bench.ARTMix(k, v)
+		}
+		return n, sum
+	})
+	return c, s, nil
+}
+
+// btreeImpl is tidwall/btree's Map over string keys.
+type btreeImpl struct {
+	readers int
+	m       *tbtree.Map[string, uint64]
+}
+
+// view is a key as a string without a copy (for reads that keep nothing).
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+func (b *btreeImpl) Name() string { return readerName("tidwall", b.readers) }
+func (b *btreeImpl) Len() int {
+	if b.m == nil {
+		return 0
+	}
+	return b.m.Len()
+}
+func (b *btreeImpl) Close() error { b.m = nil; return nil }
+func (b *btreeImpl) Build(keys art.Keys, values []uint64) error {
+	b.m = nil
+	runtime.GC()
+	b.m = new(tbtree.Map[string, uint64])
+	for _, i := range sortedPairs(keys) {
+		b.m.Load(string(keys.At(i)), values[i])
+	}
+	return nil
+}
+func (b *btreeImpl) Insert(keys art.Keys, values []uint64) error {
+	for i := range keys.Len() {
+		b.m.Set(string(keys.At(i)), values[i])
+	}
+	return nil
+}
+func (b *btreeImpl) Update(keys art.Keys, values []uint64) error {
+	for i := range keys.Len() {
+		if _, ok := b.m.Get(view(keys.At(i))); ok {
+			b.m.Set(string(keys.At(i)), values[i])
+		}
+	}
+	return nil
+}
+func (b *btreeImpl) Delete(keys art.Keys) error {
+	for i := range keys.Len() {
+		b.m.Delete(view(keys.At(i)))
+	}
+	return nil
+}
+func (b *btreeImpl) Lookup(keys art.Keys, values []uint64, found []bool) error {
+	parallel(b.readers, keys.Len(), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			values[i], found[i] = b.m.Get(view(keys.At(i)))
+		}
+	})
+	return nil
+}
+func (b *btreeImpl) Ranges(los art.Keys, limit int) (int, uint64, error) {
+	c, s := queries(b.readers, los.Len(), func(i int) (int, uint64) {
+		n, sum := 0, uint64(0)
+		b.m.Ascend(view(los.At(i)), func(k string, v uint64) bool {
+			if n == limit {
+				return false
+			}
+			n, sum = n+1, sum+bench.ARTMix([]byte(k), v)
+			return true
+		})
+		return n, sum
+	})
+	return c, s, nil
+}
+func (b *btreeImpl) Prefix(ps art.Keys, limit int) (int, uint64, error) {
+	c, s := queries(b.readers, ps.Len(), func(i int) (int, uint64) {
+		p := view(ps.At(i))
+		n, sum := 0, uint64(0)
+		b.m.Ascend(p, func(k string, v uint64) bool {
+			if n == limit || !strings.HasPrefix(k, p) {
+				return false
+			}
+			n, sum = n+1, sum+bench.ARTMix([]byte(k), v)
+			return true
+		})
+		return n, sum
+	})
+	return c, s, nil
+}
+
+// mapImpl is a Go map.
+type mapImpl struct {
+	readers int
+	m       map[string]uint64
+}
+
+func (m *mapImpl) Name() string { return readerName("map", m.readers) }
+func (m *mapImpl) Len() int     { return len(m.m) }
+func (m *mapImpl) Close() error { m.m = nil; return nil }
+func (m *mapImpl) Build(keys art.Keys, values []uint64) error {
+	m.m = nil
+	runtime.GC()
+	m.m = make(map[string]uint64, keys.Len())
+	return m.Insert(keys, values)
+}
+func (m *mapImpl) Insert(keys art.Keys, values []uint64) error {
+	for i := range keys.Len() {
+		m.m[string(keys.At(i))] = values[i]
+	}
+	return nil
+}
+func (m *mapImpl) Update(keys art.Keys, values []uint64) error {
+	for i := range keys.Len() {
+		if _, ok := m.m[string(keys.At(i))]; ok {
+			m.m[string(keys.At(i))] = values[i]
+		}
+	}
+	return nil
+}
+func (m *mapImpl) Delete(keys art.Keys) error {
+	for i := range keys.Len() {
+		delete(m.m, string(keys.At(i)))
+	}
+	return nil
+}
+func (m *mapImpl) Lookup(keys art.Keys, values []uint64, found []bool) error {
+	parallel(m.readers, keys.Len(), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			values[i], found[i] = m.m[string(keys.At(i))]
+		}
+	})
+	return nil
+}
+func (m *mapImpl) Ranges(art.Keys, int) (int, uint64, error) {
+	return 0, 0, fmt.Errorf("map: no ranges")
+}
+func (m *mapImpl) Prefix(art.Keys, int) (int, uint64, error) {
+	return 0, 0, fmt.Errorf("map: no prefix scans")
+}
