@@ -1,5 +1,7 @@
 package art
 
+import "warpkv/internal/par"
+
 // The round-based build: subtrees made from sorted runs of keys
 // (segments), one node level per round, in the same phases on both
 // engines (the GPU engine's art.cu kernels ab_* follow the steps below).
@@ -149,7 +151,7 @@ func (b *builder) run(sg segments) {
 		kind := make([]uint8, S) // 0: leaf segment
 		hasTerm := make([]uint8, S)
 		// 1. plan
-		parallelFor(b.workers, S, nodeGrain, func(lo, hi int) {
+		par.For(S, nodeGrain, b.workers, func(lo, hi int) {
 			for si := lo; si < hi; si++ {
 				a, e := sg.start[si], sg.end[si]
 				if e-a == 1 {
@@ -165,7 +167,7 @@ func (b *builder) run(sg segments) {
 			}
 		})
 		// 2. pieces
-		parallelFor(b.workers, nIt, keyGrain, func(lo, hi int) {
+		par.For(nIt, keyGrain, b.workers, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				flag[i] = 0
 				si := itemSeg[i]
@@ -194,7 +196,7 @@ func (b *builder) run(sg segments) {
 		}
 		// 3. count
 		children := make([]int, S)
-		parallelFor(b.workers, S, nodeGrain, func(lo, hi int) {
+		par.For(S, nodeGrain, b.workers, func(lo, hi int) {
 			for si := lo; si < hi; si++ {
 				a, e := sg.start[si], sg.end[si]
 				if e-a == 1 {
@@ -234,7 +236,7 @@ func (b *builder) run(sg segments) {
 		s.arenaLive += arenaTotal
 		segLink := make([]uint64, S)
 		// 5. write
-		parallelFor(b.workers, S, nodeGrain, func(lo, hi int) {
+		par.For(S, nodeGrain, b.workers, func(lo, hi int) {
 			for si := lo; si < hi; si++ {
 				a := sg.start[si]
 				var l uint64
@@ -281,7 +283,7 @@ func (b *builder) run(sg segments) {
 			dst: make([]uint64, P), par: make([]uint64, P),
 		}
 		nextSeg := make([]uint32, P)
-		parallelFor(b.workers, nIt, keyGrain, func(lo, hi int) {
+		par.For(nIt, keyGrain, b.workers, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				if flag[i] == 0 {
 					continue
@@ -320,7 +322,7 @@ func (b *builder) run(sg segments) {
 			}
 		})
 		// 7. close
-		parallelFor(b.workers, P, nodeGrain, func(lo, hi int) {
+		par.For(P, nodeGrain, b.workers, func(lo, hi int) {
 			for p := lo; p < hi; p++ {
 				if p+1 < P && nextSeg[p+1] == nextSeg[p] {
 					next.end[p] = next.start[p+1]
@@ -329,7 +331,7 @@ func (b *builder) run(sg segments) {
 				}
 			}
 		})
-		parallelFor(b.workers, nIt, keyGrain, func(lo, hi int) {
+		par.For(nIt, keyGrain, b.workers, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				if si := itemSeg[i]; si != noSeg {
 					if sg.end[si]-sg.start[si] == 1 {

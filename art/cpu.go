@@ -2,6 +2,13 @@ package art
 
 import "warpkv/engine"
 
+// Grains of the CPU engine's parallel loops (internal/par.For): items
+// handed to a worker at a time.
+const (
+	keyGrain  = 1024 // keys of a batch (walks, lookups)
+	nodeGrain = 64   // touched nodes, segments, range queries
+)
+
 // cpuEngine runs the batches on goroutines over a store (the same layout
 // and phases as the GPU engine).
 type cpuEngine struct {

@@ -1,6 +1,9 @@
 package art
 
-import "bytes"
+import (
+	"bytes"
+	"warpkv/internal/par"
+)
 
 // hit is where a delete's key was found: its leaf, the node holding it
 // (node id, or a root parent word), the slot there (-1 the terminator) and
@@ -56,7 +59,7 @@ func (s *store) remove(kb Keys, order []uint32, workers int) int {
 	n := len(order)
 	hits := make([]hit, n)
 	ok := make([]bool, n)
-	parallelFor(workers, n, keyGrain, func(lo, hi int) {
+	par.For(n, keyGrain, workers, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			hits[i], ok[i] = s.findHit(kb.At(int(order[i])))
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math/bits"
 	"sync/atomic"
+	"warpkv/internal/par"
 )
 
 // findLeaf returns the leaf of key k, or 0: the walk of a lookup, one per
@@ -40,7 +41,7 @@ func (s *store) findLeaf(k []byte) uint64 {
 // lookup sets values[i] and found[i] for every key of kb. Cost: one walk
 // per key over the workers.
 func (s *store) lookup(kb Keys, values []uint64, found []bool, workers int) {
-	parallelFor(workers, kb.Len(), keyGrain, func(lo, hi int) {
+	par.For(kb.Len(), keyGrain, workers, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if l := s.findLeaf(kb.At(i)); l != 0 {
 				values[i], found[i] = s.leafValue(l), true
@@ -75,7 +76,7 @@ func (s *store) update(kb Keys, vals []uint64, found []bool, workers int) int {
 	tp := make([]uint32, size)
 	mask := uint64(size - 1)
 	var hits atomic.Int64
-	parallelFor(workers, n, keyGrain, func(lo, hi int) {
+	par.For(n, keyGrain, workers, func(lo, hi int) {
 		c := 0
 		for i := lo; i < hi; i++ {
 			l := s.findLeaf(kb.At(i))
@@ -100,7 +101,7 @@ func (s *store) update(kb Keys, vals []uint64, found []bool, workers int) int {
 		}
 		hits.Add(int64(c))
 	})
-	parallelFor(workers, n, keyGrain, func(lo, hi int) {
+	par.For(n, keyGrain, workers, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			l := leaf[i]
 			if l == 0 {

@@ -47,12 +47,12 @@ type devTree struct {
 }
 
 // gpuEngine is the GPU engine. mu serializes its calls (they share the
-// scratch buffers and the stream).
+// pool's buffers, the pipelines and the stream).
 type gpuEngine struct {
 	mu      sync.Mutex
 	dev     *gpu.Device
 	pe      *prim.Engine
-	s       *gpu.Stream
+	s       *gpu.Stream // prim's stream: every kernel, copy and transfer
 	k       *kernelSet
 	clock   *engine.Clock
 	last    engine.Last
@@ -62,6 +62,13 @@ type gpuEngine struct {
 	desc    treeDesc
 	descBuf *gpu.Buffer[uint64]
 
+	// pool holds the batches' scratch buffers by name (reused across
+	// batches, grown with headroom); up and down stage the transfers
+	// between Go memory and the device through pinned chunks
+	// (transfer_gpu.go).
+	pool     *gpu.Pool
+	up, down *gpu.Pipeline
+
 	// lanes is the lanes per key of lookups (1: ag_get, lookupLanes:
 	// ag_get_lanes).
 	lanes int
@@ -69,34 +76,27 @@ type gpuEngine struct {
 	// failGrowth (tests) makes every growth of a pool or the arena fail as
 	// if the device were out of memory.
 	failGrowth bool
-
-	u8s  map[string]*scratchBuf[uint8]
-	u32s map[string]*scratchBuf[uint32]
-	u64s map[string]*scratchBuf[uint64]
 }
 
 // newGPUEngine returns an empty tree on d. The kernels are compiled here,
 // so that a broken toolchain is reported by New.
 func newGPUEngine(d *gpu.Device, workers int) (backend, error) {
-	pe, err := prim.NewGPU(d)
-	if err != nil {
+	g := &gpuEngine{dev: d, workers: workers}
+	var err error
+	if g.pe, err = prim.NewGPU(d); err != nil {
 		return nil, err
 	}
-	k, err := loadKernels(d)
-	if err != nil {
-		return nil, errors.Join(err, pe.Close())
-	}
-	clock, err := engine.NewGPUClock(d)
-	if err != nil {
-		return nil, errors.Join(err, pe.Close())
-	}
-	g := &gpuEngine{dev: d, pe: pe, s: pe.Stream(), k: k, clock: clock, workers: workers,
-		u8s: map[string]*scratchBuf[uint8]{}, u32s: map[string]*scratchBuf[uint32]{}, u64s: map[string]*scratchBuf[uint64]{}}
-	if g.descBuf, err = gpu.Alloc[uint64](d, descWords); err == nil {
-		g.t, err = g.newTree(0)
+	g.s = g.pe.Stream()
+	g.pool, g.up, g.down = gpu.NewPool(d, g.s), newPipeline(d), newPipeline(d)
+	if g.k, err = loadKernels(d); err == nil {
+		if g.clock, err = engine.NewGPUClock(d); err == nil {
+			if g.descBuf, err = gpu.Alloc[uint64](d, descWords); err == nil {
+				g.t, err = g.newTree(0)
+			}
+		}
 	}
 	if err != nil {
-		return nil, errors.Join(err, g.descBuf.Free(), clock.Close(), pe.Close())
+		return nil, errors.Join(err, g.release())
 	}
 	return g, nil
 }
@@ -133,18 +133,19 @@ func (g *gpuEngine) freeTree(t *devTree) error {
 func (g *gpuEngine) close() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	err := errors.Join(g.freeTree(g.t), g.descBuf.Free())
+	return g.release()
+}
+
+// release frees everything the engine holds (what it holds of it: a
+// failed newGPUEngine calls it too). Cost: a synchronization and the
+// frees.
+func (g *gpuEngine) release() error {
+	err := errors.Join(g.freeTree(g.t), g.descBuf.Free(), g.pool.Free(), g.up.Close(), g.down.Close())
 	g.t = nil
-	for _, c := range g.u8s {
-		err = errors.Join(err, c.free(g.s))
+	if g.clock != nil {
+		err = errors.Join(err, g.clock.Close())
 	}
-	for _, c := range g.u32s {
-		err = errors.Join(err, c.free(g.s))
-	}
-	for _, c := range g.u64s {
-		err = errors.Join(err, c.free(g.s))
-	}
-	return errors.Join(err, g.clock.Close(), g.pe.Close())
+	return errors.Join(err, g.pe.Close())
 }
 
 // ensurePool grows kind k's buffers of tree t to hold need records,
@@ -312,30 +313,6 @@ func (g *gpuEngine) flushFrees(t *devTree) error {
 	return nil
 }
 
-// Scratch buffers by name, grown with headroom and reused across batches.
-func scratch[T any](g *gpuEngine, m map[string]*scratchBuf[T], name string, n int) (*gpu.Buffer[T], error) {
-	c := m[name]
-	if c == nil {
-		c = &scratchBuf[T]{}
-		m[name] = c
-	}
-	b, err := c.get(g.dev, g.s, n)
-	if err != nil {
-		return nil, fmt.Errorf("scratch %s of %d: %w", name, n, err)
-	}
-	return b, nil
-}
-
-func (g *gpuEngine) b8(name string, n int) (*gpu.Buffer[uint8], error) {
-	return scratch(g, g.u8s, name, n)
-}
-func (g *gpuEngine) b32(name string, n int) (*gpu.Buffer[uint32], error) {
-	return scratch(g, g.u32s, name, n)
-}
-func (g *gpuEngine) b64(name string, n int) (*gpu.Buffer[uint64], error) {
-	return scratch(g, g.u64s, name, n)
-}
-
 // launch queues f over n items with the package's launch configuration; a
 // failure names the kernel (and, with WARPKV_GPU_SYNC=1, a fault inside it).
 func (g *gpuEngine) launch(f *gpu.Function, n int, args ...any) error {
@@ -346,60 +323,6 @@ func (g *gpuEngine) launch(f *gpu.Function, n int, args ...any) error {
 		return fmt.Errorf("%s: %w", f.Name(), err)
 	}
 	return nil
-}
-
-// devBatch is a batch's keys (and values) on the device.
-type devBatch struct {
-	n    int
-	data *gpu.Buffer[byte]
-	offs *gpu.Buffer[uint32]
-	vals *gpu.Buffer[uint64] // nil without values
-}
-
-// upload copies a batch to the device scratch buffers named by prefix.
-// Cost: one transfer of the keys, offsets and values.
-func (g *gpuEngine) upload(prefix string, kb Keys, vals []uint64) (*devBatch, error) {
-	b := &devBatch{n: kb.Len()}
-	var err error
-	if b.data, err = g.b8(prefix+".data", max(1, len(kb.Data))); err != nil {
-		return nil, err
-	}
-	if b.offs, err = g.b32(prefix+".offs", b.n+1); err != nil {
-		return nil, err
-	}
-	offs := kb.Offs
-	if len(offs) == 0 {
-		offs = []uint32{0}
-	}
-	if err := errors.Join(b.data.Write(g.s, 0, kb.Data), b.offs.Write(g.s, 0, offs)); err != nil {
-		return nil, err
-	}
-	if vals != nil {
-		if b.vals, err = g.b64(prefix+".vals", max(1, b.n)); err != nil {
-			return nil, err
-		}
-		if err := b.vals.Write(g.s, 0, vals); err != nil {
-			return nil, err
-		}
-	}
-	return b, nil
-}
-
-// readU64 reads n words of a device buffer (synchronizing the stream).
-func (g *gpuEngine) readU64(b *gpu.Buffer[uint64], off, n int) ([]uint64, error) {
-	out := make([]uint64, n)
-	if err := b.Read(g.s, off, out); err != nil {
-		return nil, err
-	}
-	return out, g.s.Synchronize()
-}
-
-func (g *gpuEngine) readU32(b *gpu.Buffer[uint32], off, n int) ([]uint32, error) {
-	out := make([]uint32, n)
-	if err := b.Read(g.s, off, out); err != nil {
-		return nil, err
-	}
-	return out, g.s.Synchronize()
 }
 
 func (g *gpuEngine) size() int  { g.mu.Lock(); defer g.mu.Unlock(); return g.t.n }
@@ -413,46 +336,46 @@ func (g *gpuEngine) start() {
 	g.clock.Mark(g.s, engine.MarkStart)
 }
 
-// finish ends a timed batch (the stream synchronized) and records it.
+// finish ends a timed batch (its downloads complete, the stream
+// synchronized) and records it.
 func (g *gpuEngine) finish(op string, n int) error {
 	g.clock.Mark(g.s, engine.MarkDone)
-	if err := g.s.Synchronize(); err != nil {
+	if err := g.drain(); err != nil {
 		return err
 	}
 	g.last.Set(g.clock.Timings(op, n))
 	return nil
 }
 
-// snapshot downloads the tree into a store. Cost: a transfer of the tree.
+// snapshot downloads the tree into a store. Cost: a transfer of the tree
+// (through the download pipeline).
 func (g *gpuEngine) snapshot() (*store, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.down.Discard()
 	t := g.t
 	s := &store{width: t.width, n: t.n, arenaLive: t.arenaLive}
 	s.root = make([]uint64, rootLen(t.width))
-	if err := t.root.Read(g.s, 0, s.root); err != nil {
-		return nil, err
-	}
-	for k := kindN4; k <= kindLV; k++ {
+	err := gpu.DownloadStaged(g.down, g.s, t.root, 0, s.root)
+	for k := kindN4; k <= kindLV && err == nil; k++ {
 		p := &t.pools[k]
 		sp := &s.pools[k]
 		sp.hwm = p.hwm
 		sp.words = make([]uint64, int(p.hwm)*kindWords[k])
 		sp.free = make([]uint32, p.top)
-		if p.words == nil {
-			continue
-		}
-		if err := errors.Join(p.words.Read(g.s, 0, sp.words), p.free.Read(g.s, 0, sp.free)); err != nil {
-			return nil, err
+		if p.words != nil {
+			err = errors.Join(gpu.DownloadStaged(g.down, g.s, p.words, 0, sp.words), gpu.DownloadStaged(g.down, g.s, p.free, 0, sp.free))
 		}
 	}
 	s.arena = make([]byte, t.arenaLen)
-	if t.arena != nil {
-		if err := t.arena.Read(g.s, 0, s.arena); err != nil {
-			return nil, err
-		}
+	if err == nil && t.arena != nil {
+		err = gpu.DownloadStaged(g.down, g.s, t.arena, 0, s.arena)
 	}
-	return s, g.s.Synchronize()
+	if err != nil {
+		g.down.Discard()
+		return nil, errors.Join(err, g.s.Synchronize())
+	}
+	return s, g.drain()
 }
 
 // nullPtr is a null device pointer argument (a kernel's optional buffer).

@@ -15,20 +15,15 @@ type itemBufs struct {
 	n, grp   *gpu.Buffer[uint32]
 }
 
-func (g *gpuEngine) itemBufs(n int) (itemBufs, error) {
-	var it itemBufs
-	var err error
-	if it.ref, err = g.b64("items.ref", n); err != nil {
-		return it, err
-	}
-	if it.old, err = g.b64("items.old", n); err != nil {
-		return it, err
-	}
-	if it.n, err = g.b32("items.n", n); err != nil {
-		return it, err
-	}
-	it.grp, err = g.b32("items.grp", n)
-	return it, err
+// itemNeeds are the buffers of n items.
+func itemNeeds(n int) []gpu.Need {
+	return append(needsOf[uint64](n, "items.ref", "items.old"), needsOf[uint32](n, "items.n", "items.grp")...)
+}
+
+// takeItems takes the buffers of n items (reserved by itemNeeds).
+func (g *gpuEngine) takeItems(n int) itemBufs {
+	return itemBufs{ref: gpu.Take[uint64](g.pool, "items.ref", n), old: gpu.Take[uint64](g.pool, "items.old", n),
+		n: gpu.Take[uint32](g.pool, "items.n", n), grp: gpu.Take[uint32](g.pool, "items.grp", n)}
 }
 
 // segBufs are segments on the device (build.go's segments).
@@ -37,22 +32,17 @@ type segBufs struct {
 	dst, par      *gpu.Buffer[uint64]
 }
 
-func (g *gpuEngine) segBufs(name string, n int) (segBufs, error) {
-	var sg segBufs
-	var err error
-	for _, b := range []struct {
-		p **gpu.Buffer[uint32]
-		s string
-	}{{&sg.start, ".start"}, {&sg.end, ".end"}, {&sg.d, ".d"}} {
-		if *b.p, err = g.b32(name+b.s, n); err != nil {
-			return sg, err
-		}
-	}
-	if sg.dst, err = g.b64(name+".dst", n); err != nil {
-		return sg, err
-	}
-	sg.par, err = g.b64(name+".par", n)
-	return sg, err
+// segNeeds are the buffers of n segments named name.
+func segNeeds(name string, n int) []gpu.Need {
+	return append(needsOf[uint32](n, name+".start", name+".end", name+".d"), needsOf[uint64](n, name+".dst", name+".par")...)
+}
+
+// takeSegs takes the buffers of n segments named name (reserved by
+// segNeeds).
+func (g *gpuEngine) takeSegs(name string, n int) segBufs {
+	u := takeAll[uint32](g.pool, n, name+".start", name+".end", name+".d")
+	w := takeAll[uint64](g.pool, n, name+".dst", name+".par")
+	return segBufs{start: u[0], end: u[1], d: u[2], dst: w[0], par: w[1]}
 }
 
 // insertOut is where an insert's build rounds put the group links and the
@@ -69,32 +59,18 @@ type insertOut struct {
 // + segments) device work and one small read.
 func (g *gpuEngine) rounds(t *devTree, b *devBatch, it itemBufs, nIt int, cur segBufs, S int, io insertOut) error {
 	k := g.k
-	iseg, err := g.b32("b.iseg", nIt)
-	if err != nil {
-		return err
+	names32 := []string{"b.nseg", "b.depth", "b.hterm", "b.children", "b.kind", "b.flag", "b.pex"}
+	names64 := []string{"b.r12", "b.r34", "b.r56", "b.r78", "b.abytes", "b.seglink"}
+	needs := append(segNeeds("b.segB", nIt), gpu.NeedOf[uint32]("b.iseg", nIt), gpu.NeedOf[uint64]("b.tot", 10))
+	needs = append(append(needs, needsOf[uint32](nIt+1, names32...)...), needsOf[uint64](nIt+1, names64...)...)
+	if err := g.pool.Reserve(needs...); err != nil {
+		return fmt.Errorf("build rounds: %w", err)
 	}
-	next, err := g.segBufs("b.segB", nIt)
-	if err != nil {
-		return err
-	}
-	var u32s [7]*gpu.Buffer[uint32]
-	for i, name := range []string{"b.nseg", "b.depth", "b.hterm", "b.children", "b.kind", "b.flag", "b.pex"} {
-		if u32s[i], err = g.b32(name, nIt+1); err != nil {
-			return err
-		}
-	}
+	iseg, next, tot := gpu.Take[uint32](g.pool, "b.iseg", nIt), g.takeSegs("b.segB", nIt), gpu.Take[uint64](g.pool, "b.tot", 10)
+	u32s := takeAll[uint32](g.pool, nIt+1, names32...)
 	nseg, depth, hterm, children, kind, flag, pex := u32s[0], u32s[1], u32s[2], u32s[3], u32s[4], u32s[5], u32s[6]
-	var u64s [6]*gpu.Buffer[uint64]
-	for i, name := range []string{"b.r12", "b.r34", "b.r56", "b.r78", "b.abytes", "b.seglink"} {
-		if u64s[i], err = g.b64(name, nIt+1); err != nil {
-			return err
-		}
-	}
+	u64s := takeAll[uint64](g.pool, nIt+1, names64...)
 	r12, r34, r56, r78, abytes, seglink := u64s[0], u64s[1], u64s[2], u64s[3], u64s[4], u64s[5]
-	tot, err := g.b64("b.tot", 10)
-	if err != nil {
-		return err
-	}
 	glink, trimd, trimpar := io.glink, io.trimd, io.trimpar
 	if glink == nil { // a build: unused, any valid buffer
 		glink, trimpar, trimd = seglink, seglink, depth
@@ -156,7 +132,7 @@ func (g *gpuEngine) build(kb Keys, vals []uint64) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.start()
-	b, err := g.upload("batch", kb, vals)
+	b, err := g.upload("batch", kb, vals, false)
 	if err != nil {
 		return fmt.Errorf("upload: %w", err)
 	}
@@ -169,9 +145,9 @@ func (g *gpuEngine) build(kb Keys, vals []uint64) error {
 		return err
 	}
 	g.clock.Mark(g.s, engine.MarkSorted)
-	counts, err := g.b64("b.prefixes", maxWidth)
+	counts, err := gpu.Get[uint64](g.pool, "b.prefixes", maxWidth)
 	if err != nil {
-		return err
+		return fmt.Errorf("prefix counts: %w", err)
 	}
 	if err := firstErr(counts.FillBytes(g.s, 0), g.launch(g.k.sPrefixes, m, g.descBuf, uint64(m), order, counts)); err != nil {
 		return fmt.Errorf("prefix counts: %w", err)
@@ -208,34 +184,15 @@ func (g *gpuEngine) buildInto(nt *devTree, b *devBatch, order *gpu.Buffer[uint32
 		return nil
 	}
 	k := g.k
-	it, err := g.itemBufs(m)
-	if err != nil {
-		return err
+	needs := append(itemNeeds(m), segNeeds("b.segA", m)...)
+	needs = append(needs, gpu.NeedOf[uint64]("b.slot", m), gpu.NeedOf[uint8]("b.rflag", m), gpu.NeedOf[uint32]("b.idx", m),
+		gpu.NeedOf[uint32]("b.sel", m), gpu.NeedOf[uint32]("b.cnt", 1))
+	if err := g.pool.Reserve(needs...); err != nil {
+		return fmt.Errorf("root segments: %w", err)
 	}
-	slot, err := g.b64("b.slot", m)
-	if err != nil {
-		return err
-	}
-	flag, err := g.b8("b.rflag", m)
-	if err != nil {
-		return err
-	}
-	idx, err := g.b32("b.idx", m)
-	if err != nil {
-		return err
-	}
-	sel, err := g.b32("b.sel", m)
-	if err != nil {
-		return err
-	}
-	cnt, err := g.b32("b.cnt", 1)
-	if err != nil {
-		return err
-	}
-	cur, err := g.segBufs("b.segA", m)
-	if err != nil {
-		return err
-	}
+	it, cur := g.takeItems(m), g.takeSegs("b.segA", m)
+	slot, flag := gpu.Take[uint64](g.pool, "b.slot", m), gpu.Take[uint8](g.pool, "b.rflag", m)
+	idx, sel, cnt := gpu.Take[uint32](g.pool, "b.idx", m), gpu.Take[uint32](g.pool, "b.sel", m), gpu.Take[uint32](g.pool, "b.cnt", 1)
 	if err := firstErr(g.setDesc(nt, b),
 		g.launch(k.bItems, m, g.descBuf, uint64(m), order, it.ref, it.n, it.old, it.grp),
 		g.launch(k.bRootFlags, m, g.descBuf, uint64(m), it.ref, it.n, slot, flag),

@@ -24,7 +24,7 @@ func (g *gpuEngine) remove(kb Keys) (int, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.start()
-	b, err := g.upload("batch", kb, nil)
+	b, err := g.upload("batch", kb, nil, false)
 	if err != nil {
 		return 0, fmt.Errorf("upload: %w", err)
 	}
@@ -51,32 +51,18 @@ func (g *gpuEngine) removeSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint
 		return 0, nil
 	}
 	k := g.k
-	found, err := g.b8("d.found", n)
-	if err != nil {
-		return 0, err
+	names32, names64 := []string{"d.slot1", "d.depth", "d.idx", "d.sel", "d.dv", "d.cnt"}, []string{"d.leaf", "d.par", "d.dk", "d.misc"}
+	needs := append(needsOf[uint8](n, "d.found", "d.flag"), needsOf[uint32](n+1, names32...)...)
+	needs = append(append(needs, needsOf[uint64](n+1, names64...)...), gpu.NeedOf[uint32]("d.hist", maxDepthHist+1))
+	if err := g.pool.Reserve(needs...); err != nil {
+		return 0, fmt.Errorf("find: %w", err)
 	}
-	flag, err := g.b8("d.flag", n)
-	if err != nil {
-		return 0, err
-	}
-	var u32s [6]*gpu.Buffer[uint32]
-	for i, name := range []string{"d.slot1", "d.depth", "d.idx", "d.sel", "d.dv", "d.cnt"} {
-		if u32s[i], err = g.b32(name, n+1); err != nil {
-			return 0, err
-		}
-	}
+	found, flag := gpu.Take[uint8](g.pool, "d.found", n), gpu.Take[uint8](g.pool, "d.flag", n)
+	u32s := takeAll[uint32](g.pool, n+1, names32...)
 	slot1, depth, idx, sel, dv, cnt := u32s[0], u32s[1], u32s[2], u32s[3], u32s[4], u32s[5]
-	var u64s [4]*gpu.Buffer[uint64]
-	for i, name := range []string{"d.leaf", "d.par", "d.dk", "d.misc"} {
-		if u64s[i], err = g.b64(name, n+1); err != nil {
-			return 0, err
-		}
-	}
+	u64s := takeAll[uint64](g.pool, n+1, names64...)
 	leaf, par, dk, misc := u64s[0], u64s[1], u64s[2], u64s[3]
-	hist, err := g.b32("d.hist", maxDepthHist+1)
-	if err != nil {
-		return 0, err
-	}
+	hist := gpu.Take[uint32](g.pool, "d.hist", maxDepthHist+1)
 	if err := firstErr(g.setDesc(t, b),
 		g.launch(k.dFind, n, g.descBuf, uint64(n), order, found, leaf, par, slot1, depth),
 		g.launch(k.iota, n, uint64(n), idx),
@@ -100,17 +86,10 @@ func (g *gpuEngine) removeSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint
 	if err := g.reserve(t, req, 0); err != nil {
 		return 0, err
 	}
-	if err := g.roundScratch(F); err != nil {
+	if err := g.pool.Reserve(append(append(roundNeeds(F), entryNeeds("d.entsA", F+1)...), entryNeeds("d.entsB", F+1)...)...); err != nil {
 		return 0, err
 	}
-	ea, err := g.entryBufs("d.entsA", F+1)
-	if err != nil {
-		return 0, err
-	}
-	eb, err := g.entryBufs("d.entsB", F+1)
-	if err != nil {
-		return 0, err
-	}
+	ea, eb := g.takeEntries("d.entsA", F+1), g.takeEntries("d.entsB", F+1)
 	// The depth sort first (before any change): it also grows prim's sort
 	// scratch to what the rounds' sorts need.
 	if err := firstErr(misc.FillBytes(g.s, 0), hist.FillBytes(g.s, 0), prim.DevScanExclusive(g.pe, misc, misc, n+1),
@@ -186,7 +165,7 @@ func (g *gpuEngine) maybeCompactArena(t *devTree) error {
 	}
 	p := &t.pools[kindLV]
 	n := int(p.hwm)
-	sz, err := g.b64("ac.sz", n+1)
+	sz, err := gpu.Get[uint64](g.pool, "ac.sz", n+1)
 	if err != nil {
 		return err
 	}

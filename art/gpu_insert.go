@@ -21,7 +21,7 @@ func (g *gpuEngine) insert(kb Keys, vals []uint64) (int, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.start()
-	b, err := g.upload("batch", kb, vals)
+	b, err := g.upload("batch", kb, vals, false)
 	if err != nil {
 		return 0, fmt.Errorf("upload: %w", err)
 	}
@@ -52,32 +52,18 @@ func (g *gpuEngine) insertSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint
 		return 0, nil
 	}
 	k := g.k
-	var u8s [2]*gpu.Buffer[uint8]
-	var u32s [4]*gpu.Buffer[uint32]
-	var u64s [3]*gpu.Buffer[uint64]
-	var err error
-	for i, name := range []string{"i.cls", "i.fresh"} {
-		if u8s[i], err = g.b8(name, n); err != nil {
-			return 0, err
-		}
+	needs := append(needsOf[uint8](n, "i.cls", "i.fresh"), needsOf[uint32](n+1, "i.slot1", "i.gd", "i.idx", "i.fpos")...)
+	needs = append(append(needs, needsOf[uint64](n, "i.par", "i.tgt", "i.ek")...), gpu.NeedOf[uint32]("i.cnt", 1))
+	if err := g.pool.Reserve(needs...); err != nil {
+		return 0, fmt.Errorf("classify: %w", err)
 	}
-	for i, name := range []string{"i.slot1", "i.gd", "i.idx", "i.fpos"} {
-		if u32s[i], err = g.b32(name, n+1); err != nil {
-			return 0, err
-		}
-	}
-	for i, name := range []string{"i.par", "i.tgt", "i.ek"} {
-		if u64s[i], err = g.b64(name, n); err != nil {
-			return 0, err
-		}
-	}
+	u8s := takeAll[uint8](g.pool, n, "i.cls", "i.fresh")
+	u32s := takeAll[uint32](g.pool, n+1, "i.slot1", "i.gd", "i.idx", "i.fpos")
+	u64s := takeAll[uint64](g.pool, n, "i.par", "i.tgt", "i.ek")
 	cls, fresh := u8s[0], u8s[1]
 	slot1, gd, idx, fpos := u32s[0], u32s[1], u32s[2], u32s[3]
 	par, tgt, ek := u64s[0], u64s[1], u64s[2]
-	cnt, err := g.b32("i.cnt", 1)
-	if err != nil {
-		return 0, err
-	}
+	cnt := gpu.Take[uint32](g.pool, "i.cnt", 1)
 	// Classify and select the new keys.
 	if err := firstErr(g.setDesc(t, b),
 		g.launch(k.iClassify, n, g.descBuf, uint64(n), order, cls, par, slot1, tgt, gd, fresh),
@@ -107,14 +93,10 @@ func (g *gpuEngine) insertSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint
 func (g *gpuEngine) insertFresh(t *devTree, b *devBatch, order *gpu.Buffer[uint32], F int, cls, gflag *gpu.Buffer[uint8],
 	slot1, gd, idx, fpos *gpu.Buffer[uint32], par, tgt, ek *gpu.Buffer[uint64], cnt *gpu.Buffer[uint32]) error {
 	k := g.k
-	fs, err := g.b32("i.fs", F)
-	if err != nil {
-		return err
+	if err := g.pool.Reserve(gpu.NeedOf[uint32]("i.fs", F), gpu.NeedOf[uint32]("i.gstart", F+1)); err != nil {
+		return fmt.Errorf("group: %w", err)
 	}
-	gstart, err := g.b32("i.gstart", F+1)
-	if err != nil {
-		return err
-	}
+	fs, gstart := gpu.Take[uint32](g.pool, "i.fs", F), gpu.Take[uint32](g.pool, "i.gstart", F+1)
 	// Order by edge (stable) and group.
 	if err := firstErr(
 		g.launch(k.iEdgekeys, F, uint64(F), fpos, par, slot1, ek, fs),
@@ -128,19 +110,13 @@ func (g *gpuEngine) insertFresh(t *devTree, b *devBatch, order *gpu.Buffer[uint3
 		return err
 	}
 	G := int(c[0])
-	var u32s [5]*gpu.Buffer[uint32]
-	for i, name := range []string{"i.tn", "i.trank", "i.issplit", "i.sb", "i.trimd"} {
-		if u32s[i], err = g.b32(name, G+1); err != nil {
-			return err
-		}
+	names32, names64 := []string{"i.tn", "i.trank", "i.issplit", "i.sb", "i.trimd"}, []string{"i.tref", "i.glink", "i.trimpar"}
+	if err := g.pool.Reserve(append(needsOf[uint32](G+1, names32...), needsOf[uint64](G+1, names64...)...)...); err != nil {
+		return fmt.Errorf("groups: %w", err)
 	}
+	u32s := takeAll[uint32](g.pool, G+1, names32...)
 	tn, trank, issplit, sb, trimd := u32s[0], u32s[1], u32s[2], u32s[3], u32s[4]
-	var u64s [3]*gpu.Buffer[uint64]
-	for i, name := range []string{"i.tref", "i.glink", "i.trimpar"} {
-		if u64s[i], err = g.b64(name, G+1); err != nil {
-			return err
-		}
-	}
+	u64s := takeAll[uint64](g.pool, G+1, names64...)
 	tref, glink, trimpar := u64s[0], u64s[1], u64s[2]
 	if err := firstErr(g.setDesc(t, b),
 		g.launch(k.iGroups, G+1, g.descBuf, uint64(G), uint64(F), gstart, fs, order, cls, tgt, gd, tref, tn, trank, issplit),
@@ -152,14 +128,10 @@ func (g *gpuEngine) insertFresh(t *devTree, b *devBatch, order *gpu.Buffer[uint3
 		return err
 	}
 	m := F + int(sv[0])
-	it, err := g.itemBufs(m)
-	if err != nil {
-		return err
+	if err := g.pool.Reserve(append(itemNeeds(m), segNeeds("b.segA", m)...)...); err != nil {
+		return fmt.Errorf("items: %w", err)
 	}
-	cur, err := g.segBufs("b.segA", m)
-	if err != nil {
-		return err
-	}
+	it, cur := g.takeItems(m), g.takeSegs("b.segA", m)
 	if err := firstErr(
 		g.launch(k.iItems, F, g.descBuf, uint64(F), uint64(G), gstart, sb, issplit, trank, fs, order, it.ref, it.n, it.old, it.grp),
 		g.launch(k.iSegs, G, uint64(G), uint64(F), gstart, sb, issplit, trank, tref, tn, fs, par, slot1, tgt, gd,
@@ -170,14 +142,10 @@ func (g *gpuEngine) insertFresh(t *devTree, b *devBatch, order *gpu.Buffer[uint3
 		return err
 	}
 	// The groups' entries, then the node round.
-	ents, err := g.entryBufs("i.ents", 2*G)
-	if err != nil {
-		return err
+	if err := g.pool.Reserve(append(entryNeeds("i.ents", 2*G), gpu.NeedOf[uint64]("i.valid", 1))...); err != nil {
+		return fmt.Errorf("entries: %w", err)
 	}
-	valid, err := g.b64("i.valid", 1)
-	if err != nil {
-		return err
-	}
+	ents, valid := g.takeEntries("i.ents", 2*G), gpu.Take[uint64](g.pool, "i.valid", 1)
 	if err := firstErr(valid.FillBytes(g.s, 0),
 		g.launch(k.iEntries, G, uint64(G), gstart, fs, cls, par, slot1, tgt, glink, ents.key, ents.node, ents.code, ents.op,
 			ents.link, ents.grp, valid)); err != nil {

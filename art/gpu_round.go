@@ -13,26 +13,17 @@ type entryBufs struct {
 	code, op, grp   *gpu.Buffer[uint32]
 }
 
-func (g *gpuEngine) entryBufs(name string, n int) (entryBufs, error) {
-	var e entryBufs
-	var err error
-	for _, b := range []struct {
-		p **gpu.Buffer[uint64]
-		s string
-	}{{&e.key, ".key"}, {&e.node, ".node"}, {&e.link, ".link"}} {
-		if *b.p, err = g.b64(name+b.s, n); err != nil {
-			return e, err
-		}
-	}
-	for _, b := range []struct {
-		p **gpu.Buffer[uint32]
-		s string
-	}{{&e.code, ".code"}, {&e.op, ".op"}, {&e.grp, ".grp"}} {
-		if *b.p, err = g.b32(name+b.s, n); err != nil {
-			return e, err
-		}
-	}
-	return e, nil
+// entryNeeds are the buffers of n entries named name.
+func entryNeeds(name string, n int) []gpu.Need {
+	return append(needsOf[uint64](n, name+".key", name+".node", name+".link"), needsOf[uint32](n, name+".code", name+".op", name+".grp")...)
+}
+
+// takeEntries takes the buffers of n entries named name (reserved by
+// entryNeeds).
+func (g *gpuEngine) takeEntries(name string, n int) entryBufs {
+	w := takeAll[uint64](g.pool, n, name+".key", name+".node", name+".link")
+	u := takeAll[uint32](g.pool, n, name+".code", name+".op", name+".grp")
+	return entryBufs{key: w[0], node: w[1], link: w[2], code: u[0], op: u[1], grp: u[2]}
 }
 
 // roundIn is a node round's input: n entries (the first valid ones after
@@ -48,28 +39,22 @@ type roundIn struct {
 	out           entryBufs // a delete's entries for the next round
 }
 
-// roundScratch gets the scratch a node round of up to n entries needs, so
-// that a delete can reserve it before it changes the tree.
-func (g *gpuEngine) roundScratch(n int) error {
-	for _, name := range []string{"n.eidx", "n.tstart", "n.idx", "n.remb", "n.nkind", "n.nidx", "n.sel", "n.oidx", "n.cnt", "n.scode", "n.sop", "n.sgrp", "n.mcode", "n.mop", "n.mgrp"} {
-		if _, err := g.b32(name, n+1); err != nil {
-			return err
-		}
-	}
-	for _, name := range []string{"n.snode", "n.slink", "n.rem", "n.final", "n.m12", "n.m34", "n.rslot", "n.rlink", "n.okey", "n.mnode", "n.mlink", "n.count"} {
-		if _, err := g.b64(name, n+1); err != nil {
-			return err
-		}
-	}
-	if _, err := g.b64("n.tot", 10); err != nil {
-		return err
-	}
-	for _, name := range []string{"n.tflag", "n.out", "n.htrim", "n.fflag", "n.mflag"} {
-		if _, err := g.b8(name, n+1); err != nil {
-			return err
-		}
-	}
-	return nil
+// Scratch of a node round of up to n entries: n+1 elements each (one per
+// entry, touched node or move, and a total), and the totals.
+var (
+	round32 = []string{"n.eidx", "n.tstart", "n.idx", "n.remb", "n.nkind", "n.nidx", "n.sel", "n.oidx", "n.cnt", "n.scode",
+		"n.sop", "n.sgrp", "n.mcode", "n.mop", "n.mgrp"}
+	round64 = []string{"n.snode", "n.slink", "n.rem", "n.final", "n.m12", "n.m34", "n.rslot", "n.rlink", "n.okey", "n.mnode",
+		"n.mlink", "n.count"}
+	round8 = []string{"n.tflag", "n.out", "n.htrim", "n.fflag", "n.mflag"}
+)
+
+// roundNeeds are the scratch buffers of a node round of up to n entries
+// (a delete reserves them for its largest round before it changes the
+// tree).
+func roundNeeds(n int) []gpu.Need {
+	ns := append(needsOf[uint32](n+1, round32...), needsOf[uint64](n+1, round64...)...)
+	return append(append(ns, needsOf[uint8](n+1, round8...)...), gpu.NeedOf[uint64]("n.tot", 10))
 }
 
 // nodeRound runs round.go's nodeRound on the device (art.cu's an_*
@@ -84,20 +69,19 @@ func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 	if E == 0 {
 		return 0, nil
 	}
-	if err := g.roundScratch(max(in.sorted, E)); err != nil {
-		return 0, err
+	N := max(in.sorted, E) + 1
+	if err := g.pool.Reserve(roundNeeds(N - 1)...); err != nil {
+		return 0, fmt.Errorf("node round: %w", err)
 	}
-	must32 := func(name string) *gpu.Buffer[uint32] { b, _ := g.b32(name, 1); return b }
-	must64 := func(name string) *gpu.Buffer[uint64] { b, _ := g.b64(name, 1); return b }
-	must8 := func(name string) *gpu.Buffer[uint8] { b, _ := g.b8(name, 1); return b }
-	eidx, tstart, idx, remb, nkind, nidx, sel, oidx, cnt := must32("n.eidx"), must32("n.tstart"), must32("n.idx"), must32("n.remb"),
-		must32("n.nkind"), must32("n.nidx"), must32("n.sel"), must32("n.oidx"), must32("n.cnt")
-	scode, sop, sgrp, mcode, mop := must32("n.scode"), must32("n.sop"), must32("n.sgrp"), must32("n.mcode"), must32("n.mop")
-	snode, slink, rem, final, m12, m34 := must64("n.snode"), must64("n.slink"), must64("n.rem"), must64("n.final"), must64("n.m12"), must64("n.m34")
-	rslot, rlink, okey, mnode, mlink, tot, count := must64("n.rslot"), must64("n.rlink"), must64("n.okey"), must64("n.mnode"),
-		must64("n.mlink"), must64("n.tot"), must64("n.count")
-	tflag, out, htrim, fflag, mflag := must8("n.tflag"), must8("n.out"), must8("n.htrim"), must8("n.fflag"), must8("n.mflag")
-	mgrp := must32("n.mgrp")
+	u32 := takeAll[uint32](g.pool, N, round32...)
+	eidx, tstart, idx, remb, nkind, nidx, sel, oidx, cnt := u32[0], u32[1], u32[2], u32[3], u32[4], u32[5], u32[6], u32[7], u32[8]
+	scode, sop, sgrp, mcode, mop, mgrp := u32[9], u32[10], u32[11], u32[12], u32[13], u32[14]
+	u64 := takeAll[uint64](g.pool, N, round64...)
+	snode, slink, rem, final, m12, m34 := u64[0], u64[1], u64[2], u64[3], u64[4], u64[5]
+	rslot, rlink, okey, mnode, mlink, count := u64[6], u64[7], u64[8], u64[9], u64[10], u64[11]
+	u8 := takeAll[uint8](g.pool, N, round8...)
+	tflag, out, htrim, fflag, mflag := u8[0], u8[1], u8[2], u8[3], u8[4]
+	tot := gpu.Take[uint64](g.pool, "n.tot", 10)
 	insert := 0
 	sorted := E
 	if in.insert {
@@ -153,10 +137,10 @@ func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 	}
 	oe := in.out // a delete's entries for the next round
 	if in.insert {
-		var err error
-		if oe, err = g.entryBufs("n.moved", T+1); err != nil {
-			return 0, err
+		if err := g.pool.Reserve(entryNeeds("n.moved", T+1)...); err != nil {
+			return 0, fmt.Errorf("node round: %w", err)
 		}
+		oe = g.takeEntries("n.moved", T+1)
 	}
 	if err := firstErr(count.FillBytes(g.s, 0),
 		g.launch(k.nEmit, T, g.descBuf, uint64(T), tstart, snode, sgrp, out, htrim, final, rem, trimpr,

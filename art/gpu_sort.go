@@ -19,33 +19,20 @@ import (
 // sorts, three scans and selects of the tied keys.
 func (g *gpuEngine) sortBatch(b *devBatch) (*gpu.Buffer[uint32], int, error) {
 	n := b.n
-	if n == 0 {
-		o, err := g.b32("sort.order", 1)
-		return o, 0, err
-	}
-	var bufs [12]*gpu.Buffer[uint32]
 	names := []string{"sort.perm", "sort.aposA", "sort.aposB", "sort.arunA", "sort.arunB", "sort.cv", "sort.k2", "sort.v2",
-		"sort.tmp", "sort.start", "sort.grp", "sort.first"}
-	for i, name := range names {
-		var err error
-		if bufs[i], err = g.b32(name, n); err != nil {
-			return nil, 0, err
-		}
+		"sort.tmp", "sort.start", "sort.grp", "sort.first", "sort.order"}
+	needs := append(needsOf[uint32](n, names...), gpu.NeedOf[uint64]("sort.ck", n), gpu.NeedOf[uint8]("sort.unres", n),
+		gpu.NeedOf[uint32]("sort.cnt", 1))
+	if err := g.pool.Reserve(needs...); err != nil {
+		return nil, 0, fmt.Errorf("sort: %w", err)
 	}
-	perm, apos, apos2, arun, arun2, cv, k2, v2, tmp, start, grp, first :=
-		bufs[0], bufs[1], bufs[2], bufs[3], bufs[4], bufs[5], bufs[6], bufs[7], bufs[8], bufs[9], bufs[10], bufs[11]
-	ck, err := g.b64("sort.ck", n)
-	if err != nil {
-		return nil, 0, err
+	if n == 0 {
+		return gpu.Take[uint32](g.pool, "sort.order", 0), 0, nil
 	}
-	unres, err := g.b8("sort.unres", n)
-	if err != nil {
-		return nil, 0, err
-	}
-	cnt, err := g.b32("sort.cnt", 1)
-	if err != nil {
-		return nil, 0, err
-	}
+	bufs := takeAll[uint32](g.pool, n, names...)
+	perm, apos, apos2, arun, arun2, cv, k2, v2, tmp, start, grp, first, order :=
+		bufs[0], bufs[1], bufs[2], bufs[3], bufs[4], bufs[5], bufs[6], bufs[7], bufs[8], bufs[9], bufs[10], bufs[11], bufs[12]
+	ck, unres, cnt := gpu.Take[uint64](g.pool, "sort.ck", n), gpu.Take[uint8](g.pool, "sort.unres", n), gpu.Take[uint32](g.pool, "sort.cnt", 1)
 	k := g.k
 	if err := firstErr(g.launch(k.iota, n, uint64(n), perm), g.launch(k.iota, n, uint64(n), apos), arun.FillBytes(g.s, 0)); err != nil {
 		return nil, 0, fmt.Errorf("sort: %w", err)
@@ -87,10 +74,6 @@ func (g *gpuEngine) sortBatch(b *devBatch) (*gpu.Buffer[uint32], int, error) {
 		arun, arun2 = arun2, arun
 	}
 	// The last of each run of equal keys.
-	order, err := g.b32("sort.order", n)
-	if err != nil {
-		return nil, 0, err
-	}
 	if err := firstErr(g.launch(k.sLast, n, g.descBuf, uint64(n), perm, unres),
 		prim.DevSelect(g.pe, perm, unres, order, n, cnt)); err != nil {
 		return nil, 0, fmt.Errorf("sort: dedupe: %w", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"sort"
+	"warpkv/internal/par"
 )
 
 // Classes of an insert's keys (art.cu's ai_classify gives the same).
@@ -113,7 +114,7 @@ func sameEdge(a, b walkResult) bool {
 func (s *store) insert(kb Keys, vals []uint64, order []uint32, workers int) int {
 	n := len(order)
 	wr := make([]walkResult, n)
-	parallelFor(workers, n, keyGrain, func(lo, hi int) {
+	par.For(n, keyGrain, workers, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			wr[i] = s.classify(kb.At(int(order[i])))
 		}
@@ -140,7 +141,7 @@ func (s *store) insert(kb Keys, vals []uint64, order []uint32, workers int) int 
 		groups[len(groups)-1].b = j + 1
 	}
 	src := keySrc{s: s, b: kb}
-	parallelFor(workers, len(groups), nodeGrain, func(lo, hi int) {
+	par.For(len(groups), nodeGrain, workers, func(lo, hi int) {
 		for gi := lo; gi < hi; gi++ {
 			g := &groups[gi]
 			if g.cls != clsSplit {
@@ -172,7 +173,7 @@ func (s *store) insert(kb Keys, vals []uint64, order []uint32, workers int) int 
 		start: make([]uint32, len(groups)), end: make([]uint32, len(groups)), d: make([]uint32, len(groups)),
 		dst: make([]uint64, len(groups)), par: make([]uint64, len(groups)),
 	}
-	parallelFor(workers, len(groups), nodeGrain, func(lo, hi int) {
+	par.For(len(groups), nodeGrain, workers, func(lo, hi int) {
 		for gi := lo; gi < hi; gi++ {
 			g := &groups[gi]
 			split := 0
@@ -231,7 +232,7 @@ func (s *store) insert(kb Keys, vals []uint64, order []uint32, workers int) int 
 		s.root[rw.slot] = rw.link
 	}
 	// Values of present keys.
-	parallelFor(workers, n, keyGrain, func(lo, hi int) {
+	par.For(n, keyGrain, workers, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if wr[i].cls == clsUpd {
 				s.setLeafValue(wr[i].tgt, vals[order[i]])

@@ -1,6 +1,9 @@
 package art
 
-import "bytes"
+import (
+	"bytes"
+	"warpkv/internal/par"
+)
 
 // Ordered iteration without a stack: a cursor is a node and a position in
 // it (-1 the terminator, then the children: N4, N16 and N48 by rank, N256
@@ -346,7 +349,7 @@ func (s *store) ranges(qs []Query, limit int, desc bool, workers int) *Result {
 	q := len(qs)
 	cnt := make([]int, q+1)
 	byt := make([]int, q+1)
-	parallelFor(workers, q, nodeGrain, func(lo, hi int) {
+	par.For(q, nodeGrain, workers, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			c, b := 0, 0
 			s.scan(qs[i].Lo, qs[i].Hi, limit, desc, func(l uint64) bool {
@@ -367,7 +370,7 @@ func (s *store) ranges(qs []Query, limit int, desc bool, workers int) *Result {
 		Values: make([]uint64, tc), Offsets: cnt,
 	}
 	res.Keys.Offs[tc] = uint32(tb)
-	parallelFor(workers, q, nodeGrain, func(lo, hi int) {
+	par.For(q, nodeGrain, workers, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			j, o := cnt[i], byt[i]
 			s.scan(qs[i].Lo, qs[i].Hi, limit, desc, func(l uint64) bool {

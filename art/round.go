@@ -1,6 +1,9 @@
 package art
 
-import "sort"
+import (
+	"sort"
+	"warpkv/internal/par"
+)
 
 // Outcomes of a touched node in a node round.
 const (
@@ -38,7 +41,7 @@ func (s *store) nodeRound(ents *entries, groups []group, trims []trim, workers i
 	newKind := make([]int, T)
 	hasTrim := make([]bool, T)
 	// U1 plan
-	parallelFor(workers, T, nodeGrain, func(lo, hi int) {
+	par.For(T, nodeGrain, workers, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			r := s.rec(nodes[t])
 			c, term := countOf(r), r[wTerm] != 0
@@ -112,7 +115,7 @@ func (s *store) nodeRound(ents *entries, groups []group, trims []trim, workers i
 	var moved entries // insert: the moves' links for their parents
 	remaining := make([]uint64, T)
 	remByte := make([]int, T)
-	parallelFor(workers, T, nodeGrain, func(lo, hi int) {
+	par.For(T, nodeGrain, workers, func(lo, hi int) {
 		var m merged
 		for t := lo; t < hi; t++ {
 			if out[t] != outCollapse {
@@ -153,7 +156,7 @@ func (s *store) nodeRound(ents *entries, groups []group, trims []trim, workers i
 	moved.sort()
 	// U3 write.
 	var frees [numKinds + 1][]uint32
-	parallelFor(workers, T, nodeGrain, func(lo, hi int) {
+	par.For(T, nodeGrain, workers, func(lo, hi int) {
 		var m merged
 		for t := lo; t < hi; t++ {
 			node := nodes[t]

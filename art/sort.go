@@ -3,7 +3,8 @@ package art
 import (
 	"bytes"
 	"slices"
-	"sync"
+
+	"warpkv/internal/par"
 )
 
 // sortGrain is the smallest run a goroutine sorts on its own.
@@ -21,33 +22,31 @@ func sortedOrder(kb Keys, workers int) []uint32 {
 		idx[i] = uint32(i)
 	}
 	cmp := func(a, b uint32) int { return bytes.Compare(kb.At(int(a)), kb.At(int(b))) }
-	parts := max(1, min(workers, n/sortGrain))
+	parts := par.Parts(n, sortGrain, workers)
 	bounds := make([]int, parts+1)
 	for p := range bounds {
-		bounds[p] = p * n / parts
+		bounds[p] = par.Bound(n, parts, p)
 	}
-	var wg sync.WaitGroup
-	for p := range parts {
-		wg.Go(func() { slices.SortStableFunc(idx[bounds[p]:bounds[p+1]], cmp) })
-	}
-	wg.Wait()
+	par.Ranges(n, parts, func(_, lo, hi int) { slices.SortStableFunc(idx[lo:hi], cmp) })
 	tmp := make([]uint32, n)
 	for len(bounds) > 2 {
-		var next []int
-		for p := 0; p+1 < len(bounds); p += 2 {
-			if p+2 >= len(bounds) { // an odd run out: carried over
-				copy(tmp[bounds[p]:bounds[p+1]], idx[bounds[p]:bounds[p+1]])
-				next = append(next, bounds[p])
-				continue
+		// Task p merges runs 2p and 2p+1; with an odd number of runs the
+		// last task carries the last run over.
+		pairs := (len(bounds) - 1) / 2
+		par.Do(len(bounds)/2, func(p int) {
+			a, m := bounds[2*p], bounds[2*p+1]
+			if p == pairs {
+				copy(tmp[a:m], idx[a:m])
+				return
 			}
-			a, m, e := bounds[p], bounds[p+1], bounds[p+2]
-			next = append(next, a)
-			wg.Go(func() { mergeRuns(idx[a:m], idx[m:e], tmp[a:e], cmp) })
+			mergeRuns(idx[a:m], idx[m:bounds[2*p+2]], tmp[a:bounds[2*p+2]], cmp)
+		})
+		next := make([]int, 0, len(bounds)/2+1)
+		for p := 0; p+1 < len(bounds); p += 2 {
+			next = append(next, bounds[p])
 		}
-		next = append(next, n)
-		wg.Wait()
+		bounds = append(next, n)
 		idx, tmp = tmp, idx
-		bounds = next
 	}
 	return idx
 }

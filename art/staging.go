@@ -92,7 +92,7 @@ func (t *Tree) LookupStaged(st *Staging, n int) error {
 		return errClosed
 	}
 	if g, ok := t.eng.(*gpuEngine); ok {
-		if err := g.lookupInto(kb, st.Values[:n], st.Found[:n]); err != nil {
+		if err := g.lookupInto(kb, st.Values[:n], st.Found[:n], true); err != nil {
 			return fmt.Errorf("art: lookup: %w", err)
 		}
 		return nil

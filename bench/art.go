@@ -7,11 +7,11 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"warpkv/art"
 	"warpkv/gpu"
+	"warpkv/internal/par"
 	"warpkv/prim"
 )
 
@@ -213,19 +213,17 @@ func NewARTInputs() *ARTInputs { return &ARTInputs{} }
 // artKeys returns the keys f(j) for j < n, packed. Cost: O(n) over
 // GOMAXPROCS goroutines.
 func artKeys(n int, f func(dst []byte, j int) []byte) art.Keys {
-	parts := max(1, min(runtime.GOMAXPROCS(0), n/4096))
+	parts := par.Parts(n, 4096, 0)
 	chunks := make([][]byte, parts)
 	lens := make([]uint32, n)
-	artParallel(parts, func(lo, hi int) {
-		for p := lo; p < hi; p++ {
-			var buf []byte
-			for j := p * n / parts; j < (p+1)*n/parts; j++ {
-				before := len(buf)
-				buf = f(buf, j)
-				lens[j] = uint32(len(buf) - before)
-			}
-			chunks[p] = buf
+	par.Ranges(n, parts, func(p, lo, hi int) {
+		var buf []byte
+		for j := lo; j < hi; j++ {
+			before := len(buf)
+			buf = f(buf, j)
+			lens[j] = uint32(len(buf) - before)
 		}
+		chunks[p] = buf
 	})
 	out := art.Keys{Offs: make([]uint32, n+1)}
 	total := 0
@@ -242,16 +240,6 @@ func artKeys(n int, f func(dst []byte, j int) []byte) art.Keys {
 	return out
 }
 
-// artParallel calls fn on GOMAXPROCS consecutive parts of [0, n).
-func artParallel(n int, fn func(lo, hi int)) {
-	w := max(1, min(runtime.GOMAXPROCS(0), n))
-	var wg sync.WaitGroup
-	for p := range w {
-		wg.Go(func() { fn(p*n/w, (p+1)*n/w) })
-	}
-	wg.Wait()
-}
-
 // Tree returns the pairs of a tree of n keys of shape k (key i = ARTKey(k,
 // i), unsorted; value i random). The slices are shared: do not modify
 // them.
@@ -263,7 +251,7 @@ func (in *ARTInputs) Tree(k ARTKeys, n int) (art.Keys, []uint64) {
 	runtime.GC()
 	in.keys = artKeys(n, func(dst []byte, j int) []byte { return ARTKey(dst, k, uint64(j)) })
 	in.vals = make([]uint64, n)
-	artParallel(n, func(lo, hi int) {
+	par.Ranges(n, par.Parts(n, 4096, 0), func(_, lo, hi int) {
 		for j := lo; j < hi; j++ {
 			in.vals[j] = prim.SplitMix64(ARTSeed+7, uint64(j))
 		}

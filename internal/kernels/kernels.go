@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"warpkv/art"
 	"warpkv/bench"
 	"warpkv/btree"
 	"warpkv/gpu"
@@ -24,8 +25,8 @@ func All() []Package {
 		{"btree", btree.Programs()},
 		{"bench", bench.Programs()},
 		{"mpt", mpt.Programs()},
+		{"art", art.Programs()},
 		// Engines add their programs here:
-		//   {"art", art.Programs()},
 		//   {"stm", stm.Programs()},
 	}
 }

@@ -40,6 +40,7 @@ import (
 
 	"warpkv/art"
 	"warpkv/bench"
+	"warpkv/internal/par"
 )
 
 // Single-goroutine peers skip cases larger than this by default.
@@ -108,17 +109,17 @@ func run(cfg config, p *bench.Progress) (*bench.Report, error) {
 	if size == 0 {
 		size = bench.ARTDefaultSize(eng.GPU)
 	}
-	par := runtime.GOMAXPROCS(0)
+	readers := runtime.GOMAXPROCS(0)
 	var impls []bench.ARTImpl
 	for _, name := range strings.Split(cfg.peers, ",") {
 		switch name = strings.TrimSpace(name); name {
 		case "":
 		case "iradix":
-			impls = append(impls, &radixImpl{readers: 1}, &radixImpl{readers: par})
+			impls = append(impls, &radixImpl{readers: 1}, &radixImpl{readers: readers})
 		case "tidwall":
-			impls = append(impls, &btreeImpl{readers: 1}, &btreeImpl{readers: par})
+			impls = append(impls, &btreeImpl{readers: 1}, &btreeImpl{readers: readers})
 		case "map":
-			impls = append(impls, &mapImpl{readers: 1}, &mapImpl{readers: par})
+			impls = append(impls, &mapImpl{readers: 1}, &mapImpl{readers: readers})
 		default:
 			return nil, fmt.Errorf("unknown peer %q (want iradix, tidwall, map)", name)
 		}
@@ -127,14 +128,14 @@ func run(cfg config, p *bench.Progress) (*bench.Report, error) {
 	start := time.Now()
 	rep := &bench.Report{
 		Suite: "art-peers", Started: start.UTC().Round(time.Second), GoVersion: runtime.Version(),
-		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), Workers: par, Reps: cfg.reps,
+		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), Workers: readers, Reps: cfg.reps,
 	}
 	rep.Engines = append(rep.Engines, eng.Engines...)
 	rep.Engines = append(rep.Engines,
 		"iradix: github.com/hashicorp/go-immutable-radix/v2 (a batch of writes in one transaction)",
 		"tidwall: github.com/tidwall/btree Map[string]uint64 (Load of sorted pairs for builds)",
 		"map: Go map[string]uint64 (point operations only)",
-		fmt.Sprintf("P readers: lookups, ranges and prefix scans split over %d goroutines reading one index", par))
+		fmt.Sprintf("P readers: lookups, ranges and prefix scans split over %d goroutines reading one index", readers))
 	rep.Notes = append(rep.Notes, bench.ARTInputNotes()...)
 	rep.Notes = append(rep.Notes, "github.com/plar/go-adaptive-radix-tree: not served by the Go module proxy used to build this project, so no plar rows; go-immutable-radix stands in as the radix tree peer")
 	skip := func(c bench.ARTCase, im bench.ARTImpl) string {
@@ -172,19 +173,6 @@ func run(cfg config, p *bench.Progress) (*bench.Report, error) {
 	return rep, err
 }
 
-// parallel splits [0, n) over w goroutines.
-func parallel(w, n int, fn func(lo, hi int)) {
-	if w <= 1 || n < 1024 {
-		fn(0, n)
-		return
-	}
-	var wg sync.WaitGroup
-	for p := range w {
-		wg.Go(func() { fn(p*n/w, (p+1)*n/w) })
-	}
-	wg.Wait()
-}
-
 // sortedPairs returns the pairs' indices in key order.
 func sortedPairs(keys art.Keys) []int {
 	idx := make([]int, keys.Len())
@@ -200,7 +188,7 @@ func sortedPairs(keys art.Keys) []int {
 func queries(readers, n int, one func(i int) (int, uint64)) (int, uint64) {
 	var mu sync.Mutex
 	total, sum := 0, uint64(0)
-	parallel(readers, n, func(lo, hi int) {
+	par.Ranges(n, par.Parts(n, 1024, readers), func(_, lo, hi int) {
 		c, s := 0, uint64(0)
 		for i := lo; i < hi; i++ {
 			a, b := one(i)
@@ -273,7 +261,7 @@ func (r *radixImpl) Delete(keys art.Keys) error {
 }
 func (r *radixImpl) Lookup(keys art.Keys, values []uint64, found []bool) error {
 	t := r.t
-	parallel(r.readers, keys.Len(), func(lo, hi int) {
+	par.Ranges(keys.Len(), par.Parts(keys.Len(), 1024, r.readers), func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			values[i], found[i] = t.Get(keys.At(i))
 		}
@@ -360,7 +348,7 @@ func (b *btreeImpl) Delete(keys art.Keys) error {
 	return nil
 }
 func (b *btreeImpl) Lookup(keys art.Keys, values []uint64, found []bool) error {
-	parallel(b.readers, keys.Len(), func(lo, hi int) {
+	par.Ranges(keys.Len(), par.Parts(keys.Len(), 1024, b.readers), func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			values[i], found[i] = b.m.Get(view(keys.At(i)))
 		}
@@ -433,7 +421,7 @@ func (m *mapImpl) Delete(keys art.Keys) error {
 	return nil
 }
 func (m *mapImpl) Lookup(keys art.Keys, values []uint64, found []bool) error {
-	parallel(m.readers, keys.Len(), func(lo, hi int) {
+	par.Ranges(keys.Len(), par.Parts(keys.Len(), 1024, m.readers), func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			values[i], found[i] = m.m[string(keys.At(i))]
 		}

@@ -1,0 +1,103 @@
+package art
+
+import (
+	"errors"
+
+	"warpkv/gpu"
+)
+
+// Transfers of the GPU engine: batches from Go slices go to the device and
+// answers come back through the engine's two gpu.Pipelines (up, down), so
+// that the copies between Go memory and pinned chunks run on all cores
+// while the DMAs of the neighbouring chunks run. A caller's pinned
+// Staging (LookupStaged) is copied by DMA straight from and into its
+// buffers. The few totals a batch reads back between steps come through a
+// pinned buffer of the pool.
+
+// Shape of the pipelines: chunks of transferChunk bytes, transferChunks of
+// them in flight each way; transfers of fewer than transferDirect bytes
+// skip the ring (pinning would cost more than it saves).
+const (
+	transferChunk  = 16 << 20
+	transferChunks = 4
+	transferDirect = 64 << 10
+)
+
+// newPipeline returns one direction's pipeline (pinned on first use; when
+// pinning fails its transfers go straight from or to Go memory).
+func newPipeline(d *gpu.Device) *gpu.Pipeline {
+	return gpu.NewPipeline(d, gpu.PipelineConfig{ChunkBytes: transferChunk, Chunks: transferChunks, Direct: transferDirect})
+}
+
+// devBatch is a batch's keys (and values) on the device.
+type devBatch struct {
+	n    int
+	data *gpu.Buffer[byte]
+	offs *gpu.Buffer[uint32]
+	vals *gpu.Buffer[uint64] // nil without values
+}
+
+// batchNeeds are the pool buffers, named by prefix, of a batch of kb's
+// keys (and values when withVals).
+func batchNeeds(prefix string, kb Keys, withVals bool) []gpu.Need {
+	ns := []gpu.Need{gpu.NeedOf[byte](prefix+".data", len(kb.Data)), gpu.NeedOf[uint32](prefix+".offs", kb.Len()+1)}
+	if withVals {
+		ns = append(ns, gpu.NeedOf[uint64](prefix+".vals", kb.Len()))
+	}
+	return ns
+}
+
+// upload queues the copy of a batch to the pool buffers named by prefix:
+// through the upload pipeline from Go memory, or by DMA straight from a
+// pinned Staging (pinned). Cost: the keys, offsets and values over the
+// bus once (and, from Go memory, one parallel copy into pinned chunks).
+func (g *gpuEngine) upload(prefix string, kb Keys, vals []uint64, pinned bool) (*devBatch, error) {
+	if err := g.pool.Reserve(batchNeeds(prefix, kb, vals != nil)...); err != nil {
+		return nil, err
+	}
+	b := &devBatch{n: kb.Len(), data: gpu.Take[byte](g.pool, prefix+".data", len(kb.Data)),
+		offs: gpu.Take[uint32](g.pool, prefix+".offs", kb.Len()+1)}
+	offs := kb.Offs
+	if len(offs) == 0 {
+		offs = []uint32{0}
+	}
+	if vals != nil {
+		b.vals = gpu.Take[uint64](g.pool, prefix+".vals", b.n)
+	}
+	if pinned {
+		return b, errors.Join(b.data.Write(g.s, 0, kb.Data), b.offs.Write(g.s, 0, offs))
+	}
+	err := errors.Join(gpu.UploadStaged(g.up, g.s, b.data, 0, kb.Data), gpu.UploadStaged(g.up, g.s, b.offs, 0, offs))
+	if err == nil && vals != nil {
+		err = gpu.UploadStaged(g.up, g.s, b.vals, 0, vals)
+	}
+	return b, err
+}
+
+// drain completes the downloads queued on the down pipeline and
+// synchronizes the stream. Cost: the waits and the copies out of the
+// pinned chunks.
+func (g *gpuEngine) drain() error {
+	return errors.Join(g.down.Drain(), g.s.Synchronize())
+}
+
+// readBack returns n elements of b from off (a few totals between steps),
+// through the pool's pinned buffer host.T; it synchronizes the stream.
+func readBack[T any](g *gpuEngine, b *gpu.Buffer[T], off, n int) ([]T, error) {
+	h, err := gpu.Host[T](g.pool, "host.readback", n)
+	if err != nil {
+		return nil, err
+	}
+	if err := errors.Join(b.Read(g.s, off, h), g.s.Synchronize()); err != nil {
+		return nil, err
+	}
+	return append([]T(nil), h...), nil
+}
+
+func (g *gpuEngine) readU64(b *gpu.Buffer[uint64], off, n int) ([]uint64, error) {
+	return readBack(g, b, off, n)
+}
+
+func (g *gpuEngine) readU32(b *gpu.Buffer[uint32], off, n int) ([]uint32, error) {
+	return readBack(g, b, off, n)
+}
