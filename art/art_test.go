@@ -150,11 +150,16 @@ func TestRegressions(t *testing.T) {
 	enginetest.Run(t, suite(), artCase{Name: "ART library regressions", Batches: len(seq), Gen: func(_ *rand.Rand, step int, _ *model) batch { return seq[step] }})
 }
 
-// wordsFile is Debian's wamerican word list.
+// wordsFile is Debian's wamerican word list; $WARPKV_WORDS names another
+// copy (a GPU machine without the package).
 const wordsFile = "/usr/share/dict/american-english"
 
 // TestWords loads the wamerican word list in batches and queries it.
 func TestWords(t *testing.T) {
+	wordsFile := wordsFile
+	if p := os.Getenv("WARPKV_WORDS"); p != "" {
+		wordsFile = p
+	}
 	f, err := os.Open(wordsFile)
 	if err != nil {
 		t.Skipf("no word list (install Debian's wamerican): %v", err)

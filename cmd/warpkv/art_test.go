@@ -215,14 +215,12 @@ func firstDiffLine(a, b string) int {
 	return min(len(la), len(lb)) + 1
 }
 
-// TestARTRunBuiltBinary builds warpkv and runs "warpkv art run" on random
-// files, from a file and from standard input, on the default device (the
-// GPU engine where one is usable).
+// TestARTRunBuiltBinary builds warpkv (or takes $WARPKV_BINARY where
+// there is no Go toolchain) and runs "warpkv art run" on random files,
+// from a file and from standard input, on the default device (the GPU
+// engine where one is usable).
 func TestARTRunBuiltBinary(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "warpkv")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildWarpkv(t)
 	r := rand.New(rand.NewPCG(uint64(os.Getpid()), 8))
 	for trial := range 4 {
 		in, want := randomARTFile(r, 2000)
