@@ -19,17 +19,24 @@ type scratch struct {
 	sh      []uint64 // hashes in shard order
 	sl      []uint32 // search results in shard order
 	sreqs   []searchReq
-	ureqs   []updateReq
+	ureqs   []*updateReq // per shard: the write run's update, nil until used
 	w       waiter
 	cur     []itemstore.Ref // per op: the present item, held
-	fresh   []itemstore.Ref // per op: the new item, held until indexed
-	removed []uint32        // per op: location to unlink after the index delete, or notLoc
-	victims []itemstore.Victim
-	digits  []byte
-	locks   []int
-	written []uint64 // hoistReads: hashes of the batch's written keys
-	perm    []int    // hoistReads: the order of the ops
-	tmpOps  []kv.Op  // the ops in that order
+	curPend []bool          // per op: cur is a pending insert's item
+	qh      []uint64        // hashes to search
+	qi      []int           // the op of each
+	ql      []uint32        // their locations
+	// current: per op, whether searched, the applied counter before, and
+	// the location found
+	searched []bool
+	applied  []uint32
+	slocs    []uint32
+	victims  []itemstore.Victim
+	digits   []byte
+	locks    []int
+	written  []uint64 // hoistReads: hashes of the batch's written keys
+	perm     []int    // hoistReads: the order of the ops
+	tmpOps   []kv.Op  // the ops in that order
 }
 
 // notLoc marks "no location" in scratch slices.
@@ -170,19 +177,19 @@ func (e *Engine) doFlush(op *kv.Op) {
 	op.Result.Status = kv.Flushed
 }
 
-// search looks up sc.hashes[:n] in their shards and leaves the locations
-// in sc.locs. Cost: one wait for the slowest shard's next search batch.
-func (e *Engine) search(sc *scratch, n int) error {
-	sc.locs = grow(sc.locs, n)
+// search looks up hashes in their shards and writes the locations to out.
+// Cost: one wait for the slowest shard's next search batch.
+func (e *Engine) search(sc *scratch, hashes []uint64, out []uint32) error {
+	n := len(hashes)
 	if len(e.shards) == 1 {
 		sc.sreqs = grow(sc.sreqs, 1)
 		r := &sc.sreqs[0]
-		*r = searchReq{hashes: sc.hashes[:n], out: sc.locs, w: &sc.w}
+		*r = searchReq{hashes: hashes, out: out, w: &sc.w}
 		e.shards[0].search(r)
 		sc.w.wg.Wait()
 		return r.err
 	}
-	e.groupByShard(sc, n)
+	e.groupByShard(sc, hashes)
 	sc.sl = grow(sc.sl, n)
 	sc.sreqs = grow(sc.sreqs, len(e.shards))
 	lo := 0
@@ -196,7 +203,7 @@ func (e *Engine) search(sc *scratch, n int) error {
 	}
 	sc.w.wg.Wait()
 	for k, i := range sc.order {
-		sc.locs[i] = sc.sl[k]
+		out[i] = sc.sl[k]
 	}
 	for s := range e.shards {
 		if err := sc.sreqs[s].err; err != nil {
@@ -206,27 +213,13 @@ func (e *Engine) search(sc *scratch, n int) error {
 	return nil
 }
 
-// lookupLocked searches one key again under its write lock and returns
-// its live item, held. Cost: a wait for its shard's next search batch.
-func (e *Engine) lookupLocked(h uint64, key []byte, now int64, fs *kv.FlushState) (itemstore.Ref, bool) {
-	l := &e.locks[stripeOf(h)]
-	l.Lock()
-	defer l.Unlock()
-	loc, err := e.searchOne(h)
-	if err != nil {
-		return itemstore.Ref{}, false
-	}
-	e.counts.staleReads.Add(1)
-	return e.lookup(loc, h, key, now, fs)
-}
-
-// groupByShard orders the first n hashes by shard (sc.order, sc.sh,
-// sc.bounds).
-func (e *Engine) groupByShard(sc *scratch, n int) {
+// groupByShard orders hashes by shard (sc.order, sc.sh, sc.bounds).
+func (e *Engine) groupByShard(sc *scratch, hashes []uint64) {
 	ns := len(e.shards)
+	n := len(hashes)
 	sc.bounds = grow(sc.bounds, ns)
 	clear(sc.bounds)
-	for _, h := range sc.hashes[:n] {
+	for _, h := range hashes {
 		sc.bounds[e.shardOf(h)]++
 	}
 	sum := 0
@@ -235,7 +228,7 @@ func (e *Engine) groupByShard(sc *scratch, n int) {
 	}
 	sc.order = grow(sc.order, n)
 	sc.sh = grow(sc.sh, n)
-	for i, h := range sc.hashes[:n] {
+	for i, h := range hashes {
 		s := e.shardOf(h)
 		sc.order[sc.bounds[s]] = i
 		sc.sh[sc.bounds[s]] = h
@@ -286,18 +279,40 @@ func item(r itemstore.Ref) kv.Item {
 	return kv.Item{Value: r.Value(), Flags: r.Flags(), Exptime: r.Exptime(), CAS: r.CAS()}
 }
 
-// doReads executes a run of Gets: one search, then each hit's value is
-// copied into the batch.
+// doReads executes a run of Gets: the pending table first (writes
+// acknowledged but not yet in the index), one search for the rest, then
+// each hit's value is copied into the batch. The pending table is read
+// before the search is queued: a write acknowledged before this run either
+// is still pending then, or was applied to the index before the search.
 func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 	n := len(ops)
 	sc.hashes = grow(sc.hashes, n)
+	sc.locs = grow(sc.locs, n)
+	sc.qh = sc.qh[:0]
+	sc.qi = sc.qi[:0]
 	for i := range ops {
-		sc.hashes[i] = hashindex.Hash(ops[i].Key)
+		h := hashindex.Hash(ops[i].Key)
+		sc.hashes[i] = h
+		if w, ok := e.pend.lookup(h); ok {
+			sc.locs[i] = notLoc
+			if !entryDead(w) {
+				sc.locs[i] = entryLoc(w)
+			}
+			continue
+		}
+		sc.qh = append(sc.qh, h)
+		sc.qi = append(sc.qi, i)
 	}
 	now := e.clock()
-	if err := e.search(sc, n); err != nil {
-		failAll(ops, err)
-		return
+	if len(sc.qh) > 0 {
+		sc.ql = grow(sc.ql, len(sc.qh))
+		if err := e.search(sc, sc.qh, sc.ql); err != nil {
+			failAll(ops, err)
+			return
+		}
+		for k, i := range sc.qi {
+			sc.locs[i] = sc.ql[k]
+		}
 	}
 	fs := e.flushState()
 	var hits uint64
@@ -305,11 +320,9 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 		op := &ops[i]
 		r, ok, stale := e.lookupStale(sc.locs[i], sc.hashes[i], op.Key, now, &fs)
 		if stale {
-			// A concurrent write replaced or removed the item after the
-			// search. Search again under the key's write lock, where no
-			// write of it is half done: a read that overlaps an overwrite
-			// sees the old or the new value, never a miss.
-			r, ok = e.lookupLocked(sc.hashes[i], op.Key, now, &fs)
+			// A write replaced or removed the item since it was located:
+			// locate the key again.
+			r, ok = e.relocate(sc.hashes[i], op.Key, now, &fs)
 		}
 		if !ok {
 			kv.Apply(op, nil, now, nil)
@@ -336,6 +349,44 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 	e.counts.getHits.Add(hits)
 	if touched := countTouch(ops); touched > 0 {
 		e.counts.touches.Add(touched)
+	}
+}
+
+// relocateTries is how often relocate looks a key up without its lock
+// before it takes it.
+const relocateTries = 2
+
+// relocate finds the live item of a key whose located item went stale and
+// returns it, held. It looks at the pending table, then searches, a few
+// times; then it takes the key's lock, where no write of the key is half
+// done and, with no pending entry, none is in flight, so the search is
+// final (a stale result then means the item was evicted). Cost: a search
+// batch per try.
+func (e *Engine) relocate(h uint64, key []byte, now int64, fs *kv.FlushState) (itemstore.Ref, bool) {
+	e.counts.staleReads.Add(1)
+	for try := 0; ; try++ {
+		locked := try >= relocateTries
+		if locked {
+			l := &e.locks[stripeOf(h)]
+			l.Lock()
+			defer l.Unlock()
+		}
+		var loc uint32
+		if w, ok := e.pend.lookup(h); ok {
+			if entryDead(w) {
+				return itemstore.Ref{}, false
+			}
+			loc = entryLoc(w)
+		} else {
+			var err error
+			if loc, err = e.searchOne(h); err != nil {
+				return itemstore.Ref{}, false
+			}
+		}
+		r, ok, stale := e.lookupStale(loc, h, key, now, fs)
+		if !stale || locked {
+			return r, ok
+		}
 	}
 }
 

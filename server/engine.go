@@ -84,12 +84,21 @@ type Engine struct {
 	flush   kv.FlushState
 
 	locks   [stripes]sync.Mutex
-	pending [stripes]atomic.Int32 // plain sets queued, not yet applied, per stripe
+	pend    pendingTable // writes acknowledged, not yet in the index
 	counts  counters
 	getLat  latencyHist // per read group, engine entry to results
 	setLat  latencyHist // per write group
-	idxLat  latencyHist // per index batch call
+	idxLat  latencyHist // per search batch call
+	updLat  latencyHist // per update round call
 	scratch sync.Pool   // *scratch
+	updates sync.Pool   // *updateReq
+
+	// inflightItems counts items held by queued updates (new items and
+	// removed ones): with the pending table, what a quiet engine has
+	// none of.
+	inflightItems atomic.Int64
+	// queuedUpdates counts update requests queued and not yet completed.
+	queuedUpdates atomic.Int64
 
 	closeMu sync.RWMutex
 	closed  bool
@@ -128,6 +137,7 @@ func New(o Options) (*Engine, error) {
 		return nil, fmt.Errorf("server: new engine: %w", err)
 	}
 	e.scratch.New = func() any { return new(scratch) }
+	e.updates.New = func() any { return new(updateReq) }
 	return e, nil
 }
 
@@ -165,7 +175,8 @@ func (e *Engine) openIndex() error {
 		if err != nil {
 			return fmt.Errorf("index shard %d: %w", i, err)
 		}
-		e.shards = append(e.shards, newShard(ix, e.interval, e.opts.MaxBatch, &e.idxLat, e.unlinkPending))
+		e.shards = append(e.shards, newShard(ix, e.interval, e.opts.MaxBatch, shardHooks{
+			searchLat: &e.idxLat, updateLat: &e.updLat, unlink: e.unlinkPending, complete: e.completeUpdate}))
 	}
 	return nil
 }
@@ -261,6 +272,15 @@ func (e *Engine) shardOf(h uint64) int {
 	}
 	m := uint64(uint32((h * 0x9E3779B97F4A7C15) >> 32))
 	return int(m * uint64(len(e.shards)) >> 32)
+}
+
+// newUpdate returns an empty update request from the pool.
+func (e *Engine) newUpdate() *updateReq { return e.updates.Get().(*updateReq) }
+
+// freeUpdate resets u and returns it to the pool.
+func (e *Engine) freeUpdate(u *updateReq) {
+	u.reset()
+	e.updates.Put(u)
 }
 
 // nextCAS returns a fresh CAS value.

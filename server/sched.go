@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"warpkv/hashindex"
+	"warpkv/itemstore"
 )
 
 // A shard is one hash index (one GPU, or the CPU engine) and the scheduler
@@ -20,7 +21,8 @@ type shard struct {
 	ix       *hashindex.Index
 	interval time.Duration
 	maxBatch int
-	lat      *latencyHist // index batch latencies, from first queued job to results
+	lat      *latencyHist // search batch call latencies
+	updLat   *latencyHist // update round call latencies
 
 	mu       sync.Mutex
 	searches []*searchReq
@@ -30,8 +32,9 @@ type shard struct {
 	closed   bool
 	pending  []pendingUnlink // items to unlink after the next search batch
 	unlink   func([]pendingUnlink)
-	wake     chan struct{} // capacity 1: jobs arrived
-	done     chan struct{} // closed when the loop exits
+	complete func(*updateReq) // called by the scheduler with each applied update
+	wake     chan struct{}    // capacity 1: jobs arrived
+	done     chan struct{}    // closed when the loop exits
 
 	// scheduler-owned: the batch staging (pinned memory on a GPU, so
 	// batches go to the device without a copy on the host) and scratch
@@ -64,22 +67,33 @@ type searchReq struct {
 }
 
 // updateReq asks to delete (delHashes[i], delLocs[i]) and then insert
-// (insHashes[i], insLocs[i]); drops receives the locations the inserts
-// dropped, Job indexing insHashes.
+// (insHashes[i], insLocs[i]). It holds the items of its jobs until it is
+// applied: rmRefs[i] the item delete job i removes (zero for an evicted
+// item's entry), insRefs[i] the new item of insert job i. Once its shard
+// has applied it, the scheduler writes the drops of its inserts (Job
+// indexing insHashes) and err and hands it to the shard's complete
+// function, which recycles it.
 type updateReq struct {
 	delHashes []uint64
 	delLocs   []uint32
+	rmRefs    []itemstore.Ref
 	insHashes []uint64
 	insLocs   []uint32
-	drops     []hashindex.Dropped
-	err       error
-	w         *waiter
+	insRefs   []itemstore.Ref
+	// barrier: a delete job removes an item whose insert may still be
+	// queued; the request's deletes must not run before earlier
+	// requests' inserts (runUpdates starts a new round).
+	barrier bool
+	drops   []hashindex.Dropped
+	err     error
 }
 
 func (r *updateReq) reset() {
-	r.delHashes, r.delLocs = r.delHashes[:0], r.delLocs[:0]
-	r.insHashes, r.insLocs = r.insHashes[:0], r.insLocs[:0]
-	r.drops, r.err = r.drops[:0], nil
+	clear(r.rmRefs)
+	clear(r.insRefs)
+	r.delHashes, r.delLocs, r.rmRefs = r.delHashes[:0], r.delLocs[:0], r.rmRefs[:0]
+	r.insHashes, r.insLocs, r.insRefs = r.insHashes[:0], r.insLocs[:0], r.insRefs[:0]
+	r.drops, r.err, r.barrier = r.drops[:0], nil, false
 }
 
 func (r *updateReq) jobs() int { return len(r.delHashes) + len(r.insHashes) }
@@ -120,8 +134,17 @@ func (s *shard) takePending() []pendingUnlink {
 	return p
 }
 
-func newShard(ix *hashindex.Index, interval time.Duration, maxBatch int, lat *latencyHist, unlink func([]pendingUnlink)) *shard {
-	s := &shard{ix: ix, interval: interval, maxBatch: maxBatch, lat: lat, unlink: unlink,
+// shardHooks are what a shard's scheduler reports to and calls back into
+// its engine.
+type shardHooks struct {
+	searchLat, updateLat *latencyHist
+	unlink               func([]pendingUnlink)
+	complete             func(*updateReq)
+}
+
+func newShard(ix *hashindex.Index, interval time.Duration, maxBatch int, h shardHooks) *shard {
+	s := &shard{ix: ix, interval: interval, maxBatch: maxBatch, lat: h.searchLat, updLat: h.updateLat,
+		unlink: h.unlink, complete: h.complete,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go s.loop()
 	return s
@@ -138,14 +161,19 @@ func (s *shard) search(r *searchReq) {
 	s.signal()
 }
 
-// update queues r; r.w is signalled when its jobs are applied.
+// update queues r; the shard's complete function gets it once its jobs
+// are applied (at once, with an error, when the shard is closed).
 func (s *shard) update(r *updateReq) {
-	if !s.enqueue(r.w, &r.err, func() {
-		s.updates = append(s.updates, r)
-		s.nUpdate += r.jobs()
-	}) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		r.err = errClosed
+		s.complete(r)
 		return
 	}
+	s.updates = append(s.updates, r)
+	s.nUpdate += r.jobs()
+	s.mu.Unlock()
 	s.signal()
 }
 
@@ -335,25 +363,46 @@ func (s *shard) runSearches() {
 	clear(reqs)
 }
 
-// runUpdates applies every queued update: all deletes as one batch, then
-// all inserts as one batch. Deletes go first: a delete queued with or
-// before an insert of the same location (an evicted item's cell and the
-// new item that reuses its chunk) must not remove the new entry. No request
-// queues an insert and then a delete of the same entry in one round: a
-// key's writes are serialized by its stripe lock, and items are held
-// (unevictable) until their insert is applied.
+// runUpdates applies every queued update, in rounds: a round is a run of
+// requests whose deletes go first as one batch, then their inserts as one
+// batch. Deletes go first: a delete queued with or before an insert of the
+// same location (an evicted item's cell and the new item that reuses its
+// chunk) must not remove the new entry. A request whose delete removes an
+// item whose insert may be queued before it (barrier) starts a new round
+// after earlier inserts, so that the insert is applied first. Each
+// request is then handed to complete.
 func (s *shard) runUpdates() {
 	s.mu.Lock()
 	reqs := s.updates
 	s.updates = nil
 	s.nUpdate = 0
 	s.mu.Unlock()
+	for lo := 0; lo < len(reqs); {
+		hi, ins := lo, false
+		for ; hi < len(reqs); hi++ {
+			if hi > lo && ins && reqs[hi].barrier {
+				break
+			}
+			ins = ins || len(reqs[hi].insHashes) > 0
+		}
+		s.runRound(reqs[lo:hi])
+		lo = hi
+	}
+	for _, r := range reqs {
+		s.complete(r)
+	}
+	clear(reqs)
+}
+
+// runRound applies the deletes and then the inserts of reqs.
+func (s *shard) runRound(reqs []*updateReq) {
 	nDel, nIns := 0, 0
 	for _, r := range reqs {
 		nDel += len(r.delHashes)
 		nIns += len(r.insHashes)
 	}
 	st, err := s.staging(max(nDel, nIns))
+	start := time.Now()
 	if err == nil && nDel > 0 {
 		off := 0
 		for _, r := range reqs {
@@ -371,29 +420,18 @@ func (s *shard) runUpdates() {
 		}
 		drops, err = s.ix.InsertStaged(st, nIns, drops)
 	}
+	s.updLat.add(time.Since(start))
 	s.drops = drops
-	var owner []int32 // insert job -> request, only when drops need mapping
-	if len(drops) > 0 {
-		owner = make([]int32, 0, nIns)
-		for i, r := range reqs {
-			for range r.insHashes {
-				owner = append(owner, int32(i))
-			}
-		}
-		starts := make([]int, len(reqs))
-		off := 0
-		for i, r := range reqs {
-			starts[i] = off
-			off += len(r.insHashes)
-		}
-		for _, d := range drops {
-			i := owner[d.Job]
-			d.Job -= starts[i]
-			reqs[i].drops = append(reqs[i].drops, d)
-		}
-	}
+	// Hand each drop to its request (drops come in job order).
 	var over, disp uint64
+	r, first := 0, 0
 	for _, d := range drops {
+		for d.Job >= first+len(reqs[r].insHashes) {
+			first += len(reqs[r].insHashes)
+			r++
+		}
+		d.Job -= first
+		reqs[r].drops = append(reqs[r].drops, d)
 		if d.Reason == hashindex.Overwritten {
 			over++
 		} else {
@@ -402,7 +440,6 @@ func (s *shard) runUpdates() {
 	}
 	for _, r := range reqs {
 		r.err = err
-		r.w.wg.Done()
 	}
 	s.mu.Lock()
 	s.stats.updateBatches++
@@ -413,7 +450,6 @@ func (s *shard) runUpdates() {
 		s.stats.err = err
 	}
 	s.mu.Unlock()
-	clear(reqs)
 }
 
 func grow[T any](b []T, n int) []T {

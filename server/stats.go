@@ -114,6 +114,11 @@ func (e *Engine) indexStats() []kv.Stat {
 		{Name: "index_drops", Value: u64(e.counts.indexDrops.Load())},
 		{Name: "index_self_displaced", Value: u64(e.counts.selfDisplaced.Load())},
 		{Name: "stale_reads", Value: u64(e.counts.staleReads.Load())},
+		{Name: "pending_entries", Value: strconv.Itoa(e.pend.size())},
+		{Name: "pending_full_waits", Value: u64(e.counts.pendingFull.Load())},
+		{Name: "write_search_retries", Value: u64(e.counts.optimisticRetries.Load())},
+		{Name: "write_locked_searches", Value: u64(e.counts.lockedSearches.Load())},
+		{Name: "index_update_errors", Value: u64(e.counts.updateErrors.Load())},
 	}
 }
 
@@ -125,7 +130,7 @@ func (e *Engine) latencySummary() []kv.Stat {
 	for _, h := range []struct {
 		name string
 		h    *latencyHist
-	}{{"get", &e.getLat}, {"set", &e.setLat}, {"index_batch", &e.idxLat}} {
+	}{{"get", &e.getLat}, {"set", &e.setLat}, {"index_batch", &e.idxLat}, {"index_update", &e.updLat}} {
 		s := h.h.snapshot()
 		out = append(out,
 			kv.Stat{Name: h.name + "_latency_count", Value: u64(s.n)},
@@ -222,19 +227,31 @@ func (e *Engine) slabStats() []kv.Stat {
 		kv.Stat{Name: "total_malloced", Value: i64(st.PageBytes)})
 }
 
-// itemCounts returns the linked items of the store and the entries of the
-// index; when no write is in flight they are equal (nothing orphaned).
-func (e *Engine) itemCounts() (linked, indexed int64) {
-	for _, sh := range e.shards {
-		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+// quiesce waits, up to two seconds, until no update is queued, the pending
+// table is empty and the shards have unlinked every dropped location; the
+// caller must not be writing. It reports whether the engine got quiet.
+func (e *Engine) quiesce() bool {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if e.queuedUpdates.Load() != 0 || e.inflightItems.Load() != 0 || e.pend.size() != 0 {
+			continue
+		}
+		quiet := true
+		for _, sh := range e.shards {
 			sh.mu.Lock()
-			np := len(sh.pending)
+			quiet = quiet && len(sh.pending) == 0 && sh.nUpdate == 0
 			sh.mu.Unlock()
-			if np == 0 {
-				break
-			}
+		}
+		if quiet {
+			return true
 		}
 	}
+	return false
+}
+
+// itemCounts returns the linked items of the store and the entries of the
+// index once the engine is quiet; then they are equal (nothing orphaned).
+func (e *Engine) itemCounts() (linked, indexed int64) {
+	e.quiesce()
 	for _, sh := range e.shards {
 		indexed += int64(sh.ix.Stats().Entries)
 	}
