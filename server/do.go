@@ -18,9 +18,9 @@ type scratch struct {
 	bounds  []int    // per shard: end of its run in order
 	sh      []uint64 // hashes in shard order
 	sl      []uint32 // search results in shard order
-	sreqs   []searchReq
-	ureqs   []*updateReq // per shard: the write run's update, nil until used
-	w       waiter
+	tickets []ticket
+	wake    chan struct{}   // this Do's search results are ready: a token per ticket (room for one per shard)
+	ureqs   []updateList    // per shard: the write run's updates
 	cur     []itemstore.Ref // per op: the present item, held
 	curPend []bool          // per op: cur is a pending insert's item
 	qh      []uint64        // hashes to search
@@ -178,37 +178,71 @@ func (e *Engine) doFlush(op *kv.Op) {
 }
 
 // search looks up hashes in their shards and writes the locations to out.
-// Cost: one wait for the slowest shard's next search batch.
+// With several shards it posts every shard's part (in pieces of at most a
+// quarter batch) before it waits for any. Cost: one wait for the slowest
+// shard's next search batch.
 func (e *Engine) search(sc *scratch, hashes []uint64, out []uint32) error {
 	n := len(hashes)
+	if sc.wake == nil {
+		sc.wake = make(chan struct{}, len(e.shards))
+	}
 	if len(e.shards) == 1 {
-		sc.sreqs = grow(sc.sreqs, 1)
-		r := &sc.sreqs[0]
-		*r = searchReq{hashes: hashes, out: out, w: &sc.w}
-		e.shards[0].search(r)
-		sc.w.wg.Wait()
-		return r.err
+		return e.shards[0].search(hashes, out, sc.wake)
 	}
 	e.groupByShard(sc, hashes)
 	sc.sl = grow(sc.sl, n)
-	sc.sreqs = grow(sc.sreqs, len(e.shards))
+	sc.tickets = sc.tickets[:0]
+	var err error
 	lo := 0
 	for s, hi := range sc.bounds {
-		r := &sc.sreqs[s]
-		*r = searchReq{hashes: sc.sh[lo:hi], out: sc.sl[lo:hi], w: &sc.w}
-		if hi > lo {
-			e.shards[s].search(r)
+		if hi-lo > e.shards[s].maxPost() {
+			// A part too large to post at once: the shards one after
+			// another.
+			return e.searchEach(sc, hashes, out)
 		}
 		lo = hi
 	}
-	sc.w.wg.Wait()
+	lo = 0
+	for s, hi := range sc.bounds {
+		if hi > lo {
+			var t ticket
+			if t, err = e.shards[s].post(sc.sh[lo:hi], sc.wake); err != nil {
+				break
+			}
+			t.shard, t.at = s, lo
+			sc.tickets = append(sc.tickets, t)
+		}
+		lo = hi
+	}
+	for range sc.tickets {
+		<-sc.wake // one token per posted ticket; all delivered after the last
+	}
+	for _, t := range sc.tickets {
+		if cerr := e.shards[t.shard].collect(t, sc.sl[t.at:]); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return err
+	}
 	for k, i := range sc.order {
 		out[i] = sc.sl[k]
 	}
-	for s := range e.shards {
-		if err := sc.sreqs[s].err; err != nil {
+	return nil
+}
+
+// searchEach is search for parts too large to post at once: each shard's
+// part is searched in turn (sc grouped by groupByShard).
+func (e *Engine) searchEach(sc *scratch, hashes []uint64, out []uint32) error {
+	lo := 0
+	for s, hi := range sc.bounds {
+		if err := e.shards[s].search(sc.sh[lo:hi], sc.sl[lo:hi], sc.wake); err != nil {
 			return err
 		}
+		lo = hi
+	}
+	for k, i := range sc.order {
+		out[i] = sc.sl[k]
 	}
 	return nil
 }

@@ -15,6 +15,12 @@ import (
 	"warpkv/kv"
 )
 
+// Batch policies (Options.Policy).
+const (
+	PolicyLoad  = "load"
+	PolicyFixed = "fixed"
+)
+
 // Defaults of Options.
 const (
 	DefaultMemoryLimit = 64 << 20              // memcached's -m 64
@@ -44,11 +50,21 @@ type Options struct {
 	// over every usable GPU ("auto" falls back to the CPU), "gpu:N" uses GPU
 	// N alone, "cpu" the CPU engine; "" means $WARPKV_DEVICE, else auto.
 	Device string
-	// Interval is the batch interval C: searches launch at most every C,
-	// inserts and deletes every 2C, unless a batch fills first. 0 means
-	// DefaultGPUInterval on GPUs and no wait on the CPU engine (a batch
-	// launches as soon as the previous one is done). Negative means 0.
+	// Interval is the batch interval C. Under the fixed policy searches
+	// launch at most every C and updates every 2C; under the load policy
+	// C bounds how long a search waits for its batch to launch (see
+	// policy.go). 0 means DefaultGPUInterval on GPUs and no wait on the
+	// CPU engine (a batch launches as soon as the previous one is done).
+	// Negative means 0.
 	Interval time.Duration
+	// CPUShards splits the CPU engine's index into that many shards, each
+	// with its own scheduler, as the GPU engine does over several GPUs
+	// (0 or 1: one shard). It exists to exercise the sharded paths
+	// without GPUs.
+	CPUShards int
+	// Policy is the batch policy: "load" (the default: the interval
+	// follows the load) or "fixed" (Mega-KV's periodic launches).
+	Policy string
 	// MaxBatch is the queue length at which a batch launches before its
 	// interval is over; 0 means DefaultMaxBatch.
 	MaxBatch int
@@ -91,14 +107,11 @@ type Engine struct {
 	idxLat  latencyHist // per search batch call
 	updLat  latencyHist // per update round call
 	scratch sync.Pool   // *scratch
-	updates sync.Pool   // *updateReq
 
 	// inflightItems counts items held by queued updates (new items and
 	// removed ones): with the pending table, what a quiet engine has
 	// none of.
 	inflightItems atomic.Int64
-	// queuedUpdates counts update requests queued and not yet completed.
-	queuedUpdates atomic.Int64
 
 	closeMu sync.RWMutex
 	closed  bool
@@ -116,6 +129,16 @@ func New(o Options) (*Engine, error) {
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = DefaultMaxBatch
+	}
+	if o.MaxBatch > hashindex.MaxBatch {
+		return nil, fmt.Errorf("server: new engine: MaxBatch %d above the index's %d", o.MaxBatch, hashindex.MaxBatch)
+	}
+	switch o.Policy {
+	case "":
+		o.Policy = PolicyLoad
+	case PolicyLoad, PolicyFixed:
+	default:
+		return nil, fmt.Errorf("server: new engine: batch policy %q (want %s or %s)", o.Policy, PolicyLoad, PolicyFixed)
 	}
 	e := &Engine{opts: o, clock: o.Clock, log: o.Logger, started: time.Now()}
 	if e.clock == nil {
@@ -137,7 +160,6 @@ func New(o Options) (*Engine, error) {
 		return nil, fmt.Errorf("server: new engine: %w", err)
 	}
 	e.scratch.New = func() any { return new(scratch) }
-	e.updates.New = func() any { return new(updateReq) }
 	return e, nil
 }
 
@@ -149,6 +171,9 @@ func (e *Engine) openIndex() error {
 	}
 	e.devs, e.reason = devs, reason
 	nShards := max(1, len(devs))
+	if len(devs) == 0 && e.opts.CPUShards > 1 {
+		nShards = e.opts.CPUShards
+	}
 	buckets := e.opts.IndexBuckets
 	if buckets <= 0 {
 		// Every item the memory could hold (smallest chunks), at half
@@ -175,8 +200,20 @@ func (e *Engine) openIndex() error {
 		if err != nil {
 			return fmt.Errorf("index shard %d: %w", i, err)
 		}
-		e.shards = append(e.shards, newShard(ix, e.interval, e.opts.MaxBatch, shardHooks{
-			searchLat: &e.idxLat, updateLat: &e.updLat, unlink: e.unlinkPending, complete: e.completeUpdate}))
+		newSpace := func() (searchSpace, error) {
+			st, err := ix.NewStaging(e.opts.MaxBatch)
+			if err != nil {
+				return nil, err
+			}
+			return stagedSpace{Staging: st, ix: ix}, nil
+		}
+		sh, err := newShard(ix, e.opts.Policy == PolicyFixed, e.interval, e.opts.MaxBatch, newSpace, shardHooks{
+			searchLat: &e.idxLat, updateLat: &e.updLat, unlink: e.unlinkPending, complete: e.completeUpdate})
+		if err != nil {
+			ix.Close()
+			return fmt.Errorf("index shard %d: %w", i, err)
+		}
+		e.shards = append(e.shards, sh)
 	}
 	return nil
 }
@@ -272,15 +309,6 @@ func (e *Engine) shardOf(h uint64) int {
 	}
 	m := uint64(uint32((h * 0x9E3779B97F4A7C15) >> 32))
 	return int(m * uint64(len(e.shards)) >> 32)
-}
-
-// newUpdate returns an empty update request from the pool.
-func (e *Engine) newUpdate() *updateReq { return e.updates.Get().(*updateReq) }
-
-// freeUpdate resets u and returns it to the pool.
-func (e *Engine) freeUpdate(u *updateReq) {
-	u.reset()
-	e.updates.Put(u)
 }
 
 // nextCAS returns a fresh CAS value.

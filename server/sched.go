@@ -3,40 +3,43 @@ package server
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"warpkv/hashindex"
-	"warpkv/itemstore"
 )
 
 // A shard is one hash index (one GPU, or the CPU engine) and the scheduler
-// goroutine that feeds it batches. Connection goroutines queue index jobs
-// with search and update; the scheduler launches every queued search as one
-// batch at most every interval and every queued delete and insert as one
-// update batch at most every 2*interval (Mega-KV's periodic scheduling), or
-// at once when a queue reaches maxBatch jobs. One goroutine calls the
-// index, so a search never runs while an update moves cells: a key that is
+// goroutine that feeds it batches. Connection goroutines post searches into
+// the shard's search batches (searchq.go) and queue update requests; the
+// scheduler launches the filling search batch and the queued updates when
+// its policy (policy.go) says they are due. One goroutine calls the index,
+// so a search never runs while an update moves cells: a key that is
 // present is always found.
 type shard struct {
 	ix       *hashindex.Index
-	interval time.Duration
+	pol      policy
 	maxBatch int
 	lat      *latencyHist // search batch call latencies
 	updLat   *latencyHist // update round call latencies
+	q        *searchQueue
+	full     atomic.Bool // a request found the filling search batch full
+	urgent   atomic.Bool // a write waits for room in the pending table
 
 	mu       sync.Mutex
-	searches []*searchReq
-	nSearch  int
-	updates  []*updateReq
-	nUpdate  int
+	upd      *updateList // the updates queued, applied by the next round
+	updSpare *updateList // the list the last round applied, for reuse
+	updSince time.Time   // when the oldest queued update was queued
+	applying bool        // the scheduler is applying updates
 	closed   bool
 	pending  []pendingUnlink // items to unlink after the next search batch
+	spare    []pendingUnlink // the memory of the previous pending list, for reuse
 	unlink   func([]pendingUnlink)
-	complete func(*updateReq) // called by the scheduler with each applied update
-	wake     chan struct{}    // capacity 1: jobs arrived
-	done     chan struct{}    // closed when the loop exits
+	complete func(*updateList) // called by the scheduler with each applied list
+	wake     chan struct{}     // capacity 1: work arrived
+	done     chan struct{}     // closed when the loop exits
 
-	// scheduler-owned: the batch staging (pinned memory on a GPU, so
+	// scheduler-owned: the update staging (pinned memory on a GPU, so
 	// batches go to the device without a copy on the host) and scratch
 	st    *hashindex.Staging
 	drops []hashindex.Dropped
@@ -47,56 +50,11 @@ type shard struct {
 type shardStats struct {
 	searchBatches, searchJobs uint64
 	updateBatches, updateJobs uint64
+	updateRounds              uint64
 	overwrites, displaced     uint64
 	maxSearchBatch            uint64
 	err                       error // the last index error
 }
-
-// A waiter is signalled once per request it was given to; Do waits for all
-// of its requests at once.
-type waiter struct {
-	wg sync.WaitGroup
-}
-
-// searchReq asks for the locations of hashes, written to out.
-type searchReq struct {
-	hashes []uint64
-	out    []uint32
-	err    error
-	w      *waiter
-}
-
-// updateReq asks to delete (delHashes[i], delLocs[i]) and then insert
-// (insHashes[i], insLocs[i]). It holds the items of its jobs until it is
-// applied: rmRefs[i] the item delete job i removes (zero for an evicted
-// item's entry), insRefs[i] the new item of insert job i. Once its shard
-// has applied it, the scheduler writes the drops of its inserts (Job
-// indexing insHashes) and err and hands it to the shard's complete
-// function, which recycles it.
-type updateReq struct {
-	delHashes []uint64
-	delLocs   []uint32
-	rmRefs    []itemstore.Ref
-	insHashes []uint64
-	insLocs   []uint32
-	insRefs   []itemstore.Ref
-	// barrier: a delete job removes an item whose insert may still be
-	// queued; the request's deletes must not run before earlier
-	// requests' inserts (runUpdates starts a new round).
-	barrier bool
-	drops   []hashindex.Dropped
-	err     error
-}
-
-func (r *updateReq) reset() {
-	clear(r.rmRefs)
-	clear(r.insRefs)
-	r.delHashes, r.delLocs, r.rmRefs = r.delHashes[:0], r.delLocs[:0], r.rmRefs[:0]
-	r.insHashes, r.insLocs, r.insRefs = r.insHashes[:0], r.insLocs[:0], r.insRefs[:0]
-	r.drops, r.err, r.barrier = r.drops[:0], nil, false
-}
-
-func (r *updateReq) jobs() int { return len(r.delHashes) + len(r.insHashes) }
 
 // pendingUnlink is an item location the index dropped or deleted, to be
 // unlinked from the store once no read can still hold it from a search.
@@ -125,13 +83,27 @@ func (s *shard) deferUnlink(p pendingUnlink) {
 	s.signal()
 }
 
-// takePending returns and clears the pending unlinks.
+// takePending returns and clears the pending unlinks; the caller hands the
+// list back with unlinked once done with it.
 func (s *shard) takePending() []pendingUnlink {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.pending
-	s.pending = nil
+	s.pending, s.spare = s.spare[:0], nil
 	return p
+}
+
+// unlinked unlinks a list from takePending and keeps its memory.
+func (s *shard) unlinked(p []pendingUnlink) {
+	if len(p) > 0 {
+		s.unlink(p)
+	}
+	clear(p)
+	s.mu.Lock()
+	if s.spare == nil {
+		s.spare = p[:0]
+	}
+	s.mu.Unlock()
 }
 
 // shardHooks are what a shard's scheduler reports to and calls back into
@@ -139,57 +111,28 @@ func (s *shard) takePending() []pendingUnlink {
 type shardHooks struct {
 	searchLat, updateLat *latencyHist
 	unlink               func([]pendingUnlink)
-	complete             func(*updateReq)
+	complete             func(*updateList)
 }
 
-func newShard(ix *hashindex.Index, interval time.Duration, maxBatch int, h shardHooks) *shard {
-	s := &shard{ix: ix, interval: interval, maxBatch: maxBatch, lat: h.searchLat, updLat: h.updateLat,
-		unlink: h.unlink, complete: h.complete,
+// newShard starts the scheduler of ix with search batch buffers from
+// newSpace, under the fixed or the load policy with interval C.
+func newShard(ix *hashindex.Index, fixed bool, interval time.Duration, maxBatch int, newSpace func() (searchSpace, error), h shardHooks) (*shard, error) {
+	q, err := newSearchQueue(newSpace)
+	if err != nil {
+		return nil, err
+	}
+	s := &shard{ix: ix, maxBatch: maxBatch, q: q, lat: h.searchLat, updLat: h.updateLat,
+		unlink: h.unlink, complete: h.complete, upd: new(updateList), updSpare: new(updateList),
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	s.pol.fixed, s.pol.interval = fixed, interval
 	go s.loop()
-	return s
+	return s, nil
 }
 
-// search queues r; r.w is signalled when r.out is written.
-func (s *shard) search(r *searchReq) {
-	if !s.enqueue(r.w, &r.err, func() {
-		s.searches = append(s.searches, r)
-		s.nSearch += len(r.hashes)
-	}) {
-		return
-	}
+// hurry asks the scheduler to apply the queued updates now.
+func (s *shard) hurry() {
+	s.urgent.Store(true)
 	s.signal()
-}
-
-// update queues r; the shard's complete function gets it once its jobs
-// are applied (at once, with an error, when the shard is closed).
-func (s *shard) update(r *updateReq) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		r.err = errClosed
-		s.complete(r)
-		return
-	}
-	s.updates = append(s.updates, r)
-	s.nUpdate += r.jobs()
-	s.mu.Unlock()
-	s.signal()
-}
-
-// enqueue counts a request on its waiter and runs add under the shard's
-// lock, or, once the shard is closed, fails the request at once.
-func (s *shard) enqueue(w *waiter, errp *error, add func()) bool {
-	w.wg.Add(1)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		*errp = errClosed
-		w.wg.Done()
-		return false
-	}
-	add()
-	return true
 }
 
 func (s *shard) signal() {
@@ -199,33 +142,38 @@ func (s *shard) signal() {
 	}
 }
 
-// close stops the scheduler after it has served the queued requests.
+// close stops the scheduler after it has served the queued requests; later
+// searches fail.
 func (s *shard) close() {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
 	s.signal()
 	<-s.done
+	s.q.closed.Store(true)
 }
 
-// loop is the scheduler: it waits for jobs, then for the batch interval
-// since the previous launch of that kind (or a full queue), and launches.
+// loop is the scheduler: it waits for work, launches the filling search
+// batch and the queued updates when the policy says they are due (or a
+// queue is full, or the shard is closing), and sleeps until the next one
+// is due otherwise. Updates go first when both are due.
 func (s *shard) loop() {
 	defer close(s.done)
 	defer func() {
 		if s.st != nil {
 			s.st.Free()
 		}
+		s.q.free()
 	}()
-	var lastSearch, lastUpdate time.Time
 	for {
+		ns, opened := s.q.queued()
 		s.mu.Lock()
-		ns, nu, np, closed := s.nSearch, s.nUpdate, len(s.pending), s.closed
+		nu, since, np, closed := s.upd.jobs(), s.updSince, len(s.pending), s.closed
 		s.mu.Unlock()
 		if ns == 0 && nu == 0 {
 			if np > 0 {
 				// Idle: no search is coming to wait for.
-				s.unlink(s.takePending())
+				s.unlinked(s.takePending())
 				continue
 			}
 			if closed {
@@ -235,23 +183,25 @@ func (s *shard) loop() {
 			continue
 		}
 		now := time.Now()
-		searchDue := ns > 0 && (ns >= s.maxBatch || closed || now.Sub(lastSearch) >= s.interval)
-		updateDue := nu > 0 && (nu >= s.maxBatch || closed || now.Sub(lastUpdate) >= 2*s.interval)
+		searchAt := s.pol.searchAt(ns, opened)
+		updateAt := s.pol.updateAt(since)
+		searchDue := ns > 0 && (closed || s.full.Load() || !now.Before(searchAt))
+		updateDue := nu > 0 && (closed || nu >= s.maxBatch || s.urgent.Load() || !now.Before(updateAt))
 		if !searchDue && !updateDue {
-			next := lastSearch.Add(s.interval)
-			if ns == 0 || (nu > 0 && lastUpdate.Add(2*s.interval).Before(next)) {
-				next = lastUpdate.Add(2 * s.interval)
+			next := searchAt
+			if ns == 0 || (nu > 0 && updateAt.Before(next)) {
+				next = updateAt
 			}
 			s.sleepUntil(next)
 			continue
 		}
 		if updateDue {
-			lastUpdate = now
+			s.urgent.Store(false)
 			s.runUpdates()
 		}
 		if searchDue {
-			lastSearch = now
-			s.runSearches()
+			s.full.Store(false)
+			s.runSearches(now)
 		}
 	}
 }
@@ -261,10 +211,10 @@ func (s *shard) loop() {
 // a batch interval, so shorter waits spin (yielding the processor).
 const timerSlack = 2 * time.Millisecond
 
-// sleepUntil waits until t or until a queue fills up. Waits longer than
-// timerSlack sleep on a timer until timerSlack before t; the rest spins
-// with runtime.Gosched, which costs the scheduler's core only while jobs
-// wait for their batch.
+// sleepUntil waits until t or until new work arrives (the loop then
+// decides again). Waits longer than timerSlack sleep on a timer until
+// timerSlack before t; the rest spins with runtime.Gosched, which costs the
+// scheduler's core only while jobs wait for their batch.
 func (s *shard) sleepUntil(t time.Time) {
 	if d := time.Until(t) - timerSlack; d > 0 {
 		timer := time.NewTimer(d)
@@ -272,32 +222,21 @@ func (s *shard) sleepUntil(t time.Time) {
 		case <-timer.C:
 		case <-s.wake:
 			timer.Stop()
-			if s.full() {
-				return
-			}
+			return
 		}
 	}
 	for time.Now().Before(t) {
 		select {
 		case <-s.wake:
-			if s.full() {
-				return
-			}
+			return
 		default:
 			runtime.Gosched()
 		}
 	}
 }
 
-// full reports whether a queue reached maxBatch or the shard is closing.
-func (s *shard) full() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.nSearch >= s.maxBatch || s.nUpdate >= s.maxBatch || s.closed
-}
-
-// staging returns the shard's staging with room for n jobs, growing it
-// (with headroom) when a batch outgrows it.
+// staging returns the shard's update staging with room for n jobs,
+// growing it (with headroom) when a batch outgrows it.
 func (s *shard) staging(n int) (*hashindex.Staging, error) {
 	if s.st != nil && s.st.Cap() >= n {
 		return s.st, nil
@@ -316,136 +255,24 @@ func (s *shard) staging(n int) (*hashindex.Staging, error) {
 	return st, nil
 }
 
-// runSearches launches every queued search as one batch.
-func (s *shard) runSearches() {
-	s.mu.Lock()
-	reqs := s.searches
-	s.searches = nil
-	s.nSearch = 0
-	pending := s.pending // queued before this batch: unlinked after it
-	s.pending = nil
-	s.mu.Unlock()
-	defer s.unlink(pending)
-	total := 0
-	for _, r := range reqs {
-		total += len(r.hashes)
-	}
-	st, err := s.staging(total)
-	if err == nil {
-		off := 0
-		for _, r := range reqs {
-			off += copy(st.Hashes()[off:], r.hashes)
-		}
-		start := time.Now()
-		err = s.ix.SearchStaged(st, total)
-		s.lat.add(time.Since(start))
-	}
-	off := 0
-	for _, r := range reqs {
-		n := len(r.hashes)
-		if err != nil {
-			r.err = err
-		} else {
-			copy(r.out, st.Out()[off:off+n])
-		}
-		off += n
-		r.w.wg.Done()
-	}
+// runSearches launches the filling search batch and delivers its results;
+// then the locations dropped before it (pending unlinks) are unlinked: a
+// read that found one of them before the update that dropped it has had
+// its result.
+func (s *shard) runSearches(now time.Time) {
+	pending := s.takePending() // queued before this batch: unlinked after it
+	b, n := s.takeBatch()
+	start := time.Now()
+	err := b.space.Search(n)
+	d := time.Since(start)
+	b.deliver(err)
+	s.lat.add(d)
+	s.pol.searched(now, n, d)
+	s.unlinked(pending)
 	s.mu.Lock()
 	s.stats.searchBatches++
-	s.stats.searchJobs += uint64(total)
-	s.stats.maxSearchBatch = max(s.stats.maxSearchBatch, uint64(total))
-	if err != nil {
-		s.stats.err = err
-	}
-	s.mu.Unlock()
-	// Reuse the request list's memory for the next round.
-	clear(reqs)
-}
-
-// runUpdates applies every queued update, in rounds: a round is a run of
-// requests whose deletes go first as one batch, then their inserts as one
-// batch. Deletes go first: a delete queued with or before an insert of the
-// same location (an evicted item's cell and the new item that reuses its
-// chunk) must not remove the new entry. A request whose delete removes an
-// item whose insert may be queued before it (barrier) starts a new round
-// after earlier inserts, so that the insert is applied first. Each
-// request is then handed to complete.
-func (s *shard) runUpdates() {
-	s.mu.Lock()
-	reqs := s.updates
-	s.updates = nil
-	s.nUpdate = 0
-	s.mu.Unlock()
-	for lo := 0; lo < len(reqs); {
-		hi, ins := lo, false
-		for ; hi < len(reqs); hi++ {
-			if hi > lo && ins && reqs[hi].barrier {
-				break
-			}
-			ins = ins || len(reqs[hi].insHashes) > 0
-		}
-		s.runRound(reqs[lo:hi])
-		lo = hi
-	}
-	for _, r := range reqs {
-		s.complete(r)
-	}
-	clear(reqs)
-}
-
-// runRound applies the deletes and then the inserts of reqs.
-func (s *shard) runRound(reqs []*updateReq) {
-	nDel, nIns := 0, 0
-	for _, r := range reqs {
-		nDel += len(r.delHashes)
-		nIns += len(r.insHashes)
-	}
-	st, err := s.staging(max(nDel, nIns))
-	start := time.Now()
-	if err == nil && nDel > 0 {
-		off := 0
-		for _, r := range reqs {
-			copy(st.Locs()[off:], r.delLocs)
-			off += copy(st.Hashes()[off:], r.delHashes)
-		}
-		err = s.ix.DeleteStaged(st, nDel, nil)
-	}
-	drops := s.drops[:0]
-	if err == nil && nIns > 0 {
-		off := 0
-		for _, r := range reqs {
-			copy(st.Locs()[off:], r.insLocs)
-			off += copy(st.Hashes()[off:], r.insHashes)
-		}
-		drops, err = s.ix.InsertStaged(st, nIns, drops)
-	}
-	s.updLat.add(time.Since(start))
-	s.drops = drops
-	// Hand each drop to its request (drops come in job order).
-	var over, disp uint64
-	r, first := 0, 0
-	for _, d := range drops {
-		for d.Job >= first+len(reqs[r].insHashes) {
-			first += len(reqs[r].insHashes)
-			r++
-		}
-		d.Job -= first
-		reqs[r].drops = append(reqs[r].drops, d)
-		if d.Reason == hashindex.Overwritten {
-			over++
-		} else {
-			disp++
-		}
-	}
-	for _, r := range reqs {
-		r.err = err
-	}
-	s.mu.Lock()
-	s.stats.updateBatches++
-	s.stats.updateJobs += uint64(nDel + nIns)
-	s.stats.overwrites += over
-	s.stats.displaced += disp
+	s.stats.searchJobs += uint64(n)
+	s.stats.maxSearchBatch = max(s.stats.maxSearchBatch, uint64(n))
 	if err != nil {
 		s.stats.err = err
 	}

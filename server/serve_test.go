@@ -18,6 +18,7 @@ func startServer(t *testing.T, ec engineCase, opts Options) string {
 		newTestEngine(t, ec, Options{}).Close() // skips without a GPU
 	}
 	opts.Device = ec.device
+	opts.CPUShards = ec.shards
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan net.Addr, 1)
 	errc := make(chan error, 1)

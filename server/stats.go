@@ -86,6 +86,7 @@ func (e *Engine) indexStats() []kv.Stat {
 		s.searchBatches += x.searchBatches
 		s.searchJobs += x.searchJobs
 		s.updateBatches += x.updateBatches
+		s.updateRounds += x.updateRounds
 		s.updateJobs += x.updateJobs
 		s.overwrites += x.overwrites
 		s.displaced += x.displaced
@@ -108,6 +109,7 @@ func (e *Engine) indexStats() []kv.Stat {
 		{Name: "index_search_batch_avg", Value: avg},
 		{Name: "index_search_batch_max", Value: u64(s.maxSearchBatch)},
 		{Name: "index_update_batches", Value: u64(s.updateBatches)},
+		{Name: "index_update_rounds", Value: u64(s.updateRounds)},
 		{Name: "index_update_jobs", Value: u64(s.updateJobs)},
 		{Name: "index_overwrites", Value: u64(s.overwrites)},
 		{Name: "index_displaced", Value: u64(s.displaced)},
@@ -232,13 +234,13 @@ func (e *Engine) slabStats() []kv.Stat {
 // caller must not be writing. It reports whether the engine got quiet.
 func (e *Engine) quiesce() bool {
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if e.queuedUpdates.Load() != 0 || e.inflightItems.Load() != 0 || e.pend.size() != 0 {
+		if e.inflightItems.Load() != 0 || e.pend.size() != 0 {
 			continue
 		}
 		quiet := true
 		for _, sh := range e.shards {
 			sh.mu.Lock()
-			quiet = quiet && len(sh.pending) == 0 && sh.nUpdate == 0
+			quiet = quiet && len(sh.pending) == 0 && sh.upd.jobs() == 0 && !sh.applying
 			sh.mu.Unlock()
 		}
 		if quiet {

@@ -65,7 +65,6 @@ func (e *Engine) doWrites(ops []kv.Op, sc *scratch) {
 	now := e.clock()
 	fs := e.flushState()
 	sc.ureqs = grow(sc.ureqs, len(e.shards))
-	clear(sc.ureqs)
 	for i := range ops {
 		op, h := &ops[i], hashes[i]
 		cur, ok := sc.cur[i], sc.cur[i].Valid()
@@ -274,48 +273,40 @@ func (e *Engine) pendingPut(sc *scratch, h, w uint64) {
 	}
 	e.counts.pendingFull.Add(1)
 	e.queueUpdates(sc)
+	for _, s := range e.shards {
+		s.hurry()
+	}
 	for !e.pend.put(h, w) {
 		e.pend.waitRoom(h)
 	}
 }
 
-// updateFor returns the run's update request for h's shard, taking one
-// from the pool on first use.
-func (e *Engine) updateFor(sc *scratch, h uint64) *updateReq {
-	s := e.shardOf(h)
-	if sc.ureqs[s] == nil {
-		sc.ureqs[s] = e.newUpdate()
-	}
-	return sc.ureqs[s]
+// updateFor returns the run's update list for h's shard.
+func (e *Engine) updateFor(sc *scratch, h uint64) *updateList {
+	return &sc.ureqs[e.shardOf(h)]
 }
 
-// queueUpdates queues the run's update requests built so far, in the key
-// locks' order: the index applies each key's updates in that order.
+// queueUpdates appends the run's updates built so far to their shards'
+// queues, in the key locks' order: the index applies each key's updates in
+// that order.
 func (e *Engine) queueUpdates(sc *scratch) {
-	for s, u := range sc.ureqs {
-		if u == nil {
-			continue
+	for s := range sc.ureqs {
+		u := &sc.ureqs[s]
+		if u.jobs() > 0 {
+			e.shards[s].update(u)
 		}
-		sc.ureqs[s] = nil
-		if u.jobs() == 0 {
-			e.freeUpdate(u)
-			continue
-		}
-		e.queuedUpdates.Add(1)
-		e.shards[s].update(u)
+		u.reset()
 	}
 }
 
 // searchOne looks up one hash. Cost: a wait for its shard's next search
 // batch.
 func (e *Engine) searchOne(h uint64) (uint32, error) {
-	var w waiter
 	out := [1]uint32{}
 	hs := [1]uint64{h}
-	req := searchReq{hashes: hs[:], out: out[:], w: &w}
-	e.shards[e.shardOf(h)].search(&req)
-	w.wg.Wait()
-	return out[0], req.err
+	wake := make(chan struct{}, 1)
+	err := e.shards[e.shardOf(h)].search(hs[:], out[:], wake)
+	return out[0], err
 }
 
 // write allocates, fills and links the new item of a Write effect and
@@ -357,20 +348,22 @@ func (e *Engine) write(op *kv.Op, h uint64, eff kv.Effect, now int64, sc *scratc
 	return r, nil
 }
 
-// completeUpdate finishes an update request once its shard has applied it
+// completeUpdate finishes an update list once its shard has applied it
 // (called by the shard's scheduler): locations the inserts dropped are
-// unlinked, the requests' pending entries removed, and the items it held
-// released.
-func (e *Engine) completeUpdate(u *updateReq) {
+// unlinked, the writes' pending entries removed, and the items the list
+// held released.
+func (e *Engine) completeUpdate(u *updateList) {
 	for _, d := range u.drops {
 		e.dropped(u, d)
 	}
+	failed := false
 	for j, h := range u.insHashes {
 		fresh := u.insRefs[j]
-		if u.err != nil {
+		if u.errAt(j, false) != nil {
 			// Not indexed: it must not stay linked.
 			e.store.Unlink(fresh.Loc(), h)
 			e.counts.updateErrors.Add(1)
+			failed = true
 		}
 		e.pend.remove(h, pendingEntry(fresh.Loc(), false))
 		fresh.Release()
@@ -381,9 +374,10 @@ func (e *Engine) completeUpdate(u *updateReq) {
 		if !r.Valid() {
 			continue // an evicted item's entry
 		}
-		if u.err != nil {
+		if u.errAt(j, true) != nil {
 			e.store.Unlink(r.Loc(), h) // acknowledged as removed: it must not come back
 			e.counts.updateErrors.Add(1)
+			failed = true
 		} else {
 			e.shards[e.shardOf(h)].deferUnlink(pendingUnlink{loc: r.Loc(), hash: h, match: matchHash})
 		}
@@ -391,11 +385,9 @@ func (e *Engine) completeUpdate(u *updateReq) {
 		r.Release()
 		e.inflightItems.Add(-1)
 	}
-	if u.err != nil {
-		e.log.Error("server: index update failed; its items were unlinked", "err", u.err)
+	if failed {
+		e.log.Error("server: index update failed; its items were unlinked", "err", errors.Join(u.errs...))
 	}
-	e.freeUpdate(u)
-	e.queuedUpdates.Add(-1)
 }
 
 // dropped frees the item behind a location an insert made the index drop.
@@ -405,7 +397,7 @@ func (e *Engine) completeUpdate(u *updateReq) {
 // pushed out by displacement) is unlinked later, after the shard's next
 // search batch (see shard.deferUnlink), so that a read whose search found
 // it just before the update can still read it.
-func (e *Engine) dropped(u *updateReq, d hashindex.Dropped) {
+func (e *Engine) dropped(u *updateList, d hashindex.Dropped) {
 	e.counts.indexDrops.Add(1)
 	h := u.insHashes[d.Job]
 	if d.Loc == u.insLocs[d.Job] {

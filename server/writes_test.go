@@ -38,8 +38,7 @@ func keysInStripe(n int, prefix string) [][]byte {
 func checkQuiet(t *testing.T, e *Engine) {
 	t.Helper()
 	if !e.quiesce() {
-		t.Fatalf("engine not quiet after 2 s: %d updates queued, %d items held, %d pending entries",
-			e.queuedUpdates.Load(), e.inflightItems.Load(), e.pend.size())
+		t.Fatalf("engine not quiet after 2 s: %d items held, %d pending entries", e.inflightItems.Load(), e.pend.size())
 	}
 	linked, indexed := e.itemCounts()
 	if linked != indexed {
