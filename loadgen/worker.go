@@ -49,6 +49,8 @@ type worker struct {
 	codec    *codec
 	keys     keyChooser
 	pSet     float64 // probability that a request is a set
+	interval time.Duration // paced: time between this connection's requests (0: as fast as the pipeline allows)
+	offset   time.Duration // paced: this connection's first send, after base
 	base     time.Time
 	phase    *atomic.Int32
 	slots    chan struct{} // one per request in flight
@@ -67,7 +69,17 @@ func newWorker(cfg *Config, nc net.Conn, i int, zipf *Zipf, value []byte, base t
 		// fraction g of the operations are gets.
 		pSet = (1 - g) / (1 - g + g/m)
 	}
+	var interval, offset time.Duration
+	if cfg.Rate > 0 {
+		// Operations per request: a set is one, a get m.
+		perReq := pSet + (1-pSet)*m
+		interval = time.Duration(float64(cfg.Conns) * perReq / cfg.Rate * float64(time.Second))
+		interval = max(interval, 1)
+		offset = interval * time.Duration(i) / time.Duration(cfg.Conns) // spread the connections' schedules
+	}
 	return &worker{
+		interval: interval,
+		offset:   offset,
 		cfg:      cfg,
 		nc:       nc,
 		codec:    newCodec(cfg.Protocol, nc, cfg.Workload.KeySize, value),
@@ -81,9 +93,13 @@ func newWorker(cfg *Config, nc net.Conn, i int, zipf *Zipf, value []byte, base t
 }
 
 // write sends requests until the phase is phaseDone or ctx ends, filling
-// the pipeline and flushing once per round. It closes inflight when done.
+// the pipeline and flushing once per round (or, paced, on schedule). It
+// closes inflight when done.
 func (w *worker) write(ctx context.Context) error {
 	defer close(w.inflight)
+	if w.interval > 0 {
+		return w.writePaced(ctx)
+	}
 	for w.phase.Load() != phaseDone {
 		select {
 		case w.slots <- struct{}{}:
@@ -112,10 +128,51 @@ func (w *worker) write(ctx context.Context) error {
 	return nil
 }
 
+// writePaced sends one request every interval on a fixed schedule: each
+// request whose time has come is sent (waiting for a pipeline slot if the
+// server is behind), then the connection flushes and sleeps until the next
+// one is due. A request's latency counts from its scheduled time, so time
+// spent waiting for a slot is charged to the server.
+func (w *worker) writePaced(ctx context.Context) error {
+	next := time.Since(w.base) + w.offset
+	for w.phase.Load() != phaseDone {
+		if wait := next - time.Since(w.base); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			}
+		}
+		now := time.Since(w.base)
+		for sent := 0; next <= now && sent < w.cfg.Pipeline; sent++ {
+			select {
+			case w.slots <- struct{}{}:
+			case <-ctx.Done():
+				return nil
+			}
+			w.inflight <- w.writeRequestAt(next)
+			next += w.interval
+		}
+		if err := w.codec.bw.Flush(); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("loadgen: %s: write: %w", w.cfg.Addr, err)
+		}
+	}
+	return nil
+}
+
 // writeRequest buffers one request and returns its record.
-func (w *worker) writeRequest() request {
+func (w *worker) writeRequest() request { return w.writeRequestAt(time.Since(w.base)) }
+
+// writeRequestAt buffers one request whose latency counts from start
+// (since the run's base time) and returns its record.
+func (w *worker) writeRequestAt(start time.Duration) request {
 	w.opaque++
-	r := request{start: time.Since(w.base)}
+	r := request{start: start}
 	if w.pSet > 0 && w.keys.r.Float64() < w.pSet {
 		r.set = true
 		w.codec.writeSet(w.keys.next(), w.opaque)
