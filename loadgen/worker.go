@@ -48,7 +48,7 @@ type worker struct {
 	nc       net.Conn
 	codec    *codec
 	keys     keyChooser
-	pSet     float64 // probability that a request is a set
+	pSet     float64       // probability that a request is a set
 	interval time.Duration // paced: time between this connection's requests (0: as fast as the pipeline allows)
 	offset   time.Duration // paced: this connection's first send, after base
 	base     time.Time
