@@ -319,6 +319,7 @@ func item(r itemstore.Ref) kv.Item {
 // before the search is queued: a write acknowledged before this run either
 // is still pending then, or was applied to the index before the search.
 func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
+	t := e.prof.start()
 	n := len(ops)
 	sc.hashes = grow(sc.hashes, n)
 	sc.locs = grow(sc.locs, n)
@@ -338,6 +339,7 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 		sc.qi = append(sc.qi, i)
 	}
 	now := e.clock()
+	e.prof.lap(stHash, &t)
 	if len(sc.qh) > 0 {
 		sc.ql = grow(sc.ql, len(sc.qh))
 		if err := e.search(sc, sc.qh, sc.ql); err != nil {
@@ -347,6 +349,7 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 		for k, i := range sc.qi {
 			sc.locs[i] = sc.ql[k]
 		}
+		e.prof.lap(stSearchWait, &t)
 	}
 	fs := e.flushState()
 	var hits uint64
@@ -379,6 +382,7 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 		}
 		r.Release()
 	}
+	e.prof.lap(stItems, &t)
 	e.counts.gets.Add(uint64(n))
 	e.counts.getHits.Add(hits)
 	if touched := countTouch(ops); touched > 0 {

@@ -13,6 +13,7 @@ import (
 	"warpkv/hashindex"
 	"warpkv/itemstore"
 	"warpkv/kv"
+	"warpkv/protocol"
 )
 
 // Batch policies (Options.Policy).
@@ -62,6 +63,10 @@ type Options struct {
 	// (0 or 1: one shard). It exists to exercise the sharded paths
 	// without GPUs.
 	CPUShards int
+	// Profile counts the time spent in each stage of serving requests
+	// ("stats profile"; see profile.go). It costs a few clock reads and
+	// atomic adds per batch.
+	Profile bool
 	// Policy is the batch policy: "load" (the default: the interval
 	// follows the load) or "fixed" (Mega-KV's periodic launches).
 	Policy string
@@ -107,6 +112,7 @@ type Engine struct {
 	idxLat  latencyHist // per search batch call
 	updLat  latencyHist // per update round call
 	scratch sync.Pool   // *scratch
+	prof    *profile    // nil unless Options.Profile
 
 	// inflightItems counts items held by queued updates (new items and
 	// removed ones): with the pending table, what a quiet engine has
@@ -141,6 +147,9 @@ func New(o Options) (*Engine, error) {
 		return nil, fmt.Errorf("server: new engine: batch policy %q (want %s or %s)", o.Policy, PolicyLoad, PolicyFixed)
 	}
 	e := &Engine{opts: o, clock: o.Clock, log: o.Logger, started: time.Now()}
+	if o.Profile {
+		e.prof = new(profile)
+	}
 	if e.clock == nil {
 		e.clock = func() int64 { return time.Now().Unix() }
 	}
@@ -208,7 +217,7 @@ func (e *Engine) openIndex() error {
 			return stagedSpace{Staging: st, ix: ix}, nil
 		}
 		sh, err := newShard(ix, e.opts.Policy == PolicyFixed, e.interval, e.opts.MaxBatch, newSpace, shardHooks{
-			searchLat: &e.idxLat, updateLat: &e.updLat, unlink: e.unlinkPending, complete: e.completeUpdate})
+			searchLat: &e.idxLat, updateLat: &e.updLat, unlink: e.unlinkPending, complete: e.completeUpdate, prof: e.prof})
 		if err != nil {
 			ix.Close()
 			return fmt.Errorf("index shard %d: %w", i, err)
@@ -266,6 +275,15 @@ func (e *Engine) Shards() int { return len(e.shards) }
 
 // Interval returns the batch interval C in use.
 func (e *Engine) Interval() time.Duration { return e.interval }
+
+// StageClock returns the engine's profile as a protocol.StageClock, or nil
+// without Options.Profile.
+func (e *Engine) StageClock() protocol.StageClock {
+	if e.prof == nil {
+		return nil
+	}
+	return e.prof
+}
 
 // Now returns the engine's clock in unix seconds.
 func (e *Engine) Now() int64 { return e.clock() }

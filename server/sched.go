@@ -22,6 +22,7 @@ type shard struct {
 	maxBatch int
 	lat      *latencyHist // search batch call latencies
 	updLat   *latencyHist // update round call latencies
+	prof     *profile     // nil unless profiling
 	q        *searchQueue
 	full     atomic.Bool // a request found the filling search batch full
 	urgent   atomic.Bool // a write waits for room in the pending table
@@ -112,6 +113,7 @@ type shardHooks struct {
 	searchLat, updateLat *latencyHist
 	unlink               func([]pendingUnlink)
 	complete             func(*updateList)
+	prof                 *profile // nil unless profiling
 }
 
 // newShard starts the scheduler of ix with search batch buffers from
@@ -121,7 +123,7 @@ func newShard(ix *hashindex.Index, fixed bool, interval time.Duration, maxBatch 
 	if err != nil {
 		return nil, err
 	}
-	s := &shard{ix: ix, maxBatch: maxBatch, q: q, lat: h.searchLat, updLat: h.updateLat,
+	s := &shard{ix: ix, maxBatch: maxBatch, q: q, lat: h.searchLat, updLat: h.updateLat, prof: h.prof,
 		unlink: h.unlink, complete: h.complete, upd: new(updateList), updSpare: new(updateList),
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.pol.fixed, s.pol.interval = fixed, interval
@@ -267,6 +269,7 @@ func (s *shard) runSearches(now time.Time) {
 	d := time.Since(start)
 	b.deliver(err)
 	s.lat.add(d)
+	s.prof.add(stIndexSearch, d)
 	s.pol.searched(now, n, d)
 	s.unlinked(pending)
 	s.mu.Lock()

@@ -27,6 +27,10 @@ func (e *Engine) Stats(group string) ([]kv.Stat, bool) {
 		return e.slabStats(), true
 	case "latency":
 		return e.latencyStats(), true
+	case "profile":
+		if e.prof != nil {
+			return e.prof.stats(), true
+		}
 	}
 	return nil, false
 }

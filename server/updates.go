@@ -133,8 +133,12 @@ func (s *shard) runUpdates() {
 		u.errs = append(u.errs, s.runRound(u, lo, hi))
 		lo = hi
 	}
-	s.pol.updated(time.Since(start))
+	d := time.Since(start)
+	s.pol.updated(d)
+	s.prof.add(stIndexUpdate, d)
+	t := s.prof.start()
 	s.complete(u)
+	s.prof.lap(stComplete, &t)
 	u.reset()
 	s.mu.Lock()
 	s.updSpare = u

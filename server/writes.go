@@ -48,6 +48,7 @@ func (e *Engine) unlockRun(sc *scratch) {
 // client still reads its own writes. Locations the index drops are
 // unlinked from the store then, so no item is orphaned.
 func (e *Engine) doWrites(ops []kv.Op, sc *scratch) {
+	t := e.prof.start()
 	n := len(ops)
 	hashes := sc.hashes[:n]
 	sc.cur = grow(sc.cur, n)
@@ -59,6 +60,7 @@ func (e *Engine) doWrites(ops []kv.Op, sc *scratch) {
 			failAll(ops, err)
 			return
 		}
+		e.prof.lap(stWriteLookup, &t)
 	} else {
 		e.lockRun(sc, hashes)
 	}
@@ -122,6 +124,7 @@ func (e *Engine) doWrites(ops []kv.Op, sc *scratch) {
 		}
 	}
 	clear(sc.cur)
+	e.prof.lap(stWriteApply, &t)
 }
 
 // needSearch reports whether a run of writes needs the present items: all
