@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +41,9 @@ type Result struct {
 	// operations; LoadCPU is this generator's own CPU time in the window.
 	ServerCPU, LoadCPU time.Duration
 	ServerCPUPerMop    time.Duration
+	// LoadBusy is LoadCPU over the window's length times GOMAXPROCS: near
+	// 1, the generator rather than the server may be the bound.
+	LoadBusy float64
 	// ServerStats are the differences of the server's numeric statistics
 	// over the window (Config.ServerStats).
 	ServerStats map[string]float64 `json:",omitempty"`
@@ -156,6 +160,7 @@ func measure(ctx context.Context, cfg Config) (Result, error) {
 	phase.Store(phaseDone)
 	res.Elapsed = time.Since(start)
 	res.LoadCPU = selfCPU() - selfBefore
+	res.LoadBusy = res.LoadCPU.Seconds() / (res.Elapsed.Seconds() * float64(runtime.GOMAXPROCS(0)))
 	if cfg.ServerPID > 0 && cpuErr == nil {
 		var after time.Duration
 		if after, cpuErr = ProcessCPU(cfg.ServerPID); cpuErr == nil {

@@ -19,6 +19,9 @@ type scratch struct {
 	sh      []uint64 // hashes in shard order
 	sl      []uint32 // search results in shard order
 	tickets []ticket
+	held    []ticket        // searches whose items are still being acquired (release)
+	refs    []itemstore.Ref // doReads: per op, the pending item acquired
+	from    []uint8         // doReads: per op, where its item comes from (fromIndex, ...)
 	wake    chan struct{}   // this Do's search results are ready: a token per ticket (room for one per shard)
 	ureqs   []updateList    // per shard: the write run's updates
 	cur     []itemstore.Ref // per op: the present item, held
@@ -177,17 +180,18 @@ func (e *Engine) doFlush(op *kv.Op) {
 	op.Result.Status = kv.Flushed
 }
 
-// search looks up hashes in their shards and writes the locations to out.
-// With several shards it posts every shard's part (in pieces of at most a
-// quarter batch) before it waits for any. Cost: one wait for the slowest
-// shard's next search batch.
+// search looks up hashes in their shards and writes the locations to out;
+// the caller must call release once it has acquired the items there (and
+// before it searches again). With several shards it posts every shard's
+// part before it waits for any. Cost: one wait for the slowest shard's
+// next search batch.
 func (e *Engine) search(sc *scratch, hashes []uint64, out []uint32) error {
 	n := len(hashes)
 	if sc.wake == nil {
 		sc.wake = make(chan struct{}, len(e.shards))
 	}
 	if len(e.shards) == 1 {
-		return e.shards[0].search(hashes, out, sc.wake)
+		return e.shards[0].search(hashes, out, sc.wake, &sc.held)
 	}
 	e.groupByShard(sc, hashes)
 	sc.sl = grow(sc.sl, n)
@@ -209,7 +213,7 @@ func (e *Engine) search(sc *scratch, hashes []uint64, out []uint32) error {
 			if t, err = e.shards[s].post(sc.sh[lo:hi], sc.wake); err != nil {
 				break
 			}
-			t.shard, t.at = s, lo
+			t.at = lo
 			sc.tickets = append(sc.tickets, t)
 		}
 		lo = hi
@@ -218,10 +222,11 @@ func (e *Engine) search(sc *scratch, hashes []uint64, out []uint32) error {
 		<-sc.wake // one token per posted ticket; all delivered after the last
 	}
 	for _, t := range sc.tickets {
-		if cerr := e.shards[t.shard].collect(t, sc.sl[t.at:]); cerr != nil && err == nil {
+		if cerr := t.collect(sc.sl[t.at:]); cerr != nil && err == nil {
 			err = cerr
 		}
 	}
+	sc.held = append(sc.held, sc.tickets...)
 	if err != nil {
 		return err
 	}
@@ -231,12 +236,21 @@ func (e *Engine) search(sc *scratch, hashes []uint64, out []uint32) error {
 	return nil
 }
 
+// release ends the searches whose items the caller has acquired.
+func (e *Engine) release(sc *scratch) {
+	for _, t := range sc.held {
+		t.done()
+	}
+	clear(sc.held)
+	sc.held = sc.held[:0]
+}
+
 // searchEach is search for parts too large to post at once: each shard's
 // part is searched in turn (sc grouped by groupByShard).
 func (e *Engine) searchEach(sc *scratch, hashes []uint64, out []uint32) error {
 	lo := 0
 	for s, hi := range sc.bounds {
-		if err := e.shards[s].search(sc.sh[lo:hi], sc.sl[lo:hi], sc.wake); err != nil {
+		if err := e.shards[s].search(sc.sh[lo:hi], sc.sl[lo:hi], sc.wake, nil); err != nil {
 			return err
 		}
 		lo = hi
@@ -321,28 +335,41 @@ func item(r itemstore.Ref) kv.Item {
 func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 	t := e.prof.start()
 	n := len(ops)
+	now := e.clock()
+	fs := e.flushState()
 	sc.hashes = grow(sc.hashes, n)
 	sc.locs = grow(sc.locs, n)
+	sc.refs = grow(sc.refs, n)
+	sc.from = grow(sc.from, n)
 	sc.qh = sc.qh[:0]
 	sc.qi = sc.qi[:0]
 	for i := range ops {
 		h := hashindex.Hash(ops[i].Key)
 		sc.hashes[i] = h
+		sc.refs[i], sc.from[i] = itemstore.Ref{}, fromIndex
 		if w, ok := e.pend.lookup(h); ok {
-			sc.locs[i] = notLoc
+			// Acquired now: a later write of the key may unlink it.
+			sc.from[i] = fromPending
 			if !entryDead(w) {
-				sc.locs[i] = entryLoc(w)
+				var ok, stale bool
+				sc.refs[i], ok, stale = e.lookupStale(entryLoc(w), h, ops[i].Key, now, &fs)
+				if stale {
+					sc.from[i] = fromPendingStale
+				} else if ok {
+					sc.from[i] = fromPendingHit
+				}
 			}
 			continue
 		}
 		sc.qh = append(sc.qh, h)
 		sc.qi = append(sc.qi, i)
 	}
-	now := e.clock()
 	e.prof.lap(stHash, &t)
 	if len(sc.qh) > 0 {
 		sc.ql = grow(sc.ql, len(sc.qh))
 		if err := e.search(sc, sc.qh, sc.ql); err != nil {
+			e.release(sc)
+			e.releaseRefs(sc, n)
 			failAll(ops, err)
 			return
 		}
@@ -351,14 +378,19 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 		}
 		e.prof.lap(stSearchWait, &t)
 	}
-	fs := e.flushState()
 	var hits uint64
 	for i := range ops {
 		op := &ops[i]
-		r, ok, stale := e.lookupStale(sc.locs[i], sc.hashes[i], op.Key, now, &fs)
+		r, ok, stale := sc.refs[i], sc.from[i] == fromPendingHit, sc.from[i] == fromPendingStale
+		if sc.from[i] == fromIndex {
+			r, ok, stale = e.lookupStale(sc.locs[i], sc.hashes[i], op.Key, now, &fs)
+		}
+		sc.refs[i] = itemstore.Ref{}
 		if stale {
-			// A write replaced or removed the item since it was located:
-			// locate the key again.
+			// A write replaced or removed the item since it was located
+			// (or, rarely, it was evicted): locate the key again, after
+			// releasing this run's search (relocate searches).
+			e.release(sc)
 			r, ok = e.relocate(sc.hashes[i], op.Key, now, &fs)
 		}
 		if !ok {
@@ -382,11 +414,30 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 		}
 		r.Release()
 	}
+	e.release(sc)
 	e.prof.lap(stItems, &t)
 	e.counts.gets.Add(uint64(n))
 	e.counts.getHits.Add(hits)
 	if touched := countTouch(ops); touched > 0 {
 		e.counts.touches.Add(touched)
+	}
+}
+
+// Where doReads finds an op's item.
+const (
+	fromIndex        = iota // the search result in sc.locs
+	fromPending             // the pending table: no live item (tombstone, expired, flushed)
+	fromPendingHit          // the pending table: the live item, held in sc.refs
+	fromPendingStale        // the pending table named an item already gone: relocate
+)
+
+// releaseRefs releases the items doReads acquired from the pending table.
+func (e *Engine) releaseRefs(sc *scratch, n int) {
+	for i := range n {
+		if sc.refs[i].Valid() {
+			sc.refs[i].Release()
+			sc.refs[i] = itemstore.Ref{}
+		}
 	}
 }
 

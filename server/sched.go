@@ -35,6 +35,8 @@ type shard struct {
 	closed   bool
 	pending  []pendingUnlink // items to unlink after the next search batch
 	spare    []pendingUnlink // the memory of the previous pending list, for reuse
+	awaiting []awaitUnlink   // scheduler only: unlinks waiting for earlier batches' readers
+	awaitN   atomic.Int32    // len(awaiting), for quiesce
 	unlink   func([]pendingUnlink)
 	complete func(*updateList) // called by the scheduler with each applied list
 	wake     chan struct{}     // capacity 1: work arrived
@@ -168,17 +170,18 @@ func (s *shard) loop() {
 		s.q.free()
 	}()
 	for {
+		s.unlinkAwaited()
 		ns, opened := s.q.queued()
 		s.mu.Lock()
 		nu, since, np, closed := s.upd.jobs(), s.updSince, len(s.pending), s.closed
 		s.mu.Unlock()
 		if ns == 0 && nu == 0 {
-			if np > 0 {
-				// Idle: no search is coming to wait for.
+			if np > 0 && !s.readersLeft() {
+				// Idle, no reader holds a location: unlink now.
 				s.unlinked(s.takePending())
 				continue
 			}
-			if closed {
+			if closed && np == 0 && len(s.awaiting) == 0 {
 				return
 			}
 			<-s.wake
@@ -206,6 +209,39 @@ func (s *shard) loop() {
 			s.runSearches(now)
 		}
 	}
+}
+
+// unlinkAwaited unlinks the awaited lists whose batches are done with.
+func (s *shard) unlinkAwaited() {
+	k := 0
+	for _, a := range s.awaiting {
+		ready := true
+		for _, bg := range a.until {
+			if bg.b.gen == bg.gen && bg.b.readers.Load() > 0 {
+				ready = false
+				break
+			}
+		}
+		if ready {
+			s.unlinked(a.list)
+		} else {
+			s.awaiting[k] = a
+			k++
+		}
+	}
+	clear(s.awaiting[k:])
+	s.awaiting = s.awaiting[:k]
+	s.awaitN.Store(int32(k))
+}
+
+// readersLeft reports whether a delivered batch still has readers.
+func (s *shard) readersLeft() bool {
+	for _, x := range s.q.batches {
+		if x.delivered && x.readers.Load() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // timerSlack is the shortest wait left to a timer: Go's timers may
@@ -257,12 +293,35 @@ func (s *shard) staging(n int) (*hashindex.Staging, error) {
 	return st, nil
 }
 
-// runSearches launches the filling search batch and delivers its results;
-// then the locations dropped before it (pending unlinks) are unlinked: a
-// read that found one of them before the update that dropped it has had
-// its result.
+// awaitUnlink is a list of locations to unlink once the batches that
+// were delivered (and not yet done with) when the list was taken are done
+// with.
+type awaitUnlink struct {
+	list  []pendingUnlink
+	until []batchGen
+}
+
+// batchGen identifies a use of a batch buffer.
+type batchGen struct {
+	b   *searchBatch
+	gen uint64
+}
+
+// runSearches launches the filling search batch and delivers its results.
+// The locations dropped before it (pending unlinks) cannot be in its
+// results, only in those of batches delivered earlier: they are unlinked
+// once every such batch is done with (its readers have acquired their
+// items), at once if there is none.
 func (s *shard) runSearches(now time.Time) {
-	pending := s.takePending() // queued before this batch: unlinked after it
+	pending := s.takePending()
+	var until []batchGen
+	if len(pending) > 0 {
+		for _, x := range s.q.batches {
+			if x.delivered && x.readers.Load() > 0 {
+				until = append(until, batchGen{x, x.gen})
+			}
+		}
+	}
 	b, n := s.takeBatch()
 	start := time.Now()
 	err := b.space.Search(n)

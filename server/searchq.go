@@ -59,10 +59,11 @@ type searchBatch struct {
 	state   atomic.Uint64     // reserved jobs | waiters<<32 | batchClosed
 	waiters []chan<- struct{} // each waiter's channel, by reservation order
 	written atomic.Int64      // jobs whose hashes are written
-	readers atomic.Int32      // requests that have not yet read their results
+	readers atomic.Int32      // requests not yet done with the batch (ticket.done)
 	opened  atomic.Int64      // unix nanoseconds of the first reservation
 	err     error             // set before the waiters are woken
 	nwait   int               // waiters of a closed batch (scheduler only)
+	gen     uint64            // resets so far (scheduler only)
 	// delivered: the waiters were woken; written by the scheduler only.
 	delivered bool
 }
@@ -72,6 +73,7 @@ func (b *searchBatch) reset() {
 	b.written.Store(0)
 	b.opened.Store(0)
 	b.err = nil
+	b.gen++
 	b.delivered = false
 	clear(b.waiters)
 	b.state.Store(0) // last: opens the batch to requests
@@ -132,12 +134,14 @@ func (q *searchQueue) queued() (int, time.Time) {
 	return n, time.Unix(0, opened)
 }
 
-// ticket is a posted search: n jobs at offset off of batch b (shard and
-// at: where a multi-shard search keeps them).
+// ticket is a posted search: n jobs at offset off of batch b of shard sh
+// (at: where a multi-shard search keeps them). Its holder counts as a
+// reader of the batch until done.
 type ticket struct {
-	b         *searchBatch
-	off, n    int
-	shard, at int
+	b      *searchBatch
+	sh     *shard
+	off, n int
+	at     int
 }
 
 // maxPost returns the most jobs one post may carry: a quarter of a batch.
@@ -157,28 +161,38 @@ func (s *shard) post(hashes []uint64, wake chan<- struct{}) (ticket, error) {
 	b.waiters[(st>>32)&batchWaiterMask] = wake
 	copy(b.space.Hashes()[off:], hashes)
 	b.written.Add(int64(n))
-	return ticket{b: b, off: off, n: n}, nil
+	return ticket{b: b, sh: s, off: off, n: n}, nil
 }
 
-// collect copies the results of a ticket whose token has arrived to out
-// and lets its batch go.
-func (s *shard) collect(t ticket, out []uint32) error {
+// collect copies the results of a ticket whose token has arrived to out.
+func (t ticket) collect(out []uint32) error {
 	b := t.b
-	err := b.err
-	if err == nil {
+	if b.err == nil {
 		copy(out[:t.n], b.space.Out()[t.off:t.off+t.n])
 	}
-	if b.readers.Add(-1) == 0 {
-		s.signal() // the scheduler may be waiting for a free batch
+	return b.err
+}
+
+// done ends the holder's interest in the ticket's batch: it has acquired
+// (or given up on) the items at the locations it found. Locations dropped
+// before the batch delivered are unlinked only once every batch delivered
+// before then is done with (shard.runSearches), so a reader never finds
+// the item it located unlinked before it acquires it. A holder must call
+// done before it waits for another search, so that batches are always
+// freed.
+func (t ticket) done() {
+	if t.b.readers.Add(-1) == 0 {
+		t.sh.signal() // the scheduler may wait for a free batch or to unlink
 	}
-	return err
 }
 
 // search looks up hashes in the shard and writes their locations to out,
-// in pieces of at most maxPost jobs searched one after another, waiting on
-// wake (empty, with room for a token). Cost: per piece a compare-and-swap,
-// a copy each way and the wait for its batch.
-func (s *shard) search(hashes []uint64, out []uint32, wake chan struct{}) error {
+// waiting on wake (empty, with room for a token). When held is not nil and
+// the search fits one post, its ticket is appended there for the caller to
+// finish with done; otherwise (no held, or pieces of at most maxPost jobs
+// searched one after another) each piece is done at once. Cost: per piece
+// a compare-and-swap, a copy each way and the wait for its batch.
+func (s *shard) search(hashes []uint64, out []uint32, wake chan struct{}, held *[]ticket) error {
 	piece := s.maxPost()
 	for lo := 0; lo < len(hashes); lo += piece {
 		hi := min(lo+piece, len(hashes))
@@ -187,7 +201,13 @@ func (s *shard) search(hashes []uint64, out []uint32, wake chan struct{}) error 
 			return err
 		}
 		<-wake
-		if err := s.collect(t, out[lo:hi]); err != nil {
+		err = t.collect(out[lo:hi])
+		if held != nil && len(hashes) <= piece {
+			*held = append(*held, t)
+		} else {
+			t.done()
+		}
+		if err != nil {
 			return err
 		}
 	}

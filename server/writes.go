@@ -212,6 +212,11 @@ func (e *Engine) current(ops []kv.Op, sc *scratch) error {
 		}
 		sc.ql = grow(sc.ql, len(sc.qh))
 		err := e.search(sc, sc.qh, sc.ql)
+		// Done with the batch before blocking on the locks: the results
+		// are validated under them (a location dropped since the search
+		// moves the applied counter, or was an eviction or a displacement,
+		// after which the key is absent anyway).
+		e.release(sc)
 		if !locked {
 			e.relock(sc)
 		}
@@ -308,7 +313,7 @@ func (e *Engine) searchOne(h uint64) (uint32, error) {
 	out := [1]uint32{}
 	hs := [1]uint64{h}
 	wake := make(chan struct{}, 1)
-	err := e.shards[e.shardOf(h)].search(hs[:], out[:], wake)
+	err := e.shards[e.shardOf(h)].search(hs[:], out[:], wake, nil)
 	return out[0], err
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -299,6 +300,54 @@ func TestRandomWorkloadLeavesNothingBehind(t *testing.T) {
 			}
 			wg.Wait()
 			t.Logf("seed %d", seed)
+			checkQuiet(t, eng)
+		})
+	}
+}
+
+// TestContentionMakesProgress has many goroutines run random reads,
+// writes and read-modify-writes on a few keys of one stripe: every batch
+// must complete (no goroutine waits on a key lock or a search while it
+// keeps a search batch from being reused).
+func TestContentionMakesProgress(t *testing.T) {
+	for _, ec := range testEngines {
+		t.Run(ec.name, func(t *testing.T) {
+			eng := newTestEngine(t, ec, Options{Interval: 100 * time.Microsecond})
+			keys := keysInStripe(8, "c")
+			done := make(chan struct{})
+			go func() {
+				var wg sync.WaitGroup
+				for g := range 32 {
+					wg.Go(func() {
+						r := rand.New(rand.NewPCG(uint64(g), 3))
+						for range 300 {
+							k := keys[r.IntN(len(keys))]
+							var op kv.Op
+							switch r.IntN(5) {
+							case 0:
+								op = kv.Op{Kind: kv.Incr, Key: k, Delta: 1, Vivify: true}
+							case 1:
+								op = kv.Op{Kind: kv.Set, Key: k, Value: []byte("1")}
+							case 2:
+								op = kv.Op{Kind: kv.Delete, Key: k}
+							case 3:
+								op = kv.Op{Kind: kv.Append, Key: k, Value: []byte("0")}
+							default:
+								op = kv.Op{Kind: kv.Get, Key: k}
+							}
+							do(t, eng, op, kv.Op{Kind: kv.Get, Key: keys[r.IntN(len(keys))]})
+						}
+					})
+				}
+				wg.Wait()
+				close(done)
+			}()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				buf := make([]byte, 1<<20)
+				t.Fatalf("no progress after 20 s:\n%s", buf[:runtime.Stack(buf, true)])
+			}
 			checkQuiet(t, eng)
 		})
 	}
