@@ -16,6 +16,12 @@ import (
 	"warpkv/protocol"
 )
 
+// GPU search modes (Options.GPUSearch).
+const (
+	GPUSearchPersistent = "persistent"
+	GPUSearchStaged     = "staged"
+)
+
 // Batch policies (Options.Policy).
 const (
 	PolicyLoad  = "load"
@@ -67,6 +73,13 @@ type Options struct {
 	// ("stats profile"; see profile.go). It costs a few clock reads and
 	// atomic adds per batch.
 	Profile bool
+	// GPUSearch is how a GPU shard runs its search batches: "persistent"
+	// (the default: a resident kernel polling mapped memory serves batches
+	// of up to hashindex.MaxResident jobs with no launch or copy, larger
+	// ones are launched straight from the mapped batch buffers) or
+	// "staged" (every batch is a staged index call: copies in and out
+	// through pinned memory, kernels launched per batch).
+	GPUSearch string
 	// Policy is the batch policy: "load" (the default: the interval
 	// follows the load) or "fixed" (Mega-KV's periodic launches).
 	Policy string
@@ -113,6 +126,7 @@ type Engine struct {
 	updLat  latencyHist // per update round call
 	scratch sync.Pool   // *scratch
 	prof    *profile    // nil unless Options.Profile
+	persist []*hashindex.PersistentSearch // the GPU shards' persistent searches
 
 	// inflightItems counts items held by queued updates (new items and
 	// removed ones): with the pending table, what a quiet engine has
@@ -138,6 +152,13 @@ func New(o Options) (*Engine, error) {
 	}
 	if o.MaxBatch > hashindex.MaxBatch {
 		return nil, fmt.Errorf("server: new engine: MaxBatch %d above the index's %d", o.MaxBatch, hashindex.MaxBatch)
+	}
+	switch o.GPUSearch {
+	case "":
+		o.GPUSearch = GPUSearchPersistent
+	case GPUSearchPersistent, GPUSearchStaged:
+	default:
+		return nil, fmt.Errorf("server: new engine: GPU search %q (want %s or %s)", o.GPUSearch, GPUSearchPersistent, GPUSearchStaged)
 	}
 	switch o.Policy {
 	case "":
@@ -215,6 +236,19 @@ func (e *Engine) openIndex() error {
 				return nil, err
 			}
 			return stagedSpace{Staging: st, ix: ix}, nil
+		}
+		if len(devs) > 0 && e.opts.GPUSearch == GPUSearchPersistent {
+			ps, err := ix.NewPersistentSearch(searchBatches, e.opts.MaxBatch)
+			if err != nil {
+				e.log.Warn("server: no persistent search; batches are staged calls", "shard", i, "err", err)
+			} else {
+				e.persist = append(e.persist, ps)
+				next := 0
+				newSpace = func() (searchSpace, error) {
+					next++
+					return ps.Slot(next - 1), nil
+				}
+			}
 		}
 		sh, err := newShard(ix, e.opts.Policy == PolicyFixed, e.interval, e.opts.MaxBatch, newSpace, shardHooks{
 			searchLat: &e.idxLat, updateLat: &e.updLat, unlink: e.unlinkPending, complete: e.completeUpdate, prof: e.prof})

@@ -299,3 +299,41 @@ func TestEngineSetsAndCASWritersLinearize(t *testing.T) {
 		})
 	}
 }
+
+// TestGPUSearchMode checks, on a GPU, that the GPU engine searches through
+// the persistent kernel by default (and its searches are served by it) and
+// through staged calls when asked.
+func TestGPUSearchMode(t *testing.T) {
+	for _, ec := range testEngines {
+		if ec.device == "cpu" {
+			continue
+		}
+		t.Run(ec.name, func(t *testing.T) {
+			eng := newTestEngine(t, ec, Options{})
+			for i := range 50 {
+				key := fmt.Appendf(nil, "m%d", i)
+				do(t, eng, kv.Op{Kind: kv.Set, Key: key, Value: key})
+			}
+			eng.quiesce()
+			for i := range 50 {
+				key := fmt.Appendf(nil, "m%d", i)
+				if op := do(t, eng, kv.Op{Kind: kv.Get, Key: key})[0]; string(op.Result.Value) != string(key) {
+					t.Fatalf("get %s: %s %q", key, op.Result.Status, op.Result.Value)
+				}
+			}
+			want := GPUSearchPersistent
+			if ec.search == GPUSearchStaged {
+				want = GPUSearchStaged
+			}
+			if got := eng.gpuSearch(); got != want {
+				t.Fatalf("GPU search %q, want %q", got, want)
+			}
+			if want == GPUSearchPersistent {
+				st := eng.persist[0].Stats()
+				if st.Resident == 0 || st.Broken != "" {
+					t.Errorf("persistent search stats %+v: want resident batches, nothing broken", st)
+				}
+			}
+		})
+	}
+}

@@ -21,6 +21,7 @@ func startServer(t *testing.T, ec engineCase, opts Options) string {
 	}
 	opts.Device = ec.device
 	opts.CPUShards = ec.shards
+	opts.GPUSearch = ec.search
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan net.Addr, 1)
 	errc := make(chan error, 1)

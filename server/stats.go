@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"warpkv/hashindex"
 	"warpkv/kv"
 )
 
@@ -103,7 +104,19 @@ func (e *Engine) indexStats() []kv.Stat {
 	if s.searchBatches > 0 {
 		avg = strconv.FormatFloat(float64(s.searchJobs)/float64(s.searchBatches), 'f', 1, 64)
 	}
-	return []kv.Stat{
+	var ps hashindex.PersistentStats
+	broken := ""
+	for _, p := range e.persist {
+		x := p.Stats()
+		ps.Resident += x.Resident
+		ps.Launched += x.Launched
+		ps.Launches += x.Launches
+		ps.Relaunchs += x.Relaunchs
+		if x.Broken != "" {
+			broken = x.Broken
+		}
+	}
+	out := []kv.Stat{
 		{Name: "index_engine", Value: e.backend},
 		{Name: "index_shards", Value: strconv.Itoa(len(e.shards))},
 		{Name: "index_entries", Value: u64(entries)},
@@ -126,6 +139,24 @@ func (e *Engine) indexStats() []kv.Stat {
 		{Name: "write_locked_searches", Value: u64(e.counts.lockedSearches.Load())},
 		{Name: "index_update_errors", Value: u64(e.counts.updateErrors.Load())},
 	}
+	if len(e.persist) > 0 {
+		out = append(out,
+			kv.Stat{Name: "index_resident_batches", Value: u64(ps.Resident)},
+			kv.Stat{Name: "index_launched_batches", Value: u64(ps.Launched)},
+			kv.Stat{Name: "index_resident_launches", Value: u64(ps.Launches)},
+			kv.Stat{Name: "index_resident_relaunches", Value: u64(ps.Relaunchs)})
+		if broken != "" {
+			out = append(out, kv.Stat{Name: "index_resident_broken", Value: strconv.Quote(broken)})
+		}
+	}
+	for _, sh := range e.shards {
+		out = append(out,
+			kv.Stat{Name: "index_search_call_us", Value: micros(time.Duration(sh.pol.callNs.Load()))},
+			kv.Stat{Name: "index_search_target", Value: strconv.Itoa(sh.pol.target())},
+			kv.Stat{Name: "index_update_interval_us", Value: micros(sh.pol.updateInterval())})
+		break // the first shard's policy state
+	}
+	return out
 }
 
 // latencySummary gives quantiles of the engine-side GET and SET latency
@@ -185,6 +216,8 @@ func (e *Engine) settingsStats() []kv.Stat {
 		{Name: "warpkv_index_shards", Value: strconv.Itoa(len(e.shards))},
 		{Name: "warpkv_batch_interval_us", Value: micros(e.interval)},
 		{Name: "warpkv_max_batch", Value: strconv.Itoa(e.opts.MaxBatch)},
+		{Name: "warpkv_batch_policy", Value: e.opts.Policy},
+		{Name: "warpkv_gpu_search", Value: e.gpuSearch()},
 	}
 }
 
@@ -262,4 +295,16 @@ func (e *Engine) itemCounts() (linked, indexed int64) {
 		indexed += int64(sh.ix.Stats().Entries)
 	}
 	return e.store.Stats().Items, indexed
+}
+
+// gpuSearch says how search batches run: "persistent" or "staged" on the
+// GPU engine, "cpu" on the CPU engine.
+func (e *Engine) gpuSearch() string {
+	switch {
+	case e.backend != "gpu":
+		return "cpu"
+	case len(e.persist) > 0:
+		return GPUSearchPersistent
+	}
+	return GPUSearchStaged
 }

@@ -36,7 +36,7 @@ import (
 func runBenchServe(e *env, args []string) error {
 	fs := newFlagSet(e, "bench serve", "warpkv bench serve [--memcached PATH] [--engines gpu,cpu] [--server-cpus LIST] [--load-cpus LIST] [-t N] [-m MB] [--p99-at F] [--profile] [--crosscheck auto|none|PATH] [--json FILE] [-- loadgen flags]")
 	mcPath := fs.String("memcached", "memcached", "memcached binary to compare with (none: leave it out)")
-	engines := fs.String("engines", "gpu,cpu", "warpkv engines to run, in order: gpu, cpu, gpu:N (empty: none)")
+	engines := fs.String("engines", "gpu,cpu", "warpkv engines to run, in order: gpu, cpu, gpu:N, and gpu/staged for the GPU engine with staged search calls (empty: none)")
 	warpkvPath := fs.String("warpkv", "", "warpkv binary for the servers and the load generator (default: this one)")
 	serverCPUs := fs.String("server-cpus", "", "CPUs of the server processes, e.g. 0-7 (default: the first half of this process's CPUs)")
 	loadCPUs := fs.String("load-cpus", "", "CPUs of the load generator, e.g. 8-15 (default: the other CPUs)")
@@ -206,14 +206,18 @@ func planServers(mcPath, engines, exe string, threads int, memMB int64, interval
 		}
 		out = append(out, sv)
 	}
-	for _, dev := range strings.Split(engines, ",") {
-		dev = strings.TrimSpace(dev)
-		if dev == "" {
+	for _, spec := range strings.Split(engines, ",") {
+		spec = strings.TrimSpace(spec)
+		if spec == "" {
 			continue
 		}
-		sv := plannedServer{Name: "warpkv " + dev, Path: exe, Warpkv: true,
+		dev, search, _ := strings.Cut(spec, "/")
+		sv := plannedServer{Name: "warpkv " + spec, Path: exe, Warpkv: true,
 			Args: []string{"serve", "-l", "127.0.0.1", "-t", strconv.Itoa(threads), "-m", strconv.FormatInt(memMB, 10),
 				"-c", "4096", "--device", dev}}
+		if search != "" {
+			sv.Args = append(sv.Args, "--gpu-search", search)
+		}
 		if interval != 0 {
 			sv.Args = append(sv.Args, "--batch-interval", interval.String())
 		}
