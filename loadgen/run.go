@@ -115,6 +115,20 @@ func measure(ctx context.Context, cfg Config) (Result, error) {
 	defer cancel()
 	errs := make([]error, 2*len(workers))
 	var wg sync.WaitGroup
+	if cfg.Rate > 0 {
+		// Requests per second: a set is one operation, a get MultiGet.
+		w := workers[0]
+		perReq := w.pSet + (1-w.pSet)*float64(cfg.MultiGet)
+		interval := max(time.Duration(perReq/cfg.Rate*float64(time.Second)), 1)
+		for _, w := range workers {
+			w.tokens = make(chan time.Duration, pacerBacklog)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pace(ctx, workers, interval, base, &phase)
+		}()
+	}
 	for i, w := range workers {
 		wg.Add(2)
 		go func() {

@@ -48,6 +48,7 @@ func runBenchServe(e *env, args []string) error {
 	profile := fs.Bool("profile", false, "run warpkv with --profile and print where each microsecond of a request goes, stage by stage")
 	crosscheck := fs.String("crosscheck", "auto", "independent load tool to cross-check one workload with: auto (memcaslap or memaslap if installed), none, or its path")
 	jsonPath := fs.String("json", "", "also write everything measured as JSON to `FILE`")
+	report := fs.String("report", "", "run nothing: print issue 14's targets table from saved --json reports (`FILES`, comma-separated)")
 	var rest []string
 	for i, a := range args {
 		if a == "--" {
@@ -60,6 +61,9 @@ func runBenchServe(e *env, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected arguments: %s (loadgen flags go after --)", strings.Join(fs.Args(), " "))
+	}
+	if *report != "" {
+		return writeTargets(e.stdout, strings.Split(*report, ","))
 	}
 	if *p99At < 0 || *p99At >= 1 {
 		return usagef("--p99-at %v: want 0 (off) or a fraction below 1", *p99At)
