@@ -49,7 +49,7 @@ type worker struct {
 	nc       net.Conn
 	codec    *codec
 	keys     keyChooser
-	pSet     float64       // probability that a request is a set
+	pSet     float64            // probability that a request is a set
 	tokens   chan time.Duration // paced: the scheduled send times of this connection's requests (nil: as fast as the pipeline allows)
 	base     time.Time
 	phase    *atomic.Int32

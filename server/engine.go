@@ -120,12 +120,12 @@ type Engine struct {
 	locks   [stripes]sync.Mutex
 	pend    pendingTable // writes acknowledged, not yet in the index
 	counts  counters
-	getLat  latencyHist // per read group, engine entry to results
-	setLat  latencyHist // per write group
-	idxLat  latencyHist // per search batch call
-	updLat  latencyHist // per update round call
-	scratch sync.Pool   // *scratch
-	prof    *profile    // nil unless Options.Profile
+	getLat  latencyHist                   // per read group, engine entry to results
+	setLat  latencyHist                   // per write group
+	idxLat  latencyHist                   // per search batch call
+	updLat  latencyHist                   // per update round call
+	scratch sync.Pool                     // *scratch
+	prof    *profile                      // nil unless Options.Profile
 	persist []*hashindex.PersistentSearch // the GPU shards' persistent searches
 
 	// inflightItems counts items held by queued updates (new items and
