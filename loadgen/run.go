@@ -115,6 +115,7 @@ func measure(ctx context.Context, cfg Config) (Result, error) {
 	defer cancel()
 	errs := make([]error, 2*len(workers))
 	var wg sync.WaitGroup
+	stopPacer := make(chan struct{})
 	if cfg.Rate > 0 {
 		// Requests per second: a set is one operation, a get MultiGet.
 		w := workers[0]
@@ -126,7 +127,7 @@ func measure(ctx context.Context, cfg Config) (Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pace(ctx, workers, interval, base, &phase)
+			pace(ctx, workers, interval, base, &phase, stopPacer)
 		}()
 	}
 	for i, w := range workers {
@@ -172,6 +173,7 @@ func measure(ctx context.Context, cfg Config) (Result, error) {
 	phase.Store(phaseMeasure)
 	sleep(ctx, cfg.Duration)
 	phase.Store(phaseDone)
+	close(stopPacer)
 	res.Elapsed = time.Since(start)
 	res.LoadCPU = selfCPU() - selfBefore
 	res.LoadBusy = res.LoadCPU.Seconds() / (res.Elapsed.Seconds() * float64(runtime.GOMAXPROCS(0)))

@@ -149,6 +149,32 @@ func TestRunConnectionCounts(t *testing.T) {
 	}
 }
 
+// TestRunPacedOverload paces far above what the server can do: the
+// connections' backlogs fill up, and the run must still end on time.
+func TestRunPacedOverload(t *testing.T) {
+	addr, _ := startMemcachedProcess(t)
+	cfg := Config{Addr: addr, Conns: 2, Pipeline: 1, Rate: 50e6, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond,
+		Workload: Workload{GetRatio: 1, KeySize: 8, ValueSize: 8, Keys: 100}}
+	done := make(chan struct{})
+	var res Result
+	var err error
+	go func() {
+		res, err = Run(context.Background(), cfg)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("an overloaded paced run did not end")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OpsPerSec <= 0 || res.OpsPerSec >= cfg.Rate/2 || res.Latency.P99 < 10*time.Millisecond {
+		t.Errorf("%.0f ops/s, p99 %v: want far below the asked %.0f and the backlog charged as latency", res.OpsPerSec, res.Latency.P99, cfg.Rate)
+	}
+}
+
 func TestProcessCPU(t *testing.T) {
 	burn := time.Now()
 	for time.Since(burn) < 50*time.Millisecond {

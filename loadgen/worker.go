@@ -168,7 +168,8 @@ func (w *worker) writePaced(ctx context.Context) error {
 
 // pace hands the workers tokens at the times of a fixed schedule of one
 // request every interval (round robin over the workers), until the phase
-// is phaseDone or ctx ends; then it closes their token channels.
+// is phaseDone (stop is closed then) or ctx ends; then it closes their
+// token channels.
 // One goroutine keeps the schedule for all connections: it sleeps while
 // the next token is more than pacerSpin away and spins closer, so that a
 // token leaves within microseconds of its time rather than a timer's
@@ -177,7 +178,7 @@ func (w *worker) writePaced(ctx context.Context) error {
 // sleeps instead and tokens leave up to a timer's granularity late. A
 // worker whose backlog is full holds the pacer back; the lateness is
 // charged to the server (the tokens keep their times).
-func pace(ctx context.Context, workers []*worker, interval time.Duration, base time.Time, phase *atomic.Int32) {
+func pace(ctx context.Context, workers []*worker, interval time.Duration, base time.Time, phase *atomic.Int32, stop <-chan struct{}) {
 	defer func() {
 		for _, w := range workers {
 			close(w.tokens)
@@ -205,6 +206,8 @@ func pace(ctx context.Context, workers []*worker, interval time.Duration, base t
 		select {
 		case w.tokens <- next:
 		case <-ctx.Done():
+			return
+		case <-stop:
 			return
 		}
 		next += interval
