@@ -81,6 +81,9 @@ func runBenchServe(e *env, args []string) error {
 		if exe, err = os.Executable(); err != nil {
 			return fmt.Errorf("bench serve: finding the warpkv binary: %w", err)
 		}
+		if strings.HasSuffix(exe, ".test") {
+			return usagef("bench serve: running inside %s, a test binary: pass --warpkv PATH", filepath.Base(exe))
+		}
 	}
 	tmp, err := os.MkdirTemp("", "warpkv-bench-serve-")
 	if err != nil {
