@@ -52,6 +52,7 @@ func TestPersistentSearchMatchesSearch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer ps.Close() // before the index's Close (deferred first, runs last)
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 9))
