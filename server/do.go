@@ -322,6 +322,20 @@ func (e *Engine) lookupStale(loc uint32, h uint64, key []byte, now int64, fs *kv
 	return r, true, false
 }
 
+// stillLive reports whether a held item has not expired or been flushed
+// since it was looked up (counting it if it has).
+func (e *Engine) stillLive(r itemstore.Ref, now int64, fs *kv.FlushState) bool {
+	if !kv.Alive(r.Exptime(), now) {
+		e.counts.expired.Add(1)
+		return false
+	}
+	if !fs.Valid(r.CAS(), r.LastAccess(), now) {
+		e.counts.flushed.Add(1)
+		return false
+	}
+	return true
+}
+
 // item returns the kv view of a held item.
 func item(r itemstore.Ref) kv.Item {
 	return kv.Item{Value: r.Value(), Flags: r.Flags(), Exptime: r.Exptime(), CAS: r.CAS()}
@@ -378,19 +392,38 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 		}
 		e.prof.lap(stSearchWait, &t)
 	}
+	// Acquire every searched item before the search is released: a
+	// location dropped meanwhile is unlinked only after that.
+	for i := range ops {
+		if sc.from[i] != fromIndex {
+			continue
+		}
+		var ok, stale bool
+		sc.refs[i], ok, stale = e.lookupStale(sc.locs[i], sc.hashes[i], ops[i].Key, now, &fs)
+		switch {
+		case stale:
+			sc.from[i] = fromPendingStale
+		case ok:
+			sc.from[i] = fromPendingHit
+		default:
+			sc.from[i] = fromPending
+		}
+	}
+	e.release(sc)
 	var hits uint64
 	for i := range ops {
 		op := &ops[i]
-		r, ok, stale := sc.refs[i], sc.from[i] == fromPendingHit, sc.from[i] == fromPendingStale
-		if sc.from[i] == fromIndex {
-			r, ok, stale = e.lookupStale(sc.locs[i], sc.hashes[i], op.Key, now, &fs)
-		}
+		r, ok := sc.refs[i], sc.from[i] == fromPendingHit
 		sc.refs[i] = itemstore.Ref{}
-		if stale {
+		if ok && !e.stillLive(r, now, &fs) {
+			// An earlier op of the batch expired it (gat with a past
+			// expiry on the same key).
+			r.Release()
+			ok = false
+		}
+		if sc.from[i] == fromPendingStale {
 			// A write replaced or removed the item since it was located
-			// (or, rarely, it was evicted): locate the key again, after
-			// releasing this run's search (relocate searches).
-			e.release(sc)
+			// (or, rarely, it was evicted): locate the key again.
 			r, ok = e.relocate(sc.hashes[i], op.Key, now, &fs)
 		}
 		if !ok {
@@ -414,7 +447,6 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 		}
 		r.Release()
 	}
-	e.release(sc)
 	e.prof.lap(stItems, &t)
 	e.counts.gets.Add(uint64(n))
 	e.counts.getHits.Add(hits)
@@ -426,9 +458,9 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 // Where doReads finds an op's item.
 const (
 	fromIndex        = iota // the search result in sc.locs
-	fromPending             // the pending table: no live item (tombstone, expired, flushed)
-	fromPendingHit          // the pending table: the live item, held in sc.refs
-	fromPendingStale        // the pending table named an item already gone: relocate
+	fromPending             // no live item (a tombstone, absent, expired, flushed)
+	fromPendingHit          // the live item, held in sc.refs
+	fromPendingStale        // the item located was already gone: relocate
 )
 
 // releaseRefs releases the items doReads acquired from the pending table.

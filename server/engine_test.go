@@ -224,6 +224,12 @@ func TestEngineEvictionAndDisplacement(t *testing.T) {
 						}
 					}
 				}
+				// Let the index apply every write first: until then a write
+				// is read from the pending table, whatever displacement
+				// does to it afterwards.
+				if !eng.quiesce() {
+					t.Fatal("engine not quiet after the writes")
+				}
 				hits := 0
 				for i := 0; i < tc.keys; i += 64 {
 					var ops []kv.Op

@@ -37,6 +37,7 @@ type shard struct {
 	spare    []pendingUnlink // the memory of the previous pending list, for reuse
 	awaiting []awaitUnlink   // scheduler only: unlinks waiting for earlier batches' readers
 	awaitN   atomic.Int32    // len(awaiting), for quiesce
+	toUnlink atomic.Int64    // locations queued by deferUnlink and not yet unlinked, for quiesce
 	unlink   func([]pendingUnlink)
 	complete func(*updateList) // called by the scheduler with each applied list
 	wake     chan struct{}     // capacity 1: work arrived
@@ -80,6 +81,7 @@ const (
 // overlaps the write, so the old value is a correct answer) instead of
 // searching again under the key's lock.
 func (s *shard) deferUnlink(p pendingUnlink) {
+	s.toUnlink.Add(1)
 	s.mu.Lock()
 	s.pending = append(s.pending, p)
 	s.mu.Unlock()
@@ -100,6 +102,7 @@ func (s *shard) takePending() []pendingUnlink {
 func (s *shard) unlinked(p []pendingUnlink) {
 	if len(p) > 0 {
 		s.unlink(p)
+		s.toUnlink.Add(-int64(len(p)))
 	}
 	clear(p)
 	s.mu.Lock()
@@ -330,7 +333,12 @@ func (s *shard) runSearches(now time.Time) {
 	s.lat.add(d)
 	s.prof.add(stIndexSearch, d)
 	s.pol.searched(now, n, d)
-	s.unlinked(pending)
+	if len(until) == 0 {
+		s.unlinked(pending)
+	} else {
+		s.awaiting = append(s.awaiting, awaitUnlink{pending, until})
+		s.awaitN.Store(int32(len(s.awaiting)))
+	}
 	s.mu.Lock()
 	s.stats.searchBatches++
 	s.stats.searchJobs += uint64(n)

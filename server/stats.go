@@ -277,7 +277,7 @@ func (e *Engine) quiesce() bool {
 		quiet := true
 		for _, sh := range e.shards {
 			sh.mu.Lock()
-			quiet = quiet && len(sh.pending) == 0 && sh.upd.jobs() == 0 && !sh.applying && sh.awaitN.Load() == 0
+			quiet = quiet && sh.toUnlink.Load() == 0 && sh.upd.jobs() == 0 && !sh.applying && sh.awaitN.Load() == 0
 			sh.mu.Unlock()
 		}
 		if quiet {
