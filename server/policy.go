@@ -19,16 +19,21 @@ import (
 // to back, each taking what arrived during the previous one; in between a
 // batch waits at most one call time for company. C stays the bound on any
 // job's wait for its batch to launch. Updates, which no reply waits for
-// (the pending table answers for them), are applied every max(2C, 4U),
-// with U the recent duration of an update round, so that they take at most
-// about a fifth of the index's time, and at least every
+// (the pending table answers for them), are applied every max(2C, 4U,
+// 100 µs), with U the recent duration of an update round, so that they
+// take at most about a fifth of the index's time, and at least every
 // maxUpdateInterval; sooner when a queue is full or a write waits for room
 // in the pending table.
 
-// maxUpdateInterval bounds how long an update waits for its round under the
-// load policy (it bounds how long writes stay in the pending table and
-// their items stay held).
-const maxUpdateInterval = time.Millisecond
+// minUpdateInterval and maxUpdateInterval bound how long an update waits
+// for its round under the load policy: at least long enough that a round
+// carries many writes (a round costs the scheduler a call per kind), at
+// most what bounds how long writes stay in the pending table and their
+// items stay held.
+const (
+	minUpdateInterval = 100 * time.Microsecond
+	maxUpdateInterval = time.Millisecond
+)
 
 // ewmaShift weighs a new sample by 1/8 in the policy's moving averages.
 const ewmaShift = 3
@@ -73,7 +78,7 @@ func (p *policy) updateAt(since time.Time) time.Time {
 
 // updateInterval is the load policy's update interval.
 func (p *policy) updateInterval() time.Duration {
-	return min(max(2*p.interval, 4*time.Duration(p.updateNs.Load())), maxUpdateInterval)
+	return min(max(2*p.interval, 4*time.Duration(p.updateNs.Load()), minUpdateInterval), maxUpdateInterval)
 }
 
 // searched records a search batch of n jobs launched at now whose call

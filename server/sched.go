@@ -196,11 +196,17 @@ func (s *shard) loop() {
 		searchDue := ns > 0 && (closed || s.full.Load() || !now.Before(searchAt))
 		updateDue := nu > 0 && (closed || nu >= s.maxBatch || s.urgent.Load() || !now.Before(updateAt))
 		if !searchDue && !updateDue {
+			if ns == 0 {
+				// Only updates wait, and no reply waits for them: sleep
+				// on a timer (or until work arrives) rather than spin.
+				s.sleepUntil(updateAt, false)
+				continue
+			}
 			next := searchAt
-			if ns == 0 || (nu > 0 && updateAt.Before(next)) {
+			if nu > 0 && updateAt.Before(next) {
 				next = updateAt
 			}
-			s.sleepUntil(next)
+			s.sleepUntil(next, true)
 			continue
 		}
 		if updateDue {
@@ -253,11 +259,20 @@ func (s *shard) readersLeft() bool {
 const timerSlack = 2 * time.Millisecond
 
 // sleepUntil waits until t or until new work arrives (the loop then
-// decides again). Waits longer than timerSlack sleep on a timer until
-// timerSlack before t; the rest spins with runtime.Gosched, which costs the
-// scheduler's core only while jobs wait for their batch.
-func (s *shard) sleepUntil(t time.Time) {
-	if d := time.Until(t) - timerSlack; d > 0 {
+// decides again). Without spin, or with more than timerSlack to go, it
+// sleeps on a timer (Go's timers may oversleep by about a millisecond when
+// the process is idle); with spin, the last timerSlack spins yielding the
+// processor, which costs the scheduler's core only while a search waits
+// for its batch. With a single processor (GOMAXPROCS 1) it never spins: a
+// goroutine that keeps yielding there keeps the runtime from polling the
+// network, and the connections' replies would wait for it.
+func (s *shard) sleepUntil(t time.Time, spin bool) {
+	spin = spin && runtime.GOMAXPROCS(0) > 1
+	d := time.Until(t)
+	if spin {
+		d -= timerSlack
+	}
+	if d > 0 {
 		timer := time.NewTimer(d)
 		select {
 		case <-timer.C:
@@ -266,7 +281,7 @@ func (s *shard) sleepUntil(t time.Time) {
 			return
 		}
 	}
-	for time.Now().Before(t) {
+	for spin && time.Now().Before(t) {
 		select {
 		case <-s.wake:
 			return
