@@ -34,7 +34,8 @@ type shard struct {
 	applying bool        // the scheduler is applying updates
 	closed   bool
 	pending  []pendingUnlink // items to unlink after the next search batch
-	spare    []pendingUnlink // the memory of the previous pending list, for reuse
+	spare    [][]pendingUnlink // memory of unlinked lists, for reuse (under mu)
+	untils   [][]batchGen      // scheduler only: memory of awaitUnlink.until lists
 	awaiting []awaitUnlink   // scheduler only: unlinks waiting for earlier batches' readers
 	awaitN   atomic.Int32    // len(awaiting), for quiesce
 	toUnlink atomic.Int64    // locations queued by deferUnlink and not yet unlinked, for quiesce
@@ -47,6 +48,7 @@ type shard struct {
 	// batches go to the device without a copy on the host) and scratch
 	st    *hashindex.Staging
 	drops []hashindex.Dropped
+	timer *time.Timer // sleepUntil's, reused
 	stats shardStats
 }
 
@@ -94,7 +96,10 @@ func (s *shard) takePending() []pendingUnlink {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.pending
-	s.pending, s.spare = s.spare[:0], nil
+	s.pending = nil
+	if k := len(s.spare); k > 0 {
+		s.pending, s.spare = s.spare[k-1], s.spare[:k-1]
+	}
 	return p
 }
 
@@ -106,8 +111,8 @@ func (s *shard) unlinked(p []pendingUnlink) {
 	}
 	clear(p)
 	s.mu.Lock()
-	if s.spare == nil {
-		s.spare = p[:0]
+	if cap(p) > 0 && len(s.spare) < 8 {
+		s.spare = append(s.spare, p[:0])
 	}
 	s.mu.Unlock()
 }
@@ -233,6 +238,10 @@ func (s *shard) unlinkAwaited() {
 		}
 		if ready {
 			s.unlinked(a.list)
+			clear(a.until)
+			if len(s.untils) < 8 {
+				s.untils = append(s.untils, a.until[:0])
+			}
 		} else {
 			s.awaiting[k] = a
 			k++
@@ -273,11 +282,15 @@ func (s *shard) sleepUntil(t time.Time, spin bool) {
 		d -= timerSlack
 	}
 	if d > 0 {
-		timer := time.NewTimer(d)
+		if s.timer == nil {
+			s.timer = time.NewTimer(d)
+		} else {
+			s.timer.Reset(d) // Go 1.23 timers: no stale value after Stop or Reset
+		}
 		select {
-		case <-timer.C:
+		case <-s.timer.C:
 		case <-s.wake:
-			timer.Stop()
+			s.timer.Stop()
 			return
 		}
 	}
@@ -333,6 +346,9 @@ type batchGen struct {
 func (s *shard) runSearches(now time.Time) {
 	pending := s.takePending()
 	var until []batchGen
+	if k := len(s.untils); k > 0 {
+		until, s.untils = s.untils[k-1], s.untils[:k-1]
+	}
 	if len(pending) > 0 {
 		for _, x := range s.q.batches {
 			if x.delivered && x.readers.Load() > 0 {
@@ -350,6 +366,9 @@ func (s *shard) runSearches(now time.Time) {
 	s.pol.searched(now, n, d)
 	if len(until) == 0 {
 		s.unlinked(pending)
+		if cap(until) > 0 && len(s.untils) < 8 {
+			s.untils = append(s.untils, until)
+		}
 	} else {
 		s.awaiting = append(s.awaiting, awaitUnlink{pending, until})
 		s.awaitN.Store(int32(len(s.awaiting)))
