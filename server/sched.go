@@ -33,12 +33,12 @@ type shard struct {
 	updSince time.Time   // when the oldest queued update was queued
 	applying bool        // the scheduler is applying updates
 	closed   bool
-	pending  []pendingUnlink // items to unlink after the next search batch
+	pending  []pendingUnlink   // items to unlink after the next search batch
 	spare    [][]pendingUnlink // memory of unlinked lists, for reuse (under mu)
 	untils   [][]batchGen      // scheduler only: memory of awaitUnlink.until lists
-	awaiting []awaitUnlink   // scheduler only: unlinks waiting for earlier batches' readers
-	awaitN   atomic.Int32    // len(awaiting), for quiesce
-	toUnlink atomic.Int64    // locations queued by deferUnlink and not yet unlinked, for quiesce
+	awaiting []awaitUnlink     // scheduler only: unlinks waiting for earlier batches' readers
+	awaitN   atomic.Int32      // len(awaiting), for quiesce
+	toUnlink atomic.Int64      // locations queued by deferUnlink and not yet unlinked, for quiesce
 	unlink   func([]pendingUnlink)
 	complete func(*updateList) // called by the scheduler with each applied list
 	wake     chan struct{}     // capacity 1: work arrived
