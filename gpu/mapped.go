@@ -70,6 +70,11 @@ func (m *MappedBuffer[T]) Len() int { return len(m.data) }
 // Ptr returns the device address of element 0, for kernel arguments.
 func (m *MappedBuffer[T]) Ptr() DevicePtr { return DevicePtr(m.dev) }
 
+// PtrAt returns the device address of element i.
+func (m *MappedBuffer[T]) PtrAt(i int) DevicePtr {
+	return DevicePtr(m.dev + uintptr(i)*uintptr(sizeOf[T]()))
+}
+
 // Free releases the memory. Freeing twice is a no-op.
 func (m *MappedBuffer[T]) Free() error {
 	if m == nil || m.ptr == 0 {

@@ -32,12 +32,23 @@ type Row struct {
 // warm-up and the duration.
 func Compare(ctx context.Context, targets []Target, workloads []Workload, cfg Config) ([]Row, error) {
 	var rows []Row
+	loaded := make([]Workload, len(targets)) // what each target was last preloaded with
 	for _, w := range workloads {
 		var first float64
 		for i, t := range targets {
 			c := cfg
 			c.Addr, c.Workload = t.Addr, w
+			shape := Workload{KeySize: w.KeySize, ValueSize: w.ValueSize, Keys: w.Keys}
+			if cfg.PreloadOnce && !cfg.NoPreload && loaded[i] == shape {
+				c.NoPreload = true
+			}
 			res, err := Run(ctx, c)
+			if !c.NoPreload {
+				loaded[i] = Workload{}
+				if err == nil {
+					loaded[i] = shape
+				}
+			}
 			row := Row{Workload: w.String(), Target: t.Name, Result: res}
 			if err != nil {
 				row.Err = err.Error()
@@ -58,14 +69,31 @@ func Compare(ctx context.Context, targets []Target, workloads []Workload, cfg Co
 }
 
 // WriteTable writes rows as an aligned text table: workload, target, ops/s,
-// hit ratio, latency percentiles in µs, errors and the ratio to the first
-// target. Failed rows show their error.
+// hit ratio, latency percentiles in µs, errors, the server's CPU seconds per
+// million operations and the paced run's throughput and p99 (when
+// measured), and the ratio to the first target. Failed rows show their
+// error.
 func WriteTable(w io.Writer, rows []Row) error {
-	table := [][]string{{"workload", "target", "ops/s", "hit%", "p50µs", "p95µs", "p99µs", "p99.9µs", "errors", "ratio"}}
+	cpu, paced := false, false
+	for _, r := range rows {
+		cpu = cpu || r.Result.ServerCPU > 0
+		paced = paced || r.Result.Paced != nil
+	}
+	head := []string{"workload", "target", "ops/s", "hit%", "p50µs", "p95µs", "p99µs", "p99.9µs", "errors"}
+	if cpu {
+		head = append(head, "cpu s/Mop")
+	}
+	if paced {
+		head = append(head, "paced ops/s", "paced p99µs")
+	}
+	head = append(head, "ratio")
+	table := [][]string{head}
 	var failures []string
 	for _, r := range rows {
 		if r.Err != "" {
-			table = append(table, []string{r.Workload, r.Target, "failed", "", "", "", "", "", "", ""})
+			row := make([]string, len(head))
+			row[0], row[1], row[2] = r.Workload, r.Target, "failed"
+			table = append(table, row)
 			failures = append(failures, fmt.Sprintf("%s on %s: %s", r.Workload, r.Target, r.Err))
 			continue
 		}
@@ -74,9 +102,19 @@ func WriteTable(w io.Writer, rows []Row) error {
 		if r.Result.Gets > 0 {
 			hit = fmt.Sprintf("%.1f", 100*r.Result.HitRatio)
 		}
-		table = append(table, []string{r.Workload, r.Target, si(r.Result.OpsPerSec), hit,
-			micros(l.P50), micros(l.P95), micros(l.P99), micros(l.P999),
-			fmt.Sprint(r.Result.Errors), fmt.Sprintf("%.2fx", r.Ratio)})
+		row := []string{r.Workload, r.Target, si(r.Result.OpsPerSec), hit,
+			micros(l.P50), micros(l.P95), micros(l.P99), micros(l.P999), fmt.Sprint(r.Result.Errors)}
+		if cpu {
+			row = append(row, cpuPerMop(r.Result.ServerCPUPerMop))
+		}
+		if paced {
+			if p := r.Result.Paced; p != nil {
+				row = append(row, si(p.OpsPerSec), micros(p.Latency.P99))
+			} else {
+				row = append(row, "", "")
+			}
+		}
+		table = append(table, append(row, fmt.Sprintf("%.2fx", r.Ratio)))
 	}
 	width := make([]int, len(table[0]))
 	for _, row := range table {
@@ -107,6 +145,14 @@ func WriteTable(w io.Writer, rows []Row) error {
 		return fmt.Errorf("loadgen: writing table: %w", err)
 	}
 	return nil
+}
+
+// cpuPerMop formats CPU time per million operations in seconds.
+func cpuPerMop(d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", d.Seconds())
 }
 
 // micros formats a latency in microseconds.

@@ -19,6 +19,9 @@ const (
 	// Binary sends n-1 getkq and one getk per multi-get (Mega-KV's
 	// requests) and set.
 	Binary Protocol = "binary"
+	// Meta sends "mg <key> v" for a single get, n "mg <key> v q" and an
+	// "mn" for a multi-get, and "ms <key> <len>" for a set.
+	Meta Protocol = "meta"
 )
 
 // Workload is what the load consists of.
@@ -89,11 +92,34 @@ type Config struct {
 	// Seed of the key and operation choices (default 1); connection i
 	// uses Seed+i.
 	Seed uint64
-	// Protocol is Text (default) or Binary.
+	// Protocol is Text (default), Binary or Meta.
 	Protocol Protocol
+	// Rate, when positive, paces the load at that many operations per
+	// second over all connections (open loop: each connection sends on a
+	// fixed schedule, and latency counts from a request's scheduled time,
+	// so a server that falls behind is charged for the queue).
+	Rate float64
+	// RateFraction, when positive, follows each measurement with a second
+	// one paced at that fraction of the throughput just measured (for
+	// example 0.8: the latency at 80% of the peak), reported in
+	// Result.Paced.
+	RateFraction float64
+	// ServerPID, when positive, is the process id of the server on this
+	// machine: the CPU time it uses during the measured window is read
+	// from /proc and reported (Result.ServerCPU).
+	ServerPID int
+	// ServerStats names a "stats" group whose numeric values are read
+	// from the server before and after the measured window; Result's
+	// ServerStats holds their differences ("-" means the general group).
+	ServerStats string
 	// NoPreload skips the preload (flush_all, then a set of every key,
 	// then a check of the hit ratio) that Run does first.
 	NoPreload bool
+	// PreloadOnce makes Compare preload a target only for the first of
+	// consecutive workloads with the same key count and key and value
+	// sizes (sets write values of the same size, so the data stays
+	// valid).
+	PreloadOnce bool
 	// Progress, when set, receives a line per phase.
 	Progress io.Writer
 }
@@ -105,6 +131,8 @@ const (
 	DefaultKeys     = 100000
 	DefaultDuration = 10 * time.Second
 	DefaultWarmup   = time.Second
+	// MaxConns is the most connections a run opens.
+	MaxConns = 10000
 )
 
 // Check reports whether Run would accept c (zero fields take their
@@ -147,8 +175,17 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Addr == "" {
 		errs = append(errs, "no address")
 	}
-	if c.Protocol != Text && c.Protocol != Binary {
-		errs = append(errs, fmt.Sprintf("protocol %q (want text or binary)", c.Protocol))
+	if c.Protocol != Text && c.Protocol != Binary && c.Protocol != Meta {
+		errs = append(errs, fmt.Sprintf("protocol %q (want text, binary or meta)", c.Protocol))
+	}
+	if c.Rate < 0 {
+		errs = append(errs, fmt.Sprintf("rate %v (want 0 for as fast as possible, or ops/s)", c.Rate))
+	}
+	if c.RateFraction < 0 || c.RateFraction >= 1 {
+		errs = append(errs, fmt.Sprintf("rate fraction %v (want 0 for none, or below 1)", c.RateFraction))
+	}
+	if c.Conns > MaxConns {
+		errs = append(errs, fmt.Sprintf("%d connections (at most %d)", c.Conns, MaxConns))
 	}
 	if w.GetRatio < 0 || w.GetRatio > 1 {
 		errs = append(errs, fmt.Sprintf("get ratio %v (want 0 to 1)", w.GetRatio))

@@ -34,6 +34,7 @@ type codec struct {
 	key       []byte          // scratch key of the workload's key size
 	value     []byte          // the value every set writes
 	setSuffix []byte          // text: " 0 0 <len>\r\n"
+	metaLen   []byte          // meta: " <len>\r\n"
 	whdr      [binHeader]byte // the writer's
 	extras    [8]byte         // a binary set's extras: flags 0, no expiry
 	rhdr      [binHeader]byte // the reader's
@@ -47,6 +48,7 @@ func newCodec(proto Protocol, rw io.ReadWriter, keySize int, value []byte) *code
 		key:       make([]byte, keySize),
 		value:     value,
 		setSuffix: []byte(" 0 0 " + strconv.Itoa(len(value)) + "\r\n"),
+		metaLen:   []byte(" " + strconv.Itoa(len(value)) + "\r\n"),
 	}
 }
 
@@ -63,6 +65,23 @@ func (c *codec) writeGet(count int, next func() uint64, opaque uint32) {
 			c.writeBinHeader(op, 0, len(c.key), opaque)
 			c.bw.Write(c.key)
 		}
+		return
+	}
+	if c.proto == Meta {
+		if count == 1 {
+			putKey(c.key, next())
+			c.bw.WriteString("mg ")
+			c.bw.Write(c.key)
+			c.bw.WriteString(" v\r\n")
+			return
+		}
+		for range count {
+			putKey(c.key, next())
+			c.bw.WriteString("mg ")
+			c.bw.Write(c.key)
+			c.bw.WriteString(" v q\r\n") // q: no reply to a miss
+		}
+		c.bw.WriteString("mn\r\n")
 		return
 	}
 	c.bw.WriteString("get")
@@ -82,6 +101,14 @@ func (c *codec) writeSet(i uint64, opaque uint32) {
 		c.bw.Write(c.extras[:])
 		c.bw.Write(c.key)
 		c.bw.Write(c.value)
+		return
+	}
+	if c.proto == Meta {
+		c.bw.WriteString("ms ")
+		c.bw.Write(c.key)
+		c.bw.Write(c.metaLen)
+		c.bw.Write(c.value)
+		c.bw.WriteString("\r\n")
 		return
 	}
 	c.bw.WriteString("set ")
@@ -128,6 +155,9 @@ func (c *codec) readGet(count int) (hits, errs int, err error) {
 			}
 		}
 	}
+	if c.proto == Meta {
+		return c.readMetaGet(count)
+	}
 	for {
 		line, err := c.br.ReadSlice('\n')
 		if err != nil {
@@ -155,6 +185,59 @@ func (c *codec) readGet(count int) (hits, errs int, err error) {
 	}
 }
 
+// readMetaGet reads the replies of a meta get of count keys: "VA <len>"
+// and the value per hit, "EN" for the miss of a single get; a multi-get
+// ends at "MN" (its misses are quiet).
+func (c *codec) readMetaGet(count int) (hits, errs int, err error) {
+	for {
+		line, err := c.br.ReadSlice('\n')
+		if err != nil {
+			return hits, errs, fmt.Errorf("meta get: %w", err)
+		}
+		switch {
+		case bytes.HasPrefix(line, []byte("VA ")):
+			n, ok := metaValueLen(line)
+			if !ok {
+				return hits, errs, fmt.Errorf("meta get: line %q: %w", line, errDesync)
+			}
+			if _, err := c.br.Discard(n + 2); err != nil {
+				return hits, errs, fmt.Errorf("meta get: %w", err)
+			}
+			if n == len(c.value) {
+				hits++
+			} else {
+				errs++
+			}
+		case string(line) == "EN\r\n":
+		case string(line) == "MN\r\n":
+			return hits, errs, nil
+		default: // an error line
+			errs++
+		}
+		if count == 1 && string(line) != "MN\r\n" {
+			return hits, errs, nil
+		}
+		if hits+errs > count {
+			return hits, errs, fmt.Errorf("meta get: more than %d replies: %w", count, errDesync)
+		}
+	}
+}
+
+// metaValueLen parses the length of "VA <len> <flags>*\r\n".
+func metaValueLen(line []byte) (int, bool) {
+	n := -1
+	for _, c := range line[3:] {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = max(n, 0)*10 + int(c-'0')
+		if n > 1<<30 {
+			return 0, false
+		}
+	}
+	return n, n >= 0
+}
+
 // readSet reads the reply of a set and reports whether it stored.
 func (c *codec) readSet() (bool, error) {
 	if c.proto == Binary {
@@ -167,6 +250,9 @@ func (c *codec) readSet() (bool, error) {
 	line, err := c.br.ReadSlice('\n')
 	if err != nil {
 		return false, fmt.Errorf("set: %w", err)
+	}
+	if c.proto == Meta {
+		return string(line) == "HD\r\n", nil
 	}
 	return string(line) == "STORED\r\n", nil
 }

@@ -134,3 +134,43 @@ func TestCodecAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+func TestCodecMeta(t *testing.T) {
+	value := makeValue(8)
+	reply := "VA 8 t0\r\n" + string(value) + "\r\nVA 8\r\n" + string(value) + "\r\nMN\r\n" + // multi-get: 2 hits, 1 quiet miss
+		"EN\r\n" + // single get: miss
+		"VA 3\r\nabc\r\n" + // single get: wrong length
+		"HD\r\nNS\r\n" + // sets
+		"CLIENT_ERROR bad\r\n" // single get: error
+	lb := &loopback{in: strings.NewReader(reply)}
+	c := newCodec(Meta, lb, 8, value)
+	keys := []uint64{1, 2, 3, 4}
+	next := func() uint64 { k := keys[0]; keys = keys[1:]; return k }
+	c.writeGet(3, next, 0)
+	c.writeGet(1, next, 0)
+	c.writeSet(255, 0)
+	c.bw.Flush()
+	want := "mg k0000001 v q\r\nmg k0000002 v q\r\nmg k0000003 v q\r\nmn\r\nmg k0000004 v\r\nms k00000ff 8\r\n" + string(value) + "\r\n"
+	if lb.out.String() != want {
+		t.Errorf("requests %q, want %q", lb.out.String(), want)
+	}
+	for i, want := range []struct {
+		set, ok    bool
+		count      int
+		hits, errs int
+	}{
+		{count: 3, hits: 2}, {count: 1}, {count: 1, errs: 1}, {set: true, ok: true}, {set: true}, {count: 1, errs: 1},
+	} {
+		if want.set {
+			ok, err := c.readSet()
+			if err != nil || ok != want.ok {
+				t.Errorf("reply %d: set stored %v, %v; want %v", i, ok, err, want.ok)
+			}
+			continue
+		}
+		hits, errs, err := c.readGet(want.count)
+		if err != nil || hits != want.hits || errs != want.errs {
+			t.Errorf("reply %d: get %d hits %d errors, %v; want %d %d", i, hits, errs, err, want.hits, want.errs)
+		}
+	}
+}

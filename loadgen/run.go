@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,29 +34,63 @@ type Result struct {
 	Preload                   *PreloadResult `json:",omitempty"`
 	Conns, Pipeline, MultiGet int
 	Protocol                  Protocol
+	// Rate is the pace asked for (ops/s; 0: as fast as possible).
+	Rate float64 `json:",omitempty"`
+	// ServerCPU is the CPU time the server process used in the measured
+	// window (Config.ServerPID), and ServerCPUPerMop that per million
+	// operations; LoadCPU is this generator's own CPU time in the window.
+	ServerCPU, LoadCPU time.Duration
+	ServerCPUPerMop    time.Duration
+	// LoadBusy is LoadCPU over the window's length times GOMAXPROCS: near
+	// 1, the generator rather than the server may be the bound.
+	LoadBusy float64
+	// ServerStats are the differences of the server's numeric statistics
+	// over the window (Config.ServerStats).
+	ServerStats map[string]float64 `json:",omitempty"`
+	// Paced is the measurement at Config.RateFraction of this one's
+	// throughput.
+	Paced *Result `json:",omitempty"`
 }
 
 // Run preloads the server (unless cfg.NoPreload), then loads it as cfg
-// says for cfg.Warmup and measures for cfg.Duration. It returns what it
-// measured, and an error if it could not connect or a connection failed
-// (the Result then covers the connections that did not). Cost: the
-// durations plus the preload; the generator allocates nothing per request.
+// says for cfg.Warmup and measures for cfg.Duration; with cfg.RateFraction
+// it then measures again, paced at that fraction of the throughput found
+// (Result.Paced). It returns what it measured, and an error if it could
+// not connect or a connection failed (the Result then covers the
+// connections that did not). Cost: the durations plus the preload; the
+// generator allocates nothing per request.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Addr: cfg.Addr, Workload: cfg.Workload.String(), Conns: cfg.Conns,
-		Pipeline: cfg.Pipeline, MultiGet: cfg.MultiGet, Protocol: cfg.Protocol}
+	var pre *PreloadResult
 	if !cfg.NoPreload {
 		progress(&cfg, "preload: %d keys of %d+%d bytes", cfg.Workload.Keys, cfg.Workload.KeySize, cfg.Workload.ValueSize)
 		p, err := Preload(ctx, cfg)
-		res.Preload = &p
+		pre = &p
 		if err != nil {
-			return res, err
+			return Result{Addr: cfg.Addr, Workload: cfg.Workload.String(), Preload: pre}, err
 		}
 		progress(&cfg, "preload: %v, hit ratio %.4f of %d checked", p.Elapsed.Round(time.Millisecond), p.HitRatio, p.Checked)
 	}
+	res, err := measure(ctx, cfg)
+	res.Preload = pre
+	if err != nil || cfg.RateFraction <= 0 || res.OpsPerSec <= 0 {
+		return res, err
+	}
+	paced := cfg
+	paced.Rate = cfg.RateFraction * res.OpsPerSec
+	p, err := measure(ctx, paced)
+	res.Paced = &p
+	return res, err
+}
+
+// measure loads the server as cfg says for cfg.Warmup, then measures for
+// cfg.Duration.
+func measure(ctx context.Context, cfg Config) (Result, error) {
+	res := Result{Addr: cfg.Addr, Workload: cfg.Workload.String(), Conns: cfg.Conns,
+		Pipeline: cfg.Pipeline, MultiGet: cfg.MultiGet, Protocol: cfg.Protocol, Rate: cfg.Rate}
 	var zipf *Zipf
 	if cfg.Workload.Zipf {
 		zipf = NewZipf(uint64(cfg.Workload.Keys), ZipfTheta)
@@ -80,6 +115,21 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	defer cancel()
 	errs := make([]error, 2*len(workers))
 	var wg sync.WaitGroup
+	stopPacer := make(chan struct{})
+	if cfg.Rate > 0 {
+		// Requests per second: a set is one operation, a get MultiGet.
+		w := workers[0]
+		perReq := w.pSet + (1-w.pSet)*float64(cfg.MultiGet)
+		interval := max(time.Duration(perReq/cfg.Rate*float64(time.Second)), 1)
+		for _, w := range workers {
+			w.tokens = make(chan time.Duration, pacerBacklog)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pace(ctx, workers, interval, base, &phase, stopPacer)
+		}()
+	}
 	for i, w := range workers {
 		wg.Add(2)
 		go func() {
@@ -102,13 +152,43 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	})
 	defer stopAll()
 
-	progress(&cfg, "warm-up %v, %d connections, pipeline %d, %d keys per get, %s", cfg.Warmup, cfg.Conns, cfg.Pipeline, cfg.MultiGet, cfg.Protocol)
+	pace := ""
+	if cfg.Rate > 0 {
+		pace = fmt.Sprintf(", paced at %.0f ops/s", cfg.Rate)
+	}
+	progress(&cfg, "warm-up %v, %d connections, pipeline %d, %d keys per get, %s%s", cfg.Warmup, cfg.Conns, cfg.Pipeline, cfg.MultiGet, cfg.Protocol, pace)
 	sleep(ctx, cfg.Warmup)
+	var statsBefore map[string]float64
+	var statsErr error
+	if cfg.ServerStats != "" {
+		statsBefore, statsErr = FetchStats(cfg.Addr, cfg.ServerStats)
+	}
+	var cpuBefore time.Duration
+	var cpuErr error
+	if cfg.ServerPID > 0 {
+		cpuBefore, cpuErr = ProcessCPU(cfg.ServerPID)
+	}
+	selfBefore := selfCPU()
 	start := time.Now()
 	phase.Store(phaseMeasure)
 	sleep(ctx, cfg.Duration)
 	phase.Store(phaseDone)
+	close(stopPacer)
 	res.Elapsed = time.Since(start)
+	res.LoadCPU = selfCPU() - selfBefore
+	res.LoadBusy = res.LoadCPU.Seconds() / (res.Elapsed.Seconds() * float64(runtime.GOMAXPROCS(0)))
+	if cfg.ServerPID > 0 && cpuErr == nil {
+		var after time.Duration
+		if after, cpuErr = ProcessCPU(cfg.ServerPID); cpuErr == nil {
+			res.ServerCPU = after - cpuBefore
+		}
+	}
+	if cfg.ServerStats != "" && statsErr == nil {
+		var after map[string]float64
+		if after, statsErr = FetchStats(cfg.Addr, cfg.ServerStats); statsErr == nil {
+			res.ServerStats = statsDelta(statsBefore, after)
+		}
+	}
 	wg.Wait()
 	for _, w := range workers {
 		w.nc.Close()
@@ -128,9 +208,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if c.gets > 0 {
 		res.HitRatio = float64(c.hits) / float64(c.gets)
 	}
+	if res.Ops > 0 && res.ServerCPU > 0 {
+		res.ServerCPUPerMop = time.Duration(float64(res.ServerCPU) * 1e6 / float64(res.Ops))
+	}
 	res.Latency = Latency{P50: h.Quantile(0.5), P95: h.Quantile(0.95), P99: h.Quantile(0.99),
 		P999: h.Quantile(0.999), Mean: h.Mean(), Max: h.Max()}
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(append(errs, cpuErr, statsErr)...); err != nil {
 		return res, err
 	}
 	if ctx.Err() != nil && res.Elapsed < cfg.Duration {

@@ -6,6 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +49,8 @@ func TestRun(t *testing.T) {
 		{"text 100:0 zipf multiget", Config{Conns: 3, Pipeline: 4, MultiGet: 10, Workload: Workload{GetRatio: 1, Zipf: true, KeySize: 32, ValueSize: 512, Keys: 2000}}},
 		{"binary 95:5 zipf multiget", Config{Conns: 2, Pipeline: 16, MultiGet: 4, Protocol: Binary, Workload: Workload{GetRatio: 0.95, Zipf: true, KeySize: 16, ValueSize: 64, Keys: 2000}}},
 		{"binary 50:50", Config{Conns: 2, Pipeline: 1, Protocol: Binary, Workload: Workload{GetRatio: 0.5, KeySize: 128, ValueSize: 1024, Keys: 500}}},
+		{"meta 95:5 uniform", Config{Conns: 3, Pipeline: 8, Protocol: Meta, Workload: Workload{GetRatio: 0.95, KeySize: 8, ValueSize: 8, Keys: 2000}}},
+		{"meta 90:10 zipf multiget", Config{Conns: 2, Pipeline: 4, MultiGet: 10, Protocol: Meta, Workload: Workload{GetRatio: 0.9, Zipf: true, KeySize: 16, ValueSize: 64, Keys: 2000}}},
 	} {
 		for name, addr := range servers {
 			t.Run(tc.name+" on "+name, func(t *testing.T) {
@@ -89,6 +94,100 @@ func checkResult(t *testing.T, cfg Config, res Result) {
 	}
 }
 
+// TestRunPacedAndMeasured runs a load against memcached with its CPU time
+// and statistics measured, then a paced run: the paced run does the rate
+// it was asked for (within 15%), the server's CPU time is positive, and
+// the statistics' cmd_get change counts the gets.
+func TestRunPacedAndMeasured(t *testing.T) {
+	addr, pid := startMemcachedProcess(t)
+	cfg := Config{Addr: addr, Conns: 8, Pipeline: 4, Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond,
+		RateFraction: 0.25, ServerPID: pid, ServerStats: "-",
+		Workload: Workload{GetRatio: 0.9, KeySize: 8, ValueSize: 8, Keys: 1000}}
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, cfg, res)
+	if res.ServerCPU <= 0 || res.ServerCPUPerMop <= 0 {
+		t.Errorf("server cpu %v, %v per million ops: want both positive", res.ServerCPU, res.ServerCPUPerMop)
+	}
+	// The window's edges cut differently through requests in flight: the
+	// server counts a get when it runs it, loadgen when its reply arrives.
+	if got := res.ServerStats["cmd_get"]; got < 0.95*float64(res.Gets) || got > 1.05*float64(res.Gets) {
+		t.Errorf("cmd_get grew by %v during the window, not within 5%% of the %d gets counted", got, res.Gets)
+	}
+	p := res.Paced
+	if p == nil {
+		t.Fatal("no paced result")
+	}
+	// Within 40%: a loaded test machine delays a paced run, which then
+	// drains its backlog in the window.
+	want := 0.25 * res.OpsPerSec
+	if p.Rate != want || p.OpsPerSec < 0.6*want || p.OpsPerSec > 1.4*want {
+		t.Errorf("paced at %.0f ops/s (asked %.0f): did %.0f, want within 40%% of %.0f", p.Rate, p.Rate, p.OpsPerSec, want)
+	}
+	t.Logf("peak %.0f ops/s p99 %v; paced %.0f ops/s p99 %v; server cpu %v per Mop", res.OpsPerSec, res.Latency.P99,
+		p.OpsPerSec, p.Latency.P99, res.ServerCPUPerMop)
+}
+
+// TestRunConnectionCounts drives one and a thousand connections.
+func TestRunConnectionCounts(t *testing.T) {
+	addr, _ := startMemcachedProcess(t)
+	for _, conns := range []int{1, 1000} {
+		t.Run(strconv.Itoa(conns), func(t *testing.T) {
+			cfg := Config{Addr: addr, Conns: conns, Pipeline: 2, MultiGet: 3, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond,
+				Workload: Workload{GetRatio: 0.95, KeySize: 8, ValueSize: 8, Keys: 5000}}
+			res, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResult(t, cfg, res)
+			if res.Conns != conns {
+				t.Errorf("result says %d connections, want %d", res.Conns, conns)
+			}
+		})
+	}
+}
+
+// TestRunPacedOverload paces far above what the server can do: the
+// connections' backlogs fill up, and the run must still end on time.
+func TestRunPacedOverload(t *testing.T) {
+	addr, _ := startMemcachedProcess(t)
+	cfg := Config{Addr: addr, Conns: 2, Pipeline: 1, Rate: 50e6, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond,
+		Workload: Workload{GetRatio: 1, KeySize: 8, ValueSize: 8, Keys: 100}}
+	done := make(chan struct{})
+	var res Result
+	var err error
+	go func() {
+		res, err = Run(context.Background(), cfg)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("an overloaded paced run did not end")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OpsPerSec <= 0 || res.OpsPerSec >= cfg.Rate/2 || res.Latency.P99 < 10*time.Millisecond {
+		t.Errorf("%.0f ops/s, p99 %v: want far below the asked %.0f and the backlog charged as latency", res.OpsPerSec, res.Latency.P99, cfg.Rate)
+	}
+}
+
+func TestProcessCPU(t *testing.T) {
+	burn := time.Now()
+	for time.Since(burn) < 50*time.Millisecond {
+	}
+	d, err := ProcessCPU(os.Getpid())
+	if err != nil || d < 20*time.Millisecond {
+		t.Errorf("ProcessCPU(self) = %v, %v; want at least 20ms after a 50ms spin", d, err)
+	}
+	if _, err := ProcessCPU(1 << 30); err == nil {
+		t.Error("ProcessCPU of a process that does not exist: no error")
+	}
+}
+
 func TestRunFailsWithoutServer(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -120,5 +219,47 @@ func TestConfigErrors(t *testing.T) {
 				t.Errorf("error %v, want one that mentions %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// startMemcachedProcess starts a memcached of the test's own (skipping the
+// test without the binary, failing it under WARPKV_REQUIRE_MEMCACHED=1)
+// and returns its address and process id.
+func startMemcachedProcess(t *testing.T) (string, int) {
+	t.Helper()
+	path, err := exec.LookPath("memcached")
+	if err != nil {
+		if os.Getenv(difftest.EnvRequireMemcached) == "1" {
+			t.Fatalf("memcached required: %v", err)
+		}
+		t.Skipf("no memcached: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	args := []string{"-U", "0", "-l", "127.0.0.1", "-p", strconv.Itoa(port), "-t", "1", "-m", "64", "-c", "4096"}
+	if os.Geteuid() == 0 {
+		args = append(args, "-u", "root")
+	}
+	cmd := exec.Command(path, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr, cmd.Process.Pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("memcached on %s did not start", addr)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -48,7 +49,8 @@ type worker struct {
 	nc       net.Conn
 	codec    *codec
 	keys     keyChooser
-	pSet     float64 // probability that a request is a set
+	pSet     float64            // probability that a request is a set
+	tokens   chan time.Duration // paced: the scheduled send times of this connection's requests (nil: as fast as the pipeline allows)
 	base     time.Time
 	phase    *atomic.Int32
 	slots    chan struct{} // one per request in flight
@@ -81,9 +83,13 @@ func newWorker(cfg *Config, nc net.Conn, i int, zipf *Zipf, value []byte, base t
 }
 
 // write sends requests until the phase is phaseDone or ctx ends, filling
-// the pipeline and flushing once per round. It closes inflight when done.
+// the pipeline and flushing once per round (or, paced, on schedule). It
+// closes inflight when done.
 func (w *worker) write(ctx context.Context) error {
 	defer close(w.inflight)
+	if w.tokens != nil {
+		return w.writePaced(ctx)
+	}
 	for w.phase.Load() != phaseDone {
 		select {
 		case w.slots <- struct{}{}:
@@ -112,10 +118,123 @@ func (w *worker) write(ctx context.Context) error {
 	return nil
 }
 
+// writePaced sends a request for every token the pacer hands this
+// connection (waiting for a pipeline slot if the server is behind) and
+// flushes when no token is waiting. A request's latency counts from its
+// token's time, so time spent waiting for a slot is charged to the server.
+func (w *worker) writePaced(ctx context.Context) error {
+	for w.phase.Load() != phaseDone {
+		var at time.Duration
+		select {
+		case t, ok := <-w.tokens:
+			if !ok {
+				w.codec.bw.Flush() // the pacer is done: send what is buffered
+				return nil
+			}
+			at = t
+		case <-ctx.Done():
+			return nil
+		}
+		select {
+		case w.slots <- struct{}{}:
+		default:
+			// The pipeline is full: send what is buffered, then wait.
+			if err := w.codec.bw.Flush(); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("loadgen: %s: write: %w", w.cfg.Addr, err)
+			}
+			select {
+			case w.slots <- struct{}{}:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		w.inflight <- w.writeRequestAt(at)
+		if len(w.tokens) > 0 {
+			continue
+		}
+		if err := w.codec.bw.Flush(); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("loadgen: %s: write: %w", w.cfg.Addr, err)
+		}
+	}
+	w.codec.bw.Flush() // every request in flight must reach the server
+	return nil
+}
+
+// pace hands the workers tokens at the times of a fixed schedule of one
+// request every interval (round robin over the workers), until the phase
+// is phaseDone (stop is closed then) or ctx ends; then it closes their
+// token channels.
+// One goroutine keeps the schedule for all connections: it sleeps while
+// the next token is more than pacerSpin away and spins closer, so that a
+// token leaves within microseconds of its time rather than a timer's
+// millisecond; it occupies one of the generator's CPUs for that. With a
+// single CPU (GOMAXPROCS 1) spinning would starve the connections, so it
+// sleeps instead and tokens leave up to a timer's granularity late. A
+// worker whose backlog is full holds the pacer back; the lateness is
+// charged to the server (the tokens keep their times).
+func pace(ctx context.Context, workers []*worker, interval time.Duration, base time.Time, phase *atomic.Int32, stop <-chan struct{}) {
+	defer func() {
+		for _, w := range workers {
+			close(w.tokens)
+		}
+	}()
+	spin := runtime.GOMAXPROCS(0) > 1
+	next := time.Since(base)
+	for i := 0; ctx.Err() == nil && phase.Load() != phaseDone; i++ {
+		for spins := 0; ; spins++ {
+			wait := next - time.Since(base)
+			if wait <= 0 {
+				break
+			}
+			switch {
+			case wait > pacerSpin || !spin:
+				time.Sleep(wait - pacerSpin/2*time.Duration(btoi(spin)))
+			case spins%4096 == 4095:
+				runtime.Gosched()
+			}
+			if phase.Load() == phaseDone {
+				return
+			}
+		}
+		w := workers[i%len(workers)]
+		select {
+		case w.tokens <- next:
+		case <-ctx.Done():
+			return
+		case <-stop:
+			return
+		}
+		next += interval
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// pacerSpin is how close to a token's time the pacer stops sleeping.
+const pacerSpin = time.Millisecond
+
+// pacerBacklog is how many tokens a connection may have waiting.
+const pacerBacklog = 4096
+
 // writeRequest buffers one request and returns its record.
-func (w *worker) writeRequest() request {
+func (w *worker) writeRequest() request { return w.writeRequestAt(time.Since(w.base)) }
+
+// writeRequestAt buffers one request whose latency counts from start
+// (since the run's base time) and returns its record.
+func (w *worker) writeRequestAt(start time.Duration) request {
 	w.opaque++
-	r := request{start: time.Since(w.base)}
+	r := request{start: start}
 	if w.pSet > 0 && w.keys.r.Float64() < w.pSet {
 		r.set = true
 		w.codec.writeSet(w.keys.next(), w.opaque)

@@ -55,6 +55,9 @@ type Config struct {
 	MaxGetLine int
 	// Threads is reported as "threads" by stats. Default GOMAXPROCS.
 	Threads int
+	// Stages, when set, receives the time every connection spends in each
+	// stage of its rounds (a profile; costs a clock read per stage).
+	Stages StageClock
 }
 
 // withDefaults returns c with zero fields set to their defaults.

@@ -58,6 +58,7 @@ type conn struct {
 	counts   [numCmds]uint64
 	maxRbuf  int // the read buffer's growth limit
 	opLimit  int // ops per round: MaxBatch, lowered while gets return large values
+	stages   stageTimer
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -68,6 +69,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		toks:    make([][]byte, 0, maxTokens),
 		maxRbuf: max(s.cfg.ItemSizeMax, s.cfg.MaxGetLine) + 64<<10,
 		opLimit: s.cfg.MaxBatch,
+		stages:  stageTimer{clock: s.cfg.Stages},
 	}
 }
 
@@ -82,8 +84,10 @@ func (c *conn) serve() {
 		c.flushCounts()
 		c.nc.Close()
 	}()
+	c.stages.start()
 	for {
 		st := c.parseRound()
+		c.stages.lap(StageParse, 0)
 		if len(c.reqs) > 0 {
 			if err := c.execute(); err != nil {
 				c.logErr(err)
@@ -99,6 +103,7 @@ func (c *conn) serve() {
 				c.logErr(err)
 				return
 			}
+			c.stages.lap(StageRead, 0)
 		}
 	}
 }
@@ -184,15 +189,18 @@ func (c *conn) execute() error {
 		if err := c.s.cache.Do(&c.batch); err != nil {
 			return fmt.Errorf("protocol: cache batch of %d ops: %w", len(c.batch.Ops), err)
 		}
+		c.stages.lap(StageCache, len(c.batch.Ops))
 		c.adapt()
 	}
 	now := c.s.cache.Now()
 	for i := range c.reqs {
 		c.render(&c.reqs[i], now)
 	}
+	c.stages.lap(StageRender, 0)
 	if c.out.len() == 0 {
 		return nil
 	}
+	defer c.stages.lap(StageWrite, 0)
 	if d := c.s.cfg.IdleTimeout; d > 0 {
 		c.nc.SetWriteDeadline(time.Now().Add(d))
 	}

@@ -18,5 +18,9 @@ type counters struct {
 	evictions                     atomic.Uint64 // evictions
 	indexDrops                    atomic.Uint64 // locations the index dropped (overwrite or displacement)
 	selfDisplaced                 atomic.Uint64 // new items displaced out of the index at once
-	staleReads                    atomic.Uint64 // reads searched again because a write replaced their item
+	staleReads                    atomic.Uint64 // reads located again because a write replaced their item
+	optimisticRetries             atomic.Uint64 // write runs that searched again: an update of their stripe was applied meanwhile
+	lockedSearches                atomic.Uint64 // searches made holding a key lock (after retries, or for a failed plain set)
+	pendingFull                   atomic.Uint64 // writes that waited for room in the pending table
+	updateErrors                  atomic.Uint64 // items unlinked because their index update failed
 }

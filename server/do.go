@@ -18,18 +18,28 @@ type scratch struct {
 	bounds  []int    // per shard: end of its run in order
 	sh      []uint64 // hashes in shard order
 	sl      []uint32 // search results in shard order
-	sreqs   []searchReq
-	ureqs   []updateReq
-	w       waiter
+	tickets []ticket
+	held    []ticket        // searches whose items are still being acquired (release)
+	refs    []itemstore.Ref // doReads: per op, the pending item acquired
+	from    []uint8         // doReads: per op, where its item comes from (fromIndex, ...)
+	wake    chan struct{}   // this Do's search results are ready: a token per ticket (room for one per shard)
+	ureqs   []updateList    // per shard: the write run's updates
 	cur     []itemstore.Ref // per op: the present item, held
-	fresh   []itemstore.Ref // per op: the new item, held until indexed
-	removed []uint32        // per op: location to unlink after the index delete, or notLoc
-	victims []itemstore.Victim
-	digits  []byte
-	locks   []int
-	written []uint64 // hoistReads: hashes of the batch's written keys
-	perm    []int    // hoistReads: the order of the ops
-	tmpOps  []kv.Op  // the ops in that order
+	curPend []bool          // per op: cur is a pending insert's item
+	qh      []uint64        // hashes to search
+	qi      []int           // the op of each
+	ql      []uint32        // their locations
+	// current: per op, whether searched, the applied counter before, and
+	// the location found
+	searched []bool
+	applied  []uint32
+	slocs    []uint32
+	victims  []itemstore.Victim
+	digits   []byte
+	locks    []int
+	written  []uint64 // hoistReads: hashes of the batch's written keys
+	perm     []int    // hoistReads: the order of the ops
+	tmpOps   []kv.Op  // the ops in that order
 }
 
 // notLoc marks "no location" in scratch slices.
@@ -170,63 +180,94 @@ func (e *Engine) doFlush(op *kv.Op) {
 	op.Result.Status = kv.Flushed
 }
 
-// search looks up sc.hashes[:n] in their shards and leaves the locations
-// in sc.locs. Cost: one wait for the slowest shard's next search batch.
-func (e *Engine) search(sc *scratch, n int) error {
-	sc.locs = grow(sc.locs, n)
-	if len(e.shards) == 1 {
-		sc.sreqs = grow(sc.sreqs, 1)
-		r := &sc.sreqs[0]
-		*r = searchReq{hashes: sc.hashes[:n], out: sc.locs, w: &sc.w}
-		e.shards[0].search(r)
-		sc.w.wg.Wait()
-		return r.err
+// search looks up hashes in their shards and writes the locations to out;
+// the caller must call release once it has acquired the items there (and
+// before it searches again). With several shards it posts every shard's
+// part before it waits for any. Cost: one wait for the slowest shard's
+// next search batch.
+func (e *Engine) search(sc *scratch, hashes []uint64, out []uint32) error {
+	n := len(hashes)
+	if sc.wake == nil {
+		sc.wake = make(chan struct{}, len(e.shards))
 	}
-	e.groupByShard(sc, n)
+	if len(e.shards) == 1 {
+		return e.shards[0].search(hashes, out, sc.wake, &sc.held)
+	}
+	e.groupByShard(sc, hashes)
 	sc.sl = grow(sc.sl, n)
-	sc.sreqs = grow(sc.sreqs, len(e.shards))
+	sc.tickets = sc.tickets[:0]
+	var err error
 	lo := 0
 	for s, hi := range sc.bounds {
-		r := &sc.sreqs[s]
-		*r = searchReq{hashes: sc.sh[lo:hi], out: sc.sl[lo:hi], w: &sc.w}
-		if hi > lo {
-			e.shards[s].search(r)
+		if hi-lo > e.shards[s].maxPost() {
+			// A part too large to post at once: the shards one after
+			// another.
+			return e.searchEach(sc, hashes, out)
 		}
 		lo = hi
 	}
-	sc.w.wg.Wait()
-	for k, i := range sc.order {
-		sc.locs[i] = sc.sl[k]
-	}
-	for s := range e.shards {
-		if err := sc.sreqs[s].err; err != nil {
-			return err
+	lo = 0
+	for s, hi := range sc.bounds {
+		if hi > lo {
+			var t ticket
+			if t, err = e.shards[s].post(sc.sh[lo:hi], sc.wake); err != nil {
+				break
+			}
+			t.at = lo
+			sc.tickets = append(sc.tickets, t)
 		}
+		lo = hi
+	}
+	for range sc.tickets {
+		<-sc.wake // one token per posted ticket; all delivered after the last
+	}
+	for _, t := range sc.tickets {
+		if cerr := t.collect(sc.sl[t.at:]); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	sc.held = append(sc.held, sc.tickets...)
+	if err != nil {
+		return err
+	}
+	for k, i := range sc.order {
+		out[i] = sc.sl[k]
 	}
 	return nil
 }
 
-// lookupLocked searches one key again under its write lock and returns
-// its live item, held. Cost: a wait for its shard's next search batch.
-func (e *Engine) lookupLocked(h uint64, key []byte, now int64, fs *kv.FlushState) (itemstore.Ref, bool) {
-	l := &e.locks[stripeOf(h)]
-	l.Lock()
-	defer l.Unlock()
-	loc, err := e.searchOne(h)
-	if err != nil {
-		return itemstore.Ref{}, false
+// release ends the searches whose items the caller has acquired.
+func (e *Engine) release(sc *scratch) {
+	for _, t := range sc.held {
+		t.done()
 	}
-	e.counts.staleReads.Add(1)
-	return e.lookup(loc, h, key, now, fs)
+	clear(sc.held)
+	sc.held = sc.held[:0]
 }
 
-// groupByShard orders the first n hashes by shard (sc.order, sc.sh,
-// sc.bounds).
-func (e *Engine) groupByShard(sc *scratch, n int) {
+// searchEach is search for parts too large to post at once: each shard's
+// part is searched in turn (sc grouped by groupByShard).
+func (e *Engine) searchEach(sc *scratch, hashes []uint64, out []uint32) error {
+	lo := 0
+	for s, hi := range sc.bounds {
+		if err := e.shards[s].search(sc.sh[lo:hi], sc.sl[lo:hi], sc.wake, nil); err != nil {
+			return err
+		}
+		lo = hi
+	}
+	for k, i := range sc.order {
+		out[i] = sc.sl[k]
+	}
+	return nil
+}
+
+// groupByShard orders hashes by shard (sc.order, sc.sh, sc.bounds).
+func (e *Engine) groupByShard(sc *scratch, hashes []uint64) {
 	ns := len(e.shards)
+	n := len(hashes)
 	sc.bounds = grow(sc.bounds, ns)
 	clear(sc.bounds)
-	for _, h := range sc.hashes[:n] {
+	for _, h := range hashes {
 		sc.bounds[e.shardOf(h)]++
 	}
 	sum := 0
@@ -235,7 +276,7 @@ func (e *Engine) groupByShard(sc *scratch, n int) {
 	}
 	sc.order = grow(sc.order, n)
 	sc.sh = grow(sc.sh, n)
-	for i, h := range sc.hashes[:n] {
+	for i, h := range hashes {
 		s := e.shardOf(h)
 		sc.order[sc.bounds[s]] = i
 		sc.sh[sc.bounds[s]] = h
@@ -281,35 +322,109 @@ func (e *Engine) lookupStale(loc uint32, h uint64, key []byte, now int64, fs *kv
 	return r, true, false
 }
 
+// stillLive reports whether a held item has not expired or been flushed
+// since it was looked up (counting it if it has).
+func (e *Engine) stillLive(r itemstore.Ref, now int64, fs *kv.FlushState) bool {
+	if !kv.Alive(r.Exptime(), now) {
+		e.counts.expired.Add(1)
+		return false
+	}
+	if !fs.Valid(r.CAS(), r.LastAccess(), now) {
+		e.counts.flushed.Add(1)
+		return false
+	}
+	return true
+}
+
 // item returns the kv view of a held item.
 func item(r itemstore.Ref) kv.Item {
 	return kv.Item{Value: r.Value(), Flags: r.Flags(), Exptime: r.Exptime(), CAS: r.CAS()}
 }
 
-// doReads executes a run of Gets: one search, then each hit's value is
-// copied into the batch.
+// doReads executes a run of Gets: the pending table first (writes
+// acknowledged but not yet in the index), one search for the rest, then
+// each hit's value is copied into the batch. The pending table is read
+// before the search is queued: a write acknowledged before this run either
+// is still pending then, or was applied to the index before the search.
 func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
+	t := e.prof.start()
 	n := len(ops)
-	sc.hashes = grow(sc.hashes, n)
-	for i := range ops {
-		sc.hashes[i] = hashindex.Hash(ops[i].Key)
-	}
 	now := e.clock()
-	if err := e.search(sc, n); err != nil {
-		failAll(ops, err)
-		return
-	}
 	fs := e.flushState()
+	sc.hashes = grow(sc.hashes, n)
+	sc.locs = grow(sc.locs, n)
+	sc.refs = grow(sc.refs, n)
+	sc.from = grow(sc.from, n)
+	sc.qh = sc.qh[:0]
+	sc.qi = sc.qi[:0]
+	for i := range ops {
+		h := hashindex.Hash(ops[i].Key)
+		sc.hashes[i] = h
+		sc.refs[i], sc.from[i] = itemstore.Ref{}, fromIndex
+		if w, ok := e.pend.lookup(h); ok {
+			// Acquired now: a later write of the key may unlink it.
+			sc.from[i] = fromPending
+			if !entryDead(w) {
+				var ok, stale bool
+				sc.refs[i], ok, stale = e.lookupStale(entryLoc(w), h, ops[i].Key, now, &fs)
+				if stale {
+					sc.from[i] = fromPendingStale
+				} else if ok {
+					sc.from[i] = fromPendingHit
+				}
+			}
+			continue
+		}
+		sc.qh = append(sc.qh, h)
+		sc.qi = append(sc.qi, i)
+	}
+	e.prof.lap(stHash, &t)
+	if len(sc.qh) > 0 {
+		sc.ql = grow(sc.ql, len(sc.qh))
+		if err := e.search(sc, sc.qh, sc.ql); err != nil {
+			e.release(sc)
+			e.releaseRefs(sc, n)
+			failAll(ops, err)
+			return
+		}
+		for k, i := range sc.qi {
+			sc.locs[i] = sc.ql[k]
+		}
+		e.prof.lap(stSearchWait, &t)
+	}
+	// Acquire every searched item before the search is released: a
+	// location dropped meanwhile is unlinked only after that.
+	for i := range ops {
+		if sc.from[i] != fromIndex {
+			continue
+		}
+		var ok, stale bool
+		sc.refs[i], ok, stale = e.lookupStale(sc.locs[i], sc.hashes[i], ops[i].Key, now, &fs)
+		switch {
+		case stale:
+			sc.from[i] = fromPendingStale
+		case ok:
+			sc.from[i] = fromPendingHit
+		default:
+			sc.from[i] = fromPending
+		}
+	}
+	e.release(sc)
 	var hits uint64
 	for i := range ops {
 		op := &ops[i]
-		r, ok, stale := e.lookupStale(sc.locs[i], sc.hashes[i], op.Key, now, &fs)
-		if stale {
-			// A concurrent write replaced or removed the item after the
-			// search. Search again under the key's write lock, where no
-			// write of it is half done: a read that overlaps an overwrite
-			// sees the old or the new value, never a miss.
-			r, ok = e.lookupLocked(sc.hashes[i], op.Key, now, &fs)
+		r, ok := sc.refs[i], sc.from[i] == fromPendingHit
+		sc.refs[i] = itemstore.Ref{}
+		if ok && !e.stillLive(r, now, &fs) {
+			// An earlier op of the batch expired it (gat with a past
+			// expiry on the same key).
+			r.Release()
+			ok = false
+		}
+		if sc.from[i] == fromPendingStale {
+			// A write replaced or removed the item since it was located
+			// (or, rarely, it was evicted): locate the key again.
+			r, ok = e.relocate(sc.hashes[i], op.Key, now, &fs)
 		}
 		if !ok {
 			kv.Apply(op, nil, now, nil)
@@ -332,10 +447,67 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 		}
 		r.Release()
 	}
+	e.prof.lap(stItems, &t)
 	e.counts.gets.Add(uint64(n))
 	e.counts.getHits.Add(hits)
 	if touched := countTouch(ops); touched > 0 {
 		e.counts.touches.Add(touched)
+	}
+}
+
+// Where doReads finds an op's item.
+const (
+	fromIndex        = iota // the search result in sc.locs
+	fromPending             // no live item (a tombstone, absent, expired, flushed)
+	fromPendingHit          // the live item, held in sc.refs
+	fromPendingStale        // the item located was already gone: relocate
+)
+
+// releaseRefs releases the items doReads acquired from the pending table.
+func (e *Engine) releaseRefs(sc *scratch, n int) {
+	for i := range n {
+		if sc.refs[i].Valid() {
+			sc.refs[i].Release()
+			sc.refs[i] = itemstore.Ref{}
+		}
+	}
+}
+
+// relocateTries is how often relocate looks a key up without its lock
+// before it takes it.
+const relocateTries = 2
+
+// relocate finds the live item of a key whose located item went stale and
+// returns it, held. It looks at the pending table, then searches, a few
+// times; then it takes the key's lock, where no write of the key is half
+// done and, with no pending entry, none is in flight, so the search is
+// final (a stale result then means the item was evicted). Cost: a search
+// batch per try.
+func (e *Engine) relocate(h uint64, key []byte, now int64, fs *kv.FlushState) (itemstore.Ref, bool) {
+	e.counts.staleReads.Add(1)
+	for try := 0; ; try++ {
+		locked := try >= relocateTries
+		if locked {
+			l := &e.locks[stripeOf(h)]
+			l.Lock()
+			defer l.Unlock()
+		}
+		var loc uint32
+		if w, ok := e.pend.lookup(h); ok {
+			if entryDead(w) {
+				return itemstore.Ref{}, false
+			}
+			loc = entryLoc(w)
+		} else {
+			var err error
+			if loc, err = e.searchOne(h); err != nil {
+				return itemstore.Ref{}, false
+			}
+		}
+		r, ok, stale := e.lookupStale(loc, h, key, now, fs)
+		if !stale || locked {
+			return r, ok
+		}
 	}
 }
 

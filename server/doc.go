@@ -9,30 +9,49 @@
 // The pipeline, after the Mega-KV paper:
 //
 //   - Connection goroutines (package protocol) parse a connection's pipelined
-//     requests into one kv.Batch and call Engine.Do.
+//     requests into one kv.Batch and call Engine.Do: one call, and at most
+//     one wait per shard for its reads, per round of a connection.
 //   - Do splits the batch into runs: consecutive Gets, and consecutive writes
-//     to distinct keys. A run hashes its keys and queues one search request
-//     per shard, then waits.
-//   - Each shard's scheduler goroutine launches every queued search as one
-//     index batch at most every batch interval C, and every queued delete and
-//     insert as one update batch at most every 2C, or early when a queue
-//     reaches MaxBatch jobs. One goroutine calls the index, so searches never
-//     overlap updates: a present key is always found.
+//     to distinct keys.
+//   - A Get run first reads the pending table (writes acknowledged but not
+//     yet in the index; lock-free, pending.go), then posts the other keys'
+//     hashes into its shard's filling search batch: one compare-and-swap
+//     reserves slots in the batch's buffer (pinned or mapped memory on a
+//     GPU) and the connection writes its hashes there itself (searchq.go).
+//   - Each shard's scheduler goroutine launches the filling batch when the
+//     batch policy (policy.go) says: under the default load policy, once it
+//     holds the jobs that arrive during one index call, or once its first
+//     job has waited min(one call, C); under the fixed policy every C. On a
+//     GPU the batch goes to a resident kernel that polls mapped memory
+//     (hashindex.PersistentSearch: no launch, copy or driver call per
+//     batch), or, with --gpu-search staged, to a staged index call. The
+//     scheduler wakes each waiting connection once per batch.
 //   - Back in Do, a Get run acquires each located item, compares the full key
 //     (a signature match may be another key), checks expiry and flush, and
 //     copies the value into the batch; the reply goes out in request order.
-//   - A write run holds its keys' stripe locks from its search to its
-//     update's completion, so writes to a key are serialized (cas, incr and
-//     append are atomic). kv.Apply decides each op; new items are allocated
-//     (evicting by CLOCK when memory is full), filled and linked, and one
-//     update request per shard deletes removed and evicted entries, then
-//     inserts the new ones. Do returns only once the index holds every write:
-//     a client reads its own writes.
-//   - Every location the index drops (an overwritten key's old item, a cell
-//     pushed out by bounded cuckoo displacement) comes back from the insert
-//     and is unlinked from the store, so no item is orphaned; the drops are
-//     counted in stats.
+//   - A write run never waits for the index. Ops that read the present item
+//     (cas, incr, append, delete, add, ...) find it in the pending table or
+//     by a search made without the keys' locks and validated under them by
+//     the pending stripes' applied counters (retried, then made under the
+//     locks, when an update of the stripe completed meanwhile). Under the
+//     keys' stripe locks, held only for this CPU work, kv.Apply decides each
+//     op; new items are allocated (evicting by CLOCK when memory is full),
+//     filled and linked, recorded in the pending table, and their index
+//     updates queued on the shard (writes.go). The write is acknowledged
+//     then; a client reads its own writes through the pending table.
+//   - The scheduler applies queued updates in rounds (deletes, then
+//     inserts), at most every max(2C, 4 update calls) under the load policy;
+//     a delete of an item whose insert is still queued starts a new round.
+//     Then it completes them (updates.go): locations the index dropped (an
+//     overwritten key's old item, a cell pushed out by bounded cuckoo
+//     displacement) are unlinked from the store, so no item is orphaned, the
+//     writes' pending entries are removed and their items released.
+//   - A location dropped or deleted is unlinked only once every search batch
+//     delivered before the update is done with (its readers have acquired
+//     their items), so a read that located the old item still reads it.
 //
 // Serve runs an Engine behind protocol.Server on a TCP listener and shuts
-// both down cleanly when its context ends.
+// both down cleanly when its context ends. With Options.Profile the engine
+// and the protocol count where the time of requests goes ("stats
+// profile", profile.go).
 package server

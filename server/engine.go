@@ -13,6 +13,19 @@ import (
 	"warpkv/hashindex"
 	"warpkv/itemstore"
 	"warpkv/kv"
+	"warpkv/protocol"
+)
+
+// GPU search modes (Options.GPUSearch).
+const (
+	GPUSearchPersistent = "persistent"
+	GPUSearchStaged     = "staged"
+)
+
+// Batch policies (Options.Policy).
+const (
+	PolicyLoad  = "load"
+	PolicyFixed = "fixed"
 )
 
 // Defaults of Options.
@@ -44,11 +57,32 @@ type Options struct {
 	// over every usable GPU ("auto" falls back to the CPU), "gpu:N" uses GPU
 	// N alone, "cpu" the CPU engine; "" means $WARPKV_DEVICE, else auto.
 	Device string
-	// Interval is the batch interval C: searches launch at most every C,
-	// inserts and deletes every 2C, unless a batch fills first. 0 means
-	// DefaultGPUInterval on GPUs and no wait on the CPU engine (a batch
-	// launches as soon as the previous one is done). Negative means 0.
+	// Interval is the batch interval C. Under the fixed policy searches
+	// launch at most every C and updates every 2C; under the load policy
+	// C bounds how long a search waits for its batch to launch (see
+	// policy.go). 0 means DefaultGPUInterval on GPUs and no wait on the
+	// CPU engine (a batch launches as soon as the previous one is done).
+	// Negative means 0.
 	Interval time.Duration
+	// CPUShards splits the CPU engine's index into that many shards, each
+	// with its own scheduler, as the GPU engine does over several GPUs
+	// (0 or 1: one shard). It exists to exercise the sharded paths
+	// without GPUs.
+	CPUShards int
+	// Profile counts the time spent in each stage of serving requests
+	// ("stats profile"; see profile.go). It costs a few clock reads and
+	// atomic adds per batch.
+	Profile bool
+	// GPUSearch is how a GPU shard runs its search batches: "persistent"
+	// (the default: a resident kernel polling mapped memory serves batches
+	// of up to hashindex.MaxResident jobs with no launch or copy, larger
+	// ones are launched straight from the mapped batch buffers) or
+	// "staged" (every batch is a staged index call: copies in and out
+	// through pinned memory, kernels launched per batch).
+	GPUSearch string
+	// Policy is the batch policy: "load" (the default: the interval
+	// follows the load) or "fixed" (Mega-KV's periodic launches).
+	Policy string
 	// MaxBatch is the queue length at which a batch launches before its
 	// interval is over; 0 means DefaultMaxBatch.
 	MaxBatch int
@@ -84,12 +118,20 @@ type Engine struct {
 	flush   kv.FlushState
 
 	locks   [stripes]sync.Mutex
-	pending [stripes]atomic.Int32 // plain sets queued, not yet applied, per stripe
+	pend    pendingTable // writes acknowledged, not yet in the index
 	counts  counters
-	getLat  latencyHist // per read group, engine entry to results
-	setLat  latencyHist // per write group
-	idxLat  latencyHist // per index batch call
-	scratch sync.Pool   // *scratch
+	getLat  latencyHist                   // per read group, engine entry to results
+	setLat  latencyHist                   // per write group
+	idxLat  latencyHist                   // per search batch call
+	updLat  latencyHist                   // per update round call
+	scratch sync.Pool                     // *scratch
+	prof    *profile                      // nil unless Options.Profile
+	persist []*hashindex.PersistentSearch // the GPU shards' persistent searches
+
+	// inflightItems counts items held by queued updates (new items and
+	// removed ones): with the pending table, what a quiet engine has
+	// none of.
+	inflightItems atomic.Int64
 
 	closeMu sync.RWMutex
 	closed  bool
@@ -108,7 +150,27 @@ func New(o Options) (*Engine, error) {
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = DefaultMaxBatch
 	}
+	if o.MaxBatch > hashindex.MaxBatch {
+		return nil, fmt.Errorf("server: new engine: MaxBatch %d above the index's %d", o.MaxBatch, hashindex.MaxBatch)
+	}
+	switch o.GPUSearch {
+	case "":
+		o.GPUSearch = GPUSearchPersistent
+	case GPUSearchPersistent, GPUSearchStaged:
+	default:
+		return nil, fmt.Errorf("server: new engine: GPU search %q (want %s or %s)", o.GPUSearch, GPUSearchPersistent, GPUSearchStaged)
+	}
+	switch o.Policy {
+	case "":
+		o.Policy = PolicyLoad
+	case PolicyLoad, PolicyFixed:
+	default:
+		return nil, fmt.Errorf("server: new engine: batch policy %q (want %s or %s)", o.Policy, PolicyLoad, PolicyFixed)
+	}
 	e := &Engine{opts: o, clock: o.Clock, log: o.Logger, started: time.Now()}
+	if o.Profile {
+		e.prof = new(profile)
+	}
 	if e.clock == nil {
 		e.clock = func() int64 { return time.Now().Unix() }
 	}
@@ -139,6 +201,9 @@ func (e *Engine) openIndex() error {
 	}
 	e.devs, e.reason = devs, reason
 	nShards := max(1, len(devs))
+	if len(devs) == 0 && e.opts.CPUShards > 1 {
+		nShards = e.opts.CPUShards
+	}
 	buckets := e.opts.IndexBuckets
 	if buckets <= 0 {
 		// Every item the memory could hold (smallest chunks), at half
@@ -165,7 +230,33 @@ func (e *Engine) openIndex() error {
 		if err != nil {
 			return fmt.Errorf("index shard %d: %w", i, err)
 		}
-		e.shards = append(e.shards, newShard(ix, e.interval, e.opts.MaxBatch, &e.idxLat, e.unlinkPending))
+		newSpace := func() (searchSpace, error) {
+			st, err := ix.NewStaging(e.opts.MaxBatch)
+			if err != nil {
+				return nil, err
+			}
+			return stagedSpace{Staging: st, ix: ix}, nil
+		}
+		if len(devs) > 0 && e.opts.GPUSearch == GPUSearchPersistent {
+			ps, err := ix.NewPersistentSearch(searchBatches, e.opts.MaxBatch)
+			if err != nil {
+				e.log.Warn("server: no persistent search; batches are staged calls", "shard", i, "err", err)
+			} else {
+				e.persist = append(e.persist, ps)
+				next := 0
+				newSpace = func() (searchSpace, error) {
+					next++
+					return ps.Slot(next - 1), nil
+				}
+			}
+		}
+		sh, err := newShard(ix, e.opts.Policy == PolicyFixed, e.interval, e.opts.MaxBatch, newSpace, shardHooks{
+			searchLat: &e.idxLat, updateLat: &e.updLat, unlink: e.unlinkPending, complete: e.completeUpdate, prof: e.prof})
+		if err != nil {
+			ix.Close()
+			return fmt.Errorf("index shard %d: %w", i, err)
+		}
+		e.shards = append(e.shards, sh)
 	}
 	return nil
 }
@@ -218,6 +309,15 @@ func (e *Engine) Shards() int { return len(e.shards) }
 
 // Interval returns the batch interval C in use.
 func (e *Engine) Interval() time.Duration { return e.interval }
+
+// StageClock returns the engine's profile as a protocol.StageClock, or nil
+// without Options.Profile.
+func (e *Engine) StageClock() protocol.StageClock {
+	if e.prof == nil {
+		return nil
+	}
+	return e.prof
+}
 
 // Now returns the engine's clock in unix seconds.
 func (e *Engine) Now() int64 { return e.clock() }

@@ -224,6 +224,12 @@ func TestEngineEvictionAndDisplacement(t *testing.T) {
 						}
 					}
 				}
+				// Let the index apply every write first: until then a write
+				// is read from the pending table, whatever displacement
+				// does to it afterwards.
+				if !eng.quiesce() {
+					t.Fatal("engine not quiet after the writes")
+				}
 				hits := 0
 				for i := 0; i < tc.keys; i += 64 {
 					var ops []kv.Op
@@ -296,6 +302,44 @@ func TestEngineSetsAndCASWritersLinearize(t *testing.T) {
 			}
 			close(done)
 			wg.Wait()
+		})
+	}
+}
+
+// TestGPUSearchMode checks, on a GPU, that the GPU engine searches through
+// the persistent kernel by default (and its searches are served by it) and
+// through staged calls when asked.
+func TestGPUSearchMode(t *testing.T) {
+	for _, ec := range testEngines {
+		if ec.device == "cpu" {
+			continue
+		}
+		t.Run(ec.name, func(t *testing.T) {
+			eng := newTestEngine(t, ec, Options{})
+			for i := range 50 {
+				key := fmt.Appendf(nil, "m%d", i)
+				do(t, eng, kv.Op{Kind: kv.Set, Key: key, Value: key})
+			}
+			eng.quiesce()
+			for i := range 50 {
+				key := fmt.Appendf(nil, "m%d", i)
+				if op := do(t, eng, kv.Op{Kind: kv.Get, Key: key})[0]; string(op.Result.Value) != string(key) {
+					t.Fatalf("get %s: %s %q", key, op.Result.Status, op.Result.Value)
+				}
+			}
+			want := GPUSearchPersistent
+			if ec.search == GPUSearchStaged {
+				want = GPUSearchStaged
+			}
+			if got := eng.gpuSearch(); got != want {
+				t.Fatalf("GPU search %q, want %q", got, want)
+			}
+			if want == GPUSearchPersistent {
+				st := eng.persist[0].Stats()
+				if st.Resident == 0 || st.Broken != "" {
+					t.Errorf("persistent search stats %+v: want resident batches, nothing broken", st)
+				}
+			}
 		})
 	}
 }

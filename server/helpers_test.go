@@ -16,12 +16,14 @@ import (
 type engineCase struct {
 	name   string
 	device string
+	shards int    // CPU engine: Options.CPUShards
+	search string // GPU engine: Options.GPUSearch
 }
 
 // testEngines are the engines every engine test runs on: the CPU engine,
 // and the GPU engine where one is usable (a failure under
 // WARPKV_REQUIRE_GPU=1).
-var testEngines = []engineCase{{"cpu", "cpu"}, {"gpu", "gpu"}}
+var testEngines = []engineCase{{"cpu", "cpu", 0, ""}, {"cpu-3-shards", "cpu", 3, ""}, {"gpu", "gpu", 0, ""}, {"gpu-staged", "gpu", 0, GPUSearchStaged}}
 
 // newTestEngine starts an engine on ec with opts (Device overridden), or
 // skips a GPU case without a GPU. The engine closes at cleanup.
@@ -33,6 +35,8 @@ func newTestEngine(t testing.TB, ec engineCase, opts Options) *Engine {
 		}
 	}
 	opts.Device = ec.device
+	opts.CPUShards = ec.shards
+	opts.GPUSearch = ec.search
 	if opts.Interval == 0 {
 		opts.Interval = 50 * time.Microsecond
 	}

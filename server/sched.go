@@ -3,40 +3,52 @@ package server
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"warpkv/hashindex"
 )
 
 // A shard is one hash index (one GPU, or the CPU engine) and the scheduler
-// goroutine that feeds it batches. Connection goroutines queue index jobs
-// with search and update; the scheduler launches every queued search as one
-// batch at most every interval and every queued delete and insert as one
-// update batch at most every 2*interval (Mega-KV's periodic scheduling), or
-// at once when a queue reaches maxBatch jobs. One goroutine calls the
-// index, so a search never runs while an update moves cells: a key that is
+// goroutine that feeds it batches. Connection goroutines post searches into
+// the shard's search batches (searchq.go) and queue update requests; the
+// scheduler launches the filling search batch and the queued updates when
+// its policy (policy.go) says they are due. One goroutine calls the index,
+// so a search never runs while an update moves cells: a key that is
 // present is always found.
 type shard struct {
 	ix       *hashindex.Index
-	interval time.Duration
+	pol      policy
 	maxBatch int
-	lat      *latencyHist // index batch latencies, from first queued job to results
+	lat      *latencyHist // search batch call latencies
+	updLat   *latencyHist // update round call latencies
+	prof     *profile     // nil unless profiling
+	q        *searchQueue
+	full     atomic.Bool // a request found the filling search batch full
+	urgent   atomic.Bool // a write waits for room in the pending table
 
 	mu       sync.Mutex
-	searches []*searchReq
-	nSearch  int
-	updates  []*updateReq
-	nUpdate  int
+	upd      *updateList // the updates queued, applied by the next round
+	updSpare *updateList // the list the last round applied, for reuse
+	updSince time.Time   // when the oldest queued update was queued
+	applying bool        // the scheduler is applying updates
 	closed   bool
-	pending  []pendingUnlink // items to unlink after the next search batch
+	pending  []pendingUnlink   // items to unlink after the next search batch
+	spare    [][]pendingUnlink // memory of unlinked lists, for reuse (under mu)
+	untils   [][]batchGen      // scheduler only: memory of awaitUnlink.until lists
+	awaiting []awaitUnlink     // scheduler only: unlinks waiting for earlier batches' readers
+	awaitN   atomic.Int32      // len(awaiting), for quiesce
+	toUnlink atomic.Int64      // locations queued by deferUnlink and not yet unlinked, for quiesce
 	unlink   func([]pendingUnlink)
-	wake     chan struct{} // capacity 1: jobs arrived
-	done     chan struct{} // closed when the loop exits
+	complete func(*updateList) // called by the scheduler with each applied list
+	wake     chan struct{}     // capacity 1: work arrived
+	done     chan struct{}     // closed when the loop exits
 
-	// scheduler-owned: the batch staging (pinned memory on a GPU, so
+	// scheduler-owned: the update staging (pinned memory on a GPU, so
 	// batches go to the device without a copy on the host) and scratch
 	st    *hashindex.Staging
 	drops []hashindex.Dropped
+	timer *time.Timer // sleepUntil's, reused
 	stats shardStats
 }
 
@@ -44,45 +56,11 @@ type shard struct {
 type shardStats struct {
 	searchBatches, searchJobs uint64
 	updateBatches, updateJobs uint64
+	updateRounds              uint64
 	overwrites, displaced     uint64
 	maxSearchBatch            uint64
 	err                       error // the last index error
 }
-
-// A waiter is signalled once per request it was given to; Do waits for all
-// of its requests at once.
-type waiter struct {
-	wg sync.WaitGroup
-}
-
-// searchReq asks for the locations of hashes, written to out.
-type searchReq struct {
-	hashes []uint64
-	out    []uint32
-	err    error
-	w      *waiter
-}
-
-// updateReq asks to delete (delHashes[i], delLocs[i]) and then insert
-// (insHashes[i], insLocs[i]); drops receives the locations the inserts
-// dropped, Job indexing insHashes.
-type updateReq struct {
-	delHashes []uint64
-	delLocs   []uint32
-	insHashes []uint64
-	insLocs   []uint32
-	drops     []hashindex.Dropped
-	err       error
-	w         *waiter
-}
-
-func (r *updateReq) reset() {
-	r.delHashes, r.delLocs = r.delHashes[:0], r.delLocs[:0]
-	r.insHashes, r.insLocs = r.insHashes[:0], r.insLocs[:0]
-	r.drops, r.err = r.drops[:0], nil
-}
-
-func (r *updateReq) jobs() int { return len(r.delHashes) + len(r.insHashes) }
 
 // pendingUnlink is an item location the index dropped or deleted, to be
 // unlinked from the store once no read can still hold it from a search.
@@ -105,63 +83,68 @@ const (
 // overlaps the write, so the old value is a correct answer) instead of
 // searching again under the key's lock.
 func (s *shard) deferUnlink(p pendingUnlink) {
+	s.toUnlink.Add(1)
 	s.mu.Lock()
 	s.pending = append(s.pending, p)
 	s.mu.Unlock()
 	s.signal()
 }
 
-// takePending returns and clears the pending unlinks.
+// takePending returns and clears the pending unlinks; the caller hands the
+// list back with unlinked once done with it.
 func (s *shard) takePending() []pendingUnlink {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.pending
 	s.pending = nil
+	if k := len(s.spare); k > 0 {
+		s.pending, s.spare = s.spare[k-1], s.spare[:k-1]
+	}
 	return p
 }
 
-func newShard(ix *hashindex.Index, interval time.Duration, maxBatch int, lat *latencyHist, unlink func([]pendingUnlink)) *shard {
-	s := &shard{ix: ix, interval: interval, maxBatch: maxBatch, lat: lat, unlink: unlink,
-		wake: make(chan struct{}, 1), done: make(chan struct{})}
-	go s.loop()
-	return s
-}
-
-// search queues r; r.w is signalled when r.out is written.
-func (s *shard) search(r *searchReq) {
-	if !s.enqueue(r.w, &r.err, func() {
-		s.searches = append(s.searches, r)
-		s.nSearch += len(r.hashes)
-	}) {
-		return
+// unlinked unlinks a list from takePending and keeps its memory.
+func (s *shard) unlinked(p []pendingUnlink) {
+	if len(p) > 0 {
+		s.unlink(p)
+		s.toUnlink.Add(-int64(len(p)))
 	}
-	s.signal()
-}
-
-// update queues r; r.w is signalled when its jobs are applied.
-func (s *shard) update(r *updateReq) {
-	if !s.enqueue(r.w, &r.err, func() {
-		s.updates = append(s.updates, r)
-		s.nUpdate += r.jobs()
-	}) {
-		return
-	}
-	s.signal()
-}
-
-// enqueue counts a request on its waiter and runs add under the shard's
-// lock, or, once the shard is closed, fails the request at once.
-func (s *shard) enqueue(w *waiter, errp *error, add func()) bool {
-	w.wg.Add(1)
+	clear(p)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		*errp = errClosed
-		w.wg.Done()
-		return false
+	if cap(p) > 0 && len(s.spare) < 8 {
+		s.spare = append(s.spare, p[:0])
 	}
-	add()
-	return true
+	s.mu.Unlock()
+}
+
+// shardHooks are what a shard's scheduler reports to and calls back into
+// its engine.
+type shardHooks struct {
+	searchLat, updateLat *latencyHist
+	unlink               func([]pendingUnlink)
+	complete             func(*updateList)
+	prof                 *profile // nil unless profiling
+}
+
+// newShard starts the scheduler of ix with search batch buffers from
+// newSpace, under the fixed or the load policy with interval C.
+func newShard(ix *hashindex.Index, fixed bool, interval time.Duration, maxBatch int, newSpace func() (searchSpace, error), h shardHooks) (*shard, error) {
+	q, err := newSearchQueue(newSpace)
+	if err != nil {
+		return nil, err
+	}
+	s := &shard{ix: ix, maxBatch: maxBatch, q: q, lat: h.searchLat, updLat: h.updateLat, prof: h.prof,
+		unlink: h.unlink, complete: h.complete, upd: new(updateList), updSpare: new(updateList),
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	s.pol.fixed, s.pol.interval = fixed, interval
+	go s.loop()
+	return s, nil
+}
+
+// hurry asks the scheduler to apply the queued updates now.
+func (s *shard) hurry() {
+	s.urgent.Store(true)
+	s.signal()
 }
 
 func (s *shard) signal() {
@@ -171,61 +154,112 @@ func (s *shard) signal() {
 	}
 }
 
-// close stops the scheduler after it has served the queued requests.
+// close stops the scheduler after it has served the queued requests; later
+// searches fail.
 func (s *shard) close() {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
 	s.signal()
 	<-s.done
+	s.q.closed.Store(true)
 }
 
-// loop is the scheduler: it waits for jobs, then for the batch interval
-// since the previous launch of that kind (or a full queue), and launches.
+// loop is the scheduler: it waits for work, launches the filling search
+// batch and the queued updates when the policy says they are due (or a
+// queue is full, or the shard is closing), and sleeps until the next one
+// is due otherwise. Updates go first when both are due.
 func (s *shard) loop() {
 	defer close(s.done)
 	defer func() {
 		if s.st != nil {
 			s.st.Free()
 		}
+		s.q.free()
 	}()
-	var lastSearch, lastUpdate time.Time
 	for {
+		s.unlinkAwaited()
+		ns, opened := s.q.queued()
 		s.mu.Lock()
-		ns, nu, np, closed := s.nSearch, s.nUpdate, len(s.pending), s.closed
+		nu, since, np, closed := s.upd.jobs(), s.updSince, len(s.pending), s.closed
 		s.mu.Unlock()
 		if ns == 0 && nu == 0 {
-			if np > 0 {
-				// Idle: no search is coming to wait for.
-				s.unlink(s.takePending())
+			if np > 0 && !s.readersLeft() {
+				// Idle, no reader holds a location: unlink now.
+				s.unlinked(s.takePending())
 				continue
 			}
-			if closed {
+			if closed && np == 0 && len(s.awaiting) == 0 {
 				return
 			}
 			<-s.wake
 			continue
 		}
 		now := time.Now()
-		searchDue := ns > 0 && (ns >= s.maxBatch || closed || now.Sub(lastSearch) >= s.interval)
-		updateDue := nu > 0 && (nu >= s.maxBatch || closed || now.Sub(lastUpdate) >= 2*s.interval)
+		searchAt := s.pol.searchAt(ns, opened)
+		updateAt := s.pol.updateAt(since)
+		searchDue := ns > 0 && (closed || s.full.Load() || !now.Before(searchAt))
+		updateDue := nu > 0 && (closed || nu >= s.maxBatch || s.urgent.Load() || !now.Before(updateAt))
 		if !searchDue && !updateDue {
-			next := lastSearch.Add(s.interval)
-			if ns == 0 || (nu > 0 && lastUpdate.Add(2*s.interval).Before(next)) {
-				next = lastUpdate.Add(2 * s.interval)
+			if ns == 0 {
+				// Only updates wait, and no reply waits for them: sleep
+				// on a timer (or until work arrives) rather than spin.
+				s.sleepUntil(updateAt, false)
+				continue
 			}
-			s.sleepUntil(next)
+			next := searchAt
+			if nu > 0 && updateAt.Before(next) {
+				next = updateAt
+			}
+			s.sleepUntil(next, true)
 			continue
 		}
 		if updateDue {
-			lastUpdate = now
+			s.urgent.Store(false)
 			s.runUpdates()
 		}
 		if searchDue {
-			lastSearch = now
-			s.runSearches()
+			s.full.Store(false)
+			s.runSearches(now)
 		}
 	}
+}
+
+// unlinkAwaited unlinks the awaited lists whose batches are done with.
+func (s *shard) unlinkAwaited() {
+	k := 0
+	for _, a := range s.awaiting {
+		ready := true
+		for _, bg := range a.until {
+			if bg.b.gen == bg.gen && bg.b.readers.Load() > 0 {
+				ready = false
+				break
+			}
+		}
+		if ready {
+			s.unlinked(a.list)
+			clear(a.until)
+			if len(s.untils) < 8 {
+				s.untils = append(s.untils, a.until[:0])
+			}
+		} else {
+			s.awaiting[k] = a
+			k++
+		}
+	}
+	clear(s.awaiting[k:])
+	s.awaiting = s.awaiting[:k]
+	s.awaitN.Store(int32(k))
+}
+
+// readersLeft reports whether a delivered batch still has readers.
+func (s *shard) readersLeft() bool {
+	for _, x := range s.q.batches {
+		if x.delivered && x.readers.Load() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // timerSlack is the shortest wait left to a timer: Go's timers may
@@ -233,43 +267,45 @@ func (s *shard) loop() {
 // a batch interval, so shorter waits spin (yielding the processor).
 const timerSlack = 2 * time.Millisecond
 
-// sleepUntil waits until t or until a queue fills up. Waits longer than
-// timerSlack sleep on a timer until timerSlack before t; the rest spins
-// with runtime.Gosched, which costs the scheduler's core only while jobs
-// wait for their batch.
-func (s *shard) sleepUntil(t time.Time) {
-	if d := time.Until(t) - timerSlack; d > 0 {
-		timer := time.NewTimer(d)
+// sleepUntil waits until t or until new work arrives (the loop then
+// decides again). Without spin, or with more than timerSlack to go, it
+// sleeps on a timer (Go's timers may oversleep by about a millisecond when
+// the process is idle); with spin, the last timerSlack spins yielding the
+// processor, which costs the scheduler's core only while a search waits
+// for its batch. With a single processor (GOMAXPROCS 1) it never spins: a
+// goroutine that keeps yielding there keeps the runtime from polling the
+// network, and the connections' replies would wait for it.
+func (s *shard) sleepUntil(t time.Time, spin bool) {
+	spin = spin && runtime.GOMAXPROCS(0) > 1
+	d := time.Until(t)
+	if spin {
+		d -= timerSlack
+	}
+	if d > 0 {
+		if s.timer == nil {
+			s.timer = time.NewTimer(d)
+		} else {
+			s.timer.Reset(d) // Go 1.23 timers: no stale value after Stop or Reset
+		}
 		select {
-		case <-timer.C:
+		case <-s.timer.C:
 		case <-s.wake:
-			timer.Stop()
-			if s.full() {
-				return
-			}
+			s.timer.Stop()
+			return
 		}
 	}
-	for time.Now().Before(t) {
+	for spin && time.Now().Before(t) {
 		select {
 		case <-s.wake:
-			if s.full() {
-				return
-			}
+			return
 		default:
 			runtime.Gosched()
 		}
 	}
 }
 
-// full reports whether a queue reached maxBatch or the shard is closing.
-func (s *shard) full() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.nSearch >= s.maxBatch || s.nUpdate >= s.maxBatch || s.closed
-}
-
-// staging returns the shard's staging with room for n jobs, growing it
-// (with headroom) when a batch outgrows it.
+// staging returns the shard's update staging with room for n jobs,
+// growing it (with headroom) when a batch outgrows it.
 func (s *shard) staging(n int) (*hashindex.Staging, error) {
 	if s.st != nil && s.st.Cap() >= n {
 		return s.st, nil
@@ -288,132 +324,63 @@ func (s *shard) staging(n int) (*hashindex.Staging, error) {
 	return st, nil
 }
 
-// runSearches launches every queued search as one batch.
-func (s *shard) runSearches() {
-	s.mu.Lock()
-	reqs := s.searches
-	s.searches = nil
-	s.nSearch = 0
-	pending := s.pending // queued before this batch: unlinked after it
-	s.pending = nil
-	s.mu.Unlock()
-	defer s.unlink(pending)
-	total := 0
-	for _, r := range reqs {
-		total += len(r.hashes)
+// awaitUnlink is a list of locations to unlink once the batches that
+// were delivered (and not yet done with) when the list was taken are done
+// with.
+type awaitUnlink struct {
+	list  []pendingUnlink
+	until []batchGen
+}
+
+// batchGen identifies a use of a batch buffer.
+type batchGen struct {
+	b   *searchBatch
+	gen uint64
+}
+
+// runSearches launches the filling search batch and delivers its results.
+// The locations dropped before it (pending unlinks) cannot be in its
+// results, only in those of batches delivered earlier: they are unlinked
+// once every such batch is done with (its readers have acquired their
+// items), at once if there is none.
+func (s *shard) runSearches(now time.Time) {
+	pending := s.takePending()
+	var until []batchGen
+	if k := len(s.untils); k > 0 {
+		until, s.untils = s.untils[k-1], s.untils[:k-1]
 	}
-	st, err := s.staging(total)
-	if err == nil {
-		off := 0
-		for _, r := range reqs {
-			off += copy(st.Hashes()[off:], r.hashes)
+	if len(pending) > 0 {
+		for _, x := range s.q.batches {
+			if x.delivered && x.readers.Load() > 0 {
+				until = append(until, batchGen{x, x.gen})
+			}
 		}
-		start := time.Now()
-		err = s.ix.SearchStaged(st, total)
-		s.lat.add(time.Since(start))
 	}
-	off := 0
-	for _, r := range reqs {
-		n := len(r.hashes)
-		if err != nil {
-			r.err = err
-		} else {
-			copy(r.out, st.Out()[off:off+n])
+	b, n := s.takeBatch()
+	start := time.Now()
+	err := b.space.Search(n)
+	d := time.Since(start)
+	b.deliver(err)
+	s.lat.add(d)
+	s.prof.add(stIndexSearch, d)
+	s.pol.searched(now, n, d)
+	if len(until) == 0 {
+		s.unlinked(pending)
+		if cap(until) > 0 && len(s.untils) < 8 {
+			s.untils = append(s.untils, until)
 		}
-		off += n
-		r.w.wg.Done()
+	} else {
+		s.awaiting = append(s.awaiting, awaitUnlink{pending, until})
+		s.awaitN.Store(int32(len(s.awaiting)))
 	}
 	s.mu.Lock()
 	s.stats.searchBatches++
-	s.stats.searchJobs += uint64(total)
-	s.stats.maxSearchBatch = max(s.stats.maxSearchBatch, uint64(total))
+	s.stats.searchJobs += uint64(n)
+	s.stats.maxSearchBatch = max(s.stats.maxSearchBatch, uint64(n))
 	if err != nil {
 		s.stats.err = err
 	}
 	s.mu.Unlock()
-	// Reuse the request list's memory for the next round.
-	clear(reqs)
-}
-
-// runUpdates applies every queued update: all deletes as one batch, then
-// all inserts as one batch. Deletes go first: a delete queued with or
-// before an insert of the same location (an evicted item's cell and the
-// new item that reuses its chunk) must not remove the new entry. No request
-// queues an insert and then a delete of the same entry in one round: a
-// key's writes are serialized by its stripe lock, and items are held
-// (unevictable) until their insert is applied.
-func (s *shard) runUpdates() {
-	s.mu.Lock()
-	reqs := s.updates
-	s.updates = nil
-	s.nUpdate = 0
-	s.mu.Unlock()
-	nDel, nIns := 0, 0
-	for _, r := range reqs {
-		nDel += len(r.delHashes)
-		nIns += len(r.insHashes)
-	}
-	st, err := s.staging(max(nDel, nIns))
-	if err == nil && nDel > 0 {
-		off := 0
-		for _, r := range reqs {
-			copy(st.Locs()[off:], r.delLocs)
-			off += copy(st.Hashes()[off:], r.delHashes)
-		}
-		err = s.ix.DeleteStaged(st, nDel, nil)
-	}
-	drops := s.drops[:0]
-	if err == nil && nIns > 0 {
-		off := 0
-		for _, r := range reqs {
-			copy(st.Locs()[off:], r.insLocs)
-			off += copy(st.Hashes()[off:], r.insHashes)
-		}
-		drops, err = s.ix.InsertStaged(st, nIns, drops)
-	}
-	s.drops = drops
-	var owner []int32 // insert job -> request, only when drops need mapping
-	if len(drops) > 0 {
-		owner = make([]int32, 0, nIns)
-		for i, r := range reqs {
-			for range r.insHashes {
-				owner = append(owner, int32(i))
-			}
-		}
-		starts := make([]int, len(reqs))
-		off := 0
-		for i, r := range reqs {
-			starts[i] = off
-			off += len(r.insHashes)
-		}
-		for _, d := range drops {
-			i := owner[d.Job]
-			d.Job -= starts[i]
-			reqs[i].drops = append(reqs[i].drops, d)
-		}
-	}
-	var over, disp uint64
-	for _, d := range drops {
-		if d.Reason == hashindex.Overwritten {
-			over++
-		} else {
-			disp++
-		}
-	}
-	for _, r := range reqs {
-		r.err = err
-		r.w.wg.Done()
-	}
-	s.mu.Lock()
-	s.stats.updateBatches++
-	s.stats.updateJobs += uint64(nDel + nIns)
-	s.stats.overwrites += over
-	s.stats.displaced += disp
-	if err != nil {
-		s.stats.err = err
-	}
-	s.mu.Unlock()
-	clear(reqs)
 }
 
 func grow[T any](b []T, n int) []T {

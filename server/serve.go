@@ -60,6 +60,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		Version:     cfg.Version,
 		Logger:      log,
 		Settings:    settingsOf(ln.Addr(), cfg),
+		Stages:      eng.StageClock(),
 	})
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -18,6 +20,8 @@ func startServer(t *testing.T, ec engineCase, opts Options) string {
 		newTestEngine(t, ec, Options{}).Close() // skips without a GPU
 	}
 	opts.Device = ec.device
+	opts.CPUShards = ec.shards
+	opts.GPUSearch = ec.search
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan net.Addr, 1)
 	errc := make(chan error, 1)
@@ -69,5 +73,49 @@ func TestClientLibrary(t *testing.T) {
 		t.Run(ec.name, func(t *testing.T) {
 			difftest.ClientSuite(t, startServer(t, ec, Options{}))
 		})
+	}
+}
+
+// TestProfileStats serves a few requests with the profile on: "stats
+// profile" counts the ops and charges time to the protocol's and the
+// engine's stages.
+func TestProfileStats(t *testing.T) {
+	addr := startServer(t, testEngines[0], Options{Profile: true})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	fmt.Fprintf(c, "set a 0 0 1\r\nx\r\nget a b c\r\n")
+	for _, want := range []string{"STORED\r\n", "VALUE a 0 1\r\n", "x\r\n", "END\r\n"} {
+		if line, err := br.ReadString('\n'); err != nil || line != want {
+			t.Fatalf("reply %q, %v; want %q", line, err, want)
+		}
+	}
+	fmt.Fprintf(c, "stats profile\r\n")
+	stats := map[string]int64{}
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line == "END\r\n" && len(stats) > 0 {
+			break
+		}
+		var name string
+		var v int64
+		if n, _ := fmt.Sscanf(line, "STAT %s %d", &name, &v); n == 2 {
+			stats[name] = v
+		}
+	}
+	if stats["ops"] != 4 {
+		t.Errorf("ops = %d, want 4 (a set and a 3-key get)", stats["ops"])
+	}
+	for _, st := range []string{"parse", "cache", "render", "write", "hash", "search_wait", "items", "write_apply", "index_search"} {
+		if stats[st+"_count"] == 0 || stats[st+"_ns"] <= 0 {
+			t.Errorf("stage %s: count %d, %d ns; want both positive", st, stats[st+"_count"], stats[st+"_ns"])
+		}
 	}
 }

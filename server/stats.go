@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"warpkv/hashindex"
 	"warpkv/kv"
 )
 
@@ -27,6 +28,10 @@ func (e *Engine) Stats(group string) ([]kv.Stat, bool) {
 		return e.slabStats(), true
 	case "latency":
 		return e.latencyStats(), true
+	case "profile":
+		if e.prof != nil {
+			return e.prof.stats(), true
+		}
 	}
 	return nil, false
 }
@@ -86,6 +91,7 @@ func (e *Engine) indexStats() []kv.Stat {
 		s.searchBatches += x.searchBatches
 		s.searchJobs += x.searchJobs
 		s.updateBatches += x.updateBatches
+		s.updateRounds += x.updateRounds
 		s.updateJobs += x.updateJobs
 		s.overwrites += x.overwrites
 		s.displaced += x.displaced
@@ -98,7 +104,19 @@ func (e *Engine) indexStats() []kv.Stat {
 	if s.searchBatches > 0 {
 		avg = strconv.FormatFloat(float64(s.searchJobs)/float64(s.searchBatches), 'f', 1, 64)
 	}
-	return []kv.Stat{
+	var ps hashindex.PersistentStats
+	broken := ""
+	for _, p := range e.persist {
+		x := p.Stats()
+		ps.Resident += x.Resident
+		ps.Launched += x.Launched
+		ps.Launches += x.Launches
+		ps.Relaunchs += x.Relaunchs
+		if x.Broken != "" {
+			broken = x.Broken
+		}
+	}
+	out := []kv.Stat{
 		{Name: "index_engine", Value: e.backend},
 		{Name: "index_shards", Value: strconv.Itoa(len(e.shards))},
 		{Name: "index_entries", Value: u64(entries)},
@@ -108,13 +126,37 @@ func (e *Engine) indexStats() []kv.Stat {
 		{Name: "index_search_batch_avg", Value: avg},
 		{Name: "index_search_batch_max", Value: u64(s.maxSearchBatch)},
 		{Name: "index_update_batches", Value: u64(s.updateBatches)},
+		{Name: "index_update_rounds", Value: u64(s.updateRounds)},
 		{Name: "index_update_jobs", Value: u64(s.updateJobs)},
 		{Name: "index_overwrites", Value: u64(s.overwrites)},
 		{Name: "index_displaced", Value: u64(s.displaced)},
 		{Name: "index_drops", Value: u64(e.counts.indexDrops.Load())},
 		{Name: "index_self_displaced", Value: u64(e.counts.selfDisplaced.Load())},
 		{Name: "stale_reads", Value: u64(e.counts.staleReads.Load())},
+		{Name: "pending_entries", Value: strconv.Itoa(e.pend.size())},
+		{Name: "pending_full_waits", Value: u64(e.counts.pendingFull.Load())},
+		{Name: "write_search_retries", Value: u64(e.counts.optimisticRetries.Load())},
+		{Name: "write_locked_searches", Value: u64(e.counts.lockedSearches.Load())},
+		{Name: "index_update_errors", Value: u64(e.counts.updateErrors.Load())},
 	}
+	if len(e.persist) > 0 {
+		out = append(out,
+			kv.Stat{Name: "index_resident_batches", Value: u64(ps.Resident)},
+			kv.Stat{Name: "index_launched_batches", Value: u64(ps.Launched)},
+			kv.Stat{Name: "index_resident_launches", Value: u64(ps.Launches)},
+			kv.Stat{Name: "index_resident_relaunches", Value: u64(ps.Relaunchs)})
+		if broken != "" {
+			out = append(out, kv.Stat{Name: "index_resident_broken", Value: strconv.Quote(broken)})
+		}
+	}
+	for _, sh := range e.shards {
+		out = append(out,
+			kv.Stat{Name: "index_search_call_us", Value: micros(time.Duration(sh.pol.callNs.Load()))},
+			kv.Stat{Name: "index_search_target", Value: strconv.Itoa(sh.pol.target())},
+			kv.Stat{Name: "index_update_interval_us", Value: micros(sh.pol.updateInterval())})
+		break // the first shard's policy state
+	}
+	return out
 }
 
 // latencySummary gives quantiles of the engine-side GET and SET latency
@@ -125,7 +167,7 @@ func (e *Engine) latencySummary() []kv.Stat {
 	for _, h := range []struct {
 		name string
 		h    *latencyHist
-	}{{"get", &e.getLat}, {"set", &e.setLat}, {"index_batch", &e.idxLat}} {
+	}{{"get", &e.getLat}, {"set", &e.setLat}, {"index_batch", &e.idxLat}, {"index_update", &e.updLat}} {
 		s := h.h.snapshot()
 		out = append(out,
 			kv.Stat{Name: h.name + "_latency_count", Value: u64(s.n)},
@@ -174,6 +216,8 @@ func (e *Engine) settingsStats() []kv.Stat {
 		{Name: "warpkv_index_shards", Value: strconv.Itoa(len(e.shards))},
 		{Name: "warpkv_batch_interval_us", Value: micros(e.interval)},
 		{Name: "warpkv_max_batch", Value: strconv.Itoa(e.opts.MaxBatch)},
+		{Name: "warpkv_batch_policy", Value: e.opts.Policy},
+		{Name: "warpkv_gpu_search", Value: e.gpuSearch()},
 	}
 }
 
@@ -222,21 +266,45 @@ func (e *Engine) slabStats() []kv.Stat {
 		kv.Stat{Name: "total_malloced", Value: i64(st.PageBytes)})
 }
 
-// itemCounts returns the linked items of the store and the entries of the
-// index; when no write is in flight they are equal (nothing orphaned).
-func (e *Engine) itemCounts() (linked, indexed int64) {
-	for _, sh := range e.shards {
-		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+// quiesce waits, up to two seconds, until no update is queued, the pending
+// table is empty and the shards have unlinked every dropped location; the
+// caller must not be writing. It reports whether the engine got quiet.
+func (e *Engine) quiesce() bool {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if e.inflightItems.Load() != 0 || e.pend.size() != 0 {
+			continue
+		}
+		quiet := true
+		for _, sh := range e.shards {
 			sh.mu.Lock()
-			np := len(sh.pending)
+			quiet = quiet && sh.toUnlink.Load() == 0 && sh.upd.jobs() == 0 && !sh.applying && sh.awaitN.Load() == 0
 			sh.mu.Unlock()
-			if np == 0 {
-				break
-			}
+		}
+		if quiet {
+			return true
 		}
 	}
+	return false
+}
+
+// itemCounts returns the linked items of the store and the entries of the
+// index once the engine is quiet; then they are equal (nothing orphaned).
+func (e *Engine) itemCounts() (linked, indexed int64) {
+	e.quiesce()
 	for _, sh := range e.shards {
 		indexed += int64(sh.ix.Stats().Entries)
 	}
 	return e.store.Stats().Items, indexed
+}
+
+// gpuSearch says how search batches run: "persistent" or "staged" on the
+// GPU engine, "cpu" on the CPU engine.
+func (e *Engine) gpuSearch() string {
+	switch {
+	case e.backend != "gpu":
+		return "cpu"
+	case len(e.persist) > 0:
+		return GPUSearchPersistent
+	}
+	return GPUSearchStaged
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"runtime"
 	"slices"
 
 	"warpkv/hashindex"
@@ -13,15 +12,20 @@ import (
 // stripeOf returns the write lock of a key hash.
 func stripeOf(h uint64) int { return int(h >> 52) } // 12 bits: stripes
 
-// lockRun takes the stripe locks of sc.hashes[:n] in increasing order
-// (so that runs never deadlock) and records them for unlockRun.
-func (e *Engine) lockRun(sc *scratch, n int) {
+// lockRun takes the stripe locks of hashes in increasing order (so that
+// runs never deadlock) and records them in sc.locks for unlockRun.
+func (e *Engine) lockRun(sc *scratch, hashes []uint64) {
 	sc.locks = sc.locks[:0]
-	for _, h := range sc.hashes[:n] {
+	for _, h := range hashes {
 		sc.locks = append(sc.locks, stripeOf(h))
 	}
 	slices.Sort(sc.locks)
 	sc.locks = slices.Compact(sc.locks)
+	e.relock(sc)
+}
+
+// relock takes the locks lockRun recorded again, after unlockRun.
+func (e *Engine) relock(sc *scratch) {
 	for _, l := range sc.locks {
 		e.locks[l].Lock()
 	}
@@ -34,129 +38,93 @@ func (e *Engine) unlockRun(sc *scratch) {
 }
 
 // doWrites executes a run of writes to distinct keys (hashes in
-// sc.hashes): under the keys' locks, one search finds the present items,
-// kv.Apply decides each op, new items are written and linked, and one
-// update per shard deletes removed and evicted entries and inserts the new
-// ones; the run returns when every shard has applied it. Locations the
-// index drops are unlinked from the store, so no item is orphaned.
+// sc.hashes). It finds the present items of the ops that need them
+// (current), then, holding the keys' stripe locks only for this CPU work,
+// has kv.Apply decide each op, writes and links the new items, records
+// them in the pending table and queues one index update per shard
+// (deletes of removed and evicted entries, inserts of the new items). It
+// returns without waiting for the updates: the pending table answers for
+// the keys until the schedulers have applied them (completeUpdate), so a
+// client still reads its own writes. Locations the index drops are
+// unlinked from the store then, so no item is orphaned.
 func (e *Engine) doWrites(ops []kv.Op, sc *scratch) {
+	t := e.prof.start()
 	n := len(ops)
-	e.lockRun(sc, n)
-	locked := true
-	defer func() {
-		if locked {
-			e.unlockRun(sc)
-		}
-	}()
-	plain := !needSearch(ops)
-	if !plain {
-		e.waitPending(sc)
-		if err := e.search(sc, n); err != nil {
+	hashes := sc.hashes[:n]
+	sc.cur = grow(sc.cur, n)
+	sc.curPend = grow(sc.curPend, n)
+	clear(sc.cur)
+	clear(sc.curPend)
+	if needSearch(ops) {
+		if err := e.current(ops, sc); err != nil {
 			failAll(ops, err)
 			return
 		}
+		e.prof.lap(stWriteLookup, &t)
 	} else {
-		sc.locs = grow(sc.locs, n)
-		for i := range sc.locs {
-			sc.locs[i] = notLoc
-		}
+		e.lockRun(sc, hashes)
 	}
 	now := e.clock()
 	fs := e.flushState()
-	ns := len(e.shards)
-	sc.ureqs = grow(sc.ureqs, ns)
-	for s := range sc.ureqs {
-		sc.ureqs[s].reset()
-		sc.ureqs[s].w = &sc.w
-	}
-	sc.cur = grow(sc.cur, n)
-	sc.fresh = grow(sc.fresh, n)
-	sc.removed = grow(sc.removed, n)
-	insOp := make([][]int, ns) // per shard: the op of each insert job
+	sc.ureqs = grow(sc.ureqs, len(e.shards))
 	for i := range ops {
-		op, h := &ops[i], sc.hashes[i]
-		sc.cur[i], sc.fresh[i], sc.removed[i] = itemstore.Ref{}, itemstore.Ref{}, notLoc
-		var cur *kv.Item
-		r, ok := e.lookup(sc.locs[i], h, op.Key, now, &fs)
+		op, h := &ops[i], hashes[i]
+		cur, ok := sc.cur[i], sc.cur[i].Valid()
+		var curItem *kv.Item
 		if ok {
-			sc.cur[i] = r
-			it := item(r)
-			cur = &it
+			it := item(cur)
+			curItem = &it
 		}
-		eff := kv.Apply(op, cur, now, sc.digits[:0])
+		eff := kv.Apply(op, curItem, now, sc.digits[:0])
 		e.countWrite(op)
 		if eff.SetExpiry && ok {
-			r.SetExptime(eff.Exptime)
-			op.Result.CAS, op.Result.Exptime = r.CAS(), eff.Exptime
+			cur.SetExptime(eff.Exptime)
+			op.Result.CAS, op.Result.Exptime = cur.CAS(), eff.Exptime
 			if op.Kind == kv.Touch { // memcached's touch bumps the item as a fetch does
-				r.Touch(now)
+				cur.Touch(now)
 			}
 		}
 		if eff.Write {
-			if err := e.write(op, h, eff, now, sc, i); err != nil {
+			fresh, err := e.write(op, h, eff, now, sc, cur)
+			if err == nil {
+				e.pendingPut(sc, h, pendingEntry(fresh.Loc(), false))
+				u := e.updateFor(sc, h)
+				u.insHashes = append(u.insHashes, h)
+				u.insLocs = append(u.insLocs, fresh.Loc())
+				u.insRefs = append(u.insRefs, fresh)
+				e.inflightItems.Add(1)
+			} else {
 				// As memcached: a set that cannot be stored removes the
 				// key's old item, so stale data does not outlive it.
-				if op.Kind == kv.Set && sc.locs[i] == notLoc && !ok {
-					// A plain set did not search: look now, once the
-					// stripes' pending sets are in, and keep the locks
-					// until this run's update is.
-					plain = false
-					e.waitPending(sc)
-					if loc, err := e.searchOne(h); err == nil {
-						r, ok = e.lookup(loc, h, op.Key, now, &fs)
-						sc.cur[i] = r
-					}
+				if op.Kind == kv.Set && !ok && !needSearch(ops[i:i+1]) {
+					// A plain set did not look for its present item.
+					cur, ok = e.currentLocked(h, op.Key, now, &fs)
+					sc.cur[i] = cur
+					sc.curPend[i] = ok && e.isPending(h)
 				}
 				eff.Remove = op.Kind == kv.Set && ok
-			} else {
-				s := e.shardOf(h)
-				u := &sc.ureqs[s]
-				u.insHashes = append(u.insHashes, h)
-				u.insLocs = append(u.insLocs, sc.fresh[i].Loc())
-				insOp[s] = append(insOp[s], i)
 			}
 		}
 		if eff.Remove && ok {
-			u := &sc.ureqs[e.shardOf(h)]
+			e.pendingPut(sc, h, pendingEntry(cur.Loc(), true))
+			u := e.updateFor(sc, h)
 			u.delHashes = append(u.delHashes, h)
-			u.delLocs = append(u.delLocs, r.Loc())
-			sc.removed[i] = r.Loc()
+			u.delLocs = append(u.delLocs, cur.Loc())
+			u.rmRefs = append(u.rmRefs, cur)
+			u.barrier = u.barrier || sc.curPend[i]
+			sc.cur[i] = itemstore.Ref{} // the update holds it until applied
+			e.inflightItems.Add(1)
 		}
 	}
-	for s := range sc.ureqs {
-		if sc.ureqs[s].jobs() > 0 {
-			e.shards[s].update(&sc.ureqs[s])
+	e.queueUpdates(sc)
+	e.unlockRun(sc)
+	for i := range ops {
+		if sc.cur[i].Valid() {
+			sc.cur[i].Release()
 		}
 	}
-	if plain {
-		// Plain sets need no present item, so once their inserts are
-		// queued (in key-lock order: the index applies them in that
-		// order) the keys' locks can go. Writes that read the present
-		// item wait for the stripes' pending sets first (waitPending).
-		for _, l := range sc.locks {
-			e.pending[l].Add(1)
-		}
-		e.unlockRun(sc)
-		locked = false
-		defer func() {
-			for _, l := range sc.locks {
-				e.pending[l].Add(-1)
-			}
-		}()
-	}
-	sc.w.wg.Wait()
-	e.finishUpdates(ops, sc, insOp)
-}
-
-// waitPending waits until the run's stripes have no plain sets queued but
-// not yet applied, so that a search sees them. The run holds the stripes'
-// locks, so no new ones come. Cost: at most one update batch.
-func (e *Engine) waitPending(sc *scratch) {
-	for _, l := range sc.locks {
-		for e.pending[l].Load() > 0 {
-			runtime.Gosched()
-		}
-	}
+	clear(sc.cur)
+	e.prof.lap(stWriteApply, &t)
 }
 
 // needSearch reports whether a run of writes needs the present items: all
@@ -171,29 +139,197 @@ func needSearch(ops []kv.Op) bool {
 	return false
 }
 
+// optimisticTries is how many times current searches without the keys'
+// locks before it searches holding them.
+const optimisticTries = 2
+
+// current finds the present item of every op of a write run that needs it
+// (all but plain sets: needSearch), leaves it held in sc.cur (with
+// sc.curPend set when it came from the pending table) and returns with the
+// run's stripe locks held.
+//
+// A key with a pending entry needs no search. For the others the index is
+// searched without holding the locks, so a key is never locked across a
+// GPU batch: before the search it notes the applied counters of their
+// pending stripes; after it, under the locks, a key still without a pending
+// entry whose stripe's counter has not moved had no update applied since
+// the search began (any applied write of the key removes the key's entry
+// on completion, moving the counter), so the search result is its state
+// now. Otherwise it tries again; after optimisticTries it searches holding
+// the locks, where, with no pending entry, no write of the key is in
+// flight. Cost: usually one search batch, none when all keys are pending.
+func (e *Engine) current(ops []kv.Op, sc *scratch) error {
+	n := len(ops)
+	hashes := sc.hashes[:n]
+	e.lockRun(sc, hashes)
+	now := e.clock()
+	fs := e.flushState()
+	sc.searched = grow(sc.searched, n)
+	sc.applied = grow(sc.applied, n)
+	sc.slocs = grow(sc.slocs, n)
+	clear(sc.searched)
+	for try := 0; ; try++ {
+		sc.qh, sc.qi = sc.qh[:0], sc.qi[:0]
+		for i := range ops {
+			if !needSearch(ops[i : i+1]) {
+				continue
+			}
+			if sc.cur[i].Valid() {
+				sc.cur[i].Release()
+				sc.cur[i] = itemstore.Ref{}
+			}
+			sc.curPend[i] = false
+			h := hashes[i]
+			if w, ok := e.pend.lookup(h); ok {
+				sc.curPend[i] = !entryDead(w)
+				if !entryDead(w) {
+					sc.cur[i], _ = e.lookup(entryLoc(w), h, ops[i].Key, now, &fs)
+				}
+				continue
+			}
+			if sc.searched[i] && e.pend.appliedOf(h) == sc.applied[i] {
+				sc.cur[i], _ = e.lookup(sc.slocs[i], h, ops[i].Key, now, &fs)
+				continue
+			}
+			sc.qh = append(sc.qh, h)
+			sc.qi = append(sc.qi, i)
+		}
+		if len(sc.qh) == 0 {
+			return nil
+		}
+		locked := try >= optimisticTries
+		for _, i := range sc.qi {
+			sc.applied[i] = e.pend.appliedOf(hashes[i])
+			sc.searched[i] = true
+		}
+		if try > 0 {
+			e.counts.optimisticRetries.Add(1)
+		}
+		if !locked {
+			e.unlockRun(sc)
+		} else {
+			e.counts.lockedSearches.Add(1)
+		}
+		sc.ql = grow(sc.ql, len(sc.qh))
+		err := e.search(sc, sc.qh, sc.ql)
+		// Done with the batch before blocking on the locks: the results
+		// are validated under them (a location dropped since the search
+		// moves the applied counter, or was an eviction or a displacement,
+		// after which the key is absent anyway).
+		e.release(sc)
+		if !locked {
+			e.relock(sc)
+		}
+		if err != nil {
+			e.unlockRun(sc)
+			e.releaseCur(sc, n)
+			return err
+		}
+		for k, i := range sc.qi {
+			sc.slocs[i] = sc.ql[k]
+		}
+		if locked {
+			// The locks were held through the search: its results are
+			// final.
+			for _, i := range sc.qi {
+				sc.applied[i] = e.pend.appliedOf(hashes[i])
+			}
+		}
+	}
+}
+
+// releaseCur releases the items current left held.
+func (e *Engine) releaseCur(sc *scratch, n int) {
+	for i := range n {
+		if sc.cur[i].Valid() {
+			sc.cur[i].Release()
+			sc.cur[i] = itemstore.Ref{}
+		}
+	}
+}
+
+// currentLocked returns the present item of one key whose stripe lock the
+// caller holds: from the pending table, else from a search made under the
+// lock (final: with no pending entry no write of the key is in flight).
+func (e *Engine) currentLocked(h uint64, key []byte, now int64, fs *kv.FlushState) (itemstore.Ref, bool) {
+	if w, ok := e.pend.lookup(h); ok {
+		if entryDead(w) {
+			return itemstore.Ref{}, false
+		}
+		return e.lookup(entryLoc(w), h, key, now, fs)
+	}
+	e.counts.lockedSearches.Add(1)
+	loc, err := e.searchOne(h)
+	if err != nil {
+		return itemstore.Ref{}, false
+	}
+	return e.lookup(loc, h, key, now, fs)
+}
+
+// isPending reports whether h has a pending insert.
+func (e *Engine) isPending(h uint64) bool {
+	w, ok := e.pend.lookup(h)
+	return ok && !entryDead(w)
+}
+
+// pendingPut records entry w for h. When h's pending stripe is full, it
+// first queues the run's updates built so far (the entries waiting may be
+// theirs) and waits for the schedulers to apply some.
+func (e *Engine) pendingPut(sc *scratch, h, w uint64) {
+	if e.pend.put(h, w) {
+		return
+	}
+	e.counts.pendingFull.Add(1)
+	e.queueUpdates(sc)
+	for _, s := range e.shards {
+		s.hurry()
+	}
+	for !e.pend.put(h, w) {
+		e.pend.waitRoom(h)
+	}
+}
+
+// updateFor returns the run's update list for h's shard.
+func (e *Engine) updateFor(sc *scratch, h uint64) *updateList {
+	return &sc.ureqs[e.shardOf(h)]
+}
+
+// queueUpdates appends the run's updates built so far to their shards'
+// queues, in the key locks' order: the index applies each key's updates in
+// that order.
+func (e *Engine) queueUpdates(sc *scratch) {
+	for s := range sc.ureqs {
+		u := &sc.ureqs[s]
+		if u.jobs() > 0 {
+			e.shards[s].update(u)
+		}
+		u.reset()
+	}
+}
+
 // searchOne looks up one hash. Cost: a wait for its shard's next search
 // batch.
 func (e *Engine) searchOne(h uint64) (uint32, error) {
-	var w waiter
 	out := [1]uint32{}
 	hs := [1]uint64{h}
-	req := searchReq{hashes: hs[:], out: out[:], w: &w}
-	e.shards[e.shardOf(h)].search(&req)
-	w.wg.Wait()
-	return out[0], req.err
+	wake := make(chan struct{}, 1)
+	err := e.shards[e.shardOf(h)].search(hs[:], out[:], wake, nil)
+	return out[0], err
 }
 
-// write allocates, fills and links the new item of a Write effect, leaving
-// it held in sc.fresh[i]; evicted items' index entries join the updates. On
-// failure it sets the op's status (TooLarge or NoMemory).
-func (e *Engine) write(op *kv.Op, h uint64, eff kv.Effect, now int64, sc *scratch, i int) error {
+// write allocates, fills and links the new item of a Write effect and
+// returns it, held; evicted items' index entries join the run's updates.
+// cur is the present item (InPlace counters keep its access time). On
+// failure it sets the op's status (TooLarge, NoMemory or NotStored).
+func (e *Engine) write(op *kv.Op, h uint64, eff kv.Effect, now int64, sc *scratch, cur itemstore.Ref) (itemstore.Ref, error) {
 	cas := e.nextCAS()
 	r, victims, err := e.store.Alloc(h, op.Key, eff.Len(), eff.Flags, eff.Exptime, cas, now, sc.victims[:0])
 	sc.victims = victims
 	for _, v := range victims {
-		u := &sc.ureqs[e.shardOf(v.Hash)]
+		u := e.updateFor(sc, v.Hash)
 		u.delHashes = append(u.delHashes, v.Hash)
 		u.delLocs = append(u.delLocs, v.Loc)
+		u.rmRefs = append(u.rmRefs, itemstore.Ref{}) // already dead: nothing to unlink
 	}
 	e.counts.evictions.Add(uint64(len(victims)))
 	switch {
@@ -201,69 +337,80 @@ func (e *Engine) write(op *kv.Op, h uint64, eff kv.Effect, now int64, sc *scratc
 		// memcached answers NOT_STORED when the joined item cannot be
 		// allocated.
 		op.Result = kv.Result{Status: kv.NotStored}
-		return err
+		return r, err
 	case errors.Is(err, itemstore.ErrTooLarge):
 		op.Result = kv.Result{Status: kv.TooLarge}
-		return err
+		return r, err
 	case err != nil:
 		op.Result = kv.Result{Status: kv.NoMemory}
-		return err
+		return r, err
 	}
 	v := r.Value()
 	copy(v[copy(v, eff.Parts[0]):], eff.Parts[1])
-	if eff.InPlace && sc.cur[i].Valid() && sc.cur[i].Fetched() {
-		r.Touch(sc.cur[i].LastAccess())
+	if eff.InPlace && cur.Valid() && cur.Fetched() {
+		r.Touch(cur.LastAccess())
 	}
 	e.store.Link(r)
-	sc.fresh[i] = r
 	op.Result.CAS, op.Result.Exptime = cas, eff.Exptime
 	e.counts.items.Add(1)
-	return nil
+	return r, nil
 }
 
-// finishUpdates, once the run's updates are applied, has the locations
-// the index no longer holds unlinked and releases the run's items.
-func (e *Engine) finishUpdates(ops []kv.Op, sc *scratch, insOp [][]int) {
-	for s := range sc.ureqs {
-		u := &sc.ureqs[s]
-		if u.err != nil {
-			for _, i := range insOp[s] {
-				ops[i].Result = kv.Result{Status: kv.Failed, Err: u.err}
-			}
-			continue
-		}
-		for _, d := range u.drops {
-			i := insOp[s][d.Job]
-			e.dropped(&ops[i], d, sc.hashes[i], sc.fresh[i])
-		}
+// completeUpdate finishes an update list once its shard has applied it
+// (called by the shard's scheduler): locations the inserts dropped are
+// unlinked, the writes' pending entries removed, and the items the list
+// held released.
+func (e *Engine) completeUpdate(u *updateList) {
+	for _, d := range u.drops {
+		e.dropped(u, d)
 	}
-	for i := range ops {
-		if l := sc.removed[i]; l != notLoc {
-			e.shards[e.shardOf(sc.hashes[i])].deferUnlink(pendingUnlink{loc: l, hash: sc.hashes[i], match: matchHash})
+	failed := false
+	for j, h := range u.insHashes {
+		fresh := u.insRefs[j]
+		if u.errAt(j, false) != nil {
+			// Not indexed: it must not stay linked.
+			e.store.Unlink(fresh.Loc(), h)
+			e.counts.updateErrors.Add(1)
+			failed = true
 		}
-		if sc.cur[i].Valid() {
-			sc.cur[i].Release()
+		e.pend.remove(h, pendingEntry(fresh.Loc(), false))
+		fresh.Release()
+		e.inflightItems.Add(-1)
+	}
+	for j, h := range u.delHashes {
+		r := u.rmRefs[j]
+		if !r.Valid() {
+			continue // an evicted item's entry
 		}
-		if sc.fresh[i].Valid() {
-			sc.fresh[i].Release()
+		if u.errAt(j, true) != nil {
+			e.store.Unlink(r.Loc(), h) // acknowledged as removed: it must not come back
+			e.counts.updateErrors.Add(1)
+			failed = true
+		} else {
+			e.shards[e.shardOf(h)].deferUnlink(pendingUnlink{loc: r.Loc(), hash: h, match: matchHash})
 		}
-		sc.cur[i], sc.fresh[i] = itemstore.Ref{}, itemstore.Ref{}
+		e.pend.remove(h, pendingEntry(r.Loc(), true))
+		r.Release()
+		e.inflightItems.Add(-1)
+	}
+	if failed {
+		e.log.Error("server: index update failed; its items were unlinked", "err", errors.Join(u.errs...))
 	}
 }
 
 // dropped frees the item behind a location an insert made the index drop.
-// The op's own new item displaced out of the table cannot be found: it is
-// unlinked at once and the op answers NoMemory, as a store that could not
-// keep the item. Any other location (an overwritten key's old item, a cell
+// The job's own new item displaced out of the table cannot be found: it is
+// unlinked at once (its set was acknowledged; the key now misses, as after
+// an eviction). Any other location (an overwritten key's old item, a cell
 // pushed out by displacement) is unlinked later, after the shard's next
 // search batch (see shard.deferUnlink), so that a read whose search found
 // it just before the update can still read it.
-func (e *Engine) dropped(op *kv.Op, d hashindex.Dropped, h uint64, fresh itemstore.Ref) {
+func (e *Engine) dropped(u *updateList, d hashindex.Dropped) {
 	e.counts.indexDrops.Add(1)
-	if fresh.Valid() && d.Loc == fresh.Loc() {
+	h := u.insHashes[d.Job]
+	if d.Loc == u.insLocs[d.Job] {
 		if d.Reason == hashindex.Displaced {
 			e.store.Unlink(d.Loc, h)
-			op.Result = kv.Result{Status: kv.NoMemory}
 			e.counts.selfDisplaced.Add(1)
 		}
 		return

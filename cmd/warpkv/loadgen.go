@@ -34,7 +34,12 @@ func runLoadgen(e *env, args []string) error {
 	multiget := fs.Int("multiget", 1, "keys per get request")
 	duration := fs.Duration("duration", loadgen.DefaultDuration, "measured time per workload and server")
 	warmup := fs.Duration("warmup", loadgen.DefaultWarmup, "unmeasured load before each measurement")
-	proto := fs.String("protocol", string(loadgen.Text), "text (get/set) or binary (getkq.../getk, set)")
+	proto := fs.String("protocol", string(loadgen.Text), "text (get/set), binary (getkq.../getk, set) or meta (mg/mn, ms)")
+	rate := fs.Float64("rate", 0, "pace the load at this many ops/s over all connections (0: as fast as the pipelines allow)")
+	p99At := fs.Float64("p99-at", 0, "after each measurement, measure again paced at this fraction of its throughput (e.g. 0.8)")
+	serverPID := fs.Int("server-pid", 0, "`PID` of the server process on this machine: report its CPU time per million operations")
+	serverStats := fs.String("server-stats", "", "stats `GROUP` of the server to report the change of over each measurement (- for the general group)")
+	preload := fs.String("preload", "each", "each: preload before every workload; once: only when the key and value sizes change; none")
 	seed := fs.Uint64("seed", 1, "seed of the key and operation choices")
 	jsonPath := fs.String("json", "", "also write the rows as JSON to `FILE`")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
@@ -64,7 +69,20 @@ func runLoadgen(e *env, args []string) error {
 		return err
 	}
 	cfg := loadgen.Config{Conns: *conns, Pipeline: *pipeline, MultiGet: *multiget, Duration: *duration,
-		Warmup: *warmup, Seed: *seed, Protocol: loadgen.Protocol(*proto)}
+		Warmup: *warmup, Seed: *seed, Protocol: loadgen.Protocol(*proto), Rate: *rate, RateFraction: *p99At,
+		ServerPID: *serverPID, ServerStats: *serverStats}
+	switch *preload {
+	case "each":
+	case "once":
+		cfg.PreloadOnce = true
+	case "none":
+		cfg.NoPreload = true
+	default:
+		return usagef("--preload %q: want each, once or none", *preload)
+	}
+	if *rate > 0 && *p99At > 0 {
+		return usagef("--rate and --p99-at exclude each other")
+	}
 	if !*quiet {
 		cfg.Progress = e.stderr
 	}
@@ -79,8 +97,15 @@ func runLoadgen(e *env, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	fmt.Fprintf(e.stdout, "%d connections, pipeline %d, %d keys per get, %s protocol, %d keys, %v measured after %v warm-up\n\n",
-		cfg.Conns, cfg.Pipeline, cfg.MultiGet, cfg.Protocol, *keys, cfg.Duration, cfg.Warmup)
+	pace := ""
+	switch {
+	case cfg.Rate > 0:
+		pace = fmt.Sprintf(", paced at %.0f ops/s", cfg.Rate)
+	case cfg.RateFraction > 0:
+		pace = fmt.Sprintf(", then paced at %.0f%% of the throughput", 100*cfg.RateFraction)
+	}
+	fmt.Fprintf(e.stdout, "%d connections, pipeline %d, %d keys per get, %s protocol, %d keys, %v measured after %v warm-up%s\n\n",
+		cfg.Conns, cfg.Pipeline, cfg.MultiGet, cfg.Protocol, *keys, cfg.Duration, cfg.Warmup, pace)
 	rows, runErr := loadgen.Compare(ctx, targets, workloads, cfg)
 	if err := loadgen.WriteTable(e.stdout, rows); err != nil {
 		return err

@@ -1,0 +1,173 @@
+// persist.cu: a resident search kernel for the Mega-KV index. It stays on
+// the device between batches and polls a doorbell in mapped host memory,
+// so that a small search batch costs no kernel launch, no copy and no
+// driver call: the host writes the hashes into a mapped slot and rings; the
+// kernel reads them over the bus, searches the table, writes the locations
+// back into the slot and answers. Large batches are searched by hix_search
+// launched as usual (persist.go), also straight from the mapped slots.
+//
+// It includes hashindex.cu for the table layout and the unit helpers
+// (signature, alternate, Unit, ballots, shuffles), so that both searches
+// share one definition of where a key lives; its own search differs only
+// in loading table words with __ldcg (L2, never L1): the table changes
+// between batches (inserts and deletes run as other kernels while this one
+// waits), and L1 is not coherent with writes from other kernels while a
+// kernel is resident.
+//
+// Defines from Go (persist.go): SEARCH_JOBS (hashindex.cu), PS_THREADS
+// (threads of the one block), and the control word offsets CTL_SEQ,
+// CTL_ARG, CTL_DONE, CTL_QUIT, CTL_HITS, CTL_BATCHES, CTL_EXITS.
+#include "hashindex_kernels.cuh"
+
+#ifndef PS_THREADS
+#error "PS_THREADS must be defined (persist.go passes it)"
+#endif
+
+// ld_acquire_sys: a load of host-mapped memory that orders the loads after
+// it (the hashes the host wrote before ringing).
+__device__ __forceinline__ u64 ld_acquire_sys(const u64* p) {
+    u64 v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// st_release_sys: a store to host-mapped memory ordered after this
+// thread's earlier stores and the fence before it.
+__device__ __forceinline__ void st_release_sys(u64* p, u64 v) {
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ u64 ld_volatile(const u64* p) { return *(const volatile u64*)p; }
+
+__device__ __forceinline__ u64 global_ns() {
+    u64 t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// persist_unit: one unit's search of jobs [first, first + min(SEARCH_JOBS,
+// n - first)) of a batch, as hix_search does it, with table words loaded
+// through L2 and hashes read once from mapped memory. Returns 1 in the lane
+// that wrote a found location, else 0.
+__device__ u32 persist_unit(const u32* table, u32 mask, u32 pmask, const u64* hashes, u64 n, u32* out, u64 first, Unit u) {
+    u32 jobs = (u32)min((u64)SEARCH_JOBS, n - first);
+    u64 mine = u.lane < jobs ? __ldcv(hashes + first + u.lane) : 0;
+    u32 sig[SEARCH_JOBS], b[SEARCH_JOBS], m[SEARCH_JOBS], v[SEARCH_JOBS];
+#pragma unroll
+    for (u32 t = 0; t < SEARCH_JOBS; t++) {
+        u64 h = unit_shfl(u, mine, t);
+        sig[t] = signature(h);
+        b[t] = (u32)h & mask;
+    }
+#pragma unroll
+    for (u32 t = 0; t < SEARCH_JOBS; t++) v[t] = t < jobs ? __ldcg(table + (u64)b[t] * BUCKET_WORDS + u.lane) : 0u;
+#pragma unroll
+    for (u32 t = 0; t < SEARCH_JOBS; t++) m[t] = unit_ballot(u, t < jobs && v[t] == sig[t]);
+#pragma unroll
+    for (u32 t = 0; t < SEARCH_JOBS; t++) {
+        if (m[t]) {
+            u32 c = (u32)__ffs(m[t]) - 1;
+            v[t] = u.lane == c ? __ldcg(table + (u64)b[t] * BUCKET_WORDS + CELLS + c) : 0u;
+        } else {
+            b[t] = alternate(b[t], sig[t], pmask);
+            v[t] = t < jobs ? __ldcg(table + (u64)b[t] * BUCKET_WORDS + u.lane) : 0u;
+        }
+    }
+    u32 r = NOT_FOUND;
+#pragma unroll
+    for (u32 t = 0; t < SEARCH_JOBS; t++) {
+        if (m[t]) {
+            u32 loc = unit_shfl(u, v[t], (u32)__ffs(m[t]) - 1);
+            if (u.lane == t) r = loc;
+            m[t] = 0;
+        } else {
+            m[t] = unit_ballot(u, t < jobs && v[t] == sig[t]);
+        }
+    }
+#pragma unroll
+    for (u32 t = 0; t < SEARCH_JOBS; t++) {
+        u32 c = (u32)__ffs(m[t]) - 1;
+        v[t] = m[t] && u.lane == c ? __ldcg(table + (u64)b[t] * BUCKET_WORDS + CELLS + c) : 0u;
+    }
+#pragma unroll
+    for (u32 t = 0; t < SEARCH_JOBS; t++) {
+        if (m[t]) {
+            u32 loc = unit_shfl(u, v[t], (u32)__ffs(m[t]) - 1);
+            if (u.lane == t) r = loc;
+        }
+    }
+    if (u.lane < jobs) out[first + u.lane] = r;
+    return u.lane < jobs && r != NOT_FOUND ? 1u : 0u;
+}
+
+// hix_persist: the resident search. One block of PS_THREADS threads.
+// Thread mapping: thread 0 polls the doorbell ctl[CTL_SEQ] until it differs
+// from the last batch served (initially start_seq), then reads the batch's
+// slot and size from ctl[CTL_ARG]; the block's units (8 lanes each) take
+// groups of SEARCH_JOBS jobs of the slot, striding by the block's units,
+// and write the locations into the slot's outputs; after a system fence
+// thread 0 stores the hit count, then the batch number into ctl[CTL_DONE].
+// The kernel exits when ctl[CTL_QUIT] is set or no batch came for idle_ns,
+// counting its exit in ctl[CTL_EXITS] (the host launches it again when
+// needed: persist.go).
+// Invariant: read-only on the table; each batch's outputs are written
+// before its number is published in CTL_DONE, and a batch is served once.
+extern "C" __global__ void __launch_bounds__(PS_THREADS, 1)
+hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const u64* hashes_base, u32* out_base,
+            u64 slot_jobs, u64 start_seq, u64 idle_ns) {
+    __shared__ u64 s_seq, s_arg;
+    __shared__ int s_exit;
+    __shared__ u32 s_hits;
+    u64 last = start_seq;
+    Unit u = unit_of();
+    for (;;) {
+        if (threadIdx.x == 0) {
+            u64 t0 = global_ns();
+            int ex = 0;
+            u64 seq;
+            for (;;) {
+                seq = ld_acquire_sys(ctl + CTL_SEQ);
+                if (seq != last) break;
+                if (ld_volatile(ctl + CTL_QUIT)) {
+                    ex = 1;
+                    break;
+                }
+                if (global_ns() - t0 > idle_ns) {
+                    ex = 2;
+                    break;
+                }
+            }
+            s_exit = ex;
+            if (!ex) {
+                s_seq = seq;
+                s_arg = ld_volatile(ctl + CTL_ARG);
+                s_hits = 0;
+            }
+        }
+        __syncthreads();
+        if (s_exit) {
+            if (threadIdx.x == 0) {
+                *(volatile u64*)(ctl + CTL_EXITS) = *(volatile u64*)(ctl + CTL_EXITS) + 1;
+                __threadfence_system();
+            }
+            return;
+        }
+        u64 seq = s_seq, arg = s_arg;
+        u64 n = (u32)arg;
+        const u64* hashes = hashes_base + (arg >> 32) * slot_jobs;
+        u32* out = out_base + (arg >> 32) * slot_jobs;
+        u32 hits = 0;
+        for (u64 first = (u64)(threadIdx.x / CELLS) * SEARCH_JOBS; first < n; first += (PS_THREADS / CELLS) * SEARCH_JOBS)
+            hits += persist_unit(table, mask, pmask, hashes, n, out, first, u);
+        if (hits) atomicAdd(&s_hits, hits);
+        __threadfence_system();
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            *(volatile u64*)(ctl + CTL_HITS) = s_hits;
+            *(volatile u64*)(ctl + CTL_BATCHES) = *(volatile u64*)(ctl + CTL_BATCHES) + 1;
+            __threadfence_system();
+            st_release_sys(ctl + CTL_DONE, seq);
+        }
+        last = seq;
+    }
+}

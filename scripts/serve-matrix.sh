@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# serve-matrix.sh: issue 14's end-to-end matrix of the Mega-KV server, in
+# about 7 minutes, with warpkv's own "bench serve":
+#
+#   every Mega-KV workload a-d (8/8, 16/64, 32/512, 128/1024 B),
+#   95:5 and 100:0 GET:SET, uniform and Zipf 0.99 keys,
+#   single gets and 10-key multi-gets,
+#   memcached, warpkv's GPU engine and warpkv's CPU engine,
+#   each server alone in its own process on the server CPUs (-t = their
+#   number), the load generator in another process on the load CPUs,
+#   throughput, p50/p99/p99.9, server CPU time per million operations, and
+#   the p99 at 80% of each server's peak (a paced run);
+#   then, with the stage profile on, a few workloads on the GPU engine (both
+#   search modes) and the CPU engine; a memaslap cross-check; and the table
+#   of the issue's targets.
+#
+# Usage:
+#   scripts/serve-matrix.sh pack   # here (with Go): .gpu/warpkv and .gpu/bin/
+#                                  # (memcached and memcaslap with their
+#                                  # libraries), to carry to the GPU machine
+#   scripts/serve-matrix.sh [run]  # on the GPU machine: writes to $OUT (or
+#                                  # .gpu/serve-matrix/) serve-get1.{txt,json},
+#                                  # serve-get10.{txt,json}, serve-profile.*,
+#                                  # targets.txt
+#
+# Environment (run): SERVER_CPUS, LOAD_CPUS (default: the first and second
+# half of the CPUs), ENGINES (gpu,cpu), DURATION (1200ms), WARMUP (300ms),
+# CONNS (32), PIPELINE (16), KEYS (100000), MEM_MB (2048), WORKLOADS
+# (a,b,c,d), MIXES (95:5,100:0), DISTS (uniform,zipf), WARPKV (the
+# binary, default .gpu/warpkv), MEMCACHED (default .gpu/bin/memcached, else
+# memcached on PATH).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+mode=${1:-run}
+
+pack() {
+	cd "$root"
+	export GOOS=linux GOARCH=amd64 CGO_ENABLED=0
+	mkdir -p .gpu/bin/lib
+	echo "build cmd/warpkv -> .gpu/warpkv"
+	go build -ldflags='-s -w' -o .gpu/warpkv ./cmd/warpkv
+	for tool in memcached memcaslap; do
+		src=$(command -v "$tool" || true)
+		if [[ -z $src ]]; then
+			echo "no $tool here: not packed" >&2
+			continue
+		fi
+		cp -f "$src" ".gpu/bin/$tool.bin"
+		# Every library but the C library and the loader, so that the
+		# binary runs where they are missing.
+		ldd "$src" | awk '/=> \// {print $3}' | while read -r lib; do
+			case $(basename "$lib") in
+			libc.so.* | libm.so.* | ld-linux*) ;;
+			*) cp -fL "$lib" .gpu/bin/lib/ ;;
+			esac
+		done
+		cat >".gpu/bin/$tool" <<EOF
+#!/usr/bin/env bash
+# $tool packed by serve-matrix.sh pack, with its libraries
+dir=\$(cd "\$(dirname "\${BASH_SOURCE[0]}")" && pwd)
+export LD_LIBRARY_PATH="\$dir/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+exec "\$dir/$tool.bin" "\$@"
+EOF
+		chmod +x ".gpu/bin/$tool"
+		echo "packed $tool -> .gpu/bin/$tool"
+	done
+	du -sh .gpu/warpkv .gpu/bin
+}
+
+run() {
+	local bin=${WARPKV:-$root/.gpu/warpkv}
+	[[ -x $bin ]] || {
+		echo "no warpkv binary at $bin: run scripts/serve-matrix.sh pack first (or set WARPKV)" >&2
+		exit 1
+	}
+	local out=${OUT:-$root/.gpu/serve-matrix}
+	mkdir -p "$out"
+	local mc=${MEMCACHED:-}
+	if [[ -z $mc ]]; then
+		if [[ -x $root/.gpu/bin/memcached ]]; then
+			mc=$root/.gpu/bin/memcached
+		else
+			mc=memcached
+		fi
+	fi
+	if [[ -x $root/.gpu/bin/memcaslap ]]; then
+		export PATH="$root/.gpu/bin:$PATH"
+	fi
+	local n half
+	n=$(nproc)
+	half=$((n / 2))
+	local scpus=${SERVER_CPUS:-0-$((half - 1))}
+	local lcpus=${LOAD_CPUS:-$half-$((n - 1))}
+	local engines=${ENGINES:-gpu,cpu}
+	local common=(--memcached "$mc" --engines "$engines" --server-cpus "$scpus" --load-cpus "$lcpus"
+		-m "${MEM_MB:-2048}" --p99-at 0.8)
+	local lg=(--workloads "${WORKLOADS:-a,b,c,d}" --mix "${MIXES:-95:5,100:0}" --dist "${DISTS:-uniform,zipf}" --keys "${KEYS:-100000}"
+		--conns "${CONNS:-32}" --pipeline "${PIPELINE:-16}" --duration "${DURATION:-1200ms}"
+		--warmup "${WARMUP:-300ms}" --quiet)
+	local start=$SECONDS
+	echo "# serve matrix: $(date -u +%FT%TZ), $("$bin" version 2>/dev/null | head -n 1), $n CPUs, servers $scpus, load $lcpus"
+	"$bin" devices || true
+
+	echo "## single gets"
+	"$bin" bench serve "${common[@]}" --crosscheck auto --json "$out/serve-get1.json" -- "${lg[@]}" --multiget 1 |
+		tee "$out/serve-get1.txt"
+	echo "## 10-key multi-gets ($((SECONDS - start)) s so far)"
+	"$bin" bench serve "${common[@]}" --crosscheck none --json "$out/serve-get10.json" -- "${lg[@]}" --multiget 10 |
+		tee "$out/serve-get10.txt"
+	echo "## stage profile ($((SECONDS - start)) s so far)"
+	local peng=cpu
+	[[ $engines == *gpu* ]] && peng=gpu,gpu/staged,cpu
+	"$bin" bench serve --memcached none --engines "$peng" --server-cpus "$scpus" --load-cpus "$lcpus" \
+		-m "${MEM_MB:-2048}" --p99-at 0 --profile --crosscheck none --json "$out/serve-profile.json" -- \
+		--workloads a,d --mix 95:5 --dist uniform --keys "${KEYS:-100000}" --conns "${CONNS:-32}" \
+		--pipeline "${PIPELINE:-16}" --duration "${DURATION:-1200ms}" --warmup "${WARMUP:-300ms}" --quiet --multiget 10 |
+		tee "$out/serve-profile.txt"
+	echo "## targets ($((SECONDS - start)) s in all)"
+	"$bin" bench serve --report "$out/serve-get1.json,$out/serve-get10.json" | tee "$out/targets.txt"
+}
+
+case $mode in
+pack) pack ;;
+run) run ;;
+*)
+	echo "usage: $0 [pack|run]" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,96 @@
+package server
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"warpkv/kv"
+)
+
+// benchKeys is the key count of the engine benchmarks, preloaded.
+const benchKeys = 100000
+
+// benchEngine starts an engine on ec with benchKeys keys of 8-byte values.
+func benchEngine(b *testing.B, ec engineCase) *Engine {
+	eng := newTestEngine(b, ec, Options{MemoryLimit: 256 << 20})
+	for i := 0; i < benchKeys; i += 500 {
+		ops := make([]kv.Op, 0, 500)
+		for k := i; k < min(i+500, benchKeys); k++ {
+			ops = append(ops, kv.Op{Kind: kv.Set, Key: benchKey(k), Value: []byte("vvvvvvvv")})
+		}
+		do(b, eng, ops...)
+	}
+	eng.quiesce()
+	return eng
+}
+
+func benchKey(i int) []byte { return fmt.Appendf(nil, "k%07x", i) }
+
+// benchmarkDo runs batches built by fill on every parallel goroutine and
+// reports allocations per batch (b.N counts batches).
+func benchmarkDo(b *testing.B, fill func(r *rand.Rand, keys [][]byte, b *kv.Batch)) {
+	for _, ec := range testEngines {
+		b.Run(ec.name, func(b *testing.B) {
+			eng := benchEngine(b, ec)
+			keys := make([][]byte, benchKeys)
+			for i := range keys {
+				keys[i] = benchKey(i)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				r := rand.New(rand.NewPCG(rand.Uint64(), 1))
+				var batch kv.Batch
+				for pb.Next() {
+					batch.Reset()
+					fill(r, keys, &batch)
+					if err := eng.Do(&batch); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkDoMultiGet10 is a 10-key multi-get per batch (a connection's
+// round of one request).
+func BenchmarkDoMultiGet10(b *testing.B) {
+	benchmarkDo(b, func(r *rand.Rand, keys [][]byte, batch *kv.Batch) {
+		for range 10 {
+			batch.Add(kv.Op{Kind: kv.Get, Key: keys[r.IntN(len(keys))]})
+		}
+	})
+}
+
+// BenchmarkDoPipelined16 is a round of 16 pipelined requests, 5% sets.
+func BenchmarkDoPipelined16(b *testing.B) {
+	val := []byte("wwwwwwww")
+	benchmarkDo(b, func(r *rand.Rand, keys [][]byte, batch *kv.Batch) {
+		for range 16 {
+			k := keys[r.IntN(len(keys))]
+			if r.IntN(20) == 0 {
+				batch.Add(kv.Op{Kind: kv.Set, Key: k, Value: val})
+			} else {
+				batch.Add(kv.Op{Kind: kv.Get, Key: k})
+			}
+		}
+	})
+}
+
+// BenchmarkDoSet is one set per batch.
+func BenchmarkDoSet(b *testing.B) {
+	val := []byte("wwwwwwww")
+	benchmarkDo(b, func(r *rand.Rand, keys [][]byte, batch *kv.Batch) {
+		batch.Add(kv.Op{Kind: kv.Set, Key: keys[r.IntN(len(keys))], Value: val})
+	})
+}
+
+// BenchmarkDoIncr is one incr per batch (a read-modify-write: a search).
+func BenchmarkDoIncr(b *testing.B) {
+	benchmarkDo(b, func(r *rand.Rand, keys [][]byte, batch *kv.Batch) {
+		batch.Add(kv.Op{Kind: kv.Incr, Key: keys[r.IntN(len(keys))], Delta: 1})
+	})
+}
