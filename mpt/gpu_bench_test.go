@@ -126,3 +126,59 @@ func modeName(m NodeUpdate) string {
 	}
 	return string(m)
 }
+
+// BenchmarkGPUReads measures the GPU engine's batch reads of 100K present
+// keys in 1M-pair tries of the YCSB-like and ETHT-like data sets (the
+// pairs of mptbench): Lookup (values copied into fresh memory), LookupInto
+// (into one reused Values) and ProveBatch, and Lookup and LookupInto with
+// the host copy of the values (Options.HostValues: only value ids come
+// back). It reports keys/s and the last call's walk part (keys up, walks,
+// offsets or ids back) and values part (gather, download and copies) in
+// ms. Skipped without a GPU. go test -bench GPUReads -benchtime 20x
+func BenchmarkGPUReads(b *testing.B) {
+	gputest.Device(b)
+	const mptbenchSeed = 0x6d707453656564 // bench.MPTSeed
+	for _, ds := range []workload.Dataset{workload.YCSB, workload.ETHT} {
+		keys, values, err := workload.Generate(ds, gpuBenchSizes[ds], mptbenchSeed)
+		if err != nil {
+			b.Fatal(err)
+		}
+		probe := keys[:100_000]
+		for _, host := range []bool{false, true} {
+			tr := newGPUTestOpts(b, Options{HostValues: host})
+			if err := tr.Update(keys, values); err != nil {
+				b.Fatal(err)
+			}
+			var out Values
+			reads := []struct {
+				name string
+				read func() error
+			}{
+				{"Lookup", func() error { _, _, err := tr.Lookup(probe); return err }},
+				{"LookupInto", func() error { return tr.LookupInto(probe, &out) }},
+			}
+			if !host {
+				reads = append(reads, struct {
+					name string
+					read func() error
+				}{"ProveBatch", func() error { _, err := tr.ProveBatch(probe); return err }})
+			}
+			for _, r := range reads {
+				b.Run(fmt.Sprintf("%s/host-values=%v/%s", ds, host, r.name), func(b *testing.B) {
+					for b.Loop() {
+						if err := r.read(); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(float64(b.N*len(probe))/b.Elapsed().Seconds(), "keys/s")
+					last := tr.LastBatch()
+					b.ReportMetric(float64(last.Work)/float64(time.Millisecond), "walk-ms")
+					b.ReportMetric(float64(last.Download)/float64(time.Millisecond), "values-ms")
+				})
+			}
+			if err := tr.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -12,6 +12,11 @@
 #if !defined(KECCAK_RATE)
 #error "KECCAK_RATE is passed from kernels_gpu.go"
 #endif
+// MPT_KECCAK_UNROLL (keccakUnroll): rounds of mpt_hash_leaves' permutation
+// unrolled at a time, passed from kernels_gpu.go.
+#if !defined(MPT_KECCAK_UNROLL)
+#error "MPT_KECCAK_UNROLL is passed from kernels_gpu.go"
+#endif
 #define KECCAK_RATE_LANES (KECCAK_RATE / 8) // state lanes that absorb data
 
 // warp_keccak returns, in every lane t < 4, word t of the Keccak-256 of the
@@ -124,7 +129,7 @@ mpt_hash_leaves(Node* nodes_, const Val* __restrict__ vals, const u8* __restrict
                         v ^= 0x80ull << 56;
                     a[k] ^= v;
                 }
-                keccak_f1600(a);
+                keccak_f1600<MPT_KECCAK_UNROLL>(a);
             }
             for (int w = 0; w < 4; ++w)
                 for (int b = 0; b < 8; ++b)

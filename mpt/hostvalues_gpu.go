@@ -1,7 +1,6 @@
 package mpt
 
 import (
-	"errors"
 	"time"
 
 	"warpkv/gpu"
@@ -20,9 +19,10 @@ type hostValues struct {
 	ids   []uint32 // the last lookup's value ids, reused
 }
 
-// hostCopyGrain is the keys one goroutine copies the values of in
-// lookupIntoHost.
-const hostCopyGrain = 8192
+// hostCopyGrain is the keys one goroutine copies the values of (or
+// slices, in lookupHost) at a time: a 100K-key lookup splits into about a
+// hundred pieces, which keep all cores busy.
+const hostCopyGrain = 1024
 
 // newHostValues returns an empty copy (value id 0 reserved).
 func newHostValues() *hostValues { return &hostValues{vals: make([]uint64, 2)} }
@@ -62,9 +62,9 @@ func (h *hostValues) value(v uint32) []byte {
 }
 
 // lookupIDs walks keys on the device (one thread per key, as
-// lookupOffsets) and reads back only their value ids into g.host.ids.
-// The trie must not be empty. Cost: the keys' upload, one walk per key,
-// 4 bytes per key back.
+// lookupOffsets) and reads back only their value ids into g.host.ids
+// (through the pinned chunks). The trie must not be empty. Cost: the
+// keys' upload, one walk per key, 4 bytes per key back.
 func (g *gpuTrie) lookupIDs(keys [][]byte) ([]uint32, error) {
 	n := len(keys)
 	t0 := time.Now()
@@ -79,7 +79,7 @@ func (g *gpuTrie) lookupIDs(keys [][]byte) ([]uint32, error) {
 	}
 	ids := resize(g.host.ids, n)
 	g.host.ids = ids
-	if err := errors.Join(vid.Read(g.s, 0, ids), g.s.Synchronize()); err != nil {
+	if err := g.drained(gpu.DownloadStaged(g.xfer, g.s, vid, 0, ids)); err != nil {
 		return nil, err
 	}
 	g.lookupTimes[0] = time.Since(t0)
@@ -98,13 +98,15 @@ func (g *gpuTrie) lookupHost(keys [][]byte) ([][]byte, []bool, error) {
 		return nil, nil, err
 	}
 	t0 := time.Now()
-	for j, v := range ids {
-		i := j
-		if idx != nil {
-			i = idx[j]
+	par.For(len(ids), hostCopyGrain, 0, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			i, v := j, ids[j]
+			if idx != nil {
+				i = idx[j]
+			}
+			values[i], found[i] = g.host.value(v), v != 0
 		}
-		values[i], found[i] = g.host.value(v), v != 0
-	}
+	})
 	g.lookupTimes[1] = time.Since(t0)
 	return values, found, nil
 }

@@ -55,6 +55,10 @@ const (
 // what PhaseHC absorbs per permutation.
 const keccakRate = 136
 
+// keccakUnroll is how many of the 24 Keccak rounds mpt_hash_leaves unrolls
+// at a time (MPT_KECCAK_UNROLL; warpkv/keccak.cuh's keccak_f1600<U>).
+const keccakUnroll = 1
+
 // Node kinds (a free node, in the free list or never used, is kindFree)
 // and flags.
 const (
@@ -97,7 +101,7 @@ const (
 // defines returns the constants every program is compiled with.
 func defines() []gpu.Define {
 	return []gpu.Define{
-		gpu.Def("MPT_BLOCK", kernelBlock), gpu.Def("MPT_WARP_BLOCK", warpBlock), gpu.Def("KECCAK_RATE", keccakRate),
+		gpu.Def("MPT_BLOCK", kernelBlock), gpu.Def("MPT_WARP_BLOCK", warpBlock), gpu.Def("KECCAK_RATE", keccakRate), gpu.Def("MPT_KECCAK_UNROLL", keccakUnroll),
 		gpu.Def("MPT_PATH_BYTES", maxKeyBytes), gpu.Def("MPT_NODE_BYTES", nodeBytes), gpu.Def("MPT_VAL_BYTES", valBytes),
 		gpu.Def("KIND_FREE", kindFree), gpu.Def("KIND_BRANCH", kindBranch), gpu.Def("KIND_EXT", kindExt), gpu.Def("KIND_LEAF", kindLeaf),
 		gpu.Def("FLAG_DIRTY", uint32(flagDirty)),

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"warpkv/gpu"
+	"warpkv/internal/par"
 	"warpkv/prim"
 )
 
@@ -14,30 +15,40 @@ import (
 // sizes, scan, write) and the snapshot that iteration reads.
 
 // queryable returns the indices of the keys the GPU engine can look up
-// (keys too long for it cannot be in the trie) and those keys.
+// (keys too long for it cannot be in the trie) and those keys: nil and
+// keys itself, allocating nothing, when every key fits (the usual case).
+// Cost: one pass over the keys' lengths; two slices of the fitting keys'
+// count only when some key is too long.
 func (g *gpuTrie) queryable(keys [][]byte) ([]int, [][]byte) {
 	if g.secure {
 		return nil, keys
 	}
-	var idx []int
-	var ks [][]byte
+	long := 0
+	for _, k := range keys {
+		if len(k) > maxKeyBytes {
+			long++
+		}
+	}
+	if long == 0 {
+		return nil, keys
+	}
+	idx := make([]int, 0, len(keys)-long)
+	ks := make([][]byte, 0, len(keys)-long)
 	for i, k := range keys {
 		if len(k) <= maxKeyBytes {
 			idx = append(idx, i)
 			ks = append(ks, k)
 		}
 	}
-	if len(ks) == len(keys) {
-		return nil, keys
-	}
 	return idx, ks
 }
 
 // lookup returns copies of the values of keys (nil when absent) and
 // whether each is present: lookupOffsets walks and places the values,
-// gatherValues brings them back into one fresh buffer, which the values
-// slice. Cost: lookupOffsets' and gatherValues', plus one allocation of
-// all values' bytes and the result slices.
+// gatherValues brings them back into fresh buffers (one per part of the
+// keys, allocated on all cores while the gather kernel runs), which the
+// values slice. Cost: lookupOffsets' and gatherValues', plus the
+// allocation of all values' bytes and of the result slices.
 func (g *gpuTrie) lookup(keys [][]byte) ([][]byte, []bool, error) {
 	g.lookupTimes = [2]time.Duration{}
 	defer g.readDone("lookup", len(keys), time.Now())
@@ -55,20 +66,27 @@ func (g *gpuTrie) lookup(keys [][]byte) ([][]byte, []bool, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	buf := make([]byte, o[n])
-	if err := g.gatherValues(vid, offs, n, buf); err != nil {
+	parts := par.Parts(n, resultPart, 0)
+	var bufs [][]byte
+	if err := g.gatherValues(vid, offs, n, int(o[n]), func() [][]byte {
+		bufs = allocParts(o, parts)
+		return bufs
+	}); err != nil {
 		return nil, nil, err
 	}
-	for j := 0; j < n; j++ {
-		i := j
-		if idx != nil {
-			i = idx[j]
+	par.Ranges(n, parts, func(p, lo, hi int) {
+		buf, base := bufs[p], o[lo]
+		for j := lo; j < hi; j++ {
+			i := j
+			if idx != nil {
+				i = idx[j]
+			}
+			if o[j+1] > o[j] { // stored values are never empty
+				values[i] = buf[o[j]-base : o[j+1]-base : o[j+1]-base]
+				found[i] = true
+			}
 		}
-		if o[j+1] > o[j] { // stored values are never empty
-			values[i] = buf[o[j]:o[j+1]:o[j+1]]
-			found[i] = true
-		}
-	}
+	})
 	return values, found, nil
 }
 
@@ -99,8 +117,10 @@ func (g *gpuTrie) lookupInto(keys [][]byte, out *Values) error {
 	if err != nil {
 		return err
 	}
-	out.Data = resize(out.Data, int(o[n]))
-	if err := g.gatherValues(vid, offs, n, out.Data); err != nil {
+	if err := g.gatherValues(vid, offs, n, int(o[n]), func() [][]byte {
+		out.Data = resize(out.Data, int(o[n]))
+		return [][]byte{out.Data}
+	}); err != nil {
 		return err
 	}
 	if idx != nil { // keys the engine cannot hold are absent: empty ranges
@@ -125,13 +145,29 @@ func resize[T any](s []T, n int) []T {
 	return make([]T, n)
 }
 
+// resultPart is the fewest keys of a part of a read's results: large
+// results (values, proofs) are allocated in near-equal parts of the keys
+// on all cores, since Go zeroes a large allocation on one core.
+const resultPart = 4096
+
+// allocParts returns a fresh buffer for each of parts near-equal parts of
+// the keys whose results lie at offsets offs (part p, keys [lo, hi) as
+// par.Bound cuts them, gets offs[hi]-offs[lo] bytes), allocated on all
+// cores. Cost: the allocations, one part per goroutine.
+func allocParts(offs []uint64, parts int) [][]byte {
+	n := len(offs) - 1
+	bufs := make([][]byte, parts)
+	par.Ranges(n, parts, func(p, lo, hi int) { bufs[p] = make([]byte, offs[hi]-offs[lo]) })
+	return bufs
+}
+
 // lookupOffsets uploads keys (hashing them in secure mode), walks them
 // from the root one thread per key, places their values back to back with
 // a scan of their lengths, and reads the n+1 offsets into o (o[n]: the
-// total; an absent key gets an empty range). It returns the value ids and
-// the offsets on the device for gatherValues. The trie must not be empty.
-// Cost: the keys' upload, one walk per key, a scan, and 8 bytes per key
-// back.
+// total; an absent key gets an empty range) through the pinned chunks. It
+// returns the value ids and the offsets on the device for gatherValues.
+// The trie must not be empty. Cost: the keys' upload, one walk per key, a
+// scan, and 8 bytes per key back.
 func (g *gpuTrie) lookupOffsets(keys [][]byte, o []uint64) (vid *gpu.Buffer[uint32], offs *gpu.Buffer[uint64], err error) {
 	n := len(keys)
 	t0 := time.Now()
@@ -152,7 +188,7 @@ func (g *gpuTrie) lookupOffsets(keys [][]byte, o []uint64) (vid *gpu.Buffer[uint
 	if err := prim.DevScanExclusive(g.pe, vlen, offs, n+1); err != nil {
 		return nil, nil, err
 	}
-	if err := errors.Join(offs.Read(g.s, 0, o[:n+1]), g.s.Synchronize()); err != nil {
+	if err := g.drained(gpu.DownloadStaged(g.xfer, g.s, offs, 0, o[:n+1])); err != nil {
 		return nil, nil, err
 	}
 	g.lookupTimes[0] = time.Since(t0)
@@ -160,30 +196,36 @@ func (g *gpuTrie) lookupOffsets(keys [][]byte, o []uint64) (vid *gpu.Buffer[uint
 }
 
 // gatherValues copies the values of the n looked-up keys (vid, offs from
-// lookupOffsets) into dst, whose length is their total: one warp per key
-// gathers them into one device buffer, which comes back through the
-// pinned chunks (the copy of one chunk into dst, on all cores, overlaps
-// the DMA of the next). Cost: the values' bytes over the bus once.
-func (g *gpuTrie) gatherValues(vid *gpu.Buffer[uint32], offs *gpu.Buffer[uint64], n int, dst []byte) error {
+// lookupOffsets; total bytes) into host memory: one warp per key gathers
+// them into one device buffer; dst, called on the host while that kernel
+// runs (so that allocating the destination overlaps it), returns the
+// destinations of consecutive ranges of the total bytes, in order; the
+// bytes come back into them through the pinned chunks (the copy of one
+// chunk, on all cores, overlapping the DMA of the next). Cost: the values'
+// bytes over the bus once.
+func (g *gpuTrie) gatherValues(vid *gpu.Buffer[uint32], offs *gpu.Buffer[uint64], n, total int, dst func() [][]byte) error {
 	t0 := time.Now()
 	defer func() { g.lookupTimes[1] = time.Since(t0) }()
-	if len(dst) == 0 {
+	if total == 0 {
+		dst()
 		return nil
 	}
-	out, err := gpu.Get[byte](g.pool, bufOut, len(dst))
+	out, err := gpu.Get[byte](g.pool, bufOut, total)
 	if err != nil {
-		return fmt.Errorf("mpt: gpu engine: gathering %d bytes of values: %w", len(dst), err)
+		return fmt.Errorf("mpt: gpu engine: gathering %d bytes of values: %w", total, err)
 	}
 	if err := g.launch(g.k.gather, warps(n), warpBlock, g.vals, g.arena, vid, uint64(n), offs, out); err != nil {
 		return err
 	}
-	return g.download(out, dst)
+	return g.download(out, 0, dst()...)
 }
 
 // prove returns the proof of every key, as the CPU engines' Prove: a size
 // pass (one thread per key counts the proof's nodes and bytes), two scans,
-// and a write pass that encodes the nodes on the path into one buffer,
-// downloaded once. Cost: the keys' upload, two walks per key with one
+// and a write pass that encodes the nodes on the path into one device
+// buffer, downloaded once into host buffers allocated on all cores while
+// the write pass runs (one per part of the keys: a proof's nodes alias its
+// part's buffer). Cost: the keys' upload, two walks per key with one
 // encoding per proof node each, and the proofs' download.
 func (g *gpuTrie) prove(keys [][]byte) ([][][]byte, error) {
 	g.lookupTimes = [2]time.Duration{}
@@ -233,7 +275,8 @@ func (g *gpuTrie) prove(keys [][]byte) ([][][]byte, error) {
 	}
 	bo := make([]uint64, n+1)
 	no := make([]uint32, n+1)
-	if err := errors.Join(boffs.Read(g.s, 0, bo), noffs.Read(g.s, 0, no), g.s.Synchronize()); err != nil {
+	if err := g.drained(errors.Join(gpu.DownloadStaged(g.xfer, g.s, boffs, 0, bo),
+		gpu.DownloadStaged(g.xfer, g.s, noffs, 0, no))); err != nil {
 		return nil, err
 	}
 	total := int(bo[n])
@@ -245,28 +288,46 @@ func (g *gpuTrie) prove(keys [][]byte) ([][][]byte, error) {
 		uint64(n), boffs, noffs, out, ends); err != nil {
 		return nil, err
 	}
-	buf := make([]byte, total)
-	e := make([]uint32, totalNodes)
-	if err := errors.Join(g.download(out, buf), ends.Read(g.s, 0, e), g.s.Synchronize()); err != nil {
+	// While the kernel runs: the proofs' memory, a byte buffer, a node
+	// slice and the node ends per part of the keys, allocated on all cores.
+	parts := par.Parts(n, resultPart, 0)
+	bufs, nodes, e := make([][]byte, parts), make([][][]byte, parts), make([][]uint32, parts)
+	par.Ranges(n, parts, func(p, lo, hi int) {
+		bufs[p] = make([]byte, bo[hi]-bo[lo])
+		nodes[p] = make([][]byte, no[hi]-no[lo])
+		e[p] = make([]uint32, no[hi]-no[lo])
+	})
+	// The bytes first, then the ends: consecutive large chunks keep each
+	// chunk's unpacking overlapped with the next one's DMA.
+	var qerr error
+	for p := 0; p < parts && qerr == nil; p++ {
+		qerr = gpu.DownloadStaged(g.xfer, g.s, out, int(bo[par.Bound(n, parts, p)]), bufs[p])
+	}
+	for p := 0; p < parts && qerr == nil; p++ {
+		qerr = gpu.DownloadStaged(g.xfer, g.s, ends, int(no[par.Bound(n, parts, p)]), e[p])
+	}
+	if err := g.drained(qerr); err != nil {
 		return nil, err
 	}
-	for j := 0; j < n; j++ {
-		i := j
-		if idx != nil {
-			i = idx[j]
+	par.Ranges(n, parts, func(p, lo, hi int) {
+		buf, ns, ends := bufs[p], nodes[p], e[p]
+		for j := lo; j < hi; j++ {
+			i := j
+			if idx != nil {
+				i = idx[j]
+			}
+			first, last := no[j]-no[lo], no[j+1]-no[lo]
+			base, start := bo[j]-bo[lo], uint64(0)
+			for q := first; q < last; q++ {
+				end := uint64(ends[q])
+				ns[q] = buf[base+start : base+end : base+end]
+				start = end
+			}
+			if last > first {
+				proofs[i] = ns[first:last:last]
+			}
 		}
-		base := bo[j]
-		p := make([][]byte, 0, no[j+1]-no[j])
-		start := uint64(0)
-		for q := no[j]; q < no[j+1]; q++ {
-			end := uint64(e[q])
-			p = append(p, buf[base+start:base+end:base+end])
-			start = end
-		}
-		if len(p) > 0 {
-			proofs[i] = p
-		}
-	}
+	})
 	return proofs, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"warpkv/gpu"
+	"warpkv/internal/par"
 	"warpkv/prim"
 )
 
@@ -16,12 +17,21 @@ import (
 // large pinned buffer is ever allocated inside a batch.
 
 // The pipeline's shape: xferChunks pinned chunks of xferChunk bytes;
-// xferPiece is the share of a chunk one goroutine packs or unpacks.
+// xferPiece is the share of a chunk one goroutine packs or unpacks at a
+// time. (64 KiB pieces made packing a 100K-key lookup's keys 0.5 ms
+// faster but building a 1M-pair trie with HostValues about 3x slower on
+// the H100 machine, 2026-11-26: fillStrided splits its pieces itself.)
 const (
 	xferChunk  = 32 << 20
 	xferChunks = 2
 	xferPiece  = 1 << 20
 )
+
+// stridedPart is the fewest keys one goroutine lays out in fillStrided.
+const stridedPart = 4096
+
+// layoutPart is the fewest keys one goroutine measures in layoutKeys.
+const layoutPart = 16 << 10
 
 // newTransfers returns the engine's pipeline with its chunks pinned (once
 // per trie: milliseconds). When pinning fails, the transfers go straight
@@ -32,12 +42,27 @@ func newTransfers(d *gpu.Device) *gpu.Pipeline {
 	return p
 }
 
-// download copies src[0, len(dst)) into dst through the pinned chunks (the
-// copy of chunk k into dst, on all cores, overlaps the DMA of chunk k+1)
-// and returns once dst holds it. Cost: the bytes over the bus once and a
-// parallel copy on the host.
-func (g *gpuTrie) download(src *gpu.Buffer[byte], dst []byte) error {
-	if err := gpu.DownloadStaged(g.xfer, g.s, src, 0, dst); err != nil {
+// download copies src[off:] into the parts of dst back to back through
+// the pinned chunks (the copy of chunk k into dst, on all cores, overlaps
+// the DMA of chunk k+1) and returns once dst holds it. Cost: the bytes
+// over the bus once and a parallel copy on the host.
+func (g *gpuTrie) download(src *gpu.Buffer[byte], off int, dst ...[]byte) error {
+	var err error
+	for _, d := range dst {
+		if err = gpu.DownloadStaged(g.xfer, g.s, src, off, d); err != nil {
+			break
+		}
+		off += len(d)
+	}
+	return g.drained(err)
+}
+
+// drained completes the staged downloads queued since the last call
+// (unpacking them) and synchronizes the stream; when queuing them failed
+// (err), it drops them instead and returns err. Cost: the waits and the
+// unpacking.
+func (g *gpuTrie) drained(err error) error {
+	if err != nil {
 		g.xfer.Discard()
 		return errors.Join(err, g.s.Synchronize())
 	}
@@ -64,17 +89,26 @@ type keyLayout struct {
 }
 
 // layoutKeys records the keys' lengths in g.hostLens and returns their
-// layout. Cost: O(n).
+// layout. Cost: O(n), on all cores for large batches.
 func (g *gpuTrie) layoutKeys(keys [][]byte) keyLayout {
 	n := len(keys)
 	g.hostLens = resize(g.hostLens, n)
 	lens := g.hostLens
+	parts := par.Parts(n, layoutPart, 0)
+	ls := make([]keyLayout, parts)
+	par.Ranges(n, parts, func(p, lo, hi int) {
+		var l keyLayout
+		for i, k := range keys[lo:hi] {
+			lens[lo+i] = uint32(len(k))
+			l.maxLen = max(l.maxLen, len(k))
+			l.total += len(k)
+			l.varied = l.varied || len(k) != len(keys[0])
+		}
+		ls[p] = l
+	})
 	l := keyLayout{n: n}
-	for i, k := range keys {
-		lens[i] = uint32(len(k))
-		l.maxLen = max(l.maxLen, len(k))
-		l.total += len(k)
-		l.varied = l.varied || len(k) != len(keys[0])
+	for _, p := range ls {
+		l.maxLen, l.total, l.varied = max(l.maxLen, p.maxLen), l.total+p.total, l.varied || p.varied
 	}
 	if g.secure {
 		l.stride, l.varied = 32, false
@@ -99,8 +133,9 @@ func (g *gpuTrie) checkKeys(keys [][]byte) error {
 }
 
 // stageKeys uploads keys laid out as l (layoutKeys) in the stride layout
-// (through the pinned chunks), hashing them on the device first in secure
-// mode. It reserves its buffers before it queues anything.
+// and their lengths (both through the pinned chunks, packed on all cores),
+// hashing them on the device first in secure mode. It reserves its
+// buffers before it queues anything.
 func (g *gpuTrie) stageKeys(keys [][]byte, l keyLayout) (stagedKeys, error) {
 	if err := g.pool.Reserve(g.keyNeeds(l)...); err != nil {
 		return stagedKeys{}, fmt.Errorf("mpt: gpu engine: staging %d keys: %w", l.n, err)
@@ -119,22 +154,21 @@ func (g *gpuTrie) stageKeys(keys [][]byte, l keyLayout) (stagedKeys, error) {
 		raw := gpu.Take[byte](g.pool, bufRaw, l.total+8)
 		koff := gpu.Take[uint32](g.pool, bufKoff, n+1)
 		out := gpu.Take[[32]byte](g.pool, bufHashed, n)
-		if err := errors.Join(g.xfer.UploadFunc(g.s, raw, 0, l.total, fillConcat(keys, offs64)), koff.Write(g.s, 0, offs)); err != nil {
+		if err := errors.Join(g.xfer.UploadFunc(g.s, raw, 0, l.total, fillConcat(keys, offs64)),
+			gpu.UploadStaged(g.xfer, g.s, koff, 0, offs)); err != nil {
 			return stagedKeys{}, err
 		}
 		if err := prim.DevKeccak256(g.pe, raw, koff, n, out, l.maxLen); err != nil {
 			return stagedKeys{}, err
 		}
-		for i := range lens {
-			lens[i] = 32
-		}
-		if err := lb.Write(g.s, 0, lens); err != nil {
+		if err := lb.Fill32(g.s, 32); err != nil { // every digest is 32 bytes
 			return stagedKeys{}, err
 		}
 		return stagedKeys{keys: gpu.View[byte](out, 0, 32*n), lens: lb, n: n, stride: 32}, nil
 	}
 	kb := gpu.Take[byte](g.pool, bufKeys, n*l.stride)
-	if err := errors.Join(g.xfer.UploadFunc(g.s, kb, 0, n*l.stride, fillStrided(keys, l.stride)), lb.Write(g.s, 0, lens)); err != nil {
+	if err := errors.Join(g.xfer.UploadFunc(g.s, kb, 0, n*l.stride, fillStrided(keys, l.stride)),
+		gpu.UploadStaged(g.xfer, g.s, lb, 0, lens)); err != nil {
 		return stagedKeys{}, err
 	}
 	return stagedKeys{keys: kb, lens: lb, n: n, stride: l.stride, varied: l.varied}, nil
@@ -197,8 +231,8 @@ func (g *gpuTrie) stageValues(values [][]byte) (vbase uint32, anyInsert, anyDele
 	if g.host != nil {
 		fill = g.host.mirror(g.arenaLen, total, fill)
 	}
-	if err := errors.Join(g.xfer.UploadFunc(g.s, g.arena, int(g.arenaLen), int(total), fill), g.vals.Write(g.s, 2*int(g.nvals), entries),
-		vb.Write(g.s, 0, vl)); err != nil {
+	if err := errors.Join(g.xfer.UploadFunc(g.s, g.arena, int(g.arenaLen), int(total), fill),
+		gpu.UploadStaged(g.xfer, g.s, g.vals, 2*int(g.nvals), entries), gpu.UploadStaged(g.xfer, g.s, vb, 0, vl)); err != nil {
 		return 0, false, false, err
 	}
 	if g.host != nil {
@@ -232,20 +266,41 @@ func fillConcat(parts [][]byte, offs []int64) func(p []byte, pos int) {
 }
 
 // fillStrided returns a fill function for keys laid out at a fixed stride,
-// each zero-padded.
+// each zero-padded. A piece of many keys is split at key boundaries over
+// goroutines (stridedPart keys or more each): the work is per key, and a
+// lookup's keys fill only a few of the pipeline's pieces.
 func fillStrided(keys [][]byte, stride int) func(p []byte, pos int) {
-	return func(p []byte, pos int) {
-		for w := 0; w < len(p); {
-			i, in := (pos+w)/stride, (pos+w)%stride
+	fill := func(p []byte, pos int) {
+		i, in := pos/stride, pos%stride
+		for w := 0; w < len(p); i, in = i+1, 0 {
 			n := min(stride-in, len(p)-w)
 			dst := p[w : w+n]
-			k := keys[i]
 			c := 0
-			if in < len(k) {
+			if k := keys[i]; in < len(k) {
 				c = copy(dst, k[in:])
 			}
 			clear(dst[c:])
 			w += n
 		}
+	}
+	return func(p []byte, pos int) {
+		parts := par.Parts(len(p)/stride, stridedPart, 0)
+		if parts == 1 {
+			fill(p, pos)
+			return
+		}
+		cut := func(i int) int { // part i's first byte, at a key boundary
+			if i == parts {
+				return len(p)
+			}
+			x := par.Bound(len(p), parts, i)
+			return x - (pos+x)%stride
+		}
+		par.Do(parts, func(i int) {
+			lo, hi := max(cut(i), 0), cut(i+1)
+			if lo < hi {
+				fill(p[lo:hi], pos+lo)
+			}
+		})
 	}
 }

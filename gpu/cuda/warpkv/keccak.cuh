@@ -6,9 +6,14 @@
 //   keccak_rc[KECCAK_ROUNDS]      the round constants of iota (__constant__);
 //   keccak_rho[KECCAK_LANES]      the rotation offsets of rho, by lane
 //                                 (__constant__; for per-lane rotations);
-//   keccak_f1600(u64 (&a)[25])    the permutation on a state held in one
-//                                 thread's registers, fully unrolled (every
-//                                 index is a compile-time constant);
+//   keccak_f1600<U>(u64 (&a)[25]) the permutation on a state held in one
+//                                 thread's registers, its 24 rounds unrolled
+//                                 U at a time (U divides 24; default 24:
+//                                 fully unrolled, the round constants
+//                                 immediates; 1: a loop of one round, about
+//                                 a quarter of the code, for kernels whose
+//                                 other code competes for the instruction
+//                                 cache);
 //   rotl64<N>(v), rotl64_var(v, n)  64-bit rotations by a compile-time N
 //                                 (0 < N < 64) or a run-time n in [0, 64),
 //                                 as funnel shifts of the 32-bit halves;
@@ -70,9 +75,13 @@ __device__ __forceinline__ u64 rotl64_var(u64 v, u32 n) {
 }
 
 // keccak_f1600 is the Keccak-f[1600] permutation on a state held in
-// registers: every index is a compile-time constant after unrolling.
+// registers (every lane index is a compile-time constant), with its rounds
+// unrolled UNROLL at a time: fully by default; UNROLL 1 keeps one round's
+// code and reads the round constant from constant memory each round.
+template <int UNROLL = KECCAK_ROUNDS>
 __device__ __forceinline__ void keccak_f1600(u64 (&a)[KECCAK_LANES]) {
-#pragma unroll
+    static_assert(UNROLL >= 1 && KECCAK_ROUNDS % UNROLL == 0, "UNROLL must divide KECCAK_ROUNDS");
+#pragma unroll UNROLL
     for (int r = 0; r < KECCAK_ROUNDS; ++r) {
         // theta
         const u64 c0 = a[0] ^ a[5] ^ a[10] ^ a[15] ^ a[20];
