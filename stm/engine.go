@@ -26,11 +26,15 @@ type Options struct {
 	ClientBlocksPerSM int // client blocks per client SM; 0: as many as fit
 	// ClientThreads bounds the transactions running at once on the GPU;
 	// 0 means about LogSize x Servers update transactions in flight
-	// (LogSize x Servers / the share of update transactions, at least a
-	// warp per client SM): more concurrent update transactions than a log
-	// holds make commits abort spuriously (LogFull), as the thesis saw.
+	// (LogSize x Servers / the share of update transactions), at most one
+	// per two items of the store, at least a warp: more concurrent update
+	// transactions than a log holds make commits abort spuriously
+	// (LogFull), as the thesis saw.
 	ClientThreads int
-	ServerWarps   int // warps per server block: 1 receiver + workers (default 32)
+	// ServerWarps is the warps per server block: 1 receiver + workers
+	// (default 16). Each worker keeps a 4 KB scratch beside the log in
+	// the block's shared memory.
+	ServerWarps int
 
 	yield bool // tests: CPU transactions yield on every read
 }
@@ -68,10 +72,19 @@ type Result struct {
 	UserAborts uint64
 	Elapsed    time.Duration // from the first transaction to the last commit
 	Threads    int           // transactions that ran concurrently (goroutines or GPU threads)
-	Final      []uint64      // the store after the run
-	History    []Record      // with RunOptions.History
-	Commit     Breakdown     // where commit time went
-	Device     string        // where it ran
+	Servers    int           // commit servers the store used (Config.Servers, at most one per item)
+	// HistoryDropped counts aborted attempts left out of History
+	// (RunOptions.HistoryAborted) because the GPU engine's region for
+	// them was full; committed transactions are never left out.
+	HistoryDropped uint64
+	// HistoryLimited: a run of a duration with RunOptions.History ended
+	// before the duration, when it had committed as many transactions as
+	// the GPU engine's history buffer holds.
+	HistoryLimited bool
+	Final          []uint64  // the store after the run
+	History        []Record  // with RunOptions.History
+	Commit         Breakdown // where commit time went
+	Device         string    // where it ran
 }
 
 // Throughput is commits (update and read-only) per second.

@@ -160,7 +160,7 @@ __device__ __forceinline__ void stm_begin(stm_tx* tx, bool read_only) {
 
 // stm_ring_read finds item's value at snapshot snap: the version with the
 // largest timestamp not above snap. Fast path: the newest slot (head)
-// holds it. Otherwise all K slots are scanned, each read as (version,
+// holds it (two acquiring loads: each costs the SM an L1 invalidation). Otherwise all K slots are scanned, each read as (version,
 // value, version), and the chosen one checked again at the end: versions
 // of an item grow and leave the ring oldest first, so a choice still
 // present at the end missed no newer version <= snap. false: the ring no
@@ -168,7 +168,9 @@ __device__ __forceinline__ void stm_begin(stm_tx* tx, bool read_only) {
 __device__ bool stm_ring_read(const stm_globals* g, u32 item, u64 snap, u64* out) {
 	const u64* vers = (const u64*)g->vers + (u64)item * (u32)g->k;
 	const u64* vals = (const u64*)g->vals + (u64)item * (u32)g->k;
-	u32 h = stm_ld_acquire32((const u32*)g->head + item);
+	// The head needs no acquire: it is read after the snapshot's acquire
+	// and gives the address of what follows.
+	u32 h = stm_ld_relaxed32((const u32*)g->head + item);
 	u64 v1 = stm_ld_acquire(vers + h);
 	if (v1 <= snap) {
 		u64 x = stm_ld_acquire(vals + h);
