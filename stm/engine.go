@@ -81,10 +81,11 @@ type Result struct {
 	// before the duration, when it had committed as many transactions as
 	// the GPU engine's history buffer holds.
 	HistoryLimited bool
-	Final          []uint64  // the store after the run
-	History        []Record  // with RunOptions.History
-	Commit         Breakdown // where commit time went
-	Device         string    // where it ran
+	Final          []uint64    // the store after the run
+	History        []Record    // with RunOptions.History
+	Commit         Breakdown   // where commit time went
+	Server         ServerStats // what the GPU engine's commit servers did (zero on the CPU engine)
+	Device         string      // where it ran
 }
 
 // Throughput is commits (update and read-only) per second.
@@ -106,6 +107,25 @@ type Breakdown struct {
 	Insert      time.Duration // reserving timestamps and logging the batch
 	WriteBack   time.Duration // installing the new versions
 	Publish     time.Duration // waiting for earlier commits and advancing the clock
+}
+
+// ServerStats describe the work of the GPU engine's commit servers in a
+// run.
+type ServerStats struct {
+	Requests uint64        // commit requests served: a client warp's transactions at one server
+	Batched  uint64        // requests validated as a batch (the rest transaction by transaction)
+	Scanned  uint64        // log entries the batch validations scanned
+	LockWait time.Duration // time workers waited for their log's lock, summed
+}
+
+// String summarizes the stats, e.g. "1000 requests (990 batched, 120
+// entries scanned each), lock wait 2ms".
+func (s ServerStats) String() string {
+	per := uint64(0)
+	if s.Batched > 0 {
+		per = s.Scanned / s.Batched
+	}
+	return fmt.Sprintf("%d requests (%d batched, %d entries scanned each), lock wait %v", s.Requests, s.Batched, per, s.LockWait.Round(time.Microsecond))
 }
 
 // Engine runs workloads on the GPU or the CPU engine.

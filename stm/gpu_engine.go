@@ -88,7 +88,7 @@ type shape struct {
 // (an upper bound of the layout of stm_log_ctl in stm.cu, which checks it
 // with a static_assert).
 func serverSmem(logE, logA, workers int) int {
-	return 20*logE + 4*logA + ctlBytes0 + ctlBytesPerWorker*workers
+	return 8*globalWords() + 20*logE + 4*logA + ctlBytes0 + ctlBytesPerWorker*workers
 }
 
 // pow2 returns the smallest power of two >= n (n >= 1).
@@ -513,6 +513,7 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 		Validate: cycle(cnt[cntCyValidate]), Insert: cycle(cnt[cntCyInsert]),
 		WriteBack: cycle(cnt[cntCyWriteBack]), Publish: cycle(cnt[cntCyPublish]),
 	}
+	res.Server = ServerStats{Requests: cnt[cntRequests], Batched: cnt[cntBatched], Scanned: cnt[cntScanned], LockWait: cycle(cnt[cntCyLock])}
 	if rt := cycle(cnt[cntCyRoundTrip]); rt > res.Commit.Validate+res.Commit.Insert {
 		res.Commit.WaitServer = rt - res.Commit.Validate - res.Commit.Insert
 	}

@@ -114,6 +114,9 @@ const (
 	cntRequests
 	cntHistDropped // aborted attempts not recorded: their region was full
 	cntFastInserts // requests logged by the batch path
+	cntBatched     // requests validated as a batch
+	cntScanned     // log entries the batch validations scanned
+	cntCyLock      // cycles workers waited for a log's lock
 	numCounters
 )
 
@@ -133,6 +136,7 @@ const (
 	stOK        = 0
 	stAbort     = 1  // + Cause
 	stUser      = 16 // the body called stm_abort
+	stStop      = 17 // the run stopped during the transaction (abandoned)
 	errItem     = 32 // an item outside the store (detail: ticket, item)
 	errReads    = 33 // more reads than the read set holds (detail: ticket, capacity)
 	errWrites   = 34 // more writes than the write set holds
@@ -170,7 +174,7 @@ func layoutDefines() []gpu.Define {
 		gpu.Def("CTL_SPACING", ctlSpacing),
 		gpu.Def("STM_RES_FLAG", resultFlag), gpu.Def("STM_RES_PREPARED", resultPrepared),
 		gpu.Def("STM_NO_VERSION", noVersion), gpu.Def("STM_WILDCARD", wildcard),
-		gpu.Def("STM_ST_OK", stOK), gpu.Def("STM_ST_ABORT", stAbort), gpu.Def("STM_ST_USER", stUser),
+		gpu.Def("STM_ST_OK", stOK), gpu.Def("STM_ST_ABORT", stAbort), gpu.Def("STM_ST_USER", stUser), gpu.Def("STM_ST_STOP", stStop),
 		gpu.Def("STM_ERR_ITEM", errItem), gpu.Def("STM_ERR_READS", errReads), gpu.Def("STM_ERR_WRITES", errWrites),
 		gpu.Def("STM_ERR_RO_WRITE", errROWrite), gpu.Def("STM_ERR_NO_BEGIN", errNoBegin),
 		gpu.Def("STM_ERR_DEADLINE", errDeadline), gpu.Def("STM_ERR_HISTORY", errHistory), gpu.Def("STM_ERR_ABORTED", errAborted), gpu.Def("STM_ERR_SMEM", errSmem),
@@ -180,7 +184,7 @@ func layoutDefines() []gpu.Define {
 	}
 	names := []string{"COMMITS", "READ_ONLY", "ABORT0", "ABORT1", "ABORT2", "ABORT3", "WRONG", "USER",
 		"CY_EXECUTE", "CY_PREVALIDATE", "CY_ROUNDTRIP", "CY_VALIDATE", "CY_INSERT", "CY_WRITEBACK", "CY_PUBLISH", "REQUESTS",
-		"HIST_DROPPED", "FAST_INSERTS"}
+		"HIST_DROPPED", "FAST_INSERTS", "BATCHED", "SCANNED", "CY_LOCK"}
 	for i, n := range names {
 		d = append(d, gpu.Def("CNT_"+n, i))
 	}

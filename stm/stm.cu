@@ -75,6 +75,15 @@ struct stm_fin {
 	u32 warp, mask, all, pad;
 };
 
+// stm_copy_globals copies the run's parameters into shared memory (all
+// threads of the block call it): the kernels read them constantly, and
+// from global memory every read would go to L2, since the acquiring loads
+// of the protocol invalidate the SM's L1.
+__device__ __forceinline__ void stm_copy_globals(stm_globals* s, const stm_globals* gp) {
+	for (u32 i = threadIdx.x; i < sizeof(stm_globals) / 8; i += blockDim.x) ((u64*)s)[i] = ((const u64*)gp)[i];
+	__syncthreads();
+}
+
 __device__ __forceinline__ u64* stm_dctl(const stm_globals* g) { return (u64*)g->dctl; }
 __device__ __forceinline__ u64* stm_hctl(const stm_globals* g) { return (u64*)g->hctl; }
 
@@ -329,27 +338,28 @@ __device__ void stm_send_fin(const stm_globals* g, u32 p, u32 warp, u32 mask, u3
 	stm_st_release(&f->seq, s + 1);
 }
 
-// stm_await waits (all lanes) until server p answered request seq of warp:
-// lane 0 polls the reply word (relaxed loads, backing off), then one
-// acquiring load orders the reads of the results after it. false: the run
-// failed meanwhile.
-__device__ bool stm_await(const stm_globals* g, u32 p, u32 warp, u32 seq, u32 lane, u64 deadline) {
-	const u32* rp = (const u32*)g->reply + (u64)warp * g->servers + p;
-	bool ok = true;
+// stm_await waits (all lanes) until at least one of the servers in
+// pending answered request seq of warp and returns those that did (0: the
+// run failed meanwhile): lane 0 polls the reply words (relaxed loads,
+// backing off), then a fence orders the reads of the results after them.
+__device__ u64 stm_await(const stm_globals* g, u64 pending, u32 warp, u32 seq, u32 lane, u64 deadline) {
+	const u32* rp = (const u32*)g->reply + (u64)warp * g->servers;
+	u64 got = 0;
 	if (lane == 0) {
 		u32 n = 0, ns = 64;
-		while (stm_ld_relaxed32(rp) != seq) {
-			if (stm_wait_check(g, deadline, &n, STM_AT_REPLY)) {
-				ok = false;
-				break;
+		for (;;) {
+			for (u64 m = pending; m; m &= m - 1) {
+				const u32 p = __ffsll(m) - 1;
+				if (stm_ld_relaxed32(rp + p) == seq) got |= 1ull << p;
 			}
+			if (got || stm_wait_check(g, deadline, &n, STM_AT_REPLY)) break;
 			stm_backoff(&ns, 512);
 		}
-		if (ok) stm_ld_acquire32(rp);
+		__threadfence();
 	}
-	ok = __shfl_sync(FULL_MASK, ok, 0);
+	got = __shfl_sync(FULL_MASK, got, 0);
 	__syncwarp();
-	return ok;
+	return got;
 }
 
 // stm_commit_warp commits the update transactions of the warp and returns
@@ -385,25 +395,32 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 			const u32 lanes = __ballot_sync(FULL_MASK, single && tx->pmask == (1ull << p));
 			if (lane == 0) stm_send(g, p, wid, lanes, REQ_SINGLE, *seq);
 		}
-		for (u64 m = u1; m; m &= m - 1) {
-			if (!stm_await(g, __ffsll(m) - 1, wid, *seq, lane, deadline)) {
+		// Each server's batch is written back and marked done as soon as
+		// its answer comes: a slow server does not hold up the others'
+		// timestamps (and with them every client's publication).
+		const u32 mine = single ? (u32)(__ffsll(tx->pmask) - 1) : 64;
+		for (u64 pending = u1; pending;) {
+			const u64 got = stm_await(g, pending, wid, *seq, lane, deadline);
+			if (!got) {
 				*quit = true;
 				return 0;
 			}
+			pending &= ~got;
+			u64 t1 = 0;
+			if (mine < 64 && ((got >> mine) & 1)) {
+				const u64 r = stm_ld_relaxed((const u64*)g->res + tx->tid);
+				if (r & STM_RES_FLAG)
+					stm_fail(tx, STM_ST_ABORT + (u32)(r & 0xFF), 0);
+				else
+					t1 = r;
+			}
+			const u64 w0 = clock64();
+			stm_install_all(g, tx, t1);
+			const u64 t = stm_mark_done(g, t1, mine, lane);
+			top = t > top ? t : top;
+			cwb += clock64() - w0;
+			if (t1) ts = t1;
 		}
-		u64 t1 = 0;
-		if (single) {
-			const u64 r = stm_ld_relaxed((const u64*)g->res + tx->tid);
-			if (r & STM_RES_FLAG)
-				stm_fail(tx, STM_ST_ABORT + (u32)(r & 0xFF), 0);
-			else
-				t1 = r;
-		}
-		const u64 w0 = clock64();
-		stm_install_all(g, tx, t1);
-		top = stm_mark_done(g, t1, (u32)(__ffsll(tx->pmask) - 1), lane);
-		cwb += clock64() - w0;
-		ts = t1;
 	}
 
 	// Round 2: transactions of several partitions: prepare at each server
@@ -419,7 +436,7 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 			if (!lanes) continue;
 			*seq += 1;
 			if (lane == 0) stm_send(g, p, wid, lanes, REQ_PREPARE, *seq);
-			if (!stm_await(g, p, wid, *seq, lane, deadline)) {
+			if (!stm_await(g, 1ull << p, wid, *seq, lane, deadline)) {
 				*quit = true; // the run failed: locks no longer matter
 				return 0;
 			}
@@ -514,7 +531,10 @@ __device__ void stm_record(const stm_globals* g, const stm_tx* tx, u32 kind, u32
 // commits or is given up; the warp leaves the loop only when no lane holds
 // one and no more tickets are to be had (or the run failed). Tickets stop
 // at n_tx, so a run commits at most n_tx transactions.
-extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const stm_globals* __restrict__ g) {
+extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const stm_globals* __restrict__ gp) {
+	__shared__ stm_globals sg;
+	stm_copy_globals(&sg, gp);
+	const stm_globals* g = &sg;
 	const u32 tid = blockIdx.x * blockDim.x + threadIdx.x;
 	const u32 lane = threadIdx.x & 31;
 	const u32 wid = tid >> 5;
@@ -600,6 +620,9 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 			} else if (tx.state == STM_ST_USER) {
 				cnt[CNT_USER]++;
 				have = false;
+			} else if (tx.state == STM_ST_STOP) {
+				have = false; // the run stopped during it: abandoned
+				done = true;
 			} else if (tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4) {
 				cnt[CNT_ABORT0 + tx.state - STM_ST_ABORT]++;
 				if (g->hist_mode == 2) stm_record(g, &tx, 2, tx.state - STM_ST_ABORT, tx.snap);
@@ -663,14 +686,15 @@ struct stm_log {
 	stm_log_ctl* ctl;
 };
 
-// stm_log_bytes is the shared memory the log of a run needs.
+// stm_log_bytes is the shared memory a server of a run needs: a copy of
+// the globals, the log and its control words.
 __device__ __forceinline__ u64 stm_log_bytes(const stm_globals* g) {
-	return 20 * g->log_e + sizeof(stm_log_ctl) + 4 * g->log_a;
+	return sizeof(stm_globals) + 20 * g->log_e + sizeof(stm_log_ctl) + 4 * g->log_a;
 }
 
 __device__ __forceinline__ stm_log stm_log_at(const stm_globals* g, u8* smem) {
 	stm_log l;
-	l.ts = (u64*)smem;
+	l.ts = (u64*)(smem + sizeof(stm_globals));
 	l.pos = l.ts + g->log_e;
 	l.ctl = (stm_log_ctl*)(l.pos + g->log_e);
 	l.cnt = (int*)(l.ctl + 1);
@@ -789,13 +813,15 @@ __device__ __forceinline__ u32 stm_newer(const stm_scratch* S, u64 ts) {
 // they read it, else write-write); a wildcard entry (items not listed)
 // with every lane whose snapshot is older (log full). Conflicts collect in
 // S->rw, ww, lf. All lanes call it; the caller syncs the warp after.
-__device__ void stm_scan_batch(const stm_globals* g, stm_log& L, stm_scratch* S, u32 lane, u64 lo, u64 hi, u64 min_snap) {
+// Returns the entries scanned.
+__device__ u32 stm_scan_batch(const stm_globals* g, stm_log& L, stm_scratch* S, u32 lane, u64 lo, u64 hi, u64 min_snap) {
 	const u64 emask = g->log_e - 1, amask = g->log_a - 1;
-	u32 rw = 0, ww = 0, lf = 0;
+	u32 rw = 0, ww = 0, lf = 0, seen = 0;
 	for (long long a = (long long)hi - 1 - lane; a >= (long long)lo; a -= 32) {
 		const u64 e = (u64)a & emask;
 		const u64 ts = L.ts[e];
 		if (ts <= min_snap) break;
+		seen++;
 		const int c = L.cnt[e];
 		if (c == STM_WILDCARD) {
 			lf |= stm_newer(S, ts);
@@ -818,6 +844,7 @@ __device__ void stm_scan_batch(const stm_globals* g, stm_log& L, stm_scratch* S,
 		S->ww |= ww;
 		S->lf |= lf;
 	}
+	return __reduce_add_sync(FULL_MASK, seen);
 }
 
 // stm_log_insert logs the transactions of lanes (of client warp cw), in
@@ -938,7 +965,7 @@ __device__ void stm_log_insert_batch(const stm_globals* g, stm_log& L, stm_scrat
 __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 lane, u64 deadline) {
 	stm_log_ctl* ctl = L.ctl;
 	stm_scratch* S = &ctl->scratch[me];
-	u64 cy_validate = 0, cy_insert = 0, fast_n = 0;
+	u64 cy_validate = 0, cy_insert = 0, cy_lock = 0, fast_n = 0, batched = 0, scanned = 0;
 	u32 n = 0;
 	for (;;) {
 		u32 state = 0; // lane 0 reads the shared words, the warp follows
@@ -1000,7 +1027,8 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 			}
 			h0 = __shfl_sync(FULL_MASK, h0, 0);
 			t0 = __shfl_sync(FULL_MASK, t0, 0);
-			stm_scan_batch(g, L, S, lane, t0, h0, min_snap);
+			scanned += stm_scan_batch(g, L, S, lane, t0, h0, min_snap);
+			batched++;
 			__threadfence_block();
 			__syncwarp();
 			const u32 fl = __ballot_sync(FULL_MASK, in && ctl->floor_ts > snap);
@@ -1027,6 +1055,7 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		bool quit = false;
 		if (lane == 0) {
 			u32 w = 0;
+			const u64 l0 = clock64();
 			while (atomicCAS((u32*)&ctl->lock, 0u, me + 1) != 0u) {
 				if (stm_wait_check(g, deadline, &w, STM_AT_LOCK)) {
 					quit = true;
@@ -1034,6 +1063,7 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 				}
 				__nanosleep(32);
 			}
+			cy_lock += clock64() - l0;
 		}
 		if (__shfl_sync(FULL_MASK, quit, 0)) break;
 		__threadfence_block();
@@ -1042,7 +1072,7 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		h1 = __shfl_sync(FULL_MASK, h1, 0);
 		if (ok && h1 != h0) {
 			if (fast) {
-				stm_scan_batch(g, L, S, lane, h0, h1, min_snap);
+				scanned += stm_scan_batch(g, L, S, lane, h0, h1, min_snap);
 				__syncwarp();
 				const u32 bit = 1u << lane;
 				if (!cause && ((S->rw | S->ww | S->lf) & bit))
@@ -1110,6 +1140,9 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		atomicAdd((unsigned long long*)&counters[CNT_CY_VALIDATE], (unsigned long long)cy_validate);
 		atomicAdd((unsigned long long*)&counters[CNT_CY_INSERT], (unsigned long long)cy_insert);
 		atomicAdd((unsigned long long*)&counters[CNT_FAST_INSERTS], (unsigned long long)fast_n);
+		atomicAdd((unsigned long long*)&counters[CNT_BATCHED], (unsigned long long)batched);
+		atomicAdd((unsigned long long*)&counters[CNT_SCANNED], (unsigned long long)scanned);
+		atomicAdd((unsigned long long*)&counters[CNT_CY_LOCK], (unsigned long long)cy_lock);
 	}
 }
 
@@ -1125,8 +1158,8 @@ __device__ void stm_receiver(const stm_globals* g, stm_log& L, u32 p, u32 lane, 
 	u64 requests = 0;
 	for (u32 n = 0;; n++) {
 		u32 flags = 0;
-		if (lane == 0) {
-			if (p == 0 && (n & 63) == 0) {
+		if (lane == 0 && (n & 63) == 0) {
+			if (p == 0) {
 				if (stm_ld_sys(&hctl[HCTL_STOP])) stm_st_relaxed(&dctl[DCTL_STOP], 1);
 				if (stm_ld_sys(&hctl[HCTL_ABORT])) stm_error(g, STM_ERR_ABORTED, 0, 0);
 			}
@@ -1139,12 +1172,13 @@ __device__ void stm_receiver(const stm_globals* g, stm_log& L, u32 p, u32 lane, 
 		}
 		if (__shfl_sync(FULL_MASK, flags, 0)) break;
 		bool idle_round = true;
-		// Finalize messages, in order.
+		// Finalize messages, in order (polled with a relaxed load, then
+		// read after an acquiring one).
 		for (;;) {
 			const stm_fin* f = stm_fin_slot(g, p, fh);
 			u32 ready = 0, cw = 0, mask = 0, all = 0;
 			u64 t0 = 0;
-			if (lane == 0 && stm_ld_acquire(&f->seq) == fh + 1) {
+			if (lane == 0 && stm_ld_relaxed(&f->seq) == fh + 1 && stm_ld_acquire(&f->seq) == fh + 1) {
 				ready = 1;
 				cw = f->warp;
 				mask = f->mask;
@@ -1165,7 +1199,8 @@ __device__ void stm_receiver(const stm_globals* g, stm_log& L, u32 p, u32 lane, 
 		// Requests: the ready prefix of the next 32, to idle workers.
 		const u64 s = rh + lane;
 		const stm_req* r = stm_req_slot(g, p, s);
-		const bool ready = stm_ld_acquire(&r->seq) == s + 1;
+		bool ready = stm_ld_relaxed(&r->seq) == s + 1;
+		if (__any_sync(FULL_MASK, ready)) ready = ready && stm_ld_acquire(&r->seq) == s + 1;
 		const u32 rdy = __ballot_sync(FULL_MASK, ready);
 		const u32 k = rdy == FULL_MASK ? 32 : __ffs(~rdy) - 1;
 		if (k) {
@@ -1206,12 +1241,14 @@ __device__ void stm_receiver(const stm_globals* g, stm_log& L, u32 p, u32 lane, 
 // (it asks for all the shared memory a block may have); warp 0 receives,
 // warps 1.. work. Invariant: the log lists this partition's commits in
 // timestamp order; entries [tail, head) are intact.
-extern "C" __global__ void __launch_bounds__(STM_SERVER_WARPS * 32, 1) stm_server(const stm_globals* __restrict__ g) {
+extern "C" __global__ void __launch_bounds__(STM_SERVER_WARPS * 32, 1) stm_server(const stm_globals* __restrict__ gp) {
 	extern __shared__ __align__(16) u8 stm_smem[];
-	if (stm_log_bytes(g) > g->smem) { // Go checks first; this is the safety net
-		if (threadIdx.x == 0) stm_error(g, STM_ERR_SMEM, stm_log_bytes(g), g->smem);
+	if (stm_log_bytes(gp) > gp->smem) { // Go checks first; this is the safety net
+		if (threadIdx.x == 0) stm_error(gp, STM_ERR_SMEM, stm_log_bytes(gp), gp->smem);
 		return;
 	}
+	stm_copy_globals((stm_globals*)stm_smem, gp);
+	const stm_globals* g = (const stm_globals*)stm_smem;
 	stm_log L = stm_log_at(g, stm_smem);
 	const u32 p = blockIdx.x;
 	const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
