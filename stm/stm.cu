@@ -1029,6 +1029,16 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 			t0 = __shfl_sync(FULL_MASK, t0, 0);
 			scanned += stm_scan_batch(g, L, S, lane, t0, h0, min_snap);
 			batched++;
+			// Catch up with what was logged meanwhile, so that the scan
+			// under the lock is short.
+			u64 hc = 0;
+			if (lane == 0) hc = ctl->head;
+			hc = __shfl_sync(FULL_MASK, hc, 0);
+			if (hc != h0) {
+				__syncwarp();
+				scanned += stm_scan_batch(g, L, S, lane, h0, hc, min_snap);
+				h0 = hc;
+			}
 			__threadfence_block();
 			__syncwarp();
 			const u32 fl = __ballot_sync(FULL_MASK, in && ctl->floor_ts > snap);
