@@ -1007,18 +1007,28 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 			if (lane == 0) S->rw = S->ww = S->lf = 0;
 			__syncwarp();
 			if (in) {
+				// The first STM_SPL reads and the writes (at most STM_SPL
+				// here) are loaded at once: one round trip to L2.
 				const u64 rb = (u64)tid * (u32)g->r_cap, wb = (u64)tid * (u32)g->w_cap;
-				for (u32 j = 0; j < nr; j++) {
+				u32 rit[STM_SPL], wit[STM_SPL];
+#pragma unroll
+				for (u32 j = 0; j < STM_SPL; j++) {
+					rit[j] = j < nr ? cg32(g->rs_item, rb + j) : 0;
+					wit[j] = j < nw ? cg32(g->ws_item, wb + j) : 0;
+				}
+#pragma unroll
+				for (u32 j = 0; j < STM_SPL; j++)
+					if (j < nr && stm_partition(g, rit[j]) == p) stm_table_put(S, rit[j], 1u << lane, false);
+				for (u32 j = STM_SPL; j < nr; j++) {
 					const u32 it = cg32(g->rs_item, rb + j);
 					if (stm_partition(g, it) == p) stm_table_put(S, it, 1u << lane, false);
 				}
-				for (u32 j = 0; j < nw; j++) {
-					const u32 it = cg32(g->ws_item, wb + j);
-					if (stm_partition(g, it) == p) {
-						stm_table_put(S, it, 1u << lane, true);
-						S->witem[lane * STM_SPL + cl++] = it;
+#pragma unroll
+				for (u32 j = 0; j < STM_SPL; j++)
+					if (j < nw && stm_partition(g, wit[j]) == p) {
+						stm_table_put(S, wit[j], 1u << lane, true);
+						S->witem[lane * STM_SPL + cl++] = wit[j];
 					}
-				}
 			}
 			__syncwarp();
 			if (lane == 0) {
