@@ -117,9 +117,10 @@ func (c STMCase) Options(o stm.Options) stm.Options {
 // of 2 to 64 rounds at 0% and 90% read-only; the small bank at 90%
 // read-only of all with rings of 1, 2 and 4 versions; MemcachedGPU with 4 to 256
 // ways at 99.8% GET (slots: big rounded up to a multiple of 256); and, for
-// the GPU engine, 2 to 8 servers (random and sharded transfers), log sizes
-// 64 to 1024 on the update-only large bank, and 16k, 64k and all the
-// concurrent transactions that fit at 0% and 90% read-only.
+// the GPU engine, 2 to 8 servers (random and sharded transfers, and 90%
+// read-only), log sizes 64 to 4096 on the update-only large bank with 16k
+// concurrent transactions, and 512, 2k, 16k and all the concurrent
+// transactions that fit at 0% and 90% read-only.
 func STMCases(big int) []STMCase {
 	small := min(STMSmallBank, big)
 	rs := func(n int) int { return min(100, n) }
@@ -150,13 +151,14 @@ func STMCases(big int) []STMCase {
 	for _, s := range []int{2, 4, 8} {
 		out = append(out, STMCase{Kind: "bank", Accounts: big, ReadSize: rs(big), Rounds: 1, Servers: s, GPUOnly: true})
 		out = append(out, STMCase{Kind: "bank", Accounts: big, ReadSize: rs(big), Rounds: 1, Servers: s, Sharded: true, GPUOnly: true})
+		out = append(out, STMCase{Kind: "bank", Accounts: big, ReadOnly: 0.9, ReadSize: rs(big), Rounds: 1, Servers: s, GPUOnly: true})
 	}
 	out = append(out, STMCase{Kind: "bank", Accounts: big, ReadSize: rs(big), Rounds: 1, Sharded: true, GPUOnly: true})
-	for _, l := range []int{64, 256, 1024} {
-		out = append(out, STMCase{Kind: "bank", Accounts: big, ReadSize: rs(big), Rounds: 1, LogSize: l, GPUOnly: true})
+	for _, l := range []int{64, 256, 1024, 4096} { // at one concurrency, so that the log's size shows in the aborts
+		out = append(out, STMCase{Kind: "bank", Accounts: big, ReadSize: rs(big), Rounds: 1, LogSize: l, Threads: 16384, GPUOnly: true})
 	}
 	for _, ro := range []float64{0, 0.9} {
-		for _, th := range []int{16384, 65536, -1} {
+		for _, th := range []int{512, 2048, 16384, -1} {
 			out = append(out, STMCase{Kind: "bank", Accounts: big, ReadOnly: ro, ReadSize: rs(big), Rounds: 1, Threads: th, GPUOnly: true})
 		}
 	}
@@ -169,6 +171,7 @@ type STMRun struct {
 	Wrong   uint64
 	Elapsed time.Duration
 	Commit  stm.Breakdown
+	Server  stm.ServerStats
 	Threads int
 }
 
@@ -202,6 +205,9 @@ func (r STMRun) Note(op, engine string) string {
 			(total / time.Duration(r.Stats.Commits)).Round(time.Nanosecond), strings.Join(parts, ", "),
 			(b.Execute / time.Duration(max(r.Stats.Total(), 1))).Round(time.Nanosecond))
 	}
+	if r.Server.Requests > 0 {
+		s += "; servers: " + r.Server.String()
+	}
 	return s
 }
 
@@ -217,7 +223,7 @@ func RunSTMCase(e *stm.Engine, c STMCase, d time.Duration, breakdown bool) (STMR
 	if res.Wrong != 0 {
 		return STMRun{}, fmt.Errorf("%s: %d read-only transactions saw a wrong total", c.Name(), res.Wrong)
 	}
-	return STMRun{Stats: res.Stats, Wrong: res.Wrong, Elapsed: res.Elapsed, Commit: res.Commit, Threads: res.Threads}, nil
+	return STMRun{Stats: res.Stats, Wrong: res.Wrong, Elapsed: res.Elapsed, Commit: res.Commit, Server: res.Server, Threads: res.Threads}, nil
 }
 
 // MedianSTM returns the run with the median commit rate.

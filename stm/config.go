@@ -34,7 +34,10 @@ type Config struct {
 	// (LogFull).
 	LogWrites int
 	// Servers is the number of commit servers; items are split into this
-	// many contiguous partitions, one per server. 0 means 1.
+	// many contiguous partitions, one per server. 0 means 1. A store has
+	// at most one server per item, and no server without items: a store
+	// of N items uses ceil(N / ceil(N / Servers)) of them (Store.Config and
+	// Result.Servers say how many), so 4 servers for 2 items are 2.
 	Servers int
 }
 
@@ -68,10 +71,17 @@ func (c Config) validate(n int) error {
 		return fmt.Errorf("stm: log item pool %d: want 1 to %d", c.LogWrites, 1<<26)
 	case c.Servers < 1 || c.Servers > MaxServers:
 		return fmt.Errorf("stm: %d servers: want 1 to %d", c.Servers, MaxServers)
-	case c.Servers > n:
-		return fmt.Errorf("stm: %d servers for %d items: want at most one server per item", c.Servers, n)
 	}
 	return nil
+}
+
+// forItems returns the configuration a store of n items uses: Servers
+// lowered to the number of non-empty partitions (at most n).
+func (c Config) forItems(n int) Config {
+	if n >= 1 && c.Servers > 1 {
+		c.Servers = (n + c.partSize(n) - 1) / c.partSize(n)
+	}
+	return c
 }
 
 // partSize returns the items per partition: ceil(n/servers).

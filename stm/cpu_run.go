@@ -92,7 +92,7 @@ func (e *Engine) runCPU(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 	}
 	elapsed := time.Since(start)
 	clk.Mark(nil, engine.MarkWorked)
-	res := &Result{Stats: s.Stats(), Wrong: wrong.Load(), Elapsed: elapsed, Threads: threads, Device: "cpu"}
+	res := &Result{Stats: s.Stats(), Wrong: wrong.Load(), Elapsed: elapsed, Threads: threads, Device: "cpu", Servers: s.Config().Servers}
 	res.Final = s.Final()
 	if ro.History {
 		res.History = s.History()

@@ -25,12 +25,17 @@ type Options struct {
 	ClientBlock       int // threads per client block (a multiple of 32; default 32)
 	ClientBlocksPerSM int // client blocks per client SM; 0: as many as fit
 	// ClientThreads bounds the transactions running at once on the GPU;
-	// 0 means about LogSize x Servers update transactions in flight
-	// (LogSize x Servers / the share of update transactions, at least a
-	// warp per client SM): more concurrent update transactions than a log
-	// holds make commits abort spuriously (LogFull), as the thesis saw.
+	// 0 means about LogSize/8 update transactions in flight per server
+	// (LogSize/8 x Servers / the share of update transactions), at most
+	// one per two items of the store, at least a warp: a server validates
+	// each request against about one log entry per update transaction in
+	// flight, and more of them than a log holds make commits abort
+	// spuriously (LogFull), as the thesis saw.
 	ClientThreads int
-	ServerWarps   int // warps per server block: 1 receiver + workers (default 32)
+	// ServerWarps is the warps per server block: 1 receiver + workers
+	// (default 16). Each worker keeps a 4 KB scratch beside the log in
+	// the block's shared memory.
+	ServerWarps int
 
 	yield bool // tests: CPU transactions yield on every read
 }
@@ -68,10 +73,20 @@ type Result struct {
 	UserAborts uint64
 	Elapsed    time.Duration // from the first transaction to the last commit
 	Threads    int           // transactions that ran concurrently (goroutines or GPU threads)
-	Final      []uint64      // the store after the run
-	History    []Record      // with RunOptions.History
-	Commit     Breakdown     // where commit time went
-	Device     string        // where it ran
+	Servers    int           // commit servers the store used (Config.Servers, at most one per item)
+	// HistoryDropped counts aborted attempts left out of History
+	// (RunOptions.HistoryAborted) because the GPU engine's region for
+	// them was full; committed transactions are never left out.
+	HistoryDropped uint64
+	// HistoryLimited: a run of a duration with RunOptions.History ended
+	// before the duration, when it had committed as many transactions as
+	// the GPU engine's history buffer holds.
+	HistoryLimited bool
+	Final          []uint64    // the store after the run
+	History        []Record    // with RunOptions.History
+	Commit         Breakdown   // where commit time went
+	Server         ServerStats // what the GPU engine's commit servers did (zero on the CPU engine)
+	Device         string      // where it ran
 }
 
 // Throughput is commits (update and read-only) per second.
@@ -93,6 +108,25 @@ type Breakdown struct {
 	Insert      time.Duration // reserving timestamps and logging the batch
 	WriteBack   time.Duration // installing the new versions
 	Publish     time.Duration // waiting for earlier commits and advancing the clock
+}
+
+// ServerStats describe the work of the GPU engine's commit servers in a
+// run.
+type ServerStats struct {
+	Requests uint64        // commit requests served: a client warp's transactions at one server
+	Batched  uint64        // requests validated as a batch (the rest transaction by transaction)
+	Scanned  uint64        // log entries the batch validations scanned
+	LockWait time.Duration // time workers waited for their log's lock, summed
+}
+
+// String summarizes the stats, e.g. "1000 requests (990 batched, 120
+// entries scanned each), lock wait 2ms".
+func (s ServerStats) String() string {
+	per := uint64(0)
+	if s.Batched > 0 {
+		per = s.Scanned / s.Batched
+	}
+	return fmt.Sprintf("%d requests (%d batched, %d entries scanned each), lock wait %v", s.Requests, s.Batched, per, s.LockWait.Round(time.Microsecond))
 }
 
 // Engine runs workloads on the GPU or the CPU engine.

@@ -21,11 +21,22 @@ var stmHeader string
 // Launch configuration of the GPU engine, in one place.
 const (
 	defaultClientBlock = 32  // threads per client block: one warp, so a bounded grid spreads over the SMs
-	defaultServerWarps = 32  // warps per server block: 1 receiver + 31 workers
+	defaultServerWarps = 16  // warps per server block: 1 receiver + 15 workers (each validates a request of up to 32 transactions at once)
 	initBlock          = 256 // threads per block of stm_init and stm_final
 	// memShare: per-thread sets and the history may use 1/memShare of the
 	// free device memory.
 	memShare = 2
+	// abortedShare: the aborted attempts' history region (HistoryAborted)
+	// holds this many times the committed region, within the memory
+	// budget; attempts beyond it are counted, not recorded.
+	abortedShare = 8
+	// itemsPerThread: without ClientThreads, a store of N items gets at
+	// most N/itemsPerThread concurrent transactions (at least a warp), so
+	// that a small store is not swamped by attempts that can only conflict.
+	itemsPerThread = 2
+	// updatesPerLog: without ClientThreads, a server has about
+	// LogSize/updatesPerLog update transactions in flight.
+	updatesPerLog = 8
 	// serverStartTimeout bounds the wait for the server blocks to run
 	// before the clients are launched.
 	serverStartTimeout = 10 * time.Second
@@ -75,16 +86,26 @@ type shape struct {
 	serverSmem                int
 }
 
-// serverSmem returns the shared memory the server's log and control words
-// need (an upper bound of the layout of stm_log_ctl in stm.cu, which
-// checks it with a static_assert).
+// serverSmem returns the shared memory the server's log (a ring of logE
+// entries and a pool of logA items, powers of two) and control words need
+// (an upper bound of the layout of stm_log_ctl in stm.cu, which checks it
+// with a static_assert).
 func serverSmem(logE, logA, workers int) int {
-	return 20*logE + 4*logA + 64 + 160*workers
+	return 8*globalWords() + 20*logE + 4*logA + ctlBytes0 + ctlBytesPerWorker*workers
+}
+
+// pow2 returns the smallest power of two >= n (n >= 1).
+func pow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
 }
 
 // gpuShape returns the shape of a workload's program for a configuration.
 func gpuShape(sp *workloadSpec, cfg Config, o Options, hist int) shape {
-	sh := shape{k: cfg.Versions, logE: cfg.LogSize, logA: cfg.LogWrites, hist: hist,
+	sh := shape{k: cfg.Versions, logE: pow2(cfg.LogSize), logA: pow2(cfg.LogWrites), hist: hist,
 		serverWarps: o.ServerWarps, clientBlock: o.ClientBlock}
 	if sh.serverWarps == 0 {
 		sh.serverWarps = defaultServerWarps
@@ -164,6 +185,7 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 	if err := cfg.validate(n); err != nil {
 		return nil, tm, err
 	}
+	cfg = cfg.forItems(n)
 	if sp.cuda == "" {
 		return nil, tm, fmt.Errorf("the workload has no CUDA body")
 	}
@@ -186,8 +208,8 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 		return nil, tm, fmt.Errorf("client block of %d threads: want a multiple of 32 up to %d", sh.clientBlock, props.MaxThreadsPerBlock)
 	}
 	if sh.serverSmem > props.SharedPerBlockOptin {
-		return nil, tm, fmt.Errorf("a log of %d entries and %d items needs %d bytes of shared memory, %s gives a block %d: lower LogSize or LogWrites",
-			cfg.LogSize, cfg.LogWrites, sh.serverSmem, g.dev, props.SharedPerBlockOptin)
+		return nil, tm, fmt.Errorf("a log of %d entries and %d items with %d server warps needs %d bytes of shared memory, %s gives a block %d: lower LogSize, LogWrites or ServerWarps",
+			cfg.LogSize, cfg.LogWrites, sh.serverWarps, sh.serverSmem, g.dev, props.SharedPerBlockOptin)
 	}
 	if cfg.Servers >= props.SMs {
 		return nil, tm, fmt.Errorf("%d servers leave none of the %d SMs of %s to clients", cfg.Servers, props.SMs, g.dev)
@@ -220,10 +242,7 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 	blocks := perSM * (props.SMs - cfg.Servers)
 	want := g.opt.ClientThreads
 	if want == 0 {
-		// About LogSize x Servers update transactions in flight: more
-		// threads when most transactions are read-only.
-		upd := max(1-readOnlyShare(sp, ro.Seed), 1.0/64)
-		want = max(int(float64(cfg.LogSize*cfg.Servers)/upd), 32*(props.SMs-cfg.Servers))
+		want = defaultThreads(sp, cfg, n, ro.Seed)
 	}
 	blocks = max(1, min(blocks, (want+sh.clientBlock-1)/sh.clientBlock))
 
@@ -239,22 +258,32 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 	if hist > 0 {
 		perThread += int64(sh.r) * 8
 	}
-	var histWords int64
+	// The history: a committed record takes at most rec words (a
+	// transaction cannot read or write more than its sets hold), and a run
+	// commits at most one record per ticket, so the committed region holds
+	// every ticket the run hands out: all of ro.Transactions, or, for a run
+	// of a duration, as many as fit (the run then ends when they are
+	// committed: Result.HistoryLimited). The aborted attempts' region
+	// stops taking records when full (Result.HistoryDropped).
+	var histWords, abWords, nTickets int64
+	nTickets = ro.Transactions
 	if hist > 0 {
-		rec := int64(4 + 2*max(sp.maxROReads, sp.maxReads+sp.maxWrites))
+		rec := int64(4 + 2*(sh.r+sh.w))
 		if ro.Transactions > 0 {
 			histWords = ro.Transactions * rec
-			if hist == 2 {
-				histWords *= 4 // room for aborted attempts
-			}
 		} else {
-			histWords = budget / 16
+			nTickets = max(budget/4/8/rec, 1)
+			histWords = nTickets * rec
 		}
 		if histWords*8 > budget/2 {
-			return nil, tm, fmt.Errorf("the history of this run needs %d MB of device memory, more than %d MB available for it: run fewer transactions",
-				histWords*8>>20, budget>>21)
+			return nil, tm, fmt.Errorf("the history of %d transactions needs %d MB of device memory, more than the %d MB available for it: run fewer transactions",
+				ro.Transactions, histWords*8>>20, budget>>21)
 		}
 		budget -= histWords * 8
+		if hist == 2 {
+			abWords = min(abortedShare*histWords, budget/2/8)
+			budget -= abWords * 8
+		}
 	}
 	budget -= storeBytes
 	if maxBlocks := budget / (perThread * int64(sh.clientBlock)); int64(blocks) > maxBlocks {
@@ -265,19 +294,19 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 	}
 	threads := blocks * sh.clientBlock
 	clientWarps := threads / 32
-	ring := 1
-	for ring < clientWarps {
-		ring <<= 1
-	}
+	ring := pow2(clientWarps)
+	// Timestamps reserved but not published are held by update threads,
+	// one each: the done markers' ring has twice as many slots.
+	doneRing := pow2(2 * threads)
 
 	var bufs runBuffers
 	defer bufs.release()
 	a64 := func(n int) (*gpu.Buffer[uint64], error) { return alloc[uint64](g.dev, &bufs, n) }
 	a32 := func(n int) (*gpu.Buffer[uint32], error) { return alloc[uint32](g.dev, &bufs, n) }
 	var (
-		vals, vers, tsnap, wsVal, rsVal, resBuf, reqRing, finRing, reqTail, finTail, words, counters, dctl, hbuf, final, initv *gpu.Buffer[uint64]
-		head, rsItem, wsItem, txNR, txNW, reply                                                                                *gpu.Buffer[uint32]
-		globals                                                                                                                *gpu.Buffer[uint64]
+		vals, vers, tsnap, wsVal, rsVal, resBuf, reqRing, finRing, reqTail, finTail, words, counters, dctl, hbuf, abuf, done, final, initv *gpu.Buffer[uint64]
+		head, rsItem, wsItem, txNR, txNW, reply                                                                                            *gpu.Buffer[uint32]
+		globals                                                                                                                            *gpu.Buffer[uint64]
 	)
 	steps := []func() error{
 		func() (err error) { vals, err = a64(n * cfg.Versions); return },
@@ -307,6 +336,8 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 		func() (err error) { dctl, err = a64(dctlWords); return },
 		func() (err error) { counters, err = a64(numCounters); return },
 		func() (err error) { hbuf, err = a64(int(max(histWords, 1))); return },
+		func() (err error) { abuf, err = a64(int(max(abWords, 1))); return },
+		func() (err error) { done, err = a64(doneRing); return },
 		func() (err error) { final, err = a64(n); return },
 		func() (err error) { initv, err = a64(n); return },
 		func() (err error) { globals, err = a64(globalWords()); return },
@@ -316,7 +347,7 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 			return nil, tm, fmt.Errorf("allocating the run's device memory: %w", err)
 		}
 	}
-	for _, b := range []interface{ FillBytes(*gpu.Stream, byte) error }{reqRing, finRing, reqTail, finTail, reply, words, dctl, counters, resBuf} {
+	for _, b := range []interface{ FillBytes(*gpu.Stream, byte) error }{reqRing, finRing, reqTail, finTail, reply, words, dctl, counters, resBuf, done} {
 		if err := b.FillBytes(g.sSrv, 0); err != nil {
 			return nil, tm, err
 		}
@@ -334,7 +365,9 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 	set("w_cap", uint64(sh.w))
 	set("hist_mode", uint64(hist))
 	set("log_e", uint64(sh.logE))
+	set("log_n", uint64(cfg.LogSize))
 	set("log_a", uint64(sh.logA))
+	set("log_w", uint64(cfg.LogWrites))
 	set("smem", uint64(props.SharedPerBlockOptin))
 	set("rs_item", uint64(rsItem.Ptr()))
 	set("rs_val", uint64(rsVal.Ptr()))
@@ -352,10 +385,12 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 	set("reply", uint64(reply.Ptr()))
 	set("clock", uint64(words.PtrAt(0)))
 	set("next", uint64(words.PtrAt(ctlSpacing)))
+	set("done", uint64(done.Ptr()))
+	set("done_mask", uint64(doneRing-1))
 	set("dctl", uint64(dctl.Ptr()))
 	set("hctl", uint64(g.ctl.Ptr()))
 	set("counters", uint64(counters.Ptr()))
-	set("n_tx", uint64(ro.Transactions))
+	set("n_tx", uint64(nTickets))
 	set("seed", ro.Seed)
 	set("limit_ns", uint64(ro.Timeout.Nanoseconds()))
 	set("client_warps", uint64(clientWarps))
@@ -363,6 +398,10 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 	set("hist", uint64(hbuf.Ptr()))
 	set("hist_cap", uint64(histWords))
 	set("hist_off", uint64(dctl.PtrAt(dctlHistOff)))
+	set("hist_ab", uint64(abuf.Ptr()))
+	set("hist_ab_cap", uint64(abWords))
+	set("hist_ab_off", uint64(dctl.PtrAt(dctlHistAbOff)))
+	set("hist_ab_end", uint64(dctl.PtrAt(dctlHistAbEnd)))
 	if len(sp.params) > maxParams {
 		return nil, tm, fmt.Errorf("%d workload parameters, at most %d", len(sp.params), maxParams)
 	}
@@ -436,7 +475,9 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 	if err := fFinal.Launch(g.sSrv, gpu.D1(gpu.Grid(n, initBlock)), gpu.D1(initBlock), 0, globals, final); err != nil {
 		return nil, tm, err
 	}
-	res := &Result{Elapsed: elapsed, Threads: threads, Device: g.dev.String(), UserAborts: cnt[cntUser], Wrong: cnt[cntWrong]}
+	res := &Result{Elapsed: elapsed, Threads: threads, Device: g.dev.String(), UserAborts: cnt[cntUser], Wrong: cnt[cntWrong],
+		Servers: cfg.Servers, HistoryDropped: cnt[cntHistDropped]}
+	res.HistoryLimited = hist > 0 && ro.Transactions == 0 && dc[dctlTicketsOut] != 0
 	res.Commits, res.ReadOnlyCommits = cnt[cntCommits], cnt[cntReadOnly]
 	for c := range NumCauses {
 		res.Aborts[c] = cnt[cntAbort0+int(c)]
@@ -449,13 +490,19 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 		return nil, tm, fmt.Errorf("reading the final store: %w", err)
 	}
 	if hist > 0 {
-		used := min(int64(dc[dctlHistOff]), histWords)
-		words := make([]uint64, used)
-		if err := hbuf.Read(nil, 0, words); err != nil {
-			return nil, tm, err
-		}
-		if res.History, err = parseHistory(words); err != nil {
-			return nil, tm, err
+		for _, region := range []struct {
+			buf  *gpu.Buffer[uint64]
+			used int64
+		}{{hbuf, min(int64(dc[dctlHistOff]), histWords)}, {abuf, min(int64(dc[dctlHistAbEnd]), abWords)}} {
+			words := make([]uint64, region.used)
+			if err := region.buf.Read(nil, 0, words); err != nil {
+				return nil, tm, err
+			}
+			recs, err := parseHistory(words)
+			if err != nil {
+				return nil, tm, err
+			}
+			res.History = append(res.History, recs...)
 		}
 	}
 	cycle := func(c uint64) time.Duration {
@@ -469,12 +516,29 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 		Validate: cycle(cnt[cntCyValidate]), Insert: cycle(cnt[cntCyInsert]),
 		WriteBack: cycle(cnt[cntCyWriteBack]), Publish: cycle(cnt[cntCyPublish]),
 	}
+	res.Server = ServerStats{Requests: cnt[cntRequests], Batched: cnt[cntBatched], Scanned: cnt[cntScanned], LockWait: cycle(cnt[cntCyLock])}
 	if rt := cycle(cnt[cntCyRoundTrip]); rt > res.Commit.Validate+res.Commit.Insert {
 		res.Commit.WaitServer = rt - res.Commit.Validate - res.Commit.Insert
 	}
 	clk.Mark(nil, engine.MarkDone)
 	tm = clk.Timings(w.Name(), int(res.Total()))
 	return res, tm, nil
+}
+
+// defaultThreads is the number of client threads of a run without
+// Options.ClientThreads: about LogSize/updatesPerLog update transactions
+// in flight per server, so more threads when most transactions are
+// read-only; at most one per itemsPerThread items of the store; at least a
+// warp. A request is validated against the log entries newer than its
+// transactions' snapshots, about one per update transaction in flight, so
+// a server's capacity falls as concurrency grows: on an H100 (2026-11-26)
+// 4096 concurrent transfers at one server gave 2.0M commits/s with 3965
+// entries scanned per request (and more than LogSize in flight makes
+// commits abort spuriously, LogFull, as the thesis saw).
+func defaultThreads(sp *workloadSpec, cfg Config, n int, seed uint64) int {
+	upd := max(1-readOnlyShare(sp, seed), 1.0/64)
+	want := int(float64(max(cfg.LogSize/updatesPerLog, 32)*cfg.Servers) / upd)
+	return max(32, min(want, n/itemsPerThread))
 }
 
 // readOnlyShare estimates the share of read-only transactions of a

@@ -14,19 +14,25 @@ var globalFields = []string{
 	// the store: k versions per item
 	"vals", "vers", "head", "n_items", "part_size", "servers", "k",
 	// the shape: read and write set capacities per thread, history mode
-	// (0 none, 1 committed, 2 also aborted attempts), log entries and item
-	// pool per server, shared memory a server block has
-	"r_cap", "w_cap", "hist_mode", "log_e", "log_a", "smem",
+	// (0 none, 1 committed, 2 also aborted attempts), per server the log
+	// entries kept (log_n) in a ring of log_e (a power of two) and the
+	// written items kept (log_w) in a pool of log_a (a power of two),
+	// shared memory a server block has
+	"r_cap", "w_cap", "hist_mode", "log_e", "log_n", "log_a", "log_w", "smem",
 	// per client thread: read and write sets, snapshot, counts, result
 	"rs_item", "rs_val", "ws_item", "ws_val", "tx_snap", "tx_nr", "tx_nw", "res",
 	// per server: request and finalize rings (ring_mask + 1 slots) and
 	// their tails; per client warp and server: reply sequence numbers
 	"req_ring", "req_tail", "fin_ring", "fin_tail", "ring_mask", "reply",
-	// the commit clock, the timestamp counter, control words, counters
-	"clock", "next", "dctl", "hctl", "counters",
+	// the commit clock, the timestamp counter, the done markers of
+	// batches (done_mask + 1 of them), control words, counters
+	"clock", "next", "done", "done_mask", "dctl", "hctl", "counters",
 	// the run
 	"n_tx", "seed", "limit_ns", "client_warps", "threads",
-	"hist", "hist_cap", "hist_off",
+	// the history: committed records (hist_cap words, hist_off the
+	// words taken) and aborted attempts (hist_ab_cap words, hist_ab_off
+	// the words asked for, hist_ab_end the end of the records kept)
+	"hist", "hist_cap", "hist_off", "hist_ab", "hist_ab_cap", "hist_ab_off", "hist_ab_end",
 	"params",
 }
 
@@ -70,8 +76,11 @@ const (
 	dctlDetail1            //
 	dctlClientsDone        // client warps that have exited
 	dctlTickets            // next transaction ticket
+	dctlTicketsOut         // 1 once a client found no ticket left (n_tx reached)
 	dctlWords       = 32
-	dctlHistOff     = dctlWords - 1 // words of the history written
+	dctlHistAbEnd   = dctlWords - 3 // end of the aborted attempts' records kept
+	dctlHistAbOff   = dctlWords - 2 // words the aborted attempts asked for
+	dctlHistOff     = dctlWords - 1 // words of the committed records
 
 	hctlStop       = 0 // host -> device: stop starting transactions
 	hctlAbort      = 1 // host -> device: give up now (host timeout)
@@ -103,7 +112,23 @@ const (
 	cntCyWriteBack
 	cntCyPublish
 	cntRequests
+	cntHistDropped // aborted attempts not recorded: their region was full
+	cntFastInserts // requests logged by the batch path
+	cntBatched     // requests validated as a batch
+	cntScanned     // log entries the batch validations scanned
+	cntCyLock      // cycles workers waited for a log's lock
 	numCounters
+)
+
+// Shared memory of a server block beyond the log: the control words and,
+// per worker, its mail and its batch-validation scratch (stm_scratch in
+// stm.cu, whose static_assert checks these bounds), with the scratch's
+// table size and the writes per transaction it stages.
+const (
+	stmTable          = 256 // items of a request's table (a power of two); a request of up to half as many accesses is batch-validated
+	stmSPL            = 4   // writes per transaction the batch path stages
+	ctlBytes0         = 128
+	ctlBytesPerWorker = 4096
 )
 
 // Transaction states and error codes shared with the kernels.
@@ -111,6 +136,7 @@ const (
 	stOK        = 0
 	stAbort     = 1  // + Cause
 	stUser      = 16 // the body called stm_abort
+	stStop      = 17 // the run stopped during the transaction (abandoned)
 	errItem     = 32 // an item outside the store (detail: ticket, item)
 	errReads    = 33 // more reads than the read set holds (detail: ticket, capacity)
 	errWrites   = 34 // more writes than the write set holds
@@ -140,12 +166,15 @@ func layoutDefines() []gpu.Define {
 	d := []gpu.Define{
 		gpu.Def("DCTL_STOP", dctlStop), gpu.Def("DCTL_ERROR", dctlError), gpu.Def("DCTL_DETAIL0", dctlDetail0),
 		gpu.Def("DCTL_DETAIL1", dctlDetail1), gpu.Def("DCTL_CLIENTS_DONE", dctlClientsDone), gpu.Def("DCTL_TICKETS", dctlTickets),
+		gpu.Def("DCTL_TICKETS_OUT", dctlTicketsOut),
+		gpu.Def("STM_TABLE", stmTable), gpu.Def("STM_SPL", stmSPL),
+		gpu.Def("STM_CTL_BYTES0", ctlBytes0), gpu.Def("STM_CTL_BYTES_PER_WORKER", ctlBytesPerWorker),
 		gpu.Def("HCTL_STOP", hctlStop), gpu.Def("HCTL_ABORT", hctlAbort), gpu.Def("HCTL_SERVERS_UP", hctlServersUp),
 		gpu.Def("HCTL_ERROR", hctlError), gpu.Def("HCTL_DETAIL0", hctlDetail0), gpu.Def("HCTL_DETAIL1", hctlDetail1),
 		gpu.Def("CTL_SPACING", ctlSpacing),
 		gpu.Def("STM_RES_FLAG", resultFlag), gpu.Def("STM_RES_PREPARED", resultPrepared),
 		gpu.Def("STM_NO_VERSION", noVersion), gpu.Def("STM_WILDCARD", wildcard),
-		gpu.Def("STM_ST_OK", stOK), gpu.Def("STM_ST_ABORT", stAbort), gpu.Def("STM_ST_USER", stUser),
+		gpu.Def("STM_ST_OK", stOK), gpu.Def("STM_ST_ABORT", stAbort), gpu.Def("STM_ST_USER", stUser), gpu.Def("STM_ST_STOP", stStop),
 		gpu.Def("STM_ERR_ITEM", errItem), gpu.Def("STM_ERR_READS", errReads), gpu.Def("STM_ERR_WRITES", errWrites),
 		gpu.Def("STM_ERR_RO_WRITE", errROWrite), gpu.Def("STM_ERR_NO_BEGIN", errNoBegin),
 		gpu.Def("STM_ERR_DEADLINE", errDeadline), gpu.Def("STM_ERR_HISTORY", errHistory), gpu.Def("STM_ERR_ABORTED", errAborted), gpu.Def("STM_ERR_SMEM", errSmem),
@@ -154,7 +183,8 @@ func layoutDefines() []gpu.Define {
 		gpu.Def("STM_MAX_PARAMS", maxParams), gpu.Def("STM_MAX_SERVERS", MaxServers),
 	}
 	names := []string{"COMMITS", "READ_ONLY", "ABORT0", "ABORT1", "ABORT2", "ABORT3", "WRONG", "USER",
-		"CY_EXECUTE", "CY_PREVALIDATE", "CY_ROUNDTRIP", "CY_VALIDATE", "CY_INSERT", "CY_WRITEBACK", "CY_PUBLISH", "REQUESTS"}
+		"CY_EXECUTE", "CY_PREVALIDATE", "CY_ROUNDTRIP", "CY_VALIDATE", "CY_INSERT", "CY_WRITEBACK", "CY_PUBLISH", "REQUESTS",
+		"HIST_DROPPED", "FAST_INSERTS", "BATCHED", "SCANNED", "CY_LOCK"}
 	for i, n := range names {
 		d = append(d, gpu.Def("CNT_"+n, i))
 	}

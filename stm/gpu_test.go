@@ -106,7 +106,7 @@ func TestGPUDurationStopsThroughTheMappedFlag(t *testing.T) {
 	if took := time.Since(start); took > 20*time.Second || res.Total() == 0 || res.Wrong != 0 {
 		t.Fatalf("took %v, %d commits, %d wrong", took, res.Total(), res.Wrong)
 	}
-	t.Logf("%d commits in %v (%.3g/s) on %d threads, aborts %s, commit %+v", res.Total(), res.Elapsed, res.Throughput(), res.Threads, res.AbortString(), res.Commit)
+	t.Logf("%d commits in %v (%.3g/s) on %d threads, aborts %s, commit %+v, servers: %v", res.Total(), res.Elapsed, res.Throughput(), res.Threads, res.AbortString(), res.Commit, res.Server)
 }
 
 // TestGPUMemcachedAndLargeTransactions runs MemcachedGPU and transfers

@@ -138,9 +138,14 @@ __device__ __forceinline__ void stm_check(stm_tx* tx, bool ok) {
 
 // stm_deadline_passed is checked on every 1024th access: a body that keeps
 // reading or writing past the run's deadline fails with STM_ERR_DEADLINE
-// (a body must return once stm_failed says so).
+// (a body must return once stm_failed says so); once a run of a duration
+// is told to stop, a long transaction is abandoned (STM_ST_STOP).
 __device__ __forceinline__ bool stm_deadline_passed(stm_tx* tx) {
 	if ((++tx->calls & 1023) != 0) return false;
+	if (stm_ld_relaxed(&((const u64*)tx->g->dctl)[DCTL_STOP]) != 0) {
+		stm_fail(tx, STM_ST_STOP, 0);
+		return true;
+	}
 	if (stm_now_ns() <= tx->deadline) return false;
 	stm_fail(tx, STM_ERR_DEADLINE, STM_AT_RUN);
 	return true;
@@ -158,29 +163,16 @@ __device__ __forceinline__ void stm_begin(stm_tx* tx, bool read_only) {
 	tx->snap = stm_ld_acquire((const u64*)tx->g->clock);
 }
 
-// stm_ring_read finds item's value at snapshot snap: the version with the
-// largest timestamp not above snap. Fast path: the newest slot (head)
-// holds it. Otherwise all K slots are scanned, each read as (version,
-// value, version), and the chosen one checked again at the end: versions
-// of an item grow and leave the ring oldest first, so a choice still
-// present at the end missed no newer version <= snap. false: the ring no
-// longer holds that version.
-__device__ bool stm_ring_read(const stm_globals* g, u32 item, u64 snap, u64* out) {
-	const u64* vers = (const u64*)g->vers + (u64)item * (u32)g->k;
-	const u64* vals = (const u64*)g->vals + (u64)item * (u32)g->k;
-	u32 h = stm_ld_acquire32((const u32*)g->head + item);
-	u64 v1 = stm_ld_acquire(vers + h);
-	if (v1 <= snap) {
-		u64 x = stm_ld_acquire(vals + h);
-		if (stm_ld_relaxed(vers + h) == v1) {
-			*out = x;
-			return true;
-		}
-	}
+// stm_ring_scan is stm_ring_read's slow path: all K slots are scanned,
+// each read as (version, value, version), and the chosen one checked again
+// at the end: versions of an item grow and leave the ring oldest first, so
+// a choice still present at the end missed no newer version <= snap.
+// false: the ring no longer holds that version.
+__device__ __noinline__ bool stm_ring_scan(const u64* vers, const u64* vals, u32 k, u64 snap, u64* out) {
 	for (int attempt = 0; attempt < 4; attempt++) {
 		int best = -1;
 		u64 bv = 0, bx = 0;
-		for (u32 j = 0; j < (u32)g->k; j++) {
+		for (u32 j = 0; j < k; j++) {
 			u64 a = stm_ld_acquire(vers + j);
 			if (a > snap || (best >= 0 && a <= bv)) continue; // STM_NO_VERSION > any snapshot
 			u64 x = stm_ld_acquire(vals + j);
@@ -198,9 +190,31 @@ __device__ bool stm_ring_read(const stm_globals* g, u32 item, u64 snap, u64* out
 	return false;
 }
 
+// stm_ring_read finds item's value at snapshot snap: the version with the
+// largest timestamp not above snap. Fast path: the newest slot (head)
+// holds it, read as (version, value, version) with two acquiring loads
+// (each costs the SM an L1 invalidation); otherwise stm_ring_scan.
+__device__ __forceinline__ bool stm_ring_read(const stm_globals* g, u32 item, u64 snap, u64* out) {
+	const u32 k = (u32)g->k;
+	const u64* vers = (const u64*)g->vers + (u64)item * k;
+	const u64* vals = (const u64*)g->vals + (u64)item * k;
+	// The head needs no acquire: it is read after the snapshot's acquire
+	// and gives the address of what follows.
+	const u32 h = stm_ld_relaxed32((const u32*)g->head + item);
+	const u64 v1 = stm_ld_acquire(vers + h);
+	if (v1 <= snap) {
+		const u64 x = stm_ld_acquire(vals + h);
+		if (stm_ld_relaxed(vers + h) == v1) {
+			*out = x;
+			return true;
+		}
+	}
+	return stm_ring_scan(vers, vals, k, snap, out);
+}
+
 // stm_read returns item as of the snapshot, or the transaction's own
 // last write to it.
-__device__ u64 stm_read(stm_tx* tx, u32 item) {
+__device__ __forceinline__ u64 stm_read(stm_tx* tx, u32 item) {
 	const stm_globals* g = tx->g;
 	if (tx->state != STM_ST_OK || stm_deadline_passed(tx)) return 0;
 	if (!tx->begun) {
@@ -236,7 +250,7 @@ __device__ u64 stm_read(stm_tx* tx, u32 item) {
 }
 
 // stm_write buffers value for item until commit.
-__device__ void stm_write(stm_tx* tx, u32 item, u64 value) {
+__device__ __forceinline__ void stm_write(stm_tx* tx, u32 item, u64 value) {
 	const stm_globals* g = tx->g;
 	if (tx->state != STM_ST_OK || stm_deadline_passed(tx)) return;
 	if (!tx->begun) {

@@ -86,6 +86,7 @@ func New(o StoreOptions) (*Store, error) {
 	if err := cfg.validate(o.Items); err != nil {
 		return nil, err
 	}
+	cfg = cfg.forItems(o.Items)
 	n, k := o.Items, cfg.Versions
 	s := &Store{
 		cfg: cfg, n: n, k: k, partSize: cfg.partSize(n),
@@ -115,7 +116,8 @@ func New(o StoreOptions) (*Store, error) {
 // Items returns N.
 func (s *Store) Items() int { return s.n }
 
-// Config returns the store's configuration with defaults filled in.
+// Config returns the store's configuration with defaults filled in and
+// Servers lowered to the partitions that hold items.
 func (s *Store) Config() Config { return s.cfg }
 
 // Clock returns the timestamp of the newest visible commit (0 before any).

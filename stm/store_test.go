@@ -92,9 +92,26 @@ func TestMisuseNamesTheProblem(t *testing.T) {
 			tc.fn()
 		})
 	}
-	for _, o := range []StoreOptions{{Items: 0}, {Items: 4, Config: Config{Servers: 5}}, {Items: 4, Config: Config{Versions: -1}}} {
+	for _, o := range []StoreOptions{{Items: 0}, {Items: 4, Config: Config{Servers: MaxServers + 1}}, {Items: 4, Config: Config{Versions: -1}}} {
 		if _, err := New(o); err == nil {
 			t.Errorf("New(%+v) accepted", o)
+		}
+	}
+}
+
+// TestMoreServersThanItems: a store uses at most one server per item and
+// no server without items, and works.
+func TestMoreServersThanItems(t *testing.T) {
+	for _, tc := range []struct{ items, servers, want int }{{2, 4, 2}, {1, 3, 1}, {5, 4, 3}, {8, 4, 4}, {1000, 3, 3}} {
+		s := newTestStore(t, StoreOptions{Items: tc.items, Config: Config{Servers: tc.servers}})
+		if got := s.Config().Servers; got != tc.want {
+			t.Errorf("%d servers for %d items: store uses %d, want %d", tc.servers, tc.items, got, tc.want)
+		}
+		if err := s.Atomically(func(tx *Tx) error { tx.Write(tc.items-1, tx.Read(0)+1); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Load(tc.items - 1); got != 1 {
+			t.Errorf("%d items: item %d = %d after one increment", tc.items, tc.items-1, got)
 		}
 	}
 }

@@ -73,8 +73,6 @@ func runSTM(e *env, args []string) error {
 		return usagef("--rounds %d: want at least 1", *rounds)
 	case *servers < 1 || *servers > stm.MaxServers:
 		return usagef("--servers %d: want 1 to %d", *servers, stm.MaxServers)
-	case *servers > *accounts:
-		return usagef("--servers %d: more servers than the %d accounts", *servers, *accounts)
 	case *logSize < 0:
 		return usagef("--log-size %d: want 0 (default) or more", *logSize)
 	case *versions < 0:
@@ -128,6 +126,12 @@ func runSTM(e *env, args []string) error {
 	res, runErr := eng.Run(bank, ro)
 	if res == nil {
 		return runErr
+	}
+	if res.Servers < *servers && !*quiet {
+		fmt.Fprintf(e.stderr, "stm bank: --servers %d for %d accounts: %d servers (at most one per account, none without accounts)\n", *servers, *accounts, res.Servers)
+	}
+	if res.HistoryLimited {
+		fmt.Fprintf(e.stderr, "stm bank: the run ended after %d commits, before --duration %v: the GPU's history buffer holds no more\n", res.Total(), *duration)
 	}
 	var total uint64
 	for _, v := range res.Final {

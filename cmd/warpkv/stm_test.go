@@ -182,6 +182,7 @@ func TestSTMBankBinary(t *testing.T) {
 			{64, 3, []string{"--transactions", "3000", "--read-only", "30", "--read-size", "8", "--rounds", "3", "--servers", "2", "--seed", "7"}},
 			{16, 0, []string{"--transactions", "2000", "--read-only", "50", "--rounds", "2"}}, // balances wrap below 0
 			{40, 10, []string{"--duration", "200ms", "--read-only", "20", "--read-size", "40"}},
+			{2, 5, []string{"--transactions", "500", "--read-only", "20", "--servers", "4"}}, // 2 servers: at most one per account
 		} {
 			name := fmt.Sprintf("%s %d accounts %s", dev, tc.accounts, strings.Join(tc.args, " "))
 			t.Run(name, func(t *testing.T) {

@@ -1,0 +1,50 @@
+package stm
+
+import "testing"
+
+// TestDefaultThreads: without Options.ClientThreads a run keeps about
+// LogSize/8 update transactions in flight per server, more threads when
+// most transactions are read-only, at most one per two items, at least a
+// warp.
+func TestDefaultThreads(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		w    Workload
+		cfg  Config
+		want int
+	}{
+		{"1M accounts, updates only", Bank{Accounts: 1 << 20, Initial: 1, Rounds: 1}, Config{}, 512},
+		{"1M accounts, updates only, 4 servers", Bank{Accounts: 1 << 20, Initial: 1, Rounds: 1}, Config{Servers: 4}, 2048},
+		{"1M accounts, read-only only", Bank{Accounts: 1 << 20, Initial: 1, ReadOnly: 1, ReadSize: 100}, Config{}, 512 * 64},
+		{"small store", Bank{Accounts: 300, Initial: 1, Rounds: 1}, Config{}, 150},
+		{"two items", CUDA{Body: "x", Size: 2}, Config{}, 32},
+		{"tiny log", RMW{Size: 1 << 20, Keys: 1}, Config{LogSize: 16}, 32},
+	} {
+		sp, err := tc.w.spec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := tc.cfg.withDefaults().forItems(tc.w.Items())
+		if got := defaultThreads(sp, cfg, tc.w.Items(), 1); got < tc.want*9/10 || got > tc.want*11/10 {
+			t.Errorf("%s: %d threads, want about %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestDefaultServerFitsAnH100: the default log, server warps and scratch
+// fit the shared memory an sm_90 block may opt in to (227 KiB), with the
+// built-in workloads' shapes.
+func TestDefaultServerFitsAnH100(t *testing.T) {
+	const h100 = 232448
+	for _, w := range []Workload{Bank{Accounts: 1000, Initial: 1, ReadOnly: 0.5, Rounds: 64}, Memcached{Slots: 1 << 10, Ways: 256, Gets: 0.9, Zipf: 0.99}} {
+		sp, err := w.spec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, hist := range []int{0, 2} {
+			if sh := gpuShape(sp, Config{}.withDefaults(), Options{}, hist); sh.serverSmem > h100 {
+				t.Errorf("%s: the default server needs %d bytes of shared memory, an H100 block has %d", w.Name(), sh.serverSmem, h100)
+			}
+		}
+	}
+}
