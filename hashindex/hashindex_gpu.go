@@ -21,17 +21,26 @@ var (
 )
 
 // Programs returns the package's kernel programs: hashindex.cu (search,
-// insert, delete, count) and group.cu (grouping by partition), each with
+// insert, delete, count), group.cu (grouping by partition) and persist.cu
+// (the resident search kernel of the server), each with
 // the shared headers and the constants the Go side owns (launch
 // configuration, table layout, result reasons), for Device.Load and the
 // compile test of every kernel. Cost: O(1).
 func Programs() []gpu.Program {
 	return []gpu.Program{
-		gpu.NewProgram(indexFile, indexSource,
-			gpu.Def("SEARCH_JOBS", searchJobs), gpu.Def("CELLS", CellsPerBucket), gpu.Def("BUCKET_WORDS", BucketWords),
-			gpu.Def("NOT_FOUND", NotFound), gpu.Def("RES_OVERWRITTEN", Overwritten), gpu.Def("RES_DISPLACED", Displaced)),
+		gpu.NewProgram(indexFile, indexSource, indexDefines()...),
 		gpu.NewProgram(groupFile, groupSource,
 			gpu.Def("SMALL_GROUP_MAX", smallGroupMax), gpu.Def("SMALL_GROUP_THREADS", smallGroupThreads)),
+		persistProgram(),
+	}
+}
+
+// indexDefines are the constants hashindex.cu takes from Go (persist.cu,
+// which includes it, passes them too). Cost: O(1).
+func indexDefines() []gpu.Define {
+	return []gpu.Define{
+		gpu.Def("SEARCH_JOBS", searchJobs), gpu.Def("CELLS", CellsPerBucket), gpu.Def("BUCKET_WORDS", BucketWords),
+		gpu.Def("NOT_FOUND", NotFound), gpu.Def("RES_OVERWRITTEN", Overwritten), gpu.Def("RES_DISPLACED", Displaced),
 	}
 }
 

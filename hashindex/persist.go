@@ -93,11 +93,11 @@ var persistSource string
 // persistProgram returns the program of persist.cu: it includes
 // hashindex.cu (as hashindex_kernels.cuh) and gets its constants from Go.
 func persistProgram() gpu.Program {
-	p := gpu.NewProgram(persistFile, persistSource,
-		gpu.Def("SEARCH_JOBS", searchJobs), gpu.Def("PS_THREADS", persistThreads),
+	p := gpu.NewProgram(persistFile, persistSource, append(indexDefines(),
+		gpu.Def("PS_THREADS", persistThreads),
 		gpu.Def("CTL_SEQ", ctlSeq), gpu.Def("CTL_ARG", ctlArg), gpu.Def("CTL_DONE", ctlDone),
 		gpu.Def("CTL_QUIT", ctlQuit), gpu.Def("CTL_HITS", ctlHits), gpu.Def("CTL_BATCHES", ctlBatches),
-		gpu.Def("CTL_EXITS", ctlExits))
+		gpu.Def("CTL_EXITS", ctlExits))...)
 	p.Headers["hashindex_kernels.cuh"] = indexSource
 	return p
 }

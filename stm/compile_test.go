@@ -12,17 +12,6 @@ var testBodies = []string{
 	`__device__ void stm_body(stm_tx* tx) { stm_begin(tx, true); for (;;) { stm_read(tx, 0); if (stm_failed(tx)) return; } }`,
 }
 
-// TestKernelsCompile compiles every program of the package for sm_90 with
-// NVRTC (no GPU needed).
-func TestKernelsCompile(t *testing.T) {
-	gputest.NVRTC(t)
-	for _, p := range Programs() {
-		if _, err := p.CompileCUBIN("sm_90"); err != nil {
-			t.Fatalf("%s with %s: %v", p.Name, p.Headers["stm/workload.cuh"][:40], err)
-		}
-	}
-}
-
 // TestCUDABodiesCompile compiles the GPU tests' own bodies, so that a GPU
 // run does not meet a compile error first.
 func TestCUDABodiesCompile(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"warpkv/hashindex"
 	"warpkv/mpt"
 	"warpkv/prim"
+	"warpkv/stm"
 )
 
 // Package is one package's kernel programs.
@@ -26,8 +27,7 @@ func All() []Package {
 		{"bench", bench.Programs()},
 		{"mpt", mpt.Programs()},
 		{"art", art.Programs()},
-		// Engines add their programs here:
-		//   {"stm", stm.Programs()},
+		{"stm", stm.Programs()},
 	}
 }
 
