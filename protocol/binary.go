@@ -283,18 +283,23 @@ func (c *conn) binStore(buf []byte, r request, h binHeader, ext, key []byte, hdr
 		flags = binary.BigEndian.Uint32(ext)
 		exptime = int64(binary.BigEndian.Uint32(ext[4:]))
 	}
-	if tooLarge(len(key), flags, int64(vlen), c.s.cfg.ItemSizeMax) {
+	end := hdrLen + int(vlen)
+	tooBig := tooLarge(len(key), flags, int64(vlen), c.s.cfg.ItemSizeMax)
+	if tooBig || (len(buf) < end && !c.reserveValue(end)) {
 		r.status = stE2BIG
-		if r.base == opSet { // a refused set removes the old item
-			r.op = c.addOp(kv.Op{Kind: kv.Set, Key: key, TooLarge: true})
+		if !tooBig {
+			r.status = stENOMEM
 		}
+		if r.base == opSet { // a refused set removes the old item
+			r.op = c.addOp(kv.Op{Kind: kv.Set, Key: key, TooLarge: true, NoMemory: !tooBig})
+		}
+		c.countRefused(tooBig)
 		c.addReq(r)
 		if vlen > 0 {
 			c.swallow = int64(vlen)
 		}
 		return hdrLen, psDone
 	}
-	end := hdrLen + int(vlen)
 	if len(buf) < end {
 		c.need = end
 		return 0, psMore

@@ -40,6 +40,9 @@ type Options struct {
 	// 0 means memcached's defaults, 1.25 and 48.
 	GrowthFactor float64
 	ChunkMin     int
+	// Slabs configures moving slab pages between classes (memcached's
+	// slab_reassign, slab_automove); the zero value is memcached's default.
+	Slabs itemstore.SlabPolicy
 	// Device selects the index engine: "auto" and "gpu" shard the index
 	// over every usable GPU ("auto" falls back to the CPU), "gpu:N" uses GPU
 	// N alone, "cpu" the CPU engine; "" means $WARPKV_DEVICE, else auto.
@@ -117,7 +120,7 @@ func New(o Options) (*Engine, error) {
 	}
 	st, err := itemstore.New(itemstore.Options{
 		MemoryLimit: o.MemoryLimit, ItemSizeMax: o.ItemSizeMax,
-		GrowthFactor: o.GrowthFactor, ChunkMin: o.ChunkMin,
+		GrowthFactor: o.GrowthFactor, ChunkMin: o.ChunkMin, Slabs: o.Slabs,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: new engine: %w", err)
