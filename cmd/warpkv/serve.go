@@ -107,62 +107,74 @@ type serveOpts struct {
 func (o *serveOpts) String() string { return strings.Join(o.given, ",") }
 
 // Set parses one -o argument: options separated by commas, each NAME or
-// NAME=VALUE. An unknown option or a bad value is an error naming it.
+// NAME=VALUE. An unknown option or a bad value is an error naming it (the
+// flag package quotes the whole argument before it).
 func (o *serveOpts) Set(arg string) error {
 	for _, opt := range strings.Split(arg, ",") {
-		if opt == "" {
-			continue
-		}
-		name, value, hasValue := strings.Cut(opt, "=")
-		need := func() error {
-			if !hasValue || value == "" {
-				return fmt.Errorf("%s: missing value (%s=...)", name, name)
+		if err := o.set(opt); err != nil {
+			if opt != arg {
+				return fmt.Errorf("%s: %w", opt, err)
 			}
-			return nil
-		}
-		switch name {
-		case "idle_timeout":
-			if err := need(); err != nil {
-				return err
-			}
-			n, err := strconv.Atoi(value)
-			if err != nil || n < 0 {
-				return fmt.Errorf("idle_timeout=%s: want a number of seconds, 0 for none", value)
-			}
-			o.idleTimeout = time.Duration(n) * time.Second
-		case "slab_reassign":
-			o.slabs.NoReassign = false
-		case "no_slab_reassign":
-			o.slabs.NoReassign = true
-		case "slab_automove":
-			level := 1
-			if hasValue {
-				n, err := strconv.Atoi(value)
-				if err != nil || n < 0 || n > 2 {
-					return fmt.Errorf("slab_automove=%s: want 0, 1 or 2", value)
-				}
-				level = n
-			}
-			o.slabs.Automove = level
-			if level == 0 {
-				o.slabs.Automove = itemstore.AutomoveOff
-			}
-		case "no_slab_automove":
-			o.slabs.Automove = itemstore.AutomoveOff
-		case "slab_automove_ratio":
-			if err := need(); err != nil {
-				return err
-			}
-			r, err := strconv.ParseFloat(value, 64)
-			if err != nil || !(r > 0 && r <= 1) {
-				return fmt.Errorf("slab_automove_ratio=%s: want a number in (0, 1]", value)
-			}
-			o.slabs.Ratio = r
-		default:
-			return fmt.Errorf("%s: unknown option (warpkv knows idle_timeout, slab_reassign, no_slab_reassign, slab_automove, no_slab_automove, slab_automove_ratio)", name)
+			return err
 		}
 	}
 	o.given = append(o.given, arg)
+	return nil
+}
+
+// set parses one option.
+func (o *serveOpts) set(opt string) error {
+	if opt == "" {
+		return nil
+	}
+	name, value, hasValue := strings.Cut(opt, "=")
+	need := func() error {
+		if !hasValue || value == "" {
+			return fmt.Errorf("missing value (%s=...)", name)
+		}
+		return nil
+	}
+	switch name {
+	case "idle_timeout":
+		if err := need(); err != nil {
+			return err
+		}
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 0 {
+			return fmt.Errorf("idle_timeout wants a number of seconds, 0 for none")
+		}
+		o.idleTimeout = time.Duration(n) * time.Second
+	case "slab_reassign":
+		o.slabs.NoReassign = false
+	case "no_slab_reassign":
+		o.slabs.NoReassign = true
+	case "slab_automove":
+		level := 1
+		if hasValue {
+			n, err := strconv.Atoi(value)
+			if err != nil || n < 0 || n > 2 {
+				return fmt.Errorf("slab_automove wants 0, 1 or 2")
+			}
+			level = n
+		}
+		o.slabs.Automove = level
+		if level == 0 {
+			o.slabs.Automove = itemstore.AutomoveOff
+		}
+	case "no_slab_automove":
+		o.slabs.Automove = itemstore.AutomoveOff
+	case "slab_automove_ratio":
+		if err := need(); err != nil {
+			return err
+		}
+		r, err := strconv.ParseFloat(value, 64)
+		if err != nil || !(r > 0 && r <= 1) {
+			return fmt.Errorf("slab_automove_ratio wants a number in (0, 1]")
+		}
+		o.slabs.Ratio = r
+	default:
+		return fmt.Errorf("unknown option %s (warpkv knows idle_timeout, slab_reassign, no_slab_reassign, slab_automove, no_slab_automove, slab_automove_ratio)", name)
+	}
 	return nil
 }
 

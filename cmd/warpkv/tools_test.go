@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"warpkv/internal/difftest"
+)
+
+// Tests of the warpkv binary with memcached tools this project did not
+// write (Debian's libmemcached-tools and nutcracker); .ci/run installs them
+// and sets WARPKV_REQUIRE_TOOLS=1 so that they cannot skip there.
+
+// tool runs a tool with a timeout and returns its combined output and exit
+// error.
+func tool(t *testing.T, name string, args ...string) (string, error) {
+	t.Helper()
+	path := difftest.LookTool(t, name)
+	cmd := exec.Command(path, args...)
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() {
+		out, err = cmd.CombinedOutput()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(120 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("%s %v: no exit after 120s:\n%s", name, args, out)
+	}
+	return string(out), err
+}
+
+// TestMemccapable runs libmemcached's memccapable, its protocol
+// conformance suite, against the binary: all 27 ascii and all 27 binary
+// tests must pass.
+func TestMemccapable(t *testing.T) {
+	p := difftest.Serve(t)
+	host, port, _ := strings.Cut(p.Addr, ":")
+	for _, mode := range []string{"-a", "-b"} {
+		out, err := tool(t, "memccapable", "-h", host, "-p", port, mode)
+		passed := strings.Count(out, "[pass]")
+		t.Logf("memccapable %s: %d passed", mode, passed)
+		if err != nil || passed != 27 || !strings.Contains(out, "All tests passed") {
+			t.Errorf("memccapable %s: %v, %d of 27 passed:\n%s", mode, err, passed, out)
+		}
+	}
+}
+
+// TestLibmemcachedTools checks memcstat, memcping, memccp, memccat and
+// memcdump against the binary.
+func TestLibmemcachedTools(t *testing.T) {
+	p := difftest.Serve(t)
+	servers := "--servers=" + p.Addr
+	out, err := tool(t, "memcstat", servers)
+	if err != nil || !regexp.MustCompile(`(?m)^\s+version: [0-9]+\.[0-9]+\.[0-9]+$`).MatchString(out) ||
+		!strings.Contains(out, "warpkv_version: "+version) {
+		t.Errorf("memcstat: %v:\n%s", err, out)
+	}
+	if out, err := tool(t, "memcping", servers); err != nil {
+		t.Errorf("memcping: %v:\n%s", err, out)
+	}
+	dir := t.TempDir()
+	var want []string
+	for i := range 5 {
+		name := fmt.Sprintf("file%d.txt", i)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.Repeat("x", 10*i+1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := tool(t, "memccp", servers, filepath.Join(dir, name)); err != nil {
+			t.Fatalf("memccp: %v:\n%s", err, out)
+		}
+		want = append(want, name)
+	}
+	if out, err := tool(t, "memccat", servers, "file3.txt"); err != nil || strings.TrimSuffix(out, "\n") != strings.Repeat("x", 31) {
+		t.Errorf("memccat file3.txt: %v: %q", err, out)
+	}
+	out, err = tool(t, "memcdump", servers)
+	got := strings.Fields(out)
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("memcdump: %v: %q, want the %d keys %v", err, out, len(want), want)
+	}
+	for _, k := range want {
+		if !strings.Contains(out, k) {
+			t.Errorf("memcdump lacks %s: %q", k, out)
+		}
+	}
+}
