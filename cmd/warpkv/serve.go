@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -83,6 +84,7 @@ func runServe(e *env, args []string) error {
 		Version:     version,
 		Logger:      log,
 		IdleTimeout: opts.idleTimeout,
+		Ready:       func(net.Addr) { boundGCSlack(log) },
 		Engine: server.Options{
 			MemoryLimit:  *memMB << 20,
 			ItemSizeMax:  size,
@@ -176,6 +178,28 @@ func (o *serveOpts) set(opt string) error {
 		return fmt.Errorf("unknown option %s (warpkv knows idle_timeout, slab_reassign, no_slab_reassign, slab_automove, no_slab_automove, slab_automove_ratio)", name)
 	}
 	return nil
+}
+
+// gcSlack is the garbage the Go heap may hold beyond its live data: the
+// fixed part of the server's memory overhead (see README, "Memory").
+const gcSlack = 32 << 20
+
+// boundGCSlack sets the garbage collector's target so that the heap grows
+// by at most gcSlack over the live heap of a started server, most of which
+// is the CPU engine's hash index (pointer-free, so collections stay cheap).
+// With the default GOGC=100 the heap could grow by the index's size again:
+// 128 MB more at -m 512. A GOGC set in the environment is left alone.
+func boundGCSlack(log *slog.Logger) {
+	if os.Getenv("GOGC") != "" {
+		return
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	live := max(ms.HeapAlloc, 1<<20)
+	percent := min(max(int(gcSlack*100/live), 10), 100)
+	debug.SetGCPercent(percent)
+	log.Debug("garbage collector target", "live_heap", live, "gogc", percent)
 }
 
 // reservedFDs are the file descriptors serve keeps for itself besides
