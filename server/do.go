@@ -175,6 +175,9 @@ func (e *Engine) doFlush(op *kv.Op) {
 func (e *Engine) search(sc *scratch, n int) error {
 	sc.locs = grow(sc.locs, n)
 	if len(e.shards) == 1 {
+		if ok, err := e.searchInline(e.shards[0], sc.hashes[:n], sc.locs[:n]); ok {
+			return err
+		}
 		sc.sreqs = grow(sc.sreqs, 1)
 		r := &sc.sreqs[0]
 		*r = searchReq{hashes: sc.hashes[:n], out: sc.locs, w: &sc.w}

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,6 +38,7 @@ func runServe(e *env, args []string) error {
 	interval := fs.Duration("batch-interval", 0, "batch interval C: searches launch every C, updates every 2C (0: 20µs on GPUs, no wait on the CPU)")
 	buckets := fs.Int("index-buckets", 0, "hash index buckets over all shards (0: sized for the memory limit)")
 	verbose := fs.Bool("v", false, "log debug messages")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE` (go tool pprof)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -76,6 +78,17 @@ func runServe(e *env, args []string) error {
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 	checkFileLimit(log, *conns)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("serve: --cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("serve: --cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return server.Serve(ctx, server.Config{
