@@ -54,14 +54,26 @@ func isFDExhausted(err error) bool {
 	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
+// acceptProbe is how long acceptOverLimit waits for a pending connection
+// once it has freed the spare descriptor, and then before the next accept
+// (which fails at once while descriptors are exhausted, whether a
+// connection waits or not).
+const acceptProbe = 20 * time.Millisecond
+
 // acceptOverLimit handles an accept that failed for lack of file
 // descriptors as memcached handles a connection over its limit: it frees
-// the spare descriptor, accepts the waiting connection, answers "ERROR Too
-// many open connections", closes it and takes the spare back. The warning
-// is logged at most once a minute, not once per refused client. It
-// reports false when there is no spare to free (the caller retries later).
+// the spare descriptor, accepts the waiting connection (if one comes within
+// acceptProbe), answers "ERROR Too many open connections", closes it and
+// takes the spare back. The warning is logged at most once a minute, not
+// once per refused client. It reports false when it cannot free a
+// descriptor (no spare, or a listener without deadlines): the caller
+// retries later.
 func (s *Server) acceptOverLimit(ln net.Listener, spare *spareFD) bool {
+	dl, ok := ln.(interface{ SetDeadline(time.Time) error })
 	if spare.f == nil {
+		*spare = *openSpareFD() // a connection may have closed since it was lost
+	}
+	if spare.f == nil || !ok {
 		return false
 	}
 	if s.fdWarn.allow(time.Now()) {
@@ -69,11 +81,17 @@ func (s *Server) acceptOverLimit(ln net.Listener, spare *spareFD) bool {
 			"curr_connections", s.stats.currConns.Load())
 	}
 	spare.close()
-	defer func() { *spare = *openSpareFD() }()
+	dl.SetDeadline(time.Now().Add(acceptProbe))
 	nc, err := ln.Accept()
+	dl.SetDeadline(time.Time{})
 	if err != nil {
-		return !isFDExhausted(err) // another error: let the caller see it next time
+		// Nothing was waiting (or the listener closed: the caller's next
+		// accept says so): do not spin on failing accepts.
+		*spare = *openSpareFD()
+		time.Sleep(acceptProbe)
+		return true
 	}
-	s.reject(nc)
+	s.reject(nc)            // closes nc, freeing the descriptor
+	*spare = *openSpareFD() // takes it back
 	return true
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"net"
 	"os"
 	"regexp"
 	"strings"
@@ -188,5 +190,51 @@ func TestServeIdleTimeout(t *testing.T) {
 	buf := make([]byte, 16)
 	if n, err := idle.Read(buf); err == nil {
 		t.Errorf("idle connection still open after 1.8s (read %q)", buf[:n])
+	}
+}
+
+// TestServeOpenFileLimit runs the server with an open-file limit of 64 and
+// -c 1024: it must warn at start that -c does not fit, and answer the
+// connections past the limit as memcached answers those past -c ("ERROR
+// Too many open connections", then close), none left hanging, with the
+// out-of-descriptors warning logged once, not once per refused client.
+func TestServeOpenFileLimit(t *testing.T) {
+	p := difftest.ServeLimited(t, 64, "-c", "1024")
+	if !strings.Contains(p.Log(), "-c 1024 needs 1044 open files but the limit is 64") {
+		t.Errorf("no warning about -c and the open-file limit:\n%s", p.Log())
+	}
+	served, refused := 0, 0
+	var conns []net.Conn
+	for i := range 100 {
+		nc, err := net.DialTimeout("tcp", p.Addr, 5*time.Second)
+		if err != nil {
+			t.Fatalf("dial %d: %v", i, err)
+		}
+		conns = append(conns, nc)
+		nc.SetDeadline(time.Now().Add(5 * time.Second))
+		nc.Write([]byte("version\r\n"))
+		l, err := bufio.NewReader(nc).ReadString('\n')
+		switch {
+		case strings.HasPrefix(l, "VERSION "):
+			served++
+		case l == "ERROR Too many open connections\r\n":
+			refused++
+		default:
+			t.Fatalf("connection %d: %q, %v (hanging or closed without an answer)", i, l, err)
+		}
+	}
+	t.Logf("100 connections under an open-file limit of 64: %d served, %d refused", served, refused)
+	if served < 30 || refused == 0 {
+		t.Errorf("%d served, %d refused; want the first few dozen served and the rest refused", served, refused)
+	}
+	for _, nc := range conns[:10] {
+		nc.Close()
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := difftest.NewTextClient(t, p.Addr).Do("version\r\n"); !strings.HasPrefix(got, "VERSION ") {
+		t.Errorf("after ten connections closed, a new one got %q\n%s", got, p.Log())
+	}
+	if n := strings.Count(p.Log(), "out of file descriptors"); n != 1 {
+		t.Errorf("the out-of-descriptors warning appears %d times, want once:\n%s", n, p.Log())
 	}
 }

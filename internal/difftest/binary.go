@@ -130,8 +130,24 @@ type Process struct {
 // process start, under a second.
 func Serve(tb testing.TB, args ...string) *Process {
 	tb.Helper()
+	return serve(tb, 0, args)
+}
+
+// ServeLimited is Serve with the open-file limit (soft and hard) of the
+// process set to nofile, through sh's ulimit.
+func ServeLimited(tb testing.TB, nofile int, args ...string) *Process {
+	tb.Helper()
+	return serve(tb, nofile, args)
+}
+
+func serve(tb testing.TB, nofile int, args []string) *Process {
+	tb.Helper()
 	bin := WarpkvBinary(tb)
 	cmd := exec.Command(bin, append([]string{"serve", "-p", "0"}, args...)...)
+	if nofile > 0 {
+		script := fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, nofile)
+		cmd = exec.Command("/bin/sh", append([]string{"-c", script, bin, "serve", "-p", "0"}, args...)...)
+	}
 	p := &Process{Cmd: cmd, log: &tailBuffer{max: 64 << 10}, done: make(chan struct{})}
 	pr, pw, err := os.Pipe()
 	if err != nil {
