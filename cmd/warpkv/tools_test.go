@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -94,4 +96,76 @@ func TestLibmemcachedTools(t *testing.T) {
 			t.Errorf("memcdump lacks %s: %q", k, out)
 		}
 	}
+}
+
+// TestNutcracker runs the repository's twemproxy configuration
+// (deploy/nutcracker.yml, with free ports) in front of two warpkv servers:
+// keys written through the proxy must land on both servers, split
+// between them, and every one must read back through the proxy.
+func TestNutcracker(t *testing.T) {
+	bin := difftest.LookTool(t, "nutcracker")
+	a, b := difftest.Serve(t), difftest.Serve(t)
+	conf, err := os.ReadFile("../../deploy/nutcracker.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := freeAddr(t)
+	text := strings.NewReplacer("127.0.0.1:22121", listen,
+		"127.0.0.1:11211:1", a.Addr+":1", "127.0.0.1:11212:1", b.Addr+":1").Replace(string(conf))
+	dir := t.TempDir()
+	confPath := filepath.Join(dir, "nutcracker.yml")
+	if err := os.WriteFile(confPath, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, statsPort, _ := strings.Cut(freeAddr(t), ":")
+	cmd := exec.Command(bin, "-c", confPath, "-s", statsPort, "-a", "127.0.0.1",
+		"-o", filepath.Join(dir, "nutcracker.log"), "-p", filepath.Join(dir, "nutcracker.pid"))
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start nutcracker: %v", err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	var proxy *difftest.TextClient
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if nc, err := net.DialTimeout("tcp", listen, time.Second); err == nil {
+			nc.Close()
+			proxy = difftest.NewTextClient(t, listen)
+			break
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, "nutcracker.log"))
+			t.Fatalf("nutcracker not listening on %s after 10s:\n%s", listen, log)
+		}
+	}
+	const keys = 1000
+	for i := range keys {
+		if got := proxy.Set(fmt.Sprintf("user:%d", i), fmt.Sprintf("value-%d", i)); got != "STORED" {
+			t.Fatalf("set user:%d through the proxy: %q", i, got)
+		}
+	}
+	for i := range keys {
+		v, ok := proxy.Get(fmt.Sprintf("user:%d", i))
+		if !ok || v != fmt.Sprintf("value-%d", i) {
+			t.Fatalf("get user:%d through the proxy: %q, %v", i, v, ok)
+		}
+	}
+	na, _ := strconv.Atoi(difftest.NewTextClient(t, a.Addr).Stats("")["curr_items"])
+	nb, _ := strconv.Atoi(difftest.NewTextClient(t, b.Addr).Stats("")["curr_items"])
+	t.Logf("%d keys through nutcracker: %d on one server, %d on the other", keys, na, nb)
+	if na+nb != keys || na < keys/5 || nb < keys/5 {
+		t.Errorf("servers hold %d and %d of %d keys; want all, split between both", na, nb, keys)
+	}
+}
+
+// freeAddr returns a loopback address whose port was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
