@@ -303,8 +303,17 @@ func (s *Store) moveTo(dst *class, now int64, victims []Victim) []Victim {
 			return v
 		}
 	}
+	moved := false
 	if src := s.oldestClass(dst, minSourcePages, now); src != nil {
-		victims, _ = s.move(src, dst, now, victims, minSourcePages)
+		victims, moved = s.move(src, dst, now, victims, minSourcePages)
+	}
+	if !moved {
+		// Every page tried was busy (or no class can spare one): evict
+		// in the class for the rest of the second rather than scan again
+		// on every allocation.
+		dst.mu.Lock()
+		dst.noMove = now + 1
+		dst.mu.Unlock()
 	}
 	return victims
 }
@@ -487,27 +496,23 @@ func (c *class) spare(p *page) bool {
 }
 
 // evacuate evicts every linked item of page p into victims, unless a chunk
-// is being written or referenced (or is dead, its last reference being
-// released), in which case the page is busy and nothing changes; it then
-// takes p's chunks off the free list. The caller holds mu.
+// is being written or referenced, in which case the page is busy and
+// nothing changes; it then takes p's chunks off the free list. A dead,
+// unreferenced chunk is one whose last holder waits for mu to free it:
+// free finds its page gone and leaves it. The caller holds mu.
 func (c *class) evacuate(p *page, now int64, victims []Victim) ([]Victim, bool) {
 	n := c.perPage
 	for idx := range n {
 		ct := p.chunk(idx).ctl.Load()
-		switch ctlState(ct) {
-		case stateWriting, stateDead:
+		if st := ctlState(ct); st == stateWriting || (st != stateFree && ctlRefs(ct) != 0) {
 			return victims, false
-		case stateLinked:
-			if ctlRefs(ct) != 0 {
-				return victims, false
-			}
 		}
 	}
 	var killed []int
 	for idx := range n {
 		h := p.chunk(idx)
 		ct := h.ctl.Load()
-		if ctlState(ct) == stateFree {
+		if st := ctlState(ct); st == stateFree || st == stateDead {
 			continue
 		}
 		loc := p.loc(idx, c.s.chunkBits)
