@@ -39,6 +39,7 @@ const (
 	opFlushQ   = 0x18
 	opAppendQ  = 0x19
 	opPrependQ = 0x1a
+	opVerbose  = 0x1b
 	opTouch    = 0x1c
 	opGat      = 0x1d
 	opGatQ     = 0x1e
@@ -212,6 +213,15 @@ func (c *conn) parseBinary(buf []byte) (int, parseState) {
 				c.quit = true
 			}
 		}
+	case opVerbose:
+		// memcached 1.4's process_bin_verbosity (1.6.18 dropped it and
+		// leaves the request unanswered; libmemcached's verbosity call
+		// sends it): the level in the extras, an empty success.
+		valid = extlen == 4 && keylen == 0 && bodylen == 4
+		if valid {
+			c.counts[cmdVerbosity]++
+			c.s.verbosity.Store(min(binary.BigEndian.Uint32(ext), maxVerbosity))
+		}
 	case opStat:
 		valid = extlen == 0
 		if valid {
@@ -352,7 +362,7 @@ func (c *conn) renderBinary(r *request) {
 		return
 	}
 	switch r.base {
-	case opNoop, opQuit:
+	case opNoop, opQuit, opVerbose:
 		c.binOK(r, 0)
 		return
 	case opVersion:
