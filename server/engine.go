@@ -144,10 +144,12 @@ func (e *Engine) openIndex() error {
 	nShards := max(1, len(devs))
 	buckets := e.opts.IndexBuckets
 	if buckets <= 0 {
-		// Every item the memory could hold (smallest chunks), at half
-		// load of the 8-cell buckets.
+		// Every item the memory could hold (smallest chunks), at three
+		// quarters load of the 8-cell buckets at most (measured: no
+		// insert dropped at 0.75, 0.03% at 0.85); rounding up to a power
+		// of two lowers it. Half load cost a sixth to a third of -m.
 		items := e.opts.MemoryLimit / 96
-		buckets = max(minBuckets*nShards, int(min(items/4, hashindex.MaxBuckets)))
+		buckets = max(minBuckets*nShards, int(min(items/6, hashindex.MaxBuckets)))
 	}
 	per := 1 << bits.Len(uint(max(buckets/nShards, 2)-1))
 	interval := e.opts.Interval

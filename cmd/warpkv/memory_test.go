@@ -113,7 +113,7 @@ func TestHalfSentValuesStayUnderTheCap(t *testing.T) {
 // TestRSSOverhead fills -m 64 with 100-byte values and logs the RSS of
 // warpkv and of memcached (WARPKV_RSS_MB=512 measures -m 512 instead); it
 // checks warpkv's against the formula in the README: the item memory,
-// plus the hash index (64 bytes a bucket, MemoryLimit/384 buckets rounded
+// plus the hash index (64 bytes a bucket, MemoryLimit/576 buckets rounded
 // up to a power of two), plus at most 48 MB for the Go runtime and
 // buffers.
 func TestRSSOverhead(t *testing.T) {
