@@ -22,7 +22,7 @@ func (s *Store) Acquire(loc uint32) (Ref, bool) {
 			return Ref{}, false
 		}
 		if h.ctl.CompareAndSwap(ct, (ct+1)|ctlClock) {
-			return Ref{c: p.c, h: h, loc: loc, gen: ctlGen(ct)}, true
+			return Ref{p: p, h: h, loc: loc, gen: ctlGen(ct)}, true
 		}
 	}
 }
@@ -51,7 +51,8 @@ func (s *Store) Unlink(loc uint32, hash uint64) bool {
 		if h.ctl.CompareAndSwap(ct, withState(ct, stateDead)&^ctlClock+1) {
 			p.c.items.Add(-1)
 			p.c.itemBytes.Add(-h.size())
-			Ref{c: p.c, h: h, loc: loc, gen: ctlGen(ct)}.Release()
+			p.live.Add(-1)
+			Ref{p: p, h: h, loc: loc, gen: ctlGen(ct)}.Release()
 			return true
 		}
 	}

@@ -9,34 +9,48 @@ import "fmt"
 // to publish it or Abort to free it. exptime and now are unix seconds
 // (exptime 0: never expires).
 //
-// The chunk comes from the class's free list, else from a page mapped
-// while the memory limit allows, else from the class's CLOCK sweep, which
-// evicts items (expired ones first) and appends each to victims; the
-// caller must delete every victim from the hash index (see Victim), also
-// when Alloc fails. Errors wrap ErrKeyLength, ErrTooLarge, ErrOutOfMemory
-// or ErrClosed, or report a failed mmap. Cost: the class mutex, a few
-// atomic operations, and the key copy; at times an mmap or a sweep.
+// The chunk comes from the class's free list, else from a never-used chunk
+// (of a page mapped while the memory limit allows, or of a page moved to
+// the class from another one, see move.go), else from the class's CLOCK
+// sweep. Every item that makes room — evicted by the sweep, or in a page
+// moved between classes (by the automove policy, a pending Reassign, or a
+// lowered memory limit) — is appended to victims; the caller must delete
+// every victim from the hash index (see Victim), also when Alloc fails.
+// Errors wrap ErrKeyLength, ErrTooLarge, ErrOutOfMemory or ErrClosed, or
+// report a failed mmap. Cost: the class mutex, a few atomic operations,
+// and the key copy; at times an mmap, a sweep or a page move (a pass over
+// one page's chunks).
 func (s *Store) Alloc(hash uint64, key []byte, valueLen int, flags uint32, exptime int64, cas uint64, now int64, victims []Victim) (Ref, []Victim, error) {
 	ci, err := s.classIndex(len(key), valueLen)
 	if err != nil {
 		return Ref{}, victims, fmt.Errorf("itemstore: alloc of %d-byte key, %d-byte value: %w", len(key), valueLen, err)
 	}
 	c := s.classes[ci]
+	if s.slabs.work.Load() {
+		victims = s.housekeep(now, victims)
+	}
 	c.mu.Lock()
 	if s.closed.Load() {
 		c.mu.Unlock()
 		return Ref{}, victims, fmt.Errorf("itemstore: alloc: %w", ErrClosed)
 	}
-	h, loc, ok := c.takeFree()
-	if !ok {
-		h, loc, ok, err = c.takeNew()
-		if err != nil {
+	h, loc, p, ok, err := c.take()
+	if !ok && err == nil && s.moveWanted(c, now) {
+		c.mu.Unlock()
+		victims = s.moveTo(c, now, victims)
+		c.mu.Lock()
+		if s.closed.Load() {
 			c.mu.Unlock()
-			return Ref{}, victims, fmt.Errorf("itemstore: alloc in class %d: %w", c.id, err)
+			return Ref{}, victims, fmt.Errorf("itemstore: alloc: %w", ErrClosed)
 		}
+		h, loc, p, ok, err = c.take()
+	}
+	if err != nil {
+		c.mu.Unlock()
+		return Ref{}, victims, fmt.Errorf("itemstore: alloc in class %d: %w", c.id, err)
 	}
 	if !ok {
-		h, loc, victims, ok = c.evict(now, victims)
+		h, loc, p, victims, ok = c.evict(now, victims)
 	}
 	if !ok {
 		c.mu.Unlock()
@@ -56,13 +70,13 @@ func (s *Store) Alloc(hash uint64, key []byte, valueLen int, flags uint32, expti
 	h.vlen = uint32(valueLen)
 	h.klen = uint8(len(key))
 	copy(h.key(), key)
-	return Ref{c: c, h: h, loc: loc, gen: gen}, victims, nil
+	return Ref{p: p, h: h, loc: loc, gen: gen}, victims, nil
 }
 
 // Link publishes an item the caller allocated: Writing becomes Linked, so
 // Acquire of its location succeeds. The caller keeps its reference and
 // must Release it. Link panics if r is not a Writing item from Alloc. Cost:
-// a compare-and-swap and three counter updates.
+// a compare-and-swap and four counter updates.
 func (s *Store) Link(r Ref) {
 	h := r.h
 	if ct := h.ctl.Load(); ctlGen(ct) != r.gen || ctlState(ct) != stateWriting {
@@ -70,12 +84,14 @@ func (s *Store) Link(r Ref) {
 	}
 	// Counted before it is visible, so that an Unlink racing with the
 	// publication never makes the counts negative.
-	r.c.items.Add(1)
-	r.c.itemBytes.Add(h.size())
-	r.c.links.Add(1)
+	c := r.p.c
+	c.items.Add(1)
+	c.itemBytes.Add(h.size())
+	c.links.Add(1)
+	r.p.live.Add(1)
 	for {
-		// Only the owner changes a Writing item's control word (Touch),
-		// so this loop retries at most a few times.
+		// Only the owner changes a Writing item's control word (Touch,
+		// SetMeta), so this loop retries at most a few times.
 		ct := h.ctl.Load()
 		if h.ctl.CompareAndSwap(ct, withState(ct, stateLinked)) {
 			return
@@ -98,5 +114,5 @@ func (s *Store) Abort(r Ref) {
 			break
 		}
 	}
-	r.c.free(h, r.loc)
+	r.p.c.free(h, r.loc)
 }

@@ -14,22 +14,28 @@ type class struct {
 	perPage int // chunks per page
 
 	mu       sync.Mutex
-	pages    []*page // in mapping order; chunk i of the class is pages[i/perPage] chunk i%perPage
+	pages    []*page // in the order the class got them; chunk i of the class is pages[i/perPage] chunk i%perPage
+	fresh    []*page // pages moved in from other classes whose chunks were never used, taken after bump
 	freeHead uint32  // first free location, NotFound if none; chained through header.cas
 	nfree    int     // length of the free list
 	bump     *page   // newest page, whose chunks from bumpNext on were never used
 	bumpNext int
-	handPage int // CLOCK hand: the next chunk the sweep inspects is
-	handIdx  int // chunk handIdx of pages[handPage]
+	handPage int          // CLOCK hand: the next chunk the sweep inspects is
+	handIdx  int          // chunk handIdx of pages[handPage]
+	noMove   int64        // unix second before which moveWanted is not asked again (a "no" holds for a second)
+	npages   atomic.Int32 // len(pages), for readers without mu
 
 	items       atomic.Int64  // linked items
 	itemBytes   atomic.Int64  // header, key and value bytes of linked items
 	links       atomic.Uint64 // items ever linked
 	evictions   atomic.Uint64 // unexpired items evicted by the sweep
 	evictedUnf  atomic.Uint64 // ... of which never fetched
+	evictedTime atomic.Int64  // seconds since the last access of the last item evicted
 	reclaimed   atomic.Uint64 // expired items whose chunk the sweep reused
 	expiredUnf  atomic.Uint64 // ... of which never fetched
 	outOfMemory atomic.Uint64 // allocations that failed with ErrOutOfMemory
+	age         atomic.Int64  // sampled age of the items next to be evicted (see sampleAge), as of ageAt
+	ageAt       atomic.Int64  // unix second of age; 0 = never sampled
 }
 
 // newClass returns an empty class of the store s.
@@ -40,55 +46,90 @@ func newClass(s *Store, id, size, perPage int) *class {
 // reset forgets the class's pages (after Close unmapped them). The caller
 // holds mu.
 func (c *class) reset() {
-	c.pages, c.freeHead, c.nfree, c.bump, c.bumpNext, c.handPage, c.handIdx = nil, NotFound, 0, nil, 0, 0, 0
+	c.pages, c.fresh, c.freeHead, c.nfree, c.bump, c.bumpNext, c.handPage, c.handIdx = nil, nil, NotFound, 0, nil, 0, 0, 0
+	c.npages.Store(0)
 }
 
 // chunks returns the number of chunks in the class's pages. The caller
 // holds mu.
 func (c *class) chunks() int { return len(c.pages) * c.perPage }
 
+// take returns a chunk for a new item without evicting: from the free
+// list, else a never-used chunk (of the newest page, of a page moved in,
+// or of a page mapped while the memory limit allows). It returns false,
+// and no error, when none is left. The caller holds mu.
+func (c *class) take() (*header, uint32, *page, bool, error) {
+	if h, loc, p, ok := c.takeFree(); ok {
+		return h, loc, p, true, nil
+	}
+	return c.takeNew()
+}
+
 // takeFree pops a chunk off the free list. The caller holds mu.
-func (c *class) takeFree() (*header, uint32, bool) {
+func (c *class) takeFree() (*header, uint32, *page, bool) {
 	if c.freeHead == NotFound {
-		return nil, 0, false
+		return nil, 0, nil, false
 	}
 	loc := c.freeHead
 	p, idx, _ := c.s.lookup(loc)
 	h := p.chunk(idx)
 	c.freeHead = uint32(h.cas)
 	c.nfree--
-	return h, loc, true
+	return h, loc, p, true
 }
 
-// takeNew returns a never-used chunk, mapping a new page if the newest is
-// used up and the memory limit allows. It returns false, and no error,
-// when the limit is reached. The caller holds mu.
-func (c *class) takeNew() (*header, uint32, bool, error) {
+// pushFree puts a Free chunk on the free list. The caller holds mu.
+func (c *class) pushFree(h *header, loc uint32) {
+	h.cas = uint64(c.freeHead)
+	c.freeHead = loc
+	c.nfree++
+}
+
+// takeNew returns a never-used chunk: of the newest page, else of a page
+// moved in, else of a page mapped if the memory limit allows. It returns
+// false, and no error, when the limit is reached. The caller holds mu.
+func (c *class) takeNew() (*header, uint32, *page, bool, error) {
 	if c.bump == nil || c.bumpNext == c.perPage {
-		p, err := c.s.newPage(c)
-		if p == nil {
-			return nil, 0, false, err
+		switch {
+		case len(c.fresh) > 0:
+			c.bump, c.fresh = c.fresh[0], c.fresh[1:]
+		default:
+			p, err := c.s.newPage(c)
+			if p == nil {
+				return nil, 0, nil, false, err
+			}
+			c.pages = append(c.pages, p)
+			c.npages.Add(1)
+			c.bump = p
 		}
-		c.pages = append(c.pages, p)
-		c.bump, c.bumpNext = p, 0
+		c.bumpNext = 0
 	}
 	idx := c.bumpNext
 	c.bumpNext++
-	return c.bump.chunk(idx), c.bump.loc(idx, c.s.chunkBits), true, nil
+	return c.bump.chunk(idx), c.bump.loc(idx, c.s.chunkBits), c.bump, true, nil
+}
+
+// addPage gives the class a page of fresh (zeroed, never used) chunks,
+// moved from another class. The caller holds mu.
+func (c *class) addPage(p *page) {
+	c.pages = append(c.pages, p)
+	c.npages.Add(1)
+	c.fresh = append(c.fresh, p)
 }
 
 // free returns the chunk at loc, Dead with no references or Writing and
 // aborted, to the free list. Exactly one goroutine frees a chunk: the one
-// whose transition left it unreferenced and not Linked. Cost: the class
-// mutex.
+// whose transition left it unreferenced and not Linked. A chunk whose page
+// has left the class meanwhile is not listed. Cost: the class mutex.
 func (c *class) free(h *header, loc uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.s.closed.Load() {
 		return
 	}
+	if p, _, ok := c.s.lookup(loc); !ok || p.c != c || !p.holds(h) {
+		return // the page moved (it had no references then): nothing to list
+	}
 	h.ctl.Store(ctlFor(ctlGen(h.ctl.Load()), stateFree, 0))
-	h.cas = uint64(c.freeHead)
-	c.freeHead = loc
-	c.nfree++
+	c.pushFree(h, loc)
 }

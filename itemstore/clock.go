@@ -31,7 +31,7 @@ const (
 // unreferenced, owned by the caller; the victim is appended to victims. It
 // returns false after sweepTurns turns without a victim. The caller holds
 // mu. Cost: one atomic load per chunk inspected, usually a few.
-func (c *class) evict(now int64, victims []Victim) (*header, uint32, []Victim, bool) {
+func (c *class) evict(now int64, victims []Victim) (*header, uint32, *page, []Victim, bool) {
 	bits := c.s.chunkBits
 	for range sweepTurns * c.chunks() {
 		hp, idx := c.handPage, c.handIdx
@@ -43,8 +43,8 @@ func (c *class) evict(now int64, victims []Victim) (*header, uint32, []Victim, b
 			continue
 		}
 		if h.expired(now) {
-			if v, ok := c.kill(h, ct, p.loc(idx, bits), true); ok {
-				return h, v.Loc, append(victims, v), true
+			if v, ok := c.kill(p, h, ct, p.loc(idx, bits), true, now); ok {
+				return h, v.Loc, p, append(victims, v), true
 			}
 			continue
 		}
@@ -54,13 +54,13 @@ func (c *class) evict(now int64, victims []Victim) (*header, uint32, []Victim, b
 		}
 		if eh, v, ok := c.peekExpired(p, idx, now); ok {
 			c.handPage, c.handIdx = hp, idx
-			return eh, v.Loc, append(victims, v), true
+			return eh, v.Loc, p, append(victims, v), true
 		}
-		if v, ok := c.kill(h, ct, p.loc(idx, bits), false); ok {
-			return h, v.Loc, append(victims, v), true
+		if v, ok := c.kill(p, h, ct, p.loc(idx, bits), false, now); ok {
+			return h, v.Loc, p, append(victims, v), true
 		}
 	}
-	return nil, 0, victims, false
+	return nil, 0, nil, victims, false
 }
 
 // advance moves the hand to the next chunk of the class. The caller holds
@@ -84,25 +84,27 @@ func (c *class) peekExpired(p *page, idx int, now int64) (*header, Victim, bool)
 		if ctlState(ct) != stateLinked || ctlRefs(ct) != 0 || !h.expired(now) {
 			continue
 		}
-		if v, ok := c.kill(h, ct, p.loc(j, c.s.chunkBits), true); ok {
+		if v, ok := c.kill(p, h, ct, p.loc(j, c.s.chunkBits), true, now); ok {
 			return h, v, true
 		}
 	}
 	return nil, Victim{}, false
 }
 
-// kill moves the item at loc from Linked and unreferenced (control word
-// ct) to Dead, and counts it as an eviction or, if expired, a reclaim. It
-// fails if the control word changed since ct was read (a reader acquired
-// the item, or it was unlinked). The caller holds mu, so the chunk cannot
-// be reused meanwhile and its hash is the one linked with ct.
-func (c *class) kill(h *header, ct uint64, loc uint32, expired bool) (Victim, bool) {
+// kill moves the item at loc in page p from Linked and unreferenced
+// (control word ct) to Dead, and counts it as an eviction or, if expired,
+// a reclaim. It fails if the control word changed since ct was read (a
+// reader acquired the item, or it was unlinked). The caller holds mu, so
+// the chunk cannot be reused meanwhile and its hash is the one linked with
+// ct.
+func (c *class) kill(p *page, h *header, ct uint64, loc uint32, expired bool, now int64) (Victim, bool) {
 	v := Victim{Hash: h.hash.Load(), Loc: loc}
 	if !h.ctl.CompareAndSwap(ct, withState(ct, stateDead)&^ctlClock) {
 		return Victim{}, false
 	}
 	c.items.Add(-1)
 	c.itemBytes.Add(-h.size())
+	p.live.Add(-1)
 	unfetched := ct&ctlFetched == 0
 	switch {
 	case expired:
@@ -112,6 +114,7 @@ func (c *class) kill(h *header, ct uint64, loc uint32, expired bool) (Victim, bo
 		}
 	default:
 		c.evictions.Add(1)
+		c.evictedTime.Store(max(now-int64(h.atime.Load()), 0))
 		if unfetched {
 			c.evictedUnf.Add(1)
 		}

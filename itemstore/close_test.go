@@ -31,7 +31,7 @@ func TestCloseUnmaps(t *testing.T) {
 	}
 	var bases []unsafe.Pointer
 	for i := range s.npages {
-		bases = append(bases, s.pages[i].Load().base)
+		bases = append(bases, s.table.Load().pages[i].Load().base)
 	}
 	if len(bases) != 5 {
 		t.Fatalf("%d pages mapped, want 5", len(bases))

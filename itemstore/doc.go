@@ -9,7 +9,8 @@
 // Memory is pages of PageSize bytes (1 MiB, or ItemSizeMax if larger),
 // each an anonymous private mmap, so the garbage collector never scans
 // them. Pages are mapped when a size class needs one, and never more than
-// MemoryLimit/PageSize of them. Each page is carved into equal chunks of
+// MemoryLimit/PageSize of them; a page that moves to another class gets
+// fresh memory under its page number (move.go). Each page is carved into equal chunks of
 // one size class. The classes are memcached 1.6's: the smallest chunk is
 // the 48-byte item header plus ChunkMin (48) bytes, each next one
 // GrowthFactor (1.25) times larger, rounded up to 8 bytes, up to half a
@@ -62,9 +63,15 @@
 // # Differences from memcached
 //
 //   - MemoryLimit is a hard cap: memcached lets every class take its first
-//     page past the limit, this store does not, so with a small limit a
-//     class that never got a page fails with ErrOutOfMemory.
-//   - Pages never move between classes (no slab rebalancing or automove).
+//     page past the limit, this store does not; a class that never got a
+//     page takes one from another class instead (see move.go), and fails
+//     with ErrOutOfMemory only when no class has two pages to spare.
+//   - Pages move between classes as with memcached's slab_reassign and
+//     slab_automove, but inside Alloc (the caller deletes the moved page's
+//     items from the index with its own update) and driven by the ages at
+//     the CLOCK hands rather than by a background thread's window of
+//     evictions; the items of a moved page are evicted, never copied to
+//     free chunks of their class.
 //   - Eviction is CLOCK per class, not segmented LRU; there is no LRU
 //     crawler, so expired items are reclaimed only by the sweep (or when
 //     the server unlinks them on access).

@@ -3,6 +3,8 @@ package itemstore
 import (
 	"sync/atomic"
 	"unsafe"
+
+	"warpkv/kv"
 )
 
 // headerSize is the size of the item header at the start of every chunk.
@@ -39,7 +41,8 @@ var (
 )
 
 // The control word: reference count in the low 32 bits, then the state,
-// the CLOCK reference bit, the fetched bit, and a generation that counts
+// the CLOCK reference bit, the fetched bit, the meta marks (binary key,
+// stale, win token handed out), and a generation that counts
 // the chunk's reuses so a stale compare-and-swap cannot succeed on a
 // reused chunk (the ABA problem) unless 2^24 reuses happen in between.
 const (
@@ -48,9 +51,14 @@ const (
 	ctlStateMask  = 3 << ctlStateShift
 	ctlClock      = 1 << 34 // CLOCK reference bit: set by Acquire, cleared by the sweep
 	ctlFetched    = 1 << 35 // set by Touch
+	ctlMetaShift  = 36      // bits 36-38: the item's meta protocol marks (kv.ItemMeta)
+	ctlMetaMask   = 7 << ctlMetaShift
 	ctlGenShift   = 40
 	ctlGenMask    = 1<<24 - 1
 )
+
+// ctlMeta returns the meta protocol marks in control word c.
+func ctlMeta(c uint64) kv.ItemMeta { return kv.ItemMeta((c & ctlMetaMask) >> ctlMetaShift) }
 
 // Item states. Zeroed memory (a new page) is Free.
 const (

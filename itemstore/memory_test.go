@@ -145,8 +145,8 @@ func TestHardCapStarvesClassesWithoutPages(t *testing.T) {
 // checks each location decodes to its page and chunk.
 func TestLocationsInRange(t *testing.T) {
 	s := newStore(t, Options{ChunkMin: 16, MemoryLimit: 2 << 20}) // 64-byte chunks, 2^14 a page
-	if s.chunkBits != 14 || len(s.pages) != 2 {
-		t.Fatalf("chunk bits %d, %d pages", s.chunkBits, len(s.pages))
+	if s.chunkBits != 14 || len(s.table.Load().pages) != 2 {
+		t.Fatalf("chunk bits %d, %d pages", s.chunkBits, len(s.table.Load().pages))
 	}
 	perPage := s.Classes()[0].ChunksPerPage
 	seen := map[uint32]bool{}

@@ -47,6 +47,11 @@ type Options struct {
 	// chunk (memcached -n); the smallest chunk is the item header plus
 	// ChunkMin, rounded up to 8 bytes. 0 means DefaultChunkMin.
 	ChunkMin int
+
+	// Slabs configures how pages move between size classes (memcached's
+	// slab_reassign and slab_automove); the zero value is memcached 1.6's
+	// default, on.
+	Slabs SlabPolicy
 }
 
 // config is Options after defaults and validation.
@@ -56,11 +61,17 @@ type config struct {
 	factor      float64
 	chunkMin    int
 	pageSize    int
+	slabs       SlabPolicy
 }
 
 // resolve applies the defaults to o and checks it.
 func (o Options) resolve() (config, error) {
 	c := config{limit: o.MemoryLimit, itemSizeMax: o.ItemSizeMax, factor: o.GrowthFactor, chunkMin: o.ChunkMin}
+	slabs, err := o.Slabs.resolve()
+	if err != nil {
+		return config{}, err
+	}
+	c.slabs = slabs
 	if c.limit == 0 {
 		c.limit = DefaultMemoryLimit
 	}

@@ -2,18 +2,23 @@ package itemstore
 
 import (
 	"fmt"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
 
-// page is one mapped slab page, carved into equal chunks of one class. A
-// page belongs to its class until Close (there is no rebalancing), so its
-// fields never change after it is published in the store's page table.
+// page is one mapped slab page, carved into equal chunks of one class. Its
+// fields never change after it is published in the store's page table: a
+// page moved to another class (see move.go) is replaced by a new page
+// value with fresh memory under the same page number, and the old memory
+// is retired, so a reader that loaded the old value only ever sees the old
+// layout.
 type page struct {
 	mem  []byte         // the anonymous private mapping, pageSize bytes
 	base unsafe.Pointer // &mem[0]
 	num  uint32         // page number: the high bits of its locations
 	c    *class         // the class whose chunks it holds
+	live atomic.Int32   // linked items in the page
 }
 
 // mapPage maps a zeroed page of size bytes outside the Go heap, so the
@@ -27,6 +32,11 @@ func mapPage(size int) ([]byte, error) {
 	return mem, nil
 }
 
+// newPageOn returns a page of class c over mem with page number num.
+func newPageOn(mem []byte, num uint32, c *class) *page {
+	return &page{mem: mem, base: unsafe.Pointer(unsafe.SliceData(mem)), num: num, c: c}
+}
+
 // chunk returns the header of chunk idx of the page.
 func (p *page) chunk(idx int) *header {
 	return (*header)(unsafe.Add(p.base, idx*p.c.size))
@@ -35,4 +45,17 @@ func (p *page) chunk(idx int) *header {
 // loc returns the location of chunk idx of the page.
 func (p *page) loc(idx int, chunkBits uint) uint32 {
 	return p.num<<chunkBits | uint32(idx)
+}
+
+// holds reports whether h is a chunk header inside the page's memory.
+func (p *page) holds(h *header) bool {
+	off := uintptr(unsafe.Pointer(h)) - uintptr(p.base)
+	return off < uintptr(len(p.mem)) && off%uintptr(p.c.size) == 0
+}
+
+// pageTable maps page numbers to pages. Entries go from nil to a page, from
+// a page to its replacement (a move) or back to nil (a page given back);
+// readers load them without a lock.
+type pageTable struct {
+	pages []atomic.Pointer[page]
 }

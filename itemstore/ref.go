@@ -1,5 +1,7 @@
 package itemstore
 
+import "warpkv/kv"
+
 // Ref is a counted reference to an item, from Alloc or Acquire. While it
 // is held the item's chunk is not reused, so its key and value stay
 // intact. The slices from Key and Value point into the store's pages and
@@ -7,7 +9,7 @@ package itemstore
 // caller's bug and may read another item's bytes, or fault. A Ref is a
 // small value; copies are the same reference, released once.
 type Ref struct {
-	c   *class
+	p   *page // the page holding the item; not moved while a reference is held
 	h   *header
 	loc uint32
 	gen uint32 // the chunk's generation when the reference was taken
@@ -30,12 +32,12 @@ func (r Ref) Release() {
 			panic("itemstore: release of a reference that is not held")
 		}
 		if st == stateWriting {
-			r.c.s.Abort(r)
+			r.p.c.s.Abort(r)
 			return
 		}
 		if h.ctl.CompareAndSwap(ct, ct-1) {
 			if ct&ctlRefMask == 1 && st == stateDead {
-				r.c.free(h, r.loc)
+				r.p.c.free(h, r.loc)
 			}
 			return
 		}
@@ -60,7 +62,7 @@ func (r Ref) Value() []byte { return r.h.value() }
 func (r Ref) Size() int { return int(r.h.size()) }
 
 // Class returns the item's size class, numbered from 1.
-func (r Ref) Class() int { return r.c.id }
+func (r Ref) Class() int { return r.p.c.id }
 
 // Flags returns the client flags given to Alloc.
 func (r Ref) Flags() uint32 { return r.h.flags }
@@ -87,3 +89,21 @@ func (r Ref) Touch(now int64) {
 
 // Fetched reports whether Touch was called since the item was allocated.
 func (r Ref) Fetched() bool { return r.h.ctl.Load()&ctlFetched != 0 }
+
+// Meta returns the item's meta protocol marks. Cost: one atomic load.
+func (r Ref) Meta() kv.ItemMeta { return ctlMeta(r.h.ctl.Load()) }
+
+// SetMeta gives an item the caller is writing (from Alloc, not yet
+// linked) its meta protocol marks. Cost: one atomic operation.
+func (r Ref) SetMeta(m kv.ItemMeta) {
+	r.h.ctl.And(^uint64(ctlMetaMask))
+	r.h.ctl.Or(uint64(m) << ctlMetaShift & ctlMetaMask)
+}
+
+// TakeWin sets the item's kv.MetaWon mark and reports whether this call
+// set it: of any number of concurrent callers exactly one wins the item's
+// token (memcached's mg W). Cost: one atomic operation.
+func (r Ref) TakeWin() bool {
+	const won = uint64(kv.MetaWon) << ctlMetaShift
+	return r.h.ctl.Or(won)&won == 0
+}

@@ -17,6 +17,7 @@ type ClassStats struct {
 	Links            uint64 // items ever linked (memcached total_items)
 	Evictions        uint64 // unexpired items evicted to make room
 	EvictedUnfetched uint64 // evicted items never touched
+	EvictedTime      int64  // seconds between the last access and the eviction of the last evicted item
 	Reclaimed        uint64 // expired items whose chunk was reused
 	ExpiredUnfetched uint64 // reclaimed items never touched
 	OutOfMemory      uint64 // allocations refused with ErrOutOfMemory
@@ -81,6 +82,7 @@ func (c *class) stats() ClassStats {
 		Links:            c.links.Load(),
 		Evictions:        c.evictions.Load(),
 		EvictedUnfetched: c.evictedUnf.Load(),
+		EvictedTime:      c.evictedTime.Load(),
 		Reclaimed:        c.reclaimed.Load(),
 		ExpiredUnfetched: c.expiredUnf.Load(),
 		OutOfMemory:      c.outOfMemory.Load(),
@@ -92,10 +94,10 @@ func (c *class) stats() ClassStats {
 func (s *Store) Stats() Stats {
 	pages := int(s.mapped.Load())
 	st := Stats{
-		MemoryLimit: s.cfg.limit,
+		MemoryLimit: s.MemoryLimit(),
 		PageSize:    s.cfg.pageSize,
 		ItemSizeMax: s.cfg.itemSizeMax,
-		MaxPages:    len(s.pages),
+		MaxPages:    int(s.maxPages.Load()),
 		Pages:       pages,
 		PageBytes:   int64(pages) * int64(s.cfg.pageSize),
 		Classes:     len(s.classes),

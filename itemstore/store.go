@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"unsafe"
+	"time"
 )
 
 // NotFound is the location no item ever has (hashindex.NotFound).
@@ -17,21 +17,28 @@ const NotFound uint32 = 0xFFFFFFFF
 // except Close, which must not run concurrently with any other call and
 // must follow the release of every reference.
 type Store struct {
-	cfg       config
-	chunkBits uint   // low location bits: the chunk index in its page
-	chunkMask uint32 // 1<<chunkBits - 1
-	classes   []*class
+	cfg         config
+	chunkBits   uint   // low location bits: the chunk index in its page
+	chunkMask   uint32 // 1<<chunkBits - 1
+	addressable int64  // page numbers 32-bit locations can address
+	classes     []*class
 
-	// pages is the page table, indexed by page number (the high bits of a
-	// location), MemoryLimit/pageSize entries. Entries go from nil to a
-	// page once and back to nil at Close, so readers look pages up
-	// without a lock.
-	pages []atomic.Pointer[page]
+	// table is the page table, indexed by page number (the high bits of a
+	// location); it is replaced by a longer copy when the memory limit
+	// grows past it.
+	table atomic.Pointer[pageTable]
 
-	pageMu sync.Mutex // serializes page creation and unmapping
-	npages int        // pages mapped; guarded by pageMu
-	mapped atomic.Int64
-	closed atomic.Bool
+	pageMu   sync.Mutex // serializes page mapping, replacement and unmapping
+	npages   int        // pages mapped and owned by classes; guarded by pageMu
+	nextNum  uint32     // the next never-used page number; guarded by pageMu
+	freeNums []uint32   // page numbers given back; guarded by pageMu
+	retired  []retired  // replaced pages' memory, unmapped after retireGrace; guarded by pageMu
+
+	mapped   atomic.Int64 // = npages, for lock-free readers
+	maxPages atomic.Int64 // the memory limit in pages
+	closed   atomic.Bool
+
+	slabs slabState // rebalancing: policy, requests, counters (move.go)
 }
 
 // New returns an empty store configured by o. It maps no memory: pages are
@@ -51,16 +58,18 @@ func New(o Options) (*Store, error) {
 	perPage := s.classes[0].perPage // the most chunks a page holds
 	s.chunkBits = uint(bits.Len(uint(perPage - 1)))
 	s.chunkMask = uint32(1)<<s.chunkBits - 1
-	addressable := int64(1) << (32 - s.chunkBits)
+	s.addressable = int64(1) << (32 - s.chunkBits)
 	if perPage == 1<<s.chunkBits {
-		addressable-- // the last chunk of the last page would be NotFound
+		s.addressable-- // the last chunk of the last page would be NotFound
 	}
 	maxPages := cfg.limit / int64(cfg.pageSize)
-	if maxPages > addressable {
+	if maxPages > s.addressable {
 		return nil, fmt.Errorf("itemstore: memory limit %d: %d pages of %d bytes, but %d-bit chunk indices leave room to address %d",
-			cfg.limit, maxPages, cfg.pageSize, s.chunkBits, addressable)
+			cfg.limit, maxPages, cfg.pageSize, s.chunkBits, s.addressable)
 	}
-	s.pages = make([]atomic.Pointer[page], maxPages)
+	s.maxPages.Store(maxPages)
+	s.table.Store(&pageTable{pages: make([]atomic.Pointer[page], maxPages)})
+	s.slabs.init(cfg.slabs)
 	return s, nil
 }
 
@@ -79,12 +88,20 @@ func (s *Store) Close() error {
 	s.pageMu.Lock()
 	defer s.pageMu.Unlock()
 	var errs []error
-	for i := range s.npages {
-		p := s.pages[i].Swap(nil)
-		if err := syscall.Munmap(p.mem); err != nil {
-			errs = append(errs, fmt.Errorf("itemstore: close: munmap of page %d: %w", i, err))
+	t := s.table.Load()
+	for i := range t.pages {
+		if p := t.pages[i].Swap(nil); p != nil {
+			if err := syscall.Munmap(p.mem); err != nil {
+				errs = append(errs, fmt.Errorf("itemstore: close: munmap of page %d: %w", i, err))
+			}
 		}
 	}
+	for _, r := range s.retired {
+		if err := syscall.Munmap(r.mem); err != nil {
+			errs = append(errs, fmt.Errorf("itemstore: close: munmap of a retired page: %w", err))
+		}
+	}
+	s.retired = nil
 	s.npages = 0
 	s.mapped.Store(0)
 	for _, c := range s.classes {
@@ -101,16 +118,17 @@ func (s *Store) PageSize() int { return s.cfg.pageSize }
 func (s *Store) ItemSizeMax() int { return s.cfg.itemSizeMax }
 
 // MemoryLimit returns the cap on mapped page bytes.
-func (s *Store) MemoryLimit() int64 { return s.cfg.limit }
+func (s *Store) MemoryLimit() int64 { return s.maxPages.Load() * int64(s.cfg.pageSize) }
 
 // lookup returns the page holding loc and the chunk's index in it, or false
-// if loc addresses no chunk of a mapped page. Cost: one atomic load.
+// if loc addresses no chunk of a mapped page. Cost: two atomic loads.
 func (s *Store) lookup(loc uint32) (*page, int, bool) {
 	pn := loc >> s.chunkBits
-	if uint64(pn) >= uint64(len(s.pages)) {
+	t := s.table.Load()
+	if uint64(pn) >= uint64(len(t.pages)) {
 		return nil, 0, false
 	}
-	p := s.pages[pn].Load()
+	p := t.pages[pn].Load()
 	if p == nil {
 		return nil, 0, false
 	}
@@ -126,16 +144,78 @@ func (s *Store) lookup(loc uint32) (*page, int, bool) {
 func (s *Store) newPage(c *class) (*page, error) {
 	s.pageMu.Lock()
 	defer s.pageMu.Unlock()
-	if s.npages == len(s.pages) {
+	if int64(s.npages) >= s.maxPages.Load() {
+		return nil, nil
+	}
+	num, ok := s.takeNum()
+	if !ok {
 		return nil, nil
 	}
 	mem, err := mapPage(s.cfg.pageSize)
 	if err != nil {
+		s.freeNums = append(s.freeNums, num)
 		return nil, err
 	}
-	p := &page{mem: mem, base: unsafe.Pointer(unsafe.SliceData(mem)), num: uint32(s.npages), c: c}
-	s.pages[s.npages].Store(p)
+	p := newPageOn(mem, num, c)
+	s.table.Load().pages[num].Store(p)
 	s.npages++
 	s.mapped.Add(1)
 	return p, nil
+}
+
+// takeNum returns an unused page number, growing the page table if
+// needed. The caller holds pageMu.
+func (s *Store) takeNum() (uint32, bool) {
+	if n := len(s.freeNums); n > 0 {
+		num := s.freeNums[n-1]
+		s.freeNums = s.freeNums[:n-1]
+		return num, true
+	}
+	if int64(s.nextNum) >= s.addressable {
+		return 0, false
+	}
+	num := s.nextNum
+	s.nextNum++
+	t := s.table.Load()
+	if int(num) >= len(t.pages) {
+		// A raised memory limit: a longer table, the old entries copied.
+		// Readers still on the old table see nil for the new numbers,
+		// which no location can name before the page is published here.
+		nt := &pageTable{pages: make([]atomic.Pointer[page], min(max(2*len(t.pages), int(num)+1), int(s.addressable)))}
+		for i := range t.pages {
+			nt.pages[i].Store(t.pages[i].Load())
+		}
+		s.table.Store(nt)
+	}
+	return num, true
+}
+
+// retireGrace is how long the memory of a replaced or given-back page stays
+// mapped (and zeroed) after the page table stops naming it: a reader that
+// loaded the page just before reads zeros (no linked item) instead of
+// faulting. Readers hold a page only between two loads, for nanoseconds.
+const retireGrace = 10 * time.Second
+
+// retired is the memory of a page that left the page table.
+type retired struct {
+	mem []byte
+	at  time.Time
+}
+
+// retire drops the contents of mem (its physical memory goes back to the
+// system at once; reads see zeros) and unmaps it after retireGrace, along
+// with earlier retired pages whose grace is over. The caller holds pageMu.
+func (s *Store) retire(mem []byte, now time.Time) {
+	syscall.Madvise(mem, syscall.MADV_DONTNEED)
+	s.retired = append(s.retired, retired{mem: mem, at: now})
+	keep := s.retired[:0]
+	for _, r := range s.retired {
+		if now.Sub(r.at) < retireGrace {
+			keep = append(keep, r)
+			continue
+		}
+		syscall.Munmap(r.mem)
+	}
+	clear(s.retired[len(keep):])
+	s.retired = keep
 }

@@ -8,6 +8,8 @@ type Item struct {
 	Flags   uint32
 	Exptime int64 // absolute, 0 = never
 	CAS     uint64
+	Meta    ItemMeta // the item's marks
+	Class   int      // its slab class (0 where the engine has none), reported in Result.Class
 }
 
 // Effect is what Apply decided an Op does to its key. An engine carries it
@@ -29,6 +31,12 @@ type Effect struct {
 	// whose new digits fit): the new item keeps the old one's access time
 	// and fetched mark.
 	InPlace bool
+	// Meta: the marks of a Write's new item.
+	Meta ItemMeta
+	// Win: with Hit, the op may take the item's win token: the engine sets
+	// MetaWon on the item atomically and reports in Result.Won whether
+	// this op was the one that set it.
+	Win bool
 }
 
 // Len returns the value length of a Write.
@@ -44,17 +52,26 @@ func (e Effect) Len() int { return len(e.Parts[0]) + len(e.Parts[1]) }
 func Apply(op *Op, cur *Item, now int64, digits []byte) Effect {
 	r := &op.Result
 	casMismatch := op.HasCAS && cur != nil && cur.CAS != op.CompareCAS
+	if cur != nil {
+		r.Class = cur.Class
+	}
 	switch op.Kind {
 	case Get:
 		if cur == nil {
 			r.Status = Miss
 			return Effect{}
 		}
-		r.Status = Hit
+		r.Status, r.Meta = Hit, cur.Meta
+		e := Effect{Hit: true}
+		exptime := cur.Exptime
 		if op.Touch {
-			return Effect{Hit: true, SetExpiry: true, Exptime: ExpiryAt(op.Exptime, now)}
+			e.SetExpiry, e.Exptime = true, ExpiryAt(op.Exptime, now)
+			if op.TouchFirst {
+				exptime = e.Exptime
+			}
 		}
-		return Effect{Hit: true}
+		e.Win = wins(op, cur.Meta, exptime)
+		return e
 	case Touch:
 		if cur == nil {
 			r.Status = NotFound
@@ -70,6 +87,16 @@ func Apply(op *Op, cur *Item, now int64, digits []byte) Effect {
 			r.Status = NotFound
 		case casMismatch:
 			r.Status = Exists
+		case op.Invalidate:
+			// md I: the item stays, marked stale with its token free for
+			// the next reader, under a new CAS (and TTL with T).
+			r.Status = Deleted
+			e := Effect{Write: true, Parts: [2][]byte{cur.Value}, Flags: cur.Flags, Exptime: cur.Exptime,
+				Meta: cur.Meta&^MetaWon | MetaStale, InPlace: true}
+			if op.SetTTL {
+				e.Exptime = ExpiryAt(op.Exptime, now)
+			}
+			return e
 		default:
 			r.Status = Deleted
 			return Effect{Remove: true}
@@ -88,10 +115,14 @@ func applyStore(op *Op, cur *Item, now int64, casMismatch bool) Effect {
 	r := &op.Result
 	if op.TooLarge {
 		r.Status = TooLarge
+		if op.NoMemory {
+			r.Status = NoMemory
+		}
 		// memcached removes the old item of a failed set so that stale
 		// data does not outlive the write.
 		return Effect{Remove: op.Kind == Set && cur != nil}
 	}
+	stale := false // ms I: an older CAS stores a stale value
 	switch {
 	case op.Kind == Add && cur != nil:
 		r.Status = NotStored
@@ -99,6 +130,8 @@ func applyStore(op *Op, cur *Item, now int64, casMismatch bool) Effect {
 	case op.HasCAS && cur == nil:
 		r.Status = NotFound
 		return Effect{}
+	case casMismatch && op.Invalidate && op.CompareCAS < cur.CAS:
+		stale = true
 	case casMismatch:
 		r.Status = Exists
 		return Effect{}
@@ -109,14 +142,36 @@ func applyStore(op *Op, cur *Item, now int64, casMismatch bool) Effect {
 	r.Status = Stored
 	e := Effect{Write: true, Flags: op.Flags, Exptime: ExpiryAt(op.Exptime, now)}
 	switch op.Kind {
-	case Append:
+	case Append: // memcached allocates a new item: the request's marks are not kept
 		e.Parts, e.Flags, e.Exptime = [2][]byte{cur.Value, op.Value}, cur.Flags, cur.Exptime
 	case Prepend:
 		e.Parts, e.Flags, e.Exptime = [2][]byte{op.Value, cur.Value}, cur.Flags, cur.Exptime
 	default:
 		e.Parts[0] = op.Value
+		if op.KeyBinary {
+			e.Meta |= MetaKeyBinary
+		}
+		if op.Won {
+			e.Meta |= MetaWon
+		}
+	}
+	if stale {
+		// memcached keeps the item's TTL and token and marks it stale.
+		e.Exptime = cur.Exptime
+		e.Meta |= MetaStale | cur.Meta&MetaWon
 	}
 	return e
+}
+
+// wins reports whether a Get hit may take the item's win token: the op is a
+// meta get (memcached hands out tokens only there), the token is free, and
+// the item is stale or the op asked to recache (R) an item that expires
+// before the given time.
+func wins(op *Op, meta ItemMeta, exptime int64) bool {
+	if !op.Token || meta&MetaWon != 0 {
+		return false
+	}
+	return meta&MetaStale != 0 || (op.Recache != 0 && exptime != 0 && exptime < op.Recache)
 }
 
 // chunkedValue is about the longest value memcached keeps in one slab
@@ -162,6 +217,9 @@ func applyCounter(op *Op, cur *Item, now int64, casMismatch bool, digits []byte)
 		d = append(d, ' ')
 	}
 	e := Effect{Write: true, Parts: [2][]byte{d}, Flags: cur.Flags, Exptime: cur.Exptime, InPlace: len(d) == len(cur.Value)}
+	if e.InPlace {
+		e.Meta = cur.Meta // the same item in memcached; a new one has no marks
+	}
 	if op.SetTTL {
 		e.Exptime = ExpiryAt(op.Exptime, now)
 	}

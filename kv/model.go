@@ -103,6 +103,10 @@ func (m *Model) do(b *Batch, op *Op, now int64) {
 		if !op.Peek {
 			it.lastAccess, it.fetched = now, true
 		}
+		if e.Win {
+			it.Meta |= MetaWon
+			r.Won = true
+		}
 	}
 	if e.Remove {
 		delete(m.items, key)
@@ -110,7 +114,7 @@ func (m *Model) do(b *Batch, op *Op, now int64) {
 	if e.Write {
 		v := make([]byte, 0, e.Len())
 		v = append(append(v, e.Parts[0]...), e.Parts[1]...)
-		n := &modelItem{Item: Item{Value: v, Flags: e.Flags, Exptime: e.Exptime, CAS: m.nextCAS}, storedAt: now, lastAccess: now}
+		n := &modelItem{Item: Item{Value: v, Flags: e.Flags, Exptime: e.Exptime, CAS: m.nextCAS, Meta: e.Meta}, storedAt: now, lastAccess: now}
 		if e.InPlace {
 			n.lastAccess, n.fetched = it.lastAccess, it.fetched
 		}

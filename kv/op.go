@@ -112,7 +112,16 @@ type Op struct {
 	Vivify     bool   // Incr/Decr on an absent key: store Initial with Exptime instead of NotFound
 	Initial    uint64 // see Vivify
 	SetTTL     bool   // Incr/Decr: also set the expiry to Exptime (meta ma T)
-	TooLarge   bool   // store ops: the protocol layer dropped a value over the size limit; answer TooLarge
+	TooLarge   bool   // store ops: the protocol layer dropped the value (over the size limit); answer TooLarge
+	NoMemory   bool   // with TooLarge: the value was dropped for lack of memory to receive it; answer NoMemory instead
+
+	// Meta protocol item marks (see ItemMeta).
+	KeyBinary  bool  // store ops: the key was sent base64-encoded (ms b): the new item is marked MetaKeyBinary
+	Won        bool  // store ops: the new item starts with its win token handed out (mg N creating an item)
+	Invalidate bool  // Set with HasCAS: a CAS older than the item's stores a stale value (ms I); Delete: mark the item stale instead of removing it (md I)
+	Token      bool  // Get: a meta get (mg), which may take the item's win token: of a stale item, or with Recache
+	Recache    int64 // Get with Token: absolute unix time; a hit expiring before it wins the token (mg R), 0 = none
+	TouchFirst bool  // Get with Touch and Recache: the touch comes first (mg T before R), so R compares the new expiry
 
 	// Result, written by Cache.Do.
 	Result Result
@@ -124,15 +133,34 @@ type Result struct {
 	// Value is the item's value on a Hit. It points into the Batch's
 	// memory and stays valid until the Batch is reset or run again.
 	Value      []byte
-	Flags      uint32 // Hit
-	CAS        uint64 // Hit; after Stored/Counted/Touched: the item's CAS
-	Exptime    int64  // Hit, Touched, Counted: absolute unix seconds, 0 = never
-	LastAccess int64  // Hit: unix seconds of the access before this one
-	Fetched    bool   // Hit: the item had been fetched before this Get
-	Class      int    // Hit: the item's slab class (0 where the engine has none)
-	Number     uint64 // Counted: the new value
-	Err        error  // Failed
+	Flags      uint32   // Hit
+	CAS        uint64   // Hit; after Stored/Counted/Touched: the item's CAS
+	Exptime    int64    // Hit, Touched, Counted: absolute unix seconds, 0 = never
+	LastAccess int64    // Hit: unix seconds of the access before this one
+	Fetched    bool     // Hit: the item had been fetched before this Get
+	Class      int      // Hit, and writes that found the key's item: that item's slab class (0 where the engine has none)
+	Number     uint64   // Counted: the new value
+	Meta       ItemMeta // Hit: the item's marks before this op
+	Won        bool     // Hit: this op took the item's win token (mg R, or a stale item's first reader)
+	Err        error    // Failed
 }
+
+// ItemMeta is the set of marks an item carries for the meta protocol, as
+// memcached's item flags.
+type ItemMeta uint8
+
+// Item marks.
+const (
+	// MetaKeyBinary: the item was stored with a base64-encoded key (ms b);
+	// mg k and me print its key encoded.
+	MetaKeyBinary ItemMeta = 1 << iota
+	// MetaStale: the item was invalidated (md I, or ms I with an old CAS);
+	// mg reports X, and its first reader wins the token.
+	MetaStale
+	// MetaWon: a client holds the item's win token (mg reported W); later
+	// readers see Z and cannot win.
+	MetaWon
+)
 
 // Batch is a connection's pipelined Ops, executed in order by Cache.Do.
 // Reuse a Batch across requests to reuse its memory.

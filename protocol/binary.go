@@ -39,6 +39,7 @@ const (
 	opFlushQ   = 0x18
 	opAppendQ  = 0x19
 	opPrependQ = 0x1a
+	opVerbose  = 0x1b
 	opTouch    = 0x1c
 	opGat      = 0x1d
 	opGatQ     = 0x1e
@@ -212,6 +213,15 @@ func (c *conn) parseBinary(buf []byte) (int, parseState) {
 				c.quit = true
 			}
 		}
+	case opVerbose:
+		// memcached 1.4's process_bin_verbosity (1.6.18 dropped it and
+		// leaves the request unanswered; libmemcached's verbosity call
+		// sends it): the level in the extras, an empty success.
+		valid = extlen == 4 && keylen == 0 && bodylen == 4
+		if valid {
+			c.counts[cmdVerbosity]++
+			c.s.verbosity.Store(min(binary.BigEndian.Uint32(ext), maxVerbosity))
+		}
 	case opStat:
 		valid = extlen == 0
 		if valid {
@@ -283,18 +293,23 @@ func (c *conn) binStore(buf []byte, r request, h binHeader, ext, key []byte, hdr
 		flags = binary.BigEndian.Uint32(ext)
 		exptime = int64(binary.BigEndian.Uint32(ext[4:]))
 	}
-	if tooLarge(len(key), flags, int64(vlen), c.s.cfg.ItemSizeMax) {
+	end := hdrLen + int(vlen)
+	tooBig := tooLarge(len(key), flags, int64(vlen), c.s.cfg.ItemSizeMax)
+	if tooBig || (len(buf) < end && !c.reserveValue(end)) {
 		r.status = stE2BIG
-		if r.base == opSet { // a refused set removes the old item
-			r.op = c.addOp(kv.Op{Kind: kv.Set, Key: key, TooLarge: true})
+		if !tooBig {
+			r.status = stENOMEM
 		}
+		if r.base == opSet { // a refused set removes the old item
+			r.op = c.addOp(kv.Op{Kind: kv.Set, Key: key, TooLarge: true, NoMemory: !tooBig})
+		}
+		c.countRefused(tooBig)
 		c.addReq(r)
 		if vlen > 0 {
 			c.swallow = int64(vlen)
 		}
 		return hdrLen, psDone
 	}
-	end := hdrLen + int(vlen)
 	if len(buf) < end {
 		c.need = end
 		return 0, psMore
@@ -347,7 +362,7 @@ func (c *conn) renderBinary(r *request) {
 		return
 	}
 	switch r.base {
-	case opNoop, opQuit:
+	case opNoop, opQuit, opVerbose:
 		c.binOK(r, 0)
 		return
 	case opVersion:

@@ -10,11 +10,15 @@ import (
 
 // Defaults of the Config fields left zero.
 const (
-	DefaultMaxConns      = 1024            // memcached's -c
-	DefaultVersion       = "1.6.18-warpkv" // memcached clients parse the x.y.z prefix
-	DefaultMaxBatch      = 256             // ops (keys) and requests in one cache batch
-	DefaultMaxBatchBytes = 1 << 20         // value bytes of store requests in one batch
-	DefaultMaxGetLine    = 1 << 20         // longest get/gets line (multi-get)
+	DefaultMaxConns      = 1024     // memcached's -c
+	DefaultVersion       = "1.6.18" // the memcached release whose protocol warpkv speaks; clients parse x.y.z
+	DefaultMaxBatch      = 256      // ops (keys) and requests in one cache batch
+	DefaultMaxBatchBytes = 1 << 20  // value bytes of store requests in one batch
+	DefaultMaxGetLine    = 1 << 20  // longest get/gets line (multi-get)
+	DefaultShutdownGrace = 100 * time.Millisecond
+	// minPendingBytes is the least MaxPendingBytes: room for the largest
+	// item besides the request lines.
+	minPendingBytes = 64 << 10
 )
 
 // Config configures a Server. The zero value serves with memcached's
@@ -29,9 +33,15 @@ type Config struct {
 	// connection is sent "ERROR Too many open connections" and closed.
 	// Default DefaultMaxConns.
 	MaxConns int
-	// Version is reported by version commands and stats. Default
+	// Version is the memcached version answered to version commands and
+	// reported as "version" by stats. memcached clients parse it as
+	// major.minor.patch (libmemcached refuses a server whose version it
+	// cannot parse), so it must be that and nothing else. Default
 	// DefaultVersion.
 	Version string
+	// Stats are extra lines for the general stats group (the embedding
+	// server adds warpkv_version, ...).
+	Stats []kv.Stat
 	// Logger receives connection errors and recovered panics. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -58,6 +68,20 @@ type Config struct {
 	// Stages, when set, receives the time every connection spends in each
 	// stage of its rounds (a profile; costs a clock read per stage).
 	Stages StageClock
+	// MaxPendingBytes bounds the memory all connections together may hold
+	// for requests not yet complete: the growth of read buffers beyond
+	// their first 16 KiB to receive a large value or a long multi-get line.
+	// A value that would exceed it is refused as one memcached has no
+	// memory for ("SERVER_ERROR out of memory storing object", the data
+	// discarded as it arrives; a set also removes the key's old item), so
+	// clients that send half a value and stop cannot grow the server past
+	// it. Default (and least) the larger of ItemSizeMax and MaxGetLine, plus
+	// 64 KiB: one request of any size can always be received.
+	MaxPendingBytes int64
+	// ShutdownGrace is how long Shutdown lets connections write the
+	// replies of the batch they are running; a client that does not read
+	// them is dropped then. Default DefaultShutdownGrace.
+	ShutdownGrace time.Duration
 }
 
 // withDefaults returns c with zero fields set to their defaults.
@@ -85,6 +109,10 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Threads <= 0 {
 		c.Threads = runtime.GOMAXPROCS(0)
+	}
+	c.MaxPendingBytes = max(c.MaxPendingBytes, int64(max(c.ItemSizeMax, c.MaxGetLine))+minPendingBytes)
+	if c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = DefaultShutdownGrace
 	}
 	return c
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"warpkv/kv"
@@ -59,10 +60,16 @@ type conn struct {
 	maxRbuf  int // the read buffer's growth limit
 	opLimit  int // ops per round: MaxBatch, lowered while gets return large values
 	stages   stageTimer
+	reserved int // bytes of the read buffer beyond readBufSize, counted in Server.pending
+	slabs    slabCounts
+
+	id      int64        // file descriptor (stats conns)
+	state   atomic.Int32 // stats conns state
+	lastCmd atomic.Int64 // unix nanoseconds of the last round that ran requests
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	return &conn{
+	c := &conn{
 		s:       s,
 		nc:      nc,
 		rbuf:    make([]byte, readBufSize),
@@ -70,7 +77,14 @@ func newConn(s *Server, nc net.Conn) *conn {
 		maxRbuf: max(s.cfg.ItemSizeMax, s.cfg.MaxGetLine) + 64<<10,
 		opLimit: s.cfg.MaxBatch,
 		stages:  stageTimer{clock: s.cfg.Stages},
+		id:      fdOf(nc),
 	}
+	if c.id < 0 {
+		c.id = 1<<20 + s.nextID.Add(1)
+	}
+	c.lastCmd.Store(time.Now().UnixNano())
+	c.state.Store(stateWaiting)
+	return c
 }
 
 // serve runs the connection until the client leaves, a protocol error or
@@ -82,6 +96,7 @@ func (c *conn) serve() {
 			c.s.log.Error("protocol: panic serving connection", "remote", remoteAddr(c.nc), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 		}
 		c.flushCounts()
+		c.release(c.reserved)
 		c.nc.Close()
 	}()
 	c.stages.start()
@@ -182,6 +197,8 @@ func (c *conn) adapt() {
 
 // execute runs the round's batch, then renders and writes the replies.
 func (c *conn) execute() error {
+	c.state.Store(stateParse)
+	c.lastCmd.Store(time.Now().UnixNano())
 	c.flushCounts()
 	if len(c.batch.Ops) > 0 {
 		c.s.stats.batches.Add(1)
@@ -191,6 +208,7 @@ func (c *conn) execute() error {
 		}
 		c.stages.lap(StageCache, len(c.batch.Ops))
 		c.adapt()
+		c.countResults()
 	}
 	now := c.s.cache.Now()
 	for i := range c.reqs {
@@ -201,9 +219,10 @@ func (c *conn) execute() error {
 		return nil
 	}
 	defer c.stages.lap(StageWrite, 0)
-	if d := c.s.cfg.IdleTimeout; d > 0 {
+	if d := c.s.cfg.IdleTimeout; d > 0 && !c.s.closing.Load() {
 		c.nc.SetWriteDeadline(time.Now().Add(d))
 	}
+	c.state.Store(stateWrite)
 	n, err := c.out.writeTo(c.nc)
 	c.s.stats.bytesWritten.Add(uint64(n))
 	if err != nil {
@@ -233,6 +252,9 @@ func (c *conn) endRound() {
 
 // fill reads more input, first moving unparsed bytes to the front of the
 // read buffer and growing it when the pending request needs more room.
+// Growth beyond readBufSize is reserved from the server's pending budget
+// (Config.MaxPendingBytes); a line that cannot get it closes the
+// connection (values reserve theirs when parsed, see reserveValue).
 func (c *conn) fill() error {
 	if c.eof {
 		return io.EOF
@@ -246,14 +268,15 @@ func (c *conn) fill() error {
 		if len(c.rbuf) >= c.maxRbuf {
 			return fmt.Errorf("protocol: request of over %d bytes", c.maxRbuf)
 		}
-		size := min(max(c.need, 2*len(c.rbuf)), c.maxRbuf)
-		nb := make([]byte, size)
-		copy(nb, c.rbuf[:c.rend])
-		c.rbuf = nb
+		size := 2 * len(c.rbuf) // a line without its newline yet
+		if c.need > len(c.rbuf) {
+			size = c.need // a request of known length: reserved when parsed
+		}
+		if !c.resize(min(size, c.maxRbuf)) {
+			return fmt.Errorf("protocol: a %d-byte request line: %w", size, errPendingFull)
+		}
 	case len(c.rbuf) > readBufSize && c.rend <= readBufSize/2 && c.need <= readBufSize:
-		nb := make([]byte, readBufSize) // give back a buffer grown for one large request
-		copy(nb, c.rbuf[:c.rend])
-		c.rbuf = nb
+		c.resize(readBufSize) // give back a buffer grown for one large request
 	}
 	if c.s.closing.Load() {
 		return errShutdown
@@ -263,6 +286,14 @@ func (c *conn) fill() error {
 	}
 	if c.s.closing.Load() { // Shutdown may have set a deadline before ours
 		return errShutdown
+	}
+	switch {
+	case c.swallow > 0:
+		c.state.Store(stateSwallow)
+	case c.need > 0 || c.rend > 0:
+		c.state.Store(stateNRead)
+	default:
+		c.state.Store(stateWaiting)
 	}
 	n, err := c.nc.Read(c.rbuf[c.rend:])
 	c.rend += n
@@ -279,6 +310,62 @@ func (c *conn) fill() error {
 	}
 	return nil
 }
+
+// resize replaces the read buffer with one of size bytes holding the
+// unparsed input (which starts at 0), reserving or releasing the growth
+// beyond readBufSize in the server's pending budget. It reports false,
+// changing nothing, when the budget cannot cover a larger buffer.
+func (c *conn) resize(size int) bool {
+	extra := max(size-readBufSize, 0)
+	if extra > c.reserved && !c.reserve(extra-c.reserved) {
+		return false
+	}
+	if extra < c.reserved {
+		c.release(c.reserved - extra)
+	}
+	nb := make([]byte, size)
+	copy(nb, c.rbuf[:c.rend])
+	c.rbuf = nb
+	return true
+}
+
+// reserve takes n bytes of the server's pending budget for this
+// connection's read buffer, or reports false when that would exceed
+// Config.MaxPendingBytes. Cost: one or two atomic operations.
+func (c *conn) reserve(n int) bool {
+	if c.s.pending.Add(int64(n)) > c.s.cfg.MaxPendingBytes {
+		c.s.pending.Add(-int64(n))
+		c.s.stats.pendingRefused.Add(1)
+		return false
+	}
+	c.reserved += n
+	return true
+}
+
+// release returns n reserved bytes to the server's pending budget.
+func (c *conn) release(n int) {
+	if n > 0 {
+		c.s.pending.Add(-int64(n))
+		c.reserved -= n
+	}
+}
+
+// reserveValue makes sure the read buffer can be grown to hold a request of
+// need bytes from the front of the unparsed input: it reports true when
+// the buffer is large enough or the growth beyond readBufSize fits the
+// server's pending budget (reserved now, the buffer grows in fill). A false
+// answer means that half-sent requests of all connections already hold the
+// budget: the caller refuses the value, as memcached refuses one it has no
+// memory for.
+func (c *conn) reserveValue(need int) bool {
+	extra := need - readBufSize
+	if need <= len(c.rbuf) || extra <= c.reserved {
+		return true
+	}
+	return c.reserve(extra - c.reserved)
+}
+
+var errPendingFull = errors.New("the server's budget for partly received requests is in use (Config.MaxPendingBytes)")
 
 var errShutdown = errors.New("protocol: server shutting down")
 
@@ -298,7 +385,8 @@ func remoteAddr(nc net.Conn) string {
 	return ""
 }
 
-// flushCounts adds the round's command counts to the server's.
+// flushCounts adds the round's command and per-class counts to the
+// server's.
 func (c *conn) flushCounts() {
 	for i, n := range c.counts {
 		if n != 0 {
@@ -306,6 +394,7 @@ func (c *conn) flushCounts() {
 			c.counts[i] = 0
 		}
 	}
+	c.flushSlabCounts()
 }
 
 // addReq appends a reply slot to the round.
@@ -363,6 +452,8 @@ func (c *conn) render(r *request, now int64) {
 		c.renderBinary(r)
 	case rBinStats:
 		c.renderBinaryStats(r, now)
+	case rCacheDump:
+		c.renderCacheDump(r)
 	}
 }
 

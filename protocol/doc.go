@@ -39,28 +39,31 @@
 // request: a value up to Config.ItemSizeMax, a multi-get line up to
 // Config.MaxGetLine. A value over the item size limit is answered "object
 // too large" and discarded as it arrives, never buffered; a refused set
-// also removes the key's old item, as memcached does. Text lines over 2048
+// also removes the key's old item, as memcached does. The growth of all
+// connections' buffers together is bounded by Config.MaxPendingBytes: a
+// value that would exceed it is refused as memcached refuses a value it
+// has no memory for ("SERVER_ERROR out of memory storing object"), so
+// clients that send half a value and stop cannot grow the server. Text lines over 2048
 // bytes without a newline (other than get and gets) close the connection,
 // as do binary requests with a bad magic byte. Beyond Config.MaxConns
 // connections, a new one gets "ERROR Too many open connections" and is
-// closed. Config.IdleTimeout closes connections that neither send requests
-// nor accept replies for that long. A panic while serving a connection is
-// logged and closes only that connection. Shutdown stops accepting, lets
-// running rounds finish and write their replies, and closes connections.
+// closed; when the process runs out of file descriptors, a spare one is
+// freed to answer the same and close. Config.IdleTimeout closes
+// connections that neither send requests nor accept replies for that long.
+// A panic while serving a connection is logged and closes only that
+// connection. Shutdown stops accepting, lets running rounds finish and
+// write their replies within Config.ShutdownGrace, and closes the
+// connections, those of clients that do not read included.
 //
 // # Differences from memcached 1.6.18
 //
-//   - Meta flags that need per-item state kv does not keep are refused:
-//     mg N and R (vivify and recache tokens, W/X/Z flags) and md I answer
-//     "CLIENT_ERROR invalid flag" ("invalid or duplicate flag" for md); ms I
-//     is ignored without C, as in memcached, and refused with it. ma N and
-//     all other flags of 1.6.18 are supported.
+//   - Every meta flag of 1.6.18 is supported, the win token (mg N, R; W, Z)
+//     and stale items (md I, ms I; X) included: items carry memcached's
+//     marks (kv.ItemMeta). mg N runs an add of an empty item before the
+//     get, so mg with both T and N, N after T, on a missing key gives the
+//     created item T's TTL (memcached gives it N's).
 //   - ma with both N and T where N comes after T gives a created item T's
 //     TTL (memcached gives it N's); kv.Op has one expiry field.
-//   - mg k and me print a hit's key base64-encoded when memcached would for
-//     an item stored with a base64 key (ms b); kv keeps no such mark, so
-//     warpkv encodes it when the request had b and the key has bytes a text
-//     command cannot send.
 //   - memcached drops all not yet sent replies of a connection when a get
 //     has a key over 250 bytes, and on closing for a bad line or magic;
 //     which ones are unsent depends on its read timing. warpkv drops only
@@ -68,10 +71,13 @@
 //     closing.
 //   - A value parse waiting for data does not hold back the replies before
 //     it (memcached sends them once the value is complete).
-//   - Admin commands (slabs, lru, lru_crawler, watch, extstore,
-//     cache_memlimit) answer ERROR; shutdown answers as memcached with the
-//     shutdown command disabled. "stats detail" and "stats cachedump" only
-//     validate their arguments; "stats reset" resets the connection counts.
+//   - slabs reassign, slabs automove, cache_memlimit and stats cachedump
+//     work through the cache's kv.Admin (ERROR without one); lru,
+//     lru_crawler, watch and extstore answer ERROR; shutdown answers as
+//     memcached with the shutdown command disabled. "stats detail" only
+//     validates its arguments; "stats reset" resets the connection counts.
+//   - The version command answers Config.Version (memcached's 1.6.18 by
+//     default); the embedding server's own version goes in Config.Stats.
 //   - The t flag and me's la and exp use the cache's clock (kv.TTL), so an
 //     item touched with a negative TTL shows 0 where memcached shows a
 //     wrapped unsigned number.

@@ -74,7 +74,8 @@ var textReplyWords = map[string]bool{
 	"END": true, "STORED": true, "NOT_STORED": true, "EXISTS": true, "NOT_FOUND": true, "DELETED": true,
 	"TOUCHED": true, "OK": true, "ERROR": true, "ERROR:": true, "CLIENT_ERROR": true, "SERVER_ERROR": true,
 	"VERSION": true, "STAT": true, "RESET": true, "MN": true, "HD": true, "EN": true, "NF": true, "NS": true,
-	"EX": true, "ME": true,
+	"EX": true, "ME": true, "ITEM": true, "BUSY": true, "BADCLASS": true, "NOSPARE": true, "SAME": true,
+	"MEMLIMIT_TOO_SMALL": true, "MEMLIMIT_ADJUST_FAILED": true,
 }
 
 // checkTextReplies fails unless out is a sequence of well-formed text or
@@ -118,6 +119,8 @@ func textSeeds(f *testing.F) {
 		"set a 0 0 70000\r\n" + strings.Repeat("v", 100),
 		"set a 0 0 5\r\nhel", "stats\r\nstats settings\r\nstats conns\r\n",
 		"gat 10 a b c\r\n", "incr a 18446744073709551615\r\n", "quit\r\n",
+		"set a 0 0 1\r\nx\r\nstats cachedump 1 0\r\nstats cachedump 99 1\r\nstats slabs\r\nstats items\r\n",
+		"slabs reassign 1 2\r\nslabs automove 1\r\nslabs automove ratio 0.5\r\ncache_memlimit 100\r\ncache_memlimit 2 noreply\r\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -142,6 +145,7 @@ func FuzzMetaProtocol(f *testing.F) {
 		"ma a N0 J3 D2 MD v t c k O2 q\r\nma a T10 t N0\r\n",
 		"md a C1 q k O3 b\r\nme a b\r\nmn\r\n",
 		"ms YWJj 3 b MA C0\r\nxyz\r\n",
+		"mg a N30 R20 T5 t v c k q\r\nmd a I T10 q\r\nmg a v\r\nms a 1 I C1 q\r\nx\r\nmg a b N-1\r\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -26,7 +26,7 @@ type metaFlags struct {
 	noReply, value, keyBinary, noUpdate, setStale bool
 	hasCAS, vivify, newTTL, recache               bool
 	mode                                          byte
-	exptime, autoviv                              int32 // T, N
+	exptime, autoviv, recacheAt                   int32 // T, N, R
 	clientFlags                                   uint32
 	cas, delta, initial                           uint64
 }
@@ -65,7 +65,7 @@ func (c *conn) metaPreparse(key []byte, flags [][]byte, f *metaFlags) (k []byte,
 			case 'T':
 				f.newTTL, f.exptime = true, v
 			default:
-				f.recache = true
+				f.recache, f.recacheAt = true, v
 			}
 		case 'l', 'O', 'P', 'L', 'k', 's', 't', 'c', 'f', 'h':
 		case 'v':
@@ -164,8 +164,9 @@ func (c *conn) metaCommand(buf, line []byte, toks [][]byte, lineEnd int) (int, p
 	return lineEnd, psDone
 }
 
-// metaGet parses mg <key> <flags>*. The N and R flags (vivify and recache
-// tokens, which need per-item win/stale state) are not supported.
+// metaGet parses mg <key> <flags>*. N (vivify) runs an add of an empty
+// item holding the win token before the get; R (recache) lets the get take
+// the token of an item expiring before the given TTL.
 func (c *conn) metaGet(line []byte, toks [][]byte) {
 	if reply := metaTokensReply(toks, replyMgFlagsLong); reply != "" {
 		c.static(reply)
@@ -174,12 +175,8 @@ func (c *conn) metaGet(line []byte, toks [][]byte) {
 	r := newRequest(rMetaGet)
 	flags := toks[2:]
 	key, errText, ok := c.metaPreparse(toks[1], flags, &r.meta)
-	switch {
-	case !ok:
+	if !ok {
 		c.static(errText)
-		return
-	case r.meta.vivify || r.meta.recache:
-		c.static(replyBadFlag)
 		return
 	}
 	r.quiet, r.args = r.meta.noReply, line
@@ -192,7 +189,18 @@ func (c *conn) metaGet(line []byte, toks [][]byte) {
 			r.peek = c.addOp(kv.Op{Kind: kv.Get, Key: key, Peek: true})
 		}
 	}
-	r.op = c.addOp(kv.Op{Kind: kv.Get, Key: key, Touch: touch, Exptime: int64(r.meta.exptime), Peek: r.meta.noUpdate})
+	if r.meta.vivify && bad == len(flags) {
+		// memcached creates an empty item with no flags whose token the
+		// creator holds; the get below then finds it (or the item that
+		// was there).
+		r.viv = c.addOp(kv.Op{Kind: kv.Add, Key: key, Exptime: int64(r.meta.autoviv), Won: true})
+	}
+	op := kv.Op{Kind: kv.Get, Key: key, Touch: touch, Exptime: int64(r.meta.exptime), Peek: r.meta.noUpdate, Token: true}
+	if r.meta.recache {
+		op.Recache = kv.ExpiryAt(int64(r.meta.recacheAt), c.s.cache.Now())
+		op.TouchFirst = touch && tPos < flagIndex(flags, 'R')
+	}
+	r.op = c.addOp(op)
 	if bad < len(flags) {
 		r.kind, r.text = rStatic, replyOpaqueLong
 	}
@@ -222,32 +230,24 @@ func (c *conn) metaKey(key []byte, binary bool) {
 	c.out.bytes(key)
 }
 
-// storedBinary guesses whether memcached would print a hit's key base64
-// encoded: it does when the item was stored with a base64 key (ms b), a
-// per-item mark kv does not keep. The guess: a b request for a key that a
-// text command could not have sent.
-func storedBinary(requestBinary bool, key []byte) bool {
-	if !requestBinary {
-		return false
-	}
-	for _, b := range key {
-		if b <= ' ' || b >= 0x7f {
-			return true
-		}
-	}
-	return false
-}
-
 // metaTTL writes a TTL token value: -1 for never, else seconds left.
 func (c *conn) metaTTL(exptime, now int64) {
 	c.out.int(kv.TTL(exptime, now))
 }
 
-// renderMetaGet writes VA/HD with the requested flags, or EN.
+// renderMetaGet writes VA/HD with the requested flags and the win/stale
+// marks (W, X, Z), or EN.
 func (c *conn) renderMetaGet(r *request, now int64) {
 	op := &c.batch.Ops[r.op]
 	res := &op.Result
 	flags := c.metaFlagTokens(r.args, 2)
+	created := r.viv >= 0 && c.result(r.viv).Status == kv.Stored
+	if created && res.Status == kv.Miss {
+		// Created already expired (N with a past time): memcached still
+		// answers with the item it just made.
+		add := c.result(r.viv)
+		res = &kv.Result{Status: kv.Hit, CAS: add.CAS, Exptime: add.Exptime, LastAccess: now, Meta: kv.MetaWon}
+	}
 	switch res.Status {
 	case kv.Hit:
 	case kv.Miss:
@@ -269,13 +269,21 @@ func (c *conn) renderMetaGet(r *request, now int64) {
 		c.out.str("HD")
 	}
 	exptime := res.Exptime
-	if r.peek >= 0 {
+	switch {
+	case r.peek >= 0:
 		exptime = c.result(r.peek).Exptime
+	case created:
+		exptime = 0 // memcached sets a created item's TTL when it reaches N
 	}
+	won := res.Won
 	for _, t := range flags {
 		switch t[0] {
 		case 'T':
 			exptime = res.Exptime
+		case 'N':
+			if created {
+				exptime, won = res.Exptime, true
+			}
 		case 's':
 			c.out.str(" s")
 			c.out.uint(uint64(len(res.Value)))
@@ -301,8 +309,19 @@ func (c *conn) renderMetaGet(r *request, now int64) {
 			c.out.byte1(' ')
 			c.out.bytes(t)
 		case 'k':
-			c.metaKey(op.Key, storedBinary(r.meta.keyBinary, op.Key))
+			c.metaKey(op.Key, res.Meta&kv.MetaKeyBinary != 0)
 		}
+	}
+	// A created item's token is its creator's: memcached marks it after
+	// the flags, so the creator sees W, not Z.
+	if res.Meta&kv.MetaWon != 0 && !created {
+		c.out.str(" Z")
+	}
+	if res.Meta&kv.MetaStale != 0 {
+		c.out.str(" X")
+	}
+	if won {
+		c.out.str(" W")
 	}
 	c.out.str("\r\n")
 	if r.meta.value {
@@ -324,9 +343,9 @@ func (c *conn) metaEcho(flags [][]byte, key []byte, binary bool) {
 	}
 }
 
-// metaSet parses ms <key> <datalen> <flags>* and its data block. The I
-// (invalidate) flag is refused together with C: stale items are not
-// supported.
+// metaSet parses ms <key> <datalen> <flags>* and its data block. With C,
+// the I (invalidate) flag stores a value whose CAS is older than the
+// item's as a stale one; without C it is ignored, as in memcached.
 func (c *conn) metaSet(buf, line []byte, toks [][]byte, lineEnd int) (int, parseState) {
 	reply := metaTokensReply(toks, replyMetaFlagsLong)
 	if reply == "" && len(toks) == 2 { // no data length
@@ -372,16 +391,19 @@ func (c *conn) metaSet(buf, line []byte, toks [][]byte, lineEnd int) (int, parse
 	default:
 		return refuse(replyMsBadMode)
 	}
-	switch {
-	case hasError:
+	if hasError {
 		return refuse(errText)
-	case f.setStale && f.hasCAS:
-		return refuse(replyBadFlag)
 	}
-	if tooLarge(len(key), f.clientFlags, int64(vlen), c.s.cfg.ItemSizeMax) {
+	tooBig := tooLarge(len(key), f.clientFlags, int64(vlen), c.s.cfg.ItemSizeMax)
+	if tooBig || (len(buf)-lineEnd < total && !c.reserveValue(lineEnd+total)) {
 		// Unlike set, ms removes the old item in every mode.
-		c.static(replyTooLarge)
-		c.reqs[len(c.reqs)-1].op = c.addOp(kv.Op{Kind: kv.Set, Key: key, TooLarge: true})
+		text := replyTooLarge
+		if !tooBig {
+			text = replyNoMemoryStore
+		}
+		c.static(text)
+		c.reqs[len(c.reqs)-1].op = c.addOp(kv.Op{Kind: kv.Set, Key: key, TooLarge: true, NoMemory: !tooBig})
+		c.countRefused(tooBig)
 		c.swallow = int64(total)
 		return lineEnd, psDone
 	}
@@ -394,11 +416,12 @@ func (c *conn) metaSet(buf, line []byte, toks [][]byte, lineEnd int) (int, parse
 		c.static(replyBadDataChunk)
 		return lineEnd + total, psDone
 	}
-	op := kv.Op{Kind: kind, Key: key, Value: data[:vlen], Flags: f.clientFlags, Exptime: int64(f.exptime)}
+	op := kv.Op{Kind: kind, Key: key, Value: data[:vlen], Flags: f.clientFlags, Exptime: int64(f.exptime), KeyBinary: f.keyBinary}
 	switch kind {
 	case kv.Set, kv.Replace:
 		if f.hasCAS { // memcached turns set and replace with C into cas
 			op.Kind, op.HasCAS, op.CompareCAS = kv.Set, true, f.cas
+			op.Invalidate = f.setStale // I: an older CAS stores a stale value
 		}
 	case kv.Append, kv.Prepend:
 		op.HasCAS, op.CompareCAS = f.hasCAS && f.cas != 0, f.cas // add ignores C
@@ -459,8 +482,8 @@ func (c *conn) renderMetaSet(r *request) {
 	c.out.str("\r\n")
 }
 
-// metaDelete parses md <key> <flags>*. The I flag (mark stale) is not
-// supported.
+// metaDelete parses md <key> <flags>*. With I the item is not removed but
+// marked stale, under a new CAS and, with T, a new TTL.
 func (c *conn) metaDelete(line []byte, toks [][]byte) {
 	if reply := metaTokensReply(toks, replyMetaFlagsLong); reply != "" {
 		c.static(reply)
@@ -470,7 +493,7 @@ func (c *conn) metaDelete(line []byte, toks [][]byte) {
 	flags := toks[2:]
 	key, _, ok := c.metaPreparse(toks[1], flags, &r.meta)
 	switch {
-	case !ok, r.meta.setStale:
+	case !ok:
 		c.static(replyBadOrDupFlag)
 		return
 	case longOpaque(flags) < len(flags):
@@ -478,7 +501,8 @@ func (c *conn) metaDelete(line []byte, toks [][]byte) {
 		return
 	}
 	r.quiet, r.args = r.meta.noReply, line
-	r.op = c.addOp(kv.Op{Kind: kv.Delete, Key: key, HasCAS: r.meta.hasCAS, CompareCAS: r.meta.cas})
+	r.op = c.addOp(kv.Op{Kind: kv.Delete, Key: key, HasCAS: r.meta.hasCAS, CompareCAS: r.meta.cas,
+		Invalidate: r.meta.setStale, SetTTL: r.meta.newTTL, Exptime: int64(r.meta.exptime)})
 	c.addReq(r)
 }
 
@@ -658,7 +682,7 @@ func (c *conn) renderMetaDebug(r *request, now int64) {
 		return
 	}
 	c.out.str("ME ")
-	if storedBinary(r.meta.keyBinary, op.Key) {
+	if res.Meta&kv.MetaKeyBinary != 0 {
 		c.out.base64(op.Key)
 	} else {
 		c.out.bytes(op.Key)

@@ -42,7 +42,18 @@ var metaCases = []struct {
 	{"mg base64 miss echoes the key encoded", "mg YWJj b k\r\n", "EN kYWJj b\r\n"},
 	{"mg bad base64", "mg YQ b\r\nmg YQ= b\r\nmg !!! b\r\n",
 		"CLIENT_ERROR error decoding key\r\nCLIENT_ERROR error decoding key\r\nCLIENT_ERROR error decoding key\r\n"},
-	{"mg vivify and recache are not supported", "mg a N30\r\nmg a R30\r\n", "CLIENT_ERROR invalid flag\r\nCLIENT_ERROR invalid flag\r\n"},
+	{"mg N creates the item and wins", "mg a N30\r\nmg a R30\r\n", "HD W\r\nHD Z\r\n"},
+	{"mg N item is empty with the TTL", "mg a N30 t v\r\nmg a t N30 v\r\nmg a v t\r\n", "VA 0 t30 W\r\n\r\nVA 0 t30 Z\r\n\r\nVA 0 t30 Z\r\n\r\n"},
+	{"mg t before N of a created item", "mg a t N30 v\r\nmg a t v\r\n", "VA 0 t-1 W\r\n\r\nVA 0 t30 Z\r\n\r\n"},
+	{"mg N created item flags", "mg a s N30 f h l\r\n", "HD s0 f0 h0 l0 W\r\n"},
+	{"mg N under q answers", "mg a N30 q\r\nmg a N30 q\r\nmg b q\r\nmn\r\n", "HD W\r\nHD Z\r\nMN\r\n"},
+	{"mg N without expiry", "mg a N0 v\r\nmg a N-1 v\r\n", "VA 0 W\r\n\r\nVA 0 Z\r\n\r\n"},
+	{"mg R wins an item expiring sooner", "ms a 1 T10\r\nx\r\nmg a R30 v t\r\nmg a R30 v t\r\nmg a R5\r\n", "HD\r\nVA 1 t10 W\r\nx\r\nVA 1 t10 Z\r\nx\r\nHD Z\r\n"},
+	{"mg R on a hit with N", "ms a 1 T100\r\nx\r\nmg a N30 R200 t\r\nmg a R200 t\r\n", "HD\r\nHD t100 W\r\nHD t100 Z\r\n"},
+	{"mg R does not win an item without expiry", "ms a 1\r\nx\r\nmg a R30\r\n", "HD\r\nHD\r\n"},
+	{"mg k of an item stored with a base64 key", "ms YWJj 1 b\r\nx\r\nmg YWJj b v k\r\nmg abc k\r\nme abc\r\nms abd 1\r\nx\r\nmg YWJk b k\r\n",
+		"HD\r\nVA 1 kYWJj b\r\nx\r\nHD kYWJj b\r\nME YWJj exp=-1 la=0 cas=1 fetch=yes cls=1 size=63\r\nHD\r\nHD kabd\r\n"},
+	{"mg k of a printable base64 key", "ms bWtiNjQ= 2 b\r\nhi\r\nmg bWtiNjQ= b v k\r\n", "HD\r\nVA 2 kbWtiNjQ= b\r\nhi\r\n"},
 
 	{"ms returns c k O", "ms a 2 c k O9\r\nhi\r\n", "HD c1 ka O9\r\n"},
 	{"ms q hides only HD", "ms a 1 q\r\nx\r\nms a 1 q ME\r\nx\r\n", "NS\r\n"},
@@ -66,7 +77,7 @@ var metaCases = []struct {
 	{"ms base64 key", "ms YWJj 1 b k\r\nx\r\nms !! 1 b\r\nx\r\n", "HD kYWJj b\r\nCLIENT_ERROR error decoding key\r\n"},
 	{"ms too large removes the item in any mode", "ms a 1\r\nx\r\nms a 1048577 ME k O1\r\n" + tooLargeV + "\r\nmg a\r\n",
 		"HD\r\nSERVER_ERROR object too large for cache\r\nEN\r\n"},
-	{"ms invalidate with C is not supported", "ms a 1 I C1\r\nx\r\nms a 1 I\r\nx\r\n", "CLIENT_ERROR invalid flag\r\nHD\r\n"},
+	{"ms I with C on a missing item", "ms a 1 I C1\r\nx\r\nms a 1 I\r\nx\r\n", "NF\r\nHD\r\n"},
 
 	{"md", "ms a 1\r\nx\r\nmd a\r\nmd a\r\n", "HD\r\nHD\r\nNF\r\n"},
 	{"md q hides only HD", "ms a 1\r\nx\r\nmd a q\r\nmd a q\r\n", "HD\r\nNF\r\n"},
@@ -76,7 +87,9 @@ var metaCases = []struct {
 		"CLIENT_ERROR invalid or duplicate flag\r\nCLIENT_ERROR invalid or duplicate flag\r\nCLIENT_ERROR invalid or duplicate flag\r\nCLIENT_ERROR invalid or duplicate flag\r\n"},
 	{"md opaque too long", "md a " + opaque33 + "\r\n", "CLIENT_ERROR opaque token too long\r\n"},
 	{"md without key", "md\r\nmd " + longKey + "\r\n", "ERROR\r\nCLIENT_ERROR bad command line format\r\n"},
-	{"md invalidate is not supported", "md a I\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n"},
+	{"md I marks the item stale", "md a I\r\nms a 1\r\nx\r\nmd a I T30\r\nmg a t v\r\nmg a v\r\nmg a\r\n",
+		"NF\r\nHD\r\nHD\r\nVA 1 t30 X W\r\nx\r\nVA 1 Z X\r\nx\r\nHD Z X\r\n"},
+	{"md I under q", "ms a 1\r\nx\r\nmd a I q\r\nmg a\r\nmd a I\r\nmg a k\r\n", "HD\r\nHD X W\r\nHD\r\nHD ka X W\r\n"},
 
 	{"ma miss", "ma a\r\nma a q\r\nma a k O7\r\n", "NF\r\nNF\r\nNF ka O7\r\n"},
 	{"ma modes and deltas", "ms n 2\r\n10\r\nma n\r\nma n v\r\nma n MD D5 v\r\nma n M- D50 v\r\nma n M+ D3 v\r\nma n MI v\r\n",
@@ -94,6 +107,9 @@ var metaCases = []struct {
 	{"ma t and T", "ms n 1 T100\r\n5\r\nma n t T200\r\nma n t\r\nma n T0 t\r\n", "HD\r\nHD t100\r\nHD t200\r\nHD t-1\r\n"},
 	{"ma t of a vivified item", "ma d t N10 v\r\nma e N10 t\r\nma f N10 T100 t\r\n", "VA 1 t-1\r\n0\r\nHD t10\r\nHD t100\r\n"},
 
+	{"ms I stores a stale value", "ms a 1\r\nx\r\nmd a I\r\nmg a v c\r\nms a 1 I C1\r\ny\r\nmg a v c\r\nms a 1 I C999\r\nz\r\nmg a v c\r\n",
+		"HD\r\nHD\r\nVA 1 c2 X W\r\nx\r\nHD\r\nVA 1 c3 Z X\r\ny\r\nEX\r\nVA 1 c3 Z X\r\ny\r\n"},
+
 	{"me", "ms a 2 T100\r\nhi\r\nme a\r\n", "HD\r\nME a exp=-100 la=0 cas=1 fetch=no cls=1 size=62\r\n"},
 	{"me of a fetched item with flags", "ms b 2 F1\r\nhi\r\nmg b\r\nme b x\r\n", "HD\r\nHD\r\nME b exp=-1 la=0 cas=1 fetch=yes cls=1 size=66\r\n"},
 	{"me slab class", "ms c 1000\r\n" + strings.Repeat("c", 1000) + "\r\nme c\r\n", "HD\r\nME c exp=-1 la=0 cas=1 fetch=no cls=12 size=1060\r\n"},
@@ -106,12 +122,10 @@ var metaCases = []struct {
 
 // metaDiffers names the metaCases skipped against a real memcached.
 var metaDiffers = map[string]string{
-	"mg vivify and recache are not supported": "memcached supports N and R (see doc.go)",
-	"ms C compares the CAS":                   "uses the model's CAS numbering",
-	"md C compares the CAS":                   "uses the model's CAS numbering",
-	"ma C compares the CAS":                   "uses the model's CAS numbering",
-	"ms invalidate with C is not supported":   "memcached supports I (see doc.go)",
-	"md invalidate is not supported":          "memcached supports I (see doc.go)",
+	"ms C compares the CAS":     "uses the model's CAS numbering",
+	"md C compares the CAS":     "uses the model's CAS numbering",
+	"ma C compares the CAS":     "uses the model's CAS numbering",
+	"ms I stores a stale value": "uses the model's CAS numbering",
 }
 
 func TestMetaProtocol(t *testing.T) {

@@ -18,6 +18,7 @@ const (
 	rMetaDebug                 // me
 	rBin                       // a binary request
 	rBinStats                  // binary stat
+	rCacheDump                 // stats cachedump: class in op, limit in nops
 )
 
 // request is one request's reply slot in a round: replies are rendered in
@@ -28,6 +29,7 @@ type request struct {
 	op    int32 // index of its (first) op in the batch; -1: none
 	nops  int32 // number of ops (multi-get chunk)
 	peek  int32 // meta: index of a Peek Get run just before op; -1: none
+	viv   int32 // mg N: index of the Add that creates a missing item; -1: none
 	text  string
 	args  []byte // meta: the command line; stats: the group (points into the read buffer)
 	meta  metaFlags
@@ -44,7 +46,7 @@ type request struct {
 }
 
 func newRequest(kind reqKind) request {
-	return request{kind: kind, op: -1, peek: -1}
+	return request{kind: kind, op: -1, peek: -1, viv: -1}
 }
 
 // cmd identifies a command for the per-command counters of ConnStats.

@@ -22,6 +22,7 @@ const rejectTimeout = time.Second
 // are safe for concurrent use.
 type Server struct {
 	cache kv.Cache
+	admin kv.Admin // the cache's administration, or nil
 	cfg   Config
 	log   *slog.Logger
 	start time.Time
@@ -30,9 +31,12 @@ type Server struct {
 	stats     serverStats
 	verbosity atomic.Uint32
 	closing   atomic.Bool
+	pending   atomic.Int64 // read-buffer bytes connections hold beyond their first readBufSize
+	nextID    atomic.Int64 // ids of connections without a file descriptor (net.Pipe)
+	fdWarn    rateLimit    // "out of file descriptors" log lines
 
 	mu        sync.Mutex
-	listeners map[net.Listener]struct{}
+	listeners map[net.Listener]listenerInfo
 	conns     map[*conn]struct{}
 	wg        sync.WaitGroup // connection goroutines
 }
@@ -41,13 +45,15 @@ type Server struct {
 // (zero fields take their defaults). It starts nothing; cost: O(1).
 func NewServer(c kv.Cache, cfg Config) *Server {
 	cfg = cfg.withDefaults()
+	admin, _ := c.(kv.Admin)
 	return &Server{
 		cache:     c,
+		admin:     admin,
 		cfg:       cfg,
 		log:       cfg.Logger,
 		start:     time.Now(),
 		slabs:     slabClasses(cfg.ItemSizeMax),
-		listeners: make(map[net.Listener]struct{}),
+		listeners: make(map[net.Listener]listenerInfo),
 		conns:     make(map[*conn]struct{}),
 	}
 }
@@ -55,14 +61,18 @@ func NewServer(c kv.Cache, cfg Config) *Server {
 // Serve accepts connections on ln and serves each on its own goroutine
 // (with a 16 KiB read buffer, grown only for large requests). It returns nil
 // after Shutdown, or the error that stopped Accept. Temporary accept errors
-// (such as running out of file descriptors) are retried with a growing
-// delay. Serve closes ln when it returns; it may run on several listeners.
+// are retried with a growing delay; running out of file descriptors is
+// answered as memcached answers a connection over its limit (see
+// acceptOverLimit). Serve closes ln when it returns; it may run on several
+// listeners.
 func (s *Server) Serve(ln net.Listener) error {
 	if !s.addListener(ln) {
 		ln.Close()
 		return nil
 	}
 	defer s.removeListener(ln)
+	spare := openSpareFD()
+	defer spare.close()
 	var delay time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -70,10 +80,15 @@ func (s *Server) Serve(ln net.Listener) error {
 			if s.closing.Load() {
 				return nil
 			}
+			if isFDExhausted(err) && s.acceptOverLimit(ln, spare) {
+				continue
+			}
 			var te interface{ Temporary() bool }
 			if errors.As(err, &te) && te.Temporary() {
 				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				s.log.Warn("protocol: accept failed; retrying", "err", err, "delay", delay)
+				if s.fdWarn.allow(time.Now()) {
+					s.log.Warn("protocol: accept failed; retrying", "err", err, "delay", delay)
+				}
 				time.Sleep(delay)
 				continue
 			}
@@ -105,18 +120,23 @@ func (s *Server) ServeConn(nc net.Conn) {
 	c.serve()
 }
 
-// Shutdown stops accepting connections, lets every connection finish the
-// batch it is running and write its replies, then closes them all; it
-// returns when all connection goroutines have ended. If ctx ends first, the
-// remaining connections are closed at once and ctx's error is returned.
+// Shutdown stops accepting connections and ends every connection: a
+// connection waiting for requests closes at once; one running a batch
+// finishes it and has ShutdownGrace to write its replies (a client that
+// does not read them is dropped then), after which every connection still
+// open is closed. It returns nil once all connection goroutines have
+// ended, or ctx's error if ctx ends first (the connections are closed
+// either way).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
+	now := time.Now()
 	s.mu.Lock()
 	for ln := range s.listeners {
 		ln.Close()
 	}
 	for c := range s.conns {
-		c.nc.SetReadDeadline(time.Now()) // wake connections waiting for requests
+		c.nc.SetReadDeadline(now) // wake connections waiting for requests
+		c.nc.SetWriteDeadline(now.Add(s.cfg.ShutdownGrace))
 	}
 	s.mu.Unlock()
 	done := make(chan struct{})
@@ -124,16 +144,31 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.wg.Wait()
 		close(done)
 	}()
+	grace := time.NewTimer(s.cfg.ShutdownGrace + 50*time.Millisecond)
+	defer grace.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-grace.C:
+	case <-ctx.Done():
+	}
+	// Connections still open are stuck in a write to a client that does
+	// not read, or in a batch: close them under it.
+	s.closeAll()
 	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		s.mu.Lock()
-		for c := range s.conns {
-			c.nc.Close()
-		}
-		s.mu.Unlock()
 		return fmt.Errorf("protocol: shutdown: %w", ctx.Err())
+	}
+}
+
+// closeAll closes every connection's socket.
+func (s *Server) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.nc.Close()
 	}
 }
 
@@ -143,7 +178,7 @@ func (s *Server) addListener(ln net.Listener) bool {
 	if s.closing.Load() {
 		return false
 	}
-	s.listeners[ln] = struct{}{}
+	s.listeners[ln] = newListenerInfo(ln)
 	return true
 }
 

@@ -1,10 +1,12 @@
 package protocol
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"warpkv/kv"
@@ -21,6 +23,11 @@ type serverStats struct {
 	ops          atomic.Uint64
 	panics       atomic.Uint64
 	cmds         [numCmds]atomic.Uint64
+
+	storeTooLarge  atomic.Uint64 // stores refused: over the item size limit
+	storeNoMemory  atomic.Uint64 // stores refused: no memory (the cache's, or to receive the value)
+	pendingRefused atomic.Uint64 // values refused because half-sent requests held MaxPendingBytes
+	slabs          [maxNumberOfSlabs][numSlabCounters]atomic.Uint64
 }
 
 // ConnStats is a snapshot of a Server's connection statistics.
@@ -104,6 +111,9 @@ func (s *Server) statsGroup(group string, now int64) ([]kv.Stat, bool) {
 		return s.connStats(), true
 	}
 	if st, ok := s.cache.Stats(group); ok {
+		if group == "slabs" {
+			st = s.withSlabCounters(st)
+		}
 		return st, true
 	}
 	switch group {
@@ -135,7 +145,11 @@ func (s *Server) generalStats(now int64) []kv.Stat {
 	l.add("uptime", strconv.FormatInt(int64(time.Since(s.start)/time.Second), 10))
 	l.add("time", strconv.FormatInt(now, 10))
 	l.add("version", s.cfg.Version)
+	l.addAll(s.cfg.Stats)
 	l.add("pointer_size", "64")
+	user, sys := rusage()
+	l.add("rusage_user", user)
+	l.add("rusage_system", sys)
 	l.add("max_connections", strconv.Itoa(s.cfg.MaxConns))
 	l.add("curr_connections", strconv.FormatInt(s.stats.currConns.Load(), 10))
 	l.add("total_connections", u64(s.stats.totalConns.Load()))
@@ -152,12 +166,16 @@ func (s *Server) generalStats(now int64) []kv.Stat {
 			l.add(st.Name, st.Value)
 		}
 	}
+	l.add("store_too_large", u64(s.stats.storeTooLarge.Load()))
+	l.add("store_no_memory", u64(s.stats.storeNoMemory.Load()))
 	l.add("bytes_read", u64(s.stats.bytesRead.Load()))
 	l.add("bytes_written", u64(s.stats.bytesWritten.Load()))
 	l.add("accepting_conns", map[bool]string{true: "0", false: "1"}[s.closing.Load()])
 	l.add("threads", strconv.Itoa(s.cfg.Threads))
 	l.add("batches", u64(s.stats.batches.Load()))
 	l.add("batched_ops", u64(s.stats.ops.Load()))
+	l.add("pending_request_bytes", strconv.FormatInt(s.pending.Load(), 10))
+	l.add("pending_request_refused", u64(s.stats.pendingRefused.Load()))
 	l.addAll(cache)
 	return l.stats
 }
@@ -177,23 +195,6 @@ func (s *Server) settingsStats() []kv.Stat {
 	l.add("max_batch", strconv.Itoa(s.cfg.MaxBatch))
 	if cache, ok := s.cache.Stats("settings"); ok {
 		l.addAll(cache)
-	}
-	return l.stats
-}
-
-// connStats lists the open connections' addresses (stats conns).
-func (s *Server) connStats() []kv.Stat {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var l statList
-	i := 0
-	for c := range s.conns {
-		addr := "unknown"
-		if a := c.nc.RemoteAddr(); a != nil {
-			addr = strings.ToLower(a.Network()) + ":" + a.String()
-		}
-		l.add(strconv.Itoa(i)+":addr", addr)
-		i++
 	}
 	return l.stats
 }
@@ -248,4 +249,15 @@ func (c *conn) renderBinaryStats(r *request, now int64) {
 		c.out.str(st.Value)
 	}
 	c.binResponse(r, stOK, 0, 0, 0, 0)
+}
+
+// rusage returns the process's user and system CPU time in memcached's
+// "seconds.microseconds" form. Cost: one getrusage system call.
+func rusage() (user, sys string) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return "0.000000", "0.000000"
+	}
+	tv := func(t syscall.Timeval) string { return fmt.Sprintf("%d.%06d", t.Sec, t.Usec) }
+	return tv(ru.Utime), tv(ru.Stime)
 }

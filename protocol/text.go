@@ -142,8 +142,12 @@ func (c *conn) textCommand(buf, line []byte, lineEnd int) (int, parseState) {
 	case "shutdown":
 		c.counts[cmdOther]++
 		c.static(replyShutdownOff)
-	case "cache_memlimit", "slabs", "lru", "lru_crawler", "watch", "extstore":
-		// Memory and LRU administration belongs to the engine: refused.
+	case "slabs":
+		return c.textSlabs(toks, ntok, lineEnd)
+	case "cache_memlimit":
+		return c.textMemlimit(toks, ntok, lineEnd)
+	case "lru", "lru_crawler", "watch", "extstore":
+		// LRU tuning, crawling and log watching have no counterpart.
 		c.counts[cmdOther]++
 		c.static(replyError)
 	default:
@@ -315,13 +319,19 @@ func (c *conn) textStore(buf []byte, toks [][]byte, ntok, lineEnd int, kind kv.K
 		return lineEnd, psDone
 	}
 	total := int(vlen) + 2
-	if tooLarge(len(key), flags, int64(vlen), c.s.cfg.ItemSizeMax) {
+	tooBig := tooLarge(len(key), flags, int64(vlen), c.s.cfg.ItemSizeMax)
+	if tooBig || (len(buf)-lineEnd < total && !c.reserveValue(lineEnd+total)) {
 		// Swallow the data without buffering it; a refused set also
 		// removes the key's old item, as in memcached.
-		c.reply(noreply, replyTooLarge)
-		if kind == kv.Set && !isCAS {
-			c.reqs[len(c.reqs)-1].op = c.addOp(kv.Op{Kind: kv.Set, Key: key, TooLarge: true})
+		text := replyTooLarge
+		if !tooBig {
+			text = replyNoMemoryStore
 		}
+		c.reply(noreply, text)
+		if kind == kv.Set && !isCAS {
+			c.reqs[len(c.reqs)-1].op = c.addOp(kv.Op{Kind: kv.Set, Key: key, TooLarge: true, NoMemory: !tooBig})
+		}
+		c.countRefused(tooBig)
 		c.swallow = int64(total)
 		return lineEnd, psDone
 	}
@@ -480,14 +490,14 @@ func (c *conn) textStats(toks [][]byte, ntok, lineEnd int) (int, parseState) {
 			break
 		}
 		id, ok1 := safeStrtoul(toks[2])
-		_, ok2 := safeStrtoul(toks[3])
+		limit, ok2 := safeStrtoul(toks[3])
 		switch {
 		case !ok1 || !ok2:
 			c.static(replyBadFormat)
 		case id >= maxNumberOfSlabs:
 			c.static(replyIllegalSlab)
 		default:
-			c.static("END\r\n")
+			c.cacheDump(id, limit)
 		}
 	default:
 		c.statsReq(rStats, toks[1])

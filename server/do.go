@@ -338,7 +338,7 @@ func (e *Engine) stillLive(r itemstore.Ref, now int64, fs *kv.FlushState) bool {
 
 // item returns the kv view of a held item.
 func item(r itemstore.Ref) kv.Item {
-	return kv.Item{Value: r.Value(), Flags: r.Flags(), Exptime: r.Exptime(), CAS: r.CAS()}
+	return kv.Item{Value: r.Value(), Flags: r.Flags(), Exptime: r.Exptime(), CAS: r.CAS(), Meta: r.Meta(), Class: r.Class()}
 }
 
 // doReads executes a run of Gets: the pending table first (writes
@@ -438,6 +438,7 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 		res.Flags, res.CAS, res.Exptime = cur.Flags, cur.CAS, cur.Exptime
 		res.LastAccess, res.Fetched = r.LastAccess(), r.Fetched()
 		res.Class = r.Class()
+		hitMeta(r, eff, res)
 		if eff.SetExpiry {
 			r.SetExptime(eff.Exptime)
 			res.Exptime = eff.Exptime

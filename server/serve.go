@@ -21,8 +21,13 @@ type Config struct {
 	// MaxConns bounds simultaneous connections (memcached -c); 0 means
 	// 1024.
 	MaxConns int
-	// Version is reported by the version command.
+	// Version is warpkv's own version, reported as warpkv_version by
+	// stats; the version command answers the memcached version whose
+	// protocol warpkv speaks (protocol.DefaultVersion), which clients parse.
 	Version string
+	// IdleTimeout closes connections idle for that long (memcached's -o
+	// idle_timeout); 0 means never.
+	IdleTimeout time.Duration
 	// Logger receives the server's messages; nil means slog.Default().
 	Logger *slog.Logger
 	// Ready, if set, is called with the listening address once the server
@@ -57,10 +62,14 @@ func Serve(ctx context.Context, cfg Config) error {
 	srv := protocol.NewServer(eng, protocol.Config{
 		ItemSizeMax: eng.opts.ItemSizeMax,
 		MaxConns:    cfg.MaxConns,
-		Version:     cfg.Version,
+		Stats:       []kvStat{{Name: "warpkv_version", Value: cfg.Version}},
 		Logger:      log,
 		Settings:    settingsOf(ln.Addr(), cfg),
 		Stages:      eng.StageClock(),
+		IdleTimeout: cfg.IdleTimeout,
+		// Half-sent requests may hold an eighth of the item memory (at
+		// least one largest item): see protocol.Config.MaxPendingBytes.
+		MaxPendingBytes: eng.opts.MemoryLimit / 8,
 	})
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -1,7 +1,7 @@
 package server
 
 import (
-	"fmt"
+	"math/bits"
 	"strconv"
 	"time"
 
@@ -75,6 +75,8 @@ func (e *Engine) generalStats() []kv.Stat {
 		{Name: "expired_unfetched", Value: u64(st.ExpiredUnfetched)},
 		{Name: "total_malloced", Value: i64(st.PageBytes)},
 	}
+	out = append(out, e.store.RebalanceStats()...)
+	out = append(out, e.hashStats()...)
 	out = append(out, e.indexStats()...)
 	return append(out, e.latencySummary()...)
 }
@@ -203,7 +205,7 @@ func (e *Engine) settingsStats() []kv.Stat {
 	if chunk == 0 {
 		chunk = 48
 	}
-	return []kv.Stat{
+	return append([]kv.Stat{
 		{Name: "maxbytes", Value: i64(st.MemoryLimit)},
 		{Name: "evictions", Value: "on"},
 		{Name: "growth_factor", Value: strconv.FormatFloat(factor, 'f', 2, 64)},
@@ -218,53 +220,28 @@ func (e *Engine) settingsStats() []kv.Stat {
 		{Name: "warpkv_max_batch", Value: strconv.Itoa(e.opts.MaxBatch)},
 		{Name: "warpkv_batch_policy", Value: e.opts.Policy},
 		{Name: "warpkv_gpu_search", Value: e.gpuSearch()},
+	}, e.store.RebalanceSettings()...)
+}
+
+// hashStats describes the index as memcached describes its hash table:
+// hash_power_level is log2 of the buckets over all shards, hash_bytes the
+// table's size (64-byte buckets of 8 cells); the index never grows.
+func (e *Engine) hashStats() []kv.Stat {
+	var cells uint64
+	for _, sh := range e.shards {
+		cells += uint64(sh.ix.Capacity())
+	}
+	buckets := cells / 8
+	return []kv.Stat{
+		{Name: "hash_power_level", Value: strconv.Itoa(bits.Len64(buckets) - 1)},
+		{Name: "hash_bytes", Value: u64(buckets * 64)},
+		{Name: "hash_is_expanding", Value: "0"},
 	}
 }
 
-func (e *Engine) itemStats() []kv.Stat {
-	var out []kv.Stat
-	for _, c := range e.store.Classes() {
-		if c.Items == 0 && c.Evictions == 0 && c.Reclaimed == 0 {
-			continue
-		}
-		p := fmt.Sprintf("items:%d:", c.Class)
-		out = append(out,
-			kv.Stat{Name: p + "number", Value: i64(c.Items)},
-			kv.Stat{Name: p + "evicted", Value: u64(c.Evictions)},
-			kv.Stat{Name: p + "evicted_unfetched", Value: u64(c.EvictedUnfetched)},
-			kv.Stat{Name: p + "reclaimed", Value: u64(c.Reclaimed)},
-			kv.Stat{Name: p + "expired_unfetched", Value: u64(c.ExpiredUnfetched)},
-			kv.Stat{Name: p + "outofmemory", Value: u64(c.OutOfMemory)},
-			kv.Stat{Name: p + "mem_requested", Value: i64(c.ItemBytes)},
-		)
-	}
-	return out
-}
+func (e *Engine) itemStats() []kv.Stat { return e.store.ItemStats(e.clock()) }
 
-func (e *Engine) slabStats() []kv.Stat {
-	var out []kv.Stat
-	active := 0
-	for _, c := range e.store.Classes() {
-		if c.Pages == 0 {
-			continue
-		}
-		active++
-		p := strconv.Itoa(c.Class) + ":"
-		out = append(out,
-			kv.Stat{Name: p + "chunk_size", Value: strconv.Itoa(c.ChunkSize)},
-			kv.Stat{Name: p + "chunks_per_page", Value: strconv.Itoa(c.ChunksPerPage)},
-			kv.Stat{Name: p + "total_pages", Value: strconv.Itoa(c.Pages)},
-			kv.Stat{Name: p + "total_chunks", Value: strconv.Itoa(c.TotalChunks)},
-			kv.Stat{Name: p + "used_chunks", Value: strconv.Itoa(c.UsedChunks)},
-			kv.Stat{Name: p + "free_chunks", Value: strconv.Itoa(c.FreeChunks)},
-			kv.Stat{Name: p + "free_chunks_end", Value: strconv.Itoa(c.FreeChunksEnd)},
-			kv.Stat{Name: p + "mem_requested", Value: i64(c.ItemBytes)},
-		)
-	}
-	st := e.store.Stats()
-	return append(out, kv.Stat{Name: "active_slabs", Value: strconv.Itoa(active)},
-		kv.Stat{Name: "total_malloced", Value: i64(st.PageBytes)})
-}
+func (e *Engine) slabStats() []kv.Stat { return e.store.SlabStats() }
 
 // quiesce waits, up to two seconds, until no update is queued, the pending
 // table is empty and the shards have unlinked every dropped location; the

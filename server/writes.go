@@ -347,6 +347,7 @@ func (e *Engine) write(op *kv.Op, h uint64, eff kv.Effect, now int64, sc *scratc
 	}
 	v := r.Value()
 	copy(v[copy(v, eff.Parts[0]):], eff.Parts[1])
+	r.SetMeta(eff.Meta)
 	if eff.InPlace && cur.Valid() && cur.Fetched() {
 		r.Touch(cur.LastAccess())
 	}

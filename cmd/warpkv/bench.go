@@ -8,16 +8,26 @@ import (
 	"warpkv/gpu"
 )
 
+// serveSuiteSummary describes "warpkv bench serve", which is not a
+// bench.Suite (it starts servers and a load generator).
+const serveSuiteSummary = "memcached against warpkv's engines end to end, through the load generator (warpkv bench serve -h)"
+
+// suiteNames returns the names of every bench suite, serve last.
+func suiteNames() []string {
+	var names []string
+	for _, s := range bench.Suites() {
+		names = append(names, s.Name)
+	}
+	return append(names, "serve")
+}
+
 // runBench runs one benchmark suite and prints its results as a table,
 // optionally also writing them as JSON. Progress goes to stderr.
 func runBench(e *env, args []string) error {
 	if len(args) > 0 && args[0] == "serve" {
 		return runBenchServe(e, args[1:])
 	}
-	var names []string
-	for _, s := range bench.Suites() {
-		names = append(names, s.Name)
-	}
+	names := suiteNames()
 	fs := newFlagSet(e, "bench", fmt.Sprintf("warpkv bench %s [--device auto|cpu|gpu|gpu:N] [--json FILE] [--size N] [--reps N]",
 		strings.Join(names, "|")))
 	device := fs.String("device", "", "engine: auto, cpu, gpu or gpu:N (default: $"+gpu.EnvDevice+", else auto)")
@@ -28,10 +38,11 @@ func runBench(e *env, args []string) error {
 	usage := fs.Usage
 	fs.Usage = func() {
 		usage()
-		fmt.Fprintln(fs.Output(), "\nsuites:")
+		fmt.Fprintln(e.stderr, "\nsuites:")
 		for _, s := range bench.Suites() {
-			fmt.Fprintf(fs.Output(), "  %-7s %s\n", s.Name, s.Summary)
+			fmt.Fprintf(e.stderr, "  %-7s %s\n", s.Name, s.Summary)
 		}
+		fmt.Fprintf(e.stderr, "  %-7s %s\n", "serve", serveSuiteSummary)
 	}
 	// Flags may come before or after the suite name.
 	if err := parse(fs, args); err != nil {
@@ -67,7 +78,7 @@ func runBench(e *env, args []string) error {
 		fmt.Fprintln(e.stdout, line)
 	}
 	for _, line := range rep.Notes {
-		fmt.Fprintln(e.stdout, "note:", line)
+		fmt.Fprintln(e.stdout, "note:", sayOnce(line, rep.Engines))
 	}
 	fmt.Fprintf(e.stdout, "median of %d runs; ratio: throughput relative to the named reference\n\n", rep.Reps)
 	if err := bench.PrintTable(e.stdout, rep.Results); err != nil {
@@ -80,4 +91,16 @@ func runBench(e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "\nwrote %s\n", *jsonPath)
 	}
 	return runErr // partial results are printed and saved first
+}
+
+// sayOnce returns note with any engine line already printed (such as the
+// reason no GPU is usable, which suites repeat in their notes) replaced by
+// "see above", so that each reason is said once.
+func sayOnce(note string, engines []string) string {
+	for _, eng := range engines {
+		if len(eng) >= 20 && strings.Contains(note, eng) {
+			note = strings.Replace(note, eng, "see above", 1)
+		}
+	}
+	return note
 }

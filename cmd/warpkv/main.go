@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 func main() {
@@ -28,6 +29,10 @@ type command struct {
 	name    string
 	summary string
 	run     func(env *env, args []string) error
+	// help lists, for a command with subcommands whose flags differ, the
+	// argument lists that make run print each subcommand's usage ("root",
+	// "-h"); nil means run(-h) prints the command's usage.
+	help [][]string
 }
 
 // env is where a command writes: results to stdout, progress, usage and
@@ -48,15 +53,15 @@ func usagef(format string, args ...any) error {
 // commands returns the subcommands in the order help lists them.
 func commands() []command {
 	return []command{
-		{"version", "print the warpkv, Go, CUDA driver and NVRTC versions", runVersion},
-		{"devices", "list the GPUs warpkv can use, or say why none is usable", runDevices},
-		{"serve", "serve the Mega-KV memcached-compatible store on 127.0.0.1:11211", runServe},
-		{"bench", "run a benchmark suite: warpkv bench limits|prim|index|mpt|btree|stm|art [flags], or warpkv bench serve (warpkv against memcached)", runBench},
-		{"loadgen", "load memcached-compatible servers and compare them: warpkv loadgen --addr A [--addr B]", runLoadgen},
-		{"mpt", "Merkle Patricia Trie: warpkv mpt root|prove [--secure] FILE [HEXKEY]", runMPT},
-		{"stm", "transactional memory (CSMV): warpkv stm bank [--device D] [--accounts N] [--transactions N | --duration D] ...", runSTM},
-		{"art", "adaptive radix tree (CuART): warpkv art run [--device D] [--batch N] FILE applies put/upd/del/get/range/prefix/len lines", runART},
-		{"help", "show help for warpkv or one command: warpkv help [command]", runHelp},
+		{"version", "print the warpkv, Go, CUDA driver and NVRTC versions", runVersion, nil},
+		{"devices", "list the GPUs warpkv can use, or say why none is usable", runDevices, nil},
+		{"serve", "serve the Mega-KV memcached-compatible store on 127.0.0.1:11211", runServe, nil},
+		{"bench", "run a benchmark suite: warpkv bench " + strings.Join(suiteNames(), "|") + " [flags]", runBench, nil},
+		{"loadgen", "load memcached-compatible servers and compare them: warpkv loadgen --addr A [--addr B]", runLoadgen, nil},
+		{"mpt", "Merkle Patricia Trie: warpkv mpt root|prove [--secure] FILE [HEXKEY]", runMPT, [][]string{{"root", "-h"}, {"prove", "-h"}}},
+		{"stm", "transactional memory (CSMV): warpkv stm bank [--device D] [--accounts N] [--transactions N | --duration D] ...", runSTM, nil},
+		{"art", "adaptive radix tree (CuART): warpkv art run [--device D] [--batch N] FILE applies put/upd/del/get/range/prefix/len lines", runART, nil},
+		{"help", "show help for warpkv or one command: warpkv help [command]", runHelp, nil},
 	}
 }
 
@@ -88,7 +93,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		printUsage(stderr)
 		return 2
 	}
-	err := c.run(e, args[1:])
+	var err error
+	if len(args) == 2 && isHelpFlag(args[1]) && c.help != nil {
+		err = printHelp(c, e) // "warpkv mpt --help": every subcommand's usage
+	} else {
+		err = c.run(e, args[1:])
+	}
 	var ue *usageError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
@@ -113,15 +123,22 @@ func newFlagSet(e *env, name, synopsis string) *flag.FlagSet {
 		fs.VisitAll(func(*flag.Flag) { n++ })
 		if n > 0 {
 			fmt.Fprintln(e.stderr, "\nflags:")
+			out := fs.Output()
+			fs.SetOutput(e.stderr)
 			fs.PrintDefaults()
+			fs.SetOutput(out)
 		}
 	}
 	return fs
 }
 
-// parse parses args into fs, turning flag errors into usage errors (the
-// FlagSet has already printed the message and usage).
+// parse parses args into fs, turning flag errors into usage errors: the
+// FlagSet prints the usage, and run prints the error once (the FlagSet's
+// own copy of the message is dropped).
 func parse(fs *flag.FlagSet, args []string) error {
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
+	defer fs.SetOutput(out)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -155,8 +172,36 @@ func runHelp(e *env, args []string) error {
 			printUsage(e.stdout)
 			return nil
 		}
-		return c.run(&env{stdout: e.stdout, stderr: e.stdout}, []string{"-h"})
+		return printHelp(c, &env{stdout: e.stdout, stderr: e.stdout})
 	default:
 		return usagef("help takes at most one command")
 	}
+}
+
+// isHelpFlag reports whether arg asks for help.
+func isHelpFlag(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help":
+		return true
+	}
+	return false
+}
+
+// printHelp prints the usage and flags of command c to e.stderr: its
+// run(-h), or for a command with subcommands each one's in turn. Help is
+// not an error.
+func printHelp(c command, e *env) error {
+	lists := c.help
+	if lists == nil {
+		lists = [][]string{{"-h"}}
+	}
+	for i, args := range lists {
+		if i > 0 {
+			fmt.Fprintln(e.stderr)
+		}
+		if err := c.run(e, args); err != nil && !errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+	}
+	return nil
 }

@@ -8,27 +8,32 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"warpkv/gpu"
+	"warpkv/itemstore"
 	"warpkv/server"
 )
 
 // runServe runs the Mega-KV memcached-compatible server until SIGINT or
 // SIGTERM. Its flags follow memcached's where they apply.
 func runServe(e *env, args []string) error {
-	fs := newFlagSet(e, "serve", "warpkv serve [-p port] [-l addr] [-m MB] [-c conns] [-t threads] [-I size] [--device auto|cpu|gpu|gpu:N] [--batch-interval dur] [--batch-policy load|fixed] [--gpu-search persistent|staged] [--profile] [--cpuprofile FILE]")
-	port := fs.Int("p", 11211, "TCP port to listen on")
+	fs := newFlagSet(e, "serve", "warpkv serve [-p port] [-l addr] [-m MB] [-c conns] [-t threads] [-I size] [-f factor] [-n bytes] [-o opt[,opt...]] [--device auto|cpu|gpu|gpu:N] [--batch-interval dur] [--batch-policy load|fixed] [--gpu-search persistent|staged] [--profile] [--cpuprofile FILE]")
+	port := fs.Int("p", 11211, "TCP port to listen on (0: any free port)")
 	listen := fs.String("l", "127.0.0.1", "interface to listen on")
-	memMB := fs.Int64("m", 64, "item memory limit in megabytes (a hard cap; CLOCK eviction past it)")
-	conns := fs.Int("c", 1024, "maximum simultaneous connections")
+	memMB := fs.Int64("m", 64, "item memory limit in megabytes (a hard cap; CLOCK eviction and slab rebalancing past it)")
+	conns := fs.Int("c", 1024, "maximum simultaneous connections (see README: sizing -c)")
 	threads := fs.Int("t", 0, "OS threads running Go code (GOMAXPROCS); 0 = all cores")
 	itemMax := fs.String("I", "1m", "largest value, with k/m suffix (1k to 1g)")
-	factor := fs.Float64("f", 1.25, "slab class growth factor")
-	chunk := fs.Int("n", 48, "minimum space for key, value and flags in the smallest slab class")
+	factor := fs.Float64("f", 1.25, "slab class growth factor (greater than 1)")
+	chunk := fs.Int("n", 48, "minimum space for key, value and flags in the smallest slab class, in bytes")
+	var opts serveOpts
+	fs.Var(&opts, "o", "memcached extended options, comma separated: idle_timeout=SECONDS, slab_reassign, no_slab_reassign, slab_automove=0|1|2, slab_automove_ratio=R")
 	device := fs.String("device", "", "index engine: auto, cpu, gpu or gpu:N (default: $"+gpu.EnvDevice+", else auto; auto and gpu shard over every usable GPU)")
 	interval := fs.Duration("batch-interval", 0, "batch interval C: the longest a search waits for its batch (fixed policy: searches every C, updates every 2C); 0: 20µs on GPUs, no wait on the CPU")
 	buckets := fs.Int("index-buckets", 0, "hash index buckets over all shards (0: sized for the memory limit)")
@@ -45,10 +50,27 @@ func runServe(e *env, args []string) error {
 	}
 	size, err := parseSize(*itemMax)
 	if err != nil {
-		return usagef("-I: %v", err)
+		return usagef("-I %s: %v", *itemMax, err)
 	}
-	if *memMB <= 0 || *port < 0 || *port > 65535 || *conns <= 0 || *threads < 0 {
-		return usagef("-m, -c must be positive; -p a port number; -t not negative")
+	switch {
+	case *port < 0 || *port > 65535:
+		return usagef("-p %d: not a TCP port (want 0 to 65535)", *port)
+	case *memMB <= 0:
+		return usagef("-m %d: the memory limit must be at least 1 megabyte", *memMB)
+	case int64(size) > *memMB<<20/2 && size > 1<<20:
+		return usagef("-I %s: higher than half the memory limit (-m %d)", *itemMax, *memMB)
+	case *conns <= 0:
+		return usagef("-c %d: the connection limit must be at least 1", *conns)
+	case *threads < 0:
+		return usagef("-t %d: the thread count must not be negative (0: all cores)", *threads)
+	case !(*factor > 1):
+		return usagef("-f %v: the growth factor must be greater than 1", *factor)
+	case *chunk <= 0:
+		return usagef("-n %d: the chunk size must be at least 1 byte", *chunk)
+	case *chunk > max(1<<20, size)/2-48:
+		return usagef("-n %d: the chunk size must be at most %d bytes (half a slab page less the item header)", *chunk, max(1<<20, size)/2-48)
+	case *buckets < 0:
+		return usagef("--index-buckets %d: must not be negative", *buckets)
 	}
 	if *threads > 0 {
 		runtime.GOMAXPROCS(*threads)
@@ -58,29 +80,33 @@ func runServe(e *env, args []string) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	checkFileLimit(log, *conns)
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
-			return fmt.Errorf("serve: cpu profile: %w", err)
+			return fmt.Errorf("serve: --cpuprofile: %w", err)
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("serve: cpu profile: %w", err)
+			return fmt.Errorf("serve: --cpuprofile: %w", err)
 		}
 		defer pprof.StopCPUProfile()
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	return server.Serve(ctx, server.Config{
-		Addr:     net.JoinHostPort(*listen, strconv.Itoa(*port)),
-		MaxConns: *conns,
-		Version:  version,
-		Logger:   log,
+		Addr:        net.JoinHostPort(*listen, strconv.Itoa(*port)),
+		MaxConns:    *conns,
+		Version:     version,
+		Logger:      log,
+		IdleTimeout: opts.idleTimeout,
+		Ready:       func(net.Addr) { boundGCSlack(log) },
 		Engine: server.Options{
 			MemoryLimit:  *memMB << 20,
 			ItemSizeMax:  size,
 			GrowthFactor: *factor,
 			ChunkMin:     *chunk,
+			Slabs:        opts.slabs,
 			Device:       *device,
 			Interval:     *interval,
 			IndexBuckets: *buckets,
@@ -89,6 +115,139 @@ func runServe(e *env, args []string) error {
 			Profile:      *profile,
 		},
 	})
+}
+
+// serveOpts are memcached's -o extended options that warpkv knows, parsed
+// by Set (flag.Value); -o may be given several times.
+type serveOpts struct {
+	idleTimeout time.Duration
+	slabs       itemstore.SlabPolicy
+	given       []string
+}
+
+func (o *serveOpts) String() string { return strings.Join(o.given, ",") }
+
+// Set parses one -o argument: options separated by commas, each NAME or
+// NAME=VALUE. An unknown option or a bad value is an error naming it (the
+// flag package quotes the whole argument before it).
+func (o *serveOpts) Set(arg string) error {
+	for _, opt := range strings.Split(arg, ",") {
+		if err := o.set(opt); err != nil {
+			if opt != arg {
+				return fmt.Errorf("%s: %w", opt, err)
+			}
+			return err
+		}
+	}
+	o.given = append(o.given, arg)
+	return nil
+}
+
+// set parses one option.
+func (o *serveOpts) set(opt string) error {
+	if opt == "" {
+		return nil
+	}
+	name, value, hasValue := strings.Cut(opt, "=")
+	need := func() error {
+		if !hasValue || value == "" {
+			return fmt.Errorf("missing value (%s=...)", name)
+		}
+		return nil
+	}
+	switch name {
+	case "idle_timeout":
+		if err := need(); err != nil {
+			return err
+		}
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 0 {
+			return fmt.Errorf("idle_timeout wants a number of seconds, 0 for none")
+		}
+		o.idleTimeout = time.Duration(n) * time.Second
+	case "slab_reassign":
+		o.slabs.NoReassign = false
+	case "no_slab_reassign":
+		o.slabs.NoReassign = true
+	case "slab_automove":
+		level := 1
+		if hasValue {
+			n, err := strconv.Atoi(value)
+			if err != nil || n < 0 || n > 2 {
+				return fmt.Errorf("slab_automove wants 0, 1 or 2")
+			}
+			level = n
+		}
+		o.slabs.Automove = level
+		if level == 0 {
+			o.slabs.Automove = itemstore.AutomoveOff
+		}
+	case "no_slab_automove":
+		o.slabs.Automove = itemstore.AutomoveOff
+	case "slab_automove_ratio":
+		if err := need(); err != nil {
+			return err
+		}
+		r, err := strconv.ParseFloat(value, 64)
+		if err != nil || !(r > 0 && r <= 1) {
+			return fmt.Errorf("slab_automove_ratio wants a number in (0, 1]")
+		}
+		o.slabs.Ratio = r
+	default:
+		return fmt.Errorf("unknown option %s (warpkv knows idle_timeout, slab_reassign, no_slab_reassign, slab_automove, no_slab_automove, slab_automove_ratio)", name)
+	}
+	return nil
+}
+
+// gcSlack is the garbage the Go heap may hold beyond its live data: the
+// fixed part of the server's memory overhead (see README, "Memory").
+const gcSlack = 32 << 20
+
+// boundGCSlack sets the garbage collector's target so that the heap grows
+// by at most gcSlack over the live heap of a started server, most of which
+// is the CPU engine's hash index (pointer-free, so collections stay cheap).
+// With the default GOGC=100 the heap could grow by the index's size again:
+// 128 MB more at -m 512. A GOGC set in the environment is left alone.
+func boundGCSlack(log *slog.Logger) {
+	if os.Getenv("GOGC") != "" {
+		return
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	live := max(ms.HeapAlloc, 1<<20)
+	percent := min(max(int(gcSlack*100/live), 10), 100)
+	debug.SetGCPercent(percent)
+	log.Debug("garbage collector target", "live_heap", live, "gogc", percent)
+}
+
+// reservedFDs are the file descriptors serve keeps for itself besides
+// connections (listener, logs, the spare descriptor the protocol layer
+// holds to refuse connections when out of descriptors, the GPU driver),
+// as memcached's reserved_fds.
+const reservedFDs = 20
+
+// checkFileLimit raises the soft open-file limit to the hard limit, and
+// warns when -c connections (plus reservedFDs) do not fit in it: clients
+// past the limit are then refused with "ERROR Too many open connections".
+func checkFileLimit(log *slog.Logger, conns int) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		log.Warn("cannot read the open-file limit", "err", err)
+		return
+	}
+	if lim.Cur < lim.Max {
+		raised := lim
+		raised.Cur = lim.Max
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised); err == nil {
+			lim = raised
+		}
+	}
+	if need := uint64(conns) + reservedFDs; need > lim.Cur {
+		log.Warn(fmt.Sprintf("-c %d needs %d open files but the limit is %d: connections past about %d will be refused with \"ERROR Too many open connections\"; raise the limit (ulimit -n %d) or lower -c",
+			conns, need, lim.Cur, int64(lim.Cur)-reservedFDs, need),
+			"soft_limit", lim.Cur, "hard_limit", lim.Max)
+	}
 }
 
 // parseSize parses a memcached -I size: a number of bytes with an optional

@@ -3,6 +3,7 @@ package difftest
 import (
 	"encoding/base64"
 	"strconv"
+	"strings"
 )
 
 // metaStep returns a meta protocol step: one command, or two to four
@@ -30,27 +31,23 @@ func (g *gen) metaStep() step {
 }
 
 // metaKey returns the key token and the b flag for key k: base64 for a
-// key that is not text-safe, else plain. (Text keys are never sent in
-// base64: memcached 1.6.18 marks an item stored with b and then returns
-// its key in base64 even to a plain request.)
+// key that is not text-safe, and sometimes for one that is (memcached
+// 1.6.18 marks an item stored with b and returns its key in base64 to mg k
+// and me, even to a plain request), else plain.
 func (g *gen) metaKey(k string, text bool) (string, string) {
-	if !text {
+	if !text || g.chance(15) {
 		return base64.StdEncoding.EncodeToString([]byte(k)), " b"
 	}
 	return k, ""
 }
 
 // metaFlags returns some of the given flags in random order, each with
-// probability pct percent, each preceded by a space. With a base64 key
-// (bflag set) it leaves out k: memcached 1.6.18 returns the key in the
-// form the item was stored with (base64 and b when stored with b, else
-// plain, even where a plain key cannot be sent back), an item property
-// outside the kv model.
+// probability pct percent, each preceded by a space.
 func (g *gen) metaFlags(bflag string, pct int, flags ...string) string {
 	g.r.Shuffle(len(flags), func(i, j int) { flags[i], flags[j] = flags[j], flags[i] })
 	s := ""
 	for _, f := range flags {
-		if g.chance(pct) && (f != "k" || bflag == "") {
+		if g.chance(pct) {
 			s += " " + f
 		}
 	}
@@ -78,8 +75,24 @@ func (g *gen) metaCommand(b *stepBuilder, k string, pos int) func() step {
 	switch {
 	case r < 35:
 		flags := g.metaFlags(bflag, 40, "v", "c", "f", "k", "s", "t", "h", "l") + g.metaFlags(bflag, 15, "q", "u")
-		if g.chance(10) {
+		switch {
+		case g.chance(10):
 			flags += " T" + itoa(g.exptime())
+		case g.chance(10):
+			// Vivify (never with T: on a miss memcached gives the created
+			// item the TTL of whichever of T and N comes last). An expiry
+			// already past makes memcached report a TTL counted from its
+			// own start: not with t.
+			exp := g.exptime()
+			if exp < 0 || exp > 30*86400 && exp < g.now {
+				if strings.Contains(flags, " t") {
+					exp = 3600
+				}
+			}
+			flags += " N" + itoa(exp)
+		}
+		if g.chance(10) {
+			flags += " R" + itoa(g.exptime())
 		}
 		b.str("mg ", kt, bflag, flags, g.opaque(), "\r\n")
 		if g.chance(40) {
@@ -91,6 +104,12 @@ func (g *gen) metaCommand(b *stepBuilder, k string, pos int) func() step {
 		b.str("md ", kt, bflag, g.metaFlags(bflag, 20, "q", "k"), g.opaque())
 		if g.chance(30) {
 			b.str(" C").cas(g.casFor(k))
+		}
+		if g.chance(15) { // invalidate: mark stale, maybe with a new TTL
+			b.str(" I")
+			if g.chance(50) {
+				b.str(" T" + itoa(g.exptime()))
+			}
 		}
 		b.str("\r\n")
 	case r < 95:
@@ -145,6 +164,9 @@ func (g *gen) metaSet(b *stepBuilder, k, kt, bflag string, withCAS bool) {
 	cas := withCAS || g.chance(15)
 	if cas {
 		b.str(" C").cas(g.casFor(k))
+		if g.chance(25) {
+			b.str(" I") // an older CAS stores a stale value
+		}
 	}
 	b.str("\r\n").raw(v).str("\r\n")
 	switch {
