@@ -272,21 +272,27 @@ extern "C" __global__ void a_iota(u64 n, u32 *out) {
 // ---------------------------------------------------------------------------
 // Lookups and CuART's two-stage update (get.go)
 
-// ag_get: one thread per batch key (batch order): store.lookup.
-extern "C" __global__ void ag_get(const Tree *t, u64 n, u64 *vals, u8 *found) {
-    GRID_STRIDE(i, n) {
+// ag_get: one thread per batch key of keys [base, base+n) (batch order;
+// a pipelined call launches it per chunk): store.lookup. Writes
+// vals[base+j], found[base+j].
+extern "C" __global__ void ag_get(const Tree *t, u64 base, u64 n, u64 *vals, u8 *found) {
+    GRID_STRIDE(j, n) {
+        u64 i = base + j;
         u64 l = find_leaf(t, t->bdata + t->boffs[i], batch_len(t, i));
         vals[i] = l ? leaf_value(t, l) : 0;
         found[i] = l != 0;
     }
 }
 
-// ag_update_mark: one thread per batch key, stage 1 of store.update: the
-// key's leaf, and its batch position + 1 kept in the conflict table if it
-// is the highest for that leaf (2^bits slots, linear probing).
-extern "C" __global__ void ag_update_mark(const Tree *t, u64 n, u64 *leaf, u8 *found, u64 *tk, u32 *tp, u32 bits) {
+// ag_update_mark: one thread per batch key of keys [base, base+n) (a
+// pipelined call launches it per chunk, all before ag_update_write),
+// stage 1 of store.update: the key's leaf, and its batch position + 1
+// kept in the conflict table if it is the highest for that leaf (2^bits
+// slots, linear probing).
+extern "C" __global__ void ag_update_mark(const Tree *t, u64 base, u64 n, u64 *leaf, u8 *found, u64 *tk, u32 *tp, u32 bits) {
     u64 mask = (1ull << bits) - 1;
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE(j, n) {
+        u64 i = base + j;
         u64 l = find_leaf(t, t->bdata + t->boffs[i], batch_len(t, i));
         leaf[i] = l;
         found[i] = l != 0;
@@ -1863,16 +1869,18 @@ extern "C" __global__ void ac_move(const Tree *t, u64 n, const u64 *off, u8 *na)
 // compares bytes i, i+LANES, ...) and an N4/N16 key search, deciding by
 // votes; long keys and wide nodes cost a fraction of one thread's work.
 
-// ag_get_lanes: one group of LANES lanes per batch key (keys = threads /
-// LANES, grid-stride by groups); the group's first lane writes the answer.
-extern "C" __global__ void ag_get_lanes(const Tree *t, u64 n, u64 *vals, u8 *found) {
+// ag_get_lanes: one group of LANES lanes per batch key of keys [base,
+// base+n) (keys = threads / LANES, grid-stride by groups); the group's
+// first lane writes the answer.
+extern "C" __global__ void ag_get_lanes(const Tree *t, u64 base, u64 n, u64 *vals, u8 *found) {
     const u32 lane = threadIdx.x % LANES;
     const u32 gmask = (u32)(((1ull << LANES) - 1) << (threadIdx.x % WARP / LANES * LANES));
     const u64 groups = (u64)gridDim.x * blockDim.x / LANES;
-    for (u64 i = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / LANES; i < ((n + groups - 1) / groups) * groups; i += groups) {
+    for (u64 g = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / LANES; g < ((n + groups - 1) / groups) * groups; g += groups) {
         // Every lane of a warp runs the same number of iterations (a
         // padded bound), so the votes below see whole groups.
-        bool live = i < n;
+        bool live = g < n;
+        u64 i = base + g;
         const u8 *k = live ? t->bdata + t->boffs[i] : 0;
         u32 kn = live ? batch_len(t, i) : 0;
         u32 w = (u32)t->width;

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+
+	"warpkv/internal/par"
 )
 
 // Keys is a batch of byte-string keys packed in one buffer, the form every
@@ -66,7 +68,9 @@ func (k Keys) Unpack() [][]byte {
 
 // check validates a batch for op: offsets in order and within Data, every
 // key at most MaxKeyLen bytes, and n values when values is not nil. Cost:
-// O(keys).
+// O(keys) over GOMAXPROCS goroutines (checkParts), one unsigned
+// subtraction per key; a failing batch is scanned again in order to name
+// its first bad key.
 func (k Keys) check(op string, values []uint64, withValues bool) error {
 	n := k.Len()
 	if withValues && len(values) != n {
@@ -75,7 +79,57 @@ func (k Keys) check(op string, values []uint64, withValues bool) error {
 	if uint64(len(k.Data)) > math.MaxUint32 {
 		return fmt.Errorf("art: %s: %d key bytes in one batch: at most %d", op, len(k.Data), uint64(math.MaxUint32))
 	}
-	for i := range n {
+	if n == 0 || (int(k.Offs[n]) <= len(k.Data) && offsetsOK(k.Offs, 0)) {
+		return nil
+	}
+	return k.firstBad(op)
+}
+
+// checkMinPart is the fewest keys one goroutine of offsetsOK checks.
+const checkMinPart = 1 << 16
+
+// offsetsOK's shift by 16 holds only for MaxKeyLen = 2^16 - 1.
+var _ [MaxKeyLen - (1<<16 - 1)]struct{}
+var _ [(1<<16 - 1) - MaxKeyLen]struct{}
+
+// offsetsOK reports whether every key of offs (offsets of len(offs)-1
+// keys) ends at or after its start and is at most MaxKeyLen bytes: the
+// offsets then rise, so the last one bounds them all. workers <= 0 means
+// GOMAXPROCS. Cost: one pass over offs, split over the workers.
+func offsetsOK(offs []uint32, workers int) bool {
+	n := len(offs) - 1
+	if n <= 0 {
+		return true
+	}
+	parts := par.Parts(n, checkMinPart, workers)
+	bad := make([]uint32, parts)
+	par.Ranges(n, parts, func(p, lo, hi int) {
+		// A key's b - a has a bit at 16 or above exactly when b < a (the
+		// difference wraps) or the key is longer than MaxKeyLen = 2^16 - 1;
+		// the differences are ORed, four keys a step.
+		var acc uint32
+		s := offs[lo : hi+1]
+		i := 1
+		for ; i+3 < len(s); i += 4 {
+			acc |= (s[i] - s[i-1]) | (s[i+1] - s[i]) | (s[i+2] - s[i+1]) | (s[i+3] - s[i+2])
+		}
+		for ; i < len(s); i++ {
+			acc |= s[i] - s[i-1]
+		}
+		bad[p] = acc >> 16
+	})
+	for _, b := range bad {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// firstBad returns the error of a batch's first bad key (in key order),
+// as a sequential check finds it.
+func (k Keys) firstBad(op string) error {
+	for i := range k.Len() {
 		a, b := k.Offs[i], k.Offs[i+1]
 		if b < a || int(b) > len(k.Data) {
 			return fmt.Errorf("art: %s: key %d: offsets %d..%d outside the %d data bytes", op, i, a, b, len(k.Data))
