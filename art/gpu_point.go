@@ -63,7 +63,7 @@ type pointCall struct {
 	vals   []uint64 // update: the new values
 	out    []uint64 // lookup: the answers
 	found  []uint8
-	staged bool         // kb, out and found lie in pinned memory (Staging), kb.Offs[0] == 0
+	staged bool         // kb, vals, out and found lie in pinned memory (Staging), kb.Offs[0] == 0
 	check  func() error // staged: the batch's check, run while its transfers in run
 	// work queues the kernels of keys [base, base+n) on the engine's
 	// stream; after, if set, queues more after the last chunk's.
@@ -120,88 +120,195 @@ func pinView[T any](b []byte, off, n int) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(&b[off])), n)
 }
 
+// pointPlan is the host side of a point call: its chunks, where each
+// chunk's inputs and answers lie in pinned memory (a slot of pin for a
+// slice call, the caller's Staging for a staged one), and the copies
+// between Go memory and a slot.
+type pointPlan struct {
+	pc           *pointCall
+	n            int
+	size, chunks int
+	base         uint32 // kb.Offs[0]: device offsets are rebased to it
+	lay          slotLayout
+	pin          []byte // slice calls: pointSlots (or chunks, if fewer) slots
+	workers      int
+}
+
+// newPointPlan cuts pc's n > 0 keys into chunks of size keys and, for a
+// slice call, lays out a slot for the largest chunk. Cost: O(chunks).
+func newPointPlan(pc *pointCall, size, workers int) *pointPlan {
+	kb := pc.kb
+	p := &pointPlan{pc: pc, n: kb.Len(), size: size, base: kb.Offs[0], workers: workers}
+	p.chunks = (p.n + size - 1) / size
+	if pc.staged {
+		return p
+	}
+	most := 0
+	for c := range p.chunks {
+		lo, hi := p.bounds(c)
+		most = max(most, int(kb.Offs[hi]-kb.Offs[lo]))
+	}
+	l := &p.lay
+	l.offs = alignPin(most)
+	l.vals = l.offs + alignPin(4*(size+1))
+	l.out = l.vals
+	if pc.vals != nil {
+		l.out += alignPin(8 * size)
+	}
+	l.found = l.out
+	if pc.out != nil {
+		l.found += alignPin(8 * size)
+	}
+	l.size = l.found + alignPin(size)
+	return p
+}
+
+// pinBytes is the pinned memory a slice call's slots take.
+func (p *pointPlan) pinBytes() int { return min(p.chunks, pointSlots) * p.lay.size }
+
+// bounds returns chunk c's keys [lo, hi).
+func (p *pointPlan) bounds(c int) (lo, hi int) { return c * p.size, min(p.n, (c+1)*p.size) }
+
+// checkBounds checks a staged call's offsets at the chunks' bounds (in
+// order, within Data): its transfers in slice the keys there before the
+// whole batch is checked. Cost: O(chunks).
+func (p *pointPlan) checkBounds() error {
+	kb := p.pc.kb
+	for c := range p.chunks {
+		lo, hi := p.bounds(c)
+		if kb.Offs[lo] > kb.Offs[hi] || int(kb.Offs[hi]) > len(kb.Data) {
+			if err := p.pc.check(); err != nil {
+				return err
+			}
+			return fmt.Errorf("art: %s: offsets %d..%d of keys %d..%d outside the %d data bytes", p.pc.op, kb.Offs[lo], kb.Offs[hi], lo, hi, len(kb.Data))
+		}
+	}
+	return nil
+}
+
+func (p *pointPlan) slot(c int) []byte {
+	s := c % pointSlots
+	return p.pin[s*p.lay.size : (s+1)*p.lay.size]
+}
+
+// inCopies are a chunk's transfers to the device: data at byte dataAt,
+// offs at offset offsAt, vals (nil for lookups) at valsAt.
+type inCopies struct {
+	dataAt, offsAt, valsAt int
+	data                   []byte
+	offs                   []uint32
+	vals                   []uint64
+}
+
+// in returns chunk c's transfers in, from its pinned memory: its key
+// bytes where the batch puts them, its offsets (lo, hi] (chunk 0 also
+// offset 0), its values.
+func (p *pointPlan) in(c int) inCopies {
+	kb := p.pc.kb
+	lo, hi := p.bounds(c)
+	cp := inCopies{dataAt: int(kb.Offs[lo] - p.base), offsAt: lo + 1, valsAt: lo}
+	if p.pc.staged {
+		cp.data, cp.offs = kb.Data[kb.Offs[lo]:kb.Offs[hi]], kb.Offs[lo:hi+1]
+		if p.pc.vals != nil {
+			cp.vals = p.pc.vals[lo:hi]
+		}
+	} else {
+		s := p.slot(c)
+		cp.data, cp.offs = s[:kb.Offs[hi]-kb.Offs[lo]], pinView[uint32](s, p.lay.offs, hi-lo+1)
+		if p.pc.vals != nil {
+			cp.vals = pinView[uint64](s, p.lay.vals, hi-lo)
+		}
+	}
+	if c == 0 {
+		cp.offsAt = 0
+	} else {
+		cp.offs = cp.offs[1:]
+	}
+	return cp
+}
+
+// outs returns where chunk c's answers land in pinned memory (o nil for
+// updates).
+func (p *pointPlan) outs(c int) (o []uint64, f []uint8) {
+	lo, hi := p.bounds(c)
+	if p.pc.staged {
+		if p.pc.out != nil {
+			o = p.pc.out[lo:hi]
+		}
+		return o, p.pc.found[lo:hi]
+	}
+	s := p.slot(c)
+	if p.pc.out != nil {
+		o = pinView[uint64](s, p.lay.out, hi-lo)
+	}
+	return o, pinView[uint8](s, p.lay.found, hi-lo)
+}
+
+// pack copies chunk c of a slice call into its slot (key bytes, rebased
+// offsets, values) on the workers.
+func (p *pointPlan) pack(c int) {
+	kb := p.pc.kb
+	lo, hi := p.bounds(c)
+	s := p.slot(c)
+	data, offs := s[:kb.Offs[hi]-kb.Offs[lo]], pinView[uint32](s, p.lay.offs, hi-lo+1)
+	var vals []uint64
+	if p.pc.vals != nil {
+		vals = pinView[uint64](s, p.lay.vals, hi-lo)
+	}
+	a := kb.Offs[lo]
+	par.Ranges(hi-lo, par.Parts(hi-lo, hostMinPart, p.workers), func(_, plo, phi int) {
+		copy(data[kb.Offs[lo+plo]-a:kb.Offs[lo+phi]-a], kb.Data[kb.Offs[lo+plo]:kb.Offs[lo+phi]])
+		if p.base == 0 {
+			copy(offs[plo:phi], kb.Offs[lo+plo:lo+phi])
+		} else {
+			for i := plo; i < phi; i++ {
+				offs[i] = kb.Offs[lo+i] - p.base
+			}
+		}
+		if vals != nil {
+			copy(vals[plo:phi], p.pc.vals[lo+plo:lo+phi])
+		}
+	})
+	offs[hi-lo] = kb.Offs[hi] - p.base
+}
+
+// unpack copies chunk c's answers of a slice call out of its slot on the
+// workers.
+func (p *pointPlan) unpack(c int) {
+	lo, hi := p.bounds(c)
+	o, f := p.outs(c)
+	par.Ranges(hi-lo, par.Parts(hi-lo, hostMinPart, p.workers), func(_, plo, phi int) {
+		if o != nil {
+			copy(p.pc.out[lo+plo:lo+phi], o[plo:phi])
+		}
+		copy(p.pc.found[lo+plo:lo+phi], f[plo:phi])
+	})
+}
+
 // point runs pc through the pipeline on the device buffers d. Cost: the
 // transfers (keys, offsets, values in; answers out) at the pinned rate,
 // overlapped with the kernels and, from Go slices, with one parallel copy
 // into and out of pinned memory; about ten driver calls per chunk.
 func (g *gpuEngine) point(pc *pointCall, d pointDev) error {
-	kb := pc.kb
-	n := kb.Len()
+	n := pc.kb.Len()
 	t0 := time.Now()
 	if n == 0 {
 		g.last.Set(engine.Timings{Op: pc.op, Total: time.Since(t0)})
 		return nil
 	}
-	size, chunks := g.pointChunks(n)
-	bounds := func(c int) (int, int) { return c * size, min(n, (c+1)*size) }
-	base := kb.Offs[0]
+	size, _ := g.pointChunks(n)
+	p := newPointPlan(pc, size, g.workers)
 	if pc.staged {
-		// The transfers in slice the keys at the chunks' bounds before the
-		// whole check has run: those bounds must be in order and in Data.
-		for c := range chunks {
-			lo, hi := bounds(c)
-			if kb.Offs[lo] > kb.Offs[hi] || int(kb.Offs[hi]) > len(kb.Data) {
-				if err := pc.check(); err != nil {
-					return err
-				}
-				return fmt.Errorf("art: %s: offsets %d..%d of keys %d..%d outside the %d data bytes", pc.op, kb.Offs[lo], kb.Offs[hi], lo, hi, len(kb.Data))
-			}
+		if err := p.checkBounds(); err != nil {
+			return err
 		}
-	}
-	// The slice call's pinned ring.
-	var pin []byte
-	var lay slotLayout
-	if !pc.staged {
-		most := 0
-		for c := range chunks {
-			lo, hi := bounds(c)
-			most = max(most, int(kb.Offs[hi]-kb.Offs[lo]))
-		}
-		lay.offs = alignPin(most)
-		lay.vals = lay.offs + alignPin(4*(size+1))
-		lay.out = lay.vals
-		if pc.vals != nil {
-			lay.out += alignPin(8 * size)
-		}
-		lay.found = lay.out
-		if pc.out != nil {
-			lay.found += alignPin(8 * size)
-		}
-		lay.size = lay.found + alignPin(size)
-		slots := min(chunks, pointSlots)
+	} else {
 		var err error
-		if pin, err = gpu.Host[byte](g.pool, "pt.pin", slots*lay.size); err != nil {
+		if p.pin, err = gpu.Host[byte](g.pool, "pt.pin", p.pinBytes()); err != nil {
 			return err
 		}
 	}
-	slot := func(c int) []byte { s := c % pointSlots; return pin[s*lay.size : (s+1)*lay.size] }
-	// Per chunk: its keys, offsets and values in pinned memory.
-	src := func(c int) ([]byte, []uint32, []uint64) {
-		lo, hi := bounds(c)
-		if pc.staged {
-			return kb.Data[kb.Offs[lo]:kb.Offs[hi]], kb.Offs[lo : hi+1], nil
-		}
-		s := slot(c)
-		var v []uint64
-		if pc.vals != nil {
-			v = pinView[uint64](s, lay.vals, hi-lo)
-		}
-		return s[:kb.Offs[hi]-kb.Offs[lo]], pinView[uint32](s, lay.offs, hi-lo+1), v
-	}
-	// Per chunk: where its answers land in pinned memory.
-	dst := func(c int) ([]uint64, []uint8) {
-		lo, hi := bounds(c)
-		if pc.staged {
-			return pc.out[lo:hi], pc.found[lo:hi]
-		}
-		s := slot(c)
-		var o []uint64
-		if pc.out != nil {
-			o = pinView[uint64](s, lay.out, hi-lo)
-		}
-		return o, pinView[uint8](s, lay.found, hi-lo)
-	}
-	for len(g.kev) < 2*chunks {
+	for len(g.kev) < 2*p.chunks {
 		e, err := g.dev.NewEvent()
 		if err != nil {
 			return err
@@ -210,34 +317,27 @@ func (g *gpuEngine) point(pc *pointCall, d pointDev) error {
 	}
 	steps := gpu.Steps{
 		In: func(s *gpu.Stream, c int) error {
-			lo, _ := bounds(c)
-			data, offs, vals := src(c)
-			if err := d.data.Write(s, int(kb.Offs[lo]-base), data); err != nil {
+			cp := p.in(c)
+			if err := d.data.Write(s, cp.dataAt, cp.data); err != nil {
 				return err
 			}
-			at := lo + 1
-			if c == 0 {
-				at = 0
-			} else {
-				offs = offs[1:]
-			}
-			if err := d.offs.Write(s, at, offs); err != nil {
+			if err := d.offs.Write(s, cp.offsAt, cp.offs); err != nil {
 				return err
 			}
-			if vals != nil {
-				return d.vals.Write(s, lo, vals)
+			if cp.vals != nil {
+				return d.vals.Write(s, cp.valsAt, cp.vals)
 			}
 			return nil
 		},
 		Work: func(s *gpu.Stream, c int) error {
-			lo, hi := bounds(c)
+			lo, hi := p.bounds(c)
 			if err := g.kev[2*c].Record(s); err != nil {
 				return err
 			}
 			if err := pc.work(lo, hi-lo); err != nil {
 				return err
 			}
-			if c == chunks-1 && pc.after != nil {
+			if c == p.chunks-1 && pc.after != nil {
 				if err := pc.after(); err != nil {
 					return err
 				}
@@ -245,8 +345,8 @@ func (g *gpuEngine) point(pc *pointCall, d pointDev) error {
 			return g.kev[2*c+1].Record(s)
 		},
 		Out: func(s *gpu.Stream, c int) error {
-			lo, _ := bounds(c)
-			o, f := dst(c)
+			lo, _ := p.bounds(c)
+			o, f := p.outs(c)
 			if o != nil {
 				if err := d.out.Read(s, lo, o); err != nil {
 					return err
@@ -258,39 +358,14 @@ func (g *gpuEngine) point(pc *pointCall, d pointDev) error {
 	if pc.staged {
 		steps.Check = pc.check
 	} else {
-		steps.Pack = func(c int) error {
-			lo, hi := bounds(c)
-			data, offs, vals := src(c)
-			a := kb.Offs[lo]
-			par.Ranges(hi-lo, par.Parts(hi-lo, hostMinPart, g.workers), func(_, plo, phi int) {
-				copy(data[kb.Offs[lo+plo]-a:kb.Offs[lo+phi]-a], kb.Data[kb.Offs[lo+plo]:kb.Offs[lo+phi]])
-				for i := plo; i < phi; i++ {
-					offs[i] = kb.Offs[lo+i] - base
-				}
-				if vals != nil {
-					copy(vals[plo:phi], pc.vals[lo+plo:lo+phi])
-				}
-			})
-			offs[hi-lo] = kb.Offs[hi] - base
-			return nil
-		}
-		steps.Done = func(c int) error {
-			lo, hi := bounds(c)
-			o, f := dst(c)
-			par.Ranges(hi-lo, par.Parts(hi-lo, hostMinPart, g.workers), func(_, plo, phi int) {
-				if o != nil {
-					copy(pc.out[lo+plo:lo+phi], o[plo:phi])
-				}
-				copy(pc.found[lo+plo:lo+phi], f[plo:phi])
-			})
-			return nil
-		}
+		steps.Pack = func(c int) error { p.pack(c); return nil }
+		steps.Done = func(c int) error { p.unpack(c); return nil }
 	}
-	if err := g.up.Run(g.s, g.in, g.out, chunks, pointLag, steps); err != nil {
+	if err := g.up.Run(g.s, g.in, g.out, p.chunks, pointLag, steps); err != nil {
 		return err
 	}
 	var work time.Duration
-	for c := range chunks {
+	for c := range p.chunks {
 		if w, err := gpu.Elapsed(g.kev[2*c], g.kev[2*c+1]); err == nil && w > 0 {
 			work += w
 		}
