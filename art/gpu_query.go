@@ -92,69 +92,160 @@ func (g *gpuEngine) update(kb Keys, vals []uint64, found []bool) error {
 	return g.point(pc, pointDev{data: b.data, offs: b.offs, vals: b.vals, found: of})
 }
 
-// ranges runs aq_scan twice, one thread per query: counts, exclusive scans
-// of counts and key bytes, then the writes at the offsets; the pairs come
-// back in one transfer per array.
+// ranges answers range queries on the device. With a limit and at most
+// rangeSlotsMax slots (queries x limit): aq_collect, one walk per query
+// that keeps its leaves in slots, exclusive scans of the slots' presence
+// and key lengths (places and key offsets), one readback of both totals,
+// then aq_emit, one thread per slot, writing the pairs. Otherwise aq_scan
+// twice, one thread per query: counts, exclusive scans of counts and key
+// bytes, then the writes at the offsets. The pairs come back in one
+// transfer per array.
 func (g *gpuEngine) ranges(qs []Query, limit int, desc bool) (*Result, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	Q := len(qs)
 	g.start()
-	los, his := make([][]byte, Q), make([][]byte, Q)
-	has := make([]uint8, Q)
-	for i, q := range qs {
-		los[i], his[i] = q.Lo, q.Hi
-		if q.Hi != nil {
-			has[i] = 1
-		}
-	}
+	los, his, has := packQueries(qs, g.workers)
 	g.down.Discard()
-	lo, err := g.upload("q.lo", Pack(los), nil, false)
+	lo, err := g.upload("q.lo", los, nil, false)
 	if err != nil {
 		return nil, fmt.Errorf("upload: %w", err)
 	}
-	hi, err := g.upload("q.hi", Pack(his), nil, false)
+	hi, err := g.upload("q.hi", his, nil, false)
 	if err != nil {
 		return nil, fmt.Errorf("upload: %w", err)
 	}
-	if err := g.pool.Reserve(gpu.NeedOf[uint8]("q.has", Q), gpu.NeedOf[uint64]("q.cnt", Q+1), gpu.NeedOf[uint64]("q.bytes", Q+1),
-		gpu.NeedOf[uint8]("q.dummy", 8)); err != nil {
+	if err := g.pool.Reserve(gpu.NeedOf[uint8]("q.has", Q), gpu.NeedOf[uint8]("q.dummy", 8)); err != nil {
 		return nil, err
 	}
-	hb, cnt, byt := gpu.Take[uint8](g.pool, "q.has", Q), gpu.Take[uint64](g.pool, "q.cnt", Q+1), gpu.Take[uint64](g.pool, "q.bytes", Q+1)
-	dummy := gpu.Take[uint8](g.pool, "q.dummy", 8)
+	hb, dummy := gpu.Take[uint8](g.pool, "q.has", Q), gpu.Take[uint8](g.pool, "q.dummy", 8)
 	if err := gpu.UploadStaged(g.up, g.s, hb, 0, has); err != nil {
 		return nil, err
 	}
 	g.clock.Mark(g.s, engine.MarkUploaded)
 	g.clock.Mark(g.s, engine.MarkSorted)
-	lim := uint64(0)
-	if limit > 0 {
-		lim = uint64(limit)
+	if err := g.setDesc(g.t, nil); err != nil {
+		return nil, err
 	}
 	dsc := int32(0)
 	if desc {
 		dsc = 1
 	}
+	var res *Result
+	if limit > 0 && Q*limit <= rangeSlotsMax {
+		res, err = g.rangesSlots(Q, limit, dsc, lo, hi, hb)
+	} else {
+		res, err = g.rangesTwoPass(Q, limit, dsc, lo, hi, hb, dummy)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := g.finish("ranges", Q); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// newResult returns a Result for total pairs of totalBytes key bytes over
+// Q queries, or an error when the key bytes do not fit 32-bit offsets.
+func newResult(Q, total int, totalBytes uint64) (*Result, error) {
+	if totalBytes > math.MaxUint32 {
+		return nil, fmt.Errorf("%d key bytes in the answers: at most %d per call", totalBytes, uint64(math.MaxUint32))
+	}
+	res := &Result{Keys: Keys{Data: make([]byte, totalBytes), Offs: make([]uint32, total+1)},
+		Values: make([]uint64, total), Offsets: make([]int, Q+1)}
+	res.Keys.Offs[total] = uint32(totalBytes)
+	return res, nil
+}
+
+// queueAnswers queues the downloads of a batch of queries' answers: the
+// query offsets qoff (Q+1, converted into res.Offsets at the end of the
+// batch by fin) and the pairs.
+func (g *gpuEngine) queueAnswers(res *Result, qoff *gpu.Buffer[uint64], okeys *gpu.Buffer[uint8], ooffs *gpu.Buffer[uint32],
+	ovals *gpu.Buffer[uint64]) (fin func(), err error) {
+	total := len(res.Values)
+	offs := make([]uint64, len(res.Offsets))
+	if err := errors.Join(gpu.DownloadStaged(g.down, g.s, qoff, 0, offs), gpu.DownloadStaged(g.down, g.s, okeys, 0, res.Keys.Data),
+		gpu.DownloadStaged(g.down, g.s, ooffs, 0, res.Keys.Offs[:total]), gpu.DownloadStaged(g.down, g.s, ovals, 0, res.Values)); err != nil {
+		return nil, err
+	}
+	return func() {
+		for i, o := range offs {
+			res.Offsets[i] = int(o)
+		}
+	}, nil
+}
+
+// rangesSlots is the single-walk form of ranges (limit > 0).
+func (g *gpuEngine) rangesSlots(Q, limit int, dsc int32, lo, hi *devBatch, hb *gpu.Buffer[uint8]) (*Result, error) {
+	S := Q * limit
+	if err := g.pool.Reserve(needsOf[uint64](S+1, "q.slots", "q.pres", "q.lens")...); err != nil {
+		return nil, err
+	}
+	u64s := takeAll[uint64](g.pool, S+1, "q.slots", "q.pres", "q.lens")
+	slots, pres, lens := u64s[0], u64s[1], u64s[2]
+	if err := firstErr(
+		g.launch(g.k.qCollect, Q+1, g.descBuf, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, pres, lens),
+		prim.DevScanExclusive(g.pe, pres, pres, S+1), prim.DevScanExclusive(g.pe, lens, lens, S+1)); err != nil {
+		return nil, fmt.Errorf("collect: %w", err)
+	}
+	rb, err := g.readSpans(span(pres, S, 1), span(lens, S, 1))
+	if err != nil {
+		return nil, err
+	}
+	total, totalBytes := int(u64sOf(rb[0])[0]), u64sOf(rb[1])[0]
+	res, err := newResult(Q, total, totalBytes)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.pool.Reserve(gpu.NeedOf[uint8]("q.okeys", int(totalBytes)), gpu.NeedOf[uint32]("q.ooffs", total+1),
+		gpu.NeedOf[uint64]("q.ovals", total), gpu.NeedOf[uint64]("q.qoff", Q+1)); err != nil {
+		return nil, err
+	}
+	okeys, ooffs := gpu.Take[uint8](g.pool, "q.okeys", int(totalBytes)), gpu.Take[uint32](g.pool, "q.ooffs", total+1)
+	ovals, qoff := gpu.Take[uint64](g.pool, "q.ovals", total), gpu.Take[uint64](g.pool, "q.qoff", Q+1)
+	if err := g.launch(g.k.qEmit, S+1, g.descBuf, uint64(S), uint64(limit), slots, pres, lens, okeys, ooffs, ovals, qoff); err != nil {
+		return nil, fmt.Errorf("emit: %w", err)
+	}
+	g.clock.Mark(g.s, engine.MarkWorked)
+	fin, err := g.queueAnswers(res, qoff, okeys, ooffs, ovals)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.drain(); err != nil {
+		return nil, err
+	}
+	fin()
+	return res, nil
+}
+
+// rangesTwoPass is the two-pass form of ranges (no limit, or too many
+// slots).
+func (g *gpuEngine) rangesTwoPass(Q, limit int, dsc int32, lo, hi *devBatch, hb, dummy *gpu.Buffer[uint8]) (*Result, error) {
+	if err := g.pool.Reserve(gpu.NeedOf[uint64]("q.cnt", Q+1), gpu.NeedOf[uint64]("q.bytes", Q+1)); err != nil {
+		return nil, err
+	}
+	cnt, byt := gpu.Take[uint64](g.pool, "q.cnt", Q+1), gpu.Take[uint64](g.pool, "q.bytes", Q+1)
+	lim := uint64(0)
+	if limit > 0 {
+		lim = uint64(limit)
+	}
 	scan := func(write int32, okeys, ooffs, ovals any) error {
 		return g.launch(g.k.qScan, Q+1, g.descBuf, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, uint64(lim), int32(dsc), int32(write),
 			cnt, byt, okeys, ooffs, ovals)
 	}
-	if err := firstErr(g.setDesc(g.t, nil), scan(0, dummy, dummy, dummy),
+	if err := firstErr(scan(0, dummy, dummy, dummy),
 		prim.DevScanExclusive(g.pe, cnt, cnt, Q+1), prim.DevScanExclusive(g.pe, byt, byt, Q+1)); err != nil {
 		return nil, fmt.Errorf("count: %w", err)
 	}
-	tc, err := g.readU64(cnt, Q, 1)
+	rb, err := g.readSpans(span(cnt, Q, 1), span(byt, Q, 1))
 	if err != nil {
 		return nil, err
 	}
-	tb, err := g.readU64(byt, Q, 1)
+	total, totalBytes := int(u64sOf(rb[0])[0]), u64sOf(rb[1])[0]
+	res, err := newResult(Q, total, totalBytes)
 	if err != nil {
 		return nil, err
-	}
-	total, totalBytes := int(tc[0]), tb[0]
-	if totalBytes > math.MaxUint32 {
-		return nil, fmt.Errorf("%d key bytes in the answers: at most %d per call", totalBytes, uint64(math.MaxUint32))
 	}
 	if err := g.pool.Reserve(gpu.NeedOf[uint8]("q.okeys", int(totalBytes)), gpu.NeedOf[uint32]("q.ooffs", total+1),
 		gpu.NeedOf[uint64]("q.ovals", total)); err != nil {
@@ -166,19 +257,13 @@ func (g *gpuEngine) ranges(qs []Query, limit int, desc bool) (*Result, error) {
 		return nil, fmt.Errorf("write: %w", err)
 	}
 	g.clock.Mark(g.s, engine.MarkWorked)
-	res := &Result{Keys: Keys{Data: make([]byte, totalBytes), Offs: make([]uint32, total+1)},
-		Values: make([]uint64, total), Offsets: make([]int, Q+1)}
-	offs := make([]uint64, Q+1)
-	if err := errors.Join(gpu.DownloadStaged(g.down, g.s, cnt, 0, offs), gpu.DownloadStaged(g.down, g.s, okeys, 0, res.Keys.Data),
-		gpu.DownloadStaged(g.down, g.s, ooffs, 0, res.Keys.Offs[:total]), gpu.DownloadStaged(g.down, g.s, ovals, 0, res.Values)); err != nil {
+	fin, err := g.queueAnswers(res, cnt, okeys, ooffs, ovals)
+	if err != nil {
 		return nil, err
 	}
-	if err := g.finish("ranges", Q); err != nil {
+	if err := g.drain(); err != nil {
 		return nil, err
 	}
-	res.Keys.Offs[total] = uint32(totalBytes)
-	for i, o := range offs {
-		res.Offsets[i] = int(o)
-	}
+	fin()
 	return res, nil
 }
