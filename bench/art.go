@@ -836,6 +836,9 @@ func RunARTCases(rep *Report, cases []ARTCase, impls []ARTImpl, reps func(ARTImp
 				rows[0] = rows[0].VsPeer(ref.Engine, ref)
 			}
 			rep.add(rows...)
+			for _, r := range rows { // so that a run cut short still shows its figures
+				p.Printf("  %s: %s ops/s %s", r.Op, SI(r.OpsPerSec), formatRatio(r.Ratio, r.RatioTo))
+			}
 		}
 	}
 	return errors.Join(failed...)
