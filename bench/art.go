@@ -837,7 +837,11 @@ func RunARTCases(rep *Report, cases []ARTCase, impls []ARTImpl, reps func(ARTImp
 			}
 			rep.add(rows...)
 			for _, r := range rows { // so that a run cut short still shows its figures
-				p.Printf("  %s: %s ops/s %s", r.Op, SI(r.OpsPerSec), formatRatio(r.Ratio, r.RatioTo))
+				if r.RatioTo != "" {
+					p.Printf("  %s: %s ops/s, %s", r.Op, SI(r.OpsPerSec), formatRatio(r.Ratio, r.RatioTo))
+				} else {
+					p.Printf("  %s: %s ops/s", r.Op, SI(r.OpsPerSec))
+				}
 			}
 		}
 	}
