@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"warpkv/internal/par"
 )
@@ -18,31 +19,47 @@ type Keys struct {
 	Offs []uint32
 }
 
-// Pack packs keys into one buffer. Cost: one copy of the keys.
-func Pack(keys [][]byte) Keys {
-	n := 0
-	for _, k := range keys {
-		n += len(k)
-	}
-	out := Keys{Data: make([]byte, 0, n), Offs: make([]uint32, 1, len(keys)+1)}
-	for _, k := range keys {
-		out.Data = append(out.Data, k...)
-		out.Offs = append(out.Offs, uint32(len(out.Data)))
-	}
-	return out
+// Pack packs keys into one buffer. Cost: one copy of the keys (on
+// GOMAXPROCS goroutines for large batches).
+func Pack(keys [][]byte) Keys { return packFunc(len(keys), func(i int) []byte { return keys[i] }) }
+
+// PackStrings packs string keys into one buffer. Cost: one copy (on
+// GOMAXPROCS goroutines for large batches).
+func PackStrings(keys []string) Keys {
+	return packFunc(len(keys), func(i int) []byte { return unsafe.Slice(unsafe.StringData(keys[i]), len(keys[i])) })
 }
 
-// PackStrings packs string keys into one buffer. Cost: one copy.
-func PackStrings(keys []string) Keys {
-	n := 0
-	for _, k := range keys {
-		n += len(k)
+// packMinPart is the fewest keys one goroutine of packFunc handles.
+const packMinPart = 1 << 15
+
+// packFunc packs the n keys key(i) (read only): each part of the keys sums
+// its lengths, the parts' starts are summed in order, then each part writes
+// its offsets and copies its bytes. Cost: two passes over the keys, split
+// over the workers.
+func packFunc(n int, key func(i int) []byte) Keys {
+	parts := par.Parts(n, packMinPart, 0)
+	start := make([]int, parts+1)
+	par.Ranges(n, parts, func(p, lo, hi int) {
+		t := 0
+		for i := lo; i < hi; i++ {
+			t += len(key(i))
+		}
+		start[p+1] = t
+	})
+	for p := range parts {
+		start[p+1] += start[p]
 	}
-	out := Keys{Data: make([]byte, 0, n), Offs: make([]uint32, 1, len(keys)+1)}
-	for _, k := range keys {
-		out.Data = append(out.Data, k...)
-		out.Offs = append(out.Offs, uint32(len(out.Data)))
-	}
+	// Past 4 GiB of keys the offsets wrap; check refuses such a batch by
+	// its length.
+	out := Keys{Data: make([]byte, start[parts]), Offs: make([]uint32, n+1)}
+	par.Ranges(n, parts, func(p, lo, hi int) {
+		o := start[p]
+		for i := lo; i < hi; i++ {
+			out.Offs[i] = uint32(o)
+			o += copy(out.Data[o:], key(i))
+		}
+	})
+	out.Offs[n] = uint32(start[parts])
 	return out
 }
 

@@ -1,7 +1,9 @@
 package art
 
 import (
+	"bytes"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -48,6 +50,29 @@ func BenchmarkCheck(b *testing.B) {
 	for b.Loop() {
 		if err := kb.check("lookup", nil, false); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestPackMatchesAppend packs batches large enough to split over several
+// goroutines and compares with packing by appends, for byte and string
+// keys (empty keys and an empty batch included).
+func TestPackMatchesAppend(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{0, 1, 5, 3*packMinPart + 17} {
+		keys := make([][]byte, n)
+		strs := make([]string, n)
+		want := Keys{Offs: []uint32{0}}
+		for i := range keys {
+			keys[i] = randomBytes(r, 0, 12, nil)
+			strs[i] = string(keys[i])
+			want.Data = append(want.Data, keys[i]...)
+			want.Offs = append(want.Offs, uint32(len(want.Data)))
+		}
+		for name, got := range map[string]Keys{"bytes": Pack(keys), "strings": PackStrings(strs)} {
+			if !bytes.Equal(got.Data, want.Data) || !slices.Equal(got.Offs, want.Offs) {
+				t.Fatalf("%s, %d keys: packed differently", name, n)
+			}
 		}
 	}
 }
