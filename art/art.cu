@@ -272,21 +272,27 @@ extern "C" __global__ void a_iota(u64 n, u32 *out) {
 // ---------------------------------------------------------------------------
 // Lookups and CuART's two-stage update (get.go)
 
-// ag_get: one thread per batch key (batch order): store.lookup.
-extern "C" __global__ void ag_get(const Tree *t, u64 n, u64 *vals, u8 *found) {
-    GRID_STRIDE(i, n) {
+// ag_get: one thread per batch key of keys [base, base+n) (batch order;
+// a pipelined call launches it per chunk): store.lookup. Writes
+// vals[base+j], found[base+j].
+extern "C" __global__ void ag_get(const Tree *t, u64 base, u64 n, u64 *vals, u8 *found) {
+    GRID_STRIDE(j, n) {
+        u64 i = base + j;
         u64 l = find_leaf(t, t->bdata + t->boffs[i], batch_len(t, i));
         vals[i] = l ? leaf_value(t, l) : 0;
         found[i] = l != 0;
     }
 }
 
-// ag_update_mark: one thread per batch key, stage 1 of store.update: the
-// key's leaf, and its batch position + 1 kept in the conflict table if it
-// is the highest for that leaf (2^bits slots, linear probing).
-extern "C" __global__ void ag_update_mark(const Tree *t, u64 n, u64 *leaf, u8 *found, u64 *tk, u32 *tp, u32 bits) {
+// ag_update_mark: one thread per batch key of keys [base, base+n) (a
+// pipelined call launches it per chunk, all before ag_update_write),
+// stage 1 of store.update: the key's leaf, and its batch position + 1
+// kept in the conflict table if it is the highest for that leaf (2^bits
+// slots, linear probing).
+extern "C" __global__ void ag_update_mark(const Tree *t, u64 base, u64 n, u64 *leaf, u8 *found, u64 *tk, u32 *tp, u32 bits) {
     u64 mask = (1ull << bits) - 1;
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE(j, n) {
+        u64 i = base + j;
         u64 l = find_leaf(t, t->bdata + t->boffs[i], batch_len(t, i));
         leaf[i] = l;
         found[i] = l != 0;
@@ -1827,6 +1833,67 @@ extern "C" __global__ void aq_scan(const Tree *t, u64 Q, const u8 *lod, const u3
     }
 }
 
+// aq_collect: one thread per query, the single walk of a bounded batch of
+// queries (limit > 0; store.rangesSlots): query q's pairs' leaves go to
+// slots[q*limit + j] in answer order, with pres = 1 and len = the key's
+// length; the slots after its last pair get 0, 0, 0; thread Q writes the
+// zero after the last slot (S = Q*limit), so that exclusive scans of pres
+// and len give every pair's place and key offset and their totals at S.
+extern "C" __global__ void aq_collect(const Tree *t, u64 Q, const u8 *lod, const u32 *loo, const u8 *hid, const u32 *hio,
+                                      const u8 *hashi, u64 limit, int desc, u64 *slots, u64 *pres, u64 *lens) {
+    GRID_STRIDE(q, Q + 1) {
+        if (q == Q) {
+            pres[Q * limit] = 0;
+            lens[Q * limit] = 0;
+            continue;
+        }
+        const u8 *lo = lod + loo[q];
+        u32 ln = loo[q + 1] - loo[q];
+        const u8 *hi = hid + hio[q];
+        u32 hn = hio[q + 1] - hio[q];
+        bool has = hashi[q];
+        u64 c = 0, at = q * limit;
+        Cur cur = desc ? seek_lt(t, hi, hn, has) : seek_ge(t, lo, ln);
+        while (c < limit) {
+            u64 l = desc ? cur_prev(t, &cur) : cur_next(t, &cur);
+            if (!l) break;
+            const u8 *k = leaf_key(t, l);
+            u32 kn = laux(l);
+            if (!desc && has && compare_keys(k, kn, hi, hn) >= 0) break;
+            if (desc && compare_keys(k, kn, lo, ln) < 0) break;
+            slots[at + c] = l;
+            pres[at + c] = 1;
+            lens[at + c] = kn;
+            c++;
+        }
+        for (; c < limit; c++) {
+            slots[at + c] = 0;
+            pres[at + c] = 0;
+            lens[at + c] = 0;
+        }
+    }
+}
+
+// aq_emit: one thread per slot s of aq_collect (S = Q*limit of them, and
+// thread S): a pair's key bytes, key offset and value written at its
+// scanned place pidx[s] (key offset boff[s]); the first slot of query q
+// writes the query's first place qoff[q], thread S the total qoff[Q].
+extern "C" __global__ void aq_emit(const Tree *t, u64 S, u64 limit, const u64 *slots, const u64 *pidx, const u64 *boff,
+                                   u8 *okeys, u32 *ooffs, u64 *ovals, u64 *qoff) {
+    GRID_STRIDE(s, S + 1) {
+        if (s % limit == 0) qoff[s / limit] = pidx[s];
+        if (s == S) continue;
+        u64 l = slots[s];
+        if (!l) continue;
+        u64 j = pidx[s], o = boff[s];
+        const u8 *k = leaf_key(t, l);
+        u32 kn = laux(l);
+        ooffs[j] = (u32)o;
+        for (u32 b = 0; b < kn; b++) okeys[o + b] = k[b];
+        ovals[j] = leaf_value(t, l);
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Arena compaction (arena.go)
 
@@ -1863,16 +1930,18 @@ extern "C" __global__ void ac_move(const Tree *t, u64 n, const u64 *off, u8 *na)
 // compares bytes i, i+LANES, ...) and an N4/N16 key search, deciding by
 // votes; long keys and wide nodes cost a fraction of one thread's work.
 
-// ag_get_lanes: one group of LANES lanes per batch key (keys = threads /
-// LANES, grid-stride by groups); the group's first lane writes the answer.
-extern "C" __global__ void ag_get_lanes(const Tree *t, u64 n, u64 *vals, u8 *found) {
+// ag_get_lanes: one group of LANES lanes per batch key of keys [base,
+// base+n) (keys = threads / LANES, grid-stride by groups); the group's
+// first lane writes the answer.
+extern "C" __global__ void ag_get_lanes(const Tree *t, u64 base, u64 n, u64 *vals, u8 *found) {
     const u32 lane = threadIdx.x % LANES;
     const u32 gmask = (u32)(((1ull << LANES) - 1) << (threadIdx.x % WARP / LANES * LANES));
     const u64 groups = (u64)gridDim.x * blockDim.x / LANES;
-    for (u64 i = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / LANES; i < ((n + groups - 1) / groups) * groups; i += groups) {
+    for (u64 g = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / LANES; g < ((n + groups - 1) / groups) * groups; g += groups) {
         // Every lane of a warp runs the same number of iterations (a
         // padded bound), so the votes below see whole groups.
-        bool live = i < n;
+        bool live = g < n;
+        u64 i = base + g;
         const u8 *k = live ? t->bdata + t->boffs[i] : 0;
         u32 kn = live ? batch_len(t, i) : 0;
         u32 w = (u32)t->width;

@@ -77,3 +77,24 @@ func BenchmarkCPU(b *testing.B) {
 		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mlookups/s")
 	})
 }
+
+// BenchmarkCPURanges measures the CPU engine's range queries of 16 keys
+// from random present keys (the bench suite's shape) on 2^18 16-byte keys.
+func BenchmarkCPURanges(b *testing.B) {
+	const n = 1 << 18
+	kb, vals, probe := benchKeys(n, 16)
+	t, _ := New(Options{Device: "cpu"})
+	if err := t.BuildKeys(kb, vals); err != nil {
+		b.Fatal(err)
+	}
+	qs := make([]Query, n/16)
+	for i := range qs {
+		qs[i] = Query{Lo: probe.At(i)}
+	}
+	for b.Loop() {
+		if _, err := t.Ranges(qs, 16); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(qs))*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mqueries/s")
+}

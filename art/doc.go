@@ -100,9 +100,12 @@
 // key writes the leaf. Get is one walk per key (on the GPU one thread per
 // key, or with Options.LookupLanes 8 a group of 8 lanes per key that
 // splits the comparisons of long keys; LookupStaged takes the keys from
-// and leaves the answers in pinned host memory). Ranges and prefix
-// queries run two passes (count, prefix sums, write) of one cursor per
-// query.
+// and leaves the answers in pinned host memory). On the GPU, lookups and
+// updates run in chunks pipelined over three streams (gpu_point.go).
+// Ranges and prefix queries with a limit walk once per query, keeping the
+// leaves in per-query slots, and write the pairs from the slots (on the
+// GPU one thread per slot); without a limit they run two passes (count,
+// prefix sums, write) of one cursor per query.
 //
 // Every phase has one writer per output word: a node's words are written
 // by its own writer; a child's parent word by the child's writer when it
@@ -116,7 +119,8 @@
 // runs the same phases as kernels of one thread per item and prim's
 // device sort, scan and select; it sorts byte-string keys in rounds of 7
 // bytes (a stable radix sort by the chunk, then by the tie's run) and
-// reads back only a few totals per step. Out of device memory, a batch
+// reads back only a few totals per step (several at once where they
+// come together: a sort round's counts, a node round's frees). Out of device memory, a batch
 // returns an error matching gpu.ErrOutOfMemory and the tree is as it was:
 // an insert writes only fresh records until its node round, whose
 // allocations come first; a delete reserves its bounded allocations and

@@ -69,6 +69,15 @@ type gpuEngine struct {
 	pool     *gpu.Pool
 	up, down *gpu.Pipeline
 
+	// in and out carry the transfers of pipelined point calls (lookups,
+	// updates: gpu_point.go) beside the kernels on s; kev are their
+	// chunks' kernel events (two per chunk, for LastBatch's Work);
+	// chunkMin is their smallest chunk in keys (pointChunkMin; tests set
+	// fewer).
+	in, out  *gpu.Stream
+	kev      []*gpu.Event
+	chunkMin int
+
 	// lanes is the lanes per key of lookups (1: ag_get, lookupLanes:
 	// ag_get_lanes).
 	lanes int
@@ -81,13 +90,19 @@ type gpuEngine struct {
 // newGPUEngine returns an empty tree on d. The kernels are compiled here,
 // so that a broken toolchain is reported by New.
 func newGPUEngine(d *gpu.Device, workers int) (backend, error) {
-	g := &gpuEngine{dev: d, workers: workers}
+	g := &gpuEngine{dev: d, workers: workers, chunkMin: pointChunkMin}
 	var err error
 	if g.pe, err = prim.NewGPU(d); err != nil {
 		return nil, err
 	}
 	g.s = g.pe.Stream()
 	g.pool, g.up, g.down = gpu.NewPool(d, g.s), newPipeline(d), newPipeline(d)
+	if g.in, err = d.NewStream(); err == nil {
+		g.out, err = d.NewStream()
+	}
+	if err != nil {
+		return nil, errors.Join(err, g.release())
+	}
 	if g.k, err = loadKernels(d); err == nil {
 		if g.clock, err = engine.NewGPUClock(d); err == nil {
 			if g.descBuf, err = gpu.Alloc[uint64](d, descWords); err == nil {
@@ -142,6 +157,16 @@ func (g *gpuEngine) close() error {
 func (g *gpuEngine) release() error {
 	err := errors.Join(g.freeTree(g.t), g.descBuf.Free(), g.pool.Free(), g.up.Close(), g.down.Close())
 	g.t = nil
+	for _, s := range []*gpu.Stream{g.in, g.out} {
+		if s != nil {
+			err = errors.Join(err, s.Synchronize(), s.Close())
+		}
+	}
+	g.in, g.out = nil, nil
+	for _, e := range g.kev {
+		err = errors.Join(err, e.Close())
+	}
+	g.kev = nil
 	if g.clock != nil {
 		err = errors.Join(err, g.clock.Close())
 	}

@@ -12,6 +12,13 @@ import (
 // byte, so no key of MaxKeyLen bytes passes more).
 const maxDepthHist = MaxKeyLen + 1
 
+// histPeek is how many depths of the histogram a delete reads back with
+// its other totals (a deeper tree reads the rest after).
+const histPeek = 64
+
+// numLeafKinds is the number of leaf kinds (L8 to LV).
+const numLeafKinds = kindLV - kindL8 + 1
+
 // remove is store.remove on the device: upload, sort and dedupe; ad_find
 // (one walk per key); the found keys counted; everything the rounds may
 // need reserved (pool growth for the shrinking moves, bounded by the
@@ -53,7 +60,8 @@ func (g *gpuEngine) removeSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint
 	k := g.k
 	names32, names64 := []string{"d.slot1", "d.depth", "d.idx", "d.sel", "d.dv", "d.cnt"}, []string{"d.leaf", "d.par", "d.dk", "d.misc"}
 	needs := append(needsOf[uint8](n, "d.found", "d.flag"), needsOf[uint32](n+1, names32...)...)
-	needs = append(append(needs, needsOf[uint64](n+1, names64...)...), gpu.NeedOf[uint32]("d.hist", maxDepthHist+1))
+	needs = append(append(needs, needsOf[uint64](n+1, names64...)...), gpu.NeedOf[uint32]("d.hist", maxDepthHist+1),
+		gpu.NeedOf[uint32]("d.lsel", numLeafKinds*n), gpu.NeedOf[uint32]("d.lcnt", numLeafKinds))
 	if err := g.pool.Reserve(needs...); err != nil {
 		return 0, fmt.Errorf("find: %w", err)
 	}
@@ -63,6 +71,7 @@ func (g *gpuEngine) removeSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint
 	u64s := takeAll[uint64](g.pool, n+1, names64...)
 	leaf, par, dk, misc := u64s[0], u64s[1], u64s[2], u64s[3]
 	hist := gpu.Take[uint32](g.pool, "d.hist", maxDepthHist+1)
+	lsel, lcnt := gpu.Take[uint32](g.pool, "d.lsel", numLeafKinds*n), gpu.Take[uint32](g.pool, "d.lcnt", numLeafKinds)
 	if err := firstErr(g.setDesc(t, b),
 		g.launch(k.dFind, n, g.descBuf, uint64(n), order, found, leaf, par, slot1, depth),
 		g.launch(k.iota, n, uint64(n), idx),
@@ -102,28 +111,32 @@ func (g *gpuEngine) removeSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint
 		g.launch(k.dMark, n, g.descBuf, uint64(n), found, leaf, par, depth, misc, hist, misc.PtrAt(1))); err != nil {
 		return 0, fmt.Errorf("mark: %w", err)
 	}
+	// The leaves' frees per kind, each selected into its own part of
+	// lsel; their counts, the dead arena bytes, the deepest depth and the
+	// histogram's first histPeek depths come back in one readback.
+	lview := func(kk int) *gpu.Buffer[uint32] { return gpu.View[uint32](lsel, 4*(kk-kindL8)*n, n) }
 	for kk := kindL8; kk <= kindLV; kk++ {
 		if err := firstErr(g.launch(k.dLeafFlags, n, uint64(n), found, leaf, uint32(kk), flag, idx),
-			prim.DevSelect(g.pe, idx, flag, sel, n, cnt)); err != nil {
+			prim.DevSelect(g.pe, idx, flag, lview(kk), n, gpu.View[uint32](lcnt, 4*(kk-kindL8), 1))); err != nil {
 			return 0, fmt.Errorf("leaf frees: %w", err)
 		}
-		c, err := g.readU32(cnt, 0, 1)
-		if err != nil {
-			return 0, err
-		}
-		if err := g.pushPending(t, kk, sel, int(c[0])); err != nil {
-			return 0, err
-		}
 	}
-	mv, err := g.readU64(misc, 0, 2)
+	rb, err := g.readSpans(span(lcnt, 0, numLeafKinds), span(misc, 0, 2), span(hist, 0, histPeek))
 	if err != nil {
 		return 0, err
+	}
+	lc, mv, hv := u32sOf(rb[0]), u64sOf(rb[1]), u32sOf(rb[2])
+	for kk := kindL8; kk <= kindLV; kk++ {
+		if err := g.pushPending(t, kk, lview(kk), int(lc[kk-kindL8])); err != nil {
+			return 0, err
+		}
 	}
 	t.arenaLive -= mv[0]
 	maxd := int(uint32(mv[1]))
-	hv, err := g.readU32(hist, 0, maxd+1)
-	if err != nil {
-		return 0, err
+	if maxd >= histPeek {
+		if hv, err = g.readU32(hist, 0, maxd+1); err != nil {
+			return 0, err
+		}
 	}
 	// The keys under nodes are in dv sorted by maxDepthHist - depth: the
 	// deepest first.

@@ -12,53 +12,42 @@ import (
 	"warpkv/prim"
 )
 
-// lookup runs ag_get, one thread per key (or ag_get_lanes), on the
-// uploaded batch and downloads the values and found flags. Cost: a
-// transfer each way (through the pipelines) and one walk per key.
+// lookup runs ag_get, one thread per key (or ag_get_lanes), over the
+// batch in pipelined chunks (gpu_point.go). Cost: the keys over the bus
+// once and the answers back, overlapped with the kernels (one walk per
+// key) and with the copies into and out of pinned memory.
 func (g *gpuEngine) lookup(kb Keys, vals []uint64, found []bool) error {
-	return g.lookupInto(kb, vals, boolBytes(found), false)
+	return g.lookupInto(kb, vals, boolBytes(found), false, nil)
 }
 
-// lookupInto is lookup with the found flags as bytes; pinned says that
-// the keys, vals and found are in pinned memory (a caller's Staging, for
-// LookupStaged): they are copied by DMA straight from and into it.
-func (g *gpuEngine) lookupInto(kb Keys, vals []uint64, found []uint8, pinned bool) error {
+// lookupInto is lookup with the found flags as bytes; staged says that the
+// keys, vals and found lie in a caller's pinned Staging (LookupStaged,
+// kb.Offs[0] == 0): no host copies, every chunk's transfer in queued at
+// once, and check (the batch's validation) run while they go.
+func (g *gpuEngine) lookupInto(kb Keys, vals []uint64, found []uint8, staged bool, check func() error) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := kb.Len()
-	g.down.Discard()
-	g.start()
-	b, err := g.upload("get", kb, nil, pinned)
-	if err != nil {
-		return fmt.Errorf("upload: %w", err)
+	if n == 0 {
+		return g.point(&pointCall{op: "lookup", kb: kb}, pointDev{})
 	}
-	g.clock.Mark(g.s, engine.MarkUploaded)
-	g.clock.Mark(g.s, engine.MarkSorted)
-	if err := g.pool.Reserve(gpu.NeedOf[uint64]("get.vals", n), gpu.NeedOf[uint8]("get.found", n)); err != nil {
+	if err := g.pool.Reserve(append(pointNeeds("get", kb, false),
+		gpu.NeedOf[uint64]("get.out", n), gpu.NeedOf[uint8]("get.found", n))...); err != nil {
 		return err
 	}
-	ov, of := gpu.Take[uint64](g.pool, "get.vals", n), gpu.Take[uint8](g.pool, "get.found", n)
+	b := g.takeBatch("get", kb, false)
+	ov, of := gpu.Take[uint64](g.pool, "get.out", n), gpu.Take[uint8](g.pool, "get.found", n)
 	if err := g.setDesc(g.t, b); err != nil {
 		return err
 	}
-	if g.lanes == lookupLanes {
-		err = g.launch(g.k.getLanes, n*lookupLanes, g.descBuf, uint64(n), ov, of)
-	} else {
-		err = g.launch(g.k.get, n, g.descBuf, uint64(n), ov, of)
+	work := func(base, m int) error {
+		if g.lanes == lookupLanes {
+			return g.launch(g.k.getLanes, m*lookupLanes, g.descBuf, uint64(base), uint64(m), ov, of)
+		}
+		return g.launch(g.k.get, m, g.descBuf, uint64(base), uint64(m), ov, of)
 	}
-	if err != nil {
-		return err
-	}
-	g.clock.Mark(g.s, engine.MarkWorked)
-	if pinned {
-		err = errors.Join(ov.Read(g.s, 0, vals), of.Read(g.s, 0, found))
-	} else {
-		err = errors.Join(gpu.DownloadStaged(g.down, g.s, ov, 0, vals), gpu.DownloadStaged(g.down, g.s, of, 0, found))
-	}
-	if err != nil {
-		return err
-	}
-	return g.finish("lookup", n)
+	pc := &pointCall{op: "lookup", kb: kb, out: vals, found: found, staged: staged, check: check, work: work}
+	return g.point(pc, pointDev{data: b.data, offs: b.offs, out: ov, found: of})
 }
 
 // boolBytes views flags as the bytes 0 and 1 the kernels write.
@@ -69,104 +58,194 @@ func boolBytes(f []bool) []uint8 {
 	return unsafe.Slice((*uint8)(unsafe.Pointer(&f[0])), len(f))
 }
 
-// update is store.update on the device: ag_update_mark (the walks and the
-// conflict table, cleared first) then ag_update_write.
+// update is store.update on the device: the conflict table cleared, then
+// ag_update_mark (the walks and the table) chunk by chunk as the keys
+// arrive (gpu_point.go), ag_update_write over the whole batch after the
+// last chunk's marks; each chunk's found flags go back as soon as its
+// marks are done. Cost: keys, offsets and values over the bus once, the
+// flags back, two passes of one thread per key.
 func (g *gpuEngine) update(kb Keys, vals []uint64, found []bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := kb.Len()
-	g.start()
-	g.down.Discard()
-	b, err := g.upload("upd", kb, vals, false)
-	if err != nil {
-		return fmt.Errorf("upload: %w", err)
+	if n == 0 {
+		return g.point(&pointCall{op: "update", kb: kb}, pointDev{})
 	}
-	g.clock.Mark(g.s, engine.MarkUploaded)
-	g.clock.Mark(g.s, engine.MarkSorted)
 	size := conflictSize(n)
-	if err := g.pool.Reserve(gpu.NeedOf[uint64]("upd.tk", size), gpu.NeedOf[uint32]("upd.tp", size),
-		gpu.NeedOf[uint64]("upd.leaf", n), gpu.NeedOf[uint8]("upd.found", n)); err != nil {
+	if err := g.pool.Reserve(append(pointNeeds("upd", kb, true), gpu.NeedOf[uint64]("upd.tk", size), gpu.NeedOf[uint32]("upd.tp", size),
+		gpu.NeedOf[uint64]("upd.leaf", n), gpu.NeedOf[uint8]("upd.found", n))...); err != nil {
 		return err
 	}
+	b := g.takeBatch("upd", kb, true)
 	tk, tp := gpu.Take[uint64](g.pool, "upd.tk", size), gpu.Take[uint32](g.pool, "upd.tp", size)
 	leaf, of := gpu.Take[uint64](g.pool, "upd.leaf", n), gpu.Take[uint8](g.pool, "upd.found", n)
 	bitsN := bits.Len(uint(size)) - 1
-	if err := firstErr(g.setDesc(g.t, b),
-		tk.FillBytes(g.s, 0), tp.FillBytes(g.s, 0),
-		g.launch(g.k.updMark, n, g.descBuf, uint64(n), leaf, of, tk, tp, uint32(bitsN)),
-		g.launch(g.k.updWrite, n, g.descBuf, uint64(n), leaf, tk, tp, uint32(bitsN))); err != nil {
+	if err := firstErr(g.setDesc(g.t, b), tk.FillBytes(g.s, 0), tp.FillBytes(g.s, 0)); err != nil {
 		return err
 	}
-	g.clock.Mark(g.s, engine.MarkWorked)
-	if err := gpu.DownloadStaged(g.down, g.s, of, 0, boolBytes(found)); err != nil {
-		return err
+	pc := &pointCall{op: "update", kb: kb, vals: vals, found: boolBytes(found),
+		work: func(base, m int) error {
+			return g.launch(g.k.updMark, m, g.descBuf, uint64(base), uint64(m), leaf, of, tk, tp, uint32(bitsN))
+		},
+		after: func() error { return g.launch(g.k.updWrite, n, g.descBuf, uint64(n), leaf, tk, tp, uint32(bitsN)) },
 	}
-	return g.finish("update", n)
+	return g.point(pc, pointDev{data: b.data, offs: b.offs, vals: b.vals, found: of})
 }
 
-// ranges runs aq_scan twice, one thread per query: counts, exclusive scans
-// of counts and key bytes, then the writes at the offsets; the pairs come
-// back in one transfer per array.
+// ranges answers range queries on the device. With a limit and at most
+// rangeSlotsMax slots (queries x limit): aq_collect, one walk per query
+// that keeps its leaves in slots, exclusive scans of the slots' presence
+// and key lengths (places and key offsets), one readback of both totals,
+// then aq_emit, one thread per slot, writing the pairs. Otherwise aq_scan
+// twice, one thread per query: counts, exclusive scans of counts and key
+// bytes, then the writes at the offsets. The pairs come back in one
+// transfer per array.
 func (g *gpuEngine) ranges(qs []Query, limit int, desc bool) (*Result, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	Q := len(qs)
 	g.start()
-	los, his := make([][]byte, Q), make([][]byte, Q)
-	has := make([]uint8, Q)
-	for i, q := range qs {
-		los[i], his[i] = q.Lo, q.Hi
-		if q.Hi != nil {
-			has[i] = 1
-		}
-	}
+	los, his, has := packQueries(qs, g.workers)
 	g.down.Discard()
-	lo, err := g.upload("q.lo", Pack(los), nil, false)
+	lo, err := g.upload("q.lo", los, nil, false)
 	if err != nil {
 		return nil, fmt.Errorf("upload: %w", err)
 	}
-	hi, err := g.upload("q.hi", Pack(his), nil, false)
+	hi, err := g.upload("q.hi", his, nil, false)
 	if err != nil {
 		return nil, fmt.Errorf("upload: %w", err)
 	}
-	if err := g.pool.Reserve(gpu.NeedOf[uint8]("q.has", Q), gpu.NeedOf[uint64]("q.cnt", Q+1), gpu.NeedOf[uint64]("q.bytes", Q+1),
-		gpu.NeedOf[uint8]("q.dummy", 8)); err != nil {
+	if err := g.pool.Reserve(gpu.NeedOf[uint8]("q.has", Q), gpu.NeedOf[uint8]("q.dummy", 8)); err != nil {
 		return nil, err
 	}
-	hb, cnt, byt := gpu.Take[uint8](g.pool, "q.has", Q), gpu.Take[uint64](g.pool, "q.cnt", Q+1), gpu.Take[uint64](g.pool, "q.bytes", Q+1)
-	dummy := gpu.Take[uint8](g.pool, "q.dummy", 8)
+	hb, dummy := gpu.Take[uint8](g.pool, "q.has", Q), gpu.Take[uint8](g.pool, "q.dummy", 8)
 	if err := gpu.UploadStaged(g.up, g.s, hb, 0, has); err != nil {
 		return nil, err
 	}
 	g.clock.Mark(g.s, engine.MarkUploaded)
 	g.clock.Mark(g.s, engine.MarkSorted)
-	lim := uint64(0)
-	if limit > 0 {
-		lim = uint64(limit)
+	if err := g.setDesc(g.t, nil); err != nil {
+		return nil, err
 	}
 	dsc := int32(0)
 	if desc {
 		dsc = 1
 	}
+	var res *Result
+	if limit > 0 && Q*limit <= rangeSlotsMax {
+		res, err = g.rangesSlots(Q, limit, dsc, lo, hi, hb)
+	} else {
+		res, err = g.rangesTwoPass(Q, limit, dsc, lo, hi, hb, dummy)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := g.finish("ranges", Q); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// newResult returns a Result for total pairs of totalBytes key bytes over
+// Q queries, or an error when the key bytes do not fit 32-bit offsets.
+func newResult(Q, total int, totalBytes uint64) (*Result, error) {
+	if totalBytes > math.MaxUint32 {
+		return nil, fmt.Errorf("%d key bytes in the answers: at most %d per call", totalBytes, uint64(math.MaxUint32))
+	}
+	res := &Result{Keys: Keys{Data: make([]byte, totalBytes), Offs: make([]uint32, total+1)},
+		Values: make([]uint64, total), Offsets: make([]int, Q+1)}
+	res.Keys.Offs[total] = uint32(totalBytes)
+	return res, nil
+}
+
+// queueAnswers queues the downloads of a batch of queries' answers: the
+// query offsets qoff (Q+1, converted into res.Offsets at the end of the
+// batch by fin) and the pairs.
+func (g *gpuEngine) queueAnswers(res *Result, qoff *gpu.Buffer[uint64], okeys *gpu.Buffer[uint8], ooffs *gpu.Buffer[uint32],
+	ovals *gpu.Buffer[uint64]) (fin func(), err error) {
+	total := len(res.Values)
+	offs := make([]uint64, len(res.Offsets))
+	if err := errors.Join(gpu.DownloadStaged(g.down, g.s, qoff, 0, offs), gpu.DownloadStaged(g.down, g.s, okeys, 0, res.Keys.Data),
+		gpu.DownloadStaged(g.down, g.s, ooffs, 0, res.Keys.Offs[:total]), gpu.DownloadStaged(g.down, g.s, ovals, 0, res.Values)); err != nil {
+		return nil, err
+	}
+	return func() {
+		for i, o := range offs {
+			res.Offsets[i] = int(o)
+		}
+	}, nil
+}
+
+// rangesSlots is the single-walk form of ranges (limit > 0).
+func (g *gpuEngine) rangesSlots(Q, limit int, dsc int32, lo, hi *devBatch, hb *gpu.Buffer[uint8]) (*Result, error) {
+	S := Q * limit
+	if err := g.pool.Reserve(needsOf[uint64](S+1, "q.slots", "q.pres", "q.lens")...); err != nil {
+		return nil, err
+	}
+	u64s := takeAll[uint64](g.pool, S+1, "q.slots", "q.pres", "q.lens")
+	slots, pres, lens := u64s[0], u64s[1], u64s[2]
+	if err := firstErr(
+		g.launch(g.k.qCollect, Q+1, g.descBuf, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, pres, lens),
+		prim.DevScanExclusive(g.pe, pres, pres, S+1), prim.DevScanExclusive(g.pe, lens, lens, S+1)); err != nil {
+		return nil, fmt.Errorf("collect: %w", err)
+	}
+	rb, err := g.readSpans(span(pres, S, 1), span(lens, S, 1))
+	if err != nil {
+		return nil, err
+	}
+	total, totalBytes := int(u64sOf(rb[0])[0]), u64sOf(rb[1])[0]
+	res, err := newResult(Q, total, totalBytes)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.pool.Reserve(gpu.NeedOf[uint8]("q.okeys", int(totalBytes)), gpu.NeedOf[uint32]("q.ooffs", total+1),
+		gpu.NeedOf[uint64]("q.ovals", total), gpu.NeedOf[uint64]("q.qoff", Q+1)); err != nil {
+		return nil, err
+	}
+	okeys, ooffs := gpu.Take[uint8](g.pool, "q.okeys", int(totalBytes)), gpu.Take[uint32](g.pool, "q.ooffs", total+1)
+	ovals, qoff := gpu.Take[uint64](g.pool, "q.ovals", total), gpu.Take[uint64](g.pool, "q.qoff", Q+1)
+	if err := g.launch(g.k.qEmit, S+1, g.descBuf, uint64(S), uint64(limit), slots, pres, lens, okeys, ooffs, ovals, qoff); err != nil {
+		return nil, fmt.Errorf("emit: %w", err)
+	}
+	g.clock.Mark(g.s, engine.MarkWorked)
+	fin, err := g.queueAnswers(res, qoff, okeys, ooffs, ovals)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.drain(); err != nil {
+		return nil, err
+	}
+	fin()
+	return res, nil
+}
+
+// rangesTwoPass is the two-pass form of ranges (no limit, or too many
+// slots).
+func (g *gpuEngine) rangesTwoPass(Q, limit int, dsc int32, lo, hi *devBatch, hb, dummy *gpu.Buffer[uint8]) (*Result, error) {
+	if err := g.pool.Reserve(gpu.NeedOf[uint64]("q.cnt", Q+1), gpu.NeedOf[uint64]("q.bytes", Q+1)); err != nil {
+		return nil, err
+	}
+	cnt, byt := gpu.Take[uint64](g.pool, "q.cnt", Q+1), gpu.Take[uint64](g.pool, "q.bytes", Q+1)
+	lim := uint64(0)
+	if limit > 0 {
+		lim = uint64(limit)
+	}
 	scan := func(write int32, okeys, ooffs, ovals any) error {
 		return g.launch(g.k.qScan, Q+1, g.descBuf, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, uint64(lim), int32(dsc), int32(write),
 			cnt, byt, okeys, ooffs, ovals)
 	}
-	if err := firstErr(g.setDesc(g.t, nil), scan(0, dummy, dummy, dummy),
+	if err := firstErr(scan(0, dummy, dummy, dummy),
 		prim.DevScanExclusive(g.pe, cnt, cnt, Q+1), prim.DevScanExclusive(g.pe, byt, byt, Q+1)); err != nil {
 		return nil, fmt.Errorf("count: %w", err)
 	}
-	tc, err := g.readU64(cnt, Q, 1)
+	rb, err := g.readSpans(span(cnt, Q, 1), span(byt, Q, 1))
 	if err != nil {
 		return nil, err
 	}
-	tb, err := g.readU64(byt, Q, 1)
+	total, totalBytes := int(u64sOf(rb[0])[0]), u64sOf(rb[1])[0]
+	res, err := newResult(Q, total, totalBytes)
 	if err != nil {
 		return nil, err
-	}
-	total, totalBytes := int(tc[0]), tb[0]
-	if totalBytes > math.MaxUint32 {
-		return nil, fmt.Errorf("%d key bytes in the answers: at most %d per call", totalBytes, uint64(math.MaxUint32))
 	}
 	if err := g.pool.Reserve(gpu.NeedOf[uint8]("q.okeys", int(totalBytes)), gpu.NeedOf[uint32]("q.ooffs", total+1),
 		gpu.NeedOf[uint64]("q.ovals", total)); err != nil {
@@ -178,19 +257,13 @@ func (g *gpuEngine) ranges(qs []Query, limit int, desc bool) (*Result, error) {
 		return nil, fmt.Errorf("write: %w", err)
 	}
 	g.clock.Mark(g.s, engine.MarkWorked)
-	res := &Result{Keys: Keys{Data: make([]byte, totalBytes), Offs: make([]uint32, total+1)},
-		Values: make([]uint64, total), Offsets: make([]int, Q+1)}
-	offs := make([]uint64, Q+1)
-	if err := errors.Join(gpu.DownloadStaged(g.down, g.s, cnt, 0, offs), gpu.DownloadStaged(g.down, g.s, okeys, 0, res.Keys.Data),
-		gpu.DownloadStaged(g.down, g.s, ooffs, 0, res.Keys.Offs[:total]), gpu.DownloadStaged(g.down, g.s, ovals, 0, res.Values)); err != nil {
+	fin, err := g.queueAnswers(res, cnt, okeys, ooffs, ovals)
+	if err != nil {
 		return nil, err
 	}
-	if err := g.finish("ranges", Q); err != nil {
+	if err := g.drain(); err != nil {
 		return nil, err
 	}
-	res.Keys.Offs[total] = uint32(totalBytes)
-	for i, o := range offs {
-		res.Offsets[i] = int(o)
-	}
+	fin()
 	return res, nil
 }

@@ -42,7 +42,7 @@ type roundIn struct {
 // Scratch of a node round of up to n entries: n+1 elements each (one per
 // entry, touched node or move, and a total), and the totals.
 var (
-	round32 = []string{"n.eidx", "n.tstart", "n.idx", "n.remb", "n.nkind", "n.nidx", "n.sel", "n.oidx", "n.cnt", "n.scode",
+	round32 = []string{"n.eidx", "n.tstart", "n.idx", "n.remb", "n.nkind", "n.nidx", "n.oidx", "n.cnt", "n.scode",
 		"n.sop", "n.sgrp", "n.mcode", "n.mop", "n.mgrp"}
 	round64 = []string{"n.snode", "n.slink", "n.rem", "n.final", "n.m12", "n.m34", "n.rslot", "n.rlink", "n.okey", "n.mnode",
 		"n.mlink", "n.count"}
@@ -54,8 +54,12 @@ var (
 // tree).
 func roundNeeds(n int) []gpu.Need {
 	ns := append(needsOf[uint32](n+1, round32...), needsOf[uint64](n+1, round64...)...)
+	ns = append(ns, gpu.NeedOf[uint32]("n.fsel", numNodeKinds*(n+1)), gpu.NeedOf[uint32]("n.fcnt", numNodeKinds))
 	return append(append(ns, needsOf[uint8](n+1, round8...)...), gpu.NeedOf[uint64]("n.tot", 10))
 }
+
+// numNodeKinds is the number of inner node kinds (N4 to N256).
+const numNodeKinds = kindN256 - kindN4 + 1
 
 // nodeRound runs round.go's nodeRound on the device (art.cu's an_*
 // kernels): sort the entries (prim), gather them, select the touched
@@ -74,14 +78,15 @@ func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 		return 0, fmt.Errorf("node round: %w", err)
 	}
 	u32 := takeAll[uint32](g.pool, N, round32...)
-	eidx, tstart, idx, remb, nkind, nidx, sel, oidx, cnt := u32[0], u32[1], u32[2], u32[3], u32[4], u32[5], u32[6], u32[7], u32[8]
-	scode, sop, sgrp, mcode, mop, mgrp := u32[9], u32[10], u32[11], u32[12], u32[13], u32[14]
+	eidx, tstart, idx, remb, nkind, nidx, oidx, cnt := u32[0], u32[1], u32[2], u32[3], u32[4], u32[5], u32[6], u32[7]
+	scode, sop, sgrp, mcode, mop, mgrp := u32[8], u32[9], u32[10], u32[11], u32[12], u32[13]
 	u64 := takeAll[uint64](g.pool, N, round64...)
 	snode, slink, rem, final, m12, m34 := u64[0], u64[1], u64[2], u64[3], u64[4], u64[5]
 	rslot, rlink, okey, mnode, mlink, count := u64[6], u64[7], u64[8], u64[9], u64[10], u64[11]
 	u8 := takeAll[uint8](g.pool, N, round8...)
 	tflag, out, htrim, fflag, mflag := u8[0], u8[1], u8[2], u8[3], u8[4]
 	tot := gpu.Take[uint64](g.pool, "n.tot", 10)
+	fsel, fcnt := gpu.Take[uint32](g.pool, "n.fsel", numNodeKinds*N), gpu.Take[uint32](g.pool, "n.fcnt", numNodeKinds)
 	insert := 0
 	sorted := E
 	if in.insert {
@@ -172,17 +177,22 @@ func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 	); err != nil {
 		return 0, fmt.Errorf("node round: write: %w", err)
 	}
-	// U5 frees, per kind in node order.
+	// U5 frees, per kind in node order: each kind's selected into its own
+	// part of fsel, the four counts read back at once.
 	for kk := kindN4; kk <= kindN256; kk++ {
+		i := kk - kindN4
 		if err := firstErr(g.launch(k.nFreeFlags, T, uint64(T), tstart, snode, out, uint32(kk), fflag),
-			prim.DevSelect(g.pe, nidx, fflag, sel, T, cnt)); err != nil {
+			prim.DevSelect(g.pe, nidx, fflag, gpu.View[uint32](fsel, 4*i*N, T), T, gpu.View[uint32](fcnt, 4*i, 1))); err != nil {
 			return 0, fmt.Errorf("node round: frees: %w", err)
 		}
-		c, err := g.readU32(cnt, 0, 1)
-		if err != nil {
-			return 0, err
-		}
-		if err := g.pushPending(t, kk, sel, int(c[0])); err != nil {
+	}
+	fc, err := g.readU32(fcnt, 0, numNodeKinds)
+	if err != nil {
+		return 0, err
+	}
+	for kk := kindN4; kk <= kindN256; kk++ {
+		i := kk - kindN4
+		if err := g.pushPending(t, kk, gpu.View[uint32](fsel, 4*i*N, T), int(fc[i])); err != nil {
 			return 0, err
 		}
 	}

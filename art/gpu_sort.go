@@ -15,14 +15,18 @@ import (
 // a length clamp (art.cu's chunk_of): a stable radix sort by the chunk,
 // then a stable one by the tie's run (its first place), so each run is
 // reordered in place; keys that stay tied and go on past the chunk go to
-// the next round. Random keys take one round. Cost per round: two radix
-// sorts, three scans and selects of the tied keys.
+// the next round. Random keys take one round. Every round also runs the
+// dedupe (as_last and a select over the whole batch) and reads both counts
+// back at once: after the last round (no ties left) that dedupe is the
+// answer, so a sort costs one readback per round. Cost per round: two
+// radix sorts, three scans and selects of the tied keys, the dedupe's
+// kernel and select, one readback.
 func (g *gpuEngine) sortBatch(b *devBatch) (*gpu.Buffer[uint32], int, error) {
 	n := b.n
 	names := []string{"sort.perm", "sort.aposA", "sort.aposB", "sort.arunA", "sort.arunB", "sort.cv", "sort.k2", "sort.v2",
 		"sort.tmp", "sort.start", "sort.grp", "sort.first", "sort.order"}
 	needs := append(needsOf[uint32](n, names...), gpu.NeedOf[uint64]("sort.ck", n), gpu.NeedOf[uint8]("sort.unres", n),
-		gpu.NeedOf[uint32]("sort.cnt", 1))
+		gpu.NeedOf[uint32]("sort.cnt", 2))
 	if err := g.pool.Reserve(needs...); err != nil {
 		return nil, 0, fmt.Errorf("sort: %w", err)
 	}
@@ -32,12 +36,13 @@ func (g *gpuEngine) sortBatch(b *devBatch) (*gpu.Buffer[uint32], int, error) {
 	bufs := takeAll[uint32](g.pool, n, names...)
 	perm, apos, apos2, arun, arun2, cv, k2, v2, tmp, start, grp, first, order :=
 		bufs[0], bufs[1], bufs[2], bufs[3], bufs[4], bufs[5], bufs[6], bufs[7], bufs[8], bufs[9], bufs[10], bufs[11], bufs[12]
-	ck, unres, cnt := gpu.Take[uint64](g.pool, "sort.ck", n), gpu.Take[uint8](g.pool, "sort.unres", n), gpu.Take[uint32](g.pool, "sort.cnt", 1)
+	ck, unres, cnts := gpu.Take[uint64](g.pool, "sort.ck", n), gpu.Take[uint8](g.pool, "sort.unres", n), gpu.Take[uint32](g.pool, "sort.cnt", 2)
+	cnt, dcnt := gpu.View[uint32](cnts, 0, 1), gpu.View[uint32](cnts, 4, 1) // tied keys left; distinct keys
 	k := g.k
 	if err := firstErr(g.launch(k.iota, n, uint64(n), perm), g.launch(k.iota, n, uint64(n), apos), arun.FillBytes(g.s, 0)); err != nil {
 		return nil, 0, fmt.Errorf("sort: %w", err)
 	}
-	m := n
+	m, distinct := n, 0
 	for j := 0; m > 0; j++ {
 		steps := []func() error{
 			func() error { return g.launch(k.sChunk, m, g.descBuf, uint64(m), perm, apos, uint32(j), ck, cv) },
@@ -59,30 +64,26 @@ func (g *gpuEngine) sortBatch(b *devBatch) (*gpu.Buffer[uint32], int, error) {
 			func() error { return g.launch(k.sNewrun, m, uint64(m), grp, first, tmp) },
 			func() error { return prim.DevSelect(g.pe, apos, unres, apos2, m, cnt) },
 			func() error { return prim.DevSelect(g.pe, tmp, unres, arun2, m, cnt) },
+			// The last of each run of equal keys, in case no ties are
+			// left (unres is read above and written again before the
+			// next round's selects).
+			func() error { return g.launch(k.sLast, n, g.descBuf, uint64(n), perm, unres) },
+			func() error { return prim.DevSelect(g.pe, perm, unres, order, n, dcnt) },
 		}
 		for _, f := range steps {
 			if err := f(); err != nil {
 				return nil, 0, fmt.Errorf("sort round %d: %w", j, err)
 			}
 		}
-		c, err := g.readU32(cnt, 0, 1)
+		c, err := g.readU32(cnts, 0, 2)
 		if err != nil {
 			return nil, 0, fmt.Errorf("sort round %d: %w", j, err)
 		}
-		m = int(c[0])
+		m, distinct = int(c[0]), int(c[1])
 		apos, apos2 = apos2, apos
 		arun, arun2 = arun2, arun
 	}
-	// The last of each run of equal keys.
-	if err := firstErr(g.launch(k.sLast, n, g.descBuf, uint64(n), perm, unres),
-		prim.DevSelect(g.pe, perm, unres, order, n, cnt)); err != nil {
-		return nil, 0, fmt.Errorf("sort: dedupe: %w", err)
-	}
-	c, err := g.readU32(cnt, 0, 1)
-	if err != nil {
-		return nil, 0, fmt.Errorf("sort: dedupe: %w", err)
-	}
-	return order, int(c[0]), nil
+	return order, distinct, nil
 }
 
 // firstErr returns the first non-nil error.

@@ -342,17 +342,32 @@ func (r *Result) Query(i int) (keys [][]byte, values []uint64) {
 	return keys, r.Values[a:b]
 }
 
-// ranges answers queries in two passes over the workers: count each
-// query's pairs and key bytes, prefix sums, then write each query's pairs
-// at its offsets. Cost: twice the scans.
+// rangeSlotsMax bounds the slots (queries x limit) of the single-walk
+// form of a batch of range queries; larger batches, and those without a
+// limit, take the two-pass form.
+const rangeSlotsMax = 1 << 24
+
+// ranges answers queries over the workers. With a limit and at most
+// rangeSlotsMax slots (queries x limit) in one walk per query that keeps
+// its leaves in the query's slots, prefix sums, then the pairs copied from
+// the slots; otherwise in two passes: count each query's pairs and key
+// bytes, prefix sums, then write each query's pairs at its offsets. Cost:
+// one scan per query (two without a limit) and a copy of the answers.
 func (s *store) ranges(qs []Query, limit int, desc bool, workers int) *Result {
 	q := len(qs)
 	cnt := make([]int, q+1)
 	byt := make([]int, q+1)
+	var slots []uint64
+	if limit > 0 && q*limit <= rangeSlotsMax {
+		slots = make([]uint64, q*limit)
+	}
 	par.For(q, nodeGrain, workers, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			c, b := 0, 0
 			s.scan(qs[i].Lo, qs[i].Hi, limit, desc, func(l uint64) bool {
+				if slots != nil {
+					slots[i*limit+c] = l
+				}
 				c++
 				b += linkAux(l)
 				return true
@@ -373,6 +388,15 @@ func (s *store) ranges(qs []Query, limit int, desc bool, workers int) *Result {
 	par.For(q, nodeGrain, workers, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			j, o := cnt[i], byt[i]
+			if slots != nil {
+				for _, l := range slots[i*limit : i*limit+cnt[i+1]-cnt[i]] {
+					res.Keys.Offs[j] = uint32(o)
+					o += copy(res.Keys.Data[o:], s.leafKey(l))
+					res.Values[j] = s.leafValue(l)
+					j++
+				}
+				continue
+			}
 			s.scan(qs[i].Lo, qs[i].Hi, limit, desc, func(l uint64) bool {
 				k := s.leafKey(l)
 				res.Keys.Offs[j] = uint32(o)

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"unsafe"
+
+	"warpkv/internal/par"
 )
 
 // Keys is a batch of byte-string keys packed in one buffer, the form every
@@ -16,31 +19,47 @@ type Keys struct {
 	Offs []uint32
 }
 
-// Pack packs keys into one buffer. Cost: one copy of the keys.
-func Pack(keys [][]byte) Keys {
-	n := 0
-	for _, k := range keys {
-		n += len(k)
-	}
-	out := Keys{Data: make([]byte, 0, n), Offs: make([]uint32, 1, len(keys)+1)}
-	for _, k := range keys {
-		out.Data = append(out.Data, k...)
-		out.Offs = append(out.Offs, uint32(len(out.Data)))
-	}
-	return out
+// Pack packs keys into one buffer. Cost: one copy of the keys (on
+// GOMAXPROCS goroutines for large batches).
+func Pack(keys [][]byte) Keys { return packFunc(len(keys), func(i int) []byte { return keys[i] }) }
+
+// PackStrings packs string keys into one buffer. Cost: one copy (on
+// GOMAXPROCS goroutines for large batches).
+func PackStrings(keys []string) Keys {
+	return packFunc(len(keys), func(i int) []byte { return unsafe.Slice(unsafe.StringData(keys[i]), len(keys[i])) })
 }
 
-// PackStrings packs string keys into one buffer. Cost: one copy.
-func PackStrings(keys []string) Keys {
-	n := 0
-	for _, k := range keys {
-		n += len(k)
+// packMinPart is the fewest keys one goroutine of packFunc handles.
+const packMinPart = 1 << 15
+
+// packFunc packs the n keys key(i) (read only): each part of the keys sums
+// its lengths, the parts' starts are summed in order, then each part writes
+// its offsets and copies its bytes. Cost: two passes over the keys, split
+// over the workers.
+func packFunc(n int, key func(i int) []byte) Keys {
+	parts := par.Parts(n, packMinPart, 0)
+	start := make([]int, parts+1)
+	par.Ranges(n, parts, func(p, lo, hi int) {
+		t := 0
+		for i := lo; i < hi; i++ {
+			t += len(key(i))
+		}
+		start[p+1] = t
+	})
+	for p := range parts {
+		start[p+1] += start[p]
 	}
-	out := Keys{Data: make([]byte, 0, n), Offs: make([]uint32, 1, len(keys)+1)}
-	for _, k := range keys {
-		out.Data = append(out.Data, k...)
-		out.Offs = append(out.Offs, uint32(len(out.Data)))
-	}
+	// Past 4 GiB of keys the offsets wrap; check refuses such a batch by
+	// its length.
+	out := Keys{Data: make([]byte, start[parts]), Offs: make([]uint32, n+1)}
+	par.Ranges(n, parts, func(p, lo, hi int) {
+		o := start[p]
+		for i := lo; i < hi; i++ {
+			out.Offs[i] = uint32(o)
+			o += copy(out.Data[o:], key(i))
+		}
+	})
+	out.Offs[n] = uint32(start[parts])
 	return out
 }
 
@@ -66,7 +85,9 @@ func (k Keys) Unpack() [][]byte {
 
 // check validates a batch for op: offsets in order and within Data, every
 // key at most MaxKeyLen bytes, and n values when values is not nil. Cost:
-// O(keys).
+// O(keys) over GOMAXPROCS goroutines (checkParts), one unsigned
+// subtraction per key; a failing batch is scanned again in order to name
+// its first bad key.
 func (k Keys) check(op string, values []uint64, withValues bool) error {
 	n := k.Len()
 	if withValues && len(values) != n {
@@ -75,7 +96,57 @@ func (k Keys) check(op string, values []uint64, withValues bool) error {
 	if uint64(len(k.Data)) > math.MaxUint32 {
 		return fmt.Errorf("art: %s: %d key bytes in one batch: at most %d", op, len(k.Data), uint64(math.MaxUint32))
 	}
-	for i := range n {
+	if n == 0 || (int(k.Offs[n]) <= len(k.Data) && offsetsOK(k.Offs, 0)) {
+		return nil
+	}
+	return k.firstBad(op)
+}
+
+// checkMinPart is the fewest keys one goroutine of offsetsOK checks.
+const checkMinPart = 1 << 16
+
+// offsetsOK's shift by 16 holds only for MaxKeyLen = 2^16 - 1.
+var _ [MaxKeyLen - (1<<16 - 1)]struct{}
+var _ [(1<<16 - 1) - MaxKeyLen]struct{}
+
+// offsetsOK reports whether every key of offs (offsets of len(offs)-1
+// keys) ends at or after its start and is at most MaxKeyLen bytes: the
+// offsets then rise, so the last one bounds them all. workers <= 0 means
+// GOMAXPROCS. Cost: one pass over offs, split over the workers.
+func offsetsOK(offs []uint32, workers int) bool {
+	n := len(offs) - 1
+	if n <= 0 {
+		return true
+	}
+	parts := par.Parts(n, checkMinPart, workers)
+	bad := make([]uint32, parts)
+	par.Ranges(n, parts, func(p, lo, hi int) {
+		// A key's b - a has a bit at 16 or above exactly when b < a (the
+		// difference wraps) or the key is longer than MaxKeyLen = 2^16 - 1;
+		// the differences are ORed, four keys a step.
+		var acc uint32
+		s := offs[lo : hi+1]
+		i := 1
+		for ; i+3 < len(s); i += 4 {
+			acc |= (s[i] - s[i-1]) | (s[i+1] - s[i]) | (s[i+2] - s[i+1]) | (s[i+3] - s[i+2])
+		}
+		for ; i < len(s); i++ {
+			acc |= s[i] - s[i-1]
+		}
+		bad[p] = acc >> 16
+	})
+	for _, b := range bad {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// firstBad returns the error of a batch's first bad key (in key order),
+// as a sequential check finds it.
+func (k Keys) firstBad(op string) error {
+	for i := range k.Len() {
 		a, b := k.Offs[i], k.Offs[i+1]
 		if b < a || int(b) > len(k.Data) {
 			return fmt.Errorf("art: %s: key %d: offsets %d..%d outside the %d data bytes", op, i, a, b, len(k.Data))
@@ -105,3 +176,28 @@ func prefixEnd(p []byte) []byte {
 
 // compareKeys orders keys bytewise, a proper prefix first.
 func compareKeys(a, b []byte) int { return bytes.Compare(a, b) }
+
+// packQueries packs the queries' lower and upper bounds into two batches
+// (a nil Hi packs as empty) and says which have an upper bound, copying
+// the bytes on the workers (<= 0: GOMAXPROCS). Cost: O(queries) offsets
+// in order, then one parallel copy of the bounds.
+func packQueries(qs []Query, workers int) (lo, hi Keys, has []uint8) {
+	q := len(qs)
+	lo, hi = Keys{Offs: make([]uint32, q+1)}, Keys{Offs: make([]uint32, q+1)}
+	has = make([]uint8, q)
+	for i, x := range qs {
+		lo.Offs[i+1] = lo.Offs[i] + uint32(len(x.Lo))
+		hi.Offs[i+1] = hi.Offs[i] + uint32(len(x.Hi))
+		if x.Hi != nil {
+			has[i] = 1
+		}
+	}
+	lo.Data, hi.Data = make([]byte, lo.Offs[q]), make([]byte, hi.Offs[q])
+	par.Ranges(q, par.Parts(q, 1<<12, workers), func(_, a, b int) {
+		for i := a; i < b; i++ {
+			copy(lo.Data[lo.Offs[i]:], qs[i].Lo)
+			copy(hi.Data[hi.Offs[i]:], qs[i].Hi)
+		}
+	})
+	return lo, hi, has
+}

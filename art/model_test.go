@@ -146,8 +146,32 @@ func (m *model) query(q Query, limit int, desc bool) []string {
 	return out
 }
 
-// subject is a Tree under test.
-type subject struct{ t *Tree }
+// subject is a Tree under test; staged sends its lookups through
+// LookupStaged.
+type subject struct {
+	t      *Tree
+	staged bool
+}
+
+// getStaged is Get through a Staging.
+func (s *subject) getStaged(keys [][]byte) ([]uint64, []bool, error) {
+	kb := Pack(keys)
+	st, err := s.t.NewStaging(len(keys), len(kb.Data))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer st.Free()
+	copy(st.Data, kb.Data)
+	copy(st.Offs, kb.Offs)
+	if err := s.t.LookupStaged(st, len(keys)); err != nil {
+		return nil, nil, err
+	}
+	found := make([]bool, len(keys))
+	for i, f := range st.Found[:len(keys)] {
+		found[i] = f == 1
+	}
+	return slices.Clone(st.Values[:len(keys)]), found, nil
+}
 
 func (s *subject) Check() error { return s.t.Check() }
 func (s *subject) Close() error { return s.t.Close() }
@@ -164,7 +188,11 @@ func (s *subject) Apply(b batch) (answer, error) {
 	case tUpdate:
 		a.Found, err = t.Update(b.keys, b.vals)
 	case tGet:
-		a.Vals, a.Found, err = t.Get(b.keys)
+		if s.staged {
+			a.Vals, a.Found, err = s.getStaged(b.keys)
+		} else {
+			a.Vals, a.Found, err = t.Get(b.keys)
+		}
 	case tDelete:
 		a.N, err = t.Delete(b.keys)
 	case tRanges, tRangesDesc, tPrefix:
@@ -246,20 +274,35 @@ func sameContents(m *model, sub enginetest.Subject[batch, answer]) error {
 
 // targets are the CPU engine (two workers, so that the parallel phases
 // interleave) and the GPU engine, with one thread and with 8 lanes per
-// lookup.
+// lookup, and with lookups and updates pipelined in chunks of a few keys
+// (lookups from pinned staging, and from Go slices with 8 lanes).
 func targets() []enginetest.Target[batch, answer] {
 	return []enginetest.Target[batch, answer]{
 		{Name: "cpu", Open: func(_ testing.TB, _ *gpu.Device) (enginetest.Subject[batch, answer], error) {
 			t, err := New(Options{Device: "cpu", Workers: 2})
-			return &subject{t}, err
+			return &subject{t: t}, err
 		}},
 		{Name: "gpu", GPU: true, Open: func(_ testing.TB, d *gpu.Device) (enginetest.Subject[batch, answer], error) {
 			t, err := New(Options{GPU: d})
-			return &subject{t}, err
+			return &subject{t: t}, err
 		}},
 		{Name: "gpu, 8 lanes per lookup", GPU: true, Open: func(_ testing.TB, d *gpu.Device) (enginetest.Subject[batch, answer], error) {
 			t, err := New(Options{GPU: d, LookupLanes: 8})
-			return &subject{t}, err
+			return &subject{t: t}, err
+		}},
+		{Name: "gpu, chunks of 5 keys, staged lookups", GPU: true, Open: func(_ testing.TB, d *gpu.Device) (enginetest.Subject[batch, answer], error) {
+			t, err := New(Options{GPU: d})
+			if err == nil {
+				t.eng.(*gpuEngine).chunkMin = 5
+			}
+			return &subject{t: t, staged: true}, err
+		}},
+		{Name: "gpu, chunks of 3 keys, 8 lanes per lookup", GPU: true, Open: func(_ testing.TB, d *gpu.Device) (enginetest.Subject[batch, answer], error) {
+			t, err := New(Options{GPU: d, LookupLanes: 8})
+			if err == nil {
+				t.eng.(*gpuEngine).chunkMin = 3
+			}
+			return &subject{t: t}, err
 		}},
 	}
 }

@@ -65,37 +65,47 @@ func (st *Staging) Free() error {
 	return err
 }
 
-// keys returns the first n staged keys.
+// keys returns the first n staged keys after the checks that cost O(1):
+// the count fits, Offs[0] is 0 and the last offset lies in Data. The
+// caller runs kb.check (the GPU engine while the keys are on the way).
 func (st *Staging) keys(n int) (Keys, error) {
 	if n < 0 || n+1 > len(st.Offs) || n > len(st.Values) {
 		return Keys{}, fmt.Errorf("art: %d keys staged in a staging of %d", n, len(st.Values))
 	}
-	kb := Keys{Data: st.Data[:st.Offs[n]], Offs: st.Offs[:n+1]}
+	if st.Offs[0] != 0 {
+		return Keys{}, fmt.Errorf("art: staging: Offs[0] is %d, want 0", st.Offs[0])
+	}
 	if int(st.Offs[n]) > len(st.Data) {
 		return Keys{}, fmt.Errorf("art: staged keys end at byte %d of %d", st.Offs[n], len(st.Data))
 	}
-	return kb, kb.check("lookup", nil, false)
+	return Keys{Data: st.Data[:st.Offs[n]], Offs: st.Offs[:n+1]}, nil
 }
 
 // LookupStaged looks up the first n keys staged in st and leaves the
-// answers in st.Values[:n] and st.Found[:n]. On the GPU engine the keys go
-// to the device and the answers come back by DMA from and to the pinned
-// buffers, without host copies. Cost: as Lookup, less the host copies.
+// answers in st.Values[:n] and st.Found[:n]. st.Offs[0] must be 0. On the
+// GPU engine the keys go to the device and the answers come back by DMA
+// from and to the pinned buffers, in pipelined chunks, without host
+// copies; the batch's check runs on all cores while the keys are on the
+// way. Cost: as Lookup, less the host copies.
 func (t *Tree) LookupStaged(st *Staging, n int) error {
 	kb, err := st.keys(n)
 	if err != nil {
 		return err
 	}
+	check := func() error { return kb.check("lookup", nil, false) }
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if t.closed {
 		return errClosed
 	}
 	if g, ok := t.eng.(*gpuEngine); ok {
-		if err := g.lookupInto(kb, st.Values[:n], st.Found[:n], true); err != nil {
+		if err := g.lookupInto(kb, st.Values[:n], st.Found[:n], true, check); err != nil {
 			return fmt.Errorf("art: lookup: %w", err)
 		}
 		return nil
+	}
+	if err := check(); err != nil {
+		return err
 	}
 	vals, found := st.Values[:n], make([]bool, n)
 	if err := t.eng.lookup(kb, vals, found); err != nil {

@@ -1,7 +1,9 @@
 package art
 
 import (
+	"encoding/binary"
 	"errors"
+	"unsafe"
 
 	"warpkv/gpu"
 )
@@ -100,4 +102,62 @@ func (g *gpuEngine) readU64(b *gpu.Buffer[uint64], off, n int) ([]uint64, error)
 
 func (g *gpuEngine) readU32(b *gpu.Buffer[uint32], off, n int) ([]uint32, error) {
 	return readBack(g, b, off, n)
+}
+
+// span is n elements of b from off viewed as bytes: one part of a
+// readSpans.
+func span[T any](b *gpu.Buffer[T], off, n int) *gpu.Buffer[byte] {
+	var z T
+	size := int(unsafe.Sizeof(z))
+	return gpu.View[byte](b, off*size, n*size)
+}
+
+// readSpans reads several small device arrays (spans) back with one
+// synchronization: each is queued into its place in the pool's pinned
+// buffer, then the stream is synchronized once. It returns each span's
+// bytes (copies). Cost: one transfer per span and one synchronization.
+func (g *gpuEngine) readSpans(spans ...*gpu.Buffer[byte]) ([][]byte, error) {
+	total := 0
+	for _, sp := range spans {
+		total += (sp.Len() + 7) &^ 7
+	}
+	h, err := gpu.Host[byte](g.pool, "host.readback", total)
+	if err != nil {
+		return nil, err
+	}
+	at := make([]int, len(spans))
+	o := 0
+	for i, sp := range spans {
+		at[i] = o
+		if err := sp.Read(g.s, 0, h[o:o+sp.Len()]); err != nil {
+			return nil, err
+		}
+		o += (sp.Len() + 7) &^ 7
+	}
+	if err := g.s.Synchronize(); err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(spans))
+	for i, sp := range spans {
+		out[i] = append([]byte(nil), h[at[i]:at[i]+sp.Len()]...)
+	}
+	return out, nil
+}
+
+// u32sOf and u64sOf decode a span's bytes (little-endian, as the device
+// writes them).
+func u32sOf(b []byte) []uint32 {
+	out := make([]uint32, len(b)/4)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	return out
+}
+
+func u64sOf(b []byte) []uint64 {
+	out := make([]uint64, len(b)/8)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint64(b[8*i:])
+	}
+	return out
 }

@@ -338,13 +338,17 @@ func (c ARTCheck) String() string {
 	return fmt.Sprintf("len %d, found %d, checksum %#x", c.Len, c.Found, c.Sum)
 }
 
-// ARTMix is the checksum term of a found pair.
+// ARTMix is the checksum term of a found pair: the key's bytes eight at a
+// time (then the tail) folded into the value, mixed with the key's length.
 func ARTMix(k []byte, v uint64) uint64 {
-	h := v
+	h, n := v, len(k)
+	for ; len(k) >= 8; k = k[8:] {
+		h = (h ^ binary.LittleEndian.Uint64(k)) * 0x100000001b3
+	}
 	for _, b := range k {
 		h = h*0x100000001b3 ^ uint64(b)
 	}
-	return prim.SplitMix64(h, uint64(len(k)))
+	return prim.SplitMix64(h, uint64(n))
 }
 
 // artPhaser is an implementation that reports its last batch's phases.
@@ -373,7 +377,8 @@ type ARTLimits struct {
 
 // RunARTCase measures impl on case c, median of reps runs after
 // DefaultWarmup: the tree is built from in.Tree outside the timed region
-// (before each run for inserts, deletes and updates). It returns the case's
+// (before each run for inserts and deletes; once for the other cases:
+// updates write the same values every run). It returns the case's
 // row and, for an implementation that reports its phases, a "kernels" row
 // (the engine's work phase alone) with its ratio to the random 32-byte
 // gather rate, and the whole call's ratio to the pinned transfer limit.
@@ -398,8 +403,11 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 		prepare, run = setup, func() error { return impl.Insert(d.Keys, d.Values) }
 	case ARTDelete:
 		prepare, run = setup, func() error { return impl.Delete(d.Keys) }
-	case ARTUpdate:
-		prepare, run = setup, func() error { return impl.Update(d.Keys, d.Values) }
+	case ARTUpdate: // the same values every run: the tree is built once
+		if err := setup(); err != nil {
+			return nil, ch, err
+		}
+		run = func() error { return impl.Update(d.Keys, d.Values) }
 	case ARTLookup, ARTMiss:
 		if err := setup(); err != nil {
 			return nil, ch, err
@@ -688,20 +696,58 @@ type ARTEngines struct {
 	dev     *gpu.Device
 }
 
-// OpenARTEngines returns the CPU engine and, when device resolves to a
-// GPU, the GPU engine (with the device's measured limits).
-func OpenARTEngines(device string) (*ARTEngines, error) {
+// ParseARTEngines parses an engines option ("cpu", "gpu", "cpu,gpu"; ""
+// is both) into which engines to run.
+func ParseARTEngines(s string) (cpu, gpu bool, err error) {
+	if strings.TrimSpace(s) == "" {
+		return true, true, nil
+	}
+	for _, name := range strings.Split(s, ",") {
+		switch strings.TrimSpace(name) {
+		case "cpu":
+			cpu = true
+		case "gpu":
+			gpu = true
+		default:
+			return false, false, fmt.Errorf("engines %q: unknown engine %q (want cpu, gpu)", s, strings.TrimSpace(name))
+		}
+	}
+	return cpu, gpu, nil
+}
+
+// OpenARTEngines returns warpkv's engines that engines names (see
+// ParseARTEngines): the CPU engine and, when device resolves to a GPU,
+// the GPU engine (with the device's measured limits). Naming the GPU
+// engine alone without a usable GPU is an error.
+func OpenARTEngines(device, engines string) (*ARTEngines, error) {
+	wantCPU, wantGPU, err := ParseARTEngines(engines)
+	if err != nil {
+		return nil, err
+	}
 	c, err := gpu.Choose(device)
 	if err != nil {
 		return nil, err
 	}
-	e := &ARTEngines{dev: c.Device}
-	ct, err := art.New(art.Options{Device: "cpu"})
-	if err != nil {
-		return nil, errors.Join(err, e.Close())
+	if wantGPU && !wantCPU && c.Device == nil {
+		return nil, fmt.Errorf("engines %q: no usable GPU: %s", engines, c.Reason)
 	}
-	e.Impls = append(e.Impls, &artEngine{name: "cpu", t: ct})
-	e.Engines = append(e.Engines, fmt.Sprintf("cpu: warpkv art CPU engine, %d workers (GOMAXPROCS)", runtime.GOMAXPROCS(0)))
+	if !wantGPU && c.Device != nil {
+		if err := c.Device.Close(); err != nil {
+			return nil, err
+		}
+		c.Device, c.Reason = nil, "not asked for (engines "+engines+")"
+	}
+	e := &ARTEngines{dev: c.Device}
+	if wantCPU {
+		ct, err := art.New(art.Options{Device: "cpu"})
+		if err != nil {
+			return nil, errors.Join(err, e.Close())
+		}
+		e.Impls = append(e.Impls, &artEngine{name: "cpu", t: ct})
+		e.Engines = append(e.Engines, fmt.Sprintf("cpu: warpkv art CPU engine, %d workers (GOMAXPROCS)", runtime.GOMAXPROCS(0)))
+	} else {
+		e.Engines = append(e.Engines, "no cpu engine rows: engines "+engines)
+	}
 	if c.Device == nil {
 		e.Engines = append(e.Engines, "no gpu rows: "+c.Reason)
 		return e, nil
@@ -790,6 +836,13 @@ func RunARTCases(rep *Report, cases []ARTCase, impls []ARTImpl, reps func(ARTImp
 				rows[0] = rows[0].VsPeer(ref.Engine, ref)
 			}
 			rep.add(rows...)
+			for _, r := range rows { // so that a run cut short still shows its figures
+				if r.RatioTo != "" {
+					p.Printf("  %s: %s ops/s, %s", r.Op, SI(r.OpsPerSec), formatRatio(r.Ratio, r.RatioTo))
+				} else {
+					p.Printf("  %s: %s ops/s", r.Op, SI(r.OpsPerSec))
+				}
+			}
 		}
 	}
 	return errors.Join(failed...)
@@ -797,7 +850,8 @@ func RunARTCases(rep *Report, cases []ARTCase, impls []ARTImpl, reps func(ARTImp
 
 // RunART measures CuART (package art) on the cases of ARTCases with
 // largest tree Options.Size (default ARTGPUSize with a GPU, ARTCPUSize
-// on the CPU engine alone). Peers (hashicorp/go-immutable-radix,
+// on the CPU engine alone), on the engines Options.Engines names, and
+// sums the rows up against the targets (Report.Summary). Peers (hashicorp/go-immutable-radix,
 // tidwall/btree, a Go map) on the same cases: compat/cmd/artbench.
 func RunART(o Options) (*Report, error) {
 	rep := newReport("art", o.reps())
@@ -805,7 +859,7 @@ func RunART(o Options) (*Report, error) {
 	if o.Size != 0 && o.Size < ARTMinSize {
 		return nil, fmt.Errorf("bench art: size %d: want at least %d", o.Size, ARTMinSize)
 	}
-	eng, err := OpenARTEngines(o.Device)
+	eng, err := OpenARTEngines(o.Device, o.Engines)
 	if err != nil {
 		return nil, fmt.Errorf("bench art: %w", err)
 	}
@@ -817,6 +871,7 @@ func RunART(o Options) (*Report, error) {
 	rep.Engines = append(rep.Engines, eng.Engines...)
 	rep.Notes = append(rep.Notes, ARTInputNotes()...)
 	err = RunARTCases(rep, ARTCases(size), eng.Impls, func(ARTImpl) int { return o.reps() }, eng.Limits, p, nil)
+	rep.Summary, rep.SummaryTitle = ARTSummary(rep.Results, size, "")
 	rep.finish()
 	if err != nil {
 		return rep, fmt.Errorf("bench art: %w", err)

@@ -54,3 +54,58 @@ func TestARTKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestARTEnginesOption checks the engines option: both by default, each
+// alone, unknown names refused, and the GPU engine alone refused without
+// a GPU.
+func TestARTEnginesOption(t *testing.T) {
+	for _, c := range []struct {
+		in       string
+		cpu, gpu bool
+		ok       bool
+	}{{"", true, true, true}, {"cpu", true, false, true}, {"gpu", false, true, true}, {"gpu, cpu", true, true, true},
+		{"tpu", false, false, false}, {"cpu,", false, false, false}} {
+		cpu, gpu, err := ParseARTEngines(c.in)
+		if (err == nil) != c.ok || (c.ok && (cpu != c.cpu || gpu != c.gpu)) {
+			t.Errorf("%q: cpu %v gpu %v err %v", c.in, cpu, gpu, err)
+		}
+	}
+	if _, err := RunART(Options{Device: "cpu", Engines: "gpu", Size: 4000, Reps: 1}); err == nil {
+		t.Fatal("engines gpu on the CPU accepted")
+	}
+}
+
+// TestARTSummaryFindsTheTargetRows builds the GPU rows of the target cases
+// at a size and checks that the summary picks each with its ratio to the
+// target, and the peer rows when a peer is named.
+func TestARTSummaryFindsTheTargetRows(t *testing.T) {
+	const size = 2_000_000
+	var results []Result
+	for _, tg := range ARTTargets {
+		c := artMainCase(tg.Op, size)
+		if c.Op == "" {
+			t.Fatalf("no %s case at size %d", tg.Op, size)
+		}
+		results = append(results, NewResult(c.Name()+tg.Suffix, "gpu", int64(c.Batch), 0, 1e-3))
+	}
+	lk := artMainCase(ARTLookup, size)
+	results = append(results, NewResult(lk.Name(), "iradix, 1 goroutine", int64(lk.Batch), 0, 1),
+		NewResult(lk.Name(), "cpu", int64(lk.Batch), 0, 0.1))
+	sum, title := ARTSummary(results, size, "")
+	if len(sum) != len(ARTTargets) || !strings.Contains(title, "2M keys") {
+		t.Fatalf("%d rows for %d targets, title %q", len(sum), len(ARTTargets), title)
+	}
+	for i, r := range sum {
+		tg := ARTTargets[i]
+		if want := float64(artMainCase(tg.Op, size).Batch) / 1e-3 / tg.Min; tg.Min > 0 && (r.RatioTo != "target" || r.Ratio != want) {
+			t.Errorf("%s: ratio %v %s, want %v", r.Op, r.Ratio, r.RatioTo, want)
+		}
+	}
+	sum, _ = ARTSummary(results, size, "iradix, 1 goroutine")
+	if n := len(sum) - len(ARTTargets); n != 2 {
+		t.Fatalf("%d peer rows, want the GPU's and the CPU engine's lookups against the peer", n)
+	}
+	if sum, _ := ARTSummary(results[len(results)-1:], size, ""); sum != nil {
+		t.Fatal("a summary without GPU rows")
+	}
+}

@@ -14,6 +14,10 @@ type Options struct {
 	Size     int       // problem size, the suite's unit; 0: the suite's default
 	Reps     int       // timed repetitions behind each median; 0: DefaultReps
 	Progress io.Writer // progress lines (typically os.Stderr); nil: none
+	// Engines lists the engines a suite runs, comma-separated ("cpu",
+	// "gpu"); "": every engine the device option allows. The art suite
+	// honours it (--engines gpu: the GPU rows alone, for large sizes).
+	Engines string
 }
 
 func (o Options) reps() int {

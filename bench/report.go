@@ -25,6 +25,12 @@ type Report struct {
 	Notes      []string  `json:"notes,omitempty"` // anything a reader must know to trust the numbers
 	DurationS  float64   `json:"duration_s"`      // wall-clock seconds the whole suite took
 	startedMon time.Time // monotonic start, for DurationS
+
+	// Summary, when a suite gives one, is a short table printed after the
+	// results (the art suite: its rows against the issue's targets),
+	// under SummaryTitle.
+	Summary      []Result `json:"summary,omitempty"`
+	SummaryTitle string   `json:"summary_title,omitempty"`
 }
 
 // newReport starts a report for a suite, stamping the environment.

@@ -301,3 +301,17 @@ func TestARTRunErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchARTEngines runs `warpkv bench art` with --engines: the CPU
+// engine alone at a small size prints its rows, and the GPU engine alone
+// without a GPU is an error naming why.
+func TestBenchARTEngines(t *testing.T) {
+	code, out, errOut := runCmd("bench", "art", "--device", "cpu", "--engines", "cpu", "--size", "2000", "--reps", "1", "--quiet")
+	if code != 0 || !strings.Contains(out, "lookup 2k, 16 B keys, in 2k") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, _, errOut = runCmd("bench", "art", "--device", "cpu", "--engines", "gpu", "--size", "2000", "--quiet")
+	if code == 0 || !strings.Contains(errOut, "no usable GPU") {
+		t.Fatalf("--engines gpu on the CPU: exit %d\n%s", code, errOut)
+	}
+}

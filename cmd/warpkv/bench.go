@@ -28,13 +28,14 @@ func runBench(e *env, args []string) error {
 		return runBenchServe(e, args[1:])
 	}
 	names := suiteNames()
-	fs := newFlagSet(e, "bench", fmt.Sprintf("warpkv bench %s [--device auto|cpu|gpu|gpu:N] [--json FILE] [--size N] [--reps N]",
+	fs := newFlagSet(e, "bench", fmt.Sprintf("warpkv bench %s [--device auto|cpu|gpu|gpu:N] [--engines cpu,gpu] [--json FILE] [--size N] [--reps N]",
 		strings.Join(names, "|")))
 	device := fs.String("device", "", "engine: auto, cpu, gpu or gpu:N (default: $"+gpu.EnvDevice+", else auto)")
 	jsonPath := fs.String("json", "", "also write the results as JSON to `FILE`")
 	size := fs.Int("size", 0, "problem size in the suite's unit (0: the suite's default)")
 	reps := fs.Int("reps", bench.DefaultReps, "timed repetitions behind each median")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	engines := fs.String("engines", "", "engines to run, comma-separated: cpu, gpu (default: every engine the device allows; art only)")
 	usage := fs.Usage
 	fs.Usage = func() {
 		usage()
@@ -66,7 +67,7 @@ func runBench(e *env, args []string) error {
 	if *size < 0 || *reps < 1 {
 		return usagef("--size must be >= 0 and --reps >= 1")
 	}
-	opts := bench.Options{Device: *device, Size: *size, Reps: *reps}
+	opts := bench.Options{Device: *device, Size: *size, Reps: *reps, Engines: *engines}
 	if !*quiet {
 		opts.Progress = e.stderr
 	}
@@ -83,6 +84,12 @@ func runBench(e *env, args []string) error {
 	fmt.Fprintf(e.stdout, "median of %d runs; ratio: throughput relative to the named reference\n\n", rep.Reps)
 	if err := bench.PrintTable(e.stdout, rep.Results); err != nil {
 		return err
+	}
+	if len(rep.Summary) > 0 {
+		fmt.Fprintf(e.stdout, "\n%s\n\n", rep.SummaryTitle)
+		if err := bench.PrintTable(e.stdout, rep.Summary); err != nil {
+			return err
+		}
 	}
 	if *jsonPath != "" {
 		if err := bench.SaveJSON(*jsonPath, rep); err != nil {

@@ -6,6 +6,7 @@
 //
 //	cd compat && go run ./cmd/artbench --size 1000000
 //	cd compat && go run ./cmd/artbench --device gpu --size 100000000 --single-max 10000000 --peer-reps 1
+//	cd compat && go run ./cmd/artbench --device gpu --size 100000000 --engines gpu --peers ""
 //
 // Peers: hashicorp/go-immutable-radix v2 (a radix tree; batches of writes
 // in one transaction), tidwall/btree's Map over string keys, and a Go map
@@ -20,7 +21,10 @@
 // rows: to the pinned transfer limit, with a kernels row against the
 // random gather rate). Every implementation's answer (tree size, found
 // count and checksum) must equal the first one's: a wrong one posts no
-// figure but a FAILED note, and the command exits with status 1.
+// figure but a FAILED note, and the command exits with status 1. A short
+// table last sums the rows up against the issue's targets (bench.ARTSummary:
+// the GPU engine's rows, the GPU engine against go-immutable-radix on one
+// goroutine, the CPU engine's lookups against it per core).
 package main
 
 import (
@@ -51,6 +55,7 @@ func main() {
 	reps := flag.Int("reps", bench.DefaultReps, "timed repetitions behind each median")
 	peerReps := flag.Int("peer-reps", 0, "timed repetitions of the peers (0: --reps)")
 	device := flag.String("device", "auto", "warpkv engines: cpu, or auto, gpu, gpu:N to add the GPU engine")
+	engines := flag.String("engines", "", "warpkv engines to run, comma-separated: cpu, gpu (default: every one the device allows)")
 	singleMax := flag.Int("single-max", defaultSingleMax, "largest case (tree or batch, in keys) the peers run")
 	peers := flag.String("peers", "iradix,tidwall,map", "peers to measure, comma-separated (iradix, tidwall, map; empty: none)")
 	jsonPath := flag.String("json", "", "also write the results as JSON to `FILE`")
@@ -67,7 +72,7 @@ func main() {
 	if *peerReps == 0 {
 		*peerReps = *reps
 	}
-	rep, err := run(config{size: *size, reps: *reps, peerReps: *peerReps, device: *device, singleMax: *singleMax, peers: *peers}, progress)
+	rep, err := run(config{size: *size, reps: *reps, peerReps: *peerReps, device: *device, engines: *engines, singleMax: *singleMax, peers: *peers}, progress)
 	if rep != nil {
 		for _, line := range rep.Engines {
 			fmt.Println(line)
@@ -78,6 +83,12 @@ func main() {
 		fmt.Printf("median of %d runs after a warm-up run; ratio: throughput relative to the named reference\n\n", rep.Reps)
 		if perr := bench.PrintTable(os.Stdout, rep.Results); perr != nil && err == nil {
 			err = perr
+		}
+		if len(rep.Summary) > 0 {
+			fmt.Printf("\n%s\n\n", rep.SummaryTitle)
+			if perr := bench.PrintTable(os.Stdout, rep.Summary); perr != nil && err == nil {
+				err = perr
+			}
 		}
 		if *jsonPath != "" {
 			if perr := bench.SaveJSON(*jsonPath, rep); perr != nil && err == nil {
@@ -93,14 +104,14 @@ func main() {
 
 type config struct {
 	size, reps, peerReps int
-	device               string
+	device, engines      string
 	singleMax            int
 	peers                string
 }
 
 // run measures the peers and warpkv's engines on the suite's cases.
 func run(cfg config, p *bench.Progress) (*bench.Report, error) {
-	eng, err := bench.OpenARTEngines(cfg.device)
+	eng, err := bench.OpenARTEngines(cfg.device, cfg.engines)
 	if err != nil {
 		return nil, err
 	}
@@ -169,6 +180,11 @@ func run(cfg config, p *bench.Progress) (*bench.Report, error) {
 		return cfg.reps
 	}
 	err = bench.RunARTCases(rep, bench.ARTCases(size), impls, reps, eng.Limits, p, skip)
+	peer := ""
+	if slices.ContainsFunc(impls, func(im bench.ARTImpl) bool { return im.Name() == "iradix, 1 goroutine" }) {
+		peer = "iradix, 1 goroutine"
+	}
+	rep.Summary, rep.SummaryTitle = bench.ARTSummary(rep.Results, size, peer)
 	rep.DurationS = time.Since(start).Seconds()
 	return rep, err
 }

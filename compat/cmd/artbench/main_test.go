@@ -26,6 +26,17 @@ func TestRunSmall(t *testing.T) {
 			t.Errorf("no rows of %s", e)
 		}
 	}
+	if len(rep.Summary) == 0 || !strings.Contains(rep.SummaryTitle, "targets") {
+		t.Errorf("no summary: %q %v", rep.SummaryTitle, rep.Summary)
+	}
+	for _, r := range rep.Summary {
+		if !strings.HasPrefix(r.Op, "cpu engine vs iradix, 1 goroutine") || r.Ratio <= 0 {
+			t.Errorf("summary row %+v: want the CPU engine's lookups against iradix per core", r)
+		}
+	}
+	if _, err := run(config{size: 3000, reps: 1, peerReps: 1, device: "cpu", engines: "gpu", peers: ""}, nil); err == nil {
+		t.Fatal("--engines gpu without a GPU accepted")
+	}
 	if _, err := run(config{size: 3000, reps: 1, peerReps: 1, device: "cpu", peers: "plar"}, nil); err == nil {
 		t.Fatal("unknown peer accepted")
 	}

@@ -1,0 +1,375 @@
+package art
+
+import (
+	"fmt"
+	"time"
+	"unsafe"
+
+	"warpkv/engine"
+	"warpkv/gpu"
+	"warpkv/internal/par"
+)
+
+// Point calls of the GPU engine (lookups, updates) are pipelined: the
+// batch is cut into chunks of consecutive keys that gpu.Pipeline.Run
+// schedules over three streams, so that chunk c's transfer in (the
+// engine's in stream), its kernels (the engine's stream) and its answers'
+// transfer out (the out stream) overlap those of its neighbours. From Go
+// slices the host packs chunk c into a pinned slot of a small ring (on
+// all cores) while the chunks before it are on the device, and copies the
+// answers of chunk c-pointLag out of their slot meanwhile; from a
+// caller's pinned Staging (LookupStaged) nothing is copied on the host:
+// every chunk's transfer in is queued at once, the batch is checked on
+// the host while they run, and the answers go straight back into the
+// Staging.
+//
+// On the device the batch lies as one batch would (key i at data
+// offs[i]-offs[0], every offset rebased to the first), so the kernels
+// index it by batch position; a chunk's kernels cover keys [base,
+// base+n). Chunk c transfers the offsets (lo, hi] (chunk 0 also offset
+// 0): every offset is written once, by the chunk whose kernels read it
+// first, and a later chunk's kernels read its first offset only after the
+// earlier chunk's transfer (the in stream runs them in order).
+
+// Shape of a pipelined point call: chunks of at least pointChunkMin keys
+// and at most pointChunksMax of them (a batch of up to pointChunkMin keys
+// is one chunk: transfer, kernels, transfer, one synchronization);
+// pointLag chunks on the device ahead of the one whose answers the host
+// copies out; pointSlots pinned slots (a slot is packed again only after
+// its chunk was consumed).
+const (
+	pointChunkMin  = 1 << 18
+	pointChunksMax = 16
+	pointLag       = 2
+	pointSlots     = pointLag + 1
+	pinAlign       = 16      // byte alignment of every array of a pinned slot
+	hostMinPart    = 1 << 14 // fewest keys one goroutine packs or unpacks
+)
+
+// pointDev are a point call's device buffers: the batch (values only for
+// updates) and the answers (out only for lookups).
+type pointDev struct {
+	data  *gpu.Buffer[byte]
+	offs  *gpu.Buffer[uint32]
+	vals  *gpu.Buffer[uint64]
+	out   *gpu.Buffer[uint64]
+	found *gpu.Buffer[uint8]
+}
+
+// pointCall is one pipelined point call.
+type pointCall struct {
+	op     string
+	kb     Keys
+	vals   []uint64 // update: the new values
+	out    []uint64 // lookup: the answers
+	found  []uint8
+	staged bool         // kb, vals, out and found lie in pinned memory (Staging), kb.Offs[0] == 0
+	check  func() error // staged: the batch's check, run while its transfers in run
+	// work queues the kernels of keys [base, base+n) on the engine's
+	// stream; after, if set, queues more after the last chunk's.
+	work  func(base, n int) error
+	after func() error
+}
+
+// pointNeeds are the device buffers of a point call on kb named by prefix:
+// the keys (bytes from the first key's offset on), the offsets, the
+// values when withVals.
+func pointNeeds(prefix string, kb Keys, withVals bool) []gpu.Need {
+	n := kb.Len()
+	ns := []gpu.Need{gpu.NeedOf[byte](prefix+".data", int(kb.Offs[n]-kb.Offs[0])), gpu.NeedOf[uint32](prefix+".offs", n+1)}
+	if withVals {
+		ns = append(ns, gpu.NeedOf[uint64](prefix+".vals", n))
+	}
+	return ns
+}
+
+// takeBatch takes the buffers of pointNeeds as a devBatch.
+func (g *gpuEngine) takeBatch(prefix string, kb Keys, withVals bool) *devBatch {
+	n := kb.Len()
+	b := &devBatch{n: n, data: gpu.Take[byte](g.pool, prefix+".data", int(kb.Offs[n]-kb.Offs[0])),
+		offs: gpu.Take[uint32](g.pool, prefix+".offs", n+1)}
+	if withVals {
+		b.vals = gpu.Take[uint64](g.pool, prefix+".vals", n)
+	}
+	return b
+}
+
+// pointChunks returns the chunk size and count of a point call of n keys
+// (n > 0).
+func (g *gpuEngine) pointChunks(n int) (size, chunks int) {
+	size = max(g.chunkMin, (n+pointChunksMax-1)/pointChunksMax)
+	chunks = (n + size - 1) / size
+	size = (n + chunks - 1) / chunks // balanced, none empty
+	return size, (n + size - 1) / size
+}
+
+// slotLayout is where a chunk's arrays lie in a pinned slot (byte
+// offsets) and the slot's size.
+type slotLayout struct{ offs, vals, out, found, size int }
+
+func alignPin(n int) int { return (n + pinAlign - 1) &^ (pinAlign - 1) }
+
+// pinView returns n elements of T at byte offset off of pinned bytes b
+// (off a multiple of pinAlign).
+func pinView[T any](b []byte, off, n int) []T {
+	if n == 0 {
+		return nil
+	}
+	var z T
+	_ = b[off+n*int(unsafe.Sizeof(z))-1]
+	return unsafe.Slice((*T)(unsafe.Pointer(&b[off])), n)
+}
+
+// pointPlan is the host side of a point call: its chunks, where each
+// chunk's inputs and answers lie in pinned memory (a slot of pin for a
+// slice call, the caller's Staging for a staged one), and the copies
+// between Go memory and a slot.
+type pointPlan struct {
+	pc           *pointCall
+	n            int
+	size, chunks int
+	base         uint32 // kb.Offs[0]: device offsets are rebased to it
+	lay          slotLayout
+	pin          []byte // slice calls: pointSlots (or chunks, if fewer) slots
+	workers      int
+}
+
+// newPointPlan cuts pc's n > 0 keys into chunks of size keys and, for a
+// slice call, lays out a slot for the largest chunk. Cost: O(chunks).
+func newPointPlan(pc *pointCall, size, workers int) *pointPlan {
+	kb := pc.kb
+	p := &pointPlan{pc: pc, n: kb.Len(), size: size, base: kb.Offs[0], workers: workers}
+	p.chunks = (p.n + size - 1) / size
+	if pc.staged {
+		return p
+	}
+	most := 0
+	for c := range p.chunks {
+		lo, hi := p.bounds(c)
+		most = max(most, int(kb.Offs[hi]-kb.Offs[lo]))
+	}
+	l := &p.lay
+	l.offs = alignPin(most)
+	l.vals = l.offs + alignPin(4*(size+1))
+	l.out = l.vals
+	if pc.vals != nil {
+		l.out += alignPin(8 * size)
+	}
+	l.found = l.out
+	if pc.out != nil {
+		l.found += alignPin(8 * size)
+	}
+	l.size = l.found + alignPin(size)
+	return p
+}
+
+// pinBytes is the pinned memory a slice call's slots take.
+func (p *pointPlan) pinBytes() int { return min(p.chunks, pointSlots) * p.lay.size }
+
+// bounds returns chunk c's keys [lo, hi).
+func (p *pointPlan) bounds(c int) (lo, hi int) { return c * p.size, min(p.n, (c+1)*p.size) }
+
+// checkBounds checks a staged call's offsets at the chunks' bounds (in
+// order, within Data): its transfers in slice the keys there before the
+// whole batch is checked. Cost: O(chunks).
+func (p *pointPlan) checkBounds() error {
+	kb := p.pc.kb
+	for c := range p.chunks {
+		lo, hi := p.bounds(c)
+		if kb.Offs[lo] > kb.Offs[hi] || int(kb.Offs[hi]) > len(kb.Data) {
+			if err := p.pc.check(); err != nil {
+				return err
+			}
+			return fmt.Errorf("art: %s: offsets %d..%d of keys %d..%d outside the %d data bytes", p.pc.op, kb.Offs[lo], kb.Offs[hi], lo, hi, len(kb.Data))
+		}
+	}
+	return nil
+}
+
+func (p *pointPlan) slot(c int) []byte {
+	s := c % pointSlots
+	return p.pin[s*p.lay.size : (s+1)*p.lay.size]
+}
+
+// inCopies are a chunk's transfers to the device: data at byte dataAt,
+// offs at offset offsAt, vals (nil for lookups) at valsAt.
+type inCopies struct {
+	dataAt, offsAt, valsAt int
+	data                   []byte
+	offs                   []uint32
+	vals                   []uint64
+}
+
+// in returns chunk c's transfers in, from its pinned memory: its key
+// bytes where the batch puts them, its offsets (lo, hi] (chunk 0 also
+// offset 0), its values.
+func (p *pointPlan) in(c int) inCopies {
+	kb := p.pc.kb
+	lo, hi := p.bounds(c)
+	cp := inCopies{dataAt: int(kb.Offs[lo] - p.base), offsAt: lo + 1, valsAt: lo}
+	if p.pc.staged {
+		cp.data, cp.offs = kb.Data[kb.Offs[lo]:kb.Offs[hi]], kb.Offs[lo:hi+1]
+		if p.pc.vals != nil {
+			cp.vals = p.pc.vals[lo:hi]
+		}
+	} else {
+		s := p.slot(c)
+		cp.data, cp.offs = s[:kb.Offs[hi]-kb.Offs[lo]], pinView[uint32](s, p.lay.offs, hi-lo+1)
+		if p.pc.vals != nil {
+			cp.vals = pinView[uint64](s, p.lay.vals, hi-lo)
+		}
+	}
+	if c == 0 {
+		cp.offsAt = 0
+	} else {
+		cp.offs = cp.offs[1:]
+	}
+	return cp
+}
+
+// outs returns where chunk c's answers land in pinned memory (o nil for
+// updates).
+func (p *pointPlan) outs(c int) (o []uint64, f []uint8) {
+	lo, hi := p.bounds(c)
+	if p.pc.staged {
+		if p.pc.out != nil {
+			o = p.pc.out[lo:hi]
+		}
+		return o, p.pc.found[lo:hi]
+	}
+	s := p.slot(c)
+	if p.pc.out != nil {
+		o = pinView[uint64](s, p.lay.out, hi-lo)
+	}
+	return o, pinView[uint8](s, p.lay.found, hi-lo)
+}
+
+// pack copies chunk c of a slice call into its slot (key bytes, rebased
+// offsets, values) on the workers.
+func (p *pointPlan) pack(c int) {
+	kb := p.pc.kb
+	lo, hi := p.bounds(c)
+	s := p.slot(c)
+	data, offs := s[:kb.Offs[hi]-kb.Offs[lo]], pinView[uint32](s, p.lay.offs, hi-lo+1)
+	var vals []uint64
+	if p.pc.vals != nil {
+		vals = pinView[uint64](s, p.lay.vals, hi-lo)
+	}
+	a := kb.Offs[lo]
+	par.Ranges(hi-lo, par.Parts(hi-lo, hostMinPart, p.workers), func(_, plo, phi int) {
+		copy(data[kb.Offs[lo+plo]-a:kb.Offs[lo+phi]-a], kb.Data[kb.Offs[lo+plo]:kb.Offs[lo+phi]])
+		if p.base == 0 {
+			copy(offs[plo:phi], kb.Offs[lo+plo:lo+phi])
+		} else {
+			for i := plo; i < phi; i++ {
+				offs[i] = kb.Offs[lo+i] - p.base
+			}
+		}
+		if vals != nil {
+			copy(vals[plo:phi], p.pc.vals[lo+plo:lo+phi])
+		}
+	})
+	offs[hi-lo] = kb.Offs[hi] - p.base
+}
+
+// unpack copies chunk c's answers of a slice call out of its slot on the
+// workers.
+func (p *pointPlan) unpack(c int) {
+	lo, hi := p.bounds(c)
+	o, f := p.outs(c)
+	par.Ranges(hi-lo, par.Parts(hi-lo, hostMinPart, p.workers), func(_, plo, phi int) {
+		if o != nil {
+			copy(p.pc.out[lo+plo:lo+phi], o[plo:phi])
+		}
+		copy(p.pc.found[lo+plo:lo+phi], f[plo:phi])
+	})
+}
+
+// point runs pc through the pipeline on the device buffers d. Cost: the
+// transfers (keys, offsets, values in; answers out) at the pinned rate,
+// overlapped with the kernels and, from Go slices, with one parallel copy
+// into and out of pinned memory; about ten driver calls per chunk.
+func (g *gpuEngine) point(pc *pointCall, d pointDev) error {
+	n := pc.kb.Len()
+	t0 := time.Now()
+	if n == 0 {
+		g.last.Set(engine.Timings{Op: pc.op, Total: time.Since(t0)})
+		return nil
+	}
+	size, _ := g.pointChunks(n)
+	p := newPointPlan(pc, size, g.workers)
+	if pc.staged {
+		if err := p.checkBounds(); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if p.pin, err = gpu.Host[byte](g.pool, "pt.pin", p.pinBytes()); err != nil {
+			return err
+		}
+	}
+	for len(g.kev) < 2*p.chunks {
+		e, err := g.dev.NewEvent()
+		if err != nil {
+			return err
+		}
+		g.kev = append(g.kev, e)
+	}
+	steps := gpu.Steps{
+		In: func(s *gpu.Stream, c int) error {
+			cp := p.in(c)
+			if err := d.data.Write(s, cp.dataAt, cp.data); err != nil {
+				return err
+			}
+			if err := d.offs.Write(s, cp.offsAt, cp.offs); err != nil {
+				return err
+			}
+			if cp.vals != nil {
+				return d.vals.Write(s, cp.valsAt, cp.vals)
+			}
+			return nil
+		},
+		Work: func(s *gpu.Stream, c int) error {
+			lo, hi := p.bounds(c)
+			if err := g.kev[2*c].Record(s); err != nil {
+				return err
+			}
+			if err := pc.work(lo, hi-lo); err != nil {
+				return err
+			}
+			if c == p.chunks-1 && pc.after != nil {
+				if err := pc.after(); err != nil {
+					return err
+				}
+			}
+			return g.kev[2*c+1].Record(s)
+		},
+		Out: func(s *gpu.Stream, c int) error {
+			lo, _ := p.bounds(c)
+			o, f := p.outs(c)
+			if o != nil {
+				if err := d.out.Read(s, lo, o); err != nil {
+					return err
+				}
+			}
+			return d.found.Read(s, lo, f)
+		},
+	}
+	if pc.staged {
+		steps.Check = pc.check
+	} else {
+		steps.Pack = func(c int) error { p.pack(c); return nil }
+		steps.Done = func(c int) error { p.unpack(c); return nil }
+	}
+	if err := g.up.Run(g.s, g.in, g.out, p.chunks, pointLag, steps); err != nil {
+		return err
+	}
+	var work time.Duration
+	for c := range p.chunks {
+		if w, err := gpu.Elapsed(g.kev[2*c], g.kev[2*c+1]); err == nil && w > 0 {
+			work += w
+		}
+	}
+	g.last.Set(engine.Timings{Op: pc.op, Items: n, Work: work, Total: time.Since(t0)})
+	return nil
+}

@@ -1,0 +1,149 @@
+package art
+
+import (
+	"bytes"
+	"hash/fnv"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestPointPlanOnTheHost runs a pipelined point call's host side (packing,
+// the transfers in, answers out, unpacking) against host arrays standing
+// for the device, in the order gpu.Pipeline.Run gives with pointLag (each
+// transfer done at once), with a stand-in kernel that reads every key
+// through the device offsets the way ag_get does, chunk by chunk: the
+// device image must be the batch rebased to its first offset, every key
+// read by its chunk must be right when only the chunks up to it have
+// arrived, and every answer must land at its key.
+func TestPointPlanOnTheHost(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for trial := range 200 {
+		n := 1 + r.IntN(300)
+		pre := r.IntN(5) // a batch viewed from a larger one: Offs[0] > 0
+		all := make([][]byte, pre+n)
+		for i := range all {
+			all[i] = randomBytes(r, 0, 40, nil)
+		}
+		kb := Pack(all)
+		staged := trial%3 == 0
+		if !staged {
+			kb.Offs = kb.Offs[pre:]
+		} else {
+			kb = Pack(all[pre:])
+		}
+		update := trial%2 == 0
+		pc := &pointCall{op: "test", kb: kb, found: make([]uint8, n), staged: staged, check: func() error { return nil }}
+		if update {
+			pc.vals = make([]uint64, n)
+			for i := range pc.vals {
+				pc.vals[i] = r.Uint64()
+			}
+		} else {
+			pc.out = make([]uint64, n)
+		}
+		size := 1 + r.IntN(40)
+		p := newPointPlan(pc, size, 1+r.IntN(3))
+		if !staged {
+			p.pin = make([]byte, p.pinBytes())
+		}
+		base := kb.Offs[0]
+		devData := make([]byte, kb.Offs[n]-base)
+		devOffs := make([]uint32, n+1)
+		devVals := make([]uint64, n)
+		devOut, devFound := make([]uint64, n), make([]uint8, n)
+		for i := range devOffs {
+			devOffs[i] = 0xdeadbeef // not yet arrived
+		}
+		answer := func(k []byte, i int) (uint64, uint8) {
+			h := fnv.New64a()
+			h.Write(k)
+			v := h.Sum64()
+			if update {
+				v ^= devVals[i]
+			}
+			return v, uint8(len(k) % 2)
+		}
+		done := 0
+		for c := range p.chunks {
+			if !staged {
+				p.pack(c)
+			}
+			cp := p.in(c)
+			copy(devData[cp.dataAt:], cp.data)
+			copy(devOffs[cp.offsAt:], cp.offs)
+			if cp.vals != nil {
+				copy(devVals[cp.valsAt:], cp.vals)
+			}
+			lo, hi := p.bounds(c)
+			for i := lo; i < hi; i++ { // the chunk's kernel
+				a, b := devOffs[i], devOffs[i+1]
+				if a > b || int(b) > len(devData) {
+					t.Fatalf("trial %d chunk %d key %d: device offsets %#x..%#x", trial, c, i, a, b)
+				}
+				devOut[i], devFound[i] = answer(devData[a:b], i)
+			}
+			o, f := p.outs(c)
+			if o != nil {
+				copy(o, devOut[lo:hi])
+			}
+			copy(f, devFound[lo:hi])
+			for ; !staged && done <= c-pointLag; done++ {
+				p.unpack(done)
+			}
+		}
+		for ; !staged && done < p.chunks; done++ {
+			p.unpack(done)
+		}
+		if !bytes.Equal(devData, kb.Data[base:kb.Offs[n]]) {
+			t.Fatalf("trial %d: device keys differ from the batch", trial)
+		}
+		for i := range n {
+			if devOffs[i] != kb.Offs[i]-base {
+				t.Fatalf("trial %d: device offset %d is %d, want %d", trial, i, devOffs[i], kb.Offs[i]-base)
+			}
+			if update && devVals[i] != pc.vals[i] {
+				t.Fatalf("trial %d: device value %d differs", trial, i)
+			}
+			wv, wf := answer(kb.At(i), i)
+			if pc.found[i] != wf || (!update && pc.out[i] != wv) {
+				t.Fatalf("trial %d (%d keys, chunks of %d, staged %v): answer %d wrong", trial, n, size, staged, i)
+			}
+		}
+	}
+}
+
+// TestPointChunks checks the chunking of point calls: over chunkMin/2
+// keys a chunk (balanced), at most pointChunksMax chunks, none empty, sizes balanced.
+func TestPointChunks(t *testing.T) {
+	g := &gpuEngine{chunkMin: pointChunkMin}
+	for _, n := range []int{1, 1000, pointChunkMin, pointChunkMin + 1, 1 << 20, 16 << 20, 100_000_000} {
+		size, chunks := g.pointChunks(n)
+		if chunks < 1 || (chunks-1)*size >= n || chunks*size < n {
+			t.Fatalf("%d keys: %d chunks of %d", n, chunks, size)
+		}
+		if chunks > 1 && (2*size <= pointChunkMin || chunks > pointChunksMax) {
+			t.Fatalf("%d keys: %d chunks of %d", n, chunks, size)
+		}
+	}
+	if _, c := g.pointChunks(1 << 20); !slices.Contains([]int{4}, c) {
+		t.Fatalf("1Mi keys in %d chunks, want 4", c)
+	}
+}
+
+// BenchmarkPointPack measures packing a chunk of 2^18 16-byte keys into a
+// pinned slot and copying its answers out (the host work of a pipelined
+// lookup from Go slices; here into ordinary memory).
+func BenchmarkPointPack(b *testing.B) {
+	kb, _, _ := benchKeys(1<<20, 16)
+	pc := &pointCall{op: "lookup", kb: kb, out: make([]uint64, kb.Len()), found: make([]uint8, kb.Len())}
+	p := newPointPlan(pc, pointChunkMin, 0)
+	p.pin = make([]byte, p.pinBytes())
+	b.SetBytes(int64(len(kb.Data) + 4*kb.Len() + 9*kb.Len()))
+	for b.Loop() {
+		for c := range p.chunks {
+			p.pack(c)
+			p.unpack(c)
+		}
+	}
+}
