@@ -319,7 +319,7 @@ func benchOne(ctx context.Context, e *env, sv plannedServer, exe string, sCPUs, 
 		args = append([]string{sv.Args[0], "-p", strconv.Itoa(port)}, sv.Args[1:]...)
 	}
 	res.Command = append([]string{sv.Path}, args...)
-	logPath := filepath.Join(tmp, strings.ReplaceAll(sv.Name, " ", "_")+".log")
+	logPath := filepath.Join(tmp, strings.NewReplacer(" ", "_", "/", "_").Replace(sv.Name)+".log")
 	logf, err := os.Create(logPath)
 	if err != nil {
 		res.Err = err.Error()
