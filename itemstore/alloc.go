@@ -114,5 +114,5 @@ func (s *Store) Abort(r Ref) {
 			break
 		}
 	}
-	r.p.c.free(h, r.loc)
+	r.p.c.free(r.p, h, r.loc)
 }

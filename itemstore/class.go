@@ -1,12 +1,28 @@
 package itemstore
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 )
 
 // class is one size class: the pages it owns, its free list and CLOCK hand
 // (all guarded by mu), and counters read by Stats.
+//
+// The free-list invariant: every location on c's free list is a Free
+// chunk of a page in c.pages, listed once, and none is a never-used chunk
+// (of bump from bumpNext on, or of a page in fresh). It holds by
+// construction, under mu:
+//   - a chunk is listed only by pushFree, called by free for a chunk of a
+//     page c has not detached (the page value, from the chunk's Ref, not
+//     a page-table lookup: a page is detached under mu before the table
+//     names its replacement, so a free delayed past a move sees it
+//     detached), and by evacuate for chunks of a page it leaves in c;
+//   - a page leaves c.pages only by detach, which in the same critical
+//     section takes the page's chunks off the free list and marks it
+//     detached (reset, after Close, forgets both);
+//   - the page table changes the entry of a page of c only after detach
+//     (replacePage), so lookup of a listed location always finds its page.
 type class struct {
 	s       *Store
 	id      int // 1-based, as memcached's slab classes
@@ -65,20 +81,26 @@ func (c *class) take() (*header, uint32, *page, bool, error) {
 	return c.takeNew()
 }
 
-// takeFree pops a chunk off the free list. The caller holds mu.
+// takeFree pops a chunk off the free list. The caller holds mu. It panics
+// if the free-list invariant (see class) is broken: handing out a chunk of
+// a page the class does not own would give two items one chunk.
 func (c *class) takeFree() (*header, uint32, *page, bool) {
 	if c.freeHead == NotFound {
 		return nil, 0, nil, false
 	}
 	loc := c.freeHead
-	p, idx, _ := c.s.lookup(loc)
+	p, idx, ok := c.s.lookup(loc)
+	if !ok || p.c != c || p.detached {
+		panic(fmt.Sprintf("itemstore: class %d: free location %#x is not a chunk of a page the class owns", c.id, loc))
+	}
 	h := p.chunk(idx)
 	c.freeHead = uint32(h.cas)
 	c.nfree--
 	return h, loc, p, true
 }
 
-// pushFree puts a Free chunk on the free list. The caller holds mu.
+// pushFree puts a Free chunk of one of the class's pages (see the
+// free-list invariant at class) on the free list. The caller holds mu.
 func (c *class) pushFree(h *header, loc uint32) {
 	h.cas = uint64(c.freeHead)
 	c.freeHead = loc
@@ -117,18 +139,18 @@ func (c *class) addPage(p *page) {
 	c.fresh = append(c.fresh, p)
 }
 
-// free returns the chunk at loc, Dead with no references or Writing and
-// aborted, to the free list. Exactly one goroutine frees a chunk: the one
-// whose transition left it unreferenced and not Linked. A chunk whose page
-// has left the class meanwhile is not listed. Cost: the class mutex.
-func (c *class) free(h *header, loc uint32) {
+// free returns the chunk h at loc of page p, Dead with no references or
+// Writing and aborted, to the free list of p's class. Exactly one
+// goroutine frees a chunk: the one whose transition left it unreferenced
+// and not Linked. If the page left the class meanwhile (a move evacuated
+// it while this free waited for the lock: evacuate leaves such a chunk to
+// its pending free), the chunk is not listed and not written: its memory
+// may already be retired. Cost: the class mutex.
+func (c *class) free(p *page, h *header, loc uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.s.closed.Load() {
+	if c.s.closed.Load() || p.detached {
 		return
-	}
-	if p, _, ok := c.s.lookup(loc); !ok || p.c != c || !p.holds(h) {
-		return // the page moved (it had no references then): nothing to list
 	}
 	h.ctl.Store(ctlFor(ctlGen(h.ctl.Load()), stateFree, 0))
 	c.pushFree(h, loc)

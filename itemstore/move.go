@@ -24,7 +24,10 @@ import (
 // and it stays mapped for retireGrace, so a reader that looked the page up
 // just before sees zeros, never another class's layout. A page with a
 // chunk being written or referenced is not moved (it is "busy"; another
-// page is tried).
+// page is tried). A chunk whose last reference was dropped just before the
+// move is freed by its releaser after it: free finds the page detached and
+// lists nothing, so a class's free list only ever names chunks of pages
+// the class owns (the free-list invariant, see class).
 //
 // Moves happen inside Alloc, so that the victims have a caller to delete
 // them:
@@ -496,12 +499,18 @@ func (c *class) spare(p *page) bool {
 }
 
 // evacuate evicts every linked item of page p into victims, unless a chunk
-// is being written or referenced, in which case the page is busy and
-// nothing changes; it then takes p's chunks off the free list. A dead,
-// unreferenced chunk is one whose last holder waits for mu to free it:
-// free finds its page gone and leaves it. The caller holds mu.
+// is being written or referenced, in which case the page is busy and it
+// returns false (items it evicted before it found the reference stay
+// evicted, their chunks back on the free list). On success every chunk of
+// p is Free or Dead and unreferenced, and stays so: no chunk can be
+// acquired, unlinked or allocated again, so nobody touches the page's
+// memory after the move but lock-free readers whose compare-and-swap
+// fails. A Dead, unreferenced chunk is one whose last holder waits for mu
+// to free it: free finds the page detached and leaves it. The caller
+// holds mu, then detaches p.
 func (c *class) evacuate(p *page, now int64, victims []Victim) ([]Victim, bool) {
 	n := c.perPage
+	// A cheap first pass, so that a busy page loses no item.
 	for idx := range n {
 		ct := p.chunk(idx).ctl.Load()
 		if st := ctlState(ct); st == stateWriting || (st != stateFree && ctlRefs(ct) != 0) {
@@ -512,43 +521,33 @@ func (c *class) evacuate(p *page, now int64, victims []Victim) ([]Victim, bool) 
 	for idx := range n {
 		h := p.chunk(idx)
 		ct := h.ctl.Load()
-		if st := ctlState(ct); st == stateFree || st == stateDead {
-			continue
-		}
-		loc := p.loc(idx, c.s.chunkBits)
-		expired := ctlState(ct) == stateLinked && h.expired(now)
-		v, ok := c.killForMove(p, h, ct, loc, expired)
-		if !ok {
-			// A reader took a reference since the first pass: give the
-			// chunks killed so far to the free list (their items are
-			// evicted all the same) and leave the page.
-			for _, k := range killed {
-				kh := p.chunk(k)
-				kh.ctl.Store(ctlFor(ctlGen(kh.ctl.Load()), stateFree, 0))
-				c.pushFree(kh, p.loc(k, c.s.chunkBits))
+		switch st := ctlState(ct); {
+		case st == stateFree:
+			continue // under mu, nothing takes it
+		case st == stateWriting || ctlRefs(ct) != 0:
+			// A reference taken since the first pass (Acquire of a
+			// Linked item, or Unlink's own, held while it releases):
+			// its holder would release it in retired memory, or read a
+			// Linked item killed under it. The page is busy.
+		case st == stateDead:
+			continue // its pending free finds the page detached
+		default: // Linked, unreferenced
+			if v, ok := c.killForMove(p, h, ct, p.loc(idx, c.s.chunkBits), h.expired(now)); ok {
+				victims = append(victims, v)
+				killed = append(killed, idx)
+				continue
 			}
-			return victims, false
+			// A reader acquired it, or it was unlinked, since the load.
 		}
-		victims = append(victims, v)
-		killed = append(killed, idx)
-	}
-	// Unlist the page's free chunks.
-	var prev *header
-	for loc := c.freeHead; loc != NotFound; {
-		lp, idx, _ := c.s.lookup(loc)
-		h := lp.chunk(idx)
-		next := uint32(h.cas)
-		if lp == p {
-			if prev == nil {
-				c.freeHead = next
-			} else {
-				prev.cas = uint64(next)
-			}
-			c.nfree--
-		} else {
-			prev = h
+		// Busy: give the chunks killed so far to the free list (their
+		// items are evicted all the same) and leave the page in the
+		// class.
+		for _, k := range killed {
+			kh := p.chunk(k)
+			kh.ctl.Store(ctlFor(ctlGen(kh.ctl.Load()), stateFree, 0))
+			c.pushFree(kh, p.loc(k, c.s.chunkBits))
 		}
-		loc = next
+		return victims, false
 	}
 	return victims, true
 }
@@ -571,10 +570,34 @@ func (c *class) killForMove(p *page, h *header, ct uint64, loc uint32, expired b
 	return v, true
 }
 
-// detach removes page i from the class (after evacuate), keeping the CLOCK
-// hand on the same chunk where it can. The caller holds mu.
+// detach removes page i from the class (after evacuate): it takes the
+// page's chunks off the free list and marks the page detached, so that no
+// free lists one of them again, keeping the free-list invariant (see
+// class); it keeps the CLOCK hand on the same chunk where it can. The
+// caller holds mu, and replaces the page in the page table only after.
+// Cost: a pass over the free list.
 func (c *class) detach(i int) {
 	p := c.pages[i]
+	var prev *header
+	for loc := c.freeHead; loc != NotFound; {
+		// By the invariant, loc is on a page of the class, which the
+		// page table still names.
+		lp, idx, _ := c.s.lookup(loc)
+		h := lp.chunk(idx)
+		next := uint32(h.cas)
+		if lp == p {
+			if prev == nil {
+				c.freeHead = next
+			} else {
+				prev.cas = uint64(next)
+			}
+			c.nfree--
+		} else {
+			prev = h
+		}
+		loc = next
+	}
+	p.detached = true
 	c.pages = append(c.pages[:i], c.pages[i+1:]...)
 	c.npages.Add(-1)
 	for j, f := range c.fresh {
@@ -600,7 +623,7 @@ func (c *class) detach(i int) {
 
 // replacePage gives page p's number fresh memory owned by class dst (nil:
 // unmaps it and frees the number and its share of the memory limit), and
-// retires p's memory. p has left its class and holds no item.
+// retires p's memory. p has left its class (detach) and holds no item.
 func (s *Store) replacePage(p *page, dst *class, now time.Time) {
 	s.pageMu.Lock()
 	t := s.table.Load()

@@ -386,9 +386,35 @@ func TestConcurrentMoves(t *testing.T) {
 	if linked := countLinked(s); int64(linked) != st.Items {
 		t.Fatalf("%d chunks Linked, stats say %d items", linked, st.Items)
 	}
+	checkFreeLists(t, s)
 	for _, c := range s.Classes() {
 		if c.UsedChunks != int(c.Items) {
 			t.Fatalf("class %d: %d used chunks for %d items with no reference held", c.Class, c.UsedChunks, c.Items)
 		}
 	}
+}
+
+// TestMovedInPagesAreFreeChunks checks the chunk counts of a class that
+// got pages from another class and has not begun them: their chunks are
+// free (never used), not used, also when several wait their turn.
+func TestMovedInPagesAreFreeChunks(t *testing.T) {
+	s := newStore(t, Options{MemoryLimit: 4 << 20})
+	fill(t, s, 0, smallValue, 1)
+	class, _ := s.ClassFor(len(keyOf(0)), 500)
+	src, dst := s.classes[0], s.classes[class-1]
+	for range 2 {
+		if _, ok := s.move(src, dst, 1, nil, minSourcePages); !ok {
+			t.Fatal("no page moved")
+		}
+	}
+	st := s.Classes()[class-1]
+	if st.Pages != 2 || st.UsedChunks != 0 || st.FreeChunks != 2*st.ChunksPerPage || st.FreeChunksEnd != 0 {
+		t.Fatalf("class %d after two pages moved in: %+v", class, st)
+	}
+	setRelease(t, s, 1e6, 500, 1, 0, 1)
+	st = s.Classes()[class-1]
+	if st.UsedChunks != 1 || st.FreeChunks != 2*st.ChunksPerPage-1 || st.FreeChunksEnd != st.ChunksPerPage-1 {
+		t.Fatalf("class %d after one item: %+v", class, st)
+	}
+	checkFreeLists(t, s)
 }

@@ -8,17 +8,24 @@ import (
 )
 
 // page is one mapped slab page, carved into equal chunks of one class. Its
-// fields never change after it is published in the store's page table: a
-// page moved to another class (see move.go) is replaced by a new page
-// value with fresh memory under the same page number, and the old memory
-// is retired, so a reader that loaded the old value only ever sees the old
-// layout.
+// layout fields (mem, base, num, c) never change after it is published in
+// the store's page table: a page moved to another class (see move.go) is
+// replaced by a new page value with fresh memory under the same page
+// number, and the old memory is retired, so a reader that loaded the old
+// value only ever sees the old layout. A page value therefore belongs to
+// one class for its whole life, and detached says whether that class
+// still owns it.
 type page struct {
 	mem  []byte         // the anonymous private mapping, pageSize bytes
 	base unsafe.Pointer // &mem[0]
 	num  uint32         // page number: the high bits of its locations
 	c    *class         // the class whose chunks it holds
 	live atomic.Int32   // linked items in the page
+
+	// detached is set, once, when the page leaves c (class.detach, by a
+	// move); guarded by c.mu. From then on none of its chunks is put on
+	// a free list (see class.free), whatever the page table says.
+	detached bool
 }
 
 // mapPage maps a zeroed page of size bytes outside the Go heap, so the
@@ -45,12 +52,6 @@ func (p *page) chunk(idx int) *header {
 // loc returns the location of chunk idx of the page.
 func (p *page) loc(idx int, chunkBits uint) uint32 {
 	return p.num<<chunkBits | uint32(idx)
-}
-
-// holds reports whether h is a chunk header inside the page's memory.
-func (p *page) holds(h *header) bool {
-	off := uintptr(unsafe.Pointer(h)) - uintptr(p.base)
-	return off < uintptr(len(p.mem)) && off%uintptr(p.c.size) == 0
 }
 
 // pageTable maps page numbers to pages. Entries go from nil to a page, from

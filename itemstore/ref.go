@@ -37,7 +37,7 @@ func (r Ref) Release() {
 		}
 		if h.ctl.CompareAndSwap(ct, ct-1) {
 			if ct&ctlRefMask == 1 && st == stateDead {
-				r.p.c.free(h, r.loc)
+				r.p.c.free(r.p, h, r.loc)
 			}
 			return
 		}

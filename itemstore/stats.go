@@ -66,6 +66,7 @@ func (c *class) stats() ClassStats {
 	if c.bump != nil {
 		end = c.perPage - c.bumpNext
 	}
+	free := nfree + end + len(c.fresh)*c.perPage // pages moved in and not begun are never used too
 	c.mu.Unlock()
 	total := pages * c.perPage
 	return ClassStats{
@@ -74,8 +75,8 @@ func (c *class) stats() ClassStats {
 		ChunksPerPage:    c.perPage,
 		Pages:            pages,
 		TotalChunks:      total,
-		UsedChunks:       total - nfree - end,
-		FreeChunks:       nfree + end,
+		UsedChunks:       total - free,
+		FreeChunks:       free,
 		FreeChunksEnd:    end,
 		Items:            c.items.Load(),
 		ItemBytes:        c.itemBytes.Load(),
