@@ -19,32 +19,15 @@
 // (threads of the one block), and the control word offsets CTL_SEQ,
 // CTL_ARG, CTL_DONE, CTL_QUIT, CTL_HITS, CTL_BATCHES, CTL_EXITS.
 #include "hashindex_kernels.cuh"
+#include "warpkv/order.cuh" // ld_acquire_sys, st_release_sys, globaltimer_ns
 
 #ifndef PS_THREADS
 #error "PS_THREADS must be defined (persist.go passes it)"
 #endif
 
-// ld_acquire_sys: a load of host-mapped memory that orders the loads after
-// it (the hashes the host wrote before ringing).
-__device__ __forceinline__ u64 ld_acquire_sys(const u64* p) {
-    u64 v;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-
-// st_release_sys: a store to host-mapped memory ordered after this
-// thread's earlier stores and the fence before it.
-__device__ __forceinline__ void st_release_sys(u64* p, u64 v) {
-    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
+// ld_volatile: a plain load of host-mapped memory the compiler does not
+// cache in a register (for words the host writes before the doorbell).
 __device__ __forceinline__ u64 ld_volatile(const u64* p) { return *(const volatile u64*)p; }
-
-__device__ __forceinline__ u64 global_ns() {
-    u64 t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
 
 // PersistLoads is how hix_persist's search_unit reads memory: table words
 // through L2 (__ldcg; the table changes between batches while the kernel
@@ -77,7 +60,7 @@ hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const 
     Unit u = unit_of();
     for (;;) {
         if (threadIdx.x == 0) {
-            u64 t0 = global_ns();
+            u64 t0 = globaltimer_ns();
             int ex = 0;
             u64 seq;
             for (;;) {
@@ -87,7 +70,7 @@ hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const 
                     ex = 1;
                     break;
                 }
-                if (global_ns() - t0 > idle_ns) {
+                if (globaltimer_ns() - t0 > idle_ns) {
                     ex = 2;
                     break;
                 }
