@@ -12,10 +12,12 @@ import (
 
 // Options configure an Engine.
 type Options struct {
-	// Device is a device option (see package engine): "", "auto", "cpu",
-	// "gpu" or "gpu:N".
+	// Device selects the engine as engine.Place does: "auto" (a GPU when
+	// one is usable, else the CPU), "cpu", "gpu" or "gpu:N"; "" means the
+	// value of WARPKV_DEVICE, else auto. Ignored when GPU is set.
 	Device string
-	// GPU, when set, is an open device to run on; the caller keeps it.
+	// GPU, when set, is an open device to run the GPU engine on; the
+	// caller keeps ownership and must close the Engine before the device.
 	GPU *gpu.Device
 	Config
 	// Workers is the number of goroutines running transactions on the CPU
@@ -129,13 +131,16 @@ func (s ServerStats) String() string {
 	return fmt.Sprintf("%d requests (%d batched, %d entries scanned each), lock wait %v", s.Requests, s.Batched, per, s.LockWait.Round(time.Microsecond))
 }
 
-// Engine runs workloads on the GPU or the CPU engine.
+// Engine runs workloads on the GPU or the CPU engine. It implements
+// engine.Reporter (a run is its batch).
 type Engine struct {
 	opt   Options
 	place engine.Placement
 	gpu   *gpuEngine
 	last  engine.Last
 }
+
+var _ engine.Reporter = (*Engine)(nil)
 
 // Open places an engine. Cost: opening the device for a GPU; kernels are
 // compiled on the first run of each workload shape.
