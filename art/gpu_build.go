@@ -131,20 +131,10 @@ func (g *gpuEngine) rounds(t *devTree, b *devBatch, it itemBufs, nIt int, cur se
 func (g *gpuEngine) build(kb Keys, vals []uint64) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.start()
-	b, err := g.upload("batch", kb, vals, false)
-	if err != nil {
-		return fmt.Errorf("upload: %w", err)
-	}
-	g.clock.Mark(g.s, engine.MarkUploaded)
-	if err := g.setDesc(g.t, b); err != nil {
-		return err
-	}
-	order, m, err := g.sortBatch(b)
+	b, order, m, err := g.uploadSorted(kb, vals)
 	if err != nil {
 		return err
 	}
-	g.clock.Mark(g.s, engine.MarkSorted)
 	counts, err := gpu.Get[uint64](g.pool, "b.prefixes", maxWidth)
 	if err != nil {
 		return fmt.Errorf("prefix counts: %w", err)

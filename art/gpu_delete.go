@@ -30,21 +30,11 @@ const numLeafKinds = kindLV - kindL8 + 1
 func (g *gpuEngine) remove(kb Keys) (int, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.start()
-	b, err := g.upload("batch", kb, nil, false)
+	b, order, n, err := g.uploadSorted(kb, nil)
 	if err != nil {
-		return 0, fmt.Errorf("upload: %w", err)
+		return 0, err
 	}
-	g.clock.Mark(g.s, engine.MarkUploaded)
 	t := g.t
-	if err := g.setDesc(t, b); err != nil {
-		return 0, err
-	}
-	order, n, err := g.sortBatch(b)
-	if err != nil {
-		return 0, err
-	}
-	g.clock.Mark(g.s, engine.MarkSorted)
 	found, err := g.removeSorted(t, b, order, n)
 	if err != nil {
 		return 0, err

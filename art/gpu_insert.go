@@ -20,21 +20,11 @@ import (
 func (g *gpuEngine) insert(kb Keys, vals []uint64) (int, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.start()
-	b, err := g.upload("batch", kb, vals, false)
+	b, order, n, err := g.uploadSorted(kb, vals)
 	if err != nil {
-		return 0, fmt.Errorf("upload: %w", err)
+		return 0, err
 	}
-	g.clock.Mark(g.s, engine.MarkUploaded)
 	t := g.t
-	if err := g.setDesc(t, b); err != nil {
-		return 0, err
-	}
-	order, n, err := g.sortBatch(b)
-	if err != nil {
-		return 0, err
-	}
-	g.clock.Mark(g.s, engine.MarkSorted)
 	save := t.counters()
 	added, err := g.insertSorted(t, b, order, n)
 	if err != nil {

@@ -189,34 +189,15 @@ func (g *gpuEngine) rangesSlots(Q, limit int, dsc int32, lo, hi *devBatch, hb *g
 		prim.DevScanExclusive(g.pe, pres, pres, S+1), prim.DevScanExclusive(g.pe, lens, lens, S+1)); err != nil {
 		return nil, fmt.Errorf("collect: %w", err)
 	}
-	rb, err := g.readSpans(span(pres, S, 1), span(lens, S, 1))
+	out, err := g.answerSpace(Q, pres, lens, S, gpu.NeedOf[uint64]("q.qoff", Q+1))
 	if err != nil {
 		return nil, err
 	}
-	total, totalBytes := int(u64sOf(rb[0])[0]), u64sOf(rb[1])[0]
-	res, err := newResult(Q, total, totalBytes)
-	if err != nil {
-		return nil, err
-	}
-	if err := g.pool.Reserve(gpu.NeedOf[uint8]("q.okeys", int(totalBytes)), gpu.NeedOf[uint32]("q.ooffs", total+1),
-		gpu.NeedOf[uint64]("q.ovals", total), gpu.NeedOf[uint64]("q.qoff", Q+1)); err != nil {
-		return nil, err
-	}
-	okeys, ooffs := gpu.Take[uint8](g.pool, "q.okeys", int(totalBytes)), gpu.Take[uint32](g.pool, "q.ooffs", total+1)
-	ovals, qoff := gpu.Take[uint64](g.pool, "q.ovals", total), gpu.Take[uint64](g.pool, "q.qoff", Q+1)
-	if err := g.launch(g.k.qEmit, S+1, g.descBuf, uint64(S), uint64(limit), slots, pres, lens, okeys, ooffs, ovals, qoff); err != nil {
+	qoff := gpu.Take[uint64](g.pool, "q.qoff", Q+1)
+	if err := g.launch(g.k.qEmit, S+1, g.descBuf, uint64(S), uint64(limit), slots, pres, lens, out.keys, out.offs, out.vals, qoff); err != nil {
 		return nil, fmt.Errorf("emit: %w", err)
 	}
-	g.clock.Mark(g.s, engine.MarkWorked)
-	fin, err := g.queueAnswers(res, qoff, okeys, ooffs, ovals)
-	if err != nil {
-		return nil, err
-	}
-	if err := g.drain(); err != nil {
-		return nil, err
-	}
-	fin()
-	return res, nil
+	return g.deliver(out, qoff)
 }
 
 // rangesTwoPass is the two-pass form of ranges (no limit, or too many
@@ -238,26 +219,55 @@ func (g *gpuEngine) rangesTwoPass(Q, limit int, dsc int32, lo, hi *devBatch, hb,
 		prim.DevScanExclusive(g.pe, cnt, cnt, Q+1), prim.DevScanExclusive(g.pe, byt, byt, Q+1)); err != nil {
 		return nil, fmt.Errorf("count: %w", err)
 	}
-	rb, err := g.readSpans(span(cnt, Q, 1), span(byt, Q, 1))
+	out, err := g.answerSpace(Q, cnt, byt, Q)
 	if err != nil {
 		return nil, err
+	}
+	if err := scan(1, out.keys, out.offs, out.vals); err != nil {
+		return nil, fmt.Errorf("write: %w", err)
+	}
+	return g.deliver(out, cnt)
+}
+
+// answers is the host Result of a batch of queries and the device buffers
+// its pairs are written into.
+type answers struct {
+	res  *Result
+	keys *gpu.Buffer[uint8]  // q.okeys: the pairs' key bytes
+	offs *gpu.Buffer[uint32] // q.ooffs: their key offsets
+	vals *gpu.Buffer[uint64] // q.ovals: their values
+}
+
+// answerSpace reads back the totals of Q queries' answers, entry n of the
+// exclusive scans of the pair counts cnt and key bytes byt (one readback),
+// makes their Result and reserves (with the callers' extra needs) and takes
+// the device buffers of the pairs. Cost: one readback; the Result's
+// allocation.
+func (g *gpuEngine) answerSpace(Q int, cnt, byt *gpu.Buffer[uint64], n int, extra ...gpu.Need) (answers, error) {
+	rb, err := g.readSpans(span(cnt, n, 1), span(byt, n, 1))
+	if err != nil {
+		return answers{}, err
 	}
 	total, totalBytes := int(u64sOf(rb[0])[0]), u64sOf(rb[1])[0]
 	res, err := newResult(Q, total, totalBytes)
 	if err != nil {
-		return nil, err
+		return answers{}, err
 	}
-	if err := g.pool.Reserve(gpu.NeedOf[uint8]("q.okeys", int(totalBytes)), gpu.NeedOf[uint32]("q.ooffs", total+1),
-		gpu.NeedOf[uint64]("q.ovals", total)); err != nil {
-		return nil, err
+	needs := append([]gpu.Need{gpu.NeedOf[uint8]("q.okeys", int(totalBytes)), gpu.NeedOf[uint32]("q.ooffs", total+1),
+		gpu.NeedOf[uint64]("q.ovals", total)}, extra...)
+	if err := g.pool.Reserve(needs...); err != nil {
+		return answers{}, err
 	}
-	okeys, ooffs, ovals := gpu.Take[uint8](g.pool, "q.okeys", int(totalBytes)), gpu.Take[uint32](g.pool, "q.ooffs", total+1),
-		gpu.Take[uint64](g.pool, "q.ovals", total)
-	if err := scan(1, okeys, ooffs, ovals); err != nil {
-		return nil, fmt.Errorf("write: %w", err)
-	}
+	return answers{res: res, keys: gpu.Take[uint8](g.pool, "q.okeys", int(totalBytes)),
+		offs: gpu.Take[uint32](g.pool, "q.ooffs", total+1), vals: gpu.Take[uint64](g.pool, "q.ovals", total)}, nil
+}
+
+// deliver ends the work phase of a batch of queries whose pairs are
+// written: it downloads the query offsets qoff (Q+1) and the pairs into
+// the Result and waits for them. Cost: the downloads.
+func (g *gpuEngine) deliver(out answers, qoff *gpu.Buffer[uint64]) (*Result, error) {
 	g.clock.Mark(g.s, engine.MarkWorked)
-	fin, err := g.queueAnswers(res, cnt, okeys, ooffs, ovals)
+	fin, err := g.queueAnswers(out.res, qoff, out.keys, out.offs, out.vals)
 	if err != nil {
 		return nil, err
 	}
@@ -265,5 +275,5 @@ func (g *gpuEngine) rangesTwoPass(Q, limit int, dsc int32, lo, hi *devBatch, hb,
 		return nil, err
 	}
 	fin()
-	return res, nil
+	return out.res, nil
 }

@@ -3,9 +3,33 @@ package art
 import (
 	"fmt"
 
+	"warpkv/engine"
 	"warpkv/gpu"
 	"warpkv/prim"
 )
+
+// uploadSorted is the start of a build, insert or delete (g.mu held): the
+// batch's clock started, kb (and vals, if not nil) uploaded as the batch
+// and its descriptor set, then sorted and deduplicated on the device
+// (sortBatch): the batch, the order of its n distinct keys. The upload and
+// sort phases are marked. Cost: the upload and sortBatch.
+func (g *gpuEngine) uploadSorted(kb Keys, vals []uint64) (*devBatch, *gpu.Buffer[uint32], int, error) {
+	g.start()
+	b, err := g.upload("batch", kb, vals, false)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("upload: %w", err)
+	}
+	g.clock.Mark(g.s, engine.MarkUploaded)
+	if err := g.setDesc(g.t, b); err != nil {
+		return nil, nil, 0, err
+	}
+	order, n, err := g.sortBatch(b)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	g.clock.Mark(g.s, engine.MarkSorted)
+	return b, order, n, nil
+}
 
 // sortBatch sorts the uploaded batch's keys on the device, stably, and
 // keeps the last of each run of equal keys: the first m entries of the

@@ -9,13 +9,13 @@ import (
 
 // Options configure a Tree.
 type Options struct {
-	// Device selects the engine (see package engine): "" is
-	// $WARPKV_DEVICE, else "auto"; "auto" a usable GPU, else the CPU
-	// engine; "cpu"; "gpu" or "gpu:N". Ignored when GPU is set.
+	// Device selects the engine as engine.Place does: "auto" (a GPU when
+	// one is usable, else the CPU), "cpu", "gpu" or "gpu:N"; "" means the
+	// value of WARPKV_DEVICE, else auto. Ignored when GPU is set.
 	Device string
 
 	// GPU, when set, is an open device to run the GPU engine on; the
-	// caller keeps it and must close the Tree first.
+	// caller keeps ownership and must close the Tree before the device.
 	GPU *gpu.Device
 
 	// Workers is the number of goroutines of the CPU engine's batches (0:

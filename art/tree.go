@@ -12,7 +12,8 @@ import (
 // Tree is an ordered index from byte-string keys to uint64 values on the
 // CPU engine or the GPU engine (Options.Device). It is safe for concurrent
 // use: batches that change it run one at a time; Get, Lookup, Range,
-// Ranges, Prefix and Len run concurrently with each other.
+// Ranges, Prefix and Len run concurrently with each other. It implements
+// engine.Reporter.
 type Tree struct {
 	mu      sync.RWMutex
 	eng     backend
@@ -20,6 +21,8 @@ type Tree struct {
 	builtAt int // keys at the last build: the root width is revisited when the tree doubles or halves
 	closed  bool
 }
+
+var _ engine.Reporter = (*Tree)(nil)
 
 // New returns an empty tree on the engine that o selects. Cost: O(1) on
 // the CPU engine; on the GPU engine a stream, a few buffers and the

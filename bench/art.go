@@ -90,12 +90,7 @@ func (c ARTCase) Name() string {
 }
 
 // ARTDefaultSize is the suite's largest tree when Options.Size is 0.
-func ARTDefaultSize(gpu bool) int {
-	if gpu {
-		return ARTGPUSize
-	}
-	return ARTCPUSize
-}
+func ARTDefaultSize(gpu bool) int { return defaultSize(gpu, ARTGPUSize, ARTCPUSize) }
 
 // ARTCases returns the cases with largest tree maxTree. As written (max =
 // ARTPaperSize = 100M): build of 100M 16-byte keys; on a tree of 100M
@@ -106,7 +101,7 @@ func ARTDefaultSize(gpu bool) int {
 // (at least 1); cases that coincide are listed once.
 func ARTCases(maxTree int) []ARTCase {
 	const M = 1_000_000
-	s := func(n int) int { return max(1, int((int64(n)*int64(maxTree)+ARTPaperSize/2)/ARTPaperSize)) }
+	s := func(n int) int { return scaleSize(n, maxTree, ARTPaperSize) }
 	T := s(100 * M)
 	var out []ARTCase
 	add := func(c ARTCase) {
@@ -149,6 +144,8 @@ func ARTCases(maxTree int) []ARTCase {
 	})
 	return out
 }
+
+func (c ARTCase) opName() string { return string(c.Op) }
 
 func boolInt(b bool) int {
 	if b {
@@ -431,26 +428,15 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 		return nil, ch, fmt.Errorf("bench art: unknown operation %q", c.Op)
 	}
 	phaser, _ := impl.(artPhaser)
-	var wall, work []float64
-	for i := range DefaultWarmup + reps {
-		if prepare != nil {
-			if err := prepare(); err != nil {
-				return nil, ch, err
-			}
-		}
-		t0 := time.Now()
-		if err := run(); err != nil {
-			return nil, ch, err
-		}
-		el := time.Since(t0).Seconds()
-		if i < DefaultWarmup {
-			continue
-		}
-		wall = append(wall, el)
+	var work []float64
+	wall, err := timeRuns(reps, prepare, run, func() {
 		if phaser != nil {
 			w, _ := phaser.LastBatchTimes()
 			work = append(work, w.Seconds())
 		}
+	})
+	if err != nil {
+		return nil, ch, err
 	}
 	items := int64(c.Batch)
 	up, down := artTransferBytes(c, d)
@@ -687,13 +673,13 @@ func artSum(r *art.Result) (int, uint64, error) {
 	return len(r.Values), s, nil
 }
 
-// ARTEngines are warpkv's art engines chosen by a device option.
+// ARTEngines are warpkv's art engines chosen by a device option: Impls
+// ("cpu" and "gpu", as asked and available), Engines (one sentence per
+// engine: which and why), GPU (whether a GPU engine is among Impls) and
+// the GPU's measured Limits; Close closes the engines, then the device.
 type ARTEngines struct {
-	Impls   []ARTImpl
-	Engines []string
-	GPU     bool
-	Limits  ARTLimits
-	dev     *gpu.Device
+	engineSet[ARTImpl]
+	Limits ARTLimits
 }
 
 // ParseARTEngines parses an engines option ("cpu", "gpu", "cpu,gpu"; ""
@@ -737,7 +723,7 @@ func OpenARTEngines(device, engines string) (*ARTEngines, error) {
 		}
 		c.Device, c.Reason = nil, "not asked for (engines "+engines+")"
 	}
-	e := &ARTEngines{dev: c.Device}
+	e := &ARTEngines{engineSet: engineSet[ARTImpl]{dev: c.Device}}
 	if wantCPU {
 		ct, err := art.New(art.Options{Device: "cpu"})
 		if err != nil {
@@ -768,84 +754,30 @@ func OpenARTEngines(device, engines string) (*ARTEngines, error) {
 	return e, nil
 }
 
-// Close closes the engines, then the device.
-func (e *ARTEngines) Close() error {
-	var errs []error
-	for _, im := range e.Impls {
-		errs = append(errs, im.Close())
-	}
-	e.Impls = nil
-	if e.dev != nil {
-		errs = append(errs, e.dev.Close())
-		e.dev = nil
-	}
-	return errors.Join(errs...)
-}
-
-// RunARTCases measures every implementation on every case: the first
-// implementation that answers a case is the reference; every other's
-// answer must equal it and its row carries its ratio to it (GPU rows:
-// to the pinned transfer limit, with a kernels row against the gather
-// rate). skip, if not nil, says why an implementation does not run a case.
-// Failures become notes and are returned together.
+// RunARTCases measures every implementation on every case (in.Data,
+// RunARTCase with reps(impl) timed runs; warpkv's GPU engine with the
+// limits lim), adding the rows to rep. The first implementation that
+// answers a case is the reference: every other's answer must equal it and
+// its row carries its ratio to it (GPU rows: to the pinned transfer limit,
+// with a kernels row against the gather rate). skip, if not nil, says why
+// an implementation does not run a case. Failures become notes and are
+// returned together.
 func RunARTCases(rep *Report, cases []ARTCase, impls []ARTImpl, reps func(ARTImpl) int, lim ARTLimits, p *Progress,
 	skip func(ARTCase, ARTImpl) string) error {
 	in := NewARTInputs()
-	noted := map[string]bool{}
-	note := func(s string) {
-		if !noted[s] {
-			noted[s] = true
-			rep.Notes = append(rep.Notes, s)
-		}
+	var d *ARTData
+	prepare := func(c ARTCase) error {
+		d = in.Data(c)
+		return nil
 	}
-	var failed []error
-	for _, c := range cases {
-		d := in.Data(c)
-		var ref Result
-		var refCheck ARTCheck
-		haveRef := false
-		for _, im := range impls {
-			if skip != nil {
-				if why := skip(c, im); why != "" {
-					note(why)
-					continue
-				}
-			}
-			p.Printf("%s: %s", im.Name(), c.Name())
-			l := ARTLimits{}
-			if _, ok := im.(*artEngine); ok && im.Name() == "gpu" {
-				l = lim
-			}
-			rows, ch, err := RunARTCase(c, im, in, d, reps(im), l)
-			if err == nil {
-				err = c.Validate(ch)
-			}
-			if err == nil && haveRef && ch != refCheck {
-				err = fmt.Errorf("answered %v, %s %v", ch, ref.Engine, refCheck)
-			}
-			if err != nil {
-				err = fmt.Errorf("%s on %s: %w", c.Name(), im.Name(), err)
-				p.Printf("FAILED: %v", err)
-				note(fmt.Sprintf("FAILED, no row: %v", err))
-				failed = append(failed, err)
-				continue
-			}
-			if !haveRef {
-				ref, refCheck, haveRef = rows[0], ch, true
-			} else if rows[0].RatioTo == "" {
-				rows[0] = rows[0].VsPeer(ref.Engine, ref)
-			}
-			rep.add(rows...)
-			for _, r := range rows { // so that a run cut short still shows its figures
-				if r.RatioTo != "" {
-					p.Printf("  %s: %s ops/s, %s", r.Op, SI(r.OpsPerSec), formatRatio(r.Ratio, r.RatioTo))
-				} else {
-					p.Printf("  %s: %s ops/s", r.Op, SI(r.OpsPerSec))
-				}
-			}
+	run := func(c ARTCase, im ARTImpl) ([]Result, ARTCheck, error) {
+		l := ARTLimits{}
+		if _, ok := im.(*artEngine); ok && im.Name() == "gpu" {
+			l = lim
 		}
+		return RunARTCase(c, im, in, d, reps(im), l)
 	}
-	return errors.Join(failed...)
+	return runCases(rep, p, cases, impls, skip, prepare, run)
 }
 
 // RunART measures CuART (package art) on the cases of ARTCases with
@@ -854,7 +786,7 @@ func RunARTCases(rep *Report, cases []ARTCase, impls []ARTImpl, reps func(ARTImp
 // sums the rows up against the targets (Report.Summary). Peers (hashicorp/go-immutable-radix,
 // tidwall/btree, a Go map) on the same cases: compat/cmd/artbench.
 func RunART(o Options) (*Report, error) {
-	rep := newReport("art", o.reps())
+	rep := NewReport("art", o.reps())
 	p := NewProgress(o.Progress)
 	if o.Size != 0 && o.Size < ARTMinSize {
 		return nil, fmt.Errorf("bench art: size %d: want at least %d", o.Size, ARTMinSize)
@@ -872,7 +804,7 @@ func RunART(o Options) (*Report, error) {
 	rep.Notes = append(rep.Notes, ARTInputNotes()...)
 	err = RunARTCases(rep, ARTCases(size), eng.Impls, func(ARTImpl) int { return o.reps() }, eng.Limits, p, nil)
 	rep.Summary, rep.SummaryTitle = ARTSummary(rep.Results, size, "")
-	rep.finish()
+	rep.Finish()
 	if err != nil {
 		return rep, fmt.Errorf("bench art: %w", err)
 	}

@@ -62,7 +62,7 @@ func Lookup(name string) (Suite, bool) {
 // option resolves to the CPU engine (requested, or auto without a usable
 // GPU) it measures the CPU memory copy bandwidth instead and says why.
 func RunLimits(o Options) (*Report, error) {
-	rep := newReport("limits", o.reps())
+	rep := NewReport("limits", o.reps())
 	p := NewProgress(o.Progress)
 	c, err := gpu.Choose(o.Device)
 	if err != nil {
@@ -80,7 +80,7 @@ func RunLimits(o Options) (*Report, error) {
 			return nil, fmt.Errorf("bench limits: %w", err)
 		}
 		rep.add(res...)
-		rep.finish()
+		rep.Finish()
 		return rep, nil
 	}
 	defer c.Device.Close()
@@ -95,6 +95,6 @@ func RunLimits(o Options) (*Report, error) {
 	}
 	rep.add(lim.Results...)
 	rep.Notes = append(rep.Notes, lim.Notes...)
-	rep.finish()
+	rep.Finish()
 	return rep, nil
 }

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -98,13 +97,10 @@ func (c BTreeCase) Name() string {
 // on a peer.
 func (c BTreeCase) Size() int { return max(c.Tree, c.Batch) }
 
+func (c BTreeCase) opName() string { return string(c.Op) }
+
 // BTreeDefaultSize is the suite's largest tree when Options.Size is 0.
-func BTreeDefaultSize(gpu bool) int {
-	if gpu {
-		return BTreeGPUSize
-	}
-	return BTreeCPUSize
-}
+func BTreeDefaultSize(gpu bool) int { return defaultSize(gpu, BTreeGPUSize, BTreeCPUSize) }
 
 // BTreeCases returns the cases of the btree suite with largest tree max.
 // As written, for max = BTreePaperSize (100M), they are the paper's
@@ -118,9 +114,7 @@ func BTreeDefaultSize(gpu bool) int {
 // in increasing size, builds first.
 func BTreeCases(maxTree int) []BTreeCase {
 	const M = 1_000_000
-	s := func(n int) int {
-		return max(1, int((int64(n)*int64(maxTree)+BTreePaperSize/2)/BTreePaperSize))
-	}
+	s := func(n int) int { return scaleSize(n, maxTree, BTreePaperSize) }
 	var out []BTreeCase
 	add := func(c BTreeCase) {
 		if !slices.Contains(out, c) {
@@ -430,14 +424,6 @@ func (c BTreeCase) Validate(ch BTreeCheck) error {
 	return nil
 }
 
-// btreeUnsupported reports whether err says that an engine does not
-// implement an operation: errors.ErrUnsupported, or a "not implemented"
-// message (as btree's former ErrNotOnGPU said before GPU insert and delete
-// existed).
-func btreeUnsupported(err error) bool {
-	return err != nil && (errors.Is(err, errors.ErrUnsupported) || strings.Contains(err.Error(), "not implemented"))
-}
-
 // btreePhaser is an implementation that reports the phases of its last
 // batch (warpkv's trees).
 type btreePhaser interface {
@@ -509,31 +495,19 @@ func RunBTreeCase(c BTreeCase, impl BTreeImpl, in *BTreeInputs, d *BTreeData, re
 		return nil, ch, fmt.Errorf("bench btree: unknown operation %q", c.Op)
 	}
 	phaser, _ := impl.(btreePhaser)
-	var wall []float64
 	var ph [5][]float64 // upload, sort, work, download, total
-	for i := range DefaultWarmup + reps {
-		if prepare != nil {
-			if err := prepare(); err != nil {
-				return nil, ch, err
-			}
-		}
-		t0 := time.Now()
-		if err := run(); err != nil {
-			return nil, ch, err
-		}
-		el := time.Since(t0).Seconds()
-		if i < DefaultWarmup {
-			continue
-		}
-		wall = append(wall, el)
+	wall, err := timeRuns(reps, prepare, run, func() {
 		if phaser == nil {
-			continue
+			return
 		}
 		if bt := phaser.LastBatch(); bt.Op == string(c.Op) || (c.Op == BTreeRanges && strings.HasPrefix(bt.Op, "range")) {
 			for j, t := range []time.Duration{bt.Upload, bt.Sort, bt.Work, bt.Download, bt.Total} {
 				ph[j] = append(ph[j], t.Seconds())
 			}
 		}
+	})
+	if err != nil {
+		return nil, ch, err
 	}
 	items := int64(c.Batch)
 	whole := NewResult(c.Name(), impl.Name(), items, 0, Median(wall))
@@ -651,12 +625,12 @@ func (e *btreeEngine) Ranges(los, his []uint64) (int, uint64, error) {
 	return len(k), s, nil
 }
 
-// BTreeEngines are warpkv's btree engines chosen by a device option.
+// BTreeEngines are warpkv's btree engines chosen by a device option:
+// Impls ("cpu", then "gpu" when a GPU is used), Engines (one sentence per
+// engine: which and why), GPU (whether a GPU engine is among Impls); Close
+// closes the engines, then the device.
 type BTreeEngines struct {
-	Impls   []BTreeImpl // "cpu", then "gpu" when a GPU is used
-	Engines []string    // one sentence per engine: which and why
-	GPU     bool        // whether a GPU engine is among Impls
-	dev     *gpu.Device
+	engineSet[BTreeImpl]
 }
 
 // OpenBTreeEngines returns the CPU engine (GOMAXPROCS workers, default
@@ -667,7 +641,7 @@ func OpenBTreeEngines(device string) (*BTreeEngines, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &BTreeEngines{dev: c.Device}
+	e := &BTreeEngines{engineSet[BTreeImpl]{dev: c.Device}}
 	ct, err := btree.New(btree.Options{Device: "cpu"})
 	if err != nil {
 		e.Close()
@@ -690,20 +664,6 @@ func OpenBTreeEngines(device string) (*BTreeEngines, error) {
 	return e, nil
 }
 
-// Close closes the engines' trees, then the device.
-func (e *BTreeEngines) Close() error {
-	var errs []error
-	for _, im := range e.Impls {
-		errs = append(errs, im.Close())
-	}
-	e.Impls = nil
-	if e.dev != nil {
-		errs = append(errs, e.dev.Close())
-		e.dev = nil
-	}
-	return errors.Join(errs...)
-}
-
 // RunBTree measures CUBPT (package btree) on the cases of BTreeCases with
 // largest tree Options.Size (default BTreeGPUSize with a GPU,
 // BTreeCPUSize on the CPU engine alone): the CPU engine always, the GPU
@@ -719,7 +679,7 @@ func (e *BTreeEngines) Close() error {
 // Memory: at Size n, about 40n bytes of inputs at the peak (16n of sorted
 // tree pairs, 16n of a build's pairs) plus the tree (about 20n bytes).
 func RunBTree(o Options) (*Report, error) {
-	rep := newReport("btree", o.reps())
+	rep := NewReport("btree", o.reps())
 	p := NewProgress(o.Progress)
 	if o.Size != 0 && o.Size < BTreeMinSize {
 		return nil, fmt.Errorf("bench btree: size %d: want at least %d", o.Size, BTreeMinSize)
@@ -740,7 +700,7 @@ func RunBTree(o Options) (*Report, error) {
 		"tidwall/btree and google/btree on the same cases: cd compat && go run ./cmd/btreebench (same table, ratios to tidwall/btree on one goroutine)")
 	reps := func(BTreeImpl) int { return o.reps() }
 	err = RunBTreeCases(rep, BTreeCases(size), eng.Impls, reps, p, nil)
-	rep.finish()
+	rep.Finish()
 	if err != nil {
 		return rep, fmt.Errorf("bench btree: %w", err)
 	}
@@ -750,79 +710,36 @@ func RunBTree(o Options) (*Report, error) {
 // RunBTreeCases measures every implementation on every case (in.Data,
 // RunBTreeCase with reps(impl) timed runs), adding the rows to rep; after
 // its case an implementation is emptied (Load of nothing), so that only
-// one tree at a time is alive. The first implementation that
-// answers a case is the reference: every other's answer must equal its
-// answer, and every other's case row carries its ratio to the
-// reference's (named by the reference's Name). skip, if not nil, returns
-// why an implementation does not run a case ("" to run it); a skip and an
-// operation an implementation does not implement become notes (one per
-// reason). An implementation that fails a case (an error, an answer
-// that Validate rejects or that differs from the reference's) gets no row
-// but a note, and the run goes on; the failures are returned together at
-// the end. An error making the inputs stops the run.
+// one tree at a time is alive. The first implementation that answers a
+// case is the reference: every other's answer must equal its answer, and
+// every other's case row carries its ratio to the reference's (named by
+// the reference's Name). skip, if not nil, returns why an implementation
+// does not run a case ("" to run it); a skip and an operation an
+// implementation does not implement become notes (one per reason). An
+// implementation that fails a case (an error, an answer that Validate
+// rejects or that differs from the reference's) gets no row but a note,
+// and the run goes on; the failures are returned together at the end. An
+// error making the inputs stops the run.
 func RunBTreeCases(rep *Report, cases []BTreeCase, impls []BTreeImpl, reps func(BTreeImpl) int, p *Progress, skip func(BTreeCase, BTreeImpl) string) error {
 	in := NewBTreeInputs()
 	defer in.Close()
-	noted := map[string]bool{}
-	note := func(s string) {
-		if !noted[s] {
-			noted[s] = true
-			rep.Notes = append(rep.Notes, s)
-		}
-	}
 	lastTree := -1
-	var failed []error
-	for _, c := range cases {
+	var d *BTreeData
+	prepare := func(c BTreeCase) (err error) {
+		runtime.GC() // the last case's tree and inputs
 		if c.Op == BTreeBuild || c.Tree != lastTree {
 			p.Printf("inputs: %s", c.Name())
 			lastTree = c.Tree
 		}
-		d, err := in.Data(c)
-		if err != nil {
-			return err
-		}
-		var (
-			ref      Result
-			refCheck BTreeCheck
-			haveRef  bool
-		)
-		for _, im := range impls {
-			if skip != nil {
-				if why := skip(c, im); why != "" {
-					note(why)
-					continue
-				}
-			}
-			p.Printf("%s: %s", im.Name(), c.Name())
-			rows, ch, err := RunBTreeCase(c, im, in, d, reps(im))
-			if lerr := im.Load(nil, nil); err == nil {
-				err = lerr
-			}
-			if btreeUnsupported(err) {
-				note(fmt.Sprintf("%s: no %s rows: %v", im.Name(), c.Op, err))
-				continue
-			}
-			if err == nil {
-				err = c.Validate(ch)
-			}
-			if err == nil && haveRef && ch != refCheck {
-				err = fmt.Errorf("answered %v, %s %v", ch, ref.Engine, refCheck)
-			}
-			if err != nil {
-				err = fmt.Errorf("%s on %s: %w", c.Name(), im.Name(), err)
-				p.Printf("FAILED: %v", err)
-				note(fmt.Sprintf("FAILED, no row: %v", err))
-				failed = append(failed, err)
-				continue
-			}
-			if !haveRef {
-				ref, refCheck, haveRef = rows[0], ch, true
-			} else {
-				rows[0] = rows[0].VsPeer(ref.Engine, ref)
-			}
-			rep.add(rows...)
-		}
-		runtime.GC()
+		d, err = in.Data(c)
+		return err
 	}
-	return errors.Join(failed...)
+	run := func(c BTreeCase, im BTreeImpl) ([]Result, BTreeCheck, error) {
+		rows, ch, err := RunBTreeCase(c, im, in, d, reps(im))
+		if lerr := im.Load(nil, nil); err == nil {
+			err = lerr
+		}
+		return rows, ch, err
+	}
+	return runCases(rep, p, cases, impls, skip, prepare, run)
 }

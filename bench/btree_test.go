@@ -151,7 +151,7 @@ func TestRunBTreeCasesWrong(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	rep := newReport("btree", 1)
+	rep := NewReport("btree", 1)
 	cases := BTreeCases(BTreeMinSize)[:2]
 	err = RunBTreeCases(rep, cases, []BTreeImpl{eng.Impls[0], wrongLen{other.Impls[0]}}, func(BTreeImpl) int { return 1 }, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "on wrong: ") {

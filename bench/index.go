@@ -69,7 +69,7 @@ func RunIndex(o Options) (*Report, error) {
 
 // runIndex is RunIndex with the sizes of the GPU limits measurement given.
 func runIndex(o Options, limCfg limitsConfig) (*Report, error) {
-	rep := newReport("index", o.reps())
+	rep := NewReport("index", o.reps())
 	p := NewProgress(o.Progress)
 	c, err := gpu.Choose(o.Device)
 	if err != nil {
@@ -111,7 +111,7 @@ func runIndex(o Options, limCfg limitsConfig) (*Report, error) {
 			failed = append(failed, x.engine)
 		}
 	}
-	rep.finish()
+	rep.Finish()
 	if len(failed) > 0 {
 		return rep, fmt.Errorf("bench index: the %s engine failed; see the notes", strings.Join(failed, " and "))
 	}

@@ -131,7 +131,7 @@ func MPTBuildRows(c MPTCase, engine string, keyBytes, valueBytes int64, update, 
 // notes. go-ethereum's rows on the same pairs come from
 // compat/cmd/mptbench.
 func RunMPT(o Options) (*Report, error) {
-	rep := newReport("mpt", o.reps())
+	rep := NewReport("mpt", o.reps())
 	useGPU := false
 	if o.Device != "cpu" {
 		c, err := gpu.Choose(o.Device)
@@ -170,7 +170,7 @@ func RunMPT(o Options) (*Report, error) {
 			p.Printf("%s: %s", name, c.Op("pairs"))
 			res, err := MPTEngineRows(c, eng, keys, values, st, DefaultWarmup, o.reps())
 			if err != nil {
-				rep.finish()
+				rep.Finish()
 				return rep, fmt.Errorf("bench mpt: %s on %s: %w", name, c.Op(""), err)
 			}
 			if eng == mpt.EngineSequential {
@@ -196,7 +196,7 @@ func RunMPT(o Options) (*Report, error) {
 			}
 			res, note, err := MPTGPURows(c, o.Device, keys, values, st, ref.Hash(), DefaultWarmup, o.reps())
 			if err != nil {
-				rep.finish()
+				rep.Finish()
 				return rep, fmt.Errorf("bench mpt: gpu on %s: %w", c.Op(""), err)
 			}
 			for i := range res {
@@ -212,7 +212,7 @@ func RunMPT(o Options) (*Report, error) {
 			rep.Notes = append(rep.Notes, "data set "+s)
 		}
 	}
-	rep.finish()
+	rep.Finish()
 	return rep, nil
 }
 

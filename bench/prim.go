@@ -48,7 +48,7 @@ func RunPrim(o Options) (*Report, error) {
 
 // runPrim is RunPrim with the sizes of the GPU limits measurement given.
 func runPrim(o Options, limCfg limitsConfig) (*Report, error) {
-	rep := newReport("prim", o.reps())
+	rep := NewReport("prim", o.reps())
 	p := NewProgress(o.Progress)
 	c, err := gpu.Choose(o.Device)
 	if err != nil {
@@ -112,7 +112,7 @@ func runPrim(o Options, limCfg limitsConfig) (*Report, error) {
 			rep.add(res...)
 		}
 	}
-	rep.finish()
+	rep.Finish()
 	if len(failed) > 0 {
 		return rep, fmt.Errorf("bench prim: %d operations failed (%s); see the notes", len(failed), strings.Join(failed, ", "))
 	}

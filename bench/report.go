@@ -33,8 +33,9 @@ type Report struct {
 	SummaryTitle string   `json:"summary_title,omitempty"`
 }
 
-// newReport starts a report for a suite, stamping the environment.
-func newReport(suite string, reps int) *Report {
+// NewReport starts a report for a suite with reps timed repetitions behind
+// each median, stamping the environment and the start. Cost: O(1).
+func NewReport(suite string, reps int) *Report {
 	now := time.Now()
 	return &Report{
 		Suite: suite, Started: now.UTC().Round(time.Second), GoVersion: runtime.Version(),
@@ -46,8 +47,8 @@ func newReport(suite string, reps int) *Report {
 // add appends results to the report.
 func (r *Report) add(res ...Result) { r.Results = append(r.Results, res...) }
 
-// finish records the suite's duration.
-func (r *Report) finish() { r.DurationS = time.Since(r.startedMon).Seconds() }
+// Finish records the suite's duration since NewReport.
+func (r *Report) Finish() { r.DurationS = time.Since(r.startedMon).Seconds() }
 
 // WriteJSON writes the report to w as indented JSON. It refuses results
 // with non-finite numbers, which JSON cannot represent.

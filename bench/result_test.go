@@ -151,11 +151,11 @@ func TestPrintTableEmpty(t *testing.T) {
 }
 
 func TestJSONRoundTrip(t *testing.T) {
-	rep := newReport("limits", 3)
+	rep := NewReport("limits", 3)
 	rep.Engines = []string{"cpu engine: requested"}
 	rep.add(NewResult("memory copy", "cpu", 10, 20, 0.5).VsBandwidth("x", 10))
 	rep.Notes = []string{"a note"}
-	rep.finish()
+	rep.Finish()
 	var b bytes.Buffer
 	if err := WriteJSON(&b, rep); err != nil {
 		t.Fatal(err)
@@ -176,7 +176,7 @@ func TestJSONRoundTrip(t *testing.T) {
 }
 
 func TestJSONRejectsNonFinite(t *testing.T) {
-	rep := newReport("x", 1)
+	rep := NewReport("x", 1)
 	r := NewResult("bad", "cpu", 1, 1, 1)
 	r.Ratio = math.Inf(1)
 	rep.add(r)
@@ -187,7 +187,7 @@ func TestJSONRejectsNonFinite(t *testing.T) {
 
 func TestSaveJSON(t *testing.T) {
 	path := t.TempDir() + "/r.json"
-	rep := newReport("prim", 1)
+	rep := NewReport("prim", 1)
 	rep.add(NewResult("scan", "cpu", 1, 8, 1))
 	if err := SaveJSON(path, rep); err != nil {
 		t.Fatal(err)

@@ -238,7 +238,7 @@ func MedianSTM(runs []STMRun) STMRun {
 // carry their ratio to the CPU engine). Options.Size is the large bank
 // (default STMBigBank).
 func RunSTM(o Options) (*Report, error) {
-	rep := newReport("stm", o.reps())
+	rep := NewReport("stm", o.reps())
 	p := NewProgress(o.Progress)
 	big := STMBigBank
 	if o.Size > 0 {
@@ -276,7 +276,7 @@ func RunSTM(o Options) (*Report, error) {
 			}
 			e, err := stm.Open(cs.Options(en.opt))
 			if err != nil {
-				rep.finish()
+				rep.Finish()
 				return rep, fmt.Errorf("bench stm: %s: %w", cs.Name(), err)
 			}
 			p.Printf("%s: %s", en.name, cs.Name())
@@ -292,7 +292,7 @@ func RunSTM(o Options) (*Report, error) {
 				r, err := RunSTMCase(e, cs, en.d, extra || en.name != "cpu")
 				if err != nil {
 					e.Close()
-					rep.finish()
+					rep.Finish()
 					return rep, fmt.Errorf("bench stm: %s on %s: %w", cs.Name(), en.name, err)
 				}
 				if extra {
@@ -316,7 +316,7 @@ func RunSTM(o Options) (*Report, error) {
 			rep.Notes = append(rep.Notes, note.Note(cs.Name(), en.name))
 		}
 	}
-	rep.finish()
+	rep.Finish()
 	return rep, nil
 }
 

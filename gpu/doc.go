@@ -12,7 +12,8 @@
 //   - Streams and events (stream.go): ordering, overlap and device timing.
 //   - Kernels (program.go, module.go, launch.go): a Program is a .cu source
 //     with named headers (the shared ones under cuda/, e.g.
-//     "warpkv/types.cuh", "warpkv/lookback.cuh", "warpkv/keccak.cuh") and
+//     "warpkv/types.cuh", "warpkv/lookback.cuh", "warpkv/keccak.cuh",
+//     "warpkv/order.cuh") and
 //     the constants Go owns passed as defines (Def); Device.Load compiles it
 //     through an on-disk cache keyed by all of them and loads it once per
 //     device; Function.Launch runs a kernel with typed arguments.

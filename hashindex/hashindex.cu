@@ -88,25 +88,33 @@ __device__ __forceinline__ u32* bucket_at(u32* table, u32 b) { return table + (u
 __device__ __forceinline__ u32 unit_shfl(Unit u, u32 v, u32 src) { return __shfl_sync(u.mask, v, src, CELLS); }
 __device__ __forceinline__ u64 unit_shfl(Unit u, u64 v, u32 src) { return __shfl_sync(u.mask, v, src, CELLS); }
 
-// hix_search: out[j] = location of hashes[j], or NOT_FOUND.
-// Thread mapping: one unit per SEARCH_JOBS consecutive jobs. Lane t loads
-// the hash of job t; the unit then reads the signature half (32 bytes,
-// lane i word i) of the first bucket of every job at once (SEARCH_JOBS
-// independent loads in flight per lane) and finds the first cell with the
-// job's signature by a ballot. For a job with a match, the lane of that
-// cell reads its location; for a job without, every lane reads the
-// signature half of the second bucket, and then the matching lane, if any,
-// the location. Only the 32-byte halves needed are read. Lane t writes job
-// t's result, so the unit's loads of hashes and stores of results are
-// coalesced.
-// Invariant: read-only on the table; each out[j] written once.
-extern "C" __global__ void hix_search(const u32* __restrict__ table, u32 mask, u32 pmask,
-                                      const u64* __restrict__ hashes, u64 n, u32* __restrict__ out) {
-    u64 first = (blockIdx.x * (u64)blockDim.x + threadIdx.x) / CELLS * SEARCH_JOBS;
-    if (first >= n) return; // the whole unit leaves together
-    Unit u = unit_of();
+// SearchLoads is how search_unit reads memory: hix_search's table does not
+// change while it runs, so it reads through the read-only cache (__ldg) and
+// its hashes with plain loads.
+struct SearchLoads {
+    static __device__ __forceinline__ u32 word(const u32* p) { return __ldg(p); }
+    static __device__ __forceinline__ u64 hash(const u64* p) { return *p; }
+};
+
+// search_unit: one unit's search of jobs [first, first + min(SEARCH_JOBS,
+// n - first)), writing out[j] = location of hashes[j], or NOT_FOUND; the
+// search of hix_search and of the resident hix_persist (persist.cu), which
+// differ only in how they load (Loads: word(p) for a table word, hash(p)
+// for a job's hash). Lane t loads the hash of job t; the unit then reads
+// the signature half (32 bytes, lane i word i) of the first bucket of
+// every job at once (SEARCH_JOBS independent loads in flight per lane) and
+// finds the first cell with the job's signature by a ballot. For a job with
+// a match, the lane of that cell reads its location; for a job without,
+// every lane reads the signature half of the second bucket, and then the
+// matching lane, if any, the location. Only the 32-byte halves needed are
+// read. Lane t writes job t's result, so the unit's loads of hashes and
+// stores of results are coalesced. Returns 1 in the lane that wrote a found
+// location, else 0. Called by all 8 lanes of the unit (first < n).
+template <class Loads>
+__device__ __forceinline__ u32 search_unit(const u32* table, u32 mask, u32 pmask, const u64* hashes, u64 n,
+                                           u32* out, u64 first, Unit u) {
     u32 jobs = (u32)min((u64)SEARCH_JOBS, n - first);
-    u64 mine = u.lane < jobs ? hashes[first + u.lane] : 0;
+    u64 mine = u.lane < jobs ? Loads::hash(hashes + first + u.lane) : 0;
     u32 sig[SEARCH_JOBS], b[SEARCH_JOBS], m[SEARCH_JOBS], v[SEARCH_JOBS];
 #pragma unroll
     for (u32 t = 0; t < SEARCH_JOBS; t++) {
@@ -116,7 +124,7 @@ extern "C" __global__ void hix_search(const u32* __restrict__ table, u32 mask, u
     }
     // First buckets: signatures.
 #pragma unroll
-    for (u32 t = 0; t < SEARCH_JOBS; t++) v[t] = t < jobs ? __ldg(table + (u64)b[t] * BUCKET_WORDS + u.lane) : 0u;
+    for (u32 t = 0; t < SEARCH_JOBS; t++) v[t] = t < jobs ? Loads::word(table + (u64)b[t] * BUCKET_WORDS + u.lane) : 0u;
 #pragma unroll
     for (u32 t = 0; t < SEARCH_JOBS; t++) m[t] = unit_ballot(u, t < jobs && v[t] == sig[t]);
     // Matches: the location; no match: the second bucket's signatures.
@@ -124,10 +132,10 @@ extern "C" __global__ void hix_search(const u32* __restrict__ table, u32 mask, u
     for (u32 t = 0; t < SEARCH_JOBS; t++) {
         if (m[t]) {
             u32 c = (u32)__ffs(m[t]) - 1;
-            v[t] = u.lane == c ? __ldg(table + (u64)b[t] * BUCKET_WORDS + CELLS + c) : 0u;
+            v[t] = u.lane == c ? Loads::word(table + (u64)b[t] * BUCKET_WORDS + CELLS + c) : 0u;
         } else {
             b[t] = alternate(b[t], sig[t], pmask);
-            v[t] = t < jobs ? __ldg(table + (u64)b[t] * BUCKET_WORDS + u.lane) : 0u;
+            v[t] = t < jobs ? Loads::word(table + (u64)b[t] * BUCKET_WORDS + u.lane) : 0u;
         }
     }
     u32 r = NOT_FOUND;
@@ -145,7 +153,7 @@ extern "C" __global__ void hix_search(const u32* __restrict__ table, u32 mask, u
 #pragma unroll
     for (u32 t = 0; t < SEARCH_JOBS; t++) {
         u32 c = (u32)__ffs(m[t]) - 1;
-        v[t] = m[t] && u.lane == c ? __ldg(table + (u64)b[t] * BUCKET_WORDS + CELLS + c) : 0u;
+        v[t] = m[t] && u.lane == c ? Loads::word(table + (u64)b[t] * BUCKET_WORDS + CELLS + c) : 0u;
     }
 #pragma unroll
     for (u32 t = 0; t < SEARCH_JOBS; t++) {
@@ -155,6 +163,18 @@ extern "C" __global__ void hix_search(const u32* __restrict__ table, u32 mask, u
         }
     }
     if (u.lane < jobs) out[first + u.lane] = r;
+    return u.lane < jobs && r != NOT_FOUND ? 1u : 0u;
+}
+
+// hix_search: out[j] = location of hashes[j], or NOT_FOUND.
+// Thread mapping: one unit per SEARCH_JOBS consecutive jobs, searching them
+// as search_unit describes.
+// Invariant: read-only on the table; each out[j] written once.
+extern "C" __global__ void hix_search(const u32* __restrict__ table, u32 mask, u32 pmask,
+                                      const u64* __restrict__ hashes, u64 n, u32* __restrict__ out) {
+    u64 first = (blockIdx.x * (u64)blockDim.x + threadIdx.x) / CELLS * SEARCH_JOBS;
+    if (first >= n) return; // the whole unit leaves together
+    search_unit<SearchLoads>(table, mask, pmask, hashes, n, out, first, unit_of());
 }
 
 // JobGroup: lane t's share of a group of up to CELLS grouped jobs: job t's

@@ -8,97 +8,35 @@
 //
 // It includes hashindex.cu for the table layout and the unit helpers
 // (signature, alternate, Unit, ballots, shuffles), so that both searches
-// share one definition of where a key lives; its own search differs only
-// in loading table words with __ldcg (L2, never L1): the table changes
-// between batches (inserts and deletes run as other kernels while this one
-// waits), and L1 is not coherent with writes from other kernels while a
-// kernel is resident.
+// share one definition of where a key lives, and for search_unit, the
+// search itself: this kernel differs only in how it loads (PersistLoads):
+// table words with __ldcg (L2, never L1), because the table changes between
+// batches (inserts and deletes run as other kernels while this one waits)
+// and L1 is not coherent with writes from other kernels while a kernel is
+// resident.
 //
 // Defines from Go (persist.go): SEARCH_JOBS (hashindex.cu), PS_THREADS
 // (threads of the one block), and the control word offsets CTL_SEQ,
 // CTL_ARG, CTL_DONE, CTL_QUIT, CTL_HITS, CTL_BATCHES, CTL_EXITS.
 #include "hashindex_kernels.cuh"
+#include "warpkv/order.cuh" // ld_acquire_sys, st_release_sys, globaltimer_ns
 
 #ifndef PS_THREADS
 #error "PS_THREADS must be defined (persist.go passes it)"
 #endif
 
-// ld_acquire_sys: a load of host-mapped memory that orders the loads after
-// it (the hashes the host wrote before ringing).
-__device__ __forceinline__ u64 ld_acquire_sys(const u64* p) {
-    u64 v;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-
-// st_release_sys: a store to host-mapped memory ordered after this
-// thread's earlier stores and the fence before it.
-__device__ __forceinline__ void st_release_sys(u64* p, u64 v) {
-    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
+// ld_volatile: a plain load of host-mapped memory the compiler does not
+// cache in a register (for words the host writes before the doorbell).
 __device__ __forceinline__ u64 ld_volatile(const u64* p) { return *(const volatile u64*)p; }
 
-__device__ __forceinline__ u64 global_ns() {
-    u64 t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-// persist_unit: one unit's search of jobs [first, first + min(SEARCH_JOBS,
-// n - first)) of a batch, as hix_search does it, with table words loaded
-// through L2 and hashes read once from mapped memory. Returns 1 in the lane
-// that wrote a found location, else 0.
-__device__ u32 persist_unit(const u32* table, u32 mask, u32 pmask, const u64* hashes, u64 n, u32* out, u64 first, Unit u) {
-    u32 jobs = (u32)min((u64)SEARCH_JOBS, n - first);
-    u64 mine = u.lane < jobs ? __ldcv(hashes + first + u.lane) : 0;
-    u32 sig[SEARCH_JOBS], b[SEARCH_JOBS], m[SEARCH_JOBS], v[SEARCH_JOBS];
-#pragma unroll
-    for (u32 t = 0; t < SEARCH_JOBS; t++) {
-        u64 h = unit_shfl(u, mine, t);
-        sig[t] = signature(h);
-        b[t] = (u32)h & mask;
-    }
-#pragma unroll
-    for (u32 t = 0; t < SEARCH_JOBS; t++) v[t] = t < jobs ? __ldcg(table + (u64)b[t] * BUCKET_WORDS + u.lane) : 0u;
-#pragma unroll
-    for (u32 t = 0; t < SEARCH_JOBS; t++) m[t] = unit_ballot(u, t < jobs && v[t] == sig[t]);
-#pragma unroll
-    for (u32 t = 0; t < SEARCH_JOBS; t++) {
-        if (m[t]) {
-            u32 c = (u32)__ffs(m[t]) - 1;
-            v[t] = u.lane == c ? __ldcg(table + (u64)b[t] * BUCKET_WORDS + CELLS + c) : 0u;
-        } else {
-            b[t] = alternate(b[t], sig[t], pmask);
-            v[t] = t < jobs ? __ldcg(table + (u64)b[t] * BUCKET_WORDS + u.lane) : 0u;
-        }
-    }
-    u32 r = NOT_FOUND;
-#pragma unroll
-    for (u32 t = 0; t < SEARCH_JOBS; t++) {
-        if (m[t]) {
-            u32 loc = unit_shfl(u, v[t], (u32)__ffs(m[t]) - 1);
-            if (u.lane == t) r = loc;
-            m[t] = 0;
-        } else {
-            m[t] = unit_ballot(u, t < jobs && v[t] == sig[t]);
-        }
-    }
-#pragma unroll
-    for (u32 t = 0; t < SEARCH_JOBS; t++) {
-        u32 c = (u32)__ffs(m[t]) - 1;
-        v[t] = m[t] && u.lane == c ? __ldcg(table + (u64)b[t] * BUCKET_WORDS + CELLS + c) : 0u;
-    }
-#pragma unroll
-    for (u32 t = 0; t < SEARCH_JOBS; t++) {
-        if (m[t]) {
-            u32 loc = unit_shfl(u, v[t], (u32)__ffs(m[t]) - 1);
-            if (u.lane == t) r = loc;
-        }
-    }
-    if (u.lane < jobs) out[first + u.lane] = r;
-    return u.lane < jobs && r != NOT_FOUND ? 1u : 0u;
-}
+// PersistLoads is how hix_persist's search_unit reads memory: table words
+// through L2 (__ldcg; the table changes between batches while the kernel
+// stays resident, and L1 is not coherent with other kernels' writes) and
+// the hashes once from mapped host memory (__ldcv).
+struct PersistLoads {
+    static __device__ __forceinline__ u32 word(const u32* p) { return __ldcg(p); }
+    static __device__ __forceinline__ u64 hash(const u64* p) { return __ldcv(p); }
+};
 
 // hix_persist: the resident search. One block of PS_THREADS threads.
 // Thread mapping: thread 0 polls the doorbell ctl[CTL_SEQ] until it differs
@@ -122,7 +60,7 @@ hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const 
     Unit u = unit_of();
     for (;;) {
         if (threadIdx.x == 0) {
-            u64 t0 = global_ns();
+            u64 t0 = globaltimer_ns();
             int ex = 0;
             u64 seq;
             for (;;) {
@@ -132,7 +70,7 @@ hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const 
                     ex = 1;
                     break;
                 }
-                if (global_ns() - t0 > idle_ns) {
+                if (globaltimer_ns() - t0 > idle_ns) {
                     ex = 2;
                     break;
                 }
@@ -158,7 +96,7 @@ hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const 
         u32* out = out_base + (arg >> 32) * slot_jobs;
         u32 hits = 0;
         for (u64 first = (u64)(threadIdx.x / CELLS) * SEARCH_JOBS; first < n; first += (PS_THREADS / CELLS) * SEARCH_JOBS)
-            hits += persist_unit(table, mask, pmask, hashes, n, out, first, u);
+            hits += search_unit<PersistLoads>(table, mask, pmask, hashes, n, out, first, u);
         if (hits) atomicAdd(&s_hits, hits);
         __threadfence_system();
         __syncthreads();

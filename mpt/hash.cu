@@ -20,23 +20,14 @@
 #define KECCAK_RATE_LANES (KECCAK_RATE / 8) // state lanes that absorb data
 
 // warp_keccak returns, in every lane t < 4, word t of the Keccak-256 of the
-// message prefix || tail (all lanes of the warp call it together): the
-// warp-cooperative form of keccak_f1600. Lane t < 25 holds state lane
-// t = x + 5y; lanes 25..31 only take part in the shuffles (they read
-// themselves). Lane t < 17 gathers its 8 bytes of each block.
+// message prefix || tail (all lanes of the warp call it together), with
+// keccak.cuh's warp-cooperative permutation (keccak_f1600_warp, its rounds
+// unrolled as the compiler chooses, as measured). Lane t < 25 holds state
+// lane t = x + 5y; lanes 25..31 only take part in the shuffles. Lane t < 17
+// gathers its 8 bytes of each block.
 __device__ u64 warp_keccak(const u8* prefix, const Encoding& e, const u8* arena) {
     const int t = threadIdx.x % WARP;
-    const bool live = t < KECCAK_LANES;
-    const int x = t % 5, y = t / 5;
-    const int col1 = live ? (t + 5) % KECCAK_LANES : t; // theta: rest of the column
-    const int col2 = live ? (t + 10) % KECCAK_LANES : t;
-    const int col3 = live ? (t + 15) % KECCAK_LANES : t;
-    const int col4 = live ? (t + 20) % KECCAK_LANES : t;
-    const int west = live ? 5 * y + (x + 4) % 5 : t;        // theta: column x-1
-    const int east = live ? 5 * y + (x + 1) % 5 : t;        // theta and chi: column x+1
-    const int east2 = live ? 5 * y + (x + 2) % 5 : t;       // chi: column x+2
-    const int pi_src = live ? (3 * y + x) % 5 + 5 * x : t; // pi: b[x + 5y] = a[(x+3y)%5 + 5x]
-    const u32 rho = live ? keccak_rho[t] : 0;
+    const KeccakWarpLane lane = keccak_warp_lane(t);
     const u32 total = e.prefix_len + e.tail_len;
     const u32 blocks = total / KECCAK_RATE + 1;
     u64 a = 0;
@@ -55,16 +46,7 @@ __device__ u64 warp_keccak(const u8* prefix, const Encoding& e, const u8* arena)
             }
             a ^= v;
         }
-        for (int r = 0; r < KECCAK_ROUNDS; ++r) {
-            const u64 c = a ^ shfl64(a, col1) ^ shfl64(a, col2) ^ shfl64(a, col3) ^ shfl64(a, col4);
-            const u64 cw = shfl64(c, west), ce = shfl64(c, east);
-            a ^= cw ^ rotl64<1>(ce);
-            const u64 b = shfl64(rotl64_var(a, rho), pi_src);
-            const u64 b1 = shfl64(b, east), b2 = shfl64(b, east2);
-            a = b ^ (~b1 & b2);
-            if (t == 0)
-                a ^= keccak_rc[r];
-        }
+        keccak_f1600_warp<0>(a, lane); // rounds unrolled as the compiler chooses
     }
     return a;
 }

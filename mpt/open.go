@@ -12,14 +12,19 @@ import (
 // engines). With EngineGPU it runs on opts.GPU when given, else on the
 // device engine.Place resolves from opts.Device ("" meaning
 // $WARPKV_DEVICE, else a GPU), and fails, naming the reason, where no GPU
-// is usable; with EngineAuto it picks the GPU engine where one is usable
-// and the parallel CPU engine elsewhere (Reason says which and why). Close
+// is usable; with EngineAuto, and with no engine named (""), it is placed
+// as every warpkv engine is (engine.Place: opts.GPU when given, else
+// opts.Device, "" meaning $WARPKV_DEVICE, else auto): the GPU engine on a
+// GPU, the parallel CPU engine elsewhere (Reason says which and why). Close
 // the trie to free the device. Cost: O(1) on the CPU engines; opening the
 // device and compiling the kernels (cached on disk) on the GPU engine.
 func Open(opts Options) (*Trie, error) {
-	eng, err := ParseEngine(string(opts.Engine))
-	if err != nil {
-		return nil, err
+	eng := EngineAuto // no engine named: placed by the device options
+	if opts.Engine != "" {
+		var err error
+		if eng, err = ParseEngine(string(opts.Engine)); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Workers < 0 {
 		return nil, fmt.Errorf("mpt: open: %d workers", opts.Workers)
@@ -29,7 +34,7 @@ func Open(opts Options) (*Trie, error) {
 	}
 	if eng != EngineGPU && eng != EngineAuto {
 		opts.Engine = eng
-		return newCPU(opts, "cpu engine ("+string(eng)+"): requested"), nil
+		return newCPU(opts, "mpt: cpu engine ("+string(eng)+"): requested"), nil
 	}
 	option := opts.Device
 	if eng == EngineGPU && option == "" {

@@ -1,16 +1,3 @@
-// Package mpt is an Ethereum-compatible Merkle Patricia Trie: the modified
-// radix-16 trie of Ethereum's yellow paper, with branch (17 slots),
-// extension and leaf nodes, hex-prefix paths, RLP node encodings,
-// Keccak-256 node hashes, nodes whose encoding is under 32 bytes inlined in
-// their parent, and the root always hashed. Roots and proofs are byte for
-// byte those of go-ethereum's trie package for the same key-value set
-// (the structure of the trie depends only on that set, never on the order
-// of operations); compat/ checks this against go-ethereum.
-//
-// A Trie is a facade over one engine (engines.go): the sequential and the
-// parallel CPU engines (cpu.go, parallel.go) and the GPU engine (gpu.go
-// and the *_gpu.go and .cu files), which all give the same trie, roots and
-// proofs. This file holds the options and the facade's batch operations.
 package mpt
 
 import (
@@ -34,16 +21,17 @@ type Options struct {
 	// Iteration then yields the hashed keys.
 	Secure bool
 
-	// Engine selects the engine: EngineSequential (the default, also for
-	// "") applies a batch one operation at a time and hashes on one
-	// goroutine; EngineParallel sorts the batch, splits it by nibble and
+	// Engine selects the engine: EngineSequential applies a batch one
+	// operation at a time and hashes on one goroutine (New's default, for
+	// ""); EngineParallel sorts the batch, splits it by nibble and
 	// applies the parts to disjoint subtrees on goroutines (the CPU port of
 	// the paper's PhaseNU), and hashes dirty subtrees on goroutines;
 	// EngineGPU keeps the trie in device memory and runs PhaseNU and
 	// PhaseHC on the GPU (the *_gpu.go and .cu files); EngineAuto is
 	// EngineGPU where a GPU is usable and EngineParallel elsewhere. All
 	// give the same trie, roots and proofs. The GPU engines need Open; New
-	// refuses them.
+	// refuses them. Open with "" places the trie by Device and GPU as every
+	// warpkv engine is placed (EngineAuto).
 	Engine Engine
 
 	// Workers is the parallel engine's number of goroutines; 0 means
@@ -67,9 +55,10 @@ type Options struct {
 	// engines ignore it.
 	HostValues bool
 
-	// Device is the GPU engine's device option, resolved by engine.Place:
-	// "" means $WARPKV_DEVICE, else auto (EngineGPU then insists on a GPU);
-	// auto, cpu, gpu or gpu:N. The CPU engines ignore it.
+	// Device is the device option of Open's placed engines (EngineAuto,
+	// also for "", and EngineGPU), resolved by engine.Place: "" means
+	// $WARPKV_DEVICE, else auto (EngineGPU then insists on a GPU); auto,
+	// cpu, gpu or gpu:N. The CPU engines ignore it.
 	Device string
 
 	// GPU, when not nil, is an open device the GPU engine (EngineGPU or
@@ -136,7 +125,7 @@ func New(opts Options) (*Trie, error) {
 		return nil, err
 	}
 	opts.Engine = eng
-	return newCPU(opts, "cpu engine ("+string(eng)+"): requested"), nil
+	return newCPU(opts, "mpt: cpu engine ("+string(eng)+"): requested"), nil
 }
 
 // newCPU returns a trie on the CPU engine opts.Engine (validated).

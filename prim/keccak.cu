@@ -26,8 +26,9 @@
 #error "KECCAK_RATE, KECCAK_THREAD_BLOCK, KECCAK_WARP_BLOCK and WARP_SIZE are passed from keccak_gpu.go"
 #endif
 
-// Rounds per trip of keccak256_warp's round loop: unrolling all 24 makes the
-// compiler hoist the 24 round constants into registers, and spill.
+// Rounds per trip of keccak256_warp's round loop (keccak_f1600_warp's
+// UNROLL): unrolling all 24 makes the compiler hoist the 24 round constants
+// into registers, and spill.
 #define KECCAK_WARP_ROUND_UNROLL 4
 
 #define KECCAK_RATE_LANES (KECCAK_RATE / 8) // 17 state lanes absorb data
@@ -121,8 +122,8 @@ keccak256_thread(const u8* __restrict__ data, const u32* __restrict__ offsets, u
 // i). Lane t < 25 holds state lane t = x + 5y; lanes 25..31 only take part
 // in the shuffles. Each loop iteration loads one 136-byte block (lane t < 17
 // reads the three aligned words under its 8 bytes, coalesced), absorbs it
-// and permutes: theta, pi and chi read other lanes through __shfl_sync with
-// per-lane source lanes computed once into registers.
+// and permutes with keccak.cuh's keccak_f1600_warp (theta, pi and chi read
+// other lanes through __shfl_sync, from source lanes computed once).
 // Invariant: every lane holds the same rem and w (the loop is warp-uniform);
 // lane t < 25 holds state lane t after each permutation; lanes 0..3 store
 // the digest's four 8-byte words, one coalesced 32-byte store.
@@ -134,18 +135,7 @@ keccak256_warp(const u8* __restrict__ data, const u32* __restrict__ offsets, u64
     // no lane exits early, so the shuffles see a converged warp.
     const bool valid = i < n; // the same for the whole warp
     const int t = threadIdx.x % WARP_SIZE;
-    const bool live = t < KECCAK_LANES;
-    const int x = t % 5, y = t / 5;
-    // Per-lane shuffle sources; lanes past the state read themselves.
-    const int col1 = live ? (t + 5) % KECCAK_LANES : t;  // theta: rest of the column
-    const int col2 = live ? (t + 10) % KECCAK_LANES : t;
-    const int col3 = live ? (t + 15) % KECCAK_LANES : t;
-    const int col4 = live ? (t + 20) % KECCAK_LANES : t;
-    const int west = live ? 5 * y + (x + 4) % 5 : t;     // theta: column x-1
-    const int east = live ? 5 * y + (x + 1) % 5 : t;     // theta and chi: column x+1
-    const int east2 = live ? 5 * y + (x + 2) % 5 : t;    // chi: column x+2
-    const int pi_src = live ? (3 * y + x) % 5 + 5 * x : t; // pi: b[x + 5y] = a[(x+3y)%5 + 5x]
-    const u32 rho = live ? keccak_rho[t] : 0;
+    const KeccakWarpLane lane = keccak_warp_lane(t); // shuffle sources, computed once
 
     u32 begin = 0, rem = 0;
     if (valid)
@@ -169,18 +159,7 @@ keccak256_warp(const u8* __restrict__ data, const u32* __restrict__ offsets, u64
             const u64 v = message_lane(w0, w1, w2, sh, t, rem, final);
             a ^= absorbs ? v : 0;
         }
-#pragma unroll KECCAK_WARP_ROUND_UNROLL
-        for (int r = 0; r < KECCAK_ROUNDS; ++r) {
-            // theta: c = parity of this lane's column, d from columns x-1, x+1
-            const u64 c = a ^ shfl64(a, col1) ^ shfl64(a, col2) ^ shfl64(a, col3) ^ shfl64(a, col4);
-            a ^= shfl64(c, west) ^ rotl64<1>(shfl64(c, east));
-            // rho at the source lane, then pi
-            const u64 b = shfl64(rotl64_var(a, rho), pi_src);
-            // chi, iota
-            a = b ^ (~shfl64(b, east) & shfl64(b, east2));
-            if (t == 0)
-                a ^= keccak_rc[r];
-        }
+        keccak_f1600_warp<KECCAK_WARP_ROUND_UNROLL>(a, lane);
         if (final)
             break;
         rem -= KECCAK_RATE;

@@ -2,6 +2,7 @@ package stm
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,9 +14,23 @@ import (
 // before it looks at the clock again in a run of a duration).
 const ticketChunk = 64
 
-// runCPU runs a workload on a fresh CPU store with one goroutine per
-// worker; each claims tickets and runs their transactions to commit.
-func (e *Engine) runCPU(w Workload, sp *workloadSpec, ro RunOptions) (*Result, engine.Timings, error) {
+// cpuEngine is the CPU engine of an Engine (its runner): a run is a fresh
+// Store and one goroutine per worker.
+type cpuEngine struct{ opt Options }
+
+func (c *cpuEngine) close() error { return nil }
+
+// workers is the number of goroutines of a run.
+func (c *cpuEngine) workers() int {
+	if c.opt.Workers > 0 {
+		return c.opt.Workers
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// run runs a workload on a fresh CPU store with one goroutine per worker;
+// each claims tickets and runs their transactions to commit.
+func (c *cpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, engine.Timings, error) {
 	var tm engine.Timings
 	if sp.body == nil {
 		return nil, tm, fmt.Errorf("the workload has no CPU form (a CUDA body runs on the GPU only)")
@@ -23,14 +38,14 @@ func (e *Engine) runCPU(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 	var clk engine.Clock
 	clk.Start()
 	clk.Mark(nil, engine.MarkStart)
-	s, err := New(StoreOptions{Config: e.opt.Config, Items: w.Items(), Init: w.InitialValue,
-		Record: ro.History, RecordAborted: ro.HistoryAborted, yield: e.opt.yield})
+	s, err := New(StoreOptions{Config: c.opt.Config, Items: w.Items(), Init: w.InitialValue,
+		Record: ro.History, RecordAborted: ro.HistoryAborted, yield: c.opt.yield})
 	if err != nil {
 		return nil, tm, err
 	}
 	clk.Mark(nil, engine.MarkUploaded)
 	clk.Mark(nil, engine.MarkSorted)
-	threads := e.workers()
+	threads := c.workers()
 	var (
 		tickets  atomic.Int64
 		stop     atomic.Bool

@@ -3,7 +3,6 @@ package stm
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"time"
 
 	"warpkv/engine"
@@ -12,10 +11,12 @@ import (
 
 // Options configure an Engine.
 type Options struct {
-	// Device is a device option (see package engine): "", "auto", "cpu",
-	// "gpu" or "gpu:N".
+	// Device selects the engine as engine.Place does: "auto" (a GPU when
+	// one is usable, else the CPU), "cpu", "gpu" or "gpu:N"; "" means the
+	// value of WARPKV_DEVICE, else auto. Ignored when GPU is set.
 	Device string
-	// GPU, when set, is an open device to run on; the caller keeps it.
+	// GPU, when set, is an open device to run the GPU engine on; the
+	// caller keeps ownership and must close the Engine before the device.
 	GPU *gpu.Device
 	Config
 	// Workers is the number of goroutines running transactions on the CPU
@@ -129,13 +130,25 @@ func (s ServerStats) String() string {
 	return fmt.Sprintf("%d requests (%d batched, %d entries scanned each), lock wait %v", s.Requests, s.Batched, per, s.LockWait.Round(time.Microsecond))
 }
 
-// Engine runs workloads on the GPU or the CPU engine.
+// Engine runs workloads on the GPU or the CPU engine. It implements
+// engine.Reporter (a run is its batch).
 type Engine struct {
 	opt   Options
 	place engine.Placement
-	gpu   *gpuEngine
+	eng   runner
 	last  engine.Last
 }
+
+// runner is one engine of an Engine: the CPU engine (cpuEngine,
+// cpu_run.go) or the GPU engine (gpuEngine, gpu_engine.go). Both run a
+// workload from its initial store to the same kind of Result, and report
+// the run's timings.
+type runner interface {
+	run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, engine.Timings, error)
+	close() error
+}
+
+var _ engine.Reporter = (*Engine)(nil)
 
 // Open places an engine. Cost: opening the device for a GPU; kernels are
 // compiled on the first run of each workload shape.
@@ -150,13 +163,13 @@ func Open(o Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{opt: o, place: p}
+	e := &Engine{opt: o, place: p, eng: &cpuEngine{opt: o}}
 	if p.Backend == gpu.BackendGPU {
 		g, err := newGPUEngine(p.Device, o)
 		if err != nil {
 			return nil, errors.Join(err, p.Release())
 		}
-		e.gpu = g
+		e.eng = g
 	}
 	return e, nil
 }
@@ -173,11 +186,11 @@ func (e *Engine) LastBatch() engine.Timings { return e.last.Get() }
 
 // Close frees the engine's memory, and its device if it opened it.
 func (e *Engine) Close() error {
-	var err error
-	if e.gpu != nil {
-		err = e.gpu.close()
-		e.gpu = nil
+	if e.eng == nil {
+		return nil
 	}
+	err := e.eng.close()
+	e.eng = nil
 	return errors.Join(err, e.place.Release())
 }
 
@@ -198,13 +211,10 @@ func (e *Engine) Run(w Workload, ro RunOptions) (*Result, error) {
 			ro.Timeout = ro.Duration + time.Minute
 		}
 	}
-	var res *Result
-	var tm engine.Timings
-	if e.gpu != nil {
-		res, tm, err = e.gpu.run(w, sp, ro)
-	} else {
-		res, tm, err = e.runCPU(w, sp, ro)
+	if e.eng == nil {
+		return nil, fmt.Errorf("stm: run %s: engine closed", w.Name())
 	}
+	res, tm, err := e.eng.run(w, sp, ro)
 	if err != nil {
 		return res, fmt.Errorf("stm: run %s: %w", w.Name(), err)
 	}
@@ -215,11 +225,4 @@ func (e *Engine) Run(w Workload, ro RunOptions) (*Result, error) {
 		}
 	}
 	return res, nil
-}
-
-func (e *Engine) workers() int {
-	if e.opt.Workers > 0 {
-		return e.opt.Workers
-	}
-	return runtime.GOMAXPROCS(0)
 }

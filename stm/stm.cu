@@ -95,15 +95,15 @@ __device__ void stm_error(const stm_globals* g, u64 code, u64 d0, u64 d1) {
 		d[DCTL_DETAIL0] = d0;
 		d[DCTL_DETAIL1] = d1;
 		u64* h = stm_hctl(g);
-		stm_st_sys(&h[HCTL_DETAIL0], d0);
-		stm_st_sys(&h[HCTL_DETAIL1], d1);
+		st_relaxed_sys(&h[HCTL_DETAIL0], d0);
+		st_relaxed_sys(&h[HCTL_DETAIL1], d1);
 		__threadfence_system();
-		stm_st_sys(&h[HCTL_ERROR], code);
+		st_relaxed_sys(&h[HCTL_ERROR], code);
 	}
 }
 
 __device__ __forceinline__ bool stm_errored(const stm_globals* g) {
-	return stm_ld_relaxed(&stm_dctl(g)[DCTL_ERROR]) != 0;
+	return ld_relaxed_gpu(&stm_dctl(g)[DCTL_ERROR]) != 0;
 }
 
 // stm_wait_check is called in wait loops: every 32nd call it checks the
@@ -111,7 +111,7 @@ __device__ __forceinline__ bool stm_errored(const stm_globals* g) {
 __device__ __forceinline__ bool stm_wait_check(const stm_globals* g, u64 deadline, u32* n, u32 where) {
 	if ((++*n & 31) != 0) return false;
 	if (stm_errored(g)) return true;
-	if (stm_now_ns() > deadline) {
+	if (globaltimer_ns() > deadline) {
 		stm_error(g, STM_ERR_DEADLINE, where, 0);
 		return true;
 	}
@@ -169,17 +169,17 @@ __device__ void stm_install_all(const stm_globals* g, const stm_tx* tx, u64 ts) 
 	u32* head = (u32*)g->head;
 	for (u32 j = 0; j < nw; j++) {
 		const u32 it = wi[j];
-		const u32 h = stm_ld_relaxed32(head + it);
-		stm_st_relaxed(vers + (u64)it * k + (h + 1 == k ? 0 : h + 1), STM_NO_VERSION);
+		const u32 h = ld_relaxed_gpu(head + it);
+		st_relaxed_gpu(vers + (u64)it * k + (h + 1 == k ? 0 : h + 1), STM_NO_VERSION);
 	}
 	__threadfence();
 	for (u32 j = 0; j < nw; j++) {
 		const u32 it = wi[j];
-		const u32 h = stm_ld_relaxed32(head + it);
+		const u32 h = ld_relaxed_gpu(head + it);
 		const u32 s = h + 1 == k ? 0 : h + 1;
-		stm_st_relaxed(vals + (u64)it * k + s, wv[j]);
-		stm_st_relaxed(vers + (u64)it * k + s, ts);
-		stm_st_relaxed32(head + it, s);
+		st_relaxed_gpu(vals + (u64)it * k + s, wv[j]);
+		st_relaxed_gpu(vers + (u64)it * k + s, ts);
+		st_relaxed_gpu(head + it, s);
 	}
 	__threadfence();
 	__syncwarp();
@@ -200,7 +200,7 @@ __device__ u64 stm_mark_done(const stm_globals* g, u64 ts, u32 key, u32 lane) {
 		const u32 b = __shfl_sync(FULL_MASK, key, src);
 		const u32 grp = __ballot_sync(FULL_MASK, pend && key == b);
 		const u64 last = first + __popc(grp) - 1;
-		if (lane == src) stm_st_release((u64*)g->done + (first & g->done_mask), last);
+		if (lane == src) st_release_gpu((u64*)g->done + (first & g->done_mask), last);
 		if ((grp >> lane) & 1) pend = false;
 		top = last > top ? last : top;
 	}
@@ -217,13 +217,13 @@ __device__ u64 stm_mark_done(const stm_globals* g, u64 ts, u32 key, u32 lane) {
 __device__ u64 stm_advance(const stm_globals* g) {
 	u64* clock = (u64*)g->clock;
 	const u64* done = (const u64*)g->done;
-	u64 c = stm_ld_relaxed(clock);
+	u64 c = ld_relaxed_gpu(clock);
 	for (;;) {
-		u64 d = stm_ld_relaxed(done + ((c + 1) & g->done_mask));
+		u64 d = ld_relaxed_gpu(done + ((c + 1) & g->done_mask));
 		if (d <= c) return c;
 		// Batches done in a row: take them all with one swap.
 		for (int i = 0; i < 8; i++) {
-			const u64 e = stm_ld_relaxed(done + ((d + 1) & g->done_mask));
+			const u64 e = ld_relaxed_gpu(done + ((d + 1) & g->done_mask));
 			if (e <= d) break;
 			d = e;
 		}
@@ -324,7 +324,7 @@ __device__ void stm_send(const stm_globals* g, u32 p, u32 warp, u32 mask, u32 ki
 	r->mask = mask;
 	r->kind = kind;
 	r->cseq = cseq;
-	stm_st_release(&r->seq, s + 1);
+	st_release_gpu(&r->seq, s + 1);
 }
 
 // stm_send_fin queues a finalize message at server p (one lane calls it).
@@ -335,7 +335,7 @@ __device__ void stm_send_fin(const stm_globals* g, u32 p, u32 warp, u32 mask, u3
 	f->mask = mask;
 	f->all = all;
 	f->t0 = t0;
-	stm_st_release(&f->seq, s + 1);
+	st_release_gpu(&f->seq, s + 1);
 }
 
 // stm_await waits (all lanes) until at least one of the servers in
@@ -350,7 +350,7 @@ __device__ u64 stm_await(const stm_globals* g, u64 pending, u32 warp, u32 seq, u
 		for (;;) {
 			for (u64 m = pending; m; m &= m - 1) {
 				const u32 p = __ffsll(m) - 1;
-				if (stm_ld_relaxed32(rp + p) == seq) got |= 1ull << p;
+				if (ld_relaxed_gpu(rp + p) == seq) got |= 1ull << p;
 			}
 			if (got || stm_wait_check(g, deadline, &n, STM_AT_REPLY)) break;
 			stm_backoff(&ns, 512);
@@ -408,7 +408,7 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 			pending &= ~got;
 			u64 t1 = 0;
 			if (mine < 64 && ((got >> mine) & 1)) {
-				const u64 r = stm_ld_relaxed((const u64*)g->res + tx->tid);
+				const u64 r = ld_relaxed_gpu((const u64*)g->res + tx->tid);
 				if (r & STM_RES_FLAG)
 					stm_fail(tx, STM_ST_ABORT + (u32)(r & 0xFF), 0);
 				else
@@ -441,7 +441,7 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 				return 0;
 			}
 			if ((lanes >> lane) & 1) {
-				const u64 r = stm_ld_relaxed((const u64*)g->res + tx->tid);
+				const u64 r = ld_relaxed_gpu((const u64*)g->res + tx->tid);
 				if (r != STM_RES_PREPARED) {
 					multi = false;
 					stm_fail(tx, STM_ST_ABORT + (u32)(r & 0xFF), 0);
@@ -538,7 +538,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 	const u32 tid = blockIdx.x * blockDim.x + threadIdx.x;
 	const u32 lane = threadIdx.x & 31;
 	const u32 wid = tid >> 5;
-	const u64 deadline = stm_now_ns() + g->limit_ns;
+	const u64 deadline = globaltimer_ns() + g->limit_ns;
 	u64* dctl = stm_dctl(g);
 	u64 cnt[CNT_WORDS];
 	for (int i = 0; i < CNT_WORDS; i++) cnt[i] = 0;
@@ -551,10 +551,10 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		if (lane == 0) {
 			if (stm_errored(g))
 				flags = 1;
-			else if (stm_now_ns() > deadline) {
+			else if (globaltimer_ns() > deadline) {
 				stm_error(g, STM_ERR_DEADLINE, STM_AT_RUN, 0);
 				flags = 1;
-			} else if (stm_ld_relaxed(&dctl[DCTL_STOP]))
+			} else if (ld_relaxed_gpu(&dctl[DCTL_STOP]))
 				flags = 2;
 		}
 		flags = __shfl_sync(FULL_MASK, flags, 0);
@@ -575,7 +575,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 				else
 					have = true;
 			}
-			if (lane == 0 && g->n_tx && base + __popc(need) > g->n_tx) stm_st_relaxed(&dctl[DCTL_TICKETS_OUT], 1);
+			if (lane == 0 && g->n_tx && base + __popc(need) > g->n_tx) st_relaxed_gpu(&dctl[DCTL_TICKETS_OUT], 1);
 		}
 		if (!__any_sync(FULL_MASK, have)) break;
 
@@ -1143,12 +1143,12 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 				r = first + __popc(ok & lanemask_lt(lane));
 			else
 				r = STM_RES_PREPARED;
-			stm_st_relaxed((u64*)g->res + cw * 32 + lane, r);
+			st_relaxed_gpu((u64*)g->res + cw * 32 + lane, r);
 		}
 		__threadfence();
 		__syncwarp();
 		if (lane == 0) {
-			stm_st_release32((u32*)g->reply + (u64)cw * g->servers + p, seq);
+			st_release_gpu((u32*)g->reply + (u64)cw * g->servers + p, seq);
 			ctl->mail[me] = 0;
 		}
 		cy_validate += (c1 - c0) * __popc(mask);
@@ -1180,12 +1180,12 @@ __device__ void stm_receiver(const stm_globals* g, stm_log& L, u32 p, u32 lane, 
 		u32 flags = 0;
 		if (lane == 0 && (n & 63) == 0) {
 			if (p == 0) {
-				if (stm_ld_sys(&hctl[HCTL_STOP])) stm_st_relaxed(&dctl[DCTL_STOP], 1);
-				if (stm_ld_sys(&hctl[HCTL_ABORT])) stm_error(g, STM_ERR_ABORTED, 0, 0);
+				if (ld_relaxed_sys(&hctl[HCTL_STOP])) st_relaxed_gpu(&dctl[DCTL_STOP], 1);
+				if (ld_relaxed_sys(&hctl[HCTL_ABORT])) stm_error(g, STM_ERR_ABORTED, 0, 0);
 			}
 			if (stm_errored(g))
 				flags = 1;
-			else if (stm_now_ns() > deadline) {
+			else if (globaltimer_ns() > deadline) {
 				stm_error(g, STM_ERR_DEADLINE, STM_AT_RECEIVE, 0);
 				flags = 1;
 			}
@@ -1198,7 +1198,7 @@ __device__ void stm_receiver(const stm_globals* g, stm_log& L, u32 p, u32 lane, 
 			const stm_fin* f = stm_fin_slot(g, p, fh);
 			u32 ready = 0, cw = 0, mask = 0, all = 0;
 			u64 t0 = 0;
-			if (lane == 0 && stm_ld_relaxed(&f->seq) == fh + 1 && stm_ld_acquire(&f->seq) == fh + 1) {
+			if (lane == 0 && ld_relaxed_gpu(&f->seq) == fh + 1 && ld_acquire_gpu(&f->seq) == fh + 1) {
 				ready = 1;
 				cw = f->warp;
 				mask = f->mask;
@@ -1219,8 +1219,8 @@ __device__ void stm_receiver(const stm_globals* g, stm_log& L, u32 p, u32 lane, 
 		// Requests: the ready prefix of the next 32, to idle workers.
 		const u64 s = rh + lane;
 		const stm_req* r = stm_req_slot(g, p, s);
-		bool ready = stm_ld_relaxed(&r->seq) == s + 1;
-		if (__any_sync(FULL_MASK, ready)) ready = ready && stm_ld_acquire(&r->seq) == s + 1;
+		bool ready = ld_relaxed_gpu(&r->seq) == s + 1;
+		if (__any_sync(FULL_MASK, ready)) ready = ready && ld_acquire_gpu(&r->seq) == s + 1;
 		const u32 rdy = __ballot_sync(FULL_MASK, ready);
 		const u32 k = rdy == FULL_MASK ? 32 : __ffs(~rdy) - 1;
 		if (k) {
@@ -1244,9 +1244,9 @@ __device__ void stm_receiver(const stm_globals* g, stm_log& L, u32 p, u32 lane, 
 		if (idle_round) {
 			u32 fin = 0;
 			if (lane == 0)
-				fin = stm_ld_relaxed(&dctl[DCTL_CLIENTS_DONE]) == g->client_warps &&
-				      stm_ld_relaxed((u64*)g->req_tail + (u64)p * CTL_SPACING) == rh &&
-				      stm_ld_relaxed((u64*)g->fin_tail + (u64)p * CTL_SPACING) == fh;
+				fin = ld_relaxed_gpu(&dctl[DCTL_CLIENTS_DONE]) == g->client_warps &&
+				      ld_relaxed_gpu((u64*)g->req_tail + (u64)p * CTL_SPACING) == rh &&
+				      ld_relaxed_gpu((u64*)g->fin_tail + (u64)p * CTL_SPACING) == fh;
 			if (__shfl_sync(FULL_MASK, fin, 0)) break;
 			__nanosleep(100);
 		}
@@ -1272,7 +1272,7 @@ extern "C" __global__ void __launch_bounds__(STM_SERVER_WARPS * 32, 1) stm_serve
 	stm_log L = stm_log_at(g, stm_smem);
 	const u32 p = blockIdx.x;
 	const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-	const u64 deadline = stm_now_ns() + g->limit_ns;
+	const u64 deadline = globaltimer_ns() + g->limit_ns;
 	if (threadIdx.x == 0) {
 		L.ctl->head = L.ctl->tail = L.ctl->pool_head = L.ctl->floor_ts = L.ctl->next_ts = 0;
 		L.ctl->lock = 0;
@@ -1282,7 +1282,7 @@ extern "C" __global__ void __launch_bounds__(STM_SERVER_WARPS * 32, 1) stm_serve
 	__syncthreads();
 	if (threadIdx.x == 0) {
 		__threadfence_system();
-		stm_st_sys(&stm_hctl(g)[HCTL_SERVERS_UP + p], 1);
+		st_relaxed_sys(&stm_hctl(g)[HCTL_SERVERS_UP + p], 1);
 	}
 	if (warp == 0)
 		stm_receiver(g, L, p, lane, deadline);

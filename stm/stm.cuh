@@ -20,57 +20,12 @@
 // will not commit.
 #pragma once
 #include "warpkv/types.cuh"
+#include "warpkv/order.cuh"
 #include "stm/globals.cuh"
 
-// ---- memory model: strong accesses of global memory ----------------------
-
-__device__ __forceinline__ u64 stm_ld_acquire(const u64* p) {
-	u64 v;
-	asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-	return v;
-}
-__device__ __forceinline__ u64 stm_ld_relaxed(const u64* p) {
-	u64 v;
-	asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-	return v;
-}
-__device__ __forceinline__ u32 stm_ld_acquire32(const u32* p) {
-	u32 v;
-	asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-	return v;
-}
-__device__ __forceinline__ u32 stm_ld_relaxed32(const u32* p) {
-	u32 v;
-	asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-	return v;
-}
-__device__ __forceinline__ void stm_st_release(u64* p, u64 v) {
-	asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ void stm_st_relaxed(u64* p, u64 v) {
-	asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ void stm_st_release32(u32* p, u32 v) {
-	asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ void stm_st_relaxed32(u32* p, u32 v) {
-	asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-// Mapped host memory: system scope.
-__device__ __forceinline__ u64 stm_ld_sys(const u64* p) {
-	u64 v;
-	asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-	return v;
-}
-__device__ __forceinline__ void stm_st_sys(u64* p, u64 v) {
-	asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-// Nanoseconds of the GPU's global timer (the same on every SM).
-__device__ __forceinline__ u64 stm_now_ns() {
-	u64 t;
-	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-	return t;
-}
+// Strong accesses of global memory (ld_acquire_gpu, st_release_gpu, ...;
+// system scope for the mapped control words) and globaltimer_ns are
+// warpkv/order.cuh's.
 
 // ---- the transaction ------------------------------------------------------
 
@@ -142,11 +97,11 @@ __device__ __forceinline__ void stm_check(stm_tx* tx, bool ok) {
 // is told to stop, a long transaction is abandoned (STM_ST_STOP).
 __device__ __forceinline__ bool stm_deadline_passed(stm_tx* tx) {
 	if ((++tx->calls & 1023) != 0) return false;
-	if (stm_ld_relaxed(&((const u64*)tx->g->dctl)[DCTL_STOP]) != 0) {
+	if (ld_relaxed_gpu(&((const u64*)tx->g->dctl)[DCTL_STOP]) != 0) {
 		stm_fail(tx, STM_ST_STOP, 0);
 		return true;
 	}
-	if (stm_now_ns() <= tx->deadline) return false;
+	if (globaltimer_ns() <= tx->deadline) return false;
 	stm_fail(tx, STM_ERR_DEADLINE, STM_AT_RUN);
 	return true;
 }
@@ -160,7 +115,7 @@ __device__ __forceinline__ u32 stm_partition(const stm_globals* g, u32 item) {
 __device__ __forceinline__ void stm_begin(stm_tx* tx, bool read_only) {
 	tx->ro = read_only ? 1 : 0;
 	tx->begun = 1;
-	tx->snap = stm_ld_acquire((const u64*)tx->g->clock);
+	tx->snap = ld_acquire_gpu((const u64*)tx->g->clock);
 }
 
 // stm_ring_scan is stm_ring_read's slow path: all K slots are scanned,
@@ -173,16 +128,16 @@ __device__ __noinline__ bool stm_ring_scan(const u64* vers, const u64* vals, u32
 		int best = -1;
 		u64 bv = 0, bx = 0;
 		for (u32 j = 0; j < k; j++) {
-			u64 a = stm_ld_acquire(vers + j);
+			u64 a = ld_acquire_gpu(vers + j);
 			if (a > snap || (best >= 0 && a <= bv)) continue; // STM_NO_VERSION > any snapshot
-			u64 x = stm_ld_acquire(vals + j);
-			if (stm_ld_relaxed(vers + j) != a) continue; // being overwritten: leaving the ring
+			u64 x = ld_acquire_gpu(vals + j);
+			if (ld_relaxed_gpu(vers + j) != a) continue; // being overwritten: leaving the ring
 			best = j;
 			bv = a;
 			bx = x;
 		}
 		if (best < 0) return false;
-		if (stm_ld_relaxed(vers + best) == bv) {
+		if (ld_relaxed_gpu(vers + best) == bv) {
 			*out = bx;
 			return true;
 		}
@@ -200,11 +155,11 @@ __device__ __forceinline__ bool stm_ring_read(const stm_globals* g, u32 item, u6
 	const u64* vals = (const u64*)g->vals + (u64)item * k;
 	// The head needs no acquire: it is read after the snapshot's acquire
 	// and gives the address of what follows.
-	const u32 h = stm_ld_relaxed32((const u32*)g->head + item);
-	const u64 v1 = stm_ld_acquire(vers + h);
+	const u32 h = ld_relaxed_gpu((const u32*)g->head + item);
+	const u64 v1 = ld_acquire_gpu(vers + h);
 	if (v1 <= snap) {
-		const u64 x = stm_ld_acquire(vals + h);
-		if (stm_ld_relaxed(vers + h) == v1) {
+		const u64 x = ld_acquire_gpu(vals + h);
+		if (ld_relaxed_gpu(vers + h) == v1) {
 			*out = x;
 			return true;
 		}

@@ -8,6 +8,10 @@ import (
 )
 
 // Binary protocol magic bytes and opcodes (memcached's protocol_binary.h).
+// They repeat package protocol's on purpose: the differential test encodes
+// requests and decodes replies on its own, from memcached's header, so that
+// a wrong constant in the server cannot hide behind the same constant in
+// its test (and the real memcached the test also talks to checks these).
 const (
 	binReqMagic = 0x80
 	binResMagic = 0x81

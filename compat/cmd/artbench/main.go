@@ -36,7 +36,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 	"unsafe"
 
 	iradix "github.com/hashicorp/go-immutable-radix/v2"
@@ -44,56 +43,28 @@ import (
 
 	"warpkv/art"
 	"warpkv/bench"
+	"warpkv/compat/internal/peerbench"
 	"warpkv/internal/par"
 )
 
-// Single-goroutine peers skip cases larger than this by default.
-const defaultSingleMax = 10_000_000
-
 func main() {
-	size := flag.Int("size", 0, "largest tree in keys (0: as warpkv bench art: 100M with a GPU, else 1M)")
-	reps := flag.Int("reps", bench.DefaultReps, "timed repetitions behind each median")
-	peerReps := flag.Int("peer-reps", 0, "timed repetitions of the peers (0: --reps)")
-	device := flag.String("device", "auto", "warpkv engines: cpu, or auto, gpu, gpu:N to add the GPU engine")
+	f := peerbench.Register(flag.CommandLine, peerbench.Help{
+		Size:      "largest tree in keys (0: as warpkv bench art: 100M with a GPU, else 1M)",
+		SingleMax: "largest case (tree or batch, in keys) the peers run",
+		Peers:     "iradix,tidwall,map",
+		PeerNames: "iradix, tidwall, map",
+	})
 	engines := flag.String("engines", "", "warpkv engines to run, comma-separated: cpu, gpu (default: every one the device allows)")
-	singleMax := flag.Int("single-max", defaultSingleMax, "largest case (tree or batch, in keys) the peers run")
-	peers := flag.String("peers", "iradix,tidwall,map", "peers to measure, comma-separated (iradix, tidwall, map; empty: none)")
-	jsonPath := flag.String("json", "", "also write the results as JSON to `FILE`")
-	quiet := flag.Bool("quiet", false, "no progress lines on stderr")
 	flag.Parse()
-	if flag.NArg() > 0 || *size < 0 || *reps < 1 || *peerReps < 0 || *singleMax < 0 {
+	if !f.Check(flag.CommandLine) {
 		flag.Usage()
 		os.Exit(2)
 	}
-	var progress *bench.Progress
-	if !*quiet {
-		progress = bench.NewProgress(os.Stderr)
-	}
-	if *peerReps == 0 {
-		*peerReps = *reps
-	}
-	rep, err := run(config{size: *size, reps: *reps, peerReps: *peerReps, device: *device, engines: *engines, singleMax: *singleMax, peers: *peers}, progress)
+	rep, err := run(config{size: f.Size, reps: f.Reps, peerReps: f.PeerReps, device: f.Device, engines: *engines, singleMax: f.SingleMax, peers: f.Peers}, f.Progress())
 	if rep != nil {
-		for _, line := range rep.Engines {
-			fmt.Println(line)
-		}
-		for _, line := range rep.Notes {
-			fmt.Println("note:", line)
-		}
-		fmt.Printf("median of %d runs after a warm-up run; ratio: throughput relative to the named reference\n\n", rep.Reps)
-		if perr := bench.PrintTable(os.Stdout, rep.Results); perr != nil && err == nil {
+		header := fmt.Sprintf("median of %d runs after a warm-up run; ratio: throughput relative to the named reference", rep.Reps)
+		if perr := peerbench.Print(os.Stdout, rep, header, f.JSON); perr != nil && err == nil {
 			err = perr
-		}
-		if len(rep.Summary) > 0 {
-			fmt.Printf("\n%s\n\n", rep.SummaryTitle)
-			if perr := bench.PrintTable(os.Stdout, rep.Summary); perr != nil && err == nil {
-				err = perr
-			}
-		}
-		if *jsonPath != "" {
-			if perr := bench.SaveJSON(*jsonPath, rep); perr != nil && err == nil {
-				err = perr
-			}
 		}
 	}
 	if err != nil {
@@ -136,11 +107,7 @@ func run(cfg config, p *bench.Progress) (*bench.Report, error) {
 		}
 	}
 	impls = append(impls, eng.Impls...)
-	start := time.Now()
-	rep := &bench.Report{
-		Suite: "art-peers", Started: start.UTC().Round(time.Second), GoVersion: runtime.Version(),
-		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), Workers: readers, Reps: cfg.reps,
-	}
+	rep := bench.NewReport("art-peers", cfg.reps)
 	rep.Engines = append(rep.Engines, eng.Engines...)
 	rep.Engines = append(rep.Engines,
 		"iradix: github.com/hashicorp/go-immutable-radix/v2 (a batch of writes in one transaction)",
@@ -185,7 +152,7 @@ func run(cfg config, p *bench.Progress) (*bench.Report, error) {
 		peer = "iradix, 1 goroutine"
 	}
 	rep.Summary, rep.SummaryTitle = bench.ARTSummary(rep.Results, size, peer)
-	rep.DurationS = time.Since(start).Seconds()
+	rep.Finish()
 	return rep, err
 }
 
@@ -285,25 +252,19 @@ func (r *radixImpl) Lookup(keys art.Keys, values []uint64, found []bool) error {
 	return nil
 }
 func (r *radixImpl) Ranges(los art.Keys, limit int) (int, uint64, error) {
-	c, s := queries(r.readers, los.Len(), func(i int) (int, uint64) {
-		it := r.t.Root().Iterator()
-		it.SeekLowerBound(los.At(i))
-		n, sum := 0, uint64(0)
-		for n < limit {
-			k, v, ok := it.Next()
-			if !ok {
-				break
-			}
-			n, sum = n+1, sum+bench.ARTMix(k, v)
-		}
-		return n, sum
-	})
-	return c, s, nil
+	return r.scan(los, limit, (*iradix.Iterator[uint64]).SeekLowerBound)
 }
 func (r *radixImpl) Prefix(ps art.Keys, limit int) (int, uint64, error) {
-	c, s := queries(r.readers, ps.Len(), func(i int) (int, uint64) {
+	return r.scan(ps, limit, (*iradix.Iterator[uint64]).SeekPrefix)
+}
+
+// scan answers one query a key of qs: the count and checksum of the first
+// limit pairs of an iterator that seek places at the query (its lower
+// bound, or its prefix).
+func (r *radixImpl) scan(qs art.Keys, limit int, seek func(*iradix.Iterator[uint64], []byte)) (int, uint64, error) {
+	c, s := queries(r.readers, qs.Len(), func(i int) (int, uint64) {
 		it := r.t.Root().Iterator()
-		it.SeekPrefix(ps.At(i))
+		seek(it, qs.At(i))
 		n, sum := 0, uint64(0)
 		for n < limit {
 			k, v, ok := it.Next()
@@ -372,25 +333,20 @@ func (b *btreeImpl) Lookup(keys art.Keys, values []uint64, found []bool) error {
 	return nil
 }
 func (b *btreeImpl) Ranges(los art.Keys, limit int) (int, uint64, error) {
-	c, s := queries(b.readers, los.Len(), func(i int) (int, uint64) {
-		n, sum := 0, uint64(0)
-		b.m.Ascend(view(los.At(i)), func(k string, v uint64) bool {
-			if n == limit {
-				return false
-			}
-			n, sum = n+1, sum+bench.ARTMix([]byte(k), v)
-			return true
-		})
-		return n, sum
-	})
-	return c, s, nil
+	return b.scan(los, limit, false)
 }
 func (b *btreeImpl) Prefix(ps art.Keys, limit int) (int, uint64, error) {
-	c, s := queries(b.readers, ps.Len(), func(i int) (int, uint64) {
-		p := view(ps.At(i))
+	return b.scan(ps, limit, true)
+}
+
+// scan answers one query a key of qs: the count and checksum of the first
+// limit pairs from the query on, those that start with it if prefix.
+func (b *btreeImpl) scan(qs art.Keys, limit int, prefix bool) (int, uint64, error) {
+	c, s := queries(b.readers, qs.Len(), func(i int) (int, uint64) {
+		q := view(qs.At(i))
 		n, sum := 0, uint64(0)
-		b.m.Ascend(p, func(k string, v uint64) bool {
-			if n == limit || !strings.HasPrefix(k, p) {
+		b.m.Ascend(q, func(k string, v uint64) bool {
+			if n == limit || (prefix && !strings.HasPrefix(k, q)) {
 				return false
 			}
 			n, sum = n+1, sum+bench.ARTMix([]byte(k), v)

@@ -58,39 +58,28 @@ import (
 	tbtree "github.com/tidwall/btree"
 
 	"warpkv/bench"
+	"warpkv/compat/internal/peerbench"
 )
 
-// Single-goroutine peers skip cases larger than this by default: at 100M
-// keys one goroutine needs minutes per case.
-const defaultSingleMax = 10_000_000
-
 func main() {
-	size := flag.Int("size", 0, "largest tree in keys (0: as warpkv bench btree: 100M with a GPU, else 10M)")
-	reps := flag.Int("reps", bench.DefaultReps, "timed repetitions behind each median")
-	peerReps := flag.Int("peer-reps", 0, "timed repetitions of the peers (0: --reps)")
+	f := peerbench.Register(flag.CommandLine, peerbench.Help{
+		Size:      "largest tree in keys (0: as warpkv bench btree: 100M with a GPU, else 10M)",
+		SingleMax: "largest case (tree or batch, in keys) the single-goroutine peers run",
+		Peers:     "tidwall,google",
+		PeerNames: "tidwall, google",
+	})
 	deadline := flag.Duration("deadline", 0, "peers start no case after this much time (0: no limit); warpkv's engines run every case")
-	device := flag.String("device", "auto", "warpkv engines: cpu, or auto, gpu, gpu:N to add the GPU engine")
-	singleMax := flag.Int("single-max", defaultSingleMax, "largest case (tree or batch, in keys) the single-goroutine peers run")
 	singleOps := flag.String("single-ops", "", "operations the single-goroutine peers run at any size, comma-separated (build, insert, delete, lookup, ranges)")
-	peers := flag.String("peers", "tidwall,google", "peers to measure, comma-separated (tidwall, google; empty: none)")
-	jsonPath := flag.String("json", "", "also write the results as JSON to `FILE`")
-	quiet := flag.Bool("quiet", false, "no progress lines on stderr")
 	flag.Parse()
-	if flag.NArg() > 0 || *size < 0 || *reps < 1 || *peerReps < 0 || *singleMax < 0 || *deadline < 0 {
+	if !f.Check(flag.CommandLine) || *deadline < 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	var progress *bench.Progress
-	if !*quiet {
-		progress = bench.NewProgress(os.Stderr)
-	}
-	if *peerReps == 0 {
-		*peerReps = *reps
-	}
-	rep, err := run(config{size: *size, reps: *reps, peerReps: *peerReps, device: *device, singleMax: *singleMax,
-		singleOps: *singleOps, peers: *peers, deadline: *deadline}, progress)
+	rep, err := run(config{size: f.Size, reps: f.Reps, peerReps: f.PeerReps, device: f.Device, singleMax: f.SingleMax,
+		singleOps: *singleOps, peers: f.Peers, deadline: *deadline}, f.Progress())
 	if rep != nil {
-		if perr := printReport(rep, *jsonPath); perr != nil && err == nil {
+		header := fmt.Sprintf("median of %d runs after a warm-up run; ratio: throughput relative to the named reference", rep.Reps)
+		if perr := peerbench.Print(os.Stdout, rep, header, f.JSON); perr != nil && err == nil {
 			err = perr
 		}
 	}
@@ -98,24 +87,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "btreebench:", err)
 		os.Exit(1)
 	}
-}
-
-// printReport writes the report as the suite's table and, with a path, as JSON.
-func printReport(rep *bench.Report, jsonPath string) error {
-	for _, line := range rep.Engines {
-		fmt.Println(line)
-	}
-	for _, line := range rep.Notes {
-		fmt.Println("note:", line)
-	}
-	fmt.Printf("median of %d runs after a warm-up run; ratio: throughput relative to the named reference\n\n", rep.Reps)
-	if err := bench.PrintTable(os.Stdout, rep.Results); err != nil {
-		return err
-	}
-	if jsonPath != "" {
-		return bench.SaveJSON(jsonPath, rep)
-	}
-	return nil
 }
 
 // config is the command line.
@@ -131,6 +102,7 @@ type config struct {
 // run measures every implementation on every case.
 func run(cfg config, p *bench.Progress) (*bench.Report, error) {
 	start := time.Now()
+	rep := bench.NewReport("btree-peers", cfg.reps)
 	if cfg.size != 0 && cfg.size < bench.BTreeMinSize {
 		return nil, fmt.Errorf("size %d: want at least %d", cfg.size, bench.BTreeMinSize)
 	}
@@ -144,10 +116,6 @@ func run(cfg config, p *bench.Progress) (*bench.Report, error) {
 		size = bench.BTreeDefaultSize(eng.GPU)
 	}
 	P := runtime.GOMAXPROCS(0)
-	rep := &bench.Report{
-		Suite: "btree-peers", Started: start.UTC().Round(time.Second), GoVersion: runtime.Version(),
-		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), Workers: P, Reps: cfg.reps,
-	}
 	var impls []bench.BTreeImpl
 	for _, name := range strings.Split(cfg.peers, ",") {
 		name = strings.TrimSpace(name)
@@ -221,7 +189,7 @@ func run(cfg config, p *bench.Progress) (*bench.Report, error) {
 	if err == nil {
 		rep.Notes = append(rep.Notes, "every implementation's answer on every case it ran (tree size and checksum of 65536 probe lookups; lookup found count and value checksum; range pair count and checksum) equals the first one's")
 	}
-	rep.DurationS = time.Since(start).Seconds()
+	rep.Finish()
 	return rep, err
 }
 

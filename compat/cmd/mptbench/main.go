@@ -35,6 +35,7 @@ import (
 	"github.com/ethereum/go-ethereum/triedb"
 
 	"warpkv/bench"
+	"warpkv/compat/internal/peerbench"
 	"warpkv/gpu"
 	"warpkv/internal/workload"
 	"warpkv/mpt"
@@ -70,26 +71,12 @@ func main() {
 		progress = bench.NewProgress(os.Stderr)
 	}
 	rep, err := run(cfg, progress)
+	if err == nil {
+		err = peerbench.Print(os.Stdout, rep, fmt.Sprintf("median of %d runs; ratio: throughput relative to the named reference", rep.Reps), *jsonPath)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mptbench:", err)
 		os.Exit(1)
-	}
-	for _, line := range rep.Engines {
-		fmt.Println(line)
-	}
-	for _, line := range rep.Notes {
-		fmt.Println("note:", line)
-	}
-	fmt.Printf("median of %d runs; ratio: throughput relative to the named reference\n\n", rep.Reps)
-	if err := bench.PrintTable(os.Stdout, rep.Results); err != nil {
-		fmt.Fprintln(os.Stderr, "mptbench:", err)
-		os.Exit(1)
-	}
-	if *jsonPath != "" {
-		if err := bench.SaveJSON(*jsonPath, rep); err != nil {
-			fmt.Fprintln(os.Stderr, "mptbench:", err)
-			os.Exit(1)
-		}
 	}
 }
 
@@ -105,15 +92,13 @@ type config struct {
 // run measures every selected case up to cfg.size.
 func run(cfg config, p *bench.Progress) (*bench.Report, error) {
 	size, warmup, reps, ours, device := cfg.size, cfg.warmup, cfg.reps, cfg.ours, cfg.device
-	rep := &bench.Report{
-		Suite: "mpt-geth", GoVersion: runtime.Version(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
-		CPUs: runtime.NumCPU(), Workers: runtime.GOMAXPROCS(0), Reps: reps,
-		Engines: []string{
-			"geth trie: go-ethereum v1.17.10 trie.Trie over an in-memory triedb, one Update per pair, then Hash",
-			"geth stacktrie: go-ethereum v1.17.10 trie.StackTrie on the pairs sorted by key (sorting not timed); it hashes during Update, so its hash row is only the root",
-		},
-		Notes: []string{fmt.Sprintf("same pairs as warpkv bench mpt: mpt.Generate, seed %#x", bench.MPTSeed)},
+	rep := bench.NewReport("mpt-geth", reps)
+	defer rep.Finish()
+	rep.Engines = []string{
+		"geth trie: go-ethereum v1.17.10 trie.Trie over an in-memory triedb, one Update per pair, then Hash",
+		"geth stacktrie: go-ethereum v1.17.10 trie.StackTrie on the pairs sorted by key (sorting not timed); it hashes during Update, so its hash row is only the root",
 	}
+	rep.Notes = []string{fmt.Sprintf("same pairs as warpkv bench mpt: mpt.Generate, seed %#x", bench.MPTSeed)}
 	if !cfg.stack {
 		rep.Engines = slices.DeleteFunc(rep.Engines, func(e string) bool { return strings.HasPrefix(e, "geth stacktrie") })
 	}

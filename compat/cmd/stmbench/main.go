@@ -28,6 +28,7 @@ import (
 	astm "github.com/anacrolix/stm"
 
 	"warpkv/bench"
+	"warpkv/compat/internal/peerbench"
 	"warpkv/gpu"
 	"warpkv/stm"
 )
@@ -54,19 +55,9 @@ func main() {
 	}
 	rep, err := run(cfg, progress)
 	if rep != nil {
-		for _, line := range rep.Engines {
-			fmt.Println(line)
-		}
-		for _, line := range rep.Notes {
-			fmt.Println("note:", line)
-		}
-		fmt.Printf("median of %d runs; ratio: commits/s relative to the named reference\n\n", rep.Reps)
-		bench.PrintTable(os.Stdout, rep.Results)
-		if *jsonPath != "" {
-			if err := bench.SaveJSON(*jsonPath, rep); err != nil {
-				fmt.Fprintln(os.Stderr, "stmbench:", err)
-				os.Exit(1)
-			}
+		header := fmt.Sprintf("median of %d runs; ratio: commits/s relative to the named reference", rep.Reps)
+		if perr := peerbench.Print(os.Stdout, rep, header, *jsonPath); perr != nil && err == nil {
+			err = perr
 		}
 	}
 	if err != nil {
@@ -106,12 +97,8 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 		return nil, err
 	}
 	workers := runtime.GOMAXPROCS(0)
-	start := time.Now()
-	rep := &bench.Report{
-		Suite: "stm-peers", Started: start.UTC().Round(time.Second), GoVersion: runtime.Version(),
-		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), Workers: workers, Reps: c.reps,
-	}
-	defer func() { rep.DurationS = time.Since(start).Seconds() }()
+	rep := bench.NewReport("stm-peers", c.reps)
+	defer rep.Finish()
 	rep.Engines = append(rep.Engines, fmt.Sprintf("cpu: warpkv's CSMV CPU engine; peers: %s; %d goroutines each", strings.Join(names, ", "), workers))
 	var dev *gpu.Device
 	if ch.Backend == gpu.BackendGPU {

@@ -18,9 +18,13 @@
 //                                 (0 < N < 64) or a run-time n in [0, 64),
 //                                 as funnel shifts of the 32-bit halves;
 //   shfl64(v, src)                v from lane src of the warp (all lanes
-//                                 take part), for warp-cooperative
-//                                 permutations with one state lane per
-//                                 thread;
+//                                 take part);
+//   KeccakWarpLane, keccak_warp_lane(t), keccak_f1600_warp<U>(a, s)
+//                                 the warp-cooperative permutation: lane
+//                                 t < 25 holds state lane t in a, s its
+//                                 shuffle sources (computed once per
+//                                 kernel), rounds unrolled U at a time (0:
+//                                 the compiler's choice, no pragma);
 //   lo32, hi32, join64            halves of a 64-bit word.
 // The sponge (rate, padding, absorbing) belongs to the caller: the rate is a
 // constant owned by Go and passed as a define.
@@ -152,4 +156,71 @@ __device__ __forceinline__ void keccak_f1600(u64 (&a)[KECCAK_LANES]) {
 // shfl64 reads v from lane src of the warp.
 __device__ __forceinline__ u64 shfl64(u64 v, int src) {
     return join64(__shfl_sync(FULL_MASK, lo32(v), src), __shfl_sync(FULL_MASK, hi32(v), src));
+}
+
+// KeccakWarpLane is one lane's part of the warp-cooperative permutation
+// (keccak_f1600_warp): lane t < 25 holds state lane t = x + 5y, and these
+// are the lanes it reads through shuffles in each round, computed once.
+// Lanes 25..31 only take part in the shuffles: they read themselves and
+// rotate by 0, so their values never reach a live lane.
+struct KeccakWarpLane {
+    int t;                      // the lane
+    int col1, col2, col3, col4; // theta: the rest of the lane's column
+    int west, east;             // theta: columns x-1 and x+1 (east: chi too)
+    int east2;                  // chi: column x+2
+    int pi_src;                 // pi: b[x + 5y] = a[(x+3y)%5 + 5x]
+    u32 rho;                    // rho's rotation of state lane t
+};
+
+// keccak_warp_lane returns lane t's shuffle sources.
+__device__ __forceinline__ KeccakWarpLane keccak_warp_lane(int t) {
+    const bool live = t < KECCAK_LANES;
+    const int x = t % 5, y = t / 5;
+    KeccakWarpLane s;
+    s.t = t;
+    s.col1 = live ? (t + 5) % KECCAK_LANES : t;
+    s.col2 = live ? (t + 10) % KECCAK_LANES : t;
+    s.col3 = live ? (t + 15) % KECCAK_LANES : t;
+    s.col4 = live ? (t + 20) % KECCAK_LANES : t;
+    s.west = live ? 5 * y + (x + 4) % 5 : t;
+    s.east = live ? 5 * y + (x + 1) % 5 : t;
+    s.east2 = live ? 5 * y + (x + 2) % 5 : t;
+    s.pi_src = live ? (3 * y + x) % 5 + 5 * x : t;
+    s.rho = live ? keccak_rho[t] : 0;
+    return s;
+}
+
+// keccak_warp_round is round r of the warp-cooperative permutation on this
+// lane's state lane a.
+__device__ __forceinline__ void keccak_warp_round(u64& a, const KeccakWarpLane& s, int r) {
+    // theta: c = parity of this lane's column, d from columns x-1 and x+1
+    const u64 c = a ^ shfl64(a, s.col1) ^ shfl64(a, s.col2) ^ shfl64(a, s.col3) ^ shfl64(a, s.col4);
+    a ^= shfl64(c, s.west) ^ rotl64<1>(shfl64(c, s.east));
+    // rho at the source lane, then pi
+    const u64 b = shfl64(rotl64_var(a, s.rho), s.pi_src);
+    // chi, iota
+    a = b ^ (~shfl64(b, s.east) & shfl64(b, s.east2));
+    if (s.t == 0)
+        a ^= keccak_rc[r];
+}
+
+// keccak_f1600_warp is the Keccak-f[1600] permutation with one state lane
+// per thread (every lane of the warp calls it together, converged): lane
+// t < 25 holds state lane t in a before and after. Its rounds are unrolled
+// UNROLL at a time (UNROLL divides 24), or as the compiler chooses with
+// UNROLL 0 (no pragma). Each kernel keeps the unroll that measured fastest
+// for it: prim's keccak256_warp 4 (24 hoists the round constants into
+// registers and spills), mpt's PhaseHC 0.
+template <int UNROLL>
+__device__ __forceinline__ void keccak_f1600_warp(u64& a, const KeccakWarpLane& s) {
+    static_assert(UNROLL >= 0 && (UNROLL == 0 || KECCAK_ROUNDS % UNROLL == 0),
+                  "UNROLL must be 0 or divide KECCAK_ROUNDS");
+    if constexpr (UNROLL == 0) {
+        for (int r = 0; r < KECCAK_ROUNDS; ++r)
+            keccak_warp_round(a, s, r);
+    } else {
+#pragma unroll UNROLL
+        for (int r = 0; r < KECCAK_ROUNDS; ++r)
+            keccak_warp_round(a, s, r);
+    }
 }
