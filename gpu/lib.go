@@ -147,13 +147,22 @@ func openFirst(what string, names []string) (uintptr, string, error) {
 	if runtime.GOOS != "linux" {
 		return 0, "", fmt.Errorf("%s: only linux is supported, this is %s", what, runtime.GOOS)
 	}
+	// dlerror is per thread: keep each dlopen and the dlerror that explains
+	// its failure on one thread, or a goroutine moved between them reads an
+	// empty message (seen as "libcuda.so): ;" in 4 of 30 starts).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var errs []string
 	for _, n := range names {
 		h, err := purego.Dlopen(n, rtldNowGlobal)
 		if err == nil {
 			return h, n, nil
 		}
-		errs = append(errs, err.Error())
+		msg := strings.TrimSpace(err.Error())
+		if msg == "" {
+			msg = n + ": dlopen failed (no reason given)"
+		}
+		errs = append(errs, msg)
 	}
 	if len(errs) > 3 {
 		errs = append(errs[:3], fmt.Sprintf("and %d more", len(errs)-3))
