@@ -89,7 +89,7 @@ func runMPT(e *env, args []string) error {
 		return err
 	}
 	defer t.Close()
-	fmt.Fprintf(progress, "mpt: %s\n", t.Reason())
+	fmt.Fprintln(progress, t.Reason())
 	if err := applyOps(t, in, *batch, progress); err != nil {
 		return err
 	}
@@ -104,6 +104,14 @@ func runMPT(e *env, args []string) error {
 	proof, err := t.Prove(proveKey)
 	if err != nil {
 		return fmt.Errorf("mpt prove: %w", err)
+	}
+	_, found, err := t.Lookup([][]byte{proveKey})
+	if err != nil {
+		return fmt.Errorf("mpt prove: %w", err)
+	}
+	if !found[0] {
+		// The nodes still go to standard output: they prove the absence.
+		fmt.Fprintf(e.stderr, "mpt prove: key 0x%x is not in the trie: this is a proof of its absence (%d nodes)\n", proveKey, len(proof))
 	}
 	for _, n := range proof {
 		fmt.Fprintf(e.stdout, "%x\n", n)

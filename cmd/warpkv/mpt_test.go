@@ -44,6 +44,7 @@ func TestMPTCommand(t *testing.T) {
 		{"root in batches of one", []string{"mpt", "root", "--quiet", "--batch", "1", ops}, 0, root + "\n", ""},
 		{"a key-only line deletes", []string{"mpt", "root", "--quiet", withDelete}, 0, root + "\n", ""},
 		{"prove", []string{"mpt", "prove", "--quiet", ops, "646f67"}, 0, "e5831646f6a0", ""},
+		{"prove an absent key", []string{"mpt", "prove", "--quiet", ops, "0abc"}, 0, "", "is not in the trie: this is a proof of its absence"},
 		{"bad lines", []string{"mpt", "root", bad}, 1, "", "line 2: bad hex"},
 		{"bad lines name the third", []string{"mpt", "root", bad}, 1, "", "line 3: 3 fields"},
 		{"sequential engine", []string{"mpt", "root", "--quiet", "--engine", "sequential", ops}, 0, root + "\n", ""},
