@@ -114,6 +114,18 @@ __device__ __forceinline__ u32 tile_valid(u32 tile, u32 n) {
 // Invariant: every key in [0, n) is counted once in every pass. Each thread
 // keeps a run (digit, length) per pass and flushes it with one shared atomic
 // when the digit changes, so constant or sorted digits cost no contention.
+// load_tile_keys reads a tile's keys into registers, blocked by thread
+// (item j of the thread at j * BLOCK_THREADS + threadIdx.x); entries past
+// valid are left unset.
+template <typename K>
+__device__ __forceinline__ void load_tile_keys(const K* in, u32 valid, K (&k)[ITEMS_PER_THREAD]) {
+#pragma unroll
+    for (int j = 0; j < ITEMS_PER_THREAD; ++j) {
+        u32 l = j * BLOCK_THREADS + threadIdx.x;
+        if (l < valid) k[j] = in[l];
+    }
+}
+
 template <typename K, int MAXP>
 __device__ void histogram(const K* __restrict__ keys, u32 n, u32 tiles, u32* __restrict__ hist,
                           u32 begin_bit, u32 end_bit, u32 passes) {
@@ -133,11 +145,7 @@ __device__ void histogram(const K* __restrict__ keys, u32 n, u32 tiles, u32* __r
         const K* in = keys + (u64)tile * TILE_ITEMS;
         const u32 valid = tile_valid(tile, n);
         K k[ITEMS_PER_THREAD];
-#pragma unroll
-        for (int j = 0; j < ITEMS_PER_THREAD; ++j) {
-            u32 l = j * BLOCK_THREADS + threadIdx.x;
-            if (l < valid) k[j] = in[l];
-        }
+        load_tile_keys(in, valid, k);
 #pragma unroll
         for (int j = 0; j < ITEMS_PER_THREAD; ++j) {
             if (j * BLOCK_THREADS + threadIdx.x >= valid) break;
@@ -223,11 +231,7 @@ __device__ void upsweep(const K* keys_a, const K* keys_b, u32* __restrict__ coun
         const K* in = keys + (u64)tile * TILE_ITEMS;
         const u32 valid = tile_valid(tile, n);
         K k[ITEMS_PER_THREAD];
-#pragma unroll
-        for (int j = 0; j < ITEMS_PER_THREAD; ++j) {
-            u32 l = j * BLOCK_THREADS + threadIdx.x;
-            if (l < valid) k[j] = in[l];
-        }
+        load_tile_keys(in, valid, k);
 #pragma unroll
         for (int j = 0; j < ITEMS_PER_THREAD; ++j) {
             if (j * BLOCK_THREADS + threadIdx.x >= valid) break;
