@@ -1,4 +1,4 @@
-module warpkv
+module github.com/warpkv/warpkv
 
 go 1.26.0
 

@@ -8,9 +8,9 @@ import (
 	"os"
 	"testing"
 
-	"warpkv/gpu"
-	"warpkv/internal/enginetest"
-	"warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/enginetest"
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 type artCase = enginetest.Case[batch, *model]

@@ -1,6 +1,6 @@
 package art
 
-import "warpkv/internal/par"
+import "github.com/warpkv/warpkv/internal/par"
 
 // The round-based build: subtrees made from sorted runs of keys
 // (segments), one node level per round, in the same phases on both

@@ -1,6 +1,6 @@
 package art
 
-import "warpkv/engine"
+import "github.com/warpkv/warpkv/engine"
 
 // Grains of the CPU engine's parallel loops (internal/par.For): items
 // handed to a worker at a time.

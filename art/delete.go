@@ -2,7 +2,7 @@ package art
 
 import (
 	"bytes"
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // hit is where a delete's key was found: its leaf, the node holding it

@@ -1,6 +1,6 @@
 package art
 
-import "warpkv/engine"
+import "github.com/warpkv/warpkv/engine"
 
 // backend is one engine of a Tree: the CPU engine (cpu.go) or the GPU
 // engine (gpu.go). Calls are serialized by the Tree (lookups and ranges

@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"math/bits"
 	"sync/atomic"
-	"warpkv/internal/par"
+
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // findLeaf returns the leaf of key k, or 0: the walk of a lookup, one per

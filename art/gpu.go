@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"sync"
 
-	"warpkv/engine"
-	"warpkv/gpu"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // The GPU engine keeps the whole tree in device memory, in the CPU

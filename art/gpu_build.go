@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 
-	"warpkv/engine"
-	"warpkv/gpu"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // itemBufs are a build's items on the device (build.go's items).

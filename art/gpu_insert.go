@@ -3,9 +3,9 @@ package art
 import (
 	"fmt"
 
-	"warpkv/engine"
-	"warpkv/gpu"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // insert is store.insert on the device: upload, sort and dedupe;

@@ -5,9 +5,9 @@ import (
 	"time"
 	"unsafe"
 
-	"warpkv/engine"
-	"warpkv/gpu"
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // Point calls of the GPU engine (lookups, updates) are pipelined: the

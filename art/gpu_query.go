@@ -7,9 +7,9 @@ import (
 	"math/bits"
 	"unsafe"
 
-	"warpkv/engine"
-	"warpkv/gpu"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // lookup runs ag_get, one thread per key (or ag_get_lanes), over the

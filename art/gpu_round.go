@@ -3,8 +3,8 @@ package art
 import (
 	"fmt"
 
-	"warpkv/gpu"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // entryBufs are node entries on the device (nodes.go's entries).

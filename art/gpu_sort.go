@@ -3,9 +3,9 @@ package art
 import (
 	"fmt"
 
-	"warpkv/engine"
-	"warpkv/gpu"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // uploadSorted is the start of a build, insert or delete (g.mu held): the

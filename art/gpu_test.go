@@ -8,8 +8,8 @@ import (
 	"slices"
 	"testing"
 
-	"warpkv/gpu"
-	"warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // pairsOf returns a tree's pairs in order.

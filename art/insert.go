@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"slices"
 	"sort"
-	"warpkv/internal/par"
+
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // Classes of an insert's keys (art.cu's ai_classify gives the same).

@@ -2,7 +2,7 @@ package art
 
 import (
 	"bytes"
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // Ordered iteration without a stack: a cursor is a node and a position in

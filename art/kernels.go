@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"unsafe"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 //go:embed art.cu

@@ -6,7 +6,7 @@ import (
 	"math"
 	"unsafe"
 
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // Keys is a batch of byte-string keys packed in one buffer, the form every

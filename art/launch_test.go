@@ -12,7 +12,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // TestLaunchArguments checks, without a GPU, every g.launch call of the

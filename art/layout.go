@@ -1,6 +1,6 @@
 package art
 
-import "warpkv/gpu"
+import "github.com/warpkv/warpkv/gpu"
 
 // The linear layout shared by the CPU and GPU engines (see the package
 // documentation). Every constant here is owned by Go: the kernels get them

@@ -11,8 +11,8 @@ import (
 
 	tbtree "github.com/tidwall/btree"
 
-	"warpkv/gpu"
-	"warpkv/internal/enginetest"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/enginetest"
 )
 
 // The differential tests: batches go to a reference ordered index this

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"runtime"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // Options configure a Tree.

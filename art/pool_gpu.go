@@ -1,6 +1,6 @@
 package art
 
-import "warpkv/gpu"
+import "github.com/warpkv/warpkv/gpu"
 
 // The GPU engine's scratch memory is one gpu.Pool of named buffers, reused
 // across batches and grown with headroom. A phase reserves the buffers it

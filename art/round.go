@@ -2,7 +2,8 @@ package art
 
 import (
 	"sort"
-	"warpkv/internal/par"
+
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // Outcomes of a touched node in a node round.

@@ -3,7 +3,7 @@ package art
 import (
 	"errors"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // scratchBuf is one named device buffer of the GPU engine, reused across

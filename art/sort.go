@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"slices"
 
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // sortGrain is the smallest run a goroutine sorts on its own.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // Staging is a caller's batch buffer for LookupStaged: the keys are

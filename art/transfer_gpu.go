@@ -5,7 +5,7 @@ import (
 	"errors"
 	"unsafe"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // Transfers of the GPU engine: batches from Go slices go to the device and

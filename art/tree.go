@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"sync"
 
-	"warpkv/engine"
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // Tree is an ordered index from byte-string keys to uint64 values on the

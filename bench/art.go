@@ -10,10 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"warpkv/art"
-	"warpkv/gpu"
-	"warpkv/internal/par"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/art"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/par"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // Sizes and inputs of the art suite (CuART).

@@ -5,7 +5,7 @@ import (
 	"io"
 	"runtime"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // Options configure a benchmark suite run.

@@ -9,11 +9,11 @@ import (
 	"sync"
 	"time"
 
-	"warpkv/btree"
-	"warpkv/engine"
-	"warpkv/gpu"
-	"warpkv/internal/par"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/btree"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/par"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // Sizes and inputs of the btree suite.

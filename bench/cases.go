@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // suiteCase is a case of a suite that compares implementations (btree,

@@ -3,7 +3,7 @@ package bench
 import (
 	"fmt"
 
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // Size of the CPU memory copy measurement: large enough to defeat the

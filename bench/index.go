@@ -6,8 +6,8 @@ import (
 	"runtime"
 	"strings"
 
-	"warpkv/gpu"
-	"warpkv/hashindex"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/hashindex"
 )
 
 // Sizes and inputs of the index suite.

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"unsafe"
 
-	"warpkv/internal/par"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/internal/par"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // sizeOf returns the size of T in bytes.

@@ -6,7 +6,7 @@ import (
 	"io"
 	"math/bits"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 //go:embed limits.cu

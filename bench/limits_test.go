@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 func TestMeasureCPUCopy(t *testing.T) {

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"time"
 
-	"warpkv/gpu"
-	"warpkv/internal/workload"
-	"warpkv/mpt"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/workload"
+	"github.com/warpkv/warpkv/mpt"
 )
 
 // Sizes and inputs of the mpt suite.

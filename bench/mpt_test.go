@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"warpkv/gpu"
-	"warpkv/internal/gputest"
-	"warpkv/internal/workload"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/internal/workload"
 )
 
 func TestMPTSizes(t *testing.T) {

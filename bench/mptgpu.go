@@ -5,8 +5,8 @@ import (
 	"runtime"
 	"time"
 
-	"warpkv/internal/workload"
-	"warpkv/mpt"
+	"github.com/warpkv/warpkv/internal/workload"
+	"github.com/warpkv/warpkv/mpt"
 )
 
 // The rows MPTGPURows returns beyond MPTEngineRows' six, for the GPU

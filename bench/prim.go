@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"warpkv/gpu"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // Default sizes of the prim suite, in elements (Options.Size overrides

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 func TestInputs(t *testing.T) {

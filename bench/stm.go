@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"warpkv/gpu"
-	"warpkv/stm"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/stm"
 )
 
 // Sizes and durations of the stm suite.

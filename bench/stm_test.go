@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/stm"
+	"github.com/warpkv/warpkv/stm"
 )
 
 // TestRunSTMSmall runs the stm suite on the CPU engine at a tiny size: every

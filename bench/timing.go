@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // Default repetition counts: warm-up runs are not timed, the median of the

@@ -5,11 +5,11 @@ import (
 	"sync"
 	"testing"
 
-	"warpkv/engine"
-	"warpkv/gpu"
-	"warpkv/internal/gputest"
-	"warpkv/internal/par"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/internal/par"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // The GPU engine's benchmarks on the paper's large cases (a tree of 100M

@@ -5,7 +5,7 @@ import (
 
 	tbtree "github.com/tidwall/btree"
 
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/prim"
 )
 
 func benchKeys(n int, seed uint64) ([]uint64, []uint64) {

@@ -3,7 +3,7 @@ package btree
 import (
 	_ "embed"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // kernelFile names the embedded CUDA C source in diagnostics and the

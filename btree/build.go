@@ -1,8 +1,8 @@
 package btree
 
 import (
-	"warpkv/engine"
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // build replaces the contents with the pairs (unsorted, the last

@@ -3,9 +3,9 @@ package btree
 import (
 	"fmt"
 
-	"warpkv/engine"
-	"warpkv/gpu"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // levelSizes returns the node counts of the levels of a built tree of m

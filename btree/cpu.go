@@ -3,9 +3,9 @@ package btree
 import (
 	"fmt"
 
-	"warpkv/engine"
-	"warpkv/internal/par"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/internal/par"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // cpuTree is the CPU engine: the node arrays in host memory (store.go) and

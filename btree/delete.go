@@ -1,8 +1,8 @@
 package btree
 
 import (
-	"warpkv/engine"
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // remove deletes a non-empty batch of keys from a non-empty tree: a radix

@@ -3,9 +3,9 @@ package btree
 import (
 	"fmt"
 
-	"warpkv/engine"
-	"warpkv/gpu"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // deleteSorted removes the m sorted unique keys in outK from a non-empty tree

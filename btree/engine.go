@@ -1,6 +1,6 @@
 package btree
 
-import "warpkv/engine"
+import "github.com/warpkv/warpkv/engine"
 
 // treeEngine is one backend of a Tree: the CPU engine (cpuTree, cpu.go) or the
 // GPU engine (gpuTree, tree_gpu.go), which give the same answers and the

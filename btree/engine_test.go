@@ -10,9 +10,9 @@ import (
 
 	tbtree "github.com/tidwall/btree"
 
-	"warpkv/gpu"
-	"warpkv/internal/enginetest"
-	"warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/enginetest"
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // The differential tests: random batch sequences (builds, inserts and

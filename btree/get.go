@@ -1,8 +1,8 @@
 package btree
 
 import (
-	"warpkv/engine"
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // lookup fills values and found for the keys of a non-empty tree, one

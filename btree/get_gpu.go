@@ -4,8 +4,8 @@ import (
 	"errors"
 	"unsafe"
 
-	"warpkv/engine"
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // lookupBatch fills values and found for keys (found as bytes 0/1). The tree

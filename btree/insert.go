@@ -1,8 +1,8 @@
 package btree
 
 import (
-	"warpkv/engine"
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // insert upserts a non-empty batch: a radix sort of the batch, then

@@ -1,8 +1,8 @@
 package btree
 
 import (
-	"warpkv/engine"
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // Batch insert and delete on the GPU engine. Every phase is a kernel of one

@@ -3,8 +3,8 @@ package btree
 import (
 	"errors"
 
-	"warpkv/gpu"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // groups are the touched nodes of the leaf level after bt_locate, the

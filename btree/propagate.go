@@ -3,8 +3,8 @@ package btree
 import (
 	"fmt"
 
-	"warpkv/internal/par"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/internal/par"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // changes lists the touched nodes of one level, in key order, and what

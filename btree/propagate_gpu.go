@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"warpkv/gpu"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // level is one level's changes on the device, the GPU form of changes:

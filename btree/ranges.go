@@ -1,9 +1,9 @@
 package btree
 
 import (
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/internal/par"
 
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // rangeOf returns the pairs with lo <= key <= hi in key order, at most

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"unsafe"
 
-	"warpkv/gpu"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // rangesBatch answers range queries in two passes on the device: bt_range

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"math"
 
-	"warpkv/engine"
-	"warpkv/gpu"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // uploadSortDedupe copies the batch to inK (and inV when values is not

@@ -1,6 +1,6 @@
 package btree
 
-import "warpkv/gpu"
+import "github.com/warpkv/warpkv/gpu"
 
 // Pinned staging of transfers: every upload and download of the GPU engine
 // of more than stageMin words goes through a gpu.Pipeline (one ring for

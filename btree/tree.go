@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"warpkv/engine"
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // ErrClosed is returned by the batches of a closed Tree.

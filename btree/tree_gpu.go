@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"sync"
 
-	"warpkv/engine"
-	"warpkv/gpu"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // gpuTree is the GPU engine: the node arrays of the CPU engine's layout,

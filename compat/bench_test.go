@@ -8,7 +8,7 @@ import (
 	"github.com/ethereum/go-ethereum/trie"
 	"github.com/ethereum/go-ethereum/triedb"
 
-	"warpkv/mpt"
+	"github.com/warpkv/warpkv/mpt"
 )
 
 // benchPairs returns n pairs with 32-byte random keys and 100-byte values.

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"testing"
 
-	"warpkv/internal/workload"
-	"warpkv/mpt"
+	"github.com/warpkv/warpkv/internal/workload"
+	"github.com/warpkv/warpkv/mpt"
 )
 
 var (
@@ -49,7 +49,7 @@ func warpkvBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "warpkv")
-		out, err := exec.Command(goTool, "build", "-o", binPath, "warpkv/cmd/warpkv").CombinedOutput()
+		out, err := exec.Command(goTool, "build", "-o", binPath, "github.com/warpkv/warpkv/cmd/warpkv").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

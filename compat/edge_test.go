@@ -11,9 +11,9 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/trie"
 
-	"warpkv/internal/enginetest"
-	"warpkv/internal/workload"
-	"warpkv/mpt"
+	"github.com/warpkv/warpkv/internal/enginetest"
+	"github.com/warpkv/warpkv/internal/workload"
+	"github.com/warpkv/warpkv/mpt"
 )
 
 // configs are the engine configurations the edge-case tests run: every

@@ -1,4 +1,4 @@
-module warpkv/compat
+module github.com/warpkv/warpkv/compat
 
 go 1.26.0
 
@@ -8,7 +8,7 @@ require (
 	github.com/google/btree v1.1.3
 	github.com/hashicorp/go-immutable-radix/v2 v2.1.0
 	github.com/tidwall/btree v1.8.2
-	warpkv v0.0.0
+	github.com/warpkv/warpkv v0.0.0
 )
 
 require (
@@ -42,4 +42,4 @@ require (
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 )
 
-replace warpkv => ../
+replace github.com/warpkv/warpkv => ../

@@ -17,9 +17,9 @@ import (
 	"github.com/ethereum/go-ethereum/trie"
 	"github.com/ethereum/go-ethereum/triedb"
 
-	"warpkv/gpu"
-	"warpkv/internal/gputest"
-	"warpkv/mpt"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/mpt"
 )
 
 // gethTrie is the part of go-ethereum's Trie and StateTrie the tests use.

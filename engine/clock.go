@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // Phase boundaries of a batch, in order. A batch without a phase marks its

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 func TestPlaceCPUSaysWhy(t *testing.T) {

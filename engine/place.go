@@ -3,7 +3,7 @@ package engine
 import (
 	"fmt"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // Placement is where an engine runs: the backend, the device for the GPU

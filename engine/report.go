@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // Reporter is what every engine facade says about itself.

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"warpkv/gpu"
-	"warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 func TestParseSpec(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // Pipeline is warpkv's one pinned transfer pipeline. It moves data between

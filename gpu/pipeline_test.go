@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"warpkv/gpu"
-	"warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // TestPipelineRoundTrips moves random data up and back down through small

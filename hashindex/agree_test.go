@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
-	"warpkv/gpu"
-	"warpkv/internal/enginetest"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/enginetest"
 )
 
 // The differential tests: random scripts of inserts, deletes and searches

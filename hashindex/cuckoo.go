@@ -3,7 +3,7 @@ package hashindex
 import (
 	"sync/atomic"
 
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // CPU engine tuning.

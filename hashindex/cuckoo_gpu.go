@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"warpkv/gpu"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // gpuEngine keeps the table in device memory. All its kernels are queued

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // DevJobs is a batch of insert or delete jobs in device memory, grouped by

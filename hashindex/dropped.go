@@ -1,6 +1,6 @@
 package hashindex
 
-import "warpkv/internal/par"
+import "github.com/warpkv/warpkv/internal/par"
 
 // DropReason says why Insert stopped indexing a location.
 type DropReason uint8

@@ -4,8 +4,8 @@ import (
 	"slices"
 	"testing"
 
-	"warpkv/gpu"
-	"warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // TestDevEntryPoints drives the GPU engine through its device-level calls

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"slices"
 
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // Jobs is a batch of insert or delete jobs grouped by partition, the input

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math/bits"
 
-	"warpkv/gpu"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // DevGroup queues on Stream() the grouping by partition of the jobs

@@ -3,7 +3,7 @@ package hashindex
 import (
 	_ "embed"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // Names of the embedded CUDA C sources, used in diagnostics and the

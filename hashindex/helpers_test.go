@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // testEngine makes indexes on one engine.

@@ -1,6 +1,6 @@
 package hashindex
 
-import "warpkv/internal/par"
+import "github.com/warpkv/warpkv/internal/par"
 
 // Host-side passes over a batch's inputs and outputs, split over
 // goroutines: large batches are memory-bound on the host, so every pass

@@ -6,9 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"warpkv/engine"
-	"warpkv/gpu"
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // Index is a cuckoo hash index on one engine. Its methods are safe for

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 func TestSignature(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // Options configure an Index.

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // A PersistentSearch searches small batches on the GPU engine without a

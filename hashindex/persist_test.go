@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // TestPersistCompiles compiles persist.cu (with hashindex.cu included) for

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"unsafe"
 
-	"warpkv/gpu"
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // Host-level calls on the GPU engine move their batch through pinned host

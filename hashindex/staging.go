@@ -5,7 +5,7 @@ import (
 	"time"
 	"unsafe"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // Staging is memory for the jobs and outputs of batches of up to Cap()

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // TestStagingErrors checks the staged calls' argument validation, that a

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/gpu"
-	"warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // BenchmarkChunkSweep times the host-level calls, slice and staged, on a

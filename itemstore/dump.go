@@ -1,6 +1,6 @@
 package itemstore
 
-import "warpkv/kv"
+import "github.com/warpkv/warpkv/kv"
 
 // DumpItem describes an item to Dump's callback.
 type DumpItem struct {

@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // headerSize is the size of the item header at the start of every chunk.

@@ -3,7 +3,7 @@ package itemstore
 import (
 	"strconv"
 
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // memcached's statistics of the store, in the names and order memcached 1.6

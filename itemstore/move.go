@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // Slab rebalancing: pages move between size classes, as memcached 1.6's

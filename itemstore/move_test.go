@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // fill sets keys from first on with valueLen-byte values at clock now until

@@ -1,6 +1,6 @@
 package itemstore
 
-import "warpkv/kv"
+import "github.com/warpkv/warpkv/kv"
 
 // Ref is a counted reference to an item, from Alloc or Acquire. While it
 // is held the item's chunk is not reused, so its key and value stay

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/internal/difftest"
+	"github.com/warpkv/warpkv/internal/difftest"
 )
 
 func TestWorkloads(t *testing.T) {

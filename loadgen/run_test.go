@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/internal/difftest"
-	"warpkv/kv"
-	"warpkv/protocol"
+	"github.com/warpkv/warpkv/internal/difftest"
+	"github.com/warpkv/warpkv/kv"
+	"github.com/warpkv/warpkv/protocol"
 )
 
 // serveModel serves a kv.Model through package protocol for the test.

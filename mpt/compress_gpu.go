@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"warpkv/gpu"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // The dirty set and PhaseNU's compress (compress.cu).

@@ -5,8 +5,8 @@ import (
 	"runtime"
 	"time"
 
-	"warpkv/engine"
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // The CPU engines (Options.Engine = EngineSequential or EngineParallel):

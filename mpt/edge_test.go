@@ -9,9 +9,9 @@ import (
 	"slices"
 	"testing"
 
-	"warpkv/gpu"
-	"warpkv/internal/enginetest"
-	"warpkv/internal/workload"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/enginetest"
+	"github.com/warpkv/warpkv/internal/workload"
 )
 
 // edgeBatch is one batch of an edge-case scenario and the keys to look up

@@ -1,8 +1,8 @@
 package mpt
 
 import (
-	"warpkv/engine"
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // trieEngine is one engine behind a Trie: cpuTrie (the sequential and

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"warpkv/engine"
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // TestFacadeCPU checks the engine.Reporter side of a CPU trie: its

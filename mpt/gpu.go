@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"warpkv/engine"
-	"warpkv/gpu"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // The GPU engine (Options.Engine = EngineGPU): the trie's nodes, values and

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/internal/gputest"
-	"warpkv/internal/workload"
+	"github.com/warpkv/warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/internal/workload"
 )
 
 // gpuBenchSizes are the trie sizes of the GPU benchmarks per data set (the

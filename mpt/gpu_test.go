@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"warpkv/gpu"
-	"warpkv/internal/gputest"
-	"warpkv/internal/workload"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/internal/workload"
 )
 
 // newGPUTest returns an empty GPU-engine trie on the tests' shared device,

@@ -3,7 +3,8 @@ package mpt
 import (
 	"fmt"
 	"testing"
-	"warpkv/internal/workload"
+
+	"github.com/warpkv/warpkv/internal/workload"
 )
 
 // clearRefs makes every node below n dirty again (for hashing benchmarks).

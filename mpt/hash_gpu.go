@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // PhaseHC on the GPU engine (hash.cu) and the root hash read back after

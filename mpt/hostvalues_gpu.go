@@ -3,8 +3,8 @@ package mpt
 import (
 	"time"
 
-	"warpkv/gpu"
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // hostValues is the GPU engine's host copy of its value table and arena

@@ -4,7 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // The GPU engine's kernels: one program per phase, each a .cu file beside

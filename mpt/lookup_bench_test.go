@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"warpkv/internal/gputest"
-	"warpkv/internal/workload"
+	"github.com/warpkv/warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/internal/workload"
 )
 
 // BenchmarkLookup measures batch lookups of 100K present keys in a

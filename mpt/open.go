@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"warpkv/engine"
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // Open returns an empty trie on any engine (New takes only the CPU

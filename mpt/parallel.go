@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // The parallel CPU engine (Options.Engine = EngineParallel): the CPU port

@@ -1,6 +1,6 @@
 package mpt
 
-import "warpkv/gpu"
+import "github.com/warpkv/warpkv/gpu"
 
 // The GPU engine's scratch memory: named buffers of one gpu.Pool, reused
 // across batches and grown with headroom. Every call reserves the buffers

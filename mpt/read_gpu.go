@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"warpkv/gpu"
-	"warpkv/internal/par"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/par"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // The GPU engine's read paths: batch lookups, batch proofs (two passes:

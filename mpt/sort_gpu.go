@@ -1,8 +1,8 @@
 package mpt
 
 import (
-	"warpkv/gpu"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // The batch's device sort and last-wins dedupe (sort.cu).

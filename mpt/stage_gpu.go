@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"sort"
 
-	"warpkv/gpu"
-	"warpkv/internal/par"
-	"warpkv/prim"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/par"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // Staging of a batch on the GPU engine: keys (hashed on the device in

@@ -3,8 +3,8 @@ package mpt
 import (
 	"fmt"
 
-	"warpkv/engine"
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // EmptyRoot is the root hash of an empty trie: Keccak-256 of the RLP

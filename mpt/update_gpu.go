@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // A batch on the GPU engine (update) and PhaseNU's walks, expansions and

@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"sync"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // Key is an unsigned integer sort key.

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // testEngines returns the engines every primitive test runs against: the CPU

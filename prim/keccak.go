@@ -6,8 +6,8 @@ import (
 
 	"golang.org/x/crypto/sha3"
 
-	"warpkv/gpu"
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // keccakCPUSerialBytes is the work (message bytes plus keccakCPUMessageCost

@@ -3,7 +3,7 @@ package prim
 import (
 	"fmt"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // Launch configuration of the Keccak-256 kernels in keccak.cu. Each

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/crypto/sha3"
 
-	"warpkv/gpu"
-	"warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // keccakFunc hashes the messages data[offsets[i]:offsets[i+1]] into out.

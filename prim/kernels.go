@@ -4,7 +4,7 @@ import (
 	"embed"
 	"fmt"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 //go:embed *.cu

@@ -3,8 +3,8 @@ package prim
 import (
 	"fmt"
 
-	"warpkv/gpu"
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // mergeCPUGrain is the fewest outputs worth a goroutine of their own in the

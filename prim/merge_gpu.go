@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // Launch configuration of merge.cu. Keep equal to its #defines.

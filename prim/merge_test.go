@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 func TestMerge(t *testing.T) {

@@ -3,8 +3,8 @@ package prim
 import (
 	"fmt"
 
-	"warpkv/gpu"
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // ScanExclusive writes the exclusive prefix sums of in to out: out[i] =

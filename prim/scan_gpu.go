@@ -5,7 +5,7 @@ import (
 	"math"
 	"unsafe"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // Launch configuration of the scan kernels, mirrored by SCAN_BLOCK,

@@ -8,8 +8,8 @@ import (
 	"time"
 	"unsafe"
 
-	"warpkv/gpu"
-	"warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // scanRef is the sequential reference scan.

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"sort"
 
-	"warpkv/gpu"
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // segmaxCPUGrain is the fewest events (segments plus elements) worth a

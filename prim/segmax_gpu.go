@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // Launch configuration of segmax.cu. Keep equal to its #defines.

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"warpkv/gpu"
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // selectMaxCount is the largest input of Select, RunLengthEncode and

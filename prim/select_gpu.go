@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // Launch configuration of the select, run-length and reduce-by-key kernels,

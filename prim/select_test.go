@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // selectRef is the sequential reference select.

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"unsafe"
 
-	"warpkv/gpu"
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // SortKeys sorts keys in ascending order, in place. Cost: a stable LSD radix

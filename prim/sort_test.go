@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/gpu"
-	"warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // sortInput is one kind of key sequence the sort is checked on, with the

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // memcached's memory administration commands (slabs reassign, slabs

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // countingConn counts the reads of the server side of a connection.

@@ -3,7 +3,7 @@ package protocol
 import (
 	"encoding/binary"
 
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // Binary protocol constants (memcached's protocol_binary.h).

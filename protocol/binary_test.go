@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"warpkv/internal/difftest"
+	"github.com/warpkv/warpkv/internal/difftest"
 )
 
 // shorthand constructors for binary test tables

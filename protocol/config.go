@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"time"
 
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // Defaults of the Config fields left zero.

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/kv"
 )
 
 const (

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // Connection states, as memcached's "stats conns" names them.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // testNow is the fake clock's start: a fixed unix time.

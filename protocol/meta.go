@@ -4,7 +4,7 @@ import (
 	"math"
 	"strconv"
 
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // Meta protocol limits and errors, as memcached 1.6.18.

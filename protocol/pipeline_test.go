@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // newCountingServer is a test server whose cache counts batches.

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // rejectTimeout bounds the write of the refusal sent to a connection over

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // serve runs s.Serve on a loopback listener and returns its address and

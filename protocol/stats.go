@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // serverStats are the server's counters, updated atomically.

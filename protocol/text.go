@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"math"
 
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // Text protocol replies and errors, byte for byte as memcached 1.6 sends

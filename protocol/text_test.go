@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"warpkv/internal/difftest"
+	"github.com/warpkv/warpkv/internal/difftest"
 
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // Replies of memcached 1.6.18 to the same requests (CAS values are the

@@ -1,8 +1,8 @@
 package server
 
 import (
-	"warpkv/itemstore"
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/itemstore"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // The Engine's memcached administration (kv.Admin): slab page moves and

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // benchKeys is the key count of the engine benchmarks, preloaded.

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"time"
 
-	"warpkv/hashindex"
-	"warpkv/itemstore"
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/hashindex"
+	"github.com/warpkv/warpkv/itemstore"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // scratch is the reusable memory of one Do call.

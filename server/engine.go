@@ -9,11 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"warpkv/gpu"
-	"warpkv/hashindex"
-	"warpkv/itemstore"
-	"warpkv/kv"
-	"warpkv/protocol"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/hashindex"
+	"github.com/warpkv/warpkv/itemstore"
+	"github.com/warpkv/warpkv/kv"
+	"github.com/warpkv/warpkv/protocol"
 )
 
 // GPU search modes (Options.GPUSearch).

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // casTracker remembers the CAS a cache last reported for each key, so that

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/gpu"
-	"warpkv/internal/gputest"
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // engineCase is one engine the tests run on.

@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"warpkv/kv"
-	"warpkv/protocol"
+	"github.com/warpkv/warpkv/kv"
+	"github.com/warpkv/warpkv/protocol"
 )
 
 // A profile counts where the time of requests goes, stage by stage, when

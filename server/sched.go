@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"warpkv/hashindex"
+	"github.com/warpkv/warpkv/hashindex"
 )
 
 // A shard is one hash index (one GPU, or the CPU engine) and the scheduler

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"warpkv/hashindex"
+	"github.com/warpkv/warpkv/hashindex"
 )
 
 // Searches reach a shard through lock-free slots in the shard's batch

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"warpkv/protocol"
+	"github.com/warpkv/warpkv/protocol"
 )
 
 // Config configures Serve: the engine and the network front.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/internal/difftest"
+	"github.com/warpkv/warpkv/internal/difftest"
 )
 
 // startServer runs Serve on a free localhost port with engine ec and

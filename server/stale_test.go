@@ -4,8 +4,9 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
-	"warpkv/kv"
-	"warpkv/loadgen"
+
+	"github.com/warpkv/warpkv/kv"
+	"github.com/warpkv/warpkv/loadgen"
 )
 
 // TestStaleReadsAreRare runs Zipf multi-gets with 5% sets on many

@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"time"
 
-	"warpkv/hashindex"
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/hashindex"
+	"github.com/warpkv/warpkv/kv"
 )
 
 type kvStat = kv.Stat

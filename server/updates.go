@@ -3,8 +3,8 @@ package server
 import (
 	"time"
 
-	"warpkv/hashindex"
-	"warpkv/itemstore"
+	"github.com/warpkv/warpkv/hashindex"
+	"github.com/warpkv/warpkv/itemstore"
 )
 
 // updateList is a list of index updates: deletes of (delHashes[i],

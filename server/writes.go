@@ -4,9 +4,9 @@ import (
 	"errors"
 	"slices"
 
-	"warpkv/hashindex"
-	"warpkv/itemstore"
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/hashindex"
+	"github.com/warpkv/warpkv/itemstore"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // stripeOf returns the write lock of a key hash.

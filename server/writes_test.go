@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/hashindex"
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/hashindex"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // keysInStripe returns n distinct keys whose hashes share one key stripe

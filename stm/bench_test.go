@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/bench"
-	"warpkv/stm"
+	"github.com/warpkv/warpkv/bench"
+	"github.com/warpkv/warpkv/stm"
 )
 
 // BenchmarkBank compares the CSMV CPU engine with one global lock and a

@@ -3,7 +3,7 @@ package stm
 import (
 	"testing"
 
-	"warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // testBodies are the CUDA bodies the GPU tests run, compile-checked here.

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"warpkv/engine"
+	"github.com/warpkv/warpkv/engine"
 )
 
 // ticketChunk is how many tickets a CPU worker claims at once (and runs

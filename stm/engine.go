@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"warpkv/engine"
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // Options configure an Engine.

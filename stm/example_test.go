@@ -3,7 +3,7 @@ package stm_test
 import (
 	"fmt"
 
-	"warpkv/stm"
+	"github.com/warpkv/warpkv/stm"
 )
 
 // A transfer and a read-only total on the CPU engine.

@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"warpkv/engine"
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 //go:embed stm.cu

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // globalFields are the fields of struct stm_globals, the kernels' one

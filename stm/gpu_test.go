@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // A CUDA body: a counter incremented by every transaction, and a

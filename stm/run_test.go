@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/gpu"
-	"warpkv/internal/enginetest"
-	"warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/enginetest"
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // runCase is one workload run checked end to end.

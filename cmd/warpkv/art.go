@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"warpkv/art"
+	"github.com/warpkv/warpkv/art"
 )
 
 // runART is "warpkv art run": it applies a file of adaptive radix tree

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // artModel applies "warpkv art run" lines one at a time to a Go map and

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"warpkv/bench"
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/bench"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // serveSuiteSummary describes "warpkv bench serve", which is not a

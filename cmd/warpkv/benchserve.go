@@ -20,8 +20,8 @@ import (
 	"syscall"
 	"time"
 
-	"warpkv/gpu"
-	"warpkv/loadgen"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/loadgen"
 )
 
 // runBenchServe is "warpkv bench serve": it measures memcached and each

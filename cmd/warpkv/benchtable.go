@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"warpkv/loadgen"
-	"warpkv/server"
+	"github.com/warpkv/warpkv/loadgen"
+	"github.com/warpkv/warpkv/server"
 )
 
 // writeServeReport prints bench serve's tables: per workload every server's

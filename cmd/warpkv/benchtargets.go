@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"warpkv/loadgen"
+	"github.com/warpkv/warpkv/loadgen"
 )
 
 // writeTargets prints issue 14's targets for every workload of the saved

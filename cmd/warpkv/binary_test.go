@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/internal/difftest"
+	"github.com/warpkv/warpkv/internal/difftest"
 )
 
 // The tests in this file and in tools_test.go run the warpkv binary as

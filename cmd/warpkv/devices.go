@@ -5,8 +5,8 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"warpkv/bench"
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/bench"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // runDevices lists the GPUs, or says in one sentence why none is usable.

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"warpkv/loadgen"
+	"github.com/warpkv/warpkv/loadgen"
 )
 
 // listFlag is a flag that may be given more than once.

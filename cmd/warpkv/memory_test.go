@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/internal/difftest"
+	"github.com/warpkv/warpkv/internal/difftest"
 )
 
 // halfSend opens conns connections to addr, each sending "set kN 0 0

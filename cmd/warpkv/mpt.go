@@ -9,8 +9,8 @@ import (
 	"os"
 	"strings"
 
-	"warpkv/gpu"
-	"warpkv/mpt"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/mpt"
 )
 
 // maxBadLines is how many bad input lines "warpkv mpt" reports before it

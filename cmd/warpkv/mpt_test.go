@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // TestMPTCommand runs "warpkv mpt" on the trie of go-ethereum's classic

@@ -15,9 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	"warpkv/gpu"
-	"warpkv/itemstore"
-	"warpkv/server"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/itemstore"
+	"github.com/warpkv/warpkv/server"
 )
 
 // runServe runs the Mega-KV memcached-compatible server until SIGINT or

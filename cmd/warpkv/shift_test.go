@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/internal/difftest"
+	"github.com/warpkv/warpkv/internal/difftest"
 )
 
 // The slab shift of issue 16: a cache filled with one item size, then

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"warpkv/gpu"
-	"warpkv/stm"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/stm"
 )
 
 // Defaults of "warpkv stm bank".

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // buildWarpkv builds the warpkv binary into a temporary directory. Where

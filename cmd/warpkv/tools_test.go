@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/internal/difftest"
+	"github.com/warpkv/warpkv/internal/difftest"
 )
 
 // Tests of the warpkv binary with memcached tools this project did not

@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // version is the program version, raised by the lead on each release.

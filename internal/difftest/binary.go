@@ -70,10 +70,10 @@ func WarpkvBinary(tb testing.TB) string {
 			return
 		}
 		build.path = filepath.Join(build.dir, "warpkv")
-		cmd := exec.Command(goTool, "build", "-o", build.path, "warpkv/cmd/warpkv")
+		cmd := exec.Command(goTool, "build", "-o", build.path, "github.com/warpkv/warpkv/cmd/warpkv")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			build.err = fmt.Errorf("go build warpkv/cmd/warpkv: %v: %s", err, out)
+			build.err = fmt.Errorf("go build github.com/warpkv/warpkv/cmd/warpkv: %v: %s", err, out)
 		}
 	})
 	if build.err != nil {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"warpkv/kv"
+	"github.com/warpkv/warpkv/kv"
 )
 
 // Value size bounds.

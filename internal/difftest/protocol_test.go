@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/kv"
-	"warpkv/protocol"
+	"github.com/warpkv/warpkv/kv"
+	"github.com/warpkv/warpkv/protocol"
 )
 
 // serveModel serves a kv.Model through package protocol on a loopback

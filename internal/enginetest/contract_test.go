@@ -5,14 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"warpkv/art"
-	"warpkv/btree"
-	"warpkv/engine"
-	"warpkv/gpu"
-	"warpkv/hashindex"
-	"warpkv/internal/gputest"
-	"warpkv/mpt"
-	"warpkv/stm"
+	"github.com/warpkv/warpkv/art"
+	"github.com/warpkv/warpkv/btree"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/hashindex"
+	"github.com/warpkv/warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/mpt"
+	"github.com/warpkv/warpkv/stm"
 )
 
 // The compile-time half of the engine contract: every engine's facade is an

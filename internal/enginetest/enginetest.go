@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"warpkv/gpu"
-	"warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // EnvSeed names the variable that fixes the seed of every case (decimal).

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // sumBatch adds its values to a running total; the output is the total.

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"warpkv/gpu"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // EnvRequireGPU turns "no GPU" from a skip into a failure when set to 1.

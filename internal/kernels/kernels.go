@@ -1,14 +1,14 @@
 package kernels
 
 import (
-	"warpkv/art"
-	"warpkv/bench"
-	"warpkv/btree"
-	"warpkv/gpu"
-	"warpkv/hashindex"
-	"warpkv/mpt"
-	"warpkv/prim"
-	"warpkv/stm"
+	"github.com/warpkv/warpkv/art"
+	"github.com/warpkv/warpkv/bench"
+	"github.com/warpkv/warpkv/btree"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/hashindex"
+	"github.com/warpkv/warpkv/mpt"
+	"github.com/warpkv/warpkv/prim"
+	"github.com/warpkv/warpkv/stm"
 )
 
 // Package is one package's kernel programs.

@@ -3,7 +3,7 @@ package kernels
 import (
 	"testing"
 
-	"warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // TestEveryKernelCompiles compiles every program of every package with

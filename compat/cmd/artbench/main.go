@@ -41,10 +41,10 @@ import (
 	iradix "github.com/hashicorp/go-immutable-radix/v2"
 	tbtree "github.com/tidwall/btree"
 
-	"warpkv/art"
-	"warpkv/bench"
-	"warpkv/compat/internal/peerbench"
-	"warpkv/internal/par"
+	"github.com/warpkv/warpkv/art"
+	"github.com/warpkv/warpkv/bench"
+	"github.com/warpkv/warpkv/compat/internal/peerbench"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 func main() {

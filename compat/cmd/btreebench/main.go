@@ -57,8 +57,8 @@ import (
 	gbtree "github.com/google/btree"
 	tbtree "github.com/tidwall/btree"
 
-	"warpkv/bench"
-	"warpkv/compat/internal/peerbench"
+	"github.com/warpkv/warpkv/bench"
+	"github.com/warpkv/warpkv/compat/internal/peerbench"
 )
 
 func main() {

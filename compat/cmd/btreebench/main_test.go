@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"warpkv/bench"
+	"github.com/warpkv/warpkv/bench"
 )
 
 // TestRun runs every case at a tiny size: every implementation must answer

@@ -34,11 +34,11 @@ import (
 	"github.com/ethereum/go-ethereum/trie"
 	"github.com/ethereum/go-ethereum/triedb"
 
-	"warpkv/bench"
-	"warpkv/compat/internal/peerbench"
-	"warpkv/gpu"
-	"warpkv/internal/workload"
-	"warpkv/mpt"
+	"github.com/warpkv/warpkv/bench"
+	"github.com/warpkv/warpkv/compat/internal/peerbench"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/workload"
+	"github.com/warpkv/warpkv/mpt"
 )
 
 func main() {

@@ -27,10 +27,10 @@ import (
 
 	astm "github.com/anacrolix/stm"
 
-	"warpkv/bench"
-	"warpkv/compat/internal/peerbench"
-	"warpkv/gpu"
-	"warpkv/stm"
+	"github.com/warpkv/warpkv/bench"
+	"github.com/warpkv/warpkv/compat/internal/peerbench"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/stm"
 )
 
 func main() {

@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"warpkv/bench"
+	"github.com/warpkv/warpkv/bench"
 )
 
 // DefaultSingleMax is --single-max's default: peers skip cases larger than

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"warpkv/bench"
+	"github.com/warpkv/warpkv/bench"
 )
 
 // TestCheck parses command lines with the shared flags: valid ones pass
