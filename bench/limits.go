@@ -12,11 +12,11 @@ import (
 // Sizes of the limits measurements; the kernels they time are prim's
 // (prim/limits.cu: DevFillRandom16, DevCopy16, DevGather).
 const (
-	limitsCopyBytes   = 1 << 30 // source and destination of the copy measurements, each
-	limitsTableBytes  = 4 << 30 // gather table
-	limitsGathers     = 1 << 26 // records gathered per timed run
-	limitsHostBytes   = 256 << 20
-	limitsSeed        = 0x5EED_11A175
+	limitsCopyBytes  = 1 << 30 // source and destination of the copy measurements, each
+	limitsTableBytes = 4 << 30 // gather table
+	limitsGathers    = 1 << 26 // records gathered per timed run
+	limitsHostBytes  = 256 << 20
+	limitsSeed       = 0x5EED_11A175
 )
 
 // Limits are the measured memory limits of one GPU, the references other
