@@ -199,36 +199,6 @@ func primCases() []primCase {
 	}
 }
 
-// devBufs frees the device buffers of one case.
-type devBufs []interface{ Free() error }
-
-func (b *devBufs) free() {
-	for _, x := range *b {
-		x.Free()
-	}
-	*b = nil
-}
-
-// upload copies host data to a new device buffer, remembering it in bufs.
-func upload[T any](x *primRun, bufs *devBufs, host []T) (*gpu.Buffer[T], error) {
-	b, err := gpu.Upload(x.e.Device(), host)
-	if err != nil {
-		return nil, fmt.Errorf("uploading %d elements: %w", len(host), err)
-	}
-	*bufs = append(*bufs, b)
-	return b, nil
-}
-
-// alloc allocates a device buffer of n elements, remembering it in bufs.
-func alloc[T any](x *primRun, bufs *devBufs, n int) (*gpu.Buffer[T], error) {
-	b, err := gpu.Alloc[T](x.e.Device(), n)
-	if err != nil {
-		return nil, fmt.Errorf("allocating %d elements: %w", n, err)
-	}
-	*bufs = append(*bufs, b)
-	return b, nil
-}
-
 var errNotSorted = errors.New("output not sorted")
 
 func sortKeysCase[K prim.Key](x *primRun, op string) ([]Result, error) {
@@ -238,14 +208,11 @@ func sortKeysCase[K prim.Key](x *primRun, op string) ([]Result, error) {
 	work := make([]K, n)
 	restore := func() error { copy(work, keys); return nil }
 	if x.gpu() {
-		var bufs devBufs
-		defer bufs.free()
-		orig, err := upload(x, &bufs, keys)
-		if err != nil {
-			return nil, err
-		}
-		dev, err := alloc[K](x, &bufs, n)
-		if err != nil {
+		bufs := gpu.NewBuffers(x.e.Device())
+		defer bufs.Free()
+		orig := gpu.UploadIn(bufs, keys)
+		dev := gpu.AllocIn[K](bufs, n)
+		if err := bufs.Err(); err != nil {
 			return nil, err
 		}
 		sec, err := x.timeDevice(func() error { return dev.CopyFrom(x.e.Stream(), 0, orig, 0, n) },
@@ -254,7 +221,7 @@ func sortKeysCase[K prim.Key](x *primRun, op string) ([]Result, error) {
 			return nil, err
 		}
 		kernel := x.result(op, int64(n), bytes, sec)
-		bufs.free()
+		bufs.Free()
 		sec, err = x.timeHost(restore, func() error { return prim.SortKeys(x.e, work) })
 		if err != nil {
 			return nil, err
@@ -298,22 +265,13 @@ func sortPairsCase[K prim.Key, V prim.Word](x *primRun, op string) ([]Result, er
 	wk, wv := make([]K, n), make([]V, n)
 	restore := func() error { copy(wk, keys); copy(wv, vals); return nil }
 	if x.gpu() {
-		var bufs devBufs
-		defer bufs.free()
-		ok, err := upload(x, &bufs, keys)
-		if err != nil {
-			return nil, err
-		}
-		ov, err := upload(x, &bufs, vals)
-		if err != nil {
-			return nil, err
-		}
-		dk, err := alloc[K](x, &bufs, n)
-		if err != nil {
-			return nil, err
-		}
-		dv, err := alloc[V](x, &bufs, n)
-		if err != nil {
+		bufs := gpu.NewBuffers(x.e.Device())
+		defer bufs.Free()
+		ok := gpu.UploadIn(bufs, keys)
+		ov := gpu.UploadIn(bufs, vals)
+		dk := gpu.AllocIn[K](bufs, n)
+		dv := gpu.AllocIn[V](bufs, n)
+		if err := bufs.Err(); err != nil {
 			return nil, err
 		}
 		s := x.e.Stream()
@@ -327,7 +285,7 @@ func sortPairsCase[K prim.Key, V prim.Word](x *primRun, op string) ([]Result, er
 			return nil, err
 		}
 		kernel := x.result(op, int64(n), bytes, sec)
-		bufs.free()
+		bufs.Free()
 		sec, err = x.timeHost(restore, func() error { return prim.SortPairs(x.e, wk, wv) })
 		if err != nil {
 			return nil, err
@@ -381,14 +339,11 @@ func scanCase[T prim.Word](inclusive bool) func(*primRun, string) ([]Result, err
 		in := randomWords[T](n, primSeed)
 		bytes := 2 * int64(n) * sizeOf[T]()
 		if x.gpu() {
-			var bufs devBufs
-			defer bufs.free()
-			din, err := upload(x, &bufs, in)
-			if err != nil {
-				return nil, err
-			}
-			dout, err := alloc[T](x, &bufs, n)
-			if err != nil {
+			bufs := gpu.NewBuffers(x.e.Device())
+			defer bufs.Free()
+			din := gpu.UploadIn(bufs, in)
+			dout := gpu.AllocIn[T](bufs, n)
+			if err := bufs.Err(); err != nil {
 				return nil, err
 			}
 			sec, err := x.timeDevice(nil, func() error {
@@ -422,22 +377,13 @@ func selectCase[T prim.Word](x *primRun, op string) ([]Result, error) {
 	flags, kept := randomFlags(n, primSeed+1)
 	bytes := int64(n)*(sizeOf[T]()+1) + int64(kept)*sizeOf[T]()
 	if x.gpu() {
-		var bufs devBufs
-		defer bufs.free()
-		din, err := upload(x, &bufs, in)
-		if err != nil {
-			return nil, err
-		}
-		dflags, err := upload(x, &bufs, flags)
-		if err != nil {
-			return nil, err
-		}
-		dout, err := alloc[T](x, &bufs, n)
-		if err != nil {
-			return nil, err
-		}
-		count, err := alloc[uint32](x, &bufs, 1)
-		if err != nil {
+		bufs := gpu.NewBuffers(x.e.Device())
+		defer bufs.Free()
+		din := gpu.UploadIn(bufs, in)
+		dflags := gpu.UploadIn(bufs, flags)
+		dout := gpu.AllocIn[T](bufs, n)
+		count := gpu.AllocIn[uint32](bufs, 1)
+		if err := bufs.Err(); err != nil {
 			return nil, err
 		}
 		sec, err := x.timeDevice(nil, func() error { return prim.DevSelect(x.e, din, dflags, dout, n, count) })
@@ -474,22 +420,13 @@ func rleCase[K prim.Key](x *primRun, op string) ([]Result, error) {
 	keys, runs := randomRuns[K](n, primSeed)
 	bytes := int64(n)*sizeOf[K]() + int64(runs)*(sizeOf[K]()+4)
 	if x.gpu() {
-		var bufs devBufs
-		defer bufs.free()
-		dkeys, err := upload(x, &bufs, keys)
-		if err != nil {
-			return nil, err
-		}
-		uniq, err := alloc[K](x, &bufs, n)
-		if err != nil {
-			return nil, err
-		}
-		counts, err := alloc[uint32](x, &bufs, n)
-		if err != nil {
-			return nil, err
-		}
-		druns, err := alloc[uint32](x, &bufs, 1)
-		if err != nil {
+		bufs := gpu.NewBuffers(x.e.Device())
+		defer bufs.Free()
+		dkeys := gpu.UploadIn(bufs, keys)
+		uniq := gpu.AllocIn[K](bufs, n)
+		counts := gpu.AllocIn[uint32](bufs, n)
+		druns := gpu.AllocIn[uint32](bufs, 1)
+		if err := bufs.Err(); err != nil {
 			return nil, err
 		}
 		sec, err := x.timeDevice(nil, func() error { return prim.DevRunLengthEncode(x.e, dkeys, uniq, counts, n, druns) })
@@ -536,26 +473,14 @@ func reduceCase[K prim.Key, V prim.Word](x *primRun, op string) ([]Result, error
 	pair := sizeOf[K]() + sizeOf[V]()
 	bytes := int64(n)*pair + int64(runs)*pair
 	if x.gpu() {
-		var bufs devBufs
-		defer bufs.free()
-		dkeys, err := upload(x, &bufs, keys)
-		if err != nil {
-			return nil, err
-		}
-		dvals, err := upload(x, &bufs, vals)
-		if err != nil {
-			return nil, err
-		}
-		uniq, err := alloc[K](x, &bufs, n)
-		if err != nil {
-			return nil, err
-		}
-		sums, err := alloc[V](x, &bufs, n)
-		if err != nil {
-			return nil, err
-		}
-		druns, err := alloc[uint32](x, &bufs, 1)
-		if err != nil {
+		bufs := gpu.NewBuffers(x.e.Device())
+		defer bufs.Free()
+		dkeys := gpu.UploadIn(bufs, keys)
+		dvals := gpu.UploadIn(bufs, vals)
+		uniq := gpu.AllocIn[K](bufs, n)
+		sums := gpu.AllocIn[V](bufs, n)
+		druns := gpu.AllocIn[uint32](bufs, 1)
+		if err := bufs.Err(); err != nil {
 			return nil, err
 		}
 		sec, err := x.timeDevice(nil, func() error { return prim.DevReduceByKey(x.e, dkeys, dvals, uniq, sums, n, druns) })
@@ -591,30 +516,15 @@ func mergeCase[K prim.Key, V prim.Word](x *primRun, op string) ([]Result, error)
 	av, bv := randomWords[V](na, primSeed+2), randomWords[V](nb, primSeed+3)
 	bytes := 2 * int64(n) * (sizeOf[K]() + sizeOf[V]())
 	if x.gpu() {
-		var bufs devBufs
-		defer bufs.free()
-		dak, err := upload(x, &bufs, ak)
-		if err != nil {
-			return nil, err
-		}
-		dav, err := upload(x, &bufs, av)
-		if err != nil {
-			return nil, err
-		}
-		dbk, err := upload(x, &bufs, bk)
-		if err != nil {
-			return nil, err
-		}
-		dbv, err := upload(x, &bufs, bv)
-		if err != nil {
-			return nil, err
-		}
-		outK, err := alloc[K](x, &bufs, n)
-		if err != nil {
-			return nil, err
-		}
-		outV, err := alloc[V](x, &bufs, n)
-		if err != nil {
+		bufs := gpu.NewBuffers(x.e.Device())
+		defer bufs.Free()
+		dak := gpu.UploadIn(bufs, ak)
+		dav := gpu.UploadIn(bufs, av)
+		dbk := gpu.UploadIn(bufs, bk)
+		dbv := gpu.UploadIn(bufs, bv)
+		outK := gpu.AllocIn[K](bufs, n)
+		outV := gpu.AllocIn[V](bufs, n)
+		if err := bufs.Err(); err != nil {
 			return nil, err
 		}
 		sec, err := x.timeDevice(nil, func() error { return prim.DevMerge(x.e, dak, dav, na, dbk, dbv, nb, outK, outV) })
@@ -641,18 +551,12 @@ func segmaxCase[T prim.Word](x *primRun, op string) ([]Result, error) {
 	nseg := len(offsets) - 1
 	bytes := int64(n)*sizeOf[T]() + int64(len(offsets))*4 + int64(nseg)*sizeOf[T]()
 	if x.gpu() {
-		var bufs devBufs
-		defer bufs.free()
-		dvals, err := upload(x, &bufs, vals)
-		if err != nil {
-			return nil, err
-		}
-		doff, err := upload(x, &bufs, offsets)
-		if err != nil {
-			return nil, err
-		}
-		out, err := alloc[T](x, &bufs, nseg)
-		if err != nil {
+		bufs := gpu.NewBuffers(x.e.Device())
+		defer bufs.Free()
+		dvals := gpu.UploadIn(bufs, vals)
+		doff := gpu.UploadIn(bufs, offsets)
+		out := gpu.AllocIn[T](bufs, nseg)
+		if err := bufs.Err(); err != nil {
 			return nil, err
 		}
 		sec, err := x.timeDevice(nil, func() error { return prim.DevSegmentedMax(x.e, dvals, doff, nseg, out) })
@@ -679,18 +583,12 @@ func keccakRun(x *primRun, op string, minLen, maxLen int) ([]Result, error) {
 	data, offsets := randomMessages(n, primSeed, minLen, maxLen)
 	bytes := int64(len(data)) + int64(len(offsets))*4 + int64(n)*32
 	if x.gpu() {
-		var bufs devBufs
-		defer bufs.free()
-		ddata, err := upload(x, &bufs, data)
-		if err != nil {
-			return nil, err
-		}
-		doff, err := upload(x, &bufs, offsets)
-		if err != nil {
-			return nil, err
-		}
-		out, err := alloc[[32]byte](x, &bufs, n)
-		if err != nil {
+		bufs := gpu.NewBuffers(x.e.Device())
+		defer bufs.Free()
+		ddata := gpu.UploadIn(bufs, data)
+		doff := gpu.UploadIn(bufs, offsets)
+		out := gpu.AllocIn[[32]byte](bufs, n)
+		if err := bufs.Err(); err != nil {
 			return nil, err
 		}
 		sec, err := x.timeDevice(nil, func() error { return prim.DevKeccak256(x.e, ddata, doff, n, out, maxLen) })
