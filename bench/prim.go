@@ -166,6 +166,26 @@ func (x *primRun) result(op string, items, bytes int64, sec float64) Result {
 	return NewResult(op, x.e.Name(), items, bytes, sec).VsBandwidth(x.refName, x.refGBps)
 }
 
+// deviceRow times run (after prepare, each repetition) on the device and
+// returns its one row.
+func (x *primRun) deviceRow(op string, items, bytes int64, prepare, run func() error) ([]Result, error) {
+	sec, err := x.timeDevice(prepare, run)
+	if err != nil {
+		return nil, err
+	}
+	return []Result{x.result(op, items, bytes, sec)}, nil
+}
+
+// hostRow times run (after prepare, each repetition) by wall clock and
+// returns its one row.
+func (x *primRun) hostRow(op string, items, bytes int64, prepare, run func() error) ([]Result, error) {
+	sec, err := x.timeHost(prepare, run)
+	if err != nil {
+		return nil, err
+	}
+	return []Result{x.result(op, items, bytes, sec)}, nil
+}
+
 // primCase is one row group of the suite: an operation measured on one
 // engine, returning its rows.
 type primCase struct {
@@ -346,28 +366,20 @@ func scanCase[T prim.Word](inclusive bool) func(*primRun, string) ([]Result, err
 			if err := bufs.Err(); err != nil {
 				return nil, err
 			}
-			sec, err := x.timeDevice(nil, func() error {
+			return x.deviceRow(op, int64(n), bytes, nil, func() error {
 				if inclusive {
 					return prim.DevScanInclusive(x.e, din, dout, n)
 				}
 				return prim.DevScanExclusive(x.e, din, dout, n)
 			})
-			if err != nil {
-				return nil, err
-			}
-			return []Result{x.result(op, int64(n), bytes, sec)}, nil
 		}
 		out := make([]T, n)
-		sec, err := x.timeHost(nil, func() error {
+		return x.hostRow(op, int64(n), bytes, nil, func() error {
 			if inclusive {
 				return prim.ScanInclusive(x.e, in, out)
 			}
 			return prim.ScanExclusive(x.e, in, out)
 		})
-		if err != nil {
-			return nil, err
-		}
-		return []Result{x.result(op, int64(n), bytes, sec)}, nil
 	}
 }
 
@@ -527,11 +539,7 @@ func mergeCase[K prim.Key, V prim.Word](x *primRun, op string) ([]Result, error)
 		if err := bufs.Err(); err != nil {
 			return nil, err
 		}
-		sec, err := x.timeDevice(nil, func() error { return prim.DevMerge(x.e, dak, dav, na, dbk, dbv, nb, outK, outV) })
-		if err != nil {
-			return nil, err
-		}
-		return []Result{x.result(op, int64(n), bytes, sec)}, nil
+		return x.deviceRow(op, int64(n), bytes, nil, func() error { return prim.DevMerge(x.e, dak, dav, na, dbk, dbv, nb, outK, outV) })
 	}
 	outK, outV := make([]K, n), make([]V, n)
 	sec, err := x.timeHost(nil, func() error { return prim.Merge(x.e, ak, av, bk, bv, outK, outV) })
@@ -559,18 +567,10 @@ func segmaxCase[T prim.Word](x *primRun, op string) ([]Result, error) {
 		if err := bufs.Err(); err != nil {
 			return nil, err
 		}
-		sec, err := x.timeDevice(nil, func() error { return prim.DevSegmentedMax(x.e, dvals, doff, nseg, out) })
-		if err != nil {
-			return nil, err
-		}
-		return []Result{x.result(op, int64(n), bytes, sec)}, nil
+		return x.deviceRow(op, int64(n), bytes, nil, func() error { return prim.DevSegmentedMax(x.e, dvals, doff, nseg, out) })
 	}
 	out := make([]T, nseg)
-	sec, err := x.timeHost(nil, func() error { return prim.SegmentedMax(x.e, vals, offsets, out) })
-	if err != nil {
-		return nil, err
-	}
-	return []Result{x.result(op, int64(n), bytes, sec)}, nil
+	return x.hostRow(op, int64(n), bytes, nil, func() error { return prim.SegmentedMax(x.e, vals, offsets, out) })
 }
 
 // keccakCase hashes messages with lengths uniform in [minLen, maxLen].
@@ -591,16 +591,8 @@ func keccakRun(x *primRun, op string, minLen, maxLen int) ([]Result, error) {
 		if err := bufs.Err(); err != nil {
 			return nil, err
 		}
-		sec, err := x.timeDevice(nil, func() error { return prim.DevKeccak256(x.e, ddata, doff, n, out, maxLen) })
-		if err != nil {
-			return nil, err
-		}
-		return []Result{x.result(op, int64(n), bytes, sec)}, nil
+		return x.deviceRow(op, int64(n), bytes, nil, func() error { return prim.DevKeccak256(x.e, ddata, doff, n, out, maxLen) })
 	}
 	out := make([][32]byte, n)
-	sec, err := x.timeHost(nil, func() error { return prim.Keccak256(x.e, data, offsets, out) })
-	if err != nil {
-		return nil, err
-	}
-	return []Result{x.result(op, int64(n), bytes, sec)}, nil
+	return x.hostRow(op, int64(n), bytes, nil, func() error { return prim.Keccak256(x.e, data, offsets, out) })
 }
