@@ -439,37 +439,22 @@ func (x *indexRun) pinned(n int, probes, keys []uint64, locs []uint32) (err erro
 func (x *indexRun) kernels(n int, probes, keys []uint64, locs []uint32) error {
 	ix, d, t := x.ix, x.ix.Device(), x.timer
 	name := fmt.Sprintf("batch %s", batchName(n))
-	var bufs devBufs
-	defer bufs.free()
-	dp, err := devUpload(d, &bufs, probes)
-	if err != nil {
-		return err
-	}
-	dk, err := devUpload(d, &bufs, keys)
-	if err != nil {
-		return err
-	}
-	dl, err := devUpload(d, &bufs, locs)
-	if err != nil {
-		return err
-	}
-	out, err := devAlloc[uint32](d, &bufs, n)
-	if err != nil {
-		return err
-	}
-	found, err := devAlloc[uint32](d, &bufs, n)
-	if err != nil {
-		return err
-	}
-	results, err := devAlloc[uint64](d, &bufs, n)
-	if err != nil {
+	bufs := gpu.NewBuffers(d)
+	defer bufs.Free()
+	dp := gpu.UploadIn(bufs, probes)
+	dk := gpu.UploadIn(bufs, keys)
+	dl := gpu.UploadIn(bufs, locs)
+	out := gpu.AllocIn[uint32](bufs, n)
+	found := gpu.AllocIn[uint32](bufs, n)
+	results := gpu.AllocIn[uint64](bufs, n)
+	if err := bufs.Err(); err != nil {
 		return err
 	}
 	jobs, err := ix.AllocJobs(n)
 	if err != nil {
 		return err
 	}
-	bufs = append(bufs, jobs)
+	bufs.Own(jobs)
 
 	sec, err := t.Time(x.warmup, x.reps, x.kernelPrepare(nil), func() error { return ix.DevSearch(dp, n, out) })
 	if err != nil {
@@ -501,26 +486,4 @@ func (x *indexRun) kernels(n int, probes, keys []uint64, locs []uint32) error {
 	}
 	x.add(rowDeleteKernel, x.kernelRow("delete, kernel on grouped jobs, "+name, n, sec))
 	return nil
-}
-
-// devUpload copies host data to a new device buffer, remembering it in
-// bufs.
-func devUpload[T any](d *gpu.Device, bufs *devBufs, host []T) (*gpu.Buffer[T], error) {
-	b, err := gpu.Upload(d, host)
-	if err != nil {
-		return nil, fmt.Errorf("uploading %d elements: %w", len(host), err)
-	}
-	*bufs = append(*bufs, b)
-	return b, nil
-}
-
-// devAlloc allocates a device buffer of n elements, remembering it in
-// bufs.
-func devAlloc[T any](d *gpu.Device, bufs *devBufs, n int) (*gpu.Buffer[T], error) {
-	b, err := gpu.Alloc[T](d, n)
-	if err != nil {
-		return nil, fmt.Errorf("allocating %d elements: %w", n, err)
-	}
-	*bufs = append(*bufs, b)
-	return b, nil
 }

@@ -1,33 +1,22 @@
 package bench
 
 import (
-	_ "embed"
 	"fmt"
 	"io"
 	"math/bits"
 
 	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
 )
 
-//go:embed limits.cu
-var limitsSource string
-
-// Programs returns the package's kernel program, limits.cu (the copy and
-// gather kernels of the limits suite) with the shared headers, for
-// Device.Load and the compile test of every kernel. Cost: reads the
-// embedded headers.
-func Programs() []gpu.Program { return []gpu.Program{gpu.NewProgram("limits.cu", limitsSource)} }
-
-// Launch configuration and sizes of the limits measurements.
+// Sizes of the limits measurements; the kernels they time are prim's
+// (prim/limits.cu: DevFillRandom16, DevCopy16, DevGather).
 const (
-	limitsBlock       = 256     // threads per block of every limits kernel (a multiple of 8 lanes)
-	gatherBlocksPerSM = 32      // gather grid: blocks per SM; each thread loops over many gathers
-	fillBlocksPerSM   = 32      // fill grid: blocks per SM, grid-stride
-	limitsCopyBytes   = 1 << 30 // source and destination of the copy measurements, each
-	limitsTableBytes  = 4 << 30 // gather table
-	limitsGathers     = 1 << 26 // records gathered per timed run
-	limitsHostBytes   = 256 << 20
-	limitsSeed        = 0x5EED_11A175
+	limitsCopyBytes  = 1 << 30 // source and destination of the copy measurements, each
+	limitsTableBytes = 4 << 30 // gather table
+	limitsGathers    = 1 << 26 // records gathered per timed run
+	limitsHostBytes  = 256 << 20
+	limitsSeed       = 0x5EED_11A175
 )
 
 // Limits are the measured memory limits of one GPU, the references other
@@ -73,21 +62,17 @@ func MeasureLimits(d *gpu.Device, progress io.Writer) (Limits, error) {
 
 func measureLimits(d *gpu.Device, p *Progress, cfg limitsConfig) (Limits, error) {
 	lim := Limits{Device: d.String()}
-	m, err := d.Load(Programs()[0])
+	e, err := prim.NewGPU(d)
 	if err != nil {
-		return lim, fmt.Errorf("bench: limits kernels: %w", err)
+		return lim, fmt.Errorf("bench: limits engine: %w", err)
 	}
-	s, err := d.NewStream()
-	if err != nil {
-		return lim, fmt.Errorf("bench: limits stream: %w", err)
-	}
-	defer s.Close()
-	t, err := NewGPUTimer(d, s)
+	defer e.Close()
+	t, err := NewGPUTimer(d, e.Stream())
 	if err != nil {
 		return lim, err
 	}
 	defer t.Close()
-	run := &limitsRun{d: d, m: m, s: s, t: t, p: p, cfg: cfg, lim: &lim}
+	run := &limitsRun{d: d, e: e, s: e.Stream(), t: t, p: p, cfg: cfg, lim: &lim}
 	for _, step := range []func() error{run.copy, run.gather, run.host} {
 		if err := step(); err != nil {
 			return lim, err
@@ -99,7 +84,7 @@ func measureLimits(d *gpu.Device, p *Progress, cfg limitsConfig) (Limits, error)
 // limitsRun is the state shared by the steps of one limits measurement.
 type limitsRun struct {
 	d   *gpu.Device
-	m   *gpu.Module
+	e   *prim.Engine // launches the limits kernels on s
 	s   *gpu.Stream
 	t   *GPUTimer
 	p   *Progress
@@ -121,20 +106,9 @@ func fitBytes(d *gpu.Device, want, min int64, frac float64) (int64, bool, error)
 	return got, got != want, nil
 }
 
-// fillRandom fills a device buffer of 16-byte words with non-zero
-// pseudo-random data on stream s.
-func (r *limitsRun) fillRandom(b *gpu.Buffer[[16]byte], seed uint64) error {
-	f, err := r.m.Function("fill_random_v16")
-	if err != nil {
-		return err
-	}
-	grid := min(gpu.Grid(b.Len(), limitsBlock), r.d.Properties().SMs*fillBlocksPerSM)
-	return f.Launch(r.s, gpu.D1(grid), gpu.D1(limitsBlock), 0, b, uint64(b.Len()), seed)
-}
-
 // copy times the copy kernel and cuMemcpyDtoD.
 func (r *limitsRun) copy() error {
-	d, m, s, t, p, cfg, lim := r.d, r.m, r.s, r.t, r.p, r.cfg, r.lim
+	d, e, s, t, p, cfg, lim := r.d, r.e, r.s, r.t, r.p, r.cfg, r.lim
 	size, reduced, err := fitBytes(d, cfg.copyBytes, 16<<20, 0.45)
 	if err != nil {
 		return err
@@ -157,19 +131,15 @@ func (r *limitsRun) copy() error {
 		return fmt.Errorf("bench: copy destination: %w", err)
 	}
 	defer dst.Free()
-	if err := r.fillRandom(src, limitsSeed); err != nil {
+	if err := e.DevFillRandom16(src, limitsSeed); err != nil {
 		return fmt.Errorf("bench: filling copy source: %w", err)
-	}
-	copyK, err := m.Function("copy_v16")
-	if err != nil {
-		return err
 	}
 	moved := 2 * size // read + written
 	peak := d.Properties().PeakMemBandwidth() / 1e9
 
 	p.Printf("gpu: copy kernel over %s", IEC(size))
 	sec, err := t.Time(cfg.warmup, cfg.reps, nil, func() error {
-		return copyK.Launch(s, gpu.D1(gpu.Grid(n, limitsBlock)), gpu.D1(limitsBlock), 0, src, dst, uint64(n))
+		return e.DevCopy16(dst, src)
 	})
 	if err != nil {
 		return fmt.Errorf("bench: copy kernel: %w", err)
@@ -191,7 +161,7 @@ func (r *limitsRun) copy() error {
 
 // gather times random reads of 32-, 64- and 128-byte records.
 func (r *limitsRun) gather() error {
-	d, m, s, t, p, cfg, lim := r.d, r.m, r.s, r.t, r.p, r.cfg, r.lim
+	d, e, t, p, cfg, lim := r.d, r.e, r.t, r.p, r.cfg, r.lim
 	size, reduced, err := fitBytes(d, cfg.tableBytes, 64<<20, 0.85)
 	if err != nil {
 		return err
@@ -205,35 +175,28 @@ func (r *limitsRun) gather() error {
 		return fmt.Errorf("bench: gather table: %w", err)
 	}
 	defer table.Free()
-	if err := r.fillRandom(table, limitsSeed+1); err != nil {
+	if err := e.DevFillRandom16(table, limitsSeed+1); err != nil {
 		return fmt.Errorf("bench: filling gather table: %w", err)
 	}
-	grid := d.Properties().SMs * gatherBlocksPerSM
-	sink, err := gpu.Alloc[uint32](d, grid*limitsBlock)
+	sink, err := gpu.Alloc[uint32](d, prim.GatherSinkLen(d))
 	if err != nil {
 		return fmt.Errorf("bench: gather sink: %w", err)
 	}
 	defer sink.Free()
 	for _, g := range []struct {
-		kernel string
 		record int64
 		dst    *float64
 	}{
-		{"gather32", 32, &lim.Gather32},
-		{"gather64", 64, &lim.Gather64},
-		{"gather128", 128, &lim.Gather128},
+		{32, &lim.Gather32},
+		{64, &lim.Gather64},
+		{128, &lim.Gather128},
 	} {
-		f, err := m.Function(g.kernel)
-		if err != nil {
-			return err
-		}
-		mask := uint64(size/g.record) - 1
 		p.Printf("gpu: random gather of %d-byte records from %s", g.record, IEC(size))
 		sec, err := t.Time(cfg.warmup, cfg.reps, nil, func() error {
-			return f.Launch(s, gpu.D1(grid), gpu.D1(limitsBlock), 0, table, mask, uint64(cfg.gathers), uint64(limitsSeed), sink)
+			return e.DevGather(table, int(g.record), uint64(cfg.gathers), uint64(limitsSeed), sink)
 		})
 		if err != nil {
-			return fmt.Errorf("bench: %s: %w", g.kernel, err)
+			return fmt.Errorf("bench: gather of %d-byte records: %w", g.record, err)
 		}
 		res := NewResult(fmt.Sprintf("random gather, %d B records (%s table)", g.record, IEC(size)), "gpu",
 			cfg.gathers, cfg.gathers*g.record, sec)

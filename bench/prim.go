@@ -166,6 +166,26 @@ func (x *primRun) result(op string, items, bytes int64, sec float64) Result {
 	return NewResult(op, x.e.Name(), items, bytes, sec).VsBandwidth(x.refName, x.refGBps)
 }
 
+// deviceRow times run (after prepare, each repetition) on the device and
+// returns its one row.
+func (x *primRun) deviceRow(op string, items, bytes int64, prepare, run func() error) ([]Result, error) {
+	sec, err := x.timeDevice(prepare, run)
+	if err != nil {
+		return nil, err
+	}
+	return []Result{x.result(op, items, bytes, sec)}, nil
+}
+
+// hostRow times run (after prepare, each repetition) by wall clock and
+// returns its one row.
+func (x *primRun) hostRow(op string, items, bytes int64, prepare, run func() error) ([]Result, error) {
+	sec, err := x.timeHost(prepare, run)
+	if err != nil {
+		return nil, err
+	}
+	return []Result{x.result(op, items, bytes, sec)}, nil
+}
+
 // primCase is one row group of the suite: an operation measured on one
 // engine, returning its rows.
 type primCase struct {
@@ -199,36 +219,6 @@ func primCases() []primCase {
 	}
 }
 
-// devBufs frees the device buffers of one case.
-type devBufs []interface{ Free() error }
-
-func (b *devBufs) free() {
-	for _, x := range *b {
-		x.Free()
-	}
-	*b = nil
-}
-
-// upload copies host data to a new device buffer, remembering it in bufs.
-func upload[T any](x *primRun, bufs *devBufs, host []T) (*gpu.Buffer[T], error) {
-	b, err := gpu.Upload(x.e.Device(), host)
-	if err != nil {
-		return nil, fmt.Errorf("uploading %d elements: %w", len(host), err)
-	}
-	*bufs = append(*bufs, b)
-	return b, nil
-}
-
-// alloc allocates a device buffer of n elements, remembering it in bufs.
-func alloc[T any](x *primRun, bufs *devBufs, n int) (*gpu.Buffer[T], error) {
-	b, err := gpu.Alloc[T](x.e.Device(), n)
-	if err != nil {
-		return nil, fmt.Errorf("allocating %d elements: %w", n, err)
-	}
-	*bufs = append(*bufs, b)
-	return b, nil
-}
-
 var errNotSorted = errors.New("output not sorted")
 
 func sortKeysCase[K prim.Key](x *primRun, op string) ([]Result, error) {
@@ -238,14 +228,11 @@ func sortKeysCase[K prim.Key](x *primRun, op string) ([]Result, error) {
 	work := make([]K, n)
 	restore := func() error { copy(work, keys); return nil }
 	if x.gpu() {
-		var bufs devBufs
-		defer bufs.free()
-		orig, err := upload(x, &bufs, keys)
-		if err != nil {
-			return nil, err
-		}
-		dev, err := alloc[K](x, &bufs, n)
-		if err != nil {
+		bufs := gpu.NewBuffers(x.e.Device())
+		defer bufs.Free()
+		orig := gpu.UploadIn(bufs, keys)
+		dev := gpu.AllocIn[K](bufs, n)
+		if err := bufs.Err(); err != nil {
 			return nil, err
 		}
 		sec, err := x.timeDevice(func() error { return dev.CopyFrom(x.e.Stream(), 0, orig, 0, n) },
@@ -254,7 +241,7 @@ func sortKeysCase[K prim.Key](x *primRun, op string) ([]Result, error) {
 			return nil, err
 		}
 		kernel := x.result(op, int64(n), bytes, sec)
-		bufs.free()
+		bufs.Free()
 		sec, err = x.timeHost(restore, func() error { return prim.SortKeys(x.e, work) })
 		if err != nil {
 			return nil, err
@@ -298,22 +285,13 @@ func sortPairsCase[K prim.Key, V prim.Word](x *primRun, op string) ([]Result, er
 	wk, wv := make([]K, n), make([]V, n)
 	restore := func() error { copy(wk, keys); copy(wv, vals); return nil }
 	if x.gpu() {
-		var bufs devBufs
-		defer bufs.free()
-		ok, err := upload(x, &bufs, keys)
-		if err != nil {
-			return nil, err
-		}
-		ov, err := upload(x, &bufs, vals)
-		if err != nil {
-			return nil, err
-		}
-		dk, err := alloc[K](x, &bufs, n)
-		if err != nil {
-			return nil, err
-		}
-		dv, err := alloc[V](x, &bufs, n)
-		if err != nil {
+		bufs := gpu.NewBuffers(x.e.Device())
+		defer bufs.Free()
+		ok := gpu.UploadIn(bufs, keys)
+		ov := gpu.UploadIn(bufs, vals)
+		dk := gpu.AllocIn[K](bufs, n)
+		dv := gpu.AllocIn[V](bufs, n)
+		if err := bufs.Err(); err != nil {
 			return nil, err
 		}
 		s := x.e.Stream()
@@ -327,7 +305,7 @@ func sortPairsCase[K prim.Key, V prim.Word](x *primRun, op string) ([]Result, er
 			return nil, err
 		}
 		kernel := x.result(op, int64(n), bytes, sec)
-		bufs.free()
+		bufs.Free()
 		sec, err = x.timeHost(restore, func() error { return prim.SortPairs(x.e, wk, wv) })
 		if err != nil {
 			return nil, err
@@ -381,38 +359,27 @@ func scanCase[T prim.Word](inclusive bool) func(*primRun, string) ([]Result, err
 		in := randomWords[T](n, primSeed)
 		bytes := 2 * int64(n) * sizeOf[T]()
 		if x.gpu() {
-			var bufs devBufs
-			defer bufs.free()
-			din, err := upload(x, &bufs, in)
-			if err != nil {
+			bufs := gpu.NewBuffers(x.e.Device())
+			defer bufs.Free()
+			din := gpu.UploadIn(bufs, in)
+			dout := gpu.AllocIn[T](bufs, n)
+			if err := bufs.Err(); err != nil {
 				return nil, err
 			}
-			dout, err := alloc[T](x, &bufs, n)
-			if err != nil {
-				return nil, err
-			}
-			sec, err := x.timeDevice(nil, func() error {
+			return x.deviceRow(op, int64(n), bytes, nil, func() error {
 				if inclusive {
 					return prim.DevScanInclusive(x.e, din, dout, n)
 				}
 				return prim.DevScanExclusive(x.e, din, dout, n)
 			})
-			if err != nil {
-				return nil, err
-			}
-			return []Result{x.result(op, int64(n), bytes, sec)}, nil
 		}
 		out := make([]T, n)
-		sec, err := x.timeHost(nil, func() error {
+		return x.hostRow(op, int64(n), bytes, nil, func() error {
 			if inclusive {
 				return prim.ScanInclusive(x.e, in, out)
 			}
 			return prim.ScanExclusive(x.e, in, out)
 		})
-		if err != nil {
-			return nil, err
-		}
-		return []Result{x.result(op, int64(n), bytes, sec)}, nil
 	}
 }
 
@@ -422,22 +389,13 @@ func selectCase[T prim.Word](x *primRun, op string) ([]Result, error) {
 	flags, kept := randomFlags(n, primSeed+1)
 	bytes := int64(n)*(sizeOf[T]()+1) + int64(kept)*sizeOf[T]()
 	if x.gpu() {
-		var bufs devBufs
-		defer bufs.free()
-		din, err := upload(x, &bufs, in)
-		if err != nil {
-			return nil, err
-		}
-		dflags, err := upload(x, &bufs, flags)
-		if err != nil {
-			return nil, err
-		}
-		dout, err := alloc[T](x, &bufs, n)
-		if err != nil {
-			return nil, err
-		}
-		count, err := alloc[uint32](x, &bufs, 1)
-		if err != nil {
+		bufs := gpu.NewBuffers(x.e.Device())
+		defer bufs.Free()
+		din := gpu.UploadIn(bufs, in)
+		dflags := gpu.UploadIn(bufs, flags)
+		dout := gpu.AllocIn[T](bufs, n)
+		count := gpu.AllocIn[uint32](bufs, 1)
+		if err := bufs.Err(); err != nil {
 			return nil, err
 		}
 		sec, err := x.timeDevice(nil, func() error { return prim.DevSelect(x.e, din, dflags, dout, n, count) })
@@ -474,22 +432,13 @@ func rleCase[K prim.Key](x *primRun, op string) ([]Result, error) {
 	keys, runs := randomRuns[K](n, primSeed)
 	bytes := int64(n)*sizeOf[K]() + int64(runs)*(sizeOf[K]()+4)
 	if x.gpu() {
-		var bufs devBufs
-		defer bufs.free()
-		dkeys, err := upload(x, &bufs, keys)
-		if err != nil {
-			return nil, err
-		}
-		uniq, err := alloc[K](x, &bufs, n)
-		if err != nil {
-			return nil, err
-		}
-		counts, err := alloc[uint32](x, &bufs, n)
-		if err != nil {
-			return nil, err
-		}
-		druns, err := alloc[uint32](x, &bufs, 1)
-		if err != nil {
+		bufs := gpu.NewBuffers(x.e.Device())
+		defer bufs.Free()
+		dkeys := gpu.UploadIn(bufs, keys)
+		uniq := gpu.AllocIn[K](bufs, n)
+		counts := gpu.AllocIn[uint32](bufs, n)
+		druns := gpu.AllocIn[uint32](bufs, 1)
+		if err := bufs.Err(); err != nil {
 			return nil, err
 		}
 		sec, err := x.timeDevice(nil, func() error { return prim.DevRunLengthEncode(x.e, dkeys, uniq, counts, n, druns) })
@@ -536,26 +485,14 @@ func reduceCase[K prim.Key, V prim.Word](x *primRun, op string) ([]Result, error
 	pair := sizeOf[K]() + sizeOf[V]()
 	bytes := int64(n)*pair + int64(runs)*pair
 	if x.gpu() {
-		var bufs devBufs
-		defer bufs.free()
-		dkeys, err := upload(x, &bufs, keys)
-		if err != nil {
-			return nil, err
-		}
-		dvals, err := upload(x, &bufs, vals)
-		if err != nil {
-			return nil, err
-		}
-		uniq, err := alloc[K](x, &bufs, n)
-		if err != nil {
-			return nil, err
-		}
-		sums, err := alloc[V](x, &bufs, n)
-		if err != nil {
-			return nil, err
-		}
-		druns, err := alloc[uint32](x, &bufs, 1)
-		if err != nil {
+		bufs := gpu.NewBuffers(x.e.Device())
+		defer bufs.Free()
+		dkeys := gpu.UploadIn(bufs, keys)
+		dvals := gpu.UploadIn(bufs, vals)
+		uniq := gpu.AllocIn[K](bufs, n)
+		sums := gpu.AllocIn[V](bufs, n)
+		druns := gpu.AllocIn[uint32](bufs, 1)
+		if err := bufs.Err(); err != nil {
 			return nil, err
 		}
 		sec, err := x.timeDevice(nil, func() error { return prim.DevReduceByKey(x.e, dkeys, dvals, uniq, sums, n, druns) })
@@ -591,37 +528,18 @@ func mergeCase[K prim.Key, V prim.Word](x *primRun, op string) ([]Result, error)
 	av, bv := randomWords[V](na, primSeed+2), randomWords[V](nb, primSeed+3)
 	bytes := 2 * int64(n) * (sizeOf[K]() + sizeOf[V]())
 	if x.gpu() {
-		var bufs devBufs
-		defer bufs.free()
-		dak, err := upload(x, &bufs, ak)
-		if err != nil {
+		bufs := gpu.NewBuffers(x.e.Device())
+		defer bufs.Free()
+		dak := gpu.UploadIn(bufs, ak)
+		dav := gpu.UploadIn(bufs, av)
+		dbk := gpu.UploadIn(bufs, bk)
+		dbv := gpu.UploadIn(bufs, bv)
+		outK := gpu.AllocIn[K](bufs, n)
+		outV := gpu.AllocIn[V](bufs, n)
+		if err := bufs.Err(); err != nil {
 			return nil, err
 		}
-		dav, err := upload(x, &bufs, av)
-		if err != nil {
-			return nil, err
-		}
-		dbk, err := upload(x, &bufs, bk)
-		if err != nil {
-			return nil, err
-		}
-		dbv, err := upload(x, &bufs, bv)
-		if err != nil {
-			return nil, err
-		}
-		outK, err := alloc[K](x, &bufs, n)
-		if err != nil {
-			return nil, err
-		}
-		outV, err := alloc[V](x, &bufs, n)
-		if err != nil {
-			return nil, err
-		}
-		sec, err := x.timeDevice(nil, func() error { return prim.DevMerge(x.e, dak, dav, na, dbk, dbv, nb, outK, outV) })
-		if err != nil {
-			return nil, err
-		}
-		return []Result{x.result(op, int64(n), bytes, sec)}, nil
+		return x.deviceRow(op, int64(n), bytes, nil, func() error { return prim.DevMerge(x.e, dak, dav, na, dbk, dbv, nb, outK, outV) })
 	}
 	outK, outV := make([]K, n), make([]V, n)
 	sec, err := x.timeHost(nil, func() error { return prim.Merge(x.e, ak, av, bk, bv, outK, outV) })
@@ -641,32 +559,18 @@ func segmaxCase[T prim.Word](x *primRun, op string) ([]Result, error) {
 	nseg := len(offsets) - 1
 	bytes := int64(n)*sizeOf[T]() + int64(len(offsets))*4 + int64(nseg)*sizeOf[T]()
 	if x.gpu() {
-		var bufs devBufs
-		defer bufs.free()
-		dvals, err := upload(x, &bufs, vals)
-		if err != nil {
+		bufs := gpu.NewBuffers(x.e.Device())
+		defer bufs.Free()
+		dvals := gpu.UploadIn(bufs, vals)
+		doff := gpu.UploadIn(bufs, offsets)
+		out := gpu.AllocIn[T](bufs, nseg)
+		if err := bufs.Err(); err != nil {
 			return nil, err
 		}
-		doff, err := upload(x, &bufs, offsets)
-		if err != nil {
-			return nil, err
-		}
-		out, err := alloc[T](x, &bufs, nseg)
-		if err != nil {
-			return nil, err
-		}
-		sec, err := x.timeDevice(nil, func() error { return prim.DevSegmentedMax(x.e, dvals, doff, nseg, out) })
-		if err != nil {
-			return nil, err
-		}
-		return []Result{x.result(op, int64(n), bytes, sec)}, nil
+		return x.deviceRow(op, int64(n), bytes, nil, func() error { return prim.DevSegmentedMax(x.e, dvals, doff, nseg, out) })
 	}
 	out := make([]T, nseg)
-	sec, err := x.timeHost(nil, func() error { return prim.SegmentedMax(x.e, vals, offsets, out) })
-	if err != nil {
-		return nil, err
-	}
-	return []Result{x.result(op, int64(n), bytes, sec)}, nil
+	return x.hostRow(op, int64(n), bytes, nil, func() error { return prim.SegmentedMax(x.e, vals, offsets, out) })
 }
 
 // keccakCase hashes messages with lengths uniform in [minLen, maxLen].
@@ -679,30 +583,16 @@ func keccakRun(x *primRun, op string, minLen, maxLen int) ([]Result, error) {
 	data, offsets := randomMessages(n, primSeed, minLen, maxLen)
 	bytes := int64(len(data)) + int64(len(offsets))*4 + int64(n)*32
 	if x.gpu() {
-		var bufs devBufs
-		defer bufs.free()
-		ddata, err := upload(x, &bufs, data)
-		if err != nil {
+		bufs := gpu.NewBuffers(x.e.Device())
+		defer bufs.Free()
+		ddata := gpu.UploadIn(bufs, data)
+		doff := gpu.UploadIn(bufs, offsets)
+		out := gpu.AllocIn[[32]byte](bufs, n)
+		if err := bufs.Err(); err != nil {
 			return nil, err
 		}
-		doff, err := upload(x, &bufs, offsets)
-		if err != nil {
-			return nil, err
-		}
-		out, err := alloc[[32]byte](x, &bufs, n)
-		if err != nil {
-			return nil, err
-		}
-		sec, err := x.timeDevice(nil, func() error { return prim.DevKeccak256(x.e, ddata, doff, n, out, maxLen) })
-		if err != nil {
-			return nil, err
-		}
-		return []Result{x.result(op, int64(n), bytes, sec)}, nil
+		return x.deviceRow(op, int64(n), bytes, nil, func() error { return prim.DevKeccak256(x.e, ddata, doff, n, out, maxLen) })
 	}
 	out := make([][32]byte, n)
-	sec, err := x.timeHost(nil, func() error { return prim.Keccak256(x.e, data, offsets, out) })
-	if err != nil {
-		return nil, err
-	}
-	return []Result{x.result(op, int64(n), bytes, sec)}, nil
+	return x.hostRow(op, int64(n), bytes, nil, func() error { return prim.Keccak256(x.e, data, offsets, out) })
 }

@@ -80,16 +80,9 @@ func (m *MappedBuffer[T]) Free() error {
 	if m == nil || m.ptr == 0 {
 		return nil
 	}
-	d := m.d
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	p := m.ptr
 	m.ptr, m.dev, m.data = 0, 0, nil
-	if _, ok := d.hosts[p]; !ok {
-		return nil // freed by Device.Close
-	}
-	delete(d.hosts, p)
-	return d.do("cuMemFreeHost", func() uint32 { return call(d.drv.cuMemFreeHost, p) })
+	return releaseHandle(m.d, m.d.hosts, p, "cuMemFreeHost", m.d.drv.cuMemFreeHost)
 }
 
 // Done reports whether all work queued on the stream has finished, without

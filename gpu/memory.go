@@ -89,17 +89,9 @@ func (b *Buffer[T]) Free() error {
 	if b == nil || b.ptr == 0 || b.view {
 		return nil
 	}
-	d := b.d
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if _, ok := d.allocs[b.ptr]; !ok {
-		b.ptr = 0
-		return nil // freed by Device.Close
-	}
 	p := b.ptr
-	delete(d.allocs, p)
 	b.ptr = 0
-	return d.do("cuMemFree", func() uint32 { return call(d.drv.cuMemFree, p) })
+	return releaseHandle(b.d, b.d.allocs, p, "cuMemFree", b.d.drv.cuMemFree)
 }
 
 func (b *Buffer[T]) check(off, n int) error {
@@ -264,14 +256,7 @@ func (h *HostBuffer[T]) Free() error {
 	if h == nil || h.ptr == 0 {
 		return nil
 	}
-	d := h.d
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	p := h.ptr
 	h.ptr, h.data = 0, nil
-	if _, ok := d.hosts[p]; !ok {
-		return nil
-	}
-	delete(d.hosts, p)
-	return d.do("cuMemFreeHost", func() uint32 { return call(d.drv.cuMemFreeHost, p) })
+	return releaseHandle(h.d, h.d.hosts, p, "cuMemFreeHost", h.d.drv.cuMemFreeHost)
 }

@@ -54,16 +54,9 @@ func (s *Stream) Close() error {
 	if s == nil || s.h == 0 {
 		return nil
 	}
-	d := s.d
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	h := s.h
 	s.h = 0
-	if _, ok := d.streams[h]; !ok {
-		return nil
-	}
-	delete(d.streams, h)
-	return d.do("cuStreamDestroy", func() uint32 { return call(d.drv.cuStreamDestroy, h) })
+	return releaseHandle(s.d, s.d.streams, h, "cuStreamDestroy", s.d.drv.cuStreamDestroy)
 }
 
 // Event marks a point in a stream; pairs of events time device work.
@@ -127,14 +120,7 @@ func (e *Event) Close() error {
 	if e == nil || e.h == 0 {
 		return nil
 	}
-	d := e.d
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	h := e.h
 	e.h = 0
-	if _, ok := d.events[h]; !ok {
-		return nil
-	}
-	delete(d.events, h)
-	return d.do("cuEventDestroy", func() uint32 { return call(d.drv.cuEventDestroy, h) })
+	return releaseHandle(e.d, e.d.events, h, "cuEventDestroy", e.d.drv.cuEventDestroy)
 }

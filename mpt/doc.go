@@ -8,7 +8,7 @@
 // of operations); compat/ checks this against go-ethereum.
 //
 // A Trie is a facade over one engine (engines.go): the sequential and the
-// parallel CPU engines (cpu.go, parallel.go) and the GPU engine (gpu.go
+// parallel CPU engines (cpu.go, parallel.go) and the GPU engine (trie_gpu.go
 // and the *_gpu.go and .cu files), which all give the same trie, roots and
 // proofs. trie.go holds the options and the facade's batch operations;
 // open.go holds Open (the engine placed by the device options, as

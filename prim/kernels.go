@@ -11,7 +11,7 @@ import (
 var kernelFS embed.FS
 
 // kernelFiles are the package's kernel sources, one program each.
-var kernelFiles = []string{"fill.cu", "keccak.cu", "merge.cu", "sort.cu", "scan.cu", "segmax.cu", "select.cu"}
+var kernelFiles = []string{"fill.cu", "keccak.cu", "limits.cu", "merge.cu", "sort.cu", "scan.cu", "segmax.cu", "select.cu"}
 
 // kernelDefines returns the constants a kernel file is compiled with: its
 // launch configuration, owned by the Go launcher beside it.
@@ -51,7 +51,8 @@ func program(file string) (gpu.Program, error) {
 }
 
 // Programs returns the package's kernel programs (sort, scan, select and
-// reduce-by-key, merge, segmented max, Keccak-256, fills), each with the
+// reduce-by-key, merge, segmented max, Keccak-256, fills, the limits
+// suite's copy and gather), each with the
 // shared headers and the launch constants of its Go launcher, for
 // Device.Load and the compile test of every kernel. Cost: reads the
 // embedded sources.

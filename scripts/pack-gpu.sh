@@ -63,8 +63,11 @@ cat >"$out/run-tests.sh" <<'RUNNER'
 # skipping. Extra arguments go to every test binary (-test.run=X,
 # -test.short, -test.count=1, ...). Each package's -test.v output goes to
 # <log dir>/<name>.log, where the log dir is $WARPKV_LOG_DIR, else $OUT,
-# else .gpu/logs. Prints one line per package and a final
-# "N passed, N failed"; exits non-zero if any package failed.
+# else .gpu/logs. $WARPKV_JOBS packages run at once (default 1: one after
+# another); $WARPKV_PACKAGES, a space-separated list of names from
+# .gpu/tests/packages.txt, runs only those. Prints one line per package, in
+# the manifest's order, and a final "N passed, N failed"; exits non-zero if
+# any package failed.
 set -uo pipefail
 
 gpu_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -72,6 +75,10 @@ root=$(dirname "$gpu_dir")
 log_dir=${WARPKV_LOG_DIR:-${OUT:-$gpu_dir/logs}}
 mkdir -p "$log_dir" || exit 1
 export WARPKV_REQUIRE_GPU=${WARPKV_REQUIRE_GPU-1}
+jobs=${WARPKV_JOBS:-1}
+only=" ${WARPKV_PACKAGES:-} "
+status_dir=$(mktemp -d)
+trap 'rm -rf "$status_dir"' EXIT
 
 # now_us prints the wall clock in microseconds.
 now_us() {
@@ -82,12 +89,12 @@ now_us() {
 	fi
 }
 
-echo "# WARPKV_REQUIRE_GPU=$WARPKV_REQUIRE_GPU, logs in $log_dir"
-passed=0
-failed=0
-while read -r name dir; do
-	[[ -n $name ]] || continue
-	log=$log_dir/$name.log
+# run_one NAME DIR ARGS... runs one package's binary and writes its exit
+# status and seconds to the status folder.
+run_one() {
+	local name=$1 dir=$2
+	shift 2
+	local log=$log_dir/$name.log start rc us
 	start=$(now_us)
 	if [[ -d $root/$dir && -x $gpu_dir/tests/$name.test ]]; then
 		(cd "$root/$dir" && exec "$gpu_dir/tests/$name.test" -test.v "$@") </dev/null >"$log" 2>&1
@@ -97,7 +104,28 @@ while read -r name dir; do
 		rc=1
 	fi
 	us=$(($(now_us) - start))
-	secs=$(printf '%d.%d' $((us / 1000000)) $((us % 1000000 / 100000)))
+	printf '%d %d.%d\n' "$rc" $((us / 1000000)) $((us % 1000000 / 100000)) >"$status_dir/$name"
+}
+
+echo "# WARPKV_REQUIRE_GPU=$WARPKV_REQUIRE_GPU, $jobs at once, logs in $log_dir"
+selected=()
+while read -r name dir; do
+	[[ -n $name ]] || continue
+	[[ $only == "  " || $only == *" $name "* ]] || continue
+	selected+=("$name $dir")
+	while (($(jobs -rp | wc -l) >= jobs)); do
+		wait -n
+	done
+	run_one "$name" "$dir" "$@" &
+done <"$gpu_dir/tests/packages.txt"
+wait
+
+passed=0
+failed=0
+for entry in "${selected[@]}"; do
+	read -r name dir <<<"$entry"
+	log=$log_dir/$name.log
+	read -r rc secs <"$status_dir/$name" || { rc=1 secs=0; }
 	if ((rc == 0)); then
 		passed=$((passed + 1))
 		printf 'PASS %-28s %8ss\n' "$dir" "$secs"
@@ -106,7 +134,7 @@ while read -r name dir; do
 		printf 'FAIL %-28s %8ss  (exit %d, log %s)\n' "$dir" "$secs" "$rc" "$log"
 		grep -E -- '^(--- FAIL|FAIL|panic:)|_test\.go:[0-9]+:' "$log" | head -n 20 | sed 's/^/    /'
 	fi
-done <"$gpu_dir/tests/packages.txt"
+done
 echo "$passed passed, $failed failed"
 ((failed == 0))
 RUNNER

@@ -126,112 +126,11 @@ func clientScenarios() []clientScenario {
 			_, err := c.Get(k)
 			wantErr(t, "get deleted", err, memcache.ErrCacheMiss)
 		}},
-		{"counters", func(t *testing.T, c *memcache.Client, p string) {
-			k := p + "n"
-			_, err := c.Increment(k, 1)
-			wantErr(t, "incr absent", err, memcache.ErrCacheMiss)
-			must(t, "set", c.Set(&memcache.Item{Key: k, Value: []byte("10")}))
-			for _, step := range []struct {
-				incr  bool
-				delta uint64
-				want  uint64
-				value string // the stored value after the step
-			}{
-				{true, 5, 15, "15"},
-				{false, 6, 9, "9 "},        // rewritten in place, padded
-				{true, 1<<64 - 1, 8, "8 "}, // wraps at 2^64
-				{false, 100, 0, "0 "},      // stops at 0
-				// (No values of 2^63 or more: memcached 1.6.18 parses
-				// them reading past the value.)
-			} {
-				var got uint64
-				if step.incr {
-					got, err = c.Increment(k, step.delta)
-				} else {
-					got, err = c.Decrement(k, step.delta)
-				}
-				must(t, "incr/decr", err)
-				if got != step.want {
-					t.Fatalf("incr=%v %d: %d, want %d", step.incr, step.delta, got, step.want)
-				}
-				wantValue(t, c, k, step.value, 0)
-			}
-			must(t, "set text", c.Set(&memcache.Item{Key: k, Value: []byte("abc")}))
-			if _, err := c.Increment(k, 1); err == nil || !strings.Contains(err.Error(), "non-numeric") {
-				t.Fatalf("incr non-numeric: %v, want a non-numeric client error", err)
-			}
-		}},
-		{"touch and expiry", func(t *testing.T, c *memcache.Client, p string) {
-			k := p + "k"
-			wantErr(t, "touch absent", c.Touch(k, 3600), memcache.ErrCacheMiss)
-			must(t, "set", c.Set(&memcache.Item{Key: k, Value: []byte("v")}))
-			must(t, "touch", c.Touch(k, 3600))
-			it, err := c.GetAndTouch(k, 7200)
-			must(t, "get and touch", err)
-			if string(it.Value) != "v" {
-				t.Fatalf("get and touch = %q", it.Value)
-			}
-			must(t, "touch into the past", c.Touch(k, -1))
-			_, err = c.Get(k)
-			wantErr(t, "get expired", err, memcache.ErrCacheMiss)
-			must(t, "set expired", c.Set(&memcache.Item{Key: k, Value: []byte("v"), Expiration: -1}))
-			_, err = c.Get(k)
-			wantErr(t, "get expired on arrival", err, memcache.ErrCacheMiss)
-		}},
-		{"get multi", func(t *testing.T, c *memcache.Client, p string) {
-			var keys []string
-			for i := range 100 {
-				k := p + strconv.Itoa(i)
-				keys = append(keys, k)
-				if i%3 != 0 {
-					must(t, "set", c.Set(&memcache.Item{Key: k, Value: []byte("v" + strconv.Itoa(i))}))
-				}
-			}
-			m, err := c.GetMulti(keys)
-			must(t, "get multi", err)
-			for i, k := range keys {
-				it, ok := m[k]
-				switch {
-				case i%3 == 0 && ok:
-					t.Fatalf("get multi: %q present, was never set", k)
-				case i%3 != 0 && (!ok || string(it.Value) != "v"+strconv.Itoa(i)):
-					t.Fatalf("get multi: %q = %v, want v%d", k, it, i)
-				}
-			}
-		}},
-		{"malformed keys", func(t *testing.T, c *memcache.Client, p string) {
-			for _, k := range []string{p + "with space", p + "ctl\x01", strings.Repeat("k", 251)} {
-				wantErr(t, fmt.Sprintf("set %q", k), c.Set(&memcache.Item{Key: k, Value: []byte("v")}), memcache.ErrMalformedKey)
-			}
-			k := p + strings.Repeat("k", 250-len(p)) // exactly the limit
-			must(t, "set 250-byte key", c.Set(&memcache.Item{Key: k, Value: []byte("v")}))
-			wantValue(t, c, k, "v", 0)
-		}},
-		{"big values", func(t *testing.T, c *memcache.Client, p string) {
-			r := rand.New(rand.NewPCG(1, 2))
-			for _, n := range []int{100 << 10, 512 << 10, 1<<20 - 4096} {
-				v := make([]byte, n)
-				for i := range v {
-					v[i] = byte(r.Uint32())
-				}
-				k := p + strconv.Itoa(n)
-				must(t, fmt.Sprintf("set %d bytes", n), c.Set(&memcache.Item{Key: k, Value: v}))
-				it, err := c.Get(k)
-				must(t, "get", err)
-				if !bytes.Equal(it.Value, v) {
-					t.Fatalf("get %d bytes: got %d bytes, different", n, len(it.Value))
-				}
-			}
-			k := p + "over"
-			must(t, "set", c.Set(&memcache.Item{Key: k, Value: []byte("old")}))
-			err := c.Set(&memcache.Item{Key: k, Value: make([]byte, 1<<20+1<<10)})
-			if err == nil || !strings.Contains(err.Error(), "too large") {
-				t.Fatalf("set 1 MiB + 1 KiB: %v, want object too large", err)
-			}
-			_, err = c.Get(k)
-			wantErr(t, "get after a failed set (the old item goes too)", err, memcache.ErrCacheMiss)
-			must(t, "ping after a refused value", c.Ping())
-		}},
+		{"counters", countersScenario},
+		{"touch and expiry", touchScenario},
+		{"get multi", getMultiScenario},
+		{"malformed keys", malformedKeysScenario},
+		{"big values", bigValuesScenario},
 		{"ping", func(t *testing.T, c *memcache.Client, p string) {
 			must(t, "ping", c.Ping())
 		}},
@@ -249,6 +148,122 @@ func clientScenarios() []clientScenario {
 		}},
 		{"concurrent", concurrentScenario},
 	}
+}
+
+// countersScenario checks incr and decr against memcached's rules: a miss, in-place rewrites padded with spaces, wrapping at 2^64, stopping at 0, and a non-numeric value.
+func countersScenario(t *testing.T, c *memcache.Client, p string) {
+	k := p + "n"
+	_, err := c.Increment(k, 1)
+	wantErr(t, "incr absent", err, memcache.ErrCacheMiss)
+	must(t, "set", c.Set(&memcache.Item{Key: k, Value: []byte("10")}))
+	for _, step := range []struct {
+		incr  bool
+		delta uint64
+		want  uint64
+		value string // the stored value after the step
+	}{
+		{true, 5, 15, "15"},
+		{false, 6, 9, "9 "},        // rewritten in place, padded
+		{true, 1<<64 - 1, 8, "8 "}, // wraps at 2^64
+		{false, 100, 0, "0 "},      // stops at 0
+		// (No values of 2^63 or more: memcached 1.6.18 parses
+		// them reading past the value.)
+	} {
+		var got uint64
+		if step.incr {
+			got, err = c.Increment(k, step.delta)
+		} else {
+			got, err = c.Decrement(k, step.delta)
+		}
+		must(t, "incr/decr", err)
+		if got != step.want {
+			t.Fatalf("incr=%v %d: %d, want %d", step.incr, step.delta, got, step.want)
+		}
+		wantValue(t, c, k, step.value, 0)
+	}
+	must(t, "set text", c.Set(&memcache.Item{Key: k, Value: []byte("abc")}))
+	if _, err := c.Increment(k, 1); err == nil || !strings.Contains(err.Error(), "non-numeric") {
+		t.Fatalf("incr non-numeric: %v, want a non-numeric client error", err)
+	}
+}
+
+// touchScenario checks touch, gat and expiry times in the past.
+func touchScenario(t *testing.T, c *memcache.Client, p string) {
+	k := p + "k"
+	wantErr(t, "touch absent", c.Touch(k, 3600), memcache.ErrCacheMiss)
+	must(t, "set", c.Set(&memcache.Item{Key: k, Value: []byte("v")}))
+	must(t, "touch", c.Touch(k, 3600))
+	it, err := c.GetAndTouch(k, 7200)
+	must(t, "get and touch", err)
+	if string(it.Value) != "v" {
+		t.Fatalf("get and touch = %q", it.Value)
+	}
+	must(t, "touch into the past", c.Touch(k, -1))
+	_, err = c.Get(k)
+	wantErr(t, "get expired", err, memcache.ErrCacheMiss)
+	must(t, "set expired", c.Set(&memcache.Item{Key: k, Value: []byte("v"), Expiration: -1}))
+	_, err = c.Get(k)
+	wantErr(t, "get expired on arrival", err, memcache.ErrCacheMiss)
+}
+
+// getMultiScenario checks a 100-key multi-get where every third key was never set.
+func getMultiScenario(t *testing.T, c *memcache.Client, p string) {
+	var keys []string
+	for i := range 100 {
+		k := p + strconv.Itoa(i)
+		keys = append(keys, k)
+		if i%3 != 0 {
+			must(t, "set", c.Set(&memcache.Item{Key: k, Value: []byte("v" + strconv.Itoa(i))}))
+		}
+	}
+	m, err := c.GetMulti(keys)
+	must(t, "get multi", err)
+	for i, k := range keys {
+		it, ok := m[k]
+		switch {
+		case i%3 == 0 && ok:
+			t.Fatalf("get multi: %q present, was never set", k)
+		case i%3 != 0 && (!ok || string(it.Value) != "v"+strconv.Itoa(i)):
+			t.Fatalf("get multi: %q = %v, want v%d", k, it, i)
+		}
+	}
+}
+
+// bigValuesScenario stores values up to the item size limit and checks that one over it is refused and removes the old item.
+func bigValuesScenario(t *testing.T, c *memcache.Client, p string) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{100 << 10, 512 << 10, 1<<20 - 4096} {
+		v := make([]byte, n)
+		for i := range v {
+			v[i] = byte(r.Uint32())
+		}
+		k := p + strconv.Itoa(n)
+		must(t, fmt.Sprintf("set %d bytes", n), c.Set(&memcache.Item{Key: k, Value: v}))
+		it, err := c.Get(k)
+		must(t, "get", err)
+		if !bytes.Equal(it.Value, v) {
+			t.Fatalf("get %d bytes: got %d bytes, different", n, len(it.Value))
+		}
+	}
+	k := p + "over"
+	must(t, "set", c.Set(&memcache.Item{Key: k, Value: []byte("old")}))
+	err := c.Set(&memcache.Item{Key: k, Value: make([]byte, 1<<20+1<<10)})
+	if err == nil || !strings.Contains(err.Error(), "too large") {
+		t.Fatalf("set 1 MiB + 1 KiB: %v, want object too large", err)
+	}
+	_, err = c.Get(k)
+	wantErr(t, "get after a failed set (the old item goes too)", err, memcache.ErrCacheMiss)
+	must(t, "ping after a refused value", c.Ping())
+}
+
+// malformedKeysScenario checks that keys with spaces or control bytes and keys over 250 bytes are refused, and a 250-byte key is stored.
+func malformedKeysScenario(t *testing.T, c *memcache.Client, p string) {
+	for _, k := range []string{p + "with space", p + "ctl\x01", strings.Repeat("k", 251)} {
+		wantErr(t, fmt.Sprintf("set %q", k), c.Set(&memcache.Item{Key: k, Value: []byte("v")}), memcache.ErrMalformedKey)
+	}
+	k := p + strings.Repeat("k", 250-len(p)) // exactly the limit
+	must(t, "set 250-byte key", c.Set(&memcache.Item{Key: k, Value: []byte("v")}))
+	wantValue(t, c, k, "v", 0)
 }
 
 // concurrentScenario runs goroutines that each write and read back keys

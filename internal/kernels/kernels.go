@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"github.com/warpkv/warpkv/art"
-	"github.com/warpkv/warpkv/bench"
 	"github.com/warpkv/warpkv/btree"
 	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/hashindex"
@@ -24,7 +23,6 @@ func All() []Package {
 		{"prim", prim.Programs()},
 		{"hashindex", hashindex.Programs()},
 		{"btree", btree.Programs()},
-		{"bench", bench.Programs()},
 		{"mpt", mpt.Programs()},
 		{"art", art.Programs()},
 		{"stm", stm.Programs()},

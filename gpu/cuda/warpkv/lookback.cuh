@@ -28,28 +28,18 @@
 //                          and u64 are here; other types add theirs, found
 //                          by argument-dependent lookup);
 //   Vec<T, V>              V items of T moved by one vector instruction.
-// Include warpkv/types.cuh first.
+// Its ordered loads and stores of the tile statuses are order.cuh's
+// (relaxed, GPU scope). Include warpkv/types.cuh first.
 #pragma once
 
 #include "warpkv/types.cuh"
+#include "warpkv/order.cuh"
 
 // Tile status: nothing published yet, the tile's own aggregate, or the
 // inclusive prefix of everything up to and including the tile.
 #define STATUS_INVALID 0u
 #define STATUS_AGGREGATE 1u
 #define STATUS_PREFIX 2u
-
-// ---- memory operations with explicit ordering (generic addressing) ----
-
-__device__ __forceinline__ u64 ld_relaxed_u64(const u64* p) {
-    u64 v;
-    asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-
-__device__ __forceinline__ void st_relaxed_u64(u64* p, u64 v) {
-    asm volatile("st.relaxed.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
 
 // ---- warp shuffles of the scanned types ----
 
@@ -97,7 +87,7 @@ struct TileStatus {
         Pieces<T> u;
         u.value = v;
 #pragma unroll
-        for (int i = 0; i < P; ++i) st_relaxed_u64(words + P * tile + i, ((u64)status << 32) | u.piece[i]);
+        for (int i = 0; i < P; ++i) st_relaxed_gpu(words + P * tile + i, ((u64)status << 32) | u.piece[i]);
     }
     __device__ __forceinline__ void read(u64 tile, u32& status, T& v) const {
         Pieces<T> u;
@@ -105,7 +95,7 @@ struct TileStatus {
         bool same = true;
 #pragma unroll
         for (int i = 0; i < P; ++i) {
-            const u64 w = ld_relaxed_u64(words + P * tile + i);
+            const u64 w = ld_relaxed_gpu(words + P * tile + i);
             u.piece[i] = (u32)w;
             if (i == 0) first = (u32)(w >> 32);
             else same = same && (u32)(w >> 32) == first;

@@ -1,6 +1,7 @@
-// limits.cu: kernels that measure the memory limits of a GPU for
-// `warpkv bench limits`: streaming copy bandwidth and the rate of random
-// record gathers.
+// limits.cu: the memory-bound reference kernels that `warpkv bench limits`
+// times to find a GPU's limits (launched by limits_gpu.go): a random fill of
+// 16-byte words, a streaming copy, and random record gathers. Every other
+// benchmark states its figures as fractions of what these reach.
 #include "warpkv/types.cuh"
 
 // mix64 is the SplitMix64 finalizer: a bijective hash of a 64-bit value.
