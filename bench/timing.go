@@ -35,6 +35,18 @@ func Median(xs []float64) float64 {
 // before every repetition outside the timed region (for example to restore
 // an unsorted input). The first error stops the measurement.
 func TimeCPU(warmup, reps int, prepare, run func() error) (float64, error) {
+	return medianOfReps(warmup, reps, prepare, func() (float64, error) {
+		t0 := time.Now()
+		err := run()
+		return time.Since(t0).Seconds(), err
+	})
+}
+
+// medianOfReps runs warmup and then reps timed repetitions of measure,
+// which runs the work once and returns its seconds, each after prepare (if
+// not nil), and returns the median of the timed ones. The first error
+// stops it.
+func medianOfReps(warmup, reps int, prepare func() error, measure func() (float64, error)) (float64, error) {
 	if reps < 1 {
 		return 0, fmt.Errorf("bench: %d timed repetitions", reps)
 	}
@@ -45,12 +57,12 @@ func TimeCPU(warmup, reps int, prepare, run func() error) (float64, error) {
 				return 0, err
 			}
 		}
-		t0 := time.Now()
-		if err := run(); err != nil {
+		sec, err := measure()
+		if err != nil {
 			return 0, err
 		}
 		if i >= warmup {
-			times = append(times, time.Since(t0).Seconds())
+			times = append(times, sec)
 		}
 	}
 	return Median(times), nil
@@ -86,16 +98,12 @@ func NewGPUTimer(d *gpu.Device, s *gpu.Stream) (*GPUTimer, error) {
 // stream, it completes before the start event. Each repetition waits for
 // its end event, so repetitions do not overlap.
 func (t *GPUTimer) Time(warmup, reps int, prepare, run func() error) (float64, error) {
-	if reps < 1 {
-		return 0, fmt.Errorf("bench: %d timed repetitions", reps)
-	}
-	times := make([]float64, 0, reps)
-	for i := range warmup + reps {
-		if prepare != nil {
-			if err := prepare(); err != nil {
-				return 0, err
-			}
-		}
+	return medianOfReps(warmup, reps, prepare, t.once(run))
+}
+
+// once returns a measurement of one run between the timer's two events.
+func (t *GPUTimer) once(run func() error) func() (float64, error) {
+	return func() (float64, error) {
 		if err := t.start.Record(t.stream); err != nil {
 			return 0, fmt.Errorf("bench: recording start event: %w", err)
 		}
@@ -112,11 +120,8 @@ func (t *GPUTimer) Time(warmup, reps int, prepare, run func() error) (float64, e
 		if err != nil {
 			return 0, fmt.Errorf("bench: reading elapsed time: %w", err)
 		}
-		if i >= warmup {
-			times = append(times, el.Seconds())
-		}
+		return el.Seconds(), nil
 	}
-	return Median(times), nil
 }
 
 // Close destroys the timer's events.
