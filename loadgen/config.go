@@ -87,7 +87,7 @@ type Config struct {
 	// Workload is the load.
 	Workload Workload
 	// Duration of the measured run (default 10s) after Warmup (default
-	// 1s), whose operations are not counted.
+	// 1s; negative: none), whose operations are not counted.
 	Duration, Warmup time.Duration
 	// Seed of the key and operation choices (default 1); connection i
 	// uses Seed+i.
@@ -133,6 +133,9 @@ const (
 	DefaultWarmup   = time.Second
 	// MaxConns is the most connections a run opens.
 	MaxConns = 10000
+	// MaxPipeline is the most requests in flight per connection (each
+	// connection holds two channels of this many entries).
+	MaxPipeline = 1 << 16
 )
 
 // Check reports whether Run would accept c (zero fields take their
@@ -186,6 +189,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Conns > MaxConns {
 		errs = append(errs, fmt.Sprintf("%d connections (at most %d)", c.Conns, MaxConns))
+	}
+	if c.Pipeline > MaxPipeline {
+		errs = append(errs, fmt.Sprintf("pipeline of %d requests (at most %d)", c.Pipeline, MaxPipeline))
 	}
 	if w.GetRatio < 0 || w.GetRatio > 1 {
 		errs = append(errs, fmt.Sprintf("get ratio %v (want 0 to 1)", w.GetRatio))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -26,21 +27,21 @@ func runLoadgen(e *env, args []string) error {
 	fs.Var(&addrs, "addr", "server `HOST:PORT` to load (repeat to compare servers; ratios are to the first)")
 	fs.Var(&names, "name", "`NAME` of the server at the --addr in the same position (default: the address)")
 	sizes := fs.String("workloads", "all", "key/value sizes of the Mega-KV paper: all, or some of a (8/8 B), b (16/64), c (32/512), d (128/1024)")
-	mixes := fs.String("mix", "95:5,100:0", "GET:SET operation mixes")
+	mixes := fs.String("mix", "95:5,100:0", "GET:SET operation mixes, comma-separated, each two percentages summing to 100")
 	dists := fs.String("dist", "uniform,zipf", "key popularity: uniform and/or zipf (theta 0.99)")
 	keys := fs.Int("keys", loadgen.DefaultKeys, "distinct keys, all preloaded")
-	conns := fs.Int("conns", loadgen.DefaultConns, "connections")
-	pipeline := fs.Int("pipeline", loadgen.DefaultPipeline, "requests in flight per connection")
-	multiget := fs.Int("multiget", 1, "keys per get request")
+	conns := fs.Int("conns", loadgen.DefaultConns, fmt.Sprintf("connections, 1 to %d", loadgen.MaxConns))
+	pipeline := fs.Int("pipeline", loadgen.DefaultPipeline, fmt.Sprintf("requests in flight per connection, 1 to %d", loadgen.MaxPipeline))
+	multiget := fs.Int("multiget", 1, "keys per get request, at least 1")
 	duration := fs.Duration("duration", loadgen.DefaultDuration, "measured time per workload and server")
-	warmup := fs.Duration("warmup", loadgen.DefaultWarmup, "unmeasured load before each measurement")
+	warmup := fs.Duration("warmup", loadgen.DefaultWarmup, "unmeasured load before each measurement (0: none)")
 	proto := fs.String("protocol", string(loadgen.Text), "text (get/set), binary (getkq.../getk, set) or meta (mg/mn, ms)")
 	rate := fs.Float64("rate", 0, "pace the load at this many ops/s over all connections (0: as fast as the pipelines allow)")
 	p99At := fs.Float64("p99-at", 0, "after each measurement, measure again paced at this fraction of its throughput (e.g. 0.8)")
 	serverPID := fs.Int("server-pid", 0, "`PID` of the server process on this machine: report its CPU time per million operations")
 	serverStats := fs.String("server-stats", "", "stats `GROUP` of the server to report the change of over each measurement (- for the general group)")
 	preload := fs.String("preload", "each", "each: preload before every workload; once: only when the key and value sizes change; none")
-	seed := fs.Uint64("seed", 1, "seed of the key and operation choices")
+	seed := fs.Uint64("seed", 1, "seed of the key and operation choices (at least 1)")
 	jsonPath := fs.String("json", "", "also write the rows as JSON to `FILE`")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	if err := parse(fs, args); err != nil {
@@ -64,12 +65,46 @@ func runLoadgen(e *env, args []string) error {
 		}
 		targets = append(targets, loadgen.Target{Name: name, Addr: a})
 	}
+	// Every number is checked here, before anything runs: loadgen.Config
+	// reads zero as "the default", which a flag must never silently mean.
+	for _, err := range []error{
+		inRange("--conns", *conns, 1, loadgen.MaxConns),
+		inRange("--pipeline", *pipeline, 1, loadgen.MaxPipeline),
+		atLeast("--multiget", *multiget, 1),
+		atLeast("--keys", *keys, 1),
+		atLeast("--seed", *seed, 1),
+		atLeast("--server-pid", *serverPID, 0),
+		checkOutput("loadgen", "--json", *jsonPath),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	switch {
+	case *duration <= 0:
+		return usagef("--duration %v: want a positive duration", *duration)
+	case *warmup < 0:
+		return usagef("--warmup %v: want 0 (none) or a positive duration", *warmup)
+	case !(*rate >= 0):
+		return usagef("--rate %v: want 0 (as fast as the pipelines allow) or ops/s", *rate)
+	case !(*p99At >= 0 && *p99At < 1):
+		return usagef("--p99-at %v: want 0 (off) or a fraction below 1", *p99At)
+	}
+	switch loadgen.Protocol(*proto) {
+	case loadgen.Text, loadgen.Binary, loadgen.Meta:
+	default:
+		return usagef("--protocol %q: want text, binary or meta", *proto)
+	}
 	workloads, err := parseWorkloads(*sizes, *mixes, *dists, *keys)
 	if err != nil {
 		return err
 	}
+	wu := *warmup
+	if wu == 0 {
+		wu = -1 // none: loadgen.Config reads 0 as its default warm-up
+	}
 	cfg := loadgen.Config{Conns: *conns, Pipeline: *pipeline, MultiGet: *multiget, Duration: *duration,
-		Warmup: *warmup, Seed: *seed, Protocol: loadgen.Protocol(*proto), Rate: *rate, RateFraction: *p99At,
+		Warmup: wu, Seed: *seed, Protocol: loadgen.Protocol(*proto), Rate: *rate, RateFraction: *p99At,
 		ServerPID: *serverPID, ServerStats: *serverStats}
 	switch *preload {
 	case "each":
@@ -151,10 +186,13 @@ func parseWorkloads(sizes, mixes, dists string, keys int) ([]loadgen.Workload, e
 		g, s, ok := strings.Cut(m, ":")
 		gv, err1 := strconv.ParseFloat(g, 64)
 		sv, err2 := strconv.ParseFloat(s, 64)
-		if !ok || err1 != nil || err2 != nil || gv < 0 || sv < 0 || gv+sv == 0 {
-			return nil, usagef("--mix %q: want GET:SET, e.g. 95:5", m)
+		if !ok || err1 != nil || err2 != nil || !(gv >= 0 && gv <= 100) || !(sv >= 0 && sv <= 100) {
+			return nil, usagef("--mix %q: want GET:SET percentages from 0 to 100, e.g. 95:5", m)
 		}
-		ratios = append(ratios, gv/(gv+sv))
+		if math.Abs(gv+sv-100) > 1e-9 {
+			return nil, usagef("--mix %q: GET and SET percentages sum to %g, want 100 (e.g. 95:5)", m, gv+sv)
+		}
+		ratios = append(ratios, gv/100)
 	}
 	var zipf []bool
 	for _, d := range strings.Split(dists, ",") {
