@@ -81,7 +81,7 @@ func runART(e *env, args []string) error {
 	}
 	defer t.Close()
 	w := bufio.NewWriterSize(e.stdout, 1<<16)
-	r := &artRunner{t: t, w: w, max: *batch}
+	r := &artRunner{t: t, w: w, max: *batch, budget: artBatchBytes}
 	err = r.run(in)
 	if ferr := w.Flush(); err == nil {
 		err = ferr
@@ -102,9 +102,11 @@ type artOp struct {
 type artRunner struct {
 	t       *art.Tree
 	w       *bufio.Writer
-	max     int // --batch; 0: batches of at most artBatchBytes
+	max     int // --batch; 0: batches of at most budget bytes
+	budget  int // artBatchBytes (a field so that tests can lower it)
 	pending []artOp
 	bytes   int // of pending, counted as run counts them
+	batches int // batches sent so far
 }
 
 // Bounds of "warpkv art run".
@@ -143,7 +145,7 @@ func (r *artRunner) run(in io.Reader) error {
 		}
 		size := len(op.key) + len(op.hi) + artOpBytes
 		if len(r.pending) > 0 && (op.verb != r.pending[0].verb || (r.max > 0 && len(r.pending) == r.max) ||
-			(r.max == 0 && r.bytes+size > artBatchBytes)) {
+			(r.max == 0 && r.bytes+size > r.budget)) {
 			if err := r.flush(); err != nil {
 				return err
 			}
@@ -236,6 +238,7 @@ func (r *artRunner) flush() error {
 	if len(ops) == 0 {
 		return nil
 	}
+	r.batches++
 	keys := func() [][]byte {
 		k := make([][]byte, len(ops))
 		for i, op := range ops {

@@ -273,6 +273,8 @@ func TestARTRunErrors(t *testing.T) {
 		{"missing value", "put 0x01\n", nil, 1, "", "line 1: put takes 2 argument(s), got 1"},
 		{"extra field", "len 3\n", nil, 1, "", "line 1: len takes 0 argument(s), got 1"},
 		{"bad limit", "range 0x * -1\n", nil, 1, "", "line 1: limit \"-1\""},
+		{"limit 0 is no limit", "put 0x01 1\nput 0x02 2\nrange 0x * 0\nprefix 0x 0\nrange 0x * 1\n", nil, 0,
+			"range 2\n0x01 1\n0x02 2\nprefix 2\n0x01 1\n0x02 2\nrange 1\n0x01 1\n", ""},
 		{"star as lo", "range * 0x01 1\n", nil, 1, "", "line 1: key \"*\""},
 		{"pending batch runs first", "put 0x01 1\nput 0x02 2\nlen\nlen\nput 0x03 3\nbad\n", nil, 1, "2\n2\n", "line 6"},
 		{"largest value", "put 0x 18446744073709551615\nget 0x\n", nil, 0, "0x 18446744073709551615\n", ""},
@@ -281,7 +283,7 @@ func TestARTRunErrors(t *testing.T) {
 		{"help", "", []string{"help", "art"}, 0, "usage: warpkv art run", ""},
 		{"bad batch", "", []string{"art", "run", "--batch", "-1", "x"}, 2, "", "--batch"},
 		{"missing file", "", []string{"art", "run", "/nonexistent/ops"}, 1, "", "no such file"},
-		{"bad device", "get 0x01\n", []string{"art", "run", "--device", "tpu"}, 1, "", `"tpu"`},
+		{"bad device", "get 0x01\n", []string{"art", "run", "--device", "tpu"}, 2, "", `--device: device option "tpu"`},
 		{"gpu device", "get 0x01\n", []string{"art", "run", "--device", "gpu"}, gpuCase.code, gpuCase.stdout, gpuCase.stderr},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

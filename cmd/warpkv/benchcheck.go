@@ -5,10 +5,12 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/warpkv/warpkv/bench"
 	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/hashindex"
+	"github.com/warpkv/warpkv/server"
 )
 
 // benchMinSize is the smallest --size each suite takes (0 is always its
@@ -95,14 +97,31 @@ func checkBench(suite, device, engines, jsonPath string, size, reps int) error {
 	return checkOutput("bench "+suite, "--json", jsonPath)
 }
 
-// checkBenchServe checks bench serve's numbers and its JSON output file
-// before any server starts: -m as serve takes it, -t not negative.
-func checkBenchServe(memMB int64, threads int, jsonPath string) error {
+// checkBenchServe checks bench serve's flags before any server starts:
+// -m as serve takes it, -t not negative, every --engines entry a device
+// option with an optional /persistent or /staged, the batch interval and
+// policy as serve takes them, and the JSON output file.
+func checkBenchServe(memMB int64, threads int, engines string, interval time.Duration, policy, jsonPath string) error {
 	if err := inRange("-m", memMB, 1, serveMaxMB); err != nil {
 		return err
 	}
 	if err := atLeast("-t", threads, 0); err != nil {
 		return err
+	}
+	for _, spec := range strings.Split(engines, ",") {
+		if spec = strings.TrimSpace(spec); spec == "" {
+			continue
+		}
+		dev, search, _ := strings.Cut(spec, "/")
+		if _, err := gpu.ParseSpec(dev); err != nil || (search != "" && search != server.GPUSearchPersistent && search != server.GPUSearchStaged) {
+			return usagef("--engines: %q: want a device option (cpu, gpu, gpu:N, auto), optionally with /%s or /%s", spec, server.GPUSearchPersistent, server.GPUSearchStaged)
+		}
+	}
+	if interval < 0 {
+		return usagef("--batch-interval %v: want 0 (the engine's default) or a positive duration", interval)
+	}
+	if policy != "" && policy != server.PolicyLoad && policy != server.PolicyFixed {
+		return usagef("--batch-policy %q: want %s or %s (default: the engine's)", policy, server.PolicyLoad, server.PolicyFixed)
 	}
 	return checkOutput("bench serve", "--json", jsonPath)
 }

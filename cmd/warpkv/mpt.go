@@ -53,8 +53,8 @@ func runMPT(e *env, args []string) error {
 		fs.Usage()
 		return usagef("mpt %s takes %d argument(s), got %d", verb, want, fs.NArg())
 	}
-	if *batch < 1 {
-		return usagef("--batch must be at least 1")
+	if err := atLeast("--batch", *batch, 1); err != nil {
+		return err
 	}
 	eng, err := mpt.ParseEngine(*engine)
 	if err != nil {

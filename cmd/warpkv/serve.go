@@ -71,7 +71,7 @@ func runServe(e *env, args []string) error {
 		return usagef("--index-buckets %d: must not be negative", *buckets)
 	}
 	if err := checkServe(serveFlags{memMB: *memMB, itemMax: size, itemArg: *itemMax, factor: *factor, chunk: *chunk,
-		buckets: *buckets, device: *device, policy: *policy, mode: *gpuSearch}); err != nil {
+		buckets: *buckets, device: *device, policy: *policy, mode: *gpuSearch, interval: *interval}); err != nil {
 		return err
 	}
 	if *threads > 0 {

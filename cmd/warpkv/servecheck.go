@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math/bits"
+	"time"
 
 	"github.com/warpkv/warpkv/hashindex"
 	"github.com/warpkv/warpkv/itemstore"
@@ -23,6 +24,7 @@ type serveFlags struct {
 	chunk                int
 	buckets              int
 	device, policy, mode string
+	interval             time.Duration
 }
 
 // checkServe checks serve's memory and engine flags before anything is
@@ -53,6 +55,9 @@ func checkServe(f serveFlags) error {
 	}
 	if f.policy != server.PolicyLoad && f.policy != server.PolicyFixed {
 		return usagef("--batch-policy %q: want %s or %s", f.policy, server.PolicyLoad, server.PolicyFixed)
+	}
+	if f.interval < 0 {
+		return usagef("--batch-interval %v: want 0 (the engine's default) or a positive duration", f.interval)
 	}
 	if f.mode != server.GPUSearchPersistent && f.mode != server.GPUSearchStaged {
 		return usagef("--gpu-search %q: want %s or %s", f.mode, server.GPUSearchPersistent, server.GPUSearchStaged)
