@@ -106,7 +106,8 @@ type artRunner struct {
 	budget  int // artBatchBytes (a field so that tests can lower it)
 	pending []artOp
 	bytes   int // of pending, counted as run counts them
-	batches int // batches sent so far
+	batches int    // batches sent so far
+	onFlush func() // called before each batch is sent (tests)
 }
 
 // Bounds of "warpkv art run".
@@ -234,11 +235,14 @@ func parseLimit(s string) (int, error) {
 // flush applies the pending batch and prints its answers in line order.
 func (r *artRunner) flush() error {
 	ops := r.pending
-	r.pending, r.bytes = r.pending[:0], 0
 	if len(ops) == 0 {
 		return nil
 	}
 	r.batches++
+	if r.onFlush != nil {
+		r.onFlush()
+	}
+	r.pending, r.bytes = r.pending[:0], 0
 	keys := func() [][]byte {
 		k := make([][]byte, len(ops))
 		for i, op := range ops {
