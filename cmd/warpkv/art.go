@@ -119,7 +119,7 @@ const (
 	// artBatchBytes bounds a batch when --batch is 0: the bytes of its
 	// keys plus artOpBytes an operation, so that a file of any length
 	// runs in bounded memory.
-	artBatchBytes = 64 << 20
+	artBatchBytes = 8 << 20
 	// artOpBytes is what an operation holds besides its key bytes: its
 	// artOp and its entries in the key and value slices of a call.
 	artOpBytes = int(unsafe.Sizeof(artOp{})) + int(unsafe.Sizeof([]byte(nil))) + 8

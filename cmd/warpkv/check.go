@@ -64,7 +64,7 @@ func onCPU(device string) bool {
 // truncating it, and removes it again when the check created it. "" (no
 // output) passes. The error names the flag and says that nothing ran.
 func checkOutput(cmd, flag, path string) error {
-	if path == "" || path == "-" {
+	if path == "" {
 		return nil
 	}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
@@ -156,16 +156,17 @@ func readUint(path string) (uint64, error) {
 // lower bound of what the run would allocate, what says of what) exceed
 // the available memory: "--size 4000000000000: needs at least 256 TiB
 // (...), but 21.3 GiB is available (MemAvailable in /proc/meminfo)". A
-// need of 0 means the size overflowed any count of bytes.
+// need of overflow (mul, add) is refused even where the available memory
+// cannot be read.
 func fits(flag string, value any, need uint64, what string) error {
+	if need == overflow {
+		return usagef("%s %v: needs more bytes of memory than a 64-bit count holds (%s)", flag, value, what)
+	}
 	m, ok := availableMemory()
-	if !ok || need <= m.bytes && need != overflow {
+	if !ok || need <= m.bytes {
 		return nil
 	}
-	needs := bench.IEC(int64(min(need, 1<<62)))
-	if need == overflow {
-		needs = "more bytes than a 64-bit count holds"
-	}
+	needs := bench.IEC(int64(need))
 	return usagef("%s %v: needs at least %s of memory (%s), but %s is available (%s)", flag, value, needs, what, bench.IEC(int64(m.bytes)), m.source)
 }
 

@@ -68,7 +68,7 @@ func TestHelpEveryCommand(t *testing.T) {
 		{[]string{"help", "stm"}, []string{"usage: warpkv stm bank", "-accounts", "-transactions", "-history"}},
 		{[]string{"help", "stm", "bank"}, []string{"usage: warpkv stm bank", "-accounts", "-read-only"}},
 		{[]string{"help", "art"}, []string{"usage: warpkv art run", "-batch", "-device", "range LO HI|* LIMIT"}},
-		{[]string{"help", "art", "run"}, []string{"usage: warpkv art run", "-batch", "64 MiB"}},
+		{[]string{"help", "art", "run"}, []string{"usage: warpkv art run", "-batch", "8 MiB"}},
 		{[]string{"help", "help"}, []string{"commands:"}},
 	} {
 		code, out, errOut := runBinary(t, nil, tc.args...)
