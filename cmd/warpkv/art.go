@@ -105,7 +105,7 @@ type artRunner struct {
 	max     int // --batch; 0: batches of at most budget bytes
 	budget  int // artBatchBytes (a field so that tests can lower it)
 	pending []artOp
-	bytes   int // of pending, counted as run counts them
+	bytes   int    // of pending, counted as run counts them
 	batches int    // batches sent so far
 	onFlush func() // called before each batch is sent (tests)
 }
