@@ -267,7 +267,7 @@ func parseSize(s string) (int, error) {
 	}
 	n, err := strconv.Atoi(t)
 	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("bad size %q", s)
+		return 0, fmt.Errorf("bad size %q: want bytes with an optional k, m or g suffix, 1k to 1g", s)
 	}
 	v := n * mult
 	if v < 1<<10 || v > 1<<30 {
