@@ -19,7 +19,7 @@ var benchMinSize = map[string]int{
 	"limits": 16, // bytes of a copy
 	"btree":  bench.BTreeMinSize,
 	"art":    bench.ARTMinSize,
-	"mpt":    bench.MPTMinSize,
+	"stm":    100, // accounts of the large bank (RunSTM)
 }
 
 // benchFloor returns a lower bound of the host memory a suite allocates
