@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/warpkv/warpkv/art"
+	"github.com/warpkv/warpkv/bench"
 	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/internal/difftest"
 )
@@ -163,24 +164,27 @@ func TestUsageErrors(t *testing.T) {
 // how much there is, where it used to reach the Go runtime (an out of
 // memory crash, a goroutine dump).
 func TestSizesThatCannotFit(t *testing.T) {
-	for _, args := range [][]string{
-		{"stm", "bank", "--device", "cpu", "--accounts", "2147483647"},
-		{"bench", "index", "--size", "4000000000000"},
-		{"bench", "btree", "--device", "cpu", "--size", "4000000000000"},
-		{"bench", "limits", "--device", "cpu", "--size", "4000000000000"},
-		{"serve", "--device", "cpu", "-m", "262144", "-p", "0"}, // a 32 GiB index
+	m, ok := availableMemory()
+	if !ok {
+		t.Skip("no /proc/meminfo")
+	}
+	for _, tc := range []struct {
+		args []string
+		need uint64 // what the check counts
+	}{
+		{[]string{"stm", "bank", "--device", "cpu", "--accounts", "2147483647"}, 312 << 30},
+		{[]string{"bench", "index", "--size", "4000000000000"}, 32 << 40},
+		{[]string{"bench", "btree", "--device", "cpu", "--size", "4000000000000"}, 145 << 40},
+		{[]string{"bench", "limits", "--device", "cpu", "--size", "4000000000000"}, 7 << 40},
+		{[]string{"serve", "--device", "cpu", "-m", "262144", "-p", "0"}, 32 << 30}, // the index
 	} {
-		m, ok := availableMemory()
-		if !ok {
-			t.Skip("no /proc/meminfo")
-		}
-		if m.bytes > 300<<30 && args[0] != "bench" {
-			t.Logf("%v: %s available: it may fit", args, m.source)
+		if m.bytes >= tc.need {
+			t.Logf("%v: %s available (%s): it may fit", tc.args, bench.IEC(int64(m.bytes)), m.source)
 			continue
 		}
-		code, out, errOut := runBinary(t, nil, args...)
+		code, out, errOut := runBinary(t, nil, tc.args...)
 		if code != 2 || out != "" || !strings.Contains(errOut, "needs at least ") || !strings.Contains(errOut, " is available (") {
-			t.Errorf("warpkv %s: exit %d, stdout %q, stderr %q; want exit 2 saying the memory it needs and the memory available", strings.Join(args, " "), code, out, errOut)
+			t.Errorf("warpkv %s: exit %d, stdout %q, stderr %q; want exit 2 saying the memory it needs and the memory available", strings.Join(tc.args, " "), code, out, errOut)
 		}
 	}
 }
