@@ -211,6 +211,19 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
+// MaxKeys returns the most distinct keys of keySize bytes a workload can
+// number ("k" and the index in hex: 16^(keySize-1), at most 1<<62).
+func MaxKeys(keySize int) int {
+	if keySize < 2 {
+		return 0
+	}
+	return 1 << min(4*(keySize-1), 62)
+}
+
+// MaxMultiGet returns the most keys of keySize bytes one get request may
+// name (its line stays within 1 MiB).
+func MaxMultiGet(keySize int) int { return 1 << 20 / (keySize + 1) }
+
 // minKeySize is the shortest key that numbers n keys: "k" and the index
 // in hex.
 func minKeySize(n int) int {

@@ -16,7 +16,7 @@ type lineReader struct {
 	r    *bufio.Reader
 	max  int
 	why  string // what bounds a line, said when one is too long
-	line int    // number of the line next returned last
+	line int    // number of the last line read (from 1)
 	buf  []byte
 	err  error
 }

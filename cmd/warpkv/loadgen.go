@@ -99,6 +99,14 @@ func runLoadgen(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range workloads {
+		if err := inRange("--keys", *keys, 1, loadgen.MaxKeys(w.KeySize)); err != nil {
+			return usagef("%v (workload %s has %d-byte keys)", err, w.Name, w.KeySize)
+		}
+		if err := inRange("--multiget", *multiget, 1, loadgen.MaxMultiGet(w.KeySize)); err != nil {
+			return usagef("%v (workload %s has %d-byte keys; a request line stays within 1 MiB)", err, w.Name, w.KeySize)
+		}
+	}
 	wu := *warmup
 	if wu == 0 {
 		wu = -1 // none: loadgen.Config reads 0 as its default warm-up

@@ -143,6 +143,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"loadgen", "--addr", "127.0.0.1:1", "--pipeline", "0"}, "--pipeline 0: want 1 to 65536"},
 		{[]string{"loadgen", "--addr", "127.0.0.1:1", "--keys", "0"}, "--keys 0: want at least 1"},
 		{[]string{"loadgen", "--addr", "127.0.0.1:1", "--seed", "0"}, "--seed 0: want at least 1"},
+		{[]string{"loadgen", "--addr", "127.0.0.1:1", "--keys", "1000000000", "--workloads", "a"}, "--keys 1000000000: want 1 to 268435456 (workload a 95:5 uniform has 8-byte keys)"},
+		{[]string{"loadgen", "--addr", "127.0.0.1:1", "--multiget", "10000", "--workloads", "d"}, "--multiget 10000: want 1 to 8128"},
 		{[]string{"loadgen", "--addr", "127.0.0.1:1", "--duration", "0s"}, "--duration 0s: want a positive duration"},
 		{[]string{"loadgen", "--addr", "127.0.0.1:1", "--protocol", "udp"}, `--protocol "udp": want text, binary or meta`},
 		{[]string{"mpt", "root", "--batch", "0", "-"}, "--batch 0: want at least 1"},
