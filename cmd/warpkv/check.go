@@ -197,3 +197,20 @@ func add(a ...uint64) uint64 {
 	}
 	return s
 }
+
+// fitsGPU returns a usage error naming flag and value when need bytes of
+// device memory (a lower bound, what says of what) exceed the total memory
+// of the GPU the device option names (the first for auto and gpu). Where
+// the GPU cannot be queried the engine reports the failure itself.
+func fitsGPU(flag string, value any, need uint64, what, device string) error {
+	spec, err := gpu.ParseSpec(device)
+	if err != nil || (!spec.Auto && spec.Backend == gpu.BackendCPU) {
+		return nil
+	}
+	p, err := gpu.Query(max(spec.Ordinal, 0))
+	if err != nil || need <= p.TotalMem && need != overflow {
+		return nil
+	}
+	return usagef("%s %v: needs at least %s of GPU memory (%s), but GPU %d (%s) has %s", flag, value,
+		bench.IEC(int64(min(need, 1<<62))), what, p.Ordinal, p.Name, bench.IEC(int64(p.TotalMem)))
+}

@@ -33,17 +33,22 @@ const (
 // stmFits checks that a store of the given shape fits in memory before
 // anything is allocated: on the CPU engine (stm.New) the version rings,
 // heads and newest values take 16*versions+20 bytes an account and each
-// server's log 36 bytes an entry (stm/store.go, stm/log.go); on either
+// server's log 36 bytes an entry (stm/store.go, stm/log.go); on the GPU
+// engine the versions' values and timestamps take 16*versions bytes an
+// account of device memory (stm/gpu_layout.go: vals, vers); on either
 // engine the final balances read back take 8 bytes an account.
 func stmFits(accounts, servers, versions, logSize int, device string) error {
+	k := uint64(cmp.Or(versions, stm.DefaultVersions))
 	perAccount := uint64(8)
 	what := "8 bytes an account for the final balances"
 	logs := uint64(0)
 	if onCPU(device) {
-		k := uint64(cmp.Or(versions, stm.DefaultVersions))
 		perAccount += 16*k + 20
 		logs = mul(uint64(min(servers, accounts)), uint64(cmp.Or(logSize, stm.DefaultLogSize)), 36)
 		what = fmt.Sprintf("the CPU engine's %d bytes an account at %d versions, and its logs", perAccount, k)
+	} else if err := fitsGPU("--accounts", accounts, mul(uint64(accounts), 16*k),
+		fmt.Sprintf("the GPU engine's %d bytes an account at %d versions", 16*k, k), device); err != nil {
+		return err
 	}
 	return fits("--accounts", accounts, add(mul(uint64(accounts), perAccount), logs), what)
 }
