@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"math/bits"
 	"slices"
 	"strings"
@@ -100,8 +102,9 @@ func checkBench(suite, device, engines, jsonPath string, size, reps int) error {
 // checkBenchServe checks bench serve's flags before any server starts:
 // -m as serve takes it, -t not negative, every --engines entry a device
 // option with an optional /persistent or /staged, the batch interval and
-// policy as serve takes them, and the JSON output file.
-func checkBenchServe(memMB int64, threads int, engines string, interval time.Duration, policy, jsonPath string) error {
+// policy as serve takes them, the JSON output file, and the loadgen flags
+// after -- as loadgen checks them.
+func checkBenchServe(memMB int64, threads int, engines string, interval time.Duration, policy, jsonPath string, loadgenArgs []string) error {
 	if err := inRange("-m", memMB, 1, serveMaxMB); err != nil {
 		return err
 	}
@@ -122,6 +125,13 @@ func checkBenchServe(memMB int64, threads int, engines string, interval time.Dur
 	}
 	if policy != "" && policy != server.PolicyLoad && policy != server.PolicyFixed {
 		return usagef("--batch-policy %q: want %s or %s (default: the engine's)", policy, server.PolicyLoad, server.PolicyFixed)
+	}
+	quiet := &env{stdout: io.Discard, stderr: io.Discard}
+	if _, err := planLoadgen(quiet, append([]string{"--addr", "127.0.0.1:0"}, loadgenArgs...)); err != nil {
+		if ue := (*usageError)(nil); errors.As(err, &ue) {
+			return usagef("loadgen flags after --: %v", err)
+		}
+		return err
 	}
 	return checkOutput("bench serve", "--json", jsonPath)
 }

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/warpkv/warpkv/loadgen"
 )
@@ -22,6 +23,26 @@ func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 // runLoadgen loads one or more memcached-compatible servers with the
 // chosen workloads and prints their throughput and latencies side by side.
 func runLoadgen(e *env, args []string) error {
+	p, err := planLoadgen(e, args)
+	if err != nil {
+		return err
+	}
+	return p.run(e)
+}
+
+// loadgenPlan is a checked loadgen command line: what run does.
+type loadgenPlan struct {
+	targets   []loadgen.Target
+	workloads []loadgen.Workload
+	cfg       loadgen.Config
+	keys      int
+	warmup    time.Duration // as given: 0 is none (cfg.Warmup is then negative)
+	jsonPath  string
+}
+
+// planLoadgen parses and checks loadgen's flags, runs nothing, and returns
+// what to run; bench serve checks the loadgen flags it passes on with it.
+func planLoadgen(e *env, args []string) (*loadgenPlan, error) {
 	fs := newFlagSet(e, "loadgen", "warpkv loadgen --addr HOST:PORT [--addr HOST:PORT ...] [--name NAME ...] [flags]")
 	var addrs, names listFlag
 	fs.Var(&addrs, "addr", "server `HOST:PORT` to load (repeat to compare servers; ratios are to the first)")
@@ -45,17 +66,17 @@ func runLoadgen(e *env, args []string) error {
 	jsonPath := fs.String("json", "", "also write the rows as JSON to `FILE`")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	if err := parse(fs, args); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return usagef("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return nil, usagef("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	if len(addrs) == 0 {
 		fs.Usage()
-		return usagef("no --addr")
+		return nil, usagef("no --addr")
 	}
 	if len(names) > len(addrs) {
-		return usagef("%d --name flags for %d --addr flags", len(names), len(addrs))
+		return nil, usagef("%d --name flags for %d --addr flags", len(names), len(addrs))
 	}
 	var targets []loadgen.Target
 	for i, a := range addrs {
@@ -77,34 +98,34 @@ func runLoadgen(e *env, args []string) error {
 		checkOutput("loadgen", "--json", *jsonPath),
 	} {
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
 	switch {
 	case *duration <= 0:
-		return usagef("--duration %v: want a positive duration", *duration)
+		return nil, usagef("--duration %v: want a positive duration", *duration)
 	case *warmup < 0:
-		return usagef("--warmup %v: want 0 (none) or a positive duration", *warmup)
+		return nil, usagef("--warmup %v: want 0 (none) or a positive duration", *warmup)
 	case !(*rate >= 0):
-		return usagef("--rate %v: want 0 (as fast as the pipelines allow) or ops/s", *rate)
+		return nil, usagef("--rate %v: want 0 (as fast as the pipelines allow) or ops/s", *rate)
 	case !(*p99At >= 0 && *p99At < 1):
-		return usagef("--p99-at %v: want 0 (off) or a fraction below 1", *p99At)
+		return nil, usagef("--p99-at %v: want 0 (off) or a fraction below 1", *p99At)
 	}
 	switch loadgen.Protocol(*proto) {
 	case loadgen.Text, loadgen.Binary, loadgen.Meta:
 	default:
-		return usagef("--protocol %q: want text, binary or meta", *proto)
+		return nil, usagef("--protocol %q: want text, binary or meta", *proto)
 	}
 	workloads, err := parseWorkloads(*sizes, *mixes, *dists, *keys)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, w := range workloads {
 		if err := inRange("--keys", *keys, 1, loadgen.MaxKeys(w.KeySize)); err != nil {
-			return usagef("%v (workload %s has %d-byte keys)", err, w.Name, w.KeySize)
+			return nil, usagef("%v (workload %s has %d-byte keys)", err, w.Name, w.KeySize)
 		}
 		if err := inRange("--multiget", *multiget, 1, loadgen.MaxMultiGet(w.KeySize)); err != nil {
-			return usagef("%v (workload %s has %d-byte keys; a request line stays within 1 MiB)", err, w.Name, w.KeySize)
+			return nil, usagef("%v (workload %s has %d-byte keys; a request line stays within 1 MiB)", err, w.Name, w.KeySize)
 		}
 	}
 	wu := *warmup
@@ -121,10 +142,10 @@ func runLoadgen(e *env, args []string) error {
 	case "none":
 		cfg.NoPreload = true
 	default:
-		return usagef("--preload %q: want each, once or none", *preload)
+		return nil, usagef("--preload %q: want each, once or none", *preload)
 	}
 	if *rate > 0 && *p99At > 0 {
-		return usagef("--rate and --p99-at exclude each other")
+		return nil, usagef("--rate and --p99-at exclude each other")
 	}
 	if !*quiet {
 		cfg.Progress = e.stderr
@@ -135,9 +156,15 @@ func runLoadgen(e *env, args []string) error {
 	for _, w := range workloads {
 		check.Workload = w
 		if err := check.Check(); err != nil {
-			return usagef("%v", err)
+			return nil, usagef("%v", err)
 		}
 	}
+	return &loadgenPlan{targets: targets, workloads: workloads, cfg: cfg, keys: *keys, warmup: *warmup, jsonPath: *jsonPath}, nil
+}
+
+// run loads the targets and prints (and saves) the rows.
+func (p *loadgenPlan) run(e *env) error {
+	cfg, targets, workloads := p.cfg, p.targets, p.workloads
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	pace := ""
@@ -148,20 +175,20 @@ func runLoadgen(e *env, args []string) error {
 		pace = fmt.Sprintf(", then paced at %.0f%% of the throughput", 100*cfg.RateFraction)
 	}
 	fmt.Fprintf(e.stdout, "%d connections, pipeline %d, %d keys per get, %s protocol, %d keys, %v measured after %v warm-up%s\n\n",
-		cfg.Conns, cfg.Pipeline, cfg.MultiGet, cfg.Protocol, *keys, cfg.Duration, cfg.Warmup, pace)
+		cfg.Conns, cfg.Pipeline, cfg.MultiGet, cfg.Protocol, p.keys, cfg.Duration, p.warmup, pace)
 	rows, runErr := loadgen.Compare(ctx, targets, workloads, cfg)
 	if err := loadgen.WriteTable(e.stdout, rows); err != nil {
 		return err
 	}
-	if *jsonPath != "" {
+	if p.jsonPath != "" {
 		b, err := json.MarshalIndent(rows, "", "  ")
 		if err == nil {
-			err = os.WriteFile(*jsonPath, append(b, '\n'), 0o644)
+			err = os.WriteFile(p.jsonPath, append(b, '\n'), 0o644)
 		}
 		if err != nil {
-			return fmt.Errorf("loadgen: writing %s: %w", *jsonPath, err)
+			return fmt.Errorf("loadgen: writing %s: %w", p.jsonPath, err)
 		}
-		fmt.Fprintf(e.stdout, "\nwrote %s\n", *jsonPath)
+		fmt.Fprintf(e.stdout, "\nwrote %s\n", p.jsonPath)
 	}
 	if runErr != nil {
 		return runErr

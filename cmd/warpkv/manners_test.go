@@ -136,6 +136,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bench", "serve", "-m", "0"}, "-m 0: want 1 to 262144"},
 		{[]string{"bench", "serve", "-t", "-1"}, "-t -1: want at least 0"},
 		{[]string{"bench", "serve", "--engines", "tpu"}, `--engines: "tpu": want a device option`},
+		{[]string{"bench", "serve", "--", "--conns", "0"}, "loadgen flags after --: --conns 0: want 1 to 10000"},
 		{[]string{"loadgen", "--addr", "127.0.0.1:1", "--conns", "0"}, "--conns 0: want 1 to 10000"},
 		{[]string{"loadgen", "--addr", "127.0.0.1:1", "--multiget", "0"}, "--multiget 0: want at least 1"},
 		{[]string{"loadgen", "--addr", "127.0.0.1:1", "--mix", "50:60"}, `--mix "50:60": GET and SET percentages sum to 110, want 100`},
