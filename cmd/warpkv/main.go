@@ -155,7 +155,7 @@ func printUsage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nRun \"warpkv help <command>\" for the flags of a command.")
+	fmt.Fprintln(w, "\nRun \"warpkv help <command> [<subcommand>]\" for the flags of a command.")
 }
 
 // runHelp prints the overall usage, the usage and flags of one command, or
