@@ -15,8 +15,9 @@ type Options struct {
 	Reps     int       // timed repetitions behind each median; 0: DefaultReps
 	Progress io.Writer // progress lines (typically os.Stderr); nil: none
 	// Engines lists the engines a suite runs, comma-separated ("cpu",
-	// "gpu"); "": every engine the device option allows. The art suite
-	// honours it (--engines gpu: the GPU rows alone, for large sizes).
+	// "gpu"); "": every engine the device option allows. The suites of
+	// EngineSuites (art, btree) honour it (--engines gpu: the GPU rows
+	// alone, for large sizes; an error without a usable GPU).
 	Engines string
 }
 

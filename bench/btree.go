@@ -666,9 +666,10 @@ func OpenBTreeEngines(device string) (*BTreeEngines, error) {
 
 // RunBTree measures CUBPT (package btree) on the cases of BTreeCases with
 // largest tree Options.Size (default BTreeGPUSize with a GPU,
-// BTreeCPUSize on the CPU engine alone): the CPU engine always, the GPU
-// engine when the device option resolves to a GPU; GPU rows carry their
-// ratio to the CPU engine's. Each case's row is a host-level call from Go
+// BTreeCPUSize on the CPU engine alone): the CPU engine and, when the
+// device option resolves to a GPU, the GPU engine, or those of them that
+// Options.Engines names (the GPU engine alone without a GPU is an error);
+// GPU rows carry their ratio to the CPU engine's. Each case's row is a host-level call from Go
 // slices timed by wall clock (on the GPU, transfers included), followed
 // by one row per phase the tree reports (btree.Tree.LastBatch: upload,
 // sort, work, download). An engine operation that says it is not
@@ -689,6 +690,9 @@ func RunBTree(o Options) (*Report, error) {
 		return nil, fmt.Errorf("bench btree: %w", err)
 	}
 	defer eng.Close()
+	if err := keepEngines(&eng.engineSet, o.Engines, noGPUReason(eng.Engines)); err != nil {
+		return nil, fmt.Errorf("bench btree: %w", err)
+	}
 	size := o.Size
 	if size == 0 {
 		size = BTreeDefaultSize(eng.GPU)

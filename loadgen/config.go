@@ -87,7 +87,7 @@ type Config struct {
 	// Workload is the load.
 	Workload Workload
 	// Duration of the measured run (default 10s) after Warmup (default
-	// 1s), whose operations are not counted.
+	// 1s; negative: none), whose operations are not counted.
 	Duration, Warmup time.Duration
 	// Seed of the key and operation choices (default 1); connection i
 	// uses Seed+i.
@@ -133,6 +133,9 @@ const (
 	DefaultWarmup   = time.Second
 	// MaxConns is the most connections a run opens.
 	MaxConns = 10000
+	// MaxPipeline is the most requests in flight per connection (each
+	// connection holds two channels of this many entries).
+	MaxPipeline = 1 << 16
 )
 
 // Check reports whether Run would accept c (zero fields take their
@@ -187,6 +190,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Conns > MaxConns {
 		errs = append(errs, fmt.Sprintf("%d connections (at most %d)", c.Conns, MaxConns))
 	}
+	if c.Pipeline > MaxPipeline {
+		errs = append(errs, fmt.Sprintf("pipeline of %d requests (at most %d)", c.Pipeline, MaxPipeline))
+	}
 	if w.GetRatio < 0 || w.GetRatio > 1 {
 		errs = append(errs, fmt.Sprintf("get ratio %v (want 0 to 1)", w.GetRatio))
 	}
@@ -204,6 +210,19 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	return c, nil
 }
+
+// MaxKeys returns the most distinct keys of keySize bytes a workload can
+// number ("k" and the index in hex: 16^(keySize-1), at most 1<<62).
+func MaxKeys(keySize int) int {
+	if keySize < 2 {
+		return 0
+	}
+	return 1 << min(4*(keySize-1), 62)
+}
+
+// MaxMultiGet returns the most keys of keySize bytes one get request may
+// name (its line stays within 1 MiB).
+func MaxMultiGet(keySize int) int { return 1 << 20 / (keySize + 1) }
 
 // minKeySize is the shortest key that numbers n keys: "k" and the index
 // in hex.

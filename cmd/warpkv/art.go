@@ -3,14 +3,16 @@ package main
 import (
 	"bufio"
 	"encoding/hex"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/warpkv/warpkv/art"
+	"github.com/warpkv/warpkv/bench"
 )
 
 // runART is "warpkv art run": it applies a file of adaptive radix tree
@@ -25,28 +27,36 @@ import (
 //	get KEY              prints "KEY VALUE", or "KEY -" when absent
 //	range LO HI LIMIT    prints "range N", then the N pairs "KEY VALUE" with
 //	                     LO <= key < HI (HI * for no bound), ascending, at
-//	                     most LIMIT
+//	                     most LIMIT (0: no limit)
 //	prefix P LIMIT       prints "prefix N", then the N pairs whose key starts
-//	                     with P, ascending, at most LIMIT
+//	                     with P, ascending, at most LIMIT (0: no limit)
 //	len                  prints the number of keys
 //
 // Keys are printed as they are written: 0x and lowercase hex. Consecutive
 // operations of one kind go to the engine as one batch (at most --batch of
-// them) and the output is what applying them one at a time in file order
-// prints. A malformed line is an error naming its line number: the lines
-// before it have run and printed their answers, nothing after it runs.
+// them; by default at most artBatchBytes of keys and operations) and the
+// output is what applying them one at a time in file order prints. A
+// malformed line, or one longer than artMaxLine bytes, is an error naming
+// its line number: the lines before it have run and printed their
+// answers, nothing after it runs.
 func runART(e *env, args []string) error {
 	const synopsis = "warpkv art run [--device auto|cpu|gpu|gpu:N] [--batch N] FILE (- for standard input)"
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-		fmt.Fprintf(e.stderr, "usage: %s\n\nLines: put KEY VALUE, upd KEY VALUE, del KEY, get KEY, range LO HI|* LIMIT, prefix P LIMIT, len\n(keys 0x-prefixed hex, 0x the empty key; values decimal uint64)\n", synopsis)
-		return flag.ErrHelp
+	if len(args) > 0 && isHelpFlag(args[0]) {
+		args = []string{"run", "-h"} // "warpkv art -h": run's usage
 	}
 	if len(args) == 0 || args[0] != "run" {
 		return usagef("usage: %s", synopsis)
 	}
 	fs := newFlagSet(e, "art run", synopsis)
 	device := fs.String("device", "", "engine: auto (a GPU where usable, else the CPU engine), cpu, gpu or gpu:N (default $WARPKV_DEVICE, else auto)")
-	batch := fs.Int("batch", 0, "most consecutive operations of one kind sent as one batch (0: no limit)")
+	batch := fs.Int("batch", 0, fmt.Sprintf("most consecutive operations of one kind sent as one batch (0: batches of at most %s of keys and operations)", bench.IEC(artBatchBytes)))
+	usage := fs.Usage
+	fs.Usage = func() {
+		usage()
+		fmt.Fprintf(e.stderr, "\nlines (one operation a line; keys 0x-prefixed hex, 0x the empty key, at most %d bytes (art.MaxKeyLen); values decimal uint64):\n"+
+			"  put KEY VALUE, upd KEY VALUE, del KEY, get KEY, range LO HI|* LIMIT, prefix P LIMIT, len\n"+
+			"  a LIMIT of 0 means no limit; a line is at most %d bytes\n", art.MaxKeyLen, artMaxLine)
+	}
 	if err := parse(fs, args[1:]); err != nil {
 		return err
 	}
@@ -54,12 +64,15 @@ func runART(e *env, args []string) error {
 		fs.Usage()
 		return usagef("art run takes one FILE argument, got %d", fs.NArg())
 	}
-	if *batch < 0 {
-		return usagef("--batch must be at least 0")
+	if err := atLeast("--batch", *batch, 0); err != nil {
+		return err
+	}
+	if err := checkDevice("--device", *device); err != nil {
+		return err
 	}
 	in, closeIn, err := openInput(fs.Arg(0))
 	if err != nil {
-		return fmt.Errorf("art: %w", err)
+		return fmt.Errorf("art: %w", err) // "art: open FILE: ..."
 	}
 	defer closeIn()
 	t, err := art.New(art.Options{Device: *device})
@@ -68,7 +81,7 @@ func runART(e *env, args []string) error {
 	}
 	defer t.Close()
 	w := bufio.NewWriterSize(e.stdout, 1<<16)
-	r := &artRunner{t: t, w: w, max: *batch}
+	r := &artRunner{t: t, w: w, max: *batch, budget: artBatchBytes}
 	err = r.run(in)
 	if ferr := w.Flush(); err == nil {
 		err = ferr
@@ -89,16 +102,38 @@ type artOp struct {
 type artRunner struct {
 	t       *art.Tree
 	w       *bufio.Writer
-	max     int
+	max     int // --batch; 0: batches of at most budget bytes
+	budget  int // artBatchBytes (a field so that tests can lower it)
 	pending []artOp
+	bytes   int    // of pending, counted as run counts them
+	batches int    // batches sent so far
+	onFlush func() // called before each batch is sent (tests)
 }
+
+// Bounds of "warpkv art run".
+const (
+	// artMaxLine is the longest input line: room for the longest valid
+	// one, a range with two keys of art.MaxKeyLen bytes in hex, and
+	// spaces.
+	artMaxLine = 4*art.MaxKeyLen + 1024
+	// artBatchBytes bounds a batch when --batch is 0: the bytes of its
+	// keys plus artOpBytes an operation, so that a file of any length
+	// runs in bounded memory.
+	artBatchBytes = 8 << 20
+	// artOpBytes is what an operation holds besides its key bytes: its
+	// artOp and its entries in the key and value slices of a call.
+	artOpBytes = int(unsafe.Sizeof(artOp{})) + int(unsafe.Sizeof([]byte(nil))) + 8
+)
 
 // run reads and applies every line of in.
 func (r *artRunner) run(in io.Reader) error {
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 1<<16), 4*art.MaxKeyLen+1024)
-	for line := 1; sc.Scan(); line++ {
-		text := strings.TrimSpace(sc.Text())
+	lr := newLineReader(in, artMaxLine, fmt.Sprintf("a key is at most art.MaxKeyLen = %d bytes, %d hex digits", art.MaxKeyLen, 2*art.MaxKeyLen))
+	for {
+		raw, line, ok := lr.next()
+		if !ok {
+			break
+		}
+		text := strings.TrimSpace(string(raw))
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
@@ -109,16 +144,22 @@ func (r *artRunner) run(in io.Reader) error {
 			}
 			return fmt.Errorf("art: line %d: %v (the lines before it ran; nothing after it did)", line, err)
 		}
-		if len(r.pending) > 0 && (op.verb != r.pending[0].verb || (r.max > 0 && len(r.pending) == r.max)) {
+		size := len(op.key) + len(op.hi) + artOpBytes
+		if len(r.pending) > 0 && (op.verb != r.pending[0].verb || (r.max > 0 && len(r.pending) == r.max) ||
+			(r.max == 0 && r.bytes+size > r.budget)) {
 			if err := r.flush(); err != nil {
 				return err
 			}
 		}
 		r.pending = append(r.pending, op)
+		r.bytes += size
 	}
-	if err := sc.Err(); err != nil {
+	if err := lr.Err(); err != nil {
 		if ferr := r.flush(); ferr != nil {
 			return ferr
+		}
+		if errors.Is(err, errLineTooLong) {
+			return fmt.Errorf("art: %v (the lines before it ran; nothing after it did)", err)
 		}
 		return fmt.Errorf("art: reading input: %w", err)
 	}
@@ -178,8 +219,8 @@ func parseARTKey(s string) ([]byte, error) {
 	return k, nil
 }
 
-// parseLimit parses a decimal LIMIT (values past the largest int mean no
-// limit in practice).
+// parseLimit parses a decimal LIMIT, 0 for no limit (values past the
+// largest int32 mean no limit in practice).
 func parseLimit(s string) (int, error) {
 	v, err := strconv.ParseUint(s, 10, 64)
 	if err != nil || s[0] == '+' {
@@ -194,10 +235,14 @@ func parseLimit(s string) (int, error) {
 // flush applies the pending batch and prints its answers in line order.
 func (r *artRunner) flush() error {
 	ops := r.pending
-	r.pending = r.pending[:0]
 	if len(ops) == 0 {
 		return nil
 	}
+	r.batches++
+	if r.onFlush != nil {
+		r.onFlush()
+	}
+	r.pending, r.bytes = r.pending[:0], 0
 	keys := func() [][]byte {
 		k := make([][]byte, len(ops))
 		for i, op := range ops {
@@ -240,27 +285,29 @@ func (r *artRunner) flush() error {
 			fmt.Fprintln(w, n)
 		}
 	case "range", "prefix":
-		// One limit for the batch (the largest); each query prints at most
-		// its own.
+		// One limit for the batch (the largest, 0 when any query has
+		// none); each query prints at most its own.
 		most := 0
 		for _, op := range ops {
+			if op.limit == 0 {
+				most = 0
+				break
+			}
 			most = max(most, op.limit)
 		}
 		var res *art.Result
 		var err error
-		if most > 0 {
-			if verb == "range" {
-				qs := make([]art.Query, len(ops))
-				for i, op := range ops {
-					qs[i] = art.Query{Lo: op.key, Hi: op.hi}
-				}
-				res, err = t.Ranges(qs, most)
-			} else {
-				res, err = t.Prefix(keys(), most)
+		if verb == "range" {
+			qs := make([]art.Query, len(ops))
+			for i, op := range ops {
+				qs[i] = art.Query{Lo: op.key, Hi: op.hi}
 			}
-			if err != nil {
-				return err
-			}
+			res, err = t.Ranges(qs, most)
+		} else {
+			res, err = t.Prefix(keys(), most)
+		}
+		if err != nil {
+			return err
 		}
 		for i, op := range ops {
 			var ks [][]byte
@@ -268,7 +315,10 @@ func (r *artRunner) flush() error {
 			if res != nil {
 				ks, vs = res.Query(i)
 			}
-			n := min(len(ks), op.limit)
+			n := len(ks)
+			if op.limit > 0 {
+				n = min(n, op.limit)
+			}
 			fmt.Fprintf(w, "%s %d\n", verb, n)
 			for j := range n {
 				fmt.Fprintf(w, "0x%x %d\n", ks[j], vs[j])

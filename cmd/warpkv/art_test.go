@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"math/rand/v2"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/warpkv/warpkv/art"
 	"github.com/warpkv/warpkv/gpu"
 )
 
@@ -42,7 +44,7 @@ func (m *artModel) apply(line string, out *strings.Builder) {
 	pairs := func(verb string, keep func(string) bool, limit uint64) {
 		var got []string
 		for _, k := range m.sorted() {
-			if keep(k) && uint64(len(got)) < limit {
+			if keep(k) && (limit == 0 || uint64(len(got)) < limit) { // 0: no limit
 				got = append(got, fmt.Sprintf("0x%x %d\n", k, m.m[k]))
 			}
 		}
@@ -170,7 +172,11 @@ range 1
 0x61 1
 prefix 1
 0x61 1
-prefix 0
+prefix 4
+0x 3
+0x00ff 4
+0x61 1
+0x6162 2
 4
 0x61 9
 0x7a -
@@ -273,6 +279,8 @@ func TestARTRunErrors(t *testing.T) {
 		{"missing value", "put 0x01\n", nil, 1, "", "line 1: put takes 2 argument(s), got 1"},
 		{"extra field", "len 3\n", nil, 1, "", "line 1: len takes 0 argument(s), got 1"},
 		{"bad limit", "range 0x * -1\n", nil, 1, "", "line 1: limit \"-1\""},
+		{"limit 0 is no limit", "put 0x01 1\nput 0x02 2\nrange 0x * 0\nprefix 0x 0\nrange 0x * 1\n", nil, 0,
+			"range 2\n0x01 1\n0x02 2\nprefix 2\n0x01 1\n0x02 2\nrange 1\n0x01 1\n", ""},
 		{"star as lo", "range * 0x01 1\n", nil, 1, "", "line 1: key \"*\""},
 		{"pending batch runs first", "put 0x01 1\nput 0x02 2\nlen\nlen\nput 0x03 3\nbad\n", nil, 1, "2\n2\n", "line 6"},
 		{"largest value", "put 0x 18446744073709551615\nget 0x\n", nil, 0, "0x 18446744073709551615\n", ""},
@@ -281,7 +289,7 @@ func TestARTRunErrors(t *testing.T) {
 		{"help", "", []string{"help", "art"}, 0, "usage: warpkv art run", ""},
 		{"bad batch", "", []string{"art", "run", "--batch", "-1", "x"}, 2, "", "--batch"},
 		{"missing file", "", []string{"art", "run", "/nonexistent/ops"}, 1, "", "no such file"},
-		{"bad device", "get 0x01\n", []string{"art", "run", "--device", "tpu"}, 1, "", `"tpu"`},
+		{"bad device", "get 0x01\n", []string{"art", "run", "--device", "tpu"}, 2, "", `--device: device option "tpu"`},
 		{"gpu device", "get 0x01\n", []string{"art", "run", "--device", "gpu"}, gpuCase.code, gpuCase.stdout, gpuCase.stderr},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -313,5 +321,35 @@ func TestBenchARTEngines(t *testing.T) {
 	code, _, errOut = runCmd("bench", "art", "--device", "cpu", "--engines", "gpu", "--size", "2000", "--quiet")
 	if code == 0 || !strings.Contains(errOut, "no usable GPU") {
 		t.Fatalf("--engines gpu on the CPU: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestARTRunBatchBudget checks that with --batch 0 (the default) batches
+// are bounded by the memory budget, not by the file: a budget of a few
+// operations splits a run of puts into many batches, none over the budget,
+// and the output is the same as one operation at a time.
+func TestARTRunBatchBudget(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 9))
+	in, want := randomARTFile(r, 2000)
+	tr, err := art.New(art.Options{Device: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	var out bytes.Buffer
+	w := bufio.NewWriter(&out)
+	budget := 4 * (artOpBytes + 8)
+	run := &artRunner{t: tr, w: w, budget: budget}
+	most := 0
+	run.onFlush = func() { most = max(most, run.bytes) }
+	if err := run.run(strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	if out.String() != want {
+		t.Fatalf("output differs at line %d", firstDiffLine(out.String(), want))
+	}
+	if most > budget || run.batches < 2000/4/2 {
+		t.Errorf("%d batches, the largest %d bytes; want batches of at most %d bytes (4 operations)", run.batches, most, budget)
 	}
 }

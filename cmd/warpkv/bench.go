@@ -32,10 +32,10 @@ func runBench(e *env, args []string) error {
 		strings.Join(names, "|")))
 	device := fs.String("device", "", "engine: auto, cpu, gpu or gpu:N (default: $"+gpu.EnvDevice+", else auto)")
 	jsonPath := fs.String("json", "", "also write the results as JSON to `FILE`")
-	size := fs.Int("size", 0, "problem size in the suite's unit (0: the suite's default)")
-	reps := fs.Int("reps", bench.DefaultReps, "timed repetitions behind each median")
+	size := fs.Int("size", 0, "problem size in the suite's unit (0: the suite's default); refused when it cannot fit in memory")
+	reps := fs.Int("reps", bench.DefaultReps, "timed repetitions behind each median, at least 1")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
-	engines := fs.String("engines", "", "engines to run, comma-separated: cpu, gpu (default: every engine the device allows; art only)")
+	engines := fs.String("engines", "", "engines to run, comma-separated: cpu, gpu (default: every engine the device allows; "+strings.Join(bench.EngineSuites, " and ")+" only; gpu alone without a GPU is an error)")
 	usage := fs.Usage
 	fs.Usage = func() {
 		usage()
@@ -64,8 +64,8 @@ func runBench(e *env, args []string) error {
 	if !ok {
 		return usagef("unknown suite %q (want %s)", name, strings.Join(names, " or "))
 	}
-	if *size < 0 || *reps < 1 {
-		return usagef("--size must be >= 0 and --reps >= 1")
+	if err := checkBench(name, *device, *engines, *jsonPath, *size, *reps); err != nil {
+		return err
 	}
 	opts := bench.Options{Device: *device, Size: *size, Reps: *reps, Engines: *engines}
 	if !*quiet {

@@ -65,8 +65,11 @@ func runBenchServe(e *env, args []string) error {
 	if *report != "" {
 		return writeTargets(e.stdout, strings.Split(*report, ","))
 	}
-	if *p99At < 0 || *p99At >= 1 {
+	if !(*p99At >= 0 && *p99At < 1) {
 		return usagef("--p99-at %v: want 0 (off) or a fraction below 1", *p99At)
+	}
+	if err := checkBenchServe(*memMB, *threads, *engines, *interval, *policy, *jsonPath, rest); err != nil {
+		return err
 	}
 	sCPUs, lCPUs, err := benchCPUs(*serverCPUs, *loadCPUs)
 	if err != nil {

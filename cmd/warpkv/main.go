@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -59,9 +60,9 @@ func commands() []command {
 		{"bench", "run a benchmark suite: warpkv bench " + strings.Join(suiteNames(), "|") + " [flags]", runBench, nil},
 		{"loadgen", "load memcached-compatible servers and compare them: warpkv loadgen --addr A [--addr B]", runLoadgen, nil},
 		{"mpt", "Merkle Patricia Trie: warpkv mpt root|prove [--secure] FILE [HEXKEY]", runMPT, [][]string{{"root", "-h"}, {"prove", "-h"}}},
-		{"stm", "transactional memory (CSMV): warpkv stm bank [--device D] [--accounts N] [--transactions N | --duration D] ...", runSTM, nil},
-		{"art", "adaptive radix tree (CuART): warpkv art run [--device D] [--batch N] FILE applies put/upd/del/get/range/prefix/len lines", runART, nil},
-		{"help", "show help for warpkv or one command: warpkv help [command]", runHelp, nil},
+		{"stm", "transactional memory (CSMV): warpkv stm bank [--device D] [--accounts N] [--transactions N | --duration D] ...", runSTM, [][]string{{"bank", "-h"}}},
+		{"art", "adaptive radix tree (CuART): warpkv art run [--device D] [--batch N] FILE applies put/upd/del/get/range/prefix/len lines", runART, [][]string{{"run", "-h"}}},
+		{"help", "show help for warpkv, one command or one subcommand: warpkv help [command [subcommand]]", runHelp, nil},
 	}
 }
 
@@ -154,28 +155,55 @@ func printUsage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nRun \"warpkv help <command>\" for the flags of a command.")
+	fmt.Fprintln(w, "\nRun \"warpkv help <command> [<subcommand>]\" for the flags of a command.")
 }
 
-// runHelp prints the overall usage, or the usage of one command.
+// runHelp prints the overall usage, the usage and flags of one command, or
+// those of one subcommand ("warpkv help stm bank", "warpkv help bench art").
 func runHelp(e *env, args []string) error {
-	switch len(args) {
-	case 0:
+	if len(args) == 0 {
 		printUsage(e.stdout)
 		return nil
-	case 1:
-		c, ok := lookup(args[0])
-		if !ok {
-			return usagef("unknown command %q", args[0])
-		}
-		if c.name == "help" {
-			printUsage(e.stdout)
-			return nil
-		}
-		return printHelp(c, &env{stdout: e.stdout, stderr: e.stdout})
-	default:
-		return usagef("help takes at most one command")
 	}
+	if len(args) > 2 {
+		return usagef("help takes at most a command and a subcommand, got %q", strings.Join(args, " "))
+	}
+	c, ok := lookup(args[0])
+	if !ok {
+		return usagef("unknown command %q", args[0])
+	}
+	if c.name == "help" {
+		printUsage(e.stdout)
+		return nil
+	}
+	out := &env{stdout: e.stdout, stderr: e.stdout}
+	if len(args) == 1 {
+		return printHelp(c, out)
+	}
+	subs := subcommands(c.name)
+	if !slices.Contains(subs, args[1]) {
+		if len(subs) == 0 {
+			return usagef("%s has no subcommands (warpkv help %s)", c.name, c.name)
+		}
+		return usagef("unknown %s subcommand %q (want %s)", c.name, args[1], strings.Join(subs, ", "))
+	}
+	return printHelp(command{name: c.name, run: c.run, help: [][]string{{args[1], "-h"}}}, out)
+}
+
+// subcommands returns the subcommands of the named command that "warpkv
+// help CMD SUBCMD" documents one at a time.
+func subcommands(name string) []string {
+	switch name {
+	case "mpt":
+		return []string{"root", "prove"}
+	case "stm":
+		return []string{"bank"}
+	case "art":
+		return []string{"run"}
+	case "bench":
+		return suiteNames()
+	}
+	return nil
 }
 
 // isHelpFlag reports whether arg asks for help.

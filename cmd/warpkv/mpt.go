@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -13,9 +12,16 @@ import (
 	"github.com/warpkv/warpkv/mpt"
 )
 
-// maxBadLines is how many bad input lines "warpkv mpt" reports before it
-// stops reading.
-const maxBadLines = 20
+// Bounds of "warpkv mpt"'s input.
+const (
+	// maxBadLines is how many bad input lines "warpkv mpt" reports before
+	// it stops reading.
+	maxBadLines = 20
+	// mptMaxLine is the longest input line (64 MiB): the CPU engines take
+	// keys and values of any length, and this bounds what one line may
+	// make the command hold.
+	mptMaxLine = 64 << 20
+)
 
 // runMPT is "warpkv mpt root|prove": it applies a file of trie operations
 // (one "HEXKEY [HEXVALUE]" a line; a missing or empty value deletes) in
@@ -47,8 +53,8 @@ func runMPT(e *env, args []string) error {
 		fs.Usage()
 		return usagef("mpt %s takes %d argument(s), got %d", verb, want, fs.NArg())
 	}
-	if *batch < 1 {
-		return usagef("--batch must be at least 1")
+	if err := atLeast("--batch", *batch, 1); err != nil {
+		return err
 	}
 	eng, err := mpt.ParseEngine(*engine)
 	if err != nil {
@@ -77,7 +83,7 @@ func runMPT(e *env, args []string) error {
 	}
 	in, closeIn, err := openInput(fs.Arg(0))
 	if err != nil {
-		return err
+		return fmt.Errorf("mpt: %w", err)
 	}
 	defer closeIn()
 	progress := e.stderr
@@ -126,7 +132,7 @@ func openInput(name string) (io.Reader, func(), error) {
 	}
 	f, err := os.Open(name)
 	if err != nil {
-		return nil, nil, fmt.Errorf("mpt: %w", err)
+		return nil, nil, err // *PathError: "open FILE: ..."
 	}
 	return f, func() { f.Close() }, nil
 }
@@ -136,8 +142,7 @@ func openInput(name string) (io.Reader, func(), error) {
 // skipped. Bad lines are reported with their numbers, up to maxBadLines,
 // and nothing is applied after the first one.
 func applyOps(t *mpt.Trie, in io.Reader, n int, progress io.Writer) error {
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 1<<16), 64<<20)
+	lr := newLineReader(in, mptMaxLine, "a key and its value of up to 32 MiB together, in hex")
 	var keys, values [][]byte
 	var bad []string
 	total := 0
@@ -154,8 +159,12 @@ func applyOps(t *mpt.Trie, in io.Reader, n int, progress io.Writer) error {
 		}
 		return nil
 	}
-	for line := 1; sc.Scan(); line++ {
-		text := strings.TrimSpace(sc.Text())
+	for {
+		raw, line, ok := lr.next()
+		if !ok {
+			break
+		}
+		text := strings.TrimSpace(string(raw))
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
@@ -185,8 +194,12 @@ func applyOps(t *mpt.Trie, in io.Reader, n int, progress io.Writer) error {
 			}
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("mpt: reading input: %w", err)
+	if err := lr.Err(); err != nil {
+		if errors.Is(err, errLineTooLong) {
+			bad = append(bad, err.Error())
+		} else {
+			return fmt.Errorf("mpt: reading input: %w", err)
+		}
 	}
 	if len(bad) > 0 {
 		return errors.New("mpt: bad input lines (nothing after the first was applied):\n  " + strings.Join(bad, "\n  "))

@@ -57,8 +57,6 @@ func runServe(e *env, args []string) error {
 		return usagef("-p %d: not a TCP port (want 0 to 65535)", *port)
 	case *memMB <= 0:
 		return usagef("-m %d: the memory limit must be at least 1 megabyte", *memMB)
-	case int64(size) > *memMB<<20/2 && size > 1<<20:
-		return usagef("-I %s: higher than half the memory limit (-m %d)", *itemMax, *memMB)
 	case *conns <= 0:
 		return usagef("-c %d: the connection limit must be at least 1", *conns)
 	case *threads < 0:
@@ -71,6 +69,10 @@ func runServe(e *env, args []string) error {
 		return usagef("-n %d: the chunk size must be at most %d bytes (half a slab page less the item header)", *chunk, max(1<<20, size)/2-48)
 	case *buckets < 0:
 		return usagef("--index-buckets %d: must not be negative", *buckets)
+	}
+	if err := checkServe(serveFlags{memMB: *memMB, itemMax: size, itemArg: *itemMax, factor: *factor, chunk: *chunk,
+		buckets: *buckets, device: *device, policy: *policy, mode: *gpuSearch, interval: *interval}); err != nil {
+		return err
 	}
 	if *threads > 0 {
 		runtime.GOMAXPROCS(*threads)
@@ -265,7 +267,7 @@ func parseSize(s string) (int, error) {
 	}
 	n, err := strconv.Atoi(t)
 	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("bad size %q", s)
+		return 0, fmt.Errorf("bad size %q: want bytes with an optional k, m or g suffix, 1k to 1g", s)
 	}
 	v := n * mult
 	if v < 1<<10 || v > 1<<30 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/stm"
@@ -22,15 +24,43 @@ const (
 	stmDefaultReadOnly     = 10.0 // percent
 )
 
+// Bounds of stm bank's flags (stm.Config's).
+const (
+	stmMaxVersions = 1 << 10
+	stmMaxLogSize  = 1 << 24
+)
+
+// stmFits checks that a store of the given shape fits in memory before
+// anything is allocated: on the CPU engine (stm.New) the version rings,
+// heads and newest values take 16*versions+20 bytes an account and each
+// server's log 36 bytes an entry (stm/store.go, stm/log.go); on the GPU
+// engine the versions' values and timestamps take 16*versions bytes an
+// account of device memory (stm/gpu_layout.go: vals, vers); on either
+// engine the final balances read back take 8 bytes an account.
+func stmFits(accounts, servers, versions, logSize int, device string) error {
+	k := uint64(cmp.Or(versions, stm.DefaultVersions))
+	perAccount := uint64(8)
+	what := "8 bytes an account for the final balances"
+	logs := uint64(0)
+	if onCPU(device) {
+		perAccount += 16*k + 20
+		logs = mul(uint64(min(servers, accounts)), uint64(cmp.Or(logSize, stm.DefaultLogSize)), 36)
+		what = fmt.Sprintf("the CPU engine's %d bytes an account at %d versions, and its logs", perAccount, k)
+	} else if err := fitsGPU("--accounts", accounts, mul(uint64(accounts), 16*k),
+		fmt.Sprintf("the GPU engine's %d bytes an account at %d versions", 16*k, k), device); err != nil {
+		return err
+	}
+	return fits("--accounts", accounts, add(mul(uint64(accounts), perAccount), logs), what)
+}
+
 // runSTM is "warpkv stm bank": the Bank workload on the CSMV engine.
 func runSTM(e *env, args []string) error {
 	const synopsis = "warpkv stm bank [--device auto|cpu|gpu|gpu:N] [--accounts N] [--initial V] [--transactions N | --duration D] " +
 		"[--read-only PCT] [--read-size N] [--rounds K] [--servers N] [--seed S] [--history FILE]"
+	if len(args) > 0 && isHelpFlag(args[0]) {
+		args = []string{"bank", "-h"} // "warpkv stm -h": bank's usage
+	}
 	if len(args) == 0 || args[0] != "bank" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-			fmt.Fprintln(e.stderr, "usage: "+synopsis)
-			return flag.ErrHelp
-		}
 		return usagef("usage: %s", synopsis)
 	}
 	fs := newFlagSet(e, "stm bank", synopsis)
@@ -73,10 +103,10 @@ func runSTM(e *env, args []string) error {
 		return usagef("--rounds %d: want at least 1", *rounds)
 	case *servers < 1 || *servers > stm.MaxServers:
 		return usagef("--servers %d: want 1 to %d", *servers, stm.MaxServers)
-	case *logSize < 0:
-		return usagef("--log-size %d: want 0 (default) or more", *logSize)
-	case *versions < 0:
-		return usagef("--versions %d: want 0 (default) or more", *versions)
+	case *logSize < 0 || *logSize > stmMaxLogSize:
+		return usagef("--log-size %d: want 0 (the engine's default, %d) to %d", *logSize, stm.DefaultLogSize, stmMaxLogSize)
+	case *versions < 0 || *versions > stmMaxVersions:
+		return usagef("--versions %d: want 0 (the engine's default, %d) to %d", *versions, stm.DefaultVersions, stmMaxVersions)
 	}
 	size := 0
 	if rs := strings.TrimSpace(*readSize); rs != "all" {
@@ -93,8 +123,17 @@ func runSTM(e *env, args []string) error {
 			size = n
 		}
 	}
-	if _, err := gpu.ParseSpec(*device); err != nil {
-		return usagef("--device: %v", err)
+	if err := checkDevice("--device", *device); err != nil {
+		return err
+	}
+	if err := stmFits(*accounts, *servers, *versions, *logSize, *device); err != nil {
+		return err
+	}
+	if set["history"] && !set["duration"] {
+		if err := fits("--transactions", *transactions, mul(uint64(*transactions), uint64(unsafe.Sizeof(stm.Record{}))),
+			"a history record each with --history"); err != nil {
+			return err
+		}
 	}
 	bank := stm.Bank{Accounts: *accounts, Initial: *initial, ReadOnly: *readOnly / 100, ReadSize: size, Rounds: *rounds}
 	if err := bank.Validate(); err != nil {

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestLineReader checks line endings, lines longer than the reader's
+// buffer, a last line without a newline, and a line over the limit
+// (refused with its number, nothing after it read).
+func TestLineReader(t *testing.T) {
+	long := strings.Repeat("x", 200<<10) // over the 64 KiB buffer
+	for _, tc := range []struct {
+		name, in string
+		max      int
+		want     []string
+		tooLong  int // line number of the refused line, 0 for none
+	}{
+		{"empty", "", 10, nil, 0},
+		{"endings", "a\r\nb\n\nc", 10, []string{"a", "b", "", "c"}, 0},
+		{"one newline", "\n", 10, []string{""}, 0},
+		{"long lines", long + "\n" + long, len(long), []string{long, long}, 0},
+		{"at the limit with CRLF", "12345\r\n", 5, []string{"12345"}, 0},
+		{"one past the limit", "1\n123456\n2\n", 5, []string{"1"}, 2},
+		{"far past the limit", "1\n" + long + "\n2\n", 100, []string{"1"}, 2},
+		{"last line past the limit", "1\n" + long, 100, []string{"1"}, 2},
+	} {
+		lr := newLineReader(strings.NewReader(tc.in), tc.max, "why")
+		var got []string
+		for {
+			text, n, ok := lr.next()
+			if !ok {
+				break
+			}
+			if n != len(got)+1 {
+				t.Errorf("%s: line %d numbered %d", tc.name, len(got)+1, n)
+			}
+			got = append(got, string(text))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: lines %.80q, want %.80q", tc.name, got, tc.want)
+		}
+		err := lr.Err()
+		switch {
+		case tc.tooLong == 0 && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.tooLong != 0 && (!errors.Is(err, errLineTooLong) ||
+			!strings.Contains(err.Error(), fmt.Sprintf("line %d: line too long: longer than %d bytes (why)", tc.tooLong, tc.max))):
+			t.Errorf("%s: error %v, want line %d too long", tc.name, err, tc.tooLong)
+		}
+	}
+}
