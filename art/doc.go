@@ -8,7 +8,7 @@
 // Keys are any byte strings of 0 to MaxKeyLen bytes: the empty key, keys
 // with 0x00 and 0xff bytes, keys that are prefixes of other keys.
 //
-//	t, err := art.New(art.Options{Device: "auto"})
+//	t, err := art.Open(art.Options{Device: "auto"})
 //	err = t.Insert([][]byte{[]byte("a"), []byte("ab")}, []uint64{1, 2})
 //	vals, found, err := t.Get([][]byte{[]byte("ab")})
 //	keys, vals, err := t.Range([]byte("a"), nil, 10)

@@ -6,7 +6,7 @@
 // type, opened from an Options struct whose Device field is a device
 // option and whose GPU field, when set, is an already open device:
 //
-//	t, err := btree.New(btree.Options{Device: "auto"})
+//	t, err := btree.Open(btree.Options{Device: "auto"})
 //	defer t.Close()
 //	fmt.Println(t.Backend(), t.Reason())
 //	... batches ...

@@ -39,7 +39,7 @@ func BenchmarkLookup(b *testing.B) {
 				}
 				b.Run("GetBatch", func(b *testing.B) {
 					for b.Loop() {
-						if _, found := tr.GetBatch(keys); !found[0] {
+						if _, found := tr.getBatch(keys); !found[0] {
 							b.Fatal("absent")
 						}
 					}

@@ -8,7 +8,7 @@ import (
 
 // A transfer and a read-only total on the CPU engine.
 func ExampleStore_Atomically() {
-	s, err := stm.New(stm.StoreOptions{Items: 3, Init: func(int) uint64 { return 100 }})
+	s, err := stm.NewStore(stm.StoreOptions{Items: 3, Init: func(int) uint64 { return 100 }})
 	if err != nil {
 		panic(err)
 	}

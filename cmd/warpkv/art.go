@@ -25,9 +25,9 @@ import (
 //	get KEY              prints "KEY VALUE", or "KEY -" when absent
 //	range LO HI LIMIT    prints "range N", then the N pairs "KEY VALUE" with
 //	                     LO <= key < HI (HI * for no bound), ascending, at
-//	                     most LIMIT
+//	                     most LIMIT (0: no limit)
 //	prefix P LIMIT       prints "prefix N", then the N pairs whose key starts
-//	                     with P, ascending, at most LIMIT
+//	                     with P, ascending, at most LIMIT (0: no limit)
 //	len                  prints the number of keys
 //
 // Keys are printed as they are written: 0x and lowercase hex. Consecutive
@@ -62,7 +62,7 @@ func runART(e *env, args []string) error {
 		return fmt.Errorf("art: %w", err)
 	}
 	defer closeIn()
-	t, err := art.New(art.Options{Device: *device})
+	t, err := art.Open(art.Options{Device: *device})
 	if err != nil {
 		return err
 	}
@@ -178,8 +178,8 @@ func parseARTKey(s string) ([]byte, error) {
 	return k, nil
 }
 
-// parseLimit parses a decimal LIMIT (values past the largest int mean no
-// limit in practice).
+// parseLimit parses a decimal LIMIT (0 means no limit, as do values past
+// the largest int in practice).
 func parseLimit(s string) (int, error) {
 	v, err := strconv.ParseUint(s, 10, 64)
 	if err != nil || s[0] == '+' {
@@ -240,35 +240,37 @@ func (r *artRunner) flush() error {
 			fmt.Fprintln(w, n)
 		}
 	case "range", "prefix":
-		// One limit for the batch (the largest); each query prints at most
-		// its own.
+		// One limit for the batch (the largest, or none when a query has
+		// LIMIT 0, which means no limit as in the Go API); each query
+		// prints at most its own.
 		most := 0
 		for _, op := range ops {
+			if op.limit == 0 {
+				most = 0
+				break
+			}
 			most = max(most, op.limit)
 		}
 		var res *art.Result
 		var err error
-		if most > 0 {
-			if verb == "range" {
-				qs := make([]art.Query, len(ops))
-				for i, op := range ops {
-					qs[i] = art.Query{Lo: op.key, Hi: op.hi}
-				}
-				res, err = t.Ranges(qs, most)
-			} else {
-				res, err = t.Prefix(keys(), most)
+		if verb == "range" {
+			qs := make([]art.Query, len(ops))
+			for i, op := range ops {
+				qs[i] = art.Query{Lo: op.key, Hi: op.hi}
 			}
-			if err != nil {
-				return err
-			}
+			res, err = t.Ranges(qs, most)
+		} else {
+			res, err = t.Prefix(keys(), most)
+		}
+		if err != nil {
+			return err
 		}
 		for i, op := range ops {
-			var ks [][]byte
-			var vs []uint64
-			if res != nil {
-				ks, vs = res.Query(i)
+			ks, vs := res.Query(i)
+			n := len(ks)
+			if op.limit > 0 {
+				n = min(n, op.limit)
 			}
-			n := min(len(ks), op.limit)
 			fmt.Fprintf(w, "%s %d\n", verb, n)
 			for j := range n {
 				fmt.Fprintf(w, "0x%x %d\n", ks[j], vs[j])

@@ -42,7 +42,7 @@ func (m *artModel) apply(line string, out *strings.Builder) {
 	pairs := func(verb string, keep func(string) bool, limit uint64) {
 		var got []string
 		for _, k := range m.sorted() {
-			if keep(k) && uint64(len(got)) < limit {
+			if keep(k) && (limit == 0 || uint64(len(got)) < limit) { // 0: no limit
 				got = append(got, fmt.Sprintf("0x%x %d\n", k, m.m[k]))
 			}
 		}
@@ -147,6 +147,7 @@ range 0x * 10
 range 0x61 0x6162 10
 prefix 0x61 1
 prefix 0x 0
+prefix 0x61 0
 len
 upd 0x61 9
 upd 0x7a 5
@@ -170,7 +171,14 @@ range 1
 0x61 1
 prefix 1
 0x61 1
-prefix 0
+prefix 4
+0x 3
+0x00ff 4
+0x61 1
+0x6162 2
+prefix 2
+0x61 1
+0x6162 2
 4
 0x61 9
 0x7a -

@@ -41,7 +41,7 @@ var facades = []facade{
 	{
 		name: "hashindex", options: reflect.TypeFor[hashindex.Options](),
 		open: func(device string, dev *gpu.Device) (engine.Reporter, error) {
-			return hashindex.New(hashindex.Options{Buckets: 1 << 10, Device: device, GPU: dev})
+			return hashindex.Open(hashindex.Options{Buckets: 1 << 10, Device: device, GPU: dev})
 		},
 		batch: func(r engine.Reporter) error {
 			_, err := r.(*hashindex.Index).Insert([]uint64{1 << 40, 2 << 40, 3 << 40}, []uint32{1, 2, 3}, nil)
@@ -52,7 +52,7 @@ var facades = []facade{
 	{
 		name: "btree", options: reflect.TypeFor[btree.Options](),
 		open: func(device string, dev *gpu.Device) (engine.Reporter, error) {
-			return btree.New(btree.Options{Device: device, GPU: dev})
+			return btree.Open(btree.Options{Device: device, GPU: dev})
 		},
 		batch: func(r engine.Reporter) error {
 			return r.(*btree.Tree).Insert([]uint64{3, 1, 2}, []uint64{30, 10, 20})
@@ -72,7 +72,7 @@ var facades = []facade{
 	{
 		name: "art", options: reflect.TypeFor[art.Options](),
 		open: func(device string, dev *gpu.Device) (engine.Reporter, error) {
-			return art.New(art.Options{Device: device, GPU: dev})
+			return art.Open(art.Options{Device: device, GPU: dev})
 		},
 		batch: func(r engine.Reporter) error {
 			return r.(*art.Tree).Insert([][]byte{[]byte("c"), []byte("a"), []byte("b")}, []uint64{3, 1, 2})
