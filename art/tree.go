@@ -18,7 +18,9 @@ type Tree struct {
 	engine.Facade[backend]
 	eng     backend // the facade's engine; used under the facade's lock
 	builtAt int     // keys at the last build: the root width is revisited when the tree doubles or halves
-	chunk   int     // keys per chunk of the Context calls (0: ContextChunk)
+	chunk   int     // keys per chunk of the Context calls (0: engine.ContextChunk)
+
+	fresh func() (backend, error) // a new empty engine on the tree's placement
 }
 
 var _ engine.Reporter = (*Tree)(nil)
@@ -40,15 +42,18 @@ func Open(o Options) (*Tree, error) {
 	err = engine.Open(&t.Facade, engine.Spec[backend]{
 		Name: "art", Device: o.Device, GPU: o.GPU,
 		Start: func(p engine.Placement) (backend, error) {
-			if p.Backend != gpu.BackendGPU {
-				return newCPUEngine(w), nil
+			t.fresh = func() (backend, error) {
+				if p.Backend != gpu.BackendGPU {
+					return newCPUEngine(w), nil
+				}
+				g, err := newGPUEngine(p.Device, w)
+				if err != nil {
+					return nil, fmt.Errorf("art: gpu engine on %s: %w", p.Device, err)
+				}
+				g.(*gpuEngine).lanes = max(1, o.LookupLanes)
+				return g, nil
 			}
-			g, err := newGPUEngine(p.Device, w)
-			if err != nil {
-				return nil, fmt.Errorf("art: gpu engine on %s: %w", p.Device, err)
-			}
-			g.(*gpuEngine).lanes = max(1, o.LookupLanes)
-			return g, nil
+			return t.fresh()
 		},
 		Free: func(e backend) error { return e.close() },
 		Last: func(e backend) engine.Timings { return e.lastBatch() },
@@ -140,6 +145,11 @@ func (t *Tree) InsertKeys(kb Keys, values []uint64) error {
 		return err
 	}
 	defer engine.Unlock(&t.Facade)
+	return t.insertLocked(kb, values)
+}
+
+// insertLocked is InsertKeys of a checked batch under the write lock.
+func (t *Tree) insertLocked(kb Keys, values []uint64) error {
 	if kb.Len() == 0 {
 		return nil
 	}
@@ -225,6 +235,11 @@ func (t *Tree) DeleteKeys(kb Keys) (int, error) {
 		return 0, err
 	}
 	defer engine.Unlock(&t.Facade)
+	return t.deleteLocked(kb)
+}
+
+// deleteLocked is DeleteKeys of a checked batch under the write lock.
+func (t *Tree) deleteLocked(kb Keys) (int, error) {
 	if kb.Len() == 0 || t.eng.size() == 0 {
 		return 0, nil
 	}

@@ -28,7 +28,9 @@ type Tree struct {
 	engine.Facade[treeEngine]
 	opt   resolved
 	e     treeEngine // the facade's engine; used under the facade's lock
-	chunk int        // keys per chunk of the Context calls (0: ContextChunk)
+	chunk int        // keys per chunk of the Context calls (0: engine.ContextChunk)
+
+	fresh func() (treeEngine, error) // a new empty engine on the tree's placement
 }
 
 var _ engine.Reporter = (*Tree)(nil)
@@ -48,14 +50,17 @@ func Open(o Options) (*Tree, error) {
 	err = engine.Open(&t.Facade, engine.Spec[treeEngine]{
 		Name: "btree", Device: o.Device, GPU: o.GPU,
 		Start: func(p engine.Placement) (treeEngine, error) {
-			if p.Backend != gpu.BackendGPU {
-				return newCPUTree(r), nil
+			t.fresh = func() (treeEngine, error) {
+				if p.Backend != gpu.BackendGPU {
+					return newCPUTree(r), nil
+				}
+				g, err := newGPUTree(r, p.Device)
+				if err != nil {
+					return nil, fmt.Errorf("btree: open on %s: %w", p.Device, err)
+				}
+				return g, nil
 			}
-			g, err := newGPUTree(r, p.Device)
-			if err != nil {
-				return nil, fmt.Errorf("btree: open on %s: %w", p.Device, err)
-			}
-			return g, nil
+			return t.fresh()
 		},
 		Free: func(e treeEngine) error { return e.close() },
 	})

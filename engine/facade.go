@@ -197,3 +197,13 @@ func LockAny[E any](f *Facade[E]) bool {
 // Live says whether f is open; the caller holds f's lock (Lock, RLock or
 // LockAny).
 func Live[E any](f *Facade[E]) bool { return f.open }
+
+// Replace makes e the engine of f, for a call that built a new engine
+// beside the old one (which the caller frees); the caller holds f's write
+// lock (Lock). Close frees e. Cost: O(1).
+func Replace[E any](f *Facade[E], e E) { f.eng = e }
+
+// ContextChunk is the number of keys a ...Context call applies at a time
+// before it looks at its context again (a batch of at most ContextChunk
+// keys runs whole).
+const ContextChunk = 1 << 20
