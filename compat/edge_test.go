@@ -85,7 +85,7 @@ func edgeAgainstGeth(t *testing.T, e mpt.Options, secure bool, sc workload.MPTSc
 			geth.MustUpdate(keys[i], values[i])
 		}
 		want := geth.Hash()
-		got, err := ours.RootHash()
+		got, err := ours.Hash()
 		if err != nil {
 			t.Fatalf("batch %d: %v", b, err)
 		}

@@ -57,7 +57,7 @@ func TestFacadeCPU(t *testing.T) {
 			if err := m.Update(keys[:1], [][]byte{{9}}); !errors.Is(err, engine.ErrClosed) {
 				t.Fatalf("update after close: %v", err)
 			}
-			if _, err := m.RootHash(); !errors.Is(err, engine.ErrClosed) {
+			if _, err := m.Hash(); !errors.Is(err, engine.ErrClosed) {
 				t.Fatalf("root after close: %v", err)
 			}
 			if err := m.Close(); err != nil {

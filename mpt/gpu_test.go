@@ -402,7 +402,7 @@ func TestGPUPlaceholderRoots(t *testing.T) {
 					if err := errors2(g.Update(keys, values), c.Update(keys, values)); err != nil {
 						t.Fatalf("%s: %v", what, err)
 					}
-					gr, err := g.RootHash()
+					gr, err := g.Hash()
 					if err != nil {
 						t.Fatalf("%s: %v", what, err)
 					}
