@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkLookup measures batch lookups of 100K present keys in a
-// 100K-pair trie of each data set: GetBatch (values alias the trie on the
+// 100K-pair trie of each data set: Lookup (values alias the trie on the
 // CPU engines), Lookup (on the GPU engine, values copied into fresh
 // memory) and LookupInto (values copied into one reused buffer), on the
 // CPU engines and, where a GPU is usable, the GPU engine (skipped
@@ -37,7 +37,7 @@ func BenchmarkLookup(b *testing.B) {
 				if err := tr.Update(keys, values); err != nil {
 					b.Fatal(err)
 				}
-				b.Run("GetBatch", func(b *testing.B) {
+				b.Run("Lookup", func(b *testing.B) {
 					for b.Loop() {
 						if _, found := tr.getBatch(keys); !found[0] {
 							b.Fatal("absent")

@@ -67,7 +67,7 @@ func TestEnginesAgree(t *testing.T) {
 						gv, gf := tr.getBatch(probe)
 						for j, k := range probe {
 							if v, ok := tr.get(k); ok != gf[j] || !bytes.Equal(v, gv[j]) {
-								t.Fatalf("GetBatch(%x) = %x, %v; Get %x, %v", k, gv[j], gf[j], v, ok)
+								t.Fatalf("Lookup(%x) = %x, %v; Get %x, %v", k, gv[j], gf[j], v, ok)
 							}
 						}
 						gp, err := tr.ProveBatch(probe)
