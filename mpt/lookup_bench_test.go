@@ -10,8 +10,9 @@ import (
 
 // BenchmarkLookup measures batch lookups of 100K present keys in a
 // 100K-pair trie of each data set: Lookup (values alias the trie on the
-// CPU engines; on the GPU engine, values copied into fresh memory) and LookupInto (values copied into one reused buffer), on the
-// CPU engines and, where a GPU is usable, the GPU engine (skipped
+// CPU engines; on the GPU engine, values copied into fresh memory) and
+// LookupInto (values copied into one reused buffer), on the CPU engines
+// and, where a GPU is usable, the GPU engine (skipped
 // otherwise; go test -bench Lookup -benchtime 20x).
 func BenchmarkLookup(b *testing.B) {
 	for _, ds := range []workload.Dataset{workload.YCSB, workload.ETHT} {
