@@ -203,3 +203,35 @@ func TestContextStopsBetweenChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAscendPastLongestKey iterates with Ascend over pages that end at a
+// key of MaxKeyLen bytes, whose next page starts at the end of its prefix.
+func TestAscendPastLongestKey(t *testing.T) {
+	tr, err := Open(Options{Device: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	var keys [][]byte
+	for i := range 200 {
+		k := bytes.Repeat([]byte{byte(i)}, MaxKeyLen)
+		keys = append(keys, k)
+	}
+	keys = append(keys, bytes.Repeat([]byte{0xff}, MaxKeyLen))
+	vals := make([]uint64, len(keys))
+	if err := tr.Insert(keys, vals); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for it := tr.Ascend(nil); it.Next(); n++ {
+		if !bytes.Equal(it.Key(), keys[n]) {
+			t.Fatalf("key %d: %x..., want %x...", n, it.Key()[:2], keys[n][:2])
+		}
+	}
+	if n != len(keys) {
+		t.Fatalf("Ascend gave %d keys, want %d", n, len(keys))
+	}
+	if k, _ := seqPairs(tr.All()); len(k) != len(keys) {
+		t.Fatalf("All gave %d keys, want %d", len(k), len(keys))
+	}
+}
