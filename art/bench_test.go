@@ -59,7 +59,7 @@ func BenchmarkCPU(b *testing.B) {
 	const n = 1 << 18
 	kb, vals, probe := benchKeys(n, 16)
 	b.Run("build", func(b *testing.B) {
-		t, _ := New(Options{Device: "cpu"})
+		t, _ := Open(Options{Device: "cpu"})
 		for b.Loop() {
 			if err := t.BuildKeys(kb, vals); err != nil {
 				b.Fatal(err)
@@ -68,7 +68,7 @@ func BenchmarkCPU(b *testing.B) {
 		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mkeys/s")
 	})
 	b.Run("lookup", func(b *testing.B) {
-		t, _ := New(Options{Device: "cpu"})
+		t, _ := Open(Options{Device: "cpu"})
 		t.BuildKeys(kb, vals)
 		out, found := make([]uint64, n), make([]bool, n)
 		for b.Loop() {
@@ -83,7 +83,7 @@ func BenchmarkCPU(b *testing.B) {
 func BenchmarkCPURanges(b *testing.B) {
 	const n = 1 << 18
 	kb, vals, probe := benchKeys(n, 16)
-	t, _ := New(Options{Device: "cpu"})
+	t, _ := Open(Options{Device: "cpu"})
 	if err := t.BuildKeys(kb, vals); err != nil {
 		b.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package art
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 )
 
@@ -292,5 +291,3 @@ func (c *checker) leaf(l uint64, path []byte, exact bool) error {
 	c.leaves++
 	return nil
 }
-
-var errClosed = errors.New("art: tree is closed")

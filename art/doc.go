@@ -8,12 +8,15 @@
 // Keys are any byte strings of 0 to MaxKeyLen bytes: the empty key, keys
 // with 0x00 and 0xff bytes, keys that are prefixes of other keys.
 //
-//	t, err := art.New(art.Options{Device: "auto"})
+//	t, err := art.Open(art.Options{Device: "auto"}) // auto, cpu, gpu, gpu:N
+//	defer t.Close()
 //	err = t.Insert([][]byte{[]byte("a"), []byte("ab")}, []uint64{1, 2})
 //	vals, found, err := t.Get([][]byte{[]byte("ab")})
-//	keys, vals, err := t.Range([]byte("a"), nil, 10)
-//	res, err := t.Prefix([][]byte{[]byte("a")}, 0)
-//	for it := t.Ascend([]byte("a")); it.Next(); { ... it.Key(), it.Value() ... }
+//	keys, vals, err := t.Range([]byte("a"), nil, 10) // [lo, hi), nil hi: no bound; limit <= 0: none
+//	for k, v := range t.ScanPrefix([]byte("a")) { ... }
+//	err = t.InsertContext(ctx, keys, vals) // stops between chunks, undone
+//
+// After Close every call returns an error matching engine.ErrClosed.
 //
 // # Layout (layout.go, store.go)
 //

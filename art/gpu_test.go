@@ -33,12 +33,12 @@ func pairsOf(t *testing.T, tr *Tree) []string {
 func TestGPUOutOfMemory(t *testing.T) {
 	dev := gputest.Device(t)
 	r := rand.New(rand.NewPCG(3, 4))
-	gt, err := New(Options{GPU: dev})
+	gt, err := Open(Options{GPU: dev})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer gt.Close()
-	ct, _ := New(Options{Device: "cpu"})
+	ct, _ := Open(Options{Device: "cpu"})
 	keys := func(n int) ([][]byte, []uint64) {
 		k, v := make([][]byte, n), make([]uint64, n)
 		for i := range k {
@@ -94,12 +94,12 @@ func TestGPUOutOfMemory(t *testing.T) {
 func TestGPULargeBatches(t *testing.T) {
 	dev := gputest.Device(t)
 	r := rand.New(rand.NewPCG(7, 8))
-	gt, err := New(Options{GPU: dev})
+	gt, err := Open(Options{GPU: dev})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer gt.Close()
-	ct, _ := New(Options{Device: "cpu"})
+	ct, _ := Open(Options{Device: "cpu"})
 	key := func() []byte {
 		switch r.IntN(4) {
 		case 0:
@@ -147,7 +147,7 @@ func TestGPULargeBatches(t *testing.T) {
 func TestGPULookupLanes(t *testing.T) {
 	dev := gputest.Device(t)
 	r := rand.New(rand.NewPCG(9, 10))
-	tr, err := New(Options{GPU: dev, LookupLanes: 8})
+	tr, err := Open(Options{GPU: dev, LookupLanes: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,8 +94,10 @@ func (it *Iter) Next() bool {
 		last := it.page.Keys.At(len(it.page.Values) - 1)
 		if it.desc {
 			it.bound = append([]byte{}, last...)
+		} else if b, ok := successorBound(last); ok {
+			it.bound = b
 		} else {
-			it.bound = append(append([]byte{}, last...), 0)
+			it.asked = len(it.page.Values) + 1 // no key is larger: end after this page, as after a short one
 		}
 	}
 	it.key, it.val = it.page.Keys.At(it.i), it.page.Values[it.i]

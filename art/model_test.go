@@ -279,26 +279,26 @@ func sameContents(m *model, sub enginetest.Subject[batch, answer]) error {
 func targets() []enginetest.Target[batch, answer] {
 	return []enginetest.Target[batch, answer]{
 		{Name: "cpu", Open: func(_ testing.TB, _ *gpu.Device) (enginetest.Subject[batch, answer], error) {
-			t, err := New(Options{Device: "cpu", Workers: 2})
+			t, err := Open(Options{Device: "cpu", Workers: 2})
 			return &subject{t: t}, err
 		}},
 		{Name: "gpu", GPU: true, Open: func(_ testing.TB, d *gpu.Device) (enginetest.Subject[batch, answer], error) {
-			t, err := New(Options{GPU: d})
+			t, err := Open(Options{GPU: d})
 			return &subject{t: t}, err
 		}},
 		{Name: "gpu, 8 lanes per lookup", GPU: true, Open: func(_ testing.TB, d *gpu.Device) (enginetest.Subject[batch, answer], error) {
-			t, err := New(Options{GPU: d, LookupLanes: 8})
+			t, err := Open(Options{GPU: d, LookupLanes: 8})
 			return &subject{t: t}, err
 		}},
 		{Name: "gpu, chunks of 5 keys, staged lookups", GPU: true, Open: func(_ testing.TB, d *gpu.Device) (enginetest.Subject[batch, answer], error) {
-			t, err := New(Options{GPU: d})
+			t, err := Open(Options{GPU: d})
 			if err == nil {
 				t.eng.(*gpuEngine).chunkMin = 5
 			}
 			return &subject{t: t, staged: true}, err
 		}},
 		{Name: "gpu, chunks of 3 keys, 8 lanes per lookup", GPU: true, Open: func(_ testing.TB, d *gpu.Device) (enginetest.Subject[batch, answer], error) {
-			t, err := New(Options{GPU: d, LookupLanes: 8})
+			t, err := Open(Options{GPU: d, LookupLanes: 8})
 			if err == nil {
 				t.eng.(*gpuEngine).chunkMin = 3
 			}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
 )
 
@@ -33,11 +34,12 @@ func (t *Tree) NewStaging(maxKeys, maxBytes int) (*Staging, error) {
 	if maxKeys < 0 || maxBytes < 0 {
 		return nil, fmt.Errorf("art: staging of %d keys, %d bytes", maxKeys, maxBytes)
 	}
-	if t.place.Backend != gpu.BackendGPU {
+	p := engine.PlacementOf(&t.Facade)
+	if p.Backend != gpu.BackendGPU {
 		return &Staging{Data: make([]byte, maxBytes), Offs: make([]uint32, maxKeys+1),
 			Values: make([]uint64, maxKeys), Found: make([]uint8, maxKeys)}, nil
 	}
-	d := t.place.Device
+	d := p.Device
 	st := &Staging{pinned: true}
 	var err error
 	if st.data, err = gpu.AllocHost[byte](d, max(1, maxBytes)); err == nil {
@@ -93,11 +95,10 @@ func (t *Tree) LookupStaged(st *Staging, n int) error {
 		return err
 	}
 	check := func() error { return kb.check("lookup", nil, false) }
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.closed {
-		return errClosed
+	if _, err := engine.RLock(&t.Facade, "lookup"); err != nil {
+		return err
 	}
+	defer engine.RUnlock(&t.Facade)
 	if g, ok := t.eng.(*gpuEngine); ok {
 		if err := g.lookupInto(kb, st.Values[:n], st.Found[:n], true, check); err != nil {
 			return fmt.Errorf("art: lookup: %w", err)

@@ -1,9 +1,7 @@
 package art
 
 import (
-	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
@@ -12,83 +10,73 @@ import (
 // Tree is an ordered index from byte-string keys to uint64 values on the
 // CPU engine or the GPU engine (Options.Device). It is safe for concurrent
 // use: batches that change it run one at a time; Get, Lookup, Range,
-// Ranges, Prefix and Len run concurrently with each other. It implements
-// engine.Reporter.
+// Ranges, Prefix, Len and the iterators run concurrently with each other.
+// It implements engine.Reporter through its embedded engine.Facade
+// (Backend, Reason, LastBatch, Close); after Close every call returns an
+// error matching engine.ErrClosed.
 type Tree struct {
-	mu      sync.RWMutex
-	eng     backend
-	place   engine.Placement
-	builtAt int // keys at the last build: the root width is revisited when the tree doubles or halves
-	closed  bool
+	engine.Facade[backend]
+	eng     backend // the facade's engine; used under the facade's lock
+	builtAt int     // keys at the last build: the root width is revisited when the tree doubles or halves
+	chunk   int     // keys per chunk of the Context calls (0: engine.ContextChunk)
+
+	fresh func() (backend, error) // a new empty engine on the tree's placement
 }
 
 var _ engine.Reporter = (*Tree)(nil)
 
-// New returns an empty tree on the engine that o selects. Cost: O(1) on
+// Open returns an empty tree on the engine that o selects (engine.Place:
+// auto, cpu, gpu or gpu:N; "" means WARPKV_DEVICE, else auto). Close it to
+// free its memory and, when the tree opened it, the device. Cost: O(1) on
 // the CPU engine; on the GPU engine a stream, a few buffers and the
 // compilation of the kernels (cached on disk).
-func New(o Options) (*Tree, error) {
+func Open(o Options) (*Tree, error) {
 	w, err := o.workers()
 	if err != nil {
 		return nil, err
 	}
-	p, err := engine.Place("art", o.Device, o.GPU)
+	if o.LookupLanes != 0 && o.LookupLanes != 1 && o.LookupLanes != lookupLanes {
+		return nil, fmt.Errorf("art: lookup lanes %d: want 1 or %d", o.LookupLanes, lookupLanes)
+	}
+	t := &Tree{}
+	err = engine.Open(&t.Facade, engine.Spec[backend]{
+		Name: "art", Device: o.Device, GPU: o.GPU,
+		Start: func(p engine.Placement) (backend, error) {
+			t.fresh = func() (backend, error) {
+				if p.Backend != gpu.BackendGPU {
+					return newCPUEngine(w), nil
+				}
+				g, err := newGPUEngine(p.Device, w)
+				if err != nil {
+					return nil, fmt.Errorf("art: gpu engine on %s: %w", p.Device, err)
+				}
+				g.(*gpuEngine).lanes = max(1, o.LookupLanes)
+				return g, nil
+			}
+			return t.fresh()
+		},
+		Free: func(e backend) error { return e.close() },
+		Last: func(e backend) engine.Timings { return e.lastBatch() },
+	})
 	if err != nil {
 		return nil, err
 	}
-	t := &Tree{place: p}
-	if o.LookupLanes != 0 && o.LookupLanes != 1 && o.LookupLanes != lookupLanes {
-		return nil, errors.Join(fmt.Errorf("art: lookup lanes %d: want 1 or %d", o.LookupLanes, lookupLanes), p.Release())
-	}
-	if p.Backend == gpu.BackendGPU {
-		g, err := newGPUEngine(p.Device, w)
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("art: gpu engine on %s: %w", p.Device, err), p.Release())
-		}
-		g.(*gpuEngine).lanes = max(1, o.LookupLanes)
-		t.eng = g
-		return t, nil
-	}
-	t.eng = newCPUEngine(w)
+	t.eng, _ = engine.RLock(&t.Facade, "open")
+	engine.RUnlock(&t.Facade)
 	return t, nil
 }
 
-// Backend says which engine the tree runs on.
-func (t *Tree) Backend() gpu.Backend { return t.place.Backend }
+// New is Open.
+//
+// Deprecated: use Open, the constructor of every warpkv engine.
+func New(o Options) (*Tree, error) { return Open(o) }
 
-// Reason is a sentence saying which engine was chosen and why.
-func (t *Tree) Reason() string { return t.place.Reason }
-
-// LastBatch is the time breakdown of the latest call (on the GPU engine,
-// device time between CUDA events; on the CPU engine, host time).
-func (t *Tree) LastBatch() engine.Timings {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.closed {
-		return engine.Timings{}
-	}
-	return t.eng.lastBatch()
-}
-
-// Close frees the tree (and the device, when the tree opened it). Later
-// calls return an error; closing twice is a no-op.
-func (t *Tree) Close() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return nil
-	}
-	t.closed = true
-	return errors.Join(t.eng.close(), t.place.Release())
-}
-
-// Len returns the number of keys. Cost: O(1).
+// Len returns the number of keys (0 after Close). Cost: O(1).
 func (t *Tree) Len() int {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.closed {
+	if _, err := engine.RLock(&t.Facade, "len"); err != nil {
 		return 0
 	}
+	defer engine.RUnlock(&t.Facade)
 	return t.eng.size()
 }
 
@@ -98,8 +86,10 @@ func (t *Tree) SetLookupLanes(n int) error {
 	if n != 1 && n != lookupLanes {
 		return fmt.Errorf("art: lookup lanes %d: want 1 or %d", n, lookupLanes)
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	if _, err := engine.Lock(&t.Facade, "set lookup lanes"); err != nil {
+		return err
+	}
+	defer engine.Unlock(&t.Facade)
 	if g, ok := t.eng.(*gpuEngine); ok {
 		g.lanes = n
 	}
@@ -109,11 +99,10 @@ func (t *Tree) SetLookupLanes(n int) error {
 // Width returns the root table's width in bytes (the first Width key bytes
 // are resolved by one read of a table of 256^Width links). Cost: O(1).
 func (t *Tree) Width() int {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.closed {
+	if _, err := engine.RLock(&t.Facade, "width"); err != nil {
 		return 0
 	}
+	defer engine.RUnlock(&t.Facade)
 	return t.eng.width()
 }
 
@@ -128,11 +117,10 @@ func (t *Tree) BuildKeys(kb Keys, values []uint64) error {
 	if err := kb.check("build", values, true); err != nil {
 		return err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return errClosed
+	if _, err := engine.Lock(&t.Facade, "build"); err != nil {
+		return err
 	}
+	defer engine.Unlock(&t.Facade)
 	if err := t.eng.build(kb, values); err != nil {
 		return fmt.Errorf("art: build: %w", err)
 	}
@@ -153,11 +141,15 @@ func (t *Tree) InsertKeys(kb Keys, values []uint64) error {
 	if err := kb.check("insert", values, true); err != nil {
 		return err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return errClosed
+	if _, err := engine.Lock(&t.Facade, "insert"); err != nil {
+		return err
 	}
+	defer engine.Unlock(&t.Facade)
+	return t.insertLocked(kb, values)
+}
+
+// insertLocked is InsertKeys of a checked batch under the write lock.
+func (t *Tree) insertLocked(kb Keys, values []uint64) error {
 	if kb.Len() == 0 {
 		return nil
 	}
@@ -191,11 +183,10 @@ func (t *Tree) UpdateKeys(kb Keys, values []uint64, found []bool) error {
 	if len(found) != kb.Len() {
 		return fmt.Errorf("art: update: %d keys, %d found flags", kb.Len(), len(found))
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return errClosed
+	if _, err := engine.Lock(&t.Facade, "update"); err != nil {
+		return err
 	}
+	defer engine.Unlock(&t.Facade)
 	if err := t.eng.update(kb, values, found); err != nil {
 		return fmt.Errorf("art: update: %w", err)
 	}
@@ -218,11 +209,10 @@ func (t *Tree) Lookup(kb Keys, values []uint64, found []bool) error {
 	if len(values) != kb.Len() || len(found) != kb.Len() {
 		return fmt.Errorf("art: lookup: %d keys, %d values, %d found flags", kb.Len(), len(values), len(found))
 	}
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.closed {
-		return errClosed
+	if _, err := engine.RLock(&t.Facade, "lookup"); err != nil {
+		return err
 	}
+	defer engine.RUnlock(&t.Facade)
 	if err := t.eng.lookup(kb, values, found); err != nil {
 		return fmt.Errorf("art: lookup: %w", err)
 	}
@@ -241,11 +231,15 @@ func (t *Tree) DeleteKeys(kb Keys) (int, error) {
 	if err := kb.check("delete", nil, false); err != nil {
 		return 0, err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return 0, errClosed
+	if _, err := engine.Lock(&t.Facade, "delete"); err != nil {
+		return 0, err
 	}
+	defer engine.Unlock(&t.Facade)
+	return t.deleteLocked(kb)
+}
+
+// deleteLocked is DeleteKeys of a checked batch under the write lock.
+func (t *Tree) deleteLocked(kb Keys) (int, error) {
 	if kb.Len() == 0 || t.eng.size() == 0 {
 		return 0, nil
 	}
@@ -354,11 +348,10 @@ func (t *Tree) query(op string, qs []Query, limit int, desc bool) (*Result, erro
 			return nil, fmt.Errorf("art: %s: query %d: bound of %d bytes: keys have at most %d", op, i, max(len(q.Lo), len(q.Hi)), MaxKeyLen)
 		}
 	}
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.closed {
-		return nil, errClosed
+	if _, err := engine.RLock(&t.Facade, op); err != nil {
+		return nil, err
 	}
+	defer engine.RUnlock(&t.Facade)
 	if len(qs) == 0 {
 		return &Result{Keys: Keys{Offs: []uint32{0}}, Offsets: []int{0}}, nil
 	}
@@ -373,17 +366,16 @@ func (t *Tree) query(op string, qs []Query, limit int, desc bool) (*Result, erro
 // call it after every batch. Cost: O(tree), plus a download of the device
 // arrays on the GPU engine.
 func (t *Tree) Check() error {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.closed {
-		return errClosed
+	if _, err := engine.RLock(&t.Facade, "check"); err != nil {
+		return err
 	}
+	defer engine.RUnlock(&t.Facade)
 	s, err := t.eng.snapshot()
 	if err != nil {
 		return fmt.Errorf("art: check: %w", err)
 	}
 	if err := s.check(); err != nil {
-		return fmt.Errorf("art: check (%s engine): %w", t.place.Backend, err)
+		return fmt.Errorf("art: check (%s engine): %w", t.Backend(), err)
 	}
 	return nil
 }

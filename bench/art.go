@@ -725,7 +725,7 @@ func OpenARTEngines(device, engines string) (*ARTEngines, error) {
 	}
 	e := &ARTEngines{engineSet: engineSet[ARTImpl]{dev: c.Device}}
 	if wantCPU {
-		ct, err := art.New(art.Options{Device: "cpu"})
+		ct, err := art.Open(art.Options{Device: "cpu"})
 		if err != nil {
 			return nil, errors.Join(err, e.Close())
 		}
@@ -743,7 +743,7 @@ func OpenARTEngines(device, engines string) (*ARTEngines, error) {
 		return nil, errors.Join(err, e.Close())
 	}
 	e.Limits = ARTLimits{Gather32: lim.Gather32, H2DGBps: lim.H2DGBps, D2HGBps: lim.D2HGBps}
-	gt, err := art.New(art.Options{GPU: c.Device})
+	gt, err := art.Open(art.Options{GPU: c.Device})
 	if err != nil {
 		return nil, errors.Join(err, e.Close())
 	}

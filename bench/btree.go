@@ -175,7 +175,7 @@ type BTreeData struct {
 	// Keys and Values: a build's pairs (unsorted) or an insert's batch;
 	// Keys alone: a delete's keys or the keys looked up.
 	Keys, Values []uint64
-	// Los and His: the range queries, lo <= key <= hi.
+	// Los and His: the half-open range queries, lo <= key < hi.
 	Los, His []uint64
 	// Probes: after a build, insert or delete, these keys are looked up
 	// to check the tree: a third present before the operation, a third
@@ -370,7 +370,8 @@ type BTreeImpl interface {
 	// Lookup sets values[i] and found[i] for keys[i] (values[i] = 0 when
 	// not found).
 	Lookup(keys, values []uint64, found []bool) error
-	// Ranges answers the range queries lo <= key <= hi and returns the
+	// Ranges answers the half-open range queries lo <= key < hi and
+	// returns the
 	// number of pairs found and the sum of BTreeMix over them.
 	Ranges(los, his []uint64) (pairs int, sum uint64, err error)
 	// Len is the number of keys.
@@ -595,7 +596,7 @@ func (e *btreeEngine) Name() string                       { return e.name }
 func (e *btreeEngine) Load(keys, values []uint64) error   { return e.t.Build(keys, values) }
 func (e *btreeEngine) Build(keys, values []uint64) error  { return e.t.Build(keys, values) }
 func (e *btreeEngine) Insert(keys, values []uint64) error { return e.t.Insert(keys, values) }
-func (e *btreeEngine) Delete(keys []uint64) error         { return e.t.Delete(keys) }
+func (e *btreeEngine) Delete(keys []uint64) error         { _, err := e.t.Delete(keys); return err }
 func (e *btreeEngine) Len() int                           { return e.t.Len() }
 func (e *btreeEngine) Close() error                       { return e.t.Close() }
 func (e *btreeEngine) LastBatch() engine.Timings          { return e.t.LastBatch() }
@@ -642,7 +643,7 @@ func OpenBTreeEngines(device string) (*BTreeEngines, error) {
 		return nil, err
 	}
 	e := &BTreeEngines{engineSet[BTreeImpl]{dev: c.Device}}
-	ct, err := btree.New(btree.Options{Device: "cpu"})
+	ct, err := btree.Open(btree.Options{Device: "cpu"})
 	if err != nil {
 		e.Close()
 		return nil, err
@@ -653,7 +654,7 @@ func OpenBTreeEngines(device string) (*BTreeEngines, error) {
 		e.Engines = append(e.Engines, "no gpu rows: "+c.Reason)
 		return e, nil
 	}
-	gt, err := btree.New(btree.Options{GPU: c.Device})
+	gt, err := btree.Open(btree.Options{GPU: c.Device})
 	if err != nil {
 		e.Close()
 		return nil, err

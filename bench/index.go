@@ -197,7 +197,7 @@ const (
 // run builds and fills the engine's table and measures every batch size,
 // returning the rows in table order and notes.
 func (x *indexRun) run(p *Progress) ([]Result, []string, error) {
-	ix, err := hashindex.New(x.opts)
+	ix, err := hashindex.Open(x.opts)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -122,7 +122,7 @@ func MPTBuildRows(c MPTCase, engine string, keyBytes, valueBytes int64, update, 
 // (sequential; parallel on GOMAXPROCS goroutines) it times building a
 // trie from scratch: Update of all pairs in one batch, then Hash (medians
 // of the update, of the hash, and of both, end to end), then batch lookups
-// (GetBatch, and LookupInto into one reused buffer) and batch proofs
+// (Lookup, and LookupInto into one reused buffer) and batch proofs
 // (ProveBatch) of up to MPTProbes present keys on the built trie. Parallel rows carry their ratio to the sequential
 // engine. Where Options.Device resolves to a GPU (a gpu option, or auto
 // with a usable GPU) it adds the GPU engine's rows (MPTGPURows, also
@@ -187,14 +187,19 @@ func RunMPT(o Options) (*Report, error) {
 		}
 		if useGPU {
 			p.Printf("gpu: %s", c.Op("pairs"))
-			ref, err := mpt.New(mpt.Options{Engine: mpt.EngineParallel})
+			ref, err := mpt.Open(mpt.Options{Engine: mpt.EngineParallel})
 			if err != nil {
 				return nil, err
 			}
 			if err := ref.Update(keys, values); err != nil {
 				return nil, err
 			}
-			res, note, err := MPTGPURows(c, o.Device, keys, values, st, ref.Hash(), DefaultWarmup, o.reps())
+			root, err := ref.Hash()
+			ref.Close()
+			if err != nil {
+				return nil, err
+			}
+			res, note, err := MPTGPURows(c, o.Device, keys, values, st, root, DefaultWarmup, o.reps())
 			if err != nil {
 				rep.Finish()
 				return rep, fmt.Errorf("bench mpt: gpu on %s: %w", c.Op(""), err)
@@ -225,13 +230,13 @@ func MPTEngineRows(c MPTCase, eng mpt.Engine, keys, values [][]byte, st workload
 	var tr *mpt.Trie
 	u, h, e2e, err := MPTBuildTimes(warmup, reps, func() (func(), error) {
 		var err error
-		if tr, err = mpt.New(mpt.Options{Engine: eng}); err != nil {
+		if tr, err = mpt.Open(mpt.Options{Engine: eng}); err != nil {
 			return nil, err
 		}
 		if err := tr.Update(keys, values); err != nil {
 			return nil, err
 		}
-		return func() { tr.Hash() }, nil
+		return func() { tr.Hash() }, nil // the CPU engines' Hash cannot fail
 	})
 	if err != nil {
 		return nil, err
@@ -239,7 +244,10 @@ func MPTEngineRows(c MPTCase, eng mpt.Engine, keys, values [][]byte, st workload
 	res := MPTBuildRows(c, name, st.KeyBytes, st.ValueBytes, u, h, e2e)
 	probe := keys[:c.Probes()]
 	lookup, err := TimeCPU(warmup, reps, nil, func() error {
-		_, found := tr.GetBatch(probe)
+		_, found, err := tr.Lookup(probe)
+		if err != nil {
+			return err
+		}
 		for i, ok := range found {
 			if !ok {
 				return fmt.Errorf("key %x not found", probe[i])
@@ -269,7 +277,7 @@ func MPTEngineRows(c MPTCase, eng mpt.Engine, keys, values [][]byte, st workload
 
 // MPTLookupRow and MPTLookupIntoRow are the indices of the lookup rows
 // among the rows MPTEngineRows and MPTGPURows return (update, hash, end
-// to end, lookup, proof, lookup into): "lookup" is GetBatch (CPU engines;
+// to end, lookup, proof, lookup into): "lookup" is Lookup (CPU engines;
 // values alias the trie) or Lookup (GPU engine; values copied into fresh
 // memory), "lookup into" is LookupInto (values copied into one reused
 // buffer), which go-ethereum's lookup row is also the peer of.

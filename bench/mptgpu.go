@@ -58,7 +58,7 @@ func mptGPUBuilds(opts mpt.Options, keys, values [][]byte, want [32]byte, warmup
 		if err := tr.Update(keys, values); err != nil {
 			return 0, 0, 0, med, tr, err
 		}
-		root, err := tr.RootHash()
+		root, err := tr.Hash()
 		if err != nil {
 			return 0, 0, 0, med, tr, err
 		}

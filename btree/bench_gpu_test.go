@@ -75,7 +75,7 @@ func ms[D ~int64](d D) float64 { return float64(d) / 1e6 }
 func newBenchTree(b *testing.B, d *gpu.Device, order int) *Tree {
 	b.Helper()
 	benchInputs()
-	g, err := New(Options{Order: order, GPU: d})
+	g, err := Open(Options{Order: order, GPU: d})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func BenchmarkGPUBuild(b *testing.B) {
 	benchInputs()
 	for _, c := range []struct{ order, n int }{{64, 10_000_000}, {64, benchTreeKeys}, {32, benchTreeKeys}, {128, benchTreeKeys}, {256, benchTreeKeys}} {
 		b.Run(fmt.Sprintf("order=%d/keys=%d", c.order, c.n), func(b *testing.B) {
-			g, err := New(Options{Order: c.order, GPU: d})
+			g, err := Open(Options{Order: c.order, GPU: d})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -119,7 +119,7 @@ func BenchmarkGPUInsert(b *testing.B) {
 		}
 		lb = g.LastBatch()
 		b.StopTimer()
-		if err := g.Delete(benchBatch[0]); err != nil {
+		if _, err := g.Delete(benchBatch[0]); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
@@ -138,7 +138,7 @@ func BenchmarkGPUDelete(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		if err := g.Delete(benchBatch[0]); err != nil {
+		if _, err := g.Delete(benchBatch[0]); err != nil {
 			b.Fatal(err)
 		}
 		lb = g.LastBatch()
@@ -226,7 +226,7 @@ func BenchmarkGPURanges(b *testing.B) {
 // benchmarks'.
 func BenchmarkCPUEngineLarge(b *testing.B) {
 	benchInputs()
-	c, err := New(Options{Device: "cpu"})
+	c, err := Open(Options{Device: "cpu"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func benchKeys(n int, seed uint64) ([]uint64, []uint64) {
 
 func BenchmarkBuild1M(b *testing.B) {
 	k, v := benchKeys(1<<20, 1)
-	tr, _ := New(Options{Device: "cpu"})
+	tr, _ := Open(Options{Device: "cpu"})
 	b.SetBytes(16 << 20)
 	for b.Loop() {
 		if err := tr.Build(k, v); err != nil {
@@ -32,7 +32,7 @@ func BenchmarkBuild1M(b *testing.B) {
 func BenchmarkInsert100KInto1M(b *testing.B) {
 	k, v := benchKeys(1<<20, 1)
 	nk, nv := benchKeys(100_000, 2)
-	tr, _ := New(Options{Device: "cpu"})
+	tr, _ := Open(Options{Device: "cpu"})
 	for b.Loop() {
 		b.StopTimer()
 		if err := tr.Build(k, v); err != nil {
@@ -48,7 +48,7 @@ func BenchmarkInsert100KInto1M(b *testing.B) {
 
 func BenchmarkGet1M(b *testing.B) {
 	k, v := benchKeys(1<<20, 1)
-	tr, _ := New(Options{Device: "cpu"})
+	tr, _ := Open(Options{Device: "cpu"})
 	if err := tr.Build(k, v); err != nil {
 		b.Fatal(err)
 	}

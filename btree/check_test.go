@@ -19,7 +19,7 @@ func TestCheckCatches(t *testing.T) {
 		{"lost free node", func(tr *cpuTree) { tr.freed++ }},
 	}
 	for _, c := range cases {
-		tr, err := New(Options{Order: 8, Device: "cpu"})
+		tr, err := Open(Options{Order: 8, Device: "cpu"})
 		if err != nil {
 			t.Fatal(err)
 		}

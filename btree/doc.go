@@ -1,6 +1,18 @@
 // Package btree is CUBPT: a B+ tree of uint64 keys to uint64 values that is
-// built and updated in batches, in data-parallel phases without locks inside
-// a batch. Two engines share the node layout: the CPU engine (goroutines)
+// built and updated in batches, on a GPU or the CPU:
+//
+//	t, err := btree.Open(btree.Options{Device: "auto"}) // auto, cpu, gpu, gpu:N
+//	defer t.Close()
+//	err = t.Insert([]uint64{3, 1, 2}, []uint64{30, 10, 20})
+//	vals, found, err := t.Get([]uint64{2, 9})
+//	keys, vals, err := t.Range(1, 3, 0) // half-open [1, 3); limit <= 0: none
+//	for k, v := range t.Scan(1, 3) { ... }
+//	err = t.InsertContext(ctx, keys, vals) // stops between chunks, undone
+//
+// After Close every call returns an error matching engine.ErrClosed.
+//
+// The batches run in data-parallel phases without locks inside a batch.
+// Two engines share the node layout: the CPU engine (goroutines)
 // and the GPU engine (the *_gpu.go files, kernels in btree.cu), chosen by
 // Options.Device or Options.GPU as engine.Place does (no option:
 // WARPKV_DEVICE, else a GPU when one is usable). Both sit behind the

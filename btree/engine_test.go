@@ -10,6 +10,7 @@ import (
 
 	tbtree "github.com/tidwall/btree"
 
+	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/internal/enginetest"
 	"github.com/warpkv/warpkv/internal/gputest"
@@ -122,13 +123,13 @@ func (m *model) Apply(b batch) (answer, error) {
 	return a, nil
 }
 
-// rangeOf is the model's answer to one range query.
+// rangeOf is the model's answer to one half-open range query [lo, hi).
 func (m *model) rangeOf(lo, hi uint64, limit int) (keys, vals []uint64) {
-	if lo > hi {
+	if lo >= hi {
 		return nil, nil
 	}
 	m.m.Ascend(lo, func(k, v uint64) bool {
-		if k > hi || (limit > 0 && len(keys) == limit) {
+		if k >= hi || (limit > 0 && len(keys) == limit) {
 			return false
 		}
 		keys, vals = append(keys, k), append(vals, v)
@@ -151,13 +152,15 @@ func (s subject) Apply(b batch) (answer, error) {
 	case opInsert:
 		err = s.t.Insert(b.keys, b.values)
 	case opDelete:
-		err = s.t.Delete(b.keys)
+		_, err = s.t.Delete(b.keys)
 	}
 	if err != nil {
 		return answer{}, err
 	}
 	a := answer{n: s.t.Len()}
-	a.allK, a.allV = s.t.Range(0, math.MaxUint64, 0)
+	for k, v := range s.t.All() {
+		a.allK, a.allV = append(a.allK, k), append(a.allV, v)
+	}
 	a.getV, a.getF = make([]uint64, len(b.gets)), make([]bool, len(b.gets))
 	if err := s.t.Lookup(b.gets, a.getV, a.getF); err != nil {
 		return answer{}, err
@@ -168,7 +171,10 @@ func (s subject) Apply(b batch) (answer, error) {
 			return answer{}, err
 		}
 		for i := range b.los {
-			k, v := s.t.Range(b.los[i], b.his[i], limit)
+			k, v, err := s.t.Range(b.los[i], b.his[i], limit)
+			if err != nil {
+				return answer{}, err
+			}
 			r.oneK, r.oneV = append(r.oneK, k), append(r.oneV, v)
 		}
 		a.rng = append(a.rng, r)
@@ -218,7 +224,7 @@ func suite(order, workers int) enginetest.Suite[batch, answer, *model] {
 		if dev != nil {
 			o.GPU = dev
 		}
-		t, err := New(o)
+		t, err := Open(o)
 		if err != nil {
 			return nil, err
 		}
@@ -352,7 +358,7 @@ func randomBatch(r *rand.Rand, ref *tbtree.Map[uint64, uint64], gen keyGen, maxN
 		case 0:
 			b.his[i] = math.MaxUint64
 		case 1:
-			b.his[i] = b.los[i] // single key or nothing
+			b.his[i] = b.los[i] + min(1, math.MaxUint64-b.los[i]) // single key or nothing
 		case 2:
 			b.his[i] = r.Uint64() // often below lo: empty
 		default:
@@ -558,18 +564,18 @@ func TestLargeInsertDelete(t *testing.T) {
 // no option follows WARPKV_DEVICE, a bad option is an error naming it.
 func TestDeviceOption(t *testing.T) {
 	t.Setenv(gpu.EnvDevice, "cpu")
-	tr, err := New(Options{})
+	tr, err := Open(Options{})
 	if err != nil || tr.Backend() != gpu.BackendCPU || tr.Reason() == "" {
 		t.Fatalf("WARPKV_DEVICE=cpu, no option: %v, %v", tr, err)
 	}
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(Options{Device: "bogus"}); err == nil {
+	if _, err := Open(Options{Device: "bogus"}); err == nil {
 		t.Fatal("Device bogus: no error")
 	}
 	if ok, _ := gpu.Available(); !ok {
-		if _, err := New(Options{Device: "gpu"}); err == nil {
+		if _, err := Open(Options{Device: "gpu"}); err == nil {
 			t.Fatal("Device gpu without a GPU: no error")
 		}
 	}
@@ -585,7 +591,7 @@ func TestLastBatchPhases(t *testing.T) {
 			if dev == "gpu" {
 				o.GPU = gputest.Device(t)
 			}
-			tr, err := New(o)
+			tr, err := Open(o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -606,13 +612,13 @@ func TestLastBatchPhases(t *testing.T) {
 			if lb := tr.LastBatch(); lb.Op != "insert" || lb.Items != 50_000 || lb.Sort <= 0 || lb.Work <= 0 {
 				t.Fatalf("LastBatch after insert: %+v", lb)
 			}
-			if _, f := tr.Get(k[:1000]); !f[0] {
+			if _, f, err := tr.Get(k[:1000]); err != nil || !f[0] {
 				t.Fatal("a built key is missing")
 			}
 			if lb := tr.LastBatch(); lb.Op != "lookup" || lb.Items != 1000 || lb.Total <= 0 {
 				t.Fatalf("LastBatch after lookup: %+v", lb)
 			}
-			if err := tr.Close(); err != nil || !errors.Is(tr.Insert(k[:1], v[:1]), ErrClosed) {
+			if err := tr.Close(); err != nil || !errors.Is(tr.Insert(k[:1], v[:1]), engine.ErrClosed) {
 				t.Fatalf("close: %v", err)
 			}
 		})

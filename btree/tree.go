@@ -1,108 +1,98 @@
 package btree
 
 import (
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
 )
 
-// ErrClosed is returned by the batches of a closed Tree.
-var ErrClosed = errors.New("btree: tree is closed")
-
 // Tree is a B+ tree of uint64 keys to uint64 values on the CPU engine or
 // the GPU engine (Options.Device, Options.GPU). See the package
-// documentation for the layout and the phases. It implements
-// engine.Reporter.
+// documentation for the layout and the phases. It is safe for concurrent
+// use: batches that change it run one at a time, lookups and ranges
+// concurrently with each other. It implements engine.Reporter through its
+// embedded engine.Facade (Backend, Reason, LastBatch, Close); after Close
+// every call returns an error matching engine.ErrClosed.
+//
+// LastBatch is the time breakdown of the most recent batch that changed or
+// read the tree (Build, Insert, Delete, Lookup or Get). On the GPU engine
+// the phases are measured with CUDA events on the tree's stream (device
+// time); on the CPU engine with host timers, and Upload and Download are
+// 0. Where the GPU engine overlaps phases, the overlapped time goes to one
+// of them: a large Build or Insert counts only the keys' upload in Upload
+// and the values' upload (overlapping the sort) in Sort; a large Lookup
+// (pipelined in chunks) reports its whole device span as Work.
 type Tree struct {
-	mu     sync.RWMutex
-	opt    resolved
-	place  engine.Placement
-	e      treeEngine
-	closed bool
-	last   engine.Last // lookups run concurrently
+	engine.Facade[treeEngine]
+	opt   resolved
+	e     treeEngine // the facade's engine; used under the facade's lock
+	chunk int        // keys per chunk of the Context calls (0: engine.ContextChunk)
+
+	fresh func() (treeEngine, error) // a new empty engine on the tree's placement
 }
 
 var _ engine.Reporter = (*Tree)(nil)
 
-// New returns an empty Tree on the engine that o.GPU or o.Device selects
-// (engine.Place: "" means WARPKV_DEVICE, else auto). Cost: O(1) on the CPU
-// engine; on the GPU engine a stream and the compilation of the kernels
-// (cached on disk). Storage grows with the batches.
-func New(o Options) (*Tree, error) {
+// Open returns an empty Tree on the engine that o.GPU or o.Device selects
+// (engine.Place: auto, cpu, gpu or gpu:N; "" means WARPKV_DEVICE, else
+// auto). Close it to free its memory and, when the tree opened it, the
+// device. Cost: O(1) on the CPU engine; on the GPU engine a stream and the
+// compilation of the kernels (cached on disk). Storage grows with the
+// batches.
+func Open(o Options) (*Tree, error) {
 	r, err := o.resolve()
 	if err != nil {
 		return nil, err
 	}
-	p, err := engine.Place("btree", o.Device, o.GPU)
+	t := &Tree{opt: r}
+	err = engine.Open(&t.Facade, engine.Spec[treeEngine]{
+		Name: "btree", Device: o.Device, GPU: o.GPU,
+		Start: func(p engine.Placement) (treeEngine, error) {
+			t.fresh = func() (treeEngine, error) {
+				if p.Backend != gpu.BackendGPU {
+					return newCPUTree(r), nil
+				}
+				g, err := newGPUTree(r, p.Device)
+				if err != nil {
+					return nil, fmt.Errorf("btree: open on %s: %w", p.Device, err)
+				}
+				return g, nil
+			}
+			return t.fresh()
+		},
+		Free: func(e treeEngine) error { return e.close() },
+	})
 	if err != nil {
 		return nil, err
 	}
-	t := &Tree{opt: r, place: p}
-	if p.Backend != gpu.BackendGPU {
-		t.e = newCPUTree(r)
-		return t, nil
-	}
-	g, err := newGPUTree(r, p.Device)
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("btree: new on %s: %w", p.Device, err), p.Release())
-	}
-	t.e = g
+	t.e, _ = engine.RLock(&t.Facade, "open")
+	engine.RUnlock(&t.Facade)
 	return t, nil
 }
 
-// Backend says which engine the tree runs on. Cost: O(1).
-func (t *Tree) Backend() gpu.Backend { return t.place.Backend }
+// New is Open.
+//
+// Deprecated: use Open, the constructor of every warpkv engine.
+func New(o Options) (*Tree, error) { return Open(o) }
 
-// Reason is a sentence saying which engine was chosen and why. Cost: O(1).
-func (t *Tree) Reason() string { return t.place.Reason }
-
-// LastBatch returns the time breakdown of the most recent batch that
-// changed or read the tree (Build, Insert, Delete, Lookup or Get). On the
-// GPU engine the phases are measured with CUDA events on the tree's stream
-// (device time); on the CPU engine with host timers, and Upload and
-// Download are 0. Where the GPU engine overlaps phases, the overlapped time
-// goes to one of them: a large Build or Insert counts only the keys'
-// upload in Upload and the values' upload (overlapping the sort) in Sort;
-// a large Lookup (pipelined in chunks) reports its whole device span as
-// Work. Cost: O(1).
-func (t *Tree) LastBatch() engine.Timings { return t.last.Get() }
-
-// Len returns the number of keys. Cost: O(1).
+// Len returns the number of keys (0 after Close). Cost: O(1).
 func (t *Tree) Len() int {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
+	if _, err := engine.RLock(&t.Facade, "len"); err != nil {
+		return 0
+	}
+	defer engine.RUnlock(&t.Facade)
 	return t.e.state().n
 }
 
 // Order returns the node order. Cost: O(1).
 func (t *Tree) Order() int { return t.opt.order }
 
-// Close releases the tree's storage, and the device if the tree opened it;
-// later batches return ErrClosed and lookups find nothing. Closing twice is
-// a no-op. Cost: O(1) on the CPU engine; freeing the device memory on the
-// GPU engine.
-func (t *Tree) Close() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return nil
-	}
-	t.closed = true
-	if err := errors.Join(t.e.close(), t.place.Release()); err != nil {
-		return fmt.Errorf("btree: close: %w", err)
-	}
-	t.e = newCPUTree(t.opt) // empty: reads of a closed tree find nothing
-	return nil
-}
-
 // idle records the timings of a batch with nothing to do. Cost: O(1).
 func (t *Tree) idle(op string, items int, t0 time.Time) {
 	d := time.Since(t0)
-	t.last.Set(engine.Timings{Op: op, Items: items, Work: d, Total: d})
+	engine.Record(&t.Facade, engine.Timings{Op: op, Items: items, Work: d, Total: d})
 }
 
 // Build replaces the tree's contents with the given pairs. keys need not be
@@ -117,16 +107,15 @@ func (t *Tree) Build(keys, values []uint64) error {
 	if len(keys) != len(values) {
 		return fmt.Errorf("btree: build: %d keys but %d values", len(keys), len(values))
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return ErrClosed
+	if _, err := engine.Lock(&t.Facade, "build"); err != nil {
+		return err
 	}
+	defer engine.Unlock(&t.Facade)
 	tm, err := t.e.build(keys, values)
 	if err != nil {
 		return fmt.Errorf("btree: build: %w", err)
 	}
-	t.last.Set(tm)
+	engine.Record(&t.Facade, tm)
 	return nil
 }
 
@@ -146,11 +135,10 @@ func (t *Tree) Insert(keys, values []uint64) error {
 	if len(keys) != len(values) {
 		return fmt.Errorf("btree: insert: %d keys but %d values", len(keys), len(values))
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return ErrClosed
+	if _, err := engine.Lock(&t.Facade, "insert"); err != nil {
+		return err
 	}
+	defer engine.Unlock(&t.Facade)
 	if len(keys) == 0 {
 		t.idle("insert", 0, time.Now())
 		return nil
@@ -159,11 +147,12 @@ func (t *Tree) Insert(keys, values []uint64) error {
 	if err != nil {
 		return fmt.Errorf("btree: insert: %w", err)
 	}
-	t.last.Set(tm)
+	engine.Record(&t.Facade, tm)
 	return nil
 }
 
-// Delete removes the given keys; keys not in the tree are ignored. Phases:
+// Delete removes the given keys (keys not in the tree are ignored) and
+// returns how many distinct keys it removed. Phases:
 // sort the keys, find each key's leaf, group by leaf, drop each touched
 // leaf's keys in place (one goroutine per leaf), free and unlink the leaves
 // left empty, propagate max keys and freed children level by level, shorten
@@ -175,49 +164,49 @@ func (t *Tree) Insert(keys, values []uint64) error {
 // device and give the same node arrays (the rebuild is a device build over
 // the leaves' pairs); running out of device memory returns an error
 // matching gpu.ErrOutOfMemory and leaves the tree as it was.
-func (t *Tree) Delete(keys []uint64) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return ErrClosed
+func (t *Tree) Delete(keys []uint64) (int, error) {
+	if _, err := engine.Lock(&t.Facade, "delete"); err != nil {
+		return 0, err
 	}
+	defer engine.Unlock(&t.Facade)
+	n := t.e.state().n
 	if len(keys) == 0 || t.e.state().root == nilNode {
 		t.idle("delete", len(keys), time.Now())
-		return nil
+		return 0, nil
 	}
 	tm, err := t.e.remove(keys)
 	if err != nil {
-		return fmt.Errorf("btree: delete: %w", err)
+		return 0, fmt.Errorf("btree: delete: %w", err)
 	}
-	t.last.Set(tm)
-	return nil
+	engine.Record(&t.Facade, tm)
+	return n - t.e.state().n, nil
 }
 
 // Get looks up every key: values[i] is the value of keys[i] and found[i]
-// whether it is in the tree (values[i] is 0 when not). On a closed tree
-// nothing is found. Cost: O(len(keys) * height * log order) spread over the
-// workers, one search per key; on the GPU engine one thread per key, plus
-// a transfer each way. Get panics if the GPU engine fails (a device error,
-// or out of device memory); Lookup returns that error instead.
-func (t *Tree) Get(keys []uint64) (values []uint64, found []bool) {
+// whether it is in the tree (values[i] is 0 when not). Cost: O(len(keys) *
+// height * log order) spread over the workers, one search per key; on the
+// GPU engine one thread per key, plus a transfer each way. A device
+// failure (or out of device memory) is returned as an error.
+func (t *Tree) Get(keys []uint64) (values []uint64, found []bool, err error) {
 	values = make([]uint64, len(keys))
 	found = make([]bool, len(keys))
 	if err := t.Lookup(keys, values, found); err != nil {
-		panic(err)
+		return nil, nil, err
 	}
-	return values, found
+	return values, found, nil
 }
 
 // Lookup is Get into caller-provided slices of len(keys) (their previous
-// contents are overwritten), returning the GPU engine's errors. It fails
-// only on a length mismatch or on the GPU engine.
+// contents are overwritten).
 func (t *Tree) Lookup(keys, values []uint64, found []bool) error {
 	if len(values) != len(keys) || len(found) != len(keys) {
 		return fmt.Errorf("btree: lookup: %d keys, %d values, %d found flags", len(keys), len(values), len(found))
 	}
 	t0 := time.Now()
-	t.mu.RLock()
-	defer t.mu.RUnlock()
+	if _, err := engine.RLock(&t.Facade, "lookup"); err != nil {
+		return err
+	}
+	defer engine.RUnlock(&t.Facade)
 	if t.e.state().root == nilNode || len(keys) == 0 {
 		clear(values)
 		clear(found)
@@ -228,30 +217,44 @@ func (t *Tree) Lookup(keys, values []uint64, found []bool) error {
 	if err != nil {
 		return fmt.Errorf("btree: lookup: %w", err)
 	}
-	t.last.Set(tm)
+	engine.Record(&t.Facade, tm)
 	return nil
 }
 
-// Range returns the pairs with lo <= key <= hi in key order, at most limit
-// of them (limit <= 0: no limit). On a closed tree or when lo > hi it
-// returns nothing. Cost: O(height * log order + result + leaves walked).
-// On the GPU engine it is Ranges of one query, and panics if the device
-// fails; use Ranges to get the error.
-func (t *Tree) Range(lo, hi uint64, limit int) (keys, values []uint64) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.e.state().root == nilNode || lo > hi {
-		return nil, nil
+// inclusive converts the half-open range [lo, hi) to the engines'
+// inclusive bounds [lo, hi-1]; an empty range becomes lo > hi, which the
+// engines answer with nothing.
+func inclusive(lo, hi uint64) (uint64, uint64) {
+	if hi == 0 {
+		return 1, 0
 	}
-	keys, values, err := t.e.rangeOf(lo, hi, limit)
-	if err != nil {
-		panic(fmt.Errorf("btree: range: %w", err))
-	}
-	return keys, values
+	return lo, hi - 1
 }
 
-// Ranges answers many range queries in two passes: count each query's
-// pairs (at most limit each, limit <= 0: no limit), exclusive scan of the
+// Range returns the pairs with lo <= key < hi (half-open: Range(1, 3, 0)
+// holds 1 and 2) in key order, at most limit of them (limit <= 0: no
+// limit); nothing when lo >= hi. The key math.MaxUint64 lies beyond every
+// half-open range: All and Get reach it. Cost: O(height * log order +
+// result + leaves walked); on the GPU engine it is Ranges of one query.
+func (t *Tree) Range(lo, hi uint64, limit int) (keys, values []uint64, err error) {
+	if _, err := engine.RLock(&t.Facade, "range"); err != nil {
+		return nil, nil, err
+	}
+	defer engine.RUnlock(&t.Facade)
+	if t.e.state().root == nilNode || lo >= hi {
+		return nil, nil, nil
+	}
+	l, h := inclusive(lo, hi)
+	keys, values, err = t.e.rangeOf(l, h, limit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("btree: range: %w", err)
+	}
+	return keys, values, nil
+}
+
+// Ranges answers many half-open range queries [los[i], his[i]) in two
+// passes: count each query's pairs (at most limit each, limit <= 0: no
+// limit), exclusive scan of the
 // counts, then write each query's pairs at its offset. Query i's pairs are
 // keys[offsets[i]:offsets[i+1]] and values[offsets[i]:offsets[i+1]].
 // Cost: twice that of the queries' Range calls, spread over the workers,
@@ -261,12 +264,18 @@ func (t *Tree) Ranges(los, his []uint64, limit int) (keys, values []uint64, offs
 	if len(los) != len(his) {
 		return nil, nil, nil, fmt.Errorf("btree: ranges: %d lows but %d highs", len(los), len(his))
 	}
-	t.mu.RLock()
-	defer t.mu.RUnlock()
+	if _, err := engine.RLock(&t.Facade, "ranges"); err != nil {
+		return nil, nil, nil, err
+	}
+	defer engine.RUnlock(&t.Facade)
 	if t.e.state().root == nilNode || len(los) == 0 {
 		return []uint64{}, []uint64{}, make([]int, len(los)+1), nil
 	}
-	keys, values, offsets, err = t.e.ranges(los, his, limit)
+	ilos, ihis := make([]uint64, len(los)), make([]uint64, len(his))
+	for i := range los {
+		ilos[i], ihis[i] = inclusive(los[i], his[i])
+	}
+	keys, values, offsets, err = t.e.ranges(ilos, ihis, limit)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("btree: ranges: %w", err)
 	}
@@ -282,8 +291,10 @@ func (t *Tree) Ranges(los, his []uint64, limit int) (keys, values []uint64, offs
 // O(nodes * order), one goroutine; on the GPU engine plus a copy of the
 // node arrays to the host.
 func (t *Tree) Check() error {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
+	if _, err := engine.RLock(&t.Facade, "check"); err != nil {
+		return err
+	}
+	defer engine.RUnlock(&t.Facade)
 	st, err := t.e.snapshot()
 	if err != nil {
 		return fmt.Errorf("btree: check: copy of the node arrays: %w", err)

@@ -2,6 +2,7 @@ package btree
 
 import (
 	"errors"
+	"github.com/warpkv/warpkv/engine"
 	"math"
 	"slices"
 	"testing"
@@ -21,12 +22,12 @@ func TestOptions(t *testing.T) {
 	}
 	for _, c := range cases {
 		c.o.Device = "cpu"
-		tr, err := New(c.o)
+		tr, err := Open(c.o)
 		if (err == nil) != c.wantOK {
-			t.Fatalf("New(%+v): err %v", c.o, err)
+			t.Fatalf("Open(%+v): err %v", c.o, err)
 		}
 		if err == nil && tr.Order() != c.order {
-			t.Fatalf("New(%+v): order %d, want %d", c.o, tr.Order(), c.order)
+			t.Fatalf("Open(%+v): order %d, want %d", c.o, tr.Order(), c.order)
 		}
 	}
 }
@@ -60,13 +61,13 @@ func TestScenarios(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, order := range []int{4, 7, 64} {
-			tr, err := New(Options{Order: order, Workers: 2})
+			tr, err := Open(Options{Order: order, Workers: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i, b := range c.batches {
 				if b.del {
-					err = tr.Delete(b.keys)
+					_, err = tr.Delete(b.keys)
 				} else {
 					vals := b.vals
 					if vals == nil {
@@ -91,7 +92,10 @@ func TestScenarios(t *testing.T) {
 					wantV[j] = k + 1
 				}
 			}
-			k, v := tr.Range(0, math.MaxUint64, 0)
+			var k, v []uint64
+			for key, val := range tr.All() {
+				k, v = append(k, key), append(v, val)
+			}
 			if !slices.Equal(k, c.want) || !slices.Equal(v, wantV) {
 				t.Fatalf("%s order %d: got %d pairs %v..., want %d", c.name, order, len(k), k[:min(len(k), 5)], len(c.want))
 			}
@@ -106,7 +110,7 @@ func TestScenarios(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	tr, err := New(Options{})
+	tr, err := Open(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,11 +126,11 @@ func TestErrors(t *testing.T) {
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.Insert([]uint64{1}, []uint64{1}); !errors.Is(err, ErrClosed) {
+	if err := tr.Insert([]uint64{1}, []uint64{1}); !errors.Is(err, engine.ErrClosed) {
 		t.Fatalf("Insert after Close: %v", err)
 	}
-	if _, found := tr.Get([]uint64{1}); found[0] {
-		t.Fatal("Get after Close found a key")
+	if _, _, err := tr.Get([]uint64{1}); !errors.Is(err, engine.ErrClosed) {
+		t.Fatalf("Get after Close: %v", err)
 	}
 	if err := tr.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)

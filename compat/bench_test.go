@@ -32,7 +32,7 @@ func BenchmarkUpdateHash(b *testing.B) {
 	keys, values := benchPairs(100_000)
 	b.Run("mpt", func(b *testing.B) {
 		for b.Loop() {
-			tr, err := mpt.New(mpt.Options{})
+			tr, err := mpt.Open(mpt.Options{Engine: mpt.EngineSequential})
 			if err != nil {
 				b.Fatal(err)
 			}

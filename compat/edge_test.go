@@ -85,7 +85,7 @@ func edgeAgainstGeth(t *testing.T, e mpt.Options, secure bool, sc workload.MPTSc
 			geth.MustUpdate(keys[i], values[i])
 		}
 		want := geth.Hash()
-		got, err := ours.RootHash()
+		got, err := ours.Hash()
 		if err != nil {
 			t.Fatalf("batch %d: %v", b, err)
 		}
@@ -115,7 +115,7 @@ func edgeAgainstGeth(t *testing.T, e mpt.Options, secure bool, sc workload.MPTSc
 // root they must prove what Get returns, nil for an absent key.
 func checkProbe(t *testing.T, ours *mpt.Trie, geth gethTrie, gethProve func([]byte) ([][]byte, error), key []byte, root [32]byte, secure bool) {
 	t.Helper()
-	got, ok := ours.Get(key)
+	got, ok := mustGet(ours, key)
 	proof, err := ours.Prove(key)
 	if err != nil {
 		t.Fatalf("Prove(%x): %v", key, err)

@@ -33,7 +33,7 @@ func BenchmarkHash(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%s", ds, eng), func(b *testing.B) {
 				for b.Loop() {
 					b.StopTimer()
-					tr, err := mpt.New(mpt.Options{Engine: eng})
+					tr, err := mpt.Open(mpt.Options{Engine: eng})
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -242,7 +242,7 @@ func differential(t *testing.T, e mpt.Options, secure bool, seed uint64, batches
 			}
 		}
 		want := geth.Hash()
-		if got := ours.Hash(); got != want {
+		if got := mustHash(ours); got != want {
 			t.Fatalf("batch %d (%d ops, %d keys): root %x, go-ethereum %x", b, n, len(model), got, want)
 		}
 		for range 8 {
@@ -250,7 +250,7 @@ func differential(t *testing.T, e mpt.Options, secure bool, seed uint64, batches
 		}
 	}
 	for k := range model {
-		checkKey(t, ours, geth, gethProve, []byte(k), ours.Hash(), secure)
+		checkKey(t, ours, geth, gethProve, []byte(k), mustHash(ours), secure)
 	}
 	checkIteration(t, ours, model, secure)
 }
@@ -354,7 +354,7 @@ func stackTrie(t *testing.T, e mpt.Options) {
 					t.Fatal(err)
 				}
 			}
-			if got, want := ours.Hash(), st.Hash(); got != want {
+			if got, want := mustHash(ours), st.Hash(); got != want {
 				t.Fatalf("root %x, StackTrie %x", got, want)
 			}
 		})
@@ -398,7 +398,7 @@ func testVectors(t *testing.T, e mpt.Options) {
 		}
 		want := geth.Hash()
 		t.Logf("%-24s %x", v.name, want)
-		if got := ours.Hash(); got != want {
+		if got := mustHash(ours); got != want {
 			t.Errorf("%s: root %x, go-ethereum %x", v.name, got, want)
 		}
 	}
@@ -422,11 +422,11 @@ func TestLongKeysCPU(t *testing.T) {
 					v := value(r)
 					keys, values = append(keys, k), append(values, v)
 				}
-				before := ours.Hash()
+				before := mustHash(ours)
 				err := ours.Update(keys, values)
 				if e.Engine == mpt.EngineGPU {
-					if !errors.Is(err, mpt.ErrKeyTooLong) || ours.Hash() != before {
-						t.Fatalf("gpu engine: got %v and root change %v, want ErrKeyTooLong and no change", err, ours.Hash() != before)
+					if !errors.Is(err, mpt.ErrKeyTooLong) || mustHash(ours) != before {
+						t.Fatalf("gpu engine: got %v and root change %v, want ErrKeyTooLong and no change", err, mustHash(ours) != before)
 					}
 					return
 				}
@@ -436,10 +436,30 @@ func TestLongKeysCPU(t *testing.T) {
 				for i, k := range keys {
 					geth.MustUpdate(k, values[i])
 				}
-				if got, want := ours.Hash(), geth.Hash(); got != [32]byte(want) {
+				if got, want := mustHash(ours), geth.Hash(); got != [32]byte(want) {
 					t.Fatalf("batch %d: root %x, geth %x", b, got, want)
 				}
 			}
 		})
 	}
+}
+
+// mustHash is ours.Hash for the tests, where a failure fails the test (it
+// panics).
+func mustHash(ours *mpt.Trie) [32]byte {
+	h, err := ours.Hash()
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
+
+// mustGet is ours.Get for the tests, where a failure fails the test (it
+// panics).
+func mustGet(ours *mpt.Trie, key []byte) ([]byte, bool) {
+	v, ok, err := ours.Get(key)
+	if err != nil {
+		panic(err)
+	}
+	return v, ok
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/warpkv/warpkv/gpu"
@@ -42,4 +43,61 @@ func (p Placement) Release() error {
 		return p.Device.Close()
 	}
 	return nil
+}
+
+// Shards is where an engine sharded over GPUs runs: one placement per
+// GPU, each owning its device (none on the CPU backend), and a sentence
+// saying what was chosen and why.
+type Shards struct {
+	GPUs   []Placement
+	Reason string
+}
+
+// PlaceAll resolves a device option for an engine that runs one shard per
+// GPU (the server's index): "auto" every usable GPU, else the CPU with the
+// reason; "gpu" every usable GPU, or an error naming why there is none;
+// "gpu:N" that GPU; "cpu" none. A GPU past the first that fails to open is
+// left out. Cost: opening each device.
+func PlaceAll(option string) (Shards, error) {
+	spec, err := gpu.ParseSpec(option)
+	if err != nil {
+		return Shards{}, err
+	}
+	c, err := gpu.Choose(option) // the first usable GPU, or the CPU with the reason
+	if err != nil {
+		return Shards{}, err
+	}
+	if c.Device == nil {
+		return Shards{Reason: c.Reason}, nil
+	}
+	s := Shards{GPUs: []Placement{{Backend: gpu.BackendGPU, Device: c.Device, Owned: true, Reason: c.Reason}}}
+	if spec.Ordinal >= 0 {
+		s.Reason = c.Reason
+		return s, nil
+	}
+	n, _ := gpu.Count()
+	for i := 1; i < n; i++ {
+		d, err := gpu.Open(i)
+		if err != nil {
+			continue // an unusable GPU is left out of the shards
+		}
+		s.GPUs = append(s.GPUs, Placement{Backend: gpu.BackendGPU, Device: d, Owned: true,
+			Reason: fmt.Sprintf("gpu engine on %s: shard %d of %s", d, i, spec)})
+	}
+	names := make([]string, len(s.GPUs))
+	for i, p := range s.GPUs {
+		names[i] = p.Device.String()
+	}
+	s.Reason = fmt.Sprintf("gpu engine, index sharded over %d GPU(s) %v: %s", len(s.GPUs), names, spec)
+	return s, nil
+}
+
+// Release closes every device the shards own. Cost: each device's
+// teardown.
+func (s Shards) Release() error {
+	var errs []error
+	for _, p := range s.GPUs {
+		errs = append(errs, p.Release())
+	}
+	return errors.Join(errs...)
 }

@@ -204,7 +204,7 @@ func agreeSuite(opts Options, refWorkers int, engines []engineSpec, modes []stag
 	open := func(e engineSpec, dev *gpu.Device, mode stagedMode) (*driven, error) {
 		o := opts
 		o.Device, o.Workers, o.GPU = "cpu", e.workers, dev
-		ix, err := New(o)
+		ix, err := Open(o)
 		if err != nil {
 			return nil, err
 		}

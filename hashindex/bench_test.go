@@ -26,7 +26,7 @@ func benchKeys(n int, seed uint64) ([]uint64, []uint32) {
 // newBenchIndex returns a CPU index of benchBuckets buckets, its memory
 // touched once so page faults stay out of the timings.
 func newBenchIndex(b *testing.B) *Index {
-	ix, err := New(Options{Buckets: benchBuckets, Device: "cpu"})
+	ix, err := Open(Options{Buckets: benchBuckets, Device: "cpu"})
 	if err != nil {
 		b.Fatal(err)
 	}

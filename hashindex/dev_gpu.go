@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
 )
 
@@ -34,8 +35,8 @@ func (j DevJobs) Free() error {
 // synchronously. It fails on the CPU engine. Cost: four allocations and
 // copies of the batch.
 func (ix *Index) UploadJobs(j Jobs) (DevJobs, error) {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
+	engine.LockAny(&ix.Facade)
+	defer engine.Unlock(&ix.Facade)
 	e, err := ix.gpuEngine("upload jobs")
 	if err != nil {
 		return DevJobs{}, err
@@ -63,8 +64,8 @@ func (ix *Index) UploadJobs(j Jobs) (DevJobs, error) {
 // updated. It fails on the CPU engine. Cost: one kernel, one 8-lane unit
 // per job.
 func (ix *Index) DevSearch(hashes *gpu.Buffer[uint64], n int, out *gpu.Buffer[uint32]) error {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
+	engine.LockAny(&ix.Facade)
+	defer engine.Unlock(&ix.Facade)
 	e, err := ix.gpuEngine("dev search")
 	if err != nil {
 		return err
@@ -90,8 +91,8 @@ func (ix *Index) DevSearch(hashes *gpu.Buffer[uint64], n int, out *gpu.Buffer[ui
 // are not updated. It fails on the CPU engine. Cost: one kernel, one 8-lane
 // unit per run applying its jobs in order.
 func (ix *Index) DevInsert(j DevJobs, results *gpu.Buffer[uint64]) error {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
+	engine.LockAny(&ix.Facade)
+	defer engine.Unlock(&ix.Facade)
 	e, err := ix.gpuEngine("dev insert")
 	if err != nil {
 		return err
@@ -113,8 +114,8 @@ func (ix *Index) DevInsert(j DevJobs, results *gpu.Buffer[uint64]) error {
 // waiting. Stats are not updated. It fails on the CPU engine. Cost: as
 // DevInsert.
 func (ix *Index) DevDelete(j DevJobs, found *gpu.Buffer[uint32]) error {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
+	engine.LockAny(&ix.Facade)
+	defer engine.Unlock(&ix.Facade)
 	e, err := ix.gpuEngine("dev delete")
 	if err != nil {
 		return err
@@ -164,13 +165,13 @@ func (ix *Index) Device() *gpu.Device {
 }
 
 // gpuEngine returns the GPU engine, or an error naming op on the CPU
-// engine or after Close. Callers hold ix.mu.
+// engine or after Close. Callers hold the index's lock.
 func (ix *Index) gpuEngine(op string) (*gpuEngine, error) {
 	if ix.gpu == nil {
 		return nil, fmt.Errorf("hashindex: %s: the index runs on the cpu engine, need gpu", op)
 	}
-	if ix.closed {
-		return nil, fmt.Errorf("hashindex: %s: index closed", op)
+	if !engine.Live(&ix.Facade) {
+		return nil, engine.Closed(&ix.Facade, op)
 	}
 	return ix.gpu, nil
 }

@@ -2,6 +2,17 @@
 // buckets mapping 32-bit key signatures to 32-bit item locations, updated
 // and searched in batches, on a GPU or on the CPU with bit-identical tables.
 //
+//	ix, err := hashindex.Open(hashindex.Options{Buckets: 1 << 20, Device: "auto"})
+//	defer ix.Close()
+//	dropped, err := ix.Insert(hashes, locations, nil)
+//	err = ix.Search(hashes, out) // out[i]: a location, or NotFound
+//	err = ix.Delete(hashes, locations, found)
+//
+// After Close every call returns an error matching engine.ErrClosed. A
+// call is bounded by MaxBatch jobs and runs whole (it takes no context: a
+// displacement chain's drops cannot be undone); callers that want to stop
+// a bulk load stop between their calls.
+//
 // A key is represented by a 64-bit hash (Hash) from which the index takes
 // the signature (high 32 bits) and two buckets in one partition of the
 // table. Search checks both buckets; Insert overwrites the key's cell, or

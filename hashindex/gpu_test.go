@@ -24,7 +24,7 @@ func TestDevEntryPoints(t *testing.T) {
 	locs := seq(1, n)
 	opts := Options{Buckets: 512, PartitionBits: 4}
 	cpuIx := newIndex(t, testEngines(t)[0], opts)
-	gpuIx, err := New(Options{Buckets: opts.Buckets, PartitionBits: opts.PartitionBits, GPU: d})
+	gpuIx, err := Open(Options{Buckets: opts.Buckets, PartitionBits: opts.PartitionBits, GPU: d})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestDevGroup(t *testing.T) {
 			cpuIx := newIndex(t, testEngines(t)[0], c.opts)
 			o := c.opts
 			o.GPU = d
-			gpuIx, err := New(o)
+			gpuIx, err := Open(o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -220,7 +220,7 @@ func TestDevGroup(t *testing.T) {
 // TestDevGroupErrors checks DevGroup's argument validation.
 func TestDevGroupErrors(t *testing.T) {
 	d := gputest.Device(t)
-	ix, err := New(Options{Buckets: 64, PartitionBits: 2, GPU: d})
+	ix, err := Open(Options{Buckets: 64, PartitionBits: 2, GPU: d})
 	if err != nil {
 		t.Fatal(err)
 	}

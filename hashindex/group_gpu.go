@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 
+	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/prim"
 )
@@ -22,8 +23,8 @@ import (
 // gather of the hashes and locations; then a binary search per partition.
 // Scratch: 4 bytes a job.
 func (ix *Index) DevGroup(hashes *gpu.Buffer[uint64], locs *gpu.Buffer[uint32], n int, dst DevJobs) (DevJobs, error) {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
+	engine.LockAny(&ix.Facade)
+	defer engine.Unlock(&ix.Facade)
 	e, err := ix.gpuEngine("dev group")
 	if err != nil {
 		return DevJobs{}, err
@@ -53,8 +54,8 @@ func (ix *Index) DevGroup(hashes *gpu.Buffer[uint64], locs *gpu.Buffer[uint32], 
 // fails on the CPU engine. Cost: four allocations, 16 bytes a job and 4 a
 // partition.
 func (ix *Index) AllocJobs(n int) (DevJobs, error) {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
+	engine.LockAny(&ix.Facade)
+	defer engine.Unlock(&ix.Facade)
 	e, err := ix.gpuEngine("alloc jobs")
 	if err != nil {
 		return DevJobs{}, err

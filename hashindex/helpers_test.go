@@ -53,9 +53,9 @@ func gpuVariants(t *testing.T) []testEngine {
 // newIndex returns an index on engine e, closed when the test ends.
 func newIndex(t testing.TB, e testEngine, o Options) *Index {
 	t.Helper()
-	ix, err := New(e.opts(o))
+	ix, err := Open(e.opts(o))
 	if err != nil {
-		t.Fatalf("%s: New(%+v): %v", e.name, o, err)
+		t.Fatalf("%s: Open(%+v): %v", e.name, o, err)
 	}
 	if !strings.HasPrefix(e.name, ix.Backend().String()) {
 		t.Fatalf("asked for the %s engine, got %s (%s)", e.name, ix.Backend(), ix.Reason())

@@ -3,7 +3,6 @@ package hashindex
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/warpkv/warpkv/engine"
@@ -12,19 +11,26 @@ import (
 )
 
 // Index is a cuckoo hash index on one engine. Its methods are safe for
-// concurrent use; calls are serialized. It implements engine.Reporter.
+// concurrent use; calls are serialized. It implements engine.Reporter
+// through its embedded engine.Facade (Backend, Reason, LastBatch, Close);
+// after Close every call returns an error matching engine.ErrClosed.
+//
+// LastBatch is the time of the most recent host-level call (Search,
+// Insert, Delete and their staged forms; Dev* calls are not recorded): its
+// operation, its jobs and its wall time, reported as Total and as Work.
+// The phases are not split: the GPU engine pipelines the transfers and the
+// kernels of a call's chunks over three streams, and recording events
+// around them would cost more than the kernels of a small batch.
 type Index struct {
+	engine.Facade[indexEngine]
 	geo     geometry
 	maxDisp uint32
 	workers int
-	place   engine.Placement
 	gpu     *gpuEngine // nil on the CPU engine
 
-	mu       sync.Mutex
+	// Guarded by the facade's lock:
 	eng      indexEngine
 	stats    Stats
-	last     engine.Last
-	closed   bool
 	stagings map[*Staging]struct{} // not yet freed, freed by Close
 }
 
@@ -43,53 +49,56 @@ type Stats struct {
 	Deleted    uint64 // deletes that found and cleared their cell
 }
 
-// New returns an empty index configured by opts, on the engine opts.GPU or
-// opts.Device selects (engine.Place: "" means WARPKV_DEVICE, else auto).
-// Cost: the table's allocation (64 bytes a bucket); on the GPU, kernels
-// compile on first use.
-func New(opts Options) (*Index, error) {
+// Open returns an empty index configured by opts, on the engine opts.GPU
+// or opts.Device selects (engine.Place: auto, cpu, gpu or gpu:N; "" means
+// WARPKV_DEVICE, else auto). Close it to free the table and, when the
+// index opened it, the device. Cost: the table's allocation (64 bytes a
+// bucket); on the GPU, kernels compile on first use.
+func Open(opts Options) (*Index, error) {
 	r, err := opts.resolve()
 	if err != nil {
 		return nil, err
 	}
 	workers := par.Workers(r.workers)
-	p, err := engine.Place("hashindex", opts.Device, opts.GPU)
+	ix := &Index{geo: r.geo, maxDisp: r.maxDisp, workers: workers}
+	err = engine.Open(&ix.Facade, engine.Spec[indexEngine]{
+		Name: "hashindex", Device: opts.Device, GPU: opts.GPU,
+		Start: func(p engine.Placement) (indexEngine, error) {
+			if p.Backend != gpu.BackendGPU {
+				ix.eng = newCPUEngine(r, workers)
+				return ix.eng, nil
+			}
+			e, err := newGPUEngine(r, p.Device, workers)
+			if err != nil {
+				return nil, fmt.Errorf("hashindex: open on %s: %w", p.Device, err)
+			}
+			ix.eng, ix.gpu = e, e
+			return e, nil
+		},
+		Free: func(e indexEngine) error {
+			var errs []error
+			for st := range ix.stagings {
+				errs = append(errs, st.free())
+			}
+			return errors.Join(append(errs, e.close())...)
+		},
+	})
 	if err != nil {
 		return nil, err
 	}
-	ix := &Index{geo: r.geo, maxDisp: r.maxDisp, workers: workers, place: p}
-	if p.Backend != gpu.BackendGPU {
-		ix.eng = newCPUEngine(r, workers)
-		return ix, nil
-	}
-	e, err := newGPUEngine(r, p.Device, workers)
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("hashindex: new on %s: %w", p.Device, err), p.Release())
-	}
-	ix.eng, ix.gpu = e, e
 	return ix, nil
 }
 
-// Backend says which engine the index runs on. Cost: O(1).
-func (ix *Index) Backend() gpu.Backend { return ix.place.Backend }
-
-// Reason is a sentence saying which engine was chosen and why. Cost: O(1).
-func (ix *Index) Reason() string { return ix.place.Reason }
-
-// LastBatch returns the time of the most recent host-level call (Search,
-// Insert, Delete and their staged forms; Dev* calls are not recorded): its
-// operation, its jobs and its wall time, reported as Total and as Work.
-// The phases are not split: the GPU engine pipelines the transfers and the
-// kernels of a call's chunks over three streams, and recording events
-// around them would cost more than the kernels of a small batch. Cost:
-// O(1).
-func (ix *Index) LastBatch() engine.Timings { return ix.last.Get() }
+// New is Open.
+//
+// Deprecated: use Open, the constructor of every warpkv engine.
+func New(opts Options) (*Index, error) { return Open(opts) }
 
 // record sets the timings of a host-level call of n jobs that started at
 // t0. Cost: O(1).
 func (ix *Index) record(op string, n int, t0 time.Time) {
 	d := time.Since(t0)
-	ix.last.Set(engine.Timings{Op: op, Items: n, Work: d, Total: d})
+	engine.Record(&ix.Facade, engine.Timings{Op: op, Items: n, Work: d, Total: d})
 }
 
 // Buckets returns the number of buckets (a power of two).
@@ -124,10 +133,10 @@ func (ix *Index) Search(hashes []uint64, out []uint32) error {
 	if err := checkBatch("search", n); err != nil || n == 0 {
 		return err
 	}
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if ix.closed {
-		return fmt.Errorf("hashindex: search: index closed")
+	engine.LockAny(&ix.Facade)
+	defer engine.Unlock(&ix.Facade)
+	if !engine.Live(&ix.Facade) {
+		return engine.Closed(&ix.Facade, "search")
 	}
 	t0 := time.Now()
 	hits, err := ix.eng.search(hashes, out[:n])
@@ -161,10 +170,10 @@ func (ix *Index) Insert(hashes []uint64, locs []uint32, dropped []Dropped) ([]Dr
 	if n == 0 {
 		return dropped, nil
 	}
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if ix.closed {
-		return dropped, fmt.Errorf("hashindex: insert: index closed")
+	engine.LockAny(&ix.Facade)
+	defer engine.Unlock(&ix.Facade)
+	if !engine.Live(&ix.Facade) {
+		return dropped, engine.Closed(&ix.Facade, "insert")
 	}
 	return ix.recordInsert("insert", n, dropped, func(decode func(int, []uint64)) error {
 		return ix.eng.insert(hashes, locs, decode)
@@ -173,7 +182,7 @@ func (ix *Index) Insert(hashes []uint64, locs []uint32, dropped []Dropped) ([]Dr
 
 // recordInsert runs an engine insert of n jobs, decoding each chunk's
 // results into dropped as the engine delivers them, then updates the
-// stats. Callers hold ix.mu. Cost: one pass over the results.
+// stats. Callers hold the index's lock. Cost: one pass over the results.
 func (ix *Index) recordInsert(op string, n int, dropped []Dropped, run func(decode func(first int, res []uint64)) error) ([]Dropped, error) {
 	t0 := time.Now()
 	var over, disp int
@@ -208,10 +217,10 @@ func (ix *Index) Delete(hashes []uint64, locs []uint32, found []bool) error {
 	if n == 0 {
 		return nil
 	}
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if ix.closed {
-		return fmt.Errorf("hashindex: delete: index closed")
+	engine.LockAny(&ix.Facade)
+	defer engine.Unlock(&ix.Facade)
+	if !engine.Live(&ix.Facade) {
+		return engine.Closed(&ix.Facade, "delete")
 	}
 	t0 := time.Now()
 	hits := 0
@@ -226,7 +235,7 @@ func (ix *Index) Delete(hashes []uint64, locs []uint32, found []bool) error {
 }
 
 // recordDelete records a delete call of n jobs, hits of which found their
-// cell, that started at t0: its timings and the stats. Callers hold ix.mu.
+// cell, that started at t0: its timings and the stats. Callers hold the index's lock.
 func (ix *Index) recordDelete(op string, n, hits int, t0 time.Time) {
 	ix.record(op, n, t0)
 	ix.stats.Deletes += uint64(n)
@@ -236,8 +245,8 @@ func (ix *Index) recordDelete(op string, n, hits int, t0 time.Time) {
 
 // Stats returns the counters of the host-level calls so far.
 func (ix *Index) Stats() Stats {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
+	engine.LockAny(&ix.Facade)
+	defer engine.Unlock(&ix.Facade)
 	return ix.stats
 }
 
@@ -245,10 +254,10 @@ func (ix *Index) Stats() Stats {
 // signatures at [16b, 16b+8) and their locations at [16b+8, 16b+16). Cost:
 // a copy of the table (from the device on the GPU engine).
 func (ix *Index) Snapshot() ([]uint32, error) {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if ix.closed {
-		return nil, fmt.Errorf("hashindex: snapshot: index closed")
+	engine.LockAny(&ix.Facade)
+	defer engine.Unlock(&ix.Facade)
+	if !engine.Live(&ix.Facade) {
+		return nil, engine.Closed(&ix.Facade, "snapshot")
 	}
 	t, err := ix.eng.snapshot()
 	if err != nil {
@@ -260,36 +269,15 @@ func (ix *Index) Snapshot() ([]uint32, error) {
 // Reset empties the table and zeroes the stats. Cost: a clear of the
 // table.
 func (ix *Index) Reset() error {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if ix.closed {
-		return fmt.Errorf("hashindex: reset: index closed")
+	engine.LockAny(&ix.Facade)
+	defer engine.Unlock(&ix.Facade)
+	if !engine.Live(&ix.Facade) {
+		return engine.Closed(&ix.Facade, "reset")
 	}
 	if err := ix.eng.reset(); err != nil {
 		return fmt.Errorf("hashindex: reset: %w", err)
 	}
 	ix.stats = Stats{}
-	return nil
-}
-
-// Close frees the table, the staging memory and every Staging not yet
-// freed, and the device if the index opened it (engine.Placement). Later calls fail; closing
-// twice is a no-op.
-func (ix *Index) Close() error {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if ix.closed {
-		return nil
-	}
-	ix.closed = true
-	var errs []error
-	for st := range ix.stagings {
-		errs = append(errs, st.free())
-	}
-	errs = append(errs, ix.eng.close(), ix.place.Release())
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("hashindex: close: %w", err)
-	}
 	return nil
 }
 

@@ -90,21 +90,21 @@ func TestOptions(t *testing.T) {
 	}
 	for _, c := range cases {
 		c.opts.Device = "cpu"
-		ix, err := New(c.opts)
+		ix, err := Open(c.opts)
 		if c.bad {
 			if err == nil {
 				ix.Close()
-				t.Errorf("New(%+v) succeeded", c.opts)
+				t.Errorf("Open(%+v) succeeded", c.opts)
 			}
 			continue
 		}
 		if err != nil {
-			t.Errorf("New(%+v): %v", c.opts, err)
+			t.Errorf("Open(%+v): %v", c.opts, err)
 			continue
 		}
 		if ix.Buckets() != c.buckets || ix.PartitionBits() != c.pbits || ix.Partitions() != c.parts ||
 			ix.MaxDisplacements() != c.disp || ix.Capacity() != 8*c.buckets {
-			t.Errorf("New(%+v): %d buckets, %d bits, %d partitions, %d displacements", c.opts,
+			t.Errorf("Open(%+v): %d buckets, %d bits, %d partitions, %d displacements", c.opts,
 				ix.Buckets(), ix.PartitionBits(), ix.Partitions(), ix.MaxDisplacements())
 		}
 		if ix.Backend() != gpu.BackendCPU || ix.Reason() == "" {
@@ -112,7 +112,7 @@ func TestOptions(t *testing.T) {
 		}
 		ix.Close()
 	}
-	if _, err := New(Options{Buckets: 8, Device: "tpu"}); err == nil {
+	if _, err := Open(Options{Buckets: 8, Device: "tpu"}); err == nil {
 		t.Error("New with device tpu succeeded")
 	}
 }
@@ -125,7 +125,7 @@ func TestGroup(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, workers := range []int{1, 3, 8} {
 		for _, pbits := range []int{3, 1} {
-			ix, err := New(Options{Buckets: 1 << 12, PartitionBits: pbits, Device: "cpu", Workers: workers})
+			ix, err := Open(Options{Buckets: 1 << 12, PartitionBits: pbits, Device: "cpu", Workers: workers})
 			if err != nil {
 				t.Fatal(err)
 			}

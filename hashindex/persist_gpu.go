@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
 )
 
@@ -40,7 +41,7 @@ type PersistentSearch struct {
 	exited *gpu.Event                // recorded after the resident kernel: done once it has exited
 	fns    *persistKernels
 
-	mu      sync.Mutex // guards the fields below; held by Search with ix.mu
+	mu      sync.Mutex // guards the fields below; held by Search with the index's lock
 	running bool       // a resident kernel was launched and may not have exited
 	seq     uint64
 	refs    int
@@ -119,10 +120,10 @@ func (ix *Index) NewPersistentSearch(slots, capacity int) (*PersistentSearch, er
 	if slots < 1 || slots > 1<<16 || capacity < 1 || capacity > 1<<26 {
 		return nil, fmt.Errorf("hashindex: new persistent search: %d slots of %d jobs, want 1 to 65536 of 1 to 2^26", slots, capacity)
 	}
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if ix.closed {
-		return nil, fmt.Errorf("hashindex: new persistent search: index closed")
+	engine.LockAny(&ix.Facade)
+	defer engine.Unlock(&ix.Facade)
+	if !engine.Live(&ix.Facade) {
+		return nil, engine.Closed(&ix.Facade, "new persistent search")
 	}
 	if ix.gpu == nil {
 		return nil, ErrNeedsGPU
@@ -207,12 +208,14 @@ func (p *PersistentSearch) Stats() PersistentStats {
 // exited; above, a kernel launch and a stream synchronization.
 func (p *PersistentSearch) Search(i, n int) error {
 	ix := p.ix
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
+	engine.LockAny(&ix.Facade)
+	defer engine.Unlock(&ix.Facade)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
-	case p.closed || ix.closed:
+	case !engine.Live(&ix.Facade):
+		return engine.Closed(&ix.Facade, "persistent search")
+	case p.closed:
 		return fmt.Errorf("hashindex: persistent search: closed")
 	case i < 0 || i >= p.slots || n < 0 || n > p.cap:
 		return fmt.Errorf("hashindex: persistent search: %d jobs in slot %d of %d x %d", n, i, p.slots, p.cap)

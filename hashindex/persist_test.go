@@ -24,7 +24,7 @@ func TestPersistCompiles(t *testing.T) {
 
 // TestPersistentSearchNeedsGPU: the CPU engine has no persistent search.
 func TestPersistentSearchNeedsGPU(t *testing.T) {
-	ix, err := New(Options{Buckets: 1 << 10, Device: "cpu"})
+	ix, err := Open(Options{Buckets: 1 << 10, Device: "cpu"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestPersistentSearchNeedsGPU(t *testing.T) {
 // rounds sleep past the idle exit, so the kernel is launched again.
 func TestPersistentSearchMatchesSearch(t *testing.T) {
 	d := gputest.Device(t)
-	ix, err := New(Options{Buckets: 1 << 14, GPU: d})
+	ix, err := Open(Options{Buckets: 1 << 14, GPU: d})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
 )
 
@@ -45,10 +46,10 @@ func (ix *Index) NewStaging(capacity int) (*Staging, error) {
 		return nil, fmt.Errorf("hashindex: new staging: capacity %d, want 0 to %d", capacity, MaxBatch)
 	}
 	l := newStageLayout(capacity, true, 8, 0, false)
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if ix.closed {
-		return nil, fmt.Errorf("hashindex: new staging: index closed")
+	engine.LockAny(&ix.Facade)
+	defer engine.Unlock(&ix.Facade)
+	if !engine.Live(&ix.Facade) {
+		return nil, engine.Closed(&ix.Facade, "new staging")
 	}
 	st := &Staging{ix: ix, l: l, cap: capacity}
 	if ix.gpu != nil {
@@ -99,12 +100,12 @@ func (s *Staging) outBytes(bytes int) []byte { return s.mem[s.l.out : s.l.out+by
 // later staged calls on s fail. Freeing twice is a no-op. Cost: on the
 // GPU engine a cuMemFreeHost; it waits for a staged call running on s.
 func (s *Staging) Free() error {
-	s.ix.mu.Lock()
-	defer s.ix.mu.Unlock()
+	engine.LockAny(&s.ix.Facade)
+	defer engine.Unlock(&s.ix.Facade)
 	return s.free()
 }
 
-// free is Free with s.ix.mu held.
+// free is Free with the index's lock held.
 func (s *Staging) free() error {
 	if s.freed {
 		return nil
@@ -119,11 +120,11 @@ func (s *Staging) free() error {
 	return nil
 }
 
-// checkStaged checks a staged call of n jobs on st. Callers hold ix.mu.
+// checkStaged checks a staged call of n jobs on st. Callers hold the index's lock.
 func (ix *Index) checkStaged(op string, st *Staging, n int) error {
 	switch {
-	case ix.closed:
-		return fmt.Errorf("hashindex: %s: index closed", op)
+	case !engine.Live(&ix.Facade):
+		return engine.Closed(&ix.Facade, op)
 	case st == nil:
 		return fmt.Errorf("hashindex: %s: nil staging", op)
 	case st.ix != ix:
@@ -145,8 +146,8 @@ func (ix *Index) checkStaged(op string, st *Staging, n int) error {
 // streams, one synchronization per chunk; on the CPU, Search on st's
 // slices.
 func (ix *Index) SearchStaged(st *Staging, n int) error {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
+	engine.LockAny(&ix.Facade)
+	defer engine.Unlock(&ix.Facade)
 	if err := ix.checkStaged("search staged", st, n); err != nil || n == 0 {
 		return err
 	}
@@ -172,8 +173,8 @@ func (ix *Index) SearchStaged(st *Staging, n int) error {
 // (pipelined over three streams); the results of chunks that dropped
 // anything are decoded on the host. On the CPU, Insert on st's slices.
 func (ix *Index) InsertStaged(st *Staging, n int, dropped []Dropped) ([]Dropped, error) {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
+	engine.LockAny(&ix.Facade)
+	defer engine.Unlock(&ix.Facade)
 	if err := ix.checkStaged("insert staged", st, n); err != nil || n == 0 {
 		return dropped, err
 	}
@@ -196,8 +197,8 @@ func (ix *Index) InsertStaged(st *Staging, n int, dropped []Dropped) ([]Dropped,
 // flags. Cost: as InsertStaged without the location check; hits are
 // counted on the device, and found costs a host pass over the flags.
 func (ix *Index) DeleteStaged(st *Staging, n int, found []bool) error {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
+	engine.LockAny(&ix.Facade)
+	defer engine.Unlock(&ix.Facade)
 	if err := ix.checkStaged("delete staged", st, n); err != nil {
 		return err
 	}

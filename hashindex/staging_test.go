@@ -22,7 +22,7 @@ func TestStagingErrors(t *testing.T) {
 			if live != nil {
 				allocs, bytes = live()
 			}
-			ix, err := New(e.opts(Options{Buckets: 1 << 12}))
+			ix, err := Open(e.opts(Options{Buckets: 1 << 12}))
 			if err != nil {
 				t.Fatal(err)
 			}

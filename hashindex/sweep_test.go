@@ -23,7 +23,7 @@ func BenchmarkChunkSweep(b *testing.B) {
 	d := gputest.Device(b)
 	h2d, d2h := pinnedBandwidth(b, d, 256<<20)
 	b.Logf("pinned host->device %.1f GB/s, device->host %.1f GB/s", h2d/1e9, d2h/1e9)
-	ix, err := New(Options{Buckets: 1 << 24, GPU: d})
+	ix, err := Open(Options{Buckets: 1 << 24, GPU: d})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func (s trieSubject) Apply(b edgeBatch) (edgeOut, error) {
 	if err := s.t.Update(b.keys, b.values); err != nil {
 		return edgeOut{}, err
 	}
-	root, err := s.t.RootHash()
+	root, err := s.t.Hash()
 	if err != nil {
 		return edgeOut{}, err
 	}

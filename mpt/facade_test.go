@@ -54,10 +54,10 @@ func TestFacadeCPU(t *testing.T) {
 			if err := m.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if err := m.Update(keys[:1], [][]byte{{9}}); !errors.Is(err, errClosed) {
+			if err := m.Update(keys[:1], [][]byte{{9}}); !errors.Is(err, engine.ErrClosed) {
 				t.Fatalf("update after close: %v", err)
 			}
-			if _, err := m.RootHash(); !errors.Is(err, errClosed) {
+			if _, err := m.Hash(); !errors.Is(err, engine.ErrClosed) {
 				t.Fatalf("root after close: %v", err)
 			}
 			if err := m.Close(); err != nil {

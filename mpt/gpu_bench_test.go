@@ -43,7 +43,7 @@ func BenchmarkGPUBuild(b *testing.B) {
 				if err := ref.Update(keys, values); err != nil {
 					b.Fatal(err)
 				}
-				want := ref.Hash()
+				want := ref.hash()
 				ref.Close()
 				var st BatchStats
 				for b.Loop() {
@@ -54,7 +54,7 @@ func BenchmarkGPUBuild(b *testing.B) {
 						b.Fatal(err)
 					}
 					b.StopTimer()
-					if got := g.Hash(); got != want {
+					if got := g.hash(); got != want {
 						b.Fatalf("gpu root %x, cpu %x", got, want)
 					}
 					st = g.Stats()

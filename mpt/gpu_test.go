@@ -100,7 +100,7 @@ func randValue(r *rand.Rand, del float64) []byte {
 // keys (present and absent).
 func compareTries(t *testing.T, g, c *Trie, probes [][]byte) {
 	t.Helper()
-	if gr, cr := g.Hash(), c.Hash(); gr != cr {
+	if gr, cr := g.hash(), c.hash(); gr != cr {
 		t.Fatalf("root: gpu %x, cpu %x", gr, cr)
 	}
 	snap, err := g.g.snapshot()
@@ -123,7 +123,7 @@ func compareTries(t *testing.T, g, c *Trie, probes [][]byte) {
 		t.Fatal(err)
 	}
 	for i, k := range probes {
-		want, ok := c.Get(k)
+		want, ok := c.get(k)
 		if found[i] != ok || !bytes.Equal(vals[i], want) {
 			t.Fatalf("lookup %x: gpu %x %v, cpu %x %v", k, vals[i], found[i], want, ok)
 		}
@@ -218,8 +218,8 @@ func gpuDifferential(t *testing.T, gen keyGen, opts Options, seed uint64) {
 	if err := c.Delete(pool); err != nil {
 		t.Fatal(err)
 	}
-	if g.Hash() != EmptyRoot || c.Hash() != EmptyRoot {
-		t.Fatalf("after deleting all: gpu %x, cpu %x", g.Hash(), c.Hash())
+	if g.hash() != EmptyRoot || c.hash() != EmptyRoot {
+		t.Fatalf("after deleting all: gpu %x, cpu %x", g.hash(), c.hash())
 	}
 	vals := make([][]byte, len(pool))
 	for i := range vals {
@@ -344,7 +344,7 @@ func TestGPUOutOfMemory(t *testing.T) {
 			if err := errors2(g.Update(keys, values), c.Update(keys, values)); err != nil {
 				t.Fatal(err)
 			}
-			before := g.Hash()
+			before := g.hash()
 			nk, nv := make([][]byte, 3000), make([][]byte, 3000)
 			for i := range nk {
 				nk[i], nv[i] = append(slices.Clone(keys[r.IntN(len(keys))]), byte(i)), randValue(r, 0)
@@ -354,8 +354,8 @@ func TestGPUOutOfMemory(t *testing.T) {
 			if !errors.Is(err, gpu.ErrOutOfMemory) {
 				t.Fatalf("got %v, want an out-of-memory error", err)
 			}
-			if g.Hash() != before {
-				t.Fatalf("root %x after the failed batch, %x before", g.Hash(), before)
+			if g.hash() != before {
+				t.Fatalf("root %x after the failed batch, %x before", g.hash(), before)
 			}
 			compareTries(t, g, c, keys[:100])
 			g.g.limit = 0
@@ -374,12 +374,12 @@ func TestGPUKeyTooLong(t *testing.T) {
 	if err := g.Update([][]byte{{1}}, [][]byte{{2}}); err != nil {
 		t.Fatal(err)
 	}
-	before := g.Hash()
+	before := g.hash()
 	err := g.Update([][]byte{{3}, make([]byte, maxKeyBytes+1)}, [][]byte{{4}, {5}})
 	if err == nil || !errors.Is(err, ErrKeyTooLong) {
 		t.Fatalf("got %v, want ErrKeyTooLong", err)
 	}
-	if g.Hash() != before {
+	if g.hash() != before {
 		t.Fatal("root changed by a failed batch")
 	}
 }
@@ -402,16 +402,16 @@ func TestGPUPlaceholderRoots(t *testing.T) {
 					if err := errors2(g.Update(keys, values), c.Update(keys, values)); err != nil {
 						t.Fatalf("%s: %v", what, err)
 					}
-					gr, err := g.RootHash()
+					gr, err := g.Hash()
 					if err != nil {
 						t.Fatalf("%s: %v", what, err)
 					}
-					if cr := c.Hash(); gr != cr {
+					if cr := c.hash(); gr != cr {
 						t.Fatalf("%s: gpu root %x, cpu %x", what, gr, cr)
 					}
 					compareTries(t, g, c, append(slices.Clone(keys), []byte{0x01}, []byte{}, []byte{0x01, 0x02}))
 				}
-				if h := g.Hash(); h != EmptyRoot {
+				if h := g.hash(); h != EmptyRoot {
 					t.Fatalf("fresh trie: root %x, want the empty root", h)
 				}
 				step("empty batch", nil, nil)
@@ -422,11 +422,11 @@ func TestGPUPlaceholderRoots(t *testing.T) {
 				}
 				step("inserts after the cancelled batch", [][]byte{{0x01}, {0x02}, {0x13, 0x37}}, [][]byte{{0x0a}, {0x0b}, bytes.Repeat([]byte{7}, 40)})
 				step("inserts again", [][]byte{{0x03}}, [][]byte{{0x0c}})
-				before := g.Hash()
+				before := g.hash()
 				step("insert then delete of a new key on a non-empty trie", [][]byte{{0x44}, {0x44}}, [][]byte{{0x01}, nil})
 				step("delete of an absent key on a non-empty trie", [][]byte{{0x45}}, [][]byte{nil})
 				step("the same pairs again", [][]byte{{0x01}, {0x02}}, [][]byte{{0x0a}, {0x0b}})
-				if g.Hash() != before {
+				if g.hash() != before {
 					t.Fatal("batches that change nothing changed the root")
 				}
 				step("delete everything", [][]byte{{0x01}, {0x02}, {0x13, 0x37}, {0x03}}, make([][]byte, 4))

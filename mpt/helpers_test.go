@@ -3,6 +3,8 @@ package mpt
 import (
 	"bytes"
 	"fmt"
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
 	"slices"
 	"testing"
 )
@@ -35,12 +37,27 @@ func (e testEngine) new(opts Options) *Trie {
 // to g).
 func onGPU(g *gpuTrie, opts Options) *Trie {
 	opts.Engine = EngineGPU
-	return &Trie{opts: opts, eng: g, g: g, reason: "gpu engine: test device"}
+	t := &Trie{opts: opts}
+	p := engine.Placement{Backend: gpu.BackendGPU, Device: g.dev, Reason: "mpt: gpu engine: test device"}
+	err := engine.OpenOn(&t.Facade, p, engine.Spec[trieEngine]{
+		Name:  "mpt",
+		Start: func(engine.Placement) (trieEngine, error) { t.g, t.eng = g, g; return g, nil },
+		Free:  func(e trieEngine) error { return e.close() },
+		Last:  func(e trieEngine) engine.Timings { return e.lastBatch() },
+	})
+	if err != nil {
+		panic(err)
+	}
+	return t
 }
 
-// mustNew is New for options known to be valid.
+// mustNew opens a trie on a CPU engine (the sequential one for "") for
+// options known to be valid.
 func mustNew(opts Options) *Trie {
-	tr, err := New(opts)
+	if opts.Engine == "" {
+		opts.Engine = EngineSequential
+	}
+	tr, err := Open(opts)
 	if err != nil {
 		panic(err)
 	}
@@ -134,13 +151,13 @@ func checkAgainstModel(t testing.TB, tr *Trie, model map[string][]byte) {
 		t.Fatalf("invariant: %v", err)
 	}
 	secure := tr.Options().Secure
-	root := tr.Hash()
-	if want := fromMap(t, secure, model).Hash(); root != want {
+	root := tr.hash()
+	if want := fromMap(t, secure, model).hash(); root != want {
 		t.Fatalf("root %x, from scratch %x (%d keys)", root, want, len(model))
 	}
 	trieKeys := map[string][]byte{}
 	for k, v := range model {
-		got, ok := tr.Get([]byte(k))
+		got, ok := tr.get([]byte(k))
 		if !ok || !bytes.Equal(got, v) {
 			t.Fatalf("Get(%x) = %x, %v; want %x", k, got, ok, v)
 		}
@@ -170,4 +187,32 @@ func checkAgainstModel(t testing.TB, tr *Trie, model map[string][]byte) {
 	if i != len(want) {
 		t.Fatalf("iteration gave %d pairs, want %d", i, len(want))
 	}
+}
+
+// hash is Hash for the tests, where a failure fails the test (it panics).
+func (t *Trie) hash() [32]byte {
+	h, err := t.Hash()
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
+
+// get is Get for the tests, where a failure fails the test (it panics).
+func (t *Trie) get(key []byte) ([]byte, bool) {
+	v, ok, err := t.Get(key)
+	if err != nil {
+		panic(err)
+	}
+	return v, ok
+}
+
+// getBatch is Lookup for the tests, where a failure fails the test (it
+// panics).
+func (t *Trie) getBatch(keys [][]byte) ([][]byte, []bool) {
+	v, f, err := t.Lookup(keys)
+	if err != nil {
+		panic(err)
+	}
+	return v, f
 }

@@ -1,23 +1,24 @@
 package mpt
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
 )
 
-// Open returns an empty trie on any engine (New takes only the CPU
-// engines). With EngineGPU it runs on opts.GPU when given, else on the
-// device engine.Place resolves from opts.Device ("" meaning
-// $WARPKV_DEVICE, else a GPU), and fails, naming the reason, where no GPU
-// is usable; with EngineAuto, and with no engine named (""), it is placed
-// as every warpkv engine is (engine.Place: opts.GPU when given, else
-// opts.Device, "" meaning $WARPKV_DEVICE, else auto): the GPU engine on a
-// GPU, the parallel CPU engine elsewhere (Reason says which and why). Close
-// the trie to free the device. Cost: O(1) on the CPU engines; opening the
-// device and compiling the kernels (cached on disk) on the GPU engine.
+// Open returns an empty trie on the engine opts selects. With no engine
+// named ("") or EngineAuto it is placed as every warpkv engine is
+// (engine.Place: opts.GPU when given, else opts.Device: auto, cpu, gpu or
+// gpu:N, "" meaning $WARPKV_DEVICE, else auto): the GPU engine on a GPU,
+// the parallel CPU engine elsewhere (Reason says which and why). With
+// EngineGPU it runs on opts.GPU when given, else on the device
+// engine.Place resolves from opts.Device ("" meaning $WARPKV_DEVICE, else
+// a GPU), and fails, naming the reason, where no GPU is usable.
+// EngineSequential and EngineParallel are the CPU engines. Close the trie
+// to free its memory and the device it opened. Cost: O(1) on the CPU
+// engines; opening the device and compiling the kernels (cached on disk)
+// on the GPU engine.
 func Open(opts Options) (*Trie, error) {
 	eng := EngineAuto // no engine named: placed by the device options
 	if opts.Engine != "" {
@@ -32,9 +33,14 @@ func Open(opts Options) (*Trie, error) {
 	if _, err := ParseNodeUpdate(string(opts.NodeUpdate)); err != nil {
 		return nil, err
 	}
+	t := &Trie{}
 	if eng != EngineGPU && eng != EngineAuto {
 		opts.Engine = eng
-		return newCPU(opts, "mpt: cpu engine ("+string(eng)+"): requested"), nil
+		p := engine.Placement{Backend: gpu.BackendCPU, Reason: "mpt: cpu engine (" + string(eng) + "): requested"}
+		if err := t.start(p, opts); err != nil {
+			return nil, err
+		}
+		return t, nil
 	}
 	option := opts.Device
 	if eng == EngineGPU && option == "" {
@@ -49,90 +55,75 @@ func Open(opts Options) (*Trie, error) {
 			return nil, fmt.Errorf("mpt: open gpu engine: %s", p.Reason)
 		}
 		opts.Engine = EngineParallel
-		return newCPU(opts, p.Reason+" (parallel)"), nil
-	}
-	g, err := newGPUTrie(p.Device, p.Owned, opts.Secure)
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("mpt: open gpu engine on %s: %w", p.Device, err), p.Release())
-	}
-	g.mode = opts.NodeUpdate
-	if opts.HostValues {
-		g.host = newHostValues()
+		p.Reason += " (parallel)"
+		if err := t.start(p, opts); err != nil {
+			return nil, err
+		}
+		return t, nil
 	}
 	opts.Engine = EngineGPU
-	return &Trie{opts: opts, eng: g, g: g, place: p, reason: p.Reason}, nil
+	if err := t.start(p, opts); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
-// Close frees the engine's memory, and on the GPU engine its device
-// memory and the device when the trie opened it; the trie must not be
-// used afterwards. Cost: O(1) plus the device's teardown.
-func (t *Trie) Close() error {
-	if t.eng == nil {
-		return nil
-	}
-	err := t.eng.close()
-	t.eng, t.cpu, t.g = closedEngine{}, nil, nil
-	if err != nil {
-		return fmt.Errorf("mpt: close %s engine: %w", t.opts.Engine, err)
-	}
-	return nil
+// start opens t's facade on p with the engine opts.Engine (validated).
+func (t *Trie) start(p engine.Placement, opts Options) error {
+	t.opts = opts
+	return engine.OpenOn(&t.Facade, p, engine.Spec[trieEngine]{
+		Name: "mpt",
+		Start: func(p engine.Placement) (trieEngine, error) {
+			if p.Backend != gpu.BackendGPU {
+				t.cpu = newCPUTrie(opts)
+				t.eng = t.cpu
+				return t.eng, nil
+			}
+			g, err := newGPUTrie(p.Device, false, opts.Secure) // the facade releases the device
+			if err != nil {
+				return nil, fmt.Errorf("mpt: open gpu engine on %s: %w", p.Device, err)
+			}
+			g.mode = opts.NodeUpdate
+			if opts.HostValues {
+				g.host = newHostValues()
+			}
+			t.g, t.eng = g, g
+			return g, nil
+		},
+		Free: func(e trieEngine) error { return e.close() },
+		Last: func(e trieEngine) engine.Timings { return e.lastBatch() },
+	})
 }
 
-// OnGPU reports whether the trie runs on the GPU engine. Cost: O(1).
-//
-// Deprecated: use Backend() == gpu.BackendGPU.
-func (t *Trie) OnGPU() bool { return t.Backend() == gpu.BackendGPU }
+// lock takes the trie's lock for op, or returns an error matching
+// engine.ErrClosed.
+func (t *Trie) lock(op string) error {
+	_, err := engine.Lock(&t.Facade, op)
+	return err
+}
 
-// GPUTimes returns the GPU engine's breakdown of its last Update.
-//
-// Deprecated: use LastBatch for the phases and Stats for the counters.
-func (t *Trie) GPUTimes() GPUTimes { return t.Stats() }
+// unlock releases the lock lock took.
+func (t *Trie) unlock() { engine.Unlock(&t.Facade) }
 
-// Lookup is GetBatch with the GPU engine's failures returned rather than
-// panicking: values[i] is keys[i]'s value (nil when absent), found[i]
-// whether it is present. The values alias the trie on the CPU engines and
-// the host copy of the values on the GPU engine with Options.HostValues
-// (never modify them), and are fresh copies on the GPU engine without it.
-// LookupInto allocates nothing per key. Cost: GetBatch's on the CPU
-// engines; on the GPU engine one upload of the keys, one thread per key,
-// and one download of the values (of 4-byte value ids with HostValues).
+// Lookup looks every key up: values[i] is keys[i]'s value (nil when
+// absent), found[i] whether it is present. The values alias the trie on
+// the CPU engines and the host copy of the values on the GPU engine with
+// Options.HostValues (never modify them; they stay valid after later
+// updates, which store new values rather than overwrite old ones), and are
+// fresh copies on the GPU engine without it. The parallel engine looks
+// keys up on Workers goroutines. LookupInto allocates nothing per key.
+// Cost: O(key length in nibbles) per key, plus one Keccak-256 in secure
+// mode, no allocation per key on the CPU engines; on the GPU engine one
+// upload of the keys, one thread per key, and one download of the values
+// (of 4-byte value ids with HostValues).
 func (t *Trie) Lookup(keys [][]byte) (values [][]byte, found []bool, err error) {
+	if err := t.lock("lookup"); err != nil {
+		return nil, nil, err
+	}
+	defer t.unlock()
 	v, f, err := t.eng.lookup(keys)
 	if err != nil {
 		return nil, nil, fmt.Errorf("mpt: lookup on the %s engine: %w", t.opts.Engine, err)
 	}
 	return v, f, nil
 }
-
-// GetBatch looks up every key, as Get does, without copying on the CPU
-// engines: values[i] is the value of keys[i] (nil when absent), found[i]
-// whether it is present. The values alias the trie's storage and must not
-// be modified; they stay valid after later updates (which store new
-// values rather than overwrite old ones). The parallel engine looks keys
-// up on Workers goroutines. Cost: O(key length in nibbles) per key, plus
-// one Keccak-256 in secure mode; no allocation per key. On the GPU engine
-// it is Lookup, and a device failure panics.
-func (t *Trie) GetBatch(keys [][]byte) (values [][]byte, found []bool) {
-	v, f, err := t.Lookup(keys)
-	if err != nil {
-		panic(err)
-	}
-	return v, f
-}
-
-// closedEngine stands in for the engine of a closed trie: every call
-// fails (Hash panics, as after a device failure).
-type closedEngine struct{}
-
-var errClosed = errors.New("mpt: trie closed")
-
-func (closedEngine) update([][]byte, [][]byte) error           { return errClosed }
-func (closedEngine) rootHash() ([32]byte, error)               { return [32]byte{}, errClosed }
-func (closedEngine) lookup([][]byte) ([][]byte, []bool, error) { return nil, nil, errClosed }
-func (closedEngine) lookupInto([][]byte, *Values) error        { return errClosed }
-func (closedEngine) prove([][]byte) ([][][]byte, error)        { return nil, errClosed }
-func (closedEngine) snapshot() (node, error)                   { return nil, errClosed }
-func (closedEngine) backend() gpu.Backend                      { return gpu.BackendCPU }
-func (closedEngine) lastBatch() engine.Timings                 { return engine.Timings{} }
-func (closedEngine) stats() BatchStats                         { return BatchStats{} }
-func (closedEngine) close() error                              { return nil }

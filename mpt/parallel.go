@@ -301,7 +301,7 @@ func (f *forkHasher) ref(h *hasher, n node, depth int) {
 	}
 }
 
-// lookup looks every key up without copying (see Trie.GetBatch), on
+// lookup looks every key up without copying (see Trie.Lookup), on
 // Workers goroutines on the parallel engine.
 func (t *cpuTrie) lookup(keys [][]byte) (values [][]byte, found []bool, err error) {
 	defer t.timed("lookup", len(keys), time.Now())

@@ -31,6 +31,10 @@ func (t *Trie) Prove(key []byte) ([][]byte, error) {
 // GPU engine on the device in two passes (sizes, then encodings). Cost:
 // Hash's, plus Prove's per key.
 func (t *Trie) ProveBatch(keys [][]byte) ([][][]byte, error) {
+	if err := t.lock("prove"); err != nil {
+		return nil, err
+	}
+	defer t.unlock()
 	p, err := t.eng.prove(keys)
 	if err != nil {
 		return nil, fmt.Errorf("mpt: prove on the %s engine: %w", t.opts.Engine, err)

@@ -20,7 +20,7 @@ func sampleTrie(t *testing.T, e testEngine) *Trie {
 func TestProofRoundTrip(t *testing.T) {
 	forEngines(t, func(t *testing.T, e testEngine) {
 		tr := sampleTrie(t, e)
-		root := tr.Hash()
+		root := tr.hash()
 		tests := []struct {
 			key  string
 			want []byte // nil: absent
@@ -67,7 +67,7 @@ func TestProofRoundTrip(t *testing.T) {
 func TestProofRejects(t *testing.T) {
 	forEngines(t, func(t *testing.T, e testEngine) {
 		tr := sampleTrie(t, e)
-		root := tr.Hash()
+		root := tr.hash()
 		proof, err := tr.Prove([]byte("dogglesworth"))
 		if err != nil {
 			t.Fatal(err)

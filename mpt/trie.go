@@ -22,16 +22,14 @@ type Options struct {
 	Secure bool
 
 	// Engine selects the engine: EngineSequential applies a batch one
-	// operation at a time and hashes on one goroutine (New's default, for
-	// ""); EngineParallel sorts the batch, splits it by nibble and
+	// operation at a time and hashes on one goroutine; EngineParallel sorts the batch, splits it by nibble and
 	// applies the parts to disjoint subtrees on goroutines (the CPU port of
 	// the paper's PhaseNU), and hashes dirty subtrees on goroutines;
 	// EngineGPU keeps the trie in device memory and runs PhaseNU and
 	// PhaseHC on the GPU (the *_gpu.go and .cu files); EngineAuto is
 	// EngineGPU where a GPU is usable and EngineParallel elsewhere. All
-	// give the same trie, roots and proofs. The GPU engines need Open; New
-	// refuses them. Open with "" places the trie by Device and GPU as every
-	// warpkv engine is placed (EngineAuto).
+	// give the same trie, roots and proofs. Open with "" places the trie
+	// by Device and GPU as every warpkv engine is placed (EngineAuto).
 	Engine Engine
 
 	// Workers is the parallel engine's number of goroutines; 0 means
@@ -78,7 +76,7 @@ const (
 	EngineAuto       Engine = "auto"
 )
 
-// Engines lists the CPU engines, which New accepts, the default first.
+// Engines lists the CPU engines, the default first.
 func Engines() []Engine { return []Engine{EngineSequential, EngineParallel} }
 
 // ParseEngine returns the engine named s ("" is the sequential engine),
@@ -93,46 +91,28 @@ func ParseEngine(s string) (Engine, error) {
 	return "", fmt.Errorf("mpt: unknown engine %q (want %s, %s, %s or %s)", s, EngineSequential, EngineParallel, EngineGPU, EngineAuto)
 }
 
-// Trie is an in-memory Merkle Patricia Trie. It is not safe for concurrent
-// use; a Trie must not be copied after first use. It implements
-// engine.Reporter.
+// Trie is an in-memory Merkle Patricia Trie. It is safe for concurrent
+// use: calls are serialized. It implements engine.Reporter through its
+// embedded engine.Facade (Backend, Reason, LastBatch, Close); after Close
+// every call returns an error matching engine.ErrClosed.
+//
+// LastBatch is the time breakdown of the last batch operation: an Update
+// ("update": on the GPU engine Upload is staging and copies, Sort the
+// device sort and dedupe, Work PhaseNU and PhaseHC), a lookup ("lookup":
+// on the GPU engine Work is the keys' upload, the walks and the offsets or
+// ids back, Download the values' return), a proof batch ("prove", Total
+// only) or, on the CPU engines, a Hash that hashed something ("hash"). CPU
+// engines report host time as Work.
 type Trie struct {
-	opts   Options
-	eng    trieEngine
-	cpu    *cpuTrie         // eng on the CPU engines, else nil
-	g      *gpuTrie         // eng on the GPU engine, else nil
-	place  engine.Placement // where the GPU engine runs (Open)
-	reason string           // which engine and why
+	engine.Facade[trieEngine]
+	opts  Options
+	eng   trieEngine // the facade's engine; used under the facade's lock
+	cpu   *cpuTrie   // eng on the CPU engines, else nil
+	g     *gpuTrie   // eng on the GPU engine, else nil
+	chunk int        // keys per chunk of UpdateContext (0: ContextChunk)
 }
 
 var _ engine.Reporter = (*Trie)(nil)
-
-// New returns an empty trie on a CPU engine, or an error when opts.Engine
-// is not one of Engines() (Open takes every engine) or opts.Workers is
-// negative. Cost: O(1).
-func New(opts Options) (*Trie, error) {
-	eng, err := ParseEngine(string(opts.Engine))
-	if err != nil {
-		return nil, err
-	}
-	if eng == EngineGPU || eng == EngineAuto {
-		return nil, fmt.Errorf("mpt: new trie on engine %q: use Open", eng)
-	}
-	if opts.Workers < 0 {
-		return nil, fmt.Errorf("mpt: new trie with %d workers", opts.Workers)
-	}
-	if _, err := ParseNodeUpdate(string(opts.NodeUpdate)); err != nil {
-		return nil, err
-	}
-	opts.Engine = eng
-	return newCPU(opts, "mpt: cpu engine ("+string(eng)+"): requested"), nil
-}
-
-// newCPU returns a trie on the CPU engine opts.Engine (validated).
-func newCPU(opts Options, reason string) *Trie {
-	c := newCPUTrie(opts)
-	return &Trie{opts: opts, eng: c, cpu: c, reason: reason}
-}
 
 // Options returns the options the trie was created with (Engine the
 // engine it runs on). Cost: O(1).
@@ -151,6 +131,15 @@ func (t *Trie) Update(keys, values [][]byte) error {
 	if len(keys) != len(values) {
 		return fmt.Errorf("mpt: update: %d keys but %d values", len(keys), len(values))
 	}
+	if err := t.lock("update"); err != nil {
+		return err
+	}
+	defer t.unlock()
+	return t.update(keys, values)
+}
+
+// update is Update under the lock.
+func (t *Trie) update(keys, values [][]byte) error {
 	if err := t.eng.update(keys, values); err != nil {
 		return fmt.Errorf("mpt: update on the %s engine: %w", t.opts.Engine, err)
 	}
@@ -168,36 +157,35 @@ func (t *Trie) Delete(keys [][]byte) error {
 // Get returns a copy of the value stored under key and whether it is
 // present. Cost: O(key length in nibbles + value length), plus one
 // Keccak-256 in secure mode; on the GPU engine a batch of one (see
-// Lookup), and a device failure panics.
-func (t *Trie) Get(key []byte) ([]byte, bool) {
-	if t.cpu != nil {
-		return get(t.cpu.root, t.cpu.pathOf(key))
+// Lookup), whose device failure is returned.
+func (t *Trie) Get(key []byte) ([]byte, bool, error) {
+	if t.cpu != nil { // fast path: no slices for a batch of one
+		if err := t.lock("get"); err != nil {
+			return nil, false, err
+		}
+		defer t.unlock()
+		v, ok := get(t.cpu.root, t.cpu.pathOf(key))
+		return v, ok, nil
 	}
 	v, f, err := t.Lookup([][]byte{key})
 	if err != nil {
-		panic(err)
+		return nil, false, err
 	}
-	return append([]byte(nil), v[0]...), f[0]
+	return append([]byte(nil), v[0]...), f[0], nil
 }
 
 // Hash returns the root hash, EmptyRoot for an empty trie. The CPU engines
 // hash only the nodes changed since the previous Hash (each once) and
 // cache the result; the GPU engine hashes at the end of every batch and
 // returns the hash it read back from the root node then (after a failed
-// batch it reads it again, and panics if the device fails; RootHash
-// returns that error). Cost: one RLP encoding and at most one Keccak-256
-// per dirty node; O(1) on the GPU engine.
-func (t *Trie) Hash() [32]byte {
-	h, err := t.RootHash()
-	if err != nil {
-		panic(err)
+// batch it reads it again, and returns the device's error). Cost: one RLP
+// encoding and at most one Keccak-256 per dirty node; O(1) on the GPU
+// engine.
+func (t *Trie) Hash() ([32]byte, error) {
+	if err := t.lock("hash"); err != nil {
+		return [32]byte{}, err
 	}
-	return h
-}
-
-// RootHash is Hash with the GPU engine's device failures returned rather
-// than panicking; the CPU engines never fail. Cost: Hash's.
-func (t *Trie) RootHash() ([32]byte, error) {
+	defer t.unlock()
 	h, err := t.eng.rootHash()
 	if err != nil {
 		return [32]byte{}, fmt.Errorf("mpt: root hash on the %s engine: %w", t.opts.Engine, err)
@@ -205,22 +193,18 @@ func (t *Trie) RootHash() ([32]byte, error) {
 	return h, nil
 }
 
-// Backend returns the backend the trie runs on: gpu.BackendGPU for the GPU
-// engine, gpu.BackendCPU for the others. Cost: O(1).
-func (t *Trie) Backend() gpu.Backend { return t.eng.backend() }
-
-// Reason says which engine the trie runs on and why. Cost: O(1).
-func (t *Trie) Reason() string { return t.reason }
-
-// LastBatch returns the time breakdown of the last batch operation: an
-// Update ("update": on the GPU engine Upload is staging and copies, Sort
-// the device sort and dedupe, Work PhaseNU and PhaseHC), a lookup
-// ("lookup": on the GPU engine Work is the keys' upload, the walks and the
-// offsets or ids back, Download the values' return), a proof batch
-// ("prove", Total only) or, on the CPU engines, a Hash that hashed
-// something ("hash"). CPU engines report host time as Work. Cost: O(1).
-func (t *Trie) LastBatch() engine.Timings { return t.eng.lastBatch() }
+// RootHash is Hash.
+//
+// Deprecated: use Hash, which returns the error itself.
+func (t *Trie) RootHash() ([32]byte, error) { return t.Hash() }
 
 // Stats returns the GPU engine's counters of its last Update beyond
-// LastBatch's phases (the zero value on the CPU engines). Cost: O(1).
-func (t *Trie) Stats() BatchStats { return t.eng.stats() }
+// LastBatch's phases (the zero value on the CPU engines and after Close).
+// Cost: O(1).
+func (t *Trie) Stats() BatchStats {
+	if err := t.lock("stats"); err != nil {
+		return BatchStats{}
+	}
+	defer t.unlock()
+	return t.eng.stats()
+}

@@ -53,11 +53,11 @@ func TestUpdateErrors(t *testing.T) {
 		if err := tr.Update([][]byte{[]byte("a")}, [][]byte{[]byte("1")}); err != nil {
 			t.Fatal(err)
 		}
-		before := tr.Hash()
+		before := tr.hash()
 		if err := tr.Update([][]byte{[]byte("b")}, nil); err == nil {
 			t.Fatal("mismatched lengths: no error")
 		}
-		if tr.Hash() != before {
+		if tr.hash() != before {
 			t.Fatal("a failed batch changed the trie")
 		}
 	})
@@ -71,9 +71,9 @@ func TestValuesAreCopied(t *testing.T) {
 			t.Fatal(err)
 		}
 		v[0] = 'X'
-		got, _ := tr.Get([]byte("k"))
+		got, _ := tr.get([]byte("k"))
 		got[1] = 'Y'
-		if again, _ := tr.Get([]byte("k")); string(again) != "value" {
+		if again, _ := tr.get([]byte("k")); string(again) != "value" {
 			t.Fatalf("stored value changed to %q", again)
 		}
 	})

@@ -26,14 +26,18 @@ func (v *Values) Get(i int) ([]byte, bool) {
 }
 
 // LookupInto looks up every key and writes the values back to back into
-// out (see Values), reusing out's slices when large enough: unlike Lookup
-// and GetBatch, it allocates nothing per key, and values are copies that
+// out (see Values), reusing out's slices when large enough: unlike Lookup,
+// it allocates nothing per key, and values are copies that
 // stay valid whatever happens to the trie. Cost: on the CPU engines one
 // walk per key (on Workers goroutines on the parallel engine) and a copy
 // of every value; on the GPU engine the keys' upload, one thread per key,
 // a scan placing the values, and one download of their bytes into
 // out.Data through pinned chunks.
 func (t *Trie) LookupInto(keys [][]byte, out *Values) error {
+	if err := t.lock("lookup"); err != nil {
+		return err
+	}
+	defer t.unlock()
 	if err := t.eng.lookupInto(keys, out); err != nil {
 		return fmt.Errorf("mpt: lookup on the %s engine: %w", t.opts.Engine, err)
 	}

@@ -57,7 +57,7 @@ func TestVectors(t *testing.T) {
 							}
 						}
 					}
-					if got := tr.Hash(); hex.EncodeToString(got[:]) != v.root {
+					if got := tr.hash(); hex.EncodeToString(got[:]) != v.root {
 						t.Errorf("batched=%v: root %x, want %s", batched, got, v.root)
 					}
 				}

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/hashindex"
 	"github.com/warpkv/warpkv/itemstore"
 	"github.com/warpkv/warpkv/kv"
@@ -107,7 +107,7 @@ type Options struct {
 type Engine struct {
 	store    *itemstore.Store
 	shards   []*shard
-	devs     []*gpu.Device
+	devs     engine.Shards // the GPUs of the shards, none on the CPU
 	backend  string
 	reason   string
 	interval time.Duration
@@ -198,11 +198,12 @@ func New(o Options) (*Engine, error) {
 
 // openIndex chooses the devices and starts one shard on each.
 func (e *Engine) openIndex() error {
-	devs, reason, err := openDevices(e.opts.Device)
+	shards, err := engine.PlaceAll(e.opts.Device)
 	if err != nil {
 		return err
 	}
-	e.devs, e.reason = devs, reason
+	e.devs, e.reason = shards, shards.Reason
+	devs := shards.GPUs
 	nShards := max(1, len(devs))
 	if len(devs) == 0 && e.opts.CPUShards > 1 {
 		nShards = e.opts.CPUShards
@@ -229,9 +230,9 @@ func (e *Engine) openIndex() error {
 	for i := range nShards {
 		io := hashindex.Options{Buckets: per, Device: "cpu"}
 		if len(devs) > 0 {
-			io.GPU = devs[i]
+			io.GPU = devs[i].Device
 		}
-		ix, err := hashindex.New(io)
+		ix, err := hashindex.Open(io)
 		if err != nil {
 			return fmt.Errorf("index shard %d: %w", i, err)
 		}
@@ -264,43 +265,6 @@ func (e *Engine) openIndex() error {
 		e.shards = append(e.shards, sh)
 	}
 	return nil
-}
-
-// openDevices resolves a device option for the server: every usable GPU
-// for "auto" and "gpu", one for "gpu:N", none for "cpu".
-func openDevices(option string) ([]*gpu.Device, string, error) {
-	spec, err := gpu.ParseSpec(option)
-	if err != nil {
-		return nil, "", err
-	}
-	if spec.Ordinal >= 0 || (!spec.Auto && spec.Backend == gpu.BackendCPU) {
-		c, err := gpu.Choose(option)
-		if err != nil {
-			return nil, "", err
-		}
-		if c.Device == nil {
-			return nil, c.Reason, nil
-		}
-		return []*gpu.Device{c.Device}, c.Reason, nil
-	}
-	c, err := gpu.Choose(option) // first GPU, or the CPU with the reason
-	if err != nil || c.Device == nil {
-		return nil, c.Reason, err
-	}
-	devs := []*gpu.Device{c.Device}
-	n, _ := gpu.Count()
-	for i := 1; i < n; i++ {
-		d, err := gpu.Open(i)
-		if err != nil {
-			continue // an unusable GPU is left out of the shards
-		}
-		devs = append(devs, d)
-	}
-	names := make([]string, len(devs))
-	for i, d := range devs {
-		names[i] = d.String()
-	}
-	return devs, fmt.Sprintf("gpu engine, index sharded over %d GPU(s) %v: %s", len(devs), names, spec), nil
 }
 
 // Backend is "gpu" or "cpu".
@@ -346,9 +310,7 @@ func (e *Engine) closeAll() error {
 		s.close()
 		errs = append(errs, s.ix.Close())
 	}
-	for _, d := range e.devs {
-		errs = append(errs, d.Close())
-	}
+	errs = append(errs, e.devs.Release())
 	if e.store != nil {
 		errs = append(errs, e.store.Close())
 	}

@@ -1,6 +1,7 @@
 package stm
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"sync"
@@ -38,7 +39,7 @@ func (c *cpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 	var clk engine.Clock
 	clk.Start()
 	clk.Mark(nil, engine.MarkStart)
-	s, err := New(StoreOptions{Config: c.opt.Config, Items: w.Items(), Init: w.InitialValue,
+	s, err := NewStore(StoreOptions{Config: c.opt.Config, Items: w.Items(), Init: w.InitialValue,
 		Record: ro.History, RecordAborted: ro.HistoryAborted, yield: c.opt.yield})
 	if err != nil {
 		return nil, tm, err
@@ -104,6 +105,11 @@ func (c *cpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 		stop.Store(true)
 		<-finished
 		failOnce.Do(func() { failed = fmt.Errorf("timed out after %v (%d commits)", ro.Timeout, s.Stats().Total()) })
+
+	case <-ro.done():
+		stop.Store(true)
+		<-finished
+		failOnce.Do(func() { failed = fmt.Errorf("stopped after %d commits: %w", s.Stats().Total(), context.Cause(ro.ctx)) })
 	}
 	elapsed := time.Since(start)
 	clk.Mark(nil, engine.MarkWorked)

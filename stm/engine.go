@@ -1,6 +1,7 @@
 package stm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -61,6 +62,17 @@ type RunOptions struct {
 	// fails with an error (on the GPU, through a deadline every kernel
 	// loop checks). 0 means Duration plus one minute, or ten minutes.
 	Timeout time.Duration
+
+	ctx context.Context // RunContext's; nil: none
+}
+
+// done is the channel that closes when the run's context is done (nil,
+// which never closes, without one).
+func (ro RunOptions) done() <-chan struct{} {
+	if ro.ctx == nil {
+		return nil
+	}
+	return ro.ctx.Done()
 }
 
 // Result is what a run did.
@@ -130,13 +142,15 @@ func (s ServerStats) String() string {
 	return fmt.Sprintf("%d requests (%d batched, %d entries scanned each), lock wait %v", s.Requests, s.Batched, per, s.LockWait.Round(time.Microsecond))
 }
 
-// Engine runs workloads on the GPU or the CPU engine. It implements
-// engine.Reporter (a run is its batch).
+// Engine runs workloads on the GPU or the CPU engine. It is safe for
+// concurrent use: runs take turns. It implements engine.Reporter through
+// its embedded engine.Facade (Backend, Reason, LastBatch, Close; a run is
+// its batch, and LastBatch is the breakdown of the last run: Upload the
+// initial store, Work the transactions, Download the results); after Close
+// every call returns an error matching engine.ErrClosed.
 type Engine struct {
-	opt   Options
-	place engine.Placement
-	eng   runner
-	last  engine.Last
+	engine.Facade[runner]
+	opt Options
 }
 
 // runner is one engine of an Engine: the CPU engine (cpuEngine,
@@ -150,8 +164,10 @@ type runner interface {
 
 var _ engine.Reporter = (*Engine)(nil)
 
-// Open places an engine. Cost: opening the device for a GPU; kernels are
-// compiled on the first run of each workload shape.
+// Open places an engine (engine.Place: auto, cpu, gpu or gpu:N; "" means
+// WARPKV_DEVICE, else auto). Close it to free the device it opened. Cost:
+// opening the device for a GPU; kernels are compiled on the first run of
+// each workload shape.
 func Open(o Options) (*Engine, error) {
 	if err := o.Config.withDefaults().validate(MaxItems); err != nil {
 		return nil, err
@@ -159,45 +175,40 @@ func Open(o Options) (*Engine, error) {
 	if o.Workers < 0 || o.ClientBlock < 0 || o.ClientBlocksPerSM < 0 || o.ClientThreads < 0 || o.ServerWarps < 0 {
 		return nil, fmt.Errorf("stm: negative option in %+v", o)
 	}
-	p, err := engine.Place("stm", o.Device, o.GPU)
+	e := &Engine{opt: o}
+	err := engine.Open(&e.Facade, engine.Spec[runner]{
+		Name: "stm", Device: o.Device, GPU: o.GPU,
+		Start: func(p engine.Placement) (runner, error) {
+			if p.Backend != gpu.BackendGPU {
+				return &cpuEngine{opt: o}, nil
+			}
+			return newGPUEngine(p.Device, o)
+		},
+		Free: func(r runner) error { return r.close() },
+	})
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{opt: o, place: p, eng: &cpuEngine{opt: o}}
-	if p.Backend == gpu.BackendGPU {
-		g, err := newGPUEngine(p.Device, o)
-		if err != nil {
-			return nil, errors.Join(err, p.Release())
-		}
-		e.eng = g
-	}
 	return e, nil
-}
-
-// Backend returns where runs execute.
-func (e *Engine) Backend() gpu.Backend { return e.place.Backend }
-
-// Reason says which backend was chosen and why.
-func (e *Engine) Reason() string { return e.place.Reason }
-
-// LastBatch is the time breakdown of the last run: Upload the initial
-// store, Work the transactions, Download the results.
-func (e *Engine) LastBatch() engine.Timings { return e.last.Get() }
-
-// Close frees the engine's memory, and its device if it opened it.
-func (e *Engine) Close() error {
-	if e.eng == nil {
-		return nil
-	}
-	err := e.eng.close()
-	e.eng = nil
-	return errors.Join(err, e.place.Release())
 }
 
 // Run runs workload w from its initial store for ro.Transactions
 // transactions or for ro.Duration and returns what happened. It fails if
 // the workload's final-state check fails or the run exceeds its timeout.
+// Cost: the run's; runs on one Engine take turns.
 func (e *Engine) Run(w Workload, ro RunOptions) (*Result, error) {
+	return e.RunContext(context.Background(), w, ro)
+}
+
+// RunContext is Run that stops when ctx is done: the CPU engine's workers
+// stop between chunks of transactions and the run returns an error that
+// wraps ctx's cause; the GPU engine's run is bounded by ctx's deadline
+// (through RunOptions.Timeout, which every kernel loop checks) and a ctx
+// done before the launch stops it there, but a cancel without a deadline
+// is not seen by kernels already running. A stopped run changes nothing
+// the Engine keeps (every run starts from a fresh store; LastBatch keeps
+// the previous run's).
+func (e *Engine) RunContext(ctx context.Context, w Workload, ro RunOptions) (*Result, error) {
 	if ro.Transactions < 0 || ro.Duration < 0 || (ro.Transactions == 0 && ro.Duration == 0) {
 		return nil, fmt.Errorf("stm: run %s: want a positive number of transactions or a duration", w.Name())
 	}
@@ -211,14 +222,26 @@ func (e *Engine) Run(w Workload, ro RunOptions) (*Result, error) {
 			ro.Timeout = ro.Duration + time.Minute
 		}
 	}
-	if e.eng == nil {
-		return nil, fmt.Errorf("stm: run %s: engine closed", w.Name())
+	if d, ok := ctx.Deadline(); ok {
+		ro.Timeout = max(min(ro.Timeout, time.Until(d)), time.Millisecond)
 	}
-	res, tm, err := e.eng.run(w, sp, ro)
+	ro.ctx = ctx
+	r, err := engine.Lock(&e.Facade, "run "+w.Name())
 	if err != nil {
+		return nil, err
+	}
+	defer engine.Unlock(&e.Facade)
+	if err := context.Cause(ctx); err != nil {
+		return nil, fmt.Errorf("stm: run %s: %w", w.Name(), err)
+	}
+	res, tm, err := r.run(w, sp, ro)
+	if err != nil {
+		if cerr := context.Cause(ctx); cerr != nil && !errors.Is(err, cerr) {
+			err = fmt.Errorf("%w (%w)", err, cerr)
+		}
 		return res, fmt.Errorf("stm: run %s: %w", w.Name(), err)
 	}
-	e.last.Set(tm)
+	engine.Record(&e.Facade, tm)
 	if sp.check != nil {
 		if err := sp.check(res.Final, res.Stats); err != nil {
 			return res, fmt.Errorf("stm: run %s: final store: %w", w.Name(), err)

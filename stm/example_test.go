@@ -1,14 +1,18 @@
 package stm_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"time"
 
+	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/stm"
 )
 
 // A transfer and a read-only total on the CPU engine.
 func ExampleStore_Atomically() {
-	s, err := stm.New(stm.StoreOptions{Items: 3, Init: func(int) uint64 { return 100 }})
+	s, err := stm.NewStore(stm.StoreOptions{Items: 3, Init: func(int) uint64 { return 100 }})
 	if err != nil {
 		panic(err)
 	}
@@ -54,4 +58,44 @@ func ExampleEngine_Run() {
 	}
 	fmt.Println(res.Total(), res.Wrong, total)
 	// Output: 1000 0 1000
+}
+
+// Open an engine, run a workload with a context, and close it.
+func ExampleEngine() {
+	e, err := stm.Open(stm.Options{Device: "cpu"}) // "auto": a GPU when one is usable
+	if err != nil {
+		panic(err)
+	}
+	defer e.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := e.RunContext(ctx, stm.RMW{Size: 1000, Keys: 4, Start: 1}, stm.RunOptions{Transactions: 500, Seed: 7})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Total(), e.LastBatch().Items)
+	e.Close()
+	_, err = e.Run(stm.RMW{Size: 1000, Keys: 4}, stm.RunOptions{Transactions: 1})
+	fmt.Println(errors.Is(err, engine.ErrClosed))
+	// Output:
+	// 500 500
+	// true
+}
+
+// A Store is the CPU engine's Go API: transactions as closures.
+func ExampleStore() {
+	s, err := stm.NewStore(stm.StoreOptions{Items: 2})
+	if err != nil {
+		panic(err)
+	}
+	for range 3 {
+		if err := s.Atomically(func(tx *stm.Tx) error {
+			tx.Write(1, tx.Read(1)+1)
+			return nil
+		}); err != nil {
+			panic(err)
+		}
+	}
+	fmt.Println(s.Load(1))
+	// Output: 3
 }

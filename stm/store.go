@@ -80,8 +80,11 @@ type paddedCounter struct {
 	_ [7]uint64
 }
 
-// New creates a CPU store. Cost: O(N*K) memory and time.
-func New(o StoreOptions) (*Store, error) {
+// NewStore creates a CPU Store, the Go API of transactions (Atomically,
+// ReadOnly) on goroutines. It is not an engine facade: Open returns those
+// (an Engine that runs whole workloads, on a GPU or the CPU). A Store has
+// no Close; the garbage collector frees it. Cost: O(N*K) memory and time.
+func NewStore(o StoreOptions) (*Store, error) {
 	cfg := o.Config.withDefaults()
 	if err := cfg.validate(o.Items); err != nil {
 		return nil, err

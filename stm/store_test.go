@@ -9,7 +9,7 @@ import (
 
 func newTestStore(t *testing.T, o StoreOptions) *Store {
 	t.Helper()
-	s, err := New(o)
+	s, err := NewStore(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,8 +93,8 @@ func TestMisuseNamesTheProblem(t *testing.T) {
 		})
 	}
 	for _, o := range []StoreOptions{{Items: 0}, {Items: 4, Config: Config{Servers: MaxServers + 1}}, {Items: 4, Config: Config{Versions: -1}}} {
-		if _, err := New(o); err == nil {
-			t.Errorf("New(%+v) accepted", o)
+		if _, err := NewStore(o); err == nil {
+			t.Errorf("NewStore(%+v) accepted", o)
 		}
 	}
 }

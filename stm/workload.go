@@ -56,7 +56,7 @@ func serial(w Workload, seed uint64, n int64) ([]uint64, error) {
 	if sp.body == nil || sp.sharded {
 		return nil, fmt.Errorf("stm: %s has no serial form", w.Name())
 	}
-	s, err := New(StoreOptions{Items: w.Items(), Init: w.InitialValue, Config: Config{Versions: 1}})
+	s, err := NewStore(StoreOptions{Items: w.Items(), Init: w.InitialValue, Config: Config{Versions: 1}})
 	if err != nil {
 		return nil, err
 	}

@@ -75,7 +75,7 @@ func runART(e *env, args []string) error {
 		return fmt.Errorf("art: %w", err) // "art: open FILE: ..."
 	}
 	defer closeIn()
-	t, err := art.New(art.Options{Device: *device})
+	t, err := art.Open(art.Options{Device: *device})
 	if err != nil {
 		return err
 	}
@@ -285,8 +285,9 @@ func (r *artRunner) flush() error {
 			fmt.Fprintln(w, n)
 		}
 	case "range", "prefix":
-		// One limit for the batch (the largest, 0 when any query has
-		// none); each query prints at most its own.
+		// One limit for the batch (the largest, or none when a query has
+		// LIMIT 0, which means no limit as in the Go API); each query
+		// prints at most its own.
 		most := 0
 		for _, op := range ops {
 			if op.limit == 0 {
@@ -310,11 +311,7 @@ func (r *artRunner) flush() error {
 			return err
 		}
 		for i, op := range ops {
-			var ks [][]byte
-			var vs []uint64
-			if res != nil {
-				ks, vs = res.Query(i)
-			}
+			ks, vs := res.Query(i)
 			n := len(ks)
 			if op.limit > 0 {
 				n = min(n, op.limit)

@@ -100,7 +100,7 @@ func runMPT(e *env, args []string) error {
 		return err
 	}
 	if verb == "root" {
-		root, err := t.RootHash()
+		root, err := t.Hash()
 		if err != nil {
 			return fmt.Errorf("mpt root: %w", err)
 		}

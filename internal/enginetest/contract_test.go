@@ -1,6 +1,7 @@
 package enginetest_test
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -35,29 +36,48 @@ type facade struct {
 	open    func(device string, dev *gpu.Device) (engine.Reporter, error)
 	batch   func(engine.Reporter) error
 	items   int
+	// closed runs the facade's calls on a closed engine, each of which
+	// must fail with engine.ErrClosed.
+	closed func(engine.Reporter) map[string]error
 }
 
 var facades = []facade{
 	{
 		name: "hashindex", options: reflect.TypeFor[hashindex.Options](),
 		open: func(device string, dev *gpu.Device) (engine.Reporter, error) {
-			return hashindex.New(hashindex.Options{Buckets: 1 << 10, Device: device, GPU: dev})
+			return hashindex.Open(hashindex.Options{Buckets: 1 << 10, Device: device, GPU: dev})
 		},
 		batch: func(r engine.Reporter) error {
 			_, err := r.(*hashindex.Index).Insert([]uint64{1 << 40, 2 << 40, 3 << 40}, []uint32{1, 2, 3}, nil)
 			return err
 		},
 		items: 3,
+		closed: func(r engine.Reporter) map[string]error {
+			ix := r.(*hashindex.Index)
+			_, ins := ix.Insert([]uint64{1}, []uint32{1}, nil)
+			_, snap := ix.Snapshot()
+			_, stg := ix.NewStaging(1)
+			return map[string]error{"insert": ins, "search": ix.Search([]uint64{1}, make([]uint32, 1)),
+				"delete": ix.Delete([]uint64{1}, []uint32{1}, make([]bool, 1)), "snapshot": snap, "reset": ix.Reset(), "new staging": stg}
+		},
 	},
 	{
 		name: "btree", options: reflect.TypeFor[btree.Options](),
 		open: func(device string, dev *gpu.Device) (engine.Reporter, error) {
-			return btree.New(btree.Options{Device: device, GPU: dev})
+			return btree.Open(btree.Options{Device: device, GPU: dev})
 		},
 		batch: func(r engine.Reporter) error {
 			return r.(*btree.Tree).Insert([]uint64{3, 1, 2}, []uint64{30, 10, 20})
 		},
 		items: 3,
+		closed: func(r engine.Reporter) map[string]error {
+			t := r.(*btree.Tree)
+			_, _, get := t.Get([]uint64{1})
+			_, del := t.Delete([]uint64{1})
+			_, _, rng := t.Range(0, 9, 0)
+			return map[string]error{"insert": t.Insert([]uint64{1}, []uint64{1}), "build": t.Build(nil, nil),
+				"get": get, "delete": del, "range": rng, "check": t.Check()}
+		},
 	},
 	{
 		name: "mpt", options: reflect.TypeFor[mpt.Options](),
@@ -68,16 +88,31 @@ var facades = []facade{
 			return r.(*mpt.Trie).Update([][]byte{{1}, {2}, {3}}, [][]byte{{10}, {20}, {30}})
 		},
 		items: 3,
+		closed: func(r engine.Reporter) map[string]error {
+			t := r.(*mpt.Trie)
+			_, _, get := t.Get([]byte{1})
+			_, hash := t.Hash()
+			_, prove := t.Prove([]byte{1})
+			return map[string]error{"update": t.Update([][]byte{{1}}, [][]byte{{1}}), "get": get, "hash": hash, "prove": prove}
+		},
 	},
 	{
 		name: "art", options: reflect.TypeFor[art.Options](),
 		open: func(device string, dev *gpu.Device) (engine.Reporter, error) {
-			return art.New(art.Options{Device: device, GPU: dev})
+			return art.Open(art.Options{Device: device, GPU: dev})
 		},
 		batch: func(r engine.Reporter) error {
 			return r.(*art.Tree).Insert([][]byte{[]byte("c"), []byte("a"), []byte("b")}, []uint64{3, 1, 2})
 		},
 		items: 3,
+		closed: func(r engine.Reporter) map[string]error {
+			t := r.(*art.Tree)
+			k := [][]byte{[]byte("a")}
+			_, _, get := t.Get(k)
+			_, del := t.Delete(k)
+			_, _, rng := t.Range(nil, nil, 0)
+			return map[string]error{"insert": t.Insert(k, []uint64{1}), "get": get, "delete": del, "range": rng, "check": t.Check()}
+		},
 	},
 	{
 		name: "stm", options: reflect.TypeFor[stm.Options](),
@@ -89,6 +124,10 @@ var facades = []facade{
 			return err
 		},
 		items: 100,
+		closed: func(r engine.Reporter) map[string]error {
+			_, err := r.(*stm.Engine).Run(stm.Bank{Accounts: 64, Initial: 10}, stm.RunOptions{Transactions: 100, Seed: 1})
+			return map[string]error{"run": err}
+		},
 	},
 }
 
@@ -146,6 +185,38 @@ func TestEveryEngineOpensOnTheCPU(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkFacade(t, f, r, gpu.BackendCPU, "cpu engine: requested")
+		})
+	}
+}
+
+// TestEveryEngineFailsAfterClose opens every engine on the CPU with its
+// package's Open, closes it, and checks that its calls fail with an error
+// matching engine.ErrClosed that names the engine, that LastBatch is zero
+// and that a second Close is a no-op.
+func TestEveryEngineFailsAfterClose(t *testing.T) {
+	for _, f := range facades {
+		t.Run(f.name, func(t *testing.T) {
+			r, err := f.open("cpu", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.batch(r); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			for call, err := range f.closed(r) {
+				if !errors.Is(err, engine.ErrClosed) || !strings.HasPrefix(err.Error(), f.name+": ") {
+					t.Errorf("%s after Close: %v, want an error that begins with %q and matches engine.ErrClosed", call, err, f.name+": ")
+				}
+			}
+			if lb := r.LastBatch(); lb != (engine.Timings{}) {
+				t.Errorf("LastBatch after Close: %+v, want zero", lb)
+			}
+			if err := r.Close(); err != nil {
+				t.Errorf("second Close: %v", err)
+			}
 		})
 	}
 }

@@ -329,7 +329,10 @@ func (s *single) Lookup(keys, values []uint64, found []bool) error {
 func (s *single) Ranges(los, his []uint64) (int, uint64, error) {
 	n, sum := 0, uint64(0)
 	for i, lo := range los {
-		s.m.ascend(lo, his[i], func(k, v uint64) {
+		if his[i] <= lo { // half-open: empty
+			continue
+		}
+		s.m.ascend(lo, his[i]-1, func(k, v uint64) {
 			n++
 			sum += bench.BTreeMix(k, v)
 		})
@@ -496,8 +499,11 @@ func (t *parallel) Ranges(los, his []uint64) (int, uint64, error) {
 		}
 		lo, hi := chunk(len(los), t.p, c)
 		for i := lo; i < hi; i++ {
-			for q := t.part(los[i]); q <= t.part(his[i]); q++ {
-				t.parts[q].ascend(los[i], his[i], fn)
+			if his[i] <= los[i] { // half-open: empty
+				continue
+			}
+			for q := t.part(los[i]); q <= t.part(his[i]-1); q++ {
+				t.parts[q].ascend(los[i], his[i]-1, fn)
 			}
 		}
 		ns[c], sums[c] = n, sum

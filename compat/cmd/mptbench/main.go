@@ -165,14 +165,18 @@ func run(cfg config, p *bench.Progress) (*bench.Report, error) {
 			if err != nil {
 				return nil, fmt.Errorf("cpu %s, %s: %w", eng, c.Op(""), err)
 			}
-			tr, err := mpt.New(mpt.Options{Engine: eng})
+			tr, err := mpt.Open(mpt.Options{Engine: eng})
 			if err != nil {
 				return nil, err
 			}
 			if err := tr.Update(keys, values); err != nil {
 				return nil, err
 			}
-			if got := tr.Hash(); got != root {
+			got, err := tr.Hash()
+			if err != nil {
+				return nil, err
+			}
+			if got != root {
 				return nil, fmt.Errorf("%s: %s root %x, go-ethereum %x", c.Op(""), eng, got, root)
 			}
 			vsGeth(rows, trieRows)

@@ -1,0 +1,72 @@
+package mpt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/warpkv/warpkv/engine"
+)
+
+// UpdateContext is Update that stops when ctx is done. A batch of more
+// than engine.ContextChunk keys is applied a chunk at a time (the last
+// operation on a key still wins), looking at ctx between chunks; each
+// chunk's keys are looked up first, and when ctx is done before the last
+// chunk, the chunks applied are undone (each key set back to its old
+// value, or deleted where it was absent, last chunk first): the trie holds
+// the same pairs as before the call, so its root hash is the same, and the
+// error wraps ctx's cause. The trie is locked for the whole call. Cost:
+// Update's, plus a lookup of every chunk's keys when there is more than
+// one chunk, plus the undo when stopped.
+func (t *Trie) UpdateContext(ctx context.Context, keys, values [][]byte) error {
+	if len(keys) != len(values) {
+		return fmt.Errorf("mpt: update: %d keys but %d values", len(keys), len(values))
+	}
+	if err := t.lock("update"); err != nil {
+		return err
+	}
+	defer t.unlock()
+	if err := context.Cause(ctx); err != nil {
+		return fmt.Errorf("mpt: update: %w", err)
+	}
+	size := engine.ContextChunk
+	if t.chunk > 0 {
+		size = t.chunk
+	}
+	if len(keys) <= size {
+		return t.update(keys, values)
+	}
+	type undo struct{ keys, old [][]byte }
+	var done []undo
+	restore := func() error {
+		for i := len(done) - 1; i >= 0; i-- {
+			if err := t.update(done[i].keys, done[i].old); err != nil {
+				return fmt.Errorf("mpt: undo of an update chunk (the trie holds part of the batch): %w", err)
+			}
+		}
+		return nil
+	}
+	chunks := (len(keys) + size - 1) / size
+	for i := range chunks {
+		a, b := i*size, min((i+1)*size, len(keys))
+		if err := context.Cause(ctx); err != nil {
+			err = fmt.Errorf("mpt: update: stopped before chunk %d of %d: %w", i+1, chunks, err)
+			return errors.Join(err, restore())
+		}
+		old, found, err := t.eng.lookup(keys[a:b])
+		if err != nil {
+			return errors.Join(fmt.Errorf("mpt: update: %w", err), restore())
+		}
+		u := undo{keys: keys[a:b], old: make([][]byte, b-a)}
+		for j := range old {
+			if found[j] {
+				u.old[j] = append([]byte(nil), old[j]...) // a copy: on the GPU engine old may alias a reused buffer
+			}
+		}
+		if err := t.update(keys[a:b], values[a:b]); err != nil {
+			return errors.Join(err, restore())
+		}
+		done = append(done, u)
+	}
+	return nil
+}
