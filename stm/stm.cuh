@@ -10,7 +10,7 @@
 //
 // The engine's client kernel calls stm_body for a transaction ticket, then
 // commits the transactions of the whole warp together (stm_commit_warp in
-// stm.cu: pre-validation in the warp, one request per server, write-back,
+// client.cu: pre-validation in the warp, one request per server, write-back,
 // the clock advanced in commit order) and calls the body again for the
 // same ticket if the attempt aborted. Everything a body draws must come
 // from stm_rand/stm_below/stm_unit, which repeat on every retry. stm_abort
