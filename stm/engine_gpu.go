@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/warpkv/warpkv/engine"
@@ -150,8 +151,20 @@ func (sh shape) program(sp *workloadSpec) gpu.Program {
 	p.Headers["stm/server.cu"] = serverCUDA
 	p.Headers["stm/store.cu"] = storeCUDA
 	p.Headers["stm/globals.cuh"] = globalsHeader()
-	p.Headers["stm/workload.cuh"] = "// " + sp.cudaName + "\n" + sp.cuda
+	p.Headers["stm/workload.cuh"] = bodyHeader(sp.cudaName, sp.cuda)
 	return p
+}
+
+// bodyHeader is stm/workload.cuh: the body, with a #line directive so that
+// compile errors name the body's own file and line.
+func bodyHeader(name, body string) string {
+	clean := strings.Map(func(r rune) rune {
+		if r == '"' || r == '\\' || r < ' ' {
+			return '_'
+		}
+		return r
+	}, name)
+	return "#line 1 \"" + clean + "\"\n" + body
 }
 
 // Programs returns the kernel programs of the built-in workloads in their

@@ -68,6 +68,8 @@ __device__ __forceinline__ u64 stm_below(stm_tx* tx, u64 n) { return __umul64hi(
 __device__ __forceinline__ double stm_unit(stm_tx* tx) {
 	return (double)(stm_rand(tx) >> 11) * (1.0 / 9007199254740992.0);
 }
+// stm_items returns N, the store's items (a body uses items 0 to N-1).
+__device__ __forceinline__ u64 stm_items(const stm_tx* tx) { return tx->g->n_items; }
 // stm_param returns workload parameter i.
 __device__ __forceinline__ u64 stm_param(const stm_tx* tx, int i) { return tx->g->params[i]; }
 // stm_param_double returns parameter i as the bits of a double.
