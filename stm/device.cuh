@@ -16,13 +16,16 @@
 // log of recent commits (timestamps and written items of this partition)
 // lives in shared memory. A worker takes one request (the transactions of
 // one client warp) and validates it against the log entries newer than
-// the transactions' snapshots. Small transactions (the common case) are
-// validated as a batch: the worker puts the request's items in a small
-// hash table in shared memory (item -> the lanes that read or wrote it)
-// and its lanes scan the log entries, 32 at a time, once for the whole
-// request. Larger ones are validated one after the other by the whole
-// warp (collaborative validation: lane j checks entries head-1-j,
-// head-1-j-32, ...). The worker then takes the log's lock, validates
+// the transactions' snapshots. When every transaction of the request has
+// at most STM_TABLE/2 accesses (the common case), it is validated as a
+// batch: the worker puts the items of consecutive lanes, up to STM_TABLE/2
+// of them, in a hash table in shared memory (item -> the lanes that read
+// or wrote it) and its lanes scan the log entries, 32 at a time, once for
+// the whole group (one group for small transactions; a request of larger
+// ones takes a few, so multi-round transactions are not validated one by
+// one). Transactions larger than half the table are validated one after
+// the other by the whole warp (collaborative validation: lane j checks
+// entries head-1-j, head-1-j-32, ...). The worker then takes the log's lock, validates
 // against the entries added meanwhile, and for a single-partition request
 // reserves consecutive timestamps for the survivors with one addition
 // (in shared memory when there is one server, else on the global counter),

@@ -125,7 +125,7 @@ const (
 // server.cu, whose static_assert checks these bounds), with the scratch's
 // table size and the writes per transaction it stages.
 const (
-	stmTable          = 256 // items of a request's table (a power of two); a request of up to half as many accesses is batch-validated
+	stmTable          = 256 // items of a request's table (a power of two); transactions of up to half as many accesses are batch-validated, in groups of lanes of up to half as many
 	stmSPL            = 4   // writes per transaction the batch path stages
 	ctlBytes0         = 128
 	ctlBytesPerWorker = 4096

@@ -318,8 +318,272 @@ __device__ void stm_log_insert_batch(const stm_globals* g, stm_log& L, stm_scrat
 	__syncwarp();
 }
 
+// A request a worker serves, as each lane sees it (lane l: client lane l).
+struct stm_job {
+	u32 cw, mask, kind, seq; // client warp, its lanes, REQ_*, reply number
+	bool in;                 // client lane l is in the request
+	u32 tid;                 // client thread
+	u64 snap, min_snap;      // lane's snapshot (~0 when not in), the request's oldest
+	u32 nr, nw;              // lane's read and write set sizes
+	bool fast;               // validated with the table: every transaction's accesses fit half of it
+	u32 groups, grp;         // table loads the request takes (lanes in order), this lane's
+	bool staged;             // every lane's writes of this partition are in S->witem
+	u32 cl;                  // lane's writes of this partition (staged ones: min(cl, STM_SPL))
+	u64 hv;                  // lane's group is validated up to log entry hv
+};
+
+// stm_job_load reads the request in worker me's mail and its
+// transactions' snapshots and set sizes, and plans its validation: the
+// table path when every transaction has at most STM_TABLE/2 accesses, in
+// groups of consecutive lanes of at most STM_TABLE/2 accesses each (one
+// table load and log scan per group); else one transaction at a time.
+__device__ __forceinline__ void stm_job_load(const stm_globals* g, stm_log_ctl* ctl, u32 me, u32 lane, stm_job& J) {
+	__threadfence_block();
+	J.cw = ctl->mail_warp[me];
+	J.mask = ctl->mail_mask[me];
+	J.kind = ctl->mail_kind[me];
+	J.seq = ctl->mail_seq[me];
+	__syncwarp();
+	J.in = (J.mask >> lane) & 1;
+	J.tid = J.cw * 32 + lane;
+	J.snap = ~0ull;
+	J.nr = J.nw = 0;
+	if (J.in) {
+		J.snap = cg64(g->tx_snap, J.tid);
+		J.nr = cg32(g->tx_nr, J.tid);
+		J.nw = cg32(g->tx_nw, J.tid);
+	}
+	J.min_snap = warp_min64(J.snap);
+	const u32 a = J.nr + J.nw, half = STM_TABLE / 2;
+	J.fast = __reduce_max_sync(FULL_MASK, a) <= half;
+	u32 gid = 0, acc = 0;
+	J.grp = 0;
+	for (u32 l = 0; l < 32; l++) { // greedy: lanes in order, a new group when the table would pass half
+		const u32 al = __shfl_sync(FULL_MASK, a, l);
+		if (acc + al > half) {
+			gid++;
+			acc = 0;
+		}
+		acc += al;
+		if (lane == l) J.grp = gid;
+	}
+	J.groups = gid + 1;
+	J.cl = 0;
+	J.staged = false;
+	J.hv = 0;
+}
+
+// stm_put_write adds a written item of partition p to the table and, with
+// stage, to the lane's staged writes (the first STM_SPL; *cl counts all).
+__device__ __forceinline__ void stm_put_write(const stm_globals* g, stm_scratch* S, u32 p, u32 lane, u32 it, bool stage, u32* cl) {
+	if (stm_partition(g, it) != p) return;
+	stm_table_put(S, it, 1u << lane, true);
+	if (stage && *cl < STM_SPL) S->witem[lane * STM_SPL + *cl] = it;
+	(*cl)++;
+}
+
+// stm_table_fill clears the worker's table and puts in it the items of
+// this partition of the lanes of group gi (lane bits in rd and wr); with
+// stage, each lane also stages its writes of this partition (S->witem, at
+// most STM_SPL, counted in J.cl). The first STM_SPL reads and writes are
+// loaded at once: one round trip to L2. All lanes call it.
+__device__ __forceinline__ void stm_table_fill(const stm_globals* g, stm_scratch* S, u32 p, u32 lane, stm_job& J, u32 gi, bool stage) {
+	for (u32 i = lane; i < STM_TABLE; i += 32) {
+		S->key[i] = STM_EMPTY;
+		S->rd[i] = 0;
+		S->wr[i] = 0;
+	}
+	__syncwarp();
+	if (J.in && J.grp == gi) {
+		const u64 rb = (u64)J.tid * (u32)g->r_cap, wb = (u64)J.tid * (u32)g->w_cap;
+		const u32 nr = J.nr, nw = J.nw;
+		u32 rit[STM_SPL], wit[STM_SPL];
+#pragma unroll
+		for (u32 j = 0; j < STM_SPL; j++) {
+			rit[j] = j < nr ? cg32(g->rs_item, rb + j) : 0;
+			wit[j] = j < nw ? cg32(g->ws_item, wb + j) : 0;
+		}
+#pragma unroll
+		for (u32 j = 0; j < STM_SPL; j++)
+			if (j < nr && stm_partition(g, rit[j]) == p) stm_table_put(S, rit[j], 1u << lane, false);
+		for (u32 j = STM_SPL; j < nr; j++) {
+			const u32 it = cg32(g->rs_item, rb + j);
+			if (stm_partition(g, it) == p) stm_table_put(S, it, 1u << lane, false);
+		}
+		u32 cl = 0;
+#pragma unroll
+		for (u32 j = 0; j < STM_SPL; j++)
+			if (j < nw) stm_put_write(g, S, p, lane, wit[j], stage, &cl);
+		for (u32 j = STM_SPL; j < nw; j++) stm_put_write(g, S, p, lane, cg32(g->ws_item, wb + j), stage, &cl);
+		if (stage) J.cl = cl;
+	}
+	__syncwarp();
+}
+
+// stm_head_tail returns the log's head (and, in *tail, its tail) as lane 0
+// reads them, in every lane.
+__device__ __forceinline__ u64 stm_head_tail(stm_log_ctl* ctl, u32 lane, u64* tail) {
+	u64 h = 0, t = 0;
+	if (lane == 0) {
+		h = ctl->head;
+		t = ctl->tail;
+	}
+	if (tail) *tail = __shfl_sync(FULL_MASK, t, 0);
+	return __shfl_sync(FULL_MASK, h, 0);
+}
+
+// stm_cause_of returns 1 + lane's conflict cause found in the scratch's
+// conflict masks (read-write before write-write before log full), or 0.
+__device__ __forceinline__ u32 stm_cause_of(const stm_scratch* S, u32 lane, u32 extra_lf) {
+	const u32 bit = 1u << lane;
+	return (S->rw & bit) ? 1 + STM_READ_WRITE : (S->ww & bit) ? 1 + STM_WRITE_WRITE
+	     : ((S->lf | extra_lf) & bit) ? 1 + STM_LOG_FULL : 0;
+}
+
+// stm_validate_table validates the request against the log without the
+// lock, group by group: fill the table, scan the entries [tail, head),
+// then those logged meanwhile, so that the scan under the lock is short.
+// Returns lane's 1 + cause, or 0.
+__device__ __forceinline__ u32 stm_validate_table(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, stm_job& J, u64* scanned) {
+	stm_log_ctl* ctl = L.ctl;
+	S->snap[lane] = J.snap;
+	if (lane == 0) S->rw = S->ww = S->lf = 0;
+	__syncwarp();
+	for (u32 gi = 0; gi < J.groups; gi++) {
+		stm_table_fill(g, S, p, lane, J, gi, true);
+		u64 t0;
+		u64 h0 = stm_head_tail(ctl, lane, &t0);
+		*scanned += stm_scan_batch(g, L, S, lane, t0, h0, J.min_snap);
+		const u64 hc = stm_head_tail(ctl, lane, nullptr);
+		if (hc != h0) {
+			__syncwarp();
+			*scanned += stm_scan_batch(g, L, S, lane, h0, hc, J.min_snap);
+			h0 = hc;
+		}
+		if (J.grp == gi) J.hv = h0;
+		__syncwarp();
+	}
+	J.staged = __reduce_max_sync(FULL_MASK, J.cl) <= STM_SPL;
+	__threadfence_block();
+	__syncwarp();
+	const u32 fl = __ballot_sync(FULL_MASK, J.in && ctl->floor_ts > J.snap);
+	return J.in ? stm_cause_of(S, lane, fl) : 0;
+}
+
+// stm_revalidate_table validates the surviving lanes of a table-validated
+// request against the entries logged since each group's scan, up to h1,
+// under the lock. The table holds the last group; the others are loaded
+// again. Returns lane's cause as updated.
+__device__ __forceinline__ u32 stm_revalidate_table(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, stm_job& J, u64 h1,
+                                    u32 cause, u64* scanned) {
+	for (int gi = (int)J.groups - 1; gi >= 0; gi--) {
+		const u32 members = __ballot_sync(FULL_MASK, J.in && J.grp == (u32)gi);
+		if (!members) continue;
+		const u64 lo = __shfl_sync(FULL_MASK, J.hv, __ffs(members) - 1);
+		if (lo == h1) continue;
+		if (gi != (int)J.groups - 1) stm_table_fill(g, S, p, lane, J, gi, false);
+		*scanned += stm_scan_batch(g, L, S, lane, lo, h1, J.min_snap);
+		__syncwarp();
+	}
+	if (!cause && J.in) cause = stm_cause_of(S, lane, 0);
+	return cause;
+}
+
+// stm_validate_each validates the request's transactions one at a time
+// with the whole warp against the entries [lo, hi) (the path of
+// transactions too large for the table), the lanes of which. Returns
+// lane's cause as updated.
+__device__ __forceinline__ u32 stm_validate_each(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, const stm_job& J, u32 which,
+                                 u64 lo, u64 hi, u32 cause) {
+	for (u32 m = which; m; m &= m - 1) {
+		const u32 l = __ffs(m) - 1;
+		const u64 s = __shfl_sync(FULL_MASK, J.snap, l);
+		const u32 c = stm_validate(g, L, S->bloom, p, lane, J.cw * 32 + l, s, lo, hi);
+		if (lane == l && c) cause = c;
+	}
+	return cause;
+}
+
+// stm_lock takes the log's lock for worker me (lane 0 spins, backing off);
+// false: the run failed meanwhile.
+__device__ __forceinline__ bool stm_lock(const stm_globals* g, stm_log_ctl* ctl, u32 me, u32 lane, u64 deadline, u64* cy_lock) {
+	bool quit = false;
+	if (lane == 0) {
+		u32 w = 0;
+		const u64 l0 = clock64();
+		while (atomicCAS((u32*)&ctl->lock, 0u, me + 1) != 0u) {
+			if (stm_wait_check(g, deadline, &w, STM_AT_LOCK)) {
+				quit = true;
+				break;
+			}
+			__nanosleep(32);
+		}
+		*cy_lock += clock64() - l0;
+	}
+	quit = __shfl_sync(FULL_MASK, quit, 0);
+	__threadfence_block();
+	return !quit;
+}
+
+// stm_commit_single gives the survivors ok of a single-partition request
+// consecutive timestamps (one reservation: in shared memory with one
+// server, on the global counter with several), logs them (staged writes
+// at once, else from the write sets) and releases the lock. Returns the
+// first timestamp (0 when none survived). All lanes call it.
+__device__ __forceinline__ u64 stm_commit_single(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, const stm_job& J, u32 ok, u64* fast_n) {
+	stm_log_ctl* ctl = L.ctl;
+	u64 first = 0;
+	if (ok) {
+		if (lane == 0) {
+			if (g->servers == 1) {
+				first = ctl->next_ts + 1;
+				ctl->next_ts = first + __popc(ok) - 1;
+			} else {
+				first = atomicAdd((unsigned long long*)g->next, (unsigned long long)__popc(ok)) + 1;
+			}
+		}
+		first = __shfl_sync(FULL_MASK, first, 0);
+		const u32 items = __reduce_add_sync(FULL_MASK, ((ok >> lane) & 1) ? J.cl : 0);
+		if (J.fast && J.staged && (u64)__popc(ok) <= g->log_n && items <= g->log_w) {
+			stm_log_insert_batch(g, L, S, lane, ok, J.cl, first);
+			(*fast_n)++;
+		} else {
+			stm_log_insert(g, L, p, lane, J.cw, ok, ok, first);
+		}
+	}
+	__threadfence_block();
+	if (lane == 0) ctl->lock = 0;
+	return first;
+}
+
+// stm_reply writes each lane's result (a timestamp, STM_RES_PREPARED, or
+// STM_RES_FLAG | cause), then the reply word the client polls, and frees
+// the mail.
+__device__ __forceinline__ void stm_reply(const stm_globals* g, stm_log_ctl* ctl, u32 p, u32 me, u32 lane, const stm_job& J, u32 cause, u32 ok, u64 first) {
+	if (J.in) {
+		u64 r;
+		if (cause)
+			r = STM_RES_FLAG | (cause - 1);
+		else if (J.kind == REQ_SINGLE)
+			r = first + __popc(ok & lanemask_lt(lane));
+		else
+			r = STM_RES_PREPARED;
+		st_relaxed_gpu((u64*)g->res + J.cw * 32 + lane, r);
+	}
+	__threadfence();
+	__syncwarp();
+	if (lane == 0) {
+		st_release_gpu((u32*)g->reply + (u64)J.cw * g->servers + p, J.seq);
+		ctl->mail[me] = 0;
+	}
+}
+
 // stm_worker serves the requests the receiver leaves in its mail: thread
-// mapping: one warp per request, lane l answers client lane l.
+// mapping: one warp per request, lane l answers client lane l. Steps:
+// load the request, validate it without the lock (the table path or one
+// transaction at a time), take the lock, validate against what was logged
+// meanwhile, then commit (single partition: timestamps, log, unlock) or
+// keep the lock for the client (prepare), and reply.
 __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 lane, u64 deadline) {
 	stm_log_ctl* ctl = L.ctl;
 	stm_scratch* S = &ctl->scratch[me];
@@ -336,181 +600,42 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 			__nanosleep(64);
 			continue;
 		}
-		__threadfence_block();
-		const u32 cw = ctl->mail_warp[me], mask = ctl->mail_mask[me], kind = ctl->mail_kind[me], seq = ctl->mail_seq[me];
-		__syncwarp();
+		stm_job J;
+		stm_job_load(g, ctl, me, lane, J);
 		const u64 c0 = clock64();
-		// Lane l loads its transaction's snapshot and set sizes.
-		const bool in = (mask >> lane) & 1;
-		const u32 tid = cw * 32 + lane;
-		u64 snap = ~0ull;
-		u32 nr = 0, nw = 0;
-		if (in) {
-			snap = cg64(g->tx_snap, tid);
-			nr = cg32(g->tx_nr, tid);
-			nw = cg32(g->tx_nw, tid);
-		}
-		const u64 min_snap = warp_min64(snap);
-		const bool fast = __reduce_add_sync(FULL_MASK, nr + nw) <= STM_TABLE / 2 && __reduce_max_sync(FULL_MASK, nw) <= STM_SPL;
-		u32 cl = 0; // lane l's writes of this partition (fast path)
-		u64 h0 = 0, t0 = 0;
 		u32 cause = 0; // lane l: 1 + cause of client lane l's abort
-		if (fast) {
-			for (u32 i = lane; i < STM_TABLE; i += 32) {
-				S->key[i] = STM_EMPTY;
-				S->rd[i] = 0;
-				S->wr[i] = 0;
-			}
-			S->snap[lane] = snap;
-			if (lane == 0) S->rw = S->ww = S->lf = 0;
-			__syncwarp();
-			if (in) {
-				// The first STM_SPL reads and the writes (at most STM_SPL
-				// here) are loaded at once: one round trip to L2.
-				const u64 rb = (u64)tid * (u32)g->r_cap, wb = (u64)tid * (u32)g->w_cap;
-				u32 rit[STM_SPL], wit[STM_SPL];
-#pragma unroll
-				for (u32 j = 0; j < STM_SPL; j++) {
-					rit[j] = j < nr ? cg32(g->rs_item, rb + j) : 0;
-					wit[j] = j < nw ? cg32(g->ws_item, wb + j) : 0;
-				}
-#pragma unroll
-				for (u32 j = 0; j < STM_SPL; j++)
-					if (j < nr && stm_partition(g, rit[j]) == p) stm_table_put(S, rit[j], 1u << lane, false);
-				for (u32 j = STM_SPL; j < nr; j++) {
-					const u32 it = cg32(g->rs_item, rb + j);
-					if (stm_partition(g, it) == p) stm_table_put(S, it, 1u << lane, false);
-				}
-#pragma unroll
-				for (u32 j = 0; j < STM_SPL; j++)
-					if (j < nw && stm_partition(g, wit[j]) == p) {
-						stm_table_put(S, wit[j], 1u << lane, true);
-						S->witem[lane * STM_SPL + cl++] = wit[j];
-					}
-			}
-			__syncwarp();
-			if (lane == 0) {
-				h0 = ctl->head;
-				t0 = ctl->tail;
-			}
-			h0 = __shfl_sync(FULL_MASK, h0, 0);
-			t0 = __shfl_sync(FULL_MASK, t0, 0);
-			scanned += stm_scan_batch(g, L, S, lane, t0, h0, min_snap);
+		u64 h0 = 0;
+		if (J.fast) {
+			cause = stm_validate_table(g, L, S, p, lane, J, &scanned);
 			batched++;
-			// Catch up with what was logged meanwhile, so that the scan
-			// under the lock is short.
-			u64 hc = 0;
-			if (lane == 0) hc = ctl->head;
-			hc = __shfl_sync(FULL_MASK, hc, 0);
-			if (hc != h0) {
-				__syncwarp();
-				scanned += stm_scan_batch(g, L, S, lane, h0, hc, min_snap);
-				h0 = hc;
-			}
-			__threadfence_block();
-			__syncwarp();
-			const u32 fl = __ballot_sync(FULL_MASK, in && ctl->floor_ts > snap);
-			const u32 bit = 1u << lane;
-			cause = (S->rw & bit) ? 1 + STM_READ_WRITE : (S->ww & bit) ? 1 + STM_WRITE_WRITE
-			      : ((S->lf | fl) & bit) ? 1 + STM_LOG_FULL : 0;
 		} else {
-			if (lane == 0) {
-				h0 = ctl->head;
-				t0 = ctl->tail;
-			}
-			h0 = __shfl_sync(FULL_MASK, h0, 0);
-			t0 = __shfl_sync(FULL_MASK, t0, 0);
-			for (u32 m = mask; m; m &= m - 1) {
-				const u32 l = __ffs(m) - 1;
-				const u64 s = __shfl_sync(FULL_MASK, snap, l);
-				const u32 c = stm_validate(g, L, S->bloom, p, lane, cw * 32 + l, s, t0, h0);
-				if (lane == l) cause = c;
-			}
+			u64 t0;
+			h0 = stm_head_tail(ctl, lane, &t0);
+			cause = stm_validate_each(g, L, S, p, lane, J, J.mask, t0, h0, 0);
 		}
-		u32 ok = __ballot_sync(FULL_MASK, in && cause == 0);
+		u32 ok = __ballot_sync(FULL_MASK, J.in && cause == 0);
 		const u64 c1 = clock64();
-		// The lock: then validate against what was logged meanwhile.
-		bool quit = false;
-		if (lane == 0) {
-			u32 w = 0;
-			const u64 l0 = clock64();
-			while (atomicCAS((u32*)&ctl->lock, 0u, me + 1) != 0u) {
-				if (stm_wait_check(g, deadline, &w, STM_AT_LOCK)) {
-					quit = true;
-					break;
-				}
-				__nanosleep(32);
-			}
-			cy_lock += clock64() - l0;
-		}
-		if (__shfl_sync(FULL_MASK, quit, 0)) break;
-		__threadfence_block();
-		u64 h1 = 0;
-		if (lane == 0) h1 = ctl->head;
-		h1 = __shfl_sync(FULL_MASK, h1, 0);
-		if (ok && h1 != h0) {
-			if (fast) {
-				scanned += stm_scan_batch(g, L, S, lane, h0, h1, min_snap);
-				__syncwarp();
-				const u32 bit = 1u << lane;
-				if (!cause && ((S->rw | S->ww | S->lf) & bit))
-					cause = (S->rw & bit) ? 1 + STM_READ_WRITE : (S->ww & bit) ? 1 + STM_WRITE_WRITE : 1 + STM_LOG_FULL;
-			} else {
-				for (u32 m = ok; m; m &= m - 1) {
-					const u32 l = __ffs(m) - 1;
-					const u64 s = __shfl_sync(FULL_MASK, snap, l);
-					const u32 c = stm_validate(g, L, S->bloom, p, lane, cw * 32 + l, s, h0, h1);
-					if (lane == l && c) cause = c;
-				}
-			}
+		if (!stm_lock(g, ctl, me, lane, deadline, &cy_lock)) break;
+		const u64 h1 = stm_head_tail(ctl, lane, nullptr);
+		if (ok) {
+			if (J.fast)
+				cause = stm_revalidate_table(g, L, S, p, lane, J, h1, cause, &scanned);
+			else if (h1 != h0)
+				cause = stm_validate_each(g, L, S, p, lane, J, ok, h0, h1, cause);
 		}
 		// Entries evicted meanwhile (the floor only moves under the lock).
-		if (in && !cause && ctl->floor_ts > snap) cause = 1 + STM_LOG_FULL;
-		ok = __ballot_sync(FULL_MASK, in && cause == 0);
+		if (J.in && !cause && ctl->floor_ts > J.snap) cause = 1 + STM_LOG_FULL;
+		ok = __ballot_sync(FULL_MASK, J.in && cause == 0);
 		u64 first = 0;
-		if (kind == REQ_SINGLE) {
-			if (ok) {
-				if (lane == 0) {
-					if (g->servers == 1) {
-						first = ctl->next_ts + 1;
-						ctl->next_ts = first + __popc(ok) - 1;
-					} else {
-						first = atomicAdd((unsigned long long*)g->next, (unsigned long long)__popc(ok)) + 1;
-					}
-				}
-				first = __shfl_sync(FULL_MASK, first, 0);
-				const u32 items = __reduce_add_sync(FULL_MASK, ((ok >> lane) & 1) ? cl : 0);
-				if (fast && (u64)__popc(ok) <= g->log_n && items <= g->log_w) {
-					stm_log_insert_batch(g, L, S, lane, ok, cl, first);
-					fast_n++;
-				} else {
-					stm_log_insert(g, L, p, lane, cw, ok, ok, first);
-				}
-			}
-			__threadfence_block();
-			if (lane == 0) ctl->lock = 0;
+		if (J.kind == REQ_SINGLE) {
+			first = stm_commit_single(g, L, S, p, lane, J, ok, &fast_n);
 		} else {
 			__threadfence_block();
-			if (lane == 0) ctl->lock = ok ? (LOCK_PREPARED | cw) : 0;
+			if (lane == 0) ctl->lock = ok ? (LOCK_PREPARED | J.cw) : 0;
 		}
-		if (in) {
-			u64 r;
-			if (cause)
-				r = STM_RES_FLAG | (cause - 1);
-			else if (kind == REQ_SINGLE)
-				r = first + __popc(ok & lanemask_lt(lane));
-			else
-				r = STM_RES_PREPARED;
-			st_relaxed_gpu((u64*)g->res + cw * 32 + lane, r);
-		}
-		__threadfence();
-		__syncwarp();
-		if (lane == 0) {
-			st_release_gpu((u32*)g->reply + (u64)cw * g->servers + p, seq);
-			ctl->mail[me] = 0;
-		}
-		cy_validate += (c1 - c0) * __popc(mask);
-		cy_insert += (clock64() - c1) * __popc(mask);
+		stm_reply(g, ctl, p, me, lane, J, cause, ok, first);
+		cy_validate += (c1 - c0) * __popc(J.mask);
+		cy_insert += (clock64() - c1) * __popc(J.mask);
 		__syncwarp();
 	}
 	if (lane == 0) {
