@@ -45,7 +45,7 @@ func runSTM(e *env, args []string) error {
 	readOnly := fs.Float64("read-only", stmDefaultReadOnly, "percentage of read-only transactions, 0 to 100")
 	readSize := fs.String("read-size", "all", "accounts a read-only transaction sums: N consecutive accounts (a block; transfers stay inside blocks), or all")
 	rounds := fs.Int("rounds", 1, "rounds of a transfer: each moves 1 from one account to another")
-	servers := fs.Int("servers", 0, "commit servers, items partitioned over them (0: the engine's default: 1 on the CPU, one per 16 SMs on the GPU)")
+	servers := fs.Int("servers", 1, "commit servers (items are partitioned over them)")
 	seed := fs.Uint64("seed", 1, "seed of the transactions")
 	history := fs.String("history", "", "write every committed transaction as a JSON line to `FILE`")
 	logSize := fs.Int("log-size", 0, "commits each server's log keeps (0: the engine's default)")
@@ -74,8 +74,8 @@ func runSTM(e *env, args []string) error {
 		return usagef("--read-only %g: want a percentage from 0 to 100", *readOnly)
 	case *rounds < 1:
 		return usagef("--rounds %d: want at least 1", *rounds)
-	case *servers < 0 || *servers > stm.MaxServers:
-		return usagef("--servers %d: want 0 (default) to %d", *servers, stm.MaxServers)
+	case *servers < 1 || *servers > stm.MaxServers:
+		return usagef("--servers %d: want 1 to %d", *servers, stm.MaxServers)
 	case *logSize < 0:
 		return usagef("--log-size %d: want 0 (default) or more", *logSize)
 	case *versions < 0:
