@@ -182,14 +182,16 @@ __device__ void stm_send(const stm_globals* g, u32 p, u32 warp, u32 mask, u32 ki
 	st_release_gpu(&r->seq, s + 1);
 }
 
-// stm_send_fin queues a finalize message at server p (one lane calls it).
-__device__ void stm_send_fin(const stm_globals* g, u32 p, u32 warp, u32 mask, u32 all, u64 t0) {
+// stm_send_fin queues a finalize message at server p (one lane calls it);
+// the receiver answers cseq once it has logged the transactions.
+__device__ void stm_send_fin(const stm_globals* g, u32 p, u32 warp, u32 mask, u32 all, u64 t0, u32 cseq) {
 	u64 s = atomicAdd((unsigned long long*)((u64*)g->fin_tail + (u64)p * CTL_SPACING), 1ull);
 	stm_fin* f = stm_fin_slot(g, p, s);
 	f->warp = warp;
 	f->mask = mask;
 	f->all = all;
 	f->t0 = t0;
+	f->cseq = cseq;
 	st_release_gpu(&f->seq, s + 1);
 }
 
@@ -215,6 +217,18 @@ __device__ u64 stm_await(const stm_globals* g, u64 pending, u32 warp, u32 seq, u
 	got = __shfl_sync(FULL_MASK, got, 0);
 	__syncwarp();
 	return got;
+}
+
+// stm_await_all waits (all lanes) until every server in pending answered
+// request seq of warp; false: the run failed meanwhile. Not inlined: only
+// transactions of several partitions wait here.
+__device__ __noinline__ bool stm_await_all(const stm_globals* g, u64 pending, u32 warp, u32 seq, u32 lane, u64 deadline) {
+	while (pending) {
+		const u64 got = stm_await(g, pending, warp, seq, lane, deadline);
+		if (!got) return false;
+		pending &= ~got;
+	}
+	return true;
 }
 
 // stm_commit_warp commits the update transactions of the warp and returns
@@ -308,10 +322,11 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 		u64 t0 = 0;
 		if (surv && lane == 0) t0 = atomicAdd((unsigned long long*)g->next, (unsigned long long)__popc(surv)) + 1;
 		t0 = __shfl_sync(FULL_MASK, t0, 0);
+		*seq += 1;
 		for (u64 m = prepared; m; m &= m - 1) {
 			const u32 p = __ffsll(m) - 1;
 			const u32 lanes = __ballot_sync(FULL_MASK, multi && ((tx->pmask >> p) & 1));
-			if (lane == 0) stm_send_fin(g, p, wid, lanes, surv, t0);
+			if (lane == 0) stm_send_fin(g, p, wid, lanes, surv, t0, *seq);
 		}
 		const u64 t2 = multi ? t0 + __popc(surv & lanemask_lt(lane)) : 0;
 		if (surv) {
@@ -322,6 +337,13 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 			cwb += clock64() - w0;
 		}
 		if (multi) ts = t2;
+		// The receivers log the finalized transactions from their write
+		// sets (tx_nw, ws_item), which the warp's next transactions
+		// overwrite: wait until every prepared server has logged them.
+		if (!stm_await_all(g, prepared, wid, *seq, lane, deadline)) {
+			*quit = true;
+			return 0;
+		}
 	}
 	u64 c2 = clock64();
 	if (upd) cy[1] += c2 - c1 - cwb;

@@ -33,7 +33,9 @@
 // partitions prepares at each of its servers in ascending order (each
 // keeps its lock for the client), then the client reserves one timestamp
 // range and finalizes at every prepared server (the receiver logs the
-// survivors and releases the lock). Every log therefore lists its commits
+// survivors from their write sets, releases the lock and answers; the
+// warp starts no new transaction, which would overwrite those write sets,
+// before every prepared server answered). Every log therefore lists its commits
 // in timestamp order, and a transaction is validated against all commits
 // between its snapshot and its timestamp that touched its items.
 //
@@ -79,7 +81,7 @@ struct stm_req {
 struct stm_fin {
 	u64 seq;
 	u64 t0;
-	u32 warp, mask, all, pad;
+	u32 warp, mask, all, cseq; // cseq: echoed in the reply once the receiver logged them
 };
 
 // stm_copy_globals copies the run's parameters into shared memory (all

@@ -679,7 +679,7 @@ __device__ void stm_receiver(const stm_globals* g, stm_log& L, u32 p, u32 lane, 
 		// read after an acquiring one).
 		for (;;) {
 			const stm_fin* f = stm_fin_slot(g, p, fh);
-			u32 ready = 0, cw = 0, mask = 0, all = 0;
+			u32 ready = 0, cw = 0, mask = 0, all = 0, cseq = 0;
 			u64 t0 = 0;
 			if (lane == 0 && ld_relaxed_gpu(&f->seq) == fh + 1 && ld_acquire_gpu(&f->seq) == fh + 1) {
 				ready = 1;
@@ -687,6 +687,7 @@ __device__ void stm_receiver(const stm_globals* g, stm_log& L, u32 p, u32 lane, 
 				mask = f->mask;
 				all = f->all;
 				t0 = f->t0;
+				cseq = f->cseq;
 			}
 			if (!__shfl_sync(FULL_MASK, ready, 0)) break;
 			cw = __shfl_sync(FULL_MASK, cw, 0);
@@ -696,6 +697,10 @@ __device__ void stm_receiver(const stm_globals* g, stm_log& L, u32 p, u32 lane, 
 			stm_log_insert(g, L, p, lane, cw, mask, all, t0);
 			__threadfence_block();
 			if (lane == 0) ctl->lock = 0;
+			// Answer the client: its write sets were read (release: after
+			// those reads).
+			__syncwarp();
+			if (lane == 0) st_release_gpu((u32*)g->reply + (u64)cw * g->servers + p, cseq);
 			fh++;
 			idle_round = false;
 		}
