@@ -64,3 +64,22 @@ func (c CUDA) spec() (*workloadSpec, error) {
 		maxReads: c.MaxReads, maxWrites: c.MaxWrites, maxROReads: c.MaxReadOnlyReads,
 	}, nil
 }
+
+// CompileArch is the architecture Compile checks a body for.
+const CompileArch = "sm_90"
+
+// Compile compiles the body into the GPU engine's kernels with NVRTC for
+// CompileArch, so that a body's mistakes are reported (with NVRTC's log)
+// before a run, on a machine without a GPU too. Cost: one NVRTC compile of
+// the engine's program, about a second.
+func (c CUDA) Compile() error {
+	sp, err := c.spec()
+	if err != nil {
+		return err
+	}
+	p := gpuShape(sp, Config{}.withDefaults(), Options{}, 0).program(sp)
+	if _, err := p.CompileCUBIN(CompileArch); err != nil {
+		return fmt.Errorf("cuda workload %s: %w", c.Name(), err)
+	}
+	return nil
+}

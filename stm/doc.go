@@ -46,4 +46,60 @@
 // ascending order (CPU) or prepares at each in ascending order and
 // finalizes with one timestamp (GPU), so that every partition's log lists
 // commits in timestamp order.
+//
+// # Your own transactions on the GPU
+//
+// A CUDA workload is a transaction body in CUDA C, compiled with NVRTC into
+// the engine's kernels and run by every client thread, one transaction at a
+// time, retried on abort. This body (stm/testdata/transfer.cu) moves 1
+// between two items of a block of 8, or, with the read-only share given in
+// parameter 0, sums a block, whose total must not change:
+//
+//	__device__ void stm_body(stm_tx* tx) {
+//		const u64 blocks = stm_items(tx) / 8;
+//		const bool ro = stm_below(tx, 1000000) < stm_param(tx, 0);
+//		stm_begin(tx, ro);                   // first: the snapshot
+//		const u32 base = (u32)(stm_below(tx, blocks) * 8);
+//		if (ro) {
+//			u64 sum = 0;
+//			for (u32 i = 0; i < 8; i++) sum += stm_read(tx, base + i);
+//			if (stm_failed(tx)) return;      // lost: it will be retried
+//			stm_check(tx, sum == 8 * stm_param(tx, 1));
+//			return;
+//		}
+//		const u32 from = base + (u32)stm_below(tx, 8);
+//		const u32 to = base + (u32)((from - base + 1 + stm_below(tx, 7)) % 8);
+//		const u64 a = stm_read(tx, from);
+//		if (stm_failed(tx)) return;
+//		if (a == 0) {
+//			stm_abort(tx);                   // give up: not retried
+//			return;
+//		}
+//		stm_write(tx, from, a - 1);          // buffered until commit
+//		stm_write(tx, to, stm_read(tx, to) + 1);
+//	}
+//
+// The rules (stm.cuh has the whole device API): call stm_begin first; draw
+// every random number from stm_rand, stm_below or stm_unit, which repeat
+// on a retry; return once stm_failed says the attempt is lost; stay within
+// the read and write sets the workload declares. From Go:
+//
+//	w := stm.CUDA{Label: "transfer", Body: body, Size: 1 << 20,
+//		Init:  func(int) uint64 { return 100 },
+//		Param: []uint64{900000, 100}, // 90% read-only; the initial value
+//		MaxReads: 8, MaxWrites: 2, MaxReadOnlyReads: 8}
+//	res, err := eng.Run(w, stm.RunOptions{Duration: time.Second})
+//
+// and from the command line, which compiles the body first (its errors
+// name the file's lines), runs it on the GPU and checks opacity of every
+// attempt and the serial replay of the committed history (--check=false
+// skips the check and its recording, for throughput):
+//
+//	warpkv stm run --body transfer.cu --items 1000000 --init 100 --param 100 \
+//		--read-only 90 --threads 65536 --duration 1s
+//
+// It prints the commits (update and read-only), the aborts by cause, the
+// transactions given up, commits/s, the committed transactions that
+// failed stm_check, and the two checks' verdicts; it exits 1 if any check
+// fails.
 package stm

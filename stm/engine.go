@@ -154,7 +154,7 @@ type Engine struct {
 }
 
 // runner is one engine of an Engine: the CPU engine (cpuEngine,
-// cpu_run.go) or the GPU engine (gpuEngine, gpu_engine.go). Both run a
+// cpu_run.go) or the GPU engine (gpuEngine, engine_gpu.go). Both run a
 // workload from its initial store to the same kind of Result, and report
 // the run's timings.
 type runner interface {

@@ -10,7 +10,7 @@
 //
 // The engine's client kernel calls stm_body for a transaction ticket, then
 // commits the transactions of the whole warp together (stm_commit_warp in
-// stm.cu: pre-validation in the warp, one request per server, write-back,
+// client.cu: pre-validation in the warp, one request per server, write-back,
 // the clock advanced in commit order) and calls the body again for the
 // same ticket if the attempt aborted. Everything a body draws must come
 // from stm_rand/stm_below/stm_unit, which repeat on every retry. stm_abort
@@ -68,6 +68,8 @@ __device__ __forceinline__ u64 stm_below(stm_tx* tx, u64 n) { return __umul64hi(
 __device__ __forceinline__ double stm_unit(stm_tx* tx) {
 	return (double)(stm_rand(tx) >> 11) * (1.0 / 9007199254740992.0);
 }
+// stm_items returns N, the store's items (a body uses items 0 to N-1).
+__device__ __forceinline__ u64 stm_items(const stm_tx* tx) { return tx->g->n_items; }
 // stm_param returns workload parameter i.
 __device__ __forceinline__ u64 stm_param(const stm_tx* tx, int i) { return tx->g->params[i]; }
 // stm_param_double returns parameter i as the bits of a double.

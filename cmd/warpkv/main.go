@@ -60,7 +60,7 @@ func commands() []command {
 		{"bench", "run a benchmark suite: warpkv bench " + strings.Join(suiteNames(), "|") + " [flags]", runBench, nil},
 		{"loadgen", "load memcached-compatible servers and compare them: warpkv loadgen --addr A [--addr B]", runLoadgen, nil},
 		{"mpt", "Merkle Patricia Trie: warpkv mpt root|prove [--secure] FILE [HEXKEY]", runMPT, [][]string{{"root", "-h"}, {"prove", "-h"}}},
-		{"stm", "transactional memory (CSMV): warpkv stm bank [--device D] [--accounts N] [--transactions N | --duration D] ...", runSTM, [][]string{{"bank", "-h"}}},
+		{"stm", "transactional memory (CSMV): warpkv stm bank [--device D] [--accounts N] ... | warpkv stm run --body FILE.cu [--items N] ...", runSTM, [][]string{{"bank", "-h"}, {"run", "-h"}}},
 		{"art", "adaptive radix tree (CuART): warpkv art run [--device D] [--batch N] FILE applies put/upd/del/get/range/prefix/len lines", runART, [][]string{{"run", "-h"}}},
 		{"help", "show help for warpkv, one command or one subcommand: warpkv help [command [subcommand]]", runHelp, nil},
 	}
@@ -197,7 +197,7 @@ func subcommands(name string) []string {
 	case "mpt":
 		return []string{"root", "prove"}
 	case "stm":
-		return []string{"bank"}
+		return []string{"bank", "run"}
 	case "art":
 		return []string{"run"}
 	case "bench":

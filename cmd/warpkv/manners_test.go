@@ -68,6 +68,7 @@ func TestHelpEveryCommand(t *testing.T) {
 		{[]string{"help", "mpt", "prove"}, []string{"usage: warpkv mpt prove", "-engine"}},
 		{[]string{"help", "stm"}, []string{"usage: warpkv stm bank", "-accounts", "-transactions", "-history"}},
 		{[]string{"help", "stm", "bank"}, []string{"usage: warpkv stm bank", "-accounts", "-read-only"}},
+		{[]string{"help", "stm", "run"}, []string{"usage: warpkv stm run", "-body", "-items", "-read-only"}},
 		{[]string{"help", "art"}, []string{"usage: warpkv art run", "-batch", "-device", "range LO HI|* LIMIT"}},
 		{[]string{"help", "art", "run"}, []string{"usage: warpkv art run", "-batch", "8 MiB"}},
 		{[]string{"help", "help"}, []string{"commands:"}},
@@ -90,7 +91,7 @@ func TestHelpEveryCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"help", "stm", "nope"}, `unknown stm subcommand "nope" (want bank)`},
+		{[]string{"help", "stm", "nope"}, `unknown stm subcommand "nope" (want bank, run)`},
 		{[]string{"help", "serve", "x"}, "serve has no subcommands"},
 		{[]string{"help", "nope"}, `unknown command "nope"`},
 	} {

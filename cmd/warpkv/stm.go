@@ -57,11 +57,14 @@ func stmFits(accounts, servers, versions, logSize int, device string) error {
 func runSTM(e *env, args []string) error {
 	const synopsis = "warpkv stm bank [--device auto|cpu|gpu|gpu:N] [--accounts N] [--initial V] [--transactions N | --duration D] " +
 		"[--read-only PCT] [--read-size N] [--rounds K] [--servers N] [--seed S] [--history FILE]"
+	if len(args) > 0 && args[0] == "run" {
+		return runSTMBody(e, args[1:])
+	}
 	if len(args) > 0 && isHelpFlag(args[0]) {
 		args = []string{"bank", "-h"} // "warpkv stm -h": bank's usage
 	}
 	if len(args) == 0 || args[0] != "bank" {
-		return usagef("usage: %s", synopsis)
+		return usagef("usage: %s\n       %s", synopsis, stmRunSynopsis)
 	}
 	fs := newFlagSet(e, "stm bank", synopsis)
 	device := fs.String("device", "", "engine: auto, cpu, gpu or gpu:N (default: $"+gpu.EnvDevice+", else auto)")

@@ -1,0 +1,523 @@
+// stm/client.cu: CSMV's client side: transactions run by client warps, their
+// pre-validation, requests to the servers, write-back and publication in
+// commit order, and the history records (device.cuh describes the protocol).
+
+#include "stm/device.cuh"
+#include "stm/workload.cuh"
+
+// stm_install_all writes this lane's versions (ts, its writes) over the
+// oldest slot of each item; the commit protocol makes this transaction the
+// item's only writer now. A slot is first marked empty (STM_NO_VERSION),
+// then, after a fence, gets its value, its version and becomes the head:
+// a reader that validated a slot's old version (stm_ring_read reads
+// version, value, version) cannot have read the new value. The value needs
+// no fence before its version: a reader accepts version ts only once the
+// clock has passed ts, which happens after the final fence of the batch.
+// All lanes call it (two fences per warp).
+__device__ void stm_install_all(const stm_globals* g, const stm_tx* tx, u64 ts) {
+	const u32 k = (u32)g->k;
+	const u32 nw = ts ? tx->nw : 0;
+	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+	const u64* wv = (const u64*)g->ws_val + (u64)tx->tid * (u32)g->w_cap;
+	u64* vers = (u64*)g->vers;
+	u64* vals = (u64*)g->vals;
+	u32* head = (u32*)g->head;
+	for (u32 j = 0; j < nw; j++) {
+		const u32 it = wi[j];
+		const u32 h = ld_relaxed_gpu(head + it);
+		st_relaxed_gpu(vers + (u64)it * k + (h + 1 == k ? 0 : h + 1), STM_NO_VERSION);
+	}
+	__threadfence();
+	for (u32 j = 0; j < nw; j++) {
+		const u32 it = wi[j];
+		const u32 h = ld_relaxed_gpu(head + it);
+		const u32 s = h + 1 == k ? 0 : h + 1;
+		st_relaxed_gpu(vals + (u64)it * k + s, wv[j]);
+		st_relaxed_gpu(vers + (u64)it * k + s, ts);
+		st_relaxed_gpu(head + it, s);
+	}
+	__threadfence();
+	__syncwarp();
+}
+
+// stm_mark_done marks the batches of this round done after their
+// write-back: lanes with ts != 0 and the same key (the server of a
+// single-partition batch, or 64 for the multi-partition batch) hold
+// consecutive timestamps from one reservation; the lane with the first
+// one stores done[first % R] = last. Returns the largest timestamp marked
+// (warp-uniform; 0 if none). All lanes call it after stm_install_all.
+__device__ u64 stm_mark_done(const stm_globals* g, u64 ts, u32 key, u32 lane) {
+	bool pend = ts != 0;
+	u64 top = 0;
+	while (__any_sync(FULL_MASK, pend)) {
+		const u64 first = warp_min64(pend ? ts : ~0ull);
+		const u32 src = __ffs(__ballot_sync(FULL_MASK, pend && ts == first)) - 1;
+		const u32 b = __shfl_sync(FULL_MASK, key, src);
+		const u32 grp = __ballot_sync(FULL_MASK, pend && key == b);
+		const u64 last = first + __popc(grp) - 1;
+		if (lane == src) st_release_gpu((u64*)g->done + (first & g->done_mask), last);
+		if ((grp >> lane) & 1) pend = false;
+		top = last > top ? last : top;
+	}
+	return top;
+}
+
+// stm_advance moves the commit clock over every batch that is done in
+// order, starting from the clock it reads, and returns the clock it last
+// saw. One lane calls it. A batch [c+1, d] is done when done[(c+1) % R]
+// holds d > c (a stale marker holds an older, published batch's last
+// timestamp, <= c). The marker is read, then a fence, then the clock moves
+// by compare-and-swap: the batch's write-back happens before any reader
+// acquires the new clock.
+__device__ u64 stm_advance(const stm_globals* g) {
+	u64* clock = (u64*)g->clock;
+	const u64* done = (const u64*)g->done;
+	u64 c = ld_relaxed_gpu(clock);
+	for (;;) {
+		u64 d = ld_relaxed_gpu(done + ((c + 1) & g->done_mask));
+		if (d <= c) return c;
+		// Batches done in a row: take them all with one swap.
+		for (int i = 0; i < 8; i++) {
+			const u64 e = ld_relaxed_gpu(done + ((d + 1) & g->done_mask));
+			if (e <= d) break;
+			d = e;
+		}
+		__threadfence();
+		const u64 old = atomicCAS((unsigned long long*)clock, (unsigned long long)c, (unsigned long long)d);
+		c = old == c ? d : old;
+	}
+}
+
+// stm_publish waits (all lanes) until the clock has reached top, advancing
+// it over done batches meanwhile. false: the run failed.
+__device__ bool stm_publish(const stm_globals* g, u64 top, u32 lane, u64 deadline) {
+	bool ok = true;
+	if (lane == 0 && top) {
+		u32 n = 0, ns = 32;
+		__threadfence(); // the markers before the clock is read (store-buffering with other markers)
+		while (stm_advance(g) < top) {
+			if (stm_wait_check(g, deadline, &n, STM_AT_CLOCK)) {
+				ok = false;
+				break;
+			}
+			stm_backoff(&ns, 1024);
+		}
+	}
+	return __shfl_sync(FULL_MASK, ok, 0);
+}
+
+// stm_prevalidate is Algorithm 1: a lane's update transaction conflicts
+// with a lower lane's if that one wrote an item it read (read-write) or
+// wrote (write-write); lanes decide in lane order, a transaction aborts if
+// a conflicting lower lane commits. Write-set signatures filter the exact
+// checks. All lanes call it.
+__device__ void stm_prevalidate(const stm_globals* g, stm_tx* tx, bool* upd, u32 lane, u32 wbase) {
+	const u32* ri = (const u32*)g->rs_item + (u64)tx->tid * (u32)g->r_cap;
+	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+	u64 wsig = 0, rsig = 0;
+	if (*upd) {
+		for (u32 j = 0; j < tx->nw; j++) wsig |= 1ull << stm_hash6(wi[j]);
+		for (u32 j = 0; j < tx->nr; j++) rsig |= 1ull << stm_hash6(ri[j]);
+	}
+	const u32 updmask = __ballot_sync(FULL_MASK, *upd);
+	u32 crw = 0, cww = 0;
+	for (u32 l = 0; l < 32; l++) {
+		if (!((updmask >> l) & 1)) continue; // warp-uniform
+		const u64 sig = __shfl_sync(FULL_MASK, wsig, l);
+		const u32 nwl = __shfl_sync(FULL_MASK, tx->nw, l);
+		if (*upd && l < lane && (sig & (rsig | wsig))) {
+			const u32* wl = (const u32*)g->ws_item + (u64)(wbase + l) * (u32)g->w_cap;
+			for (u32 j = 0; j < nwl; j++) {
+				const u32 it = wl[j];
+				bool hit = false;
+				for (u32 q = 0; q < tx->nr && !hit; q++) hit = ri[q] == it;
+				if (hit) {
+					crw |= 1u << l;
+					break;
+				}
+				for (u32 q = 0; q < tx->nw && !hit; q++) hit = wi[q] == it;
+				if (hit) cww |= 1u << l;
+			}
+		}
+	}
+	// 0 not an update, 1 commit, 2 tentative abort, 3 abort
+	u32 conf = crw | cww;
+	u32 st = !*upd ? 0 : (conf ? 2 : 1);
+	u32 cause = 0;
+	for (u32 l = 0; l < 32; l++) {
+		const u32 other = __shfl_sync(FULL_MASK, st, l);
+		if ((conf >> l) & 1) {
+			if (other == 1) {
+				if (st != 3) cause = ((crw >> l) & 1) ? STM_READ_WRITE : STM_WRITE_WRITE;
+				st = 3;
+			} else if (other == 3 || other == 0) {
+				conf &= ~(1u << l);
+				if (!conf && st == 2) st = 1;
+			}
+		}
+	}
+	if (*upd && st == 3) {
+		stm_fail(tx, STM_ST_ABORT + cause, 0);
+		*upd = false;
+	}
+}
+
+__device__ __forceinline__ stm_req* stm_req_slot(const stm_globals* g, u32 p, u64 s) {
+	return (stm_req*)g->req_ring + (u64)p * (g->ring_mask + 1) + (s & g->ring_mask);
+}
+__device__ __forceinline__ stm_fin* stm_fin_slot(const stm_globals* g, u32 p, u64 s) {
+	return (stm_fin*)g->fin_ring + (u64)p * (g->ring_mask + 1) + (s & g->ring_mask);
+}
+
+// stm_send queues a request at server p (one lane calls it). A server has
+// at most one request of each client warp outstanding, and its ring has a
+// slot for every client warp, so a slot is free when it is taken.
+__device__ void stm_send(const stm_globals* g, u32 p, u32 warp, u32 mask, u32 kind, u32 cseq) {
+	u64 s = atomicAdd((unsigned long long*)((u64*)g->req_tail + (u64)p * CTL_SPACING), 1ull);
+	stm_req* r = stm_req_slot(g, p, s);
+	r->warp = warp;
+	r->mask = mask;
+	r->kind = kind;
+	r->cseq = cseq;
+	st_release_gpu(&r->seq, s + 1);
+}
+
+// stm_send_fin queues a finalize message at server p (one lane calls it);
+// the receiver answers cseq once it has logged the transactions.
+__device__ void stm_send_fin(const stm_globals* g, u32 p, u32 warp, u32 mask, u32 all, u64 t0, u32 cseq) {
+	u64 s = atomicAdd((unsigned long long*)((u64*)g->fin_tail + (u64)p * CTL_SPACING), 1ull);
+	stm_fin* f = stm_fin_slot(g, p, s);
+	f->warp = warp;
+	f->mask = mask;
+	f->all = all;
+	f->t0 = t0;
+	f->cseq = cseq;
+	st_release_gpu(&f->seq, s + 1);
+}
+
+// stm_await waits (all lanes) until at least one of the servers in
+// pending answered request seq of warp and returns those that did (0: the
+// run failed meanwhile): lane 0 polls the reply words (relaxed loads,
+// backing off), then a fence orders the reads of the results after them.
+__device__ u64 stm_await(const stm_globals* g, u64 pending, u32 warp, u32 seq, u32 lane, u64 deadline) {
+	const u32* rp = (const u32*)g->reply + (u64)warp * g->servers;
+	u64 got = 0;
+	if (lane == 0) {
+		u32 n = 0, ns = 64;
+		for (;;) {
+			for (u64 m = pending; m; m &= m - 1) {
+				const u32 p = __ffsll(m) - 1;
+				if (ld_relaxed_gpu(rp + p) == seq) got |= 1ull << p;
+			}
+			if (got || stm_wait_check(g, deadline, &n, STM_AT_REPLY)) break;
+			stm_backoff(&ns, 512);
+		}
+		__threadfence();
+	}
+	got = __shfl_sync(FULL_MASK, got, 0);
+	__syncwarp();
+	return got;
+}
+
+// stm_await_all waits (all lanes) until every server in pending answered
+// request seq of warp; false: the run failed meanwhile. Not inlined: only
+// transactions of several partitions wait here.
+__device__ __noinline__ bool stm_await_all(const stm_globals* g, u64 pending, u32 warp, u32 seq, u32 lane, u64 deadline) {
+	while (pending) {
+		const u64 got = stm_await(g, pending, warp, seq, lane, deadline);
+		if (!got) return false;
+		pending &= ~got;
+	}
+	return true;
+}
+
+// stm_commit_warp commits the update transactions of the warp and returns
+// this lane's commit timestamp (0: not committed; tx->state says why). All
+// lanes call it. *quit is set when the run failed.
+__device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 lane, u32 wid, u32* seq,
+                               u64 deadline, u64* cy, bool* quit) {
+	const u32 wbase = wid * 32;
+	bool upd = have && tx->state == STM_ST_OK && !tx->ro && tx->nw > 0;
+	if (upd) {
+		((u64*)g->tx_snap)[tx->tid] = tx->snap;
+		((u32*)g->tx_nr)[tx->tid] = tx->nr;
+		((u32*)g->tx_nw)[tx->tid] = tx->nw;
+	}
+	if (__ballot_sync(FULL_MASK, upd) == 0) return 0;
+	__threadfence();
+	u64 c0 = clock64();
+	stm_prevalidate(g, tx, &upd, lane, wbase);
+	u64 c1 = clock64();
+	if (upd) cy[0] += c1 - c0;
+	u64 ts = 0, top = 0;
+	u64 cwb = 0;
+	const u32 nparts = __popcll(tx->pmask);
+
+	// Round 1: transactions of one partition, one request per server, all
+	// in flight together; then their write-back and done markers.
+	bool single = upd && nparts == 1;
+	const u64 u1 = warp_or64(single ? tx->pmask : 0);
+	if (u1) {
+		*seq += 1;
+		for (u64 m = u1; m; m &= m - 1) {
+			const u32 p = __ffsll(m) - 1;
+			const u32 lanes = __ballot_sync(FULL_MASK, single && tx->pmask == (1ull << p));
+			if (lane == 0) stm_send(g, p, wid, lanes, REQ_SINGLE, *seq);
+		}
+		// Each server's batch is written back and marked done as soon as
+		// its answer comes: a slow server does not hold up the others'
+		// timestamps (and with them every client's publication).
+		const u32 mine = single ? (u32)(__ffsll(tx->pmask) - 1) : 64;
+		for (u64 pending = u1; pending;) {
+			const u64 got = stm_await(g, pending, wid, *seq, lane, deadline);
+			if (!got) {
+				*quit = true;
+				return 0;
+			}
+			pending &= ~got;
+			u64 t1 = 0;
+			if (mine < 64 && ((got >> mine) & 1)) {
+				const u64 r = ld_relaxed_gpu((const u64*)g->res + tx->tid);
+				if (r & STM_RES_FLAG)
+					stm_fail(tx, STM_ST_ABORT + (u32)(r & 0xFF), 0);
+				else
+					t1 = r;
+			}
+			const u64 w0 = clock64();
+			stm_install_all(g, tx, t1);
+			const u64 t = stm_mark_done(g, t1, mine, lane);
+			top = t > top ? t : top;
+			cwb += clock64() - w0;
+			if (t1) ts = t1;
+		}
+	}
+
+	// Round 2: transactions of several partitions: prepare at each server
+	// in ascending order, reserve one range of timestamps, finalize, then
+	// the write-back and the done marker.
+	bool multi = upd && nparts > 1;
+	const u64 u2 = warp_or64(multi ? tx->pmask : 0);
+	if (u2) {
+		u64 prepared = 0;
+		for (u64 m = u2; m; m &= m - 1) {
+			const u32 p = __ffsll(m) - 1;
+			const u32 lanes = __ballot_sync(FULL_MASK, multi && ((tx->pmask >> p) & 1));
+			if (!lanes) continue;
+			*seq += 1;
+			if (lane == 0) stm_send(g, p, wid, lanes, REQ_PREPARE, *seq);
+			if (!stm_await(g, 1ull << p, wid, *seq, lane, deadline)) {
+				*quit = true; // the run failed: locks no longer matter
+				return 0;
+			}
+			if ((lanes >> lane) & 1) {
+				const u64 r = ld_relaxed_gpu((const u64*)g->res + tx->tid);
+				if (r != STM_RES_PREPARED) {
+					multi = false;
+					stm_fail(tx, STM_ST_ABORT + (u32)(r & 0xFF), 0);
+				}
+			}
+			if (__ballot_sync(FULL_MASK, multi && ((tx->pmask >> p) & 1))) prepared |= 1ull << p;
+		}
+		const u32 surv = __ballot_sync(FULL_MASK, multi);
+		u64 t0 = 0;
+		if (surv && lane == 0) t0 = atomicAdd((unsigned long long*)g->next, (unsigned long long)__popc(surv)) + 1;
+		t0 = __shfl_sync(FULL_MASK, t0, 0);
+		*seq += 1;
+		for (u64 m = prepared; m; m &= m - 1) {
+			const u32 p = __ffsll(m) - 1;
+			const u32 lanes = __ballot_sync(FULL_MASK, multi && ((tx->pmask >> p) & 1));
+			if (lane == 0) stm_send_fin(g, p, wid, lanes, surv, t0, *seq);
+		}
+		const u64 t2 = multi ? t0 + __popc(surv & lanemask_lt(lane)) : 0;
+		if (surv) {
+			const u64 w0 = clock64();
+			stm_install_all(g, tx, t2);
+			const u64 t = stm_mark_done(g, t2, 64, lane);
+			top = t > top ? t : top;
+			cwb += clock64() - w0;
+		}
+		if (multi) ts = t2;
+		// The receivers log the finalized transactions from their write
+		// sets (tx_nw, ws_item), which the warp's next transactions
+		// overwrite: wait until every prepared server has logged them.
+		if (!stm_await_all(g, prepared, wid, *seq, lane, deadline)) {
+			*quit = true;
+			return 0;
+		}
+	}
+	u64 c2 = clock64();
+	if (upd) cy[1] += c2 - c1 - cwb;
+	if (ts) cy[2] += cwb;
+
+	// Publication: the clock passes this warp's batches before the warp
+	// starts new transactions.
+	if (!stm_publish(g, top, lane, deadline)) {
+		*quit = true;
+		return 0;
+	}
+	if (ts) cy[3] += clock64() - c2;
+	return ts;
+}
+
+// stm_record appends this lane's attempt to the history: kind 0 update
+// commit, 1 read-only commit (both to the committed region, sized for
+// every ticket of the run, so it cannot fill), 2 aborted attempt (cause in
+// bits 8..15) to the aborted region, which stops taking records when full
+// (counted in CNT_HIST_DROPPED; hist_ab_end is the end of the records it
+// holds). A record: kind, (reads << 32 | writes), the timestamp, the
+// snapshot, and the (item, value) pairs of the reads and the writes.
+__device__ void stm_record(const stm_globals* g, const stm_tx* tx, u32 kind, u32 cause, u64 ts) {
+	const u32 nw = kind == 1 ? 0 : tx->nw;
+	const u64 words = 4 + 2 * ((u64)tx->nr + nw);
+	u64* h;
+	if (kind == 2) {
+		const u64 off = atomicAdd((unsigned long long*)g->hist_ab_off, (unsigned long long)words);
+		if (off + words > g->hist_ab_cap) {
+			atomicAdd((unsigned long long*)&((u64*)g->counters)[CNT_HIST_DROPPED], 1ull);
+			return;
+		}
+		atomicMax((unsigned long long*)g->hist_ab_end, (unsigned long long)(off + words));
+		h = (u64*)g->hist_ab + off;
+	} else {
+		const u64 off = atomicAdd((unsigned long long*)g->hist_off, (unsigned long long)words);
+		if (off + words > g->hist_cap) { // the run's ticket bound makes this impossible
+			stm_error(g, STM_ERR_HISTORY, g->hist_cap, tx->ticket);
+			return;
+		}
+		h = (u64*)g->hist + off;
+	}
+	h[0] = kind | (cause << 8);
+	h[1] = ((u64)tx->nr << 32) | nw;
+	h[2] = ts;
+	h[3] = tx->snap;
+	h += 4;
+	const u64 rbase = (u64)tx->tid * (u32)g->r_cap, wbase = (u64)tx->tid * (u32)g->w_cap;
+	for (u32 j = 0; j < tx->nr; j++) {
+		h[2 * j] = ((const u32*)g->rs_item)[rbase + j];
+		h[2 * j + 1] = ((const u64*)g->rs_val)[rbase + j];
+	}
+	h += 2 * tx->nr;
+	for (u32 j = 0; j < nw; j++) {
+		h[2 * j] = ((const u32*)g->ws_item)[wbase + j];
+		h[2 * j + 1] = ((const u64*)g->ws_val)[wbase + j];
+	}
+}
+
+// stm_client: thread mapping: one transaction slot per thread (tid), warps
+// commit together. Invariant: a lane holds a ticket until its transaction
+// commits or is given up; the warp leaves the loop only when no lane holds
+// one and no more tickets are to be had (or the run failed). Tickets stop
+// at n_tx, so a run commits at most n_tx transactions.
+extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const stm_globals* __restrict__ gp) {
+	__shared__ stm_globals sg;
+	stm_copy_globals(&sg, gp);
+	const stm_globals* g = &sg;
+	const u32 tid = blockIdx.x * blockDim.x + threadIdx.x;
+	const u32 lane = threadIdx.x & 31;
+	const u32 wid = tid >> 5;
+	const u64 deadline = globaltimer_ns() + g->limit_ns;
+	u64* dctl = stm_dctl(g);
+	u64 cnt[CNT_WORDS];
+	for (int i = 0; i < CNT_WORDS; i++) cnt[i] = 0;
+	u64 cy[4] = {0, 0, 0, 0};
+	bool have = false, done = false;
+	u64 ticket = 0;
+	u32 seq = 0;
+	for (;;) {
+		u32 flags = 0;
+		if (lane == 0) {
+			if (stm_errored(g))
+				flags = 1;
+			else if (globaltimer_ns() > deadline) {
+				stm_error(g, STM_ERR_DEADLINE, STM_AT_RUN, 0);
+				flags = 1;
+			} else if (ld_relaxed_gpu(&dctl[DCTL_STOP]))
+				flags = 2;
+		}
+		flags = __shfl_sync(FULL_MASK, flags, 0);
+		if (flags == 1) break;
+		if (flags == 2) {
+			have = false; // abandon attempts in progress
+			done = true;
+		}
+		const u32 need = __ballot_sync(FULL_MASK, !have && !done);
+		if (need) {
+			u64 base = 0;
+			if (lane == 0) base = atomicAdd((unsigned long long*)&dctl[DCTL_TICKETS], (unsigned long long)__popc(need));
+			base = __shfl_sync(FULL_MASK, base, 0);
+			if (!have && !done) {
+				ticket = base + __popc(need & lanemask_lt(lane));
+				if (g->n_tx && ticket >= g->n_tx)
+					done = true;
+				else
+					have = true;
+			}
+			if (lane == 0 && g->n_tx && base + __popc(need) > g->n_tx) st_relaxed_gpu(&dctl[DCTL_TICKETS_OUT], 1);
+		}
+		if (!__any_sync(FULL_MASK, have)) break;
+
+		stm_tx tx;
+		tx.g = g;
+		tx.snap = 0;
+		tx.ticket = ticket;
+		tx.rng = stm_seed(g->seed, ticket);
+		tx.pmask = 0;
+		tx.tid = tid;
+		tx.thread = tid;
+		tx.threads = (u32)g->threads;
+		tx.nr = tx.nw = 0;
+		tx.ro = 0;
+		tx.begun = 0;
+		tx.state = STM_ST_OK;
+		tx.detail = 0;
+		tx.bad = 0;
+		tx.calls = 0;
+		tx.deadline = deadline;
+		if (have) {
+			const u64 c0 = clock64();
+			stm_body(&tx);
+			if (!tx.begun) stm_fail(&tx, STM_ERR_NO_BEGIN, 0);
+			cnt[CNT_CY_EXECUTE] += clock64() - c0;
+			if (tx.state == STM_ERR_DEADLINE)
+				stm_error(g, STM_ERR_DEADLINE, STM_AT_RUN, ticket);
+			else if (tx.state >= STM_ERR_ITEM)
+				stm_error(g, tx.state, ticket, tx.detail);
+		}
+		__syncwarp();
+		bool quit = false;
+		const u64 ts = stm_commit_warp(g, &tx, have, lane, wid, &seq, deadline, cy, &quit);
+		if (__any_sync(FULL_MASK, quit)) break;
+		if (have) {
+			if (tx.state == STM_ST_OK && (ts || tx.ro || tx.nw == 0)) {
+				const bool rot = ts == 0;
+				cnt[rot ? CNT_READ_ONLY : CNT_COMMITS]++;
+				if (tx.bad) cnt[CNT_WRONG]++;
+				if (g->hist_mode) stm_record(g, &tx, rot ? 1 : 0, 0, rot ? tx.snap : ts);
+				have = false;
+			} else if (tx.state == STM_ST_USER) {
+				cnt[CNT_USER]++;
+				have = false;
+			} else if (tx.state == STM_ST_STOP) {
+				have = false; // the run stopped during it: abandoned
+				done = true;
+			} else if (tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4) {
+				cnt[CNT_ABORT0 + tx.state - STM_ST_ABORT]++;
+				if (g->hist_mode == 2) stm_record(g, &tx, 2, tx.state - STM_ST_ABORT, tx.snap);
+			} else {
+				have = false; // an error, recorded above: the run ends
+			}
+		}
+	}
+	cnt[CNT_CY_PREVALIDATE] += cy[0];
+	cnt[CNT_CY_ROUNDTRIP] += cy[1];
+	cnt[CNT_CY_WRITEBACK] += cy[2];
+	cnt[CNT_CY_PUBLISH] += cy[3];
+	u64* counters = (u64*)g->counters;
+	for (int i = 0; i < CNT_WORDS; i++)
+		if (cnt[i]) atomicAdd((unsigned long long*)&counters[i], (unsigned long long)cnt[i]);
+	__syncwarp();
+	if (lane == 0) {
+		__threadfence();
+		atomicAdd((unsigned long long*)&dctl[DCTL_CLIENTS_DONE], 1ull);
+	}
+}

@@ -1,0 +1,158 @@
+// stm/device.cuh: the device types and helpers shared by CSMV's kernels on
+// the GPU. The kernels are split by part: client.cu (stm_client), server.cu
+// (stm_server) and store.cu (stm_init, stm_final); stm/engine_gpu.go
+// compiles them as one program (one translation unit that includes the
+// three) and launches the client and server kernels on two streams.
+//
+//
+// Clients (stm_client): one transaction at a time per thread; a warp runs
+// the bodies of its 32 transactions, then commits them together:
+// pre-validation inside the warp (Algorithm 1 of the thesis), one request
+// per server whose partition the survivors touch, write-back of the
+// versions, and publication in commit order.
+//
+// Servers (stm_server): one block per partition of the items, resident on
+// an SM of its own: warp 0 is the receiver, the others are workers. The
+// log of recent commits (timestamps and written items of this partition)
+// lives in shared memory. A worker takes one request (the transactions of
+// one client warp) and validates it against the log entries newer than
+// the transactions' snapshots. When every transaction of the request has
+// at most STM_TABLE/2 accesses (the common case), it is validated as a
+// batch: the worker puts the items of consecutive lanes, up to STM_TABLE/2
+// of them, in a hash table in shared memory (item -> the lanes that read
+// or wrote it) and its lanes scan the log entries, 32 at a time, once for
+// the whole group (one group for small transactions; a request of larger
+// ones takes a few, so multi-round transactions are not validated one by
+// one). Transactions larger than half the table are validated one after
+// the other by the whole warp (collaborative validation: lane j checks
+// entries head-1-j, head-1-j-32, ...). The worker then takes the log's lock, validates
+// against the entries added meanwhile, and for a single-partition request
+// reserves consecutive timestamps for the survivors with one addition
+// (in shared memory when there is one server, else on the global counter),
+// logs them and releases the lock. A transaction that touches several
+// partitions prepares at each of its servers in ascending order (each
+// keeps its lock for the client), then the client reserves one timestamp
+// range and finalizes at every prepared server (the receiver logs the
+// survivors from their write sets, releases the lock and answers; the
+// warp starts no new transaction, which would overwrite those write sets,
+// before every prepared server answered). Every log therefore lists its commits
+// in timestamp order, and a transaction is validated against all commits
+// between its snapshot and its timestamp that touched its items.
+//
+// Publication: a batch of consecutive timestamps (one reservation) is
+// written back by its client warp, which then marks it done in a ring of
+// markers (done[first % R] = last) and advances the commit clock over
+// every batch that is done in order (a compare-and-swap from the batch
+// before it to its last timestamp); nobody waits for an earlier batch to
+// publish. A warp waits for the clock to pass its own batches before it
+// starts new transactions, which bounds the timestamps reserved but not
+// published by the client threads (R is at least twice that).
+//
+// Every loop that waits checks the run's deadline (the GPU's global timer)
+// and the error word, so a bug ends the run with an error, never a hang;
+// waits back off with __nanosleep.
+//
+// The shape of a run (versions per item k, read and write set capacity per
+// thread r_cap and w_cap, history mode hist_mode: 0 none, 1 committed, 2
+// also aborted attempts; log entries log_n in a ring of log_e and written
+// items log_w in a pool of log_a per server, both rings powers of two)
+// comes in stm_globals, so one compiled program serves every shape.
+// Defines from Go: STM_SERVER_WARPS, STM_CLIENT_BLOCK and the layout
+// constants of stm/layout_gpu.go (STM_TABLE, STM_SPL among them).
+#pragma once
+#include "warpkv/types.cuh"
+#include "stm/globals.cuh"
+#include "stm/stm.cuh"
+
+#define STM_WORKERS (STM_SERVER_WARPS - 1)
+#define REQ_SINGLE 1u
+#define REQ_PREPARE 2u
+#define LOCK_PREPARED 0x80000000u
+#define STM_EMPTY 0xFFFFFFFFu
+
+// A commit request of one client warp at one server; ready when seq equals
+// its ring position + 1.
+struct stm_req {
+	u64 seq;
+	u32 warp, mask, kind, cseq; // cseq: the warp's request number, echoed in its reply
+};
+// A finalize message: log the transactions of mask (lanes of warp) with
+// timestamps t0 + their rank in all, then release the log's lock.
+struct stm_fin {
+	u64 seq;
+	u64 t0;
+	u32 warp, mask, all, cseq; // cseq: echoed in the reply once the receiver logged them
+};
+
+// stm_copy_globals copies the run's parameters into shared memory (all
+// threads of the block call it): the kernels read them constantly, and
+// from global memory every read would go to L2, since the acquiring loads
+// of the protocol invalidate the SM's L1.
+__device__ __forceinline__ void stm_copy_globals(stm_globals* s, const stm_globals* gp) {
+	for (u32 i = threadIdx.x; i < sizeof(stm_globals) / 8; i += blockDim.x) ((u64*)s)[i] = ((const u64*)gp)[i];
+	__syncthreads();
+}
+
+__device__ __forceinline__ u64* stm_dctl(const stm_globals* g) { return (u64*)g->dctl; }
+__device__ __forceinline__ u64* stm_hctl(const stm_globals* g) { return (u64*)g->hctl; }
+
+// stm_error records the run's first error (device word for the kernels,
+// mapped words for the host).
+__device__ void stm_error(const stm_globals* g, u64 code, u64 d0, u64 d1) {
+	u64* d = stm_dctl(g);
+	if (atomicCAS((unsigned long long*)&d[DCTL_ERROR], 0ull, (unsigned long long)code) == 0ull) {
+		d[DCTL_DETAIL0] = d0;
+		d[DCTL_DETAIL1] = d1;
+		u64* h = stm_hctl(g);
+		st_relaxed_sys(&h[HCTL_DETAIL0], d0);
+		st_relaxed_sys(&h[HCTL_DETAIL1], d1);
+		__threadfence_system();
+		st_relaxed_sys(&h[HCTL_ERROR], code);
+	}
+}
+
+__device__ __forceinline__ bool stm_errored(const stm_globals* g) {
+	return ld_relaxed_gpu(&stm_dctl(g)[DCTL_ERROR]) != 0;
+}
+
+// stm_wait_check is called in wait loops: every 32nd call it checks the
+// error word and the deadline; true means give up.
+__device__ __forceinline__ bool stm_wait_check(const stm_globals* g, u64 deadline, u32* n, u32 where) {
+	if ((++*n & 31) != 0) return false;
+	if (stm_errored(g)) return true;
+	if (globaltimer_ns() > deadline) {
+		stm_error(g, STM_ERR_DEADLINE, where, 0);
+		return true;
+	}
+	return false;
+}
+
+// stm_backoff sleeps *ns nanoseconds and doubles it up to limit.
+__device__ __forceinline__ void stm_backoff(u32* ns, u32 limit) {
+	__nanosleep(*ns);
+	*ns = min(*ns * 2, limit);
+}
+
+__device__ __forceinline__ u64 warp_or64(u64 v) {
+	u32 lo = __reduce_or_sync(FULL_MASK, (u32)v), hi = __reduce_or_sync(FULL_MASK, (u32)(v >> 32));
+	return ((u64)hi << 32) | lo;
+}
+__device__ __forceinline__ u64 warp_min64(u64 v) {
+	for (int o = 16; o > 0; o >>= 1) {
+		u64 w = __shfl_xor_sync(FULL_MASK, v, o);
+		v = w < v ? w : v;
+	}
+	return v;
+}
+__device__ __forceinline__ u64 warp_max64(u64 v) {
+	for (int o = 16; o > 0; o >>= 1) {
+		u64 w = __shfl_xor_sync(FULL_MASK, v, o);
+		v = w > v ? w : v;
+	}
+	return v;
+}
+__device__ __forceinline__ u32 lanemask_lt(u32 lane) { return (1u << lane) - 1; }
+
+// Bloom, signature and table hashes of an item.
+__device__ __forceinline__ u32 stm_hash10(u32 item) { return (item * 0x9E3779B1u) >> 22; }
+__device__ __forceinline__ u32 stm_hash6(u32 item) { return (item * 0x9E3779B1u) >> 26; }

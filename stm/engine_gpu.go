@@ -1,0 +1,498 @@
+package stm
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
+)
+
+// The kernels, split by part (client.cu, server.cu, store.cu) over the
+// shared device header device.cuh, and the device API of bodies (stm.cuh).
+var (
+	//go:embed stm.cuh
+	stmHeader string
+	//go:embed device.cuh
+	deviceHeader string
+	//go:embed client.cu
+	clientCUDA string
+	//go:embed server.cu
+	serverCUDA string
+	//go:embed store.cu
+	storeCUDA string
+)
+
+// programSource is the program's one translation unit: the three parts,
+// compiled together so that the host loads one module.
+const programSource = "// stm: CSMV's kernels, one translation unit of their parts.\n" +
+	"#include \"stm/client.cu\"\n#include \"stm/server.cu\"\n#include \"stm/store.cu\"\n"
+
+// Launch configuration of the GPU engine, in one place.
+const (
+	defaultClientBlock = 32  // threads per client block: one warp, so a bounded grid spreads over the SMs
+	defaultServerWarps = 16  // warps per server block: 1 receiver + 15 workers (each validates a request of up to 32 transactions at once)
+	initBlock          = 256 // threads per block of stm_init and stm_final
+	// memShare: per-thread sets and the history may use 1/memShare of the
+	// free device memory.
+	memShare = 2
+	// abortedShare: the aborted attempts' history region (HistoryAborted)
+	// holds this many times the committed region, within the memory
+	// budget; attempts beyond it are counted, not recorded.
+	abortedShare = 8
+	// itemsPerThread: without ClientThreads, a store of N items gets at
+	// most N/itemsPerThread concurrent transactions (at least a warp), so
+	// that a small store is not swamped by attempts that can only conflict.
+	itemsPerThread = 2
+	// updatesPerLog: without ClientThreads, a server has about
+	// LogSize/updatesPerLog update transactions in flight.
+	updatesPerLog = 8
+	// serverStartTimeout bounds the wait for the server blocks to run
+	// before the clients are launched.
+	serverStartTimeout = 10 * time.Second
+	// stopGrace is how long the host waits for the kernels after asking
+	// them to stop, before giving up on the device.
+	stopGrace = 15 * time.Second
+	pollEvery = 200 * time.Microsecond
+)
+
+// gpuEngine runs workloads with the CSMV kernels on one device.
+type gpuEngine struct {
+	dev        *gpu.Device
+	opt        Options
+	ctl        *gpu.MappedBuffer[uint64] // hctl: flags shared with running kernels
+	sSrv, sCli *gpu.Stream
+	evA, evB   *gpu.Event
+}
+
+func newGPUEngine(d *gpu.Device, o Options) (*gpuEngine, error) {
+	g := &gpuEngine{dev: d, opt: o}
+	var err error
+	if g.ctl, err = gpu.AllocMapped[uint64](d, hctlWords); err != nil {
+		return nil, err
+	}
+	if g.sSrv, err = d.NewStream(); err == nil {
+		if g.sCli, err = d.NewStream(); err == nil {
+			if g.evA, err = d.NewEvent(); err == nil {
+				g.evB, err = d.NewEvent()
+			}
+		}
+	}
+	if err != nil {
+		return nil, errors.Join(err, g.close())
+	}
+	return g, nil
+}
+
+func (g *gpuEngine) close() error {
+	return errors.Join(g.evA.Close(), g.evB.Close(), g.sCli.Close(), g.sSrv.Close(), g.ctl.Free())
+}
+
+// shape is the shape of a run: what the kernels are compiled for (the
+// block sizes) and what they are told in stm_globals (the rest).
+type shape struct {
+	k, logE, logA, r, w, hist int
+	serverWarps, clientBlock  int
+	serverSmem                int
+}
+
+// serverSmem returns the shared memory the server's log (a ring of logE
+// entries and a pool of logA items, powers of two) and control words need
+// (an upper bound of the layout of stm_log_ctl in server.cu, which checks it
+// with a static_assert).
+func serverSmem(logE, logA, workers int) int {
+	return 8*globalWords() + 20*logE + 4*logA + ctlBytes0 + ctlBytesPerWorker*workers
+}
+
+// pow2 returns the smallest power of two >= n (n >= 1).
+func pow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
+}
+
+// gpuShape returns the shape of a workload's program for a configuration.
+func gpuShape(sp *workloadSpec, cfg Config, o Options, hist int) shape {
+	sh := shape{k: cfg.Versions, logE: pow2(cfg.LogSize), logA: pow2(cfg.LogWrites), hist: hist,
+		serverWarps: o.ServerWarps, clientBlock: o.ClientBlock}
+	if sh.serverWarps == 0 {
+		sh.serverWarps = defaultServerWarps
+	}
+	if sh.clientBlock == 0 {
+		sh.clientBlock = defaultClientBlock
+	}
+	sh.r = max(sp.maxReads, 1)
+	if hist > 0 {
+		sh.r = max(sh.r, sp.maxROReads)
+	}
+	sh.w = max(sp.maxWrites, 1)
+	sh.serverSmem = serverSmem(sh.logE, sh.logA, sh.serverWarps-1)
+	return sh
+}
+
+// program returns the kernels of a workload for a shape: one program per
+// body and block sizes (the rest of the shape is a run's parameter).
+func (sh shape) program(sp *workloadSpec) gpu.Program {
+	defs := append(layoutDefines(),
+		gpu.Def("STM_SERVER_WARPS", sh.serverWarps), gpu.Def("STM_CLIENT_BLOCK", sh.clientBlock))
+	p := gpu.NewProgram("stm.cu", programSource, defs...)
+	p.Headers["stm/stm.cuh"] = stmHeader
+	p.Headers["stm/device.cuh"] = deviceHeader
+	p.Headers["stm/client.cu"] = clientCUDA
+	p.Headers["stm/server.cu"] = serverCUDA
+	p.Headers["stm/store.cu"] = storeCUDA
+	p.Headers["stm/globals.cuh"] = globalsHeader()
+	p.Headers["stm/workload.cuh"] = bodyHeader(sp.cudaName, sp.cuda)
+	return p
+}
+
+// bodyHeader is stm/workload.cuh: the body, with a #line directive so that
+// compile errors name the body's own file and line.
+func bodyHeader(name, body string) string {
+	clean := strings.Map(func(r rune) rune {
+		if r == '"' || r == '\\' || r < ' ' {
+			return '_'
+		}
+		return r
+	}, name)
+	return "#line 1 \"" + clean + "\"\n" + body
+}
+
+// Programs returns the kernel programs of the built-in workloads in their
+// default shapes (for compile checks).
+func Programs() []gpu.Program {
+	var out []gpu.Program
+	for _, w := range []Workload{
+		Bank{Accounts: 1000, Initial: 100, ReadOnly: 0.9, ReadSize: 100},
+		Memcached{Slots: 1 << 20, Ways: 16, Gets: 0.998, Zipf: 0.99},
+		RMW{Size: 1 << 20, Keys: 4, ReadOnly: 0.5, Zipf: 0.99},
+	} {
+		sp, err := w.spec()
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, gpuShape(sp, Config{}.withDefaults(), Options{}, 0).program(sp))
+	}
+	return out
+}
+
+// defaultThreads is the number of client threads of a run without
+// Options.ClientThreads: about LogSize/updatesPerLog update transactions
+// in flight per server, so more threads when most transactions are
+// read-only; at most one per itemsPerThread items of the store; at least a
+// warp. A request is validated against the log entries newer than its
+// transactions' snapshots, about one per update transaction in flight, so
+// a server's capacity falls as concurrency grows: on an H100 (2026-11-26)
+// 4096 concurrent transfers at one server gave 2.0M commits/s with 3965
+// entries scanned per request (and more than LogSize in flight makes
+// commits abort spuriously, LogFull, as the thesis saw).
+func defaultThreads(sp *workloadSpec, cfg Config, n int, seed uint64) int {
+	upd := max(1-readOnlyShare(sp, seed), 1.0/64)
+	want := int(float64(max(cfg.LogSize/updatesPerLog, 32)*cfg.Servers) / upd)
+	return max(32, min(want, n/itemsPerThread))
+}
+
+// readOnlyShare estimates the share of read-only transactions of a
+// workload from its first tickets (0 when the workload cannot say).
+func readOnlyShare(sp *workloadSpec, seed uint64) float64 {
+	if sp.readOnly == nil {
+		return 0
+	}
+	const n = 4096
+	ro := 0
+	for t := uint64(0); t < n; t++ {
+		if sp.readOnly(seed, t, 0, 1) {
+			ro++
+		}
+	}
+	return float64(ro) / n
+}
+
+// describe turns a kernel's error code into an error.
+func (g *gpuEngine) describe(code, d0, d1 uint64, n int, ro RunOptions) error {
+	switch code {
+	case errItem:
+		return fmt.Errorf("transaction %d used item %d, outside the store of %d items", d0, d1, n)
+	case errReads:
+		return fmt.Errorf("transaction %d read more than the %d items its read set holds", d0, d1)
+	case errWrites:
+		return fmt.Errorf("transaction %d wrote more than the %d items its write set holds", d0, d1)
+	case errROWrite:
+		return fmt.Errorf("read-only transaction %d wrote item %d", d0, d1)
+	case errNoBegin:
+		return fmt.Errorf("transaction %d: the body did not call stm_begin before its first access", d0)
+	case errDeadline:
+		where := "running"
+		if d0 < uint64(len(deadlineWhere)) {
+			where = deadlineWhere[d0]
+		}
+		return fmt.Errorf("the kernels passed the run's deadline (%v) while %s", ro.Timeout, where)
+	case errHistory:
+		return fmt.Errorf("the history buffer (%d words) is full: record fewer transactions", d0)
+	case errAborted:
+		return fmt.Errorf("the host stopped the kernels after the run's timeout (%v)", ro.Timeout)
+	case errSmem:
+		return fmt.Errorf("the log needs %d bytes of shared memory, a server block has %d: lower LogSize or LogWrites", d0, d1)
+	}
+	return fmt.Errorf("kernel error %d (%d, %d)", code, d0, d1)
+}
+
+// run runs a workload on the device in named steps: plan the shape, load
+// the kernels, size the grid and the memory, allocate, initialize the
+// store, launch (the server kernel on one stream, the client kernel on
+// another once every server block runs; the host sets the stop flag after
+// the duration and bounds everything by the timeout) and collect.
+func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, engine.Timings, error) {
+	var tm engine.Timings
+	pl, err := g.plan(w, sp, ro)
+	if err != nil {
+		return nil, tm, err
+	}
+	var clk engine.Clock
+	clk.Start()
+	clk.Mark(nil, engine.MarkStart)
+	k, err := g.load(pl, sp)
+	if err != nil {
+		return nil, tm, err
+	}
+	if err := g.size(pl, k, sp, ro); err != nil {
+		return nil, tm, err
+	}
+	mem, err := g.allocate(pl, sp, ro)
+	if err != nil {
+		return nil, tm, err
+	}
+	defer mem.release()
+	if err := g.initStore(w, pl, mem, k); err != nil {
+		return nil, tm, err
+	}
+	clk.Mark(nil, engine.MarkUploaded)
+	clk.Mark(nil, engine.MarkSorted)
+	if err := g.startServers(pl, mem, k, ro); err != nil {
+		return nil, tm, err
+	}
+	elapsed, err := g.runClients(pl, mem, k, ro)
+	if err != nil {
+		return nil, tm, err
+	}
+	clk.Mark(nil, engine.MarkWorked)
+	res, err := g.collect(pl, mem, k, ro, elapsed)
+	if err != nil {
+		return nil, tm, err
+	}
+	clk.Mark(nil, engine.MarkDone)
+	return res, clk.Timings(w.Name(), int(res.Total())), nil
+}
+
+// runPlan is what one run decided: the store's configuration, the
+// kernels' shape, the grid and the sizes of its memory.
+type runPlan struct {
+	cfg   Config
+	n     int // items
+	hist  int // history mode: 0 none, 1 committed, 2 also aborted attempts
+	sh    shape
+	props gpu.Properties
+	// the grid (size)
+	blocks, threads, clientWarps int
+	ring, doneRing               int   // request rings' and done markers' slots (powers of two)
+	nTickets                     int64 // tickets handed out (0: no bound)
+	histWords, abWords           int64 // history regions, in words
+}
+
+// plan checks the configuration and the options against the device and
+// chooses the shape of the kernels.
+func (g *gpuEngine) plan(w Workload, sp *workloadSpec, ro RunOptions) (*runPlan, error) {
+	n := w.Items()
+	props := g.dev.Properties()
+	cfg := g.opt.Config.withDefaults()
+	if err := cfg.validate(n); err != nil {
+		return nil, err
+	}
+	cfg = cfg.forItems(n)
+	if sp.cuda == "" {
+		return nil, fmt.Errorf("the workload has no CUDA body")
+	}
+	if os.Getenv(gpu.EnvDebugSync) == "1" {
+		return nil, fmt.Errorf("the server kernel runs until its clients finish, so %s=1 (synchronize after every launch) would wait for it forever: unset it", gpu.EnvDebugSync)
+	}
+	hist := 0
+	if ro.History {
+		hist = 1
+	}
+	if ro.HistoryAborted {
+		hist = 2
+	}
+	sh := gpuShape(sp, cfg, g.opt, hist)
+	switch {
+	case sh.serverWarps < 2 || sh.serverWarps > 32:
+		return nil, fmt.Errorf("%d server warps: want 2 to 32 (a receiver and workers)", sh.serverWarps)
+	case sh.clientBlock < 32 || sh.clientBlock%32 != 0 || sh.clientBlock > props.MaxThreadsPerBlock:
+		return nil, fmt.Errorf("client block of %d threads: want a multiple of 32 up to %d", sh.clientBlock, props.MaxThreadsPerBlock)
+	case sh.serverSmem > props.SharedPerBlockOptin:
+		return nil, fmt.Errorf("a log of %d entries and %d items with %d server warps needs %d bytes of shared memory, %s gives a block %d: lower LogSize, LogWrites or ServerWarps",
+			cfg.LogSize, cfg.LogWrites, sh.serverWarps, sh.serverSmem, g.dev, props.SharedPerBlockOptin)
+	case cfg.Servers >= props.SMs:
+		return nil, fmt.Errorf("%d servers leave none of the %d SMs of %s to clients", cfg.Servers, props.SMs, g.dev)
+	case len(sp.params) > maxParams:
+		return nil, fmt.Errorf("%d workload parameters, at most %d", len(sp.params), maxParams)
+	}
+	return &runPlan{cfg: cfg, n: n, hist: hist, sh: sh, props: props}, nil
+}
+
+// kernels are the functions of a run's module.
+type kernels struct {
+	init, client, server, final *gpu.Function
+	perSM                       int // client blocks per client SM
+}
+
+// load compiles (through the cache) and loads the run's program and finds
+// how many client blocks an SM holds.
+func (g *gpuEngine) load(pl *runPlan, sp *workloadSpec) (*kernels, error) {
+	mod, err := g.dev.Load(pl.sh.program(sp))
+	if err != nil {
+		return nil, err
+	}
+	fns, err := mod.Functions("stm_init", "stm_client", "stm_server", "stm_final")
+	if err != nil {
+		return nil, err
+	}
+	k := &kernels{init: fns[0], client: fns[1], server: fns[2], final: fns[3]}
+	if err := k.server.SetMaxDynamicShared(pl.props.SharedPerBlockOptin); err != nil {
+		return nil, fmt.Errorf("server shared memory: %w", err)
+	}
+	if k.perSM, err = k.client.BlocksPerSM(pl.sh.clientBlock, 0); err != nil {
+		return nil, fmt.Errorf("client occupancy: %w", err)
+	}
+	if k.perSM < 1 {
+		return nil, fmt.Errorf("no client block of %d threads fits on an SM of %s", pl.sh.clientBlock, g.dev)
+	}
+	if g.opt.ClientBlocksPerSM > 0 {
+		k.perSM = min(k.perSM, g.opt.ClientBlocksPerSM)
+	}
+	return k, nil
+}
+
+// size chooses the grid and the history's regions: the client SMs'
+// occupancy, the wanted concurrency (Options.ClientThreads or
+// defaultThreads) and the device memory bound the client threads (their
+// read and write sets); the history takes what the run needs.
+func (g *gpuEngine) size(pl *runPlan, k *kernels, sp *workloadSpec, ro RunOptions) error {
+	sh, cfg, n := pl.sh, pl.cfg, pl.n
+	blocks := k.perSM * (pl.props.SMs - cfg.Servers)
+	want := g.opt.ClientThreads
+	if want == 0 {
+		want = defaultThreads(sp, cfg, n, ro.Seed)
+	}
+	blocks = max(1, min(blocks, (want+sh.clientBlock-1)/sh.clientBlock))
+	free, _, err := g.dev.MemInfo()
+	if err != nil {
+		return err
+	}
+	budget := int64(free) / memShare
+	storeBytes := int64(n) * int64(cfg.Versions) * 16
+	perThread := int64(sh.r)*4 + int64(sh.w)*12 + 32
+	if pl.hist > 0 {
+		perThread += int64(sh.r) * 8
+	}
+	// The history: a committed record takes at most rec words (a
+	// transaction cannot read or write more than its sets hold), and a run
+	// commits at most one record per ticket, so the committed region holds
+	// every ticket the run hands out: all of ro.Transactions, or, for a run
+	// of a duration, as many as fit (the run then ends when they are
+	// committed: Result.HistoryLimited). The aborted attempts' region
+	// stops taking records when full (Result.HistoryDropped).
+	pl.nTickets = ro.Transactions
+	if pl.hist > 0 {
+		rec := int64(4 + 2*(sh.r+sh.w))
+		if ro.Transactions > 0 {
+			pl.histWords = ro.Transactions * rec
+		} else {
+			pl.nTickets = max(budget/4/8/rec, 1)
+			pl.histWords = pl.nTickets * rec
+		}
+		if pl.histWords*8 > budget/2 {
+			return fmt.Errorf("the history of %d transactions needs %d MB of device memory, more than the %d MB available for it: run fewer transactions",
+				ro.Transactions, pl.histWords*8>>20, budget>>21)
+		}
+		budget -= pl.histWords * 8
+		if pl.hist == 2 {
+			pl.abWords = min(abortedShare*pl.histWords, budget/2/8)
+			budget -= pl.abWords * 8
+		}
+	}
+	budget -= storeBytes
+	if maxBlocks := budget / (perThread * int64(sh.clientBlock)); int64(blocks) > maxBlocks {
+		if maxBlocks < 1 {
+			return fmt.Errorf("transactions of %d reads and %d writes leave no device memory for client threads", sh.r, sh.w)
+		}
+		blocks = int(maxBlocks)
+	}
+	pl.blocks = blocks
+	pl.threads = blocks * sh.clientBlock
+	pl.clientWarps = pl.threads / 32
+	pl.ring = pow2(pl.clientWarps)
+	// Timestamps reserved but not published are held by update threads,
+	// one each: the done markers' ring has twice as many slots.
+	pl.doneRing = pow2(2 * pl.threads)
+	return nil
+}
+
+// collect reads the run's error word, counters, final store and history
+// into a Result.
+func (g *gpuEngine) collect(pl *runPlan, m *runMemory, k *kernels, ro RunOptions, elapsed time.Duration) (*Result, error) {
+	dc := make([]uint64, dctlWords)
+	if err := m.dctl.Read(nil, 0, dc); err != nil {
+		return nil, err
+	}
+	if code := dc[dctlError]; code != 0 {
+		return nil, g.describe(code, dc[dctlDetail0], dc[dctlDetail1], pl.n, ro)
+	}
+	cnt := make([]uint64, numCounters)
+	if err := m.counters.Read(nil, 0, cnt); err != nil {
+		return nil, err
+	}
+	res := &Result{Elapsed: elapsed, Threads: pl.threads, Device: g.dev.String(), UserAborts: cnt[cntUser], Wrong: cnt[cntWrong],
+		Servers: pl.cfg.Servers, HistoryDropped: cnt[cntHistDropped]}
+	res.HistoryLimited = pl.hist > 0 && ro.Transactions == 0 && dc[dctlTicketsOut] != 0
+	res.Commits, res.ReadOnlyCommits = cnt[cntCommits], cnt[cntReadOnly]
+	for c := range NumCauses {
+		res.Aborts[c] = cnt[cntAbort0+int(c)]
+	}
+	var err error
+	if res.Final, err = g.readFinal(pl, m, k); err != nil {
+		return nil, err
+	}
+	if pl.hist > 0 {
+		if res.History, err = g.readHistory(pl, m, dc); err != nil {
+			return nil, err
+		}
+	}
+	res.Commit, res.Server = breakdown(cnt, pl.props.ClockKHz)
+	return res, nil
+}
+
+// breakdown converts the kernels' cycle counters to where commit time went.
+func breakdown(cnt []uint64, clockKHz int) (Breakdown, ServerStats) {
+	cycle := func(c uint64) time.Duration {
+		if clockKHz <= 0 {
+			return 0
+		}
+		return time.Duration(float64(c) / float64(clockKHz) * 1e6)
+	}
+	b := Breakdown{
+		Execute: cycle(cnt[cntCyExecute]), PreValidate: cycle(cnt[cntCyPreValidate]),
+		Validate: cycle(cnt[cntCyValidate]), Insert: cycle(cnt[cntCyInsert]),
+		WriteBack: cycle(cnt[cntCyWriteBack]), Publish: cycle(cnt[cntCyPublish]),
+	}
+	s := ServerStats{Requests: cnt[cntRequests], Batched: cnt[cntBatched], Scanned: cnt[cntScanned], LockWait: cycle(cnt[cntCyLock])}
+	if rt := cycle(cnt[cntCyRoundTrip]); rt > b.Validate+b.Insert {
+		b.WaitServer = rt - b.Validate - b.Insert
+	}
+	return b, s
+}
