@@ -1,8 +1,10 @@
 package itemstore
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,8 +35,13 @@ import (
 // them:
 //   - A class with no page that finds memory full takes a page at once
 //     from the class with the oldest items among those with two pages or
-//     more (memcached lets such a class allocate its first page past the
-//     limit; here the limit stays hard and another class gives one up).
+//     more, else the only page of the least wanted class with one (see
+//     starvingSources); every class with a page is tried before the
+//     allocation fails. A class whose every chunk is being written or
+//     referenced (values in flight, the pending table's references) does
+//     the same rather than refuse. memcached lets a class allocate its
+//     first page past the limit; here the limit stays hard and another
+//     class gives one up.
 //   - A page holding no linked item, in a class of two pages or more, is
 //     taken by a class that would otherwise evict, at once.
 //   - Automove (level 1, the default): before a class evicts one of its
@@ -49,7 +56,7 @@ import (
 //     moves at most a page a second once a 30-second window of evictions
 //     shows the need; in the measured shift it moved none in a minute).
 //     Level 2 moves whenever the own victim is younger; level 0
-//     (AutomoveOff) leaves only the first case.
+//     (AutomoveOff) leaves only the first case (NoReassign none).
 //   - Reassign (slabs reassign) queues one move, and SetMemoryLimit below
 //     the pages in use queues pages to give back; the next Allocs of any
 //     class carry them out, one page per call.
@@ -298,13 +305,26 @@ func (s *Store) moveWanted(c *class, now int64) bool {
 
 // moveTo takes a page from another class for class dst: a page without
 // linked items if some class of two pages or more has one, else one from
-// the class with the oldest next victims (any class with a page when dst
-// has none). Victims are appended. The caller holds no class lock.
-func (s *Store) moveTo(dst *class, now int64, victims []Victim) []Victim {
+// the class with the oldest next victims among those with two pages or
+// more. When dst cannot store at all (it has no page, or urgent: every
+// chunk of its pages is being written or referenced) it tries every class
+// that has a page, whatever the ages, those with two pages or more first,
+// before it gives up: a class's only page too (see starvingSources).
+// Victims are appended. The caller holds no class lock.
+func (s *Store) moveTo(dst *class, now int64, urgent bool, victims []Victim) []Victim {
 	if src := s.emptyPageClass(dst); src != nil {
 		if v, ok := s.move(src, dst, now, victims, minSourcePages); ok {
 			return v
 		}
+	}
+	if urgent || dst.pageCount() == 0 {
+		for _, src := range s.starvingSources(dst, now) {
+			var moved bool
+			if victims, moved = s.move(src, dst, now, victims, 1); moved {
+				return victims
+			}
+		}
+		return victims // retried at the next Alloc that needs it
 	}
 	moved := false
 	if src := s.oldestClass(dst, minSourcePages, now); src != nil {
@@ -319,6 +339,51 @@ func (s *Store) moveTo(dst *class, now int64, victims []Victim) []Victim {
 		dst.mu.Unlock()
 	}
 	return victims
+}
+
+// starvingSources returns the classes other than not that have a page to
+// give it, in the order to try them: those with two pages or more, oldest
+// next victims first (then the most pages), and then those with one page,
+// oldest first and, among equally old, the one that stored the fewest
+// items (links): the least wanted, the least likely to need its page back
+// soon. Taking a class's only page leaves it starving in turn, to take a
+// page back at its next allocation; memcached instead lets every class
+// map its first page past the memory limit, which this store's hard limit
+// does not allow. Cost: a pass over the classes and a sort of at most
+// MaxClasses.
+func (s *Store) starvingSources(not *class, now int64) []*class {
+	type cand struct {
+		c     *class
+		pages int
+		age   int64
+		links uint64
+	}
+	var cs []cand
+	for _, c := range s.classes {
+		if n := c.pageCount(); c != not && n > 0 {
+			cs = append(cs, cand{c: c, pages: n, age: c.cachedAge(now), links: c.links.Load()})
+		}
+	}
+	slices.SortStableFunc(cs, func(a, b cand) int {
+		aSpare, bSpare := a.pages >= minSourcePages, b.pages >= minSourcePages
+		switch {
+		case aSpare != bSpare:
+			if aSpare {
+				return -1
+			}
+			return 1
+		case a.age != b.age:
+			return cmp.Compare(b.age, a.age)
+		case aSpare:
+			return cmp.Compare(b.pages, a.pages)
+		}
+		return cmp.Compare(a.links, b.links)
+	})
+	out := make([]*class, len(cs))
+	for i, c := range cs {
+		out[i] = c.c
+	}
+	return out
 }
 
 // emptyPageClass returns a class other than not with two pages or more,
@@ -532,7 +597,7 @@ func (c *class) evacuate(p *page, now int64, victims []Victim) ([]Victim, bool) 
 		case st == stateDead:
 			continue // its pending free finds the page detached
 		default: // Linked, unreferenced
-			if v, ok := c.killForMove(p, h, ct, p.loc(idx, c.s.chunkBits), h.expired(now)); ok {
+			if v, ok := c.kill(p, h, ct, p.loc(idx, c.s.chunkBits), causeMove, now); ok {
 				victims = append(victims, v)
 				killed = append(killed, idx)
 				continue
@@ -550,24 +615,6 @@ func (c *class) evacuate(p *page, now int64, victims []Victim) ([]Victim, bool) 
 		return victims, false
 	}
 	return victims, true
-}
-
-// killForMove makes a linked, unreferenced item of a page being moved Dead
-// (control word ct) and counts it. The caller holds mu.
-func (c *class) killForMove(p *page, h *header, ct uint64, loc uint32, expired bool) (Victim, bool) {
-	v := Victim{Hash: h.hash.Load(), Loc: loc}
-	if !h.ctl.CompareAndSwap(ct, withState(ct, stateDead)&^ctlClock) {
-		return Victim{}, false
-	}
-	c.items.Add(-1)
-	c.itemBytes.Add(-h.size())
-	p.live.Add(-1)
-	if expired {
-		c.s.slabs.reclaimedMoved.Add(1)
-	} else {
-		c.s.slabs.evictedNoMem.Add(1)
-	}
-	return v, true
 }
 
 // detach removes page i from the class (after evacuate): it takes the
