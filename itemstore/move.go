@@ -222,7 +222,7 @@ func (s *Store) SetMemoryLimit(bytes int64) error {
 	}
 	s.pageMu.Lock()
 	s.maxPages.Store(pages)
-	over := int64(s.npages) > pages
+	over := int64(s.npages) > s.pageCap()
 	s.pageMu.Unlock()
 	if over {
 		s.slabs.work.Store(true)
@@ -253,7 +253,7 @@ func (s *Store) housekeep(now int64, victims []Victim) []Victim {
 		}
 	}
 	s.pageMu.Lock()
-	over := int64(s.npages) > s.maxPages.Load()
+	over := int64(s.npages) > s.pageCap()
 	s.pageMu.Unlock()
 	if over {
 		if src := s.oldestClass(nil, 1, now); src != nil {
@@ -262,7 +262,7 @@ func (s *Store) housekeep(now int64, victims []Victim) []Victim {
 	}
 	s.slabs.mu.Lock()
 	s.pageMu.Lock()
-	s.slabs.work.Store(s.slabs.req != nil || int64(s.npages) > s.maxPages.Load())
+	s.slabs.work.Store(s.slabs.req != nil || int64(s.npages) > s.pageCap())
 	s.pageMu.Unlock()
 	s.slabs.mu.Unlock()
 	return victims

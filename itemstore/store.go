@@ -28,11 +28,13 @@ type Store struct {
 	// grows past it.
 	table atomic.Pointer[pageTable]
 
-	pageMu   sync.Mutex // serializes page mapping, replacement and unmapping
-	npages   int        // pages mapped and owned by classes; guarded by pageMu
-	nextNum  uint32     // the next never-used page number; guarded by pageMu
-	freeNums []uint32   // page numbers given back; guarded by pageMu
-	retired  []retired  // replaced pages' memory, unmapped after retireGrace; guarded by pageMu
+	pageMu    sync.Mutex // serializes page mapping, replacement and unmapping
+	npages    int        // pages mapped and owned by classes; guarded by pageMu
+	nextNum   uint32     // the next never-used page number; guarded by pageMu
+	freeNums  []uint32   // page numbers given back; guarded by pageMu
+	retired   []retired  // replaced pages' memory, unmapped after retireGrace; guarded by pageMu
+	held      int64      // bytes taken by Hold; guarded by pageMu
+	heldPages int64      // the pages they fill, taken from the limit (hold.go); guarded by pageMu
 
 	mapped   atomic.Int64 // = npages, for lock-free readers
 	maxPages atomic.Int64 // the memory limit in pages
@@ -144,7 +146,7 @@ func (s *Store) lookup(loc uint32) (*page, int, bool) {
 func (s *Store) newPage(c *class) (*page, error) {
 	s.pageMu.Lock()
 	defer s.pageMu.Unlock()
-	if int64(s.npages) >= s.maxPages.Load() {
+	if int64(s.npages) >= s.pageCap() {
 		return nil, nil
 	}
 	num, ok := s.takeNum()

@@ -100,7 +100,10 @@ func runServe(e *env, args []string) error {
 		Version:     version,
 		Logger:      log,
 		IdleTimeout: opts.idleTimeout,
-		Ready:       func(net.Addr) { boundGCSlack(log) },
+		Ready: func(net.Addr) {
+			boundGCSlack(log)
+			limitGoMemory(log, *memMB<<20)
+		},
 		Engine: server.Options{
 			MemoryLimit:  *memMB << 20,
 			ItemSizeMax:  size,

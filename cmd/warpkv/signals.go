@@ -32,13 +32,13 @@ func serveSignals(log *slog.Logger) (ctx context.Context, stop func()) {
 		for {
 			select {
 			case sig := <-stopc:
-				log.Info("signal received: stopping gracefully", "signal", sig.String())
+				log.Info("signal received: stopping gracefully", "signal", signalName(sig))
 				cancel()
 				// Later stop signals are delivered to stopc and
 				// dropped: the shutdown is already under way and
 				// bounded by its grace period.
 			case sig := <-hupc:
-				log.Info("signal received: ignored, as memcached does (logs go to stderr: nothing to reopen)", "signal", sig.String())
+				log.Info("signal received: ignored, as memcached does (logs go to stderr: nothing to reopen)", "signal", signalName(sig))
 			case <-done:
 				return
 			}
@@ -50,4 +50,20 @@ func serveSignals(log *slog.Logger) (ctx context.Context, stop func()) {
 		close(done)
 		cancel()
 	}
+}
+
+// signalName returns the conventional name of the signals serve handles
+// (SIGHUP, ...), the Go description of any other.
+func signalName(sig os.Signal) string {
+	switch sig {
+	case os.Interrupt:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGUSR1:
+		return "SIGUSR1"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	}
+	return sig.String()
 }
