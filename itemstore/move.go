@@ -342,42 +342,32 @@ func (s *Store) moveTo(dst *class, now int64, urgent bool, victims []Victim) []V
 }
 
 // starvingSources returns the classes other than not that have a page to
-// give it, in the order to try them: those with two pages or more, oldest
-// next victims first (then the most pages), and then those with one page,
-// oldest first and, among equally old, the one that stored the fewest
-// items (links): the least wanted, the least likely to need its page back
-// soon. Taking a class's only page leaves it starving in turn, to take a
-// page back at its next allocation; memcached instead lets every class
-// map its first page past the memory limit, which this store's hard limit
-// does not allow. Cost: a pass over the classes and a sort of at most
+// give it, in the order to try them: oldest next victims first, and among
+// equally old (within the second) the least wanted: the fewest bytes
+// allocated in the class over its life (links times chunk size) per page
+// it has, so that pages flow to the classes the writes go to. A class's
+// only page may be taken: it then starves in turn, and takes a page back
+// at its next allocation; memcached instead lets every class map its
+// first page past the memory limit, which this store's hard limit does
+// not allow. Cost: a pass over the classes and a sort of at most
 // MaxClasses.
 func (s *Store) starvingSources(not *class, now int64) []*class {
 	type cand struct {
-		c     *class
-		pages int
-		age   int64
-		links uint64
+		c      *class
+		age    int64
+		demand float64
 	}
 	var cs []cand
 	for _, c := range s.classes {
 		if n := c.pageCount(); c != not && n > 0 {
-			cs = append(cs, cand{c: c, pages: n, age: c.cachedAge(now), links: c.links.Load()})
+			cs = append(cs, cand{c: c, age: c.cachedAge(now), demand: float64(c.links.Load()) * float64(c.size) / float64(n)})
 		}
 	}
 	slices.SortStableFunc(cs, func(a, b cand) int {
-		aSpare, bSpare := a.pages >= minSourcePages, b.pages >= minSourcePages
-		switch {
-		case aSpare != bSpare:
-			if aSpare {
-				return -1
-			}
-			return 1
-		case a.age != b.age:
+		if a.age != b.age {
 			return cmp.Compare(b.age, a.age)
-		case aSpare:
-			return cmp.Compare(b.pages, a.pages)
 		}
-		return cmp.Compare(a.links, b.links)
+		return cmp.Compare(a.demand, b.demand)
 	})
 	out := make([]*class, len(cs))
 	for i, c := range cs {
