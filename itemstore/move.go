@@ -34,10 +34,10 @@ import (
 // Moves happen inside Alloc, so that the victims have a caller to delete
 // them:
 //   - A class with no page that finds memory full takes a page at once
-//     from the class with the oldest items among those with two pages or
-//     more, else the only page of the least wanted class with one (see
-//     starvingSources); every class with a page is tried before the
-//     allocation fails. A class whose every chunk is being written or
+//     from the class with the oldest items, among equally old ones the
+//     least wanted (the fewest bytes allocated per page), that class's
+//     only page included (see starvingSources); every class with a page
+//     is tried before the allocation fails. A class whose every chunk is being written or
 //     referenced (values in flight, the pending table's references) does
 //     the same rather than refuse. memcached lets a class allocate its
 //     first page past the limit; here the limit stays hard and another
@@ -308,8 +308,8 @@ func (s *Store) moveWanted(c *class, now int64) bool {
 // the class with the oldest next victims among those with two pages or
 // more. When dst cannot store at all (it has no page, or urgent: every
 // chunk of its pages is being written or referenced) it tries every class
-// that has a page, whatever the ages, those with two pages or more first,
-// before it gives up: a class's only page too (see starvingSources).
+// that has a page, in the order of starvingSources, before it gives up: a
+// class's only page too.
 // Victims are appended. The caller holds no class lock.
 func (s *Store) moveTo(dst *class, now int64, urgent bool, victims []Victim) []Victim {
 	if src := s.emptyPageClass(dst); src != nil {
