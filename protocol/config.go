@@ -93,7 +93,7 @@ type Config struct {
 	// receives a value into the item it allocated for it: half-sent values
 	// take memory from the stored items, not from past the limit, so a
 	// large value is refused only when half-sent values hold nearly all of
-	// -m (server.Serve says the exact rule).
+	// -m (see server.heldValues).
 	MaxPendingBytes int64
 	// PendingBudget, when set, must also grant every reservation counted
 	// in MaxPendingBytes, and gets back the same bytes when they are

@@ -94,7 +94,14 @@ func TestHalfSentValuesStayUnderTheCap(t *testing.T) {
 	if items+pending > memMB<<20+free {
 		t.Errorf("item pages %d + half-sent %d bytes, over -m %d MB + %d", items, pending, memMB, free)
 	}
-	if bound := int64(memMB)<<20 + hashBytes + 48<<20 + conns*48<<10; rss > bound {
+	bound := int64(memMB)<<20 + hashBytes + 48<<20 + conns*48<<10
+	if abuseDevice() != "cpu" {
+		// The CUDA driver, its context and the pinned staging buffers:
+		// about 100 MB more (README, "Memory": 216 MB for -m 64 filled, on
+		// an H100 machine, against 90 MB on the CPU engine).
+		bound += 160 << 20
+	}
+	if rss > bound {
 		t.Errorf("RSS %d MB, over the formula's %d MB", rss>>20, bound>>20)
 	}
 	extra := int64(size + len("set k299 0 0 1000000\r\n") + 2 - 16<<10) // what each half-sent value reserves
