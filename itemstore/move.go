@@ -499,7 +499,7 @@ func (s *Store) move(src, dst *class, now int64, victims []Victim, minPages int)
 		return victims, false
 	}
 	var p *page
-	for _, i := range src.moveCandidates() {
+	for _, i := range src.moveCandidates(dst != nil) {
 		var ok bool
 		victims, ok = src.evacuate(src.pages[i], now, victims)
 		if ok {
@@ -520,8 +520,12 @@ func (s *Store) move(src, dst *class, now int64, victims []Victim, minPages int)
 
 // moveCandidates returns up to movePageTries page indices of the class to
 // try moving: pages without linked items first, then the pages from the
-// CLOCK hand on (the oldest items). The caller holds mu.
-func (c *class) moveCandidates() []int {
+// CLOCK hand on (the oldest items). keepFresh leaves out the pages moved
+// in whose chunks the class has not begun to use: such a page was just
+// given to the class for an allocation that has yet to take its chunk,
+// and moving it on to another class would leave that allocation with
+// nothing. The caller holds mu.
+func (c *class) moveCandidates(keepFresh bool) []int {
 	var out []int
 	for i, p := range c.pages {
 		if c.spare(p) && len(out) < movePageTries {
@@ -530,7 +534,7 @@ func (c *class) moveCandidates() []int {
 	}
 	for k := 0; k < len(c.pages) && len(out) < movePageTries; k++ {
 		i := (c.handPage + k) % len(c.pages)
-		if !c.spare(c.pages[i]) {
+		if p := c.pages[i]; !c.spare(p) && !(keepFresh && slices.Contains(c.fresh, p)) {
 			out = append(out, i)
 		}
 	}
