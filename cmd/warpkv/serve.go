@@ -102,7 +102,7 @@ func runServe(e *env, args []string) error {
 		IdleTimeout: opts.idleTimeout,
 		Ready: func(net.Addr) {
 			boundGCSlack(log)
-			limitGoMemory(log, *memMB<<20)
+			limitGoMemory(log, *memMB<<20+int64(max(size, 1<<20))+64<<10)
 		},
 		Engine: server.Options{
 			MemoryLimit:  *memMB << 20,
