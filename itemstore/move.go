@@ -568,7 +568,7 @@ func (c *class) spare(p *page) bool {
 // to free it: free finds the page detached and leaves it. The caller
 // holds mu, then detaches p.
 func (c *class) evacuate(p *page, now int64, victims []Victim) ([]Victim, bool) {
-	n := c.perPage
+	n := c.usedChunks(p)
 	// A cheap first pass, so that a busy page loses no item.
 	for idx := range n {
 		ct := p.chunk(idx).ctl.Load()
@@ -609,6 +609,21 @@ func (c *class) evacuate(p *page, now int64, victims []Victim) ([]Victim, bool) 
 		return victims, false
 	}
 	return victims, true
+}
+
+// usedChunks returns how many chunks of page p, from the first, the class
+// may have handed out: none of a page moved in and not begun, bumpNext of
+// the newest page, all of the others. The chunks past them are Free and
+// were never written, so evacuate need not read them (reading untouched
+// memory of a page costs a page fault per 4 KiB). The caller holds mu.
+func (c *class) usedChunks(p *page) int {
+	switch {
+	case p == c.bump:
+		return c.bumpNext
+	case slices.Contains(c.fresh, p):
+		return 0
+	}
+	return c.perPage
 }
 
 // detach removes page i from the class (after evacuate): it takes the

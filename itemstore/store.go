@@ -207,17 +207,21 @@ type retired struct {
 // retire drops the contents of mem (its physical memory goes back to the
 // system at once; reads see zeros) and unmaps it after retireGrace, along
 // with earlier retired pages whose grace is over. The caller holds pageMu.
+// Cost: one madvise, and one munmap per page whose grace is over.
 func (s *Store) retire(mem []byte, now time.Time) {
 	syscall.Madvise(mem, syscall.MADV_DONTNEED)
 	s.retired = append(s.retired, retired{mem: mem, at: now})
-	keep := s.retired[:0]
-	for _, r := range s.retired {
-		if now.Sub(r.at) < retireGrace {
-			keep = append(keep, r)
-			continue
-		}
-		syscall.Munmap(r.mem)
+	// Retired in time order (but for concurrent moves' clock reads a
+	// moment apart): the expired ones are a prefix, and one out of order
+	// waits for the next call.
+	n := 0
+	for n < len(s.retired) && now.Sub(s.retired[n].at) >= retireGrace {
+		syscall.Munmap(s.retired[n].mem)
+		n++
 	}
-	clear(s.retired[len(keep):])
-	s.retired = keep
+	if n > 0 {
+		rest := copy(s.retired, s.retired[n:])
+		clear(s.retired[rest:])
+		s.retired = s.retired[:rest]
+	}
 }
