@@ -22,7 +22,8 @@ import (
 // Errors wrap ErrKeyLength, ErrTooLarge, ErrOutOfMemory or ErrClosed, or
 // report a failed mmap. Cost: the class mutex, a few atomic operations,
 // and the key copy; at times an mmap, a sweep or a page move (a pass over
-// one page's chunks).
+// one page's chunks), and, for a class that cannot store at all while
+// every page of the other classes is busy, waits of up to 1.5 ms in all.
 func (s *Store) Alloc(hash uint64, key []byte, valueLen int, flags uint32, exptime int64, cas uint64, now int64, victims []Victim) (Ref, []Victim, error) {
 	ci, err := s.classIndex(len(key), valueLen)
 	if err != nil {

@@ -37,9 +37,12 @@ import (
 //     from the class with the oldest items, among equally old ones the
 //     least wanted (the fewest bytes allocated per page), that class's
 //     only page included (see starvingSources); every class with a page
-//     is tried before the allocation fails. A class whose every chunk is being written or
-//     referenced (values in flight, the pending table's references) does
-//     the same rather than refuse. memcached lets a class allocate its
+//     is tried, and when every page is busy (items just written stay
+//     referenced until the server's index update round) tried again after
+//     waits of 0.1 to 0.5 ms (1.5 ms in all), before the allocation fails.
+//     A class whose every chunk is being written or referenced (values in
+//     flight, the pending table's references) does the same rather than
+//     refuse. memcached lets a class allocate its
 //     first page past the limit; here the limit stays hard and another
 //     class gives one up.
 //   - A page holding no linked item, in a class of two pages or more, is
@@ -85,6 +88,11 @@ const (
 	ageSample = 64
 	// movePageTries bounds the busy pages a move skips before giving up.
 	movePageTries = 4
+	// busyWaits is how many times a class that cannot store at all tries
+	// every other class's pages, waiting busyWait, then twice that, ...
+	// after a round where all were busy (at most 1.5 ms in all).
+	busyWaits = 6
+	busyWait  = 100 * time.Microsecond
 )
 
 // SlabPolicy configures slab rebalancing. The zero value is memcached
@@ -318,10 +326,17 @@ func (s *Store) moveTo(dst *class, now int64, urgent bool, victims []Victim) []V
 		}
 	}
 	if urgent || dst.pageCount() == 0 {
-		for _, src := range s.starvingSources(dst, now) {
-			var moved bool
-			if victims, moved = s.move(src, dst, now, victims, 1); moved {
-				return victims
+		for wait := range busyWaits {
+			if wait > 0 {
+				// Every page was busy: items just written are referenced
+				// until the server's index update round releases them.
+				time.Sleep(time.Duration(wait) * busyWait)
+			}
+			for _, src := range s.starvingSources(dst, now) {
+				var moved bool
+				if victims, moved = s.move(src, dst, now, victims, 1); moved {
+					return victims
+				}
 			}
 		}
 		return victims // retried at the next Alloc that needs it
