@@ -289,7 +289,8 @@ func (m *mcProcess) wait(timeout time.Duration) (int, bool) {
 	return 0, true
 }
 
-// startMemcachedProcess starts memcached with difftest's flags on a free
+// startMemcachedProcess starts memcached ($WARPKV_MEMCACHED_BIN, else
+// memcached on $PATH) with difftest's flags on a free
 // loopback port and waits until it accepts connections; it is killed when
 // the test ends.
 func startMemcachedProcess(t *testing.T) *mcProcess {
@@ -304,7 +305,11 @@ func startMemcachedProcess(t *testing.T) *mcProcess {
 	if os.Geteuid() == 0 {
 		args = append(args, "-u", "root")
 	}
-	m := &mcProcess{addr: net.JoinHostPort("127.0.0.1", fmt.Sprint(port)), cmd: exec.Command("memcached", args...), done: make(chan struct{})}
+	bin := os.Getenv(difftest.EnvMemcachedBin)
+	if bin == "" {
+		bin = "memcached"
+	}
+	m := &mcProcess{addr: net.JoinHostPort("127.0.0.1", fmt.Sprint(port)), cmd: exec.Command(bin, args...), done: make(chan struct{})}
 	if err := m.cmd.Start(); err != nil {
 		t.Fatalf("start memcached: %v", err)
 	}
