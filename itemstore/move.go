@@ -42,9 +42,8 @@ import (
 //     waits of 0.1 to 0.5 ms (1.5 ms in all), before the allocation fails.
 //     A class whose every chunk is being written or referenced (values in
 //     flight, the pending table's references) does the same rather than
-//     refuse. memcached lets a class allocate its
-//     first page past the limit; here the limit stays hard and another
-//     class gives one up.
+//     refuse. memcached lets a class allocate its first page past the
+//     limit; here the limit stays hard and another class gives one up.
 //   - A page holding no linked item, in a class of two pages or more, is
 //     taken by a class that would otherwise evict, at once.
 //   - Automove (level 1, the default): before a class evicts one of its
@@ -59,7 +58,7 @@ import (
 //     moves at most a page a second once a 30-second window of evictions
 //     shows the need; in the measured shift it moved none in a minute).
 //     Level 2 moves whenever the own victim is younger; level 0
-//     (AutomoveOff) leaves only the first case (NoReassign none).
+//     (AutomoveOff) leaves only the first case; NoReassign, none.
 //   - Reassign (slabs reassign) queues one move, and SetMemoryLimit below
 //     the pages in use queues pages to give back; the next Allocs of any
 //     class carry them out, one page per call.
@@ -90,7 +89,7 @@ const (
 	movePageTries = 4
 	// busyWaits is how many times a class that cannot store at all tries
 	// every other class's pages, waiting busyWait, then twice that, ...
-	// after a round where all were busy (at most 1.5 ms in all).
+	// after a round that found busy pages (at most 1.5 ms in all).
 	busyWaits = 6
 	busyWait  = 100 * time.Microsecond
 )
@@ -317,8 +316,9 @@ func (s *Store) moveWanted(c *class, now int64) bool {
 // more. When dst cannot store at all (it has no page, or urgent: every
 // chunk of its pages is being written or referenced) it tries every class
 // that has a page, in the order of starvingSources, before it gives up: a
-// class's only page too.
-// Victims are appended. The caller holds no class lock.
+// class's only page too; when every page tried was busy, it tries again
+// after short waits (busyWaits). Victims are appended. The caller holds no
+// class lock.
 func (s *Store) moveTo(dst *class, now int64, urgent bool, victims []Victim) []Victim {
 	if src := s.emptyPageClass(dst); src != nil {
 		if v, ok := s.move(src, dst, now, victims, minSourcePages); ok {
@@ -328,15 +328,19 @@ func (s *Store) moveTo(dst *class, now int64, urgent bool, victims []Victim) []V
 	if urgent || dst.pageCount() == 0 {
 		for wait := range busyWaits {
 			if wait > 0 {
-				// Every page was busy: items just written are referenced
+				// Pages were busy: items just written are referenced
 				// until the server's index update round releases them.
 				time.Sleep(time.Duration(wait) * busyWait)
 			}
+			busy := s.slabs.busyPages.Load()
 			for _, src := range s.starvingSources(dst, now) {
 				var moved bool
 				if victims, moved = s.move(src, dst, now, victims, 1); moved {
 					return victims
 				}
+			}
+			if s.slabs.busyPages.Load() == busy {
+				break // no page was busy: waiting would not help
 			}
 		}
 		return victims // retried at the next Alloc that needs it
