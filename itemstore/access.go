@@ -49,9 +49,7 @@ func (s *Store) Unlink(loc uint32, hash uint64) bool {
 		// takes a reference, so the chunk is not freed and reused while
 		// its size is read; its release frees the chunk if it is the last.
 		if h.ctl.CompareAndSwap(ct, withState(ct, stateDead)&^ctlClock+1) {
-			p.c.items.Add(-1)
-			p.c.itemBytes.Add(-h.size())
-			p.live.Add(-1)
+			p.forget(h)
 			Ref{p: p, h: h, loc: loc, gen: ctlGen(ct)}.Release()
 			return true
 		}

@@ -1,6 +1,9 @@
 package itemstore
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Alloc allocates an item for key with room for a valueLen-byte value, in
 // state Writing: its header (hash, flags, exptime, cas, access time now)
@@ -19,7 +22,8 @@ import "fmt"
 // Errors wrap ErrKeyLength, ErrTooLarge, ErrOutOfMemory or ErrClosed, or
 // report a failed mmap. Cost: the class mutex, a few atomic operations,
 // and the key copy; at times an mmap, a sweep or a page move (a pass over
-// one page's chunks).
+// one page's chunks), and, for a class that cannot store at all while
+// every page of the other classes is busy, waits of up to 1.5 ms in all.
 func (s *Store) Alloc(hash uint64, key []byte, valueLen int, flags uint32, exptime int64, cas uint64, now int64, victims []Victim) (Ref, []Victim, error) {
 	ci, err := s.classIndex(len(key), valueLen)
 	if err != nil {
@@ -30,33 +34,14 @@ func (s *Store) Alloc(hash uint64, key []byte, valueLen int, flags uint32, expti
 		victims = s.housekeep(now, victims)
 	}
 	c.mu.Lock()
-	if s.closed.Load() {
-		c.mu.Unlock()
-		return Ref{}, victims, fmt.Errorf("itemstore: alloc: %w", ErrClosed)
-	}
-	h, loc, p, ok, err := c.take()
-	if !ok && err == nil && s.moveWanted(c, now) {
-		c.mu.Unlock()
-		victims = s.moveTo(c, now, victims)
-		c.mu.Lock()
-		if s.closed.Load() {
-			c.mu.Unlock()
-			return Ref{}, victims, fmt.Errorf("itemstore: alloc: %w", ErrClosed)
-		}
-		h, loc, p, ok, err = c.take()
-	}
+	h, loc, p, victims, err := s.claim(c, now, victims)
 	if err != nil {
 		c.mu.Unlock()
+		if errors.Is(err, ErrOutOfMemory) {
+			c.outOfMemory.Add(1)
+			return Ref{}, victims, fmt.Errorf("itemstore: alloc of %d bytes in class %d: %w", itemSize(len(key), valueLen), c.id, err)
+		}
 		return Ref{}, victims, fmt.Errorf("itemstore: alloc in class %d: %w", c.id, err)
-	}
-	if !ok {
-		h, loc, p, victims, ok = c.evict(now, victims)
-	}
-	if !ok {
-		c.mu.Unlock()
-		c.outOfMemory.Add(1)
-		return Ref{}, victims, fmt.Errorf("itemstore: alloc of %d bytes in class %d (%d pages): %w",
-			itemSize(len(key), valueLen), c.id, len(c.pages), ErrOutOfMemory)
 	}
 	gen := (ctlGen(h.ctl.Load()) + 1) & ctlGenMask
 	h.ctl.Store(ctlFor(gen, stateWriting, 1))
@@ -71,6 +56,59 @@ func (s *Store) Alloc(hash uint64, key []byte, valueLen int, flags uint32, expti
 	h.klen = uint8(len(key))
 	copy(h.key(), key)
 	return Ref{p: p, h: h, loc: loc, gen: gen}, victims, nil
+}
+
+// claim returns a chunk of class c for a new item, Free or Dead and
+// unreferenced, with c.mu held on entry and on return: c.take, else a page
+// moved from another class when the policy wants one (moveWanted), else
+// the CLOCK sweep, else, when every chunk of the class is being written or
+// referenced (values in flight), a page from a class that can spare one.
+// Errors: ErrClosed, ErrOutOfMemory (with the class's page count), or a
+// failed mmap. Victims are appended.
+func (s *Store) claim(c *class, now int64, victims []Victim) (*header, uint32, *page, []Victim, error) {
+	if s.closed.Load() {
+		return nil, 0, nil, victims, ErrClosed
+	}
+	h, loc, p, ok, err := c.take()
+	if !ok && err == nil && s.moveWanted(c, now) {
+		if victims, err = s.moveUnlocked(c, now, false, victims); err != nil {
+			return nil, 0, nil, victims, err
+		}
+		h, loc, p, ok, err = c.take()
+	}
+	if err != nil || ok {
+		return h, loc, p, victims, err
+	}
+	if h, loc, p, victims, ok = c.evict(now, victims); ok {
+		return h, loc, p, victims, nil
+	}
+	if s.slabs.reassign && len(c.pages) > 0 {
+		// Every chunk is in use by a writer or a reader: the class needs
+		// more chunks than it has, whatever the ages say.
+		if victims, err = s.moveUnlocked(c, now, true, victims); err != nil {
+			return nil, 0, nil, victims, err
+		}
+		if h, loc, p, ok, err = c.take(); ok || err != nil {
+			return h, loc, p, victims, err
+		}
+		if h, loc, p, victims, ok = c.evict(now, victims); ok {
+			return h, loc, p, victims, nil
+		}
+	}
+	return nil, 0, nil, victims, fmt.Errorf("%d pages, none free: %w", len(c.pages), ErrOutOfMemory)
+}
+
+// moveUnlocked runs moveTo for class c, whose mu the caller holds: it
+// unlocks it for the move and locks it again, failing with ErrClosed if
+// the store was closed meanwhile.
+func (s *Store) moveUnlocked(c *class, now int64, urgent bool, victims []Victim) ([]Victim, error) {
+	c.mu.Unlock()
+	victims = s.moveTo(c, now, urgent, victims)
+	c.mu.Lock()
+	if s.closed.Load() {
+		return victims, ErrClosed
+	}
+	return victims, nil
 }
 
 // Link publishes an item the caller allocated: Writing becomes Linked, so

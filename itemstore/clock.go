@@ -43,7 +43,7 @@ func (c *class) evict(now int64, victims []Victim) (*header, uint32, *page, []Vi
 			continue
 		}
 		if h.expired(now) {
-			if v, ok := c.kill(p, h, ct, p.loc(idx, bits), true, now); ok {
+			if v, ok := c.kill(p, h, ct, p.loc(idx, bits), causeReclaim, now); ok {
 				return h, v.Loc, p, append(victims, v), true
 			}
 			continue
@@ -56,7 +56,7 @@ func (c *class) evict(now int64, victims []Victim) (*header, uint32, *page, []Vi
 			c.handPage, c.handIdx = hp, idx
 			return eh, v.Loc, p, append(victims, v), true
 		}
-		if v, ok := c.kill(p, h, ct, p.loc(idx, bits), false, now); ok {
+		if v, ok := c.kill(p, h, ct, p.loc(idx, bits), causeEvict, now); ok {
 			return h, v.Loc, p, append(victims, v), true
 		}
 	}
@@ -84,30 +84,42 @@ func (c *class) peekExpired(p *page, idx int, now int64) (*header, Victim, bool)
 		if ctlState(ct) != stateLinked || ctlRefs(ct) != 0 || !h.expired(now) {
 			continue
 		}
-		if v, ok := c.kill(p, h, ct, p.loc(j, c.s.chunkBits), true, now); ok {
+		if v, ok := c.kill(p, h, ct, p.loc(j, c.s.chunkBits), causeReclaim, now); ok {
 			return h, v, true
 		}
 	}
 	return nil, Victim{}, false
 }
 
+// killCause says why kill takes an item, for the counters.
+type killCause uint8
+
+const (
+	causeEvict   killCause = iota // the CLOCK sweep evicts an unexpired item
+	causeReclaim                  // the sweep reuses an expired item's chunk
+	causeMove                     // a page move empties the item's page (evicted, or reclaimed if expired)
+)
+
 // kill moves the item at loc in page p from Linked and unreferenced
-// (control word ct) to Dead, and counts it as an eviction or, if expired,
-// a reclaim. It fails if the control word changed since ct was read (a
-// reader acquired the item, or it was unlinked). The caller holds mu, so
-// the chunk cannot be reused meanwhile and its hash is the one linked with
-// ct.
-func (c *class) kill(p *page, h *header, ct uint64, loc uint32, expired bool, now int64) (Victim, bool) {
+// (control word ct) to Dead, takes it out of the class's counts (forget)
+// and counts why (cause). It fails if the control word changed since ct
+// was read (a reader acquired the item, or it was unlinked). The caller
+// holds mu, so the chunk cannot be reused meanwhile and its hash is the
+// one linked with ct. It is the one item-unlink core of the sweep and of
+// page moves; Unlink shares forget.
+func (c *class) kill(p *page, h *header, ct uint64, loc uint32, cause killCause, now int64) (Victim, bool) {
 	v := Victim{Hash: h.hash.Load(), Loc: loc}
 	if !h.ctl.CompareAndSwap(ct, withState(ct, stateDead)&^ctlClock) {
 		return Victim{}, false
 	}
-	c.items.Add(-1)
-	c.itemBytes.Add(-h.size())
-	p.live.Add(-1)
+	p.forget(h)
 	unfetched := ct&ctlFetched == 0
 	switch {
-	case expired:
+	case cause == causeMove && h.expired(now):
+		c.s.slabs.reclaimedMoved.Add(1)
+	case cause == causeMove:
+		c.s.slabs.evictedNoMem.Add(1)
+	case cause == causeReclaim:
 		c.reclaimed.Add(1)
 		if unfetched {
 			c.expiredUnf.Add(1)
@@ -120,4 +132,12 @@ func (c *class) kill(p *page, h *header, ct uint64, loc uint32, expired bool, no
 		}
 	}
 	return v, true
+}
+
+// forget takes an item that just left the Linked state out of the counts
+// of its class and of page p. Cost: three atomic additions.
+func (p *page) forget(h *header) {
+	p.c.items.Add(-1)
+	p.c.itemBytes.Add(-h.size())
+	p.live.Add(-1)
 }

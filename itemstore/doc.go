@@ -63,9 +63,13 @@
 // # Differences from memcached
 //
 //   - MemoryLimit is a hard cap: memcached lets every class take its first
-//     page past the limit, this store does not; a class that never got a
-//     page takes one from another class instead (see move.go), and fails
-//     with ErrOutOfMemory only when no class has two pages to spare.
+//     page past the limit, this store does not; a class that has no page
+//     (or whose every chunk is being written or read) takes one from
+//     another class instead, a class's only page if no class has two (see
+//     move.go), and fails with ErrOutOfMemory only when every page it
+//     tries is busy or slab rebalancing is off (NoReassign). With more
+//     classes in use than pages, classes take pages from each other in
+//     turn, evicting a page of items each time.
 //   - Pages move between classes as with memcached's slab_reassign and
 //     slab_automove, but inside Alloc (the caller deletes the moved page's
 //     items from the index with its own update) and driven by the ages at

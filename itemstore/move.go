@@ -1,8 +1,10 @@
 package itemstore
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,9 +34,16 @@ import (
 // Moves happen inside Alloc, so that the victims have a caller to delete
 // them:
 //   - A class with no page that finds memory full takes a page at once
-//     from the class with the oldest items among those with two pages or
-//     more (memcached lets such a class allocate its first page past the
-//     limit; here the limit stays hard and another class gives one up).
+//     from the class with the oldest items, among equally old ones the
+//     least wanted (the fewest bytes allocated per page), that class's
+//     only page included (see starvingSources); every class with a page
+//     is tried, and when every page is busy (items just written stay
+//     referenced until the server's index update round) tried again after
+//     waits of 0.1 to 0.5 ms (1.5 ms in all), before the allocation fails.
+//     A class whose every chunk is being written or referenced (values in
+//     flight, the pending table's references) does the same rather than
+//     refuse. memcached lets a class allocate its first page past the
+//     limit; here the limit stays hard and another class gives one up.
 //   - A page holding no linked item, in a class of two pages or more, is
 //     taken by a class that would otherwise evict, at once.
 //   - Automove (level 1, the default): before a class evicts one of its
@@ -49,7 +58,7 @@ import (
 //     moves at most a page a second once a 30-second window of evictions
 //     shows the need; in the measured shift it moved none in a minute).
 //     Level 2 moves whenever the own victim is younger; level 0
-//     (AutomoveOff) leaves only the first case.
+//     (AutomoveOff) leaves only the first case; NoReassign, none.
 //   - Reassign (slabs reassign) queues one move, and SetMemoryLimit below
 //     the pages in use queues pages to give back; the next Allocs of any
 //     class carry them out, one page per call.
@@ -78,6 +87,11 @@ const (
 	ageSample = 64
 	// movePageTries bounds the busy pages a move skips before giving up.
 	movePageTries = 4
+	// busyWaits is how many times a class that cannot store at all tries
+	// every other class's pages, waiting busyWait, then twice that, ...
+	// after a round that found busy pages (at most 1.5 ms in all).
+	busyWaits = 6
+	busyWait  = 100 * time.Microsecond
 )
 
 // SlabPolicy configures slab rebalancing. The zero value is memcached
@@ -215,7 +229,7 @@ func (s *Store) SetMemoryLimit(bytes int64) error {
 	}
 	s.pageMu.Lock()
 	s.maxPages.Store(pages)
-	over := int64(s.npages) > pages
+	over := int64(s.npages) > s.pageCap()
 	s.pageMu.Unlock()
 	if over {
 		s.slabs.work.Store(true)
@@ -246,7 +260,7 @@ func (s *Store) housekeep(now int64, victims []Victim) []Victim {
 		}
 	}
 	s.pageMu.Lock()
-	over := int64(s.npages) > s.maxPages.Load()
+	over := int64(s.npages) > s.pageCap()
 	s.pageMu.Unlock()
 	if over {
 		if src := s.oldestClass(nil, 1, now); src != nil {
@@ -255,7 +269,7 @@ func (s *Store) housekeep(now int64, victims []Victim) []Victim {
 	}
 	s.slabs.mu.Lock()
 	s.pageMu.Lock()
-	s.slabs.work.Store(s.slabs.req != nil || int64(s.npages) > s.maxPages.Load())
+	s.slabs.work.Store(s.slabs.req != nil || int64(s.npages) > s.pageCap())
 	s.pageMu.Unlock()
 	s.slabs.mu.Unlock()
 	return victims
@@ -298,13 +312,38 @@ func (s *Store) moveWanted(c *class, now int64) bool {
 
 // moveTo takes a page from another class for class dst: a page without
 // linked items if some class of two pages or more has one, else one from
-// the class with the oldest next victims (any class with a page when dst
-// has none). Victims are appended. The caller holds no class lock.
-func (s *Store) moveTo(dst *class, now int64, victims []Victim) []Victim {
+// the class with the oldest next victims among those with two pages or
+// more. When dst cannot store at all (it has no page, or urgent: every
+// chunk of its pages is being written or referenced) it tries every class
+// that has a page, in the order of starvingSources, before it gives up: a
+// class's only page too; when every page tried was busy, it tries again
+// after short waits (busyWaits). Victims are appended. The caller holds no
+// class lock.
+func (s *Store) moveTo(dst *class, now int64, urgent bool, victims []Victim) []Victim {
 	if src := s.emptyPageClass(dst); src != nil {
 		if v, ok := s.move(src, dst, now, victims, minSourcePages); ok {
 			return v
 		}
+	}
+	if urgent || dst.pageCount() == 0 {
+		for wait := range busyWaits {
+			if wait > 0 {
+				// Pages were busy: items just written are referenced
+				// until the server's index update round releases them.
+				time.Sleep(time.Duration(wait) * busyWait)
+			}
+			busy := s.slabs.busyPages.Load()
+			for _, src := range s.starvingSources(dst, now) {
+				var moved bool
+				if victims, moved = s.move(src, dst, now, victims, 1); moved {
+					return victims
+				}
+			}
+			if s.slabs.busyPages.Load() == busy {
+				break // no page was busy: waiting would not help
+			}
+		}
+		return victims // retried at the next Alloc that needs it
 	}
 	moved := false
 	if src := s.oldestClass(dst, minSourcePages, now); src != nil {
@@ -319,6 +358,41 @@ func (s *Store) moveTo(dst *class, now int64, victims []Victim) []Victim {
 		dst.mu.Unlock()
 	}
 	return victims
+}
+
+// starvingSources returns the classes other than not that have a page to
+// give it, in the order to try them: oldest next victims first, and among
+// equally old (within the second) the least wanted: the fewest bytes
+// allocated in the class over its life (links times chunk size) per page
+// it has, so that pages flow to the classes the writes go to. A class's
+// only page may be taken: it then starves in turn, and takes a page back
+// at its next allocation; memcached instead lets every class map its
+// first page past the memory limit, which this store's hard limit does
+// not allow. Cost: a pass over the classes and a sort of at most
+// MaxClasses.
+func (s *Store) starvingSources(not *class, now int64) []*class {
+	type cand struct {
+		c      *class
+		age    int64
+		demand float64
+	}
+	var cs []cand
+	for _, c := range s.classes {
+		if n := c.pageCount(); c != not && n > 0 {
+			cs = append(cs, cand{c: c, age: c.cachedAge(now), demand: float64(c.links.Load()) * float64(c.size) / float64(n)})
+		}
+	}
+	slices.SortStableFunc(cs, func(a, b cand) int {
+		if a.age != b.age {
+			return cmp.Compare(b.age, a.age)
+		}
+		return cmp.Compare(a.demand, b.demand)
+	})
+	out := make([]*class, len(cs))
+	for i, c := range cs {
+		out[i] = c.c
+	}
+	return out
 }
 
 // emptyPageClass returns a class other than not with two pages or more,
@@ -444,7 +518,7 @@ func (s *Store) move(src, dst *class, now int64, victims []Victim, minPages int)
 		return victims, false
 	}
 	var p *page
-	for _, i := range src.moveCandidates() {
+	for _, i := range src.moveCandidates(dst != nil) {
 		var ok bool
 		victims, ok = src.evacuate(src.pages[i], now, victims)
 		if ok {
@@ -465,8 +539,12 @@ func (s *Store) move(src, dst *class, now int64, victims []Victim, minPages int)
 
 // moveCandidates returns up to movePageTries page indices of the class to
 // try moving: pages without linked items first, then the pages from the
-// CLOCK hand on (the oldest items). The caller holds mu.
-func (c *class) moveCandidates() []int {
+// CLOCK hand on (the oldest items). keepFresh leaves out the pages moved
+// in whose chunks the class has not begun to use: such a page was just
+// given to the class for an allocation that has yet to take its chunk,
+// and moving it on to another class would leave that allocation with
+// nothing. The caller holds mu.
+func (c *class) moveCandidates(keepFresh bool) []int {
 	var out []int
 	for i, p := range c.pages {
 		if c.spare(p) && len(out) < movePageTries {
@@ -475,7 +553,7 @@ func (c *class) moveCandidates() []int {
 	}
 	for k := 0; k < len(c.pages) && len(out) < movePageTries; k++ {
 		i := (c.handPage + k) % len(c.pages)
-		if !c.spare(c.pages[i]) {
+		if p := c.pages[i]; !c.spare(p) && !(keepFresh && slices.Contains(c.fresh, p)) {
 			out = append(out, i)
 		}
 	}
@@ -509,7 +587,7 @@ func (c *class) spare(p *page) bool {
 // to free it: free finds the page detached and leaves it. The caller
 // holds mu, then detaches p.
 func (c *class) evacuate(p *page, now int64, victims []Victim) ([]Victim, bool) {
-	n := c.perPage
+	n := c.usedChunks(p)
 	// A cheap first pass, so that a busy page loses no item.
 	for idx := range n {
 		ct := p.chunk(idx).ctl.Load()
@@ -532,7 +610,7 @@ func (c *class) evacuate(p *page, now int64, victims []Victim) ([]Victim, bool) 
 		case st == stateDead:
 			continue // its pending free finds the page detached
 		default: // Linked, unreferenced
-			if v, ok := c.killForMove(p, h, ct, p.loc(idx, c.s.chunkBits), h.expired(now)); ok {
+			if v, ok := c.kill(p, h, ct, p.loc(idx, c.s.chunkBits), causeMove, now); ok {
 				victims = append(victims, v)
 				killed = append(killed, idx)
 				continue
@@ -552,22 +630,19 @@ func (c *class) evacuate(p *page, now int64, victims []Victim) ([]Victim, bool) 
 	return victims, true
 }
 
-// killForMove makes a linked, unreferenced item of a page being moved Dead
-// (control word ct) and counts it. The caller holds mu.
-func (c *class) killForMove(p *page, h *header, ct uint64, loc uint32, expired bool) (Victim, bool) {
-	v := Victim{Hash: h.hash.Load(), Loc: loc}
-	if !h.ctl.CompareAndSwap(ct, withState(ct, stateDead)&^ctlClock) {
-		return Victim{}, false
+// usedChunks returns how many chunks of page p, from the first, the class
+// may have handed out: none of a page moved in and not begun, bumpNext of
+// the newest page, all of the others. The chunks past them are Free and
+// were never written, so evacuate need not read them (reading untouched
+// memory of a page costs a page fault per 4 KiB). The caller holds mu.
+func (c *class) usedChunks(p *page) int {
+	switch {
+	case p == c.bump:
+		return c.bumpNext
+	case slices.Contains(c.fresh, p):
+		return 0
 	}
-	c.items.Add(-1)
-	c.itemBytes.Add(-h.size())
-	p.live.Add(-1)
-	if expired {
-		c.s.slabs.reclaimedMoved.Add(1)
-	} else {
-		c.s.slabs.evictedNoMem.Add(1)
-	}
-	return v, true
+	return c.perPage
 }
 
 // detach removes page i from the class (after evacuate): it takes the

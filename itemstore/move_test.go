@@ -418,3 +418,28 @@ func TestMovedInPagesAreFreeChunks(t *testing.T) {
 	}
 	checkFreeLists(t, s)
 }
+
+// TestClassWithEveryChunkInFlightTakesAPage fills a two-page store with one
+// small item and one item of the one-chunk class, keeps a reference to the
+// latter (a reader, or the server's pending table) and allocates another
+// one-chunk item: the sweep finds nothing to evict, so the class takes the
+// other class's only page rather than fail.
+func TestClassWithEveryChunkInFlightTakesAPage(t *testing.T) {
+	s := newStore(t, Options{MemoryLimit: 2 << 20})
+	setRelease(t, s, 0, smallValue, 1, 0, 0)
+	big := s.PageSize() - 200
+	held, _ := set(t, s, 1, big, 1, 0, 0)
+	defer held.Release()
+	r, victims, err := s.Alloc(hashOf(2), keyOf(2), big, 0, 0, 0, 0, nil)
+	if err != nil {
+		t.Fatalf("alloc beside a referenced item of its one-chunk class: %v", err)
+	}
+	s.Link(r)
+	r.Release()
+	if len(victims) != 1 || victims[0].Hash != hashOf(0) {
+		t.Fatalf("victims %v, want the small item", victims)
+	}
+	if cl := s.Classes(); cl[0].Pages != 0 || cl[held.Class()-1].Pages != 2 {
+		t.Fatalf("class 1 has %d pages, class %d %d; want 0 and 2", cl[0].Pages, held.Class(), cl[held.Class()-1].Pages)
+	}
+}

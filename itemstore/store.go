@@ -28,11 +28,13 @@ type Store struct {
 	// grows past it.
 	table atomic.Pointer[pageTable]
 
-	pageMu   sync.Mutex // serializes page mapping, replacement and unmapping
-	npages   int        // pages mapped and owned by classes; guarded by pageMu
-	nextNum  uint32     // the next never-used page number; guarded by pageMu
-	freeNums []uint32   // page numbers given back; guarded by pageMu
-	retired  []retired  // replaced pages' memory, unmapped after retireGrace; guarded by pageMu
+	pageMu    sync.Mutex // serializes page mapping, replacement and unmapping
+	npages    int        // pages mapped and owned by classes; guarded by pageMu
+	nextNum   uint32     // the next never-used page number; guarded by pageMu
+	freeNums  []uint32   // page numbers given back; guarded by pageMu
+	retired   []retired  // replaced pages' memory, unmapped after retireGrace; guarded by pageMu
+	held      int64      // bytes taken by Hold; guarded by pageMu
+	heldPages int64      // the pages they fill, taken from the limit (hold.go); guarded by pageMu
 
 	mapped   atomic.Int64 // = npages, for lock-free readers
 	maxPages atomic.Int64 // the memory limit in pages
@@ -144,7 +146,7 @@ func (s *Store) lookup(loc uint32) (*page, int, bool) {
 func (s *Store) newPage(c *class) (*page, error) {
 	s.pageMu.Lock()
 	defer s.pageMu.Unlock()
-	if int64(s.npages) >= s.maxPages.Load() {
+	if int64(s.npages) >= s.pageCap() {
 		return nil, nil
 	}
 	num, ok := s.takeNum()
@@ -205,17 +207,21 @@ type retired struct {
 // retire drops the contents of mem (its physical memory goes back to the
 // system at once; reads see zeros) and unmaps it after retireGrace, along
 // with earlier retired pages whose grace is over. The caller holds pageMu.
+// Cost: one madvise, and one munmap per page whose grace is over.
 func (s *Store) retire(mem []byte, now time.Time) {
 	syscall.Madvise(mem, syscall.MADV_DONTNEED)
 	s.retired = append(s.retired, retired{mem: mem, at: now})
-	keep := s.retired[:0]
-	for _, r := range s.retired {
-		if now.Sub(r.at) < retireGrace {
-			keep = append(keep, r)
-			continue
-		}
-		syscall.Munmap(r.mem)
+	// Retired in time order (but for concurrent moves' clock reads a
+	// moment apart): the expired ones are a prefix, and one out of order
+	// waits for the next call.
+	n := 0
+	for n < len(s.retired) && now.Sub(s.retired[n].at) >= retireGrace {
+		syscall.Munmap(s.retired[n].mem)
+		n++
 	}
-	clear(s.retired[len(keep):])
-	s.retired = keep
+	if n > 0 {
+		rest := copy(s.retired, s.retired[n:])
+		clear(s.retired[rest:])
+		s.retired = s.retired[:rest]
+	}
 }

@@ -21,6 +21,16 @@ const (
 	minPendingBytes = 64 << 10
 )
 
+// PendingBudget is a second bound on the bytes connections hold for
+// requests not yet complete (Config.PendingBudget). Its methods are called
+// concurrently by every connection.
+type PendingBudget interface {
+	// Reserve takes n bytes, or reports false, taking nothing.
+	Reserve(n int64) bool
+	// Release returns n bytes taken by Reserve.
+	Release(n int64)
+}
+
 // Config configures a Server. The zero value serves with memcached's
 // defaults.
 type Config struct {
@@ -77,7 +87,19 @@ type Config struct {
 	// clients that send half a value and stop cannot grow the server past
 	// it. Default (and least) the larger of ItemSizeMax and MaxGetLine, plus
 	// 64 KiB: one request of any size can always be received.
+	//
+	// warpkv serve sets it to the item memory limit (-m) and counts the
+	// bytes inside that limit through PendingBudget, as memcached, which
+	// receives a value into the item it allocated for it: half-sent values
+	// take memory from the stored items, not from past the limit, so a
+	// large value is refused only when half-sent values hold nearly all of
+	// -m (see server.heldValues).
 	MaxPendingBytes int64
+	// PendingBudget, when set, must also grant every reservation counted
+	// in MaxPendingBytes, and gets back the same bytes when they are
+	// released (a buffer shrinks, a connection closes). A refusal is
+	// answered as one past MaxPendingBytes. nil: MaxPendingBytes alone.
+	PendingBudget PendingBudget
 	// ShutdownGrace is how long Shutdown lets connections write the
 	// replies of the batch they are running; a client that does not read
 	// them is dropped then. Default DefaultShutdownGrace.

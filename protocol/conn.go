@@ -331,9 +331,11 @@ func (c *conn) resize(size int) bool {
 
 // reserve takes n bytes of the server's pending budget for this
 // connection's read buffer, or reports false when that would exceed
-// Config.MaxPendingBytes. Cost: one or two atomic operations.
+// Config.MaxPendingBytes or Config.PendingBudget refuses them. Cost: one or
+// two atomic operations, and the PendingBudget's.
 func (c *conn) reserve(n int) bool {
-	if c.s.pending.Add(int64(n)) > c.s.cfg.MaxPendingBytes {
+	b := c.s.cfg.PendingBudget
+	if c.s.pending.Add(int64(n)) > c.s.cfg.MaxPendingBytes || (b != nil && !b.Reserve(int64(n))) {
 		c.s.pending.Add(-int64(n))
 		c.s.stats.pendingRefused.Add(1)
 		return false
@@ -347,6 +349,9 @@ func (c *conn) release(n int) {
 	if n > 0 {
 		c.s.pending.Add(-int64(n))
 		c.reserved -= n
+		if b := c.s.cfg.PendingBudget; b != nil {
+			b.Release(int64(n))
+		}
 	}
 }
 

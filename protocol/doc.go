@@ -40,10 +40,15 @@
 // Config.MaxGetLine. A value over the item size limit is answered "object
 // too large" and discarded as it arrives, never buffered; a refused set
 // also removes the key's old item, as memcached does. The growth of all
-// connections' buffers together is bounded by Config.MaxPendingBytes: a
-// value that would exceed it is refused as memcached refuses a value it
-// has no memory for ("SERVER_ERROR out of memory storing object"), so
-// clients that send half a value and stop cannot grow the server. Text lines over 2048
+// connections' buffers together is bounded by Config.MaxPendingBytes and,
+// when set, Config.PendingBudget: a value that would exceed them is
+// refused as memcached refuses a value it has no memory for
+// ("SERVER_ERROR out of memory storing object"), so clients that send half
+// a value and stop cannot grow the server. warpkv serve counts these bytes
+// inside the item memory limit, as memcached does (it receives a value
+// into the item it allocated): past one largest request they take pages
+// from the stored items, and a value is refused only when they would leave
+// the items less than an eighth of the limit. Text lines over 2048
 // bytes without a newline (other than get and gets) close the connection,
 // as do binary requests with a bad magic byte. Beyond Config.MaxConns
 // connections, a new one gets "ERROR Too many open connections" and is

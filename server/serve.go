@@ -67,9 +67,12 @@ func Serve(ctx context.Context, cfg Config) error {
 		Settings:    settingsOf(ln.Addr(), cfg),
 		Stages:      eng.StageClock(),
 		IdleTimeout: cfg.IdleTimeout,
-		// Half-sent requests may hold an eighth of the item memory (at
-		// least one largest item): see protocol.Config.MaxPendingBytes.
-		MaxPendingBytes: eng.opts.MemoryLimit / 8,
+		// Half-sent requests count inside the item memory limit (past one
+		// largest request): they take pages from the stored items, and are
+		// refused when they would leave the items less than an eighth of
+		// it (heldValues).
+		MaxPendingBytes: eng.opts.MemoryLimit,
+		PendingBudget:   newHeldValues(eng.store, int64(max(eng.opts.ItemSizeMax, protocol.DefaultMaxGetLine))+64<<10),
 	})
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

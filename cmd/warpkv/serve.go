@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -20,8 +18,10 @@ import (
 	"github.com/warpkv/warpkv/server"
 )
 
-// runServe runs the Mega-KV memcached-compatible server until SIGINT or
-// SIGTERM. Its flags follow memcached's where they apply.
+// runServe runs the Mega-KV memcached-compatible server until SIGINT,
+// SIGTERM or SIGUSR1 (a graceful stop, exit 0); SIGHUP is logged and
+// ignored, as memcached 1.6.18 does (see serveSignals). Its flags follow
+// memcached's where they apply.
 func runServe(e *env, args []string) error {
 	fs := newFlagSet(e, "serve", "warpkv serve [-p port] [-l addr] [-m MB] [-c conns] [-t threads] [-I size] [-f factor] [-n bytes] [-o opt[,opt...]] [--device auto|cpu|gpu|gpu:N] [--batch-interval dur] [--batch-policy load|fixed] [--gpu-search persistent|staged] [--profile] [--cpuprofile FILE]")
 	port := fs.Int("p", 11211, "TCP port to listen on (0: any free port)")
@@ -94,7 +94,7 @@ func runServe(e *env, args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := serveSignals(log)
 	defer stop()
 	return server.Serve(ctx, server.Config{
 		Addr:        net.JoinHostPort(*listen, strconv.Itoa(*port)),
@@ -102,7 +102,10 @@ func runServe(e *env, args []string) error {
 		Version:     version,
 		Logger:      log,
 		IdleTimeout: opts.idleTimeout,
-		Ready:       func(net.Addr) { boundGCSlack(log) },
+		Ready: func(net.Addr) {
+			boundGCSlack(log)
+			limitGoMemory(log, *memMB<<20+int64(max(size, 1<<20))+64<<10)
+		},
 		Engine: server.Options{
 			MemoryLimit:  *memMB << 20,
 			ItemSizeMax:  size,
