@@ -75,6 +75,7 @@ func runBench(e *env, args []string) error {
 	if rep == nil {
 		return runErr
 	}
+	rep.Provenance.Print(e.stdout)
 	for _, line := range rep.Engines {
 		fmt.Fprintln(e.stdout, line)
 	}

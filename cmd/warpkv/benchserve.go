@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/warpkv/warpkv/bench"
 	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/loadgen"
 )
@@ -93,7 +94,7 @@ func runBenchServe(e *env, args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	rep := serveReport{Date: time.Now().UTC().Format(time.RFC3339), Host: hostName(), CPUs: runtime.NumCPU(),
+	rep := serveReport{Provenance: bench.NewProvenance(), Date: time.Now().UTC().Format(time.RFC3339), Host: hostName(), CPUs: runtime.NumCPU(),
 		ServerCPUs: formatCPUList(sCPUs), LoadCPUs: formatCPUList(lCPUs), Threads: nThreads, MemoryMB: *memMB,
 		LoadgenArgs: rest, GPU: gpuSummary()}
 	servers := planServers(*mcPath, *engines, exe, nThreads, *memMB, *interval, *policy, *profile)
@@ -118,6 +119,7 @@ func runBenchServe(e *env, args []string) error {
 	if ms == "" && *crosscheck != "none" {
 		rep.Notes = append(rep.Notes, "no cross-check: neither memcaslap nor memaslap is installed (Debian: libmemcached-tools)")
 	}
+	rep.Provenance.Print(e.stdout)
 	writeServeReport(e.stdout, &rep)
 	if *jsonPath != "" {
 		b, err := json.MarshalIndent(&rep, "", "  ")
@@ -146,6 +148,9 @@ func runBenchServe(e *env, args []string) error {
 
 // serveReport is everything bench serve measured (its JSON output).
 type serveReport struct {
+	// Provenance: commit, command line, device and driver, CPU, date
+	// (top-level JSON keys commit, modified, command_line, device, ...).
+	bench.Provenance
 	Date, Host  string
 	CPUs        int
 	ServerCPUs  string
