@@ -103,7 +103,9 @@ func runBenchPlot(e *env, args []string) error {
 }
 
 // indent prefixes every line written with two spaces.
-type indent struct{ w interface{ Write([]byte) (int, error) } }
+type indent struct {
+	w interface{ Write([]byte) (int, error) }
+}
 
 func (d indent) Write(p []byte) (int, error) {
 	s := strings.ReplaceAll(strings.TrimRight(string(p), "\n"), "\n", "\n  ")
