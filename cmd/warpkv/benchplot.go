@@ -20,7 +20,7 @@ import (
 // chart in SVG: one group per case, warpkv's engines and the peers side by
 // side, targets as marks, and prints each report's provenance.
 func runBenchPlot(e *env, args []string) error {
-	fs := newFlagSet(e, "bench plot", "warpkv bench plot REPORT.json... -o FILE.svg [--ops REGEXP] [--engine NAME]... [--summary] [--target REGEXP=RATE]... [--log] [--title TEXT]")
+	fs := newFlagSet(e, "bench plot", "warpkv bench plot REPORT.json... -o FILE.svg [--ops REGEXP] [--engine NAME]... [--summary] [--target REGEXP=RATE]... [--log] [--title TEXT] [--ylabel TEXT]")
 	out := fs.String("o", "", "write the chart to `FILE` (SVG; PNG or PDF when it ends in .png or .pdf)")
 	ops := fs.String("ops", "", "draw only the cases (op; bench serve: workload and keys per get) matching this `REGEXP`")
 	var engines listFlag
@@ -28,6 +28,7 @@ func runBenchPlot(e *env, args []string) error {
 	summary := fs.Bool("summary", false, "draw the report's summary rows (bench art: its rows against the issue's targets, drawn as marks) instead of its results")
 	logY := fs.Bool("log", false, "logarithmic rate axis")
 	title := fs.String("title", "", "chart title (default: the suites and dates of the reports)")
+	ylabel := fs.String("ylabel", "operations per second", "label of the rate axis (the reports' items per second)")
 	var targets listFlag
 	fs.Var(&targets, "target", "mark a target rate over the cases matching REGEXP: `REGEXP=RATE` (RATE with an optional k, M or G; repeatable)")
 	var files []string
@@ -80,6 +81,7 @@ func runBenchPlot(e *env, args []string) error {
 		return fmt.Errorf("bench plot: %w", err)
 	}
 	c.Log = *logY
+	c.YLabel = *ylabel
 	c.Title = *title
 	if c.Title == "" {
 		c.Title = strings.Join(titles, "; ")

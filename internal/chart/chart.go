@@ -72,15 +72,17 @@ func (c *Chart) Write(w io.Writer, format string) error {
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Y.Tick.Label.Font.Size = 9
+	valueFmt := c.Format
+	if valueFmt == nil {
+		valueFmt = func(v float64) string { return fmt.Sprintf("%.3g", v) }
+	}
+	p.Y.Tick.Marker = linearTicks{valueFmt}
 	if c.Log {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	}
 	barWidth := vg.Points(14)
-	bars := &groupedBars{chart: c, width: barWidth, format: c.Format}
-	if bars.format == nil {
-		bars.format = func(v float64) string { return fmt.Sprintf("%.3g", v) }
-	}
+	bars := &groupedBars{chart: c, width: barWidth, format: valueFmt}
 	p.Add(plotter.NewGrid(), bars)
 	p.NominalX(c.Groups...)
 	p.X.Tick.Label.Font.Size = 9
@@ -202,4 +204,33 @@ type targetSwatch struct{}
 func (targetSwatch) Thumbnail(c *draw.Canvas) {
 	y := (c.Min.Y + c.Max.Y) / 2
 	c.StrokeLine2(draw.LineStyle{Color: targetColor, Width: vg.Points(2)}, c.Min.X, y, c.Max.X, y)
+}
+
+// linearTicks labels about five evenly spaced values of a 1-2-5 step with
+// the chart's format.
+type linearTicks struct{ format func(float64) string }
+
+// Ticks implements plot.Ticker.
+func (t linearTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
+		return nil
+	}
+	raw := (hi - lo) / 5
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	var ticks []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi; v += step {
+		label := t.format(v)
+		if v == 0 {
+			label = "0"
+		}
+		ticks = append(ticks, plot.Tick{Value: v, Label: label})
+	}
+	return ticks
 }
