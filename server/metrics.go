@@ -176,7 +176,7 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, v, labels...)
 	}
 	conns := c.srv.Stats()
-	general := statMap(c.eng.generalStats())
+	general := statMap(c.eng.memcachedStats())
 
 	gauge(d.up, 1)
 	counter(d.uptime, float64(time.Since(c.start)/time.Second))

@@ -42,6 +42,16 @@ func i64(v int64) string  { return strconv.FormatInt(v, 10) }
 func micros(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e3, 'f', 1, 64) }
 
 func (e *Engine) generalStats() []kv.Stat {
+	out := e.memcachedStats()
+	out = append(out, e.store.RebalanceStats()...)
+	out = append(out, e.hashStats()...)
+	out = append(out, e.indexStats()...)
+	return append(out, e.latencySummary()...)
+}
+
+// memcachedStats are the general group's command and memory counters, in
+// memcached's names. Cost: the store's Stats.
+func (e *Engine) memcachedStats() []kv.Stat {
 	c := &e.counts
 	st := e.store.Stats()
 	gets, hits := c.gets.Load(), c.getHits.Load()
@@ -75,10 +85,7 @@ func (e *Engine) generalStats() []kv.Stat {
 		{Name: "expired_unfetched", Value: u64(st.ExpiredUnfetched)},
 		{Name: "total_malloced", Value: i64(st.PageBytes)},
 	}
-	out = append(out, e.store.RebalanceStats()...)
-	out = append(out, e.hashStats()...)
-	out = append(out, e.indexStats()...)
-	return append(out, e.latencySummary()...)
+	return out
 }
 
 // indexStats are the Mega-KV pipeline's figures: engine, shards, batches,
