@@ -28,8 +28,9 @@ type Provenance struct {
 	Modified bool `json:"modified"`
 	// CommitFrom says where Commit was read: "build" (the binary's
 	// version control stamp), "git" (the warpkv checkout the command ran
-	// in) or "env" ($WARPKV_COMMIT, for a binary built without stamps and
-	// run outside its checkout, such as one carried to a GPU machine).
+	// in), "file" (a CommitFile beside the binary, as scripts/pack-gpu.sh
+	// writes) or "env" ($WARPKV_COMMIT), for a binary built without stamps
+	// and run outside its checkout, such as one carried to a GPU machine.
 	CommitFrom string `json:"commit_from,omitempty"`
 	// CommandLine is the full command line, program first.
 	CommandLine []string `json:"command_line"`
@@ -97,7 +98,7 @@ const EnvCommit = "WARPKV_COMMIT"
 
 // commit returns the commit from $WARPKV_COMMIT, else from the binary's
 // build stamp, else from git in the working directory when it is a warpkv
-// checkout.
+// checkout, else from a CommitFile beside the binary.
 func commit() (rev string, modified bool, from string) {
 	if v := os.Getenv(EnvCommit); v != "" {
 		rev, dirty := strings.CutSuffix(v, "+modified")
@@ -116,21 +117,45 @@ func commit() (rev string, modified bool, from string) {
 			return rev, modified, "build"
 		}
 	}
+	if rev, modified, ok := gitCommit(); ok {
+		return rev, modified, "git"
+	}
+	// A binary packed by scripts/pack-gpu.sh has the commit beside it.
+	if exe, err := os.Executable(); err == nil {
+		if b, err := os.ReadFile(filepath.Join(filepath.Dir(exe), CommitFile)); err == nil {
+			if v := strings.TrimSpace(string(b)); v != "" {
+				rev, dirty := strings.CutSuffix(v, "+modified")
+				return rev, dirty, "file"
+			}
+		}
+	}
+	return "unknown", false, ""
+}
+
+// CommitFile is the file beside a binary that names the commit it was
+// built from ("+modified" appended when the tree had changes), written by
+// scripts/pack-gpu.sh for binaries carried to a machine without the
+// checkout's git history.
+const CommitFile = "COMMIT"
+
+// gitCommit returns HEAD and whether tracked files changed, when the
+// working directory is inside a warpkv checkout.
+func gitCommit() (rev string, modified, ok bool) {
 	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
 	if err != nil {
-		return "unknown", false, ""
+		return "", false, false
 	}
 	root := strings.TrimSpace(string(top))
 	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
 	if err != nil || !bytes.Contains(mod, []byte("module github.com/warpkv/warpkv")) {
-		return "unknown", false, ""
+		return "", false, false
 	}
 	head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
 	if err != nil {
-		return "unknown", false, ""
+		return "", false, false
 	}
 	status, err := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output()
-	return strings.TrimSpace(string(head)), err == nil && len(bytes.TrimSpace(status)) > 0, "git"
+	return strings.TrimSpace(string(head)), err == nil && len(bytes.TrimSpace(status)) > 0, true
 }
 
 // deviceAndDriver names the GPUs and the driver versions, or says why no
