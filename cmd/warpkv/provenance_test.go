@@ -102,7 +102,7 @@ func TestBenchReportCommitOutsideCheckout(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, file, env, want string
-		modified             bool
+		modified              bool
 	}{
 		{"nothing", "", "", "unknown", false},
 		{"file", "0123456789abcdef+modified\n", "", "0123456789abcdef", true},
