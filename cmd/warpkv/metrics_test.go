@@ -104,11 +104,16 @@ func TestServeMetrics(t *testing.T) {
 	// round runs within a millisecond or so), so that nothing moves
 	// between the scrape and the stats below.
 	var general map[string]string
-	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	quiet := func(g map[string]string) string {
+		return g["pending_entries"] + " " + g["curr_items"] + " " + g["index_update_batches"] + " " + g["index_search_batches"]
+	}
+	for deadline, last := time.Now().Add(3*time.Second), ""; ; time.Sleep(20 * time.Millisecond) {
 		general = c.Stats("")
-		if general["pending_entries"] == "0" && general["curr_items"] == "40" || time.Now().After(deadline) {
+		q := quiet(general)
+		if general["pending_entries"] == "0" && general["curr_items"] == "40" && q == last || time.Now().After(deadline) {
 			break
 		}
+		last = q
 	}
 	fams := scrape(t, url)
 	general = c.Stats("")
