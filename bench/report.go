@@ -12,6 +12,9 @@ import (
 // Report is the outcome of one benchmark suite: the environment it ran in
 // and its results, in the order they were measured.
 type Report struct {
+	// Provenance: the commit, command line, device, driver, CPU and date
+	// (top-level keys of the JSON).
+	Provenance
 	Suite      string    `json:"suite"`      // e.g. "limits", "prim"
 	Started    time.Time `json:"started"`    // wall-clock start, UTC
 	GoVersion  string    `json:"go_version"` // runtime.Version()
@@ -34,13 +37,14 @@ type Report struct {
 }
 
 // NewReport starts a report for a suite with reps timed repetitions behind
-// each median, stamping the environment and the start. Cost: O(1).
+// each median, stamping the environment, its provenance and the start.
+// Cost: NewProvenance's.
 func NewReport(suite string, reps int) *Report {
 	now := time.Now()
 	return &Report{
 		Suite: suite, Started: now.UTC().Round(time.Second), GoVersion: runtime.Version(),
 		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(),
-		Workers: runtime.GOMAXPROCS(0), Reps: reps, startedMon: now,
+		Workers: runtime.GOMAXPROCS(0), Reps: reps, startedMon: now, Provenance: NewProvenance(),
 	}
 }
 

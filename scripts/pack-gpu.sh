@@ -5,6 +5,7 @@
 #   .gpu/tests/<name>.test   one test binary per package that has tests
 #   .gpu/tests/packages.txt  "<name> <package dir>" per line, for the runner
 #   .gpu/warpkv              the warpkv command
+#   .gpu/COMMIT              the commit they were built from (reports record it)
 #   .gpu/mptbench, .gpu/btreebench, .gpu/artbench  compat's benchmark commands (go-ethereum,
 #                            tidwall/btree and google/btree side by side)
 #   .gpu/run-tests.sh        the runner (plain bash)
@@ -54,6 +55,13 @@ fi
 
 echo "build cmd/warpkv -> $out/warpkv"
 go build -ldflags="$ldflags" -o "$out/warpkv" ./cmd/warpkv
+
+# The commit the binaries were built from, for their reports' provenance
+# (bench.CommitFile): the GPU machine may have no git history.
+if rev=$(git rev-parse HEAD 2>/dev/null); then
+	[[ -z $(git status --porcelain --untracked-files=no) ]] || rev+=+modified
+	echo "$rev" >"$out/COMMIT"
+fi
 
 cat >"$out/run-tests.sh" <<'RUNNER'
 #!/usr/bin/env bash

@@ -127,6 +127,7 @@ type Engine struct {
 	setLat  latencyHist                   // per write group
 	idxLat  latencyHist                   // per search batch call
 	updLat  latencyHist                   // per update round call
+	idxSize latencyHist                   // jobs per search batch (counts, not durations)
 	scratch sync.Pool                     // *scratch
 	prof    *profile                      // nil unless Options.Profile
 	persist []*hashindex.PersistentSearch // the GPU shards' persistent searches
@@ -257,7 +258,7 @@ func (e *Engine) openIndex() error {
 			}
 		}
 		sh, err := newShard(ix, e.opts.Policy == PolicyFixed, e.interval, e.opts.MaxBatch, newSpace, shardHooks{
-			searchLat: &e.idxLat, updateLat: &e.updLat, unlink: e.unlinkPending, complete: e.completeUpdate, prof: e.prof})
+			searchLat: &e.idxLat, updateLat: &e.updLat, searchSize: &e.idxSize, unlink: e.unlinkPending, complete: e.completeUpdate, prof: e.prof})
 		if err != nil {
 			ix.Close()
 			return fmt.Errorf("index shard %d: %w", i, err)

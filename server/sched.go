@@ -22,6 +22,7 @@ type shard struct {
 	maxBatch int
 	lat      *latencyHist // search batch call latencies
 	updLat   *latencyHist // update round call latencies
+	sizes    *latencyHist // jobs per search batch
 	prof     *profile     // nil unless profiling
 	q        *searchQueue
 	full     atomic.Bool // a request found the filling search batch full
@@ -121,6 +122,7 @@ func (s *shard) unlinked(p []pendingUnlink) {
 // its engine.
 type shardHooks struct {
 	searchLat, updateLat *latencyHist
+	searchSize           *latencyHist // jobs per search batch (a count, not a duration)
 	unlink               func([]pendingUnlink)
 	complete             func(*updateList)
 	prof                 *profile // nil unless profiling
@@ -133,7 +135,7 @@ func newShard(ix *hashindex.Index, fixed bool, interval time.Duration, maxBatch 
 	if err != nil {
 		return nil, err
 	}
-	s := &shard{ix: ix, maxBatch: maxBatch, q: q, lat: h.searchLat, updLat: h.updateLat, prof: h.prof,
+	s := &shard{ix: ix, maxBatch: maxBatch, q: q, lat: h.searchLat, updLat: h.updateLat, sizes: h.searchSize, prof: h.prof,
 		unlink: h.unlink, complete: h.complete, upd: new(updateList), updSpare: new(updateList),
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.pol.fixed, s.pol.interval = fixed, interval
@@ -362,6 +364,7 @@ func (s *shard) runSearches(now time.Time) {
 	d := time.Since(start)
 	b.deliver(err)
 	s.lat.add(d)
+	s.sizes.add(time.Duration(n))
 	s.prof.add(stIndexSearch, d)
 	s.pol.searched(now, n, d)
 	if len(until) == 0 {

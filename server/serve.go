@@ -30,6 +30,10 @@ type Config struct {
 	IdleTimeout time.Duration
 	// Logger receives the server's messages; nil means slog.Default().
 	Logger *slog.Logger
+	// MetricsAddr, if set, is the TCP address of an HTTP server giving
+	// /metrics in the Prometheus text format (see metricsCollector);
+	// "" serves none.
+	MetricsAddr string
 	// Ready, if set, is called with the listening address once the server
 	// accepts connections.
 	Ready func(addr net.Addr)
@@ -74,6 +78,14 @@ func Serve(ctx context.Context, cfg Config) error {
 		MaxPendingBytes: eng.opts.MemoryLimit,
 		PendingBudget:   newHeldValues(eng.store, int64(max(eng.opts.ItemSizeMax, protocol.DefaultMaxGetLine))+64<<10),
 	})
+	if cfg.MetricsAddr != "" {
+		ms, err := startMetrics(cfg.MetricsAddr, newMetricsCollector(eng, srv, time.Now(), cfg.Version, cfg.MaxConns), log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer ms.close()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("serving memcached protocols", "addr", ln.Addr().String())

@@ -42,6 +42,16 @@ func i64(v int64) string  { return strconv.FormatInt(v, 10) }
 func micros(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e3, 'f', 1, 64) }
 
 func (e *Engine) generalStats() []kv.Stat {
+	out := e.memcachedStats()
+	out = append(out, e.store.RebalanceStats()...)
+	out = append(out, e.hashStats()...)
+	out = append(out, e.indexStats()...)
+	return append(out, e.latencySummary()...)
+}
+
+// memcachedStats are the general group's command and memory counters, in
+// memcached's names. Cost: the store's Stats.
+func (e *Engine) memcachedStats() []kv.Stat {
 	c := &e.counts
 	st := e.store.Stats()
 	gets, hits := c.gets.Load(), c.getHits.Load()
@@ -75,33 +85,13 @@ func (e *Engine) generalStats() []kv.Stat {
 		{Name: "expired_unfetched", Value: u64(st.ExpiredUnfetched)},
 		{Name: "total_malloced", Value: i64(st.PageBytes)},
 	}
-	out = append(out, e.store.RebalanceStats()...)
-	out = append(out, e.hashStats()...)
-	out = append(out, e.indexStats()...)
-	return append(out, e.latencySummary()...)
+	return out
 }
 
 // indexStats are the Mega-KV pipeline's figures: engine, shards, batches,
 // jobs and the index's drops.
 func (e *Engine) indexStats() []kv.Stat {
-	var s shardStats
-	var entries, capacity uint64
-	for _, sh := range e.shards {
-		sh.mu.Lock()
-		x := sh.stats
-		sh.mu.Unlock()
-		s.searchBatches += x.searchBatches
-		s.searchJobs += x.searchJobs
-		s.updateBatches += x.updateBatches
-		s.updateRounds += x.updateRounds
-		s.updateJobs += x.updateJobs
-		s.overwrites += x.overwrites
-		s.displaced += x.displaced
-		s.maxSearchBatch = max(s.maxSearchBatch, x.maxSearchBatch)
-		ist := sh.ix.Stats()
-		entries += ist.Entries
-		capacity += uint64(sh.ix.Capacity())
-	}
+	s, entries, capacity := e.indexTotals()
 	avg := "0"
 	if s.searchBatches > 0 {
 		avg = strconv.FormatFloat(float64(s.searchJobs)/float64(s.searchBatches), 'f', 1, 64)
@@ -159,6 +149,28 @@ func (e *Engine) indexStats() []kv.Stat {
 		break // the first shard's policy state
 	}
 	return out
+}
+
+// indexTotals sums the shards' batch counters (the largest search batch is
+// the largest of any shard) and their index entries and capacity. Cost:
+// each shard's mutex in turn.
+func (e *Engine) indexTotals() (s shardStats, entries, capacity uint64) {
+	for _, sh := range e.shards {
+		sh.mu.Lock()
+		x := sh.stats
+		sh.mu.Unlock()
+		s.searchBatches += x.searchBatches
+		s.searchJobs += x.searchJobs
+		s.updateBatches += x.updateBatches
+		s.updateRounds += x.updateRounds
+		s.updateJobs += x.updateJobs
+		s.overwrites += x.overwrites
+		s.displaced += x.displaced
+		s.maxSearchBatch = max(s.maxSearchBatch, x.maxSearchBatch)
+		entries += sh.ix.Stats().Entries
+		capacity += uint64(sh.ix.Capacity())
+	}
+	return s, entries, capacity
 }
 
 // latencySummary gives quantiles of the engine-side GET and SET latency

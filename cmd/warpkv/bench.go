@@ -27,6 +27,9 @@ func runBench(e *env, args []string) error {
 	if len(args) > 0 && args[0] == "serve" {
 		return runBenchServe(e, args[1:])
 	}
+	if len(args) > 0 && args[0] == "plot" {
+		return runBenchPlot(e, args[1:])
+	}
 	names := suiteNames()
 	fs := newFlagSet(e, "bench", fmt.Sprintf("warpkv bench %s [--device auto|cpu|gpu|gpu:N] [--engines cpu,gpu] [--json FILE] [--size N] [--reps N]",
 		strings.Join(names, "|")))
@@ -44,6 +47,7 @@ func runBench(e *env, args []string) error {
 			fmt.Fprintf(e.stderr, "  %-7s %s\n", s.Name, s.Summary)
 		}
 		fmt.Fprintf(e.stderr, "  %-7s %s\n", "serve", serveSuiteSummary)
+		fmt.Fprintf(e.stderr, "\n  %-7s %s\n", "plot", "not a suite: draws saved --json reports as an SVG chart (warpkv bench plot -h)")
 	}
 	// Flags may come before or after the suite name.
 	if err := parse(fs, args); err != nil {
@@ -75,6 +79,7 @@ func runBench(e *env, args []string) error {
 	if rep == nil {
 		return runErr
 	}
+	rep.Provenance.Print(e.stdout)
 	for _, line := range rep.Engines {
 		fmt.Fprintln(e.stdout, line)
 	}

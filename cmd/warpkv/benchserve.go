@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/warpkv/warpkv/bench"
 	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/loadgen"
 )
@@ -34,7 +35,7 @@ import (
 //
 //	warpkv bench serve [flags] [-- loadgen flags]
 func runBenchServe(e *env, args []string) error {
-	fs := newFlagSet(e, "bench serve", "warpkv bench serve [--memcached PATH] [--engines gpu,cpu] [--server-cpus LIST] [--load-cpus LIST] [-t N] [-m MB] [--p99-at F] [--profile] [--crosscheck auto|none|PATH] [--json FILE] [-- loadgen flags]")
+	fs := newFlagSet(e, "bench serve", "warpkv bench serve [--memcached PATH] [--engines gpu,cpu] [--server-cpus LIST] [--load-cpus LIST] [-t N] [-m MB] [--p99-at F] [--profile] [--crosscheck auto|none|PATH] [--json FILE] [--full] [-- loadgen flags]")
 	mcPath := fs.String("memcached", "memcached", "memcached binary to compare with (none: leave it out)")
 	engines := fs.String("engines", "gpu,cpu", "warpkv engines to run, in order: gpu, cpu, gpu:N, and gpu/staged for the GPU engine with staged search calls (empty: none)")
 	warpkvPath := fs.String("warpkv", "", "warpkv binary for the servers and the load generator (default: this one)")
@@ -49,6 +50,7 @@ func runBenchServe(e *env, args []string) error {
 	crosscheck := fs.String("crosscheck", "auto", "independent load tool to cross-check one workload with: auto (memcaslap or memaslap if installed), none, or its path")
 	jsonPath := fs.String("json", "", "also write everything measured as JSON to `FILE`")
 	report := fs.String("report", "", "run nothing: print issue 14's targets table from saved --json reports (`FILES`, comma-separated)")
+	full := fs.Bool("full", false, "run loadgen's whole default matrix (4 sizes x 2 mixes x 2 distributions, 10 s each: about 12 minutes for two servers) instead of the short default cases (under 2 minutes)")
 	var rest []string
 	for i, a := range args {
 		if a == "--" {
@@ -64,6 +66,9 @@ func runBenchServe(e *env, args []string) error {
 	}
 	if *report != "" {
 		return writeTargets(e.stdout, strings.Split(*report, ","))
+	}
+	if !*full {
+		rest = append(quickServeCases(), rest...) // flags after -- override them
 	}
 	if !(*p99At >= 0 && *p99At < 1) {
 		return usagef("--p99-at %v: want 0 (off) or a fraction below 1", *p99At)
@@ -96,7 +101,7 @@ func runBenchServe(e *env, args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	rep := serveReport{Date: time.Now().UTC().Format(time.RFC3339), Host: hostName(), CPUs: runtime.NumCPU(),
+	rep := serveReport{Provenance: bench.NewProvenance(), Date: time.Now().UTC().Format(time.RFC3339), Host: hostName(), CPUs: runtime.NumCPU(),
 		ServerCPUs: formatCPUList(sCPUs), LoadCPUs: formatCPUList(lCPUs), Threads: nThreads, MemoryMB: *memMB,
 		LoadgenArgs: rest, GPU: gpuSummary()}
 	servers := planServers(*mcPath, *engines, exe, nThreads, *memMB, *interval, *policy, *profile)
@@ -121,6 +126,7 @@ func runBenchServe(e *env, args []string) error {
 	if ms == "" && *crosscheck != "none" {
 		rep.Notes = append(rep.Notes, "no cross-check: neither memcaslap nor memaslap is installed (Debian: libmemcached-tools)")
 	}
+	rep.Provenance.Print(e.stdout)
 	writeServeReport(e.stdout, &rep)
 	if *jsonPath != "" {
 		b, err := json.MarshalIndent(&rep, "", "  ")
@@ -147,8 +153,22 @@ func runBenchServe(e *env, args []string) error {
 	return nil
 }
 
+// quickServeCases are the load generator flags of a default bench serve
+// run, given before the flags after "--" (so those override them): the
+// Mega-KV paper's workload b (16 B keys, 64 B values) at 95:5 get:set,
+// uniform and Zipf keys, 3 s measured after 0.5 s of warm-up. With the
+// paced p99 run and the cross-check that is about 20 s per server, under
+// 2 minutes for memcached and two warpkv engines; --full runs loadgen's
+// whole default matrix instead.
+func quickServeCases() []string {
+	return []string{"--workloads", "b", "--mix", "95:5", "--dist", "uniform,zipf", "--duration", "3s", "--warmup", "500ms"}
+}
+
 // serveReport is everything bench serve measured (its JSON output).
 type serveReport struct {
+	// Provenance: commit, command line, device and driver, CPU, date
+	// (top-level JSON keys commit, modified, command_line, device, ...).
+	bench.Provenance
 	Date, Host  string
 	CPUs        int
 	ServerCPUs  string

@@ -77,6 +77,13 @@ func TestBenchServeEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if rep.Commit == "" || len(rep.CommandLine) == 0 || rep.Device == "" || rep.Driver == "" || rep.CPUModel == "" || rep.CPUCores <= 0 {
+		t.Errorf("report provenance %+v: want commit, command line, device, driver and CPU", rep.Provenance)
+	}
+	code, rout, rerr := runCmd("bench", "serve", "--report", path)
+	if code != 0 || !strings.Contains(rout, "commit:  "+rep.Commit) || !strings.Contains(rout, "device:  ") {
+		t.Errorf("bench serve --report: exit %d, no provenance:\n%s%s", code, rout, rerr)
+	}
 	want := []string{"warpkv cpu"}
 	if _, err := exec.LookPath("memcached"); err == nil {
 		want = append([]string{"memcached -t " + strconv.Itoa(max(1, len(cpus)/2))}, want...)

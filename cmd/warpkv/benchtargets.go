@@ -36,6 +36,11 @@ func writeTargets(w io.Writer, files []string) error {
 			return fmt.Errorf("bench serve --report: %s: %w", f, err)
 		}
 		hdr = append(hdr, fmt.Sprintf("%s: %s, %s, servers on CPUs %s, load on %s", f, rep.Date, rep.GPU, rep.ServerCPUs, rep.LoadCPUs))
+		var prov strings.Builder
+		rep.Provenance.Print(&prov)
+		for _, l := range strings.Split(strings.TrimSpace(prov.String()), "\n") {
+			hdr = append(hdr, "  "+l)
+		}
 		for _, s := range rep.Servers {
 			for _, r := range s.Rows {
 				if r.Err != "" {

@@ -40,6 +40,26 @@ type command struct {
 // errors to stderr.
 type env struct {
 	stdout, stderr io.Writer
+	// parseOnly makes every command stop after its first successful flag
+	// parse, returning *parsedOnly (see parseCheck).
+	parseOnly bool
+}
+
+// parseOnlyFlag marks the flag sets of an env with parseOnly.
+const parseOnlyFlag = "warpkv-parse-only"
+
+// parsedOnly is what a command returns, under env.parseOnly, once its
+// flags are parsed: the flag set, the arguments left, and the parse error.
+type parsedOnly struct {
+	fs  *flag.FlagSet
+	err error
+}
+
+func (p *parsedOnly) Error() string {
+	if p.err != nil {
+		return p.err.Error()
+	}
+	return "parsed only"
 }
 
 // usageError is a mistake on the command line; it exits with status 2.
@@ -118,6 +138,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 func newFlagSet(e *env, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet("warpkv "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
+	if e.parseOnly {
+		fs.Bool(parseOnlyFlag, true, "stop after parsing (tests)")
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(e.stderr, "usage: %s\n", synopsis)
 		n := 0
@@ -140,6 +163,9 @@ func parse(fs *flag.FlagSet, args []string) error {
 	out := fs.Output()
 	fs.SetOutput(io.Discard)
 	defer fs.SetOutput(out)
+	if fs.Lookup(parseOnlyFlag) != nil {
+		return &parsedOnly{fs: fs, err: fs.Parse(args)}
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err

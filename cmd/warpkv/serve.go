@@ -23,7 +23,7 @@ import (
 // ignored, as memcached 1.6.18 does (see serveSignals). Its flags follow
 // memcached's where they apply.
 func runServe(e *env, args []string) error {
-	fs := newFlagSet(e, "serve", "warpkv serve [-p port] [-l addr] [-m MB] [-c conns] [-t threads] [-I size] [-f factor] [-n bytes] [-o opt[,opt...]] [--device auto|cpu|gpu|gpu:N] [--batch-interval dur] [--batch-policy load|fixed] [--gpu-search persistent|staged] [--profile] [--cpuprofile FILE]")
+	fs := newFlagSet(e, "serve", "warpkv serve [-p port] [-l addr] [-m MB] [-c conns] [-t threads] [-I size] [-f factor] [-n bytes] [-o opt[,opt...]] [--device auto|cpu|gpu|gpu:N] [--batch-interval dur] [--batch-policy load|fixed] [--gpu-search persistent|staged] [--profile] [--cpuprofile FILE] [--metrics-addr HOST:PORT]")
 	port := fs.Int("p", 11211, "TCP port to listen on (0: any free port)")
 	listen := fs.String("l", "127.0.0.1", "interface to listen on")
 	memMB := fs.Int64("m", 64, "item memory limit in megabytes (a hard cap; CLOCK eviction and slab rebalancing past it)")
@@ -42,6 +42,7 @@ func runServe(e *env, args []string) error {
 	profile := fs.Bool("profile", false, "count the time spent in each stage of serving requests (stats profile)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to `FILE` (for go tool pprof)")
 	verbose := fs.Bool("v", false, "log debug messages")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://`HOST:PORT`/metrics (memcached_exporter's names, then warpkv_*); off when empty")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -102,6 +103,7 @@ func runServe(e *env, args []string) error {
 		Version:     version,
 		Logger:      log,
 		IdleTimeout: opts.idleTimeout,
+		MetricsAddr: *metricsAddr,
 		Ready: func(net.Addr) {
 			boundGCSlack(log)
 			limitGoMemory(log, *memMB<<20+int64(max(size, 1<<20))+64<<10)

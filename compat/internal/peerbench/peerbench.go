@@ -69,12 +69,15 @@ func (f *Flags) Progress() *bench.Progress {
 	return bench.NewProgress(os.Stderr)
 }
 
-// Print writes rep to w as the bench suites' text output: the engines,
+// Print writes rep to w as the bench suites' text output: the provenance, the engines,
 // the notes, header (what the figures are: medians of how many runs, what
 // the ratios compare), the results table and the summary table if the
 // suite gives one; then, if jsonPath is not empty, the report as JSON to
 // that file.
 func Print(w io.Writer, rep *bench.Report, header, jsonPath string) error {
+	if err := rep.Provenance.Print(w); err != nil {
+		return err
+	}
 	for _, line := range rep.Engines {
 		fmt.Fprintln(w, line)
 	}
