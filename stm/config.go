@@ -1,9 +1,6 @@
 package stm
 
-import (
-	"fmt"
-	"math/bits"
-)
+import "fmt"
 
 // Defaults of Config.
 const (
@@ -86,6 +83,3 @@ func (c Config) forItems(n int) Config {
 
 // partSize returns the items per partition: ceil(n/servers).
 func (c Config) partSize(n int) int { return (n + c.Servers - 1) / c.Servers }
-
-// popcount of a partition mask.
-func popcount(m uint64) int { return bits.OnesCount64(m) }

@@ -2,6 +2,7 @@ package stm
 
 import (
 	"fmt"
+	"math/bits"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -11,9 +12,10 @@ import (
 // overwritten). Real commit timestamps are below it.
 const noVersion = ^uint64(0)
 
-// pubRing is the number of commit timestamps that may be assigned but not
-// yet visible at once; a server waits before assigning more.
-const pubRing = 1 << 16
+// locked is the bit of an item's word that says a committing transaction
+// holds the item; the rest of the word is then the committer's timestamp,
+// 0 until it has taken one.
+const locked = uint64(1) << 63
 
 // StoreOptions configure a CPU store.
 type StoreOptions struct {
@@ -32,36 +34,27 @@ type StoreOptions struct {
 	yield bool // tests: yield the processor on every read, to interleave transactions
 }
 
-// Store is the CPU engine: N items with K versions each, a commit clock, and
-// one commit server per partition. Every method is safe for concurrent use.
+// Store is the CPU engine: N items with K versions each, a version lock per
+// item and a commit clock. Every method is safe for concurrent use.
 type Store struct {
-	cfg      Config
-	n, k     int
-	partSize int
+	cfg  Config
+	n, k int
 
-	// Item i's ring is slots [i*k, (i+1)*k); slot j is the pair of words
-	// ring[2j] (its version) and ring[2j+1] (its value), so that a read
-	// touches one cache line; head[i] is the slot of its newest version. A
-	// slot is written by one transaction at a time (the commit protocol
-	// excludes concurrent writers of an item); readers validate what they
-	// read (see readAt).
-	ring []atomic.Uint64
-	head []atomic.Uint32
-	// newest mirrors each item's newest version as the pair newest[2i]
-	// (version), newest[2i+1] (value), four items a cache line: most
-	// reads are of the newest version and need only this.
-	newest []atomic.Uint64
+	// items[i] is item i's lock word, newest version and ring head; its
+	// ring is slots [i*k, (i+1)*k) of ring, slot j the pair of words
+	// ring[2j] (its version) and ring[2j+1] (its value). The newest
+	// version is in the ring too: items[i] mirrors it so that most reads
+	// touch one cache line.
+	items []item
+	ring  []atomic.Uint64
 
-	clock atomic.Uint64 // newest commit timestamp whose writes are all visible
+	_     [8]uint64
+	clock atomic.Uint64 // the newest commit timestamp taken
 	_     [7]uint64
-	next  atomic.Uint64 // newest commit timestamp assigned
-	_     [7]uint64
-	pub   []atomic.Uint64 // pub[t%pubRing] == t once t's writes are back
 
-	parts []*partition
-
-	counters counters
-	txPool   sync.Pool
+	stripes   []stripe // statistics, one stripe per few transactions' Tx
+	stripeSeq atomic.Uint32
+	txPool    sync.Pool
 
 	record, recordAborted bool
 	yield                 bool
@@ -69,15 +62,23 @@ type Store struct {
 	history               []Record
 }
 
-// counters are the store's statistics, one cache line each.
-type counters struct {
-	commits, roCommits paddedCounter
-	aborts             [NumCauses]paddedCounter
+// item is one item's head: word is the timestamp of its newest version
+// when the item is free, or locked | the committer's timestamp while a
+// committing transaction holds it; val the newest value; head its newest
+// version's ring slot. Only the holder of the lock changes val and head.
+type item struct {
+	word atomic.Uint64
+	val  atomic.Uint64
+	head atomic.Uint32
+	_    [12]byte // two items a cache line
 }
 
-type paddedCounter struct {
-	atomic.Uint64
-	_ [7]uint64
+// stripe is a share of the store's statistics, counted by the
+// transactions whose Tx it was given to, on cache lines of its own.
+type stripe struct {
+	commits, roCommits atomic.Uint64
+	aborts             [NumCauses]atomic.Uint64
+	_                  [16 - 2 - NumCauses]uint64
 }
 
 // New creates a CPU store. Cost: O(N*K) memory and time.
@@ -89,10 +90,10 @@ func New(o StoreOptions) (*Store, error) {
 	cfg = cfg.forItems(o.Items)
 	n, k := o.Items, cfg.Versions
 	s := &Store{
-		cfg: cfg, n: n, k: k, partSize: cfg.partSize(n),
-		ring: make([]atomic.Uint64, 2*n*k), head: make([]atomic.Uint32, n), newest: make([]atomic.Uint64, 2*n),
-		pub:    make([]atomic.Uint64, pubRing),
-		record: o.Record || o.RecordAborted, recordAborted: o.RecordAborted, yield: o.yield,
+		cfg: cfg, n: n, k: k,
+		items: make([]item, n), ring: make([]atomic.Uint64, 2*n*k),
+		stripes: make([]stripe, stripesFor(runtime.GOMAXPROCS(0))),
+		record:  o.Record || o.RecordAborted, recordAborted: o.RecordAborted, yield: o.yield,
 	}
 	for i := range n {
 		var v uint64
@@ -100,51 +101,79 @@ func New(o StoreOptions) (*Store, error) {
 			v = o.Init(i)
 		}
 		s.ring[2*i*k+1].Store(v)
-		s.newest[2*i+1].Store(v)
+		s.items[i].val.Store(v)
 		for j := 1; j < k; j++ {
 			s.ring[2*(i*k+j)].Store(noVersion)
 		}
 	}
-	s.parts = make([]*partition, cfg.Servers)
-	for p := range s.parts {
-		s.parts[p] = newPartition(cfg.LogSize, cfg.LogWrites)
+	s.txPool.New = func() any {
+		return &Tx{s: s, stats: &s.stripes[int(s.stripeSeq.Add(1))%len(s.stripes)]}
 	}
-	s.txPool.New = func() any { return &Tx{s: s} }
 	return s, nil
+}
+
+// stripesFor returns the statistics stripes of a store used by procs
+// processors: four per processor, a power of two, so that transactions
+// running at once rarely share one.
+func stripesFor(procs int) int {
+	return 1 << bits.Len(uint(4*max(procs, 1)-1))
 }
 
 // Items returns N.
 func (s *Store) Items() int { return s.n }
 
 // Config returns the store's configuration with defaults filled in and
-// Servers lowered to the partitions that hold items.
+// Servers lowered to the partitions that hold items (the CPU engine
+// commits through per-item locks: Servers, LogSize and LogWrites shape
+// only the GPU engine).
 func (s *Store) Config() Config { return s.cfg }
 
-// Clock returns the timestamp of the newest visible commit (0 before any).
+// Clock returns the newest commit timestamp taken (0 before any commit).
+// A snapshot at Clock reads every commit with a timestamp up to it (a read
+// waits for one still writing the item back).
 func (s *Store) Clock() uint64 { return s.clock.Load() }
-
-// partition returns the partition (server) of item i.
-func (s *Store) partition(i uint32) int { return int(i) / s.partSize }
 
 // readAt returns the value item i had at snapshot snap: the version with
 // the largest timestamp not above snap. ok is false when the ring no longer
-// holds that version. Lock-free: a slot is read as (version, value,
-// version) and the chosen slot is checked again at the end; versions of an
-// item only grow and are evicted oldest first, so a chosen version that is
-// still present at the end had no newer version <= snap missed by the scan.
-// Cost: O(K) atomic loads.
+// holds that version.
+//
+// A commit takes its timestamp after locking its items, so when the word
+// shows the item free, or locked by a commit whose timestamp is above
+// snap, every commit at or before snap has written it back; a commit at or
+// before snap (or one without a timestamp yet) still holding it is waited
+// for. Cost: three atomic loads for the newest version, O(K) for an older
+// one.
 func (s *Store) readAt(i int, snap uint64) (uint64, bool) {
-	// Fast paths: the newest version, mirrored, then the newest slot. Both
-	// were written before the clock reached any version <= snap, so if
-	// their version is <= snap it is the newest such version.
-	if v1 := s.newest[2*i].Load(); v1 <= snap {
-		x := s.newest[2*i+1].Load()
-		if s.newest[2*i].Load() == v1 {
-			return x, true
+	it := &s.items[i]
+	for spins := 0; ; spins++ {
+		w := it.word.Load()
+		if w&locked != 0 {
+			if t := w &^ locked; t == 0 || t <= snap {
+				pause(spins)
+				continue
+			}
+		} else if w <= snap {
+			x := it.val.Load()
+			if it.word.Load() == w {
+				return x, true
+			}
+			continue
 		}
+		return s.readRing(i, snap)
 	}
+}
+
+// readRing returns item i's newest version not above snap from its ring,
+// once every version up to snap is in it. Lock-free: a slot is read as
+// (version, value, version) and the chosen slot is checked again at the
+// end; versions of an item only grow and are evicted oldest first, so a
+// chosen version that is still present at the end had no newer version <=
+// snap missed by the scan. Cost: O(K) atomic loads.
+func (s *Store) readRing(i int, snap uint64) (uint64, bool) {
 	base := i * s.k
-	h := base + int(s.head[i].Load())
+	// The newest slot: it was the newest version when head was read, so if
+	// it is not above snap it is the newest version <= snap.
+	h := base + int(s.items[i].head.Load())
 	if v1 := s.ring[2*h].Load(); v1 <= snap {
 		x := s.ring[2*h+1].Load()
 		if s.ring[2*h].Load() == v1 {
@@ -174,11 +203,11 @@ func (s *Store) readAt(i int, snap uint64) (uint64, bool) {
 	return 0, false
 }
 
-// install writes version (v, ts) of item i over its oldest slot. Only the
-// transaction committing ts writes item i now. Cost: 7 atomic stores.
+// install writes version (v, ts) of item i over its oldest slot and frees
+// the item: the caller holds its lock. Cost: 7 atomic stores.
 func (s *Store) install(i int, ts, v uint64) {
-	h := s.head[i].Load()
-	j := int(h) + 1
+	it := &s.items[i]
+	j := int(it.head.Load()) + 1
 	if j == s.k {
 		j = 0
 	}
@@ -186,27 +215,12 @@ func (s *Store) install(i int, ts, v uint64) {
 	s.ring[2*slot].Store(noVersion)
 	s.ring[2*slot+1].Store(v)
 	s.ring[2*slot].Store(ts)
-	s.head[i].Store(uint32(j))
-	s.newest[2*i].Store(noVersion)
-	s.newest[2*i+1].Store(v)
-	s.newest[2*i].Store(ts)
+	it.head.Store(uint32(j))
+	it.val.Store(v)
+	it.word.Store(ts)
 }
 
-// latest returns item i's newest version (value, timestamp). Cost: O(1).
-func (s *Store) latest(i int) (uint64, uint64) {
-	for {
-		j := int(s.head[i].Load())
-		slot := i*s.k + j
-		v1 := s.ring[2*slot].Load()
-		x := s.ring[2*slot+1].Load()
-		if s.ring[2*slot].Load() == v1 && v1 != noVersion && int(s.head[i].Load()) == j {
-			return x, v1
-		}
-		runtime.Gosched()
-	}
-}
-
-// Load returns item i's value in the newest visible state, outside any
+// Load returns item i's value in the newest state, outside any
 // transaction. Cost: one snapshot read.
 func (s *Store) Load(i int) uint64 {
 	s.checkItem(i)
@@ -235,21 +249,27 @@ func (s *Store) Snapshot() ([]uint64, uint64) {
 	return out, ts
 }
 
-// Final returns every item's newest version, which is the state after all
+// Final returns every item's newest value, which is the state after all
 // commits once no transaction is running. Cost: O(N).
 func (s *Store) Final() []uint64 {
 	out := make([]uint64, s.n)
 	for i := range out {
-		out[i], _ = s.latest(i)
+		out[i] = s.items[i].val.Load()
 	}
 	return out
 }
 
-// Stats returns the counts of commits and aborts so far.
+// Stats returns the counts of commits and aborts so far. Cost: O(stripes),
+// four per processor.
 func (s *Store) Stats() Stats {
-	st := Stats{Commits: s.counters.commits.Load(), ReadOnlyCommits: s.counters.roCommits.Load()}
-	for c := range st.Aborts {
-		st.Aborts[c] = s.counters.aborts[c].Load()
+	var st Stats
+	for i := range s.stripes {
+		p := &s.stripes[i]
+		st.Commits += p.commits.Load()
+		st.ReadOnlyCommits += p.roCommits.Load()
+		for c := range st.Aborts {
+			st.Aborts[c] += p.aborts[c].Load()
+		}
 	}
 	return st
 }
@@ -271,5 +291,12 @@ func (s *Store) addRecord(r Record) {
 func (s *Store) checkItem(i int) {
 	if i < 0 || i >= s.n {
 		panic(fmt.Sprintf("stm: item %d outside the store of %d items", i, s.n))
+	}
+}
+
+// pause backs off a spinning goroutine: busy first, then yielding.
+func pause(spins int) {
+	if spins > 16 {
+		runtime.Gosched()
 	}
 }

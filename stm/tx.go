@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"slices"
 )
 
 // smallSet is the size up to which a transaction's sets are searched
@@ -26,17 +25,12 @@ type Tx struct {
 	witems []uint32 // items written, in first-write order
 	wvals  []uint64 // their newest values
 	windex map[uint32]int32
-	set    map[uint32]uint8
 
-	req    [1]request
-	byPart []partReq
-	tm     *phaseTimes // nil unless timing
-}
+	order []uint64 // commit: item<<32 | write index, in item order
+	wold  []uint64 // commit: the words of the items locked so far
 
-// partReq is a transaction's items in one partition.
-type partReq struct {
-	p             int
-	reads, writes []uint32
+	stats *stripe     // where its commits and aborts are counted
+	tm    *phaseTimes // nil unless timing
 }
 
 // abortSignal unwinds a closure whose transaction cannot go on.
@@ -143,85 +137,4 @@ func (tx *Tx) findWrite(i uint32) int {
 		}
 	}
 	return -1
-}
-
-// partitions returns the mask of partitions the transaction touched.
-func (tx *Tx) partitions() uint64 {
-	s := tx.s
-	if len(s.parts) == 1 {
-		return 1
-	}
-	var m uint64
-	for _, it := range tx.reads {
-		m |= 1 << s.partition(it)
-	}
-	for _, it := range tx.witems {
-		m |= 1 << s.partition(it)
-	}
-	return m
-}
-
-// splitByPartition fills byPart with the transaction's items in each
-// partition of parts, in ascending partition order.
-func (tx *Tx) splitByPartition(parts uint64) {
-	s := tx.s
-	tx.byPart = tx.byPart[:0]
-	index := [MaxServers]int{}
-	for p := 0; p < len(s.parts); p++ {
-		if parts&(1<<p) != 0 {
-			index[p] = len(tx.byPart)
-			var r, w []uint32
-			if n := len(tx.byPart); n < cap(tx.byPart) {
-				r, w = tx.byPart[:n+1][n].reads[:0], tx.byPart[:n+1][n].writes[:0]
-			}
-			tx.byPart = append(tx.byPart, partReq{p: p, reads: r, writes: w})
-		}
-	}
-	for _, it := range tx.reads {
-		bp := &tx.byPart[index[s.partition(it)]]
-		bp.reads = append(bp.reads, it)
-	}
-	for _, it := range tx.witems {
-		bp := &tx.byPart[index[s.partition(it)]]
-		bp.writes = append(bp.writes, it)
-	}
-}
-
-// itemSet tells whether an item is among a transaction's reads (1) or
-// only among its writes (2), for validation against a log.
-type itemSet struct {
-	reads, writes []uint32
-	m             map[uint32]uint8 // nil: search the slices
-}
-
-func (s *itemSet) in(it uint32) uint8 {
-	if s.m != nil {
-		return s.m[it]
-	}
-	if slices.Contains(s.reads, it) {
-		return 1
-	}
-	if slices.Contains(s.writes, it) {
-		return 2
-	}
-	return 0
-}
-
-// membership returns the item set of reads and writes (a map past
-// smallSet items, reused between attempts).
-func (tx *Tx) membership(reads, writes []uint32) itemSet {
-	if len(reads)+len(writes) <= smallSet {
-		return itemSet{reads: reads, writes: writes}
-	}
-	if tx.set == nil {
-		tx.set = make(map[uint32]uint8, len(reads)+len(writes))
-	}
-	clear(tx.set)
-	for _, it := range writes {
-		tx.set[it] = 2
-	}
-	for _, it := range reads {
-		tx.set[it] = 1
-	}
-	return itemSet{m: tx.set}
 }
