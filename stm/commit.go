@@ -63,8 +63,13 @@ func (s *Store) commit(tx *Tx) (bool, Cause) {
 		t2 = time.Now()
 		tx.tm.validate += t2.Sub(t1)
 	}
+	var pos uint64
+	if tx.log != nil {
+		pos = tx.log.next.Add(uint64(len(tx.witems))) - uint64(len(tx.witems))
+	}
 	for j, i := range tx.witems {
-		s.install(int(i), ts, tx.wvals[j])
+		pos++
+		s.install(int(i), ts, tx.wvals[j], tx.log, tx.logNo, pos)
 	}
 	tx.ts = ts
 	if tx.tm != nil {

@@ -34,19 +34,22 @@ type StoreOptions struct {
 	yield bool // tests: yield the processor on every read, to interleave transactions
 }
 
-// Store is the CPU engine: N items with K versions each, a version lock per
-// item and a commit clock. Every method is safe for concurrent use.
+// Store is the CPU engine: N items with up to K versions each, a version
+// lock per item and a commit clock. Every method is safe for concurrent
+// use.
 type Store struct {
 	cfg  Config
 	n, k int
 
-	// items[i] is item i's lock word, newest version and ring head; its
-	// ring is slots [i*k, (i+1)*k) of ring, slot j the pair of words
-	// ring[2j] (its version) and ring[2j+1] (its value). The newest
-	// version is in the ring too: items[i] mirrors it so that most reads
-	// touch one cache line.
+	// items[i] is item i's lock word and newest version; its older
+	// versions are a chain of records in the version logs, newest first.
 	items []item
-	ring  []atomic.Uint64
+	// logs are the version logs, one per stripe: rings of records of
+	// replaced versions, written in sequence by the commits of the
+	// transactions the stripe was given to (so that a commit writes the
+	// old versions of its items to lines it wrote last, not to lines of
+	// its own per item), and overwritten oldest first.
+	logs []versionLog
 
 	_     [8]uint64
 	clock atomic.Uint64 // the newest commit timestamp taken
@@ -62,15 +65,27 @@ type Store struct {
 	history               []Record
 }
 
-// item is one item's head: word is the timestamp of its newest version
-// when the item is free, or locked | the committer's timestamp while a
-// committing transaction holds it; val the newest value; head its newest
-// version's ring slot. Only the holder of the lock changes val and head.
+// item is one item's head. word is the timestamp of the newest version
+// while the item is free, or locked | the committer's timestamp while a
+// committing transaction holds it. ts, val are the newest version (ts is
+// noVersion while a commit replaces them) and prev the reference of the
+// record of the version before it (0: none). Only the holder of the lock
+// changes ts, val and prev.
 type item struct {
-	word atomic.Uint64
-	val  atomic.Uint64
-	head atomic.Uint32
-	_    [12]byte // two items a cache line
+	word, ts, val, prev atomic.Uint64 // two items a cache line
+}
+
+// versionLog is a ring of records of 4 words each: its position (0 while
+// it is written), the version's timestamp and value, and the reference of
+// the version before it. A reference is position<<16 | log number;
+// positions start at 1 and only grow, so a reader whose record was
+// overwritten finds another position in it.
+type versionLog struct {
+	next atomic.Uint64 // the last position taken
+	_    [7]uint64
+	recs []atomic.Uint64
+	mask uint64 // records - 1
+	_    [6]uint64
 }
 
 // stripe is a share of the store's statistics, counted by the
@@ -81,40 +96,59 @@ type stripe struct {
 	_                  [16 - 2 - NumCauses]uint64
 }
 
-// New creates a CPU store. Cost: O(N*K) memory and time.
+// DefaultCPUVersions is the versions per item of a CPU store whose Config
+// says 0: the engine keeps replaced versions in version logs, so deep
+// chains cost memory only in the logs (N*(K-1) records of 32 bytes over
+// all of them).
+const DefaultCPUVersions = DefaultVersions
+
+// New creates a CPU store. Cost: O(N) time, O(N*K) memory of which the
+// version logs are touched only as commits write them.
 func New(o StoreOptions) (*Store, error) {
-	cfg := o.Config.withDefaults()
+	cfg := o.Config
+	if cfg.Versions == 0 {
+		cfg.Versions = DefaultCPUVersions
+	}
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(o.Items); err != nil {
 		return nil, err
 	}
 	cfg = cfg.forItems(o.Items)
 	n, k := o.Items, cfg.Versions
+	stripes := stripesFor(runtime.GOMAXPROCS(0))
 	s := &Store{
 		cfg: cfg, n: n, k: k,
-		items: make([]item, n), ring: make([]atomic.Uint64, 2*n*k),
-		stripes: make([]stripe, stripesFor(runtime.GOMAXPROCS(0))),
+		items:   make([]item, n),
+		stripes: make([]stripe, stripes),
 		record:  o.Record || o.RecordAborted, recordAborted: o.RecordAborted, yield: o.yield,
 	}
-	for i := range n {
-		var v uint64
-		if o.Init != nil {
-			v = o.Init(i)
+	if k > 1 {
+		per := 1 << bits.Len(uint(max(256, (n*(k-1)+stripes-1)/stripes)-1))
+		s.logs = make([]versionLog, stripes)
+		for i := range s.logs {
+			s.logs[i].recs = make([]atomic.Uint64, 4*per)
+			s.logs[i].mask = uint64(per - 1)
 		}
-		s.ring[2*i*k+1].Store(v)
-		s.items[i].val.Store(v)
-		for j := 1; j < k; j++ {
-			s.ring[2*(i*k+j)].Store(noVersion)
+	}
+	if o.Init != nil {
+		for i := range n {
+			s.items[i].val.Store(o.Init(i))
 		}
 	}
 	s.txPool.New = func() any {
-		return &Tx{s: s, stats: &s.stripes[int(s.stripeSeq.Add(1))%len(s.stripes)]}
+		st := int(s.stripeSeq.Add(1)) % stripes
+		tx := &Tx{s: s, stats: &s.stripes[st], logNo: uint64(st)}
+		if s.logs != nil {
+			tx.log = &s.logs[st]
+		}
+		return tx
 	}
 	return s, nil
 }
 
-// stripesFor returns the statistics stripes of a store used by procs
-// processors: four per processor, a power of two, so that transactions
-// running at once rarely share one.
+// stripesFor returns the statistics stripes and version logs of a store
+// used by procs processors: four per processor, a power of two, so that
+// transactions running at once rarely share one.
 func stripesFor(procs int) int {
 	return 1 << bits.Len(uint(4*max(procs, 1)-1))
 }
@@ -134,15 +168,16 @@ func (s *Store) Config() Config { return s.cfg }
 func (s *Store) Clock() uint64 { return s.clock.Load() }
 
 // readAt returns the value item i had at snapshot snap: the version with
-// the largest timestamp not above snap. ok is false when the ring no longer
-// holds that version.
+// the largest timestamp not above snap. ok is false when the item no longer
+// keeps that version (it is more than K-1 versions back, or its record was
+// overwritten in its log).
 //
 // A commit takes its timestamp after locking its items, so when the word
 // shows the item free, or locked by a commit whose timestamp is above
 // snap, every commit at or before snap has written it back; a commit at or
 // before snap (or one without a timestamp yet) still holding it is waited
-// for. Cost: three atomic loads for the newest version, O(K) for an older
-// one.
+// for. Cost: three atomic loads for the newest version; for an older one,
+// five more per record of the chain, at most K-1.
 func (s *Store) readAt(i int, snap uint64) (uint64, bool) {
 	it := &s.items[i]
 	for spins := 0; ; spins++ {
@@ -159,64 +194,72 @@ func (s *Store) readAt(i int, snap uint64) (uint64, bool) {
 			}
 			continue
 		}
-		return s.readRing(i, snap)
+		// The newest version may be newer than snap (or a commit after
+		// snap is replacing it): read (ts, val, prev) as one.
+		t1 := it.ts.Load()
+		if t1 == noVersion {
+			pause(spins)
+			continue
+		}
+		x, p := it.val.Load(), it.prev.Load()
+		if it.ts.Load() != t1 {
+			continue
+		}
+		if t1 <= snap {
+			return x, true
+		}
+		return s.readOld(p, snap)
 	}
 }
 
-// readRing returns item i's newest version not above snap from its ring,
-// once every version up to snap is in it. Lock-free: a slot is read as
-// (version, value, version) and the chosen slot is checked again at the
-// end; versions of an item only grow and are evicted oldest first, so a
-// chosen version that is still present at the end had no newer version <=
-// snap missed by the scan. Cost: O(K) atomic loads.
-func (s *Store) readRing(i int, snap uint64) (uint64, bool) {
-	base := i * s.k
-	// The newest slot: it was the newest version when head was read, so if
-	// it is not above snap it is the newest version <= snap.
-	h := base + int(s.items[i].head.Load())
-	if v1 := s.ring[2*h].Load(); v1 <= snap {
-		x := s.ring[2*h+1].Load()
-		if s.ring[2*h].Load() == v1 {
-			return x, true
-		}
-	}
-	for attempt := 0; attempt < 4; attempt++ {
-		best, bestVer, bestVal := -1, uint64(0), uint64(0)
-		for j := 0; j < s.k; j++ {
-			v1 := s.ring[2*(base+j)].Load()
-			if v1 > snap || (best >= 0 && v1 <= bestVer) { // noVersion > any snap
-				continue
-			}
-			x := s.ring[2*(base+j)+1].Load()
-			if s.ring[2*(base+j)].Load() != v1 {
-				continue // being overwritten: that version is leaving the ring
-			}
-			best, bestVer, bestVal = j, v1, x
-		}
-		if best < 0 {
+// readOld follows a chain of version records from reference p to the
+// newest version not above snap, through at most K-1 records. Records
+// never change while their position stays; a record overwritten (its
+// position changed) before it was read ends the chain. Cost: five atomic
+// loads per record.
+func (s *Store) readOld(p, snap uint64) (uint64, bool) {
+	for range s.k - 1 {
+		if p == 0 {
 			return 0, false
 		}
-		if s.ring[2*(base+best)].Load() == bestVer {
-			return bestVal, true
+		lg := &s.logs[p&0xFFFF]
+		pos := p >> 16
+		r := lg.recs[4*(pos&lg.mask):][:4]
+		if r[0].Load() != pos {
+			return 0, false
 		}
+		ts, x, prev := r[1].Load(), r[2].Load(), r[3].Load()
+		if r[0].Load() != pos {
+			return 0, false
+		}
+		if ts <= snap {
+			return x, true
+		}
+		p = prev
 	}
 	return 0, false
 }
 
-// install writes version (v, ts) of item i over its oldest slot and frees
-// the item: the caller holds its lock. Cost: 7 atomic stores.
-func (s *Store) install(i int, ts, v uint64) {
+// install makes (v, ts) item i's newest version, logging the version it
+// replaces at position pos of lg (when the store keeps more than one), and
+// frees the item: the caller holds its lock. Cost: 5 atomic stores to the
+// item, 5 to the record.
+func (s *Store) install(i int, ts, v uint64, lg *versionLog, logNo, pos uint64) {
 	it := &s.items[i]
-	j := int(it.head.Load()) + 1
-	if j == s.k {
-		j = 0
+	var ref uint64
+	if lg != nil {
+		r := lg.recs[4*(pos&lg.mask):][:4]
+		r[0].Store(0)
+		r[1].Store(it.ts.Load())
+		r[2].Store(it.val.Load())
+		r[3].Store(it.prev.Load())
+		r[0].Store(pos)
+		ref = pos<<16 | logNo
 	}
-	slot := i*s.k + j
-	s.ring[2*slot].Store(noVersion)
-	s.ring[2*slot+1].Store(v)
-	s.ring[2*slot].Store(ts)
-	it.head.Store(uint32(j))
+	it.ts.Store(noVersion)
+	it.prev.Store(ref)
 	it.val.Store(v)
+	it.ts.Store(ts)
 	it.word.Store(ts)
 }
 

@@ -30,6 +30,8 @@ type Tx struct {
 	wold  []uint64 // commit: the words of the items locked so far
 
 	stats *stripe     // where its commits and aborts are counted
+	log   *versionLog // where its commits log the versions they replace (nil: K = 1)
+	logNo uint64      // log's number
 	tm    *phaseTimes // nil unless timing
 }
 
