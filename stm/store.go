@@ -102,6 +102,10 @@ type stripe struct {
 // all of them).
 const DefaultCPUVersions = DefaultVersions
 
+// minLogRecords is the fewest records of a version log (128 KiB): small
+// stores keep recent versions for a while, not only K-1 installs of a log.
+const minLogRecords = 4096
+
 // New creates a CPU store. Cost: O(N) time, O(N*K) memory of which the
 // version logs are touched only as commits write them.
 func New(o StoreOptions) (*Store, error) {
@@ -123,7 +127,7 @@ func New(o StoreOptions) (*Store, error) {
 		record:  o.Record || o.RecordAborted, recordAborted: o.RecordAborted, yield: o.yield,
 	}
 	if k > 1 {
-		per := 1 << bits.Len(uint(max(256, (n*(k-1)+stripes-1)/stripes)-1))
+		per := 1 << bits.Len(uint(max(minLogRecords, (n*(k-1)+stripes-1)/stripes)-1))
 		s.logs = make([]versionLog, stripes)
 		for i := range s.logs {
 			s.logs[i].recs = make([]atomic.Uint64, 4*per)
