@@ -83,9 +83,10 @@ type item struct {
 type versionLog struct {
 	next atomic.Uint64 // the last position taken
 	_    [7]uint64
+	once sync.Once // allocates recs when the first Tx of the stripe is made
 	recs []atomic.Uint64
 	mask uint64 // records - 1
-	_    [6]uint64
+	_    [8]uint64
 }
 
 // stripe is a share of the store's statistics, counted by the
@@ -102,12 +103,19 @@ type stripe struct {
 // all of them).
 const DefaultCPUVersions = DefaultVersions
 
-// minLogRecords is the fewest records of a version log (128 KiB): small
-// stores keep recent versions for a while, not only K-1 installs of a log.
-const minLogRecords = 4096
+// The records of a version log: N*(K-1) over all of them, at least
+// minLogRecords (128 KiB; small stores keep recent versions for a while,
+// not only K-1 installs of a log) and at most maxLogRecords (2 MiB: what a
+// goroutine installs in tens of milliseconds). Only the logs of stripes
+// that transactions were given allocate theirs.
+const (
+	minLogRecords = 1 << 12
+	maxLogRecords = 1 << 16
+)
 
-// New creates a CPU store. Cost: O(N) time, O(N*K) memory of which the
-// version logs are touched only as commits write them.
+// New creates a CPU store. Cost: O(N) time and memory (32 bytes an item);
+// the version logs, up to 2 MiB per four processors, are allocated as
+// transactions start using them.
 func New(o StoreOptions) (*Store, error) {
 	cfg := o.Config
 	if cfg.Versions == 0 {
@@ -126,13 +134,10 @@ func New(o StoreOptions) (*Store, error) {
 		stripes: make([]stripe, stripes),
 		record:  o.Record || o.RecordAborted, recordAborted: o.RecordAborted, yield: o.yield,
 	}
+	per := 0
 	if k > 1 {
-		per := 1 << bits.Len(uint(max(minLogRecords, (n*(k-1)+stripes-1)/stripes)-1))
+		per = 1 << bits.Len(uint(min(maxLogRecords, max(minLogRecords, (n*(k-1)+stripes-1)/stripes))-1))
 		s.logs = make([]versionLog, stripes)
-		for i := range s.logs {
-			s.logs[i].recs = make([]atomic.Uint64, 4*per)
-			s.logs[i].mask = uint64(per - 1)
-		}
 	}
 	if o.Init != nil {
 		for i := range n {
@@ -143,7 +148,12 @@ func New(o StoreOptions) (*Store, error) {
 		st := int(s.stripeSeq.Add(1)) % stripes
 		tx := &Tx{s: s, stats: &s.stripes[st], logNo: uint64(st)}
 		if s.logs != nil {
-			tx.log = &s.logs[st]
+			lg := &s.logs[st]
+			lg.once.Do(func() {
+				lg.recs = make([]atomic.Uint64, 4*per)
+				lg.mask = uint64(per - 1)
+			})
+			tx.log = lg
 		}
 		return tx
 	}

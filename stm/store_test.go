@@ -217,7 +217,8 @@ func TestDisjointCommitsDoNotWait(t *testing.T) {
 	s := newTestStore(t, StoreOptions{Items: 4, Init: func(i int) uint64 { return uint64(i) }})
 	stalled := s.clock.Add(1) // a commit of item 0 at this timestamp, stalled
 	s.items[0].word.Store(locked | stalled)
-	old := &Tx{s: s, stats: &s.stripes[0]}
+	old := s.txPool.Get().(*Tx)
+	old.begin(false)
 	old.snap = stalled - 1
 	done := make(chan error, 1)
 	go func() {
@@ -240,7 +241,7 @@ func TestDisjointCommitsDoNotWait(t *testing.T) {
 		t.Fatalf("read of the held item at a later snapshot returned %d before the write-back", v)
 	case <-time.After(20 * time.Millisecond):
 	}
-	s.install(0, stalled, 42, &s.logs[0], 0, s.logs[0].next.Add(1))
+	s.install(0, stalled, 42, old.log, old.logNo, old.log.next.Add(1))
 	if v := <-got; v != 42 {
 		t.Fatalf("read after the write-back: %d, want 42", v)
 	}
