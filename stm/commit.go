@@ -13,13 +13,14 @@ import (
 // version newer than tx's snapshot was installed (else a write-write
 // conflict, or read-write when tx read the item) and no other commit holds
 // it (then that commit is about to install a newer version: tx aborts
-// rather than waits). It then takes its timestamp ts from the clock and
-// shows it in the locks, validates that no item it read got a version
-// between its snapshot and ts, installs its versions and frees the items.
-// Commits of disjoint items share only the clock; a reader waits only for
-// a commit at or before its snapshot writing back an item it reads.
-// Cost: O(W log W + R) for W items written and R read, one atomic add on
-// the clock and a compare-and-swap per item written.
+// rather than waits). It then takes its timestamp ts from the clock,
+// validates that no item it read got a version newer than its snapshot
+// (none needed when ts follows the snapshot), logs the versions it
+// replaces, installs its own and frees the items. Commits of disjoint
+// items share only the clock; a read waits only for a commit holding the
+// item it reads. Cost: O(W log W + R) for W items written and R read, one
+// atomic add on the clock, one on the version log and a compare-and-swap
+// per item written, and 6 atomic stores per item written.
 func (s *Store) commit(tx *Tx) (bool, Cause) {
 	var t0 time.Time
 	if tx.tm != nil {
@@ -42,9 +43,6 @@ func (s *Store) commit(tx *Tx) (bool, Cause) {
 		tx.wold = append(tx.wold, w)
 	}
 	ts := s.clock.Add(1)
-	for _, o := range tx.order {
-		s.items[o>>32].word.Store(locked | ts)
-	}
 	var t1 time.Time
 	if tx.tm != nil {
 		t1 = time.Now()
@@ -52,7 +50,7 @@ func (s *Store) commit(tx *Tx) (bool, Cause) {
 	}
 	if ts != tx.snap+1 { // else no commit came between the snapshot and ts
 		for _, i := range tx.reads {
-			if !s.validRead(i, tx.snap, ts) {
+			if !s.validRead(tx, i) {
 				s.unlock(tx)
 				return false, ReadWrite
 			}
@@ -65,11 +63,11 @@ func (s *Store) commit(tx *Tx) (bool, Cause) {
 	}
 	var pos uint64
 	if tx.log != nil {
-		pos = tx.log.next.Add(uint64(len(tx.witems))) - uint64(len(tx.witems))
+		pos = tx.log.reserve(uint64(len(tx.order)))
 	}
-	for j, i := range tx.witems {
+	for n, o := range tx.order {
 		pos++
-		s.install(int(i), ts, tx.wvals[j], tx.log, tx.logNo, pos)
+		s.install(int(o>>32), ts, tx.wvals[uint32(o)], tx.wold[n], tx.log, tx.logNo, pos)
 	}
 	tx.ts = ts
 	if tx.tm != nil {
@@ -78,26 +76,17 @@ func (s *Store) commit(tx *Tx) (bool, Cause) {
 	return true, 0
 }
 
-// validRead reports whether item i, read at snapshot snap by the commit
-// taking timestamp ts, has no version in (snap, ts): a commit that took
-// an earlier timestamp locked i before it took it, so it has installed its
-// version (newer than snap) or still holds i. A commit holding i that has
-// not shown its timestamp yet is waited for: it waits for nothing.
-func (s *Store) validRead(i uint32, snap, ts uint64) bool {
-	it := &s.items[i]
-	for spins := 0; ; spins++ {
-		w := it.word.Load()
-		switch {
-		case w == locked|ts: // tx's own
-			return true
-		case w == locked:
-			pause(spins)
-		case w&locked != 0:
-			return w&^locked > ts // a commit after tx: tx read the version it replaces
-		default:
-			return w <= snap
-		}
+// validRead reports whether item i, read at snapshot snap by tx, which
+// has taken its timestamp, has no version newer than snap: a commit that
+// took an earlier timestamp locked i before it took it, so it has
+// installed its version or still holds i (then tx aborts, as TL2 does).
+// An item tx holds itself was checked when tx locked it.
+func (s *Store) validRead(tx *Tx, i uint32) bool {
+	w := s.items[i].word.Load()
+	if w&locked != 0 {
+		return tx.findWrite(i) >= 0
 	}
+	return w <= tx.snap
 }
 
 // unlock frees the items tx locked (the first len(tx.wold) of tx.order),

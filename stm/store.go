@@ -65,23 +65,28 @@ type Store struct {
 	history               []Record
 }
 
-// item is one item's head. word is the timestamp of the newest version
-// while the item is free, or locked | the committer's timestamp while a
-// committing transaction holds it. ts, val are the newest version (ts is
-// noVersion while a commit replaces them) and prev the reference of the
-// record of the version before it (0: none). Only the holder of the lock
-// changes ts, val and prev.
+// item is one item's head: word is the timestamp of its newest version
+// while the item is free, and locked while a committing transaction holds
+// it; val is the newest value and prev the reference of the record of the
+// version before it (0: none). Only the holder of the lock changes val and
+// prev, and word changes with every commit of the item, so a reader that
+// finds the same free word before and after reading val and prev read
+// them as one.
 type item struct {
-	word, ts, val, prev atomic.Uint64 // two items a cache line
+	word, val, prev atomic.Uint64
+	_               uint64 // two items a cache line
 }
 
-// versionLog is a ring of records of 4 words each: its position (0 while
-// it is written), the version's timestamp and value, and the reference of
-// the version before it. A reference is position<<16 | log number;
-// positions start at 1 and only grow, so a reader whose record was
-// overwritten finds another position in it.
+// versionLog is a ring of records of 3 words each: a replaced version's
+// timestamp and value, and the reference of the version before it. A
+// reference is position<<16 | log number; positions start at 1 and only
+// grow. A commit raises gone to the last position its records overwrite
+// before it writes them, so a reader that finds gone below its position
+// after reading a record read it whole.
 type versionLog struct {
 	next atomic.Uint64 // the last position taken
+	_    [7]uint64
+	gone atomic.Uint64 // records up to this position may be overwritten
 	_    [7]uint64
 	once sync.Once // allocates recs when the first Tx of the stripe is made
 	recs []atomic.Uint64
@@ -104,8 +109,8 @@ type stripe struct {
 const DefaultCPUVersions = DefaultVersions
 
 // The records of a version log: N*(K-1) over all of them, at least
-// minLogRecords (128 KiB; small stores keep recent versions for a while,
-// not only K-1 installs of a log) and at most maxLogRecords (2 MiB: what a
+// minLogRecords (96 KiB; small stores keep recent versions for a while,
+// not only K-1 installs of a log) and at most maxLogRecords (1.5 MiB: what a
 // goroutine installs in tens of milliseconds). Only the logs of stripes
 // that transactions were given allocate theirs.
 const (
@@ -114,7 +119,7 @@ const (
 )
 
 // New creates a CPU store. Cost: O(N) time and memory (32 bytes an item);
-// the version logs, up to 2 MiB per four processors, are allocated as
+// the version logs, up to 1.5 MiB per four processors, are allocated as
 // transactions start using them.
 func New(o StoreOptions) (*Store, error) {
 	cfg := o.Config
@@ -150,7 +155,7 @@ func New(o StoreOptions) (*Store, error) {
 		if s.logs != nil {
 			lg := &s.logs[st]
 			lg.once.Do(func() {
-				lg.recs = make([]atomic.Uint64, 4*per)
+				lg.recs = make([]atomic.Uint64, 3*per)
 				lg.mask = uint64(per - 1)
 			})
 			tx.log = lg
@@ -186,51 +191,37 @@ func (s *Store) Clock() uint64 { return s.clock.Load() }
 // keeps that version (it is more than K-1 versions back, or its record was
 // overwritten in its log).
 //
-// A commit takes its timestamp after locking its items, so when the word
-// shows the item free, or locked by a commit whose timestamp is above
-// snap, every commit at or before snap has written it back; a commit at or
-// before snap (or one without a timestamp yet) still holding it is waited
-// for. Cost: three atomic loads for the newest version; for an older one,
-// five more per record of the chain, at most K-1.
+// A commit takes its timestamp after locking its items, so once the item
+// is free every commit at or before snap has written it back: a read waits
+// while a commit holds the item (it holds it from its lock to the end of
+// its write-back, never waiting for anything itself). Cost: three atomic
+// loads for the newest version; for an older one, four more per record of
+// the chain, at most K-1.
 func (s *Store) readAt(i int, snap uint64) (uint64, bool) {
 	it := &s.items[i]
 	for spins := 0; ; spins++ {
 		w := it.word.Load()
-		if w&locked != 0 {
-			if t := w &^ locked; t == 0 || t <= snap {
-				pause(spins)
-				continue
-			}
-		} else if w <= snap {
+		switch {
+		case w&locked != 0:
+			pause(spins)
+		case w <= snap:
 			x := it.val.Load()
 			if it.word.Load() == w {
 				return x, true
 			}
-			continue
+		default:
+			p := it.prev.Load()
+			if it.word.Load() == w {
+				return s.readOld(p, snap)
+			}
 		}
-		// The newest version may be newer than snap (or a commit after
-		// snap is replacing it): read (ts, val, prev) as one.
-		t1 := it.ts.Load()
-		if t1 == noVersion {
-			pause(spins)
-			continue
-		}
-		x, p := it.val.Load(), it.prev.Load()
-		if it.ts.Load() != t1 {
-			continue
-		}
-		if t1 <= snap {
-			return x, true
-		}
-		return s.readOld(p, snap)
 	}
 }
 
 // readOld follows a chain of version records from reference p to the
-// newest version not above snap, through at most K-1 records. Records
-// never change while their position stays; a record overwritten (its
-// position changed) before it was read ends the chain. Cost: five atomic
-// loads per record.
+// newest version not above snap, through at most K-1 records; a record
+// overwritten in its log ends the chain. Cost: four atomic loads per
+// record.
 func (s *Store) readOld(p, snap uint64) (uint64, bool) {
 	for range s.k - 1 {
 		if p == 0 {
@@ -238,12 +229,9 @@ func (s *Store) readOld(p, snap uint64) (uint64, bool) {
 		}
 		lg := &s.logs[p&0xFFFF]
 		pos := p >> 16
-		r := lg.recs[4*(pos&lg.mask):][:4]
-		if r[0].Load() != pos {
-			return 0, false
-		}
-		ts, x, prev := r[1].Load(), r[2].Load(), r[3].Load()
-		if r[0].Load() != pos {
+		r := lg.recs[3*(pos&lg.mask):][:3]
+		ts, x, prev := r[0].Load(), r[1].Load(), r[2].Load()
+		if lg.gone.Load() >= pos {
 			return 0, false
 		}
 		if ts <= snap {
@@ -254,27 +242,35 @@ func (s *Store) readOld(p, snap uint64) (uint64, bool) {
 	return 0, false
 }
 
-// install makes (v, ts) item i's newest version, logging the version it
-// replaces at position pos of lg (when the store keeps more than one), and
-// frees the item: the caller holds its lock. Cost: 5 atomic stores to the
-// item, 5 to the record.
-func (s *Store) install(i int, ts, v uint64, lg *versionLog, logNo, pos uint64) {
+// install makes (v, ts) item i's newest version and frees the item; the
+// caller holds its lock, and old is the timestamp of the version it
+// replaces. With more than one version per item, the replaced version goes
+// to position pos of lg. Cost: 3 atomic stores to the item, 3 to the
+// record.
+func (s *Store) install(i int, ts, v, old uint64, lg *versionLog, logNo, pos uint64) {
 	it := &s.items[i]
 	var ref uint64
 	if lg != nil {
-		r := lg.recs[4*(pos&lg.mask):][:4]
-		r[0].Store(0)
-		r[1].Store(it.ts.Load())
-		r[2].Store(it.val.Load())
-		r[3].Store(it.prev.Load())
-		r[0].Store(pos)
+		r := lg.recs[3*(pos&lg.mask):][:3]
+		r[0].Store(old)
+		r[1].Store(it.val.Load())
+		r[2].Store(it.prev.Load())
 		ref = pos<<16 | logNo
 	}
-	it.ts.Store(noVersion)
 	it.prev.Store(ref)
 	it.val.Store(v)
-	it.ts.Store(ts)
 	it.word.Store(ts)
+}
+
+// reserve takes n positions of log lg and returns the one before the
+// first, after marking the records they overwrite as gone.
+func (lg *versionLog) reserve(n uint64) uint64 {
+	last := lg.next.Add(n)
+	if size := lg.mask + 1; last > size {
+		for g := lg.gone.Load(); g < last-size && !lg.gone.CompareAndSwap(g, last-size); g = lg.gone.Load() {
+		}
+	}
+	return last - n
 }
 
 // Load returns item i's value in the newest state, outside any

@@ -208,18 +208,15 @@ func TestCPUCommitsKeepNoLog(t *testing.T) {
 	}
 }
 
-// TestDisjointCommitsDoNotWait: while a commit holds its items (stalled
+// TestDisjointCommitsDoNotWait: while a commit holds its item (stalled
 // between taking its timestamp and writing back), commits of other items
-// go through, a read at an older snapshot of a held item does not wait, a
-// commit of a held item aborts instead of waiting, and a read at a
-// snapshot that includes the stalled commit waits for its write-back.
+// go through, a commit of the held item aborts instead of waiting, a read
+// of the held item waits for the write-back, and a read at a snapshot
+// before the stalled commit then finds the version it replaced.
 func TestDisjointCommitsDoNotWait(t *testing.T) {
 	s := newTestStore(t, StoreOptions{Items: 4, Init: func(i int) uint64 { return uint64(i) }})
-	stalled := s.clock.Add(1) // a commit of item 0 at this timestamp, stalled
-	s.items[0].word.Store(locked | stalled)
-	old := s.txPool.Get().(*Tx)
-	old.begin(false)
-	old.snap = stalled - 1
+	s.items[0].word.Store(locked) // a commit of item 0, stalled
+	stalled := s.clock.Add(1)
 	done := make(chan error, 1)
 	go func() {
 		done <- s.Atomically(func(tx *Tx) error { tx.Write(1, tx.Read(1)+tx.Read(2)); return nil })
@@ -227,23 +224,26 @@ func TestDisjointCommitsDoNotWait(t *testing.T) {
 	if err := <-done; err != nil || s.Load(1) != 3 {
 		t.Fatalf("disjoint commit: %v, item 1 = %d, want 3", err, s.Load(1))
 	}
-	if v, ok := s.readAt(0, old.snap); !ok || v != 0 {
-		t.Fatalf("read of the held item at the older snapshot %d: %d %v, want 0", old.snap, v, ok)
-	}
+	old := s.txPool.Get().(*Tx)
+	old.begin(false)
+	old.snap = stalled - 1
 	old.witems, old.wvals = []uint32{0}, []uint64{9}
 	if ok, cause := s.commit(old); ok || cause != WriteWrite {
 		t.Fatalf("commit of the held item: %v %v, want a write-write abort", ok, cause)
 	}
 	got := make(chan uint64, 1)
-	go func() { got <- s.Load(0) }() // snapshot after the stalled commit
+	go func() { got <- s.Load(0) }()
 	select {
 	case v := <-got:
-		t.Fatalf("read of the held item at a later snapshot returned %d before the write-back", v)
+		t.Fatalf("read of the held item returned %d before the write-back", v)
 	case <-time.After(20 * time.Millisecond):
 	}
-	s.install(0, stalled, 42, old.log, old.logNo, old.log.next.Add(1))
+	s.install(0, stalled, 42, 0, old.log, old.logNo, old.log.reserve(1)+1)
 	if v := <-got; v != 42 {
 		t.Fatalf("read after the write-back: %d, want 42", v)
+	}
+	if v, ok := s.readAt(0, stalled-1); !ok || v != 0 {
+		t.Fatalf("read at the snapshot before the stalled commit: %d %v, want 0", v, ok)
 	}
 }
 
