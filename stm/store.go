@@ -74,7 +74,6 @@ type Store struct {
 // them as one.
 type item struct {
 	word, val, prev atomic.Uint64
-	_               uint64 // two items a cache line
 }
 
 // versionLog is a ring of records of 3 words each: a replaced version's
@@ -118,7 +117,7 @@ const (
 	maxLogRecords = 1 << 16
 )
 
-// New creates a CPU store. Cost: O(N) time and memory (32 bytes an item);
+// New creates a CPU store. Cost: O(N) time and memory (24 bytes an item);
 // the version logs, up to 1.5 MiB per four processors, are allocated as
 // transactions start using them.
 func New(o StoreOptions) (*Store, error) {
