@@ -8,7 +8,9 @@
 // and goroutine count; a note per case gives the GPU engine's ratio to the
 // CPU engine, and one per case and goroutine count the heap allocations per
 // commit of every implementation (runtime.MemStats.Mallocs over the run,
-// setup included, over its commits).
+// setup included, over its commits) and the process CPU time per commit
+// (getrusage, setup included: on a shared machine a steadier figure than
+// commits per second).
 //
 // --goroutines runs every case at each of a list of goroutine counts (the
 // rows' operation then ends in ", N goroutines"; the GPU engine, which runs
@@ -33,6 +35,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	astm "github.com/anacrolix/stm"
@@ -173,15 +176,17 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 				op = fmt.Sprintf("%s, %d goroutines", op, workers)
 			}
 			var ref, cpuRow bench.Result
-			var allocs []string
+			var allocs, cpus []string
 			measure := func(engine string, one func() (bench.STMRun, error)) {
 				p.Printf("%s: %s", engine, op)
 				var runs []bench.STMRun
 				var mallocs uint64
+				var cpu time.Duration
 				for range c.reps {
-					before := heapAllocs()
+					before, cpu0 := heapAllocs(), cpuTime()
 					r, err := one()
 					mallocs += heapAllocs() - before
+					cpu += cpuTime() - cpu0
 					if err != nil {
 						rep.Notes = append(rep.Notes, fmt.Sprintf("FAILED %s on %s: %v", op, engine, err))
 						failed++
@@ -194,6 +199,7 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 					commits += r.Stats.Total()
 				}
 				allocs = append(allocs, fmt.Sprintf("%s %.3g", engine, float64(mallocs)/float64(max(commits, 1))))
+				cpus = append(cpus, fmt.Sprintf("%s %v", engine, (cpu/time.Duration(max(commits, 1))).Round(time.Nanosecond)))
 				m := bench.MedianSTM(runs)
 				row := bench.NewResult(op, engine, int64(m.Stats.Total()), 0, m.Elapsed.Seconds())
 				if ref.OpsPerSec > 0 {
@@ -243,7 +249,8 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 				measure(en.name, func() (bench.STMRun, error) { return bench.RunSTMCase(e, cs, en.d, en.name == "csmv gpu") })
 				e.Close()
 			}
-			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: heap allocations per commit: %s", op, strings.Join(allocs, ", ")))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: heap allocations per commit: %s", op, strings.Join(allocs, ", ")),
+				fmt.Sprintf("%s: process CPU time per commit: %s", op, strings.Join(cpus, ", ")))
 		}
 	}
 	if failed > 0 {
@@ -258,6 +265,16 @@ func heapAllocs() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.Mallocs
+}
+
+// cpuTime returns the user and system CPU time of the process so far (0
+// where getrusage fails).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func joinInts(xs []int) string {
