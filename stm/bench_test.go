@@ -21,6 +21,7 @@ func BenchmarkBank(b *testing.B) {
 	} {
 		name := fmt.Sprintf("ro=%g,rounds=%d", bk.ReadOnly, bk.Rounds)
 		b.Run(name+"/csmv", func(b *testing.B) {
+			b.ReportAllocs() // per commit, the store's setup included
 			e, err := stm.Open(stm.Options{Device: "cpu"})
 			if err != nil {
 				b.Fatal(err)
