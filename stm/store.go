@@ -8,8 +8,9 @@ import (
 	"sync/atomic"
 )
 
-// noVersion marks a ring slot that holds no version (empty, or being
-// overwritten). Real commit timestamps are below it.
+// noVersion marks a slot of the GPU engine's version rings that holds no
+// version (empty, or being overwritten). Real commit timestamps are below
+// it.
 const noVersion = ^uint64(0)
 
 // locked is the bit of an item's word that says a committing transaction
