@@ -13,8 +13,10 @@ import (
 // becomes visible; the error is returned, the panic continues. fn must not
 // keep tx, and its side effects outside the store happen once per attempt.
 // A closure that writes nothing commits at its snapshot without validation.
-// Cost: fn's reads and writes, plus one commit request to each server whose
-// partition it touched.
+// Cost: fn's reads and writes, plus a commit that locks the items written,
+// takes a timestamp and validates the items read (see Store's commit); a
+// commit allocates nothing once the store's pooled transaction buffers have
+// grown to its sizes.
 func (s *Store) Atomically(fn func(tx *Tx) error) error { return s.run(fn, false) }
 
 // ReadOnly runs fn as a read-only transaction: it reads the snapshot of
@@ -52,7 +54,7 @@ func (s *Store) runTx(fn func(tx *Tx) error, ro bool, stop *atomic.Bool, tm *pha
 		}
 		if !aborted {
 			if len(tx.witems) == 0 {
-				s.counters.roCommits.Add(1)
+				tx.stats.roCommits.Add(1)
 				if s.record {
 					s.addRecord(tx.record(true, false, 0))
 				}
@@ -60,14 +62,14 @@ func (s *Store) runTx(fn func(tx *Tx) error, ro bool, stop *atomic.Bool, tm *pha
 			}
 			var ok bool
 			if ok, cause = s.commit(tx); ok {
-				s.counters.commits.Add(1)
+				tx.stats.commits.Add(1)
 				if s.record {
 					s.addRecord(tx.record(false, false, 0))
 				}
 				return true, nil
 			}
 		}
-		s.counters.aborts[cause].Add(1)
+		tx.stats.aborts[cause].Add(1)
 		if s.recordAborted {
 			s.addRecord(tx.record(tx.ro, true, cause))
 		}
@@ -119,7 +121,9 @@ func (tx *Tx) record(ro, aborted bool, cause Cause) Record {
 	return r
 }
 
-// phaseTimes accumulates where a goroutine's transactions spent their time.
+// phaseTimes accumulates where a goroutine's transactions spent their time:
+// running bodies, locking write sets (and taking timestamps), validating
+// read sets, installing versions.
 type phaseTimes struct {
-	execute, wait, serve, insert, writeBack, publish time.Duration
+	execute, lock, validate, writeBack time.Duration
 }

@@ -1,9 +1,6 @@
 package stm
 
-import (
-	"fmt"
-	"math/bits"
-)
+import "fmt"
 
 // Defaults of Config.
 const (
@@ -21,10 +18,13 @@ const (
 // Config is the shape of a store, shared by both engines.
 type Config struct {
 	// Versions is K, the versions each item keeps (its ring depth); 0 means
-	// DefaultVersions. 1 keeps only the newest.
+	// DefaultVersions. 1 keeps only the newest. The CPU engine keeps the
+	// newest in the item and up to K-1 older ones in version logs, which
+	// also bound how long they stay (see Store).
 	Versions int
 	// LogSize is the number of recent commits each server's log keeps; 0
-	// means DefaultLogSize. A transaction whose snapshot is older than the
+	// means DefaultLogSize. GPU engine only: the CPU engine validates
+	// against per-item versions and keeps no log. A transaction whose snapshot is older than the
 	// oldest commit a log still lists aborts (LogFull).
 	LogSize int
 	// LogWrites is the number of written items each server's log keeps
@@ -34,7 +34,8 @@ type Config struct {
 	// (LogFull).
 	LogWrites int
 	// Servers is the number of commit servers; items are split into this
-	// many contiguous partitions, one per server. 0 means 1. A store has
+	// many contiguous partitions, one per server. 0 means 1. The GPU
+	// engine's: the CPU engine commits through per-item locks. A store has
 	// at most one server per item, and no server without items: a store
 	// of N items uses ceil(N / ceil(N / Servers)) of them (Store.Config and
 	// Result.Servers say how many), so 4 servers for 2 items are 2.
@@ -86,6 +87,3 @@ func (c Config) forItems(n int) Config {
 
 // partSize returns the items per partition: ceil(n/servers).
 func (c Config) partSize(n int) int { return (n + c.Servers - 1) / c.Servers }
-
-// popcount of a partition mask.
-func popcount(m uint64) int { return bits.OnesCount64(m) }

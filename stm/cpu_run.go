@@ -120,11 +120,9 @@ func (c *cpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 	}
 	for _, t := range times {
 		res.Commit.Execute += t.execute
-		res.Commit.WaitServer += t.wait - t.serve - t.insert
-		res.Commit.Validate += t.serve
-		res.Commit.Insert += t.insert
+		res.Commit.WaitServer += t.lock
+		res.Commit.Validate += t.validate
 		res.Commit.WriteBack += t.writeBack
-		res.Commit.Publish += t.publish
 	}
 	clk.Mark(nil, engine.MarkDone)
 	tm = clk.Timings(w.Name(), int(res.Total()))

@@ -21,31 +21,35 @@
 // Read-only transactions commit at their snapshot without validation and
 // abort only when a version they need fell out of its ring (counted as
 // "snapshot too old", never a wrong read). Update transactions buffer their
-// writes; at commit a server validates them against a log of recent commits
-// (read-write conflicts, and write-write conflicts of blind writes), gives
-// the survivors consecutive commit timestamps with one reservation per
-// batch, and the clients write their versions back and advance the clock in
-// commit order. Aborts are counted by cause (Cause).
+// writes and are validated at commit (read-write conflicts, and write-write
+// conflicts of blind writes): on the GPU a server validates them against a
+// log of recent commits, gives the survivors consecutive commit timestamps
+// with one reservation per batch, and the clients write their versions back
+// and advance the clock in commit order; on the CPU each commit validates
+// itself against per-item versions (see Store). Aborts are counted by cause
+// (Cause).
 //
 // Two engines give the same guarantees:
 //
-//   - Store (NewStore) is the CPU engine and the Go API: Atomically and
-//     ReadOnly run Go closures against it, retried on conflict. Its commit follows CSMV on
-//     the CPU: committing goroutines queue requests at a partition's commit
-//     server, and whichever of them finds the server idle takes its role
-//     and validates the whole queue as one batch against the partition's
-//     log (flat combining); there is no lock around the transactions
-//     themselves.
+//   - Store (NewStore) is the CPU engine and the Go API: Atomically and ReadOnly run Go
+//     closures against it, retried on conflict. Its commit costs what the
+//     transaction's conflicts cost, not what the number of goroutines
+//     does: a commit locks the items it wrote (a version lock per item,
+//     taken in item order), takes one timestamp from the clock and
+//     validates its reads against the items' versions (the role of the
+//     log), so commits of disjoint items run in parallel. Replaced
+//     versions go to version logs, one per few goroutines, written in
+//     sequence; reads never lock and wait only for a commit at or before
+//     their snapshot that is writing back an item they read.
 //   - Engine (Open) runs workloads (Bank, Memcached, RMW, or a CUDA C body written
 //     against the device API in stm.cuh) for a number of transactions or a
 //     duration, on the GPU (client warps running transactions, server
 //     blocks holding the logs in shared memory) or on the CPU engine.
 //
-// Items are partitioned over Servers commit servers (contiguous ranges); a
-// transaction that touches several partitions locks their servers in
-// ascending order (CPU) or prepares at each in ascending order and
-// finalizes with one timestamp (GPU), so that every partition's log lists
-// commits in timestamp order.
+// On the GPU, items are partitioned over Servers commit servers
+// (contiguous ranges); a transaction that touches several partitions
+// prepares at each in ascending order and finalizes with one timestamp, so
+// that every partition's log lists commits in timestamp order.
 //
 // # Your own transactions on the GPU
 //

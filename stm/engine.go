@@ -116,10 +116,10 @@ func (r *Result) Throughput() float64 {
 type Breakdown struct {
 	Execute     time.Duration // running transaction bodies
 	PreValidate time.Duration // GPU: validation inside the client warp
-	WaitServer  time.Duration // from the commit request to a server's answer, less Validate and Insert
-	Validate    time.Duration // server validation against the log
+	WaitServer  time.Duration // from the commit request to a server's answer, less Validate and Insert (CPU: locking the write set, taking the timestamp)
+	Validate    time.Duration // server validation against the log (CPU: of the reads against the items' versions)
 	Insert      time.Duration // reserving timestamps and logging the batch
-	WriteBack   time.Duration // installing the new versions
+	WriteBack   time.Duration // installing the new versions (CPU: and logging the replaced ones)
 	Publish     time.Duration // waiting for earlier commits and advancing the clock
 }
 

@@ -2,18 +2,21 @@ package stm
 
 import (
 	"fmt"
+	"math/bits"
 	"runtime"
 	"sync"
 	"sync/atomic"
 )
 
-// noVersion marks a ring slot that holds no version (empty, or being
-// overwritten). Real commit timestamps are below it.
+// noVersion marks a slot of the GPU engine's version rings that holds no
+// version (empty, or being overwritten). Real commit timestamps are below
+// it.
 const noVersion = ^uint64(0)
 
-// pubRing is the number of commit timestamps that may be assigned but not
-// yet visible at once; a server waits before assigning more.
-const pubRing = 1 << 16
+// locked is the bit of an item's word that says a committing transaction
+// holds the item; the rest of the word is then the committer's timestamp,
+// 0 until it has taken one.
+const locked = uint64(1) << 63
 
 // StoreOptions configure a CPU store.
 type StoreOptions struct {
@@ -32,36 +35,30 @@ type StoreOptions struct {
 	yield bool // tests: yield the processor on every read, to interleave transactions
 }
 
-// Store is the CPU engine: N items with K versions each, a commit clock, and
-// one commit server per partition. Every method is safe for concurrent use.
+// Store is the CPU engine: N items with up to K versions each, a version
+// lock per item and a commit clock. Every method is safe for concurrent
+// use.
 type Store struct {
-	cfg      Config
-	n, k     int
-	partSize int
+	cfg  Config
+	n, k int
 
-	// Item i's ring is slots [i*k, (i+1)*k); slot j is the pair of words
-	// ring[2j] (its version) and ring[2j+1] (its value), so that a read
-	// touches one cache line; head[i] is the slot of its newest version. A
-	// slot is written by one transaction at a time (the commit protocol
-	// excludes concurrent writers of an item); readers validate what they
-	// read (see readAt).
-	ring []atomic.Uint64
-	head []atomic.Uint32
-	// newest mirrors each item's newest version as the pair newest[2i]
-	// (version), newest[2i+1] (value), four items a cache line: most
-	// reads are of the newest version and need only this.
-	newest []atomic.Uint64
+	// items[i] is item i's lock word and newest version; its older
+	// versions are a chain of records in the version logs, newest first.
+	items []item
+	// logs are the version logs, one per stripe: rings of records of
+	// replaced versions, written in sequence by the commits of the
+	// transactions the stripe was given to (so that a commit writes the
+	// old versions of its items to lines it wrote last, not to lines of
+	// its own per item), and overwritten oldest first.
+	logs []versionLog
 
-	clock atomic.Uint64 // newest commit timestamp whose writes are all visible
+	_     [8]uint64
+	clock atomic.Uint64 // the newest commit timestamp taken
 	_     [7]uint64
-	next  atomic.Uint64 // newest commit timestamp assigned
-	_     [7]uint64
-	pub   []atomic.Uint64 // pub[t%pubRing] == t once t's writes are back
 
-	parts []*partition
-
-	counters counters
-	txPool   sync.Pool
+	stripes   []stripe // statistics, one stripe per few transactions' Tx
+	stripeSeq atomic.Uint32
+	txPool    sync.Pool
 
 	record, recordAborted bool
 	yield                 bool
@@ -69,147 +66,217 @@ type Store struct {
 	history               []Record
 }
 
-// counters are the store's statistics, one cache line each.
-type counters struct {
-	commits, roCommits paddedCounter
-	aborts             [NumCauses]paddedCounter
+// item is one item's head: word is the timestamp of its newest version
+// while the item is free, and locked while a committing transaction holds
+// it; val is the newest value and prev the reference of the record of the
+// version before it (0: none). Only the holder of the lock changes val and
+// prev, and word changes with every commit of the item, so a reader that
+// finds the same free word before and after reading val and prev read
+// them as one.
+type item struct {
+	word, val, prev atomic.Uint64
 }
 
-type paddedCounter struct {
-	atomic.Uint64
-	_ [7]uint64
+// versionLog is a ring of records of 3 words each: a replaced version's
+// timestamp and value, and the reference of the version before it. A
+// reference is position<<16 | log number; positions start at 1 and only
+// grow. A commit raises gone to the last position its records overwrite
+// before it writes them, so a reader that finds gone below its position
+// after reading a record read it whole.
+type versionLog struct {
+	next atomic.Uint64 // the last position taken
+	_    [7]uint64
+	gone atomic.Uint64 // records up to this position may be overwritten
+	_    [7]uint64
+	once sync.Once // allocates recs when the first Tx of the stripe is made
+	recs []atomic.Uint64
+	mask uint64 // records - 1
+	_    [8]uint64
 }
+
+// stripe is a share of the store's statistics, counted by the
+// transactions whose Tx it was given to, on cache lines of its own.
+type stripe struct {
+	commits, roCommits atomic.Uint64
+	aborts             [NumCauses]atomic.Uint64
+	_                  [16 - 2 - NumCauses]uint64
+}
+
+// DefaultCPUVersions is the versions per item of a CPU store whose Config
+// says 0: the engine keeps replaced versions in version logs, so deep
+// chains cost memory only in the logs (N*(K-1) records of 32 bytes over
+// all of them).
+const DefaultCPUVersions = DefaultVersions
+
+// The records of a version log: N*(K-1) over all of them, at least
+// minLogRecords (96 KiB; small stores keep recent versions for a while,
+// not only K-1 installs of a log) and at most maxLogRecords (1.5 MiB: what a
+// goroutine installs in tens of milliseconds). Only the logs of stripes
+// that transactions were given allocate theirs.
+const (
+	minLogRecords = 1 << 12
+	maxLogRecords = 1 << 16
+)
 
 // NewStore creates a CPU Store, the Go API of transactions (Atomically,
 // ReadOnly) on goroutines. It is not an engine facade: Open returns those
 // (an Engine that runs whole workloads, on a GPU or the CPU). A Store has
-// no Close; the garbage collector frees it. Cost: O(N*K) memory and time.
+// no Close; the garbage collector frees it. Cost: O(N) time and memory (24
+// bytes an item); the version logs, up to 1.5 MiB per four processors, are
+// allocated as transactions start using them.
 func NewStore(o StoreOptions) (*Store, error) {
-	cfg := o.Config.withDefaults()
+	cfg := o.Config
+	if cfg.Versions == 0 {
+		cfg.Versions = DefaultCPUVersions
+	}
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(o.Items); err != nil {
 		return nil, err
 	}
 	cfg = cfg.forItems(o.Items)
 	n, k := o.Items, cfg.Versions
+	stripes := stripesFor(runtime.GOMAXPROCS(0))
 	s := &Store{
-		cfg: cfg, n: n, k: k, partSize: cfg.partSize(n),
-		ring: make([]atomic.Uint64, 2*n*k), head: make([]atomic.Uint32, n), newest: make([]atomic.Uint64, 2*n),
-		pub:    make([]atomic.Uint64, pubRing),
-		record: o.Record || o.RecordAborted, recordAborted: o.RecordAborted, yield: o.yield,
+		cfg: cfg, n: n, k: k,
+		items:   make([]item, n),
+		stripes: make([]stripe, stripes),
+		record:  o.Record || o.RecordAborted, recordAborted: o.RecordAborted, yield: o.yield,
 	}
-	for i := range n {
-		var v uint64
-		if o.Init != nil {
-			v = o.Init(i)
+	per := 0
+	if k > 1 {
+		per = 1 << bits.Len(uint(min(maxLogRecords, max(minLogRecords, (n*(k-1)+stripes-1)/stripes))-1))
+		s.logs = make([]versionLog, stripes)
+	}
+	if o.Init != nil {
+		for i := range n {
+			s.items[i].val.Store(o.Init(i))
 		}
-		s.ring[2*i*k+1].Store(v)
-		s.newest[2*i+1].Store(v)
-		for j := 1; j < k; j++ {
-			s.ring[2*(i*k+j)].Store(noVersion)
+	}
+	s.txPool.New = func() any {
+		st := int(s.stripeSeq.Add(1)) % stripes
+		tx := &Tx{s: s, stats: &s.stripes[st], logNo: uint64(st)}
+		if s.logs != nil {
+			lg := &s.logs[st]
+			lg.once.Do(func() {
+				lg.recs = make([]atomic.Uint64, 3*per)
+				lg.mask = uint64(per - 1)
+			})
+			tx.log = lg
 		}
+		return tx
 	}
-	s.parts = make([]*partition, cfg.Servers)
-	for p := range s.parts {
-		s.parts[p] = newPartition(cfg.LogSize, cfg.LogWrites)
-	}
-	s.txPool.New = func() any { return &Tx{s: s} }
 	return s, nil
+}
+
+// stripesFor returns the statistics stripes and version logs of a store
+// used by procs processors: four per processor, a power of two, so that
+// transactions running at once rarely share one.
+func stripesFor(procs int) int {
+	return 1 << bits.Len(uint(4*max(procs, 1)-1))
 }
 
 // Items returns N.
 func (s *Store) Items() int { return s.n }
 
 // Config returns the store's configuration with defaults filled in and
-// Servers lowered to the partitions that hold items.
+// Servers lowered to the partitions that hold items (the CPU engine
+// commits through per-item locks: Servers, LogSize and LogWrites shape
+// only the GPU engine).
 func (s *Store) Config() Config { return s.cfg }
 
-// Clock returns the timestamp of the newest visible commit (0 before any).
+// Clock returns the newest commit timestamp taken (0 before any commit).
+// A snapshot at Clock reads every commit with a timestamp up to it (a read
+// waits for one still writing the item back).
 func (s *Store) Clock() uint64 { return s.clock.Load() }
 
-// partition returns the partition (server) of item i.
-func (s *Store) partition(i uint32) int { return int(i) / s.partSize }
-
 // readAt returns the value item i had at snapshot snap: the version with
-// the largest timestamp not above snap. ok is false when the ring no longer
-// holds that version. Lock-free: a slot is read as (version, value,
-// version) and the chosen slot is checked again at the end; versions of an
-// item only grow and are evicted oldest first, so a chosen version that is
-// still present at the end had no newer version <= snap missed by the scan.
-// Cost: O(K) atomic loads.
+// the largest timestamp not above snap. ok is false when the item no longer
+// keeps that version (it is more than K-1 versions back, or its record was
+// overwritten in its log).
+//
+// A commit takes its timestamp after locking its items, so once the item
+// is free every commit at or before snap has written it back: a read waits
+// while a commit holds the item (it holds it from its lock to the end of
+// its write-back, never waiting for anything itself). Cost: three atomic
+// loads for the newest version; for an older one, four more per record of
+// the chain, at most K-1.
 func (s *Store) readAt(i int, snap uint64) (uint64, bool) {
-	// Fast paths: the newest version, mirrored, then the newest slot. Both
-	// were written before the clock reached any version <= snap, so if
-	// their version is <= snap it is the newest such version.
-	if v1 := s.newest[2*i].Load(); v1 <= snap {
-		x := s.newest[2*i+1].Load()
-		if s.newest[2*i].Load() == v1 {
-			return x, true
+	it := &s.items[i]
+	for spins := 0; ; spins++ {
+		w := it.word.Load()
+		switch {
+		case w&locked != 0:
+			pause(spins)
+		case w <= snap:
+			x := it.val.Load()
+			if it.word.Load() == w {
+				return x, true
+			}
+		default:
+			p := it.prev.Load()
+			if it.word.Load() == w {
+				return s.readOld(p, snap)
+			}
 		}
 	}
-	base := i * s.k
-	h := base + int(s.head[i].Load())
-	if v1 := s.ring[2*h].Load(); v1 <= snap {
-		x := s.ring[2*h+1].Load()
-		if s.ring[2*h].Load() == v1 {
-			return x, true
-		}
-	}
-	for attempt := 0; attempt < 4; attempt++ {
-		best, bestVer, bestVal := -1, uint64(0), uint64(0)
-		for j := 0; j < s.k; j++ {
-			v1 := s.ring[2*(base+j)].Load()
-			if v1 > snap || (best >= 0 && v1 <= bestVer) { // noVersion > any snap
-				continue
-			}
-			x := s.ring[2*(base+j)+1].Load()
-			if s.ring[2*(base+j)].Load() != v1 {
-				continue // being overwritten: that version is leaving the ring
-			}
-			best, bestVer, bestVal = j, v1, x
-		}
-		if best < 0 {
+}
+
+// readOld follows a chain of version records from reference p to the
+// newest version not above snap, through at most K-1 records; a record
+// overwritten in its log ends the chain. Cost: four atomic loads per
+// record.
+func (s *Store) readOld(p, snap uint64) (uint64, bool) {
+	for range s.k - 1 {
+		if p == 0 {
 			return 0, false
 		}
-		if s.ring[2*(base+best)].Load() == bestVer {
-			return bestVal, true
+		lg := &s.logs[p&0xFFFF]
+		pos := p >> 16
+		r := lg.recs[3*(pos&lg.mask):][:3]
+		ts, x, prev := r[0].Load(), r[1].Load(), r[2].Load()
+		if lg.gone.Load() >= pos {
+			return 0, false
 		}
+		if ts <= snap {
+			return x, true
+		}
+		p = prev
 	}
 	return 0, false
 }
 
-// install writes version (v, ts) of item i over its oldest slot. Only the
-// transaction committing ts writes item i now. Cost: 7 atomic stores.
-func (s *Store) install(i int, ts, v uint64) {
-	h := s.head[i].Load()
-	j := int(h) + 1
-	if j == s.k {
-		j = 0
+// install makes (v, ts) item i's newest version and frees the item; the
+// caller holds its lock, and old is the timestamp of the version it
+// replaces. With more than one version per item, the replaced version goes
+// to position pos of lg. Cost: 3 atomic stores to the item, 3 to the
+// record.
+func (s *Store) install(i int, ts, v, old uint64, lg *versionLog, logNo, pos uint64) {
+	it := &s.items[i]
+	var ref uint64
+	if lg != nil {
+		r := lg.recs[3*(pos&lg.mask):][:3]
+		r[0].Store(old)
+		r[1].Store(it.val.Load())
+		r[2].Store(it.prev.Load())
+		ref = pos<<16 | logNo
 	}
-	slot := i*s.k + j
-	s.ring[2*slot].Store(noVersion)
-	s.ring[2*slot+1].Store(v)
-	s.ring[2*slot].Store(ts)
-	s.head[i].Store(uint32(j))
-	s.newest[2*i].Store(noVersion)
-	s.newest[2*i+1].Store(v)
-	s.newest[2*i].Store(ts)
+	it.prev.Store(ref)
+	it.val.Store(v)
+	it.word.Store(ts)
 }
 
-// latest returns item i's newest version (value, timestamp). Cost: O(1).
-func (s *Store) latest(i int) (uint64, uint64) {
-	for {
-		j := int(s.head[i].Load())
-		slot := i*s.k + j
-		v1 := s.ring[2*slot].Load()
-		x := s.ring[2*slot+1].Load()
-		if s.ring[2*slot].Load() == v1 && v1 != noVersion && int(s.head[i].Load()) == j {
-			return x, v1
+// reserve takes n positions of log lg and returns the one before the
+// first, after marking the records they overwrite as gone.
+func (lg *versionLog) reserve(n uint64) uint64 {
+	last := lg.next.Add(n)
+	if size := lg.mask + 1; last > size {
+		for g := lg.gone.Load(); g < last-size && !lg.gone.CompareAndSwap(g, last-size); g = lg.gone.Load() {
 		}
-		runtime.Gosched()
 	}
+	return last - n
 }
 
-// Load returns item i's value in the newest visible state, outside any
+// Load returns item i's value in the newest state, outside any
 // transaction. Cost: one snapshot read.
 func (s *Store) Load(i int) uint64 {
 	s.checkItem(i)
@@ -238,21 +305,27 @@ func (s *Store) Snapshot() ([]uint64, uint64) {
 	return out, ts
 }
 
-// Final returns every item's newest version, which is the state after all
+// Final returns every item's newest value, which is the state after all
 // commits once no transaction is running. Cost: O(N).
 func (s *Store) Final() []uint64 {
 	out := make([]uint64, s.n)
 	for i := range out {
-		out[i], _ = s.latest(i)
+		out[i] = s.items[i].val.Load()
 	}
 	return out
 }
 
-// Stats returns the counts of commits and aborts so far.
+// Stats returns the counts of commits and aborts so far. Cost: O(stripes),
+// four per processor.
 func (s *Store) Stats() Stats {
-	st := Stats{Commits: s.counters.commits.Load(), ReadOnlyCommits: s.counters.roCommits.Load()}
-	for c := range st.Aborts {
-		st.Aborts[c] = s.counters.aborts[c].Load()
+	var st Stats
+	for i := range s.stripes {
+		p := &s.stripes[i]
+		st.Commits += p.commits.Load()
+		st.ReadOnlyCommits += p.roCommits.Load()
+		for c := range st.Aborts {
+			st.Aborts[c] += p.aborts[c].Load()
+		}
 	}
 	return st
 }
@@ -274,5 +347,12 @@ func (s *Store) addRecord(r Record) {
 func (s *Store) checkItem(i int) {
 	if i < 0 || i >= s.n {
 		panic(fmt.Sprintf("stm: item %d outside the store of %d items", i, s.n))
+	}
+}
+
+// pause backs off a spinning goroutine: busy first, then yielding.
+func pause(spins int) {
+	if spins > 16 {
+		runtime.Gosched()
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func newTestStore(t *testing.T, o StoreOptions) *Store {
@@ -186,20 +187,102 @@ func TestConflictsAreDetected(t *testing.T) {
 	}
 }
 
-func TestLogTooSmallAbortsAsLogFull(t *testing.T) {
-	s := newTestStore(t, StoreOptions{Items: 8, Config: Config{LogSize: 2}})
+// TestCPUCommitsKeepNoLog: the CPU store validates against per-item
+// versions, so commits of other items never abort a transaction, however
+// small the (GPU engine's) log is configured.
+func TestCPUCommitsKeepNoLog(t *testing.T) {
+	s := newTestStore(t, StoreOptions{Items: 8, Config: Config{LogSize: 2, LogWrites: 1}})
 	attempts := 0
 	err := s.Atomically(func(tx *Tx) error {
 		attempts++
 		tx.Write(7, tx.Read(7)+1)
-		if attempts == 1 { // three unrelated commits push the log past our snapshot
+		if attempts == 1 { // unrelated commits of several items after our snapshot
 			for i := 0; i < 3; i++ {
-				s.Atomically(func(u *Tx) error { u.Write(i, 1); return nil })
+				s.Atomically(func(u *Tx) error { u.Write(i, 1); u.Write(i+3, 1); return nil })
 			}
 		}
 		return nil
 	})
-	if err != nil || attempts != 2 || s.Stats().Aborts[LogFull] != 1 {
-		t.Fatalf("err %v, %d attempts, stats %+v: want one log-full abort", err, attempts, s.Stats())
+	if err != nil || attempts != 1 || s.Stats().TotalAborts() != 0 || s.Load(7) != 1 {
+		t.Fatalf("err %v, %d attempts, stats %+v, item 7 = %d: want one attempt that commits", err, attempts, s.Stats(), s.Load(7))
+	}
+}
+
+// TestDisjointCommitsDoNotWait: while a commit holds its item (stalled
+// between taking its timestamp and writing back), commits of other items
+// go through, a commit of the held item aborts instead of waiting, a read
+// of the held item waits for the write-back, and a read at a snapshot
+// before the stalled commit then finds the version it replaced.
+func TestDisjointCommitsDoNotWait(t *testing.T) {
+	s := newTestStore(t, StoreOptions{Items: 4, Init: func(i int) uint64 { return uint64(i) }})
+	s.items[0].word.Store(locked) // a commit of item 0, stalled
+	stalled := s.clock.Add(1)
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Atomically(func(tx *Tx) error { tx.Write(1, tx.Read(1)+tx.Read(2)); return nil })
+	}()
+	if err := <-done; err != nil || s.Load(1) != 3 {
+		t.Fatalf("disjoint commit: %v, item 1 = %d, want 3", err, s.Load(1))
+	}
+	old := s.txPool.Get().(*Tx)
+	old.begin(false)
+	old.snap = stalled - 1
+	old.witems, old.wvals = []uint32{0}, []uint64{9}
+	if ok, cause := s.commit(old); ok || cause != WriteWrite {
+		t.Fatalf("commit of the held item: %v %v, want a write-write abort", ok, cause)
+	}
+	got := make(chan uint64, 1)
+	go func() { got <- s.Load(0) }()
+	select {
+	case v := <-got:
+		t.Fatalf("read of the held item returned %d before the write-back", v)
+	case <-time.After(20 * time.Millisecond):
+	}
+	s.install(0, stalled, 42, 0, old.log, old.logNo, old.log.reserve(1)+1)
+	if v := <-got; v != 42 {
+		t.Fatalf("read after the write-back: %d, want 42", v)
+	}
+	if v, ok := s.readAt(0, stalled-1); !ok || v != 0 {
+		t.Fatalf("read at the snapshot before the stalled commit: %d %v, want 0", v, ok)
+	}
+}
+
+// TestCommitsDoNotAllocate: once a store's pooled transactions have grown,
+// update and read-only commits allocate nothing.
+func TestCommitsDoNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on sync.Pool use")
+	}
+	s := newTestStore(t, StoreOptions{Items: 1000, Init: func(int) uint64 { return 100 }})
+	var from, to int
+	transfer := func(tx *Tx) error {
+		tx.Write(from, tx.Read(from)-1)
+		tx.Write(to, tx.Read(to)+1)
+		return nil
+	}
+	var sum uint64
+	total := func(tx *Tx) error {
+		sum = 0
+		for i := 0; i < 100; i++ {
+			sum += tx.Read(i)
+		}
+		return nil
+	}
+	n := 0
+	allocs := testing.AllocsPerRun(2000, func() {
+		n++
+		from, to = n*7%1000, n*13%1000
+		if from == to {
+			to = (to + 1) % 1000
+		}
+		if err := s.Atomically(transfer); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ReadOnly(total); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per transfer and total, want 0", allocs)
 	}
 }

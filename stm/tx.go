@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"slices"
 )
 
 // smallSet is the size up to which a transaction's sets are searched
@@ -26,17 +25,14 @@ type Tx struct {
 	witems []uint32 // items written, in first-write order
 	wvals  []uint64 // their newest values
 	windex map[uint32]int32
-	set    map[uint32]uint8
 
-	req    [1]request
-	byPart []partReq
-	tm     *phaseTimes // nil unless timing
-}
+	order []uint64 // commit: item<<32 | write index, in item order
+	wold  []uint64 // commit: the words of the items locked so far
 
-// partReq is a transaction's items in one partition.
-type partReq struct {
-	p             int
-	reads, writes []uint32
+	stats *stripe     // where its commits and aborts are counted
+	log   *versionLog // where its commits log the versions they replace (nil: K = 1)
+	logNo uint64      // log's number
+	tm    *phaseTimes // nil unless timing
 }
 
 // abortSignal unwinds a closure whose transaction cannot go on.
@@ -62,7 +58,7 @@ func (tx *Tx) Snapshot() uint64 { return tx.snap }
 // retried with a fresh snapshot. Cost: O(K) plus a lookup in the write set.
 func (tx *Tx) Read(i int) uint64 {
 	s := tx.s
-	if uint(i) >= uint(s.n) {
+	if uint(i) >= uint(len(s.items)) {
 		s.checkItem(i)
 	}
 	if len(tx.witems) > 0 {
@@ -70,18 +66,36 @@ func (tx *Tx) Read(i int) uint64 {
 			return tx.wvals[j]
 		}
 	}
-	if s.yield {
-		runtime.Gosched()
-	}
-	v, ok := s.readAt(i, tx.snap)
-	if !ok {
-		panic(abortSignal{SnapshotTooOld})
+	var v uint64
+	// The newest version, free and not newer than the snapshot (a locked
+	// word is above every snapshot): readAt's first case, inlined.
+	it := &s.items[i]
+	if w := it.word.Load(); w <= tx.snap && !s.yield {
+		v = it.val.Load()
+		if it.word.Load() != w {
+			v = tx.readSlow(i)
+		}
+	} else {
+		v = tx.readSlow(i)
 	}
 	if !tx.ro || s.record {
 		tx.reads = append(tx.reads, uint32(i))
 		if s.record {
 			tx.rvals = append(tx.rvals, v)
 		}
+	}
+	return v
+}
+
+// readSlow reads item i at the snapshot through readAt, abandoning the
+// attempt when the version is gone.
+func (tx *Tx) readSlow(i int) uint64 {
+	if tx.s.yield {
+		runtime.Gosched()
+	}
+	v, ok := tx.s.readAt(i, tx.snap)
+	if !ok {
+		panic(abortSignal{SnapshotTooOld})
 	}
 	return v
 }
@@ -143,85 +157,4 @@ func (tx *Tx) findWrite(i uint32) int {
 		}
 	}
 	return -1
-}
-
-// partitions returns the mask of partitions the transaction touched.
-func (tx *Tx) partitions() uint64 {
-	s := tx.s
-	if len(s.parts) == 1 {
-		return 1
-	}
-	var m uint64
-	for _, it := range tx.reads {
-		m |= 1 << s.partition(it)
-	}
-	for _, it := range tx.witems {
-		m |= 1 << s.partition(it)
-	}
-	return m
-}
-
-// splitByPartition fills byPart with the transaction's items in each
-// partition of parts, in ascending partition order.
-func (tx *Tx) splitByPartition(parts uint64) {
-	s := tx.s
-	tx.byPart = tx.byPart[:0]
-	index := [MaxServers]int{}
-	for p := 0; p < len(s.parts); p++ {
-		if parts&(1<<p) != 0 {
-			index[p] = len(tx.byPart)
-			var r, w []uint32
-			if n := len(tx.byPart); n < cap(tx.byPart) {
-				r, w = tx.byPart[:n+1][n].reads[:0], tx.byPart[:n+1][n].writes[:0]
-			}
-			tx.byPart = append(tx.byPart, partReq{p: p, reads: r, writes: w})
-		}
-	}
-	for _, it := range tx.reads {
-		bp := &tx.byPart[index[s.partition(it)]]
-		bp.reads = append(bp.reads, it)
-	}
-	for _, it := range tx.witems {
-		bp := &tx.byPart[index[s.partition(it)]]
-		bp.writes = append(bp.writes, it)
-	}
-}
-
-// itemSet tells whether an item is among a transaction's reads (1) or
-// only among its writes (2), for validation against a log.
-type itemSet struct {
-	reads, writes []uint32
-	m             map[uint32]uint8 // nil: search the slices
-}
-
-func (s *itemSet) in(it uint32) uint8 {
-	if s.m != nil {
-		return s.m[it]
-	}
-	if slices.Contains(s.reads, it) {
-		return 1
-	}
-	if slices.Contains(s.writes, it) {
-		return 2
-	}
-	return 0
-}
-
-// membership returns the item set of reads and writes (a map past
-// smallSet items, reused between attempts).
-func (tx *Tx) membership(reads, writes []uint32) itemSet {
-	if len(reads)+len(writes) <= smallSet {
-		return itemSet{reads: reads, writes: writes}
-	}
-	if tx.set == nil {
-		tx.set = make(map[uint32]uint8, len(reads)+len(writes))
-	}
-	clear(tx.set)
-	for _, it := range writes {
-		tx.set[it] = 2
-	}
-	for _, it := range reads {
-		tx.set[it] = 1
-	}
-	return itemSet{m: tx.set}
 }

@@ -3,12 +3,23 @@
 // warpkv's CSMV CPU engine and its peers, side by side in one run:
 // github.com/anacrolix/stm (one stm.Var per account), a mutex per account
 // taken in ascending order, and one global lock, each with GOMAXPROCS
-// goroutines; and, when the device option resolves to a GPU, warpkv's GPU
-// engine. Every row carries its ratio to anacrolix/stm on the same case;
-// a note per case gives the GPU engine's ratio to the CPU engine.
+// goroutines (or the counts of --goroutines); and, when the device option resolves to a GPU, warpkv's GPU
+// engine. Every row carries its ratio to anacrolix/stm on the same case
+// and goroutine count; a note per case gives the GPU engine's ratio to the
+// CPU engine, and one per case and goroutine count the heap allocations per
+// commit of every implementation (runtime.MemStats.Mallocs over the run,
+// setup included, over its commits) and the process CPU time per commit
+// (getrusage, setup included: on a shared machine a steadier figure than
+// commits per second).
+//
+// --goroutines runs every case at each of a list of goroutine counts (the
+// rows' operation then ends in ", N goroutines"; the GPU engine, which runs
+// its own threads, only with the last count); --cases takes substrings of
+// case names separated by '|'.
 //
 //	cd compat && go run ./cmd/stmbench --size 6000 --duration 200ms
 //	cd compat && go run ./cmd/stmbench --device gpu --reps 3
+//	cd compat && go run ./cmd/stmbench --device cpu --cases '1M, 0% ro of 100, 1 round|1M, 90% ro of 100, 1 round' --goroutines 1,2,4,8,16
 //
 // Every implementation checks every read-only total and the final total of
 // the bank; a wrong one posts no figure but a FAILED note, and the command
@@ -22,7 +33,9 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	astm "github.com/anacrolix/stm"
@@ -40,15 +53,20 @@ func main() {
 	gpuDuration := flag.Duration("gpu-duration", bench.STMRunGPU, "length of one run of the GPU engine")
 	device := flag.String("device", "auto", "warpkv engines: cpu, or auto, gpu, gpu:N to add the GPU engine")
 	peers := flag.String("peers", "anacrolix,item-locks,global-lock", "peers to measure, comma-separated (anacrolix, item-locks, global-lock; empty: none)")
-	only := flag.String("cases", "", "only cases whose name contains this")
+	only := flag.String("cases", "", "only cases whose name contains this (several: separated by '|')")
+	goroutines := flag.String("goroutines", "", "goroutine counts to run every case at, comma-separated, e.g. 1,2,4,8,16 (default: GOMAXPROCS)")
 	jsonPath := flag.String("json", "", "also write the results as JSON to `FILE`")
 	quiet := flag.Bool("quiet", false, "no progress lines on stderr")
 	flag.Parse()
-	if flag.NArg() > 0 || *size < 100 || *reps < 1 || *duration <= 0 || *gpuDuration <= 0 {
+	counts, err := parseCounts(*goroutines)
+	if flag.NArg() > 0 || *size < 100 || *reps < 1 || *duration <= 0 || *gpuDuration <= 0 || err != nil {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "stmbench:", err)
+		}
 		flag.Usage()
 		os.Exit(2)
 	}
-	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, peers: *peers, only: *only}
+	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, peers: *peers, only: *only, goroutines: counts}
 	var progress io.Writer
 	if !*quiet {
 		progress = os.Stderr
@@ -71,6 +89,38 @@ type config struct {
 	d, gpuD     time.Duration
 	device      string
 	peers, only string
+	goroutines  []int // goroutine counts (nil: GOMAXPROCS, rows without a count)
+}
+
+// parseCounts parses --goroutines: positive counts separated by commas;
+// "" is none.
+func parseCounts(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("--goroutines %q: want positive counts separated by commas", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// selected reports whether case name matches only: one of its
+// '|'-separated substrings ("" matches every case).
+func selected(name, only string) bool {
+	if only == "" {
+		return true
+	}
+	for _, sub := range strings.Split(only, "|") {
+		if sub != "" && strings.Contains(name, sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // peer names and constructors.
@@ -96,10 +146,14 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	workers := runtime.GOMAXPROCS(0)
+	counts := c.goroutines
+	if len(counts) == 0 {
+		counts = []int{runtime.GOMAXPROCS(0)}
+	}
 	rep := bench.NewReport("stm-peers", c.reps)
 	defer rep.Finish()
-	rep.Engines = append(rep.Engines, fmt.Sprintf("cpu: warpkv's CSMV CPU engine; peers: %s; %d goroutines each", strings.Join(names, ", "), workers))
+	rep.Engines = append(rep.Engines, fmt.Sprintf("cpu: warpkv's CSMV CPU engine; peers: %s; %s goroutines each (GOMAXPROCS %d)",
+		strings.Join(names, ", "), joinInts(counts), runtime.GOMAXPROCS(0)))
 	var dev *gpu.Device
 	if ch.Backend == gpu.BackendGPU {
 		dev = ch.Device
@@ -112,77 +166,123 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 	p := bench.NewProgress(progress)
 	failed := 0
 	for _, cs := range bench.STMCases(c.size) {
-		if cs.Kind != "bank" || cs.GPUOnly || (c.only != "" && !strings.Contains(cs.Name(), c.only)) {
+		if cs.Kind != "bank" || cs.GPUOnly || !selected(cs.Name(), c.only) {
 			continue
 		}
 		b := cs.Bank()
-		var ref, cpuRow bench.Result
-		measure := func(engine string, one func() (bench.STMRun, error)) {
-			p.Printf("%s: %s", engine, cs.Name())
-			var runs []bench.STMRun
-			for range c.reps {
-				r, err := one()
-				if err != nil {
-					rep.Notes = append(rep.Notes, fmt.Sprintf("FAILED %s on %s: %v", cs.Name(), engine, err))
-					failed++
-					return
+		for ci, workers := range counts {
+			op := cs.Name()
+			if len(c.goroutines) > 0 {
+				op = fmt.Sprintf("%s, %d goroutines", op, workers)
+			}
+			var ref, cpuRow bench.Result
+			var allocs, cpus []string
+			measure := func(engine string, one func() (bench.STMRun, error)) {
+				p.Printf("%s: %s", engine, op)
+				var runs []bench.STMRun
+				var mallocs uint64
+				var cpu time.Duration
+				for range c.reps {
+					before, cpu0 := heapAllocs(), cpuTime()
+					r, err := one()
+					mallocs += heapAllocs() - before
+					cpu += cpuTime() - cpu0
+					if err != nil {
+						rep.Notes = append(rep.Notes, fmt.Sprintf("FAILED %s on %s: %v", op, engine, err))
+						failed++
+						return
+					}
+					runs = append(runs, r)
 				}
-				runs = append(runs, r)
+				var commits uint64
+				for _, r := range runs {
+					commits += r.Stats.Total()
+				}
+				allocs = append(allocs, fmt.Sprintf("%s %.3g", engine, float64(mallocs)/float64(max(commits, 1))))
+				cpus = append(cpus, fmt.Sprintf("%s %v", engine, (cpu/time.Duration(max(commits, 1))).Round(time.Nanosecond)))
+				m := bench.MedianSTM(runs)
+				row := bench.NewResult(op, engine, int64(m.Stats.Total()), 0, m.Elapsed.Seconds())
+				if ref.OpsPerSec > 0 {
+					row = row.VsPeer("anacrolix/stm", ref)
+				}
+				if engine == "anacrolix/stm" {
+					ref = row
+				}
+				if engine == "csmv cpu" {
+					cpuRow = row
+				}
+				if engine == "csmv gpu" && cpuRow.OpsPerSec > 0 {
+					rep.Notes = append(rep.Notes, fmt.Sprintf("%s: GPU engine %.1fx the CPU engine", op, row.OpsPerSec/cpuRow.OpsPerSec))
+				}
+				if m.Stats.TotalAborts() > 0 || m.Commit != (stm.Breakdown{}) {
+					rep.Notes = append(rep.Notes, m.Note(op, engine))
+				}
+				rep.Results = append(rep.Results, row)
 			}
-			m := bench.MedianSTM(runs)
-			row := bench.NewResult(cs.Name(), engine, int64(m.Stats.Total()), 0, m.Elapsed.Seconds())
-			if ref.OpsPerSec > 0 {
-				row = row.VsPeer("anacrolix/stm", ref)
+			for _, name := range names {
+				peer := name
+				label := peer
+				if peer == "anacrolix" {
+					label = "anacrolix/stm"
+				}
+				measure(label, func() (bench.STMRun, error) {
+					return bench.RunBankPeer(peerKinds[peer](b), b, bench.STMSeed, workers, c.d)
+				})
 			}
-			if engine == "anacrolix/stm" {
-				ref = row
-			}
-			if engine == "csmv cpu" {
-				cpuRow = row
-			}
-			if engine == "csmv gpu" && cpuRow.OpsPerSec > 0 {
-				rep.Notes = append(rep.Notes, fmt.Sprintf("%s: GPU engine %.1fx the CPU engine", cs.Name(), row.OpsPerSec/cpuRow.OpsPerSec))
-			}
-			if m.Stats.TotalAborts() > 0 || m.Commit != (stm.Breakdown{}) {
-				rep.Notes = append(rep.Notes, m.Note(cs.Name(), engine))
-			}
-			rep.Results = append(rep.Results, row)
-		}
-		for _, name := range names {
-			peer := name
-			label := peer
-			if peer == "anacrolix" {
-				label = "anacrolix/stm"
-			}
-			measure(label, func() (bench.STMRun, error) {
-				return bench.RunBankPeer(peerKinds[peer](b), b, bench.STMSeed, workers, c.d)
-			})
-		}
-		engines := []struct {
-			name string
-			opt  stm.Options
-			d    time.Duration
-		}{{"csmv cpu", stm.Options{Device: "cpu"}, c.d}}
-		if dev != nil {
-			engines = append(engines, struct {
+			engines := []struct {
 				name string
 				opt  stm.Options
 				d    time.Duration
-			}{"csmv gpu", stm.Options{GPU: dev}, c.gpuD})
-		}
-		for _, en := range engines {
-			e, err := stm.Open(cs.Options(en.opt))
-			if err != nil {
-				return rep, err
+			}{{"csmv cpu", stm.Options{Device: "cpu", Workers: workers}, c.d}}
+			if dev != nil && ci == len(counts)-1 {
+				engines = append(engines, struct {
+					name string
+					opt  stm.Options
+					d    time.Duration
+				}{"csmv gpu", stm.Options{GPU: dev}, c.gpuD})
 			}
-			measure(en.name, func() (bench.STMRun, error) { return bench.RunSTMCase(e, cs, en.d, en.name == "csmv gpu") })
-			e.Close()
+			for _, en := range engines {
+				e, err := stm.Open(cs.Options(en.opt))
+				if err != nil {
+					return rep, err
+				}
+				measure(en.name, func() (bench.STMRun, error) { return bench.RunSTMCase(e, cs, en.d, en.name == "csmv gpu") })
+				e.Close()
+			}
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: heap allocations per commit: %s", op, strings.Join(allocs, ", ")),
+				fmt.Sprintf("%s: process CPU time per commit: %s", op, strings.Join(cpus, ", ")))
 		}
 	}
 	if failed > 0 {
 		return rep, fmt.Errorf("%d measurements failed (see the FAILED notes)", failed)
 	}
 	return rep, nil
+}
+
+// heapAllocs returns the heap allocations of the process so far. Cost: a
+// runtime.ReadMemStats (stops the world briefly).
+func heapAllocs() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Mallocs
+}
+
+// cpuTime returns the user and system CPU time of the process so far (0
+// where getrusage fails).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
 }
 
 // anacrolixBank is the bank on github.com/anacrolix/stm: one Var per

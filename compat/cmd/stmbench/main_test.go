@@ -34,3 +34,47 @@ func TestRunSmall(t *testing.T) {
 		t.Error("unknown peer accepted")
 	}
 }
+
+// TestRunGoroutineCounts: --goroutines runs every selected case ('|'
+// separates case substrings) at each count, rows named with the count,
+// ratios against anacrolix/stm at the same count, and a note of the
+// allocations per commit of every implementation.
+func TestRunGoroutineCounts(t *testing.T) {
+	counts, err := parseCounts("1, 2,3")
+	if err != nil || len(counts) != 3 || counts[2] != 3 {
+		t.Fatalf("parseCounts: %v %v", counts, err)
+	}
+	for _, bad := range []string{"0", "1,x", "-2"} {
+		if _, err := parseCounts(bad); err == nil {
+			t.Errorf("parseCounts(%q) accepted", bad)
+		}
+	}
+	rep, err := run(config{size: 200, reps: 1, d: 20 * time.Millisecond, gpuD: 100 * time.Millisecond, device: "cpu",
+		peers: "anacrolix,item-locks", only: "200, 0% ro of 100, 1 round|200, 90% ro of 100, 1 round", goroutines: []int{1, 3}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	for _, r := range rep.Results {
+		if r.Engine == "csmv cpu" {
+			ops = append(ops, r.Op)
+			if r.RatioTo != "anacrolix/stm" || r.Items == 0 {
+				t.Errorf("%s: %d commits, ratio to %q", r.Op, r.Items, r.RatioTo)
+			}
+		}
+	}
+	want := []string{"bank 200, 0% ro of 100, 1 round, 1 goroutines", "bank 200, 0% ro of 100, 1 round, 3 goroutines",
+		"bank 200, 90% ro of 100, 1 round, 1 goroutines", "bank 200, 90% ro of 100, 1 round, 3 goroutines"}
+	if strings.Join(ops, "; ") != strings.Join(want, "; ") {
+		t.Fatalf("csmv rows %q, want %q", ops, want)
+	}
+	notes := 0
+	for _, n := range rep.Notes {
+		if strings.Contains(n, "heap allocations per commit: anacrolix/stm ") && strings.Contains(n, "csmv cpu ") {
+			notes++
+		}
+	}
+	if notes != len(want) {
+		t.Errorf("%d allocation notes, want %d:\n%s", notes, len(want), strings.Join(rep.Notes, "\n"))
+	}
+}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package stm
+
+// raceEnabled: the race detector is on (it allocates on sync.Pool use).
+const raceEnabled = false
