@@ -70,7 +70,7 @@ type gpuEngine struct {
 	up, down *gpu.Pipeline
 
 	// in and out carry the transfers of pipelined point calls (lookups,
-	// updates: gpu_point.go) beside the kernels on s; kev are their
+	// updates: point_gpu.go) beside the kernels on s; kev are their
 	// chunks' kernel events (two per chunk, for LastBatch's Work);
 	// chunkMin is their smallest chunk in keys (pointChunkMin; tests set
 	// fewer).

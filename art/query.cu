@@ -1,0 +1,113 @@
+// query.cu: Range and prefix queries: aq_* (query_gpu.go launches them).
+// Part of the program art.cu (which includes every part once); the
+// layout, the descriptor and the shared helpers are in art.cuh.
+#pragma once
+#include "art/art.cuh"
+#include "art/iterate.cu"
+
+// aq_scan: one thread per query (store.scan): with write 0 it counts the
+// query's pairs and key bytes into cnt[q], bytes[q] (and 0 at [Q], for the
+// scans); with write 1 it writes them at the scanned offsets.
+extern "C" __global__ void aq_scan(const Tree *t, u64 Q, const u8 *lod, const u32 *loo, const u8 *hid, const u32 *hio,
+                                   const u8 *hashi, u64 limit, int desc, int write, u64 *cnt, u64 *bytes, u8 *okeys,
+                                   u32 *ooffs, u64 *ovals) {
+    GRID_STRIDE(q, Q + 1) {
+        if (q == Q) {
+            if (!write) {
+                cnt[Q] = 0;
+                bytes[Q] = 0;
+            }
+            continue;
+        }
+        const u8 *lo = lod + loo[q];
+        u32 ln = loo[q + 1] - loo[q];
+        const u8 *hi = hid + hio[q];
+        u32 hn = hio[q + 1] - hio[q];
+        bool has = hashi[q];
+        u64 j = write ? cnt[q] : 0, o = write ? bytes[q] : 0;
+        u64 c = 0, by = 0;
+        Cur cur = desc ? seek_lt(t, hi, hn, has) : seek_ge(t, lo, ln);
+        while (limit == 0 || c < limit) {
+            u64 l = desc ? cur_prev(t, &cur) : cur_next(t, &cur);
+            if (!l) break;
+            const u8 *k = leaf_key(t, l);
+            u32 kn = laux(l);
+            if (!desc && has && compare_keys(k, kn, hi, hn) >= 0) break;
+            if (desc && compare_keys(k, kn, lo, ln) < 0) break;
+            if (write) {
+                ooffs[j] = (u32)o;
+                for (u32 b = 0; b < kn; b++) okeys[o + b] = k[b];
+                ovals[j] = leaf_value(t, l);
+                j++;
+                o += kn;
+            }
+            c++;
+            by += kn;
+        }
+        if (!write) {
+            cnt[q] = c;
+            bytes[q] = by;
+        }
+    }
+}
+
+// aq_collect: one thread per query, the single walk of a bounded batch of
+// queries (limit > 0; store.rangesSlots): query q's pairs' leaves go to
+// slots[q*limit + j] in answer order, with pres = 1 and len = the key's
+// length; the slots after its last pair get 0, 0, 0; thread Q writes the
+// zero after the last slot (S = Q*limit), so that exclusive scans of pres
+// and len give every pair's place and key offset and their totals at S.
+extern "C" __global__ void aq_collect(const Tree *t, u64 Q, const u8 *lod, const u32 *loo, const u8 *hid, const u32 *hio,
+                                      const u8 *hashi, u64 limit, int desc, u64 *slots, u64 *pres, u64 *lens) {
+    GRID_STRIDE(q, Q + 1) {
+        if (q == Q) {
+            pres[Q * limit] = 0;
+            lens[Q * limit] = 0;
+            continue;
+        }
+        const u8 *lo = lod + loo[q];
+        u32 ln = loo[q + 1] - loo[q];
+        const u8 *hi = hid + hio[q];
+        u32 hn = hio[q + 1] - hio[q];
+        bool has = hashi[q];
+        u64 c = 0, at = q * limit;
+        Cur cur = desc ? seek_lt(t, hi, hn, has) : seek_ge(t, lo, ln);
+        while (c < limit) {
+            u64 l = desc ? cur_prev(t, &cur) : cur_next(t, &cur);
+            if (!l) break;
+            const u8 *k = leaf_key(t, l);
+            u32 kn = laux(l);
+            if (!desc && has && compare_keys(k, kn, hi, hn) >= 0) break;
+            if (desc && compare_keys(k, kn, lo, ln) < 0) break;
+            slots[at + c] = l;
+            pres[at + c] = 1;
+            lens[at + c] = kn;
+            c++;
+        }
+        for (; c < limit; c++) {
+            slots[at + c] = 0;
+            pres[at + c] = 0;
+            lens[at + c] = 0;
+        }
+    }
+}
+
+// aq_emit: one thread per slot s of aq_collect (S = Q*limit of them, and
+// thread S): a pair's key bytes, key offset and value written at its
+// scanned place pidx[s] (key offset boff[s]); the first slot of query q
+// writes the query's first place qoff[q], thread S the total qoff[Q].
+extern "C" __global__ void aq_emit(const Tree *t, u64 S, u64 limit, const u64 *slots, const u64 *pidx, const u64 *boff,
+                                   u8 *okeys, u32 *ooffs, u64 *ovals, u64 *qoff) {
+    GRID_STRIDE(s, S + 1) {
+        if (s % limit == 0) qoff[s / limit] = pidx[s];
+        if (s == S) continue;
+        u64 l = slots[s];
+        if (!l) continue;
+        u64 j = pidx[s], o = boff[s];
+        const u8 *k = leaf_key(t, l);
+        u32 kn = laux(l);
+        ooffs[j] = (u32)o;
+        for (u32 b = 0; b < kn; b++) okeys[o + b] = k[b];
+        ovals[j] = leaf_value(t, l);
+    }
+}
