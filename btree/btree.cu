@@ -236,6 +236,27 @@ __device__ __forceinline__ u64 pieces(u64 c, u32 order, u32 fill) {
     return (c + fill - 1) / fill;
 }
 
+// size_touched writes the sizing of touched node `node` (group g), the
+// same at the leaf level and every parent level: its new entry count c
+// (with flags, e.g. FREED) to gc[g], its pieces and the extra nodes they
+// need (hi: pieces, lo: pieces - 1 when above 1) to gp[g], and its old max
+// key (of c0 old entries) to oldMax[g].
+__device__ __forceinline__ void size_touched(u64 g, u32 node, u64 c0, u64 c, u64 flags, u32 order, u32 fill,
+                                             const u64 *keys, u64 *gc, u64 *gp, u64 *oldMax) {
+    u64 p = pieces(c, order, fill);
+    gc[g] = c | flags;
+    gp[g] = (p << 32) | (p > 1 ? p - 1 : 0);
+    oldMax[g] = keys[(u64)node * order + c0 - 1];
+}
+
+// zero_totals: the thread of group G zeroes element G of the sizing's
+// arrays, the totals slot of their exclusive scans.
+__device__ __forceinline__ void zero_totals(u64 G, u64 *sum, u64 *gc, u64 *gp) {
+    sum[G] = 0;
+    gc[G] = 0;
+    gp[G] = 0;
+}
+
 // last_le returns the largest g < n with off(g) <= r for a nondecreasing
 // off with off(0) <= r; off is given by the functor-free form below.
 __device__ __forceinline__ u64 last_le_u64(const u64 *off, u64 n, u64 r, u64 mask) {
@@ -350,19 +371,13 @@ extern "C" __global__ void bt_leaf_sizes(u64 G, const u32 *gLeaf, u64 *gSum, u32
                                          u64 *gc, u64 *gp, u64 *oldMax, u32 *oldNext) {
     for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g <= G; g += (u64)gridDim.x * blockDim.x) {
         if (g == G) {
-            gSum[G] = 0;
-            gc[G] = 0;
-            gp[G] = 0;
+            zero_totals(G, gSum, gc, gp);
             continue;
         }
         u32 leaf = gLeaf[g];
         u64 c0 = count[leaf];
         u64 f = LO(gSum[g]);
-        u64 c = del ? c0 - f : c0 + f;
-        u64 p = pieces(c, order, fill);
-        gc[g] = c;
-        gp[g] = (p << 32) | (p > 1 ? p - 1 : 0);
-        oldMax[g] = keys[(u64)leaf * order + c0 - 1];
+        size_touched(g, leaf, c0, del ? c0 - f : c0 + f, 0, order, fill, keys, gc, gp, oldMax);
         oldNext[g] = next[leaf];
     }
 }
@@ -589,18 +604,13 @@ extern "C" __global__ void bt_parent_sizes(u64 G, const u32 *pNode, u64 *pSum, u
                                            u64 *gc, u64 *gp, u64 *oldMax, u32 *up) {
     for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g <= G; g += (u64)gridDim.x * blockDim.x) {
         if (g == G) {
-            pSum[G] = 0;
-            gc[G] = 0;
-            gp[G] = 0;
+            zero_totals(G, pSum, gc, gp);
             continue;
         }
         u32 P = pNode[g];
         u64 c0 = count[P];
         u64 c = c0 - HI(pSum[g]) + LO(pSum[g]);
-        u64 p = pieces(c, order, fill);
-        gc[g] = c | (c == 0 ? 1ull << FREED_SHIFT : 0);
-        gp[g] = (p << 32) | (p > 1 ? p - 1 : 0);
-        oldMax[g] = keys[(u64)P * order + c0 - 1];
+        size_touched(g, P, c0, c, c == 0 ? 1ull << FREED_SHIFT : 0, order, fill, keys, gc, gp, oldMax);
         up[g] = parent[P];
         if (c == 0) {
             count[P] = 0;
