@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 
@@ -24,10 +23,10 @@ import (
 //	del KEY              delete
 //	get KEY              prints "KEY VALUE", or "KEY -" when absent
 //	range LO HI LIMIT    prints "range N", then the N pairs "KEY VALUE" with
-//	                     LO <= key < HI (HI * for no bound), ascending, at
-//	                     most LIMIT
+//	                     LO <= key < HI (* for no bound), ascending, at
+//	                     most LIMIT (0 or less: no limit)
 //	prefix P LIMIT       prints "prefix N", then the N pairs whose key starts
-//	                     with P, ascending, at most LIMIT
+//	                     with P, ascending, at most LIMIT (0 or less: no limit)
 //	len                  prints the number of keys
 //
 // Keys are printed as they are written: 0x and lowercase hex. Consecutive
@@ -38,7 +37,7 @@ import (
 func runART(e *env, args []string) error {
 	const synopsis = "warpkv art run [--device auto|cpu|gpu|gpu:N] [--batch N] FILE (- for standard input)"
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-		fmt.Fprintf(e.stderr, "usage: %s\n\nLines: put KEY VALUE, upd KEY VALUE, del KEY, get KEY, range LO HI|* LIMIT, prefix P LIMIT, len\n(keys 0x-prefixed hex, 0x the empty key; values decimal uint64)\n", synopsis)
+		fmt.Fprintf(e.stderr, "usage: %s\n\nLines: put KEY VALUE, upd KEY VALUE, del KEY, get KEY, range LO|* HI|* LIMIT, prefix P LIMIT, len\n(keys 0x-prefixed hex, 0x the empty key; values decimal uint64; LIMIT <= 0: no limit)\n", synopsis)
 		return flag.ErrHelp
 	}
 	if len(args) == 0 || args[0] != "run" {
@@ -68,8 +67,8 @@ func runART(e *env, args []string) error {
 	}
 	defer t.Close()
 	w := bufio.NewWriterSize(e.stdout, 1<<16)
-	r := &artRunner{t: t, w: w, max: *batch}
-	err = r.run(in)
+	r := &artRunner{t: t, w: w}
+	err = r.run(in, *batch)
 	if ferr := w.Flush(); err == nil {
 		err = ferr
 	}
@@ -82,47 +81,23 @@ type artOp struct {
 	key   []byte // put, upd, del, get; range: LO; prefix: P
 	hi    []byte // range: HI, nil for *
 	val   uint64
-	limit int
+	limit int // range, prefix: 0 for no limit
 }
 
-// artRunner gathers consecutive operations of one verb into batches.
+// artRunner applies batches of one verb to t and prints their answers.
 type artRunner struct {
-	t       *art.Tree
-	w       *bufio.Writer
-	max     int
-	pending []artOp
+	t *art.Tree
+	w *bufio.Writer
 }
 
-// run reads and applies every line of in.
-func (r *artRunner) run(in io.Reader) error {
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 1<<16), 4*art.MaxKeyLen+1024)
-	for line := 1; sc.Scan(); line++ {
-		text := strings.TrimSpace(sc.Text())
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
-		}
-		op, err := parseARTLine(text)
-		if err != nil {
-			if ferr := r.flush(); ferr != nil {
-				return ferr
-			}
-			return fmt.Errorf("art: line %d: %v (the lines before it ran; nothing after it did)", line, err)
-		}
-		if len(r.pending) > 0 && (op.verb != r.pending[0].verb || (r.max > 0 && len(r.pending) == r.max)) {
-			if err := r.flush(); err != nil {
-				return err
-			}
-		}
-		r.pending = append(r.pending, op)
-	}
-	if err := sc.Err(); err != nil {
-		if ferr := r.flush(); ferr != nil {
-			return ferr
-		}
-		return fmt.Errorf("art: reading input: %w", err)
-	}
-	return r.flush()
+// run reads and applies every line of in, max operations a batch at most.
+func (r *artRunner) run(in io.Reader, max int) error {
+	b := &lineBatcher[artOp]{tool: "art", max: max, maxLine: 4*art.MaxKeyLen + 1024, flush: r.flush,
+		parse: func(text string) (artOp, string, error) {
+			op, err := parseARTLine(text)
+			return op, op.verb, err
+		}}
+	return b.run(in)
 }
 
 // parseARTLine parses one operation.
@@ -137,7 +112,10 @@ func parseARTLine(text string) (artOp, error) {
 		return op, fmt.Errorf("%s takes %d argument(s), got %d", op.verb, want-1, len(f)-1)
 	}
 	var err error
-	if want > 1 {
+	switch {
+	case op.verb == "range" && f[1] == "*":
+		op.key = []byte{} // no lower bound: from the empty key, the smallest
+	case want > 1:
 		if op.key, err = parseARTKey(f[1]); err != nil {
 			return op, err
 		}
@@ -178,26 +156,8 @@ func parseARTKey(s string) ([]byte, error) {
 	return k, nil
 }
 
-// parseLimit parses a decimal LIMIT (values past the largest int mean no
-// limit in practice).
-func parseLimit(s string) (int, error) {
-	v, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || s[0] == '+' {
-		return 0, fmt.Errorf("limit %q is not a decimal count", s)
-	}
-	if v > math.MaxInt32 {
-		v = math.MaxInt32
-	}
-	return int(v), nil
-}
-
-// flush applies the pending batch and prints its answers in line order.
-func (r *artRunner) flush() error {
-	ops := r.pending
-	r.pending = r.pending[:0]
-	if len(ops) == 0 {
-		return nil
-	}
+// flush applies one batch and prints its answers in line order.
+func (r *artRunner) flush(ops []artOp) error {
 	keys := func() [][]byte {
 		k := make([][]byte, len(ops))
 		for i, op := range ops {
@@ -240,35 +200,30 @@ func (r *artRunner) flush() error {
 			fmt.Fprintln(w, n)
 		}
 	case "range", "prefix":
-		// One limit for the batch (the largest); each query prints at most
-		// its own.
-		most := 0
-		for _, op := range ops {
-			most = max(most, op.limit)
+		// One limit for the batch (none when a query has none, else the
+		// largest); each query prints at most its own.
+		limits := make([]int, len(ops))
+		for i, op := range ops {
+			limits[i] = op.limit
 		}
+		most := batchLimit(limits)
 		var res *art.Result
 		var err error
-		if most > 0 {
-			if verb == "range" {
-				qs := make([]art.Query, len(ops))
-				for i, op := range ops {
-					qs[i] = art.Query{Lo: op.key, Hi: op.hi}
-				}
-				res, err = t.Ranges(qs, most)
-			} else {
-				res, err = t.Prefix(keys(), most)
+		if verb == "range" {
+			qs := make([]art.Query, len(ops))
+			for i, op := range ops {
+				qs[i] = art.Query{Lo: op.key, Hi: op.hi}
 			}
-			if err != nil {
-				return err
-			}
+			res, err = t.Ranges(qs, most)
+		} else {
+			res, err = t.Prefix(keys(), most)
+		}
+		if err != nil {
+			return err
 		}
 		for i, op := range ops {
-			var ks [][]byte
-			var vs []uint64
-			if res != nil {
-				ks, vs = res.Query(i)
-			}
-			n := min(len(ks), op.limit)
+			ks, vs := res.Query(i)
+			n := shown(len(ks), op.limit)
 			fmt.Fprintf(w, "%s %d\n", verb, n)
 			for j := range n {
 				fmt.Fprintf(w, "0x%x %d\n", ks[j], vs[j])

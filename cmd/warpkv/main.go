@@ -60,6 +60,7 @@ func commands() []command {
 		{"loadgen", "load memcached-compatible servers and compare them: warpkv loadgen --addr A [--addr B]", runLoadgen, nil},
 		{"mpt", "Merkle Patricia Trie: warpkv mpt root|prove [--secure] FILE [HEXKEY]", runMPT, [][]string{{"root", "-h"}, {"prove", "-h"}}},
 		{"stm", "transactional memory (CSMV): warpkv stm bank [--device D] [--accounts N] [--transactions N | --duration D] ...", runSTM, nil},
+		{"btree", "B+ tree (CUBPT): warpkv btree run [--device D] [--batch N] FILE applies put/upd/del/get/range/len lines (decimal keys)", runBTree, nil},
 		{"art", "adaptive radix tree (CuART): warpkv art run [--device D] [--batch N] FILE applies put/upd/del/get/range/prefix/len lines", runART, nil},
 		{"help", "show help for warpkv or one command: warpkv help [command]", runHelp, nil},
 	}

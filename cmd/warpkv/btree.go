@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/warpkv/warpkv/btree"
+)
+
+// runBTree is "warpkv btree run": it applies a file of B+ tree operations,
+// one a line, and prints the answers, as "warpkv art run" does for the
+// adaptive radix tree (the same lines but prefix, the same output and
+// errors), with keys and values decimal uint64:
+//
+//	put KEY VALUE        insert or replace
+//	upd KEY VALUE        replace only if present
+//	del KEY              delete
+//	get KEY              prints "KEY VALUE", or "KEY -" when absent
+//	range LO HI LIMIT    prints "range N", then the N pairs "KEY VALUE" with
+//	                     LO <= key < HI (* for no bound), ascending, at
+//	                     most LIMIT (0 or less: no limit)
+//	len                  prints the number of keys
+//
+// Consecutive operations of one kind go to the engine as one batch (at
+// most --batch of them) and the output is what applying them one at a time
+// in file order prints. A malformed line is an error naming its line
+// number: the lines before it have run and printed their answers, nothing
+// after it runs.
+func runBTree(e *env, args []string) error {
+	const synopsis = "warpkv btree run [--device auto|cpu|gpu|gpu:N] [--batch N] FILE (- for standard input)"
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Fprintf(e.stderr, "usage: %s\n\nLines: put KEY VALUE, upd KEY VALUE, del KEY, get KEY, range LO|* HI|* LIMIT, len\n(keys and values decimal uint64; LIMIT <= 0: no limit)\n", synopsis)
+		return flag.ErrHelp
+	}
+	if len(args) == 0 || args[0] != "run" {
+		return usagef("usage: %s", synopsis)
+	}
+	fs := newFlagSet(e, "btree run", synopsis)
+	device := fs.String("device", "", "engine: auto (a GPU where usable, else the CPU engine), cpu, gpu or gpu:N (default $WARPKV_DEVICE, else auto)")
+	batch := fs.Int("batch", 0, "most consecutive operations of one kind sent as one batch (0: no limit)")
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return usagef("btree run takes one FILE argument, got %d", fs.NArg())
+	}
+	if *batch < 0 {
+		return usagef("--batch must be at least 0")
+	}
+	in, closeIn, err := openInput(fs.Arg(0))
+	if err != nil {
+		return fmt.Errorf("btree: %w", err)
+	}
+	defer closeIn()
+	t, err := btree.New(btree.Options{Device: *device})
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	w := bufio.NewWriterSize(e.stdout, 1<<16)
+	r := &btreeRunner{t: t, w: w}
+	err = r.run(in, *batch)
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// btreeOp is one parsed line.
+type btreeOp struct {
+	verb  string
+	key   uint64 // put, upd, del, get; range: LO
+	hi    uint64 // range: HI
+	noHi  bool   // range: HI is *
+	val   uint64
+	limit int // range: 0 for no limit
+}
+
+// btreeRunner applies batches of one verb to t and prints their answers.
+type btreeRunner struct {
+	t *btree.Tree
+	w *bufio.Writer
+}
+
+// run reads and applies every line of in, max operations a batch at most.
+func (r *btreeRunner) run(in io.Reader, max int) error {
+	b := &lineBatcher[btreeOp]{tool: "btree", max: max, maxLine: 1 << 16, flush: r.flush,
+		parse: func(text string) (btreeOp, string, error) {
+			op, err := parseBTreeLine(text)
+			return op, op.verb, err
+		}}
+	return b.run(in)
+}
+
+// parseBTreeLine parses one operation.
+func parseBTreeLine(text string) (btreeOp, error) {
+	f := strings.Fields(text)
+	op := btreeOp{verb: f[0]}
+	want := map[string]int{"put": 3, "upd": 3, "del": 2, "get": 2, "range": 4, "len": 1}[op.verb]
+	if want == 0 {
+		return op, fmt.Errorf("unknown operation %q (want put, upd, del, get, range or len)", op.verb)
+	}
+	if len(f) != want {
+		return op, fmt.Errorf("%s takes %d argument(s), got %d", op.verb, want-1, len(f)-1)
+	}
+	var err error
+	switch {
+	case op.verb == "range" && f[1] == "*":
+		op.key = 0 // no lower bound
+	case want > 1:
+		if op.key, err = parseDecimal("key", f[1]); err != nil {
+			return op, err
+		}
+	}
+	switch op.verb {
+	case "put", "upd":
+		op.val, err = parseDecimal("value", f[2])
+	case "range":
+		if f[2] == "*" {
+			op.noHi = true
+		} else if op.hi, err = parseDecimal("key", f[2]); err != nil {
+			return op, err
+		}
+		op.limit, err = parseLimit(f[3])
+	}
+	return op, err
+}
+
+// parseDecimal parses a decimal uint64 (no sign), what names it in the
+// error.
+func parseDecimal(what, s string) (uint64, error) {
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || s[0] == '+' {
+		return 0, fmt.Errorf("%s %q is not a decimal uint64", what, s)
+	}
+	return v, nil
+}
+
+// flush applies one batch and prints its answers in line order.
+func (r *btreeRunner) flush(ops []btreeOp) error {
+	keys := make([]uint64, len(ops))
+	vals := make([]uint64, len(ops))
+	for i, op := range ops {
+		keys[i], vals[i] = op.key, op.val
+	}
+	t, w := r.t, r.w
+	switch ops[0].verb {
+	case "put":
+		return t.Insert(keys, vals)
+	case "upd":
+		return r.update(keys, vals)
+	case "del":
+		return t.Delete(keys)
+	case "get":
+		found := make([]bool, len(keys))
+		if err := t.Lookup(keys, vals, found); err != nil {
+			return err
+		}
+		for i, k := range keys {
+			if found[i] {
+				fmt.Fprintf(w, "%d %d\n", k, vals[i])
+			} else {
+				fmt.Fprintf(w, "%d -\n", k)
+			}
+		}
+	case "len":
+		n := t.Len()
+		for range ops {
+			fmt.Fprintln(w, n)
+		}
+	case "range":
+		return r.ranges(ops)
+	}
+	return nil
+}
+
+// update replaces the values of the keys present: an update never changes
+// which keys are present, so one lookup before the batch decides every
+// line, and Insert's last-occurrence-wins gives the last line's value.
+func (r *btreeRunner) update(keys, vals []uint64) error {
+	old := make([]uint64, len(keys))
+	found := make([]bool, len(keys))
+	if err := r.t.Lookup(keys, old, found); err != nil {
+		return err
+	}
+	var ks, vs []uint64
+	for i, f := range found {
+		if f {
+			ks, vs = append(ks, keys[i]), append(vs, vals[i])
+		}
+	}
+	return r.t.Insert(ks, vs)
+}
+
+// ranges answers a batch of half-open range lines [LO, HI) with one
+// Ranges call and prints each with its own limit.
+func (r *btreeRunner) ranges(ops []btreeOp) error {
+	var los, his []uint64
+	limits := make([]int, len(ops))
+	asked := make([]int, len(ops)) // the query of line i, -1 when [LO, HI) is empty
+	for i, op := range ops {
+		limits[i] = op.limit
+		hi, ok := inclusiveHi(op)
+		if !ok {
+			asked[i] = -1
+			continue
+		}
+		asked[i] = len(los)
+		los, his = append(los, op.key), append(his, hi)
+	}
+	var keys, vals []uint64
+	var offs []int
+	if len(los) > 0 {
+		var err error
+		if keys, vals, offs, err = r.t.Ranges(los, his, batchLimit(limits)); err != nil {
+			return err
+		}
+	}
+	for i, op := range ops {
+		var a, b int
+		if q := asked[i]; q >= 0 {
+			a, b = offs[q], offs[q+1]
+		}
+		n := shown(b-a, op.limit)
+		fmt.Fprintf(r.w, "range %d\n", n)
+		for j := a; j < a+n; j++ {
+			fmt.Fprintf(r.w, "%d %d\n", keys[j], vals[j])
+		}
+	}
+	return nil
+}
+
+// inclusiveHi converts a line's half-open [LO, HI) to the inclusive upper
+// bound btree.Tree.Ranges takes today, false when the range is empty.
+// When btree's Go API becomes half-open (issue 21), this conversion goes:
+// pass HI (math.MaxUint64 for *, with the key MaxUint64 then needing its
+// own care) straight through.
+func inclusiveHi(op btreeOp) (uint64, bool) {
+	if op.noHi {
+		return math.MaxUint64, true
+	}
+	if op.hi == 0 || op.key > op.hi-1 {
+		return 0, false
+	}
+	return op.hi - 1, true
+}
