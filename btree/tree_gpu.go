@@ -42,6 +42,11 @@ type gpuTree struct {
 	pool *gpu.Pool
 
 	up, down *gpu.Pipeline // pinned staging of uploads and downloads (staging_gpu.go)
+
+	// threadRanges answers range queries with bt_range, one thread per
+	// query walking twice, instead of bt_range_warp (one warp per query,
+	// one descent); tests and benchmarks set it to compare the two.
+	threadRanges bool
 }
 
 // Names of the batch's buffers in the pool.
