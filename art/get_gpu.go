@@ -12,6 +12,9 @@ import (
 // once and the answers back, overlapped with the kernels (one walk per
 // key) and with the copies into and out of pinned memory.
 func (g *gpuEngine) lookup(kb Keys, vals []uint64, found []bool) error {
+	if long, err := longLookup(g, kb, vals, found); long {
+		return err
+	}
 	return g.lookupInto(kb, vals, boolBytes(found), false, nil)
 }
 
@@ -60,6 +63,9 @@ func boolBytes(f []bool) []uint8 {
 // marks are done. Cost: keys, offsets and values over the bus once, the
 // flags back, two passes of one thread per key.
 func (g *gpuEngine) update(kb Keys, vals []uint64, found []bool) error {
+	if long, err := longUpdate(g, kb, vals, found); long {
+		return err
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := kb.Len()

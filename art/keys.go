@@ -84,7 +84,9 @@ func (k Keys) Unpack() [][]byte {
 }
 
 // check validates a batch for op: offsets in order and within Data, every
-// key at most MaxKeyLen bytes, and n values when values is not nil. Cost:
+// key at most MaxKeyLen bytes, and n values when values is not nil. A
+// batch of more than 4 GiB of key bytes (offsets wrapped) passes when its
+// keys' lengths do; the engines split it (chunks.go) and check its end. Cost:
 // O(keys) over GOMAXPROCS goroutines (checkParts), one unsigned
 // subtraction per key; a failing batch is scanned again in order to name
 // its first bad key.
@@ -93,13 +95,26 @@ func (k Keys) check(op string, values []uint64, withValues bool) error {
 	if withValues && len(values) != n {
 		return fmt.Errorf("art: %s: %d keys but %d values", op, n, len(values))
 	}
-	if uint64(len(k.Data)) > math.MaxUint32 {
-		return fmt.Errorf("art: %s: %d key bytes in one batch: at most %d", op, len(k.Data), uint64(math.MaxUint32))
+	if k.isLong() {
+		// Offsets past 4 GiB wrap (chunks.go); the chunking checks their end.
+		if offsetsOK(k.Offs, 0) {
+			return nil
+		}
+		return fmt.Errorf("art: %s: a key's offsets decrease or it is over %d bytes", op, MaxKeyLen)
 	}
 	if n == 0 || (int(k.Offs[n]) <= len(k.Data) && offsetsOK(k.Offs, 0)) {
 		return nil
 	}
 	return k.firstBad(op)
+}
+
+// checkShort is check for the calls that take no more than 4 GiB of key
+// bytes (staged lookups, whose pinned buffers hold 32-bit offsets).
+func (k Keys) checkShort(op string, values []uint64, withValues bool) error {
+	if k.isLong() {
+		return fmt.Errorf("art: %s: %d key bytes in one batch: at most %d", op, len(k.Data), uint64(math.MaxUint32))
+	}
+	return k.check(op, values, withValues)
 }
 
 // checkMinPart is the fewest keys one goroutine of offsetsOK checks.
