@@ -82,6 +82,11 @@ type gpuEngine struct {
 	// ag_get_lanes).
 	lanes int
 
+	// sortQueries makes large batches of range and prefix queries walk in
+	// the order of their start keys (queryOrder). Off by default: its test
+	// (TestGPUQueryOrder) has not yet completed on a GPU.
+	sortQueries bool
+
 	// failGrowth (tests) makes every growth of a pool or the arena fail as
 	// if the device were out of memory.
 	failGrowth bool

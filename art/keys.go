@@ -13,7 +13,11 @@ import (
 // engine takes: key i is Data[Offs[i]:Offs[i+1]], so Offs has one more
 // element than there are keys (an empty Offs is an empty batch). Keys
 // holds no pointers besides its two slices, so a batch of millions of
-// keys costs the garbage collector nothing to scan.
+// keys costs the garbage collector nothing to scan. Past 4 GiB of Data the
+// offsets wrap modulo 2^32 (Pack writes them so); since no key is longer
+// than MaxKeyLen, they still say where every key is, and the batch calls
+// (build, insert, update, lookup, delete) take such a batch in chunks; At
+// and Unpack need a batch of at most 4 GiB.
 type Keys struct {
 	Data []byte
 	Offs []uint32
@@ -49,8 +53,8 @@ func packFunc(n int, key func(i int) []byte) Keys {
 	for p := range parts {
 		start[p+1] += start[p]
 	}
-	// Past 4 GiB of keys the offsets wrap; check refuses such a batch by
-	// its length.
+	// Past 4 GiB of keys the offsets wrap: the engines split such a batch
+	// into chunks (chunks.go).
 	out := Keys{Data: make([]byte, start[parts]), Offs: make([]uint32, n+1)}
 	par.Ranges(n, parts, func(p, lo, hi int) {
 		o := start[p]

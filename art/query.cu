@@ -5,13 +5,32 @@
 #include "art/art.cuh"
 #include "art/iterate.cu"
 
-// aq_scan: one thread per query (store.scan): with write 0 it counts the
-// query's pairs and key bytes into cnt[q], bytes[q] (and 0 at [Q], for the
-// scans); with write 1 it writes them at the scanned offsets.
-extern "C" __global__ void aq_scan(const Tree *t, u64 Q, const u8 *lod, const u32 *loo, const u8 *hid, const u32 *hio,
-                                   const u8 *hashi, u64 limit, int desc, int write, u64 *cnt, u64 *bytes, u8 *okeys,
-                                   u32 *ooffs, u64 *ovals) {
-    GRID_STRIDE(q, Q + 1) {
+// aq_order_keys: one thread per query q: sk[q] is the first 8 bytes of
+// the key its walk starts from (lo ascending; hi descending, all ones
+// without a bound), big-endian and zero-padded, and perm[q] = q, for a
+// sort of the queries by start (aq_scan and aq_collect take the queries in
+// perm's order, so that neighbouring threads walk neighbouring paths).
+extern "C" __global__ void aq_order_keys(u64 Q, const u8 *lod, const u32 *loo, const u8 *hid, const u32 *hio,
+                                         const u8 *hashi, int desc, u64 *sk, u32 *perm) {
+    GRID_STRIDE(q, Q) {
+        const u8 *k = desc ? hid + hio[q] : lod + loo[q];
+        u32 n = desc ? hio[q + 1] - hio[q] : loo[q + 1] - loo[q];
+        n = n < 8 ? n : 8;
+        u64 v = n == 0 ? 0 : be_uint(k, n) << (8 * (8 - n)); // n == 0: no shift by 64
+        sk[q] = desc && !hashi[q] ? ~0ull : v;
+        perm[q] = (u32)q;
+    }
+}
+
+// aq_scan: one thread per query (store.scan), thread i taking query
+// perm[i]: with write 0 it counts the query's pairs and key bytes into
+// cnt[q], bytes[q] (and 0 at [Q], for the scans); with write 1 it writes
+// them at the scanned offsets.
+extern "C" __global__ void aq_scan(const Tree *t, u64 Q, const u32 *perm, const u8 *lod, const u32 *loo, const u8 *hid,
+                                   const u32 *hio, const u8 *hashi, u64 limit, int desc, int write, u64 *cnt, u64 *bytes,
+                                   u8 *okeys, u32 *ooffs, u64 *ovals) {
+    GRID_STRIDE(i, Q + 1) {
+        u64 q = i == Q ? Q : perm[i];
         if (q == Q) {
             if (!write) {
                 cnt[Q] = 0;
@@ -51,15 +70,17 @@ extern "C" __global__ void aq_scan(const Tree *t, u64 Q, const u8 *lod, const u3
     }
 }
 
-// aq_collect: one thread per query, the single walk of a bounded batch of
-// queries (limit > 0; store.rangesSlots): query q's pairs' leaves go to
+// aq_collect: one thread per query (thread i taking query perm[i]), the
+// single walk of a bounded batch of queries (limit > 0;
+// store.rangesSlots): query q's pairs' leaves go to
 // slots[q*limit + j] in answer order, with pres = 1 and len = the key's
 // length; the slots after its last pair get 0, 0, 0; thread Q writes the
 // zero after the last slot (S = Q*limit), so that exclusive scans of pres
 // and len give every pair's place and key offset and their totals at S.
-extern "C" __global__ void aq_collect(const Tree *t, u64 Q, const u8 *lod, const u32 *loo, const u8 *hid, const u32 *hio,
-                                      const u8 *hashi, u64 limit, int desc, u64 *slots, u64 *pres, u64 *lens) {
-    GRID_STRIDE(q, Q + 1) {
+extern "C" __global__ void aq_collect(const Tree *t, u64 Q, const u32 *perm, const u8 *lod, const u32 *loo, const u8 *hid,
+                                      const u32 *hio, const u8 *hashi, u64 limit, int desc, u64 *slots, u64 *pres, u64 *lens) {
+    GRID_STRIDE(i, Q + 1) {
+        u64 q = i == Q ? Q : perm[i];
         if (q == Q) {
             pres[Q * limit] = 0;
             lens[Q * limit] = 0;

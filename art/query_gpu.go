@@ -10,7 +10,9 @@ import (
 	"github.com/warpkv/warpkv/prim"
 )
 
-// ranges answers range queries on the device. With a limit and at most
+// ranges answers range queries on the device, the queries taken in the
+// order queryOrder gives (by start key for large batches). With a limit
+// and at most
 // rangeSlotsMax slots (queries x limit): aq_collect, one walk per query
 // that keeps its leaves in slots, exclusive scans of the slots' presence
 // and key lengths (places and key offsets), one readback of both totals,
@@ -49,11 +51,15 @@ func (g *gpuEngine) ranges(qs []Query, limit int, desc bool) (*Result, error) {
 	if desc {
 		dsc = 1
 	}
+	perm, err := g.queryOrder(Q, dsc, lo, hi, hb)
+	if err != nil {
+		return nil, fmt.Errorf("order: %w", err)
+	}
 	var res *Result
 	if limit > 0 && Q*limit <= rangeSlotsMax {
-		res, err = g.rangesSlots(Q, limit, dsc, lo, hi, hb)
+		res, err = g.rangesSlots(Q, limit, dsc, perm, lo, hi, hb)
 	} else {
-		res, err = g.rangesTwoPass(Q, limit, dsc, lo, hi, hb, dummy)
+		res, err = g.rangesTwoPass(Q, limit, dsc, perm, lo, hi, hb, dummy)
 	}
 	if err != nil {
 		return nil, err
@@ -62,6 +68,30 @@ func (g *gpuEngine) ranges(qs []Query, limit int, desc bool) (*Result, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// querySortMin is the fewest queries whose walks are sorted by start: below
+// it the sort costs more than the locality saves.
+const querySortMin = 1 << 12
+
+// queryOrder returns the order in which the range kernels take the
+// queries: with at least querySortMin queries (and sortQueries set),
+// sorted by the first 8 bytes of the key each walk starts from
+// (aq_order_keys, then prim's device sort), so that the threads of a warp
+// descend neighbouring paths and share the nodes they read; otherwise the
+// batch order. Cost: one kernel of one thread per query and a sort of Q
+// 64-bit keys with 32-bit payloads, or one iota kernel.
+func (g *gpuEngine) queryOrder(Q int, dsc int32, lo, hi *devBatch, hb *gpu.Buffer[uint8]) (*gpu.Buffer[uint32], error) {
+	if err := g.pool.Reserve(gpu.NeedOf[uint32]("q.perm", Q), gpu.NeedOf[uint64]("q.sortkey", Q)); err != nil {
+		return nil, err
+	}
+	perm, sk := gpu.Take[uint32](g.pool, "q.perm", Q), gpu.Take[uint64](g.pool, "q.sortkey", Q)
+	if Q < querySortMin || !g.sortQueries {
+		return perm, g.launch(g.k.iota, Q, uint64(Q), perm)
+	}
+	return perm, firstErr(
+		g.launch(g.k.qOrderKeys, Q, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, int32(dsc), sk, perm),
+		prim.DevSortPairs(g.pe, sk, perm, Q))
 }
 
 // newResult returns a Result for total pairs of totalBytes key bytes over
@@ -95,7 +125,7 @@ func (g *gpuEngine) queueAnswers(res *Result, qoff *gpu.Buffer[uint64], okeys *g
 }
 
 // rangesSlots is the single-walk form of ranges (limit > 0).
-func (g *gpuEngine) rangesSlots(Q, limit int, dsc int32, lo, hi *devBatch, hb *gpu.Buffer[uint8]) (*Result, error) {
+func (g *gpuEngine) rangesSlots(Q, limit int, dsc int32, perm *gpu.Buffer[uint32], lo, hi *devBatch, hb *gpu.Buffer[uint8]) (*Result, error) {
 	S := Q * limit
 	if err := g.pool.Reserve(needsOf[uint64](S+1, "q.slots", "q.pres", "q.lens")...); err != nil {
 		return nil, err
@@ -103,7 +133,7 @@ func (g *gpuEngine) rangesSlots(Q, limit int, dsc int32, lo, hi *devBatch, hb *g
 	u64s := takeAll[uint64](g.pool, S+1, "q.slots", "q.pres", "q.lens")
 	slots, pres, lens := u64s[0], u64s[1], u64s[2]
 	if err := firstErr(
-		g.launch(g.k.qCollect, Q+1, g.descBuf, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, pres, lens),
+		g.launch(g.k.qCollect, Q+1, g.descBuf, uint64(Q), perm, lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, pres, lens),
 		prim.DevScanExclusive(g.pe, pres, pres, S+1), prim.DevScanExclusive(g.pe, lens, lens, S+1)); err != nil {
 		return nil, fmt.Errorf("collect: %w", err)
 	}
@@ -120,7 +150,7 @@ func (g *gpuEngine) rangesSlots(Q, limit int, dsc int32, lo, hi *devBatch, hb *g
 
 // rangesTwoPass is the two-pass form of ranges (no limit, or too many
 // slots).
-func (g *gpuEngine) rangesTwoPass(Q, limit int, dsc int32, lo, hi *devBatch, hb, dummy *gpu.Buffer[uint8]) (*Result, error) {
+func (g *gpuEngine) rangesTwoPass(Q, limit int, dsc int32, perm *gpu.Buffer[uint32], lo, hi *devBatch, hb, dummy *gpu.Buffer[uint8]) (*Result, error) {
 	if err := g.pool.Reserve(gpu.NeedOf[uint64]("q.cnt", Q+1), gpu.NeedOf[uint64]("q.bytes", Q+1)); err != nil {
 		return nil, err
 	}
@@ -130,7 +160,7 @@ func (g *gpuEngine) rangesTwoPass(Q, limit int, dsc int32, lo, hi *devBatch, hb,
 		lim = uint64(limit)
 	}
 	scan := func(write int32, okeys, ooffs, ovals any) error {
-		return g.launch(g.k.qScan, Q+1, g.descBuf, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, uint64(lim), int32(dsc), int32(write),
+		return g.launch(g.k.qScan, Q+1, g.descBuf, uint64(Q), perm, lo.data, lo.offs, hi.data, hi.offs, hb, uint64(lim), int32(dsc), int32(write),
 			cnt, byt, okeys, ooffs, ovals)
 	}
 	if err := firstErr(scan(0, dummy, dummy, dummy),

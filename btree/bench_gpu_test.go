@@ -196,8 +196,8 @@ func BenchmarkGPULookup(b *testing.B) {
 }
 
 // BenchmarkGPURanges answers 1M range queries of about 16 keys on the
-// 100M-key tree with each range kernel: bt_range_warp (kernel=warp, the
-// default) and bt_range (kernel=thread).
+// 100M-key tree with each range kernel: bt_range_warp (kernel=warp) and
+// bt_range (kernel=thread, the default).
 func BenchmarkGPURanges(b *testing.B) {
 	g := newBenchTree(b, gputest.Device(b), DefaultOrder)
 	nq := 1_000_000
@@ -210,11 +210,11 @@ func BenchmarkGPURanges(b *testing.B) {
 			his[i] = ^uint64(0)
 		}
 	}
-	for _, thread := range []bool{false, true} {
-		name := map[bool]string{false: "kernel=warp", true: "kernel=thread"}[thread]
+	for _, warp := range []bool{true, false} {
+		name := map[bool]string{true: "kernel=warp", false: "kernel=thread"}[warp]
 		b.Run(name, func(b *testing.B) {
-			g.e.(*gpuTree).threadRanges = thread
-			defer func() { g.e.(*gpuTree).threadRanges = false }()
+			g.e.(*gpuTree).warpRanges = warp
+			defer func() { g.e.(*gpuTree).warpRanges = false }()
 			pairs := 0
 			for b.Loop() {
 				k, _, _, err := g.Ranges(los, his, 0)

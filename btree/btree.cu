@@ -218,7 +218,9 @@ extern "C" __global__ void bt_range(const u64 *lo, const u64 *hi, u64 nq, u64 li
 }
 
 // ---------------------------------------------------------------------------
-// Range queries, one warp per query (ranges_gpu.go launches them). The 32
+// Range queries, one warp per query (ranges_gpu.go launches them when
+// gpuTree.warpRanges is set; bt_range above is the default, faster at 100M
+// keys on an H200: see tree_gpu.go). The 32
 // lanes of a warp take one query: they descend together (a node of at most
 // WARP_SCAN_MAX keys is searched with coalesced loads of 32 keys and a
 // ballot; a larger one by the same binary search on every lane, whose

@@ -8,17 +8,16 @@ import (
 	"github.com/warpkv/warpkv/prim"
 )
 
-// rangesBatch answers range queries in two passes on the device:
-// bt_range_warp, one warp per query, descends once, keeps where each walk
-// starts and counts its pairs; prim's exclusive scan places them;
-// bt_range_warp writes them from the kept starts (no second descent),
-// reading the leaves 32 entries per coalesced load. (With threadRanges,
-// bt_range does both passes with one thread per query, descending twice.)
-// The offsets, keys and values come back through the pinned staging
-// buffers (copied out of pinned memory in parallel, overlapping the later
-// chunks' DMAs). The tree must not be empty. Cost: two kernels, a scan,
-// the transfers of the queries and the result, one read of the total in
-// between.
+// rangesBatch answers range queries in two passes on the device: bt_range
+// counts each query's pairs, prim's exclusive scan places them, bt_range
+// writes them, one thread per query descending in each pass (with
+// warpRanges, bt_range_warp instead: one warp per query, which descends
+// once, keeps where each walk starts for the write pass and reads the
+// leaves 32 entries per coalesced load). The offsets, keys and values come
+// back through the pinned staging buffers (copied out of pinned memory in
+// parallel, overlapping the later chunks' DMAs). The tree must not be
+// empty. Cost: two kernels, a scan, the transfers of the queries and the
+// result, one read of the total in between.
 func (g *gpuTree) rangesBatch(root uint32, los, his []uint64, limit int) (keys, values []uint64, offsets []int, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -49,12 +48,12 @@ func (g *gpuTree) rangesBatch(root uint32, los, his []uint64, limit int) (keys, 
 		return nil, nil, nil, err
 	}
 	launch := func(write int, offs, ok, ov *gpu.Buffer[uint64]) error {
-		if g.threadRanges {
-			return g.k.rng.Launch(g.s, grid(q), gpu.D1(kernelBlock), 0, lo, hi, uint64(q), lim, root, uint32(g.height),
-				uint32(g.order), g.keys, g.slots, g.count, g.next, write, counts, offs, ok, ov)
+		if g.warpRanges {
+			return g.k.rngWarp.Launch(g.s, warpGrid(q), gpu.D1(kernelBlock), 0, lo, hi, uint64(q), lim, root, uint32(g.height),
+				uint32(g.order), g.keys, g.slots, g.count, g.next, write, counts, start, offs, ok, ov)
 		}
-		return g.k.rngWarp.Launch(g.s, warpGrid(q), gpu.D1(kernelBlock), 0, lo, hi, uint64(q), lim, root, uint32(g.height),
-			uint32(g.order), g.keys, g.slots, g.count, g.next, write, counts, start, offs, ok, ov)
+		return g.k.rng.Launch(g.s, grid(q), gpu.D1(kernelBlock), 0, lo, hi, uint64(q), lim, root, uint32(g.height),
+			uint32(g.order), g.keys, g.slots, g.count, g.next, write, counts, offs, ok, ov)
 	}
 	if err := launch(0, counts, counts, counts); err != nil {
 		return nil, nil, nil, err

@@ -11,8 +11,8 @@ import (
 )
 
 // TestGPURangeKernels compares the GPU engine's two range kernels,
-// bt_range_warp (the default: one warp per query, one descent) and
-// bt_range (one thread per query), with the CPU engine's Ranges on trees of
+// bt_range (the default: one thread per query) and bt_range_warp (one warp
+// per query, one descent), with the CPU engine's Ranges on trees of
 // small orders (walks across many leaves), the default order and an order
 // above the warp's linear node scan (WARP_SCAN_MAX, binary search), for
 // random, empty, reversed, single-key and unbounded ranges and limits of
@@ -69,17 +69,17 @@ func TestGPURangeKernels(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, thread := range []bool{false, true} {
-					gt.threadRanges = thread
+				for _, warp := range []bool{false, true} {
+					gt.warpRanges = warp
 					k, v, o, err := g.Ranges(los, his, limit)
 					if err != nil {
-						t.Fatalf("limit %d, thread %v: %v", limit, thread, err)
+						t.Fatalf("limit %d, warp %v: %v", limit, warp, err)
 					}
 					if !slices.Equal(k, wk) || !slices.Equal(v, wv) || !slices.Equal(o, wo) {
-						t.Fatalf("limit %d, thread kernel %v: %d pairs, want %d (offsets equal %v)", limit, thread, len(k), len(wk), slices.Equal(o, wo))
+						t.Fatalf("limit %d, warp kernel %v: %d pairs, want %d (offsets equal %v)", limit, warp, len(k), len(wk), slices.Equal(o, wo))
 					}
 				}
-				gt.threadRanges = false
+				gt.warpRanges = false
 			}
 		})
 	}
