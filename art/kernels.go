@@ -81,7 +81,7 @@ type kernelSet struct {
 	nKeys, nGather, nPlan, nFinal, nEmit, nWrite, nMovedInplace     *gpu.Function
 	nRootWrites, nFreeFlags                                         *gpu.Function
 	dFind, dMark, dLeafFlags, dDepthkeys, dEntries, qScan           *gpu.Function
-	qCollect, qEmit, qOrderKeys                                     *gpu.Function
+	qCollect, qEmit, qOrderKeys, qScanPerm, qCollectPerm            *gpu.Function
 	acSizes, acMove                                                 *gpu.Function
 }
 
@@ -99,7 +99,8 @@ func (k *kernelSet) names() map[string]**gpu.Function {
 		"an_keys": &k.nKeys, "an_gather": &k.nGather, "an_plan": &k.nPlan, "an_final": &k.nFinal, "an_emit": &k.nEmit,
 		"an_write": &k.nWrite, "an_moved_inplace": &k.nMovedInplace, "an_root_writes": &k.nRootWrites, "an_free_flags": &k.nFreeFlags,
 		"ad_find": &k.dFind, "ad_mark": &k.dMark, "ad_leaf_flags": &k.dLeafFlags, "ad_depthkeys": &k.dDepthkeys, "ad_entries": &k.dEntries,
-		"aq_scan": &k.qScan, "aq_collect": &k.qCollect, "aq_emit": &k.qEmit, "aq_order_keys": &k.qOrderKeys, "ac_sizes": &k.acSizes, "ac_move": &k.acMove,
+		"aq_scan": &k.qScan, "aq_collect": &k.qCollect, "aq_emit": &k.qEmit, "aq_order_keys": &k.qOrderKeys, "aq_scan_perm": &k.qScanPerm,
+		"aq_collect_perm": &k.qCollectPerm, "ac_sizes": &k.acSizes, "ac_move": &k.acMove,
 	}
 }
 

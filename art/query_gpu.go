@@ -75,20 +75,20 @@ func (g *gpuEngine) ranges(qs []Query, limit int, desc bool) (*Result, error) {
 const querySortMin = 1 << 12
 
 // queryOrder returns the order in which the range kernels take the
-// queries: with at least querySortMin queries (and sortQueries set),
-// sorted by the first 8 bytes of the key each walk starts from
-// (aq_order_keys, then prim's device sort), so that the threads of a warp
-// descend neighbouring paths and share the nodes they read; otherwise the
-// batch order. Cost: one kernel of one thread per query and a sort of Q
-// 64-bit keys with 32-bit payloads, or one iota kernel.
+// queries when they are sorted: with sortQueries set and at least
+// querySortMin queries, by the first 8 bytes of the key each walk starts
+// from (aq_order_keys, then prim's device sort), so that the threads of a
+// warp descend neighbouring paths and share the nodes they read; nil
+// otherwise (the batch order, aq_scan and aq_collect). Cost: one kernel of
+// one thread per query and a sort of Q 64-bit keys with 32-bit payloads.
 func (g *gpuEngine) queryOrder(Q int, dsc int32, lo, hi *devBatch, hb *gpu.Buffer[uint8]) (*gpu.Buffer[uint32], error) {
+	if Q < querySortMin || !g.sortQueries {
+		return nil, nil
+	}
 	if err := g.pool.Reserve(gpu.NeedOf[uint32]("q.perm", Q), gpu.NeedOf[uint64]("q.sortkey", Q)); err != nil {
 		return nil, err
 	}
 	perm, sk := gpu.Take[uint32](g.pool, "q.perm", Q), gpu.Take[uint64](g.pool, "q.sortkey", Q)
-	if Q < querySortMin || !g.sortQueries {
-		return perm, g.launch(g.k.iota, Q, uint64(Q), perm)
-	}
 	return perm, firstErr(
 		g.launch(g.k.qOrderKeys, Q, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, int32(dsc), sk, perm),
 		prim.DevSortPairs(g.pe, sk, perm, Q))
@@ -132,8 +132,13 @@ func (g *gpuEngine) rangesSlots(Q, limit int, dsc int32, perm *gpu.Buffer[uint32
 	}
 	u64s := takeAll[uint64](g.pool, S+1, "q.slots", "q.pres", "q.lens")
 	slots, pres, lens := u64s[0], u64s[1], u64s[2]
-	if err := firstErr(
-		g.launch(g.k.qCollect, Q+1, g.descBuf, uint64(Q), perm, lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, pres, lens),
+	var collect error
+	if perm != nil {
+		collect = g.launch(g.k.qCollectPerm, Q+1, g.descBuf, uint64(Q), perm, lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, pres, lens)
+	} else {
+		collect = g.launch(g.k.qCollect, Q+1, g.descBuf, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, pres, lens)
+	}
+	if err := firstErr(collect,
 		prim.DevScanExclusive(g.pe, pres, pres, S+1), prim.DevScanExclusive(g.pe, lens, lens, S+1)); err != nil {
 		return nil, fmt.Errorf("collect: %w", err)
 	}
@@ -160,7 +165,11 @@ func (g *gpuEngine) rangesTwoPass(Q, limit int, dsc int32, perm *gpu.Buffer[uint
 		lim = uint64(limit)
 	}
 	scan := func(write int32, okeys, ooffs, ovals any) error {
-		return g.launch(g.k.qScan, Q+1, g.descBuf, uint64(Q), perm, lo.data, lo.offs, hi.data, hi.offs, hb, uint64(lim), int32(dsc), int32(write),
+		if perm != nil {
+			return g.launch(g.k.qScanPerm, Q+1, g.descBuf, uint64(Q), perm, lo.data, lo.offs, hi.data, hi.offs, hb, uint64(lim), int32(dsc),
+				int32(write), cnt, byt, okeys, ooffs, ovals)
+		}
+		return g.launch(g.k.qScan, Q+1, g.descBuf, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, uint64(lim), int32(dsc), int32(write),
 			cnt, byt, okeys, ooffs, ovals)
 	}
 	if err := firstErr(scan(0, dummy, dummy, dummy),
