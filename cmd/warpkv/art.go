@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -35,44 +34,15 @@ import (
 // prints. A malformed line is an error naming its line number: the lines
 // before it have run and printed their answers, nothing after it runs.
 func runART(e *env, args []string) error {
-	const synopsis = "warpkv art run [--device auto|cpu|gpu|gpu:N] [--batch N] FILE (- for standard input)"
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-		fmt.Fprintf(e.stderr, "usage: %s\n\nLines: put KEY VALUE, upd KEY VALUE, del KEY, get KEY, range LO|* HI|* LIMIT, prefix P LIMIT, len\n(keys 0x-prefixed hex, 0x the empty key; values decimal uint64; LIMIT <= 0: no limit)\n", synopsis)
-		return flag.ErrHelp
-	}
-	if len(args) == 0 || args[0] != "run" {
-		return usagef("usage: %s", synopsis)
-	}
-	fs := newFlagSet(e, "art run", synopsis)
-	device := fs.String("device", "", "engine: auto (a GPU where usable, else the CPU engine), cpu, gpu or gpu:N (default $WARPKV_DEVICE, else auto)")
-	batch := fs.Int("batch", 0, "most consecutive operations of one kind sent as one batch (0: no limit)")
-	if err := parse(fs, args[1:]); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return usagef("art run takes one FILE argument, got %d", fs.NArg())
-	}
-	if *batch < 0 {
-		return usagef("--batch must be at least 0")
-	}
-	in, closeIn, err := openInput(fs.Arg(0))
-	if err != nil {
-		return fmt.Errorf("art: %w", err)
-	}
-	defer closeIn()
-	t, err := art.New(art.Options{Device: *device})
-	if err != nil {
-		return err
-	}
-	defer t.Close()
-	w := bufio.NewWriterSize(e.stdout, 1<<16)
-	r := &artRunner{t: t, w: w}
-	err = r.run(in, *batch)
-	if ferr := w.Flush(); err == nil {
-		err = ferr
-	}
-	return err
+	const lines = "Lines: put KEY VALUE, upd KEY VALUE, del KEY, get KEY, range LO|* HI|* LIMIT, prefix P LIMIT, len\n(keys 0x-prefixed hex, 0x the empty key; values decimal uint64; LIMIT <= 0: no limit)\n"
+	return runOpFile(e, args, "art", lines, func(in io.Reader, device string, batch int, w *bufio.Writer) error {
+		t, err := art.New(art.Options{Device: device})
+		if err != nil {
+			return err
+		}
+		defer t.Close()
+		return (&artRunner{t: t, w: w}).run(in, batch)
+	})
 }
 
 // artOp is one parsed line.

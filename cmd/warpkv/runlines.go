@@ -2,12 +2,52 @@ package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
 	"strings"
 )
+
+// runOpFile is the command line of "warpkv TOOL run [--device D] [--batch
+// N] FILE" (art, btree): help (lines describes the operation lines), the
+// flags and the input checked, then apply(in, device, batch, w) with a
+// buffered standard output, flushed at the end whatever apply returns.
+func runOpFile(e *env, args []string, tool, lines string, apply func(in io.Reader, device string, batch int, w *bufio.Writer) error) error {
+	synopsis := "warpkv " + tool + " run [--device auto|cpu|gpu|gpu:N] [--batch N] FILE (- for standard input)"
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Fprintf(e.stderr, "usage: %s\n\n%s", synopsis, lines)
+		return flag.ErrHelp
+	}
+	if len(args) == 0 || args[0] != "run" {
+		return usagef("usage: %s", synopsis)
+	}
+	fs := newFlagSet(e, tool+" run", synopsis)
+	device := fs.String("device", "", "engine: auto (a GPU where usable, else the CPU engine), cpu, gpu or gpu:N (default $WARPKV_DEVICE, else auto)")
+	batch := fs.Int("batch", 0, "most consecutive operations of one kind sent as one batch (0: no limit)")
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return usagef("%s run takes one FILE argument, got %d", tool, fs.NArg())
+	}
+	if *batch < 0 {
+		return usagef("--batch must be at least 0")
+	}
+	in, closeIn, err := openInput(fs.Arg(0))
+	if err != nil {
+		return fmt.Errorf("%s: %w", tool, err)
+	}
+	defer closeIn()
+	w := bufio.NewWriterSize(e.stdout, 1<<16)
+	err = apply(in, *device, *batch, w)
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
 
 // lineBatcher reads the operation files of "warpkv art run" and "warpkv
 // btree run": one operation a line, blank lines and lines starting with #
