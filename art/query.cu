@@ -86,7 +86,9 @@ extern "C" __global__ void aq_scan_perm(const Tree *t, u64 Q, const u32 *perm, c
 }
 
 // collect_query is query q of aq_collect (q == Q: the zero after the
-// slots).
+// slots). It walks as scan_query does, written out in both: a shared
+// walk helper changed the compiled default kernels (aq_scan, aq_collect),
+// which are kept byte for byte as the GPU suite passed them.
 __device__ __forceinline__ void collect_query(const Tree *t, u64 Q, u64 q, const u8 *lod, const u32 *loo, const u8 *hid,
                                               const u32 *hio, const u8 *hashi, u64 limit, int desc, u64 *slots,
                                               u64 *pres, u64 *lens) {
