@@ -238,6 +238,8 @@ func TestBTreeRunErrors(t *testing.T) {
 		{"missing value", "put 1\n", nil, 1, "", "line 1: put takes 2 argument(s), got 1"},
 		{"extra field", "len 3\n", nil, 1, "", "line 1: len takes 0 argument(s), got 1"},
 		{"bad limit", "range 1 * x\n", nil, 1, "", `line 1: limit "x"`},
+		{"plus limit", "range 1 * +1\n", nil, 1, "", `line 1: limit "+1"`},
+		{"limits past int64", "put 1 1\nrange * * 99999999999999999999\nrange * * -99999999999999999999\n", nil, 0, "range 1\n1 1\nrange 1\n1 1\n", ""},
 		{"pending batch runs first", "put 1 1\nput 2 2\nlen\nlen\nput 3 3\nbad\n", nil, 1, "2\n2\n", "line 6"},
 		{"largest key and value", "put 18446744073709551615 18446744073709551615\nget 18446744073709551615\nrange 18446744073709551614 * 0\n", nil, 0,
 			"18446744073709551615 18446744073709551615\nrange 1\n18446744073709551615 18446744073709551615\n", ""},

@@ -112,6 +112,9 @@ func (b *lineBatcher[T]) send() error {
 // 0); values past the largest int32 mean no limit in practice.
 func parseLimit(s string) (int, error) {
 	v, err := strconv.ParseInt(s, 10, 64)
+	if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+		err = nil // past int64 either way: no limit in practice, or none
+	}
 	if err != nil || s[0] == '+' {
 		return 0, fmt.Errorf("limit %q is not a decimal count", s)
 	}
