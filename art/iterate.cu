@@ -92,7 +92,9 @@ __device__ u64 cur_next(const Tree *t, Cur *c) {
     }
 }
 
-// cur_prev is store.prev: the next leaf descending, 0 at the start.
+// cur_prev is store.prev: the next leaf descending, 0 at the start. It is
+// cur_next's mirror image (and seek_lt seek_ge's), kept written out: one
+// walk parameterized by direction would hide which bound each step checks.
 __device__ u64 cur_prev(const Tree *t, Cur *c) {
     for (;;) {
         if (c->node == ROOT_CUR) {
