@@ -52,9 +52,18 @@ type btreeOp struct {
 	limit int // range: 0 for no limit
 }
 
+// btreeTree is what btree run uses of a *btree.Tree (tests wrap it).
+type btreeTree interface {
+	Insert(keys, values []uint64) error
+	Delete(keys []uint64) error
+	Lookup(keys, values []uint64, found []bool) error
+	Ranges(los, his []uint64, limit int) (keys, values []uint64, offsets []int, err error)
+	Len() int
+}
+
 // btreeRunner applies batches of one verb to t and prints their answers.
 type btreeRunner struct {
-	t *btree.Tree
+	t btreeTree
 	w *bufio.Writer
 }
 
@@ -169,15 +178,24 @@ func (r *btreeRunner) update(keys, vals []uint64) error {
 }
 
 // ranges answers a batch of half-open range lines [LO, HI) with one
-// Ranges call and prints each with its own limit.
+// Ranges call and prints each with its own limit. It gives the same
+// answers whether Ranges takes inclusive bounds [lo, hi] or half-open ones
+// [lo, hi) (issue 21 turns the first into the second): each query asks
+// Ranges(LO, HI) for one pair more than its limit and drops a pair at HI;
+// a query with no upper bound asks Ranges(LO, MaxUint64) and, while under
+// its limit and without it, adds the key MaxUint64 (beyond every half-open
+// range) from one lookup.
 func (r *btreeRunner) ranges(ops []btreeOp) error {
 	var los, his []uint64
 	limits := make([]int, len(ops))
 	asked := make([]int, len(ops)) // the query of line i, -1 when [LO, HI) is empty
 	for i, op := range ops {
 		limits[i] = op.limit
-		hi, ok := inclusiveHi(op)
-		if !ok {
+		hi := op.hi
+		if op.noHi {
+			hi = math.MaxUint64
+		}
+		if !op.noHi && op.key >= op.hi {
 			asked[i] = -1
 			continue
 		}
@@ -187,36 +205,53 @@ func (r *btreeRunner) ranges(ops []btreeOp) error {
 	var keys, vals []uint64
 	var offs []int
 	if len(los) > 0 {
+		most := batchLimit(limits)
+		if most > 0 {
+			most++ // room for a pair at HI, dropped below
+		}
 		var err error
-		if keys, vals, offs, err = r.t.Ranges(los, his, batchLimit(limits)); err != nil {
+		if keys, vals, offs, err = r.t.Ranges(los, his, most); err != nil {
 			return err
 		}
 	}
+	maxVal, maxFound, err := r.maxKey(ops)
+	if err != nil {
+		return err
+	}
 	for i, op := range ops {
-		var a, b int
+		var ks, vs []uint64
 		if q := asked[i]; q >= 0 {
-			a, b = offs[q], offs[q+1]
+			ks, vs = keys[offs[q]:offs[q+1]], vals[offs[q]:offs[q+1]]
 		}
-		n := shown(b-a, op.limit)
-		fmt.Fprintf(r.w, "range %d\n", n)
-		for j := a; j < a+n; j++ {
-			fmt.Fprintf(r.w, "%d %d\n", keys[j], vals[j])
+		if n := len(ks); n > 0 && !op.noHi && ks[n-1] >= op.hi {
+			ks, vs = ks[:n-1], vs[:n-1] // HI itself, from inclusive bounds
+		}
+		n := shown(len(ks), op.limit)
+		addMax := op.noHi && maxFound && n == len(ks) && (op.limit <= 0 || n < op.limit) &&
+			(n == 0 || ks[n-1] != math.MaxUint64)
+		if addMax {
+			fmt.Fprintf(r.w, "range %d\n", n+1)
+		} else {
+			fmt.Fprintf(r.w, "range %d\n", n)
+		}
+		for j := range n {
+			fmt.Fprintf(r.w, "%d %d\n", ks[j], vs[j])
+		}
+		if addMax {
+			fmt.Fprintf(r.w, "%d %d\n", uint64(math.MaxUint64), maxVal)
 		}
 	}
 	return nil
 }
 
-// inclusiveHi converts a line's half-open [LO, HI) to the inclusive upper
-// bound btree.Tree.Ranges takes today, false when the range is empty.
-// When btree's Go API becomes half-open (issue 21), this conversion goes:
-// pass HI (math.MaxUint64 for *, with the key MaxUint64 then needing its
-// own care) straight through.
-func inclusiveHi(op btreeOp) (uint64, bool) {
-	if op.noHi {
-		return math.MaxUint64, true
+// maxKey looks up the key MaxUint64 when a line of ops has no upper bound.
+func (r *btreeRunner) maxKey(ops []btreeOp) (val uint64, found bool, err error) {
+	for _, op := range ops {
+		if op.noHi {
+			v, f := make([]uint64, 1), make([]bool, 1)
+			err := r.t.Lookup([]uint64{math.MaxUint64}, v, f)
+			return v[0], f[0], err
+		}
 	}
-	if op.hi == 0 || op.key > op.hi-1 {
-		return 0, false
-	}
-	return op.hi - 1, true
+	return 0, false, nil
 }

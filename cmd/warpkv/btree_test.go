@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"math"
@@ -265,5 +266,77 @@ func TestBTreeRunErrors(t *testing.T) {
 					code, out, errOut, tc.code, tc.stdout, tc.stderr)
 			}
 		})
+	}
+}
+
+// mapTree is a btreeTree over a Go map whose Ranges take inclusive bounds
+// [lo, hi] (btree.Tree before issue 21) or half-open ones [lo, hi) (after).
+type mapTree struct {
+	m        map[uint64]uint64
+	halfOpen bool
+}
+
+func (t *mapTree) Insert(keys, values []uint64) error {
+	for i, k := range keys {
+		t.m[k] = values[i]
+	}
+	return nil
+}
+
+func (t *mapTree) Delete(keys []uint64) error {
+	for _, k := range keys {
+		delete(t.m, k)
+	}
+	return nil
+}
+
+func (t *mapTree) Lookup(keys, values []uint64, found []bool) error {
+	for i, k := range keys {
+		values[i], found[i] = t.m[k]
+	}
+	return nil
+}
+
+func (t *mapTree) Len() int { return len(t.m) }
+
+func (t *mapTree) Ranges(los, his []uint64, limit int) (keys, values []uint64, offsets []int, err error) {
+	sorted := make([]uint64, 0, len(t.m))
+	for k := range t.m {
+		sorted = append(sorted, k)
+	}
+	slices.Sort(sorted)
+	offsets = []int{0}
+	for i := range los {
+		n := 0
+		for _, k := range sorted {
+			in := k >= los[i] && (k < his[i] || (!t.halfOpen && k == his[i]))
+			if in && (limit <= 0 || n < limit) {
+				keys, values = append(keys, k), append(values, t.m[k])
+				n++
+			}
+		}
+		offsets = append(offsets, len(keys))
+	}
+	return keys, values, offsets, nil
+}
+
+// TestBTreeRunEitherRangeConvention runs random files through btree run's
+// runner over a tree whose Ranges are inclusive and over one whose Ranges
+// are half-open: the output is the model's with both, so the command
+// stays right across issue 21's change of btree.Tree.Ranges.
+func TestBTreeRunEitherRangeConvention(t *testing.T) {
+	r := rand.New(rand.NewPCG(uint64(os.Getpid()), 11))
+	for trial := range 6 {
+		in, want := randomBTreeFile(r, 800)
+		for _, halfOpen := range []bool{false, true} {
+			for _, batch := range []int{0, 1, 4} {
+				var out bytes.Buffer
+				w := bufio.NewWriter(&out)
+				err := (&btreeRunner{t: &mapTree{m: map[uint64]uint64{}, halfOpen: halfOpen}, w: w}).run(strings.NewReader(in), batch)
+				if err != nil || w.Flush() != nil || out.String() != want {
+					t.Fatalf("trial %d, half-open %v, batch %d: %v; output differs at line %d", trial, halfOpen, batch, err, firstDiffLine(out.String(), want))
+				}
+			}
+		}
 	}
 }
