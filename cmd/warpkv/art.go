@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -34,15 +35,44 @@ import (
 // prints. A malformed line is an error naming its line number: the lines
 // before it have run and printed their answers, nothing after it runs.
 func runART(e *env, args []string) error {
-	const lines = "Lines: put KEY VALUE, upd KEY VALUE, del KEY, get KEY, range LO|* HI|* LIMIT, prefix P LIMIT, len\n(keys 0x-prefixed hex, 0x the empty key; values decimal uint64; LIMIT <= 0: no limit)\n"
-	return runOpFile(e, args, "art", lines, func(in io.Reader, device string, batch int, w *bufio.Writer) error {
-		t, err := art.New(art.Options{Device: device})
-		if err != nil {
-			return err
-		}
-		defer t.Close()
-		return (&artRunner{t: t, w: w}).run(in, batch)
-	})
+	const synopsis = "warpkv art run [--device auto|cpu|gpu|gpu:N] [--batch N] FILE (- for standard input)"
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Fprintf(e.stderr, "usage: %s\n\nLines: put KEY VALUE, upd KEY VALUE, del KEY, get KEY, range LO|* HI|* LIMIT, prefix P LIMIT, len\n(keys 0x-prefixed hex, 0x the empty key; values decimal uint64; LIMIT <= 0: no limit)\n", synopsis)
+		return flag.ErrHelp
+	}
+	if len(args) == 0 || args[0] != "run" {
+		return usagef("usage: %s", synopsis)
+	}
+	fs := newFlagSet(e, "art run", synopsis)
+	device := fs.String("device", "", "engine: auto (a GPU where usable, else the CPU engine), cpu, gpu or gpu:N (default $WARPKV_DEVICE, else auto)")
+	batch := fs.Int("batch", 0, "most consecutive operations of one kind sent as one batch (0: no limit)")
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return usagef("art run takes one FILE argument, got %d", fs.NArg())
+	}
+	if *batch < 0 {
+		return usagef("--batch must be at least 0")
+	}
+	in, closeIn, err := openInput(fs.Arg(0))
+	if err != nil {
+		return fmt.Errorf("art: %w", err)
+	}
+	defer closeIn()
+	t, err := art.New(art.Options{Device: *device})
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	w := bufio.NewWriterSize(e.stdout, 1<<16)
+	r := &artRunner{t: t, w: w, max: *batch}
+	err = r.run(in)
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	return err
 }
 
 // artOp is one parsed line.
@@ -51,23 +81,47 @@ type artOp struct {
 	key   []byte // put, upd, del, get; range: LO; prefix: P
 	hi    []byte // range: HI, nil for *
 	val   uint64
-	limit int // range, prefix: 0 for no limit
+	limit int
 }
 
-// artRunner applies batches of one verb to t and prints their answers.
+// artRunner gathers consecutive operations of one verb into batches.
 type artRunner struct {
-	t *art.Tree
-	w *bufio.Writer
+	t       *art.Tree
+	w       *bufio.Writer
+	max     int
+	pending []artOp
 }
 
-// run reads and applies every line of in, max operations a batch at most.
-func (r *artRunner) run(in io.Reader, max int) error {
-	b := &lineBatcher[artOp]{tool: "art", max: max, maxLine: 4*art.MaxKeyLen + 1024, flush: r.flush,
-		parse: func(text string) (artOp, string, error) {
-			op, err := parseARTLine(text)
-			return op, op.verb, err
-		}}
-	return b.run(in)
+// run reads and applies every line of in.
+func (r *artRunner) run(in io.Reader) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<16), 4*art.MaxKeyLen+1024)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		op, err := parseARTLine(text)
+		if err != nil {
+			if ferr := r.flush(); ferr != nil {
+				return ferr
+			}
+			return fmt.Errorf("art: line %d: %v (the lines before it ran; nothing after it did)", line, err)
+		}
+		if len(r.pending) > 0 && (op.verb != r.pending[0].verb || (r.max > 0 && len(r.pending) == r.max)) {
+			if err := r.flush(); err != nil {
+				return err
+			}
+		}
+		r.pending = append(r.pending, op)
+	}
+	if err := sc.Err(); err != nil {
+		if ferr := r.flush(); ferr != nil {
+			return ferr
+		}
+		return fmt.Errorf("art: reading input: %w", err)
+	}
+	return r.flush()
 }
 
 // parseARTLine parses one operation.
@@ -126,8 +180,17 @@ func parseARTKey(s string) ([]byte, error) {
 	return k, nil
 }
 
-// flush applies one batch and prints its answers in line order.
-func (r *artRunner) flush(ops []artOp) error {
+// parseLimit parses a decimal LIMIT: 0 or less means no limit (parseOpLimit,
+// shared with btree run).
+func parseLimit(s string) (int, error) { return parseOpLimit(s) }
+
+// flush applies the pending batch and prints its answers in line order.
+func (r *artRunner) flush() error {
+	ops := r.pending
+	r.pending = r.pending[:0]
+	if len(ops) == 0 {
+		return nil
+	}
 	keys := func() [][]byte {
 		k := make([][]byte, len(ops))
 		for i, op := range ops {
@@ -176,7 +239,6 @@ func (r *artRunner) flush(ops []artOp) error {
 		for i, op := range ops {
 			limits[i] = op.limit
 		}
-		most := batchLimit(limits)
 		var res *art.Result
 		var err error
 		if verb == "range" {
@@ -184,9 +246,9 @@ func (r *artRunner) flush(ops []artOp) error {
 			for i, op := range ops {
 				qs[i] = art.Query{Lo: op.key, Hi: op.hi}
 			}
-			res, err = t.Ranges(qs, most)
+			res, err = t.Ranges(qs, batchLimit(limits))
 		} else {
-			res, err = t.Prefix(keys(), most)
+			res, err = t.Prefix(keys(), batchLimit(limits))
 		}
 		if err != nil {
 			return err

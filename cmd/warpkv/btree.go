@@ -106,7 +106,7 @@ func parseBTreeLine(text string) (btreeOp, error) {
 		} else if op.hi, err = parseDecimal("key", f[2]); err != nil {
 			return op, err
 		}
-		op.limit, err = parseLimit(f[3])
+		op.limit, err = parseOpLimit(f[3])
 	}
 	return op, err
 }

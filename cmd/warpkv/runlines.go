@@ -108,9 +108,9 @@ func (b *lineBatcher[T]) send() error {
 	return b.flush(ops)
 }
 
-// parseLimit parses a decimal LIMIT: 0 or less means no limit (returned as
-// 0); values past the largest int32 mean no limit in practice.
-func parseLimit(s string) (int, error) {
+// parseOpLimit parses a decimal LIMIT: 0 or less means no limit (returned
+// as 0); values past the largest int32 mean no limit in practice.
+func parseOpLimit(s string) (int, error) {
 	v, err := strconv.ParseInt(s, 10, 64)
 	if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
 		err = nil // past int64 either way: no limit in practice, or none
