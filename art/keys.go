@@ -3,7 +3,6 @@ package art
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"unsafe"
 
 	"github.com/warpkv/warpkv/internal/par"
@@ -110,15 +109,6 @@ func (k Keys) check(op string, values []uint64, withValues bool) error {
 		return nil
 	}
 	return k.firstBad(op)
-}
-
-// checkShort is check for the calls that take no more than 4 GiB of key
-// bytes (staged lookups, whose pinned buffers hold 32-bit offsets).
-func (k Keys) checkShort(op string, values []uint64, withValues bool) error {
-	if k.isLong() {
-		return fmt.Errorf("art: %s: %d key bytes in one batch: at most %d", op, len(k.Data), uint64(math.MaxUint32))
-	}
-	return k.check(op, values, withValues)
 }
 
 // checkMinPart is the fewest keys one goroutine of offsetsOK checks.

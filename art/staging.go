@@ -92,7 +92,7 @@ func (t *Tree) LookupStaged(st *Staging, n int) error {
 	if err != nil {
 		return err
 	}
-	check := func() error { return kb.checkShort("lookup", nil, false) }
+	check := func() error { return kb.check("lookup", nil, false) }
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if t.closed {
