@@ -38,7 +38,7 @@ func runBTree(e *env, args []string) error {
 			return err
 		}
 		defer t.Close()
-		return (&btreeRunner{t: t, w: w}).run(in, batch)
+		return (&btreeRunner{t: btreeFacade{t}, w: w}).run(in, batch)
 	})
 }
 
@@ -52,13 +52,32 @@ type btreeOp struct {
 	limit int // range: 0 for no limit
 }
 
-// btreeTree is what btree run uses of a *btree.Tree (tests wrap it).
+// btreeTree is what btree run uses of a B+ tree (btreeFacade; tests use a
+// map).
 type btreeTree interface {
 	Insert(keys, values []uint64) error
-	Delete(keys []uint64) error
+	remove(keys []uint64) error
 	Lookup(keys, values []uint64, found []bool) error
 	Ranges(los, his []uint64, limit int) (keys, values []uint64, offsets []int, err error)
 	Len() int
+}
+
+// btreeFacade is a *btree.Tree as a btreeTree.
+type btreeFacade struct{ *btree.Tree }
+
+// remove is Delete. Delete returns an error alone on this branch and the
+// count removed too after issue 21; lastErr takes the error of either.
+func (f btreeFacade) remove(keys []uint64) error { return lastErr(f.Delete(keys)) }
+
+// lastErr returns its last argument when it is a non-nil error, else nil:
+// a call's error whatever else the call returns.
+func lastErr(results ...any) error {
+	if len(results) > 0 {
+		if err, ok := results[len(results)-1].(error); ok {
+			return err
+		}
+	}
+	return nil
 }
 
 // btreeRunner applies batches of one verb to t and prints their answers.
@@ -135,7 +154,7 @@ func (r *btreeRunner) flush(ops []btreeOp) error {
 	case "upd":
 		return r.update(keys, vals)
 	case "del":
-		return t.Delete(keys)
+		return t.remove(keys)
 	case "get":
 		found := make([]bool, len(keys))
 		if err := t.Lookup(keys, vals, found); err != nil {

@@ -283,7 +283,7 @@ func (t *mapTree) Insert(keys, values []uint64) error {
 	return nil
 }
 
-func (t *mapTree) Delete(keys []uint64) error {
+func (t *mapTree) remove(keys []uint64) error {
 	for _, k := range keys {
 		delete(t.m, k)
 	}
