@@ -132,218 +132,297 @@ func (b *builder) putLink(dst uint64, l uint64) {
 //
 // Cost per round: O(items + segments) over the workers, plus the LCPs.
 func (b *builder) run(sg segments) {
-	s := b.s
 	nIt := len(b.it.ref)
-	itemSeg := make([]uint32, nIt)
-	for i := range itemSeg {
-		itemSeg[i] = noSeg
+	lv := &level{
+		b: b, itemSeg: make([]uint32, nIt), flag: make([]uint32, nIt), pieceOf: make([]uint32, nIt),
+	}
+	for i := range lv.itemSeg {
+		lv.itemSeg[i] = noSeg
 	}
 	for si := range sg.len() {
 		for i := sg.start[si]; i < sg.end[si]; i++ {
-			itemSeg[i] = uint32(si)
+			lv.itemSeg[i] = uint32(si)
 		}
 	}
-	flag := make([]uint32, nIt)
-	pieceOf := make([]uint32, nIt)
 	for sg.len() > 0 {
-		S := sg.len()
-		depth := make([]uint32, S)
-		kind := make([]uint8, S) // 0: leaf segment
-		hasTerm := make([]uint8, S)
-		// 1. plan
-		par.For(S, nodeGrain, b.workers, func(lo, hi int) {
-			for si := lo; si < hi; si++ {
-				a, e := sg.start[si], sg.end[si]
-				if e-a == 1 {
-					continue
-				}
-				ka := b.src.key(b.it.ref[a], b.it.n[a])
-				kz := b.src.key(b.it.ref[e-1], b.it.n[e-1])
-				d := lcpFrom(ka, kz, int(sg.d[si]))
-				depth[si] = uint32(d)
-				if len(ka) == d {
-					hasTerm[si] = 1
-				}
-			}
-		})
-		// 2. pieces
-		par.For(nIt, keyGrain, b.workers, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				flag[i] = 0
-				si := itemSeg[i]
-				if si == noSeg || sg.end[si]-sg.start[si] == 1 {
-					continue
-				}
-				a, d := sg.start[si], int(depth[si])
-				switch {
-				case uint32(i) == a:
-					flag[i] = 1
-				case uint32(i) == a+1 && hasTerm[si] == 1:
-					flag[i] = 1
-				default:
-					ki := b.src.key(b.it.ref[i], b.it.n[i])
-					kp := b.src.key(b.it.ref[i-1], b.it.n[i-1])
-					if ki[d] != kp[d] {
-						flag[i] = 1
-					}
-				}
-			}
-		})
-		P := 0
-		for i := range nIt {
-			pieceOf[i] = uint32(P) + flag[i] - 1 // the piece holding item i (valid for node-segment items)
-			P += int(flag[i])
-		}
-		// 3. count
-		children := make([]int, S)
-		par.For(S, nodeGrain, b.workers, func(lo, hi int) {
-			for si := lo; si < hi; si++ {
-				a, e := sg.start[si], sg.end[si]
-				if e-a == 1 {
-					continue
-				}
-				c := int(pieceOf[e-1]-pieceOf[a]) + 1 - int(hasTerm[si])
-				children[si] = c
-				kind[si] = uint8(kindFor(c))
-			}
-		})
-		// 4. allocate, in segment order
-		var req [numKinds + 1]int
-		rank := make([]int, S)
-		arenaOff := make([]uint64, S)
-		var arenaTotal uint64
-		for si := range S {
-			a := sg.start[si]
-			k := int(kind[si])
-			if k == 0 {
-				if b.it.old[a] != 0 {
-					continue
-				}
-				k = leafKind(int(b.it.n[a]))
-				if k == kindLV {
-					arenaOff[si] = arenaTotal
-					arenaTotal += roundArena(int(b.it.n[a]))
-				}
-			}
-			rank[si] = req[k]
-			req[k]++
-		}
-		var idx [numKinds + 1]func(int) uint64
-		for k := kindN4; k <= kindLV; k++ {
-			idx[k] = s.alloc(k, req[k])
-		}
-		arenaBase := s.arenaGrow(arenaTotal)
-		s.arenaLive += arenaTotal
-		segLink := make([]uint64, S)
-		// 5. write
-		par.For(S, nodeGrain, b.workers, func(lo, hi int) {
-			for si := lo; si < hi; si++ {
-				a := sg.start[si]
-				var l uint64
-				switch k := int(kind[si]); {
-				case k != 0:
-					l = link(k, 0, idx[k](rank[si]))
-					r := s.rec(l)
-					clear(r)
-					d, D := int(depth[si]), int(sg.d[si])
-					key := b.src.key(b.it.ref[a], b.it.n[a])
-					r[wMeta] = metaWord(d-D, children[si])
-					r[wPrefix] = packPrefix(key[D:d])
-					r[wParent] = sg.par[si]
-				case b.it.old[a] != 0:
-					l = b.it.old[a]
-					if isNode(l) {
-						b.trims[b.it.grp[a]] = trim{d: sg.d[si], par: sg.par[si]}
-					}
-				default:
-					n := int(b.it.n[a])
-					lk := leafKind(n)
-					l = link(lk, n, idx[lk](rank[si]))
-					key := b.src.key(b.it.ref[a], uint32(n))
-					v := b.it.vals[linkIndex(b.it.ref[a])]
-					r := s.rec(l)
-					if lk == kindLV {
-						off := arenaBase + arenaOff[si]
-						copy(s.arena[off:off+uint64(n)], key)
-						clear(s.arena[off+uint64(n) : off+roundArena(n)])
-						r[0], r[1] = v, off|uint64(n)<<linkAuxShift
-					} else {
-						clear(r)
-						copy(wordBytes(r), key)
-						r[leafValueWord[lk]] = v
-					}
-				}
-				segLink[si] = l
-				b.putLink(sg.dst[si], l)
-			}
-		})
-		// 6. place
-		next := segments{
-			start: make([]uint32, P), end: make([]uint32, P), d: make([]uint32, P),
-			dst: make([]uint64, P), par: make([]uint64, P),
-		}
-		nextSeg := make([]uint32, P)
-		par.For(nIt, keyGrain, b.workers, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				if flag[i] == 0 {
-					continue
-				}
-				si := itemSeg[i]
-				a := sg.start[si]
-				nl := segLink[si]
-				k := linkKind(nl)
-				r := s.rec(nl)
-				base := linkIndex(nl) * uint64(kindWords[k])
-				d := depth[si]
-				p := pieceOf[i]
-				next.start[p], nextSeg[p] = uint32(i), si
-				if hasTerm[si] == 1 && uint32(i) == a {
-					next.d[p], next.dst[p] = d, uint64(k)<<dstShift|(base+wTerm)
-					continue
-				}
-				cr := int(p-pieceOf[a]) - int(hasTerm[si])
-				c := int(b.src.key(b.it.ref[i], b.it.n[i])[d])
-				bs := wordBytes(r)
-				var w int
-				switch k {
-				case kindN4:
-					bs[n4KeyByte+cr] = byte(c)
-					w = n4Child + cr
-				case kindN16:
-					bs[n16KeyByte+cr] = byte(c)
-					w = n16Child + cr
-				case kindN48:
-					bs[n48IndexByte+c] = byte(cr + 1)
-					w = n48Child + cr
-				default:
-					w = n256Child + c
-				}
-				next.d[p], next.dst[p], next.par[p] = d+1, uint64(k)<<dstShift|(base+uint64(w)), parentWord(nl, c)
-			}
-		})
-		// 7. close
-		par.For(P, nodeGrain, b.workers, func(lo, hi int) {
-			for p := lo; p < hi; p++ {
-				if p+1 < P && nextSeg[p+1] == nextSeg[p] {
-					next.end[p] = next.start[p+1]
-				} else {
-					next.end[p] = sg.end[nextSeg[p]]
-				}
-			}
-		})
-		par.For(nIt, keyGrain, b.workers, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				if si := itemSeg[i]; si != noSeg {
-					if sg.end[si]-sg.start[si] == 1 {
-						itemSeg[i] = noSeg
-					} else {
-						itemSeg[i] = pieceOf[i]
-					}
-				}
-			}
-		})
-		sg = next
+		lv.sg = sg
+		lv.plan()
+		lv.pieces()
+		lv.count()
+		lv.allocate()
+		lv.write()
+		sg = lv.place()
+		lv.close(sg)
 	}
+}
+
+// level is one round of builder.run: the segments being built (sg) and what
+// the steps compute for them, by segment (depth, kind, hasTerm, children,
+// rank, arenaOff, segLink) and by item (itemSeg, flag, pieceOf: kept
+// across rounds, the items do not change).
+type level struct {
+	b                      *builder
+	sg                     segments
+	itemSeg, flag, pieceOf []uint32
+	pieceCount             int
+	depth                  []uint32
+	kind, hasTerm          []uint8 // kind 0: leaf segment
+	children, rank         []int
+	arenaOff               []uint64
+	arenaBase              uint64
+	idx                    [numKinds + 1]func(int) uint64
+	segLink                []uint64
+	nextSeg                []uint32
+}
+
+// plan is step 1: a node segment's depth (the LCP of its first and last
+// items) and whether its first item ends there (a terminator).
+func (lv *level) plan() {
+	b, sg, S := lv.b, lv.sg, lv.sg.len()
+	lv.depth, lv.kind, lv.hasTerm = make([]uint32, S), make([]uint8, S), make([]uint8, S)
+	par.For(S, nodeGrain, b.workers, func(lo, hi int) {
+		for si := lo; si < hi; si++ {
+			a, e := sg.start[si], sg.end[si]
+			if e-a == 1 {
+				continue
+			}
+			ka := b.src.key(b.it.ref[a], b.it.n[a])
+			kz := b.src.key(b.it.ref[e-1], b.it.n[e-1])
+			d := lcpFrom(ka, kz, int(sg.d[si]))
+			lv.depth[si] = uint32(d)
+			if len(ka) == d {
+				lv.hasTerm[si] = 1
+			}
+		}
+	})
+}
+
+// pieces is step 2: flag the items that start a piece, then number the
+// pieces (pieceOf, an exclusive scan).
+func (lv *level) pieces() {
+	b, sg := lv.b, lv.sg
+	nIt := len(lv.flag)
+	par.For(nIt, keyGrain, b.workers, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			lv.flag[i] = 0
+			si := lv.itemSeg[i]
+			if si == noSeg || sg.end[si]-sg.start[si] == 1 {
+				continue
+			}
+			a, d := sg.start[si], int(lv.depth[si])
+			switch {
+			case uint32(i) == a:
+				lv.flag[i] = 1
+			case uint32(i) == a+1 && lv.hasTerm[si] == 1:
+				lv.flag[i] = 1
+			default:
+				ki := b.src.key(b.it.ref[i], b.it.n[i])
+				kp := b.src.key(b.it.ref[i-1], b.it.n[i-1])
+				if ki[d] != kp[d] {
+					lv.flag[i] = 1
+				}
+			}
+		}
+	})
+	P := 0
+	for i := range nIt {
+		lv.pieceOf[i] = uint32(P) + lv.flag[i] - 1 // the piece holding item i (valid for node-segment items)
+		P += int(lv.flag[i])
+	}
+	lv.pieceCount = P
+}
+
+// count is step 3: a node segment's children and the kind that holds them.
+func (lv *level) count() {
+	sg, S := lv.sg, lv.sg.len()
+	lv.children = make([]int, S)
+	par.For(S, nodeGrain, lv.b.workers, func(lo, hi int) {
+		for si := lo; si < hi; si++ {
+			a, e := sg.start[si], sg.end[si]
+			if e-a == 1 {
+				continue
+			}
+			c := int(lv.pieceOf[e-1]-lv.pieceOf[a]) + 1 - int(lv.hasTerm[si])
+			lv.children[si] = c
+			lv.kind[si] = uint8(kindFor(c))
+		}
+	})
+}
+
+// allocate is step 4, in segment order: each new record's rank in its
+// kind, the arena offsets of long leaves, then the records and arena
+// bytes themselves.
+func (lv *level) allocate() {
+	b, s, sg, S := lv.b, lv.b.s, lv.sg, lv.sg.len()
+	var req [numKinds + 1]int
+	lv.rank, lv.arenaOff = make([]int, S), make([]uint64, S)
+	var arenaTotal uint64
+	for si := range S {
+		a := sg.start[si]
+		k := int(lv.kind[si])
+		if k == 0 {
+			if b.it.old[a] != 0 {
+				continue
+			}
+			k = leafKind(int(b.it.n[a]))
+			if k == kindLV {
+				lv.arenaOff[si] = arenaTotal
+				arenaTotal += roundArena(int(b.it.n[a]))
+			}
+		}
+		lv.rank[si] = req[k]
+		req[k]++
+	}
+	for k := kindN4; k <= kindLV; k++ {
+		lv.idx[k] = s.alloc(k, req[k])
+	}
+	lv.arenaBase = s.arenaGrow(arenaTotal)
+	s.arenaLive += arenaTotal
+}
+
+// write is step 5: each segment's node header or leaf, and its link at
+// dst; an old node gets its trim.
+func (lv *level) write() {
+	b, sg, S := lv.b, lv.sg, lv.sg.len()
+	lv.segLink = make([]uint64, S)
+	par.For(S, nodeGrain, b.workers, func(lo, hi int) {
+		for si := lo; si < hi; si++ {
+			a := sg.start[si]
+			var l uint64
+			switch k := int(lv.kind[si]); {
+			case k != 0:
+				l = lv.writeNode(si, k)
+			case b.it.old[a] != 0:
+				l = b.it.old[a]
+				if isNode(l) {
+					b.trims[b.it.grp[a]] = trim{d: sg.d[si], par: sg.par[si]}
+				}
+			default:
+				l = lv.writeLeaf(si)
+			}
+			lv.segLink[si] = l
+			b.putLink(sg.dst[si], l)
+		}
+	})
+}
+
+// writeNode writes segment si's new node of kind k (its header; the rest
+// zero) and returns its link.
+func (lv *level) writeNode(si, k int) uint64 {
+	b, sg := lv.b, lv.sg
+	a := sg.start[si]
+	l := link(k, 0, lv.idx[k](lv.rank[si]))
+	r := b.s.rec(l)
+	clear(r)
+	d, D := int(lv.depth[si]), int(sg.d[si])
+	key := b.src.key(b.it.ref[a], b.it.n[a])
+	r[wMeta] = metaWord(d-D, lv.children[si])
+	r[wPrefix] = packPrefix(key[D:d])
+	r[wParent] = sg.par[si]
+	return l
+}
+
+// writeLeaf writes leaf segment si's new leaf (a long key's bytes in the
+// arena) and returns its link.
+func (lv *level) writeLeaf(si int) uint64 {
+	b, s := lv.b, lv.b.s
+	a := lv.sg.start[si]
+	n := int(b.it.n[a])
+	lk := leafKind(n)
+	l := link(lk, n, lv.idx[lk](lv.rank[si]))
+	key := b.src.key(b.it.ref[a], uint32(n))
+	v := b.it.vals[linkIndex(b.it.ref[a])]
+	r := s.rec(l)
+	if lk == kindLV {
+		off := lv.arenaBase + lv.arenaOff[si]
+		copy(s.arena[off:off+uint64(n)], key)
+		clear(s.arena[off+uint64(n) : off+roundArena(n)])
+		r[0], r[1] = v, off|uint64(n)<<linkAuxShift
+	} else {
+		clear(r)
+		copy(wordBytes(r), key)
+		r[leafValueWord[lk]] = v
+	}
+	return l
+}
+
+// place is step 6, one per piece: the piece's key byte or index entry in
+// its node, and the next round's segment (start, depth, dst, parent).
+func (lv *level) place() segments {
+	b, sg, P := lv.b, lv.sg, lv.pieceCount
+	next := segments{
+		start: make([]uint32, P), end: make([]uint32, P), d: make([]uint32, P),
+		dst: make([]uint64, P), par: make([]uint64, P),
+	}
+	lv.nextSeg = make([]uint32, P)
+	par.For(len(lv.flag), keyGrain, b.workers, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if lv.flag[i] == 0 {
+				continue
+			}
+			si := lv.itemSeg[i]
+			a := sg.start[si]
+			nl := lv.segLink[si]
+			k := linkKind(nl)
+			r := b.s.rec(nl)
+			base := linkIndex(nl) * uint64(kindWords[k])
+			d := lv.depth[si]
+			p := lv.pieceOf[i]
+			next.start[p], lv.nextSeg[p] = uint32(i), si
+			if lv.hasTerm[si] == 1 && uint32(i) == a {
+				next.d[p], next.dst[p] = d, uint64(k)<<dstShift|(base+wTerm)
+				continue
+			}
+			cr := int(p-lv.pieceOf[a]) - int(lv.hasTerm[si])
+			c := int(b.src.key(b.it.ref[i], b.it.n[i])[d])
+			w := placeChild(wordBytes(r), k, cr, c)
+			next.d[p], next.dst[p], next.par[p] = d+1, uint64(k)<<dstShift|(base+uint64(w)), parentWord(nl, c)
+		}
+	})
+	return next
+}
+
+// placeChild writes the key byte c of a node's child of rank cr (N4, N16:
+// the key array; N48: the index) and returns the child's word.
+func placeChild(bs []byte, k, cr, c int) int {
+	switch k {
+	case kindN4:
+		bs[n4KeyByte+cr] = byte(c)
+		return n4Child + cr
+	case kindN16:
+		bs[n16KeyByte+cr] = byte(c)
+		return n16Child + cr
+	case kindN48:
+		bs[n48IndexByte+c] = byte(cr + 1)
+		return n48Child + cr
+	}
+	return n256Child + c
+}
+
+// close is step 7: the next segments' ends, and every item's segment in
+// the next round (noSeg once its leaf is written).
+func (lv *level) close(next segments) {
+	sg, P := lv.sg, lv.pieceCount
+	par.For(P, nodeGrain, lv.b.workers, func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			if p+1 < P && lv.nextSeg[p+1] == lv.nextSeg[p] {
+				next.end[p] = next.start[p+1]
+			} else {
+				next.end[p] = sg.end[lv.nextSeg[p]]
+			}
+		}
+	})
+	par.For(len(lv.itemSeg), keyGrain, lv.b.workers, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if si := lv.itemSeg[i]; si != noSeg {
+				if sg.end[si]-sg.start[si] == 1 {
+					lv.itemSeg[i] = noSeg
+				} else {
+					lv.itemSeg[i] = lv.pieceOf[i]
+				}
+			}
+		}
+	})
 }
 
 // Root width choice. A table of width w replaces the top w levels of the

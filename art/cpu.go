@@ -40,6 +40,9 @@ func (e *cpuEngine) done(op string, n int) {
 }
 
 func (e *cpuEngine) build(kb Keys, vals []uint64) error {
+	if long, err := longBuild(e, kb, vals); long {
+		return err
+	}
 	order := e.sortBatch(kb)
 	e.s = buildStore(kb, vals, order, e.workers)
 	e.done("build", kb.Len())
@@ -47,6 +50,9 @@ func (e *cpuEngine) build(kb Keys, vals []uint64) error {
 }
 
 func (e *cpuEngine) insert(kb Keys, vals []uint64) (int, error) {
+	if long, n, err := longInsert(e, kb, vals); long {
+		return n, err
+	}
 	order := e.sortBatch(kb)
 	added := e.s.insert(kb, vals, order, e.workers)
 	e.s.flushFrees()
@@ -55,16 +61,25 @@ func (e *cpuEngine) insert(kb Keys, vals []uint64) (int, error) {
 }
 
 func (e *cpuEngine) update(kb Keys, vals []uint64, found []bool) error {
+	if long, err := longUpdate(e, kb, vals, found); long {
+		return err
+	}
 	timedRead("update", kb.Len(), &e.last, func() { e.s.update(kb, vals, found, e.workers) })
 	return nil
 }
 
 func (e *cpuEngine) lookup(kb Keys, vals []uint64, found []bool) error {
+	if long, err := longLookup(e, kb, vals, found); long {
+		return err
+	}
 	timedRead("lookup", kb.Len(), &e.last, func() { e.s.lookup(kb, vals, found, e.workers) })
 	return nil
 }
 
 func (e *cpuEngine) remove(kb Keys) (int, error) {
+	if long, n, err := longRemove(e, kb); long {
+		return n, err
+	}
 	order := e.sortBatch(kb)
 	n := e.s.remove(kb, order, e.workers)
 	e.s.flushFrees()

@@ -104,7 +104,7 @@
 // key, or with Options.LookupLanes 8 a group of 8 lanes per key that
 // splits the comparisons of long keys; LookupStaged takes the keys from
 // and leaves the answers in pinned host memory). On the GPU, lookups and
-// updates run in chunks pipelined over three streams (gpu_point.go).
+// updates run in chunks pipelined over three streams (point_gpu.go).
 // Ranges and prefix queries with a limit walk once per query, keeping the
 // leaves in per-query slots, and write the pairs from the slots (on the
 // GPU one thread per slot); without a limit they run two passes (count,
@@ -118,8 +118,9 @@
 //
 // The CPU engine (cpu.go; store.go, build.go, insert.go, round.go,
 // delete.go, get.go, iter.go) runs each phase over its items on
-// Options.Workers goroutines. The GPU engine (gpu*.go, kernels in art.cu)
-// runs the same phases as kernels of one thread per item and prim's
+// Options.Workers goroutines. The GPU engine (the *_gpu.go files; kernels
+// in art.cu, which includes art.cuh and one .cu per operation) runs the
+// same phases as kernels of one thread per item and prim's
 // device sort, scan and select; it sorts byte-string keys in rounds of 7
 // bytes (a stable radix sort by the chunk, then by the tie's run) and
 // reads back only a few totals per step (several at once where they

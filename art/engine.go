@@ -3,7 +3,7 @@ package art
 import "github.com/warpkv/warpkv/engine"
 
 // backend is one engine of a Tree: the CPU engine (cpu.go) or the GPU
-// engine (gpu.go). Calls are serialized by the Tree (lookups and ranges
+// engine (engine_gpu.go). Calls are serialized by the Tree (lookups and ranges
 // may run concurrently with each other, never with a batch that changes
 // the tree); batches are validated. Both engines give the same answers and,
 // after the same batches, the same layout word for word.

@@ -1,16 +1,21 @@
 package art
 
 import (
-	_ "embed"
+	"embed"
 	"fmt"
+	"io/fs"
 	"reflect"
 	"unsafe"
 
 	"github.com/warpkv/warpkv/gpu"
 )
 
-//go:embed art.cu
-var kernelSource string
+// kernelFS holds art.cu, the program's main file, and its parts: art.cuh
+// (the layout and shared helpers) and one .cu per operation group, which
+// art.cu includes by the names "art/<file>".
+//
+//go:embed *.cu art.cuh
+var kernelFS embed.FS
 
 // Launch configuration of art.cu: every kernel is one thread per item with
 // a grid-stride loop, in blocks of kernelBlock threads, at most maxBlocks
@@ -40,9 +45,27 @@ func kernelDefines() []gpu.Define {
 	}
 }
 
-// Programs returns the package's kernel programs (for compile checks).
+// Programs returns the package's kernel programs (for compile checks): one
+// program, art.cu, with every part of the package's kernels as a header.
+// Cost: reads the embedded sources.
 func Programs() []gpu.Program {
-	return []gpu.Program{gpu.NewProgram("art.cu", kernelSource, append(layoutDefines(), kernelDefines()...)...)}
+	main, err := kernelFS.ReadFile("art.cu")
+	if err != nil {
+		panic(fmt.Sprintf("art: embedded art.cu: %v", err)) // embedded at build time
+	}
+	p := gpu.NewProgram("art.cu", string(main), append(layoutDefines(), kernelDefines()...)...)
+	parts, _ := fs.Glob(kernelFS, "*.cu*")
+	for _, name := range parts {
+		if name == "art.cu" {
+			continue
+		}
+		b, err := kernelFS.ReadFile(name)
+		if err != nil {
+			panic(fmt.Sprintf("art: embedded %s: %v", name, err))
+		}
+		p.Headers["art/"+name] = string(b)
+	}
+	return []gpu.Program{p}
 }
 
 // kernelSet holds art.cu's kernels on one device, by name.
@@ -58,7 +81,7 @@ type kernelSet struct {
 	nKeys, nGather, nPlan, nFinal, nEmit, nWrite, nMovedInplace     *gpu.Function
 	nRootWrites, nFreeFlags                                         *gpu.Function
 	dFind, dMark, dLeafFlags, dDepthkeys, dEntries, qScan           *gpu.Function
-	qCollect, qEmit                                                 *gpu.Function
+	qCollect, qEmit, qOrderKeys, qScanPerm, qCollectPerm            *gpu.Function
 	acSizes, acMove                                                 *gpu.Function
 }
 
@@ -76,7 +99,8 @@ func (k *kernelSet) names() map[string]**gpu.Function {
 		"an_keys": &k.nKeys, "an_gather": &k.nGather, "an_plan": &k.nPlan, "an_final": &k.nFinal, "an_emit": &k.nEmit,
 		"an_write": &k.nWrite, "an_moved_inplace": &k.nMovedInplace, "an_root_writes": &k.nRootWrites, "an_free_flags": &k.nFreeFlags,
 		"ad_find": &k.dFind, "ad_mark": &k.dMark, "ad_leaf_flags": &k.dLeafFlags, "ad_depthkeys": &k.dDepthkeys, "ad_entries": &k.dEntries,
-		"aq_scan": &k.qScan, "aq_collect": &k.qCollect, "aq_emit": &k.qEmit, "ac_sizes": &k.acSizes, "ac_move": &k.acMove,
+		"aq_scan": &k.qScan, "aq_collect": &k.qCollect, "aq_emit": &k.qEmit, "aq_order_keys": &k.qOrderKeys, "aq_scan_perm": &k.qScanPerm,
+		"aq_collect_perm": &k.qCollectPerm, "ac_sizes": &k.acSizes, "ac_move": &k.acMove,
 	}
 }
 

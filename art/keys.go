@@ -3,7 +3,6 @@ package art
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"unsafe"
 
 	"github.com/warpkv/warpkv/internal/par"
@@ -13,7 +12,11 @@ import (
 // engine takes: key i is Data[Offs[i]:Offs[i+1]], so Offs has one more
 // element than there are keys (an empty Offs is an empty batch). Keys
 // holds no pointers besides its two slices, so a batch of millions of
-// keys costs the garbage collector nothing to scan.
+// keys costs the garbage collector nothing to scan. Past 4 GiB of Data the
+// offsets wrap modulo 2^32 (Pack writes them so); since no key is longer
+// than MaxKeyLen, they still say where every key is, and the batch calls
+// (build, insert, update, lookup, delete) take such a batch in chunks; At
+// and Unpack need a batch of at most 4 GiB.
 type Keys struct {
 	Data []byte
 	Offs []uint32
@@ -49,8 +52,8 @@ func packFunc(n int, key func(i int) []byte) Keys {
 	for p := range parts {
 		start[p+1] += start[p]
 	}
-	// Past 4 GiB of keys the offsets wrap; check refuses such a batch by
-	// its length.
+	// Past 4 GiB of keys the offsets wrap: the engines split such a batch
+	// into chunks (chunks.go).
 	out := Keys{Data: make([]byte, start[parts]), Offs: make([]uint32, n+1)}
 	par.Ranges(n, parts, func(p, lo, hi int) {
 		o := start[p]
@@ -84,7 +87,9 @@ func (k Keys) Unpack() [][]byte {
 }
 
 // check validates a batch for op: offsets in order and within Data, every
-// key at most MaxKeyLen bytes, and n values when values is not nil. Cost:
+// key at most MaxKeyLen bytes, and n values when values is not nil. A
+// batch of more than 4 GiB of key bytes (offsets wrapped) passes when its
+// keys' lengths do; the engines split it (chunks.go) and check its end. Cost:
 // O(keys) over GOMAXPROCS goroutines (checkParts), one unsigned
 // subtraction per key; a failing batch is scanned again in order to name
 // its first bad key.
@@ -93,8 +98,12 @@ func (k Keys) check(op string, values []uint64, withValues bool) error {
 	if withValues && len(values) != n {
 		return fmt.Errorf("art: %s: %d keys but %d values", op, n, len(values))
 	}
-	if uint64(len(k.Data)) > math.MaxUint32 {
-		return fmt.Errorf("art: %s: %d key bytes in one batch: at most %d", op, len(k.Data), uint64(math.MaxUint32))
+	if k.isLong() {
+		// Offsets past 4 GiB wrap (chunks.go); the chunking checks their end.
+		if offsetsOK(k.Offs, 0) {
+			return nil
+		}
+		return fmt.Errorf("art: %s: a key's offsets decrease or it is over %d bytes", op, MaxKeyLen)
 	}
 	if n == 0 || (int(k.Offs[n]) <= len(k.Data) && offsetsOK(k.Offs, 0)) {
 		return nil

@@ -24,7 +24,7 @@ import (
 func TestLaunchArguments(t *testing.T) {
 	sigs := kernelSignatures(t)
 	fields := kernelFields()
-	files, err := filepath.Glob("gpu*.go")
+	files, err := filepath.Glob("*_gpu.go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,12 +96,20 @@ func kernelFields() map[string]string {
 	return out
 }
 
-// kernelSignatures parses the extern "C" kernels of art.cu into their
-// parameter classes.
+// kernelSignatures parses the extern "C" kernels of art.cu and its parts
+// (every .cu file of the package) into their parameter classes.
 func kernelSignatures(t *testing.T) map[string][]string {
-	src, err := os.ReadFile("art.cu")
-	if err != nil {
-		t.Fatal(err)
+	files, err := filepath.Glob("*.cu")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no .cu files: %v", err)
+	}
+	var src []byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = append(src, b...)
 	}
 	re := regexp.MustCompile(`extern "C" __global__ void (\w+)\(([^)]*)\)`)
 	out := map[string][]string{}

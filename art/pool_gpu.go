@@ -7,7 +7,7 @@ import "github.com/warpkv/warpkv/gpu"
 // will take (sized by the counts it has read back so far) before it
 // queues its kernels, and takes them without allocating; a batch's
 // allocations all come before its first write to records that the tree
-// already links (see gpu.go), so running out of memory leaves the tree as
+// already links (see engine_gpu.go), so running out of memory leaves the tree as
 // it was. Names are prefixed by phase: batch., get., upd., q. (uploads and
 // queries), sort., b. (build rounds), i. (insert), n. (node rounds), d.
 // (delete), ac. (arena compaction).

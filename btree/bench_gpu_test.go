@@ -196,7 +196,8 @@ func BenchmarkGPULookup(b *testing.B) {
 }
 
 // BenchmarkGPURanges answers 1M range queries of about 16 keys on the
-// 100M-key tree.
+// 100M-key tree with each range kernel: bt_range_warp (kernel=warp) and
+// bt_range (kernel=thread, the default).
 func BenchmarkGPURanges(b *testing.B) {
 	g := newBenchTree(b, gputest.Device(b), DefaultOrder)
 	nq := 1_000_000
@@ -209,16 +210,23 @@ func BenchmarkGPURanges(b *testing.B) {
 			his[i] = ^uint64(0)
 		}
 	}
-	pairs := 0
-	for b.Loop() {
-		k, _, _, err := g.Ranges(los, his, 0)
-		if err != nil {
-			b.Fatal(err)
-		}
-		pairs = len(k)
+	for _, warp := range []bool{true, false} {
+		name := map[bool]string{true: "kernel=warp", false: "kernel=thread"}[warp]
+		b.Run(name, func(b *testing.B) {
+			g.e.(*gpuTree).warpRanges = warp
+			defer func() { g.e.(*gpuTree).warpRanges = false }()
+			pairs := 0
+			for b.Loop() {
+				k, _, _, err := g.Ranges(los, his, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				pairs = len(k)
+			}
+			b.ReportMetric(float64(b.N)*float64(nq)/b.Elapsed().Seconds()/1e6, "Mqueries/s")
+			b.ReportMetric(float64(pairs)/float64(nq), "pairs/query")
+		})
 	}
-	b.ReportMetric(float64(b.N)*float64(nq)/b.Elapsed().Seconds()/1e6, "Mqueries/s")
-	b.ReportMetric(float64(pairs)/float64(nq), "pairs/query")
 }
 
 // BenchmarkCPUEngineLarge builds the 100M-key tree on the CPU engine (all

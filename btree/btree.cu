@@ -218,6 +218,110 @@ extern "C" __global__ void bt_range(const u64 *lo, const u64 *hi, u64 nq, u64 li
 }
 
 // ---------------------------------------------------------------------------
+// Range queries, one warp per query (ranges_gpu.go launches them when
+// gpuTree.warpRanges is set; bt_range above is the default, faster at 100M
+// keys on an H200: see tree_gpu.go). The 32
+// lanes of a warp take one query: they descend together (a node of at most
+// WARP_SCAN_MAX keys is searched with coalesced loads of 32 keys and a
+// ballot; a larger one by the same binary search on every lane, whose
+// loads are broadcasts), then read the leaf chain 32 entries at a time with
+// coalesced loads, the pairs in range being a prefix of the lanes (keys are
+// sorted) counted with one ballot. Every loop bound is the same on every
+// lane of the warp, so the warp never diverges around a shuffle or ballot.
+
+#define WARP_SCAN_MAX 256
+
+// warp_lower_bound returns, on every lane, the first j < c with k[j] >= key,
+// or c.
+__device__ __forceinline__ u32 warp_lower_bound(const u64 *k, u32 c, u64 key, u32 lane) {
+    if (c > WARP_SCAN_MAX) return lower_bound(k, c, key);
+    for (u32 r = 0; r < c; r += WARP) {
+        u32 idx = r + lane;
+        bool below = idx < c && k[idx] < key;
+        u32 n = __popc(__ballot_sync(FULL_MASK, below));
+        if (n < WARP) return r + n;
+    }
+    return c;
+}
+
+// warp_find_leaf is find_leaf with each node searched by warp_lower_bound.
+__device__ __forceinline__ u32 warp_find_leaf(u64 key, u32 root, u32 height, u32 order, const u64 *keys,
+                                              const u64 *slots, const u32 *count, u32 lane) {
+    u32 node = root;
+    for (u32 h = 1; h < height; h++) {
+        u64 base = (u64)node * order;
+        u32 c = count[node];
+        u32 j = warp_lower_bound(keys + base, c, key, lane);
+        if (j == c) j = c - 1;
+        node = (u32)slots[base + j];
+    }
+    return node;
+}
+
+// bt_range_warp: one warp per range query [lo[i], hi[i]] (warps grid-stride
+// over queries; blockDim.x a multiple of 32), at most limit pairs (0: no
+// limit). With write == 0 the warp descends from the root, stores where
+// the walk starts (leaf << 32 | position) in start[i] and the number of
+// pairs in counts[i]; with write == 1 it starts at start[i], with no
+// descent, and writes the pairs to outK/outV from offs[i] (the exclusive
+// scan of the counts), lane l the l-th pair of each 32. The tree must not
+// be empty. Invariant: the pairs a query writes are those bt_range finds.
+extern "C" __global__ void bt_range_warp(const u64 *lo, const u64 *hi, u64 nq, u64 limit, u32 root, u32 height,
+                                         u32 order, const u64 *keys, const u64 *slots, const u32 *count,
+                                         const u32 *next, int write, u64 *counts, u64 *start, const u64 *offs,
+                                         u64 *outK, u64 *outV) {
+    const u32 lane = threadIdx.x % WARP;
+    const u64 warps = (u64)gridDim.x * blockDim.x / WARP;
+    for (u64 i = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; i < nq; i += warps) {
+        u64 a = lo[i], b = hi[i];
+        if (a > b) {
+            if (!write && lane == 0) {
+                counts[i] = 0;
+                start[i] = (u64)NIL << 32;
+            }
+            continue;
+        }
+        u32 leaf, j;
+        if (write) {
+            leaf = (u32)(start[i] >> 32);
+            j = (u32)start[i];
+        } else {
+            leaf = warp_find_leaf(a, root, height, order, keys, slots, count, lane);
+            j = warp_lower_bound(keys + (u64)leaf * order, count[leaf], a, lane);
+            if (lane == 0) start[i] = ((u64)leaf << 32) | j;
+        }
+        u64 got = 0, w = write ? offs[i] : 0;
+        while (leaf != NIL) {
+            u64 base = (u64)leaf * order;
+            u32 c = count[leaf];
+            bool done = false;
+            for (; j < c; j += WARP) {
+                u32 idx = j + lane;
+                bool valid = idx < c;
+                u64 k = valid ? keys[base + idx] : 0;
+                u32 n = __popc(__ballot_sync(FULL_MASK, valid && k <= b));
+                u64 take = n;
+                if (limit != 0 && got + take > limit) take = limit - got;
+                if (write && lane < take) {
+                    outK[w + got + lane] = k;
+                    outV[w + got + lane] = slots[base + idx];
+                }
+                got += take;
+                u32 avail = c - j < WARP ? c - j : WARP;
+                if (take < avail || (limit != 0 && got == limit)) {
+                    done = true;
+                    break;
+                }
+            }
+            if (done) break;
+            leaf = next[leaf];
+            j = 0;
+        }
+        if (!write && lane == 0) counts[i] = got;
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Batch insert and delete (insert_gpu.go, delete_gpu.go and
 // propagate_gpu.go launch them). Words named
 // "packed" hold two 32-bit counts, hi<<32 | lo, so that one 64-bit scan or
@@ -234,6 +338,27 @@ __device__ __forceinline__ u64 pieces(u64 c, u32 order, u32 fill) {
     if (c == 0) return 0;
     if (c <= order) return 1;
     return (c + fill - 1) / fill;
+}
+
+// size_touched writes the sizing of touched node `node` (group g), the
+// same at the leaf level and every parent level: its new entry count c
+// (with flags, e.g. FREED) to gc[g], its pieces and the extra nodes they
+// need (hi: pieces, lo: pieces - 1 when above 1) to gp[g], and its old max
+// key (of c0 old entries) to oldMax[g].
+__device__ __forceinline__ void size_touched(u64 g, u32 node, u64 c0, u64 c, u64 flags, u32 order, u32 fill,
+                                             const u64 *keys, u64 *gc, u64 *gp, u64 *oldMax) {
+    u64 p = pieces(c, order, fill);
+    gc[g] = c | flags;
+    gp[g] = (p << 32) | (p > 1 ? p - 1 : 0);
+    oldMax[g] = keys[(u64)node * order + c0 - 1];
+}
+
+// zero_totals: the thread of group G zeroes element G of the sizing's
+// arrays, the totals slot of their exclusive scans.
+__device__ __forceinline__ void zero_totals(u64 G, u64 *sum, u64 *gc, u64 *gp) {
+    sum[G] = 0;
+    gc[G] = 0;
+    gp[G] = 0;
 }
 
 // last_le returns the largest g < n with off(g) <= r for a nondecreasing
@@ -350,19 +475,13 @@ extern "C" __global__ void bt_leaf_sizes(u64 G, const u32 *gLeaf, u64 *gSum, u32
                                          u64 *gc, u64 *gp, u64 *oldMax, u32 *oldNext) {
     for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g <= G; g += (u64)gridDim.x * blockDim.x) {
         if (g == G) {
-            gSum[G] = 0;
-            gc[G] = 0;
-            gp[G] = 0;
+            zero_totals(G, gSum, gc, gp);
             continue;
         }
         u32 leaf = gLeaf[g];
         u64 c0 = count[leaf];
         u64 f = LO(gSum[g]);
-        u64 c = del ? c0 - f : c0 + f;
-        u64 p = pieces(c, order, fill);
-        gc[g] = c;
-        gp[g] = (p << 32) | (p > 1 ? p - 1 : 0);
-        oldMax[g] = keys[(u64)leaf * order + c0 - 1];
+        size_touched(g, leaf, c0, del ? c0 - f : c0 + f, 0, order, fill, keys, gc, gp, oldMax);
         oldNext[g] = next[leaf];
     }
 }
@@ -589,18 +708,13 @@ extern "C" __global__ void bt_parent_sizes(u64 G, const u32 *pNode, u64 *pSum, u
                                            u64 *gc, u64 *gp, u64 *oldMax, u32 *up) {
     for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g <= G; g += (u64)gridDim.x * blockDim.x) {
         if (g == G) {
-            pSum[G] = 0;
-            gc[G] = 0;
-            gp[G] = 0;
+            zero_totals(G, pSum, gc, gp);
             continue;
         }
         u32 P = pNode[g];
         u64 c0 = count[P];
         u64 c = c0 - HI(pSum[g]) + LO(pSum[g]);
-        u64 p = pieces(c, order, fill);
-        gc[g] = c | (c == 0 ? 1ull << FREED_SHIFT : 0);
-        gp[g] = (p << 32) | (p > 1 ? p - 1 : 0);
-        oldMax[g] = keys[(u64)P * order + c0 - 1];
+        size_touched(g, P, c0, c, c == 0 ? 1ull << FREED_SHIFT : 0, order, fill, keys, gc, gp, oldMax);
         up[g] = parent[P];
         if (c == 0) {
             count[P] = 0;

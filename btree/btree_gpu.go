@@ -41,12 +41,19 @@ const (
 // streams, alternately, so that one chunk's transfers overlap the other's.
 const lookupChunk = stageChunk / 2
 
+// warpLanes is the lanes of a warp (WARP in warpkv/types.cuh).
+const warpLanes = 32
+
+// warpGrid returns the grid of a kernel of one warp per item over n items.
+func warpGrid(n int) gpu.Dim3 { return grid(n * warpLanes) }
+
 // grid returns the grid of a kernel over n items.
 func grid(n int) gpu.Dim3 { return gpu.D1(min(gpu.Grid(n, kernelBlock), maxBlocks)) }
 
 // kernelSet holds the package's kernels on one device.
 type kernelSet struct {
 	lastFlags, leaves, level, get, rng *gpu.Function
+	rngWarp                            *gpu.Function // ranges, one warp per query
 	iota, gatherSel                    *gpu.Function // build and insert: sort with an index payload
 
 	// Insert, delete and rebuild (insert_gpu.go, delete_gpu.go, propagate_gpu.go).
@@ -67,7 +74,7 @@ func loadKernels(d *gpu.Device) (*kernelSet, error) {
 	k := &kernelSet{}
 	for name, f := range map[string]**gpu.Function{
 		"bt_last_flags": &k.lastFlags, "bt_leaves": &k.leaves, "bt_level": &k.level, "bt_get": &k.get,
-		"bt_range": &k.rng, "bt_locate": &k.locate, "bt_leaf_sizes": &k.leafSizes, "bt_merge_new": &k.mergeNew,
+		"bt_range": &k.rng, "bt_range_warp": &k.rngWarp, "bt_locate": &k.locate, "bt_leaf_sizes": &k.leafSizes, "bt_merge_new": &k.mergeNew,
 		"bt_stage_old": &k.stageOld, "bt_write_leaves": &k.writeLeaves, "bt_write_kept": &k.writeKept,
 		"bt_delete_leaves": &k.deleteLeaves, "bt_unlink_heads": &k.unlinkHeads, "bt_unlink_mark": &k.unlinkMark,
 		"bt_unlink_read": &k.unlinkRead, "bt_unlink_write": &k.unlinkWrite, "bt_parent_of": &k.parentOf,

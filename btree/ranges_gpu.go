@@ -10,10 +10,13 @@ import (
 
 // rangesBatch answers range queries in two passes on the device: bt_range
 // counts each query's pairs, prim's exclusive scan places them, bt_range
-// writes them; the offsets, keys and values come back through the pinned
-// staging buffers (copied out of pinned memory in parallel, overlapping
-// the later chunks' DMAs). The tree must not be empty. Cost: two kernels
-// of one thread per query, a scan, the transfers of the queries and the
+// writes them, one thread per query descending in each pass (with
+// warpRanges, bt_range_warp instead: one warp per query, which descends
+// once, keeps where each walk starts for the write pass and reads the
+// leaves 32 entries per coalesced load). The offsets, keys and values come
+// back through the pinned staging buffers (copied out of pinned memory in
+// parallel, overlapping the later chunks' DMAs). The tree must not be
+// empty. Cost: two kernels, a scan, the transfers of the queries and the
 // result, one read of the total in between.
 func (g *gpuTree) rangesBatch(root uint32, los, his []uint64, limit int) (keys, values []uint64, offsets []int, err error) {
 	g.mu.Lock()
@@ -40,7 +43,15 @@ func (g *gpuTree) rangesBatch(root uint32, los, his []uint64, limit int) (keys, 
 		gpu.View[uint64](counts, 8*q, 1).FillBytes(g.s, 0)); err != nil {
 		return nil, nil, nil, err
 	}
+	start, err := gpu.Get[uint64](g.pool, "rangestart", q)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	launch := func(write int, offs, ok, ov *gpu.Buffer[uint64]) error {
+		if g.warpRanges {
+			return g.k.rngWarp.Launch(g.s, warpGrid(q), gpu.D1(kernelBlock), 0, lo, hi, uint64(q), lim, root, uint32(g.height),
+				uint32(g.order), g.keys, g.slots, g.count, g.next, write, counts, start, offs, ok, ov)
+		}
 		return g.k.rng.Launch(g.s, grid(q), gpu.D1(kernelBlock), 0, lo, hi, uint64(q), lim, root, uint32(g.height),
 			uint32(g.order), g.keys, g.slots, g.count, g.next, write, counts, offs, ok, ov)
 	}

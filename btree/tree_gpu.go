@@ -42,6 +42,15 @@ type gpuTree struct {
 	pool *gpu.Pool
 
 	up, down *gpu.Pipeline // pinned staging of uploads and downloads (staging_gpu.go)
+
+	// warpRanges answers range queries with bt_range_warp (one warp per
+	// query, one descent) instead of bt_range (one thread per query,
+	// descending in both passes). Off by default: on an H200 at 100M keys
+	// the warp kernel answered 1M ranges of 16 keys at 17.5 M queries/s
+	// against bt_range's 26.6 M (BENCHMARKS.md): a warp per query keeps 32
+	// times fewer walks in flight on a latency-bound descent. Tests and
+	// benchmarks set it to compare the two.
+	warpRanges bool
 }
 
 // Names of the batch's buffers in the pool.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -26,10 +25,10 @@ import (
 //	del KEY              delete
 //	get KEY              prints "KEY VALUE", or "KEY -" when absent
 //	range LO HI LIMIT    prints "range N", then the N pairs "KEY VALUE" with
-//	                     LO <= key < HI (HI * for no bound), ascending, at
-//	                     most LIMIT (0: no limit)
+//	                     LO <= key < HI (* for no bound), ascending, at
+//	                     most LIMIT (0 or less: no limit)
 //	prefix P LIMIT       prints "prefix N", then the N pairs whose key starts
-//	                     with P, ascending, at most LIMIT (0: no limit)
+//	                     with P, ascending, at most LIMIT (0 or less: no limit)
 //	len                  prints the number of keys
 //
 // Keys are printed as they are written: 0x and lowercase hex. Consecutive
@@ -178,7 +177,10 @@ func parseARTLine(text string) (artOp, error) {
 		return op, fmt.Errorf("%s takes %d argument(s), got %d", op.verb, want-1, len(f)-1)
 	}
 	var err error
-	if want > 1 {
+	switch {
+	case op.verb == "range" && f[1] == "*":
+		op.key = []byte{} // no lower bound: from the empty key, the smallest
+	case want > 1:
 		if op.key, err = parseARTKey(f[1]); err != nil {
 			return op, err
 		}
@@ -219,18 +221,9 @@ func parseARTKey(s string) ([]byte, error) {
 	return k, nil
 }
 
-// parseLimit parses a decimal LIMIT, 0 for no limit (values past the
-// largest int32 mean no limit in practice).
-func parseLimit(s string) (int, error) {
-	v, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || s[0] == '+' {
-		return 0, fmt.Errorf("limit %q is not a decimal count", s)
-	}
-	if v > math.MaxInt32 {
-		v = math.MaxInt32
-	}
-	return int(v), nil
-}
+// parseLimit parses a decimal LIMIT: 0 or less means no limit (parseOpLimit,
+// shared with btree run).
+func parseLimit(s string) (int, error) { return parseOpLimit(s) }
 
 // flush applies the pending batch and prints its answers in line order.
 func (r *artRunner) flush() error {
@@ -285,16 +278,11 @@ func (r *artRunner) flush() error {
 			fmt.Fprintln(w, n)
 		}
 	case "range", "prefix":
-		// One limit for the batch (the largest, or none when a query has
-		// LIMIT 0, which means no limit as in the Go API); each query
-		// prints at most its own.
-		most := 0
-		for _, op := range ops {
-			if op.limit == 0 {
-				most = 0
-				break
-			}
-			most = max(most, op.limit)
+		// One limit for the batch (none when a query has none, else the
+		// largest); each query prints at most its own.
+		limits := make([]int, len(ops))
+		for i, op := range ops {
+			limits[i] = op.limit
 		}
 		var res *art.Result
 		var err error
@@ -303,19 +291,16 @@ func (r *artRunner) flush() error {
 			for i, op := range ops {
 				qs[i] = art.Query{Lo: op.key, Hi: op.hi}
 			}
-			res, err = t.Ranges(qs, most)
+			res, err = t.Ranges(qs, batchLimit(limits))
 		} else {
-			res, err = t.Prefix(keys(), most)
+			res, err = t.Prefix(keys(), batchLimit(limits))
 		}
 		if err != nil {
 			return err
 		}
 		for i, op := range ops {
 			ks, vs := res.Query(i)
-			n := len(ks)
-			if op.limit > 0 {
-				n = min(n, op.limit)
-			}
+			n := shown(len(ks), op.limit)
 			fmt.Fprintf(w, "%s %d\n", verb, n)
 			for j := range n {
 				fmt.Fprintf(w, "0x%x %d\n", ks[j], vs[j])

@@ -41,10 +41,15 @@ func (m *artModel) apply(line string, out *strings.Builder) {
 		fmt.Sscan(s, &v)
 		return v
 	}
-	pairs := func(verb string, keep func(string) bool, limit uint64) {
+	limitOf := func(s string) int { // 0 or less: no limit
+		var v int
+		fmt.Sscan(s, &v)
+		return v
+	}
+	pairs := func(verb string, keep func(string) bool, limit int) {
 		var got []string
 		for _, k := range m.sorted() {
-			if keep(k) && (limit == 0 || uint64(len(got)) < limit) { // 0: no limit
+			if keep(k) && (limit <= 0 || len(got) < limit) {
 				got = append(got, fmt.Sprintf("0x%x %d\n", k, m.m[k]))
 			}
 		}
@@ -70,23 +75,29 @@ func (m *artModel) apply(line string, out *strings.Builder) {
 	case "len":
 		fmt.Fprintln(out, len(m.m))
 	case "range":
-		lo, hi := key(f[1]), f[2]
-		pairs("range", func(k string) bool { return k >= lo && (hi == "*" || k < key(hi)) }, num(f[3]))
+		lo, hi := f[1], f[2]
+		pairs("range", func(k string) bool { return (lo == "*" || k >= key(lo)) && (hi == "*" || k < key(hi)) }, limitOf(f[3]))
 	case "prefix":
 		p := key(f[1])
-		pairs("prefix", func(k string) bool { return strings.HasPrefix(k, p) }, num(f[2]))
+		pairs("prefix", func(k string) bool { return strings.HasPrefix(k, p) }, limitOf(f[2]))
 	}
 }
 
 // randomARTFile returns n random operation lines over a small key space
 // (keys that are prefixes of each other, the empty key, 0x00 and 0xff
-// bytes, upper-case hex), in runs of one verb, and the output the model
-// prints for them.
+// bytes, upper-case hex, and one key in eight long: 33 to 300 bytes that
+// share long prefixes), in runs of one verb, with ranges open at either
+// end and limits of 0 or less (no limit), and the output the model prints
+// for them.
 func randomARTFile(r *rand.Rand, n int) (string, string) {
+	long := bytes.Repeat([]byte("warpkv long key "), 20)
 	hexKey := func() string {
 		b := make([]byte, r.IntN(5))
 		for i := range b {
 			b[i] = []byte{0, 1, 'a', 0xff}[r.IntN(4)]
+		}
+		if r.IntN(8) == 0 {
+			b = append(append([]byte{}, long[:33+r.IntN(len(long)-33)]...), b...)
 		}
 		s := fmt.Sprintf("0x%x", b)
 		if r.IntN(10) == 0 {
@@ -107,13 +118,16 @@ func randomARTFile(r *rand.Rand, n int) (string, string) {
 			case "del", "get":
 				line = fmt.Sprintf("%s %s", verb, hexKey())
 			case "range":
-				hi := hexKey()
+				lo, hi := hexKey(), hexKey()
 				if r.IntN(3) == 0 {
 					hi = "*"
 				}
-				line = fmt.Sprintf("range %s %s %d", hexKey(), hi, r.IntN(6))
+				if r.IntN(6) == 0 {
+					lo = "*"
+				}
+				line = fmt.Sprintf("range %s %s %d", lo, hi, r.IntN(9)-2)
 			case "prefix":
-				line = fmt.Sprintf("prefix %s %d", hexKey(), r.IntN(6))
+				line = fmt.Sprintf("prefix %s %d", hexKey(), r.IntN(9)-2)
 			case "len":
 				line = "len"
 			}
@@ -282,10 +296,11 @@ func TestARTRunErrors(t *testing.T) {
 		{"value too big", "put 0x01 18446744073709551616\n", nil, 1, "", "line 1: value"},
 		{"missing value", "put 0x01\n", nil, 1, "", "line 1: put takes 2 argument(s), got 1"},
 		{"extra field", "len 3\n", nil, 1, "", "line 1: len takes 0 argument(s), got 1"},
-		{"bad limit", "range 0x * -1\n", nil, 1, "", "line 1: limit \"-1\""},
+		{"bad limit", "range 0x * x\n", nil, 1, "", "line 1: limit \"x\""},
+		{"star as prefix", "prefix * 1\n", nil, 1, "", "line 1: key \"*\""},
+		{"no limit", "put 0x01 1\nput 0x02 2\nrange * * -1\nprefix 0x 0\n", nil, 0, "range 2\n0x01 1\n0x02 2\nprefix 2\n0x01 1\n0x02 2\n", ""},
 		{"limit 0 is no limit", "put 0x01 1\nput 0x02 2\nrange 0x * 0\nprefix 0x 0\nrange 0x * 1\n", nil, 0,
 			"range 2\n0x01 1\n0x02 2\nprefix 2\n0x01 1\n0x02 2\nrange 1\n0x01 1\n", ""},
-		{"star as lo", "range * 0x01 1\n", nil, 1, "", "line 1: key \"*\""},
 		{"pending batch runs first", "put 0x01 1\nput 0x02 2\nlen\nlen\nput 0x03 3\nbad\n", nil, 1, "2\n2\n", "line 6"},
 		{"largest value", "put 0x 18446744073709551615\nget 0x\n", nil, 0, "0x 18446744073709551615\n", ""},
 		{"no file", "", []string{"art", "run"}, 2, "", "one FILE argument"},

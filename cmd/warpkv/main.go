@@ -81,6 +81,7 @@ func commands() []command {
 		{"loadgen", "load memcached-compatible servers and compare them: warpkv loadgen --addr A [--addr B]", runLoadgen, nil},
 		{"mpt", "Merkle Patricia Trie: warpkv mpt root|prove [--secure] FILE [HEXKEY]", runMPT, [][]string{{"root", "-h"}, {"prove", "-h"}}},
 		{"stm", "transactional memory (CSMV): warpkv stm bank [--device D] [--accounts N] ... | warpkv stm run --body FILE.cu [--items N] ...", runSTM, [][]string{{"bank", "-h"}, {"run", "-h"}}},
+		{"btree", "B+ tree (CUBPT): warpkv btree run [--device D] [--batch N] FILE applies put/upd/del/get/range/len lines (decimal keys)", runBTree, [][]string{{"run", "-h"}}},
 		{"art", "adaptive radix tree (CuART): warpkv art run [--device D] [--batch N] FILE applies put/upd/del/get/range/prefix/len lines", runART, [][]string{{"run", "-h"}}},
 		{"help", "show help for warpkv, one command or one subcommand: warpkv help [command [subcommand]]", runHelp, nil},
 	}
@@ -224,7 +225,7 @@ func subcommands(name string) []string {
 		return []string{"root", "prove"}
 	case "stm":
 		return []string{"bank", "run"}
-	case "art":
+	case "art", "btree":
 		return []string{"run"}
 	case "bench":
 		return suiteNames()

@@ -4,95 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
-	"unsafe"
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/prim"
 )
 
-// lookup runs ag_get, one thread per key (or ag_get_lanes), over the
-// batch in pipelined chunks (gpu_point.go). Cost: the keys over the bus
-// once and the answers back, overlapped with the kernels (one walk per
-// key) and with the copies into and out of pinned memory.
-func (g *gpuEngine) lookup(kb Keys, vals []uint64, found []bool) error {
-	return g.lookupInto(kb, vals, boolBytes(found), false, nil)
-}
-
-// lookupInto is lookup with the found flags as bytes; staged says that the
-// keys, vals and found lie in a caller's pinned Staging (LookupStaged,
-// kb.Offs[0] == 0): no host copies, every chunk's transfer in queued at
-// once, and check (the batch's validation) run while they go.
-func (g *gpuEngine) lookupInto(kb Keys, vals []uint64, found []uint8, staged bool, check func() error) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	n := kb.Len()
-	if n == 0 {
-		return g.point(&pointCall{op: "lookup", kb: kb}, pointDev{})
-	}
-	if err := g.pool.Reserve(append(pointNeeds("get", kb, false),
-		gpu.NeedOf[uint64]("get.out", n), gpu.NeedOf[uint8]("get.found", n))...); err != nil {
-		return err
-	}
-	b := g.takeBatch("get", kb, false)
-	ov, of := gpu.Take[uint64](g.pool, "get.out", n), gpu.Take[uint8](g.pool, "get.found", n)
-	if err := g.setDesc(g.t, b); err != nil {
-		return err
-	}
-	work := func(base, m int) error {
-		if g.lanes == lookupLanes {
-			return g.launch(g.k.getLanes, m*lookupLanes, g.descBuf, uint64(base), uint64(m), ov, of)
-		}
-		return g.launch(g.k.get, m, g.descBuf, uint64(base), uint64(m), ov, of)
-	}
-	pc := &pointCall{op: "lookup", kb: kb, out: vals, found: found, staged: staged, check: check, work: work}
-	return g.point(pc, pointDev{data: b.data, offs: b.offs, out: ov, found: of})
-}
-
-// boolBytes views flags as the bytes 0 and 1 the kernels write.
-func boolBytes(f []bool) []uint8 {
-	if len(f) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*uint8)(unsafe.Pointer(&f[0])), len(f))
-}
-
-// update is store.update on the device: the conflict table cleared, then
-// ag_update_mark (the walks and the table) chunk by chunk as the keys
-// arrive (gpu_point.go), ag_update_write over the whole batch after the
-// last chunk's marks; each chunk's found flags go back as soon as its
-// marks are done. Cost: keys, offsets and values over the bus once, the
-// flags back, two passes of one thread per key.
-func (g *gpuEngine) update(kb Keys, vals []uint64, found []bool) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	n := kb.Len()
-	if n == 0 {
-		return g.point(&pointCall{op: "update", kb: kb}, pointDev{})
-	}
-	size := conflictSize(n)
-	if err := g.pool.Reserve(append(pointNeeds("upd", kb, true), gpu.NeedOf[uint64]("upd.tk", size), gpu.NeedOf[uint32]("upd.tp", size),
-		gpu.NeedOf[uint64]("upd.leaf", n), gpu.NeedOf[uint8]("upd.found", n))...); err != nil {
-		return err
-	}
-	b := g.takeBatch("upd", kb, true)
-	tk, tp := gpu.Take[uint64](g.pool, "upd.tk", size), gpu.Take[uint32](g.pool, "upd.tp", size)
-	leaf, of := gpu.Take[uint64](g.pool, "upd.leaf", n), gpu.Take[uint8](g.pool, "upd.found", n)
-	bitsN := bits.Len(uint(size)) - 1
-	if err := firstErr(g.setDesc(g.t, b), tk.FillBytes(g.s, 0), tp.FillBytes(g.s, 0)); err != nil {
-		return err
-	}
-	pc := &pointCall{op: "update", kb: kb, vals: vals, found: boolBytes(found),
-		work: func(base, m int) error {
-			return g.launch(g.k.updMark, m, g.descBuf, uint64(base), uint64(m), leaf, of, tk, tp, uint32(bitsN))
-		},
-		after: func() error { return g.launch(g.k.updWrite, n, g.descBuf, uint64(n), leaf, tk, tp, uint32(bitsN)) },
-	}
-	return g.point(pc, pointDev{data: b.data, offs: b.offs, vals: b.vals, found: of})
-}
-
-// ranges answers range queries on the device. With a limit and at most
+// ranges answers range queries on the device, the queries taken in the
+// order queryOrder gives (by start key for large batches). With a limit
+// and at most
 // rangeSlotsMax slots (queries x limit): aq_collect, one walk per query
 // that keeps its leaves in slots, exclusive scans of the slots' presence
 // and key lengths (places and key offsets), one readback of both totals,
@@ -131,11 +51,15 @@ func (g *gpuEngine) ranges(qs []Query, limit int, desc bool) (*Result, error) {
 	if desc {
 		dsc = 1
 	}
+	perm, err := g.queryOrder(Q, dsc, lo, hi, hb)
+	if err != nil {
+		return nil, fmt.Errorf("order: %w", err)
+	}
 	var res *Result
 	if limit > 0 && Q*limit <= rangeSlotsMax {
-		res, err = g.rangesSlots(Q, limit, dsc, lo, hi, hb)
+		res, err = g.rangesSlots(Q, limit, dsc, perm, lo, hi, hb)
 	} else {
-		res, err = g.rangesTwoPass(Q, limit, dsc, lo, hi, hb, dummy)
+		res, err = g.rangesTwoPass(Q, limit, dsc, perm, lo, hi, hb, dummy)
 	}
 	if err != nil {
 		return nil, err
@@ -144,6 +68,30 @@ func (g *gpuEngine) ranges(qs []Query, limit int, desc bool) (*Result, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// querySortMin is the fewest queries whose walks are sorted by start: below
+// it the sort costs more than the locality saves.
+const querySortMin = 1 << 12
+
+// queryOrder returns the order in which the range kernels take the
+// queries when they are sorted: with sortQueries set and at least
+// querySortMin queries, by the first 8 bytes of the key each walk starts
+// from (aq_order_keys, then prim's device sort), so that the threads of a
+// warp descend neighbouring paths and share the nodes they read; nil
+// otherwise (the batch order, aq_scan and aq_collect). Cost: one kernel of
+// one thread per query and a sort of Q 64-bit keys with 32-bit payloads.
+func (g *gpuEngine) queryOrder(Q int, dsc int32, lo, hi *devBatch, hb *gpu.Buffer[uint8]) (*gpu.Buffer[uint32], error) {
+	if Q < querySortMin || !g.sortQueries {
+		return nil, nil
+	}
+	if err := g.pool.Reserve(gpu.NeedOf[uint32]("q.perm", Q), gpu.NeedOf[uint64]("q.sortkey", Q)); err != nil {
+		return nil, err
+	}
+	perm, sk := gpu.Take[uint32](g.pool, "q.perm", Q), gpu.Take[uint64](g.pool, "q.sortkey", Q)
+	return perm, firstErr(
+		g.launch(g.k.qOrderKeys, Q, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, int32(dsc), sk, perm),
+		prim.DevSortPairs(g.pe, sk, perm, Q))
 }
 
 // newResult returns a Result for total pairs of totalBytes key bytes over
@@ -177,15 +125,20 @@ func (g *gpuEngine) queueAnswers(res *Result, qoff *gpu.Buffer[uint64], okeys *g
 }
 
 // rangesSlots is the single-walk form of ranges (limit > 0).
-func (g *gpuEngine) rangesSlots(Q, limit int, dsc int32, lo, hi *devBatch, hb *gpu.Buffer[uint8]) (*Result, error) {
+func (g *gpuEngine) rangesSlots(Q, limit int, dsc int32, perm *gpu.Buffer[uint32], lo, hi *devBatch, hb *gpu.Buffer[uint8]) (*Result, error) {
 	S := Q * limit
 	if err := g.pool.Reserve(needsOf[uint64](S+1, "q.slots", "q.pres", "q.lens")...); err != nil {
 		return nil, err
 	}
 	u64s := takeAll[uint64](g.pool, S+1, "q.slots", "q.pres", "q.lens")
 	slots, pres, lens := u64s[0], u64s[1], u64s[2]
-	if err := firstErr(
-		g.launch(g.k.qCollect, Q+1, g.descBuf, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, pres, lens),
+	var collect error
+	if perm != nil {
+		collect = g.launch(g.k.qCollectPerm, Q+1, g.descBuf, uint64(Q), perm, lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, pres, lens)
+	} else {
+		collect = g.launch(g.k.qCollect, Q+1, g.descBuf, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, pres, lens)
+	}
+	if err := firstErr(collect,
 		prim.DevScanExclusive(g.pe, pres, pres, S+1), prim.DevScanExclusive(g.pe, lens, lens, S+1)); err != nil {
 		return nil, fmt.Errorf("collect: %w", err)
 	}
@@ -202,7 +155,7 @@ func (g *gpuEngine) rangesSlots(Q, limit int, dsc int32, lo, hi *devBatch, hb *g
 
 // rangesTwoPass is the two-pass form of ranges (no limit, or too many
 // slots).
-func (g *gpuEngine) rangesTwoPass(Q, limit int, dsc int32, lo, hi *devBatch, hb, dummy *gpu.Buffer[uint8]) (*Result, error) {
+func (g *gpuEngine) rangesTwoPass(Q, limit int, dsc int32, perm *gpu.Buffer[uint32], lo, hi *devBatch, hb, dummy *gpu.Buffer[uint8]) (*Result, error) {
 	if err := g.pool.Reserve(gpu.NeedOf[uint64]("q.cnt", Q+1), gpu.NeedOf[uint64]("q.bytes", Q+1)); err != nil {
 		return nil, err
 	}
@@ -212,6 +165,10 @@ func (g *gpuEngine) rangesTwoPass(Q, limit int, dsc int32, lo, hi *devBatch, hb,
 		lim = uint64(limit)
 	}
 	scan := func(write int32, okeys, ooffs, ovals any) error {
+		if perm != nil {
+			return g.launch(g.k.qScanPerm, Q+1, g.descBuf, uint64(Q), perm, lo.data, lo.offs, hi.data, hi.offs, hb, uint64(lim), int32(dsc),
+				int32(write), cnt, byt, okeys, ooffs, ovals)
+		}
 		return g.launch(g.k.qScan, Q+1, g.descBuf, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, uint64(lim), int32(dsc), int32(write),
 			cnt, byt, okeys, ooffs, ovals)
 	}

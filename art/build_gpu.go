@@ -129,6 +129,9 @@ func (g *gpuEngine) rounds(t *devTree, b *devBatch, it itemBufs, nIt int, cur se
 // into a new device tree beside the old one (freed on success; on failure
 // the old tree stays).
 func (g *gpuEngine) build(kb Keys, vals []uint64) error {
+	if long, err := longBuild(g, kb, vals); long {
+		return err
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	b, order, m, err := g.uploadSorted(kb, vals)

@@ -21,7 +21,7 @@ func chunkOf(k []byte, j int) uint64 {
 	return v<<8 | uint64(min(rem, 8))
 }
 
-// deviceSortModel replays gpu_sort.go's rounds step by step on the host
+// deviceSortModel replays sort_engine_gpu.go's rounds step by step on the host
 // (the same arrays, the same stable sorts, marks, scans and selects), so
 // that the algorithm the kernels implement is checked against the CPU
 // engine's sort without a GPU.

@@ -28,6 +28,9 @@ const numLeafKinds = kindLV - kindL8 + 1
 // and one node round per depth, deepest first, each given the entries the
 // round below emitted. Cost: the sort, one walk per key, the rounds.
 func (g *gpuEngine) remove(kb Keys) (int, error) {
+	if long, n, err := longRemove(g, kb); long {
+		return n, err
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	b, order, n, err := g.uploadSorted(kb, nil)

@@ -18,6 +18,9 @@ import (
 // before the node round's writes (out of memory) rolls the allocation
 // counters back: the tree is unchanged.
 func (g *gpuEngine) insert(kb Keys, vals []uint64) (int, error) {
+	if long, n, err := longInsert(g, kb, vals); long {
+		return n, err
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	b, order, n, err := g.uploadSorted(kb, vals)

@@ -1,0 +1,94 @@
+package art
+
+import (
+	"math/bits"
+	"unsafe"
+
+	"github.com/warpkv/warpkv/gpu"
+)
+
+// lookup runs ag_get, one thread per key (or ag_get_lanes), over the
+// batch in pipelined chunks (point_gpu.go). Cost: the keys over the bus
+// once and the answers back, overlapped with the kernels (one walk per
+// key) and with the copies into and out of pinned memory.
+func (g *gpuEngine) lookup(kb Keys, vals []uint64, found []bool) error {
+	if long, err := longLookup(g, kb, vals, found); long {
+		return err
+	}
+	return g.lookupInto(kb, vals, boolBytes(found), false, nil)
+}
+
+// lookupInto is lookup with the found flags as bytes; staged says that the
+// keys, vals and found lie in a caller's pinned Staging (LookupStaged,
+// kb.Offs[0] == 0): no host copies, every chunk's transfer in queued at
+// once, and check (the batch's validation) run while they go.
+func (g *gpuEngine) lookupInto(kb Keys, vals []uint64, found []uint8, staged bool, check func() error) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := kb.Len()
+	if n == 0 {
+		return g.point(&pointCall{op: "lookup", kb: kb}, pointDev{})
+	}
+	if err := g.pool.Reserve(append(pointNeeds("get", kb, false),
+		gpu.NeedOf[uint64]("get.out", n), gpu.NeedOf[uint8]("get.found", n))...); err != nil {
+		return err
+	}
+	b := g.takeBatch("get", kb, false)
+	ov, of := gpu.Take[uint64](g.pool, "get.out", n), gpu.Take[uint8](g.pool, "get.found", n)
+	if err := g.setDesc(g.t, b); err != nil {
+		return err
+	}
+	work := func(base, m int) error {
+		if g.lanes == lookupLanes {
+			return g.launch(g.k.getLanes, m*lookupLanes, g.descBuf, uint64(base), uint64(m), ov, of)
+		}
+		return g.launch(g.k.get, m, g.descBuf, uint64(base), uint64(m), ov, of)
+	}
+	pc := &pointCall{op: "lookup", kb: kb, out: vals, found: found, staged: staged, check: check, work: work}
+	return g.point(pc, pointDev{data: b.data, offs: b.offs, out: ov, found: of})
+}
+
+// boolBytes views flags as the bytes 0 and 1 the kernels write.
+func boolBytes(f []bool) []uint8 {
+	if len(f) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint8)(unsafe.Pointer(&f[0])), len(f))
+}
+
+// update is store.update on the device: the conflict table cleared, then
+// ag_update_mark (the walks and the table) chunk by chunk as the keys
+// arrive (point_gpu.go), ag_update_write over the whole batch after the
+// last chunk's marks; each chunk's found flags go back as soon as its
+// marks are done. Cost: keys, offsets and values over the bus once, the
+// flags back, two passes of one thread per key.
+func (g *gpuEngine) update(kb Keys, vals []uint64, found []bool) error {
+	if long, err := longUpdate(g, kb, vals, found); long {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := kb.Len()
+	if n == 0 {
+		return g.point(&pointCall{op: "update", kb: kb}, pointDev{})
+	}
+	size := conflictSize(n)
+	if err := g.pool.Reserve(append(pointNeeds("upd", kb, true), gpu.NeedOf[uint64]("upd.tk", size), gpu.NeedOf[uint32]("upd.tp", size),
+		gpu.NeedOf[uint64]("upd.leaf", n), gpu.NeedOf[uint8]("upd.found", n))...); err != nil {
+		return err
+	}
+	b := g.takeBatch("upd", kb, true)
+	tk, tp := gpu.Take[uint64](g.pool, "upd.tk", size), gpu.Take[uint32](g.pool, "upd.tp", size)
+	leaf, of := gpu.Take[uint64](g.pool, "upd.leaf", n), gpu.Take[uint8](g.pool, "upd.found", n)
+	bitsN := bits.Len(uint(size)) - 1
+	if err := firstErr(g.setDesc(g.t, b), tk.FillBytes(g.s, 0), tp.FillBytes(g.s, 0)); err != nil {
+		return err
+	}
+	pc := &pointCall{op: "update", kb: kb, vals: vals, found: boolBytes(found),
+		work: func(base, m int) error {
+			return g.launch(g.k.updMark, m, g.descBuf, uint64(base), uint64(m), leaf, of, tk, tp, uint32(bitsN))
+		},
+		after: func() error { return g.launch(g.k.updWrite, n, g.descBuf, uint64(n), leaf, tk, tp, uint32(bitsN)) },
+	}
+	return g.point(pc, pointDev{data: b.data, offs: b.offs, vals: b.vals, found: of})
+}

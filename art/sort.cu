@@ -1,0 +1,115 @@
+// sort.cu: Sorting a batch's keys: as_* (sort_gpu.go launches them).
+// Part of the program art.cu (which includes every part once); the
+// layout, the descriptor and the shared helpers are in art.cuh.
+#pragma once
+#include "art/art.cuh"
+
+// ---------------------------------------------------------------------------
+// Sorting the batch's keys (sort_gpu.go): rounds of 7 key bytes. A chunk
+// is 7 bytes big-endian then min(bytes left, 8): equal chunks with 8 there
+// continue in the next round.
+
+__device__ __forceinline__ u64 chunk_of(const u8 *k, u32 n, u32 j) {
+    u64 start = 7ull * j;
+    u64 rem = n > start ? n - start : 0;
+    u64 v = 0;
+    for (u32 b = 0; b < 7; b++) {
+        v <<= 8;
+        if (b < rem) v |= k[start + b];
+    }
+    return (v << 8) | (rem < 8 ? rem : 8);
+}
+
+// as_chunk: one thread per active element x: the chunk j of the key at
+// sorted place apos[x], and x as the payload.
+extern "C" __global__ void as_chunk(const Tree *t, u64 m, const u32 *perm, const u32 *apos, u32 j, u64 *ck, u32 *cv) {
+    GRID_STRIDE(x, m) {
+        u32 p = perm[apos[x]];
+        ck[x] = chunk_of(t->bdata + t->boffs[p], batch_len(t, p), j);
+        cv[x] = (u32)x;
+    }
+}
+
+// as_runkey: one thread per x: the run of the element sorted to x, for
+// the second (stable) sort.
+extern "C" __global__ void as_runkey(u64 m, const u32 *cv, const u32 *arun, u32 *k2, u32 *v2) {
+    GRID_STRIDE(x, m) {
+        k2[x] = arun[cv[x]];
+        v2[x] = cv[x];
+    }
+}
+
+// as_permute and as_scatter: the active places get their elements in the
+// new order (through tmp, as every place is read before any is written).
+extern "C" __global__ void as_permute(u64 m, const u32 *perm, const u32 *apos, const u32 *v2, u32 *tmp) {
+    GRID_STRIDE(x, m) tmp[x] = perm[apos[v2[x]]];
+}
+extern "C" __global__ void as_scatter(u64 m, u32 *perm, const u32 *apos, const u32 *tmp) {
+    GRID_STRIDE(x, m) perm[apos[x]] = tmp[x];
+}
+
+// as_marks: one thread per x: start[x] = 1 when x starts a group of equal
+// (run, chunk j); unres[x] = 1 when x's group has another element and its
+// keys go on past the chunk (they need the next round).
+extern "C" __global__ void as_marks(const Tree *t, u64 m, const u32 *perm, const u32 *apos, const u32 *k2, u32 j,
+                                    u32 *start, u8 *unres) {
+    GRID_STRIDE(x, m) {
+        u32 p = perm[apos[x]];
+        u64 c = chunk_of(t->bdata + t->boffs[p], batch_len(t, p), j);
+        bool s = x == 0;
+        if (!s) {
+            u32 q = perm[apos[x - 1]];
+            s = k2[x] != k2[x - 1] || c != chunk_of(t->bdata + t->boffs[q], batch_len(t, q), j);
+        }
+        bool e = x + 1 == m;
+        if (!e) {
+            u32 q = perm[apos[x + 1]];
+            e = k2[x] != k2[x + 1] || c != chunk_of(t->bdata + t->boffs[q], batch_len(t, q), j);
+        }
+        start[x] = s;
+        unres[x] = (c & 0xff) == 8 && !(s && e);
+    }
+}
+
+// as_first and as_newrun: an element's next run is its group's first
+// place (grp = inclusive scan of start).
+extern "C" __global__ void as_first(u64 m, const u32 *start, const u32 *grp, const u32 *apos, u32 *first) {
+    GRID_STRIDE(x, m) if (start[x]) first[grp[x] - 1] = apos[x];
+}
+extern "C" __global__ void as_newrun(u64 m, const u32 *grp, const u32 *first, u32 *run) {
+    GRID_STRIDE(x, m) run[x] = first[grp[x] - 1];
+}
+
+// as_last: one thread per sorted place p: 1 when the key there differs
+// from the next (sort.go's lastOfRuns: the batch's last occurrence wins).
+extern "C" __global__ void as_last(const Tree *t, u64 n, const u32 *perm, u8 *flag) {
+    GRID_STRIDE(p, n) {
+        bool last = p + 1 == n;
+        if (!last) {
+            u32 a = perm[p], b = perm[p + 1];
+            last = !keys_equal(t->bdata + t->boffs[a], batch_len(t, a), t->bdata + t->boffs[b], batch_len(t, b));
+        }
+        flag[p] = last;
+    }
+}
+
+// as_prefixes: one thread per sorted distinct key: sort.go's
+// distinctPrefixes (counts[w-1] += keys starting a new w-byte prefix).
+extern "C" __global__ void as_prefixes(const Tree *t, u64 n, const u32 *order, unsigned long long *counts) {
+    GRID_STRIDE(i, n) {
+        u32 p = order[i];
+        const u8 *k = t->bdata + t->boffs[p];
+        u32 kn = batch_len(t, p);
+        for (u32 w = 1; w <= MAX_WIDTH; w++) {
+            if (kn < w) break;
+            bool fresh = i == 0;
+            if (!fresh) {
+                u32 q = order[i - 1];
+                const u8 *pk = t->bdata + t->boffs[q];
+                fresh = batch_len(t, q) < w;
+                for (u32 b = 0; b < w && !fresh; b++) fresh = pk[b] != k[b];
+            }
+            if (fresh) atomicAdd(&counts[w - 1], 1ull);
+        }
+    }
+}

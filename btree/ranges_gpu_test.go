@@ -1,0 +1,86 @@
+package btree
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/warpkv/warpkv/internal/gputest"
+)
+
+// TestGPURangeKernels compares the GPU engine's two range kernels,
+// bt_range (the default: one thread per query) and bt_range_warp (one warp
+// per query, one descent), with the CPU engine's Ranges on trees of
+// small orders (walks across many leaves), the default order and an order
+// above the warp's linear node scan (WARP_SCAN_MAX, binary search), for
+// random, empty, reversed, single-key and unbounded ranges and limits of
+// none, 1, 5 and 100.
+func TestGPURangeKernels(t *testing.T) {
+	d := gputest.Device(t)
+	for _, order := range []int{4, 7, DefaultOrder, 1024} {
+		t.Run(fmt.Sprintf("order=%d", order), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(order), 22))
+			n := 20000
+			keys, vals := make([]uint64, n), make([]uint64, n)
+			for i := range keys {
+				keys[i], vals[i] = r.Uint64N(1<<20)*4096, r.Uint64()
+			}
+			keys[0] = math.MaxUint64
+			c, err := New(Options{Order: order, Device: "cpu"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			g, err := New(Options{Order: order, GPU: d})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			for _, tr := range []*Tree{c, g} {
+				if err := tr.Build(keys, vals); err != nil {
+					t.Fatal(err)
+				}
+			}
+			q := 5000
+			los, his := make([]uint64, q), make([]uint64, q)
+			for i := range los {
+				los[i] = r.Uint64N(1<<20) * 4096
+				switch i % 5 {
+				case 0:
+					his[i] = los[i] + r.Uint64N(1<<16)
+				case 1:
+					his[i] = los[i] + r.Uint64N(1<<26)
+				case 2:
+					his[i] = los[i] - 1 // reversed: empty (or unbounded when lo is 0)
+				case 3:
+					his[i] = los[i]
+				default:
+					his[i] = math.MaxUint64
+				}
+				if his[i] < los[i] && i%5 != 2 {
+					his[i] = math.MaxUint64
+				}
+			}
+			gt := g.e.(*gpuTree)
+			for _, limit := range []int{0, 1, 5, 100} {
+				wk, wv, wo, err := c.Ranges(los, his, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, warp := range []bool{false, true} {
+					gt.warpRanges = warp
+					k, v, o, err := g.Ranges(los, his, limit)
+					if err != nil {
+						t.Fatalf("limit %d, warp %v: %v", limit, warp, err)
+					}
+					if !slices.Equal(k, wk) || !slices.Equal(v, wv) || !slices.Equal(o, wo) {
+						t.Fatalf("limit %d, warp kernel %v: %d pairs, want %d (offsets equal %v)", limit, warp, len(k), len(wk), slices.Equal(o, wo))
+					}
+				}
+				gt.warpRanges = false
+			}
+		})
+	}
+}

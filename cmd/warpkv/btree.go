@@ -1,0 +1,276 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/warpkv/warpkv/btree"
+)
+
+// runBTree is "warpkv btree run": it applies a file of B+ tree operations,
+// one a line, and prints the answers, as "warpkv art run" does for the
+// adaptive radix tree (the same lines but prefix, the same output and
+// errors), with keys and values decimal uint64:
+//
+//	put KEY VALUE        insert or replace
+//	upd KEY VALUE        replace only if present
+//	del KEY              delete
+//	get KEY              prints "KEY VALUE", or "KEY -" when absent
+//	range LO HI LIMIT    prints "range N", then the N pairs "KEY VALUE" with
+//	                     LO <= key < HI (* for no bound), ascending, at
+//	                     most LIMIT (0 or less: no limit)
+//	len                  prints the number of keys
+//
+// Consecutive operations of one kind go to the engine as one batch (at
+// most --batch of them, 262144 when it is 0) and the output is what applying them one at a time
+// in file order prints. A malformed line is an error naming its line
+// number: the lines before it have run and printed their answers, nothing
+// after it runs.
+func runBTree(e *env, args []string) error {
+	const lines = "Lines: put KEY VALUE, upd KEY VALUE, del KEY, get KEY, range LO|* HI|* LIMIT, len\n(keys and values decimal uint64; LIMIT <= 0: no limit)\n"
+	return runOpFile(e, args, "btree", lines, func(in io.Reader, device string, batch int, w *bufio.Writer) error {
+		t, err := btree.Open(btree.Options{Device: device})
+		if err != nil {
+			return err
+		}
+		defer t.Close()
+		return (&btreeRunner{t: btreeFacade{t}, w: w}).run(in, batch)
+	})
+}
+
+// btreeOp is one parsed line.
+type btreeOp struct {
+	verb  string
+	key   uint64 // put, upd, del, get; range: LO
+	hi    uint64 // range: HI
+	noHi  bool   // range: HI is *
+	val   uint64
+	limit int // range: 0 for no limit
+}
+
+// btreeTree is what btree run uses of a B+ tree (btreeFacade; tests use a
+// map).
+type btreeTree interface {
+	Insert(keys, values []uint64) error
+	remove(keys []uint64) error
+	Lookup(keys, values []uint64, found []bool) error
+	Ranges(los, his []uint64, limit int) (keys, values []uint64, offsets []int, err error)
+	Len() int
+}
+
+// btreeFacade is a *btree.Tree as a btreeTree.
+type btreeFacade struct{ *btree.Tree }
+
+// remove is Delete without the count of keys removed.
+func (f btreeFacade) remove(keys []uint64) error {
+	_, err := f.Delete(keys)
+	return err
+}
+
+// btreeRunner applies batches of one verb to t and prints their answers.
+type btreeRunner struct {
+	t btreeTree
+	w *bufio.Writer
+}
+
+// btreeBatchOps is the most operations of one batch when --batch is 0:
+// about 8 MiB of parsed operations, so that a long file is never held
+// whole.
+const btreeBatchOps = 1 << 18
+
+// run reads and applies every line of in, max operations a batch at most
+// (0: btreeBatchOps).
+func (r *btreeRunner) run(in io.Reader, max int) error {
+	if max == 0 {
+		max = btreeBatchOps
+	}
+	b := &lineBatcher[btreeOp]{tool: "btree", max: max, maxLine: 1 << 16, flush: r.flush,
+		parse: func(text string) (btreeOp, string, error) {
+			op, err := parseBTreeLine(text)
+			return op, op.verb, err
+		}}
+	return b.run(in)
+}
+
+// parseBTreeLine parses one operation.
+func parseBTreeLine(text string) (btreeOp, error) {
+	f := strings.Fields(text)
+	op := btreeOp{verb: f[0]}
+	want := map[string]int{"put": 3, "upd": 3, "del": 2, "get": 2, "range": 4, "len": 1}[op.verb]
+	if want == 0 {
+		return op, fmt.Errorf("unknown operation %q (want put, upd, del, get, range or len)", op.verb)
+	}
+	if len(f) != want {
+		return op, fmt.Errorf("%s takes %d argument(s), got %d", op.verb, want-1, len(f)-1)
+	}
+	var err error
+	switch {
+	case op.verb == "range" && f[1] == "*":
+		op.key = 0 // no lower bound
+	case want > 1:
+		if op.key, err = parseDecimal("key", f[1]); err != nil {
+			return op, err
+		}
+	}
+	switch op.verb {
+	case "put", "upd":
+		op.val, err = parseDecimal("value", f[2])
+	case "range":
+		if f[2] == "*" {
+			op.noHi = true
+		} else if op.hi, err = parseDecimal("key", f[2]); err != nil {
+			return op, err
+		}
+		op.limit, err = parseOpLimit(f[3])
+	}
+	return op, err
+}
+
+// parseDecimal parses a decimal uint64 (no sign), what names it in the
+// error.
+func parseDecimal(what, s string) (uint64, error) {
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || s[0] == '+' {
+		return 0, fmt.Errorf("%s %q is not a decimal uint64", what, s)
+	}
+	return v, nil
+}
+
+// flush applies one batch and prints its answers in line order.
+func (r *btreeRunner) flush(ops []btreeOp) error {
+	keys := make([]uint64, len(ops))
+	vals := make([]uint64, len(ops))
+	for i, op := range ops {
+		keys[i], vals[i] = op.key, op.val
+	}
+	t, w := r.t, r.w
+	switch ops[0].verb {
+	case "put":
+		return t.Insert(keys, vals)
+	case "upd":
+		return r.update(keys, vals)
+	case "del":
+		return t.remove(keys)
+	case "get":
+		found := make([]bool, len(keys))
+		if err := t.Lookup(keys, vals, found); err != nil {
+			return err
+		}
+		for i, k := range keys {
+			if found[i] {
+				fmt.Fprintf(w, "%d %d\n", k, vals[i])
+			} else {
+				fmt.Fprintf(w, "%d -\n", k)
+			}
+		}
+	case "len":
+		n := t.Len()
+		for range ops {
+			fmt.Fprintln(w, n)
+		}
+	case "range":
+		return r.ranges(ops)
+	}
+	return nil
+}
+
+// update replaces the values of the keys present: an update never changes
+// which keys are present, so one lookup before the batch decides every
+// line, and Insert's last-occurrence-wins gives the last line's value.
+func (r *btreeRunner) update(keys, vals []uint64) error {
+	old := make([]uint64, len(keys))
+	found := make([]bool, len(keys))
+	if err := r.t.Lookup(keys, old, found); err != nil {
+		return err
+	}
+	var ks, vs []uint64
+	for i, f := range found {
+		if f {
+			ks, vs = append(ks, keys[i]), append(vs, vals[i])
+		}
+	}
+	return r.t.Insert(ks, vs)
+}
+
+// ranges answers a batch of half-open range lines [LO, HI) with one
+// Ranges call and prints each with its own limit. It gives the same
+// answers whether Ranges takes inclusive bounds [lo, hi] or half-open ones
+// [lo, hi) (issue 21 turns the first into the second): each query asks
+// Ranges(LO, HI) for one pair more than its limit and drops a pair at HI;
+// a query with no upper bound asks Ranges(LO, MaxUint64) and, while under
+// its limit and without it, adds the key MaxUint64 (beyond every half-open
+// range) from one lookup.
+func (r *btreeRunner) ranges(ops []btreeOp) error {
+	var los, his []uint64
+	limits := make([]int, len(ops))
+	asked := make([]int, len(ops)) // the query of line i, -1 when [LO, HI) is empty
+	for i, op := range ops {
+		limits[i] = op.limit
+		hi := op.hi
+		if op.noHi {
+			hi = math.MaxUint64
+		}
+		if !op.noHi && op.key >= op.hi {
+			asked[i] = -1
+			continue
+		}
+		asked[i] = len(los)
+		los, his = append(los, op.key), append(his, hi)
+	}
+	var keys, vals []uint64
+	var offs []int
+	if len(los) > 0 {
+		most := batchLimit(limits)
+		if most > 0 {
+			most++ // room for a pair at HI, dropped below
+		}
+		var err error
+		if keys, vals, offs, err = r.t.Ranges(los, his, most); err != nil {
+			return err
+		}
+	}
+	maxVal, maxFound, err := r.maxKey(ops)
+	if err != nil {
+		return err
+	}
+	for i, op := range ops {
+		var ks, vs []uint64
+		if q := asked[i]; q >= 0 {
+			ks, vs = keys[offs[q]:offs[q+1]], vals[offs[q]:offs[q+1]]
+		}
+		if n := len(ks); n > 0 && !op.noHi && ks[n-1] >= op.hi {
+			ks, vs = ks[:n-1], vs[:n-1] // HI itself, from inclusive bounds
+		}
+		n := shown(len(ks), op.limit)
+		addMax := op.noHi && maxFound && n == len(ks) && (op.limit <= 0 || n < op.limit) &&
+			(n == 0 || ks[n-1] != math.MaxUint64)
+		if addMax {
+			fmt.Fprintf(r.w, "range %d\n", n+1)
+		} else {
+			fmt.Fprintf(r.w, "range %d\n", n)
+		}
+		for j := range n {
+			fmt.Fprintf(r.w, "%d %d\n", ks[j], vs[j])
+		}
+		if addMax {
+			fmt.Fprintf(r.w, "%d %d\n", uint64(math.MaxUint64), maxVal)
+		}
+	}
+	return nil
+}
+
+// maxKey looks up the key MaxUint64 when a line of ops has no upper bound.
+func (r *btreeRunner) maxKey(ops []btreeOp) (val uint64, found bool, err error) {
+	for _, op := range ops {
+		if op.noHi {
+			v, f := make([]uint64, 1), make([]bool, 1)
+			err := r.t.Lookup([]uint64{math.MaxUint64}, v, f)
+			return v[0], f[0], err
+		}
+	}
+	return 0, false, nil
+}

@@ -1,0 +1,342 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/warpkv/warpkv/internal/gputest"
+)
+
+// btreeModel applies "warpkv btree run" lines one at a time to a Go map
+// and prints what the command must print.
+type btreeModel struct{ m map[uint64]uint64 }
+
+func (m *btreeModel) apply(line string, out *strings.Builder) {
+	f := strings.Fields(line)
+	num := func(s string) uint64 { v, _ := strconv.ParseUint(s, 10, 64); return v }
+	switch f[0] {
+	case "put":
+		m.m[num(f[1])] = num(f[2])
+	case "upd":
+		if _, ok := m.m[num(f[1])]; ok {
+			m.m[num(f[1])] = num(f[2])
+		}
+	case "del":
+		delete(m.m, num(f[1]))
+	case "get":
+		k := num(f[1])
+		if v, ok := m.m[k]; ok {
+			fmt.Fprintf(out, "%d %d\n", k, v)
+		} else {
+			fmt.Fprintf(out, "%d -\n", k)
+		}
+	case "len":
+		fmt.Fprintln(out, len(m.m))
+	case "range":
+		limit, _ := strconv.Atoi(f[3])
+		keys := make([]uint64, 0, len(m.m))
+		for k := range m.m {
+			if (f[1] == "*" || k >= num(f[1])) && (f[2] == "*" || k < num(f[2])) {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		if limit > 0 && len(keys) > limit {
+			keys = keys[:limit]
+		}
+		fmt.Fprintf(out, "range %d\n", len(keys))
+		for _, k := range keys {
+			fmt.Fprintf(out, "%d %d\n", k, m.m[k])
+		}
+	}
+}
+
+// randomBTreeFile returns n random operation lines over a small key space
+// (0 to 40, the largest keys and a few large ones), in runs of one verb,
+// with ranges open at either end, empty and reversed ranges, and limits of
+// 0 or less (no limit), and the output the model prints for them.
+func randomBTreeFile(r *rand.Rand, n int) (string, string) {
+	key := func() string {
+		switch r.IntN(10) {
+		case 0:
+			return strconv.FormatUint(math.MaxUint64-uint64(r.IntN(2)), 10)
+		case 1:
+			return strconv.FormatUint(1<<40+uint64(r.IntN(5)), 10)
+		}
+		return strconv.Itoa(r.IntN(41))
+	}
+	bound := func() string {
+		if r.IntN(5) == 0 {
+			return "*"
+		}
+		return key()
+	}
+	verbs := []string{"put", "put", "put", "upd", "del", "get", "get", "range", "range", "len"}
+	m := &btreeModel{m: map[uint64]uint64{}}
+	var in, out strings.Builder
+	for len(strings.Split(in.String(), "\n")) <= n {
+		verb := verbs[r.IntN(len(verbs))]
+		for range 1 + r.IntN(6) {
+			var line string
+			switch verb {
+			case "put", "upd":
+				line = fmt.Sprintf("%s %s %d", verb, key(), r.Uint64())
+			case "del", "get":
+				line = fmt.Sprintf("%s %s", verb, key())
+			case "range":
+				line = fmt.Sprintf("range %s %s %d", bound(), bound(), r.IntN(9)-2)
+			case "len":
+				line = "len"
+			}
+			if r.IntN(20) == 0 {
+				in.WriteString("\n# a comment\n")
+			}
+			in.WriteString(line + "\n")
+			m.apply(line, &out)
+		}
+	}
+	return in.String(), out.String()
+}
+
+// TestBTreeRunExample checks an example file line by line.
+func TestBTreeRunExample(t *testing.T) {
+	in := `put 5 50
+put 3 30
+put 18446744073709551615 1
+put 0 7
+get 3
+get 4
+range * * 0
+range 3 5 10
+range 5 3 10
+range 3 3 10
+range 0 1 -1
+range 4 * 1
+len
+upd 3 31
+upd 4 40
+del 5
+del 5
+get 3
+get 4
+range 1 * 2
+len
+`
+	want := `3 30
+4 -
+range 4
+0 7
+3 30
+5 50
+18446744073709551615 1
+range 1
+3 30
+range 0
+range 0
+range 1
+0 7
+range 1
+5 50
+4
+3 31
+4 -
+range 2
+3 31
+18446744073709551615 1
+3
+`
+	for _, b := range []string{"0", "1", "2"} {
+		code, out, errOut := runCmd("btree", "run", "--device", "cpu", "--batch", b, writeTemp(t, "ops", in))
+		if code != 0 || out != want {
+			t.Fatalf("--batch %s: exit %d, stderr %q, stdout:\n%s\nwant:\n%s", b, code, errOut, out, want)
+		}
+	}
+}
+
+// TestBTreeRunMatchesOneAtATime runs random operation files in batches of
+// every size and compares the output with one-at-a-time application.
+func TestBTreeRunMatchesOneAtATime(t *testing.T) {
+	r := rand.New(rand.NewPCG(uint64(os.Getpid()), 9))
+	for trial := range 8 {
+		in, want := randomBTreeFile(r, 600)
+		path := writeTemp(t, "ops", in)
+		for _, b := range []string{"0", "1", "3", "1000"} {
+			code, out, errOut := runCmd("btree", "run", "--device", "cpu", "--batch", b, path)
+			if code != 0 || out != want {
+				t.Fatalf("trial %d, --batch %s: exit %d, stderr %q; output differs at line %d\ninput:\n%s", trial, b, code, errOut, firstDiffLine(out, want), in)
+			}
+		}
+	}
+}
+
+// runOnDevices runs the built binary's "TOOL run" on in with --device cpu
+// and, where a GPU is usable (required under WARPKV_REQUIRE_GPU=1), with
+// --device gpu, each from a file and in batches of 5 from standard input,
+// and compares every output with the model's.
+func runOnDevices(t *testing.T, bin, tool, in, want string) {
+	t.Helper()
+	devices := []string{"cpu"}
+	if _, err := gputest.Open(); err == nil {
+		devices = append(devices, "gpu")
+	} else if gputest.Required() {
+		t.Fatalf("GPU required (WARPKV_REQUIRE_GPU=1) but unusable: %v", err)
+	}
+	path := writeTemp(t, "ops", in)
+	for _, dev := range devices {
+		for _, args := range [][]string{{tool, "run", "--device", dev, path}, {tool, "run", "--device", dev, "--batch", "5", "-"}} {
+			cmd := exec.Command(bin, args...)
+			cmd.Stdin = strings.NewReader(in)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil || string(out) != want {
+				t.Fatalf("%v: %v, stderr %q; output differs from the model at line %d", args, err, stderr.String(), firstDiffLine(string(out), want))
+			}
+		}
+	}
+}
+
+// TestRunBinaryOnDevices runs the built binary's "art run" and "btree run"
+// on random files with ranges (and, for art, prefixes and long keys) on
+// the CPU engine and, where usable, the GPU engine, against the models.
+func TestRunBinaryOnDevices(t *testing.T) {
+	bin := buildWarpkv(t)
+	r := rand.New(rand.NewPCG(uint64(os.Getpid()), 10))
+	for trial := range 3 {
+		in, want := randomBTreeFile(r, 3000)
+		t.Run(fmt.Sprintf("btree/%d", trial), func(t *testing.T) { runOnDevices(t, bin, "btree", in, want) })
+		in, want = randomARTFile(r, 3000)
+		t.Run(fmt.Sprintf("art/%d", trial), func(t *testing.T) { runOnDevices(t, bin, "art", in, want) })
+	}
+}
+
+// TestBTreeRunErrors checks malformed lines and flags.
+func TestBTreeRunErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		in     string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"unknown verb", "put 1 1\nget 1\nfrob 1\nget 1\n", nil, 1, "1 1\n", `line 3: unknown operation "frob"`},
+		{"no prefix", "prefix 1 1\n", nil, 1, "", `line 1: unknown operation "prefix"`},
+		{"hex key", "get 0x01\n", nil, 1, "", `line 1: key "0x01" is not a decimal uint64`},
+		{"negative key", "get -1\n", nil, 1, "", `line 1: key "-1"`},
+		{"key too big", "get 18446744073709551616\n", nil, 1, "", "line 1: key"},
+		{"bad value", "put 1 -1\n", nil, 1, "", `line 1: value "-1"`},
+		{"plus value", "put 1 +1\n", nil, 1, "", `line 1: value "+1"`},
+		{"missing value", "put 1\n", nil, 1, "", "line 1: put takes 2 argument(s), got 1"},
+		{"extra field", "len 3\n", nil, 1, "", "line 1: len takes 0 argument(s), got 1"},
+		{"bad limit", "range 1 * x\n", nil, 1, "", `line 1: limit "x"`},
+		{"plus limit", "range 1 * +1\n", nil, 1, "", `line 1: limit "+1"`},
+		{"limits past int64", "put 1 1\nrange * * 99999999999999999999\nrange * * -99999999999999999999\n", nil, 0, "range 1\n1 1\nrange 1\n1 1\n", ""},
+		{"pending batch runs first", "put 1 1\nput 2 2\nlen\nlen\nput 3 3\nbad\n", nil, 1, "2\n2\n", "line 6"},
+		{"largest key and value", "put 18446744073709551615 18446744073709551615\nget 18446744073709551615\nrange 18446744073709551614 * 0\n", nil, 0,
+			"18446744073709551615 18446744073709551615\nrange 1\n18446744073709551615 18446744073709551615\n", ""},
+		{"no file", "", []string{"btree", "run"}, 2, "", "one FILE argument"},
+		{"no verb", "", []string{"btree"}, 2, "", "usage: warpkv btree run"},
+		{"help", "", []string{"help", "btree"}, 0, "usage: warpkv btree run", ""},
+		{"bad batch", "", []string{"btree", "run", "--batch", "-1", "x"}, 2, "", "--batch"},
+		{"missing file", "", []string{"btree", "run", "/nonexistent/ops"}, 1, "", "no such file"},
+		{"bad device", "get 1\n", []string{"btree", "run", "--device", "tpu"}, 1, "", `"tpu"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if tc.in != "" {
+				if args == nil {
+					args = []string{"btree", "run", "--device", "cpu"}
+				}
+				args = append(args, writeTemp(t, "ops", tc.in))
+			}
+			code, out, errOut := runCmd(args...)
+			sameOut := out == tc.stdout || (tc.name == "help" && strings.HasPrefix(out, tc.stdout))
+			if code != tc.code || !sameOut || !strings.Contains(errOut, tc.stderr) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, stdout %q, stderr containing %q",
+					code, out, errOut, tc.code, tc.stdout, tc.stderr)
+			}
+		})
+	}
+}
+
+// mapTree is a btreeTree over a Go map whose Ranges take inclusive bounds
+// [lo, hi] (btree.Tree before issue 21) or half-open ones [lo, hi) (after).
+type mapTree struct {
+	m        map[uint64]uint64
+	halfOpen bool
+}
+
+func (t *mapTree) Insert(keys, values []uint64) error {
+	for i, k := range keys {
+		t.m[k] = values[i]
+	}
+	return nil
+}
+
+func (t *mapTree) remove(keys []uint64) error {
+	for _, k := range keys {
+		delete(t.m, k)
+	}
+	return nil
+}
+
+func (t *mapTree) Lookup(keys, values []uint64, found []bool) error {
+	for i, k := range keys {
+		values[i], found[i] = t.m[k]
+	}
+	return nil
+}
+
+func (t *mapTree) Len() int { return len(t.m) }
+
+func (t *mapTree) Ranges(los, his []uint64, limit int) (keys, values []uint64, offsets []int, err error) {
+	sorted := make([]uint64, 0, len(t.m))
+	for k := range t.m {
+		sorted = append(sorted, k)
+	}
+	slices.Sort(sorted)
+	offsets = []int{0}
+	for i := range los {
+		n := 0
+		for _, k := range sorted {
+			in := k >= los[i] && (k < his[i] || (!t.halfOpen && k == his[i]))
+			if in && (limit <= 0 || n < limit) {
+				keys, values = append(keys, k), append(values, t.m[k])
+				n++
+			}
+		}
+		offsets = append(offsets, len(keys))
+	}
+	return keys, values, offsets, nil
+}
+
+// TestBTreeRunEitherRangeConvention runs random files through btree run's
+// runner over a tree whose Ranges are inclusive and over one whose Ranges
+// are half-open: the output is the model's with both, so the command
+// stays right across issue 21's change of btree.Tree.Ranges.
+func TestBTreeRunEitherRangeConvention(t *testing.T) {
+	r := rand.New(rand.NewPCG(uint64(os.Getpid()), 11))
+	for trial := range 6 {
+		in, want := randomBTreeFile(r, 800)
+		for _, halfOpen := range []bool{false, true} {
+			for _, batch := range []int{0, 1, 4} {
+				var out bytes.Buffer
+				w := bufio.NewWriter(&out)
+				err := (&btreeRunner{t: &mapTree{m: map[uint64]uint64{}, halfOpen: halfOpen}, w: w}).run(strings.NewReader(in), batch)
+				if err != nil || w.Flush() != nil || out.String() != want {
+					t.Fatalf("trial %d, half-open %v, batch %d: %v; output differs at line %d", trial, halfOpen, batch, err, firstDiffLine(out.String(), want))
+				}
+			}
+		}
+	}
+}

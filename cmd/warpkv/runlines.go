@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// runOpFile is the command line of "warpkv TOOL run [--device D] [--batch
+// N] FILE" (art, btree): help (lines describes the operation lines), the
+// flags and the input checked, then apply(in, device, batch, w) with a
+// buffered standard output, flushed at the end whatever apply returns.
+func runOpFile(e *env, args []string, tool, lines string, apply func(in io.Reader, device string, batch int, w *bufio.Writer) error) error {
+	synopsis := "warpkv " + tool + " run [--device auto|cpu|gpu|gpu:N] [--batch N] FILE (- for standard input)"
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Fprintf(e.stderr, "usage: %s\n\n%s", synopsis, lines)
+		return flag.ErrHelp
+	}
+	if len(args) == 0 || args[0] != "run" {
+		return usagef("usage: %s", synopsis)
+	}
+	fs := newFlagSet(e, tool+" run", synopsis)
+	device := fs.String("device", "", "engine: auto (a GPU where usable, else the CPU engine), cpu, gpu or gpu:N (default $WARPKV_DEVICE, else auto)")
+	batch := fs.Int("batch", 0, "most consecutive operations of one kind sent as one batch (0: the tool's default, a bounded batch)")
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return usagef("%s run takes one FILE argument, got %d", tool, fs.NArg())
+	}
+	if *batch < 0 {
+		return usagef("--batch must be at least 0")
+	}
+	in, closeIn, err := openInput(fs.Arg(0))
+	if err != nil {
+		return fmt.Errorf("%s: %w", tool, err)
+	}
+	defer closeIn()
+	w := bufio.NewWriterSize(e.stdout, 1<<16)
+	err = apply(in, *device, *batch, w)
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// lineBatcher reads the operation files of "warpkv art run" and "warpkv
+// btree run": one operation a line, blank lines and lines starting with #
+// skipped; consecutive operations of one verb go to flush as one batch (at
+// most max of them, 0: no limit), in file order. A line parse rejects is an
+// error naming its line number, after the batch before it has been
+// flushed: the lines before it ran, nothing after it does.
+type lineBatcher[T any] struct {
+	tool    string                          // "art", "btree": the errors' prefix
+	max     int                             // most operations per batch (0: no limit)
+	maxLine int                             // longest line accepted, in bytes
+	parse   func(string) (T, string, error) // one line: its operation and verb
+	flush   func([]T) error                 // applies a batch and prints its answers
+	pending []T
+	verb    string
+}
+
+// run reads and applies every line of in. Cost: one parse per line and one
+// flush per batch.
+func (b *lineBatcher[T]) run(in io.Reader) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<16), b.maxLine)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		op, verb, err := b.parse(text)
+		if err != nil {
+			if ferr := b.send(); ferr != nil {
+				return ferr
+			}
+			return fmt.Errorf("%s: line %d: %v (the lines before it ran; nothing after it did)", b.tool, line, err)
+		}
+		if len(b.pending) > 0 && (verb != b.verb || (b.max > 0 && len(b.pending) == b.max)) {
+			if err := b.send(); err != nil {
+				return err
+			}
+		}
+		b.pending, b.verb = append(b.pending, op), verb
+	}
+	if err := sc.Err(); err != nil {
+		if ferr := b.send(); ferr != nil {
+			return ferr
+		}
+		return fmt.Errorf("%s: reading input: %w", b.tool, err)
+	}
+	return b.send()
+}
+
+// send flushes the pending batch, if any.
+func (b *lineBatcher[T]) send() error {
+	ops := b.pending
+	b.pending = b.pending[:0]
+	if len(ops) == 0 {
+		return nil
+	}
+	return b.flush(ops)
+}
+
+// parseOpLimit parses a decimal LIMIT: 0 or less means no limit (returned
+// as 0); values past the largest int32 mean no limit in practice.
+func parseOpLimit(s string) (int, error) {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+		err = nil // past int64 either way: no limit in practice, or none
+	}
+	if err != nil || s[0] == '+' {
+		return 0, fmt.Errorf("limit %q is not a decimal count", s)
+	}
+	return int(min(max(v, 0), math.MaxInt32)), nil
+}
+
+// batchLimit is the limit one query call of a batch of queries needs: 0
+// (no limit) when any query has none, else the largest.
+func batchLimit(limits []int) int {
+	most := 0
+	for _, l := range limits {
+		if l <= 0 {
+			return 0
+		}
+		most = max(most, l)
+	}
+	return most
+}
+
+// shown is how many of n answers a query with limit prints (limit 0: all).
+func shown(n, limit int) int {
+	if limit <= 0 {
+		return n
+	}
+	return min(n, limit)
+}
