@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -65,6 +66,7 @@ type loop struct {
 	batch   kv.Batch
 	events  []unix.EpollEvent
 	iov     [][]byte
+	iovecs  []unix.Iovec
 	stages  stageTimer
 	idleAt  time.Time // next idle scan
 	closeAt time.Time // end of the shutdown grace (zero until shutdown)
@@ -318,7 +320,13 @@ func (l *loop) round() {
 	}
 	for _, c := range cur[:parsed] {
 		if !c.ev.closed {
-			l.finish(c, ok)
+			l.render(c, ok)
+		}
+	}
+	l.stages.lap(StageRender, 0)
+	for _, c := range cur[:parsed] {
+		if !c.ev.closed {
+			l.finish(c)
 		}
 	}
 	l.stages.lap(StageWrite, 0)
@@ -357,7 +365,7 @@ func (l *loop) do() (ok bool) {
 // by prepareRead: one system call. End of input or an error closes c.
 func (l *loop) read(c *conn) {
 	for {
-		n, err := unix.Read(c.ev.fd, c.rbuf[c.rend:])
+		n, err := rawRead(c.ev.fd, c.rbuf[c.rend:])
 		switch {
 		case n > 0:
 			c.rend += n
@@ -387,10 +395,9 @@ func (l *loop) parse(c *conn) {
 	c.opEnd = len(l.batch.Ops)
 }
 
-// finish renders and writes c's replies of the round (ok: its batch ran),
-// then readies c for the next: queued again when it has parsed requests
-// left, watched for input when it needs more, closed when it asked to be.
-func (l *loop) finish(c *conn, ok bool) {
+// render renders c's replies of the round (ok: its batch ran; if not,
+// c is closed).
+func (l *loop) render(c *conn, ok bool) {
 	defer func() {
 		if p := recover(); p != nil {
 			l.panicked(c, p)
@@ -405,9 +412,20 @@ func (l *loop) finish(c *conn, ok bool) {
 		c.lastCmd.Store(time.Now().UnixNano())
 		c.flushCounts()
 		c.renderRound()
-		if c.out.len() > 0 && !l.write(c) {
-			return
+	}
+}
+
+// finish writes c's rendered replies, then readies c for the next round:
+// queued again when it has parsed requests left, watched for input when
+// it needs more, closed when it asked to be.
+func (l *loop) finish(c *conn) {
+	defer func() {
+		if p := recover(); p != nil {
+			l.panicked(c, p)
 		}
+	}()
+	if c.out.len() > 0 && !l.write(c) {
+		return
 	}
 	st := c.ev.st
 	c.endRound()
@@ -460,10 +478,9 @@ func (l *loop) write(c *conn) bool {
 		o.reset()
 	}()
 	c.state.Store(stateWrite)
-	vec := iov
+	vec := consume(iov, 0)
 	for len(vec) > 0 {
-		k := min(len(vec), 1024) // IOV_MAX
-		n, err := unix.Writev(c.ev.fd, vec[:k])
+		n, err := l.writev(c.ev.fd, vec)
 		if n > 0 {
 			l.s.stats.bytesWritten.Add(uint64(n))
 			c.ev.lastIO = time.Now().UnixNano()
@@ -483,6 +500,60 @@ func (l *loop) write(c *conn) bool {
 		}
 	}
 	return true
+}
+
+// The loop's sockets are non-blocking, so their reads and writes are made
+// as raw system calls: the runtime does not hand the loop's processor to
+// another thread around them, as it may for a call that might block.
+
+// rawRead is read(2) on a non-blocking descriptor.
+func rawRead(fd int, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// rawWrite is write(2) on a non-blocking descriptor.
+func rawWrite(fd int, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// writev writes the first IOV_MAX (1024) slices of vec with one writev(2),
+// or one write(2) when there is one slice.
+func (l *loop) writev(fd int, vec [][]byte) (int, error) {
+	if len(vec) == 1 {
+		return rawWrite(fd, vec[0])
+	}
+	iv := l.iovecs[:0]
+	for _, b := range vec[:min(len(vec), 1024)] {
+		if len(b) > 0 {
+			v := unix.Iovec{Base: &b[0]}
+			v.SetLen(len(b))
+			iv = append(iv, v)
+		}
+	}
+	l.iovecs = iv
+	if len(iv) == 0 {
+		return 0, nil
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iv[0])), uintptr(len(iv)))
+	clear(iv) // no pointers kept into the round's batch
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
 }
 
 // consume drops the first n bytes of vec.
@@ -524,7 +595,7 @@ func (l *loop) hold(c *conn, vec [][]byte) {
 // gives their memory back and serves c again.
 func (l *loop) flush(c *conn) {
 	for c.ev.heldOff < len(c.ev.held) {
-		n, err := unix.Write(c.ev.fd, c.ev.held[c.ev.heldOff:])
+		n, err := rawWrite(c.ev.fd, c.ev.held[c.ev.heldOff:])
 		if n > 0 {
 			c.ev.heldOff += n
 			l.s.stats.bytesWritten.Add(uint64(n))
