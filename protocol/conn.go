@@ -189,7 +189,12 @@ func (c *conn) full() bool {
 // adapt sets the next round's op limit from this round's hits, so that a
 // round's values stay near MaxBatchBytes: a client fetching large values
 // gets fewer ops per round (at least one), which bounds the memory a
-// connection holds while its replies are written.
+// connection holds while its replies are written. The limit doubles
+// (up to MaxBatch) after a round that used at least half of it with hits
+// under half of MaxBatchBytes; an event loop's connection starts at one op
+// (slow start), so that a client that sends a long pipeline of gets of
+// large values and never reads holds one value, not MaxBatch of them,
+// before the server has seen their size.
 func (c *conn) adapt() {
 	gets, hitBytes := 0, 0
 	for i := c.opBase; i < c.opEnd; i++ {
@@ -205,7 +210,7 @@ func (c *conn) adapt() {
 	switch {
 	case hitBytes > limit:
 		c.opLimit = max(1, gets*limit/hitBytes)
-	case hitBytes <= limit/2 && c.opLimit < c.s.cfg.MaxBatch:
+	case hitBytes <= limit/2 && c.opLimit < c.s.cfg.MaxBatch && 2*(c.opEnd-c.opBase) >= c.opLimit:
 		c.opLimit = min(c.s.cfg.MaxBatch, 2*c.opLimit)
 	}
 }

@@ -157,6 +157,7 @@ func (s *Server) adopt(c *conn) bool {
 	c.nc = nil
 	c.id = int64(fd)
 	c.ev = loopConn{fd: fd, st: psMore, lastIO: time.Now().UnixNano()}
+	c.opLimit = 1 // slow start (adapt)
 	s.mu.Unlock()
 	l := s.loops[s.nextLoop.Add(1)%uint64(len(s.loops))]
 	l.mu.Lock()

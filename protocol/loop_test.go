@@ -6,7 +6,10 @@ import (
 
 // TestEventLoopsRunTheTables runs the protocol's request tables and
 // connection tests over TCP connections served by event loops (where the
-// platform has them) instead of net.Pipe connections on goroutines.
+// platform has them) instead of net.Pipe connections on goroutines. The
+// tests that count a connection's batches are left out: a loop's
+// connection starts at one op per round (slow start, see adapt), and its
+// rounds share batches with the loop's other connections.
 func TestEventLoopsRunTheTables(t *testing.T) {
 	if !loopsAvailable {
 		t.Skip("no event loops on this platform")
@@ -27,16 +30,11 @@ func TestEventLoopsRunTheTables(t *testing.T) {
 		"BinaryStats":                         TestBinaryStats,
 		"MetaProtocol":                        TestMetaProtocol,
 		"MetaAges":                            TestMetaAges,
-		"PipelineRunsOneBatchPerRead":         TestPipelineRunsOneBatchPerRead,
-		"PipelineBatchBounds":                 TestPipelineBatchBounds,
-		"BinaryPipelineKeepsOrder":            TestBinaryPipelineKeepsOrder,
 		"ConcurrentConnections":               TestConcurrentConnections,
-		"LargeHitsShrinkTheNextBatches":       TestLargeHitsShrinkTheNextBatches,
 		"TextProtocol":                        TestTextProtocol,
 		"TextExpiry":                          TestTextExpiry,
 		"TextQuitClosesAfterEarlierReplies":   TestTextQuitClosesAfterEarlierReplies,
 		"TextStats":                           TestTextStats,
-		"StatsCounters":                       TestStatsCounters,
 	} {
 		t.Run(name, f)
 	}
