@@ -49,6 +49,9 @@ func runBenchServe(e *env, args []string) error {
 	crosscheck := fs.String("crosscheck", "auto", "independent load tool to cross-check one workload with: auto (memcaslap or memaslap if installed), none, or its path")
 	jsonPath := fs.String("json", "", "also write everything measured as JSON to `FILE`")
 	report := fs.String("report", "", "run nothing: print issue 14's targets table from saved --json reports (`FILES`, comma-separated)")
+	unpipelined := fs.Bool("unpipelined", false, "measure clients with one request in flight per connection instead (issue 19): --pipeline 1 at --unpipelined-conns, 100:0 and 95:5, loadgen and memaslap, every server also paced at --p99-at of memcached's peak")
+	upConns := fs.String("unpipelined-conns", "64,512,4096", "connection counts of --unpipelined (`LIST`)")
+	upDuration := fs.Duration("unpipelined-duration", 2*time.Second, "measured time of each --unpipelined row")
 	var rest []string
 	for i, a := range args {
 		if a == "--" {
@@ -97,6 +100,10 @@ func runBenchServe(e *env, args []string) error {
 		ServerCPUs: formatCPUList(sCPUs), LoadCPUs: formatCPUList(lCPUs), Threads: nThreads, MemoryMB: *memMB,
 		LoadgenArgs: rest, GPU: gpuSummary()}
 	servers := planServers(*mcPath, *engines, exe, nThreads, *memMB, *interval, *policy, *profile)
+	if *unpipelined {
+		return benchUnpipelined(ctx, e, servers, exe, sCPUs, lCPUs, nThreads, *upConns, *upDuration, *p99At, *profile,
+			findMemaslap(*crosscheck), tmp, *jsonPath)
+	}
 	fmt.Fprintf(e.stdout, "bench serve: %s, %d CPUs; servers on CPUs %s (-t %d), load generator on CPUs %s; %s\n",
 		rep.Host, rep.CPUs, rep.ServerCPUs, nThreads, rep.LoadCPUs, rep.GPU)
 	ms := findMemaslap(*crosscheck)
