@@ -40,6 +40,10 @@ type Config struct {
 	// IdleTimeout closes connections idle for that long (memcached's -o
 	// idle_timeout); 0 means never.
 	IdleTimeout time.Duration
+	// Loops is the number of event loops serving connections
+	// (protocol.Config.Loops): 0 means the protocol's default, negative
+	// a goroutine per connection.
+	Loops int
 	// Logger receives the server's messages; nil means slog.Default().
 	Logger *slog.Logger
 	// Ready, if set, is called with the listening address once the server
@@ -80,6 +84,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		Settings:    settingsOf(ln.Addr(), cfg),
 		Stages:      eng.StageClock(),
 		IdleTimeout: cfg.IdleTimeout,
+		Loops:       cfg.Loops,
 		// Half-sent requests may hold an eighth of the item memory (at
 		// least one largest item): see protocol.Config.MaxPendingBytes.
 		MaxPendingBytes: eng.opts.MemoryLimit / 8,
