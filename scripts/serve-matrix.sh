@@ -101,16 +101,9 @@ unpipelined() {
 	local bin=${WARPKV:-$dir/warpkv}
 	local out=${OUT:-$dir/serve-matrix}
 	mkdir -p "$out"
-	local mc=${MEMCACHED:-memcached}
-	if [[ -x $dir/bin/memcached ]]; then
-		mc=$dir/bin/memcached
-		export PATH="$dir/bin:$PATH"
-	fi
-	local n half
-	n=$(nproc)
-	half=$((n / 2))
-	local scpus=${SERVER_CPUS:-0-$((half - 1))}
-	local lcpus=${LOAD_CPUS:-$half-$((n - 1))}
+	local mc n scpus lcpus
+	find_tools "$dir"
+	cpu_sets
 	local engines=${ENGINES:-gpu,cpu}
 	local budget=${BUDGET:-400}
 	local start=$SECONDS
@@ -149,6 +142,32 @@ unpipelined() {
 	echo "## done in $((SECONDS - start)) s"
 }
 
+# find_tools sets the caller's mc to $MEMCACHED, else the memcached packed
+# in $1/bin, else memcached on PATH, and puts $1/bin (memcaslap) first on
+# PATH when it was packed.
+find_tools() {
+	mc=${MEMCACHED:-}
+	if [[ -z $mc ]]; then
+		if [[ -x $1/bin/memcached ]]; then
+			mc=$1/bin/memcached
+		else
+			mc=memcached
+		fi
+	fi
+	if [[ -x $1/bin/memcaslap ]]; then
+		export PATH="$1/bin:$PATH"
+	fi
+}
+
+# cpu_sets sets the caller's n (CPUs), scpus and lcpus: $SERVER_CPUS and
+# $LOAD_CPUS, else the first and the second half of the CPUs.
+cpu_sets() {
+	n=$(nproc)
+	local half=$((n / 2))
+	scpus=${SERVER_CPUS:-0-$((half - 1))}
+	lcpus=${LOAD_CPUS:-$half-$((n - 1))}
+}
+
 run() {
 	local bin=${WARPKV:-$root/.gpu/warpkv}
 	[[ -x $bin ]] || {
@@ -157,22 +176,9 @@ run() {
 	}
 	local out=${OUT:-$root/.gpu/serve-matrix}
 	mkdir -p "$out"
-	local mc=${MEMCACHED:-}
-	if [[ -z $mc ]]; then
-		if [[ -x $root/.gpu/bin/memcached ]]; then
-			mc=$root/.gpu/bin/memcached
-		else
-			mc=memcached
-		fi
-	fi
-	if [[ -x $root/.gpu/bin/memcaslap ]]; then
-		export PATH="$root/.gpu/bin:$PATH"
-	fi
-	local n half
-	n=$(nproc)
-	half=$((n / 2))
-	local scpus=${SERVER_CPUS:-0-$((half - 1))}
-	local lcpus=${LOAD_CPUS:-$half-$((n - 1))}
+	local mc n scpus lcpus
+	find_tools "$root/.gpu"
+	cpu_sets
 	local engines=${ENGINES:-gpu,cpu}
 	local common=(--memcached "$mc" --engines "$engines" --server-cpus "$scpus" --load-cpus "$lcpus"
 		-m "${MEM_MB:-2048}" --p99-at 0.8)

@@ -445,28 +445,12 @@ func runCrosscheck(ctx context.Context, e *env, tool, exe, addr string, pid int,
 	cfg := filepath.Join(tmp, "memaslap.cfg")
 	os.WriteFile(cfg, []byte("key\n16 16 1\nvalue\n64 64 1\ncmd\n0 0.05\n1 0.95\n"), 0o644)
 	threads := min(len(lCPUs), crossConns)
-	before, err1 := loadgen.ProcessCPU(pid)
-	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, tool, "-s", addr, "-F", cfg, "-t", fmt.Sprintf("%ds", int(dur.Seconds())),
-		"-T", strconv.Itoa(threads), "-c", strconv.Itoa(crossConns))
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := startPinned(cmd, lCPUs)
-	if err == nil {
-		err = cmd.Wait()
+	tps, cpu, err := runMemaslapTool(ctx, tool, []string{"-s", addr, "-F", cfg, "-t", fmt.Sprintf("%ds", int(dur.Seconds())),
+		"-T", strconv.Itoa(threads), "-c", strconv.Itoa(crossConns)}, pid, lCPUs)
+	if err != nil {
+		cc.Err = fmt.Sprintf("%s: %v", cc.Tool, err)
 	}
-	after, err2 := loadgen.ProcessCPU(pid)
-	tps, ops, ok := parseMemaslap(out.String())
-	switch {
-	case err != nil:
-		cc.Err = fmt.Sprintf("%s: %v: %s", cc.Tool, err, lastLines(out.String(), 3))
-	case !ok:
-		cc.Err = fmt.Sprintf("%s: no TPS in its output: %s", cc.Tool, lastLines(out.String(), 3))
-	default:
-		cc.ToolOpsPerSec = tps
-		if err1 == nil && err2 == nil && ops > 0 {
-			cc.ToolServerCPUPerMop = time.Duration(float64(after-before) * 1e6 / ops)
-		}
-	}
+	cc.ToolOpsPerSec, cc.ToolServerCPUPerMop = tps, cpu
 	jsonOut := filepath.Join(tmp, "cross.json")
 	os.Remove(jsonOut)
 	la := []string{"loadgen", "--addr", addr, "--server-pid", strconv.Itoa(pid), "--workloads", "b", "--mix", "95:5",
@@ -481,6 +465,33 @@ func runCrosscheck(ctx context.Context, e *env, tool, exe, addr string, pid int,
 		cc.LoadgenServerCPUPerMop = rows[0].Result.ServerCPUPerMop
 	}
 	return cc
+}
+
+// runMemaslapTool runs memaslap with args pinned to lCPUs and returns its
+// final TPS and the server's (process pid) CPU time per million of its
+// operations (0 when unknown).
+func runMemaslapTool(ctx context.Context, tool string, args []string, pid int, lCPUs []int) (float64, time.Duration, error) {
+	before, err1 := loadgen.ProcessCPU(pid)
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, tool, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := startPinned(cmd, lCPUs)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	after, err2 := loadgen.ProcessCPU(pid)
+	tps, ops, ok := parseMemaslap(out.String())
+	switch {
+	case err != nil:
+		return 0, 0, fmt.Errorf("%v: %s", err, lastLines(out.String(), 3))
+	case !ok:
+		return 0, 0, fmt.Errorf("no TPS in its output: %s", lastLines(out.String(), 3))
+	}
+	var cpu time.Duration
+	if err1 == nil && err2 == nil && ops > 0 {
+		cpu = time.Duration(float64(after-before) * 1e6 / ops)
+	}
+	return tps, cpu, nil
 }
 
 var memaslapRE = regexp.MustCompile(`Run time: [0-9.]+s Ops: ([0-9]+) TPS: ([0-9]+)`)

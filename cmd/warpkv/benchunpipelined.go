@@ -227,26 +227,9 @@ func runMemslap(ctx context.Context, tool, addr string, pid int, lCPUs []int, co
 	args := []string{"-s", addr, "-F", cfg, "-t", fmt.Sprintf("%ds", max(1, int(plan.Duration.Seconds()))),
 		"-T", strconv.Itoa(threads), "-c", strconv.Itoa(conns)}
 	res := &memslapResult{Command: append([]string{filepath.Base(tool)}, args...)}
-	before, err1 := loadgen.ProcessCPU(pid)
-	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, tool, args...)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := startPinned(cmd, lCPUs)
-	if err == nil {
-		err = cmd.Wait()
-	}
-	after, err2 := loadgen.ProcessCPU(pid)
-	tps, ops, ok := parseMemaslap(out.String())
-	switch {
-	case err != nil:
-		res.Err = fmt.Sprintf("%v: %s", err, lastLines(out.String(), 3))
-	case !ok:
-		res.Err = "no TPS in its output: " + lastLines(out.String(), 3)
-	default:
-		res.OpsPerSec = tps
-		if err1 == nil && err2 == nil && ops > 0 {
-			res.CPUPerMop = time.Duration(float64(after-before) * 1e6 / ops)
-		}
+	var err error
+	if res.OpsPerSec, res.CPUPerMop, err = runMemaslapTool(ctx, tool, args, pid, lCPUs); err != nil {
+		res.Err = err.Error()
 	}
 	return res
 }
