@@ -348,13 +348,7 @@ func benchOne(ctx context.Context, e *env, sv plannedServer, exe string, sCPUs, 
 			return
 		}
 		stopped = true
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
+		stopProcess(cmd, exited)
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			res.TotalCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		}
@@ -400,6 +394,18 @@ func benchOne(ctx context.Context, e *env, sv plannedServer, exe string, sCPUs, 
 	}
 	stopServer()
 	return res
+}
+
+// stopProcess sends cmd's process SIGTERM and waits for it to exit (exited
+// receives cmd.Wait's result), killing it after 20 s.
+func stopProcess(cmd *exec.Cmd, exited <-chan error) {
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+	}
 }
 
 // runPinned runs the warpkv binary with args pinned to cpus, with

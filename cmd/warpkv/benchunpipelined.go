@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -129,15 +128,7 @@ func unpipelinedServer(ctx context.Context, e *env, sv plannedServer, exe string
 	pid := cmd.Process.Pid
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	}()
+	defer stopProcess(cmd, exited)
 	if err := waitListening(ctx, addr, exited, 120*time.Second); err != nil {
 		return nil, nil, fmt.Errorf("%v; log: %s", err, tailFile(logPath, 1500))
 	}
