@@ -373,6 +373,14 @@ func (c *conn) prepareRead() error {
 	if c.s.closing.Load() {
 		return errShutdown
 	}
+	c.setReadState()
+	return nil
+}
+
+// setReadState sets the stats conns state of a connection waiting for
+// input: swallowing a refused value, reading the rest of a request, or
+// waiting for a new one.
+func (c *conn) setReadState() {
 	switch {
 	case c.swallow > 0:
 		c.state.Store(stateSwallow)
@@ -381,7 +389,6 @@ func (c *conn) prepareRead() error {
 	default:
 		c.state.Store(stateWaiting)
 	}
-	return nil
 }
 
 // resize replaces the read buffer with one of size bytes holding the

@@ -365,6 +365,13 @@ func (l *loop) do() (ok bool) {
 // read reads what the socket of c holds into its read buffer, made ready
 // by prepareRead: one system call. End of input or an error closes c.
 func (l *loop) read(c *conn) {
+	if c.rend == len(c.rbuf) { // no room: prepareRead makes some (or refuses)
+		if err := c.prepareRead(); err != nil {
+			c.logErr(err)
+			l.close(c)
+			return
+		}
+	}
 	for {
 		n, err := rawRead(c.ev.fd, c.rbuf[c.rend:])
 		switch {
@@ -623,6 +630,8 @@ func (l *loop) flush(c *conn) {
 	l.watch(c, unix.EPOLLIN|unix.EPOLLRDHUP)
 	if c.ev.st == psFull {
 		l.queue(c)
+	} else {
+		c.setReadState()
 	}
 }
 
