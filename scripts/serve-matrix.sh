@@ -36,7 +36,10 @@
 #                                  # (if packed) and warpkv; a short pipelined
 #                                  # and 10-key multi-get check. Writes
 #                                  # serve-unpipelined.{txt,json},
-#                                  # profile-{before,after}.txt, pipelined-get{1,10}.txt
+#                                  # profile-{before,after}.txt, pipelined-get{1,10}.txt;
+#                                  # WARPKV_FLAGS (e.g. "--loops 32") go to
+#                                  # every warpkv server of the matrix and
+#                                  # the pipelined check
 #
 # Environment (run): SERVER_CPUS, LOAD_CPUS (default: the first and second
 # half of the CPUs), ENGINES (gpu,cpu), DURATION (1200ms), WARMUP (300ms),
@@ -110,6 +113,7 @@ unpipelined() {
 	echo "# unpipelined matrix: $(date -u +%FT%TZ), $("$bin" version 2>/dev/null | head -n 1), $n CPUs, servers $scpus, load $lcpus"
 	"$bin" devices || true
 	"$bin" bench serve --unpipelined --memcached "$mc" --engines "$engines" --server-cpus "$scpus" --load-cpus "$lcpus" \
+		--warpkv-flags "${WARPKV_FLAGS:-}" \
 		-m "${MEM_MB:-1024}" --p99-at 0.8 --profile --crosscheck auto --unpipelined-conns "${CONNS_LIST:-64,512,4096}" \
 		--unpipelined-duration "${DURATION:-2s}" --json "$out/serve-unpipelined.json" 2>&1 | tee "$out/serve-unpipelined.txt"
 	local lg=(--workloads b --dist uniform --keys 100000 --duration 2s --warmup 500ms --quiet)
@@ -136,6 +140,7 @@ unpipelined() {
 		fi
 		echo "## pipelined, $g-key gets ($((SECONDS - start)) s so far)"
 		"$bin" bench serve --memcached "$mc" --engines "$engines" --server-cpus "$scpus" --load-cpus "$lcpus" \
+			--warpkv-flags "${WARPKV_FLAGS:-}" \
 			-m "${MEM_MB:-1024}" --p99-at 0 --crosscheck none -- "${lg[@]}" --mix 95:5 --conns 32 --pipeline 16 \
 			--multiget "$g" 2>&1 | tee "$out/pipelined-get$g.txt"
 	done

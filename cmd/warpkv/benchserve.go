@@ -34,7 +34,7 @@ import (
 //
 //	warpkv bench serve [flags] [-- loadgen flags]
 func runBenchServe(e *env, args []string) error {
-	fs := newFlagSet(e, "bench serve", "warpkv bench serve [--memcached PATH] [--engines gpu,cpu] [--server-cpus LIST] [--load-cpus LIST] [-t N] [-m MB] [--p99-at F] [--profile] [--crosscheck auto|none|PATH] [--json FILE] [-- loadgen flags]")
+	fs := newFlagSet(e, "bench serve", "warpkv bench serve [--memcached PATH] [--engines gpu,cpu] [--server-cpus LIST] [--load-cpus LIST] [-t N] [-m MB] [--p99-at F] [--profile] [--crosscheck auto|none|PATH] [--json FILE] [--warpkv-flags FLAGS] [--unpipelined ...] [-- loadgen flags]")
 	mcPath := fs.String("memcached", "memcached", "memcached binary to compare with (none: leave it out)")
 	engines := fs.String("engines", "gpu,cpu", "warpkv engines to run, in order: gpu, cpu, gpu:N, and gpu/staged for the GPU engine with staged search calls (empty: none)")
 	warpkvPath := fs.String("warpkv", "", "warpkv binary for the servers and the load generator (default: this one)")
@@ -52,6 +52,7 @@ func runBenchServe(e *env, args []string) error {
 	unpipelined := fs.Bool("unpipelined", false, "measure clients with one request in flight per connection instead (issue 19): --pipeline 1 at --unpipelined-conns, 100:0 and 95:5, loadgen and memaslap, every server also paced at --p99-at of memcached's peak")
 	upConns := fs.String("unpipelined-conns", "64,512,4096", "connection counts of --unpipelined (`LIST`)")
 	upDuration := fs.Duration("unpipelined-duration", 2*time.Second, "measured time of each --unpipelined row")
+	warpkvFlags := fs.String("warpkv-flags", "", "more `FLAGS` for every warpkv server, space separated (e.g. \"--loops 32\")")
 	var rest []string
 	for i, a := range args {
 		if a == "--" {
@@ -100,6 +101,11 @@ func runBenchServe(e *env, args []string) error {
 		ServerCPUs: formatCPUList(sCPUs), LoadCPUs: formatCPUList(lCPUs), Threads: nThreads, MemoryMB: *memMB,
 		LoadgenArgs: rest, GPU: gpuSummary()}
 	servers := planServers(*mcPath, *engines, exe, nThreads, *memMB, *interval, *policy, *profile)
+	for i := range servers {
+		if servers[i].Warpkv {
+			servers[i].Args = append(servers[i].Args, strings.Fields(*warpkvFlags)...)
+		}
+	}
 	if *unpipelined {
 		return benchUnpipelined(ctx, e, servers, exe, sCPUs, lCPUs, nThreads, *upConns, *upDuration, *p99At, *profile,
 			findMemaslap(*crosscheck), tmp, *jsonPath)

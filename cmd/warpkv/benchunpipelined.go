@@ -97,7 +97,7 @@ func runUnpipelined(ctx context.Context, e *env, servers []plannedServer, exe st
 		rep.Rows = append(rep.Rows, rows...)
 	}
 	if memaslap == "" {
-		rep.Notes = append(rep.Notes, "no memaslap column: neither memcaslap nor memaslap is installed (Debian: libmemcached-tools)")
+		rep.Notes = append(rep.Notes, "no memaslap column: --crosscheck none, or neither memcaslap nor memaslap is installed (Debian: libmemcached-tools)")
 	}
 	return rep
 }
