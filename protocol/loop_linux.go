@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"runtime/debug"
 	"sync"
 	"syscall"
@@ -55,6 +56,12 @@ type loop struct {
 	s      *Server
 	epfd   int
 	wakefd int // eventfd: new connections or shutdown
+	// The epoll descriptor in the Go runtime's poller (nil if it could
+	// not be): an idle loop parks there instead of blocking a thread and
+	// its processor in epoll_wait (see wait).
+	pf       *os.File
+	prc      syscall.RawConn
+	deadline bool // pf has a read deadline set
 
 	mu       sync.Mutex
 	incoming []*conn
@@ -92,14 +99,58 @@ func newLoop(s *Server) (*loop, error) {
 		unix.Close(wfd)
 		return nil, fmt.Errorf("protocol: epoll_ctl: %w", err)
 	}
-	return &loop{
+	l := &loop{
 		s:      s,
 		epfd:   epfd,
 		wakefd: wfd,
 		conns:  make(map[int]*conn),
 		events: make([]unix.EpollEvent, 256),
 		stages: stageTimer{clock: s.cfg.Stages},
-	}, nil
+	}
+	if unix.SetNonblock(epfd, true) == nil {
+		f := os.NewFile(uintptr(epfd), "epoll")
+		if rc, err := f.SyscallConn(); err == nil && f.SetReadDeadline(time.Time{}) == nil {
+			l.pf, l.prc = f, rc // pollable: os.File owns epfd now
+		} else {
+			unix.SetNonblock(epfd, false)
+			l.pf = f // owns epfd; not pollable: wait blocks in epoll_wait
+		}
+	}
+	return l, nil
+}
+
+// wait returns the ready events, waiting up to timeout milliseconds (-1:
+// no limit, 0: none). When nothing is ready it parks the loop's goroutine
+// in the Go runtime's poller, where the epoll descriptor is registered
+// (it is readable when one of its descriptors has an event), rather than
+// blocking in epoll_wait: a goroutine blocked in a system call keeps its
+// processor until the runtime's monitor takes it back (20 µs and more),
+// and with one loop per processor the engine's scheduler goroutine and
+// the loops it wakes would wait for that. Cost: one non-blocking
+// epoll_wait when events are ready (the poller's Read tries it first), two
+// and a park when none are.
+func (l *loop) wait(timeout int) (int, error) {
+	if timeout == 0 || l.prc == nil {
+		return unix.EpollWait(l.epfd, l.events, timeout)
+	}
+	var n int
+	var err error
+	switch {
+	case timeout > 0:
+		l.pf.SetReadDeadline(time.Now().Add(time.Duration(timeout) * time.Millisecond))
+		l.deadline = true
+	case l.deadline:
+		l.pf.SetReadDeadline(time.Time{})
+		l.deadline = false
+	}
+	rerr := l.prc.Read(func(uintptr) bool {
+		n, err = unix.EpollWait(l.epfd, l.events, 0)
+		return n != 0 || (err != nil && err != unix.EINTR)
+	})
+	if rerr != nil && !errors.Is(rerr, os.ErrDeadlineExceeded) {
+		return 0, rerr
+	}
+	return n, err
 }
 
 // wake interrupts the loop's epoll_wait. Cost: one write system call.
@@ -205,7 +256,11 @@ func (s *Server) wakeLoops() {
 }
 
 func (l *loop) free() {
-	unix.Close(l.epfd)
+	if l.pf != nil {
+		l.pf.Close() // owns epfd
+	} else {
+		unix.Close(l.epfd)
+	}
 	unix.Close(l.wakefd)
 }
 
@@ -243,7 +298,7 @@ func (l *loop) loop() {
 			timeout = int(loopIdleTick / time.Millisecond)
 		}
 		l.stages.start()
-		n, err := unix.EpollWait(l.epfd, l.events, timeout)
+		n, err := l.wait(timeout)
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			l.s.log.Error("protocol: epoll_wait", "err", err)
 			time.Sleep(10 * time.Millisecond)
