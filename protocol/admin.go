@@ -193,7 +193,7 @@ func (sc *slabCounts) add(class int, k slabCounter) {
 // the item stored) and the stores the cache refused for size or memory.
 func (c *conn) countResults() {
 	admin := c.s.admin
-	for i := range c.batch.Ops {
+	for i := c.opBase; i < c.opEnd; i++ {
 		op := &c.batch.Ops[i]
 		res := &op.Result
 		switch op.Kind {

@@ -100,6 +100,23 @@ type Config struct {
 	// released (a buffer shrinks, a connection closes). A refusal is
 	// answered as one past MaxPendingBytes. nil: MaxPendingBytes alone.
 	PendingBudget PendingBudget
+	// MaxReplyBytes is the budget of replies the server holds for clients
+	// that do not read them. A connection whose replies are not all sent is
+	// not read until they are (backpressure on that connection only; the
+	// others of its event loop are served meanwhile), so each such client
+	// holds at most one round of replies; while the replies held by all of
+	// them exceed this budget, every connection's round is limited to one
+	// op, so each further client that stops reading adds at most one value
+	// (Config.ItemSizeMax) and its reply line. The memory is returned to
+	// the operating system when they have been sent or their connections
+	// closed. Default DefaultMaxReplyBytes.
+	MaxReplyBytes int64
+	// Loops is the number of event loops that serve the connections
+	// accepted by Serve (where the platform has epoll: Linux), each owning
+	// many connections and running one cache batch per round for all of
+	// them. Zero means Threads; a negative value serves every connection
+	// on its own goroutine instead (as ServeConn always does).
+	Loops int
 	// ShutdownGrace is how long Shutdown lets connections write the
 	// replies of the batch they are running; a client that does not read
 	// them is dropped then. Default DefaultShutdownGrace.
@@ -133,6 +150,12 @@ func (c Config) withDefaults() Config {
 		c.Threads = runtime.GOMAXPROCS(0)
 	}
 	c.MaxPendingBytes = max(c.MaxPendingBytes, int64(max(c.ItemSizeMax, c.MaxGetLine))+minPendingBytes)
+	if c.MaxReplyBytes <= 0 {
+		c.MaxReplyBytes = DefaultMaxReplyBytes
+	}
+	if c.Loops == 0 {
+		c.Loops = c.Threads
+	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = DefaultShutdownGrace
 	}

@@ -49,19 +49,27 @@ type conn struct {
 	quit       bool // close once this round's replies are written
 	barrier    bool // end the round after the request just parsed
 
-	batch    kv.Batch
-	reqs     []request
-	reqBytes int // value bytes of this round's store requests
-	cont     getCont
-	toks     [][]byte
-	keys     []byte // base64-decoded keys of this round
-	out      output
-	counts   [numCmds]uint64
-	maxRbuf  int // the read buffer's growth limit
-	opLimit  int // ops per round: MaxBatch, lowered while gets return large values
-	stages   stageTimer
-	reserved int // bytes of the read buffer beyond readBufSize, counted in Server.pending
-	slabs    slabCounts
+	batch      *kv.Batch // the round's batch: own, or its event loop's (shared by the loop's connections)
+	own        kv.Batch  // the batch of a connection served by its own goroutine
+	opBase     int       // this connection's ops of the round are batch.Ops[opBase:opEnd]
+	opEnd      int
+	reqs       []request
+	reqBytes   int // value bytes of this round's store requests
+	cont       getCont
+	toks       [][]byte
+	keys       []byte // base64-decoded keys of this round
+	out        output
+	counts     [numCmds]uint64
+	maxRbuf    int // the read buffer's growth limit
+	opLimit    int // ops per round: MaxBatch, lowered while gets return large values
+	roundLimit int // ops of this round (beginRound)
+	stages     stageTimer
+	reserved   int // bytes of the read buffer beyond readBufSize, counted in Server.pending
+	slabs      slabCounts
+
+	raddr string   // the client's address, "" when unknown
+	peer  string   // the same as stats conns shows it ("tcp:127.0.0.1:5000")
+	ev    loopConn // event-loop state (loop.go); unused when served by a goroutine
 
 	id      int64        // file descriptor (stats conns)
 	state   atomic.Int32 // stats conns state
@@ -78,7 +86,10 @@ func newConn(s *Server, nc net.Conn) *conn {
 		opLimit: s.cfg.MaxBatch,
 		stages:  stageTimer{clock: s.cfg.Stages},
 		id:      fdOf(nc),
+		raddr:   remoteAddr(nc),
+		peer:    netAddr(nc.RemoteAddr()),
 	}
+	c.batch = &c.own
 	if c.id < 0 {
 		c.id = 1<<20 + s.nextID.Add(1)
 	}
@@ -93,7 +104,7 @@ func (c *conn) serve() {
 	defer func() {
 		if p := recover(); p != nil {
 			c.s.stats.panics.Add(1)
-			c.s.log.Error("protocol: panic serving connection", "remote", remoteAddr(c.nc), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			c.s.log.Error("protocol: panic serving connection", "remote", c.raddr, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 		}
 		c.flushCounts()
 		c.release(c.reserved)
@@ -101,6 +112,7 @@ func (c *conn) serve() {
 	}()
 	c.stages.start()
 	for {
+		c.beginRound()
 		st := c.parseRound()
 		c.stages.lap(StageParse, 0)
 		if len(c.reqs) > 0 {
@@ -171,26 +183,34 @@ func (c *conn) parseRound() parseState {
 // full reports whether the round has reached its bounds.
 func (c *conn) full() bool {
 	cfg := &c.s.cfg
-	return len(c.reqs) >= cfg.MaxBatch || len(c.batch.Ops) >= c.opLimit || c.reqBytes >= cfg.MaxBatchBytes
+	return len(c.reqs) >= cfg.MaxBatch || c.ops() >= c.limit() || c.reqBytes >= cfg.MaxBatchBytes
 }
 
 // adapt sets the next round's op limit from this round's hits, so that a
 // round's values stay near MaxBatchBytes: a client fetching large values
 // gets fewer ops per round (at least one), which bounds the memory a
-// connection holds while its replies are written.
+// connection holds while its replies are written. The limit doubles
+// (up to MaxBatch) after a round that used at least half of it with hits
+// under half of MaxBatchBytes; an event loop's connection starts at one op
+// (slow start), so that a client that sends a long pipeline of gets of
+// large values and never reads holds one value, not MaxBatch of them,
+// before the server has seen their size.
 func (c *conn) adapt() {
 	gets, hitBytes := 0, 0
-	for i := range c.batch.Ops {
+	for i := c.opBase; i < c.opEnd; i++ {
 		if op := &c.batch.Ops[i]; op.Kind == kv.Get {
 			gets++
 			hitBytes += len(op.Result.Value)
 		}
 	}
 	limit := c.s.cfg.MaxBatchBytes
+	if gets > 0 {
+		c.s.noteHits(hitBytes / gets)
+	}
 	switch {
 	case hitBytes > limit:
 		c.opLimit = max(1, gets*limit/hitBytes)
-	case hitBytes <= limit/2 && c.opLimit < c.s.cfg.MaxBatch:
+	case hitBytes <= limit/2 && c.opLimit < c.s.cfg.MaxBatch && 2*(c.opEnd-c.opBase) >= c.opLimit:
 		c.opLimit = min(c.s.cfg.MaxBatch, 2*c.opLimit)
 	}
 }
@@ -200,20 +220,16 @@ func (c *conn) execute() error {
 	c.state.Store(stateParse)
 	c.lastCmd.Store(time.Now().UnixNano())
 	c.flushCounts()
+	c.opEnd = len(c.batch.Ops)
 	if len(c.batch.Ops) > 0 {
 		c.s.stats.batches.Add(1)
 		c.s.stats.ops.Add(uint64(len(c.batch.Ops)))
-		if err := c.s.cache.Do(&c.batch); err != nil {
+		if err := c.s.cache.Do(c.batch); err != nil {
 			return fmt.Errorf("protocol: cache batch of %d ops: %w", len(c.batch.Ops), err)
 		}
 		c.stages.lap(StageCache, len(c.batch.Ops))
-		c.adapt()
-		c.countResults()
 	}
-	now := c.s.cache.Now()
-	for i := range c.reqs {
-		c.render(&c.reqs[i], now)
-	}
+	c.renderRound()
 	c.stages.lap(StageRender, 0)
 	if c.out.len() == 0 {
 		return nil
@@ -223,7 +239,10 @@ func (c *conn) execute() error {
 		c.nc.SetWriteDeadline(time.Now().Add(d))
 	}
 	c.state.Store(stateWrite)
+	size := int64(c.out.len())
+	c.s.holdReplies(size) // a client that does not read holds them here
 	n, err := c.out.writeTo(c.nc)
+	c.s.holdReplies(-size)
 	c.s.stats.bytesWritten.Add(uint64(n))
 	if err != nil {
 		return fmt.Errorf("protocol: write replies: %w", err)
@@ -231,18 +250,61 @@ func (c *conn) execute() error {
 	return nil
 }
 
+// renderRound adapts the op limit to the round's hits, counts its results
+// and renders its replies into c.out, once the round's batch has run.
+func (c *conn) renderRound() {
+	if c.opEnd > c.opBase {
+		c.adapt()
+		c.countResults()
+	}
+	now := c.s.cache.Now()
+	for i := range c.reqs {
+		c.render(&c.reqs[i], now)
+	}
+}
+
+// ops returns the number of ops this connection has put in the round's
+// batch.
+func (c *conn) ops() int { return len(c.batch.Ops) - c.opBase }
+
+// limit returns the most ops the connection may put in this round (set by
+// beginRound).
+func (c *conn) limit() int { return c.roundLimit }
+
+// beginRound starts a round whose ops go to c.batch from its current end.
+// The round's op limit is the connection's adaptive one, lowered to what
+// MaxBatchBytes allows at the server's recent bytes per get (so that a
+// new connection fetching large values holds about MaxBatchBytes from its
+// first round), and one while the replies held for clients that do not
+// read exceed Config.MaxReplyBytes. Cost: two atomic loads.
+func (c *conn) beginRound() {
+	c.opBase = len(c.batch.Ops)
+	c.opEnd = c.opBase
+	lim := c.opLimit
+	if est := c.s.hitEst.Load(); est > 0 {
+		lim = min(lim, max(1, c.s.cfg.MaxBatchBytes/int(est)))
+	}
+	if c.s.held.Load() > c.s.cfg.MaxReplyBytes {
+		lim = 1
+	}
+	c.roundLimit = lim
+}
+
 // endRound empties the round's state, keeping its memory unless it grew
 // large.
 func (c *conn) endRound() {
 	const keep = 1 << 20
 	c.flushCounts()
-	if cap(c.batch.Buf) > keep {
-		c.batch.Buf = nil
+	if c.batch == &c.own {
+		if cap(c.batch.Buf) > keep {
+			c.batch.Buf = nil
+		}
+		c.batch.Reset()
 	}
 	if cap(c.keys) > keep {
 		c.keys = nil
 	}
-	c.batch.Reset()
+	c.opBase, c.opEnd = 0, 0
 	clear(c.reqs)
 	c.reqs = c.reqs[:0]
 	c.keys = c.keys[:0]
@@ -251,11 +313,41 @@ func (c *conn) endRound() {
 }
 
 // fill reads more input, first moving unparsed bytes to the front of the
-// read buffer and growing it when the pending request needs more room.
-// Growth beyond readBufSize is reserved from the server's pending budget
-// (Config.MaxPendingBytes); a line that cannot get it closes the
-// connection (values reserve theirs when parsed, see reserveValue).
+// read buffer and growing it when the pending request needs more room
+// (prepareRead).
 func (c *conn) fill() error {
+	if err := c.prepareRead(); err != nil {
+		return err
+	}
+	if d := c.s.cfg.IdleTimeout; d > 0 {
+		c.nc.SetReadDeadline(time.Now().Add(d))
+	}
+	if c.s.closing.Load() { // Shutdown may have set a deadline before ours
+		return errShutdown
+	}
+	n, err := c.nc.Read(c.rbuf[c.rend:])
+	c.rend += n
+	c.s.stats.bytesRead.Add(uint64(n))
+	if err != nil {
+		if n > 0 && errors.Is(err, io.EOF) {
+			c.eof = true
+			return nil
+		}
+		if c.s.closing.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
+			return errShutdown
+		}
+		return fmt.Errorf("protocol: read request: %w", err)
+	}
+	return nil
+}
+
+// prepareRead makes room at the end of the read buffer for the next read:
+// it moves unparsed bytes to the front and grows the buffer when the
+// pending request needs more room. Growth beyond readBufSize is reserved
+// from the server's pending budget (Config.MaxPendingBytes); a line that
+// cannot get it closes the connection (values reserve theirs when parsed,
+// see reserveValue). It sets the connection's stats state.
+func (c *conn) prepareRead() error {
 	if c.eof {
 		return io.EOF
 	}
@@ -281,12 +373,14 @@ func (c *conn) fill() error {
 	if c.s.closing.Load() {
 		return errShutdown
 	}
-	if d := c.s.cfg.IdleTimeout; d > 0 {
-		c.nc.SetReadDeadline(time.Now().Add(d))
-	}
-	if c.s.closing.Load() { // Shutdown may have set a deadline before ours
-		return errShutdown
-	}
+	c.setReadState()
+	return nil
+}
+
+// setReadState sets the stats conns state of a connection waiting for
+// input: swallowing a refused value, reading the rest of a request, or
+// waiting for a new one.
+func (c *conn) setReadState() {
 	switch {
 	case c.swallow > 0:
 		c.state.Store(stateSwallow)
@@ -295,20 +389,6 @@ func (c *conn) fill() error {
 	default:
 		c.state.Store(stateWaiting)
 	}
-	n, err := c.nc.Read(c.rbuf[c.rend:])
-	c.rend += n
-	c.s.stats.bytesRead.Add(uint64(n))
-	if err != nil {
-		if n > 0 && errors.Is(err, io.EOF) {
-			c.eof = true
-			return nil
-		}
-		if c.s.closing.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
-			return errShutdown
-		}
-		return fmt.Errorf("protocol: read request: %w", err)
-	}
-	return nil
 }
 
 // resize replaces the read buffer with one of size bytes holding the
@@ -380,7 +460,7 @@ func (c *conn) logErr(err error) {
 	case errors.Is(err, io.EOF), errors.Is(err, errShutdown), errors.Is(err, net.ErrClosed):
 		return
 	}
-	c.s.log.Debug("protocol: closing connection", "remote", remoteAddr(c.nc), "err", err)
+	c.s.log.Debug("protocol: closing connection", "remote", c.raddr, "err", err)
 }
 
 func remoteAddr(nc net.Conn) string {

@@ -77,7 +77,7 @@ func (s *Server) connStats() []kv.Stat {
 		listen = li.addr
 	}
 	for c := range s.conns {
-		list = append(list, entry{id: c.id, addr: netAddr(c.nc.RemoteAddr()), listen: listen,
+		list = append(list, entry{id: c.id, addr: c.peer, listen: listen,
 			state: stateNames[c.state.Load()], since: time.Unix(0, c.lastCmd.Load())})
 	}
 	s.mu.Unlock()

@@ -17,27 +17,57 @@
 //
 // # Connection model and batching
 //
-// Each connection has one goroutine, which works in rounds: it parses every
-// complete request already in its read buffer into one kv.Batch, runs the
-// batch with a single Cache.Do, renders the replies in request order and
-// writes them with one vectored write. A multi-get is one Get op per key.
-// Requests needing no op (version, mn, errors, ...) keep their place in the
-// reply order. A round holds at most Config.MaxBatch ops and requests and
-// Config.MaxBatchBytes of stored values, so one pipelining connection cannot
-// monopolize the cache; a longer multi-get is fetched over several rounds.
-// After a round whose hits exceed MaxBatchBytes the connection's op limit
-// shrinks in proportion (it doubles back once hits are small), which bounds
-// the values a connection holds while a slow client reads its replies.
-// stats ends its round, so it reports the effect of the requests before it;
-// quit and binary protocol errors close the connection after the round's
-// replies. An incomplete request waits in the buffer (the goroutine blocks
-// in Read; it never polls) while the complete ones before it are answered.
+// A connection works in rounds: it parses every complete request already
+// in its read buffer into a kv.Batch, the batch runs with a single
+// Cache.Do, and its replies are rendered in request order and written
+// with one vectored write. A multi-get is one Get op per key. Requests
+// needing no op (version, mn, errors, ...) keep their place in the reply
+// order.
+//
+// On Linux, Serve hands accepted connections (TCP or unix sockets) to
+// Config.Loops event loops (default: Threads), each a goroutine that owns
+// many connections and waits for them with epoll (level-triggered). A
+// loop's round reads every readable connection once, parses all their
+// complete requests into one batch, runs it with one Cache.Do, then
+// renders and writes each connection's replies with one writev: per
+// connection and round one read and one write system call, and per round
+// one epoll_wait and one batch, however many connections take part. Its
+// reads and writes are raw non-blocking system calls. Replies a socket does
+// not take at once are copied to the connection (held, see Limits) and the
+// connection is watched for writability only: it is neither read nor
+// parsed until they are sent, while the loop serves its other connections.
+// ServeConn, connections without a file descriptor (net.Pipe), other
+// platforms and Config.Loops < 0 serve each connection on its own
+// goroutine, in the same rounds; it blocks in Read and Write.
+//
+// A connection's part of a round holds at most Config.MaxBatch requests,
+// an op limit of ops and Config.MaxBatchBytes of stored values, so one
+// pipelining connection cannot monopolize the cache or its loop; a longer
+// multi-get is fetched over several rounds. After a round whose hits
+// exceed MaxBatchBytes the connection's op limit shrinks in proportion
+// (it doubles back after rounds that use half of it with small hits), and
+// the server keeps an estimate of recent bytes per get that caps every
+// connection's next rounds at about MaxBatchBytes of values. An event
+// loop's connection starts at one op per round (slow start), so that a
+// client sending a long pipeline of gets and never reading holds one
+// value before the server has seen the values' size. A loop's round holds
+// at most 4096 ops; connections past it run first in the next round.
+// stats ends its round, so it reports the effect of the requests before
+// it; quit and binary protocol errors close the connection after the
+// round's replies. An incomplete request waits in the buffer while the
+// complete ones before it are answered.
 //
 // # Limits
 //
 // A connection's read buffer starts at 16 KiB and grows only to hold one
 // request: a value up to Config.ItemSizeMax, a multi-get line up to
-// Config.MaxGetLine. A value over the item size limit is answered "object
+// Config.MaxGetLine. Replies not yet taken by their clients count against
+// Config.MaxReplyBytes: each client that does not read holds at most its
+// last round of replies (it is not read meanwhile), and while the held
+// replies exceed the budget every connection's round is limited to one op,
+// so a further such client adds at most one value. Their memory is handed
+// back to the operating system once they are sent or their connections
+// closed. A value over the item size limit is answered "object
 // too large" and discarded as it arrives, never buffered; a refused set
 // also removes the key's old item, as memcached does. The growth of all
 // connections' buffers together is bounded by Config.MaxPendingBytes and,
@@ -55,10 +85,13 @@
 // closed; when the process runs out of file descriptors, a spare one is
 // freed to answer the same and close. Config.IdleTimeout closes
 // connections that neither send requests nor accept replies for that long.
-// A panic while serving a connection is logged and closes only that
-// connection. Shutdown stops accepting, lets running rounds finish and
-// write their replies within Config.ShutdownGrace, and closes the
-// connections, those of clients that do not read included.
+// Idle timeout in a loop counts from the last byte read or written,
+// looked at every 100 ms. A panic while serving a connection is logged
+// and closes only that connection (in a loop, a panic in the shared
+// Cache.Do closes the round's connections). Shutdown stops accepting,
+// lets running rounds finish and write their replies within
+// Config.ShutdownGrace, and closes the connections, those of clients that
+// do not read included.
 //
 // # Differences from memcached 1.6.18
 //

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -39,6 +40,7 @@ type testServer struct {
 	*Server
 	model *kv.Model
 	clock *fakeClock
+	addr  string // Serve's address (loopConn), "" until started
 }
 
 func newTestServer(t testing.TB, cfg Config) *testServer {
@@ -54,10 +56,18 @@ func newTestServer(t testing.TB, cfg Config) *testServer {
 	return &testServer{Server: NewServer(model, cfg), model: model, clock: clock}
 }
 
+// overLoops makes pipe connect over TCP to the server's event loops
+// instead (TestEventLoopsRunTheTables).
+var overLoops bool
+
 // pipe serves one end of a net.Pipe with ServeConn and returns the client
-// end; cleanup closes it and waits for the server side to finish.
+// end; cleanup closes it and waits for the server side to finish. With
+// overLoops it returns a TCP connection served by Serve's event loops.
 func (s *testServer) pipe(t testing.TB) net.Conn {
 	t.Helper()
+	if overLoops {
+		return s.loopConn(t)
+	}
 	client, server := net.Pipe()
 	done := make(chan struct{})
 	go func() {
@@ -73,6 +83,32 @@ func (s *testServer) pipe(t testing.TB) net.Conn {
 		}
 	})
 	return client
+}
+
+// loopConn dials the server over TCP, starting Serve on a listener the
+// first time (shut down when the test ends).
+func (s *testServer) loopConn(t testing.TB) net.Conn {
+	t.Helper()
+	if s.addr == "" {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := s.Server
+		go srv.Serve(ln)
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			srv.Shutdown(ctx)
+		})
+		s.addr = ln.Addr().String()
+	}
+	nc, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return nc
 }
 
 // The request/reply tables also run against a real memcached 1.6, to check

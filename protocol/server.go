@@ -32,8 +32,16 @@ type Server struct {
 	verbosity atomic.Uint32
 	closing   atomic.Bool
 	pending   atomic.Int64 // read-buffer bytes connections hold beyond their first readBufSize
+	held      atomic.Int64 // bytes of replies not yet taken by their clients (budget.go)
+	heldHigh  atomic.Bool  // held exceeded half of MaxReplyBytes since it was last zero
+	gaveBack  atomic.Int64 // unix nanoseconds of the last giveBack
+	hitEst    atomic.Int64 // recent bytes per get hit, 0 when small (noteHits)
 	nextID    atomic.Int64 // ids of connections without a file descriptor (net.Pipe)
 	fdWarn    rateLimit    // "out of file descriptors" log lines
+
+	loops     []*loop // event loops (loop_linux.go); none: a goroutine per connection
+	loopsOnce sync.Once
+	nextLoop  atomic.Uint64
 
 	mu        sync.Mutex
 	listeners map[net.Listener]listenerInfo
@@ -58,8 +66,12 @@ func NewServer(c kv.Cache, cfg Config) *Server {
 	}
 }
 
-// Serve accepts connections on ln and serves each on its own goroutine
-// (with a 16 KiB read buffer, grown only for large requests). It returns nil
+// Serve accepts connections on ln and serves them: on Linux by the
+// server's event loops (Config.Loops, started by the first Serve), each
+// connection owned by one loop that batches the requests of all its
+// connections; elsewhere, or with Config.Loops negative, each on its own
+// goroutine. A connection has a 16 KiB read buffer, grown only for large
+// requests. It returns nil
 // after Shutdown, or the error that stopped Accept. Temporary accept errors
 // are retried with a growing delay; running out of file descriptors is
 // answered as memcached answers a connection over its limit (see
@@ -71,6 +83,9 @@ func (s *Server) Serve(ln net.Listener) error {
 		return nil
 	}
 	defer s.removeListener(ln)
+	if s.cfg.Loops > 0 {
+		s.startLoops()
+	}
 	spare := openSpareFD()
 	defer spare.close()
 	var delay time.Duration
@@ -98,6 +113,9 @@ func (s *Server) Serve(ln net.Listener) error {
 		c, ok := s.register(nc)
 		if !ok {
 			go s.reject(nc)
+			continue
+		}
+		if s.adopt(c) {
 			continue
 		}
 		go func() {
@@ -135,10 +153,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		ln.Close()
 	}
 	for c := range s.conns {
+		if c.nc == nil {
+			continue // an event loop's: the loop ends it
+		}
 		c.nc.SetReadDeadline(now) // wake connections waiting for requests
 		c.nc.SetWriteDeadline(now.Add(s.cfg.ShutdownGrace))
 	}
 	s.mu.Unlock()
+	s.wakeLoops()
 	done := make(chan struct{})
 	go func() {
 		s.wg.Wait()
@@ -168,6 +190,10 @@ func (s *Server) closeAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
+		if c.nc == nil {
+			shutdownSocket(c) // an event loop's: it closes it
+			continue
+		}
 		c.nc.Close()
 	}
 }
@@ -205,10 +231,16 @@ func (s *Server) register(nc net.Conn) (*conn, bool) {
 	return c, true
 }
 
-func (s *Server) unregister(c *conn) {
+func (s *Server) unregister(c *conn) { s.unregisterThen(c, nil) }
+
+// unregisterThen forgets c, runs then (if not nil) and counts c as gone.
+func (s *Server) unregisterThen(c *conn, then func()) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
+	if then != nil {
+		then()
+	}
 	s.stats.currConns.Add(-1)
 	s.wg.Done()
 }

@@ -224,7 +224,7 @@ func (c *conn) getChunk(buf []byte) (int, parseState) {
 	r := newRequest(rGet)
 	r.withCAS, r.discard = g.withCAS, g.bad
 	r.op = int32(len(c.batch.Ops))
-	room := max(c.opLimit-len(c.batch.Ops), 1)
+	room := max(c.limit()-c.ops(), 1)
 	keys := buf[g.next:g.stop]
 	for room > 0 {
 		key, rest := nextToken(keys)

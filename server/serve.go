@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -14,8 +15,19 @@ import (
 
 // Config configures Serve: the engine and the network front.
 type Config struct {
-	// Addr is the TCP address to listen on; "" means 127.0.0.1:11211.
+	// Addr is the TCP address to listen on; "" means 127.0.0.1:11211
+	// (unless UnixSocket is set).
 	Addr string
+	// Addrs are further TCP addresses to listen on (memcached's -l with
+	// several addresses); every listener feeds the same event loops.
+	Addrs []string
+	// UnixSocket, when set, is the path of a unix stream socket to listen
+	// on instead of TCP (memcached's -s, which disables network support);
+	// a stale socket file there is replaced.
+	UnixSocket string
+	// UnixMask is the socket file's permission bits (memcached's -a);
+	// 0 means 0700.
+	UnixMask os.FileMode
 	// Engine configures the key-value engine.
 	Engine Options
 	// MaxConns bounds simultaneous connections (memcached -c); 0 means
@@ -28,6 +40,10 @@ type Config struct {
 	// IdleTimeout closes connections idle for that long (memcached's -o
 	// idle_timeout); 0 means never.
 	IdleTimeout time.Duration
+	// Loops is the number of event loops serving connections
+	// (protocol.Config.Loops): 0 means the protocol's default, negative
+	// a goroutine per connection.
+	Loops int
 	// Logger receives the server's messages; nil means slog.Default().
 	Logger *slog.Logger
 	// MetricsAddr, if set, is the TCP address of an HTTP server giving
@@ -48,7 +64,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	if cfg.Addr == "" {
+	if cfg.Addr == "" && cfg.UnixSocket == "" {
 		cfg.Addr = "127.0.0.1:11211"
 	}
 	cfg.Engine.Logger = log
@@ -59,10 +75,11 @@ func Serve(ctx context.Context, cfg Config) error {
 	defer eng.Close()
 	log.Info("engine ready", "engine", eng.Backend(), "reason", eng.Reason(), "shards", eng.Shards(),
 		"interval", eng.Interval(), "memory_limit", eng.opts.MemoryLimit)
-	ln, err := net.Listen("tcp", cfg.Addr)
+	lns, err := listen(cfg)
 	if err != nil {
-		return fmt.Errorf("server: listen: %w", err)
+		return err
 	}
+	ln := lns[0]
 	srv := protocol.NewServer(eng, protocol.Config{
 		ItemSizeMax: eng.opts.ItemSizeMax,
 		MaxConns:    cfg.MaxConns,
@@ -71,6 +88,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		Settings:    settingsOf(ln.Addr(), cfg),
 		Stages:      eng.StageClock(),
 		IdleTimeout: cfg.IdleTimeout,
+		Loops:       cfg.Loops,
 		// Half-sent requests count inside the item memory limit (past one
 		// largest request): they take pages from the stored items, and are
 		// refused when they would leave the items less than an eighth of
@@ -81,14 +99,18 @@ func Serve(ctx context.Context, cfg Config) error {
 	if cfg.MetricsAddr != "" {
 		ms, err := startMetrics(cfg.MetricsAddr, newMetricsCollector(eng, srv, time.Now(), cfg.Version, cfg.MaxConns), log)
 		if err != nil {
-			ln.Close()
+			for _, l := range lns {
+				l.Close()
+			}
 			return err
 		}
 		defer ms.close()
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	log.Info("serving memcached protocols", "addr", ln.Addr().String())
+	errc := make(chan error, len(lns))
+	for _, l := range lns {
+		go func() { errc <- srv.Serve(l) }()
+		log.Info("serving memcached protocols", "addr", l.Addr().String())
+	}
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr())
 	}
@@ -104,14 +126,51 @@ func Serve(ctx context.Context, cfg Config) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err = srv.Shutdown(sctx)
-	if serr := <-errc; serr != nil && !errors.Is(serr, net.ErrClosed) {
-		err = errors.Join(err, serr)
+	for range lns {
+		if serr := <-errc; serr != nil && !errors.Is(serr, net.ErrClosed) {
+			err = errors.Join(err, serr)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("server: shutdown: %w", err)
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// listen opens the listeners of cfg: its unix socket, or its TCP
+// addresses (Addr, then Addrs). On an error it closes those it opened.
+func listen(cfg Config) ([]net.Listener, error) {
+	if cfg.UnixSocket != "" {
+		mask := cfg.UnixMask
+		if mask == 0 {
+			mask = 0o700
+		}
+		if fi, err := os.Lstat(cfg.UnixSocket); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			os.Remove(cfg.UnixSocket) // a stale socket, as memcached replaces it
+		}
+		ln, err := net.Listen("unix", cfg.UnixSocket)
+		if err != nil {
+			return nil, fmt.Errorf("server: listen: %w", err)
+		}
+		if err := os.Chmod(cfg.UnixSocket, mask); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("server: unix socket permissions: %w", err)
+		}
+		return []net.Listener{ln}, nil
+	}
+	var lns []net.Listener
+	for _, a := range append([]string{cfg.Addr}, cfg.Addrs...) {
+		ln, err := net.Listen("tcp", a)
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+			return nil, fmt.Errorf("server: listen: %w", err)
+		}
+		lns = append(lns, ln)
+	}
+	return lns, nil
 }
 
 // settingsOf returns the network settings for "stats settings".

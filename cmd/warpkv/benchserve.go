@@ -35,7 +35,7 @@ import (
 //
 //	warpkv bench serve [flags] [-- loadgen flags]
 func runBenchServe(e *env, args []string) error {
-	fs := newFlagSet(e, "bench serve", "warpkv bench serve [--memcached PATH] [--engines gpu,cpu] [--server-cpus LIST] [--load-cpus LIST] [-t N] [-m MB] [--p99-at F] [--profile] [--crosscheck auto|none|PATH] [--json FILE] [--full] [-- loadgen flags]")
+	fs := newFlagSet(e, "bench serve", "warpkv bench serve [--memcached PATH] [--engines gpu,cpu] [--server-cpus LIST] [--load-cpus LIST] [-t N] [-m MB] [--p99-at F] [--profile] [--crosscheck auto|none|PATH] [--json FILE] [--full] [--warpkv-flags FLAGS] [--unpipelined ...] [-- loadgen flags]")
 	mcPath := fs.String("memcached", "memcached", "memcached binary to compare with (none: leave it out)")
 	engines := fs.String("engines", "gpu,cpu", "warpkv engines to run, in order: gpu, cpu, gpu:N, and gpu/staged for the GPU engine with staged search calls (empty: none)")
 	warpkvPath := fs.String("warpkv", "", "warpkv binary for the servers and the load generator (default: this one)")
@@ -51,6 +51,10 @@ func runBenchServe(e *env, args []string) error {
 	jsonPath := fs.String("json", "", "also write everything measured as JSON to `FILE`")
 	report := fs.String("report", "", "run nothing: print issue 14's targets table from saved --json reports (`FILES`, comma-separated)")
 	full := fs.Bool("full", false, "run loadgen's whole default matrix (4 sizes x 2 mixes x 2 distributions, 10 s each: about 12 minutes for two servers) instead of the short default cases (under 2 minutes)")
+	unpipelined := fs.Bool("unpipelined", false, "measure clients with one request in flight per connection instead (issue 19): --pipeline 1 at --unpipelined-conns, 100:0 and 95:5, loadgen and memaslap, every server also paced at --p99-at of memcached's peak")
+	upConns := fs.String("unpipelined-conns", "64,512,4096", "connection counts of --unpipelined (`LIST`)")
+	upDuration := fs.Duration("unpipelined-duration", 2*time.Second, "measured time of each --unpipelined row")
+	warpkvFlags := fs.String("warpkv-flags", "", "more `FLAGS` for every warpkv server, space separated (e.g. \"--loops 32\")")
 	var rest []string
 	for i, a := range args {
 		if a == "--" {
@@ -105,6 +109,15 @@ func runBenchServe(e *env, args []string) error {
 		ServerCPUs: formatCPUList(sCPUs), LoadCPUs: formatCPUList(lCPUs), Threads: nThreads, MemoryMB: *memMB,
 		LoadgenArgs: rest, GPU: gpuSummary()}
 	servers := planServers(*mcPath, *engines, exe, nThreads, *memMB, *interval, *policy, *profile)
+	for i := range servers {
+		if servers[i].Warpkv {
+			servers[i].Args = append(servers[i].Args, strings.Fields(*warpkvFlags)...)
+		}
+	}
+	if *unpipelined {
+		return benchUnpipelined(ctx, e, servers, exe, sCPUs, lCPUs, nThreads, *upConns, *upDuration, *p99At, *profile,
+			findMemaslap(*crosscheck), tmp, *jsonPath)
+	}
 	fmt.Fprintf(e.stdout, "bench serve: %s, %d CPUs; servers on CPUs %s (-t %d), load generator on CPUs %s; %s\n",
 		rep.Host, rep.CPUs, rep.ServerCPUs, nThreads, rep.LoadCPUs, rep.GPU)
 	ms := findMemaslap(*crosscheck)
@@ -364,13 +377,7 @@ func benchOne(ctx context.Context, e *env, sv plannedServer, exe string, sCPUs, 
 			return
 		}
 		stopped = true
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
+		stopProcess(cmd, exited)
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			res.TotalCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		}
@@ -418,6 +425,18 @@ func benchOne(ctx context.Context, e *env, sv plannedServer, exe string, sCPUs, 
 	return res
 }
 
+// stopProcess sends cmd's process SIGTERM and waits for it to exit (exited
+// receives cmd.Wait's result), killing it after 20 s.
+func stopProcess(cmd *exec.Cmd, exited <-chan error) {
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+	}
+}
+
 // runPinned runs the warpkv binary with args pinned to cpus, with
 // GOMAXPROCS set to their number; stdout goes to out, stderr to errw.
 func runPinned(ctx context.Context, exe string, args []string, cpus []int, out, errw io.Writer) error {
@@ -461,28 +480,12 @@ func runCrosscheck(ctx context.Context, e *env, tool, exe, addr string, pid int,
 	cfg := filepath.Join(tmp, "memaslap.cfg")
 	os.WriteFile(cfg, []byte("key\n16 16 1\nvalue\n64 64 1\ncmd\n0 0.05\n1 0.95\n"), 0o644)
 	threads := min(len(lCPUs), crossConns)
-	before, err1 := loadgen.ProcessCPU(pid)
-	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, tool, "-s", addr, "-F", cfg, "-t", fmt.Sprintf("%ds", int(dur.Seconds())),
-		"-T", strconv.Itoa(threads), "-c", strconv.Itoa(crossConns))
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := startPinned(cmd, lCPUs)
-	if err == nil {
-		err = cmd.Wait()
+	tps, cpu, err := runMemaslapTool(ctx, tool, []string{"-s", addr, "-F", cfg, "-t", fmt.Sprintf("%ds", int(dur.Seconds())),
+		"-T", strconv.Itoa(threads), "-c", strconv.Itoa(crossConns)}, pid, lCPUs)
+	if err != nil {
+		cc.Err = fmt.Sprintf("%s: %v", cc.Tool, err)
 	}
-	after, err2 := loadgen.ProcessCPU(pid)
-	tps, ops, ok := parseMemaslap(out.String())
-	switch {
-	case err != nil:
-		cc.Err = fmt.Sprintf("%s: %v: %s", cc.Tool, err, lastLines(out.String(), 3))
-	case !ok:
-		cc.Err = fmt.Sprintf("%s: no TPS in its output: %s", cc.Tool, lastLines(out.String(), 3))
-	default:
-		cc.ToolOpsPerSec = tps
-		if err1 == nil && err2 == nil && ops > 0 {
-			cc.ToolServerCPUPerMop = time.Duration(float64(after-before) * 1e6 / ops)
-		}
-	}
+	cc.ToolOpsPerSec, cc.ToolServerCPUPerMop = tps, cpu
 	jsonOut := filepath.Join(tmp, "cross.json")
 	os.Remove(jsonOut)
 	la := []string{"loadgen", "--addr", addr, "--server-pid", strconv.Itoa(pid), "--workloads", "b", "--mix", "95:5",
@@ -497,6 +500,33 @@ func runCrosscheck(ctx context.Context, e *env, tool, exe, addr string, pid int,
 		cc.LoadgenServerCPUPerMop = rows[0].Result.ServerCPUPerMop
 	}
 	return cc
+}
+
+// runMemaslapTool runs memaslap with args pinned to lCPUs and returns its
+// final TPS and the server's (process pid) CPU time per million of its
+// operations (0 when unknown).
+func runMemaslapTool(ctx context.Context, tool string, args []string, pid int, lCPUs []int) (float64, time.Duration, error) {
+	before, err1 := loadgen.ProcessCPU(pid)
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, tool, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := startPinned(cmd, lCPUs)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	after, err2 := loadgen.ProcessCPU(pid)
+	tps, ops, ok := parseMemaslap(out.String())
+	switch {
+	case err != nil:
+		return 0, 0, fmt.Errorf("%v: %s", err, lastLines(out.String(), 3))
+	case !ok:
+		return 0, 0, fmt.Errorf("no TPS in its output: %s", lastLines(out.String(), 3))
+	}
+	var cpu time.Duration
+	if err1 == nil && err2 == nil && ops > 0 {
+		cpu = time.Duration(float64(after-before) * 1e6 / ops)
+	}
+	return tps, cpu, nil
 }
 
 var memaslapRE = regexp.MustCompile(`Run time: [0-9.]+s Ops: ([0-9]+) TPS: ([0-9]+)`)

@@ -23,12 +23,16 @@ import (
 // ignored, as memcached 1.6.18 does (see serveSignals). Its flags follow
 // memcached's where they apply.
 func runServe(e *env, args []string) error {
-	fs := newFlagSet(e, "serve", "warpkv serve [-p port] [-l addr] [-m MB] [-c conns] [-t threads] [-I size] [-f factor] [-n bytes] [-o opt[,opt...]] [--device auto|cpu|gpu|gpu:N] [--batch-interval dur] [--batch-policy load|fixed] [--gpu-search persistent|staged] [--profile] [--cpuprofile FILE] [--metrics-addr HOST:PORT]")
+	fs := newFlagSet(e, "serve", "warpkv serve [-p port] [-l addr[,addr...]] [-s socket [-a mask]] [-m MB] [-c conns] [-t threads] [-I size] [-f factor] [-n bytes] [-o opt[,opt...]] [--device auto|cpu|gpu|gpu:N] [--batch-interval dur] [--batch-policy load|fixed] [--gpu-search persistent|staged] [--profile] [--cpuprofile FILE]")
 	port := fs.Int("p", 11211, "TCP port to listen on (0: any free port)")
-	listen := fs.String("l", "127.0.0.1", "interface to listen on")
+	var listen listenAddrs
+	fs.Var(&listen, "l", "interfaces to listen on, comma separated or repeated, each `addr` with an optional :port (default 127.0.0.1)")
+	unixSocket := fs.String("s", "", "unix socket `path` to listen on instead of TCP (disables network support, as memcached's -s)")
+	unixMask := fs.String("a", "0700", "access `mask` of the -s socket, in octal")
 	memMB := fs.Int64("m", 64, "item memory limit in megabytes (a hard cap; CLOCK eviction and slab rebalancing past it)")
 	conns := fs.Int("c", 1024, "maximum simultaneous connections (see README: sizing -c)")
 	threads := fs.Int("t", 0, "OS threads running Go code (GOMAXPROCS); 0 = all cores")
+	loops := fs.Int("loops", 0, "event loops serving the connections (0: the default, see README; -1: a goroutine per connection)")
 	itemMax := fs.String("I", "1m", "largest value, with k/m suffix (1k to 1g)")
 	factor := fs.Float64("f", 1.25, "slab class growth factor (greater than 1)")
 	chunk := fs.Int("n", 48, "minimum space for key, value and flags in the smallest slab class, in bytes")
@@ -75,6 +79,11 @@ func runServe(e *env, args []string) error {
 		buckets: *buckets, device: *device, policy: *policy, mode: *gpuSearch, interval: *interval}); err != nil {
 		return err
 	}
+	mask, err := strconv.ParseUint(*unixMask, 8, 32)
+	if err != nil || mask > 0o777 {
+		return usagef("-a %s: not an octal access mask (0 to 0777)", *unixMask)
+	}
+	addrs := listen.addrs(*port)
 	if *threads > 0 {
 		runtime.GOMAXPROCS(*threads)
 	}
@@ -98,12 +107,16 @@ func runServe(e *env, args []string) error {
 	ctx, stop := serveSignals(log)
 	defer stop()
 	return server.Serve(ctx, server.Config{
-		Addr:        net.JoinHostPort(*listen, strconv.Itoa(*port)),
+		Addr:        addrs[0],
+		Addrs:       addrs[1:],
+		UnixSocket:  *unixSocket,
+		UnixMask:    os.FileMode(mask),
 		MaxConns:    *conns,
 		Version:     version,
 		Logger:      log,
 		IdleTimeout: opts.idleTimeout,
 		MetricsAddr: *metricsAddr,
+		Loops:       *loops,
 		Ready: func(net.Addr) {
 			boundGCSlack(log)
 			limitGoMemory(log, *memMB<<20+int64(max(size, 1<<20))+64<<10)
@@ -122,6 +135,42 @@ func runServe(e *env, args []string) error {
 			Profile:      *profile,
 		},
 	})
+}
+
+// listenAddrs are the -l interfaces (flag.Value): comma separated, the flag
+// repeatable, each a host (IPv6 in brackets when it has a port) with an
+// optional :port, as memcached's -l.
+type listenAddrs []string
+
+func (l *listenAddrs) String() string { return strings.Join(*l, ",") }
+
+// Set adds the comma-separated interfaces of one -l argument.
+func (l *listenAddrs) Set(arg string) error {
+	for _, a := range strings.Split(arg, ",") {
+		if a = strings.TrimSpace(a); a == "" {
+			return fmt.Errorf("empty interface in %q", arg)
+		}
+		*l = append(*l, a)
+	}
+	return nil
+}
+
+// addrs returns the TCP addresses to listen on: each interface with its
+// own port, else port (127.0.0.1 when -l was not given).
+func (l listenAddrs) addrs(port int) []string {
+	list := []string(l)
+	if len(list) == 0 {
+		list = []string{"127.0.0.1"}
+	}
+	out := make([]string, 0, len(list))
+	for _, a := range list {
+		host, p, err := net.SplitHostPort(a)
+		if err != nil { // no port: a host name, an IPv4 or a bare IPv6 address
+			host, p = strings.Trim(a, "[]"), strconv.Itoa(port)
+		}
+		out = append(out, net.JoinHostPort(host, p))
+	}
+	return out
 }
 
 // serveOpts are memcached's -o extended options that warpkv knows, parsed

@@ -1,0 +1,788 @@
+//go:build linux
+
+package protocol
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/warpkv/warpkv/kv"
+)
+
+// An event loop serves many connections on one goroutine, in rounds: it
+// waits for readable sockets with epoll (level-triggered), reads every
+// readable connection once, parses every complete request of every
+// connection into one kv.Batch, runs it with one Cache.Do, then renders
+// each connection's replies and writes them with one vectored write.
+// Per connection and round that is one read and one write system call,
+// and per round one epoll_wait and one batch, however many connections
+// take part. A connection whose replies the socket does not take at once
+// keeps the rest in its own memory (counted in Server.held) and is
+// watched for writability instead of readability: it is neither read nor
+// parsed until they are sent, while the loop's other connections go on.
+
+// loopConn is a connection's event-loop state, used by its loop only.
+type loopConn struct {
+	fd       int
+	held     []byte     // replies the socket has not taken yet
+	heldOff  int        // held[heldOff:] is still to send
+	st       parseState // how the last parse ended
+	queued   bool       // in the loop's list of connections to run
+	readable bool       // epoll reported input not read yet
+	closeAft bool       // close once held is sent
+	closed   bool
+	lastIO   int64 // unix nanoseconds of the last byte read or written
+}
+
+// loopMaxOps bounds the ops of one loop round: connections whose turn
+// would pass it wait for the next round (they are run first then).
+const loopMaxOps = 16 * DefaultMaxBatch
+
+// loopIdleTick is how often a loop looks for idle connections when
+// Config.IdleTimeout is set, and for the end of the grace at shutdown.
+const loopIdleTick = 100 * time.Millisecond
+
+// loop is one event loop (see above).
+type loop struct {
+	s      *Server
+	epfd   int
+	wakefd int // eventfd: new connections or shutdown
+	// The epoll descriptor in the Go runtime's poller (nil if it could
+	// not be): an idle loop parks there instead of blocking a thread and
+	// its processor in epoll_wait (see wait).
+	pf       *os.File
+	prc      syscall.RawConn
+	deadline bool // pf has a read deadline set
+
+	mu       sync.Mutex
+	incoming []*conn
+	stopped  bool
+
+	conns   map[int]*conn
+	run     []*conn // connections to run in the next round
+	cur     []*conn
+	batch   kv.Batch
+	events  []unix.EpollEvent
+	iov     [][]byte
+	iovecs  []unix.Iovec
+	stages  stageTimer
+	idleAt  time.Time // next idle scan
+	closeAt time.Time // end of the shutdown grace (zero until shutdown)
+}
+
+// loopsAvailable reports whether this platform has event loops.
+const loopsAvailable = true
+
+// newLoop creates an event loop's epoll and eventfd descriptors.
+func newLoop(s *Server) (*loop, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: epoll_create1: %w", err)
+	}
+	wfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, fmt.Errorf("protocol: eventfd: %w", err)
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wfd)}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wfd, &ev); err != nil {
+		unix.Close(epfd)
+		unix.Close(wfd)
+		return nil, fmt.Errorf("protocol: epoll_ctl: %w", err)
+	}
+	l := &loop{
+		s:      s,
+		epfd:   epfd,
+		wakefd: wfd,
+		conns:  make(map[int]*conn),
+		events: make([]unix.EpollEvent, 256),
+		stages: stageTimer{clock: s.cfg.Stages},
+	}
+	if unix.SetNonblock(epfd, true) == nil {
+		f := os.NewFile(uintptr(epfd), "epoll")
+		if rc, err := f.SyscallConn(); err == nil && f.SetReadDeadline(time.Time{}) == nil {
+			l.pf, l.prc = f, rc // pollable: os.File owns epfd now
+		} else {
+			unix.SetNonblock(epfd, false)
+			l.pf = f // owns epfd; not pollable: wait blocks in epoll_wait
+		}
+	}
+	return l, nil
+}
+
+// wait returns the ready events, waiting up to timeout milliseconds (-1:
+// no limit, 0: none). When nothing is ready it parks the loop's goroutine
+// in the Go runtime's poller, where the epoll descriptor is registered
+// (it is readable when one of its descriptors has an event), rather than
+// blocking in epoll_wait: a goroutine blocked in a system call keeps its
+// processor until the runtime's monitor takes it back (20 µs and more),
+// and with one loop per processor the engine's scheduler goroutine and
+// the loops it wakes would wait for that. Cost: one non-blocking
+// epoll_wait when events are ready (the poller's Read tries it first), two
+// and a park when none are.
+func (l *loop) wait(timeout int) (int, error) {
+	if timeout == 0 || l.prc == nil {
+		return unix.EpollWait(l.epfd, l.events, timeout)
+	}
+	var n int
+	var err error
+	switch {
+	case timeout > 0:
+		l.pf.SetReadDeadline(time.Now().Add(time.Duration(timeout) * time.Millisecond))
+		l.deadline = true
+	case l.deadline:
+		l.pf.SetReadDeadline(time.Time{})
+		l.deadline = false
+	}
+	rerr := l.prc.Read(func(uintptr) bool {
+		n, err = unix.EpollWait(l.epfd, l.events, 0)
+		return n != 0 || (err != nil && err != unix.EINTR)
+	})
+	if rerr != nil && !errors.Is(rerr, os.ErrDeadlineExceeded) {
+		return 0, rerr
+	}
+	return n, err
+}
+
+// wake interrupts the loop's epoll_wait. Cost: one write system call.
+func (l *loop) wake() {
+	var one = [8]byte{1}
+	unix.Write(l.wakefd, one[:])
+}
+
+// detach takes a connection's socket away from the Go runtime's poller: it
+// duplicates the descriptor (non-blocking) and closes nc. Cost: three
+// system calls per connection.
+func detach(nc net.Conn) (int, error) {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return -1, errors.New("protocol: connection has no file descriptor")
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return -1, fmt.Errorf("protocol: connection descriptor: %w", err)
+	}
+	fd := -1
+	var derr error
+	if err := raw.Control(func(f uintptr) {
+		fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil {
+		return -1, fmt.Errorf("protocol: connection descriptor: %w", err)
+	}
+	if derr != nil {
+		return -1, fmt.Errorf("protocol: dup connection descriptor: %w", derr)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("protocol: non-blocking connection descriptor: %w", err)
+	}
+	nc.Close()
+	return fd, nil
+}
+
+// adopt hands an admitted connection to an event loop, or reports false
+// (changing nothing) when its socket cannot be taken from the runtime
+// (net.Pipe, say): the caller serves it on a goroutine then.
+func (s *Server) adopt(c *conn) bool {
+	if len(s.loops) == 0 {
+		return false
+	}
+	if _, ok := c.nc.(syscall.Conn); !ok {
+		return false
+	}
+	fd, err := detach(c.nc)
+	if err != nil {
+		s.log.Debug("protocol: serving on a goroutine", "remote", c.raddr, "err", err)
+		return false
+	}
+	s.mu.Lock() // Shutdown and stats conns look at nc and id
+	c.nc = nil
+	c.id = int64(fd)
+	c.ev = loopConn{fd: fd, st: psMore, lastIO: time.Now().UnixNano()}
+	c.opLimit = 1 // slow start (adapt)
+	s.mu.Unlock()
+	l := s.loops[s.nextLoop.Add(1)%uint64(len(s.loops))]
+	l.mu.Lock()
+	stopped := l.stopped
+	if !stopped {
+		l.incoming = append(l.incoming, c)
+	}
+	l.mu.Unlock()
+	if stopped {
+		unix.Close(fd)
+		s.unregister(c)
+		return true
+	}
+	l.wake()
+	return true
+}
+
+// startLoops starts Config.Loops event loops, once; it logs and leaves
+// none (connections then get goroutines) if they cannot be created.
+func (s *Server) startLoops() {
+	s.loopsOnce.Do(func() {
+		for range s.cfg.Loops {
+			l, err := newLoop(s)
+			if err != nil {
+				s.log.Warn("protocol: no event loops; a goroutine per connection", "err", err)
+				for _, l := range s.loops {
+					l.free()
+				}
+				s.loops = nil
+				return
+			}
+			s.loops = append(s.loops, l)
+		}
+		for _, l := range s.loops {
+			go l.loop()
+		}
+	})
+}
+
+// wakeLoops interrupts every loop (at shutdown).
+func (s *Server) wakeLoops() {
+	for _, l := range s.loops {
+		l.wake()
+	}
+}
+
+func (l *loop) free() {
+	if l.pf != nil {
+		l.pf.Close() // owns epfd
+	} else {
+		unix.Close(l.epfd)
+	}
+	unix.Close(l.wakefd)
+}
+
+// takeIncoming registers the connections handed to the loop.
+func (l *loop) takeIncoming() {
+	var b [8]byte
+	unix.Read(l.wakefd, b[:])
+	l.mu.Lock()
+	in := l.incoming
+	l.incoming = nil
+	l.mu.Unlock()
+	for _, c := range in {
+		c.batch = &l.batch
+		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.ev.fd)}
+		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.ev.fd, &ev); err != nil {
+			l.s.log.Warn("protocol: epoll_ctl add", "err", err)
+			unix.Close(c.ev.fd)
+			l.s.unregister(c)
+			continue
+		}
+		l.conns[c.ev.fd] = c
+	}
+}
+
+// loop runs rounds until the server has shut down and every connection is
+// closed.
+func (l *loop) loop() {
+	defer l.free()
+	for {
+		timeout := -1
+		switch {
+		case len(l.run) > 0:
+			timeout = 0
+		case l.s.cfg.IdleTimeout > 0 || !l.closeAt.IsZero():
+			timeout = int(loopIdleTick / time.Millisecond)
+		}
+		l.stages.start()
+		n, err := l.wait(timeout)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			l.s.log.Error("protocol: epoll_wait", "err", err)
+			time.Sleep(10 * time.Millisecond)
+		}
+		for _, ev := range l.events[:max(n, 0)] {
+			fd := int(ev.Fd)
+			if fd == l.wakefd {
+				l.takeIncoming()
+				continue
+			}
+			c := l.conns[fd]
+			if c == nil {
+				continue
+			}
+			if c.ev.heldOff < len(c.ev.held) {
+				l.flush(c)
+				continue
+			}
+			c.ev.readable = true
+			l.queue(c)
+		}
+		if l.s.closing.Load() && l.shutdown() {
+			return
+		}
+		if len(l.run) > 0 {
+			l.round()
+		}
+		if l.s.cfg.IdleTimeout > 0 {
+			l.closeIdle()
+		}
+	}
+}
+
+// queue adds c to the next round.
+func (l *loop) queue(c *conn) {
+	if !c.ev.queued && !c.ev.closed {
+		c.ev.queued = true
+		l.run = append(l.run, c)
+	}
+}
+
+// round runs one round for the queued connections.
+func (l *loop) round() {
+	l.cur, l.run = l.run, l.cur[:0]
+	cur := l.cur
+	for _, c := range cur {
+		c.ev.queued = false
+		if c.ev.readable && c.ev.st == psMore {
+			c.ev.readable = false
+			l.read(c)
+		}
+	}
+	l.stages.lap(StageRead, 0)
+	l.batch.Reset()
+	parsed := 0
+	for _, c := range cur {
+		if c.ev.closed {
+			parsed++
+			continue
+		}
+		if len(l.batch.Ops) >= loopMaxOps {
+			break // the round is full: the rest run first next round
+		}
+		l.parse(c)
+		parsed++
+	}
+	rest := cur[parsed:]
+	l.stages.lap(StageParse, 0)
+	ok := true
+	if len(l.batch.Ops) > 0 {
+		l.s.stats.batches.Add(1)
+		l.s.stats.ops.Add(uint64(len(l.batch.Ops)))
+		ok = l.do()
+		l.stages.lap(StageCache, len(l.batch.Ops))
+	}
+	for _, c := range cur[:parsed] {
+		if !c.ev.closed {
+			l.render(c, ok)
+		}
+	}
+	l.stages.lap(StageRender, 0)
+	for _, c := range cur[:parsed] {
+		if !c.ev.closed {
+			l.finish(c)
+		}
+	}
+	l.stages.lap(StageWrite, 0)
+	if len(rest) > 0 {
+		next := append(rest[:len(rest):len(rest)], l.run...)
+		for _, c := range rest {
+			c.ev.queued = true
+		}
+		l.run = append(l.run[:0], next...)
+	}
+	if cap(l.batch.Buf) > 4<<20 {
+		l.batch.Buf = nil
+	}
+	l.batch.Reset()
+	clear(cur)
+}
+
+// do runs the round's batch; false: the cache failed (closed) or panicked,
+// and the round's connections are closed.
+func (l *loop) do() (ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			l.s.stats.panics.Add(1)
+			l.s.log.Error("protocol: panic in a cache batch", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			ok = false
+		}
+	}()
+	if err := l.s.cache.Do(&l.batch); err != nil {
+		l.s.log.Debug("protocol: cache batch failed", "ops", len(l.batch.Ops), "err", err)
+		return false
+	}
+	return true
+}
+
+// read reads what the socket of c holds into its read buffer, made ready
+// by prepareRead: one system call. End of input or an error closes c.
+func (l *loop) read(c *conn) {
+	if c.rend == len(c.rbuf) { // no room: prepareRead makes some (or refuses)
+		if err := c.prepareRead(); err != nil {
+			c.logErr(err)
+			l.close(c)
+			return
+		}
+	}
+	for {
+		n, err := rawRead(c.ev.fd, c.rbuf[c.rend:])
+		switch {
+		case n > 0:
+			c.rend += n
+			c.ev.lastIO = time.Now().UnixNano()
+			l.s.stats.bytesRead.Add(uint64(n))
+			return
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return
+		default: // end of input (n == 0) or a socket error
+			l.close(c)
+			return
+		}
+	}
+}
+
+// parse parses c's requests into the round's batch. A panic closes c.
+func (l *loop) parse(c *conn) {
+	defer func() {
+		if p := recover(); p != nil {
+			l.panicked(c, p)
+		}
+	}()
+	c.beginRound()
+	c.ev.st = c.parseRound()
+	c.opEnd = len(l.batch.Ops)
+}
+
+// render renders c's replies of the round (ok: its batch ran; if not,
+// c is closed).
+func (l *loop) render(c *conn, ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			l.panicked(c, p)
+		}
+	}()
+	if len(c.reqs) > 0 {
+		if !ok {
+			l.close(c)
+			return
+		}
+		c.state.Store(stateParse)
+		c.lastCmd.Store(time.Now().UnixNano())
+		c.flushCounts()
+		c.renderRound()
+	}
+}
+
+// finish writes c's rendered replies, then readies c for the next round:
+// queued again when it has parsed requests left, watched for input when
+// it needs more, closed when it asked to be.
+func (l *loop) finish(c *conn) {
+	defer func() {
+		if p := recover(); p != nil {
+			l.panicked(c, p)
+		}
+	}()
+	if c.out.len() > 0 && !l.write(c) {
+		return
+	}
+	st := c.ev.st
+	c.endRound()
+	if st == psClose || c.quit {
+		l.closeWhenSent(c)
+		return
+	}
+	if st == psMore {
+		if err := c.prepareRead(); err != nil {
+			c.logErr(err)
+			l.closeWhenSent(c)
+			return
+		}
+	}
+	if c.ev.heldOff < len(c.ev.held) {
+		return // resumes once they are sent (flush)
+	}
+	if st == psFull || c.ev.readable {
+		l.queue(c)
+	}
+}
+
+// closeWhenSent closes c now, or once its held replies are sent.
+func (l *loop) closeWhenSent(c *conn) {
+	if c.ev.heldOff < len(c.ev.held) {
+		c.ev.closeAft = true
+		return
+	}
+	l.close(c)
+}
+
+// write sends c's rendered replies with vectored writes until the socket
+// takes no more; the rest is copied to c's held replies, counted in
+// Server.held, and c is watched for writability. It reports false when
+// it closed c.
+func (l *loop) write(c *conn) bool {
+	o := &c.out
+	o.cut()
+	iov := l.iov[:0]
+	for _, sg := range o.segs {
+		if sg.ext != nil {
+			iov = append(iov, sg.ext)
+		} else {
+			iov = append(iov, o.buf[sg.off:sg.end])
+		}
+	}
+	defer func() {
+		clear(iov)
+		l.iov = iov[:0]
+		o.reset()
+	}()
+	c.state.Store(stateWrite)
+	vec := consume(iov, 0)
+	for len(vec) > 0 {
+		n, err := l.writev(c.ev.fd, vec)
+		if n > 0 {
+			l.s.stats.bytesWritten.Add(uint64(n))
+			c.ev.lastIO = time.Now().UnixNano()
+			vec = consume(vec, n)
+			continue
+		}
+		switch err {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			l.hold(c, vec)
+			return true
+		default:
+			c.logErr(fmt.Errorf("protocol: write replies: %w", err))
+			l.close(c)
+			return false
+		}
+	}
+	return true
+}
+
+// The loop's sockets are non-blocking, so their reads and writes are made
+// as raw system calls: the runtime does not hand the loop's processor to
+// another thread around them, as it may for a call that might block.
+
+// rawRead is read(2) on a non-blocking descriptor.
+func rawRead(fd int, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// rawWrite is write(2) on a non-blocking descriptor.
+func rawWrite(fd int, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// writev writes the first IOV_MAX (1024) slices of vec with one writev(2),
+// or one write(2) when there is one slice.
+func (l *loop) writev(fd int, vec [][]byte) (int, error) {
+	if len(vec) == 1 {
+		return rawWrite(fd, vec[0])
+	}
+	iv := l.iovecs[:0]
+	for _, b := range vec[:min(len(vec), 1024)] {
+		if len(b) > 0 {
+			v := unix.Iovec{Base: &b[0]}
+			v.SetLen(len(b))
+			iv = append(iv, v)
+		}
+	}
+	l.iovecs = iv
+	if len(iv) == 0 {
+		return 0, nil
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iv[0])), uintptr(len(iv)))
+	clear(iv) // no pointers kept into the round's batch
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// consume drops the first n bytes of vec.
+func consume(vec [][]byte, n int) [][]byte {
+	for n > 0 && len(vec) > 0 {
+		if n < len(vec[0]) {
+			vec[0] = vec[0][n:]
+			return vec
+		}
+		n -= len(vec[0])
+		vec = vec[1:]
+	}
+	for len(vec) > 0 && len(vec[0]) == 0 {
+		vec = vec[1:]
+	}
+	return vec
+}
+
+// hold copies the unsent replies vec to c's held replies and watches c
+// for writability only (backpressure: c is not read meanwhile).
+func (l *loop) hold(c *conn, vec [][]byte) {
+	size := 0
+	for _, b := range vec {
+		size += len(b)
+	}
+	h := c.ev.held[:0]
+	if cap(h) < size {
+		h = make([]byte, 0, size)
+	}
+	for _, b := range vec {
+		h = append(h, b...)
+	}
+	c.ev.held, c.ev.heldOff = h, 0
+	l.s.holdReplies(int64(size))
+	l.watch(c, unix.EPOLLOUT)
+}
+
+// flush sends what it can of c's held replies; once all are sent it
+// gives their memory back and serves c again.
+func (l *loop) flush(c *conn) {
+	for c.ev.heldOff < len(c.ev.held) {
+		n, err := rawWrite(c.ev.fd, c.ev.held[c.ev.heldOff:])
+		if n > 0 {
+			c.ev.heldOff += n
+			l.s.stats.bytesWritten.Add(uint64(n))
+			l.s.holdReplies(-int64(n))
+			c.ev.lastIO = time.Now().UnixNano()
+			continue
+		}
+		switch err {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return
+		default:
+			c.logErr(fmt.Errorf("protocol: write replies: %w", err))
+			l.close(c)
+			return
+		}
+	}
+	l.dropHeld(c)
+	if c.ev.closeAft || l.s.closing.Load() {
+		l.close(c)
+		return
+	}
+	l.watch(c, unix.EPOLLIN|unix.EPOLLRDHUP)
+	if c.ev.st == psFull {
+		l.queue(c)
+	} else {
+		c.setReadState()
+	}
+}
+
+// dropHeld forgets c's held replies, returning their count to the budget
+// and their memory unless it is small.
+func (l *loop) dropHeld(c *conn) {
+	if rest := len(c.ev.held) - c.ev.heldOff; rest > 0 {
+		l.s.holdReplies(-int64(rest))
+	}
+	c.ev.held, c.ev.heldOff = c.ev.held[:0], 0
+	if cap(c.ev.held) > readBufSize {
+		c.ev.held = nil
+	}
+}
+
+// watch sets the events epoll reports for c.
+func (l *loop) watch(c *conn, events uint32) {
+	ev := unix.EpollEvent{Events: events, Fd: int32(c.ev.fd)}
+	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.ev.fd, &ev); err != nil {
+		l.s.log.Warn("protocol: epoll_ctl mod", "err", err)
+		l.close(c)
+	}
+}
+
+// close closes c's socket and forgets it.
+func (l *loop) close(c *conn) {
+	if c.ev.closed {
+		return
+	}
+	c.ev.closed = true
+	l.dropHeld(c)
+	delete(l.conns, c.ev.fd)
+	c.flushCounts()
+	c.release(c.reserved)
+	// Forgotten by the server before the descriptor closes, so that
+	// Server.closeAll never shuts down a reused descriptor.
+	l.s.unregisterThen(c, func() { unix.Close(c.ev.fd) }) // also leaves the epoll set
+}
+
+// shutdownSocket ends c's socket both ways, from outside its loop (which
+// may be stuck in a batch): its client sees the end, and the loop closes
+// it on its next look. The caller holds s.mu.
+func shutdownSocket(c *conn) {
+	unix.Shutdown(c.ev.fd, unix.SHUT_RDWR)
+}
+
+// panicked logs a panic while serving c and closes c.
+func (l *loop) panicked(c *conn, p any) {
+	l.s.stats.panics.Add(1)
+	l.s.log.Error("protocol: panic serving connection", "remote", c.raddr, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	l.close(c)
+}
+
+// closeIdle closes the connections that have neither sent nor taken a
+// byte for Config.IdleTimeout (looked at every loopIdleTick).
+func (l *loop) closeIdle() {
+	now := time.Now()
+	if now.Before(l.idleAt) {
+		return
+	}
+	l.idleAt = now.Add(loopIdleTick)
+	limit := now.Add(-l.s.cfg.IdleTimeout).UnixNano()
+	for _, c := range l.conns {
+		if c.ev.lastIO < limit && !c.ev.queued {
+			l.close(c)
+		}
+	}
+}
+
+// shutdown ends the loop's connections at Shutdown: those with no replies
+// to send close at once, the others once sent or at the end of
+// Config.ShutdownGrace. It reports true when the loop has no connection
+// left and has stopped taking new ones.
+func (l *loop) shutdown() bool {
+	now := time.Now()
+	if l.closeAt.IsZero() {
+		l.closeAt = now.Add(l.s.cfg.ShutdownGrace)
+	}
+	// Requests already read are run first: their replies have the grace.
+	if len(l.run) > 0 && now.Before(l.closeAt) {
+		l.round()
+	}
+	late := !now.Before(l.closeAt)
+	for _, c := range l.conns {
+		if late || c.ev.heldOff >= len(c.ev.held) && !c.ev.queued {
+			l.close(c)
+		}
+	}
+	if len(l.conns) > 0 {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.incoming) > 0 {
+		return false
+	}
+	l.stopped = true
+	return true
+}
