@@ -73,9 +73,10 @@ cat >"$out/run-tests.sh" <<'RUNNER'
 # <log dir>/<name>.log, where the log dir is $WARPKV_LOG_DIR, else $OUT,
 # else .gpu/logs. $WARPKV_JOBS packages run at once (default 1: one after
 # another); $WARPKV_PACKAGES, a space-separated list of names from
-# .gpu/tests/packages.txt, runs only those. Prints one line per package, in
-# the manifest's order, and a final "N passed, N failed"; exits non-zero if
-# any package failed.
+# .gpu/tests/packages.txt, runs only those. Prints one line per package as
+# it ends and a final "N passed, N failed"; exits non-zero if any package
+# failed. Tests of the warpkv binary run $WARPKV_BIN, by default the packed
+# .gpu/warpkv.
 set -uo pipefail
 
 gpu_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -83,6 +84,8 @@ root=$(dirname "$gpu_dir")
 log_dir=${WARPKV_LOG_DIR:-${OUT:-$gpu_dir/logs}}
 mkdir -p "$log_dir" || exit 1
 export WARPKV_REQUIRE_GPU=${WARPKV_REQUIRE_GPU-1}
+# the tests that run the warpkv binary take the packed one (no Go here)
+export WARPKV_BIN=${WARPKV_BIN:-$gpu_dir/warpkv}
 jobs=${WARPKV_JOBS:-1}
 only=" ${WARPKV_PACKAGES:-} "
 status_dir=$(mktemp -d)
@@ -97,12 +100,14 @@ now_us() {
 	fi
 }
 
-# run_one NAME DIR ARGS... runs one package's binary and writes its exit
-# status and seconds to the status folder.
+# run_one NAME DIR ARGS... runs one package's binary, prints its line
+# (PASS or FAIL, directory, seconds; a failure adds its exit status, its
+# log and its failing tests) as soon as it ends, and leaves its exit status
+# in the status folder.
 run_one() {
 	local name=$1 dir=$2
 	shift 2
-	local log=$log_dir/$name.log start rc us
+	local log=$log_dir/$name.log start rc us secs line
 	start=$(now_us)
 	if [[ -d $root/$dir && -x $gpu_dir/tests/$name.test ]]; then
 		(cd "$root/$dir" && exec "$gpu_dir/tests/$name.test" -test.v "$@") </dev/null >"$log" 2>&1
@@ -112,15 +117,21 @@ run_one() {
 		rc=1
 	fi
 	us=$(($(now_us) - start))
-	printf '%d %d.%d\n' "$rc" $((us / 1000000)) $((us % 1000000 / 100000)) >"$status_dir/$name"
+	secs=$(printf '%d.%d' $((us / 1000000)) $((us % 1000000 / 100000)))
+	if ((rc == 0)); then
+		line=$(printf 'PASS %-28s %8ss' "$dir" "$secs")
+	else
+		line=$(printf 'FAIL %-28s %8ss  (exit %d, log %s)\n%s' "$dir" "$secs" "$rc" "$log" \
+			"$(grep -E -- '^(--- FAIL|FAIL|panic:)|_test\.go:[0-9]+:' "$log" | head -n 20 | sed 's/^/    /')")
+	fi
+	echo "$line"
+	echo "$rc" >"$status_dir/$name"
 }
 
 echo "# WARPKV_REQUIRE_GPU=$WARPKV_REQUIRE_GPU, $jobs at once, logs in $log_dir"
-selected=()
 while read -r name dir; do
 	[[ -n $name ]] || continue
 	[[ $only == "  " || $only == *" $name "* ]] || continue
-	selected+=("$name $dir")
 	while (($(jobs -rp | wc -l) >= jobs)); do
 		wait -n
 	done
@@ -130,17 +141,12 @@ wait
 
 passed=0
 failed=0
-for entry in "${selected[@]}"; do
-	read -r name dir <<<"$entry"
-	log=$log_dir/$name.log
-	read -r rc secs <"$status_dir/$name" || { rc=1 secs=0; }
-	if ((rc == 0)); then
+for f in "$status_dir"/*; do
+	[[ -e $f ]] || continue
+	if [[ $(cat "$f") == 0 ]]; then
 		passed=$((passed + 1))
-		printf 'PASS %-28s %8ss\n' "$dir" "$secs"
 	else
 		failed=$((failed + 1))
-		printf 'FAIL %-28s %8ss  (exit %d, log %s)\n' "$dir" "$secs" "$rc" "$log"
-		grep -E -- '^(--- FAIL|FAIL|panic:)|_test\.go:[0-9]+:' "$log" | head -n 20 | sed 's/^/    /'
 	fi
 done
 echo "$passed passed, $failed failed"

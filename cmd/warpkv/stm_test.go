@@ -9,43 +9,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/difftest"
 )
 
-// buildWarpkv builds the warpkv binary into a temporary directory. Where
-// there is no Go toolchain (a GPU machine), it uses $WARPKV_BINARY or the
-// binary scripts/pack-gpu.sh packed (.gpu/warpkv of this checkout).
-func buildWarpkv(t *testing.T) string {
-	t.Helper()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		if goBin, err = exec.LookPath("go"); err != nil {
-			for _, bin := range []string{os.Getenv("WARPKV_BINARY"), filepath.Join("..", "..", ".gpu", "warpkv")} {
-				if bin == "" {
-					continue
-				}
-				if _, err := os.Stat(bin); err == nil {
-					abs, _ := filepath.Abs(bin)
-					return abs
-				}
-			}
-			t.Skip("no go command to build warpkv with, no $WARPKV_BINARY and no .gpu/warpkv")
-		}
-	}
-	bin := filepath.Join(t.TempDir(), "warpkv")
-	cmd := exec.Command(goBin, "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
+// buildWarpkv returns the warpkv binary the tests run: built once with go
+// build, or $WARPKV_BIN where there is no Go toolchain (the GPU machine's
+// runner, .gpu/run-tests.sh, sets it to the packed .gpu/warpkv).
+func buildWarpkv(t *testing.T) string { return difftest.WarpkvBinary(t) }
 
 // historyLine is one line of --history as the issue defines it.
 type historyLine struct {
