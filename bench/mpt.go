@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -191,11 +192,7 @@ func RunMPT(o Options) (*Report, error) {
 			if err != nil {
 				return nil, err
 			}
-			if err := ref.Update(keys, values); err != nil {
-				return nil, err
-			}
-			root, err := ref.Hash()
-			ref.Close()
+			root, err := mptRoot(ref, keys, values)
 			if err != nil {
 				return nil, err
 			}
@@ -243,18 +240,7 @@ func MPTEngineRows(c MPTCase, eng mpt.Engine, keys, values [][]byte, st workload
 	}
 	res := MPTBuildRows(c, name, st.KeyBytes, st.ValueBytes, u, h, e2e)
 	probe := keys[:c.Probes()]
-	lookup, err := TimeCPU(warmup, reps, nil, func() error {
-		_, found, err := tr.Lookup(probe)
-		if err != nil {
-			return err
-		}
-		for i, ok := range found {
-			if !ok {
-				return fmt.Errorf("key %x not found", probe[i])
-			}
-		}
-		return nil
-	})
+	lookup, err := mptLookupTime(tr, probe, warmup, reps)
 	if err != nil {
 		return nil, err
 	}
@@ -277,9 +263,9 @@ func MPTEngineRows(c MPTCase, eng mpt.Engine, keys, values [][]byte, st workload
 
 // MPTLookupRow and MPTLookupIntoRow are the indices of the lookup rows
 // among the rows MPTEngineRows and MPTGPURows return (update, hash, end
-// to end, lookup, proof, lookup into): "lookup" is Lookup (CPU engines;
-// values alias the trie) or Lookup (GPU engine; values copied into fresh
-// memory), "lookup into" is LookupInto (values copied into one reused
+// to end, lookup, proof, lookup into): "lookup" is Lookup (values alias
+// the trie on the CPU engines, are copied into fresh memory on the GPU
+// engine), "lookup into" is LookupInto (values copied into one reused
 // buffer), which go-ethereum's lookup row is also the peer of.
 const (
 	MPTLookupRow     = 3
@@ -303,4 +289,14 @@ func MPTLookupIntoTime(tr *mpt.Trie, probe [][]byte, warmup, reps int) (float64,
 		}
 		return nil
 	})
+}
+
+// mptRoot applies the pairs to the reference trie ref, returns its root
+// hash and closes ref, whatever fails.
+func mptRoot(ref *mpt.Trie, keys, values [][]byte) (root [32]byte, err error) {
+	defer func() { err = errors.Join(err, ref.Close()) }()
+	if err := ref.Update(keys, values); err != nil {
+		return root, err
+	}
+	return ref.Hash()
 }

@@ -186,6 +186,43 @@ func (x *primRun) hostRow(op string, items, bytes int64, prepare, run func() err
 	return []Result{x.result(op, items, bytes, sec)}, nil
 }
 
+// devCountRow is deviceRow for an operation that leaves the number of
+// items it wrote in count[0] (select, run-length encode, reduce by key):
+// it checks that number against want after the timed runs; what names it
+// in the error ("selected", "runs").
+func (x *primRun) devCountRow(op string, items, bytes int64, count *gpu.Buffer[uint32], want int, what string, run func() error) ([]Result, error) {
+	rows, err := x.deviceRow(op, items, bytes, nil, run)
+	if err != nil {
+		return nil, err
+	}
+	got, err := count.Download()
+	if err != nil {
+		return nil, err
+	}
+	if int(got[0]) != want {
+		return nil, fmt.Errorf("%s: %s %d of %d, want %d", op, what, got[0], items, want)
+	}
+	return rows, nil
+}
+
+// hostCountRow is hostRow for an operation that returns the number of
+// items it wrote, checked against want after the timed runs.
+func (x *primRun) hostCountRow(op string, items, bytes int64, want int, what string, run func() (int, error)) ([]Result, error) {
+	var got int
+	rows, err := x.hostRow(op, items, bytes, nil, func() error {
+		var err error
+		got, err = run()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if got != want {
+		return nil, fmt.Errorf("%s: %s %d of %d, want %d", op, what, got, items, want)
+	}
+	return rows, nil
+}
+
 // primCase is one row group of the suite: an operation measured on one
 // engine, returning its rows.
 type primCase struct {
@@ -398,33 +435,12 @@ func selectCase[T prim.Word](x *primRun, op string) ([]Result, error) {
 		if err := bufs.Err(); err != nil {
 			return nil, err
 		}
-		sec, err := x.timeDevice(nil, func() error { return prim.DevSelect(x.e, din, dflags, dout, n, count) })
-		if err != nil {
-			return nil, err
-		}
-		got, err := count.Download()
-		if err != nil {
-			return nil, err
-		}
-		if int(got[0]) != kept {
-			return nil, fmt.Errorf("selected %d of %d, want %d", got[0], n, kept)
-		}
-		return []Result{x.result(op, int64(n), bytes, sec)}, nil
+		return x.devCountRow(op, int64(n), bytes, count, kept, "selected", func() error {
+			return prim.DevSelect(x.e, din, dflags, dout, n, count)
+		})
 	}
 	out := make([]T, n)
-	var got int
-	sec, err := x.timeHost(nil, func() error {
-		var err error
-		got, err = prim.Select(x.e, in, flags, out)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if got != kept {
-		return nil, fmt.Errorf("selected %d of %d, want %d", got, n, kept)
-	}
-	return []Result{x.result(op, int64(n), bytes, sec)}, nil
+	return x.hostCountRow(op, int64(n), bytes, kept, "selected", func() (int, error) { return prim.Select(x.e, in, flags, out) })
 }
 
 func rleCase[K prim.Key](x *primRun, op string) ([]Result, error) {
@@ -441,41 +457,12 @@ func rleCase[K prim.Key](x *primRun, op string) ([]Result, error) {
 		if err := bufs.Err(); err != nil {
 			return nil, err
 		}
-		sec, err := x.timeDevice(nil, func() error { return prim.DevRunLengthEncode(x.e, dkeys, uniq, counts, n, druns) })
-		if err != nil {
-			return nil, err
-		}
-		if err := checkRuns(druns, runs); err != nil {
-			return nil, err
-		}
-		return []Result{x.result(op, int64(n), bytes, sec)}, nil
+		return x.devCountRow(op, int64(n), bytes, druns, runs, "runs", func() error {
+			return prim.DevRunLengthEncode(x.e, dkeys, uniq, counts, n, druns)
+		})
 	}
 	uniq, counts := make([]K, n), make([]uint32, n)
-	var got int
-	sec, err := x.timeHost(nil, func() error {
-		var err error
-		got, err = prim.RunLengthEncode(x.e, keys, uniq, counts)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if got != runs {
-		return nil, fmt.Errorf("%d runs, want %d", got, runs)
-	}
-	return []Result{x.result(op, int64(n), bytes, sec)}, nil
-}
-
-// checkRuns compares a device run count with the expected one.
-func checkRuns(b *gpu.Buffer[uint32], want int) error {
-	got, err := b.Download()
-	if err != nil {
-		return err
-	}
-	if int(got[0]) != want {
-		return fmt.Errorf("%d runs, want %d", got[0], want)
-	}
-	return nil
+	return x.hostCountRow(op, int64(n), bytes, runs, "runs", func() (int, error) { return prim.RunLengthEncode(x.e, keys, uniq, counts) })
 }
 
 func reduceCase[K prim.Key, V prim.Word](x *primRun, op string) ([]Result, error) {
@@ -495,29 +482,12 @@ func reduceCase[K prim.Key, V prim.Word](x *primRun, op string) ([]Result, error
 		if err := bufs.Err(); err != nil {
 			return nil, err
 		}
-		sec, err := x.timeDevice(nil, func() error { return prim.DevReduceByKey(x.e, dkeys, dvals, uniq, sums, n, druns) })
-		if err != nil {
-			return nil, err
-		}
-		if err := checkRuns(druns, runs); err != nil {
-			return nil, err
-		}
-		return []Result{x.result(op, int64(n), bytes, sec)}, nil
+		return x.devCountRow(op, int64(n), bytes, druns, runs, "runs", func() error {
+			return prim.DevReduceByKey(x.e, dkeys, dvals, uniq, sums, n, druns)
+		})
 	}
 	uniq, sums := make([]K, n), make([]V, n)
-	var got int
-	sec, err := x.timeHost(nil, func() error {
-		var err error
-		got, err = prim.ReduceByKey(x.e, keys, vals, uniq, sums)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if got != runs {
-		return nil, fmt.Errorf("%d runs, want %d", got, runs)
-	}
-	return []Result{x.result(op, int64(n), bytes, sec)}, nil
+	return x.hostCountRow(op, int64(n), bytes, runs, "runs", func() (int, error) { return prim.ReduceByKey(x.e, keys, vals, uniq, sums) })
 }
 
 func mergeCase[K prim.Key, V prim.Word](x *primRun, op string) ([]Result, error) {

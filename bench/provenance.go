@@ -104,18 +104,8 @@ func commit() (rev string, modified bool, from string) {
 		rev, dirty := strings.CutSuffix(v, "+modified")
 		return rev, dirty, "env"
 	}
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range info.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				modified = s.Value == "true"
-			}
-		}
-		if rev != "" {
-			return rev, modified, "build"
-		}
+	if rev, modified := BuildCommit(); rev != "" {
+		return rev, modified, "build"
 	}
 	if rev, modified, ok := gitCommit(); ok {
 		return rev, modified, "git"
@@ -130,6 +120,26 @@ func commit() (rev string, modified bool, from string) {
 		}
 	}
 	return "unknown", false, ""
+}
+
+// BuildCommit returns the commit of the binary's version control stamp and
+// whether the tree had uncommitted changes, or "" when the binary has no
+// stamp (built with -buildvcs=false or outside a checkout). Cost: reads
+// the build information.
+func BuildCommit() (rev string, modified bool) {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "", false
+	}
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	return rev, modified
 }
 
 // CommitFile is the file beside a binary that names the commit it was

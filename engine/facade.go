@@ -83,12 +83,7 @@ func OpenOn[E any](f *Facade[E], p Placement, s Spec[E]) error {
 // it. Cost: one lock.
 func Lock[E any](f *Facade[E], op string) (E, error) {
 	f.mu.Lock()
-	if !f.open {
-		f.mu.Unlock()
-		var zero E
-		return zero, f.closedErr(op)
-	}
-	return f.eng, nil
+	return f.engineOr(op, f.mu.Unlock)
 }
 
 // Unlock releases the lock Lock took.
@@ -98,8 +93,15 @@ func Unlock[E any](f *Facade[E]) { f.mu.Unlock() }
 // releases it.
 func RLock[E any](f *Facade[E], op string) (E, error) {
 	f.mu.RLock()
+	return f.engineOr(op, f.mu.RUnlock)
+}
+
+// engineOr returns the engine of f, whose lock the caller took; on a
+// closed facade it releases the lock with unlock and returns the error of
+// a call op.
+func (f *Facade[E]) engineOr(op string, unlock func()) (E, error) {
 	if !f.open {
-		f.mu.RUnlock()
+		unlock()
 		var zero E
 		return zero, f.closedErr(op)
 	}

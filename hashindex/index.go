@@ -29,7 +29,6 @@ type Index struct {
 	gpu     *gpuEngine // nil on the CPU engine
 
 	// Guarded by the facade's lock:
-	eng      indexEngine
 	stats    Stats
 	stagings map[*Staging]struct{} // not yet freed, freed by Close
 }
@@ -65,14 +64,13 @@ func Open(opts Options) (*Index, error) {
 		Name: "hashindex", Device: opts.Device, GPU: opts.GPU,
 		Start: func(p engine.Placement) (indexEngine, error) {
 			if p.Backend != gpu.BackendGPU {
-				ix.eng = newCPUEngine(r, workers)
-				return ix.eng, nil
+				return newCPUEngine(r, workers), nil
 			}
 			e, err := newGPUEngine(r, p.Device, workers)
 			if err != nil {
 				return nil, fmt.Errorf("hashindex: open on %s: %w", p.Device, err)
 			}
-			ix.eng, ix.gpu = e, e
+			ix.gpu = e
 			return e, nil
 		},
 		Free: func(e indexEngine) error {
@@ -133,13 +131,13 @@ func (ix *Index) Search(hashes []uint64, out []uint32) error {
 	if err := checkBatch("search", n); err != nil || n == 0 {
 		return err
 	}
-	engine.LockAny(&ix.Facade)
-	defer engine.Unlock(&ix.Facade)
-	if !engine.Live(&ix.Facade) {
-		return engine.Closed(&ix.Facade, "search")
+	e, err := engine.Lock(&ix.Facade, "search")
+	if err != nil {
+		return err
 	}
+	defer engine.Unlock(&ix.Facade)
 	t0 := time.Now()
-	hits, err := ix.eng.search(hashes, out[:n])
+	hits, err := e.search(hashes, out[:n])
 	if err != nil {
 		return fmt.Errorf("hashindex: search of %d jobs: %w", n, err)
 	}
@@ -170,13 +168,13 @@ func (ix *Index) Insert(hashes []uint64, locs []uint32, dropped []Dropped) ([]Dr
 	if n == 0 {
 		return dropped, nil
 	}
-	engine.LockAny(&ix.Facade)
-	defer engine.Unlock(&ix.Facade)
-	if !engine.Live(&ix.Facade) {
-		return dropped, engine.Closed(&ix.Facade, "insert")
+	e, err := engine.Lock(&ix.Facade, "insert")
+	if err != nil {
+		return dropped, err
 	}
+	defer engine.Unlock(&ix.Facade)
 	return ix.recordInsert("insert", n, dropped, func(decode func(int, []uint64)) error {
-		return ix.eng.insert(hashes, locs, decode)
+		return e.insert(hashes, locs, decode)
 	})
 }
 
@@ -217,14 +215,14 @@ func (ix *Index) Delete(hashes []uint64, locs []uint32, found []bool) error {
 	if n == 0 {
 		return nil
 	}
-	engine.LockAny(&ix.Facade)
-	defer engine.Unlock(&ix.Facade)
-	if !engine.Live(&ix.Facade) {
-		return engine.Closed(&ix.Facade, "delete")
+	e, err := engine.Lock(&ix.Facade, "delete")
+	if err != nil {
+		return err
 	}
+	defer engine.Unlock(&ix.Facade)
 	t0 := time.Now()
 	hits := 0
-	err := ix.eng.remove(hashes, locs, func(first int, flags []uint32) {
+	err = e.remove(hashes, locs, func(first int, flags []uint32) {
 		hits += foundFlags(found[first:first+len(flags)], flags, ix.workers)
 	})
 	if err != nil {
@@ -254,12 +252,12 @@ func (ix *Index) Stats() Stats {
 // signatures at [16b, 16b+8) and their locations at [16b+8, 16b+16). Cost:
 // a copy of the table (from the device on the GPU engine).
 func (ix *Index) Snapshot() ([]uint32, error) {
-	engine.LockAny(&ix.Facade)
-	defer engine.Unlock(&ix.Facade)
-	if !engine.Live(&ix.Facade) {
-		return nil, engine.Closed(&ix.Facade, "snapshot")
+	e, err := engine.Lock(&ix.Facade, "snapshot")
+	if err != nil {
+		return nil, err
 	}
-	t, err := ix.eng.snapshot()
+	defer engine.Unlock(&ix.Facade)
+	t, err := e.snapshot()
 	if err != nil {
 		return nil, fmt.Errorf("hashindex: snapshot: %w", err)
 	}
@@ -269,12 +267,12 @@ func (ix *Index) Snapshot() ([]uint32, error) {
 // Reset empties the table and zeroes the stats. Cost: a clear of the
 // table.
 func (ix *Index) Reset() error {
-	engine.LockAny(&ix.Facade)
-	defer engine.Unlock(&ix.Facade)
-	if !engine.Live(&ix.Facade) {
-		return engine.Closed(&ix.Facade, "reset")
+	e, err := engine.Lock(&ix.Facade, "reset")
+	if err != nil {
+		return err
 	}
-	if err := ix.eng.reset(); err != nil {
+	defer engine.Unlock(&ix.Facade)
+	if err := e.reset(); err != nil {
 		return fmt.Errorf("hashindex: reset: %w", err)
 	}
 	ix.stats = Stats{}

@@ -120,11 +120,24 @@ func (s *Staging) free() error {
 	return nil
 }
 
+// lockStaged takes the index's lock for a staged call op of n jobs on st
+// and returns the engine; on an error (a closed index, or checkStaged's)
+// it holds no lock. engine.Unlock releases it.
+func (ix *Index) lockStaged(op string, st *Staging, n int) (indexEngine, error) {
+	e, err := engine.Lock(&ix.Facade, op)
+	if err != nil {
+		return nil, err
+	}
+	if err := ix.checkStaged(op, st, n); err != nil {
+		engine.Unlock(&ix.Facade)
+		return nil, err
+	}
+	return e, nil
+}
+
 // checkStaged checks a staged call of n jobs on st. Callers hold the index's lock.
 func (ix *Index) checkStaged(op string, st *Staging, n int) error {
 	switch {
-	case !engine.Live(&ix.Facade):
-		return engine.Closed(&ix.Facade, op)
 	case st == nil:
 		return fmt.Errorf("hashindex: %s: nil staging", op)
 	case st.ix != ix:
@@ -146,13 +159,16 @@ func (ix *Index) checkStaged(op string, st *Staging, n int) error {
 // streams, one synchronization per chunk; on the CPU, Search on st's
 // slices.
 func (ix *Index) SearchStaged(st *Staging, n int) error {
-	engine.LockAny(&ix.Facade)
-	defer engine.Unlock(&ix.Facade)
-	if err := ix.checkStaged("search staged", st, n); err != nil || n == 0 {
+	e, err := ix.lockStaged("search staged", st, n)
+	if err != nil {
 		return err
 	}
+	defer engine.Unlock(&ix.Facade)
+	if n == 0 {
+		return nil
+	}
 	t0 := time.Now()
-	hits, err := ix.eng.searchStaged(st, n)
+	hits, err := e.searchStaged(st, n)
 	if err != nil {
 		return fmt.Errorf("hashindex: search staged of %d jobs: %w", n, err)
 	}
@@ -173,10 +189,13 @@ func (ix *Index) SearchStaged(st *Staging, n int) error {
 // (pipelined over three streams); the results of chunks that dropped
 // anything are decoded on the host. On the CPU, Insert on st's slices.
 func (ix *Index) InsertStaged(st *Staging, n int, dropped []Dropped) ([]Dropped, error) {
-	engine.LockAny(&ix.Facade)
-	defer engine.Unlock(&ix.Facade)
-	if err := ix.checkStaged("insert staged", st, n); err != nil || n == 0 {
+	e, err := ix.lockStaged("insert staged", st, n)
+	if err != nil {
 		return dropped, err
+	}
+	defer engine.Unlock(&ix.Facade)
+	if n == 0 {
+		return dropped, nil
 	}
 	check := func() error {
 		if i := firstNotFound(st.locs[:n], ix.workers); i >= 0 {
@@ -185,7 +204,7 @@ func (ix *Index) InsertStaged(st *Staging, n int, dropped []Dropped) ([]Dropped,
 		return nil
 	}
 	return ix.recordInsert("insert staged", n, dropped, func(decode func(int, []uint64)) error {
-		return ix.eng.insertStaged(st, n, check, decode)
+		return e.insertStaged(st, n, check, decode)
 	})
 }
 
@@ -197,11 +216,11 @@ func (ix *Index) InsertStaged(st *Staging, n int, dropped []Dropped) ([]Dropped,
 // flags. Cost: as InsertStaged without the location check; hits are
 // counted on the device, and found costs a host pass over the flags.
 func (ix *Index) DeleteStaged(st *Staging, n int, found []bool) error {
-	engine.LockAny(&ix.Facade)
-	defer engine.Unlock(&ix.Facade)
-	if err := ix.checkStaged("delete staged", st, n); err != nil {
+	e, err := ix.lockStaged("delete staged", st, n)
+	if err != nil {
 		return err
 	}
+	defer engine.Unlock(&ix.Facade)
 	if found != nil && len(found) < n {
 		return fmt.Errorf("hashindex: delete staged: %d outputs for %d jobs", len(found), n)
 	}
@@ -213,7 +232,7 @@ func (ix *Index) DeleteStaged(st *Staging, n int, found []bool) error {
 		done = func(first int, flags []uint32) { foundFlags(found[first:first+len(flags)], flags, ix.workers) }
 	}
 	t0 := time.Now()
-	hits, err := ix.eng.removeStaged(st, n, done)
+	hits, err := e.removeStaged(st, n, done)
 	if err != nil {
 		return fmt.Errorf("hashindex: delete staged of %d jobs: %w", n, err)
 	}

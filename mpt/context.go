@@ -22,7 +22,8 @@ func (t *Trie) UpdateContext(ctx context.Context, keys, values [][]byte) error {
 	if len(keys) != len(values) {
 		return fmt.Errorf("mpt: update: %d keys but %d values", len(keys), len(values))
 	}
-	if err := t.lock("update"); err != nil {
+	e, err := t.lock("update")
+	if err != nil {
 		return err
 	}
 	defer t.unlock()
@@ -34,13 +35,13 @@ func (t *Trie) UpdateContext(ctx context.Context, keys, values [][]byte) error {
 		size = t.chunk
 	}
 	if len(keys) <= size {
-		return t.update(keys, values)
+		return t.update(e, keys, values)
 	}
 	type undo struct{ keys, old [][]byte }
 	var done []undo
 	restore := func() error {
 		for i := len(done) - 1; i >= 0; i-- {
-			if err := t.update(done[i].keys, done[i].old); err != nil {
+			if err := t.update(e, done[i].keys, done[i].old); err != nil {
 				return fmt.Errorf("mpt: undo of an update chunk (the trie holds part of the batch): %w", err)
 			}
 		}
@@ -53,7 +54,7 @@ func (t *Trie) UpdateContext(ctx context.Context, keys, values [][]byte) error {
 			err = fmt.Errorf("mpt: update: stopped before chunk %d of %d: %w", i+1, chunks, err)
 			return errors.Join(err, restore())
 		}
-		old, found, err := t.eng.lookup(keys[a:b])
+		old, found, err := e.lookup(keys[a:b])
 		if err != nil {
 			return errors.Join(fmt.Errorf("mpt: update: %w", err), restore())
 		}
@@ -63,7 +64,7 @@ func (t *Trie) UpdateContext(ctx context.Context, keys, values [][]byte) error {
 				u.old[j] = append([]byte(nil), old[j]...) // a copy: on the GPU engine old may alias a reused buffer
 			}
 		}
-		if err := t.update(keys[a:b], values[a:b]); err != nil {
+		if err := t.update(e, keys[a:b], values[a:b]); err != nil {
 			return errors.Join(err, restore())
 		}
 		done = append(done, u)

@@ -41,7 +41,7 @@ func onGPU(g *gpuTrie, opts Options) *Trie {
 	p := engine.Placement{Backend: gpu.BackendGPU, Device: g.dev, Reason: "mpt: gpu engine: test device"}
 	err := engine.OpenOn(&t.Facade, p, engine.Spec[trieEngine]{
 		Name:  "mpt",
-		Start: func(engine.Placement) (trieEngine, error) { t.g, t.eng = g, g; return g, nil },
+		Start: func(engine.Placement) (trieEngine, error) { t.g = g; return g, nil },
 		Free:  func(e trieEngine) error { return e.close() },
 		Last:  func(e trieEngine) engine.Timings { return e.lastBatch() },
 	})

@@ -32,11 +32,12 @@ type iterFrame struct {
 func (t *Trie) NewIterator(start []byte) *Iterator {
 	it := &Iterator{start: keyToHex(start)}
 	it.start = it.start[:len(it.start)-1]
-	if err := t.lock("iterator"); err != nil {
+	e, err := t.lock("iterator")
+	if err != nil {
 		it.err = err
 		return it
 	}
-	root, err := t.eng.snapshot()
+	root, err := e.snapshot()
 	t.unlock()
 	if err != nil {
 		it.err = fmt.Errorf("mpt: iterator on the %s engine: %w", t.opts.Engine, err)

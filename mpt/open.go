@@ -76,8 +76,7 @@ func (t *Trie) start(p engine.Placement, opts Options) error {
 		Start: func(p engine.Placement) (trieEngine, error) {
 			if p.Backend != gpu.BackendGPU {
 				t.cpu = newCPUTrie(opts)
-				t.eng = t.cpu
-				return t.eng, nil
+				return t.cpu, nil
 			}
 			g, err := newGPUTrie(p.Device, false, opts.Secure) // the facade releases the device
 			if err != nil {
@@ -87,7 +86,7 @@ func (t *Trie) start(p engine.Placement, opts Options) error {
 			if opts.HostValues {
 				g.host = newHostValues()
 			}
-			t.g, t.eng = g, g
+			t.g = g
 			return g, nil
 		},
 		Free: func(e trieEngine) error { return e.close() },
@@ -95,12 +94,9 @@ func (t *Trie) start(p engine.Placement, opts Options) error {
 	})
 }
 
-// lock takes the trie's lock for op, or returns an error matching
-// engine.ErrClosed.
-func (t *Trie) lock(op string) error {
-	_, err := engine.Lock(&t.Facade, op)
-	return err
-}
+// lock takes the trie's lock for op and returns the engine, or returns an
+// error matching engine.ErrClosed and holds no lock.
+func (t *Trie) lock(op string) (trieEngine, error) { return engine.Lock(&t.Facade, op) }
 
 // unlock releases the lock lock took.
 func (t *Trie) unlock() { engine.Unlock(&t.Facade) }
@@ -117,11 +113,12 @@ func (t *Trie) unlock() { engine.Unlock(&t.Facade) }
 // upload of the keys, one thread per key, and one download of the values
 // (of 4-byte value ids with HostValues).
 func (t *Trie) Lookup(keys [][]byte) (values [][]byte, found []bool, err error) {
-	if err := t.lock("lookup"); err != nil {
+	e, err := t.lock("lookup")
+	if err != nil {
 		return nil, nil, err
 	}
 	defer t.unlock()
-	v, f, err := t.eng.lookup(keys)
+	v, f, err := e.lookup(keys)
 	if err != nil {
 		return nil, nil, fmt.Errorf("mpt: lookup on the %s engine: %w", t.opts.Engine, err)
 	}

@@ -31,11 +31,12 @@ func (t *Trie) Prove(key []byte) ([][]byte, error) {
 // GPU engine on the device in two passes (sizes, then encodings). Cost:
 // Hash's, plus Prove's per key.
 func (t *Trie) ProveBatch(keys [][]byte) ([][][]byte, error) {
-	if err := t.lock("prove"); err != nil {
+	e, err := t.lock("prove")
+	if err != nil {
 		return nil, err
 	}
 	defer t.unlock()
-	p, err := t.eng.prove(keys)
+	p, err := e.prove(keys)
 	if err != nil {
 		return nil, fmt.Errorf("mpt: prove on the %s engine: %w", t.opts.Engine, err)
 	}

@@ -106,10 +106,9 @@ func ParseEngine(s string) (Engine, error) {
 type Trie struct {
 	engine.Facade[trieEngine]
 	opts  Options
-	eng   trieEngine // the facade's engine; used under the facade's lock
-	cpu   *cpuTrie   // eng on the CPU engines, else nil
-	g     *gpuTrie   // eng on the GPU engine, else nil
-	chunk int        // keys per chunk of UpdateContext (0: ContextChunk)
+	cpu   *cpuTrie // the engine on the CPU engines, else nil
+	g     *gpuTrie // the engine on the GPU engine, else nil
+	chunk int      // keys per chunk of UpdateContext (0: ContextChunk)
 }
 
 var _ engine.Reporter = (*Trie)(nil)
@@ -131,16 +130,17 @@ func (t *Trie) Update(keys, values [][]byte) error {
 	if len(keys) != len(values) {
 		return fmt.Errorf("mpt: update: %d keys but %d values", len(keys), len(values))
 	}
-	if err := t.lock("update"); err != nil {
+	e, err := t.lock("update")
+	if err != nil {
 		return err
 	}
 	defer t.unlock()
-	return t.update(keys, values)
+	return t.update(e, keys, values)
 }
 
-// update is Update under the lock.
-func (t *Trie) update(keys, values [][]byte) error {
-	if err := t.eng.update(keys, values); err != nil {
+// update is Update on e, the engine the lock returned.
+func (t *Trie) update(e trieEngine, keys, values [][]byte) error {
+	if err := e.update(keys, values); err != nil {
 		return fmt.Errorf("mpt: update on the %s engine: %w", t.opts.Engine, err)
 	}
 	return nil
@@ -160,7 +160,7 @@ func (t *Trie) Delete(keys [][]byte) error {
 // Lookup), whose device failure is returned.
 func (t *Trie) Get(key []byte) ([]byte, bool, error) {
 	if t.cpu != nil { // fast path: no slices for a batch of one
-		if err := t.lock("get"); err != nil {
+		if _, err := t.lock("get"); err != nil {
 			return nil, false, err
 		}
 		defer t.unlock()
@@ -182,11 +182,12 @@ func (t *Trie) Get(key []byte) ([]byte, bool, error) {
 // encoding and at most one Keccak-256 per dirty node; O(1) on the GPU
 // engine.
 func (t *Trie) Hash() ([32]byte, error) {
-	if err := t.lock("hash"); err != nil {
+	e, err := t.lock("hash")
+	if err != nil {
 		return [32]byte{}, err
 	}
 	defer t.unlock()
-	h, err := t.eng.rootHash()
+	h, err := e.rootHash()
 	if err != nil {
 		return [32]byte{}, fmt.Errorf("mpt: root hash on the %s engine: %w", t.opts.Engine, err)
 	}
@@ -202,9 +203,10 @@ func (t *Trie) RootHash() ([32]byte, error) { return t.Hash() }
 // LastBatch's phases (the zero value on the CPU engines and after Close).
 // Cost: O(1).
 func (t *Trie) Stats() BatchStats {
-	if err := t.lock("stats"); err != nil {
+	e, err := t.lock("stats")
+	if err != nil {
 		return BatchStats{}
 	}
 	defer t.unlock()
-	return t.eng.stats()
+	return e.stats()
 }

@@ -34,11 +34,12 @@ func (v *Values) Get(i int) ([]byte, bool) {
 // a scan placing the values, and one download of their bytes into
 // out.Data through pinned chunks.
 func (t *Trie) LookupInto(keys [][]byte, out *Values) error {
-	if err := t.lock("lookup"); err != nil {
+	e, err := t.lock("lookup")
+	if err != nil {
 		return err
 	}
 	defer t.unlock()
-	if err := t.eng.lookupInto(keys, out); err != nil {
+	if err := e.lookupInto(keys, out); err != nil {
 		return fmt.Errorf("mpt: lookup on the %s engine: %w", t.opts.Engine, err)
 	}
 	return nil

@@ -149,6 +149,8 @@ __device__ __forceinline__ void mergeTile(const K* __restrict__ ak, const V* __r
     }
 }
 
+// The merge_tile entry points instantiate mergeTile, one per key and value
+// type: extern "C" kernels cannot be templates, so they are spelled out.
 extern "C" __global__ void merge_tile_k32(const u32* ak, u64 na, const u32* bk, u64 nb, const u64* splits, u32* outK) {
     mergeTile<u32, u32, false>(ak, nullptr, na, bk, nullptr, nb, splits, outK, nullptr);
 }

@@ -81,6 +81,9 @@ __device__ __forceinline__ void scan_body(const T* in, T* out, u64 n, const Stat
     }
 }
 
+// The entry points are one-line instantiations of scan_body, one per type
+// and kind: extern "C" kernels cannot be templates, so they are spelled out.
+
 // scan_exclusive_u32: out[i] = in[0] + ... + in[i-1] (mod 2^32).
 // Thread mapping: one block per tile of SCAN_BLOCK*SCAN_ROUNDS*4 items, tile
 // index from *tile_counter; each thread holds SCAN_ROUNDS vectors of 4 items

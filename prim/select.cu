@@ -235,6 +235,9 @@ __device__ __forceinline__ void reduce_by_key_body(const K* keys, const V* vals,
 // r's key is written by its head item, its sum by the next run's head item
 // (or by the last item, for the last run), each exactly once.
 
+// The entry points are one-line instantiations of reduce_by_key_body, one
+// per key and value type: extern "C" kernels cannot be templates.
+
 // reduce_by_key_u32_u32: uniq[r], sums[r] = the key and the sum of the
 // values of the r-th run of equal consecutive keys; runs[0] = the number of
 // runs.

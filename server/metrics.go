@@ -27,30 +27,35 @@ type metricsCollector struct {
 	version  string // warpkv's
 	maxConns int
 
-	general []generalMetric
+	general []statMetric
 	descs   collectorDescs
 }
 
-// generalMetric maps one line of the general stats group to a metric.
-type generalMetric struct {
+// statMetric maps one stats line to a metric: a line of the general
+// group, or the part after "N:" of a per-class line of "stats items" or
+// "stats slabs" (a metric labelled slab="N").
+type statMetric struct {
 	stat string
 	desc *prometheus.Desc
 	typ  prometheus.ValueType
 }
 
-// slabMetric maps one per-class line of "stats items" or "stats slabs"
-// (the part after "N:") to a metric labelled slab="N".
-type slabMetric struct {
-	stat string
-	desc *prometheus.Desc
-	typ  prometheus.ValueType
+// metricSink sends constant metrics to a Collect channel.
+type metricSink chan<- prometheus.Metric
+
+func (ch metricSink) gauge(desc *prometheus.Desc, v float64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
+}
+
+func (ch metricSink) counter(desc *prometheus.Desc, v float64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, v, labels...)
 }
 
 type collectorDescs struct {
 	up, uptime, time, version, rusageUser, rusageSystem  *prometheus.Desc
 	bytesRead, bytesWritten, currConns, maxConns         *prometheus.Desc
 	connsTotal, connsRejected, commands                  *prometheus.Desc
-	items, slabs                                         []slabMetric
+	items, slabs                                         []statMetric
 	engineInfo, shards, entries, capacity                *prometheus.Desc
 	batches, batchJobs, batchSize, batchMax, batchTime   *prometheus.Desc
 	pending, pendingWaits, drops, staleReads, reqLatency *prometheus.Desc
@@ -81,7 +86,7 @@ func newMetricsCollector(e *Engine, srv *protocol.Server, start time.Time, versi
 		return newDesc("memcached", slabSubsystem, name, help, "slab")
 	}
 	c := &metricsCollector{eng: e, srv: srv, start: start, version: version, maxConns: maxConns}
-	c.general = []generalMetric{
+	c.general = []statMetric{
 		{"bytes", m("current_bytes", "Current number of bytes used to store items."), prometheus.GaugeValue},
 		{"limit_maxbytes", m("limit_bytes", "Number of bytes this server is allowed to use for storage."), prometheus.GaugeValue},
 		{"curr_items", m("current_items", "Current number of items stored by this instance."), prometheus.GaugeValue},
@@ -104,7 +109,7 @@ func newMetricsCollector(e *Engine, srv *protocol.Server, start time.Time, versi
 	d.connsTotal = m("connections_total", "Total number of connections opened since the server started running.")
 	d.connsRejected = m("connections_rejected_total", "Total number of connections rejected due to hitting the memcached's -c limit in maxconns_fast mode.")
 	d.commands = m("commands_total", "Total number of all requests broken down by command (get, set, etc.) and status.", "command", "status")
-	d.items = []slabMetric{
+	d.items = []statMetric{
 		{"number", s("current_items", "Number of items currently stored in this slab class."), prometheus.GaugeValue},
 		{"age", s("items_age_seconds", "Number of seconds the oldest item has been in the slab class."), prometheus.GaugeValue},
 		{"evicted", s("items_evicted_total", "Total number of times an item had to be evicted from the LRU before it expired."), prometheus.CounterValue},
@@ -115,7 +120,7 @@ func newMetricsCollector(e *Engine, srv *protocol.Server, start time.Time, versi
 		{"outofmemory", s("items_outofmemory_total", "Total number of items for this slab class that have triggered an out of memory error."), prometheus.CounterValue},
 		{"reclaimed", s("items_reclaimed_total", "Total number of items reclaimed."), prometheus.CounterValue},
 	}
-	d.slabs = []slabMetric{
+	d.slabs = []statMetric{
 		{"chunk_size", s("chunk_size_bytes", "Number of bytes allocated to each chunk within this slab class."), prometheus.GaugeValue},
 		{"chunks_per_page", s("chunks_per_page", "Number of chunks within a single page for this slab class."), prometheus.GaugeValue},
 		{"total_pages", s("current_pages", "Number of pages allocated to this slab class."), prometheus.GaugeValue},
@@ -169,12 +174,8 @@ func (c *metricsCollector) Describe(ch chan<- *prometheus.Desc) {
 // prometheus.Collector.
 func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	d := &c.descs
-	gauge := func(desc *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
-	}
-	counter := func(desc *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, v, labels...)
-	}
+	out := metricSink(ch)
+	gauge, counter := out.gauge, out.counter
 	conns := c.srv.Stats()
 	general := statMap(c.eng.memcachedStats())
 
@@ -231,8 +232,8 @@ func (c *metricsCollector) collectCommands(ch chan<- prometheus.Metric, general 
 
 // collectClasses sends the per-class lines of a stats group ("PREFIX N:stat
 // value") that metrics name, labelled slab="N".
-func (c *metricsCollector) collectClasses(ch chan<- prometheus.Metric, metrics []slabMetric, stats []kv.Stat, prefix string) {
-	byStat := make(map[string]*slabMetric, len(metrics))
+func (c *metricsCollector) collectClasses(ch chan<- prometheus.Metric, metrics []statMetric, stats []kv.Stat, prefix string) {
+	byStat := make(map[string]*statMetric, len(metrics))
 	for i := range metrics {
 		byStat[metrics[i].stat] = &metrics[i]
 	}
@@ -262,12 +263,8 @@ func (c *metricsCollector) collectClasses(ch chan<- prometheus.Metric, metrics [
 func (c *metricsCollector) collectIndex(ch chan<- prometheus.Metric) {
 	d := &c.descs
 	e := c.eng
-	gauge := func(desc *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
-	}
-	counter := func(desc *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, v, labels...)
-	}
+	out := metricSink(ch)
+	gauge, counter := out.gauge, out.counter
 	gauge(d.engineInfo, 1, e.backend, e.gpuSearch(), c.version)
 	s, entries, capacity := e.indexTotals()
 	gauge(d.shards, float64(len(e.shards)))

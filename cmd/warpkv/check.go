@@ -166,9 +166,12 @@ func fits(flag string, value any, need uint64, what string) error {
 	if !ok || need <= m.bytes {
 		return nil
 	}
-	needs := bench.IEC(int64(need))
-	return usagef("%s %v: needs at least %s of memory (%s), but %s is available (%s)", flag, value, needs, what, bench.IEC(int64(m.bytes)), m.source)
+	return usagef("%s %v: needs at least %s of memory (%s), but %s is available (%s)", flag, value, iecFloor(need), what, iecFloor(m.bytes), m.source)
 }
+
+// iecFloor formats a byte count, capped at 4 EiB (bench.IEC takes an
+// int64, and "at least 4 EiB" stays true of any larger need).
+func iecFloor(n uint64) string { return bench.IEC(int64(min(n, 1<<62))) }
 
 // overflow is the need mul returns when the product overflows.
 const overflow = ^uint64(0)
@@ -212,5 +215,5 @@ func fitsGPU(flag string, value any, need uint64, what, device string) error {
 		return nil
 	}
 	return usagef("%s %v: needs at least %s of GPU memory (%s), but GPU %d (%s) has %s", flag, value,
-		bench.IEC(int64(min(need, 1<<62))), what, p.Ordinal, p.Name, bench.IEC(int64(p.TotalMem)))
+		iecFloor(need), what, p.Ordinal, p.Name, iecFloor(p.TotalMem))
 }

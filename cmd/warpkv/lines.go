@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // lineReader reads the numbered lines of an input file for "warpkv art
@@ -77,6 +78,21 @@ func (l *lineReader) next() (text []byte, number int, ok bool) {
 		return nil, l.line, false
 	}
 	return text, l.line, true
+}
+
+// record returns the next line that holds something, trimmed of white
+// space: blank lines and lines starting with # (comments) are skipped. Its
+// number and ok are as next's.
+func (l *lineReader) record() (text string, number int, ok bool) {
+	for {
+		raw, n, ok := l.next()
+		if !ok {
+			return "", n, false
+		}
+		if t := strings.TrimSpace(string(raw)); t != "" && !strings.HasPrefix(t, "#") {
+			return t, n, true
+		}
+	}
 }
 
 // Err returns the error that ended the reading, nil at the end of the

@@ -52,3 +52,20 @@ func TestLineReader(t *testing.T) {
 		}
 	}
 }
+
+// TestLineReaderRecord checks that record skips blank and comment lines,
+// trims white space and keeps the lines' numbers.
+func TestLineReaderRecord(t *testing.T) {
+	lr := newLineReader(strings.NewReader("\n# c\n  a b \r\n\t\n #x\nc"), 10, "why")
+	var got []string
+	for {
+		text, n, ok := lr.record()
+		if !ok {
+			break
+		}
+		got = append(got, fmt.Sprintf("%d:%s", n, text))
+	}
+	if want := "[3:a b 6:c]"; fmt.Sprint(got) != want || lr.Err() != nil {
+		t.Fatalf("records %q, err %v; want %s", got, lr.Err(), want)
+	}
+}

@@ -49,7 +49,8 @@ type env struct {
 const parseOnlyFlag = "warpkv-parse-only"
 
 // parsedOnly is what a command returns, under env.parseOnly, once its
-// flags are parsed: the flag set, the arguments left, and the parse error.
+// flags are parsed: the flag set (its Args are the arguments left) and the
+// parse error.
 type parsedOnly struct {
 	fs  *flag.FlagSet
 	err error
@@ -207,7 +208,7 @@ func runHelp(e *env, args []string) error {
 	if len(args) == 1 {
 		return printHelp(c, out)
 	}
-	subs := subcommands(c.name)
+	subs := subcommands(c)
 	if !slices.Contains(subs, args[1]) {
 		if len(subs) == 0 {
 			return usagef("%s has no subcommands (warpkv help %s)", c.name, c.name)
@@ -217,20 +218,18 @@ func runHelp(e *env, args []string) error {
 	return printHelp(command{name: c.name, run: c.run, help: [][]string{{args[1], "-h"}}}, out)
 }
 
-// subcommands returns the subcommands of the named command that "warpkv
-// help CMD SUBCMD" documents one at a time.
-func subcommands(name string) []string {
-	switch name {
-	case "mpt":
-		return []string{"root", "prove"}
-	case "stm":
-		return []string{"bank", "run"}
-	case "art", "btree":
-		return []string{"run"}
-	case "bench":
+// subcommands returns the subcommands of command c that "warpkv help CMD
+// SUBCMD" documents one at a time: the first word of each of c.help's
+// argument lists, or bench's suites.
+func subcommands(c command) []string {
+	if c.name == "bench" {
 		return suiteNames()
 	}
-	return nil
+	var out []string
+	for _, args := range c.help {
+		out = append(out, args[0])
+	}
+	return out
 }
 
 // isHelpFlag reports whether arg asks for help.

@@ -180,14 +180,16 @@ func TestSizesThatCannotFit(t *testing.T) {
 		{[]string{"bench", "index", "--size", "4000000000000"}, 32 << 40},
 		{[]string{"bench", "btree", "--device", "cpu", "--size", "4000000000000"}, 145 << 40},
 		{[]string{"bench", "limits", "--device", "cpu", "--size", "4000000000000"}, 7 << 40},
-		{[]string{"serve", "--device", "cpu", "-m", "262144", "-p", "0"}, 32 << 30}, // the index
+		{[]string{"bench", "limits", "--device", "cpu", "--size", "9223372036854775807"}, 1 << 62}, // a need past int64
+		{[]string{"serve", "--device", "cpu", "-m", "262144", "-p", "0"}, 32 << 30},                // the index
 	} {
 		if m.bytes >= tc.need {
 			t.Logf("%v: %s available (%s): it may fit", tc.args, bench.IEC(int64(m.bytes)), m.source)
 			continue
 		}
 		code, out, errOut := runBinary(t, nil, tc.args...)
-		if code != 2 || out != "" || !strings.Contains(errOut, "needs at least ") || !strings.Contains(errOut, " is available (") {
+		if code != 2 || out != "" || !strings.Contains(errOut, "needs at least ") || strings.Contains(errOut, "at least -") ||
+			!strings.Contains(errOut, " is available (") {
 			t.Errorf("warpkv %s: exit %d, stdout %q, stderr %q; want exit 2 saying the memory it needs and the memory available", strings.Join(tc.args, " "), code, out, errOut)
 		}
 	}

@@ -160,13 +160,9 @@ func applyOps(t *mpt.Trie, in io.Reader, n int, progress io.Writer) error {
 		return nil
 	}
 	for {
-		raw, line, ok := lr.next()
+		text, line, ok := lr.record()
 		if !ok {
 			break
-		}
-		text := strings.TrimSpace(string(raw))
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
 		}
 		f := strings.Fields(text)
 		var k, v []byte

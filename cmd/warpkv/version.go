@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 	"runtime"
-	"runtime/debug"
 
+	"github.com/warpkv/warpkv/bench"
 	"github.com/warpkv/warpkv/gpu"
 )
 
@@ -31,19 +31,7 @@ func runVersion(e *env, args []string) error {
 // vcsRevision returns " (rev abcdef123456)" when the binary was built with
 // version control information, else "".
 func vcsRevision() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return ""
-	}
-	rev, dirty := "", false
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
+	rev, dirty := bench.BuildCommit()
 	if rev == "" {
 		return ""
 	}

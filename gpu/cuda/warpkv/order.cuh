@@ -27,6 +27,10 @@
 
 #include "warpkv/types.cuh"
 
+// Each ordering, scope and width is its own one-line asm, on purpose: the
+// operand constraints differ by width ("r" u32, "l" u64) and a macro that
+// generated them would hide the one instruction each function is.
+
 // ---- GPU scope ----
 
 __device__ __forceinline__ u64 ld_relaxed_gpu(const u64* p) {
