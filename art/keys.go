@@ -1,7 +1,6 @@
 package art
 
 import (
-	"bytes"
 	"fmt"
 	"unsafe"
 
@@ -182,9 +181,6 @@ func prefixEnd(p []byte) []byte {
 	out[i-1]++
 	return out
 }
-
-// compareKeys orders keys bytewise, a proper prefix first.
-func compareKeys(a, b []byte) int { return bytes.Compare(a, b) }
 
 // packQueries packs the queries' lower and upper bounds into two batches
 // (a nil Hi packs as empty) and says which have an upper bound, copying

@@ -28,12 +28,12 @@ func resultPairs(r *Result) [][]string {
 func TestGPUQueryOrder(t *testing.T) {
 	dev := gputest.Device(t)
 	r := rand.New(rand.NewPCG(22, 5))
-	gt, err := New(Options{GPU: dev})
+	gt, err := Open(Options{GPU: dev})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer gt.Close()
-	ct, _ := New(Options{Device: "cpu"})
+	ct, _ := Open(Options{Device: "cpu"})
 	n := 60000
 	keys, vals := make([][]byte, n), make([]uint64, n)
 	for i := range keys {

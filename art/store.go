@@ -316,6 +316,3 @@ func (s *store) freeLeaf(l uint64) {
 	}
 	s.pending[k] = append(s.pending[k], uint32(linkIndex(l)))
 }
-
-// live returns the records in use of each kind (hwm minus free).
-func (s *store) live(k int) int { return int(s.pools[k].hwm) - len(s.pools[k].free) }

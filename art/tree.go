@@ -66,11 +66,6 @@ func Open(o Options) (*Tree, error) {
 	return t, nil
 }
 
-// New is Open.
-//
-// Deprecated: use Open, the constructor of every warpkv engine.
-func New(o Options) (*Tree, error) { return Open(o) }
-
 // Len returns the number of keys (0 after Close). Cost: O(1).
 func (t *Tree) Len() int {
 	if _, err := engine.RLock(&t.Facade, "len"); err != nil {

@@ -5,7 +5,6 @@ import (
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
-	"github.com/warpkv/warpkv/prim"
 )
 
 // levelSizes returns the node counts of the levels of a built tree of m
@@ -67,26 +66,6 @@ func (g *gpuTree) finishTimes(op string, items int) (engine.Timings, error) {
 		return engine.Timings{}, err
 	}
 	return g.clock.Timings(op, items), nil
-}
-
-// sortUploaded stably sorts the n pairs in inK, inV by key on the device.
-// Callers hold g.mu.
-func (g *gpuTree) sortUploaded(n int) error {
-	return prim.DevSortPairs(g.pe, gpu.Take[uint64](g.pool, bufInK, n), gpu.Take[uint64](g.pool, bufInV, n), n)
-}
-
-// buildSorted builds the tree from the n key-sorted pairs in inK, inV:
-// dedupe (the last of each run of equal keys, into outK, outV), then
-// writeTree. Callers hold g.mu.
-func (g *gpuTree) buildSorted(n int) (built, error) {
-	if n == 0 {
-		return built{root: nilNode}, g.freeNodes()
-	}
-	m, err := g.dedupe(n, true)
-	if err != nil {
-		return built{}, err
-	}
-	return g.writeTree(gpu.Take[uint64](g.pool, bufOutK, m), gpu.Take[uint64](g.pool, bufOutV, m), m)
 }
 
 // writeTree builds the tree from the m strictly increasing pairs in uk,

@@ -28,12 +28,12 @@ func TestGPURangeKernels(t *testing.T) {
 				keys[i], vals[i] = r.Uint64N(1<<20)*4096, r.Uint64()
 			}
 			keys[0] = math.MaxUint64
-			c, err := New(Options{Order: order, Device: "cpu"})
+			c, err := Open(Options{Order: order, Device: "cpu"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			g, err := New(Options{Order: order, GPU: d})
+			g, err := Open(Options{Order: order, GPU: d})
 			if err != nil {
 				t.Fatal(err)
 			}

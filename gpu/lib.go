@@ -236,7 +236,7 @@ func loadNVRTC() (*nvrtcAPI, error) {
 
 // call invokes a C function that returns a 32-bit status code. Pointer
 // arguments must be written as uintptr(unsafe.Pointer(p)) in the call itself:
-// go:uintptrescapes then keeps the object alive and on the heap for the call.
+// the uintptrescapes directive then keeps the object alive and on the heap for the call.
 //
 //go:uintptrescapes
 func call(fn uintptr, args ...uintptr) uint32 {

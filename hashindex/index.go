@@ -87,11 +87,6 @@ func Open(opts Options) (*Index, error) {
 	return ix, nil
 }
 
-// New is Open.
-//
-// Deprecated: use Open, the constructor of every warpkv engine.
-func New(opts Options) (*Index, error) { return Open(opts) }
-
 // record sets the timings of a host-level call of n jobs that started at
 // t0. Cost: O(1).
 func (ix *Index) record(op string, n int, t0 time.Time) {

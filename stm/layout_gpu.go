@@ -189,8 +189,7 @@ func layoutDefines() []gpu.Define {
 		d = append(d, gpu.Def("CNT_"+n, i))
 	}
 	d = append(d, gpu.Def("CNT_WORDS", numCounters))
-	for i, n := range []string{"RUN", "REPLY", "CLOCK", "WORKER", "LOCK", "RECEIVE"} {
-		d = append(d, gpu.Def("STM_AT_"+n, i))
-	}
+	d = append(d, gpu.Def("STM_AT_RUN", atRun), gpu.Def("STM_AT_REPLY", atReply), gpu.Def("STM_AT_CLOCK", atClock),
+		gpu.Def("STM_AT_WORKER", atWorker), gpu.Def("STM_AT_LOCK", atLock), gpu.Def("STM_AT_RECEIVE", atReceive))
 	return d
 }

@@ -350,7 +350,7 @@ func TestBenchARTEngines(t *testing.T) {
 func TestARTRunBatchBudget(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 9))
 	in, want := randomARTFile(r, 2000)
-	tr, err := art.New(art.Options{Device: "cpu"})
+	tr, err := art.Open(art.Options{Device: "cpu"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,11 +58,8 @@ func WarpkvBinary(tb testing.TB) string {
 	build.once.Do(func() {
 		goTool, err := exec.LookPath("go")
 		if err != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-			if _, serr := os.Stat(goTool); serr != nil {
-				build.err = fmt.Errorf("no go toolchain to build warpkv (%v) and $%s is not set", err, EnvWarpkvBin)
-				return
-			}
+			build.err = fmt.Errorf("no go toolchain to build warpkv (%v) and $%s is not set", err, EnvWarpkvBin)
+			return
 		}
 		build.dir, build.err = os.MkdirTemp("", "warpkv-bin-")
 		if build.err != nil {
