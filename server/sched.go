@@ -48,7 +48,6 @@ type shard struct {
 	// scheduler-owned: the update staging (pinned memory on a GPU, so
 	// batches go to the device without a copy on the host) and scratch
 	st    *hashindex.Staging
-	drops []hashindex.Dropped
 	timer *time.Timer // sleepUntil's, reused
 	stats shardStats
 }
