@@ -175,11 +175,18 @@ func runSTM(e *env, args []string) error {
 	if res.HistoryLimited {
 		fmt.Fprintf(e.stderr, "stm bank: the run ended after %d commits, before --duration %v: the GPU's history buffer holds no more\n", res.Total(), *duration)
 	}
+	return reportBank(e, res, runErr, out, *accounts, *initial)
+}
+
+// reportBank prints a bank run's result, writes its history to out (if
+// not nil) and returns the run's error, else an error when the final total
+// is not accounts x initial or a read-only transaction saw a wrong total.
+func reportBank(e *env, res *stm.Result, runErr error, out io.WriteCloser, accounts int, initial uint64) error {
 	var total uint64
 	for _, v := range res.Final {
 		total += v
 	}
-	want := uint64(*accounts) * *initial
+	want := uint64(accounts) * initial
 	fmt.Fprintf(e.stdout, "device: %s\n", res.Device)
 	fmt.Fprintf(e.stdout, "commits: %d (update %d, read-only %d)\n", res.Total(), res.Commits, res.ReadOnlyCommits)
 	fmt.Fprintf(e.stdout, "aborts: %s\n", res.AbortString())
@@ -199,7 +206,7 @@ func runSTM(e *env, args []string) error {
 	case runErr != nil:
 		return runErr
 	case total != want:
-		return fmt.Errorf("stm bank: final total %d, want %d accounts x %d = %d", total, *accounts, *initial, want)
+		return fmt.Errorf("stm bank: final total %d, want %d accounts x %d = %d", total, accounts, initial, want)
 	case res.Wrong != 0:
 		return fmt.Errorf("stm bank: %d read-only transactions saw a wrong total", res.Wrong)
 	}
