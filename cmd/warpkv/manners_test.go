@@ -23,12 +23,12 @@ import (
 // anything is allocated, output files checked before a run, long input
 // lines read or refused with their number.
 
-// runBinary runs the warpkv binary with args (stdin from in, if not nil)
-// and returns its exit status and outputs; a Go runtime crash fails the
-// test.
 // crashMark matches what a crash or a Go runtime failure prints.
 var crashMark = regexp.MustCompile(`fatal error:|goroutine [0-9]+ \[|panic:|token too long`)
 
+// runBinary runs the warpkv binary with args (stdin from in, if not nil)
+// and returns its exit status and outputs; a Go runtime crash fails the
+// test.
 func runBinary(t *testing.T, in []byte, args ...string) (int, string, string) {
 	t.Helper()
 	cmd := exec.Command(difftest.WarpkvBinary(t), args...)
