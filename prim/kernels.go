@@ -20,6 +20,8 @@ func kernelDefines(file string) []gpu.Define {
 	case "keccak.cu":
 		return []gpu.Define{gpu.Def("KECCAK_RATE", keccakRate), gpu.Def("KECCAK_THREAD_BLOCK", keccakThreadBlock),
 			gpu.Def("KECCAK_WARP_BLOCK", keccakWarpBlock), gpu.Def("WARP_SIZE", keccakWarpSize)}
+	case "limits.cu":
+		return []gpu.Define{gpu.Def("LIMITS_BLOCK", limitsBlock)}
 	case "merge.cu":
 		return []gpu.Define{gpu.Def("MERGE_BLOCK", mergeBlock), gpu.Def("MERGE_ITEMS", mergeItems),
 			gpu.Def("MERGE_PARTITION_BLOCK", mergePartitionBlock)}

@@ -4,6 +4,13 @@
 // benchmark states its figures as fractions of what these reach.
 #include "warpkv/types.cuh"
 
+// LIMITS_BLOCK: threads per block of every kernel here (limits_gpu.go's
+// limitsBlock); a gather group of up to 8 lanes never straddles a block.
+#ifndef LIMITS_BLOCK
+#error "LIMITS_BLOCK must be defined by the Go launcher"
+#endif
+static_assert(LIMITS_BLOCK % 8 == 0, "a block holds whole gather groups");
+
 // mix64 is the SplitMix64 finalizer: a bijective hash of a 64-bit value.
 __device__ __forceinline__ u64 mix64(u64 z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
