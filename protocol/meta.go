@@ -394,29 +394,12 @@ func (c *conn) metaSet(buf, line []byte, toks [][]byte, lineEnd int) (int, parse
 	if hasError {
 		return refuse(errText)
 	}
-	tooBig := tooLarge(len(key), f.clientFlags, int64(vlen), c.s.cfg.ItemSizeMax)
-	if tooBig || (len(buf)-lineEnd < total && !c.reserveValue(lineEnd+total)) {
-		// Unlike set, ms removes the old item in every mode.
-		text := replyTooLarge
-		if !tooBig {
-			text = replyNoMemoryStore
-		}
-		c.static(text)
-		c.reqs[len(c.reqs)-1].op = c.addOp(kv.Op{Kind: kv.Set, Key: key, TooLarge: true, NoMemory: !tooBig})
-		c.countRefused(tooBig)
-		c.swallow = int64(total)
-		return lineEnd, psDone
+	// Unlike set, ms removes the old item in every mode.
+	value, n, ps, ok := c.storeValue(buf, lineEnd, key, f.clientFlags, vlen, false, true)
+	if !ok {
+		return n, ps
 	}
-	if len(buf)-lineEnd < total {
-		c.need = lineEnd + total
-		return 0, psMore
-	}
-	data := buf[lineEnd : lineEnd+total]
-	if data[vlen] != '\r' || data[vlen+1] != '\n' {
-		c.static(replyBadDataChunk)
-		return lineEnd + total, psDone
-	}
-	op := kv.Op{Kind: kind, Key: key, Value: data[:vlen], Flags: f.clientFlags, Exptime: int64(f.exptime), KeyBinary: f.keyBinary}
+	op := kv.Op{Kind: kind, Key: key, Value: value, Flags: f.clientFlags, Exptime: int64(f.exptime), KeyBinary: f.keyBinary}
 	switch kind {
 	case kv.Set, kv.Replace:
 		if f.hasCAS { // memcached turns set and replace with C into cas
@@ -429,8 +412,8 @@ func (c *conn) metaSet(buf, line []byte, toks [][]byte, lineEnd int) (int, parse
 	r.quiet, r.args = f.noReply, line
 	r.op = c.addOp(op)
 	c.addReq(r)
-	c.reqBytes += int(vlen)
-	return lineEnd + total, psDone
+	c.reqBytes += len(value)
+	return n, psDone
 }
 
 // renderMetaSet writes HD, NS, EX or NF with the O, k and c flags.

@@ -318,49 +318,48 @@ func (c *conn) textStore(buf []byte, toks [][]byte, ntok, lineEnd int, kind kv.K
 		c.reply(noreply, replyBadFormat)
 		return lineEnd, psDone
 	}
-	total := int(vlen) + 2
-	tooBig := tooLarge(len(key), flags, int64(vlen), c.s.cfg.ItemSizeMax)
-	if tooBig || (len(buf)-lineEnd < total && !c.reserveValue(lineEnd+total)) {
-		// Swallow the data without buffering it; a refused set also
-		// removes the key's old item, as in memcached.
-		text := replyTooLarge
-		if !tooBig {
-			text = replyNoMemoryStore
-		}
-		c.reply(noreply, text)
-		if kind == kv.Set && !isCAS {
-			c.reqs[len(c.reqs)-1].op = c.addOp(kv.Op{Kind: kv.Set, Key: key, TooLarge: true, NoMemory: !tooBig})
-		}
-		c.countRefused(tooBig)
-		c.swallow = int64(total)
-		return lineEnd, psDone
+	// A refused set also removes the key's old item, as in memcached.
+	value, n, ps, ok := c.storeValue(buf, lineEnd, key, flags, vlen, noreply, kind == kv.Set && !isCAS)
+	if !ok {
+		return n, ps
 	}
-	if len(buf)-lineEnd < total {
-		c.need = lineEnd + total
-		return 0, psMore
-	}
-	data := buf[lineEnd : lineEnd+total]
-	if data[vlen] != '\r' || data[vlen+1] != '\n' {
-		c.reply(noreply, replyBadDataChunk)
-		return lineEnd + total, psDone
-	}
-	r := newRequest(rStore)
+	c.reqBytes += len(value)
+	return c.queueText(rStore, noreply, kv.Op{Kind: kind, Key: key, Value: value, Flags: flags, Exptime: int64(exptime), HasCAS: isCAS, CompareCAS: casID}, n)
+}
+
+// queueText queues a text command's request of kind k for op, quiet under
+// noreply, and returns the parse result of a line (data included) ending
+// at end.
+func (c *conn) queueText(k reqKind, noreply bool, op kv.Op, end int) (int, parseState) {
+	r := newRequest(k)
 	r.quiet = noreply
-	r.op = c.addOp(kv.Op{Kind: kind, Key: key, Value: data[:vlen], Flags: flags, Exptime: int64(exptime), HasCAS: isCAS, CompareCAS: casID})
+	r.op = c.addOp(op)
 	c.addReq(r)
-	c.reqBytes += int(vlen)
-	return lineEnd + total, psDone
+	return end, psDone
+}
+
+// textKeyArg starts "<cmd> <key> <arg> [noreply]" (incr, decr, touch): it
+// answers ERROR to a wrong token count, counts the command as id and
+// refuses a key over kv.MaxKeyLen. It returns noreply and whether the
+// command goes on; when not, its reply is queued and the line is done.
+func (c *conn) textKeyArg(toks [][]byte, ntok int, id cmd) (noreply, ok bool) {
+	if ntok != 4 && ntok != 5 {
+		c.textErr(0) // the caller returns the line's end
+		return false, false
+	}
+	c.counts[id]++
+	noreply = noreplyToken(toks)
+	if len(toks[1]) > kv.MaxKeyLen {
+		c.reply(noreply, replyBadFormat)
+		return noreply, false
+	}
+	return noreply, true
 }
 
 // textArith parses incr and decr.
 func (c *conn) textArith(toks [][]byte, ntok, lineEnd int, kind kv.Kind, id cmd) (int, parseState) {
-	if ntok != 4 && ntok != 5 {
-		return c.textErr(lineEnd)
-	}
-	c.counts[id]++
-	noreply := noreplyToken(toks)
-	if len(toks[1]) > kv.MaxKeyLen {
-		c.reply(noreply, replyBadFormat)
+	noreply, ok := c.textKeyArg(toks, ntok, id)
+	if !ok {
 		return lineEnd, psDone
 	}
 	delta, ok := safeStrtoull(toks[2])
@@ -368,11 +367,7 @@ func (c *conn) textArith(toks [][]byte, ntok, lineEnd int, kind kv.Kind, id cmd)
 		c.reply(noreply, replyBadDelta)
 		return lineEnd, psDone
 	}
-	r := newRequest(rArith)
-	r.quiet = noreply
-	r.op = c.addOp(kv.Op{Kind: kind, Key: toks[1], Delta: delta})
-	c.addReq(r)
-	return lineEnd, psDone
+	return c.queueText(rArith, noreply, kv.Op{Kind: kind, Key: toks[1], Delta: delta}, lineEnd)
 }
 
 // textDelete parses delete: "delete <key> [0] [noreply]".
@@ -395,22 +390,13 @@ func (c *conn) textDelete(toks [][]byte, ntok, lineEnd int) (int, parseState) {
 		c.reply(noreply, replyBadFormat)
 		return lineEnd, psDone
 	}
-	r := newRequest(rDelete)
-	r.quiet = noreply
-	r.op = c.addOp(kv.Op{Kind: kv.Delete, Key: toks[1]})
-	c.addReq(r)
-	return lineEnd, psDone
+	return c.queueText(rDelete, noreply, kv.Op{Kind: kv.Delete, Key: toks[1]}, lineEnd)
 }
 
 // textTouch parses touch.
 func (c *conn) textTouch(toks [][]byte, ntok, lineEnd int) (int, parseState) {
-	if ntok != 4 && ntok != 5 {
-		return c.textErr(lineEnd)
-	}
-	c.counts[cmdTouch]++
-	noreply := noreplyToken(toks)
-	if len(toks[1]) > kv.MaxKeyLen {
-		c.reply(noreply, replyBadFormat)
+	noreply, ok := c.textKeyArg(toks, ntok, cmdTouch)
+	if !ok {
 		return lineEnd, psDone
 	}
 	exptime, ok := safeStrtol(toks[2])
@@ -418,11 +404,7 @@ func (c *conn) textTouch(toks [][]byte, ntok, lineEnd int) (int, parseState) {
 		c.reply(noreply, replyBadExptime)
 		return lineEnd, psDone
 	}
-	r := newRequest(rTouch)
-	r.quiet = noreply
-	r.op = c.addOp(kv.Op{Kind: kv.Touch, Key: toks[1], Exptime: int64(exptime)})
-	c.addReq(r)
-	return lineEnd, psDone
+	return c.queueText(rTouch, noreply, kv.Op{Kind: kv.Touch, Key: toks[1], Exptime: int64(exptime)}, lineEnd)
 }
 
 // textFlush parses flush_all [delay] [noreply].
