@@ -420,30 +420,7 @@ func (c *conn) metaSet(buf, line []byte, toks [][]byte, lineEnd int) (int, parse
 func (c *conn) renderMetaSet(r *request) {
 	op := &c.batch.Ops[r.op]
 	res := &op.Result
-	switch res.Status {
-	case kv.Stored:
-		if r.quiet {
-			return
-		}
-		c.out.str("HD")
-	case kv.NotStored:
-		c.out.str("NS")
-	case kv.Exists:
-		c.out.str("EX")
-	case kv.NotFound:
-		if op.Kind == kv.Append || op.Kind == kv.Prepend {
-			c.out.str("NS")
-		} else {
-			c.out.str("NF")
-		}
-	case kv.TooLarge:
-		c.out.str(replyTooLarge)
-		return
-	case kv.NoMemory:
-		c.out.str(replyNoMemoryStore)
-		return
-	default:
-		c.out.str(c.failed(res) + "\r\n")
+	if !c.metaCode(r, op, kv.Stored) {
 		return
 	}
 	for _, t := range c.metaFlagTokens(r.args, 3) {
@@ -463,6 +440,43 @@ func (c *conn) renderMetaSet(r *request) {
 		}
 	}
 	c.out.str("\r\n")
+}
+
+// metaCode writes the code of a meta store (success kv.Stored) or delete
+// (success kv.Deleted): HD for success, nothing when r is quiet; EX; NF;
+// for a store also NS (an append or prepend to a missing item, as in
+// memcached) and the too-large and out-of-memory errors. Another status is
+// written as its whole error line. It reports whether the reply's flags
+// follow, that is whether a code was written.
+func (c *conn) metaCode(r *request, op *kv.Op, success kv.Status) bool {
+	res := &op.Result
+	st, store := res.Status, success == kv.Stored
+	if store && st == kv.NotFound && (op.Kind == kv.Append || op.Kind == kv.Prepend) {
+		st = kv.NotStored
+	}
+	switch {
+	case st == success:
+		if r.quiet {
+			return false
+		}
+		c.out.str("HD")
+	case st == kv.Exists:
+		c.out.str("EX")
+	case st == kv.NotFound:
+		c.out.str("NF")
+	case store && st == kv.NotStored:
+		c.out.str("NS")
+	case store && st == kv.TooLarge:
+		c.out.str(replyTooLarge)
+		return false
+	case store && st == kv.NoMemory:
+		c.out.str(replyNoMemoryStore)
+		return false
+	default:
+		c.out.str(c.failed(res) + "\r\n")
+		return false
+	}
+	return true
 }
 
 // metaDelete parses md <key> <flags>*. With I the item is not removed but
@@ -492,19 +506,7 @@ func (c *conn) metaDelete(line []byte, toks [][]byte) {
 // renderMetaDelete writes HD, NF or EX with the O and k flags.
 func (c *conn) renderMetaDelete(r *request) {
 	op := &c.batch.Ops[r.op]
-	res := &op.Result
-	switch res.Status {
-	case kv.Deleted:
-		if r.quiet {
-			return
-		}
-		c.out.str("HD")
-	case kv.NotFound:
-		c.out.str("NF")
-	case kv.Exists:
-		c.out.str("EX")
-	default:
-		c.out.str(c.failed(res) + "\r\n")
+	if !c.metaCode(r, op, kv.Deleted) {
 		return
 	}
 	c.metaEcho(c.metaFlagTokens(r.args, 2), op.Key, r.meta.keyBinary)
