@@ -119,13 +119,13 @@ func (c *conn) textCommand(buf, line []byte, lineEnd int) (int, parseState) {
 	case "cas":
 		return c.textStore(buf, toks, ntok, lineEnd, kv.Set, cmdCAS)
 	case "incr":
-		return c.textArith(toks, ntok, lineEnd, kv.Incr, cmdIncr)
+		return c.textKeyNumber(toks, ntok, lineEnd, kv.Incr, cmdIncr)
 	case "decr":
-		return c.textArith(toks, ntok, lineEnd, kv.Decr, cmdDecr)
+		return c.textKeyNumber(toks, ntok, lineEnd, kv.Decr, cmdDecr)
 	case "delete":
 		return c.textDelete(toks, ntok, lineEnd)
 	case "touch":
-		return c.textTouch(toks, ntok, lineEnd)
+		return c.textKeyNumber(toks, ntok, lineEnd, kv.Touch, cmdTouch)
 	case "flush_all":
 		return c.textFlush(toks, ntok, lineEnd)
 	case "version":
@@ -338,36 +338,35 @@ func (c *conn) queueText(k reqKind, noreply bool, op kv.Op, end int) (int, parse
 	return end, psDone
 }
 
-// textKeyArg starts "<cmd> <key> <arg> [noreply]" (incr, decr, touch): it
-// answers ERROR to a wrong token count, counts the command as id and
-// refuses a key over kv.MaxKeyLen. It returns noreply and whether the
-// command goes on; when not, its reply is queued and the line is done.
-func (c *conn) textKeyArg(toks [][]byte, ntok int, id cmd) (noreply, ok bool) {
+// textKeyNumber parses the commands of a key and a number,
+// "<cmd> <key> <number> [noreply]": incr and decr (a 64-bit delta) and
+// touch (an expiry). A wrong token count is ERROR, a key over
+// kv.MaxKeyLen a bad format, a number memcached refuses the command's own
+// error.
+func (c *conn) textKeyNumber(toks [][]byte, ntok, lineEnd int, kind kv.Kind, id cmd) (int, parseState) {
 	if ntok != 4 && ntok != 5 {
-		c.textErr(0) // the caller returns the line's end
-		return false, false
+		return c.textErr(lineEnd)
 	}
 	c.counts[id]++
-	noreply = noreplyToken(toks)
+	noreply := noreplyToken(toks)
 	if len(toks[1]) > kv.MaxKeyLen {
 		c.reply(noreply, replyBadFormat)
-		return noreply, false
-	}
-	return noreply, true
-}
-
-// textArith parses incr and decr.
-func (c *conn) textArith(toks [][]byte, ntok, lineEnd int, kind kv.Kind, id cmd) (int, parseState) {
-	noreply, ok := c.textKeyArg(toks, ntok, id)
-	if !ok {
 		return lineEnd, psDone
 	}
-	delta, ok := safeStrtoull(toks[2])
+	op := kv.Op{Kind: kind, Key: toks[1]}
+	rk, bad, ok := rArith, replyBadDelta, false
+	if kind == kv.Touch {
+		var exptime int32
+		exptime, ok = safeStrtol(toks[2])
+		rk, bad, op.Exptime = rTouch, replyBadExptime, int64(exptime)
+	} else {
+		op.Delta, ok = safeStrtoull(toks[2])
+	}
 	if !ok {
-		c.reply(noreply, replyBadDelta)
+		c.reply(noreply, bad)
 		return lineEnd, psDone
 	}
-	return c.queueText(rArith, noreply, kv.Op{Kind: kind, Key: toks[1], Delta: delta}, lineEnd)
+	return c.queueText(rk, noreply, op, lineEnd)
 }
 
 // textDelete parses delete: "delete <key> [0] [noreply]".
@@ -391,20 +390,6 @@ func (c *conn) textDelete(toks [][]byte, ntok, lineEnd int) (int, parseState) {
 		return lineEnd, psDone
 	}
 	return c.queueText(rDelete, noreply, kv.Op{Kind: kv.Delete, Key: toks[1]}, lineEnd)
-}
-
-// textTouch parses touch.
-func (c *conn) textTouch(toks [][]byte, ntok, lineEnd int) (int, parseState) {
-	noreply, ok := c.textKeyArg(toks, ntok, cmdTouch)
-	if !ok {
-		return lineEnd, psDone
-	}
-	exptime, ok := safeStrtol(toks[2])
-	if !ok {
-		c.reply(noreply, replyBadExptime)
-		return lineEnd, psDone
-	}
-	return c.queueText(rTouch, noreply, kv.Op{Kind: kv.Touch, Key: toks[1], Exptime: int64(exptime)}, lineEnd)
 }
 
 // textFlush parses flush_all [delay] [noreply].
