@@ -27,10 +27,7 @@ func (t *Trie) UpdateContext(ctx context.Context, keys, values [][]byte) error {
 	if err := context.Cause(ctx); err != nil {
 		return fmt.Errorf("mpt: update: %w", err)
 	}
-	size := engine.ContextChunk
-	if t.chunk > 0 {
-		size = t.chunk
-	}
+	size := engine.ChunkKeys(t.chunk)
 	if len(keys) <= size {
 		return t.update(e, keys, values)
 	}
