@@ -9,12 +9,7 @@ import (
 )
 
 // chunkKeys is the number of keys a Context call applies at a time.
-func (t *Tree) chunkKeys() int {
-	if t.chunk > 0 {
-		return t.chunk
-	}
-	return engine.ContextChunk
-}
+func (t *Tree) chunkKeys() int { return engine.ChunkKeys(t.chunk) }
 
 // BuildContext is Build that stops when ctx is done. A batch of more than
 // engine.ContextChunk keys is built in a new tree beside the old one (on

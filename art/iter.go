@@ -119,7 +119,10 @@ func (s *store) next(c *cursor) uint64 {
 }
 
 // prev returns the next leaf in descending order and moves past it, or 0
-// at the start.
+// at the start. It is next's mirror image (positions walked down from the
+// last, a descent starting at a node's last position): the two stay
+// separate because one walk with the direction as a parameter would hide
+// the bounds each loop stops at.
 func (s *store) prev(c *cursor) uint64 {
 	for {
 		if c.node == rootCur {

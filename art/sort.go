@@ -51,7 +51,11 @@ func sortedOrder(kb Keys, workers int) []uint32 {
 	return idx
 }
 
-// mergeRuns merges sorted a and b into out, a first on ties (stable).
+// mergeRuns merges sorted a and b into out, a first on ties (stable). It
+// is prim's mergeKeysSeq with a comparison function in place of <: art's
+// keys are byte strings reached through indices, while prim's merge is
+// instantiated per ordered key type and keeps a plain < in its inner loop,
+// so the two loops stay separate.
 func mergeRuns(a, b, out []uint32, cmp func(x, y uint32) int) {
 	i, j, o := 0, 0, 0
 	for i < len(a) && j < len(b) {

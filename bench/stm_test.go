@@ -3,9 +3,6 @@ package bench
 import (
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/warpkv/warpkv/stm"
 )
 
 // TestRunSTMSmall runs the stm suite on the CPU engine at a tiny size: every
@@ -34,21 +31,6 @@ func TestRunSTMSmall(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(rep.Notes, "\n"), "aborts ") {
 		t.Error("no notes on aborts")
-	}
-}
-
-// TestBankPeersKeepTheInvariant runs the lock-based peers with more
-// goroutines than cores: every total right, money conserved.
-func TestBankPeersKeepTheInvariant(t *testing.T) {
-	b := stm.Bank{Accounts: 64, Initial: 10, ReadOnly: 0.3, ReadSize: 8, Rounds: 3}
-	for _, p := range []BankPeer{NewGlobalLockBank(b), NewItemLockBank(b)} {
-		r, err := RunBankPeer(p, b, 1, 8, 50*time.Millisecond)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Stats.Total() == 0 {
-			t.Fatalf("%s committed nothing", p.Name())
-		}
 	}
 }
 

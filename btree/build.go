@@ -62,8 +62,10 @@ func (t *cpuTree) buildSorted(k, v []uint64) error {
 
 // buildUpper builds internal levels over the given nodes (in key order,
 // with their max keys) until one node remains, and returns it with a nil
-// parent. Each level uses the closed-form distribution of buildSorted.
-// Cost: O(len(ids)) over the workers.
+// parent. Each level uses the closed-form distribution of buildSorted; it
+// is the leaf level's mirror there (child ids and max keys in place of keys
+// and values, parents left to the next level) and stays a loop of its own
+// rather than one loop with a level flag. Cost: O(len(ids)) over the workers.
 func (t *cpuTree) buildUpper(ids []uint32, maxes []uint64) (uint32, error) {
 	s := &t.st
 	for len(ids) > 1 {

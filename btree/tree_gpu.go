@@ -67,13 +67,9 @@ const (
 // device). The kernels are compiled here, so that a broken toolchain is
 // reported by New.
 func newGPUTree(r resolved, d *gpu.Device) (*gpuTree, error) {
-	pe, err := prim.NewGPU(d)
+	pe, k, err := prim.NewGPUWith(d, loadKernels)
 	if err != nil {
 		return nil, err
-	}
-	k, err := loadKernels(d)
-	if err != nil {
-		return nil, errors.Join(err, pe.Close())
 	}
 	clock, err := engine.NewGPUClock(d)
 	if err != nil {

@@ -116,28 +116,8 @@ func WriteTable(w io.Writer, rows []Row) error {
 		}
 		table = append(table, append(row, fmt.Sprintf("%.2fx", r.Ratio)))
 	}
-	width := make([]int, len(table[0]))
-	for _, row := range table {
-		for i, c := range row {
-			width[i] = max(width[i], len([]rune(c)))
-		}
-	}
 	var b strings.Builder
-	for _, row := range table {
-		var line strings.Builder
-		for i, c := range row {
-			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
-			if i > 0 {
-				line.WriteString("  ")
-			}
-			if i < 2 {
-				line.WriteString(c + pad) // text columns left-aligned
-			} else {
-				line.WriteString(pad + c)
-			}
-		}
-		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
-	}
+	b.WriteString(AlignRows(table))
 	for _, f := range failures {
 		b.WriteString("failed: " + f + "\n")
 	}

@@ -19,10 +19,7 @@ import (
 // Update's, plus a lookup of every chunk's keys when there is more than
 // one chunk, plus the undo when stopped.
 func (t *Trie) UpdateContext(ctx context.Context, keys, values [][]byte) error {
-	if len(keys) != len(values) {
-		return fmt.Errorf("mpt: update: %d keys but %d values", len(keys), len(values))
-	}
-	e, err := t.lock("update")
+	e, err := t.lockUpdate(keys, values)
 	if err != nil {
 		return err
 	}
@@ -30,10 +27,7 @@ func (t *Trie) UpdateContext(ctx context.Context, keys, values [][]byte) error {
 	if err := context.Cause(ctx); err != nil {
 		return fmt.Errorf("mpt: update: %w", err)
 	}
-	size := engine.ContextChunk
-	if t.chunk > 0 {
-		size = t.chunk
-	}
+	size := engine.ChunkKeys(t.chunk)
 	if len(keys) <= size {
 		return t.update(e, keys, values)
 	}

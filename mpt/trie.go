@@ -127,15 +127,21 @@ func (t *Trie) Options() Options { return t.opts }
 // Keccak-256 per key, hashing deferred to Hash; on the GPU engine the
 // batch's upload, PhaseNU and PhaseHC.
 func (t *Trie) Update(keys, values [][]byte) error {
-	if len(keys) != len(values) {
-		return fmt.Errorf("mpt: update: %d keys but %d values", len(keys), len(values))
-	}
-	e, err := t.lock("update")
+	e, err := t.lockUpdate(keys, values)
 	if err != nil {
 		return err
 	}
 	defer t.unlock()
 	return t.update(e, keys, values)
+}
+
+// lockUpdate checks that keys and values pair up and locks the trie for an
+// update, returning its engine; the caller unlocks. Cost: O(1).
+func (t *Trie) lockUpdate(keys, values [][]byte) (trieEngine, error) {
+	if len(keys) != len(values) {
+		return nil, fmt.Errorf("mpt: update: %d keys but %d values", len(keys), len(values))
+	}
+	return t.lock("update")
 }
 
 // update is Update on e, the engine the lock returned.

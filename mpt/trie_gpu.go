@@ -107,13 +107,9 @@ type gpuTrie struct {
 // The kernels are compiled here so that a broken toolchain is reported by
 // Open.
 func newGPUTrie(d *gpu.Device, ownsDev, secure bool) (*gpuTrie, error) {
-	pe, err := prim.NewGPU(d)
+	pe, k, err := prim.NewGPUWith(d, loadKernels)
 	if err != nil {
 		return nil, err
-	}
-	k, err := loadKernels(d)
-	if err != nil {
-		return nil, errors.Join(err, pe.Close())
 	}
 	g := &gpuTrie{dev: d, ownsDev: ownsDev, pe: pe, s: pe.Stream(), k: k, secure: secure, bump: 1, nvals: 1}
 	if g.ctl, err = gpu.Alloc[uint32](d, ctlWords); err != nil {

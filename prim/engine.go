@@ -1,6 +1,7 @@
 package prim
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -75,6 +76,23 @@ func NewGPU(d *gpu.Device) (*Engine, error) {
 		reason:  "gpu engine on " + d.String(),
 		modules: map[string]*gpu.Module{}, pool: gpu.NewPool(d, s),
 	}, nil
+}
+
+// NewGPUWith returns NewGPU's engine on d together with what load returns
+// on d (an engine package's kernels, say); when load fails the engine is
+// closed and load's error returned. The caller keeps the device. Cost:
+// NewGPU's and load's.
+func NewGPUWith[K any](d *gpu.Device, load func(*gpu.Device) (K, error)) (*Engine, K, error) {
+	var none K
+	e, err := NewGPU(d)
+	if err != nil {
+		return nil, none, err
+	}
+	k, err := load(d)
+	if err != nil {
+		return nil, none, errors.Join(err, e.Close())
+	}
+	return e, k, nil
 }
 
 // Backend says whether the engine runs on the CPU or a GPU.

@@ -380,65 +380,64 @@ func (c *conn) renderBinary(r *request) {
 	case opGet, opGetK, opTouch, opGat, opGatK:
 		c.renderBinaryGet(r, op)
 	case opSet, opAdd, opReplace, opAppend, opPrepend:
-		switch res.Status {
-		case kv.Stored:
-			c.binOK(r, res.CAS)
-		case kv.Exists:
-			c.binError(r, stKeyEEXISTS)
-		case kv.NotFound:
-			if op.Kind == kv.Append || op.Kind == kv.Prepend {
-				c.binError(r, stNotStored)
-			} else {
-				c.binError(r, stKeyENOENT)
-			}
-		case kv.NotStored:
-			switch op.Kind {
-			case kv.Add:
-				c.binError(r, stKeyEEXISTS)
-			case kv.Replace:
-				c.binError(r, stKeyENOENT)
-			default:
-				c.binError(r, stNotStored)
-			}
-		case kv.TooLarge:
-			c.binError(r, stE2BIG)
-		case kv.NoMemory:
-			c.binError(r, stENOMEM)
-		default:
-			c.binFailed(r, res)
+		if res.Status != kv.Stored {
+			c.binUnsuccessful(r, op)
+			return
 		}
+		c.binOK(r, res.CAS)
 	case opDelete:
-		switch res.Status {
-		case kv.Deleted:
-			c.binOK(r, 0)
-		case kv.NotFound:
-			c.binError(r, stKeyENOENT)
-		case kv.Exists:
-			c.binError(r, stKeyEEXISTS)
-		default:
-			c.binFailed(r, res)
+		if res.Status != kv.Deleted {
+			c.binUnsuccessful(r, op)
+			return
 		}
+		c.binOK(r, 0)
 	case opIncr, opDecr:
-		switch res.Status {
-		case kv.Counted:
-			if !r.quiet {
-				c.binResponse(r, stOK, 0, 0, 8, res.CAS)
-				var v [8]byte
-				binary.BigEndian.PutUint64(v[:], res.Number)
-				c.out.bytes(v[:])
-			}
-		case kv.NotFound:
-			c.binError(r, stKeyENOENT)
-		case kv.Exists:
-			c.binError(r, stKeyEEXISTS)
-		case kv.NonNumeric:
-			c.binError(r, stDeltaBadval)
-		case kv.NoMemory:
-			c.binError(r, stENOMEM)
-		default:
-			c.binFailed(r, res)
+		if res.Status != kv.Counted {
+			c.binUnsuccessful(r, op)
+			return
+		}
+		if !r.quiet {
+			c.binResponse(r, stOK, 0, 0, 8, res.CAS)
+			var v [8]byte
+			binary.BigEndian.PutUint64(v[:], res.Number)
+			c.out.bytes(v[:])
 		}
 	}
+}
+
+// binStatusOf is memcached's binary status for each unsuccessful outcome
+// of a store, delete, incr or decr (kv documents which ops each Status
+// comes from); binUnsuccessful adjusts it by the op's kind.
+var binStatusOf = [...]uint16{
+	kv.Exists:     stKeyEEXISTS, // a CAS mismatch
+	kv.NotFound:   stKeyENOENT,
+	kv.NotStored:  stNotStored,
+	kv.TooLarge:   stE2BIG,
+	kv.NoMemory:   stENOMEM,
+	kv.NonNumeric: stDeltaBadval,
+}
+
+// binUnsuccessful writes the error response of a store, delete, incr or
+// decr op that did not succeed: binStatusOf's status, except that a
+// missing key is NOT_STORED for append and prepend, and that a refused add
+// is EEXISTS and a refused replace ENOENT; an internal error for any other
+// outcome.
+func (c *conn) binUnsuccessful(r *request, op *kv.Op) {
+	res := &op.Result
+	if int(res.Status) >= len(binStatusOf) || binStatusOf[res.Status] == stOK {
+		c.binFailed(r, res)
+		return
+	}
+	st := binStatusOf[res.Status]
+	switch {
+	case res.Status == kv.NotFound && (op.Kind == kv.Append || op.Kind == kv.Prepend):
+		st = stNotStored
+	case res.Status == kv.NotStored && op.Kind == kv.Add:
+		st = stKeyEEXISTS
+	case res.Status == kv.NotStored && op.Kind == kv.Replace:
+		st = stKeyENOENT
+	}
+	c.binError(r, st)
 }
 
 // renderBinaryGet writes the response of get, getk, touch, gat and gatk.

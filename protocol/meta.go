@@ -394,29 +394,12 @@ func (c *conn) metaSet(buf, line []byte, toks [][]byte, lineEnd int) (int, parse
 	if hasError {
 		return refuse(errText)
 	}
-	tooBig := tooLarge(len(key), f.clientFlags, int64(vlen), c.s.cfg.ItemSizeMax)
-	if tooBig || (len(buf)-lineEnd < total && !c.reserveValue(lineEnd+total)) {
-		// Unlike set, ms removes the old item in every mode.
-		text := replyTooLarge
-		if !tooBig {
-			text = replyNoMemoryStore
-		}
-		c.static(text)
-		c.reqs[len(c.reqs)-1].op = c.addOp(kv.Op{Kind: kv.Set, Key: key, TooLarge: true, NoMemory: !tooBig})
-		c.countRefused(tooBig)
-		c.swallow = int64(total)
-		return lineEnd, psDone
+	// Unlike set, ms removes the old item in every mode.
+	value, n, ps, ok := c.storeValue(buf, lineEnd, key, f.clientFlags, vlen, false, true)
+	if !ok {
+		return n, ps
 	}
-	if len(buf)-lineEnd < total {
-		c.need = lineEnd + total
-		return 0, psMore
-	}
-	data := buf[lineEnd : lineEnd+total]
-	if data[vlen] != '\r' || data[vlen+1] != '\n' {
-		c.static(replyBadDataChunk)
-		return lineEnd + total, psDone
-	}
-	op := kv.Op{Kind: kind, Key: key, Value: data[:vlen], Flags: f.clientFlags, Exptime: int64(f.exptime), KeyBinary: f.keyBinary}
+	op := kv.Op{Kind: kind, Key: key, Value: value, Flags: f.clientFlags, Exptime: int64(f.exptime), KeyBinary: f.keyBinary}
 	switch kind {
 	case kv.Set, kv.Replace:
 		if f.hasCAS { // memcached turns set and replace with C into cas
@@ -429,38 +412,15 @@ func (c *conn) metaSet(buf, line []byte, toks [][]byte, lineEnd int) (int, parse
 	r.quiet, r.args = f.noReply, line
 	r.op = c.addOp(op)
 	c.addReq(r)
-	c.reqBytes += int(vlen)
-	return lineEnd + total, psDone
+	c.reqBytes += len(value)
+	return n, psDone
 }
 
 // renderMetaSet writes HD, NS, EX or NF with the O, k and c flags.
 func (c *conn) renderMetaSet(r *request) {
 	op := &c.batch.Ops[r.op]
 	res := &op.Result
-	switch res.Status {
-	case kv.Stored:
-		if r.quiet {
-			return
-		}
-		c.out.str("HD")
-	case kv.NotStored:
-		c.out.str("NS")
-	case kv.Exists:
-		c.out.str("EX")
-	case kv.NotFound:
-		if op.Kind == kv.Append || op.Kind == kv.Prepend {
-			c.out.str("NS")
-		} else {
-			c.out.str("NF")
-		}
-	case kv.TooLarge:
-		c.out.str(replyTooLarge)
-		return
-	case kv.NoMemory:
-		c.out.str(replyNoMemoryStore)
-		return
-	default:
-		c.out.str(c.failed(res) + "\r\n")
+	if !c.metaCode(r, op, kv.Stored) {
 		return
 	}
 	for _, t := range c.metaFlagTokens(r.args, 3) {
@@ -480,6 +440,43 @@ func (c *conn) renderMetaSet(r *request) {
 		}
 	}
 	c.out.str("\r\n")
+}
+
+// metaCode writes the code of a meta store (success kv.Stored) or delete
+// (success kv.Deleted): HD for success, nothing when r is quiet; EX; NF;
+// for a store also NS (an append or prepend to a missing item, as in
+// memcached) and the too-large and out-of-memory errors. Another status is
+// written as its whole error line. It reports whether the reply's flags
+// follow, that is whether a code was written.
+func (c *conn) metaCode(r *request, op *kv.Op, success kv.Status) bool {
+	res := &op.Result
+	st, store := res.Status, success == kv.Stored
+	if store && st == kv.NotFound && (op.Kind == kv.Append || op.Kind == kv.Prepend) {
+		st = kv.NotStored
+	}
+	switch {
+	case st == success:
+		if r.quiet {
+			return false
+		}
+		c.out.str("HD")
+	case st == kv.Exists:
+		c.out.str("EX")
+	case st == kv.NotFound:
+		c.out.str("NF")
+	case store && st == kv.NotStored:
+		c.out.str("NS")
+	case store && st == kv.TooLarge:
+		c.out.str(replyTooLarge)
+		return false
+	case store && st == kv.NoMemory:
+		c.out.str(replyNoMemoryStore)
+		return false
+	default:
+		c.out.str(c.failed(res) + "\r\n")
+		return false
+	}
+	return true
 }
 
 // metaDelete parses md <key> <flags>*. With I the item is not removed but
@@ -509,19 +506,7 @@ func (c *conn) metaDelete(line []byte, toks [][]byte) {
 // renderMetaDelete writes HD, NF or EX with the O and k flags.
 func (c *conn) renderMetaDelete(r *request) {
 	op := &c.batch.Ops[r.op]
-	res := &op.Result
-	switch res.Status {
-	case kv.Deleted:
-		if r.quiet {
-			return
-		}
-		c.out.str("HD")
-	case kv.NotFound:
-		c.out.str("NF")
-	case kv.Exists:
-		c.out.str("EX")
-	default:
-		c.out.str(c.failed(res) + "\r\n")
+	if !c.metaCode(r, op, kv.Deleted) {
 		return
 	}
 	c.metaEcho(c.metaFlagTokens(r.args, 2), op.Key, r.meta.keyBinary)

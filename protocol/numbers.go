@@ -15,75 +15,78 @@ import (
 // isCSpace reports whether c is white space for C's isspace.
 func isCSpace(c byte) bool { return c == ' ' || (c >= '\t' && c <= '\r') }
 
-// cStrtoull parses s as C's strtoull(s, &end, 10): it returns the value
-// (negated modulo 2^64 after a minus sign), the index just past the digits
-// (0 when there are none), and whether the magnitude overflowed (ERANGE).
-func cStrtoull(s []byte) (v uint64, end int, overflow bool) {
+// cScan is the scan C's strtoull and strtoll share: leading white space,
+// an optional sign, then decimal digits, accumulated while the magnitude
+// stays at most limit(neg). It returns the magnitude, the sign, the index
+// just past the digits (0 when there are none) and whether the magnitude
+// passed the limit (ERANGE; the digits are still consumed).
+func cScan(s []byte, limit func(neg bool) uint64) (mag uint64, neg bool, end int, overflow bool) {
 	i := 0
 	for i < len(s) && isCSpace(s[i]) {
 		i++
 	}
-	neg := false
 	if i < len(s) && (s[i] == '+' || s[i] == '-') {
 		neg = s[i] == '-'
 		i++
 	}
+	lim := limit(neg)
 	start := i
 	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
 		d := uint64(s[i] - '0')
-		if overflow || v > (math.MaxUint64-d)/10 {
-			overflow = true
-			continue
-		}
-		v = v*10 + d
-	}
-	switch {
-	case i == start:
-		return 0, 0, false
-	case overflow:
-		return math.MaxUint64, i, true
-	case neg:
-		v = -v
-	}
-	return v, i, false
-}
-
-// cStrtoll parses s as C's strtoll(s, &end, 10) (strtol on LP64).
-func cStrtoll(s []byte) (v int64, end int, overflow bool) {
-	i := 0
-	for i < len(s) && isCSpace(s[i]) {
-		i++
-	}
-	neg := false
-	if i < len(s) && (s[i] == '+' || s[i] == '-') {
-		neg = s[i] == '-'
-		i++
-	}
-	limit := uint64(math.MaxInt64)
-	if neg {
-		limit++
-	}
-	start := i
-	var mag uint64
-	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
-		d := uint64(s[i] - '0')
-		if overflow || mag > (limit-d)/10 {
+		if overflow || mag > (lim-d)/10 {
 			overflow = true
 			continue
 		}
 		mag = mag*10 + d
 	}
+	if i == start {
+		return 0, false, 0, false
+	}
+	return mag, neg, i, overflow
+}
+
+// unsignedLimit is strtoull's limit on the magnitude, either sign.
+func unsignedLimit(bool) uint64 { return math.MaxUint64 }
+
+// signedLimit is strtoll's limit on the magnitude: MaxInt64, or its
+// negation's magnitude after a minus sign.
+func signedLimit(neg bool) uint64 {
+	if neg {
+		return uint64(math.MaxInt64) + 1
+	}
+	return math.MaxInt64
+}
+
+// cStrtoull parses s as C's strtoull(s, &end, 10): it returns the value
+// (negated modulo 2^64 after a minus sign), the index just past the digits
+// (0 when there are none), and whether the magnitude overflowed (ERANGE).
+func cStrtoull(s []byte) (v uint64, end int, overflow bool) {
+	mag, neg, end, overflow := cScan(s, unsignedLimit)
 	switch {
-	case i == start:
+	case end == 0:
+		return 0, 0, false
+	case overflow:
+		return math.MaxUint64, end, true
+	case neg:
+		return -mag, end, false
+	}
+	return mag, end, false
+}
+
+// cStrtoll parses s as C's strtoll(s, &end, 10) (strtol on LP64).
+func cStrtoll(s []byte) (v int64, end int, overflow bool) {
+	mag, neg, end, overflow := cScan(s, signedLimit)
+	switch {
+	case end == 0:
 		return 0, 0, false
 	case overflow && neg:
-		return math.MinInt64, i, true
+		return math.MinInt64, end, true
 	case overflow:
-		return math.MaxInt64, i, true
+		return math.MaxInt64, end, true
 	case neg:
-		return -int64(mag), i, false
+		return -int64(mag), end, false
 	}
-	return int64(mag), i, false
+	return int64(mag), end, false
 }
 
 // numberEnds reports memcached's end test: at least one digit, then the end

@@ -119,13 +119,13 @@ func (c *conn) textCommand(buf, line []byte, lineEnd int) (int, parseState) {
 	case "cas":
 		return c.textStore(buf, toks, ntok, lineEnd, kv.Set, cmdCAS)
 	case "incr":
-		return c.textArith(toks, ntok, lineEnd, kv.Incr, cmdIncr)
+		return c.textKeyNumber(toks, ntok, lineEnd, kv.Incr, cmdIncr)
 	case "decr":
-		return c.textArith(toks, ntok, lineEnd, kv.Decr, cmdDecr)
+		return c.textKeyNumber(toks, ntok, lineEnd, kv.Decr, cmdDecr)
 	case "delete":
 		return c.textDelete(toks, ntok, lineEnd)
 	case "touch":
-		return c.textTouch(toks, ntok, lineEnd)
+		return c.textKeyNumber(toks, ntok, lineEnd, kv.Touch, cmdTouch)
 	case "flush_all":
 		return c.textFlush(toks, ntok, lineEnd)
 	case "version":
@@ -318,42 +318,32 @@ func (c *conn) textStore(buf []byte, toks [][]byte, ntok, lineEnd int, kind kv.K
 		c.reply(noreply, replyBadFormat)
 		return lineEnd, psDone
 	}
-	total := int(vlen) + 2
-	tooBig := tooLarge(len(key), flags, int64(vlen), c.s.cfg.ItemSizeMax)
-	if tooBig || (len(buf)-lineEnd < total && !c.reserveValue(lineEnd+total)) {
-		// Swallow the data without buffering it; a refused set also
-		// removes the key's old item, as in memcached.
-		text := replyTooLarge
-		if !tooBig {
-			text = replyNoMemoryStore
-		}
-		c.reply(noreply, text)
-		if kind == kv.Set && !isCAS {
-			c.reqs[len(c.reqs)-1].op = c.addOp(kv.Op{Kind: kv.Set, Key: key, TooLarge: true, NoMemory: !tooBig})
-		}
-		c.countRefused(tooBig)
-		c.swallow = int64(total)
-		return lineEnd, psDone
+	// A refused set also removes the key's old item, as in memcached.
+	value, n, ps, ok := c.storeValue(buf, lineEnd, key, flags, vlen, noreply, kind == kv.Set && !isCAS)
+	if !ok {
+		return n, ps
 	}
-	if len(buf)-lineEnd < total {
-		c.need = lineEnd + total
-		return 0, psMore
-	}
-	data := buf[lineEnd : lineEnd+total]
-	if data[vlen] != '\r' || data[vlen+1] != '\n' {
-		c.reply(noreply, replyBadDataChunk)
-		return lineEnd + total, psDone
-	}
-	r := newRequest(rStore)
-	r.quiet = noreply
-	r.op = c.addOp(kv.Op{Kind: kind, Key: key, Value: data[:vlen], Flags: flags, Exptime: int64(exptime), HasCAS: isCAS, CompareCAS: casID})
-	c.addReq(r)
-	c.reqBytes += int(vlen)
-	return lineEnd + total, psDone
+	c.reqBytes += len(value)
+	return c.queueText(rStore, noreply, kv.Op{Kind: kind, Key: key, Value: value, Flags: flags, Exptime: int64(exptime), HasCAS: isCAS, CompareCAS: casID}, n)
 }
 
-// textArith parses incr and decr.
-func (c *conn) textArith(toks [][]byte, ntok, lineEnd int, kind kv.Kind, id cmd) (int, parseState) {
+// queueText queues a text command's request of kind k for op, quiet under
+// noreply, and returns the parse result of a line (data included) ending
+// at end.
+func (c *conn) queueText(k reqKind, noreply bool, op kv.Op, end int) (int, parseState) {
+	r := newRequest(k)
+	r.quiet = noreply
+	r.op = c.addOp(op)
+	c.addReq(r)
+	return end, psDone
+}
+
+// textKeyNumber parses the commands of a key and a number,
+// "<cmd> <key> <number> [noreply]": incr and decr (a 64-bit delta) and
+// touch (an expiry). A wrong token count is ERROR, a key over
+// kv.MaxKeyLen a bad format, a number memcached refuses the command's own
+// error.
+func (c *conn) textKeyNumber(toks [][]byte, ntok, lineEnd int, kind kv.Kind, id cmd) (int, parseState) {
 	if ntok != 4 && ntok != 5 {
 		return c.textErr(lineEnd)
 	}
@@ -363,16 +353,20 @@ func (c *conn) textArith(toks [][]byte, ntok, lineEnd int, kind kv.Kind, id cmd)
 		c.reply(noreply, replyBadFormat)
 		return lineEnd, psDone
 	}
-	delta, ok := safeStrtoull(toks[2])
+	op := kv.Op{Kind: kind, Key: toks[1]}
+	rk, bad, ok := rArith, replyBadDelta, false
+	if kind == kv.Touch {
+		var exptime int32
+		exptime, ok = safeStrtol(toks[2])
+		rk, bad, op.Exptime = rTouch, replyBadExptime, int64(exptime)
+	} else {
+		op.Delta, ok = safeStrtoull(toks[2])
+	}
 	if !ok {
-		c.reply(noreply, replyBadDelta)
+		c.reply(noreply, bad)
 		return lineEnd, psDone
 	}
-	r := newRequest(rArith)
-	r.quiet = noreply
-	r.op = c.addOp(kv.Op{Kind: kind, Key: toks[1], Delta: delta})
-	c.addReq(r)
-	return lineEnd, psDone
+	return c.queueText(rk, noreply, op, lineEnd)
 }
 
 // textDelete parses delete: "delete <key> [0] [noreply]".
@@ -395,34 +389,7 @@ func (c *conn) textDelete(toks [][]byte, ntok, lineEnd int) (int, parseState) {
 		c.reply(noreply, replyBadFormat)
 		return lineEnd, psDone
 	}
-	r := newRequest(rDelete)
-	r.quiet = noreply
-	r.op = c.addOp(kv.Op{Kind: kv.Delete, Key: toks[1]})
-	c.addReq(r)
-	return lineEnd, psDone
-}
-
-// textTouch parses touch.
-func (c *conn) textTouch(toks [][]byte, ntok, lineEnd int) (int, parseState) {
-	if ntok != 4 && ntok != 5 {
-		return c.textErr(lineEnd)
-	}
-	c.counts[cmdTouch]++
-	noreply := noreplyToken(toks)
-	if len(toks[1]) > kv.MaxKeyLen {
-		c.reply(noreply, replyBadFormat)
-		return lineEnd, psDone
-	}
-	exptime, ok := safeStrtol(toks[2])
-	if !ok {
-		c.reply(noreply, replyBadExptime)
-		return lineEnd, psDone
-	}
-	r := newRequest(rTouch)
-	r.quiet = noreply
-	r.op = c.addOp(kv.Op{Kind: kv.Touch, Key: toks[1], Exptime: int64(exptime)})
-	c.addReq(r)
-	return lineEnd, psDone
+	return c.queueText(rDelete, noreply, kv.Op{Kind: kv.Delete, Key: toks[1]}, lineEnd)
 }
 
 // textFlush parses flush_all [delay] [noreply].

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/warpkv/warpkv/bench"
+	"github.com/warpkv/warpkv/internal/bankpeer"
 	"github.com/warpkv/warpkv/stm"
 )
 
@@ -36,13 +36,13 @@ func BenchmarkBank(b *testing.B) {
 		})
 		for _, peer := range []struct {
 			name string
-			new  func(stm.Bank) bench.BankPeer
-		}{{"global-lock", bench.NewGlobalLockBank}, {"item-locks", bench.NewItemLockBank}} {
+			new  func(stm.Bank) bankpeer.Peer
+		}{{"global-lock", bankpeer.NewGlobalLock}, {"item-locks", bankpeer.NewItemLock}} {
 			b.Run(name+"/"+peer.name, func(b *testing.B) {
 				p := peer.new(bk)
 				b.ResetTimer()
 				// Run long enough for b.N transactions at the measured rate.
-				r, err := bench.RunBankPeer(p, bk, 1, runtime.GOMAXPROCS(0), time.Duration(b.N)*200*time.Nanosecond+time.Millisecond)
+				r, err := bankpeer.RunFor(p, bk, 1, runtime.GOMAXPROCS(0), time.Duration(b.N)*200*time.Nanosecond+time.Millisecond)
 				if err != nil {
 					b.Fatal(err)
 				}

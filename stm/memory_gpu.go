@@ -8,79 +8,63 @@ import (
 )
 
 // runMemory is the device memory of one run, by name, and the run's
-// stm_globals. Allocation errors are sticky: after the first, further
-// allocations do nothing and err says what failed.
+// stm_globals. Its buffers are one gpu.Buffers set: allocation errors are
+// sticky, so that after the first, further allocations do nothing and
+// bufs.Err says what failed.
 type runMemory struct {
 	vals, vers, tsnap, rsVal, wsVal, res      *gpu.Buffer[uint64]
 	reqRing, finRing, reqTail, finTail, words *gpu.Buffer[uint64]
 	dctl, counters, hist, histAb, done, final *gpu.Buffer[uint64]
 	initv, globals                            *gpu.Buffer[uint64]
 	head, rsItem, wsItem, txNR, txNW, reply   *gpu.Buffer[uint32]
-	free                                      []func() error
-	err                                       error
+	bufs                                      *gpu.Buffers
 }
 
 // take allocates n (at least 1) elements into *dst unless an earlier
-// allocation failed.
-func take[T any](d *gpu.Device, m *runMemory, dst **gpu.Buffer[T], n int) {
-	if m.err != nil {
-		return
-	}
-	b, err := gpu.Alloc[T](d, max(n, 1))
-	if err != nil {
-		m.err = err
-		return
-	}
-	m.free = append(m.free, b.Free)
-	*dst = b
+// allocation failed. Cost: one cuMemAlloc.
+func take[T any](m *runMemory, dst **gpu.Buffer[T], n int) {
+	*dst = gpu.AllocIn[T](m.bufs, n)
 }
 
 // release frees every buffer allocated.
-func (m *runMemory) release() error {
-	var err error
-	for _, f := range m.free {
-		err = errors.Join(err, f())
-	}
-	m.free = nil
-	return err
-}
+func (m *runMemory) release() error { return m.bufs.Free() }
 
 // allocate takes the run's device memory, zeroes the protocol's words and
 // writes the run's stm_globals.
 func (g *gpuEngine) allocate(pl *runPlan, sp *workloadSpec, ro RunOptions) (*runMemory, error) {
 	d, cfg, sh, th := g.dev, pl.cfg, pl.sh, pl.threads
-	m := &runMemory{}
-	take(d, m, &m.vals, pl.n*cfg.Versions)
-	take(d, m, &m.vers, pl.n*cfg.Versions)
-	take(d, m, &m.head, pl.n)
-	take(d, m, &m.rsItem, th*sh.r)
+	m := &runMemory{bufs: gpu.NewBuffers(d)}
+	take(m, &m.vals, pl.n*cfg.Versions)
+	take(m, &m.vers, pl.n*cfg.Versions)
+	take(m, &m.head, pl.n)
+	take(m, &m.rsItem, th*sh.r)
 	if pl.hist > 0 {
-		take(d, m, &m.rsVal, th*sh.r)
+		take(m, &m.rsVal, th*sh.r)
 	} else {
-		take(d, m, &m.rsVal, 1)
+		take(m, &m.rsVal, 1)
 	}
-	take(d, m, &m.wsItem, th*sh.w)
-	take(d, m, &m.wsVal, th*sh.w)
-	take(d, m, &m.tsnap, th)
-	take(d, m, &m.txNR, th)
-	take(d, m, &m.txNW, th)
-	take(d, m, &m.res, th)
-	take(d, m, &m.reqRing, cfg.Servers*pl.ring*3) // stm_req: 24 bytes
-	take(d, m, &m.finRing, cfg.Servers*pl.ring*4) // stm_fin: 32 bytes
-	take(d, m, &m.reqTail, cfg.Servers*ctlSpacing)
-	take(d, m, &m.finTail, cfg.Servers*ctlSpacing)
-	take(d, m, &m.reply, pl.clientWarps*cfg.Servers)
-	take(d, m, &m.words, 2*ctlSpacing) // clock, next
-	take(d, m, &m.dctl, dctlWords)
-	take(d, m, &m.counters, numCounters)
-	take(d, m, &m.hist, int(pl.histWords))
-	take(d, m, &m.histAb, int(pl.abWords))
-	take(d, m, &m.done, pl.doneRing)
-	take(d, m, &m.final, pl.n)
-	take(d, m, &m.initv, pl.n)
-	take(d, m, &m.globals, globalWords())
-	if m.err != nil {
-		return nil, errors.Join(fmt.Errorf("allocating the run's device memory: %w", m.err), m.release())
+	take(m, &m.wsItem, th*sh.w)
+	take(m, &m.wsVal, th*sh.w)
+	take(m, &m.tsnap, th)
+	take(m, &m.txNR, th)
+	take(m, &m.txNW, th)
+	take(m, &m.res, th)
+	take(m, &m.reqRing, cfg.Servers*pl.ring*3) // stm_req: 24 bytes
+	take(m, &m.finRing, cfg.Servers*pl.ring*4) // stm_fin: 32 bytes
+	take(m, &m.reqTail, cfg.Servers*ctlSpacing)
+	take(m, &m.finTail, cfg.Servers*ctlSpacing)
+	take(m, &m.reply, pl.clientWarps*cfg.Servers)
+	take(m, &m.words, 2*ctlSpacing) // clock, next
+	take(m, &m.dctl, dctlWords)
+	take(m, &m.counters, numCounters)
+	take(m, &m.hist, int(pl.histWords))
+	take(m, &m.histAb, int(pl.abWords))
+	take(m, &m.done, pl.doneRing)
+	take(m, &m.final, pl.n)
+	take(m, &m.initv, pl.n)
+	take(m, &m.globals, globalWords())
+	if err := m.bufs.Err(); err != nil {
+		return nil, errors.Join(fmt.Errorf("allocating the run's device memory: %w", err), m.release())
 	}
 	for _, b := range []interface{ FillBytes(*gpu.Stream, byte) error }{m.reqRing, m.finRing, m.reqTail, m.finTail, m.reply, m.words, m.dctl, m.counters, m.res, m.done} {
 		if err := b.FillBytes(g.sSrv, 0); err != nil {

@@ -159,29 +159,10 @@ func profileRows(s serverResult) [][]string {
 	return out
 }
 
-// writeTable writes rows aligned, the first two columns left-aligned.
+// writeTable writes rows aligned, the first two columns left-aligned
+// (loadgen.AlignRows).
 func writeTable(w io.Writer, rows [][]string) {
-	width := map[int]int{}
-	for _, r := range rows {
-		for i, c := range r {
-			width[i] = max(width[i], len([]rune(c)))
-		}
-	}
-	for _, r := range rows {
-		var b strings.Builder
-		for i, c := range r {
-			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
-			if i > 0 {
-				b.WriteString("  ")
-			}
-			if i < 2 {
-				b.WriteString(c + pad)
-			} else {
-				b.WriteString(pad + c)
-			}
-		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
-	}
+	io.WriteString(w, loadgen.AlignRows(rows))
 }
 
 func siRate(v float64) string {

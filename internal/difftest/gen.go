@@ -322,3 +322,27 @@ func (g *gen) delta() uint64 {
 	}
 	return 1<<64 - 1
 }
+
+// pipelinedStep returns a step of one command or, with probability pct
+// percent, of two to four pipelined in one write. command appends the
+// command at position pos of the step on key k (text-safe when textKeys)
+// to b and may return a follow-up step, which is queued when the step has
+// one command; a one-command step records its key.
+func (g *gen) pipelinedStep(pct int, textKeys bool, command func(b *stepBuilder, k string, pos int) func() step) step {
+	var b stepBuilder
+	n := 1
+	if g.chance(pct) {
+		n = 2 + g.r.IntN(3)
+	}
+	for pos := range n {
+		k := g.key(textKeys)
+		follow := command(&b, k, pos)
+		if n == 1 {
+			b.s.keys = []string{k}
+			if follow != nil {
+				g.pending = append(g.pending, follow)
+			}
+		}
+	}
+	return b.done()
+}

@@ -8,27 +8,7 @@ import (
 
 // metaStep returns a meta protocol step: one command, or two to four
 // pipelined (often quiet) in one write.
-func (g *gen) metaStep() step {
-	var b stepBuilder
-	n := 1
-	if g.chance(12) {
-		n = 2 + g.r.IntN(3)
-	}
-	var follow func() step
-	for pos := range n {
-		k := g.key(false)
-		if f := g.metaCommand(&b, k, pos); f != nil && n == 1 {
-			follow = f
-		}
-		if n == 1 {
-			b.s.keys = []string{k}
-		}
-	}
-	if follow != nil {
-		g.pending = append(g.pending, follow)
-	}
-	return b.done()
-}
+func (g *gen) metaStep() step { return g.pipelinedStep(12, false, g.metaCommand) }
 
 // metaKey returns the key token and the b flag for key k: base64 for a
 // key that is not text-safe, and sometimes for one that is (memcached

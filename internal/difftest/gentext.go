@@ -6,30 +6,7 @@ import (
 
 // textStep returns a text protocol step: one command, or two to four
 // pipelined in one write.
-func (g *gen) textStep() step {
-	var b stepBuilder
-	n := 1
-	if g.chance(10) {
-		n = 2 + g.r.IntN(3)
-	}
-	var follow func() step
-	for pos := range n {
-		k := g.key(true)
-		if n == 1 {
-			b.s.keys = []string{k}
-		}
-		if f := g.textCommand(&b, k, pos); f != nil && n == 1 {
-			follow = f
-		}
-	}
-	if n > 1 {
-		b.s.keys = nil
-	}
-	if follow != nil {
-		g.pending = append(g.pending, follow)
-	}
-	return b.done()
-}
+func (g *gen) textStep() step { return g.pipelinedStep(10, true, g.textCommand) }
 
 // noreply returns " noreply" sometimes.
 func (g *gen) noreply() string {
