@@ -44,17 +44,15 @@ type paddedCount struct {
 	_ [56]byte
 }
 
-// enter counts a reader in the current epoch and returns its counter.
-func (r *inlineReaders) enter() int {
-	for {
-		e := r.epoch.Load()
-		c := &r.n[e&1].c
-		c.Add(1)
-		if r.epoch.Load() == e {
-			return int(e & 1)
-		}
-		c.Add(-1) // the epoch moved: count in the new one (a wake-up is owed only by a reader that held it)
-	}
+// tryEnter counts a reader in the current epoch's counter and returns it;
+// ok is false when the epoch moved meanwhile: the caller then leaves that
+// counter (shard.endInline: a scheduler may have seen the count) and tries
+// again.
+func (r *inlineReaders) tryEnter() (slot int, ok bool) {
+	e := r.epoch.Load()
+	slot = int(e & 1)
+	r.n[slot].c.Add(1)
+	return slot, r.epoch.Load() == e
 }
 
 // snapshot returns the current epoch and whether any reader is in flight.
@@ -84,7 +82,12 @@ func (r *inlineReaders) passed(e uint64) bool {
 // Cost: a few atomic operations on the shard's counters and the index's
 // read lock, and the search itself.
 func (s *shard) searchInline(hashes []uint64, out []uint32) (ticket, error) {
-	t := ticket{sh: s, off: s.inline.enter(), n: len(hashes)}
+	slot, ok := s.inline.tryEnter()
+	for !ok {
+		s.endInline(slot)
+		slot, ok = s.inline.tryEnter()
+	}
+	t := ticket{sh: s, off: slot, n: len(hashes)}
 	start := s.prof.start()
 	err := s.ix.SearchShared(hashes, out)
 	s.prof.lap(stIndexSearch, &start)

@@ -189,6 +189,17 @@ func unlinksLeft(e *Engine) bool {
 	return false
 }
 
+// enter is shard.searchInline's entry without a shard.
+func (r *inlineReaders) enter() int {
+	for {
+		slot, ok := r.tryEnter()
+		if ok {
+			return slot
+		}
+		r.n[slot].c.Add(-1)
+	}
+}
+
 // TestInlineReadersEpochs steps the epoch counters: a list waits for the
 // readers in flight when it was taken, not for those that entered later,
 // so steady readers cannot hold unlinks back.
