@@ -32,7 +32,7 @@ func runServe(e *env, args []string) error {
 	memMB := fs.Int64("m", 64, "item memory limit in megabytes (a hard cap; CLOCK eviction and slab rebalancing past it)")
 	conns := fs.Int("c", 1024, "maximum simultaneous connections (see README: sizing -c)")
 	threads := fs.Int("t", 0, "OS threads running Go code (GOMAXPROCS); 0 = all cores")
-	loops := fs.Int("loops", 0, "event loops serving the connections (0: the default, see README; -1: none, each connection served on its own)")
+	loops := fs.Int("loops", 0, "event loops serving the connections (0: the default, see README; -1: a goroutine per connection)")
 	itemMax := fs.String("I", "1m", "largest value, with k/m suffix (1k to 1g)")
 	factor := fs.Float64("f", 1.25, "slab class growth factor (greater than 1)")
 	chunk := fs.Int("n", 48, "minimum space for key, value and flags in the smallest slab class, in bytes")
