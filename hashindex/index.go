@@ -3,6 +3,7 @@ package hashindex
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/warpkv/warpkv/engine"
@@ -28,6 +29,10 @@ type Index struct {
 	workers int
 	gpu     *gpuEngine // nil on the CPU engine
 
+	// shared counts the jobs and hits of SearchShared calls, which hold
+	// only the facade's read lock.
+	sharedSearches, sharedHits atomic.Uint64
+
 	// Guarded by the facade's lock:
 	stats    Stats
 	stagings map[*Staging]struct{} // not yet freed, freed by Close
@@ -40,6 +45,7 @@ var _ engine.Reporter = (*Index)(nil)
 type Stats struct {
 	Entries    uint64 // cells in use
 	Searches   uint64 // search jobs
+	Shared     uint64 // of Searches, the jobs of SearchShared calls on the CPU engine
 	Hits       uint64 // searches that found a location
 	Inserts    uint64 // insert jobs
 	Overwrites uint64 // inserts that replaced a location (dropped as Overwritten)
@@ -142,6 +148,45 @@ func (ix *Index) Search(hashes []uint64, out []uint32) error {
 	return nil
 }
 
+// SearchShared is Search for callers that search concurrently with each
+// other. On the CPU engine SearchShared calls hold only the index's read
+// lock, so they run in parallel on their callers' goroutines and are
+// excluded only from updates, resets and Close (which may move cells: a
+// present key is always found, as with Search); large batches still spread
+// over the engine's workers. It counts in Stats but does not record
+// LastBatch. On the GPU engine it is Search (calls serialized); Shared
+// says which. Cost on the CPU: a read lock (an atomic add on the index's
+// lock word, shared by every caller), up to two bucket reads per job and
+// two atomic adds for the stats.
+func (ix *Index) SearchShared(hashes []uint64, out []uint32) error {
+	if !ix.Shared() {
+		return ix.Search(hashes, out)
+	}
+	n := len(hashes)
+	if len(out) < n {
+		return fmt.Errorf("hashindex: search shared: %d outputs for %d jobs", len(out), n)
+	}
+	if err := checkBatch("search shared", n); err != nil || n == 0 {
+		return err
+	}
+	eng, err := engine.RLock(&ix.Facade, "search shared")
+	if err != nil {
+		return err
+	}
+	defer engine.RUnlock(&ix.Facade)
+	hits, err := eng.search(hashes, out[:n])
+	if err != nil {
+		return fmt.Errorf("hashindex: search shared of %d jobs: %w", n, err)
+	}
+	ix.sharedSearches.Add(uint64(n))
+	ix.sharedHits.Add(uint64(hits))
+	return nil
+}
+
+// Shared reports whether SearchShared calls run in parallel (the CPU
+// engine) rather than one at a time (the GPU engine). Cost: O(1).
+func (ix *Index) Shared() bool { return ix.gpu == nil }
+
 // Insert indexes location locs[i] under hash hashes[i], for every i in
 // batch order (a key inserted twice keeps the later location), and appends
 // to dropped, in job order, every location the index stopped holding:
@@ -240,7 +285,11 @@ func (ix *Index) recordDelete(op string, n, hits int, t0 time.Time) {
 func (ix *Index) Stats() Stats {
 	engine.LockAny(&ix.Facade)
 	defer engine.Unlock(&ix.Facade)
-	return ix.stats
+	st := ix.stats
+	st.Shared = ix.sharedSearches.Load()
+	st.Searches += st.Shared
+	st.Hits += ix.sharedHits.Load()
+	return st
 }
 
 // Snapshot returns a copy of the table: Buckets()*16 words, bucket b's 8
@@ -271,6 +320,8 @@ func (ix *Index) Reset() error {
 		return fmt.Errorf("hashindex: reset: %w", err)
 	}
 	ix.stats = Stats{}
+	ix.sharedSearches.Store(0)
+	ix.sharedHits.Store(0)
 	return nil
 }
 

@@ -11,9 +11,11 @@ import (
 // benchKeys is the key count of the engine benchmarks, preloaded.
 const benchKeys = 100000
 
-// benchEngine starts an engine on ec with benchKeys keys of 8-byte values.
-func benchEngine(b *testing.B, ec engineCase) *Engine {
-	eng := newTestEngine(b, ec, Options{MemoryLimit: 256 << 20})
+// benchEngine starts an engine on ec with benchKeys keys of 8-byte values
+// (opts with a 256 MB memory limit).
+func benchEngine(b *testing.B, ec engineCase, opts Options) *Engine {
+	opts.MemoryLimit = 256 << 20
+	eng := newTestEngine(b, ec, opts)
 	for i := 0; i < benchKeys; i += 500 {
 		ops := make([]kv.Op, 0, 500)
 		for k := i; k < min(i+500, benchKeys); k++ {
@@ -30,9 +32,19 @@ func benchKey(i int) []byte { return fmt.Appendf(nil, "k%07x", i) }
 // benchmarkDo runs batches built by fill on every parallel goroutine and
 // reports allocations per batch (b.N counts batches).
 func benchmarkDo(b *testing.B, fill func(r *rand.Rand, keys [][]byte, b *kv.Batch)) {
+	benchmarkDoOpts(b, nil, fill)
+}
+
+// benchmarkDoOpts is benchmarkDo on engines with the options opts returns
+// for each (nil: the defaults).
+func benchmarkDoOpts(b *testing.B, opts func(engineCase, Options) Options, fill func(r *rand.Rand, keys [][]byte, b *kv.Batch)) {
 	for _, ec := range testEngines {
 		b.Run(ec.name, func(b *testing.B) {
-			eng := benchEngine(b, ec)
+			var o Options
+			if opts != nil {
+				o = opts(ec, o)
+			}
+			eng := benchEngine(b, ec, o)
 			keys := make([][]byte, benchKeys)
 			for i := range keys {
 				keys[i] = benchKey(i)
@@ -93,4 +105,28 @@ func BenchmarkDoIncr(b *testing.B) {
 	benchmarkDo(b, func(r *rand.Rand, keys [][]byte, batch *kv.Batch) {
 		batch.Add(kv.Op{Kind: kv.Incr, Key: keys[r.IntN(len(keys))], Delta: 1})
 	})
+}
+
+// BenchmarkDoGet5 is five single gets per batch: an event loop's round at
+// 64 connections with one request each (4.6 requests a round measured on
+// the H200 machine). On the CPU engine it compares the inline search with
+// the hop to the scheduler goroutine (cpu-batched). The batch interval is
+// warpkv serve's default (none on the CPU, 20 µs on a GPU).
+func BenchmarkDoGet5(b *testing.B) {
+	benchmarkDoOpts(b, servedInterval, func(r *rand.Rand, keys [][]byte, batch *kv.Batch) {
+		for range 5 {
+			batch.Add(kv.Op{Kind: kv.Get, Key: keys[r.IntN(len(keys))]})
+		}
+	})
+}
+
+// servedInterval sets opts' batch interval to warpkv serve's default on
+// ec: none on the CPU engine (negative: no wait), DefaultGPUInterval on a
+// GPU.
+func servedInterval(ec engineCase, opts Options) Options {
+	opts.Interval = DefaultGPUInterval
+	if ec.device == "cpu" {
+		opts.Interval = -1
+	}
+	return opts
 }

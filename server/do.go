@@ -184,7 +184,8 @@ func (e *Engine) doFlush(op *kv.Op) {
 // the caller must call release once it has acquired the items there (and
 // before it searches again). With several shards it posts every shard's
 // part before it waits for any. Cost: one wait for the slowest shard's
-// next search batch.
+// next search batch; with inline searches (the CPU engine, inline.go), the
+// index search itself on the caller's goroutine.
 func (e *Engine) search(sc *scratch, hashes []uint64, out []uint32) error {
 	n := len(hashes)
 	if sc.wake == nil {
@@ -195,6 +196,23 @@ func (e *Engine) search(sc *scratch, hashes []uint64, out []uint32) error {
 	}
 	e.groupByShard(sc, hashes)
 	sc.sl = grow(sc.sl, n)
+	if e.shards[0].inline != nil {
+		// Inline searches (all shards alike): each shard's part in turn,
+		// held until release.
+		lo := 0
+		for s, hi := range sc.bounds {
+			if hi > lo {
+				if err := e.shards[s].search(sc.sh[lo:hi], sc.sl[lo:hi], nil, &sc.held); err != nil {
+					return err
+				}
+			}
+			lo = hi
+		}
+		for k, i := range sc.order {
+			out[i] = sc.sl[k]
+		}
+		return nil
+	}
 	sc.tickets = sc.tickets[:0]
 	var err error
 	lo := 0

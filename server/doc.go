@@ -18,6 +18,13 @@
 //     hashes into its shard's filling search batch: one compare-and-swap
 //     reserves slots in the batch's buffer (pinned or mapped memory on a
 //     GPU) and the connection writes its hashes there itself (searchq.go).
+//   - On the CPU engine (Options.CPUSearch "inline", the default) a Get run
+//     searches the index itself instead, on its own goroutine, after the
+//     pending table as above: hashindex's SearchShared lets searches run
+//     concurrently and excludes them only from the scheduler's update
+//     calls; the run counts as an inline reader of the shard until it has
+//     acquired its items (inline.go). The hop below is the GPU's, or the
+//     CPU engine's with CPUSearch "batched".
 //   - Each shard's scheduler goroutine launches the filling batch when the
 //     batch policy (policy.go) says: under the default load policy, once it
 //     holds the jobs that arrive during one index call, or once its first
@@ -48,7 +55,9 @@
 //     writes' pending entries are removed and their items released.
 //   - A location dropped or deleted is unlinked only once every search batch
 //     delivered before the update is done with (its readers have acquired
-//     their items), so a read that located the old item still reads it.
+//     their items), and every inline search in flight then (counted by
+//     epoch, inline.go), so a read that located the old item still reads
+//     it.
 //
 // Serve runs an Engine behind protocol.Server on a TCP listener and shuts
 // both down cleanly when its context ends. With Options.Profile the engine

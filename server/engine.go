@@ -83,6 +83,13 @@ type Options struct {
 	// "staged" (every batch is a staged index call: copies in and out
 	// through pinned memory, kernels launched per batch).
 	GPUSearch string
+	// CPUSearch is how the CPU engine's searches run: "inline" (the
+	// default: each Do searches the index on its own goroutine, concurrent
+	// with other searches and excluded only from update calls; see
+	// inline.go) or "batched" (posted to the shard's search batches and
+	// run by its scheduler goroutine, as on a GPU). The GPU engine ignores
+	// it.
+	CPUSearch string
 	// Policy is the batch policy: "load" (the default: the interval
 	// follows the load) or "fixed" (Mega-KV's periodic launches).
 	Policy string
@@ -163,6 +170,13 @@ func New(o Options) (*Engine, error) {
 	case GPUSearchPersistent, GPUSearchStaged:
 	default:
 		return nil, fmt.Errorf("server: new engine: GPU search %q (want %s or %s)", o.GPUSearch, GPUSearchPersistent, GPUSearchStaged)
+	}
+	switch o.CPUSearch {
+	case "":
+		o.CPUSearch = CPUSearchInline
+	case CPUSearchInline, CPUSearchBatched:
+	default:
+		return nil, fmt.Errorf("server: new engine: CPU search %q (want %s or %s)", o.CPUSearch, CPUSearchInline, CPUSearchBatched)
 	}
 	switch o.Policy {
 	case "":
@@ -258,7 +272,8 @@ func (e *Engine) openIndex() error {
 			}
 		}
 		sh, err := newShard(ix, e.opts.Policy == PolicyFixed, e.interval, e.opts.MaxBatch, newSpace, shardHooks{
-			searchLat: &e.idxLat, updateLat: &e.updLat, searchSize: &e.idxSize, unlink: e.unlinkPending, complete: e.completeUpdate, prof: e.prof})
+			searchLat: &e.idxLat, updateLat: &e.updLat, searchSize: &e.idxSize, unlink: e.unlinkPending, complete: e.completeUpdate, prof: e.prof,
+			inline: len(devs) == 0 && e.opts.CPUSearch == CPUSearchInline && ix.Shared()})
 		if err != nil {
 			ix.Close()
 			return fmt.Errorf("index shard %d: %w", i, err)
@@ -276,6 +291,11 @@ func (e *Engine) Reason() string { return e.reason }
 
 // Shards returns the number of index shards (GPUs, or 1 on the CPU).
 func (e *Engine) Shards() int { return len(e.shards) }
+
+// InlineSearch reports whether searches run inline on the callers'
+// goroutines (the CPU engine with CPUSearch "inline") rather than in the
+// shards' search batches.
+func (e *Engine) InlineSearch() bool { return e.shards[0].inline != nil }
 
 // Interval returns the batch interval C in use.
 func (e *Engine) Interval() time.Duration { return e.interval }

@@ -25,8 +25,9 @@ type shard struct {
 	sizes    *latencyHist // jobs per search batch
 	prof     *profile     // nil unless profiling
 	q        *searchQueue
-	full     atomic.Bool // a request found the filling search batch full
-	urgent   atomic.Bool // a write waits for room in the pending table
+	inline   *inlineReaders // not nil when callers search inline (inline.go)
+	full     atomic.Bool    // a request found the filling search batch full
+	urgent   atomic.Bool    // a write waits for room in the pending table
 
 	mu       sync.Mutex
 	upd      *updateList // the updates queued, applied by the next round
@@ -125,6 +126,7 @@ type shardHooks struct {
 	unlink               func([]pendingUnlink)
 	complete             func(*updateList)
 	prof                 *profile // nil unless profiling
+	inline               bool     // callers search the index inline (SearchShared)
 }
 
 // newShard starts the scheduler of ix with search batch buffers from
@@ -138,6 +140,9 @@ func newShard(ix *hashindex.Index, fixed bool, interval time.Duration, maxBatch 
 		unlink: h.unlink, complete: h.complete, upd: new(updateList), updSpare: new(updateList),
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.pol.fixed, s.pol.interval = fixed, interval
+	if h.inline {
+		s.inline = new(inlineReaders)
+	}
 	go s.loop()
 	return s, nil
 }
@@ -184,6 +189,12 @@ func (s *shard) loop() {
 		s.mu.Lock()
 		nu, since, np, closed := s.upd.jobs(), s.updSince, len(s.pending), s.closed
 		s.mu.Unlock()
+		if np > 0 && s.inline != nil {
+			// Inline searches need no batch to pass: retire the dropped
+			// locations now, so that unlinks never wait for a lull.
+			s.retire(s.takePending(), s.deliveredReaders(s.untilList()))
+			np = 0
+		}
 		if ns == 0 && nu == 0 {
 			if np > 0 && !s.readersLeft() {
 				// Idle, no reader holds a location: unlink now.
@@ -236,6 +247,9 @@ func (s *shard) unlinkAwaited() {
 				ready = false
 				break
 			}
+		}
+		if ready && a.inline && !s.inline.passed(a.epoch) {
+			ready = false
 		}
 		if ready {
 			s.unlinked(a.list)
@@ -327,10 +341,12 @@ func (s *shard) staging(n int) (*hashindex.Staging, error) {
 
 // awaitUnlink is a list of locations to unlink once the batches that
 // were delivered (and not yet done with) when the list was taken are done
-// with.
+// with, and, when inline, the inline searches of epoch and before.
 type awaitUnlink struct {
-	list  []pendingUnlink
-	until []batchGen
+	list   []pendingUnlink
+	until  []batchGen
+	epoch  uint64
+	inline bool
 }
 
 // batchGen identifies a use of a batch buffer.
@@ -346,16 +362,9 @@ type batchGen struct {
 // items), at once if there is none.
 func (s *shard) runSearches(now time.Time) {
 	pending := s.takePending()
-	var until []batchGen
-	if k := len(s.untils); k > 0 {
-		until, s.untils = s.untils[k-1], s.untils[:k-1]
-	}
+	until := s.untilList()
 	if len(pending) > 0 {
-		for _, x := range s.q.batches {
-			if x.delivered && x.readers.Load() > 0 {
-				until = append(until, batchGen{x, x.gen})
-			}
-		}
+		until = s.deliveredReaders(until)
 	}
 	b, n := s.takeBatch()
 	start := time.Now()
@@ -366,15 +375,7 @@ func (s *shard) runSearches(now time.Time) {
 	s.sizes.add(time.Duration(n))
 	s.prof.add(stIndexSearch, d)
 	s.pol.searched(now, n, d)
-	if len(until) == 0 {
-		s.unlinked(pending)
-		if cap(until) > 0 && len(s.untils) < 8 {
-			s.untils = append(s.untils, until)
-		}
-	} else {
-		s.awaiting = append(s.awaiting, awaitUnlink{pending, until})
-		s.awaitN.Store(int32(len(s.awaiting)))
-	}
+	s.retire(pending, until)
 	s.mu.Lock()
 	s.stats.searchBatches++
 	s.stats.searchJobs += uint64(n)

@@ -69,13 +69,17 @@ type searchBatch struct {
 }
 
 // reset prepares a delivered batch, whose readers are gone, for filling.
+// It clears only the waiter slots the batch used (nwait), not all
+// maxWaiters: the scheduler resets a batch before it launches the next
+// one, and clearing 32 KB there cost about a microsecond a batch.
 func (b *searchBatch) reset() {
 	b.written.Store(0)
 	b.opened.Store(0)
 	b.err = nil
 	b.gen++
 	b.delivered = false
-	clear(b.waiters)
+	clear(b.waiters[:b.nwait])
+	b.nwait = 0
 	b.state.Store(0) // last: opens the batch to requests
 }
 
@@ -136,7 +140,8 @@ func (q *searchQueue) queued() (int, time.Time) {
 
 // ticket is a posted search: n jobs at offset off of batch b of shard sh
 // (at: where a multi-shard search keeps them). Its holder counts as a
-// reader of the batch until done.
+// reader of the batch until done. An inline search's ticket has no batch;
+// off is its reader counter (shard.searchInline).
 type ticket struct {
 	b      *searchBatch
 	sh     *shard
@@ -181,6 +186,10 @@ func (t ticket) collect(out []uint32) error {
 // done before it waits for another search, so that batches are always
 // freed.
 func (t ticket) done() {
+	if t.b == nil {
+		t.sh.endInline(t.off)
+		return
+	}
 	if t.b.readers.Add(-1) == 0 {
 		t.sh.signal() // the scheduler may wait for a free batch or to unlink
 	}
@@ -193,6 +202,15 @@ func (t ticket) done() {
 // searched one after another) each piece is done at once. Cost: per piece
 // a compare-and-swap, a copy each way and the wait for its batch.
 func (s *shard) search(hashes []uint64, out []uint32, wake chan struct{}, held *[]ticket) error {
+	if s.inline != nil {
+		t, err := s.searchInline(hashes, out)
+		if held != nil {
+			*held = append(*held, t)
+		} else {
+			t.done()
+		}
+		return err
+	}
 	piece := s.maxPost()
 	for lo := 0; lo < len(hashes); lo += piece {
 		hi := min(lo+piece, len(hashes))

@@ -117,6 +117,7 @@ func (e *Engine) indexStats() []kv.Stat {
 		{Name: "index_search_jobs", Value: u64(s.searchJobs)},
 		{Name: "index_search_batch_avg", Value: avg},
 		{Name: "index_search_batch_max", Value: u64(s.maxSearchBatch)},
+		{Name: "index_search_inline_jobs", Value: u64(e.inlineJobs())},
 		{Name: "index_update_batches", Value: u64(s.updateBatches)},
 		{Name: "index_update_rounds", Value: u64(s.updateRounds)},
 		{Name: "index_update_jobs", Value: u64(s.updateJobs)},
@@ -149,6 +150,14 @@ func (e *Engine) indexStats() []kv.Stat {
 		break // the first shard's policy state
 	}
 	return out
+}
+
+// inlineJobs returns the search jobs the shards ran inline.
+func (e *Engine) inlineJobs() (n uint64) {
+	for _, sh := range e.shards {
+		n += sh.ix.Stats().Shared
+	}
+	return n
 }
 
 // indexTotals sums the shards' batch counters (the largest search batch is

@@ -24,6 +24,7 @@ type serveFlags struct {
 	chunk                int
 	buckets              int
 	device, policy, mode string
+	cpuSearch            string
 	interval             time.Duration
 }
 
@@ -61,6 +62,9 @@ func checkServe(f serveFlags) error {
 	}
 	if f.mode != server.GPUSearchPersistent && f.mode != server.GPUSearchStaged {
 		return usagef("--gpu-search %q: want %s or %s", f.mode, server.GPUSearchPersistent, server.GPUSearchStaged)
+	}
+	if f.cpuSearch != server.CPUSearchInline && f.cpuSearch != server.CPUSearchBatched {
+		return usagef("--cpu-search %q: want %s or %s", f.cpuSearch, server.CPUSearchInline, server.CPUSearchBatched)
 	}
 	if !onCPU(f.device) {
 		return nil // the index lives in device memory
