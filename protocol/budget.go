@@ -31,14 +31,27 @@ const giveBackEvery = 2 * time.Second
 // giveBack returns the memory freed by replies that slow clients held
 // (their copies, and the batches they were copied from) to the operating
 // system, at most every giveBackEvery: the Go runtime would otherwise keep
-// the pages for minutes. Cost: a garbage collection.
+// the pages for minutes. A call too soon after the last hand-back
+// schedules one for when the interval has passed (once), so the memory of
+// the last drain is returned too. Cost: a garbage collection.
 func (s *Server) giveBack() {
-	now := time.Now().UnixNano()
-	last := s.gaveBack.Load()
-	if now-last < int64(giveBackEvery) || !s.gaveBack.CompareAndSwap(last, now) {
-		return
+	for {
+		now := time.Now().UnixNano()
+		last := s.gaveBack.Load()
+		if wait := last + int64(giveBackEvery) - now; wait > 0 {
+			if s.backLater.CompareAndSwap(false, true) {
+				time.AfterFunc(time.Duration(wait), func() {
+					s.backLater.Store(false)
+					s.giveBack()
+				})
+			}
+			return
+		}
+		if s.gaveBack.CompareAndSwap(last, now) {
+			debug.FreeOSMemory()
+			return
+		}
 	}
-	debug.FreeOSMemory()
 }
 
 // noteHits records the mean value size of a round's gets (avg bytes per

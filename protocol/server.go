@@ -35,6 +35,7 @@ type Server struct {
 	held      atomic.Int64 // bytes of replies not yet taken by their clients (budget.go)
 	heldHigh  atomic.Bool  // held exceeded half of MaxReplyBytes since it was last zero
 	gaveBack  atomic.Int64 // unix nanoseconds of the last giveBack
+	backLater atomic.Bool  // a giveBack is scheduled for when giveBackEvery has passed
 	hitEst    atomic.Int64 // recent bytes per get hit, 0 when small (noteHits)
 	nextID    atomic.Int64 // ids of connections without a file descriptor (net.Pipe)
 	fdWarn    rateLimit    // "out of file descriptors" log lines
