@@ -24,7 +24,7 @@ var (
 )
 
 // warpkvBinary returns the warpkv command to test: $WARPKV_BIN when set,
-// else cmd/warpkv built once per test binary, else, where no Go toolchain
+// else cmd/warpkv built once per test binary in the main module, else, where no Go toolchain
 // is installed (the GPU machine runs this module's test binary without
 // one), the command scripts/pack-gpu.sh packed beside it in ../.gpu/;
 // it skips when there is none.
@@ -49,7 +49,11 @@ func warpkvBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "warpkv")
-		out, err := exec.Command(goTool, "build", "-o", binPath, "github.com/warpkv/warpkv/cmd/warpkv").CombinedOutput()
+		// Built in the main module (the checkout above), with its own
+		// go.sum: the command users build, whatever this module requires.
+		build := exec.Command(goTool, "build", "-o", binPath, "./cmd/warpkv")
+		build.Dir = ".."
+		out, err := build.CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
