@@ -164,19 +164,11 @@ func New(o Options) (*Engine, error) {
 	if o.MaxBatch > hashindex.MaxBatch {
 		return nil, fmt.Errorf("server: new engine: MaxBatch %d above the index's %d", o.MaxBatch, hashindex.MaxBatch)
 	}
-	switch o.GPUSearch {
-	case "":
-		o.GPUSearch = GPUSearchPersistent
-	case GPUSearchPersistent, GPUSearchStaged:
-	default:
-		return nil, fmt.Errorf("server: new engine: GPU search %q (want %s or %s)", o.GPUSearch, GPUSearchPersistent, GPUSearchStaged)
+	if err := pickMode("GPU search", &o.GPUSearch, GPUSearchPersistent, GPUSearchStaged); err != nil {
+		return nil, err
 	}
-	switch o.CPUSearch {
-	case "":
-		o.CPUSearch = CPUSearchInline
-	case CPUSearchInline, CPUSearchBatched:
-	default:
-		return nil, fmt.Errorf("server: new engine: CPU search %q (want %s or %s)", o.CPUSearch, CPUSearchInline, CPUSearchBatched)
+	if err := pickMode("CPU search", &o.CPUSearch, CPUSearchInline, CPUSearchBatched); err != nil {
+		return nil, err
 	}
 	switch o.Policy {
 	case "":
@@ -359,4 +351,18 @@ func (e *Engine) flushState() kv.FlushState {
 	e.flushMu.RLock()
 	defer e.flushMu.RUnlock()
 	return e.flush
+}
+
+// pickMode checks an option that names one of two modes: "" becomes def,
+// def and other are kept, anything else is an error naming the option
+// (what) and both modes.
+func pickMode(what string, mode *string, def, other string) error {
+	switch *mode {
+	case "":
+		*mode = def
+	case def, other:
+	default:
+		return fmt.Errorf("server: new engine: %s %q (want %s or %s)", what, *mode, def, other)
+	}
+	return nil
 }
