@@ -205,27 +205,16 @@ range 3
 0x61 9
 3
 `
-	for _, b := range []string{"0", "1", "2"} {
-		code, out, errOut := runCmd("art", "run", "--device", "cpu", "--batch", b, writeTemp(t, "ops", in))
-		if code != 0 || out != want {
-			t.Fatalf("--batch %s: exit %d, stderr %q, stdout:\n%s\nwant:\n%s", b, code, errOut, out, want)
-		}
-	}
+	checkRunBatches(t, "art", writeTemp(t, "ops", in), want, "0", "1", "2")
 }
 
 // TestARTRunMatchesOneAtATime runs random operation files in batches of
 // every size and compares the output with one-at-a-time application.
 func TestARTRunMatchesOneAtATime(t *testing.T) {
 	r := rand.New(rand.NewPCG(uint64(os.Getpid()), 7))
-	for trial := range 8 {
+	for range 8 {
 		in, want := randomARTFile(r, 600)
-		path := writeTemp(t, "ops", in)
-		for _, b := range []string{"0", "1", "3", "1000"} {
-			code, out, errOut := runCmd("art", "run", "--device", "cpu", "--batch", b, path)
-			if code != 0 || out != want {
-				t.Fatalf("trial %d, --batch %s: exit %d, stderr %q; output differs at line %d\ninput:\n%s", trial, b, code, errOut, firstDiffLine(out, want), in)
-			}
-		}
+		checkRunBatches(t, "art", writeTemp(t, "ops", in), want, "0", "1", "3", "1000")
 	}
 }
 
@@ -370,5 +359,20 @@ func TestARTRunBatchBudget(t *testing.T) {
 	}
 	if most > budget || run.batches < 2000/4/2 {
 		t.Errorf("%d batches, the largest %d bytes; want batches of at most %d bytes (4 operations)", run.batches, most, budget)
+	}
+}
+
+// checkRunBatches runs "warpkv TOOL run --device cpu --batch B FILE" for
+// every B of batches and requires exit 0 and exactly want on standard
+// output: the same answers whatever the batching (art run, btree run).
+func checkRunBatches(t *testing.T, tool, path, want string, batches ...string) {
+	t.Helper()
+	for _, b := range batches {
+		code, out, errOut := runCmd(tool, "run", "--device", "cpu", "--batch", b, path)
+		if code != 0 || out != want {
+			in, _ := os.ReadFile(path)
+			t.Fatalf("%s run --batch %s: exit %d, stderr %q; output differs from want at line %d\ninput:\n%s\nstdout:\n%s\nwant:\n%s",
+				tool, b, code, errOut, firstDiffLine(out, want), in, out, want)
+		}
 	}
 }

@@ -154,27 +154,16 @@ range 2
 18446744073709551615 1
 3
 `
-	for _, b := range []string{"0", "1", "2"} {
-		code, out, errOut := runCmd("btree", "run", "--device", "cpu", "--batch", b, writeTemp(t, "ops", in))
-		if code != 0 || out != want {
-			t.Fatalf("--batch %s: exit %d, stderr %q, stdout:\n%s\nwant:\n%s", b, code, errOut, out, want)
-		}
-	}
+	checkRunBatches(t, "btree", writeTemp(t, "ops", in), want, "0", "1", "2")
 }
 
 // TestBTreeRunMatchesOneAtATime runs random operation files in batches of
 // every size and compares the output with one-at-a-time application.
 func TestBTreeRunMatchesOneAtATime(t *testing.T) {
 	r := rand.New(rand.NewPCG(uint64(os.Getpid()), 9))
-	for trial := range 8 {
+	for range 8 {
 		in, want := randomBTreeFile(r, 600)
-		path := writeTemp(t, "ops", in)
-		for _, b := range []string{"0", "1", "3", "1000"} {
-			code, out, errOut := runCmd("btree", "run", "--device", "cpu", "--batch", b, path)
-			if code != 0 || out != want {
-				t.Fatalf("trial %d, --batch %s: exit %d, stderr %q; output differs at line %d\ninput:\n%s", trial, b, code, errOut, firstDiffLine(out, want), in)
-			}
-		}
+		checkRunBatches(t, "btree", writeTemp(t, "ops", in), want, "0", "1", "3", "1000")
 	}
 }
 
