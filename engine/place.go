@@ -75,7 +75,7 @@ func PlaceAll(option string) (Shards, error) {
 		s.Reason = c.Reason
 		return s, nil
 	}
-	n, _ := gpu.Count()
+	n, _ := gpu.Count() // a count that fails leaves the one GPU already open: one shard
 	for i := 1; i < n; i++ {
 		d, err := gpu.Open(i)
 		if err != nil {
