@@ -31,7 +31,9 @@ const giveBackEvery = 2 * time.Second
 // giveBack returns the memory freed by replies that slow clients held
 // (their copies, and the batches they were copied from) to the operating
 // system, at most every giveBackEvery: the Go runtime would otherwise keep
-// the pages for minutes. A call too soon after the last hand-back
+// the pages for minutes. The event loops first drop their round buffers
+// grown past loopKeepBytes by large values (trimLoops), which would
+// otherwise stay live: up to 4 MB a loop, one loop per core. A call too soon after the last hand-back
 // schedules one for when the interval has passed (once), so the memory of
 // the last drain is returned too. Cost: a garbage collection.
 func (s *Server) giveBack() {
@@ -48,6 +50,7 @@ func (s *Server) giveBack() {
 			return
 		}
 		if s.gaveBack.CompareAndSwap(last, now) {
+			s.trimLoops()
 			debug.FreeOSMemory()
 			return
 		}

@@ -77,6 +77,7 @@ type loop struct {
 	stages  stageTimer
 	idleAt  time.Time // next idle scan
 	closeAt time.Time // end of the shutdown grace (zero until shutdown)
+	trimmed uint64    // the Server's trimGen when the loop last trimmed
 }
 
 // loopsAvailable reports whether this platform has event loops.
@@ -248,7 +249,56 @@ func (s *Server) startLoops() {
 	})
 }
 
-// wakeLoops interrupts every loop (at shutdown).
+// loopKeepBytes is the largest round value buffer a loop keeps when it
+// trims: enough for a round of small values.
+const loopKeepBytes = 256 << 10
+
+// trim drops the loop's round buffers grown past loopKeepBytes (a round
+// of large values grows them up to 4 MB, kept for the next rounds) and
+// acknowledges on the server's trim channel.
+func (l *loop) trim() {
+	if cap(l.batch.Buf) > loopKeepBytes {
+		l.batch.Buf = nil
+	}
+	if cap(l.batch.Ops) > loopMaxOps {
+		l.batch.Ops = nil
+	}
+	if ack := l.s.trimAck.Load(); ack != nil {
+		select {
+		case *ack <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// trimLoops asks every event loop to drop its large round buffers and
+// waits (up to trimWait) until they have, so that a garbage collection
+// after it can return their memory. Cost: a wake-up of each loop.
+func (s *Server) trimLoops() {
+	if len(s.loops) == 0 {
+		return
+	}
+	ack := make(chan struct{}, len(s.loops))
+	s.trimAck.Store(&ack)
+	defer s.trimAck.Store(nil)
+	s.trimGen.Add(1)
+	s.wakeLoops()
+	timeout := time.NewTimer(trimWait)
+	defer timeout.Stop()
+	for range s.loops {
+		select {
+		case <-ack:
+		case <-timeout.C:
+			return
+		}
+	}
+}
+
+// trimWait is the longest trimLoops waits for the loops: a loop busy with
+// a round trims after it.
+const trimWait = 100 * time.Millisecond
+
+// wakeLoops interrupts every loop (at shutdown, and to trim).
 func (s *Server) wakeLoops() {
 	for _, l := range s.loops {
 		l.wake()
@@ -319,6 +369,10 @@ func (l *loop) loop() {
 			}
 			c.ev.readable = true
 			l.queue(c)
+		}
+		if g := l.s.trimGen.Load(); g != l.trimmed {
+			l.trimmed = g
+			l.trim()
 		}
 		if l.s.closing.Load() && l.shutdown() {
 			return

@@ -24,3 +24,6 @@ func (s *Server) wakeLoops() {}
 
 // shutdownSocket does nothing: every connection has a net.Conn.
 func shutdownSocket(c *conn) {}
+
+// trimLoops does nothing: there are no loops to trim.
+func (s *Server) trimLoops() {}

@@ -90,26 +90,3 @@ func TestNonReadingClientsHoldBoundedReplies(t *testing.T) {
 	}
 	waitFor(t, "the held replies to be dropped", func() bool { return s.held.Load() == 0 })
 }
-
-// TestLoopsParkInTheRuntimePoller checks that a loop's epoll descriptor is
-// in the Go runtime's poller, so that an idle loop parks its goroutine
-// instead of holding a processor in epoll_wait.
-func TestLoopsParkInTheRuntimePoller(t *testing.T) {
-	if !loopsAvailable {
-		t.Skip("no event loops on this platform")
-	}
-	s := newTestServer(t, Config{Loops: 2})
-	addr, _ := serve(t, s.Server)
-	if got := textExchange(t, dial(t, addr), "version\r\n"); got != "VERSION 1.6.18\r\n" {
-		t.Fatalf("version: %q", got)
-	}
-	s.loopsOnce.Do(func() {}) // orders the loops' creation before this read
-	if len(s.loops) != 2 {
-		t.Fatalf("%d loops, want 2", len(s.loops))
-	}
-	for i, l := range s.loops {
-		if l.prc == nil {
-			t.Errorf("loop %d waits in epoll_wait, not in the runtime's poller", i)
-		}
-	}
-}

@@ -1,0 +1,58 @@
+//go:build linux
+
+package protocol
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestLoopsParkInTheRuntimePoller checks that a loop's epoll descriptor is
+// in the Go runtime's poller, so that an idle loop parks its goroutine
+// instead of holding a processor in epoll_wait.
+func TestLoopsParkInTheRuntimePoller(t *testing.T) {
+	if !loopsAvailable {
+		t.Skip("no event loops on this platform")
+	}
+	s := newTestServer(t, Config{Loops: 2})
+	addr, _ := serve(t, s.Server)
+	if got := textExchange(t, dial(t, addr), "version\r\n"); got != "VERSION 1.6.18\r\n" {
+		t.Fatalf("version: %q", got)
+	}
+	s.loopsOnce.Do(func() {}) // orders the loops' creation before this read
+	if len(s.loops) != 2 {
+		t.Fatalf("%d loops, want 2", len(s.loops))
+	}
+	for i, l := range s.loops {
+		if l.prc == nil {
+			t.Errorf("loop %d waits in epoll_wait, not in the runtime's poller", i)
+		}
+	}
+}
+
+// TestTrimDropsALoopsLargeRoundBuffers gets a value of 1,000,000 bytes through a
+// loop, whose round buffer grows to hold it, and checks that trimLoops
+// (run when the replies held for slow readers drain) drops that buffer,
+// and that the loop serves the value again afterwards.
+func TestTrimDropsALoopsLargeRoundBuffers(t *testing.T) {
+	s := newTestServer(t, Config{Loops: 1})
+	addr, _ := serve(t, s.Server)
+	nc := dial(t, addr)
+	value := strings.Repeat("v", 1000_000)
+	if got := textExchange(t, nc, fmt.Sprintf("set big 0 0 %d\r\n%s\r\n", len(value), value)); got != "STORED\r\n" {
+		t.Fatalf("set: %q", got)
+	}
+	want := fmt.Sprintf("VALUE big 0 %d\r\n%s\r\nEND\r\n", len(value), value)
+	if got := textExchange(t, nc, "get big\r\n"); got != want {
+		t.Fatalf("get: %d bytes, want %d", len(got), len(want))
+	}
+	s.loopsOnce.Do(func() {})
+	s.trimLoops() // returns once the loop has trimmed: its fields are ours to read
+	if n := cap(s.loops[0].batch.Buf); n > loopKeepBytes {
+		t.Errorf("round buffer of %d bytes after a trim, want at most %d", n, loopKeepBytes)
+	}
+	if got := textExchange(t, nc, "get big\r\n"); got != want {
+		t.Fatalf("get after the trim: %d bytes, want %d", len(got), len(want))
+	}
+}
