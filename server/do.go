@@ -39,6 +39,7 @@ type scratch struct {
 	locks    []int
 	written  []uint64 // hoistReads: hashes of the batch's written keys
 	perm     []int    // hoistReads: the order of the ops
+	posted   []*shard // search: the shards of the tickets
 	tmpOps   []kv.Op  // the ops in that order
 }
 
@@ -236,9 +237,11 @@ func (e *Engine) search(sc *scratch, hashes []uint64, out []uint32) error {
 		}
 		lo = hi
 	}
-	for range sc.tickets {
-		<-sc.wake // one token per posted ticket; all delivered after the last
+	sc.posted = sc.posted[:0]
+	for _, t := range sc.tickets {
+		sc.posted = append(sc.posted, t.sh)
 	}
+	await(waiting{wake: sc.wake, shards: sc.posted, k: len(sc.tickets)}) // one token per ticket
 	for _, t := range sc.tickets {
 		if cerr := t.collect(sc.sl[t.at:]); cerr != nil && err == nil {
 			err = cerr

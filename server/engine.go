@@ -90,6 +90,12 @@ type Options struct {
 	// run by its scheduler goroutine, as on a GPU). The GPU engine ignores
 	// it.
 	CPUSearch string
+	// SearchLaunch is who launches the search batches of shards that
+	// batch (GPU shards, and the CPU engine with CPUSearch "batched"):
+	// "callers" (the default: a request waiting for its batch launches it
+	// when no batch runs; see callers.go) or "scheduler" (the shard's
+	// scheduler goroutine alone, under the batch policy).
+	SearchLaunch string
 	// Policy is the batch policy: "load" (the default: the interval
 	// follows the load) or "fixed" (Mega-KV's periodic launches).
 	Policy string
@@ -168,6 +174,9 @@ func New(o Options) (*Engine, error) {
 		return nil, err
 	}
 	if err := pickMode("CPU search", &o.CPUSearch, CPUSearchInline, CPUSearchBatched); err != nil {
+		return nil, err
+	}
+	if err := pickMode("search launch", &o.SearchLaunch, SearchLaunchCallers, SearchLaunchScheduler); err != nil {
 		return nil, err
 	}
 	switch o.Policy {
@@ -265,7 +274,8 @@ func (e *Engine) openIndex() error {
 		}
 		sh, err := newShard(ix, e.opts.Policy == PolicyFixed, e.interval, e.opts.MaxBatch, newSpace, shardHooks{
 			searchLat: &e.idxLat, updateLat: &e.updLat, searchSize: &e.idxSize, unlink: e.unlinkPending, complete: e.completeUpdate, prof: e.prof,
-			inline: len(devs) == 0 && e.opts.CPUSearch == CPUSearchInline && ix.Shared()})
+			inline:  len(devs) == 0 && e.opts.CPUSearch == CPUSearchInline && ix.Shared(),
+			callers: e.opts.SearchLaunch == SearchLaunchCallers})
 		if err != nil {
 			ix.Close()
 			return fmt.Errorf("index shard %d: %w", i, err)

@@ -19,15 +19,19 @@ type engineCase struct {
 	shards int    // CPU engine: Options.CPUShards
 	search string // GPU engine: Options.GPUSearch
 	cpu    string // CPU engine: Options.CPUSearch
+	launch string // Options.SearchLaunch (batching shards)
 }
 
 // testEngines are the engines every engine test runs on: the CPU engine
-// (searches inline, and batched through the schedulers as on a GPU), and
+// (searches inline, and batched through the schedulers as on a GPU, the
+// batches launched by their callers or by the schedulers alone), and
 // the GPU engine where one is usable (a failure under
 // WARPKV_REQUIRE_GPU=1).
-var testEngines = []engineCase{{"cpu", "cpu", 0, "", ""}, {"cpu-3-shards", "cpu", 3, "", ""},
-	{"cpu-batched", "cpu", 0, "", CPUSearchBatched}, {"cpu-3-shards-batched", "cpu", 3, "", CPUSearchBatched},
-	{"gpu", "gpu", 0, "", ""}, {"gpu-staged", "gpu", 0, GPUSearchStaged, ""}}
+var testEngines = []engineCase{{"cpu", "cpu", 0, "", "", ""}, {"cpu-3-shards", "cpu", 3, "", "", ""},
+	{"cpu-batched", "cpu", 0, "", CPUSearchBatched, ""}, {"cpu-3-shards-batched", "cpu", 3, "", CPUSearchBatched, ""},
+	{"cpu-3-shards-batched-scheduler", "cpu", 3, "", CPUSearchBatched, SearchLaunchScheduler},
+	{"gpu", "gpu", 0, "", "", ""}, {"gpu-staged", "gpu", 0, GPUSearchStaged, "", ""},
+	{"gpu-scheduler", "gpu", 0, "", "", SearchLaunchScheduler}}
 
 // newTestEngine starts an engine on ec with opts (Device overridden), or
 // skips a GPU case without a GPU. The engine closes at cleanup.
@@ -42,6 +46,7 @@ func newTestEngine(t testing.TB, ec engineCase, opts Options) *Engine {
 	opts.CPUShards = ec.shards
 	opts.GPUSearch = ec.search
 	opts.CPUSearch = ec.cpu
+	opts.SearchLaunch = ec.launch
 	if opts.Interval == 0 {
 		opts.Interval = 50 * time.Microsecond
 	}

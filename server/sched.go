@@ -27,7 +27,13 @@ type shard struct {
 	q        *searchQueue
 	inline   *inlineReaders // not nil when callers search inline (inline.go)
 	full     atomic.Bool    // a request found the filling search batch full
-	urgent   atomic.Bool    // a write waits for room in the pending table
+	stalled  atomic.Bool    // a caller stopped waiting to launch its batch itself (callers.go)
+	callers  bool           // callers launch search batches themselves (callers.go)
+	// role is held by whoever does the scheduler's work: the scheduler
+	// goroutine in each step, or a caller launching a search batch
+	// (callers.go). What the comments call "scheduler only" is the role's.
+	role   sync.Mutex
+	urgent atomic.Bool // a write waits for room in the pending table
 
 	mu       sync.Mutex
 	upd      *updateList // the updates queued, applied by the next round
@@ -127,6 +133,7 @@ type shardHooks struct {
 	complete             func(*updateList)
 	prof                 *profile // nil unless profiling
 	inline               bool     // callers search the index inline (SearchShared)
+	callers              bool     // callers launch search batches (callers.go)
 }
 
 // newShard starts the scheduler of ix with search batch buffers from
@@ -143,6 +150,7 @@ func newShard(ix *hashindex.Index, fixed bool, interval time.Duration, maxBatch 
 	if h.inline {
 		s.inline = new(inlineReaders)
 	}
+	s.callers = h.callers && !h.inline
 	go s.loop()
 	return s, nil
 }
@@ -174,7 +182,9 @@ func (s *shard) close() {
 // loop is the scheduler: it waits for work, launches the filling search
 // batch and the queued updates when the policy says they are due (or a
 // queue is full, or the shard is closing), and sleeps until the next one
-// is due otherwise. Updates go first when both are due.
+// is due otherwise. Updates go first when both are due. Each step runs
+// holding the shard's role, which callers that launch search batches
+// themselves (callers.go) take too; the waits do not hold it.
 func (s *shard) loop() {
 	defer close(s.done)
 	defer func() {
@@ -184,57 +194,89 @@ func (s *shard) loop() {
 		s.q.free()
 	}()
 	for {
-		s.unlinkAwaited()
-		ns, opened := s.q.queued()
-		s.mu.Lock()
-		nu, since, np, closed := s.upd.jobs(), s.updSince, len(s.pending), s.closed
-		s.mu.Unlock()
-		if np > 0 && s.inline != nil {
-			// Inline searches need no batch to pass: retire the dropped
-			// locations now, so that unlinks never wait for a lull.
-			s.retire(s.takePending(), s.deliveredReaders(s.untilList()))
-			np = 0
-		}
-		if ns == 0 && nu == 0 {
-			if np > 0 && !s.readersLeft() {
-				// Idle, no reader holds a location: unlink now.
-				s.unlinked(s.takePending())
-				continue
-			}
-			if closed && np == 0 && len(s.awaiting) == 0 {
-				return
-			}
+		s.role.Lock()
+		w, until := s.step()
+		s.role.Unlock()
+		switch w {
+		case waitExit:
+			return
+		case waitWork:
 			<-s.wake
-			continue
-		}
-		now := time.Now()
-		searchAt := s.pol.searchAt(ns, opened)
-		updateAt := s.pol.updateAt(since)
-		searchDue := ns > 0 && (closed || s.full.Load() || !now.Before(searchAt))
-		updateDue := nu > 0 && (closed || nu >= s.maxBatch || s.urgent.Load() || !now.Before(updateAt))
-		if !searchDue && !updateDue {
-			if ns == 0 {
-				// Only updates wait, and no reply waits for them: sleep
-				// on a timer (or until work arrives) rather than spin.
-				s.sleepUntil(updateAt, false)
-				continue
-			}
-			next := searchAt
-			if nu > 0 && updateAt.Before(next) {
-				next = updateAt
-			}
-			s.sleepUntil(next, true)
-			continue
-		}
-		if updateDue {
-			s.urgent.Store(false)
-			s.runUpdates()
-		}
-		if searchDue {
-			s.full.Store(false)
-			s.runSearches(now)
+		case waitTimer:
+			s.sleepUntil(until, false)
+		case waitSpin:
+			s.sleepUntil(until, true)
 		}
 	}
+}
+
+// What the scheduler waits for after a step.
+const (
+	waitNone  = iota // nothing: step again
+	waitWork         // work to arrive (a signal)
+	waitTimer        // until a time, or work
+	waitSpin         // until a time, spinning its last timerSlack, or work
+	waitExit         // nothing: the shard is closed and drained
+)
+
+// step is one decision of the scheduler, holding the role: it unlinks
+// what it can, runs the updates and the search batch that are due, and
+// returns what to wait for before the next step.
+func (s *shard) step() (wait int, until time.Time) {
+	s.unlinkAwaited()
+	ns, opened := s.q.queued()
+	s.mu.Lock()
+	nu, since, np, closed := s.upd.jobs(), s.updSince, len(s.pending), s.closed
+	s.mu.Unlock()
+	if np > 0 && s.inline != nil {
+		// Inline searches need no batch to pass: retire the dropped
+		// locations now, so that unlinks never wait for a lull.
+		s.retire(s.takePending(), s.deliveredReaders(s.untilList()))
+		np = 0
+	}
+	if ns == 0 && nu == 0 {
+		if np > 0 && !s.readersLeft() {
+			// Idle, no reader holds a location: unlink now.
+			s.unlinked(s.takePending())
+			return waitNone, until
+		}
+		if closed && np == 0 && len(s.awaiting) == 0 {
+			return waitExit, until
+		}
+		return waitWork, until
+	}
+	now := time.Now()
+	searchAt := s.pol.searchAt(ns, opened)
+	updateAt := s.pol.updateAt(since)
+	searchDue := ns > 0 && (closed || s.full.Load() || s.stalled.Load() || (!s.callers && !now.Before(searchAt)))
+	updateDue := nu > 0 && (closed || nu >= s.maxBatch || s.urgent.Load() || !now.Before(updateAt))
+	if !searchDue && !updateDue {
+		switch {
+		case nu == 0 && s.callers:
+			// The callers launch the searches (or stall and signal).
+			return waitWork, until
+		case ns == 0 || s.callers:
+			// Only updates are due later, and no reply waits for them
+			// (or the callers launch the searches): sleep on a timer
+			// (or until work arrives) rather than spin.
+			return waitTimer, updateAt
+		}
+		next := searchAt
+		if nu > 0 && updateAt.Before(next) {
+			next = updateAt
+		}
+		return waitSpin, next
+	}
+	if updateDue {
+		s.urgent.Store(false)
+		s.runUpdates()
+	}
+	if searchDue {
+		s.full.Store(false)
+		s.stalled.Store(false)
+		s.runSearches(now)
+	}
+	return waitNone, until
 }
 
 // unlinkAwaited unlinks the awaited lists whose batches are done with.

@@ -218,7 +218,7 @@ func (s *shard) search(hashes []uint64, out []uint32, wake chan struct{}, held *
 		if err != nil {
 			return err
 		}
-		<-wake
+		await(waiting{wake: wake, shards: []*shard{s}, k: 1})
 		err = t.collect(out[lo:hi])
 		if held != nil && len(hashes) <= piece {
 			*held = append(*held, t)
@@ -235,8 +235,9 @@ func (s *shard) search(hashes []uint64, out []uint32, wake chan struct{}, held *
 // reserve takes n job slots and a waiter slot of the filling batch and
 // counts the caller as one of its readers; it returns the batch and the
 // reservation word before its own. The request that opens a batch records
-// the time and wakes the scheduler; one that finds the batch full asks the
-// scheduler to launch it and waits for the next.
+// the time and wakes the scheduler (unless callers launch: callers.go);
+// one that finds the batch full asks the scheduler to launch it and waits
+// for the next.
 func (s *shard) reserve(n int) (*searchBatch, uint64, error) {
 	for {
 		if s.q.closed.Load() {
@@ -258,7 +259,9 @@ func (s *shard) reserve(n int) (*searchBatch, uint64, error) {
 		b.readers.Add(1)
 		if st == 0 {
 			b.opened.Store(time.Now().UnixNano())
-			s.signal()
+			if !s.callers { // callers launch it, or stall and signal
+				s.signal()
+			}
 		}
 		return b, st, nil
 	}

@@ -241,6 +241,7 @@ func (e *Engine) settingsStats() []kv.Stat {
 		{Name: "warpkv_max_batch", Value: strconv.Itoa(e.opts.MaxBatch)},
 		{Name: "warpkv_batch_policy", Value: e.opts.Policy},
 		{Name: "warpkv_gpu_search", Value: e.gpuSearch()},
+		{Name: "warpkv_search_launch", Value: e.searchLaunch()},
 	}, e.store.RebalanceSettings()...)
 }
 
@@ -293,6 +294,15 @@ func (e *Engine) itemCounts() (linked, indexed int64) {
 		indexed += int64(sh.ix.Stats().Entries)
 	}
 	return e.store.Stats().Items, indexed
+}
+
+// searchLaunch says who launches search batches: "inline" when callers
+// search the index themselves, else Options.SearchLaunch.
+func (e *Engine) searchLaunch() string {
+	if e.InlineSearch() {
+		return "inline"
+	}
+	return e.opts.SearchLaunch
 }
 
 // gpuSearch says how search batches run: "persistent" or "staged" on the

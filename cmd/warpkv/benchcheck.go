@@ -116,8 +116,14 @@ func checkBenchServe(memMB int64, threads int, engines string, interval time.Dur
 			continue
 		}
 		dev, search, _ := strings.Cut(spec, "/")
-		if _, err := gpu.ParseSpec(dev); err != nil || (search != "" && search != server.GPUSearchPersistent && search != server.GPUSearchStaged) {
-			return usagef("--engines: %q: want a device option (cpu, gpu, gpu:N, auto), optionally with /%s or /%s", spec, server.GPUSearchPersistent, server.GPUSearchStaged)
+		switch search {
+		case "", server.GPUSearchPersistent, server.GPUSearchStaged, server.SearchLaunchCallers, server.SearchLaunchScheduler:
+		default:
+			search = "bad"
+		}
+		if _, err := gpu.ParseSpec(dev); err != nil || search == "bad" {
+			return usagef("--engines: %q: want a device option (cpu, gpu, gpu:N, auto), optionally with /%s, /%s, /%s or /%s", spec,
+				server.GPUSearchPersistent, server.GPUSearchStaged, server.SearchLaunchCallers, server.SearchLaunchScheduler)
 		}
 	}
 	if interval < 0 {

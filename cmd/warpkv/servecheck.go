@@ -25,6 +25,7 @@ type serveFlags struct {
 	buckets              int
 	device, policy, mode string
 	cpuSearch            string
+	launch               string
 	interval             time.Duration
 }
 
@@ -65,6 +66,9 @@ func checkServe(f serveFlags) error {
 	}
 	if f.cpuSearch != server.CPUSearchInline && f.cpuSearch != server.CPUSearchBatched {
 		return usagef("--cpu-search %q: want %s or %s", f.cpuSearch, server.CPUSearchInline, server.CPUSearchBatched)
+	}
+	if f.launch != server.SearchLaunchCallers && f.launch != server.SearchLaunchScheduler {
+		return usagef("--search-launch %q: want %s or %s", f.launch, server.SearchLaunchCallers, server.SearchLaunchScheduler)
 	}
 	if !onCPU(f.device) {
 		return nil // the index lives in device memory

@@ -1,0 +1,121 @@
+package server
+
+import (
+	"runtime"
+	"time"
+)
+
+// Callers launch search batches. With the scheduler alone launching a GPU
+// shard's batches, every request pays two goroutine hand-offs on its way
+// (the request that opens a batch wakes the scheduler, the scheduler wakes
+// each waiter), and the event loops, which run on every processor, keep
+// the scheduler waiting for one: with one request in flight per
+// connection the H200 measured 45 µs of waiting per round for a search
+// call of 11.5 µs. So by default (Options.SearchLaunch "callers") a caller
+// waiting for its batch launches the filling batch itself when no one else
+// is doing the scheduler's work (the shard's role is free): the first
+// caller of an idle shard launches at once, and the callers that arrive
+// while a batch runs fill the next one, which the first of them to find
+// the role free launches when the running one is done. Batches so form
+// from what arrives during one search call, with no timer and no hand-off.
+// A caller spins (yielding its processor) for at most callerSpin; then it
+// marks the shard stalled, wakes the scheduler, which launches the batch
+// at its next step, and parks. The scheduler still applies the updates and
+// launches batches that are full or stalled.
+
+// Search launch modes (Options.SearchLaunch).
+const (
+	SearchLaunchCallers   = "callers"
+	SearchLaunchScheduler = "scheduler"
+)
+
+// callerSpin is the longest a caller spins for its search batch before it
+// leaves the launch to the scheduler and parks: a few search calls.
+const callerSpin = 200 * time.Microsecond
+
+// launch runs the shard's filling search batch when it has jobs and the
+// role is free, and reports whether it ran one. Cost: when it runs, a
+// search call (the caller does the scheduler's work for every waiter of
+// the batch); otherwise two atomic loads.
+func (s *shard) launch() bool {
+	if n, _ := s.q.queued(); n == 0 || !s.role.TryLock() {
+		return false
+	}
+	defer s.role.Unlock()
+	if n, _ := s.q.queued(); n == 0 || s.q.closed.Load() {
+		return false
+	}
+	s.full.Store(false)
+	s.stalled.Store(false) // before the batch is taken: a later stall stays set
+	s.runSearches(time.Now())
+	return true
+}
+
+// stall hands the launch of the shard's filling batch to the scheduler.
+func (s *shard) stall() {
+	s.stalled.Store(true)
+	s.signal()
+}
+
+// waiting is a caller's wait for k tokens on wake from search batches of
+// shards.
+type waiting struct {
+	wake   chan struct{}
+	shards []*shard
+	k      int
+}
+
+// await receives k tokens on wake, the results of searches posted to the
+// shards. On shards whose callers launch (shard.callers) it spins until
+// the first token, launching their filling batches while it can, for at
+// most callerSpin; then it stalls those shards (their schedulers launch
+// the batches left) and blocks for the rest.
+func await(w waiting) {
+	got := 0
+	callers := false
+	for _, s := range w.shards {
+		callers = callers || s.callers
+	}
+	// Launches stop at the first token: a caller that holds a delivered
+	// batch (a reader until its Do releases it) must not wait in
+	// freeBatch for that batch to be free.
+	var deadline time.Time
+	for spins := 0; got == 0 && callers; spins++ {
+		select {
+		case <-w.wake:
+			got++
+			continue
+		default:
+		}
+		ran := false
+		for _, s := range w.shards {
+			if s.callers && s.launch() {
+				ran = true
+			}
+		}
+		if ran {
+			continue
+		}
+		if spins&31 == 31 {
+			now := time.Now()
+			if deadline.IsZero() {
+				deadline = now.Add(callerSpin)
+			} else if now.After(deadline) {
+				break
+			}
+		}
+		runtime.Gosched()
+	}
+	if callers && got < w.k {
+		// The scheduler launches what is left: after the first token
+		// (several shards) or after callerSpin.
+		for _, s := range w.shards {
+			if s.callers {
+				s.stall()
+			}
+		}
+	}
+	for ; got < w.k; got++ {
+		<-w.wake
+	}
+}
