@@ -89,6 +89,27 @@ func OpenOn[E any](f *Facade[E], p Placement, s Spec[E]) error {
 	return nil
 }
 
+// OpenFresh is Open for an engine that later builds more engines like
+// its first on the same placement (a ...Context Build fills a new engine
+// beside the old one, then Replaces it): newEngine builds one on a
+// placement, and s.Start is set to it. It returns the engine Open started
+// and fresh, which builds another empty one on the facade's placement (the
+// caller frees it, or hands it to Replace). Cost: Open's; fresh: newEngine's.
+func OpenFresh[E any](f *Facade[E], s Spec[E], newEngine func(Placement) (E, error)) (e E, fresh func() (E, error), err error) {
+	var place Placement
+	s.Start = func(p Placement) (E, error) {
+		place = p
+		return newEngine(p)
+	}
+	if err := Open(f, s); err != nil {
+		return e, nil, err
+	}
+	f.mu.RLock()
+	e = f.eng
+	f.mu.RUnlock()
+	return e, func() (E, error) { return newEngine(place) }, nil
+}
+
 // Lock takes f's write lock for a batch that changes the engine and
 // returns the engine; on a closed facade it returns an error matching
 // ErrClosed, naming the engine and op, and holds no lock. Unlock releases

@@ -135,3 +135,36 @@ func TestFacadeReopen(t *testing.T) {
 		t.Fatalf("Close: %v; freed %d times", err, second)
 	}
 }
+
+// TestOpenFresh: OpenFresh returns the engine it opened and a fresh that
+// builds more on the same placement, each a new engine.
+func TestOpenFresh(t *testing.T) {
+	var f Facade[fake]
+	var places []Placement
+	freed := 0
+	e, fresh, err := OpenFresh(&f, Spec[fake]{Name: "demo", Device: "cpu", Free: func(e fake) error { *e.freed++; return nil }},
+		func(p Placement) (fake, error) {
+			places = append(places, p)
+			return fake{&freed}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := RLock(&f, "get"); got != e {
+		t.Fatalf("OpenFresh returned %v, the facade holds %v", e, got)
+	}
+	RUnlock(&f)
+	if _, err := fresh(); err != nil {
+		t.Fatal(err)
+	}
+	if len(places) != 2 || places[0] != places[1] || places[0].Backend != gpu.BackendCPU {
+		t.Fatalf("placements %+v, want the same CPU placement twice", places)
+	}
+	if err := f.Close(); err != nil || freed != 1 {
+		t.Fatalf("Close: %v, freed %d times", err, freed)
+	}
+	boom := errors.New("boom")
+	if _, fresh, err := OpenFresh(&f, Spec[fake]{Name: "demo", Device: "cpu"}, func(Placement) (fake, error) { return fake{}, boom }); !errors.Is(err, boom) || fresh != nil {
+		t.Fatalf("a failing start: %v, fresh %v", err, fresh != nil)
+	}
+}
