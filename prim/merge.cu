@@ -162,9 +162,12 @@ __device__ __forceinline__ void mergeTile(const K* __restrict__ ak, const V* __r
         mergeTile<K, V, true>(ak, av, na, bk, bv, nb, splits, outK, outV);                             \
     }
 
+// 32-bit keys, alone or with 32- or 64-bit values.
 MERGE_KEYS_KERNEL(merge_tile_k32, u32)
-MERGE_KEYS_KERNEL(merge_tile_k64, u64)
 MERGE_PAIRS_KERNEL(merge_tile_k32_v32, u32, u32)
 MERGE_PAIRS_KERNEL(merge_tile_k32_v64, u32, u64)
+
+// 64-bit keys, alone or with 32- or 64-bit values.
+MERGE_KEYS_KERNEL(merge_tile_k64, u64)
 MERGE_PAIRS_KERNEL(merge_tile_k64_v32, u64, u32)
 MERGE_PAIRS_KERNEL(merge_tile_k64_v64, u64, u64)
