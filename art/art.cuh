@@ -218,6 +218,39 @@ __device__ u64 root_slot(const u8 *k, u32 n, u32 w, u64 tlen) {
     return tlen + short_offset(n) + v;
 }
 
+// BatchWalk is where the walk of a batch key down the tree begins, as
+// store.go's walks begin it: the key k of kn bytes, the link l in its root
+// slot, p the root parent word of that slot, and D the key bytes the root
+// resolved (the width, or the whole key when shorter).
+struct BatchWalk {
+    const u8 *k;
+    u32 kn;
+    u64 l, p;
+    u32 D;
+};
+
+// batch_walk starts the walk of batch key bp.
+__device__ __forceinline__ BatchWalk batch_walk(const Tree *t, u32 bp) {
+    const u8 *k = t->bdata + t->boffs[bp];
+    u32 kn = batch_len(t, bp);
+    u32 w = (u32)t->width;
+    u64 slot = root_slot(k, kn, w, t->tlen);
+    return BatchWalk{k, kn, t->root[slot], root_parent(slot), kn < w ? kn : w};
+}
+
+// last_start_le returns the largest s < n with start[s] <= x, for a
+// nondecreasing start with start[0] <= x: the segment (or group) of
+// consecutive items that holds item x. Binary search: O(log n).
+__device__ __forceinline__ u32 last_start_le(const u32 *start, u64 n, u64 x) {
+    u64 lo = 0, hi = n;
+    while (hi - lo > 1) {
+        u64 mid = (lo + hi) / 2;
+        if (start[mid] <= x) lo = mid;
+        else hi = mid;
+    }
+    return (u32)lo;
+}
+
 // find_leaf is store.findLeaf: the lookup walk.
 __device__ u64 find_leaf(const Tree *t, const u8 *k, u32 n) {
     u32 w = (u32)t->width;

@@ -72,15 +72,7 @@ extern "C" __global__ void ab_root_segs(const Tree *t, u64 S, u64 n, const u32 *
 // ab_seg_init: one thread per item: the segment holding it (the first
 // round's segments tile the items).
 extern "C" __global__ void ab_seg_init(u64 nIt, u64 S, const u32 *sstart, u32 *iseg) {
-    GRID_STRIDE(i, nIt) {
-        u64 lo = 0, hi = S;
-        while (hi - lo > 1) {
-            u64 mid = (lo + hi) / 2;
-            if (sstart[mid] <= i) lo = mid;
-            else hi = mid;
-        }
-        iseg[i] = (u32)lo;
-    }
+    GRID_STRIDE(i, nIt) iseg[i] = last_start_le(sstart, S, i);
 }
 
 // ab_plan: one thread per segment (step 1): a node segment's depth (the

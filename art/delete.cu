@@ -12,15 +12,8 @@
 // depth, -1 for a leaf in the root array).
 extern "C" __global__ void ad_find(const Tree *t, u64 n, const u32 *order, u8 *found, u64 *leaf, u64 *par, u32 *slot1, int *depth) {
     GRID_STRIDE(i, n) {
-        u32 bp = order[i];
-        const u8 *k = t->bdata + t->boffs[bp];
-        u32 kn = batch_len(t, bp);
-        u32 w = (u32)t->width;
-        u64 slot = root_slot(k, kn, w, t->tlen);
-        u64 l = t->root[slot];
-        u64 p = root_parent(slot);
+        auto [k, kn, l, p, D] = batch_walk(t, order[i]);
         int sl = 0, dep = -1;
-        u32 D = kn < w ? kn : w;
         bool ok = false;
         while (l) {
             if (is_leaf(l)) {

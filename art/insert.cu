@@ -12,15 +12,12 @@
 extern "C" __global__ void ai_classify(const Tree *t, u64 n, const u32 *order, u8 *cls, u64 *par, u32 *slot1, u64 *tgt,
                                        u32 *gd, u8 *fresh) {
     GRID_STRIDE(i, n) {
-        u32 bp = order[i];
-        const u8 *k = t->bdata + t->boffs[bp];
-        u32 kn = batch_len(t, bp);
-        u32 w = (u32)t->width;
-        u64 slot = root_slot(k, kn, w, t->tlen);
-        u64 l = t->root[slot];
-        u64 p = root_parent(slot);
+        const BatchWalk s = batch_walk(t, order[i]);
+        const u8 *k = s.k;
+        u32 kn = s.kn;
+        u64 l = s.l, p = s.p;
         int sl = 0;
-        u32 D = kn < w ? kn : w;
+        u32 D = s.D;
         u8 c = 0;
         u64 tg = 0;
         u32 dd = D;
@@ -140,13 +137,7 @@ extern "C" __global__ void ai_items(const Tree *t, u64 F, u64 G, const u32 *gsta
                                     const u32 *trank, const u32 *fs, const u32 *order,
                                     u64 *iref, u32 *ilen, u64 *iold, u32 *igrp) {
     GRID_STRIDE(x, F) {
-        u64 lo = 0, hi = G;
-        while (hi - lo > 1) {
-            u64 mid = (lo + hi) / 2;
-            if (gstart[mid] <= x) lo = mid;
-            else hi = mid;
-        }
-        u32 g = (u32)lo;
+        u32 g = last_start_le(gstart, G, x);
         u32 a = gstart[g];
         u32 j = (u32)x - a;
         u32 it = a + sb[g] + j + (issplit[g] && j >= trank[g] ? 1 : 0);

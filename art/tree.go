@@ -39,30 +39,24 @@ func Open(o Options) (*Tree, error) {
 		return nil, fmt.Errorf("art: lookup lanes %d: want 1 or %d", o.LookupLanes, lookupLanes)
 	}
 	t := &Tree{}
-	err = engine.Open(&t.Facade, engine.Spec[backend]{
+	t.eng, t.fresh, err = engine.OpenFresh(&t.Facade, engine.Spec[backend]{
 		Name: "art", Device: o.Device, GPU: o.GPU,
-		Start: func(p engine.Placement) (backend, error) {
-			t.fresh = func() (backend, error) {
-				if p.Backend != gpu.BackendGPU {
-					return newCPUEngine(w), nil
-				}
-				g, err := newGPUEngine(p.Device, w)
-				if err != nil {
-					return nil, fmt.Errorf("art: gpu engine on %s: %w", p.Device, err)
-				}
-				g.(*gpuEngine).lanes = max(1, o.LookupLanes)
-				return g, nil
-			}
-			return t.fresh()
-		},
 		Free: func(e backend) error { return e.close() },
 		Last: func(e backend) engine.Timings { return e.lastBatch() },
+	}, func(p engine.Placement) (backend, error) {
+		if p.Backend != gpu.BackendGPU {
+			return newCPUEngine(w), nil
+		}
+		g, err := newGPUEngine(p.Device, w)
+		if err != nil {
+			return nil, fmt.Errorf("art: gpu engine on %s: %w", p.Device, err)
+		}
+		g.(*gpuEngine).lanes = max(1, o.LookupLanes)
+		return g, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	t.eng, _ = engine.RLock(&t.Facade, "open")
-	engine.RUnlock(&t.Facade)
 	return t, nil
 }
 

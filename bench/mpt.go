@@ -84,11 +84,19 @@ func (c MPTCase) Probes() int { return min(c.Size, MPTProbes) }
 
 // MPTBuildTimes measures building a trie from scratch warmup+reps times:
 // build applies the pairs and returns a function that computes the root.
-// It returns the median seconds of the update (build), of the root
-// computation, and of both together (each median taken separately).
-func MPTBuildTimes(warmup, reps int, build func() (hash func(), err error)) (update, hash, total float64, err error) {
+// free, when not nil, frees the previous run's trie before every run after
+// the first, untimed and before the collection that precedes the run (the
+// last run's trie stays the caller's). It returns the median seconds of
+// the update (build), of the root computation, and of both together (each
+// median taken separately).
+func MPTBuildTimes(warmup, reps int, build func() (hash func(), err error), free func() error) (update, hash, total float64, err error) {
 	var us, hs, ts []float64
 	for i := range warmup + reps {
+		if i > 0 && free != nil {
+			if err := free(); err != nil {
+				return 0, 0, 0, err
+			}
+		}
 		runtime.GC() // the previous trie's garbage is not this run's cost
 		t0 := time.Now()
 		h, err := build()
@@ -222,9 +230,19 @@ func RunMPT(o Options) (*Report, error) {
 // keys and values (whose statistics are st): update, hash, end to end,
 // lookup, proof and lookup-into rows, in that order, engine "cpu <engine>", medians of
 // reps runs after warmup untimed ones.
-func MPTEngineRows(c MPTCase, eng mpt.Engine, keys, values [][]byte, st workload.Stats, warmup, reps int) ([]Result, error) {
+func MPTEngineRows(c MPTCase, eng mpt.Engine, keys, values [][]byte, st workload.Stats, warmup, reps int) (rows []Result, err error) {
 	name := "cpu " + string(eng)
-	var tr *mpt.Trie
+	var tr *mpt.Trie // the latest run's trie, closed by free or at return
+	defer func() {
+		if tr != nil {
+			err = errors.Join(err, tr.Close())
+		}
+	}()
+	free := func() error {
+		err := tr.Close()
+		tr = nil
+		return err
+	}
 	u, h, e2e, err := MPTBuildTimes(warmup, reps, func() (func(), error) {
 		var err error
 		if tr, err = mpt.Open(mpt.Options{Engine: eng}); err != nil {
@@ -234,7 +252,7 @@ func MPTEngineRows(c MPTCase, eng mpt.Engine, keys, values [][]byte, st workload
 			return nil, err
 		}
 		return func() { tr.Hash() }, nil // the CPU engines' Hash cannot fail
-	})
+	}, free)
 	if err != nil {
 		return nil, err
 	}

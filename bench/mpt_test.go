@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -73,5 +74,30 @@ func TestRunMPT(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("rows:\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestMPTBuildTimesFrees: free runs before every build after the first,
+// never after the last one (whose trie stays the caller's), and its error
+// ends the measurement.
+func TestMPTBuildTimesFrees(t *testing.T) {
+	var log []string
+	build := func() (func(), error) {
+		log = append(log, "build")
+		return func() { log = append(log, "hash") }, nil
+	}
+	free := func() error { log = append(log, "free"); return nil }
+	if _, _, _, err := MPTBuildTimes(1, 2, build, free); err != nil {
+		t.Fatal(err)
+	}
+	want := "build hash free build hash free build hash"
+	if got := strings.Join(log, " "); got != want {
+		t.Fatalf("calls %q, want %q", got, want)
+	}
+	boom := errors.New("boom")
+	log = nil
+	_, _, _, err := MPTBuildTimes(1, 2, build, func() error { return boom })
+	if !errors.Is(err, boom) || strings.Join(log, " ") != "build hash" {
+		t.Fatalf("a failing free: %v after %q", err, log)
 	}
 }

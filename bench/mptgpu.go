@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -90,11 +91,13 @@ func mptGPUBuilds(opts mpt.Options, keys, values [][]byte, want [32]byte, warmup
 // after). It also returns a note with the phase breakdown of the median
 // end-to-end run. Medians of reps runs after warmup untimed ones; every
 // run's root is checked against want.
-func MPTGPURows(c MPTCase, device string, keys, values [][]byte, st workload.Stats, want [32]byte, warmup, reps int) ([]Result, string, error) {
+func MPTGPURows(c MPTCase, device string, keys, values [][]byte, st workload.Stats, want [32]byte, warmup, reps int) (rows []Result, note string, err error) {
 	u, h, e2e, med, tr, err := mptGPUBuilds(mpt.Options{Engine: mpt.EngineGPU, Device: device}, keys, values, want, warmup, reps)
-	if tr != nil {
-		defer tr.Close()
-	}
+	defer func() { // the trie of the latest build, whichever
+		if tr != nil {
+			err = errors.Join(err, tr.Close())
+		}
+	}()
 	if err != nil {
 		return nil, "", err
 	}
@@ -119,10 +122,11 @@ func MPTGPURows(c MPTCase, device string, keys, values [][]byte, st workload.Sta
 		NewResult(c.Op("lookup"), "gpu", int64(len(probe)), 0, lookup),
 		NewResult(c.Op("proof"), "gpu", int64(len(probe)), 0, proof),
 		NewResult(c.Op("lookup into"), "gpu", int64(len(probe)), 0, into))
-	note := fmt.Sprintf("gpu %s (%s): stage %v, upload %v, sort %v, PhaseNU %v (%d expansion rounds, %d short nodes expanded), PhaseHC %v (%d dirty nodes), total %v",
+	note = fmt.Sprintf("gpu %s (%s): stage %v, upload %v, sort %v, PhaseNU %v (%d expansion rounds, %d short nodes expanded), PhaseHC %v (%d dirty nodes), total %v",
 		c.Op(""), tr.Reason(), med.Stage.Round(time.Microsecond), med.Upload.Round(time.Microsecond), med.Sort.Round(time.Microsecond),
 		med.Update.Round(time.Microsecond), med.Rounds, med.Expanded, med.Hash.Round(time.Microsecond), med.Dirty, med.Total.Round(time.Microsecond))
-	if err := tr.Close(); err != nil {
+	err, tr = tr.Close(), nil
+	if err != nil {
 		return nil, "", err
 	}
 	_, _, e2e, med, tr, err = mptGPUBuilds(mpt.Options{Engine: mpt.EngineGPU, Device: device, HostValues: true}, keys, values, want, warmup, reps)

@@ -353,12 +353,21 @@ __device__ __forceinline__ void size_touched(u64 g, u32 node, u64 c0, u64 c, u64
     oldMax[g] = keys[(u64)node * order + c0 - 1];
 }
 
-// zero_totals: the thread of group G zeroes element G of the sizing's
-// arrays, the totals slot of their exclusive scans.
-__device__ __forceinline__ void zero_totals(u64 G, u64 *sum, u64 *gc, u64 *gp) {
-    sum[G] = 0;
-    gc[G] = 0;
-    gp[G] = 0;
+// for_touched is the loop of the sizing kernels at every level: size(g)
+// for each touched group g < G (grid-stride over g <= G), while the thread
+// of g == G zeroes element G of the sizing's arrays (sum, gc, gp), the
+// totals slot of their exclusive scans.
+template <class Size>
+__device__ __forceinline__ void for_touched(u64 G, u64 *sum, u64 *gc, u64 *gp, Size size) {
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g <= G; g += (u64)gridDim.x * blockDim.x) {
+        if (g == G) {
+            sum[G] = 0;
+            gc[G] = 0;
+            gp[G] = 0;
+            continue;
+        }
+        size(g);
+    }
 }
 
 // last_le returns the largest g < n with off(g) <= r for a nondecreasing
@@ -473,17 +482,13 @@ extern "C" __global__ void bt_locate(const u64 *k, u64 m, u32 root, u32 height, 
 extern "C" __global__ void bt_leaf_sizes(u64 G, const u32 *gLeaf, u64 *gSum, u32 order, u32 fill, int del,
                                          const u64 *keys, const u32 *count, const u32 *next,
                                          u64 *gc, u64 *gp, u64 *oldMax, u32 *oldNext) {
-    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g <= G; g += (u64)gridDim.x * blockDim.x) {
-        if (g == G) {
-            zero_totals(G, gSum, gc, gp);
-            continue;
-        }
+    for_touched(G, gSum, gc, gp, [&](u64 g) {
         u32 leaf = gLeaf[g];
         u64 c0 = count[leaf];
         u64 f = LO(gSum[g]);
         size_touched(g, leaf, c0, del ? c0 - f : c0 + f, 0, order, fill, keys, gc, gp, oldMax);
         oldNext[g] = next[leaf];
-    }
+    });
 }
 
 // bt_merge_new: one thread per batch key i < m (grid-stride), insert only.
@@ -706,11 +711,7 @@ extern "C" __global__ void bt_parent_of(u64 G, const u32 *node, const u64 *oldMa
 extern "C" __global__ void bt_parent_sizes(u64 G, const u32 *pNode, u64 *pSum, u32 order, u32 fill,
                                            const u64 *keys, u32 *count, const u32 *parent, u8 *kind,
                                            u64 *gc, u64 *gp, u64 *oldMax, u32 *up) {
-    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g <= G; g += (u64)gridDim.x * blockDim.x) {
-        if (g == G) {
-            zero_totals(G, pSum, gc, gp);
-            continue;
-        }
+    for_touched(G, pSum, gc, gp, [&](u64 g) {
         u32 P = pNode[g];
         u64 c0 = count[P];
         u64 c = c0 - HI(pSum[g]) + LO(pSum[g]);
@@ -720,7 +721,7 @@ extern "C" __global__ void bt_parent_sizes(u64 G, const u32 *pNode, u64 *pSum, u
             count[P] = 0;
             kind[P] = KIND_FREE;
         }
-    }
+    });
 }
 
 // bt_stage_repl: one thread per replacement r < R of the level below

@@ -47,28 +47,22 @@ func Open(o Options) (*Tree, error) {
 		return nil, err
 	}
 	t := &Tree{opt: r}
-	err = engine.Open(&t.Facade, engine.Spec[treeEngine]{
+	t.e, t.fresh, err = engine.OpenFresh(&t.Facade, engine.Spec[treeEngine]{
 		Name: "btree", Device: o.Device, GPU: o.GPU,
-		Start: func(p engine.Placement) (treeEngine, error) {
-			t.fresh = func() (treeEngine, error) {
-				if p.Backend != gpu.BackendGPU {
-					return newCPUTree(r), nil
-				}
-				g, err := newGPUTree(r, p.Device)
-				if err != nil {
-					return nil, fmt.Errorf("btree: open on %s: %w", p.Device, err)
-				}
-				return g, nil
-			}
-			return t.fresh()
-		},
 		Free: func(e treeEngine) error { return e.close() },
+	}, func(p engine.Placement) (treeEngine, error) {
+		if p.Backend != gpu.BackendGPU {
+			return newCPUTree(r), nil
+		}
+		g, err := newGPUTree(r, p.Device)
+		if err != nil {
+			return nil, fmt.Errorf("btree: open on %s: %w", p.Device, err)
+		}
+		return g, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	t.e, _ = engine.RLock(&t.Facade, "open")
-	engine.RUnlock(&t.Facade)
 	return t, nil
 }
 

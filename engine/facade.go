@@ -14,6 +14,10 @@ import (
 // closed".
 var ErrClosed = errors.New("engine closed")
 
+// ErrOpen is matched (errors.Is) by the error of Open or OpenOn on a
+// facade that is already open.
+var ErrOpen = errors.New("engine already open")
+
 // Facade is the state every engine facade shares: its placement, its
 // engine (one of two implementations of an internal interface E), a lock
 // that serializes the batches that change the engine (reads may share it),
@@ -54,7 +58,8 @@ type Spec[E any] struct {
 }
 
 // Open places the engine (Place(s.Name, s.Device, s.GPU)) and starts it
-// with s.Start. Cost: Place's and Start's.
+// with s.Start (on an open facade it fails as OpenOn does). Cost: Place's
+// and Start's.
 func Open[E any](f *Facade[E], s Spec[E]) error {
 	p, err := Place(s.Name, s.Device, s.GPU)
 	if err != nil {
@@ -65,16 +70,44 @@ func Open[E any](f *Facade[E], s Spec[E]) error {
 
 // OpenOn is Open on a placement the caller resolved (s.Device and s.GPU
 // are ignored); f owns p from then on and releases it at Close, or at once
-// when s.Start fails.
+// when s.Start fails. On a facade that is already open it starts nothing,
+// releases p and returns an error matching ErrOpen: the open engine stays
+// as it was (Close it first to open another). s.Start runs under f's
+// write lock, so calls made meanwhile wait for the engine.
 func OpenOn[E any](f *Facade[E], p Placement, s Spec[E]) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.open {
+		return errors.Join(fmt.Errorf("%s: open: %w", f.name, ErrOpen), p.Release())
+	}
 	e, err := s.Start(p)
 	if err != nil {
 		return errors.Join(err, p.Release())
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.name, f.place, f.eng, f.open, f.free, f.lastf = s.Name, p, e, true, s.Free, s.Last
+	f.last.Set(Timings{})
 	return nil
+}
+
+// OpenFresh is Open for an engine that later builds more engines like
+// its first on the same placement (a ...Context Build fills a new engine
+// beside the old one, then Replaces it): newEngine builds one on a
+// placement, and s.Start is set to it. It returns the engine Open started
+// and fresh, which builds another empty one on the facade's placement (the
+// caller frees it, or hands it to Replace). Cost: Open's; fresh: newEngine's.
+func OpenFresh[E any](f *Facade[E], s Spec[E], newEngine func(Placement) (E, error)) (e E, fresh func() (E, error), err error) {
+	var place Placement
+	s.Start = func(p Placement) (E, error) {
+		place = p
+		return newEngine(p)
+	}
+	if err := Open(f, s); err != nil {
+		return e, nil, err
+	}
+	f.mu.RLock()
+	e = f.eng
+	f.mu.RUnlock()
+	return e, func() (E, error) { return newEngine(place) }, nil
 }
 
 // Lock takes f's write lock for a batch that changes the engine and

@@ -150,31 +150,24 @@ __device__ __forceinline__ void mergeTile(const K* __restrict__ ak, const V* __r
 }
 
 // The merge_tile entry points instantiate mergeTile, one per key and value
-// type: extern "C" kernels cannot be templates, so they are spelled out.
-extern "C" __global__ void merge_tile_k32(const u32* ak, u64 na, const u32* bk, u64 nb, const u64* splits, u32* outK) {
-    mergeTile<u32, u32, false>(ak, nullptr, na, bk, nullptr, nb, splits, outK, nullptr);
-}
+// type: extern "C" kernels cannot be templates, so MERGE_KEYS_KERNEL (keys
+// only) and MERGE_PAIRS_KERNEL (keys and values) spell each out.
+#define MERGE_KEYS_KERNEL(NAME, K)                                                                     \
+    extern "C" __global__ void NAME(const K* ak, u64 na, const K* bk, u64 nb, const u64* splits, K* outK) { \
+        mergeTile<K, u32, false>(ak, nullptr, na, bk, nullptr, nb, splits, outK, nullptr);             \
+    }
+#define MERGE_PAIRS_KERNEL(NAME, K, V)                                                                 \
+    extern "C" __global__ void NAME(const K* ak, const V* av, u64 na, const K* bk, const V* bv, u64 nb, \
+                                    const u64* splits, K* outK, V* outV) {                             \
+        mergeTile<K, V, true>(ak, av, na, bk, bv, nb, splits, outK, outV);                             \
+    }
 
-extern "C" __global__ void merge_tile_k64(const u64* ak, u64 na, const u64* bk, u64 nb, const u64* splits, u64* outK) {
-    mergeTile<u64, u32, false>(ak, nullptr, na, bk, nullptr, nb, splits, outK, nullptr);
-}
+// 32-bit keys, alone or with 32- or 64-bit values.
+MERGE_KEYS_KERNEL(merge_tile_k32, u32)
+MERGE_PAIRS_KERNEL(merge_tile_k32_v32, u32, u32)
+MERGE_PAIRS_KERNEL(merge_tile_k32_v64, u32, u64)
 
-extern "C" __global__ void merge_tile_k32_v32(const u32* ak, const u32* av, u64 na, const u32* bk, const u32* bv, u64 nb,
-                                              const u64* splits, u32* outK, u32* outV) {
-    mergeTile<u32, u32, true>(ak, av, na, bk, bv, nb, splits, outK, outV);
-}
-
-extern "C" __global__ void merge_tile_k32_v64(const u32* ak, const u64* av, u64 na, const u32* bk, const u64* bv, u64 nb,
-                                              const u64* splits, u32* outK, u64* outV) {
-    mergeTile<u32, u64, true>(ak, av, na, bk, bv, nb, splits, outK, outV);
-}
-
-extern "C" __global__ void merge_tile_k64_v32(const u64* ak, const u32* av, u64 na, const u64* bk, const u32* bv, u64 nb,
-                                              const u64* splits, u64* outK, u32* outV) {
-    mergeTile<u64, u32, true>(ak, av, na, bk, bv, nb, splits, outK, outV);
-}
-
-extern "C" __global__ void merge_tile_k64_v64(const u64* ak, const u64* av, u64 na, const u64* bk, const u64* bv, u64 nb,
-                                              const u64* splits, u64* outK, u64* outV) {
-    mergeTile<u64, u64, true>(ak, av, na, bk, bv, nb, splits, outK, outV);
-}
+// 64-bit keys, alone or with 32- or 64-bit values.
+MERGE_KEYS_KERNEL(merge_tile_k64, u64)
+MERGE_PAIRS_KERNEL(merge_tile_k64_v32, u64, u32)
+MERGE_PAIRS_KERNEL(merge_tile_k64_v64, u64, u64)

@@ -81,38 +81,32 @@ __device__ __forceinline__ void scan_body(const T* in, T* out, u64 n, const Stat
     }
 }
 
-// The entry points are one-line instantiations of scan_body, one per type
-// and kind: extern "C" kernels cannot be templates, so they are spelled out.
+// The entry points are instantiations of scan_body, one per type and
+// kind: extern "C" kernels cannot be templates, so SCAN_KERNEL spells each
+// out (the name, the element type, and whether the scan is inclusive).
+#define SCAN_KERNEL(NAME, T, INCLUSIVE)                                               \
+    extern "C" __global__ void __launch_bounds__(SCAN_BLOCK)                          \
+    NAME(const T* in, T* out, u64 n, u64* status, u32* tile_counter) {                \
+        scan_body<T, INCLUSIVE>(in, out, n, TileStatus<T>{status}, tile_counter);     \
+    }
 
 // scan_exclusive_u32: out[i] = in[0] + ... + in[i-1] (mod 2^32).
 // Thread mapping: one block per tile of SCAN_BLOCK*SCAN_ROUNDS*4 items, tile
 // index from *tile_counter; each thread holds SCAN_ROUNDS vectors of 4 items
 // (layout at the top of the file). Invariant: status[t] goes 0 -> aggregate
 // -> inclusive prefix of tiles 0..t, each value final when published.
-extern "C" __global__ void __launch_bounds__(SCAN_BLOCK)
-scan_exclusive_u32(const u32* in, u32* out, u64 n, u64* status, u32* tile_counter) {
-    scan_body<u32, false>(in, out, n, TileStatus<u32>{status}, tile_counter);
-}
+SCAN_KERNEL(scan_exclusive_u32, u32, false)
 
 // scan_inclusive_u32: out[i] = in[0] + ... + in[i] (mod 2^32).
 // Thread mapping and invariant as scan_exclusive_u32.
-extern "C" __global__ void __launch_bounds__(SCAN_BLOCK)
-scan_inclusive_u32(const u32* in, u32* out, u64 n, u64* status, u32* tile_counter) {
-    scan_body<u32, true>(in, out, n, TileStatus<u32>{status}, tile_counter);
-}
+SCAN_KERNEL(scan_inclusive_u32, u32, true)
 
 // scan_exclusive_u64: out[i] = in[0] + ... + in[i-1] (mod 2^64).
 // Thread mapping: as scan_exclusive_u32 with vectors of 2 items. Invariant:
 // both status words of tile t go 0 -> aggregate -> inclusive prefix of tiles
 // 0..t, each half final when published.
-extern "C" __global__ void __launch_bounds__(SCAN_BLOCK)
-scan_exclusive_u64(const u64* in, u64* out, u64 n, u64* status, u32* tile_counter) {
-    scan_body<u64, false>(in, out, n, TileStatus<u64>{status}, tile_counter);
-}
+SCAN_KERNEL(scan_exclusive_u64, u64, false)
 
 // scan_inclusive_u64: out[i] = in[0] + ... + in[i] (mod 2^64).
 // Thread mapping and invariant as scan_exclusive_u64.
-extern "C" __global__ void __launch_bounds__(SCAN_BLOCK)
-scan_inclusive_u64(const u64* in, u64* out, u64 n, u64* status, u32* tile_counter) {
-    scan_body<u64, true>(in, out, n, TileStatus<u64>{status}, tile_counter);
-}
+SCAN_KERNEL(scan_inclusive_u64, u64, true)

@@ -235,52 +235,40 @@ __device__ __forceinline__ void reduce_by_key_body(const K* keys, const V* vals,
 // r's key is written by its head item, its sum by the next run's head item
 // (or by the last item, for the last run), each exactly once.
 
-// The entry points are one-line instantiations of reduce_by_key_body, one
-// per key and value type: extern "C" kernels cannot be templates.
+// The entry points are instantiations of reduce_by_key_body, one per key
+// and value type: extern "C" kernels cannot be templates, so
+// REDUCE_BY_KEY_KERNEL spells each out (run-length encoding passes no
+// values: RUN_LENGTH_KERNEL).
+#define REDUCE_BY_KEY_KERNEL(NAME, K, V)                                                                  \
+    extern "C" __global__ void __launch_bounds__(SELECT_BLOCK)                                            \
+    NAME(const K* keys, const V* vals, K* uniq, V* sums, u64 n, u32* runs, u64* status, u32* tile_counter) { \
+        reduce_by_key_body<K, V>(keys, vals, uniq, sums, n, runs, status, tile_counter);                  \
+    }
+#define RUN_LENGTH_KERNEL(NAME, K)                                                                        \
+    extern "C" __global__ void __launch_bounds__(SELECT_BLOCK)                                            \
+    NAME(const K* keys, K* uniq, u32* counts, u64 n, u32* runs, u64* status, u32* tile_counter) {         \
+        reduce_by_key_body<K, u32>(keys, nullptr, uniq, counts, n, runs, status, tile_counter);           \
+    }
 
 // reduce_by_key_u32_u32: uniq[r], sums[r] = the key and the sum of the
 // values of the r-th run of equal consecutive keys; runs[0] = the number of
 // runs.
-extern "C" __global__ void __launch_bounds__(SELECT_BLOCK)
-reduce_by_key_u32_u32(const u32* keys, const u32* vals, u32* uniq, u32* sums, u64 n, u32* runs, u64* status,
-                      u32* tile_counter) {
-    reduce_by_key_body<u32, u32>(keys, vals, uniq, sums, n, runs, status, tile_counter);
-}
+REDUCE_BY_KEY_KERNEL(reduce_by_key_u32_u32, u32, u32)
 
 // reduce_by_key_u32_u64: as reduce_by_key_u32_u32 with 64-bit values.
-extern "C" __global__ void __launch_bounds__(SELECT_BLOCK)
-reduce_by_key_u32_u64(const u32* keys, const u64* vals, u32* uniq, u64* sums, u64 n, u32* runs, u64* status,
-                      u32* tile_counter) {
-    reduce_by_key_body<u32, u64>(keys, vals, uniq, sums, n, runs, status, tile_counter);
-}
+REDUCE_BY_KEY_KERNEL(reduce_by_key_u32_u64, u32, u64)
 
 // reduce_by_key_u64_u32: as reduce_by_key_u32_u32 with 64-bit keys.
-extern "C" __global__ void __launch_bounds__(SELECT_BLOCK)
-reduce_by_key_u64_u32(const u64* keys, const u32* vals, u64* uniq, u32* sums, u64 n, u32* runs, u64* status,
-                      u32* tile_counter) {
-    reduce_by_key_body<u64, u32>(keys, vals, uniq, sums, n, runs, status, tile_counter);
-}
+REDUCE_BY_KEY_KERNEL(reduce_by_key_u64_u32, u64, u32)
 
 // reduce_by_key_u64_u64: as reduce_by_key_u32_u32 with 64-bit keys and
 // values.
-extern "C" __global__ void __launch_bounds__(SELECT_BLOCK)
-reduce_by_key_u64_u64(const u64* keys, const u64* vals, u64* uniq, u64* sums, u64 n, u32* runs, u64* status,
-                      u32* tile_counter) {
-    reduce_by_key_body<u64, u64>(keys, vals, uniq, sums, n, runs, status, tile_counter);
-}
+REDUCE_BY_KEY_KERNEL(reduce_by_key_u64_u64, u64, u64)
 
 // run_length_encode_u32: uniq[r], counts[r] = the key and the length of the
 // r-th run of equal consecutive keys; runs[0] = the number of runs.
 // Reduce-by-key of implicit ones; thread mapping and invariant as above.
-extern "C" __global__ void __launch_bounds__(SELECT_BLOCK)
-run_length_encode_u32(const u32* keys, u32* uniq, u32* counts, u64 n, u32* runs, u64* status,
-                      u32* tile_counter) {
-    reduce_by_key_body<u32, u32>(keys, nullptr, uniq, counts, n, runs, status, tile_counter);
-}
+RUN_LENGTH_KERNEL(run_length_encode_u32, u32)
 
 // run_length_encode_u64: as run_length_encode_u32 for 64-bit keys.
-extern "C" __global__ void __launch_bounds__(SELECT_BLOCK)
-run_length_encode_u64(const u64* keys, u64* uniq, u32* counts, u64 n, u32* runs, u64* status,
-                      u32* tile_counter) {
-    reduce_by_key_body<u64, u32>(keys, nullptr, uniq, counts, n, runs, status, tile_counter);
-}
+RUN_LENGTH_KERNEL(run_length_encode_u64, u64)

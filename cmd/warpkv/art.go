@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -97,16 +96,14 @@ type artOp struct {
 	limit int
 }
 
-// artRunner gathers consecutive operations of one verb into batches.
+// artRunner applies batches of one verb to t and prints their answers.
 type artRunner struct {
 	t       *art.Tree
 	w       *bufio.Writer
-	max     int // --batch; 0: batches of at most budget bytes
-	budget  int // artBatchBytes (a field so that tests can lower it)
-	pending []artOp
-	bytes   int    // of pending, counted as run counts them
-	batches int    // batches sent so far
-	onFlush func() // called before each batch is sent (tests)
+	max     int           // --batch; 0: batches of at most budget bytes
+	budget  int           // artBatchBytes (a field so that tests can lower it)
+	batches int           // batches sent so far
+	onFlush func([]artOp) // called before each batch is sent (tests)
 }
 
 // Bounds of "warpkv art run".
@@ -124,46 +121,24 @@ const (
 	artOpBytes = int(unsafe.Sizeof(artOp{})) + int(unsafe.Sizeof([]byte(nil))) + 8
 )
 
-// run reads and applies every line of in.
+// run reads and applies every line of in: batches of at most r.max
+// operations, or with r.max 0 of at most r.budget bytes (artOpSize).
 func (r *artRunner) run(in io.Reader) error {
-	lr := newLineReader(in, artMaxLine, fmt.Sprintf("a key is at most art.MaxKeyLen = %d bytes, %d hex digits", art.MaxKeyLen, 2*art.MaxKeyLen))
-	for {
-		raw, line, ok := lr.next()
-		if !ok {
-			break
-		}
-		text := strings.TrimSpace(string(raw))
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
-		}
-		op, err := parseARTLine(text)
-		if err != nil {
-			if ferr := r.flush(); ferr != nil {
-				return ferr
-			}
-			return fmt.Errorf("art: line %d: %v (the lines before it ran; nothing after it did)", line, err)
-		}
-		size := len(op.key) + len(op.hi) + artOpBytes
-		if len(r.pending) > 0 && (op.verb != r.pending[0].verb || (r.max > 0 && len(r.pending) == r.max) ||
-			(r.max == 0 && r.bytes+size > r.budget)) {
-			if err := r.flush(); err != nil {
-				return err
-			}
-		}
-		r.pending = append(r.pending, op)
-		r.bytes += size
+	b := &lineBatcher[artOp]{tool: "art", max: r.max, maxLine: artMaxLine, flush: r.flush,
+		why: fmt.Sprintf("a key is at most art.MaxKeyLen = %d bytes, %d hex digits", art.MaxKeyLen, 2*art.MaxKeyLen),
+		parse: func(text string) (artOp, string, error) {
+			op, err := parseARTLine(text)
+			return op, op.verb, err
+		}}
+	if r.max == 0 {
+		b.size, b.budget = artOpSize, r.budget
 	}
-	if err := lr.Err(); err != nil {
-		if ferr := r.flush(); ferr != nil {
-			return ferr
-		}
-		if errors.Is(err, errLineTooLong) {
-			return fmt.Errorf("art: %v (the lines before it ran; nothing after it did)", err)
-		}
-		return fmt.Errorf("art: reading input: %w", err)
-	}
-	return r.flush()
+	return b.run(in)
 }
+
+// artOpSize is what op counts against a batch's budget: its key bytes and
+// artOpBytes.
+func artOpSize(op artOp) int { return len(op.key) + len(op.hi) + artOpBytes }
 
 // parseARTLine parses one operation.
 func parseARTLine(text string) (artOp, error) {
@@ -225,17 +200,12 @@ func parseARTKey(s string) ([]byte, error) {
 // shared with btree run).
 func parseLimit(s string) (int, error) { return parseOpLimit(s) }
 
-// flush applies the pending batch and prints its answers in line order.
-func (r *artRunner) flush() error {
-	ops := r.pending
-	if len(ops) == 0 {
-		return nil
-	}
+// flush applies a batch of one verb and prints its answers in line order.
+func (r *artRunner) flush(ops []artOp) error {
 	r.batches++
 	if r.onFlush != nil {
-		r.onFlush()
+		r.onFlush(ops)
 	}
-	r.pending, r.bytes = r.pending[:0], 0
 	keys := func() [][]byte {
 		k := make([][]byte, len(ops))
 		for i, op := range ops {

@@ -349,7 +349,13 @@ func TestARTRunBatchBudget(t *testing.T) {
 	budget := 4 * (artOpBytes + 8)
 	run := &artRunner{t: tr, w: w, budget: budget}
 	most := 0
-	run.onFlush = func() { most = max(most, run.bytes) }
+	run.onFlush = func(ops []artOp) {
+		bytes := 0
+		for _, op := range ops {
+			bytes += artOpSize(op)
+		}
+		most = max(most, bytes)
+	}
 	if err := run.run(strings.NewReader(in)); err != nil {
 		t.Fatal(err)
 	}

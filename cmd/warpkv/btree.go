@@ -82,13 +82,17 @@ type btreeRunner struct {
 // whole.
 const btreeBatchOps = 1 << 18
 
+// btreeMaxLine is the longest line of "warpkv btree run": far more than
+// the longest valid one (a verb and three decimal numbers).
+const btreeMaxLine = 1 << 16
+
 // run reads and applies every line of in, max operations a batch at most
 // (0: btreeBatchOps).
 func (r *btreeRunner) run(in io.Reader, max int) error {
 	if max == 0 {
 		max = btreeBatchOps
 	}
-	b := &lineBatcher[btreeOp]{tool: "btree", max: max, maxLine: 1 << 16, flush: r.flush,
+	b := &lineBatcher[btreeOp]{tool: "btree", max: max, maxLine: btreeMaxLine, why: "keys, values and limits are decimal numbers", flush: r.flush,
 		parse: func(text string) (btreeOp, string, error) {
 			op, err := parseBTreeLine(text)
 			return op, op.verb, err

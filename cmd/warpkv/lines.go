@@ -103,3 +103,75 @@ func (l *lineReader) Err() error {
 	}
 	return l.err
 }
+
+// lineBatcher runs the operation files of "warpkv art run" and "warpkv
+// btree run" on a lineReader: one operation a line, blank lines and lines
+// starting with # skipped; consecutive operations of one verb go to flush
+// as one batch, in file order, at most max of them (0: no limit) and, when
+// size is set, of at most budget bytes as size counts them. A line parse
+// rejects, or one longer than maxLine, is an error naming its line number,
+// after the batch before it has been flushed: the lines before it ran,
+// nothing after it does. Memory: the line reader's and one batch.
+type lineBatcher[T any] struct {
+	tool    string                          // "art", "btree": the errors' prefix
+	max     int                             // most operations per batch (0: no limit)
+	maxLine int                             // longest line accepted, in bytes
+	why     string                          // what bounds a line (newLineReader)
+	budget  int                             // most bytes per batch, with size
+	size    func(T) int                     // bytes an operation holds (nil: no budget)
+	parse   func(string) (T, string, error) // one line: its operation and verb
+	flush   func([]T) error                 // applies a batch and prints its answers
+	pending []T
+	verb    string
+	bytes   int // of pending, as size counts them
+}
+
+// run reads and applies every line of in. Cost: one parse per line and one
+// flush per batch.
+func (b *lineBatcher[T]) run(in io.Reader) error {
+	lr := newLineReader(in, b.maxLine, b.why)
+	for {
+		text, line, ok := lr.record()
+		if !ok {
+			break
+		}
+		op, verb, err := b.parse(text)
+		if err != nil {
+			if ferr := b.send(); ferr != nil {
+				return ferr
+			}
+			return fmt.Errorf("%s: line %d: %v (the lines before it ran; nothing after it did)", b.tool, line, err)
+		}
+		n := 0
+		if b.size != nil {
+			n = b.size(op)
+		}
+		if len(b.pending) > 0 && (verb != b.verb || (b.max > 0 && len(b.pending) == b.max) ||
+			(b.size != nil && b.bytes+n > b.budget)) {
+			if err := b.send(); err != nil {
+				return err
+			}
+		}
+		b.pending, b.verb, b.bytes = append(b.pending, op), verb, b.bytes+n
+	}
+	if err := lr.Err(); err != nil {
+		if ferr := b.send(); ferr != nil {
+			return ferr
+		}
+		if errors.Is(err, errLineTooLong) {
+			return fmt.Errorf("%s: %v (the lines before it ran; nothing after it did)", b.tool, err)
+		}
+		return fmt.Errorf("%s: reading input: %w", b.tool, err)
+	}
+	return b.send()
+}
+
+// send flushes the pending batch, if any.
+func (b *lineBatcher[T]) send() error {
+	ops := b.pending
+	b.pending, b.bytes = b.pending[:0], 0
+	if len(ops) == 0 {
+		return nil
+	}
+	return b.flush(ops)
+}

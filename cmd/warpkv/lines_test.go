@@ -69,3 +69,43 @@ func TestLineReaderRecord(t *testing.T) {
 		t.Fatalf("records %q, err %v; want %s", got, lr.Err(), want)
 	}
 }
+
+// TestLineBatcher checks how lineBatcher cuts batches (by verb, by count,
+// by bytes) and that a bad line and a line over the limit end the run with
+// their numbers after the batch before them ran.
+func TestLineBatcher(t *testing.T) {
+	for _, tc := range []struct {
+		name, in    string
+		max, budget int // budget 0: no size function
+		want        string
+		err         string
+	}{
+		{"by verb", "a 1\na 2\n# c\n\nb 3\na 4\n", 0, 0, "[a1 a2] [b3] [a4]", ""},
+		{"by count", "a 1\na 2\na 3\na 4\na 5\n", 2, 0, "[a1 a2] [a3 a4] [a5]", ""},
+		{"by bytes", "a 1\na 22\na 3\na 4444\na 5\n", 0, 3, "[a1 a22] [a3] [a4444] [a5]", ""},
+		{"bad line", "a 1\na 2\nbad\na 3\n", 0, 0, "[a1 a2]", "demo: line 3: bad line (the lines before it ran; nothing after it did)"},
+		{"too long", "a 1\n" + strings.Repeat("a", 20) + "\na 2\n", 0, 0, "[a1]",
+			"demo: line 2: line too long: longer than 10 bytes (why) (the lines before it ran; nothing after it did)"},
+	} {
+		var got []string
+		b := &lineBatcher[string]{tool: "demo", max: tc.max, maxLine: 10, why: "why",
+			parse: func(text string) (string, string, error) {
+				verb, arg, ok := strings.Cut(text, " ")
+				if !ok {
+					return "", "", errors.New("bad line")
+				}
+				return verb + arg, verb, nil
+			},
+			flush: func(ops []string) error { got = append(got, fmt.Sprint(ops)); return nil }}
+		if tc.budget > 0 {
+			b.size, b.budget = func(op string) int { return len(op) - 1 }, tc.budget
+		}
+		msg := ""
+		if err := b.run(strings.NewReader(tc.in)); err != nil {
+			msg = err.Error()
+		}
+		if strings.Join(got, " ") != tc.want || msg != tc.err {
+			t.Errorf("%s: batches %q, error %q; want %s and %q", tc.name, got, msg, tc.want, tc.err)
+		}
+	}
+}

@@ -243,9 +243,9 @@ func TestFailsBeforeRunning(t *testing.T) {
 }
 
 // TestLongLines checks that art run and mpt root read lines of any length
-// up to their stated limits (a key of art.MaxKeyLen bytes), and refuse a
-// longer line with its number and the limit, not bufio.Scanner's "token
-// too long".
+// up to their stated limits (a key of art.MaxKeyLen bytes), and that they
+// and btree run refuse a longer line with its number and the limit, not
+// bufio.Scanner's "token too long".
 func TestLongLines(t *testing.T) {
 	longest := "0x" + strings.Repeat("ab", art.MaxKeyLen)
 	in := fmt.Sprintf("put %s 7\nget %s\nrange 0x * 0\n", longest, longest)
@@ -266,6 +266,12 @@ func TestLongLines(t *testing.T) {
 		if code != 1 || out != "0x01 -\n" || !strings.Contains(errOut, tc.want) {
 			t.Errorf("exit %d, stdout %q, stderr %q; want exit 1, the first get's answer and %q", code, out, errOut, tc.want)
 		}
+	}
+	// btree run: a line over its limit is refused by number, not with
+	// bufio.Scanner's "token too long".
+	code, out, errOut = runBinary(t, []byte("put 1 2\nget 1"+strings.Repeat(" ", btreeMaxLine)+"\nget 1\n"), "btree", "run", "--device", "cpu", "-")
+	if wantErr := fmt.Sprintf("btree: line 2: line too long: longer than %d bytes", btreeMaxLine); code != 1 || out != "" || !strings.Contains(errOut, wantErr) {
+		t.Errorf("btree run with a long line: exit %d, stdout %q, stderr %q; want exit 1 and %q", code, out, errOut, wantErr)
 	}
 	// mpt root: a 1 MiB key reads; a line over 64 MiB is refused by number.
 	var b bytes.Buffer

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"strings"
 )
 
 // runOpFile is the command line of "warpkv TOOL run [--device D] [--batch
@@ -47,65 +46,6 @@ func runOpFile(e *env, args []string, tool, lines string, apply func(in io.Reade
 		err = ferr
 	}
 	return err
-}
-
-// lineBatcher reads the operation files of "warpkv art run" and "warpkv
-// btree run": one operation a line, blank lines and lines starting with #
-// skipped; consecutive operations of one verb go to flush as one batch (at
-// most max of them, 0: no limit), in file order. A line parse rejects is an
-// error naming its line number, after the batch before it has been
-// flushed: the lines before it ran, nothing after it does.
-type lineBatcher[T any] struct {
-	tool    string                          // "art", "btree": the errors' prefix
-	max     int                             // most operations per batch (0: no limit)
-	maxLine int                             // longest line accepted, in bytes
-	parse   func(string) (T, string, error) // one line: its operation and verb
-	flush   func([]T) error                 // applies a batch and prints its answers
-	pending []T
-	verb    string
-}
-
-// run reads and applies every line of in. Cost: one parse per line and one
-// flush per batch.
-func (b *lineBatcher[T]) run(in io.Reader) error {
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 1<<16), b.maxLine)
-	for line := 1; sc.Scan(); line++ {
-		text := strings.TrimSpace(sc.Text())
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
-		}
-		op, verb, err := b.parse(text)
-		if err != nil {
-			if ferr := b.send(); ferr != nil {
-				return ferr
-			}
-			return fmt.Errorf("%s: line %d: %v (the lines before it ran; nothing after it did)", b.tool, line, err)
-		}
-		if len(b.pending) > 0 && (verb != b.verb || (b.max > 0 && len(b.pending) == b.max)) {
-			if err := b.send(); err != nil {
-				return err
-			}
-		}
-		b.pending, b.verb = append(b.pending, op), verb
-	}
-	if err := sc.Err(); err != nil {
-		if ferr := b.send(); ferr != nil {
-			return ferr
-		}
-		return fmt.Errorf("%s: reading input: %w", b.tool, err)
-	}
-	return b.send()
-}
-
-// send flushes the pending batch, if any.
-func (b *lineBatcher[T]) send() error {
-	ops := b.pending
-	b.pending = b.pending[:0]
-	if len(ops) == 0 {
-		return nil
-	}
-	return b.flush(ops)
 }
 
 // parseOpLimit parses a decimal LIMIT: 0 or less means no limit (returned

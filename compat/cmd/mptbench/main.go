@@ -238,7 +238,7 @@ func gethTrieRows(c bench.MPTCase, keys, values [][]byte, st workload.Stats, war
 			}
 		}
 		return func() { tr.Hash() }, nil
-	})
+	}, nil) // a geth trie holds nothing to free
 	if err != nil {
 		return nil, common.Hash{}, err
 	}
@@ -299,7 +299,7 @@ func stackTrieRows(c bench.MPTCase, keys, values [][]byte, st workload.Stats, wa
 			}
 		}
 		return func() { root = s.Hash() }, nil
-	})
+	}, nil)
 	if err != nil {
 		return nil, common.Hash{}, err
 	}
