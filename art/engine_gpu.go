@@ -87,6 +87,11 @@ type gpuEngine struct {
 	// (TestGPUQueryOrder) has not yet completed on a GPU.
 	sortQueries bool
 
+	// collectRanges answers bounded range and prefix queries with the
+	// earlier single-walk kernels (rangesSlots: aq_collect, aq_emit)
+	// instead of rangesCands; tests compare the two.
+	collectRanges bool
+
 	// failGrowth (tests) makes every growth of a pool or the arena fail as
 	// if the device were out of memory.
 	failGrowth bool
