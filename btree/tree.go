@@ -17,7 +17,7 @@ import (
 // every call returns an error matching engine.ErrClosed.
 //
 // LastBatch is the time breakdown of the most recent batch that changed or
-// read the tree (Build, Insert, Delete, Lookup or Get). On the GPU engine
+// read the tree (Build, Insert, Delete, Lookup, Get or Ranges). On the GPU engine
 // the phases are measured with CUDA events on the tree's stream (device
 // time); on the CPU engine with host timers, and Upload and Download are
 // 0. Where the GPU engine overlaps phases, the overlapped time goes to one
@@ -270,10 +270,11 @@ func (t *Tree) Ranges(los, his []uint64, limit int) (keys, values []uint64, offs
 	for i := range los {
 		ilos[i], ihis[i] = inclusive(los[i], his[i])
 	}
-	keys, values, offsets, err = t.e.ranges(ilos, ihis, limit)
+	keys, values, offsets, tm, err := t.e.ranges(ilos, ihis, limit)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("btree: ranges: %w", err)
 	}
+	engine.Record(&t.Facade, tm)
 	return keys, values, offsets, nil
 }
 
