@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
@@ -101,10 +102,15 @@ func (g *gpuEngine) queryOrder(Q int, dsc int32, lo, hi *devBatch, hb *gpu.Buffe
 
 // newResult returns a Result for total pairs of totalBytes key bytes
 // (at most math.MaxUint32, answerSpace checks) over Q queries. Cost: the
-// allocation (and zeroing) of its arrays on the Go heap.
+// allocation (and zeroing) of its arrays on the Go heap, the three large
+// ones on goroutines of their own.
 func newResult(Q, total int, totalBytes uint64) *Result {
-	res := &Result{Keys: Keys{Data: make([]byte, totalBytes), Offs: make([]uint32, total+1)},
-		Values: make([]uint64, total), Offsets: make([]int, Q+1)}
+	res := &Result{Offsets: make([]int, Q+1)}
+	var wg sync.WaitGroup
+	wg.Go(func() { res.Keys.Data = make([]byte, totalBytes) })
+	wg.Go(func() { res.Keys.Offs = make([]uint32, total+1) })
+	wg.Go(func() { res.Values = make([]uint64, total) })
+	wg.Wait()
 	res.Keys.Offs[total] = uint32(totalBytes)
 	return res
 }

@@ -2,6 +2,7 @@ package btree
 
 import (
 	"errors"
+	"sync"
 	"unsafe"
 
 	"github.com/warpkv/warpkv/engine"
@@ -81,10 +82,14 @@ func (g *gpuTree) rangesBatch(root uint32, los, his []uint64, limit int) (keys, 
 		}
 	}
 	g.clock.Mark(g.s, engine.MarkWorked)
-	// The host's allocations overlap the write pass.
+	// The host's allocations (zeroing, the large ones on goroutines of
+	// their own) overlap the write pass.
+	var wg sync.WaitGroup
+	wg.Go(func() { keys = make([]uint64, total) })
+	wg.Go(func() { values = make([]uint64, total) })
 	offsets = make([]int, q+1)
+	wg.Wait()
 	offWords := unsafe.Slice((*uint64)(unsafe.Pointer(&offsets[0])), q+1) // int is 64-bit (below)
-	keys, values = make([]uint64, total), make([]uint64, total)
 	if err := errors.Join(gpu.DownloadStaged(g.down, g.s, counts, 0, offWords), gpu.DownloadStaged(g.down, g.s, ok, 0, keys),
 		gpu.DownloadStaged(g.down, g.s, ov, 0, values)); err != nil {
 		return nil, nil, nil, tm, err
