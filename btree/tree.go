@@ -253,8 +253,10 @@ func (t *Tree) Range(lo, hi uint64, limit int) (keys, values []uint64, err error
 // counts, then write each query's pairs at its offset. Query i's pairs are
 // keys[offsets[i]:offsets[i+1]] and values[offsets[i]:offsets[i+1]].
 // Cost: twice that of the queries' Range calls, spread over the workers,
-// plus a scan. On the GPU engine the passes are kernels of one thread per
-// query and the scan is prim's.
+// plus a scan. On the GPU engine the count pass is a kernel of one thread
+// per query that descends once and keeps where the pairs start, the scan
+// is prim's, and the write pass a kernel of one warp per query copying
+// from there (no second descent); LastBatch then holds the call's phases.
 func (t *Tree) Ranges(los, his []uint64, limit int) (keys, values []uint64, offsets []int, err error) {
 	if len(los) != len(his) {
 		return nil, nil, nil, fmt.Errorf("btree: ranges: %d lows but %d highs", len(los), len(his))
