@@ -25,14 +25,14 @@ func (g *gpuEngine) rangesCands(Q, limit int, dsc int32, perm *gpu.Buffer[uint32
 	}
 	slots, ccnt := gpu.Take[uint64](g.pool, "q.slots", S), gpu.Take[uint32](g.pool, "q.ccnt", Q)
 	cnt, byt := gpu.Take[uint64](g.pool, "q.cnt", Q+1), gpu.Take[uint64](g.pool, "q.bytes", Q+1)
-	var order any = uint64(0) // a null perm: the batch order
+	var order any = nullPtr // the batch order
 	if perm != nil {
 		order = perm
 	}
-	lim := uint64(limit)
 	if err := firstErr(
-		g.launch(g.k.qCands, Q, g.descBuf, uint64(Q), order, lo.data, lo.offs, hi.data, hi.offs, hb, lim, dsc, slots, ccnt),
-		g.launch(g.k.qTrim, (Q+1)*warpSize, g.descBuf, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, lim, dsc, slots, ccnt, cnt, byt),
+		g.launch(g.k.qCands, Q, g.descBuf, uint64(Q), order, lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, ccnt),
+		g.launch(g.k.qTrim, (Q+1)*warpSize, g.descBuf, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, ccnt,
+			cnt, byt),
 		prim.DevScanExclusive(g.pe, cnt, cnt, Q+1), prim.DevScanExclusive(g.pe, byt, byt, Q+1)); err != nil {
 		return nil, fmt.Errorf("walk: %w", err)
 	}
@@ -40,7 +40,7 @@ func (g *gpuEngine) rangesCands(Q, limit int, dsc int32, perm *gpu.Buffer[uint32
 	if err != nil {
 		return nil, err
 	}
-	if err := g.launch(g.k.qPairs, Q*warpSize, g.descBuf, uint64(Q), lim, slots, cnt, byt, out.keys, out.offs, out.vals); err != nil {
+	if err := g.launch(g.k.qPairs, Q*warpSize, g.descBuf, uint64(Q), uint64(limit), slots, cnt, byt, out.keys, out.offs, out.vals); err != nil {
 		return nil, fmt.Errorf("pairs: %w", err)
 	}
 	return g.deliver(Q, out, cnt)
