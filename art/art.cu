@@ -11,7 +11,9 @@
 // kernels.go).
 //
 // Thread mapping: every kernel is one thread per item (key, segment,
-// piece, touched node, entry, query) with a grid-stride loop. No kernel
+// piece, touched node, entry, query) with a grid-stride loop, except
+// ag_get_lanes (a group of lanes per key) and aq_trim and aq_pairs (a
+// warp per query, ranges.cu). No kernel
 // takes a lock: every output word has one writer per launch, by the
 // batch's sorting and grouping; the update conflict table uses
 // compare-and-swap and atomic max, the append-only lists atomic adds
@@ -19,7 +21,7 @@
 //
 // The program is split by operation, one file each, included here in
 // this order: art.cuh (the layout and shared helpers), then get, sort,
-// build, insert, round, delete, iterate, query and arena (.cu). Go adds
+// build, insert, round, delete, iterate, query, ranges and arena (.cu). Go adds
 // them to the program as headers named "art/<file>" (kernels.go).
 #include "art/art.cuh"
 
@@ -36,4 +38,5 @@ extern "C" __global__ void a_iota(u64 n, u32 *out) {
 #include "art/delete.cu"
 #include "art/iterate.cu"
 #include "art/query.cu"
+#include "art/ranges.cu"
 #include "art/arena.cu"

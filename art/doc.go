@@ -106,9 +106,13 @@
 // and leaves the answers in pinned host memory). On the GPU, lookups and
 // updates run in chunks pipelined over three streams (point_gpu.go).
 // Ranges and prefix queries with a limit walk once per query, keeping the
-// leaves in per-query slots, and write the pairs from the slots (on the
-// GPU one thread per slot); without a limit they run two passes (count,
-// prefix sums, write) of one cursor per query.
+// leaves in per-query slots, and write the pairs from the slots; without a
+// limit they run two passes (count, prefix sums, write) of one cursor per
+// query. On the GPU (ranges.cu) the limited walk is one thread per query
+// that steps the cursor over inner nodes only, never reading a leaf, and
+// keeps up to limit leaves; a warp per query then reads them 32 at a time,
+// cuts them at the far bound (a ballot) and sums their key lengths; after
+// scans of the per-query counts another warp per query writes the pairs.
 //
 // Every phase has one writer per output word: a node's words are written
 // by its own writer; a child's parent word by the child's writer when it

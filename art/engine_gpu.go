@@ -83,9 +83,15 @@ type gpuEngine struct {
 	lanes int
 
 	// sortQueries makes large batches of range and prefix queries walk in
-	// the order of their start keys (queryOrder). Off by default: its test
-	// (TestGPUQueryOrder) has not yet completed on a GPU.
+	// the order of their start keys (queryOrder). Off by default: its
+	// answers were checked on an H200 (TestGPURangeForms, 2026-11-28) but
+	// its speed has not been measured.
 	sortQueries bool
+
+	// collectRanges answers bounded range and prefix queries with the
+	// earlier single-walk kernels (rangesSlots: aq_collect, aq_emit)
+	// instead of rangesCands; tests compare the two.
+	collectRanges bool
 
 	// failGrowth (tests) makes every growth of a pool or the arena fail as
 	// if the device were out of memory.

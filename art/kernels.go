@@ -82,6 +82,7 @@ type kernelSet struct {
 	nRootWrites, nFreeFlags                                         *gpu.Function
 	dFind, dMark, dLeafFlags, dDepthkeys, dEntries, qScan           *gpu.Function
 	qCollect, qEmit, qOrderKeys, qScanPerm, qCollectPerm            *gpu.Function
+	qCands, qTrim, qPairs                                           *gpu.Function
 	acSizes, acMove                                                 *gpu.Function
 }
 
@@ -100,7 +101,7 @@ func (k *kernelSet) names() map[string]**gpu.Function {
 		"an_write": &k.nWrite, "an_moved_inplace": &k.nMovedInplace, "an_root_writes": &k.nRootWrites, "an_free_flags": &k.nFreeFlags,
 		"ad_find": &k.dFind, "ad_mark": &k.dMark, "ad_leaf_flags": &k.dLeafFlags, "ad_depthkeys": &k.dDepthkeys, "ad_entries": &k.dEntries,
 		"aq_scan": &k.qScan, "aq_collect": &k.qCollect, "aq_emit": &k.qEmit, "aq_order_keys": &k.qOrderKeys, "aq_scan_perm": &k.qScanPerm,
-		"aq_collect_perm": &k.qCollectPerm, "ac_sizes": &k.acSizes, "ac_move": &k.acMove,
+		"aq_collect_perm": &k.qCollectPerm, "aq_cands": &k.qCands, "aq_trim": &k.qTrim, "aq_pairs": &k.qPairs, "ac_sizes": &k.acSizes, "ac_move": &k.acMove,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
@@ -12,14 +13,16 @@ import (
 
 // ranges answers range queries on the device, the queries taken in the
 // order queryOrder gives (by start key for large batches). With a limit
-// and at most
-// rangeSlotsMax slots (queries x limit): aq_collect, one walk per query
-// that keeps its leaves in slots, exclusive scans of the slots' presence
-// and key lengths (places and key offsets), one readback of both totals,
-// then aq_emit, one thread per slot, writing the pairs. Otherwise aq_scan
-// twice, one thread per query: counts, exclusive scans of counts and key
-// bytes, then the writes at the offsets. The pairs come back in one
-// transfer per array.
+// and at most rangeSlotsMax slots (queries x limit), one walk per query:
+// rangesCands (ranges.cu: the walk collects leaves into per-query slots
+// without reading them, a warp per query trims them to the bound and
+// sizes them, exclusive scans of the Q counts and key bytes, one readback
+// of both totals, a warp per query writes the pairs), or with
+// collectRanges the earlier rangesSlots (aq_collect and aq_emit, scans
+// over every slot). Otherwise aq_scan twice, one thread per query: counts,
+// exclusive scans of counts and key bytes, then the writes at the offsets.
+// The Result is allocated on the host while the device writes the pairs;
+// the pairs come back in one transfer per array.
 func (g *gpuEngine) ranges(qs []Query, limit int, desc bool) (*Result, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -56,9 +59,12 @@ func (g *gpuEngine) ranges(qs []Query, limit int, desc bool) (*Result, error) {
 		return nil, fmt.Errorf("order: %w", err)
 	}
 	var res *Result
-	if limit > 0 && Q*limit <= rangeSlotsMax {
+	switch {
+	case limit > 0 && Q*limit <= rangeSlotsMax && !g.collectRanges:
+		res, err = g.rangesCands(Q, limit, dsc, perm, lo, hi, hb)
+	case limit > 0 && Q*limit <= rangeSlotsMax:
 		res, err = g.rangesSlots(Q, limit, dsc, perm, lo, hi, hb)
-	} else {
+	default:
 		res, err = g.rangesTwoPass(Q, limit, dsc, perm, lo, hi, hb, dummy)
 	}
 	if err != nil {
@@ -94,16 +100,19 @@ func (g *gpuEngine) queryOrder(Q int, dsc int32, lo, hi *devBatch, hb *gpu.Buffe
 		prim.DevSortPairs(g.pe, sk, perm, Q))
 }
 
-// newResult returns a Result for total pairs of totalBytes key bytes over
-// Q queries, or an error when the key bytes do not fit 32-bit offsets.
-func newResult(Q, total int, totalBytes uint64) (*Result, error) {
-	if totalBytes > math.MaxUint32 {
-		return nil, fmt.Errorf("%d key bytes in the answers: at most %d per call", totalBytes, uint64(math.MaxUint32))
-	}
-	res := &Result{Keys: Keys{Data: make([]byte, totalBytes), Offs: make([]uint32, total+1)},
-		Values: make([]uint64, total), Offsets: make([]int, Q+1)}
+// newResult returns a Result for total pairs of totalBytes key bytes
+// (at most math.MaxUint32, answerSpace checks) over Q queries. Cost: the
+// allocation (and zeroing) of its arrays on the Go heap, the three large
+// ones on goroutines of their own.
+func newResult(Q, total int, totalBytes uint64) *Result {
+	res := &Result{Offsets: make([]int, Q+1)}
+	var wg sync.WaitGroup
+	wg.Go(func() { res.Keys.Data = make([]byte, totalBytes) })
+	wg.Go(func() { res.Keys.Offs = make([]uint32, total+1) })
+	wg.Go(func() { res.Values = make([]uint64, total) })
+	wg.Wait()
 	res.Keys.Offs[total] = uint32(totalBytes)
-	return res, nil
+	return res
 }
 
 // queueAnswers queues the downloads of a batch of queries' answers: the
@@ -142,7 +151,7 @@ func (g *gpuEngine) rangesSlots(Q, limit int, dsc int32, perm *gpu.Buffer[uint32
 		prim.DevScanExclusive(g.pe, pres, pres, S+1), prim.DevScanExclusive(g.pe, lens, lens, S+1)); err != nil {
 		return nil, fmt.Errorf("collect: %w", err)
 	}
-	out, err := g.answerSpace(Q, pres, lens, S, gpu.NeedOf[uint64]("q.qoff", Q+1))
+	out, err := g.answerSpace(pres, lens, S, gpu.NeedOf[uint64]("q.qoff", Q+1))
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +159,7 @@ func (g *gpuEngine) rangesSlots(Q, limit int, dsc int32, perm *gpu.Buffer[uint32
 	if err := g.launch(g.k.qEmit, S+1, g.descBuf, uint64(S), uint64(limit), slots, pres, lens, out.keys, out.offs, out.vals, qoff); err != nil {
 		return nil, fmt.Errorf("emit: %w", err)
 	}
-	return g.deliver(out, qoff)
+	return g.deliver(Q, out, qoff)
 }
 
 // rangesTwoPass is the two-pass form of ranges (no limit, or too many
@@ -176,55 +185,57 @@ func (g *gpuEngine) rangesTwoPass(Q, limit int, dsc int32, perm *gpu.Buffer[uint
 		prim.DevScanExclusive(g.pe, cnt, cnt, Q+1), prim.DevScanExclusive(g.pe, byt, byt, Q+1)); err != nil {
 		return nil, fmt.Errorf("count: %w", err)
 	}
-	out, err := g.answerSpace(Q, cnt, byt, Q)
+	out, err := g.answerSpace(cnt, byt, Q)
 	if err != nil {
 		return nil, err
 	}
 	if err := scan(1, out.keys, out.offs, out.vals); err != nil {
 		return nil, fmt.Errorf("write: %w", err)
 	}
-	return g.deliver(out, cnt)
+	return g.deliver(Q, out, cnt)
 }
 
-// answers is the host Result of a batch of queries and the device buffers
-// its pairs are written into.
+// answers are the sizes of a batch of queries' answers and the device
+// buffers their pairs are written into.
 type answers struct {
-	res  *Result
-	keys *gpu.Buffer[uint8]  // q.okeys: the pairs' key bytes
-	offs *gpu.Buffer[uint32] // q.ooffs: their key offsets
-	vals *gpu.Buffer[uint64] // q.ovals: their values
+	total      int                 // pairs
+	totalBytes uint64              // their key bytes
+	keys       *gpu.Buffer[uint8]  // q.okeys: the pairs' key bytes
+	offs       *gpu.Buffer[uint32] // q.ooffs: their key offsets
+	vals       *gpu.Buffer[uint64] // q.ovals: their values
 }
 
-// answerSpace reads back the totals of Q queries' answers, entry n of the
+// answerSpace reads back the totals of a batch's answers, entry n of the
 // exclusive scans of the pair counts cnt and key bytes byt (one readback),
-// makes their Result and reserves (with the callers' extra needs) and takes
-// the device buffers of the pairs. Cost: one readback; the Result's
-// allocation.
-func (g *gpuEngine) answerSpace(Q int, cnt, byt *gpu.Buffer[uint64], n int, extra ...gpu.Need) (answers, error) {
+// and reserves (with the callers' extra needs) and takes the device
+// buffers of the pairs. Cost: one readback.
+func (g *gpuEngine) answerSpace(cnt, byt *gpu.Buffer[uint64], n int, extra ...gpu.Need) (answers, error) {
 	rb, err := g.readSpans(span(cnt, n, 1), span(byt, n, 1))
 	if err != nil {
 		return answers{}, err
 	}
 	total, totalBytes := int(u64sOf(rb[0])[0]), u64sOf(rb[1])[0]
-	res, err := newResult(Q, total, totalBytes)
-	if err != nil {
-		return answers{}, err
+	if totalBytes > math.MaxUint32 {
+		return answers{}, fmt.Errorf("%d key bytes in the answers: at most %d per call", totalBytes, uint64(math.MaxUint32))
 	}
 	needs := append([]gpu.Need{gpu.NeedOf[uint8]("q.okeys", int(totalBytes)), gpu.NeedOf[uint32]("q.ooffs", total+1),
 		gpu.NeedOf[uint64]("q.ovals", total)}, extra...)
 	if err := g.pool.Reserve(needs...); err != nil {
 		return answers{}, err
 	}
-	return answers{res: res, keys: gpu.Take[uint8](g.pool, "q.okeys", int(totalBytes)),
+	return answers{total: total, totalBytes: totalBytes, keys: gpu.Take[uint8](g.pool, "q.okeys", int(totalBytes)),
 		offs: gpu.Take[uint32](g.pool, "q.ooffs", total+1), vals: gpu.Take[uint64](g.pool, "q.ovals", total)}, nil
 }
 
-// deliver ends the work phase of a batch of queries whose pairs are
-// written: it downloads the query offsets qoff (Q+1) and the pairs into
-// the Result and waits for them. Cost: the downloads.
-func (g *gpuEngine) deliver(out answers, qoff *gpu.Buffer[uint64]) (*Result, error) {
+// deliver ends the work phase of a batch of Q queries whose pairs' writes
+// are queued: it allocates the Result on the host while the device writes
+// them, downloads the query offsets qoff (Q+1) and the pairs into it and
+// waits for them. Cost: the Result's allocation, overlapping the writes;
+// the downloads.
+func (g *gpuEngine) deliver(Q int, out answers, qoff *gpu.Buffer[uint64]) (*Result, error) {
 	g.clock.Mark(g.s, engine.MarkWorked)
-	fin, err := g.queueAnswers(out.res, qoff, out.keys, out.offs, out.vals)
+	res := newResult(Q, out.total, out.totalBytes)
+	fin, err := g.queueAnswers(res, qoff, out.keys, out.offs, out.vals)
 	if err != nil {
 		return nil, err
 	}
@@ -232,5 +243,5 @@ func (g *gpuEngine) deliver(out answers, qoff *gpu.Buffer[uint64]) (*Result, err
 		return nil, err
 	}
 	fin()
-	return out.res, nil
+	return res, nil
 }

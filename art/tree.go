@@ -302,10 +302,14 @@ func (t *Tree) Range(lo, hi []byte, limit int) (keys [][]byte, values []uint64, 
 	return keys, values, nil
 }
 
-// Ranges answers many range queries, each as Range with the same limit,
-// in two passes (count each query's pairs, prefix sums, write them at
-// their offsets). Cost: twice the queries' Range cost, over the workers
-// or one GPU thread per query.
+// Ranges answers many range queries, each as Range with the same limit.
+// With a limit (and at most 2^24 queries x limit) each query is walked
+// once, its leaves kept in slots of the limit's size, then the pairs are
+// written at their offsets (prefix sums of the counts); without one, in
+// two passes (count each query's pairs, prefix sums, write them). Cost:
+// the queries' Range cost (twice without a limit), over the workers; on
+// the GPU engine one thread per query walking, a warp per query reading
+// the leaves and writing the pairs.
 func (t *Tree) Ranges(qs []Query, limit int) (*Result, error) {
 	return t.query("ranges", qs, limit, false)
 }

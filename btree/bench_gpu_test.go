@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
@@ -196,8 +197,10 @@ func BenchmarkGPULookup(b *testing.B) {
 }
 
 // BenchmarkGPURanges answers 1M range queries of about 16 keys on the
-// 100M-key tree with each range kernel: bt_range_warp (kernel=warp) and
-// bt_range (kernel=thread, the default).
+// 100M-key tree with each form of range kernels (rangeForm): kernel=start
+// (bt_range_start and bt_range_copy, the default), kernel=thread
+// (bt_range) and kernel=warp (bt_range_warp); besides the whole call it
+// reports the device's work phase (count, scan, write) as Mqueries/s-work.
 func BenchmarkGPURanges(b *testing.B) {
 	g := newBenchTree(b, gputest.Device(b), DefaultOrder)
 	nq := 1_000_000
@@ -210,20 +213,23 @@ func BenchmarkGPURanges(b *testing.B) {
 			his[i] = ^uint64(0)
 		}
 	}
-	for _, warp := range []bool{true, false} {
-		name := map[bool]string{true: "kernel=warp", false: "kernel=thread"}[warp]
+	for _, form := range []rangeForm{rangeOneDescent, rangeThread, rangeWarp} {
+		name := map[rangeForm]string{rangeOneDescent: "kernel=start", rangeThread: "kernel=thread", rangeWarp: "kernel=warp"}[form]
 		b.Run(name, func(b *testing.B) {
-			g.e.(*gpuTree).warpRanges = warp
-			defer func() { g.e.(*gpuTree).warpRanges = false }()
+			g.e.(*gpuTree).rangeForm = form
+			defer func() { g.e.(*gpuTree).rangeForm = rangeOneDescent }()
 			pairs := 0
+			var work time.Duration
 			for b.Loop() {
 				k, _, _, err := g.Ranges(los, his, 0)
 				if err != nil {
 					b.Fatal(err)
 				}
 				pairs = len(k)
+				work += g.LastBatch().Work
 			}
 			b.ReportMetric(float64(b.N)*float64(nq)/b.Elapsed().Seconds()/1e6, "Mqueries/s")
+			b.ReportMetric(float64(b.N)*float64(nq)/work.Seconds()/1e6, "Mqueries/s-work")
 			b.ReportMetric(float64(pairs)/float64(nq), "pairs/query")
 		})
 	}

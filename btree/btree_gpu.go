@@ -13,19 +13,27 @@ const kernelFile = "btree.cu"
 //go:embed btree.cu
 var kernelSource string
 
+// rangesSource is ranges.cu, the range kernels, which btree.cu includes
+// as "btree/ranges.cu".
+//
+//go:embed ranges.cu
+var rangesSource string
+
 // freedShift is the bit of a packed level size (the parents' scanned
 // entry counts) where the count of freed parents starts: entry offsets
 // below it, freed counts above (FREED_SHIFT in btree.cu).
 const freedShift = 40
 
-// Programs returns the package's kernel program, btree.cu with the shared
-// headers and the node layout's constants (NIL, the kinds, FREED_SHIFT),
-// for Device.Load and the compile test of every kernel. Cost: reads the
-// embedded headers.
+// Programs returns the package's kernel program, btree.cu (with its part
+// ranges.cu) with the shared headers and the node layout's constants
+// (NIL, the kinds, FREED_SHIFT), for Device.Load and the compile test of
+// every kernel. Cost: reads the embedded headers.
 func Programs() []gpu.Program {
-	return []gpu.Program{gpu.NewProgram(kernelFile, kernelSource,
+	p := gpu.NewProgram(kernelFile, kernelSource,
 		gpu.Def("NIL", nilNode), gpu.Def("KIND_FREE", kindFree), gpu.Def("KIND_LEAF", kindLeaf),
-		gpu.Def("KIND_INTERNAL", kindInternal), gpu.Def("FREED_SHIFT", freedShift))}
+		gpu.Def("KIND_INTERNAL", kindInternal), gpu.Def("FREED_SHIFT", freedShift))
+	p.Headers["btree/ranges.cu"] = rangesSource
+	return []gpu.Program{p}
 }
 
 // Launch configuration of btree.cu: every kernel is one thread per item
@@ -54,6 +62,7 @@ func grid(n int) gpu.Dim3 { return gpu.D1(min(gpu.Grid(n, kernelBlock), maxBlock
 type kernelSet struct {
 	lastFlags, leaves, level, get, rng *gpu.Function
 	rngWarp                            *gpu.Function // ranges, one warp per query
+	rngStart, rngCopy                  *gpu.Function // ranges in one descent
 	iota, gatherSel                    *gpu.Function // build and insert: sort with an index payload
 
 	// Insert, delete and rebuild (insert_gpu.go, delete_gpu.go, propagate_gpu.go).
@@ -74,7 +83,7 @@ func loadKernels(d *gpu.Device) (*kernelSet, error) {
 	k := &kernelSet{}
 	for name, f := range map[string]**gpu.Function{
 		"bt_last_flags": &k.lastFlags, "bt_leaves": &k.leaves, "bt_level": &k.level, "bt_get": &k.get,
-		"bt_range": &k.rng, "bt_range_warp": &k.rngWarp, "bt_locate": &k.locate, "bt_leaf_sizes": &k.leafSizes, "bt_merge_new": &k.mergeNew,
+		"bt_range": &k.rng, "bt_range_warp": &k.rngWarp, "bt_range_start": &k.rngStart, "bt_range_copy": &k.rngCopy, "bt_locate": &k.locate, "bt_leaf_sizes": &k.leafSizes, "bt_merge_new": &k.mergeNew,
 		"bt_stage_old": &k.stageOld, "bt_write_leaves": &k.writeLeaves, "bt_write_kept": &k.writeKept,
 		"bt_delete_leaves": &k.deleteLeaves, "bt_unlink_heads": &k.unlinkHeads, "bt_unlink_mark": &k.unlinkMark,
 		"bt_unlink_read": &k.unlinkRead, "bt_unlink_write": &k.unlinkWrite, "bt_parent_of": &k.parentOf,

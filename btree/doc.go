@@ -35,9 +35,12 @@
 // runs one thread per key from the root down; a large Get is pipelined in
 // chunks over two streams (upload, kernel and download of one chunk
 // overlapping the other's), both transfers through pinned staging
-// buffers. Ranges and Range run in two passes (count per query, prim
-// exclusive scan, write) and bring the offsets and pairs back through the
-// pinned staging buffers.
+// buffers. Ranges and Range run in two passes with one descent per query:
+// bt_range_start (a thread per query) descends to the first pair, keeps
+// where it is and counts the pairs; after prim's exclusive scan of the
+// counts, bt_range_copy (a warp per query) copies them along the leaf
+// chain with coalesced loads and stores (ranges.cu). The offsets and pairs
+// come back through the pinned staging buffers.
 //
 // Insert (insert_gpu.go, with sort_gpu.go, locate_gpu.go and
 // propagate_gpu.go; kernels in btree.cu) runs the phases below on the

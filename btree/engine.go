@@ -23,7 +23,7 @@ type treeEngine interface {
 	// rangeOf returns the pairs with lo <= key <= hi, at most limit.
 	rangeOf(lo, hi uint64, limit int) (keys, values []uint64, err error)
 	// ranges answers many range queries (see Tree.Ranges).
-	ranges(los, his []uint64, limit int) (keys, values []uint64, offsets []int, err error)
+	ranges(los, his []uint64, limit int) (keys, values []uint64, offsets []int, tm engine.Timings, err error)
 	// state is the bookkeeping besides the node arrays.
 	state() treeState
 	// snapshot returns the node arrays in host memory, for Check and

@@ -1,6 +1,7 @@
 package btree
 
 import (
+	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/internal/par"
 
 	"github.com/warpkv/warpkv/prim"
@@ -17,7 +18,8 @@ func (t *cpuTree) rangeOf(lo, hi uint64, limit int) (keys, values []uint64, err 
 
 // ranges answers the range queries in two passes over the workers (count,
 // scan, write).
-func (t *cpuTree) ranges(los, his []uint64, limit int) (keys, values []uint64, offsets []int, err error) {
+func (t *cpuTree) ranges(los, his []uint64, limit int) (keys, values []uint64, offsets []int, tm engine.Timings, err error) {
+	c := startHostClock()
 	q := len(los)
 	counts := make([]uint64, q+1)
 	par.For(q, groupGrain, t.opt.workers, func(a, b int) {
@@ -28,7 +30,7 @@ func (t *cpuTree) ranges(los, his []uint64, limit int) (keys, values []uint64, o
 		}
 	})
 	if err := prim.ScanExclusive(t.eng, counts, counts); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, tm, err
 	}
 	keys = make([]uint64, counts[q])
 	values = make([]uint64, counts[q])
@@ -45,7 +47,7 @@ func (t *cpuTree) ranges(los, his []uint64, limit int) (keys, values []uint64, o
 	for i, c := range counts {
 		offsets[i] = int(c)
 	}
-	return keys, values, offsets, nil
+	return keys, values, offsets, finishHostClock(c, "ranges", q), nil
 }
 
 // walk calls fn on the pairs with lo <= key <= hi in key order, at most

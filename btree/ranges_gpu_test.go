@@ -10,9 +10,10 @@ import (
 	"github.com/warpkv/warpkv/internal/gputest"
 )
 
-// TestGPURangeKernels compares the GPU engine's two range kernels,
-// bt_range (the default: one thread per query) and bt_range_warp (one warp
-// per query, one descent), with the CPU engine's Ranges on trees of
+// TestGPURangeKernels compares the GPU engine's three forms of range
+// kernels (rangeForm: bt_range_start and bt_range_copy, the default;
+// bt_range, one thread per query; bt_range_warp, one warp per query), with
+// the CPU engine's Ranges on trees of
 // small orders (walks across many leaves), the default order and an order
 // above the warp's linear node scan (WARP_SCAN_MAX, binary search), for
 // random, empty, reversed, single-key and unbounded ranges and limits of
@@ -69,17 +70,17 @@ func TestGPURangeKernels(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, warp := range []bool{false, true} {
-					gt.warpRanges = warp
+				for _, form := range []rangeForm{rangeOneDescent, rangeThread, rangeWarp} {
+					gt.rangeForm = form
 					k, v, o, err := g.Ranges(los, his, limit)
 					if err != nil {
-						t.Fatalf("limit %d, warp %v: %v", limit, warp, err)
+						t.Fatalf("limit %d, form %d: %v", limit, form, err)
 					}
 					if !slices.Equal(k, wk) || !slices.Equal(v, wv) || !slices.Equal(o, wo) {
-						t.Fatalf("limit %d, warp kernel %v: %d pairs, want %d (offsets equal %v)", limit, warp, len(k), len(wk), slices.Equal(o, wo))
+						t.Fatalf("limit %d, form %d: %d pairs, want %d (offsets equal %v)", limit, form, len(k), len(wk), slices.Equal(o, wo))
 					}
 				}
-				gt.warpRanges = false
+				gt.rangeForm = rangeOneDescent
 			}
 		})
 	}

@@ -17,7 +17,7 @@ import (
 // every call returns an error matching engine.ErrClosed.
 //
 // LastBatch is the time breakdown of the most recent batch that changed or
-// read the tree (Build, Insert, Delete, Lookup or Get). On the GPU engine
+// read the tree (Build, Insert, Delete, Lookup, Get or Ranges). On the GPU engine
 // the phases are measured with CUDA events on the tree's stream (device
 // time); on the CPU engine with host timers, and Upload and Download are
 // 0. Where the GPU engine overlaps phases, the overlapped time goes to one
@@ -247,8 +247,10 @@ func (t *Tree) Range(lo, hi uint64, limit int) (keys, values []uint64, err error
 // counts, then write each query's pairs at its offset. Query i's pairs are
 // keys[offsets[i]:offsets[i+1]] and values[offsets[i]:offsets[i+1]].
 // Cost: twice that of the queries' Range calls, spread over the workers,
-// plus a scan. On the GPU engine the passes are kernels of one thread per
-// query and the scan is prim's.
+// plus a scan. On the GPU engine the count pass is a kernel of one thread
+// per query that descends once and keeps where the pairs start, the scan
+// is prim's, and the write pass a kernel of one warp per query copying
+// from there (no second descent); LastBatch then holds the call's phases.
 func (t *Tree) Ranges(los, his []uint64, limit int) (keys, values []uint64, offsets []int, err error) {
 	if len(los) != len(his) {
 		return nil, nil, nil, fmt.Errorf("btree: ranges: %d lows but %d highs", len(los), len(his))
@@ -264,10 +266,11 @@ func (t *Tree) Ranges(los, his []uint64, limit int) (keys, values []uint64, offs
 	for i := range los {
 		ilos[i], ihis[i] = inclusive(los[i], his[i])
 	}
-	keys, values, offsets, err = t.e.ranges(ilos, ihis, limit)
+	keys, values, offsets, tm, err := t.e.ranges(ilos, ihis, limit)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("btree: ranges: %w", err)
 	}
+	engine.Record(&t.Facade, tm)
 	return keys, values, offsets, nil
 }
 

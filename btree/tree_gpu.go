@@ -43,14 +43,11 @@ type gpuTree struct {
 
 	up, down *gpu.Pipeline // pinned staging of uploads and downloads (staging_gpu.go)
 
-	// warpRanges answers range queries with bt_range_warp (one warp per
-	// query, one descent) instead of bt_range (one thread per query,
-	// descending in both passes). Off by default: on an H200 at 100M keys
-	// the warp kernel answered 1M ranges of 16 keys at 17.5 M queries/s
-	// against bt_range's 26.6 M (BENCHMARKS.md): a warp per query keeps 32
-	// times fewer walks in flight on a latency-bound descent. Tests and
-	// benchmarks set it to compare the two.
-	warpRanges bool
+	// rangeForm picks the range kernels (ranges_gpu.go): rangeOneDescent
+	// by default; tests and benchmarks set the others (bt_range, one
+	// thread per query descending in both passes; bt_range_warp, a warp
+	// per query) to compare them (BENCHMARKS.md).
+	rangeForm rangeForm
 }
 
 // Names of the batch's buffers in the pool.
@@ -359,13 +356,13 @@ func (g *gpuTree) lookup(keys, values []uint64, found []bool) (engine.Timings, e
 
 // rangeOf is ranges of one query.
 func (g *gpuTree) rangeOf(lo, hi uint64, limit int) (keys, values []uint64, err error) {
-	k, v, _, err := g.rangesBatch(g.st.root, []uint64{lo}, []uint64{hi}, limit)
+	k, v, _, _, err := g.rangesBatch(g.st.root, []uint64{lo}, []uint64{hi}, limit)
 	if err != nil || len(k) == 0 {
 		return nil, nil, err
 	}
 	return k, v, nil
 }
 
-func (g *gpuTree) ranges(los, his []uint64, limit int) (keys, values []uint64, offsets []int, err error) {
+func (g *gpuTree) ranges(los, his []uint64, limit int) (keys, values []uint64, offsets []int, tm engine.Timings, err error) {
 	return g.rangesBatch(g.st.root, los, his, limit)
 }

@@ -1,0 +1,128 @@
+// ranges.cu: Bounded range and prefix queries in one walk: aq_cands,
+// aq_trim, aq_pairs (ranges_gpu.go launches them, in this order, with
+// exclusive scans of the per-query counts between aq_trim and aq_pairs).
+// Part of the program art.cu (which includes every part once); the
+// layout, the descriptor and the shared helpers are in art.cuh, the
+// cursor and the seeks in iterate.cu.
+//
+// The walk never reads a leaf: a cursor step reads inner nodes and the
+// root array only, so a thread's chain of dependent loads is the nodes it
+// crosses. The leaves (bounds, lengths, keys, values) are read afterwards
+// by a warp per query, 32 of them at once.
+#pragma once
+#include "art/art.cuh"
+#include "art/iterate.cu"
+
+// aq_cands: one thread per walk i < Q, taking query q = perm[i] (perm the
+// queries sorted by start key, aq_order_keys) or q = i (perm null): from
+// the query's start (seek_ge of lo ascending, seek_lt of hi descending)
+// it steps the cursor up to limit times and writes the leaves it meets to
+// slots[q*limit + j] in answer order, their number to ccnt[q]. Invariant:
+// slots[q*limit .. q*limit+ccnt[q]) are the query's first leaves from its
+// start, ascending (descending), the far bound not yet applied; no other
+// slot is written.
+extern "C" __global__ void aq_cands(const Tree *t, u64 Q, const u32 *perm, const u8 *lod, const u32 *loo,
+                                    const u8 *hid, const u32 *hio, const u8 *hashi, u64 limit, int desc, u64 *slots,
+                                    u32 *ccnt) {
+    GRID_STRIDE(i, Q) {
+        u64 q = perm ? (u64)perm[i] : i;
+        Cur cur = desc ? seek_lt(t, hid + hio[q], hio[q + 1] - hio[q], hashi[q])
+                       : seek_ge(t, lod + loo[q], loo[q + 1] - loo[q]);
+        u64 *out = slots + q * limit;
+        u64 c = 0;
+        while (c < limit) {
+            u64 l = desc ? cur_prev(t, &cur) : cur_next(t, &cur);
+            if (!l) break;
+            out[c++] = l;
+        }
+        ccnt[q] = (u32)c;
+    }
+}
+
+// warp_sum is the sum of v over the 32 lanes of a warp (every lane gets it).
+__device__ __forceinline__ u64 warp_sum(u64 v) {
+    for (int d = WARP / 2; d > 0; d >>= 1) v += __shfl_xor_sync(FULL_MASK, v, d);
+    return v;
+}
+
+// aq_trim: one warp per query q <= Q (warp Q writes the zeros after the
+// counts, for the scans): the lanes read the query's candidates of
+// aq_cands 32 at a time, each one leaf, and compare its key with the far
+// bound (ascending: key < hi when the query has one; descending: key >=
+// lo); a ballot gives the first candidate out of bounds. cnt[q] is the
+// number of candidates before it, bytes[q] the sum of their key lengths.
+// Invariant: the candidates within bounds are a prefix of the slots (the
+// slots are in key order), so cnt[q] pairs from slot q*limit are exactly
+// the query's answer.
+extern "C" __global__ void aq_trim(const Tree *t, u64 Q, const u8 *lod, const u32 *loo, const u8 *hid,
+                                   const u32 *hio, const u8 *hashi, u64 limit, int desc, const u64 *slots,
+                                   const u32 *ccnt, u64 *cnt, u64 *bytes) {
+    u32 lane = threadIdx.x % WARP;
+    u64 warps = (u64)gridDim.x * blockDim.x / WARP;
+    for (u64 q = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; q <= Q; q += warps) {
+        if (q == Q) {
+            if (lane == 0) cnt[Q] = bytes[Q] = 0;
+            continue;
+        }
+        const u8 *b = desc ? lod + loo[q] : hid + hio[q];
+        u32 bn = desc ? loo[q + 1] - loo[q] : hio[q + 1] - hio[q];
+        bool bounded = desc || hashi[q];
+        u64 n = ccnt[q], c = 0, by = 0;
+        for (u64 j0 = 0; j0 < n; j0 += WARP) {
+            u64 j = j0 + lane;
+            bool in = j < n;
+            u32 kn = 0;
+            if (in) {
+                u64 l = slots[q * limit + j];
+                kn = laux(l);
+                if (bounded) {
+                    int cmp = compare_keys(leaf_key(t, l), kn, b, bn);
+                    in = desc ? cmp >= 0 : cmp < 0;
+                }
+            }
+            u32 out = ~__ballot_sync(FULL_MASK, in);
+            u32 k = out ? (u32)__ffs(out) - 1 : WARP; // the lanes before the first one out
+            c += k;
+            by += warp_sum(lane < k ? kn : 0);
+            if (k < WARP) break;
+        }
+        if (lane == 0) {
+            cnt[q] = c;
+            bytes[q] = by;
+        }
+    }
+}
+
+// aq_pairs: one warp per query q < Q: the lanes take the query's pairs
+// 32 at a time, pair j from slot q*limit + j; an exclusive warp scan of
+// the key lengths gives each key's offset from the query's first key
+// offset boff[q]; lane j writes pair pidx[q] + j (key offset, key bytes,
+// value). pidx and boff are the exclusive scans of aq_trim's cnt and
+// bytes. Invariant: every output word has one writer (the lane of its
+// pair), and query q's pairs fill [pidx[q], pidx[q+1]) in answer order.
+extern "C" __global__ void aq_pairs(const Tree *t, u64 Q, u64 limit, const u64 *slots, const u64 *pidx,
+                                    const u64 *boff, u8 *okeys, u32 *ooffs, u64 *ovals) {
+    u32 lane = threadIdx.x % WARP;
+    u64 warps = (u64)gridDim.x * blockDim.x / WARP;
+    for (u64 q = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; q < Q; q += warps) {
+        u64 base = pidx[q], n = pidx[q + 1] - base, o = boff[q];
+        for (u64 j0 = 0; j0 < n; j0 += WARP) {
+            u64 j = j0 + lane;
+            u64 l = j < n ? slots[q * limit + j] : 0;
+            u32 kn = j < n ? laux(l) : 0;
+            u32 x = kn; // inclusive scan of the lanes' key lengths
+            for (int d = 1; d < WARP; d <<= 1) {
+                u32 y = __shfl_up_sync(FULL_MASK, x, d);
+                if (lane >= (u32)d) x += y;
+            }
+            if (j < n) {
+                u64 at = o + x - kn;
+                ooffs[base + j] = (u32)at;
+                const u8 *k = leaf_key(t, l);
+                for (u32 i = 0; i < kn; i++) okeys[at + i] = k[i];
+                ovals[base + j] = leaf_value(t, l);
+            }
+            o += __shfl_sync(FULL_MASK, x, WARP - 1);
+        }
+    }
+}

@@ -1,0 +1,51 @@
+package art
+
+import (
+	"fmt"
+
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
+)
+
+// rangesCands is the single-walk form of ranges (limit > 0, at most
+// rangeSlotsMax slots), the default: aq_cands walks each query once (one
+// thread per query, in perm's order when the queries are sorted) and keeps
+// up to limit leaves in the query's slots without reading them; aq_trim
+// (a warp per query) cuts them at the far bound and counts the pairs and
+// their key bytes; exclusive scans of those Q+1 counts give each query's
+// first pair and key offset (and the totals, read back once); aq_pairs (a
+// warp per query) writes the pairs. The scanned pair counts are the
+// Result's query offsets. Cost: one walk per query, two warp passes over
+// the candidates, two scans of Q+1 words, one readback.
+func (g *gpuEngine) rangesCands(Q, limit int, dsc int32, perm *gpu.Buffer[uint32], lo, hi *devBatch, hb *gpu.Buffer[uint8]) (*Result, error) {
+	S := Q * limit
+	if err := g.pool.Reserve(gpu.NeedOf[uint64]("q.slots", S), gpu.NeedOf[uint32]("q.ccnt", Q),
+		gpu.NeedOf[uint64]("q.cnt", Q+1), gpu.NeedOf[uint64]("q.bytes", Q+1)); err != nil {
+		return nil, err
+	}
+	slots, ccnt := gpu.Take[uint64](g.pool, "q.slots", S), gpu.Take[uint32](g.pool, "q.ccnt", Q)
+	cnt, byt := gpu.Take[uint64](g.pool, "q.cnt", Q+1), gpu.Take[uint64](g.pool, "q.bytes", Q+1)
+	var order any = nullPtr // the batch order
+	if perm != nil {
+		order = perm
+	}
+	if err := firstErr(
+		g.launch(g.k.qCands, Q, g.descBuf, uint64(Q), order, lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, ccnt),
+		g.launch(g.k.qTrim, (Q+1)*warpSize, g.descBuf, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, ccnt,
+			cnt, byt),
+		prim.DevScanExclusive(g.pe, cnt, cnt, Q+1), prim.DevScanExclusive(g.pe, byt, byt, Q+1)); err != nil {
+		return nil, fmt.Errorf("walk: %w", err)
+	}
+	out, err := g.answerSpace(cnt, byt, Q)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.launch(g.k.qPairs, Q*warpSize, g.descBuf, uint64(Q), uint64(limit), slots, cnt, byt, out.keys, out.offs, out.vals); err != nil {
+		return nil, fmt.Errorf("pairs: %w", err)
+	}
+	return g.deliver(Q, out, cnt)
+}
+
+// warpSize is the lanes of a warp: the threads a warp-per-query kernel
+// (aq_trim, aq_pairs) is launched with per query.
+const warpSize = 32

@@ -1,0 +1,99 @@
+package art
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/warpkv/warpkv/internal/gputest"
+)
+
+// TestGPURangeForms answers bounded range and prefix queries (ascending,
+// descending, limits below, at and above a warp's 32 lanes) on the GPU
+// engine with both single-walk forms, rangesCands (the default) and
+// rangesSlots (collectRanges), each in the batch order and sorted by start
+// key, and compares every query's pairs with the CPU engine's. Keys of 0
+// to 40 bytes over a small alphabet (prefixes of each other, shared paths)
+// and some of up to 300 bytes (arena keys).
+func TestGPURangeForms(t *testing.T) {
+	dev := gputest.Device(t)
+	r := rand.New(rand.NewPCG(22, 7))
+	gt, err := Open(Options{GPU: dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gt.Close()
+	ct, _ := Open(Options{Device: "cpu"})
+	alpha := []byte("abcdefgh\x00\xff")
+	n := 30000
+	keys, vals := make([][]byte, n), make([]uint64, n)
+	for i := range keys {
+		keys[i], vals[i] = randomBytes(r, 0, 40, alpha), r.Uint64()
+		if i%50 == 0 {
+			keys[i] = randomBytes(r, 33, 300, alpha)
+		}
+	}
+	for _, tr := range []*Tree{gt, ct} {
+		if err := tr.Build(keys, vals); err != nil {
+			t.Fatal(err)
+		}
+	}
+	Q := querySortMin + 500
+	qs, prefixes := make([]Query, Q), make([][]byte, Q)
+	for i := range qs {
+		lo := randomBytes(r, 0, 12, alpha)
+		var hi []byte
+		switch i % 5 {
+		case 0:
+			hi = append(append([]byte{}, lo...), 0xff, 0xff)
+		case 1:
+			hi = randomBytes(r, 0, 12, alpha)
+		case 2:
+			hi = nil // no upper bound
+		case 3:
+			hi = append(append([]byte{}, lo...), 'c')
+		default:
+			lo = nil // no lower bound
+		}
+		qs[i] = Query{Lo: lo, Hi: hi}
+		prefixes[i] = randomBytes(r, 0, 4, alpha)
+	}
+	g := gt.eng.(*gpuEngine)
+	defer func(s, c bool) { g.sortQueries, g.collectRanges = s, c }(g.sortQueries, g.collectRanges)
+	ops := []struct {
+		name string
+		f    func(tr *Tree, qs []Query, ps [][]byte, limit int) (*Result, error)
+	}{
+		{"ranges", func(tr *Tree, qs []Query, _ [][]byte, limit int) (*Result, error) { return tr.Ranges(qs, limit) }},
+		{"rangesDesc", func(tr *Tree, qs []Query, _ [][]byte, limit int) (*Result, error) { return tr.RangesDesc(qs, limit) }},
+		{"prefix", func(tr *Tree, _ []Query, ps [][]byte, limit int) (*Result, error) { return tr.Prefix(ps, limit) }},
+	}
+	for _, limit := range []int{1, 16, 32, 77} {
+		for _, op := range ops {
+			for _, size := range []int{7, Q} { // below and above querySortMin
+				want, err := op.f(ct, qs[:size], prefixes[:size], limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, form := range []struct {
+					name            string
+					collect, sorted bool
+				}{{"cands", false, false}, {"collect", true, false}, {"cands sorted", false, true}, {"collect sorted", true, true}} {
+					g.collectRanges, g.sortQueries = form.collect, form.sorted
+					name := fmt.Sprintf("%s, limit %d, %d queries, %s", op.name, limit, size, form.name)
+					got, err := op.f(gt, qs[:size], prefixes[:size], limit)
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					gp, wp := resultPairs(got), resultPairs(want)
+					for q := range wp {
+						if !slices.Equal(gp[q], wp[q]) {
+							t.Fatalf("%s, query %d %q: %d pairs %.3q, want %d %.3q", name, q, qs[q], len(gp[q]), gp[q], len(wp[q]), wp[q])
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,241 @@
+// ranges.cu: range queries (ranges_gpu.go launches them). Part of the
+// program btree.cu, which includes it after the helpers it uses
+// (lower_bound, find_leaf) and the layout's defines.
+#pragma once
+
+// bt_range (gpuTree.rangeForm rangeThread): one thread per range query
+// [lo[i], hi[i]] (grid-stride), at
+// most limit pairs (0: no limit), walking the leaf chain from lo's leaf.
+// With write == 0 it stores the number of pairs in counts[i]; with write
+// == 1 it writes them to outK/outV from offs[i] (the exclusive scan of the
+// counts). The tree must not be empty.
+extern "C" __global__ void bt_range(const u64 *lo, const u64 *hi, u64 nq, u64 limit, u32 root, u32 height,
+                                    u32 order, const u64 *keys, const u64 *slots, const u32 *count,
+                                    const u32 *next, int write, u64 *counts, const u64 *offs,
+                                    u64 *outK, u64 *outV) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < nq; i += (u64)gridDim.x * blockDim.x) {
+        u64 a = lo[i], b = hi[i];
+        u64 got = 0;
+        u64 w = write ? offs[i] : 0;
+        if (a <= b) {
+            u32 leaf = find_leaf(a, root, height, order, keys, slots, count);
+            u64 base = (u64)leaf * order;
+            u32 c = count[leaf];
+            u32 j = lower_bound(keys + base, c, a);
+            bool done = false;
+            while (!done) {
+                for (; j < c; j++) {
+                    u64 key = keys[base + j];
+                    if (key > b || (limit != 0 && got == limit)) {
+                        done = true;
+                        break;
+                    }
+                    if (write) {
+                        outK[w + got] = key;
+                        outV[w + got] = slots[base + j];
+                    }
+                    got++;
+                }
+                if (done) break;
+                leaf = next[leaf];
+                if (leaf == NIL) break;
+                base = (u64)leaf * order;
+                c = count[leaf];
+                j = 0;
+            }
+        }
+        if (!write) counts[i] = got;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Range queries, one warp per query (ranges_gpu.go launches them when
+// gpuTree.rangeForm is rangeWarp; slower than bt_range at 100M keys on an
+// H200, BENCHMARKS.md). The 32
+// lanes of a warp take one query: they descend together (a node of at most
+// WARP_SCAN_MAX keys is searched with coalesced loads of 32 keys and a
+// ballot; a larger one by the same binary search on every lane, whose
+// loads are broadcasts), then read the leaf chain 32 entries at a time with
+// coalesced loads, the pairs in range being a prefix of the lanes (keys are
+// sorted) counted with one ballot. Every loop bound is the same on every
+// lane of the warp, so the warp never diverges around a shuffle or ballot.
+
+#define WARP_SCAN_MAX 256
+
+// warp_lower_bound returns, on every lane, the first j < c with k[j] >= key,
+// or c.
+__device__ __forceinline__ u32 warp_lower_bound(const u64 *k, u32 c, u64 key, u32 lane) {
+    if (c > WARP_SCAN_MAX) return lower_bound(k, c, key);
+    for (u32 r = 0; r < c; r += WARP) {
+        u32 idx = r + lane;
+        bool below = idx < c && k[idx] < key;
+        u32 n = __popc(__ballot_sync(FULL_MASK, below));
+        if (n < WARP) return r + n;
+    }
+    return c;
+}
+
+// warp_find_leaf is find_leaf with each node searched by warp_lower_bound.
+__device__ __forceinline__ u32 warp_find_leaf(u64 key, u32 root, u32 height, u32 order, const u64 *keys,
+                                              const u64 *slots, const u32 *count, u32 lane) {
+    u32 node = root;
+    for (u32 h = 1; h < height; h++) {
+        u64 base = (u64)node * order;
+        u32 c = count[node];
+        u32 j = warp_lower_bound(keys + base, c, key, lane);
+        if (j == c) j = c - 1;
+        node = (u32)slots[base + j];
+    }
+    return node;
+}
+
+// bt_range_warp: one warp per range query [lo[i], hi[i]] (warps grid-stride
+// over queries; blockDim.x a multiple of 32), at most limit pairs (0: no
+// limit). With write == 0 the warp descends from the root, stores where
+// the walk starts (leaf << 32 | position) in start[i] and the number of
+// pairs in counts[i]; with write == 1 it starts at start[i], with no
+// descent, and writes the pairs to outK/outV from offs[i] (the exclusive
+// scan of the counts), lane l the l-th pair of each 32. The tree must not
+// be empty. Invariant: the pairs a query writes are those bt_range finds.
+extern "C" __global__ void bt_range_warp(const u64 *lo, const u64 *hi, u64 nq, u64 limit, u32 root, u32 height,
+                                         u32 order, const u64 *keys, const u64 *slots, const u32 *count,
+                                         const u32 *next, int write, u64 *counts, u64 *start, const u64 *offs,
+                                         u64 *outK, u64 *outV) {
+    const u32 lane = threadIdx.x % WARP;
+    const u64 warps = (u64)gridDim.x * blockDim.x / WARP;
+    for (u64 i = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; i < nq; i += warps) {
+        u64 a = lo[i], b = hi[i];
+        if (a > b) {
+            if (!write && lane == 0) {
+                counts[i] = 0;
+                start[i] = (u64)NIL << 32;
+            }
+            continue;
+        }
+        u32 leaf, j;
+        if (write) {
+            leaf = (u32)(start[i] >> 32);
+            j = (u32)start[i];
+        } else {
+            leaf = warp_find_leaf(a, root, height, order, keys, slots, count, lane);
+            j = warp_lower_bound(keys + (u64)leaf * order, count[leaf], a, lane);
+            if (lane == 0) start[i] = ((u64)leaf << 32) | j;
+        }
+        u64 got = 0, w = write ? offs[i] : 0;
+        while (leaf != NIL) {
+            u64 base = (u64)leaf * order;
+            u32 c = count[leaf];
+            bool done = false;
+            for (; j < c; j += WARP) {
+                u32 idx = j + lane;
+                bool valid = idx < c;
+                u64 k = valid ? keys[base + idx] : 0;
+                u32 n = __popc(__ballot_sync(FULL_MASK, valid && k <= b));
+                u64 take = n;
+                if (limit != 0 && got + take > limit) take = limit - got;
+                if (write && lane < take) {
+                    outK[w + got + lane] = k;
+                    outV[w + got + lane] = slots[base + idx];
+                }
+                got += take;
+                u32 avail = c - j < WARP ? c - j : WARP;
+                if (take < avail || (limit != 0 && got == limit)) {
+                    done = true;
+                    break;
+                }
+            }
+            if (done) break;
+            leaf = next[leaf];
+            j = 0;
+        }
+        if (!write && lane == 0) counts[i] = got;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Range queries in one descent (ranges_gpu.go's default): a thread per
+// query finds where its pairs start and counts them; after an exclusive
+// scan of the counts, a warp per query copies them with coalesced loads
+// and stores, following the leaf chain from the start without a second
+// descent and without comparing keys.
+
+// upper_bound returns the first j < c with k[j] > key, or c.
+__device__ __forceinline__ u32 upper_bound(const u64 *k, u32 c, u64 key) {
+    u32 lo = 0, hi = c;
+    while (lo < hi) {
+        u32 mid = (lo + hi) >> 1;
+        if (k[mid] <= key) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+// bt_range_start: one thread per range query [lo[i], hi[i]] (grid-stride),
+// at most limit pairs (0: no limit): it descends once to lo's leaf, stores
+// where the query's pairs start (leaf << 32 | position; NIL << 32 for an
+// empty range lo > hi) in start[i] and their number in counts[i],
+// counting each leaf's keys <= hi with a binary search. The tree must not
+// be empty. Invariant: the counts[i] entries of the leaf chain from
+// start[i] are exactly the pairs bt_range finds for query i.
+extern "C" __global__ void bt_range_start(const u64 *lo, const u64 *hi, u64 nq, u64 limit, u32 root, u32 height,
+                                          u32 order, const u64 *keys, const u64 *slots, const u32 *count,
+                                          const u32 *next, u64 *start, u64 *counts) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < nq; i += (u64)gridDim.x * blockDim.x) {
+        u64 a = lo[i], b = hi[i];
+        u64 got = 0, st = (u64)NIL << 32;
+        if (a <= b) {
+            u32 leaf = find_leaf(a, root, height, order, keys, slots, count);
+            u64 base = (u64)leaf * order;
+            u32 c = count[leaf];
+            u32 j = lower_bound(keys + base, c, a);
+            st = ((u64)leaf << 32) | j;
+            for (;;) {
+                u32 e = upper_bound(keys + base, c, b); // e >= j: b >= a, and keys before j are < a
+                got += e - j;
+                if (limit != 0 && got >= limit) {
+                    got = limit;
+                    break;
+                }
+                if (e < c) break; // a key > hi in this leaf
+                leaf = next[leaf];
+                if (leaf == NIL) break;
+                base = (u64)leaf * order;
+                c = count[leaf];
+                j = 0;
+            }
+        }
+        start[i] = st;
+        counts[i] = got;
+    }
+}
+
+// bt_range_copy: one warp per query i < nq (warps grid-stride; blockDim.x
+// a multiple of 32): the query's offs[i+1] - offs[i] pairs, read along the
+// leaf chain from start[i], go to outK/outV from offs[i], lane l taking
+// entries l, l+32, ... of each leaf's run (coalesced). offs is the
+// exclusive scan of bt_range_start's counts. Every loop bound is the same
+// on every lane. Invariant: each output word has one writer, and query
+// i's pairs fill [offs[i], offs[i+1]) in key order.
+extern "C" __global__ void bt_range_copy(u64 nq, u32 order, const u64 *keys, const u64 *slots, const u32 *count,
+                                         const u32 *next, const u64 *start, const u64 *offs, u64 *outK, u64 *outV) {
+    const u32 lane = threadIdx.x % WARP;
+    const u64 warps = (u64)gridDim.x * blockDim.x / WARP;
+    for (u64 i = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; i < nq; i += warps) {
+        u64 w = offs[i], n = offs[i + 1] - w;
+        if (n == 0) continue;
+        u32 leaf = (u32)(start[i] >> 32), j = (u32)start[i];
+        for (;;) {
+            u32 c = count[leaf];
+            u64 take = c - j < n ? c - j : n;
+            u64 base = (u64)leaf * order + j;
+            for (u64 t = lane; t < take; t += WARP) {
+                outK[w + t] = keys[base + t];
+                outV[w + t] = slots[base + t];
+            }
+            w += take;
+            n -= take;
+            if (n == 0) break;
+            leaf = next[leaf];
+            j = 0;
+        }
+    }
+}
