@@ -34,8 +34,11 @@ type Config struct {
 	// (LogFull).
 	LogWrites int
 	// Servers is the number of commit servers; items are split into this
-	// many contiguous partitions, one per server. 0 means 1. The GPU
-	// engine's: the CPU engine commits through per-item locks. A store has
+	// many contiguous partitions, one per server. 0 means 1 on the CPU
+	// (whose engine commits through per-item locks, not servers); on the
+	// GPU it is chosen from the device: one per 16 SMs (8 on an H100 or
+	// H200), at most one per LogSize/4 items of the store (Result.Servers
+	// says how many a run used). A store has
 	// at most one server per item, and no server without items: a store
 	// of N items uses ceil(N / ceil(N / Servers)) of them (Store.Config and
 	// Result.Servers say how many), so 4 servers for 2 items are 2.

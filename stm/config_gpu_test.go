@@ -48,3 +48,28 @@ func TestDefaultServerFitsAnH100(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultServers: without Config.Servers the GPU engine gives one
+// server per 16 SMs, but a store too small to keep them busy (each wants
+// LogSize/8 transactions in flight, and a store runs one per two items)
+// gets fewer, and every store at least one.
+func TestDefaultServers(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		sms, n int
+		cfg    Config
+		want   int
+	}{
+		{"H200, 1M accounts", 132, 1_000_000, Config{}, 8},
+		{"H200, 6000 accounts", 132, 6000, Config{}, 5},
+		{"H200, 1000 accounts", 132, 1000, Config{}, 1},
+		{"H200, 2 items", 132, 2, Config{}, 1},
+		{"H200, 1M accounts, log of 64", 132, 1_000_000, Config{LogSize: 64}, 8},
+		{"small GPU, 1M accounts", 20, 1_000_000, Config{}, 1},
+		{"many SMs", 2000, 100_000_000, Config{}, MaxServers},
+	} {
+		if got := defaultServers(tc.sms, tc.cfg.withDefaults(), tc.n); got != tc.want {
+			t.Errorf("%s: %d servers, want %d", tc.name, got, tc.want)
+		}
+	}
+}

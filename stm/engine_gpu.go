@@ -58,6 +58,9 @@ const (
 	// them to stop, before giving up on the device.
 	stopGrace = 15 * time.Second
 	pollEvery = 200 * time.Microsecond
+	// smsPerServer: without Config.Servers, one commit server per this
+	// many SMs (defaultServers).
+	smsPerServer = 16
 )
 
 // gpuEngine runs workloads with the CSMV kernels on one device.
@@ -306,11 +309,17 @@ type runPlan struct {
 }
 
 // plan checks the configuration and the options against the device and
-// chooses the shape of the kernels.
+// chooses the shape of the kernels; Config.Servers 0 is chosen from the
+// device (defaultServers).
 func (g *gpuEngine) plan(w Workload, sp *workloadSpec, ro RunOptions) (*runPlan, error) {
 	n := w.Items()
 	props := g.dev.Properties()
-	cfg := g.opt.Config.withDefaults()
+	cfg := g.opt.Config
+	auto := cfg.Servers == 0
+	cfg = cfg.withDefaults()
+	if auto {
+		cfg.Servers = defaultServers(props.SMs, cfg, n)
+	}
 	if err := cfg.validate(n); err != nil {
 		return nil, err
 	}
@@ -343,6 +352,18 @@ func (g *gpuEngine) plan(w Workload, sp *workloadSpec, ro RunOptions) (*runPlan,
 		return nil, fmt.Errorf("%d workload parameters, at most %d", len(sp.params), maxParams)
 	}
 	return &runPlan{cfg: cfg, n: n, hist: hist, sh: sh, props: props}, nil
+}
+
+// defaultServers is Config.Servers 0 on the GPU: one commit server per
+// smsPerServer SMs (8 on an H100 or H200: a server block takes an SM of
+// its own, and on an H200 (2026-11-28) 8 servers committed 8x the
+// transfers of one), but no more than the store can keep busy: each wants
+// about LogSize/updatesPerLog transactions in flight, and a store of n
+// items runs at most n/itemsPerThread (so a small store keeps one).
+func defaultServers(sms int, cfg Config, n int) int {
+	s := sms / smsPerServer
+	s = min(s, n/itemsPerThread/max(cfg.LogSize/updatesPerLog, 32))
+	return max(1, min(s, MaxServers))
 }
 
 // kernels are the functions of a run's module.
