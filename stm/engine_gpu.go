@@ -13,7 +13,8 @@ import (
 )
 
 // The kernels, split by part (client.cu, server.cu, store.cu) over the
-// shared device header device.cuh, and the device API of bodies (stm.cuh).
+// shared device header device.cuh, the server's log (log.cuh), and the
+// device API of bodies (stm.cuh).
 var (
 	//go:embed stm.cuh
 	stmHeader string
@@ -23,6 +24,8 @@ var (
 	clientCUDA string
 	//go:embed server.cu
 	serverCUDA string
+	//go:embed log.cuh
+	logHeader string
 	//go:embed store.cu
 	storeCUDA string
 )
@@ -149,6 +152,7 @@ func (sh shape) program(sp *workloadSpec) gpu.Program {
 	p.Headers["stm/device.cuh"] = deviceHeader
 	p.Headers["stm/client.cu"] = clientCUDA
 	p.Headers["stm/server.cu"] = serverCUDA
+	p.Headers["stm/log.cuh"] = logHeader
 	p.Headers["stm/store.cu"] = storeCUDA
 	p.Headers["stm/globals.cuh"] = globalsHeader()
 	p.Headers["stm/workload.cuh"] = bodyHeader(sp.cudaName, sp.cuda)
@@ -242,6 +246,8 @@ func (g *gpuEngine) describe(code, d0, d1 uint64, n int, ro RunOptions) error {
 		return fmt.Errorf("the host stopped the kernels after the run's timeout (%v)", ro.Timeout)
 	case errSmem:
 		return fmt.Errorf("the log needs %d bytes of shared memory, a server block has %d: lower LogSize or LogWrites", d0, d1)
+	case errFinalize:
+		return fmt.Errorf("server %d got a finalize from client warp %d, whose prepare does not hold its log's turn (a protocol bug)", d0, d1)
 	}
 	return fmt.Errorf("kernel error %d (%d, %d)", code, d0, d1)
 }
