@@ -219,15 +219,16 @@ __device__ void stm_log_insert(const stm_globals* g, stm_log& L, u32 p, u32 lane
 
 // stm_log_insert_batch writes, in the caller's turn, the entries of the
 // lanes of slots of a batch-validated request at once, from the worker's
-// scratch: lane l's entry is slot head + its rank r in slots, with
-// timestamp t0 + r and its cl staged writes of this partition (S->witem),
-// then head moves past them all. The caller has checked that the entries
-// and their items fit the log (popc(slots) <= log_n, sum cl <= log_w).
-// Thread mapping: lane l writes client lane l's entry. All lanes call it.
-__device__ void stm_log_insert_batch(const stm_globals* g, stm_log& L, stm_scratch* S, u32 lane, u32 slots, u32 cl, u64 t0) {
+// scratch: lane l's entry is slot head + its rank r in slots; a lane of
+// lanes gets timestamp t0 + r and its cl staged writes of this partition
+// (S->witem), any other a null entry; then head moves past them all. The
+// caller has checked that the entries and their items fit the log
+// (popc(slots) <= log_n, sum cl <= log_w). Thread mapping: lane l writes
+// client lane l's entry. All lanes call it.
+__device__ void stm_log_insert_batch(const stm_globals* g, stm_log& L, stm_scratch* S, u32 lane, u32 slots, u32 lanes, u32 cl, u64 t0) {
 	const u64 emask = g->log_e - 1, amask = g->log_a - 1;
-	const bool mine = (slots >> lane) & 1;
-	const u32 m = __popc(slots), c = mine ? cl : 0;
+	const bool mine = (slots >> lane) & 1, live = (lanes >> lane) & 1;
+	const u32 m = __popc(slots), c = mine && live ? cl : 0;
 	u32 incl = c; // inclusive prefix sum of the entries' items
 	for (int o = 1; o < 32; o <<= 1) {
 		const u32 v = __shfl_up_sync(FULL_MASK, incl, o);
@@ -240,7 +241,7 @@ __device__ void stm_log_insert_batch(const stm_globals* g, stm_log& L, stm_scrat
 		const u32 r = __popc(slots & lanemask_lt(lane));
 		const u64 e = (head + r) & emask, pos = base + incl - c;
 		for (u32 i = 0; i < c; i++) L.pool[(pos + i) & amask] = S->witem[lane * STM_SPL + i];
-		L.ts[e] = t0 + r;
+		L.ts[e] = live ? t0 + r : STM_NULL_TS;
 		L.pos[e] = pos;
 		L.cnt[e] = (int)c;
 	}

@@ -5,6 +5,10 @@
 
 #include "stm/log.cuh"
 
+// stm_commit_single validates in its turn when an insertion of this many
+// entries after its own would drop entries it has yet to scan.
+#define STM_EARLY_MARGIN 32
+
 // stm_in_set reports whether item is among a transaction's reads (1) or
 // only its writes (2).
 __device__ u32 stm_in_set(const stm_globals* g, u32 tid, u32 nr, u32 nw, u32 item) {
@@ -320,7 +324,7 @@ __device__ __forceinline__ u32 stm_revalidate_table(const stm_globals* g, stm_lo
 	}
 	if (!cause && J.in) cause = stm_cause_of(S, lane, 0);
 	__threadfence_block();
-	if (!cause && J.in && L.ctl->tail > J.hv) cause = 1 + STM_LOG_FULL;
+	if (!cause && J.in && min((u64)L.ctl->tail, h1) > J.hv) cause = 1 + STM_LOG_FULL;
 	return cause;
 }
 
@@ -339,23 +343,6 @@ __device__ __forceinline__ u32 stm_validate_each(const stm_globals* g, stm_log& 
 	return cause;
 }
 
-// stm_insert_single logs, in the worker's turn, the tentative survivors
-// slots of a single-partition request: consecutive timestamps for all of
-// them, their entries (staged writes at once, else from the write sets),
-// head past them (which passes the turn on). Returns the first timestamp.
-// All lanes call it.
-__device__ __forceinline__ u64 stm_insert_single(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, const stm_job& J, u32 slots, u64* fast_n) {
-	const u64 first = stm_take_ts(g, L.ctl, lane, __popc(slots));
-	const u32 items = __reduce_add_sync(FULL_MASK, ((slots >> lane) & 1) ? J.cl : 0);
-	if (J.fast && J.staged && (u64)__popc(slots) <= g->log_n && items <= g->log_w) {
-		stm_log_insert_batch(g, L, S, lane, slots, J.cl, first);
-		(*fast_n)++;
-	} else {
-		stm_log_insert(g, L, p, lane, J.cw, slots, slots, slots, first);
-	}
-	return first;
-}
-
 // stm_final_check validates the request's tentative survivors slots
 // against the entries published between their first scan and h1, their
 // first slot (table path: per group from J.hv; else one at a time from
@@ -367,12 +354,46 @@ __device__ __forceinline__ u32 stm_final_check(const stm_globals* g, stm_log& L,
 	return stm_validate_each(g, L, S, p, lane, J, slots, J.hv, h1, cause);
 }
 
+// stm_commit_single commits, in the worker's turn at slot s, the
+// tentative survivors slots of a single-partition request: it takes
+// consecutive timestamps for all of them, logs them at once (staged
+// writes), passes the turn on and only then validates them against the
+// entries published since their first scan, [J.hv, s). When its own
+// eviction, or the next request's, would drop entries of that range (a
+// small log, or a long wait for the turn), or the writes are not staged, it validates them first, in
+// its turn, and logs the survivors (null entries for the others). Returns
+// the first timestamp; *cause is each lane's cause. All lanes call it.
+__device__ __forceinline__ u64 stm_commit_single(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, stm_job& J, u32 slots, u64 s,
+                                                 u32* cause, u64* fast_n, u64* scanned) {
+	const u32 m = __popc(slots);
+	const u64 first = stm_take_ts(g, L.ctl, lane, m);
+	const u32 items = __reduce_add_sync(FULL_MASK, ((slots >> lane) & 1) ? J.cl : 0);
+	const bool batch = J.fast && J.staged && m <= g->log_n && items <= g->log_w;
+	const u64 hv = warp_min64(((slots >> lane) & 1) ? J.hv : ~0ull);
+	// Would this insertion, or the next request's (STM_EARLY_MARGIN
+	// entries more), drop entry hv? (stm_log_evict's test at hv.)
+	const bool early = !batch || (hv < s && (s + m + STM_EARLY_MARGIN - hv > g->log_n ||
+	                                         L.pos[hv & (g->log_e - 1)] + g->log_w < L.ctl->pool_head + items + STM_EARLY_MARGIN * STM_SPL));
+	u32 lanes = slots;
+	if (early) {
+		*cause = stm_final_check(g, L, S, p, lane, J, slots, s, *cause, scanned);
+		lanes = slots & __ballot_sync(FULL_MASK, J.in && *cause == 0);
+	}
+	if (batch) {
+		stm_log_insert_batch(g, L, S, lane, slots, lanes, J.cl, first);
+		(*fast_n)++;
+	} else {
+		stm_log_insert(g, L, p, lane, J.cw, slots, lanes, slots, first);
+	}
+	if (!early) *cause = stm_final_check(g, L, S, p, lane, J, slots, s, *cause, scanned);
+	return first;
+}
+
 // stm_commit_turn commits the tentative survivors slots (nonzero) of a
 // request: it reserves their slots (one atomic), waits for its turn, and
-// then, for a single-partition request, logs them at once and validates
-// them against the entries published since their first scan after passing
-// the turn on (a survivor that fails now leaves its timestamp as a hole
-// and its entry as a phantom); for a prepare it validates them in its turn
+// then, for a single-partition request, commits them (stm_commit_single; a
+// survivor that fails its final validation leaves its timestamp as a hole
+// and its entry, if logged, as a phantom); for a prepare it validates them in its turn
 // and keeps the turn for the client's finalize (ctl->prep_*), or, when
 // none survived, fills its slots with null entries. Returns the first
 // timestamp (single), in *cause each lane's cause; false: the run failed.
@@ -382,8 +403,7 @@ __device__ bool stm_commit_turn(const stm_globals* g, stm_log& L, stm_scratch* S
 	const u64 s = stm_reserve(ctl, lane, __popc(slots));
 	if (!stm_turn(g, ctl, lane, s, deadline, cy_turn)) return false;
 	if (J.kind == REQ_SINGLE) {
-		*first = stm_insert_single(g, L, S, p, lane, J, slots, fast_n);
-		*cause = stm_final_check(g, L, S, p, lane, J, slots, s, *cause, scanned);
+		*first = stm_commit_single(g, L, S, p, lane, J, slots, s, cause, fast_n, scanned);
 		return true;
 	}
 	*cause = stm_final_check(g, L, S, p, lane, J, slots, s, *cause, scanned);
