@@ -143,7 +143,11 @@ func TestContendedGPU(t *testing.T) {
 				}
 				want := servers
 				if want == 0 { // chosen from the device
-					want = defaultServers(dev.Properties().SMs, cfg.withDefaults(), c.w.Items())
+					sp, err := c.w.spec()
+					if err != nil {
+						t.Fatal(err)
+					}
+					want = defaultServers(dev.Properties().SMs, cfg.withDefaults(), c.w.Items(), sp.span)
 				}
 				if want = min(want, c.w.Items()); res.Servers > want || res.Servers < 1 {
 					t.Errorf("%d servers used, want 1 to %d", res.Servers, want)
