@@ -172,6 +172,7 @@ type STMRun struct {
 	Commit  stm.Breakdown
 	Server  stm.ServerStats
 	Threads int
+	Servers int // GPU: commit servers the run used
 }
 
 // Rate is commits per second.
@@ -205,7 +206,7 @@ func (r STMRun) Note(op, engine string) string {
 			(b.Execute / time.Duration(max(r.Stats.Total(), 1))).Round(time.Nanosecond))
 	}
 	if r.Server.Requests > 0 {
-		s += "; servers: " + r.Server.String()
+		s += fmt.Sprintf("; %d servers: %s", r.Servers, r.Server)
 	}
 	return s
 }
@@ -222,7 +223,7 @@ func RunSTMCase(e *stm.Engine, c STMCase, d time.Duration, breakdown bool) (STMR
 	if res.Wrong != 0 {
 		return STMRun{}, fmt.Errorf("%s: %d read-only transactions saw a wrong total", c.Name(), res.Wrong)
 	}
-	return STMRun{Stats: res.Stats, Wrong: res.Wrong, Elapsed: res.Elapsed, Commit: res.Commit, Server: res.Server, Threads: res.Threads}, nil
+	return STMRun{Stats: res.Stats, Wrong: res.Wrong, Elapsed: res.Elapsed, Commit: res.Commit, Server: res.Server, Threads: res.Threads, Servers: res.Servers}, nil
 }
 
 // MedianSTM returns the run with the median commit rate.

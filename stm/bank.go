@@ -131,7 +131,7 @@ func (b Bank) spec() (*workloadSpec, error) {
 			}
 			return false
 		},
-		cudaName: "bank.cuh", cuda: bankCUDA,
+		cudaName: "bank.cuh", cuda: bankCUDA, span: size,
 		params:   []uint64{uint64(n), v, roPPM, uint64(size), uint64(nb), uint64(k), boolWord(b.Sharded)},
 		maxReads: 2 * k, maxWrites: 2 * k, maxROReads: size + n%size,
 		check: func(final []uint64, _ Stats) error {

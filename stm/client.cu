@@ -43,8 +43,10 @@ __device__ void stm_install_all(const stm_globals* g, const stm_tx* tx, u64 ts) 
 // stm_mark_done marks the batches of this round done after their
 // write-back: lanes with ts != 0 and the same key (the server of a
 // single-partition batch, or 64 for the multi-partition batch) hold
-// consecutive timestamps from one reservation; the lane with the first
-// one stores done[first % R] = last. Returns the largest timestamp marked
+// consecutive timestamps from one reservation (a lane whose transaction
+// failed its final validation after taking one holds it as a hole, which
+// installs nothing); the lane with the first one stores done[first % R] =
+// last. Returns the largest timestamp marked
 // (warp-uniform; 0 if none). All lanes call it after stm_install_all.
 __device__ u64 stm_mark_done(const stm_globals* g, u64 ts, u32 key, u32 lane) {
 	bool pend = ts != 0;
@@ -275,17 +277,19 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 				return 0;
 			}
 			pending &= ~got;
-			u64 t1 = 0;
+			u64 t1 = 0, tm = 0; // the commit timestamp; the one to mark done (also a hole's)
 			if (mine < 64 && ((got >> mine) & 1)) {
 				const u64 r = ld_relaxed_gpu((const u64*)g->res + tx->tid);
-				if (r & STM_RES_FLAG)
+				if (r & STM_RES_FLAG) {
 					stm_fail(tx, STM_ST_ABORT + (u32)(r & 0xFF), 0);
-				else
-					t1 = r;
+					tm = (r & ~STM_RES_FLAG) >> 8;
+				} else {
+					t1 = tm = r;
+				}
 			}
 			const u64 w0 = clock64();
 			stm_install_all(g, tx, t1);
-			const u64 t = stm_mark_done(g, t1, mine, lane);
+			const u64 t = stm_mark_done(g, tm, mine, lane);
 			top = t > top ? t : top;
 			cwb += clock64() - w0;
 			if (t1) ts = t1;

@@ -34,8 +34,17 @@ type Config struct {
 	// (LogFull).
 	LogWrites int
 	// Servers is the number of commit servers; items are split into this
-	// many contiguous partitions, one per server. 0 means 1. The GPU
-	// engine's: the CPU engine commits through per-item locks. A store has
+	// many contiguous partitions, one per server. 0 means 1 on the CPU
+	// (whose engine commits through per-item locks, not servers); on the
+	// GPU it is chosen from the device: one per 16 SMs (8 on an H100 or
+	// H200), at most one per LogSize/4 items of the store, and partitions
+	// at least 8 times wider than the block of consecutive items a built-in
+	// workload's update transactions stay in (one server for Bank
+	// transfers between any two accounts, or RMW keys anywhere: a
+	// transaction of several partitions holds each server's turn while it
+	// prepares at the next); a CUDA body's transactions are not bounded
+	// this way: set Servers to 1 for a body whose transactions reach
+	// across the store. Result.Servers says how many a run used. A store has
 	// at most one server per item, and no server without items: a store
 	// of N items uses ceil(N / ceil(N / Servers)) of them (Store.Config and
 	// Result.Servers say how many), so 4 servers for 2 items are 2.

@@ -48,3 +48,60 @@ func TestDefaultServerFitsAnH100(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultServers: without Config.Servers the GPU engine gives one
+// server per 16 SMs, but a store too small to keep them busy (each wants
+// LogSize/8 transactions in flight, and a store runs one per two items)
+// gets fewer, partitions stay 8 times wider than the block a transaction
+// stays in (the whole store: one server), and every store gets at least
+// one.
+func TestDefaultServers(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		sms, n, span int
+		cfg          Config
+		want         int
+	}{
+		{"H200, 1M accounts, blocks of 100", 132, 1_000_000, 100, Config{}, 8},
+		{"H200, 1M accounts, transfers anywhere", 132, 1_000_000, 1_000_000, Config{}, 1},
+		{"H200, 1M accounts, span unknown", 132, 1_000_000, 0, Config{}, 8},
+		{"H200, 1M accounts, blocks of 200000", 132, 1_000_000, 200_000, Config{}, 1},
+		{"H200, 1M accounts, blocks of 40000", 132, 1_000_000, 40_000, Config{}, 3},
+		{"H200, 6000 accounts, blocks of 100", 132, 6000, 100, Config{}, 5},
+		{"H200, 6000 accounts, blocks of 1000", 132, 6000, 1000, Config{}, 1},
+		{"H200, 1000 accounts", 132, 1000, 1, Config{}, 1},
+		{"H200, 2 items", 132, 2, 1, Config{}, 1},
+		{"H200, 1M accounts, log of 64", 132, 1_000_000, 100, Config{LogSize: 64}, 8},
+		{"small GPU, 1M accounts", 20, 1_000_000, 100, Config{}, 1},
+		{"many SMs", 2000, 100_000_000, 100, Config{}, MaxServers},
+	} {
+		if got := defaultServers(tc.sms, tc.cfg.withDefaults(), tc.n, tc.span); got != tc.want {
+			t.Errorf("%s: %d servers, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestWorkloadSpans: the built-in workloads say which block their update
+// transactions stay in, so that the default servers keep them inside one
+// partition.
+func TestWorkloadSpans(t *testing.T) {
+	for _, tc := range []struct {
+		w    Workload
+		want int
+	}{
+		{Bank{Accounts: 1000, Initial: 1, ReadSize: 100}, 100},
+		{Bank{Accounts: 1000, Initial: 1}, 1000},
+		{Memcached{Slots: 1 << 10, Ways: 8, Gets: 0.9}, 8},
+		{RMW{Size: 128, Keys: 4}, 128},
+		{RMW{Size: 128, Keys: 1}, 1},
+		{CUDA{Body: "x", Size: 8}, 0},
+	} {
+		sp, err := tc.w.spec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sp.span != tc.want {
+			t.Errorf("%s: span %d, want %d", tc.w.Name(), sp.span, tc.want)
+		}
+	}
+}

@@ -25,19 +25,28 @@
 // ones takes a few, so multi-round transactions are not validated one by
 // one). Transactions larger than half the table are validated one after
 // the other by the whole warp (collaborative validation: lane j checks
-// entries head-1-j, head-1-j-32, ...). The worker then takes the log's lock, validates
-// against the entries added meanwhile, and for a single-partition request
-// reserves consecutive timestamps for the survivors with one addition
-// (in shared memory when there is one server, else on the global counter),
-// logs them and releases the lock. A transaction that touches several
-// partitions prepares at each of its servers in ascending order (each
-// keeps its lock for the client), then the client reserves one timestamp
-// range and finalizes at every prepared server (the receiver logs the
-// survivors from their write sets, releases the lock and answers; the
+// entries head-1-j, head-1-j-32, ...). There is no lock: the survivors
+// reserve consecutive slots of the log with one atomicAdd, and requests
+// take their turns in slot order (log.cuh): in its turn a single-partition
+// request takes consecutive timestamps for its survivors (in shared memory
+// when there is one server, else one addition on the global counter),
+// writes their entries and passes the turn on; only then does it validate
+// them against the entries published since its first scan (those of the
+// earlier slots), so that no scan happens in a turn. A survivor that fails
+// this final validation aborts with its timestamp, a hole its client marks
+// done, and its entry stays (a phantom: others may abort for it, none
+// commits wrongly). A transaction that touches several partitions
+// prepares at each of its servers in ascending order: the prepare
+// validates in its turn and keeps the turn for the client; the client
+// reserves one timestamp range and finalizes at every prepared server (the
+// receiver writes the survivors' entries from their write sets, and null
+// entries in the other slots, which passes the turn on, then answers; the
 // warp starts no new transaction, which would overwrite those write sets,
-// before every prepared server answered). Every log therefore lists its commits
-// in timestamp order, and a transaction is validated against all commits
-// between its snapshot and its timestamp that touched its items.
+// before every prepared server answered). Every log therefore lists its
+// commits in timestamp order, and a transaction is validated against all
+// commits between its snapshot and its timestamp that touched its items.
+// Clients wait on their own reply word, each answered when its request is
+// done.
 //
 // Publication: a batch of consecutive timestamps (one reservation) is
 // written back by its client warp, which then marks it done in a ring of
@@ -67,7 +76,6 @@
 #define STM_WORKERS (STM_SERVER_WARPS - 1)
 #define REQ_SINGLE 1u
 #define REQ_PREPARE 2u
-#define LOCK_PREPARED 0x80000000u
 #define STM_EMPTY 0xFFFFFFFFu
 
 // A commit request of one client warp at one server; ready when seq equals
@@ -77,7 +85,8 @@ struct stm_req {
 	u32 warp, mask, kind, cseq; // cseq: the warp's request number, echoed in its reply
 };
 // A finalize message: log the transactions of mask (lanes of warp) with
-// timestamps t0 + their rank in all, then release the log's lock.
+// timestamps t0 + their rank in all, in the slots their prepare reserved,
+// which passes the log's turn on.
 struct stm_fin {
 	u64 seq;
 	u64 t0;

@@ -118,7 +118,7 @@ type Breakdown struct {
 	PreValidate time.Duration // GPU: validation inside the client warp
 	WaitServer  time.Duration // from the commit request to a server's answer, less Validate and Insert (CPU: locking the write set, taking the timestamp)
 	Validate    time.Duration // server validation against the log (CPU: of the reads against the items' versions)
-	Insert      time.Duration // reserving timestamps and logging the batch
+	Insert      time.Duration // GPU: after the first validation: reserving slots, waiting for the log's turn, timestamps, logging the batch, its final validation
 	WriteBack   time.Duration // installing the new versions (CPU: and logging the replaced ones)
 	Publish     time.Duration // waiting for earlier commits and advancing the clock
 }
@@ -129,17 +129,17 @@ type ServerStats struct {
 	Requests uint64        // commit requests served: a client warp's transactions at one server
 	Batched  uint64        // requests validated as a batch (the rest transaction by transaction)
 	Scanned  uint64        // log entries the batch validations scanned
-	LockWait time.Duration // time workers waited for their log's lock, summed
+	LockWait time.Duration // time workers waited for their turn at the log (slot order), summed
 }
 
 // String summarizes the stats, e.g. "1000 requests (990 batched, 120
-// entries scanned each), lock wait 2ms".
+// entries scanned each), turn wait 2ms".
 func (s ServerStats) String() string {
 	per := uint64(0)
 	if s.Batched > 0 {
 		per = s.Scanned / s.Batched
 	}
-	return fmt.Sprintf("%d requests (%d batched, %d entries scanned each), lock wait %v", s.Requests, s.Batched, per, s.LockWait.Round(time.Microsecond))
+	return fmt.Sprintf("%d requests (%d batched, %d entries scanned each), turn wait %v", s.Requests, s.Batched, per, s.LockWait.Round(time.Microsecond))
 }
 
 // Engine runs workloads on the GPU or the CPU engine. It is safe for

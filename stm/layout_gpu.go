@@ -146,6 +146,7 @@ const (
 	errHistory  = 41 // the history buffer is full (detail: capacity in words)
 	errAborted  = 42 // the host gave up on the run
 	errSmem     = 43 // the log does not fit the server's shared memory (detail: need, have)
+	errFinalize = 44 // a server got a finalize from a client warp whose prepare does not hold its log's turn (detail: server, client warp)
 )
 
 // Places that report a deadline (errDeadline detail0).
@@ -154,12 +155,12 @@ const (
 	atReply          // a client waiting for a server's reply
 	atClock          // a client waiting for the commit clock
 	atWorker         // a server worker waiting for a request
-	atLock           // a server worker waiting for its log's lock
+	atLock           // a server worker waiting for its turn at the log
 	atReceive        // a server receiver
 )
 
 var deadlineWhere = [...]string{"running transactions", "waiting for a server's reply", "waiting for the commit clock",
-	"waiting for requests", "waiting for the log lock", "receiving requests"}
+	"waiting for requests", "waiting for its turn at the log", "receiving requests"}
 
 // defines returns the constants above as compiler defines.
 func layoutDefines() []gpu.Define {
@@ -177,7 +178,7 @@ func layoutDefines() []gpu.Define {
 		gpu.Def("STM_ST_OK", stOK), gpu.Def("STM_ST_ABORT", stAbort), gpu.Def("STM_ST_USER", stUser), gpu.Def("STM_ST_STOP", stStop),
 		gpu.Def("STM_ERR_ITEM", errItem), gpu.Def("STM_ERR_READS", errReads), gpu.Def("STM_ERR_WRITES", errWrites),
 		gpu.Def("STM_ERR_RO_WRITE", errROWrite), gpu.Def("STM_ERR_NO_BEGIN", errNoBegin),
-		gpu.Def("STM_ERR_DEADLINE", errDeadline), gpu.Def("STM_ERR_HISTORY", errHistory), gpu.Def("STM_ERR_ABORTED", errAborted), gpu.Def("STM_ERR_SMEM", errSmem),
+		gpu.Def("STM_ERR_DEADLINE", errDeadline), gpu.Def("STM_ERR_HISTORY", errHistory), gpu.Def("STM_ERR_ABORTED", errAborted), gpu.Def("STM_ERR_SMEM", errSmem), gpu.Def("STM_ERR_FINALIZE", errFinalize),
 		gpu.Def("STM_READ_WRITE", int(ReadWrite)), gpu.Def("STM_WRITE_WRITE", int(WriteWrite)),
 		gpu.Def("STM_LOG_FULL", int(LogFull)), gpu.Def("STM_TOO_OLD", int(SnapshotTooOld)),
 		gpu.Def("STM_MAX_PARAMS", maxParams), gpu.Def("STM_MAX_SERVERS", MaxServers),

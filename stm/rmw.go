@@ -65,6 +65,7 @@ func (w RMW) spec() (*workloadSpec, error) {
 	z := newZipf(uint64(w.Size), w.Zipf)
 	roPPM, k, wo := ppm(w.ReadOnly), w.keys(), w.WriteOnly
 	sp := &workloadSpec{
+		span: w.Size, // keys anywhere in the store (one key: a block of one, below)
 		readOnly: func(seed, ticket uint64, _, _ int) bool {
 			r := txRNG(seed, ticket)
 			return r.below(1e6) < roPPM
@@ -102,6 +103,9 @@ func (w RMW) spec() (*workloadSpec, error) {
 			}
 			return nil
 		}
+	}
+	if k == 1 {
+		sp.span = 1
 	}
 	return sp, nil
 }

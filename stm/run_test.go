@@ -141,7 +141,15 @@ func TestContendedGPU(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if want := min(max(servers, 1), c.w.Items()); res.Servers > want || res.Servers < 1 {
+				want := servers
+				if want == 0 { // chosen from the device
+					sp, err := c.w.spec()
+					if err != nil {
+						t.Fatal(err)
+					}
+					want = defaultServers(dev.Properties().SMs, cfg.withDefaults(), c.w.Items(), sp.span)
+				}
+				if want = min(want, c.w.Items()); res.Servers > want || res.Servers < 1 {
 					t.Errorf("%d servers used, want 1 to %d", res.Servers, want)
 				}
 				checkRun(t, c, res, seed)

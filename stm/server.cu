@@ -3,67 +3,11 @@
 // worker warps, which validate and log them (device.cuh describes the
 // protocol).
 
-#include "stm/device.cuh"
+#include "stm/log.cuh"
 
-// A worker's scratch for batch validation: the request's items in an
-// open-addressing table (key: item, STM_EMPTY when free; rd and wr: the
-// lanes that read and wrote it), the lanes' snapshots, their writes of
-// this partition (STM_SPL per lane, in order) and the conflicts found.
-struct stm_scratch {
-	u32 key[STM_TABLE];
-	u32 rd[STM_TABLE];
-	u32 wr[STM_TABLE];
-	u32 witem[32 * STM_SPL];
-	u64 snap[32];
-	u32 rw, ww, lf, pad;
-	u32 bloom[32]; // the per-transaction path's filter of one transaction's items
-};
-
-// The shared memory of a server block: the log (entry timestamps, pool
-// positions and item counts, then the item pool; the sizes are the run's),
-// its control words, the workers' mail and scratch.
-struct stm_log_ctl {
-	volatile u64 head, tail;  // entries [tail, head) are present
-	volatile u64 pool_head;   // next absolute pool position
-	volatile u64 floor_ts;    // newest timestamp that left the log
-	volatile u64 next_ts;     // the timestamp counter when there is one server
-	volatile u32 lock;        // 0 free; worker + 1; LOCK_PREPARED | client warp
-	volatile u32 exit;        // the receiver says: leave
-	volatile u32 mail[STM_WORKERS];   // 1: a request is waiting in the fields below
-	u32 mail_warp[STM_WORKERS], mail_mask[STM_WORKERS], mail_kind[STM_WORKERS], mail_seq[STM_WORKERS];
-	stm_scratch scratch[STM_WORKERS];
-};
-static_assert(sizeof(stm_log_ctl) <= STM_CTL_BYTES0 + STM_CTL_BYTES_PER_WORKER * STM_WORKERS,
-              "stm_log_ctl outgrew the size layout_gpu.go reserves for it");
-
-struct stm_log {
-	u64* ts;    // [log_e]
-	u64* pos;   // [log_e]
-	int* cnt;   // [log_e]; STM_WILDCARD: items not listed
-	u32* pool;  // [log_a]
-	stm_log_ctl* ctl;
-};
-
-// stm_log_bytes is the shared memory a server of a run needs: a copy of
-// the globals, the log and its control words.
-__device__ __forceinline__ u64 stm_log_bytes(const stm_globals* g) {
-	return sizeof(stm_globals) + 20 * g->log_e + sizeof(stm_log_ctl) + 4 * g->log_a;
-}
-
-__device__ __forceinline__ stm_log stm_log_at(const stm_globals* g, u8* smem) {
-	stm_log l;
-	l.ts = (u64*)(smem + sizeof(stm_globals));
-	l.pos = l.ts + g->log_e;
-	l.ctl = (stm_log_ctl*)(l.pos + g->log_e);
-	l.cnt = (int*)(l.ctl + 1);
-	l.pool = (u32*)(l.cnt + g->log_e);
-	return l;
-}
-
-// Servers read what clients wrote through L2 (__ldcg): a server SM's L1
-// may hold lines of a client thread's previous transaction.
-__device__ __forceinline__ u32 cg32(const u64 base, u64 i) { return __ldcg((const unsigned int*)base + i); }
-__device__ __forceinline__ u64 cg64(const u64 base, u64 i) { return __ldcg((const unsigned long long*)base + i); }
+// stm_commit_single validates in its turn when an insertion of this many
+// entries after its own would drop entries it has yet to scan.
+#define STM_EARLY_MARGIN 32
 
 // stm_in_set reports whether item is among a transaction's reads (1) or
 // only its writes (2).
@@ -205,118 +149,6 @@ __device__ u32 stm_scan_batch(const stm_globals* g, stm_log& L, stm_scratch* S, 
 	return __reduce_add_sync(FULL_MASK, seen);
 }
 
-// stm_log_insert logs the transactions of lanes (of client warp cw), in
-// lane order, with timestamps t0 + rank in all: their items of partition
-// p, read from the clients' write sets. The caller holds the log's lock
-// (or is the receiver finalizing for the client that holds it). Evictions
-// raise the floor before their slots are reused; an entry is published by
-// advancing head after it is written. All lanes call it.
-__device__ void stm_log_insert(const stm_globals* g, stm_log& L, u32 p, u32 lane, u32 cw, u32 lanes, u32 all, u64 t0) {
-	const u64 emask = g->log_e - 1, amask = g->log_a - 1;
-	for (u32 m = lanes; m; m &= m - 1) {
-		const u32 l = __ffs(m) - 1;
-		const u32 tid = cw * 32 + l;
-		const u32 nw = cg32(g->tx_nw, tid);
-		const u64 wb = (u64)tid * (u32)g->w_cap;
-		u32 c = 0;
-		for (u32 j = lane; j < nw; j += 32) c += stm_partition(g, cg32(g->ws_item, wb + j)) == p;
-		c = __reduce_add_sync(FULL_MASK, c);
-		if (c == 0) continue; // it only read in this partition
-		const bool wild = c > g->log_w;
-		const u64 base = L.ctl->pool_head;
-		const u64 next_pool = base + (wild ? 0 : c);
-		if (lane == 0) {
-			u64 tail = L.ctl->tail, head = L.ctl->head;
-			while (tail < head) {
-				const u64 e = tail & emask;
-				const bool slot = head - tail >= g->log_n;
-				const bool items = L.cnt[e] > 0 && L.pos[e] + g->log_w < next_pool;
-				if (!slot && !items) break;
-				L.ctl->floor_ts = L.ts[e];
-				tail++;
-			}
-			L.ctl->tail = tail;
-		}
-		__threadfence_block();
-		__syncwarp();
-		if (!wild) {
-			u32 off = 0;
-			for (u32 j0 = 0; j0 < nw; j0 += 32) {
-				const u32 j = j0 + lane;
-				const u32 it = j < nw ? cg32(g->ws_item, wb + j) : 0;
-				const bool in = j < nw && stm_partition(g, it) == p;
-				const u32 b = __ballot_sync(FULL_MASK, in);
-				if (in) L.pool[(base + off + __popc(b & lanemask_lt(lane))) & amask] = it;
-				off += __popc(b);
-			}
-		}
-		__syncwarp();
-		if (lane == 0) {
-			const u64 head = L.ctl->head;
-			const u64 e = head & emask;
-			L.ts[e] = t0 + __popc(all & lanemask_lt(l));
-			L.pos[e] = base;
-			L.cnt[e] = wild ? STM_WILDCARD : (int)c;
-			L.ctl->pool_head = next_pool;
-			__threadfence_block();
-			L.ctl->head = head + 1;
-		}
-		__syncwarp();
-	}
-}
-
-// stm_log_insert_batch logs the committing lanes ok of a batch-validated
-// request at once, from the worker's scratch: lane l's entry is the log's
-// head + its rank, with timestamp t0 + its rank in ok and its cl writes of
-// this partition (S->witem). The caller holds the lock and has checked
-// that the entries and their items fit the log (m <= log_n, sum cl <=
-// log_w). All lanes call it.
-__device__ void stm_log_insert_batch(const stm_globals* g, stm_log& L, stm_scratch* S, u32 lane, u32 ok, u32 cl, u64 t0) {
-	const u64 emask = g->log_e - 1, amask = g->log_a - 1;
-	const bool mine = ((ok >> lane) & 1) && cl > 0;
-	const u32 ents = __ballot_sync(FULL_MASK, mine);
-	const u32 m = __popc(ents);
-	// Exclusive prefix sum of the items of the entries.
-	u32 incl = mine ? cl : 0;
-	for (int o = 1; o < 32; o <<= 1) {
-		const u32 v = __shfl_up_sync(FULL_MASK, incl, o);
-		if (lane >= (u32)o) incl += v;
-	}
-	const u32 total = __shfl_sync(FULL_MASK, incl, 31);
-	const u32 excl = incl - (mine ? cl : 0);
-	const u64 head = L.ctl->head, base = L.ctl->pool_head;
-	const u64 next_pool = base + total;
-	if (lane == 0) {
-		u64 tail = L.ctl->tail;
-		while (tail < head) {
-			const u64 e = tail & emask;
-			const bool slot = head + m - tail > g->log_n;
-			const bool items = L.cnt[e] > 0 && L.pos[e] + g->log_w < next_pool;
-			if (!slot && !items) break;
-			L.ctl->floor_ts = L.ts[e];
-			tail++;
-		}
-		L.ctl->tail = tail;
-	}
-	__threadfence_block();
-	__syncwarp();
-	if (mine) {
-		const u64 e = (head + __popc(ents & lanemask_lt(lane))) & emask;
-		const u64 pos = base + excl;
-		for (u32 i = 0; i < cl; i++) L.pool[(pos + i) & amask] = S->witem[lane * STM_SPL + i];
-		L.ts[e] = t0 + __popc(ok & lanemask_lt(lane));
-		L.pos[e] = pos;
-		L.cnt[e] = (int)cl;
-	}
-	__threadfence_block();
-	__syncwarp();
-	if (lane == 0) {
-		L.ctl->pool_head = next_pool;
-		__threadfence_block();
-		L.ctl->head = head + m;
-	}
-	__syncwarp();
-}
 
 // A request a worker serves, as each lane sees it (lane l: client lane l).
 struct stm_job {
@@ -440,10 +272,11 @@ __device__ __forceinline__ u32 stm_cause_of(const stm_scratch* S, u32 lane, u32 
 	     : ((S->lf | extra_lf) & bit) ? 1 + STM_LOG_FULL : 0;
 }
 
-// stm_validate_table validates the request against the log without the
-// lock, group by group: fill the table, scan the entries [tail, head),
-// then those logged meanwhile, so that the scan under the lock is short.
-// Returns lane's 1 + cause, or 0.
+// stm_validate_table validates the request against the published log,
+// group by group: fill the table, scan the entries [tail, head), then
+// those published meanwhile, so that the final scan is short. Each lane
+// remembers in J.hv where its group's scan ended. Returns lane's 1 +
+// cause, or 0.
 __device__ __forceinline__ u32 stm_validate_table(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, stm_job& J, u64* scanned) {
 	stm_log_ctl* ctl = L.ctl;
 	S->snap[lane] = J.snap;
@@ -471,9 +304,13 @@ __device__ __forceinline__ u32 stm_validate_table(const stm_globals* g, stm_log&
 }
 
 // stm_revalidate_table validates the surviving lanes of a table-validated
-// request against the entries logged since each group's scan, up to h1,
-// under the lock. The table holds the last group; the others are loaded
-// again. Returns lane's cause as updated.
+// request against the entries published since each group's scan, up to
+// h1 (the request's first slot: all before it are complete). The table
+// holds the last group; the others are loaded again. Entries of [J.hv, h1)
+// dropped from the log before the scan ended (the tail passed J.hv; read
+// after a fence) may have been overwritten while read: their lanes abort
+// (log full; those entries are newer than the lanes' snapshots). Returns
+// lane's cause as updated.
 __device__ __forceinline__ u32 stm_revalidate_table(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, stm_job& J, u64 h1,
                                     u32 cause, u64* scanned) {
 	for (int gi = (int)J.groups - 1; gi >= 0; gi--) {
@@ -486,6 +323,8 @@ __device__ __forceinline__ u32 stm_revalidate_table(const stm_globals* g, stm_lo
 		__syncwarp();
 	}
 	if (!cause && J.in) cause = stm_cause_of(S, lane, 0);
+	__threadfence_block();
+	if (!cause && J.in && min((u64)L.ctl->tail, h1) > J.hv) cause = 1 + STM_LOG_FULL;
 	return cause;
 }
 
@@ -504,68 +343,95 @@ __device__ __forceinline__ u32 stm_validate_each(const stm_globals* g, stm_log& 
 	return cause;
 }
 
-// stm_lock takes the log's lock for worker me (lane 0 spins, backing off);
-// false: the run failed meanwhile.
-__device__ __forceinline__ bool stm_lock(const stm_globals* g, stm_log_ctl* ctl, u32 me, u32 lane, u64 deadline, u64* cy_lock) {
-	bool quit = false;
-	if (lane == 0) {
-		u32 w = 0;
-		const u64 l0 = clock64();
-		while (atomicCAS((u32*)&ctl->lock, 0u, me + 1) != 0u) {
-			if (stm_wait_check(g, deadline, &w, STM_AT_LOCK)) {
-				quit = true;
-				break;
-			}
-			__nanosleep(32);
-		}
-		*cy_lock += clock64() - l0;
-	}
-	quit = __shfl_sync(FULL_MASK, quit, 0);
-	__threadfence_block();
-	return !quit;
+// stm_final_check validates the request's tentative survivors slots
+// against the entries published between their first scan and h1, their
+// first slot (table path: per group from J.hv; else one at a time from
+// J.hv, with stm_validate's floor checks). Returns lane's cause as updated.
+__device__ __forceinline__ u32 stm_final_check(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, stm_job& J, u32 slots, u64 h1,
+                                               u32 cause, u64* scanned) {
+	if (J.fast) return stm_revalidate_table(g, L, S, p, lane, J, h1, cause, scanned);
+	if (J.hv == h1) return cause;
+	return stm_validate_each(g, L, S, p, lane, J, slots, J.hv, h1, cause);
 }
 
-// stm_commit_single gives the survivors ok of a single-partition request
-// consecutive timestamps (one reservation: in shared memory with one
-// server, on the global counter with several), logs them (staged writes
-// at once, else from the write sets) and releases the lock. Returns the
-// first timestamp (0 when none survived). All lanes call it.
-__device__ __forceinline__ u64 stm_commit_single(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, const stm_job& J, u32 ok, u64* fast_n) {
-	stm_log_ctl* ctl = L.ctl;
-	u64 first = 0;
-	if (ok) {
-		if (lane == 0) {
-			if (g->servers == 1) {
-				first = ctl->next_ts + 1;
-				ctl->next_ts = first + __popc(ok) - 1;
-			} else {
-				first = atomicAdd((unsigned long long*)g->next, (unsigned long long)__popc(ok)) + 1;
-			}
-		}
-		first = __shfl_sync(FULL_MASK, first, 0);
-		const u32 items = __reduce_add_sync(FULL_MASK, ((ok >> lane) & 1) ? J.cl : 0);
-		if (J.fast && J.staged && (u64)__popc(ok) <= g->log_n && items <= g->log_w) {
-			stm_log_insert_batch(g, L, S, lane, ok, J.cl, first);
-			(*fast_n)++;
-		} else {
-			stm_log_insert(g, L, p, lane, J.cw, ok, ok, first);
-		}
+// stm_commit_single commits, in the worker's turn at slot s, the
+// tentative survivors slots of a single-partition request: it takes
+// consecutive timestamps for all of them, logs them at once (staged
+// writes), passes the turn on and only then validates them against the
+// entries published since their first scan, [J.hv, s). When its own
+// eviction, or the next request's, would drop entries of that range (a
+// small log, or a long wait for the turn), or the writes are not staged, it validates them first, in
+// its turn, and logs the survivors (null entries for the others). Returns
+// the first timestamp; *cause is each lane's cause. All lanes call it.
+__device__ __forceinline__ u64 stm_commit_single(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, stm_job& J, u32 slots, u64 s,
+                                                 u32* cause, u64* fast_n, u64* scanned) {
+	const u32 m = __popc(slots);
+	const u64 first = stm_take_ts(g, L.ctl, lane, m);
+	const u32 items = __reduce_add_sync(FULL_MASK, ((slots >> lane) & 1) ? J.cl : 0);
+	const bool batch = J.fast && J.staged && m <= g->log_n && items <= g->log_w;
+	const u64 hv = warp_min64(((slots >> lane) & 1) ? J.hv : ~0ull);
+	// Would this insertion, or the next request's (STM_EARLY_MARGIN
+	// entries more), drop entry hv? (stm_log_evict's test at hv.)
+	const bool early = !batch || (hv < s && (s + m + STM_EARLY_MARGIN - hv > g->log_n ||
+	                                         L.pos[hv & (g->log_e - 1)] + g->log_w < L.ctl->pool_head + items + STM_EARLY_MARGIN * STM_SPL));
+	u32 lanes = slots;
+	if (early) {
+		*cause = stm_final_check(g, L, S, p, lane, J, slots, s, *cause, scanned);
+		lanes = slots & __ballot_sync(FULL_MASK, J.in && *cause == 0);
 	}
-	__threadfence_block();
-	if (lane == 0) ctl->lock = 0;
+	if (batch) {
+		stm_log_insert_batch(g, L, S, lane, slots, lanes, J.cl, first);
+		(*fast_n)++;
+	} else {
+		stm_log_insert(g, L, p, lane, J.cw, slots, lanes, slots, first);
+	}
+	if (!early) *cause = stm_final_check(g, L, S, p, lane, J, slots, s, *cause, scanned);
 	return first;
 }
 
+// stm_commit_turn commits the tentative survivors slots (nonzero) of a
+// request: it reserves their slots (one atomic), waits for its turn, and
+// then, for a single-partition request, commits them (stm_commit_single; a
+// survivor that fails its final validation leaves its timestamp as a hole
+// and its entry, if logged, as a phantom); for a prepare it validates them in its turn
+// and keeps the turn for the client's finalize (ctl->prep_*), or, when
+// none survived, fills its slots with null entries. Returns the first
+// timestamp (single), in *cause each lane's cause; false: the run failed.
+__device__ bool stm_commit_turn(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, stm_job& J, u32 slots, u64 deadline,
+                                u32* cause, u64* first, u64* cy_turn, u64* fast_n, u64* scanned) {
+	stm_log_ctl* ctl = L.ctl;
+	const u64 s = stm_reserve(ctl, lane, __popc(slots));
+	if (!stm_turn(g, ctl, lane, s, deadline, cy_turn)) return false;
+	if (J.kind == REQ_SINGLE) {
+		*first = stm_commit_single(g, L, S, p, lane, J, slots, s, cause, fast_n, scanned);
+		return true;
+	}
+	*cause = stm_final_check(g, L, S, p, lane, J, slots, s, *cause, scanned);
+	if (__ballot_sync(FULL_MASK, J.in && *cause == 0)) {
+		if (lane == 0) {
+			ctl->prep_slots = slots;
+			ctl->prep_cw = J.cw;
+		}
+		__threadfence_block();
+	} else {
+		stm_log_insert(g, L, p, lane, J.cw, slots, 0, 0, 0);
+	}
+	return true;
+}
+
 // stm_reply writes each lane's result (a timestamp, STM_RES_PREPARED, or
-// STM_RES_FLAG | cause), then the reply word the client polls, and frees
-// the mail.
-__device__ __forceinline__ void stm_reply(const stm_globals* g, stm_log_ctl* ctl, u32 p, u32 me, u32 lane, const stm_job& J, u32 cause, u32 ok, u64 first) {
+// STM_RES_FLAG | cause, with the lane's timestamp << 8 when it took one,
+// a hole the client marks done), then the reply word the client polls, and
+// frees the mail. Lanes of slots hold timestamps first + their rank.
+__device__ __forceinline__ void stm_reply(const stm_globals* g, stm_log_ctl* ctl, u32 p, u32 me, u32 lane, const stm_job& J, u32 cause, u32 slots, u64 first) {
 	if (J.in) {
+		const u64 ts = first + __popc(slots & lanemask_lt(lane));
+		const bool took = J.kind == REQ_SINGLE && ((slots >> lane) & 1);
 		u64 r;
 		if (cause)
-			r = STM_RES_FLAG | (cause - 1);
+			r = STM_RES_FLAG | (cause - 1) | (took ? ts << 8 : 0);
 		else if (J.kind == REQ_SINGLE)
-			r = first + __popc(ok & lanemask_lt(lane));
+			r = ts;
 		else
 			r = STM_RES_PREPARED;
 		st_relaxed_gpu((u64*)g->res + J.cw * 32 + lane, r);
@@ -579,15 +445,16 @@ __device__ __forceinline__ void stm_reply(const stm_globals* g, stm_log_ctl* ctl
 }
 
 // stm_worker serves the requests the receiver leaves in its mail: thread
-// mapping: one warp per request, lane l answers client lane l. Steps:
-// load the request, validate it without the lock (the table path or one
-// transaction at a time), take the lock, validate against what was logged
-// meanwhile, then commit (single partition: timestamps, log, unlock) or
-// keep the lock for the client (prepare), and reply.
+// mapping: one warp per request, lane l answers client lane l. Steps: load
+// the request, validate it against the published log (the table path or
+// one transaction at a time), then commit its survivors in turn
+// (stm_commit_turn), and reply. Invariant: a worker holds the log's turn
+// only between stm_turn and passing it on (or, for a prepare, until the
+// receiver finalizes it), and waits for nothing else meanwhile.
 __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 lane, u64 deadline) {
 	stm_log_ctl* ctl = L.ctl;
 	stm_scratch* S = &ctl->scratch[me];
-	u64 cy_validate = 0, cy_insert = 0, cy_lock = 0, fast_n = 0, batched = 0, scanned = 0;
+	u64 cy_validate = 0, cy_insert = 0, cy_turn = 0, fast_n = 0, batched = 0, scanned = 0;
 	u32 n = 0;
 	for (;;) {
 		u32 state = 0; // lane 0 reads the shared words, the warp follows
@@ -604,36 +471,19 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		stm_job_load(g, ctl, me, lane, J);
 		const u64 c0 = clock64();
 		u32 cause = 0; // lane l: 1 + cause of client lane l's abort
-		u64 h0 = 0;
 		if (J.fast) {
 			cause = stm_validate_table(g, L, S, p, lane, J, &scanned);
 			batched++;
 		} else {
 			u64 t0;
-			h0 = stm_head_tail(ctl, lane, &t0);
-			cause = stm_validate_each(g, L, S, p, lane, J, J.mask, t0, h0, 0);
+			J.hv = stm_head_tail(ctl, lane, &t0);
+			cause = stm_validate_each(g, L, S, p, lane, J, J.mask, t0, J.hv, 0);
 		}
-		u32 ok = __ballot_sync(FULL_MASK, J.in && cause == 0);
+		const u32 slots = __ballot_sync(FULL_MASK, J.in && cause == 0);
 		const u64 c1 = clock64();
-		if (!stm_lock(g, ctl, me, lane, deadline, &cy_lock)) break;
-		const u64 h1 = stm_head_tail(ctl, lane, nullptr);
-		if (ok) {
-			if (J.fast)
-				cause = stm_revalidate_table(g, L, S, p, lane, J, h1, cause, &scanned);
-			else if (h1 != h0)
-				cause = stm_validate_each(g, L, S, p, lane, J, ok, h0, h1, cause);
-		}
-		// Entries evicted meanwhile (the floor only moves under the lock).
-		if (J.in && !cause && ctl->floor_ts > J.snap) cause = 1 + STM_LOG_FULL;
-		ok = __ballot_sync(FULL_MASK, J.in && cause == 0);
 		u64 first = 0;
-		if (J.kind == REQ_SINGLE) {
-			first = stm_commit_single(g, L, S, p, lane, J, ok, &fast_n);
-		} else {
-			__threadfence_block();
-			if (lane == 0) ctl->lock = ok ? (LOCK_PREPARED | J.cw) : 0;
-		}
-		stm_reply(g, ctl, p, me, lane, J, cause, ok, first);
+		if (slots && !stm_commit_turn(g, L, S, p, lane, J, slots, deadline, &cause, &first, &cy_turn, &fast_n, &scanned)) break;
+		stm_reply(g, ctl, p, me, lane, J, cause, slots, first);
 		cy_validate += (c1 - c0) * __popc(J.mask);
 		cy_insert += (clock64() - c1) * __popc(J.mask);
 		__syncwarp();
@@ -645,13 +495,13 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		atomicAdd((unsigned long long*)&counters[CNT_FAST_INSERTS], (unsigned long long)fast_n);
 		atomicAdd((unsigned long long*)&counters[CNT_BATCHED], (unsigned long long)batched);
 		atomicAdd((unsigned long long*)&counters[CNT_SCANNED], (unsigned long long)scanned);
-		atomicAdd((unsigned long long*)&counters[CNT_CY_LOCK], (unsigned long long)cy_lock);
+		atomicAdd((unsigned long long*)&counters[CNT_CY_LOCK], (unsigned long long)cy_turn);
 	}
 }
 
 // stm_receiver hands requests to idle workers (up to 32 at a look, in
-// queue order), logs finalized multi-partition transactions and releases
-// the lock they held, mirrors the host's stop and abort flags (server 0),
+// queue order), logs finalized multi-partition transactions in the slots
+// their prepare reserved (which passes the log's turn on), mirrors the host's stop and abort flags (server 0),
 // and ends the server when every client warp has left.
 __device__ void stm_receiver(const stm_globals* g, stm_log& L, u32 p, u32 lane, u64 deadline) {
 	stm_log_ctl* ctl = L.ctl;
@@ -694,9 +544,19 @@ __device__ void stm_receiver(const stm_globals* g, stm_log& L, u32 p, u32 lane, 
 			mask = __shfl_sync(FULL_MASK, mask, 0);
 			all = __shfl_sync(FULL_MASK, all, 0);
 			t0 = __shfl_sync(FULL_MASK, t0, 0);
-			stm_log_insert(g, L, p, lane, cw, mask, all, t0);
-			__threadfence_block();
-			if (lane == 0) ctl->lock = 0;
+			// The prepare that holds the turn is this warp's: its slots
+			// get the finalized transactions' entries and null ones.
+			const u32 slots = ctl->prep_slots;
+			if (ctl->prep_cw != cw || (mask & ~slots)) {
+				if (lane == 0) stm_error(g, STM_ERR_FINALIZE, p, cw);
+				break;
+			}
+			__syncwarp();
+			if (lane == 0) {
+				ctl->prep_cw = STM_EMPTY;
+				ctl->prep_slots = 0;
+			}
+			stm_log_insert(g, L, p, lane, cw, slots, mask, all, t0);
 			// Answer the client: its write sets were read (release: after
 			// those reads).
 			__syncwarp();
@@ -762,8 +622,9 @@ extern "C" __global__ void __launch_bounds__(STM_SERVER_WARPS * 32, 1) stm_serve
 	const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 	const u64 deadline = globaltimer_ns() + g->limit_ns;
 	if (threadIdx.x == 0) {
-		L.ctl->head = L.ctl->tail = L.ctl->pool_head = L.ctl->floor_ts = L.ctl->next_ts = 0;
-		L.ctl->lock = 0;
+		L.ctl->head = L.ctl->tail = L.ctl->rsv = L.ctl->pool_head = L.ctl->floor_ts = L.ctl->next_ts = 0;
+		L.ctl->prep_slots = 0;
+		L.ctl->prep_cw = STM_EMPTY;
 		L.ctl->exit = 0;
 	}
 	if (threadIdx.x < STM_WORKERS) L.ctl->mail[threadIdx.x] = 0;

@@ -43,6 +43,11 @@ type workloadSpec struct {
 	orderFree bool
 	// sharded: transactions depend on the client that runs them.
 	sharded bool
+	// span: an update transaction's items lie within a block of this many
+	// consecutive items (0: unknown, as for a CUDA body); the GPU
+	// engine's default number of servers keeps partitions much wider
+	// (defaultServers).
+	span int
 }
 
 // serial runs tickets [0, n) one after another on a plain array, the

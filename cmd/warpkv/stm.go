@@ -44,7 +44,7 @@ func stmFits(accounts, servers, versions, logSize int, device string) error {
 	logs := uint64(0)
 	if onCPU(device) {
 		perAccount += 16*k + 20
-		logs = mul(uint64(min(servers, accounts)), uint64(cmp.Or(logSize, stm.DefaultLogSize)), 36)
+		logs = mul(uint64(min(max(servers, 1), accounts)), uint64(cmp.Or(logSize, stm.DefaultLogSize)), 36)
 		what = fmt.Sprintf("the CPU engine's %d bytes an account at %d versions, and its logs", perAccount, k)
 	} else if err := fitsGPU("--accounts", accounts, mul(uint64(accounts), 16*k),
 		fmt.Sprintf("the GPU engine's %d bytes an account at %d versions", 16*k, k), device); err != nil {
@@ -75,7 +75,7 @@ func runSTM(e *env, args []string) error {
 	readOnly := fs.Float64("read-only", stmDefaultReadOnly, "percentage of read-only transactions, 0 to 100")
 	readSize := fs.String("read-size", "all", "accounts a read-only transaction sums: N consecutive accounts (a block; transfers stay inside blocks), or all")
 	rounds := fs.Int("rounds", 1, "rounds of a transfer: each moves 1 from one account to another")
-	servers := fs.Int("servers", 1, "commit servers (items are partitioned over them)")
+	servers := fs.Int("servers", 0, "commit servers, accounts partitioned over them (0: the engine's default: one per 16 SMs of the GPU, at most one per LogSize/4 accounts, partitions 8 times the --read-size block or more, so 1 for --read-size all; the CPU engine has none)")
 	seed := fs.Uint64("seed", 1, "seed of the transactions")
 	history := fs.String("history", "", "write every committed transaction as a JSON line to `FILE`")
 	logSize := fs.Int("log-size", 0, "commits each server's log keeps (0: the engine's default)")
@@ -104,8 +104,8 @@ func runSTM(e *env, args []string) error {
 		return usagef("--read-only %g: want a percentage from 0 to 100", *readOnly)
 	case *rounds < 1:
 		return usagef("--rounds %d: want at least 1", *rounds)
-	case *servers < 1 || *servers > stm.MaxServers:
-		return usagef("--servers %d: want 1 to %d", *servers, stm.MaxServers)
+	case *servers < 0 || *servers > stm.MaxServers:
+		return usagef("--servers %d: want 0 (the engine's default) to %d", *servers, stm.MaxServers)
 	case *logSize < 0 || *logSize > stmMaxLogSize:
 		return usagef("--log-size %d: want 0 (the engine's default, %d) to %d", *logSize, stm.DefaultLogSize, stmMaxLogSize)
 	case *versions < 0 || *versions > stmMaxVersions:

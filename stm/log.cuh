@@ -1,0 +1,256 @@
+// stm/log.cuh: a CSMV server's log of recent commits in shared memory: its
+// layout, the workers' scratch, and how entries are added (included by
+// server.cu, whose workers and receiver use it).
+//
+// Entries are added in turns, without a lock. A request's tentative
+// survivors reserve consecutive slots with one atomicAdd on ctl->rsv
+// (stm_reserve); the request then waits for its turn (stm_turn: ctl->head
+// equal to its first slot). The turn's holder drops what its entries
+// displace (stm_log_evict), takes consecutive timestamps (stm_take_ts: in
+// shared memory with one server, one atomicAdd on the global counter with
+// several), writes its entries and advances head past them, which
+// publishes them and passes the turn on. Invariant: entries [tail, head)
+// are complete and in timestamp order (the turns follow the slots, and each
+// takes its timestamps in its turn), so validation reads only them. A slot
+// whose transaction did not commit holds a null entry (STM_NULL_TS, no
+// items) or, for a single-partition transaction that failed its final
+// validation after its turn, its entry as written (a phantom: later
+// transactions may abort for it, never commit wrongly).
+
+#include "stm/device.cuh"
+
+// The timestamp of a null entry: no transaction; it never conflicts, never
+// stops a scan and never raises the floor.
+#define STM_NULL_TS 0xFFFFFFFFFFFFFFFFull
+
+// A worker's scratch for batch validation: the request's items in an
+// open-addressing table (key: item, STM_EMPTY when free; rd and wr: the
+// lanes that read and wrote it), the lanes' snapshots, their writes of
+// this partition (STM_SPL per lane, in order) and the conflicts found.
+struct stm_scratch {
+	u32 key[STM_TABLE];
+	u32 rd[STM_TABLE];
+	u32 wr[STM_TABLE];
+	u32 witem[32 * STM_SPL];
+	u64 snap[32];
+	u32 rw, ww, lf, pad;
+	u32 bloom[32]; // the per-transaction path's filter of one transaction's items
+};
+
+// The shared memory of a server block: the log (entry timestamps, pool
+// positions and item counts, then the item pool; the sizes are the run's),
+// its control words, the workers' mail and scratch.
+struct stm_log_ctl {
+	volatile u64 head, tail;  // entries [tail, head) are present and complete; head is also the turn
+	volatile u64 rsv;         // slots reserved: [head, rsv) are being written or wait for their turn
+	volatile u64 pool_head;   // next absolute pool position
+	volatile u64 floor_ts;    // newest timestamp that left the log
+	volatile u64 next_ts;     // the timestamp counter when there is one server
+	volatile u32 prep_slots;  // the prepared request holding the turn: its lanes that hold slots
+	volatile u32 prep_cw;     // and its client warp
+	volatile u32 exit;        // the receiver says: leave
+	volatile u32 mail[STM_WORKERS];   // 1: a request is waiting in the fields below
+	u32 mail_warp[STM_WORKERS], mail_mask[STM_WORKERS], mail_kind[STM_WORKERS], mail_seq[STM_WORKERS];
+	stm_scratch scratch[STM_WORKERS];
+};
+static_assert(sizeof(stm_log_ctl) <= STM_CTL_BYTES0 + STM_CTL_BYTES_PER_WORKER * STM_WORKERS,
+              "stm_log_ctl outgrew the size layout_gpu.go reserves for it");
+
+struct stm_log {
+	u64* ts;    // [log_e]
+	u64* pos;   // [log_e]
+	int* cnt;   // [log_e]; STM_WILDCARD: items not listed
+	u32* pool;  // [log_a]
+	stm_log_ctl* ctl;
+};
+
+// stm_log_bytes is the shared memory a server of a run needs: a copy of
+// the globals, the log and its control words.
+__device__ __forceinline__ u64 stm_log_bytes(const stm_globals* g) {
+	return sizeof(stm_globals) + 20 * g->log_e + sizeof(stm_log_ctl) + 4 * g->log_a;
+}
+
+__device__ __forceinline__ stm_log stm_log_at(const stm_globals* g, u8* smem) {
+	stm_log l;
+	l.ts = (u64*)(smem + sizeof(stm_globals));
+	l.pos = l.ts + g->log_e;
+	l.ctl = (stm_log_ctl*)(l.pos + g->log_e);
+	l.cnt = (int*)(l.ctl + 1);
+	l.pool = (u32*)(l.cnt + g->log_e);
+	return l;
+}
+
+// Servers read what clients wrote through L2 (__ldcg): a server SM's L1
+// may hold lines of a client thread's previous transaction.
+__device__ __forceinline__ u32 cg32(const u64 base, u64 i) { return __ldcg((const unsigned int*)base + i); }
+__device__ __forceinline__ u64 cg64(const u64 base, u64 i) { return __ldcg((const unsigned long long*)base + i); }
+
+// stm_reserve reserves m consecutive slots of the log (lane 0's one
+// atomicAdd) and returns the first, in every lane.
+__device__ __forceinline__ u64 stm_reserve(stm_log_ctl* ctl, u32 lane, u32 m) {
+	u64 s = 0;
+	if (lane == 0) s = atomicAdd((unsigned long long*)&ctl->rsv, (unsigned long long)m);
+	return __shfl_sync(FULL_MASK, s, 0);
+}
+
+// stm_turn waits until slot s is the log's head (lane 0 polls, backing off):
+// every earlier slot is then complete, and the caller holds the turn.
+// false: the run failed meanwhile. *cy counts the cycles waited.
+__device__ __forceinline__ bool stm_turn(const stm_globals* g, stm_log_ctl* ctl, u32 lane, u64 s, u64 deadline, u64* cy) {
+	bool quit = false;
+	if (lane == 0) {
+		u32 w = 0;
+		const u64 l0 = clock64();
+		while (ctl->head != s) {
+			if (stm_wait_check(g, deadline, &w, STM_AT_LOCK)) {
+				quit = true;
+				break;
+			}
+			__nanosleep(20);
+		}
+		*cy += clock64() - l0;
+	}
+	quit = __shfl_sync(FULL_MASK, quit, 0);
+	__threadfence_block();
+	return !quit;
+}
+
+// stm_take_ts takes n consecutive timestamps for the turn's holder and
+// returns the first, in every lane: from the server's own counter when
+// there is one server, else one atomicAdd on the global counter (in turn
+// order, so this log's entries keep timestamp order).
+__device__ __forceinline__ u64 stm_take_ts(const stm_globals* g, stm_log_ctl* ctl, u32 lane, u32 n) {
+	u64 first = 0;
+	if (lane == 0) {
+		if (g->servers == 1) {
+			first = ctl->next_ts + 1;
+			ctl->next_ts = first + n - 1;
+		} else {
+			first = atomicAdd((unsigned long long*)g->next, (unsigned long long)n) + 1;
+		}
+	}
+	return __shfl_sync(FULL_MASK, first, 0);
+}
+
+// stm_log_evict makes room, for the turn's holder, for m entries at slot
+// head whose items take the pool up to next_pool: it drops entries from the
+// tail while the log would hold more than log_n entries or their items
+// start log_w or more before next_pool (both hold for a prefix of the log:
+// slots and pool positions grow together), raises the floor to the newest
+// timestamp dropped, and stores the tail and floor before any slot or pool
+// position is overwritten, so a reader that read an overwritten entry sees
+// them moved after a fence. Thread mapping: lane i tests entry tail+i, 32
+// at a time. All lanes call it.
+__device__ void stm_log_evict(const stm_globals* g, stm_log& L, u32 lane, u64 head, u32 m, u64 next_pool) {
+	const u64 emask = g->log_e - 1;
+	u64 tail = L.ctl->tail, fl = 0;
+	for (;;) {
+		const u64 a = tail + lane;
+		bool ev = false;
+		u64 ts = STM_NULL_TS;
+		if (a < head) {
+			const u64 e = a & emask;
+			ev = head + m - a > g->log_n || L.pos[e] + g->log_w < next_pool;
+			ts = L.ts[e];
+		}
+		const u32 b = __ballot_sync(FULL_MASK, ev);
+		const u32 k = b == FULL_MASK ? 32 : __ffs(~b) - 1;
+		if (lane < k && ts != STM_NULL_TS && ts > fl) fl = ts;
+		tail += k;
+		if (k < 32) break;
+	}
+	fl = warp_max64(fl);
+	__syncwarp();
+	if (lane == 0) {
+		if (fl > L.ctl->floor_ts) L.ctl->floor_ts = fl;
+		L.ctl->tail = tail;
+	}
+	__threadfence_block();
+	__syncwarp();
+}
+
+// stm_log_insert writes, in the caller's turn, one entry per lane of slots
+// (of client warp cw), in lane order, from head on: a lane of lanes gets
+// timestamp t0 + its rank in all and its items of partition p, read from
+// its write set (no items listed, STM_WILDCARD, when more than log_w); any
+// other lane a null entry. Each entry is published by advancing head after
+// it is written, so the turn passes on with the last. Thread mapping: the
+// warp writes one entry at a time, lane j taking the write set's items j,
+// j+32, ... All lanes call it.
+__device__ void stm_log_insert(const stm_globals* g, stm_log& L, u32 p, u32 lane, u32 cw, u32 slots, u32 lanes, u32 all, u64 t0) {
+	const u64 emask = g->log_e - 1, amask = g->log_a - 1;
+	for (u32 m = slots; m; m &= m - 1) {
+		const u32 l = __ffs(m) - 1;
+		const bool live = (lanes >> l) & 1;
+		const u32 tid = cw * 32 + l;
+		const u32 nw = live ? cg32(g->tx_nw, tid) : 0;
+		const u64 wb = (u64)tid * (u32)g->w_cap;
+		u32 c = 0;
+		for (u32 j = lane; j < nw; j += 32) c += stm_partition(g, cg32(g->ws_item, wb + j)) == p;
+		c = __reduce_add_sync(FULL_MASK, c);
+		const bool wild = c > g->log_w;
+		const u64 head = L.ctl->head, base = L.ctl->pool_head;
+		const u64 next_pool = base + (wild ? 0 : c);
+		stm_log_evict(g, L, lane, head, 1, next_pool);
+		if (!wild) {
+			u32 off = 0;
+			for (u32 j0 = 0; j0 < nw; j0 += 32) {
+				const u32 j = j0 + lane;
+				const u32 it = j < nw ? cg32(g->ws_item, wb + j) : 0;
+				const bool in = j < nw && stm_partition(g, it) == p;
+				const u32 b = __ballot_sync(FULL_MASK, in);
+				if (in) L.pool[(base + off + __popc(b & lanemask_lt(lane))) & amask] = it;
+				off += __popc(b);
+			}
+		}
+		__syncwarp();
+		if (lane == 0) {
+			const u64 e = head & emask;
+			L.ts[e] = live ? t0 + __popc(all & lanemask_lt(l)) : STM_NULL_TS;
+			L.pos[e] = base;
+			L.cnt[e] = wild ? STM_WILDCARD : (int)c;
+			L.ctl->pool_head = next_pool;
+			__threadfence_block();
+			L.ctl->head = head + 1;
+		}
+		__syncwarp();
+	}
+}
+
+// stm_log_insert_batch writes, in the caller's turn, the entries of the
+// lanes of slots of a batch-validated request at once, from the worker's
+// scratch: lane l's entry is slot head + its rank r in slots; a lane of
+// lanes gets timestamp t0 + r and its cl staged writes of this partition
+// (S->witem), any other a null entry; then head moves past them all. The
+// caller has checked that the entries and their items fit the log
+// (popc(slots) <= log_n, sum cl <= log_w). Thread mapping: lane l writes
+// client lane l's entry. All lanes call it.
+__device__ void stm_log_insert_batch(const stm_globals* g, stm_log& L, stm_scratch* S, u32 lane, u32 slots, u32 lanes, u32 cl, u64 t0) {
+	const u64 emask = g->log_e - 1, amask = g->log_a - 1;
+	const bool mine = (slots >> lane) & 1, live = (lanes >> lane) & 1;
+	const u32 m = __popc(slots), c = mine && live ? cl : 0;
+	u32 incl = c; // inclusive prefix sum of the entries' items
+	for (int o = 1; o < 32; o <<= 1) {
+		const u32 v = __shfl_up_sync(FULL_MASK, incl, o);
+		if (lane >= (u32)o) incl += v;
+	}
+	const u32 total = __shfl_sync(FULL_MASK, incl, 31);
+	const u64 head = L.ctl->head, base = L.ctl->pool_head;
+	stm_log_evict(g, L, lane, head, m, base + total);
+	if (mine) {
+		const u32 r = __popc(slots & lanemask_lt(lane));
+		const u64 e = (head + r) & emask, pos = base + incl - c;
+		for (u32 i = 0; i < c; i++) L.pool[(pos + i) & amask] = S->witem[lane * STM_SPL + i];
+		L.ts[e] = live ? t0 + r : STM_NULL_TS;
+		L.pos[e] = pos;
+		L.cnt[e] = (int)c;
+	}
+	__threadfence_block();
+	__syncwarp();
+	if (lane == 0) {
+		L.ctl->pool_head = base + total;
+		__threadfence_block();
+		L.ctl->head = head + m;
+	}
+	__syncwarp();
+}
