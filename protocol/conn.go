@@ -514,32 +514,27 @@ func (c *conn) decodeKey(key []byte) ([]byte, bool) {
 
 // render writes the reply of r to the round's output.
 func (c *conn) render(r *request, now int64) {
-	switch r.kind {
-	case rStatic:
-		c.out.str(r.text)
-	case rGet:
-		c.renderGet(r)
-	case rStore, rDelete, rArith, rTouch:
-		c.renderTextResult(r)
-	case rStats:
-		c.renderTextStats(r, now)
-	case rMetaGet:
-		c.renderMetaGet(r, now)
-	case rMetaSet:
-		c.renderMetaSet(r)
-	case rMetaDelete:
-		c.renderMetaDelete(r)
-	case rMetaArith:
-		c.renderMetaArith(r, now)
-	case rMetaDebug:
-		c.renderMetaDebug(r, now)
-	case rBin:
-		c.renderBinary(r)
-	case rBinStats:
-		c.renderBinaryStats(r, now)
-	case rCacheDump:
-		c.renderCacheDump(r)
+	if int(r.kind) < len(renderers) && renderers[r.kind] != nil {
+		renderers[r.kind](c, r, now)
 	}
+}
+
+// renderers are the reply renderers by request kind; those that read no
+// clock take the time through noClock.
+var renderers = [...]func(c *conn, r *request, now int64){
+	rStatic: func(c *conn, r *request, _ int64) { c.out.str(r.text) },
+	rGet:    noClock((*conn).renderGet), rStore: noClock((*conn).renderTextResult),
+	rDelete: noClock((*conn).renderTextResult), rArith: noClock((*conn).renderTextResult),
+	rTouch: noClock((*conn).renderTextResult), rStats: (*conn).renderTextStats,
+	rMetaGet: (*conn).renderMetaGet, rMetaSet: noClock((*conn).renderMetaSet),
+	rMetaDelete: noClock((*conn).renderMetaDelete), rMetaArith: (*conn).renderMetaArith,
+	rMetaDebug: (*conn).renderMetaDebug, rBin: noClock((*conn).renderBinary),
+	rBinStats: (*conn).renderBinaryStats, rCacheDump: noClock((*conn).renderCacheDump),
+}
+
+// noClock adapts a renderer that takes no time to the renderers' type.
+func noClock(f func(c *conn, r *request)) func(c *conn, r *request, now int64) {
+	return func(c *conn, r *request, _ int64) { f(c, r) }
 }
 
 // result returns the Result of the op at index i.

@@ -84,6 +84,36 @@ func (c *conn) noNewline(buf []byte) parseState {
 	return psMore
 }
 
+// A textVerb is a key command of the text protocol and the call that
+// parses it: the get family (startGet), the store family (textStore) or a
+// key and a number (textKeyNumber).
+type textVerb struct {
+	form       uint8
+	kind       kv.Kind
+	id         cmd
+	touch, cas bool // gets: gat/gats touch, gets/gats return the CAS
+}
+
+// textVerb forms.
+const (
+	verbGet = iota
+	verbStore
+	verbKeyNumber
+)
+
+// textVerbs are the key commands by name (memcached's process_command_ascii
+// dispatches them by name in the same way); "cas" stores as a set with the
+// CAS its line carries.
+var textVerbs = map[string]textVerb{
+	"get": {form: verbGet, id: cmdGet}, "bget": {form: verbGet, id: cmdGet}, "gets": {form: verbGet, id: cmdGets, cas: true},
+	"gat": {form: verbGet, id: cmdGat, touch: true}, "gats": {form: verbGet, id: cmdGats, touch: true, cas: true},
+	"set": {verbStore, kv.Set, cmdSet, false, false}, "add": {verbStore, kv.Add, cmdAdd, false, false},
+	"replace": {verbStore, kv.Replace, cmdReplace, false, false}, "append": {verbStore, kv.Append, cmdAppend, false, false},
+	"prepend": {verbStore, kv.Prepend, cmdPrepend, false, false}, "cas": {verbStore, kv.Set, cmdCAS, false, false},
+	"incr": {verbKeyNumber, kv.Incr, cmdIncr, false, false}, "decr": {verbKeyNumber, kv.Decr, cmdDecr, false, false},
+	"touch": {verbKeyNumber, kv.Touch, cmdTouch, false, false},
+}
+
 // textCommand dispatches a command line (without its line end) that ends
 // at lineEnd in buf, as memcached's process_command_ascii.
 func (c *conn) textCommand(buf, line []byte, lineEnd int) (int, parseState) {
@@ -97,35 +127,19 @@ func (c *conn) textCommand(buf, line []byte, lineEnd int) (int, parseState) {
 	if name[0] == 'm' && len(name) == 2 {
 		return c.metaCommand(buf, line, toks, lineEnd)
 	}
+	if v, ok := textVerbs[string(name)]; ok {
+		switch v.form {
+		case verbGet:
+			return c.startGet(buf, line, ntok, lineEnd, v.touch, v.cas, v.id)
+		case verbStore:
+			return c.textStore(buf, toks, ntok, lineEnd, v.kind, v.id)
+		default:
+			return c.textKeyNumber(toks, ntok, lineEnd, v.kind, v.id)
+		}
+	}
 	switch string(name) {
-	case "get", "bget":
-		return c.startGet(buf, line, ntok, lineEnd, false, false, cmdGet)
-	case "gets":
-		return c.startGet(buf, line, ntok, lineEnd, false, true, cmdGets)
-	case "gat":
-		return c.startGet(buf, line, ntok, lineEnd, true, false, cmdGat)
-	case "gats":
-		return c.startGet(buf, line, ntok, lineEnd, true, true, cmdGats)
-	case "set":
-		return c.textStore(buf, toks, ntok, lineEnd, kv.Set, cmdSet)
-	case "add":
-		return c.textStore(buf, toks, ntok, lineEnd, kv.Add, cmdAdd)
-	case "replace":
-		return c.textStore(buf, toks, ntok, lineEnd, kv.Replace, cmdReplace)
-	case "append":
-		return c.textStore(buf, toks, ntok, lineEnd, kv.Append, cmdAppend)
-	case "prepend":
-		return c.textStore(buf, toks, ntok, lineEnd, kv.Prepend, cmdPrepend)
-	case "cas":
-		return c.textStore(buf, toks, ntok, lineEnd, kv.Set, cmdCAS)
-	case "incr":
-		return c.textKeyNumber(toks, ntok, lineEnd, kv.Incr, cmdIncr)
-	case "decr":
-		return c.textKeyNumber(toks, ntok, lineEnd, kv.Decr, cmdDecr)
 	case "delete":
 		return c.textDelete(toks, ntok, lineEnd)
-	case "touch":
-		return c.textKeyNumber(toks, ntok, lineEnd, kv.Touch, cmdTouch)
 	case "flush_all":
 		return c.textFlush(toks, ntok, lineEnd)
 	case "version":

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"slices"
+	"sync/atomic"
 
 	"github.com/warpkv/warpkv/hashindex"
 	"github.com/warpkv/warpkv/itemstore"
@@ -473,22 +474,19 @@ func (e *Engine) countWrite(op *kv.Op) {
 			c.touchHits.Add(1)
 		}
 	case kv.Delete:
-		if st == kv.Deleted {
-			c.deleteHits.Add(1)
-		} else {
-			c.deleteMisses.Add(1)
-		}
+		hitOrMiss(st == kv.Deleted, &c.deleteHits, &c.deleteMisses)
 	case kv.Incr:
-		if st == kv.NotFound {
-			c.incrMisses.Add(1)
-		} else {
-			c.incrHits.Add(1)
-		}
+		hitOrMiss(st != kv.NotFound, &c.incrHits, &c.incrMisses)
 	case kv.Decr:
-		if st == kv.NotFound {
-			c.decrMisses.Add(1)
-		} else {
-			c.decrHits.Add(1)
-		}
+		hitOrMiss(st != kv.NotFound, &c.decrHits, &c.decrMisses)
+	}
+}
+
+// hitOrMiss counts one hit or one miss.
+func hitOrMiss(hit bool, hits, misses *atomic.Uint64) {
+	if hit {
+		hits.Add(1)
+	} else {
+		misses.Add(1)
 	}
 }
