@@ -124,11 +124,21 @@ func measure(ctx context.Context, cfg Config) (Result, error) {
 		for _, w := range workers {
 			w.tokens = make(chan time.Duration, pacerBacklog)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			pace(ctx, workers, interval, base, &phase, stopPacer)
-		}()
+		// pacers(...) pacers, pacer p taking every k-th worker from p
+		// on a schedule k times sparser, offset by p intervals: together
+		// the one schedule of the whole rate.
+		k := pacers(len(workers), runtime.GOMAXPROCS(0))
+		for p := range k {
+			var mine []*worker
+			for i := p; i < len(workers); i += k {
+				mine = append(mine, workers[i])
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pace(ctx, mine, interval*time.Duration(k), base, interval*time.Duration(p), &phase, stopPacer)
+			}()
+		}
 	}
 	for i, w := range workers {
 		wg.Add(2)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -261,5 +262,32 @@ func startMemcachedProcess(t *testing.T) (string, int) {
 		if time.Now().After(deadline) {
 			t.Fatalf("memcached on %s did not start", addr)
 		}
+	}
+}
+
+// TestPacersSplitTheSchedule checks how many pacers share a schedule and
+// that a paced run with several of them (GOMAXPROCS 8: two) still does
+// the rate it was asked for, each token's time on the one schedule.
+func TestPacersSplitTheSchedule(t *testing.T) {
+	for _, c := range []struct{ conns, procs, want int }{
+		{64, 8, 2}, {64, 16, 4}, {64, 2, 1}, {1, 16, 1}, {3, 64, 3},
+	} {
+		if got := pacers(c.conns, c.procs); got != c.want {
+			t.Errorf("pacers(%d conns, %d procs) = %d, want %d", c.conns, c.procs, got, c.want)
+		}
+	}
+	addr, _ := startMemcachedProcess(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
+	cfg := Config{Addr: addr, Conns: 8, Pipeline: 1, Rate: 4000, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond,
+		Workload: Workload{GetRatio: 1, KeySize: 8, ValueSize: 8, Keys: 1000}}
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OpsPerSec < 0.8*cfg.Rate || res.OpsPerSec > 1.2*cfg.Rate {
+		t.Errorf("paced at %.0f ops/s by two pacers: did %.0f, want within 20%%", cfg.Rate, res.OpsPerSec)
+	}
+	if res.Latency.P50 > 20*time.Millisecond {
+		t.Errorf("p50 %v at a light paced load: the pacers' schedules do not add up to one", res.Latency.P50)
 	}
 }
