@@ -53,20 +53,25 @@ __device__ void climb(const Tree *t, Cur *c, const u64 *r, int step) {
     c->pos = lower_pos(pr, lkind(p), laux(pw), &ex) + step;
 }
 
-// cur_next is store.next: the next leaf ascending, 0 at the end.
-__device__ u64 cur_next(const Tree *t, Cur *c) {
+// cur_step is store.next (DESC false: the next leaf ascending, 0 at the
+// end) and store.prev (DESC true: the next leaf descending, 0 at the
+// start): one walk, the two differing only in the bound each loop checks,
+// the step and where a new node's walk starts, written side by side as
+// DESC ? descending : ascending.
+template <bool DESC>
+__device__ __forceinline__ u64 cur_step(const Tree *t, Cur *c) {
     for (;;) {
         if (c->node == ROOT_CUR) {
-            long total = root_positions(t);
+            long total = DESC ? 0 : root_positions(t);
             bool found = false;
-            while (c->pos < total) {
+            while (DESC ? c->pos >= 0 : c->pos < total) {
                 u64 l = root_pos_link(t, c->pos);
-                c->pos++;
+                c->pos += DESC ? -1 : 1;
                 if (!l) continue;
                 if (is_leaf(l)) return l;
                 c->node = l;
                 c->d = (u32)t->width;
-                c->pos = -1;
+                c->pos = DESC ? (long)positions(rec(t, l), lkind(l)) - 1 : -1;
                 found = true;
                 break;
             }
@@ -75,61 +80,28 @@ __device__ u64 cur_next(const Tree *t, Cur *c) {
         }
         const u64 *r = rec(t, c->node);
         u32 k = lkind(c->node);
-        long P = positions(r, k);
+        long P = DESC ? 0 : positions(r, k);
         bool down = false;
-        while (c->pos < P) {
+        while (DESC ? c->pos >= -1 : c->pos < P) {
             u64 l = child_at(r, k, (int)c->pos);
-            c->pos++;
+            c->pos += DESC ? -1 : 1;
             if (!l) continue;
             if (is_leaf(l)) return l;
             c->d = c->d + plen_of(r) + 1;
             c->node = l;
-            c->pos = -1;
+            c->pos = DESC ? (long)positions(rec(t, l), lkind(l)) - 1 : -1;
             down = true;
             break;
         }
-        if (!down) climb(t, c, r, 1);
+        if (!down) climb(t, c, r, DESC ? -1 : 1);
     }
 }
 
-// cur_prev is store.prev: the next leaf descending, 0 at the start. It is
-// cur_next's mirror image (and seek_lt seek_ge's), kept written out: one
-// walk parameterized by direction would hide which bound each step checks.
-__device__ u64 cur_prev(const Tree *t, Cur *c) {
-    for (;;) {
-        if (c->node == ROOT_CUR) {
-            bool found = false;
-            while (c->pos >= 0) {
-                u64 l = root_pos_link(t, c->pos);
-                c->pos--;
-                if (!l) continue;
-                if (is_leaf(l)) return l;
-                c->node = l;
-                c->d = (u32)t->width;
-                c->pos = (long)positions(rec(t, l), lkind(l)) - 1;
-                found = true;
-                break;
-            }
-            if (!found) return 0;
-            continue;
-        }
-        const u64 *r = rec(t, c->node);
-        u32 k = lkind(c->node);
-        bool down = false;
-        while (c->pos >= -1) {
-            u64 l = child_at(r, k, (int)c->pos);
-            c->pos--;
-            if (!l) continue;
-            if (is_leaf(l)) return l;
-            c->d = c->d + plen_of(r) + 1;
-            c->node = l;
-            c->pos = (long)positions(rec(t, l), lkind(l)) - 1;
-            down = true;
-            break;
-        }
-        if (!down) climb(t, c, r, -1);
-    }
-}
+// cur_next is store.next: the next leaf ascending, 0 at the end.
+__device__ u64 cur_next(const Tree *t, Cur *c) { return cur_step<false>(t, c); }
+
+// cur_prev is store.prev: the next leaf descending, 0 at the start.
+__device__ u64 cur_prev(const Tree *t, Cur *c) { return cur_step<true>(t, c); }
 
 // prefix_compare is store.prefixCompare.
 __device__ int prefix_compare(const Tree *t, u64 l, const u64 *r, const u8 *k, u32 n, u32 D) {
@@ -147,26 +119,36 @@ __device__ __forceinline__ u64 be_uint(const u8 *b, u32 n) {
     return v;
 }
 
-// seek_ge is store.seekGE.
-__device__ Cur seek_ge(const Tree *t, const u8 *lo, u32 n) {
+// seek is store.seekGE (LT false: the first position at or above bound b)
+// and store.seekLT (LT true: the last position below b; has false: no
+// bound, the last position): one descent, the two differing only in the
+// position each outcome gives, written side by side as
+// LT ? below-b : at-or-above-b.
+template <bool LT>
+__device__ __forceinline__ Cur seek(const Tree *t, const u8 *b, u32 n, bool has) {
     long w = (long)t->width;
     Cur c;
     c.node = ROOT_CUR;
     c.d = 0;
-    if ((long)n < w) {
-        long e = (long)be_uint(lo, n) << (8 * (w - n));
-        c.pos = e * (w + 1) + n;
+    if (LT && !has) {
+        c.pos = root_positions(t) - 1;
         return c;
     }
-    long e = (long)be_uint(lo, (u32)w);
+    if ((long)n < w) {
+        long e = (long)be_uint(b, n) << (8 * (w - n));
+        c.pos = LT ? e * (w + 1) + n - 1 : e * (w + 1) + n;
+        return c;
+    }
+    long e = (long)be_uint(b, (u32)w);
     long rp = e * (w + 1) + w;
     u64 l = t->root[e];
     if (!l) {
-        c.pos = rp + 1;
+        c.pos = LT ? rp - 1 : rp + 1;
         return c;
     }
     if (is_leaf(l)) {
-        c.pos = compare_keys(leaf_key(t, l), laux(l), lo, n) >= 0 ? rp : rp + 1;
+        int cmp = compare_keys(leaf_key(t, l), laux(l), b, n);
+        c.pos = LT ? (cmp < 0 ? rp : rp - 1) : (cmp >= 0 ? rp : rp + 1);
         return c;
     }
     u64 node = l;
@@ -176,29 +158,30 @@ __device__ Cur seek_ge(const Tree *t, const u8 *lo, u32 n) {
         u32 k = lkind(node);
         c.node = node;
         c.d = D;
-        int pc = prefix_compare(t, node, r, lo, n, D);
+        int pc = prefix_compare(t, node, r, b, n, D);
         if (pc < 0) {
-            c.pos = -1;
+            c.pos = LT ? -2 : -1;
             return c;
         }
         if (pc > 0) {
-            c.pos = positions(r, k);
+            c.pos = LT ? (long)positions(r, k) - 1 : positions(r, k);
             return c;
         }
         u32 d = D + plen_of(r);
         if (n == d) {
-            c.pos = -1;
+            c.pos = LT ? -2 : -1;
             return c;
         }
         bool exact;
-        int p = lower_pos(r, k, lo[d], &exact);
+        int p = lower_pos(r, k, b[d], &exact);
         if (!exact) {
-            c.pos = p;
+            c.pos = LT ? p - 1 : p;
             return c;
         }
         u64 ch = child_at(r, k, p);
         if (is_leaf(ch)) {
-            c.pos = compare_keys(leaf_key(t, ch), laux(ch), lo, n) >= 0 ? p : p + 1;
+            int cmp = compare_keys(leaf_key(t, ch), laux(ch), b, n);
+            c.pos = LT ? (cmp < 0 ? p : p - 1) : (cmp >= 0 ? p : p + 1);
             return c;
         }
         node = ch;
@@ -206,65 +189,8 @@ __device__ Cur seek_ge(const Tree *t, const u8 *lo, u32 n) {
     }
 }
 
+// seek_ge is store.seekGE.
+__device__ Cur seek_ge(const Tree *t, const u8 *lo, u32 n) { return seek<false>(t, lo, n, true); }
+
 // seek_lt is store.seekLT (has false: no bound).
-__device__ Cur seek_lt(const Tree *t, const u8 *hi, u32 n, bool has) {
-    long w = (long)t->width;
-    Cur c;
-    c.node = ROOT_CUR;
-    c.d = 0;
-    if (!has) {
-        c.pos = root_positions(t) - 1;
-        return c;
-    }
-    if ((long)n < w) {
-        long e = (long)be_uint(hi, n) << (8 * (w - n));
-        c.pos = e * (w + 1) + n - 1;
-        return c;
-    }
-    long e = (long)be_uint(hi, (u32)w);
-    long rp = e * (w + 1) + w;
-    u64 l = t->root[e];
-    if (!l) {
-        c.pos = rp - 1;
-        return c;
-    }
-    if (is_leaf(l)) {
-        c.pos = compare_keys(leaf_key(t, l), laux(l), hi, n) < 0 ? rp : rp - 1;
-        return c;
-    }
-    u64 node = l;
-    u32 D = (u32)w;
-    for (;;) {
-        const u64 *r = rec(t, node);
-        u32 k = lkind(node);
-        c.node = node;
-        c.d = D;
-        int pc = prefix_compare(t, node, r, hi, n, D);
-        if (pc < 0) {
-            c.pos = -2;
-            return c;
-        }
-        if (pc > 0) {
-            c.pos = (long)positions(r, k) - 1;
-            return c;
-        }
-        u32 d = D + plen_of(r);
-        if (n == d) {
-            c.pos = -2;
-            return c;
-        }
-        bool exact;
-        int p = lower_pos(r, k, hi[d], &exact);
-        if (!exact) {
-            c.pos = p - 1;
-            return c;
-        }
-        u64 ch = child_at(r, k, p);
-        if (is_leaf(ch)) {
-            c.pos = compare_keys(leaf_key(t, ch), laux(ch), hi, n) < 0 ? p : p - 1;
-            return c;
-        }
-        node = ch;
-        D = d + 1;
-    }
-}
+__device__ Cur seek_lt(const Tree *t, const u8 *hi, u32 n, bool has) { return seek<true>(t, hi, n, has); }

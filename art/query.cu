@@ -23,6 +23,25 @@ extern "C" __global__ void aq_order_keys(u64 Q, const u8 *lod, const u32 *loo, c
     }
 }
 
+// Range is query q's bounds: lo (ln bytes) and, when has, hi (hn bytes).
+struct Range {
+    const u8 *lo, *hi;
+    u32 ln, hn;
+    bool has;
+};
+
+// range_of reads query q's Range from the batch's bound arrays.
+__device__ __forceinline__ Range range_of(u64 q, const u8 *lod, const u32 *loo, const u8 *hid, const u32 *hio,
+                                          const u8 *hashi) {
+    Range r;
+    r.lo = lod + loo[q];
+    r.ln = loo[q + 1] - loo[q];
+    r.hi = hid + hio[q];
+    r.hn = hio[q + 1] - hio[q];
+    r.has = hashi[q];
+    return r;
+}
+
 // scan_query is query q of aq_scan (q == Q: the zeros after the counts).
 __device__ __forceinline__ void scan_query(const Tree *t, u64 Q, u64 q, const u8 *lod, const u32 *loo, const u8 *hid,
                                            const u32 *hio, const u8 *hashi, u64 limit, int desc, int write, u64 *cnt,
@@ -34,21 +53,17 @@ __device__ __forceinline__ void scan_query(const Tree *t, u64 Q, u64 q, const u8
         }
         return;
     }
-    const u8 *lo = lod + loo[q];
-    u32 ln = loo[q + 1] - loo[q];
-    const u8 *hi = hid + hio[q];
-    u32 hn = hio[q + 1] - hio[q];
-    bool has = hashi[q];
+    Range r = range_of(q, lod, loo, hid, hio, hashi);
     u64 j = write ? cnt[q] : 0, o = write ? bytes[q] : 0;
     u64 c = 0, by = 0;
-    Cur cur = desc ? seek_lt(t, hi, hn, has) : seek_ge(t, lo, ln);
+    Cur cur = desc ? seek_lt(t, r.hi, r.hn, r.has) : seek_ge(t, r.lo, r.ln);
     while (limit == 0 || c < limit) {
         u64 l = desc ? cur_prev(t, &cur) : cur_next(t, &cur);
         if (!l) break;
         const u8 *k = leaf_key(t, l);
         u32 kn = laux(l);
-        if (!desc && has && compare_keys(k, kn, hi, hn) >= 0) break;
-        if (desc && compare_keys(k, kn, lo, ln) < 0) break;
+        if (!desc && r.has && compare_keys(k, kn, r.hi, r.hn) >= 0) break;
+        if (desc && compare_keys(k, kn, r.lo, r.ln) < 0) break;
         if (write) {
             ooffs[j] = (u32)o;
             for (u32 b = 0; b < kn; b++) okeys[o + b] = k[b];
@@ -88,7 +103,9 @@ extern "C" __global__ void aq_scan_perm(const Tree *t, u64 Q, const u32 *perm, c
 // collect_query is query q of aq_collect (q == Q: the zero after the
 // slots). It walks as scan_query does, written out in both: a shared
 // walk helper changed the compiled default kernels (aq_scan, aq_collect),
-// which are kept byte for byte as the GPU suite passed them.
+// which are kept byte for byte as the GPU suite passed them (checked again
+// with NVRTC 11.8, sm_90: a range_next step or a beyond_range bound test
+// each changed all four aq_scan/aq_collect kernels; range_of does not).
 __device__ __forceinline__ void collect_query(const Tree *t, u64 Q, u64 q, const u8 *lod, const u32 *loo, const u8 *hid,
                                               const u32 *hio, const u8 *hashi, u64 limit, int desc, u64 *slots,
                                               u64 *pres, u64 *lens) {
@@ -97,20 +114,16 @@ __device__ __forceinline__ void collect_query(const Tree *t, u64 Q, u64 q, const
         lens[Q * limit] = 0;
         return;
     }
-    const u8 *lo = lod + loo[q];
-    u32 ln = loo[q + 1] - loo[q];
-    const u8 *hi = hid + hio[q];
-    u32 hn = hio[q + 1] - hio[q];
-    bool has = hashi[q];
+    Range r = range_of(q, lod, loo, hid, hio, hashi);
     u64 c = 0, at = q * limit;
-    Cur cur = desc ? seek_lt(t, hi, hn, has) : seek_ge(t, lo, ln);
+    Cur cur = desc ? seek_lt(t, r.hi, r.hn, r.has) : seek_ge(t, r.lo, r.ln);
     while (c < limit) {
         u64 l = desc ? cur_prev(t, &cur) : cur_next(t, &cur);
         if (!l) break;
         const u8 *k = leaf_key(t, l);
         u32 kn = laux(l);
-        if (!desc && has && compare_keys(k, kn, hi, hn) >= 0) break;
-        if (desc && compare_keys(k, kn, lo, ln) < 0) break;
+        if (!desc && r.has && compare_keys(k, kn, r.hi, r.hn) >= 0) break;
+        if (desc && compare_keys(k, kn, r.lo, r.ln) < 0) break;
         slots[at + c] = l;
         pres[at + c] = 1;
         lens[at + c] = kn;

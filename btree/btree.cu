@@ -52,6 +52,34 @@ __device__ __forceinline__ void part_of(u64 i, u64 n, u64 p, u64 *q, u64 *slot, 
     }
 }
 
+// Place is where part_of puts an item of a level whose nodes are
+// first..first+p-1 (bt_leaves, bt_level, bt_level_list): part q, slot s,
+// the part's size, its node id and the word at of slot s in keys and slots.
+struct Place {
+    u64 q, s, size;
+    u32 id;
+    u64 at;
+};
+
+// place_of is item i's Place among n items in p nodes from first, order
+// entries a node. Needs 1 <= p <= n.
+__device__ __forceinline__ Place place_of(u64 i, u64 n, u64 p, u32 first, u32 order) {
+    Place e;
+    part_of(i, n, p, &e.q, &e.s, &e.size);
+    e.id = first + (u32)e.q;
+    e.at = (u64)e.id * order + e.s;
+    return e;
+}
+
+// put_head writes node id's entry count and kind: what the thread of a
+// node's slot 0 writes in every kernel that builds or rewrites nodes
+// (bt_leaves, bt_level, bt_write_leaves, bt_write_internal, bt_level_list);
+// each then sets the links its kernel owns.
+__device__ __forceinline__ void put_head(u32 *count, u8 *kind, u32 id, u64 size, u8 k) {
+    count[id] = (u32)size;
+    kind[id] = k;
+}
+
 // lower_bound returns the first j < c with k[j] >= key, or c.
 __device__ __forceinline__ u32 lower_bound(const u64 *k, u32 c, u64 key) {
     u32 lo = 0, hi = c;
@@ -115,18 +143,14 @@ extern "C" __global__ void bt_leaves(const u64 *k, const u64 *v, u64 n, u64 L, u
                                      u64 *keys, u64 *slots, u32 *count, u32 *parent, u32 *next, u32 *prev,
                                      u8 *kind) {
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-        u64 q, s, size;
-        part_of(i, n, L, &q, &s, &size);
-        u32 id = first + (u32)q;
-        u64 at = (u64)id * order + s;
-        keys[at] = k[i];
-        slots[at] = v[i];
-        if (s == 0) {
-            count[id] = (u32)size;
-            kind[id] = KIND_LEAF;
-            parent[id] = NIL;
-            prev[id] = q == 0 ? NIL : id - 1;
-            next[id] = q + 1 == L ? NIL : id + 1;
+        Place e = place_of(i, n, L, first, order);
+        keys[e.at] = k[i];
+        slots[e.at] = v[i];
+        if (e.s == 0) {
+            put_head(count, kind, e.id, e.size, KIND_LEAF);
+            parent[e.id] = NIL;
+            prev[e.id] = e.q == 0 ? NIL : e.id - 1;
+            next[e.id] = e.q + 1 == L ? NIL : e.id + 1;
         }
     }
 }
@@ -139,18 +163,14 @@ extern "C" __global__ void bt_leaves(const u64 *k, const u64 *v, u64 n, u64 L, u
 extern "C" __global__ void bt_level(u64 n, u64 p, u32 childFirst, u32 first, u32 order,
                                     u64 *keys, u64 *slots, u32 *count, u32 *parent, u8 *kind) {
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-        u64 q, s, size;
-        part_of(i, n, p, &q, &s, &size);
+        Place e = place_of(i, n, p, first, order);
         u32 child = childFirst + (u32)i;
-        u32 id = first + (u32)q;
-        u64 at = (u64)id * order + s;
-        keys[at] = keys[(u64)child * order + count[child] - 1];
-        slots[at] = child;
-        parent[child] = id;
-        if (s == 0) {
-            count[id] = (u32)size;
-            kind[id] = KIND_INTERNAL;
-            parent[id] = NIL;
+        keys[e.at] = keys[(u64)child * order + count[child] - 1];
+        slots[e.at] = child;
+        parent[child] = e.id;
+        if (e.s == 0) {
+            put_head(count, kind, e.id, e.size, KIND_INTERNAL);
+            parent[e.id] = NIL;
         }
     }
 }
@@ -415,9 +435,8 @@ extern "C" __global__ void bt_write_leaves(u64 total, u64 G, const u64 *gc, cons
                                            u32 order, u64 *keys, u64 *slots, u32 *count, u32 *parent,
                                            u32 *next, u32 *prev, u8 *kind, u32 *chId, u64 *chMax) {
     __shared__ u64 bracket[2];
-    GroupOff o = {gc, ALL64, nullptr, 0};
     TILE_LOOP(total) {
-        u64 g = block_groups(o, G, tile, total, bracket);
+        u64 g = block_groups(GroupOff{gc, ALL64, nullptr, 0}, G, tile, total, bracket);
         u64 r = tile + threadIdx.x;
         if (r >= total) continue;
         u64 c = gc[g + 1] - gc[g];
@@ -431,8 +450,7 @@ extern "C" __global__ void bt_write_leaves(u64 total, u64 G, const u64 *gc, cons
         keys[at] = mk[r];
         slots[at] = mv[r];
         if (s == 0) {
-            count[id] = (u32)size;
-            kind[id] = KIND_LEAF;
+            put_head(count, kind, id, size, KIND_LEAF);
             if (q > 0) {
                 parent[id] = parent[leaf];
                 prev[id] = piece_id(leaf, first, xo, q - 1);
@@ -458,9 +476,8 @@ extern "C" __global__ void bt_write_leaves(u64 total, u64 G, const u64 *gc, cons
 extern "C" __global__ void bt_write_kept(u64 total, u64 G, const u64 *gc, const u32 *gLeaf, const u64 *ok,
                                          const u64 *ov, u32 order, u64 *keys, u64 *slots) {
     __shared__ u64 bracket[2];
-    GroupOff o = {gc, ALL64, nullptr, 0};
     TILE_LOOP(total) {
-        u64 g = block_groups(o, G, tile, total, bracket);
+        u64 g = block_groups(GroupOff{gc, ALL64, nullptr, 0}, G, tile, total, bracket);
         u64 r = tile + threadIdx.x;
         if (r >= total) continue;
         u64 at = (u64)gLeaf[g] * order + (r - gc[g]);
@@ -642,9 +659,8 @@ extern "C" __global__ void bt_write_internal(u64 total, u64 G, const u64 *gc, co
                                              u32 order, u64 *keys, u64 *slots, u32 *count, u32 *parent,
                                              u8 *kind, u32 *chId, u64 *chMax) {
     __shared__ u64 bracket[2];
-    GroupOff o = {gc, OFF40, nullptr, 0};
     TILE_LOOP(total) {
-        u64 g = block_groups(o, G, tile, total, bracket);
+        u64 g = block_groups(GroupOff{gc, OFF40, nullptr, 0}, G, tile, total, bracket);
         u64 e = tile + threadIdx.x;
         if (e >= total) continue;
         u64 c = (gc[g + 1] & OFF40) - (gc[g] & OFF40);
@@ -657,8 +673,7 @@ extern "C" __global__ void bt_write_internal(u64 total, u64 G, const u64 *gc, co
         slots[at] = sv[e];
         parent[(u32)sv[e]] = id;
         if (s == 0) {
-            count[id] = (u32)size;
-            kind[id] = KIND_INTERNAL;
+            put_head(count, kind, id, size, KIND_INTERNAL);
             parent[id] = up[g];
         }
         if (s + 1 == size) {
@@ -673,17 +688,13 @@ extern "C" __global__ void bt_write_internal(u64 total, u64 G, const u64 *gc, co
 extern "C" __global__ void bt_level_list(u64 n, u64 p, const u32 *ids, const u64 *maxes, u32 first, u32 order,
                                          u64 *keys, u64 *slots, u32 *count, u32 *parent, u8 *kind) {
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-        u64 q, s, size;
-        part_of(i, n, p, &q, &s, &size);
-        u32 id = first + (u32)q;
-        u64 at = (u64)id * order + s;
-        keys[at] = maxes[i];
-        slots[at] = ids[i];
-        parent[ids[i]] = id;
-        if (s == 0) {
-            count[id] = (u32)size;
-            kind[id] = KIND_INTERNAL;
-            parent[id] = NIL;
+        Place e = place_of(i, n, p, first, order);
+        keys[e.at] = maxes[i];
+        slots[e.at] = ids[i];
+        parent[ids[i]] = e.id;
+        if (e.s == 0) {
+            put_head(count, kind, e.id, e.size, KIND_INTERNAL);
+            parent[e.id] = NIL;
         }
     }
 }

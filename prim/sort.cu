@@ -114,16 +114,20 @@ __device__ __forceinline__ u32 tile_valid(u32 tile, u32 n) {
 // Invariant: every key in [0, n) is counted once in every pass. Each thread
 // keeps a run (digit, length) per pass and flushes it with one shared atomic
 // when the digit changes, so constant or sorted digits cost no contention.
-// load_tile_keys reads a tile's keys into registers, blocked by thread
-// (item j of the thread at j * BLOCK_THREADS + threadIdx.x); entries past
-// valid are left unset.
+// load_tile_keys reads tile `tile` of the n keys into registers, blocked by
+// thread (item j of the thread at j * BLOCK_THREADS + threadIdx.x), and
+// returns the tile's valid count (tile_valid); entries past it are left
+// unset. The histogram and upsweep kernels load their tiles with it.
 template <typename K>
-__device__ __forceinline__ void load_tile_keys(const K* in, u32 valid, K (&k)[ITEMS_PER_THREAD]) {
+__device__ __forceinline__ u32 load_tile_keys(const K* keys, u32 tile, u32 n, K (&k)[ITEMS_PER_THREAD]) {
+    const K* in = keys + (u64)tile * TILE_ITEMS;
+    const u32 valid = tile_valid(tile, n);
 #pragma unroll
     for (int j = 0; j < ITEMS_PER_THREAD; ++j) {
         u32 l = j * BLOCK_THREADS + threadIdx.x;
         if (l < valid) k[j] = in[l];
     }
+    return valid;
 }
 
 template <typename K, int MAXP>
@@ -142,10 +146,8 @@ __device__ void histogram(const K* __restrict__ keys, u32 n, u32 tiles, u32* __r
         run_len[p] = 0;
     }
     for (u32 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        const K* in = keys + (u64)tile * TILE_ITEMS;
-        const u32 valid = tile_valid(tile, n);
         K k[ITEMS_PER_THREAD];
-        load_tile_keys(in, valid, k);
+        const u32 valid = load_tile_keys(keys, tile, n, k);
 #pragma unroll
         for (int j = 0; j < ITEMS_PER_THREAD; ++j) {
             if (j * BLOCK_THREADS + threadIdx.x >= valid) break;
@@ -231,10 +233,8 @@ __device__ void upsweep(const K* keys_a, const K* keys_b, u32* __restrict__ coun
     u32 run_digit = 0, run_len = 0;
     const u32 t1 = first_tile(blockIdx.x + 1, tiles);
     for (u32 tile = first_tile(blockIdx.x, tiles); tile < t1; ++tile) {
-        const K* in = keys + (u64)tile * TILE_ITEMS;
-        const u32 valid = tile_valid(tile, n);
         K k[ITEMS_PER_THREAD];
-        load_tile_keys(in, valid, k);
+        const u32 valid = load_tile_keys(keys, tile, n, k);
 #pragma unroll
         for (int j = 0; j < ITEMS_PER_THREAD; ++j) {
             if (j * BLOCK_THREADS + threadIdx.x >= valid) break;

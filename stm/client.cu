@@ -171,30 +171,42 @@ __device__ __forceinline__ stm_fin* stm_fin_slot(const stm_globals* g, u32 p, u6
 	return (stm_fin*)g->fin_ring + (u64)p * (g->ring_mask + 1) + (s & g->ring_mask);
 }
 
-// stm_send queues a request at server p (one lane calls it). A server has
-// at most one request of each client warp outstanding, and its ring has a
-// slot for every client warp, so a slot is free when it is taken.
-__device__ void stm_send(const stm_globals* g, u32 p, u32 warp, u32 mask, u32 kind, u32 cseq) {
-	u64 s = atomicAdd((unsigned long long*)((u64*)g->req_tail + (u64)p * CTL_SPACING), 1ull);
-	stm_req* r = stm_req_slot(g, p, s);
-	r->warp = warp;
-	r->mask = mask;
-	r->kind = kind;
-	r->cseq = cseq;
-	st_release_gpu(&r->seq, s + 1);
+// stm_post queues a message at server p (one lane calls it): it takes the
+// next slot of the ring whose tail counters are at tails (CTL_SPACING
+// words apart) and slots slot_of gives, fill writes the message's fields,
+// and a release store of its seq publishes it to the server. A server has
+// at most one message of each kind of each client warp outstanding, and
+// each of its rings has a slot for every client warp, so a slot is free
+// when it is taken.
+template <typename M, typename Fill>
+__device__ __forceinline__ void stm_post(const stm_globals* g, u64 tails, M* (*slot_of)(const stm_globals*, u32, u64),
+					 u32 p, Fill fill) {
+	u64 s = atomicAdd((unsigned long long*)((u64*)tails + (u64)p * CTL_SPACING), 1ull);
+	M* m = slot_of(g, p, s);
+	fill(m);
+	st_release_gpu(&m->seq, s + 1);
 }
 
-// stm_send_fin queues a finalize message at server p (one lane calls it);
-// the receiver answers cseq once it has logged the transactions.
+// stm_send queues request kind of warp's lanes mask at server p (stm_post).
+__device__ void stm_send(const stm_globals* g, u32 p, u32 warp, u32 mask, u32 kind, u32 cseq) {
+	stm_post(g, g->req_tail, stm_req_slot, p, [&](stm_req* r) {
+		r->warp = warp;
+		r->mask = mask;
+		r->kind = kind;
+		r->cseq = cseq;
+	});
+}
+
+// stm_send_fin queues a finalize message at server p (stm_post); the
+// receiver answers cseq once it has logged the transactions.
 __device__ void stm_send_fin(const stm_globals* g, u32 p, u32 warp, u32 mask, u32 all, u64 t0, u32 cseq) {
-	u64 s = atomicAdd((unsigned long long*)((u64*)g->fin_tail + (u64)p * CTL_SPACING), 1ull);
-	stm_fin* f = stm_fin_slot(g, p, s);
-	f->warp = warp;
-	f->mask = mask;
-	f->all = all;
-	f->t0 = t0;
-	f->cseq = cseq;
-	st_release_gpu(&f->seq, s + 1);
+	stm_post(g, g->fin_tail, stm_fin_slot, p, [&](stm_fin* f) {
+		f->warp = warp;
+		f->mask = mask;
+		f->all = all;
+		f->t0 = t0;
+		f->cseq = cseq;
+	});
 }
 
 // stm_await waits (all lanes) until at least one of the servers in

@@ -27,63 +27,38 @@
 
 #include "warpkv/types.cuh"
 
-// Each ordering, scope and width is its own one-line asm, on purpose: the
-// operand constraints differ by width ("r" u32, "l" u64) and a macro that
-// generated them would hide the one instruction each function is.
+// WARPKV_ORDERED(SCOPE, T, C) defines the four accesses of one scope and
+// width: ld_relaxed_SCOPE, ld_acquire_SCOPE, st_relaxed_SCOPE and
+// st_release_SCOPE on T (u32 or u64, which is also the PTX type), C the
+// operand constraint of T ("r" u32, "l" u64). Each is still one inline asm
+// instruction, e.g. ld_acquire_gpu(const u64*) is
+// "ld.acquire.gpu.global.u64 %0, [%1];"; only the spelling is generated.
+#define WARPKV_ORDERED(SCOPE, T, C)                                                             \
+    __device__ __forceinline__ T ld_relaxed_##SCOPE(const T* p) {                               \
+        T v;                                                                                    \
+        asm volatile("ld.relaxed." #SCOPE ".global." #T " %0, [%1];" : "=" C(v) : "l"(p) : "memory"); \
+        return v;                                                                               \
+    }                                                                                           \
+    __device__ __forceinline__ T ld_acquire_##SCOPE(const T* p) {                               \
+        T v;                                                                                    \
+        asm volatile("ld.acquire." #SCOPE ".global." #T " %0, [%1];" : "=" C(v) : "l"(p) : "memory"); \
+        return v;                                                                               \
+    }                                                                                           \
+    __device__ __forceinline__ void st_relaxed_##SCOPE(T* p, T v) {                             \
+        asm volatile("st.relaxed." #SCOPE ".global." #T " [%0], %1;" ::"l"(p), C(v) : "memory");   \
+    }                                                                                           \
+    __device__ __forceinline__ void st_release_##SCOPE(T* p, T v) {                             \
+        asm volatile("st.release." #SCOPE ".global." #T " [%0], %1;" ::"l"(p), C(v) : "memory");   \
+    }
 
 // ---- GPU scope ----
-
-__device__ __forceinline__ u64 ld_relaxed_gpu(const u64* p) {
-    u64 v;
-    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ u32 ld_relaxed_gpu(const u32* p) {
-    u32 v;
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ u64 ld_acquire_gpu(const u64* p) {
-    u64 v;
-    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ u32 ld_acquire_gpu(const u32* p) {
-    u32 v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ void st_relaxed_gpu(u64* p, u64 v) {
-    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ void st_relaxed_gpu(u32* p, u32 v) {
-    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ void st_release_gpu(u64* p, u64 v) {
-    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ void st_release_gpu(u32* p, u32 v) {
-    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
+WARPKV_ORDERED(gpu, u64, "l")
+WARPKV_ORDERED(gpu, u32, "r")
 
 // ---- system scope (mapped host memory) ----
+WARPKV_ORDERED(sys, u64, "l")
 
-__device__ __forceinline__ u64 ld_relaxed_sys(const u64* p) {
-    u64 v;
-    asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ u64 ld_acquire_sys(const u64* p) {
-    u64 v;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ void st_relaxed_sys(u64* p, u64 v) {
-    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ void st_release_sys(u64* p, u64 v) {
-    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
+#undef WARPKV_ORDERED
 
 // globaltimer_ns returns the GPU's global timer in nanoseconds.
 __device__ __forceinline__ u64 globaltimer_ns() {
