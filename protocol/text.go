@@ -495,36 +495,40 @@ func (c *conn) statsReq(kind reqKind, group []byte) *request {
 	return c.addReq(r)
 }
 
+// textResultLines are the one-word replies of text stores, deletes, incr,
+// decr and touch by status.
+var textResultLines = [...]string{
+	kv.Stored: "STORED\r\n", kv.NotStored: "NOT_STORED\r\n", kv.Exists: "EXISTS\r\n",
+	kv.NotFound: "NOT_FOUND\r\n", kv.Deleted: "DELETED\r\n", kv.Touched: "TOUCHED\r\n",
+	kv.NonNumeric: replyNonNumeric, kv.TooLarge: replyTooLarge,
+}
+
+// textResultLine returns the one-word reply of status, or "" when it has
+// none.
+func textResultLine(st kv.Status) string {
+	if int(st) < len(textResultLines) {
+		return textResultLines[st]
+	}
+	return ""
+}
+
 // renderTextResult writes the reply of a store, delete, incr/decr or touch.
 func (c *conn) renderTextResult(r *request) {
 	if r.quiet {
 		return
 	}
 	res := c.result(r.op)
-	switch res.Status {
-	case kv.Stored:
-		c.out.str("STORED\r\n")
-	case kv.NotStored:
-		c.out.str("NOT_STORED\r\n")
-	case kv.Exists:
-		c.out.str("EXISTS\r\n")
-	case kv.NotFound:
-		if r.kind == rStore && c.batch.Ops[r.op].Kind >= kv.Append && c.batch.Ops[r.op].Kind <= kv.Prepend {
-			c.out.str("NOT_STORED\r\n")
-			return
+	if line := textResultLine(res.Status); line != "" {
+		if res.Status == kv.NotFound && r.kind == rStore && c.batch.Ops[r.op].Kind >= kv.Append && c.batch.Ops[r.op].Kind <= kv.Prepend {
+			line = "NOT_STORED\r\n" // memcached's append or prepend to a missing key
 		}
-		c.out.str("NOT_FOUND\r\n")
-	case kv.Deleted:
-		c.out.str("DELETED\r\n")
-	case kv.Touched:
-		c.out.str("TOUCHED\r\n")
+		c.out.str(line)
+		return
+	}
+	switch res.Status {
 	case kv.Counted:
 		c.out.uint(res.Number)
 		c.out.str("\r\n")
-	case kv.NonNumeric:
-		c.out.str(replyNonNumeric)
-	case kv.TooLarge:
-		c.out.str(replyTooLarge)
 	case kv.NoMemory:
 		if r.kind == rArith {
 			c.out.str(replyNoMemory)
