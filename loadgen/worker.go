@@ -224,10 +224,12 @@ func btoi(b bool) int {
 
 // pacers returns how many pacer goroutines share the schedule of conns
 // connections on procs processors: one per four processors (each spins on
-// one near its tokens' times), at most one per connection. One pacer
-// handing every token out held an H200 host's 8-processor generator under
-// 80% of the 600 k requests/s it reached unpaced (2026-11-28): a token is
-// a channel send that wakes the connection's writer, about 2 µs.
+// one near its tokens' times), at most one per connection, so that handing
+// out tokens (a channel send that wakes the connection's writer, about 2
+// µs) does not rest on one goroutine. On an H200 host's 8-processor
+// generator, paced unpipelined runs at 80% of memcached's 600-660 k/s peak
+// fell behind their schedule with one pacer and still did with two
+// (2026-11-28): the writers' wake-ups, not only the pacer, limit them.
 func pacers(conns, procs int) int {
 	return max(1, min(conns, procs/4))
 }
