@@ -110,6 +110,11 @@ type Options struct {
 	Clock func() int64
 	// Logger receives the engine's messages; nil means slog.Default().
 	Logger *slog.Logger
+
+	// searchDelay, in tests, makes every batched search call take at
+	// least this long, as a GPU's does (a few to tens of microseconds),
+	// so that the CPU engine exercises the GPU's timings.
+	searchDelay time.Duration
 }
 
 // Engine is the Mega-KV key-value engine: items in an itemstore, their
@@ -257,7 +262,7 @@ func (e *Engine) openIndex() error {
 			if err != nil {
 				return nil, err
 			}
-			return stagedSpace{Staging: st, ix: ix}, nil
+			return stagedSpace{Staging: st, ix: ix, delay: e.opts.searchDelay}, nil
 		}
 		if len(devs) > 0 && e.opts.GPUSearch == GPUSearchPersistent {
 			ps, err := ix.NewPersistentSearch(searchBatches, e.opts.MaxBatch)

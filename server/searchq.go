@@ -32,13 +32,21 @@ type searchSpace interface {
 	Free() error
 }
 
-// stagedSpace is a Staging searched with SearchStaged.
+// stagedSpace is a Staging searched with SearchStaged (taking at least
+// delay: Options.searchDelay).
 type stagedSpace struct {
 	*hashindex.Staging
-	ix *hashindex.Index
+	ix    *hashindex.Index
+	delay time.Duration
 }
 
-func (s stagedSpace) Search(n int) error { return s.ix.SearchStaged(s.Staging, n) }
+func (s stagedSpace) Search(n int) error {
+	if s.delay > 0 {
+		for end := time.Now().Add(s.delay); time.Now().Before(end); {
+		}
+	}
+	return s.ix.SearchStaged(s.Staging, n)
+}
 
 // Reservation word of a batch: jobs reserved in the low 32 bits, waiters
 // in the next 16, closed above.

@@ -352,3 +352,46 @@ func TestContentionMakesProgress(t *testing.T) {
 		})
 	}
 }
+
+// TestContentionQuietsWithSlowSearches runs TestContentionMakesProgress's
+// load on the batched CPU engines with every search call taking as long
+// as a GPU's (20 and 200 µs), callers launching and the scheduler alone:
+// the engine must be quiet soon after the load.
+func TestContentionQuietsWithSlowSearches(t *testing.T) {
+	for _, ec := range testEngines {
+		if ec.device != "cpu" || ec.cpu != CPUSearchBatched {
+			continue
+		}
+		for _, d := range []time.Duration{20 * time.Microsecond, 200 * time.Microsecond} {
+			t.Run(fmt.Sprintf("%s/%v", ec.name, d), func(t *testing.T) {
+				eng := newTestEngine(t, ec, Options{Interval: 100 * time.Microsecond, searchDelay: d})
+				keys := keysInStripe(8, "q")
+				var wg sync.WaitGroup
+				for g := range 32 {
+					wg.Go(func() {
+						r := rand.New(rand.NewPCG(uint64(g), 5))
+						for range 100 {
+							k := keys[r.IntN(len(keys))]
+							var op kv.Op
+							switch r.IntN(5) {
+							case 0:
+								op = kv.Op{Kind: kv.Incr, Key: k, Delta: 1, Vivify: true}
+							case 1:
+								op = kv.Op{Kind: kv.Set, Key: k, Value: []byte("1")}
+							case 2:
+								op = kv.Op{Kind: kv.Delete, Key: k}
+							case 3:
+								op = kv.Op{Kind: kv.Append, Key: k, Value: []byte("0")}
+							default:
+								op = kv.Op{Kind: kv.Get, Key: k}
+							}
+							do(t, eng, op, kv.Op{Kind: kv.Get, Key: keys[r.IntN(len(keys))]})
+						}
+					})
+				}
+				wg.Wait()
+				checkQuiet(t, eng)
+			})
+		}
+	}
+}
