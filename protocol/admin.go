@@ -252,7 +252,7 @@ func (c *conn) countResults() {
 // flushSlabCounts adds the connection's per-class counts to the server's.
 func (c *conn) flushSlabCounts() {
 	for _, d := range c.slabs.deltas {
-		c.s.stats.slabs[d.class][d.counter].Add(uint64(d.n))
+		c.hot.slabs[d.class][d.counter].Add(uint64(d.n))
 	}
 	c.slabs.deltas = c.slabs.deltas[:0]
 }
@@ -279,7 +279,7 @@ func (s *Server) withSlabCounters(lines []kv.Stat) []kv.Stat {
 		}
 		p := strconv.Itoa(cur) + ":"
 		for k := range numSlabCounters {
-			out = append(out, kv.Stat{Name: p + slabCounterNames[k], Value: u64(s.stats.slabs[cur][k].Load())})
+			out = append(out, kv.Stat{Name: p + slabCounterNames[k], Value: u64(s.sum(func(h *hotCounters) uint64 { return h.slabs[cur][k].Load() }))})
 		}
 	}
 	for _, st := range lines {

@@ -49,9 +49,10 @@ type conn struct {
 	quit       bool // close once this round's replies are written
 	barrier    bool // end the round after the request just parsed
 
-	batch      *kv.Batch // the round's batch: own, or its event loop's (shared by the loop's connections)
-	own        kv.Batch  // the batch of a connection served by its own goroutine
-	opBase     int       // this connection's ops of the round are batch.Ops[opBase:opEnd]
+	batch      *kv.Batch    // the round's batch: own, or its event loop's (shared by the loop's connections)
+	hot        *hotCounters // the counters it updates: the server's, or its event loop's
+	own        kv.Batch     // the batch of a connection served by its own goroutine
+	opBase     int          // this connection's ops of the round are batch.Ops[opBase:opEnd]
 	opEnd      int
 	reqs       []request
 	reqBytes   int // value bytes of this round's store requests
@@ -90,6 +91,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		peer:    netAddr(nc.RemoteAddr()),
 	}
 	c.batch = &c.own
+	c.hot = &s.stats.hot
 	if c.id < 0 {
 		c.id = 1<<20 + s.nextID.Add(1)
 	}
@@ -222,8 +224,8 @@ func (c *conn) execute() error {
 	c.flushCounts()
 	c.opEnd = len(c.batch.Ops)
 	if len(c.batch.Ops) > 0 {
-		c.s.stats.batches.Add(1)
-		c.s.stats.ops.Add(uint64(len(c.batch.Ops)))
+		c.hot.batches.Add(1)
+		c.hot.ops.Add(uint64(len(c.batch.Ops)))
 		if err := c.s.cache.Do(c.batch); err != nil {
 			return fmt.Errorf("protocol: cache batch of %d ops: %w", len(c.batch.Ops), err)
 		}
@@ -243,7 +245,7 @@ func (c *conn) execute() error {
 	c.s.holdReplies(size) // a client that does not read holds them here
 	n, err := c.out.writeTo(c.nc)
 	c.s.holdReplies(-size)
-	c.s.stats.bytesWritten.Add(uint64(n))
+	c.hot.bytesWritten.Add(uint64(n))
 	if err != nil {
 		return fmt.Errorf("protocol: write replies: %w", err)
 	}
@@ -327,7 +329,7 @@ func (c *conn) fill() error {
 	}
 	n, err := c.nc.Read(c.rbuf[c.rend:])
 	c.rend += n
-	c.s.stats.bytesRead.Add(uint64(n))
+	c.hot.bytesRead.Add(uint64(n))
 	if err != nil {
 		if n > 0 && errors.Is(err, io.EOF) {
 			c.eof = true
@@ -475,7 +477,7 @@ func remoteAddr(nc net.Conn) string {
 func (c *conn) flushCounts() {
 	for i, n := range c.counts {
 		if n != 0 {
-			c.s.stats.cmds[i].Add(n)
+			c.hot.cmds[i].Add(n)
 			c.counts[i] = 0
 		}
 	}

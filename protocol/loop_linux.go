@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -78,6 +79,10 @@ type loop struct {
 	idleAt  time.Time // next idle scan
 	closeAt time.Time // end of the shutdown grace (zero until shutdown)
 	trimmed uint64    // the Server's trimGen when the loop last trimmed
+	hot     hotCounters
+	// keptBuf is the capacity of the round buffer the last trim kept
+	// (read by tests while the loop runs).
+	keptBuf atomic.Int64
 }
 
 // loopsAvailable reports whether this platform has event loops.
@@ -243,6 +248,11 @@ func (s *Server) startLoops() {
 			}
 			s.loops = append(s.loops, l)
 		}
+		sets := make([]*hotCounters, len(s.loops))
+		for i, l := range s.loops {
+			sets[i] = &l.hot
+		}
+		s.hotSets.Store(&sets)
 		for _, l := range s.loops {
 			go l.loop()
 		}
@@ -263,6 +273,7 @@ func (l *loop) trim() {
 	if cap(l.batch.Ops) > loopMaxOps {
 		l.batch.Ops = nil
 	}
+	l.keptBuf.Store(int64(cap(l.batch.Buf)))
 	if ack := l.s.trimAck.Load(); ack != nil {
 		select {
 		case *ack <- struct{}{}:
@@ -324,6 +335,7 @@ func (l *loop) takeIncoming() {
 	l.mu.Unlock()
 	for _, c := range in {
 		c.batch = &l.batch
+		c.hot = &l.hot
 		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.ev.fd)}
 		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.ev.fd, &ev); err != nil {
 			l.s.log.Warn("protocol: epoll_ctl add", "err", err)
@@ -423,8 +435,8 @@ func (l *loop) round() {
 	l.stages.lap(StageParse, 0)
 	ok := true
 	if len(l.batch.Ops) > 0 {
-		l.s.stats.batches.Add(1)
-		l.s.stats.ops.Add(uint64(len(l.batch.Ops)))
+		l.hot.batches.Add(1)
+		l.hot.ops.Add(uint64(len(l.batch.Ops)))
 		ok = l.do()
 		l.stages.lap(StageCache, len(l.batch.Ops))
 	}
@@ -487,7 +499,7 @@ func (l *loop) read(c *conn) {
 		case n > 0:
 			c.rend += n
 			c.ev.lastIO = time.Now().UnixNano()
-			l.s.stats.bytesRead.Add(uint64(n))
+			l.hot.bytesRead.Add(uint64(n))
 			return
 		case err == unix.EINTR:
 			continue
@@ -599,7 +611,7 @@ func (l *loop) write(c *conn) bool {
 	for len(vec) > 0 {
 		n, err := l.writev(c.ev.fd, vec)
 		if n > 0 {
-			l.s.stats.bytesWritten.Add(uint64(n))
+			l.hot.bytesWritten.Add(uint64(n))
 			c.ev.lastIO = time.Now().UnixNano()
 			vec = consume(vec, n)
 			continue
@@ -715,7 +727,7 @@ func (l *loop) flush(c *conn) {
 		n, err := rawWrite(c.ev.fd, c.ev.held[c.ev.heldOff:])
 		if n > 0 {
 			c.ev.heldOff += n
-			l.s.stats.bytesWritten.Add(uint64(n))
+			l.hot.bytesWritten.Add(uint64(n))
 			l.s.holdReplies(-int64(n))
 			c.ev.lastIO = time.Now().UnixNano()
 			continue

@@ -31,16 +31,17 @@ type Server struct {
 	stats     serverStats
 	verbosity atomic.Uint32
 	closing   atomic.Bool
-	pending   atomic.Int64                  // read-buffer bytes connections hold beyond their first readBufSize
-	held      atomic.Int64                  // bytes of replies not yet taken by their clients (budget.go)
-	heldHigh  atomic.Bool                   // held exceeded half of MaxReplyBytes since it was last zero
-	gaveBack  atomic.Int64                  // unix nanoseconds of the last giveBack
-	backLater atomic.Bool                   // a giveBack is scheduled for when giveBackEvery has passed
-	trimGen   atomic.Uint64                 // giveBacks so far: each asks the loops to drop their large round buffers
-	trimAck   atomic.Pointer[chan struct{}] // where loops acknowledge a trim (trimLoops)
-	hitEst    atomic.Int64                  // recent bytes per get hit, 0 when small (noteHits)
-	nextID    atomic.Int64                  // ids of connections without a file descriptor (net.Pipe)
-	fdWarn    rateLimit                     // "out of file descriptors" log lines
+	pending   atomic.Int64                   // read-buffer bytes connections hold beyond their first readBufSize
+	held      atomic.Int64                   // bytes of replies not yet taken by their clients (budget.go)
+	heldHigh  atomic.Bool                    // held exceeded half of MaxReplyBytes since it was last zero
+	gaveBack  atomic.Int64                   // unix nanoseconds of the last giveBack
+	backLater atomic.Bool                    // a giveBack is scheduled for when giveBackEvery has passed
+	trimGen   atomic.Uint64                  // giveBacks so far: each asks the loops to drop their large round buffers
+	trimAck   atomic.Pointer[chan struct{}]  // where loops acknowledge a trim (trimLoops)
+	hotSets   atomic.Pointer[[]*hotCounters] // the event loops' counter sets (Server.sum), once they run
+	hitEst    atomic.Int64                   // recent bytes per get hit, 0 when small (noteHits)
+	nextID    atomic.Int64                   // ids of connections without a file descriptor (net.Pipe)
+	fdWarn    rateLimit                      // "out of file descriptors" log lines
 
 	loops     []*loop // event loops (loop_linux.go); none: a goroutine per connection
 	loopsOnce sync.Once
@@ -258,5 +259,5 @@ func (s *Server) reject(nc net.Conn) {
 	s.stats.rejected.Add(1)
 	nc.SetWriteDeadline(time.Now().Add(rejectTimeout))
 	n, _ := nc.Write([]byte(replyTooManyConns))
-	s.stats.bytesWritten.Add(uint64(n))
+	s.stats.hot.bytesWritten.Add(uint64(n))
 }
