@@ -79,6 +79,7 @@ type loop struct {
 	idleAt  time.Time // next idle scan
 	closeAt time.Time // end of the shutdown grace (zero until shutdown)
 	trimmed uint64    // the Server's trimGen when the loop last trimmed
+	now     int64     // unix nanoseconds at the start of the round: the connections' activity times
 	hot     hotCounters
 	// keptBuf is the capacity of the round buffer the last trim kept
 	// (read by tests while the loop runs).
@@ -408,6 +409,7 @@ func (l *loop) queue(c *conn) {
 
 // round runs one round for the queued connections.
 func (l *loop) round() {
+	l.now = time.Now().UnixNano()
 	l.cur, l.run = l.run, l.cur[:0]
 	cur := l.cur
 	for _, c := range cur {
@@ -498,7 +500,7 @@ func (l *loop) read(c *conn) {
 		switch {
 		case n > 0:
 			c.rend += n
-			c.ev.lastIO = time.Now().UnixNano()
+			c.ev.lastIO = l.now
 			l.hot.bytesRead.Add(uint64(n))
 			return
 		case err == unix.EINTR:
@@ -538,7 +540,7 @@ func (l *loop) render(c *conn, ok bool) {
 			return
 		}
 		c.state.Store(stateParse)
-		c.lastCmd.Store(time.Now().UnixNano())
+		c.lastCmd.Store(l.now)
 		c.flushCounts()
 		c.renderRound()
 	}
@@ -612,7 +614,7 @@ func (l *loop) write(c *conn) bool {
 		n, err := l.writev(c.ev.fd, vec)
 		if n > 0 {
 			l.hot.bytesWritten.Add(uint64(n))
-			c.ev.lastIO = time.Now().UnixNano()
+			c.ev.lastIO = l.now
 			vec = consume(vec, n)
 			continue
 		}
