@@ -316,30 +316,7 @@ func TestContentionMakesProgress(t *testing.T) {
 			keys := keysInStripe(8, "c")
 			done := make(chan struct{})
 			go func() {
-				var wg sync.WaitGroup
-				for g := range 32 {
-					wg.Go(func() {
-						r := rand.New(rand.NewPCG(uint64(g), 3))
-						for range 300 {
-							k := keys[r.IntN(len(keys))]
-							var op kv.Op
-							switch r.IntN(5) {
-							case 0:
-								op = kv.Op{Kind: kv.Incr, Key: k, Delta: 1, Vivify: true}
-							case 1:
-								op = kv.Op{Kind: kv.Set, Key: k, Value: []byte("1")}
-							case 2:
-								op = kv.Op{Kind: kv.Delete, Key: k}
-							case 3:
-								op = kv.Op{Kind: kv.Append, Key: k, Value: []byte("0")}
-							default:
-								op = kv.Op{Kind: kv.Get, Key: k}
-							}
-							do(t, eng, op, kv.Op{Kind: kv.Get, Key: keys[r.IntN(len(keys))]})
-						}
-					})
-				}
-				wg.Wait()
+				contend(t, eng, keys, 300, 3)
 				close(done)
 			}()
 			select {
@@ -365,33 +342,39 @@ func TestContentionQuietsWithSlowSearches(t *testing.T) {
 		for _, d := range []time.Duration{20 * time.Microsecond, 200 * time.Microsecond} {
 			t.Run(fmt.Sprintf("%s/%v", ec.name, d), func(t *testing.T) {
 				eng := newTestEngine(t, ec, Options{Interval: 100 * time.Microsecond, searchDelay: d})
-				keys := keysInStripe(8, "q")
-				var wg sync.WaitGroup
-				for g := range 32 {
-					wg.Go(func() {
-						r := rand.New(rand.NewPCG(uint64(g), 5))
-						for range 100 {
-							k := keys[r.IntN(len(keys))]
-							var op kv.Op
-							switch r.IntN(5) {
-							case 0:
-								op = kv.Op{Kind: kv.Incr, Key: k, Delta: 1, Vivify: true}
-							case 1:
-								op = kv.Op{Kind: kv.Set, Key: k, Value: []byte("1")}
-							case 2:
-								op = kv.Op{Kind: kv.Delete, Key: k}
-							case 3:
-								op = kv.Op{Kind: kv.Append, Key: k, Value: []byte("0")}
-							default:
-								op = kv.Op{Kind: kv.Get, Key: k}
-							}
-							do(t, eng, op, kv.Op{Kind: kv.Get, Key: keys[r.IntN(len(keys))]})
-						}
-					})
-				}
-				wg.Wait()
+				contend(t, eng, keysInStripe(8, "q"), 100, 5)
 				checkQuiet(t, eng)
 			})
 		}
 	}
+}
+
+// contend has 32 goroutines each run n batches on eng of a random incr,
+// set, delete, append or get of one of keys and a get of another (seeded
+// by seed), and returns when all are done.
+func contend(t *testing.T, eng *Engine, keys [][]byte, n int, seed uint64) {
+	var wg sync.WaitGroup
+	for g := range 32 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), seed))
+			for range n {
+				k := keys[r.IntN(len(keys))]
+				var op kv.Op
+				switch r.IntN(5) {
+				case 0:
+					op = kv.Op{Kind: kv.Incr, Key: k, Delta: 1, Vivify: true}
+				case 1:
+					op = kv.Op{Kind: kv.Set, Key: k, Value: []byte("1")}
+				case 2:
+					op = kv.Op{Kind: kv.Delete, Key: k}
+				case 3:
+					op = kv.Op{Kind: kv.Append, Key: k, Value: []byte("0")}
+				default:
+					op = kv.Op{Kind: kv.Get, Key: k}
+				}
+				do(t, eng, op, kv.Op{Kind: kv.Get, Key: keys[r.IntN(len(keys))]})
+			}
+		})
+	}
+	wg.Wait()
 }
