@@ -45,8 +45,6 @@ func (s *shard) launch() bool {
 	if n, _ := s.q.queued(); n == 0 || s.q.closed.Load() {
 		return false
 	}
-	s.full.Store(false)
-	s.stalled.Store(false) // before the batch is taken: a later stall stays set
 	s.runSearches(time.Now())
 	return true
 }

@@ -272,8 +272,6 @@ func (s *shard) step() (wait int, until time.Time) {
 		s.runUpdates()
 	}
 	if searchDue {
-		s.full.Store(false)
-		s.stalled.Store(false)
 		s.runSearches(now)
 	}
 	return waitNone, until
@@ -401,8 +399,12 @@ type batchGen struct {
 // The locations dropped before it (pending unlinks) cannot be in its
 // results, only in those of batches delivered earlier: they are unlinked
 // once every such batch is done with (its readers have acquired their
-// items), at once if there is none.
+// items), at once if there is none. It clears the full and stalled marks
+// first: a request that marks the shard after the batch is taken keeps
+// its mark for the next one.
 func (s *shard) runSearches(now time.Time) {
+	s.full.Store(false)
+	s.stalled.Store(false)
 	pending := s.takePending()
 	until := s.untilList()
 	if len(pending) > 0 {
