@@ -39,7 +39,21 @@ func keysInStripe(n int, prefix string) [][]byte {
 func checkQuiet(t *testing.T, e *Engine) {
 	t.Helper()
 	if !e.quiesce() {
-		t.Fatalf("engine not quiet after 2 s: %d items held, %d pending entries", e.inflightItems.Load(), e.pend.size())
+		var state bytes.Buffer
+		for i, sh := range e.shards {
+			ns, _ := sh.q.queued()
+			free := sh.role.TryLock()
+			if free {
+				sh.role.Unlock()
+			}
+			sh.mu.Lock()
+			fmt.Fprintf(&state, "shard %d: %d searches queued, %d update jobs queued since %v, applying %v, %d unlinks pending, %d awaiting, %d to unlink, role free %v, stats %+v\n",
+				i, ns, sh.upd.jobs(), time.Since(sh.updSince), sh.applying, len(sh.pending), sh.awaitN.Load(), sh.toUnlink.Load(), free, sh.stats)
+			sh.mu.Unlock()
+		}
+		buf := make([]byte, 1<<20)
+		t.Fatalf("engine not quiet after 2 s: %d items held, %d pending entries\n%s\n%s", e.inflightItems.Load(), e.pend.size(),
+			state.String(), buf[:runtime.Stack(buf, true)])
 	}
 	linked, indexed := e.itemCounts()
 	if linked != indexed {
