@@ -117,6 +117,14 @@ type Config struct {
 	// them. Zero means Threads; a negative value serves every connection
 	// on its own goroutine instead (as ServeConn always does).
 	Loops int
+	// RoundConns bounds the connections of an event loop's round that run
+	// as one cache batch: a round of more runs as groups of RoundConns,
+	// each read, run and written before the next is read, so that a
+	// connection's reply does not wait for the reads and requests of all
+	// the others of its round. Zero means one group for the whole round
+	// (the largest batches: what a GPU index wants). One is memcached's
+	// order: read, run and answer each connection in turn.
+	RoundConns int
 	// ShutdownGrace is how long Shutdown lets connections write the
 	// replies of the batch they are running; a client that does not read
 	// them is dropped then. Default DefaultShutdownGrace.

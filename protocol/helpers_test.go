@@ -60,6 +60,9 @@ func newTestServer(t testing.TB, cfg Config) *testServer {
 // instead (TestEventLoopsRunTheTables).
 var overLoops bool
 
+// loopRoundConns, with overLoops, is the loops' Config.RoundConns.
+var loopRoundConns int
+
 // pipe serves one end of a net.Pipe with ServeConn and returns the client
 // end; cleanup closes it and waits for the server side to finish. With
 // overLoops it returns a TCP connection served by Serve's event loops.
@@ -95,6 +98,7 @@ func (s *testServer) loopConn(t testing.TB) net.Conn {
 			t.Fatal(err)
 		}
 		srv := s.Server
+		srv.cfg.RoundConns = loopRoundConns
 		go srv.Serve(ln)
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -407,11 +407,44 @@ func (l *loop) queue(c *conn) {
 	}
 }
 
-// round runs one round for the queued connections.
+// round runs one round for the queued connections: in groups of
+// Config.RoundConns connections (all of them when it is zero), each group
+// read, parsed, run as one cache batch, rendered and written before the
+// next group is read.
 func (l *loop) round() {
 	l.now = time.Now().UnixNano()
 	l.cur, l.run = l.run, l.cur[:0]
 	cur := l.cur
+	step := l.s.cfg.RoundConns
+	if step <= 0 {
+		step = len(cur)
+	}
+	var rest []*conn
+	for lo := 0; lo < len(cur); lo += step {
+		group := cur[lo:min(lo+step, len(cur))]
+		if n := l.group(group); n < len(group) {
+			rest = cur[lo+n:] // the round is full: the rest run first next round
+			break
+		}
+	}
+	if len(rest) > 0 {
+		next := append(rest[:len(rest):len(rest)], l.run...)
+		for _, c := range rest {
+			c.ev.queued = true
+		}
+		l.run = append(l.run[:0], next...)
+	}
+	if cap(l.batch.Buf) > 4<<20 {
+		l.batch.Buf = nil
+	}
+	l.batch.Reset()
+	clear(cur)
+}
+
+// group reads, parses, runs, renders and writes one group of a round's
+// connections, and returns how many of them it ran: all, unless the
+// batch reached loopMaxOps.
+func (l *loop) group(cur []*conn) int {
 	for _, c := range cur {
 		c.ev.queued = false
 		if c.ev.readable && c.ev.st == psMore {
@@ -428,12 +461,11 @@ func (l *loop) round() {
 			continue
 		}
 		if len(l.batch.Ops) >= loopMaxOps {
-			break // the round is full: the rest run first next round
+			break
 		}
 		l.parse(c)
 		parsed++
 	}
-	rest := cur[parsed:]
 	l.stages.lap(StageParse, 0)
 	ok := true
 	if len(l.batch.Ops) > 0 {
@@ -454,18 +486,7 @@ func (l *loop) round() {
 		}
 	}
 	l.stages.lap(StageWrite, 0)
-	if len(rest) > 0 {
-		next := append(rest[:len(rest):len(rest)], l.run...)
-		for _, c := range rest {
-			c.ev.queued = true
-		}
-		l.run = append(l.run[:0], next...)
-	}
-	if cap(l.batch.Buf) > 4<<20 {
-		l.batch.Buf = nil
-	}
-	l.batch.Reset()
-	clear(cur)
+	return parsed
 }
 
 // do runs the round's batch; false: the cache failed (closed) or panicked,

@@ -13,13 +13,22 @@ import (
 // platform has them) instead of net.Pipe connections on goroutines. The
 // tests that count a connection's batches are left out: a loop's
 // connection starts at one op per round (slow start, see adapt), and its
-// rounds share batches with the loop's other connections.
+// rounds share batches with the loop's other connections. The tables run
+// with a round's connections in one batch and in groups of two
+// (Config.RoundConns).
 func TestEventLoopsRunTheTables(t *testing.T) {
 	if !loopsAvailable {
 		t.Skip("no event loops on this platform")
 	}
 	overLoops = true
-	defer func() { overLoops = false }()
+	defer func() { overLoops, loopRoundConns = false, 0 }()
+	for _, rc := range []int{0, 2} {
+		loopRoundConns = rc
+		t.Run(fmt.Sprintf("round-conns-%d", rc), runTheTables)
+	}
+}
+
+func runTheTables(t *testing.T) {
 	for name, f := range map[string]func(*testing.T){
 		"HalfSentRequestWaitsWithoutSpinning": TestHalfSentRequestWaitsWithoutSpinning,
 		"OverlongLinesClose":                  TestOverlongLinesClose,

@@ -44,6 +44,9 @@ type Config struct {
 	// (protocol.Config.Loops): 0 means the protocol's default, negative
 	// a goroutine per connection.
 	Loops int
+	// RoundConns bounds the connections an event loop runs as one cache
+	// batch (protocol.Config.RoundConns): 0 means all of a round's.
+	RoundConns int
 	// Logger receives the server's messages; nil means slog.Default().
 	Logger *slog.Logger
 	// MetricsAddr, if set, is the TCP address of an HTTP server giving
@@ -89,6 +92,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		Stages:      eng.StageClock(),
 		IdleTimeout: cfg.IdleTimeout,
 		Loops:       cfg.Loops,
+		RoundConns:  cfg.RoundConns,
 		// Half-sent requests count inside the item memory limit (past one
 		// largest request): they take pages from the stored items, and are
 		// refused when they would leave the items less than an eighth of
