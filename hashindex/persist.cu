@@ -15,9 +15,10 @@
 // and L1 is not coherent with writes from other kernels while a kernel is
 // resident.
 //
-// Defines from Go (persist.go): SEARCH_JOBS (hashindex.cu), PS_THREADS
-// (threads of the one block), and the control word offsets CTL_SEQ,
-// CTL_ARG, CTL_DONE, CTL_QUIT, CTL_HITS, CTL_BATCHES, CTL_EXITS.
+// Defines from Go (persist_gpu.go): SEARCH_JOBS (hashindex.cu), PS_THREADS
+// (threads of the one block), the control word offsets CTL_SEQ, CTL_DONE,
+// CTL_QUIT, CTL_HITS, CTL_EXITS, and the doorbell word's fields
+// BELL_JOB_BITS and BELL_SLOT_BITS (batch number | slot | jobs).
 #include "hashindex_kernels.cuh"
 #include "warpkv/order.cuh" // ld_acquire_sys, st_release_sys, globaltimer_ns
 
@@ -40,11 +41,15 @@ struct PersistLoads {
 
 // hix_persist: the resident search. One block of PS_THREADS threads.
 // Thread mapping: thread 0 polls the doorbell ctl[CTL_SEQ] until it differs
-// from the last batch served (initially start_seq), then reads the batch's
-// slot and size from ctl[CTL_ARG]; the block's units (8 lanes each) take
-// groups of SEARCH_JOBS jobs of the slot, striding by the block's units,
-// and write the locations into the slot's outputs; after a system fence
-// thread 0 stores the hit count, then the batch number into ctl[CTL_DONE].
+// from the last doorbell word served (initially start_bell); the word
+// holds the batch's slot and size, so a batch costs one read of host
+// memory to learn of it. The block's units (8 lanes each) take groups of
+// SEARCH_JOBS jobs of the slot, striding by the block's units, and write
+// the locations into the slot's outputs, each thread then fencing at
+// system scope; after the block's barrier thread 0 stores the hit count,
+// and with a release store the doorbell word into ctl[CTL_DONE] (no reads
+// of host memory after the batch's hashes: each would be a bus round trip
+// the host waits for).
 // The kernel exits when ctl[CTL_QUIT] is set or no batch came for idle_ns,
 // counting its exit in ctl[CTL_EXITS] (the host launches it again when
 // needed: persist.go).
@@ -52,20 +57,20 @@ struct PersistLoads {
 // before its number is published in CTL_DONE, and a batch is served once.
 extern "C" __global__ void __launch_bounds__(PS_THREADS, 1)
 hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const u64* hashes_base, u32* out_base,
-            u64 slot_jobs, u64 start_seq, u64 idle_ns) {
-    __shared__ u64 s_seq, s_arg;
+            u64 slot_jobs, u64 start_bell, u64 idle_ns) {
+    __shared__ u64 s_bell;
     __shared__ int s_exit;
     __shared__ u32 s_hits;
-    u64 last = start_seq;
+    u64 last = start_bell;
     Unit u = unit_of();
     for (;;) {
         if (threadIdx.x == 0) {
             u64 t0 = globaltimer_ns();
             int ex = 0;
-            u64 seq;
+            u64 bell;
             for (;;) {
-                seq = ld_acquire_sys(ctl + CTL_SEQ);
-                if (seq != last) break;
+                bell = ld_acquire_sys(ctl + CTL_SEQ);
+                if (bell != last) break;
                 if (ld_volatile(ctl + CTL_QUIT)) {
                     ex = 1;
                     break;
@@ -77,8 +82,7 @@ hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const 
             }
             s_exit = ex;
             if (!ex) {
-                s_seq = seq;
-                s_arg = ld_volatile(ctl + CTL_ARG);
+                s_bell = bell;
                 s_hits = 0;
             }
         }
@@ -90,10 +94,11 @@ hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const 
             }
             return;
         }
-        u64 seq = s_seq, arg = s_arg;
-        u64 n = (u32)arg;
-        const u64* hashes = hashes_base + (arg >> 32) * slot_jobs;
-        u32* out = out_base + (arg >> 32) * slot_jobs;
+        u64 bell = s_bell;
+        u64 n = bell & ((1ull << BELL_JOB_BITS) - 1);
+        u64 slot = (bell >> BELL_JOB_BITS) & ((1ull << BELL_SLOT_BITS) - 1);
+        const u64* hashes = hashes_base + slot * slot_jobs;
+        u32* out = out_base + slot * slot_jobs;
         u32 hits = 0;
         for (u64 first = (u64)(threadIdx.x / CELLS) * SEARCH_JOBS; first < n; first += (PS_THREADS / CELLS) * SEARCH_JOBS)
             hits += search_unit<PersistLoads>(table, mask, pmask, hashes, n, out, first, u);
@@ -102,10 +107,8 @@ hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const 
         __syncthreads();
         if (threadIdx.x == 0) {
             *(volatile u64*)(ctl + CTL_HITS) = s_hits;
-            *(volatile u64*)(ctl + CTL_BATCHES) = *(volatile u64*)(ctl + CTL_BATCHES) + 1;
-            __threadfence_system();
-            st_release_sys(ctl + CTL_DONE, seq);
+            st_release_sys(ctl + CTL_DONE, bell); // after the hit count and, through the barrier, the outputs
         }
-        last = seq;
+        last = bell;
     }
 }

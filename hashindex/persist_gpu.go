@@ -43,7 +43,8 @@ type PersistentSearch struct {
 
 	mu      sync.Mutex // guards the fields below; held by Search with the index's lock
 	running bool       // a resident kernel was launched and may not have exited
-	seq     uint64
+	seq     uint64     // batches rung so far
+	bell    uint64     // the doorbell word of the last batch rung (0: none)
 	refs    int
 	closed  bool
 	broken  error // the resident kernel failed: every batch is launched
@@ -76,15 +77,33 @@ const (
 
 // Control words in the mapped control block (CTL_*).
 const (
-	ctlSeq     = 0 // the host's doorbell: the number of the batch to serve
-	ctlArg     = 1 // slot<<32 | jobs of that batch
-	ctlDone    = 2 // the number of the last batch served
-	ctlQuit    = 3 // nonzero: exit
-	ctlHits    = 4 // hits of the last batch
-	ctlBatches = 5 // batches served by the resident kernels
-	ctlExits   = 6 // resident kernels that have exited
-	ctlWords   = 8 // words of the block (a cache line)
+	ctlSeq   = 0 // the host's doorbell word of the batch to serve (doorbell)
+	ctlDone  = 2 // the doorbell word of the last batch served
+	ctlQuit  = 3 // nonzero: exit
+	ctlHits  = 4 // hits of the last batch
+	ctlExits = 6 // resident kernels that have exited
+	ctlWords = 8 // words of the block (a cache line)
 )
+
+// The doorbell word carries a whole batch, so that the resident kernel
+// reads one word over the bus to learn of it: the batch's number above
+// the slot (bellSlotBits) above its jobs (bellJobBits).
+const (
+	bellJobBits  = 13 // jobs of the batch: at most MaxResident
+	bellSlotBits = 16 // the slot: at most 65536 slots
+)
+
+// A batch's jobs and slot fit their fields (a negative constant fails to
+// compile).
+const (
+	_ = uint(1<<bellJobBits - 1 - MaxResident)
+	_ = uint(1<<bellSlotBits - 65536)
+)
+
+// doorbell returns the doorbell word of batch seq: n jobs in slot i.
+func doorbell(seq uint64, i, n int) uint64 {
+	return seq<<(bellSlotBits+bellJobBits) | uint64(i)<<bellJobBits | uint64(n)
+}
 
 const persistFile = "persist.cu"
 
@@ -96,9 +115,9 @@ var persistSource string
 func persistProgram() gpu.Program {
 	p := gpu.NewProgram(persistFile, persistSource, append(indexDefines(),
 		gpu.Def("PS_THREADS", persistThreads),
-		gpu.Def("CTL_SEQ", ctlSeq), gpu.Def("CTL_ARG", ctlArg), gpu.Def("CTL_DONE", ctlDone),
-		gpu.Def("CTL_QUIT", ctlQuit), gpu.Def("CTL_HITS", ctlHits), gpu.Def("CTL_BATCHES", ctlBatches),
-		gpu.Def("CTL_EXITS", ctlExits))...)
+		gpu.Def("CTL_SEQ", ctlSeq), gpu.Def("CTL_DONE", ctlDone),
+		gpu.Def("CTL_QUIT", ctlQuit), gpu.Def("CTL_HITS", ctlHits), gpu.Def("CTL_EXITS", ctlExits),
+		gpu.Def("BELL_JOB_BITS", bellJobBits), gpu.Def("BELL_SLOT_BITS", bellSlotBits))...)
 	p.Headers["hashindex_kernels.cuh"] = indexSource
 	return p
 }
@@ -250,15 +269,16 @@ func (p *PersistentSearch) resident(i, n int) (int, error) {
 	ctl := p.ctl.Slice()
 	if !p.running || atomic.LoadUint64(&ctl[ctlExits]) == p.stats.Launches {
 		// Never launched, or every kernel launched has exited (idle).
-		if err := p.start(p.seq); err != nil {
+		if err := p.start(p.bell); err != nil {
 			return 0, err
 		}
 	}
-	atomic.StoreUint64(&ctl[ctlArg], uint64(i)<<32|uint64(n))
+	last := p.bell
 	p.seq++
-	atomic.StoreUint64(&ctl[ctlSeq], p.seq)
+	p.bell = doorbell(p.seq, i, n)
+	atomic.StoreUint64(&ctl[ctlSeq], p.bell)
 	began := time.Now()
-	for spins := 1; atomic.LoadUint64(&ctl[ctlDone]) != p.seq; spins++ {
+	for spins := 1; atomic.LoadUint64(&ctl[ctlDone]) != p.bell; spins++ {
 		if spins%128 != 0 {
 			continue
 		}
@@ -269,9 +289,9 @@ func (p *PersistentSearch) resident(i, n int) (int, error) {
 			p.running = false
 			return 0, fmt.Errorf("resident kernel: %w", err)
 		}
-		if gone && atomic.LoadUint64(&ctl[ctlDone]) != p.seq {
+		if gone && atomic.LoadUint64(&ctl[ctlDone]) != p.bell {
 			p.stats.Relaunchs++
-			if err := p.start(p.seq - 1); err != nil {
+			if err := p.start(last); err != nil {
 				return 0, err
 			}
 		}
@@ -284,8 +304,8 @@ func (p *PersistentSearch) resident(i, n int) (int, error) {
 	return int(atomic.LoadUint64(&ctl[ctlHits])), nil
 }
 
-// start launches the resident kernel, which serves batches numbered after
-// last.
+// start launches the resident kernel, which serves the batches rung
+// after the doorbell word last.
 func (p *PersistentSearch) start(last uint64) error {
 	e := p.e
 	err := p.fns.resident.Launch(p.stream, gpu.D1(1), gpu.D1(persistThreads), 0,

@@ -1,6 +1,7 @@
 package hashindex
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -122,5 +123,46 @@ func TestPersistentSearchMatchesSearch(t *testing.T) {
 	}
 	if err := ps.Search(0, 1); err == nil {
 		t.Error("Search after Close: no error")
+	}
+}
+
+// BenchmarkPersistentSearch times one resident search call (a doorbell and
+// the wait for its answer) of n jobs, half of them hits, on a table of
+// benchBuckets buckets holding 2^20 keys: the fixed cost a GPU shard's
+// search batch pays (the server's batches of one request per connection
+// are a few to a few hundred jobs). ns/op is the latency of a call.
+func BenchmarkPersistentSearch(b *testing.B) {
+	d := gputest.Device(b)
+	ix, err := Open(Options{Buckets: benchBuckets, GPU: d})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ix.Close()
+	keys, locs := benchKeys(1<<20, 5)
+	if _, err := ix.Insert(keys, locs, nil); err != nil {
+		b.Fatal(err)
+	}
+	ps, err := ix.NewPersistentSearch(1, MaxResident)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ps.Close()
+	for _, n := range []int{1, 16, 128, 1024} {
+		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(uint64(n), 7))
+			hs := ps.Hashes(0)[:n]
+			for i := range hs {
+				if i%2 == 0 {
+					hs[i] = keys[r.IntN(len(keys))]
+				} else {
+					hs[i] = r.Uint64()
+				}
+			}
+			for b.Loop() {
+				if err := ps.Search(0, n); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
