@@ -105,6 +105,20 @@ __device__ __forceinline__ u32 find_leaf(u64 key, u32 root, u32 height, u32 orde
     return node;
 }
 
+// seek finds key's lower bound in the tree: it returns key's leaf
+// (find_leaf) and sets *base to the leaf's first slot (leaf * order), *c
+// to its count and *j to the first of its keys >= key (c when none): the
+// search bt_get, bt_locate and bt_range begin with (bt_range_start writes
+// it out).
+__device__ __forceinline__ u32 seek(u64 key, u32 root, u32 height, u32 order, const u64 *keys, const u64 *slots,
+                                    const u32 *count, u64 *base, u32 *c, u32 *j) {
+    u32 leaf = find_leaf(key, root, height, order, keys, slots, count);
+    *base = (u64)leaf * order;
+    *c = count[leaf];
+    *j = lower_bound(keys + *base, *c, key);
+    return leaf;
+}
+
 // bt_last_flags: one thread per sorted key (grid-stride). flags[i] = 1 when
 // keys[i] is the last of its run of equal keys (the batch's last
 // occurrence after a stable sort), else 0.
@@ -182,18 +196,16 @@ extern "C" __global__ void bt_get(const u64 *q, u64 n, u32 root, u32 height, u32
                                   const u64 *keys, const u64 *slots, const u32 *count,
                                   u64 *out, u8 *found) {
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-        u64 key = q[i];
-        u32 leaf = find_leaf(key, root, height, order, keys, slots, count);
-        u64 base = (u64)leaf * order;
-        u32 c = count[leaf];
-        u32 j = lower_bound(keys + base, c, key);
+        u64 key = q[i], base;
+        u32 c, j;
+        seek(key, root, height, order, keys, slots, count, &base, &c, &j);
         bool hit = j < c && keys[base + j] == key;
         out[i] = hit ? slots[base + j] : 0;
         found[i] = hit ? 1 : 0;
     }
 }
 
-// Range queries: ranges.cu (it uses lower_bound and find_leaf above).
+// Range queries: ranges.cu (it uses lower_bound, find_leaf and seek above).
 #include "btree/ranges.cu"
 
 // ---------------------------------------------------------------------------
@@ -336,11 +348,9 @@ extern "C" __global__ void bt_locate(const u64 *k, u64 m, u32 root, u32 height, 
                                      u32 *leafOf, u32 *pos, u64 *packed) {
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < m; i += (u64)gridDim.x * blockDim.x) {
         if (i == 0) packed[m] = 0;
-        u64 key = k[i];
-        u32 leaf = find_leaf(key, root, height, order, keys, slots, count);
-        u64 base = (u64)leaf * order;
-        u32 c = count[leaf];
-        u32 j = lower_bound(keys + base, c, key);
+        u64 key = k[i], base;
+        u32 c, j;
+        u32 leaf = seek(key, root, height, order, keys, slots, count, &base, &c, &j);
         bool hit = j < c && keys[base + j] == key;
         leafOf[i] = leaf;
         pos[i] = j;
