@@ -117,10 +117,11 @@ func checkBenchServe(memMB int64, threads int, engines string, interval time.Dur
 		}
 		dev, search, _ := strings.Cut(spec, "/")
 		switch search {
-		case "", server.GPUSearchPersistent, server.GPUSearchStaged, server.SearchLaunchCallers, server.SearchLaunchScheduler,
-			"round1", "round2", "round4", "round8", "round16":
+		case "", server.GPUSearchPersistent, server.GPUSearchStaged, server.SearchLaunchCallers, server.SearchLaunchScheduler:
 		default:
-			search = "bad"
+			if _, ok := roundConnsSpec(search); !ok {
+				search = "bad"
+			}
 		}
 		if _, err := gpu.ParseSpec(dev); err != nil || search == "bad" {
 			return usagef("--engines: %q: want a device option (cpu, gpu, gpu:N, auto), optionally with /%s, /%s, /%s, /%s or /roundN (N 1, 2, 4, 8 or 16)", spec,

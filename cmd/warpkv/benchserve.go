@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -263,10 +264,12 @@ func planServers(mcPath, engines, exe string, threads int, memMB int64, interval
 		case "":
 		case server.SearchLaunchCallers, server.SearchLaunchScheduler:
 			sv.Args = append(sv.Args, "--search-launch", search)
-		case "round1", "round2", "round4", "round8", "round16":
-			sv.Args = append(sv.Args, "--round-conns", strings.TrimPrefix(search, "round"))
 		default:
-			sv.Args = append(sv.Args, "--gpu-search", search)
+			if n, ok := roundConnsSpec(search); ok {
+				sv.Args = append(sv.Args, "--round-conns", n)
+			} else {
+				sv.Args = append(sv.Args, "--gpu-search", search)
+			}
 		}
 		if interval != 0 {
 			sv.Args = append(sv.Args, "--batch-interval", interval.String())
@@ -285,6 +288,13 @@ func planServers(mcPath, engines, exe string, threads int, memMB int64, interval
 		out = append(out, sv)
 	}
 	return out
+}
+
+// roundConnsSpec returns N of an engine spec's "roundN" option (serve
+// --round-conns N), N one of 1, 2, 4, 8 and 16.
+func roundConnsSpec(opt string) (string, bool) {
+	n, ok := strings.CutPrefix(opt, "round")
+	return n, ok && slices.Contains([]string{"1", "2", "4", "8", "16"}, n)
 }
 
 // benchCPUs resolves the server and load CPU sets: given lists, or the
