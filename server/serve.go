@@ -45,7 +45,10 @@ type Config struct {
 	// a goroutine per connection.
 	Loops int
 	// RoundConns bounds the connections an event loop runs as one cache
-	// batch (protocol.Config.RoundConns): 0 means all of a round's.
+	// batch (protocol.Config.RoundConns). 0 means the engine's default:
+	// InlineRoundConns when the engine searches inline (the CPU engine),
+	// whose batches gain nothing from size; a whole round where searches
+	// are batched (GPU shards), whose fixed cost per batch a round shares.
 	RoundConns int
 	// Logger receives the server's messages; nil means slog.Default().
 	Logger *slog.Logger
@@ -56,6 +59,23 @@ type Config struct {
 	// Ready, if set, is called with the listening address once the server
 	// accepts connections.
 	Ready func(addr net.Addr)
+}
+
+// InlineRoundConns is the default Config.RoundConns of an engine that
+// searches inline. Measured on an H200 host (8 server cores, one request
+// in flight per connection, BENCHMARKS.md): groups of 4 served 64
+// connections 1.10x (100:0) and 0.99x (95:5) memcached's throughput where
+// whole rounds served 0.91x and 0.86x, at about the same rates at 512
+// connections; groups of 1 fell between.
+const InlineRoundConns = 4
+
+// roundConns returns the RoundConns the event loops run with: rc, or
+// when it is zero the engine's default.
+func roundConns(rc int, eng *Engine) int {
+	if rc == 0 && eng.InlineSearch() {
+		return InlineRoundConns
+	}
+	return rc
 }
 
 // Serve starts an engine and serves the memcached protocols on cfg.Addr
@@ -92,7 +112,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		Stages:      eng.StageClock(),
 		IdleTimeout: cfg.IdleTimeout,
 		Loops:       cfg.Loops,
-		RoundConns:  cfg.RoundConns,
+		RoundConns:  roundConns(cfg.RoundConns, eng),
 		// Half-sent requests count inside the item memory limit (past one
 		// largest request): they take pages from the stored items, and are
 		// refused when they would leave the items less than an eighth of

@@ -39,7 +39,7 @@ import (
 func runBenchServe(e *env, args []string) error {
 	fs := newFlagSet(e, "bench serve", "warpkv bench serve [--memcached PATH] [--engines gpu,cpu] [--server-cpus LIST] [--load-cpus LIST] [-t N] [-m MB] [--p99-at F] [--profile] [--crosscheck auto|none|PATH] [--json FILE] [--full] [--warpkv-flags FLAGS] [--unpipelined ...] [-- loadgen flags]")
 	mcPath := fs.String("memcached", "memcached", "memcached binary to compare with (none: leave it out)")
-	engines := fs.String("engines", "gpu,cpu", "warpkv engines to run, in order: gpu, cpu, gpu:N, gpu/staged for the GPU engine with staged search calls, gpu/scheduler for its batches launched by the scheduler alone, cpu/roundN (N 1, 2, 4, 8 or 16) for serve --round-conns N (empty: none)")
+	engines := fs.String("engines", "gpu,cpu", "warpkv engines to run, in order: gpu, cpu, gpu:N, gpu/staged for the GPU engine with staged search calls, gpu/scheduler for its batches launched by the scheduler alone, cpu/roundN (N 1, 2, 4, 8 or 16) for serve --round-conns N, cpu/roundall for whole rounds (empty: none)")
 	warpkvPath := fs.String("warpkv", "", "warpkv binary for the servers and the load generator (default: this one)")
 	serverCPUs := fs.String("server-cpus", "", "CPUs of the server processes, e.g. 0-7 (default: the first half of this process's CPUs)")
 	loadCPUs := fs.String("load-cpus", "", "CPUs of the load generator, e.g. 8-15 (default: the other CPUs)")
@@ -290,10 +290,14 @@ func planServers(mcPath, engines, exe string, threads int, memMB int64, interval
 	return out
 }
 
-// roundConnsSpec returns N of an engine spec's "roundN" option (serve
-// --round-conns N), N one of 1, 2, 4, 8 and 16.
+// roundConnsSpec returns the serve --round-conns value of an engine
+// spec's "roundN" option, N one of 1, 2, 4, 8 and 16, or "all" (whole
+// rounds: more than any loop's connections).
 func roundConnsSpec(opt string) (string, bool) {
 	n, ok := strings.CutPrefix(opt, "round")
+	if n == "all" {
+		return "1048576", ok
+	}
 	return n, ok && slices.Contains([]string{"1", "2", "4", "8", "16"}, n)
 }
 

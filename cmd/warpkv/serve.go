@@ -33,7 +33,7 @@ func runServe(e *env, args []string) error {
 	conns := fs.Int("c", 1024, "maximum simultaneous connections (see README: sizing -c)")
 	threads := fs.Int("t", 0, "OS threads running Go code (GOMAXPROCS); 0 = all cores")
 	loops := fs.Int("loops", 0, "event loops serving the connections (0: the default, see README; -1: a goroutine per connection)")
-	roundConns := fs.Int("round-conns", 0, "connections an event loop runs as one cache batch, each group read, run and answered before the next (0: all its readable connections; 1: each connection in turn, as memcached)")
+	roundConns := fs.Int("round-conns", 0, "connections an event loop runs as one cache batch, each group read, run and answered before the next (0: the engine's default, 4 on the CPU engine's inline searches and a whole round where searches are batched, as on GPU shards; 1: each connection in turn, as memcached; at least the connections: whole rounds)")
 	itemMax := fs.String("I", "1m", "largest value, with k/m suffix (1k to 1g)")
 	factor := fs.Float64("f", 1.25, "slab class growth factor (greater than 1)")
 	chunk := fs.Int("n", 48, "minimum space for key, value and flags in the smallest slab class, in bytes")
