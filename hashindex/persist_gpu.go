@@ -71,6 +71,13 @@ const (
 	IdleExit = 2 * time.Millisecond
 	// persistThreads is the resident kernel's block (PS_THREADS).
 	persistThreads = 512
+	// persistSpin is how long a search waits for the resident kernel's
+	// answer (a few microseconds) spinning on its processor before it
+	// also asks the driver whether the kernel is still running and yields
+	// the processor between looks: a driver call each time costs about
+	// as much as the answer, and a yield gives the processor to another
+	// goroutine, which a search answered meanwhile waits for.
+	persistSpin = 50 * time.Microsecond
 	// persistHang bounds the wait for one batch: past it the search fails.
 	persistHang = 5 * time.Second
 )
@@ -279,11 +286,11 @@ func (p *PersistentSearch) resident(i, n int) (int, error) {
 	atomic.StoreUint64(&ctl[ctlSeq], p.bell)
 	began := time.Now()
 	for spins := 1; atomic.LoadUint64(&ctl[ctlDone]) != p.bell; spins++ {
-		if spins%128 != 0 {
+		if spins%128 != 0 || time.Since(began) < persistSpin {
 			continue
 		}
-		// Every so often: has the kernel exited (its idle exit raced this
-		// doorbell, or it failed)?
+		// Past persistSpin, every so often: has the kernel exited (its
+		// idle exit raced this doorbell, or it failed)?
 		gone, err := p.exited.Done()
 		if err != nil {
 			p.running = false

@@ -3,7 +3,9 @@ package hashindex
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -147,8 +149,39 @@ func BenchmarkPersistentSearch(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer ps.Close()
-	for _, n := range []int{1, 16, 128, 1024} {
-		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
+	for _, c := range []struct {
+		n    int
+		busy bool
+	}{{1, false}, {16, false}, {128, false}, {1024, false}, {16, true}} {
+		n := c.n
+		name := fmt.Sprintf("jobs=%d", n)
+		if c.busy {
+			name += "/busy"
+		}
+		b.Run(name, func(b *testing.B) {
+			if c.busy {
+				// Every other processor runs goroutines that compute and
+				// yield, as a server's event loops do.
+				stop := make(chan struct{})
+				var wg sync.WaitGroup
+				for range 2 * runtime.GOMAXPROCS(0) {
+					wg.Go(func() {
+						x := uint64(1)
+						for {
+							select {
+							case <-stop:
+								return
+							default:
+							}
+							for range 20000 {
+								x = x*6364136223846793005 + 1
+							}
+							runtime.Gosched()
+						}
+					})
+				}
+				defer func() { close(stop); wg.Wait() }()
+			}
 			r := rand.New(rand.NewPCG(uint64(n), 7))
 			hs := ps.Hashes(0)[:n]
 			for i := range hs {
