@@ -121,13 +121,31 @@ func measure(ctx context.Context, cfg Config) (Result, error) {
 		w := workers[0]
 		perReq := w.pSet + (1-w.pSet)*float64(cfg.MultiGet)
 		interval := max(time.Duration(perReq/cfg.Rate*float64(time.Second)), 1)
+		if cfg.Pipeline == 1 {
+			// One request in flight: each connection keeps its own
+			// schedule, every len(workers) intervals, offset by its
+			// index (worker.writeScheduled), with no pacer to hand it
+			// tokens: a token per request woke a writer goroutine, and
+			// at 80% of memcached's unpipelined peak on an H200 host the
+			// pacers fell behind (2026-11-28).
+			start := time.Since(base)
+			for i, w := range workers {
+				w.first = start + interval*time.Duration(i)
+				w.period = interval * time.Duration(len(workers))
+			}
+		}
 		for _, w := range workers {
-			w.tokens = make(chan time.Duration, pacerBacklog)
+			if w.period == 0 {
+				w.tokens = make(chan time.Duration, pacerBacklog)
+			}
 		}
 		// pacers(...) pacers, pacer p taking every k-th worker from p
 		// on a schedule k times sparser, offset by p intervals: together
 		// the one schedule of the whole rate.
 		k := pacers(len(workers), runtime.GOMAXPROCS(0))
+		if cfg.Pipeline == 1 {
+			k = 0
+		}
 		for p := range k {
 			var mine []*worker
 			for i := p; i < len(workers); i += k {

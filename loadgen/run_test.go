@@ -278,7 +278,7 @@ func TestPacersSplitTheSchedule(t *testing.T) {
 	}
 	addr, _ := startMemcachedProcess(t)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
-	cfg := Config{Addr: addr, Conns: 8, Pipeline: 1, Rate: 4000, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond,
+	cfg := Config{Addr: addr, Conns: 8, Pipeline: 2, Rate: 4000, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond,
 		Workload: Workload{GetRatio: 1, KeySize: 8, ValueSize: 8, Keys: 1000}}
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -289,5 +289,30 @@ func TestPacersSplitTheSchedule(t *testing.T) {
 	}
 	if res.Latency.P50 > 20*time.Millisecond {
 		t.Errorf("p50 %v at a light paced load: the pacers' schedules do not add up to one", res.Latency.P50)
+	}
+}
+
+// TestScheduledConnectionsKeepTheRate paces connections with one request
+// in flight, each on its own schedule (worker.writeScheduled): together
+// they do the rate asked for, at a light load's latency, for few and for
+// many connections.
+func TestScheduledConnectionsKeepTheRate(t *testing.T) {
+	addr, _ := startMemcachedProcess(t)
+	for _, c := range []struct {
+		conns int
+		rate  float64
+	}{{1, 2000}, {8, 4000}, {64, 8000}} {
+		cfg := Config{Addr: addr, Conns: c.conns, Pipeline: 1, Rate: c.rate, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond,
+			Workload: Workload{GetRatio: 0.9, KeySize: 8, ValueSize: 8, Keys: 1000}, NoPreload: true}
+		res, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.OpsPerSec < 0.8*cfg.Rate || res.OpsPerSec > 1.2*cfg.Rate {
+			t.Errorf("%d connections paced at %.0f ops/s: did %.0f, want within 20%%", c.conns, cfg.Rate, res.OpsPerSec)
+		}
+		if res.Latency.P50 > 20*time.Millisecond {
+			t.Errorf("%d connections: p50 %v at a light paced load", c.conns, res.Latency.P50)
+		}
 	}
 }

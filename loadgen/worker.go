@@ -45,17 +45,21 @@ type request struct {
 // requests in flight, a reader goroutine reads the replies in order and
 // counts them while the phase is phaseMeasure.
 type worker struct {
-	cfg      *Config
-	nc       net.Conn
-	codec    *codec
-	keys     keyChooser
-	pSet     float64            // probability that a request is a set
-	tokens   chan time.Duration // paced: the scheduled send times of this connection's requests (nil: as fast as the pipeline allows)
-	base     time.Time
-	phase    *atomic.Int32
-	slots    chan struct{} // one per request in flight
-	inflight chan request  // the requests in flight, in order
-	opaque   uint32
+	cfg    *Config
+	nc     net.Conn
+	codec  *codec
+	keys   keyChooser
+	pSet   float64            // probability that a request is a set
+	tokens chan time.Duration // paced, pipelined: the scheduled send times of this connection's requests (nil: as fast as the pipeline allows)
+	// paced, one request in flight: this connection's schedule, a request
+	// at first and then every period (since base), kept by its writer
+	// (writeScheduled); period 0 when not.
+	first, period time.Duration
+	base          time.Time
+	phase         *atomic.Int32
+	slots         chan struct{} // one per request in flight
+	inflight      chan request  // the requests in flight, in order
+	opaque        uint32
 
 	counts counts // written by the reader only
 	hist   Histogram
@@ -87,6 +91,9 @@ func newWorker(cfg *Config, nc net.Conn, i int, zipf *Zipf, value []byte, base t
 // closes inflight when done.
 func (w *worker) write(ctx context.Context) error {
 	defer close(w.inflight)
+	if w.period > 0 {
+		return w.writeScheduled(ctx)
+	}
 	if w.tokens != nil {
 		return w.writePaced(ctx)
 	}
@@ -166,6 +173,42 @@ func (w *worker) writePaced(ctx context.Context) error {
 	return nil
 }
 
+// writeScheduled sends this connection's requests on its own schedule
+// (first, then every period) with one request in flight: after each reply
+// it sleeps until the next request's time and sends it. A request whose
+// time passed while the previous one waited for its reply is sent at once
+// and its latency counts from its time (the server is charged for the
+// queue); one sent after a sleep counts from when it was sent, so the
+// generator's own lateness in waking up (Go's timers can fire tens of
+// microseconds late, up to a millisecond on an idle processor) is not
+// charged to the server. It does not spin: a goroutine that keeps
+// yielding keeps the runtime from polling the network, and every reader
+// would wait for that.
+func (w *worker) writeScheduled(ctx context.Context) error {
+	next := w.first
+	for w.phase.Load() != phaseDone {
+		select {
+		case w.slots <- struct{}{}: // the previous reply is in
+		case <-ctx.Done():
+			return nil
+		}
+		start := next
+		if wait := next - time.Since(w.base); wait > 0 {
+			time.Sleep(wait)
+			start = time.Since(w.base)
+		}
+		w.inflight <- w.writeRequestAt(start)
+		if err := w.codec.bw.Flush(); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("loadgen: %s: write: %w", w.cfg.Addr, err)
+		}
+		next += w.period
+	}
+	return nil
+}
+
 // pace hands the workers tokens at the times of a fixed schedule of one
 // request every interval from offset on (round robin over the workers;
 // times are durations since base), until the phase
@@ -223,7 +266,8 @@ func btoi(b bool) int {
 }
 
 // pacers returns how many pacer goroutines share the schedule of conns
-// connections on procs processors: one per four processors (each spins on
+// pipelined connections (one request in flight: writeScheduled, no
+// pacer) on procs processors: one per four processors (each spins on
 // one near its tokens' times), at most one per connection, so that handing
 // out tokens (a channel send that wakes the connection's writer, about 2
 // µs) does not rest on one goroutine. On an H200 host's 8-processor
