@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -298,7 +297,11 @@ func roundConnsSpec(opt string) (string, bool) {
 	if n == "all" {
 		return "1048576", ok
 	}
-	return n, ok && slices.Contains([]string{"1", "2", "4", "8", "16"}, n)
+	switch n {
+	case "1", "2", "4", "8", "16":
+		return n, ok
+	}
+	return n, false
 }
 
 // benchCPUs resolves the server and load CPU sets: given lists, or the
