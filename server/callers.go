@@ -33,6 +33,15 @@ const (
 // leaves the launch to the scheduler and parks: a few search calls.
 const callerSpin = 200 * time.Microsecond
 
+// callerHotSpin is how long of callerSpin a caller spins without yielding
+// its processor: about a GPU search call (6-7 µs on an H200) and the wait
+// for the one before it. A goroutine that yields goes to the back of the
+// runtime's queue; on a server whose event loops keep every processor
+// busy it waits there for another loop's round when its answer is in
+// (a resident search call measured 24-26 µs instead of 6.5-7.4 µs that
+// way: hashindex.BenchmarkPersistentSearch).
+const callerHotSpin = 20 * time.Microsecond
+
 // launch runs the shard's filling search batch when it has jobs and the
 // role is free, and reports whether it ran one. Cost: when it runs, a
 // search call (the caller does the scheduler's work for every waiter of
@@ -66,8 +75,9 @@ type waiting struct {
 // await receives k tokens on wake, the results of searches posted to the
 // shards. On shards whose callers launch (shard.callers) it spins until
 // the first token, launching their filling batches while it can, for at
-// most callerSpin; then it stalls those shards (their schedulers launch
-// the batches left) and blocks for the rest.
+// most callerSpin (the first callerHotSpin of it without yielding its
+// processor); then it stalls those shards (their schedulers launch the
+// batches left) and blocks for the rest.
 func await(w waiting) {
 	got := 0
 	callers := false
@@ -78,6 +88,7 @@ func await(w waiting) {
 	// batch (a reader until its Do releases it) must not wait in
 	// freeBatch for that batch to be free.
 	var deadline time.Time
+	hot := true
 	for spins := 0; got == 0 && callers; spins++ {
 		select {
 		case <-w.wake:
@@ -101,8 +112,11 @@ func await(w waiting) {
 			} else if now.After(deadline) {
 				break
 			}
+			hot = deadline.Sub(now) > callerSpin-callerHotSpin
 		}
-		runtime.Gosched()
+		if !hot {
+			runtime.Gosched()
+		}
 	}
 	if callers && got < w.k {
 		// The scheduler launches what is left: after the first token
