@@ -177,6 +177,9 @@ type STMRun struct {
 	Server  stm.ServerStats
 	Threads int
 	Servers int // GPU: commit servers the run used
+	// P50 and P99: a peer's transaction latency percentiles (0 where not
+	// measured: the CSMV engines).
+	P50, P99 time.Duration
 }
 
 // Rate is commits per second.
@@ -333,7 +336,7 @@ type BankPeer = bankpeer.Peer
 // read-only total and the final store. Cost: d of wall time.
 func RunBankPeer(p BankPeer, b stm.Bank, seed uint64, workers int, d time.Duration) (STMRun, error) {
 	r, err := bankpeer.RunFor(p, b, seed, workers, d)
-	return STMRun{Stats: r.Stats, Wrong: r.Wrong, Elapsed: r.Elapsed, Threads: r.Workers}, err
+	return STMRun{Stats: r.Stats, Wrong: r.Wrong, Elapsed: r.Elapsed, Threads: r.Workers, P50: r.P50, P99: r.P99}, err
 }
 
 // NewGlobalLockBank returns a bank whose every transaction holds one lock.

@@ -248,7 +248,7 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 				op = fmt.Sprintf("%s, %d goroutines", op, workers)
 			}
 			var ref, cpuRow bench.Result
-			var allocs, cpus []string
+			var allocs, cpus, lats []string
 			measure := func(engine string, one func() (bench.STMRun, error)) {
 				p.Printf("%s: %s", engine, op)
 				var runs []bench.STMRun
@@ -273,6 +273,11 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 				allocs = append(allocs, fmt.Sprintf("%s %.3g", engine, float64(mallocs)/float64(max(commits, 1))))
 				cpus = append(cpus, fmt.Sprintf("%s %v", engine, (cpu/time.Duration(max(commits, 1))).Round(time.Nanosecond)))
 				m := bench.MedianSTM(runs)
+				if m.P50 > 0 {
+					lats = append(lats, fmt.Sprintf("%s %v/%v", engine, m.P50, m.P99))
+				} else if r := m.Rate(); r > 0 && m.Threads > 0 {
+					lats = append(lats, fmt.Sprintf("%s mean %v (threads/rate)", engine, time.Duration(float64(m.Threads)/r*1e9).Round(time.Nanosecond)))
+				}
 				row := bench.NewResult(op, engine, int64(m.Stats.Total()), 0, m.Elapsed.Seconds())
 				if ref.OpsPerSec > 0 {
 					row = row.VsPeer("anacrolix/stm", ref)
@@ -322,7 +327,8 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 				e.Close()
 			}
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: heap allocations per commit: %s", op, strings.Join(allocs, ", ")),
-				fmt.Sprintf("%s: process CPU time per commit: %s", op, strings.Join(cpus, ", ")))
+				fmt.Sprintf("%s: process CPU time per commit: %s", op, strings.Join(cpus, ", ")),
+				fmt.Sprintf("%s: transaction latency p50/p99 (peers, timed per transaction; CSMV engines: not timed, mean by Little's law): %s", op, strings.Join(lats, ", ")))
 		}
 	}
 	if failed > 0 {
