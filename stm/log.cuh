@@ -264,8 +264,9 @@ __device__ void stm_log_insert_batch(const stm_globals* g, stm_log& L, stm_scrat
 			for (u32 k = 0; k < per; k++) {
 				const u32 x = x0 + k * 32 + lane;
 				const u32 o = stm_owner(start, x);
+				const u32 so = __shfl_sync(FULL_MASK, start, o); // every lane shuffles: not under ok
 				ok[k] = x < total;
-				v[k] = ok[k] ? cg32(g->ws_item, ((u64)cw * 32 + o) * (u32)g->w_cap + (x - __shfl_sync(FULL_MASK, start, o))) : 0;
+				v[k] = ok[k] ? cg32(g->ws_item, ((u64)cw * 32 + o) * (u32)g->w_cap + (x - so)) : 0;
 			}
 #pragma unroll
 			for (u32 k = 0; k < per; k++)
