@@ -33,6 +33,7 @@ type STMCase struct {
 	Rounds   int     // bank: moves of a transfer
 	Ways     int     // memcached associativity
 	Sharded  bool    // bank: conflict-free
+	Zipf     float64 // bank: Zipf exponent of the block a transaction uses (hot accounts; 0: uniform)
 	Servers  int     // commit servers (0: 1)
 	LogSize  int     // log entries per server (0: the default)
 	Versions int     // versions per item (0: the default)
@@ -57,6 +58,9 @@ func (c STMCase) Name() string {
 		}
 		if c.Sharded {
 			b.WriteString(", sharded")
+		}
+		if c.Zipf > 0 {
+			fmt.Fprintf(&b, ", zipf %g", c.Zipf)
 		}
 	}
 	if c.Servers > 1 {
@@ -88,7 +92,7 @@ func (c STMCase) Workload() stm.Workload {
 
 // Bank returns a bank case's workload.
 func (c STMCase) Bank() stm.Bank {
-	return stm.Bank{Accounts: c.Accounts, Initial: 100, ReadOnly: c.ReadOnly, ReadSize: c.ReadSize, Rounds: c.Rounds, Sharded: c.Sharded}
+	return stm.Bank{Accounts: c.Accounts, Initial: 100, ReadOnly: c.ReadOnly, ReadSize: c.ReadSize, Rounds: c.Rounds, Sharded: c.Sharded, Zipf: c.Zipf}
 }
 
 // Config returns the engine configuration of the case.
@@ -173,6 +177,9 @@ type STMRun struct {
 	Server  stm.ServerStats
 	Threads int
 	Servers int // GPU: commit servers the run used
+	// P50 and P99: a peer's transaction latency percentiles (0 where not
+	// measured: the CSMV engines).
+	P50, P99 time.Duration
 }
 
 // Rate is commits per second.
@@ -329,7 +336,7 @@ type BankPeer = bankpeer.Peer
 // read-only total and the final store. Cost: d of wall time.
 func RunBankPeer(p BankPeer, b stm.Bank, seed uint64, workers int, d time.Duration) (STMRun, error) {
 	r, err := bankpeer.RunFor(p, b, seed, workers, d)
-	return STMRun{Stats: r.Stats, Wrong: r.Wrong, Elapsed: r.Elapsed, Threads: r.Workers}, err
+	return STMRun{Stats: r.Stats, Wrong: r.Wrong, Elapsed: r.Elapsed, Threads: r.Workers, P50: r.P50, P99: r.P99}, err
 }
 
 // NewGlobalLockBank returns a bank whose every transaction holds one lock.

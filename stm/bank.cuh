@@ -1,7 +1,8 @@
 // stm/bank.cuh: the Bank workload's transaction body (stm/bank.go is its
 // CPU twin and must draw the same numbers in the same order).
 // Parameters: 0 accounts, 1 initial balance, 2 read-only share in parts per
-// million, 3 block size, 4 blocks, 5 rounds, 6 sharded (block = thread).
+// million, 3 block size, 4 blocks, 5 rounds, 6 sharded (block = thread),
+// 7-12 the Zipf law of the block (stm_zipf; exponent 0: uniform).
 #pragma once
 
 __device__ void stm_body(stm_tx* tx) {
@@ -10,7 +11,7 @@ __device__ void stm_body(stm_tx* tx) {
 	const bool sharded = stm_param(tx, 6) != 0;
 	const bool ro = stm_below(tx, 1000000) < ro_ppm;
 	stm_begin(tx, ro);
-	const u64 blk = sharded ? (u64)tx->thread % nb : stm_below(tx, nb);
+	const u64 blk = sharded ? (u64)tx->thread % nb : stm_zipf(tx, 7);
 	const u64 lo = blk * size;
 	const u64 sz = blk == nb - 1 ? n - lo : size;
 	if (ro) {

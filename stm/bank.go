@@ -24,6 +24,10 @@ type Bank struct {
 	ReadSize int
 	// Rounds is k, the moves of one transfer; 0 means 1.
 	Rounds int
+	// Zipf, in [0, 1), draws the block a transaction uses with Zipf's law
+	// of this exponent over the blocks (block 0 the hottest: hot
+	// accounts); 0 is uniform. Sharded transactions ignore it.
+	Zipf float64
 	// Sharded makes the workload conflict-free: a client (goroutine or
 	// GPU thread) only uses the block of its own number (modulo the
 	// blocks), so there are no conflicts when there are at least as many
@@ -40,6 +44,9 @@ func (b Bank) Name() string {
 	sh := ""
 	if b.Sharded {
 		sh = ", sharded"
+	}
+	if b.Zipf > 0 && !b.Sharded {
+		sh = fmt.Sprintf(", zipf %g", b.Zipf)
 	}
 	return fmt.Sprintf("bank %d accounts, %g%% read-only of %s, %d rounds%s", b.Accounts, 100*b.ReadOnly, rs, b.rounds(), sh)
 }
@@ -73,6 +80,8 @@ func (b Bank) Validate() error {
 		return fmt.Errorf("bank: read-only share %g: want 0 to 1", b.ReadOnly)
 	case b.ReadSize < 0 || b.ReadSize > b.Accounts:
 		return fmt.Errorf("bank: read size %d: want 0 (all) to the %d accounts", b.ReadSize, b.Accounts)
+	case b.Zipf < 0 || b.Zipf >= 1 || b.Zipf != b.Zipf:
+		return fmt.Errorf("bank: zipf exponent %g: want 0 (uniform) to below 1", b.Zipf)
 	case b.Rounds < 0 || b.Rounds > 1<<16:
 		return fmt.Errorf("bank: %d rounds: want 1 to %d", b.Rounds, 1<<16)
 	}
@@ -89,6 +98,7 @@ func (b Bank) spec() (*workloadSpec, error) {
 	size, nb := b.blocks()
 	roPPM, k, v := ppm(b.ReadOnly), b.rounds(), b.Initial
 	n := b.Accounts
+	z := newZipf(uint64(nb), b.Zipf)
 	// block returns the first account and the size of the block of a
 	// transaction.
 	block := func(r *rng, thread int) (int, int) {
@@ -96,7 +106,7 @@ func (b Bank) spec() (*workloadSpec, error) {
 		if b.Sharded {
 			blk = thread % nb
 		} else {
-			blk = int(r.below(uint64(nb)))
+			blk = int(z.draw(r))
 		}
 		lo := blk * size
 		if blk == nb-1 {
@@ -132,7 +142,7 @@ func (b Bank) spec() (*workloadSpec, error) {
 			return false
 		},
 		cudaName: "bank.cuh", cuda: bankCUDA, span: size,
-		params:   []uint64{uint64(n), v, roPPM, uint64(size), uint64(nb), uint64(k), boolWord(b.Sharded)},
+		params:   append([]uint64{uint64(n), v, roPPM, uint64(size), uint64(nb), uint64(k), boolWord(b.Sharded)}, z.params()...),
 		maxReads: 2 * k, maxWrites: 2 * k, maxROReads: size + n%size,
 		check: func(final []uint64, _ Stats) error {
 			for blk := 0; blk < nb; blk++ {
@@ -170,11 +180,13 @@ type BankTx struct {
 	ReadOnly     bool
 	First, Count int
 	Moves        [][2]int
+	z            *zipf // the block distribution of the last Draw's Bank
 }
 
 // Draw fills t with transaction ticket of a run seeded seed, run by client
 // thread (which matters only when sharded): the transaction both engines
-// run for that ticket. Cost: O(Rounds).
+// run for that ticket. Cost: O(Rounds); with Zipf, the first draw into t
+// (or the first after a Bank of other blocks) also O(blocks).
 func (b Bank) Draw(seed, ticket uint64, thread int, t *BankTx) {
 	size, nb := b.blocks()
 	r := txRNG(seed, ticket)
@@ -183,7 +195,11 @@ func (b Bank) Draw(seed, ticket uint64, thread int, t *BankTx) {
 	if b.Sharded {
 		blk = thread % nb
 	} else {
-		blk = int(r.below(uint64(nb)))
+		if t.z == nil || t.z.n != uint64(nb) || t.z.theta != b.Zipf {
+			z := newZipf(uint64(nb), b.Zipf)
+			t.z = &z
+		}
+		blk = int(t.z.draw(&r))
 	}
 	t.First, t.Count = blk*size, size
 	if blk == nb-1 {

@@ -16,21 +16,21 @@
 // log of recent commits (timestamps and written items of this partition)
 // lives in shared memory. A worker takes one request (the transactions of
 // one client warp) and validates it against the log entries newer than
-// the transactions' snapshots. When every transaction of the request has
-// at most STM_TABLE/2 accesses (the common case), it is validated as a
-// batch: the worker puts the items of consecutive lanes, up to STM_TABLE/2
-// of them, in a hash table in shared memory (item -> the lanes that read
-// or wrote it) and its lanes scan the log entries, 32 at a time, once for
-// the whole group (one group for small transactions; a request of larger
-// ones takes a few, so multi-round transactions are not validated one by
-// one). Transactions larger than half the table are validated one after
-// the other by the whole warp (collaborative validation: lane j checks
-// entries head-1-j, head-1-j-32, ...). There is no lock: the survivors
+// the transactions' snapshots, as a batch whatever the transactions'
+// sizes: the request's accesses (lane 0's reads and writes, then lane
+// 1's, ...) go STM_TABLE/2 at a time into a hash table in shared memory
+// (item -> the lanes that read or wrote it), the whole warp loading them
+// (one round trip to L2), and its lanes scan the log entries, 32 at a
+// time, once per table load (one load for 32 transfers of one round; a
+// request of larger transactions takes several, and a transaction larger
+// than the table is spread over several loads). There is no lock: the survivors
 // reserve consecutive slots of the log with one atomicAdd, and requests
 // take their turns in slot order (log.cuh): in its turn a single-partition
 // request takes consecutive timestamps for its survivors (in shared memory
 // when there is one server, else one addition on the global counter),
-// writes their entries and passes the turn on; only then does it validate
+// writes their entries (the items staged in shared memory when each
+// writes at most STM_SPL, else copied from the write sets by the whole
+// warp) and passes the turn on; only then does it validate
 // them against the entries published since its first scan (those of the
 // earlier slots), so that no scan happens in a turn. A survivor that fails
 // this final validation aborts with its timestamp, a hole its client marks

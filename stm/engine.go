@@ -127,7 +127,7 @@ type Breakdown struct {
 // run.
 type ServerStats struct {
 	Requests uint64        // commit requests served: a client warp's transactions at one server
-	Batched  uint64        // requests validated as a batch (the rest transaction by transaction)
+	Batched  uint64        // requests validated as a batch (all of them: in table loads of STM_TABLE/2 accesses)
 	Scanned  uint64        // log entries the batch validations scanned
 	LockWait time.Duration // time workers waited for their turn at the log (slot order), summed
 }

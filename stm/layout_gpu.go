@@ -125,8 +125,8 @@ const (
 // server.cu, whose static_assert checks these bounds), with the scratch's
 // table size and the writes per transaction it stages.
 const (
-	stmTable          = 256 // items of a request's table (a power of two); transactions of up to half as many accesses are batch-validated, in groups of lanes of up to half as many
-	stmSPL            = 4   // writes per transaction the batch path stages
+	stmTable          = 256 // items of a request's table (a power of two); a request's accesses are loaded half as many at a time, whatever its transactions' sizes
+	stmSPL            = 4   // writes per transaction staged in shared memory for the log (larger write sets are copied from global memory in the turn)
 	ctlBytes0         = 128
 	ctlBytesPerWorker = 4096
 )

@@ -26,7 +26,8 @@
 // A worker's scratch for batch validation: the request's items in an
 // open-addressing table (key: item, STM_EMPTY when free; rd and wr: the
 // lanes that read and wrote it), the lanes' snapshots, their writes of
-// this partition (STM_SPL per lane, in order) and the conflicts found.
+// this partition (STM_SPL per lane, in order: a single-partition request
+// whose transactions write at most that many) and the conflicts found.
 struct stm_scratch {
 	u32 key[STM_TABLE];
 	u32 rd[STM_TABLE];
@@ -34,7 +35,6 @@ struct stm_scratch {
 	u32 witem[32 * STM_SPL];
 	u64 snap[32];
 	u32 rw, ww, lf, pad;
-	u32 bloom[32]; // the per-transaction path's filter of one transaction's items
 };
 
 // The shared memory of a server block: the log (entry timestamps, pool
@@ -217,15 +217,31 @@ __device__ void stm_log_insert(const stm_globals* g, stm_log& L, u32 p, u32 lane
 	}
 }
 
+// stm_owner returns, in every lane, the lane whose range [start, start +
+// its count) holds x, given each lane's start (an exclusive prefix sum of
+// the counts, so nondecreasing in lane order): the last lane whose start
+// is at most x (five shuffles). All lanes call it, each with its own x.
+__device__ __forceinline__ u32 stm_owner(u32 start, u32 x) {
+	u32 o = 0;
+#pragma unroll
+	for (u32 s = 16; s; s >>= 1)
+		if (__shfl_sync(FULL_MASK, start, o + s) <= x) o += s;
+	return o;
+}
+
 // stm_log_insert_batch writes, in the caller's turn, the entries of the
-// lanes of slots of a batch-validated request at once, from the worker's
-// scratch: lane l's entry is slot head + its rank r in slots; a lane of
-// lanes gets timestamp t0 + r and its cl staged writes of this partition
-// (S->witem), any other a null entry; then head moves past them all. The
-// caller has checked that the entries and their items fit the log
-// (popc(slots) <= log_n, sum cl <= log_w). Thread mapping: lane l writes
-// client lane l's entry. All lanes call it.
-__device__ void stm_log_insert_batch(const stm_globals* g, stm_log& L, stm_scratch* S, u32 lane, u32 slots, u32 lanes, u32 cl, u64 t0) {
+// lanes of slots of a batch-validated single-partition request of client
+// warp cw at once: lane l's entry is slot head + its rank r in slots; a
+// lane of lanes gets timestamp t0 + r and its cl writes (all of this
+// partition), any other a null entry; then head moves past them all. The
+// items come from the worker's scratch when staged (S->witem), else from
+// the write sets in global memory, copied by the whole warp: lane k copies
+// the request's items k, k + 32, ... (its entry by stm_owner), four loads
+// in flight at a time. The caller has checked that the entries and their
+// items fit the log (popc(slots) <= log_n, sum cl <= log_w). Thread
+// mapping: lane l writes client lane l's entry. All lanes call it.
+__device__ void stm_log_insert_batch(const stm_globals* g, stm_log& L, stm_scratch* S, u32 lane, u32 cw, u32 slots, u32 lanes, u32 cl,
+                                     bool staged, u64 t0) {
 	const u64 emask = g->log_e - 1, amask = g->log_a - 1;
 	const bool mine = (slots >> lane) & 1, live = (lanes >> lane) & 1;
 	const u32 m = __popc(slots), c = mine && live ? cl : 0;
@@ -234,15 +250,34 @@ __device__ void stm_log_insert_batch(const stm_globals* g, stm_log& L, stm_scrat
 		const u32 v = __shfl_up_sync(FULL_MASK, incl, o);
 		if (lane >= (u32)o) incl += v;
 	}
-	const u32 total = __shfl_sync(FULL_MASK, incl, 31);
+	const u32 total = __shfl_sync(FULL_MASK, incl, 31), start = incl - c;
 	const u64 head = L.ctl->head, base = L.ctl->pool_head;
 	stm_log_evict(g, L, lane, head, m, base + total);
+	if (staged) {
+		for (u32 i = 0; i < c; i++) L.pool[(base + start + i) & amask] = S->witem[lane * STM_SPL + i];
+	} else {
+		constexpr u32 per = 4;
+		for (u32 x0 = 0; x0 < total; x0 += 32 * per) {
+			u32 v[per];
+			bool ok[per];
+#pragma unroll
+			for (u32 k = 0; k < per; k++) {
+				const u32 x = x0 + k * 32 + lane;
+				const u32 o = stm_owner(start, x);
+				const u32 so = __shfl_sync(FULL_MASK, start, o); // every lane shuffles: not under ok
+				ok[k] = x < total;
+				v[k] = ok[k] ? cg32(g->ws_item, ((u64)cw * 32 + o) * (u32)g->w_cap + (x - so)) : 0;
+			}
+#pragma unroll
+			for (u32 k = 0; k < per; k++)
+				if (ok[k]) L.pool[(base + x0 + k * 32 + lane) & amask] = v[k];
+		}
+	}
 	if (mine) {
 		const u32 r = __popc(slots & lanemask_lt(lane));
-		const u64 e = (head + r) & emask, pos = base + incl - c;
-		for (u32 i = 0; i < c; i++) L.pool[(pos + i) & amask] = S->witem[lane * STM_SPL + i];
+		const u64 e = (head + r) & emask;
 		L.ts[e] = live ? t0 + r : STM_NULL_TS;
-		L.pos[e] = pos;
+		L.pos[e] = base + start;
 		L.cnt[e] = (int)c;
 	}
 	__threadfence_block();

@@ -30,6 +30,13 @@ func contendedCases() []runCase {
 		{"all transactions on one item", Config{}, RMW{Size: 1, Keys: 1, ReadOnly: 0.1}, 3000},
 		{"write-only transactions", Config{}, RMW{Size: 8, Keys: 3, WriteOnly: true}, 3000},
 		{"transactions larger than the log", Config{LogSize: 2, LogWrites: 4}, Bank{Accounts: 64, Initial: 5, ReadOnly: 0.2, Rounds: 8}, 2000},
+		// Multi-round transfers: on the GPU, validated in table loads of a
+		// request's accesses and logged from the write sets (more than
+		// STM_SPL writes each); 40 rounds take more accesses than one load.
+		{"transfers of 4 rounds", Config{}, Bank{Accounts: 512, Initial: 10, ReadOnly: 0.2, ReadSize: 32, Rounds: 4}, 3000},
+		{"transfers of 8 rounds, log of 64", Config{LogSize: 64}, Bank{Accounts: 1024, Initial: 10, ReadOnly: 0.1, ReadSize: 64, Rounds: 8}, 3000},
+		{"transfers larger than a table load", Config{}, Bank{Accounts: 2048, Initial: 10, ReadOnly: 0.1, ReadSize: 256, Rounds: 40}, 1000},
+		{"hot blocks (zipf 0.99), 2 rounds", Config{}, Bank{Accounts: 4096, Initial: 10, ReadOnly: 0.5, ReadSize: 16, Rounds: 2, Zipf: 0.99}, 3000},
 		{"ring depth 1", Config{Versions: 1}, Bank{Accounts: 32, Initial: 9, ReadOnly: 0.3, ReadSize: 4}, 3000},
 		{"four servers, transfers across partitions", Config{Servers: 4}, Bank{Accounts: 64, Initial: 100, ReadOnly: 0.3, Rounds: 2}, 4000},
 		{"four servers, sharded", Config{Servers: 4}, Bank{Accounts: 64, Initial: 3, ReadOnly: 0.3, ReadSize: 8, Sharded: true}, 3000},
@@ -312,6 +319,7 @@ func TestBankDrawMatchesTheBody(t *testing.T) {
 	for _, b := range []Bank{
 		{Accounts: 100, Initial: 5, ReadOnly: 0.5, Rounds: 3},
 		{Accounts: 103, Initial: 5, ReadOnly: 0.2, ReadSize: 10, Rounds: 2, Sharded: true},
+		{Accounts: 1000, Initial: 5, ReadOnly: 0.1, ReadSize: 10, Rounds: 2, Zipf: 0.99},
 	} {
 		sp, err := b.spec()
 		if err != nil {

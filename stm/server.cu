@@ -9,74 +9,9 @@
 // entries after its own would drop entries it has yet to scan.
 #define STM_EARLY_MARGIN 32
 
-// stm_in_set reports whether item is among a transaction's reads (1) or
-// only its writes (2).
-__device__ u32 stm_in_set(const stm_globals* g, u32 tid, u32 nr, u32 nw, u32 item) {
-	for (u32 j = 0; j < nr; j++)
-		if (cg32(g->rs_item, (u64)tid * (u32)g->r_cap + j) == item) return 1;
-	for (u32 j = 0; j < nw; j++)
-		if (cg32(g->ws_item, (u64)tid * (u32)g->w_cap + j) == item) return 2;
-	return 0;
-}
-
-// stm_validate checks client thread tid's transaction (snapshot snap)
-// against the log entries [lo, hi) with the whole warp: lane j takes
-// entries hi-1-j, hi-1-j-32, ... down to the first not newer than the
-// snapshot. Entries read while being evicted are caught by the floor check
-// after a fence (the evicting warp raises the floor before it overwrites).
-// Returns 0, or 1 + the cause. All lanes call it with the same arguments.
-// (The path of transactions too large for the batch table.)
-__device__ u32 stm_validate(const stm_globals* g, stm_log& L, u32* bloom, u32 p, u32 lane, u32 tid, u64 snap,
-                            u64 lo, u64 hi) {
-	const u32 nr = cg32(g->tx_nr, tid), nw = cg32(g->tx_nw, tid);
-	const u64 emask = g->log_e - 1, amask = g->log_a - 1;
-	bloom[lane] = 0;
-	__syncwarp();
-	for (u32 j = lane; j < nr; j += 32) {
-		const u32 it = cg32(g->rs_item, (u64)tid * (u32)g->r_cap + j);
-		if (stm_partition(g, it) == p) {
-			const u32 h = stm_hash10(it);
-			atomicOr(&bloom[h >> 5], 1u << (h & 31));
-		}
-	}
-	for (u32 j = lane; j < nw; j += 32) {
-		const u32 it = cg32(g->ws_item, (u64)tid * (u32)g->w_cap + j);
-		if (stm_partition(g, it) == p) {
-			const u32 h = stm_hash10(it);
-			atomicOr(&bloom[h >> 5], 1u << (h & 31));
-		}
-	}
-	__syncwarp();
-	u32 conf = L.ctl->floor_ts > snap ? 1 + STM_LOG_FULL : 0;
-	for (long long a = (long long)hi - 1 - lane; a >= (long long)lo && !conf; a -= 32) {
-		const u64 e = (u64)a & emask;
-		const u64 ts = L.ts[e];
-		if (ts <= snap) break;
-		const int c = L.cnt[e];
-		if (c == STM_WILDCARD) {
-			conf = 1 + STM_LOG_FULL;
-			break;
-		}
-		const u64 pos = L.pos[e];
-		for (int k = 0; k < c; k++) {
-			const u32 it = L.pool[(pos + k) & amask];
-			const u32 h = stm_hash10(it);
-			if (!(bloom[h >> 5] & (1u << (h & 31)))) continue;
-			const u32 in = stm_in_set(g, tid, nr, nw, it);
-			if (in == 1) {
-				conf = 1 + STM_READ_WRITE;
-				break;
-			}
-			if (in == 2) conf = 1 + STM_WRITE_WRITE;
-		}
-	}
-	__threadfence_block();
-	if (!conf && L.ctl->floor_ts > snap) conf = 1 + STM_LOG_FULL;
-	const u32 rw = __ballot_sync(FULL_MASK, conf == 1 + STM_READ_WRITE);
-	const u32 ww = __ballot_sync(FULL_MASK, conf == 1 + STM_WRITE_WRITE);
-	const u32 lf = __ballot_sync(FULL_MASK, conf == 1 + STM_LOG_FULL);
-	return rw ? 1 + STM_READ_WRITE : ww ? 1 + STM_WRITE_WRITE : lf ? 1 + STM_LOG_FULL : 0;
-}
+// STM_CHUNK is the accesses of a request one table load holds: half the
+// table, so that a probe finds its item or a free slot within a few steps.
+#define STM_CHUNK (STM_TABLE / 2)
 
 // stm_table_put adds lane bit to item's read (rd) or write (wr) lanes.
 __device__ __forceinline__ void stm_table_put(stm_scratch* S, u32 item, u32 bit, bool write) {
@@ -151,24 +86,28 @@ __device__ u32 stm_scan_batch(const stm_globals* g, stm_log& L, stm_scratch* S, 
 
 
 // A request a worker serves, as each lane sees it (lane l: client lane l).
+// Its accesses are numbered in one sequence: lane 0's reads, then its
+// writes, then lane 1's, ...; the table takes them STM_CHUNK at a time
+// (chunk gi: accesses [gi * STM_CHUNK, (gi + 1) * STM_CHUNK)), so a
+// transaction of any size is validated in batches, several small ones in
+// one chunk and a large one over several.
 struct stm_job {
 	u32 cw, mask, kind, seq; // client warp, its lanes, REQ_*, reply number
 	bool in;                 // client lane l is in the request
 	u32 tid;                 // client thread
 	u64 snap, min_snap;      // lane's snapshot (~0 when not in), the request's oldest
 	u32 nr, nw;              // lane's read and write set sizes
-	bool fast;               // validated with the table: every transaction's accesses fit half of it
-	u32 groups, grp;         // table loads the request takes (lanes in order), this lane's
-	bool staged;             // every lane's writes of this partition are in S->witem
-	u32 cl;                  // lane's writes of this partition (staged ones: min(cl, STM_SPL))
-	u64 hv;                  // lane's group is validated up to log entry hv
+	u32 start, total;        // lane's first access in the sequence; the request's accesses
+	u32 chunks;              // table loads the request takes (at least 1)
+	u32 c0, c1;              // lane's first and last chunk
+	bool staged;             // every lane's writes are in S->witem (at most STM_SPL each)
+	u32 cl;                  // a single-partition lane's writes (all of this partition), else 0
+	u64 hv;                  // lane is validated up to log entry hv (its first chunk's scan end)
 };
 
 // stm_job_load reads the request in worker me's mail and its
 // transactions' snapshots and set sizes, and plans its validation: the
-// table path when every transaction has at most STM_TABLE/2 accesses, in
-// groups of consecutive lanes of at most STM_TABLE/2 accesses each (one
-// table load and log scan per group); else one transaction at a time.
+// chunks of the access sequence (stm_job), and each lane's.
 __device__ __forceinline__ void stm_job_load(const stm_globals* g, stm_log_ctl* ctl, u32 me, u32 lane, stm_job& J) {
 	__threadfence_block();
 	J.cw = ctl->mail_warp[me];
@@ -186,68 +125,59 @@ __device__ __forceinline__ void stm_job_load(const stm_globals* g, stm_log_ctl* 
 		J.nw = cg32(g->tx_nw, J.tid);
 	}
 	J.min_snap = warp_min64(J.snap);
-	const u32 a = J.nr + J.nw, half = STM_TABLE / 2;
-	J.fast = __reduce_max_sync(FULL_MASK, a) <= half;
-	u32 gid = 0, acc = 0;
-	J.grp = 0;
-	for (u32 l = 0; l < 32; l++) { // greedy: lanes in order, a new group when the table would pass half
-		const u32 al = __shfl_sync(FULL_MASK, a, l);
-		if (acc + al > half) {
-			gid++;
-			acc = 0;
-		}
-		acc += al;
-		if (lane == l) J.grp = gid;
+	const u32 a = J.nr + J.nw;
+	u32 incl = a; // inclusive prefix sum of the accesses
+	for (int o = 1; o < 32; o <<= 1) {
+		const u32 v = __shfl_up_sync(FULL_MASK, incl, o);
+		if (lane >= (u32)o) incl += v;
 	}
-	J.groups = gid + 1;
-	J.cl = 0;
-	J.staged = false;
+	J.start = incl - a;
+	J.total = __shfl_sync(FULL_MASK, incl, 31);
+	J.chunks = max(1u, (J.total + STM_CHUNK - 1) / STM_CHUNK);
+	J.c0 = a ? J.start / STM_CHUNK : 0;
+	J.c1 = a ? (incl - 1) / STM_CHUNK : 0;
+	J.cl = J.in && J.kind == REQ_SINGLE ? J.nw : 0;
+	J.staged = __reduce_max_sync(FULL_MASK, J.cl) <= STM_SPL;
 	J.hv = 0;
 }
 
-// stm_put_write adds a written item of partition p to the table and, with
-// stage, to the lane's staged writes (the first STM_SPL; *cl counts all).
-__device__ __forceinline__ void stm_put_write(const stm_globals* g, stm_scratch* S, u32 p, u32 lane, u32 it, bool stage, u32* cl) {
-	if (stm_partition(g, it) != p) return;
-	stm_table_put(S, it, 1u << lane, true);
-	if (stage && *cl < STM_SPL) S->witem[lane * STM_SPL + *cl] = it;
-	(*cl)++;
-}
-
-// stm_table_fill clears the worker's table and puts in it the items of
-// this partition of the lanes of group gi (lane bits in rd and wr); with
-// stage, each lane also stages its writes of this partition (S->witem, at
-// most STM_SPL, counted in J.cl). The first STM_SPL reads and writes are
-// loaded at once: one round trip to L2. All lanes call it.
-__device__ __forceinline__ void stm_table_fill(const stm_globals* g, stm_scratch* S, u32 p, u32 lane, stm_job& J, u32 gi, bool stage) {
+// stm_table_fill clears the worker's table and puts in it the accesses of
+// chunk gi that are of partition p (lane bits in rd and wr); with stage,
+// a single-partition request's writes among them that are one of their
+// lane's first STM_SPL are staged in S->witem (lane l's write j at l *
+// STM_SPL + j). Thread mapping: lane k loads accesses gi * STM_CHUNK + k,
+// + k + 32, ... (its owner by stm_owner), all STM_CHUNK / 32 loads issued
+// before any is used: one round trip to L2. All lanes call it.
+__device__ __forceinline__ void stm_table_fill(const stm_globals* g, stm_scratch* S, u32 p, u32 lane, const stm_job& J, u32 gi, bool stage) {
+	constexpr u32 per = STM_CHUNK / 32;
 	for (u32 i = lane; i < STM_TABLE; i += 32) {
 		S->key[i] = STM_EMPTY;
 		S->rd[i] = 0;
 		S->wr[i] = 0;
 	}
 	__syncwarp();
-	if (J.in && J.grp == gi) {
-		const u64 rb = (u64)J.tid * (u32)g->r_cap, wb = (u64)J.tid * (u32)g->w_cap;
-		const u32 nr = J.nr, nw = J.nw;
-		u32 rit[STM_SPL], wit[STM_SPL];
+	const u32 lo = gi * STM_CHUNK, hi = min(lo + STM_CHUNK, J.total);
+	u32 item[per], own[per], wj[per];
+	bool ok[per];
 #pragma unroll
-		for (u32 j = 0; j < STM_SPL; j++) {
-			rit[j] = j < nr ? cg32(g->rs_item, rb + j) : 0;
-			wit[j] = j < nw ? cg32(g->ws_item, wb + j) : 0;
-		}
+	for (u32 k = 0; k < per; k++) {
+		const u32 x = lo + k * 32 + lane;
+		const u32 o = stm_owner(J.start, x);
+		const u32 j = x - __shfl_sync(FULL_MASK, J.start, o);
+		const u32 nr = __shfl_sync(FULL_MASK, J.nr, o);
+		const u64 t = (u64)J.cw * 32 + o;
+		ok[k] = x < hi;
+		own[k] = o;
+		wj[k] = j >= nr ? j - nr : STM_EMPTY;
+		item[k] = 0;
+		if (ok[k]) item[k] = j < nr ? cg32(g->rs_item, t * (u32)g->r_cap + j) : cg32(g->ws_item, t * (u32)g->w_cap + (j - nr));
+	}
 #pragma unroll
-		for (u32 j = 0; j < STM_SPL; j++)
-			if (j < nr && stm_partition(g, rit[j]) == p) stm_table_put(S, rit[j], 1u << lane, false);
-		for (u32 j = STM_SPL; j < nr; j++) {
-			const u32 it = cg32(g->rs_item, rb + j);
-			if (stm_partition(g, it) == p) stm_table_put(S, it, 1u << lane, false);
-		}
-		u32 cl = 0;
-#pragma unroll
-		for (u32 j = 0; j < STM_SPL; j++)
-			if (j < nw) stm_put_write(g, S, p, lane, wit[j], stage, &cl);
-		for (u32 j = STM_SPL; j < nw; j++) stm_put_write(g, S, p, lane, cg32(g->ws_item, wb + j), stage, &cl);
-		if (stage) J.cl = cl;
+	for (u32 k = 0; k < per; k++) {
+		if (!ok[k] || stm_partition(g, item[k]) != p) continue;
+		const bool w = wj[k] != STM_EMPTY;
+		stm_table_put(S, item[k], 1u << own[k], w);
+		if (stage && w && wj[k] < STM_SPL) S->witem[own[k] * STM_SPL + wj[k]] = item[k];
 	}
 	__syncwarp();
 }
@@ -273,17 +203,18 @@ __device__ __forceinline__ u32 stm_cause_of(const stm_scratch* S, u32 lane, u32 
 }
 
 // stm_validate_table validates the request against the published log,
-// group by group: fill the table, scan the entries [tail, head), then
+// chunk by chunk: fill the table, scan the entries [tail, head), then
 // those published meanwhile, so that the final scan is short. Each lane
-// remembers in J.hv where its group's scan ended. Returns lane's 1 +
-// cause, or 0.
+// remembers in J.hv where its first chunk's scan ended (the chunks' scans
+// end at nondecreasing entries, so the lane is validated up to there).
+// Returns lane's 1 + cause, or 0.
 __device__ __forceinline__ u32 stm_validate_table(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, stm_job& J, u64* scanned) {
 	stm_log_ctl* ctl = L.ctl;
 	S->snap[lane] = J.snap;
 	if (lane == 0) S->rw = S->ww = S->lf = 0;
 	__syncwarp();
-	for (u32 gi = 0; gi < J.groups; gi++) {
-		stm_table_fill(g, S, p, lane, J, gi, true);
+	for (u32 gi = 0; gi < J.chunks; gi++) {
+		stm_table_fill(g, S, p, lane, J, gi, J.kind == REQ_SINGLE && J.staged);
 		u64 t0;
 		u64 h0 = stm_head_tail(ctl, lane, &t0);
 		*scanned += stm_scan_batch(g, L, S, lane, t0, h0, J.min_snap);
@@ -293,32 +224,36 @@ __device__ __forceinline__ u32 stm_validate_table(const stm_globals* g, stm_log&
 			*scanned += stm_scan_batch(g, L, S, lane, h0, hc, J.min_snap);
 			h0 = hc;
 		}
-		if (J.grp == gi) J.hv = h0;
+		if (J.c0 == gi) J.hv = h0;
 		__syncwarp();
 	}
-	J.staged = __reduce_max_sync(FULL_MASK, J.cl) <= STM_SPL;
 	__threadfence_block();
 	__syncwarp();
 	const u32 fl = __ballot_sync(FULL_MASK, J.in && ctl->floor_ts > J.snap);
 	return J.in ? stm_cause_of(S, lane, fl) : 0;
 }
 
-// stm_revalidate_table validates the surviving lanes of a table-validated
-// request against the entries published since each group's scan, up to
-// h1 (the request's first slot: all before it are complete). The table
-// holds the last group; the others are loaded again. Entries of [J.hv, h1)
-// dropped from the log before the scan ended (the tail passed J.hv; read
-// after a fence) may have been overwritten while read: their lanes abort
-// (log full; those entries are newer than the lanes' snapshots). Returns
-// lane's cause as updated.
-__device__ __forceinline__ u32 stm_revalidate_table(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, stm_job& J, u64 h1,
-                                    u32 cause, u64* scanned) {
-	for (int gi = (int)J.groups - 1; gi >= 0; gi--) {
-		const u32 members = __ballot_sync(FULL_MASK, J.in && J.grp == (u32)gi);
-		if (!members) continue;
-		const u64 lo = __shfl_sync(FULL_MASK, J.hv, __ffs(members) - 1);
-		if (lo == h1) continue;
-		if (gi != (int)J.groups - 1) stm_table_fill(g, S, p, lane, J, gi, false);
+// stm_final_check validates the request's tentative survivors against the
+// entries published since their first scan, up to h1 (the request's
+// first slot: all before it are complete), chunk by chunk from the last
+// (the table holds it; the others are loaded again), each from the least
+// J.hv of its lanes (entries scanned twice find the same conflicts).
+// Entries of [J.hv, h1) dropped from the log before the scan ended (the
+// tail passed J.hv; read after a fence) may have been overwritten while
+// read: their lanes abort (log full; those entries are newer than the
+// lanes' snapshots). Returns lane's cause as updated.
+__device__ __forceinline__ u32 stm_final_check(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, const stm_job& J, u64 h1,
+                                               u32 cause, u64* scanned) {
+	int held = (int)J.chunks - 1; // the chunk the table holds
+	for (int gi = (int)J.chunks - 1; gi >= 0; gi--) {
+		const bool member = J.in && !cause && J.c0 <= (u32)gi && (u32)gi <= J.c1;
+		if (!__ballot_sync(FULL_MASK, member)) continue;
+		const u64 lo = warp_min64(member ? J.hv : ~0ull);
+		if (lo >= h1) continue;
+		if (held != gi) {
+			stm_table_fill(g, S, p, lane, J, (u32)gi, false);
+			held = gi;
+		}
 		*scanned += stm_scan_batch(g, L, S, lane, lo, h1, J.min_snap);
 		__syncwarp();
 	}
@@ -328,64 +263,43 @@ __device__ __forceinline__ u32 stm_revalidate_table(const stm_globals* g, stm_lo
 	return cause;
 }
 
-// stm_validate_each validates the request's transactions one at a time
-// with the whole warp against the entries [lo, hi) (the path of
-// transactions too large for the table), the lanes of which. Returns
-// lane's cause as updated.
-__device__ __forceinline__ u32 stm_validate_each(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, const stm_job& J, u32 which,
-                                 u64 lo, u64 hi, u32 cause) {
-	for (u32 m = which; m; m &= m - 1) {
-		const u32 l = __ffs(m) - 1;
-		const u64 s = __shfl_sync(FULL_MASK, J.snap, l);
-		const u32 c = stm_validate(g, L, S->bloom, p, lane, J.cw * 32 + l, s, lo, hi);
-		if (lane == l && c) cause = c;
-	}
-	return cause;
-}
-
-// stm_final_check validates the request's tentative survivors slots
-// against the entries published between their first scan and h1, their
-// first slot (table path: per group from J.hv; else one at a time from
-// J.hv, with stm_validate's floor checks). Returns lane's cause as updated.
-__device__ __forceinline__ u32 stm_final_check(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, stm_job& J, u32 slots, u64 h1,
-                                               u32 cause, u64* scanned) {
-	if (J.fast) return stm_revalidate_table(g, L, S, p, lane, J, h1, cause, scanned);
-	if (J.hv == h1) return cause;
-	return stm_validate_each(g, L, S, p, lane, J, slots, J.hv, h1, cause);
-}
-
 // stm_commit_single commits, in the worker's turn at slot s, the
 // tentative survivors slots of a single-partition request: it takes
-// consecutive timestamps for all of them, logs them at once (staged
-// writes), passes the turn on and only then validates them against the
+// consecutive timestamps for all of them, logs them at once (their
+// writes staged in the scratch, or copied from the write sets by the whole
+// warp), passes the turn on and only then validates them against the
 // entries published since their first scan, [J.hv, s). When its own
 // eviction, or the next request's, would drop entries of that range (a
-// small log, or a long wait for the turn), or the writes are not staged, it validates them first, in
-// its turn, and logs the survivors (null entries for the others). Returns
-// the first timestamp; *cause is each lane's cause. All lanes call it.
+// small log, or a long wait for the turn), it validates them first, in its
+// turn, and logs the survivors (null entries for the others); so it does
+// when the entries or their items do not fit the log, and then logs them
+// one at a time (stm_log_insert: wildcards for entries over log_w items).
+// Returns the first timestamp; *cause is each lane's cause. All lanes call
+// it.
 __device__ __forceinline__ u64 stm_commit_single(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, stm_job& J, u32 slots, u64 s,
                                                  u32* cause, u64* fast_n, u64* scanned) {
 	const u32 m = __popc(slots);
 	const u64 first = stm_take_ts(g, L.ctl, lane, m);
 	const u32 items = __reduce_add_sync(FULL_MASK, ((slots >> lane) & 1) ? J.cl : 0);
-	const bool batch = J.fast && J.staged && m <= g->log_n && items <= g->log_w;
+	const bool batch = m <= g->log_n && items <= g->log_w;
 	const u64 hv = warp_min64(((slots >> lane) & 1) ? J.hv : ~0ull);
 	// Would this insertion, or the next request's (STM_EARLY_MARGIN
-	// entries more), drop entry hv? (stm_log_evict's test at hv.)
+	// entries more, and as many items again), drop entry hv?
+	// (stm_log_evict's test at hv.)
 	const bool early = !batch || (hv < s && (s + m + STM_EARLY_MARGIN - hv > g->log_n ||
-	                                         L.pos[hv & (g->log_e - 1)] + g->log_w < L.ctl->pool_head + items + STM_EARLY_MARGIN * STM_SPL));
+	                                         L.pos[hv & (g->log_e - 1)] + g->log_w < L.ctl->pool_head + 2 * items + STM_EARLY_MARGIN * STM_SPL));
 	u32 lanes = slots;
 	if (early) {
-		*cause = stm_final_check(g, L, S, p, lane, J, slots, s, *cause, scanned);
+		*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, scanned);
 		lanes = slots & __ballot_sync(FULL_MASK, J.in && *cause == 0);
 	}
 	if (batch) {
-		stm_log_insert_batch(g, L, S, lane, slots, lanes, J.cl, first);
+		stm_log_insert_batch(g, L, S, lane, J.cw, slots, lanes, J.cl, J.staged, first);
 		(*fast_n)++;
 	} else {
 		stm_log_insert(g, L, p, lane, J.cw, slots, lanes, slots, first);
 	}
-	if (!early) *cause = stm_final_check(g, L, S, p, lane, J, slots, s, *cause, scanned);
+	if (!early) *cause = stm_final_check(g, L, S, p, lane, J, s, *cause, scanned);
 	return first;
 }
 
@@ -406,7 +320,7 @@ __device__ bool stm_commit_turn(const stm_globals* g, stm_log& L, stm_scratch* S
 		*first = stm_commit_single(g, L, S, p, lane, J, slots, s, cause, fast_n, scanned);
 		return true;
 	}
-	*cause = stm_final_check(g, L, S, p, lane, J, slots, s, *cause, scanned);
+	*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, scanned);
 	if (__ballot_sync(FULL_MASK, J.in && *cause == 0)) {
 		if (lane == 0) {
 			ctl->prep_slots = slots;
@@ -446,8 +360,8 @@ __device__ __forceinline__ void stm_reply(const stm_globals* g, stm_log_ctl* ctl
 
 // stm_worker serves the requests the receiver leaves in its mail: thread
 // mapping: one warp per request, lane l answers client lane l. Steps: load
-// the request, validate it against the published log (the table path or
-// one transaction at a time), then commit its survivors in turn
+// the request, validate it against the published log (in chunks of its
+// accesses, stm_validate_table), then commit its survivors in turn
 // (stm_commit_turn), and reply. Invariant: a worker holds the log's turn
 // only between stm_turn and passing it on (or, for a prepare, until the
 // receiver finalizes it), and waits for nothing else meanwhile.
@@ -470,15 +384,8 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		stm_job J;
 		stm_job_load(g, ctl, me, lane, J);
 		const u64 c0 = clock64();
-		u32 cause = 0; // lane l: 1 + cause of client lane l's abort
-		if (J.fast) {
-			cause = stm_validate_table(g, L, S, p, lane, J, &scanned);
-			batched++;
-		} else {
-			u64 t0;
-			J.hv = stm_head_tail(ctl, lane, &t0);
-			cause = stm_validate_each(g, L, S, p, lane, J, J.mask, t0, J.hv, 0);
-		}
+		u32 cause = stm_validate_table(g, L, S, p, lane, J, &scanned); // lane l: 1 + cause of client lane l's abort
+		batched++;
 		const u32 slots = __ballot_sync(FULL_MASK, J.in && cause == 0);
 		const u64 c1 = clock64();
 		u64 first = 0;

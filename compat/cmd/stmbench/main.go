@@ -17,9 +17,16 @@
 // its own threads, only with the last count); --cases takes substrings of
 // case names separated by '|'.
 //
+// --banks replaces the suite's cases with issue 23's matrix: at each bank
+// size, every Zipf exponent of --zipf (the block a transaction uses: 0
+// uniform, 0.99 hot accounts), transfer rounds of --rounds and read-only
+// share of --ro, with read-only sums of 100 accounts (blocks of 100, which
+// transfers stay in); --cases still filters it.
+//
 //	cd compat && go run ./cmd/stmbench --size 6000 --duration 200ms
 //	cd compat && go run ./cmd/stmbench --device gpu --reps 3
 //	cd compat && go run ./cmd/stmbench --device cpu --cases '1M, 0% ro of 100, 1 round|1M, 90% ro of 100, 1 round' --goroutines 1,2,4,8,16
+//	cd compat && go run ./cmd/stmbench --device gpu --banks 65536 --rounds 1,2 --zipf 0,0.99 --ro 0,0.1,0.5,0.9,0.99
 //
 // Every implementation checks every read-only total and the final total of
 // the bank; a wrong one posts no figure but a FAILED note, and the command
@@ -55,10 +62,18 @@ func main() {
 	peers := flag.String("peers", "anacrolix,item-locks,global-lock", "peers to measure, comma-separated (anacrolix, item-locks, global-lock; empty: none)")
 	only := flag.String("cases", "", "only cases whose name contains this (several: separated by '|')")
 	goroutines := flag.String("goroutines", "", "goroutine counts to run every case at, comma-separated, e.g. 1,2,4,8,16 (default: GOMAXPROCS)")
+	banks := flag.String("banks", "", "bank sizes, comma-separated: run the matrix of --zipf, --rounds and --ro on each instead of the suite's cases")
+	zipfs := flag.String("zipf", "0,0.99", "with --banks: Zipf exponents of the block a transaction uses, comma-separated (0 uniform, 0.99 hot accounts)")
+	rounds := flag.String("rounds", "1,2", "with --banks: rounds of a transfer, comma-separated")
+	ros := flag.String("ro", "0,0.1,0.5,0.9,0.99", "with --banks: read-only shares, comma-separated")
 	jsonPath := flag.String("json", "", "also write the results as JSON to `FILE`")
 	quiet := flag.Bool("quiet", false, "no progress lines on stderr")
 	flag.Parse()
 	counts, err := parseCounts(*goroutines)
+	var cases []bench.STMCase
+	if err == nil && *banks != "" {
+		cases, err = matrixCases(*banks, *zipfs, *rounds, *ros)
+	}
 	if flag.NArg() > 0 || *size < 100 || *reps < 1 || *duration <= 0 || *gpuDuration <= 0 || err != nil {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stmbench:", err)
@@ -66,7 +81,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, peers: *peers, only: *only, goroutines: counts}
+	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, peers: *peers, only: *only, goroutines: counts, cases: cases}
 	var progress io.Writer
 	if !*quiet {
 		progress = os.Stderr
@@ -89,7 +104,60 @@ type config struct {
 	d, gpuD     time.Duration
 	device      string
 	peers, only string
-	goroutines  []int // goroutine counts (nil: GOMAXPROCS, rows without a count)
+	goroutines  []int           // goroutine counts (nil: GOMAXPROCS, rows without a count)
+	cases       []bench.STMCase // the cases to run (nil: the suite's bank cases at size)
+}
+
+// matrixCases returns issue 23's bank matrix: at each size of banks, each
+// Zipf exponent, rounds and read-only share (all comma-separated lists),
+// read-only sums of 100 accounts.
+func matrixCases(banks, zipfs, rounds, ros string) ([]bench.STMCase, error) {
+	sizes, err := parseCounts(banks)
+	if err != nil {
+		return nil, fmt.Errorf("--banks %q: want sizes separated by commas", banks)
+	}
+	ks, err := parseCounts(rounds)
+	if err != nil || len(ks) == 0 {
+		return nil, fmt.Errorf("--rounds %q: want positive counts separated by commas", rounds)
+	}
+	zs, err := parseShares(zipfs, "--zipf", 0.999)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := parseShares(ros, "--ro", 1)
+	if err != nil {
+		return nil, err
+	}
+	var out []bench.STMCase
+	for _, n := range sizes {
+		if n < 100 {
+			return nil, fmt.Errorf("--banks: %d accounts: want at least 100", n)
+		}
+		for _, z := range zs {
+			for _, k := range ks {
+				for _, ro := range rs {
+					out = append(out, bench.STMCase{Kind: "bank", Accounts: n, ReadOnly: ro, ReadSize: 100, Rounds: k, Zipf: z})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// parseShares parses a comma-separated list of numbers in [0, most].
+func parseShares(s, name string, most float64) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || x < 0 || x > most {
+			return nil, fmt.Errorf("%s %q: want numbers from 0 to %g separated by commas", name, s, most)
+		}
+		out = append(out, x)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: empty", name)
+	}
+	return out, nil
 }
 
 // parseCounts parses --goroutines: positive counts separated by commas;
@@ -165,7 +233,11 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 	rep.Notes = append(rep.Notes, fmt.Sprintf("runs of %v (GPU engine %v), seed %#x, accounts start at 100; the same transactions on every implementation (stm.Bank.Draw)", c.d, c.gpuD, bench.STMSeed))
 	p := bench.NewProgress(progress)
 	failed := 0
-	for _, cs := range bench.STMCases(c.size) {
+	cases := c.cases
+	if cases == nil {
+		cases = bench.STMCases(c.size)
+	}
+	for _, cs := range cases {
 		if cs.Kind != "bank" || cs.GPUOnly || !selected(cs.Name(), c.only) {
 			continue
 		}
@@ -176,7 +248,7 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 				op = fmt.Sprintf("%s, %d goroutines", op, workers)
 			}
 			var ref, cpuRow bench.Result
-			var allocs, cpus []string
+			var allocs, cpus, lats []string
 			measure := func(engine string, one func() (bench.STMRun, error)) {
 				p.Printf("%s: %s", engine, op)
 				var runs []bench.STMRun
@@ -201,6 +273,11 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 				allocs = append(allocs, fmt.Sprintf("%s %.3g", engine, float64(mallocs)/float64(max(commits, 1))))
 				cpus = append(cpus, fmt.Sprintf("%s %v", engine, (cpu/time.Duration(max(commits, 1))).Round(time.Nanosecond)))
 				m := bench.MedianSTM(runs)
+				if m.P50 > 0 {
+					lats = append(lats, fmt.Sprintf("%s %v/%v", engine, m.P50, m.P99))
+				} else if r := m.Rate(); r > 0 && m.Threads > 0 {
+					lats = append(lats, fmt.Sprintf("%s mean %v (threads/rate)", engine, time.Duration(float64(m.Threads)/r*1e9).Round(time.Nanosecond)))
+				}
 				row := bench.NewResult(op, engine, int64(m.Stats.Total()), 0, m.Elapsed.Seconds())
 				if ref.OpsPerSec > 0 {
 					row = row.VsPeer("anacrolix/stm", ref)
@@ -250,7 +327,8 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 				e.Close()
 			}
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: heap allocations per commit: %s", op, strings.Join(allocs, ", ")),
-				fmt.Sprintf("%s: process CPU time per commit: %s", op, strings.Join(cpus, ", ")))
+				fmt.Sprintf("%s: process CPU time per commit: %s", op, strings.Join(cpus, ", ")),
+				fmt.Sprintf("%s: transaction latency p50/p99 (peers, timed per transaction; CSMV engines: not timed, mean by Little's law): %s", op, strings.Join(lats, ", ")))
 		}
 	}
 	if failed > 0 {

@@ -78,3 +78,40 @@ func TestRunGoroutineCounts(t *testing.T) {
 		t.Errorf("%d allocation notes, want %d:\n%s", notes, len(want), strings.Join(rep.Notes, "\n"))
 	}
 }
+
+// TestMatrix: --banks runs issue 23's matrix (sizes x Zipf x rounds x
+// read-only shares, sums of 100) on every implementation, hot-account rows
+// named with their exponent; bad lists are refused.
+func TestMatrix(t *testing.T) {
+	cases, err := matrixCases("300", "0,0.99", "1,2", "0,0.9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range cases {
+		names = append(names, c.Name())
+	}
+	want := []string{"bank 300, 0% ro of 100, 1 round", "bank 300, 90% ro of 100, 1 round", "bank 300, 0% ro of 100, 2 rounds", "bank 300, 90% ro of 100, 2 rounds",
+		"bank 300, 0% ro of 100, 1 round, zipf 0.99", "bank 300, 90% ro of 100, 1 round, zipf 0.99", "bank 300, 0% ro of 100, 2 rounds, zipf 0.99", "bank 300, 90% ro of 100, 2 rounds, zipf 0.99"}
+	if strings.Join(names, "; ") != strings.Join(want, "; ") {
+		t.Fatalf("cases %q, want %q", names, want)
+	}
+	rep, err := run(config{reps: 1, d: 20 * time.Millisecond, gpuD: 100 * time.Millisecond, device: "cpu",
+		peers: "anacrolix,item-locks,global-lock", only: "zipf", cases: cases}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 4*4 {
+		t.Fatalf("%d rows, want 16", len(rep.Results))
+	}
+	for _, r := range rep.Results {
+		if !strings.HasSuffix(r.Op, "zipf 0.99") || r.Items == 0 {
+			t.Errorf("row %s on %s: %d commits", r.Op, r.Engine, r.Items)
+		}
+	}
+	for _, bad := range [][4]string{{"50", "0", "1", "0"}, {"300", "1", "1", "0"}, {"300", "0", "0", "0"}, {"300", "0", "1", "1.5"}, {"x", "0", "1", "0"}} {
+		if _, err := matrixCases(bad[0], bad[1], bad[2], bad[3]); err == nil {
+			t.Errorf("matrixCases%q accepted", bad)
+		}
+	}
+}
