@@ -310,7 +310,10 @@ func (p *pointPlan) unpack(c int) {
 // point runs pc through the pipeline on the device buffers d. Cost: the
 // transfers (keys, offsets, values in; answers out) at the pinned rate,
 // overlapped with the kernels and, from Go slices, with one parallel copy
-// into and out of pinned memory; about ten driver calls per chunk.
+// into and out of pinned memory; about ten driver calls per chunk. The
+// call's LastBatch says the host's time packing chunks into the slots
+// (Upload) and copying answers out of them (Download) besides the
+// kernels' (Work).
 func (g *gpuEngine) point(pc *pointCall, size int, starts []int, d pointDev) error {
 	n := pc.len()
 	t0 := time.Now()
@@ -376,11 +379,22 @@ func (g *gpuEngine) point(pc *pointCall, size int, starts []int, d pointDev) err
 			return d.found.Read(s, lo, f)
 		},
 	}
+	var packed, unpacked time.Duration // the host's copies into and out of the slots
 	if pc.staged {
 		steps.Check = pc.check
 	} else {
-		steps.Pack = func(c int) error { p.pack(c); return nil }
-		steps.Done = func(c int) error { p.unpack(c); return nil }
+		steps.Pack = func(c int) error {
+			t := time.Now()
+			p.pack(c)
+			packed += time.Since(t)
+			return nil
+		}
+		steps.Done = func(c int) error {
+			t := time.Now()
+			p.unpack(c)
+			unpacked += time.Since(t)
+			return nil
+		}
 	}
 	if err := g.up.Run(g.s, g.in, g.out, p.chunks, pointLag, steps); err != nil {
 		return err
@@ -391,6 +405,6 @@ func (g *gpuEngine) point(pc *pointCall, size int, starts []int, d pointDev) err
 			work += w
 		}
 	}
-	g.last.Set(engine.Timings{Op: pc.op, Items: n, Work: work, Total: time.Since(t0)})
+	g.last.Set(engine.Timings{Op: pc.op, Items: n, Upload: packed, Work: work, Download: unpacked, Total: time.Since(t0)})
 	return nil
 }
