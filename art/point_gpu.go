@@ -139,9 +139,11 @@ func (g *gpuEngine) pointChunks(n int) (size, chunks int) {
 	return size, (n + size - 1) / size
 }
 
-// slotLayout is where a chunk's arrays lie in a pinned slot (byte
-// offsets) and the slot's size.
-type slotLayout struct{ offs, vals, out, found, size int }
+// slotLayout is where a chunk's arrays lie in its pinned slots (byte
+// offsets): the keys, offsets and values in an in slot (write-combined:
+// the host only writes it), the answers in an out slot; and the slots'
+// sizes.
+type slotLayout struct{ offs, vals, inSize, out, found, outSize int }
 
 func alignPin(n int) int { return (n + pinAlign - 1) &^ (pinAlign - 1) }
 
@@ -166,7 +168,8 @@ type pointPlan struct {
 	size, chunks int
 	starts       []int // slice calls: chunk c's key bytes start at byte starts[c] of the batch on the device
 	lay          slotLayout
-	pin          []byte // slice calls: pointSlots (or chunks, if fewer) slots
+	pinIn        []byte // slice calls: pointSlots (or chunks, if fewer) in slots
+	pinOut       []byte // and as many out slots
 	workers      int
 }
 
@@ -186,20 +189,23 @@ func newPointPlan(pc *pointCall, size int, starts []int, workers int) *pointPlan
 	l := &p.lay
 	l.offs = alignPin(most)
 	l.vals = l.offs + alignPin(4*(size+1))
-	l.out = l.vals
+	l.inSize = l.vals
 	if pc.vals != nil {
-		l.out += alignPin(8 * size)
+		l.inSize += alignPin(8 * size)
 	}
-	l.found = l.out
+	l.found = 0
 	if pc.out != nil {
 		l.found += alignPin(8 * size)
 	}
-	l.size = l.found + alignPin(size)
+	l.outSize = l.found + alignPin(size)
 	return p
 }
 
-// pinBytes is the pinned memory a slice call's slots take.
-func (p *pointPlan) pinBytes() int { return min(p.chunks, pointSlots) * p.lay.size }
+// pinBytes is the pinned memory a slice call's in and out slots take.
+func (p *pointPlan) pinBytes() (in, out int) {
+	k := min(p.chunks, pointSlots)
+	return k * p.lay.inSize, k * p.lay.outSize
+}
 
 // bounds returns chunk c's keys [lo, hi).
 func (p *pointPlan) bounds(c int) (lo, hi int) { return c * p.size, min(p.n, (c+1)*p.size) }
@@ -221,9 +227,15 @@ func (p *pointPlan) checkBounds() error {
 	return nil
 }
 
-func (p *pointPlan) slot(c int) []byte {
+// inSlot and outSlot return chunk c's pinned slots.
+func (p *pointPlan) inSlot(c int) []byte {
 	s := c % pointSlots
-	return p.pin[s*p.lay.size : (s+1)*p.lay.size]
+	return p.pinIn[s*p.lay.inSize : (s+1)*p.lay.inSize]
+}
+
+func (p *pointPlan) outSlot(c int) []byte {
+	s := c % pointSlots
+	return p.pinOut[s*p.lay.outSize : (s+1)*p.lay.outSize]
 }
 
 // inCopies are a chunk's transfers to the device: data at byte dataAt,
@@ -249,7 +261,7 @@ func (p *pointPlan) in(c int) inCopies {
 			cp.vals = p.pc.vals[lo:hi]
 		}
 	} else {
-		s := p.slot(c)
+		s := p.inSlot(c)
 		cp.dataAt = p.starts[c]
 		cp.data, cp.offs = s[:p.starts[c+1]-p.starts[c]], pinView[uint32](s, p.lay.offs, hi-lo+1)
 		if p.pc.vals != nil {
@@ -274,7 +286,7 @@ func (p *pointPlan) outs(c int) (o []uint64, f []uint8) {
 		}
 		return o, p.pc.found[lo:hi]
 	}
-	s := p.slot(c)
+	s := p.outSlot(c)
 	if p.pc.out != nil {
 		o = pinView[uint64](s, p.lay.out, hi-lo)
 	}
@@ -286,7 +298,7 @@ func (p *pointPlan) outs(c int) (o []uint64, f []uint8) {
 // the batch's first key byte) and its values.
 func (p *pointPlan) pack(c int) {
 	lo, hi := p.bounds(c)
-	s := p.slot(c)
+	s := p.inSlot(c)
 	data, offs := s[:p.starts[c+1]-p.starts[c]], pinView[uint32](s, p.lay.offs, hi-lo+1)
 	p.pc.src.PackChunk(data, offs, lo, hi, uint32(p.starts[c]), p.workers)
 	if p.pc.vals != nil {
@@ -328,7 +340,15 @@ func (g *gpuEngine) point(pc *pointCall, size int, starts []int, d pointDev) err
 		}
 	} else {
 		var err error
-		if p.pin, err = gpu.Host[byte](g.pool, "pt.pin", p.pinBytes()); err != nil {
+		in, out := p.pinBytes()
+		hostIn := gpu.HostWriteCombined[byte]
+		if g.plainSlots {
+			hostIn = func(p *gpu.Pool, _ string, n int) ([]byte, error) { return gpu.Host[byte](p, "pt.in.plain", n) }
+		}
+		if p.pinIn, err = hostIn(g.pool, "pt.in", in); err != nil {
+			return err
+		}
+		if p.pinOut, err = gpu.Host[byte](g.pool, "pt.out", out); err != nil {
 			return err
 		}
 	}

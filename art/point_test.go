@@ -60,7 +60,8 @@ func TestPointPlanOnTheHost(t *testing.T) {
 		starts, _ := src.Sizes(size, MaxKeyLen, 2)
 		p := newPointPlan(pc, size, starts, 1+r.IntN(3))
 		if !staged {
-			p.pin = make([]byte, p.pinBytes())
+			in, out := p.pinBytes()
+			p.pinIn, p.pinOut = make([]byte, in), make([]byte, out)
 		}
 		base := kb.Offs[0]
 		devData := make([]byte, kb.Offs[n]-base)
@@ -154,7 +155,8 @@ func BenchmarkPointPack(b *testing.B) {
 	pc := &pointCall{op: "lookup", src: stringsOf(kb), out: make([]uint64, kb.Len()), found: make([]uint8, kb.Len())}
 	starts, _ := pc.src.Sizes(pointChunkMin, MaxKeyLen, 0)
 	p := newPointPlan(pc, pointChunkMin, starts, 0)
-	p.pin = make([]byte, p.pinBytes())
+	in, out := p.pinBytes()
+	p.pinIn, p.pinOut = make([]byte, in), make([]byte, out)
 	b.SetBytes(int64(len(kb.Data) + 4*kb.Len() + 9*kb.Len()))
 	for b.Loop() {
 		for c := range p.chunks {

@@ -1,6 +1,8 @@
 package gpu
 
 import (
+	"math"
+
 	"github.com/warpkv/warpkv/internal/par"
 )
 
@@ -13,22 +15,55 @@ import (
 // source in either form; Sizes measures it chunk by chunk, PackChunk packs
 // one chunk, CopyPar copies fixed-size answers out.
 
-// Strings is a batch of byte strings to pack: packed (string i is
-// Data[Offs[i]:Offs[i+1]]; Offs has one more entry than there are strings,
-// and its first need not be 0) or, when Slices is not nil, one Go slice
-// each (Data and Offs unused). It holds views, never copies.
+// Strings is a batch of byte strings to pack, in one of three forms:
+// packed (string i is Data[Offs[i]:Offs[i+1]]; Offs has one more entry
+// than there are strings, and its first need not be 0); when Slices is not
+// nil, one Go slice each; when At is not nil, N strings At(i) (a field of
+// the caller's records, say; At is called twice per string, from several
+// goroutines at once). It holds views, never copies.
 type Strings struct {
 	Data   []byte
 	Offs   []uint32
 	Slices [][]byte
+	N      int
+	At     func(i int) []byte
 }
 
 // Len is the number of strings.
 func (s Strings) Len() int {
-	if s.Slices != nil {
+	switch {
+	case s.Slices != nil:
 		return len(s.Slices)
+	case s.At != nil:
+		return s.N
 	}
 	return max(0, len(s.Offs)-1)
+}
+
+// packed reports whether s is in the packed form.
+func (s Strings) packed() bool { return s.Slices == nil && s.At == nil }
+
+// lens returns the lengths of strings [lo, hi) summed and the first over
+// maxLen (-1 when none).
+func (s Strings) lens(lo, hi, maxLen int) (total, bad int) {
+	bad = -1
+	if s.Slices != nil {
+		for j, k := range s.Slices[lo:hi] {
+			if len(k) > maxLen && bad < 0 {
+				bad = lo + j
+			}
+			total += len(k)
+		}
+		return total, bad
+	}
+	for i := lo; i < hi; i++ {
+		l := len(s.At(i))
+		if l > maxLen && bad < 0 {
+			bad = i
+		}
+		total += l
+	}
+	return total, bad
 }
 
 // packMinPart is the fewest strings one goroutine of Sizes or PackChunk
@@ -40,7 +75,7 @@ const packMinPart = 1 << 13
 // string's; starts[chunks] is the total) and the first string longer than
 // maxLen (-1 when none; the starts are then undefined). For packed strings
 // it reads the offsets at the chunks' bounds only (the caller has checked
-// them); for slices it reads every slice's length once, on workers
+// them); otherwise it reads every string's length once, on workers
 // goroutines (<= 0: GOMAXPROCS). Cost: O(chunks), or one parallel pass over
 // the slice headers.
 func (s Strings) Sizes(size, maxLen, workers int) (starts []int, bad int) {
@@ -50,7 +85,7 @@ func (s Strings) Sizes(size, maxLen, workers int) (starts []int, bad int) {
 		chunks = (n + size - 1) / size
 	}
 	starts = make([]int, chunks+1)
-	if s.Slices == nil {
+	if s.packed() {
 		for c := 1; c <= chunks; c++ {
 			starts[c] = int(s.Offs[min(n, c*size)] - s.Offs[0])
 		}
@@ -69,13 +104,9 @@ func (s Strings) Sizes(size, maxLen, workers int) (starts []int, bad int) {
 		for i := lo; i < hi; {
 			c := i / size
 			end := min(hi, (c+1)*size)
-			t := 0
-			for j, k := range s.Slices[i:end] {
-				l := len(k)
-				if l > maxLen && bads[p] < 0 {
-					bads[p] = i + j
-				}
-				t += l
+			t, b := s.lens(i, end, maxLen)
+			if b >= 0 && bads[p] < 0 {
+				bads[p] = b
 			}
 			local[c-first] += t
 			i = end
@@ -112,7 +143,7 @@ func (s Strings) Sizes(size, maxLen, workers int) (starts []int, bad int) {
 func (s Strings) PackChunk(data []byte, offs []uint32, lo, hi int, at uint32, workers int) {
 	m := hi - lo
 	parts := par.Parts(m, packMinPart, workers)
-	if s.Slices == nil {
+	if s.packed() {
 		a := s.Offs[lo]
 		par.Ranges(m, parts, func(_, plo, phi int) {
 			src := s.Offs[lo+plo : lo+phi+1]
@@ -126,15 +157,11 @@ func (s Strings) PackChunk(data []byte, offs []uint32, lo, hi int, at uint32, wo
 		offs[m] = at + (s.Offs[hi] - a)
 		return
 	}
-	keys := s.Slices[lo:hi]
 	starts := make([]uint32, parts+1)
 	if parts > 1 {
 		par.Ranges(m, parts, func(p, plo, phi int) {
-			var t uint32
-			for _, k := range keys[plo:phi] {
-				t += uint32(len(k))
-			}
-			starts[p+1] = t
+			t, _ := s.lens(lo+plo, lo+phi, math.MaxInt)
+			starts[p+1] = uint32(t)
 		})
 		for p := range parts {
 			starts[p+1] += starts[p]
@@ -143,9 +170,16 @@ func (s Strings) PackChunk(data []byte, offs []uint32, lo, hi int, at uint32, wo
 	par.Ranges(m, parts, func(p, plo, phi int) {
 		o := starts[p]
 		dst := offs[plo:phi]
-		for i, k := range keys[plo:phi] {
-			dst[i] = at + o
-			o += uint32(copy(data[o:], k))
+		if s.Slices != nil {
+			for i, k := range s.Slices[lo+plo : lo+phi] {
+				dst[i] = at + o
+				o += uint32(copy(data[o:], k))
+			}
+		} else {
+			for i := range dst {
+				dst[i] = at + o
+				o += uint32(copy(data[o:], s.At(lo+plo+i)))
+			}
 		}
 		if p == parts-1 {
 			offs[m] = at + o
