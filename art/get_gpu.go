@@ -47,13 +47,13 @@ func (g *gpuEngine) lookupCall(pc *pointCall) error {
 	defer g.mu.Unlock()
 	n := pc.len()
 	if n == 0 {
-		return g.point(pc, 0, nil, pointDev{})
+		return g.point(pc, gpu.Layout{}, pointDev{})
 	}
-	size, starts, err := g.pointSizes(pc)
+	cut, err := g.pointSizes(pc)
 	if err != nil {
 		return err
 	}
-	bytes := starts[len(starts)-1]
+	bytes := cut.Bytes()
 	if err := g.pool.Reserve(append(pointNeeds("get", n, bytes, false),
 		gpu.NeedOf[uint64]("get.out", n), gpu.NeedOf[uint8]("get.found", n))...); err != nil {
 		return err
@@ -69,7 +69,7 @@ func (g *gpuEngine) lookupCall(pc *pointCall) error {
 		}
 		return g.launch(g.k.get, m, g.descBuf, uint64(base), uint64(m), ov, of)
 	}
-	return g.point(pc, size, starts, pointDev{data: b.data, offs: b.offs, out: ov, found: of})
+	return g.point(pc, cut, pointDev{data: b.data, offs: b.offs, out: ov, found: of})
 }
 
 // boolBytes views flags as the bytes 0 and 1 the kernels write.
@@ -106,13 +106,13 @@ func (g *gpuEngine) updateCall(pc *pointCall) error {
 	defer g.mu.Unlock()
 	n := pc.len()
 	if n == 0 {
-		return g.point(pc, 0, nil, pointDev{})
+		return g.point(pc, gpu.Layout{}, pointDev{})
 	}
-	psize, starts, err := g.pointSizes(pc)
+	cut, err := g.pointSizes(pc)
 	if err != nil {
 		return err
 	}
-	bytes := starts[len(starts)-1]
+	bytes := cut.Bytes()
 	size := conflictSize(n)
 	if err := g.pool.Reserve(append(pointNeeds("upd", n, bytes, true), gpu.NeedOf[uint64]("upd.tk", size), gpu.NeedOf[uint32]("upd.tp", size),
 		gpu.NeedOf[uint64]("upd.leaf", n), gpu.NeedOf[uint8]("upd.found", n))...); err != nil {
@@ -129,5 +129,5 @@ func (g *gpuEngine) updateCall(pc *pointCall) error {
 		return g.launch(g.k.updMark, m, g.descBuf, uint64(base), uint64(m), leaf, of, tk, tp, uint32(bitsN))
 	}
 	pc.after = func() error { return g.launch(g.k.updWrite, n, g.descBuf, uint64(n), leaf, tk, tp, uint32(bitsN)) }
-	return g.point(pc, psize, starts, pointDev{data: b.data, offs: b.offs, vals: b.vals, found: of})
+	return g.point(pc, cut, pointDev{data: b.data, offs: b.offs, vals: b.vals, found: of})
 }

@@ -106,24 +106,24 @@ func (g *gpuEngine) takeBatch(prefix string, n, bytes int, withVals bool) *devBa
 }
 
 // pointSizes cuts the n > 0 keys of pc into the chunks of a point call
-// and returns their size and the byte starts of the chunks (Strings.Sizes;
-// for a staged call, from its offsets); a key over MaxKeyLen from Go
-// slices is an error, named as Keys.check names it. Cost: O(chunks), or
-// one parallel pass over the slices' headers.
-func (g *gpuEngine) pointSizes(pc *pointCall) (size int, starts []int, err error) {
-	size, _ = g.pointChunks(pc.len())
+// (gpu.Strings.Sizes: their size and byte starts; for a staged call, from
+// its offsets); a key over MaxKeyLen from Go slices is an error, named as
+// Keys.check names it. Cost: O(chunks), or one parallel pass over the
+// slices' headers.
+func (g *gpuEngine) pointSizes(pc *pointCall) (gpu.Layout, error) {
+	size, _ := g.pointChunks(pc.len())
 	src := pc.src
 	if pc.staged {
 		src = gpu.Strings{Data: pc.kb.Data, Offs: pc.kb.Offs}
 	}
-	starts, bad := src.Sizes(size, MaxKeyLen, g.workers)
+	cut, bad := src.Sizes(size, MaxKeyLen, g.workers)
 	if bad >= 0 {
-		return 0, nil, fmt.Errorf("art: %s: key %d is %d bytes: at most %d", pc.op, bad, len(src.Slices[bad]), MaxKeyLen)
+		return gpu.Layout{}, fmt.Errorf("art: %s: key %d is %d bytes: at most %d", pc.op, bad, len(src.Slices[bad]), MaxKeyLen)
 	}
-	if starts[len(starts)-1] > math.MaxUint32 {
-		return 0, nil, errLongSlices
+	if cut.Bytes() > math.MaxUint32 {
+		return gpu.Layout{}, errLongSlices
 	}
-	return size, starts, nil
+	return cut, nil
 }
 
 // errLongSlices says that a batch of Go slices holds more than 4 GiB of
@@ -166,7 +166,8 @@ type pointPlan struct {
 	pc           *pointCall
 	n            int
 	size, chunks int
-	starts       []int // slice calls: chunk c's key bytes start at byte starts[c] of the batch on the device
+	cut          gpu.Layout // the chunks (pointSizes)
+	starts       []int      // chunk c's key bytes start at byte starts[c] of the batch on the device
 	lay          slotLayout
 	pinIn        []byte // slice calls: pointSlots (or chunks, if fewer) in slots
 	pinOut       []byte // and as many out slots
@@ -174,10 +175,11 @@ type pointPlan struct {
 }
 
 // newPointPlan cuts pc's n > 0 keys into chunks of size keys and, for a
-// slice call, lays out a slot for the largest chunk (starts: the chunks'
-// byte starts, pointSizes). Cost: O(chunks).
-func newPointPlan(pc *pointCall, size int, starts []int, workers int) *pointPlan {
-	p := &pointPlan{pc: pc, n: pc.len(), size: size, starts: starts, workers: workers}
+// slice call, lays out a slot for the largest chunk (cut: the chunks,
+// pointSizes). Cost: O(chunks).
+func newPointPlan(pc *pointCall, cut gpu.Layout, workers int) *pointPlan {
+	size, starts := cut.Size, cut.Starts
+	p := &pointPlan{pc: pc, n: pc.len(), size: size, cut: cut, starts: starts, workers: workers}
 	p.chunks = (p.n + size - 1) / size
 	if pc.staged {
 		return p
@@ -300,7 +302,7 @@ func (p *pointPlan) pack(c int) {
 	lo, hi := p.bounds(c)
 	s := p.inSlot(c)
 	data, offs := s[:p.starts[c+1]-p.starts[c]], pinView[uint32](s, p.lay.offs, hi-lo+1)
-	p.pc.src.PackChunk(data, offs, lo, hi, uint32(p.starts[c]), p.workers)
+	p.pc.src.PackChunk(p.cut, c, data, offs)
 	if p.pc.vals != nil {
 		gpu.CopyPar(pinView[uint64](s, p.lay.vals, hi-lo), p.pc.vals[lo:hi], hostMinPart, p.workers)
 	}
@@ -326,14 +328,14 @@ func (p *pointPlan) unpack(c int) {
 // call's LastBatch says the host's time packing chunks into the slots
 // (Upload) and copying answers out of them (Download) besides the
 // kernels' (Work).
-func (g *gpuEngine) point(pc *pointCall, size int, starts []int, d pointDev) error {
+func (g *gpuEngine) point(pc *pointCall, cut gpu.Layout, d pointDev) error {
 	n := pc.len()
 	t0 := time.Now()
 	if n == 0 {
 		g.last.Set(engine.Timings{Op: pc.op, Total: time.Since(t0)})
 		return nil
 	}
-	p := newPointPlan(pc, size, starts, g.workers)
+	p := newPointPlan(pc, cut, g.workers)
 	if pc.staged {
 		if err := p.checkBounds(); err != nil {
 			return err

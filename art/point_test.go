@@ -57,8 +57,8 @@ func TestPointPlanOnTheHost(t *testing.T) {
 		if staged {
 			src = stringsOf(kb)
 		}
-		starts, _ := src.Sizes(size, MaxKeyLen, 2)
-		p := newPointPlan(pc, size, starts, 1+r.IntN(3))
+		cut, _ := src.Sizes(size, MaxKeyLen, 1+r.IntN(3))
+		p := newPointPlan(pc, cut, 2)
 		if !staged {
 			in, out := p.pinBytes()
 			p.pinIn, p.pinOut = make([]byte, in), make([]byte, out)
@@ -153,8 +153,8 @@ func TestPointChunks(t *testing.T) {
 func BenchmarkPointPack(b *testing.B) {
 	kb, _, _ := benchKeys(1<<20, 16)
 	pc := &pointCall{op: "lookup", src: stringsOf(kb), out: make([]uint64, kb.Len()), found: make([]uint8, kb.Len())}
-	starts, _ := pc.src.Sizes(pointChunkMin, MaxKeyLen, 0)
-	p := newPointPlan(pc, pointChunkMin, starts, 0)
+	cut, _ := pc.src.Sizes(pointChunkMin, MaxKeyLen, 0)
+	p := newPointPlan(pc, cut, 0)
 	in, out := p.pinBytes()
 	p.pinIn, p.pinOut = make([]byte, in), make([]byte, out)
 	b.SetBytes(int64(len(kb.Data) + 4*kb.Len() + 9*kb.Len()))

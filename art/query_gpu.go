@@ -79,9 +79,9 @@ func (g *gpuEngine) uploadQueries(qs []Query) (lo, hi *devBatch, has, dummy *gpu
 	parts := par.Parts(Q, hostMinPart, g.workers)
 	ls := gpu.Strings{N: Q, At: func(i int) []byte { return qs[i].Lo }}
 	hs := gpu.Strings{N: Q, At: func(i int) []byte { return qs[i].Hi }}
-	lstarts, _ := ls.Sizes(max(1, Q), MaxKeyLen+1, g.workers) // query checked the bounds' lengths
-	hstarts, _ := hs.Sizes(max(1, Q), MaxKeyLen+1, g.workers)
-	lb, hbytes := lstarts[len(lstarts)-1], hstarts[len(hstarts)-1]
+	lcut, _ := ls.Sizes(max(1, Q), MaxKeyLen+1, g.workers) // query checked the bounds' lengths
+	hcut, _ := hs.Sizes(max(1, Q), MaxKeyLen+1, g.workers)
+	lb, hbytes := lcut.Bytes(), hcut.Bytes()
 	if lb > math.MaxUint32 || hbytes > math.MaxUint32 {
 		return nil, nil, nil, nil, fmt.Errorf("%d and %d bytes of bounds: at most %d each", lb, hbytes, uint64(math.MaxUint32))
 	}
@@ -96,8 +96,8 @@ func (g *gpuEngine) uploadQueries(qs []Query) (lo, hi *devBatch, has, dummy *gpu
 	lData, lOffs := pin[:lb], pinView[uint32](pin, at[1], Q+1)
 	hData, hOffs := pin[at[2]:at[2]+hbytes], pinView[uint32](pin, at[3], Q+1)
 	hasPin := pin[at[4] : at[4]+Q]
-	ls.PackChunk(lData, lOffs, 0, Q, 0, g.workers)
-	hs.PackChunk(hData, hOffs, 0, Q, 0, g.workers)
+	ls.PackChunk(lcut, 0, lData, lOffs)
+	hs.PackChunk(hcut, 0, hData, hOffs)
 	par.Ranges(Q, parts, func(_, a, b int) {
 		for i := a; i < b; i++ {
 			h := uint8(0)

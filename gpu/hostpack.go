@@ -1,7 +1,7 @@
 package gpu
 
 import (
-	"math"
+	"sort"
 
 	"github.com/warpkv/warpkv/internal/par"
 )
@@ -12,8 +12,8 @@ import (
 // engines cut a batch into chunks and pack each chunk straight into pinned
 // memory on all cores while the chunks before it are on their way
 // (Pipeline.Run), so that the keys cross host memory once. Strings is that
-// source in either form; Sizes measures it chunk by chunk, PackChunk packs
-// one chunk, CopyPar copies fixed-size answers out.
+// source in any form; Sizes measures it chunk by chunk (its Layout),
+// PackChunk packs one chunk, CopyPar copies fixed-size answers out.
 
 // Strings is a batch of byte strings to pack, in one of three forms:
 // packed (string i is Data[Offs[i]:Offs[i+1]]; Offs has one more entry
@@ -70,82 +70,99 @@ func (s Strings) lens(lo, hi, maxLen int) (total, bad int) {
 // handles: below it a goroutine costs more than the copy it would share.
 const packMinPart = 1 << 13
 
-// Sizes returns the byte starts of the chunks of size strings of s
-// (starts[c] is where chunk c's bytes begin, counted from the first
-// string's; starts[chunks] is the total) and the first string longer than
-// maxLen (-1 when none; the starts are then undefined). For packed strings
-// it reads the offsets at the chunks' bounds only (the caller has checked
-// them); otherwise it reads every string's length once, on workers
-// goroutines (<= 0: GOMAXPROCS). Cost: O(chunks), or one parallel pass over
-// the slice headers.
-func (s Strings) Sizes(size, maxLen, workers int) (starts []int, bad int) {
+// Layout is how Sizes cut a batch: chunks of Size strings (the last
+// shorter), chunk c's bytes at Starts[c]..Starts[c+1] counted from the
+// batch's first byte, and, for the slice and At forms, where the bytes of
+// each part PackChunk gives a goroutine start within their chunk.
+type Layout struct {
+	Size    int
+	Starts  []int
+	parts   [][]uint32
+	workers int
+}
+
+// Chunks is the number of chunks.
+func (l Layout) Chunks() int { return len(l.Starts) - 1 }
+
+// Bounds returns chunk c's strings [lo, hi) of a batch of n strings.
+func (l Layout) Bounds(c, n int) (lo, hi int) { return c * l.Size, min(n, (c+1)*l.Size) }
+
+// Bytes is the total of the batch's bytes.
+func (l Layout) Bytes() int { return l.Starts[len(l.Starts)-1] }
+
+// Sizes cuts s into chunks of size strings and returns their Layout and
+// the first string longer than maxLen (-1 when none; the Layout is then
+// empty). For packed strings it reads the offsets at the chunks' bounds
+// only (the caller has checked them); otherwise it reads every string's
+// length once, on workers goroutines (<= 0: GOMAXPROCS), one per part of a
+// chunk as PackChunk will split it, so that PackChunk need not read them
+// again. Cost: O(chunks), or one parallel pass over the strings' headers.
+func (s Strings) Sizes(size, maxLen, workers int) (Layout, int) {
 	n := s.Len()
 	chunks := 0
 	if n > 0 {
 		chunks = (n + size - 1) / size
 	}
-	starts = make([]int, chunks+1)
+	l := Layout{Size: size, Starts: make([]int, chunks+1), workers: workers}
 	if s.packed() {
 		for c := 1; c <= chunks; c++ {
-			starts[c] = int(s.Offs[min(n, c*size)] - s.Offs[0])
+			l.Starts[c] = int(s.Offs[min(n, c*size)] - s.Offs[0])
 		}
-		return starts, -1
+		return l, -1
 	}
-	parts := par.Parts(n, packMinPart, workers)
-	sums := make([]int, chunks)
-	bads := make([]int, parts)
-	// Each part sums its strings' lengths per chunk into a local count,
-	// then the parts' counts are added up per chunk.
-	per := make([][]int, parts)
-	par.Ranges(n, parts, func(p, lo, hi int) {
-		bads[p] = -1
-		local := make([]int, (hi-1)/size-lo/size+1)
-		first := lo / size
-		for i := lo; i < hi; {
-			c := i / size
-			end := min(hi, (c+1)*size)
-			t, b := s.lens(i, end, maxLen)
-			if b >= 0 && bads[p] < 0 {
-				bads[p] = b
-			}
-			local[c-first] += t
-			i = end
+	// One item per part of a chunk; item k is part k-first[c] of chunk c.
+	first := make([]int, chunks+1)
+	for c := range chunks {
+		lo, hi := l.Bounds(c, n)
+		first[c+1] = first[c] + par.Parts(hi-lo, packMinPart, workers)
+	}
+	sums, bads := make([]int, first[chunks]), make([]int, first[chunks])
+	chunkOf := func(k int) int {
+		c := sort.SearchInts(first, k+1) - 1
+		return c
+	}
+	par.For(first[chunks], 1, workers, func(klo, khi int) {
+		for k := klo; k < khi; k++ {
+			c := chunkOf(k)
+			lo, hi := l.Bounds(c, n)
+			parts := first[c+1] - first[c]
+			j := k - first[c]
+			sums[k], bads[k] = s.lens(lo+par.Bound(hi-lo, parts, j), lo+par.Bound(hi-lo, parts, j+1), maxLen)
 		}
-		per[p] = local
 	})
 	for _, b := range bads {
-		if b >= 0 { // the first part with one holds the first
-			return nil, b
+		if b >= 0 { // items are in string order: the first with one holds the first
+			return Layout{}, b
 		}
 	}
-	for p := range parts {
-		first := par.Bound(n, parts, p) / size
-		for j, t := range per[p] {
-			sums[first+j] += t
-		}
-	}
+	l.parts = make([][]uint32, chunks)
 	for c := range chunks {
-		starts[c+1] = starts[c] + sums[c]
+		ps := make([]uint32, first[c+1]-first[c]+1)
+		for j := range len(ps) - 1 {
+			ps[j+1] = ps[j] + uint32(sums[first[c]+j])
+		}
+		l.parts[c] = ps
+		l.Starts[c+1] = l.Starts[c] + int(ps[len(ps)-1])
 	}
-	return starts, -1
+	return l, -1
 }
 
-// PackChunk packs strings [lo, hi) of s: their bytes, in order, into data
-// (exactly their total length) and their offsets into offs (hi-lo+1
-// entries): offs[j] = at + the bytes of strings lo..lo+j-1, so that offs
-// continue the offsets of the chunks before (at is where this chunk's
-// bytes start in the batch). It runs on workers goroutines (<= 0:
-// GOMAXPROCS), each on a contiguous part: from packed strings each part
-// copies its bytes and rebases its offsets; from slices each part sums its
-// lengths, the parts' starts are added up, then each part writes its
-// offsets and bytes (its slice headers still in its core's cache). Cost:
-// one parallel copy of the chunk's bytes and offsets.
-func (s Strings) PackChunk(data []byte, offs []uint32, lo, hi int, at uint32, workers int) {
+// PackChunk packs chunk c of s as l (Sizes of s) cuts it: its strings'
+// bytes, in order, into data (exactly their total length) and their
+// offsets into offs (one more than its strings): offs[j] = l.Starts[c] +
+// the bytes of the chunk's strings before string j, so that offs continue
+// the offsets of the chunks before. It runs on the Layout's workers, each
+// on a contiguous part: from packed strings each part copies its bytes and
+// rebases its offsets; otherwise each part writes its offsets and bytes
+// from where Sizes found its bytes start. Cost: one parallel copy of the
+// chunk's bytes and offsets.
+func (s Strings) PackChunk(l Layout, c int, data []byte, offs []uint32) {
+	lo, hi := l.Bounds(c, s.Len())
 	m := hi - lo
-	parts := par.Parts(m, packMinPart, workers)
+	at := uint32(l.Starts[c])
 	if s.packed() {
 		a := s.Offs[lo]
-		par.Ranges(m, parts, func(_, plo, phi int) {
+		par.Ranges(m, par.Parts(m, packMinPart, l.workers), func(_, plo, phi int) {
 			src := s.Offs[lo+plo : lo+phi+1]
 			copy(data[src[0]-a:src[len(src)-1]-a], s.Data[src[0]:src[len(src)-1]])
 			dst := offs[plo:phi]
@@ -157,16 +174,8 @@ func (s Strings) PackChunk(data []byte, offs []uint32, lo, hi int, at uint32, wo
 		offs[m] = at + (s.Offs[hi] - a)
 		return
 	}
-	starts := make([]uint32, parts+1)
-	if parts > 1 {
-		par.Ranges(m, parts, func(p, plo, phi int) {
-			t, _ := s.lens(lo+plo, lo+phi, math.MaxInt)
-			starts[p+1] = uint32(t)
-		})
-		for p := range parts {
-			starts[p+1] += starts[p]
-		}
-	}
+	starts := l.parts[c]
+	parts := len(starts) - 1
 	par.Ranges(m, parts, func(p, plo, phi int) {
 		o := starts[p]
 		dst := offs[plo:phi]
@@ -181,10 +190,8 @@ func (s Strings) PackChunk(data []byte, offs []uint32, lo, hi int, at uint32, wo
 				o += uint32(copy(data[o:], s.At(lo+plo+i)))
 			}
 		}
-		if p == parts-1 {
-			offs[m] = at + o
-		}
 	})
+	offs[m] = at + starts[parts]
 }
 
 // CopyPar copies src into dst (the shorter length) on workers goroutines

@@ -49,21 +49,21 @@ func TestPackChunks(t *testing.T) {
 			if s.Len() != n {
 				t.Fatalf("trial %d form %d: Len %d, want %d", trial, form, s.Len(), n)
 			}
-			starts, bad := s.Sizes(size, 1<<16, workers)
+			l, bad := s.Sizes(size, 1<<16, workers)
 			if bad != -1 {
 				t.Fatalf("trial %d form %d: bad %d", trial, form, bad)
 			}
-			if starts[len(starts)-1] != len(want) {
-				t.Fatalf("trial %d form %d: total %d, want %d", trial, form, starts[len(starts)-1], len(want))
+			if l.Bytes() != len(want) {
+				t.Fatalf("trial %d form %d: total %d, want %d", trial, form, l.Bytes(), len(want))
 			}
 			gotData := make([]byte, len(want))
 			gotOffs := make([]uint32, n+1)
-			for c := 0; c+1 < len(starts); c++ {
-				lo, hi := c*size, min(n, (c+1)*size)
+			for c := range l.Chunks() {
+				lo, hi := l.Bounds(c, n)
 				// The chunk's own buffers, as a pinned slot holds them.
-				d, o := make([]byte, starts[c+1]-starts[c]), make([]uint32, hi-lo+1)
-				s.PackChunk(d, o, lo, hi, uint32(starts[c]), workers)
-				copy(gotData[starts[c]:], d)
+				d, o := make([]byte, l.Starts[c+1]-l.Starts[c]), make([]uint32, hi-lo+1)
+				s.PackChunk(l, c, d, o)
+				copy(gotData[l.Starts[c]:], d)
 				if c > 0 && gotOffs[lo] != o[0] {
 					t.Fatalf("trial %d form %d chunk %d: starts at %d, the chunk before ends at %d", trial, form, c, o[0], gotOffs[lo])
 				}
@@ -140,7 +140,8 @@ func BenchmarkPackChunk(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(20 * n)
 			for b.Loop() {
-				c.s.PackChunk(d, o, 0, n, 0, 0)
+				l, _ := c.s.Sizes(n, 1<<16, 0)
+				c.s.PackChunk(l, 0, d, o)
 			}
 		})
 	}
