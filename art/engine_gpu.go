@@ -77,10 +77,6 @@ type gpuEngine struct {
 	in, out  *gpu.Stream
 	kev      []*gpu.Event
 	chunkMin int
-	// plainSlots puts the point calls' keys into ordinary (cached) pinned
-	// slots instead of write-combined ones (tests and benchmarks compare
-	// the two).
-	plainSlots bool
 
 	// lanes is the lanes per key of lookups (1: ag_get, lookupLanes:
 	// ag_get_lanes).

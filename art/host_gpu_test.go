@@ -57,8 +57,7 @@ func TestHostPacking(t *testing.T) {
 // BenchmarkGPUWholeCalls measures the GPU engine's whole calls on 16-byte
 // keys in a tree of 16Mi keys, with the host's share of each: lookups and
 // updates of 1Mi keys from a packed batch in Go memory (Lookup,
-// UpdateKeys, for several smallest chunk sizes, into write-combined or
-// ordinary pinned slots), from Go slices (Get,
+// UpdateKeys, for several smallest chunk sizes), from Go slices (Get,
 // Update) and from pinned staging, and 64Ki ranges of 16 keys and prefix
 // scans of 64. Metrics: keys (or queries) per second of the whole call,
 // and of the last call its time packing into pinned slots (pack-ms),
@@ -88,13 +87,10 @@ func BenchmarkGPUWholeCalls(b *testing.B) {
 		b.ReportMetric(tm.Work.Seconds()*1e3, "work-ms")
 		b.ReportMetric(tm.Total.Seconds()*1e3, "total-ms")
 	}
-	for _, v := range []struct {
-		chunkMin int
-		plain    bool
-	}{{pointChunkMin, false}, {pointChunkMin, true}, {1 << 16, false}, {1 << 20, false}, {1 << 20, true}} {
-		b.Run(fmt.Sprintf("lookup/packed/chunkMin=%d/plainSlots=%v", v.chunkMin, v.plain), func(b *testing.B) {
-			g.chunkMin, g.plainSlots = v.chunkMin, v.plain
-			defer func() { g.chunkMin, g.plainSlots = pointChunkMin, false }()
+	for _, cm := range []int{1 << 14, 1 << 16, pointChunkMin} {
+		b.Run(fmt.Sprintf("lookup/packed/chunkMin=%d", cm), func(b *testing.B) {
+			g.chunkMin = cm
+			defer func() { g.chunkMin = pointChunkMin }()
 			for b.Loop() {
 				if err := t.Lookup(probe, out, found); err != nil {
 					b.Fatal(err)
@@ -126,18 +122,14 @@ func BenchmarkGPUWholeCalls(b *testing.B) {
 		}
 		report(b, n)
 	})
-	for _, plain := range []bool{false, true} {
-		b.Run(fmt.Sprintf("update/packed/plainSlots=%v", plain), func(b *testing.B) {
-			g.plainSlots = plain
-			defer func() { g.plainSlots = false }()
-			for b.Loop() {
-				if err := t.UpdateKeys(probe, vals[:n], found); err != nil {
-					b.Fatal(err)
-				}
+	b.Run("update/packed", func(b *testing.B) {
+		for b.Loop() {
+			if err := t.UpdateKeys(probe, vals[:n], found); err != nil {
+				b.Fatal(err)
 			}
-			report(b, n)
-		})
-	}
+		}
+		report(b, n)
+	})
 	b.Run("update/slices", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := t.Update(slices, vals[:n]); err != nil {

@@ -139,11 +139,9 @@ func (g *gpuEngine) pointChunks(n int) (size, chunks int) {
 	return size, (n + size - 1) / size
 }
 
-// slotLayout is where a chunk's arrays lie in its pinned slots (byte
-// offsets): the keys, offsets and values in an in slot (write-combined:
-// the host only writes it), the answers in an out slot; and the slots'
-// sizes.
-type slotLayout struct{ offs, vals, inSize, out, found, outSize int }
+// slotLayout is where a chunk's arrays lie in a pinned slot (byte
+// offsets) and the slot's size.
+type slotLayout struct{ offs, vals, out, found, size int }
 
 func alignPin(n int) int { return (n + pinAlign - 1) &^ (pinAlign - 1) }
 
@@ -169,8 +167,7 @@ type pointPlan struct {
 	cut          gpu.Layout // the chunks (pointSizes)
 	starts       []int      // chunk c's key bytes start at byte starts[c] of the batch on the device
 	lay          slotLayout
-	pinIn        []byte // slice calls: pointSlots (or chunks, if fewer) in slots
-	pinOut       []byte // and as many out slots
+	pin          []byte // slice calls: pointSlots (or chunks, if fewer) slots
 	workers      int
 }
 
@@ -191,23 +188,20 @@ func newPointPlan(pc *pointCall, cut gpu.Layout, workers int) *pointPlan {
 	l := &p.lay
 	l.offs = alignPin(most)
 	l.vals = l.offs + alignPin(4*(size+1))
-	l.inSize = l.vals
+	l.out = l.vals
 	if pc.vals != nil {
-		l.inSize += alignPin(8 * size)
+		l.out += alignPin(8 * size)
 	}
-	l.found = 0
+	l.found = l.out
 	if pc.out != nil {
 		l.found += alignPin(8 * size)
 	}
-	l.outSize = l.found + alignPin(size)
+	l.size = l.found + alignPin(size)
 	return p
 }
 
-// pinBytes is the pinned memory a slice call's in and out slots take.
-func (p *pointPlan) pinBytes() (in, out int) {
-	k := min(p.chunks, pointSlots)
-	return k * p.lay.inSize, k * p.lay.outSize
-}
+// pinBytes is the pinned memory a slice call's slots take.
+func (p *pointPlan) pinBytes() int { return min(p.chunks, pointSlots) * p.lay.size }
 
 // bounds returns chunk c's keys [lo, hi).
 func (p *pointPlan) bounds(c int) (lo, hi int) { return c * p.size, min(p.n, (c+1)*p.size) }
@@ -229,15 +223,9 @@ func (p *pointPlan) checkBounds() error {
 	return nil
 }
 
-// inSlot and outSlot return chunk c's pinned slots.
-func (p *pointPlan) inSlot(c int) []byte {
+func (p *pointPlan) slot(c int) []byte {
 	s := c % pointSlots
-	return p.pinIn[s*p.lay.inSize : (s+1)*p.lay.inSize]
-}
-
-func (p *pointPlan) outSlot(c int) []byte {
-	s := c % pointSlots
-	return p.pinOut[s*p.lay.outSize : (s+1)*p.lay.outSize]
+	return p.pin[s*p.lay.size : (s+1)*p.lay.size]
 }
 
 // inCopies are a chunk's transfers to the device: data at byte dataAt,
@@ -263,7 +251,7 @@ func (p *pointPlan) in(c int) inCopies {
 			cp.vals = p.pc.vals[lo:hi]
 		}
 	} else {
-		s := p.inSlot(c)
+		s := p.slot(c)
 		cp.dataAt = p.starts[c]
 		cp.data, cp.offs = s[:p.starts[c+1]-p.starts[c]], pinView[uint32](s, p.lay.offs, hi-lo+1)
 		if p.pc.vals != nil {
@@ -288,7 +276,7 @@ func (p *pointPlan) outs(c int) (o []uint64, f []uint8) {
 		}
 		return o, p.pc.found[lo:hi]
 	}
-	s := p.outSlot(c)
+	s := p.slot(c)
 	if p.pc.out != nil {
 		o = pinView[uint64](s, p.lay.out, hi-lo)
 	}
@@ -300,7 +288,7 @@ func (p *pointPlan) outs(c int) (o []uint64, f []uint8) {
 // the batch's first key byte) and its values.
 func (p *pointPlan) pack(c int) {
 	lo, hi := p.bounds(c)
-	s := p.inSlot(c)
+	s := p.slot(c)
 	data, offs := s[:p.starts[c+1]-p.starts[c]], pinView[uint32](s, p.lay.offs, hi-lo+1)
 	p.pc.src.PackChunk(p.cut, c, data, offs)
 	if p.pc.vals != nil {
@@ -342,15 +330,7 @@ func (g *gpuEngine) point(pc *pointCall, cut gpu.Layout, d pointDev) error {
 		}
 	} else {
 		var err error
-		in, out := p.pinBytes()
-		hostIn := gpu.HostWriteCombined[byte]
-		if g.plainSlots {
-			hostIn = func(p *gpu.Pool, _ string, n int) ([]byte, error) { return gpu.Host[byte](p, "pt.in.plain", n) }
-		}
-		if p.pinIn, err = hostIn(g.pool, "pt.in", in); err != nil {
-			return err
-		}
-		if p.pinOut, err = gpu.Host[byte](g.pool, "pt.out", out); err != nil {
+		if p.pin, err = gpu.Host[byte](g.pool, "pt.pin", p.pinBytes()); err != nil {
 			return err
 		}
 	}

@@ -60,8 +60,7 @@ func TestPointPlanOnTheHost(t *testing.T) {
 		cut, _ := src.Sizes(size, MaxKeyLen, 1+r.IntN(3))
 		p := newPointPlan(pc, cut, 2)
 		if !staged {
-			in, out := p.pinBytes()
-			p.pinIn, p.pinOut = make([]byte, in), make([]byte, out)
+			p.pin = make([]byte, p.pinBytes())
 		}
 		base := kb.Offs[0]
 		devData := make([]byte, kb.Offs[n]-base)
@@ -155,8 +154,7 @@ func BenchmarkPointPack(b *testing.B) {
 	pc := &pointCall{op: "lookup", src: stringsOf(kb), out: make([]uint64, kb.Len()), found: make([]uint8, kb.Len())}
 	cut, _ := pc.src.Sizes(pointChunkMin, MaxKeyLen, 0)
 	p := newPointPlan(pc, cut, 0)
-	in, out := p.pinBytes()
-	p.pinIn, p.pinOut = make([]byte, in), make([]byte, out)
+	p.pin = make([]byte, p.pinBytes())
 	b.SetBytes(int64(len(kb.Data) + 4*kb.Len() + 9*kb.Len()))
 	for b.Loop() {
 		for c := range p.chunks {

@@ -66,7 +66,7 @@ func (g *gpuEngine) ranges(qs []Query, limit int, desc bool) (*Result, error) {
 }
 
 // uploadQueries packs the queries' bounds straight into the pool's pinned
-// (write-combined) buffer q.pin on the workers (gpu.Strings: lower bounds, upper bounds,
+// buffer q.pin on the workers (gpu.Strings: lower bounds, upper bounds,
 // a nil Hi as empty, and which queries have an upper bound) and queues
 // their copies to the device by DMA; it also takes q.dummy (8 bytes, the
 // two-pass form's stand-in outputs). Cost: one parallel pass over the
@@ -89,7 +89,7 @@ func (g *gpuEngine) uploadQueries(qs []Query) (lo, hi *devBatch, has, dummy *gpu
 	at[2] = at[1] + alignPin(4*(Q+1))
 	at[3] = at[2] + alignPin(hbytes)
 	at[4] = at[3] + alignPin(4*(Q+1))
-	pin, err := gpu.HostWriteCombined[byte](g.pool, "q.pin", at[4]+Q)
+	pin, err := gpu.Host[byte](g.pool, "q.pin", at[4]+Q)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -269,56 +269,20 @@ func (g *gpuEngine) answerSpace(cnt, byt *gpu.Buffer[uint64], n int, extra ...gp
 }
 
 // deliver ends the work phase of a batch of Q queries whose pairs' writes
-// are queued: it queues the downloads of the query offsets qoff (Q+1) and
-// the pairs into the pool's pinned buffer q.ans, allocates the Result on
-// the host meanwhile (its three large arrays on goroutines of their own),
-// then copies the answers into it on all cores. Answers of more than
-// ansPinMax bytes go through the download pipeline's ring instead, so that
-// a dump of a large tree does not pin its size. Cost: the Result's
-// allocation, overlapping the writes and the transfers; one parallel copy
-// of the answers.
+// are queued: it allocates the Result on the host while the device writes
+// them, downloads the query offsets qoff (Q+1) and the pairs into it and
+// waits for them. Cost: the Result's allocation, overlapping the writes;
+// the downloads.
 func (g *gpuEngine) deliver(Q int, out answers, qoff *gpu.Buffer[uint64]) (*Result, error) {
 	g.clock.Mark(g.s, engine.MarkWorked)
-	total, tb := out.total, int(out.totalBytes)
-	at := [4]int{0, alignPin(8 * (Q + 1))}
-	at[2] = at[1] + alignPin(8*total)
-	at[3] = at[2] + alignPin(4*total)
-	if at[3]+tb > ansPinMax {
-		res := newResult(Q, total, out.totalBytes)
-		fin, err := g.queueAnswers(res, qoff, out.keys, out.offs, out.vals)
-		if err != nil {
-			return nil, err
-		}
-		if err := g.drain(); err != nil {
-			return nil, err
-		}
-		fin()
-		return res, nil
-	}
-	pin, err := gpu.Host[byte](g.pool, "q.ans", at[3]+tb)
+	res := newResult(Q, out.total, out.totalBytes)
+	fin, err := g.queueAnswers(res, qoff, out.keys, out.offs, out.vals)
 	if err != nil {
 		return nil, err
 	}
-	pq, pv := pinView[uint64](pin, 0, Q+1), pinView[uint64](pin, at[1], total)
-	po, pk := pinView[uint32](pin, at[2], total), pin[at[3]:at[3]+tb]
-	if err := firstErr(qoff.Read(g.s, 0, pq), out.vals.Read(g.s, 0, pv), out.offs.Read(g.s, 0, po), out.keys.Read(g.s, 0, pk)); err != nil {
+	if err := g.drain(); err != nil {
 		return nil, err
 	}
-	res := newResult(Q, total, out.totalBytes)
-	if err := g.s.Synchronize(); err != nil {
-		return nil, err
-	}
-	w := g.workers
-	gpu.CopyPar(res.Keys.Data, pk, 1<<16, w)
-	gpu.CopyPar(res.Keys.Offs[:total], po, hostMinPart, w)
-	gpu.CopyPar(res.Values, pv, hostMinPart, w)
-	par.Ranges(Q+1, par.Parts(Q+1, hostMinPart, w), func(_, a, b int) {
-		for i := a; i < b; i++ {
-			res.Offsets[i] = int(pq[i])
-		}
-	})
+	fin()
 	return res, nil
 }
-
-// ansPinMax is the most bytes of answers deliver copies through q.ans.
-const ansPinMax = 256 << 20

@@ -220,19 +220,7 @@ type HostBuffer[T any] struct {
 
 // AllocHost allocates n elements of pinned host memory. Cost: one
 // cuMemHostAlloc, which is slow (milliseconds): allocate once and reuse.
-func AllocHost[T any](d *Device, n int) (*HostBuffer[T], error) { return allocHost[T](d, n, false) }
-
-// AllocHostWriteCombined allocates n elements of pinned, write-combined
-// host memory: the host's stores to it bypass its caches (no read for
-// ownership, no cache pollution), and the device may read it faster, but
-// the host's reads of it are very slow. For buffers the host only writes
-// and the device only reads (batches on their way in). Cost: as
-// AllocHost.
-func AllocHostWriteCombined[T any](d *Device, n int) (*HostBuffer[T], error) {
-	return allocHost[T](d, n, true)
-}
-
-func allocHost[T any](d *Device, n int, wc bool) (*HostBuffer[T], error) {
+func AllocHost[T any](d *Device, n int) (*HostBuffer[T], error) {
 	bytes := int64(n) * int64(sizeOf[T]())
 	h := &HostBuffer[T]{d: d}
 	if bytes == 0 {
@@ -244,13 +232,9 @@ func allocHost[T any](d *Device, n int, wc bool) (*HostBuffer[T], error) {
 		return nil, err
 	}
 	var p uintptr
-	const portable, writeCombined = 1, 4 // CU_MEMHOSTALLOC_PORTABLE, CU_MEMHOSTALLOC_WRITECOMBINED
-	flags := uintptr(portable)
-	if wc {
-		flags |= writeCombined
-	}
+	const portable = 1 // CU_MEMHOSTALLOC_PORTABLE
 	err := d.do("cuMemHostAlloc", func() uint32 {
-		return call(d.drv.cuMemHostAlloc, uintptr(unsafe.Pointer(&p)), uintptr(bytes), flags)
+		return call(d.drv.cuMemHostAlloc, uintptr(unsafe.Pointer(&p)), uintptr(bytes), portable)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gpu: pinning %d host bytes: %w", bytes, err)

@@ -121,17 +121,7 @@ func Get[T any](p *Pool, name string, n int) (*Buffer[T], error) {
 // pool's headroom) when smaller. The caller makes sure no transfer still
 // uses the buffer when it may grow. Cost: nothing when it is large enough,
 // else a free and a cuMemHostAlloc (milliseconds).
-func Host[T any](p *Pool, name string, n int) ([]T, error) { return host[T](p, name, n, false) }
-
-// HostWriteCombined is Host of write-combined pinned memory
-// (AllocHostWriteCombined): for buffers the host only writes and the
-// device only reads. A name is always one kind or the other. Cost: as
-// Host.
-func HostWriteCombined[T any](p *Pool, name string, n int) ([]T, error) {
-	return host[T](p, name, n, true)
-}
-
-func host[T any](p *Pool, name string, n int, wc bool) ([]T, error) {
+func Host[T any](p *Pool, name string, n int) ([]T, error) {
 	bytes := max(n*sizeOf[T](), 1)
 	h := p.host[name]
 	if h == nil || h.Len() < bytes {
@@ -141,7 +131,7 @@ func host[T any](p *Pool, name string, n int, wc bool) ([]T, error) {
 		delete(p.host, name)
 		size := p.grownSize(bytes)
 		var err error
-		if h, err = allocHost[byte](p.d, size, wc); err != nil {
+		if h, err = AllocHost[byte](p.d, size); err != nil {
 			return nil, fmt.Errorf("gpu: pool: pinned %s of %d bytes: %w", name, size, err)
 		}
 		p.host[name] = h
