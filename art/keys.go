@@ -181,3 +181,28 @@ func prefixEnd(p []byte) []byte {
 	out[i-1]++
 	return out
 }
+
+// packQueries packs the queries' lower and upper bounds into two batches
+// (a nil Hi packs as empty) and says which have an upper bound, copying
+// the bytes on the workers (<= 0: GOMAXPROCS). Cost: O(queries) offsets
+// in order, then one parallel copy of the bounds.
+func packQueries(qs []Query, workers int) (lo, hi Keys, has []uint8) {
+	q := len(qs)
+	lo, hi = Keys{Offs: make([]uint32, q+1)}, Keys{Offs: make([]uint32, q+1)}
+	has = make([]uint8, q)
+	for i, x := range qs {
+		lo.Offs[i+1] = lo.Offs[i] + uint32(len(x.Lo))
+		hi.Offs[i+1] = hi.Offs[i] + uint32(len(x.Hi))
+		if x.Hi != nil {
+			has[i] = 1
+		}
+	}
+	lo.Data, hi.Data = make([]byte, lo.Offs[q]), make([]byte, hi.Offs[q])
+	par.Ranges(q, par.Parts(q, 1<<12, workers), func(_, a, b int) {
+		for i := a; i < b; i++ {
+			copy(lo.Data[lo.Offs[i]:], qs[i].Lo)
+			copy(hi.Data[hi.Offs[i]:], qs[i].Hi)
+		}
+	})
+	return lo, hi, has
+}

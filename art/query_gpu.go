@@ -8,7 +8,6 @@ import (
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
-	"github.com/warpkv/warpkv/internal/par"
 	"github.com/warpkv/warpkv/prim"
 )
 
@@ -29,10 +28,22 @@ func (g *gpuEngine) ranges(qs []Query, limit int, desc bool) (*Result, error) {
 	defer g.mu.Unlock()
 	Q := len(qs)
 	g.start()
+	los, his, has := packQueries(qs, g.workers)
 	g.down.Discard()
-	lo, hi, hb, dummy, err := g.uploadQueries(qs)
+	lo, err := g.upload("q.lo", los, nil, false)
 	if err != nil {
 		return nil, fmt.Errorf("upload: %w", err)
+	}
+	hi, err := g.upload("q.hi", his, nil, false)
+	if err != nil {
+		return nil, fmt.Errorf("upload: %w", err)
+	}
+	if err := g.pool.Reserve(gpu.NeedOf[uint8]("q.has", Q), gpu.NeedOf[uint8]("q.dummy", 8)); err != nil {
+		return nil, err
+	}
+	hb, dummy := gpu.Take[uint8](g.pool, "q.has", Q), gpu.Take[uint8](g.pool, "q.dummy", 8)
+	if err := gpu.UploadStaged(g.up, g.s, hb, 0, has); err != nil {
+		return nil, err
 	}
 	g.clock.Mark(g.s, engine.MarkUploaded)
 	g.clock.Mark(g.s, engine.MarkSorted)
@@ -63,58 +74,6 @@ func (g *gpuEngine) ranges(qs []Query, limit int, desc bool) (*Result, error) {
 		return nil, err
 	}
 	return res, nil
-}
-
-// uploadQueries packs the queries' bounds straight into the pool's pinned
-// buffer q.pin on the workers (gpu.Strings: lower bounds, upper bounds,
-// a nil Hi as empty, and which queries have an upper bound) and queues
-// their copies to the device by DMA; it also takes q.dummy (8 bytes, the
-// two-pass form's stand-in outputs). Cost: one parallel pass over the
-// queries, one parallel copy of the bounds' bytes, five transfers.
-func (g *gpuEngine) uploadQueries(qs []Query) (lo, hi *devBatch, has, dummy *gpu.Buffer[uint8], err error) {
-	Q := len(qs)
-	if err := g.s.Synchronize(); err != nil { // q.pin is idle (a failed batch may have left copies queued)
-		return nil, nil, nil, nil, err
-	}
-	parts := par.Parts(Q, hostMinPart, g.workers)
-	ls := gpu.Strings{N: Q, At: func(i int) []byte { return qs[i].Lo }}
-	hs := gpu.Strings{N: Q, At: func(i int) []byte { return qs[i].Hi }}
-	lcut, _ := ls.Sizes(max(1, Q), MaxKeyLen+1, g.workers) // query checked the bounds' lengths
-	hcut, _ := hs.Sizes(max(1, Q), MaxKeyLen+1, g.workers)
-	lb, hbytes := lcut.Bytes(), hcut.Bytes()
-	if lb > math.MaxUint32 || hbytes > math.MaxUint32 {
-		return nil, nil, nil, nil, fmt.Errorf("%d and %d bytes of bounds: at most %d each", lb, hbytes, uint64(math.MaxUint32))
-	}
-	at := [5]int{0, alignPin(lb)}
-	at[2] = at[1] + alignPin(4*(Q+1))
-	at[3] = at[2] + alignPin(hbytes)
-	at[4] = at[3] + alignPin(4*(Q+1))
-	pin, err := gpu.Host[byte](g.pool, "q.pin", at[4]+Q)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	lData, lOffs := pin[:lb], pinView[uint32](pin, at[1], Q+1)
-	hData, hOffs := pin[at[2]:at[2]+hbytes], pinView[uint32](pin, at[3], Q+1)
-	hasPin := pin[at[4] : at[4]+Q]
-	ls.PackChunk(lcut, 0, lData, lOffs)
-	hs.PackChunk(hcut, 0, hData, hOffs)
-	par.Ranges(Q, parts, func(_, a, b int) {
-		for i := a; i < b; i++ {
-			h := uint8(0)
-			if qs[i].Hi != nil {
-				h = 1
-			}
-			hasPin[i] = h
-		}
-	})
-	if err := g.pool.Reserve(append(append(pointNeeds("q.lo", Q, lb, false), pointNeeds("q.hi", Q, hbytes, false)...),
-		gpu.NeedOf[uint8]("q.has", Q), gpu.NeedOf[uint8]("q.dummy", 8))...); err != nil {
-		return nil, nil, nil, nil, err
-	}
-	lo, hi = g.takeBatch("q.lo", Q, lb, false), g.takeBatch("q.hi", Q, hbytes, false)
-	has, dummy = gpu.Take[uint8](g.pool, "q.has", Q), gpu.Take[uint8](g.pool, "q.dummy", 8)
-	return lo, hi, has, dummy, firstErr(lo.data.Write(g.s, 0, lData), lo.offs.Write(g.s, 0, lOffs),
-		hi.data.Write(g.s, 0, hData), hi.offs.Write(g.s, 0, hOffs), has.Write(g.s, 0, hasPin))
 }
 
 // querySortMin is the fewest queries whose walks are sorted by start: below

@@ -12,56 +12,39 @@ import (
 // engines cut a batch into chunks and pack each chunk straight into pinned
 // memory on all cores while the chunks before it are on their way
 // (Pipeline.Run), so that the keys cross host memory once. Strings is that
-// source in any form; Sizes measures it chunk by chunk (its Layout),
+// source in either form; Sizes measures it chunk by chunk (its Layout),
 // PackChunk packs one chunk, CopyPar copies fixed-size answers out.
 
-// Strings is a batch of byte strings to pack, in one of three forms:
-// packed (string i is Data[Offs[i]:Offs[i+1]]; Offs has one more entry
-// than there are strings, and its first need not be 0); when Slices is not
-// nil, one Go slice each; when At is not nil, N strings At(i) (a field of
-// the caller's records, say; At is called twice per string, from several
-// goroutines at once). It holds views, never copies.
+// Strings is a batch of byte strings to pack, in one of two forms: packed
+// (string i is Data[Offs[i]:Offs[i+1]]; Offs has one more entry than there
+// are strings, and its first need not be 0) or, when Slices is not nil,
+// one Go slice each. It holds views, never copies.
 type Strings struct {
 	Data   []byte
 	Offs   []uint32
 	Slices [][]byte
-	N      int
-	At     func(i int) []byte
 }
 
 // Len is the number of strings.
 func (s Strings) Len() int {
-	switch {
-	case s.Slices != nil:
+	if s.Slices != nil {
 		return len(s.Slices)
-	case s.At != nil:
-		return s.N
 	}
 	return max(0, len(s.Offs)-1)
 }
 
 // packed reports whether s is in the packed form.
-func (s Strings) packed() bool { return s.Slices == nil && s.At == nil }
+func (s Strings) packed() bool { return s.Slices == nil }
 
-// lens returns the lengths of strings [lo, hi) summed and the first over
+// lens returns the lengths of slices [lo, hi) summed and the first over
 // maxLen (-1 when none).
 func (s Strings) lens(lo, hi, maxLen int) (total, bad int) {
 	bad = -1
-	if s.Slices != nil {
-		for j, k := range s.Slices[lo:hi] {
-			if len(k) > maxLen && bad < 0 {
-				bad = lo + j
-			}
-			total += len(k)
+	for j, k := range s.Slices[lo:hi] {
+		if len(k) > maxLen && bad < 0 {
+			bad = lo + j
 		}
-		return total, bad
-	}
-	for i := lo; i < hi; i++ {
-		l := len(s.At(i))
-		if l > maxLen && bad < 0 {
-			bad = i
-		}
-		total += l
+		total += len(k)
 	}
 	return total, bad
 }
@@ -72,7 +55,7 @@ const packMinPart = 1 << 13
 
 // Layout is how Sizes cut a batch: chunks of Size strings (the last
 // shorter), chunk c's bytes at Starts[c]..Starts[c+1] counted from the
-// batch's first byte, and, for the slice and At forms, where the bytes of
+// batch's first byte, and, for slices, where the bytes of
 // each part PackChunk gives a goroutine start within their chunk.
 type Layout struct {
 	Size    int
@@ -179,16 +162,9 @@ func (s Strings) PackChunk(l Layout, c int, data []byte, offs []uint32) {
 	par.Ranges(m, parts, func(p, plo, phi int) {
 		o := starts[p]
 		dst := offs[plo:phi]
-		if s.Slices != nil {
-			for i, k := range s.Slices[lo+plo : lo+phi] {
-				dst[i] = at + o
-				o += uint32(copy(data[o:], k))
-			}
-		} else {
-			for i := range dst {
-				dst[i] = at + o
-				o += uint32(copy(data[o:], s.At(lo+plo+i)))
-			}
+		for i, k := range s.Slices[lo+plo : lo+phi] {
+			dst[i] = at + o
+			o += uint32(copy(data[o:], k))
 		}
 	})
 	offs[m] = at + starts[parts]

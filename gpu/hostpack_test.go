@@ -44,8 +44,7 @@ func TestPackChunks(t *testing.T) {
 		want := bytes.Join(keys, nil)
 		size := 1 + r.IntN(max(1, n))
 		workers := 1 + r.IntN(4)
-		at := Strings{N: n, At: func(i int) []byte { return keys[i] }}
-		for form, s := range []Strings{{Data: data, Offs: offs[pre:]}, {Slices: keys}, at} {
+		for form, s := range []Strings{{Data: data, Offs: offs[pre:]}, {Slices: keys}} {
 			if s.Len() != n {
 				t.Fatalf("trial %d form %d: Len %d, want %d", trial, form, s.Len(), n)
 			}
@@ -99,9 +98,6 @@ func TestSizesFindsTheFirstLongString(t *testing.T) {
 		keys[n-1] = make([]byte, 9)
 		if _, bad := (Strings{Slices: keys}).Sizes(100, 8, 4); bad != at {
 			t.Fatalf("first long string %d, want %d", bad, at)
-		}
-		if _, bad := (Strings{N: n, At: func(i int) []byte { return keys[i] }}).Sizes(100, 8, 4); bad != at {
-			t.Fatalf("At form: first long string %d, want %d", bad, at)
 		}
 		keys[at], keys[n-1] = []byte{1}, []byte{1}
 	}
