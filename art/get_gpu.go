@@ -15,37 +15,61 @@ func (g *gpuEngine) lookup(kb Keys, vals []uint64, found []bool) error {
 	if long, err := longLookup(g, kb, vals, found); long {
 		return err
 	}
-	return g.lookupInto(kb, vals, boolBytes(found), false, nil)
+	return g.lookupCall(&pointCall{op: "lookup", src: stringsOf(kb), out: vals, found: boolBytes(found)})
 }
 
-// lookupInto is lookup with the found flags as bytes; staged says that the
-// keys, vals and found lie in a caller's pinned Staging (LookupStaged,
-// kb.Offs[0] == 0): no host copies, every chunk's transfer in queued at
-// once, and check (the batch's validation) run while they go.
-func (g *gpuEngine) lookupInto(kb Keys, vals []uint64, found []uint8, staged bool, check func() error) error {
+// lookupSlices is lookup of keys in Go slices, packed chunk by chunk
+// straight into pinned memory (no packed copy of the batch on the Go
+// heap); errLongSlices when they hold more than 4 GiB of bytes.
+func (g *gpuEngine) lookupSlices(keys [][]byte, vals []uint64, found []bool) error {
+	return g.lookupCall(&pointCall{op: "lookup", src: gpu.Strings{Slices: keys}, out: vals, found: boolBytes(found)})
+}
+
+// stringsOf views a packed batch as gpu.Strings.
+func stringsOf(kb Keys) gpu.Strings {
+	if len(kb.Offs) == 0 {
+		return gpu.Strings{Offs: []uint32{0}}
+	}
+	return gpu.Strings{Data: kb.Data, Offs: kb.Offs}
+}
+
+// lookupInto is lookup with the found flags as bytes of the keys staged
+// in a caller's pinned Staging (LookupStaged, kb.Offs[0] == 0): no host
+// copies, every chunk's transfer in queued at once, and check (the
+// batch's validation) run while they go.
+func (g *gpuEngine) lookupInto(kb Keys, vals []uint64, found []uint8, check func() error) error {
+	return g.lookupCall(&pointCall{op: "lookup", kb: kb, out: vals, found: found, staged: true, check: check})
+}
+
+// lookupCall runs the lookup pc (its keys, answers and found flags set).
+func (g *gpuEngine) lookupCall(pc *pointCall) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	n := kb.Len()
+	n := pc.len()
 	if n == 0 {
-		return g.point(&pointCall{op: "lookup", kb: kb}, pointDev{})
+		return g.point(pc, gpu.Layout{}, pointDev{})
 	}
-	if err := g.pool.Reserve(append(pointNeeds("get", kb, false),
+	cut, err := g.pointSizes(pc)
+	if err != nil {
+		return err
+	}
+	bytes := cut.Bytes()
+	if err := g.pool.Reserve(append(pointNeeds("get", n, bytes, false),
 		gpu.NeedOf[uint64]("get.out", n), gpu.NeedOf[uint8]("get.found", n))...); err != nil {
 		return err
 	}
-	b := g.takeBatch("get", kb, false)
+	b := g.takeBatch("get", n, bytes, false)
 	ov, of := gpu.Take[uint64](g.pool, "get.out", n), gpu.Take[uint8](g.pool, "get.found", n)
 	if err := g.setDesc(g.t, b); err != nil {
 		return err
 	}
-	work := func(base, m int) error {
+	pc.work = func(base, m int) error {
 		if g.lanes == lookupLanes {
 			return g.launch(g.k.getLanes, m*lookupLanes, g.descBuf, uint64(base), uint64(m), ov, of)
 		}
 		return g.launch(g.k.get, m, g.descBuf, uint64(base), uint64(m), ov, of)
 	}
-	pc := &pointCall{op: "lookup", kb: kb, out: vals, found: found, staged: staged, check: check, work: work}
-	return g.point(pc, pointDev{data: b.data, offs: b.offs, out: ov, found: of})
+	return g.point(pc, cut, pointDev{data: b.data, offs: b.offs, out: ov, found: of})
 }
 
 // boolBytes views flags as the bytes 0 and 1 the kernels write.
@@ -66,29 +90,44 @@ func (g *gpuEngine) update(kb Keys, vals []uint64, found []bool) error {
 	if long, err := longUpdate(g, kb, vals, found); long {
 		return err
 	}
+	return g.updateCall(&pointCall{op: "update", src: stringsOf(kb), vals: vals, found: boolBytes(found)})
+}
+
+// updateSlices is update of keys in Go slices, packed chunk by chunk
+// straight into pinned memory; errLongSlices when they hold more than 4
+// GiB of bytes.
+func (g *gpuEngine) updateSlices(keys [][]byte, vals []uint64, found []bool) error {
+	return g.updateCall(&pointCall{op: "update", src: gpu.Strings{Slices: keys}, vals: vals, found: boolBytes(found)})
+}
+
+// updateCall runs the update pc (its keys, values and found flags set).
+func (g *gpuEngine) updateCall(pc *pointCall) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	n := kb.Len()
+	n := pc.len()
 	if n == 0 {
-		return g.point(&pointCall{op: "update", kb: kb}, pointDev{})
+		return g.point(pc, gpu.Layout{}, pointDev{})
 	}
+	cut, err := g.pointSizes(pc)
+	if err != nil {
+		return err
+	}
+	bytes := cut.Bytes()
 	size := conflictSize(n)
-	if err := g.pool.Reserve(append(pointNeeds("upd", kb, true), gpu.NeedOf[uint64]("upd.tk", size), gpu.NeedOf[uint32]("upd.tp", size),
+	if err := g.pool.Reserve(append(pointNeeds("upd", n, bytes, true), gpu.NeedOf[uint64]("upd.tk", size), gpu.NeedOf[uint32]("upd.tp", size),
 		gpu.NeedOf[uint64]("upd.leaf", n), gpu.NeedOf[uint8]("upd.found", n))...); err != nil {
 		return err
 	}
-	b := g.takeBatch("upd", kb, true)
+	b := g.takeBatch("upd", n, bytes, true)
 	tk, tp := gpu.Take[uint64](g.pool, "upd.tk", size), gpu.Take[uint32](g.pool, "upd.tp", size)
 	leaf, of := gpu.Take[uint64](g.pool, "upd.leaf", n), gpu.Take[uint8](g.pool, "upd.found", n)
 	bitsN := bits.Len(uint(size)) - 1
 	if err := firstErr(g.setDesc(g.t, b), tk.FillBytes(g.s, 0), tp.FillBytes(g.s, 0)); err != nil {
 		return err
 	}
-	pc := &pointCall{op: "update", kb: kb, vals: vals, found: boolBytes(found),
-		work: func(base, m int) error {
-			return g.launch(g.k.updMark, m, g.descBuf, uint64(base), uint64(m), leaf, of, tk, tp, uint32(bitsN))
-		},
-		after: func() error { return g.launch(g.k.updWrite, n, g.descBuf, uint64(n), leaf, tk, tp, uint32(bitsN)) },
+	pc.work = func(base, m int) error {
+		return g.launch(g.k.updMark, m, g.descBuf, uint64(base), uint64(m), leaf, of, tk, tp, uint32(bitsN))
 	}
-	return g.point(pc, pointDev{data: b.data, offs: b.offs, vals: b.vals, found: of})
+	pc.after = func() error { return g.launch(g.k.updWrite, n, g.descBuf, uint64(n), leaf, tk, tp, uint32(bitsN)) }
+	return g.point(pc, cut, pointDev{data: b.data, offs: b.offs, vals: b.vals, found: of})
 }

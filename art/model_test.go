@@ -150,7 +150,8 @@ func (m *model) query(q Query, limit int, desc bool) []string {
 // LookupStaged.
 type subject struct {
 	t      *Tree
-	staged bool
+	staged bool // lookups through a Staging
+	packed bool // lookups and updates of packed batches (Lookup, UpdateKeys) instead of Get and Update
 }
 
 // getStaged is Get through a Staging.
@@ -186,11 +187,20 @@ func (s *subject) Apply(b batch) (answer, error) {
 	case tInsert:
 		err = t.Insert(b.keys, b.vals)
 	case tUpdate:
-		a.Found, err = t.Update(b.keys, b.vals)
-	case tGet:
-		if s.staged {
-			a.Vals, a.Found, err = s.getStaged(b.keys)
+		if s.packed {
+			a.Found = make([]bool, len(b.keys))
+			err = t.UpdateKeys(Pack(b.keys), b.vals, a.Found)
 		} else {
+			a.Found, err = t.Update(b.keys, b.vals)
+		}
+	case tGet:
+		switch {
+		case s.staged:
+			a.Vals, a.Found, err = s.getStaged(b.keys)
+		case s.packed:
+			a.Vals, a.Found = make([]uint64, len(b.keys)), make([]bool, len(b.keys))
+			err = t.Lookup(Pack(b.keys), a.Vals, a.Found)
+		default:
 			a.Vals, a.Found, err = t.Get(b.keys)
 		}
 	case tDelete:

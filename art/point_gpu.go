@@ -1,7 +1,9 @@
 package art
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"time"
 	"unsafe"
 
@@ -56,14 +58,17 @@ type pointDev struct {
 	found *gpu.Buffer[uint8]
 }
 
-// pointCall is one pipelined point call.
+// pointCall is one pipelined point call: its keys either in a caller's
+// pinned Staging (staged: kb) or in Go memory (src: a packed batch or one
+// slice per key, packed into pinned slots chunk by chunk).
 type pointCall struct {
 	op     string
-	kb     Keys
-	vals   []uint64 // update: the new values
-	out    []uint64 // lookup: the answers
+	kb     Keys        // staged: the keys, kb.Offs[0] == 0
+	src    gpu.Strings // not staged: the keys
+	vals   []uint64    // update: the new values
+	out    []uint64    // lookup: the answers
 	found  []uint8
-	staged bool         // kb, vals, out and found lie in pinned memory (Staging), kb.Offs[0] == 0
+	staged bool         // kb, vals, out and found lie in pinned memory (Staging)
 	check  func() error // staged: the batch's check, run while its transfers in run
 	// work queues the kernels of keys [base, base+n) on the engine's
 	// stream; after, if set, queues more after the last chunk's.
@@ -71,12 +76,19 @@ type pointCall struct {
 	after func() error
 }
 
-// pointNeeds are the device buffers of a point call on kb named by prefix:
-// the keys (bytes from the first key's offset on), the offsets, the
-// values when withVals.
-func pointNeeds(prefix string, kb Keys, withVals bool) []gpu.Need {
-	n := kb.Len()
-	ns := []gpu.Need{gpu.NeedOf[byte](prefix+".data", int(kb.Offs[n]-kb.Offs[0])), gpu.NeedOf[uint32](prefix+".offs", n+1)}
+// len is the number of keys of the call.
+func (pc *pointCall) len() int {
+	if pc.staged {
+		return pc.kb.Len()
+	}
+	return pc.src.Len()
+}
+
+// pointNeeds are the device buffers of a point call of n keys of bytes
+// key bytes named by prefix: the keys, the offsets, the values when
+// withVals.
+func pointNeeds(prefix string, n, bytes int, withVals bool) []gpu.Need {
+	ns := []gpu.Need{gpu.NeedOf[byte](prefix+".data", bytes), gpu.NeedOf[uint32](prefix+".offs", n+1)}
 	if withVals {
 		ns = append(ns, gpu.NeedOf[uint64](prefix+".vals", n))
 	}
@@ -84,15 +96,39 @@ func pointNeeds(prefix string, kb Keys, withVals bool) []gpu.Need {
 }
 
 // takeBatch takes the buffers of pointNeeds as a devBatch.
-func (g *gpuEngine) takeBatch(prefix string, kb Keys, withVals bool) *devBatch {
-	n := kb.Len()
-	b := &devBatch{n: n, data: gpu.Take[byte](g.pool, prefix+".data", int(kb.Offs[n]-kb.Offs[0])),
+func (g *gpuEngine) takeBatch(prefix string, n, bytes int, withVals bool) *devBatch {
+	b := &devBatch{n: n, data: gpu.Take[byte](g.pool, prefix+".data", bytes),
 		offs: gpu.Take[uint32](g.pool, prefix+".offs", n+1)}
 	if withVals {
 		b.vals = gpu.Take[uint64](g.pool, prefix+".vals", n)
 	}
 	return b
 }
+
+// pointSizes cuts the n > 0 keys of pc into the chunks of a point call
+// (gpu.Strings.Sizes: their size and byte starts; for a staged call, from
+// its offsets); a key over MaxKeyLen from Go slices is an error, named as
+// Keys.check names it. Cost: O(chunks), or one parallel pass over the
+// slices' headers.
+func (g *gpuEngine) pointSizes(pc *pointCall) (gpu.Layout, error) {
+	size, _ := g.pointChunks(pc.len())
+	src := pc.src
+	if pc.staged {
+		src = gpu.Strings{Data: pc.kb.Data, Offs: pc.kb.Offs}
+	}
+	cut, bad := src.Sizes(size, MaxKeyLen, g.workers)
+	if bad >= 0 {
+		return gpu.Layout{}, fmt.Errorf("art: %s: key %d is %d bytes: at most %d", pc.op, bad, len(src.Slices[bad]), MaxKeyLen)
+	}
+	if cut.Bytes() > math.MaxUint32 {
+		return gpu.Layout{}, errLongSlices
+	}
+	return cut, nil
+}
+
+// errLongSlices says that a batch of Go slices holds more than 4 GiB of
+// key bytes: the caller packs it (Pack) and takes the long-batch path.
+var errLongSlices = errors.New("art: more than 4 GiB of key bytes")
 
 // pointChunks returns the chunk size and count of a point call of n keys
 // (n > 0).
@@ -128,25 +164,26 @@ type pointPlan struct {
 	pc           *pointCall
 	n            int
 	size, chunks int
-	base         uint32 // kb.Offs[0]: device offsets are rebased to it
+	cut          gpu.Layout // the chunks (pointSizes)
+	starts       []int      // chunk c's key bytes start at byte starts[c] of the batch on the device
 	lay          slotLayout
 	pin          []byte // slice calls: pointSlots (or chunks, if fewer) slots
 	workers      int
 }
 
 // newPointPlan cuts pc's n > 0 keys into chunks of size keys and, for a
-// slice call, lays out a slot for the largest chunk. Cost: O(chunks).
-func newPointPlan(pc *pointCall, size, workers int) *pointPlan {
-	kb := pc.kb
-	p := &pointPlan{pc: pc, n: kb.Len(), size: size, base: kb.Offs[0], workers: workers}
+// slice call, lays out a slot for the largest chunk (cut: the chunks,
+// pointSizes). Cost: O(chunks).
+func newPointPlan(pc *pointCall, cut gpu.Layout, workers int) *pointPlan {
+	size, starts := cut.Size, cut.Starts
+	p := &pointPlan{pc: pc, n: pc.len(), size: size, cut: cut, starts: starts, workers: workers}
 	p.chunks = (p.n + size - 1) / size
 	if pc.staged {
 		return p
 	}
 	most := 0
 	for c := range p.chunks {
-		lo, hi := p.bounds(c)
-		most = max(most, int(kb.Offs[hi]-kb.Offs[lo]))
+		most = max(most, starts[c+1]-starts[c])
 	}
 	l := &p.lay
 	l.offs = alignPin(most)
@@ -204,17 +241,19 @@ type inCopies struct {
 // bytes where the batch puts them, its offsets (lo, hi] (chunk 0 also
 // offset 0), its values.
 func (p *pointPlan) in(c int) inCopies {
-	kb := p.pc.kb
 	lo, hi := p.bounds(c)
-	cp := inCopies{dataAt: int(kb.Offs[lo] - p.base), offsAt: lo + 1, valsAt: lo}
+	cp := inCopies{offsAt: lo + 1, valsAt: lo}
 	if p.pc.staged {
+		kb := p.pc.kb
+		cp.dataAt = int(kb.Offs[lo])
 		cp.data, cp.offs = kb.Data[kb.Offs[lo]:kb.Offs[hi]], kb.Offs[lo:hi+1]
 		if p.pc.vals != nil {
 			cp.vals = p.pc.vals[lo:hi]
 		}
 	} else {
 		s := p.slot(c)
-		cp.data, cp.offs = s[:kb.Offs[hi]-kb.Offs[lo]], pinView[uint32](s, p.lay.offs, hi-lo+1)
+		cp.dataAt = p.starts[c]
+		cp.data, cp.offs = s[:p.starts[c+1]-p.starts[c]], pinView[uint32](s, p.lay.offs, hi-lo+1)
 		if p.pc.vals != nil {
 			cp.vals = pinView[uint64](s, p.lay.vals, hi-lo)
 		}
@@ -244,32 +283,17 @@ func (p *pointPlan) outs(c int) (o []uint64, f []uint8) {
 	return o, pinView[uint8](s, p.lay.found, hi-lo)
 }
 
-// pack copies chunk c of a slice call into its slot (key bytes, rebased
-// offsets, values) on the workers.
+// pack copies chunk c of a slice call into its slot on the workers: its
+// key bytes and offsets (gpu.Strings.PackChunk, the offsets counted from
+// the batch's first key byte) and its values.
 func (p *pointPlan) pack(c int) {
-	kb := p.pc.kb
 	lo, hi := p.bounds(c)
 	s := p.slot(c)
-	data, offs := s[:kb.Offs[hi]-kb.Offs[lo]], pinView[uint32](s, p.lay.offs, hi-lo+1)
-	var vals []uint64
+	data, offs := s[:p.starts[c+1]-p.starts[c]], pinView[uint32](s, p.lay.offs, hi-lo+1)
+	p.pc.src.PackChunk(p.cut, c, data, offs)
 	if p.pc.vals != nil {
-		vals = pinView[uint64](s, p.lay.vals, hi-lo)
+		gpu.CopyPar(pinView[uint64](s, p.lay.vals, hi-lo), p.pc.vals[lo:hi], hostMinPart, p.workers)
 	}
-	a := kb.Offs[lo]
-	par.Ranges(hi-lo, par.Parts(hi-lo, hostMinPart, p.workers), func(_, plo, phi int) {
-		copy(data[kb.Offs[lo+plo]-a:kb.Offs[lo+phi]-a], kb.Data[kb.Offs[lo+plo]:kb.Offs[lo+phi]])
-		if p.base == 0 {
-			copy(offs[plo:phi], kb.Offs[lo+plo:lo+phi])
-		} else {
-			for i := plo; i < phi; i++ {
-				offs[i] = kb.Offs[lo+i] - p.base
-			}
-		}
-		if vals != nil {
-			copy(vals[plo:phi], p.pc.vals[lo+plo:lo+phi])
-		}
-	})
-	offs[hi-lo] = kb.Offs[hi] - p.base
 }
 
 // unpack copies chunk c's answers of a slice call out of its slot on the
@@ -288,16 +312,18 @@ func (p *pointPlan) unpack(c int) {
 // point runs pc through the pipeline on the device buffers d. Cost: the
 // transfers (keys, offsets, values in; answers out) at the pinned rate,
 // overlapped with the kernels and, from Go slices, with one parallel copy
-// into and out of pinned memory; about ten driver calls per chunk.
-func (g *gpuEngine) point(pc *pointCall, d pointDev) error {
-	n := pc.kb.Len()
+// into and out of pinned memory; about ten driver calls per chunk. The
+// call's LastBatch says the host's time packing chunks into the slots
+// (Upload) and copying answers out of them (Download) besides the
+// kernels' (Work).
+func (g *gpuEngine) point(pc *pointCall, cut gpu.Layout, d pointDev) error {
+	n := pc.len()
 	t0 := time.Now()
 	if n == 0 {
 		g.last.Set(engine.Timings{Op: pc.op, Total: time.Since(t0)})
 		return nil
 	}
-	size, _ := g.pointChunks(n)
-	p := newPointPlan(pc, size, g.workers)
+	p := newPointPlan(pc, cut, g.workers)
 	if pc.staged {
 		if err := p.checkBounds(); err != nil {
 			return err
@@ -355,11 +381,22 @@ func (g *gpuEngine) point(pc *pointCall, d pointDev) error {
 			return d.found.Read(s, lo, f)
 		},
 	}
+	var packed, unpacked time.Duration // the host's copies into and out of the slots
 	if pc.staged {
 		steps.Check = pc.check
 	} else {
-		steps.Pack = func(c int) error { p.pack(c); return nil }
-		steps.Done = func(c int) error { p.unpack(c); return nil }
+		steps.Pack = func(c int) error {
+			t := time.Now()
+			p.pack(c)
+			packed += time.Since(t)
+			return nil
+		}
+		steps.Done = func(c int) error {
+			t := time.Now()
+			p.unpack(c)
+			unpacked += time.Since(t)
+			return nil
+		}
 	}
 	if err := g.up.Run(g.s, g.in, g.out, p.chunks, pointLag, steps); err != nil {
 		return err
@@ -370,6 +407,6 @@ func (g *gpuEngine) point(pc *pointCall, d pointDev) error {
 			work += w
 		}
 	}
-	g.last.Set(engine.Timings{Op: pc.op, Items: n, Work: work, Total: time.Since(t0)})
+	g.last.Set(engine.Timings{Op: pc.op, Items: n, Upload: packed, Work: work, Download: unpacked, Total: time.Since(t0)})
 	return nil
 }

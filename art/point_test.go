@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // TestPointPlanOnTheHost runs a pipelined point call's host side (packing,
@@ -33,7 +35,15 @@ func TestPointPlanOnTheHost(t *testing.T) {
 			kb = Pack(all[pre:])
 		}
 		update := trial%2 == 0
-		pc := &pointCall{op: "test", kb: kb, found: make([]uint8, n), staged: staged, check: func() error { return nil }}
+		pc := &pointCall{op: "test", found: make([]uint8, n), staged: staged, check: func() error { return nil }}
+		switch {
+		case staged:
+			pc.kb = kb
+		case trial%3 == 1: // from Go slices
+			pc.src = gpu.Strings{Slices: all[pre:]}
+		default:
+			pc.src = stringsOf(kb)
+		}
 		if update {
 			pc.vals = make([]uint64, n)
 			for i := range pc.vals {
@@ -43,7 +53,12 @@ func TestPointPlanOnTheHost(t *testing.T) {
 			pc.out = make([]uint64, n)
 		}
 		size := 1 + r.IntN(40)
-		p := newPointPlan(pc, size, 1+r.IntN(3))
+		src := pc.src
+		if staged {
+			src = stringsOf(kb)
+		}
+		cut, _ := src.Sizes(size, MaxKeyLen, 1+r.IntN(3))
+		p := newPointPlan(pc, cut, 2)
 		if !staged {
 			p.pin = make([]byte, p.pinBytes())
 		}
@@ -136,8 +151,9 @@ func TestPointChunks(t *testing.T) {
 // lookup from Go slices; here into ordinary memory).
 func BenchmarkPointPack(b *testing.B) {
 	kb, _, _ := benchKeys(1<<20, 16)
-	pc := &pointCall{op: "lookup", kb: kb, out: make([]uint64, kb.Len()), found: make([]uint8, kb.Len())}
-	p := newPointPlan(pc, pointChunkMin, 0)
+	pc := &pointCall{op: "lookup", src: stringsOf(kb), out: make([]uint64, kb.Len()), found: make([]uint8, kb.Len())}
+	cut, _ := pc.src.Sizes(pointChunkMin, MaxKeyLen, 0)
+	p := newPointPlan(pc, cut, 0)
 	p.pin = make([]byte, p.pinBytes())
 	b.SetBytes(int64(len(kb.Data) + 4*kb.Len() + 9*kb.Len()))
 	for b.Loop() {

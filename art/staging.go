@@ -100,7 +100,7 @@ func (t *Tree) LookupStaged(st *Staging, n int) error {
 	}
 	defer engine.RUnlock(&t.Facade)
 	if g, ok := t.eng.(*gpuEngine); ok {
-		if err := g.lookupInto(kb, st.Values[:n], st.Found[:n], true, check); err != nil {
+		if err := g.lookupInto(kb, st.Values[:n], st.Found[:n], check); err != nil {
 			return fmt.Errorf("art: lookup: %w", err)
 		}
 		return nil

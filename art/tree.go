@@ -1,7 +1,9 @@
 package art
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
@@ -159,9 +161,35 @@ func (t *Tree) insertLocked(kb Keys, values []uint64) error {
 // absent keys are not inserted) and says which were; of equal keys in the
 // batch the last wins. Cost: two passes of one walk per key and a conflict
 // table of 2 to 4 slots per key; no sort, no structural change.
+//
+// On the GPU engine the keys go from their slices straight into pinned
+// memory, chunk by chunk on all cores while the chunks before are on the
+// device (no packed copy on the Go heap).
 func (t *Tree) Update(keys [][]byte, values []uint64) ([]bool, error) {
 	found := make([]bool, len(keys))
+	if g, ok := t.eng.(*gpuEngine); ok {
+		if len(values) != len(keys) {
+			return nil, fmt.Errorf("art: update: %d keys but %d values", len(keys), len(values))
+		}
+		if _, err := engine.Lock(&t.Facade, "update"); err != nil {
+			return nil, err
+		}
+		err := g.updateSlices(keys, values, found)
+		engine.Unlock(&t.Facade)
+		if !errors.Is(err, errLongSlices) {
+			return found, wrapOp("update", err)
+		}
+	}
 	return found, t.UpdateKeys(Pack(keys), values, found)
+}
+
+// wrapOp prefixes an engine's error with the operation, as the Keys
+// calls do; an error that names art already is returned as it is.
+func wrapOp(op string, err error) error {
+	if err == nil || strings.HasPrefix(err.Error(), "art: ") {
+		return err
+	}
+	return fmt.Errorf("art: %s: %w", op, err)
 }
 
 // UpdateKeys is Update of a packed batch into found (len kb.Len()).
@@ -185,8 +213,22 @@ func (t *Tree) UpdateKeys(kb Keys, values []uint64, found []bool) error {
 // Get looks up every key: values[i] is the value of keys[i] and found[i]
 // whether it is present (values[i] is 0 when not). Cost: one walk per key
 // (on the GPU engine one thread per key, plus a transfer each way).
+//
+// On the GPU engine the keys go from their slices straight into pinned
+// memory, chunk by chunk on all cores while the chunks before are on the
+// device (no packed copy on the Go heap).
 func (t *Tree) Get(keys [][]byte) (values []uint64, found []bool, err error) {
 	values, found = make([]uint64, len(keys)), make([]bool, len(keys))
+	if g, ok := t.eng.(*gpuEngine); ok {
+		if _, err := engine.RLock(&t.Facade, "lookup"); err != nil {
+			return nil, nil, err
+		}
+		err := g.lookupSlices(keys, values, found)
+		engine.RUnlock(&t.Facade)
+		if !errors.Is(err, errLongSlices) {
+			return values, found, wrapOp("lookup", err)
+		}
+	}
 	return values, found, t.Lookup(Pack(keys), values, found)
 }
 

@@ -364,6 +364,13 @@ type artStager interface {
 	LookupStaged() error
 }
 
+// artSlicer is an implementation that also takes batches as one Go slice
+// per key (warpkv's engines: art.Tree.Get and art.Tree.Update).
+type artSlicer interface {
+	GetSlices(keys [][]byte) ([]uint64, []bool, error)
+	UpdateSlices(keys [][]byte, values []uint64) error
+}
+
 // ARTLimits are the references of the GPU rows (MeasureLimits), zero
 // without a GPU.
 type ARTLimits struct {
@@ -478,6 +485,37 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 			k.Ratio, k.RatioTo = k.OpsPerSec/lim.Gather32, "32 B gathers/s"
 			rows = append(rows, k)
 		}
+	}
+	// Lookups and updates from one Go slice per key (the GPU engine): the
+	// slices made once, untimed, then whole calls timed; a lookup's answers
+	// must be the packed call's.
+	if sl, ok := impl.(artSlicer); ok && lim.Gather32 > 0 && (c.Op == ARTLookup || c.Op == ARTMiss || c.Op == ARTUpdate) {
+		keys := d.Keys.Unpack()
+		var ts []float64
+		var sv []uint64
+		var sf []bool
+		for i := range DefaultWarmup + reps {
+			runtime.GC()
+			t0 := time.Now()
+			var err error
+			if c.Op == ARTUpdate {
+				err = sl.UpdateSlices(keys, d.Values)
+			} else {
+				sv, sf, err = sl.GetSlices(keys)
+			}
+			if err != nil {
+				return nil, ch, err
+			}
+			if i >= DefaultWarmup {
+				ts = append(ts, time.Since(t0).Seconds())
+			}
+		}
+		for i := range sf {
+			if sf[i] != lf[i] || sv[i] != lv[i] {
+				return nil, ch, fmt.Errorf("%s: from [][]byte, key %d: %d %v, packed %d %v", c.Name(), i, sv[i], sf[i], lv[i], lf[i])
+			}
+		}
+		rows = append(rows, NewResult(c.Name()+": from [][]byte", impl.Name(), items, up+down, Median(ts)).VsBandwidth("pinned H2D", lim.H2DGBps))
 	}
 	// Lookups from pinned staging (the GPU engine): the keys written into
 	// the engine's pinned buffers once, untimed, then whole calls timed.
@@ -601,6 +639,15 @@ func (e *artEngine) Stage(keys art.Keys) error {
 	}
 	e.n = keys.Len()
 	return nil
+}
+
+// GetSlices looks keys up from one slice per key (art.Tree.Get).
+func (e *artEngine) GetSlices(keys [][]byte) ([]uint64, []bool, error) { return e.t.Get(keys) }
+
+// UpdateSlices updates keys from one slice per key (art.Tree.Update).
+func (e *artEngine) UpdateSlices(keys [][]byte, values []uint64) error {
+	_, err := e.t.Update(keys, values)
+	return err
 }
 
 // SetLookupLanes sets the tree's lanes per lookup.

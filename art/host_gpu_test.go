@@ -1,0 +1,171 @@
+package art
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/enginetest"
+	"github.com/warpkv/warpkv/internal/gputest"
+)
+
+// TestHostPacking runs lookups and updates whose keys the GPU engine's
+// host packs chunk by chunk into pinned memory (gpu.Strings), from Go
+// slices (Get, Update) and from packed batches (Lookup, UpdateKeys), with
+// chunks of 7 keys (many chunks a batch, the slots of the ring reused)
+// and of 20000 keys (several goroutines a chunk), on ragged keys: empty,
+// one byte, the leaf classes' bounds, and long keys of up to 3000 bytes,
+// many sharing prefixes. Every answer is compared with the model and the
+// CPU engine's, and the layouts with the CPU engine's after every batch.
+func TestHostPacking(t *testing.T) {
+	ragged := func(r *rand.Rand) []byte {
+		l := []int{0, 1, 8, 16, 17, 33, 300, 3000}[r.IntN(8)]
+		if r.IntN(2) == 0 {
+			return randomBytes(r, l, l, []byte("ab"))
+		}
+		return randomBytes(r, 0, l, nil)
+	}
+	points := mix{build: 1, insert: 8, update: 12, get: 14, del: 3, ranges: 1, prefix: 1}
+	gpuChunks := func(name string, chunk int, packed bool) enginetest.Target[batch, answer] {
+		return enginetest.Target[batch, answer]{Name: name, GPU: true, Open: func(_ testing.TB, d *gpu.Device) (enginetest.Subject[batch, answer], error) {
+			tr, err := Open(Options{GPU: d})
+			if err == nil {
+				tr.eng.(*gpuEngine).chunkMin = chunk
+			}
+			return &subject{t: tr, packed: packed}, err
+		}}
+	}
+	s := suite()
+	s.Targets = []enginetest.Target[batch, answer]{
+		s.Targets[0], // the CPU engine
+		gpuChunks("gpu, chunks of 7 keys, from [][]byte", 7, false),
+		gpuChunks("gpu, chunks of 7 keys, packed", 7, true),
+		gpuChunks("gpu, chunks of 20000 keys, from [][]byte", 20000, false),
+		gpuChunks("gpu, chunks of 20000 keys, packed", 20000, true),
+	}
+	batches := 16
+	if testing.Short() {
+		batches = 6
+	}
+	enginetest.Run(t, s,
+		artCase{Name: "ragged keys, small batches", Batches: batches, Gen: randomBatches(ragged, 300, points)},
+		artCase{Name: "ragged keys, batches of up to 50000", Batches: batches / 2, Gen: randomBatches(ragged, 50000, points)},
+	)
+}
+
+// BenchmarkGPUWholeCalls measures the GPU engine's whole calls on 16-byte
+// keys in a tree of 16Mi keys, with the host's share of each: lookups and
+// updates of 1Mi keys from a packed batch in Go memory (Lookup,
+// UpdateKeys, for several smallest chunk sizes), from Go slices (Get,
+// Update) and from pinned staging, and 64Ki ranges of 16 keys and prefix
+// scans of 64. Metrics: keys (or queries) per second of the whole call,
+// and of the last call its time packing into pinned slots (pack-ms),
+// copying answers out (unpack-ms), the kernels (work-ms) and in all
+// (total-ms).
+func BenchmarkGPUWholeCalls(b *testing.B) {
+	d := gputest.Device(b)
+	const size, n = 1 << 24, 1 << 20
+	kb, vals, _ := benchKeys(size, 16)
+	t, err := Open(Options{GPU: d})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer t.Close()
+	if err := t.BuildKeys(kb, vals); err != nil {
+		b.Fatal(err)
+	}
+	probe := Keys{Data: kb.Data[:16*n], Offs: kb.Offs[:n+1]}
+	slices := probe.Unpack()
+	out, found := make([]uint64, n), make([]bool, n)
+	g := t.eng.(*gpuEngine)
+	report := func(b *testing.B, items int) {
+		b.ReportMetric(float64(items)*float64(b.N)/b.Elapsed().Seconds()/1e6, "M/s")
+		tm := t.LastBatch()
+		b.ReportMetric(tm.Upload.Seconds()*1e3, "pack-ms")
+		b.ReportMetric(tm.Download.Seconds()*1e3, "unpack-ms")
+		b.ReportMetric(tm.Work.Seconds()*1e3, "work-ms")
+		b.ReportMetric(tm.Total.Seconds()*1e3, "total-ms")
+	}
+	for _, cm := range []int{1 << 14, 1 << 16, pointChunkMin} {
+		b.Run(fmt.Sprintf("lookup/packed/chunkMin=%d", cm), func(b *testing.B) {
+			g.chunkMin = cm
+			defer func() { g.chunkMin = pointChunkMin }()
+			for b.Loop() {
+				if err := t.Lookup(probe, out, found); err != nil {
+					b.Fatal(err)
+				}
+			}
+			report(b, n)
+		})
+	}
+	b.Run("lookup/slices", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := t.Get(slices); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b, n)
+	})
+	b.Run("lookup/pinned", func(b *testing.B) {
+		st, err := t.NewStaging(n, len(probe.Data))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Free()
+		copy(st.Data, probe.Data)
+		copy(st.Offs, probe.Offs)
+		for b.Loop() {
+			if err := t.LookupStaged(st, n); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b, n)
+	})
+	b.Run("update/packed", func(b *testing.B) {
+		for b.Loop() {
+			if err := t.UpdateKeys(probe, vals[:n], found); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b, n)
+	})
+	b.Run("update/slices", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := t.Update(slices, vals[:n]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b, n)
+	})
+	const Q = 1 << 16
+	qs := make([]Query, Q)
+	pre := make([][]byte, Q)
+	for i := range qs {
+		qs[i] = Query{Lo: slices[i]}
+		pre[i] = slices[i][:2]
+	}
+	b.Run("ranges16", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := t.Ranges(qs, 16); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b, Q)
+	})
+	b.Run("prefix64", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := t.Prefix(pre, 64); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b, Q)
+	})
+	// The host's share of a ranges call: allocating its Result.
+	b.Run("ranges16/newResult", func(b *testing.B) {
+		for b.Loop() {
+			_ = newResult(Q, 16*Q, 16*16*Q)
+		}
+		b.ReportMetric(float64(Q)*float64(b.N)/b.Elapsed().Seconds()/1e6, "M/s")
+	})
+}

@@ -1,0 +1,179 @@
+package gpu
+
+import (
+	"sort"
+
+	"github.com/warpkv/warpkv/internal/par"
+)
+
+// Host packing of batches of byte strings. A batch of keys reaches the
+// device as one buffer of bytes and one of uint32 offsets; a caller holds
+// it either packed that way in Go memory or as one Go slice per key. The
+// engines cut a batch into chunks and pack each chunk straight into pinned
+// memory on all cores while the chunks before it are on their way
+// (Pipeline.Run), so that the keys cross host memory once. Strings is that
+// source in either form; Sizes measures it chunk by chunk (its Layout),
+// PackChunk packs one chunk, CopyPar copies fixed-size answers out.
+
+// Strings is a batch of byte strings to pack, in one of two forms: packed
+// (string i is Data[Offs[i]:Offs[i+1]]; Offs has one more entry than there
+// are strings, and its first need not be 0) or, when Slices is not nil,
+// one Go slice each. It holds views, never copies.
+type Strings struct {
+	Data   []byte
+	Offs   []uint32
+	Slices [][]byte
+}
+
+// Len is the number of strings.
+func (s Strings) Len() int {
+	if s.Slices != nil {
+		return len(s.Slices)
+	}
+	return max(0, len(s.Offs)-1)
+}
+
+// packed reports whether s is in the packed form.
+func (s Strings) packed() bool { return s.Slices == nil }
+
+// lens returns the lengths of slices [lo, hi) summed and the first over
+// maxLen (-1 when none).
+func (s Strings) lens(lo, hi, maxLen int) (total, bad int) {
+	bad = -1
+	for j, k := range s.Slices[lo:hi] {
+		if len(k) > maxLen && bad < 0 {
+			bad = lo + j
+		}
+		total += len(k)
+	}
+	return total, bad
+}
+
+// packMinPart is the fewest strings one goroutine of Sizes or PackChunk
+// handles: below it a goroutine costs more than the copy it would share.
+const packMinPart = 1 << 13
+
+// Layout is how Sizes cut a batch: chunks of Size strings (the last
+// shorter), chunk c's bytes at Starts[c]..Starts[c+1] counted from the
+// batch's first byte, and, for slices, where the bytes of
+// each part PackChunk gives a goroutine start within their chunk.
+type Layout struct {
+	Size    int
+	Starts  []int
+	parts   [][]uint32
+	workers int
+}
+
+// Chunks is the number of chunks.
+func (l Layout) Chunks() int { return len(l.Starts) - 1 }
+
+// Bounds returns chunk c's strings [lo, hi) of a batch of n strings.
+func (l Layout) Bounds(c, n int) (lo, hi int) { return c * l.Size, min(n, (c+1)*l.Size) }
+
+// Bytes is the total of the batch's bytes.
+func (l Layout) Bytes() int { return l.Starts[len(l.Starts)-1] }
+
+// Sizes cuts s into chunks of size strings and returns their Layout and
+// the first string longer than maxLen (-1 when none; the Layout is then
+// empty). For packed strings it reads the offsets at the chunks' bounds
+// only (the caller has checked them); otherwise it reads every string's
+// length once, on workers goroutines (<= 0: GOMAXPROCS), one per part of a
+// chunk as PackChunk will split it, so that PackChunk need not read them
+// again. Cost: O(chunks), or one parallel pass over the strings' headers.
+func (s Strings) Sizes(size, maxLen, workers int) (Layout, int) {
+	n := s.Len()
+	chunks := 0
+	if n > 0 {
+		chunks = (n + size - 1) / size
+	}
+	l := Layout{Size: size, Starts: make([]int, chunks+1), workers: workers}
+	if s.packed() {
+		for c := 1; c <= chunks; c++ {
+			l.Starts[c] = int(s.Offs[min(n, c*size)] - s.Offs[0])
+		}
+		return l, -1
+	}
+	// One item per part of a chunk; item k is part k-first[c] of chunk c.
+	first := make([]int, chunks+1)
+	for c := range chunks {
+		lo, hi := l.Bounds(c, n)
+		first[c+1] = first[c] + par.Parts(hi-lo, packMinPart, workers)
+	}
+	sums, bads := make([]int, first[chunks]), make([]int, first[chunks])
+	chunkOf := func(k int) int {
+		c := sort.SearchInts(first, k+1) - 1
+		return c
+	}
+	par.For(first[chunks], 1, workers, func(klo, khi int) {
+		for k := klo; k < khi; k++ {
+			c := chunkOf(k)
+			lo, hi := l.Bounds(c, n)
+			parts := first[c+1] - first[c]
+			j := k - first[c]
+			sums[k], bads[k] = s.lens(lo+par.Bound(hi-lo, parts, j), lo+par.Bound(hi-lo, parts, j+1), maxLen)
+		}
+	})
+	for _, b := range bads {
+		if b >= 0 { // items are in string order: the first with one holds the first
+			return Layout{}, b
+		}
+	}
+	l.parts = make([][]uint32, chunks)
+	for c := range chunks {
+		ps := make([]uint32, first[c+1]-first[c]+1)
+		for j := range len(ps) - 1 {
+			ps[j+1] = ps[j] + uint32(sums[first[c]+j])
+		}
+		l.parts[c] = ps
+		l.Starts[c+1] = l.Starts[c] + int(ps[len(ps)-1])
+	}
+	return l, -1
+}
+
+// PackChunk packs chunk c of s as l (Sizes of s) cuts it: its strings'
+// bytes, in order, into data (exactly their total length) and their
+// offsets into offs (one more than its strings): offs[j] = l.Starts[c] +
+// the bytes of the chunk's strings before string j, so that offs continue
+// the offsets of the chunks before. It runs on the Layout's workers, each
+// on a contiguous part: from packed strings each part copies its bytes and
+// rebases its offsets; otherwise each part writes its offsets and bytes
+// from where Sizes found its bytes start. Cost: one parallel copy of the
+// chunk's bytes and offsets.
+func (s Strings) PackChunk(l Layout, c int, data []byte, offs []uint32) {
+	lo, hi := l.Bounds(c, s.Len())
+	m := hi - lo
+	at := uint32(l.Starts[c])
+	if s.packed() {
+		a := s.Offs[lo]
+		par.Ranges(m, par.Parts(m, packMinPart, l.workers), func(_, plo, phi int) {
+			src := s.Offs[lo+plo : lo+phi+1]
+			copy(data[src[0]-a:src[len(src)-1]-a], s.Data[src[0]:src[len(src)-1]])
+			dst := offs[plo:phi]
+			d := at - a
+			for i := range dst {
+				dst[i] = src[i] + d
+			}
+		})
+		offs[m] = at + (s.Offs[hi] - a)
+		return
+	}
+	starts := l.parts[c]
+	parts := len(starts) - 1
+	par.Ranges(m, parts, func(p, plo, phi int) {
+		o := starts[p]
+		dst := offs[plo:phi]
+		for i, k := range s.Slices[lo+plo : lo+phi] {
+			dst[i] = at + o
+			o += uint32(copy(data[o:], k))
+		}
+	})
+	offs[m] = at + starts[parts]
+}
+
+// CopyPar copies src into dst (the shorter length) on workers goroutines
+// (<= 0: GOMAXPROCS), at least minPer elements each: the unpacking of a
+// chunk's answers out of pinned memory. Cost: one parallel copy.
+func CopyPar[T any](dst, src []T, minPer, workers int) {
+	n := min(len(dst), len(src))
+	par.Ranges(n, par.Parts(n, minPer, workers), func(_, lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
+}
