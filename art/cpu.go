@@ -88,9 +88,9 @@ func (e *cpuEngine) remove(kb Keys) (int, error) {
 	return n, nil
 }
 
-func (e *cpuEngine) ranges(qs []Query, limit int, desc bool) (*Result, error) {
+func (e *cpuEngine) ranges(into *Result, qs []Query, limit int, desc bool) (*Result, error) {
 	var r *Result
-	timedRead("ranges", len(qs), &e.last, func() { r = e.s.ranges(qs, limit, desc, e.workers) })
+	timedRead("ranges", len(qs), &e.last, func() { r = e.s.ranges(into, qs, limit, desc, e.workers) })
 	return r, nil
 }
 

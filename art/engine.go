@@ -20,8 +20,9 @@ type backend interface {
 	lookup(kb Keys, vals []uint64, found []bool) error
 	// remove deletes the keys and returns how many were present.
 	remove(kb Keys) (int, error)
-	// ranges answers range queries, ascending or descending.
-	ranges(qs []Query, limit int, desc bool) (*Result, error)
+	// ranges answers range queries, ascending or descending, into into's
+	// arrays where they have the room (nil: a new Result).
+	ranges(into *Result, qs []Query, limit int, desc bool) (*Result, error)
 	// size is the number of keys; width the root table's.
 	size() int
 	width() int

@@ -153,6 +153,16 @@ func BenchmarkGPUWholeCalls(b *testing.B) {
 		}
 		report(b, Q)
 	})
+	b.Run("ranges16/into", func(b *testing.B) {
+		var r *Result
+		for b.Loop() {
+			var err error
+			if r, err = t.RangesInto(r, qs, 16); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b, Q)
+	})
 	b.Run("prefix64", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := t.Prefix(pre, 64); err != nil {
@@ -161,10 +171,21 @@ func BenchmarkGPUWholeCalls(b *testing.B) {
 		}
 		report(b, Q)
 	})
-	// The host's share of a ranges call: allocating its Result.
+	b.Run("prefix64/into", func(b *testing.B) {
+		var r *Result
+		for b.Loop() {
+			var err error
+			if r, err = t.PrefixInto(r, pre, 64); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b, Q)
+	})
+	// The host's share of a ranges call: sizing its Result, new and
+	// reused.
 	b.Run("ranges16/newResult", func(b *testing.B) {
 		for b.Loop() {
-			_ = newResult(Q, 16*Q, 16*16*Q)
+			_ = sizeResult(nil, Q, 16*Q, 16*16*Q)
 		}
 		b.ReportMetric(float64(Q)*float64(b.N)/b.Elapsed().Seconds()/1e6, "M/s")
 	})

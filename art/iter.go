@@ -3,6 +3,7 @@ package art
 import (
 	"bytes"
 	"github.com/warpkv/warpkv/internal/par"
+	"sync"
 )
 
 // Ordered iteration without a stack: a cursor is a node and a position in
@@ -335,6 +336,35 @@ type Result struct {
 	Offsets []int
 }
 
+// sizeResult returns into (a new Result when into is nil) sized for Q
+// queries with total pairs of totalBytes key bytes, Keys.Offs[total] set:
+// each array is into's own when it has the room, else a new one (the
+// three large ones allocated on goroutines of their own). The arrays are
+// not cleared: the call that sizes them writes every element. Cost: the
+// allocation (and zeroing) of the arrays that grow.
+func sizeResult(into *Result, Q, total int, totalBytes uint64) *Result {
+	r := into
+	if r == nil {
+		r = new(Result)
+	}
+	r.Offsets = resized(r.Offsets, Q+1)
+	var wg sync.WaitGroup
+	wg.Go(func() { r.Keys.Data = resized(r.Keys.Data, int(totalBytes)) })
+	wg.Go(func() { r.Keys.Offs = resized(r.Keys.Offs, total+1) })
+	wg.Go(func() { r.Values = resized(r.Values, total) })
+	wg.Wait()
+	r.Keys.Offs[total] = uint32(totalBytes)
+	return r
+}
+
+// resized returns s[:n] when s has the room, else a new slice of n.
+func resized[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
+}
+
 // Query returns query i's pairs (key views into r.Keys).
 func (r *Result) Query(i int) (keys [][]byte, values []uint64) {
 	a, b := r.Offsets[i], r.Offsets[i+1]
@@ -356,7 +386,7 @@ const rangeSlotsMax = 1 << 24
 // the slots; otherwise in two passes: count each query's pairs and key
 // bytes, prefix sums, then write each query's pairs at its offsets. Cost:
 // one scan per query (two without a limit) and a copy of the answers.
-func (s *store) ranges(qs []Query, limit int, desc bool, workers int) *Result {
+func (s *store) ranges(into *Result, qs []Query, limit int, desc bool, workers int) *Result {
 	q := len(qs)
 	cnt := make([]int, q+1)
 	byt := make([]int, q+1)
@@ -383,11 +413,8 @@ func (s *store) ranges(qs []Query, limit int, desc bool, workers int) *Result {
 		cnt[i], tc = tc, tc+cnt[i]
 		byt[i], tb = tb, tb+byt[i]
 	}
-	res := &Result{
-		Keys:   Keys{Data: make([]byte, tb), Offs: make([]uint32, tc+1)},
-		Values: make([]uint64, tc), Offsets: cnt,
-	}
-	res.Keys.Offs[tc] = uint32(tb)
+	res := sizeResult(into, q, tc, uint64(tb))
+	copy(res.Offsets, cnt)
 	par.For(q, nodeGrain, workers, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			j, o := cnt[i], byt[i]

@@ -152,6 +152,8 @@ type subject struct {
 	t      *Tree
 	staged bool // lookups through a Staging
 	packed bool // lookups and updates of packed batches (Lookup, UpdateKeys) instead of Get and Update
+	reuse  bool // queries answered into one Result reused from batch to batch (RangesInto, ...)
+	res    *Result
 }
 
 // getStaged is Get through a Staging.
@@ -207,16 +209,28 @@ func (s *subject) Apply(b batch) (answer, error) {
 		a.N, err = t.Delete(b.keys)
 	case tRanges, tRangesDesc, tPrefix:
 		var r *Result
-		switch b.op {
-		case tRanges:
+		switch {
+		case s.reuse && b.op == tRanges:
+			r, err = t.RangesInto(s.res, b.qs, b.limit)
+		case s.reuse && b.op == tRangesDesc:
+			r, err = t.RangesDescInto(s.res, b.qs, b.limit)
+		case s.reuse:
+			r, err = t.PrefixInto(s.res, b.pfx, b.limit)
+		case b.op == tRanges:
 			r, err = t.Ranges(b.qs, b.limit)
-		case tRangesDesc:
+		case b.op == tRangesDesc:
 			r, err = t.RangesDesc(b.qs, b.limit)
 		default:
 			r, err = t.Prefix(b.pfx, b.limit)
 		}
 		if err != nil {
 			return a, err
+		}
+		if s.reuse {
+			if s.res != nil && r != s.res {
+				return a, fmt.Errorf("answered into a new Result, not the one given")
+			}
+			s.res = r
 		}
 		for i := range len(r.Offsets) - 1 {
 			ks, vs := r.Query(i)
@@ -285,7 +299,9 @@ func sameContents(m *model, sub enginetest.Subject[batch, answer]) error {
 // targets are the CPU engine (two workers, so that the parallel phases
 // interleave) and the GPU engine, with one thread and with 8 lanes per
 // lookup, and with lookups and updates pipelined in chunks of a few keys
-// (lookups from pinned staging, and from Go slices with 8 lanes).
+// (lookups from pinned staging, and from Go slices with 8 lanes), and
+// both engines answering queries into one Result reused from batch to
+// batch.
 func targets() []enginetest.Target[batch, answer] {
 	return []enginetest.Target[batch, answer]{
 		{Name: "cpu", Open: func(_ testing.TB, _ *gpu.Device) (enginetest.Subject[batch, answer], error) {
@@ -313,6 +329,14 @@ func targets() []enginetest.Target[batch, answer] {
 				t.eng.(*gpuEngine).chunkMin = 3
 			}
 			return &subject{t: t}, err
+		}},
+		{Name: "cpu, answers into one reused Result", Open: func(_ testing.TB, _ *gpu.Device) (enginetest.Subject[batch, answer], error) {
+			t, err := Open(Options{Device: "cpu", Workers: 2})
+			return &subject{t: t, reuse: true}, err
+		}},
+		{Name: "gpu, answers into one reused Result", GPU: true, Open: func(_ testing.TB, d *gpu.Device) (enginetest.Subject[batch, answer], error) {
+			t, err := Open(Options{GPU: d})
+			return &subject{t: t, reuse: true}, err
 		}},
 	}
 }

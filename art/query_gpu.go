@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
@@ -23,7 +22,7 @@ import (
 // exclusive scans of counts and key bytes, then the writes at the offsets.
 // The Result is allocated on the host while the device writes the pairs;
 // the pairs come back in one transfer per array.
-func (g *gpuEngine) ranges(qs []Query, limit int, desc bool) (*Result, error) {
+func (g *gpuEngine) ranges(into *Result, qs []Query, limit int, desc bool) (*Result, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	Q := len(qs)
@@ -61,11 +60,11 @@ func (g *gpuEngine) ranges(qs []Query, limit int, desc bool) (*Result, error) {
 	var res *Result
 	switch {
 	case limit > 0 && Q*limit <= rangeSlotsMax && !g.collectRanges:
-		res, err = g.rangesCands(Q, limit, dsc, perm, lo, hi, hb)
+		res, err = g.rangesCands(into, Q, limit, dsc, perm, lo, hi, hb)
 	case limit > 0 && Q*limit <= rangeSlotsMax:
-		res, err = g.rangesSlots(Q, limit, dsc, perm, lo, hi, hb)
+		res, err = g.rangesSlots(into, Q, limit, dsc, perm, lo, hi, hb)
 	default:
-		res, err = g.rangesTwoPass(Q, limit, dsc, perm, lo, hi, hb, dummy)
+		res, err = g.rangesTwoPass(into, Q, limit, dsc, perm, lo, hi, hb, dummy)
 	}
 	if err != nil {
 		return nil, err
@@ -100,21 +99,6 @@ func (g *gpuEngine) queryOrder(Q int, dsc int32, lo, hi *devBatch, hb *gpu.Buffe
 		prim.DevSortPairs(g.pe, sk, perm, Q))
 }
 
-// newResult returns a Result for total pairs of totalBytes key bytes
-// (at most math.MaxUint32, answerSpace checks) over Q queries. Cost: the
-// allocation (and zeroing) of its arrays on the Go heap, the three large
-// ones on goroutines of their own.
-func newResult(Q, total int, totalBytes uint64) *Result {
-	res := &Result{Offsets: make([]int, Q+1)}
-	var wg sync.WaitGroup
-	wg.Go(func() { res.Keys.Data = make([]byte, totalBytes) })
-	wg.Go(func() { res.Keys.Offs = make([]uint32, total+1) })
-	wg.Go(func() { res.Values = make([]uint64, total) })
-	wg.Wait()
-	res.Keys.Offs[total] = uint32(totalBytes)
-	return res
-}
-
 // queueAnswers queues the downloads of a batch of queries' answers: the
 // query offsets qoff (Q+1, converted into res.Offsets at the end of the
 // batch by fin) and the pairs.
@@ -134,7 +118,7 @@ func (g *gpuEngine) queueAnswers(res *Result, qoff *gpu.Buffer[uint64], okeys *g
 }
 
 // rangesSlots is the single-walk form of ranges (limit > 0).
-func (g *gpuEngine) rangesSlots(Q, limit int, dsc int32, perm *gpu.Buffer[uint32], lo, hi *devBatch, hb *gpu.Buffer[uint8]) (*Result, error) {
+func (g *gpuEngine) rangesSlots(into *Result, Q, limit int, dsc int32, perm *gpu.Buffer[uint32], lo, hi *devBatch, hb *gpu.Buffer[uint8]) (*Result, error) {
 	S := Q * limit
 	if err := g.pool.Reserve(needsOf[uint64](S+1, "q.slots", "q.pres", "q.lens")...); err != nil {
 		return nil, err
@@ -159,12 +143,12 @@ func (g *gpuEngine) rangesSlots(Q, limit int, dsc int32, perm *gpu.Buffer[uint32
 	if err := g.launch(g.k.qEmit, S+1, g.descBuf, uint64(S), uint64(limit), slots, pres, lens, out.keys, out.offs, out.vals, qoff); err != nil {
 		return nil, fmt.Errorf("emit: %w", err)
 	}
-	return g.deliver(Q, out, qoff)
+	return g.deliver(into, Q, out, qoff)
 }
 
 // rangesTwoPass is the two-pass form of ranges (no limit, or too many
 // slots).
-func (g *gpuEngine) rangesTwoPass(Q, limit int, dsc int32, perm *gpu.Buffer[uint32], lo, hi *devBatch, hb, dummy *gpu.Buffer[uint8]) (*Result, error) {
+func (g *gpuEngine) rangesTwoPass(into *Result, Q, limit int, dsc int32, perm *gpu.Buffer[uint32], lo, hi *devBatch, hb, dummy *gpu.Buffer[uint8]) (*Result, error) {
 	if err := g.pool.Reserve(gpu.NeedOf[uint64]("q.cnt", Q+1), gpu.NeedOf[uint64]("q.bytes", Q+1)); err != nil {
 		return nil, err
 	}
@@ -192,7 +176,7 @@ func (g *gpuEngine) rangesTwoPass(Q, limit int, dsc int32, perm *gpu.Buffer[uint
 	if err := scan(1, out.keys, out.offs, out.vals); err != nil {
 		return nil, fmt.Errorf("write: %w", err)
 	}
-	return g.deliver(Q, out, cnt)
+	return g.deliver(into, Q, out, cnt)
 }
 
 // answers are the sizes of a batch of queries' answers and the device
@@ -228,13 +212,13 @@ func (g *gpuEngine) answerSpace(cnt, byt *gpu.Buffer[uint64], n int, extra ...gp
 }
 
 // deliver ends the work phase of a batch of Q queries whose pairs' writes
-// are queued: it allocates the Result on the host while the device writes
-// them, downloads the query offsets qoff (Q+1) and the pairs into it and
-// waits for them. Cost: the Result's allocation, overlapping the writes;
-// the downloads.
-func (g *gpuEngine) deliver(Q int, out answers, qoff *gpu.Buffer[uint64]) (*Result, error) {
+// are queued: it sizes the Result (into, or a new one) on the host while
+// the device writes them, downloads the query offsets qoff (Q+1) and the
+// pairs into it and waits for them. Cost: the Result's allocation when it
+// grows, overlapping the writes; the downloads.
+func (g *gpuEngine) deliver(into *Result, Q int, out answers, qoff *gpu.Buffer[uint64]) (*Result, error) {
 	g.clock.Mark(g.s, engine.MarkWorked)
-	res := newResult(Q, out.total, out.totalBytes)
+	res := sizeResult(into, Q, out.total, out.totalBytes)
 	fin, err := g.queueAnswers(res, qoff, out.keys, out.offs, out.vals)
 	if err != nil {
 		return nil, err

@@ -17,7 +17,7 @@ import (
 // warp per query) writes the pairs. The scanned pair counts are the
 // Result's query offsets. Cost: one walk per query, two warp passes over
 // the candidates, two scans of Q+1 words, one readback.
-func (g *gpuEngine) rangesCands(Q, limit int, dsc int32, perm *gpu.Buffer[uint32], lo, hi *devBatch, hb *gpu.Buffer[uint8]) (*Result, error) {
+func (g *gpuEngine) rangesCands(into *Result, Q, limit int, dsc int32, perm *gpu.Buffer[uint32], lo, hi *devBatch, hb *gpu.Buffer[uint8]) (*Result, error) {
 	S := Q * limit
 	if err := g.pool.Reserve(gpu.NeedOf[uint64]("q.slots", S), gpu.NeedOf[uint32]("q.ccnt", Q),
 		gpu.NeedOf[uint64]("q.cnt", Q+1), gpu.NeedOf[uint64]("q.bytes", Q+1)); err != nil {
@@ -43,7 +43,7 @@ func (g *gpuEngine) rangesCands(Q, limit int, dsc int32, perm *gpu.Buffer[uint32
 	if err := g.launch(g.k.qPairs, Q*warpSize, g.descBuf, uint64(Q), uint64(limit), slots, cnt, byt, out.keys, out.offs, out.vals); err != nil {
 		return nil, fmt.Errorf("pairs: %w", err)
 	}
-	return g.deliver(Q, out, cnt)
+	return g.deliver(into, Q, out, cnt)
 }
 
 // warpSize is the lanes of a warp: the threads a warp-per-query kernel

@@ -292,7 +292,7 @@ func (t *Tree) maybeRebuild(op string) error {
 	if !grow && !shrink {
 		return nil
 	}
-	all, err := t.eng.ranges(dumpQueries(n), 0, false)
+	all, err := t.eng.ranges(nil, dumpQueries(n), 0, false)
 	if err != nil {
 		return fmt.Errorf("art: %s: rebuild: %w", op, err)
 	}
@@ -353,13 +353,27 @@ func (t *Tree) Range(lo, hi []byte, limit int) (keys [][]byte, values []uint64, 
 // the GPU engine one thread per query walking, a warp per query reading
 // the leaves and writing the pairs.
 func (t *Tree) Ranges(qs []Query, limit int) (*Result, error) {
-	return t.query("ranges", qs, limit, false)
+	return t.query("ranges", nil, qs, limit, false)
+}
+
+// RangesInto is Ranges answering into r, whose arrays it reuses where they
+// have the room (r's earlier answers and the key views into them are
+// overwritten): a caller that runs batch after batch allocates, and the
+// runtime zeroes, the answer's memory once rather than every call. It
+// returns r.
+func (t *Tree) RangesInto(r *Result, qs []Query, limit int) (*Result, error) {
+	return t.query("ranges", r, qs, limit, false)
 }
 
 // RangesDesc is Ranges in descending key order: each query's largest keys
 // below Hi first, down to Lo.
 func (t *Tree) RangesDesc(qs []Query, limit int) (*Result, error) {
-	return t.query("ranges", qs, limit, true)
+	return t.query("ranges", nil, qs, limit, true)
+}
+
+// RangesDescInto is RangesDesc answering into r, as RangesInto.
+func (t *Tree) RangesDescInto(r *Result, qs []Query, limit int) (*Result, error) {
+	return t.query("ranges", r, qs, limit, true)
 }
 
 // Prefix answers prefix queries: query i's pairs are those whose key
@@ -367,6 +381,12 @@ func (t *Tree) RangesDesc(qs []Query, limit int) (*Result, error) {
 // (a prefix is the range [p, the smallest key past every key starting
 // with p)).
 func (t *Tree) Prefix(prefixes [][]byte, limit int) (*Result, error) {
+	return t.PrefixInto(nil, prefixes, limit)
+}
+
+// PrefixInto is Prefix answering into r, as RangesInto (nil r: a new
+// Result).
+func (t *Tree) PrefixInto(r *Result, prefixes [][]byte, limit int) (*Result, error) {
 	qs := make([]Query, len(prefixes))
 	for i, p := range prefixes {
 		if p == nil {
@@ -374,10 +394,11 @@ func (t *Tree) Prefix(prefixes [][]byte, limit int) (*Result, error) {
 		}
 		qs[i] = Query{Lo: p, Hi: prefixEnd(p)}
 	}
-	return t.query("prefix", qs, limit, false)
+	return t.query("prefix", r, qs, limit, false)
 }
 
-func (t *Tree) query(op string, qs []Query, limit int, desc bool) (*Result, error) {
+// query runs a batch of queries for op into into (nil: a new Result).
+func (t *Tree) query(op string, into *Result, qs []Query, limit int, desc bool) (*Result, error) {
 	for i, q := range qs {
 		if len(q.Lo) > MaxKeyLen || len(q.Hi) > MaxKeyLen+1 {
 			return nil, fmt.Errorf("art: %s: query %d: bound of %d bytes: keys have at most %d", op, i, max(len(q.Lo), len(q.Hi)), MaxKeyLen)
@@ -388,9 +409,11 @@ func (t *Tree) query(op string, qs []Query, limit int, desc bool) (*Result, erro
 	}
 	defer engine.RUnlock(&t.Facade)
 	if len(qs) == 0 {
-		return &Result{Keys: Keys{Offs: []uint32{0}}, Offsets: []int{0}}, nil
+		r := sizeResult(into, 0, 0, 0)
+		r.Offsets[0] = 0
+		return r, nil
 	}
-	r, err := t.eng.ranges(qs, limit, desc)
+	r, err := t.eng.ranges(into, qs, limit, desc)
 	if err != nil {
 		return nil, fmt.Errorf("art: %s: %w", op, err)
 	}

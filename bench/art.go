@@ -616,6 +616,7 @@ type artEngine struct {
 	t    *art.Tree
 	st   *art.Staging // LookupStaged's buffers, grown by Stage
 	n    int          // keys staged
+	res  *art.Result  // the answers of ranges and prefix scans, reused from call to call (RangesInto)
 }
 
 // Stage copies keys into the tree's pinned staging buffers.
@@ -687,18 +688,20 @@ func (e *artEngine) Ranges(los art.Keys, limit int) (int, uint64, error) {
 	for i := range qs {
 		qs[i] = art.Query{Lo: los.At(i)}
 	}
-	r, err := e.t.Ranges(qs, limit)
+	r, err := e.t.RangesInto(e.res, qs, limit)
 	if err != nil {
 		return 0, 0, err
 	}
+	e.res = r
 	return artSum(r)
 }
 
 func (e *artEngine) Prefix(ps art.Keys, limit int) (int, uint64, error) {
-	r, err := e.t.Prefix(ps.Unpack(), limit)
+	r, err := e.t.PrefixInto(e.res, ps.Unpack(), limit)
 	if err != nil {
 		return 0, 0, err
 	}
+	e.res = r
 	return artSum(r)
 }
 
