@@ -117,47 +117,9 @@ func measure(ctx context.Context, cfg Config) (Result, error) {
 	var wg sync.WaitGroup
 	stopPacer := make(chan struct{})
 	if cfg.Rate > 0 {
-		// Requests per second: a set is one operation, a get MultiGet.
-		w := workers[0]
-		perReq := w.pSet + (1-w.pSet)*float64(cfg.MultiGet)
-		interval := max(time.Duration(perReq/cfg.Rate*float64(time.Second)), 1)
-		if cfg.Pipeline == 1 {
-			// One request in flight: each connection keeps its own
-			// schedule, every len(workers) intervals, offset by its
-			// index (worker.writeScheduled), with no pacer to hand it
-			// tokens: a token per request woke a writer goroutine, and
-			// at 80% of memcached's unpipelined peak on an H200 host the
-			// pacers fell behind (2026-11-28).
-			start := time.Since(base)
-			for i, w := range workers {
-				w.first = start + interval*time.Duration(i)
-				w.period = interval * time.Duration(len(workers))
-			}
-		}
-		for _, w := range workers {
-			if w.period == 0 {
-				w.tokens = make(chan time.Duration, pacerBacklog)
-			}
-		}
-		// pacers(...) pacers, pacer p taking every k-th worker from p
-		// on a schedule k times sparser, offset by p intervals: together
-		// the one schedule of the whole rate.
-		k := pacers(len(workers), runtime.GOMAXPROCS(0))
-		if cfg.Pipeline == 1 {
-			k = 0
-		}
-		for p := range k {
-			var mine []*worker
-			for i := p; i < len(workers); i += k {
-				mine = append(mine, workers[i])
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				pace(ctx, mine, interval*time.Duration(k), base, interval*time.Duration(p), &phase, stopPacer)
-			}()
-		}
+		startPacing(ctx, &cfg, workers, base, &phase, stopPacer, &wg)
 	}
+
 	for i, w := range workers {
 		wg.Add(2)
 		go func() {
@@ -265,5 +227,44 @@ func sleep(ctx context.Context, d time.Duration) {
 func progress(cfg *Config, format string, args ...any) {
 	if cfg.Progress != nil {
 		fmt.Fprintf(cfg.Progress, "loadgen: %s: "+format+"\n", append([]any{cfg.Addr}, args...)...)
+	}
+}
+
+// startPacing sets up the paced load of cfg.Rate over workers: with one
+// request in flight each connection keeps its own schedule, every
+// len(workers) intervals, offset by its index (worker.writeScheduled),
+// with no pacer to hand it tokens (a token per request woke a writer
+// goroutine, and at 80% of memcached's unpipelined peak on an H200 host
+// the pacers fell behind, 2026-11-28); pipelined, pacers(...) pacer
+// goroutines (added to wg) hand the connections tokens, pacer p taking
+// every k-th worker from p on a schedule k times sparser, offset by p
+// intervals: together the one schedule of the whole rate.
+func startPacing(ctx context.Context, cfg *Config, workers []*worker, base time.Time, phase *atomic.Int32, stop <-chan struct{}, wg *sync.WaitGroup) {
+	// Requests per second: a set is one operation, a get MultiGet.
+	w := workers[0]
+	perReq := w.pSet + (1-w.pSet)*float64(cfg.MultiGet)
+	interval := max(time.Duration(perReq/cfg.Rate*float64(time.Second)), 1)
+	if cfg.Pipeline == 1 {
+		start := time.Since(base)
+		for i, w := range workers {
+			w.first = start + interval*time.Duration(i)
+			w.period = interval * time.Duration(len(workers))
+		}
+		return
+	}
+	for _, w := range workers {
+		w.tokens = make(chan time.Duration, pacerBacklog)
+	}
+	k := pacers(len(workers), runtime.GOMAXPROCS(0))
+	for p := range k {
+		var mine []*worker
+		for i := p; i < len(workers); i += k {
+			mine = append(mine, workers[i])
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pace(ctx, mine, interval*time.Duration(k), base, interval*time.Duration(p), phase, stop)
+		}()
 	}
 }
