@@ -486,54 +486,19 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 			rows = append(rows, k)
 		}
 	}
-	// Lookups and updates from one Go slice per key (the GPU engine): the
-	// slices made once, untimed, then whole calls timed; a lookup's answers
-	// must be the packed call's.
 	if sl, ok := impl.(artSlicer); ok && lim.Gather32 > 0 && (c.Op == ARTLookup || c.Op == ARTMiss || c.Op == ARTUpdate) {
-		keys := d.Keys.Unpack()
-		var ts []float64
-		var sv []uint64
-		var sf []bool
-		for i := range DefaultWarmup + reps {
-			runtime.GC()
-			t0 := time.Now()
-			var err error
-			if c.Op == ARTUpdate {
-				err = sl.UpdateSlices(keys, d.Values)
-			} else {
-				sv, sf, err = sl.GetSlices(keys)
-			}
-			if err != nil {
-				return nil, ch, err
-			}
-			if i >= DefaultWarmup {
-				ts = append(ts, time.Since(t0).Seconds())
-			}
-		}
-		for i := range sf {
-			if sf[i] != lf[i] || sv[i] != lv[i] {
-				return nil, ch, fmt.Errorf("%s: from [][]byte, key %d: %d %v, packed %d %v", c.Name(), i, sv[i], sf[i], lv[i], lf[i])
-			}
-		}
-		rows = append(rows, NewResult(c.Name()+": from [][]byte", impl.Name(), items, up+down, Median(ts)).VsBandwidth("pinned H2D", lim.H2DGBps))
-	}
-	// Lookups from pinned staging (the GPU engine): the keys written into
-	// the engine's pinned buffers once, untimed, then whole calls timed.
-	if st, ok := impl.(artStager); ok && lim.Gather32 > 0 && (c.Op == ARTLookup || c.Op == ARTMiss) {
-		if err := st.Stage(d.Keys); err != nil {
+		r, err := artSliceRow(c, impl.Name(), sl, d, reps, lv, lf)
+		if err != nil {
 			return nil, ch, err
 		}
-		var ts []float64
-		for i := range DefaultWarmup + reps {
-			t0 := time.Now()
-			if err := st.LookupStaged(); err != nil {
-				return nil, ch, err
-			}
-			if i >= DefaultWarmup {
-				ts = append(ts, time.Since(t0).Seconds())
-			}
+		rows = append(rows, r.VsBandwidth("pinned H2D", lim.H2DGBps))
+	}
+	if st, ok := impl.(artStager); ok && lim.Gather32 > 0 && (c.Op == ARTLookup || c.Op == ARTMiss) {
+		r, err := artStagedRow(c, impl.Name(), st, d, reps)
+		if err != nil {
+			return nil, ch, err
 		}
-		rows = append(rows, NewResult(c.Name()+": from pinned staging", impl.Name(), items, up+down, Median(ts)).VsBandwidth("pinned H2D", lim.H2DGBps))
+		rows = append(rows, r.VsBandwidth("pinned H2D", lim.H2DGBps))
 	}
 	// The check of the last run's answer.
 	ch.Len = impl.Len()
@@ -560,6 +525,61 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 		}
 	}
 	return rows, ch, nil
+}
+
+// artSliceRow times lookups or updates from one Go slice per key (the GPU
+// engine): the slices made once, untimed, then whole calls timed, median
+// of reps after DefaultWarmup; a lookup's answers must be the packed
+// call's (lv, lf).
+func artSliceRow(c ARTCase, name string, sl artSlicer, d *ARTData, reps int, lv []uint64, lf []bool) (Result, error) {
+	keys := d.Keys.Unpack()
+	var ts []float64
+	var sv []uint64
+	var sf []bool
+	for i := range DefaultWarmup + reps {
+		runtime.GC()
+		t0 := time.Now()
+		var err error
+		if c.Op == ARTUpdate {
+			err = sl.UpdateSlices(keys, d.Values)
+		} else {
+			sv, sf, err = sl.GetSlices(keys)
+		}
+		if err != nil {
+			return Result{}, err
+		}
+		if i >= DefaultWarmup {
+			ts = append(ts, time.Since(t0).Seconds())
+		}
+	}
+	for i := range sf {
+		if sf[i] != lf[i] || sv[i] != lv[i] {
+			return Result{}, fmt.Errorf("%s: from [][]byte, key %d: %d %v, packed %d %v", c.Name(), i, sv[i], sf[i], lv[i], lf[i])
+		}
+	}
+	up, down := artTransferBytes(c, d)
+	return NewResult(c.Name()+": from [][]byte", name, int64(c.Batch), up+down, Median(ts)), nil
+}
+
+// artStagedRow times lookups from pinned staging (the GPU engine): the
+// keys written into the engine's pinned buffers once, untimed, then whole
+// calls timed, median of reps after DefaultWarmup.
+func artStagedRow(c ARTCase, name string, st artStager, d *ARTData, reps int) (Result, error) {
+	if err := st.Stage(d.Keys); err != nil {
+		return Result{}, err
+	}
+	var ts []float64
+	for i := range DefaultWarmup + reps {
+		t0 := time.Now()
+		if err := st.LookupStaged(); err != nil {
+			return Result{}, err
+		}
+		if i >= DefaultWarmup {
+			ts = append(ts, time.Since(t0).Seconds())
+		}
+	}
+	up, down := artTransferBytes(c, d)
+	return NewResult(c.Name()+": from pinned staging", name, int64(c.Batch), up+down, Median(ts)), nil
 }
 
 // Validate checks what a case's answer must be whatever the
