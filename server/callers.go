@@ -88,7 +88,10 @@ func await(w waiting) {
 	// batch (a reader until its Do releases it) must not wait in
 	// freeBatch for that batch to be free.
 	var deadline time.Time
-	hot := true
+	// With one processor a spin that does not yield keeps off the
+	// goroutine (the scheduler's, or the launching caller's) that it
+	// waits for.
+	hot := runtime.GOMAXPROCS(0) > 1
 	for spins := 0; got == 0 && callers; spins++ {
 		select {
 		case <-w.wake:
@@ -112,7 +115,7 @@ func await(w waiting) {
 			} else if now.After(deadline) {
 				break
 			}
-			hot = deadline.Sub(now) > callerSpin-callerHotSpin
+			hot = hot && deadline.Sub(now) > callerSpin-callerHotSpin
 		}
 		if !hot {
 			runtime.Gosched()
