@@ -88,10 +88,7 @@ func await(w waiting) {
 	// batch (a reader until its Do releases it) must not wait in
 	// freeBatch for that batch to be free.
 	var deadline time.Time
-	// With one processor a spin that does not yield keeps off the
-	// goroutine (the scheduler's, or the launching caller's) that it
-	// waits for.
-	hot := runtime.GOMAXPROCS(0) > 1
+	hot := len(w.shards) > 0 && w.shards[0].hotSpin
 	for spins := 0; got == 0 && callers; spins++ {
 		select {
 		case <-w.wake:

@@ -29,6 +29,10 @@ type shard struct {
 	full     atomic.Bool    // a request found the filling search batch full
 	stalled  atomic.Bool    // a caller stopped waiting to launch its batch itself (callers.go)
 	callers  bool           // callers launch search batches themselves (callers.go)
+	// hotSpin: callers may spin without yielding (callerHotSpin); not
+	// with one processor, where that keeps off the goroutine they wait
+	// for. Read once: GOMAXPROCS(0) takes the runtime's lock.
+	hotSpin bool
 	// role is held by whoever does the scheduler's work: the scheduler
 	// goroutine in each step, or a caller launching a search batch
 	// (callers.go). What the comments call "scheduler only" is the role's.
@@ -151,6 +155,7 @@ func newShard(ix *hashindex.Index, fixed bool, interval time.Duration, maxBatch 
 		s.inline = new(inlineReaders)
 	}
 	s.callers = h.callers && !h.inline
+	s.hotSpin = runtime.GOMAXPROCS(0) > 1
 	go s.loop()
 	return s, nil
 }
