@@ -26,6 +26,7 @@ type cpuEngine struct {
 	group   groupScratch
 	results []uint64
 	found   []uint32
+	sink    atomic.Uint32 // what searchRange's early loads read, so they are kept
 }
 
 func newCPUEngine(r resolved, workers int) *cpuEngine {
@@ -147,16 +148,36 @@ func (c *cpuEngine) search(hashes []uint64, out []uint32) (int, error) {
 	return int(hits.Load()), nil
 }
 
+// searchGroup is how many searches searchRange starts the memory loads
+// of before it runs them.
+const searchGroup = 16
+
 // searchRange searches hashes into out and returns how many were found.
+// It takes them in groups of searchGroup: first one load of each job's
+// two buckets, independent loads the processor overlaps (a table larger
+// than the caches costs a memory round trip per bucket), then the
+// searches, whose buckets are in the cache by then. On the 2-core
+// development VM, 2^20 buckets (64 MiB), half the keys present, this took
+// a batch of 64Ki searches from 9.5-10.2 to 17.7-21.4 M/s and one of 1Ki
+// from 11.7-15.8 to 19.1-29.5 M/s (BenchmarkCPUSearch).
 func (c *cpuEngine) searchRange(hashes []uint64, out []uint32) int {
 	hits := 0
-	for j, h := range hashes {
-		l := c.searchOne(h)
-		out[j] = l
-		if l != NotFound {
-			hits++
+	var sink uint32
+	for lo := 0; lo < len(hashes); lo += searchGroup {
+		group := hashes[lo:min(lo+searchGroup, len(hashes))]
+		for _, h := range group {
+			b1 := c.geo.primary(h)
+			sink += c.table[int(b1)*BucketWords] + c.table[int(c.geo.alternate(b1, signature(h)))*BucketWords]
+		}
+		for j, h := range group {
+			l := c.searchOne(h)
+			out[lo+j] = l
+			if l != NotFound {
+				hits++
+			}
 		}
 	}
+	c.sink.Add(sink) // keeps the loads
 	return hits
 }
 
