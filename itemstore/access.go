@@ -27,22 +27,6 @@ func (s *Store) Acquire(loc uint32) (Ref, bool) {
 	}
 }
 
-// Prefetch loads the control word of the chunk at every location of locs
-// (an invalid one is skipped) and returns their sum, which the caller
-// should keep or test (so that the loads are not dropped). It changes
-// nothing: the loads are independent, so the processor overlaps their
-// memory misses, and Acquire calls that follow find the chunks' first
-// cache lines in the cache. Cost: one load per location.
-func (s *Store) Prefetch(locs []uint32) uint64 {
-	var sum uint64
-	for _, loc := range locs {
-		if p, idx, ok := s.lookup(loc); ok {
-			sum += p.chunk(idx).ctl.Load()
-		}
-	}
-	return sum
-}
-
 // Unlink makes the Linked item at loc with key hash hash Dead: Acquire of
 // loc fails from now on, and the chunk is freed when the last reference is
 // released (at once if there is none). It returns false, doing nothing,

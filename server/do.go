@@ -43,7 +43,6 @@ type scratch struct {
 	perm     []int    // hoistReads: the order of the ops
 	posted   []*shard // search: the shards of the tickets
 	tmpOps   []kv.Op  // the ops in that order
-	warm     uint64   // doReads: what Store.Prefetch read (kept, so its loads are)
 }
 
 // notLoc marks "no location" in scratch slices.
@@ -453,9 +452,6 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 			sc.locs[i] = sc.ql[k]
 		}
 		e.prof.lap(stSearchWait, &t)
-		// The items' first cache lines, loaded together before they are
-		// acquired one by one.
-		sc.warm += e.store.Prefetch(sc.ql)
 	}
 	// Acquire every searched item before the search is released: a
 	// location dropped meanwhile is unlinked only after that.
