@@ -262,7 +262,10 @@ func (e *Engine) openIndex() error {
 			if err != nil {
 				return nil, err
 			}
-			return stagedSpace{Staging: st, ix: ix, delay: e.opts.searchDelay}, nil
+			if e.opts.searchDelay > 0 {
+				return delayedSpace{stagedSpace{Staging: st, ix: ix}, e.opts.searchDelay}, nil
+			}
+			return stagedSpace{Staging: st, ix: ix}, nil
 		}
 		if len(devs) > 0 && e.opts.GPUSearch == GPUSearchPersistent {
 			ps, err := ix.NewPersistentSearch(searchBatches, e.opts.MaxBatch)

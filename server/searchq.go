@@ -32,20 +32,25 @@ type searchSpace interface {
 	Free() error
 }
 
-// stagedSpace is a Staging searched with SearchStaged (taking at least
-// delay: Options.searchDelay).
+// stagedSpace is a Staging searched with SearchStaged.
 type stagedSpace struct {
 	*hashindex.Staging
-	ix    *hashindex.Index
+	ix *hashindex.Index
+}
+
+func (s stagedSpace) Search(n int) error { return s.ix.SearchStaged(s.Staging, n) }
+
+// delayedSpace, in tests (Options.searchDelay), is a stagedSpace whose
+// every search call takes at least delay, as a GPU's does.
+type delayedSpace struct {
+	stagedSpace
 	delay time.Duration
 }
 
-func (s stagedSpace) Search(n int) error {
-	if s.delay > 0 {
-		for end := time.Now().Add(s.delay); time.Now().Before(end); {
-		}
+func (s delayedSpace) Search(n int) error {
+	for end := time.Now().Add(s.delay); time.Now().Before(end); {
 	}
-	return s.ix.SearchStaged(s.Staging, n)
+	return s.stagedSpace.Search(n)
 }
 
 // Reservation word of a batch: jobs reserved in the low 32 bits, waiters
