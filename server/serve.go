@@ -108,7 +108,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		MaxConns:    cfg.MaxConns,
 		Stats:       []kvStat{{Name: "warpkv_version", Value: cfg.Version}},
 		Logger:      log,
-		Settings:    settingsOf(ln.Addr(), cfg),
+		Settings:    settingsOf(ln.Addr(), cfg, roundConns(cfg.RoundConns, eng)),
 		Stages:      eng.StageClock(),
 		IdleTimeout: cfg.IdleTimeout,
 		Loops:       cfg.Loops,
@@ -197,8 +197,9 @@ func listen(cfg Config) ([]net.Listener, error) {
 	return lns, nil
 }
 
-// settingsOf returns the network settings for "stats settings".
-func settingsOf(addr net.Addr, cfg Config) []kvStat {
+// settingsOf returns the network settings for "stats settings", with the
+// event loops' round groups (warpkv_round_conns, 0: whole rounds).
+func settingsOf(addr net.Addr, cfg Config, roundConns int) []kvStat {
 	port := ""
 	if t, ok := addr.(*net.TCPAddr); ok {
 		port = strconv.Itoa(t.Port)
@@ -207,5 +208,6 @@ func settingsOf(addr net.Addr, cfg Config) []kvStat {
 	if maxConns == 0 {
 		maxConns = 1024
 	}
-	return []kvStat{{Name: "tcpport", Value: port}, {Name: "udpport", Value: "0"}, {Name: "maxconns", Value: strconv.Itoa(maxConns)}}
+	return []kvStat{{Name: "tcpport", Value: port}, {Name: "udpport", Value: "0"}, {Name: "maxconns", Value: strconv.Itoa(maxConns)},
+		{Name: "warpkv_round_conns", Value: strconv.Itoa(roundConns)}}
 }

@@ -252,3 +252,21 @@ func TestServeOpenFileLimit(t *testing.T) {
 		t.Errorf("the out-of-descriptors warning appears %d times, want once:\n%s", n, p.Log())
 	}
 }
+
+// TestServeRoundConnsSetting checks that stats settings report the event
+// loops' round groups: the CPU engine's default of 4, and --round-conns.
+func TestServeRoundConnsSetting(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{{[]string{"--device", "cpu"}, "4"}, {[]string{"--device", "cpu", "--round-conns", "1"}, "1"}, {[]string{"--device", "cpu", "--round-conns", "64"}, "64"}} {
+		p := difftest.Serve(t, c.args...)
+		cl := difftest.NewTextClient(t, p.Addr)
+		if got := cl.Stats("settings")["warpkv_round_conns"]; got != c.want {
+			t.Errorf("%v: stats settings warpkv_round_conns %q, want %q", c.args, got, c.want)
+		}
+		if got := cl.Set("k", "v"); got != "STORED" {
+			t.Errorf("%v: set: %q", c.args, got)
+		}
+	}
+}
