@@ -249,6 +249,7 @@ func startPacing(ctx context.Context, cfg *Config, workers []*worker, base time.
 		for i, w := range workers {
 			w.first = start + interval*time.Duration(i)
 			w.period = interval * time.Duration(len(workers))
+			w.stop = stop
 		}
 		return
 	}

@@ -316,3 +316,19 @@ func TestScheduledConnectionsKeepTheRate(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduledRunEndsOnTime paces one-request-in-flight connections at a
+// rate so low that each waits seconds between its requests: the run must
+// still end with its measurement, not with the connections' next times.
+func TestScheduledRunEndsOnTime(t *testing.T) {
+	addr, _ := startMemcachedProcess(t)
+	cfg := Config{Addr: addr, Conns: 4, Pipeline: 1, Rate: 1, Duration: 200 * time.Millisecond, Warmup: 50 * time.Millisecond,
+		Workload: Workload{GetRatio: 1, KeySize: 8, ValueSize: 8, Keys: 100}, NoPreload: true}
+	start := time.Now()
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("a run of 250 ms at 1 op/s over 4 connections took %v: the writers waited out their schedules", d)
+	}
+}

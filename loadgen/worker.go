@@ -55,6 +55,7 @@ type worker struct {
 	// at first and then every period (since base), kept by its writer
 	// (writeScheduled); period 0 when not.
 	first, period time.Duration
+	stop          <-chan struct{} // closed when the paced run ends (ends a writeScheduled wait)
 	base          time.Time
 	phase         *atomic.Int32
 	slots         chan struct{} // one per request in flight
@@ -186,6 +187,8 @@ func (w *worker) writePaced(ctx context.Context) error {
 // would wait for that.
 func (w *worker) writeScheduled(ctx context.Context) error {
 	next := w.first
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for w.phase.Load() != phaseDone {
 		select {
 		case w.slots <- struct{}{}: // the previous reply is in
@@ -194,7 +197,14 @@ func (w *worker) writeScheduled(ctx context.Context) error {
 		}
 		start := next
 		if wait := next - time.Since(w.base); wait > 0 {
-			time.Sleep(wait)
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-w.stop: // a long wait of a low rate ends with the run
+				return nil
+			case <-ctx.Done():
+				return nil
+			}
 			start = time.Since(w.base)
 		}
 		w.inflight <- w.writeRequestAt(start)
