@@ -3,6 +3,7 @@ package art
 import (
 	"bytes"
 	"github.com/warpkv/warpkv/internal/par"
+	"slices"
 	"sync"
 )
 
@@ -347,22 +348,14 @@ func sizeResult(into *Result, Q, total int, totalBytes uint64) *Result {
 	if r == nil {
 		r = new(Result)
 	}
-	r.Offsets = resized(r.Offsets, Q+1)
+	r.Offsets = slices.Grow(r.Offsets[:0], Q+1)[:Q+1]
 	var wg sync.WaitGroup
-	wg.Go(func() { r.Keys.Data = resized(r.Keys.Data, int(totalBytes)) })
-	wg.Go(func() { r.Keys.Offs = resized(r.Keys.Offs, total+1) })
-	wg.Go(func() { r.Values = resized(r.Values, total) })
+	wg.Go(func() { r.Keys.Data = slices.Grow(r.Keys.Data[:0], int(totalBytes))[:totalBytes] })
+	wg.Go(func() { r.Keys.Offs = slices.Grow(r.Keys.Offs[:0], total+1)[:total+1] })
+	wg.Go(func() { r.Values = slices.Grow(r.Values[:0], total)[:total] })
 	wg.Wait()
 	r.Keys.Offs[total] = uint32(totalBytes)
 	return r
-}
-
-// resized returns s[:n] when s has the room, else a new slice of n.
-func resized[T any](s []T, n int) []T {
-	if cap(s) >= n {
-		return s[:n]
-	}
-	return make([]T, n)
 }
 
 // Query returns query i's pairs (key views into r.Keys).
