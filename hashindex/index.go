@@ -126,10 +126,7 @@ func (ix *Index) MaxDisplacements() int { return int(ix.maxDisp) }
 // both copies); on the CPU, parallel over goroutines.
 func (ix *Index) Search(hashes []uint64, out []uint32) error {
 	n := len(hashes)
-	if len(out) < n {
-		return fmt.Errorf("hashindex: search: %d outputs for %d jobs", len(out), n)
-	}
-	if err := checkBatch("search", n); err != nil || n == 0 {
+	if err := checkSearch("search", n, out); err != nil || n == 0 {
 		return err
 	}
 	e, err := engine.Lock(&ix.Facade, "search")
@@ -148,6 +145,15 @@ func (ix *Index) Search(hashes []uint64, out []uint32) error {
 	return nil
 }
 
+// checkSearch checks a search of n jobs into out for op: room for every
+// result, and a batch size the engines take.
+func checkSearch(op string, n int, out []uint32) error {
+	if len(out) < n {
+		return fmt.Errorf("hashindex: %s: %d outputs for %d jobs", op, len(out), n)
+	}
+	return checkBatch(op, n)
+}
+
 // SearchShared is Search for callers that search concurrently with each
 // other. On the CPU engine SearchShared calls hold only the index's read
 // lock, so they run in parallel on their callers' goroutines and are
@@ -163,10 +169,7 @@ func (ix *Index) SearchShared(hashes []uint64, out []uint32) error {
 		return ix.Search(hashes, out)
 	}
 	n := len(hashes)
-	if len(out) < n {
-		return fmt.Errorf("hashindex: search shared: %d outputs for %d jobs", len(out), n)
-	}
-	if err := checkBatch("search shared", n); err != nil || n == 0 {
+	if err := checkSearch("search shared", n, out); err != nil || n == 0 {
 		return err
 	}
 	eng, err := engine.RLock(&ix.Facade, "search shared")
