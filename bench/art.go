@@ -487,14 +487,14 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 		}
 	}
 	if sl, ok := impl.(artSlicer); ok && lim.Gather32 > 0 && (c.Op == ARTLookup || c.Op == ARTMiss || c.Op == ARTUpdate) {
-		r, err := artSliceRow(c, impl.Name(), sl, d, reps, lv, lf)
+		r, err := artSliceRow(c, impl.Name(), sl, d, reps, up+down, lv, lf)
 		if err != nil {
 			return nil, ch, err
 		}
 		rows = append(rows, r.VsBandwidth("pinned H2D", lim.H2DGBps))
 	}
 	if st, ok := impl.(artStager); ok && lim.Gather32 > 0 && (c.Op == ARTLookup || c.Op == ARTMiss) {
-		r, err := artStagedRow(c, impl.Name(), st, d, reps)
+		r, err := artStagedRow(c, impl.Name(), st, d, reps, up+down)
 		if err != nil {
 			return nil, ch, err
 		}
@@ -529,9 +529,9 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 
 // artSliceRow times lookups or updates from one Go slice per key (the GPU
 // engine): the slices made once, untimed, then whole calls timed, median
-// of reps after DefaultWarmup; a lookup's answers must be the packed
-// call's (lv, lf).
-func artSliceRow(c ARTCase, name string, sl artSlicer, d *ARTData, reps int, lv []uint64, lf []bool) (Result, error) {
+// of reps after DefaultWarmup, the call moving bytes; a lookup's answers
+// must be the packed call's (lv, lf).
+func artSliceRow(c ARTCase, name string, sl artSlicer, d *ARTData, reps int, bytes int64, lv []uint64, lf []bool) (Result, error) {
 	keys := d.Keys.Unpack()
 	var ts []float64
 	var sv []uint64
@@ -557,14 +557,13 @@ func artSliceRow(c ARTCase, name string, sl artSlicer, d *ARTData, reps int, lv 
 			return Result{}, fmt.Errorf("%s: from [][]byte, key %d: %d %v, packed %d %v", c.Name(), i, sv[i], sf[i], lv[i], lf[i])
 		}
 	}
-	up, down := artTransferBytes(c, d)
-	return NewResult(c.Name()+": from [][]byte", name, int64(c.Batch), up+down, Median(ts)), nil
+	return NewResult(c.Name()+": from [][]byte", name, int64(c.Batch), bytes, Median(ts)), nil
 }
 
 // artStagedRow times lookups from pinned staging (the GPU engine): the
 // keys written into the engine's pinned buffers once, untimed, then whole
-// calls timed, median of reps after DefaultWarmup.
-func artStagedRow(c ARTCase, name string, st artStager, d *ARTData, reps int) (Result, error) {
+// calls timed, median of reps after DefaultWarmup, the call moving bytes.
+func artStagedRow(c ARTCase, name string, st artStager, d *ARTData, reps int, bytes int64) (Result, error) {
 	if err := st.Stage(d.Keys); err != nil {
 		return Result{}, err
 	}
@@ -578,8 +577,7 @@ func artStagedRow(c ARTCase, name string, st artStager, d *ARTData, reps int) (R
 			ts = append(ts, time.Since(t0).Seconds())
 		}
 	}
-	up, down := artTransferBytes(c, d)
-	return NewResult(c.Name()+": from pinned staging", name, int64(c.Batch), up+down, Median(ts)), nil
+	return NewResult(c.Name()+": from pinned staging", name, int64(c.Batch), bytes, Median(ts)), nil
 }
 
 // Validate checks what a case's answer must be whatever the
