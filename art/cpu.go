@@ -90,8 +90,9 @@ func (e *cpuEngine) remove(kb Keys) (int, error) {
 
 func (e *cpuEngine) ranges(into *Result, qs []Query, limit int, desc bool) (*Result, error) {
 	var r *Result
-	timedRead("ranges", len(qs), &e.last, func() { r = e.s.ranges(into, qs, limit, desc, e.workers) })
-	return r, nil
+	var err error
+	timedRead("ranges", len(qs), &e.last, func() { r, err = e.s.ranges(into, qs, limit, desc, e.workers) })
+	return r, err
 }
 
 // timedRead runs work, a batch of n items that needs no sort (lookups,

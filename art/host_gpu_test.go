@@ -54,6 +54,84 @@ func TestHostPacking(t *testing.T) {
 	)
 }
 
+// TestPinnedResult answers batches of ranges and prefix scans of growing
+// and shrinking sizes into one Result from NewResult (pinned arrays that
+// the device writes into, grown when a batch needs more) and compares
+// each with the same batch answered into a new Result; after Free the
+// Result answers into Go memory.
+func TestPinnedResult(t *testing.T) {
+	d := gputest.Device(t)
+	tr, err := Open(Options{GPU: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	rng := rand.New(rand.NewPCG(3, 5))
+	keys := make([][]byte, 20000)
+	vals := make([]uint64, len(keys))
+	for i := range keys {
+		keys[i] = randomBytes(rng, 1, 40, []byte("abc"))
+		vals[i] = rng.Uint64()
+	}
+	if err := tr.Build(keys, vals); err != nil {
+		t.Fatal(err)
+	}
+	r := tr.NewResult()
+	if !r.pinned() {
+		t.Fatal("NewResult on the GPU engine is not pinned")
+	}
+	same := func(what string, got, want *Result) {
+		t.Helper()
+		if fmt.Sprint(got.Offsets) != fmt.Sprint(want.Offsets) || fmt.Sprint(got.Values) != fmt.Sprint(want.Values) ||
+			string(got.Keys.Data) != string(want.Keys.Data) || fmt.Sprint(got.Keys.Offs) != fmt.Sprint(want.Keys.Offs) {
+			t.Fatalf("%s: pinned answers differ from a new Result's", what)
+		}
+	}
+	for step, n := range []int{10, 3000, 1, 9000, 200, 0, 5000} {
+		qs := make([]Query, n)
+		pre := make([][]byte, n)
+		for i := range qs {
+			qs[i] = Query{Lo: keys[rng.IntN(len(keys))], Hi: keys[rng.IntN(len(keys))]}
+			if rng.IntN(4) == 0 {
+				qs[i].Hi = nil
+			}
+			pre[i] = keys[rng.IntN(len(keys))][:1]
+		}
+		limit := []int{16, 0, 5, 64}[step%4]
+		want, err := tr.Ranges(qs, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tr.RangesInto(r, qs, limit)
+		if err != nil || got != r {
+			t.Fatalf("step %d: RangesInto: %v (same Result %v)", step, err, got == r)
+		}
+		same(fmt.Sprintf("step %d, %d ranges, limit %d", step, n, limit), got, want)
+		if want, err = tr.Prefix(pre, limit); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tr.PrefixInto(r, pre, limit); err != nil {
+			t.Fatal(err)
+		}
+		same(fmt.Sprintf("step %d, %d prefix scans, limit %d", step, n, limit), r, want)
+	}
+	if err := r.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if r.pinned() {
+		t.Fatal("pinned after Free")
+	}
+	qs := []Query{{Lo: []byte("a")}}
+	want, err := tr.Ranges(qs, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.RangesInto(r, qs, 10); err != nil {
+		t.Fatal(err)
+	}
+	same("after Free", r, want)
+}
+
 // BenchmarkGPUWholeCalls measures the GPU engine's whole calls on 16-byte
 // keys in a tree of 16Mi keys, with the host's share of each: lookups and
 // updates of 1Mi keys from a packed batch in Go memory (Lookup,
@@ -163,6 +241,16 @@ func BenchmarkGPUWholeCalls(b *testing.B) {
 		}
 		report(b, Q)
 	})
+	b.Run("ranges16/pinned", func(b *testing.B) {
+		r := t.NewResult()
+		defer r.Free()
+		for b.Loop() {
+			if _, err := t.RangesInto(r, qs, 16); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b, Q)
+	})
 	b.Run("prefix64", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := t.Prefix(pre, 64); err != nil {
@@ -181,11 +269,21 @@ func BenchmarkGPUWholeCalls(b *testing.B) {
 		}
 		report(b, Q)
 	})
+	b.Run("prefix64/pinned", func(b *testing.B) {
+		r := t.NewResult()
+		defer r.Free()
+		for b.Loop() {
+			if _, err := t.PrefixInto(r, pre, 64); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b, Q)
+	})
 	// The host's share of a ranges call: sizing its Result, new and
 	// reused.
 	b.Run("ranges16/newResult", func(b *testing.B) {
 		for b.Loop() {
-			_ = sizeResult(nil, Q, 16*Q, 16*16*Q)
+			_, _ = sizeResult(nil, Q, 16*Q, 16*16*Q)
 		}
 		b.ReportMetric(float64(Q)*float64(b.N)/b.Elapsed().Seconds()/1e6, "M/s")
 	})

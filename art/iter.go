@@ -2,9 +2,8 @@ package art
 
 import (
 	"bytes"
+
 	"github.com/warpkv/warpkv/internal/par"
-	"slices"
-	"sync"
 )
 
 // Ordered iteration without a stack: a cursor is a node and a position in
@@ -328,46 +327,6 @@ type Query struct {
 	Lo, Hi []byte
 }
 
-// Result holds the answers of a batch of range or prefix queries: the
-// pairs of query i are Keys.At(j), Values[j] for Offsets[i] <= j <
-// Offsets[i+1], in the query's order.
-type Result struct {
-	Keys    Keys
-	Values  []uint64
-	Offsets []int
-}
-
-// sizeResult returns into (a new Result when into is nil) sized for Q
-// queries with total pairs of totalBytes key bytes, Keys.Offs[total] set:
-// each array is into's own when it has the room, else a new one (the
-// three large ones allocated on goroutines of their own). The arrays are
-// not cleared: the call that sizes them writes every element. Cost: the
-// allocation (and zeroing) of the arrays that grow.
-func sizeResult(into *Result, Q, total int, totalBytes uint64) *Result {
-	r := into
-	if r == nil {
-		r = new(Result)
-	}
-	r.Offsets = slices.Grow(r.Offsets[:0], Q+1)[:Q+1]
-	var wg sync.WaitGroup
-	wg.Go(func() { r.Keys.Data = slices.Grow(r.Keys.Data[:0], int(totalBytes))[:totalBytes] })
-	wg.Go(func() { r.Keys.Offs = slices.Grow(r.Keys.Offs[:0], total+1)[:total+1] })
-	wg.Go(func() { r.Values = slices.Grow(r.Values[:0], total)[:total] })
-	wg.Wait()
-	r.Keys.Offs[total] = uint32(totalBytes)
-	return r
-}
-
-// Query returns query i's pairs (key views into r.Keys).
-func (r *Result) Query(i int) (keys [][]byte, values []uint64) {
-	a, b := r.Offsets[i], r.Offsets[i+1]
-	keys = make([][]byte, b-a)
-	for j := range keys {
-		keys[j] = r.Keys.At(a + j)
-	}
-	return keys, r.Values[a:b]
-}
-
 // rangeSlotsMax bounds the slots (queries x limit) of the single-walk
 // form of a batch of range queries; larger batches, and those without a
 // limit, take the two-pass form.
@@ -379,7 +338,7 @@ const rangeSlotsMax = 1 << 24
 // the slots; otherwise in two passes: count each query's pairs and key
 // bytes, prefix sums, then write each query's pairs at its offsets. Cost:
 // one scan per query (two without a limit) and a copy of the answers.
-func (s *store) ranges(into *Result, qs []Query, limit int, desc bool, workers int) *Result {
+func (s *store) ranges(into *Result, qs []Query, limit int, desc bool, workers int) (*Result, error) {
 	q := len(qs)
 	cnt := make([]int, q+1)
 	byt := make([]int, q+1)
@@ -406,7 +365,10 @@ func (s *store) ranges(into *Result, qs []Query, limit int, desc bool, workers i
 		cnt[i], tc = tc, tc+cnt[i]
 		byt[i], tb = tb, tb+byt[i]
 	}
-	res := sizeResult(into, q, tc, uint64(tb))
+	res, err := sizeResult(into, q, tc, uint64(tb))
+	if err != nil {
+		return nil, err
+	}
 	copy(res.Offsets, cnt)
 	par.For(q, nodeGrain, workers, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -430,5 +392,5 @@ func (s *store) ranges(into *Result, qs []Query, limit int, desc bool, workers i
 			})
 		}
 	})
-	return res
+	return res, nil
 }

@@ -182,27 +182,30 @@ func prefixEnd(p []byte) []byte {
 	return out
 }
 
-// packQueries packs the queries' lower and upper bounds into two batches
-// (a nil Hi packs as empty) and says which have an upper bound, copying
-// the bytes on the workers (<= 0: GOMAXPROCS). Cost: O(queries) offsets
-// in order, then one parallel copy of the bounds.
-func packQueries(qs []Query, workers int) (lo, hi Keys, has []uint8) {
-	q := len(qs)
-	lo, hi = Keys{Offs: make([]uint32, q+1)}, Keys{Offs: make([]uint32, q+1)}
-	has = make([]uint8, q)
-	for i, x := range qs {
-		lo.Offs[i+1] = lo.Offs[i] + uint32(len(x.Lo))
-		hi.Offs[i+1] = hi.Offs[i] + uint32(len(x.Hi))
-		if x.Hi != nil {
-			has[i] = 1
+// prefixQueries returns the range queries of prefix scans: [p,
+// prefixEnd(p)) for each prefix p (a nil p as empty), the upper bounds
+// in one array. Cost: O(total prefix bytes), two allocations.
+func prefixQueries(prefixes [][]byte) []Query {
+	n := 0
+	for _, p := range prefixes {
+		n += len(p)
+	}
+	qs, ends := make([]Query, len(prefixes)), make([]byte, 0, n)
+	for i, p := range prefixes {
+		if p == nil {
+			p = []byte{}
+		}
+		qs[i].Lo = p
+		j := len(p)
+		for j > 0 && p[j-1] == 0xff {
+			j--
+		}
+		if j > 0 {
+			at := len(ends)
+			ends = append(ends, p[:j]...)
+			ends[len(ends)-1]++
+			qs[i].Hi = ends[at:len(ends):len(ends)]
 		}
 	}
-	lo.Data, hi.Data = make([]byte, lo.Offs[q]), make([]byte, hi.Offs[q])
-	par.Ranges(q, par.Parts(q, 1<<12, workers), func(_, a, b int) {
-		for i := a; i < b; i++ {
-			copy(lo.Data[lo.Offs[i]:], qs[i].Lo)
-			copy(hi.Data[hi.Offs[i]:], qs[i].Hi)
-		}
-	})
-	return lo, hi, has
+	return qs
 }

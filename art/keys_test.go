@@ -76,3 +76,32 @@ func TestPackMatchesAppend(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixQueriesMatchPrefixEnd compares the batch form of the prefix
+// scans' bounds with prefixEnd, prefix by prefix, on prefixes that end in
+// runs of 0xff (no upper bound when all of it is 0xff), empty and nil.
+func TestPrefixQueriesMatchPrefixEnd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	prefixes := [][]byte{nil, {}, {0xff}, {0xff, 0xff}, {1, 0xff}, {0, 0xfe, 0xff}, {0x7f}}
+	for range 500 {
+		p := make([]byte, rng.IntN(6))
+		for i := range p {
+			p[i] = []byte{0, 1, 0xfe, 0xff, byte(rng.Uint32())}[rng.IntN(5)]
+		}
+		prefixes = append(prefixes, p)
+	}
+	qs := prefixQueries(prefixes)
+	for i, p := range prefixes {
+		want := prefixEnd(p)
+		if !bytes.Equal(qs[i].Lo, p) || (qs[i].Hi == nil) != (want == nil) || !bytes.Equal(qs[i].Hi, want) {
+			t.Fatalf("prefix %x: query [%x, %x), want [%x, %x)", p, qs[i].Lo, qs[i].Hi, p, want)
+		}
+		if qs[i].Lo == nil {
+			t.Fatalf("prefix %x: nil lower bound", p)
+		}
+	}
+	// The bounds do not share bytes: appending to one leaves the next.
+	if len(qs) > 8 && qs[5].Hi != nil && cap(qs[5].Hi) != len(qs[5].Hi) {
+		t.Fatalf("upper bound's capacity %d past its %d bytes", cap(qs[5].Hi), len(qs[5].Hi))
+	}
+}

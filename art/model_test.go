@@ -2,6 +2,7 @@ package art
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -153,6 +154,7 @@ type subject struct {
 	staged bool // lookups through a Staging
 	packed bool // lookups and updates of packed batches (Lookup, UpdateKeys) instead of Get and Update
 	reuse  bool // queries answered into one Result reused from batch to batch (RangesInto, ...)
+	pinned bool // that Result made by NewResult (pinned on the GPU engine)
 	res    *Result
 }
 
@@ -177,7 +179,7 @@ func (s *subject) getStaged(keys [][]byte) ([]uint64, []bool, error) {
 }
 
 func (s *subject) Check() error { return s.t.Check() }
-func (s *subject) Close() error { return s.t.Close() }
+func (s *subject) Close() error { return errors.Join(s.res.Free(), s.t.Close()) }
 
 func (s *subject) Apply(b batch) (answer, error) {
 	var a answer
@@ -209,6 +211,9 @@ func (s *subject) Apply(b batch) (answer, error) {
 		a.N, err = t.Delete(b.keys)
 	case tRanges, tRangesDesc, tPrefix:
 		var r *Result
+		if s.pinned && s.res == nil {
+			s.res = t.NewResult()
+		}
 		switch {
 		case s.reuse && b.op == tRanges:
 			r, err = t.RangesInto(s.res, b.qs, b.limit)
@@ -301,7 +306,7 @@ func sameContents(m *model, sub enginetest.Subject[batch, answer]) error {
 // lookup, and with lookups and updates pipelined in chunks of a few keys
 // (lookups from pinned staging, and from Go slices with 8 lanes), and
 // both engines answering queries into one Result reused from batch to
-// batch.
+// batch (on the GPU engine also into a pinned one from NewResult).
 func targets() []enginetest.Target[batch, answer] {
 	return []enginetest.Target[batch, answer]{
 		{Name: "cpu", Open: func(_ testing.TB, _ *gpu.Device) (enginetest.Subject[batch, answer], error) {
@@ -337,6 +342,14 @@ func targets() []enginetest.Target[batch, answer] {
 		{Name: "gpu, answers into one reused Result", GPU: true, Open: func(_ testing.TB, d *gpu.Device) (enginetest.Subject[batch, answer], error) {
 			t, err := Open(Options{GPU: d})
 			return &subject{t: t, reuse: true}, err
+		}},
+		{Name: "gpu, answers into one pinned Result", GPU: true, Open: func(_ testing.TB, d *gpu.Device) (enginetest.Subject[batch, answer], error) {
+			t, err := Open(Options{GPU: d})
+			return &subject{t: t, reuse: true, pinned: true}, err
+		}},
+		{Name: "cpu, answers into one Result from NewResult", Open: func(_ testing.TB, _ *gpu.Device) (enginetest.Subject[batch, answer], error) {
+			t, err := Open(Options{Device: "cpu", Workers: 2})
+			return &subject{t: t, reuse: true, pinned: true}, err
 		}},
 	}
 }

@@ -27,23 +27,15 @@ func (g *gpuEngine) ranges(into *Result, qs []Query, limit int, desc bool) (*Res
 	defer g.mu.Unlock()
 	Q := len(qs)
 	g.start()
-	los, his, has := packQueries(qs, g.workers)
 	g.down.Discard()
-	lo, err := g.upload("q.lo", los, nil, false)
+	lo, hi, hb, err := g.uploadQueries(qs)
 	if err != nil {
 		return nil, fmt.Errorf("upload: %w", err)
 	}
-	hi, err := g.upload("q.hi", his, nil, false)
-	if err != nil {
-		return nil, fmt.Errorf("upload: %w", err)
-	}
-	if err := g.pool.Reserve(gpu.NeedOf[uint8]("q.has", Q), gpu.NeedOf[uint8]("q.dummy", 8)); err != nil {
+	if err := g.pool.Reserve(gpu.NeedOf[uint8]("q.dummy", 8)); err != nil {
 		return nil, err
 	}
-	hb, dummy := gpu.Take[uint8](g.pool, "q.has", Q), gpu.Take[uint8](g.pool, "q.dummy", 8)
-	if err := gpu.UploadStaged(g.up, g.s, hb, 0, has); err != nil {
-		return nil, err
-	}
+	dummy := gpu.Take[uint8](g.pool, "q.dummy", 8)
 	g.clock.Mark(g.s, engine.MarkUploaded)
 	g.clock.Mark(g.s, engine.MarkSorted)
 	if err := g.setDesc(g.t, nil); err != nil {
@@ -214,11 +206,24 @@ func (g *gpuEngine) answerSpace(cnt, byt *gpu.Buffer[uint64], n int, extra ...gp
 // deliver ends the work phase of a batch of Q queries whose pairs' writes
 // are queued: it sizes the Result (into, or a new one) on the host while
 // the device writes them, downloads the query offsets qoff (Q+1) and the
-// pairs into it and waits for them. Cost: the Result's allocation when it
-// grows, overlapping the writes; the downloads.
+// pairs into it and waits for them. A pinned Result (NewResult) takes
+// them by DMA straight into its arrays; any other through the download
+// pipeline's pinned chunks, copied out on all cores. Cost: the Result's
+// allocation when it grows, overlapping the writes; the downloads.
 func (g *gpuEngine) deliver(into *Result, Q int, out answers, qoff *gpu.Buffer[uint64]) (*Result, error) {
 	g.clock.Mark(g.s, engine.MarkWorked)
-	res := sizeResult(into, Q, out.total, out.totalBytes)
+	res, err := sizeResult(into, Q, out.total, out.totalBytes)
+	if err != nil {
+		return nil, err
+	}
+	if res.pinned() {
+		err = errors.Join(qoff.Read(g.s, 0, offsetWords(res.Offsets)), out.keys.Read(g.s, 0, res.Keys.Data),
+			out.offs.Read(g.s, 0, res.Keys.Offs[:out.total]), out.vals.Read(g.s, 0, res.Values))
+		if err != nil {
+			return nil, err
+		}
+		return res, g.drain()
+	}
 	fin, err := g.queueAnswers(res, qoff, out.keys, out.offs, out.vals)
 	if err != nil {
 		return nil, err

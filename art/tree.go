@@ -387,14 +387,7 @@ func (t *Tree) Prefix(prefixes [][]byte, limit int) (*Result, error) {
 // PrefixInto is Prefix answering into r, as RangesInto (nil r: a new
 // Result).
 func (t *Tree) PrefixInto(r *Result, prefixes [][]byte, limit int) (*Result, error) {
-	qs := make([]Query, len(prefixes))
-	for i, p := range prefixes {
-		if p == nil {
-			p = []byte{}
-		}
-		qs[i] = Query{Lo: p, Hi: prefixEnd(p)}
-	}
-	return t.query("prefix", r, qs, limit, false)
+	return t.query("prefix", r, prefixQueries(prefixes), limit, false)
 }
 
 // query runs a batch of queries for op into into (nil: a new Result).
@@ -409,7 +402,10 @@ func (t *Tree) query(op string, into *Result, qs []Query, limit int, desc bool) 
 	}
 	defer engine.RUnlock(&t.Facade)
 	if len(qs) == 0 {
-		r := sizeResult(into, 0, 0, 0)
+		r, err := sizeResult(into, 0, 0, 0)
+		if err != nil {
+			return nil, fmt.Errorf("art: %s: %w", op, err)
+		}
 		r.Offsets[0] = 0
 		return r, nil
 	}

@@ -634,7 +634,7 @@ type artEngine struct {
 	t    *art.Tree
 	st   *art.Staging // LookupStaged's buffers, grown by Stage
 	n    int          // keys staged
-	res  *art.Result  // the answers of ranges and prefix scans, reused from call to call (RangesInto)
+	res  *art.Result  // the answers of ranges and prefix scans, reused from call to call (RangesInto; NewResult: pinned on the GPU engine)
 }
 
 // Stage copies keys into the tree's pinned staging buffers.
@@ -694,7 +694,7 @@ func (e *artEngine) Close() error {
 		err = e.st.Free()
 		e.st = nil
 	}
-	return errors.Join(err, e.t.Close())
+	return errors.Join(err, e.res.Free(), e.t.Close())
 }
 func (e *artEngine) LastBatchTimes() (time.Duration, time.Duration) {
 	tm := e.t.LastBatch()
@@ -706,6 +706,9 @@ func (e *artEngine) Ranges(los art.Keys, limit int) (int, uint64, error) {
 	for i := range qs {
 		qs[i] = art.Query{Lo: los.At(i)}
 	}
+	if e.res == nil {
+		e.res = e.t.NewResult()
+	}
 	r, err := e.t.RangesInto(e.res, qs, limit)
 	if err != nil {
 		return 0, 0, err
@@ -715,6 +718,9 @@ func (e *artEngine) Ranges(los art.Keys, limit int) (int, uint64, error) {
 }
 
 func (e *artEngine) Prefix(ps art.Keys, limit int) (int, uint64, error) {
+	if e.res == nil {
+		e.res = e.t.NewResult()
+	}
 	r, err := e.t.PrefixInto(e.res, ps.Unpack(), limit)
 	if err != nil {
 		return 0, 0, err
