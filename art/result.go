@@ -105,34 +105,17 @@ func sizeResult(into *Result, Q, total int, totalBytes uint64) (*Result, error) 
 // size points r's arrays at p's pinned buffers, each grown when short.
 func (p *pinnedResult) size(r *Result, Q, total, totalBytes int) error {
 	var err error
-	if r.Keys.Data, err = pinnedSlice(p.d, &p.data, totalBytes); err != nil {
+	if r.Keys.Data, err = gpu.GrowHost(p.d, &p.data, totalBytes); err != nil {
 		return err
 	}
-	if r.Keys.Offs, err = pinnedSlice(p.d, &p.offs, total+1); err != nil {
+	if r.Keys.Offs, err = gpu.GrowHost(p.d, &p.offs, total+1); err != nil {
 		return err
 	}
-	if r.Values, err = pinnedSlice(p.d, &p.vals, total); err != nil {
+	if r.Values, err = gpu.GrowHost(p.d, &p.vals, total); err != nil {
 		return err
 	}
-	r.Offsets, err = pinnedSlice(p.d, &p.qoff, Q+1)
+	r.Offsets, err = gpu.GrowHost(p.d, &p.qoff, Q+1)
 	return err
-}
-
-// pinnedSlice returns n elements of *h, replacing it by a pinned buffer
-// a quarter larger than n when it is shorter.
-func pinnedSlice[T any](d *gpu.Device, h **gpu.HostBuffer[T], n int) ([]T, error) {
-	if *h == nil || (*h).Len() < n {
-		if err := (*h).Free(); err != nil {
-			return nil, err
-		}
-		*h = nil
-		b, err := gpu.AllocHost[T](d, max(1, n+n/4))
-		if err != nil {
-			return nil, err
-		}
-		*h = b
-	}
-	return (*h).Slice()[:n], nil
 }
 
 // offsetWords views a Result's query offsets as the 64-bit words the

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -590,6 +591,7 @@ func btreeTransferBytes(c BTreeCase) (in, out int64) {
 type btreeEngine struct {
 	name string
 	t    *btree.Tree
+	res  *btree.Result // the ranges' answers, reused from call to call (NewResult: pinned on the GPU engine)
 }
 
 func (e *btreeEngine) Name() string                       { return e.name }
@@ -598,7 +600,7 @@ func (e *btreeEngine) Build(keys, values []uint64) error  { return e.t.Build(key
 func (e *btreeEngine) Insert(keys, values []uint64) error { return e.t.Insert(keys, values) }
 func (e *btreeEngine) Delete(keys []uint64) error         { _, err := e.t.Delete(keys); return err }
 func (e *btreeEngine) Len() int                           { return e.t.Len() }
-func (e *btreeEngine) Close() error                       { return e.t.Close() }
+func (e *btreeEngine) Close() error                       { return errors.Join(e.res.Free(), e.t.Close()) }
 func (e *btreeEngine) LastBatch() engine.Timings          { return e.t.LastBatch() }
 
 func (e *btreeEngine) Lookup(keys, values []uint64, found []bool) error {
@@ -606,10 +608,14 @@ func (e *btreeEngine) Lookup(keys, values []uint64, found []bool) error {
 }
 
 func (e *btreeEngine) Ranges(los, his []uint64) (int, uint64, error) {
-	k, v, _, err := e.t.Ranges(los, his, 0)
+	if e.res == nil {
+		e.res = e.t.NewResult()
+	}
+	r, err := e.t.RangesInto(e.res, los, his, 0)
 	if err != nil {
 		return 0, 0, err
 	}
+	k, v := r.Keys, r.Values
 	// The checksum (the peers compute theirs inline, the parallel ones on
 	// every goroutine) runs over GOMAXPROCS goroutines.
 	var mu sync.Mutex
@@ -648,7 +654,7 @@ func OpenBTreeEngines(device string) (*BTreeEngines, error) {
 		e.Close()
 		return nil, err
 	}
-	e.Impls = append(e.Impls, &btreeEngine{"cpu", ct})
+	e.Impls = append(e.Impls, &btreeEngine{name: "cpu", t: ct})
 	e.Engines = append(e.Engines, fmt.Sprintf("cpu: warpkv btree CPU engine, order %d, %d workers (GOMAXPROCS)", ct.Order(), runtime.GOMAXPROCS(0)))
 	if c.Device == nil {
 		e.Engines = append(e.Engines, "no gpu rows: "+c.Reason)
@@ -659,7 +665,7 @@ func OpenBTreeEngines(device string) (*BTreeEngines, error) {
 		e.Close()
 		return nil, err
 	}
-	e.Impls = append(e.Impls, &btreeEngine{"gpu", gt})
+	e.Impls = append(e.Impls, &btreeEngine{name: "gpu", t: gt})
 	e.GPU = true
 	e.Engines = append(e.Engines, fmt.Sprintf("gpu: warpkv btree GPU engine, order %d, %s; host-level calls from Go slices, transfers included", gt.Order(), c.Reason))
 	return e, nil

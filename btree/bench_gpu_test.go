@@ -233,6 +233,30 @@ func BenchmarkGPURanges(b *testing.B) {
 			b.ReportMetric(float64(pairs)/float64(nq), "pairs/query")
 		})
 	}
+	// The default kernels answering into a reused Result: Go memory
+	// (copied out of the transfer buffers), then pinned (NewResult: the
+	// device writes into it).
+	for _, pinned := range []bool{false, true} {
+		b.Run(fmt.Sprintf("kernel=start/into/pinned=%v", pinned), func(b *testing.B) {
+			r := &Result{}
+			if pinned {
+				r = g.NewResult()
+			}
+			defer r.Free()
+			var work, total time.Duration
+			for b.Loop() {
+				if _, err := g.RangesInto(r, los, his, 0); err != nil {
+					b.Fatal(err)
+				}
+				tm := g.LastBatch()
+				work, total = work+tm.Work, total+tm.Total
+			}
+			b.ReportMetric(float64(b.N)*float64(nq)/b.Elapsed().Seconds()/1e6, "Mqueries/s")
+			b.ReportMetric(float64(b.N)*float64(nq)/work.Seconds()/1e6, "Mqueries/s-work")
+			b.ReportMetric(total.Seconds()*1e3/float64(b.N), "call-ms")
+			b.ReportMetric(float64(len(r.Keys))/float64(nq), "pairs/query")
+		})
+	}
 }
 
 // BenchmarkCPUEngineLarge builds the 100M-key tree on the CPU engine (all

@@ -22,8 +22,9 @@ type treeEngine interface {
 	lookup(keys, values []uint64, found []bool) (engine.Timings, error)
 	// rangeOf returns the pairs with lo <= key <= hi, at most limit.
 	rangeOf(lo, hi uint64, limit int) (keys, values []uint64, err error)
-	// ranges answers many range queries (see Tree.Ranges).
-	ranges(los, his []uint64, limit int) (keys, values []uint64, offsets []int, tm engine.Timings, err error)
+	// ranges answers many half-open range queries [los[i], his[i]) into
+	// into (nil: a new Result; see Tree.RangesInto).
+	ranges(into *Result, los, his []uint64, limit int) (*Result, engine.Timings, error)
 	// state is the bookkeeping besides the node arrays.
 	state() treeState
 	// snapshot returns the node arrays in host memory, for Check and

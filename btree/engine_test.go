@@ -141,10 +141,15 @@ func (m *model) rangeOf(lo, hi uint64, limit int) (keys, vals []uint64) {
 func (m *model) Check() error { return nil }
 func (m *model) Close() error { return nil }
 
-// subject is a Tree under test.
-type subject struct{ t *Tree }
+// subject is a Tree under test; res is the Result from its NewResult
+// (pinned on the GPU engine) that every batch's ranges are answered into
+// again (RangesInto), reused from batch to batch.
+type subject struct {
+	t   *Tree
+	res *Result
+}
 
-func (s subject) Apply(b batch) (answer, error) {
+func (s *subject) Apply(b batch) (answer, error) {
 	var err error
 	switch b.op {
 	case opBuild:
@@ -170,6 +175,13 @@ func (s subject) Apply(b batch) (answer, error) {
 		if r.keys, r.values, r.offsets, err = s.t.Ranges(b.los, b.his, limit); err != nil {
 			return answer{}, err
 		}
+		into, err := s.t.RangesInto(s.res, b.los, b.his, limit)
+		if err != nil {
+			return answer{}, err
+		}
+		if into != s.res || !slices.Equal(into.Keys, r.keys) || !slices.Equal(into.Values, r.values) || !slices.Equal(into.Offsets, r.offsets) {
+			return answer{}, fmt.Errorf("ranges into a reused Result (pinned %v) differ from Ranges", s.res.pinned())
+		}
 		for i := range b.los {
 			k, v, err := s.t.Range(b.los[i], b.his[i], limit)
 			if err != nil {
@@ -182,8 +194,8 @@ func (s subject) Apply(b batch) (answer, error) {
 	return a, nil
 }
 
-func (s subject) Check() error { return s.t.Check() }
-func (s subject) Close() error { return s.t.Close() }
+func (s *subject) Check() error { return s.t.Check() }
+func (s *subject) Close() error { return errors.Join(s.res.Free(), s.t.Close()) }
 
 // sameNodes fails unless two trees hold the same bookkeeping and node
 // arrays word for word.
@@ -228,7 +240,7 @@ func suite(order, workers int) enginetest.Suite[batch, answer, *model] {
 		if err != nil {
 			return nil, err
 		}
-		return subject{t}, nil
+		return &subject{t: t, res: t.NewResult()}, nil
 	}
 	return enginetest.Suite[batch, answer, *model]{
 		NewModel: func() *model { return &model{} },
@@ -241,7 +253,7 @@ func suite(order, workers int) enginetest.Suite[batch, answer, *model] {
 			if s[0] == nil || s[1] == nil {
 				return nil
 			}
-			return sameNodes(s[1].(subject).t, s[0].(subject).t)
+			return sameNodes(s[1].(*subject).t, s[0].(*subject).t)
 		},
 	}
 }

@@ -16,38 +16,42 @@ func (t *cpuTree) rangeOf(lo, hi uint64, limit int) (keys, values []uint64, err 
 	return keys, values, nil
 }
 
-// ranges answers the range queries in two passes over the workers (count,
-// scan, write).
-func (t *cpuTree) ranges(los, his []uint64, limit int) (keys, values []uint64, offsets []int, tm engine.Timings, err error) {
+// ranges answers the half-open range queries in two passes over the
+// workers (count, scan, write) into into (nil: a new Result).
+func (t *cpuTree) ranges(into *Result, los, his []uint64, limit int) (*Result, engine.Timings, error) {
 	c := startHostClock()
 	q := len(los)
+	var tm engine.Timings
 	counts := make([]uint64, q+1)
 	par.For(q, groupGrain, t.opt.workers, func(a, b int) {
 		for i := a; i < b; i++ {
 			var n uint64
-			t.walk(los[i], his[i], limit, func(uint64, uint64) { n++ })
+			lo, hi := inclusive(los[i], his[i])
+			t.walk(lo, hi, limit, func(uint64, uint64) { n++ })
 			counts[i] = n
 		}
 	})
 	if err := prim.ScanExclusive(t.eng, counts, counts); err != nil {
-		return nil, nil, nil, tm, err
+		return nil, tm, err
 	}
-	keys = make([]uint64, counts[q])
-	values = make([]uint64, counts[q])
+	r, err := sizeResult(into, q, int(counts[q]))
+	if err != nil {
+		return nil, tm, err
+	}
 	par.For(q, groupGrain, t.opt.workers, func(a, b int) {
 		for i := a; i < b; i++ {
 			w := counts[i]
-			t.walk(los[i], his[i], limit, func(k, v uint64) {
-				keys[w], values[w] = k, v
+			lo, hi := inclusive(los[i], his[i])
+			t.walk(lo, hi, limit, func(k, v uint64) {
+				r.Keys[w], r.Values[w] = k, v
 				w++
 			})
 		}
 	})
-	offsets = make([]int, q+1)
 	for i, c := range counts {
-		offsets[i] = int(c)
+		r.Offsets[i] = int(c)
 	}
-	return keys, values, offsets, finishHostClock(c, "ranges", q), nil
+	return r, finishHostClock(c, "ranges", q), nil
 }
 
 // walk calls fn on the pairs with lo <= key <= hi in key order, at most

@@ -2,11 +2,11 @@ package btree
 
 import (
 	"errors"
-	"sync"
 	"unsafe"
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/par"
 	"github.com/warpkv/warpkv/prim"
 )
 
@@ -28,32 +28,42 @@ const (
 	rangeWarp
 )
 
-// rangesBatch answers range queries on the device: a count pass (one
-// descent per query, the counts and, in the default form, where each
-// query's pairs start), prim's exclusive scan of the counts, one read of
-// the total, then the write pass (the default form copies from the kept
-// starts without a descent; see rangeForm). The host allocates the result
-// while the device writes it; the offsets, keys and values come back
+// rangesBatch answers range queries on the device: the queries' bounds
+// (half-open when halfOpen, else inclusive) are converted to inclusive
+// ones on all cores straight into the pool's pinned buffer host.q and
+// reach the device in one DMA; a count pass (one descent per query, the
+// counts and, in the default form, where each query's pairs start),
+// prim's exclusive scan of the counts, one read of the total, then the
+// write pass (the default form copies from the kept starts without a
+// descent; see rangeForm). The host sizes the Result (into, or a new one)
+// while the device writes it; a pinned Result (NewResult) takes the
+// offsets, keys and values by DMA straight into its arrays, any other
 // through the pinned staging buffers (copied out of pinned memory in
 // parallel, overlapping the later chunks' DMAs). The tree must not be
 // empty. Cost: two kernels, a scan, the transfers of the queries and the
 // result, one read of the total in between.
-func (g *gpuTree) rangesBatch(root uint32, los, his []uint64, limit int) (keys, values []uint64, offsets []int, tm engine.Timings, err error) {
+func (g *gpuTree) rangesBatch(into *Result, root uint32, los, his []uint64, limit int, halfOpen bool) (*Result, engine.Timings, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	var tm engine.Timings
 	q := len(los)
 	g.clock.Start()
 	g.clock.Mark(g.s, engine.MarkStart)
 	g.down.Discard()
-	if err := g.pool.Reserve(gpu.NeedOf[uint64](bufInK, q), gpu.NeedOf[uint64](bufInV, q), gpu.NeedOf[uint64](bufOutV, q+1),
+	if err := g.pool.Reserve(gpu.NeedOf[uint64]("rangeq", 2*q), gpu.NeedOf[uint64](bufOutV, q+1),
 		gpu.NeedOf[uint64]("rangestart", q)); err != nil {
-		return nil, nil, nil, tm, err
+		return nil, tm, err
 	}
-	lo, hi := gpu.Take[uint64](g.pool, bufInK, q), gpu.Take[uint64](g.pool, bufInV, q)
+	bounds := gpu.Take[uint64](g.pool, "rangeq", 2*q)
+	lo, hi := gpu.View[uint64](bounds, 0, q), gpu.View[uint64](bounds, 8*q, q)
 	counts, start := gpu.Take[uint64](g.pool, bufOutV, q+1), gpu.Take[uint64](g.pool, "rangestart", q)
-	if err := errors.Join(gpu.UploadStaged(g.up, g.s, lo, 0, los), gpu.UploadStaged(g.up, g.s, hi, 0, his),
-		gpu.View[uint64](counts, 8*q, 1).FillBytes(g.s, 0)); err != nil {
-		return nil, nil, nil, tm, err
+	h, err := gpu.Host[uint64](g.pool, "host.q", 2*q)
+	if err != nil {
+		return nil, tm, err
+	}
+	packBounds(h, los, his, halfOpen, 0)
+	if err := errors.Join(bounds.Write(g.s, 0, h), gpu.View[uint64](counts, 8*q, 1).FillBytes(g.s, 0)); err != nil {
+		return nil, tm, err
 	}
 	g.clock.Mark(g.s, engine.MarkUploaded)
 	p := rangePass{g: g, lo: lo, hi: hi, q: q, root: root, counts: counts, start: start}
@@ -61,44 +71,67 @@ func (g *gpuTree) rangesBatch(root uint32, los, his []uint64, limit int) (keys, 
 		p.limit = uint64(limit)
 	}
 	if err := p.count(); err != nil {
-		return nil, nil, nil, tm, err
+		return nil, tm, err
 	}
 	if err := prim.DevScanExclusive(g.pe, counts, counts, q+1); err != nil {
-		return nil, nil, nil, tm, err
+		return nil, tm, err
 	}
 	var tot [1]uint64
 	if err := errors.Join(counts.Read(g.s, q, tot[:]), g.s.Synchronize()); err != nil {
-		return nil, nil, nil, tm, err
+		return nil, tm, err
 	}
 	total := int(tot[0])
 	if err := g.pool.Reserve(gpu.NeedOf[uint64](bufOutK, total), gpu.NeedOf[uint64]("rangev", total)); err != nil {
-		return nil, nil, nil, tm, err
+		return nil, tm, err
 	}
 	// outV holds the offsets; the values go to a scratch buffer of their own.
 	ok, ov := gpu.Take[uint64](g.pool, bufOutK, total), gpu.Take[uint64](g.pool, "rangev", total)
 	if total > 0 {
 		if err := p.write(ok, ov); err != nil {
-			return nil, nil, nil, tm, err
+			return nil, tm, err
 		}
 	}
 	g.clock.Mark(g.s, engine.MarkWorked)
-	// The host's allocations (zeroing, the large ones on goroutines of
-	// their own) overlap the write pass.
-	var wg sync.WaitGroup
-	wg.Go(func() { keys = make([]uint64, total) })
-	wg.Go(func() { values = make([]uint64, total) })
-	offsets = make([]int, q+1)
-	wg.Wait()
-	offWords := unsafe.Slice((*uint64)(unsafe.Pointer(&offsets[0])), q+1) // int is 64-bit (below)
-	if err := errors.Join(gpu.DownloadStaged(g.down, g.s, counts, 0, offWords), gpu.DownloadStaged(g.down, g.s, ok, 0, keys),
-		gpu.DownloadStaged(g.down, g.s, ov, 0, values)); err != nil {
-		return nil, nil, nil, tm, err
+	// The host's allocations overlap the write pass.
+	r, err := sizeResult(into, q, total)
+	if err != nil {
+		return nil, tm, err
+	}
+	offWords := unsafe.Slice((*uint64)(unsafe.Pointer(&r.Offsets[0])), q+1) // int is 64-bit (below)
+	if r.pinned() {
+		err = errors.Join(counts.Read(g.s, 0, offWords), ok.Read(g.s, 0, r.Keys), ov.Read(g.s, 0, r.Values))
+	} else {
+		err = errors.Join(gpu.DownloadStaged(g.down, g.s, counts, 0, offWords), gpu.DownloadStaged(g.down, g.s, ok, 0, r.Keys),
+			gpu.DownloadStaged(g.down, g.s, ov, 0, r.Values))
+	}
+	if err != nil {
+		return nil, tm, err
 	}
 	g.clock.Mark(g.s, engine.MarkDone)
 	if err := errors.Join(g.down.Drain(), g.s.Synchronize()); err != nil {
-		return nil, nil, nil, tm, err
+		return nil, tm, err
 	}
-	return keys, values, offsets, g.clock.Timings("ranges", q), nil
+	return r, g.clock.Timings("ranges", q), nil
+}
+
+// rangePackMin is the fewest queries one worker converts.
+const rangePackMin = 1 << 14
+
+// packBounds writes the queries' inclusive bounds into h: the lower ones
+// in h[:q], the upper ones in h[q:2q], converting half-open ones
+// (inclusive) on the workers. Cost: one parallel pass over the bounds.
+func packBounds(h, los, his []uint64, halfOpen bool, workers int) {
+	q := len(los)
+	par.Ranges(q, par.Parts(q, rangePackMin, workers), func(_, a, b int) {
+		if !halfOpen {
+			copy(h[a:b], los[a:b])
+			copy(h[q+a:q+b], his[a:b])
+			return
+		}
+		for i := a; i < b; i++ {
+			h[i], h[q+i] = inclusive(los[i], his[i])
+		}
+	})
 }
 
 // rangePass holds the arguments of a batch's range kernels.

@@ -251,27 +251,43 @@ func (t *Tree) Range(lo, hi uint64, limit int) (keys, values []uint64, err error
 // per query that descends once and keeps where the pairs start, the scan
 // is prim's, and the write pass a kernel of one warp per query copying
 // from there (no second descent); LastBatch then holds the call's phases.
+// RangesInto answers into a reused (or pinned) Result instead.
 func (t *Tree) Ranges(los, his []uint64, limit int) (keys, values []uint64, offsets []int, err error) {
+	r, err := t.RangesInto(nil, los, his, limit)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return r.Keys, r.Values, r.Offsets, nil
+}
+
+// RangesInto is Ranges answering into r (nil: a new Result), which it
+// returns: r's arrays are reused when they have the room, so a caller
+// that runs batch after batch allocates the answers' memory once; a
+// Result from NewResult also spares the GPU engine the copy out of its
+// transfer buffers. Cost: as Ranges, less the allocation of the arrays
+// that do not grow.
+func (t *Tree) RangesInto(r *Result, los, his []uint64, limit int) (*Result, error) {
 	if len(los) != len(his) {
-		return nil, nil, nil, fmt.Errorf("btree: ranges: %d lows but %d highs", len(los), len(his))
+		return nil, fmt.Errorf("btree: ranges: %d lows but %d highs", len(los), len(his))
 	}
 	if _, err := engine.RLock(&t.Facade, "ranges"); err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	defer engine.RUnlock(&t.Facade)
 	if t.e.state().root == nilNode || len(los) == 0 {
-		return []uint64{}, []uint64{}, make([]int, len(los)+1), nil
+		r, err := sizeResult(r, len(los), 0)
+		if err != nil {
+			return nil, fmt.Errorf("btree: ranges: %w", err)
+		}
+		clear(r.Offsets)
+		return r, nil
 	}
-	ilos, ihis := make([]uint64, len(los)), make([]uint64, len(his))
-	for i := range los {
-		ilos[i], ihis[i] = inclusive(los[i], his[i])
-	}
-	keys, values, offsets, tm, err := t.e.ranges(ilos, ihis, limit)
+	r, tm, err := t.e.ranges(r, los, his, limit)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("btree: ranges: %w", err)
+		return nil, fmt.Errorf("btree: ranges: %w", err)
 	}
 	engine.Record(&t.Facade, tm)
-	return keys, values, offsets, nil
+	return r, nil
 }
 
 // Check verifies the tree's invariants and returns the first violation:

@@ -356,13 +356,13 @@ func (g *gpuTree) lookup(keys, values []uint64, found []bool) (engine.Timings, e
 
 // rangeOf is ranges of one query.
 func (g *gpuTree) rangeOf(lo, hi uint64, limit int) (keys, values []uint64, err error) {
-	k, v, _, _, err := g.rangesBatch(g.st.root, []uint64{lo}, []uint64{hi}, limit)
-	if err != nil || len(k) == 0 {
+	r, _, err := g.rangesBatch(nil, g.st.root, []uint64{lo}, []uint64{hi}, limit, false)
+	if err != nil || len(r.Keys) == 0 {
 		return nil, nil, err
 	}
-	return k, v, nil
+	return r.Keys, r.Values, nil
 }
 
-func (g *gpuTree) ranges(los, his []uint64, limit int) (keys, values []uint64, offsets []int, tm engine.Timings, err error) {
-	return g.rangesBatch(g.st.root, los, his, limit)
+func (g *gpuTree) ranges(into *Result, los, his []uint64, limit int) (*Result, engine.Timings, error) {
+	return g.rangesBatch(into, g.st.root, los, his, limit, true)
 }
