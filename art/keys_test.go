@@ -2,9 +2,11 @@ package art
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 // checkSequential is the plain check offsetsOK and firstBad stand for:
@@ -104,4 +106,63 @@ func TestPrefixQueriesMatchPrefixEnd(t *testing.T) {
 	if len(qs) > 8 && qs[5].Hi != nil && cap(qs[5].Hi) != len(qs[5].Hi) {
 		t.Fatalf("upper bound's capacity %d past its %d bytes", cap(qs[5].Hi), len(qs[5].Hi))
 	}
+}
+
+// TestQueryPackMatchesTheBatches packs random queries (nil, empty and
+// long bounds) as the GPU engine uploads them and reads every array back
+// against the queries.
+func TestQueryPackMatchesTheBatches(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 13))
+	for _, n := range []int{1, 7, queryPackMin - 1, 3*queryPackMin + 5} {
+		qs := make([]Query, n)
+		for i := range qs {
+			qs[i].Lo = make([]byte, rng.IntN(40))
+			if rng.IntN(3) > 0 {
+				qs[i].Hi = make([]byte, rng.IntN(40))
+			}
+			for _, b := range [][]byte{qs[i].Lo, qs[i].Hi} {
+				for j := range b {
+					b[j] = byte(rng.Uint32())
+				}
+			}
+		}
+		for _, workers := range []int{1, 3} {
+			p, err := planQueries(qs, workers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := make([]uint64, (p.l.end+7)/8)
+			buf := unsafe.Slice((*byte)(unsafe.Pointer(&h[0])), p.l.end)
+			p.fill(buf, qs)
+			l := p.l
+			loOffs, hiOffs := u32View(buf[:l.hiOffs], n+1), u32View(buf[l.hiOffs:l.has], n+1)
+			for i, q := range qs {
+				lo := buf[l.loData+int(loOffs[i]) : l.loData+int(loOffs[i+1])]
+				hi := buf[l.hiData+int(hiOffs[i]) : l.hiData+int(hiOffs[i+1])]
+				if !bytes.Equal(lo, q.Lo) || !bytes.Equal(hi, q.Hi) || (buf[l.has+i] == 1) != (q.Hi != nil) {
+					t.Fatalf("%d queries, %d workers: query %d packs as [%x, %x) has %d, want [%x, %x)", n, workers, i, lo, hi,
+						buf[l.has+i], q.Lo, q.Hi)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkPackQueries packs 64Ki queries with 16-byte lower bounds and
+// no upper bound, as the GPU engine packs a batch of ranges into pinned
+// memory (here ordinary memory).
+func BenchmarkPackQueries(b *testing.B) {
+	const n = 1 << 16
+	qs := make([]Query, n)
+	for i := range qs {
+		qs[i].Lo = make([]byte, 16)
+		binary.BigEndian.PutUint64(qs[i].Lo, uint64(i)*0x9e3779b97f4a7c15)
+	}
+	p, _ := planQueries(qs, 0)
+	buf := make([]byte, p.l.end+8)
+	for b.Loop() {
+		p, _ := planQueries(qs, 0)
+		p.fill(buf, qs)
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mqueries/s")
 }

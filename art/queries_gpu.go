@@ -42,6 +42,62 @@ func layoutQueries(Q, loBytes, hiBytes int) queryLayout {
 	return l
 }
 
+// queryPack is a batch of queries' packing plan: the layout and, for
+// each of parts contiguous parts of the batch, where its bounds' bytes
+// start.
+type queryPack struct {
+	l          queryLayout
+	parts      int
+	loAt, hiAt []int // parts+1 byte starts of each part's lower and upper bounds
+}
+
+// planQueries sizes qs's bounds on the workers. Cost: one parallel pass
+// over the queries' slice headers.
+func planQueries(qs []Query, workers int) (queryPack, error) {
+	Q := len(qs)
+	p := queryPack{parts: par.Parts(Q, queryPackMin, workers)}
+	p.loAt, p.hiAt = make([]int, p.parts+1), make([]int, p.parts+1)
+	par.Ranges(Q, p.parts, func(i, a, b int) {
+		ln, hn := 0, 0
+		for _, x := range qs[a:b] {
+			ln += len(x.Lo)
+			hn += len(x.Hi)
+		}
+		p.loAt[i+1], p.hiAt[i+1] = ln, hn
+	})
+	for i := range p.parts {
+		p.loAt[i+1] += p.loAt[i]
+		p.hiAt[i+1] += p.hiAt[i]
+	}
+	lo, hi := p.loAt[p.parts], p.hiAt[p.parts]
+	if lo > math.MaxUint32 || hi > math.MaxUint32 {
+		return p, fmt.Errorf("%d queries with %d and %d bytes of bounds: at most %d each", Q, lo, hi, uint64(math.MaxUint32))
+	}
+	p.l = layoutQueries(Q, lo, hi)
+	return p, nil
+}
+
+// fill packs qs into h (at least p.l.end bytes, 8-byte aligned) on the
+// workers, a part each. Cost: one parallel pass copying the bounds.
+func (p queryPack) fill(h []byte, qs []Query) {
+	Q, l := len(qs), p.l
+	loOffs, hiOffs := u32View(h[:l.hiOffs], Q+1), u32View(h[l.hiOffs:l.has], Q+1)
+	flags, loData, hiData := h[l.has:l.has+Q], h[l.loData:l.hiData], h[l.hiData:l.end]
+	par.Ranges(Q, p.parts, func(i, a, b int) {
+		lo, hi := p.loAt[i], p.hiAt[i]
+		for j, x := range qs[a:b] {
+			loOffs[a+j], hiOffs[a+j] = uint32(lo), uint32(hi)
+			lo += copy(loData[lo:], x.Lo)
+			hi += copy(hiData[hi:], x.Hi)
+			flags[a+j] = 0
+			if x.Hi != nil {
+				flags[a+j] = 1
+			}
+		}
+	})
+	loOffs[Q], hiOffs[Q] = uint32(p.loAt[p.parts]), uint32(p.hiAt[p.parts])
+}
+
 // uploadQueries packs qs's bounds into host.q on the workers (a nil Hi
 // packs as empty with has 0) and queues their DMA into q.in, returning
 // the device views of the lower and upper bounds and the has flags.
@@ -49,44 +105,16 @@ func layoutQueries(Q, loBytes, hiBytes int) queryLayout {
 // then the offsets and bytes) and one DMA.
 func (g *gpuEngine) uploadQueries(qs []Query) (lo, hi *devBatch, has *gpu.Buffer[uint8], err error) {
 	Q := len(qs)
-	parts := par.Parts(Q, queryPackMin, g.workers)
-	loAt, hiAt := make([]int, parts+1), make([]int, parts+1)
-	par.Ranges(Q, parts, func(p, a, b int) {
-		ln, hn := 0, 0
-		for _, x := range qs[a:b] {
-			ln += len(x.Lo)
-			hn += len(x.Hi)
-		}
-		loAt[p+1], hiAt[p+1] = ln, hn
-	})
-	for p := range parts {
-		loAt[p+1] += loAt[p]
-		hiAt[p+1] += hiAt[p]
+	p, err := planQueries(qs, g.workers)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	if loAt[parts] > math.MaxUint32 || hiAt[parts] > math.MaxUint32 {
-		return nil, nil, nil, fmt.Errorf("%d queries with %d and %d bytes of bounds: at most %d each", Q, loAt[parts], hiAt[parts],
-			uint64(math.MaxUint32))
-	}
-	l := layoutQueries(Q, loAt[parts], hiAt[parts])
+	l := p.l
 	h, err := gpu.Host[byte](g.pool, "host.q", l.end)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	loOffs, hiOffs := u32View(h[:l.hiOffs], Q+1), u32View(h[l.hiOffs:l.has], Q+1)
-	flags, loData, hiData := h[l.has:l.has+Q], h[l.loData:l.hiData], h[l.hiData:l.end]
-	par.Ranges(Q, parts, func(p, a, b int) {
-		lo, hi := loAt[p], hiAt[p]
-		for i, x := range qs[a:b] {
-			loOffs[a+i], hiOffs[a+i] = uint32(lo), uint32(hi)
-			lo += copy(loData[lo:], x.Lo)
-			hi += copy(hiData[hi:], x.Hi)
-			flags[a+i] = 0
-			if x.Hi != nil {
-				flags[a+i] = 1
-			}
-		}
-	})
-	loOffs[Q], hiOffs[Q] = uint32(loAt[parts]), uint32(hiAt[parts])
+	p.fill(h, qs)
 	if err := g.pool.Reserve(gpu.NeedOf[byte]("q.in", l.end)); err != nil {
 		return nil, nil, nil, err
 	}
@@ -94,8 +122,9 @@ func (g *gpuEngine) uploadQueries(qs []Query) (lo, hi *devBatch, has *gpu.Buffer
 	if err := in.Write(g.s, 0, h[:l.end]); err != nil {
 		return nil, nil, nil, err
 	}
-	lo = &devBatch{n: Q, data: gpu.View[byte](in, l.loData, max(1, loAt[parts])), offs: gpu.View[uint32](in, 0, Q+1)}
-	hi = &devBatch{n: Q, data: gpu.View[byte](in, l.hiData, max(1, hiAt[parts])), offs: gpu.View[uint32](in, l.hiOffs, Q+1)}
+	loBytes, hiBytes := p.loAt[p.parts], p.hiAt[p.parts]
+	lo = &devBatch{n: Q, data: gpu.View[byte](in, l.loData, max(1, loBytes)), offs: gpu.View[uint32](in, 0, Q+1)}
+	hi = &devBatch{n: Q, data: gpu.View[byte](in, l.hiData, max(1, hiBytes)), offs: gpu.View[uint32](in, l.hiOffs, Q+1)}
 	return lo, hi, gpu.View[uint8](in, l.has, Q), nil
 }
 
