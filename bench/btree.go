@@ -540,6 +540,15 @@ func RunBTreeCase(c BTreeCase, impl BTreeImpl, in *BTreeInputs, d *BTreeData, re
 			rows = append(rows, NewResult(c.Name()+": "+name, impl.Name(), items, bytes, sec).VsPeer("whole call", whole))
 		}
 	}
+	if st, ok := impl.(btreeStager); ok && c.Op == BTreeLookup {
+		r, ok, err := btreeStagedRow(c, impl.Name(), st, d, reps, lv, lf)
+		if err != nil {
+			return nil, ch, err
+		}
+		if ok {
+			rows = append(rows, r.VsPeer("whole call", whole))
+		}
+	}
 	// The check of the last run's answer.
 	ch.Len = impl.Len()
 	switch c.Op {
@@ -567,6 +576,46 @@ func RunBTreeCase(c BTreeCase, impl BTreeImpl, in *BTreeInputs, d *BTreeData, re
 	return rows, ch, nil
 }
 
+// btreeStager is an implementation that looks keys up from pinned staging
+// (the GPU engine; the CPU engine's staging is ordinary memory, no row).
+type btreeStager interface {
+	// Stage copies keys into the staging buffers, untimed.
+	Stage(keys []uint64) (pinned bool, err error)
+	// LookupStaged looks the staged keys up; the answers stay staged.
+	LookupStaged() error
+	// Staged returns the last staged lookup's answers.
+	Staged() (values []uint64, found []uint8)
+}
+
+// btreeStagedRow times lookups from pinned staging: the keys staged once,
+// untimed, then whole calls timed, median of reps after DefaultWarmup.
+// The answers must equal the whole call's (lv, lf). No row (ok false)
+// when the staging is not pinned.
+func btreeStagedRow(c BTreeCase, name string, st btreeStager, d *BTreeData, reps int, lv []uint64, lf []bool) (r Result, ok bool, err error) {
+	pinned, err := st.Stage(d.Keys)
+	if err != nil || !pinned {
+		return Result{}, false, err
+	}
+	var ts []float64
+	for i := range DefaultWarmup + reps {
+		t0 := time.Now()
+		if err := st.LookupStaged(); err != nil {
+			return Result{}, false, err
+		}
+		if i >= DefaultWarmup {
+			ts = append(ts, time.Since(t0).Seconds())
+		}
+	}
+	vals, found := st.Staged()
+	for i := range lv {
+		if vals[i] != lv[i] || (found[i] == 1) != lf[i] {
+			return Result{}, false, fmt.Errorf("%s: from pinned staging, key %#x: %#x %d, whole call %#x %v", c.Name(), d.Keys[i], vals[i], found[i], lv[i], lf[i])
+		}
+	}
+	up, down := btreeTransferBytes(c)
+	return NewResult(c.Name()+": from pinned staging", name, int64(c.Batch), up+down, Median(ts)), true, nil
+}
+
 // btreeTransferBytes returns the bytes of a case's Go slices that a GPU
 // call's upload and download phases copy (keys, and back for lookups
 // values and found flags); 0 where unknown (ranges). Builds and inserts
@@ -591,8 +640,34 @@ func btreeTransferBytes(c BTreeCase) (in, out int64) {
 type btreeEngine struct {
 	name string
 	t    *btree.Tree
-	res  *btree.Result // the ranges' answers, reused from call to call (NewResult: pinned on the GPU engine)
+	res  *btree.Result  // the ranges' answers, reused from call to call (NewResult: pinned on the GPU engine)
+	st   *btree.Staging // LookupStaged's buffers, grown by Stage
+	n    int            // keys staged
 }
+
+// Stage copies keys into the tree's staging buffers (pinned on the GPU
+// engine), grown when short.
+func (e *btreeEngine) Stage(keys []uint64) (bool, error) {
+	if e.st == nil || len(e.st.Keys) < len(keys) {
+		if err := e.st.Free(); err != nil {
+			return false, err
+		}
+		st, err := e.t.NewStaging(len(keys))
+		if err != nil {
+			return false, err
+		}
+		e.st = st
+	}
+	copy(e.st.Keys, keys)
+	e.n = len(keys)
+	return e.t.Backend() == gpu.BackendGPU, nil
+}
+
+// LookupStaged looks the staged keys up.
+func (e *btreeEngine) LookupStaged() error { return e.t.LookupStaged(e.st, e.n) }
+
+// Staged returns the staged lookups' answers.
+func (e *btreeEngine) Staged() ([]uint64, []uint8) { return e.st.Values[:e.n], e.st.Found[:e.n] }
 
 func (e *btreeEngine) Name() string                       { return e.name }
 func (e *btreeEngine) Load(keys, values []uint64) error   { return e.t.Build(keys, values) }
@@ -600,7 +675,7 @@ func (e *btreeEngine) Build(keys, values []uint64) error  { return e.t.Build(key
 func (e *btreeEngine) Insert(keys, values []uint64) error { return e.t.Insert(keys, values) }
 func (e *btreeEngine) Delete(keys []uint64) error         { _, err := e.t.Delete(keys); return err }
 func (e *btreeEngine) Len() int                           { return e.t.Len() }
-func (e *btreeEngine) Close() error                       { return errors.Join(e.res.Free(), e.t.Close()) }
+func (e *btreeEngine) Close() error                       { return errors.Join(e.res.Free(), e.st.Free(), e.t.Close()) }
 func (e *btreeEngine) LastBatch() engine.Timings          { return e.t.LastBatch() }
 
 func (e *btreeEngine) Lookup(keys, values []uint64, found []bool) error {

@@ -167,6 +167,20 @@ func BenchmarkGPULookup(b *testing.B) {
 			}
 			reportPhases(b, len(q), g.LastBatch())
 		})
+		b.Run(fmt.Sprintf("order=%d/staged", order), func(b *testing.B) {
+			st, err := g.NewStaging(len(q))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Free()
+			copy(st.Keys, q)
+			for b.Loop() {
+				if err := g.LookupStaged(st, len(q)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportPhases(b, len(q), g.LastBatch())
+		})
 		b.Run(fmt.Sprintf("order=%d/kernel", order), func(b *testing.B) {
 			gt := g.e.(*gpuTree)
 			gt.mu.Lock()

@@ -147,6 +147,32 @@ func (m *model) Close() error { return nil }
 type subject struct {
 	t   *Tree
 	res *Result
+	st  *Staging // the batch's lookups again through LookupStaged (pinned on the GPU engine)
+}
+
+// lookupStaged looks keys up through s's Staging, grown when short, and
+// fails unless it answers as Lookup did (values, found).
+func (s *subject) lookupStaged(keys, values []uint64, found []bool) error {
+	if s.st == nil || len(s.st.Keys) < len(keys) {
+		if err := s.st.Free(); err != nil {
+			return err
+		}
+		st, err := s.t.NewStaging(2 * len(keys))
+		if err != nil {
+			return err
+		}
+		s.st = st
+	}
+	copy(s.st.Keys, keys)
+	if err := s.t.LookupStaged(s.st, len(keys)); err != nil {
+		return err
+	}
+	for i := range keys {
+		if s.st.Values[i] != values[i] || (s.st.Found[i] == 1) != found[i] || s.st.Found[i] > 1 {
+			return fmt.Errorf("staged lookup of key %d (%d): %d %d, Lookup: %d %v", i, keys[i], s.st.Values[i], s.st.Found[i], values[i], found[i])
+		}
+	}
+	return nil
 }
 
 func (s *subject) Apply(b batch) (answer, error) {
@@ -168,6 +194,9 @@ func (s *subject) Apply(b batch) (answer, error) {
 	}
 	a.getV, a.getF = make([]uint64, len(b.gets)), make([]bool, len(b.gets))
 	if err := s.t.Lookup(b.gets, a.getV, a.getF); err != nil {
+		return answer{}, err
+	}
+	if err := s.lookupStaged(b.gets, a.getV, a.getF); err != nil {
 		return answer{}, err
 	}
 	for _, limit := range b.limits {
@@ -195,7 +224,7 @@ func (s *subject) Apply(b batch) (answer, error) {
 }
 
 func (s *subject) Check() error { return s.t.Check() }
-func (s *subject) Close() error { return errors.Join(s.res.Free(), s.t.Close()) }
+func (s *subject) Close() error { return errors.Join(s.res.Free(), s.st.Free(), s.t.Close()) }
 
 // sameNodes fails unless two trees hold the same bookkeeping and node
 // arrays word for word.

@@ -2,7 +2,6 @@ package btree
 
 import (
 	"errors"
-	"unsafe"
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
@@ -10,14 +9,16 @@ import (
 
 // lookupBatch fills values and found for keys (found as bytes 0/1). The tree
 // must not be empty. Large batches are pipelined in chunks of lookupChunk
-// keys over two streams: each chunk's upload (pinned staging), bt_get and
-// download (pinned staging) are queued on one stream, alternately, so
-// that one chunk's transfers overlap the other stream's, and the copies
-// between Go and pinned memory overlap the DMAs; the batch's phases then
-// overlap, and the timings give their whole device span as Work. Smaller batches
-// run the phases one after the other. Cost: a transfer each way and one
-// thread per key.
-func (g *gpuTree) lookupBatch(root uint32, keys, values []uint64, found []bool) (engine.Timings, error) {
+// keys over two streams: each chunk's upload, bt_get and download are
+// queued on one stream, alternately, so that one chunk's transfers
+// overlap the other stream's; from Go memory (pinned false) the
+// transfers go through the pinned staging rings, whose copies between Go
+// and pinned memory overlap the DMAs; from a caller's pinned Staging
+// (pinned true) they are DMAs straight from and into its arrays. The
+// batch's phases then overlap, and the timings give their whole device
+// span as Work. Smaller batches run the phases one after the other. Cost:
+// a transfer each way and one thread per key.
+func (g *gpuTree) lookupBatch(root uint32, keys, values []uint64, found []uint8, pinned bool) (engine.Timings, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := len(keys)
@@ -39,8 +40,8 @@ func (g *gpuTree) lookupBatch(root uint32, keys, values []uint64, found []bool) 
 		return engine.Timings{}, err
 	}
 	g.down.Discard()
-	fb := unsafe.Slice((*uint8)(unsafe.Pointer(&found[0])), n) // the kernel writes 0 or 1
-	if n >= 2*lookupChunk && g.up.Staged() && g.down.Staged() {
+	tr := transfers{g: g, pinned: pinned}
+	if n >= 2*lookupChunk && (pinned || g.up.Staged() && g.down.Staged()) {
 		if err := g.fork(); err != nil {
 			return engine.Timings{}, err
 		}
@@ -48,7 +49,7 @@ func (g *gpuTree) lookupBatch(root uint32, keys, values []uint64, found []bool) 
 		for c, off := 0, 0; off < n; c, off = c+1, off+lookupChunk {
 			s := streams[c%2]
 			end := min(off+lookupChunk, n)
-			if err := gpu.UploadStaged(g.up, s, q, off, keys[off:end]); err != nil {
+			if err := upload(tr, s, q, off, keys[off:end]); err != nil {
 				return engine.Timings{}, err
 			}
 			cnt := end - off
@@ -57,7 +58,7 @@ func (g *gpuTree) lookupBatch(root uint32, keys, values []uint64, found []bool) 
 				gpu.View[uint64](out, 8*off, cnt), gpu.View[uint8](f, off, cnt)); err != nil {
 				return engine.Timings{}, err
 			}
-			if err := errors.Join(gpu.DownloadStaged(g.down, s, out, off, values[off:end]), gpu.DownloadStaged(g.down, s, f, off, fb[off:end])); err != nil {
+			if err := errors.Join(download(tr, s, out, off, values[off:end]), download(tr, s, f, off, found[off:end])); err != nil {
 				return engine.Timings{}, err
 			}
 		}
@@ -66,7 +67,7 @@ func (g *gpuTree) lookupBatch(root uint32, keys, values []uint64, found []bool) 
 		}
 		g.clock.Mark(g.s, engine.MarkWorked)
 	} else {
-		if err := gpu.UploadStaged(g.up, g.s, q, 0, keys); err != nil {
+		if err := upload(tr, g.s, q, 0, keys); err != nil {
 			return engine.Timings{}, err
 		}
 		g.clock.Mark(g.s, engine.MarkUploaded)
@@ -74,7 +75,7 @@ func (g *gpuTree) lookupBatch(root uint32, keys, values []uint64, found []bool) 
 			return engine.Timings{}, err
 		}
 		g.clock.Mark(g.s, engine.MarkWorked)
-		if err := errors.Join(gpu.DownloadStaged(g.down, g.s, out, 0, values), gpu.DownloadStaged(g.down, g.s, f, 0, fb)); err != nil {
+		if err := errors.Join(download(tr, g.s, out, 0, values), download(tr, g.s, f, 0, found)); err != nil {
 			return engine.Timings{}, err
 		}
 	}
@@ -83,6 +84,29 @@ func (g *gpuTree) lookupBatch(root uint32, keys, values []uint64, found []bool) 
 		return engine.Timings{}, err
 	}
 	return g.clock.Timings("lookup", n), nil
+}
+
+// transfers says how a batch's host arrays reach the device: through the
+// engine's pinned staging rings (Go memory) or by DMA (pinned memory).
+type transfers struct {
+	g      *gpuTree
+	pinned bool
+}
+
+// upload queues the copy of src to b[off:] on s.
+func upload[T any](tr transfers, s *gpu.Stream, b *gpu.Buffer[T], off int, src []T) error {
+	if tr.pinned {
+		return b.Write(s, off, src)
+	}
+	return gpu.UploadStaged(tr.g.up, s, b, off, src)
+}
+
+// download queues the copy of b[off:] to dst on s.
+func download[T any](tr transfers, s *gpu.Stream, b *gpu.Buffer[T], off int, dst []T) error {
+	if tr.pinned {
+		return b.Read(s, off, dst)
+	}
+	return gpu.DownloadStaged(tr.g.down, s, b, off, dst)
 }
 
 // launchGet queues bt_get over n keys in q. Callers hold g.mu.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"unsafe"
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
@@ -351,7 +352,13 @@ func (g *gpuTree) remove(keys []uint64) (engine.Timings, error) {
 }
 
 func (g *gpuTree) lookup(keys, values []uint64, found []bool) (engine.Timings, error) {
-	return g.lookupBatch(g.st.root, keys, values, found)
+	fb := unsafe.Slice((*uint8)(unsafe.Pointer(unsafe.SliceData(found))), len(found)) // the kernel writes 0 or 1
+	return g.lookupBatch(g.st.root, keys, values, fb, false)
+}
+
+// lookupStaged is lookup from and into a pinned Staging's arrays.
+func (g *gpuTree) lookupStaged(keys, values []uint64, found []uint8) (engine.Timings, error) {
+	return g.lookupBatch(g.st.root, keys, values, found, true)
 }
 
 // rangeOf is ranges of one query.

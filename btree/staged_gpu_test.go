@@ -1,0 +1,67 @@
+package btree
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/warpkv/warpkv/internal/gputest"
+)
+
+// TestLookupStagedChunks looks up a batch of more than two lookup chunks
+// (so that the GPU engine pipelines it over both streams, by DMA from and
+// into the pinned Staging) with half the keys absent, and compares every
+// answer with the CPU engine's Lookup on the same pairs; then a batch of
+// a few keys from the same Staging, and one of none.
+func TestLookupStagedChunks(t *testing.T) {
+	d := gputest.Device(t)
+	rng := rand.New(rand.NewPCG(21, 22))
+	keys, vals := make([]uint64, 200_000), make([]uint64, 200_000)
+	for i := range keys {
+		keys[i], vals[i] = rng.Uint64(), rng.Uint64()
+	}
+	g, err := Open(Options{GPU: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	c, err := Open(Options{Device: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, tr := range []*Tree{g, c} {
+		if err := tr.Build(keys, vals); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 2*lookupChunk + 12345
+	st, err := g.NewStaging(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Free()
+	for i := range n {
+		st.Keys[i] = rng.Uint64()
+		if i%2 == 0 {
+			st.Keys[i] = keys[rng.IntN(len(keys))]
+		}
+		st.Values[i], st.Found[i] = 7, 7 // overwritten by every lookup
+	}
+	for _, m := range []int{n, 5, 0} {
+		if err := g.LookupStaged(st, m); err != nil {
+			t.Fatal(err)
+		}
+		want, found, err := c.Get(st.Keys[:m])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range m {
+			if st.Values[i] != want[i] || (st.Found[i] == 1) != found[i] || st.Found[i] > 1 {
+				t.Fatalf("batch of %d, key %d (%d): staged %d %d, CPU engine %d %v", m, i, st.Keys[i], st.Values[i], st.Found[i], want[i], found[i])
+			}
+		}
+	}
+	if err := g.LookupStaged(st, n+1); err == nil {
+		t.Fatal("a batch larger than the staging was accepted")
+	}
+}
