@@ -84,18 +84,28 @@ func (p queryPack) fill(h []byte, qs []Query) {
 	loOffs, hiOffs := u32View(h[:l.hiOffs], Q+1), u32View(h[l.hiOffs:l.has], Q+1)
 	flags, loData, hiData := h[l.has:l.has+Q], h[l.loData:l.hiData], h[l.hiData:l.end]
 	par.Ranges(Q, p.parts, func(i, a, b int) {
-		lo, hi := p.loAt[i], p.hiAt[i]
-		for j, x := range qs[a:b] {
-			loOffs[a+j], hiOffs[a+j] = uint32(lo), uint32(hi)
-			lo += copy(loData[lo:], x.Lo)
-			hi += copy(hiData[hi:], x.Hi)
-			flags[a+j] = 0
-			if x.Hi != nil {
-				flags[a+j] = 1
-			}
-		}
+		fillPart(qs[a:b], loOffs[a:b], hiOffs[a:b], flags[a:b], loData[p.loAt[i]:p.loAt[i+1]], hiData[p.hiAt[i]:p.hiAt[i+1]],
+			uint32(p.loAt[i]), uint32(p.hiAt[i]))
 	})
 	loOffs[Q], hiOffs[Q] = uint32(p.loAt[p.parts]), uint32(p.hiAt[p.parts])
+}
+
+// fillPart packs one part's queries: their offsets (from lo0 and hi0),
+// flags and bound bytes (loData and hiData, exactly their size).
+func fillPart(qs []Query, loOffs, hiOffs []uint32, flags, loData, hiData []byte, lo0, hi0 uint32) {
+	lo, hi := 0, 0
+	loOffs, hiOffs, flags = loOffs[:len(qs)], hiOffs[:len(qs)], flags[:len(qs)]
+	for j := range qs {
+		x := &qs[j]
+		loOffs[j], hiOffs[j] = lo0+uint32(lo), hi0+uint32(hi)
+		lo += copy(loData[lo:], x.Lo)
+		var f byte
+		if x.Hi != nil {
+			f = 1
+			hi += copy(hiData[hi:], x.Hi)
+		}
+		flags[j] = f
+	}
 }
 
 // uploadQueries packs qs's bounds into host.q on the workers (a nil Hi
