@@ -534,7 +534,8 @@ func breakdown(cnt []uint64, clockKHz int) (Breakdown, ServerStats) {
 		Validate: cycle(cnt[cntCyValidate]), Insert: cycle(cnt[cntCyInsert]),
 		WriteBack: cycle(cnt[cntCyWriteBack]), Publish: cycle(cnt[cntCyPublish]),
 	}
-	s := ServerStats{Requests: cnt[cntRequests], Batched: cnt[cntBatched], Scanned: cnt[cntScanned], LockWait: cycle(cnt[cntCyLock])}
+	s := ServerStats{Requests: cnt[cntRequests], Batched: cnt[cntBatched], Scanned: cnt[cntScanned], LockWait: cycle(cnt[cntCyLock]),
+		Turns: cnt[cntTurns], Grouped: cnt[cntGrouped], Early: cnt[cntEarly], TurnHold: cycle(cnt[cntCyHold])}
 	if rt := cycle(cnt[cntCyRoundTrip]); rt > b.Validate+b.Insert {
 		b.WaitServer = rt - b.Validate - b.Insert
 	}
