@@ -25,7 +25,7 @@ var globalFields = []string{
 	// their tails; per client warp and server: reply sequence numbers
 	"req_ring", "req_tail", "fin_ring", "fin_tail", "ring_mask", "reply",
 	// the commit clock, the timestamp counter, the done markers of
-	// batches (done_mask + 1 of them), control words, counters
+	// timestamps (done_mask + 1 of them), control words, counters
 	"clock", "next", "done", "done_mask", "dctl", "hctl", "counters",
 	// the run
 	"n_tx", "seed", "limit_ns", "client_warps", "threads",
