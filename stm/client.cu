@@ -63,9 +63,10 @@ __device__ u64 stm_mark_done(const stm_globals* g, u64 ts) {
 // 33 + i, ... (STM_ADVANCE_LOADS loads in flight: one round trip to L2
 // for 128 timestamps, where a chain of one marker per batch took one per
 // batch); a ballot finds the first not done. The markers are read, then a
-// fence in every lane and a warp barrier, then lane 0 moves the clock by
-// compare-and-swap: the write-back of every timestamp passed happens
-// before any reader acquires the new clock. All lanes call it.
+// fence in every lane, a warp barrier and a fence in lane 0, which then
+// moves the clock by compare-and-swap: the write-back of every timestamp
+// passed happens before any reader acquires the new clock. All lanes call
+// it.
 __device__ u64 stm_advance(const stm_globals* g, u32 lane) {
 	u64* clock = (u64*)g->clock;
 	const u64* done = (const u64*)g->done;
@@ -90,10 +91,13 @@ __device__ u64 stm_advance(const stm_globals* g, u32 lane) {
 			d += 32;
 		}
 		if (d == c) return c;
-		__threadfence();
+		__threadfence(); // every lane's markers, then the barrier, then lane 0's fence and swap
 		__syncwarp();
 		u64 old = 0;
-		if (lane == 0) old = atomicCAS((unsigned long long*)clock, (unsigned long long)c, (unsigned long long)d);
+		if (lane == 0) {
+			__threadfence();
+			old = atomicCAS((unsigned long long*)clock, (unsigned long long)c, (unsigned long long)d);
+		}
 		old = __shfl_sync(FULL_MASK, old, 0);
 		c = old == c ? d : old;
 	}
