@@ -249,6 +249,19 @@ __device__ __forceinline__ u32 stm_owner(u32 start, u32 x) {
 	return o;
 }
 
+// stm_log_put_entry writes client lane's entry of a request whose
+// entries start at slot head: slot head + the lane's rank r in slots,
+// timestamp t0 + r (STM_NULL_TS unless live), its c items at pool
+// position pos. The lane calls it when it is in slots.
+__device__ __forceinline__ void stm_log_put_entry(const stm_globals* g, stm_log& L, u32 lane, u32 slots, bool live, u64 head, u64 pos, u32 c,
+                                                  u64 t0) {
+	const u32 r = __popc(slots & lanemask_lt(lane));
+	const u64 e = (head + r) & (g->log_e - 1);
+	L.ts[e] = live ? t0 + r : STM_NULL_TS;
+	L.pos[e] = pos;
+	L.cnt[e] = (int)c;
+}
+
 // stm_log_write_staged writes the entries of a request whose survivors'
 // writes are staged in scratch S (lane l: cl of them at S->witem[l *
 // STM_SPL]): client lane l of slots gets entry head + its rank r in slots,
@@ -258,7 +271,7 @@ __device__ __forceinline__ u32 stm_owner(u32 start, u32 x) {
 // Thread mapping: lane l writes client lane l's entry. All lanes call it.
 __device__ __forceinline__ u32 stm_log_write_staged(const stm_globals* g, stm_log& L, const stm_scratch* S, u32 lane, u32 slots, bool live, u32 cl,
                                                     u64 head, u64 base, u64 t0) {
-	const u64 emask = g->log_e - 1, amask = g->log_a - 1;
+	const u64 amask = g->log_a - 1;
 	const bool mine = (slots >> lane) & 1;
 	const u32 c = mine && live ? cl : 0;
 	u32 incl = c; // inclusive prefix sum of the entries' items
@@ -268,13 +281,7 @@ __device__ __forceinline__ u32 stm_log_write_staged(const stm_globals* g, stm_lo
 	}
 	const u32 start = incl - c;
 	for (u32 i = 0; i < c; i++) L.pool[(base + start + i) & amask] = S->witem[lane * STM_SPL + i];
-	if (mine) {
-		const u32 r = __popc(slots & lanemask_lt(lane));
-		const u64 e = (head + r) & emask;
-		L.ts[e] = live ? t0 + r : STM_NULL_TS;
-		L.pos[e] = base + start;
-		L.cnt[e] = (int)c;
-	}
+	if (mine) stm_log_put_entry(g, L, lane, slots, live, head, base + start, c, t0);
 	return __shfl_sync(FULL_MASK, incl, 31);
 }
 
@@ -305,7 +312,7 @@ __device__ __forceinline__ void stm_log_publish(stm_log& L, u32 lane, u64 head, 
 // mapping: lane l writes client lane l's entry. All lanes call it.
 __device__ void stm_log_insert_batch(const stm_globals* g, stm_log& L, stm_scratch* S, u32 lane, u32 cw, u32 slots, u32 lanes, u32 cl,
                                      bool staged, u64 t0) {
-	const u64 emask = g->log_e - 1, amask = g->log_a - 1;
+	const u64 amask = g->log_a - 1;
 	const bool mine = (slots >> lane) & 1, live = (lanes >> lane) & 1;
 	const u32 m = __popc(slots), c = mine && live ? cl : 0;
 	const u64 head = L.ctl->head, base = L.ctl->pool_head;
@@ -339,12 +346,6 @@ __device__ void stm_log_insert_batch(const stm_globals* g, stm_log& L, stm_scrat
 		for (u32 k = 0; k < per; k++)
 			if (ok[k]) L.pool[(base + x0 + k * 32 + lane) & amask] = v[k];
 	}
-	if (mine) {
-		const u32 r = __popc(slots & lanemask_lt(lane));
-		const u64 e = (head + r) & emask;
-		L.ts[e] = live ? t0 + r : STM_NULL_TS;
-		L.pos[e] = base + start;
-		L.cnt[e] = (int)c;
-	}
+	if (mine) stm_log_put_entry(g, L, lane, slots, live, head, base + start, c, t0);
 	stm_log_publish(L, lane, head + m, base + total);
 }
