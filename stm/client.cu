@@ -40,72 +40,82 @@ __device__ void stm_install_all(const stm_globals* g, const stm_tx* tx, u64 ts) 
 	__syncwarp();
 }
 
-// stm_mark_done marks the batches of this round done after their
-// write-back: lanes with ts != 0 and the same key (the server of a
-// single-partition batch, or 64 for the multi-partition batch) hold
-// consecutive timestamps from one reservation (a lane whose transaction
-// failed its final validation after taking one holds it as a hole, which
-// installs nothing); the lane with the first one stores done[first % R] =
-// last. Returns the largest timestamp marked
+// stm_mark_done marks this lane's timestamp ts done after its write-back
+// (0: none; a lane whose transaction failed its final validation after
+// taking one holds it as a hole, which installs nothing): done[ts % R] =
+// ts, a release store. Every timestamp taken is held by exactly one client
+// lane, which marks it. Returns the largest timestamp the warp marked
 // (warp-uniform; 0 if none). All lanes call it after stm_install_all.
-__device__ u64 stm_mark_done(const stm_globals* g, u64 ts, u32 key, u32 lane) {
-	bool pend = ts != 0;
-	u64 top = 0;
-	while (__any_sync(FULL_MASK, pend)) {
-		const u64 first = warp_min64(pend ? ts : ~0ull);
-		const u32 src = __ffs(__ballot_sync(FULL_MASK, pend && ts == first)) - 1;
-		const u32 b = __shfl_sync(FULL_MASK, key, src);
-		const u32 grp = __ballot_sync(FULL_MASK, pend && key == b);
-		const u64 last = first + __popc(grp) - 1;
-		if (lane == src) st_release_gpu((u64*)g->done + (first & g->done_mask), last);
-		if ((grp >> lane) & 1) pend = false;
-		top = last > top ? last : top;
-	}
-	return top;
+__device__ u64 stm_mark_done(const stm_globals* g, u64 ts) {
+	if (ts) st_release_gpu((u64*)g->done + (ts & g->done_mask), ts);
+	return warp_max64(ts);
 }
 
-// stm_advance moves the commit clock over every batch that is done in
+// STM_ADVANCE_LOADS is the done markers each lane of stm_advance reads at
+// a time: the warp looks at 32 times as many timestamps per round trip.
+#define STM_ADVANCE_LOADS 4
+
+// stm_advance moves the commit clock over every timestamp that is done in
 // order, starting from the clock it reads, and returns the clock it last
-// saw. One lane calls it. A batch [c+1, d] is done when done[(c+1) % R]
-// holds d > c (a stale marker holds an older, published batch's last
-// timestamp, <= c). The marker is read, then a fence, then the clock moves
-// by compare-and-swap: the batch's write-back happens before any reader
-// acquires the new clock.
-__device__ u64 stm_advance(const stm_globals* g) {
+// saw, in every lane. Timestamp t is done when done[t % R] == t (a stale
+// marker holds an older timestamp: at most R/2 are taken and not yet
+// published). Thread mapping: lane i reads the markers of c + 1 + i, c +
+// 33 + i, ... (STM_ADVANCE_LOADS loads in flight: one round trip to L2
+// for 128 timestamps, where a chain of one marker per batch took one per
+// batch); a ballot finds the first not done. The markers are read, then a
+// fence in every lane, a warp barrier and a fence in lane 0, which then
+// moves the clock by compare-and-swap: the write-back of every timestamp
+// passed happens before any reader acquires the new clock. All lanes call
+// it.
+__device__ u64 stm_advance(const stm_globals* g, u32 lane) {
 	u64* clock = (u64*)g->clock;
 	const u64* done = (const u64*)g->done;
-	u64 c = ld_relaxed_gpu(clock);
+	u64 c = 0;
+	if (lane == 0) c = ld_relaxed_gpu(clock);
+	c = __shfl_sync(FULL_MASK, c, 0);
 	for (;;) {
-		u64 d = ld_relaxed_gpu(done + ((c + 1) & g->done_mask));
-		if (d <= c) return c;
-		// Batches done in a row: take them all with one swap.
-		for (int i = 0; i < 8; i++) {
-			const u64 e = ld_relaxed_gpu(done + ((d + 1) & g->done_mask));
-			if (e <= d) break;
-			d = e;
+		bool ok[STM_ADVANCE_LOADS];
+#pragma unroll
+		for (u32 k = 0; k < STM_ADVANCE_LOADS; k++) {
+			const u64 t = c + 1 + k * 32 + lane;
+			ok[k] = ld_relaxed_gpu(done + (t & g->done_mask)) == t;
 		}
-		__threadfence();
-		const u64 old = atomicCAS((unsigned long long*)clock, (unsigned long long)c, (unsigned long long)d);
+		u64 d = c;
+#pragma unroll
+		for (u32 k = 0; k < STM_ADVANCE_LOADS; k++) {
+			const u32 b = __ballot_sync(FULL_MASK, ok[k]);
+			if (b != FULL_MASK) {
+				d += __ffs(~b) - 1;
+				break;
+			}
+			d += 32;
+		}
+		if (d == c) return c;
+		__threadfence(); // every lane's markers, then the barrier, then lane 0's fence and swap
+		__syncwarp();
+		u64 old = 0;
+		if (lane == 0) {
+			__threadfence();
+			old = atomicCAS((unsigned long long*)clock, (unsigned long long)c, (unsigned long long)d);
+		}
+		old = __shfl_sync(FULL_MASK, old, 0);
 		c = old == c ? d : old;
 	}
 }
 
-// stm_publish waits (all lanes) until the clock has reached top, advancing
-// it over done batches meanwhile. false: the run failed.
+// stm_publish waits (all lanes) until the clock has reached top (warp-
+// uniform; 0: nothing to wait for), advancing it over done timestamps
+// meanwhile. false: the run failed.
 __device__ bool stm_publish(const stm_globals* g, u64 top, u32 lane, u64 deadline) {
-	bool ok = true;
-	if (lane == 0 && top) {
-		u32 n = 0, ns = 32;
-		__threadfence(); // the markers before the clock is read (store-buffering with other markers)
-		while (stm_advance(g) < top) {
-			if (stm_wait_check(g, deadline, &n, STM_AT_CLOCK)) {
-				ok = false;
-				break;
-			}
-			stm_backoff(&ns, 1024);
-		}
+	if (!top) return true;
+	u32 n = 0, ns = 32;
+	__threadfence(); // the markers before the clock is read (store-buffering with other markers)
+	while (stm_advance(g, lane) < top) {
+		const bool quit = lane == 0 && stm_wait_check(g, deadline, &n, STM_AT_CLOCK);
+		if (__shfl_sync(FULL_MASK, quit, 0)) return false;
+		stm_backoff(&ns, 1024);
 	}
-	return __shfl_sync(FULL_MASK, ok, 0);
+	return true;
 }
 
 // stm_prevalidate is Algorithm 1: a lane's update transaction conflicts
@@ -301,7 +311,7 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 			}
 			const u64 w0 = clock64();
 			stm_install_all(g, tx, t1);
-			const u64 t = stm_mark_done(g, tm, mine, lane);
+			const u64 t = stm_mark_done(g, tm);
 			top = t > top ? t : top;
 			cwb += clock64() - w0;
 			if (t1) ts = t1;
@@ -348,7 +358,7 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 		if (surv) {
 			const u64 w0 = clock64();
 			stm_install_all(g, tx, t2);
-			const u64 t = stm_mark_done(g, t2, 64, lane);
+			const u64 t = stm_mark_done(g, t2);
 			top = t > top ? t : top;
 			cwb += clock64() - w0;
 		}

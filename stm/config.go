@@ -39,7 +39,8 @@ type Config struct {
 	// GPU it is chosen from the device: one per 16 SMs (8 on an H100 or
 	// H200), at most one per LogSize/4 items of the store, and partitions
 	// at least 8 times wider than the block of consecutive items a built-in
-	// workload's update transactions stay in (one server for Bank
+	// workload's update transactions stay in, each made of whole blocks
+	// (its size rounded up to a multiple of the block: one server for Bank
 	// transfers between any two accounts, or RMW keys anywhere: a
 	// transaction of several partitions holds each server's turn while it
 	// prepares at the next); a CUDA body's transactions are not bounded

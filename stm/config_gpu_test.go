@@ -81,6 +81,33 @@ func TestDefaultServers(t *testing.T) {
 	}
 }
 
+// TestAlignedPartitions: with servers chosen from the device, partitions
+// are whole blocks of the workload's span, and the servers are those the
+// rounded partitions leave non-empty.
+func TestAlignedPartitions(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		n, servers, span      int
+		wantPart, wantServers int
+	}{
+		{"64K accounts, blocks of 100", 65536, 8, 100, 8200, 8},
+		{"1M accounts, blocks of 100", 1_000_000, 8, 100, 125_000, 8},
+		{"6000 accounts, blocks of 100", 6000, 5, 100, 1200, 5},
+		{"1000 accounts, blocks of 300", 1000, 3, 300, 600, 2},
+		{"span unknown", 65536, 8, 0, 8192, 8},
+		{"one item per block", 65537, 8, 1, 8193, 8},
+		{"one block", 1000, 1, 1000, 1000, 1},
+	} {
+		part, servers := alignedPartitions(tc.n, tc.servers, tc.span)
+		if part != tc.wantPart || servers != tc.wantServers {
+			t.Errorf("%s: partitions of %d over %d servers, want %d over %d", tc.name, part, servers, tc.wantPart, tc.wantServers)
+		}
+		if tc.span > 1 && tc.span < tc.n && part%tc.span != 0 {
+			t.Errorf("%s: partitions of %d split blocks of %d", tc.name, part, tc.span)
+		}
+	}
+}
+
 // TestWorkloadSpans: the built-in workloads say which block their update
 // transactions stay in, so that the default servers keep them inside one
 // partition.

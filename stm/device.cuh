@@ -48,14 +48,15 @@
 // Clients wait on their own reply word, each answered when its request is
 // done.
 //
-// Publication: a batch of consecutive timestamps (one reservation) is
-// written back by its client warp, which then marks it done in a ring of
-// markers (done[first % R] = last) and advances the commit clock over
-// every batch that is done in order (a compare-and-swap from the batch
-// before it to its last timestamp); nobody waits for an earlier batch to
-// publish. A warp waits for the clock to pass its own batches before it
-// starts new transactions, which bounds the timestamps reserved but not
-// published by the client threads (R is at least twice that).
+// Publication: every timestamp taken is held by one client lane, which
+// writes its transaction's versions back (a hole installs nothing) and
+// then marks the timestamp done in a ring of markers (done[ts % R] = ts);
+// a warp then advances the commit clock over every timestamp that is done
+// in order (its lanes read 128 markers at a time; a compare-and-swap from
+// the clock it read); nobody waits for an earlier batch to publish. A warp
+// waits for the clock to pass its own timestamps before it starts new
+// transactions, which bounds the timestamps reserved but not published by
+// the client threads (R is at least twice that).
 //
 // Every loop that waits checks the run's deadline (the GPU's global timer)
 // and the error word, so a bug ends the run with an error, never a hang;

@@ -311,6 +311,7 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 type runPlan struct {
 	cfg   Config
 	n     int // items
+	part  int // items per partition (the last may have fewer)
 	hist  int // history mode: 0 none, 1 committed, 2 also aborted attempts
 	sh    shape
 	props gpu.Properties
@@ -337,6 +338,10 @@ func (g *gpuEngine) plan(w Workload, sp *workloadSpec, ro RunOptions) (*runPlan,
 		return nil, err
 	}
 	cfg = cfg.forItems(n)
+	part := cfg.partSize(n)
+	if auto {
+		part, cfg.Servers = alignedPartitions(n, cfg.Servers, sp.span)
+	}
 	if sp.cuda == "" {
 		return nil, fmt.Errorf("the workload has no CUDA body")
 	}
@@ -364,7 +369,27 @@ func (g *gpuEngine) plan(w Workload, sp *workloadSpec, ro RunOptions) (*runPlan,
 	case len(sp.params) > maxParams:
 		return nil, fmt.Errorf("%d workload parameters, at most %d", len(sp.params), maxParams)
 	}
-	return &runPlan{cfg: cfg, n: n, hist: hist, sh: sh, props: props}, nil
+	return &runPlan{cfg: cfg, n: n, part: part, hist: hist, sh: sh, props: props}, nil
+}
+
+// alignedPartitions returns the items per partition of n items over a
+// chosen number of servers, and the servers that leaves non-empty: ceil(n
+// / servers) rounded up to a multiple of span, the block of items an
+// update transaction stays in (blocks start at multiples of span; span
+// 0, 1 or n: no rounding), so that no block is split between two
+// partitions. A transaction of several partitions holds each server's
+// turn while it prepares at the next: with 8 servers over 65,536 accounts
+// in blocks of 100, partitions of 8,192 split 7 of the 655 blocks (by
+// arithmetic, 0.4% of uniform transfers cross, and one warp of 32 in 8
+// prepares), and 0% read-only ran at 4.9M commits/s on an H200,
+// 2026-11-28, against 17M on 1M accounts, whose partitions of 125,000
+// split none. Cost: O(1).
+func alignedPartitions(n, servers, span int) (part, used int) {
+	part = (n + servers - 1) / servers
+	if span > 1 && span < n && part%span != 0 {
+		part += span - part%span
+	}
+	return part, (n + part - 1) / part
 }
 
 // defaultServers is Config.Servers 0 on the GPU: one commit server per
@@ -534,7 +559,8 @@ func breakdown(cnt []uint64, clockKHz int) (Breakdown, ServerStats) {
 		Validate: cycle(cnt[cntCyValidate]), Insert: cycle(cnt[cntCyInsert]),
 		WriteBack: cycle(cnt[cntCyWriteBack]), Publish: cycle(cnt[cntCyPublish]),
 	}
-	s := ServerStats{Requests: cnt[cntRequests], Batched: cnt[cntBatched], Scanned: cnt[cntScanned], LockWait: cycle(cnt[cntCyLock])}
+	s := ServerStats{Requests: cnt[cntRequests], Batched: cnt[cntBatched], Scanned: cnt[cntScanned], LockWait: cycle(cnt[cntCyLock]),
+		Turns: cnt[cntTurns], Grouped: cnt[cntGrouped], Early: cnt[cntEarly], TurnHold: cycle(cnt[cntCyHold])}
 	if rt := cycle(cnt[cntCyRoundTrip]); rt > b.Validate+b.Insert {
 		b.WaitServer = rt - b.Validate - b.Insert
 	}

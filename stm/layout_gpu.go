@@ -25,7 +25,7 @@ var globalFields = []string{
 	// their tails; per client warp and server: reply sequence numbers
 	"req_ring", "req_tail", "fin_ring", "fin_tail", "ring_mask", "reply",
 	// the commit clock, the timestamp counter, the done markers of
-	// batches (done_mask + 1 of them), control words, counters
+	// timestamps (done_mask + 1 of them), control words, counters
 	"clock", "next", "done", "done_mask", "dctl", "hctl", "counters",
 	// the run
 	"n_tx", "seed", "limit_ns", "client_warps", "threads",
@@ -117,6 +117,10 @@ const (
 	cntBatched     // requests validated as a batch
 	cntScanned     // log entries the batch validations scanned
 	cntCyLock      // cycles workers waited for a log's lock
+	cntCyHold      // cycles single-partition requests held their log's turn (to its publication)
+	cntTurns       // turns single-partition requests took
+	cntGrouped     // requests logged in an earlier request's turn
+	cntEarly       // requests validated in their turn before logging
 	numCounters
 )
 
@@ -185,7 +189,7 @@ func layoutDefines() []gpu.Define {
 	}
 	names := []string{"COMMITS", "READ_ONLY", "ABORT0", "ABORT1", "ABORT2", "ABORT3", "WRONG", "USER",
 		"CY_EXECUTE", "CY_PREVALIDATE", "CY_ROUNDTRIP", "CY_VALIDATE", "CY_INSERT", "CY_WRITEBACK", "CY_PUBLISH", "REQUESTS",
-		"HIST_DROPPED", "FAST_INSERTS", "BATCHED", "SCANNED", "CY_LOCK"}
+		"HIST_DROPPED", "FAST_INSERTS", "BATCHED", "SCANNED", "CY_LOCK", "CY_HOLD", "TURNS", "GROUPED", "EARLY"}
 	for i, n := range names {
 		d = append(d, gpu.Def("CNT_"+n, i))
 	}

@@ -37,6 +37,22 @@ struct stm_scratch {
 	u32 rw, ww, lf, pad;
 };
 
+// A worker's offer to have its request logged in an earlier request's
+// turn (a group, stm_commit_group): a single-partition request whose
+// tentative survivors' writes are staged in the worker's scratch. slot is
+// the request's first slot, stored last (after a block fence): a turn's
+// holder that reads slot == the slot after its group's end may read the
+// rest and log the request with its own. The holder stores first (the
+// request's first timestamp) before it moves head past the request, which
+// tells the offering worker that its request was logged.
+struct stm_offer {
+	volatile u64 slot;          // the request's first slot (~0: none yet)
+	volatile u64 first;         // its first timestamp, once logged by another
+	volatile u64 need;          // the first entry its survivors have yet to scan (~0: none)
+	volatile u32 slots, items;  // its survivors (client lanes) and their staged writes
+	volatile u8 cl[32];         // each client lane's staged writes (0 outside slots)
+};
+
 // The shared memory of a server block: the log (entry timestamps, pool
 // positions and item counts, then the item pool; the sizes are the run's),
 // its control words, the workers' mail and scratch.
@@ -51,6 +67,7 @@ struct stm_log_ctl {
 	volatile u32 exit;        // the receiver says: leave
 	volatile u32 mail[STM_WORKERS];   // 1: a request is waiting in the fields below
 	u32 mail_warp[STM_WORKERS], mail_mask[STM_WORKERS], mail_kind[STM_WORKERS], mail_seq[STM_WORKERS];
+	stm_offer offer[STM_WORKERS];
 	stm_scratch scratch[STM_WORKERS];
 };
 static_assert(sizeof(stm_log_ctl) <= STM_CTL_BYTES0 + STM_CTL_BYTES_PER_WORKER * STM_WORKERS,
@@ -93,26 +110,29 @@ __device__ __forceinline__ u64 stm_reserve(stm_log_ctl* ctl, u32 lane, u32 m) {
 	return __shfl_sync(FULL_MASK, s, 0);
 }
 
-// stm_turn waits until slot s is the log's head (lane 0 polls, backing off):
-// every earlier slot is then complete, and the caller holds the turn.
-// false: the run failed meanwhile. *cy counts the cycles waited.
-__device__ __forceinline__ bool stm_turn(const stm_globals* g, stm_log_ctl* ctl, u32 lane, u64 s, u64 deadline, u64* cy) {
-	bool quit = false;
+// stm_turn waits until the log's head reaches slot s (lane 0 polls,
+// backing off) and returns it, in every lane: s when the caller holds the
+// turn (every earlier slot is complete), more when an earlier request's
+// turn logged the caller's request with its own (stm_commit_group; only
+// a request that offered, stm_offer, is logged so). ~0: the run failed
+// meanwhile. *cy counts the cycles waited.
+__device__ __forceinline__ u64 stm_turn(const stm_globals* g, stm_log_ctl* ctl, u32 lane, u64 s, u64 deadline, u64* cy) {
+	u64 h = 0;
 	if (lane == 0) {
 		u32 w = 0;
 		const u64 l0 = clock64();
-		while (ctl->head != s) {
+		while ((h = ctl->head) < s) {
 			if (stm_wait_check(g, deadline, &w, STM_AT_LOCK)) {
-				quit = true;
+				h = ~0ull;
 				break;
 			}
 			__nanosleep(20);
 		}
 		*cy += clock64() - l0;
 	}
-	quit = __shfl_sync(FULL_MASK, quit, 0);
+	h = __shfl_sync(FULL_MASK, h, 0);
 	__threadfence_block();
-	return !quit;
+	return h;
 }
 
 // stm_take_ts takes n consecutive timestamps for the turn's holder and
@@ -229,6 +249,56 @@ __device__ __forceinline__ u32 stm_owner(u32 start, u32 x) {
 	return o;
 }
 
+// stm_log_put_entry writes client lane's entry of a request whose
+// entries start at slot head: slot head + the lane's rank r in slots,
+// timestamp t0 + r (STM_NULL_TS unless live), its c items at pool
+// position pos. The lane calls it when it is in slots.
+__device__ __forceinline__ void stm_log_put_entry(const stm_globals* g, stm_log& L, u32 lane, u32 slots, bool live, u64 head, u64 pos, u32 c,
+                                                  u64 t0) {
+	const u32 r = __popc(slots & lanemask_lt(lane));
+	const u64 e = (head + r) & (g->log_e - 1);
+	L.ts[e] = live ? t0 + r : STM_NULL_TS;
+	L.pos[e] = pos;
+	L.cnt[e] = (int)c;
+}
+
+// stm_log_write_staged writes the entries of a request whose survivors'
+// writes are staged in scratch S (lane l: cl of them at S->witem[l *
+// STM_SPL]): client lane l of slots gets entry head + its rank r in slots,
+// timestamp t0 + r (STM_NULL_TS unless live) and its items at pool
+// position base + the items of the lanes before it. It publishes nothing
+// (the caller moves head) and returns the request's items, in every lane.
+// Thread mapping: lane l writes client lane l's entry. All lanes call it.
+__device__ __forceinline__ u32 stm_log_write_staged(const stm_globals* g, stm_log& L, const stm_scratch* S, u32 lane, u32 slots, bool live, u32 cl,
+                                                    u64 head, u64 base, u64 t0) {
+	const u64 amask = g->log_a - 1;
+	const bool mine = (slots >> lane) & 1;
+	const u32 c = mine && live ? cl : 0;
+	u32 incl = c; // inclusive prefix sum of the entries' items
+	for (int o = 1; o < 32; o <<= 1) {
+		const u32 v = __shfl_up_sync(FULL_MASK, incl, o);
+		if (lane >= (u32)o) incl += v;
+	}
+	const u32 start = incl - c;
+	for (u32 i = 0; i < c; i++) L.pool[(base + start + i) & amask] = S->witem[lane * STM_SPL + i];
+	if (mine) stm_log_put_entry(g, L, lane, slots, live, head, base + start, c, t0);
+	return __shfl_sync(FULL_MASK, incl, 31);
+}
+
+// stm_log_publish moves, in the caller's turn, the pool's head to
+// next_pool and the log's head to head (after a block fence: the entries
+// before it are complete), which passes the turn on. All lanes call it.
+__device__ __forceinline__ void stm_log_publish(stm_log& L, u32 lane, u64 head, u64 next_pool) {
+	__threadfence_block();
+	__syncwarp();
+	if (lane == 0) {
+		L.ctl->pool_head = next_pool;
+		__threadfence_block();
+		L.ctl->head = head;
+	}
+	__syncwarp();
+}
+
 // stm_log_insert_batch writes, in the caller's turn, the entries of the
 // lanes of slots of a batch-validated single-partition request of client
 // warp cw at once: lane l's entry is slot head + its rank r in slots; a
@@ -242,50 +312,40 @@ __device__ __forceinline__ u32 stm_owner(u32 start, u32 x) {
 // mapping: lane l writes client lane l's entry. All lanes call it.
 __device__ void stm_log_insert_batch(const stm_globals* g, stm_log& L, stm_scratch* S, u32 lane, u32 cw, u32 slots, u32 lanes, u32 cl,
                                      bool staged, u64 t0) {
-	const u64 emask = g->log_e - 1, amask = g->log_a - 1;
+	const u64 amask = g->log_a - 1;
 	const bool mine = (slots >> lane) & 1, live = (lanes >> lane) & 1;
 	const u32 m = __popc(slots), c = mine && live ? cl : 0;
+	const u64 head = L.ctl->head, base = L.ctl->pool_head;
+	if (staged) {
+		const u32 total = __reduce_add_sync(FULL_MASK, c);
+		stm_log_evict(g, L, lane, head, m, base + total);
+		stm_log_write_staged(g, L, S, lane, slots, live, cl, head, base, t0);
+		stm_log_publish(L, lane, head + m, base + total);
+		return;
+	}
 	u32 incl = c; // inclusive prefix sum of the entries' items
 	for (int o = 1; o < 32; o <<= 1) {
 		const u32 v = __shfl_up_sync(FULL_MASK, incl, o);
 		if (lane >= (u32)o) incl += v;
 	}
 	const u32 total = __shfl_sync(FULL_MASK, incl, 31), start = incl - c;
-	const u64 head = L.ctl->head, base = L.ctl->pool_head;
 	stm_log_evict(g, L, lane, head, m, base + total);
-	if (staged) {
-		for (u32 i = 0; i < c; i++) L.pool[(base + start + i) & amask] = S->witem[lane * STM_SPL + i];
-	} else {
-		constexpr u32 per = 4;
-		for (u32 x0 = 0; x0 < total; x0 += 32 * per) {
-			u32 v[per];
-			bool ok[per];
+	constexpr u32 per = 4;
+	for (u32 x0 = 0; x0 < total; x0 += 32 * per) {
+		u32 v[per];
+		bool ok[per];
 #pragma unroll
-			for (u32 k = 0; k < per; k++) {
-				const u32 x = x0 + k * 32 + lane;
-				const u32 o = stm_owner(start, x);
-				const u32 so = __shfl_sync(FULL_MASK, start, o); // every lane shuffles: not under ok
-				ok[k] = x < total;
-				v[k] = ok[k] ? cg32(g->ws_item, ((u64)cw * 32 + o) * (u32)g->w_cap + (x - so)) : 0;
-			}
-#pragma unroll
-			for (u32 k = 0; k < per; k++)
-				if (ok[k]) L.pool[(base + x0 + k * 32 + lane) & amask] = v[k];
+		for (u32 k = 0; k < per; k++) {
+			const u32 x = x0 + k * 32 + lane;
+			const u32 o = stm_owner(start, x);
+			const u32 so = __shfl_sync(FULL_MASK, start, o); // every lane shuffles: not under ok
+			ok[k] = x < total;
+			v[k] = ok[k] ? cg32(g->ws_item, ((u64)cw * 32 + o) * (u32)g->w_cap + (x - so)) : 0;
 		}
+#pragma unroll
+		for (u32 k = 0; k < per; k++)
+			if (ok[k]) L.pool[(base + x0 + k * 32 + lane) & amask] = v[k];
 	}
-	if (mine) {
-		const u32 r = __popc(slots & lanemask_lt(lane));
-		const u64 e = (head + r) & emask;
-		L.ts[e] = live ? t0 + r : STM_NULL_TS;
-		L.pos[e] = base + start;
-		L.cnt[e] = (int)c;
-	}
-	__threadfence_block();
-	__syncwarp();
-	if (lane == 0) {
-		L.ctl->pool_head = base + total;
-		__threadfence_block();
-		L.ctl->head = head + m;
-	}
-	__syncwarp();
+	if (mine) stm_log_put_entry(g, L, lane, slots, live, head, base + start, c, t0);
+	stm_log_publish(L, lane, head + m, base + total);
 }

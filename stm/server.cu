@@ -9,6 +9,14 @@
 // entries after its own would drop entries it has yet to scan.
 #define STM_EARLY_MARGIN 32
 
+// A worker's statistics, summed into the counters when it leaves.
+struct stm_wstats {
+	u64 cy_validate, cy_insert; // cycles of the first validation and of the rest, per transaction
+	u64 cy_turn, cy_hold;       // cycles waited for turns, and turns held (to the publication) by single-partition requests
+	u64 fast, batched, scanned; // requests logged at once; validated as a batch; log entries scanned
+	u64 turns, grouped, early;  // single-partition turns taken; requests logged in another's turn; validated in their turn
+};
+
 // STM_CHUNK is the accesses of a request one table load holds: half the
 // table, so that a probe finds its item or a free slot within a few steps.
 #define STM_CHUNK (STM_TABLE / 2)
@@ -263,64 +271,166 @@ __device__ __forceinline__ u32 stm_final_check(const stm_globals* g, stm_log& L,
 	return cause;
 }
 
+// stm_early reports whether logging entries up to slot end, with items
+// more pool positions, and then a request as large (STM_EARLY_MARGIN
+// entries more, as many items again) could drop entry h, which survivors
+// have yet to scan (h = ~0: none): stm_log_evict's test at h.
+__device__ __forceinline__ bool stm_early(const stm_globals* g, const stm_log& L, u64 h, u64 end, u32 items) {
+	return h != ~0ull && (end + STM_EARLY_MARGIN - h > g->log_n ||
+	                      L.pos[h & (g->log_e - 1)] + g->log_w < L.ctl->pool_head + 2 * items + STM_EARLY_MARGIN * STM_SPL);
+}
+
 // stm_commit_single commits, in the worker's turn at slot s, the
-// tentative survivors slots of a single-partition request: it takes
-// consecutive timestamps for all of them, logs them at once (their
+// tentative survivors slots of a single-partition request, alone: it
+// takes consecutive timestamps for all of them, logs them at once (their
 // writes staged in the scratch, or copied from the write sets by the whole
 // warp), passes the turn on and only then validates them against the
 // entries published since their first scan, [J.hv, s). When its own
-// eviction, or the next request's, would drop entries of that range (a
-// small log, or a long wait for the turn), it validates them first, in its
-// turn, and logs the survivors (null entries for the others); so it does
-// when the entries or their items do not fit the log, and then logs them
-// one at a time (stm_log_insert: wildcards for entries over log_w items).
-// Returns the first timestamp; *cause is each lane's cause. All lanes call
-// it.
+// eviction, or the next request's, would drop entries of that range
+// (stm_early with need, the first of them; a small log, or a long wait for
+// the turn), it validates them first, in its turn, and logs the survivors
+// (null entries for the others); so it does when the entries or their
+// items do not fit the log, and then logs them one at a time
+// (stm_log_insert: wildcards for entries over log_w items). Returns the
+// first timestamp; *cause is each lane's cause. All lanes call it.
 __device__ __forceinline__ u64 stm_commit_single(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, stm_job& J, u32 slots, u64 s,
-                                                 u32* cause, u64* fast_n, u64* scanned) {
+                                                 u32 items, u64 need, u32* cause, stm_wstats* st) {
+	const u64 c0 = clock64();
 	const u32 m = __popc(slots);
 	const u64 first = stm_take_ts(g, L.ctl, lane, m);
-	const u32 items = __reduce_add_sync(FULL_MASK, ((slots >> lane) & 1) ? J.cl : 0);
 	const bool batch = m <= g->log_n && items <= g->log_w;
-	const u64 hv = warp_min64(((slots >> lane) & 1) ? J.hv : ~0ull);
-	// Would this insertion, or the next request's (STM_EARLY_MARGIN
-	// entries more, and as many items again), drop entry hv?
-	// (stm_log_evict's test at hv.)
-	const bool early = !batch || (hv < s && (s + m + STM_EARLY_MARGIN - hv > g->log_n ||
-	                                         L.pos[hv & (g->log_e - 1)] + g->log_w < L.ctl->pool_head + 2 * items + STM_EARLY_MARGIN * STM_SPL));
+	const bool early = !batch || stm_early(g, L, need, s + m, items);
 	u32 lanes = slots;
 	if (early) {
-		*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, scanned);
+		*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, &st->scanned);
 		lanes = slots & __ballot_sync(FULL_MASK, J.in && *cause == 0);
+		st->early++;
 	}
 	if (batch) {
 		stm_log_insert_batch(g, L, S, lane, J.cw, slots, lanes, J.cl, J.staged, first);
-		(*fast_n)++;
+		st->fast++;
 	} else {
 		stm_log_insert(g, L, p, lane, J.cw, slots, lanes, slots, first);
 	}
-	if (!early) *cause = stm_final_check(g, L, S, p, lane, J, s, *cause, scanned);
+	st->cy_hold += clock64() - c0;
+	if (!early) *cause = stm_final_check(g, L, S, p, lane, J, s, *cause, &st->scanned);
 	return first;
 }
 
+// stm_offer_request offers worker me's request (first slot s, survivors
+// slots with items staged writes, lane's cl of them; need as in
+// stm_early) to be logged in an earlier request's turn (stm_offer): the
+// fields first, slot last. All lanes call it.
+__device__ __forceinline__ void stm_offer_request(stm_log_ctl* ctl, u32 me, u32 lane, u64 s, u32 slots, u32 items, u64 need, u32 cl) {
+	stm_offer* o = &ctl->offer[me];
+	o->cl[lane] = (slots >> lane) & 1 ? cl : 0;
+	if (lane == 0) {
+		o->slots = slots;
+		o->items = items;
+		o->need = need;
+	}
+	__threadfence_block();
+	__syncwarp();
+	if (lane == 0) o->slot = s;
+}
+
+// stm_commit_group commits, in the worker's turn at slot s, its own
+// single-partition request (survivors slots, items staged writes, need as
+// in stm_early; it offered, and is not early) together with the requests
+// that follow it in slot order and offered (stm_offer), as many as keep
+// the group's entries and items within the log and the group's eviction
+// away from every member's entries yet to scan (stm_early at the group's
+// end): one timestamp reservation for the whole group (consecutive, in
+// slot order), one eviction, each member's entries written from its
+// worker's staged writes (stm_log_write_staged), each other member's
+// first timestamp stored in its offer, then one publication of head past
+// the group, which tells the members they were logged and passes the turn
+// on. A member then validates its own survivors against the entries
+// before its slot, as a request logged alone does. Returns the own first
+// timestamp; *cause is each lane's cause after its final check. Thread
+// mapping: the warp looks for the next member with lane w testing worker
+// w's offer, and writes one member's entries at a time (lane l: client
+// lane l's); lane k keeps the k-th member's worker. All lanes call it.
+__device__ u64 stm_commit_group(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 me, u32 lane, stm_job& J, u32 slots, u64 s,
+                                u32 items, u64 need, u32* cause, stm_wstats* st) {
+	const u64 c0 = clock64();
+	stm_log_ctl* ctl = L.ctl;
+	u64 end = s + __popc(slots), h = need;
+	u32 total = items, n = 1, member = me;
+	while (n < 32) {
+		const u32 b = __ballot_sync(FULL_MASK, lane < STM_WORKERS && ctl->offer[lane < STM_WORKERS ? lane : 0].slot == end);
+		if (!b) break;
+		const u32 w = __ffs(b) - 1;
+		__threadfence_block();
+		const stm_offer* o = &ctl->offer[w];
+		const u32 mw = __popc(o->slots), iw = o->items;
+		const u64 hw = min(h, (u64)o->need);
+		if (end + mw - s > g->log_n || total + iw > g->log_w || stm_early(g, L, hw, end + mw, total + iw)) break;
+		if (lane == n) member = w;
+		n++;
+		end += mw;
+		total += iw;
+		h = hw;
+	}
+	const u64 t0 = stm_take_ts(g, ctl, lane, (u32)(end - s));
+	const u64 base = ctl->pool_head;
+	stm_log_evict(g, L, lane, s, (u32)(end - s), base + total);
+	u64 x = s, px = base;
+	for (u32 k = 0; k < n; k++) {
+		const u32 w = __shfl_sync(FULL_MASK, member, k);
+		const u32 sl = k ? ctl->offer[w].slots : slots;
+		const u32 cl = k ? ctl->offer[w].cl[lane] : J.cl;
+		px += stm_log_write_staged(g, L, &ctl->scratch[w], lane, sl, true, cl, x, px, t0 + (x - s));
+		if (k && lane == 0) ctl->offer[w].first = t0 + (x - s);
+		x += __popc(sl);
+	}
+	stm_log_publish(L, lane, end, base + total);
+	st->cy_hold += clock64() - c0;
+	st->fast++;
+	*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, &st->scanned);
+	return t0;
+}
+
 // stm_commit_turn commits the tentative survivors slots (nonzero) of a
-// request: it reserves their slots (one atomic), waits for its turn, and
-// then, for a single-partition request, commits them (stm_commit_single; a
-// survivor that fails its final validation leaves its timestamp as a hole
-// and its entry, if logged, as a phantom); for a prepare it validates them in its turn
+// request of worker me: it reserves their slots (one atomic) and, for a
+// single-partition request whose writes are staged and fit the log,
+// offers it to an earlier turn (stm_offer_request); then it waits for its
+// turn, or for an earlier turn to log it (then it only validates its
+// survivors against the entries before its slot). In its own turn a
+// single-partition request commits with the offers that follow
+// (stm_commit_group) or alone (stm_commit_single; a survivor that fails
+// its final validation leaves its timestamp as a hole and its entry, if
+// logged, as a phantom); a prepare validates its survivors in its turn
 // and keeps the turn for the client's finalize (ctl->prep_*), or, when
 // none survived, fills its slots with null entries. Returns the first
 // timestamp (single), in *cause each lane's cause; false: the run failed.
-__device__ bool stm_commit_turn(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, stm_job& J, u32 slots, u64 deadline,
-                                u32* cause, u64* first, u64* cy_turn, u64* fast_n, u64* scanned) {
+__device__ bool stm_commit_turn(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 me, u32 lane, stm_job& J, u32 slots, u64 deadline,
+                                u32* cause, u64* first, stm_wstats* st) {
 	stm_log_ctl* ctl = L.ctl;
-	const u64 s = stm_reserve(ctl, lane, __popc(slots));
-	if (!stm_turn(g, ctl, lane, s, deadline, cy_turn)) return false;
-	if (J.kind == REQ_SINGLE) {
-		*first = stm_commit_single(g, L, S, p, lane, J, slots, s, cause, fast_n, scanned);
+	const u32 m = __popc(slots);
+	const u64 s = stm_reserve(ctl, lane, m);
+	const bool single = J.kind == REQ_SINGLE, mine = (slots >> lane) & 1;
+	const u32 items = __reduce_add_sync(FULL_MASK, mine ? J.cl : 0);
+	const u64 hv = warp_min64(mine ? J.hv : ~0ull), need = hv < s ? hv : ~0ull;
+	const bool offer = single && J.staged && m <= g->log_n && items <= g->log_w;
+	if (offer) stm_offer_request(ctl, me, lane, s, slots, items, need, J.cl);
+	const u64 h = stm_turn(g, ctl, lane, s, deadline, &st->cy_turn);
+	if (h == ~0ull) return false;
+	if (h > s) { // an earlier turn logged this request
+		*first = ctl->offer[me].first;
+		st->grouped++;
+		*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, &st->scanned);
 		return true;
 	}
-	*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, scanned);
+	if (single) {
+		st->turns++;
+		if (offer && !stm_early(g, L, need, s + m, items))
+			*first = stm_commit_group(g, L, S, p, me, lane, J, slots, s, items, need, cause, st);
+		else
+			*first = stm_commit_single(g, L, S, p, lane, J, slots, s, items, need, cause, st);
+		return true;
+	}
+	*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, &st->scanned);
 	if (__ballot_sync(FULL_MASK, J.in && *cause == 0)) {
 		if (lane == 0) {
 			ctl->prep_slots = slots;
@@ -368,7 +478,7 @@ __device__ __forceinline__ void stm_reply(const stm_globals* g, stm_log_ctl* ctl
 __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 lane, u64 deadline) {
 	stm_log_ctl* ctl = L.ctl;
 	stm_scratch* S = &ctl->scratch[me];
-	u64 cy_validate = 0, cy_insert = 0, cy_turn = 0, fast_n = 0, batched = 0, scanned = 0;
+	stm_wstats st = {};
 	u32 n = 0;
 	for (;;) {
 		u32 state = 0; // lane 0 reads the shared words, the warp follows
@@ -384,25 +494,29 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		stm_job J;
 		stm_job_load(g, ctl, me, lane, J);
 		const u64 c0 = clock64();
-		u32 cause = stm_validate_table(g, L, S, p, lane, J, &scanned); // lane l: 1 + cause of client lane l's abort
-		batched++;
+		u32 cause = stm_validate_table(g, L, S, p, lane, J, &st.scanned); // lane l: 1 + cause of client lane l's abort
+		st.batched++;
 		const u32 slots = __ballot_sync(FULL_MASK, J.in && cause == 0);
 		const u64 c1 = clock64();
 		u64 first = 0;
-		if (slots && !stm_commit_turn(g, L, S, p, lane, J, slots, deadline, &cause, &first, &cy_turn, &fast_n, &scanned)) break;
+		if (slots && !stm_commit_turn(g, L, S, p, me, lane, J, slots, deadline, &cause, &first, &st)) break;
 		stm_reply(g, ctl, p, me, lane, J, cause, slots, first);
-		cy_validate += (c1 - c0) * __popc(J.mask);
-		cy_insert += (clock64() - c1) * __popc(J.mask);
+		st.cy_validate += (c1 - c0) * __popc(J.mask);
+		st.cy_insert += (clock64() - c1) * __popc(J.mask);
 		__syncwarp();
 	}
 	if (lane == 0) {
-		u64* counters = (u64*)g->counters;
-		atomicAdd((unsigned long long*)&counters[CNT_CY_VALIDATE], (unsigned long long)cy_validate);
-		atomicAdd((unsigned long long*)&counters[CNT_CY_INSERT], (unsigned long long)cy_insert);
-		atomicAdd((unsigned long long*)&counters[CNT_FAST_INSERTS], (unsigned long long)fast_n);
-		atomicAdd((unsigned long long*)&counters[CNT_BATCHED], (unsigned long long)batched);
-		atomicAdd((unsigned long long*)&counters[CNT_SCANNED], (unsigned long long)scanned);
-		atomicAdd((unsigned long long*)&counters[CNT_CY_LOCK], (unsigned long long)cy_turn);
+		unsigned long long* counters = (unsigned long long*)g->counters;
+		atomicAdd(&counters[CNT_CY_VALIDATE], st.cy_validate);
+		atomicAdd(&counters[CNT_CY_INSERT], st.cy_insert);
+		atomicAdd(&counters[CNT_FAST_INSERTS], st.fast);
+		atomicAdd(&counters[CNT_BATCHED], st.batched);
+		atomicAdd(&counters[CNT_SCANNED], st.scanned);
+		atomicAdd(&counters[CNT_CY_LOCK], st.cy_turn);
+		atomicAdd(&counters[CNT_CY_HOLD], st.cy_hold);
+		atomicAdd(&counters[CNT_TURNS], st.turns);
+		atomicAdd(&counters[CNT_GROUPED], st.grouped);
+		atomicAdd(&counters[CNT_EARLY], st.early);
 	}
 }
 
@@ -534,7 +648,10 @@ extern "C" __global__ void __launch_bounds__(STM_SERVER_WARPS * 32, 1) stm_serve
 		L.ctl->prep_cw = STM_EMPTY;
 		L.ctl->exit = 0;
 	}
-	if (threadIdx.x < STM_WORKERS) L.ctl->mail[threadIdx.x] = 0;
+	if (threadIdx.x < STM_WORKERS) {
+		L.ctl->mail[threadIdx.x] = 0;
+		L.ctl->offer[threadIdx.x].slot = ~0ull;
+	}
 	__syncthreads();
 	if (threadIdx.x == 0) {
 		__threadfence_system();

@@ -44,9 +44,10 @@ type workloadSpec struct {
 	// sharded: transactions depend on the client that runs them.
 	sharded bool
 	// span: an update transaction's items lie within a block of this many
-	// consecutive items (0: unknown, as for a CUDA body); the GPU
-	// engine's default number of servers keeps partitions much wider
-	// (defaultServers).
+	// consecutive items, the blocks starting at multiples of span (0:
+	// unknown, as for a CUDA body); the GPU engine's default number of
+	// servers keeps partitions much wider (defaultServers) and splits no
+	// block between two (alignedPartitions).
 	span int
 }
 
