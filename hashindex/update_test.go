@@ -26,6 +26,8 @@ func TestUpdateStaged(t *testing.T) {
 			[][2]int{{0, 300}, {0, 400}, {50, 0}, {120, 200}, {7, 9}, {300, 600}}},
 		{"many partitions", Options{Buckets: 1 << 16, PartitionBits: 4},
 			[][2]int{{0, 1}, {1, 0}, {0, 2000}, {100, 100}, {1000, SmallUpdateMax - 1000}, {1200, 1500}, {3, 4}, {SmallUpdateMax, 1}}},
+		{"1024 partitions", Options{Buckets: 1 << 12, PartitionBits: 2},
+			[][2]int{{0, 1500}, {40, 60}, {300, 500}, {1000, 1000}, {5, 0}}},
 		{"default partitions", Options{Buckets: 1 << 12},
 			[][2]int{{0, 5000}, {10, 20}, {200, 250}, {2000, 1000}, {1, 1}}},
 	}
