@@ -41,7 +41,7 @@ func indexDefines() []gpu.Define {
 	return []gpu.Define{
 		gpu.Def("SEARCH_JOBS", searchJobs), gpu.Def("CELLS", CellsPerBucket), gpu.Def("BUCKET_WORDS", BucketWords),
 		gpu.Def("NOT_FOUND", NotFound), gpu.Def("RES_OVERWRITTEN", Overwritten), gpu.Def("RES_DISPLACED", Displaced),
-		gpu.Def("SMALL_UPDATE_MAX", smallUpdateMax), gpu.Def("SMALL_UPDATE_THREADS", smallUpdateThreads),
+		gpu.Def("SMALL_UPDATE_MAX", smallUpdateCap), gpu.Def("SMALL_UPDATE_THREADS", smallUpdateThreads),
 	}
 }
 

@@ -61,8 +61,8 @@ func (ix *Index) UpdateStaged(st *Staging, dels, ins int, dropped []Dropped) ([]
 }
 
 // SmallUpdateMax is the largest round UpdateStaged applies with one
-// kernel launch on the GPU engine (the jobs the kernel's block holds in
-// shared memory); larger rounds take a delete and an insert call.
+// kernel launch on the GPU engine; larger rounds take a delete and an
+// insert call, which were measured faster from 2048 jobs (update_gpu.go).
 const SmallUpdateMax = smallUpdateMax
 
 func (c *cpuEngine) updateStaged(st *Staging, dels, ins int, done func(int, []uint64)) (int, error) {

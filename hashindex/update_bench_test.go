@@ -10,10 +10,10 @@ import (
 )
 
 // updateRoundJobs are the round sizes BenchmarkUpdateRound runs: a
-// server's rounds carry a few to a few hundred updates; 2048 is the
-// largest one-kernel round on the GPU (SmallUpdateMax), 8192 a round past
-// it.
-var updateRoundJobs = []int{1, 8, 64, 256, 1024, SmallUpdateMax, 8192}
+// server's rounds carry a few to a few hundred updates; 1024 is the
+// largest one-kernel round on the GPU (SmallUpdateMax), 2048 and 8192
+// rounds past it.
+var updateRoundJobs = []int{1, 8, 64, 256, SmallUpdateMax, 2048, 8192}
 
 // BenchmarkUpdateRound times a server's update round: n/2 deletes of
 // present keys, then n - n/2 inserts that put the same keys back (a

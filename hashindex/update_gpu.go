@@ -6,26 +6,28 @@ import (
 	"github.com/warpkv/warpkv/gpu"
 )
 
-// Launch configuration of hix_update_small (hashindex.cu): the most jobs
-// of a round it applies (its blocks' shared memory: 14 bytes a job), its
-// block, and how its grid grows with the round. A unit applies its jobs
-// one after another, each a dependent read of the table (about a
-// microsecond), and the units of a warp that have jobs take turns, so the
-// grid gives a round about 8 units a job: with 128 units a block
-// (2026-11-28, H200) a round of 256 jobs took 30 µs and one of 2048
-// 111 µs, while one of 8 took 14 µs. Every block reads the whole round
-// from host memory (12 bytes a job), which bounds the grid.
+// Launch configuration of hix_update_small (hashindex.cu) and the rounds
+// it takes. Measured on an H200 (2026-11-28, BenchmarkUpdateRound, a
+// round's p50 with the resident search running): with a block per 512
+// jobs, rounds of 1, 8, 64, 256, 1024 and 2048 jobs took 13.0, 13.9, 17.8,
+// 30.4, 67.7 and 111 µs, against 37-99 µs as a delete and an insert call
+// (72-80 µs from 8 to 256 jobs, 92 at 1024, 99 at 2048); a block per 16
+// jobs (up to 16 blocks, every block reading the whole round from host
+// memory) was slower at every size (48.7 µs at 256 jobs, 151 at 2048). So
+// rounds up to 1024 jobs take the kernel and larger ones the two calls;
+// the kernel's blocks hold up to 2048 jobs, the size tested on the device.
 const (
-	smallUpdateMax       = 1 << 11 // SMALL_UPDATE_MAX: 28 KiB of shared memory a block
+	smallUpdateCap       = 1 << 11 // SMALL_UPDATE_MAX: jobs a block holds, 28 KiB of shared memory
+	smallUpdateMax       = 1 << 10 // the largest round UpdateStaged gives the kernel
 	smallUpdateThreads   = 1024    // SMALL_UPDATE_THREADS: 128 units a block
-	smallUpdatePerBlock  = 16      // jobs of a round per block of the grid
-	smallUpdateMaxBlocks = 16      // most blocks: 16 reads of a round of 2048 jobs are 384 KiB over the bus
+	smallUpdatePerBlock  = 512     // jobs of a round per block of the grid
+	smallUpdateMaxBlocks = smallUpdateCap / smallUpdatePerBlock
 )
 
 // smallUpdateGrid returns hix_update_small's blocks for a round of n jobs
-// on parts partitions: a block per smallUpdatePerBlock jobs, at most
-// smallUpdateMaxBlocks, and no more than give every partition its own
-// unit.
+// on parts partitions: a block per smallUpdatePerBlock jobs (each block
+// reads the whole round from host memory), no more than give every
+// partition its own unit.
 func smallUpdateGrid(n, parts int) int {
 	units := smallUpdateThreads / unitLanes
 	return max(1, min((n+smallUpdatePerBlock-1)/smallUpdatePerBlock, (parts+units-1)/units, smallUpdateMaxBlocks))
