@@ -40,24 +40,17 @@ func (ix *Index) UpdateStaged(st *Staging, dels, ins int, dropped []Dropped) ([]
 		return dropped, fmt.Errorf("hashindex: update staged: insert job %d has location NotFound", i)
 	}
 	t0 := time.Now()
-	var over, disp int
-	hits, err := e.updateStaged(st, dels, ins, func(first int, res []uint64) {
-		var o, d int
-		dropped, o, d = decodeResults(res, first, dropped, ix.workers)
-		over += o
-		disp += d
-	})
+	t := dropTally{dropped: dropped, workers: ix.workers}
+	hits, err := e.updateStaged(st, dels, ins, t.add)
 	if err != nil {
-		return dropped, fmt.Errorf("hashindex: update staged of %d deletes and %d inserts: %w", dels, ins, err)
+		return t.dropped, fmt.Errorf("hashindex: update staged of %d deletes and %d inserts: %w", dels, ins, err)
 	}
 	ix.record("update staged", n, t0)
 	ix.stats.Deletes += uint64(dels)
 	ix.stats.Deleted += uint64(hits)
-	ix.stats.Inserts += uint64(ins)
-	ix.stats.Overwrites += uint64(over)
-	ix.stats.Displaced += uint64(disp)
-	ix.stats.Entries = ix.stats.Entries - uint64(hits) + uint64(ins-over-disp)
-	return dropped, nil
+	ix.stats.Entries -= uint64(hits)
+	ix.countInserts(ins, t)
+	return t.dropped, nil
 }
 
 // SmallUpdateMax is the largest round UpdateStaged applies with one
