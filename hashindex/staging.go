@@ -10,16 +10,16 @@ import (
 )
 
 // Staging is memory for the jobs and outputs of batches of up to Cap()
-// jobs, which the staged calls (SearchStaged, InsertStaged, DeleteStaged)
-// transfer straight to and from the device: on the GPU engine it is pinned
-// host memory (gpu.MappedBuffer), so those calls skip the copies through the
-// index's own pinned buffer that Search, Insert and Delete make; on the
+// jobs, which the staged calls (SearchStaged, InsertStaged, DeleteStaged,
+// UpdateStaged) transfer straight to and from the device: on the GPU
+// engine it is pinned host memory, so those calls skip the copies through
+// the index's own pinned buffer that Search, Insert and Delete make; on the
 // CPU engine it is ordinary memory and the staged calls equal the slice
 // calls. On the GPU the memory is also mapped into the device's address
 // space (gpu.MappedBuffer), so that UpdateStaged's kernel reads a small
-// round's jobs and writes its results there without a transfer. A caller that builds its batches anyway (a server concatenating
-// queued requests) writes them into Hashes() and Locs() and reads the
-// results from Out().
+// round's jobs and writes its results there without a transfer. A caller
+// that builds its batches anyway (a server concatenating queued requests)
+// writes them into Hashes() and Locs() and reads the results from Out().
 //
 // A Staging belongs to the index that made it. Its slices stay valid
 // until Free or the index's Close; the caller must not read or write them
