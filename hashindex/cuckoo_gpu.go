@@ -33,6 +33,8 @@ type gpuEngine struct {
 	devStage *gpu.Buffer[byte] // the device staging of the call in progress
 	pipe     *gpu.Pipeline     // schedules the chunks of host-level calls (hostCall)
 
+	updCounts *gpu.MappedBuffer[uint32] // hix_update_small's per-block counts (update_gpu.go), allocated on first use
+
 	chunkJobs       int // most jobs of one chunk of a slice call: pipeChunk (tests lower it)
 	stagedChunkJobs int // most jobs of one chunk of a staged call: stagedChunk (tests lower it)
 }
@@ -114,12 +116,24 @@ func (e *gpuEngine) searchStaged(st *Staging, n int) (hits int, err error) {
 }
 
 func (e *gpuEngine) insertStaged(st *Staging, n int, check func() error, done func(first int, results []uint64)) error {
-	return e.hostCall(hostBatch{n: n, withLocs: true, st: st, check: check}, 8, true, e.insertChunk,
+	return e.insertStagedAt(st, 0, n, check, done)
+}
+
+// insertStagedAt is insertStaged of jobs [off, off+n) of st, their results
+// at the same jobs' places; done's first counts from off.
+func (e *gpuEngine) insertStagedAt(st *Staging, off, n int, check func() error, done func(first int, results []uint64)) error {
+	return e.hostCall(hostBatch{n: n, off: off, withLocs: true, st: st, check: check}, 8, true, e.insertChunk,
 		func(c chunk) { e.insertDone(c, done) })
 }
 
 func (e *gpuEngine) removeStaged(st *Staging, n int, done func(first int, found []uint32)) (hits int, err error) {
-	err = e.hostCall(hostBatch{n: n, withLocs: true, st: st}, 4, true, func(c chunk) error {
+	return e.removeStagedAt(st, 0, n, done)
+}
+
+// removeStagedAt is removeStaged of jobs [off, off+n) of st, their flags
+// at the same jobs' places; done's first counts from off.
+func (e *gpuEngine) removeStagedAt(st *Staging, off, n int, done func(first int, found []uint32)) (hits int, err error) {
+	err = e.hostCall(hostBatch{n: n, off: off, withLocs: true, st: st}, 4, true, func(c chunk) error {
 		found, err := e.removeChunk(c)
 		if err != nil {
 			return err
@@ -224,7 +238,7 @@ func (e *gpuEngine) reset() error {
 
 func (e *gpuEngine) close() error {
 	errs := []error{e.stream.Synchronize(), e.copyStream.Synchronize(), e.outStream.Synchronize(), e.table.Free(),
-		e.pool.Free(), e.pipe.Close()}
+		e.pool.Free(), e.pipe.Close(), e.updCounts.Free()}
 	errs = append(errs, e.copyStream.Close(), e.outStream.Close(), e.prim.Close())
 	return errors.Join(errs...)
 }

@@ -25,6 +25,12 @@ type indexEngine interface {
 	// st.out (also handed to done when not nil), and returns how many
 	// deletes found their cell.
 	removeStaged(st *Staging, n int, done func(first int, found []uint32)) (hits int, err error)
+	// updateStaged is removeStaged of jobs [0, dels) of st, then
+	// insertStaged of jobs [dels, dels+ins) (their locations already
+	// checked), handing the insert results to done with first counting
+	// from job dels, and returns how many deletes found their cell.
+	// st.Out() is scratch.
+	updateStaged(st *Staging, dels, ins int, done func(first int, results []uint64)) (hits int, err error)
 	// snapshot returns a copy of the table.
 	snapshot() ([]uint32, error)
 	// reset empties the table.

@@ -20,12 +20,16 @@
 // the jobs of one hix_search unit (1 to 8); the layout's CELLS (cells per
 // bucket = lanes per unit, CellsPerBucket), BUCKET_WORDS (u32 words per
 // bucket, BucketWords) and NOT_FOUND (NotFound); the insert result reasons
-// RES_OVERWRITTEN and RES_DISPLACED (dropped.go, 64-bit).
+// RES_OVERWRITTEN and RES_DISPLACED (dropped.go, 64-bit); SMALL_UPDATE_MAX
+// and SMALL_UPDATE_THREADS, the most jobs and the block of hix_update_small.
 #include "warpkv/types.cuh"
 
 #if !defined(SEARCH_JOBS) || !defined(CELLS) || !defined(BUCKET_WORDS) || !defined(NOT_FOUND) || \
-    !defined(RES_OVERWRITTEN) || !defined(RES_DISPLACED)
-#error "SEARCH_JOBS, CELLS, BUCKET_WORDS, NOT_FOUND, RES_OVERWRITTEN and RES_DISPLACED are passed from hashindex_gpu.go"
+    !defined(RES_OVERWRITTEN) || !defined(RES_DISPLACED) || !defined(SMALL_UPDATE_MAX) || !defined(SMALL_UPDATE_THREADS)
+#error "SEARCH_JOBS, CELLS, BUCKET_WORDS, NOT_FOUND, RES_OVERWRITTEN, RES_DISPLACED, SMALL_UPDATE_MAX and SMALL_UPDATE_THREADS are passed from hashindex_gpu.go"
+#endif
+#if SMALL_UPDATE_THREADS % 32 != 0 || SMALL_UPDATE_MAX > 65536
+#error "SMALL_UPDATE_THREADS must be whole warps and SMALL_UPDATE_MAX at most 65536"
 #endif
 #if SEARCH_JOBS < 1 || SEARCH_JOBS > 8
 #error "SEARCH_JOBS must be 1 to 8"
@@ -360,6 +364,80 @@ extern "C" __global__ void hix_delete(u32* table, u32 mask, u32 pmask,
             if (u.lane == t) mine = hit;
         }
         if (u.lane < jobs) found[g.order] = mine;
+    }
+}
+
+// hix_update_small: a whole update round of n <= SMALL_UPDATE_MAX jobs in
+// one launch, with no grouping pass and no transfers: jobs [0, ndel) are
+// deletes (as hix_delete), jobs [ndel, n) inserts (as hix_insert), read
+// from hashes[j] and locs[j] in mapped host memory (the caller's Staging);
+// the result of insert job j goes to results[j] (mapped, every insert
+// job's, 0 included), and block b stores how many deletes found their cell
+// and how many inserts dropped a location into counts[2b] and counts[2b+1]
+// (mapped; plain stores, so the host needs no zeroing). Delete jobs get no
+// result.
+// Thread mapping: gridDim.x blocks of SMALL_UPDATE_THREADS threads; every
+// block copies all n jobs into shared memory (loads that bypass the caches,
+// __ldcv, as the host wrote them just before the launch) and tags each with
+// its owner, the unit (8 lanes, global number) that applies the jobs of its
+// partition: partition % (units in the grid). Each unit then scans the tags
+// in job order, 8 at a time by a ballot, and applies its jobs one after
+// another with delete_one and insert_one; lane 0 writes the insert results
+// and keeps the unit's counts, summed per block in shared memory.
+// Invariant: as hix_insert: a partition's buckets (both buckets of every
+// key, every displacement) are touched only by its owner unit, which
+// applies that partition's jobs in job order, so every delete of the round
+// precedes every insert of the same partition and the table equals that of
+// hix_delete over jobs [0, ndel) followed by hix_insert over [ndel, n).
+// Every branch around delete_one and insert_one depends on a ballot, so
+// units stay converged; __syncthreads separates the copy, the scans and the
+// block's counts.
+extern "C" __global__ void __launch_bounds__(SMALL_UPDATE_THREADS)
+hix_update_small(u32* table, u32 mask, u32 pmask, u32 pbits, u32 max_disp, const u64* hashes, const u32* locs,
+                 u32 ndel, u32 n, u64* results, u32* counts) {
+    __shared__ u64 s_hash[SMALL_UPDATE_MAX];
+    __shared__ u32 s_loc[SMALL_UPDATE_MAX];
+    __shared__ u16 s_owner[SMALL_UPDATE_MAX];
+    __shared__ u32 s_hits, s_drops;
+    const u32 per_block = SMALL_UPDATE_THREADS / CELLS;
+    u32 units = gridDim.x * per_block;
+    u32 me = blockIdx.x * per_block + threadIdx.x / CELLS;
+    if (threadIdx.x == 0) {
+        s_hits = 0;
+        s_drops = 0;
+    }
+    for (u32 i = threadIdx.x; i < n; i += blockDim.x) {
+        u64 h = __ldcv(hashes + i);
+        s_hash[i] = h;
+        s_loc[i] = __ldcv(locs + i);
+        s_owner[i] = (u16)((((u32)h & mask) >> pbits) % units);
+    }
+    __syncthreads();
+    Unit u = unit_of();
+    u32 hits = 0, drops = 0;
+    for (u32 j0 = 0; j0 < n; j0 += CELLS) {
+        u32 j = j0 + u.lane;
+        u32 mine = unit_ballot(u, j < n && s_owner[j] == me);
+        while (mine) {
+            u32 k = j0 + (u32)__ffs(mine) - 1;
+            mine &= mine - 1;
+            if (k < ndel) {
+                hits += delete_one(table, mask, pmask, u, s_hash[k], s_loc[k]);
+            } else {
+                u64 r = insert_one(table, mask, pmask, max_disp, u, s_hash[k], s_loc[k]);
+                if (u.lane == 0) results[k] = r;
+                drops += r != 0;
+            }
+        }
+    }
+    if (u.lane == 0 && (hits | drops)) {
+        atomicAdd(&s_hits, hits);
+        atomicAdd(&s_drops, drops);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        counts[2 * blockIdx.x] = s_hits;
+        counts[2 * blockIdx.x + 1] = s_drops;
     }
 }
 

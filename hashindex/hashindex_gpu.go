@@ -9,7 +9,7 @@ import (
 // Names of the embedded CUDA C sources, used in diagnostics and the
 // compile cache.
 const (
-	indexFile = "hashindex.cu" // search, insert, delete, count
+	indexFile = "hashindex.cu" // search, insert, delete, a small round's update, count
 	groupFile = "group.cu"     // device-side grouping by partition
 )
 
@@ -21,7 +21,7 @@ var (
 )
 
 // Programs returns the package's kernel programs: hashindex.cu (search,
-// insert, delete, count), group.cu (grouping by partition) and persist.cu
+// insert, delete, a small round's update, count), group.cu (grouping by partition) and persist.cu
 // (the resident search kernel of the server), each with
 // the shared headers and the constants the Go side owns (launch
 // configuration, table layout, result reasons), for Device.Load and the
@@ -41,6 +41,7 @@ func indexDefines() []gpu.Define {
 	return []gpu.Define{
 		gpu.Def("SEARCH_JOBS", searchJobs), gpu.Def("CELLS", CellsPerBucket), gpu.Def("BUCKET_WORDS", BucketWords),
 		gpu.Def("NOT_FOUND", NotFound), gpu.Def("RES_OVERWRITTEN", Overwritten), gpu.Def("RES_DISPLACED", Displaced),
+		gpu.Def("SMALL_UPDATE_MAX", smallUpdateCap), gpu.Def("SMALL_UPDATE_THREADS", smallUpdateThreads),
 	}
 }
 
@@ -76,7 +77,7 @@ func updateGrid(runs int) gpu.Dim3 { return gpu.D1(gpu.Grid(runs*unitLanes, upda
 
 // kernelSet holds the package's kernels on one device.
 type kernelSet struct {
-	search, insert, remove, count                   *gpu.Function
+	search, insert, remove, count, updateSmall      *gpu.Function
 	groupKeys, groupGather, groupStarts, groupSmall *gpu.Function
 }
 
@@ -90,7 +91,7 @@ func loadKernels(d *gpu.Device) (*kernelSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	fs, err := m.Functions("hix_search", "hix_insert", "hix_delete", "hix_count")
+	fs, err := m.Functions("hix_search", "hix_insert", "hix_delete", "hix_count", "hix_update_small")
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +104,7 @@ func loadKernels(d *gpu.Device) (*kernelSet, error) {
 		return nil, err
 	}
 	return &kernelSet{
-		search: fs[0], insert: fs[1], remove: fs[2], count: fs[3],
+		search: fs[0], insert: fs[1], remove: fs[2], count: fs[3], updateSmall: fs[4],
 		groupKeys: gs[0], groupGather: gs[1], groupStarts: gs[2], groupSmall: gs[3],
 	}, nil
 }

@@ -226,22 +226,38 @@ func (ix *Index) Insert(hashes []uint64, locs []uint32, dropped []Dropped) ([]Dr
 // stats. Callers hold the index's lock. Cost: one pass over the results.
 func (ix *Index) recordInsert(op string, n int, dropped []Dropped, run func(decode func(first int, res []uint64)) error) ([]Dropped, error) {
 	t0 := time.Now()
-	var over, disp int
-	err := run(func(first int, res []uint64) {
-		var o, d int
-		dropped, o, d = decodeResults(res, first, dropped, ix.workers)
-		over += o
-		disp += d
-	})
-	if err != nil {
-		return dropped, fmt.Errorf("hashindex: %s of %d jobs: %w", op, n, err)
+	t := dropTally{dropped: dropped, workers: ix.workers}
+	if err := run(t.add); err != nil {
+		return t.dropped, fmt.Errorf("hashindex: %s of %d jobs: %w", op, n, err)
 	}
 	ix.record(op, n, t0)
+	ix.countInserts(n, t)
+	return t.dropped, nil
+}
+
+// dropTally collects the drops of an insert call's results as the engine
+// delivers them (add), counting overwrites and displacements.
+type dropTally struct {
+	dropped    []Dropped
+	over, disp int
+	workers    int
+}
+
+// add decodes the results of jobs first, first+1, ... Cost: one pass.
+func (t *dropTally) add(first int, res []uint64) {
+	var o, d int
+	t.dropped, o, d = decodeResults(res, first, t.dropped, t.workers)
+	t.over += o
+	t.disp += d
+}
+
+// countInserts counts n insert jobs whose drops t tallied in the stats.
+// Callers hold the index's lock.
+func (ix *Index) countInserts(n int, t dropTally) {
 	ix.stats.Inserts += uint64(n)
-	ix.stats.Overwrites += uint64(over)
-	ix.stats.Displaced += uint64(disp)
-	ix.stats.Entries += uint64(n - over - disp)
-	return dropped, nil
+	ix.stats.Overwrites += uint64(t.over)
+	ix.stats.Displaced += uint64(t.disp)
+	ix.stats.Entries += uint64(n - t.over - t.disp)
 }
 
 // Delete clears, for every i in batch order, the cell holding both the

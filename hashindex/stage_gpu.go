@@ -69,9 +69,11 @@ func newStageLayout(n int, withLocs bool, outBytes, chunks int, counted bool) st
 
 // hostBatch is the batch of a host-level call on the GPU engine: n jobs
 // either in Go memory (hashes, locs: a slice call) or already in pinned
-// memory, the first n jobs of st (a staged call).
+// memory, jobs [off, off+n) of st (a staged call), whose outputs go to
+// the same jobs' places in st's output area.
 type hostBatch struct {
 	n        int
+	off      int          // staged call: the batch's first job in st
 	withLocs bool         // update jobs: a location per hash
 	hashes   []uint64     // slice call: the hashes
 	locs     []uint32     // slice call: the locations, nil for searches
@@ -168,9 +170,9 @@ func (e *gpuEngine) pin(b hostBatch, l stageLayout, outBytes, chunks int, counte
 		}
 		return p, nil
 	}
-	p = pinnedJobs{hashes: b.st.hashes[:n], out: b.st.outBytes(outBytes * n)}
+	p = pinnedJobs{hashes: b.st.hashes[b.off : b.off+n], out: b.st.outBytes(outBytes*b.off, outBytes*n)}
 	if b.withLocs {
-		p.locs = b.st.locs[:n]
+		p.locs = b.st.locs[b.off : b.off+n]
 	}
 	if counted {
 		h, err := gpu.Host[byte](e.pool, bufHost, 4*chunks)

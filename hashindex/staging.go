@@ -10,14 +10,16 @@ import (
 )
 
 // Staging is memory for the jobs and outputs of batches of up to Cap()
-// jobs, which the staged calls (SearchStaged, InsertStaged, DeleteStaged)
-// transfer straight to and from the device: on the GPU engine it is pinned
-// host memory (gpu.HostBuffer), so those calls skip the copies through the
-// index's own pinned buffer that Search, Insert and Delete make; on the
+// jobs, which the staged calls (SearchStaged, InsertStaged, DeleteStaged,
+// UpdateStaged) transfer straight to and from the device: on the GPU
+// engine it is pinned host memory, so those calls skip the copies through
+// the index's own pinned buffer that Search, Insert and Delete make; on the
 // CPU engine it is ordinary memory and the staged calls equal the slice
-// calls. A caller that builds its batches anyway (a server concatenating
-// queued requests) writes them into Hashes() and Locs() and reads the
-// results from Out().
+// calls. On the GPU the memory is also mapped into the device's address
+// space (gpu.MappedBuffer), so that UpdateStaged's kernel reads a small
+// round's jobs and writes its results there without a transfer. A caller
+// that builds its batches anyway (a server concatenating queued requests)
+// writes them into Hashes() and Locs() and reads the results from Out().
 //
 // A Staging belongs to the index that made it. Its slices stay valid
 // until Free or the index's Close; the caller must not read or write them
@@ -26,8 +28,8 @@ import (
 // Hashes() or Locs(), so a batch can be run again.
 type Staging struct {
 	ix      *Index
-	host    *gpu.HostBuffer[byte] // GPU engine: the pinned memory
-	mem     []byte                // all of it (laid out as l)
+	host    *gpu.MappedBuffer[byte] // GPU engine: the pinned, mapped memory
+	mem     []byte                  // all of it (laid out as l)
 	l       stageLayout
 	cap     int
 	hashes  []uint64
@@ -38,9 +40,9 @@ type Staging struct {
 }
 
 // NewStaging returns a Staging for batches of up to capacity jobs. Cost:
-// 20 bytes a job; on the GPU engine one pinned allocation (cuMemHostAlloc,
-// milliseconds or more for large sizes: allocate once and reuse), on the
-// CPU engine a Go allocation.
+// 20 bytes a job; on the GPU engine one pinned, mapped allocation
+// (cuMemHostAlloc and cuMemHostGetDevicePointer, milliseconds or more for
+// large sizes: allocate once and reuse), on the CPU engine a Go allocation.
 func (ix *Index) NewStaging(capacity int) (*Staging, error) {
 	if capacity < 0 || capacity > MaxBatch {
 		return nil, fmt.Errorf("hashindex: new staging: capacity %d, want 0 to %d", capacity, MaxBatch)
@@ -53,11 +55,11 @@ func (ix *Index) NewStaging(capacity int) (*Staging, error) {
 	}
 	st := &Staging{ix: ix, l: l, cap: capacity}
 	if ix.gpu != nil {
-		h, err := gpu.AllocHost[byte](ix.gpu.dev, l.end)
+		h, err := gpu.AllocMapped[byte](ix.gpu.dev, max(l.end, stageAlign)) // never empty: Pinned reports the engine
 		if err != nil {
 			return nil, fmt.Errorf("hashindex: new staging of %d jobs: %w", capacity, err)
 		}
-		st.host, st.mem = h, h.Slice()
+		st.host, st.mem = h, h.Slice()[:l.end]
 	} else if l.end > 0 {
 		words := make([]uint64, l.end/8) // 8-byte aligned, pointer-free; l.end is a multiple of 16
 		st.mem = unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), l.end)
@@ -93,8 +95,9 @@ func (s *Staging) Locs() []uint32 { return s.locs }
 // keeps the insert results there). Nil after Free.
 func (s *Staging) Out() []uint32 { return s.out }
 
-// outBytes returns the first bytes of the output area (up to 8 a job).
-func (s *Staging) outBytes(bytes int) []byte { return s.mem[s.l.out : s.l.out+bytes] }
+// outBytes returns bytes of the output area from byte off (up to 8
+// bytes a job).
+func (s *Staging) outBytes(off, bytes int) []byte { return s.mem[s.l.out+off : s.l.out+off+bytes] }
 
 // Free releases the memory; the slices handed out become invalid and
 // later staged calls on s fail. Freeing twice is a no-op. Cost: on the

@@ -110,7 +110,8 @@ func (s *shard) update(v *updateList) {
 }
 
 // runUpdates applies the queued updates round by round: each round's
-// deletes as one batch, then its inserts as one batch. Deletes go first: a
+// deletes, then its inserts, in one call (hashindex.UpdateStaged). Deletes
+// go first: a
 // delete queued with or before an insert of the same location (an evicted
 // item's cell and the new item that reuses its chunk) must not remove the
 // new entry. A list whose delete removes an item whose insert may be queued
@@ -150,18 +151,18 @@ func (s *shard) runUpdates() {
 // [lo.ins, hi.ins) of u, appending the inserts' drops to u.drops.
 func (s *shard) runRound(u *updateList, lo, hi roundEnd) error {
 	nDel, nIns := hi.del-lo.del, hi.ins-lo.ins
-	st, err := s.staging(max(nDel, nIns))
+	st, err := s.staging(nDel + nIns)
 	start := time.Now()
-	if err == nil && nDel > 0 {
-		copy(st.Locs(), u.delLocs[lo.del:hi.del])
-		copy(st.Hashes(), u.delHashes[lo.del:hi.del])
-		err = s.ix.DeleteStaged(st, nDel, nil)
-	}
 	first := len(u.drops)
-	if err == nil && nIns > 0 {
-		copy(st.Locs(), u.insLocs[lo.ins:hi.ins])
-		copy(st.Hashes(), u.insHashes[lo.ins:hi.ins])
-		u.drops, err = s.ix.InsertStaged(st, nIns, u.drops)
+	if err == nil {
+		// One call: the deletes as jobs [0, nDel), the inserts after them
+		// (on a GPU one kernel launch for a round of up to
+		// hashindex.SmallUpdateMax jobs).
+		copy(st.Hashes(), u.delHashes[lo.del:hi.del])
+		copy(st.Locs(), u.delLocs[lo.del:hi.del])
+		copy(st.Hashes()[nDel:], u.insHashes[lo.ins:hi.ins])
+		copy(st.Locs()[nDel:], u.insLocs[lo.ins:hi.ins])
+		u.drops, err = s.ix.UpdateStaged(st, nDel, nIns, u.drops)
 	}
 	s.updLat.add(time.Since(start))
 	var over, disp uint64
