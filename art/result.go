@@ -1,7 +1,6 @@
 package art
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -26,16 +25,7 @@ type Result struct {
 	Values  []uint64
 	Offsets []int
 
-	pin *pinnedResult // the arrays' pinned memory; nil: Go memory
-}
-
-// pinnedResult is the pinned host memory behind a Result's arrays.
-type pinnedResult struct {
-	d    *gpu.Device
-	data *gpu.HostBuffer[byte]
-	offs *gpu.HostBuffer[uint32]
-	vals *gpu.HostBuffer[uint64]
-	qoff *gpu.HostBuffer[int]
+	pin *gpu.HostArrays // the arrays' pinned memory; nil: Go memory
 }
 
 // NewResult returns an empty Result to answer batch after batch into
@@ -52,7 +42,7 @@ func (t *Tree) NewResult() *Result {
 	if p.Backend != gpu.BackendGPU || p.Device == nil {
 		return &Result{}
 	}
-	return &Result{pin: &pinnedResult{d: p.Device}}
+	return &Result{pin: gpu.NewHostArrays(p.Device)}
 }
 
 // Free releases a pinned Result's memory; r is then an ordinary empty
@@ -62,8 +52,7 @@ func (r *Result) Free() error {
 	if r == nil || r.pin == nil {
 		return nil
 	}
-	p := r.pin
-	err := errors.Join(p.data.Free(), p.offs.Free(), p.vals.Free(), p.qoff.Free())
+	err := r.pin.Free()
 	*r = Result{}
 	if err != nil {
 		return fmt.Errorf("art: freeing a result: %w", err)
@@ -87,7 +76,7 @@ func sizeResult(into *Result, Q, total int, totalBytes uint64) (*Result, error) 
 		r = new(Result)
 	}
 	if r.pin != nil {
-		if err := r.pin.size(r, Q, total, int(totalBytes)); err != nil {
+		if err := r.sizePinned(Q, total, int(totalBytes)); err != nil {
 			return nil, fmt.Errorf("pinning the answers: %w", err)
 		}
 	} else {
@@ -102,19 +91,20 @@ func sizeResult(into *Result, Q, total int, totalBytes uint64) (*Result, error) 
 	return r, nil
 }
 
-// size points r's arrays at p's pinned buffers, each grown when short.
-func (p *pinnedResult) size(r *Result, Q, total, totalBytes int) error {
+// sizePinned points r's arrays at its pinned arrays, each grown when
+// short.
+func (r *Result) sizePinned(Q, total, totalBytes int) error {
 	var err error
-	if r.Keys.Data, err = gpu.GrowHost(p.d, &p.data, totalBytes); err != nil {
+	if r.Keys.Data, err = gpu.HostArray[byte](r.pin, "keys", totalBytes); err != nil {
 		return err
 	}
-	if r.Keys.Offs, err = gpu.GrowHost(p.d, &p.offs, total+1); err != nil {
+	if r.Keys.Offs, err = gpu.HostArray[uint32](r.pin, "offs", total+1); err != nil {
 		return err
 	}
-	if r.Values, err = gpu.GrowHost(p.d, &p.vals, total); err != nil {
+	if r.Values, err = gpu.HostArray[uint64](r.pin, "values", total); err != nil {
 		return err
 	}
-	r.Offsets, err = gpu.GrowHost(p.d, &p.qoff, Q+1)
+	r.Offsets, err = gpu.HostArray[int](r.pin, "offsets", Q+1)
 	return err
 }
 

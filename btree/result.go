@@ -1,7 +1,6 @@
 package btree
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -24,15 +23,7 @@ type Result struct {
 	Values  []uint64
 	Offsets []int
 
-	pin *pinnedResult // the arrays' pinned memory; nil: Go memory
-}
-
-// pinnedResult is the pinned host memory behind a Result's arrays.
-type pinnedResult struct {
-	d    *gpu.Device
-	keys *gpu.HostBuffer[uint64]
-	vals *gpu.HostBuffer[uint64]
-	offs *gpu.HostBuffer[int]
+	pin *gpu.HostArrays // the arrays' pinned memory; nil: Go memory
 }
 
 // NewResult returns an empty Result to answer batch after batch into
@@ -48,7 +39,7 @@ func (t *Tree) NewResult() *Result {
 	if p.Backend != gpu.BackendGPU || p.Device == nil {
 		return &Result{}
 	}
-	return &Result{pin: &pinnedResult{d: p.Device}}
+	return &Result{pin: gpu.NewHostArrays(p.Device)}
 }
 
 // Free releases a pinned Result's memory; r is then an ordinary empty
@@ -58,8 +49,7 @@ func (r *Result) Free() error {
 	if r == nil || r.pin == nil {
 		return nil
 	}
-	p := r.pin
-	err := errors.Join(p.keys.Free(), p.vals.Free(), p.offs.Free())
+	err := r.pin.Free()
 	*r = Result{}
 	if err != nil {
 		return fmt.Errorf("btree: freeing a result: %w", err)
@@ -81,11 +71,11 @@ func sizeResult(into *Result, q, total int) (*Result, error) {
 	if r == nil {
 		r = new(Result)
 	}
-	if p := r.pin; p != nil {
+	if r.pin != nil {
 		var err error
-		if r.Keys, err = gpu.GrowHost(p.d, &p.keys, total); err == nil {
-			if r.Values, err = gpu.GrowHost(p.d, &p.vals, total); err == nil {
-				r.Offsets, err = gpu.GrowHost(p.d, &p.offs, q+1)
+		if r.Keys, err = gpu.HostArray[uint64](r.pin, "keys", total); err == nil {
+			if r.Values, err = gpu.HostArray[uint64](r.pin, "values", total); err == nil {
+				r.Offsets, err = gpu.HostArray[int](r.pin, "offsets", q+1)
 			}
 		}
 		if err != nil {

@@ -245,27 +245,6 @@ func AllocHost[T any](d *Device, n int) (*HostBuffer[T], error) {
 	return h, nil
 }
 
-// GrowHost returns n elements of *h's pinned memory, first replacing *h
-// (freed) by a new buffer of n plus a quarter when it is nil or shorter:
-// a buffer reused call after call that grows geometrically. The caller
-// makes sure no transfer still uses *h when it may grow. Cost: nothing
-// when it is large enough, else a free and a cuMemHostAlloc
-// (milliseconds).
-func GrowHost[T any](d *Device, h **HostBuffer[T], n int) ([]T, error) {
-	if *h == nil || (*h).Len() < n {
-		if err := (*h).Free(); err != nil {
-			return nil, err
-		}
-		*h = nil
-		b, err := AllocHost[T](d, max(1, n+n/4))
-		if err != nil {
-			return nil, err
-		}
-		*h = b
-	}
-	return (*h).data[:n], nil
-}
-
 // Slice returns the memory as a Go slice; it is invalid after Free.
 func (h *HostBuffer[T]) Slice() []T { return h.data }
 
