@@ -34,19 +34,13 @@ type Result struct {
 // it when done (before closing the tree's device). On the CPU engine it
 // is an ordinary Result. Cost: nothing until the first call; each growth
 // of a pinned array is a cuMemHostAlloc (milliseconds).
-func (t *Tree) NewResult() *Result {
-	p := engine.PlacementOf(&t.Facade)
-	if p.Backend != gpu.BackendGPU || p.Device == nil {
-		return &Result{}
-	}
-	return &Result{pin: gpu.NewHostArrays(p.Device)}
-}
+func (t *Tree) NewResult() *Result { return &Result{pin: engine.HostArraysOf(&t.Facade)} }
 
 // Free releases a pinned Result's memory; r is then an ordinary empty
 // Result (later calls answer into Go memory). It is a no-op on other
-// Results. Earlier answers' slices are invalid after it.
+// Results. Earlier answers' views are invalid after it.
 func (r *Result) Free() error {
-	if r == nil || r.pin == nil {
+	if r == nil {
 		return nil
 	}
 	err := r.pin.Free()

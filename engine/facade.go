@@ -221,6 +221,17 @@ func PlacementOf[E any](f *Facade[E]) Placement {
 	return f.place
 }
 
+// HostArraysOf returns a new, empty set of pinned host arrays on f's
+// device when f's engine runs on the GPU, else nil: the memory of an
+// answer a caller reuses (art's and btree's NewResult). Cost: O(1).
+func HostArraysOf[E any](f *Facade[E]) *gpu.HostArrays {
+	p := PlacementOf(f)
+	if p.Backend != gpu.BackendGPU || p.Device == nil {
+		return nil
+	}
+	return gpu.NewHostArrays(p.Device)
+}
+
 // LockAny takes f's write lock whatever f's state and says whether f is
 // open, for calls that also run on a closed engine (freeing a buffer the
 // engine handed out, reading counters). Unlock releases it.
