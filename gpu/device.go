@@ -219,6 +219,7 @@ func Open(ordinal int) (*Device, error) {
 	if r := call(d.cuDevicePrimaryCtxRetain, uintptr(unsafe.Pointer(&ctx)), uintptr(dev)); r != 0 {
 		return nil, newError("cuDevicePrimaryCtxRetain", d, r)
 	}
+	keepSignalsOnStack() // the driver may install handlers as the context starts
 	return &Device{
 		drv: d, props: p, dev: dev, ctx: ctx,
 		allocs: map[uintptr]int64{}, hosts: map[uintptr]int64{},

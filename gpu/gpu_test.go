@@ -293,6 +293,9 @@ func TestCloseFreesEverythingAndNothingLeaks(t *testing.T) {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envSigtermChild) == "1" {
+		sigtermChild()
+	}
 	// Keep the kernel cache inside the test's temporary space.
 	if os.Getenv(gpu.EnvCacheDir) == "" {
 		dir, err := os.MkdirTemp("", "warpkv-cubin")

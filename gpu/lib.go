@@ -198,6 +198,7 @@ func loadDriver() (*driverAPI, error) {
 			driverErr = newError("cuInit", d, r)
 			return
 		}
+		keepSignalsOnStack()
 		driver = d
 	})
 	return driver, driverErr
