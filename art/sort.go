@@ -2,9 +2,11 @@ package art
 
 import (
 	"bytes"
+	"encoding/binary"
 	"slices"
 
 	"github.com/warpkv/warpkv/internal/par"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // sortGrain is the smallest run a goroutine sorts on its own.
@@ -12,64 +14,106 @@ const sortGrain = 1 << 14
 
 // sortedOrder returns the batch positions of kb in key order, stably (equal
 // keys keep their batch order). The GPU engine's chunked radix sort gives
-// the same permutation: a stable sort by a total order is unique. Cost:
-// O(n log n) key comparisons over the workers, then log(parts) parallel
-// merge levels.
+// the same permutation: a stable sort by a total order is unique. Cost: a
+// parallel stable LSD radix sort (prim.SortPairs) of the keys' first 8
+// bytes with their positions; then, in each run of keys whose 8 bytes are
+// equal, the same on the next 8 bytes of those longer than that
+// (sortFrom), the runs spread over the workers: O(n) passes over 8-byte
+// words, plus work only where keys share prefixes.
 func sortedOrder(kb Keys, workers int) []uint32 {
 	n := kb.Len()
 	idx := make([]uint32, n)
-	for i := range idx {
-		idx[i] = uint32(i)
-	}
-	cmp := func(a, b uint32) int { return bytes.Compare(kb.At(int(a)), kb.At(int(b))) }
-	parts := par.Parts(n, sortGrain, workers)
-	bounds := make([]int, parts+1)
-	for p := range bounds {
-		bounds[p] = par.Bound(n, parts, p)
-	}
-	par.Ranges(n, parts, func(_, lo, hi int) { slices.SortStableFunc(idx[lo:hi], cmp) })
-	tmp := make([]uint32, n)
-	for len(bounds) > 2 {
-		// Task p merges runs 2p and 2p+1; with an odd number of runs the
-		// last task carries the last run over.
-		pairs := (len(bounds) - 1) / 2
-		par.Do(len(bounds)/2, func(p int) {
-			a, m := bounds[2*p], bounds[2*p+1]
-			if p == pairs {
-				copy(tmp[a:m], idx[a:m])
-				return
-			}
-			mergeRuns(idx[a:m], idx[m:bounds[2*p+2]], tmp[a:bounds[2*p+2]], cmp)
-		})
-		next := make([]int, 0, len(bounds)/2+1)
-		for p := 0; p+1 < len(bounds); p += 2 {
-			next = append(next, bounds[p])
+	par.For(n, sortGrain, workers, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			idx[i] = uint32(i)
 		}
-		bounds = append(next, n)
-		idx, tmp = tmp, idx
-	}
+	})
+	sortFrom(kb, idx, 0, prim.NewCPU(workers), workers)
 	return idx
 }
 
-// mergeRuns merges sorted a and b into out, a first on ties (stable). It
-// is prim's mergeKeysSeq with a comparison function in place of <: art's
-// keys are byte strings reached through indices, while prim's merge is
-// instantiated per ordered key type and keeps a plain < in its inner loop,
-// so the two loops stay separate.
-func mergeRuns(a, b, out []uint32, cmp func(x, y uint32) int) {
-	i, j, o := 0, 0, 0
-	for i < len(a) && j < len(b) {
-		if cmp(b[j], a[i]) < 0 {
-			out[o] = b[j]
-			j++
-		} else {
-			out[o] = a[i]
-			i++
-		}
-		o++
+// sortSmall is the largest run sortFrom sorts by comparisons.
+const sortSmall = 32
+
+// sortFrom stably sorts idx, positions of keys that agree on their first
+// depth bytes and are all longer than depth bytes (or depth is 0), by the
+// rest of the keys: their 8-byte windows from depth (zero-padded,
+// big-endian) by a radix sort on e, then each run of equal windows by the
+// keys' lengths up to the window's end (a key ending in the window is a
+// prefix of the longer ones of its run), then the run's keys longer than
+// the window from depth+8, the runs on the workers. Small sets are sorted
+// by comparisons.
+func sortFrom(kb Keys, idx []uint32, depth int, e *prim.Engine, workers int) {
+	if len(idx) <= sortSmall {
+		slices.SortStableFunc(idx, func(a, b uint32) int {
+			return bytes.Compare(kb.At(int(a))[depth:], kb.At(int(b))[depth:])
+		})
+		return
 	}
-	o += copy(out[o:], a[i:])
-	copy(out[o:], b[j:])
+	win := make([]uint64, len(idx))
+	par.For(len(idx), sortGrain, workers, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			win[j] = window(kb.At(int(idx[j])), depth)
+		}
+	})
+	_ = prim.SortPairs(e, win, idx) // lengths match: no error
+	var runs [][2]int
+	for a := 0; a < len(win); {
+		b := a + 1
+		for b < len(win) && win[b] == win[a] {
+			b++
+		}
+		if b-a > 1 {
+			runs = append(runs, [2]int{a, b})
+		}
+		a = b
+	}
+	one := prim.NewCPU(1)
+	par.For(len(runs), 1, workers, func(lo, hi int) {
+		for _, r := range runs[lo:hi] {
+			run := idx[r[0]:r[1]]
+			long := byLength(kb, run, depth)
+			if len(long) > 1 {
+				sortFrom(kb, long, depth+8, one, 1)
+			}
+		}
+	})
+}
+
+// window returns key's 8 bytes from depth, big-endian, zero-padded.
+func window(key []byte, depth int) uint64 {
+	var w [8]byte
+	if depth < len(key) {
+		copy(w[:], key[depth:])
+	}
+	return binary.BigEndian.Uint64(w[:])
+}
+
+// byLength stably orders run (positions of keys with equal windows from
+// depth) by length up to the window's end: keys ending in it first, the
+// shorter first, then those longer than it, which it returns (their tail
+// is still unsorted). Cost: one pass to classify, one to place.
+func byLength(kb Keys, run []uint32, depth int) []uint32 {
+	var counts [10]int
+	class := func(p uint32) int { return min(len(kb.At(int(p)))-depth, 9) }
+	for _, p := range run {
+		counts[class(p)]++
+	}
+	if counts[9] == len(run) {
+		return run
+	}
+	var at [10]int
+	for c := 1; c < 10; c++ {
+		at[c] = at[c-1] + counts[c-1]
+	}
+	sorted := make([]uint32, len(run))
+	for _, p := range run {
+		c := class(p)
+		sorted[at[c]] = p
+		at[c]++
+	}
+	copy(run, sorted)
+	return run[len(run)-counts[9]:]
 }
 
 // lastOfRuns keeps, of each run of equal keys in sorted order, the last
