@@ -16,19 +16,34 @@ func (t *cpuTree) rangeOf(lo, hi uint64, limit int) (keys, values []uint64, err 
 	return keys, values, nil
 }
 
-// ranges answers the half-open range queries in two passes over the
-// workers (count, scan, write) into into (nil: a new Result).
+// Shape of the CPU engine's ranges: a worker answers rangeChunk queries at
+// a time and keeps the pairs of its first queries, up to about
+// rangeChunkPairs, from their one walk; the chunk's later queries are only
+// counted then and walked again to be written.
+const (
+	rangeChunk      = 256
+	rangeChunkPairs = 8192
+)
+
+// ranges answers the half-open range queries into into (nil: a new
+// Result) over the workers, a chunk of queries at a time: one walk per
+// query counts its pairs and keeps them (while the chunk's kept pairs are
+// few), a scan of the counts places them, then each chunk copies its kept
+// pairs into place and walks its other queries again to write theirs.
+// Cost: one walk per query with answers of about rangeChunkPairs per
+// rangeChunk queries or less, two for the others; a copy of the kept
+// pairs.
 func (t *cpuTree) ranges(into *Result, los, his []uint64, limit int) (*Result, engine.Timings, error) {
 	c := startHostClock()
 	q := len(los)
 	var tm engine.Timings
 	counts := make([]uint64, q+1)
-	par.For(q, groupGrain, t.opt.workers, func(a, b int) {
-		for i := a; i < b; i++ {
-			var n uint64
-			lo, hi := inclusive(los[i], his[i])
-			t.walk(lo, hi, limit, func(uint64, uint64) { n++ })
-			counts[i] = n
+	chunks := (q + rangeChunk - 1) / rangeChunk
+	kept := make([][]uint64, chunks) // a chunk's kept pairs, key and value interleaved
+	keptQ := make([]int, chunks)     // how many of its first queries they answer
+	par.For(chunks, 1, t.opt.workers, func(a, b int) {
+		for ch := a; ch < b; ch++ {
+			kept[ch], keptQ[ch] = t.countRanges(los, his, limit, ch*rangeChunk, min(q, (ch+1)*rangeChunk), counts)
 		}
 	})
 	if err := prim.ScanExclusive(t.eng, counts, counts); err != nil {
@@ -38,20 +53,47 @@ func (t *cpuTree) ranges(into *Result, los, his []uint64, limit int) (*Result, e
 	if err != nil {
 		return nil, tm, err
 	}
-	par.For(q, groupGrain, t.opt.workers, func(a, b int) {
-		for i := a; i < b; i++ {
-			w := counts[i]
-			lo, hi := inclusive(los[i], his[i])
-			t.walk(lo, hi, limit, func(k, v uint64) {
-				r.Keys[w], r.Values[w] = k, v
+	par.For(chunks, 1, t.opt.workers, func(a, b int) {
+		for ch := a; ch < b; ch++ {
+			lo, hi := ch*rangeChunk, min(q, (ch+1)*rangeChunk)
+			w := counts[lo]
+			for j := 0; j < len(kept[ch]); j += 2 {
+				r.Keys[w], r.Values[w] = kept[ch][j], kept[ch][j+1]
 				w++
-			})
+			}
+			for i := lo + keptQ[ch]; i < hi; i++ {
+				w = counts[i]
+				l, h := inclusive(los[i], his[i])
+				t.walk(l, h, limit, func(k, v uint64) {
+					r.Keys[w], r.Values[w] = k, v
+					w++
+				})
+			}
 		}
 	})
 	for i, c := range counts {
 		r.Offsets[i] = int(c)
 	}
 	return r, finishHostClock(c, "ranges", q), nil
+}
+
+// countRanges walks queries [lo, hi) once, setting counts[i] to query i's
+// pairs, and returns the pairs of its first queries (key and value
+// interleaved), kept until they pass rangeChunkPairs, and how many
+// queries they answer.
+func (t *cpuTree) countRanges(los, his []uint64, limit, lo, hi int, counts []uint64) (kept []uint64, keptQ int) {
+	for i := lo; i < hi; i++ {
+		var n uint64
+		l, h := inclusive(los[i], his[i])
+		if len(kept) < 2*rangeChunkPairs {
+			t.walk(l, h, limit, func(k, v uint64) { kept = append(kept, k, v); n++ })
+			keptQ = i + 1 - lo
+		} else {
+			t.walk(l, h, limit, func(uint64, uint64) { n++ })
+		}
+		counts[i] = n
+	}
+	return kept, keptQ
 }
 
 // walk calls fn on the pairs with lo <= key <= hi in key order, at most

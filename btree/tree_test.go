@@ -136,3 +136,48 @@ func TestErrors(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 }
+
+// TestCPURangesKeepAndWalkAgain answers chunks of queries whose pairs
+// outgrow what a chunk keeps from its one walk (long ranges among short
+// ones, more than one chunk), so that later queries of a chunk are walked
+// again to be written, and compares every query with Range.
+func TestCPURangesKeepAndWalkAgain(t *testing.T) {
+	tr, err := Open(Options{Device: "cpu", Workers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	const n = 50_000
+	keys, vals := make([]uint64, n), make([]uint64, n)
+	for i := range keys {
+		keys[i], vals[i] = uint64(3*i), uint64(i)
+	}
+	if err := tr.Build(keys, vals); err != nil {
+		t.Fatal(err)
+	}
+	q := 2*rangeChunk + 17
+	los, his := make([]uint64, q), make([]uint64, q)
+	for i := range los {
+		los[i] = uint64(7 * i)
+		his[i] = los[i] + 40
+		if i%50 == 3 {
+			his[i] = los[i] + 3*rangeChunkPairs // one query alone outgrows a chunk's kept pairs
+		}
+	}
+	for _, limit := range []int{0, 5000} {
+		r, err := tr.RangesInto(nil, los, his, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range los {
+			k, v, err := tr.Range(los[i], his[i], limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, b := r.Offsets[i], r.Offsets[i+1]
+			if !slices.Equal(r.Keys[a:b], k) || !slices.Equal(r.Values[a:b], v) {
+				t.Fatalf("limit %d, query %d [%d, %d): %d pairs, Range %d", limit, i, los[i], his[i], b-a, len(k))
+			}
+		}
+	}
+}
