@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/warpkv/warpkv/internal/par"
+	"github.com/warpkv/warpkv/internal/reuse"
 )
 
 // CPU engine tuning.
@@ -193,14 +194,14 @@ func (c *cpuEngine) searchRange(hashes []uint64, out []uint32) int {
 }
 
 func (c *cpuEngine) insert(hashes []uint64, locs []uint32, done func(int, []uint64)) error {
-	res := grow(&c.results, len(hashes))
+	res := reuse.Resize(&c.results, len(hashes))
 	c.insertInto(hashes, locs, res)
 	done(0, res)
 	return nil
 }
 
 func (c *cpuEngine) remove(hashes []uint64, locs []uint32, done func(int, []uint32)) error {
-	found := grow(&c.found, len(hashes))
+	found := reuse.Resize(&c.found, len(hashes))
 	c.removeInto(hashes, locs, found)
 	done(0, found)
 	return nil
@@ -259,8 +260,8 @@ func (c *cpuEngine) apply(hashes []uint64, locs []uint32, fn func(j int, h uint6
 		return
 	}
 	c.jobs = Jobs{
-		Hashes: grow(&c.jobs.Hashes, n), Locs: grow(&c.jobs.Locs, n), Order: grow(&c.jobs.Order, n),
-		Starts: grow(&c.jobs.Starts, maxRuns(n, c.geo.parts)+1),
+		Hashes: reuse.Resize(&c.jobs.Hashes, n), Locs: reuse.Resize(&c.jobs.Locs, n), Order: reuse.Resize(&c.jobs.Order, n),
+		Starts: reuse.Resize(&c.jobs.Starts, maxRuns(n, c.geo.parts)+1),
 	}
 	jobs := groupJobs(c.geo, c.workers, hashes, locs, c.jobs, &c.group)
 	runs := jobs.Runs()
@@ -289,13 +290,4 @@ func (c *cpuEngine) reset() error {
 func (c *cpuEngine) close() error {
 	c.table = nil
 	return nil
-}
-
-// grow returns (*s)[:n], reallocating *s when it is too small.
-func grow[T any](s *[]T, n int) []T {
-	if cap(*s) < n {
-		*s = make([]T, n)
-	}
-	*s = (*s)[:n]
-	return *s
 }

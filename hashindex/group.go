@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/warpkv/warpkv/internal/par"
+	"github.com/warpkv/warpkv/internal/reuse"
 )
 
 // Jobs is a batch of insert or delete jobs grouped by partition, the input
@@ -71,7 +72,7 @@ func groupJobs(g geometry, workers int, hashes []uint64, locs []uint32, dst Jobs
 // groupBySort groups a batch much smaller than the partition count: a
 // stable sort of job indices by partition, O(n log n).
 func groupBySort(g geometry, hashes []uint64, locs []uint32, dst Jobs, s *groupScratch) Jobs {
-	idx := grow(&s.idx, len(hashes))
+	idx := reuse.Resize(&s.idx, len(hashes))
 	for i := range idx {
 		idx[i] = uint32(i)
 	}
@@ -96,7 +97,7 @@ func groupBySort(g geometry, hashes []uint64, locs []uint32, dst Jobs, s *groupS
 func groupByCount(g geometry, workers int, hashes []uint64, locs []uint32, dst Jobs, s *groupScratch) Jobs {
 	n, parts := len(hashes), g.parts
 	w := max(1, min(workers, n/groupMinChunk))
-	cnt := grow(&s.counts, w*parts)
+	cnt := reuse.Resize(&s.counts, w*parts)
 	clear(cnt)
 	chunk := (n + w - 1) / w
 	par.Do(w, func(i int) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/warpkv/warpkv/hashindex"
+	"github.com/warpkv/warpkv/internal/reuse"
 	"github.com/warpkv/warpkv/itemstore"
 	"github.com/warpkv/warpkv/kv"
 )
@@ -107,7 +108,7 @@ func (e *Engine) hoistReads(ops []kv.Op, sc *scratch) []int {
 	}
 	written := sc.written.reset(writes)
 	perm := sc.perm[:0]
-	sc.hoisted = grow(sc.hoisted, len(ops))
+	reuse.Resize(&sc.hoisted, len(ops))
 	clear(sc.hoisted)
 	for i := range ops {
 		h := hashindex.Hash(ops[i].Key)
@@ -136,7 +137,7 @@ type hashSet struct{ slots []uint64 }
 // reset empties the set and sizes it for n hashes.
 func (s *hashSet) reset(n int) *hashSet {
 	size := 1 << bits.Len(uint(max(2*n, 16)-1))
-	s.slots = grow(s.slots, size)
+	reuse.Resize(&s.slots, size)
 	clear(s.slots)
 	return s
 }
@@ -236,7 +237,7 @@ func (e *Engine) search(sc *scratch, hashes []uint64, out []uint32) error {
 		return e.shards[0].search(hashes, out, sc.wake, &sc.held)
 	}
 	e.groupByShard(sc, hashes)
-	sc.sl = grow(sc.sl, n)
+	reuse.Resize(&sc.sl, n)
 	if e.shards[0].inline != nil {
 		// Inline searches (all shards alike): each shard's part in turn,
 		// held until release.
@@ -326,7 +327,7 @@ func (e *Engine) searchEach(sc *scratch, hashes []uint64, out []uint32) error {
 func (e *Engine) groupByShard(sc *scratch, hashes []uint64) {
 	ns := len(e.shards)
 	n := len(hashes)
-	sc.bounds = grow(sc.bounds, ns)
+	reuse.Resize(&sc.bounds, ns)
 	clear(sc.bounds)
 	for _, h := range hashes {
 		sc.bounds[e.shardOf(h)]++
@@ -335,8 +336,8 @@ func (e *Engine) groupByShard(sc *scratch, hashes []uint64) {
 	for s := range sc.bounds {
 		sum, sc.bounds[s] = sum+sc.bounds[s], sum // start offsets for now
 	}
-	sc.order = grow(sc.order, n)
-	sc.sh = grow(sc.sh, n)
+	reuse.Resize(&sc.order, n)
+	reuse.Resize(&sc.sh, n)
 	for i, h := range hashes {
 		s := e.shardOf(h)
 		sc.order[sc.bounds[s]] = i
@@ -412,10 +413,10 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 	n := len(ops)
 	now := e.clock()
 	fs := e.flushState()
-	sc.hashes = grow(sc.hashes, n)
-	sc.locs = grow(sc.locs, n)
-	sc.refs = grow(sc.refs, n)
-	sc.from = grow(sc.from, n)
+	reuse.Resize(&sc.hashes, n)
+	reuse.Resize(&sc.locs, n)
+	reuse.Resize(&sc.refs, n)
+	reuse.Resize(&sc.from, n)
 	sc.qh = sc.qh[:0]
 	sc.qi = sc.qi[:0]
 	for i := range ops {
@@ -441,7 +442,7 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 	}
 	e.prof.lap(stHash, &t)
 	if len(sc.qh) > 0 {
-		sc.ql = grow(sc.ql, len(sc.qh))
+		reuse.Resize(&sc.ql, len(sc.qh))
 		if err := e.search(sc, sc.qh, sc.ql); err != nil {
 			e.release(sc)
 			e.releaseRefs(sc, n)

@@ -434,10 +434,3 @@ func (s *shard) runSearches(now time.Time) {
 	}
 	s.mu.Unlock()
 }
-
-func grow[T any](b []T, n int) []T {
-	if cap(b) < n {
-		return make([]T, n, max(n, 2*cap(b)))
-	}
-	return b[:n]
-}

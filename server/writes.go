@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/warpkv/warpkv/hashindex"
+	"github.com/warpkv/warpkv/internal/reuse"
 	"github.com/warpkv/warpkv/itemstore"
 	"github.com/warpkv/warpkv/kv"
 )
@@ -52,8 +53,8 @@ func (e *Engine) doWrites(ops []kv.Op, sc *scratch) {
 	t := e.prof.start()
 	n := len(ops)
 	hashes := sc.hashes[:n]
-	sc.cur = grow(sc.cur, n)
-	sc.curPend = grow(sc.curPend, n)
+	reuse.Resize(&sc.cur, n)
+	reuse.Resize(&sc.curPend, n)
 	clear(sc.cur)
 	clear(sc.curPend)
 	if needSearch(ops) {
@@ -67,7 +68,7 @@ func (e *Engine) doWrites(ops []kv.Op, sc *scratch) {
 	}
 	now := e.clock()
 	fs := e.flushState()
-	sc.ureqs = grow(sc.ureqs, len(e.shards))
+	reuse.Resize(&sc.ureqs, len(e.shards))
 	for i := range ops {
 		op, h := &ops[i], hashes[i]
 		cur, ok := sc.cur[i], sc.cur[i].Valid()
@@ -165,9 +166,9 @@ func (e *Engine) current(ops []kv.Op, sc *scratch) error {
 	e.lockRun(sc, hashes)
 	now := e.clock()
 	fs := e.flushState()
-	sc.searched = grow(sc.searched, n)
-	sc.applied = grow(sc.applied, n)
-	sc.slocs = grow(sc.slocs, n)
+	reuse.Resize(&sc.searched, n)
+	reuse.Resize(&sc.applied, n)
+	reuse.Resize(&sc.slocs, n)
 	clear(sc.searched)
 	for try := 0; ; try++ {
 		sc.qh, sc.qi = sc.qh[:0], sc.qi[:0]
@@ -211,7 +212,7 @@ func (e *Engine) current(ops []kv.Op, sc *scratch) error {
 		} else {
 			e.counts.lockedSearches.Add(1)
 		}
-		sc.ql = grow(sc.ql, len(sc.qh))
+		reuse.Resize(&sc.ql, len(sc.qh))
 		err := e.search(sc, sc.qh, sc.ql)
 		// Done with the batch before blocking on the locks: the results
 		// are validated under them (a location dropped since the search
