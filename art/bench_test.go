@@ -40,7 +40,7 @@ func benchKeys(n, klen int) (Keys, []uint64, Keys) {
 func BenchmarkLookupWidth(b *testing.B) {
 	for _, n := range []int{1 << 12, 1 << 16, 1 << 20} {
 		kb, vals, probe := benchKeys(n, 16)
-		order := lastOfRuns(kb, sortedOrder(kb, runtime.GOMAXPROCS(0)))
+		order := lastOfRuns(kb, sortedOrder(kb, runtime.GOMAXPROCS(0)), 0)
 		for w := 0; w <= maxWidth; w++ {
 			s := buildStoreWidth(kb, vals, order, runtime.GOMAXPROCS(0), w)
 			out, found := make([]uint64, n), make([]bool, n)

@@ -480,7 +480,7 @@ func rootSegments(kb Keys, order []uint32, w int) segments {
 // buildStore returns a new tree of the sorted distinct batch keys order of
 // kb with values by batch position. Cost: the rounds, O(keys * depth).
 func buildStore(kb Keys, vals []uint64, order []uint32, workers int) *store {
-	return buildStoreWidth(kb, vals, order, workers, chooseWidth(len(order), distinctPrefixes(kb, order)))
+	return buildStoreWidth(kb, vals, order, workers, chooseWidth(len(order), distinctPrefixes(kb, order, workers)))
 }
 
 // buildStoreWidth is buildStore with root width w.

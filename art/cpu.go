@@ -28,7 +28,7 @@ func (e *cpuEngine) sortBatch(kb Keys) []uint32 {
 	e.clock.Start()
 	e.clock.Mark(nil, engine.MarkStart)
 	e.clock.Mark(nil, engine.MarkUploaded)
-	order := lastOfRuns(kb, sortedOrder(kb, e.workers))
+	order := lastOfRuns(kb, sortedOrder(kb, e.workers), e.workers)
 	e.clock.Mark(nil, engine.MarkSorted)
 	return order
 }

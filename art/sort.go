@@ -116,38 +116,67 @@ func byLength(kb Keys, run []uint32, depth int) []uint32 {
 	return run[len(run)-counts[9]:]
 }
 
-// lastOfRuns keeps, of each run of equal keys in sorted order, the last
-// position (the batch's last occurrence). Cost: one comparison per key.
-func lastOfRuns(kb Keys, order []uint32) []uint32 {
-	w := 0
-	for i, p := range order {
-		if i+1 < len(order) && bytes.Equal(kb.At(int(p)), kb.At(int(order[i+1]))) {
-			continue
+// lastOfRuns returns, of each run of equal keys in sorted order, the last
+// position (the batch's last occurrence), in order. Cost: one comparison
+// per key and a byte of flags per key, over the workers.
+func lastOfRuns(kb Keys, order []uint32, workers int) []uint32 {
+	n := len(order)
+	parts := par.Parts(n, sortGrain, workers)
+	kept := make([]int, parts+1)
+	last := make([]bool, n)
+	par.Ranges(n, parts, func(p, lo, hi int) {
+		c := 0
+		for i := lo; i < hi; i++ {
+			if i+1 == n || !bytes.Equal(kb.At(int(order[i])), kb.At(int(order[i+1]))) {
+				last[i] = true
+				c++
+			}
 		}
-		order[w] = p
-		w++
+		kept[p+1] = c
+	})
+	for p := range parts {
+		kept[p+1] += kept[p]
 	}
-	return order[:w]
+	out := make([]uint32, kept[parts])
+	par.Ranges(n, parts, func(p, lo, hi int) {
+		w := kept[p]
+		for i := lo; i < hi; i++ {
+			if last[i] {
+				out[w] = order[i]
+				w++
+			}
+		}
+	})
+	return out
 }
 
 // distinctPrefixes counts, for w = 1..maxWidth, the distinct w-byte
-// prefixes of the sorted distinct keys (keys shorter than w not counted).
-func distinctPrefixes(kb Keys, order []uint32) [maxWidth + 1]int {
+// prefixes of the sorted distinct keys (keys shorter than w not counted),
+// each key compared with the one before it, over the workers.
+func distinctPrefixes(kb Keys, order []uint32, workers int) [maxWidth + 1]int {
+	n := len(order)
+	parts := par.Parts(n, sortGrain, workers)
+	counts := make([][maxWidth + 1]int, parts)
+	par.Ranges(n, parts, func(p, lo, hi int) {
+		out := &counts[p]
+		for i := lo; i < hi; i++ {
+			k := kb.At(int(order[i]))
+			same := 0 // bytes of k's first maxWidth that the key before shares
+			if i > 0 {
+				q := kb.At(int(order[i-1]))
+				for same < min(len(q), len(k), maxWidth) && q[same] == k[same] {
+					same++
+				}
+			}
+			for w := same + 1; w <= min(len(k), maxWidth); w++ {
+				out[w]++
+			}
+		}
+	})
 	var out [maxWidth + 1]int
-	for i, p := range order {
-		k := kb.At(int(p))
-		for w := 1; w <= maxWidth; w++ {
-			if len(k) < w {
-				break
-			}
-			if i == 0 {
-				out[w]++
-				continue
-			}
-			q := kb.At(int(order[i-1]))
-			if len(q) < w || !bytes.Equal(q[:w], k[:w]) {
-				out[w]++
-			}
+	for _, c := range counts {
+		for w := range out {
+			out[w] += c[w]
 		}
 	}
 	return out

@@ -95,7 +95,7 @@ func deviceSortModel(kb Keys) []uint32 {
 		}
 		apos, arun, m = na, nr, len(na)
 	}
-	return lastOfRuns(kb, perm)
+	return lastOfRuns(kb, perm, 2)
 }
 
 // TestDeviceSortModel checks the GPU sort's algorithm on key sets with
@@ -121,7 +121,7 @@ func TestDeviceSortModel(t *testing.T) {
 			}
 		}
 		kb := Pack(keys)
-		want := lastOfRuns(kb, sortedOrder(kb, 2))
+		want := lastOfRuns(kb, sortedOrder(kb, 2), 2)
 		if got := deviceSortModel(kb); !slices.Equal(got, want) {
 			t.Fatalf("trial %d: device sort model %v, CPU %v", trial, got, want)
 		}

@@ -83,3 +83,42 @@ func BenchmarkSortedOrder(b *testing.B) {
 		})
 	}
 }
+
+// TestLastOfRunsAndPrefixesAcrossParts checks the parallel lastOfRuns and
+// distinctPrefixes against one pass each, for worker counts that cut runs
+// of equal keys (and of equal prefixes) at part boundaries.
+func TestLastOfRunsAndPrefixesAcrossParts(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	n := 4*sortGrain + 99
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = randomBytes(r, 0, 4, []byte("ab"))
+	}
+	kb := Pack(keys)
+	order := sortedOrder(kb, 2)
+	var want []uint32
+	for i, p := range order {
+		if i+1 == len(order) || !bytes.Equal(kb.At(int(p)), kb.At(int(order[i+1]))) {
+			want = append(want, p)
+		}
+	}
+	var wantPrefixes [maxWidth + 1]int
+	for w := 1; w <= maxWidth; w++ {
+		seen := map[string]bool{}
+		for _, p := range want {
+			if k := kb.At(int(p)); len(k) >= w {
+				seen[string(k[:w])] = true
+			}
+		}
+		wantPrefixes[w] = len(seen)
+	}
+	for _, workers := range []int{1, 2, 3, 7} {
+		got := lastOfRuns(kb, slices.Clone(order), workers)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%d workers: lastOfRuns keeps %d positions, want %d", workers, len(got), len(want))
+		}
+		if p := distinctPrefixes(kb, got, workers); p != wantPrefixes {
+			t.Fatalf("%d workers: distinct prefixes %v, want %v", workers, p, wantPrefixes)
+		}
+	}
+}
