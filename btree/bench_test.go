@@ -102,3 +102,22 @@ func BenchmarkRanges1M(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)*q/b.Elapsed().Seconds()/1e6, "Mqueries/s")
 }
+
+// BenchmarkGet8M looks up 1Mi keys, half absent, in a tree of 8Mi keys
+// (node arrays well past the caches) on the CPU engine.
+func BenchmarkGet8M(b *testing.B) {
+	k, v := benchKeys(1<<23, 1)
+	tr, _ := Open(Options{Device: "cpu"})
+	if err := tr.Build(k, v); err != nil {
+		b.Fatal(err)
+	}
+	q, _ := benchKeys(1<<20, 9)
+	copy(q[:len(q)/2], k[:len(q)/2])
+	vals, found := make([]uint64, len(q)), make([]bool, len(q))
+	for b.Loop() {
+		if err := tr.Lookup(q, vals, found); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)*float64(len(q))/b.Elapsed().Seconds()/1e6, "Mkeys/s")
+}
