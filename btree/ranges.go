@@ -82,16 +82,31 @@ func (t *cpuTree) ranges(into *Result, los, his []uint64, limit int) (*Result, e
 // interleaved), kept until they pass rangeChunkPairs, and how many
 // queries they answer.
 func (t *cpuTree) countRanges(los, his []uint64, limit, lo, hi int, counts []uint64) (kept []uint64, keptQ int) {
-	for i := lo; i < hi; i++ {
-		var n uint64
-		l, h := inclusive(los[i], his[i])
-		if len(kept) < 2*rangeChunkPairs {
-			t.walk(l, h, limit, func(k, v uint64) { kept = append(kept, k, v); n++ })
-			keptQ = i + 1 - lo
-		} else {
-			t.walk(l, h, limit, func(uint64, uint64) { n++ })
+	var starts [lookupGroup]uint64
+	var leaves [lookupGroup]uint32
+	for g := lo; g < hi; g += lookupGroup {
+		m := min(lookupGroup, hi-g)
+		for j := range m {
+			starts[j], _ = inclusive(los[g+j], his[g+j])
 		}
-		counts[i] = n
+		t.findLeaves(starts[:m], leaves[:m]) // the group's descents overlap
+		for j := range m {
+			i := g + j
+			var n uint64
+			l, h := inclusive(los[i], his[i])
+			switch {
+			case l > h:
+			case len(kept) < 2*rangeChunkPairs:
+				t.walkFrom(leaves[j], l, h, limit, func(k, v uint64) { kept = append(kept, k, v); n++ })
+				keptQ = i + 1 - lo
+			default:
+				t.walkFrom(leaves[j], l, h, limit, func(uint64, uint64) { n++ })
+			}
+			if l > h && len(kept) < 2*rangeChunkPairs {
+				keptQ = i + 1 - lo
+			}
+			counts[i] = n
+		}
 	}
 	return kept, keptQ
 }
@@ -102,8 +117,13 @@ func (t *cpuTree) walk(lo, hi uint64, limit int, fn func(k, v uint64)) {
 	if t.root == nilNode || lo > hi {
 		return
 	}
+	t.walkFrom(t.findLeaf(lo), lo, hi, limit, fn)
+}
+
+// walkFrom is walk from leaf, the leaf findLeaf(lo) returns, on a
+// non-empty tree with lo <= hi.
+func (t *cpuTree) walkFrom(leaf uint32, lo, hi uint64, limit int, fn func(k, v uint64)) {
 	s := &t.st
-	leaf := t.findLeaf(lo)
 	c := s.count(leaf)
 	j := lowerBound(s.keys(leaf)[:c], lo)
 	n := 0
