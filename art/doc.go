@@ -113,6 +113,14 @@
 // keeps up to limit leaves; a warp per query then reads them 32 at a time,
 // cuts them at the far bound (a ballot) and sums their key lengths; after
 // scans of the per-query counts another warp per query writes the pairs.
+// A batch's bounds are packed on all cores straight into pinned memory and
+// reach the device in one DMA; RangesInto, RangesDescInto and PrefixInto
+// answer into a reused Result, and into one from NewResult (pinned on the
+// GPU engine) the answers' DMAs write with no host copy:
+//
+//	r := t.NewResult()
+//	defer r.Free()
+//	r, err = t.RangesInto(r, qs, 16) // query i: r.Query(i)
 //
 // Every phase has one writer per output word: a node's words are written
 // by its own writer; a child's parent word by the child's writer when it

@@ -9,6 +9,19 @@
 //	for k, v := range t.Scan(1, 3) { ... }
 //	err = t.InsertContext(ctx, keys, vals) // stops between chunks, undone
 //
+// Batches of range queries answer into a Result reused call after call;
+// one from NewResult is pinned on the GPU engine, so the device writes the
+// answers into it with no host copy. Lookups from a pinned Staging move
+// the keys and answers by DMA:
+//
+//	r := t.NewResult()
+//	defer r.Free()
+//	r, err = t.RangesInto(r, los, his, 0) // query i: r.Keys[r.Offsets[i]:r.Offsets[i+1]]
+//	st, err := t.NewStaging(n)
+//	defer st.Free()
+//	copy(st.Keys, keys)
+//	err = t.LookupStaged(st, len(keys)) // st.Values, st.Found (1 where found)
+//
 // After Close every call returns an error matching engine.ErrClosed.
 //
 // The batches run in data-parallel phases without locks inside a batch.
@@ -40,7 +53,8 @@
 // where it is and counts the pairs; after prim's exclusive scan of the
 // counts, bt_range_copy (a warp per query) copies them along the leaf
 // chain with coalesced loads and stores (ranges.cu). The offsets and pairs
-// come back through the pinned staging buffers.
+// come back through the pinned staging buffers, or by DMA straight into a
+// pinned Result (NewResult).
 //
 // Insert (insert_gpu.go, with sort_gpu.go, locate_gpu.go and
 // propagate_gpu.go; kernels in btree.cu) runs the phases below on the
