@@ -46,3 +46,46 @@ func ExampleTree() {
 	// 1 <nil> 3
 	// true
 }
+
+// Answer batches of range queries into one reused Result and look keys up
+// from a Staging: on the GPU engine both are pinned, so the device reads
+// and writes them by DMA with no host copy.
+func ExampleTree_RangesInto() {
+	t, err := btree.Open(btree.Options{Device: "cpu"}) // "auto": a GPU when one is usable
+	if err != nil {
+		panic(err)
+	}
+	defer t.Close()
+	if err := t.Build([]uint64{10, 20, 30, 40, 50}, []uint64{1, 2, 3, 4, 5}); err != nil {
+		panic(err)
+	}
+	r := t.NewResult()
+	defer r.Free()
+	batches := []struct{ los, his []uint64 }{
+		{los: []uint64{10, 35}, his: []uint64{35, 60}}, // [10, 35) and [35, 60)
+		{los: []uint64{0, 21}, his: []uint64{100, 22}}, // everything, and nothing
+	}
+	for _, b := range batches {
+		if r, err = t.RangesInto(r, b.los, b.his, 0); err != nil {
+			panic(err)
+		}
+		for i := range len(r.Offsets) - 1 {
+			fmt.Print(r.Keys[r.Offsets[i]:r.Offsets[i+1]])
+		}
+		fmt.Println()
+	}
+	st, err := t.NewStaging(3)
+	if err != nil {
+		panic(err)
+	}
+	defer st.Free()
+	copy(st.Keys, []uint64{20, 25, 50})
+	if err := t.LookupStaged(st, 3); err != nil {
+		panic(err)
+	}
+	fmt.Println(st.Values, st.Found)
+	// Output:
+	// [10 20 30][40 50]
+	// [10 20 30 40 50][]
+	// [2 0 5] [1 0 1]
+}
