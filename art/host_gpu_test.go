@@ -223,72 +223,43 @@ func BenchmarkGPUWholeCalls(b *testing.B) {
 		qs[i] = Query{Lo: slices[i]}
 		pre[i] = slices[i][:2]
 	}
-	b.Run("ranges16", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := t.Ranges(qs, 16); err != nil {
-				b.Fatal(err)
-			}
+	// Each query batch answered into a new Result every call, into one
+	// reused Result in Go memory, and into one from NewResult (pinned);
+	// the reused ones are sized before the timing.
+	batches := []struct {
+		name string
+		into func(r *Result) (*Result, error)
+	}{
+		{"ranges16", func(r *Result) (*Result, error) { return t.RangesInto(r, qs, 16) }},
+		{"prefix64", func(r *Result) (*Result, error) { return t.PrefixInto(r, pre, 64) }},
+	}
+	for _, q := range batches {
+		for _, form := range []string{"", "/into", "/pinned"} {
+			b.Run(q.name+form, func(b *testing.B) {
+				var r *Result
+				if form == "/pinned" {
+					r = t.NewResult()
+					defer r.Free()
+				}
+				if form != "" {
+					var err error
+					if r, err = q.into(r); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for b.Loop() {
+					got, err := q.into(r)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if form != "" {
+						r = got
+					}
+				}
+				report(b, Q)
+			})
 		}
-		report(b, Q)
-	})
-	b.Run("ranges16/into", func(b *testing.B) {
-		r, err := t.RangesInto(nil, qs, 16) // sized before the timing
-		if err != nil {
-			b.Fatal(err)
-		}
-		for b.Loop() {
-			if r, err = t.RangesInto(r, qs, 16); err != nil {
-				b.Fatal(err)
-			}
-		}
-		report(b, Q)
-	})
-	b.Run("ranges16/pinned", func(b *testing.B) {
-		r := t.NewResult()
-		defer r.Free()
-		if _, err := t.RangesInto(r, qs, 16); err != nil { // pinned before the timing
-			b.Fatal(err)
-		}
-		for b.Loop() {
-			if _, err := t.RangesInto(r, qs, 16); err != nil {
-				b.Fatal(err)
-			}
-		}
-		report(b, Q)
-	})
-	b.Run("prefix64", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := t.Prefix(pre, 64); err != nil {
-				b.Fatal(err)
-			}
-		}
-		report(b, Q)
-	})
-	b.Run("prefix64/into", func(b *testing.B) {
-		r, err := t.PrefixInto(nil, pre, 64) // sized before the timing
-		if err != nil {
-			b.Fatal(err)
-		}
-		for b.Loop() {
-			if r, err = t.PrefixInto(r, pre, 64); err != nil {
-				b.Fatal(err)
-			}
-		}
-		report(b, Q)
-	})
-	b.Run("prefix64/pinned", func(b *testing.B) {
-		r := t.NewResult()
-		defer r.Free()
-		if _, err := t.PrefixInto(r, pre, 64); err != nil { // pinned before the timing
-			b.Fatal(err)
-		}
-		for b.Loop() {
-			if _, err := t.PrefixInto(r, pre, 64); err != nil {
-				b.Fatal(err)
-			}
-		}
-		report(b, Q)
-	})
+	}
 	// The host's share of a ranges call: sizing its Result, new and
 	// reused.
 	b.Run("ranges16/newResult", func(b *testing.B) {

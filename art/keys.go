@@ -170,16 +170,26 @@ func (k Keys) firstBad(op string) error {
 // with p (p with its trailing 0xff bytes dropped and its last byte
 // incremented), or nil when there is none (p empty or all 0xff).
 func prefixEnd(p []byte) []byte {
+	end, ok := appendPrefixEnd(nil, p)
+	if !ok {
+		return nil
+	}
+	return end
+}
+
+// appendPrefixEnd appends prefixEnd(p) to dst; ok is false (dst as it
+// was) when p has no upper bound (empty or all 0xff).
+func appendPrefixEnd(dst, p []byte) (out []byte, ok bool) {
 	i := len(p)
 	for i > 0 && p[i-1] == 0xff {
 		i--
 	}
 	if i == 0 {
-		return nil
+		return dst, false
 	}
-	out := append([]byte(nil), p[:i]...)
-	out[i-1]++
-	return out
+	out = append(dst, p[:i]...)
+	out[len(out)-1]++
+	return out, true
 }
 
 // prefixQueries returns the range queries of prefix scans: [p,
@@ -196,14 +206,9 @@ func prefixQueries(prefixes [][]byte) []Query {
 			p = []byte{}
 		}
 		qs[i].Lo = p
-		j := len(p)
-		for j > 0 && p[j-1] == 0xff {
-			j--
-		}
-		if j > 0 {
-			at := len(ends)
-			ends = append(ends, p[:j]...)
-			ends[len(ends)-1]++
+		at := len(ends)
+		var ok bool
+		if ends, ok = appendPrefixEnd(ends, p); ok {
 			qs[i].Hi = ends[at:len(ends):len(ends)]
 		}
 	}

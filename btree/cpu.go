@@ -90,17 +90,23 @@ func lowerBound(keys []uint64, k uint64) int {
 // every key (the right spine). The tree must not be empty. Cost: O(height *
 // log order).
 func (t *cpuTree) findLeaf(k uint64) uint32 {
-	s := &t.st
 	id := t.root
-	for s.kind(id) == kindInternal {
-		c := s.count(id)
-		j := lowerBound(s.keys(id)[:c], k)
-		if j == c {
-			j = c - 1
-		}
-		id = uint32(s.slots(id)[j])
+	for t.st.kind(id) == kindInternal {
+		id = t.child(id, k)
 	}
 	return id
+}
+
+// child returns the child of internal node id whose subtree holds (or
+// would hold) k: the first whose max key is at least k, else the last.
+func (t *cpuTree) child(id uint32, k uint64) uint32 {
+	s := &t.st
+	c := s.count(id)
+	j := lowerBound(s.keys(id)[:c], k)
+	if j == c {
+		j = c - 1
+	}
+	return uint32(s.slots(id)[j])
 }
 
 // sortBatch returns a sorted copy of keys (and of values, when values is

@@ -47,13 +47,7 @@ func (t *cpuTree) findLeaves(keys []uint64, leaves []uint32) {
 	}
 	for s.kind(leaves[0]) == kindInternal {
 		for j, k := range keys {
-			id := leaves[j]
-			c := s.count(id)
-			x := lowerBound(s.keys(id)[:c], k)
-			if x == c {
-				x = c - 1
-			}
-			leaves[j] = uint32(s.slots(id)[x])
+			leaves[j] = t.child(leaves[j], k)
 		}
 	}
 }

@@ -93,17 +93,16 @@ func (t *cpuTree) countRanges(los, his []uint64, limit, lo, hi int, counts []uin
 		for j := range m {
 			i := g + j
 			var n uint64
-			l, h := inclusive(los[i], his[i])
-			switch {
-			case l > h:
-			case len(kept) < 2*rangeChunkPairs:
-				t.walkFrom(leaves[j], l, h, limit, func(k, v uint64) { kept = append(kept, k, v); n++ })
+			keep := len(kept) < 2*rangeChunkPairs
+			if keep {
 				keptQ = i + 1 - lo
+			}
+			switch l, h := inclusive(los[i], his[i]); {
+			case l > h:
+			case keep:
+				t.walkFrom(leaves[j], l, h, limit, func(k, v uint64) { kept = append(kept, k, v); n++ })
 			default:
 				t.walkFrom(leaves[j], l, h, limit, func(uint64, uint64) { n++ })
-			}
-			if l > h && len(kept) < 2*rangeChunkPairs {
-				keptQ = i + 1 - lo
 			}
 			counts[i] = n
 		}
