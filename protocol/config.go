@@ -125,6 +125,16 @@ type Config struct {
 	// (the largest batches: what a GPU index wants). One is memcached's
 	// order: read, run and answer each connection in turn.
 	RoundConns int
+	// BlockingWait makes an idle event loop block its thread in
+	// epoll_wait, as memcached's threads do, instead of parking its
+	// goroutine in the Go runtime's poller. Blocking costs one system call
+	// per wait and the kernel wakes that thread alone; parking costs two
+	// non-blocking epoll_waits, the runtime's own poll and a goroutine
+	// wake-up, but leaves the thread's processor to other goroutines at
+	// once (a thread blocked in a system call keeps it until the runtime's
+	// monitor takes it back, 20 µs or more), which matters when a loop's
+	// batch waits for another goroutine, as a batching GPU scheduler.
+	BlockingWait bool
 	// ShutdownGrace is how long Shutdown lets connections write the
 	// replies of the batch they are running; a client that does not read
 	// them is dropped then. Default DefaultShutdownGrace.

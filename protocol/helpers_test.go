@@ -63,6 +63,9 @@ var overLoops bool
 // loopRoundConns, with overLoops, is the loops' Config.RoundConns.
 var loopRoundConns int
 
+// loopBlocking, with overLoops, is the loops' Config.BlockingWait.
+var loopBlocking bool
+
 // pipe serves one end of a net.Pipe with ServeConn and returns the client
 // end; cleanup closes it and waits for the server side to finish. With
 // overLoops it returns a TCP connection served by Serve's event loops.
@@ -99,6 +102,7 @@ func (s *testServer) loopConn(t testing.TB) net.Conn {
 		}
 		srv := s.Server
 		srv.cfg.RoundConns = loopRoundConns
+		srv.cfg.BlockingWait = loopBlocking
 		go srv.Serve(ln)
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

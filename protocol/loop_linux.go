@@ -58,8 +58,9 @@ type loop struct {
 	epfd   int
 	wakefd int // eventfd: new connections or shutdown
 	// The epoll descriptor in the Go runtime's poller (nil if it could
-	// not be): an idle loop parks there instead of blocking a thread and
-	// its processor in epoll_wait (see wait).
+	// not be, or with Config.BlockingWait): an idle loop parks there
+	// instead of blocking a thread and its processor in epoll_wait (see
+	// wait).
 	pf       *os.File
 	prc      syscall.RawConn
 	deadline bool // pf has a read deadline set
@@ -113,6 +114,9 @@ func newLoop(s *Server) (*loop, error) {
 		conns:  make(map[int]*conn),
 		events: make([]unix.EpollEvent, 256),
 		stages: stageTimer{clock: s.cfg.Stages},
+	}
+	if s.cfg.BlockingWait {
+		return l, nil // prc nil: wait blocks in epoll_wait
 	}
 	if unix.SetNonblock(epfd, true) == nil {
 		f := os.NewFile(uintptr(epfd), "epoll")

@@ -6,27 +6,37 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
-// TestLoopsParkInTheRuntimePoller checks that a loop's epoll descriptor is
-// in the Go runtime's poller, so that an idle loop parks its goroutine
-// instead of holding a processor in epoll_wait.
-func TestLoopsParkInTheRuntimePoller(t *testing.T) {
+// TestLoopsWaitWhereConfigured checks that by default a loop's epoll
+// descriptor is in the Go runtime's poller, so that an idle loop parks its
+// goroutine instead of holding a processor in epoll_wait, and that with
+// Config.BlockingWait it is not (the loop blocks in epoll_wait); both
+// serve requests.
+func TestLoopsWaitWhereConfigured(t *testing.T) {
 	if !loopsAvailable {
 		t.Skip("no event loops on this platform")
 	}
-	s := newTestServer(t, Config{Loops: 2})
-	addr, _ := serve(t, s.Server)
-	if got := textExchange(t, dial(t, addr), "version\r\n"); got != "VERSION 1.6.18\r\n" {
-		t.Fatalf("version: %q", got)
-	}
-	s.loopsOnce.Do(func() {}) // orders the loops' creation before this read
-	if len(s.loops) != 2 {
-		t.Fatalf("%d loops, want 2", len(s.loops))
-	}
-	for i, l := range s.loops {
-		if l.prc == nil {
-			t.Errorf("loop %d waits in epoll_wait, not in the runtime's poller", i)
+	for _, blocking := range []bool{false, true} {
+		s := newTestServer(t, Config{Loops: 2, BlockingWait: blocking})
+		addr, _ := serve(t, s.Server)
+		nc := dial(t, addr)
+		if got := textExchange(t, nc, "version\r\n"); got != "VERSION 1.6.18\r\n" {
+			t.Fatalf("blocking %v: version: %q", blocking, got)
+		}
+		time.Sleep(20 * time.Millisecond) // the loop waits again, idle
+		if got := textExchange(t, nc, "set k 0 0 1\r\nv\r\nget k\r\n"); got != "STORED\r\nVALUE k 0 1\r\nv\r\nEND\r\n" {
+			t.Fatalf("blocking %v: set and get after an idle wait: %q", blocking, got)
+		}
+		s.loopsOnce.Do(func() {}) // orders the loops' creation before this read
+		if len(s.loops) != 2 {
+			t.Fatalf("%d loops, want 2", len(s.loops))
+		}
+		for i, l := range s.loops {
+			if parks := l.prc != nil; parks == blocking {
+				t.Errorf("blocking %v: loop %d parks in the runtime's poller: %v", blocking, i, parks)
+			}
 		}
 	}
 }

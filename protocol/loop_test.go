@@ -15,16 +15,24 @@ import (
 // connection starts at one op per round (slow start, see adapt), and its
 // rounds share batches with the loop's other connections. The tables run
 // with a round's connections in one batch and in groups of two
-// (Config.RoundConns).
+// (Config.RoundConns), and in groups of four with loops that block in
+// epoll_wait (Config.BlockingWait).
 func TestEventLoopsRunTheTables(t *testing.T) {
 	if !loopsAvailable {
 		t.Skip("no event loops on this platform")
 	}
 	overLoops = true
-	defer func() { overLoops, loopRoundConns = false, 0 }()
-	for _, rc := range []int{0, 2} {
-		loopRoundConns = rc
-		t.Run(fmt.Sprintf("round-conns-%d", rc), runTheTables)
+	defer func() { overLoops, loopRoundConns, loopBlocking = false, 0, false }()
+	for _, c := range []struct {
+		roundConns int
+		blocking   bool
+	}{{0, false}, {2, false}, {4, true}} {
+		loopRoundConns, loopBlocking = c.roundConns, c.blocking
+		name := fmt.Sprintf("round-conns-%d", c.roundConns)
+		if c.blocking {
+			name += "-blocking-wait"
+		}
+		t.Run(name, runTheTables)
 	}
 }
 

@@ -50,6 +50,11 @@ type Config struct {
 	// whose batches gain nothing from size; a whole round where searches
 	// are batched (GPU shards), whose fixed cost per batch a round shares.
 	RoundConns int
+	// LoopWait is how an idle event loop waits for its connections:
+	// LoopWaitPark (the goroutine parks in the Go runtime's poller) or
+	// LoopWaitBlock (its thread blocks in epoll_wait, as memcached's do);
+	// "" means the engine's default, loopWaitDefault.
+	LoopWait string
 	// Logger receives the server's messages; nil means slog.Default().
 	Logger *slog.Logger
 	// MetricsAddr, if set, is the TCP address of an HTTP server giving
@@ -68,6 +73,22 @@ type Config struct {
 // whole rounds served 0.91x and 0.86x, at about the same rates at 512
 // connections; groups of 1 fell between.
 const InlineRoundConns = 4
+
+// Idle event loops' waits (Config.LoopWait, serve --loop-wait).
+const (
+	LoopWaitPark  = "park"
+	LoopWaitBlock = "block"
+)
+
+// loopWaitDefault returns the LoopWait the event loops run with: w, or
+// when it is empty LoopWaitPark, under which a loop whose batch wakes a
+// shard's scheduler goroutine never leaves it waiting for a processor.
+func loopWaitDefault(w string, eng *Engine) string {
+	if w == "" {
+		return LoopWaitPark
+	}
+	return w
+}
 
 // roundConns returns the RoundConns the event loops run with: rc, or
 // when it is zero the engine's default.
@@ -108,11 +129,13 @@ func Serve(ctx context.Context, cfg Config) error {
 		MaxConns:    cfg.MaxConns,
 		Stats:       []kvStat{{Name: "warpkv_version", Value: cfg.Version}},
 		Logger:      log,
-		Settings:    settingsOf(ln.Addr(), cfg, roundConns(cfg.RoundConns, eng)),
+		Settings:    settingsOf(ln.Addr(), cfg, roundConns(cfg.RoundConns, eng), loopWaitDefault(cfg.LoopWait, eng)),
 		Stages:      eng.StageClock(),
 		IdleTimeout: cfg.IdleTimeout,
 		Loops:       cfg.Loops,
 		RoundConns:  roundConns(cfg.RoundConns, eng),
+		// The protocol package's loops block in epoll_wait or park.
+		BlockingWait: loopWaitDefault(cfg.LoopWait, eng) == LoopWaitBlock,
 		// Half-sent requests count inside the item memory limit (past one
 		// largest request): they take pages from the stored items, and are
 		// refused when they would leave the items less than an eighth of
@@ -199,7 +222,7 @@ func listen(cfg Config) ([]net.Listener, error) {
 
 // settingsOf returns the network settings for "stats settings", with the
 // event loops' round groups (warpkv_round_conns, 0: whole rounds).
-func settingsOf(addr net.Addr, cfg Config, roundConns int) []kvStat {
+func settingsOf(addr net.Addr, cfg Config, roundConns int, loopWait string) []kvStat {
 	port := ""
 	if t, ok := addr.(*net.TCPAddr); ok {
 		port = strconv.Itoa(t.Port)
@@ -209,5 +232,5 @@ func settingsOf(addr net.Addr, cfg Config, roundConns int) []kvStat {
 		maxConns = 1024
 	}
 	return []kvStat{{Name: "tcpport", Value: port}, {Name: "udpport", Value: "0"}, {Name: "maxconns", Value: strconv.Itoa(maxConns)},
-		{Name: "warpkv_round_conns", Value: strconv.Itoa(roundConns)}}
+		{Name: "warpkv_round_conns", Value: strconv.Itoa(roundConns)}, {Name: "warpkv_loop_wait", Value: loopWait}}
 }

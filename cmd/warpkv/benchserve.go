@@ -38,7 +38,7 @@ import (
 func runBenchServe(e *env, args []string) error {
 	fs := newFlagSet(e, "bench serve", "warpkv bench serve [--memcached PATH] [--engines gpu,cpu] [--server-cpus LIST] [--load-cpus LIST] [-t N] [-m MB] [--p99-at F] [--profile] [--crosscheck auto|none|PATH] [--json FILE] [--full] [--warpkv-flags FLAGS] [--unpipelined ...] [-- loadgen flags]")
 	mcPath := fs.String("memcached", "memcached", "memcached binary to compare with (none: leave it out)")
-	engines := fs.String("engines", "gpu,cpu", "warpkv engines to run, in order: gpu, cpu, gpu:N, gpu/staged for the GPU engine with staged search calls, gpu/scheduler for its batches launched by the scheduler alone, cpu/roundN (N 1, 2, 4, 8 or 16) for serve --round-conns N, cpu/roundall for whole rounds (empty: none)")
+	engines := fs.String("engines", "gpu,cpu", "warpkv engines to run, in order: gpu, cpu, gpu:N, gpu/staged for the GPU engine with staged search calls, gpu/scheduler for its batches launched by the scheduler alone, cpu/roundN (N 1, 2, 4, 8 or 16) for serve --round-conns N, cpu/roundall for whole rounds, /block (or +block after another option: cpu/round1+block) for serve --loop-wait block (empty: none)")
 	warpkvPath := fs.String("warpkv", "", "warpkv binary for the servers and the load generator (default: this one)")
 	serverCPUs := fs.String("server-cpus", "", "CPUs of the server processes, e.g. 0-7 (default: the first half of this process's CPUs)")
 	loadCPUs := fs.String("load-cpus", "", "CPUs of the load generator, e.g. 8-15 (default: the other CPUs)")
@@ -256,6 +256,10 @@ func planServers(mcPath, engines, exe string, threads int, memMB int64, interval
 			continue
 		}
 		dev, search, _ := strings.Cut(spec, "/")
+		search, block := strings.CutSuffix(search, "+block")
+		if search == "block" {
+			search, block = "", true
+		}
 		sv := plannedServer{Name: "warpkv " + spec, Path: exe, Warpkv: true,
 			Args: []string{"serve", "-l", "127.0.0.1", "-t", strconv.Itoa(threads), "-m", strconv.FormatInt(memMB, 10),
 				"-c", "4096", "--device", dev}}
@@ -269,6 +273,9 @@ func planServers(mcPath, engines, exe string, threads int, memMB int64, interval
 			} else {
 				sv.Args = append(sv.Args, "--gpu-search", search)
 			}
+		}
+		if block {
+			sv.Args = append(sv.Args, "--loop-wait", server.LoopWaitBlock)
 		}
 		if interval != 0 {
 			sv.Args = append(sv.Args, "--batch-interval", interval.String())

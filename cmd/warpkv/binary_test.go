@@ -253,17 +253,28 @@ func TestServeOpenFileLimit(t *testing.T) {
 	}
 }
 
-// TestServeRoundConnsSetting checks that stats settings report the event
-// loops' round groups: the CPU engine's default of 4, and --round-conns.
-func TestServeRoundConnsSetting(t *testing.T) {
+// TestServeLoopSettings checks that stats settings report the event
+// loops' round groups (the CPU engine's default of 4, and --round-conns)
+// and how idle loops wait (park by default, and --loop-wait), and that
+// each configuration serves.
+func TestServeLoopSettings(t *testing.T) {
 	for _, c := range []struct {
-		args []string
-		want string
-	}{{[]string{"--device", "cpu"}, "4"}, {[]string{"--device", "cpu", "--round-conns", "1"}, "1"}, {[]string{"--device", "cpu", "--round-conns", "64"}, "64"}} {
+		args            []string
+		rounds, waiting string
+	}{
+		{[]string{"--device", "cpu"}, "4", "park"},
+		{[]string{"--device", "cpu", "--round-conns", "1"}, "1", "park"},
+		{[]string{"--device", "cpu", "--round-conns", "64", "--loop-wait", "block"}, "64", "block"},
+		{[]string{"--device", "cpu", "--loop-wait", "park"}, "4", "park"},
+	} {
 		p := difftest.Serve(t, c.args...)
 		cl := difftest.NewTextClient(t, p.Addr)
-		if got := cl.Stats("settings")["warpkv_round_conns"]; got != c.want {
-			t.Errorf("%v: stats settings warpkv_round_conns %q, want %q", c.args, got, c.want)
+		st := cl.Stats("settings")
+		if got := st["warpkv_round_conns"]; got != c.rounds {
+			t.Errorf("%v: stats settings warpkv_round_conns %q, want %q", c.args, got, c.rounds)
+		}
+		if got := st["warpkv_loop_wait"]; got != c.waiting {
+			t.Errorf("%v: stats settings warpkv_loop_wait %q, want %q", c.args, got, c.waiting)
 		}
 		if got := cl.Set("k", "v"); got != "STORED" {
 			t.Errorf("%v: set: %q", c.args, got)

@@ -132,6 +132,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--batch-policy", "x"}, `--batch-policy "x": want load or fixed`},
 		{[]string{"serve", "--gpu-search", "x"}, `--gpu-search "x": want persistent or staged`},
 		{[]string{"serve", "--cpu-search", "x"}, `--cpu-search "x": want inline or batched`},
+		{[]string{"serve", "--loop-wait", "spin"}, `--loop-wait "spin": want park or block`},
 		{[]string{"serve", "--batch-interval", "-1s"}, "--batch-interval -1s: want 0"},
 		{[]string{"bench", "limits", "--reps", "0"}, "--reps 0: want at least 1"},
 		{[]string{"bench", "btree", "--size", "5"}, "--size 5: the btree suite wants 0 (its default) or at least 1000"},
