@@ -1,10 +1,12 @@
 package par
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // covers runs a splitting function over [0, n) and checks that every item
@@ -94,6 +96,36 @@ func BenchmarkFor(b *testing.B) {
 			for i := lo; i < hi; i++ {
 				data[i] += uint64(i)
 			}
+		})
+	}
+}
+
+// BenchmarkRangesFanOut times par.Ranges over GOMAXPROCS parts of a
+// little work (4096 items of a few nanoseconds each, as the GPU engines'
+// host packing of one query batch gives each part), back to back and
+// after the process has been idle for 1 ms, as between the host phases of
+// a GPU call, where the runtime's idle threads have gone to sleep and are
+// woken one after another. ns/op is the latency of one fan-out.
+func BenchmarkRangesFanOut(b *testing.B) {
+	parts := runtime.GOMAXPROCS(0)
+	data := make([]uint64, parts*4096)
+	work := func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			data[i] = data[i]*3 + 1
+		}
+	}
+	for _, idle := range []time.Duration{0, time.Millisecond} {
+		b.Run(fmt.Sprintf("parts=%d/idle=%v", parts, idle), func(b *testing.B) {
+			var spent time.Duration
+			for b.Loop() {
+				if idle > 0 {
+					time.Sleep(idle)
+				}
+				t0 := time.Now()
+				Ranges(len(data), parts, work)
+				spent += time.Since(t0)
+			}
+			b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N), "ns/fanout")
 		})
 	}
 }
