@@ -115,7 +115,7 @@ func checkBenchServe(memMB int64, threads int, engines string, interval time.Dur
 		if spec = strings.TrimSpace(spec); spec == "" {
 			continue
 		}
-		dev, search, _ := strings.Cut(spec, "/")
+		dev, search, _ := splitEngineSpec(spec)
 		switch search {
 		case "", server.GPUSearchPersistent, server.GPUSearchStaged, server.SearchLaunchCallers, server.SearchLaunchScheduler:
 		default:
@@ -124,7 +124,7 @@ func checkBenchServe(memMB int64, threads int, engines string, interval time.Dur
 			}
 		}
 		if _, err := gpu.ParseSpec(dev); err != nil || search == "bad" {
-			return usagef("--engines: %q: want a device option (cpu, gpu, gpu:N, auto), optionally with /%s, /%s, /%s, /%s or /roundN (N 1, 2, 4, 8, 16 or all)", spec,
+			return usagef("--engines: %q: want a device option (cpu, gpu, gpu:N, auto), optionally with /%s, /%s, /%s, /%s or /roundN (N 1, 2, 4, 8, 16 or all), and /block or +block", spec,
 				server.GPUSearchPersistent, server.GPUSearchStaged, server.SearchLaunchCallers, server.SearchLaunchScheduler)
 		}
 	}

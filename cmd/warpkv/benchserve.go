@@ -255,11 +255,7 @@ func planServers(mcPath, engines, exe string, threads int, memMB int64, interval
 		if spec == "" {
 			continue
 		}
-		dev, search, _ := strings.Cut(spec, "/")
-		search, block := strings.CutSuffix(search, "+block")
-		if search == "block" {
-			search, block = "", true
-		}
+		dev, search, block := splitEngineSpec(spec)
 		sv := plannedServer{Name: "warpkv " + spec, Path: exe, Warpkv: true,
 			Args: []string{"serve", "-l", "127.0.0.1", "-t", strconv.Itoa(threads), "-m", strconv.FormatInt(memMB, 10),
 				"-c", "4096", "--device", dev}}
@@ -294,6 +290,18 @@ func planServers(mcPath, engines, exe string, threads int, memMB int64, interval
 		out = append(out, sv)
 	}
 	return out
+}
+
+// splitEngineSpec splits a --engines spec into its device option, its
+// search or round option and whether its loops block in epoll_wait:
+// "cpu/round4+block" is cpu, round4 and true; "gpu/block" gpu, "" and true.
+func splitEngineSpec(spec string) (dev, opt string, block bool) {
+	dev, opt, _ = strings.Cut(spec, "/")
+	if opt == "block" {
+		return dev, "", true
+	}
+	opt, block = strings.CutSuffix(opt, "+block")
+	return dev, opt, block
 }
 
 // roundConnsSpec returns the serve --round-conns value of an engine

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"runtime"
 	"strconv"
 	"strings"
@@ -121,5 +122,42 @@ func TestBenchServeEndToEnd(t *testing.T) {
 	}
 	if runtime.NumCPU() < 2 {
 		t.Logf("one CPU: server and load shared it")
+	}
+}
+// TestBenchServeEngineSpecs checks the serve flags each --engines spec of
+// bench serve starts warpkv with, and that bench serve's flag check takes
+// exactly the specs planServers understands.
+func TestBenchServeEngineSpecs(t *testing.T) {
+	for _, c := range []struct {
+		spec string
+		want []string // flags after --device DEV
+		bad  bool
+	}{
+		{spec: "cpu", want: nil},
+		{spec: "cpu/block", want: []string{"--loop-wait", "block"}},
+		{spec: "cpu/round1+block", want: []string{"--round-conns", "1", "--loop-wait", "block"}},
+		{spec: "gpu/staged+block", want: []string{"--gpu-search", "staged", "--loop-wait", "block"}},
+		{spec: "cpu/roundall", want: []string{"--round-conns", "1048576"}},
+		{spec: "cpu/blocked", bad: true},
+		{spec: "cpu/round3+block", bad: true},
+	} {
+		err := checkBenchServe(64, 0, c.spec, 0, "", "", nil)
+		if (err != nil) != c.bad {
+			t.Errorf("%s: check error %v, want an error %v", c.spec, err, c.bad)
+		}
+		if c.bad {
+			continue
+		}
+		sv := planServers("none", c.spec, "warpkv", 2, 64, 0, "", false)
+		if len(sv) != 1 {
+			t.Fatalf("%s: %d servers planned, want 1", c.spec, len(sv))
+		}
+		i := slices.Index(sv[0].Args, "--device")
+		if i < 0 {
+			t.Fatalf("%s: no --device in %v", c.spec, sv[0].Args)
+		}
+		if got := sv[0].Args[i+2:]; !slices.Equal(got, c.want) {
+			t.Errorf("%s: serve flags %v after the device, want %v", c.spec, got, c.want)
+		}
 	}
 }
