@@ -5,8 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,6 +124,7 @@ func TestBenchServeEndToEnd(t *testing.T) {
 		t.Logf("one CPU: server and load shared it")
 	}
 }
+
 // TestBenchServeEngineSpecs checks the serve flags each --engines spec of
 // bench serve starts warpkv with, and that bench serve's flag check takes
 // exactly the specs planServers understands.
