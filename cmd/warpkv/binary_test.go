@@ -255,15 +255,16 @@ func TestServeOpenFileLimit(t *testing.T) {
 
 // TestServeLoopSettings checks that stats settings report the event
 // loops' round groups (the CPU engine's default of 4, and --round-conns)
-// and how idle loops wait (park by default, and --loop-wait), and that
-// each configuration serves.
+// and how idle loops wait (the CPU engine's default, block, and
+// --loop-wait), and that each configuration serves.
 func TestServeLoopSettings(t *testing.T) {
 	for _, c := range []struct {
 		args            []string
 		rounds, waiting string
 	}{
-		{[]string{"--device", "cpu"}, "4", "park"},
-		{[]string{"--device", "cpu", "--round-conns", "1"}, "1", "park"},
+		{[]string{"--device", "cpu"}, "4", "block"},
+		{[]string{"--device", "cpu", "--round-conns", "1"}, "1", "block"},
+		{[]string{"--device", "cpu", "--cpu-search", "batched"}, "0", "park"},
 		{[]string{"--device", "cpu", "--round-conns", "64", "--loop-wait", "block"}, "64", "block"},
 		{[]string{"--device", "cpu", "--loop-wait", "park"}, "4", "park"},
 	} {

@@ -34,7 +34,7 @@ func runServe(e *env, args []string) error {
 	threads := fs.Int("t", 0, "OS threads running Go code (GOMAXPROCS); 0 = all cores")
 	loops := fs.Int("loops", 0, "event loops serving the connections (0: the default, see README; -1: a goroutine per connection)")
 	roundConns := fs.Int("round-conns", 0, "connections an event loop runs as one cache batch, each group read, run and answered before the next (0: the engine's default, 4 on the CPU engine's inline searches and a whole round where searches are batched, as on GPU shards; 1: each connection in turn, as memcached; at least the connections: whole rounds)")
-	loopWait := fs.String("loop-wait", "", "how an idle event loop waits: park (its goroutine in the Go runtime's poller, the default) or block (its thread in epoll_wait, as memcached's threads)")
+	loopWait := fs.String("loop-wait", "", "how an idle event loop waits: park (its goroutine in the Go runtime's poller) or block (its thread in epoll_wait, as memcached's threads); empty: the engine's default, block on the CPU engine's inline searches, park where searches are batched (GPU shards)")
 	itemMax := fs.String("I", "1m", "largest value, with k/m suffix (1k to 1g)")
 	factor := fs.Float64("f", 1.25, "slab class growth factor (greater than 1)")
 	chunk := fs.Int("n", 48, "minimum space for key, value and flags in the smallest slab class, in bytes")
