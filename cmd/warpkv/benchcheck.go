@@ -115,16 +115,9 @@ func checkBenchServe(memMB int64, threads int, engines string, interval time.Dur
 		if spec = strings.TrimSpace(spec); spec == "" {
 			continue
 		}
-		dev, search, _ := splitEngineSpec(spec)
-		switch search {
-		case "", server.GPUSearchPersistent, server.GPUSearchStaged, server.SearchLaunchCallers, server.SearchLaunchScheduler:
-		default:
-			if _, ok := roundConnsSpec(search); !ok {
-				search = "bad"
-			}
-		}
-		if _, err := gpu.ParseSpec(dev); err != nil || search == "bad" {
-			return usagef("--engines: %q: want a device option (cpu, gpu, gpu:N, auto), optionally with /%s, /%s, /%s, /%s or /roundN (N 1, 2, 4, 8, 16 or all), and /block or +block", spec,
+		dev, _, ok := engineSpecFlags(spec)
+		if _, err := gpu.ParseSpec(dev); err != nil || !ok {
+			return usagef("--engines: %q: want a device option (cpu, gpu, gpu:N, auto), optionally with /%s, /%s, /%s, /%s /roundN (N 1, 2, 4, 8, 16 or all), /block or /loopsN (N 1 to 1024), options joined by +", spec,
 				server.GPUSearchPersistent, server.GPUSearchStaged, server.SearchLaunchCallers, server.SearchLaunchScheduler)
 		}
 	}

@@ -38,7 +38,7 @@ import (
 func runBenchServe(e *env, args []string) error {
 	fs := newFlagSet(e, "bench serve", "warpkv bench serve [--memcached PATH] [--engines gpu,cpu] [--server-cpus LIST] [--load-cpus LIST] [-t N] [-m MB] [--p99-at F] [--profile] [--crosscheck auto|none|PATH] [--json FILE] [--full] [--warpkv-flags FLAGS] [--unpipelined ...] [-- loadgen flags]")
 	mcPath := fs.String("memcached", "memcached", "memcached binary to compare with (none: leave it out)")
-	engines := fs.String("engines", "gpu,cpu", "warpkv engines to run, in order: gpu, cpu, gpu:N, gpu/staged for the GPU engine with staged search calls, gpu/scheduler for its batches launched by the scheduler alone, cpu/roundN (N 1, 2, 4, 8 or 16) for serve --round-conns N, cpu/roundall for whole rounds, /block (or +block after another option: cpu/round1+block) for serve --loop-wait block (empty: none)")
+	engines := fs.String("engines", "gpu,cpu", "warpkv engines to run, in order: gpu, cpu, gpu:N, gpu/staged for the GPU engine with staged search calls, gpu/scheduler for its batches launched by the scheduler alone, cpu/roundN (N 1, 2, 4, 8 or 16) for serve --round-conns N, cpu/roundall for whole rounds, /block for serve --loop-wait block, /loopsN for serve --loops N; options join with +, as cpu/round1+block (empty: none)")
 	warpkvPath := fs.String("warpkv", "", "warpkv binary for the servers and the load generator (default: this one)")
 	serverCPUs := fs.String("server-cpus", "", "CPUs of the server processes, e.g. 0-7 (default: the first half of this process's CPUs)")
 	loadCPUs := fs.String("load-cpus", "", "CPUs of the load generator, e.g. 8-15 (default: the other CPUs)")
@@ -255,24 +255,11 @@ func planServers(mcPath, engines, exe string, threads int, memMB int64, interval
 		if spec == "" {
 			continue
 		}
-		dev, search, block := splitEngineSpec(spec)
+		dev, flags, _ := engineSpecFlags(spec)
 		sv := plannedServer{Name: "warpkv " + spec, Path: exe, Warpkv: true,
 			Args: []string{"serve", "-l", "127.0.0.1", "-t", strconv.Itoa(threads), "-m", strconv.FormatInt(memMB, 10),
 				"-c", "4096", "--device", dev}}
-		switch search {
-		case "":
-		case server.SearchLaunchCallers, server.SearchLaunchScheduler:
-			sv.Args = append(sv.Args, "--search-launch", search)
-		default:
-			if n, ok := roundConnsSpec(search); ok {
-				sv.Args = append(sv.Args, "--round-conns", n)
-			} else {
-				sv.Args = append(sv.Args, "--gpu-search", search)
-			}
-		}
-		if block {
-			sv.Args = append(sv.Args, "--loop-wait", server.LoopWaitBlock)
-		}
+		sv.Args = append(sv.Args, flags...)
 		if interval != 0 {
 			sv.Args = append(sv.Args, "--batch-interval", interval.String())
 		}
@@ -292,16 +279,36 @@ func planServers(mcPath, engines, exe string, threads int, memMB int64, interval
 	return out
 }
 
-// splitEngineSpec splits a --engines spec into its device option, its
-// search or round option and whether its loops block in epoll_wait:
-// "cpu/round4+block" is cpu, round4 and true; "gpu/block" gpu, "" and true.
-func splitEngineSpec(spec string) (dev, opt string, block bool) {
-	dev, opt, _ = strings.Cut(spec, "/")
-	if opt == "block" {
-		return dev, "", true
+// engineSpecFlags parses a --engines spec, DEV[/OPT[+OPT...]], into its
+// device option and the serve flags of its options: persistent or staged
+// (--gpu-search), callers or scheduler (--search-launch), roundN with N
+// 1, 2, 4, 8 or 16, or all (--round-conns), block (--loop-wait block) and
+// loopsN with N 1 to 1024 (--loops N). "cpu/round1+block" is cpu with
+// --round-conns 1 --loop-wait block. ok is false for an unknown option.
+func engineSpecFlags(spec string) (dev string, flags []string, ok bool) {
+	dev, opts, _ := strings.Cut(spec, "/")
+	if opts == "" {
+		return dev, nil, true
 	}
-	opt, block = strings.CutSuffix(opt, "+block")
-	return dev, opt, block
+	for _, opt := range strings.Split(opts, "+") {
+		switch opt {
+		case server.GPUSearchPersistent, server.GPUSearchStaged:
+			flags = append(flags, "--gpu-search", opt)
+		case server.SearchLaunchCallers, server.SearchLaunchScheduler:
+			flags = append(flags, "--search-launch", opt)
+		case "block":
+			flags = append(flags, "--loop-wait", server.LoopWaitBlock)
+		default:
+			if n, isRound := roundConnsSpec(opt); isRound {
+				flags = append(flags, "--round-conns", n)
+			} else if n, err := strconv.Atoi(strings.TrimPrefix(opt, "loops")); err == nil && strings.HasPrefix(opt, "loops") && n >= 1 && n <= 1024 {
+				flags = append(flags, "--loops", strconv.Itoa(n))
+			} else {
+				return dev, nil, false
+			}
+		}
+	}
+	return dev, flags, true
 }
 
 // roundConnsSpec returns the serve --round-conns value of an engine

@@ -139,8 +139,12 @@ func TestBenchServeEngineSpecs(t *testing.T) {
 		{spec: "cpu/round1+block", want: []string{"--round-conns", "1", "--loop-wait", "block"}},
 		{spec: "gpu/staged+block", want: []string{"--gpu-search", "staged", "--loop-wait", "block"}},
 		{spec: "cpu/roundall", want: []string{"--round-conns", "1048576"}},
+		{spec: "gpu/loops16", want: []string{"--loops", "16"}},
+		{spec: "gpu/scheduler+loops2+block", want: []string{"--search-launch", "scheduler", "--loops", "2", "--loop-wait", "block"}},
 		{spec: "cpu/blocked", bad: true},
 		{spec: "cpu/round3+block", bad: true},
+		{spec: "cpu/loops0", bad: true},
+		{spec: "cpu/loopsx", bad: true},
 	} {
 		err := checkBenchServe(64, 0, c.spec, 0, "", "", nil)
 		if (err != nil) != c.bad {
