@@ -140,6 +140,7 @@ func TestBenchServeEngineSpecs(t *testing.T) {
 		{spec: "gpu/staged+block", want: []string{"--gpu-search", "staged", "--loop-wait", "block"}},
 		{spec: "cpu/roundall", want: []string{"--round-conns", "1048576"}},
 		{spec: "gpu/loops16", want: []string{"--loops", "16"}},
+		{spec: "cpu/park", want: []string{"--loop-wait", "park"}},
 		{spec: "gpu/scheduler+loops2+block", want: []string{"--search-launch", "scheduler", "--loops", "2", "--loop-wait", "block"}},
 		{spec: "cpu/blocked", bad: true},
 		{spec: "cpu/round3+block", bad: true},
