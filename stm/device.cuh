@@ -84,6 +84,7 @@
 struct stm_req {
 	u64 seq;
 	u32 warp, mask, kind, cseq; // cseq: the warp's request number, echoed in its reply
+	u64 sent;                   // the GPU's global timer (ns) when the client began sending the round (stage counters)
 };
 // A finalize message: log the transactions of mask (lanes of warp) with
 // timestamps t0 + their rank in all, in the slots their prepare reserved,

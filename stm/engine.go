@@ -134,11 +134,18 @@ type ServerStats struct {
 	Grouped  uint64        // single-partition requests logged in an earlier request's turn (a group), not in one of their own
 	Early    uint64        // single-partition requests validated in their turn before they were logged (a small log or a long wait)
 	TurnHold time.Duration // time single-partition requests held their turn, from taking it to passing it on, summed
+	// Stages splits the requests' time at the servers (RequestStages).
+	Stages RequestStages
+	// WorkerTime is the worker warps' time in the run: servers x workers
+	// x the run's length; Stages.Busy over it is how busy they were.
+	WorkerTime time.Duration
 }
 
 // String summarizes the stats, e.g. "1000 requests (990 batched, 120
 // entries scanned each), turn wait 2ms; 400 turns held 1.2µs each, 550
-// requests logged in another's turn, 3 validated in their turn".
+// requests logged in another's turn, 3 validated in their turn", then,
+// when the stages were timed, a request's mean time in each
+// (stagesString).
 func (s ServerStats) String() string {
 	per := uint64(0)
 	if s.Batched > 0 {
@@ -148,8 +155,12 @@ func (s ServerStats) String() string {
 	if s.Turns > 0 {
 		hold = s.TurnHold / time.Duration(s.Turns)
 	}
-	return fmt.Sprintf("%d requests (%d batched, %d entries scanned each), turn wait %v; %d turns held %v each, %d requests logged in another's turn, %d validated in their turn",
+	str := fmt.Sprintf("%d requests (%d batched, %d entries scanned each), turn wait %v; %d turns held %v each, %d requests logged in another's turn, %d validated in their turn",
 		s.Requests, s.Batched, per, s.LockWait.Round(time.Microsecond), s.Turns, hold.Round(time.Nanosecond), s.Grouped, s.Early)
+	if st := s.stagesString(); st != "" {
+		str += "; " + st
+	}
+	return str
 }
 
 // Engine runs workloads on the GPU or the CPU engine. It is safe for

@@ -543,6 +543,7 @@ func (g *gpuEngine) collect(pl *runPlan, m *runMemory, k *kernels, ro RunOptions
 		}
 	}
 	res.Commit, res.Server = breakdown(cnt, pl.props.ClockKHz)
+	res.Server.WorkerTime = elapsed * time.Duration(pl.cfg.Servers*(pl.sh.serverWarps-1))
 	return res, nil
 }
 
@@ -560,7 +561,14 @@ func breakdown(cnt []uint64, clockKHz int) (Breakdown, ServerStats) {
 		WriteBack: cycle(cnt[cntCyWriteBack]), Publish: cycle(cnt[cntCyPublish]),
 	}
 	s := ServerStats{Requests: cnt[cntRequests], Batched: cnt[cntBatched], Scanned: cnt[cntScanned], LockWait: cycle(cnt[cntCyLock]),
-		Turns: cnt[cntTurns], Grouped: cnt[cntGrouped], Early: cnt[cntEarly], TurnHold: cycle(cnt[cntCyHold])}
+		Turns: cnt[cntTurns], Grouped: cnt[cntGrouped], Early: cnt[cntEarly], TurnHold: cycle(cnt[cntCyHold]),
+		Stages: RequestStages{
+			Ring: time.Duration(cnt[cntNsRing]), HandOff: cycle(cnt[cntCyHandoff]), Load: cycle(cnt[cntCyLoad]),
+			Validate: cycle(cnt[cntCyVal]), FinalCheck: cycle(cnt[cntCyFinal]), Reply: cycle(cnt[cntCyReply]),
+			Busy: cycle(cnt[cntCyBusy]), InServer: time.Duration(cnt[cntNsServer]),
+			Client: time.Duration(cnt[cntNsClient]), ClientReplies: cnt[cntClientReplies],
+			ReceiverRounds: cnt[cntRecvLoops], Backlogged: cnt[cntRecvBacklog],
+		}}
 	if rt := cycle(cnt[cntCyRoundTrip]); rt > b.Validate+b.Insert {
 		b.WaitServer = rt - b.Validate - b.Insert
 	}

@@ -121,6 +121,20 @@ const (
 	cntTurns       // turns single-partition requests took
 	cntGrouped     // requests logged in an earlier request's turn
 	cntEarly       // requests validated in their turn before logging
+	// The stages of a request (ServerStats), summed over requests: cycles
+	// of the server's SM, or nanoseconds of the GPU's global timer.
+	cntCyHandoff     // from the receiver leaving a request in a worker's mail to the worker taking it
+	cntCyLoad        // the worker loading the request (stm_job_load)
+	cntCyVal         // its first validation
+	cntCyFinal       // its final checks
+	cntCyReply       // its reply
+	cntCyBusy        // a worker's whole time on it, taken to replied
+	cntNsRing        // ns from the client's send to the receiver's hand-off
+	cntNsServer      // ns from the client's send to the worker's reply
+	cntNsClient      // ns from the client's send to its seeing the reply
+	cntClientReplies // replies the clients timed (cntNsClient's count)
+	cntRecvLoops     // receiver rounds that handed requests to workers
+	cntRecvBacklog   // of those, rounds that left ready requests for want of an idle worker
 	numCounters
 )
 
@@ -189,7 +203,12 @@ func layoutDefines() []gpu.Define {
 	}
 	names := []string{"COMMITS", "READ_ONLY", "ABORT0", "ABORT1", "ABORT2", "ABORT3", "WRONG", "USER",
 		"CY_EXECUTE", "CY_PREVALIDATE", "CY_ROUNDTRIP", "CY_VALIDATE", "CY_INSERT", "CY_WRITEBACK", "CY_PUBLISH", "REQUESTS",
-		"HIST_DROPPED", "FAST_INSERTS", "BATCHED", "SCANNED", "CY_LOCK", "CY_HOLD", "TURNS", "GROUPED", "EARLY"}
+		"HIST_DROPPED", "FAST_INSERTS", "BATCHED", "SCANNED", "CY_LOCK", "CY_HOLD", "TURNS", "GROUPED", "EARLY",
+		"CY_HANDOFF", "CY_LOAD", "CY_VAL", "CY_FINAL", "CY_REPLY", "CY_BUSY", "NS_RING", "NS_SERVER", "NS_CLIENT", "CLIENT_REPLIES",
+		"RECV_LOOPS", "RECV_BACKLOG"}
+	if len(names) != numCounters {
+		panic("stm: the counters' names do not match their constants")
+	}
 	for i, n := range names {
 		d = append(d, gpu.Def("CNT_"+n, i))
 	}

@@ -67,6 +67,8 @@ struct stm_log_ctl {
 	volatile u32 exit;        // the receiver says: leave
 	volatile u32 mail[STM_WORKERS];   // 1: a request is waiting in the fields below
 	u32 mail_warp[STM_WORKERS], mail_mask[STM_WORKERS], mail_kind[STM_WORKERS], mail_seq[STM_WORKERS];
+	u64 mail_at[STM_WORKERS];   // the receiver's clock64 when it left the request (same SM as the worker's)
+	u64 mail_sent[STM_WORKERS]; // the request's send time (global timer, ns)
 	stm_offer offer[STM_WORKERS];
 	stm_scratch scratch[STM_WORKERS];
 };

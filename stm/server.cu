@@ -15,6 +15,12 @@ struct stm_wstats {
 	u64 cy_turn, cy_hold;       // cycles waited for turns, and turns held (to the publication) by single-partition requests
 	u64 fast, batched, scanned; // requests logged at once; validated as a batch; log entries scanned
 	u64 turns, grouped, early;  // single-partition turns taken; requests logged in another's turn; validated in their turn
+	// Stages of a request, summed over requests (cycles of the server's
+	// SM, ns of the global timer): from the receiver leaving it in the
+	// mail to the worker taking it, loading it, its first validation, its
+	// final checks, the reply, the worker's whole time on it (taken to
+	// replied), and from the client's send to the reply.
+	u64 cy_handoff, cy_load, cy_val, cy_final, cy_reply, cy_busy, ns_server;
 };
 
 // STM_CHUNK is the accesses of a request one table load holds: half the
@@ -251,7 +257,9 @@ __device__ __forceinline__ u32 stm_validate_table(const stm_globals* g, stm_log&
 // read: their lanes abort (log full; those entries are newer than the
 // lanes' snapshots). Returns lane's cause as updated.
 __device__ __forceinline__ u32 stm_final_check(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, const stm_job& J, u64 h1,
-                                               u32 cause, u64* scanned) {
+                                               u32 cause, stm_wstats* st) {
+	const u64 c0 = clock64();
+	u64* scanned = &st->scanned;
 	int held = (int)J.chunks - 1; // the chunk the table holds
 	for (int gi = (int)J.chunks - 1; gi >= 0; gi--) {
 		const bool member = J.in && !cause && J.c0 <= (u32)gi && (u32)gi <= J.c1;
@@ -268,6 +276,7 @@ __device__ __forceinline__ u32 stm_final_check(const stm_globals* g, stm_log& L,
 	if (!cause && J.in) cause = stm_cause_of(S, lane, 0);
 	__threadfence_block();
 	if (!cause && J.in && min((u64)L.ctl->tail, h1) > J.hv) cause = 1 + STM_LOG_FULL;
+	st->cy_final += clock64() - c0;
 	return cause;
 }
 
@@ -302,7 +311,7 @@ __device__ __forceinline__ u64 stm_commit_single(const stm_globals* g, stm_log& 
 	const bool early = !batch || stm_early(g, L, need, s + m, items);
 	u32 lanes = slots;
 	if (early) {
-		*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, &st->scanned);
+		*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, st);
 		lanes = slots & __ballot_sync(FULL_MASK, J.in && *cause == 0);
 		st->early++;
 	}
@@ -313,7 +322,7 @@ __device__ __forceinline__ u64 stm_commit_single(const stm_globals* g, stm_log& 
 		stm_log_insert(g, L, p, lane, J.cw, slots, lanes, slots, first);
 	}
 	st->cy_hold += clock64() - c0;
-	if (!early) *cause = stm_final_check(g, L, S, p, lane, J, s, *cause, &st->scanned);
+	if (!early) *cause = stm_final_check(g, L, S, p, lane, J, s, *cause, st);
 	return first;
 }
 
@@ -387,7 +396,7 @@ __device__ u64 stm_commit_group(const stm_globals* g, stm_log& L, stm_scratch* S
 	stm_log_publish(L, lane, end, base + total);
 	st->cy_hold += clock64() - c0;
 	st->fast++;
-	*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, &st->scanned);
+	*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, st);
 	return t0;
 }
 
@@ -419,7 +428,7 @@ __device__ bool stm_commit_turn(const stm_globals* g, stm_log& L, stm_scratch* S
 	if (h > s) { // an earlier turn logged this request
 		*first = ctl->offer[me].first;
 		st->grouped++;
-		*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, &st->scanned);
+		*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, st);
 		return true;
 	}
 	if (single) {
@@ -430,7 +439,7 @@ __device__ bool stm_commit_turn(const stm_globals* g, stm_log& L, stm_scratch* S
 			*first = stm_commit_single(g, L, S, p, lane, J, slots, s, items, need, cause, st);
 		return true;
 	}
-	*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, &st->scanned);
+	*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, st);
 	if (__ballot_sync(FULL_MASK, J.in && *cause == 0)) {
 		if (lane == 0) {
 			ctl->prep_slots = slots;
@@ -472,7 +481,8 @@ __device__ __forceinline__ void stm_reply(const stm_globals* g, stm_log_ctl* ctl
 // mapping: one warp per request, lane l answers client lane l. Steps: load
 // the request, validate it against the published log (in chunks of its
 // accesses, stm_validate_table), then commit its survivors in turn
-// (stm_commit_turn), and reply. Invariant: a worker holds the log's turn
+// (stm_commit_turn), and reply; it times each stage (stm_wstats).
+// Invariant: a worker holds the log's turn
 // only between stm_turn and passing it on (or, for a prepare, until the
 // receiver finalizes it), and waits for nothing else meanwhile.
 __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 lane, u64 deadline) {
@@ -491,6 +501,7 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 			__nanosleep(64);
 			continue;
 		}
+		const u64 taken = clock64();
 		stm_job J;
 		stm_job_load(g, ctl, me, lane, J);
 		const u64 c0 = clock64();
@@ -500,9 +511,18 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		const u64 c1 = clock64();
 		u64 first = 0;
 		if (slots && !stm_commit_turn(g, L, S, p, me, lane, J, slots, deadline, &cause, &first, &st)) break;
+		const u64 mail_at = ctl->mail_at[me], sent = ctl->mail_sent[me]; // before stm_reply frees the mail
+		const u64 c2 = clock64();
 		stm_reply(g, ctl, p, me, lane, J, cause, slots, first);
+		const u64 c3 = clock64();
 		st.cy_validate += (c1 - c0) * __popc(J.mask);
-		st.cy_insert += (clock64() - c1) * __popc(J.mask);
+		st.cy_insert += (c3 - c1) * __popc(J.mask);
+		st.cy_handoff += taken - mail_at;
+		st.cy_load += c0 - taken;
+		st.cy_val += c1 - c0;
+		st.cy_reply += c3 - c2;
+		st.cy_busy += c3 - taken;
+		st.ns_server += globaltimer_ns() - sent;
 		__syncwarp();
 	}
 	if (lane == 0) {
@@ -517,6 +537,13 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		atomicAdd(&counters[CNT_TURNS], st.turns);
 		atomicAdd(&counters[CNT_GROUPED], st.grouped);
 		atomicAdd(&counters[CNT_EARLY], st.early);
+		atomicAdd(&counters[CNT_CY_HANDOFF], st.cy_handoff);
+		atomicAdd(&counters[CNT_CY_LOAD], st.cy_load);
+		atomicAdd(&counters[CNT_CY_VAL], st.cy_val);
+		atomicAdd(&counters[CNT_CY_FINAL], st.cy_final);
+		atomicAdd(&counters[CNT_CY_REPLY], st.cy_reply);
+		atomicAdd(&counters[CNT_CY_BUSY], st.cy_busy);
+		atomicAdd(&counters[CNT_NS_SERVER], st.ns_server);
 	}
 }
 
@@ -529,7 +556,11 @@ __device__ void stm_receiver(const stm_globals* g, stm_log& L, u32 p, u32 lane, 
 	u64* dctl = stm_dctl(g);
 	u64* hctl = stm_hctl(g);
 	u64 rh = 0, fh = 0;
-	u64 requests = 0;
+	// Stage counters: the requests' time from the client's send to being
+	// left in a worker's mail (ns, each lane its own), rounds that gave
+	// requests to workers, and those that left ready ones for want of an
+	// idle worker.
+	u64 requests = 0, ns_ring = 0, loops = 0, backlog = 0;
 	for (u32 n = 0;; n++) {
 		u32 flags = 0;
 		if (lane == 0 && (n & 63) == 0) {
@@ -603,11 +634,17 @@ __device__ void stm_receiver(const stm_globals* g, stm_log& L, u32 p, u32 lane, 
 				ctl->mail_mask[w] = r->mask;
 				ctl->mail_kind[w] = r->kind;
 				ctl->mail_seq[w] = r->cseq;
+				const u64 sent = r->sent;
+				ctl->mail_sent[w] = sent;
+				ctl->mail_at[w] = clock64();
+				ns_ring += globaltimer_ns() - sent;
 				__threadfence_block();
 				ctl->mail[w] = 1;
 			}
 			rh += give;
 			requests += give;
+			loops++;
+			backlog += give < k;
 			if (give) idle_round = false;
 		}
 		if (idle_round) {
@@ -620,9 +657,13 @@ __device__ void stm_receiver(const stm_globals* g, stm_log& L, u32 p, u32 lane, 
 			__nanosleep(100);
 		}
 	}
+	atomicAdd((unsigned long long*)&((u64*)g->counters)[CNT_NS_RING], (unsigned long long)ns_ring);
 	if (lane == 0) {
 		ctl->exit = 1;
-		atomicAdd((unsigned long long*)&((u64*)g->counters)[CNT_REQUESTS], (unsigned long long)requests);
+		unsigned long long* counters = (unsigned long long*)g->counters;
+		atomicAdd(&counters[CNT_REQUESTS], (unsigned long long)requests);
+		atomicAdd(&counters[CNT_RECV_LOOPS], (unsigned long long)loops);
+		atomicAdd(&counters[CNT_RECV_BACKLOG], (unsigned long long)backlog);
 	}
 }
 

@@ -1,0 +1,45 @@
+package stm
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/warpkv/warpkv/internal/gputest"
+)
+
+// BenchmarkGPUCommitStages runs 2-account transfers (0% read-only, blocks
+// of 100) on the GPU for 300 ms per case and reports commits/s with the
+// servers' stage counters (RequestStages): the default configuration on 1M
+// and 64K accounts, and the geometries the default could take instead
+// (servers, client threads, worker warps). One run per case (b.N is not
+// used: each case is one timed run).
+func BenchmarkGPUCommitStages(b *testing.B) {
+	dev := gputest.Device(b)
+	for _, c := range []struct {
+		accounts, servers, threads, warps int
+	}{
+		{1000000, 0, 0, 0}, {65536, 0, 0, 0},
+		{1000000, 16, 0, 0}, {1000000, 16, 8192, 0}, {1000000, 0, 2048, 0}, {1000000, 0, 0, 21},
+		{65536, 16, 0, 0}, {65536, 0, 0, 21},
+	} {
+		name := fmt.Sprintf("accounts=%d/servers=%d/threads=%d/warps=%d", c.accounts, c.servers, c.threads, c.warps)
+		b.Run(name, func(b *testing.B) {
+			e, err := Open(Options{GPU: dev, Config: Config{Servers: c.servers}, ClientThreads: c.threads, ServerWarps: c.warps})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			res, err := e.Run(Bank{Accounts: c.accounts, Initial: 100, ReadSize: 100}, RunOptions{Duration: 300 * time.Millisecond, Seed: 1, Timeout: time.Minute})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res.Wrong != 0 {
+				b.Fatalf("%d read-only totals wrong", res.Wrong)
+			}
+			b.ReportMetric(res.Throughput(), "commits/s")
+			b.ReportMetric(100*res.AbortRate(), "abort%")
+			b.Logf("%d servers, %d threads: %.2fM commits/s; %s", res.Servers, res.Threads, res.Throughput()/1e6, res.Server)
+		})
+	}
+}
