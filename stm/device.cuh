@@ -12,10 +12,13 @@
 // versions, and publication in commit order.
 //
 // Servers (stm_server): one block per partition of the items, resident on
-// an SM of its own: warp 0 is the receiver, the others are workers. The
-// log of recent commits (timestamps and written items of this partition)
-// lives in shared memory. A worker takes one request (the transactions of
-// one client warp) and validates it against the log entries newer than
+// an SM of its own: warp 0 is the receiver (finalize messages, the end of
+// the run), the others are workers. The log of recent commits (timestamps
+// and written items of this partition) lives in shared memory. A worker
+// takes one request (the transactions of one client warp) from the
+// partition's request ring itself (stm_take: a shared-memory atomic claims
+// the next slot, the worker polls it until the client has posted it) and
+// validates it against the log entries newer than
 // the transactions' snapshots, as a batch whatever the transactions'
 // sizes: the request's accesses (lane 0's reads and writes, then lane
 // 1's, ...) go STM_TABLE/2 at a time into a hash table in shared memory

@@ -35,9 +35,13 @@ type Options struct {
 	// spuriously (LogFull), as the thesis saw.
 	ClientThreads int
 	// ServerWarps is the warps per server block: 1 receiver + workers
-	// (default 16). Each worker keeps a 4 KB scratch beside the log in
-	// the block's shared memory.
+	// (default 32, fewer when the log leaves less shared memory). Each
+	// worker keeps a scratch beside the log in the block's shared memory:
+	// 4 KB with up to 16 warps, 2.5 KB (a table of half the items: a
+	// request's accesses are validated 64 at a time instead of 128) with
+	// more.
 	ServerWarps int
+	table       int // benchmarks: the workers' table size (0: by ServerWarps)
 
 	yield bool // tests: CPU transactions yield on every read
 }

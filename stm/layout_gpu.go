@@ -123,31 +123,41 @@ const (
 	cntEarly       // requests validated in their turn before logging
 	// The stages of a request (ServerStats), summed over requests: cycles
 	// of the server's SM, or nanoseconds of the GPU's global timer.
-	cntCyHandoff     // from the receiver leaving a request in a worker's mail to the worker taking it
 	cntCyLoad        // the worker loading the request (stm_job_load)
 	cntCyVal         // its first validation
 	cntCyFinal       // its final checks
 	cntCyReply       // its reply
 	cntCyBusy        // a worker's whole time on it, taken to replied
-	cntNsRing        // ns from the client's send to the receiver's hand-off
+	cntNsRing        // ns from the client's send to a worker taking the request from the ring
 	cntNsServer      // ns from the client's send to the worker's reply
 	cntNsClient      // ns from the client's send to its seeing the reply
 	cntClientReplies // replies the clients timed (cntNsClient's count)
-	cntRecvLoops     // receiver rounds that handed requests to workers
-	cntRecvBacklog   // of those, rounds that left ready requests for want of an idle worker
 	numCounters
 )
 
 // Shared memory of a server block beyond the log: the control words and,
-// per worker, its mail and its batch-validation scratch (stm_scratch in
-// server.cu, whose static_assert checks these bounds), with the scratch's
-// table size and the writes per transaction it stages.
+// per worker, its offer and its batch-validation scratch (stm_scratch in
+// log.cuh, whose static_assert checks these bounds), with the scratch's
+// table sizes and the writes per transaction it stages.
 const (
-	stmTable          = 256 // items of a request's table (a power of two); a request's accesses are loaded half as many at a time, whatever its transactions' sizes
-	stmSPL            = 4   // writes per transaction staged in shared memory for the log (larger write sets are copied from global memory in the turn)
-	ctlBytes0         = 128
-	ctlBytesPerWorker = 4096
+	stmTable      = 256 // items of a request's table (a power of two) with at most stmTableWarps server warps; a request's accesses are loaded half as many at a time, whatever its transactions' sizes
+	stmTableSmall = 128 // the table with more server warps, so that 31 workers fit beside the default log
+	stmTableWarps = 16
+	stmSPL        = 4 // writes per transaction staged in shared memory for the log (larger write sets are copied from global memory in the turn)
+	ctlBytes0     = 128
 )
+
+// workerBytes is the shared memory a worker's offer and scratch take with
+// a table of that many items.
+func workerBytes(table int) int { return 12*table + 1024 }
+
+// tableFor is the table size of a server of that many warps.
+func tableFor(serverWarps int) int {
+	if serverWarps <= stmTableWarps {
+		return stmTable
+	}
+	return stmTableSmall
+}
 
 // Transaction states and error codes shared with the kernels.
 const (
@@ -186,8 +196,7 @@ func layoutDefines() []gpu.Define {
 		gpu.Def("DCTL_STOP", dctlStop), gpu.Def("DCTL_ERROR", dctlError), gpu.Def("DCTL_DETAIL0", dctlDetail0),
 		gpu.Def("DCTL_DETAIL1", dctlDetail1), gpu.Def("DCTL_CLIENTS_DONE", dctlClientsDone), gpu.Def("DCTL_TICKETS", dctlTickets),
 		gpu.Def("DCTL_TICKETS_OUT", dctlTicketsOut),
-		gpu.Def("STM_TABLE", stmTable), gpu.Def("STM_SPL", stmSPL),
-		gpu.Def("STM_CTL_BYTES0", ctlBytes0), gpu.Def("STM_CTL_BYTES_PER_WORKER", ctlBytesPerWorker),
+		gpu.Def("STM_SPL", stmSPL), gpu.Def("STM_CTL_BYTES0", ctlBytes0),
 		gpu.Def("HCTL_STOP", hctlStop), gpu.Def("HCTL_ABORT", hctlAbort), gpu.Def("HCTL_SERVERS_UP", hctlServersUp),
 		gpu.Def("HCTL_ERROR", hctlError), gpu.Def("HCTL_DETAIL0", hctlDetail0), gpu.Def("HCTL_DETAIL1", hctlDetail1),
 		gpu.Def("CTL_SPACING", ctlSpacing),
@@ -204,8 +213,7 @@ func layoutDefines() []gpu.Define {
 	names := []string{"COMMITS", "READ_ONLY", "ABORT0", "ABORT1", "ABORT2", "ABORT3", "WRONG", "USER",
 		"CY_EXECUTE", "CY_PREVALIDATE", "CY_ROUNDTRIP", "CY_VALIDATE", "CY_INSERT", "CY_WRITEBACK", "CY_PUBLISH", "REQUESTS",
 		"HIST_DROPPED", "FAST_INSERTS", "BATCHED", "SCANNED", "CY_LOCK", "CY_HOLD", "TURNS", "GROUPED", "EARLY",
-		"CY_HANDOFF", "CY_LOAD", "CY_VAL", "CY_FINAL", "CY_REPLY", "CY_BUSY", "NS_RING", "NS_SERVER", "NS_CLIENT", "CLIENT_REPLIES",
-		"RECV_LOOPS", "RECV_BACKLOG"}
+		"CY_LOAD", "CY_VAL", "CY_FINAL", "CY_REPLY", "CY_BUSY", "NS_RING", "NS_SERVER", "NS_CLIENT", "CLIENT_REPLIES"}
 	if len(names) != numCounters {
 		panic("stm: the counters' names do not match their constants")
 	}
