@@ -97,6 +97,8 @@ struct stm_fin {
 	u64 t0;
 	u32 warp, mask, all, cseq; // cseq: echoed in the reply once the receiver logged them
 };
+static_assert(sizeof(stm_req) == 8 * STM_REQ_WORDS && sizeof(stm_fin) == 8 * STM_FIN_WORDS,
+              "a ring slot's size differs from the one stm/memory_gpu.go allocates");
 
 // stm_copy_globals copies the run's parameters into shared memory (all
 // threads of the block call it): the kernels read them constantly, and

@@ -90,6 +90,8 @@ const (
 	hctlServersUp  = 8 // device -> host: word 8+p is 1 once server p runs
 	hctlWords      = hctlServersUp + MaxServers
 	ctlSpacing     = 32 // words between per-server ring tails (own cache lines)
+	reqWords       = 4  // a slot of a request ring: struct stm_req (device.cuh checks the size)
+	finWords       = 4  // a slot of a finalize ring: struct stm_fin
 	resultFlag     = uint64(1) << 63
 	resultPrepared = resultFlag | 0xFF
 )
@@ -199,7 +201,7 @@ func layoutDefines() []gpu.Define {
 		gpu.Def("STM_SPL", stmSPL), gpu.Def("STM_CTL_BYTES0", ctlBytes0),
 		gpu.Def("HCTL_STOP", hctlStop), gpu.Def("HCTL_ABORT", hctlAbort), gpu.Def("HCTL_SERVERS_UP", hctlServersUp),
 		gpu.Def("HCTL_ERROR", hctlError), gpu.Def("HCTL_DETAIL0", hctlDetail0), gpu.Def("HCTL_DETAIL1", hctlDetail1),
-		gpu.Def("CTL_SPACING", ctlSpacing),
+		gpu.Def("CTL_SPACING", ctlSpacing), gpu.Def("STM_REQ_WORDS", reqWords), gpu.Def("STM_FIN_WORDS", finWords),
 		gpu.Def("STM_RES_FLAG", resultFlag), gpu.Def("STM_RES_PREPARED", resultPrepared),
 		gpu.Def("STM_NO_VERSION", noVersion), gpu.Def("STM_WILDCARD", wildcard),
 		gpu.Def("STM_ST_OK", stOK), gpu.Def("STM_ST_ABORT", stAbort), gpu.Def("STM_ST_USER", stUser), gpu.Def("STM_ST_STOP", stStop),
