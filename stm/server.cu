@@ -662,8 +662,9 @@ __device__ void stm_receiver(const stm_globals* g, stm_log& L, u32 p, u32 lane, 
 
 // stm_server: one block per partition (blockIdx.x = p), alone on its SM
 // (it asks for all the shared memory a block may have); warp 0 receives
-// finalize messages, warps 1.. take and serve requests. Invariant: the log lists this partition's commits in
-// timestamp order; entries [tail, head) are intact.
+// finalize messages, warps 1.. take and serve requests. Invariant: the log
+// lists this partition's commits in timestamp order; entries [tail, head)
+// are intact.
 extern "C" __global__ void __launch_bounds__(STM_SERVER_WARPS * 32, 1) stm_server(const stm_globals* __restrict__ gp) {
 	extern __shared__ __align__(16) u8 stm_smem[];
 	if (stm_log_bytes(gp) > gp->smem) { // Go checks first; this is the safety net
