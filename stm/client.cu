@@ -197,13 +197,16 @@ __device__ __forceinline__ void stm_post(const stm_globals* g, u64 tails, M* (*s
 	st_release_gpu(&m->seq, s + 1);
 }
 
-// stm_send queues request kind of warp's lanes mask at server p (stm_post).
-__device__ void stm_send(const stm_globals* g, u32 p, u32 warp, u32 mask, u32 kind, u32 cseq) {
+// stm_send queues request kind of warp's lanes mask at server p (stm_post);
+// sent is the global timer when the warp began sending the round, from
+// which the stage counters time the request.
+__device__ void stm_send(const stm_globals* g, u32 p, u32 warp, u32 mask, u32 kind, u32 cseq, u64 sent) {
 	stm_post(g, g->req_tail, stm_req_slot, p, [&](stm_req* r) {
 		r->warp = warp;
 		r->mask = mask;
 		r->kind = kind;
 		r->cseq = cseq;
+		r->sent = sent;
 	});
 }
 
@@ -223,7 +226,9 @@ __device__ void stm_send_fin(const stm_globals* g, u32 p, u32 warp, u32 mask, u3
 // pending answered request seq of warp and returns those that did (0: the
 // run failed meanwhile): lane 0 polls the reply words (relaxed loads,
 // backing off), then a fence orders the reads of the results after them.
-__device__ u64 stm_await(const stm_globals* g, u64 pending, u32 warp, u32 seq, u32 lane, u64 deadline) {
+// With ts, lane 0 adds to ts[0] each answer's time since sent (the global
+// timer when the round was sent) and to ts[1] the answers.
+__device__ u64 stm_await(const stm_globals* g, u64 pending, u32 warp, u32 seq, u32 lane, u64 deadline, u64 sent = 0, u64* ts = nullptr) {
 	const u32* rp = (const u32*)g->reply + (u64)warp * g->servers;
 	u64 got = 0;
 	if (lane == 0) {
@@ -235,6 +240,10 @@ __device__ u64 stm_await(const stm_globals* g, u64 pending, u32 warp, u32 seq, u
 			}
 			if (got || stm_wait_check(g, deadline, &n, STM_AT_REPLY)) break;
 			stm_backoff(&ns, 512);
+		}
+		if (got && ts) {
+			ts[0] += __popcll(got) * (globaltimer_ns() - sent);
+			ts[1] += __popcll(got);
 		}
 		__threadfence();
 	}
@@ -257,7 +266,10 @@ __device__ __noinline__ bool stm_await_all(const stm_globals* g, u64 pending, u3
 
 // stm_commit_warp commits the update transactions of the warp and returns
 // this lane's commit timestamp (0: not committed; tx->state says why). All
-// lanes call it. *quit is set when the run failed.
+// lanes call it. *quit is set when the run failed. cy[0..3]: cycles of
+// pre-validation, the round trips, write-back and publication; cy[4..5]
+// (lane 0): nanoseconds from sending requests to seeing their answers, and
+// the answers seen.
 __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 lane, u32 wid, u32* seq,
                                u64 deadline, u64* cy, bool* quit) {
 	const u32 wbase = wid * 32;
@@ -283,17 +295,18 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 	const u64 u1 = warp_or64(single ? tx->pmask : 0);
 	if (u1) {
 		*seq += 1;
+		const u64 sent = lane == 0 ? globaltimer_ns() : 0;
 		for (u64 m = u1; m; m &= m - 1) {
 			const u32 p = __ffsll(m) - 1;
 			const u32 lanes = __ballot_sync(FULL_MASK, single && tx->pmask == (1ull << p));
-			if (lane == 0) stm_send(g, p, wid, lanes, REQ_SINGLE, *seq);
+			if (lane == 0) stm_send(g, p, wid, lanes, REQ_SINGLE, *seq, sent);
 		}
 		// Each server's batch is written back and marked done as soon as
 		// its answer comes: a slow server does not hold up the others'
 		// timestamps (and with them every client's publication).
 		const u32 mine = single ? (u32)(__ffsll(tx->pmask) - 1) : 64;
 		for (u64 pending = u1; pending;) {
-			const u64 got = stm_await(g, pending, wid, *seq, lane, deadline);
+			const u64 got = stm_await(g, pending, wid, *seq, lane, deadline, sent, cy + 4);
 			if (!got) {
 				*quit = true;
 				return 0;
@@ -330,8 +343,9 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 			const u32 lanes = __ballot_sync(FULL_MASK, multi && ((tx->pmask >> p) & 1));
 			if (!lanes) continue;
 			*seq += 1;
-			if (lane == 0) stm_send(g, p, wid, lanes, REQ_PREPARE, *seq);
-			if (!stm_await(g, 1ull << p, wid, *seq, lane, deadline)) {
+			const u64 sent = lane == 0 ? globaltimer_ns() : 0;
+			if (lane == 0) stm_send(g, p, wid, lanes, REQ_PREPARE, *seq, sent);
+			if (!stm_await(g, 1ull << p, wid, *seq, lane, deadline, sent, cy + 4)) {
 				*quit = true; // the run failed: locks no longer matter
 				return 0;
 			}
@@ -445,7 +459,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 	u64* dctl = stm_dctl(g);
 	u64 cnt[CNT_WORDS];
 	for (int i = 0; i < CNT_WORDS; i++) cnt[i] = 0;
-	u64 cy[4] = {0, 0, 0, 0};
+	u64 cy[6] = {0, 0, 0, 0, 0, 0};
 	bool have = false, done = false;
 	u64 ticket = 0;
 	u32 seq = 0;
@@ -538,6 +552,8 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 	cnt[CNT_CY_ROUNDTRIP] += cy[1];
 	cnt[CNT_CY_WRITEBACK] += cy[2];
 	cnt[CNT_CY_PUBLISH] += cy[3];
+	cnt[CNT_NS_CLIENT] += cy[4];
+	cnt[CNT_CLIENT_REPLIES] += cy[5];
 	u64* counters = (u64*)g->counters;
 	for (int i = 0; i < CNT_WORDS; i++)
 		if (cnt[i]) atomicAdd((unsigned long long*)&counters[i], (unsigned long long)cnt[i]);

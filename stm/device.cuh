@@ -12,10 +12,13 @@
 // versions, and publication in commit order.
 //
 // Servers (stm_server): one block per partition of the items, resident on
-// an SM of its own: warp 0 is the receiver, the others are workers. The
-// log of recent commits (timestamps and written items of this partition)
-// lives in shared memory. A worker takes one request (the transactions of
-// one client warp) and validates it against the log entries newer than
+// an SM of its own: warp 0 is the receiver (finalize messages, the end of
+// the run), the others are workers. The log of recent commits (timestamps
+// and written items of this partition) lives in shared memory. A worker
+// takes one request (the transactions of one client warp) from the
+// partition's request ring itself (stm_take: a shared-memory atomic claims
+// the next slot, the worker polls it until the client has posted it) and
+// validates it against the log entries newer than
 // the transactions' snapshots, as a batch whatever the transactions'
 // sizes: the request's accesses (lane 0's reads and writes, then lane
 // 1's, ...) go STM_TABLE/2 at a time into a hash table in shared memory
@@ -84,6 +87,7 @@
 struct stm_req {
 	u64 seq;
 	u32 warp, mask, kind, cseq; // cseq: the warp's request number, echoed in its reply
+	u64 sent;                   // the GPU's global timer (ns) when the client began sending the round (stage counters)
 };
 // A finalize message: log the transactions of mask (lanes of warp) with
 // timestamps t0 + their rank in all, in the slots their prepare reserved,
@@ -93,6 +97,8 @@ struct stm_fin {
 	u64 t0;
 	u32 warp, mask, all, cseq; // cseq: echoed in the reply once the receiver logged them
 };
+static_assert(sizeof(stm_req) == 8 * STM_REQ_WORDS && sizeof(stm_fin) == 8 * STM_FIN_WORDS,
+              "a ring slot's size differs from the one stm/memory_gpu.go allocates");
 
 // stm_copy_globals copies the run's parameters into shared memory (all
 // threads of the block call it): the kernels read them constantly, and

@@ -35,9 +35,13 @@ type Options struct {
 	// spuriously (LogFull), as the thesis saw.
 	ClientThreads int
 	// ServerWarps is the warps per server block: 1 receiver + workers
-	// (default 16). Each worker keeps a 4 KB scratch beside the log in
-	// the block's shared memory.
+	// (default 32, fewer when the log leaves less shared memory). Each
+	// worker keeps a scratch beside the log in the block's shared memory:
+	// 4 KB with up to 16 warps, 2.5 KB (a table of half the items: a
+	// request's accesses are validated 64 at a time instead of 128) with
+	// more.
 	ServerWarps int
+	table       int // benchmarks: the workers' table size (0: by ServerWarps)
 
 	yield bool // tests: CPU transactions yield on every read
 }
@@ -134,11 +138,18 @@ type ServerStats struct {
 	Grouped  uint64        // single-partition requests logged in an earlier request's turn (a group), not in one of their own
 	Early    uint64        // single-partition requests validated in their turn before they were logged (a small log or a long wait)
 	TurnHold time.Duration // time single-partition requests held their turn, from taking it to passing it on, summed
+	// Stages splits the requests' time at the servers (RequestStages).
+	Stages RequestStages
+	// WorkerTime is the worker warps' time in the run: servers x workers
+	// x the run's length; Stages.Busy over it is how busy they were.
+	WorkerTime time.Duration
 }
 
 // String summarizes the stats, e.g. "1000 requests (990 batched, 120
 // entries scanned each), turn wait 2ms; 400 turns held 1.2µs each, 550
-// requests logged in another's turn, 3 validated in their turn".
+// requests logged in another's turn, 3 validated in their turn", then,
+// when the stages were timed, a request's mean time in each
+// (stagesString).
 func (s ServerStats) String() string {
 	per := uint64(0)
 	if s.Batched > 0 {
@@ -148,8 +159,12 @@ func (s ServerStats) String() string {
 	if s.Turns > 0 {
 		hold = s.TurnHold / time.Duration(s.Turns)
 	}
-	return fmt.Sprintf("%d requests (%d batched, %d entries scanned each), turn wait %v; %d turns held %v each, %d requests logged in another's turn, %d validated in their turn",
+	str := fmt.Sprintf("%d requests (%d batched, %d entries scanned each), turn wait %v; %d turns held %v each, %d requests logged in another's turn, %d validated in their turn",
 		s.Requests, s.Batched, per, s.LockWait.Round(time.Microsecond), s.Turns, hold.Round(time.Nanosecond), s.Grouped, s.Early)
+	if st := s.stagesString(); st != "" {
+		str += "; " + st
+	}
+	return str
 }
 
 // Engine runs workloads on the GPU or the CPU engine. It is safe for

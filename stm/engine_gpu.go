@@ -38,7 +38,7 @@ const programSource = "// stm: CSMV's kernels, one translation unit of their par
 // Launch configuration of the GPU engine, in one place.
 const (
 	defaultClientBlock = 32  // threads per client block: one warp, so a bounded grid spreads over the SMs
-	defaultServerWarps = 16  // warps per server block: 1 receiver + 15 workers (each validates a request of up to 32 transactions at once)
+	defaultServerWarps = 32  // warps per server block: 1 receiver + 31 workers (each validates a request of up to 32 transactions at once), fewer when the log leaves less shared memory
 	initBlock          = 256 // threads per block of stm_init and stm_final
 	// memShare: per-thread sets and the history may use 1/memShare of the
 	// free device memory.
@@ -110,15 +110,16 @@ func (g *gpuEngine) close() error {
 type shape struct {
 	k, logE, logA, r, w, hist int
 	serverWarps, clientBlock  int
+	table                     int // items of a worker's validation table (tableFor)
 	serverSmem                int
 }
 
 // serverSmem returns the shared memory the server's log (a ring of logE
 // entries and a pool of logA items, powers of two) and control words need
-// (an upper bound of the layout of stm_log_ctl in server.cu, which checks it
-// with a static_assert).
-func serverSmem(logE, logA, workers int) int {
-	return 8*globalWords() + 20*logE + 4*logA + ctlBytes0 + ctlBytesPerWorker*workers
+// with workers of tables of that size (an upper bound of the layout of
+// stm_log_ctl in log.cuh, which checks it with a static_assert).
+func serverSmem(logE, logA, workers, table int) int {
+	return 8*globalWords() + 20*logE + 4*logA + ctlBytes0 + workerBytes(table)*workers
 }
 
 // pow2 returns the smallest power of two >= n (n >= 1).
@@ -145,7 +146,11 @@ func gpuShape(sp *workloadSpec, cfg Config, o Options, hist int) shape {
 		sh.r = max(sh.r, sp.maxROReads)
 	}
 	sh.w = max(sp.maxWrites, 1)
-	sh.serverSmem = serverSmem(sh.logE, sh.logA, sh.serverWarps-1)
+	sh.table = o.table
+	if sh.table == 0 {
+		sh.table = tableFor(sh.serverWarps)
+	}
+	sh.serverSmem = serverSmem(sh.logE, sh.logA, sh.serverWarps-1, sh.table)
 	return sh
 }
 
@@ -153,7 +158,8 @@ func gpuShape(sp *workloadSpec, cfg Config, o Options, hist int) shape {
 // body and block sizes (the rest of the shape is a run's parameter).
 func (sh shape) program(sp *workloadSpec) gpu.Program {
 	defs := append(layoutDefines(),
-		gpu.Def("STM_SERVER_WARPS", sh.serverWarps), gpu.Def("STM_CLIENT_BLOCK", sh.clientBlock))
+		gpu.Def("STM_SERVER_WARPS", sh.serverWarps), gpu.Def("STM_CLIENT_BLOCK", sh.clientBlock),
+		gpu.Def("STM_TABLE", sh.table), gpu.Def("STM_CTL_BYTES_PER_WORKER", workerBytes(sh.table)))
 	p := gpu.NewProgram("stm.cu", programSource, defs...)
 	p.Headers["stm/stm.cuh"] = stmHeader
 	p.Headers["stm/device.cuh"] = deviceHeader
@@ -356,6 +362,11 @@ func (g *gpuEngine) plan(w Workload, sp *workloadSpec, ro RunOptions) (*runPlan,
 		hist = 2
 	}
 	sh := gpuShape(sp, cfg, g.opt, hist)
+	for g.opt.ServerWarps == 0 && sh.serverSmem > props.SharedPerBlockOptin && sh.serverWarps > 2 {
+		o := g.opt // the default: as many workers as fit beside the log
+		o.ServerWarps = sh.serverWarps - 1
+		sh = gpuShape(sp, cfg, o, hist)
+	}
 	switch {
 	case sh.serverWarps < 2 || sh.serverWarps > 32:
 		return nil, fmt.Errorf("%d server warps: want 2 to 32 (a receiver and workers)", sh.serverWarps)
@@ -543,6 +554,7 @@ func (g *gpuEngine) collect(pl *runPlan, m *runMemory, k *kernels, ro RunOptions
 		}
 	}
 	res.Commit, res.Server = breakdown(cnt, pl.props.ClockKHz)
+	res.Server.WorkerTime = elapsed * time.Duration(pl.cfg.Servers*(pl.sh.serverWarps-1))
 	return res, nil
 }
 
@@ -560,7 +572,13 @@ func breakdown(cnt []uint64, clockKHz int) (Breakdown, ServerStats) {
 		WriteBack: cycle(cnt[cntCyWriteBack]), Publish: cycle(cnt[cntCyPublish]),
 	}
 	s := ServerStats{Requests: cnt[cntRequests], Batched: cnt[cntBatched], Scanned: cnt[cntScanned], LockWait: cycle(cnt[cntCyLock]),
-		Turns: cnt[cntTurns], Grouped: cnt[cntGrouped], Early: cnt[cntEarly], TurnHold: cycle(cnt[cntCyHold])}
+		Turns: cnt[cntTurns], Grouped: cnt[cntGrouped], Early: cnt[cntEarly], TurnHold: cycle(cnt[cntCyHold]),
+		Stages: RequestStages{
+			Ring: time.Duration(cnt[cntNsRing]), Load: cycle(cnt[cntCyLoad]),
+			Validate: cycle(cnt[cntCyVal]), FinalCheck: cycle(cnt[cntCyFinal]), Reply: cycle(cnt[cntCyReply]),
+			Busy: cycle(cnt[cntCyBusy]), InServer: time.Duration(cnt[cntNsServer]),
+			Client: time.Duration(cnt[cntNsClient]), ClientReplies: cnt[cntClientReplies],
+		}}
 	if rt := cycle(cnt[cntCyRoundTrip]); rt > b.Validate+b.Insert {
 		b.WaitServer = rt - b.Validate - b.Insert
 	}

@@ -90,6 +90,8 @@ const (
 	hctlServersUp  = 8 // device -> host: word 8+p is 1 once server p runs
 	hctlWords      = hctlServersUp + MaxServers
 	ctlSpacing     = 32 // words between per-server ring tails (own cache lines)
+	reqWords       = 4  // a slot of a request ring: struct stm_req (device.cuh checks the size)
+	finWords       = 4  // a slot of a finalize ring: struct stm_fin
 	resultFlag     = uint64(1) << 63
 	resultPrepared = resultFlag | 0xFF
 )
@@ -121,19 +123,43 @@ const (
 	cntTurns       // turns single-partition requests took
 	cntGrouped     // requests logged in an earlier request's turn
 	cntEarly       // requests validated in their turn before logging
+	// The stages of a request (ServerStats), summed over requests: cycles
+	// of the server's SM, or nanoseconds of the GPU's global timer.
+	cntCyLoad        // the worker loading the request (stm_job_load)
+	cntCyVal         // its first validation
+	cntCyFinal       // its final checks
+	cntCyReply       // its reply
+	cntCyBusy        // a worker's whole time on it, taken to replied
+	cntNsRing        // ns from the client's send to a worker taking the request from the ring
+	cntNsServer      // ns from the client's send to the worker's reply
+	cntNsClient      // ns from the client's send to its seeing the reply
+	cntClientReplies // replies the clients timed (cntNsClient's count)
 	numCounters
 )
 
 // Shared memory of a server block beyond the log: the control words and,
-// per worker, its mail and its batch-validation scratch (stm_scratch in
-// server.cu, whose static_assert checks these bounds), with the scratch's
-// table size and the writes per transaction it stages.
+// per worker, its offer and its batch-validation scratch (stm_scratch in
+// log.cuh, whose static_assert checks these bounds), with the scratch's
+// table sizes and the writes per transaction it stages.
 const (
-	stmTable          = 256 // items of a request's table (a power of two); a request's accesses are loaded half as many at a time, whatever its transactions' sizes
-	stmSPL            = 4   // writes per transaction staged in shared memory for the log (larger write sets are copied from global memory in the turn)
-	ctlBytes0         = 128
-	ctlBytesPerWorker = 4096
+	stmTable      = 256 // items of a request's table (a power of two) with at most stmTableWarps server warps; a request's accesses are loaded half as many at a time, whatever its transactions' sizes
+	stmTableSmall = 128 // the table with more server warps, so that 31 workers fit beside the default log
+	stmTableWarps = 16
+	stmSPL        = 4 // writes per transaction staged in shared memory for the log (larger write sets are copied from global memory in the turn)
+	ctlBytes0     = 128
 )
+
+// workerBytes is the shared memory a worker's offer and scratch take with
+// a table of that many items.
+func workerBytes(table int) int { return 12*table + 1024 }
+
+// tableFor is the table size of a server of that many warps.
+func tableFor(serverWarps int) int {
+	if serverWarps <= stmTableWarps {
+		return stmTable
+	}
+	return stmTableSmall
+}
 
 // Transaction states and error codes shared with the kernels.
 const (
@@ -172,11 +198,10 @@ func layoutDefines() []gpu.Define {
 		gpu.Def("DCTL_STOP", dctlStop), gpu.Def("DCTL_ERROR", dctlError), gpu.Def("DCTL_DETAIL0", dctlDetail0),
 		gpu.Def("DCTL_DETAIL1", dctlDetail1), gpu.Def("DCTL_CLIENTS_DONE", dctlClientsDone), gpu.Def("DCTL_TICKETS", dctlTickets),
 		gpu.Def("DCTL_TICKETS_OUT", dctlTicketsOut),
-		gpu.Def("STM_TABLE", stmTable), gpu.Def("STM_SPL", stmSPL),
-		gpu.Def("STM_CTL_BYTES0", ctlBytes0), gpu.Def("STM_CTL_BYTES_PER_WORKER", ctlBytesPerWorker),
+		gpu.Def("STM_SPL", stmSPL), gpu.Def("STM_CTL_BYTES0", ctlBytes0),
 		gpu.Def("HCTL_STOP", hctlStop), gpu.Def("HCTL_ABORT", hctlAbort), gpu.Def("HCTL_SERVERS_UP", hctlServersUp),
 		gpu.Def("HCTL_ERROR", hctlError), gpu.Def("HCTL_DETAIL0", hctlDetail0), gpu.Def("HCTL_DETAIL1", hctlDetail1),
-		gpu.Def("CTL_SPACING", ctlSpacing),
+		gpu.Def("CTL_SPACING", ctlSpacing), gpu.Def("STM_REQ_WORDS", reqWords), gpu.Def("STM_FIN_WORDS", finWords),
 		gpu.Def("STM_RES_FLAG", resultFlag), gpu.Def("STM_RES_PREPARED", resultPrepared),
 		gpu.Def("STM_NO_VERSION", noVersion), gpu.Def("STM_WILDCARD", wildcard),
 		gpu.Def("STM_ST_OK", stOK), gpu.Def("STM_ST_ABORT", stAbort), gpu.Def("STM_ST_USER", stUser), gpu.Def("STM_ST_STOP", stStop),
@@ -189,7 +214,11 @@ func layoutDefines() []gpu.Define {
 	}
 	names := []string{"COMMITS", "READ_ONLY", "ABORT0", "ABORT1", "ABORT2", "ABORT3", "WRONG", "USER",
 		"CY_EXECUTE", "CY_PREVALIDATE", "CY_ROUNDTRIP", "CY_VALIDATE", "CY_INSERT", "CY_WRITEBACK", "CY_PUBLISH", "REQUESTS",
-		"HIST_DROPPED", "FAST_INSERTS", "BATCHED", "SCANNED", "CY_LOCK", "CY_HOLD", "TURNS", "GROUPED", "EARLY"}
+		"HIST_DROPPED", "FAST_INSERTS", "BATCHED", "SCANNED", "CY_LOCK", "CY_HOLD", "TURNS", "GROUPED", "EARLY",
+		"CY_LOAD", "CY_VAL", "CY_FINAL", "CY_REPLY", "CY_BUSY", "NS_RING", "NS_SERVER", "NS_CLIENT", "CLIENT_REPLIES"}
+	if len(names) != numCounters {
+		panic("stm: the counters' names do not match their constants")
+	}
 	for i, n := range names {
 		d = append(d, gpu.Def("CNT_"+n, i))
 	}

@@ -55,7 +55,7 @@ struct stm_offer {
 
 // The shared memory of a server block: the log (entry timestamps, pool
 // positions and item counts, then the item pool; the sizes are the run's),
-// its control words, the workers' mail and scratch.
+// its control words, the workers' offers and scratch.
 struct stm_log_ctl {
 	volatile u64 head, tail;  // entries [tail, head) are present and complete; head is also the turn
 	volatile u64 rsv;         // slots reserved: [head, rsv) are being written or wait for their turn
@@ -65,8 +65,7 @@ struct stm_log_ctl {
 	volatile u32 prep_slots;  // the prepared request holding the turn: its lanes that hold slots
 	volatile u32 prep_cw;     // and its client warp
 	volatile u32 exit;        // the receiver says: leave
-	volatile u32 mail[STM_WORKERS];   // 1: a request is waiting in the fields below
-	u32 mail_warp[STM_WORKERS], mail_mask[STM_WORKERS], mail_kind[STM_WORKERS], mail_seq[STM_WORKERS];
+	u64 claim;                // the next slot of the request ring a worker takes (stm_take)
 	stm_offer offer[STM_WORKERS];
 	stm_scratch scratch[STM_WORKERS];
 };

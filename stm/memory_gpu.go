@@ -49,8 +49,8 @@ func (g *gpuEngine) allocate(pl *runPlan, sp *workloadSpec, ro RunOptions) (*run
 	take(m, &m.txNR, th)
 	take(m, &m.txNW, th)
 	take(m, &m.res, th)
-	take(m, &m.reqRing, cfg.Servers*pl.ring*3) // stm_req: 24 bytes
-	take(m, &m.finRing, cfg.Servers*pl.ring*4) // stm_fin: 32 bytes
+	take(m, &m.reqRing, cfg.Servers*pl.ring*reqWords)
+	take(m, &m.finRing, cfg.Servers*pl.ring*finWords)
 	take(m, &m.reqTail, cfg.Servers*ctlSpacing)
 	take(m, &m.finTail, cfg.Servers*ctlSpacing)
 	take(m, &m.reply, pl.clientWarps*cfg.Servers)

@@ -1,6 +1,7 @@
 // stm/server.cu: CSMV's server side: one block per partition holding the log
-// of recent commits in shared memory; a receiver warp hands requests to
-// worker warps, which validate and log them (device.cuh describes the
+// of recent commits in shared memory; worker warps take requests from the
+// partition's request ring, validate and log them, and a receiver warp logs
+// finalized multi-partition transactions (device.cuh describes the
 // protocol).
 
 #include "stm/log.cuh"
@@ -15,6 +16,12 @@ struct stm_wstats {
 	u64 cy_turn, cy_hold;       // cycles waited for turns, and turns held (to the publication) by single-partition requests
 	u64 fast, batched, scanned; // requests logged at once; validated as a batch; log entries scanned
 	u64 turns, grouped, early;  // single-partition turns taken; requests logged in another's turn; validated in their turn
+	// Stages of a request, summed over requests (cycles of the server's
+	// SM, ns of the global timer): loading it, its first validation, its
+	// final checks, the reply, the worker's whole time on it (taken to
+	// replied); from the client's send to the worker taking it, and to the
+	// reply; the requests.
+	u64 cy_load, cy_val, cy_final, cy_reply, cy_busy, ns_ring, ns_server, requests;
 };
 
 // STM_CHUNK is the accesses of a request one table load holds: half the
@@ -113,16 +120,15 @@ struct stm_job {
 	u64 hv;                  // lane is validated up to log entry hv (its first chunk's scan end)
 };
 
-// stm_job_load reads the request in worker me's mail and its
-// transactions' snapshots and set sizes, and plans its validation: the
-// chunks of the access sequence (stm_job), and each lane's.
-__device__ __forceinline__ void stm_job_load(const stm_globals* g, stm_log_ctl* ctl, u32 me, u32 lane, stm_job& J) {
-	__threadfence_block();
-	J.cw = ctl->mail_warp[me];
-	J.mask = ctl->mail_mask[me];
-	J.kind = ctl->mail_kind[me];
-	J.seq = ctl->mail_seq[me];
-	__syncwarp();
+// stm_job_load sets up the request of client warp cw's lanes mask (kind,
+// reply number seq): reads its transactions' snapshots and set sizes, and
+// plans its validation: the chunks of the access sequence (stm_job), and
+// each lane's.
+__device__ __forceinline__ void stm_job_load(const stm_globals* g, u32 lane, stm_job& J, u32 cw, u32 mask, u32 kind, u32 seq) {
+	J.cw = cw;
+	J.mask = mask;
+	J.kind = kind;
+	J.seq = seq;
 	J.in = (J.mask >> lane) & 1;
 	J.tid = J.cw * 32 + lane;
 	J.snap = ~0ull;
@@ -251,7 +257,9 @@ __device__ __forceinline__ u32 stm_validate_table(const stm_globals* g, stm_log&
 // read: their lanes abort (log full; those entries are newer than the
 // lanes' snapshots). Returns lane's cause as updated.
 __device__ __forceinline__ u32 stm_final_check(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, const stm_job& J, u64 h1,
-                                               u32 cause, u64* scanned) {
+                                               u32 cause, stm_wstats* st) {
+	const u64 c0 = clock64();
+	u64* scanned = &st->scanned;
 	int held = (int)J.chunks - 1; // the chunk the table holds
 	for (int gi = (int)J.chunks - 1; gi >= 0; gi--) {
 		const bool member = J.in && !cause && J.c0 <= (u32)gi && (u32)gi <= J.c1;
@@ -268,6 +276,7 @@ __device__ __forceinline__ u32 stm_final_check(const stm_globals* g, stm_log& L,
 	if (!cause && J.in) cause = stm_cause_of(S, lane, 0);
 	__threadfence_block();
 	if (!cause && J.in && min((u64)L.ctl->tail, h1) > J.hv) cause = 1 + STM_LOG_FULL;
+	st->cy_final += clock64() - c0;
 	return cause;
 }
 
@@ -302,7 +311,7 @@ __device__ __forceinline__ u64 stm_commit_single(const stm_globals* g, stm_log& 
 	const bool early = !batch || stm_early(g, L, need, s + m, items);
 	u32 lanes = slots;
 	if (early) {
-		*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, &st->scanned);
+		*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, st);
 		lanes = slots & __ballot_sync(FULL_MASK, J.in && *cause == 0);
 		st->early++;
 	}
@@ -313,7 +322,7 @@ __device__ __forceinline__ u64 stm_commit_single(const stm_globals* g, stm_log& 
 		stm_log_insert(g, L, p, lane, J.cw, slots, lanes, slots, first);
 	}
 	st->cy_hold += clock64() - c0;
-	if (!early) *cause = stm_final_check(g, L, S, p, lane, J, s, *cause, &st->scanned);
+	if (!early) *cause = stm_final_check(g, L, S, p, lane, J, s, *cause, st);
 	return first;
 }
 
@@ -387,7 +396,7 @@ __device__ u64 stm_commit_group(const stm_globals* g, stm_log& L, stm_scratch* S
 	stm_log_publish(L, lane, end, base + total);
 	st->cy_hold += clock64() - c0;
 	st->fast++;
-	*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, &st->scanned);
+	*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, st);
 	return t0;
 }
 
@@ -419,7 +428,7 @@ __device__ bool stm_commit_turn(const stm_globals* g, stm_log& L, stm_scratch* S
 	if (h > s) { // an earlier turn logged this request
 		*first = ctl->offer[me].first;
 		st->grouped++;
-		*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, &st->scanned);
+		*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, st);
 		return true;
 	}
 	if (single) {
@@ -430,7 +439,7 @@ __device__ bool stm_commit_turn(const stm_globals* g, stm_log& L, stm_scratch* S
 			*first = stm_commit_single(g, L, S, p, lane, J, slots, s, items, need, cause, st);
 		return true;
 	}
-	*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, &st->scanned);
+	*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, st);
 	if (__ballot_sync(FULL_MASK, J.in && *cause == 0)) {
 		if (lane == 0) {
 			ctl->prep_slots = slots;
@@ -445,9 +454,9 @@ __device__ bool stm_commit_turn(const stm_globals* g, stm_log& L, stm_scratch* S
 
 // stm_reply writes each lane's result (a timestamp, STM_RES_PREPARED, or
 // STM_RES_FLAG | cause, with the lane's timestamp << 8 when it took one,
-// a hole the client marks done), then the reply word the client polls, and
-// frees the mail. Lanes of slots hold timestamps first + their rank.
-__device__ __forceinline__ void stm_reply(const stm_globals* g, stm_log_ctl* ctl, u32 p, u32 me, u32 lane, const stm_job& J, u32 cause, u32 slots, u64 first) {
+// a hole the client marks done), then the reply word the client polls.
+// Lanes of slots hold timestamps first + their rank.
+__device__ __forceinline__ void stm_reply(const stm_globals* g, u32 p, u32 lane, const stm_job& J, u32 cause, u32 slots, u64 first) {
 	if (J.in) {
 		const u64 ts = first + __popc(slots & lanemask_lt(lane));
 		const bool took = J.kind == REQ_SINGLE && ((slots >> lane) & 1);
@@ -462,37 +471,75 @@ __device__ __forceinline__ void stm_reply(const stm_globals* g, stm_log_ctl* ctl
 	}
 	__threadfence();
 	__syncwarp();
-	if (lane == 0) {
-		st_release_gpu((u32*)g->reply + (u64)J.cw * g->servers + p, J.seq);
-		ctl->mail[me] = 0;
-	}
+	if (lane == 0) st_release_gpu((u32*)g->reply + (u64)J.cw * g->servers + p, J.seq);
 }
 
-// stm_worker serves the requests the receiver leaves in its mail: thread
-// mapping: one warp per request, lane l answers client lane l. Steps: load
-// the request, validate it against the published log (in chunks of its
-// accesses, stm_validate_table), then commit its survivors in turn
-// (stm_commit_turn), and reply. Invariant: a worker holds the log's turn
-// only between stm_turn and passing it on (or, for a prepare, until the
+// A request as a worker takes it from the ring.
+struct stm_taken {
+	u32 cw, mask, kind, seq;
+	u64 sent;
+};
+
+// stm_take claims the next slot of partition p's request ring (lane 0's
+// atomicAdd on ctl->claim: the workers take the requests in ring order,
+// each its own slot, no hand-off) and waits until the client has posted
+// it (its seq is slot + 1: a relaxed poll, backing off up to 256 ns, then
+// an acquiring load before the fields are read). A slot is claimed before
+// it is posted when the ring is empty; a client posts at most one request
+// per server at a time and the ring has a slot for every client warp, so
+// a slot is not reused while claimed. Returns false (every lane) when the
+// server ends (ctl->exit: every client warp has left, so every request
+// posted was answered) or the run failed.
+__device__ __forceinline__ bool stm_take(const stm_globals* g, stm_log_ctl* ctl, u32 p, u32 lane, stm_taken* t) {
+	u32 ok = 0;
+	if (lane == 0) {
+		const u64 s = atomicAdd((unsigned long long*)&ctl->claim, 1ull);
+		const stm_req* r = stm_req_slot(g, p, s);
+		u32 n = 0, ns = 32;
+		for (;;) {
+			if (ld_relaxed_gpu(&r->seq) == s + 1 && ld_acquire_gpu(&r->seq) == s + 1) {
+				ok = 1;
+				break;
+			}
+			if (ctl->exit || stm_wait_check(g, ~0ull, &n, STM_AT_WORKER)) break; // the receiver keeps the deadline
+			stm_backoff(&ns, 256);
+		}
+		if (ok) {
+			t->cw = r->warp;
+			t->mask = r->mask;
+			t->kind = r->kind;
+			t->seq = r->cseq;
+			t->sent = r->sent;
+		}
+	}
+	if (!__shfl_sync(FULL_MASK, ok, 0)) return false;
+	t->cw = __shfl_sync(FULL_MASK, t->cw, 0);
+	t->mask = __shfl_sync(FULL_MASK, t->mask, 0);
+	t->kind = __shfl_sync(FULL_MASK, t->kind, 0);
+	t->seq = __shfl_sync(FULL_MASK, t->seq, 0);
+	t->sent = __shfl_sync(FULL_MASK, t->sent, 0);
+	return true;
+}
+
+// stm_worker serves requests it takes from the partition's ring
+// (stm_take): thread mapping: one warp per request, lane l answers client
+// lane l. Steps: take a request, load it, validate it against the
+// published log (in chunks of its accesses, stm_validate_table), then
+// commit its survivors in turn (stm_commit_turn), and reply; it times each
+// stage (stm_wstats). Invariant: a worker holds the log's turn only
+// between stm_turn and passing it on (or, for a prepare, until the
 // receiver finalizes it), and waits for nothing else meanwhile.
 __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 lane, u64 deadline) {
 	stm_log_ctl* ctl = L.ctl;
 	stm_scratch* S = &ctl->scratch[me];
 	stm_wstats st = {};
-	u32 n = 0;
-	for (;;) {
-		u32 state = 0; // lane 0 reads the shared words, the warp follows
-		if (lane == 0) state = ctl->exit ? 2 : ctl->mail[me] ? 1 : 0;
-		state = __shfl_sync(FULL_MASK, state, 0);
-		if (state == 2) break;
-		if (state == 0) {
-			u32 quit = lane == 0 && stm_wait_check(g, ~0ull, &n, STM_AT_WORKER); // the receiver keeps the deadline
-			if (__shfl_sync(FULL_MASK, quit, 0)) break;
-			__nanosleep(64);
-			continue;
-		}
+	stm_taken t;
+	while (stm_take(g, ctl, p, lane, &t)) {
+		const u64 taken = clock64();
+		st.ns_ring += globaltimer_ns() - t.sent;
+		st.requests++;
 		stm_job J;
-		stm_job_load(g, ctl, me, lane, J);
+		stm_job_load(g, lane, J, t.cw, t.mask, t.kind, t.seq);
 		const u64 c0 = clock64();
 		u32 cause = stm_validate_table(g, L, S, p, lane, J, &st.scanned); // lane l: 1 + cause of client lane l's abort
 		st.batched++;
@@ -500,13 +547,21 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		const u64 c1 = clock64();
 		u64 first = 0;
 		if (slots && !stm_commit_turn(g, L, S, p, me, lane, J, slots, deadline, &cause, &first, &st)) break;
-		stm_reply(g, ctl, p, me, lane, J, cause, slots, first);
+		const u64 c2 = clock64();
+		stm_reply(g, p, lane, J, cause, slots, first);
+		const u64 c3 = clock64();
 		st.cy_validate += (c1 - c0) * __popc(J.mask);
-		st.cy_insert += (clock64() - c1) * __popc(J.mask);
+		st.cy_insert += (c3 - c1) * __popc(J.mask);
+		st.cy_load += c0 - taken;
+		st.cy_val += c1 - c0;
+		st.cy_reply += c3 - c2;
+		st.cy_busy += c3 - taken;
+		st.ns_server += globaltimer_ns() - t.sent;
 		__syncwarp();
 	}
 	if (lane == 0) {
 		unsigned long long* counters = (unsigned long long*)g->counters;
+		atomicAdd(&counters[CNT_REQUESTS], st.requests);
 		atomicAdd(&counters[CNT_CY_VALIDATE], st.cy_validate);
 		atomicAdd(&counters[CNT_CY_INSERT], st.cy_insert);
 		atomicAdd(&counters[CNT_FAST_INSERTS], st.fast);
@@ -517,19 +572,27 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		atomicAdd(&counters[CNT_TURNS], st.turns);
 		atomicAdd(&counters[CNT_GROUPED], st.grouped);
 		atomicAdd(&counters[CNT_EARLY], st.early);
+		atomicAdd(&counters[CNT_CY_LOAD], st.cy_load);
+		atomicAdd(&counters[CNT_CY_VAL], st.cy_val);
+		atomicAdd(&counters[CNT_CY_FINAL], st.cy_final);
+		atomicAdd(&counters[CNT_CY_REPLY], st.cy_reply);
+		atomicAdd(&counters[CNT_CY_BUSY], st.cy_busy);
+		atomicAdd(&counters[CNT_NS_RING], st.ns_ring);
+		atomicAdd(&counters[CNT_NS_SERVER], st.ns_server);
 	}
 }
 
-// stm_receiver hands requests to idle workers (up to 32 at a look, in
-// queue order), logs finalized multi-partition transactions in the slots
-// their prepare reserved (which passes the log's turn on), mirrors the host's stop and abort flags (server 0),
-// and ends the server when every client warp has left.
+// stm_receiver logs finalized multi-partition transactions in the slots
+// their prepare reserved (which passes the log's turn on), mirrors the
+// host's stop and abort flags (server 0), keeps the run's deadline, and
+// ends the server (ctl->exit) when every client warp has left (each left
+// only with every request it posted answered) and every finalize message
+// was logged; the workers take the requests themselves (stm_take).
 __device__ void stm_receiver(const stm_globals* g, stm_log& L, u32 p, u32 lane, u64 deadline) {
 	stm_log_ctl* ctl = L.ctl;
 	u64* dctl = stm_dctl(g);
 	u64* hctl = stm_hctl(g);
-	u64 rh = 0, fh = 0;
-	u64 requests = 0;
+	u64 fh = 0;
 	for (u32 n = 0;; n++) {
 		u32 flags = 0;
 		if (lane == 0 && (n & 63) == 0) {
@@ -585,51 +648,23 @@ __device__ void stm_receiver(const stm_globals* g, stm_log& L, u32 p, u32 lane, 
 			fh++;
 			idle_round = false;
 		}
-		// Requests: the ready prefix of the next 32, to idle workers.
-		const u64 s = rh + lane;
-		const stm_req* r = stm_req_slot(g, p, s);
-		bool ready = ld_relaxed_gpu(&r->seq) == s + 1;
-		if (__any_sync(FULL_MASK, ready)) ready = ready && ld_acquire_gpu(&r->seq) == s + 1;
-		const u32 rdy = __ballot_sync(FULL_MASK, ready);
-		const u32 k = rdy == FULL_MASK ? 32 : __ffs(~rdy) - 1;
-		if (k) {
-			const u32 idle = __ballot_sync(FULL_MASK, lane < STM_WORKERS && ctl->mail[lane < STM_WORKERS ? lane : 0] == 0);
-			const u32 give = min(k, (u32)__popc(idle));
-			if (lane < give) {
-				u32 w = idle;
-				for (u32 i = 0; i < lane; i++) w &= w - 1;
-				w = __ffs(w) - 1;
-				ctl->mail_warp[w] = r->warp;
-				ctl->mail_mask[w] = r->mask;
-				ctl->mail_kind[w] = r->kind;
-				ctl->mail_seq[w] = r->cseq;
-				__threadfence_block();
-				ctl->mail[w] = 1;
-			}
-			rh += give;
-			requests += give;
-			if (give) idle_round = false;
-		}
 		if (idle_round) {
 			u32 fin = 0;
 			if (lane == 0)
 				fin = ld_relaxed_gpu(&dctl[DCTL_CLIENTS_DONE]) == g->client_warps &&
-				      ld_relaxed_gpu((u64*)g->req_tail + (u64)p * CTL_SPACING) == rh &&
 				      ld_relaxed_gpu((u64*)g->fin_tail + (u64)p * CTL_SPACING) == fh;
 			if (__shfl_sync(FULL_MASK, fin, 0)) break;
 			__nanosleep(100);
 		}
 	}
-	if (lane == 0) {
-		ctl->exit = 1;
-		atomicAdd((unsigned long long*)&((u64*)g->counters)[CNT_REQUESTS], (unsigned long long)requests);
-	}
+	if (lane == 0) ctl->exit = 1;
 }
 
 // stm_server: one block per partition (blockIdx.x = p), alone on its SM
-// (it asks for all the shared memory a block may have); warp 0 receives,
-// warps 1.. work. Invariant: the log lists this partition's commits in
-// timestamp order; entries [tail, head) are intact.
+// (it asks for all the shared memory a block may have); warp 0 receives
+// finalize messages, warps 1.. take and serve requests. Invariant: the log
+// lists this partition's commits in timestamp order; entries [tail, head)
+// are intact.
 extern "C" __global__ void __launch_bounds__(STM_SERVER_WARPS * 32, 1) stm_server(const stm_globals* __restrict__ gp) {
 	extern __shared__ __align__(16) u8 stm_smem[];
 	if (stm_log_bytes(gp) > gp->smem) { // Go checks first; this is the safety net
@@ -647,11 +682,9 @@ extern "C" __global__ void __launch_bounds__(STM_SERVER_WARPS * 32, 1) stm_serve
 		L.ctl->prep_slots = 0;
 		L.ctl->prep_cw = STM_EMPTY;
 		L.ctl->exit = 0;
+		L.ctl->claim = 0;
 	}
-	if (threadIdx.x < STM_WORKERS) {
-		L.ctl->mail[threadIdx.x] = 0;
-		L.ctl->offer[threadIdx.x].slot = ~0ull;
-	}
+	if (threadIdx.x < STM_WORKERS) L.ctl->offer[threadIdx.x].slot = ~0ull;
 	__syncthreads();
 	if (threadIdx.x == 0) {
 		__threadfence_system();

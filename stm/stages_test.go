@@ -1,0 +1,24 @@
+package stm
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStagesString(t *testing.T) {
+	s := ServerStats{Requests: 4, LockWait: 8 * time.Microsecond, TurnHold: 4 * time.Microsecond, WorkerTime: 80 * time.Microsecond,
+		Stages: RequestStages{Ring: 40 * time.Microsecond, Load: 4 * time.Microsecond,
+			Validate: 12 * time.Microsecond, FinalCheck: 2 * time.Microsecond, Reply: 6 * time.Microsecond, Busy: 40 * time.Microsecond,
+			InServer: 100 * time.Microsecond, Client: 108 * time.Microsecond, ClientReplies: 4}}
+	got := s.String()
+	for _, want := range []string{"ring 10µs", "load 1µs", "validate 3µs", "turn wait 2µs", "own turn 1µs",
+		"final check 500ns", "reply 1.5µs", "busy 10µs on one (50% of the workers' time)", "reply 27µs after sending (the server replied at 25µs)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(ServerStats{Requests: 4}.String(), "per request") {
+		t.Error("stages printed without being timed")
+	}
+}
