@@ -151,7 +151,9 @@ func (g *gpuTree) deleteBatch(st treeState, keys []uint64, fill int) (treeState,
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.clock.Start()
+	g.trace.start()
 	g.clock.Mark(g.s, engine.MarkStart)
+	g.step("start")
 	m, err := g.uploadSortDedupe(keys, nil)
 	if err != nil {
 		return st, engine.Timings{}, err

@@ -40,6 +40,10 @@ func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 	if err := g.growCap(bound); err != nil {
 		return st, err
 	}
+	g.step("reserve")
+	if err := g.awaitValues(); err != nil {
+		return st, err
+	}
 	// From here on the tree changes; nothing allocates.
 	first, err := g.allocNodes(gr.extra)
 	if err != nil {
@@ -62,6 +66,7 @@ func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 		lv.chId, lv.chMax); err != nil {
 		return st, err
 	}
+	g.step("leaves: merge, stage, write")
 	st.n += gr.flagged
 	st.leaves += gr.pieces - G
 	return g.propagate(st, lv)
@@ -74,14 +79,20 @@ func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 func (g *gpuTree) insertBatch(st treeState, keys, values []uint64) (treeState, engine.Timings, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.settleValues()
 	g.clock.Start()
+	g.trace.start()
 	g.clock.Mark(g.s, engine.MarkStart)
+	g.step("start")
 	m, err := g.uploadSortDedupe(keys, values)
 	if err != nil {
 		return st, engine.Timings{}, err
 	}
 	out := st
 	if st.root == nilNode {
+		if err := g.awaitValues(); err != nil {
+			return st, engine.Timings{}, err
+		}
 		b, err := g.writeTree(gpu.Take[uint64](g.pool, bufOutK, m), gpu.Take[uint64](g.pool, bufOutV, m), m)
 		if err != nil {
 			return st, engine.Timings{}, err

@@ -43,10 +43,13 @@ func (g *gpuTree) locate(st treeState, m int, del bool) (groups, error) {
 	if err := prim.DevReduceByKey(g.pe, leafOf, packed, gLeaf, gSum, m, gpu.View[uint32](cnt, 0, 1)); err != nil {
 		return gr, err
 	}
+	g.step("locate, reduce by leaf")
 	var c [1]uint32
+	g.trace.synced()
 	if err := errors.Join(cnt.Read(g.s, 0, c[:]), g.s.Synchronize()); err != nil {
 		return gr, err
 	}
+	g.step("readback: touched leaves")
 	G := int(c[0])
 	gr.G = G
 	if err := g.pool.Reserve(gpu.NeedOf[uint64]("gc.0", G+1), gpu.NeedOf[uint64]("gp.0", G+1), gpu.NeedOf[uint64]("oldmax.0", G),
@@ -66,10 +69,12 @@ func (g *gpuTree) locate(st treeState, m int, del bool) (groups, error) {
 			return gr, err
 		}
 	}
+	g.step("leaf sizes, scans")
 	w, err := g.readWords([]*gpu.Buffer[uint64]{gSum, gc, gp}, []int{G, G, G})
 	if err != nil {
 		return gr, err
 	}
+	g.step("readback: leaf totals")
 	gr.flagged = int(uint32(w[0]))
 	gr.entries = int(w[1])
 	gr.pieces, gr.extra = int(w[2]>>32), int(uint32(w[2]))

@@ -66,7 +66,10 @@ func (g *gpuTree) propagate(st treeState, lv level) (treeState, error) {
 	if err != nil {
 		return st, err
 	}
-	return g.collapseRoot(st)
+	g.step("root")
+	st, err = g.collapseRoot(st)
+	g.step("collapse root")
+	return st, err
 }
 
 // applyParents rewrites the parents of a level's touched nodes (the CPU
@@ -91,10 +94,13 @@ func (g *gpuTree) applyParents(ch level) (level, int, error) {
 	if err := prim.DevReduceByKey(g.pe, par, pk, pNode, pSum, G, gpu.View[uint32](cnt, 0, 1)); err != nil {
 		return level{}, 0, err
 	}
+	g.step("parents: parent of, reduce")
 	var c [1]uint32
+	g.trace.synced()
 	if err := errors.Join(cnt.Read(g.s, 0, c[:]), g.s.Synchronize()); err != nil {
 		return level{}, 0, err
 	}
+	g.step("readback: parents")
 	PG := int(c[0])
 	gc, gp := gpu.Take[uint64](g.pool, setName("gc", ps), G+1), gpu.Take[uint64](g.pool, setName("gp", ps), G+1)
 	oldMax, up := gpu.Take[uint64](g.pool, setName("oldmax", ps), G), gpu.Take[uint32](g.pool, "up", G)
@@ -107,10 +113,12 @@ func (g *gpuTree) applyParents(ch level) (level, int, error) {
 			return level{}, 0, err
 		}
 	}
+	g.step("parents: sizes, scans")
 	w, err := g.readWords([]*gpu.Buffer[uint64]{gc, gp}, []int{PG, PG})
 	if err != nil {
 		return level{}, 0, err
 	}
+	g.step("readback: parent totals")
 	entries, freed := int(w[0]&(1<<freedShift-1)), int(w[0]>>freedShift)
 	pieces, extra := int(w[1]>>32), int(uint32(w[1]))
 	first, err := g.allocNodes(extra)
@@ -133,6 +141,7 @@ func (g *gpuTree) applyParents(ch level) (level, int, error) {
 		order, g.keys, g.slots, g.count, g.parent, g.kind, out.chId, out.chMax); err != nil {
 		return level{}, 0, err
 	}
+	g.step("parents: stage, write")
 	return out, freed, nil
 }
 
@@ -184,6 +193,7 @@ func (g *gpuTree) collapseRoot(st treeState) (treeState, error) {
 	for st.root != nilNode && g.height > 1 {
 		var cnt [1]uint32
 		var child [1]uint64
+		g.trace.synced()
 		if err := errors.Join(g.count.Read(g.s, int(st.root), cnt[:]),
 			g.slots.Read(g.s, int(st.root)*g.order, child[:]), g.s.Synchronize()); err != nil {
 			return st, err
