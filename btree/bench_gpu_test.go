@@ -129,19 +129,24 @@ func BenchmarkGPUInsert(b *testing.B) {
 // BenchmarkGPUInsertSteps inserts 10M new keys into a freshly built
 // 100M-key tree (built again before every run, untimed), as bench btree's
 // "insert 10M uniform into 100M", with the pinned staging copied on 8 and
-// on 16 goroutines, and logs where the last run's time went: every step's
-// device time (CUDA events), host time and host synchronizations
-// (stepTrace).
+// on 16 goroutines, the leaves merged by a warp per leaf (bt_merge_leaves)
+// or over flattened entries, and logs where the last run's time went:
+// every step's device time (CUDA events), host time and host
+// synchronizations (stepTrace).
 func BenchmarkGPUInsertSteps(b *testing.B) {
 	d := gputest.Device(b)
-	for _, w := range []int{stageWorkers, 16} {
-		b.Run(fmt.Sprintf("stageWorkers=%d", w), func(b *testing.B) {
+	for _, c := range []struct {
+		workers int
+		flat    bool
+	}{{stageWorkers, false}, {16, false}, {16, true}} {
+		b.Run(fmt.Sprintf("stageWorkers=%d/flatMerge=%v", c.workers, c.flat), func(b *testing.B) {
 			g := newBenchTree(b, d, DefaultOrder)
 			gt := g.e.(*gpuTree)
-			if err := gt.setStageWorkers(w); err != nil {
+			if err := gt.setStageWorkers(c.workers); err != nil {
 				b.Fatal(err)
 			}
 			gt.trace = &stepTrace{}
+			gt.flatMerge = c.flat
 			var lb engine.Timings
 			for b.Loop() {
 				b.StopTimer()

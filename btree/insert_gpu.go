@@ -53,6 +53,18 @@ func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 	lv := level{set: 0, G: G, R: gr.pieces, node: gpu.Take[uint32](g.pool, "node.0", G), oldMax: gpu.Take[uint64](g.pool, "oldmax.0", G),
 		gp: gpu.Take[uint64](g.pool, "gp.0", G+1), chId: gpu.Take[uint32](g.pool, "chid.0", R), chMax: gpu.Take[uint64](g.pool, "chmax.0", R)}
 	gc, gSum, packed, pos := gpu.Take[uint64](g.pool, "gc.0", G+1), gpu.Take[uint64](g.pool, "gsum", m+1), gpu.Take[uint64](g.pool, "packed", m+1), gpu.Take[uint32](g.pool, "pos", m)
+	if g.warpMerge(gr) {
+		if err := g.k.mergeLeaves.Launch(g.s, warpGrid(G), gpu.D1(kernelBlock), 0, uint64(G),
+			gpu.Take[uint64](g.pool, bufOutK, m), gpu.Take[uint64](g.pool, bufOutV, m), gSum, packed, pos, gc, lv.gp, lv.node,
+			gpu.Take[uint32](g.pool, "oldnext", G), first, order, g.keys, g.slots, g.count, g.parent, g.next, g.prv, g.kind,
+			lv.chId, lv.chMax); err != nil {
+			return st, err
+		}
+		g.step("leaves: merge in one pass")
+		st.n += gr.flagged
+		st.leaves += gr.pieces - G
+		return g.propagate(st, lv)
+	}
 	mk, mv := gpu.Take[uint64](g.pool, "mk", staged), gpu.Take[uint64](g.pool, "mv", staged)
 	if err := g.launch(g.k.mergeNew, m, gpu.Take[uint64](g.pool, bufOutK, m), gpu.Take[uint64](g.pool, bufOutV, m), uint64(m), uint64(G), gSum, packed, pos, gc, mk, mv); err != nil {
 		return st, err
@@ -70,6 +82,22 @@ func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 	st.n += gr.flagged
 	st.leaves += gr.pieces - G
 	return g.propagate(st, lv)
+}
+
+// Limits of bt_merge_leaves, the leaves' merge in one pass (warpMerge).
+const (
+	mergeWarpMaxOrder = 32 * 8 // a lane holds 8 old entries (MERGE_LANE_ENTRIES in btree.cu)
+	mergeWarpMaxKeys  = 2048   // batch keys of one leaf: a warp writes them 32 at a time
+)
+
+// warpMerge reports whether the touched leaves of gr are merged by
+// bt_merge_leaves (a warp per leaf, no staging) rather than by the three
+// kernels over flattened entries (bt_merge_new, bt_stage_old,
+// bt_write_leaves): when a leaf's old entries fit in a warp's registers
+// and no leaf has so many batch keys that its warp would hold the rest
+// back (a skewed batch), unless a benchmark turned it off (flatMerge).
+func (g *gpuTree) warpMerge(gr groups) bool {
+	return !g.flatMerge && g.order <= mergeWarpMaxOrder && gr.maxKeys <= mergeWarpMaxKeys
 }
 
 // insertBatch is Insert on the GPU engine: upload, sort and dedupe, then

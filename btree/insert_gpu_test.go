@@ -12,7 +12,8 @@ import (
 // stageMin pairs or more), with keys repeated inside a batch (the last
 // occurrence wins), keys already in the tree (new values) and keys past the
 // right spine, into trees of orders 8 and 64 built from a batch of the
-// same size, traced and not, and compares the node arrays with the CPU
+// same size, traced with the flat merge (bt_stage_old ...) and not traced
+// with the warp merge (bt_merge_leaves), and compares the node arrays with the CPU
 // engine's word for word after every batch, then every key's value.
 func TestGPULargeInserts(t *testing.T) {
 	d := gputest.Device(t)
@@ -23,8 +24,9 @@ func TestGPULargeInserts(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer g.Close()
-			if traced {
+			if traced { // and the merge over flattened entries
 				g.e.(*gpuTree).trace = &stepTrace{}
+				g.e.(*gpuTree).flatMerge = true
 			}
 			c, err := Open(Options{Order: order, Device: "cpu"})
 			if err != nil {

@@ -55,6 +55,10 @@ type gpuTree struct {
 	// (sort_gpu.go).
 	trace  *stepTrace
 	values *valuesUpload
+
+	// flatMerge turns bt_merge_leaves off (warpMerge): benchmarks and
+	// tests compare the two merges.
+	flatMerge bool
 }
 
 // Names of the batch's buffers in the pool.
