@@ -364,19 +364,37 @@ extern "C" __global__ void bt_locate(const u64 *k, u64 m, u32 root, u32 height, 
 // old + new keys; delete: old - found) to gc[g], its pieces and extra new
 // nodes (hi: pieces, lo: pieces - 1 when above 1) to gp[g], its old max key
 // and old next leaf; thread G zeroes gSum[G], gc[G], gp[G] for the scans.
-// *maxKeys (zeroed by the launcher) becomes the most batch keys of one
-// touched leaf (insert_gpu.go picks bt_merge_leaves by it).
 extern "C" __global__ void bt_leaf_sizes(u64 G, const u32 *gLeaf, u64 *gSum, u32 order, u32 fill, int del,
                                          const u64 *keys, const u32 *count, const u32 *next,
-                                         u64 *gc, u64 *gp, u64 *oldMax, u32 *oldNext, u64 *maxKeys) {
+                                         u64 *gc, u64 *gp, u64 *oldMax, u32 *oldNext) {
     for_touched(G, gSum, gc, gp, [&](u64 g) {
         u32 leaf = gLeaf[g];
         u64 c0 = count[leaf];
         u64 f = LO(gSum[g]);
-        atomicMax(maxKeys, (u64)HI(gSum[g]));
         size_touched(g, leaf, c0, del ? c0 - f : c0 + f, 0, order, fill, keys, gc, gp, oldMax);
         oldNext[g] = next[leaf];
     });
+}
+
+// bt_max_hi: a grid-stride loop over g < G (a small grid: the launcher
+// caps it) keeps each thread's largest HI(sum[g]); the warp's largest
+// (shuffles over the full warp, after the loop every lane takes part in)
+// goes to *out with one atomicMax per warp. *out must be zero (or a lower
+// bound) beforehand. Over the unscanned reduction by leaf, it is the most
+// batch keys of one touched leaf (insert_gpu.go picks bt_merge_leaves by
+// it). One atomic per warp, not per group: a million atomics on one word
+// serialize for milliseconds.
+extern "C" __global__ void bt_max_hi(u64 G, const u64 *sum, u64 *out) {
+    u32 m = 0;
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < G; g += (u64)gridDim.x * blockDim.x) {
+        u32 h = HI(sum[g]);
+        m = h > m ? h : m;
+    }
+    for (int d = WARP / 2; d > 0; d >>= 1) {
+        u32 x = __shfl_xor_sync(FULL_MASK, m, d);
+        m = x > m ? x : m;
+    }
+    if ((threadIdx.x & (WARP - 1)) == 0 && m > 0) atomicMax(out, (u64)m);
 }
 
 // bt_merge_new: one thread per batch key i < m (grid-stride), insert only.
@@ -689,17 +707,28 @@ extern "C" __global__ void bt_parent_of(u64 G, const u32 *node, const u64 *oldMa
     }
 }
 
-// bt_parent_sizes: one thread per touched parent g <= G (grid-stride);
-// pSum[g] (hi: changed children, lo: their replacements) is the reduction
-// by parent of bt_parent_of's packed. The parent's new entries c = old -
-// changed + replacements go to gc[g] (plus 1<<40 when c is 0: the parent
-// is freed here, count 0 and kind free), its pieces and extra nodes to
-// gp[g] as in bt_leaf_sizes, its old max key and its own parent to
-// oldMax, up. Thread G zeroes pSum[G], gc[G], gp[G].
-extern "C" __global__ void bt_parent_sizes(u64 G, const u32 *pNode, u64 *pSum, u32 order, u32 fill,
-                                           const u64 *keys, u32 *count, const u32 *parent, u8 *kind,
+// bt_parent_sizes: one thread per g <= bound (grid-stride), where bound
+// (the touched children, known to the host) is at least G = *nG, the
+// touched parents counted on the device by the reduction, so the host
+// need not read G before the launch. For g < G, pSum[g] (hi: changed
+// children, lo: their replacements) is the reduction by parent of
+// bt_parent_of's packed; the parent's new entries c = old - changed +
+// replacements go to gc[g] (plus 1<<40 when c is 0: the parent is freed
+// here, count 0 and kind free), its pieces and extra nodes to gp[g] as in
+// bt_leaf_sizes, its old max key and its own parent to oldMax, up. Every
+// g in [G, bound] zeroes pSum[g], gc[g], gp[g], so that exclusive scans
+// over bound + 1 elements hold the totals at G and at bound.
+extern "C" __global__ void bt_parent_sizes(u64 bound, const u32 *nG, const u32 *pNode, u64 *pSum, u32 order,
+                                           u32 fill, const u64 *keys, u32 *count, const u32 *parent, u8 *kind,
                                            u64 *gc, u64 *gp, u64 *oldMax, u32 *up) {
-    for_touched(G, pSum, gc, gp, [&](u64 g) {
+    const u64 G = *nG;
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g <= bound; g += (u64)gridDim.x * blockDim.x) {
+        if (g >= G) {
+            pSum[g] = 0;
+            gc[g] = 0;
+            gp[g] = 0;
+            continue;
+        }
         u32 P = pNode[g];
         u64 c0 = count[P];
         u64 c = c0 - HI(pSum[g]) + LO(pSum[g]);
@@ -709,7 +738,7 @@ extern "C" __global__ void bt_parent_sizes(u64 G, const u32 *pNode, u64 *pSum, u
             count[P] = 0;
             kind[P] = KIND_FREE;
         }
-    });
+    }
 }
 
 // bt_stage_repl: one thread per replacement r < R of the level below

@@ -68,7 +68,7 @@ func (g *gpuTree) deleteSorted(st treeState, m int) (treeState, error) {
 		}
 	}
 	st.n, st.leaves, st.freed = after.n, after.leaves, after.freed
-	return g.propagate(st, lv)
+	return g.propagate(st, lv, true)
 }
 
 // mightRebuild reports whether a delete whose leaf level leaves the

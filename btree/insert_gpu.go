@@ -63,7 +63,7 @@ func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 		g.step("leaves: merge in one pass")
 		st.n += gr.flagged
 		st.leaves += gr.pieces - G
-		return g.propagate(st, lv)
+		return g.propagate(st, lv, false)
 	}
 	mk, mv := gpu.Take[uint64](g.pool, "mk", staged), gpu.Take[uint64](g.pool, "mv", staged)
 	if err := g.launch(g.k.mergeNew, m, gpu.Take[uint64](g.pool, bufOutK, m), gpu.Take[uint64](g.pool, bufOutV, m), uint64(m), uint64(G), gSum, packed, pos, gc, mk, mv); err != nil {
@@ -81,7 +81,7 @@ func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 	g.step("leaves: merge, stage, write")
 	st.n += gr.flagged
 	st.leaves += gr.pieces - G
-	return g.propagate(st, lv)
+	return g.propagate(st, lv, false)
 }
 
 // Limits of bt_merge_leaves, the leaves' merge in one pass (warpMerge).

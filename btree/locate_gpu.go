@@ -7,6 +7,9 @@ import (
 	"github.com/warpkv/warpkv/prim"
 )
 
+// maxHiBlocks caps bt_max_hi's grid: one atomic per warp on one word.
+const maxHiBlocks = 512
+
 // groups are the touched nodes of the leaf level after bt_locate, the
 // reduction by leaf and the scans.
 type groups struct {
@@ -63,7 +66,11 @@ func (g *gpuTree) locate(st treeState, m int, del bool) (groups, error) {
 		return gr, err
 	}
 	if err := g.launch(g.k.leafSizes, G+1, uint64(G), gLeaf, gSum, order, uint32(g.fill), boolInt(del),
-		g.keys, g.count, g.next, gc, gp, gpu.Take[uint64](g.pool, "oldmax.0", G), gpu.Take[uint32](g.pool, "oldnext", G), maxKeys); err != nil {
+		g.keys, g.count, g.next, gc, gp, gpu.Take[uint64](g.pool, "oldmax.0", G), gpu.Take[uint32](g.pool, "oldnext", G)); err != nil {
+		return gr, err
+	}
+	if err := g.k.maxHi.Launch(g.s, gpu.D1(min(gpu.Grid(G, kernelBlock), maxHiBlocks)), gpu.D1(kernelBlock), 0,
+		uint64(G), gSum, maxKeys); err != nil {
 		return gr, err
 	}
 	for _, x := range []struct {
