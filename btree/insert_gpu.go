@@ -18,10 +18,9 @@ import (
 // as it was.
 
 // insertSorted applies the m sorted unique pairs in outK, outV to a non-empty
-// tree and returns the new bookkeeping. Cost: locate's, one thread per
-// batch key and per old entry of the touched leaves (merge), one per
-// merged entry (write), and per level one thread per changed child,
-// replacement and entry of the touched parents.
+// tree and returns the new bookkeeping. Cost: locate's, mergeLeaves', and
+// per level one thread per changed child, replacement and entry of the
+// touched parents.
 func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 	gr, err := g.locate(st, m, false)
 	if err != nil {
@@ -49,39 +48,52 @@ func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 	if err != nil {
 		return st, err
 	}
-	order := uint32(g.order)
 	lv := level{set: 0, G: G, R: gr.pieces, node: gpu.Take[uint32](g.pool, "node.0", G), oldMax: gpu.Take[uint64](g.pool, "oldmax.0", G),
 		gp: gpu.Take[uint64](g.pool, "gp.0", G+1), chId: gpu.Take[uint32](g.pool, "chid.0", R), chMax: gpu.Take[uint64](g.pool, "chmax.0", R)}
-	gc, gSum, packed, pos := gpu.Take[uint64](g.pool, "gc.0", G+1), gpu.Take[uint64](g.pool, "gsum", m+1), gpu.Take[uint64](g.pool, "packed", m+1), gpu.Take[uint32](g.pool, "pos", m)
-	if g.warpMerge(gr) {
-		if err := g.k.mergeLeaves.Launch(g.s, warpGrid(G), gpu.D1(kernelBlock), 0, uint64(G),
-			gpu.Take[uint64](g.pool, bufOutK, m), gpu.Take[uint64](g.pool, bufOutV, m), gSum, packed, pos, gc, lv.gp, lv.node,
-			gpu.Take[uint32](g.pool, "oldnext", G), first, order, g.keys, g.slots, g.count, g.parent, g.next, g.prv, g.kind,
-			lv.chId, lv.chMax); err != nil {
-			return st, err
-		}
-		g.step("leaves: merge in one pass")
-		st.n += gr.flagged
-		st.leaves += gr.pieces - G
-		return g.propagate(st, lv, false)
-	}
-	mk, mv := gpu.Take[uint64](g.pool, "mk", staged), gpu.Take[uint64](g.pool, "mv", staged)
-	if err := g.launch(g.k.mergeNew, m, gpu.Take[uint64](g.pool, bufOutK, m), gpu.Take[uint64](g.pool, bufOutV, m), uint64(m), uint64(G), gSum, packed, pos, gc, mk, mv); err != nil {
+	if err := g.mergeLeaves(gr, m, staged, first, lv); err != nil {
 		return st, err
 	}
-	if err := g.launch(g.k.stageOld, gr.oldTot, uint64(gr.oldTot), uint64(G), int32(0), gpu.Take[uint64](g.pool, bufOutK, m), gSum, packed, gc,
-		lv.node, order, g.keys, g.slots, mk, mv); err != nil {
-		return st, err
-	}
-	if err := g.launch(g.k.writeLeaves, gr.entries, uint64(gr.entries), uint64(G), gc, lv.gp, lv.node,
-		gpu.Take[uint32](g.pool, "oldnext", G), mk, mv, first, order, g.keys, g.slots, g.count, g.parent, g.next, g.prv, g.kind,
-		lv.chId, lv.chMax); err != nil {
-		return st, err
-	}
-	g.step("leaves: merge, stage, write")
 	st.n += gr.flagged
 	st.leaves += gr.pieces - G
 	return g.propagate(st, lv, false)
+}
+
+// mergeLeaves writes the touched leaves of gr merged with the m batch
+// pairs in outK, outV (pieces from first on; lv the leaf level's changes,
+// filled in): with bt_merge_leaves when warpMerge says so, else with
+// bt_merge_new and bt_stage_old (staging the merged entries in mk, mv of
+// staged elements) and bt_write_leaves. Cost: one pass over the touched
+// leaves and the batch, or three.
+func (g *gpuTree) mergeLeaves(gr groups, m, staged int, first uint32, lv level) error {
+	G := gr.G
+	order := uint32(g.order)
+	outK, outV := gpu.Take[uint64](g.pool, bufOutK, m), gpu.Take[uint64](g.pool, bufOutV, m)
+	gc, gSum, packed, pos := gpu.Take[uint64](g.pool, "gc.0", G+1), gpu.Take[uint64](g.pool, "gsum", m+1), gpu.Take[uint64](g.pool, "packed", m+1), gpu.Take[uint32](g.pool, "pos", m)
+	oldNext := gpu.Take[uint32](g.pool, "oldnext", G)
+	if g.warpMerge(gr) {
+		if err := g.k.mergeLeaves.Launch(g.s, warpGrid(G), gpu.D1(kernelBlock), 0, uint64(G), outK, outV, gSum, packed, pos,
+			gc, lv.gp, lv.node, oldNext, first, order, g.keys, g.slots, g.count, g.parent, g.next, g.prv, g.kind,
+			lv.chId, lv.chMax); err != nil {
+			return err
+		}
+		g.step("leaves: merge in one pass")
+		return nil
+	}
+	mk, mv := gpu.Take[uint64](g.pool, "mk", staged), gpu.Take[uint64](g.pool, "mv", staged)
+	if err := g.launch(g.k.mergeNew, m, outK, outV, uint64(m), uint64(G), gSum, packed, pos, gc, mk, mv); err != nil {
+		return err
+	}
+	if err := g.launch(g.k.stageOld, gr.oldTot, uint64(gr.oldTot), uint64(G), int32(0), outK, gSum, packed, gc,
+		lv.node, order, g.keys, g.slots, mk, mv); err != nil {
+		return err
+	}
+	if err := g.launch(g.k.writeLeaves, gr.entries, uint64(gr.entries), uint64(G), gc, lv.gp, lv.node,
+		oldNext, mk, mv, first, order, g.keys, g.slots, g.count, g.parent, g.next, g.prv, g.kind,
+		lv.chId, lv.chMax); err != nil {
+		return err
+	}
+	g.step("leaves: merge, stage, write")
+	return nil
 }
 
 // Limits of bt_merge_leaves, the leaves' merge in one pass (warpMerge).
