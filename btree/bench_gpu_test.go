@@ -69,8 +69,6 @@ func reportPhases(b *testing.B, keys int, lb engine.Timings) {
 	}
 }
 
-func ms[D ~int64](d D) float64 { return float64(d) / 1e6 }
-
 // newBenchTree returns a GPU tree of the given order holding the 100M-key
 // tree.
 func newBenchTree(b *testing.B, d *gpu.Device, order int) *Tree {
@@ -126,6 +124,52 @@ func BenchmarkGPUInsert(b *testing.B) {
 		b.StartTimer()
 	}
 	reportPhases(b, benchBatchKeys, lb)
+}
+
+// BenchmarkGPUInsertSteps inserts 10M new keys into a freshly built
+// 100M-key tree (built again before every run, untimed), as bench btree's
+// "insert 10M uniform into 100M", with the pinned staging copied on 8 and
+// on 16 goroutines, the leaves merged by a warp per leaf (bt_merge_leaves)
+// or over flattened entries, and logs where the last run's time went:
+// every step's device time (CUDA events), host time and host
+// synchronizations (stepTrace).
+func BenchmarkGPUInsertSteps(b *testing.B) {
+	d := gputest.Device(b)
+	for _, c := range []struct {
+		workers int
+		flat    bool
+	}{{stageWorkers, false}, {16, false}, {16, true}} {
+		b.Run(fmt.Sprintf("stageWorkers=%d/flatMerge=%v", c.workers, c.flat), func(b *testing.B) {
+			g := newBenchTree(b, d, DefaultOrder)
+			gt := g.e.(*gpuTree)
+			if err := gt.setStageWorkers(c.workers); err != nil {
+				b.Fatal(err)
+			}
+			gt.trace = &stepTrace{}
+			gt.flatMerge = c.flat
+			var lb engine.Timings
+			for b.Loop() {
+				b.StopTimer()
+				if err := g.Build(benchTree[0], benchTree[1]); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if err := g.Insert(benchBatch[0], benchBatch[1]); err != nil {
+					b.Fatal(err)
+				}
+				lb = g.LastBatch()
+			}
+			reportPhases(b, benchBatchKeys, lb)
+			steps, err := gt.trace.steps()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("last insert (whole call %.3f ms):\n%s", ms(lb.Total), formatSteps(steps))
+			if g.Len() != benchTreeKeys+benchBatchKeys {
+				b.Fatalf("%d keys after the insert, want %d", g.Len(), benchTreeKeys+benchBatchKeys)
+			}
+		})
+	}
 }
 
 // BenchmarkGPUDelete deletes 10M keys from a 110M-key tree (inserting them

@@ -376,6 +376,27 @@ extern "C" __global__ void bt_leaf_sizes(u64 G, const u32 *gLeaf, u64 *gSum, u32
     });
 }
 
+// bt_max_hi: a grid-stride loop over g < G (a small grid: the launcher
+// caps it) keeps each thread's largest HI(sum[g]); the warp's largest
+// (shuffles over the full warp, after the loop every lane takes part in)
+// goes to *out with one atomicMax per warp. *out must be zero (or a lower
+// bound) beforehand. Over the unscanned reduction by leaf, it is the most
+// batch keys of one touched leaf (insert_gpu.go picks bt_merge_leaves by
+// it). One atomic per warp, not per group: a million atomics on one word
+// serialize for milliseconds.
+extern "C" __global__ void bt_max_hi(u64 G, const u64 *sum, u64 *out) {
+    u32 m = 0;
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < G; g += (u64)gridDim.x * blockDim.x) {
+        u32 h = HI(sum[g]);
+        m = h > m ? h : m;
+    }
+    for (int d = WARP / 2; d > 0; d >>= 1) {
+        u32 x = __shfl_xor_sync(FULL_MASK, m, d);
+        m = x > m ? x : m;
+    }
+    if ((threadIdx.x & (WARP - 1)) == 0 && m > 0) atomicMax(out, (u64)m);
+}
+
 // bt_merge_new: one thread per batch key i < m (grid-stride), insert only.
 // Key i of group g (found by its batch start, the hi half of the scanned
 // gSum) goes to merged position pos[i] (old keys below it) + the batch's
@@ -476,6 +497,109 @@ extern "C" __global__ void bt_write_leaves(u64 total, u64 G, const u64 *gc, cons
             chId[HI(gp[g]) + q] = id;
             chMax[HI(gp[g]) + q] = mk[r];
         }
+    }
+}
+
+// MERGE_LANE_ENTRIES is the old entries a lane of bt_merge_leaves holds in
+// registers: that kernel takes trees of order up to 32 * it
+// (mergeWarpMaxOrder in insert_gpu.go).
+#define MERGE_LANE_ENTRIES 8
+
+// merge_put writes merged entry r (key, value) of touched leaf g, whose c
+// merged entries are split into p pieces (the CPU engine's share()), as
+// bt_write_leaves does: the entry goes to its piece's slot; the lane that
+// writes a piece's slot 0 writes its head and links, the one that writes
+// its last slot records the piece's id and max key at its place rb + q.
+__device__ __forceinline__ void merge_put(u64 r, u64 key, u64 val, u64 c, u64 p, u32 leaf, u32 first, u32 xo,
+                                          u64 rb, u32 up, u32 onext, u32 order, u64 *keys, u64 *slots,
+                                          u32 *count, u32 *parent, u32 *next, u32 *prev, u8 *kind, u32 *chId,
+                                          u64 *chMax) {
+    u64 q, s, size;
+    part_of(r, c, p, &q, &s, &size);
+    u32 id = piece_id(leaf, first, xo, q);
+    u64 at = (u64)id * order + s;
+    keys[at] = key;
+    slots[at] = val;
+    if (s == 0) {
+        put_head(count, kind, id, size, KIND_LEAF);
+        if (q > 0) {
+            parent[id] = up;
+            prev[id] = piece_id(leaf, first, xo, q - 1);
+        }
+        if (q + 1 < p) {
+            next[id] = piece_id(leaf, first, xo, q + 1);
+        } else {
+            next[id] = onext;
+            if (p > 1 && onext != NIL) prev[onext] = id;
+        }
+    }
+    if (s + 1 == size) {
+        chId[rb + q] = id;
+        chMax[rb + q] = key;
+    }
+}
+
+// bt_merge_leaves: one warp per touched leaf g < G (grid-stride over
+// warps), insert only, for trees of order <= 32 * MERGE_LANE_ENTRIES: the
+// work of bt_merge_new, bt_stage_old and bt_write_leaves in one pass, with
+// no staging of the merged entries. The warp reads the leaf's c0 old
+// entries into registers (lane l holds entries l, l + 32, ...), then
+// (after __syncwarp: every read of the leaf is done before any write to
+// it, and no other warp reads it) writes each kept old entry and each
+// batch key of the group at its merged rank, computed as in bt_stage_old
+// and bt_merge_new, with merge_put. The result is bt_write_leaves' word
+// for word. A group's batch keys are spread over the lanes, so a group
+// of many keys (a skewed batch) serializes on one warp: the launcher
+// takes this kernel only when every group's batch keys are few.
+extern "C" __global__ void bt_merge_leaves(u64 G, const u64 *k, const u64 *v, const u64 *gSum,
+                                           const u64 *packed, const u32 *pos, const u64 *gc, const u64 *gp,
+                                           const u32 *gLeaf, const u32 *oldNext, u32 first, u32 order,
+                                           u64 *keys, u64 *slots, u32 *count, u32 *parent, u32 *next,
+                                           u32 *prev, u8 *kind, u32 *chId, u64 *chMax) {
+    const u32 lane = threadIdx.x & (WARP - 1);
+    const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
+    for (u64 g = (blockIdx.x * (u64)blockDim.x + threadIdx.x) / WARP; g < G; g += warps) {
+        u32 leaf = gLeaf[g];
+        u64 base = (u64)leaf * order;
+        u32 c0 = count[leaf];
+        u32 up = parent[leaf];
+        u32 onext = oldNext[g];
+        u64 ok[MERGE_LANE_ENTRIES], ov[MERGE_LANE_ENTRIES];
+#pragma unroll
+        for (int t = 0; t < MERGE_LANE_ENTRIES; t++) {
+            u32 j = lane + WARP * t;
+            if (j < c0) {
+                ok[t] = keys[base + j];
+                ov[t] = slots[base + j];
+            }
+        }
+        __syncwarp();
+        u64 c = gc[g + 1] - gc[g];
+        u64 p = HI(gp[g + 1]) - HI(gp[g]);
+        u32 xo = LO(gp[g]);
+        u64 rb = HI(gp[g]);
+        u64 ks = HI(gSum[g]), ke = HI(gSum[g + 1]);
+        u64 newBefore = LO(gSum[g]);
+#pragma unroll
+        for (int t = 0; t < MERGE_LANE_ENTRIES; t++) {
+            u32 j = lane + WARP * t;
+            if (j >= c0) continue;
+            u64 a = ks, b = ke; // first batch key >= the old key
+            while (a < b) {
+                u64 mid = (a + b) >> 1;
+                if (k[mid] < ok[t]) a = mid + 1; else b = mid;
+            }
+            if (a < ke && k[a] == ok[t]) continue; // the batch's value wins
+            u64 r = j + (LO(packed[a]) - newBefore);
+            merge_put(r, ok[t], ov[t], c, p, leaf, first, xo, rb, up, onext, order, keys, slots, count, parent,
+                      next, prev, kind, chId, chMax);
+        }
+        for (u64 i = ks + lane; i < ke; i += WARP) {
+            u64 r = pos[i] + (LO(packed[i]) - newBefore);
+            merge_put(r, k[i], v[i], c, p, leaf, first, xo, rb, up, onext, order, keys, slots, count, parent,
+                      next, prev, kind, chId, chMax);
+        }
+        __syncwarp(); // the warp's next group starts after every lane is done with this one
     }
 }
 
@@ -583,17 +707,28 @@ extern "C" __global__ void bt_parent_of(u64 G, const u32 *node, const u64 *oldMa
     }
 }
 
-// bt_parent_sizes: one thread per touched parent g <= G (grid-stride);
-// pSum[g] (hi: changed children, lo: their replacements) is the reduction
-// by parent of bt_parent_of's packed. The parent's new entries c = old -
-// changed + replacements go to gc[g] (plus 1<<40 when c is 0: the parent
-// is freed here, count 0 and kind free), its pieces and extra nodes to
-// gp[g] as in bt_leaf_sizes, its old max key and its own parent to
-// oldMax, up. Thread G zeroes pSum[G], gc[G], gp[G].
-extern "C" __global__ void bt_parent_sizes(u64 G, const u32 *pNode, u64 *pSum, u32 order, u32 fill,
-                                           const u64 *keys, u32 *count, const u32 *parent, u8 *kind,
+// bt_parent_sizes: one thread per g <= bound (grid-stride), where bound
+// (the touched children, known to the host) is at least G = *nG, the
+// touched parents counted on the device by the reduction, so the host
+// need not read G before the launch. For g < G, pSum[g] (hi: changed
+// children, lo: their replacements) is the reduction by parent of
+// bt_parent_of's packed; the parent's new entries c = old - changed +
+// replacements go to gc[g] (plus 1<<40 when c is 0: the parent is freed
+// here, count 0 and kind free), its pieces and extra nodes to gp[g] as in
+// bt_leaf_sizes, its old max key and its own parent to oldMax, up. Every
+// g in [G, bound] zeroes pSum[g], gc[g], gp[g], so that exclusive scans
+// over bound + 1 elements hold the totals at G and at bound.
+extern "C" __global__ void bt_parent_sizes(u64 bound, const u32 *nG, const u32 *pNode, u64 *pSum, u32 order,
+                                           u32 fill, const u64 *keys, u32 *count, const u32 *parent, u8 *kind,
                                            u64 *gc, u64 *gp, u64 *oldMax, u32 *up) {
-    for_touched(G, pSum, gc, gp, [&](u64 g) {
+    const u64 G = *nG;
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g <= bound; g += (u64)gridDim.x * blockDim.x) {
+        if (g >= G) {
+            pSum[g] = 0;
+            gc[g] = 0;
+            gp[g] = 0;
+            continue;
+        }
         u32 P = pNode[g];
         u64 c0 = count[P];
         u64 c = c0 - HI(pSum[g]) + LO(pSum[g]);
@@ -603,7 +738,7 @@ extern "C" __global__ void bt_parent_sizes(u64 G, const u32 *pNode, u64 *pSum, u
             count[P] = 0;
             kind[P] = KIND_FREE;
         }
-    });
+    }
 }
 
 // bt_stage_repl: one thread per replacement r < R of the level below

@@ -40,13 +40,19 @@ type built struct {
 func (g *gpuTree) buildBatch(keys, values []uint64) (built, engine.Timings, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.settleValues()
 	g.clock.Start()
+	g.trace.start()
 	g.clock.Mark(g.s, engine.MarkStart)
+	g.step("start")
 	if len(keys) == 0 {
 		return built{root: nilNode}, g.clock.Timings("build", 0), g.freeNodes()
 	}
 	m, err := g.uploadSortDedupe(keys, values)
 	if err != nil {
+		return built{}, engine.Timings{}, err
+	}
+	if err := g.awaitValues(); err != nil {
 		return built{}, engine.Timings{}, err
 	}
 	b, err := g.writeTree(gpu.Take[uint64](g.pool, bufOutK, m), gpu.Take[uint64](g.pool, bufOutV, m), m)
@@ -62,6 +68,8 @@ func (g *gpuTree) buildBatch(keys, values []uint64) (built, engine.Timings, erro
 func (g *gpuTree) finishTimes(op string, items int) (engine.Timings, error) {
 	g.clock.Mark(g.s, engine.MarkWorked)
 	g.clock.Mark(g.s, engine.MarkDone)
+	g.step("done")
+	g.trace.synced()
 	if err := g.s.Synchronize(); err != nil {
 		return engine.Timings{}, err
 	}

@@ -68,7 +68,7 @@ func (g *gpuTree) deleteSorted(st treeState, m int) (treeState, error) {
 		}
 	}
 	st.n, st.leaves, st.freed = after.n, after.leaves, after.freed
-	return g.propagate(st, lv)
+	return g.propagate(st, lv, true)
 }
 
 // mightRebuild reports whether a delete whose leaf level leaves the
@@ -151,7 +151,9 @@ func (g *gpuTree) deleteBatch(st treeState, keys []uint64, fill int) (treeState,
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.clock.Start()
+	g.trace.start()
 	g.clock.Mark(g.s, engine.MarkStart)
+	g.step("start")
 	m, err := g.uploadSortDedupe(keys, nil)
 	if err != nil {
 		return st, engine.Timings{}, err

@@ -43,8 +43,11 @@
 // writes the leaves one thread per key and each upper level one thread per
 // child with the closed form below. A large batch with values (Build,
 // Insert) uploads its keys, then sorts (key, batch position) pairs while
-// the values upload on a second stream, and gathers the kept positions'
-// values after the dedupe, so the values' transfer overlaps the sort. Get
+// a goroutine copies the values through the pinned ring on a second
+// stream, and gathers the kept positions' values as late as it can (Build:
+// after the dedupe; Insert: after locating the keys' leaves), so the
+// values' host copy and transfer overlap the sort, the dedupe and the
+// locate. Get
 // runs one thread per key from the root down; a large Get is pipelined in
 // chunks over two streams (upload, kernel and download of one chunk
 // overlapping the other's), both transfers through pinned staging
@@ -60,32 +63,43 @@
 // propagate_gpu.go; kernels in btree.cu) runs the phases below on the
 // device; between phases the host reads back a few totals (the number of
 // touched nodes, pieces, entries) to size the next launches, never the
-// tree:
+// tree: after the dedupe, twice in the locate, and once per parent level
+// (seven readbacks in a tree of height 5):
 //
-//  1. upload, sort and dedupe the batch as Build does;
+//  1. upload, sort and dedupe the batch as Build does (the values'
+//     upload still running);
 //  2. bt_locate, one thread per key: its leaf, its position there, and
 //     whether it is new;
 //  3. group by leaf: prim reduce-by-key of the (leaf, packed count) pairs,
 //     giving each touched leaf's batch keys and new keys;
 //  4. pass 1, bt_leaf_sizes, one thread per touched leaf: merged size,
 //     pieces and new nodes; exclusive scans place the merged entries, the
-//     pieces and the new contiguous nodes;
+//     pieces and the new contiguous nodes; bt_max_hi finds the most batch
+//     keys of one leaf (one atomic per warp);
 //  5. all the memory the rest may need is reserved here (node capacity for
 //     an upper bound of the new nodes, every scratch buffer), so running
 //     out of device memory fails before the tree changes;
-//  6. pass 2: bt_merge_new (one thread per batch key) and bt_stage_old (one
-//     thread per old entry) place every entry at its merged rank (a
-//     binary search in the other list), then bt_write_leaves (one thread
-//     per merged entry) writes the pieces, links and the changes; the
+//  6. pass 2, after the values' upload is joined and gathered: when the
+//     order is at most 256 and no leaf gets more than 2048 batch keys,
+//     bt_merge_leaves (a warp per touched leaf) reads the leaf's old
+//     entries into registers and writes every kept old entry and every
+//     batch key of the leaf straight to its piece and slot, with the
+//     pieces' heads, links and changes; otherwise (a skewed batch, a
+//     larger order) bt_merge_new (one thread per batch key) and
+//     bt_stage_old (one thread per old entry) stage every entry at its
+//     merged rank (a binary search in the other list), then
+//     bt_write_leaves (one thread per merged entry) writes the pieces; the
 //     kernels over flattened entries (here and in step 7) find an entry's
 //     touched node with one search per block and a short search per
 //     thread (merge-path style) instead of a search over all of them;
 //  7. propagation, one level at a time: bt_parent_of (one thread per
-//     touched child), reduce-by-key by parent, bt_parent_sizes and scans
-//     (count and place), bt_stage_repl and bt_stage_keep (one thread per
-//     replacement and per kept entry), bt_write_internal (one thread per
-//     entry); the root's pieces get new levels (bt_level_list, bt_level),
-//     and a root with one child is collapsed.
+//     touched child), reduce-by-key by parent, bt_parent_sizes (which
+//     reads the parents' count on the device) and scans sized by the
+//     children's count (count and place), one readback, bt_stage_repl and
+//     bt_stage_keep (one thread per replacement and per kept entry),
+//     bt_write_internal (one thread per entry); the root's pieces get new
+//     levels (bt_level_list, bt_level). After a delete a root with one
+//     child is collapsed (an insert never leaves one).
 //
 // Unlike the CPU engine the propagation does not drop unchanged nodes
 // from a level's changes: an unchanged node rewrites its parent's entry
@@ -99,7 +113,9 @@
 // the leaves are listed in key order level by level (bt_node_counts, a
 // scan, bt_gather), their pairs gathered, and written as Build does.
 // Tree.LastBatch gives each batch's upload, sort, work and download times,
-// measured with CUDA events.
+// measured with CUDA events; a stepTrace (trace_gpu.go, for benchmarks:
+// BenchmarkGPUInsertSteps) times every step of a batch the same way and
+// counts its host synchronizations.
 //
 // # Layout
 //

@@ -18,10 +18,9 @@ import (
 // as it was.
 
 // insertSorted applies the m sorted unique pairs in outK, outV to a non-empty
-// tree and returns the new bookkeeping. Cost: locate's, one thread per
-// batch key and per old entry of the touched leaves (merge), one per
-// merged entry (write), and per level one thread per changed child,
-// replacement and entry of the touched parents.
+// tree and returns the new bookkeeping. Cost: locate's, mergeLeaves', and
+// per level one thread per changed child, replacement and entry of the
+// touched parents.
 func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 	gr, err := g.locate(st, m, false)
 	if err != nil {
@@ -40,31 +39,77 @@ func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 	if err := g.growCap(bound); err != nil {
 		return st, err
 	}
+	g.step("reserve")
+	if err := g.awaitValues(); err != nil {
+		return st, err
+	}
 	// From here on the tree changes; nothing allocates.
 	first, err := g.allocNodes(gr.extra)
 	if err != nil {
 		return st, err
 	}
-	order := uint32(g.order)
 	lv := level{set: 0, G: G, R: gr.pieces, node: gpu.Take[uint32](g.pool, "node.0", G), oldMax: gpu.Take[uint64](g.pool, "oldmax.0", G),
 		gp: gpu.Take[uint64](g.pool, "gp.0", G+1), chId: gpu.Take[uint32](g.pool, "chid.0", R), chMax: gpu.Take[uint64](g.pool, "chmax.0", R)}
-	gc, gSum, packed, pos := gpu.Take[uint64](g.pool, "gc.0", G+1), gpu.Take[uint64](g.pool, "gsum", m+1), gpu.Take[uint64](g.pool, "packed", m+1), gpu.Take[uint32](g.pool, "pos", m)
-	mk, mv := gpu.Take[uint64](g.pool, "mk", staged), gpu.Take[uint64](g.pool, "mv", staged)
-	if err := g.launch(g.k.mergeNew, m, gpu.Take[uint64](g.pool, bufOutK, m), gpu.Take[uint64](g.pool, bufOutV, m), uint64(m), uint64(G), gSum, packed, pos, gc, mk, mv); err != nil {
-		return st, err
-	}
-	if err := g.launch(g.k.stageOld, gr.oldTot, uint64(gr.oldTot), uint64(G), int32(0), gpu.Take[uint64](g.pool, bufOutK, m), gSum, packed, gc,
-		lv.node, order, g.keys, g.slots, mk, mv); err != nil {
-		return st, err
-	}
-	if err := g.launch(g.k.writeLeaves, gr.entries, uint64(gr.entries), uint64(G), gc, lv.gp, lv.node,
-		gpu.Take[uint32](g.pool, "oldnext", G), mk, mv, first, order, g.keys, g.slots, g.count, g.parent, g.next, g.prv, g.kind,
-		lv.chId, lv.chMax); err != nil {
+	if err := g.mergeLeaves(gr, m, staged, first, lv); err != nil {
 		return st, err
 	}
 	st.n += gr.flagged
 	st.leaves += gr.pieces - G
-	return g.propagate(st, lv)
+	return g.propagate(st, lv, false)
+}
+
+// mergeLeaves writes the touched leaves of gr merged with the m batch
+// pairs in outK, outV (pieces from first on; lv the leaf level's changes,
+// filled in): with bt_merge_leaves when warpMerge says so, else with
+// bt_merge_new and bt_stage_old (staging the merged entries in mk, mv of
+// staged elements) and bt_write_leaves. Cost: one pass over the touched
+// leaves and the batch, or three.
+func (g *gpuTree) mergeLeaves(gr groups, m, staged int, first uint32, lv level) error {
+	G := gr.G
+	order := uint32(g.order)
+	outK, outV := gpu.Take[uint64](g.pool, bufOutK, m), gpu.Take[uint64](g.pool, bufOutV, m)
+	gc, gSum, packed, pos := gpu.Take[uint64](g.pool, "gc.0", G+1), gpu.Take[uint64](g.pool, "gsum", m+1), gpu.Take[uint64](g.pool, "packed", m+1), gpu.Take[uint32](g.pool, "pos", m)
+	oldNext := gpu.Take[uint32](g.pool, "oldnext", G)
+	if g.warpMerge(gr) {
+		if err := g.k.mergeLeaves.Launch(g.s, warpGrid(G), gpu.D1(kernelBlock), 0, uint64(G), outK, outV, gSum, packed, pos,
+			gc, lv.gp, lv.node, oldNext, first, order, g.keys, g.slots, g.count, g.parent, g.next, g.prv, g.kind,
+			lv.chId, lv.chMax); err != nil {
+			return err
+		}
+		g.step("leaves: merge in one pass")
+		return nil
+	}
+	mk, mv := gpu.Take[uint64](g.pool, "mk", staged), gpu.Take[uint64](g.pool, "mv", staged)
+	if err := g.launch(g.k.mergeNew, m, outK, outV, uint64(m), uint64(G), gSum, packed, pos, gc, mk, mv); err != nil {
+		return err
+	}
+	if err := g.launch(g.k.stageOld, gr.oldTot, uint64(gr.oldTot), uint64(G), int32(0), outK, gSum, packed, gc,
+		lv.node, order, g.keys, g.slots, mk, mv); err != nil {
+		return err
+	}
+	if err := g.launch(g.k.writeLeaves, gr.entries, uint64(gr.entries), uint64(G), gc, lv.gp, lv.node,
+		oldNext, mk, mv, first, order, g.keys, g.slots, g.count, g.parent, g.next, g.prv, g.kind,
+		lv.chId, lv.chMax); err != nil {
+		return err
+	}
+	g.step("leaves: merge, stage, write")
+	return nil
+}
+
+// Limits of bt_merge_leaves, the leaves' merge in one pass (warpMerge).
+const (
+	mergeWarpMaxOrder = 32 * 8 // a lane holds 8 old entries (MERGE_LANE_ENTRIES in btree.cu)
+	mergeWarpMaxKeys  = 2048   // batch keys of one leaf: a warp writes them 32 at a time
+)
+
+// warpMerge reports whether the touched leaves of gr are merged by
+// bt_merge_leaves (a warp per leaf, no staging) rather than by the three
+// kernels over flattened entries (bt_merge_new, bt_stage_old,
+// bt_write_leaves): when a leaf's old entries fit in a warp's registers
+// and no leaf has so many batch keys that its warp would hold the rest
+// back (a skewed batch), unless a benchmark turned it off (flatMerge).
+func (g *gpuTree) warpMerge(gr groups) bool {
+	return !g.flatMerge && g.order <= mergeWarpMaxOrder && gr.maxKeys <= mergeWarpMaxKeys
 }
 
 // insertBatch is Insert on the GPU engine: upload, sort and dedupe, then
@@ -74,14 +119,20 @@ func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 func (g *gpuTree) insertBatch(st treeState, keys, values []uint64) (treeState, engine.Timings, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.settleValues()
 	g.clock.Start()
+	g.trace.start()
 	g.clock.Mark(g.s, engine.MarkStart)
+	g.step("start")
 	m, err := g.uploadSortDedupe(keys, values)
 	if err != nil {
 		return st, engine.Timings{}, err
 	}
 	out := st
 	if st.root == nilNode {
+		if err := g.awaitValues(); err != nil {
+			return st, engine.Timings{}, err
+		}
 		b, err := g.writeTree(gpu.Take[uint64](g.pool, bufOutK, m), gpu.Take[uint64](g.pool, bufOutV, m), m)
 		if err != nil {
 			return st, engine.Timings{}, err

@@ -7,6 +7,9 @@ import (
 	"github.com/warpkv/warpkv/prim"
 )
 
+// maxHiBlocks caps bt_max_hi's grid: one atomic per warp on one word.
+const maxHiBlocks = 512
+
 // groups are the touched nodes of the leaf level after bt_locate, the
 // reduction by leaf and the scans.
 type groups struct {
@@ -16,11 +19,13 @@ type groups struct {
 	pieces  int // total pieces
 	extra   int // total new nodes
 	oldTot  int // total old entries of the touched leaves
+	maxKeys int // the most batch keys of one touched leaf
 }
 
 // locate runs the leaf phases shared by insert and delete over the m
 // sorted unique keys in outK: bt_locate, the reduction by leaf (prim
-// reduce by key), bt_leaf_sizes and the scans; it reads the totals back.
+// reduce by key), bt_leaf_sizes and the scans; it reads the totals back
+// (and the most batch keys of one leaf).
 // Nothing in the tree changes. Cost: one thread per key searching the
 // tree, a reduce-by-key, four scans, two synchronizations.
 func (g *gpuTree) locate(st treeState, m int, del bool) (groups, error) {
@@ -43,19 +48,29 @@ func (g *gpuTree) locate(st treeState, m int, del bool) (groups, error) {
 	if err := prim.DevReduceByKey(g.pe, leafOf, packed, gLeaf, gSum, m, gpu.View[uint32](cnt, 0, 1)); err != nil {
 		return gr, err
 	}
+	g.step("locate, reduce by leaf")
 	var c [1]uint32
+	g.trace.synced()
 	if err := errors.Join(cnt.Read(g.s, 0, c[:]), g.s.Synchronize()); err != nil {
 		return gr, err
 	}
+	g.step("readback: touched leaves")
 	G := int(c[0])
 	gr.G = G
 	if err := g.pool.Reserve(gpu.NeedOf[uint64]("gc.0", G+1), gpu.NeedOf[uint64]("gp.0", G+1), gpu.NeedOf[uint64]("oldmax.0", G),
-		gpu.NeedOf[uint32]("oldnext", G)); err != nil {
+		gpu.NeedOf[uint32]("oldnext", G), gpu.NeedOf[uint64]("maxkeys", 1)); err != nil {
 		return gr, err
 	}
-	gc, gp := gpu.Take[uint64](g.pool, "gc.0", G+1), gpu.Take[uint64](g.pool, "gp.0", G+1)
+	gc, gp, maxKeys := gpu.Take[uint64](g.pool, "gc.0", G+1), gpu.Take[uint64](g.pool, "gp.0", G+1), gpu.Take[uint64](g.pool, "maxkeys", 1)
+	if err := maxKeys.FillBytes(g.s, 0); err != nil {
+		return gr, err
+	}
 	if err := g.launch(g.k.leafSizes, G+1, uint64(G), gLeaf, gSum, order, uint32(g.fill), boolInt(del),
 		g.keys, g.count, g.next, gc, gp, gpu.Take[uint64](g.pool, "oldmax.0", G), gpu.Take[uint32](g.pool, "oldnext", G)); err != nil {
+		return gr, err
+	}
+	if err := g.k.maxHi.Launch(g.s, gpu.D1(min(gpu.Grid(G, kernelBlock), maxHiBlocks)), gpu.D1(kernelBlock), 0,
+		uint64(G), gSum, maxKeys); err != nil {
 		return gr, err
 	}
 	for _, x := range []struct {
@@ -66,10 +81,13 @@ func (g *gpuTree) locate(st treeState, m int, del bool) (groups, error) {
 			return gr, err
 		}
 	}
-	w, err := g.readWords([]*gpu.Buffer[uint64]{gSum, gc, gp}, []int{G, G, G})
+	g.step("leaf sizes, scans")
+	w, err := g.readWords([]*gpu.Buffer[uint64]{gSum, gc, gp, maxKeys}, []int{G, G, G, 0})
 	if err != nil {
 		return gr, err
 	}
+	gr.maxKeys = int(w[3])
+	g.step("readback: leaf totals")
 	gr.flagged = int(uint32(w[0]))
 	gr.entries = int(w[1])
 	gr.pieces, gr.extra = int(w[2]>>32), int(uint32(w[2]))

@@ -50,10 +50,13 @@ func (g *gpuTree) maxStagedEntries(st treeState, G, R int) int {
 // propagate applies a level's changes to the levels above up to the root
 // (the CPU engine's propagate without the filtering of unchanged nodes:
 // an unchanged child rewrites its parent with the same words, and adds no
-// node), then installs the root's replacements and shortens a root with
-// one child. Cost: per level, the kernels of applyParents and a
-// synchronization.
-func (g *gpuTree) propagate(st treeState, lv level) (treeState, error) {
+// node), then installs the root's replacements and, when the batch may
+// have shrunk a node (shrinks: deletes), shortens a root with one child.
+// An insert never does: it only adds entries, and an internal root (of
+// Build, of replaceRoot, or after collapseRoot) has two children or more,
+// so it skips collapseRoot's readback. Cost: per level, the kernels of
+// applyParents and its synchronizations.
+func (g *gpuTree) propagate(st treeState, lv level, shrinks bool) (treeState, error) {
 	for l := 1; l < g.height; l++ {
 		var err error
 		var freed int
@@ -66,14 +69,21 @@ func (g *gpuTree) propagate(st treeState, lv level) (treeState, error) {
 	if err != nil {
 		return st, err
 	}
-	return g.collapseRoot(st)
+	g.step("root")
+	if !shrinks {
+		return st, nil
+	}
+	st, err = g.collapseRoot(st)
+	g.step("collapse root")
+	return st, err
 }
 
 // applyParents rewrites the parents of a level's touched nodes (the CPU
 // engine's applyParents) and returns their changes and the number of
 // parents freed. Cost: bt_parent_of over the children, a reduce-by-key,
-// bt_parent_sizes over the parents, three scans, one synchronization, then
-// the staging and writing kernels over the replacements and entries.
+// bt_parent_sizes and three scans over as many elements as children, one
+// synchronization (the parents' count and totals), then the staging and
+// writing kernels over the replacements and entries.
 func (g *gpuTree) applyParents(ch level) (level, int, error) {
 	G := ch.G
 	order := uint32(g.order)
@@ -91,26 +101,29 @@ func (g *gpuTree) applyParents(ch level) (level, int, error) {
 	if err := prim.DevReduceByKey(g.pe, par, pk, pNode, pSum, G, gpu.View[uint32](cnt, 0, 1)); err != nil {
 		return level{}, 0, err
 	}
-	var c [1]uint32
-	if err := errors.Join(cnt.Read(g.s, 0, c[:]), g.s.Synchronize()); err != nil {
-		return level{}, 0, err
-	}
-	PG := int(c[0])
+	// Sized by G (at least the parents' count PG, which stays on the
+	// device until the one readback below): elements past PG are zeroed,
+	// so the scans' totals are at G too.
 	gc, gp := gpu.Take[uint64](g.pool, setName("gc", ps), G+1), gpu.Take[uint64](g.pool, setName("gp", ps), G+1)
 	oldMax, up := gpu.Take[uint64](g.pool, setName("oldmax", ps), G), gpu.Take[uint32](g.pool, "up", G)
-	if err := g.launch(g.k.parentSizes, PG+1, uint64(PG), pNode, pSum, order, uint32(g.fill), g.keys, g.count,
-		g.parent, g.kind, gc, gp, oldMax, up); err != nil {
+	if err := g.launch(g.k.parentSizes, G+1, uint64(G), gpu.View[uint32](cnt, 0, 1), pNode, pSum, order, uint32(g.fill),
+		g.keys, g.count, g.parent, g.kind, gc, gp, oldMax, up); err != nil {
 		return level{}, 0, err
 	}
 	for _, b := range []*gpu.Buffer[uint64]{pSum, gc, gp} {
-		if err := prim.DevScanExclusive(g.pe, b, b, PG+1); err != nil {
+		if err := prim.DevScanExclusive(g.pe, b, b, G+1); err != nil {
 			return level{}, 0, err
 		}
 	}
-	w, err := g.readWords([]*gpu.Buffer[uint64]{gc, gp}, []int{PG, PG})
-	if err != nil {
+	g.step("parents: parent of, reduce, sizes, scans")
+	var c [1]uint32
+	w := make([]uint64, 2)
+	g.trace.synced()
+	if err := errors.Join(cnt.Read(g.s, 0, c[:]), gc.Read(g.s, G, w[0:1]), gp.Read(g.s, G, w[1:2]), g.s.Synchronize()); err != nil {
 		return level{}, 0, err
 	}
+	g.step("readback: parents, totals")
+	PG := int(c[0])
 	entries, freed := int(w[0]&(1<<freedShift-1)), int(w[0]>>freedShift)
 	pieces, extra := int(w[1]>>32), int(uint32(w[1]))
 	first, err := g.allocNodes(extra)
@@ -133,6 +146,7 @@ func (g *gpuTree) applyParents(ch level) (level, int, error) {
 		order, g.keys, g.slots, g.count, g.parent, g.kind, out.chId, out.chMax); err != nil {
 		return level{}, 0, err
 	}
+	g.step("parents: stage, write")
 	return out, freed, nil
 }
 
@@ -184,6 +198,7 @@ func (g *gpuTree) collapseRoot(st treeState) (treeState, error) {
 	for st.root != nilNode && g.height > 1 {
 		var cnt [1]uint32
 		var child [1]uint64
+		g.trace.synced()
 		if err := errors.Join(g.count.Read(g.s, int(st.root), cnt[:]),
 			g.slots.Read(g.s, int(st.root)*g.order, child[:]), g.s.Synchronize()); err != nil {
 			return st, err

@@ -11,14 +11,17 @@ import (
 
 // uploadSortDedupe copies the batch to inK (and inV when values is not
 // nil) and sorts it on the device; then keeps the last occurrence of each
-// key in outK (and outV) and returns their number. With values, a large
-// batch (overlapSort) is sorted as (key, batch position) pairs while the
-// values are uploaded on the second stream, and the kept positions'
-// values are gathered afterwards: the values' upload overlaps the sort,
-// whose payload is 4 bytes instead of 8. The phase marks put the keys'
-// upload in Upload and the rest (the sort, the overlapped upload of the
-// values, the dedupe) in Sort. Cost: the transfers, a radix sort, a flag
-// kernel, one or two selects (and a gather) and one synchronization.
+// key in outK and returns their number; outV holds their values once
+// awaitValues has returned. With values, a large batch (overlapSort) is
+// sorted as (key, batch position) pairs while the values are uploaded
+// on the second stream by a goroutine (valuesUpload), and the kept
+// positions' values are gathered by awaitValues, which callers call as
+// late as they can (insert: after locating the batch's leaves): the
+// values' host copy and transfer overlap the sort, the dedupe and the
+// locate, and the sort's payload is 4 bytes instead of 8. The phase
+// marks put the keys' upload in Upload and the sort and the dedupe in
+// Sort. Cost: the transfers, a radix sort, a flag kernel, one or two
+// selects (and a gather) and one synchronization.
 func (g *gpuTree) uploadSortDedupe(keys, values []uint64) (int, error) {
 	n := len(keys)
 	k, err := gpu.Get[uint64](g.pool, bufInK, n)
@@ -33,7 +36,8 @@ func (g *gpuTree) uploadSortDedupe(keys, values []uint64) (int, error) {
 	}
 	overlap := values != nil && overlapSort(n) && g.up.Staged()
 	if overlap {
-		if err := g.pool.Reserve(gpu.NeedOf[uint32]("sortidx", n), gpu.NeedOf[uint32]("selidx", n)); err != nil {
+		if err := g.pool.Reserve(gpu.NeedOf[uint32]("sortidx", n), gpu.NeedOf[uint32]("selidx", n),
+			gpu.NeedOf[uint64](bufOutV, n)); err != nil {
 			return 0, err
 		}
 	}
@@ -46,6 +50,7 @@ func (g *gpuTree) uploadSortDedupe(keys, values []uint64) (int, error) {
 		}
 	}
 	g.clock.Mark(g.s, engine.MarkUploaded)
+	g.step("upload keys")
 	if overlap {
 		idx := gpu.Take[uint32](g.pool, "sortidx", n)
 		if err := g.fork(); err != nil { // s2's upload into inV after s's earlier use of it
@@ -57,17 +62,16 @@ func (g *gpuTree) uploadSortDedupe(keys, values []uint64) (int, error) {
 		if err := prim.DevSortPairs(g.pe, k, idx, n); err != nil {
 			return 0, err
 		}
-		if err := gpu.UploadStaged(g.up, g.s2, v, 0, values); err != nil {
-			return 0, err
-		}
-		if err := g.joinBack(); err != nil {
-			return 0, err
-		}
-		m, err := g.dedupeGather(n, idx, gpu.Take[uint32](g.pool, "selidx", n), v)
+		g.step("sort (key, position)")
+		sel := gpu.Take[uint32](g.pool, "selidx", n)
+		g.values = g.startValues(v, values, sel)
+		m, err := g.dedupeSelect(n, idx, sel)
 		if err != nil {
 			return 0, err
 		}
+		g.values.m = m
 		g.clock.Mark(g.s, engine.MarkSorted)
+		g.step("dedupe, readback")
 		return m, nil
 	}
 	if values != nil {
@@ -83,7 +87,64 @@ func (g *gpuTree) uploadSortDedupe(keys, values []uint64) (int, error) {
 		return 0, err
 	}
 	g.clock.Mark(g.s, engine.MarkSorted)
+	g.step("sort, dedupe, readback")
 	return m, nil
+}
+
+// valuesUpload is a batch's values on their way to the device: a
+// goroutine copies them through the pinned upload ring on the second
+// stream (done says when it has queued the last chunk, and how it went);
+// awaitValues then gathers the m kept ones (positions sel) into outV.
+type valuesUpload struct {
+	done chan error
+	v    *gpu.Buffer[uint64]
+	sel  *gpu.Buffer[uint32]
+	m    int
+}
+
+// startValues starts the upload of values into v on s2 (after fork) in a
+// goroutine. Nothing else may use the upload ring or s2 until
+// awaitValues or settleValues has returned. Cost: a goroutine.
+func (g *gpuTree) startValues(v *gpu.Buffer[uint64], values []uint64, sel *gpu.Buffer[uint32]) *valuesUpload {
+	u := &valuesUpload{done: make(chan error, 1), v: v, sel: sel}
+	go func() { u.done <- gpu.UploadStaged(g.up, g.s2, v, 0, values) }()
+	return u
+}
+
+// awaitValues waits until the values' upload started by uploadSortDedupe
+// is queued, makes the tree's stream wait for it and gathers the kept
+// values into outV; nothing when there is none pending. Cost: the rest of
+// the values' host copy, a stream wait and a gather kernel.
+func (g *gpuTree) awaitValues() error {
+	u := g.values
+	if u == nil {
+		return nil
+	}
+	g.values = nil
+	if err := <-u.done; err != nil {
+		return err
+	}
+	if err := g.joinBack(); err != nil {
+		return err
+	}
+	cnt := gpu.Take[uint32](g.pool, bufCounters, 2)
+	if err := g.launch(g.k.gatherSel, u.m, uint64(u.m), gpu.View[uint32](cnt, 4, 1), u.sel, u.v, gpu.Take[uint64](g.pool, bufOutV, u.m)); err != nil {
+		return err
+	}
+	g.step("values: wait, gather")
+	return nil
+}
+
+// settleValues waits for a values' upload still pending (a batch that
+// failed before awaitValues) so that the caller's slice and the ring are
+// free when the call returns; its error is dropped (the batch already
+// failed). Cost: the rest of the upload's host copy.
+func (g *gpuTree) settleValues() {
+	if u := g.values; u != nil {
+		g.values = nil
+		<-u.done
+		_ = g.s2.Synchronize() // best effort: the batch's own error is returned
+	}
 }
 
 // overlapSort reports whether a batch of n pairs is sorted with a position
@@ -91,24 +152,16 @@ func (g *gpuTree) uploadSortDedupe(keys, values []uint64) (int, error) {
 // staged, and positions fit in 32 bits.
 func overlapSort(n int) bool { return n >= stageMin && uint64(n) <= math.MaxUint32 }
 
-// dedupeGather is dedupe for a batch sorted as (key, position) pairs: the
+// dedupeSelect is dedupe for a batch sorted as (key, position) pairs: the
 // last of each run of equal keys in inK goes to outK, its position (from
-// idx) to sel, and the value at that position of v to outV (bt_gather_
-// selected reads the kept count on the device). It returns the number
-// kept (one synchronization).
-func (g *gpuTree) dedupeGather(n int, idx, sel *gpu.Buffer[uint32], v *gpu.Buffer[uint64]) (int, error) {
+// idx) to sel and the kept count to counters[1] (awaitValues gathers their
+// values). It returns the number kept (one synchronization).
+func (g *gpuTree) dedupeSelect(n int, idx, sel *gpu.Buffer[uint32]) (int, error) {
 	flags, cnt, err := g.selectLastKeys(n)
 	if err != nil {
 		return 0, err
 	}
-	uv, err := gpu.Get[uint64](g.pool, bufOutV, n)
-	if err != nil {
-		return 0, err
-	}
 	if err := prim.DevSelect(g.pe, idx, flags, sel, n, gpu.View[uint32](cnt, 4, 1)); err != nil {
-		return 0, err
-	}
-	if err := g.launch(g.k.gatherSel, n, uint64(n), gpu.View[uint32](cnt, 4, 1), sel, v, uv); err != nil {
 		return 0, err
 	}
 	return g.keptCount(cnt)
@@ -163,6 +216,7 @@ func (g *gpuTree) selectLastKeys(n int) (*gpu.Buffer[uint8], *gpu.Buffer[uint32]
 // keptCount synchronizes and returns cnt[0], the number of keys kept.
 func (g *gpuTree) keptCount(cnt *gpu.Buffer[uint32]) (int, error) {
 	var c [1]uint32
+	g.trace.synced()
 	if err := errors.Join(cnt.Read(g.s, 0, c[:]), g.s.Synchronize()); err != nil {
 		return 0, err
 	}

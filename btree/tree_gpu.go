@@ -49,6 +49,16 @@ type gpuTree struct {
 	// thread per query descending in both passes; bt_range_warp, a warp
 	// per query) to compare them (BENCHMARKS.md).
 	rangeForm rangeForm
+
+	// trace, when set (benchmarks), profiles the steps of each batch
+	// (trace_gpu.go); values is the values' upload still running on s2
+	// (sort_gpu.go).
+	trace  *stepTrace
+	values *valuesUpload
+
+	// flatMerge turns bt_merge_leaves off (warpMerge): benchmarks and
+	// tests compare the two merges.
+	flatMerge bool
 }
 
 // Names of the batch's buffers in the pool.
@@ -120,8 +130,12 @@ func (g *gpuTree) joinBack() error {
 func (g *gpuTree) close() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	var terr error
+	if g.trace != nil {
+		terr = g.trace.close()
+	}
 	return errors.Join(g.freeNodes(), g.s.Synchronize(), g.closeStreams(), g.up.Close(), g.down.Close(),
-		g.pool.Free(), g.clock.Close(), g.pe.Close())
+		g.pool.Free(), g.clock.Close(), g.pe.Close(), terr)
 }
 
 // freeNodes frees the node arrays.
@@ -231,6 +245,7 @@ func (g *gpuTree) readWords(bufs []*gpu.Buffer[uint64], at []int) ([]uint64, err
 	for i, b := range bufs {
 		err = errors.Join(err, b.Read(g.s, at[i], out[i:i+1]))
 	}
+	g.trace.synced()
 	return out, errors.Join(err, g.s.Synchronize())
 }
 
@@ -267,6 +282,7 @@ func (g *gpuTree) growCap(n int) error {
 		}
 	}
 	if err == nil && g.nodes > 0 {
+		g.trace.synced()
 		u := g.nodes
 		err = errors.Join(keys.CopyFrom(g.s, 0, g.keys, 0, u*m), slots.CopyFrom(g.s, 0, g.slots, 0, u*m),
 			count.CopyFrom(g.s, 0, g.count, 0, u), parent.CopyFrom(g.s, 0, g.parent, 0, u),
