@@ -133,11 +133,11 @@ type ServerStats struct {
 	Requests uint64        // commit requests served: a client warp's transactions at one server
 	Batched  uint64        // requests validated as a batch (all of them: in table loads of STM_TABLE/2 accesses)
 	Scanned  uint64        // log entries the batch validations scanned
-	LockWait time.Duration // time workers waited for their turn at the log (slot order), summed
+	LockWait time.Duration // time workers waited for their turn at the log (slot order), summed; a grouped request's wait includes the wait, after writing its entries, for its group's publication
 	Turns    uint64        // turns at the log that single-partition requests took
-	Grouped  uint64        // single-partition requests logged in an earlier request's turn (a group), not in one of their own
+	Grouped  uint64        // single-partition requests logged in an earlier request's turn (a group), not in one of their own: each writes its own entries there, in parallel with the group's other members
 	Early    uint64        // single-partition requests validated in their turn before they were logged (a small log or a long wait)
-	TurnHold time.Duration // time single-partition requests held their turn, from taking it to passing it on, summed
+	TurnHold time.Duration // time single-partition requests held their turn, from taking it to passing it on (a group's: until its last member's entries are written), summed
 	// Stages splits the requests' time at the servers (RequestStages).
 	Stages RequestStages
 	// WorkerTime is the worker warps' time in the run: servers x workers

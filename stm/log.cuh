@@ -40,14 +40,16 @@ struct stm_scratch {
 // A worker's offer to have its request logged in an earlier request's
 // turn (a group, stm_commit_group): a single-partition request whose
 // tentative survivors' writes are staged in the worker's scratch. slot is
-// the request's first slot, stored last (after a block fence): a turn's
-// holder that reads slot == the slot after its group's end may read the
-// rest and log the request with its own. The holder stores first (the
-// request's first timestamp) before it moves head past the request, which
-// tells the offering worker that its request was logged.
+// the request's first slot, stored last (after a block fence, with first
+// reset to ~0): a turn's holder that reads slot == the slot after its
+// group's end may read the rest and take the request into its group. The
+// holder then stores pos (the request's first pool position) and, after a
+// block fence, first (its first timestamp), which tells the offering
+// worker to write its own entries there (stm_group_write).
 struct stm_offer {
 	volatile u64 slot;          // the request's first slot (~0: none yet)
-	volatile u64 first;         // its first timestamp, once logged by another
+	volatile u64 first;         // its first timestamp, once a group took it (~0: not yet)
+	volatile u64 pos;           // its first pool position, stored before first
 	volatile u64 need;          // the first entry its survivors have yet to scan (~0: none)
 	volatile u32 slots, items;  // its survivors (client lanes) and their staged writes
 	volatile u8 cl[32];         // each client lane's staged writes (0 outside slots)
@@ -65,6 +67,10 @@ struct stm_log_ctl {
 	volatile u32 prep_slots;  // the prepared request holding the turn: its lanes that hold slots
 	volatile u32 prep_cw;     // and its client warp
 	volatile u32 exit;        // the receiver says: leave
+	volatile u32 grp_left;    // the group holding the turn: its members that have yet to write their entries
+	volatile u64 grp_end;     // and the slot after it (head once published),
+	volatile u64 grp_pool;    // the pool position after its items,
+	volatile u64 grp_c0;      // and the clock when its turn was taken (cy_hold)
 	u64 claim;                // the next slot of the request ring a worker takes (stm_take)
 	stm_offer offer[STM_WORKERS];
 	stm_scratch scratch[STM_WORKERS];
@@ -109,18 +115,28 @@ __device__ __forceinline__ u64 stm_reserve(stm_log_ctl* ctl, u32 lane, u32 m) {
 	return __shfl_sync(FULL_MASK, s, 0);
 }
 
+// STM_GROUPED is what stm_turn returns when an earlier turn's group took
+// the caller's offered request (stm_commit_group).
+#define STM_GROUPED (~1ull)
+
 // stm_turn waits until the log's head reaches slot s (lane 0 polls,
 // backing off) and returns it, in every lane: s when the caller holds the
-// turn (every earlier slot is complete), more when an earlier request's
-// turn logged the caller's request with its own (stm_commit_group; only
-// a request that offered, stm_offer, is logged so). ~0: the run failed
-// meanwhile. *cy counts the cycles waited.
-__device__ __forceinline__ u64 stm_turn(const stm_globals* g, stm_log_ctl* ctl, u32 lane, u64 s, u64 deadline, u64* cy) {
+// turn (every earlier slot is complete). With an offer o (the caller's,
+// stm_offer; nullptr when it did not offer) it also returns, with
+// STM_GROUPED, when an earlier turn's holder took the request into its
+// group (o->first set): head stays below s until the request's entries are
+// written, by the caller (stm_group_write). ~0: the run failed meanwhile.
+// *cy counts the cycles waited.
+__device__ __forceinline__ u64 stm_turn(const stm_globals* g, stm_log_ctl* ctl, const stm_offer* o, u32 lane, u64 s, u64 deadline, u64* cy) {
 	u64 h = 0;
 	if (lane == 0) {
 		u32 w = 0;
 		const u64 l0 = clock64();
 		while ((h = ctl->head) < s) {
+			if (o && o->first != ~0ull) {
+				h = STM_GROUPED;
+				break;
+			}
 			if (stm_wait_check(g, deadline, &w, STM_AT_LOCK)) {
 				h = ~0ull;
 				break;
@@ -134,11 +150,13 @@ __device__ __forceinline__ u64 stm_turn(const stm_globals* g, stm_log_ctl* ctl, 
 	return h;
 }
 
-// stm_take_ts takes n consecutive timestamps for the turn's holder and
-// returns the first, in every lane: from the server's own counter when
-// there is one server, else one atomicAdd on the global counter (in turn
-// order, so this log's entries keep timestamp order).
-__device__ __forceinline__ u64 stm_take_ts(const stm_globals* g, stm_log_ctl* ctl, u32 lane, u32 n) {
+// stm_take_ts0 takes n consecutive timestamps for the turn's holder and
+// returns the first in lane 0 (0 in the others): from the server's own
+// counter when there is one server, else one atomicAdd on the global
+// counter (in turn order, so this log's entries keep timestamp order). A
+// caller that uses the result later overlaps the atomic's round trip with
+// its work meanwhile.
+__device__ __forceinline__ u64 stm_take_ts0(const stm_globals* g, stm_log_ctl* ctl, u32 lane, u32 n) {
 	u64 first = 0;
 	if (lane == 0) {
 		if (g->servers == 1) {
@@ -148,7 +166,12 @@ __device__ __forceinline__ u64 stm_take_ts(const stm_globals* g, stm_log_ctl* ct
 			first = atomicAdd((unsigned long long*)g->next, (unsigned long long)n) + 1;
 		}
 	}
-	return __shfl_sync(FULL_MASK, first, 0);
+	return first;
+}
+
+// stm_take_ts is stm_take_ts0 with the first timestamp in every lane.
+__device__ __forceinline__ u64 stm_take_ts(const stm_globals* g, stm_log_ctl* ctl, u32 lane, u32 n) {
+	return __shfl_sync(FULL_MASK, stm_take_ts0(g, ctl, lane, n), 0);
 }
 
 // stm_log_evict makes room, for the turn's holder, for m entries at slot
@@ -296,6 +319,27 @@ __device__ __forceinline__ void stm_log_publish(stm_log& L, u32 lane, u64 head, 
 		L.ctl->head = head;
 	}
 	__syncwarp();
+}
+
+// stm_group_done tells the group holding the turn (stm_commit_group) that
+// the caller's entries are written: lane 0 decrements ctl->grp_left after
+// a block fence; the member that brings it to zero publishes the group
+// (pool head, then head to ctl->grp_end, stm_log_publish), which passes
+// the turn on, and adds the turn's cycles to *cy_hold. All lanes call it.
+__device__ __forceinline__ void stm_group_done(stm_log& L, u32 lane, u64* cy_hold) {
+	__threadfence_block();
+	__syncwarp();
+	u32 last = 0;
+	u64 end = 0, pool = 0;
+	if (lane == 0 && atomicSub((unsigned int*)&L.ctl->grp_left, 1u) == 1u) {
+		last = 1;
+		__threadfence_block();
+		end = L.ctl->grp_end;
+		pool = L.ctl->grp_pool;
+		*cy_hold += clock64() - L.ctl->grp_c0;
+	}
+	if (!__shfl_sync(FULL_MASK, last, 0)) return;
+	stm_log_publish(L, lane, __shfl_sync(FULL_MASK, end, 0), __shfl_sync(FULL_MASK, pool, 0));
 }
 
 // stm_log_insert_batch writes, in the caller's turn, the entries of the

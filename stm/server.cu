@@ -329,11 +329,12 @@ __device__ __forceinline__ u64 stm_commit_single(const stm_globals* g, stm_log& 
 // stm_offer_request offers worker me's request (first slot s, survivors
 // slots with items staged writes, lane's cl of them; need as in
 // stm_early) to be logged in an earlier request's turn (stm_offer): the
-// fields first, slot last. All lanes call it.
+// fields first (first reset to ~0), slot last. All lanes call it.
 __device__ __forceinline__ void stm_offer_request(stm_log_ctl* ctl, u32 me, u32 lane, u64 s, u32 slots, u32 items, u64 need, u32 cl) {
 	stm_offer* o = &ctl->offer[me];
 	o->cl[lane] = (slots >> lane) & 1 ? cl : 0;
 	if (lane == 0) {
+		o->first = ~0ull;
 		o->slots = slots;
 		o->items = items;
 		o->need = need;
@@ -343,58 +344,113 @@ __device__ __forceinline__ void stm_offer_request(stm_log_ctl* ctl, u32 me, u32 
 	if (lane == 0) o->slot = s;
 }
 
+// stm_group_write writes, for a request that an earlier turn's group took
+// (stm_turn returned STM_GROUPED), its survivors' entries from its own
+// staged writes at the slots and pool position the group's holder gave it
+// (its offer's first and pos), tells the group (stm_group_done: the last
+// member to finish publishes the whole group), then waits until head
+// passes its slot s (the entries before it are then complete) and
+// validates its survivors against them (stm_final_check). Returns its
+// first timestamp; *cause is each lane's cause; ~0: the run failed. All
+// lanes call it.
+__device__ u64 stm_group_write(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 me, u32 lane, stm_job& J, u32 slots, u64 s,
+                               u64 deadline, u32* cause, stm_wstats* st) {
+	__threadfence_block();
+	const stm_offer* o = &L.ctl->offer[me];
+	const u64 first = o->first, pos = o->pos;
+	stm_log_write_staged(g, L, S, lane, slots, true, J.cl, s, pos, first);
+	stm_group_done(L, lane, &st->cy_hold);
+	if (stm_turn(g, L.ctl, nullptr, lane, s + 1, deadline, &st->cy_turn) == ~0ull) return ~0ull;
+	*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, st);
+	return first;
+}
+
 // stm_commit_group commits, in the worker's turn at slot s, its own
 // single-partition request (survivors slots, items staged writes, need as
 // in stm_early; it offered, and is not early) together with the requests
 // that follow it in slot order and offered (stm_offer), as many as keep
 // the group's entries and items within the log and the group's eviction
 // away from every member's entries yet to scan (stm_early at the group's
-// end): one timestamp reservation for the whole group (consecutive, in
-// slot order), one eviction, each member's entries written from its
-// worker's staged writes (stm_log_write_staged), each other member's
-// first timestamp stored in its offer, then one publication of head past
-// the group, which tells the members they were logged and passes the turn
-// on. A member then validates its own survivors against the entries
-// before its slot, as a request logged alone does. Returns the own first
-// timestamp; *cause is each lane's cause after its final check. Thread
-// mapping: the warp looks for the next member with lane w testing worker
-// w's offer, and writes one member's entries at a time (lane l: client
-// lane l's); lane k keeps the k-th member's worker. All lanes call it.
+// end). The holder reserves for the whole group: one timestamp
+// reservation (consecutive, in slot order), one eviction, and each other
+// member's first timestamp and pool position, stored in its offer; then
+// every member writes its own entries from its own staged writes, in
+// parallel (the holder here, the others in stm_group_write), and the last
+// to finish publishes head past the group (stm_group_done), which passes
+// the turn on. Each member then validates its own survivors against the
+// entries before its slot, as a request logged alone does. Returns the
+// own first timestamp; *cause is each lane's cause after its final check.
+// Thread mapping: lane w reads worker w's offer once (again once when the
+// chain ends for want of an offer); the warp walks the chain in
+// registers (a ballot for the offer at the group's end); lane k keeps the
+// k-th member's worker, slot and pool position, and stores its offer.
+// Invariant: head stays at s until every member's entries are written.
+// All lanes call it.
 __device__ u64 stm_commit_group(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 me, u32 lane, stm_job& J, u32 slots, u64 s,
                                 u32 items, u64 need, u32* cause, stm_wstats* st) {
 	const u64 c0 = clock64();
 	stm_log_ctl* ctl = L.ctl;
 	u64 end = s + __popc(slots), h = need;
-	u32 total = items, n = 1, member = me;
-	while (n < 32) {
-		const u32 b = __ballot_sync(FULL_MASK, lane < STM_WORKERS && ctl->offer[lane < STM_WORKERS ? lane : 0].slot == end);
-		if (!b) break;
+	u32 total = items, n = 1, member = me, mitems = items;
+	u64 mslot = s;
+	u64 os = ~0ull, on = ~0ull; // lane w: worker w's offer (its slot, need, survivors and items)
+	u32 om = 0, oi = 0;
+	for (u32 fresh = 0; n < 32;) {
+		if (fresh == 0 || fresh == 2) {
+			os = lane < STM_WORKERS ? ctl->offer[lane].slot : ~0ull;
+			__threadfence_block();
+			if (os != ~0ull && os >= end) {
+				const stm_offer* o = &ctl->offer[lane];
+				om = __popc(o->slots);
+				oi = o->items;
+				on = o->need;
+			}
+			fresh++;
+		}
+		const u32 b = __ballot_sync(FULL_MASK, os == end);
+		if (!b) {
+			if (fresh == 1) {
+				fresh = 2; // look once more: offers posted since
+				continue;
+			}
+			break;
+		}
 		const u32 w = __ffs(b) - 1;
-		__threadfence_block();
-		const stm_offer* o = &ctl->offer[w];
-		const u32 mw = __popc(o->slots), iw = o->items;
-		const u64 hw = min(h, (u64)o->need);
+		const u32 mw = __shfl_sync(FULL_MASK, om, w), iw = __shfl_sync(FULL_MASK, oi, w);
+		const u64 hw = min(h, (u64)__shfl_sync(FULL_MASK, on, w));
 		if (end + mw - s > g->log_n || total + iw > g->log_w || stm_early(g, L, hw, end + mw, total + iw)) break;
-		if (lane == n) member = w;
+		if (lane == n) {
+			member = w;
+			mslot = end;
+			mitems = iw;
+		}
 		n++;
 		end += mw;
 		total += iw;
 		h = hw;
 	}
-	const u64 t0 = stm_take_ts(g, ctl, lane, (u32)(end - s));
+	u32 incl = lane < n ? mitems : 0; // inclusive prefix sum of the members' items
+	for (int o = 1; o < 32; o <<= 1) {
+		const u32 v = __shfl_up_sync(FULL_MASK, incl, o);
+		if (lane >= (u32)o) incl += v;
+	}
+	const u64 ts0 = stm_take_ts0(g, ctl, lane, (u32)(end - s)); // used after the eviction
 	const u64 base = ctl->pool_head;
 	stm_log_evict(g, L, lane, s, (u32)(end - s), base + total);
-	u64 x = s, px = base;
-	for (u32 k = 0; k < n; k++) {
-		const u32 w = __shfl_sync(FULL_MASK, member, k);
-		const u32 sl = k ? ctl->offer[w].slots : slots;
-		const u32 cl = k ? ctl->offer[w].cl[lane] : J.cl;
-		px += stm_log_write_staged(g, L, &ctl->scratch[w], lane, sl, true, cl, x, px, t0 + (x - s));
-		if (k && lane == 0) ctl->offer[w].first = t0 + (x - s);
-		x += __popc(sl);
+	if (lane == 0) {
+		ctl->grp_end = end;
+		ctl->grp_pool = base + total;
+		ctl->grp_c0 = c0;
+		ctl->grp_left = n;
 	}
-	stm_log_publish(L, lane, end, base + total);
-	st->cy_hold += clock64() - c0;
+	const u64 t0 = __shfl_sync(FULL_MASK, ts0, 0);
+	const bool other = lane > 0 && lane < n;
+	if (other) ctl->offer[member].pos = base + incl - mitems;
+	__threadfence_block();
+	__syncwarp();
+	if (other) ctl->offer[member].first = t0 + (mslot - s);
+	stm_log_write_staged(g, L, S, lane, slots, true, J.cl, s, base, t0);
+	stm_group_done(L, lane, &st->cy_hold);
 	st->fast++;
 	*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, st);
 	return t0;
@@ -404,9 +460,10 @@ __device__ u64 stm_commit_group(const stm_globals* g, stm_log& L, stm_scratch* S
 // request of worker me: it reserves their slots (one atomic) and, for a
 // single-partition request whose writes are staged and fit the log,
 // offers it to an earlier turn (stm_offer_request); then it waits for its
-// turn, or for an earlier turn to log it (then it only validates its
-// survivors against the entries before its slot). In its own turn a
-// single-partition request commits with the offers that follow
+// turn, or for an earlier turn's group to take it (then it writes its own
+// entries where the group's holder said and validates its survivors
+// against the entries before its slot, stm_group_write). In its own turn
+// a single-partition request commits with the offers that follow
 // (stm_commit_group) or alone (stm_commit_single; a survivor that fails
 // its final validation leaves its timestamp as a hole and its entry, if
 // logged, as a phantom); a prepare validates its survivors in its turn
@@ -423,13 +480,12 @@ __device__ bool stm_commit_turn(const stm_globals* g, stm_log& L, stm_scratch* S
 	const u64 hv = warp_min64(mine ? J.hv : ~0ull), need = hv < s ? hv : ~0ull;
 	const bool offer = single && J.staged && m <= g->log_n && items <= g->log_w;
 	if (offer) stm_offer_request(ctl, me, lane, s, slots, items, need, J.cl);
-	const u64 h = stm_turn(g, ctl, lane, s, deadline, &st->cy_turn);
+	const u64 h = stm_turn(g, ctl, offer ? &ctl->offer[me] : nullptr, lane, s, deadline, &st->cy_turn);
 	if (h == ~0ull) return false;
-	if (h > s) { // an earlier turn logged this request
-		*first = ctl->offer[me].first;
+	if (h == STM_GROUPED) { // an earlier turn's group took this request
 		st->grouped++;
-		*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, st);
-		return true;
+		*first = stm_group_write(g, L, S, p, me, lane, J, slots, s, deadline, cause, st);
+		return *first != ~0ull;
 	}
 	if (single) {
 		st->turns++;
