@@ -36,8 +36,8 @@ type Config struct {
 	// Servers is the number of commit servers; items are split into this
 	// many contiguous partitions, one per server. 0 means 1 on the CPU
 	// (whose engine commits through per-item locks, not servers); on the
-	// GPU it is chosen from the device: one per 16 SMs (8 on an H100 or
-	// H200), at most one per LogSize/4 items of the store, and partitions
+	// GPU it is chosen from the device: one per 8 SMs (16 on an H100 or
+	// H200), at most one per LogSize/8 items of the store, and partitions
 	// at least 8 times wider than the block of consecutive items a built-in
 	// workload's update transactions stay in, each made of whole blocks
 	// (its size rounded up to a multiple of the block: one server for Bank

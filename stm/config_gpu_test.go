@@ -3,7 +3,7 @@ package stm
 import "testing"
 
 // TestDefaultThreads: without Options.ClientThreads a run keeps about
-// LogSize/8 update transactions in flight per server, more threads when
+// LogSize/16 update transactions in flight per server, more threads when
 // most transactions are read-only, at most one per two items, at least a
 // warp.
 func TestDefaultThreads(t *testing.T) {
@@ -13,9 +13,9 @@ func TestDefaultThreads(t *testing.T) {
 		cfg  Config
 		want int
 	}{
-		{"1M accounts, updates only", Bank{Accounts: 1 << 20, Initial: 1, Rounds: 1}, Config{}, 512},
-		{"1M accounts, updates only, 4 servers", Bank{Accounts: 1 << 20, Initial: 1, Rounds: 1}, Config{Servers: 4}, 2048},
-		{"1M accounts, read-only only", Bank{Accounts: 1 << 20, Initial: 1, ReadOnly: 1, ReadSize: 100}, Config{}, 512 * 64},
+		{"1M accounts, updates only", Bank{Accounts: 1 << 20, Initial: 1, Rounds: 1}, Config{}, 256},
+		{"1M accounts, updates only, 4 servers", Bank{Accounts: 1 << 20, Initial: 1, Rounds: 1}, Config{Servers: 4}, 1024},
+		{"1M accounts, read-only only", Bank{Accounts: 1 << 20, Initial: 1, ReadOnly: 1, ReadSize: 100}, Config{}, 256 * 64},
 		{"small store", Bank{Accounts: 300, Initial: 1, Rounds: 1}, Config{}, 150},
 		{"two items", CUDA{Body: "x", Size: 2}, Config{}, 32},
 		{"tiny log", RMW{Size: 1 << 20, Keys: 1}, Config{LogSize: 16}, 32},
@@ -50,8 +50,8 @@ func TestDefaultServerFitsAnH100(t *testing.T) {
 }
 
 // TestDefaultServers: without Config.Servers the GPU engine gives one
-// server per 16 SMs, but a store too small to keep them busy (each wants
-// LogSize/8 transactions in flight, and a store runs one per two items)
+// server per 8 SMs, but a store too small to keep them busy (each wants
+// LogSize/16 transactions in flight, and a store runs one per two items)
 // gets fewer, partitions stay 8 times wider than the block a transaction
 // stays in (the whole store: one server), and every store gets at least
 // one.
@@ -62,17 +62,18 @@ func TestDefaultServers(t *testing.T) {
 		cfg          Config
 		want         int
 	}{
-		{"H200, 1M accounts, blocks of 100", 132, 1_000_000, 100, Config{}, 8},
+		{"H200, 1M accounts, blocks of 100", 132, 1_000_000, 100, Config{}, 16},
 		{"H200, 1M accounts, transfers anywhere", 132, 1_000_000, 1_000_000, Config{}, 1},
-		{"H200, 1M accounts, span unknown", 132, 1_000_000, 0, Config{}, 8},
+		{"H200, 1M accounts, span unknown", 132, 1_000_000, 0, Config{}, 16},
 		{"H200, 1M accounts, blocks of 200000", 132, 1_000_000, 200_000, Config{}, 1},
 		{"H200, 1M accounts, blocks of 40000", 132, 1_000_000, 40_000, Config{}, 3},
-		{"H200, 6000 accounts, blocks of 100", 132, 6000, 100, Config{}, 5},
+		{"H200, 6000 accounts, blocks of 100", 132, 6000, 100, Config{}, 7},
 		{"H200, 6000 accounts, blocks of 1000", 132, 6000, 1000, Config{}, 1},
 		{"H200, 1000 accounts", 132, 1000, 1, Config{}, 1},
 		{"H200, 2 items", 132, 2, 1, Config{}, 1},
-		{"H200, 1M accounts, log of 64", 132, 1_000_000, 100, Config{LogSize: 64}, 8},
-		{"small GPU, 1M accounts", 20, 1_000_000, 100, Config{}, 1},
+		{"H200, 1M accounts, log of 64", 132, 1_000_000, 100, Config{LogSize: 64}, 16},
+		{"small GPU, 1M accounts", 20, 1_000_000, 100, Config{}, 2},
+		{"tiny GPU, 1M accounts", 7, 1_000_000, 100, Config{}, 1},
 		{"many SMs", 2000, 100_000_000, 100, Config{}, MaxServers},
 	} {
 		if got := defaultServers(tc.sms, tc.cfg.withDefaults(), tc.n, tc.span); got != tc.want {

@@ -27,8 +27,8 @@ type Options struct {
 	ClientBlock       int // threads per client block (a multiple of 32; default 32)
 	ClientBlocksPerSM int // client blocks per client SM; 0: as many as fit
 	// ClientThreads bounds the transactions running at once on the GPU;
-	// 0 means about LogSize/8 update transactions in flight per server
-	// (LogSize/8 x Servers / the share of update transactions), at most
+	// 0 means about LogSize/16 update transactions in flight per server
+	// (LogSize/16 x Servers / the share of update transactions), at most
 	// one per two items of the store, at least a warp: a server validates
 	// each request against about one log entry per update transaction in
 	// flight, and more of them than a log holds make commits abort

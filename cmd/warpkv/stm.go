@@ -75,7 +75,7 @@ func runSTM(e *env, args []string) error {
 	readOnly := fs.Float64("read-only", stmDefaultReadOnly, "percentage of read-only transactions, 0 to 100")
 	readSize := fs.String("read-size", "all", "accounts a read-only transaction sums: N consecutive accounts (a block; transfers stay inside blocks), or all")
 	rounds := fs.Int("rounds", 1, "rounds of a transfer: each moves 1 from one account to another")
-	servers := fs.Int("servers", 0, "commit servers, accounts partitioned over them (0: the engine's default: one per 16 SMs of the GPU, at most one per LogSize/4 accounts, partitions 8 times the --read-size block or more, so 1 for --read-size all; the CPU engine has none)")
+	servers := fs.Int("servers", 0, "commit servers, accounts partitioned over them (0: the engine's default: one per 8 SMs of the GPU, at most one per LogSize/8 accounts, partitions 8 times the --read-size block or more, so 1 for --read-size all; the CPU engine has none)")
 	seed := fs.Uint64("seed", 1, "seed of the transactions")
 	history := fs.String("history", "", "write every committed transaction as a JSON line to `FILE`")
 	logSize := fs.Int("log-size", 0, "commits each server's log keeps (0: the engine's default)")

@@ -114,7 +114,7 @@ func parseSTMRun(e *env, args []string) (*stmRunFlags, error) {
 	fs.Var(&f.params, "param", "a parameter of the body, stm_param(tx, 1), (tx, 2), ... in order (repeatable)")
 	fs.IntVar(&f.maxReads, "max-reads", stmRunDefaultAccesses, "most items one transaction reads (its read set)")
 	fs.IntVar(&f.maxWrites, "max-writes", stmRunDefaultAccesses, "most items one transaction writes (its write set)")
-	fs.IntVar(&f.servers, "servers", 0, "commit servers, items partitioned over them (0: the engine's default: one per 16 SMs of the GPU, at most one per LogSize/4 items; use 1 when transactions reach across the store)")
+	fs.IntVar(&f.servers, "servers", 0, "commit servers, items partitioned over them (0: the engine's default: one per 8 SMs of the GPU, at most one per LogSize/8 items; use 1 when transactions reach across the store)")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the transactions (stm_rand)")
 	fs.BoolVar(&f.check, "check", true, "record every attempt and check opacity and serializability (costs throughput; false for speed)")
 	fs.StringVar(&f.history, "history", "", "write every committed transaction as a JSON line to `FILE` (needs --check)")
