@@ -88,7 +88,9 @@ const (
 // an H200 host (8 server cores, one request in flight per connection,
 // BENCHMARKS.md) blocking served 1.09x/1.16x the throughput of parking at
 // 64/512 connections (100:0) with 1.2-1.7 µs less server CPU per request,
-// and 1.16x pipelined. Batched searches (GPU shards) park, under which a
+// and 1.16x pipelined, in one run; a second run had it at 0.93-1.00x
+// parking (the run-to-run spread there is 10-20%), so the gain is not
+// settled. Batched searches (GPU shards) park, under which a
 // loop whose batch wakes another goroutine never leaves it waiting for a
 // processor; blocking measured no better there (0.90-1.07x, more CPU per
 // request).
