@@ -52,8 +52,8 @@ func runART(e *env, args []string) error {
 	fs.Usage = func() {
 		usage()
 		fmt.Fprintf(e.stderr, "\nlines (one operation a line; keys 0x-prefixed hex, 0x the empty key, at most %d bytes (art.MaxKeyLen); values decimal uint64):\n"+
-			"  put KEY VALUE, upd KEY VALUE, del KEY, get KEY, range LO HI|* LIMIT, prefix P LIMIT, len\n"+
-			"  a LIMIT of 0 means no limit; a line is at most %d bytes\n", art.MaxKeyLen, artMaxLine)
+			"  put KEY VALUE, upd KEY VALUE, del KEY, get KEY, range LO|* HI|* LIMIT (LO <= key < HI), prefix P LIMIT, len\n"+
+			"  a LIMIT of 0 or less means no limit; a line is at most %d bytes\n", art.MaxKeyLen, artMaxLine)
 	}
 	if err := parse(fs, args[1:]); err != nil {
 		return err
