@@ -73,7 +73,7 @@ func TestHelpEveryCommand(t *testing.T) {
 		{[]string{"help", "stm"}, []string{"usage: warpkv stm bank", "-accounts", "-transactions", "-history"}},
 		{[]string{"help", "stm", "bank"}, []string{"usage: warpkv stm bank", "-accounts", "-read-only"}},
 		{[]string{"help", "stm", "run"}, []string{"usage: warpkv stm run", "-body", "-items", "-read-only"}},
-		{[]string{"help", "art"}, []string{"usage: warpkv art run", "-batch", "-device", "range LO HI|* LIMIT"}},
+		{[]string{"help", "art"}, []string{"usage: warpkv art run", "-batch", "-device", "range LO|* HI|* LIMIT", "0 or less means no limit"}},
 		{[]string{"help", "art", "run"}, []string{"usage: warpkv art run", "-batch", "8 MiB"}},
 		{[]string{"help", "help"}, []string{"commands:"}},
 	} {
