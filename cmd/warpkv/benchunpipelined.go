@@ -297,7 +297,7 @@ func writeUnpipelined(w io.Writer, rep *unpipelinedReport) {
 	}
 	us := func(d time.Duration) string { return fmt.Sprintf("%.0f", float64(d)/1e3) }
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "conns\tmix\tserver\tops/s\tvs mc\tp50us\tp99us\tp99.9us\tcpu us/op\tpaced ops/s\tp50us\tp99us\tp99.9us\tmemaslap TPS\tvs mc\tcpu us/op\t")
+	fmt.Fprintln(tw, "conns\tmix\tserver\tops/s\tvs mc\tp50us\tp99us\tp99.9us\tcpu us/op\tload busy\tpaced ops/s\tp50us\tp99us\tp99.9us\tmemaslap TPS\tvs mc\tcpu us/op\t")
 	for _, r := range rep.Rows {
 		base := mc[fmt.Sprint(r.Conns, " ", r.Mix)]
 		p := r.Peak
@@ -308,7 +308,8 @@ func writeUnpipelined(w io.Writer, rep *unpipelinedReport) {
 			continue
 		}
 		line = append(line, fmt.Sprintf("%.0f", p.OpsPerSec), ratio(p.OpsPerSec, base.Peak.OpsPerSec),
-			us(p.Latency.P50), us(p.Latency.P99), us(p.Latency.P999), fmt.Sprintf("%.2f", float64(p.ServerCPUPerMop)/1e9))
+			us(p.Latency.P50), us(p.Latency.P99), us(p.Latency.P999), fmt.Sprintf("%.2f", float64(p.ServerCPUPerMop)/1e9),
+			fmt.Sprintf("%.0f%%", 100*p.LoadBusy))
 		if q := r.Paced; q != nil {
 			line = append(line, fmt.Sprintf("%.0f", q.OpsPerSec), us(q.Latency.P50), us(q.Latency.P99), us(q.Latency.P999))
 		} else {
@@ -326,6 +327,7 @@ func writeUnpipelined(w io.Writer, rep *unpipelinedReport) {
 		fmt.Fprintln(tw, strings.Join(line, "\t")+"\t")
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "load busy: the load generator's CPU use over its CPUs in the peak run; near 100% the row may be bounded by the load, not the server")
 	for name, st := range rep.Profiles {
 		ops := st["ops"]
 		if ops <= 0 {

@@ -71,7 +71,7 @@ func TestBenchServeUnpipelined(t *testing.T) {
 	if rep.Profiles["warpkv cpu"]["ops"] <= 0 || !strings.Contains(out, "stage profile of warpkv cpu") {
 		t.Errorf("no stage profile:\n%s", out)
 	}
-	for _, s := range []string{"memaslap TPS", "paced ops/s", "p99.9us", "cpu us/op"} {
+	for _, s := range []string{"memaslap TPS", "paced ops/s", "p99.9us", "cpu us/op", "load busy"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("table lacks %q:\n%s", s, out)
 		}
