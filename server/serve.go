@@ -138,18 +138,18 @@ func Serve(ctx context.Context, cfg Config) error {
 		return err
 	}
 	ln := lns[0]
+	rounds, wait := roundConns(cfg.RoundConns, eng), loopWaitDefault(cfg.LoopWait, eng)
 	srv := protocol.NewServer(eng, protocol.Config{
-		ItemSizeMax: eng.opts.ItemSizeMax,
-		MaxConns:    cfg.MaxConns,
-		Stats:       []kvStat{{Name: "warpkv_version", Value: cfg.Version}},
-		Logger:      log,
-		Settings:    settingsOf(ln.Addr(), cfg, roundConns(cfg.RoundConns, eng), loopWaitDefault(cfg.LoopWait, eng)),
-		Stages:      eng.StageClock(),
-		IdleTimeout: cfg.IdleTimeout,
-		Loops:       cfg.Loops,
-		RoundConns:  roundConns(cfg.RoundConns, eng),
-		// The protocol package's loops block in epoll_wait or park.
-		BlockingWait: loopWaitDefault(cfg.LoopWait, eng) == LoopWaitBlock,
+		ItemSizeMax:  eng.opts.ItemSizeMax,
+		MaxConns:     cfg.MaxConns,
+		Stats:        []kvStat{{Name: "warpkv_version", Value: cfg.Version}},
+		Logger:       log,
+		Settings:     settingsOf(ln.Addr(), cfg, rounds, wait),
+		Stages:       eng.StageClock(),
+		IdleTimeout:  cfg.IdleTimeout,
+		Loops:        cfg.Loops,
+		RoundConns:   rounds,
+		BlockingWait: wait == LoopWaitBlock,
 		// Half-sent requests count inside the item memory limit (past one
 		// largest request): they take pages from the stored items, and are
 		// refused when they would leave the items less than an eighth of
