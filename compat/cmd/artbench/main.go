@@ -7,6 +7,7 @@
 //	cd compat && go run ./cmd/artbench --size 1000000
 //	cd compat && go run ./cmd/artbench --device gpu --size 100000000 --single-max 10000000 --peer-reps 1
 //	cd compat && go run ./cmd/artbench --device gpu --size 100000000 --engines gpu --peers ""
+//	cd compat && go run ./cmd/artbench --device gpu --size 100000000 --cases '16 B keys, in 100M$' --single-max 100000000
 //
 // Peers: hashicorp/go-immutable-radix v2 (a radix tree; batches of writes
 // in one transaction), tidwall/btree's Map over string keys, and a Go map
@@ -21,7 +22,9 @@
 // rows: to the pinned transfer limit, with a kernels row against the
 // random gather rate). Every implementation's answer (tree size, found
 // count and checksum) must equal the first one's: a wrong one posts no
-// figure but a FAILED note, and the command exits with status 1. A short
+// figure but a FAILED note, and the command exits with status 1. --cases
+// keeps the cases whose name matches a regular expression (one tree shape
+// at 100M keys, for example, instead of six). A short
 // table last sums the rows up against the issue's targets (bench.ARTSummary:
 // the GPU engine's rows, the GPU engine against go-immutable-radix on one
 // goroutine, the CPU engine's lookups against it per core).
@@ -32,6 +35,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -55,12 +59,18 @@ func main() {
 		PeerNames: "iradix, tidwall, map",
 	})
 	engines := flag.String("engines", "", "warpkv engines to run, comma-separated: cpu, gpu (default: every one the device allows)")
+	cases := flag.String("cases", "", "run only the cases whose name matches this `REGEXP` (e.g. '16 B keys, in' for the 16-byte tree; default: all)")
 	flag.Parse()
 	if !f.Check(flag.CommandLine) {
 		flag.Usage()
 		os.Exit(2)
 	}
-	rep, err := run(config{size: f.Size, reps: f.Reps, peerReps: f.PeerReps, device: f.Device, engines: *engines, singleMax: f.SingleMax, peers: f.Peers}, f.Progress())
+	match, err := regexp.Compile(*cases)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "artbench: --cases %q: %v\n", *cases, err)
+		os.Exit(2)
+	}
+	rep, err := run(config{size: f.Size, reps: f.Reps, peerReps: f.PeerReps, device: f.Device, engines: *engines, singleMax: f.SingleMax, peers: f.Peers, cases: match}, f.Progress())
 	if rep != nil {
 		header := fmt.Sprintf("median of %d runs after a warm-up run; ratio: throughput relative to the named reference", rep.Reps)
 		if perr := peerbench.Print(os.Stdout, rep, header, f.JSON); perr != nil && err == nil {
@@ -78,6 +88,7 @@ type config struct {
 	device, engines      string
 	singleMax            int
 	peers                string
+	cases                *regexp.Regexp // the cases run, by name
 }
 
 // run measures the peers and warpkv's engines on the suite's cases.
@@ -146,7 +157,19 @@ func run(cfg config, p *bench.Progress) (*bench.Report, error) {
 		}
 		return cfg.reps
 	}
-	err = bench.RunARTCases(rep, bench.ARTCases(size), impls, reps, eng.Limits, p, skip)
+	var cases []bench.ARTCase
+	for _, c := range bench.ARTCases(size) {
+		if cfg.cases == nil || cfg.cases.MatchString(c.Name()) {
+			cases = append(cases, c)
+		}
+	}
+	if len(cases) == 0 {
+		return nil, fmt.Errorf("no case matches --cases %q", cfg.cases)
+	}
+	if cfg.cases != nil && cfg.cases.String() != "" {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("only the cases matching %q (--cases)", cfg.cases))
+	}
+	err = bench.RunARTCases(rep, cases, impls, reps, eng.Limits, p, skip)
 	peer := ""
 	if slices.ContainsFunc(impls, func(im bench.ARTImpl) bool { return im.Name() == "iradix, 1 goroutine" }) {
 		peer = "iradix, 1 goroutine"
