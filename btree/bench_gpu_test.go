@@ -129,7 +129,7 @@ func BenchmarkGPUInsert(b *testing.B) {
 // BenchmarkGPUInsertSteps inserts 10M new keys into a freshly built
 // 100M-key tree (built again before every run, untimed), as bench btree's
 // "insert 10M uniform into 100M", with the pinned staging copied on 8 and
-// on 16 goroutines, the leaves merged by a warp per leaf (bt_merge_leaves)
+// on 16 goroutines, the leaves merged by a warp per leaf (bt_merge_leaves_E)
 // or over flattened entries, and logs where the last run's time went:
 // every step's device time (CUDA events), host time and host
 // synchronizations (stepTrace).

@@ -500,8 +500,8 @@ extern "C" __global__ void bt_write_leaves(u64 total, u64 G, const u64 *gc, cons
     }
 }
 
-// MERGE_LANE_ENTRIES is the old entries a lane of bt_merge_leaves holds in
-// registers: that kernel takes trees of order up to 32 * it
+// MERGE_LANE_ENTRIES is the most old entries a lane of the bt_merge_leaves_*
+// kernels holds in registers: they take trees of order up to 32 * it
 // (mergeWarpMaxOrder in insert_gpu.go).
 #define MERGE_LANE_ENTRIES 8
 
@@ -539,69 +539,136 @@ __device__ __forceinline__ void merge_put(u64 r, u64 key, u64 val, u64 c, u64 p,
     }
 }
 
-// bt_merge_leaves: one warp per touched leaf g < G (grid-stride over
-// warps), insert only, for trees of order <= 32 * MERGE_LANE_ENTRIES: the
-// work of bt_merge_new, bt_stage_old and bt_write_leaves in one pass, with
-// no staging of the merged entries. The warp reads the leaf's c0 old
-// entries into registers (lane l holds entries l, l + 32, ...), then
-// (after __syncwarp: every read of the leaf is done before any write to
-// it, and no other warp reads it) writes each kept old entry and each
-// batch key of the group at its merged rank, computed as in bt_stage_old
-// and bt_merge_new, with merge_put. The result is bt_write_leaves' word
-// for word. A group's batch keys are spread over the lanes, so a group
-// of many keys (a skewed batch) serializes on one warp: the launcher
-// takes this kernel only when every group's batch keys are few.
-extern "C" __global__ void bt_merge_leaves(u64 G, const u64 *k, const u64 *v, const u64 *gSum,
-                                           const u64 *packed, const u32 *pos, const u64 *gc, const u64 *gp,
-                                           const u32 *gLeaf, const u32 *oldNext, u32 first, u32 order,
-                                           u64 *keys, u64 *slots, u32 *count, u32 *parent, u32 *next,
-                                           u32 *prev, u8 *kind, u32 *chId, u64 *chMax) {
+// merge_leaves is the body of bt_merge_leaves_E (E = 1, 2, 4, 8): one warp
+// per touched leaf g < G (grid-stride over warps), insert only, for trees
+// of order <= 32 * E: the work of bt_merge_new, bt_stage_old and
+// bt_write_leaves in one pass, with no staging of the merged entries.
+//
+// Thread mapping: lane l holds the leaf's old entries l, l + 32, ... (E
+// registers each, so a smaller order class keeps fewer registers and more
+// warps in flight) and the group's batch keys ks + l, ks + l + 32, ... one
+// chunk of 32 at a time. Latency: the group's words (gLeaf, gc, gp, gSum,
+// oldNext) are loaded together, then the leaf's entries and the first
+// chunk of batch keys together; nothing else is loaded on the common path
+// (a group of at most 32 batch keys), so a warp waits on two rounds of
+// loads instead of a chain of binary-search loads per entry.
+//
+// Ranks: an old entry's rank is its index j plus the batch's new keys
+// below it, LO(packed[ks + L]) - LO(gSum[g]) where L counts the group's
+// batch keys below it (every lane compares its entries with each batch key
+// of the chunk, broadcast by a shuffle); LO(packed[ke]) is LO(gSum[g + 1]).
+// An old entry whose key the batch holds is dropped (the batch's value
+// wins). A batch key's rank is pos[i] + LO(packed[i]) - LO(gSum[g]). These
+// are bt_stage_old's and bt_merge_new's ranks, so the result is
+// bt_write_leaves' word for word.
+//
+// Invariant: every read of the leaf (its entries, count, parent) is done
+// before __syncwarp, every write to it after; no other warp reads it. A
+// group of many keys (a skewed batch) serializes on one warp: the launcher
+// takes these kernels only when every group's batch keys are few.
+template <int E>
+__device__ __forceinline__ void merge_leaves(u64 G, const u64 *k, const u64 *v, const u64 *gSum, const u64 *packed,
+                                             const u32 *pos, const u64 *gc, const u64 *gp, const u32 *gLeaf,
+                                             const u32 *oldNext, u32 first, u32 order, u64 *keys, u64 *slots,
+                                             u32 *count, u32 *parent, u32 *next, u32 *prev, u8 *kind, u32 *chId,
+                                             u64 *chMax) {
     const u32 lane = threadIdx.x & (WARP - 1);
     const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
     for (u64 g = (blockIdx.x * (u64)blockDim.x + threadIdx.x) / WARP; g < G; g += warps) {
         u32 leaf = gLeaf[g];
+        u32 onext = oldNext[g];
+        u64 gc0 = gc[g], gc1 = gc[g + 1], gp0 = gp[g], gp1 = gp[g + 1], gs0 = gSum[g], gs1 = gSum[g + 1];
+        u64 ks = HI(gs0), ke = HI(gs1);
+        u64 nb = ke - ks;
+        u32 newBefore = LO(gs0), newEnd = LO(gs1);
         u64 base = (u64)leaf * order;
         u32 c0 = count[leaf];
         u32 up = parent[leaf];
-        u32 onext = oldNext[g];
-        u64 ok[MERGE_LANE_ENTRIES], ov[MERGE_LANE_ENTRIES];
+        u64 ok[E], ov[E];
 #pragma unroll
-        for (int t = 0; t < MERGE_LANE_ENTRIES; t++) {
+        for (int t = 0; t < E; t++) {
             u32 j = lane + WARP * t;
+            ok[t] = 0;
+            ov[t] = 0;
             if (j < c0) {
                 ok[t] = keys[base + j];
                 ov[t] = slots[base + j];
             }
         }
+        // The first chunk of batch keys, loaded with the leaf's entries.
+        u64 i = ks + lane;
+        bool in = i < ke;
+        u64 bk = in ? k[i] : 0, bv = in ? v[i] : 0;
+        u32 bpos = in ? pos[i] : 0, bpk = in ? LO(packed[i]) : newEnd;
         __syncwarp();
-        u64 c = gc[g + 1] - gc[g];
-        u64 p = HI(gp[g + 1]) - HI(gp[g]);
-        u32 xo = LO(gp[g]);
-        u64 rb = HI(gp[g]);
-        u64 ks = HI(gSum[g]), ke = HI(gSum[g + 1]);
-        u64 newBefore = LO(gSum[g]);
+        u64 c = gc1 - gc0;
+        u64 p = HI(gp1) - HI(gp0);
+        u32 xo = LO(gp0);
+        u64 rb = HI(gp0);
+        u32 less[E];
+        bool hit[E];
 #pragma unroll
-        for (int t = 0; t < MERGE_LANE_ENTRIES; t++) {
-            u32 j = lane + WARP * t;
-            if (j >= c0) continue;
-            u64 a = ks, b = ke; // first batch key >= the old key
-            while (a < b) {
-                u64 mid = (a + b) >> 1;
-                if (k[mid] < ok[t]) a = mid + 1; else b = mid;
-            }
-            if (a < ke && k[a] == ok[t]) continue; // the batch's value wins
-            u64 r = j + (LO(packed[a]) - newBefore);
-            merge_put(r, ok[t], ov[t], c, p, leaf, first, xo, rb, up, onext, order, keys, slots, count, parent,
-                      next, prev, kind, chId, chMax);
+        for (int t = 0; t < E; t++) {
+            less[t] = 0;
+            hit[t] = false;
         }
-        for (u64 i = ks + lane; i < ke; i += WARP) {
-            u64 r = pos[i] + (LO(packed[i]) - newBefore);
-            merge_put(r, k[i], v[i], c, p, leaf, first, xo, rb, up, onext, order, keys, slots, count, parent,
-                      next, prev, kind, chId, chMax);
+        for (u64 cs = ks; cs < ke; cs += WARP) { // warp-uniform trip count
+            if (cs != ks) {
+                i = cs + lane;
+                in = i < ke;
+                bk = in ? k[i] : 0;
+                bv = in ? v[i] : 0;
+                bpos = in ? pos[i] : 0;
+                bpk = in ? LO(packed[i]) : newEnd;
+            }
+            u32 n = (u32)min((u64)WARP, ke - cs);
+            for (u32 b = 0; b < n; b++) {
+                u64 kb = __shfl_sync(FULL_MASK, bk, b);
+#pragma unroll
+                for (int t = 0; t < E; t++) {
+                    less[t] += kb < ok[t] ? 1 : 0;
+                    hit[t] = hit[t] || kb == ok[t];
+                }
+            }
+            if (in) {
+                merge_put(bpos + (bpk - newBefore), bk, bv, c, p, leaf, first, xo, rb, up, onext, order, keys, slots,
+                          count, parent, next, prev, kind, chId, chMax);
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < E; t++) {
+            u32 j = lane + WARP * t;
+            u32 L = less[t];
+            u32 below;
+            if (nb <= WARP) { // warp-uniform: every lane takes the shuffle
+                u32 x = __shfl_sync(FULL_MASK, bpk, L & (WARP - 1));
+                below = (L < nb ? x : newEnd) - newBefore;
+            } else {
+                below = (j < c0 && !hit[t] && L < nb ? LO(packed[ks + L]) : newEnd) - newBefore;
+            }
+            if (j >= c0 || hit[t]) continue; // past the count, or the batch's value wins
+            merge_put(j + below, ok[t], ov[t], c, p, leaf, first, xo, rb, up, onext, order, keys, slots, count,
+                      parent, next, prev, kind, chId, chMax);
         }
         __syncwarp(); // the warp's next group starts after every lane is done with this one
     }
 }
+
+// bt_merge_leaves_E: merge_leaves for trees of order <= 32 * E (the
+// launcher picks the smallest E that holds the order).
+#define MERGE_LEAVES_KERNEL(E)                                                                                         \
+    extern "C" __global__ void bt_merge_leaves_##E(u64 G, const u64 *k, const u64 *v, const u64 *gSum,                 \
+                                                   const u64 *packed, const u32 *pos, const u64 *gc, const u64 *gp,    \
+                                                   const u32 *gLeaf, const u32 *oldNext, u32 first, u32 order,         \
+                                                   u64 *keys, u64 *slots, u32 *count, u32 *parent, u32 *next,          \
+                                                   u32 *prev, u8 *kind, u32 *chId, u64 *chMax) {                       \
+        merge_leaves<E>(G, k, v, gSum, packed, pos, gc, gp, gLeaf, oldNext, first, order, keys, slots, count, parent, \
+                        next, prev, kind, chId, chMax);                                                                \
+    }
+MERGE_LEAVES_KERNEL(1)
+MERGE_LEAVES_KERNEL(2)
+MERGE_LEAVES_KERNEL(4)
+MERGE_LEAVES_KERNEL(8)
 
 // bt_write_kept: one thread per kept entry r < total (grid-stride tiles,
 // the group found by block_groups), delete only: entry r of group g (largest g with gc[g] <= r) goes back to its

@@ -60,7 +60,7 @@ func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 
 // mergeLeaves writes the touched leaves of gr merged with the m batch
 // pairs in outK, outV (pieces from first on; lv the leaf level's changes,
-// filled in): with bt_merge_leaves when warpMerge says so, else with
+// filled in): with bt_merge_leaves_E (mergeKernel) when warpMerge says so, else with
 // bt_merge_new and bt_stage_old (staging the merged entries in mk, mv of
 // staged elements) and bt_write_leaves. Cost: one pass over the touched
 // leaves and the batch, or three.
@@ -71,12 +71,12 @@ func (g *gpuTree) mergeLeaves(gr groups, m, staged int, first uint32, lv level) 
 	gc, gSum, packed, pos := gpu.Take[uint64](g.pool, "gc.0", G+1), gpu.Take[uint64](g.pool, "gsum", m+1), gpu.Take[uint64](g.pool, "packed", m+1), gpu.Take[uint32](g.pool, "pos", m)
 	oldNext := gpu.Take[uint32](g.pool, "oldnext", G)
 	if g.warpMerge(gr) {
-		if err := g.k.mergeLeaves.Launch(g.s, warpGrid(G), gpu.D1(kernelBlock), 0, uint64(G), outK, outV, gSum, packed, pos,
+		if err := g.mergeKernel().Launch(g.s, warpGrid(G), gpu.D1(kernelBlock), 0, uint64(G), outK, outV, gSum, packed, pos,
 			gc, lv.gp, lv.node, oldNext, first, order, g.keys, g.slots, g.count, g.parent, g.next, g.prv, g.kind,
 			lv.chId, lv.chMax); err != nil {
 			return err
 		}
-		g.step("leaves: merge in one pass")
+		g.step(stepWarpMerge)
 		return nil
 	}
 	mk, mv := gpu.Take[uint64](g.pool, "mk", staged), gpu.Take[uint64](g.pool, "mv", staged)
@@ -96,14 +96,30 @@ func (g *gpuTree) mergeLeaves(gr groups, m, staged int, first uint32, lv level) 
 	return nil
 }
 
-// Limits of bt_merge_leaves, the leaves' merge in one pass (warpMerge).
+// stepWarpMerge names the trace step of the leaves' merge in one pass.
+const stepWarpMerge = "leaves: merge in one pass"
+
+// Limits of bt_merge_leaves_E, the leaves' merge in one pass (warpMerge).
 const (
-	mergeWarpMaxOrder = 32 * 8 // a lane holds 8 old entries (MERGE_LANE_ENTRIES in btree.cu)
-	mergeWarpMaxKeys  = 2048   // batch keys of one leaf: a warp writes them 32 at a time
+	mergeWarpMaxOrder = warpLanes * 8 // a lane holds at most 8 old entries (MERGE_LANE_ENTRIES in btree.cu)
+	mergeWarpMaxKeys  = 2048          // batch keys of one leaf: a warp writes them 32 at a time
 )
 
+// mergeKernel returns the instantiation of the warp merge for the tree's
+// order: bt_merge_leaves_E with the fewest entries per lane E (1, 2, 4 or
+// 8) that hold a leaf (32 * E >= order), so that a small order keeps few
+// registers a lane and more warps in flight. The order must be at most
+// mergeWarpMaxOrder (warpMerge checks it). Cost: O(1).
+func (g *gpuTree) mergeKernel() *gpu.Function {
+	i := 0
+	for warpLanes<<i < g.order {
+		i++
+	}
+	return g.k.mergeLeaves[i]
+}
+
 // warpMerge reports whether the touched leaves of gr are merged by
-// bt_merge_leaves (a warp per leaf, no staging) rather than by the three
+// bt_merge_leaves_E (a warp per leaf, no staging) rather than by the three
 // kernels over flattened entries (bt_merge_new, bt_stage_old,
 // bt_write_leaves): when a leaf's old entries fit in a warp's registers
 // and no leaf has so many batch keys that its warp would hold the rest

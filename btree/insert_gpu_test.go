@@ -13,7 +13,7 @@ import (
 // occurrence wins), keys already in the tree (new values) and keys past the
 // right spine, into trees of orders 8 and 64 built from a batch of the
 // same size, traced with the flat merge (bt_stage_old ...) and not traced
-// with the warp merge (bt_merge_leaves), and compares the node arrays with the CPU
+// with the warp merge (bt_merge_leaves_E), and compares the node arrays with the CPU
 // engine's word for word after every batch, then every key's value.
 func TestGPULargeInserts(t *testing.T) {
 	d := gputest.Device(t)

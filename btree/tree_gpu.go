@@ -56,7 +56,7 @@ type gpuTree struct {
 	trace  *stepTrace
 	values *valuesUpload
 
-	// flatMerge turns bt_merge_leaves off (warpMerge): benchmarks and
+	// flatMerge turns bt_merge_leaves_E off (warpMerge): benchmarks and
 	// tests compare the two merges.
 	flatMerge bool
 }
