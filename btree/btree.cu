@@ -148,6 +148,17 @@ extern "C" __global__ void bt_gather_selected(u64 n, const u32 *count, const u32
     }
 }
 
+// bt_scatter_values: one thread per kept batch key i < m (grid-stride):
+// slots[at[i]] = v[sel[i]], the value of the batch position that the sort
+// and the dedupe kept at rank i, into the leaf slot where
+// bt_merge_leaves_E put its key (at: the word indices it recorded). Every
+// at[i] is distinct, so every word has one writer.
+extern "C" __global__ void bt_scatter_values(u64 m, const u64 *at, const u32 *sel, const u64 *v, u64 *slots) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < m; i += (u64)gridDim.x * blockDim.x) {
+        slots[at[i]] = v[sel[i]];
+    }
+}
+
 // bt_leaves: one thread per key of the strictly increasing k[0:n) (grid-
 // stride). Key i goes to leaf first+q at slot s, (q, s) = part_of(i, n, L):
 // the closed form of the CPU engine's buildSorted. The thread of slot 0
@@ -505,21 +516,22 @@ extern "C" __global__ void bt_write_leaves(u64 total, u64 G, const u64 *gc, cons
 // (mergeWarpMaxOrder in insert_gpu.go).
 #define MERGE_LANE_ENTRIES 8
 
-// merge_put writes merged entry r (key, value) of touched leaf g, whose c
-// merged entries are split into p pieces (the CPU engine's share()), as
-// bt_write_leaves does: the entry goes to its piece's slot; the lane that
-// writes a piece's slot 0 writes its head and links, the one that writes
-// its last slot records the piece's id and max key at its place rb + q.
-__device__ __forceinline__ void merge_put(u64 r, u64 key, u64 val, u64 c, u64 p, u32 leaf, u32 first, u32 xo,
-                                          u64 rb, u32 up, u32 onext, u32 order, u64 *keys, u64 *slots,
-                                          u32 *count, u32 *parent, u32 *next, u32 *prev, u8 *kind, u32 *chId,
-                                          u64 *chMax) {
+// merge_put writes merged entry r (key, and value unless noVal) of touched
+// leaf g, whose c merged entries are split into p pieces (the CPU engine's
+// share()), as bt_write_leaves does: the entry goes to its piece's slot;
+// the lane that writes a piece's slot 0 writes its head and links, the one
+// that writes its last slot records the piece's id and max key at its
+// place rb + q. It returns the entry's word index in keys and slots.
+__device__ __forceinline__ u64 merge_put(u64 r, u64 key, u64 val, bool noVal, u64 c, u64 p, u32 leaf, u32 first,
+                                         u32 xo, u64 rb, u32 up, u32 onext, u32 order, u64 *keys, u64 *slots,
+                                         u32 *count, u32 *parent, u32 *next, u32 *prev, u8 *kind, u32 *chId,
+                                         u64 *chMax) {
     u64 q, s, size;
     part_of(r, c, p, &q, &s, &size);
     u32 id = piece_id(leaf, first, xo, q);
     u64 at = (u64)id * order + s;
     keys[at] = key;
-    slots[at] = val;
+    if (!noVal) slots[at] = val;
     if (s == 0) {
         put_head(count, kind, id, size, KIND_LEAF);
         if (q > 0) {
@@ -537,6 +549,7 @@ __device__ __forceinline__ void merge_put(u64 r, u64 key, u64 val, u64 c, u64 p,
         chId[rb + q] = id;
         chMax[rb + q] = key;
     }
+    return at;
 }
 
 // merge_leaves is the body of bt_merge_leaves_E (E = 1, 2, 4, 8): one warp
@@ -562,6 +575,11 @@ __device__ __forceinline__ void merge_put(u64 r, u64 key, u64 val, u64 c, u64 p,
 // are bt_stage_old's and bt_merge_new's ranks, so the result is
 // bt_write_leaves' word for word.
 //
+// Values: with vAt == nullptr a batch key's value is v[i]; otherwise v is
+// not read, the batch key's slot is left for bt_scatter_values, and the
+// slot's word index goes to vAt[i] (the batch's values may still be on
+// their way to the device while the leaves are merged).
+//
 // Invariant: every read of the leaf (its entries, count, parent) is done
 // before __syncwarp, every write to it after; no other warp reads it. A
 // group of many keys (a skewed batch) serializes on one warp: the launcher
@@ -571,7 +589,8 @@ __device__ __forceinline__ void merge_leaves(u64 G, const u64 *k, const u64 *v, 
                                              const u32 *pos, const u64 *gc, const u64 *gp, const u32 *gLeaf,
                                              const u32 *oldNext, u32 first, u32 order, u64 *keys, u64 *slots,
                                              u32 *count, u32 *parent, u32 *next, u32 *prev, u8 *kind, u32 *chId,
-                                             u64 *chMax) {
+                                             u64 *chMax, u64 *vAt) {
+    const bool noVal = vAt != nullptr;
     const u32 lane = threadIdx.x & (WARP - 1);
     const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
     for (u64 g = (blockIdx.x * (u64)blockDim.x + threadIdx.x) / WARP; g < G; g += warps) {
@@ -598,7 +617,7 @@ __device__ __forceinline__ void merge_leaves(u64 G, const u64 *k, const u64 *v, 
         // The first chunk of batch keys, loaded with the leaf's entries.
         u64 i = ks + lane;
         bool in = i < ke;
-        u64 bk = in ? k[i] : 0, bv = in ? v[i] : 0;
+        u64 bk = in ? k[i] : 0, bv = in && !noVal ? v[i] : 0;
         u32 bpos = in ? pos[i] : 0, bpk = in ? LO(packed[i]) : newEnd;
         __syncwarp();
         u64 c = gc1 - gc0;
@@ -617,7 +636,7 @@ __device__ __forceinline__ void merge_leaves(u64 G, const u64 *k, const u64 *v, 
                 i = cs + lane;
                 in = i < ke;
                 bk = in ? k[i] : 0;
-                bv = in ? v[i] : 0;
+                bv = in && !noVal ? v[i] : 0;
                 bpos = in ? pos[i] : 0;
                 bpk = in ? LO(packed[i]) : newEnd;
             }
@@ -631,8 +650,9 @@ __device__ __forceinline__ void merge_leaves(u64 G, const u64 *k, const u64 *v, 
                 }
             }
             if (in) {
-                merge_put(bpos + (bpk - newBefore), bk, bv, c, p, leaf, first, xo, rb, up, onext, order, keys, slots,
-                          count, parent, next, prev, kind, chId, chMax);
+                u64 at = merge_put(bpos + (bpk - newBefore), bk, bv, noVal, c, p, leaf, first, xo, rb, up, onext, order,
+                                   keys, slots, count, parent, next, prev, kind, chId, chMax);
+                if (noVal) vAt[i] = at;
             }
         }
 #pragma unroll
@@ -647,7 +667,7 @@ __device__ __forceinline__ void merge_leaves(u64 G, const u64 *k, const u64 *v, 
                 below = (j < c0 && !hit[t] && L < nb ? LO(packed[ks + L]) : newEnd) - newBefore;
             }
             if (j >= c0 || hit[t]) continue; // past the count, or the batch's value wins
-            merge_put(j + below, ok[t], ov[t], c, p, leaf, first, xo, rb, up, onext, order, keys, slots, count,
+            merge_put(j + below, ok[t], ov[t], false, c, p, leaf, first, xo, rb, up, onext, order, keys, slots, count,
                       parent, next, prev, kind, chId, chMax);
         }
         __syncwarp(); // the warp's next group starts after every lane is done with this one
@@ -661,9 +681,9 @@ __device__ __forceinline__ void merge_leaves(u64 G, const u64 *k, const u64 *v, 
                                                    const u64 *packed, const u32 *pos, const u64 *gc, const u64 *gp,    \
                                                    const u32 *gLeaf, const u32 *oldNext, u32 first, u32 order,         \
                                                    u64 *keys, u64 *slots, u32 *count, u32 *parent, u32 *next,          \
-                                                   u32 *prev, u8 *kind, u32 *chId, u64 *chMax) {                       \
+                                                   u32 *prev, u8 *kind, u32 *chId, u64 *chMax, u64 *vAt) {             \
         merge_leaves<E>(G, k, v, gSum, packed, pos, gc, gp, gLeaf, oldNext, first, order, keys, slots, count, parent, \
-                        next, prev, kind, chId, chMax);                                                                \
+                        next, prev, kind, chId, chMax, vAt);                                                           \
     }
 MERGE_LEAVES_KERNEL(1)
 MERGE_LEAVES_KERNEL(2)

@@ -63,7 +63,7 @@ type kernelSet struct {
 	lastFlags, leaves, level, get, rng *gpu.Function
 	rngWarp                            *gpu.Function // ranges, one warp per query
 	rngStart, rngCopy                  *gpu.Function // ranges in one descent
-	iota, gatherSel                    *gpu.Function // build and insert: sort with an index payload
+	iota, gatherSel, scatterVals       *gpu.Function // build and insert: sort with an index payload
 
 	// Insert, delete and rebuild (insert_gpu.go, delete_gpu.go, propagate_gpu.go).
 	locate, leafSizes, mergeNew, stageOld, writeLeaves, writeKept, deleteLeaves *gpu.Function
@@ -93,6 +93,7 @@ func loadKernels(d *gpu.Device) (*kernelSet, error) {
 		"bt_parent_sizes": &k.parentSizes, "bt_stage_repl": &k.stageRepl, "bt_stage_keep": &k.stageKeep,
 		"bt_write_internal": &k.writeInternal, "bt_level_list": &k.levelList, "bt_node_counts": &k.nodeCounts,
 		"bt_gather": &k.gather, "bt_iota": &k.iota, "bt_gather_selected": &k.gatherSel,
+		"bt_scatter_values": &k.scatterVals,
 	} {
 		if *f, err = m.Function(name); err != nil {
 			return nil, err

@@ -18,8 +18,12 @@ import (
 // as it was.
 
 // insertSorted applies the m sorted unique pairs in outK, outV to a non-empty
-// tree and returns the new bookkeeping. Cost: locate's, mergeLeaves', and
-// per level one thread per changed child, replacement and entry of the
+// tree and returns the new bookkeeping. When the batch's values are still
+// uploading (uploadSortDedupe's overlap) and the warp merge runs, the
+// leaves and the upper levels are written without them, and the values are
+// scattered into their leaf slots last (scatterValues): the values' host
+// copy overlaps the merge and the parents. Cost: locate's, mergeLeaves',
+// and per level one thread per changed child, replacement and entry of the
 // touched parents.
 func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 	gr, err := g.locate(st, m, false)
@@ -40,8 +44,11 @@ func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 		return st, err
 	}
 	g.step("reserve")
-	if err := g.awaitValues(); err != nil {
-		return st, err
+	late := g.values != nil && g.warpMerge(gr)
+	if !late {
+		if err := g.awaitValues(); err != nil {
+			return st, err
+		}
 	}
 	// From here on the tree changes; nothing allocates.
 	first, err := g.allocNodes(gr.extra)
@@ -50,30 +57,40 @@ func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 	}
 	lv := level{set: 0, G: G, R: gr.pieces, node: gpu.Take[uint32](g.pool, "node.0", G), oldMax: gpu.Take[uint64](g.pool, "oldmax.0", G),
 		gp: gpu.Take[uint64](g.pool, "gp.0", G+1), chId: gpu.Take[uint32](g.pool, "chid.0", R), chMax: gpu.Take[uint64](g.pool, "chmax.0", R)}
-	if err := g.mergeLeaves(gr, m, staged, first, lv); err != nil {
+	if err := g.mergeLeaves(gr, m, staged, first, lv, late); err != nil {
 		return st, err
 	}
 	st.n += gr.flagged
 	st.leaves += gr.pieces - G
-	return g.propagate(st, lv, false)
+	out, err := g.propagate(st, lv, false)
+	if err != nil || !late {
+		return out, err
+	}
+	return out, g.scatterValues()
 }
 
 // mergeLeaves writes the touched leaves of gr merged with the m batch
 // pairs in outK, outV (pieces from first on; lv the leaf level's changes,
-// filled in): with bt_merge_leaves_E (mergeKernel) when warpMerge says so, else with
+// filled in): with bt_merge_leaves_E (mergeKernel) when warpMerge says so
+// (with late, the batch keys' values are not written: their slots' word
+// indices go to outV for scatterValues), else with
 // bt_merge_new and bt_stage_old (staging the merged entries in mk, mv of
 // staged elements) and bt_write_leaves. Cost: one pass over the touched
 // leaves and the batch, or three.
-func (g *gpuTree) mergeLeaves(gr groups, m, staged int, first uint32, lv level) error {
+func (g *gpuTree) mergeLeaves(gr groups, m, staged int, first uint32, lv level, late bool) error {
 	G := gr.G
 	order := uint32(g.order)
 	outK, outV := gpu.Take[uint64](g.pool, bufOutK, m), gpu.Take[uint64](g.pool, bufOutV, m)
 	gc, gSum, packed, pos := gpu.Take[uint64](g.pool, "gc.0", G+1), gpu.Take[uint64](g.pool, "gsum", m+1), gpu.Take[uint64](g.pool, "packed", m+1), gpu.Take[uint32](g.pool, "pos", m)
 	oldNext := gpu.Take[uint32](g.pool, "oldnext", G)
 	if g.warpMerge(gr) {
+		var vAt any = gpu.DevicePtr(0) // values from outV
+		if late {
+			vAt = outV
+		}
 		if err := g.mergeKernel().Launch(g.s, warpGrid(G), gpu.D1(kernelBlock), 0, uint64(G), outK, outV, gSum, packed, pos,
 			gc, lv.gp, lv.node, oldNext, first, order, g.keys, g.slots, g.count, g.parent, g.next, g.prv, g.kind,
-			lv.chId, lv.chMax); err != nil {
+			lv.chId, lv.chMax, vAt); err != nil {
 			return err
 		}
 		g.step(stepWarpMerge)
@@ -96,8 +113,12 @@ func (g *gpuTree) mergeLeaves(gr groups, m, staged int, first uint32, lv level) 
 	return nil
 }
 
-// stepWarpMerge names the trace step of the leaves' merge in one pass.
-const stepWarpMerge = "leaves: merge in one pass"
+// Trace steps that tests look for: the leaves' merge in one pass, and the
+// values scattered into their leaves after it (scatterValues).
+const (
+	stepWarpMerge = "leaves: merge in one pass"
+	stepScatter   = "values: wait, scatter"
+)
 
 // Limits of bt_merge_leaves_E, the leaves' merge in one pass (warpMerge).
 const (

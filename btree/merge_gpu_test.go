@@ -12,11 +12,13 @@ import (
 // TestGPUWarpMergeOrders inserts batches merged by the warp merge
 // (bt_merge_leaves_E) into trees of the orders at and around each class
 // boundary (E = 1, 2, 4, 8 entries a lane: orders up to 32, 64, 128, 256),
-// with clusters of up to 300 consecutive keys in one leaf (groups of more
-// than one chunk of 32 batch keys), keys already in the tree (the batch's
-// value wins) and keys repeated in a batch. It checks that the one-pass
-// merge ran (the step trace) and compares the node arrays with the CPU
-// engine's word for word after every batch, then every key's value.
+// in batches large enough to upload their values during the merge (the
+// values scattered last: bt_scatter_values), with clusters of up to 300
+// consecutive keys in one leaf (groups of more than one chunk of 32 batch
+// keys), keys already in the tree (the batch's value wins) and keys
+// repeated in a batch. It checks that the one-pass merge and the scatter
+// ran (the step trace) and compares the node arrays with the CPU engine's
+// word for word after every batch, then every key's value.
 func TestGPUWarpMergeOrders(t *testing.T) {
 	d := gputest.Device(t)
 	for _, order := range []int{8, 32, 33, 64, 65, 128, 129, 256} {
@@ -36,7 +38,7 @@ func TestGPUWarpMergeOrders(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(order), 22))
 			var all []uint64
 			for round := range 4 {
-				keys, vals := clusteredBatch(rng, all, 40_000, round > 0)
+				keys, vals := clusteredBatch(rng, all, stageMin+4321, round > 0)
 				all = append(all, keys...)
 				for _, tr := range []*Tree{g, c} {
 					op := tr.Insert
@@ -57,8 +59,10 @@ func TestGPUWarpMergeOrders(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !slices.ContainsFunc(steps, func(s traceStep) bool { return s.Name == stepWarpMerge }) {
-					t.Fatalf("round %d: no step %q among %v", round, stepWarpMerge, steps)
+				for _, name := range []string{stepWarpMerge, stepScatter} {
+					if !slices.ContainsFunc(steps, func(s traceStep) bool { return s.Name == name }) {
+						t.Fatalf("round %d: no step %q among %v", round, name, steps)
+					}
 				}
 			}
 			gv, gf, err := g.Get(all)
@@ -88,9 +92,9 @@ func TestGPUWarpMergeOrders(t *testing.T) {
 func clusteredBatch(rng *rand.Rand, old []uint64, n int, clusters bool) ([]uint64, []uint64) {
 	keys, vals := make([]uint64, 0, n), make([]uint64, 0, n)
 	for len(keys) < n {
-		x := rng.IntN(100)
+		x := rng.IntN(1000)
 		switch {
-		case clusters && len(old) > 0 && x < 1:
+		case clusters && len(old) > 0 && x < 3:
 			k := old[rng.IntN(len(old))]
 			for i := range uint64(1 + rng.IntN(300)) {
 				if len(keys) == n {
@@ -98,9 +102,9 @@ func clusteredBatch(rng *rand.Rand, old []uint64, n int, clusters bool) ([]uint6
 				}
 				keys = append(keys, k+i)
 			}
-		case len(old) > 0 && x < 15:
+		case len(old) > 0 && x < 150:
 			keys = append(keys, old[rng.IntN(len(old))])
-		case len(keys) > 0 && x < 25:
+		case len(keys) > 0 && x < 250:
 			keys = append(keys, keys[rng.IntN(len(keys))])
 		default:
 			keys = append(keys, rng.Uint64()>>2)

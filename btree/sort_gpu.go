@@ -116,15 +116,8 @@ func (g *gpuTree) startValues(v *gpu.Buffer[uint64], values []uint64, sel *gpu.B
 // values into outV; nothing when there is none pending. Cost: the rest of
 // the values' host copy, a stream wait and a gather kernel.
 func (g *gpuTree) awaitValues() error {
-	u := g.values
-	if u == nil {
-		return nil
-	}
-	g.values = nil
-	if err := <-u.done; err != nil {
-		return err
-	}
-	if err := g.joinBack(); err != nil {
+	u, err := g.valuesArrived()
+	if u == nil || err != nil {
 		return err
 	}
 	cnt := gpu.Take[uint32](g.pool, bufCounters, 2)
@@ -133,6 +126,39 @@ func (g *gpuTree) awaitValues() error {
 	}
 	g.step("values: wait, gather")
 	return nil
+}
+
+// scatterValues is awaitValues for a batch whose keys the warp merge put in
+// their leaves without their values (insertSorted's late values): it waits
+// for the values' upload and writes each kept value into its key's leaf
+// slot, whose word index bt_merge_leaves_E left in outV. Cost: the rest of
+// the values' host copy, a stream wait and a scatter kernel.
+func (g *gpuTree) scatterValues() error {
+	u, err := g.valuesArrived()
+	if u == nil || err != nil {
+		return err
+	}
+	if err := g.launch(g.k.scatterVals, u.m, uint64(u.m), gpu.Take[uint64](g.pool, bufOutV, u.m), u.sel, u.v, g.slots); err != nil {
+		return err
+	}
+	g.step(stepScatter)
+	return nil
+}
+
+// valuesArrived takes the pending values' upload (nil when there is none),
+// waits until its goroutine has queued the last chunk, and makes the
+// tree's stream wait for the second stream. Cost: the rest of the values'
+// host copy and a stream wait.
+func (g *gpuTree) valuesArrived() (*valuesUpload, error) {
+	u := g.values
+	if u == nil {
+		return nil, nil
+	}
+	g.values = nil
+	if err := <-u.done; err != nil {
+		return nil, err
+	}
+	return u, g.joinBack()
 }
 
 // settleValues waits for a values' upload still pending (a batch that
