@@ -12,13 +12,15 @@ import (
 // TestGPUWarpMergeOrders inserts batches merged by the warp merge
 // (bt_merge_leaves_E) into trees of the orders at and around each class
 // boundary (E = 1, 2, 4, 8 entries a lane: orders up to 32, 64, 128, 256),
-// in batches large enough to upload their values during the merge (the
+// in batches large enough to upload their keys in two halves (the first
+// sorted during the second's copy, then merged: uploadSortHalves; keys
+// repeated across the halves) and their values during the merge (the
 // values scattered last: bt_scatter_values), with clusters of up to 300
 // consecutive keys in one leaf (groups of more than one chunk of 32 batch
 // keys), keys already in the tree (the batch's value wins) and keys
-// repeated in a batch. It checks that the one-pass merge and the scatter
-// ran (the step trace) and compares the node arrays with the CPU engine's
-// word for word after every batch, then every key's value.
+// repeated in a batch. It checks that the halves, the one-pass merge and
+// the scatter ran (the step trace) and compares the node arrays with the
+// CPU engine's word for word after every batch, then every key's value.
 func TestGPUWarpMergeOrders(t *testing.T) {
 	d := gputest.Device(t)
 	for _, order := range []int{8, 32, 33, 64, 65, 128, 129, 256} {
@@ -38,7 +40,7 @@ func TestGPUWarpMergeOrders(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(order), 22))
 			var all []uint64
 			for round := range 4 {
-				keys, vals := clusteredBatch(rng, all, stageMin+4321, round > 0)
+				keys, vals := clusteredBatch(rng, all, 2*stageMin+4321, round > 0)
 				all = append(all, keys...)
 				for _, tr := range []*Tree{g, c} {
 					op := tr.Insert
@@ -59,7 +61,7 @@ func TestGPUWarpMergeOrders(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, name := range []string{stepWarpMerge, stepScatter} {
+				for _, name := range []string{stepHalves, stepWarpMerge, stepScatter} {
 					if !slices.ContainsFunc(steps, func(s traceStep) bool { return s.Name == name }) {
 						t.Fatalf("round %d: no step %q among %v", round, name, steps)
 					}

@@ -40,6 +40,9 @@ func (g *gpuTree) uploadSortDedupe(keys, values []uint64) (int, error) {
 			gpu.NeedOf[uint64](bufOutV, n)); err != nil {
 			return 0, err
 		}
+		if g.splitUpload(n) {
+			return g.uploadSortHalves(k, v, keys, values)
+		}
 	}
 	if err := gpu.UploadStaged(g.up, g.s, k, 0, keys); err != nil {
 		return 0, err
@@ -65,7 +68,7 @@ func (g *gpuTree) uploadSortDedupe(keys, values []uint64) (int, error) {
 		g.step("sort (key, position)")
 		sel := gpu.Take[uint32](g.pool, "selidx", n)
 		g.values = g.startValues(v, values, sel)
-		m, err := g.dedupeSelect(n, idx, sel)
+		m, err := g.dedupeSelect(n, k, idx, sel)
 		if err != nil {
 			return 0, err
 		}
@@ -178,12 +181,12 @@ func (g *gpuTree) settleValues() {
 // staged, and positions fit in 32 bits.
 func overlapSort(n int) bool { return n >= stageMin && uint64(n) <= math.MaxUint32 }
 
-// dedupeSelect is dedupe for a batch sorted as (key, position) pairs: the
-// last of each run of equal keys in inK goes to outK, its position (from
-// idx) to sel and the kept count to counters[1] (awaitValues gathers their
-// values). It returns the number kept (one synchronization).
-func (g *gpuTree) dedupeSelect(n int, idx, sel *gpu.Buffer[uint32]) (int, error) {
-	flags, cnt, err := g.selectLastKeys(n)
+// dedupeSelect is dedupe for a batch sorted as (key, position) pairs in
+// keys, idx: the last of each run of equal keys goes to outK, its position
+// (from idx) to sel and the kept count to counters[1] (awaitValues gathers
+// their values). It returns the number kept (one synchronization).
+func (g *gpuTree) dedupeSelect(n int, keys *gpu.Buffer[uint64], idx, sel *gpu.Buffer[uint32]) (int, error) {
+	flags, cnt, err := g.selectLastKeys(n, keys)
 	if err != nil {
 		return 0, err
 	}
@@ -197,7 +200,7 @@ func (g *gpuTree) dedupeSelect(n int, idx, sel *gpu.Buffer[uint32]) (int, error)
 // of inK and compacts them (and their values from inV, withValues) into
 // outK (outV); it returns their number (one synchronization).
 func (g *gpuTree) dedupe(n int, withValues bool) (int, error) {
-	flags, cnt, err := g.selectLastKeys(n)
+	flags, cnt, err := g.selectLastKeys(n, gpu.Take[uint64](g.pool, bufInK, n))
 	if err != nil {
 		return 0, err
 	}
@@ -214,10 +217,10 @@ func (g *gpuTree) dedupe(n int, withValues bool) (int, error) {
 }
 
 // selectLastKeys flags the last of each run of equal keys among the n
-// sorted keys of inK and compacts those keys into outK, their number into
+// sorted keys of keys and compacts those keys into outK, their number into
 // cnt[0]; the flags and cnt (two words; the second for the caller's own
 // select) are returned for the caller's payload. No synchronization.
-func (g *gpuTree) selectLastKeys(n int) (*gpu.Buffer[uint8], *gpu.Buffer[uint32], error) {
+func (g *gpuTree) selectLastKeys(n int, keys *gpu.Buffer[uint64]) (*gpu.Buffer[uint8], *gpu.Buffer[uint32], error) {
 	flags, err := gpu.Get[uint8](g.pool, bufFlags, n)
 	if err != nil {
 		return nil, nil, err
@@ -230,10 +233,10 @@ func (g *gpuTree) selectLastKeys(n int) (*gpu.Buffer[uint8], *gpu.Buffer[uint32]
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := g.launch(g.k.lastFlags, n, gpu.Take[uint64](g.pool, bufInK, n), uint64(n), flags); err != nil {
+	if err := g.launch(g.k.lastFlags, n, keys, uint64(n), flags); err != nil {
 		return nil, nil, err
 	}
-	if err := prim.DevSelect(g.pe, gpu.Take[uint64](g.pool, bufInK, n), flags, uk, n, gpu.View[uint32](cnt, 0, 1)); err != nil {
+	if err := prim.DevSelect(g.pe, keys, flags, uk, n, gpu.View[uint32](cnt, 0, 1)); err != nil {
 		return nil, nil, err
 	}
 	return flags, cnt, nil

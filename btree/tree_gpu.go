@@ -59,6 +59,9 @@ type gpuTree struct {
 	// flatMerge turns bt_merge_leaves_E off (warpMerge): benchmarks and
 	// tests compare the two merges.
 	flatMerge bool
+	// wholeUpload turns the keys' upload in two halves off (splitUpload):
+	// benchmarks and tests compare the two.
+	wholeUpload bool
 }
 
 // Names of the batch's buffers in the pool.
