@@ -130,7 +130,8 @@ func BenchmarkGPUInsert(b *testing.B) {
 // 100M-key tree (built again before every run, untimed), as bench btree's
 // "insert 10M uniform into 100M", with the keys uploaded in two halves
 // (uploadSortHalves) or whole, the leaves merged by a warp per leaf
-// (bt_merge_leaves_E) or over flattened entries, and logs where the last
+// (bt_merge_leaves_E) or over flattened entries, from Go slices or from a
+// pinned Staging (InsertStaged), and logs where the last
 // run's time went: every step's device time (CUDA events), host time and
 // host synchronizations (stepTrace).
 func BenchmarkGPUInsertSteps(b *testing.B) {
@@ -139,8 +140,14 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 		workers int
 		halves  bool
 		flat    bool
-	}{{stageWorkers, true, false}, {stageWorkers, false, false}, {stageWorkers, true, true}} {
-		b.Run(fmt.Sprintf("stageWorkers=%d/halves=%v/flatMerge=%v", c.workers, c.halves, c.flat), func(b *testing.B) {
+		staged  bool
+	}{{stageWorkers, true, false, false}, {stageWorkers, false, false, false}, {stageWorkers, true, true, false},
+		{stageWorkers, true, false, true}} {
+		name := fmt.Sprintf("stageWorkers=%d/halves=%v/flatMerge=%v", c.workers, c.halves, c.flat)
+		if c.staged {
+			name = "staged/" + name
+		}
+		b.Run(name, func(b *testing.B) {
 			g := newBenchTree(b, d, DefaultOrder)
 			gt := g.e.(*gpuTree)
 			if err := gt.setStageWorkers(c.workers); err != nil {
@@ -149,6 +156,17 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			gt.trace = &stepTrace{}
 			gt.flatMerge = c.flat
 			gt.wholeUpload = !c.halves
+			insert := func() error { return g.Insert(benchBatch[0], benchBatch[1]) }
+			if c.staged {
+				st, err := g.NewStaging(benchBatchKeys)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer st.Free()
+				copy(st.Keys, benchBatch[0])
+				copy(st.Values, benchBatch[1])
+				insert = func() error { return g.InsertStaged(st, benchBatchKeys) }
+			}
 			var lb engine.Timings
 			for b.Loop() {
 				b.StopTimer()
@@ -156,7 +174,7 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				if err := g.Insert(benchBatch[0], benchBatch[1]); err != nil {
+				if err := insert(); err != nil {
 					b.Fatal(err)
 				}
 				lb = g.LastBatch()

@@ -23,8 +23,8 @@ const stepHalves = "sort second half, merge"
 func (g *gpuTree) splitUpload(n int) bool { return !g.wholeUpload && n >= 2*stageMin }
 
 // uploadSortHalves is uploadSortDedupe's overlapped path with the keys in
-// two halves: the first half's keys are copied through the pinned ring on
-// the tree's stream and sorted there as (key, batch position) pairs while
+// two halves: the first half's keys are copied through the pinned ring
+// (from a pinned Staging, tr: by DMA) on the tree's stream and sorted there as (key, batch position) pairs while
 // the host copies the second half, whose transfer goes on the second
 // stream; that half is sorted next, the two runs are merged (prim.DevMerge:
 // on equal keys the first half's come first, so the batch's last
@@ -36,7 +36,7 @@ func (g *gpuTree) splitUpload(n int) bool { return !g.wholeUpload && n >= 2*stag
 // elements; the caller has reserved sortidx, selidx and outV. Cost: the
 // transfers, two radix sorts of half the batch, a merge, the dedupe's
 // kernels and one synchronization.
-func (g *gpuTree) uploadSortHalves(k, v *gpu.Buffer[uint64], keys, values []uint64) (int, error) {
+func (g *gpuTree) uploadSortHalves(k, v *gpu.Buffer[uint64], keys, values []uint64, tr transfers) (int, error) {
 	n := len(keys)
 	h := n / 2
 	if err := g.pool.Reserve(gpu.NeedOf[uint64](bufMergedK, n), gpu.NeedOf[uint32](bufMergedIdx, n)); err != nil {
@@ -51,7 +51,7 @@ func (g *gpuTree) uploadSortHalves(k, v *gpu.Buffer[uint64], keys, values []uint
 	if err := g.fork(); err != nil {
 		return 0, err
 	}
-	if err := gpu.UploadStaged(g.up, g.s, k, 0, keys[:h]); err != nil {
+	if err := upload(tr, g.s, k, 0, keys[:h]); err != nil {
 		return 0, err
 	}
 	g.step("upload keys: first half")
@@ -61,7 +61,7 @@ func (g *gpuTree) uploadSortHalves(k, v *gpu.Buffer[uint64], keys, values []uint
 	if err := prim.DevSortPairs(g.pe, ka, ia, h); err != nil {
 		return 0, err
 	}
-	if err := gpu.UploadStaged(g.up, g.s2, k, h, keys[h:]); err != nil {
+	if err := upload(tr, g.s2, k, h, keys[h:]); err != nil {
 		return 0, err
 	}
 	if err := g.joinBack(); err != nil {
@@ -77,7 +77,7 @@ func (g *gpuTree) uploadSortHalves(k, v *gpu.Buffer[uint64], keys, values []uint
 	}
 	g.step(stepHalves)
 	sel := gpu.Take[uint32](g.pool, "selidx", n)
-	g.values = g.startValues(v, values, sel)
+	g.values = g.startValues(tr, v, values, sel)
 	m, err := g.dedupeSelect(n, mk, mi, sel)
 	if err != nil {
 		return 0, err

@@ -151,9 +151,10 @@ func (g *gpuTree) warpMerge(gr groups) bool {
 
 // insertBatch is Insert on the GPU engine: upload, sort and dedupe, then
 // writeTree into an empty tree or insertSorted; it returns the new
-// bookkeeping and the phase times. On an error the returned state is st
-// (out of memory: the tree is unchanged).
-func (g *gpuTree) insertBatch(st treeState, keys, values []uint64) (treeState, engine.Timings, error) {
+// bookkeeping and the phase times. With pinned, keys and values are in
+// pinned memory (InsertStaged) and reach the device by DMA. On an error
+// the returned state is st (out of memory: the tree is unchanged).
+func (g *gpuTree) insertBatch(st treeState, keys, values []uint64, pinned bool) (treeState, engine.Timings, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	defer g.settleValues()
@@ -161,7 +162,7 @@ func (g *gpuTree) insertBatch(st treeState, keys, values []uint64) (treeState, e
 	g.trace.start()
 	g.clock.Mark(g.s, engine.MarkStart)
 	g.step("start")
-	m, err := g.uploadSortDedupe(keys, values)
+	m, err := g.uploadSortDedupe(keys, values, pinned)
 	if err != nil {
 		return st, engine.Timings{}, err
 	}

@@ -20,9 +20,12 @@ import (
 // values' host copy and transfer overlap the sort, the dedupe and the
 // locate, and the sort's payload is 4 bytes instead of 8. The phase
 // marks put the keys' upload in Upload and the sort and the dedupe in
-// Sort. Cost: the transfers, a radix sort, a flag kernel, one or two
-// selects (and a gather) and one synchronization.
-func (g *gpuTree) uploadSortDedupe(keys, values []uint64) (int, error) {
+// Sort. With pinned, keys and values are in pinned host memory (a
+// caller's Staging) and go to the device by DMA with no host copy; else
+// through the pinned staging rings. Cost: the transfers, a radix sort, a
+// flag kernel, one or two selects (and a gather) and one synchronization.
+func (g *gpuTree) uploadSortDedupe(keys, values []uint64, pinned bool) (int, error) {
+	tr := transfers{g: g, pinned: pinned}
 	n := len(keys)
 	k, err := gpu.Get[uint64](g.pool, bufInK, n)
 	if err != nil {
@@ -34,21 +37,21 @@ func (g *gpuTree) uploadSortDedupe(keys, values []uint64) (int, error) {
 			return 0, err
 		}
 	}
-	overlap := values != nil && overlapSort(n) && g.up.Staged()
+	overlap := values != nil && overlapSort(n) && (pinned || g.up.Staged())
 	if overlap {
 		if err := g.pool.Reserve(gpu.NeedOf[uint32]("sortidx", n), gpu.NeedOf[uint32]("selidx", n),
 			gpu.NeedOf[uint64](bufOutV, n)); err != nil {
 			return 0, err
 		}
 		if g.splitUpload(n) {
-			return g.uploadSortHalves(k, v, keys, values)
+			return g.uploadSortHalves(k, v, keys, values, tr)
 		}
 	}
-	if err := gpu.UploadStaged(g.up, g.s, k, 0, keys); err != nil {
+	if err := upload(tr, g.s, k, 0, keys); err != nil {
 		return 0, err
 	}
 	if !overlap && values != nil {
-		if err := gpu.UploadStaged(g.up, g.s, v, 0, values); err != nil {
+		if err := upload(tr, g.s, v, 0, values); err != nil {
 			return 0, err
 		}
 	}
@@ -67,7 +70,7 @@ func (g *gpuTree) uploadSortDedupe(keys, values []uint64) (int, error) {
 		}
 		g.step("sort (key, position)")
 		sel := gpu.Take[uint32](g.pool, "selidx", n)
-		g.values = g.startValues(v, values, sel)
+		g.values = g.startValues(tr, v, values, sel)
 		m, err := g.dedupeSelect(n, k, idx, sel)
 		if err != nil {
 			return 0, err
@@ -106,11 +109,12 @@ type valuesUpload struct {
 }
 
 // startValues starts the upload of values into v on s2 (after fork) in a
-// goroutine. Nothing else may use the upload ring or s2 until
+// goroutine, as tr says (through the upload ring, or by DMA from pinned
+// memory). Nothing else may use the upload ring or s2 until
 // awaitValues or settleValues has returned. Cost: a goroutine.
-func (g *gpuTree) startValues(v *gpu.Buffer[uint64], values []uint64, sel *gpu.Buffer[uint32]) *valuesUpload {
+func (g *gpuTree) startValues(tr transfers, v *gpu.Buffer[uint64], values []uint64, sel *gpu.Buffer[uint32]) *valuesUpload {
 	u := &valuesUpload{done: make(chan error, 1), v: v, sel: sel}
-	go func() { u.done <- gpu.UploadStaged(g.up, g.s2, v, 0, values) }()
+	go func() { u.done <- upload(tr, g.s2, v, 0, values) }()
 	return u
 }
 

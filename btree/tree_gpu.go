@@ -359,7 +359,7 @@ func (g *gpuTree) build(keys, values []uint64) (engine.Timings, error) {
 func (g *gpuTree) insert(keys, values []uint64) (engine.Timings, error) {
 	var tm engine.Timings
 	var err error
-	g.st, tm, err = g.insertBatch(g.st, keys, values)
+	g.st, tm, err = g.insertBatch(g.st, keys, values, false)
 	return tm, err
 }
 
