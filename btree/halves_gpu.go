@@ -76,14 +76,5 @@ func (g *gpuTree) uploadSortHalves(k, v *gpu.Buffer[uint64], keys, values []uint
 		return 0, err
 	}
 	g.step(stepHalves)
-	sel := gpu.Take[uint32](g.pool, "selidx", n)
-	g.values = g.startValues(tr, v, values, sel)
-	m, err := g.dedupeSelect(n, mk, mi, sel)
-	if err != nil {
-		return 0, err
-	}
-	g.values.m = m
-	g.clock.Mark(g.s, engine.MarkSorted)
-	g.step("dedupe, readback")
-	return m, nil
+	return g.dedupeValuesLater(tr, n, mk, mi, v, values)
 }

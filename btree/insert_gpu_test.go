@@ -1,6 +1,7 @@
 package btree
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -70,19 +71,7 @@ func TestGPULargeInserts(t *testing.T) {
 					}
 				}
 			}
-			gv, gf, err := g.Get(all)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cv, cf, err := c.Get(all)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range all {
-				if gv[i] != cv[i] || gf[i] != cf[i] || !gf[i] {
-					t.Fatalf("order %d key %d: GPU %d %v, CPU %d %v", order, all[i], gv[i], gf[i], cv[i], cf[i])
-				}
-			}
+			sameValues(t, fmt.Sprintf("order %d", order), g, c, all)
 			if err := g.Check(); err != nil {
 				t.Fatal(err)
 			}

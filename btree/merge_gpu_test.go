@@ -67,23 +67,30 @@ func TestGPUWarpMergeOrders(t *testing.T) {
 					}
 				}
 			}
-			gv, gf, err := g.Get(all)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cv, cf, err := c.Get(all)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range all {
-				if gv[i] != cv[i] || gf[i] != cf[i] || !gf[i] {
-					t.Fatalf("key %d: GPU %d %v, CPU %d %v", all[i], gv[i], gf[i], cv[i], cf[i])
-				}
-			}
+			sameValues(t, fmt.Sprintf("order %d", order), g, c, all)
 			if err := g.Check(); err != nil {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// sameValues checks that every key of all is in g and c with the same
+// value (what names the case in a failure).
+func sameValues(t *testing.T, what string, g, c *Tree, all []uint64) {
+	t.Helper()
+	gv, gf, err := g.Get(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv, cf, err := c.Get(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range all {
+		if gv[i] != cv[i] || gf[i] != cf[i] || !gf[i] {
+			t.Fatalf("%s key %d: GPU %d %v, CPU %d %v", what, all[i], gv[i], gf[i], cv[i], cf[i])
+		}
 	}
 }
 

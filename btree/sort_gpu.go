@@ -69,16 +69,7 @@ func (g *gpuTree) uploadSortDedupe(keys, values []uint64, pinned bool) (int, err
 			return 0, err
 		}
 		g.step("sort (key, position)")
-		sel := gpu.Take[uint32](g.pool, "selidx", n)
-		g.values = g.startValues(tr, v, values, sel)
-		m, err := g.dedupeSelect(n, k, idx, sel)
-		if err != nil {
-			return 0, err
-		}
-		g.values.m = m
-		g.clock.Mark(g.s, engine.MarkSorted)
-		g.step("dedupe, readback")
-		return m, nil
+		return g.dedupeValuesLater(tr, n, k, idx, v, values)
 	}
 	if values != nil {
 		err = prim.DevSortPairs(g.pe, k, v, n)
@@ -94,6 +85,25 @@ func (g *gpuTree) uploadSortDedupe(keys, values []uint64, pinned bool) (int, err
 	}
 	g.clock.Mark(g.s, engine.MarkSorted)
 	g.step("sort, dedupe, readback")
+	return m, nil
+}
+
+// dedupeValuesLater ends uploadSortDedupe's overlapped path once the n
+// (key, batch position) pairs in keys, idx are sorted (or queued to be):
+// it starts the values' upload into v (startValues, as tr says) and
+// dedupes the pairs (dedupeSelect), leaving the kept positions in selidx
+// for awaitValues or scatterValues; it returns the number kept. Cost: a
+// goroutine, the dedupe's kernels and one synchronization.
+func (g *gpuTree) dedupeValuesLater(tr transfers, n int, keys *gpu.Buffer[uint64], idx *gpu.Buffer[uint32], v *gpu.Buffer[uint64], values []uint64) (int, error) {
+	sel := gpu.Take[uint32](g.pool, "selidx", n)
+	g.values = g.startValues(tr, v, values, sel)
+	m, err := g.dedupeSelect(n, keys, idx, sel)
+	if err != nil {
+		return 0, err
+	}
+	g.values.m = m
+	g.clock.Mark(g.s, engine.MarkSorted)
+	g.step("dedupe, readback")
 	return m, nil
 }
 
