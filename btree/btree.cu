@@ -19,8 +19,16 @@
 
 // part_of inverts the CPU engine's share(): n items split into p parts as
 // evenly as possible, the first n%p parts one larger. Item i lies in part
-// *q at slot *slot; *size is that part's size. Needs 1 <= p <= n.
+// *q at slot *slot; *size is that part's size. Needs 1 <= p <= n. One
+// part (a node that does not split, the common case of an insert's
+// leaves) takes no division.
 __device__ __forceinline__ void part_of(u64 i, u64 n, u64 p, u64 *q, u64 *slot, u64 *size) {
+    if (p == 1) {
+        *q = 0;
+        *slot = i;
+        *size = n;
+        return;
+    }
     if (n <= 0xffffffffull) { // 32-bit divisions: a fraction of the 64-bit ones' instructions
         u32 n32 = (u32)n, p32 = (u32)p, i32 = (u32)i;
         u32 base = n32 / p32, rem = n32 % p32;
@@ -575,10 +583,16 @@ __device__ __forceinline__ u64 merge_put(u64 r, u64 key, u64 val, bool noVal, u6
 // are bt_stage_old's and bt_merge_new's ranks, so the result is
 // bt_write_leaves' word for word.
 //
-// Values: with vAt == nullptr a batch key's value is v[i]; otherwise v is
-// not read, the batch key's slot is left for bt_scatter_values, and the
-// slot's word index goes to vAt[i] (the batch's values may still be on
-// their way to the device while the leaves are merged).
+// Values: with vAt == nullptr a batch key's value is v[i], or with vSel
+// v[vSel[i]] (the batch's values as uploaded, gathered here by the kept
+// positions); with vAt, v is not read, the batch key's slot is left for
+// bt_scatter_values, and the slot's word index goes to vAt[i] (the batch's
+// values may still be on their way to the device while the leaves are
+// merged).
+//
+// An old entry that keeps its slot (one piece, no batch key below it, not
+// the piece's first or last entry, which write the head and the change)
+// is not written again.
 //
 // Invariant: every read of the leaf (its entries, count, parent) is done
 // before __syncwarp, every write to it after; no other warp reads it. A
@@ -589,7 +603,7 @@ __device__ __forceinline__ void merge_leaves(u64 G, const u64 *k, const u64 *v, 
                                              const u32 *pos, const u64 *gc, const u64 *gp, const u32 *gLeaf,
                                              const u32 *oldNext, u32 first, u32 order, u64 *keys, u64 *slots,
                                              u32 *count, u32 *parent, u32 *next, u32 *prev, u8 *kind, u32 *chId,
-                                             u64 *chMax, u64 *vAt) {
+                                             u64 *chMax, const u32 *vSel, u64 *vAt) {
     const bool noVal = vAt != nullptr;
     const u32 lane = threadIdx.x & (WARP - 1);
     const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
@@ -617,7 +631,7 @@ __device__ __forceinline__ void merge_leaves(u64 G, const u64 *k, const u64 *v, 
         // The first chunk of batch keys, loaded with the leaf's entries.
         u64 i = ks + lane;
         bool in = i < ke;
-        u64 bk = in ? k[i] : 0, bv = in && !noVal ? v[i] : 0;
+        u64 bk = in ? k[i] : 0, bv = in && !noVal ? v[vSel != nullptr ? vSel[i] : i] : 0;
         u32 bpos = in ? pos[i] : 0, bpk = in ? LO(packed[i]) : newEnd;
         __syncwarp();
         u64 c = gc1 - gc0;
@@ -636,7 +650,7 @@ __device__ __forceinline__ void merge_leaves(u64 G, const u64 *k, const u64 *v, 
                 i = cs + lane;
                 in = i < ke;
                 bk = in ? k[i] : 0;
-                bv = in && !noVal ? v[i] : 0;
+                bv = in && !noVal ? v[vSel != nullptr ? vSel[i] : i] : 0;
                 bpos = in ? pos[i] : 0;
                 bpk = in ? LO(packed[i]) : newEnd;
             }
@@ -667,6 +681,7 @@ __device__ __forceinline__ void merge_leaves(u64 G, const u64 *k, const u64 *v, 
                 below = (j < c0 && !hit[t] && L < nb ? LO(packed[ks + L]) : newEnd) - newBefore;
             }
             if (j >= c0 || hit[t]) continue; // past the count, or the batch's value wins
+            if (p == 1 && below == 0 && j != 0 && j + 1 != c) continue; // in place already
             merge_put(j + below, ok[t], ov[t], false, c, p, leaf, first, xo, rb, up, onext, order, keys, slots, count,
                       parent, next, prev, kind, chId, chMax);
         }
@@ -681,9 +696,10 @@ __device__ __forceinline__ void merge_leaves(u64 G, const u64 *k, const u64 *v, 
                                                    const u64 *packed, const u32 *pos, const u64 *gc, const u64 *gp,    \
                                                    const u32 *gLeaf, const u32 *oldNext, u32 first, u32 order,         \
                                                    u64 *keys, u64 *slots, u32 *count, u32 *parent, u32 *next,          \
-                                                   u32 *prev, u8 *kind, u32 *chId, u64 *chMax, u64 *vAt) {             \
+                                                   u32 *prev, u8 *kind, u32 *chId, u64 *chMax, const u32 *vSel,        \
+                                                   u64 *vAt) {                                                         \
         merge_leaves<E>(G, k, v, gSum, packed, pos, gc, gp, gLeaf, oldNext, first, order, keys, slots, count, parent, \
-                        next, prev, kind, chId, chMax, vAt);                                                           \
+                        next, prev, kind, chId, chMax, vSel, vAt);                                                     \
     }
 MERGE_LEAVES_KERNEL(1)
 MERGE_LEAVES_KERNEL(2)

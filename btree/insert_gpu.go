@@ -19,12 +19,14 @@ import (
 
 // insertSorted applies the m sorted unique pairs in outK, outV to a non-empty
 // tree and returns the new bookkeeping. When the batch's values are still
-// uploading (uploadSortDedupe's overlap) and the warp merge runs, the
-// leaves and the upper levels are written without them, and the values are
-// scattered into their leaf slots last (scatterValues): the values' host
-// copy overlaps the merge and the parents. Cost: locate's, mergeLeaves',
-// and per level one thread per changed child, replacement and entry of the
-// touched parents.
+// uploading (uploadSortDedupe's overlap) and the warp merge runs: from Go
+// slices, the leaves and the upper levels are written without them, and
+// the values are scattered into their leaf slots last (scatterValues), so
+// that the values' host copy overlaps the merge and the parents; from
+// pinned memory, whose DMA is done by then, the merge reads them from the
+// upload by their kept positions (no gather kernel). Cost: locate's,
+// mergeLeaves', and per level one thread per changed child, replacement
+// and entry of the touched parents.
 func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 	gr, err := g.locate(st, m, false)
 	if err != nil {
@@ -44,11 +46,9 @@ func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 		return st, err
 	}
 	g.step("reserve")
-	late := g.values != nil && g.warpMerge(gr)
-	if !late {
-		if err := g.awaitValues(); err != nil {
-			return st, err
-		}
+	vals, late, err := g.mergeValuesFor(gr, m)
+	if err != nil {
+		return st, err
 	}
 	// From here on the tree changes; nothing allocates.
 	first, err := g.allocNodes(gr.extra)
@@ -57,7 +57,7 @@ func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 	}
 	lv := level{set: 0, G: G, R: gr.pieces, node: gpu.Take[uint32](g.pool, "node.0", G), oldMax: gpu.Take[uint64](g.pool, "oldmax.0", G),
 		gp: gpu.Take[uint64](g.pool, "gp.0", G+1), chId: gpu.Take[uint32](g.pool, "chid.0", R), chMax: gpu.Take[uint64](g.pool, "chmax.0", R)}
-	if err := g.mergeLeaves(gr, m, staged, first, lv, late); err != nil {
+	if err := g.mergeLeaves(gr, m, staged, first, lv, vals); err != nil {
 		return st, err
 	}
 	st.n += gr.flagged
@@ -69,28 +69,55 @@ func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 	return out, g.scatterValues()
 }
 
+// mergeValues says where bt_merge_leaves_E takes the batch keys' values:
+// v[i], v[sel[i]] (sel a buffer), or none, their slots' word indices going
+// to at (a buffer) for scatterValues. sel and at are gpu.DevicePtr(0)
+// when unused.
+type mergeValues struct {
+	v       *gpu.Buffer[uint64]
+	sel, at any
+}
+
+// mergeValuesFor returns where the merge of gr (m batch keys) takes the
+// values, and late when they are scattered after the upper levels: with
+// no values' upload pending or no warp merge, outV once awaitValues has
+// gathered them; from Go slices, late; from pinned memory, the upload by
+// the kept positions once it has arrived. Cost: as awaitValues, or a
+// stream wait, or nothing.
+func (g *gpuTree) mergeValuesFor(gr groups, m int) (mergeValues, bool, error) {
+	outV := gpu.Take[uint64](g.pool, bufOutV, m)
+	none := gpu.DevicePtr(0)
+	u := g.values
+	switch {
+	case u == nil || !g.warpMerge(gr):
+		return mergeValues{outV, none, none}, false, g.awaitValues()
+	case !u.pinned:
+		return mergeValues{outV, none, outV}, true, nil
+	}
+	if _, err := g.valuesArrived(); err != nil {
+		return mergeValues{}, false, err
+	}
+	g.step(stepValuesWait)
+	return mergeValues{u.v, u.sel, none}, false, nil
+}
+
 // mergeLeaves writes the touched leaves of gr merged with the m batch
-// pairs in outK, outV (pieces from first on; lv the leaf level's changes,
-// filled in): with bt_merge_leaves_E (mergeKernel) when warpMerge says so
-// (with late, the batch keys' values are not written: their slots' word
-// indices go to outV for scatterValues), else with
+// pairs in outK and vals (pieces from first on; lv the leaf level's
+// changes, filled in): with bt_merge_leaves_E (mergeKernel) when warpMerge
+// says so, else with
 // bt_merge_new and bt_stage_old (staging the merged entries in mk, mv of
 // staged elements) and bt_write_leaves. Cost: one pass over the touched
 // leaves and the batch, or three.
-func (g *gpuTree) mergeLeaves(gr groups, m, staged int, first uint32, lv level, late bool) error {
+func (g *gpuTree) mergeLeaves(gr groups, m, staged int, first uint32, lv level, vals mergeValues) error {
 	G := gr.G
 	order := uint32(g.order)
 	outK, outV := gpu.Take[uint64](g.pool, bufOutK, m), gpu.Take[uint64](g.pool, bufOutV, m)
 	gc, gSum, packed, pos := gpu.Take[uint64](g.pool, "gc.0", G+1), gpu.Take[uint64](g.pool, "gsum", m+1), gpu.Take[uint64](g.pool, "packed", m+1), gpu.Take[uint32](g.pool, "pos", m)
 	oldNext := gpu.Take[uint32](g.pool, "oldnext", G)
 	if g.warpMerge(gr) {
-		var vAt any = gpu.DevicePtr(0) // values from outV
-		if late {
-			vAt = outV
-		}
-		if err := g.mergeKernel().Launch(g.s, warpGrid(G), gpu.D1(kernelBlock), 0, uint64(G), outK, outV, gSum, packed, pos,
+		if err := g.mergeKernel().Launch(g.s, warpGrid(G), gpu.D1(kernelBlock), 0, uint64(G), outK, vals.v, gSum, packed, pos,
 			gc, lv.gp, lv.node, oldNext, first, order, g.keys, g.slots, g.count, g.parent, g.next, g.prv, g.kind,
-			lv.chId, lv.chMax, vAt); err != nil {
+			lv.chId, lv.chMax, vals.sel, vals.at); err != nil {
 			return err
 		}
 		g.step(stepWarpMerge)
@@ -113,11 +140,13 @@ func (g *gpuTree) mergeLeaves(gr groups, m, staged int, first uint32, lv level, 
 	return nil
 }
 
-// Trace steps that tests look for: the leaves' merge in one pass, and the
-// values scattered into their leaves after it (scatterValues).
+// Trace steps that tests look for: the leaves' merge in one pass, the
+// values scattered into their leaves after it (scatterValues), and the
+// wait for pinned values that the merge reads (mergeValuesFor).
 const (
-	stepWarpMerge = "leaves: merge in one pass"
-	stepScatter   = "values: wait, scatter"
+	stepWarpMerge  = "leaves: merge in one pass"
+	stepScatter    = "values: wait, scatter"
+	stepValuesWait = "values: wait" // pinned values read by the merge
 )
 
 // Limits of bt_merge_leaves_E, the leaves' merge in one pass (warpMerge).

@@ -3,6 +3,7 @@ package btree
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/warpkv/warpkv/internal/gputest"
@@ -13,7 +14,9 @@ import (
 // whose values upload during the sort, a small one and an empty one; keys
 // repeated in a batch and keys already in the tree) and compares the node
 // arrays with the CPU engine's Insert of the same pairs word for word
-// after every batch; on the CPU engine InsertStaged is Insert. It also
+// after every batch; on the CPU engine InsertStaged is Insert. On the GPU
+// engine a batch whose values upload during the sort must have had its
+// values read by the merge from the upload (the trace's step). It also
 // checks that a count past the staging is refused.
 func TestInsertStaged(t *testing.T) {
 	for _, gpuEngine := range []bool{false, true} {
@@ -27,6 +30,11 @@ func TestInsertStaged(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
+			var trace *stepTrace
+			if gpuEngine {
+				trace = &stepTrace{}
+				s.e.(*gpuTree).trace = trace
+			}
 			c, err := Open(Options{Device: "cpu"})
 			if err != nil {
 				t.Fatal(err)
@@ -72,6 +80,15 @@ func TestInsertStaged(t *testing.T) {
 				}
 				if err := sameNodes(s, c); err != nil {
 					t.Fatalf("round %d (%d pairs): %v", round, n, err)
+				}
+				if trace != nil && overlapSort(n) {
+					steps, err := trace.steps()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !slices.ContainsFunc(steps, func(s traceStep) bool { return s.Name == stepValuesWait }) {
+						t.Fatalf("round %d: no step %q among %v", round, stepValuesWait, steps)
+					}
 				}
 			}
 			if err := s.Check(); err != nil {

@@ -112,10 +112,11 @@ func (g *gpuTree) dedupeValuesLater(tr transfers, n int, keys *gpu.Buffer[uint64
 // stream (done says when it has queued the last chunk, and how it went);
 // awaitValues then gathers the m kept ones (positions sel) into outV.
 type valuesUpload struct {
-	done chan error
-	v    *gpu.Buffer[uint64]
-	sel  *gpu.Buffer[uint32]
-	m    int
+	done   chan error
+	v      *gpu.Buffer[uint64]
+	sel    *gpu.Buffer[uint32]
+	m      int
+	pinned bool // from pinned memory by DMA (InsertStaged)
 }
 
 // startValues starts the upload of values into v on s2 (after fork) in a
@@ -123,7 +124,7 @@ type valuesUpload struct {
 // memory). Nothing else may use the upload ring or s2 until
 // awaitValues or settleValues has returned. Cost: a goroutine.
 func (g *gpuTree) startValues(tr transfers, v *gpu.Buffer[uint64], values []uint64, sel *gpu.Buffer[uint32]) *valuesUpload {
-	u := &valuesUpload{done: make(chan error, 1), v: v, sel: sel}
+	u := &valuesUpload{done: make(chan error, 1), v: v, sel: sel, pinned: tr.pinned}
 	go func() { u.done <- upload(tr, g.s2, v, 0, values) }()
 	return u
 }
