@@ -13,37 +13,46 @@
 // above its entry offsets in the packed sizes).
 #include "warpkv/types.cuh"
 
-#if !defined(NIL) || !defined(KIND_FREE) || !defined(KIND_LEAF) || !defined(KIND_INTERNAL) || !defined(FREED_SHIFT)
-#error "NIL, KIND_FREE, KIND_LEAF, KIND_INTERNAL and FREED_SHIFT are passed from btree_gpu.go"
+#if !defined(NIL) || !defined(KIND_FREE) || !defined(KIND_LEAF) || !defined(KIND_INTERNAL) || !defined(FREED_SHIFT) || \
+    !defined(KERNEL_BLOCK)
+#error "NIL, KIND_FREE, KIND_LEAF, KIND_INTERNAL, FREED_SHIFT and KERNEL_BLOCK are passed from btree_gpu.go"
 #endif
 
-// part_of inverts the CPU engine's share(): n items split into p parts as
-// evenly as possible, the first n%p parts one larger. Item i lies in part
-// *q at slot *slot; *size is that part's size. Needs 1 <= p <= n. One
-// part (a node that does not split, the common case of an insert's
-// leaves) takes no division.
-__device__ __forceinline__ void part_of(u64 i, u64 n, u64 p, u64 *q, u64 *slot, u64 *size) {
+// part_of32 is part_of for n < 2^32: 32-bit divisions, a fraction of the
+// 64-bit ones' instructions. One part (a node that does not split, the
+// common case of an insert's leaves) takes no division.
+__device__ __forceinline__ void part_of32(u32 i, u32 n, u32 p, u32 *q, u32 *slot, u32 *size) {
     if (p == 1) {
         *q = 0;
         *slot = i;
         *size = n;
         return;
     }
-    if (n <= 0xffffffffull) { // 32-bit divisions: a fraction of the 64-bit ones' instructions
-        u32 n32 = (u32)n, p32 = (u32)p, i32 = (u32)i;
-        u32 base = n32 / p32, rem = n32 % p32;
-        u32 big = rem * (base + 1);
-        if (i32 < big) {
-            u32 qq = i32 / (base + 1);
-            *q = qq;
-            *slot = i32 - qq * (base + 1);
-            *size = base + 1;
-        } else {
-            u32 r = (i32 - big) / base;
-            *q = rem + r;
-            *slot = (i32 - big) - r * base;
-            *size = base;
-        }
+    u32 base = n / p, rem = n % p;
+    u32 big = rem * (base + 1);
+    if (i < big) {
+        u32 qq = i / (base + 1);
+        *q = qq;
+        *slot = i - qq * (base + 1);
+        *size = base + 1;
+    } else {
+        u32 r = (i - big) / base;
+        *q = rem + r;
+        *slot = (i - big) - r * base;
+        *size = base;
+    }
+}
+
+// part_of inverts the CPU engine's share(): n items split into p parts as
+// evenly as possible, the first n%p parts one larger. Item i lies in part
+// *q at slot *slot; *size is that part's size. Needs 1 <= p <= n.
+__device__ __forceinline__ void part_of(u64 i, u64 n, u64 p, u64 *q, u64 *slot, u64 *size) {
+    if (n <= 0xffffffffull) {
+        u32 q32, s32, z32;
+        part_of32((u32)i, (u32)n, (u32)p, &q32, &s32, &z32);
+        *q = q32;
+        *slot = s32;
+        *size = z32;
         return;
     }
     u64 base = n / p, rem = n % p;
@@ -530,12 +539,14 @@ extern "C" __global__ void bt_write_leaves(u64 total, u64 G, const u64 *gc, cons
 // the lane that writes a piece's slot 0 writes its head and links, the one
 // that writes its last slot records the piece's id and max key at its
 // place rb + q. It returns the entry's word index in keys and slots.
-__device__ __forceinline__ u64 merge_put(u64 r, u64 key, u64 val, bool noVal, u64 c, u64 p, u32 leaf, u32 first,
-                                         u32 xo, u64 rb, u32 up, u32 onext, u32 order, u64 *keys, u64 *slots,
+// Sizes are 32-bit: a leaf's merged entries are at most order + 2048
+// (mergeWarpMaxKeys), and places fit as the scans' halves do.
+__device__ __forceinline__ u64 merge_put(u32 r, u64 key, u64 val, bool noVal, u32 c, u32 p, u32 leaf, u32 first,
+                                         u32 xo, u32 rb, u32 up, u32 onext, u32 order, u64 *keys, u64 *slots,
                                          u32 *count, u32 *parent, u32 *next, u32 *prev, u8 *kind, u32 *chId,
                                          u64 *chMax) {
-    u64 q, s, size;
-    part_of(r, c, p, &q, &s, &size);
+    u32 q, s, size;
+    part_of32(r, c, p, &q, &s, &size);
     u32 id = piece_id(leaf, first, xo, q);
     u64 at = (u64)id * order + s;
     keys[at] = key;
@@ -554,8 +565,8 @@ __device__ __forceinline__ u64 merge_put(u64 r, u64 key, u64 val, bool noVal, u6
         }
     }
     if (s + 1 == size) {
-        chId[rb + q] = id;
-        chMax[rb + q] = key;
+        chId[(u64)rb + q] = id;
+        chMax[(u64)rb + q] = key;
     }
     return at;
 }
@@ -610,9 +621,11 @@ __device__ __forceinline__ void merge_leaves(u64 G, const u64 *k, const u64 *v, 
     for (u64 g = (blockIdx.x * (u64)blockDim.x + threadIdx.x) / WARP; g < G; g += warps) {
         u32 leaf = gLeaf[g];
         u32 onext = oldNext[g];
-        u64 gc0 = gc[g], gc1 = gc[g + 1], gp0 = gp[g], gp1 = gp[g + 1], gs0 = gSum[g], gs1 = gSum[g + 1];
-        u64 ks = HI(gs0), ke = HI(gs1);
-        u64 nb = ke - ks;
+        u64 gs0 = gSum[g], gs1 = gSum[g + 1], gp0 = gp[g];
+        u32 c = (u32)(gc[g + 1] - gc[g]);
+        u32 p = HI(gp[g + 1]) - HI(gp0);
+        u32 xo = LO(gp0), rb = HI(gp0);
+        u32 ks = HI(gs0), ke = HI(gs1), nb = ke - ks;
         u32 newBefore = LO(gs0), newEnd = LO(gs1);
         u64 base = (u64)leaf * order;
         u32 c0 = count[leaf];
@@ -629,15 +642,11 @@ __device__ __forceinline__ void merge_leaves(u64 G, const u64 *k, const u64 *v, 
             }
         }
         // The first chunk of batch keys, loaded with the leaf's entries.
-        u64 i = ks + lane;
-        bool in = i < ke;
-        u64 bk = in ? k[i] : 0, bv = in && !noVal ? v[vSel != nullptr ? vSel[i] : i] : 0;
+        u64 i = (u64)ks + lane;
+        bool in = lane < nb;
+        u64 bk = in ? k[i] : 0, bv = in && !noVal ? v[vSel != nullptr ? (u64)vSel[i] : i] : 0;
         u32 bpos = in ? pos[i] : 0, bpk = in ? LO(packed[i]) : newEnd;
         __syncwarp();
-        u64 c = gc1 - gc0;
-        u64 p = HI(gp1) - HI(gp0);
-        u32 xo = LO(gp0);
-        u64 rb = HI(gp0);
         u32 less[E];
         bool hit[E];
 #pragma unroll
@@ -645,16 +654,16 @@ __device__ __forceinline__ void merge_leaves(u64 G, const u64 *k, const u64 *v, 
             less[t] = 0;
             hit[t] = false;
         }
-        for (u64 cs = ks; cs < ke; cs += WARP) { // warp-uniform trip count
-            if (cs != ks) {
-                i = cs + lane;
-                in = i < ke;
+        for (u32 cs = 0; cs < nb; cs += WARP) { // warp-uniform trip count; cs is the chunk's offset in the group
+            if (cs != 0) {
+                i = (u64)ks + cs + lane;
+                in = cs + lane < nb;
                 bk = in ? k[i] : 0;
-                bv = in && !noVal ? v[vSel != nullptr ? vSel[i] : i] : 0;
+                bv = in && !noVal ? v[vSel != nullptr ? (u64)vSel[i] : i] : 0;
                 bpos = in ? pos[i] : 0;
                 bpk = in ? LO(packed[i]) : newEnd;
             }
-            u32 n = (u32)min((u64)WARP, ke - cs);
+            u32 n = min((u32)WARP, nb - cs);
             for (u32 b = 0; b < n; b++) {
                 u64 kb = __shfl_sync(FULL_MASK, bk, b);
 #pragma unroll
@@ -678,7 +687,7 @@ __device__ __forceinline__ void merge_leaves(u64 G, const u64 *k, const u64 *v, 
                 u32 x = __shfl_sync(FULL_MASK, bpk, L & (WARP - 1));
                 below = (L < nb ? x : newEnd) - newBefore;
             } else {
-                below = (j < c0 && !hit[t] && L < nb ? LO(packed[ks + L]) : newEnd) - newBefore;
+                below = (j < c0 && !hit[t] && L < nb ? LO(packed[(u64)ks + L]) : newEnd) - newBefore;
             }
             if (j >= c0 || hit[t]) continue; // past the count, or the batch's value wins
             if (p == 1 && below == 0 && j != 0 && j + 1 != c) continue; // in place already
@@ -690,21 +699,27 @@ __device__ __forceinline__ void merge_leaves(u64 G, const u64 *k, const u64 *v, 
 }
 
 // bt_merge_leaves_E: merge_leaves for trees of order <= 32 * E (the
-// launcher picks the smallest E that holds the order).
-#define MERGE_LEAVES_KERNEL(E)                                                                                         \
-    extern "C" __global__ void bt_merge_leaves_##E(u64 G, const u64 *k, const u64 *v, const u64 *gSum,                 \
-                                                   const u64 *packed, const u32 *pos, const u64 *gc, const u64 *gp,    \
-                                                   const u32 *gLeaf, const u32 *oldNext, u32 first, u32 order,         \
-                                                   u64 *keys, u64 *slots, u32 *count, u32 *parent, u32 *next,          \
-                                                   u32 *prev, u8 *kind, u32 *chId, u64 *chMax, const u32 *vSel,        \
-                                                   u64 *vAt) {                                                         \
+// launcher picks the smallest E that holds the order). NVRTC 11.8 gives
+// them 56, 64, 78 and 102 registers a thread for sm_90, no spills.
+// bt_merge_leaves_2_tight is E = 2 with a budget of 48 registers (at least
+// 5 blocks of KERNEL_BLOCK threads resident per SM: 40 warps instead of
+// 32, for this latency-bound kernel, at the cost of 40 bytes of spills a
+// thread), which benchmarks compare (mergeTight).
+#define MERGE_LEAVES_KERNEL(NAME, E, BOUNDS)                                                                          \
+    extern "C" __global__ void BOUNDS NAME(u64 G, const u64 *k, const u64 *v, const u64 *gSum, const u64 *packed,     \
+                                           const u32 *pos, const u64 *gc, const u64 *gp, const u32 *gLeaf,            \
+                                           const u32 *oldNext, u32 first, u32 order, u64 *keys, u64 *slots,           \
+                                           u32 *count, u32 *parent, u32 *next, u32 *prev, u8 *kind, u32 *chId,        \
+                                           u64 *chMax, const u32 *vSel, u64 *vAt) {                                   \
         merge_leaves<E>(G, k, v, gSum, packed, pos, gc, gp, gLeaf, oldNext, first, order, keys, slots, count, parent, \
-                        next, prev, kind, chId, chMax, vSel, vAt);                                                     \
+                        next, prev, kind, chId, chMax, vSel, vAt);                                                    \
     }
-MERGE_LEAVES_KERNEL(1)
-MERGE_LEAVES_KERNEL(2)
-MERGE_LEAVES_KERNEL(4)
-MERGE_LEAVES_KERNEL(8)
+#define NO_BOUNDS
+MERGE_LEAVES_KERNEL(bt_merge_leaves_1, 1, NO_BOUNDS)
+MERGE_LEAVES_KERNEL(bt_merge_leaves_2, 2, NO_BOUNDS)
+MERGE_LEAVES_KERNEL(bt_merge_leaves_4, 4, NO_BOUNDS)
+MERGE_LEAVES_KERNEL(bt_merge_leaves_8, 8, NO_BOUNDS)
+MERGE_LEAVES_KERNEL(bt_merge_leaves_2_tight, 2, __launch_bounds__(KERNEL_BLOCK, 5))
 
 // bt_write_kept: one thread per kept entry r < total (grid-stride tiles,
 // the group found by block_groups), delete only: entry r of group g (largest g with gc[g] <= r) goes back to its
