@@ -20,10 +20,9 @@ import (
 // insertSorted applies the m sorted unique pairs in outK, outV to a non-empty
 // tree and returns the new bookkeeping. When the batch's values are still
 // uploading (uploadSortDedupe's overlap) and the warp merge runs: from Go
-// slices, the leaves are written without them, and the values are
-// scattered into their leaf slots on the second stream beside the upper
-// levels (scatterValues), so that the values' host copy overlaps the
-// merge, and the scatter the parents; from
+// slices, the leaves and the upper levels are written without them, and
+// the values are scattered into their leaf slots last (scatterValues), so
+// that the values' host copy overlaps the merge and the parents; from
 // pinned memory, whose DMA is done by then, the merge reads them from the
 // upload by their kept positions (no gather kernel). Cost: locate's,
 // mergeLeaves', and per level one thread per changed child, replacement
@@ -63,14 +62,11 @@ func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 	}
 	st.n += gr.flagged
 	st.leaves += gr.pieces - G
-	if !late {
-		return g.propagate(st, lv, false)
-	}
-	if err := g.scatterValues(); err != nil {
-		return st, g.joinScatter(err)
-	}
 	out, err := g.propagate(st, lv, false)
-	return out, g.joinScatter(err)
+	if err != nil || !late {
+		return out, err
+	}
+	return out, g.scatterValues()
 }
 
 // mergeValues says where bt_merge_leaves_E takes the batch keys' values:
@@ -149,7 +145,7 @@ func (g *gpuTree) mergeLeaves(gr groups, m, staged int, first uint32, lv level, 
 // wait for pinned values that the merge reads (mergeValuesFor).
 const (
 	stepWarpMerge  = "leaves: merge in one pass"
-	stepScatter    = "values: scatter joined"
+	stepScatter    = "values: wait, scatter"
 	stepValuesWait = "values: wait" // pinned values read by the merge
 )
 

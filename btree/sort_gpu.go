@@ -147,39 +147,16 @@ func (g *gpuTree) awaitValues() error {
 }
 
 // scatterValues is awaitValues for a batch whose keys the warp merge put in
-// their leaves without their values (insertSorted's late values), called
-// once the merge is queued: it waits until the values' upload is queued
-// on the second stream, makes that stream wait for the merge, and queues
-// there the writes of each kept value into its key's leaf slot, whose word
-// index bt_merge_leaves_E left in outV. The scatter then runs beside the
-// parent levels on the tree's stream (they never touch a leaf's slots);
-// joinScatter ends it. Cost: the rest of the values' host copy, a stream
-// wait and a scatter kernel.
+// their leaves without their values (insertSorted's late values): it waits
+// for the values' upload and writes each kept value into its key's leaf
+// slot, whose word index bt_merge_leaves_E left in outV. Cost: the rest of
+// the values' host copy, a stream wait and a scatter kernel.
 func (g *gpuTree) scatterValues() error {
-	u := g.values
-	if u == nil {
-		return nil
-	}
-	g.values = nil
-	if err := <-u.done; err != nil {
+	u, err := g.valuesArrived()
+	if u == nil || err != nil {
 		return err
 	}
-	if err := g.fork(); err != nil {
-		return err
-	}
-	return g.k.scatterVals.Launch(g.s2, grid(u.m), gpu.D1(kernelBlock), 0, uint64(u.m), gpu.Take[uint64](g.pool, bufOutV, u.m),
-		u.sel, u.v, g.slots)
-}
-
-// joinScatter makes the tree's stream wait for scatterValues' kernel (on
-// an error, err, the host waits for the second stream instead, so that
-// nothing of the failed batch still runs). It returns err joined with its
-// own errors. Cost: a stream wait, or a synchronization.
-func (g *gpuTree) joinScatter(err error) error {
-	if err != nil {
-		return errors.Join(err, g.s2.Synchronize())
-	}
-	if err := g.joinBack(); err != nil {
+	if err := g.launch(g.k.scatterVals, u.m, uint64(u.m), gpu.Take[uint64](g.pool, bufOutV, u.m), u.sel, u.v, g.slots); err != nil {
 		return err
 	}
 	g.step(stepScatter)
