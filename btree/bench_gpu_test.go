@@ -131,8 +131,7 @@ func BenchmarkGPUInsert(b *testing.B) {
 // "insert 10M uniform into 100M", with the keys uploaded in two halves
 // (uploadSortHalves) or whole, the leaves merged by a warp per leaf
 // (bt_merge_leaves_E) or over flattened entries, from Go slices or from a
-// pinned Staging (InsertStaged), with the E = 2 merge in its tight
-// register budget (mergeTight), and logs where the last run's time went:
+// pinned Staging (InsertStaged), and logs where the last run's time went:
 // every step's device time (CUDA events), host time and host
 // synchronizations (stepTrace).
 func BenchmarkGPUInsertSteps(b *testing.B) {
@@ -142,15 +141,11 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 		halves  bool
 		flat    bool
 		staged  bool
-		tight   bool
-	}{{stageWorkers, true, false, false, false}, {stageWorkers, false, false, false, false}, {stageWorkers, true, true, false, false},
-		{stageWorkers, true, false, true, false}, {stageWorkers, true, false, false, true}} {
+	}{{stageWorkers, true, false, false}, {stageWorkers, false, false, false}, {stageWorkers, true, true, false},
+		{stageWorkers, true, false, true}} {
 		name := fmt.Sprintf("stageWorkers=%d/halves=%v/flatMerge=%v", c.workers, c.halves, c.flat)
 		if c.staged {
 			name = "staged/" + name
-		}
-		if c.tight {
-			name = "tight/" + name
 		}
 		b.Run(name, func(b *testing.B) {
 			g := newBenchTree(b, d, DefaultOrder)
@@ -161,7 +156,6 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			gt.trace = &stepTrace{}
 			gt.flatMerge = c.flat
 			gt.wholeUpload = !c.halves
-			gt.mergeTight = c.tight
 			insert := func() error { return g.Insert(benchBatch[0], benchBatch[1]) }
 			if c.staged {
 				st, err := g.NewStaging(benchBatchKeys)

@@ -13,9 +13,8 @@
 // above its entry offsets in the packed sizes).
 #include "warpkv/types.cuh"
 
-#if !defined(NIL) || !defined(KIND_FREE) || !defined(KIND_LEAF) || !defined(KIND_INTERNAL) || !defined(FREED_SHIFT) || \
-    !defined(KERNEL_BLOCK)
-#error "NIL, KIND_FREE, KIND_LEAF, KIND_INTERNAL, FREED_SHIFT and KERNEL_BLOCK are passed from btree_gpu.go"
+#if !defined(NIL) || !defined(KIND_FREE) || !defined(KIND_LEAF) || !defined(KIND_INTERNAL) || !defined(FREED_SHIFT)
+#error "NIL, KIND_FREE, KIND_LEAF, KIND_INTERNAL and FREED_SHIFT are passed from btree_gpu.go"
 #endif
 
 // part_of32 is part_of for n < 2^32: 32-bit divisions, a fraction of the
@@ -700,26 +699,24 @@ __device__ __forceinline__ void merge_leaves(u64 G, const u64 *k, const u64 *v, 
 
 // bt_merge_leaves_E: merge_leaves for trees of order <= 32 * E (the
 // launcher picks the smallest E that holds the order). NVRTC 11.8 gives
-// them 56, 64, 78 and 102 registers a thread for sm_90, no spills.
-// bt_merge_leaves_2_tight is E = 2 with a budget of 48 registers (at least
-// 5 blocks of KERNEL_BLOCK threads resident per SM: 40 warps instead of
-// 32, for this latency-bound kernel, at the cost of 40 bytes of spills a
-// thread), which benchmarks compare (mergeTight).
-#define MERGE_LEAVES_KERNEL(NAME, E, BOUNDS)                                                                          \
-    extern "C" __global__ void BOUNDS NAME(u64 G, const u64 *k, const u64 *v, const u64 *gSum, const u64 *packed,     \
-                                           const u32 *pos, const u64 *gc, const u64 *gp, const u32 *gLeaf,            \
-                                           const u32 *oldNext, u32 first, u32 order, u64 *keys, u64 *slots,           \
-                                           u32 *count, u32 *parent, u32 *next, u32 *prev, u8 *kind, u32 *chId,        \
-                                           u64 *chMax, const u32 *vSel, u64 *vAt) {                                   \
+// them 56, 64, 78 and 102 registers a thread for sm_90, no spills. A
+// budget of 48 registers for E = 2 (__launch_bounds__(256, 5): 40 warps
+// an SM instead of 32, 40 bytes of spills a thread) measured no faster on
+// an H200 (BENCHMARKS.md).
+#define MERGE_LEAVES_KERNEL(E)                                                                                        \
+    extern "C" __global__ void bt_merge_leaves_##E(u64 G, const u64 *k, const u64 *v, const u64 *gSum,                \
+                                                   const u64 *packed, const u32 *pos, const u64 *gc, const u64 *gp,   \
+                                                   const u32 *gLeaf, const u32 *oldNext, u32 first, u32 order,        \
+                                                   u64 *keys, u64 *slots, u32 *count, u32 *parent, u32 *next,         \
+                                                   u32 *prev, u8 *kind, u32 *chId, u64 *chMax, const u32 *vSel,       \
+                                                   u64 *vAt) {                                                        \
         merge_leaves<E>(G, k, v, gSum, packed, pos, gc, gp, gLeaf, oldNext, first, order, keys, slots, count, parent, \
                         next, prev, kind, chId, chMax, vSel, vAt);                                                    \
     }
-#define NO_BOUNDS
-MERGE_LEAVES_KERNEL(bt_merge_leaves_1, 1, NO_BOUNDS)
-MERGE_LEAVES_KERNEL(bt_merge_leaves_2, 2, NO_BOUNDS)
-MERGE_LEAVES_KERNEL(bt_merge_leaves_4, 4, NO_BOUNDS)
-MERGE_LEAVES_KERNEL(bt_merge_leaves_8, 8, NO_BOUNDS)
-MERGE_LEAVES_KERNEL(bt_merge_leaves_2_tight, 2, __launch_bounds__(KERNEL_BLOCK, 5))
+MERGE_LEAVES_KERNEL(1)
+MERGE_LEAVES_KERNEL(2)
+MERGE_LEAVES_KERNEL(4)
+MERGE_LEAVES_KERNEL(8)
 
 // bt_write_kept: one thread per kept entry r < total (grid-stride tiles,
 // the group found by block_groups), delete only: entry r of group g (largest g with gc[g] <= r) goes back to its

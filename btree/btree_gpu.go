@@ -25,13 +25,13 @@ var rangesSource string
 const freedShift = 40
 
 // Programs returns the package's kernel program, btree.cu (with its part
-// ranges.cu) with the shared headers, the node layout's constants (NIL,
-// the kinds, FREED_SHIFT) and the block size (KERNEL_BLOCK), for Device.Load and the compile test of
+// ranges.cu) with the shared headers and the node layout's constants
+// (NIL, the kinds, FREED_SHIFT), for Device.Load and the compile test of
 // every kernel. Cost: reads the embedded headers.
 func Programs() []gpu.Program {
 	p := gpu.NewProgram(kernelFile, kernelSource,
 		gpu.Def("NIL", nilNode), gpu.Def("KIND_FREE", kindFree), gpu.Def("KIND_LEAF", kindLeaf),
-		gpu.Def("KIND_INTERNAL", kindInternal), gpu.Def("FREED_SHIFT", freedShift), gpu.Def("KERNEL_BLOCK", kernelBlock))
+		gpu.Def("KIND_INTERNAL", kindInternal), gpu.Def("FREED_SHIFT", freedShift))
 	p.Headers["btree/ranges.cu"] = rangesSource
 	return []gpu.Program{p}
 }
@@ -69,7 +69,6 @@ type kernelSet struct {
 	locate, leafSizes, mergeNew, stageOld, writeLeaves, writeKept, deleteLeaves *gpu.Function
 	maxHi                                                                       *gpu.Function    // the most batch keys of one leaf
 	mergeLeaves                                                                 [4]*gpu.Function // the leaves' merge in one pass: bt_merge_leaves_E, E = 1, 2, 4, 8
-	mergeTight                                                                  *gpu.Function    // bt_merge_leaves_2_tight
 	unlinkHeads, unlinkMark, unlinkRead, unlinkWrite                            *gpu.Function
 	parentOf, parentSizes, stageRepl, stageKeep, writeInternal, levelList       *gpu.Function
 	nodeCounts, gather                                                          *gpu.Function
@@ -87,8 +86,7 @@ func loadKernels(d *gpu.Device) (*kernelSet, error) {
 	for name, f := range map[string]**gpu.Function{
 		"bt_last_flags": &k.lastFlags, "bt_leaves": &k.leaves, "bt_level": &k.level, "bt_get": &k.get,
 		"bt_range": &k.rng, "bt_range_warp": &k.rngWarp, "bt_range_start": &k.rngStart, "bt_range_copy": &k.rngCopy, "bt_locate": &k.locate, "bt_leaf_sizes": &k.leafSizes, "bt_merge_new": &k.mergeNew, "bt_merge_leaves_1": &k.mergeLeaves[0], "bt_merge_leaves_2": &k.mergeLeaves[1],
-		"bt_merge_leaves_4": &k.mergeLeaves[2], "bt_merge_leaves_8": &k.mergeLeaves[3], "bt_merge_leaves_2_tight": &k.mergeTight,
-		"bt_max_hi":    &k.maxHi,
+		"bt_merge_leaves_4": &k.mergeLeaves[2], "bt_merge_leaves_8": &k.mergeLeaves[3], "bt_max_hi": &k.maxHi,
 		"bt_stage_old": &k.stageOld, "bt_write_leaves": &k.writeLeaves, "bt_write_kept": &k.writeKept,
 		"bt_delete_leaves": &k.deleteLeaves, "bt_unlink_heads": &k.unlinkHeads, "bt_unlink_mark": &k.unlinkMark,
 		"bt_unlink_read": &k.unlinkRead, "bt_unlink_write": &k.unlinkWrite, "bt_parent_of": &k.parentOf,

@@ -158,16 +158,12 @@ const (
 // mergeKernel returns the instantiation of the warp merge for the tree's
 // order: bt_merge_leaves_E with the fewest entries per lane E (1, 2, 4 or
 // 8) that hold a leaf (32 * E >= order), so that a small order keeps few
-// registers a lane and more warps in flight (with mergeTight, E = 2 takes
-// bt_merge_leaves_2_tight). The order must be at most
+// registers a lane and more warps in flight. The order must be at most
 // mergeWarpMaxOrder (warpMerge checks it). Cost: O(1).
 func (g *gpuTree) mergeKernel() *gpu.Function {
 	i := 0
 	for warpLanes<<i < g.order {
 		i++
-	}
-	if i == 1 && g.mergeTight {
-		return g.k.mergeTight
 	}
 	return g.k.mergeLeaves[i]
 }

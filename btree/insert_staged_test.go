@@ -42,7 +42,7 @@ func TestInsertStaged(t *testing.T) {
 			defer c.Close()
 			rng := rand.New(rand.NewPCG(22, 3))
 			var all []uint64
-			sizes := []int{2*stageMin + 999, stageMin + 17, 2*stageMin + 999, 300, 0}
+			sizes := []int{3*stageMin + 999, stageMin + 17, 3*stageMin + 999, 300, 0}
 			st, err := s.NewStaging(sizes[0])
 			if err != nil {
 				t.Fatal(err)

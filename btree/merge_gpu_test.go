@@ -11,8 +11,7 @@ import (
 
 // TestGPUWarpMergeOrders inserts batches merged by the warp merge
 // (bt_merge_leaves_E) into trees of the orders at and around each class
-// boundary (E = 1, 2, 4, 8 entries a lane: orders up to 32, 64, 128, 256;
-// order 64 also with bt_merge_leaves_2_tight),
+// boundary (E = 1, 2, 4, 8 entries a lane: orders up to 32, 64, 128, 256),
 // in batches large enough to upload their keys in two halves (the first
 // sorted during the second's copy, then merged: uploadSortHalves; keys
 // repeated across the halves) and their values during the merge (the
@@ -24,14 +23,8 @@ import (
 // CPU engine's word for word after every batch, then every key's value.
 func TestGPUWarpMergeOrders(t *testing.T) {
 	d := gputest.Device(t)
-	type tc struct {
-		order int
-		tight bool // bt_merge_leaves_2_tight
-	}
-	for _, c := range []tc{{8, false}, {32, false}, {33, false}, {64, false}, {64, true}, {65, false}, {128, false},
-		{129, false}, {256, false}} {
-		order := c.order
-		t.Run(fmt.Sprintf("order=%d/tight=%v", order, c.tight), func(t *testing.T) {
+	for _, order := range []int{8, 32, 33, 64, 65, 128, 129, 256} {
+		t.Run(fmt.Sprintf("order=%d", order), func(t *testing.T) {
 			g, err := Open(Options{Order: order, GPU: d})
 			if err != nil {
 				t.Fatal(err)
@@ -39,7 +32,6 @@ func TestGPUWarpMergeOrders(t *testing.T) {
 			defer g.Close()
 			gt := g.e.(*gpuTree)
 			gt.trace = &stepTrace{}
-			gt.mergeTight = c.tight
 			c, err := Open(Options{Order: order, Device: "cpu"})
 			if err != nil {
 				t.Fatal(err)
@@ -48,7 +40,7 @@ func TestGPUWarpMergeOrders(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(order), 22))
 			var all []uint64
 			for round := range 4 {
-				keys, vals := clusteredBatch(rng, all, 2*stageMin+4321, round > 0)
+				keys, vals := clusteredBatch(rng, all, 3*stageMin+4321, round > 0)
 				all = append(all, keys...)
 				for _, tr := range []*Tree{g, c} {
 					op := tr.Insert

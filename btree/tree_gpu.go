@@ -62,9 +62,6 @@ type gpuTree struct {
 	// wholeUpload turns the keys' upload in two halves off (splitUpload):
 	// benchmarks and tests compare the two.
 	wholeUpload bool
-	// mergeTight merges orders 33 to 64 with bt_merge_leaves_2_tight
-	// (mergeKernel): benchmarks and tests compare the register budgets.
-	mergeTight bool
 }
 
 // Names of the batch's buffers in the pool.
