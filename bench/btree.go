@@ -562,18 +562,71 @@ func RunBTreeCase(c BTreeCase, impl BTreeImpl, in *BTreeInputs, d *BTreeData, re
 			}
 		}
 	case BTreeBuild, BTreeInsert, BTreeDelete:
-		pv, pf := make([]uint64, len(d.Probes)), make([]bool, len(d.Probes))
-		if err := impl.Lookup(d.Probes, pv, pf); err != nil {
+		if ch.Found, ch.Sum, err = btreeProbe(impl, d); err != nil {
 			return nil, ch, fmt.Errorf("checking %s: %w", c.Name(), err)
 		}
-		for i, f := range pf {
-			if f {
-				ch.Found++
-				ch.Sum += BTreeMix(d.Probes[i], pv[i])
-			}
+	}
+	if st, ok := impl.(btreeInsertStager); ok && c.Op == BTreeInsert {
+		r, ok, err := btreeStagedInsertRow(c, impl, st, d, reps, prepare, ch)
+		if err != nil {
+			return nil, ch, err
+		}
+		if ok {
+			rows = append(rows, r.VsPeer("whole call", whole))
 		}
 	}
 	return rows, ch, nil
+}
+
+// btreeProbe looks d's probes up in impl and returns how many were found
+// and the mix of their values (BTreeCheck's Found and Sum).
+func btreeProbe(impl BTreeImpl, d *BTreeData) (found int, sum uint64, err error) {
+	pv, pf := make([]uint64, len(d.Probes)), make([]bool, len(d.Probes))
+	if err := impl.Lookup(d.Probes, pv, pf); err != nil {
+		return 0, 0, err
+	}
+	for i, f := range pf {
+		if f {
+			found++
+			sum += BTreeMix(d.Probes[i], pv[i])
+		}
+	}
+	return found, sum, nil
+}
+
+// btreeInsertStager is an implementation that inserts pairs from pinned
+// staging (the GPU engine; the CPU engine's staging is ordinary memory, no
+// row).
+type btreeInsertStager interface {
+	// StagePairs copies keys and values into the staging buffers, untimed.
+	StagePairs(keys, values []uint64) (pinned bool, err error)
+	// InsertStaged inserts the staged pairs.
+	InsertStaged() error
+}
+
+// btreeStagedInsertRow times inserts from pinned staging: the pairs staged
+// once, untimed, then whole calls timed, each on a tree prepared as the
+// whole call's (prepare), median of reps after DefaultWarmup. The probes
+// of impl after the last must find what they found after the whole call
+// (ch). No row (ok false) when the staging is not pinned. Its bytes are
+// the pairs' (16 a key), all of which move by DMA.
+func btreeStagedInsertRow(c BTreeCase, impl BTreeImpl, st btreeInsertStager, d *BTreeData, reps int, prepare func() error, ch BTreeCheck) (r Result, ok bool, err error) {
+	pinned, err := st.StagePairs(d.Keys, d.Values)
+	if err != nil || !pinned {
+		return Result{}, false, err
+	}
+	wall, err := timeRuns(reps, prepare, st.InsertStaged, nil)
+	if err != nil {
+		return Result{}, false, err
+	}
+	found, sum, err := btreeProbe(impl, d)
+	if err != nil {
+		return Result{}, false, fmt.Errorf("checking %s from pinned staging: %w", c.Name(), err)
+	}
+	if found != ch.Found || sum != ch.Sum {
+		return Result{}, false, fmt.Errorf("%s: from pinned staging the probes found %d (mix %#x), after the whole call %d (mix %#x)", c.Name(), found, sum, ch.Found, ch.Sum)
+	}
+	return NewResult(c.Name()+": from pinned staging", impl.Name(), int64(c.Batch), 16*int64(c.Batch), Median(wall)), true, nil
 }
 
 // btreeStager is an implementation that looks keys up from pinned staging
@@ -665,6 +718,20 @@ func (e *btreeEngine) Stage(keys []uint64) (bool, error) {
 
 // LookupStaged looks the staged keys up.
 func (e *btreeEngine) LookupStaged() error { return e.t.LookupStaged(e.st, e.n) }
+
+// StagePairs copies keys and values into the tree's staging buffers
+// (pinned on the GPU engine), grown when short.
+func (e *btreeEngine) StagePairs(keys, values []uint64) (bool, error) {
+	pinned, err := e.Stage(keys)
+	if err != nil {
+		return false, err
+	}
+	copy(e.st.Values, values)
+	return pinned, nil
+}
+
+// InsertStaged inserts the staged pairs.
+func (e *btreeEngine) InsertStaged() error { return e.t.InsertStaged(e.st, e.n) }
 
 // Staged returns the staged lookups' answers.
 func (e *btreeEngine) Staged() ([]uint64, []uint8) { return e.st.Values[:e.n], e.st.Found[:e.n] }

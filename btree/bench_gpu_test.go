@@ -128,18 +128,26 @@ func BenchmarkGPUInsert(b *testing.B) {
 
 // BenchmarkGPUInsertSteps inserts 10M new keys into a freshly built
 // 100M-key tree (built again before every run, untimed), as bench btree's
-// "insert 10M uniform into 100M", with the pinned staging copied on 8 and
-// on 16 goroutines, the leaves merged by a warp per leaf (bt_merge_leaves)
-// or over flattened entries, and logs where the last run's time went:
+// "insert 10M uniform into 100M", with the keys uploaded in two halves
+// (uploadSortHalves) or whole, the leaves merged by a warp per leaf
+// (bt_merge_leaves_E) or over flattened entries, from Go slices or from a
+// pinned Staging (InsertStaged), and logs where the last run's time went:
 // every step's device time (CUDA events), host time and host
 // synchronizations (stepTrace).
 func BenchmarkGPUInsertSteps(b *testing.B) {
 	d := gputest.Device(b)
 	for _, c := range []struct {
 		workers int
+		halves  bool
 		flat    bool
-	}{{stageWorkers, false}, {16, false}, {16, true}} {
-		b.Run(fmt.Sprintf("stageWorkers=%d/flatMerge=%v", c.workers, c.flat), func(b *testing.B) {
+		staged  bool
+	}{{stageWorkers, true, false, false}, {stageWorkers, false, false, false}, {stageWorkers, true, true, false},
+		{stageWorkers, true, false, true}} {
+		name := fmt.Sprintf("stageWorkers=%d/halves=%v/flatMerge=%v", c.workers, c.halves, c.flat)
+		if c.staged {
+			name = "staged/" + name
+		}
+		b.Run(name, func(b *testing.B) {
 			g := newBenchTree(b, d, DefaultOrder)
 			gt := g.e.(*gpuTree)
 			if err := gt.setStageWorkers(c.workers); err != nil {
@@ -147,6 +155,18 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			}
 			gt.trace = &stepTrace{}
 			gt.flatMerge = c.flat
+			gt.wholeUpload = !c.halves
+			insert := func() error { return g.Insert(benchBatch[0], benchBatch[1]) }
+			if c.staged {
+				st, err := g.NewStaging(benchBatchKeys)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer st.Free()
+				copy(st.Keys, benchBatch[0])
+				copy(st.Values, benchBatch[1])
+				insert = func() error { return g.InsertStaged(st, benchBatchKeys) }
+			}
 			var lb engine.Timings
 			for b.Loop() {
 				b.StopTimer()
@@ -154,7 +174,7 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				if err := g.Insert(benchBatch[0], benchBatch[1]); err != nil {
+				if err := insert(); err != nil {
 					b.Fatal(err)
 				}
 				lb = g.LastBatch()

@@ -17,25 +17,41 @@
 #error "NIL, KIND_FREE, KIND_LEAF, KIND_INTERNAL and FREED_SHIFT are passed from btree_gpu.go"
 #endif
 
+// part_of32 is part_of for n < 2^32: 32-bit divisions, a fraction of the
+// 64-bit ones' instructions. One part (a node that does not split, the
+// common case of an insert's leaves) takes no division.
+__device__ __forceinline__ void part_of32(u32 i, u32 n, u32 p, u32 *q, u32 *slot, u32 *size) {
+    if (p == 1) {
+        *q = 0;
+        *slot = i;
+        *size = n;
+        return;
+    }
+    u32 base = n / p, rem = n % p;
+    u32 big = rem * (base + 1);
+    if (i < big) {
+        u32 qq = i / (base + 1);
+        *q = qq;
+        *slot = i - qq * (base + 1);
+        *size = base + 1;
+    } else {
+        u32 r = (i - big) / base;
+        *q = rem + r;
+        *slot = (i - big) - r * base;
+        *size = base;
+    }
+}
+
 // part_of inverts the CPU engine's share(): n items split into p parts as
 // evenly as possible, the first n%p parts one larger. Item i lies in part
 // *q at slot *slot; *size is that part's size. Needs 1 <= p <= n.
 __device__ __forceinline__ void part_of(u64 i, u64 n, u64 p, u64 *q, u64 *slot, u64 *size) {
-    if (n <= 0xffffffffull) { // 32-bit divisions: a fraction of the 64-bit ones' instructions
-        u32 n32 = (u32)n, p32 = (u32)p, i32 = (u32)i;
-        u32 base = n32 / p32, rem = n32 % p32;
-        u32 big = rem * (base + 1);
-        if (i32 < big) {
-            u32 qq = i32 / (base + 1);
-            *q = qq;
-            *slot = i32 - qq * (base + 1);
-            *size = base + 1;
-        } else {
-            u32 r = (i32 - big) / base;
-            *q = rem + r;
-            *slot = (i32 - big) - r * base;
-            *size = base;
-        }
+    if (n <= 0xffffffffull) {
+        u32 q32, s32, z32;
+        part_of32((u32)i, (u32)n, (u32)p, &q32, &s32, &z32);
+        *q = q32;
+        *slot = s32;
+        *size = z32;
         return;
     }
     u64 base = n / p, rem = n % p;
@@ -145,6 +161,17 @@ extern "C" __global__ void bt_gather_selected(u64 n, const u32 *count, const u32
     u64 m = min(n, (u64)*count);
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < m; i += (u64)gridDim.x * blockDim.x) {
         out[i] = v[sel[i]];
+    }
+}
+
+// bt_scatter_values: one thread per kept batch key i < m (grid-stride):
+// slots[at[i]] = v[sel[i]], the value of the batch position that the sort
+// and the dedupe kept at rank i, into the leaf slot where
+// bt_merge_leaves_E put its key (at: the word indices it recorded). Every
+// at[i] is distinct, so every word has one writer.
+extern "C" __global__ void bt_scatter_values(u64 m, const u64 *at, const u32 *sel, const u64 *v, u64 *slots) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < m; i += (u64)gridDim.x * blockDim.x) {
+        slots[at[i]] = v[sel[i]];
     }
 }
 
@@ -500,26 +527,29 @@ extern "C" __global__ void bt_write_leaves(u64 total, u64 G, const u64 *gc, cons
     }
 }
 
-// MERGE_LANE_ENTRIES is the old entries a lane of bt_merge_leaves holds in
-// registers: that kernel takes trees of order up to 32 * it
+// MERGE_LANE_ENTRIES is the most old entries a lane of the bt_merge_leaves_*
+// kernels holds in registers: they take trees of order up to 32 * it
 // (mergeWarpMaxOrder in insert_gpu.go).
 #define MERGE_LANE_ENTRIES 8
 
-// merge_put writes merged entry r (key, value) of touched leaf g, whose c
-// merged entries are split into p pieces (the CPU engine's share()), as
-// bt_write_leaves does: the entry goes to its piece's slot; the lane that
-// writes a piece's slot 0 writes its head and links, the one that writes
-// its last slot records the piece's id and max key at its place rb + q.
-__device__ __forceinline__ void merge_put(u64 r, u64 key, u64 val, u64 c, u64 p, u32 leaf, u32 first, u32 xo,
-                                          u64 rb, u32 up, u32 onext, u32 order, u64 *keys, u64 *slots,
-                                          u32 *count, u32 *parent, u32 *next, u32 *prev, u8 *kind, u32 *chId,
-                                          u64 *chMax) {
-    u64 q, s, size;
-    part_of(r, c, p, &q, &s, &size);
+// merge_put writes merged entry r (key, and value unless noVal) of touched
+// leaf g, whose c merged entries are split into p pieces (the CPU engine's
+// share()), as bt_write_leaves does: the entry goes to its piece's slot;
+// the lane that writes a piece's slot 0 writes its head and links, the one
+// that writes its last slot records the piece's id and max key at its
+// place rb + q. It returns the entry's word index in keys and slots.
+// Sizes are 32-bit: a leaf's merged entries are at most order + 2048
+// (mergeWarpMaxKeys), and places fit as the scans' halves do.
+__device__ __forceinline__ u64 merge_put(u32 r, u64 key, u64 val, bool noVal, u32 c, u32 p, u32 leaf, u32 first,
+                                         u32 xo, u32 rb, u32 up, u32 onext, u32 order, u64 *keys, u64 *slots,
+                                         u32 *count, u32 *parent, u32 *next, u32 *prev, u8 *kind, u32 *chId,
+                                         u64 *chMax) {
+    u32 q, s, size;
+    part_of32(r, c, p, &q, &s, &size);
     u32 id = piece_id(leaf, first, xo, q);
     u64 at = (u64)id * order + s;
     keys[at] = key;
-    slots[at] = val;
+    if (!noVal) slots[at] = val;
     if (s == 0) {
         put_head(count, kind, id, size, KIND_LEAF);
         if (q > 0) {
@@ -534,74 +564,159 @@ __device__ __forceinline__ void merge_put(u64 r, u64 key, u64 val, u64 c, u64 p,
         }
     }
     if (s + 1 == size) {
-        chId[rb + q] = id;
-        chMax[rb + q] = key;
+        chId[(u64)rb + q] = id;
+        chMax[(u64)rb + q] = key;
     }
+    return at;
 }
 
-// bt_merge_leaves: one warp per touched leaf g < G (grid-stride over
-// warps), insert only, for trees of order <= 32 * MERGE_LANE_ENTRIES: the
-// work of bt_merge_new, bt_stage_old and bt_write_leaves in one pass, with
-// no staging of the merged entries. The warp reads the leaf's c0 old
-// entries into registers (lane l holds entries l, l + 32, ...), then
-// (after __syncwarp: every read of the leaf is done before any write to
-// it, and no other warp reads it) writes each kept old entry and each
-// batch key of the group at its merged rank, computed as in bt_stage_old
-// and bt_merge_new, with merge_put. The result is bt_write_leaves' word
-// for word. A group's batch keys are spread over the lanes, so a group
-// of many keys (a skewed batch) serializes on one warp: the launcher
-// takes this kernel only when every group's batch keys are few.
-extern "C" __global__ void bt_merge_leaves(u64 G, const u64 *k, const u64 *v, const u64 *gSum,
-                                           const u64 *packed, const u32 *pos, const u64 *gc, const u64 *gp,
-                                           const u32 *gLeaf, const u32 *oldNext, u32 first, u32 order,
-                                           u64 *keys, u64 *slots, u32 *count, u32 *parent, u32 *next,
-                                           u32 *prev, u8 *kind, u32 *chId, u64 *chMax) {
+// merge_leaves is the body of bt_merge_leaves_E (E = 1, 2, 4, 8): one warp
+// per touched leaf g < G (grid-stride over warps), insert only, for trees
+// of order <= 32 * E: the work of bt_merge_new, bt_stage_old and
+// bt_write_leaves in one pass, with no staging of the merged entries.
+//
+// Thread mapping: lane l holds the leaf's old entries l, l + 32, ... (E
+// registers each, so a smaller order class keeps fewer registers and more
+// warps in flight) and the group's batch keys ks + l, ks + l + 32, ... one
+// chunk of 32 at a time. Latency: the group's words (gLeaf, gc, gp, gSum,
+// oldNext) are loaded together, then the leaf's entries and the first
+// chunk of batch keys together; nothing else is loaded on the common path
+// (a group of at most 32 batch keys), so a warp waits on two rounds of
+// loads instead of a chain of binary-search loads per entry.
+//
+// Ranks: an old entry's rank is its index j plus the batch's new keys
+// below it, LO(packed[ks + L]) - LO(gSum[g]) where L counts the group's
+// batch keys below it (every lane compares its entries with each batch key
+// of the chunk, broadcast by a shuffle); LO(packed[ke]) is LO(gSum[g + 1]).
+// An old entry whose key the batch holds is dropped (the batch's value
+// wins). A batch key's rank is pos[i] + LO(packed[i]) - LO(gSum[g]). These
+// are bt_stage_old's and bt_merge_new's ranks, so the result is
+// bt_write_leaves' word for word.
+//
+// Values: with vAt == nullptr a batch key's value is v[i], or with vSel
+// v[vSel[i]] (the batch's values as uploaded, gathered here by the kept
+// positions); with vAt, v is not read, the batch key's slot is left for
+// bt_scatter_values, and the slot's word index goes to vAt[i] (the batch's
+// values may still be on their way to the device while the leaves are
+// merged).
+//
+// An old entry that keeps its slot (one piece, no batch key below it, not
+// the piece's first or last entry, which write the head and the change)
+// is not written again.
+//
+// Invariant: every read of the leaf (its entries, count, parent) is done
+// before __syncwarp, every write to it after; no other warp reads it. A
+// group of many keys (a skewed batch) serializes on one warp: the launcher
+// takes these kernels only when every group's batch keys are few.
+template <int E>
+__device__ __forceinline__ void merge_leaves(u64 G, const u64 *k, const u64 *v, const u64 *gSum, const u64 *packed,
+                                             const u32 *pos, const u64 *gc, const u64 *gp, const u32 *gLeaf,
+                                             const u32 *oldNext, u32 first, u32 order, u64 *keys, u64 *slots,
+                                             u32 *count, u32 *parent, u32 *next, u32 *prev, u8 *kind, u32 *chId,
+                                             u64 *chMax, const u32 *vSel, u64 *vAt) {
+    const bool noVal = vAt != nullptr;
     const u32 lane = threadIdx.x & (WARP - 1);
     const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
     for (u64 g = (blockIdx.x * (u64)blockDim.x + threadIdx.x) / WARP; g < G; g += warps) {
         u32 leaf = gLeaf[g];
+        u32 onext = oldNext[g];
+        u64 gs0 = gSum[g], gs1 = gSum[g + 1], gp0 = gp[g];
+        u32 c = (u32)(gc[g + 1] - gc[g]);
+        u32 p = HI(gp[g + 1]) - HI(gp0);
+        u32 xo = LO(gp0), rb = HI(gp0);
+        u32 ks = HI(gs0), ke = HI(gs1), nb = ke - ks;
+        u32 newBefore = LO(gs0), newEnd = LO(gs1);
         u64 base = (u64)leaf * order;
         u32 c0 = count[leaf];
         u32 up = parent[leaf];
-        u32 onext = oldNext[g];
-        u64 ok[MERGE_LANE_ENTRIES], ov[MERGE_LANE_ENTRIES];
+        u64 ok[E], ov[E];
 #pragma unroll
-        for (int t = 0; t < MERGE_LANE_ENTRIES; t++) {
+        for (int t = 0; t < E; t++) {
             u32 j = lane + WARP * t;
+            ok[t] = 0;
+            ov[t] = 0;
             if (j < c0) {
                 ok[t] = keys[base + j];
                 ov[t] = slots[base + j];
             }
         }
+        // The first chunk of batch keys, loaded with the leaf's entries.
+        u64 i = (u64)ks + lane;
+        bool in = lane < nb;
+        u64 bk = in ? k[i] : 0, bv = in && !noVal ? v[vSel != nullptr ? (u64)vSel[i] : i] : 0;
+        u32 bpos = in ? pos[i] : 0, bpk = in ? LO(packed[i]) : newEnd;
         __syncwarp();
-        u64 c = gc[g + 1] - gc[g];
-        u64 p = HI(gp[g + 1]) - HI(gp[g]);
-        u32 xo = LO(gp[g]);
-        u64 rb = HI(gp[g]);
-        u64 ks = HI(gSum[g]), ke = HI(gSum[g + 1]);
-        u64 newBefore = LO(gSum[g]);
+        u32 less[E];
+        bool hit[E];
 #pragma unroll
-        for (int t = 0; t < MERGE_LANE_ENTRIES; t++) {
-            u32 j = lane + WARP * t;
-            if (j >= c0) continue;
-            u64 a = ks, b = ke; // first batch key >= the old key
-            while (a < b) {
-                u64 mid = (a + b) >> 1;
-                if (k[mid] < ok[t]) a = mid + 1; else b = mid;
-            }
-            if (a < ke && k[a] == ok[t]) continue; // the batch's value wins
-            u64 r = j + (LO(packed[a]) - newBefore);
-            merge_put(r, ok[t], ov[t], c, p, leaf, first, xo, rb, up, onext, order, keys, slots, count, parent,
-                      next, prev, kind, chId, chMax);
+        for (int t = 0; t < E; t++) {
+            less[t] = 0;
+            hit[t] = false;
         }
-        for (u64 i = ks + lane; i < ke; i += WARP) {
-            u64 r = pos[i] + (LO(packed[i]) - newBefore);
-            merge_put(r, k[i], v[i], c, p, leaf, first, xo, rb, up, onext, order, keys, slots, count, parent,
-                      next, prev, kind, chId, chMax);
+        for (u32 cs = 0; cs < nb; cs += WARP) { // warp-uniform trip count; cs is the chunk's offset in the group
+            if (cs != 0) {
+                i = (u64)ks + cs + lane;
+                in = cs + lane < nb;
+                bk = in ? k[i] : 0;
+                bv = in && !noVal ? v[vSel != nullptr ? (u64)vSel[i] : i] : 0;
+                bpos = in ? pos[i] : 0;
+                bpk = in ? LO(packed[i]) : newEnd;
+            }
+            u32 n = min((u32)WARP, nb - cs);
+            for (u32 b = 0; b < n; b++) {
+                u64 kb = __shfl_sync(FULL_MASK, bk, b);
+#pragma unroll
+                for (int t = 0; t < E; t++) {
+                    less[t] += kb < ok[t] ? 1 : 0;
+                    hit[t] = hit[t] || kb == ok[t];
+                }
+            }
+            if (in) {
+                u64 at = merge_put(bpos + (bpk - newBefore), bk, bv, noVal, c, p, leaf, first, xo, rb, up, onext, order,
+                                   keys, slots, count, parent, next, prev, kind, chId, chMax);
+                if (noVal) vAt[i] = at;
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < E; t++) {
+            u32 j = lane + WARP * t;
+            u32 L = less[t];
+            u32 below;
+            if (nb <= WARP) { // warp-uniform: every lane takes the shuffle
+                u32 x = __shfl_sync(FULL_MASK, bpk, L & (WARP - 1));
+                below = (L < nb ? x : newEnd) - newBefore;
+            } else {
+                below = (j < c0 && !hit[t] && L < nb ? LO(packed[(u64)ks + L]) : newEnd) - newBefore;
+            }
+            if (j >= c0 || hit[t]) continue; // past the count, or the batch's value wins
+            if (p == 1 && below == 0 && j != 0 && j + 1 != c) continue; // in place already
+            merge_put(j + below, ok[t], ov[t], false, c, p, leaf, first, xo, rb, up, onext, order, keys, slots, count,
+                      parent, next, prev, kind, chId, chMax);
         }
         __syncwarp(); // the warp's next group starts after every lane is done with this one
     }
 }
+
+// bt_merge_leaves_E: merge_leaves for trees of order <= 32 * E (the
+// launcher picks the smallest E that holds the order). NVRTC 11.8 gives
+// them 56, 64, 78 and 102 registers a thread for sm_90, no spills. A
+// budget of 48 registers for E = 2 (__launch_bounds__(256, 5): 40 warps
+// an SM instead of 32, 40 bytes of spills a thread) measured no faster on
+// an H200 (BENCHMARKS.md).
+#define MERGE_LEAVES_KERNEL(E)                                                                                        \
+    extern "C" __global__ void bt_merge_leaves_##E(u64 G, const u64 *k, const u64 *v, const u64 *gSum,                \
+                                                   const u64 *packed, const u32 *pos, const u64 *gc, const u64 *gp,   \
+                                                   const u32 *gLeaf, const u32 *oldNext, u32 first, u32 order,        \
+                                                   u64 *keys, u64 *slots, u32 *count, u32 *parent, u32 *next,         \
+                                                   u32 *prev, u8 *kind, u32 *chId, u64 *chMax, const u32 *vSel,       \
+                                                   u64 *vAt) {                                                        \
+        merge_leaves<E>(G, k, v, gSum, packed, pos, gc, gp, gLeaf, oldNext, first, order, keys, slots, count, parent, \
+                        next, prev, kind, chId, chMax, vSel, vAt);                                                    \
+    }
+MERGE_LEAVES_KERNEL(1)
+MERGE_LEAVES_KERNEL(2)
+MERGE_LEAVES_KERNEL(4)
+MERGE_LEAVES_KERNEL(8)
 
 // bt_write_kept: one thread per kept entry r < total (grid-stride tiles,
 // the group found by block_groups), delete only: entry r of group g (largest g with gc[g] <= r) goes back to its

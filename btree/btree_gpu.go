@@ -63,11 +63,12 @@ type kernelSet struct {
 	lastFlags, leaves, level, get, rng *gpu.Function
 	rngWarp                            *gpu.Function // ranges, one warp per query
 	rngStart, rngCopy                  *gpu.Function // ranges in one descent
-	iota, gatherSel                    *gpu.Function // build and insert: sort with an index payload
+	iota, gatherSel, scatterVals       *gpu.Function // build and insert: sort with an index payload
 
 	// Insert, delete and rebuild (insert_gpu.go, delete_gpu.go, propagate_gpu.go).
 	locate, leafSizes, mergeNew, stageOld, writeLeaves, writeKept, deleteLeaves *gpu.Function
-	mergeLeaves, maxHi                                                          *gpu.Function // the leaves' merge in one pass, and its test
+	maxHi                                                                       *gpu.Function    // the most batch keys of one leaf
+	mergeLeaves                                                                 [4]*gpu.Function // the leaves' merge in one pass: bt_merge_leaves_E, E = 1, 2, 4, 8
 	unlinkHeads, unlinkMark, unlinkRead, unlinkWrite                            *gpu.Function
 	parentOf, parentSizes, stageRepl, stageKeep, writeInternal, levelList       *gpu.Function
 	nodeCounts, gather                                                          *gpu.Function
@@ -84,13 +85,15 @@ func loadKernels(d *gpu.Device) (*kernelSet, error) {
 	k := &kernelSet{}
 	for name, f := range map[string]**gpu.Function{
 		"bt_last_flags": &k.lastFlags, "bt_leaves": &k.leaves, "bt_level": &k.level, "bt_get": &k.get,
-		"bt_range": &k.rng, "bt_range_warp": &k.rngWarp, "bt_range_start": &k.rngStart, "bt_range_copy": &k.rngCopy, "bt_locate": &k.locate, "bt_leaf_sizes": &k.leafSizes, "bt_merge_new": &k.mergeNew, "bt_merge_leaves": &k.mergeLeaves, "bt_max_hi": &k.maxHi,
+		"bt_range": &k.rng, "bt_range_warp": &k.rngWarp, "bt_range_start": &k.rngStart, "bt_range_copy": &k.rngCopy, "bt_locate": &k.locate, "bt_leaf_sizes": &k.leafSizes, "bt_merge_new": &k.mergeNew, "bt_merge_leaves_1": &k.mergeLeaves[0], "bt_merge_leaves_2": &k.mergeLeaves[1],
+		"bt_merge_leaves_4": &k.mergeLeaves[2], "bt_merge_leaves_8": &k.mergeLeaves[3], "bt_max_hi": &k.maxHi,
 		"bt_stage_old": &k.stageOld, "bt_write_leaves": &k.writeLeaves, "bt_write_kept": &k.writeKept,
 		"bt_delete_leaves": &k.deleteLeaves, "bt_unlink_heads": &k.unlinkHeads, "bt_unlink_mark": &k.unlinkMark,
 		"bt_unlink_read": &k.unlinkRead, "bt_unlink_write": &k.unlinkWrite, "bt_parent_of": &k.parentOf,
 		"bt_parent_sizes": &k.parentSizes, "bt_stage_repl": &k.stageRepl, "bt_stage_keep": &k.stageKeep,
 		"bt_write_internal": &k.writeInternal, "bt_level_list": &k.levelList, "bt_node_counts": &k.nodeCounts,
 		"bt_gather": &k.gather, "bt_iota": &k.iota, "bt_gather_selected": &k.gatherSel,
+		"bt_scatter_values": &k.scatterVals,
 	} {
 		if *f, err = m.Function(name); err != nil {
 			return nil, err

@@ -48,7 +48,7 @@ func (g *gpuTree) buildBatch(keys, values []uint64) (built, engine.Timings, erro
 	if len(keys) == 0 {
 		return built{root: nilNode}, g.clock.Timings("build", 0), g.freeNodes()
 	}
-	m, err := g.uploadSortDedupe(keys, values)
+	m, err := g.uploadSortDedupe(keys, values, false)
 	if err != nil {
 		return built{}, engine.Timings{}, err
 	}

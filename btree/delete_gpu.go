@@ -154,7 +154,7 @@ func (g *gpuTree) deleteBatch(st treeState, keys []uint64, fill int) (treeState,
 	g.trace.start()
 	g.clock.Mark(g.s, engine.MarkStart)
 	g.step("start")
-	m, err := g.uploadSortDedupe(keys, nil)
+	m, err := g.uploadSortDedupe(keys, nil, false)
 	if err != nil {
 		return st, engine.Timings{}, err
 	}

@@ -81,10 +81,12 @@
 //     out of device memory fails before the tree changes;
 //  6. pass 2, after the values' upload is joined and gathered: when the
 //     order is at most 256 and no leaf gets more than 2048 batch keys,
-//     bt_merge_leaves (a warp per touched leaf) reads the leaf's old
-//     entries into registers and writes every kept old entry and every
-//     batch key of the leaf straight to its piece and slot, with the
-//     pieces' heads, links and changes; otherwise (a skewed batch, a
+//     bt_merge_leaves_E (a warp per touched leaf, E = 1, 2, 4 or 8 old
+//     entries a lane by the order) reads the leaf's old entries and its
+//     batch keys into registers, ranks each old entry by comparing it
+//     with the batch keys broadcast by shuffles, and writes every kept
+//     old entry and every batch key of the leaf straight to its piece and
+//     slot, with the pieces' heads, links and changes; otherwise (a skewed batch, a
 //     larger order) bt_merge_new (one thread per batch key) and
 //     bt_stage_old (one thread per old entry) stage every entry at its
 //     merged rank (a binary search in the other list), then

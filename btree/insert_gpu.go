@@ -18,9 +18,15 @@ import (
 // as it was.
 
 // insertSorted applies the m sorted unique pairs in outK, outV to a non-empty
-// tree and returns the new bookkeeping. Cost: locate's, mergeLeaves', and
-// per level one thread per changed child, replacement and entry of the
-// touched parents.
+// tree and returns the new bookkeeping. When the batch's values are still
+// uploading (uploadSortDedupe's overlap) and the warp merge runs: from Go
+// slices, the leaves and the upper levels are written without them, and
+// the values are scattered into their leaf slots last (scatterValues), so
+// that the values' host copy overlaps the merge and the parents; from
+// pinned memory, whose DMA is done by then, the merge reads them from the
+// upload by their kept positions (no gather kernel). Cost: locate's,
+// mergeLeaves', and per level one thread per changed child, replacement
+// and entry of the touched parents.
 func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 	gr, err := g.locate(st, m, false)
 	if err != nil {
@@ -40,7 +46,8 @@ func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 		return st, err
 	}
 	g.step("reserve")
-	if err := g.awaitValues(); err != nil {
+	vals, late, err := g.mergeValuesFor(gr, m)
+	if err != nil {
 		return st, err
 	}
 	// From here on the tree changes; nothing allocates.
@@ -50,33 +57,70 @@ func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 	}
 	lv := level{set: 0, G: G, R: gr.pieces, node: gpu.Take[uint32](g.pool, "node.0", G), oldMax: gpu.Take[uint64](g.pool, "oldmax.0", G),
 		gp: gpu.Take[uint64](g.pool, "gp.0", G+1), chId: gpu.Take[uint32](g.pool, "chid.0", R), chMax: gpu.Take[uint64](g.pool, "chmax.0", R)}
-	if err := g.mergeLeaves(gr, m, staged, first, lv); err != nil {
+	if err := g.mergeLeaves(gr, m, staged, first, lv, vals); err != nil {
 		return st, err
 	}
 	st.n += gr.flagged
 	st.leaves += gr.pieces - G
-	return g.propagate(st, lv, false)
+	out, err := g.propagate(st, lv, false)
+	if err != nil || !late {
+		return out, err
+	}
+	return out, g.scatterValues()
+}
+
+// mergeValues says where bt_merge_leaves_E takes the batch keys' values:
+// v[i], v[sel[i]] (sel a buffer), or none, their slots' word indices going
+// to at (a buffer) for scatterValues. sel and at are gpu.DevicePtr(0)
+// when unused.
+type mergeValues struct {
+	v       *gpu.Buffer[uint64]
+	sel, at any
+}
+
+// mergeValuesFor returns where the merge of gr (m batch keys) takes the
+// values, and late when they are scattered after the upper levels: with
+// no values' upload pending or no warp merge, outV once awaitValues has
+// gathered them; from Go slices, late; from pinned memory, the upload by
+// the kept positions once it has arrived. Cost: as awaitValues, or a
+// stream wait, or nothing.
+func (g *gpuTree) mergeValuesFor(gr groups, m int) (mergeValues, bool, error) {
+	outV := gpu.Take[uint64](g.pool, bufOutV, m)
+	none := gpu.DevicePtr(0)
+	u := g.values
+	switch {
+	case u == nil || !g.warpMerge(gr):
+		return mergeValues{outV, none, none}, false, g.awaitValues()
+	case !u.pinned:
+		return mergeValues{outV, none, outV}, true, nil
+	}
+	if _, err := g.valuesArrived(); err != nil {
+		return mergeValues{}, false, err
+	}
+	g.step(stepValuesWait)
+	return mergeValues{u.v, u.sel, none}, false, nil
 }
 
 // mergeLeaves writes the touched leaves of gr merged with the m batch
-// pairs in outK, outV (pieces from first on; lv the leaf level's changes,
-// filled in): with bt_merge_leaves when warpMerge says so, else with
+// pairs in outK and vals (pieces from first on; lv the leaf level's
+// changes, filled in): with bt_merge_leaves_E (mergeKernel) when warpMerge
+// says so, else with
 // bt_merge_new and bt_stage_old (staging the merged entries in mk, mv of
 // staged elements) and bt_write_leaves. Cost: one pass over the touched
 // leaves and the batch, or three.
-func (g *gpuTree) mergeLeaves(gr groups, m, staged int, first uint32, lv level) error {
+func (g *gpuTree) mergeLeaves(gr groups, m, staged int, first uint32, lv level, vals mergeValues) error {
 	G := gr.G
 	order := uint32(g.order)
 	outK, outV := gpu.Take[uint64](g.pool, bufOutK, m), gpu.Take[uint64](g.pool, bufOutV, m)
 	gc, gSum, packed, pos := gpu.Take[uint64](g.pool, "gc.0", G+1), gpu.Take[uint64](g.pool, "gsum", m+1), gpu.Take[uint64](g.pool, "packed", m+1), gpu.Take[uint32](g.pool, "pos", m)
 	oldNext := gpu.Take[uint32](g.pool, "oldnext", G)
 	if g.warpMerge(gr) {
-		if err := g.k.mergeLeaves.Launch(g.s, warpGrid(G), gpu.D1(kernelBlock), 0, uint64(G), outK, outV, gSum, packed, pos,
+		if err := g.mergeKernel().Launch(g.s, warpGrid(G), gpu.D1(kernelBlock), 0, uint64(G), outK, vals.v, gSum, packed, pos,
 			gc, lv.gp, lv.node, oldNext, first, order, g.keys, g.slots, g.count, g.parent, g.next, g.prv, g.kind,
-			lv.chId, lv.chMax); err != nil {
+			lv.chId, lv.chMax, vals.sel, vals.at); err != nil {
 			return err
 		}
-		g.step("leaves: merge in one pass")
+		g.step(stepWarpMerge)
 		return nil
 	}
 	mk, mv := gpu.Take[uint64](g.pool, "mk", staged), gpu.Take[uint64](g.pool, "mv", staged)
@@ -96,14 +140,36 @@ func (g *gpuTree) mergeLeaves(gr groups, m, staged int, first uint32, lv level) 
 	return nil
 }
 
-// Limits of bt_merge_leaves, the leaves' merge in one pass (warpMerge).
+// Trace steps that tests look for: the leaves' merge in one pass, the
+// values scattered into their leaves after it (scatterValues), and the
+// wait for pinned values that the merge reads (mergeValuesFor).
 const (
-	mergeWarpMaxOrder = 32 * 8 // a lane holds 8 old entries (MERGE_LANE_ENTRIES in btree.cu)
-	mergeWarpMaxKeys  = 2048   // batch keys of one leaf: a warp writes them 32 at a time
+	stepWarpMerge  = "leaves: merge in one pass"
+	stepScatter    = "values: wait, scatter"
+	stepValuesWait = "values: wait" // pinned values read by the merge
 )
 
+// Limits of bt_merge_leaves_E, the leaves' merge in one pass (warpMerge).
+const (
+	mergeWarpMaxOrder = warpLanes * 8 // a lane holds at most 8 old entries (MERGE_LANE_ENTRIES in btree.cu)
+	mergeWarpMaxKeys  = 2048          // batch keys of one leaf: a warp writes them 32 at a time
+)
+
+// mergeKernel returns the instantiation of the warp merge for the tree's
+// order: bt_merge_leaves_E with the fewest entries per lane E (1, 2, 4 or
+// 8) that hold a leaf (32 * E >= order), so that a small order keeps few
+// registers a lane and more warps in flight. The order must be at most
+// mergeWarpMaxOrder (warpMerge checks it). Cost: O(1).
+func (g *gpuTree) mergeKernel() *gpu.Function {
+	i := 0
+	for warpLanes<<i < g.order {
+		i++
+	}
+	return g.k.mergeLeaves[i]
+}
+
 // warpMerge reports whether the touched leaves of gr are merged by
-// bt_merge_leaves (a warp per leaf, no staging) rather than by the three
+// bt_merge_leaves_E (a warp per leaf, no staging) rather than by the three
 // kernels over flattened entries (bt_merge_new, bt_stage_old,
 // bt_write_leaves): when a leaf's old entries fit in a warp's registers
 // and no leaf has so many batch keys that its warp would hold the rest
@@ -114,9 +180,10 @@ func (g *gpuTree) warpMerge(gr groups) bool {
 
 // insertBatch is Insert on the GPU engine: upload, sort and dedupe, then
 // writeTree into an empty tree or insertSorted; it returns the new
-// bookkeeping and the phase times. On an error the returned state is st
-// (out of memory: the tree is unchanged).
-func (g *gpuTree) insertBatch(st treeState, keys, values []uint64) (treeState, engine.Timings, error) {
+// bookkeeping and the phase times. With pinned, keys and values are in
+// pinned memory (InsertStaged) and reach the device by DMA. On an error
+// the returned state is st (out of memory: the tree is unchanged).
+func (g *gpuTree) insertBatch(st treeState, keys, values []uint64, pinned bool) (treeState, engine.Timings, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	defer g.settleValues()
@@ -124,7 +191,7 @@ func (g *gpuTree) insertBatch(st treeState, keys, values []uint64) (treeState, e
 	g.trace.start()
 	g.clock.Mark(g.s, engine.MarkStart)
 	g.step("start")
-	m, err := g.uploadSortDedupe(keys, values)
+	m, err := g.uploadSortDedupe(keys, values, pinned)
 	if err != nil {
 		return st, engine.Timings{}, err
 	}

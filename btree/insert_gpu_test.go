@@ -1,6 +1,7 @@
 package btree
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 // occurrence wins), keys already in the tree (new values) and keys past the
 // right spine, into trees of orders 8 and 64 built from a batch of the
 // same size, traced with the flat merge (bt_stage_old ...) and not traced
-// with the warp merge (bt_merge_leaves), and compares the node arrays with the CPU
+// with the warp merge (bt_merge_leaves_E), and compares the node arrays with the CPU
 // engine's word for word after every batch, then every key's value.
 func TestGPULargeInserts(t *testing.T) {
 	d := gputest.Device(t)
@@ -70,19 +71,7 @@ func TestGPULargeInserts(t *testing.T) {
 					}
 				}
 			}
-			gv, gf, err := g.Get(all)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cv, cf, err := c.Get(all)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range all {
-				if gv[i] != cv[i] || gf[i] != cf[i] || !gf[i] {
-					t.Fatalf("order %d key %d: GPU %d %v, CPU %d %v", order, all[i], gv[i], gf[i], cv[i], cf[i])
-				}
-			}
+			sameValues(t, fmt.Sprintf("order %d", order), g, c, all)
 			if err := g.Check(); err != nil {
 				t.Fatal(err)
 			}

@@ -20,9 +20,12 @@ import (
 // values' host copy and transfer overlap the sort, the dedupe and the
 // locate, and the sort's payload is 4 bytes instead of 8. The phase
 // marks put the keys' upload in Upload and the sort and the dedupe in
-// Sort. Cost: the transfers, a radix sort, a flag kernel, one or two
-// selects (and a gather) and one synchronization.
-func (g *gpuTree) uploadSortDedupe(keys, values []uint64) (int, error) {
+// Sort. With pinned, keys and values are in pinned host memory (a
+// caller's Staging) and go to the device by DMA with no host copy; else
+// through the pinned staging rings. Cost: the transfers, a radix sort, a
+// flag kernel, one or two selects (and a gather) and one synchronization.
+func (g *gpuTree) uploadSortDedupe(keys, values []uint64, pinned bool) (int, error) {
+	tr := transfers{g: g, pinned: pinned}
 	n := len(keys)
 	k, err := gpu.Get[uint64](g.pool, bufInK, n)
 	if err != nil {
@@ -34,18 +37,21 @@ func (g *gpuTree) uploadSortDedupe(keys, values []uint64) (int, error) {
 			return 0, err
 		}
 	}
-	overlap := values != nil && overlapSort(n) && g.up.Staged()
+	overlap := values != nil && overlapSort(n) && (pinned || g.up.Staged())
 	if overlap {
 		if err := g.pool.Reserve(gpu.NeedOf[uint32]("sortidx", n), gpu.NeedOf[uint32]("selidx", n),
 			gpu.NeedOf[uint64](bufOutV, n)); err != nil {
 			return 0, err
 		}
+		if g.splitUpload(n) {
+			return g.uploadSortHalves(k, v, keys, values, tr)
+		}
 	}
-	if err := gpu.UploadStaged(g.up, g.s, k, 0, keys); err != nil {
+	if err := upload(tr, g.s, k, 0, keys); err != nil {
 		return 0, err
 	}
 	if !overlap && values != nil {
-		if err := gpu.UploadStaged(g.up, g.s, v, 0, values); err != nil {
+		if err := upload(tr, g.s, v, 0, values); err != nil {
 			return 0, err
 		}
 	}
@@ -63,16 +69,7 @@ func (g *gpuTree) uploadSortDedupe(keys, values []uint64) (int, error) {
 			return 0, err
 		}
 		g.step("sort (key, position)")
-		sel := gpu.Take[uint32](g.pool, "selidx", n)
-		g.values = g.startValues(v, values, sel)
-		m, err := g.dedupeSelect(n, idx, sel)
-		if err != nil {
-			return 0, err
-		}
-		g.values.m = m
-		g.clock.Mark(g.s, engine.MarkSorted)
-		g.step("dedupe, readback")
-		return m, nil
+		return g.dedupeValuesLater(tr, n, k, idx, v, values)
 	}
 	if values != nil {
 		err = prim.DevSortPairs(g.pe, k, v, n)
@@ -91,23 +88,44 @@ func (g *gpuTree) uploadSortDedupe(keys, values []uint64) (int, error) {
 	return m, nil
 }
 
+// dedupeValuesLater ends uploadSortDedupe's overlapped path once the n
+// (key, batch position) pairs in keys, idx are sorted (or queued to be):
+// it starts the values' upload into v (startValues, as tr says) and
+// dedupes the pairs (dedupeSelect), leaving the kept positions in selidx
+// for awaitValues or scatterValues; it returns the number kept. Cost: a
+// goroutine, the dedupe's kernels and one synchronization.
+func (g *gpuTree) dedupeValuesLater(tr transfers, n int, keys *gpu.Buffer[uint64], idx *gpu.Buffer[uint32], v *gpu.Buffer[uint64], values []uint64) (int, error) {
+	sel := gpu.Take[uint32](g.pool, "selidx", n)
+	g.values = g.startValues(tr, v, values, sel)
+	m, err := g.dedupeSelect(n, keys, idx, sel)
+	if err != nil {
+		return 0, err
+	}
+	g.values.m = m
+	g.clock.Mark(g.s, engine.MarkSorted)
+	g.step("dedupe, readback")
+	return m, nil
+}
+
 // valuesUpload is a batch's values on their way to the device: a
 // goroutine copies them through the pinned upload ring on the second
 // stream (done says when it has queued the last chunk, and how it went);
 // awaitValues then gathers the m kept ones (positions sel) into outV.
 type valuesUpload struct {
-	done chan error
-	v    *gpu.Buffer[uint64]
-	sel  *gpu.Buffer[uint32]
-	m    int
+	done   chan error
+	v      *gpu.Buffer[uint64]
+	sel    *gpu.Buffer[uint32]
+	m      int
+	pinned bool // from pinned memory by DMA (InsertStaged)
 }
 
 // startValues starts the upload of values into v on s2 (after fork) in a
-// goroutine. Nothing else may use the upload ring or s2 until
+// goroutine, as tr says (through the upload ring, or by DMA from pinned
+// memory). Nothing else may use the upload ring or s2 until
 // awaitValues or settleValues has returned. Cost: a goroutine.
-func (g *gpuTree) startValues(v *gpu.Buffer[uint64], values []uint64, sel *gpu.Buffer[uint32]) *valuesUpload {
-	u := &valuesUpload{done: make(chan error, 1), v: v, sel: sel}
-	go func() { u.done <- gpu.UploadStaged(g.up, g.s2, v, 0, values) }()
+func (g *gpuTree) startValues(tr transfers, v *gpu.Buffer[uint64], values []uint64, sel *gpu.Buffer[uint32]) *valuesUpload {
+	u := &valuesUpload{done: make(chan error, 1), v: v, sel: sel, pinned: tr.pinned}
+	go func() { u.done <- upload(tr, g.s2, v, 0, values) }()
 	return u
 }
 
@@ -116,15 +134,8 @@ func (g *gpuTree) startValues(v *gpu.Buffer[uint64], values []uint64, sel *gpu.B
 // values into outV; nothing when there is none pending. Cost: the rest of
 // the values' host copy, a stream wait and a gather kernel.
 func (g *gpuTree) awaitValues() error {
-	u := g.values
-	if u == nil {
-		return nil
-	}
-	g.values = nil
-	if err := <-u.done; err != nil {
-		return err
-	}
-	if err := g.joinBack(); err != nil {
+	u, err := g.valuesArrived()
+	if u == nil || err != nil {
 		return err
 	}
 	cnt := gpu.Take[uint32](g.pool, bufCounters, 2)
@@ -133,6 +144,39 @@ func (g *gpuTree) awaitValues() error {
 	}
 	g.step("values: wait, gather")
 	return nil
+}
+
+// scatterValues is awaitValues for a batch whose keys the warp merge put in
+// their leaves without their values (insertSorted's late values): it waits
+// for the values' upload and writes each kept value into its key's leaf
+// slot, whose word index bt_merge_leaves_E left in outV. Cost: the rest of
+// the values' host copy, a stream wait and a scatter kernel.
+func (g *gpuTree) scatterValues() error {
+	u, err := g.valuesArrived()
+	if u == nil || err != nil {
+		return err
+	}
+	if err := g.launch(g.k.scatterVals, u.m, uint64(u.m), gpu.Take[uint64](g.pool, bufOutV, u.m), u.sel, u.v, g.slots); err != nil {
+		return err
+	}
+	g.step(stepScatter)
+	return nil
+}
+
+// valuesArrived takes the pending values' upload (nil when there is none),
+// waits until its goroutine has queued the last chunk, and makes the
+// tree's stream wait for the second stream. Cost: the rest of the values'
+// host copy and a stream wait.
+func (g *gpuTree) valuesArrived() (*valuesUpload, error) {
+	u := g.values
+	if u == nil {
+		return nil, nil
+	}
+	g.values = nil
+	if err := <-u.done; err != nil {
+		return nil, err
+	}
+	return u, g.joinBack()
 }
 
 // settleValues waits for a values' upload still pending (a batch that
@@ -152,12 +196,12 @@ func (g *gpuTree) settleValues() {
 // staged, and positions fit in 32 bits.
 func overlapSort(n int) bool { return n >= stageMin && uint64(n) <= math.MaxUint32 }
 
-// dedupeSelect is dedupe for a batch sorted as (key, position) pairs: the
-// last of each run of equal keys in inK goes to outK, its position (from
-// idx) to sel and the kept count to counters[1] (awaitValues gathers their
-// values). It returns the number kept (one synchronization).
-func (g *gpuTree) dedupeSelect(n int, idx, sel *gpu.Buffer[uint32]) (int, error) {
-	flags, cnt, err := g.selectLastKeys(n)
+// dedupeSelect is dedupe for a batch sorted as (key, position) pairs in
+// keys, idx: the last of each run of equal keys goes to outK, its position
+// (from idx) to sel and the kept count to counters[1] (awaitValues gathers
+// their values). It returns the number kept (one synchronization).
+func (g *gpuTree) dedupeSelect(n int, keys *gpu.Buffer[uint64], idx, sel *gpu.Buffer[uint32]) (int, error) {
+	flags, cnt, err := g.selectLastKeys(n, keys)
 	if err != nil {
 		return 0, err
 	}
@@ -171,7 +215,7 @@ func (g *gpuTree) dedupeSelect(n int, idx, sel *gpu.Buffer[uint32]) (int, error)
 // of inK and compacts them (and their values from inV, withValues) into
 // outK (outV); it returns their number (one synchronization).
 func (g *gpuTree) dedupe(n int, withValues bool) (int, error) {
-	flags, cnt, err := g.selectLastKeys(n)
+	flags, cnt, err := g.selectLastKeys(n, gpu.Take[uint64](g.pool, bufInK, n))
 	if err != nil {
 		return 0, err
 	}
@@ -188,10 +232,10 @@ func (g *gpuTree) dedupe(n int, withValues bool) (int, error) {
 }
 
 // selectLastKeys flags the last of each run of equal keys among the n
-// sorted keys of inK and compacts those keys into outK, their number into
+// sorted keys of keys and compacts those keys into outK, their number into
 // cnt[0]; the flags and cnt (two words; the second for the caller's own
 // select) are returned for the caller's payload. No synchronization.
-func (g *gpuTree) selectLastKeys(n int) (*gpu.Buffer[uint8], *gpu.Buffer[uint32], error) {
+func (g *gpuTree) selectLastKeys(n int, keys *gpu.Buffer[uint64]) (*gpu.Buffer[uint8], *gpu.Buffer[uint32], error) {
 	flags, err := gpu.Get[uint8](g.pool, bufFlags, n)
 	if err != nil {
 		return nil, nil, err
@@ -204,10 +248,10 @@ func (g *gpuTree) selectLastKeys(n int) (*gpu.Buffer[uint8], *gpu.Buffer[uint32]
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := g.launch(g.k.lastFlags, n, gpu.Take[uint64](g.pool, bufInK, n), uint64(n), flags); err != nil {
+	if err := g.launch(g.k.lastFlags, n, keys, uint64(n), flags); err != nil {
 		return nil, nil, err
 	}
-	if err := prim.DevSelect(g.pe, gpu.Take[uint64](g.pool, bufInK, n), flags, uk, n, gpu.View[uint32](cnt, 0, 1)); err != nil {
+	if err := prim.DevSelect(g.pe, keys, flags, uk, n, gpu.View[uint32](cnt, 0, 1)); err != nil {
 		return nil, nil, err
 	}
 	return flags, cnt, nil

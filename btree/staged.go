@@ -9,7 +9,8 @@ import (
 	"github.com/warpkv/warpkv/gpu"
 )
 
-// Staging is a caller's batch buffer for LookupStaged: the keys are
+// Staging is a caller's batch buffer for LookupStaged (and InsertStaged,
+// which reads the pairs from Keys and Values): the keys are
 // written into its Keys (in pinned host memory on the GPU engine, so that
 // they reach the device by DMA without a host copy) and the answers come
 // back into its Values and Found (1 where found). Make one with

@@ -56,9 +56,12 @@ type gpuTree struct {
 	trace  *stepTrace
 	values *valuesUpload
 
-	// flatMerge turns bt_merge_leaves off (warpMerge): benchmarks and
+	// flatMerge turns bt_merge_leaves_E off (warpMerge): benchmarks and
 	// tests compare the two merges.
 	flatMerge bool
+	// wholeUpload turns the keys' upload in two halves off (splitUpload):
+	// benchmarks and tests compare the two.
+	wholeUpload bool
 }
 
 // Names of the batch's buffers in the pool.
@@ -356,7 +359,7 @@ func (g *gpuTree) build(keys, values []uint64) (engine.Timings, error) {
 func (g *gpuTree) insert(keys, values []uint64) (engine.Timings, error) {
 	var tm engine.Timings
 	var err error
-	g.st, tm, err = g.insertBatch(g.st, keys, values)
+	g.st, tm, err = g.insertBatch(g.st, keys, values, false)
 	return tm, err
 }
 
