@@ -101,6 +101,7 @@ func (g *gpuEngine) rounds(t *devTree, b *devBatch, it itemBufs, nIt int, cur se
 			req[kk] = tv[kk-1]
 		}
 		arenaBytes, P := tv[8], int(tv[9])
+		g.stepN("build round %d: plan", round)
 		if err := g.reserve(t, req, arenaBytes); err != nil {
 			return fail(err)
 		}
@@ -118,6 +119,7 @@ func (g *gpuEngine) rounds(t *devTree, b *devBatch, it itemBufs, nIt int, cur se
 		); err != nil {
 			return fail(err)
 		}
+		g.stepN("build round %d: write", round)
 		cur, next = next, cur
 		S = P
 	}

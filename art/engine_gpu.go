@@ -96,6 +96,10 @@ type gpuEngine struct {
 	// failGrowth (tests) makes every growth of a pool or the arena fail as
 	// if the device were out of memory.
 	failGrowth bool
+
+	// trace (benchmarks and tests; nil by default) profiles the steps of
+	// structural batches (trace_gpu.go).
+	trace *stepTrace
 }
 
 // newGPUEngine returns an empty tree on d. The kernels are compiled here,
@@ -180,6 +184,9 @@ func (g *gpuEngine) release() error {
 	g.kev = nil
 	if g.clock != nil {
 		err = errors.Join(err, g.clock.Close())
+	}
+	if g.trace != nil {
+		err = errors.Join(err, g.trace.close())
 	}
 	return errors.Join(err, g.pe.Close())
 }
@@ -370,12 +377,16 @@ func (g *gpuEngine) lastBatch() engine.Timings { return g.last.Get() }
 func (g *gpuEngine) start() {
 	g.clock.Start()
 	g.clock.Mark(g.s, engine.MarkStart)
+	g.trace.start()
+	g.step("start")
 }
 
 // finish ends a timed batch (its downloads complete, the stream
 // synchronized) and records it.
 func (g *gpuEngine) finish(op string, n int) error {
 	g.clock.Mark(g.s, engine.MarkDone)
+	g.trace.synced()
+	g.step("done")
 	if err := g.drain(); err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ func (g *gpuEngine) uploadSorted(kb Keys, vals []uint64) (*devBatch, *gpu.Buffer
 		return nil, nil, 0, fmt.Errorf("upload: %w", err)
 	}
 	g.clock.Mark(g.s, engine.MarkUploaded)
+	g.step("upload")
 	if err := g.setDesc(g.t, b); err != nil {
 		return nil, nil, 0, err
 	}
@@ -104,6 +105,7 @@ func (g *gpuEngine) sortBatch(b *devBatch) (*gpu.Buffer[uint32], int, error) {
 			return nil, 0, fmt.Errorf("sort round %d: %w", j, err)
 		}
 		m, distinct = int(c[0]), int(c[1])
+		g.stepN("sort round %d", j)
 		apos, apos2 = apos2, apos
 		arun, arun2 = arun2, arun
 	}

@@ -90,6 +90,7 @@ func readBack[T any](g *gpuEngine, b *gpu.Buffer[T], off, n int) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
+	g.trace.synced()
 	if err := errors.Join(b.Read(g.s, off, h), g.s.Synchronize()); err != nil {
 		return nil, err
 	}
@@ -134,6 +135,7 @@ func (g *gpuEngine) readSpans(spans ...*gpu.Buffer[byte]) ([][]byte, error) {
 		}
 		o += (sp.Len() + 7) &^ 7
 	}
+	g.trace.synced()
 	if err := g.s.Synchronize(); err != nil {
 		return nil, err
 	}
