@@ -76,6 +76,7 @@ type gpuEngine struct {
 	// fewer).
 	in, out  *gpu.Stream
 	kev      []*gpu.Event
+	valsEv   *gpu.Event // a structural batch's values on the device (uploadValsBeside)
 	chunkMin int
 
 	// lanes is the lanes per key of lookups (1: ag_get, lookupLanes:
@@ -182,6 +183,9 @@ func (g *gpuEngine) release() error {
 		err = errors.Join(err, e.Close())
 	}
 	g.kev = nil
+	if g.valsEv != nil {
+		err = errors.Join(err, g.valsEv.Close())
+	}
 	if g.clock != nil {
 		err = errors.Join(err, g.clock.Close())
 	}
