@@ -3,6 +3,7 @@ package art
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/warpkv/warpkv/internal/gputest"
 )
@@ -66,5 +67,25 @@ func TestGPUInsertTrace(t *testing.T) {
 	b, _ := ct.eng.snapshot()
 	if err := equalStores(b, a); err != nil {
 		t.Fatalf("layouts differ (cpu, gpu): %v", err)
+	}
+}
+
+// TestFormatSteps renders a trace's steps with their totals (no GPU).
+func TestFormatSteps(t *testing.T) {
+	steps := []traceStep{
+		{Name: "start", Host: 2 * time.Millisecond},
+		{Name: "upload", Device: 1500 * time.Microsecond, DeviceFrom: 1500 * time.Microsecond, Host: time.Millisecond},
+		{Name: "sort round 0", Device: 2 * time.Millisecond, DeviceFrom: 3500 * time.Microsecond, Host: 3 * time.Millisecond, Syncs: 1},
+	}
+	out := formatSteps(steps)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("%d lines, want a header, 3 steps and the total:\n%s", len(lines), out)
+	}
+	if f := strings.Fields(lines[3]); strings.Join(f, " ") != "sort round 0 2.000 3.500 3.000 1" {
+		t.Errorf("step line %q", lines[3])
+	}
+	if f := strings.Fields(lines[4]); strings.Join(f, " ") != "total 3.500 6.000 1" {
+		t.Errorf("total line %q", lines[4])
 	}
 }
