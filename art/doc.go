@@ -139,7 +139,7 @@
 // come together: a sort round's counts, a node round's frees). A build's
 // or insert's values go up beside its sort: packed into pinned chunks on
 // the host and copied on a transfer stream while the sort's first round
-// runs, the kernels that read them queued behind an event. A stepTrace
+// runs, the kernels that read them queued behind an event. An engine.StepTrace
 // (trace_gpu.go; BenchmarkGPUInsertSteps) times every step of a batch with
 // CUDA events and counts its host synchronizations. Out of device memory, a batch
 // returns an error matching gpu.ErrOutOfMemory and the tree is as it was:

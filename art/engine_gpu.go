@@ -100,7 +100,7 @@ type gpuEngine struct {
 
 	// trace (benchmarks and tests; nil by default) profiles the steps of
 	// structural batches (trace_gpu.go).
-	trace *stepTrace
+	trace *engine.StepTrace
 }
 
 // newGPUEngine returns an empty tree on d. The kernels are compiled here,
@@ -189,9 +189,7 @@ func (g *gpuEngine) release() error {
 	if g.clock != nil {
 		err = errors.Join(err, g.clock.Close())
 	}
-	if g.trace != nil {
-		err = errors.Join(err, g.trace.close())
-	}
+	err = errors.Join(err, g.trace.Close())
 	return errors.Join(err, g.pe.Close())
 }
 
@@ -381,7 +379,7 @@ func (g *gpuEngine) lastBatch() engine.Timings { return g.last.Get() }
 func (g *gpuEngine) start() {
 	g.clock.Start()
 	g.clock.Mark(g.s, engine.MarkStart)
-	g.trace.start()
+	g.trace.Start()
 	g.step("start")
 }
 
@@ -389,7 +387,7 @@ func (g *gpuEngine) start() {
 // synchronized) and records it.
 func (g *gpuEngine) finish(op string, n int) error {
 	g.clock.Mark(g.s, engine.MarkDone)
-	g.trace.synced()
+	g.trace.Synced()
 	g.step("done")
 	if err := g.drain(); err != nil {
 		return err

@@ -43,7 +43,7 @@ func stepsKeys(from, n int) (Keys, []uint64) {
 // BenchmarkGPUInsertSteps inserts 10M new 16-byte keys into a freshly
 // built tree of 16Mi keys (built again before every run, untimed) and
 // logs where the last run's time went: every step's device time (CUDA
-// events), host time and host synchronizations (stepTrace). It reports
+// events), host time and host synchronizations (engine.StepTrace). It reports
 // keys/s of the whole call and of its phases (engine.Timings).
 func BenchmarkGPUInsertSteps(b *testing.B) {
 	d := gputest.Device(b)
@@ -55,7 +55,7 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 	}
 	defer tr.Close()
 	g := tr.eng.(*gpuEngine)
-	g.trace = &stepTrace{}
+	g.trace = &engine.StepTrace{}
 	var lb engine.Timings
 	for b.Loop() {
 		b.StopTimer()
@@ -71,11 +71,11 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 	rate := func(d interface{ Seconds() float64 }) float64 { return stepsBatchKeys / d.Seconds() / 1e6 }
 	b.ReportMetric(rate(lb.Total), "Mkeys/s")
 	b.ReportMetric(rate(lb.Work), "work-Mkeys/s")
-	steps, err := g.trace.steps()
+	steps, err := g.trace.Steps()
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("last insert: %v\n%s", lb, formatSteps(steps))
+	b.Logf("last insert: %v\n%s", lb, engine.FormatSteps(steps))
 	if tr.Len() != stepsTreeKeys+stepsBatchKeys {
 		b.Fatalf("%d keys after the insert, want %d", tr.Len(), stepsTreeKeys+stepsBatchKeys)
 	}

@@ -3,8 +3,8 @@ package art
 import (
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/internal/gputest"
 )
 
@@ -21,7 +21,7 @@ func TestGPUInsertTrace(t *testing.T) {
 	defer gt.Close()
 	ct, _ := Open(Options{Device: "cpu"})
 	g := gt.eng.(*gpuEngine)
-	g.trace = &stepTrace{}
+	g.trace = &engine.StepTrace{}
 	tk, tv := stepsKeys(0, 50000)
 	ik, iv := stepsKeys(40000, 30000) // 10000 present, 20000 new
 	for _, tr := range []*Tree{gt, ct} {
@@ -32,7 +32,7 @@ func TestGPUInsertTrace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	steps, err := g.trace.steps()
+	steps, err := g.trace.Steps()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestGPUInsertTrace(t *testing.T) {
 			t.Errorf("step %d (%s): device %v at %v", i, s.Name, s.Device, s.DeviceFrom)
 		}
 	}
-	t.Logf("\n%s", formatSteps(steps))
+	t.Logf("\n%s", engine.FormatSteps(steps))
 	want := []string{"start", "upload", "sort round 0", "classify", "group", "groups", "items", "build round 0: plan",
 		"entries", "node round: group", "node round: plan", "root writes", "values", "done"}
 	at := 0
@@ -67,25 +67,5 @@ func TestGPUInsertTrace(t *testing.T) {
 	b, _ := ct.eng.snapshot()
 	if err := equalStores(b, a); err != nil {
 		t.Fatalf("layouts differ (cpu, gpu): %v", err)
-	}
-}
-
-// TestFormatSteps renders a trace's steps with their totals (no GPU).
-func TestFormatSteps(t *testing.T) {
-	steps := []traceStep{
-		{Name: "start", Host: 2 * time.Millisecond},
-		{Name: "upload", Device: 1500 * time.Microsecond, DeviceFrom: 1500 * time.Microsecond, Host: time.Millisecond},
-		{Name: "sort round 0", Device: 2 * time.Millisecond, DeviceFrom: 3500 * time.Microsecond, Host: 3 * time.Millisecond, Syncs: 1},
-	}
-	out := formatSteps(steps)
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 5 {
-		t.Fatalf("%d lines, want a header, 3 steps and the total:\n%s", len(lines), out)
-	}
-	if f := strings.Fields(lines[3]); strings.Join(f, " ") != "sort round 0 2.000 3.500 3.000 1" {
-		t.Errorf("step line %q", lines[3])
-	}
-	if f := strings.Fields(lines[4]); strings.Join(f, " ") != "total 3.500 6.000 1" {
-		t.Errorf("total line %q", lines[4])
 	}
 }

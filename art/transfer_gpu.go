@@ -123,7 +123,7 @@ func readBack[T any](g *gpuEngine, b *gpu.Buffer[T], off, n int) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.trace.synced()
+	g.trace.Synced()
 	if err := errors.Join(b.Read(g.s, off, h), g.s.Synchronize()); err != nil {
 		return nil, err
 	}
@@ -168,7 +168,7 @@ func (g *gpuEngine) readSpans(spans ...*gpu.Buffer[byte]) ([][]byte, error) {
 		}
 		o += (sp.Len() + 7) &^ 7
 	}
-	g.trace.synced()
+	g.trace.Synced()
 	if err := g.s.Synchronize(); err != nil {
 		return nil, err
 	}
