@@ -105,6 +105,7 @@ func (g *gpuEngine) rounds(t *devTree, b *devBatch, it itemBufs, nIt int, cur se
 		if err := g.reserve(t, req, arenaBytes); err != nil {
 			return fail(err)
 		}
+		g.stepN("build round %d: reserve", round)
 		if err := firstErr(g.setDesc(t, b),
 			g.launch(k.bWrite, S, g.descBuf, uint64(S), cur.start, cur.d, cur.dst, cur.par, depth, children, kind,
 				r12, r34, r56, r78, abytes, it.ref, it.n, it.old, it.grp, seglink, glink, trimd, trimpar)); err != nil {

@@ -132,6 +132,7 @@ func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 	if err := g.reserve(t, req, 0); err != nil {
 		return 0, fmt.Errorf("node round: %w", err)
 	}
+	g.step("node round: reserve")
 	if err := firstErr(g.setDesc(t, nil),
 		g.launch(k.nFinal, T, g.descBuf, uint64(T), tstart, snode, out, nkind, m12, m34, final)); err != nil {
 		return 0, fmt.Errorf("node round: final: %w", err)

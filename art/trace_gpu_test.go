@@ -9,9 +9,10 @@ import (
 )
 
 // TestGPUInsertTrace traces inserts of new and present keys into a built
-// tree: the steps of the insert path are marked in order, the device
-// times run forward, every readback is counted, and the traced engine's
-// layout equals the CPU engine's.
+// tree with inner nodes below the root table (so that the insert has a
+// node round): the steps of the insert path are marked in order, the
+// device times run forward, every readback is counted, and the traced
+// engine's layout equals the CPU engine's.
 func TestGPUInsertTrace(t *testing.T) {
 	dev := gputest.Device(t)
 	gt, err := Open(Options{GPU: dev})
@@ -22,8 +23,10 @@ func TestGPUInsertTrace(t *testing.T) {
 	ct, _ := Open(Options{Device: "cpu"})
 	g := gt.eng.(*gpuEngine)
 	g.trace = &engine.StepTrace{}
-	tk, tv := stepsKeys(0, 50000)
-	ik, iv := stepsKeys(40000, 30000) // 10000 present, 20000 new
+	// 300000 keys take a root table of 65536 slots (width 2): about 4.6
+	// keys a slot, so most new keys go into inner nodes.
+	tk, tv := stepsKeys(0, 300000)
+	ik, iv := stepsKeys(280000, 100000) // 20000 present, 80000 new
 	for _, tr := range []*Tree{gt, ct} {
 		if err := tr.BuildKeys(tk, tv); err != nil {
 			t.Fatal(err)
@@ -46,8 +49,9 @@ func TestGPUInsertTrace(t *testing.T) {
 		}
 	}
 	t.Logf("\n%s", engine.FormatSteps(steps))
-	want := []string{"start", "upload", "sort round 0", "classify", "group", "groups", "items", "build round 0: plan",
-		"entries", "node round: group", "node round: plan", "root writes", "values", "done"}
+	want := []string{"start", "upload", "values uploaded", "sort round 0", "classify", "group", "groups", "items",
+		"build round 0: plan", "build round 0: reserve", "build round 0: write", "entries", "node round: group",
+		"node round: plan", "node round: reserve", "node round: emit", "node round: write, frees", "root writes", "values", "done"}
 	at := 0
 	for _, n := range names {
 		if at < len(want) && n == want[at] {
@@ -60,8 +64,8 @@ func TestGPUInsertTrace(t *testing.T) {
 	if syncs < 2 {
 		t.Errorf("%d host synchronizations counted, want at least one readback and the end", syncs)
 	}
-	if gt.Len() != 70000 {
-		t.Errorf("%d keys, want 70000", gt.Len())
+	if gt.Len() != 380000 || gt.Width() != 2 {
+		t.Errorf("%d keys, width %d: want 380000, width 2", gt.Len(), gt.Width())
 	}
 	a, _ := gt.eng.snapshot()
 	b, _ := ct.eng.snapshot()
