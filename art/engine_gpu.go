@@ -94,10 +94,6 @@ type gpuEngine struct {
 	// instead of rangesCands; tests compare the two.
 	collectRanges bool
 
-	// sendOffsets (benchmarks) uploads the offsets of keys of one length
-	// too, instead of making them on the device (uploadKeys).
-	sendOffsets bool
-
 	// failGrowth (tests) makes every growth of a pool or the arena fail as
 	// if the device were out of memory.
 	failGrowth bool

@@ -43,10 +43,8 @@ func stepsKeys(from, n int) (Keys, []uint64) {
 // BenchmarkGPUInsertSteps inserts 10M new 16-byte keys into a freshly
 // built tree of 16Mi keys (built again before every run, untimed) and
 // logs where the last run's time went: every step's device time (CUDA
-// events), host time and host synchronizations (engine.StepTrace). It
-// reports keys/s of the whole call and of its work phase
-// (engine.Timings), with the keys' offsets made on the device (the
-// default for keys of one length) and uploaded.
+// events), host time and host synchronizations (engine.StepTrace). It reports
+// keys/s of the whole call and of its phases (engine.Timings).
 func BenchmarkGPUInsertSteps(b *testing.B) {
 	d := gputest.Device(b)
 	tk, tv := stepsKeys(0, stepsTreeKeys)
@@ -58,22 +56,6 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 	defer tr.Close()
 	g := tr.eng.(*gpuEngine)
 	g.trace = &engine.StepTrace{}
-	for _, send := range []bool{false, true} {
-		name := "offsets=device"
-		if send {
-			name = "offsets=uploaded"
-		}
-		b.Run(name, func(b *testing.B) {
-			g.sendOffsets = send
-			defer func() { g.sendOffsets = false }()
-			insertSteps(b, tr, g, tk, tv, ik, iv)
-		})
-	}
-}
-
-// insertSteps is one case of BenchmarkGPUInsertSteps on tree tr (engine
-// g, traced): the tree tk built, the batch ik inserted.
-func insertSteps(b *testing.B, tr *Tree, g *gpuEngine, tk Keys, tv []uint64, ik Keys, iv []uint64) {
 	var lb engine.Timings
 	for b.Loop() {
 		b.StopTimer()

@@ -86,7 +86,7 @@ func (g *gpuEngine) uploadKeys(prefix string, kb Keys, withVals, pinned bool) (*
 	if pinned {
 		return b, errors.Join(b.data.Write(g.s, 0, kb.Data), b.offs.Write(g.s, 0, offs))
 	}
-	if 4*len(offs) >= transferDirect && !g.sendOffsets {
+	if 4*len(offs) >= transferDirect {
 		if l := keyStride(offs); l >= 0 {
 			return b, errors.Join(gpu.UploadStaged(g.up, g.s, b.data, 0, kb.Data), b.offs.Fill32(g.s, uint32(l)),
 				prim.DevScanExclusive(g.pe, b.offs, b.offs, len(offs)))
