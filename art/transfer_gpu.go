@@ -6,7 +6,6 @@ import (
 	"unsafe"
 
 	"github.com/warpkv/warpkv/gpu"
-	"github.com/warpkv/warpkv/prim"
 )
 
 // Transfers of the GPU engine: batches from Go slices go to the device and
@@ -64,12 +63,8 @@ func (g *gpuEngine) upload(prefix string, kb Keys, vals []uint64, pinned bool) (
 
 // uploadKeys is upload without the values: the batch's buffers (the
 // values' too when withVals) taken from the pool and the keys and offsets
-// queued on the engine's stream. From Go memory, the offsets of keys of
-// one length L (keyStride) are not uploaded but made on the device: L in
-// every word, then an exclusive scan. Cost: the keys and offsets over the
-// bus once (and, from Go memory, one parallel copy into pinned chunks);
-// keys of one length: the keys, one read of the offsets on the host, a
-// memset and a scan.
+// queued on the engine's stream. Cost: the keys and offsets over the bus
+// once (and, from Go memory, one parallel copy into pinned chunks).
 func (g *gpuEngine) uploadKeys(prefix string, kb Keys, withVals, pinned bool) (*devBatch, error) {
 	if err := g.pool.Reserve(batchNeeds(prefix, kb, withVals)...); err != nil {
 		return nil, err
@@ -85,12 +80,6 @@ func (g *gpuEngine) uploadKeys(prefix string, kb Keys, withVals, pinned bool) (*
 	}
 	if pinned {
 		return b, errors.Join(b.data.Write(g.s, 0, kb.Data), b.offs.Write(g.s, 0, offs))
-	}
-	if 4*len(offs) >= transferDirect {
-		if l := keyStride(offs); l >= 0 {
-			return b, errors.Join(gpu.UploadStaged(g.up, g.s, b.data, 0, kb.Data), b.offs.Fill32(g.s, uint32(l)),
-				prim.DevScanExclusive(g.pe, b.offs, b.offs, len(offs)))
-		}
 	}
 	return b, errors.Join(gpu.UploadStaged(g.up, g.s, b.data, 0, kb.Data), gpu.UploadStaged(g.up, g.s, b.offs, 0, offs))
 }
