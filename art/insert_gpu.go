@@ -29,7 +29,7 @@ func (g *gpuEngine) insert(kb Keys, vals []uint64) (int, error) {
 	}
 	t := g.t
 	save := t.counters()
-	added, err := g.insertSorted(t, kb, b, order, n)
+	added, err := g.insertSorted(t, b, order, n)
 	if err != nil {
 		t.restore(save)
 		return 0, err
@@ -38,9 +38,9 @@ func (g *gpuEngine) insert(kb Keys, vals []uint64) (int, error) {
 	return added, g.finish("insert", kb.Len())
 }
 
-// insertSorted runs the phases after the sort of batch kb (b on the
-// device); it returns how many keys were new.
-func (g *gpuEngine) insertSorted(t *devTree, kb Keys, b *devBatch, order *gpu.Buffer[uint32], n int) (int, error) {
+// insertSorted runs the phases after the sort; it returns how many keys
+// were new.
+func (g *gpuEngine) insertSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint32], n int) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
@@ -71,7 +71,7 @@ func (g *gpuEngine) insertSorted(t *devTree, kb Keys, b *devBatch, order *gpu.Bu
 	F := int(c[0])
 	g.step("classify")
 	if F > 0 {
-		if err := g.insertFresh(t, kb, b, order, F, cls, fresh, slot1, gd, idx, fpos, par, tgt, ek, cnt); err != nil {
+		if err := g.insertFresh(t, b, order, F, cls, fresh, slot1, gd, idx, fpos, par, tgt, ek, cnt); err != nil {
 			return 0, err
 		}
 	}
@@ -84,9 +84,8 @@ func (g *gpuEngine) insertSorted(t *devTree, kb Keys, b *devBatch, order *gpu.Bu
 	return F, nil
 }
 
-// insertFresh places the F new keys (sorted positions in fpos). The leaf
-// pools grow (reserveLeaves) while the device groups the keys.
-func (g *gpuEngine) insertFresh(t *devTree, kb Keys, b *devBatch, order *gpu.Buffer[uint32], F int, cls, gflag *gpu.Buffer[uint8],
+// insertFresh places the F new keys (sorted positions in fpos).
+func (g *gpuEngine) insertFresh(t *devTree, b *devBatch, order *gpu.Buffer[uint32], F int, cls, gflag *gpu.Buffer[uint8],
 	slot1, gd, idx, fpos *gpu.Buffer[uint32], par, tgt, ek *gpu.Buffer[uint64], cnt *gpu.Buffer[uint32]) error {
 	k := g.k
 	if err := g.pool.Reserve(gpu.NeedOf[uint32]("i.fs", F), gpu.NeedOf[uint32]("i.gstart", F+1)); err != nil {
@@ -101,10 +100,6 @@ func (g *gpuEngine) insertFresh(t *devTree, kb Keys, b *devBatch, order *gpu.Buf
 		prim.DevSelect(g.pe, idx, gflag, gstart, F, cnt)); err != nil {
 		return fmt.Errorf("group: %w", err)
 	}
-	if err := g.reserveLeaves(t, kb, F); err != nil {
-		return fmt.Errorf("leaves: %w", err)
-	}
-	g.step("group: reserve leaves")
 	c, err := g.readU32(cnt, 0, 1)
 	if err != nil {
 		return err
