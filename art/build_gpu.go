@@ -101,9 +101,11 @@ func (g *gpuEngine) rounds(t *devTree, b *devBatch, it itemBufs, nIt int, cur se
 			req[kk] = tv[kk-1]
 		}
 		arenaBytes, P := tv[8], int(tv[9])
+		g.stepN("build round %d: plan", round)
 		if err := g.reserve(t, req, arenaBytes); err != nil {
 			return fail(err)
 		}
+		g.stepN("build round %d: reserve", round)
 		if err := firstErr(g.setDesc(t, b),
 			g.launch(k.bWrite, S, g.descBuf, uint64(S), cur.start, cur.d, cur.dst, cur.par, depth, children, kind,
 				r12, r34, r56, r78, abytes, it.ref, it.n, it.old, it.grp, seglink, glink, trimd, trimpar)); err != nil {
@@ -118,6 +120,7 @@ func (g *gpuEngine) rounds(t *devTree, b *devBatch, it itemBufs, nIt int, cur se
 		); err != nil {
 			return fail(err)
 		}
+		g.stepN("build round %d: write", round)
 		cur, next = next, cur
 		S = P
 	}

@@ -136,7 +136,12 @@
 // device sort, scan and select; it sorts byte-string keys in rounds of 7
 // bytes (a stable radix sort by the chunk, then by the tie's run) and
 // reads back only a few totals per step (several at once where they
-// come together: a sort round's counts, a node round's frees). Out of device memory, a batch
+// come together: a sort round's counts, a node round's frees). A build's
+// or insert's values go up beside its sort: packed into pinned chunks on
+// the host and copied on a transfer stream while the sort's first round
+// runs, the kernels that read them queued behind an event. An engine.StepTrace
+// (trace_gpu.go; BenchmarkGPUInsertSteps) times every step of a batch with
+// CUDA events and counts its host synchronizations. Out of device memory, a batch
 // returns an error matching gpu.ErrOutOfMemory and the tree is as it was:
 // an insert writes only fresh records until its node round, whose
 // allocations come first; a delete reserves its bounded allocations and

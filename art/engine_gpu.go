@@ -76,6 +76,7 @@ type gpuEngine struct {
 	// fewer).
 	in, out  *gpu.Stream
 	kev      []*gpu.Event
+	valsEv   *gpu.Event // a structural batch's values on the device (uploadValsBeside)
 	chunkMin int
 
 	// lanes is the lanes per key of lookups (1: ag_get, lookupLanes:
@@ -96,6 +97,15 @@ type gpuEngine struct {
 	// failGrowth (tests) makes every growth of a pool or the arena fail as
 	// if the device were out of memory.
 	failGrowth bool
+
+	// trace (benchmarks and tests; nil by default) profiles the steps of
+	// structural batches (trace_gpu.go).
+	trace *engine.StepTrace
+
+	// retired are device buffers a batch replaced (a pool or the arena
+	// grown) while copies out of them may still be queued on s: freed
+	// once s is drained (freeRetired).
+	retired []interface{ Free() error }
 }
 
 // newGPUEngine returns an empty tree on d. The kernels are compiled here,
@@ -166,7 +176,7 @@ func (g *gpuEngine) close() error {
 // failed newGPUEngine calls it too). Cost: a synchronization and the
 // frees.
 func (g *gpuEngine) release() error {
-	err := errors.Join(g.freeTree(g.t), g.descBuf.Free(), g.pool.Free(), g.up.Close(), g.down.Close())
+	err := errors.Join(g.freeTree(g.t), g.freeRetired(), g.descBuf.Free(), g.pool.Free(), g.up.Close(), g.down.Close())
 	g.t = nil
 	for _, s := range []*gpu.Stream{g.in, g.out} {
 		if s != nil {
@@ -178,15 +188,21 @@ func (g *gpuEngine) release() error {
 		err = errors.Join(err, e.Close())
 	}
 	g.kev = nil
+	if g.valsEv != nil {
+		err = errors.Join(err, g.valsEv.Close())
+	}
 	if g.clock != nil {
 		err = errors.Join(err, g.clock.Close())
 	}
+	err = errors.Join(err, g.trace.Close())
 	return errors.Join(err, g.pe.Close())
 }
 
 // ensurePool grows kind k's buffers of tree t to hold need records,
 // keeping their contents. On failure nothing changes. Cost: an allocation
-// and a device copy of the records in use when it grows.
+// and a device copy of the records in use when it grows, queued on g.s;
+// the old buffers are retired (freed after the batch), so the batch does
+// not wait for the copy.
 func (g *gpuEngine) ensurePool(t *devTree, k int, need uint64) error {
 	p := &t.pools[k]
 	if need <= p.cap && p.words != nil {
@@ -211,20 +227,18 @@ func (g *gpuEngine) ensurePool(t *devTree, k int, need uint64) error {
 	}
 	if p.words != nil {
 		err = errors.Join(words.CopyFrom(g.s, 0, p.words, 0, int(p.hwm*kw)),
-			free.CopyFrom(g.s, 0, p.free, 0, int(p.top)), pend.CopyFrom(g.s, 0, p.pend, 0, int(p.pendN)),
-			g.s.Synchronize())
+			free.CopyFrom(g.s, 0, p.free, 0, int(p.top)), pend.CopyFrom(g.s, 0, p.pend, 0, int(p.pendN)))
 		if err != nil {
-			return errors.Join(err, words.Free(), free.Free(), pend.Free())
+			return errors.Join(err, g.s.Synchronize(), words.Free(), free.Free(), pend.Free())
 		}
-		_ = p.words.Free()
-		_ = p.free.Free()
-		_ = p.pend.Free()
+		g.retired = append(g.retired, p.words, p.free, p.pend)
 	}
 	p.words, p.free, p.pend, p.cap = words, free, pend, nc
 	return nil
 }
 
-// ensureArena grows tree t's arena to hold need bytes.
+// ensureArena grows tree t's arena to hold need bytes (the old one
+// retired, as ensurePool's buffers).
 func (g *gpuEngine) ensureArena(t *devTree, need uint64) error {
 	if need <= t.arenaCap && t.arena != nil {
 		return nil
@@ -238,10 +252,10 @@ func (g *gpuEngine) ensureArena(t *devTree, need uint64) error {
 		return fmt.Errorf("arena of %d bytes: %w", nc, err)
 	}
 	if t.arena != nil {
-		if err := errors.Join(a.CopyFrom(g.s, 0, t.arena, 0, int(t.arenaLen)), g.s.Synchronize()); err != nil {
-			return errors.Join(err, a.Free())
+		if err := a.CopyFrom(g.s, 0, t.arena, 0, int(t.arenaLen)); err != nil {
+			return errors.Join(err, g.s.Synchronize(), a.Free())
 		}
-		_ = t.arena.Free()
+		g.retired = append(g.retired, t.arena)
 	}
 	t.arena, t.arenaCap = a, nc
 	return nil
@@ -370,17 +384,37 @@ func (g *gpuEngine) lastBatch() engine.Timings { return g.last.Get() }
 func (g *gpuEngine) start() {
 	g.clock.Start()
 	g.clock.Mark(g.s, engine.MarkStart)
+	g.trace.Start()
+	g.step("start")
 }
 
 // finish ends a timed batch (its downloads complete, the stream
 // synchronized) and records it.
 func (g *gpuEngine) finish(op string, n int) error {
 	g.clock.Mark(g.s, engine.MarkDone)
+	g.trace.Synced()
+	g.step("done")
 	if err := g.drain(); err != nil {
+		return err
+	}
+	if err := g.freeRetired(); err != nil {
 		return err
 	}
 	g.last.Set(g.clock.Timings(op, n))
 	return nil
+}
+
+// freeRetired frees the buffers batches retired; the stream must have
+// passed every copy out of them (the batch drained). Cost: one free per
+// buffer.
+func (g *gpuEngine) freeRetired() error {
+	var err error
+	for _, b := range g.retired {
+		err = errors.Join(err, b.Free())
+	}
+	clear(g.retired)
+	g.retired = g.retired[:0]
+	return err
 }
 
 // snapshot downloads the tree into a store. Cost: a transfer of the tree

@@ -69,6 +69,7 @@ func (g *gpuEngine) insertSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint
 		return 0, err
 	}
 	F := int(c[0])
+	g.step("classify")
 	if F > 0 {
 		if err := g.insertFresh(t, b, order, F, cls, fresh, slot1, gd, idx, fpos, par, tgt, ek, cnt); err != nil {
 			return 0, err
@@ -78,6 +79,7 @@ func (g *gpuEngine) insertSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint
 	if err := firstErr(g.setDesc(t, b), g.launch(k.iValues, n, g.descBuf, uint64(n), order, cls, tgt), g.flushFrees(t)); err != nil {
 		return 0, fmt.Errorf("values: %w", err)
 	}
+	g.step("values")
 	t.n += F
 	return F, nil
 }
@@ -103,6 +105,7 @@ func (g *gpuEngine) insertFresh(t *devTree, b *devBatch, order *gpu.Buffer[uint3
 		return err
 	}
 	G := int(c[0])
+	g.step("group")
 	names32, names64 := []string{"i.tn", "i.trank", "i.issplit", "i.sb", "i.trimd"}, []string{"i.tref", "i.glink", "i.trimpar"}
 	if err := g.pool.Reserve(append(needsOf[uint32](G+1, names32...), needsOf[uint64](G+1, names64...)...)...); err != nil {
 		return fmt.Errorf("groups: %w", err)
@@ -121,6 +124,7 @@ func (g *gpuEngine) insertFresh(t *devTree, b *devBatch, order *gpu.Buffer[uint3
 		return err
 	}
 	m := F + int(sv[0])
+	g.step("groups")
 	if err := g.pool.Reserve(append(itemNeeds(m), segNeeds("b.segA", m)...)...); err != nil {
 		return fmt.Errorf("items: %w", err)
 	}
@@ -131,6 +135,7 @@ func (g *gpuEngine) insertFresh(t *devTree, b *devBatch, order *gpu.Buffer[uint3
 			it.ref, it.n, it.old, it.grp, cur.start, cur.end, cur.d, cur.dst, cur.par)); err != nil {
 		return fmt.Errorf("items: %w", err)
 	}
+	g.step("items")
 	if err := g.rounds(t, b, it, m, cur, G, insertOut{glink: glink, trimd: trimd, trimpar: trimpar}); err != nil {
 		return err
 	}
@@ -148,6 +153,7 @@ func (g *gpuEngine) insertFresh(t *devTree, b *devBatch, order *gpu.Buffer[uint3
 	if err != nil {
 		return err
 	}
+	g.step("entries")
 	if _, err := g.nodeRound(t, roundIn{e: ents, n: int(vv[0]), sorted: 2 * G, insert: true,
 		gtn: tn, gtref: tref, trimd: trimd, trimpr: trimpar}); err != nil {
 		return err
@@ -155,5 +161,6 @@ func (g *gpuEngine) insertFresh(t *devTree, b *devBatch, order *gpu.Buffer[uint3
 	if err := firstErr(g.setDesc(t, b), g.launch(k.iRootWrites, G, g.descBuf, uint64(G), gstart, fs, par, glink)); err != nil {
 		return fmt.Errorf("root writes: %w", err)
 	}
+	g.step("root writes")
 	return nil
 }

@@ -108,6 +108,7 @@ func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 		return 0, err
 	}
 	T := int(c[0])
+	g.step("node round: group")
 	if err := tstart.Write(g.s, T, []uint32{uint32(E)}); err != nil {
 		return 0, err
 	}
@@ -123,6 +124,7 @@ func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	g.step("node round: plan")
 	var req [numKinds + 1]uint64
 	for kk := kindN4; kk <= kindN256; kk++ {
 		req[kk] = tv[kk-1]
@@ -130,6 +132,7 @@ func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 	if err := g.reserve(t, req, 0); err != nil {
 		return 0, fmt.Errorf("node round: %w", err)
 	}
+	g.step("node round: reserve")
 	if err := firstErr(g.setDesc(t, nil),
 		g.launch(k.nFinal, T, g.descBuf, uint64(T), tstart, snode, out, nkind, m12, m34, final)); err != nil {
 		return 0, fmt.Errorf("node round: final: %w", err)
@@ -157,6 +160,7 @@ func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 		return 0, err
 	}
 	R, O := int(cv[0]), int(cv[1])
+	g.step("node round: emit")
 	M := 0
 	if in.insert && O > 0 { // the moves, sorted, for their parents' writers
 		M = O
@@ -190,6 +194,7 @@ func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	g.step("node round: write, frees")
 	for kk := kindN4; kk <= kindN256; kk++ {
 		i := kk - kindN4
 		if err := g.pushPending(t, kk, gpu.View[uint32](fsel, 4*i*N, T), int(fc[i])); err != nil {

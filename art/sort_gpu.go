@@ -9,21 +9,35 @@ import (
 )
 
 // uploadSorted is the start of a build, insert or delete (g.mu held): the
-// batch's clock started, kb (and vals, if not nil) uploaded as the batch
-// and its descriptor set, then sorted and deduplicated on the device
-// (sortBatch): the batch, the order of its n distinct keys. The upload and
-// sort phases are marked. Cost: the upload and sortBatch.
+// batch's clock started, kb uploaded as the batch and its descriptor set,
+// then sorted and deduplicated on the device (sortBatch): the batch, the
+// order of its n distinct keys. vals, if not nil, are uploaded beside the
+// sort (uploadValsBeside, once the sort's first round is queued): their
+// packing and transfer overlap the sort's kernels, and the kernels after
+// the sort see them. The upload and sort phases are marked (the values'
+// transfer falls in the sort's). Cost: the upload and sortBatch.
 func (g *gpuEngine) uploadSorted(kb Keys, vals []uint64) (*devBatch, *gpu.Buffer[uint32], int, error) {
 	g.start()
-	b, err := g.upload("batch", kb, vals, false)
+	b, err := g.uploadKeys("batch", kb, vals != nil, false)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("upload: %w", err)
 	}
 	g.clock.Mark(g.s, engine.MarkUploaded)
+	g.step("upload")
 	if err := g.setDesc(g.t, b); err != nil {
 		return nil, nil, 0, err
 	}
-	order, n, err := g.sortBatch(b)
+	beside := func() error {
+		if vals == nil {
+			return nil
+		}
+		if err := g.uploadValsBeside(b, vals); err != nil {
+			return fmt.Errorf("upload values: %w", err)
+		}
+		g.step("values uploaded")
+		return nil
+	}
+	order, n, err := g.sortBatch(b, beside)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -42,10 +56,12 @@ func (g *gpuEngine) uploadSorted(kb Keys, vals []uint64) (*devBatch, *gpu.Buffer
 // the next round. Random keys take one round. Every round also runs the
 // dedupe (as_last and a select over the whole batch) and reads both counts
 // back at once: after the last round (no ties left) that dedupe is the
-// answer, so a sort costs one readback per round. Cost per round: two
-// radix sorts, three scans and selects of the tied keys, the dedupe's
-// kernel and select, one readback.
-func (g *gpuEngine) sortBatch(b *devBatch) (*gpu.Buffer[uint32], int, error) {
+// answer, so a sort costs one readback per round. beside runs once, after
+// the first round's kernels are queued and before its readback (the host
+// work it does overlaps them). Cost per round: two radix sorts, three
+// scans and selects of the tied keys, the dedupe's kernel and select, one
+// readback.
+func (g *gpuEngine) sortBatch(b *devBatch, beside func() error) (*gpu.Buffer[uint32], int, error) {
 	n := b.n
 	names := []string{"sort.perm", "sort.aposA", "sort.aposB", "sort.arunA", "sort.arunB", "sort.cv", "sort.k2", "sort.v2",
 		"sort.tmp", "sort.start", "sort.grp", "sort.first", "sort.order"}
@@ -55,7 +71,7 @@ func (g *gpuEngine) sortBatch(b *devBatch) (*gpu.Buffer[uint32], int, error) {
 		return nil, 0, fmt.Errorf("sort: %w", err)
 	}
 	if n == 0 {
-		return gpu.Take[uint32](g.pool, "sort.order", 0), 0, nil
+		return gpu.Take[uint32](g.pool, "sort.order", 0), 0, beside()
 	}
 	bufs := takeAll[uint32](g.pool, n, names...)
 	perm, apos, apos2, arun, arun2, cv, k2, v2, tmp, start, grp, first, order :=
@@ -94,6 +110,9 @@ func (g *gpuEngine) sortBatch(b *devBatch) (*gpu.Buffer[uint32], int, error) {
 			func() error { return g.launch(k.sLast, n, g.descBuf, uint64(n), perm, unres) },
 			func() error { return prim.DevSelect(g.pe, perm, unres, order, n, dcnt) },
 		}
+		if j == 0 {
+			steps = append(steps, beside)
+		}
 		for _, f := range steps {
 			if err := f(); err != nil {
 				return nil, 0, fmt.Errorf("sort round %d: %w", j, err)
@@ -104,6 +123,7 @@ func (g *gpuEngine) sortBatch(b *devBatch) (*gpu.Buffer[uint32], int, error) {
 			return nil, 0, fmt.Errorf("sort round %d: %w", j, err)
 		}
 		m, distinct = int(c[0]), int(c[1])
+		g.stepN("sort round %d", j)
 		apos, apos2 = apos2, apos
 		arun, arun2 = arun2, arun
 	}

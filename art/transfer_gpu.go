@@ -54,7 +54,19 @@ func batchNeeds(prefix string, kb Keys, withVals bool) []gpu.Need {
 // pinned Staging (pinned). Cost: the keys, offsets and values over the
 // bus once (and, from Go memory, one parallel copy into pinned chunks).
 func (g *gpuEngine) upload(prefix string, kb Keys, vals []uint64, pinned bool) (*devBatch, error) {
-	if err := g.pool.Reserve(batchNeeds(prefix, kb, vals != nil)...); err != nil {
+	b, err := g.uploadKeys(prefix, kb, vals != nil, pinned)
+	if err == nil && vals != nil {
+		err = gpu.UploadStaged(g.up, g.s, b.vals, 0, vals)
+	}
+	return b, err
+}
+
+// uploadKeys is upload without the values: the batch's buffers (the
+// values' too when withVals) taken from the pool and the keys and offsets
+// queued on the engine's stream. Cost: the keys and offsets over the bus
+// once (and, from Go memory, one parallel copy into pinned chunks).
+func (g *gpuEngine) uploadKeys(prefix string, kb Keys, withVals, pinned bool) (*devBatch, error) {
+	if err := g.pool.Reserve(batchNeeds(prefix, kb, withVals)...); err != nil {
 		return nil, err
 	}
 	b := &devBatch{n: kb.Len(), data: gpu.Take[byte](g.pool, prefix+".data", len(kb.Data)),
@@ -63,17 +75,38 @@ func (g *gpuEngine) upload(prefix string, kb Keys, vals []uint64, pinned bool) (
 	if len(offs) == 0 {
 		offs = []uint32{0}
 	}
-	if vals != nil {
+	if withVals {
 		b.vals = gpu.Take[uint64](g.pool, prefix+".vals", b.n)
 	}
 	if pinned {
 		return b, errors.Join(b.data.Write(g.s, 0, kb.Data), b.offs.Write(g.s, 0, offs))
 	}
-	err := errors.Join(gpu.UploadStaged(g.up, g.s, b.data, 0, kb.Data), gpu.UploadStaged(g.up, g.s, b.offs, 0, offs))
-	if err == nil && vals != nil {
-		err = gpu.UploadStaged(g.up, g.s, b.vals, 0, vals)
+	return b, errors.Join(gpu.UploadStaged(g.up, g.s, b.data, 0, kb.Data), gpu.UploadStaged(g.up, g.s, b.offs, 0, offs))
+}
+
+// uploadValsBeside queues the upload of vals into b.vals on the transfer
+// stream g.in, beside the kernels queued on g.s, and makes g.s wait for it
+// before anything queued on g.s after this call: the values' packing into
+// pinned chunks (on the host) and their DMAs overlap the kernels queued
+// before. Cost: one parallel copy of vals into pinned chunks, the
+// transfer, one event.
+func (g *gpuEngine) uploadValsBeside(b *devBatch, vals []uint64) error {
+	if len(vals) == 0 {
+		return nil
 	}
-	return b, err
+	if err := gpu.UploadStaged(g.up, g.in, b.vals, 0, vals); err != nil {
+		// Nothing on g.s waits for the copies queued so far: let them
+		// finish before the pool may reuse or free b.vals.
+		return errors.Join(err, g.in.Synchronize())
+	}
+	if g.valsEv == nil {
+		e, err := g.dev.NewEvent()
+		if err != nil {
+			return err
+		}
+		g.valsEv = e
+	}
+	return errors.Join(g.valsEv.Record(g.in), g.s.Wait(g.valsEv))
 }
 
 // drain completes the downloads queued on the down pipeline and
@@ -90,6 +123,7 @@ func readBack[T any](g *gpuEngine, b *gpu.Buffer[T], off, n int) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
+	g.trace.Synced()
 	if err := errors.Join(b.Read(g.s, off, h), g.s.Synchronize()); err != nil {
 		return nil, err
 	}
@@ -134,6 +168,7 @@ func (g *gpuEngine) readSpans(spans ...*gpu.Buffer[byte]) ([][]byte, error) {
 		}
 		o += (sp.Len() + 7) &^ 7
 	}
+	g.trace.Synced()
 	if err := g.s.Synchronize(); err != nil {
 		return nil, err
 	}

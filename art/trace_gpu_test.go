@@ -1,0 +1,75 @@
+package art
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/internal/gputest"
+)
+
+// TestGPUInsertTrace traces inserts of new and present keys into a built
+// tree with inner nodes below the root table (so that the insert has a
+// node round): the steps of the insert path are marked in order, the
+// device times run forward, every readback is counted, and the traced
+// engine's layout equals the CPU engine's.
+func TestGPUInsertTrace(t *testing.T) {
+	dev := gputest.Device(t)
+	gt, err := Open(Options{GPU: dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gt.Close()
+	ct, _ := Open(Options{Device: "cpu"})
+	g := gt.eng.(*gpuEngine)
+	g.trace = &engine.StepTrace{}
+	// 300000 keys take a root table of 65536 slots (width 2): about 4.6
+	// keys a slot, so most new keys go into inner nodes.
+	tk, tv := stepsKeys(0, 300000)
+	ik, iv := stepsKeys(280000, 100000) // 20000 present, 80000 new
+	for _, tr := range []*Tree{gt, ct} {
+		if err := tr.BuildKeys(tk, tv); err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.InsertKeys(ik, iv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps, err := g.trace.Steps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	syncs := 0
+	for i, s := range steps {
+		names = append(names, s.Name)
+		syncs += s.Syncs
+		if s.Device < 0 || (i > 0 && s.DeviceFrom < steps[i-1].DeviceFrom) {
+			t.Errorf("step %d (%s): device %v at %v", i, s.Name, s.Device, s.DeviceFrom)
+		}
+	}
+	t.Logf("\n%s", engine.FormatSteps(steps))
+	want := []string{"start", "upload", "values uploaded", "sort round 0", "classify", "group", "groups", "items",
+		"build round 0: plan", "build round 0: reserve", "build round 0: write", "entries", "node round: group",
+		"node round: plan", "node round: reserve", "node round: emit", "node round: write, frees", "root writes", "values", "done"}
+	at := 0
+	for _, n := range names {
+		if at < len(want) && n == want[at] {
+			at++
+		}
+	}
+	if at < len(want) {
+		t.Errorf("steps %s: want %q in this order (missing %q)", strings.Join(names, ", "), want, want[at])
+	}
+	if syncs < 2 {
+		t.Errorf("%d host synchronizations counted, want at least one readback and the end", syncs)
+	}
+	if gt.Len() != 380000 || gt.Width() != 2 {
+		t.Errorf("%d keys, width %d: want 380000, width 2", gt.Len(), gt.Width())
+	}
+	a, _ := gt.eng.snapshot()
+	b, _ := ct.eng.snapshot()
+	if err := equalStores(b, a); err != nil {
+		t.Fatalf("layouts differ (cpu, gpu): %v", err)
+	}
+}
