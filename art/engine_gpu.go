@@ -88,6 +88,12 @@ type gpuEngine struct {
 	// its speed has not been measured.
 	sortQueries bool
 
+	// queryChunk is the smallest chunk, in queries, of pipelined range
+	// calls into a pinned Result (queryChunkDefault; 0: not pipelined);
+	// pipeStats are the host's phases of the last one (ranges_pipe_gpu.go).
+	queryChunk int
+	pipeStats  queryPipeStats
+
 	// collectRanges answers bounded range and prefix queries with the
 	// earlier single-walk kernels (rangesSlots: aq_collect, aq_emit)
 	// instead of rangesCands; tests compare the two.
@@ -101,7 +107,7 @@ type gpuEngine struct {
 // newGPUEngine returns an empty tree on d. The kernels are compiled here,
 // so that a broken toolchain is reported by New.
 func newGPUEngine(d *gpu.Device, workers int) (backend, error) {
-	g := &gpuEngine{dev: d, workers: workers, chunkMin: pointChunkMin}
+	g := &gpuEngine{dev: d, workers: workers, chunkMin: pointChunkMin, queryChunk: queryChunkDefault}
 	var err error
 	if g.pe, err = prim.NewGPU(d); err != nil {
 		return nil, err

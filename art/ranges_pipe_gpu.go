@@ -1,0 +1,383 @@
+package art
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/par"
+)
+
+// Pipelined range calls. A bounded batch of range or prefix queries
+// (rangesCands' form) answered into a pinned Result (NewResult) is cut
+// into chunks of consecutive queries that run over queryStreams streams
+// in turn, so that the host's packing, the kernels and the transfers of
+// the answers overlap instead of running one after the other:
+//
+//   - the host sizes every chunk's bounds in one parallel pass (planQueries
+//     per chunk), then the workers pack the chunks, in order and a chunk
+//     each, into one pinned buffer, each signalling when its chunk is
+//     packed; there is no fan-out per chunk;
+//   - chunk c's upload, walk (aq_cands), trim (aq_trim), scan of its
+//     counts (aq_chunk_scan, one block) and the readback of its two totals
+//     are queued on stream c mod queryStreams as soon as it is packed;
+//   - then the host waits for chunk c-1's totals, places its answers after
+//     those of the chunks before it, queues its pairs (aq_pairs, with the
+//     earlier chunks' pairs and key bytes as bases, writing the call's
+//     query offsets) and the transfers of its answers straight into the
+//     Result's pinned arrays.
+//
+// A stream runs its chunks in order, so chunk c reuses the device buffers
+// of chunk c-queryStreams (set c mod queryStreams) only after that chunk's
+// answers have left. The answers are exactly those of the one-batch form:
+// a query's answer depends on nothing but the query.
+
+// Shape of a pipelined call: chunks of at least gpuEngine.queryChunk
+// queries (queryChunkDefault unless tests or benchmarks set it; 0 turns
+// the pipeline off) and at most queryChunksMax of them; a batch of fewer
+// than two chunks runs in one piece.
+const (
+	queryChunkDefault = 1 << 13
+	queryChunksMax    = 16
+	queryStreams      = 3
+)
+
+// queryPipeStats are the host's phases of the last pipelined call, for
+// benchmarks: Plan the sizing of the chunks, Packed the time until the
+// last chunk was packed, PackWait the launcher's waits for packed chunks,
+// TotWait its waits for chunks' totals, Chunks the chunks.
+type queryPipeStats struct {
+	Plan, Packed, PackWait, TotWait time.Duration
+	Chunks                          int
+}
+
+// queryChunks returns the chunk size and count of a pipelined call of Q
+// queries; one chunk means no pipeline.
+func (g *gpuEngine) queryChunks(Q int) (size, chunks int) {
+	if g.queryChunk <= 0 || Q < 2*g.queryChunk {
+		return Q, 1
+	}
+	size = max(g.queryChunk, (Q+queryChunksMax-1)/queryChunksMax)
+	chunks = (Q + size - 1) / size
+	size = (Q + chunks - 1) / chunks // balanced, none empty
+	return size, (Q + size - 1) / size
+}
+
+// streamLauncher queues kernels on one stream s (g.launch queues them on
+// the engine's stream): named launch, so that TestLaunchArguments checks
+// its calls against the kernels' signatures.
+type streamLauncher struct {
+	g *gpuEngine
+	s *gpu.Stream
+}
+
+// launch queues f over n items on l.s with the package's launch
+// configuration (one block for n up to kernelBlock).
+func (l streamLauncher) launch(f *gpu.Function, n int, args ...any) error {
+	if n <= 0 {
+		return nil
+	}
+	if err := f.Launch(l.s, grid(n), gpu.D1(kernelBlock), 0, args...); err != nil {
+		return fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// pipeChunk is one chunk of a pipelined call: its queries [lo, hi), its
+// packing plan and where its packed bounds lie in the pinned buffer.
+type pipeChunk struct {
+	lo, hi int
+	pack   queryPack
+	at     int
+}
+
+// planChunks sizes the bounds of the chunks of qs (size queries each) on
+// the workers, a chunk at a time, and places their packed layouts one
+// after the other. It returns the chunks, the pinned bytes they take and
+// the largest layout. Cost: one parallel pass over the queries' slice
+// headers.
+func planChunks(qs []Query, size, chunks, workers int) ([]pipeChunk, int, int, error) {
+	cs := make([]pipeChunk, chunks)
+	errs := make([]error, chunks)
+	par.For(chunks, 1, workers, func(a, b int) {
+		for c := a; c < b; c++ {
+			lo, hi := c*size, min(len(qs), (c+1)*size)
+			cs[c].lo, cs[c].hi = lo, hi
+			cs[c].pack, errs[c] = planQueries(qs[lo:hi], 1)
+		}
+	})
+	at, most := 0, 0
+	for c := range cs {
+		if errs[c] != nil {
+			return nil, 0, 0, errs[c]
+		}
+		cs[c].at = at
+		at += cs[c].pack.l.end
+		most = max(most, cs[c].pack.l.end)
+	}
+	return cs, at, most, nil
+}
+
+// pipeSet is the device buffers of one stream's chunks (set k of a call:
+// the pool buffers named with the suffix .k).
+type pipeSet struct {
+	in                 *gpu.Buffer[byte]
+	slots, cnt, byt    *gpu.Buffer[uint64]
+	ccnt               *gpu.Buffer[uint32]
+	ooffs              *gpu.Buffer[uint32]
+	ovals, qoff, total *gpu.Buffer[uint64]
+	okeys              string // the pool name of the pairs' key bytes, grown as chunks need
+}
+
+// pipeNeeds are the buffers of one set for chunks of up to size queries
+// with layouts of up to most bytes, limit pairs a query.
+func pipeNeeds(k, size, most, limit int) []gpu.Need {
+	sfx := fmt.Sprintf(".%d", k)
+	S := size * limit
+	return []gpu.Need{gpu.NeedOf[byte]("q.in"+sfx, most), gpu.NeedOf[uint64]("q.slots"+sfx, S), gpu.NeedOf[uint32]("q.ccnt"+sfx, size),
+		gpu.NeedOf[uint64]("q.cnt"+sfx, size+1), gpu.NeedOf[uint64]("q.bytes"+sfx, size+1), gpu.NeedOf[uint32]("q.ooffs"+sfx, S),
+		gpu.NeedOf[uint64]("q.ovals"+sfx, S), gpu.NeedOf[uint64]("q.qoff"+sfx, size), gpu.NeedOf[uint64]("q.total"+sfx, 2)}
+}
+
+// takeSet takes set k's buffers (pipeNeeds reserved).
+func (g *gpuEngine) takeSet(k, size, most, limit int) pipeSet {
+	sfx := fmt.Sprintf(".%d", k)
+	S := size * limit
+	return pipeSet{in: gpu.Take[byte](g.pool, "q.in"+sfx, most), slots: gpu.Take[uint64](g.pool, "q.slots"+sfx, S),
+		ccnt: gpu.Take[uint32](g.pool, "q.ccnt"+sfx, size), cnt: gpu.Take[uint64](g.pool, "q.cnt"+sfx, size+1),
+		byt: gpu.Take[uint64](g.pool, "q.bytes"+sfx, size+1), ooffs: gpu.Take[uint32](g.pool, "q.ooffs"+sfx, S),
+		ovals: gpu.Take[uint64](g.pool, "q.ovals"+sfx, S), qoff: gpu.Take[uint64](g.pool, "q.qoff"+sfx, size),
+		total: gpu.Take[uint64](g.pool, "q.total"+sfx, 2), okeys: "q.okeys" + sfx}
+}
+
+// Events of one chunk of a pipelined call: its kernels start, its totals
+// read back, its pairs queued, its pairs written, its answers transferred.
+const (
+	pipeWalk = iota
+	pipeTotals
+	pipePairs
+	pipeWritten
+	pipeOut
+	pipeEvents
+)
+
+// rangesPiped answers the bounded queries qs (limit pairs each at most,
+// descending when dsc is 1) into the pinned Result r in chunks of size
+// queries, chunks of them (see the top of this file). LastBatch's Upload
+// is the host's packing until the last chunk was packed, Work the
+// kernels' device time, Download the answers' transfers' (all three
+// overlap each other). Cost: one parallel pass sizing the bounds, one
+// packing them (overlapping the device), the kernels of rangesCands per
+// chunk, the answers over the bus once straight into r, about twenty
+// driver calls and one wait per chunk.
+func (g *gpuEngine) rangesPiped(r *Result, qs []Query, limit int, dsc int32, size, chunks int) (res *Result, err error) {
+	t0 := time.Now()
+	Q := len(qs)
+	streams := [queryStreams]*gpu.Stream{g.s, g.in, g.out}
+	idle := func() error {
+		return errors.Join(g.s.Synchronize(), g.in.Synchronize(), g.out.Synchronize())
+	}
+	g.down.Discard()
+	st := queryPipeStats{Chunks: chunks}
+	cs, pinBytes, most, err := planChunks(qs, size, chunks, g.workers)
+	if err != nil {
+		return nil, err
+	}
+	st.Plan = time.Since(t0)
+	h, err := gpu.Host[byte](g.pool, "host.q", pinBytes)
+	if err != nil {
+		return nil, err
+	}
+	tot, err := gpu.Host[uint64](g.pool, "host.qtotals", 2*chunks)
+	if err != nil {
+		return nil, err
+	}
+	// The workers pack the chunks in order, closing packed[c] when chunk c
+	// is in h; every return below waits for them (h is reused next call).
+	packed := make([]chan struct{}, chunks)
+	for c := range packed {
+		packed[c] = make(chan struct{})
+	}
+	var packers sync.WaitGroup
+	var packedAt time.Duration
+	packers.Go(func() {
+		par.For(chunks, 1, g.workers, func(a, b int) {
+			for c := a; c < b; c++ {
+				ch := &cs[c]
+				ch.pack.fill(h[ch.at:ch.at+ch.pack.l.end], qs[ch.lo:ch.hi])
+				close(packed[c])
+			}
+		})
+		packedAt = time.Since(t0)
+	})
+	defer func() {
+		packers.Wait()
+		if err != nil {
+			err = errors.Join(err, idle())
+		}
+	}()
+	var needs []gpu.Need
+	for k := range queryStreams {
+		needs = append(needs, pipeNeeds(k, size, most, limit)...)
+	}
+	if err := g.pool.Reserve(needs...); err != nil {
+		return nil, err
+	}
+	var sets [queryStreams]pipeSet
+	for k := range sets {
+		sets[k] = g.takeSet(k, size, most, limit)
+	}
+	for len(g.kev) < pipeEvents*chunks+1 {
+		e, err := g.dev.NewEvent()
+		if err != nil {
+			return nil, err
+		}
+		g.kev = append(g.kev, e)
+	}
+	ev := func(c, i int) *gpu.Event { return g.kev[1+pipeEvents*c+i] }
+	// The other streams start after the engine's stream's work so far and
+	// the descriptor.
+	if err := g.setDesc(g.t, nil); err != nil {
+		return nil, err
+	}
+	if err := g.kev[0].Record(g.s); err != nil {
+		return nil, err
+	}
+	for _, s := range streams[1:] {
+		if err := s.Wait(g.kev[0]); err != nil {
+			return nil, err
+		}
+	}
+	// The Result's arrays: the query offsets sized now (no transfer uses
+	// them yet), the pairs' arrays as held and grown as chunks need.
+	offsets, err := pinArray[int](r, "offsets", Q+1)
+	if err != nil {
+		return nil, fmt.Errorf("pinning the answers: %w", err)
+	}
+	keys, err := pinHeld[byte](r, "keys")
+	if err != nil {
+		return nil, fmt.Errorf("pinning the answers: %w", err)
+	}
+	koffs, err := pinHeld[uint32](r, "offs")
+	if err != nil {
+		return nil, fmt.Errorf("pinning the answers: %w", err)
+	}
+	vals, err := pinHeld[uint64](r, "values")
+	if err != nil {
+		return nil, fmt.Errorf("pinning the answers: %w", err)
+	}
+
+	// walk queues chunk c up to the readback of its totals.
+	walk := func(c int) error {
+		w := time.Now()
+		<-packed[c]
+		st.PackWait += time.Since(w)
+		ch, set, s := &cs[c], &sets[c%queryStreams], streams[c%queryStreams]
+		n, l := ch.hi-ch.lo, ch.pack.l
+		if err := set.in.Write(s, 0, h[ch.at:ch.at+l.end]); err != nil {
+			return err
+		}
+		loB, hiB := ch.pack.loAt[1], ch.pack.hiAt[1]
+		lod, loo := gpu.View[byte](set.in, l.loData, max(1, loB)), gpu.View[uint32](set.in, 0, n+1)
+		hid, hio := gpu.View[byte](set.in, l.hiData, max(1, hiB)), gpu.View[uint32](set.in, l.hiOffs, n+1)
+		hb := gpu.View[uint8](set.in, l.has, n)
+		sl := streamLauncher{g, s}
+		return firstErr(ev(c, pipeWalk).Record(s),
+			sl.launch(g.k.qCands, n, g.descBuf, uint64(n), nullPtr, lod, loo, hid, hio, hb, uint64(limit), int32(dsc), set.slots, set.ccnt),
+			sl.launch(g.k.qTrim, (n+1)*warpSize, g.descBuf, uint64(n), lod, loo, hid, hio, hb, uint64(limit), int32(dsc), set.slots, set.ccnt,
+				set.cnt, set.byt),
+			sl.launch(g.k.qChunkScan, kernelBlock, uint64(n+1), set.cnt, set.byt, set.total),
+			set.total.Read(s, 0, tot[2*c:2*c+2]),
+			ev(c, pipeTotals).Record(s))
+	}
+	// answer waits for chunk c's totals, places its answers after the
+	// chunks before it (P pairs, B key bytes) and queues its pairs and
+	// their transfers into the Result.
+	P, B := 0, 0
+	answer := func(c int) error {
+		w := time.Now()
+		if err := ev(c, pipeTotals).Synchronize(); err != nil {
+			return err
+		}
+		st.TotWait += time.Since(w)
+		ch, set, s := &cs[c], &sets[c%queryStreams], streams[c%queryStreams]
+		n := ch.hi - ch.lo
+		pairs, bytes := int(tot[2*c]), int(tot[2*c+1])
+		if uint64(B)+uint64(bytes) > math.MaxUint32 {
+			return fmt.Errorf("%d key bytes in the answers: at most %d per call", uint64(B)+uint64(bytes), uint64(math.MaxUint32))
+		}
+		if held := g.pool.Held(set.okeys); held == nil || held.Len() < bytes {
+			// Grown for this chunk's bytes a pair at most a chunk's
+			// pairs (the pool adds its headroom).
+			want := max(bytes, int(min(uint64(math.MaxUint32), uint64(bytes)*uint64(size*limit)/uint64(max(1, pairs)))))
+			if err := errors.Join(idle(), g.pool.Reserve(gpu.NeedOf[byte](set.okeys, want))); err != nil {
+				return err
+			}
+		}
+		okeys := gpu.Take[byte](g.pool, set.okeys, bytes)
+		// The pinned arrays grown with room for the rest of the call at
+		// the rate so far.
+		rest := func(n int) int { return int(uint64(n) * uint64(Q) / uint64(ch.hi)) }
+		var err error
+		if keys, err = pinGrow(r, "keys", keys, B+bytes, rest(B+bytes), B, idle); err != nil {
+			return fmt.Errorf("pinning the answers: %w", err)
+		}
+		if koffs, err = pinGrow(r, "offs", koffs, P+pairs+1, min(Q*limit+1, rest(P+pairs)+1), P, idle); err != nil {
+			return fmt.Errorf("pinning the answers: %w", err)
+		}
+		if vals, err = pinGrow(r, "values", vals, P+pairs, min(Q*limit, rest(P+pairs)), P, idle); err != nil {
+			return fmt.Errorf("pinning the answers: %w", err)
+		}
+		sl := streamLauncher{g, s}
+		err = firstErr(ev(c, pipePairs).Record(s),
+			sl.launch(g.k.qPairs, n*warpSize, g.descBuf, uint64(n), uint64(limit), set.slots, set.cnt, set.byt, okeys, set.ooffs, set.ovals,
+				uint64(P), uint64(B), set.qoff),
+			ev(c, pipeWritten).Record(s),
+			set.qoff.Read(s, 0, offsetWords(offsets[ch.lo:ch.hi])),
+			okeys.Read(s, 0, keys[B:B+bytes]),
+			set.ooffs.Read(s, 0, koffs[P:P+pairs]),
+			set.ovals.Read(s, 0, vals[P:P+pairs]),
+			ev(c, pipeOut).Record(s))
+		P += pairs
+		B += bytes
+		return err
+	}
+	for c := 0; c <= chunks; c++ {
+		if c < chunks {
+			if err := walk(c); err != nil {
+				return nil, fmt.Errorf("walk: %w", err)
+			}
+		}
+		if c > 0 {
+			if err := answer(c - 1); err != nil {
+				return nil, fmt.Errorf("pairs: %w", err)
+			}
+		}
+	}
+	if err := idle(); err != nil {
+		return nil, err
+	}
+	offsets[Q] = P
+	r.Offsets, r.Keys.Data, r.Keys.Offs, r.Values = offsets, keys[:B], koffs[:P+1], vals[:P]
+	r.Keys.Offs[P] = uint32(B)
+	var work, down time.Duration
+	for c := range chunks {
+		for _, ph := range [][2]int{{pipeWalk, pipeTotals}, {pipePairs, pipeWritten}} {
+			if d, err := gpu.Elapsed(ev(c, ph[0]), ev(c, ph[1])); err == nil && d > 0 {
+				work += d
+			}
+		}
+		if d, err := gpu.Elapsed(ev(c, pipeWritten), ev(c, pipeOut)); err == nil && d > 0 {
+			down += d
+		}
+	}
+	packers.Wait()
+	st.Packed = packedAt
+	g.pipeStats = st
+	g.last.Set(engine.Timings{Op: "ranges", Items: Q, Upload: st.Packed, Work: work, Download: down, Total: time.Since(t0)})
+	return r, nil
+}
