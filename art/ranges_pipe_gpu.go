@@ -67,6 +67,31 @@ func (g *gpuEngine) queryChunks(Q int) (size, chunks int) {
 	return size, (Q + size - 1) / size
 }
 
+// chunkBounds returns the query bounds of a pipelined call's chunks (Q
+// queries, chunks of size): a lead chunk of a quarter of size, so that
+// the first answers start across the bus sooner, then the rest in
+// balanced chunks of at most size. Chunk c is [b[c], b[c+1]).
+func chunkBounds(Q, size, chunks int) []int {
+	lead := max(1, size/4)
+	if chunks < 3 || lead >= Q {
+		b := make([]int, chunks+1)
+		for c := range b {
+			b[c] = min(Q, c*size)
+		}
+		return b
+	}
+	rest := Q - lead
+	m := (rest + size - 1) / size
+	per := (rest + m - 1) / m
+	b := []int{0}
+	for at := lead; ; at += per {
+		b = append(b, min(Q, at))
+		if at >= Q {
+			return b
+		}
+	}
+}
+
 // streamLauncher queues kernels on one stream s (g.launch queues them on
 // the engine's stream): named launch, so that TestLaunchArguments checks
 // its calls against the kernels' signatures.
@@ -95,17 +120,18 @@ type pipeChunk struct {
 	at     int
 }
 
-// planChunks sizes the bounds of the chunks of qs (size queries each) on
-// the workers, a chunk at a time, and places their packed layouts one
-// after the other. It returns the chunks, the pinned bytes they take and
-// the largest layout. Cost: one parallel pass over the queries' slice
-// headers.
-func planChunks(qs []Query, size, chunks, workers int) ([]pipeChunk, int, int, error) {
+// planChunks sizes the bounds of the chunks of qs (chunk c: queries
+// [bounds[c], bounds[c+1])) on the workers, a chunk at a time, and places
+// their packed layouts one after the other. It returns the chunks, the
+// pinned bytes they take and the largest layout. Cost: one parallel pass
+// over the queries' slice headers.
+func planChunks(qs []Query, bounds []int, workers int) ([]pipeChunk, int, int, error) {
+	chunks := len(bounds) - 1
 	cs := make([]pipeChunk, chunks)
 	errs := make([]error, chunks)
 	par.For(chunks, 1, workers, func(a, b int) {
 		for c := a; c < b; c++ {
-			lo, hi := c*size, min(len(qs), (c+1)*size)
+			lo, hi := bounds[c], bounds[c+1]
 			cs[c].lo, cs[c].hi = lo, hi
 			cs[c].pack, errs[c] = planQueries(qs[lo:hi], 1)
 		}
@@ -182,11 +208,12 @@ func (g *gpuEngine) rangesPiped(r *Result, qs []Query, limit int, dsc int32, siz
 		return errors.Join(g.s.Synchronize(), g.in.Synchronize(), g.out.Synchronize())
 	}
 	g.down.Discard()
-	st := queryPipeStats{Chunks: chunks}
-	cs, pinBytes, most, err := planChunks(qs, size, chunks, g.workers)
+	cs, pinBytes, most, err := planChunks(qs, chunkBounds(Q, size, chunks), g.workers)
 	if err != nil {
 		return nil, err
 	}
+	chunks = len(cs)
+	st := queryPipeStats{Chunks: chunks}
 	st.Plan = time.Since(t0)
 	h, err := gpu.Host[byte](g.pool, "host.q", pinBytes)
 	if err != nil {

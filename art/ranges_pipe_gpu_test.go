@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/warpkv/warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // TestQueryChunks checks, without a GPU, the cut of a pipelined call:
@@ -38,16 +39,26 @@ func TestQueryChunks(t *testing.T) {
 			qs[i].Hi = randomBytes(r, 0, 20, nil)
 		}
 	}
-	const size = 128
-	chunks := (len(qs) + size - 1) / size
-	cs, bytes, most, err := planChunks(qs, size, chunks, 4)
+	for _, c := range []struct{ q, size, chunks int }{{1000, 128, 8}, {1000, 500, 2}, {3, 1, 3}, {1 << 16, 4096, 16}, {1<<16 + 5, 8192, 9}} {
+		b := chunkBounds(c.q, c.size, c.chunks)
+		if b[0] != 0 || b[len(b)-1] != c.q || len(b)-1 < c.chunks || len(b)-1 > c.chunks+1 {
+			t.Fatalf("%+v: bounds %v", c, b)
+		}
+		for i := 1; i < len(b); i++ {
+			if b[i] <= b[i-1] || b[i]-b[i-1] > c.size {
+				t.Fatalf("%+v: bounds %v: chunk %d", c, b, i-1)
+			}
+		}
+	}
+	bounds := chunkBounds(len(qs), 128, 8)
+	cs, bytes, most, err := planChunks(qs, bounds, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := make([]byte, bytes)
 	at := 0
 	for c, ch := range cs {
-		if ch.lo != c*size || ch.hi != min(len(qs), (c+1)*size) || ch.at != at || ch.at%8 != 0 || ch.pack.l.end > most {
+		if ch.lo != bounds[c] || ch.hi != bounds[c+1] || ch.at != at || ch.at%8 != 0 || ch.pack.l.end > most {
 			t.Fatalf("chunk %d: %+v (at %d)", c, ch, at)
 		}
 		ch.pack.fill(h[ch.at:ch.at+ch.pack.l.end], qs[ch.lo:ch.hi])
@@ -155,7 +166,7 @@ func TestPipedRanges(t *testing.T) {
 				if err != nil || got != pinned {
 					t.Fatalf("%s: %v (same Result %v)", name, err, got == pinned)
 				}
-				if _, chunks := g.queryChunks(Q); chunks > 1 && g.pipeStats.Chunks != chunks {
+				if size, chunks := g.queryChunks(Q); chunks > 1 && g.pipeStats.Chunks != len(chunkBounds(Q, size, chunks))-1 {
 					t.Fatalf("%s: %d chunks expected, the last pipelined call had %d", name, chunks, g.pipeStats.Chunks)
 				}
 				if !slices.Equal(got.Offsets, whole.Offsets) || !slices.Equal(got.Values, whole.Values) ||
@@ -253,4 +264,60 @@ func BenchmarkGPURangeCalls(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkQueryPacking times, on the host alone, what packing a batch of
+// 64Ki range queries (16-byte lower bounds, no upper bound) into pinned
+// layout costs: sizing the bounds (planQueries) and copying them (fill)
+// on 1 and on GOMAXPROCS workers, an empty fan-out over GOMAXPROCS
+// goroutines (par.Ranges, the floor of every parallel pass), and the
+// pipelined call's sizing of its chunks (planChunks) and packing of one
+// chunk of 8192 queries on one goroutine.
+func BenchmarkQueryPacking(b *testing.B) {
+	const Q = 1 << 16
+	kb, _, _ := benchKeys(Q, 16)
+	qs := make([]Query, Q)
+	for i := range qs {
+		qs[i] = Query{Lo: kb.At(i)}
+	}
+	workers := par.Workers(0)
+	for _, w := range []int{1, workers} {
+		p, err := planQueries(qs, w)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h := make([]byte, p.l.end)
+		b.Run(fmt.Sprintf("plan/workers=%d", w), func(b *testing.B) {
+			for b.Loop() {
+				_, _ = planQueries(qs, w)
+			}
+		})
+		b.Run(fmt.Sprintf("fill/workers=%d", w), func(b *testing.B) {
+			for b.Loop() {
+				p.fill(h, qs)
+			}
+		})
+	}
+	b.Run(fmt.Sprintf("fanout/parts=%d", workers), func(b *testing.B) {
+		for b.Loop() {
+			par.Ranges(Q, workers, func(int, int, int) {})
+		}
+	})
+	bounds := chunkBounds(Q, 8192, 8)
+	b.Run("chunks/plan", func(b *testing.B) {
+		for b.Loop() {
+			_, _, _, _ = planChunks(qs, bounds, workers)
+		}
+	})
+	cs, bytes, _, err := planChunks(qs, bounds, workers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := make([]byte, bytes)
+	ch := cs[1]
+	b.Run("chunks/fill8192", func(b *testing.B) {
+		for b.Loop() {
+			ch.pack.fill(h[ch.at:ch.at+ch.pack.l.end], qs[ch.lo:ch.hi])
+		}
+	})
 }
