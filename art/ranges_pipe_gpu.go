@@ -244,7 +244,10 @@ func (g *gpuEngine) rangesPiped(r *Result, qs []Query, limit int, dsc int32, siz
 	defer func() {
 		packers.Wait()
 		if err != nil {
+			// r's arrays may be views of pinned arrays grown (freed)
+			// since: r answers nothing after a failed call.
 			err = errors.Join(err, idle())
+			r.Offsets, r.Keys, r.Values = nil, Keys{}, nil
 		}
 	}()
 	var needs []gpu.Need
