@@ -90,9 +90,11 @@ type gpuEngine struct {
 
 	// queryChunk is the smallest chunk, in queries, of pipelined range
 	// calls into a pinned Result (queryChunkDefault; 0: not pipelined);
-	// pipeStats are the host's phases of the last one (ranges_pipe_gpu.go).
-	queryChunk int
-	pipeStats  queryPipeStats
+	// queryStride is the pinned packing room of their chunks (the largest
+	// chunk layout so far); pipeStats are the host's phases of the last
+	// one (ranges_pipe_gpu.go).
+	queryChunk, queryStride int
+	pipeStats               queryPipeStats
 
 	// collectRanges answers bounded range and prefix queries with the
 	// earlier single-walk kernels (rangesSlots: aq_collect, aq_emit)

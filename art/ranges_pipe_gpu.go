@@ -18,10 +18,13 @@ import (
 // in turn, so that the host's packing, the kernels and the transfers of
 // the answers overlap instead of running one after the other:
 //
-//   - the host sizes every chunk's bounds in one parallel pass (planQueries
-//     per chunk), then the workers pack the chunks, in order and a chunk
-//     each, into one pinned buffer, each signalling when its chunk is
-//     packed; there is no fan-out per chunk;
+//   - the workers size and pack the chunks, in order and a chunk each
+//     (planQueries and fill on one goroutine: no fan-out per chunk), into
+//     one pinned buffer with room for queryStride bytes a chunk (the
+//     largest chunk layout of the calls before), each signalling when its
+//     chunk is packed; a chunk that does not fit is packed by the launcher
+//     into a pinned buffer of its own, and the room grows for the next
+//     call;
 //   - chunk c's upload, walk (aq_cands), trim (aq_trim), scan of its
 //     counts (aq_chunk_scan, one block) and the readback of its two totals
 //     are queued on stream c mod queryStreams as soon as it is packed;
@@ -47,12 +50,13 @@ const (
 )
 
 // queryPipeStats are the host's phases of the last pipelined call, for
-// benchmarks: Plan the sizing of the chunks, Packed the time until the
-// last chunk was packed, PackWait the launcher's waits for packed chunks,
-// TotWait its waits for chunks' totals, Chunks the chunks.
+// benchmarks: Packed the time until the last chunk was packed, PackWait
+// the launcher's waits for packed chunks, TotWait its waits for chunks'
+// totals, Chunks the chunks, Unfit those that did not fit the packing
+// room (packed by the launcher).
 type queryPipeStats struct {
-	Plan, Packed, PackWait, TotWait time.Duration
-	Chunks                          int
+	Packed, PackWait, TotWait time.Duration
+	Chunks, Unfit             int
 }
 
 // queryChunks returns the chunk size and count of a pipelined call of Q
@@ -113,45 +117,32 @@ func (l streamLauncher) launch(f *gpu.Function, n int, args ...any) error {
 }
 
 // pipeChunk is one chunk of a pipelined call: its queries [lo, hi), its
-// packing plan and where its packed bounds lie in the pinned buffer.
+// packing plan, and whether it was packed into its room of the pinned
+// buffer (fits) or must be packed by the launcher; err is a sizing error.
 type pipeChunk struct {
 	lo, hi int
 	pack   queryPack
-	at     int
+	fits   bool
+	err    error
 }
 
-// planChunks sizes the bounds of the chunks of qs (chunk c: queries
-// [bounds[c], bounds[c+1])) on the workers, a chunk at a time, and places
-// their packed layouts one after the other. It returns the chunks, the
-// pinned bytes they take and the largest layout. Cost: one parallel pass
-// over the queries' slice headers.
-func planChunks(qs []Query, bounds []int, workers int) ([]pipeChunk, int, int, error) {
-	chunks := len(bounds) - 1
-	cs := make([]pipeChunk, chunks)
-	errs := make([]error, chunks)
-	par.For(chunks, 1, workers, func(a, b int) {
-		for c := a; c < b; c++ {
-			lo, hi := bounds[c], bounds[c+1]
-			cs[c].lo, cs[c].hi = lo, hi
-			cs[c].pack, errs[c] = planQueries(qs[lo:hi], 1)
-		}
-	})
-	at, most := 0, 0
-	for c := range cs {
-		if errs[c] != nil {
-			return nil, 0, 0, errs[c]
-		}
-		cs[c].at = at
-		at += cs[c].pack.l.end
-		most = max(most, cs[c].pack.l.end)
+// packChunk sizes the bounds of queries [lo, hi) of qs and, when their
+// layout fits room (len(room) bytes, 8-byte aligned), packs them into it,
+// on the calling goroutine. Cost: one pass over the chunk's slice headers,
+// and when it fits a second copying the bounds.
+func packChunk(qs []Query, lo, hi int, room []byte) pipeChunk {
+	ch := pipeChunk{lo: lo, hi: hi}
+	if ch.pack, ch.err = planQueries(qs[lo:hi], 1); ch.err == nil && ch.pack.l.end <= len(room) {
+		ch.pack.fill(room[:ch.pack.l.end], qs[lo:hi])
+		ch.fits = true
 	}
-	return cs, at, most, nil
+	return ch
 }
 
 // pipeSet is the device buffers of one stream's chunks (set k of a call:
 // the pool buffers named with the suffix .k).
 type pipeSet struct {
-	in                 *gpu.Buffer[byte]
+	in                 string // the pool name of the packed bounds, grown as chunks need
 	slots, cnt, byt    *gpu.Buffer[uint64]
 	ccnt               *gpu.Buffer[uint32]
 	ooffs              *gpu.Buffer[uint32]
@@ -159,21 +150,22 @@ type pipeSet struct {
 	okeys              string // the pool name of the pairs' key bytes, grown as chunks need
 }
 
-// pipeNeeds are the buffers of one set for chunks of up to size queries
-// with layouts of up to most bytes, limit pairs a query.
-func pipeNeeds(k, size, most, limit int) []gpu.Need {
+// pipeNeeds are the buffers of one set for chunks of up to size queries,
+// limit pairs a query (the packed bounds, q.in.k, are reserved as chunks
+// need).
+func pipeNeeds(k, size, limit int) []gpu.Need {
 	sfx := fmt.Sprintf(".%d", k)
 	S := size * limit
-	return []gpu.Need{gpu.NeedOf[byte]("q.in"+sfx, most), gpu.NeedOf[uint64]("q.slots"+sfx, S), gpu.NeedOf[uint32]("q.ccnt"+sfx, size),
+	return []gpu.Need{gpu.NeedOf[uint64]("q.slots"+sfx, S), gpu.NeedOf[uint32]("q.ccnt"+sfx, size),
 		gpu.NeedOf[uint64]("q.cnt"+sfx, size+1), gpu.NeedOf[uint64]("q.bytes"+sfx, size+1), gpu.NeedOf[uint32]("q.ooffs"+sfx, S),
 		gpu.NeedOf[uint64]("q.ovals"+sfx, S), gpu.NeedOf[uint64]("q.qoff"+sfx, size), gpu.NeedOf[uint64]("q.total"+sfx, 2)}
 }
 
 // takeSet takes set k's buffers (pipeNeeds reserved).
-func (g *gpuEngine) takeSet(k, size, most, limit int) pipeSet {
+func (g *gpuEngine) takeSet(k, size, limit int) pipeSet {
 	sfx := fmt.Sprintf(".%d", k)
 	S := size * limit
-	return pipeSet{in: gpu.Take[byte](g.pool, "q.in"+sfx, most), slots: gpu.Take[uint64](g.pool, "q.slots"+sfx, S),
+	return pipeSet{in: "q.in" + sfx, slots: gpu.Take[uint64](g.pool, "q.slots"+sfx, S),
 		ccnt: gpu.Take[uint32](g.pool, "q.ccnt"+sfx, size), cnt: gpu.Take[uint64](g.pool, "q.cnt"+sfx, size+1),
 		byt: gpu.Take[uint64](g.pool, "q.bytes"+sfx, size+1), ooffs: gpu.Take[uint32](g.pool, "q.ooffs"+sfx, S),
 		ovals: gpu.Take[uint64](g.pool, "q.ovals"+sfx, S), qoff: gpu.Take[uint64](g.pool, "q.qoff"+sfx, size),
@@ -192,14 +184,15 @@ const (
 )
 
 // rangesPiped answers the bounded queries qs (limit pairs each at most,
-// descending when dsc is 1) into the pinned Result r in chunks of size
-// queries, chunks of them (see the top of this file). LastBatch's Upload
-// is the host's packing until the last chunk was packed, Work the
-// kernels' device time, Download the answers' transfers' (all three
-// overlap each other). Cost: one parallel pass sizing the bounds, one
-// packing them (overlapping the device), the kernels of rangesCands per
-// chunk, the answers over the bus once straight into r, about twenty
-// driver calls and one wait per chunk.
+// descending when dsc is 1) into the pinned Result r in chunks of up to
+// size queries, about chunks of them (see the top of this file).
+// LastBatch's Upload is the host's packing until the last chunk was
+// packed, Work the kernels' device time, Download the answers' transfers'
+// (all three overlap each other). Cost: one parallel pass sizing and
+// packing the bounds (overlapping the device; serial on the launcher for
+// chunks larger than any before), the kernels of rangesCands per chunk,
+// the answers over the bus once straight into r, about twenty driver
+// calls and one wait per chunk.
 func (g *gpuEngine) rangesPiped(r *Result, qs []Query, limit int, dsc int32, size, chunks int) (res *Result, err error) {
 	t0 := time.Now()
 	Q := len(qs)
@@ -208,14 +201,11 @@ func (g *gpuEngine) rangesPiped(r *Result, qs []Query, limit int, dsc int32, siz
 		return errors.Join(g.s.Synchronize(), g.in.Synchronize(), g.out.Synchronize())
 	}
 	g.down.Discard()
-	cs, pinBytes, most, err := planChunks(qs, chunkBounds(Q, size, chunks), g.workers)
-	if err != nil {
-		return nil, err
-	}
-	chunks = len(cs)
+	bounds := chunkBounds(Q, size, chunks)
+	chunks = len(bounds) - 1
 	st := queryPipeStats{Chunks: chunks}
-	st.Plan = time.Since(t0)
-	h, err := gpu.Host[byte](g.pool, "host.q", pinBytes)
+	stride := g.queryStride
+	h, err := gpu.Host[byte](g.pool, "host.q", chunks*stride)
 	if err != nil {
 		return nil, err
 	}
@@ -223,8 +213,10 @@ func (g *gpuEngine) rangesPiped(r *Result, qs []Query, limit int, dsc int32, siz
 	if err != nil {
 		return nil, err
 	}
-	// The workers pack the chunks in order, closing packed[c] when chunk c
-	// is in h; every return below waits for them (h is reused next call).
+	// The workers pack the chunks in order, chunk c into h[c*stride:],
+	// closing packed[c] when it is sized and, if it fits, packed; every
+	// return below waits for them (h is reused next call).
+	cs := make([]pipeChunk, chunks)
 	packed := make([]chan struct{}, chunks)
 	for c := range packed {
 		packed[c] = make(chan struct{})
@@ -234,8 +226,7 @@ func (g *gpuEngine) rangesPiped(r *Result, qs []Query, limit int, dsc int32, siz
 	packers.Go(func() {
 		par.For(chunks, 1, g.workers, func(a, b int) {
 			for c := a; c < b; c++ {
-				ch := &cs[c]
-				ch.pack.fill(h[ch.at:ch.at+ch.pack.l.end], qs[ch.lo:ch.hi])
+				cs[c] = packChunk(qs, bounds[c], bounds[c+1], h[c*stride:(c+1)*stride])
 				close(packed[c])
 			}
 		})
@@ -252,14 +243,14 @@ func (g *gpuEngine) rangesPiped(r *Result, qs []Query, limit int, dsc int32, siz
 	}()
 	var needs []gpu.Need
 	for k := range queryStreams {
-		needs = append(needs, pipeNeeds(k, size, most, limit)...)
+		needs = append(needs, pipeNeeds(k, size, limit)...)
 	}
 	if err := g.pool.Reserve(needs...); err != nil {
 		return nil, err
 	}
 	var sets [queryStreams]pipeSet
 	for k := range sets {
-		sets[k] = g.takeSet(k, size, most, limit)
+		sets[k] = g.takeSet(k, size, limit)
 	}
 	for len(g.kev) < pipeEvents*chunks+1 {
 		e, err := g.dev.NewEvent()
@@ -302,19 +293,44 @@ func (g *gpuEngine) rangesPiped(r *Result, qs []Query, limit int, dsc int32, siz
 	}
 
 	// walk queues chunk c up to the readback of its totals.
+	most := stride // the largest layout of the call
 	walk := func(c int) error {
 		w := time.Now()
 		<-packed[c]
 		st.PackWait += time.Since(w)
 		ch, set, s := &cs[c], &sets[c%queryStreams], streams[c%queryStreams]
+		if ch.err != nil {
+			return ch.err
+		}
 		n, l := ch.hi-ch.lo, ch.pack.l
-		if err := set.in.Write(s, 0, h[ch.at:ch.at+l.end]); err != nil {
+		most = max(most, l.end)
+		var src []byte
+		if ch.fits {
+			src = h[c*stride : c*stride+l.end]
+		} else {
+			// Packed here into a pinned buffer of the chunk's own (kept
+			// in the pool: chunk c's while its upload may be in flight).
+			st.Unfit++
+			x, err := gpu.Host[byte](g.pool, fmt.Sprintf("host.q.%d", c), l.end)
+			if err != nil {
+				return err
+			}
+			ch.pack.fill(x, qs[ch.lo:ch.hi])
+			src = x
+		}
+		if held := g.pool.Held(set.in); held == nil || held.Len() < l.end {
+			if err := errors.Join(idle(), g.pool.Reserve(gpu.NeedOf[byte](set.in, max(l.end, stride)))); err != nil {
+				return err
+			}
+		}
+		in := gpu.Take[byte](g.pool, set.in, l.end)
+		if err := in.Write(s, 0, src); err != nil {
 			return err
 		}
 		loB, hiB := ch.pack.loAt[1], ch.pack.hiAt[1]
-		lod, loo := gpu.View[byte](set.in, l.loData, max(1, loB)), gpu.View[uint32](set.in, 0, n+1)
-		hid, hio := gpu.View[byte](set.in, l.hiData, max(1, hiB)), gpu.View[uint32](set.in, l.hiOffs, n+1)
-		hb := gpu.View[uint8](set.in, l.has, n)
+		lod, loo := gpu.View[byte](in, l.loData, max(1, loB)), gpu.View[uint32](in, 0, n+1)
+		hid, hio := gpu.View[byte](in, l.hiData, max(1, hiB)), gpu.View[uint32](in, l.hiOffs, n+1)
+		hb := gpu.View[uint8](in, l.has, n)
 		sl := streamLauncher{g, s}
 		return firstErr(ev(c, pipeWalk).Record(s),
 			sl.launch(g.k.qCands, n, g.descBuf, uint64(n), nullPtr, lod, loo, hid, hio, hb, uint64(limit), int32(dsc), set.slots, set.ccnt),
@@ -408,6 +424,14 @@ func (g *gpuEngine) rangesPiped(r *Result, qs []Query, limit int, dsc int32, siz
 	packers.Wait()
 	st.Packed = packedAt
 	g.pipeStats = st
+	if most > stride {
+		// The next call packs chunks of this call's shape on the
+		// workers, into room pinned now rather than in its time.
+		g.queryStride = most
+		if _, err := gpu.Host[byte](g.pool, "host.q", chunks*most); err != nil {
+			return nil, err
+		}
+	}
 	g.last.Set(engine.Timings{Op: "ranges", Items: Q, Upload: st.Packed, Work: work, Download: down, Total: time.Since(t0)})
 	return r, nil
 }

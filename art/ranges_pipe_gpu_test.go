@@ -13,8 +13,9 @@ import (
 // TestQueryChunks checks, without a GPU, the cut of a pipelined call:
 // the chunks cover the queries in order, none empty, at most
 // queryChunksMax, each at least queryChunk queries (but for the rounding
-// of the balance); and that planChunks' layouts lie one after the other,
-// each packing its chunk's bounds as planQueries and fill pack them.
+// of the balance); chunkBounds' lead chunk and the rest; and that
+// packChunk packs a chunk into a room large enough as planQueries and fill
+// pack it, and writes nothing into a room too small.
 func TestQueryChunks(t *testing.T) {
 	g := &gpuEngine{}
 	for _, c := range []struct{ chunk, q int }{{0, 100000}, {100, 199}, {100, 200}, {100, 1000}, {1000, 1 << 16}, {8192, 1 << 16},
@@ -51,30 +52,30 @@ func TestQueryChunks(t *testing.T) {
 		}
 	}
 	bounds := chunkBounds(len(qs), 128, 8)
-	cs, bytes, most, err := planChunks(qs, bounds, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := make([]byte, bytes)
-	at := 0
-	for c, ch := range cs {
-		if ch.lo != bounds[c] || ch.hi != bounds[c+1] || ch.at != at || ch.at%8 != 0 || ch.pack.l.end > most {
-			t.Fatalf("chunk %d: %+v (at %d)", c, ch, at)
-		}
-		ch.pack.fill(h[ch.at:ch.at+ch.pack.l.end], qs[ch.lo:ch.hi])
-		want, err := planQueries(qs[ch.lo:ch.hi], 1)
+	for c := range len(bounds) - 1 {
+		lo, hi := bounds[c], bounds[c+1]
+		want, err := planQueries(qs[lo:hi], 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		w := make([]byte, want.l.end)
-		want.fill(w, qs[ch.lo:ch.hi])
-		if string(w) != string(h[ch.at:ch.at+ch.pack.l.end]) {
-			t.Fatalf("chunk %d packs differently from planQueries of its queries", c)
+		want.fill(w, qs[lo:hi])
+		for _, room := range []int{want.l.end, want.l.end + 64, want.l.end - 8, 0} {
+			h := make([]byte, room)
+			ch := packChunk(qs, lo, hi, h)
+			if ch.err != nil || ch.lo != lo || ch.hi != hi || ch.pack.l != want.l {
+				t.Fatalf("chunk %d, room %d: %+v", c, room, ch)
+			}
+			if ch.fits != (room >= want.l.end) {
+				t.Fatalf("chunk %d: layout of %d bytes, room %d: fits %v", c, want.l.end, room, ch.fits)
+			}
+			if ch.fits && string(h[:want.l.end]) != string(w) {
+				t.Fatalf("chunk %d packs differently from planQueries and fill of its queries", c)
+			}
+			if !ch.fits && string(h) != string(make([]byte, room)) {
+				t.Fatalf("chunk %d: written into a room of %d bytes too small for it", c, room)
+			}
 		}
-		at += ch.pack.l.end
-	}
-	if at != bytes {
-		t.Fatalf("layouts end at %d, planChunks says %d", at, bytes)
 	}
 }
 
@@ -86,7 +87,9 @@ func TestQueryChunks(t *testing.T) {
 // The batches grow from step to step and their first chunks answer
 // nothing (empty ranges) while the later ones answer up to the limit, so
 // that the Result's pinned arrays and the device's key buffers grow in the
-// middle of a call, keeping the answers before.
+// middle of a call, keeping the answers before; chunks larger than the
+// packing room of the calls before are packed by the launcher, the others
+// by the workers, and both happen.
 func TestPipedRanges(t *testing.T) {
 	dev := gputest.Device(t)
 	r := rand.New(rand.NewPCG(22, 9))
@@ -149,6 +152,7 @@ func TestPipedRanges(t *testing.T) {
 			return tr.PrefixInto(into, ps, limit)
 		}},
 	}
+	fit, unfit := 0, 0 // chunks packed by the workers into their room, and by the launcher
 	for _, chunk := range []int{100, 1000, queryChunkDefault} {
 		for _, op := range ops {
 			pinned := gt.NewResult()
@@ -166,8 +170,12 @@ func TestPipedRanges(t *testing.T) {
 				if err != nil || got != pinned {
 					t.Fatalf("%s: %v (same Result %v)", name, err, got == pinned)
 				}
-				if size, chunks := g.queryChunks(Q); chunks > 1 && g.pipeStats.Chunks != len(chunkBounds(Q, size, chunks))-1 {
-					t.Fatalf("%s: %d chunks expected, the last pipelined call had %d", name, chunks, g.pipeStats.Chunks)
+				if size, chunks := g.queryChunks(Q); chunks > 1 {
+					if want := len(chunkBounds(Q, size, chunks)) - 1; g.pipeStats.Chunks != want {
+						t.Fatalf("%s: %d chunks expected, the last pipelined call had %d", name, want, g.pipeStats.Chunks)
+					}
+					unfit += g.pipeStats.Unfit
+					fit += g.pipeStats.Chunks - g.pipeStats.Unfit
 				}
 				if !slices.Equal(got.Offsets, whole.Offsets) || !slices.Equal(got.Values, whole.Values) ||
 					string(got.Keys.Data) != string(whole.Keys.Data) || !slices.Equal(got.Keys.Offs, whole.Keys.Offs) {
@@ -190,6 +198,9 @@ func TestPipedRanges(t *testing.T) {
 			}
 		}
 	}
+	if fit == 0 || unfit == 0 {
+		t.Fatalf("%d chunks packed by the workers, %d by the launcher: want both", fit, unfit)
+	}
 }
 
 // BenchmarkGPURangeCalls measures whole calls of 64Ki bounded range
@@ -198,10 +209,11 @@ func TestPipedRanges(t *testing.T) {
 // (NewResult), in one piece (chunk=0) and pipelined with chunks of at
 // least 4096, 8192 and 16384 queries. Metrics: queries per second, the
 // answers' bytes per second over the whole call (answer-GB/s, to compare
-// with the link's rate), and of the last call: the host's sizing of the
-// bounds (plan-ms), its packing until the last chunk (pack-ms), the
-// launcher's waits for packed chunks and for totals, the kernels' and the
-// transfers' device time (work-ms, down-ms) and the whole call (total-ms).
+// with the link's rate), and of the last call: the host's packing until
+// the last chunk (pack-ms), the launcher's waits for packed chunks and for
+// totals, the chunks and those packed by the launcher (unfit), the
+// kernels' and the transfers' device time (work-ms, down-ms) and the whole
+// call (total-ms).
 func BenchmarkGPURangeCalls(b *testing.B) {
 	d := gputest.Device(b)
 	const size, Q = 1 << 24, 1 << 16
@@ -256,7 +268,7 @@ func BenchmarkGPURangeCalls(b *testing.B) {
 				b.ReportMetric(ms(tm.Total), "total-ms")
 				if chunk > 0 {
 					st := g.pipeStats
-					b.ReportMetric(ms(st.Plan), "plan-ms")
+					b.ReportMetric(float64(st.Unfit), "unfit")
 					b.ReportMetric(ms(st.PackWait), "packwait-ms")
 					b.ReportMetric(ms(st.TotWait), "totwait-ms")
 					b.ReportMetric(float64(st.Chunks), "chunks")
@@ -271,8 +283,8 @@ func BenchmarkGPURangeCalls(b *testing.B) {
 // layout costs: sizing the bounds (planQueries) and copying them (fill)
 // on 1 and on GOMAXPROCS workers, an empty fan-out over GOMAXPROCS
 // goroutines (par.Ranges, the floor of every parallel pass), and the
-// pipelined call's sizing of its chunks (planChunks) and packing of one
-// chunk of 8192 queries on one goroutine.
+// pipelined call's sizing and packing of one chunk of 8192 queries on one
+// goroutine (packChunk).
 func BenchmarkQueryPacking(b *testing.B) {
 	const Q = 1 << 16
 	kb, _, _ := benchKeys(Q, 16)
@@ -303,21 +315,12 @@ func BenchmarkQueryPacking(b *testing.B) {
 			par.Ranges(Q, workers, func(int, int, int) {})
 		}
 	})
-	bounds := chunkBounds(Q, 8192, 8)
-	b.Run("chunks/plan", func(b *testing.B) {
+	room := make([]byte, 1<<20)
+	b.Run("chunks/pack8192", func(b *testing.B) {
 		for b.Loop() {
-			_, _, _, _ = planChunks(qs, bounds, workers)
-		}
-	})
-	cs, bytes, _, err := planChunks(qs, bounds, workers)
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := make([]byte, bytes)
-	ch := cs[1]
-	b.Run("chunks/fill8192", func(b *testing.B) {
-		for b.Loop() {
-			ch.pack.fill(h[ch.at:ch.at+ch.pack.l.end], qs[ch.lo:ch.hi])
+			if ch := packChunk(qs, 8192, 16384, room); !ch.fits {
+				b.Fatal("no room")
+			}
 		}
 	})
 }
