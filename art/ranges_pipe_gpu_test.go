@@ -79,27 +79,20 @@ func TestQueryChunks(t *testing.T) {
 	}
 }
 
-// TestPipedRanges answers bounded range and prefix queries, ascending and
-// descending, into one pinned Result through the pipelined call
-// (rangesPiped) with chunks of 100 and 1000 queries and the default, and
-// compares every array of the Result with the same batch answered in one
-// piece into a new Result, and each query's pairs with the CPU engine's.
-// The batches grow from step to step and their first chunks answer
-// nothing (empty ranges) while the later ones answer up to the limit, so
-// that the Result's pinned arrays and the device's key buffers grow in the
-// middle of a call, keeping the answers before; chunks larger than the
-// packing room of the calls before are packed by the launcher, the others
-// by the workers, and both happen.
-func TestPipedRanges(t *testing.T) {
+// rangeTrees returns a GPU and a CPU tree (the GPU one closed at the end
+// of the test) built from the same 30,000 keys drawn from r: keys of 0 to
+// 40 bytes over the returned small alphabet (prefixes of each other,
+// shared paths) and every 50th of 33 to 300 bytes (arena keys).
+func rangeTrees(t *testing.T, r *rand.Rand) (gt, ct *Tree, alpha []byte) {
+	t.Helper()
 	dev := gputest.Device(t)
-	r := rand.New(rand.NewPCG(22, 9))
 	gt, err := Open(Options{GPU: dev})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer gt.Close()
-	ct, _ := Open(Options{Device: "cpu"})
-	alpha := []byte("abcdefgh\x00\xff")
+	t.Cleanup(func() { gt.Close() })
+	ct, _ = Open(Options{Device: "cpu"})
+	alpha = []byte("abcdefgh\x00\xff")
 	n := 30000
 	keys, vals := make([][]byte, n), make([]uint64, n)
 	for i := range keys {
@@ -113,6 +106,23 @@ func TestPipedRanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return gt, ct, alpha
+}
+
+// TestPipedRanges answers bounded range and prefix queries, ascending and
+// descending, into one pinned Result through the pipelined call
+// (rangesPiped) with chunks of 100 and 1000 queries and the default, and
+// compares every array of the Result with the same batch answered in one
+// piece into a new Result, and each query's pairs with the CPU engine's.
+// The batches grow from step to step and their first chunks answer
+// nothing (empty ranges) while the later ones answer up to the limit, so
+// that the Result's pinned arrays and the device's key buffers grow in the
+// middle of a call, keeping the answers before; chunks larger than the
+// packing room of the calls before are packed by the launcher, the others
+// by the workers, and both happen.
+func TestPipedRanges(t *testing.T) {
+	r := rand.New(rand.NewPCG(22, 9))
+	gt, ct, alpha := rangeTrees(t, r)
 	g := gt.eng.(*gpuEngine)
 	defer func(c int) { g.queryChunk = c }(g.queryChunk)
 	batch := func(Q int) ([]Query, [][]byte) {
