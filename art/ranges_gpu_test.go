@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-
 )
 
 // TestGPURangeForms answers bounded range and prefix queries (ascending,
