@@ -294,7 +294,8 @@ func BenchmarkGPURangeCalls(b *testing.B) {
 // on 1 and on GOMAXPROCS workers, an empty fan-out over GOMAXPROCS
 // goroutines (par.Ranges, the floor of every parallel pass), and the
 // pipelined call's sizing and packing of one chunk of 8192 queries on one
-// goroutine (packChunk).
+// goroutine (packChunk); and turning 64Ki 2-byte prefixes into queries
+// (prefixQueries) on one goroutine and in parts of prefixQueryMin.
 func BenchmarkQueryPacking(b *testing.B) {
 	const Q = 1 << 16
 	kb, _, _ := benchKeys(Q, 16)
@@ -325,6 +326,17 @@ func BenchmarkQueryPacking(b *testing.B) {
 			par.Ranges(Q, workers, func(int, int, int) {})
 		}
 	})
+	pre := make([][]byte, Q)
+	for i := range pre {
+		pre[i] = kb.At(i)[:2]
+	}
+	for _, m := range []int{Q, prefixQueryMin} {
+		b.Run(fmt.Sprintf("prefixQueries/minPer=%d", m), func(b *testing.B) {
+			for b.Loop() {
+				_ = prefixQueriesBy(pre, m)
+			}
+		})
+	}
 	room := make([]byte, 1<<20)
 	b.Run("chunks/pack8192", func(b *testing.B) {
 		for b.Loop() {
