@@ -92,9 +92,10 @@ type gpuEngine struct {
 	// calls into a pinned Result (queryChunkDefault; 0: not pipelined);
 	// queryStride is the pinned packing room of their chunks (the largest
 	// chunk layout so far); pipeStats are the host's phases of the last
-	// one (ranges_pipe_gpu.go).
+	// one; qstreams its streams past s, in and out (ranges_pipe_gpu.go).
 	queryChunk, queryStride int
 	pipeStats               queryPipeStats
+	qstreams                []*gpu.Stream // the streams of pipelined range calls besides s, in and out, made on first use
 
 	// collectRanges answers bounded range and prefix queries with the
 	// earlier single-walk kernels (rangesSlots: aq_collect, aq_emit)
@@ -176,12 +177,12 @@ func (g *gpuEngine) close() error {
 func (g *gpuEngine) release() error {
 	err := errors.Join(g.freeTree(g.t), g.descBuf.Free(), g.pool.Free(), g.up.Close(), g.down.Close())
 	g.t = nil
-	for _, s := range []*gpu.Stream{g.in, g.out} {
+	for _, s := range append([]*gpu.Stream{g.in, g.out}, g.qstreams...) {
 		if s != nil {
 			err = errors.Join(err, s.Synchronize(), s.Close())
 		}
 	}
-	g.in, g.out = nil, nil
+	g.in, g.out, g.qstreams = nil, nil, nil
 	for _, e := range g.kev {
 		err = errors.Join(err, e.Close())
 	}

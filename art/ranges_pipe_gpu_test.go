@@ -217,7 +217,7 @@ func TestPipedRanges(t *testing.T) {
 // queries (16 keys each, ascending and descending) and prefix scans (64
 // keys each) on a tree of 16Mi 16-byte keys, answered into a pinned Result
 // (NewResult), in one piece (chunk=0) and pipelined with chunks of at
-// least 4096, 8192 and 16384 queries. Metrics: queries per second, the
+// least 8192, 16384 and 32768 queries. Metrics: queries per second, the
 // answers' bytes per second over the whole call (answer-GB/s, to compare
 // with the link's rate), and of the last call: the host's packing until
 // the last chunk (pack-ms), the launcher's waits for packed chunks and for
@@ -253,7 +253,7 @@ func BenchmarkGPURangeCalls(b *testing.B) {
 		{"prefix64", func(r *Result) (*Result, error) { return t.PrefixInto(r, pre, 64) }},
 	}
 	for _, c := range calls {
-		for _, chunk := range []int{0, 4096, 8192, 16384} {
+		for _, chunk := range []int{0, 8192, 16384, 32768} {
 			b.Run(fmt.Sprintf("%s/chunk=%d", c.name, chunk), func(b *testing.B) {
 				g.queryChunk = chunk
 				r := t.NewResult()
