@@ -295,7 +295,7 @@ func BenchmarkGPURangeCalls(b *testing.B) {
 // goroutines (par.Ranges, the floor of every parallel pass), and the
 // pipelined call's sizing and packing of one chunk of 8192 queries on one
 // goroutine (packChunk); and turning 64Ki 2-byte prefixes into queries
-// (prefixQueries) on one goroutine and in parts of prefixQueryMin.
+// (prefixQueries) on one goroutine and in parts of 8192, 4096 and 2048.
 func BenchmarkQueryPacking(b *testing.B) {
 	const Q = 1 << 16
 	kb, _, _ := benchKeys(Q, 16)
@@ -330,7 +330,7 @@ func BenchmarkQueryPacking(b *testing.B) {
 	for i := range pre {
 		pre[i] = kb.At(i)[:2]
 	}
-	for _, m := range []int{Q, prefixQueryMin} {
+	for _, m := range []int{Q, 8192, 4096, 2048} {
 		b.Run(fmt.Sprintf("prefixQueries/minPer=%d", m), func(b *testing.B) {
 			for b.Loop() {
 				_ = prefixQueriesBy(pre, m)
