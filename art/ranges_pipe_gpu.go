@@ -9,7 +9,6 @@ import (
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
-	"github.com/warpkv/warpkv/internal/par"
 )
 
 // Pipelined range calls. A bounded batch of range or prefix queries
@@ -19,13 +18,14 @@ import (
 // the kernels and the transfers of the answers overlap instead of running
 // one after the other:
 //
-//   - the workers size and pack the chunks, in order and a chunk each
-//     (planQueries and fill on one goroutine: no fan-out per chunk), into
-//     one pinned buffer with room for queryStride bytes a chunk (the
-//     largest chunk layout of the calls before), each signalling when its
-//     chunk is packed; a chunk that does not fit is packed by the launcher
-//     into a pinned buffer of its own, and the room grows for the next
-//     call;
+//   - a goroutine sizes and packs the chunks in order, each on all the
+//     workers (planQueries and fill in parts of queryPipePart queries at
+//     least: round 1 on an H200 packed a chunk a goroutine, 12-14 ns a
+//     query, which made packing the longest phase), into one pinned buffer
+//     with room for queryStride bytes a chunk (the largest chunk layout of
+//     the calls before), signalling as each chunk is packed; a chunk that
+//     does not fit is packed by the launcher into a pinned buffer of its
+//     own, and the room grows for the next call;
 //   - chunk c's upload, walk (aq_cands), trim (aq_trim), scan of its
 //     counts (aq_chunk_scan, one block) and the readback of its two totals
 //     are queued as soon as it is packed: the walks, whose time is the
@@ -49,6 +49,7 @@ import (
 // own; eight is the device's default count of hardware queues, past which
 // streams would share them).
 const (
+	queryPipePart     = 1 << 10 // fewest queries of a chunk one worker packs
 	queryChunkDefault = 1 << 14
 	queryChunksMax    = 16
 	queryStreams      = 8
@@ -133,11 +134,12 @@ type pipeChunk struct {
 
 // packChunk sizes the bounds of queries [lo, hi) of qs and, when their
 // layout fits room (len(room) bytes, 8-byte aligned), packs them into it,
-// on the calling goroutine. Cost: one pass over the chunk's slice headers,
-// and when it fits a second copying the bounds.
-func packChunk(qs []Query, lo, hi int, room []byte) pipeChunk {
+// on up to workers goroutines (parts of at least queryPipePart queries).
+// Cost: one parallel pass over the chunk's slice headers, and when it fits
+// a second copying the bounds.
+func packChunk(qs []Query, lo, hi int, room []byte, workers int) pipeChunk {
 	ch := pipeChunk{lo: lo, hi: hi}
-	if ch.pack, ch.err = planQueries(qs[lo:hi], 1); ch.err == nil && ch.pack.l.end <= len(room) {
+	if ch.pack, ch.err = planQueriesBy(qs[lo:hi], queryPipePart, workers); ch.err == nil && ch.pack.l.end <= len(room) {
 		ch.pack.fill(room[:ch.pack.l.end], qs[lo:hi])
 		ch.fits = true
 	}
@@ -240,12 +242,10 @@ func (g *gpuEngine) rangesPiped(r *Result, qs []Query, limit int, dsc int32, siz
 	var packers sync.WaitGroup
 	var packedAt time.Duration
 	packers.Go(func() {
-		par.For(chunks, 1, g.workers, func(a, b int) {
-			for c := a; c < b; c++ {
-				cs[c] = packChunk(qs, bounds[c], bounds[c+1], h[c*stride:(c+1)*stride])
-				close(packed[c])
-			}
-		})
+		for c := range chunks {
+			cs[c] = packChunk(qs, bounds[c], bounds[c+1], h[c*stride:(c+1)*stride], g.workers)
+			close(packed[c])
+		}
 		packedAt = time.Since(t0)
 	})
 	defer func() {
@@ -343,7 +343,7 @@ func (g *gpuEngine) rangesPiped(r *Result, qs []Query, limit int, dsc int32, siz
 		if err := in.Write(s, 0, src); err != nil {
 			return err
 		}
-		loB, hiB := ch.pack.loAt[1], ch.pack.hiAt[1]
+		loB, hiB := ch.pack.loAt[ch.pack.parts], ch.pack.hiAt[ch.pack.parts]
 		lod, loo := gpu.View[byte](in, l.loData, max(1, loB)), gpu.View[uint32](in, 0, n+1)
 		hid, hio := gpu.View[byte](in, l.hiData, max(1, hiB)), gpu.View[uint32](in, l.hiOffs, n+1)
 		hb := gpu.View[uint8](in, l.has, n)

@@ -33,7 +33,7 @@ func TestQueryChunks(t *testing.T) {
 		}
 	}
 	r := rand.New(rand.NewPCG(4, 4))
-	qs := make([]Query, 1000)
+	qs := make([]Query, 6000)
 	for i := range qs {
 		qs[i] = Query{Lo: randomBytes(r, 0, 20, nil)}
 		if i%3 != 0 {
@@ -51,7 +51,7 @@ func TestQueryChunks(t *testing.T) {
 			}
 		}
 	}
-	bounds := chunkBounds(len(qs), 128, 8)
+	bounds := chunkBounds(len(qs), 4000, 2) // 4000 and 2000 queries: 3 and 1 parts of queryPipePart on 3 workers
 	for c := range len(bounds) - 1 {
 		lo, hi := bounds[c], bounds[c+1]
 		want, err := planQueries(qs[lo:hi], 1)
@@ -62,7 +62,10 @@ func TestQueryChunks(t *testing.T) {
 		want.fill(w, qs[lo:hi])
 		for _, room := range []int{want.l.end, want.l.end + 64, want.l.end - 8, 0} {
 			h := make([]byte, room)
-			ch := packChunk(qs, lo, hi, h)
+			ch := packChunk(qs, lo, hi, h, 3)
+			if ch.err == nil && ch.pack.parts != min(3, (hi-lo)/queryPipePart) {
+				t.Fatalf("chunk %d: %d parts", c, ch.pack.parts)
+			}
 			if ch.err != nil || ch.lo != lo || ch.hi != hi || ch.pack.l != want.l {
 				t.Fatalf("chunk %d, room %d: %+v", c, room, ch)
 			}
@@ -340,7 +343,7 @@ func BenchmarkQueryPacking(b *testing.B) {
 	room := make([]byte, 1<<20)
 	b.Run("chunks/pack8192", func(b *testing.B) {
 		for b.Loop() {
-			if ch := packChunk(qs, 8192, 16384, room); !ch.fits {
+			if ch := packChunk(qs, 8192, 16384, room, 1); !ch.fits {
 				b.Fatal("no room")
 			}
 		}
