@@ -88,15 +88,6 @@ type gpuEngine struct {
 	// its speed has not been measured.
 	sortQueries bool
 
-	// queryChunk is the smallest chunk, in queries, of pipelined range
-	// calls into a pinned Result (queryChunkDefault; 0: not pipelined);
-	// queryStride is the pinned packing room of their chunks (the largest
-	// chunk layout so far); pipeStats are the host's phases of the last
-	// one; qstreams its streams past s, in and out (ranges_pipe_gpu.go).
-	queryChunk, queryStride int
-	pipeStats               queryPipeStats
-	qstreams                []*gpu.Stream // the streams of pipelined range calls besides s, in and out, made on first use
-
 	// collectRanges answers bounded range and prefix queries with the
 	// earlier single-walk kernels (rangesSlots: aq_collect, aq_emit)
 	// instead of rangesCands; tests compare the two.
@@ -110,7 +101,7 @@ type gpuEngine struct {
 // newGPUEngine returns an empty tree on d. The kernels are compiled here,
 // so that a broken toolchain is reported by New.
 func newGPUEngine(d *gpu.Device, workers int) (backend, error) {
-	g := &gpuEngine{dev: d, workers: workers, chunkMin: pointChunkMin, queryChunk: queryChunkDefault}
+	g := &gpuEngine{dev: d, workers: workers, chunkMin: pointChunkMin}
 	var err error
 	if g.pe, err = prim.NewGPU(d); err != nil {
 		return nil, err
@@ -177,12 +168,12 @@ func (g *gpuEngine) close() error {
 func (g *gpuEngine) release() error {
 	err := errors.Join(g.freeTree(g.t), g.descBuf.Free(), g.pool.Free(), g.up.Close(), g.down.Close())
 	g.t = nil
-	for _, s := range append([]*gpu.Stream{g.in, g.out}, g.qstreams...) {
+	for _, s := range []*gpu.Stream{g.in, g.out} {
 		if s != nil {
 			err = errors.Join(err, s.Synchronize(), s.Close())
 		}
 	}
-	g.in, g.out, g.qstreams = nil, nil, nil
+	g.in, g.out = nil, nil
 	for _, e := range g.kev {
 		err = errors.Join(err, e.Close())
 	}

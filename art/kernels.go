@@ -83,7 +83,6 @@ type kernelSet struct {
 	dFind, dMark, dLeafFlags, dDepthkeys, dEntries, qScan           *gpu.Function
 	qCollect, qEmit, qOrderKeys, qScanPerm, qCollectPerm            *gpu.Function
 	qCands, qTrim, qPairs                                           *gpu.Function
-	qChunkScan                                                      *gpu.Function
 	acSizes, acMove                                                 *gpu.Function
 }
 
@@ -103,7 +102,6 @@ func (k *kernelSet) names() map[string]**gpu.Function {
 		"ad_find": &k.dFind, "ad_mark": &k.dMark, "ad_leaf_flags": &k.dLeafFlags, "ad_depthkeys": &k.dDepthkeys, "ad_entries": &k.dEntries,
 		"aq_scan": &k.qScan, "aq_collect": &k.qCollect, "aq_emit": &k.qEmit, "aq_order_keys": &k.qOrderKeys, "aq_scan_perm": &k.qScanPerm,
 		"aq_collect_perm": &k.qCollectPerm, "aq_cands": &k.qCands, "aq_trim": &k.qTrim, "aq_pairs": &k.qPairs, "ac_sizes": &k.acSizes, "ac_move": &k.acMove,
-		"aq_chunk_scan": &k.qChunkScan,
 	}
 }
 

@@ -51,17 +51,11 @@ type queryPack struct {
 	loAt, hiAt []int // parts+1 byte starts of each part's lower and upper bounds
 }
 
-// planQueries sizes qs's bounds on the workers, parts of at least
-// queryPackMin queries. Cost: one parallel pass over the queries' slice
-// headers.
+// planQueries sizes qs's bounds on the workers. Cost: one parallel pass
+// over the queries' slice headers.
 func planQueries(qs []Query, workers int) (queryPack, error) {
-	return planQueriesBy(qs, queryPackMin, workers)
-}
-
-// planQueriesBy is planQueries with parts of at least minPer queries.
-func planQueriesBy(qs []Query, minPer, workers int) (queryPack, error) {
 	Q := len(qs)
-	p := queryPack{parts: par.Parts(Q, minPer, workers)}
+	p := queryPack{parts: par.Parts(Q, queryPackMin, workers)}
 	p.loAt, p.hiAt = make([]int, p.parts+1), make([]int, p.parts+1)
 	par.Ranges(Q, p.parts, func(i, a, b int) {
 		ln, hn := 0, 0

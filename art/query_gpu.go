@@ -11,10 +11,7 @@ import (
 )
 
 // ranges answers range queries on the device, the queries taken in the
-// order queryOrder gives (by start key for large batches). A bounded
-// batch of at least two chunks (queryChunks) answered into a pinned
-// Result runs pipelined, chunk by chunk over three streams
-// (rangesPiped: rangesCands' kernels per chunk, no sort). With a limit
+// order queryOrder gives (by start key for large batches). With a limit
 // and at most rangeSlotsMax slots (queries x limit), one walk per query:
 // rangesCands (ranges.cu: the walk collects leaves into per-query slots
 // without reading them, a warp per query trims them to the bound and
@@ -29,14 +26,6 @@ func (g *gpuEngine) ranges(into *Result, qs []Query, limit int, desc bool) (*Res
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	Q := len(qs)
-	if size, chunks := g.queryChunks(Q); chunks > 1 && into.pinned() && limit > 0 && Q*limit <= rangeSlotsMax && !g.collectRanges &&
-		!g.sortQueries {
-		dsc := int32(0)
-		if desc {
-			dsc = 1
-		}
-		return g.rangesPiped(into, qs, limit, dsc, size, chunks)
-	}
 	g.start()
 	g.down.Discard()
 	lo, hi, hb, err := g.uploadQueries(qs)

@@ -98,22 +98,14 @@ extern "C" __global__ void aq_trim(const Tree *t, u64 Q, const u8 *lod, const u3
 // the key lengths gives each key's offset from the query's first key
 // offset boff[q]; lane j writes pair pidx[q] + j (key offset, key bytes,
 // value). pidx and boff are the exclusive scans of aq_trim's cnt and
-// bytes. A chunk of a pipelined call (ranges_pipe_gpu.go) passes the pairs
-// and key bytes of the chunks before it, pbase and bbase: the key offsets
-// written are bbase + the chunk's own (the keys themselves go to okeys at
-// the chunk's own offsets), and lane 0 writes the query's first pair in
-// the whole call, pbase + pidx[q], to qoff[q] (qoff null: not written; a
-// call of one chunk passes 0, 0, null). Invariant: every output word has
-// one writer (the lane of its pair, lane 0 for qoff), and query q's pairs
-// fill [pidx[q], pidx[q+1]) in answer order.
+// bytes. Invariant: every output word has one writer (the lane of its
+// pair), and query q's pairs fill [pidx[q], pidx[q+1]) in answer order.
 extern "C" __global__ void aq_pairs(const Tree *t, u64 Q, u64 limit, const u64 *slots, const u64 *pidx,
-                                    const u64 *boff, u8 *okeys, u32 *ooffs, u64 *ovals, u64 pbase, u64 bbase,
-                                    u64 *qoff) {
+                                    const u64 *boff, u8 *okeys, u32 *ooffs, u64 *ovals) {
     u32 lane = threadIdx.x % WARP;
     u64 warps = (u64)gridDim.x * blockDim.x / WARP;
     for (u64 q = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; q < Q; q += warps) {
         u64 base = pidx[q], n = pidx[q + 1] - base, o = boff[q];
-        if (qoff && lane == 0) qoff[q] = pbase + base;
         for (u64 j0 = 0; j0 < n; j0 += WARP) {
             u64 j = j0 + lane;
             u64 l = j < n ? slots[q * limit + j] : 0;
@@ -125,57 +117,12 @@ extern "C" __global__ void aq_pairs(const Tree *t, u64 Q, u64 limit, const u64 *
             }
             if (j < n) {
                 u64 at = o + x - kn;
-                ooffs[base + j] = (u32)(bbase + at);
+                ooffs[base + j] = (u32)at;
                 const u8 *k = leaf_key(t, l);
                 for (u32 i = 0; i < kn; i++) okeys[at + i] = k[i];
                 ovals[base + j] = leaf_value(t, l);
             }
             o += __shfl_sync(FULL_MASK, x, WARP - 1);
         }
-    }
-}
-
-// aq_chunk_scan: block 0 alone (launched as one block; any other block
-// returns): exclusive scans in place of cnt[0..n) and bytes[0..n) (a
-// chunk's aq_trim counts, n = its queries + 1, the last entry 0), and
-// tot[0], tot[1] = their sums, the chunk's pairs and key bytes (one
-// readback for the host). Thread t sums the contiguous run [t*per,
-// min(n, (t+1)*per)) of each array, a scan of the blockDim.x run sums in
-// shared memory gives each run's start, and the thread writes its run's
-// exclusive sums. Invariant: after it, cnt[i] and bytes[i] are the sums of
-// the entries before i, as prim's DevScanExclusive leaves them. Cost: n/blockDim.x
-// loads per thread; for the chunks of a pipelined call (n up to
-// 2^16 + 1), a few microseconds.
-extern "C" __global__ void aq_chunk_scan(u64 n, u64 *cnt, u64 *bytes, u64 *tot) {
-    __shared__ u64 sc[1024], sb[1024];
-    if (blockIdx.x != 0) return;
-    u32 t = threadIdx.x, T = blockDim.x;
-    u64 per = (n + T - 1) / T, lo = t * per, hi = lo + per < n ? lo + per : n;
-    u64 xc = 0, xb = 0;
-    for (u64 i = lo; i < hi; i++) {
-        xc += cnt[i];
-        xb += bytes[i];
-    }
-    sc[t] = xc;
-    sb[t] = xb;
-    __syncthreads();
-    for (u32 d = 1; d < T; d <<= 1) { // inclusive scan of the run sums
-        u64 yc = t >= d ? sc[t - d] : 0, yb = t >= d ? sb[t - d] : 0;
-        __syncthreads();
-        sc[t] += yc;
-        sb[t] += yb;
-        __syncthreads();
-    }
-    u64 oc = sc[t] - xc, ob = sb[t] - xb;
-    for (u64 i = lo; i < hi; i++) {
-        u64 vc = cnt[i], vb = bytes[i];
-        cnt[i] = oc;
-        bytes[i] = ob;
-        oc += vc;
-        ob += vb;
-    }
-    if (t == T - 1) {
-        tot[0] = sc[t];
-        tot[1] = sb[t];
     }
 }

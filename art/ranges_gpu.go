@@ -40,8 +40,7 @@ func (g *gpuEngine) rangesCands(into *Result, Q, limit int, dsc int32, perm *gpu
 	if err != nil {
 		return nil, err
 	}
-	if err := g.launch(g.k.qPairs, Q*warpSize, g.descBuf, uint64(Q), uint64(limit), slots, cnt, byt, out.keys, out.offs, out.vals,
-		uint64(0), uint64(0), nullPtr); err != nil {
+	if err := g.launch(g.k.qPairs, Q*warpSize, g.descBuf, uint64(Q), uint64(limit), slots, cnt, byt, out.keys, out.offs, out.vals); err != nil {
 		return nil, fmt.Errorf("pairs: %w", err)
 	}
 	return g.deliver(into, Q, out, cnt)

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // TestGPURangeForms answers bounded range and prefix queries (ascending,
@@ -15,8 +17,28 @@ import (
 // to 40 bytes over a small alphabet (prefixes of each other, shared paths)
 // and some of up to 300 bytes (arena keys).
 func TestGPURangeForms(t *testing.T) {
+	dev := gputest.Device(t)
 	r := rand.New(rand.NewPCG(22, 7))
-	gt, ct, alpha := rangeTrees(t, r)
+	gt, err := Open(Options{GPU: dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gt.Close()
+	ct, _ := Open(Options{Device: "cpu"})
+	alpha := []byte("abcdefgh\x00\xff")
+	n := 30000
+	keys, vals := make([][]byte, n), make([]uint64, n)
+	for i := range keys {
+		keys[i], vals[i] = randomBytes(r, 0, 40, alpha), r.Uint64()
+		if i%50 == 0 {
+			keys[i] = randomBytes(r, 33, 300, alpha)
+		}
+	}
+	for _, tr := range []*Tree{gt, ct} {
+		if err := tr.Build(keys, vals); err != nil {
+			t.Fatal(err)
+		}
+	}
 	Q := querySortMin + 500
 	qs, prefixes := make([]Query, Q), make([][]byte, Q)
 	for i := range qs {

@@ -25,8 +25,7 @@ type Result struct {
 	Values  []uint64
 	Offsets []int
 
-	pin    *gpu.HostArrays // the arrays' pinned memory; nil: Go memory
-	pinLen map[string]int  // the most elements ever asked of each pinned array (it holds at least that many)
+	pin *gpu.HostArrays // the arrays' pinned memory; nil: Go memory
 }
 
 // NewResult returns an empty Result to answer batch after batch into
@@ -90,62 +89,17 @@ func sizeResult(into *Result, Q, total int, totalBytes uint64) (*Result, error) 
 // short.
 func (r *Result) sizePinned(Q, total, totalBytes int) error {
 	var err error
-	if r.Keys.Data, err = pinArray[byte](r, "keys", totalBytes); err != nil {
+	if r.Keys.Data, err = gpu.HostArray[byte](r.pin, "keys", totalBytes); err != nil {
 		return err
 	}
-	if r.Keys.Offs, err = pinArray[uint32](r, "offs", total+1); err != nil {
+	if r.Keys.Offs, err = gpu.HostArray[uint32](r.pin, "offs", total+1); err != nil {
 		return err
 	}
-	if r.Values, err = pinArray[uint64](r, "values", total); err != nil {
+	if r.Values, err = gpu.HostArray[uint64](r.pin, "values", total); err != nil {
 		return err
 	}
-	r.Offsets, err = pinArray[int](r, "offsets", Q+1)
+	r.Offsets, err = gpu.HostArray[int](r.pin, "offsets", Q+1)
 	return err
-}
-
-// pinArray returns n elements of r's pinned array name (gpu.HostArray:
-// replaced by a larger one when short, so the caller makes sure no
-// transfer still uses it then) and records n in r.pinLen.
-func pinArray[T any](r *Result, name string, n int) ([]T, error) {
-	a, err := gpu.HostArray[T](r.pin, name, n)
-	if err != nil {
-		return nil, err
-	}
-	if r.pinLen == nil {
-		r.pinLen = map[string]int{}
-	}
-	r.pinLen[name] = max(r.pinLen[name], n)
-	return a, nil
-}
-
-// pinHeld returns r's pinned array name viewed at the most elements ever
-// asked of it (pinLen), which it holds without growing: no allocation, so
-// no transfer in flight is disturbed. Cost: O(1).
-func pinHeld[T any](r *Result, name string) ([]T, error) {
-	return gpu.HostArray[T](r.pin, name, r.pinLen[name])
-}
-
-// pinGrow returns r's pinned array name, of which cur is the view held
-// (pinHeld), grown to at least n elements with its first keep elements
-// kept: cur itself when it is long enough, else a larger array (want
-// elements, at least n) into which the kept elements are copied. Before
-// growing it runs idle, which waits until no transfer uses cur. Cost:
-// nothing when cur is long enough, else idle, a copy of keep elements
-// out and back and a cuMemHostAlloc.
-func pinGrow[T any](r *Result, name string, cur []T, n, want, keep int, idle func() error) ([]T, error) {
-	if n <= len(cur) {
-		return cur, nil
-	}
-	if err := idle(); err != nil {
-		return nil, err
-	}
-	kept := append([]T(nil), cur[:keep]...)
-	a, err := pinArray[T](r, name, max(n, want))
-	if err != nil {
-		return nil, err
-	}
-	copy(a, kept)
-	return a, nil
 }
 
 // offsetWords views a Result's query offsets as the 64-bit words the
