@@ -644,19 +644,20 @@ type artEngine struct {
 // are the engine's, as the point operations' rows from [][]byte make
 // their slices once, untimed.
 type artQueries struct {
-	data []byte // the batch's key bytes (held, so that no other batch lies there) and key count: the batch they were made from
-	n    int
+	data []byte   // the batch's key bytes (held, so that no other batch lies there), which the queries view
+	offs []uint32 // a copy of its offsets: a batch with other offsets is made again
 	qs   []art.Query
 	ps   [][]byte
 }
 
 // of returns the queries of batch b (ranges from each key when ranges,
-// else prefixes), made when b is not the batch of the last call. Cost:
-// O(1) for the same batch; else one pass making b.Len() slices.
+// else prefixes), made when b is not the batch of the last call (other
+// key bytes, or other offsets). Cost: a comparison of b's offsets for the
+// same batch; else one pass making b.Len() slices.
 func (q *artQueries) of(b art.Keys, ranges bool) ([]art.Query, [][]byte) {
-	same := len(b.Data) == len(q.data) && (len(b.Data) == 0 || &b.Data[0] == &q.data[0])
-	if !same || b.Len() != q.n || (ranges && len(q.qs) != b.Len()) || (!ranges && len(q.ps) != b.Len()) {
-		*q = artQueries{data: b.Data, n: b.Len()}
+	same := len(b.Data) == len(q.data) && (len(b.Data) == 0 || &b.Data[0] == &q.data[0]) && slices.Equal(b.Offs, q.offs)
+	if !same || (ranges && len(q.qs) != b.Len()) || (!ranges && len(q.ps) != b.Len()) {
+		*q = artQueries{data: b.Data, offs: slices.Clone(b.Offs)}
 		if ranges {
 			q.qs = make([]art.Query, b.Len())
 			for i := range q.qs {
