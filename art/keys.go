@@ -193,24 +193,38 @@ func appendPrefixEnd(dst, p []byte) (out []byte, ok bool) {
 }
 
 // prefixQueries returns the range queries of prefix scans: [p,
-// prefixEnd(p)) for each prefix p (a nil p as empty), the upper bounds
-// in one array. Cost: O(total prefix bytes), two allocations.
-func prefixQueries(prefixes [][]byte) []Query {
-	n := 0
-	for _, p := range prefixes {
-		n += len(p)
-	}
-	qs, ends := make([]Query, len(prefixes)), make([]byte, 0, n)
-	for i, p := range prefixes {
-		if p == nil {
-			p = []byte{}
+// prefixEnd(p)) for each prefix p (a nil p as empty), on GOMAXPROCS
+// goroutines for large batches (prefixQueryMin prefixes a part at least).
+// Cost: O(total prefix bytes) over the goroutines; one allocation for the
+// queries and one per part for its upper bounds.
+func prefixQueries(prefixes [][]byte) []Query { return prefixQueriesBy(prefixes, prefixQueryMin) }
+
+// prefixQueryMin is the fewest prefixes one goroutine of prefixQueries
+// turns into queries.
+const prefixQueryMin = 1 << 13
+
+// prefixQueriesBy is prefixQueries in parts of at least minPer prefixes,
+// each part's upper bounds in one array of its own.
+func prefixQueriesBy(prefixes [][]byte, minPer int) []Query {
+	qs := make([]Query, len(prefixes))
+	par.Ranges(len(prefixes), par.Parts(len(prefixes), minPer, 0), func(_, a, b int) {
+		n := 0
+		for _, p := range prefixes[a:b] {
+			n += len(p)
 		}
-		qs[i].Lo = p
-		at := len(ends)
-		var ok bool
-		if ends, ok = appendPrefixEnd(ends, p); ok {
-			qs[i].Hi = ends[at:len(ends):len(ends)]
+		ends := make([]byte, 0, n)
+		for i, p := range prefixes[a:b] {
+			if p == nil {
+				p = []byte{}
+			}
+			q := &qs[a+i]
+			q.Lo = p
+			at := len(ends)
+			var ok bool
+			if ends, ok = appendPrefixEnd(ends, p); ok {
+				q.Hi = ends[at:len(ends):len(ends)]
+			}
 		}
-	}
+	})
 	return qs
 }

@@ -92,7 +92,14 @@ func TestPrefixQueriesMatchPrefixEnd(t *testing.T) {
 		}
 		prefixes = append(prefixes, p)
 	}
-	qs := prefixQueries(prefixes)
+	for _, minPer := range []int{prefixQueryMin, 7} { // one part; parts of 7 prefixes and more
+		checkPrefixQueries(t, prefixes, prefixQueriesBy(prefixes, minPer))
+	}
+}
+
+// checkPrefixQueries checks prefixQueries' answer qs for prefixes.
+func checkPrefixQueries(t *testing.T, prefixes [][]byte, qs []Query) {
+	t.Helper()
 	for i, p := range prefixes {
 		want := prefixEnd(p)
 		if !bytes.Equal(qs[i].Lo, p) || (qs[i].Hi == nil) != (want == nil) || !bytes.Equal(qs[i].Hi, want) {

