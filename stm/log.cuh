@@ -408,7 +408,7 @@ __device__ void stm_log_insert_batch(const stm_globals* g, stm_log& L, stm_scrat
 	stm_log_evict(g, L, lane, head, m, base + total);
 	constexpr u32 per = 4;
 	for (u32 x0 = 0; x0 < total; x0 += 32 * per) {
-		u32 v[per], ow[per];
+		u32 v[per];
 		bool ok[per];
 #pragma unroll
 		for (u32 k = 0; k < per; k++) {
@@ -416,15 +416,16 @@ __device__ void stm_log_insert_batch(const stm_globals* g, stm_log& L, stm_scrat
 			const u32 o = stm_owner(start, x);
 			const u32 so = __shfl_sync(FULL_MASK, start, o); // every lane shuffles: not under ok
 			ok[k] = x < total;
-			ow[k] = o;
 			v[k] = ok[k] ? cg32(g->ws_item, ((u64)cw * 32 + o) * (u32)g->w_cap + (x - so)) : 0;
 		}
 #pragma unroll
-		for (u32 k = 0; k < per; k++)
+		for (u32 k = 0; k < per; k++) {
+			const u32 o = stm_owner(start, x0 + k * 32 + lane); // every lane shuffles: not under ok
 			if (ok[k]) {
 				L.pool[(base + x0 + k * 32 + lane) & amask] = v[k];
-				stm_wts_note(g, v[k], t0 + __popc(slots & lanemask_lt(ow[k])));
+				stm_wts_note(g, v[k], t0 + __popc(slots & lanemask_lt(o)));
 			}
+		}
 	}
 	if (mine) stm_log_put_entry(g, L, lane, slots, live, head, base + start, c, t0);
 	stm_log_publish(L, lane, head + m, base + total);

@@ -179,7 +179,6 @@ __device__ __forceinline__ void stm_table_fill(const stm_globals* g, stm_scratch
 	__syncwarp();
 	const u32 lo = gi * STM_CHUNK, hi = min(lo + STM_CHUNK, J.total);
 	u32 item[per], own[per], wj[per];
-	u64 snap[per];
 	bool ok[per];
 #pragma unroll
 	for (u32 k = 0; k < per; k++) {
@@ -187,7 +186,6 @@ __device__ __forceinline__ void stm_table_fill(const stm_globals* g, stm_scratch
 		const u32 o = stm_owner(J.start, x);
 		const u32 j = x - __shfl_sync(FULL_MASK, J.start, o);
 		const u32 nr = __shfl_sync(FULL_MASK, J.nr, o);
-		snap[k] = __shfl_sync(FULL_MASK, J.snap, o);
 		const u64 t = (u64)J.cw * 32 + o;
 		ok[k] = x < hi;
 		own[k] = o;
@@ -204,13 +202,15 @@ __device__ __forceinline__ void stm_table_fill(const stm_globals* g, stm_scratch
 			w[k] = ok[k] ? stm_wts_read(g, item[k]) : 0;
 		}
 #pragma unroll
-		for (u32 k = 0; k < per; k++)
-			if (ok[k] && w[k] > snap[k]) {
+		for (u32 k = 0; k < per; k++) {
+			const u64 snap = __shfl_sync(FULL_MASK, J.snap, own[k]); // every lane shuffles: not under ok
+			if (ok[k] && w[k] > snap) {
 				if (wj[k] == STM_EMPTY)
 					rw |= 1u << own[k];
 				else
 					ww |= 1u << own[k];
 			}
+		}
 		rw = __reduce_or_sync(FULL_MASK, rw);
 		ww = __reduce_or_sync(FULL_MASK, ww);
 	}
