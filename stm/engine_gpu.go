@@ -208,12 +208,12 @@ func Programs() []gpu.Program {
 // Options.ClientThreads: about LogSize/updatesPerLog update transactions
 // in flight per server, so more threads when most transactions are
 // read-only; at most one per itemsPerThread items of the store; at least a
-// warp. A request is validated against the log entries newer than its
-// transactions' snapshots, about one per update transaction in flight, so
-// a server's capacity falls as concurrency grows: on an H100 (2026-11-26)
-// 4096 concurrent transfers at one server gave 2.0M commits/s with 3965
-// entries scanned per request (and more than LogSize in flight makes
-// commits abort spuriously, LogFull, as the thesis saw).
+// warp. Concurrency costs conflicts, and final checks over the entries
+// logged while a request waited for its turn (the first validation reads
+// the items' newest logged writes, whatever the concurrency; until
+// 2026-11-28 it scanned the entries newer than the snapshots, and on an
+// H100 4096 concurrent transfers at one server gave 2.0M commits/s with
+// 3965 entries scanned per request).
 func defaultThreads(sp *workloadSpec, cfg Config, n int, seed uint64) int {
 	upd := max(1-readOnlyShare(sp, seed), 1.0/64)
 	want := int(float64(max(cfg.LogSize/updatesPerLog, 32)*cfg.Servers) / upd)

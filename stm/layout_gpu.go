@@ -118,7 +118,7 @@ const (
 	cntHistDropped // aborted attempts not recorded: their region was full
 	cntFastInserts // requests logged by the batch path
 	cntBatched     // requests validated as a batch
-	cntScanned     // log entries the batch validations scanned
+	cntScanned     // log entries the final checks scanned
 	cntCyLock      // cycles workers waited for a log's lock
 	cntCyHold      // cycles single-partition requests held their log's turn (to its publication)
 	cntTurns       // turns single-partition requests took

@@ -117,7 +117,7 @@ struct stm_job {
 	u32 c0, c1;              // lane's first and last chunk
 	bool staged;             // every lane's writes are in S->witem (at most STM_SPL each)
 	u32 cl;                  // a single-partition lane's writes (all of this partition), else 0
-	u64 hv;                  // lane is validated up to log entry hv (its first chunk's scan end)
+	u64 hv;                  // lane is validated up to log entry hv (the head its first chunk's validation read)
 };
 
 // stm_job_load sets up the request of client warp cw's lanes mask (kind,
@@ -275,7 +275,7 @@ __device__ __forceinline__ u32 stm_validate_table(const stm_globals* g, stm_log&
 }
 
 // stm_final_check validates the request's tentative survivors against the
-// entries published since their first scan, up to h1 (the request's
+// entries published since their first validation, up to h1 (the request's
 // first slot: all before it are complete), chunk by chunk from the last
 // (the table holds it; the others are loaded again), each from the least
 // J.hv of its lanes (entries scanned twice find the same conflicts).
@@ -321,7 +321,7 @@ __device__ __forceinline__ bool stm_early(const stm_globals* g, const stm_log& L
 // takes consecutive timestamps for all of them, logs them at once (their
 // writes staged in the scratch, or copied from the write sets by the whole
 // warp), passes the turn on and only then validates them against the
-// entries published since their first scan, [J.hv, s). When its own
+// entries published since their first validation, [J.hv, s). When its own
 // eviction, or the next request's, would drop entries of that range
 // (stm_early with need, the first of them; a small log, or a long wait for
 // the turn), it validates them first, in its turn, and logs the survivors
