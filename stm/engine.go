@@ -28,7 +28,9 @@ type Options struct {
 	ClientBlocksPerSM int // client blocks per client SM; 0: as many as fit
 	// ClientThreads bounds the transactions running at once on the GPU;
 	// 0 means about LogSize/16 update transactions in flight per server
-	// (LogSize/16 x Servers / the share of update transactions), at most
+	// (LogSize/16 x Servers / the share of update transactions, times up
+	// to 4 for update transactions whose warp also runs a read-only one,
+	// which wait for it: x3.6 at 10% read-only, x1.3 at 90%), at most
 	// one per two items of the store, at least a warp: more update
 	// transactions in flight make more conflicts, and longer final checks
 	// (a request's survivors are checked against the entries logged

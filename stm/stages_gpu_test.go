@@ -27,6 +27,7 @@ func BenchmarkGPUCommitStages(b *testing.B) {
 		{65536, 0, 0, 16, 0, 0}, {65536, 16, 0, 0, 0, 0},
 		{65536, 0, 0, 0, 0, 0.1}, {65536, 0, 9216, 0, 0, 0.1}, {65536, 0, 18432, 0, 0, 0.1},
 		{65536, 0, 8192, 0, 0, 0}, {1000000, 0, 0, 0, 0, 0.1},
+		{1000000, 0, 0, 0, 0, 0.9}, {1000000, 0, 40960, 0, 0, 0.9}, {65536, 0, 4576, 0, 0, 0.1},
 	} {
 		name := fmt.Sprintf("accounts=%d/servers=%d/threads=%d/warps=%d/table=%d", c.accounts, c.servers, c.threads, c.warps, c.table)
 		if c.ro > 0 {
