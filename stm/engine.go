@@ -31,7 +31,8 @@ type Options struct {
 	// (LogSize/16 x Servers / the share of update transactions, times up
 	// to 4 for update transactions whose warp also runs a read-only one,
 	// which wait for it: x3.6 at 10% read-only, x1.3 at 90%; not for a
-	// Zipf workload, where more threads mostly make more conflicts), at most
+	// Zipf workload, where more threads mostly make more conflicts, nor
+	// for update transactions of more than 4 writes), at most
 	// one per two items of the store, at least a warp: more update
 	// transactions in flight make more conflicts, and longer final checks
 	// (a request's survivors are checked against the entries logged
