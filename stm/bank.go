@@ -141,7 +141,7 @@ func (b Bank) spec() (*workloadSpec, error) {
 			}
 			return false
 		},
-		cudaName: "bank.cuh", cuda: bankCUDA, span: size,
+		cudaName: "bank.cuh", cuda: bankCUDA, span: size, skewed: b.Zipf > 0 && !b.Sharded,
 		params:   append([]uint64{uint64(n), v, roPPM, uint64(size), uint64(nb), uint64(k), boolWord(b.Sharded)}, z.params()...),
 		maxReads: 2 * k, maxWrites: 2 * k, maxROReads: size + n%size,
 		check: func(final []uint64, _ Stats) error {

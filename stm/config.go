@@ -24,8 +24,11 @@ type Config struct {
 	Versions int
 	// LogSize is the number of recent commits each server's log keeps; 0
 	// means DefaultLogSize. GPU engine only: the CPU engine validates
-	// against per-item versions and keeps no log. A transaction whose snapshot is older than the
-	// oldest commit a log still lists aborts (LogFull).
+	// against per-item versions and keeps no log. A request's first
+	// validation reads each item's newest logged write (a table of every
+	// item, which forgets nothing); its final check scans the entries
+	// logged since, and a transaction aborts (LogFull) when the log
+	// dropped one of those before it was scanned.
 	LogSize int
 	// LogWrites is the number of written items each server's log keeps
 	// (its item pool); 0 means LogSize*DefaultLogWritesPerEntry. A commit

@@ -4,8 +4,10 @@ import "testing"
 
 // TestDefaultThreads: without Options.ClientThreads a run keeps about
 // LogSize/16 update transactions in flight per server, more threads when
-// most transactions are read-only, at most one per two items, at least a
-// warp.
+// most transactions are read-only, and more again for update transactions
+// that wait for a read-only one in their warp (not when the workload is
+// skewed or its transactions write more than STM_SPL items), at most one
+// per two items, at least a warp.
 func TestDefaultThreads(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -16,6 +18,12 @@ func TestDefaultThreads(t *testing.T) {
 		{"1M accounts, updates only", Bank{Accounts: 1 << 20, Initial: 1, Rounds: 1}, Config{}, 256},
 		{"1M accounts, updates only, 4 servers", Bank{Accounts: 1 << 20, Initial: 1, Rounds: 1}, Config{Servers: 4}, 1024},
 		{"1M accounts, read-only only", Bank{Accounts: 1 << 20, Initial: 1, ReadOnly: 1, ReadSize: 100}, Config{}, 256 * 64},
+		{"1M accounts, 10% read-only", Bank{Accounts: 1 << 20, Initial: 1, ReadOnly: 0.1, ReadSize: 100}, Config{Servers: 16}, 4096 / 0.9 * 3.6},
+		{"1M accounts, 50% read-only", Bank{Accounts: 1 << 20, Initial: 1, ReadOnly: 0.5, ReadSize: 100}, Config{Servers: 16}, 4096 * 2 * 2.5},
+		{"1M accounts, 90% read-only", Bank{Accounts: 1 << 20, Initial: 1, ReadOnly: 0.9, ReadSize: 100}, Config{Servers: 16}, 4096 * 10 * 1.3},
+		{"1M accounts, 10% read-only, Zipf 0.99", Bank{Accounts: 1 << 20, Initial: 1, ReadOnly: 0.1, ReadSize: 100, Zipf: 0.99}, Config{Servers: 16}, 4551},
+		{"1M accounts, 10% read-only, 2 rounds", Bank{Accounts: 1 << 20, Initial: 1, ReadOnly: 0.1, ReadSize: 100, Rounds: 2}, Config{Servers: 16}, 16384},
+		{"1M accounts, 10% read-only, 4 rounds", Bank{Accounts: 1 << 20, Initial: 1, ReadOnly: 0.1, ReadSize: 100, Rounds: 4}, Config{Servers: 16}, 4551},
 		{"small store", Bank{Accounts: 300, Initial: 1, Rounds: 1}, Config{}, 150},
 		{"two items", CUDA{Body: "x", Size: 2}, Config{}, 32},
 		{"tiny log", RMW{Size: 1 << 20, Keys: 1}, Config{LogSize: 16}, 32},

@@ -18,15 +18,18 @@
 // takes one request (the transactions of one client warp) from the
 // partition's request ring itself (stm_take: a shared-memory atomic claims
 // the next slot, the worker polls it until the client has posted it) and
-// validates it against the log entries newer than
-// the transactions' snapshots, as a batch whatever the transactions'
-// sizes: the request's accesses (lane 0's reads and writes, then lane
-// 1's, ...) go STM_TABLE/2 at a time into a hash table in shared memory
-// (item -> the lanes that read or wrote it), the whole warp loading them
-// (one round trip to L2), and its lanes scan the log entries, 32 at a
-// time, once per table load (one load for 32 transfers of one round; a
-// request of larger transactions takes several, and a transaction larger
-// than the table is spread over several loads). There is no lock: the survivors
+// validates it as a batch whatever the transactions' sizes: the
+// request's accesses (lane 0's reads and writes, then lane 1's, ...) go
+// STM_TABLE/2 at a time into a hash table in shared memory (item -> the
+// lanes that read or wrote it), the whole warp loading them (one round
+// trip to L2) and then each accessed item's newest logged write (wts, one
+// word per item in global memory, raised by every live log entry before
+// its publication: one more round trip), which conflicts when it is newer
+// than its transaction's snapshot (one load for 32 transfers of one round;
+// a request of larger transactions takes several, and a transaction larger
+// than the table is spread over several loads). This first validation
+// costs the request's accesses, not the commits since its snapshots, and
+// covers every entry published before the head it read first. There is no lock: the survivors
 // reserve consecutive slots of the log with one atomicAdd, and requests
 // take their turns in slot order (log.cuh): in its turn a single-partition
 // request takes consecutive timestamps for its survivors (in shared memory
@@ -34,7 +37,7 @@
 // writes their entries (the items staged in shared memory when each
 // writes at most STM_SPL, else copied from the write sets by the whole
 // warp) and passes the turn on; only then does it validate
-// them against the entries published since its first scan (those of the
+// them against the log entries published since its first validation (those of the
 // earlier slots), so that no scan happens in a turn. A survivor that fails
 // this final validation aborts with its timestamp, a hole its client marks
 // done, and its entry stays (a phantom: others may abort for it, none

@@ -22,8 +22,9 @@
 // abort only when a version they need fell out of its ring (counted as
 // "snapshot too old", never a wrong read). Update transactions buffer their
 // writes and are validated at commit (read-write conflicts, and write-write
-// conflicts of blind writes): on the GPU a server validates them against a
-// log of recent commits, gives the survivors consecutive commit timestamps
+// conflicts of blind writes): on the GPU a server validates them against
+// each item's newest logged write, then against the log of recent commits
+// for the commits logged meanwhile, gives the survivors consecutive commit timestamps
 // with one reservation per batch, and the clients write their versions back
 // and advance the clock in commit order; on the CPU each commit validates
 // itself against per-item versions (see Store). Aborts are counted by cause

@@ -28,11 +28,16 @@ type Options struct {
 	ClientBlocksPerSM int // client blocks per client SM; 0: as many as fit
 	// ClientThreads bounds the transactions running at once on the GPU;
 	// 0 means about LogSize/16 update transactions in flight per server
-	// (LogSize/16 x Servers / the share of update transactions), at most
-	// one per two items of the store, at least a warp: a server validates
-	// each request against about one log entry per update transaction in
-	// flight, and more of them than a log holds make commits abort
-	// spuriously (LogFull), as the thesis saw.
+	// (LogSize/16 x Servers / the share of update transactions, times up
+	// to 4 for update transactions whose warp also runs a read-only one,
+	// which wait for it: x3.6 at 10% read-only, x1.3 at 90%; not for a
+	// Zipf workload, where more threads mostly make more conflicts, nor
+	// for update transactions of more than 4 writes), at most
+	// one per two items of the store, at least a warp: more update
+	// transactions in flight make more conflicts, and longer final checks
+	// (a request's survivors are checked against the entries logged
+	// between their first validation and their turn), which abort
+	// (LogFull) when the log dropped some of those entries.
 	ClientThreads int
 	// ServerWarps is the warps per server block: 1 receiver + workers
 	// (default 32, fewer when the log leaves less shared memory). Each
@@ -132,7 +137,7 @@ type Breakdown struct {
 type ServerStats struct {
 	Requests uint64        // commit requests served: a client warp's transactions at one server
 	Batched  uint64        // requests validated as a batch (all of them: in table loads of STM_TABLE/2 accesses)
-	Scanned  uint64        // log entries the batch validations scanned
+	Scanned  uint64        // log entries the final checks scanned (a first validation reads each accessed item's newest logged write instead, no entry)
 	LockWait time.Duration // time workers waited for their turn at the log (slot order), summed; a grouped request's wait includes the wait, after writing its entries, for its group's publication
 	Turns    uint64        // turns at the log that single-partition requests took
 	Grouped  uint64        // single-partition requests logged in an earlier request's turn (a group), not in one of their own: each writes its own entries there, in parallel with the group's other members

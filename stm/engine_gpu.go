@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -56,6 +57,14 @@ const (
 	// 2026-11-28, 16 servers with 256 transfers in flight each committed
 	// 43.8M a second on 1M accounts, with 512 each 37.9M).
 	updatesPerLog = 16
+	// readOnlyWarpFactor: without ClientThreads, update transactions that
+	// share their warp with a read-only one get up to this many times the
+	// threads (defaultThreads): on an H200 (2026-11-28, 64K accounts, 10%
+	// read-only sums of 100, the first validation reading the items'
+	// newest logged writes) 4576 client threads committed 21.4M a second,
+	// 9216 33.0M and 18432 41.8M; at 0% read-only 4096 42.0M and 8192
+	// 41.1M.
+	readOnlyWarpFactor = 4
 	// serverStartTimeout bounds the wait for the server blocks to run
 	// before the clients are launched.
 	serverStartTimeout = 10 * time.Second
@@ -208,15 +217,31 @@ func Programs() []gpu.Program {
 // Options.ClientThreads: about LogSize/updatesPerLog update transactions
 // in flight per server, so more threads when most transactions are
 // read-only; at most one per itemsPerThread items of the store; at least a
-// warp. A request is validated against the log entries newer than its
-// transactions' snapshots, about one per update transaction in flight, so
-// a server's capacity falls as concurrency grows: on an H100 (2026-11-26)
-// 4096 concurrent transfers at one server gave 2.0M commits/s with 3965
-// entries scanned per request (and more than LogSize in flight makes
-// commits abort spuriously, LogFull, as the thesis saw).
+// warp. A warp commits its 32 transactions together, so an update
+// transaction whose warp also runs a read-only one (of a share r of the
+// transactions: 1-(1-r)^32 of the warps) waits for it, out of flight:
+// those update transactions, a share (1-r)(1-(1-r)^32) of all, count
+// readOnlyWarpFactor times (x3.6 at 10% read-only, x2.5 at 50%, x1.3 at
+// 90%, none at 0% or 100%), unless the workload is skewed (a Zipf law:
+// on the H200 the 64K bank at 10% read-only ran 2.72M commits/s with
+// 4576 threads and 1.59M with 16448, 95% and 98% of the attempts
+// aborting) or its update transactions write more than STM_SPL items
+// (the factor was measured on transfers of 1 and 2 rounds only; a
+// transaction of 64 rounds with a log of 16 took too long to commit with
+// it). Concurrency costs conflicts, and final checks over the entries
+// logged while a request waited for its turn (the first validation reads
+// the items' newest logged writes, whatever the concurrency; until
+// 2026-11-28 it scanned the entries newer than the snapshots, and on an
+// H100 4096 concurrent transfers at one server gave 2.0M commits/s with
+// 3965 entries scanned per request).
 func defaultThreads(sp *workloadSpec, cfg Config, n int, seed uint64) int {
-	upd := max(1-readOnlyShare(sp, seed), 1.0/64)
-	want := int(float64(max(cfg.LogSize/updatesPerLog, 32)*cfg.Servers) / upd)
+	ro := readOnlyShare(sp, seed)
+	upd := max(1-ro, 1.0/64)
+	waiting := (1 - ro) * (1 - math.Pow(1-ro, 32))
+	if sp.skewed || sp.maxWrites > stmSPL {
+		waiting = 0
+	}
+	want := int(float64(max(cfg.LogSize/updatesPerLog, 32)*cfg.Servers) / upd * (1 + (readOnlyWarpFactor-1)*waiting))
 	return max(32, min(want, n/itemsPerThread))
 }
 

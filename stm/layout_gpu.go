@@ -11,8 +11,9 @@ import (
 // argument: device addresses and scalars, all 64-bit, in this order. Go owns
 // the layout; globalsHeader writes the C struct from it.
 var globalFields = []string{
-	// the store: k versions per item
-	"vals", "vers", "head", "n_items", "part_size", "servers", "k",
+	// the store: k versions per item; per item the timestamp of the newest
+	// logged write (wts: what a server's first validation reads)
+	"vals", "vers", "head", "wts", "n_items", "part_size", "servers", "k",
 	// the shape: read and write set capacities per thread, history mode
 	// (0 none, 1 committed, 2 also aborted attempts), per server the log
 	// entries kept (log_n) in a ring of log_e (a power of two) and the
@@ -117,7 +118,7 @@ const (
 	cntHistDropped // aborted attempts not recorded: their region was full
 	cntFastInserts // requests logged by the batch path
 	cntBatched     // requests validated as a batch
-	cntScanned     // log entries the batch validations scanned
+	cntScanned     // log entries the final checks scanned
 	cntCyLock      // cycles workers waited for a log's lock
 	cntCyHold      // cycles single-partition requests held their log's turn (to its publication)
 	cntTurns       // turns single-partition requests took

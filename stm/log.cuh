@@ -107,6 +107,26 @@ __device__ __forceinline__ stm_log stm_log_at(const stm_globals* g, u8* smem) {
 __device__ __forceinline__ u32 cg32(const u64 base, u64 i) { return __ldcg((const unsigned int*)base + i); }
 __device__ __forceinline__ u64 cg64(const u64 base, u64 i) { return __ldcg((const unsigned long long*)base + i); }
 
+// Every item's newest logged write, for the workers' first validation
+// (server.cu, stm_validate_table): whoever writes a live entry raises each
+// of its items' wts to the entry's timestamp (stm_wts_note, before the
+// block fence that precedes the entry's publication), so a worker that
+// reads head = h and then fences reads, for every item, a wts at least as
+// new as every entry before slot h that wrote it (and perhaps newer: an
+// entry being written, of a slot it will follow). An item is written only
+// by its partition's server block, so every party is in one block.
+
+// stm_wts_note raises item's wts to ts: one relaxed atomicMax in L2, not
+// waited for (entries of a group are written in parallel, not in
+// timestamp order).
+__device__ __forceinline__ void stm_wts_note(const stm_globals* g, u32 item, u64 ts) {
+	atomicMax((unsigned long long*)g->wts + item, (unsigned long long)ts);
+}
+
+// stm_wts_read returns item's wts (a relaxed load at GPU scope, from L2:
+// the atomics bypass the SM's L1).
+__device__ __forceinline__ u64 stm_wts_read(const stm_globals* g, u32 item) { return ld_relaxed_gpu((const u64*)g->wts + item); }
+
 // stm_reserve reserves m consecutive slots of the log (lane 0's one
 // atomicAdd) and returns the first, in every lane.
 __device__ __forceinline__ u64 stm_reserve(stm_log_ctl* ctl, u32 lane, u32 m) {
@@ -234,6 +254,13 @@ __device__ void stm_log_insert(const stm_globals* g, stm_log& L, u32 p, u32 lane
 		const u64 head = L.ctl->head, base = L.ctl->pool_head;
 		const u64 next_pool = base + (wild ? 0 : c);
 		stm_log_evict(g, L, lane, head, 1, next_pool);
+		if (wild && live) {
+			const u64 ts = t0 + __popc(all & lanemask_lt(l));
+			for (u32 j = lane; j < nw; j += 32) {
+				const u32 it = cg32(g->ws_item, wb + j);
+				if (stm_partition(g, it) == p) stm_wts_note(g, it, ts);
+			}
+		}
 		if (!wild) {
 			u32 off = 0;
 			for (u32 j0 = 0; j0 < nw; j0 += 32) {
@@ -242,6 +269,7 @@ __device__ void stm_log_insert(const stm_globals* g, stm_log& L, u32 p, u32 lane
 				const bool in = j < nw && stm_partition(g, it) == p;
 				const u32 b = __ballot_sync(FULL_MASK, in);
 				if (in) L.pool[(base + off + __popc(b & lanemask_lt(lane))) & amask] = it;
+				if (in && live) stm_wts_note(g, it, t0 + __popc(all & lanemask_lt(l)));
 				off += __popc(b);
 			}
 		}
@@ -302,7 +330,12 @@ __device__ __forceinline__ u32 stm_log_write_staged(const stm_globals* g, stm_lo
 		if (lane >= (u32)o) incl += v;
 	}
 	const u32 start = incl - c;
-	for (u32 i = 0; i < c; i++) L.pool[(base + start + i) & amask] = S->witem[lane * STM_SPL + i];
+	const u64 ts = t0 + __popc(slots & lanemask_lt(lane));
+	for (u32 i = 0; i < c; i++) {
+		const u32 it = S->witem[lane * STM_SPL + i];
+		L.pool[(base + start + i) & amask] = it;
+		stm_wts_note(g, it, ts);
+	}
 	if (mine) stm_log_put_entry(g, L, lane, slots, live, head, base + start, c, t0);
 	return __shfl_sync(FULL_MASK, incl, 31);
 }
@@ -386,8 +419,13 @@ __device__ void stm_log_insert_batch(const stm_globals* g, stm_log& L, stm_scrat
 			v[k] = ok[k] ? cg32(g->ws_item, ((u64)cw * 32 + o) * (u32)g->w_cap + (x - so)) : 0;
 		}
 #pragma unroll
-		for (u32 k = 0; k < per; k++)
-			if (ok[k]) L.pool[(base + x0 + k * 32 + lane) & amask] = v[k];
+		for (u32 k = 0; k < per; k++) {
+			const u32 o = stm_owner(start, x0 + k * 32 + lane); // every lane shuffles: not under ok
+			if (ok[k]) {
+				L.pool[(base + x0 + k * 32 + lane) & amask] = v[k];
+				stm_wts_note(g, v[k], t0 + __popc(slots & lanemask_lt(o)));
+			}
+		}
 	}
 	if (mine) stm_log_put_entry(g, L, lane, slots, live, head, base + start, c, t0);
 	stm_log_publish(L, lane, head + m, base + total);

@@ -90,7 +90,8 @@ func (m Memcached) spec() (*workloadSpec, error) {
 	z := newZipf(keys, m.Zipf)
 	getPPM := ppm(m.Gets)
 	sp := &workloadSpec{
-		span: ways, // a key's set: ways consecutive slots
+		span:   ways, // a key's set: ways consecutive slots
+		skewed: m.Zipf > 0,
 		readOnly: func(seed, ticket uint64, _, _ int) bool {
 			r := txRNG(seed, ticket)
 			return r.below(1e6) < getPPM

@@ -15,7 +15,7 @@ type runMemory struct {
 	vals, vers, tsnap, rsVal, wsVal, res      *gpu.Buffer[uint64]
 	reqRing, finRing, reqTail, finTail, words *gpu.Buffer[uint64]
 	dctl, counters, hist, histAb, done, final *gpu.Buffer[uint64]
-	initv, globals                            *gpu.Buffer[uint64]
+	initv, globals, wts                       *gpu.Buffer[uint64]
 	head, rsItem, wsItem, txNR, txNW, reply   *gpu.Buffer[uint32]
 	bufs                                      *gpu.Buffers
 }
@@ -37,6 +37,7 @@ func (g *gpuEngine) allocate(pl *runPlan, sp *workloadSpec, ro RunOptions) (*run
 	take(m, &m.vals, pl.n*cfg.Versions)
 	take(m, &m.vers, pl.n*cfg.Versions)
 	take(m, &m.head, pl.n)
+	take(m, &m.wts, pl.n)
 	take(m, &m.rsItem, th*sh.r)
 	if pl.hist > 0 {
 		take(m, &m.rsVal, th*sh.r)
@@ -86,6 +87,7 @@ func (g *gpuEngine) globalWords(pl *runPlan, m *runMemory, sp *workloadSpec, ro 
 		v    uint64
 	}{
 		{"vals", uint64(m.vals.Ptr())}, {"vers", uint64(m.vers.Ptr())}, {"head", uint64(m.head.Ptr())},
+		{"wts", uint64(m.wts.Ptr())},
 		{"n_items", uint64(pl.n)}, {"part_size", uint64(pl.part)}, {"servers", uint64(cfg.Servers)},
 		{"k", uint64(sh.k)}, {"r_cap", uint64(sh.r)}, {"w_cap", uint64(sh.w)}, {"hist_mode", uint64(pl.hist)},
 		{"log_e", uint64(sh.logE)}, {"log_n", uint64(cfg.LogSize)}, {"log_a", uint64(sh.logA)}, {"log_w", uint64(cfg.LogWrites)},

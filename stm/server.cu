@@ -117,7 +117,7 @@ struct stm_job {
 	u32 c0, c1;              // lane's first and last chunk
 	bool staged;             // every lane's writes are in S->witem (at most STM_SPL each)
 	u32 cl;                  // a single-partition lane's writes (all of this partition), else 0
-	u64 hv;                  // lane is validated up to log entry hv (its first chunk's scan end)
+	u64 hv;                  // lane is validated up to log entry hv (the head its first chunk's validation read)
 };
 
 // stm_job_load sets up the request of client warp cw's lanes mask (kind,
@@ -159,10 +159,17 @@ __device__ __forceinline__ void stm_job_load(const stm_globals* g, u32 lane, stm
 // chunk gi that are of partition p (lane bits in rd and wr); with stage,
 // a single-partition request's writes among them that are one of their
 // lane's first STM_SPL are staged in S->witem (lane l's write j at l *
-// STM_SPL + j). Thread mapping: lane k loads accesses gi * STM_CHUNK + k,
-// + k + 32, ... (its owner by stm_owner), all STM_CHUNK / 32 loads issued
-// before any is used: one round trip to L2. All lanes call it.
-__device__ __forceinline__ void stm_table_fill(const stm_globals* g, stm_scratch* S, u32 p, u32 lane, const stm_job& J, u32 gi, bool stage) {
+// STM_SPL + j). With check, it also validates them against the items'
+// newest logged writes (wts, log.cuh; the caller read head and fenced
+// first): an access whose item's wts is newer than its lane's snapshot
+// conflicts, read-write for a read, write-write for a write (a lane that
+// also read the item has the read-write conflict, which counts first);
+// the lanes go to S->rw and S->ww. Thread mapping: lane k loads accesses
+// gi * STM_CHUNK + k, + k + 32, ... (its owner by stm_owner), all
+// STM_CHUNK / 32 loads issued before any is used: one round trip to L2,
+// and with check their wts as many again. All lanes call it.
+__device__ __forceinline__ void stm_table_fill(const stm_globals* g, stm_scratch* S, u32 p, u32 lane, const stm_job& J, u32 gi, bool stage,
+                                               bool check = false) {
 	constexpr u32 per = STM_CHUNK / 32;
 	for (u32 i = lane; i < STM_TABLE; i += 32) {
 		S->key[i] = STM_EMPTY;
@@ -186,12 +193,37 @@ __device__ __forceinline__ void stm_table_fill(const stm_globals* g, stm_scratch
 		item[k] = 0;
 		if (ok[k]) item[k] = j < nr ? cg32(g->rs_item, t * (u32)g->r_cap + j) : cg32(g->ws_item, t * (u32)g->w_cap + (j - nr));
 	}
+	u32 rw = 0, ww = 0;
+	if (check) {
+		u64 w[per];
+#pragma unroll
+		for (u32 k = 0; k < per; k++) {
+			ok[k] = ok[k] && stm_partition(g, item[k]) == p;
+			w[k] = ok[k] ? stm_wts_read(g, item[k]) : 0;
+		}
+#pragma unroll
+		for (u32 k = 0; k < per; k++) {
+			const u64 snap = __shfl_sync(FULL_MASK, J.snap, own[k]); // every lane shuffles: not under ok
+			if (ok[k] && w[k] > snap) {
+				if (wj[k] == STM_EMPTY)
+					rw |= 1u << own[k];
+				else
+					ww |= 1u << own[k];
+			}
+		}
+		rw = __reduce_or_sync(FULL_MASK, rw);
+		ww = __reduce_or_sync(FULL_MASK, ww);
+	}
 #pragma unroll
 	for (u32 k = 0; k < per; k++) {
 		if (!ok[k] || stm_partition(g, item[k]) != p) continue;
 		const bool w = wj[k] != STM_EMPTY;
 		stm_table_put(S, item[k], 1u << own[k], w);
 		if (stage && w && wj[k] < STM_SPL) S->witem[own[k] * STM_SPL + wj[k]] = item[k];
+	}
+	if (check && lane == 0) {
+		S->rw |= rw;
+		S->ww |= ww;
 	}
 	__syncwarp();
 }
@@ -216,39 +248,34 @@ __device__ __forceinline__ u32 stm_cause_of(const stm_scratch* S, u32 lane, u32 
 	     : ((S->lf | extra_lf) & bit) ? 1 + STM_LOG_FULL : 0;
 }
 
-// stm_validate_table validates the request against the published log,
-// chunk by chunk: fill the table, scan the entries [tail, head), then
-// those published meanwhile, so that the final scan is short. Each lane
-// remembers in J.hv where its first chunk's scan ended (the chunks' scans
-// end at nondecreasing entries, so the lane is validated up to there).
-// Returns lane's 1 + cause, or 0.
-__device__ __forceinline__ u32 stm_validate_table(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, stm_job& J, u64* scanned) {
+// stm_validate_table validates the request, chunk by chunk, against
+// every commit logged before the head it reads first: each lane reads
+// head and fences, then the chunk's accesses are put in the table and
+// checked against their items' newest logged writes (stm_table_fill with
+// check): a cost of the request's accesses, not of the entries logged
+// since its snapshots, and no entry is too old for it (the table keeps
+// what the log drops). Each lane remembers in J.hv the head its first
+// chunk was validated at (the least any lane read; heads grow, so the
+// lane is validated up to there); the final check scans the log from
+// there. Returns lane's 1 + cause, or 0.
+__device__ __forceinline__ u32 stm_validate_table(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, stm_job& J) {
 	stm_log_ctl* ctl = L.ctl;
 	S->snap[lane] = J.snap;
 	if (lane == 0) S->rw = S->ww = S->lf = 0;
 	__syncwarp();
 	for (u32 gi = 0; gi < J.chunks; gi++) {
-		stm_table_fill(g, S, p, lane, J, gi, J.kind == REQ_SINGLE && J.staged);
-		u64 t0;
-		u64 h0 = stm_head_tail(ctl, lane, &t0);
-		*scanned += stm_scan_batch(g, L, S, lane, t0, h0, J.min_snap);
-		const u64 hc = stm_head_tail(ctl, lane, nullptr);
-		if (hc != h0) {
-			__syncwarp();
-			*scanned += stm_scan_batch(g, L, S, lane, h0, hc, J.min_snap);
-			h0 = hc;
-		}
-		if (J.c0 == gi) J.hv = h0;
-		__syncwarp();
+		const u64 h = warp_min64(ctl->head); // every lane: its own read, then the fence
+		__threadfence_block();
+		stm_table_fill(g, S, p, lane, J, gi, J.kind == REQ_SINGLE && J.staged, true);
+		if (J.c0 == gi) J.hv = h;
 	}
 	__threadfence_block();
 	__syncwarp();
-	const u32 fl = __ballot_sync(FULL_MASK, J.in && ctl->floor_ts > J.snap);
-	return J.in ? stm_cause_of(S, lane, fl) : 0;
+	return J.in ? stm_cause_of(S, lane, 0) : 0;
 }
 
 // stm_final_check validates the request's tentative survivors against the
-// entries published since their first scan, up to h1 (the request's
+// entries published since their first validation, up to h1 (the request's
 // first slot: all before it are complete), chunk by chunk from the last
 // (the table holds it; the others are loaded again), each from the least
 // J.hv of its lanes (entries scanned twice find the same conflicts).
@@ -294,7 +321,7 @@ __device__ __forceinline__ bool stm_early(const stm_globals* g, const stm_log& L
 // takes consecutive timestamps for all of them, logs them at once (their
 // writes staged in the scratch, or copied from the write sets by the whole
 // warp), passes the turn on and only then validates them against the
-// entries published since their first scan, [J.hv, s). When its own
+// entries published since their first validation, [J.hv, s). When its own
 // eviction, or the next request's, would drop entries of that range
 // (stm_early with need, the first of them; a small log, or a long wait for
 // the turn), it validates them first, in its turn, and logs the survivors
@@ -597,7 +624,7 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		stm_job J;
 		stm_job_load(g, lane, J, t.cw, t.mask, t.kind, t.seq);
 		const u64 c0 = clock64();
-		u32 cause = stm_validate_table(g, L, S, p, lane, J, &st.scanned); // lane l: 1 + cause of client lane l's abort
+		u32 cause = stm_validate_table(g, L, S, p, lane, J); // lane l: 1 + cause of client lane l's abort
 		st.batched++;
 		const u32 slots = __ballot_sync(FULL_MASK, J.in && cause == 0);
 		const u64 c1 = clock64();

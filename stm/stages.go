@@ -21,7 +21,7 @@ import (
 type RequestStages struct {
 	Ring       time.Duration // from the client's send to a worker taking the request from the ring
 	Load       time.Duration // the worker reading the request's transactions' snapshots and set sizes
-	Validate   time.Duration // the first validation against the log (ServerStats.Scanned counts its entries and the final checks')
+	Validate   time.Duration // the first validation: each accessed item's newest logged write against its transaction's snapshot (ServerStats.Scanned counts the final checks' log entries)
 	FinalCheck time.Duration // the final checks of the survivors against the entries logged since their first scan
 	Reply      time.Duration // writing the results and the reply word (a device-wide fence)
 	Busy       time.Duration // a worker's whole time on the request, taken to replied

@@ -4,7 +4,7 @@
 #include "stm/device.cuh"
 
 // stm_init: one thread per item: version 0 holds init[i], the other slots
-// none.
+// none; no write logged yet (wts 0).
 extern "C" __global__ void stm_init(const stm_globals* __restrict__ g, const u64* __restrict__ init) {
 	const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
 	if (i >= g->n_items) return;
@@ -17,6 +17,7 @@ extern "C" __global__ void stm_init(const stm_globals* __restrict__ g, const u64
 		vers[j] = STM_NO_VERSION;
 	}
 	((u32*)g->head)[i] = 0;
+	((u64*)g->wts)[i] = 0;
 }
 
 // stm_final: one thread per item: out[i] = the item's newest version (run

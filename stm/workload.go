@@ -49,6 +49,11 @@ type workloadSpec struct {
 	// servers keeps partitions much wider (defaultServers) and splits no
 	// block between two (alignedPartitions).
 	span int
+	// skewed: some items are much more popular than others (a Zipf law):
+	// more concurrency mostly makes more conflicts, so defaultThreads
+	// gives no more threads for update transactions that wait for a
+	// read-only warp-mate.
+	skewed bool
 }
 
 // serial runs tickets [0, n) one after another on a plain array, the
