@@ -49,19 +49,7 @@ func batchNeeds(prefix string, kb Keys, withVals bool) []gpu.Need {
 	return ns
 }
 
-// upload queues the copy of a batch to the pool buffers named by prefix:
-// through the upload pipeline from Go memory, or by DMA straight from a
-// pinned Staging (pinned). Cost: the keys, offsets and values over the
-// bus once (and, from Go memory, one parallel copy into pinned chunks).
-func (g *gpuEngine) upload(prefix string, kb Keys, vals []uint64, pinned bool) (*devBatch, error) {
-	b, err := g.uploadKeys(prefix, kb, vals != nil, pinned)
-	if err == nil && vals != nil {
-		err = gpu.UploadStaged(g.up, g.s, b.vals, 0, vals)
-	}
-	return b, err
-}
-
-// uploadKeys is upload without the values: the batch's buffers (the
+// uploadKeys readies a batch for the device: its buffers (the
 // values' too when withVals) taken from the pool and the keys and offsets
 // queued on the engine's stream. Cost: the keys and offsets over the bus
 // once (and, from Go memory, one parallel copy into pinned chunks).
