@@ -167,13 +167,15 @@ func (p *Pipeline) unpackOldest() error {
 	return nil
 }
 
-// copyPar copies src to dst (equal lengths) on the pipeline's workers.
+// copyPar copies src to dst (equal lengths) on the pipeline's workers of
+// par.Shared, whose fan-out costs microseconds where new goroutines cost
+// tens of them per chunk.
 func copyPar[T any](p *Pipeline, dst, src []T) {
 	grain := p.cfg.Grain
 	if grain <= 0 {
 		grain = max(1, len(src)/p.cfg.Workers)
 	}
-	par.For(len(src), grain, p.cfg.Workers, func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
+	par.Shared().For(len(src), grain, p.cfg.Workers, func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
 }
 
 // viewHost returns the first n elements of T of the bytes b.
@@ -242,7 +244,7 @@ func (p *Pipeline) UploadFunc(s *Stream, dst *Buffer[byte], off, total int, fill
 		if grain <= 0 {
 			grain = max(1, len(b)/p.cfg.Workers)
 		}
-		par.For(len(b), grain, p.cfg.Workers, func(lo, hi int) { fill(b[lo:hi], pos+lo) })
+		par.Shared().For(len(b), grain, p.cfg.Workers, func(lo, hi int) { fill(b[lo:hi], pos+lo) })
 	}
 	if !p.Staged() {
 		tmp := make([]byte, min(p.cfg.ChunkBytes, total))
