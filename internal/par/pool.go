@@ -13,7 +13,7 @@ import (
 // package functions start new goroutines each time, and waking the
 // runtime's idle threads one after another costs tens of microseconds per
 // fan-out; a Pool's workers instead spin for a while after each job
-// (yielding their thread now and then) and only then park, so a job that
+// (yielding their thread every yieldEvery) and only then park, so a job that
 // follows within the spin window starts on every worker at once.
 //
 // A job's parts are taken dynamically by the caller and the workers, so
@@ -152,11 +152,40 @@ func (p *Pool) run(parts, limit int, fn func(i int)) {
 		p.mu.Unlock()
 	}
 	j.help()
-	for i := 0; j.done.Load() < j.parts; i++ {
-		if i&255 == 255 {
-			runtime.Gosched() // a worker holding a part may need this thread
-		}
+	var y yielder
+	for j.done.Load() < j.parts {
+		y.tick() // a worker holding a part may need this thread
 	}
+}
+
+// yieldEvery is how often a spinning goroutine (an idle worker, or a
+// caller waiting for the last parts) yields its thread: rarely enough that
+// the spinners do not contend for the scheduler's run queue, often enough
+// that a goroutine readied on their thread waits microseconds, not the
+// runtime's 10 ms preemption.
+const yieldEvery = 20 * time.Microsecond
+
+// yielder counts a spin loop's iterations and yields every yieldEvery.
+type yielder struct {
+	i    int
+	last time.Time
+}
+
+// tick counts one iteration, reading the clock every 256, and reports
+// the time when it read it (zero otherwise).
+func (y *yielder) tick() time.Time {
+	y.i++
+	if y.i&255 != 0 {
+		return time.Time{}
+	}
+	now := time.Now()
+	if y.last.IsZero() {
+		y.last = now
+	} else if now.Sub(y.last) >= yieldEvery {
+		runtime.Gosched()
+		y.last = now
+	}
+	return now
 }
 
 // spawn runs parts parts of fn on at most limit new goroutines that take
@@ -199,18 +228,16 @@ func (p *Pool) work() {
 }
 
 // await returns the generation once it differs from seen: spinning for
-// p.spin (yielding the thread every few hundred loads), then parked.
+// p.spin (yielding the thread every yieldEvery), then parked.
 func (p *Pool) await(seen uint64) uint64 {
 	deadline := time.Now().Add(p.spin)
-	for i := 0; ; i++ {
+	var y yielder
+	for {
 		if g := p.gen.Load(); g != seen {
 			return g
 		}
-		if i&255 == 255 {
-			if time.Now().After(deadline) {
-				break
-			}
-			runtime.Gosched()
+		if now := y.tick(); !now.IsZero() && now.After(deadline) {
+			break
 		}
 	}
 	p.mu.Lock()

@@ -117,8 +117,9 @@ func TestPoolWorkersPark(t *testing.T) {
 
 // BenchmarkPoolFanOut is BenchmarkRangesFanOut on the Shared pool: the
 // latency of one fan-out of GOMAXPROCS parts of 4096 items each, back to
-// back and after 1 ms idle (the workers then parked: DefaultSpin is
-// shorter).
+// back, after 100 µs idle (the workers still spinning) and after 1 ms
+// idle (the workers parked: DefaultSpin is shorter); parts=N/inline is
+// the same work on one goroutine, whose ns/part is the fan-out's floor.
 func BenchmarkPoolFanOut(b *testing.B) {
 	p := Shared()
 	parts := runtime.GOMAXPROCS(0)
@@ -128,6 +129,12 @@ func BenchmarkPoolFanOut(b *testing.B) {
 			data[i] = data[i]*3 + 1
 		}
 	}
+	b.Run(fmt.Sprintf("parts=%d/inline", parts), func(b *testing.B) {
+		for b.Loop() {
+			work(0, 0, len(data))
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(parts), "ns/part")
+	})
 	for _, idle := range []time.Duration{0, 100 * time.Microsecond, time.Millisecond} {
 		b.Run(fmt.Sprintf("parts=%d/idle=%v", parts, idle), func(b *testing.B) {
 			var spent time.Duration
