@@ -1,16 +1,32 @@
 package btree
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
+	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/internal/gputest"
 )
+
+// setStageConfig replaces g's pinned staging rings by rings of c (as
+// setStageWorkers does for a worker count).
+func setStageConfig(g *gpuTree, c gpu.PipelineConfig) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := errors.Join(g.s.Synchronize(), g.up.Close(), g.down.Close()); err != nil {
+		return err
+	}
+	g.up, g.down = gpu.NewPipeline(g.dev, c), gpu.NewPipeline(g.dev, c)
+	return nil
+}
 
 // BenchmarkGPULookupCopies looks up 10M keys (half absent) in one 100M-key
 // tree of the default order, as bench btree's "lookup 10M in 100M": the
 // whole call from Go slices with the pinned staging rings copied on 8 and
-// on 16 goroutines, and from a pinned Staging (no host copies), the
+// on 16 goroutines taking 64Ki or 128Ki elements at a time (512 KiB or 1
+// MiB of keys and values: from 1 MiB the Go runtime's memmove uses
+// non-temporal stores), and from a pinned Staging (no host copies), the
 // reference the host copies are measured against. host-GB/s is the bytes
 // the host copies into and out of the rings (keys in, values and flags
 // out: 17 bytes a key) over the whole call.
@@ -20,13 +36,17 @@ func BenchmarkGPULookupCopies(b *testing.B) {
 	gt := g.e.(*gpuTree)
 	q := benchQueries
 	vals, found := make([]uint64, len(q)), make([]bool, len(q))
-	for _, w := range []int{stageWorkers, 16} {
-		b.Run(fmt.Sprintf("call/stageWorkers=%d", w), func(b *testing.B) {
-			if err := gt.setStageWorkers(w); err != nil {
+	for _, c := range []struct{ workers, grain int }{
+		{stageWorkers, stageGrain}, {16, stageGrain}, {8, 1 << 17}, {16, 1 << 17},
+	} {
+		b.Run(fmt.Sprintf("call/stageWorkers=%d/grain=%d", c.workers, c.grain), func(b *testing.B) {
+			cfg := stageConfig
+			cfg.Workers, cfg.Grain = c.workers, c.grain
+			if err := setStageConfig(gt, cfg); err != nil {
 				b.Fatal(err)
 			}
 			defer func() {
-				if err := gt.setStageWorkers(stageWorkers); err != nil {
+				if err := setStageConfig(gt, stageConfig); err != nil {
 					b.Fatal(err)
 				}
 			}()
