@@ -156,6 +156,7 @@ func (p *Pool) run(parts, limit int, fn func(i int)) {
 	for j.done.Load() < j.parts {
 		y.tick() // a worker holding a part may need this thread
 	}
+	p.job.Store(nil) // the pool keeps no reference to fn's data
 }
 
 // yieldEvery is how often a spinning goroutine (an idle worker, or a
