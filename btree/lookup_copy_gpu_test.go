@@ -38,7 +38,7 @@ func BenchmarkGPULookupCopies(b *testing.B) {
 	q := benchQueries
 	vals, found := make([]uint64, len(q)), make([]bool, len(q))
 	for _, c := range []struct{ workers, grain int }{
-		{stageWorkers, stageGrain}, {16, stageGrain}, {8, 1 << 17}, {16, 1 << 17},
+		{8, stageGrain}, {16, stageGrain}, {8, 1 << 17}, {16, 1 << 17},
 	} {
 		b.Run(fmt.Sprintf("call/stageWorkers=%d/grain=%d", c.workers, c.grain), func(b *testing.B) {
 			cfg := stageConfig
