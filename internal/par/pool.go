@@ -66,7 +66,7 @@ func NewPool(workers int, spin time.Duration) *Pool {
 	p.wake = sync.NewCond(&p.mu)
 	p.exited.Add(workers)
 	for range workers {
-		go p.work()
+		go p.work(0) // the generation now: a job or Close before the goroutine runs still wakes it
 	}
 	return p
 }
@@ -212,10 +212,10 @@ func (j *poolJob) help() {
 	}
 }
 
-// work is a worker: wait for a new job, join it if it has room, repeat.
-func (p *Pool) work() {
+// work is a worker: wait for a generation after seen, join its job if it
+// has room, repeat until Close.
+func (p *Pool) work(seen uint64) {
 	defer p.exited.Done()
-	seen := p.gen.Load()
 	for {
 		seen = p.await(seen)
 		if p.stop.Load() {

@@ -1,8 +1,6 @@
 package par
 
 import (
-	"fmt"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -115,38 +113,24 @@ func TestPoolWorkersPark(t *testing.T) {
 	p.Close()
 }
 
+// TestPoolCloseBeforeWorkersStart closes pools right after starting them
+// (and after jobs that the caller alone may have run): a worker that first
+// runs after Close still stops.
+func TestPoolCloseBeforeWorkersStart(t *testing.T) {
+	for i := range 200 {
+		p := NewPool(4, 0)
+		if i%2 == 1 {
+			p.Do(3, func(int) {})
+		}
+		p.Close()
+	}
+}
+
 // BenchmarkPoolFanOut is BenchmarkRangesFanOut on the Shared pool: the
 // latency of one fan-out of GOMAXPROCS parts of 4096 items each, back to
 // back, after 100 µs idle (the workers still spinning) and after 1 ms
 // idle (the workers parked: DefaultSpin is shorter); parts=N/inline is
 // the same work on one goroutine, whose ns/part is the fan-out's floor.
 func BenchmarkPoolFanOut(b *testing.B) {
-	p := Shared()
-	parts := runtime.GOMAXPROCS(0)
-	data := make([]uint64, parts*4096)
-	work := func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			data[i] = data[i]*3 + 1
-		}
-	}
-	b.Run(fmt.Sprintf("parts=%d/inline", parts), func(b *testing.B) {
-		for b.Loop() {
-			work(0, 0, len(data))
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(parts), "ns/part")
-	})
-	for _, idle := range []time.Duration{0, 100 * time.Microsecond, time.Millisecond} {
-		b.Run(fmt.Sprintf("parts=%d/idle=%v", parts, idle), func(b *testing.B) {
-			var spent time.Duration
-			for b.Loop() {
-				if idle > 0 {
-					time.Sleep(idle)
-				}
-				t0 := time.Now()
-				p.Ranges(len(data), parts, work)
-				spent += time.Since(t0)
-			}
-			b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N), "ns/fanout")
-		})
-	}
+	benchFanOut(b, Shared().Ranges, true, 0, 100*time.Microsecond, time.Millisecond)
 }
