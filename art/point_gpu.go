@@ -284,24 +284,27 @@ func (p *pointPlan) outs(c int) (o []uint64, f []uint8) {
 }
 
 // pack copies chunk c of a slice call into its slot on the workers: its
-// key bytes and offsets (gpu.Strings.PackChunk, the offsets counted from
-// the batch's first key byte) and its values.
+// key bytes and offsets (gpu.Strings.PackChunkAnd, the offsets counted
+// from the batch's first key byte) and, in the same fan-out, each part's
+// values.
 func (p *pointPlan) pack(c int) {
 	lo, hi := p.bounds(c)
 	s := p.slot(c)
 	data, offs := s[:p.starts[c+1]-p.starts[c]], pinView[uint32](s, p.lay.offs, hi-lo+1)
-	p.pc.src.PackChunk(p.cut, c, data, offs)
+	var also func(plo, phi int)
 	if p.pc.vals != nil {
-		gpu.CopyPar(pinView[uint64](s, p.lay.vals, hi-lo), p.pc.vals[lo:hi], hostMinPart, p.workers)
+		vals, src := pinView[uint64](s, p.lay.vals, hi-lo), p.pc.vals[lo:hi]
+		also = func(plo, phi int) { copy(vals[plo:phi], src[plo:phi]) }
 	}
+	p.pc.src.PackChunkAnd(p.cut, c, data, offs, also)
 }
 
 // unpack copies chunk c's answers of a slice call out of its slot on the
-// workers.
+// workers (par.Shared: one fan-out).
 func (p *pointPlan) unpack(c int) {
 	lo, hi := p.bounds(c)
 	o, f := p.outs(c)
-	par.Ranges(hi-lo, par.Parts(hi-lo, hostMinPart, p.workers), func(_, plo, phi int) {
+	par.Shared().Ranges(hi-lo, par.Parts(hi-lo, hostMinPart, p.workers), func(_, plo, phi int) {
 		if o != nil {
 			copy(p.pc.out[lo+plo:lo+phi], o[plo:phi])
 		}

@@ -5,14 +5,14 @@ import "github.com/warpkv/warpkv/gpu"
 // Pinned staging of transfers: every upload and download of the GPU engine
 // of more than stageMin words goes through a gpu.Pipeline (one ring for
 // uploads, one for downloads), so that the copies between Go and pinned
-// memory (on stageWorkers goroutines) overlap the DMAs. Pageable copies
-// make the driver stage through its own small buffers, well below the
-// link's speed.
+// memory (on stageWorkers of par.Shared's workers) overlap the DMAs.
+// Pageable copies make the driver stage through its own small buffers,
+// well below the link's speed.
 const (
 	stageChunk   = 1 << 21 // uint64 elements per pinned buffer (16 MiB; 4 MiB chunks measured slower: per-chunk host overhead)
 	stageBufs    = 4       // pinned buffers each way: chunks in flight
 	stageMin     = 1 << 16 // smaller transfers (in 8-byte words) go straight from or to Go memory
-	stageWorkers = 8       // goroutines copying a chunk to or from pinned memory
+	stageWorkers = 16      // goroutines copying a chunk to or from pinned memory (par.Shared; 10M lookups: 2.22 G/s on 16, 1.86 on 8, H200)
 	stageGrain   = 1 << 16 // elements a goroutine copies at a time
 )
 

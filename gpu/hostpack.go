@@ -104,7 +104,7 @@ func (s Strings) Sizes(size, maxLen, workers int) (Layout, int) {
 		c := sort.SearchInts(first, k+1) - 1
 		return c
 	}
-	par.For(first[chunks], 1, workers, func(klo, khi int) {
+	par.Shared().For(first[chunks], 1, workers, func(klo, khi int) {
 		for k := klo; k < khi; k++ {
 			c := chunkOf(k)
 			lo, hi := l.Bounds(c, n)
@@ -134,18 +134,26 @@ func (s Strings) Sizes(size, maxLen, workers int) (Layout, int) {
 // bytes, in order, into data (exactly their total length) and their
 // offsets into offs (one more than its strings): offs[j] = l.Starts[c] +
 // the bytes of the chunk's strings before string j, so that offs continue
-// the offsets of the chunks before. It runs on the Layout's workers, each
-// on a contiguous part: from packed strings each part copies its bytes and
-// rebases its offsets; otherwise each part writes its offsets and bytes
-// from where Sizes found its bytes start. Cost: one parallel copy of the
-// chunk's bytes and offsets.
+// the offsets of the chunks before. It runs on the Layout's workers of
+// par.Shared, each on a contiguous part: from packed strings each part
+// copies its bytes and rebases its offsets; otherwise each part writes its
+// offsets and bytes from where Sizes found its bytes start. Cost: one
+// parallel copy of the chunk's bytes and offsets, one fan-out.
 func (s Strings) PackChunk(l Layout, c int, data []byte, offs []uint32) {
+	s.PackChunkAnd(l, c, data, offs, nil)
+}
+
+// PackChunkAnd is PackChunk that also calls also(lo, hi) (when not nil)
+// on the worker that packs the chunk's strings [lo, hi) (counted from the
+// chunk's first), once per part: the copy of per-string arrays (an
+// update's values) in the same fan-out. Cost: PackChunk's plus the calls.
+func (s Strings) PackChunkAnd(l Layout, c int, data []byte, offs []uint32, also func(lo, hi int)) {
 	lo, hi := l.Bounds(c, s.Len())
 	m := hi - lo
 	at := uint32(l.Starts[c])
 	if s.packed() {
 		a := s.Offs[lo]
-		par.Ranges(m, par.Parts(m, packMinPart, l.workers), func(_, plo, phi int) {
+		par.Shared().Ranges(m, par.Parts(m, packMinPart, l.workers), func(_, plo, phi int) {
 			src := s.Offs[lo+plo : lo+phi+1]
 			copy(data[src[0]-a:src[len(src)-1]-a], s.Data[src[0]:src[len(src)-1]])
 			dst := offs[plo:phi]
@@ -153,27 +161,56 @@ func (s Strings) PackChunk(l Layout, c int, data []byte, offs []uint32) {
 			for i := range dst {
 				dst[i] = src[i] + d
 			}
+			if also != nil {
+				also(plo, phi)
+			}
 		})
 		offs[m] = at + (s.Offs[hi] - a)
 		return
 	}
 	starts := l.parts[c]
 	parts := len(starts) - 1
-	par.Ranges(m, parts, func(p, plo, phi int) {
+	par.Shared().Ranges(m, parts, func(p, plo, phi int) {
 		o := starts[p]
 		dst := offs[plo:phi]
 		for i, k := range s.Slices[lo+plo : lo+phi] {
 			dst[i] = at + o
-			o += uint32(copy(data[o:], k))
+			putString(data[o:], k)
+			o += uint32(len(k))
+		}
+		if also != nil {
+			also(plo, phi)
 		}
 	})
 	offs[m] = at + starts[parts]
 }
 
+// putString copies k to the start of d (len(d) >= len(k)), writing
+// exactly len(k) bytes: keys of 8 to 32 bytes with two fixed-size moves
+// each (overlapping for lengths between), the rest with copy. The fixed
+// moves save the call of memmove per key, which dominates packing short
+// keys from Go slices (0.85 against 1.46 ms a 256Ki chunk of 16-byte keys
+// on one core of the development VM).
+func putString(d, k []byte) {
+	switch n := len(k); {
+	case n == 16:
+		*(*[16]byte)(d) = *(*[16]byte)(k)
+	case n >= 8 && n < 16:
+		*(*[8]byte)(d) = *(*[8]byte)(k)
+		*(*[8]byte)(d[n-8:]) = *(*[8]byte)(k[n-8:])
+	case n > 16 && n <= 32:
+		*(*[16]byte)(d) = *(*[16]byte)(k)
+		*(*[16]byte)(d[n-16:]) = *(*[16]byte)(k[n-16:])
+	default:
+		copy(d, k)
+	}
+}
+
 // CopyPar copies src into dst (the shorter length) on workers goroutines
-// (<= 0: GOMAXPROCS), at least minPer elements each: the unpacking of a
-// chunk's answers out of pinned memory. Cost: one parallel copy.
+// (<= 0: GOMAXPROCS), at least minPer elements each, on par.Shared: the
+// unpacking of a chunk's answers out of pinned memory. Cost: one parallel
+// copy, one fan-out.
 func CopyPar[T any](dst, src []T, minPer, workers int) {
 	n := min(len(dst), len(src))
-	par.Ranges(n, par.Parts(n, minPer, workers), func(_, lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
+	par.Shared().Ranges(n, par.Parts(n, minPer, workers), func(_, lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
 }

@@ -3,6 +3,7 @@ package gpu
 import (
 	"bytes"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 )
 
@@ -61,7 +62,21 @@ func TestPackChunks(t *testing.T) {
 				lo, hi := l.Bounds(c, n)
 				// The chunk's own buffers, as a pinned slot holds them.
 				d, o := make([]byte, l.Starts[c+1]-l.Starts[c]), make([]uint32, hi-lo+1)
-				s.PackChunk(l, c, d, o)
+				if c%2 == 0 {
+					s.PackChunk(l, c, d, o)
+				} else { // PackChunkAnd hands each part's strings to also once
+					seen := make([]int32, hi-lo)
+					s.PackChunkAnd(l, c, d, o, func(plo, phi int) {
+						for i := plo; i < phi; i++ {
+							atomic.AddInt32(&seen[i], 1)
+						}
+					})
+					for i, v := range seen {
+						if v != 1 {
+							t.Fatalf("trial %d form %d chunk %d: string %d given to also %d times", trial, form, c, lo+i, v)
+						}
+					}
+				}
 				copy(gotData[l.Starts[c]:], d)
 				if c > 0 && gotOffs[lo] != o[0] {
 					t.Fatalf("trial %d form %d chunk %d: starts at %d, the chunk before ends at %d", trial, form, c, o[0], gotOffs[lo])

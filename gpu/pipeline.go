@@ -40,7 +40,7 @@ type PipelineConfig struct {
 	Chunks     int // chunks in the ring: transfers in flight (default 2)
 	Direct     int // transfers of fewer bytes skip the ring (default 0: none do)
 	Workers    int // goroutines packing or unpacking one chunk (default GOMAXPROCS)
-	Grain      int // elements one goroutine copies at a time (default: a chunk's share of each worker)
+	Grain      int // elements one goroutine copies at a time (default: a chunk's share of each worker, at least 64 KiB)
 }
 
 // Pipeline defaults.
@@ -167,13 +167,27 @@ func (p *Pipeline) unpackOldest() error {
 	return nil
 }
 
-// copyPar copies src to dst (equal lengths) on the pipeline's workers.
+// copyPar copies src to dst (equal lengths) on the pipeline's workers of
+// par.Shared, whose fan-out costs microseconds where new goroutines cost
+// tens of them per chunk.
 func copyPar[T any](p *Pipeline, dst, src []T) {
-	grain := p.cfg.Grain
-	if grain <= 0 {
-		grain = max(1, len(src)/p.cfg.Workers)
+	par.Shared().For(len(src), p.grain(len(src), sizeOf[T]()), p.cfg.Workers, func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
+}
+
+// minGrainBytes is the fewest bytes one goroutine of a default-grained
+// copy takes: smaller copies run inline, where a fan-out would cost more
+// than it shares (and would keep the pool's workers spinning after every
+// small transfer).
+const minGrainBytes = 64 << 10
+
+// grain returns the elements of size bytes one goroutine copies at a time
+// of a copy of n: the configured Grain, or n's share of each worker but
+// at least minGrainBytes.
+func (p *Pipeline) grain(n, size int) int {
+	if p.cfg.Grain > 0 {
+		return p.cfg.Grain
 	}
-	par.For(len(src), grain, p.cfg.Workers, func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
+	return max(n/p.cfg.Workers, (minGrainBytes+size-1)/size)
 }
 
 // viewHost returns the first n elements of T of the bytes b.
@@ -238,11 +252,7 @@ func (p *Pipeline) UploadFunc(s *Stream, dst *Buffer[byte], off, total int, fill
 		return err
 	}
 	pack := func(b []byte, pos int) {
-		grain := p.cfg.Grain
-		if grain <= 0 {
-			grain = max(1, len(b)/p.cfg.Workers)
-		}
-		par.For(len(b), grain, p.cfg.Workers, func(lo, hi int) { fill(b[lo:hi], pos+lo) })
+		par.Shared().For(len(b), p.grain(len(b), 1), p.cfg.Workers, func(lo, hi int) { fill(b[lo:hi], pos+lo) })
 	}
 	if !p.Staged() {
 		tmp := make([]byte, min(p.cfg.ChunkBytes, total))

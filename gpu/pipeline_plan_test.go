@@ -108,3 +108,24 @@ func TestViewHostReinterpretsPinnedBytes(t *testing.T) {
 	}()
 	viewHost[uint64](b, 3)
 }
+
+// TestPipelineGrain checks the elements a goroutine of a pipeline's host
+// copy takes: the configured Grain, else the copy's share of each worker
+// but never under 64 KiB, so that small copies run inline.
+func TestPipelineGrain(t *testing.T) {
+	for _, c := range []struct {
+		grain, workers, n, size, want int
+	}{
+		{0, 16, 1 << 20, 8, 1 << 16},   // 8 MiB of uint64 on 16 workers: 512 KiB each
+		{0, 16, 1000, 8, 8192},         // 8000 bytes: one goroutine (64 KiB of uint64)
+		{0, 16, 1 << 20, 1, 1 << 16},   // 1 MiB of bytes: 64 KiB each
+		{0, 4, 100 << 20, 1, 25 << 20}, // 100 MiB on 4 workers
+		{0, 16, 1 << 16, 3, 21846},     // a size that does not divide 64 KiB rounds up
+		{100, 16, 1 << 20, 8, 100},     // configured
+	} {
+		p := NewPipeline(nil, PipelineConfig{Grain: c.grain, Workers: c.workers})
+		if got := p.grain(c.n, c.size); got != c.want {
+			t.Errorf("grain %d, %d workers: %d elements of %d bytes: %d at a time, want %d", c.grain, c.workers, c.n, c.size, got, c.want)
+		}
+	}
+}

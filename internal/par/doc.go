@@ -4,4 +4,10 @@
 // dynamically by a pool of workers (For). Every function returns when all
 // the work it started has finished, and runs the work inline when there is
 // one part, so small inputs cost no goroutine.
+//
+// The package functions start new goroutines on every call. Pool runs the
+// same shapes of work on persistent workers that spin briefly between
+// jobs, for host copies that fan out many times a millisecond (the GPU
+// engines' pipelined calls); Shared is the process's one Pool, the
+// package's only global state, started on first use.
 package par

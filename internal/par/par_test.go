@@ -107,6 +107,13 @@ func BenchmarkFor(b *testing.B) {
 // a GPU call, where the runtime's idle threads have gone to sleep and are
 // woken one after another. ns/op is the latency of one fan-out.
 func BenchmarkRangesFanOut(b *testing.B) {
+	benchFanOut(b, Ranges, false, 0, time.Millisecond)
+}
+
+// benchFanOut times ranges over GOMAXPROCS parts of 4096 items each after
+// each idle time (and, with inline, the same work on one goroutine as the
+// floor: ns/part), reporting ns/fanout.
+func benchFanOut(b *testing.B, ranges func(n, parts int, fn func(i, lo, hi int)), inline bool, idles ...time.Duration) {
 	parts := runtime.GOMAXPROCS(0)
 	data := make([]uint64, parts*4096)
 	work := func(_, lo, hi int) {
@@ -114,7 +121,15 @@ func BenchmarkRangesFanOut(b *testing.B) {
 			data[i] = data[i]*3 + 1
 		}
 	}
-	for _, idle := range []time.Duration{0, time.Millisecond} {
+	if inline {
+		b.Run(fmt.Sprintf("parts=%d/inline", parts), func(b *testing.B) {
+			for b.Loop() {
+				work(0, 0, len(data))
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(parts), "ns/part")
+		})
+	}
+	for _, idle := range idles {
 		b.Run(fmt.Sprintf("parts=%d/idle=%v", parts, idle), func(b *testing.B) {
 			var spent time.Duration
 			for b.Loop() {
@@ -122,7 +137,7 @@ func BenchmarkRangesFanOut(b *testing.B) {
 					time.Sleep(idle)
 				}
 				t0 := time.Now()
-				Ranges(len(data), parts, work)
+				ranges(len(data), parts, work)
 				spent += time.Since(t0)
 			}
 			b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N), "ns/fanout")
