@@ -46,17 +46,21 @@ func (g *gpuEngine) takeSegs(name string, n int) segBufs {
 }
 
 // insertOut is where an insert's build rounds put the group links and the
-// old nodes' trims (nil buffers for a build).
+// old nodes' trims (nil buffers for a build), and grow: allocations of each
+// kind the first round will likely ask for (zero: no guess), reserved
+// while its plan kernels run.
 type insertOut struct {
 	glink, trimpar *gpu.Buffer[uint64]
 	trimd          *gpu.Buffer[uint32]
+	grow           [numKinds + 1]uint64
 }
 
 // rounds runs builder.run on the device: nIt items, S first segments in
 // cur (which tile the items), new records in tree t. Each round: ab_plan,
 // ab_pieces, a scan, ab_count, five scans, a_totals read back, the pools
-// grown, ab_write, ab_place, ab_close, ab_itemseg. Cost per round: O(items
-// + segments) device work and one small read.
+// grown, ab_write, ab_place, ab_close, ab_itemseg. Round 0 grows the pools
+// for io.grow after queuing its plan, before its readback. Cost per round:
+// O(items + segments) device work and one small read.
 func (g *gpuEngine) rounds(t *devTree, b *devBatch, it itemBufs, nIt int, cur segBufs, S int, io insertOut) error {
 	k := g.k
 	names32 := []string{"b.nseg", "b.depth", "b.hterm", "b.children", "b.kind", "b.flag", "b.pex"}
@@ -91,6 +95,15 @@ func (g *gpuEngine) rounds(t *devTree, b *devBatch, it itemBufs, nIt int, cur se
 			g.launch(k.totals, 1, uint64(S), r12, r34, r56, r78, abytes, uint64(nIt), pex, tot),
 		); err != nil {
 			return fail(err)
+		}
+		if round == 0 && io.grow != ([numKinds + 1]uint64{}) {
+			// The pools grown for the guess while the device plans
+			// (the host's allocations otherwise idle the device
+			// between plan and write): out of memory here is left to
+			// the exact reservation below.
+			if err := g.reserve(t, io.grow, 0); err != nil && !errors.Is(err, gpu.ErrOutOfMemory) {
+				return fail(err)
+			}
 		}
 		tv, err := g.readU64(tot, 0, 10)
 		if err != nil {

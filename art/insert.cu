@@ -177,10 +177,17 @@ extern "C" __global__ void ai_segs(u64 G, u64 F, const u32 *gstart, const u32 *s
     }
 }
 
+// ENTRY_NONE is the sort key of an invalid entry: entry_order of kind 15
+// (K_ROOT, never an entry's node), above every valid key and below 2^53
+// (round_gpu.go's entryBits, the bits the node round sorts).
+#define ENTRY_NONE ((u64)15 << 49)
+
 // ai_entries: one thread per group: its node entry (an add at an empty
 // slot, or the set of a split slot) at 2g and its old node's trim at 2g+1;
-// invalid entries (root edges, no trim) get the largest sort key. valid
-// counts the others.
+// invalid entries (root edges, no trim) get the sort key ENTRY_NONE, above
+// every valid entry_order, with zero bytes where valid keys have zeros (the
+// sort skips the passes of bytes that are equal in all keys). valid counts
+// the others.
 extern "C" __global__ void ai_entries(u64 G, const u32 *gstart, const u32 *fs, const u8 *cls, const u64 *par, const u32 *slot1,
                                       const u64 *tgt, const u64 *glink, u64 *ekey, u64 *enode, u32 *ecode, u32 *eop,
                                       u64 *elink, u32 *egrp, unsigned long long *valid) {
@@ -188,8 +195,8 @@ extern "C" __global__ void ai_entries(u64 G, const u32 *gstart, const u32 *fs, c
         u32 i0 = fs[gstart[g]];
         u64 p = par[i0];
         u64 e0 = 2 * g, e1 = 2 * g + 1;
-        ekey[e0] = ~0ull;
-        ekey[e1] = ~0ull;
+        ekey[e0] = ENTRY_NONE;
+        ekey[e1] = ENTRY_NONE;
         u32 n = 0;
         if (lkind(p) != K_ROOT) {
             enode[e0] = p;

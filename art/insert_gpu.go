@@ -29,7 +29,7 @@ func (g *gpuEngine) insert(kb Keys, vals []uint64) (int, error) {
 	}
 	t := g.t
 	save := t.counters()
-	added, err := g.insertSorted(t, b, order, n)
+	added, err := g.insertSorted(t, b, order, n, leafGuess(kb))
 	if err != nil {
 		t.restore(save)
 		return 0, err
@@ -38,9 +38,24 @@ func (g *gpuEngine) insert(kb Keys, vals []uint64) (int, error) {
 	return added, g.finish("insert", kb.Len())
 }
 
+// leafGuess is the leaf kind of kb's keys when they look all of one length
+// (their bytes are Len times the first key's length: a guess for growing
+// the pools early, not a check), or 0 (none, or arena keys). Cost: O(1).
+func leafGuess(kb Keys) int {
+	n := kb.Len()
+	if n == 0 {
+		return 0
+	}
+	l := int(kb.Offs[1] - kb.Offs[0])
+	if int(kb.Offs[n]-kb.Offs[0]) != n*l || leafKind(l) == kindLV {
+		return 0
+	}
+	return leafKind(l)
+}
+
 // insertSorted runs the phases after the sort; it returns how many keys
-// were new.
-func (g *gpuEngine) insertSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint32], n int) (int, error) {
+// were new. lk is leafGuess's kind of the batch's leaves (0: none).
+func (g *gpuEngine) insertSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint32], n, lk int) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
@@ -71,7 +86,7 @@ func (g *gpuEngine) insertSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint
 	F := int(c[0])
 	g.step("classify")
 	if F > 0 {
-		if err := g.insertFresh(t, b, order, F, cls, fresh, slot1, gd, idx, fpos, par, tgt, ek, cnt); err != nil {
+		if err := g.insertFresh(t, b, order, F, lk, cls, fresh, slot1, gd, idx, fpos, par, tgt, ek, cnt); err != nil {
 			return 0, err
 		}
 	}
@@ -84,8 +99,10 @@ func (g *gpuEngine) insertSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint
 	return F, nil
 }
 
-// insertFresh places the F new keys (sorted positions in fpos).
-func (g *gpuEngine) insertFresh(t *devTree, b *devBatch, order *gpu.Buffer[uint32], F int, cls, gflag *gpu.Buffer[uint8],
+// insertFresh places the F new keys (sorted positions in fpos); lk, when
+// not 0, is the likely kind of their leaves, whose pool the first build
+// round grows for F more while the device plans.
+func (g *gpuEngine) insertFresh(t *devTree, b *devBatch, order *gpu.Buffer[uint32], F, lk int, cls, gflag *gpu.Buffer[uint8],
 	slot1, gd, idx, fpos *gpu.Buffer[uint32], par, tgt, ek *gpu.Buffer[uint64], cnt *gpu.Buffer[uint32]) error {
 	k := g.k
 	if err := g.pool.Reserve(gpu.NeedOf[uint32]("i.fs", F), gpu.NeedOf[uint32]("i.gstart", F+1)); err != nil {
@@ -136,7 +153,11 @@ func (g *gpuEngine) insertFresh(t *devTree, b *devBatch, order *gpu.Buffer[uint3
 		return fmt.Errorf("items: %w", err)
 	}
 	g.step("items")
-	if err := g.rounds(t, b, it, m, cur, G, insertOut{glink: glink, trimd: trimd, trimpar: trimpar}); err != nil {
+	io := insertOut{glink: glink, trimd: trimd, trimpar: trimpar}
+	if lk != 0 {
+		io.grow[lk] = uint64(F)
+	}
+	if err := g.rounds(t, b, it, m, cur, G, io); err != nil {
 		return err
 	}
 	// The groups' entries, then the node round.

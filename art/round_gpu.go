@@ -61,6 +61,11 @@ func roundNeeds(n int) []gpu.Need {
 // numNodeKinds is the number of inner node kinds (N4 to N256).
 const numNodeKinds = kindN256 - kindN4 + 1
 
+// entryBits are the low bits of every entry's sort key (nodes.go's
+// entryOrder: a 4-bit kind at bit 49; insert.cu's ENTRY_NONE too), the
+// bits the node round's sorts order by: seven 8-bit passes, not eight.
+const entryBits = 53
+
 // nodeRound runs round.go's nodeRound on the device (art.cu's an_*
 // kernels): sort the entries (prim), gather them, select the touched
 // nodes, an_plan, scans of the moves per kind, the pools grown, an_final,
@@ -96,7 +101,7 @@ func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 	// Sort and group.
 	if err := firstErr(
 		g.launch(k.nKeys, sorted, uint64(sorted), e.node, e.code, e.key, eidx, int32(1-insert)),
-		prim.DevSortPairs(g.pe, e.key, eidx, sorted),
+		prim.DevSortPairsBits(g.pe, e.key, eidx, sorted, 0, entryBits),
 		g.launch(k.nGather, E, uint64(E), eidx, e.node, e.code, e.op, e.link, e.grp, snode, scode, sop, slink, sgrp, tflag),
 		g.launch(k.iota, E, uint64(E), idx),
 		prim.DevSelect(g.pe, idx, tflag, tstart, E, cnt),
@@ -166,7 +171,7 @@ func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 		M = O
 		if err := firstErr(
 			g.launch(k.nKeys, O, uint64(O), oe.node, oe.code, okey, oidx, int32(1)),
-			prim.DevSortPairs(g.pe, okey, oidx, O),
+			prim.DevSortPairsBits(g.pe, okey, oidx, O, 0, entryBits),
 			g.launch(k.nGather, O, uint64(O), oidx, oe.node, oe.code, oe.op, oe.link, nullPtr, mnode, mcode, mop, mlink, mgrp, mflag),
 		); err != nil {
 			return 0, fmt.Errorf("node round: moves: %w", err)
