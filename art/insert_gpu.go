@@ -100,8 +100,9 @@ func (g *gpuEngine) insertSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint
 }
 
 // insertFresh places the F new keys (sorted positions in fpos); lk, when
-// not 0, is the likely kind of their leaves, whose pool the first build
-// round grows for F more while the device plans.
+// not 0, is the likely kind of their leaves. The first build round grows
+// that pool for F more, and the N4 pool for one per split, while the
+// device plans.
 func (g *gpuEngine) insertFresh(t *devTree, b *devBatch, order *gpu.Buffer[uint32], F, lk int, cls, gflag *gpu.Buffer[uint8],
 	slot1, gd, idx, fpos *gpu.Buffer[uint32], par, tgt, ek *gpu.Buffer[uint64], cnt *gpu.Buffer[uint32]) error {
 	k := g.k
@@ -153,7 +154,10 @@ func (g *gpuEngine) insertFresh(t *devTree, b *devBatch, order *gpu.Buffer[uint3
 		return fmt.Errorf("items: %w", err)
 	}
 	g.step("items")
+	// The guess of the first round's allocations: a leaf per new key, an
+	// N4 per split leaf or prefix (most splits part two items).
 	io := insertOut{glink: glink, trimd: trimd, trimpar: trimpar}
+	io.grow[kindN4] = uint64(m - F)
 	if lk != 0 {
 		io.grow[lk] = uint64(F)
 	}
