@@ -27,12 +27,14 @@ func (g *gpuEngine) takeEntries(name string, n int) entryBufs {
 }
 
 // roundIn is a node round's input: n entries (the first valid ones after
-// sorting all sorted of them; sorted >= n), whether it is an insert's
-// round (keys already set, moves consumed in the round) and the insert's
-// groups' old elements and trims.
+// sorting all sorted of them; sorted >= n; with valid, the flags of the
+// valid ones among the sorted, only those are sorted), whether it is an
+// insert's round (keys already set, moves consumed in the round) and the
+// insert's groups' old elements and trims.
 type roundIn struct {
 	e             entryBufs
 	n, sorted     int
+	valid         *gpu.Buffer[uint8]
 	insert        bool
 	gtn, trimd    *gpu.Buffer[uint32]
 	gtref, trimpr *gpu.Buffer[uint64]
@@ -67,7 +69,8 @@ const numNodeKinds = kindN256 - kindN4 + 1
 const entryBits = 53
 
 // nodeRound runs round.go's nodeRound on the device (art.cu's an_*
-// kernels): sort the entries (prim), gather them, select the touched
+// kernels): sort the entries (prim; an insert's valid ones selected
+// first), gather them, select the touched
 // nodes, an_plan, scans of the moves per kind, the pools grown, an_final,
 // an_emit, (insert: the moves sorted) an_write, an_moved_inplace,
 // an_root_writes, and the frees per kind selected in node order. It
@@ -98,10 +101,19 @@ func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 		insert, sorted = 1, in.sorted
 	}
 	e := in.e
-	// Sort and group.
+	// Sort (only the valid entries, compacted, when they are flagged)
+	// and group.
+	sortKeys := func() error {
+		if in.valid == nil {
+			return firstErr(g.launch(k.nKeys, sorted, uint64(sorted), e.node, e.code, e.key, eidx, int32(1-insert)),
+				prim.DevSortPairsBits(g.pe, e.key, eidx, sorted, 0, entryBits))
+		}
+		return firstErr(g.launch(k.iota, sorted, uint64(sorted), idx),
+			prim.DevSelect(g.pe, idx, in.valid, eidx, sorted, cnt), prim.DevSelect(g.pe, e.key, in.valid, okey, sorted, cnt),
+			prim.DevSortPairsBits(g.pe, okey, eidx, E, 0, entryBits))
+	}
 	if err := firstErr(
-		g.launch(k.nKeys, sorted, uint64(sorted), e.node, e.code, e.key, eidx, int32(1-insert)),
-		prim.DevSortPairsBits(g.pe, e.key, eidx, sorted, 0, entryBits),
+		sortKeys(),
 		g.launch(k.nGather, E, uint64(E), eidx, e.node, e.code, e.op, e.link, e.grp, snode, scode, sop, slink, sgrp, tflag),
 		g.launch(k.iota, E, uint64(E), idx),
 		prim.DevSelect(g.pe, idx, tflag, tstart, E, cnt),
