@@ -84,6 +84,13 @@ func (g *gpuEngine) sortBatch(b *devBatch, beside func() error) (*gpu.Buffer[uin
 	}
 	m, distinct := n, 0
 	for j := 0; m > 0; j++ {
+		// Round 0 sorts every key by chunk 0 once: its sorted chunks are
+		// in place order, for as_marks and as_last to compare instead of
+		// reading the keys again.
+		var sck any = nullPtr
+		if j == 0 {
+			sck = ck
+		}
 		steps := []func() error{
 			func() error { return g.launch(k.sChunk, m, g.descBuf, uint64(m), perm, apos, uint32(j), ck, cv) },
 			func() error { return prim.DevSortPairs(g.pe, ck, cv, m) },
@@ -97,7 +104,7 @@ func (g *gpuEngine) sortBatch(b *devBatch, beside func() error) (*gpu.Buffer[uin
 			func() error { return g.launch(k.sPermute, m, uint64(m), perm, apos, v2, tmp) },
 			func() error { return g.launch(k.sScatter, m, uint64(m), perm, apos, tmp) },
 			func() error {
-				return g.launch(k.sMarks, m, g.descBuf, uint64(m), perm, apos, k2, uint32(j), start, unres)
+				return g.launch(k.sMarks, m, g.descBuf, uint64(m), perm, apos, k2, uint32(j), sck, start, unres)
 			},
 			func() error { return prim.DevScanInclusive(g.pe, start, grp, m) },
 			func() error { return g.launch(k.sFirst, m, uint64(m), start, grp, apos, first) },
@@ -107,7 +114,7 @@ func (g *gpuEngine) sortBatch(b *devBatch, beside func() error) (*gpu.Buffer[uin
 			// The last of each run of equal keys, in case no ties are
 			// left (unres is read above and written again before the
 			// next round's selects).
-			func() error { return g.launch(k.sLast, n, g.descBuf, uint64(n), perm, unres) },
+			func() error { return g.launch(k.sLast, n, g.descBuf, uint64(n), perm, sck, unres) },
 			func() error { return prim.DevSelect(g.pe, perm, unres, order, n, dcnt) },
 		}
 		if j == 0 {
