@@ -85,11 +85,11 @@ func (g *gpuEngine) sortBatch(b *devBatch, beside func() error) (*gpu.Buffer[uin
 	}
 	m, distinct := n, 0
 	for j := 0; m > 0; j++ {
-		// Round 0 sorts every key by chunk 0 once: its sorted chunks are
-		// in place order, for as_marks and as_last to compare instead of
-		// reading the keys again.
 		// Round 0 has one run (arun is all 0): no run keys, no second
-		// sort; the run keys are arun itself and the order cv.
+		// sort; the run keys are arun itself and the order cv. It sorts
+		// every key by chunk 0, so its sorted chunks are in place order,
+		// for as_marks and as_last to compare instead of reading the
+		// keys again.
 		var sck any = nullPtr
 		rk, rv := k2, v2
 		if j == 0 {
