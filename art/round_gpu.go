@@ -71,10 +71,10 @@ const entryBits = 53
 // nodeRound runs round.go's nodeRound on the device (art.cu's an_*
 // kernels): sort the entries (prim; an insert's valid ones selected
 // first), gather them, select the touched nodes, an_plan, scans of the
-// moves per kind, the pools grown, an_final,
-// an_emit, (insert: the moves sorted) an_write, an_moved_inplace,
-// an_root_writes, and the frees per kind selected in node order. It
-// returns how many entries it emitted for the next round (a delete).
+// moves per kind, the pools grown, an_final, an_emit, (insert: the moves
+// sorted) an_write, an_moved_inplace, an_root_writes, and the frees per
+// kind selected in node order. It returns how many entries it emitted for
+// the next round (a delete).
 func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 	k := g.k
 	E := in.n
