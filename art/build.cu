@@ -110,10 +110,13 @@ extern "C" __global__ void ab_pieces(const Tree *t, u64 nIt, const u32 *iseg, co
 // ab_count: one thread per segment (step 3): a node segment's children and
 // kind, or a new leaf's class (kind 0: an old item, nothing allocated);
 // the allocation requests as pairs of 32-bit counters (kinds 1-2, 3-4, 5-6,
-// 7-8) and arena bytes, for the exclusive scans of step 4.
+// 7-8) and arena bytes, for the exclusive scans of step 4. *more (zeroed
+// before) becomes 1 when a node segment has a piece of several items: the
+// next round has a node segment, else every next segment is one leaf and
+// that round skips its passes over the items.
 extern "C" __global__ void ab_count(u64 S, const u32 *sstart, const u32 *send, const u32 *hterm, const u32 *flag, const u32 *pex,
                                     const u64 *iold, const u32 *ilen, u32 *children, u32 *kind,
-                                    u64 *r12, u64 *r34, u64 *r56, u64 *r78, u64 *abytes) {
+                                    u64 *r12, u64 *r34, u64 *r56, u64 *r78, u64 *abytes, u64 *more) {
     GRID_STRIDE(s, S + 1) {
         u64 req[4] = {0, 0, 0, 0};
         u64 ab = 0;
@@ -126,6 +129,7 @@ extern "C" __global__ void ab_count(u64 S, const u32 *sstart, const u32 *send, c
                 u32 last = pex[e - 1] + flag[e - 1] - 1; // the piece of the last item
                 u32 c = last - first + 1 - hterm[s];
                 children[s] = c;
+                if (last - first + 1 != e - a && *(volatile u64 *)more == 0) *more = 1;
                 k = kind_for(c);
             } else if (iold[a] == 0) {
                 k = leaf_kind(ilen[a]);

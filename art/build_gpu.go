@@ -45,28 +45,39 @@ func (g *gpuEngine) takeSegs(name string, n int) segBufs {
 	return segBufs{start: u[0], end: u[1], d: u[2], dst: w[0], par: w[1]}
 }
 
+// totMore is the element of a build round's totals (a_totals' ten, then
+// ab_count's flag) that says whether the next round has a node segment.
+const totMore = 10
+
 // insertOut is where an insert's build rounds put the group links and the
-// old nodes' trims (nil buffers for a build).
+// old nodes' trims (nil buffers for a build), and grow: allocations of each
+// kind the first round will likely ask for (zero: no guess), reserved
+// while its plan kernels run.
 type insertOut struct {
 	glink, trimpar *gpu.Buffer[uint64]
 	trimd          *gpu.Buffer[uint32]
+	grow           [numKinds + 1]uint64
 }
 
 // rounds runs builder.run on the device: nIt items, S first segments in
 // cur (which tile the items), new records in tree t. Each round: ab_plan,
 // ab_pieces, a scan, ab_count, five scans, a_totals read back, the pools
-// grown, ab_write, ab_place, ab_close, ab_itemseg. Cost per round: O(items
-// + segments) device work and one small read.
+// grown, ab_write, ab_place, ab_close, ab_itemseg. Round 0 grows the pools
+// for io.grow after queuing its plan, before its readback. A round whose
+// segments are all single items (ab_count's flag in the round before says
+// so) makes only leaves: it skips ab_pieces, its scan, ab_place, ab_close
+// and ab_itemseg, and is the last. Cost per round: O(items + segments)
+// device work (O(segments) for a round of leaves) and one small read.
 func (g *gpuEngine) rounds(t *devTree, b *devBatch, it itemBufs, nIt int, cur segBufs, S int, io insertOut) error {
 	k := g.k
 	names32 := []string{"b.nseg", "b.depth", "b.hterm", "b.children", "b.kind", "b.flag", "b.pex"}
 	names64 := []string{"b.r12", "b.r34", "b.r56", "b.r78", "b.abytes", "b.seglink"}
-	needs := append(segNeeds("b.segB", nIt), gpu.NeedOf[uint32]("b.iseg", nIt), gpu.NeedOf[uint64]("b.tot", 10))
+	needs := append(segNeeds("b.segB", nIt), gpu.NeedOf[uint32]("b.iseg", nIt), gpu.NeedOf[uint64]("b.tot", totMore+1))
 	needs = append(append(needs, needsOf[uint32](nIt+1, names32...)...), needsOf[uint64](nIt+1, names64...)...)
 	if err := g.pool.Reserve(needs...); err != nil {
 		return fmt.Errorf("build rounds: %w", err)
 	}
-	iseg, next, tot := gpu.Take[uint32](g.pool, "b.iseg", nIt), g.takeSegs("b.segB", nIt), gpu.Take[uint64](g.pool, "b.tot", 10)
+	iseg, next, tot := gpu.Take[uint32](g.pool, "b.iseg", nIt), g.takeSegs("b.segB", nIt), gpu.Take[uint64](g.pool, "b.tot", totMore+1)
 	u32s := takeAll[uint32](g.pool, nIt+1, names32...)
 	nseg, depth, hterm, children, kind, flag, pex := u32s[0], u32s[1], u32s[2], u32s[3], u32s[4], u32s[5], u32s[6]
 	u64s := takeAll[uint64](g.pool, nIt+1, names64...)
@@ -78,21 +89,47 @@ func (g *gpuEngine) rounds(t *devTree, b *devBatch, it itemBufs, nIt int, cur se
 	if err := firstErr(g.setDesc(t, b), g.launch(k.bSegInit, nIt, uint64(nIt), uint64(S), cur.start, iseg)); err != nil {
 		return fmt.Errorf("build rounds: %w", err)
 	}
+	more := gpu.View[uint64](tot, 8*totMore, 1)
+	nodes := true // the round may have a node segment
 	for round := 0; S > 0; round++ {
 		fail := func(err error) error { return fmt.Errorf("build round %d: %w", round, err) }
+		// A round of leaves only (the last one found none of its next
+		// segments with several items) has no pieces: its passes over
+		// the items are skipped and no round follows.
+		pieces := func() error {
+			if !nodes {
+				return nil
+			}
+			return firstErr(g.launch(k.bPieces, nIt+1, g.descBuf, uint64(nIt), iseg, cur.start, cur.end, depth, hterm, it.ref, it.n, flag),
+				prim.DevScanExclusive(g.pe, flag, pex, nIt+1))
+		}
+		var pexTot any = pex // a_totals' P: none without pieces
+		if !nodes {
+			pexTot = nullPtr
+		}
 		if err := firstErr(
 			g.launch(k.bPlan, S, g.descBuf, uint64(S), cur.start, cur.end, cur.d, it.ref, it.n, depth, hterm),
-			g.launch(k.bPieces, nIt+1, g.descBuf, uint64(nIt), iseg, cur.start, cur.end, depth, hterm, it.ref, it.n, flag),
-			prim.DevScanExclusive(g.pe, flag, pex, nIt+1),
-			g.launch(k.bCount, S+1, uint64(S), cur.start, cur.end, hterm, flag, pex, it.old, it.n, children, kind, r12, r34, r56, r78, abytes),
+			pieces(),
+			more.FillBytes(g.s, 0),
+			g.launch(k.bCount, S+1, uint64(S), cur.start, cur.end, hterm, flag, pex, it.old, it.n, children, kind, r12, r34, r56, r78,
+				abytes, more),
 			prim.DevScanExclusive(g.pe, r12, r12, S+1), prim.DevScanExclusive(g.pe, r34, r34, S+1),
 			prim.DevScanExclusive(g.pe, r56, r56, S+1), prim.DevScanExclusive(g.pe, r78, r78, S+1),
 			prim.DevScanExclusive(g.pe, abytes, abytes, S+1),
-			g.launch(k.totals, 1, uint64(S), r12, r34, r56, r78, abytes, uint64(nIt), pex, tot),
+			g.launch(k.totals, 1, uint64(S), r12, r34, r56, r78, abytes, uint64(nIt), pexTot, tot),
 		); err != nil {
 			return fail(err)
 		}
-		tv, err := g.readU64(tot, 0, 10)
+		if round == 0 && io.grow != ([numKinds + 1]uint64{}) {
+			// The pools grown for the guess while the device plans
+			// (the host's allocations otherwise idle the device
+			// between plan and write): out of memory here is left to
+			// the exact reservation below.
+			if err := g.reserve(t, io.grow, 0); err != nil && !errors.Is(err, gpu.ErrOutOfMemory) {
+				return fail(err)
+			}
+		}
+		tv, err := g.readU64(tot, 0, totMore+1)
 		if err != nil {
 			return fail(err)
 		}
@@ -112,14 +149,17 @@ func (g *gpuEngine) rounds(t *devTree, b *devBatch, it itemBufs, nIt int, cur se
 			return fail(err)
 		}
 		t.consume(req, arenaBytes)
-		if err := firstErr(
-			g.launch(k.bPlace, nIt, g.descBuf, uint64(nIt), flag, pex, iseg, cur.start, depth, hterm, seglink, it.ref,
-				next.start, nseg, next.d, next.dst, next.par),
-			g.launch(k.bClose, P, uint64(P), next.start, nseg, cur.end, next.end),
-			g.launch(k.bItemseg, nIt, uint64(nIt), flag, pex, cur.start, cur.end, iseg),
-		); err != nil {
-			return fail(err)
+		if nodes {
+			if err := firstErr(
+				g.launch(k.bPlace, nIt, g.descBuf, uint64(nIt), flag, pex, iseg, cur.start, depth, hterm, seglink, it.ref,
+					next.start, nseg, next.d, next.dst, next.par),
+				g.launch(k.bClose, P, uint64(P), next.start, nseg, cur.end, next.end),
+				g.launch(k.bItemseg, nIt, uint64(nIt), flag, pex, cur.start, cur.end, iseg),
+			); err != nil {
+				return fail(err)
+			}
 		}
+		nodes = tv[totMore] != 0
 		g.stepN("build round %d: write", round)
 		cur, next = next, cur
 		S = P

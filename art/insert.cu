@@ -177,19 +177,27 @@ extern "C" __global__ void ai_segs(u64 G, u64 F, const u32 *gstart, const u32 *s
     }
 }
 
+// ENTRY_NONE is the sort key of an invalid entry: entry_order of kind 15
+// (K_ROOT, never an entry's node), above every valid key and below 2^53
+// (round_gpu.go's entryBits, the bits the node round sorts).
+#define ENTRY_NONE ((u64)15 << 49)
+
 // ai_entries: one thread per group: its node entry (an add at an empty
 // slot, or the set of a split slot) at 2g and its old node's trim at 2g+1;
-// invalid entries (root edges, no trim) get the largest sort key. valid
-// counts the others.
+// invalid entries (root edges, no trim) get the sort key ENTRY_NONE, above
+// every valid entry_order, and eflag 0 (1 for the valid ones: the node
+// round sorts only those). valid counts the valid entries.
 extern "C" __global__ void ai_entries(u64 G, const u32 *gstart, const u32 *fs, const u8 *cls, const u64 *par, const u32 *slot1,
                                       const u64 *tgt, const u64 *glink, u64 *ekey, u64 *enode, u32 *ecode, u32 *eop,
-                                      u64 *elink, u32 *egrp, unsigned long long *valid) {
+                                      u64 *elink, u32 *egrp, u8 *eflag, unsigned long long *valid) {
     GRID_STRIDE(g, G) {
         u32 i0 = fs[gstart[g]];
         u64 p = par[i0];
         u64 e0 = 2 * g, e1 = 2 * g + 1;
-        ekey[e0] = ~0ull;
-        ekey[e1] = ~0ull;
+        ekey[e0] = ENTRY_NONE;
+        ekey[e1] = ENTRY_NONE;
+        eflag[e0] = 0;
+        eflag[e1] = 0;
         u32 n = 0;
         if (lkind(p) != K_ROOT) {
             enode[e0] = p;
@@ -198,6 +206,7 @@ extern "C" __global__ void ai_entries(u64 G, const u32 *gstart, const u32 *fs, c
             elink[e0] = glink[g];
             egrp[e0] = (u32)g;
             ekey[e0] = entry_order(p, slot1[i0]);
+            eflag[e0] = 1;
             n++;
         }
         if (cls[i0] == CLS_SPLIT && is_node(tgt[i0])) {
@@ -208,6 +217,7 @@ extern "C" __global__ void ai_entries(u64 G, const u32 *gstart, const u32 *fs, c
             elink[e1] = 0;
             egrp[e1] = (u32)g;
             ekey[e1] = entry_order(T, CODE_TRIM);
+            eflag[e1] = 1;
             n++;
         }
         if (n) atomicAdd(valid, (unsigned long long)n);

@@ -29,7 +29,7 @@ func (g *gpuEngine) insert(kb Keys, vals []uint64) (int, error) {
 	}
 	t := g.t
 	save := t.counters()
-	added, err := g.insertSorted(t, b, order, n)
+	added, err := g.insertSorted(t, b, order, n, leafGuess(kb))
 	if err != nil {
 		t.restore(save)
 		return 0, err
@@ -38,9 +38,24 @@ func (g *gpuEngine) insert(kb Keys, vals []uint64) (int, error) {
 	return added, g.finish("insert", kb.Len())
 }
 
+// leafGuess is the leaf kind of kb's keys when they look all of one length
+// (their bytes are Len times the first key's length: a guess for growing
+// the pools early, not a check), or 0 (none, or arena keys). Cost: O(1).
+func leafGuess(kb Keys) int {
+	n := kb.Len()
+	if n == 0 {
+		return 0
+	}
+	l := int(kb.Offs[1] - kb.Offs[0])
+	if int(kb.Offs[n]-kb.Offs[0]) != n*l || leafKind(l) == kindLV {
+		return 0
+	}
+	return leafKind(l)
+}
+
 // insertSorted runs the phases after the sort; it returns how many keys
-// were new.
-func (g *gpuEngine) insertSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint32], n int) (int, error) {
+// were new. lk is leafGuess's kind of the batch's leaves (0: none).
+func (g *gpuEngine) insertSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint32], n, lk int) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
@@ -71,7 +86,7 @@ func (g *gpuEngine) insertSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint
 	F := int(c[0])
 	g.step("classify")
 	if F > 0 {
-		if err := g.insertFresh(t, b, order, F, cls, fresh, slot1, gd, idx, fpos, par, tgt, ek, cnt); err != nil {
+		if err := g.insertFresh(t, b, order, F, lk, cls, fresh, slot1, gd, idx, fpos, par, tgt, ek, cnt); err != nil {
 			return 0, err
 		}
 	}
@@ -84,8 +99,11 @@ func (g *gpuEngine) insertSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint
 	return F, nil
 }
 
-// insertFresh places the F new keys (sorted positions in fpos).
-func (g *gpuEngine) insertFresh(t *devTree, b *devBatch, order *gpu.Buffer[uint32], F int, cls, gflag *gpu.Buffer[uint8],
+// insertFresh places the F new keys (sorted positions in fpos); lk, when
+// not 0, is the likely kind of their leaves. The first build round grows
+// that pool for F more, and the N4 pool for one per split, while the
+// device plans.
+func (g *gpuEngine) insertFresh(t *devTree, b *devBatch, order *gpu.Buffer[uint32], F, lk int, cls, gflag *gpu.Buffer[uint8],
 	slot1, gd, idx, fpos *gpu.Buffer[uint32], par, tgt, ek *gpu.Buffer[uint64], cnt *gpu.Buffer[uint32]) error {
 	k := g.k
 	if err := g.pool.Reserve(gpu.NeedOf[uint32]("i.fs", F), gpu.NeedOf[uint32]("i.gstart", F+1)); err != nil {
@@ -136,17 +154,24 @@ func (g *gpuEngine) insertFresh(t *devTree, b *devBatch, order *gpu.Buffer[uint3
 		return fmt.Errorf("items: %w", err)
 	}
 	g.step("items")
-	if err := g.rounds(t, b, it, m, cur, G, insertOut{glink: glink, trimd: trimd, trimpar: trimpar}); err != nil {
+	// The guess of the first round's allocations: a leaf per new key, an
+	// N4 per split leaf or prefix (most splits part two items).
+	io := insertOut{glink: glink, trimd: trimd, trimpar: trimpar}
+	io.grow[kindN4] = uint64(m - F)
+	if lk != 0 {
+		io.grow[lk] = uint64(F)
+	}
+	if err := g.rounds(t, b, it, m, cur, G, io); err != nil {
 		return err
 	}
 	// The groups' entries, then the node round.
-	if err := g.pool.Reserve(append(entryNeeds("i.ents", 2*G), gpu.NeedOf[uint64]("i.valid", 1))...); err != nil {
+	if err := g.pool.Reserve(append(entryNeeds("i.ents", 2*G), gpu.NeedOf[uint64]("i.valid", 1), gpu.NeedOf[uint8]("i.eflag", 2*G))...); err != nil {
 		return fmt.Errorf("entries: %w", err)
 	}
-	ents, valid := g.takeEntries("i.ents", 2*G), gpu.Take[uint64](g.pool, "i.valid", 1)
+	ents, valid, eflag := g.takeEntries("i.ents", 2*G), gpu.Take[uint64](g.pool, "i.valid", 1), gpu.Take[uint8](g.pool, "i.eflag", 2*G)
 	if err := firstErr(valid.FillBytes(g.s, 0),
 		g.launch(k.iEntries, G, uint64(G), gstart, fs, cls, par, slot1, tgt, glink, ents.key, ents.node, ents.code, ents.op,
-			ents.link, ents.grp, valid)); err != nil {
+			ents.link, ents.grp, eflag, valid)); err != nil {
 		return fmt.Errorf("entries: %w", err)
 	}
 	vv, err := g.readU64(valid, 0, 1)
@@ -154,7 +179,7 @@ func (g *gpuEngine) insertFresh(t *devTree, b *devBatch, order *gpu.Buffer[uint3
 		return err
 	}
 	g.step("entries")
-	if _, err := g.nodeRound(t, roundIn{e: ents, n: int(vv[0]), sorted: 2 * G, insert: true,
+	if _, err := g.nodeRound(t, roundIn{e: ents, n: int(vv[0]), sorted: 2 * G, valid: eflag, insert: true,
 		gtn: tn, gtref: tref, trimd: trimd, trimpr: trimpar}); err != nil {
 		return err
 	}

@@ -27,12 +27,14 @@ func (g *gpuEngine) takeEntries(name string, n int) entryBufs {
 }
 
 // roundIn is a node round's input: n entries (the first valid ones after
-// sorting all sorted of them; sorted >= n), whether it is an insert's
-// round (keys already set, moves consumed in the round) and the insert's
-// groups' old elements and trims.
+// sorting all sorted of them; sorted >= n; with valid, the flags of the
+// valid ones among the sorted, only those are sorted), whether it is an
+// insert's round (keys already set, moves consumed in the round) and the
+// insert's groups' old elements and trims.
 type roundIn struct {
 	e             entryBufs
 	n, sorted     int
+	valid         *gpu.Buffer[uint8]
 	insert        bool
 	gtn, trimd    *gpu.Buffer[uint32]
 	gtref, trimpr *gpu.Buffer[uint64]
@@ -61,12 +63,18 @@ func roundNeeds(n int) []gpu.Need {
 // numNodeKinds is the number of inner node kinds (N4 to N256).
 const numNodeKinds = kindN256 - kindN4 + 1
 
+// entryBits are the low bits of every entry's sort key (nodes.go's
+// entryOrder: a 4-bit kind at bit 49; insert.cu's ENTRY_NONE too), the
+// bits the node round's sorts order by: seven 8-bit passes, not eight.
+const entryBits = 53
+
 // nodeRound runs round.go's nodeRound on the device (art.cu's an_*
-// kernels): sort the entries (prim), gather them, select the touched
-// nodes, an_plan, scans of the moves per kind, the pools grown, an_final,
-// an_emit, (insert: the moves sorted) an_write, an_moved_inplace,
-// an_root_writes, and the frees per kind selected in node order. It
-// returns how many entries it emitted for the next round (a delete).
+// kernels): sort the entries (prim; an insert's valid ones selected
+// first), gather them, select the touched nodes, an_plan, scans of the
+// moves per kind, the pools grown, an_final, an_emit, (insert: the moves
+// sorted) an_write, an_moved_inplace, an_root_writes, and the frees per
+// kind selected in node order. It returns how many entries it emitted for
+// the next round (a delete).
 func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 	k := g.k
 	E := in.n
@@ -93,10 +101,19 @@ func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 		insert, sorted = 1, in.sorted
 	}
 	e := in.e
-	// Sort and group.
+	// Sort (only the valid entries, compacted, when they are flagged)
+	// and group.
+	sortKeys := func() error {
+		if in.valid == nil {
+			return firstErr(g.launch(k.nKeys, sorted, uint64(sorted), e.node, e.code, e.key, eidx, int32(1-insert)),
+				prim.DevSortPairsBits(g.pe, e.key, eidx, sorted, 0, entryBits))
+		}
+		return firstErr(g.launch(k.iota, sorted, uint64(sorted), idx),
+			prim.DevSelect(g.pe, idx, in.valid, eidx, sorted, cnt), prim.DevSelect(g.pe, e.key, in.valid, okey, sorted, cnt),
+			prim.DevSortPairsBits(g.pe, okey, eidx, E, 0, entryBits))
+	}
 	if err := firstErr(
-		g.launch(k.nKeys, sorted, uint64(sorted), e.node, e.code, e.key, eidx, int32(1-insert)),
-		prim.DevSortPairs(g.pe, e.key, eidx, sorted),
+		sortKeys(),
 		g.launch(k.nGather, E, uint64(E), eidx, e.node, e.code, e.op, e.link, e.grp, snode, scode, sop, slink, sgrp, tflag),
 		g.launch(k.iota, E, uint64(E), idx),
 		prim.DevSelect(g.pe, idx, tflag, tstart, E, cnt),
@@ -166,7 +183,7 @@ func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 		M = O
 		if err := firstErr(
 			g.launch(k.nKeys, O, uint64(O), oe.node, oe.code, okey, oidx, int32(1)),
-			prim.DevSortPairs(g.pe, okey, oidx, O),
+			prim.DevSortPairsBits(g.pe, okey, oidx, O, 0, entryBits),
 			g.launch(k.nGather, O, uint64(O), oidx, oe.node, oe.code, oe.op, oe.link, nullPtr, mnode, mcode, mop, mlink, mgrp, mflag),
 		); err != nil {
 			return 0, fmt.Errorf("node round: moves: %w", err)

@@ -48,24 +48,27 @@ extern "C" __global__ void as_scatter(u64 m, u32 *perm, const u32 *apos, const u
     GRID_STRIDE(x, m) perm[apos[x]] = tmp[x];
 }
 
+// active_chunk is chunk j of the element at active place x: sck[x] when
+// the chunks are given in place order (round 0, whose one sort leaves its
+// keys in that order), else read from the key.
+__device__ __forceinline__ u64 active_chunk(const Tree *t, const u32 *perm, const u32 *apos, const u64 *sck, u64 x, u32 j) {
+    if (sck) return sck[x];
+    u32 p = perm[apos[x]];
+    return chunk_of(t->bdata + t->boffs[p], batch_len(t, p), j);
+}
+
 // as_marks: one thread per x: start[x] = 1 when x starts a group of equal
 // (run, chunk j); unres[x] = 1 when x's group has another element and its
-// keys go on past the chunk (they need the next round).
+// keys go on past the chunk (they need the next round). sck, when not
+// null, are the chunks in place order (see active_chunk): no key is read.
 extern "C" __global__ void as_marks(const Tree *t, u64 m, const u32 *perm, const u32 *apos, const u32 *k2, u32 j,
-                                    u32 *start, u8 *unres) {
+                                    const u64 *sck, u32 *start, u8 *unres) {
     GRID_STRIDE(x, m) {
-        u32 p = perm[apos[x]];
-        u64 c = chunk_of(t->bdata + t->boffs[p], batch_len(t, p), j);
+        u64 c = active_chunk(t, perm, apos, sck, x, j);
         bool s = x == 0;
-        if (!s) {
-            u32 q = perm[apos[x - 1]];
-            s = k2[x] != k2[x - 1] || c != chunk_of(t->bdata + t->boffs[q], batch_len(t, q), j);
-        }
+        if (!s) s = k2[x] != k2[x - 1] || c != active_chunk(t, perm, apos, sck, x - 1, j);
         bool e = x + 1 == m;
-        if (!e) {
-            u32 q = perm[apos[x + 1]];
-            e = k2[x] != k2[x + 1] || c != chunk_of(t->bdata + t->boffs[q], batch_len(t, q), j);
-        }
+        if (!e) e = k2[x] != k2[x + 1] || c != active_chunk(t, perm, apos, sck, x + 1, j);
         start[x] = s;
         unres[x] = (c & 0xff) == 8 && !(s && e);
     }
@@ -82,12 +85,23 @@ extern "C" __global__ void as_newrun(u64 m, const u32 *grp, const u32 *first, u3
 
 // as_last: one thread per sorted place p: 1 when the key there differs
 // from the next (sort.go's lastOfRuns: the batch's last occurrence wins).
-extern "C" __global__ void as_last(const Tree *t, u64 n, const u32 *perm, u8 *flag) {
+// sck, when not null, are chunk 0 of every place (round 0): different
+// chunks are different keys, and equal chunks of keys that end in them
+// (length clamp under 8) equal keys, without reading the keys.
+extern "C" __global__ void as_last(const Tree *t, u64 n, const u32 *perm, const u64 *sck, u8 *flag) {
     GRID_STRIDE(p, n) {
         bool last = p + 1 == n;
         if (!last) {
-            u32 a = perm[p], b = perm[p + 1];
-            last = !keys_equal(t->bdata + t->boffs[a], batch_len(t, a), t->bdata + t->boffs[b], batch_len(t, b));
+            bool known = false;
+            if (sck) {
+                u64 ca = sck[p], cb = sck[p + 1];
+                if (ca != cb) last = known = true;
+                else if ((ca & 0xff) < 8) known = true;
+            }
+            if (!known) {
+                u32 a = perm[p], b = perm[p + 1];
+                last = !keys_equal(t->bdata + t->boffs[a], batch_len(t, a), t->bdata + t->boffs[b], batch_len(t, b));
+            }
         }
         flag[p] = last;
     }

@@ -58,9 +58,10 @@ func (g *gpuEngine) uploadSorted(kb Keys, vals []uint64) (*devBatch, *gpu.Buffer
 // back at once: after the last round (no ties left) that dedupe is the
 // answer, so a sort costs one readback per round. beside runs once, after
 // the first round's kernels are queued and before its readback (the host
-// work it does overlaps them). Cost per round: two radix sorts, three
-// scans and selects of the tied keys, the dedupe's kernel and select, one
-// readback.
+// work it does overlaps them). Cost per round: two radix sorts (round 0:
+// one, and its marks and dedupe compare the sorted chunks, not the keys),
+// three scans and selects of the tied keys, the dedupe's kernel and
+// select, one readback.
 func (g *gpuEngine) sortBatch(b *devBatch, beside func() error) (*gpu.Buffer[uint32], int, error) {
 	n := b.n
 	names := []string{"sort.perm", "sort.aposA", "sort.aposB", "sort.arunA", "sort.arunB", "sort.cv", "sort.k2", "sort.v2",
@@ -84,20 +85,29 @@ func (g *gpuEngine) sortBatch(b *devBatch, beside func() error) (*gpu.Buffer[uin
 	}
 	m, distinct := n, 0
 	for j := 0; m > 0; j++ {
+		// Round 0 has one run (arun is all 0): no run keys, no second
+		// sort; the run keys are arun itself and the order cv. It sorts
+		// every key by chunk 0, so its sorted chunks are in place order,
+		// for as_marks and as_last to compare instead of reading the
+		// keys again.
+		var sck any = nullPtr
+		rk, rv := k2, v2
+		if j == 0 {
+			sck, rk, rv = ck, arun, cv
+		}
 		steps := []func() error{
 			func() error { return g.launch(k.sChunk, m, g.descBuf, uint64(m), perm, apos, uint32(j), ck, cv) },
 			func() error { return prim.DevSortPairs(g.pe, ck, cv, m) },
-			func() error { return g.launch(k.sRunkey, m, uint64(m), cv, arun, k2, v2) },
 			func() error {
-				if j == 0 { // one run
+				if j == 0 {
 					return nil
 				}
-				return prim.DevSortPairs(g.pe, k2, v2, m)
+				return firstErr(g.launch(k.sRunkey, m, uint64(m), cv, arun, k2, v2), prim.DevSortPairs(g.pe, k2, v2, m))
 			},
-			func() error { return g.launch(k.sPermute, m, uint64(m), perm, apos, v2, tmp) },
+			func() error { return g.launch(k.sPermute, m, uint64(m), perm, apos, rv, tmp) },
 			func() error { return g.launch(k.sScatter, m, uint64(m), perm, apos, tmp) },
 			func() error {
-				return g.launch(k.sMarks, m, g.descBuf, uint64(m), perm, apos, k2, uint32(j), start, unres)
+				return g.launch(k.sMarks, m, g.descBuf, uint64(m), perm, apos, rk, uint32(j), sck, start, unres)
 			},
 			func() error { return prim.DevScanInclusive(g.pe, start, grp, m) },
 			func() error { return g.launch(k.sFirst, m, uint64(m), start, grp, apos, first) },
@@ -107,7 +117,7 @@ func (g *gpuEngine) sortBatch(b *devBatch, beside func() error) (*gpu.Buffer[uin
 			// The last of each run of equal keys, in case no ties are
 			// left (unres is read above and written again before the
 			// next round's selects).
-			func() error { return g.launch(k.sLast, n, g.descBuf, uint64(n), perm, unres) },
+			func() error { return g.launch(k.sLast, n, g.descBuf, uint64(n), perm, sck, unres) },
 			func() error { return prim.DevSelect(g.pe, perm, unres, order, n, dcnt) },
 		}
 		if j == 0 {
