@@ -9,6 +9,9 @@ const (
 	// DefaultLogWritesPerEntry sizes a log's item pool: LogSize times this
 	// many item numbers, unless Config.LogWrites says otherwise.
 	DefaultLogWritesPerEntry = 4
+	// DefaultThrottle is the abort rate the GPU engine's admission control
+	// holds its client warps near (Options.Throttle).
+	DefaultThrottle = 0.5
 	// MaxServers bounds Config.Servers (partitions are a 64-bit mask).
 	MaxServers = 64
 	// MaxItems bounds a store's size (items are 32-bit numbers on the GPU).

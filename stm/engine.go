@@ -39,6 +39,20 @@ type Options struct {
 	// between their first validation and their turn), which abort
 	// (LogFull) when the log dropped some of those entries.
 	ClientThreads int
+	// Throttle is the GPU engine's admission control of client warps:
+	// the abort rate (aborted attempts over aborted attempts and commits,
+	// read-only ones included) it holds the admitted warps near. Every
+	// client warp reports its attempts to one window counter; the warp
+	// whose report fills a window (twice the admitted threads, at least
+	// 1024 attempts) admits a quarter fewer warps when the window's rate
+	// was above Throttle+0.1 and 1/32 of all of them more when it was
+	// below Throttle-0.1; a warp not admitted finishes the round it is in,
+	// then takes no tickets and runs nothing until it is admitted again
+	// (it sleeps), unless every ticket is taken. Cost: one atomic add per
+	// warp round. 0 means DefaultThrottle; a negative value turns it off
+	// (every warp runs). Hot items (a Zipf law) are where it matters:
+	// thousands of transactions in flight on a few items mostly abort.
+	Throttle float64
 	// ServerWarps is the warps per server block: 1 receiver + workers
 	// (default 32, fewer when the log leaves less shared memory). Each
 	// worker keeps a scratch beside the log in the block's shared memory:
@@ -96,6 +110,10 @@ type Result struct {
 	Elapsed    time.Duration // from the first transaction to the last commit
 	Threads    int           // transactions that ran concurrently (goroutines or GPU threads)
 	Servers    int           // commit servers the store used (Config.Servers, at most one per item)
+	// Admitted is the GPU engine's client threads admitted (Options.Throttle),
+	// averaged over its control windows; Threads when it made no step or
+	// was off (0 on the CPU engine).
+	Admitted int
 	// HistoryDropped counts aborted attempts left out of History
 	// (RunOptions.HistoryAborted) because the GPU engine's region for
 	// them was full; committed transactions are never left out.
@@ -201,6 +219,9 @@ var _ engine.Reporter = (*Engine)(nil)
 func Open(o Options) (*Engine, error) {
 	if err := o.Config.withDefaults().validate(MaxItems); err != nil {
 		return nil, err
+	}
+	if o.Throttle >= 1 || o.Throttle != o.Throttle {
+		return nil, fmt.Errorf("stm: throttle abort rate %g: want below 1 (0 default, negative off)", o.Throttle)
 	}
 	if o.Workers < 0 || o.ClientBlock < 0 || o.ClientBlocksPerSM < 0 || o.ClientThreads < 0 || o.ServerWarps < 0 {
 		return nil, fmt.Errorf("stm: negative option in %+v", o)
