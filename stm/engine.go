@@ -110,10 +110,6 @@ type Result struct {
 	Elapsed    time.Duration // from the first transaction to the last commit
 	Threads    int           // transactions that ran concurrently (goroutines or GPU threads)
 	Servers    int           // commit servers the store used (Config.Servers, at most one per item)
-	// Admitted is the GPU engine's client threads admitted (Options.Throttle),
-	// averaged over its control windows; Threads when it made no step or
-	// was off (0 on the CPU engine).
-	Admitted int
 	// HistoryDropped counts aborted attempts left out of History
 	// (RunOptions.HistoryAborted) because the GPU engine's region for
 	// them was full; committed transactions are never left out.
@@ -166,6 +162,10 @@ type ServerStats struct {
 	// WorkerTime is the worker warps' time in the run: servers x workers
 	// x the run's length; Stages.Busy over it is how busy they were.
 	WorkerTime time.Duration
+	// Admitted is the client threads the GPU engine's admission control
+	// (Options.Throttle) admitted, averaged over its control windows; 0
+	// when it was off or closed no window.
+	Admitted int
 }
 
 // String summarizes the stats, e.g. "1000 requests (990 batched, 120
@@ -186,6 +186,9 @@ func (s ServerStats) String() string {
 		s.Requests, s.Batched, per, s.LockWait.Round(time.Microsecond), s.Turns, hold.Round(time.Nanosecond), s.Grouped, s.Early)
 	if st := s.stagesString(); st != "" {
 		str += "; " + st
+	}
+	if s.Admitted > 0 {
+		str += fmt.Sprintf("; admission control: %d client threads admitted on average", s.Admitted)
 	}
 	return str
 }

@@ -569,10 +569,6 @@ func (g *gpuEngine) collect(pl *runPlan, m *runMemory, k *kernels, ro RunOptions
 	}
 	res := &Result{Elapsed: elapsed, Threads: pl.threads, Device: g.dev.String(), UserAborts: cnt[cntUser], Wrong: cnt[cntWrong],
 		Servers: pl.cfg.Servers, HistoryDropped: cnt[cntHistDropped]}
-	res.Admitted = pl.threads
-	if steps := dc[dctlSteps]; steps > 0 {
-		res.Admitted = int(dc[dctlAdmittedSum] * 32 / steps)
-	}
 	res.HistoryLimited = pl.hist > 0 && ro.Transactions == 0 && dc[dctlTicketsOut] != 0
 	res.Commits, res.ReadOnlyCommits = cnt[cntCommits], cnt[cntReadOnly]
 	for c := range NumCauses {
@@ -588,6 +584,9 @@ func (g *gpuEngine) collect(pl *runPlan, m *runMemory, k *kernels, ro RunOptions
 		}
 	}
 	res.Commit, res.Server = breakdown(cnt, pl.props.ClockKHz)
+	if steps := dc[dctlSteps]; steps > 0 {
+		res.Server.Admitted = int(dc[dctlAdmittedSum] * 32 / steps)
+	}
 	res.Server.WorkerTime = elapsed * time.Duration(pl.cfg.Servers*(pl.sh.serverWarps-1))
 	return res, nil
 }
