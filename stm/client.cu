@@ -443,6 +443,56 @@ __device__ void stm_record(const stm_globals* g, const stm_tx* tx, u32 kind, u32
 	}
 }
 
+// stm_admitted says (warp-uniform) whether client warp wid may run
+// transactions now (admission control, Options.Throttle): the warps
+// numbered below client_warps - DCTL_SHED are admitted. Every warp is when
+// admission control is off or once every ticket is taken (a run of n_tx
+// transactions then finishes the tickets that parked warps hold).
+__device__ bool stm_admitted(const stm_globals* g, u32 wid, u32 lane) {
+	if (!g->throttle) return true;
+	bool ok = true;
+	if (lane == 0) {
+		const u64* dctl = stm_dctl(g);
+		ok = wid + ld_relaxed_gpu(&dctl[DCTL_SHED]) < g->client_warps || ld_relaxed_gpu(&dctl[DCTL_TICKETS_OUT]);
+	}
+	return __shfl_sync(FULL_MASK, ok, 0);
+}
+
+// stm_throttle reports a warp round's attempts (aborts of them aborted;
+// lane 0 calls it) to the control window and, when that report fills the
+// window, moves the number of admitted warps: a quarter fewer (at least
+// one warp, or client_warps/256) when the window's abort rate was above
+// throttle+100 thousandths, client_warps/32 more (at least one) when it
+// was below throttle-100. Invariant: only the warp whose exchange takes a
+// full window steps, so at most one step per window; reports that land
+// between the filling add and the exchange are dropped (a sample lost,
+// never a step repeated). One atomic add per round; the stepping warp adds
+// an exchange and a store.
+__device__ void stm_throttle(const stm_globals* g, u32 attempts, u32 aborts) {
+	if (!attempts) return;
+	u64* dctl = stm_dctl(g);
+	const u64 cw = g->client_warps;
+	const u64 shed = ld_relaxed_gpu(&dctl[DCTL_SHED]);
+	const u64 admitted = cw - shed;
+	const u64 window = max(1024ull, admitted * 64);
+	const u64 add = (u64)attempts | ((u64)aborts << 32);
+	const u64 now = atomicAdd((unsigned long long*)&dctl[DCTL_WINDOW], (unsigned long long)add) + add;
+	if ((now & 0xFFFFFFFFull) < window) return;
+	const u64 w = atomicExch((unsigned long long*)&dctl[DCTL_WINDOW], 0ull);
+	const u64 att = w & 0xFFFFFFFFull, ab = w >> 32;
+	if (att < window) return;
+	const u64 rate = ab * 1000 / att;
+	u64 next = admitted;
+	if (rate > g->throttle + 100) {
+		next = max(max(1ull, cw / 256), admitted - admitted / 4);
+	} else if (rate + 100 < g->throttle) {
+		next = min(cw, admitted + max(1ull, cw / 32));
+	}
+	if (next != admitted) st_relaxed_gpu(&dctl[DCTL_SHED], cw - next);
+	atomicAdd((unsigned long long*)&dctl[DCTL_STEPS], 1ull);
+	atomicAdd((unsigned long long*)&dctl[DCTL_ADMITTED_SUM], (unsigned long long)next);
+}
+
 // stm_client: thread mapping: one transaction slot per thread (tid), warps
 // commit together. Invariant: a lane holds a ticket until its transaction
 // commits or is given up; the warp leaves the loop only when no lane holds
@@ -479,6 +529,14 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		if (flags == 2) {
 			have = false; // abandon attempts in progress
 			done = true;
+		}
+		// A warp not admitted (stm_admitted) sleeps between its checks of
+		// the stop flag, the deadline and its admission, holding the
+		// tickets of attempts that aborted: they run again, with new
+		// snapshots, once it is admitted.
+		if (!__all_sync(FULL_MASK, done) && !stm_admitted(g, wid, lane)) {
+			__nanosleep(4000);
+			continue;
 		}
 		const u32 need = __ballot_sync(FULL_MASK, !have && !done);
 		if (need) {
@@ -527,6 +585,12 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		bool quit = false;
 		const u64 ts = stm_commit_warp(g, &tx, have, lane, wid, &seq, deadline, cy, &quit);
 		if (__any_sync(FULL_MASK, quit)) break;
+		if (g->throttle) {
+			const bool ran = have && (tx.state == STM_ST_OK || (tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4));
+			const bool ab = have && tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4;
+			const u32 att = __popc(__ballot_sync(FULL_MASK, ran)), nab = __popc(__ballot_sync(FULL_MASK, ab));
+			if (lane == 0) stm_throttle(g, att, nab);
+		}
 		if (have) {
 			if (tx.state == STM_ST_OK && (ts || tx.ro || tx.nw == 0)) {
 				const bool rot = ts == 0;

@@ -52,6 +52,16 @@
 // prepares at each in ascending order and finalizes with one timestamp, so
 // that every partition's log lists commits in timestamp order.
 //
+// Under hot items (a Zipf law) thousands of transactions in flight mostly
+// conflict: the GPU engine admits client warps by the measured abort rate
+// (Options.Throttle): every warp reports each round's attempts and aborts
+// to one window counter, and the warp that fills a window admits a
+// quarter fewer warps when the window's abort rate was above the target
+// and 1/32 of them more when it was below; the warps left out sleep,
+// holding the tickets of the attempts they lost, and retry them once
+// admitted again (or once every ticket is taken). Every guarantee holds
+// whatever warps run; ServerStats.Admitted says how many threads did.
+//
 // # Your own transactions on the GPU
 //
 // A CUDA workload is a transaction body in CUDA C, compiled with NVRTC into

@@ -39,6 +39,20 @@ type Options struct {
 	// between their first validation and their turn), which abort
 	// (LogFull) when the log dropped some of those entries.
 	ClientThreads int
+	// Throttle is the GPU engine's admission control of client warps:
+	// the abort rate (aborted attempts over aborted attempts and commits,
+	// read-only ones included) it holds the admitted warps near. Every
+	// client warp reports its attempts to one window counter; the warp
+	// whose report fills a window (twice the admitted threads, at least
+	// 1024 attempts) admits a quarter fewer warps when the window's rate
+	// was above Throttle+0.1 and 1/32 of all of them more when it was
+	// below Throttle-0.1; a warp not admitted finishes the round it is in,
+	// then takes no tickets and runs nothing until it is admitted again
+	// (it sleeps), unless every ticket is taken. Cost: one atomic add per
+	// warp round. 0 means DefaultThrottle; a negative value turns it off
+	// (every warp runs). Hot items (a Zipf law) are where it matters:
+	// thousands of transactions in flight on a few items mostly abort.
+	Throttle float64
 	// ServerWarps is the warps per server block: 1 receiver + workers
 	// (default 32, fewer when the log leaves less shared memory). Each
 	// worker keeps a scratch beside the log in the block's shared memory:
@@ -148,6 +162,10 @@ type ServerStats struct {
 	// WorkerTime is the worker warps' time in the run: servers x workers
 	// x the run's length; Stages.Busy over it is how busy they were.
 	WorkerTime time.Duration
+	// Admitted is the client threads the GPU engine's admission control
+	// (Options.Throttle) admitted, averaged over its control windows; 0
+	// when it was off or closed no window.
+	Admitted int
 }
 
 // String summarizes the stats, e.g. "1000 requests (990 batched, 120
@@ -168,6 +186,9 @@ func (s ServerStats) String() string {
 		s.Requests, s.Batched, per, s.LockWait.Round(time.Microsecond), s.Turns, hold.Round(time.Nanosecond), s.Grouped, s.Early)
 	if st := s.stagesString(); st != "" {
 		str += "; " + st
+	}
+	if s.Admitted > 0 {
+		str += fmt.Sprintf("; admission control: %d client threads admitted on average", s.Admitted)
 	}
 	return str
 }
@@ -201,6 +222,9 @@ var _ engine.Reporter = (*Engine)(nil)
 func Open(o Options) (*Engine, error) {
 	if err := o.Config.withDefaults().validate(MaxItems); err != nil {
 		return nil, err
+	}
+	if o.Throttle >= 1 || o.Throttle != o.Throttle {
+		return nil, fmt.Errorf("stm: throttle abort rate %g: want below 1 (0 default, negative off)", o.Throttle)
 	}
 	if o.Workers < 0 || o.ClientBlock < 0 || o.ClientBlocksPerSM < 0 || o.ClientThreads < 0 || o.ServerWarps < 0 {
 		return nil, fmt.Errorf("stm: negative option in %+v", o)

@@ -350,6 +350,7 @@ type runPlan struct {
 	props gpu.Properties
 	// the grid (size)
 	blocks, threads, clientWarps int
+	throttle                     int   // the abort rate admission control holds, in thousandths (0: off)
 	ring, doneRing               int   // request rings' and done markers' slots (powers of two)
 	nTickets                     int64 // tickets handed out (0: no bound)
 	histWords, abWords           int64 // history regions, in words
@@ -543,6 +544,7 @@ func (g *gpuEngine) size(pl *runPlan, k *kernels, sp *workloadSpec, ro RunOption
 	}
 	pl.blocks = blocks
 	pl.threads = blocks * sh.clientBlock
+	pl.throttle = throttleMille(g.opt.Throttle)
 	pl.clientWarps = pl.threads / 32
 	pl.ring = pow2(pl.clientWarps)
 	// Timestamps reserved but not published are held by update threads,
@@ -582,6 +584,9 @@ func (g *gpuEngine) collect(pl *runPlan, m *runMemory, k *kernels, ro RunOptions
 		}
 	}
 	res.Commit, res.Server = breakdown(cnt, pl.props.ClockKHz)
+	if steps := dc[dctlSteps]; steps > 0 {
+		res.Server.Admitted = int(dc[dctlAdmittedSum] * 32 / steps)
+	}
 	res.Server.WorkerTime = elapsed * time.Duration(pl.cfg.Servers*(pl.sh.serverWarps-1))
 	return res, nil
 }
@@ -611,4 +616,16 @@ func breakdown(cnt []uint64, clockKHz int) (Breakdown, ServerStats) {
 		b.WaitServer = rt - b.Validate - b.Insert
 	}
 	return b, s
+}
+
+// throttleMille returns Options.Throttle as the kernels take it: the abort
+// rate in thousandths, 0 when off.
+func throttleMille(t float64) int {
+	if t == 0 {
+		t = DefaultThrottle
+	}
+	if t <= 0 {
+		return 0
+	}
+	return max(1, int(t*1000+0.5))
 }

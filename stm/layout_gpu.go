@@ -30,6 +30,9 @@ var globalFields = []string{
 	"clock", "next", "done", "done_mask", "dctl", "hctl", "counters",
 	// the run
 	"n_tx", "seed", "limit_ns", "client_warps", "threads",
+	// admission control (Options.Throttle): the abort rate held, in
+	// thousandths (0: off)
+	"throttle",
 	// the history: committed records (hist_cap words, hist_off the
 	// words taken) and aborted attempts (hist_ab_cap words, hist_ab_off
 	// the words asked for, hist_ab_end the end of the records kept)
@@ -78,6 +81,10 @@ const (
 	dctlClientsDone        // client warps that have exited
 	dctlTickets            // next transaction ticket
 	dctlTicketsOut         // 1 once a client found no ticket left (n_tx reached)
+	dctlShed               // client warps not admitted (Options.Throttle): those numbered client_warps-shed and up
+	dctlWindow             // the control window: attempts in the low 32 bits, aborts in the high 32
+	dctlSteps              // control windows closed
+	dctlAdmittedSum        // admitted warps summed over the closed windows
 	dctlWords       = 32
 	dctlHistAbEnd   = dctlWords - 3 // end of the aborted attempts' records kept
 	dctlHistAbOff   = dctlWords - 2 // words the aborted attempts asked for
@@ -198,7 +205,8 @@ func layoutDefines() []gpu.Define {
 	d := []gpu.Define{
 		gpu.Def("DCTL_STOP", dctlStop), gpu.Def("DCTL_ERROR", dctlError), gpu.Def("DCTL_DETAIL0", dctlDetail0),
 		gpu.Def("DCTL_DETAIL1", dctlDetail1), gpu.Def("DCTL_CLIENTS_DONE", dctlClientsDone), gpu.Def("DCTL_TICKETS", dctlTickets),
-		gpu.Def("DCTL_TICKETS_OUT", dctlTicketsOut),
+		gpu.Def("DCTL_TICKETS_OUT", dctlTicketsOut), gpu.Def("DCTL_SHED", dctlShed), gpu.Def("DCTL_WINDOW", dctlWindow),
+		gpu.Def("DCTL_STEPS", dctlSteps), gpu.Def("DCTL_ADMITTED_SUM", dctlAdmittedSum),
 		gpu.Def("STM_SPL", stmSPL), gpu.Def("STM_CTL_BYTES0", ctlBytes0),
 		gpu.Def("HCTL_STOP", hctlStop), gpu.Def("HCTL_ABORT", hctlAbort), gpu.Def("HCTL_SERVERS_UP", hctlServersUp),
 		gpu.Def("HCTL_ERROR", hctlError), gpu.Def("HCTL_DETAIL0", hctlDetail0), gpu.Def("HCTL_DETAIL1", hctlDetail1),

@@ -104,6 +104,7 @@ func (g *gpuEngine) globalWords(pl *runPlan, m *runMemory, sp *workloadSpec, ro 
 		{"dctl", uint64(m.dctl.Ptr())}, {"hctl", uint64(g.ctl.Ptr())}, {"counters", uint64(m.counters.Ptr())},
 		{"n_tx", uint64(pl.nTickets)}, {"seed", ro.Seed}, {"limit_ns", uint64(ro.Timeout.Nanoseconds())},
 		{"client_warps", uint64(pl.clientWarps)}, {"threads", uint64(pl.threads)},
+		{"throttle", uint64(pl.throttle)},
 		{"hist", uint64(m.hist.Ptr())}, {"hist_cap", uint64(pl.histWords)}, {"hist_off", uint64(m.dctl.PtrAt(dctlHistOff))},
 		{"hist_ab", uint64(m.histAb.Ptr())}, {"hist_ab_cap", uint64(pl.abWords)},
 		{"hist_ab_off", uint64(m.dctl.PtrAt(dctlHistAbOff))}, {"hist_ab_end", uint64(m.dctl.PtrAt(dctlHistAbEnd))},

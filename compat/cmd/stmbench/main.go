@@ -68,20 +68,21 @@ func main() {
 	ros := flag.String("ro", "0,0.1,0.5,0.9,0.99", "with --banks: read-only shares, comma-separated")
 	jsonPath := flag.String("json", "", "also write the results as JSON to `FILE`")
 	quiet := flag.Bool("quiet", false, "no progress lines on stderr")
+	throttle := flag.Float64("throttle", 0, "GPU engine: the abort rate its admission control holds client warps near (stm.Options.Throttle; 0 default, negative off)")
 	flag.Parse()
 	counts, err := parseCounts(*goroutines)
 	var cases []bench.STMCase
 	if err == nil && *banks != "" {
 		cases, err = matrixCases(*banks, *zipfs, *rounds, *ros)
 	}
-	if flag.NArg() > 0 || *size < 100 || *reps < 1 || *duration <= 0 || *gpuDuration <= 0 || err != nil {
+	if flag.NArg() > 0 || *throttle >= 1 || *size < 100 || *reps < 1 || *duration <= 0 || *gpuDuration <= 0 || err != nil {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stmbench:", err)
 		}
 		flag.Usage()
 		os.Exit(2)
 	}
-	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, peers: *peers, only: *only, goroutines: counts, cases: cases}
+	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, peers: *peers, only: *only, goroutines: counts, cases: cases}
 	var progress io.Writer
 	if !*quiet {
 		progress = os.Stderr
@@ -103,6 +104,7 @@ type config struct {
 	size, reps  int
 	d, gpuD     time.Duration
 	device      string
+	throttle    float64 // the GPU engine's Options.Throttle
 	peers, only string
 	goroutines  []int           // goroutine counts (nil: GOMAXPROCS, rows without a count)
 	cases       []bench.STMCase // the cases to run (nil: the suite's bank cases at size)
@@ -226,7 +228,7 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 	if ch.Backend == gpu.BackendGPU {
 		dev = ch.Device
 		defer dev.Close()
-		rep.Engines = append(rep.Engines, "gpu: "+ch.Reason)
+		rep.Engines = append(rep.Engines, "gpu: "+ch.Reason, fmt.Sprintf("gpu: admission control (throttle) %s", throttleText(c.throttle)))
 	} else {
 		rep.Engines = append(rep.Engines, ch.Reason)
 	}
@@ -316,7 +318,7 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 					name string
 					opt  stm.Options
 					d    time.Duration
-				}{"csmv gpu", stm.Options{GPU: dev}, c.gpuD})
+				}{"csmv gpu", stm.Options{GPU: dev, Throttle: c.throttle}, c.gpuD})
 			}
 			for _, en := range engines {
 				e, err := stm.Open(cs.Options(en.opt))
@@ -404,4 +406,15 @@ func (a *anacrolixBank) Final() []uint64 {
 		out[i] = astm.AtomicGet(v).(uint64)
 	}
 	return slices.Clip(out)
+}
+
+// throttleText says what --throttle asks of the GPU engine.
+func throttleText(t float64) string {
+	switch {
+	case t < 0:
+		return "off"
+	case t == 0:
+		return fmt.Sprintf("default (abort rate %g)", stm.DefaultThrottle)
+	}
+	return fmt.Sprintf("abort rate %g", t)
 }

@@ -1,0 +1,45 @@
+package stm
+
+import (
+	"testing"
+	"time"
+
+	"github.com/warpkv/warpkv/internal/gputest"
+)
+
+// TestThrottleUnderHotAccounts runs transfers on hot accounts (Zipf 0.99,
+// no read-only transactions: most attempts abort at full concurrency) with
+// admission control off and at abort rate 0.5: off closes no control
+// window, on admits fewer threads than the run has; both conserve the bank's total and see no wrong read-only total.
+// It logs both runs' commits per second and abort rates.
+func TestThrottleUnderHotAccounts(t *testing.T) {
+	dev := gputest.Device(t)
+	const accounts, initial = 65536, 100
+	w := Bank{Accounts: accounts, Initial: initial, ReadSize: 100, Zipf: 0.99}
+	for _, th := range []float64{-1, 0.5} {
+		e, err := Open(Options{GPU: dev, Throttle: th})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Run(w, RunOptions{Duration: 200 * time.Millisecond, Seed: 11, Timeout: time.Minute})
+		e.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum uint64
+		for _, v := range res.Final {
+			sum += v
+		}
+		if sum != accounts*initial || res.Wrong != 0 {
+			t.Errorf("throttle %g: total %d, want %d; %d wrong read-only totals", th, sum, accounts*initial, res.Wrong)
+		}
+		switch {
+		case th < 0 && res.Server.Admitted != 0:
+			t.Errorf("throttle off: %d threads admitted on average, want no control window", res.Server.Admitted)
+		case th > 0 && (res.Server.Admitted < 1 || res.Server.Admitted >= res.Threads):
+			t.Errorf("throttle %g: %d of %d threads admitted on average, want 1 to fewer than all", th, res.Server.Admitted, res.Threads)
+		}
+		t.Logf("throttle %g: %.3g commits/s, %d of %d threads admitted on average, abort rate %.1f%% (%s)",
+			th, res.Throughput(), res.Server.Admitted, res.Threads, 100*res.AbortRate(), res.AbortString())
+	}
+}
