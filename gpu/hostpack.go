@@ -171,13 +171,7 @@ func (s Strings) PackChunkAnd(l Layout, c int, data []byte, offs []uint32, also 
 	starts := l.parts[c]
 	parts := len(starts) - 1
 	par.Shared().Ranges(m, parts, func(p, plo, phi int) {
-		o := starts[p]
-		dst := offs[plo:phi]
-		for i, k := range s.Slices[lo+plo : lo+phi] {
-			dst[i] = at + o
-			putString(data[o:], k)
-			o += uint32(len(k))
-		}
+		packSlices(data, offs[plo:phi], s.Slices[lo+plo:lo+phi], at, starts[p])
 		if also != nil {
 			also(plo, phi)
 		}
@@ -185,24 +179,30 @@ func (s Strings) PackChunkAnd(l Layout, c int, data []byte, offs []uint32, also 
 	offs[m] = at + starts[parts]
 }
 
-// putString copies k to the start of d (len(d) >= len(k)), writing
-// exactly len(k) bytes: keys of 8 to 32 bytes with two fixed-size moves
-// each (overlapping for lengths between), the rest with copy. The fixed
-// moves save the call of memmove per key, which dominates packing short
-// keys from Go slices (0.85 against 1.46 ms a 256Ki chunk of 16-byte keys
-// on one core of the development VM).
-func putString(d, k []byte) {
-	switch n := len(k); {
-	case n == 16:
-		*(*[16]byte)(d) = *(*[16]byte)(k)
-	case n >= 8 && n < 16:
-		*(*[8]byte)(d) = *(*[8]byte)(k)
-		*(*[8]byte)(d[n-8:]) = *(*[8]byte)(k[n-8:])
-	case n > 16 && n <= 32:
-		*(*[16]byte)(d) = *(*[16]byte)(k)
-		*(*[16]byte)(d[n-16:]) = *(*[16]byte)(k[n-16:])
-	default:
-		copy(d, k)
+// packSlices copies keys one after another into data from byte o (data
+// holds them) and writes offs[i] = at + where key i starts. Keys of 8 to
+// 32 bytes are moved with two fixed-size moves each (overlapping for
+// lengths between), the rest with copy; the moves are written in the loop
+// itself, not in a function per key, which the compiler does not inline:
+// with the call, one core packed 256Ki 16-byte keys in 1.5-1.9 ms on the
+// development VM, without it in 0.66-0.74 ms.
+func packSlices(data []byte, offs []uint32, keys [][]byte, at, o uint32) {
+	for i, k := range keys {
+		offs[i] = at + o
+		d := data[o:]
+		switch n := len(k); {
+		case n == 16:
+			*(*[16]byte)(d) = *(*[16]byte)(k)
+		case n >= 8 && n < 16:
+			*(*[8]byte)(d) = *(*[8]byte)(k)
+			*(*[8]byte)(d[n-8:]) = *(*[8]byte)(k[n-8:])
+		case n > 16 && n <= 32:
+			*(*[16]byte)(d) = *(*[16]byte)(k)
+			*(*[16]byte)(d[n-16:]) = *(*[16]byte)(k[n-16:])
+		default:
+			copy(d, k)
+		}
+		o += uint32(len(k))
 	}
 }
 
