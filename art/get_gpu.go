@@ -25,6 +25,17 @@ func (g *gpuEngine) lookupSlices(keys [][]byte, vals []uint64, found []bool) err
 	return g.lookupCall(&pointCall{op: "lookup", src: gpu.Strings{Slices: keys}, out: vals, found: boolBytes(found)})
 }
 
+// getSlices is lookupSlices into answers it allocates (allocAnswers:
+// beside the call's start, awaited before its first answers are copied
+// out), as Get returns them; errLongSlices when the keys hold more than 4
+// GiB of bytes (the answers allocated all the same).
+func (g *gpuEngine) getSlices(keys [][]byte) ([]uint64, []bool, error) {
+	a := allocAnswers(len(keys), true)
+	err := g.lookupCall(&pointCall{op: "lookup", src: gpu.Strings{Slices: keys}, later: a})
+	vals, found := a.wait()
+	return vals, found, err
+}
+
 // stringsOf views a packed batch as gpu.Strings.
 func stringsOf(kb Keys) gpu.Strings {
 	if len(kb.Offs) == 0 {
@@ -98,6 +109,15 @@ func (g *gpuEngine) update(kb Keys, vals []uint64, found []bool) error {
 // GiB of bytes.
 func (g *gpuEngine) updateSlices(keys [][]byte, vals []uint64, found []bool) error {
 	return g.updateCall(&pointCall{op: "update", src: gpu.Strings{Slices: keys}, vals: vals, found: boolBytes(found)})
+}
+
+// updateSlicesFound is updateSlices into found flags it allocates
+// (allocAnswers), as Update returns them; errLongSlices as updateSlices.
+func (g *gpuEngine) updateSlicesFound(keys [][]byte, vals []uint64) ([]bool, error) {
+	a := allocAnswers(len(keys), false)
+	err := g.updateCall(&pointCall{op: "update", src: gpu.Strings{Slices: keys}, vals: vals, later: a})
+	_, found := a.wait()
+	return found, err
 }
 
 // updateCall runs the update pc (its keys, values and found flags set).

@@ -89,7 +89,7 @@ func (k Keys) Unpack() [][]byte {
 // key at most MaxKeyLen bytes, and n values when values is not nil. A
 // batch of more than 4 GiB of key bytes (offsets wrapped) passes when its
 // keys' lengths do; the engines split it (chunks.go) and check its end. Cost:
-// O(keys) over GOMAXPROCS goroutines (checkParts), one unsigned
+// O(keys) over GOMAXPROCS workers of par.Shared (offsetsOK), one unsigned
 // subtraction per key; a failing batch is scanned again in order to name
 // its first bad key.
 func (k Keys) check(op string, values []uint64, withValues bool) error {
@@ -120,7 +120,8 @@ var _ [(1<<16 - 1) - MaxKeyLen]struct{}
 // offsetsOK reports whether every key of offs (offsets of len(offs)-1
 // keys) ends at or after its start and is at most MaxKeyLen bytes: the
 // offsets then rise, so the last one bounds them all. workers <= 0 means
-// GOMAXPROCS. Cost: one pass over offs, split over the workers.
+// GOMAXPROCS. Cost: one pass over offs, split over the workers of
+// par.Shared (one fan-out: no goroutines started).
 func offsetsOK(offs []uint32, workers int) bool {
 	n := len(offs) - 1
 	if n <= 0 {
@@ -128,7 +129,7 @@ func offsetsOK(offs []uint32, workers int) bool {
 	}
 	parts := par.Parts(n, checkMinPart, workers)
 	bad := make([]uint32, parts)
-	par.Ranges(n, parts, func(p, lo, hi int) {
+	par.Shared().Ranges(n, parts, func(p, lo, hi int) {
 		// A key's b - a has a bit at 16 or above exactly when b < a (the
 		// difference wraps) or the key is longer than MaxKeyLen = 2^16 - 1;
 		// the differences are ORed, four keys a step.

@@ -62,18 +62,33 @@ type pointDev struct {
 // pinned Staging (staged: kb) or in Go memory (src: a packed batch or one
 // slice per key, packed into pinned slots chunk by chunk).
 type pointCall struct {
-	op     string
-	kb     Keys        // staged: the keys, kb.Offs[0] == 0
-	src    gpu.Strings // not staged: the keys
-	vals   []uint64    // update: the new values
-	out    []uint64    // lookup: the answers
-	found  []uint8
+	op    string
+	kb    Keys        // staged: the keys, kb.Offs[0] == 0
+	src   gpu.Strings // not staged: the keys
+	vals  []uint64    // update: the new values
+	out   []uint64    // lookup: the answers
+	found []uint8
+	// later, if set, allocates out (a lookup's) and found while the call
+	// starts: they are set from it before the first answers are copied.
+	later  *pendingAnswers
 	staged bool         // kb, vals, out and found lie in pinned memory (Staging)
 	check  func() error // staged: the batch's check, run while its transfers in run
 	// work queues the kernels of keys [base, base+n) on the engine's
 	// stream; after, if set, queues more after the last chunk's.
 	work  func(base, n int) error
 	after func() error
+}
+
+// hasOut reports whether the call has values to answer (a lookup).
+func (pc *pointCall) hasOut() bool { return pc.out != nil || pc.later != nil && pc.later.withOut }
+
+// answers waits for the answers' slices of a call that allocates them
+// (later) and sets out and found.
+func (pc *pointCall) answers() {
+	if pc.later != nil && pc.found == nil {
+		out, found := pc.later.wait()
+		pc.out, pc.found = out, boolBytes(found)
+	}
 }
 
 // len is the number of keys of the call.
@@ -193,7 +208,7 @@ func newPointPlan(pc *pointCall, cut gpu.Layout, workers int) *pointPlan {
 		l.out += alignPin(8 * size)
 	}
 	l.found = l.out
-	if pc.out != nil {
+	if pc.hasOut() {
 		l.found += alignPin(8 * size)
 	}
 	l.size = l.found + alignPin(size)
@@ -277,7 +292,7 @@ func (p *pointPlan) outs(c int) (o []uint64, f []uint8) {
 		return o, p.pc.found[lo:hi]
 	}
 	s := p.slot(c)
-	if p.pc.out != nil {
+	if p.pc.hasOut() {
 		o = pinView[uint64](s, p.lay.out, hi-lo)
 	}
 	return o, pinView[uint8](s, p.lay.found, hi-lo)
@@ -304,6 +319,7 @@ func (p *pointPlan) pack(c int) {
 func (p *pointPlan) unpack(c int) {
 	lo, hi := p.bounds(c)
 	o, f := p.outs(c)
+	p.pc.answers()
 	par.Shared().Ranges(hi-lo, par.Parts(hi-lo, hostMinPart, p.workers), func(_, plo, phi int) {
 		if o != nil {
 			copy(p.pc.out[lo+plo:lo+phi], o[plo:phi])

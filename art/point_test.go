@@ -17,7 +17,9 @@ import (
 // through the device offsets the way ag_get does, chunk by chunk: the
 // device image must be the batch rebased to its first offset, every key
 // read by its chunk must be right when only the chunks up to it have
-// arrived, and every answer must land at its key.
+// arrived, and every answer must land at its key, also in answer slices
+// allocated beside the call (pendingAnswers) that exist only once the
+// first chunk's answers are copied out.
 func TestPointPlanOnTheHost(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for trial := range 200 {
@@ -51,6 +53,9 @@ func TestPointPlanOnTheHost(t *testing.T) {
 			}
 		} else {
 			pc.out = make([]uint64, n)
+		}
+		if later := !staged && trial%5 < 2; later { // answers allocated beside the call, as Get and Update do
+			pc.out, pc.found, pc.later = nil, nil, allocAnswers(n, !update)
 		}
 		size := 1 + r.IntN(40)
 		src := pc.src

@@ -164,9 +164,9 @@ func (t *Tree) insertLocked(kb Keys, values []uint64) error {
 //
 // On the GPU engine the keys go from their slices straight into pinned
 // memory, chunk by chunk on all cores while the chunks before are on the
-// device (no packed copy on the Go heap).
+// device (no packed copy on the Go heap), and the found flags are
+// allocated on a goroutine of their own meanwhile.
 func (t *Tree) Update(keys [][]byte, values []uint64) ([]bool, error) {
-	found := make([]bool, len(keys))
 	if g, ok := t.eng.(*gpuEngine); ok {
 		if len(values) != len(keys) {
 			return nil, fmt.Errorf("art: update: %d keys but %d values", len(keys), len(values))
@@ -174,12 +174,14 @@ func (t *Tree) Update(keys [][]byte, values []uint64) ([]bool, error) {
 		if _, err := engine.Lock(&t.Facade, "update"); err != nil {
 			return nil, err
 		}
-		err := g.updateSlices(keys, values, found)
+		found, err := g.updateSlicesFound(keys, values)
 		engine.Unlock(&t.Facade)
 		if !errors.Is(err, errLongSlices) {
 			return found, wrapOp("update", err)
 		}
+		return found, t.UpdateKeys(Pack(keys), values, found)
 	}
+	found := make([]bool, len(keys))
 	return found, t.UpdateKeys(Pack(keys), values, found)
 }
 
@@ -216,19 +218,21 @@ func (t *Tree) UpdateKeys(kb Keys, values []uint64, found []bool) error {
 //
 // On the GPU engine the keys go from their slices straight into pinned
 // memory, chunk by chunk on all cores while the chunks before are on the
-// device (no packed copy on the Go heap).
+// device (no packed copy on the Go heap), and the answers are allocated
+// on a goroutine of their own meanwhile.
 func (t *Tree) Get(keys [][]byte) (values []uint64, found []bool, err error) {
-	values, found = make([]uint64, len(keys)), make([]bool, len(keys))
 	if g, ok := t.eng.(*gpuEngine); ok {
 		if _, err := engine.RLock(&t.Facade, "lookup"); err != nil {
 			return nil, nil, err
 		}
-		err := g.lookupSlices(keys, values, found)
+		values, found, err = g.getSlices(keys)
 		engine.RUnlock(&t.Facade)
 		if !errors.Is(err, errLongSlices) {
 			return values, found, wrapOp("lookup", err)
 		}
+		return values, found, t.Lookup(Pack(keys), values, found)
 	}
+	values, found = make([]uint64, len(keys)), make([]bool, len(keys))
 	return values, found, t.Lookup(Pack(keys), values, found)
 }
 

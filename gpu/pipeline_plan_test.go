@@ -111,17 +111,21 @@ func TestViewHostReinterpretsPinnedBytes(t *testing.T) {
 
 // TestPipelineGrain checks the elements a goroutine of a pipeline's host
 // copy takes: the configured Grain, else the copy's share of each worker
-// but never under 64 KiB, so that small copies run inline.
+// but never under 64 KiB, so that small copies run inline, and never over
+// 512 KiB, so that no copy takes memmove's non-temporal path (1 MiB).
 func TestPipelineGrain(t *testing.T) {
 	for _, c := range []struct {
 		grain, workers, n, size, want int
 	}{
-		{0, 16, 1 << 20, 8, 1 << 16},   // 8 MiB of uint64 on 16 workers: 512 KiB each
-		{0, 16, 1000, 8, 8192},         // 8000 bytes: one goroutine (64 KiB of uint64)
-		{0, 16, 1 << 20, 1, 1 << 16},   // 1 MiB of bytes: 64 KiB each
-		{0, 4, 100 << 20, 1, 25 << 20}, // 100 MiB on 4 workers
-		{0, 16, 1 << 16, 3, 21846},     // a size that does not divide 64 KiB rounds up
-		{100, 16, 1 << 20, 8, 100},     // configured
+		{0, 16, 1 << 20, 8, 1 << 16},    // 8 MiB of uint64 on 16 workers: 512 KiB each
+		{0, 16, 1000, 8, 8192},          // 8000 bytes: one goroutine (64 KiB of uint64)
+		{0, 16, 1 << 20, 1, 1 << 16},    // 1 MiB of bytes: 64 KiB each
+		{0, 4, 100 << 20, 1, 512 << 10}, // 100 MiB on 4 workers: 512 KiB at a time
+		{0, 16, 16 << 20, 1, 512 << 10}, // a 16 MiB chunk on 16 workers: 512 KiB, not 1 MiB
+		{0, 16, 2 << 20, 8, 1 << 16},    // 16 MiB of uint64: 512 KiB at a time
+		{0, 16, 1 << 20, 16, 1 << 15},   // 16 MiB of 16-byte elements
+		{0, 16, 1 << 16, 3, 21846},      // a size that does not divide 64 KiB rounds up
+		{100, 16, 1 << 20, 8, 100},      // configured
 	} {
 		p := NewPipeline(nil, PipelineConfig{Grain: c.grain, Workers: c.workers})
 		if got := p.grain(c.n, c.size); got != c.want {
