@@ -133,7 +133,7 @@ func BenchmarkGPUInsert(b *testing.B) {
 // (bt_merge_leaves_E) or over flattened entries, from Go slices or from a
 // pinned Staging (InsertStaged), and logs where the last run's time went:
 // every step's device time (CUDA events), host time and host
-// synchronizations (stepTrace).
+// synchronizations (engine.StepTrace).
 func BenchmarkGPUInsertSteps(b *testing.B) {
 	d := gputest.Device(b)
 	for _, c := range []struct {
@@ -153,7 +153,7 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			if err := gt.setStageWorkers(c.workers); err != nil {
 				b.Fatal(err)
 			}
-			gt.trace = &stepTrace{}
+			gt.trace = &engine.StepTrace{}
 			gt.flatMerge = c.flat
 			gt.wholeUpload = !c.halves
 			insert := func() error { return g.Insert(benchBatch[0], benchBatch[1]) }
@@ -180,11 +180,11 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 				lb = g.LastBatch()
 			}
 			reportPhases(b, benchBatchKeys, lb)
-			steps, err := gt.trace.steps()
+			steps, err := gt.trace.Steps()
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Logf("last insert (whole call %.3f ms):\n%s", ms(lb.Total), formatSteps(steps))
+			b.Logf("last insert (whole call %.3f ms):\n%s", ms(lb.Total), engine.FormatSteps(steps))
 			if g.Len() != benchTreeKeys+benchBatchKeys {
 				b.Fatalf("%d keys after the insert, want %d", g.Len(), benchTreeKeys+benchBatchKeys)
 			}

@@ -42,7 +42,7 @@ func (g *gpuTree) buildBatch(keys, values []uint64) (built, engine.Timings, erro
 	defer g.mu.Unlock()
 	defer g.settleValues()
 	g.clock.Start()
-	g.trace.start()
+	g.trace.Start()
 	g.clock.Mark(g.s, engine.MarkStart)
 	g.step("start")
 	if len(keys) == 0 {
@@ -69,7 +69,7 @@ func (g *gpuTree) finishTimes(op string, items int) (engine.Timings, error) {
 	g.clock.Mark(g.s, engine.MarkWorked)
 	g.clock.Mark(g.s, engine.MarkDone)
 	g.step("done")
-	g.trace.synced()
+	g.trace.Synced()
 	if err := g.s.Synchronize(); err != nil {
 		return engine.Timings{}, err
 	}

@@ -151,7 +151,7 @@ func (g *gpuTree) deleteBatch(st treeState, keys []uint64, fill int) (treeState,
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.clock.Start()
-	g.trace.start()
+	g.trace.Start()
 	g.clock.Mark(g.s, engine.MarkStart)
 	g.step("start")
 	m, err := g.uploadSortDedupe(keys, nil, false)

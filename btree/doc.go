@@ -115,7 +115,7 @@
 // the leaves are listed in key order level by level (bt_node_counts, a
 // scan, bt_gather), their pairs gathered, and written as Build does.
 // Tree.LastBatch gives each batch's upload, sort, work and download times,
-// measured with CUDA events; a stepTrace (trace_gpu.go, for benchmarks:
+// measured with CUDA events; an engine.StepTrace (for benchmarks:
 // BenchmarkGPUInsertSteps) times every step of a batch the same way and
 // counts its host synchronizations.
 //

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/internal/gputest"
 )
 
@@ -26,7 +27,7 @@ func TestGPULargeInserts(t *testing.T) {
 			}
 			defer g.Close()
 			if traced { // and the merge over flattened entries
-				g.e.(*gpuTree).trace = &stepTrace{}
+				g.e.(*gpuTree).trace = &engine.StepTrace{}
 				g.e.(*gpuTree).flatMerge = true
 			}
 			c, err := Open(Options{Order: order, Device: "cpu"})
@@ -66,7 +67,7 @@ func TestGPULargeInserts(t *testing.T) {
 					t.Fatalf("order %d traced %v round %d: %v", order, traced, round, err)
 				}
 				if traced {
-					if _, err := g.e.(*gpuTree).trace.steps(); err != nil {
+					if _, err := g.e.(*gpuTree).trace.Steps(); err != nil {
 						t.Fatal(err)
 					}
 				}

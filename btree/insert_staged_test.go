@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/internal/gputest"
 )
 
@@ -30,9 +31,9 @@ func TestInsertStaged(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			var trace *stepTrace
+			var trace *engine.StepTrace
 			if gpuEngine {
-				trace = &stepTrace{}
+				trace = &engine.StepTrace{}
 				s.e.(*gpuTree).trace = trace
 			}
 			c, err := Open(Options{Device: "cpu"})
@@ -82,11 +83,11 @@ func TestInsertStaged(t *testing.T) {
 					t.Fatalf("round %d (%d pairs): %v", round, n, err)
 				}
 				if trace != nil && overlapSort(n) {
-					steps, err := trace.steps()
+					steps, err := trace.Steps()
 					if err != nil {
 						t.Fatal(err)
 					}
-					if !slices.ContainsFunc(steps, func(s traceStep) bool { return s.Name == stepValuesWait }) {
+					if !slices.ContainsFunc(steps, func(s engine.Step) bool { return s.Name == stepValuesWait }) {
 						t.Fatalf("round %d: no step %q among %v", round, stepValuesWait, steps)
 					}
 				}

@@ -50,7 +50,7 @@ func (g *gpuTree) locate(st treeState, m int, del bool) (groups, error) {
 	}
 	g.step("locate, reduce by leaf")
 	var c [1]uint32
-	g.trace.synced()
+	g.trace.Synced()
 	if err := errors.Join(cnt.Read(g.s, 0, c[:]), g.s.Synchronize()); err != nil {
 		return gr, err
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/internal/gputest"
 )
 
@@ -31,7 +32,7 @@ func TestGPUWarpMergeOrders(t *testing.T) {
 			}
 			defer g.Close()
 			gt := g.e.(*gpuTree)
-			gt.trace = &stepTrace{}
+			gt.trace = &engine.StepTrace{}
 			c, err := Open(Options{Order: order, Device: "cpu"})
 			if err != nil {
 				t.Fatal(err)
@@ -57,12 +58,12 @@ func TestGPUWarpMergeOrders(t *testing.T) {
 				if round == 0 {
 					continue
 				}
-				steps, err := gt.trace.steps()
+				steps, err := gt.trace.Steps()
 				if err != nil {
 					t.Fatal(err)
 				}
 				for _, name := range []string{stepHalves, stepWarpMerge, stepScatter} {
-					if !slices.ContainsFunc(steps, func(s traceStep) bool { return s.Name == name }) {
+					if !slices.ContainsFunc(steps, func(s engine.Step) bool { return s.Name == name }) {
 						t.Fatalf("round %d: no step %q among %v", round, name, steps)
 					}
 				}

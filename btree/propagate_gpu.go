@@ -118,7 +118,7 @@ func (g *gpuTree) applyParents(ch level) (level, int, error) {
 	g.step("parents: parent of, reduce, sizes, scans")
 	var c [1]uint32
 	w := make([]uint64, 2)
-	g.trace.synced()
+	g.trace.Synced()
 	if err := errors.Join(cnt.Read(g.s, 0, c[:]), gc.Read(g.s, G, w[0:1]), gp.Read(g.s, G, w[1:2]), g.s.Synchronize()); err != nil {
 		return level{}, 0, err
 	}
@@ -198,7 +198,7 @@ func (g *gpuTree) collapseRoot(st treeState) (treeState, error) {
 	for st.root != nilNode && g.height > 1 {
 		var cnt [1]uint32
 		var child [1]uint64
-		g.trace.synced()
+		g.trace.Synced()
 		if err := errors.Join(g.count.Read(g.s, int(st.root), cnt[:]),
 			g.slots.Read(g.s, int(st.root)*g.order, child[:]), g.s.Synchronize()); err != nil {
 			return st, err

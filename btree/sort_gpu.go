@@ -260,7 +260,7 @@ func (g *gpuTree) selectLastKeys(n int, keys *gpu.Buffer[uint64]) (*gpu.Buffer[u
 // keptCount synchronizes and returns cnt[0], the number of keys kept.
 func (g *gpuTree) keptCount(cnt *gpu.Buffer[uint32]) (int, error) {
 	var c [1]uint32
-	g.trace.synced()
+	g.trace.Synced()
 	if err := errors.Join(cnt.Read(g.s, 0, c[:]), g.s.Synchronize()); err != nil {
 		return 0, err
 	}

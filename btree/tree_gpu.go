@@ -53,7 +53,7 @@ type gpuTree struct {
 	// trace, when set (benchmarks), profiles the steps of each batch
 	// (trace_gpu.go); values is the values' upload still running on s2
 	// (sort_gpu.go).
-	trace  *stepTrace
+	trace  *engine.StepTrace
 	values *valuesUpload
 
 	// flatMerge turns bt_merge_leaves_E off (warpMerge): benchmarks and
@@ -135,7 +135,7 @@ func (g *gpuTree) close() error {
 	defer g.mu.Unlock()
 	var terr error
 	if g.trace != nil {
-		terr = g.trace.close()
+		terr = g.trace.Close()
 	}
 	return errors.Join(g.freeNodes(), g.s.Synchronize(), g.closeStreams(), g.up.Close(), g.down.Close(),
 		g.pool.Free(), g.clock.Close(), g.pe.Close(), terr)
@@ -248,7 +248,7 @@ func (g *gpuTree) readWords(bufs []*gpu.Buffer[uint64], at []int) ([]uint64, err
 	for i, b := range bufs {
 		err = errors.Join(err, b.Read(g.s, at[i], out[i:i+1]))
 	}
-	g.trace.synced()
+	g.trace.Synced()
 	return out, errors.Join(err, g.s.Synchronize())
 }
 
@@ -285,7 +285,7 @@ func (g *gpuTree) growCap(n int) error {
 		}
 	}
 	if err == nil && g.nodes > 0 {
-		g.trace.synced()
+		g.trace.Synced()
 		u := g.nodes
 		err = errors.Join(keys.CopyFrom(g.s, 0, g.keys, 0, u*m), slots.CopyFrom(g.s, 0, g.slots, 0, u*m),
 			count.CopyFrom(g.s, 0, g.count, 0, u), parent.CopyFrom(g.s, 0, g.parent, 0, u),
