@@ -132,6 +132,26 @@ func TestPinnedResult(t *testing.T) {
 	same("after Free", r, want)
 }
 
+// benchPointTree opens a GPU tree of 16Mi 16-byte keys for the point-call
+// benchmarks (closed when b ends) and returns it with its keys' values,
+// the first 1Mi keys as a packed batch and as Go slices, and answer slices of that
+// size.
+func benchPointTree(b *testing.B) (t *Tree, vals []uint64, probe Keys, slices [][]byte, out []uint64, found []bool) {
+	d := gputest.Device(b)
+	const size, n = 1 << 24, 1 << 20
+	kb, vals, _ := benchKeys(size, 16)
+	t, err := Open(Options{GPU: d})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { t.Close() })
+	if err := t.BuildKeys(kb, vals); err != nil {
+		b.Fatal(err)
+	}
+	probe = Keys{Data: kb.Data[:16*n], Offs: kb.Offs[:n+1]}
+	return t, vals, probe, probe.Unpack(), make([]uint64, n), make([]bool, n)
+}
+
 // BenchmarkGPUWholeCalls measures the GPU engine's whole calls on 16-byte
 // keys in a tree of 16Mi keys, with the host's share of each: lookups and
 // updates of 1Mi keys from a packed batch in Go memory (Lookup,
@@ -142,20 +162,8 @@ func TestPinnedResult(t *testing.T) {
 // copying answers out (unpack-ms), the kernels (work-ms) and in all
 // (total-ms).
 func BenchmarkGPUWholeCalls(b *testing.B) {
-	d := gputest.Device(b)
-	const size, n = 1 << 24, 1 << 20
-	kb, vals, _ := benchKeys(size, 16)
-	t, err := Open(Options{GPU: d})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer t.Close()
-	if err := t.BuildKeys(kb, vals); err != nil {
-		b.Fatal(err)
-	}
-	probe := Keys{Data: kb.Data[:16*n], Offs: kb.Offs[:n+1]}
-	slices := probe.Unpack()
-	out, found := make([]uint64, n), make([]bool, n)
+	t, vals, probe, slices, out, found := benchPointTree(b)
+	n := len(slices)
 	g := t.eng.(*gpuEngine)
 	report := func(b *testing.B, items int) {
 		b.ReportMetric(float64(items)*float64(b.N)/b.Elapsed().Seconds()/1e6, "M/s")

@@ -3,8 +3,6 @@ package art
 import (
 	"fmt"
 	"testing"
-
-	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // BenchmarkGPUPointCopies runs the point calls whose host copies issue 22
@@ -18,20 +16,8 @@ import (
 // pinned slots over the last call (keys, offsets, values in; values and
 // flags out) divided by its LastBatch total.
 func BenchmarkGPUPointCopies(b *testing.B) {
-	d := gputest.Device(b)
-	const size, n = 1 << 24, 1 << 20
-	kb, vals, _ := benchKeys(size, 16)
-	t, err := Open(Options{GPU: d})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer t.Close()
-	if err := t.BuildKeys(kb, vals); err != nil {
-		b.Fatal(err)
-	}
-	probe := Keys{Data: kb.Data[:16*n], Offs: kb.Offs[:n+1]}
-	slices := probe.Unpack()
-	out, found := make([]uint64, n), make([]bool, n)
+	t, vals, probe, slices, out, found := benchPointTree(b)
+	n := len(slices)
 	g := t.eng.(*gpuEngine)
 	calls := []struct {
 		name  string
