@@ -63,18 +63,5 @@ func BenchmarkGPULookupCopies(b *testing.B) {
 			b.ReportMetric(17*float64(len(q))*float64(b.N)/b.Elapsed().Seconds()/1e9, "host-GB/s")
 		})
 	}
-	b.Run("staged", func(b *testing.B) {
-		st, err := g.NewStaging(len(q))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer st.Free()
-		copy(st.Keys, q)
-		for b.Loop() {
-			if err := g.LookupStaged(st, len(q)); err != nil {
-				b.Fatal(err)
-			}
-		}
-		reportPhases(b, len(q), g.LastBatch())
-	})
+	b.Run("staged", func(b *testing.B) { benchLookupStaged(b, g, q) })
 }
