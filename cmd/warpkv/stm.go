@@ -53,6 +53,13 @@ func stmFits(accounts, servers, versions, logSize int, device string) error {
 	return fits("--accounts", accounts, add(mul(uint64(accounts), perAccount), logs), what)
 }
 
+// stmThrottleHelp and stmThrottleWant describe --throttle of stm bank and
+// stm run (stm.Options.Throttle).
+const (
+	stmThrottleHelp = "GPU engine: the abort rate its admission control holds client warps near (0: the engine's default, negative: no admission control)"
+	stmThrottleWant = "want an abort rate under 1 (0: the engine's default, negative: off)"
+)
+
 // runSTM is "warpkv stm bank": the Bank workload on the CSMV engine.
 func runSTM(e *env, args []string) error {
 	const synopsis = "warpkv stm bank [--device auto|cpu|gpu|gpu:N] [--accounts N] [--initial V] [--transactions N | --duration D] " +
@@ -80,6 +87,7 @@ func runSTM(e *env, args []string) error {
 	history := fs.String("history", "", "write every committed transaction as a JSON line to `FILE`")
 	logSize := fs.Int("log-size", 0, "commits each server's log keeps (0: the engine's default)")
 	versions := fs.Int("versions", 0, "versions each account keeps (0: the engine's default)")
+	throttle := fs.Float64("throttle", 0, stmThrottleHelp)
 	quiet := fs.Bool("quiet", false, "no engine line on stderr")
 	if err := parse(fs, args[1:]); err != nil {
 		return err
@@ -110,6 +118,8 @@ func runSTM(e *env, args []string) error {
 		return usagef("--log-size %d: want 0 (the engine's default, %d) to %d", *logSize, stm.DefaultLogSize, stmMaxLogSize)
 	case *versions < 0 || *versions > stmMaxVersions:
 		return usagef("--versions %d: want 0 (the engine's default, %d) to %d", *versions, stm.DefaultVersions, stmMaxVersions)
+	case *throttle >= 1 || *throttle != *throttle:
+		return usagef("--throttle %g: %s", *throttle, stmThrottleWant)
 	}
 	size := 0
 	if rs := strings.TrimSpace(*readSize); rs != "all" {
@@ -151,7 +161,7 @@ func runSTM(e *env, args []string) error {
 		out = f
 		defer f.Close()
 	}
-	eng, err := stm.Open(stm.Options{Device: *device, Config: stm.Config{Servers: *servers, LogSize: *logSize, Versions: *versions}})
+	eng, err := stm.Open(stm.Options{Device: *device, Throttle: *throttle, Config: stm.Config{Servers: *servers, LogSize: *logSize, Versions: *versions}})
 	if err != nil {
 		return err
 	}

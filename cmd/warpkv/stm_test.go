@@ -213,6 +213,7 @@ func TestSTMBankBadOptions(t *testing.T) {
 		{"zero transactions", []string{"--transactions", "0"}, 2, "--transactions 0"},
 		{"zero rounds", []string{"--rounds", "0"}, 2, "--rounds 0"},
 		{"negative servers", []string{"--servers", "-1"}, 2, "--servers -1"},
+		{"throttle of 1", []string{"--throttle", "1"}, 2, "--throttle 1: want an abort rate under 1"},
 		{"bad device", []string{"--device", "tpu"}, 2, "--device"},
 		{"bad duration", []string{"--duration", "soon"}, 2, "duration"},
 		{"single account transfers", []string{"--accounts", "1", "--read-only", "50"}, 2, "at least 2 accounts"},

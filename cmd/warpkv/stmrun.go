@@ -43,7 +43,7 @@ type stmRunFlags struct {
 	maxReads, maxWrites     int
 	duration                time.Duration
 	transactions            int64
-	readOnly                float64
+	readOnly, throttle      float64
 	init, seed              uint64
 	params                  paramList
 	check, quiet            bool
@@ -75,7 +75,7 @@ func runSTMBody(e *env, args []string) error {
 	if err := w.Compile(); err != nil {
 		return fmt.Errorf("stm run: %w", err)
 	}
-	eng, err := stm.Open(stm.Options{Device: f.device, ClientThreads: f.threads, Config: stm.Config{Servers: f.servers}})
+	eng, err := stm.Open(stm.Options{Device: f.device, ClientThreads: f.threads, Throttle: f.throttle, Config: stm.Config{Servers: f.servers}})
 	if err != nil {
 		return err
 	}
@@ -115,6 +115,7 @@ func parseSTMRun(e *env, args []string) (*stmRunFlags, error) {
 	fs.IntVar(&f.maxReads, "max-reads", stmRunDefaultAccesses, "most items one transaction reads (its read set)")
 	fs.IntVar(&f.maxWrites, "max-writes", stmRunDefaultAccesses, "most items one transaction writes (its write set)")
 	fs.IntVar(&f.servers, "servers", 0, "commit servers, items partitioned over them (0: the engine's default: one per 8 SMs of the GPU, at most one per LogSize/8 items; use 1 when transactions reach across the store)")
+	fs.Float64Var(&f.throttle, "throttle", 0, stmThrottleHelp)
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the transactions (stm_rand)")
 	fs.BoolVar(&f.check, "check", true, "record every attempt and check opacity and serializability (costs throughput; false for speed)")
 	fs.StringVar(&f.history, "history", "", "write every committed transaction as a JSON line to `FILE` (needs --check)")
@@ -147,6 +148,8 @@ func parseSTMRun(e *env, args []string) (*stmRunFlags, error) {
 		return nil, usagef("--max-reads %d, --max-writes %d: want at least 1 each", f.maxReads, f.maxWrites)
 	case f.servers < 0 || f.servers > stm.MaxServers:
 		return nil, usagef("--servers %d: want 0 (default) to %d", f.servers, stm.MaxServers)
+	case f.throttle >= 1 || f.throttle != f.throttle:
+		return nil, usagef("--throttle %g: %s", f.throttle, stmThrottleWant)
 	case f.history != "" && !f.check:
 		return nil, usagef("--history needs --check (the history is what --check records)")
 	}

@@ -27,6 +27,7 @@ func TestSTMRunBadOptions(t *testing.T) {
 		{"transactions and duration", []string{"--body", "x.cu", "--transactions", "5", "--duration", "1s"}, "exclude each other"},
 		{"zero items", []string{"--body", "x.cu", "--items", "0"}, "--items 0"},
 		{"negative threads", []string{"--body", "x.cu", "--threads", "-1"}, "--threads -1"},
+		{"throttle above 1", []string{"--body", "x.cu", "--throttle", "1.5"}, "--throttle 1.5"},
 		{"percent above 100", []string{"--body", "x.cu", "--read-only", "101"}, "--read-only 101"},
 		{"zero transactions", []string{"--body", "x.cu", "--transactions", "0"}, "--transactions 0"},
 		{"zero duration", []string{"--body", "x.cu", "--duration", "0s"}, "--duration 0s"},
