@@ -13,26 +13,49 @@ const kernelFile = "btree.cu"
 //go:embed btree.cu
 var kernelSource string
 
-// rangesSource is ranges.cu, the range kernels, which btree.cu includes
-// as "btree/ranges.cu".
-//
-//go:embed ranges.cu
-var rangesSource string
+// parts are the files btree.cu includes, by the name it includes them
+// under: the shared header btree.cuh and the kernels of one operation
+// each.
+var parts = map[string]string{
+	"btree/btree.cuh":    sharedHeader,
+	"btree/ranges.cu":    rangesSource,
+	"btree/locate.cu":    locateSource,
+	"btree/insert.cu":    insertSource,
+	"btree/delete.cu":    deleteSource,
+	"btree/propagate.cu": propagateSource,
+}
+
+var (
+	//go:embed btree.cuh
+	sharedHeader string
+	//go:embed ranges.cu
+	rangesSource string
+	//go:embed locate.cu
+	locateSource string
+	//go:embed insert.cu
+	insertSource string
+	//go:embed delete.cu
+	deleteSource string
+	//go:embed propagate.cu
+	propagateSource string
+)
 
 // freedShift is the bit of a packed level size (the parents' scanned
 // entry counts) where the count of freed parents starts: entry offsets
-// below it, freed counts above (FREED_SHIFT in btree.cu).
+// below it, freed counts above (FREED_SHIFT in btree.cuh).
 const freedShift = 40
 
-// Programs returns the package's kernel program, btree.cu (with its part
-// ranges.cu) with the shared headers and the node layout's constants
+// Programs returns the package's kernel program, btree.cu (with the parts
+// it includes) with the shared headers and the node layout's constants
 // (NIL, the kinds, FREED_SHIFT), for Device.Load and the compile test of
 // every kernel. Cost: reads the embedded headers.
 func Programs() []gpu.Program {
 	p := gpu.NewProgram(kernelFile, kernelSource,
 		gpu.Def("NIL", nilNode), gpu.Def("KIND_FREE", kindFree), gpu.Def("KIND_LEAF", kindLeaf),
 		gpu.Def("KIND_INTERNAL", kindInternal), gpu.Def("FREED_SHIFT", freedShift))
-	p.Headers["btree/ranges.cu"] = rangesSource
+	for name, src := range parts {
+		p.Headers[name] = src
+	}
 	return []gpu.Program{p}
 }
 

@@ -26,7 +26,8 @@
 //
 // The batches run in data-parallel phases without locks inside a batch.
 // Two engines share the node layout: the CPU engine (goroutines)
-// and the GPU engine (the *_gpu.go files, kernels in btree.cu), chosen by
+// and the GPU engine (the *_gpu.go files; kernels in btree.cu and the
+// files it includes, one per operation, around btree.cuh), chosen by
 // Options.Device or Options.GPU as engine.Place does (no option:
 // WARPKV_DEVICE, else a GPU when one is usable). Both sit behind the
 // treeEngine interface (engine.go): cpu.go and tree_gpu.go.
@@ -60,7 +61,7 @@
 // pinned Result (NewResult).
 //
 // Insert (insert_gpu.go, with sort_gpu.go, locate_gpu.go and
-// propagate_gpu.go; kernels in btree.cu) runs the phases below on the
+// propagate_gpu.go; kernels in locate.cu, insert.cu and propagate.cu) runs the phases below on the
 // device; between phases the host reads back a few totals (the number of
 // touched nodes, pieces, entries) to size the next launches, never the
 // tree: after the dedupe, twice in the locate, and once per parent level

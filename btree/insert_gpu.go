@@ -151,7 +151,7 @@ const (
 
 // Limits of bt_merge_leaves_E, the leaves' merge in one pass (warpMerge).
 const (
-	mergeWarpMaxOrder = warpLanes * 8 // a lane holds at most 8 old entries (MERGE_LANE_ENTRIES in btree.cu)
+	mergeWarpMaxOrder = warpLanes * 8 // a lane holds at most 8 old entries (MERGE_LANE_ENTRIES in insert.cu)
 	mergeWarpMaxKeys  = 2048          // batch keys of one leaf: a warp writes them 32 at a time
 )
 

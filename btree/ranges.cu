@@ -1,7 +1,8 @@
 // ranges.cu: range queries (ranges_gpu.go launches them). Part of the
-// program btree.cu, which includes it after the helpers it uses
-// (lower_bound, find_leaf, seek) and the layout's defines.
+// program btree.cu; the helpers it uses (lower_bound, find_leaf, seek) and
+// the layout's defines are in btree.cuh.
 #pragma once
+#include "btree/btree.cuh"
 
 // bt_range (gpuTree.rangeForm rangeThread): one thread per range query
 // [lo[i], hi[i]] (grid-stride), at
