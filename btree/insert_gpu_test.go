@@ -54,14 +54,8 @@ func TestGPULargeInserts(t *testing.T) {
 					vals[i] = rng.Uint64()
 				}
 				all = append(all, keys...)
-				for _, tr := range []*Tree{g, c} {
-					op := tr.Insert
-					if round == 0 {
-						op = tr.Build
-					}
-					if err := op(keys, vals); err != nil {
-						t.Fatalf("order %d round %d: %v", order, round, err)
-					}
+				if err := buildOrInsert(round, keys, vals, g, c); err != nil {
+					t.Fatalf("order %d round %d: %v", order, round, err)
 				}
 				if err := sameNodes(g, c); err != nil {
 					t.Fatalf("order %d traced %v round %d: %v", order, traced, round, err)
@@ -78,4 +72,19 @@ func TestGPULargeInserts(t *testing.T) {
 			}
 		}
 	}
+}
+
+// buildOrInsert builds the trees from the batch in round 0 and inserts it
+// into them in later rounds.
+func buildOrInsert(round int, keys, vals []uint64, trees ...*Tree) error {
+	for _, tr := range trees {
+		op := tr.Insert
+		if round == 0 {
+			op = tr.Build
+		}
+		if err := op(keys, vals); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -43,14 +43,8 @@ func TestGPUWarpMergeOrders(t *testing.T) {
 			for round := range 4 {
 				keys, vals := clusteredBatch(rng, all, 3*stageMin+4321, round > 0)
 				all = append(all, keys...)
-				for _, tr := range []*Tree{g, c} {
-					op := tr.Insert
-					if round == 0 {
-						op = tr.Build
-					}
-					if err := op(keys, vals); err != nil {
-						t.Fatalf("round %d: %v", round, err)
-					}
+				if err := buildOrInsert(round, keys, vals, g, c); err != nil {
+					t.Fatalf("round %d: %v", round, err)
 				}
 				if err := sameNodes(g, c); err != nil {
 					t.Fatalf("round %d: %v", round, err)
