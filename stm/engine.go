@@ -178,12 +178,8 @@ func (s ServerStats) String() string {
 	if s.Batched > 0 {
 		per = s.Scanned / s.Batched
 	}
-	hold := time.Duration(0)
-	if s.Turns > 0 {
-		hold = s.TurnHold / time.Duration(s.Turns)
-	}
 	str := fmt.Sprintf("%d requests (%d batched, %d entries scanned each), turn wait %v; %d turns held %v each, %d requests logged in another's turn, %d validated in their turn",
-		s.Requests, s.Batched, per, s.LockWait.Round(time.Microsecond), s.Turns, hold.Round(time.Nanosecond), s.Grouped, s.Early)
+		s.Requests, s.Batched, per, s.LockWait.Round(time.Microsecond), s.Turns, meanOf(s.TurnHold, s.Turns), s.Grouped, s.Early)
 	if st := s.stagesString(); st != "" {
 		str += "; " + st
 	}

@@ -228,24 +228,12 @@ __device__ __forceinline__ void stm_table_fill(const stm_globals* g, stm_scratch
 	__syncwarp();
 }
 
-// stm_head_tail returns the log's head (and, in *tail, its tail) as lane 0
-// reads them, in every lane.
-__device__ __forceinline__ u64 stm_head_tail(stm_log_ctl* ctl, u32 lane, u64* tail) {
-	u64 h = 0, t = 0;
-	if (lane == 0) {
-		h = ctl->head;
-		t = ctl->tail;
-	}
-	if (tail) *tail = __shfl_sync(FULL_MASK, t, 0);
-	return __shfl_sync(FULL_MASK, h, 0);
-}
-
 // stm_cause_of returns 1 + lane's conflict cause found in the scratch's
 // conflict masks (read-write before write-write before log full), or 0.
-__device__ __forceinline__ u32 stm_cause_of(const stm_scratch* S, u32 lane, u32 extra_lf) {
+__device__ __forceinline__ u32 stm_cause_of(const stm_scratch* S, u32 lane) {
 	const u32 bit = 1u << lane;
 	return (S->rw & bit) ? 1 + STM_READ_WRITE : (S->ww & bit) ? 1 + STM_WRITE_WRITE
-	     : ((S->lf | extra_lf) & bit) ? 1 + STM_LOG_FULL : 0;
+	     : (S->lf & bit) ? 1 + STM_LOG_FULL : 0;
 }
 
 // stm_validate_table validates the request, chunk by chunk, against
@@ -271,7 +259,7 @@ __device__ __forceinline__ u32 stm_validate_table(const stm_globals* g, stm_log&
 	}
 	__threadfence_block();
 	__syncwarp();
-	return J.in ? stm_cause_of(S, lane, 0) : 0;
+	return J.in ? stm_cause_of(S, lane) : 0;
 }
 
 // stm_final_check validates the request's tentative survivors against the
@@ -300,7 +288,7 @@ __device__ __forceinline__ u32 stm_final_check(const stm_globals* g, stm_log& L,
 		*scanned += stm_scan_batch(g, L, S, lane, lo, h1, J.min_snap);
 		__syncwarp();
 	}
-	if (!cause && J.in) cause = stm_cause_of(S, lane, 0);
+	if (!cause && J.in) cause = stm_cause_of(S, lane);
 	__threadfence_block();
 	if (!cause && J.in && min((u64)L.ctl->tail, h1) > J.hv) cause = 1 + STM_LOG_FULL;
 	st->cy_final += clock64() - c0;
