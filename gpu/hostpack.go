@@ -13,7 +13,7 @@ import (
 // memory on all cores while the chunks before it are on their way
 // (Pipeline.Run), so that the keys cross host memory once. Strings is that
 // source in either form; Sizes measures it chunk by chunk (its Layout),
-// PackChunk packs one chunk, CopyPar copies fixed-size answers out.
+// PackChunk packs one chunk.
 
 // Strings is a batch of byte strings to pack, in one of two forms: packed
 // (string i is Data[Offs[i]:Offs[i+1]]; Offs has one more entry than there
@@ -217,13 +217,4 @@ func packSlices(data []byte, offs []uint32, keys [][]byte, at, o uint32) {
 		}
 		o += uint32(len(k))
 	}
-}
-
-// CopyPar copies src into dst (the shorter length) on workers goroutines
-// (<= 0: GOMAXPROCS), at least minPer elements each, on par.Shared: the
-// unpacking of a chunk's answers out of pinned memory. Cost: one parallel
-// copy, one fan-out.
-func CopyPar[T any](dst, src []T, minPer, workers int) {
-	n := min(len(dst), len(src))
-	par.Shared().Ranges(n, par.Parts(n, minPer, workers), func(_, lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
 }

@@ -118,20 +118,6 @@ func TestSizesFindsTheFirstLongString(t *testing.T) {
 	}
 }
 
-func TestCopyPar(t *testing.T) {
-	src := make([]uint64, 100_003)
-	for i := range src {
-		src[i] = uint64(i) * 7
-	}
-	dst := make([]uint64, len(src))
-	CopyPar(dst, src, 1000, 5)
-	for i := range dst {
-		if dst[i] != src[i] {
-			t.Fatalf("element %d: %d, want %d", i, dst[i], src[i])
-		}
-	}
-}
-
 // BenchmarkPackChunk packs 2^18 16-byte keys (a point call's chunk) from
 // Go slices and from a packed batch into ordinary memory.
 func BenchmarkPackChunk(b *testing.B) {
