@@ -3,7 +3,6 @@ package art
 import (
 	"embed"
 	"fmt"
-	"io/fs"
 	"reflect"
 	"unsafe"
 
@@ -49,23 +48,7 @@ func kernelDefines() []gpu.Define {
 // program, art.cu, with every part of the package's kernels as a header.
 // Cost: reads the embedded sources.
 func Programs() []gpu.Program {
-	main, err := kernelFS.ReadFile("art.cu")
-	if err != nil {
-		panic(fmt.Sprintf("art: embedded art.cu: %v", err)) // embedded at build time
-	}
-	p := gpu.NewProgram("art.cu", string(main), append(layoutDefines(), kernelDefines()...)...)
-	parts, _ := fs.Glob(kernelFS, "*.cu*")
-	for _, name := range parts {
-		if name == "art.cu" {
-			continue
-		}
-		b, err := kernelFS.ReadFile(name)
-		if err != nil {
-			panic(fmt.Sprintf("art: embedded %s: %v", name, err))
-		}
-		p.Headers["art/"+name] = string(b)
-	}
-	return []gpu.Program{p}
+	return []gpu.Program{gpu.NewProgramFS(kernelFS, "art", "art.cu", append(layoutDefines(), kernelDefines()...)...)}
 }
 
 // kernelSet holds art.cu's kernels on one device, by name.

@@ -1,44 +1,20 @@
 package btree
 
 import (
-	_ "embed"
+	"embed"
 
 	"github.com/warpkv/warpkv/gpu"
 )
 
 // kernelFile names the embedded CUDA C source in diagnostics and the
-// compile cache.
+// compile cache; it includes the other .cu files and btree.cuh.
 const kernelFile = "btree.cu"
 
-//go:embed btree.cu
-var kernelSource string
-
-// parts are the files btree.cu includes, by the name it includes them
-// under: the shared header btree.cuh and the kernels of one operation
-// each.
-var parts = map[string]string{
-	"btree/btree.cuh":    sharedHeader,
-	"btree/ranges.cu":    rangesSource,
-	"btree/locate.cu":    locateSource,
-	"btree/insert.cu":    insertSource,
-	"btree/delete.cu":    deleteSource,
-	"btree/propagate.cu": propagateSource,
-}
-
-var (
-	//go:embed btree.cuh
-	sharedHeader string
-	//go:embed ranges.cu
-	rangesSource string
-	//go:embed locate.cu
-	locateSource string
-	//go:embed insert.cu
-	insertSource string
-	//go:embed delete.cu
-	deleteSource string
-	//go:embed propagate.cu
-	propagateSource string
-)
+// kernelFS holds btree.cu and the files it includes: the shared header
+// btree.cuh and the kernels of one operation each.
+//
+//go:embed *.cu btree.cuh
+var kernelFS embed.FS
 
 // freedShift is the bit of a packed level size (the parents' scanned
 // entry counts) where the count of freed parents starts: entry offsets
@@ -50,13 +26,9 @@ const freedShift = 40
 // (NIL, the kinds, FREED_SHIFT), for Device.Load and the compile test of
 // every kernel. Cost: reads the embedded headers.
 func Programs() []gpu.Program {
-	p := gpu.NewProgram(kernelFile, kernelSource,
+	return []gpu.Program{gpu.NewProgramFS(kernelFS, "btree", kernelFile,
 		gpu.Def("NIL", nilNode), gpu.Def("KIND_FREE", kindFree), gpu.Def("KIND_LEAF", kindLeaf),
-		gpu.Def("KIND_INTERNAL", kindInternal), gpu.Def("FREED_SHIFT", freedShift))
-	for name, src := range parts {
-		p.Headers[name] = src
-	}
-	return []gpu.Program{p}
+		gpu.Def("KIND_INTERNAL", kindInternal), gpu.Def("FREED_SHIFT", freedShift))}
 }
 
 // Launch configuration of btree.cu: every kernel is one thread per item

@@ -80,6 +80,34 @@ func NewProgram(name, source string, defines ...Define) Program {
 	return Program{Name: name, Source: source, Headers: SharedHeaders(), Defines: defines}
 }
 
+// NewProgramFS returns the program of a package's kernels embedded in
+// fsys: the file main as the source, and every other .cu and .cuh file
+// of fsys's top folder as a header the source includes as "dir/NAME", with
+// the shared headers and the given defines. It panics when main is not in
+// fsys (a build error: the files are embedded). Cost: reads the embedded
+// files.
+func NewProgramFS(fsys fs.FS, dir, main string, defines ...Define) Program {
+	src, err := fs.ReadFile(fsys, main)
+	if err != nil {
+		panic(fmt.Sprintf("gpu: embedded %s/%s: %v", dir, main, err))
+	}
+	p := NewProgram(main, string(src), defines...)
+	for _, pattern := range []string{"*.cu", "*.cuh"} {
+		names, _ := fs.Glob(fsys, pattern)
+		for _, name := range names {
+			if name == main {
+				continue
+			}
+			b, err := fs.ReadFile(fsys, name)
+			if err != nil {
+				panic(fmt.Sprintf("gpu: embedded %s/%s: %v", dir, name, err))
+			}
+			p.Headers[dir+"/"+name] = string(b)
+		}
+	}
+	return p
+}
+
 // options returns the -D options of the defines.
 func (p Program) options() []string {
 	out := make([]string, len(p.Defines))

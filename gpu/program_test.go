@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 func TestDefKeepsTheConstantsWidth(t *testing.T) {
@@ -54,5 +55,31 @@ extern "C" __global__ void k(u64* p) { p[threadIdx.x] = twice(WIDTH); }`
 	var ce *CompileError
 	if !errors.As(err, &ce) || !strings.Contains(ce.Log, "WIDTH") {
 		t.Fatalf("a missing define compiled or gave %v", err)
+	}
+}
+
+func TestNewProgramFS(t *testing.T) {
+	fsys := fstest.MapFS{
+		"main.cu":  {Data: []byte(`#include "pkg/part.cu"`)},
+		"part.cu":  {Data: []byte("// part")},
+		"pkg.cuh":  {Data: []byte("// header")},
+		"notes.md": {Data: []byte("not a kernel")},
+	}
+	p := NewProgramFS(fsys, "pkg", "main.cu", Def("N", 3))
+	if p.Name != "main.cu" || p.Source != `#include "pkg/part.cu"` || len(p.Defines) != 1 {
+		t.Fatalf("program %q, source %q, %d defines", p.Name, p.Source, len(p.Defines))
+	}
+	if p.Headers["pkg/part.cu"] != "// part" || p.Headers["pkg/pkg.cuh"] != "// header" {
+		t.Errorf("package headers: %q, %q", p.Headers["pkg/part.cu"], p.Headers["pkg/pkg.cuh"])
+	}
+	for _, name := range []string{"pkg/main.cu", "pkg/notes.md"} {
+		if _, ok := p.Headers[name]; ok {
+			t.Errorf("header %s: the main file and non-kernel files are not headers", name)
+		}
+	}
+	for name := range SharedHeaders() {
+		if _, ok := p.Headers[name]; !ok {
+			t.Errorf("shared header %s missing", name)
+		}
 	}
 }
