@@ -41,10 +41,7 @@ func (g *gpuTree) buildBatch(keys, values []uint64) (built, engine.Timings, erro
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	defer g.settleValues()
-	g.clock.Start()
-	g.trace.Start()
-	g.clock.Mark(g.s, engine.MarkStart)
-	g.step("start")
+	g.start()
 	if len(keys) == 0 {
 		return built{root: nilNode}, g.clock.Timings("build", 0), g.freeNodes()
 	}

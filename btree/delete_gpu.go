@@ -150,10 +150,7 @@ func (g *gpuTree) rebuild(st treeState) (treeState, error) {
 func (g *gpuTree) deleteBatch(st treeState, keys []uint64, fill int) (treeState, engine.Timings, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.clock.Start()
-	g.trace.Start()
-	g.clock.Mark(g.s, engine.MarkStart)
-	g.step("start")
+	g.start()
 	m, err := g.uploadSortDedupe(keys, nil, false)
 	if err != nil {
 		return st, engine.Timings{}, err

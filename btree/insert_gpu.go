@@ -187,10 +187,7 @@ func (g *gpuTree) insertBatch(st treeState, keys, values []uint64, pinned bool) 
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	defer g.settleValues()
-	g.clock.Start()
-	g.trace.Start()
-	g.clock.Mark(g.s, engine.MarkStart)
-	g.step("start")
+	g.start()
 	m, err := g.uploadSortDedupe(keys, values, pinned)
 	if err != nil {
 		return st, engine.Timings{}, err
