@@ -150,7 +150,9 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			g := newBenchTree(b, d, DefaultOrder)
 			gt := g.e.(*gpuTree)
-			if err := gt.setStageWorkers(c.workers); err != nil {
+			cfg := stageConfig
+			cfg.Workers = c.workers
+			if err := setStageConfig(gt, cfg); err != nil {
 				b.Fatal(err)
 			}
 			gt.trace = &engine.StepTrace{}
@@ -377,3 +379,6 @@ func benchLookupStaged(b *testing.B, g *Tree, q []uint64) {
 	}
 	reportPhases(b, len(q), g.LastBatch())
 }
+
+// ms is d in milliseconds.
+func ms[D ~int64](d D) float64 { return float64(d) / 1e6 }

@@ -9,8 +9,8 @@ import (
 	"github.com/warpkv/warpkv/internal/gputest"
 )
 
-// setStageConfig replaces g's pinned staging rings by rings of c (as
-// setStageWorkers does for a worker count).
+// setStageConfig replaces g's pinned staging rings by rings of c (the
+// benchmarks compare worker counts and grains).
 func setStageConfig(g *gpuTree, c gpu.PipelineConfig) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
