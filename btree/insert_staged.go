@@ -1,11 +1,6 @@
 package btree
 
-import (
-	"fmt"
-	"time"
-
-	"github.com/warpkv/warpkv/engine"
-)
+import "fmt"
 
 // InsertStaged upserts the first n pairs of st.Keys and st.Values, as
 // Insert (the last occurrence of a key wins). On the GPU engine with a
@@ -19,25 +14,5 @@ func (t *Tree) InsertStaged(st *Staging, n int) error {
 	if st == nil || n < 0 || n > len(st.Keys) || n > len(st.Values) {
 		return fmt.Errorf("btree: insert: %d pairs staged in a staging of %d", n, stagedLen(st))
 	}
-	if _, err := engine.Lock(&t.Facade, "insert"); err != nil {
-		return err
-	}
-	defer engine.Unlock(&t.Facade)
-	if n == 0 {
-		t.idle("insert", 0, time.Now())
-		return nil
-	}
-	keys, values := st.Keys[:n], st.Values[:n]
-	var tm engine.Timings
-	var err error
-	if g, ok := t.e.(*gpuTree); ok && st.pinned {
-		tm, err = g.insertPinned(keys, values)
-	} else {
-		tm, err = t.e.insert(keys, values)
-	}
-	if err != nil {
-		return fmt.Errorf("btree: insert: %w", err)
-	}
-	engine.Record(&t.Facade, tm)
-	return nil
+	return t.insertPairs(st.Keys[:n], st.Values[:n], st.pinned)
 }

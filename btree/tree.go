@@ -124,6 +124,14 @@ func (t *Tree) Insert(keys, values []uint64) error {
 	if len(keys) != len(values) {
 		return fmt.Errorf("btree: insert: %d keys but %d values", len(keys), len(values))
 	}
+	return t.insertPairs(keys, values, false)
+}
+
+// insertPairs is Insert and InsertStaged after their checks: the batch on
+// the tree's engine under the tree's lock, recorded in LastBatch; pinned
+// says that keys and values are a Staging's pinned arrays, which the GPU
+// engine reads by DMA.
+func (t *Tree) insertPairs(keys, values []uint64, pinned bool) error {
 	if _, err := engine.Lock(&t.Facade, "insert"); err != nil {
 		return err
 	}
@@ -132,7 +140,13 @@ func (t *Tree) Insert(keys, values []uint64) error {
 		t.idle("insert", 0, time.Now())
 		return nil
 	}
-	tm, err := t.e.insert(keys, values)
+	var tm engine.Timings
+	var err error
+	if g, ok := t.e.(*gpuTree); ok && pinned {
+		g.st, tm, err = g.insertBatch(g.st, keys, values, true)
+	} else {
+		tm, err = t.e.insert(keys, values)
+	}
 	if err != nil {
 		return fmt.Errorf("btree: insert: %w", err)
 	}
