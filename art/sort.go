@@ -99,8 +99,8 @@ func byLength(kb Keys, run []uint32, depth int) []uint32 {
 	for _, p := range run {
 		counts[class(p)]++
 	}
-	if counts[9] == len(run) {
-		return run
+	if counts[class(run[0])] == len(run) { // one class: the order stands (all equal keys, or all longer)
+		return run[len(run)-counts[9]:]
 	}
 	var at [10]int
 	for c := 1; c < 10; c++ {
