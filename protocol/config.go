@@ -135,6 +135,15 @@ type Config struct {
 	// monitor takes it back, 20 µs or more), which matters when a loop's
 	// batch waits for another goroutine, as a batching GPU scheduler.
 	BlockingWait bool
+	// SpinWait, if positive, makes an event loop poll its connections
+	// without waiting (a non-blocking epoll_wait, then a yield of its
+	// processor to runnable goroutines) for up to SpinWait after its last
+	// round before it blocks or parks. A loop under steady load then
+	// rarely sleeps, so the clients' writes find its thread running and
+	// the kernel does not have to wake it (a wake-up is a cross-CPU
+	// interrupt, dear on virtual machines). Cost: an idle loop burns its
+	// core for SpinWait after each round.
+	SpinWait time.Duration
 	// ShutdownGrace is how long Shutdown lets connections write the
 	// replies of the batch they are running; a client that does not read
 	// them is dropped then. Default DefaultShutdownGrace.

@@ -66,6 +66,9 @@ var loopRoundConns int
 // loopBlocking, with overLoops, is the loops' Config.BlockingWait.
 var loopBlocking bool
 
+// loopSpin, with overLoops, is the loops' Config.SpinWait.
+var loopSpin time.Duration
+
 // pipe serves one end of a net.Pipe with ServeConn and returns the client
 // end; cleanup closes it and waits for the server side to finish. With
 // overLoops it returns a TCP connection served by Serve's event loops.
@@ -103,6 +106,7 @@ func (s *testServer) loopConn(t testing.TB) net.Conn {
 		srv := s.Server
 		srv.cfg.RoundConns = loopRoundConns
 		srv.cfg.BlockingWait = loopBlocking
+		srv.cfg.SpinWait = loopSpin
 		go srv.Serve(ln)
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

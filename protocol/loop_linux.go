@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -162,6 +163,30 @@ func (l *loop) wait(timeout int) (int, error) {
 		return 0, rerr
 	}
 	return n, err
+}
+
+// spin polls the loop's descriptors without waiting until one has an
+// event or d has passed since the start of the loop's last round (l.now),
+// yielding the loop's processor between polls (Config.SpinWait). It
+// returns 0 events when d passed with none. Cost: one non-blocking
+// epoll_wait (a raw system call: the runtime is not told) and one
+// runtime.Gosched per poll.
+func (l *loop) spin(d time.Duration) (int, error) {
+	until := l.now + int64(d)
+	for {
+		n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])),
+			uintptr(len(l.events)), 0, 0, 0)
+		if e != 0 && e != unix.EINTR {
+			return 0, e
+		}
+		if e == 0 && n > 0 {
+			return int(n), nil
+		}
+		if time.Now().UnixNano() >= until {
+			return 0, nil
+		}
+		runtime.Gosched()
+	}
 }
 
 // wake interrupts the loop's epoll_wait. Cost: one write system call.
@@ -365,7 +390,13 @@ func (l *loop) loop() {
 			timeout = int(loopIdleTick / time.Millisecond)
 		}
 		l.stages.start()
-		n, err := l.wait(timeout)
+		n, err := 0, error(nil)
+		if timeout != 0 && l.s.cfg.SpinWait > 0 {
+			n, err = l.spin(l.s.cfg.SpinWait)
+		}
+		if n == 0 && err == nil {
+			n, err = l.wait(timeout)
+		}
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			l.s.log.Error("protocol: epoll_wait", "err", err)
 			time.Sleep(10 * time.Millisecond)

@@ -16,21 +16,26 @@ import (
 // rounds share batches with the loop's other connections. The tables run
 // with a round's connections in one batch and in groups of two
 // (Config.RoundConns), and in groups of four with loops that block in
-// epoll_wait (Config.BlockingWait).
+// epoll_wait (Config.BlockingWait), with and without polling first
+// (Config.SpinWait).
 func TestEventLoopsRunTheTables(t *testing.T) {
 	if !loopsAvailable {
 		t.Skip("no event loops on this platform")
 	}
 	overLoops = true
-	defer func() { overLoops, loopRoundConns, loopBlocking = false, 0, false }()
+	defer func() { overLoops, loopRoundConns, loopBlocking, loopSpin = false, 0, false, 0 }()
 	for _, c := range []struct {
 		roundConns int
 		blocking   bool
-	}{{0, false}, {2, false}, {4, true}} {
-		loopRoundConns, loopBlocking = c.roundConns, c.blocking
+		spin       time.Duration
+	}{{0, false, 0}, {2, false, 0}, {4, true, 0}, {4, true, 200 * time.Microsecond}, {0, false, 200 * time.Microsecond}} {
+		loopRoundConns, loopBlocking, loopSpin = c.roundConns, c.blocking, c.spin
 		name := fmt.Sprintf("round-conns-%d", c.roundConns)
 		if c.blocking {
 			name += "-blocking-wait"
+		}
+		if c.spin > 0 {
+			name += "-spin-" + c.spin.String()
 		}
 		t.Run(name, runTheTables)
 	}

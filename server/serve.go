@@ -57,6 +57,10 @@ type Config struct {
 	// inline (the CPU engine), park where searches are batched (GPU
 	// shards).
 	LoopWait string
+	// LoopSpin, if positive, is how long an event loop polls its
+	// connections without waiting after a round before it waits as
+	// LoopWait says (protocol.Config.SpinWait); 0 never spins.
+	LoopSpin time.Duration
 	// Logger receives the server's messages; nil means slog.Default().
 	Logger *slog.Logger
 	// MetricsAddr, if set, is the TCP address of an HTTP server giving
@@ -150,6 +154,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		Loops:        cfg.Loops,
 		RoundConns:   rounds,
 		BlockingWait: wait == LoopWaitBlock,
+		SpinWait:     cfg.LoopSpin,
 		// Half-sent requests count inside the item memory limit (past one
 		// largest request): they take pages from the stored items, and are
 		// refused when they would leave the items less than an eighth of
@@ -246,5 +251,6 @@ func settingsOf(addr net.Addr, cfg Config, roundConns int, loopWait string) []kv
 		maxConns = 1024
 	}
 	return []kvStat{{Name: "tcpport", Value: port}, {Name: "udpport", Value: "0"}, {Name: "maxconns", Value: strconv.Itoa(maxConns)},
-		{Name: "warpkv_round_conns", Value: strconv.Itoa(roundConns)}, {Name: "warpkv_loop_wait", Value: loopWait}}
+		{Name: "warpkv_round_conns", Value: strconv.Itoa(roundConns)}, {Name: "warpkv_loop_wait", Value: loopWait},
+		{Name: "warpkv_loop_spin", Value: cfg.LoopSpin.String()}}
 }

@@ -256,17 +256,20 @@ func TestServeOpenFileLimit(t *testing.T) {
 // TestServeLoopSettings checks that stats settings report the event
 // loops' round groups (the CPU engine's default of 4, and --round-conns)
 // and how idle loops wait (the CPU engine's default, block, and
-// --loop-wait), and that each configuration serves.
+// --loop-wait) and how long they spin first (--loop-spin), and that each
+// configuration serves.
 func TestServeLoopSettings(t *testing.T) {
 	for _, c := range []struct {
-		args            []string
-		rounds, waiting string
+		args                  []string
+		rounds, waiting, spin string
 	}{
-		{[]string{"--device", "cpu"}, "4", "block"},
-		{[]string{"--device", "cpu", "--round-conns", "1"}, "1", "block"},
-		{[]string{"--device", "cpu", "--cpu-search", "batched"}, "0", "park"},
-		{[]string{"--device", "cpu", "--round-conns", "64", "--loop-wait", "block"}, "64", "block"},
-		{[]string{"--device", "cpu", "--loop-wait", "park"}, "4", "park"},
+		{[]string{"--device", "cpu"}, "4", "block", "0s"},
+		{[]string{"--device", "cpu", "--round-conns", "1"}, "1", "block", "0s"},
+		{[]string{"--device", "cpu", "--cpu-search", "batched"}, "0", "park", "0s"},
+		{[]string{"--device", "cpu", "--round-conns", "64", "--loop-wait", "block"}, "64", "block", "0s"},
+		{[]string{"--device", "cpu", "--loop-wait", "park"}, "4", "park", "0s"},
+		{[]string{"--device", "cpu", "--loop-spin", "50us"}, "4", "block", "50µs"},
+		{[]string{"--device", "cpu", "--loop-spin", "1ms", "--loop-wait", "park"}, "4", "park", "1ms"},
 	} {
 		p := difftest.Serve(t, c.args...)
 		cl := difftest.NewTextClient(t, p.Addr)
@@ -276,6 +279,9 @@ func TestServeLoopSettings(t *testing.T) {
 		}
 		if got := st["warpkv_loop_wait"]; got != c.waiting {
 			t.Errorf("%v: stats settings warpkv_loop_wait %q, want %q", c.args, got, c.waiting)
+		}
+		if got := st["warpkv_loop_spin"]; got != c.spin {
+			t.Errorf("%v: stats settings warpkv_loop_spin %q, want %q", c.args, got, c.spin)
 		}
 		if got := cl.Set("k", "v"); got != "STORED" {
 			t.Errorf("%v: set: %q", c.args, got)

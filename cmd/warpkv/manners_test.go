@@ -133,6 +133,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--gpu-search", "x"}, `--gpu-search "x": want persistent or staged`},
 		{[]string{"serve", "--cpu-search", "x"}, `--cpu-search "x": want inline or batched`},
 		{[]string{"serve", "--loop-wait", "spin"}, `--loop-wait "spin": want park or block`},
+		{[]string{"serve", "--loop-spin", "11ms"}, "--loop-spin 11ms: want 0 to 10ms"},
+		{[]string{"serve", "--loop-spin", "-1us"}, "--loop-spin -1µs: want 0 to 10ms"},
 		{[]string{"serve", "--batch-interval", "-1s"}, "--batch-interval -1s: want 0"},
 		{[]string{"bench", "limits", "--reps", "0"}, "--reps 0: want at least 1"},
 		{[]string{"bench", "btree", "--size", "5"}, "--size 5: the btree suite wants 0 (its default) or at least 1000"},
