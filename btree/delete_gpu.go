@@ -21,7 +21,7 @@ func (g *gpuTree) deleteSorted(st treeState, m int) (treeState, error) {
 	G := gr.G
 	R := G + 2
 	staged := max(gr.entries, g.maxStagedEntries(st, G, R))
-	ns := append(propagateNeeds(G, R, staged), gpu.NeedOf[uint32]("head", G), gpu.NeedOf[uint32]("headof", G), gpu.NeedOf[uint32]("p0", G))
+	ns := append(propagateNeeds(G, R, staged, g.height), gpu.NeedOf[uint32]("head", G), gpu.NeedOf[uint32]("headof", G), gpu.NeedOf[uint32]("p0", G))
 	if err := g.pool.Reserve(ns...); err != nil {
 		return st, err
 	}
@@ -68,7 +68,7 @@ func (g *gpuTree) deleteSorted(st treeState, m int) (treeState, error) {
 		}
 	}
 	st.n, st.leaves, st.freed = after.n, after.leaves, after.freed
-	return g.propagate(st, lv, true)
+	return g.propagate(st, lv, true, R)
 }
 
 // mightRebuild reports whether a delete whose leaf level leaves the

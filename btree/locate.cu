@@ -23,16 +23,19 @@ extern "C" __global__ void bt_locate(const u64 *k, u64 m, u32 root, u32 height, 
     }
 }
 
-// bt_leaf_sizes: one thread per touched leaf g <= G (grid-stride); gLeaf,
-// gSum are the reduction by leaf of bt_locate's output (hi: batch keys of
-// the leaf, lo: flagged keys). Writes the leaf's new entry count c (insert:
-// old + new keys; delete: old - found) to gc[g], its pieces and extra new
-// nodes (hi: pieces, lo: pieces - 1 when above 1) to gp[g], its old max key
-// and old next leaf; thread G zeroes gSum[G], gc[G], gp[G] for the scans.
-extern "C" __global__ void bt_leaf_sizes(u64 G, const u32 *gLeaf, u64 *gSum, u32 order, u32 fill, int del,
-                                         const u64 *keys, const u32 *count, const u32 *next,
-                                         u64 *gc, u64 *gp, u64 *oldMax, u32 *oldNext) {
-    for_touched(G, gSum, gc, gp, [&](u64 g) {
+// bt_leaf_sizes: one thread per g <= bound (grid-stride), where bound
+// (known to the host) is at least G = *nG, the touched leaves counted on
+// the device by the reduction by leaf; gLeaf, gSum are that reduction of
+// bt_locate's output (hi: batch keys of the leaf, lo: flagged keys). For
+// g < G: writes the leaf's new entry count c (insert: old + new keys;
+// delete: old - found) to gc[g], its pieces and extra new nodes (hi:
+// pieces, lo: pieces - 1 when above 1) to gp[g], its old max key and old
+// next leaf; every g in [G, bound] zeroes gSum[g], gc[g], gp[g], so that
+// scans over bound + 1 elements hold the totals at G and at bound.
+extern "C" __global__ void bt_leaf_sizes(u64 bound, const u32 *nG, const u32 *gLeaf, u64 *gSum, u32 order,
+                                         u32 fill, int del, const u64 *keys, const u32 *count,
+                                         const u32 *next, u64 *gc, u64 *gp, u64 *oldMax, u32 *oldNext) {
+    for_touched(bound, *nG, gSum, gc, gp, [&](u64 g) {
         u32 leaf = gLeaf[g];
         u64 c0 = count[leaf];
         u64 f = LO(gSum[g]);

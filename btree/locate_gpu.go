@@ -2,6 +2,7 @@ package btree
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/prim"
@@ -24,14 +25,20 @@ type groups struct {
 
 // locate runs the leaf phases shared by insert and delete over the m
 // sorted unique keys in outK: bt_locate, the reduction by leaf (prim
-// reduce by key), bt_leaf_sizes and the scans; it reads the totals back
-// (and the most batch keys of one leaf).
+// reduce by key), bt_leaf_sizes and the scans; it reads the touched
+// leaves' count, the totals and the most batch keys of one leaf back in
+// one synchronization. The touched leaves stay on the device until then:
+// the sizing and the scans run over a bound (the batch's keys and the
+// live leaves, whichever is fewer), their elements past the count zeroed.
 // Nothing in the tree changes. Cost: one thread per key searching the
-// tree, a reduce-by-key, four scans, two synchronizations.
+// tree, a reduce-by-key, four scans, one synchronization.
 func (g *gpuTree) locate(st treeState, m int, del bool) (groups, error) {
 	var gr groups
+	B := max(min(m, st.leaves), 1) // bound of the touched leaves
 	if err := g.pool.Reserve(gpu.NeedOf[uint32]("leafOf", m), gpu.NeedOf[uint32]("pos", m), gpu.NeedOf[uint64]("packed", m+1),
-		gpu.NeedOf[uint32]("node.0", m), gpu.NeedOf[uint64]("gsum", m+1)); err != nil {
+		gpu.NeedOf[uint32]("node.0", m), gpu.NeedOf[uint64]("gsum", m+1), gpu.NeedOf[uint64]("gc.0", B+1),
+		gpu.NeedOf[uint64]("gp.0", B+1), gpu.NeedOf[uint64]("oldmax.0", B), gpu.NeedOf[uint32]("oldnext", B),
+		gpu.NeedOf[uint64]("maxkeys", 1)); err != nil {
 		return gr, err
 	}
 	leafOf, pos, packed := gpu.Take[uint32](g.pool, "leafOf", m), gpu.Take[uint32](g.pool, "pos", m), gpu.Take[uint64](g.pool, "packed", m+1)
@@ -49,45 +56,40 @@ func (g *gpuTree) locate(st treeState, m int, del bool) (groups, error) {
 		return gr, err
 	}
 	g.step("locate, reduce by leaf")
-	var c [1]uint32
-	g.trace.Synced()
-	if err := errors.Join(cnt.Read(g.s, 0, c[:]), g.s.Synchronize()); err != nil {
-		return gr, err
-	}
-	g.step("readback: touched leaves")
-	G := int(c[0])
-	gr.G = G
-	if err := g.pool.Reserve(gpu.NeedOf[uint64]("gc.0", G+1), gpu.NeedOf[uint64]("gp.0", G+1), gpu.NeedOf[uint64]("oldmax.0", G),
-		gpu.NeedOf[uint32]("oldnext", G), gpu.NeedOf[uint64]("maxkeys", 1)); err != nil {
-		return gr, err
-	}
-	gc, gp, maxKeys := gpu.Take[uint64](g.pool, "gc.0", G+1), gpu.Take[uint64](g.pool, "gp.0", G+1), gpu.Take[uint64](g.pool, "maxkeys", 1)
+	gc, gp, maxKeys := gpu.Take[uint64](g.pool, "gc.0", B+1), gpu.Take[uint64](g.pool, "gp.0", B+1), gpu.Take[uint64](g.pool, "maxkeys", 1)
 	if err := maxKeys.FillBytes(g.s, 0); err != nil {
 		return gr, err
 	}
-	if err := g.launch(g.k.leafSizes, G+1, uint64(G), gLeaf, gSum, order, uint32(g.fill), boolInt(del),
-		g.keys, g.count, g.next, gc, gp, gpu.Take[uint64](g.pool, "oldmax.0", G), gpu.Take[uint32](g.pool, "oldnext", G)); err != nil {
+	if err := g.launch(g.k.leafSizes, B+1, uint64(B), gpu.View[uint32](cnt, 0, 1), gLeaf, gSum, order, uint32(g.fill), boolInt(del),
+		g.keys, g.count, g.next, gc, gp, gpu.Take[uint64](g.pool, "oldmax.0", B), gpu.Take[uint32](g.pool, "oldnext", B)); err != nil {
 		return gr, err
 	}
-	if err := g.k.maxHi.Launch(g.s, gpu.D1(min(gpu.Grid(G, kernelBlock), maxHiBlocks)), gpu.D1(kernelBlock), 0,
-		uint64(G), gSum, maxKeys); err != nil {
+	if err := g.k.maxHi.Launch(g.s, gpu.D1(min(gpu.Grid(B, kernelBlock), maxHiBlocks)), gpu.D1(kernelBlock), 0,
+		uint64(B), gSum, maxKeys); err != nil {
 		return gr, err
 	}
 	for _, x := range []struct {
 		b *gpu.Buffer[uint64]
 		n int
-	}{{packed, m + 1}, {gSum, G + 1}, {gc, G + 1}, {gp, G + 1}} {
+	}{{packed, m + 1}, {gSum, B + 1}, {gc, B + 1}, {gp, B + 1}} {
 		if err := prim.DevScanExclusive(g.pe, x.b, x.b, x.n); err != nil {
 			return gr, err
 		}
 	}
 	g.step("leaf sizes, scans")
-	w, err := g.readWords([]*gpu.Buffer[uint64]{gSum, gc, gp, maxKeys}, []int{G, G, G, 0})
-	if err != nil {
+	var c [1]uint32
+	w := make([]uint64, 4)
+	g.trace.Synced()
+	if err := errors.Join(cnt.Read(g.s, 0, c[:]), gSum.Read(g.s, B, w[0:1]), gc.Read(g.s, B, w[1:2]),
+		gp.Read(g.s, B, w[2:3]), maxKeys.Read(g.s, 0, w[3:4]), g.s.Synchronize()); err != nil {
 		return gr, err
 	}
+	g.step("readback: leaves, totals")
+	gr.G = int(c[0])
+	if gr.G > B {
+		return gr, fmt.Errorf("btree: locate: %d touched leaves, at most %d expected", gr.G, B)
+	}
 	gr.maxKeys = int(w[3])
-	g.step("readback: leaf totals")
 	gr.flagged = int(uint32(w[0]))
 	gr.entries = int(w[1])
 	gr.pieces, gr.extra = int(w[2]>>32), int(uint32(w[2]))
