@@ -21,8 +21,10 @@ func (g *gpuTree) deleteSorted(st treeState, m int) (treeState, error) {
 	G := gr.G
 	R := G + 2
 	staged := max(gr.entries, g.maxStagedEntries(st, G, R))
-	ns := append(propagateNeeds(G, R, staged, g.height), gpu.NeedOf[uint32]("head", G), gpu.NeedOf[uint32]("headof", G), gpu.NeedOf[uint32]("p0", G))
-	if err := g.pool.Reserve(ns...); err != nil {
+	if err := g.reserveLevels(G, R, staged); err != nil {
+		return st, err
+	}
+	if err := g.pool.Reserve(gpu.NeedOf[uint32]("head", G), gpu.NeedOf[uint32]("headof", G), gpu.NeedOf[uint32]("p0", G)); err != nil {
 		return st, err
 	}
 	emptied := G - gr.pieces
@@ -68,7 +70,7 @@ func (g *gpuTree) deleteSorted(st treeState, m int) (treeState, error) {
 		}
 	}
 	st.n, st.leaves, st.freed = after.n, after.leaves, after.freed
-	return g.propagate(st, lv, true, R)
+	return g.propagate(st, lv, true, R, nil)
 }
 
 // mightRebuild reports whether a delete whose leaf level leaves the

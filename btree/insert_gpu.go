@@ -39,7 +39,7 @@ func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 	bound := g.nodes + gr.extra*(g.height+2) + 2
 	R := gr.pieces + gr.extra + 2
 	staged := max(gr.entries, g.maxStagedEntries(st, G, R))
-	if err := g.pool.Reserve(propagateNeeds(G, R, staged, g.height)...); err != nil {
+	if err := g.reserveLevels(G, R, staged); err != nil {
 		return st, err
 	}
 	if err := g.growCap(bound); err != nil {
@@ -62,11 +62,11 @@ func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 	}
 	st.n += gr.flagged
 	st.leaves += gr.pieces - G
-	out, err := g.propagate(st, lv, false, R)
-	if err != nil || !late {
-		return out, err
+	var tail func() error
+	if late {
+		tail = g.scatterValues
 	}
-	return out, g.scatterValues()
+	return g.propagate(st, lv, false, R, tail)
 }
 
 // mergeValues says where bt_merge_leaves_E takes the batch keys' values:

@@ -75,20 +75,42 @@ func (g *gpuTree) maxStagedEntries(st treeState, G, R int) int {
 // node), then installs the root's replacements and, when the batch may
 // have shrunk a node (shrinks: deletes), shortens a root with one child.
 // The leaf level lv holds its counts (G, R); the parent levels run with
-// their counts on the device (level headers, applyParents), and the host
-// reads the root level's replacements, the nodes in use and the parents
-// freed once, after the last level (one synchronization for all levels).
-// rcap is the size of the levels' replacement buffers (chid, chmax). An
-// insert never shrinks: it only adds entries, and an internal root (of
-// Build, of replaceRoot, or after collapseRoot) has two children or more,
-// so it skips collapseRoot's readback. Cost: per level, the kernels of
-// applyParents; one synchronization.
-func (g *gpuTree) propagate(st treeState, lv level, shrinks bool, rcap int) (treeState, error) {
+// their counts on the device (level headers, applyParents), and their
+// results (the root level's replacements, the nodes in use, the parents
+// freed) come back by one copy into pinned memory, read after the one
+// synchronization that ends the levels. tail (nil: none) is queued after
+// the levels, before that synchronization, so that it runs without a host
+// round trip in between (insert: the values' scatter). rcap is the size
+// of the levels' replacement buffers (chid, chmax); reserveLevels must
+// have run. An insert never shrinks: it only adds entries, and an
+// internal root (of Build, of replaceRoot, or after collapseRoot) has two
+// children or more, so it skips collapseRoot's readback. Cost: per level,
+// the kernels of applyParents; one synchronization.
+func (g *gpuTree) propagate(st treeState, lv level, shrinks bool, rcap int, tail func() error) (treeState, error) {
+	var host []uint64
 	if g.height > 1 {
 		var err error
-		if st, lv, err = g.parentLevels(st, lv, rcap); err != nil {
+		if host, lv, err = g.parentLevels(st, lv, rcap); err != nil {
 			return st, err
 		}
+	}
+	if tail != nil {
+		if err := tail(); err != nil {
+			return st, err
+		}
+	}
+	if host != nil {
+		g.trace.Synced()
+		if err := g.s.Synchronize(); err != nil {
+			return st, err
+		}
+		g.step("readback: levels")
+		if host[ctlOver] != 0 {
+			return st, fmt.Errorf("btree: parent levels: more nodes or replacements than the %d nodes and %d replacements reserved", g.capNodes, rcap)
+		}
+		g.nodes = int(host[ctlNodes])
+		st.freed += int(host[ctlFreed])
+		lv.R = int(host[ctlWords])
 	}
 	st, err := g.replaceRoot(st, lv)
 	if err != nil {
@@ -103,42 +125,46 @@ func (g *gpuTree) propagate(st treeState, lv level, shrinks bool, rcap int) (tre
 	return st, err
 }
 
-// parentLevels runs applyParents for every level above the leaves, with
-// the counts on the device, then reads back the root level's
-// replacements, the nodes in use and the parents freed, and returns the
-// bookkeeping and the root level with its count R. Cost: the levels'
-// kernels and one synchronization.
-func (g *gpuTree) parentLevels(st treeState, lv level, rcap int) (treeState, level, error) {
-	words := levelsWords(g.height)
-	lvls := gpu.Take[uint64](g.pool, bufLevels, words)
+// reserveLevels reserves the scratch of propagate (propagateNeeds) and
+// the pinned words its levels' results come back in. Cost: as
+// Pool.Reserve, and a cuMemHostAlloc the first time.
+func (g *gpuTree) reserveLevels(G, R, maxStaged int) error {
+	if err := g.pool.Reserve(propagateNeeds(G, R, maxStaged, g.height)...); err != nil {
+		return err
+	}
+	_, err := gpu.Host[uint64](g.pool, bufLevels, ctlWords+1)
+	return err
+}
+
+// parentLevels queues applyParents for every level above the leaves, with
+// the counts on the device, then the copy of the control block and the
+// root level's replacement count into pinned words (ctlWords words, then
+// the count), which it returns with the root level; they hold the results
+// once the stream has passed the copy. Cost: the levels' kernels and a
+// copy; no synchronization.
+func (g *gpuTree) parentLevels(st treeState, lv level, rcap int) ([]uint64, level, error) {
+	host, err := gpu.Host[uint64](g.pool, bufLevels, ctlWords+1)
+	if err != nil {
+		return nil, lv, err
+	}
+	lvls := gpu.Take[uint64](g.pool, bufLevels, levelsWords(g.height))
 	ctl := gpu.View[uint64](lvls, 0, ctlWords)
 	lv.hdr = gpu.View[uint64](lvls, 8*ctlWords, hdrWords)
 	if err := g.k.levelsInit.Launch(g.s, gpu.D1(1), gpu.D1(1), 0, lv.hdr, uint64(lv.G), uint64(lv.R),
 		uint64(g.nodes), uint64(g.capNodes), uint64(rcap), ctl); err != nil {
-		return st, lv, err
+		return nil, lv, err
 	}
 	internal := max(g.nodes-st.leaves-st.freed, 0)
 	for l := 1; l < g.height; l++ {
 		hdr := gpu.View[uint64](lvls, 8*(ctlWords+l*hdrWords), hdrWords)
-		var err error
 		if lv, err = g.applyParents(lv, hdr, ctl, internal, rcap); err != nil {
-			return st, lv, err
+			return nil, lv, err
 		}
 	}
-	var w [ctlWords]uint64
-	var r [1]uint64
-	g.trace.Synced()
-	if err := errors.Join(ctl.Read(g.s, 0, w[:]), lv.hdr.Read(g.s, hdrR, r[:]), g.s.Synchronize()); err != nil {
-		return st, lv, err
+	if err := errors.Join(ctl.Read(g.s, 0, host[:ctlWords]), lv.hdr.Read(g.s, hdrR, host[ctlWords:])); err != nil {
+		return nil, lv, err
 	}
-	g.step("readback: levels")
-	if w[ctlOver] != 0 {
-		return st, lv, fmt.Errorf("btree: parent levels: more nodes or replacements than the %d nodes and %d replacements reserved", g.capNodes, rcap)
-	}
-	g.nodes = int(w[ctlNodes])
-	st.freed += int(w[ctlFreed])
-	lv.R = int(r[0])
-	return st, lv, nil
+	return host, lv, nil
 }
 
 // applyParents rewrites the parents of a level's touched nodes (the CPU
