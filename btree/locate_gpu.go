@@ -12,6 +12,12 @@ import (
 // leaf and the touched leaves (bt_leaf_sizes).
 const bufLeafCount = "leafcount"
 
+// Pinned host words of locate's readback: the totals and the counts.
+const (
+	bufLocateWords  = "locate.words"
+	bufLocateCounts = "locate.counts"
+)
+
 // maxHiBlocks caps bt_max_hi's grid: one atomic per warp on one word.
 const maxHiBlocks = 512
 
@@ -83,15 +89,23 @@ func (g *gpuTree) locate(st treeState, n int, del bool) (groups, error) {
 		}
 	}
 	g.step("leaf sizes, scans")
-	var c, k [1]uint32
-	w := make([]uint64, 4)
+	// The words come back by copies into pinned memory queued behind the
+	// scans (asynchronous), and one synchronization.
+	w, err := gpu.Host[uint64](g.pool, bufLocateWords, 4)
+	if err != nil {
+		return gr, err
+	}
+	c, err := gpu.Host[uint32](g.pool, bufLocateCounts, 2)
+	if err != nil {
+		return gr, err
+	}
 	g.trace.Synced()
-	if err := errors.Join(kept.Read(g.s, 0, k[:]), cnt.Read(g.s, 1, c[:]), gSum.Read(g.s, B, w[0:1]), gc.Read(g.s, B, w[1:2]),
+	if err := errors.Join(kept.Read(g.s, 0, c[0:1]), cnt.Read(g.s, 1, c[1:2]), gSum.Read(g.s, B, w[0:1]), gc.Read(g.s, B, w[1:2]),
 		gp.Read(g.s, B, w[2:3]), maxKeys.Read(g.s, 0, w[3:4]), g.s.Synchronize()); err != nil {
 		return gr, err
 	}
 	g.step("readback: kept keys, leaves, totals")
-	gr.m, gr.G = int(k[0]), int(c[0])
+	gr.m, gr.G = int(c[0]), int(c[1])
 	if gr.m > n || gr.G > B {
 		return gr, fmt.Errorf("btree: locate: %d keys kept of %d, %d touched leaves of at most %d", gr.m, n, gr.G, B)
 	}
