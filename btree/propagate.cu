@@ -68,7 +68,8 @@ extern "C" __global__ void bt_parent_sizes(u64 bound, const u32 *nG, const u32 *
 // bt_level_totals: one thread. After bt_parent_sizes and the scans over
 // bound + 1 elements, fills the header hdr of the parents' level from the
 // totals at bound and its children's header child: the parents' count
-// (*nG less a last NIL run), their pieces, staged entries, old entries
+// (*nG less a last NIL run; more than bound, which bt_parent_sizes did
+// not size, is an overflow), their pieces, staged entries, old entries
 // (staged - child replacements + changed children) and their new nodes,
 // taken from the control block's next node (ctl[CTL_NODES] advances by
 // them, ctl[CTL_FREED] by the parents freed). A level that would pass the
@@ -83,7 +84,7 @@ extern "C" __global__ void bt_level_totals(u64 bound, const u32 *nG, const u32 *
     u64 entries = gc[bound] & OFF40, freed = gc[bound] >> FREED_SHIFT;
     u64 pieces = HI(gp[bound]), extra = LO(gp[bound]);
     u64 first = ctl[CTL_NODES];
-    if (ctl[CTL_OVER] != 0 || first + extra > ctl[CTL_CAP] || pieces > ctl[CTL_RCAP]) {
+    if (ctl[CTL_OVER] != 0 || PG > bound || first + extra > ctl[CTL_CAP] || pieces > ctl[CTL_RCAP]) {
         ctl[CTL_OVER] = 1;
         for (int w = 0; w < HDR_WORDS; w++) hdr[w] = 0;
         return;
