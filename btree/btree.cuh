@@ -170,21 +170,49 @@ __device__ __forceinline__ void size_touched(u64 g, u32 node, u64 c0, u64 c, u64
 }
 
 // for_touched is the loop of the sizing kernels at every level: size(g)
-// for each touched group g < G (grid-stride over g <= G), while the thread
-// of g == G zeroes element G of the sizing's arrays (sum, gc, gp), the
-// totals slot of their exclusive scans.
+// for each touched group g < G (grid-stride over g <= bound), while the
+// threads of g in [G, bound] zero those elements of the sizing's arrays
+// (sum, gc, gp), so that exclusive scans over bound + 1 elements hold
+// the totals at G and at bound. bound (known to the host) is at least G,
+// which may be counted on the device, so the host need not read it first.
 template <class Size>
-__device__ __forceinline__ void for_touched(u64 G, u64 *sum, u64 *gc, u64 *gp, Size size) {
-    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g <= G; g += (u64)gridDim.x * blockDim.x) {
-        if (g == G) {
-            sum[G] = 0;
-            gc[G] = 0;
-            gp[G] = 0;
+__device__ __forceinline__ void for_touched(u64 bound, u64 G, u64 *sum, u64 *gc, u64 *gp, Size size) {
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g <= bound; g += (u64)gridDim.x * blockDim.x) {
+        if (g >= G) {
+            sum[g] = 0;
+            gc[g] = 0;
+            gp[g] = 0;
             continue;
         }
         size(g);
     }
 }
+
+// Level headers: the counts of one level's changes that the parent-level
+// kernels read from device memory instead of taking them from the host
+// (propagate_gpu.go keeps one header of HDR_WORDS words per level, the
+// leaf level's first, after the CTL_WORDS words of the batch's control
+// block). HDR_G: touched nodes; HDR_R: their replacements (pieces);
+// HDR_E: staged entries of the touched parents; HDR_OLD: their old
+// entries; HDR_FIRST, HDR_EXTRA: the level's new nodes.
+#define HDR_G 0
+#define HDR_R 1
+#define HDR_E 2
+#define HDR_OLD 3
+#define HDR_FIRST 4
+#define HDR_EXTRA 5
+#define HDR_WORDS 8
+
+// The control block: CTL_NODES the nodes in use (the next new node),
+// CTL_FREED the parents freed so far, CTL_OVER nonzero when a level needed
+// more nodes or replacements than reserved, CTL_CAP the node capacity,
+// CTL_RCAP the replacements a level's buffers hold.
+#define CTL_NODES 0
+#define CTL_FREED 1
+#define CTL_OVER 2
+#define CTL_CAP 3
+#define CTL_RCAP 4
+#define CTL_WORDS 8
 
 // last_le returns the largest g < n with off(g) <= r for a nondecreasing
 // off with off(0) <= r; off is given by the functor-free form below.

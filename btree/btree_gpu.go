@@ -66,6 +66,7 @@ type kernelSet struct {
 	mergeLeaves                                                                 [4]*gpu.Function // the leaves' merge in one pass: bt_merge_leaves_E, E = 1, 2, 4, 8
 	unlinkHeads, unlinkMark, unlinkRead, unlinkWrite                            *gpu.Function
 	parentOf, parentSizes, stageRepl, stageKeep, writeInternal, levelList       *gpu.Function
+	levelTotals, levelsInit, zeroNodes                                          *gpu.Function // parent levels' counts on the device
 	nodeCounts, gather                                                          *gpu.Function
 }
 
@@ -88,7 +89,8 @@ func loadKernels(d *gpu.Device) (*kernelSet, error) {
 		"bt_parent_sizes": &k.parentSizes, "bt_stage_repl": &k.stageRepl, "bt_stage_keep": &k.stageKeep,
 		"bt_write_internal": &k.writeInternal, "bt_level_list": &k.levelList, "bt_node_counts": &k.nodeCounts,
 		"bt_gather": &k.gather, "bt_iota": &k.iota, "bt_gather_selected": &k.gatherSel,
-		"bt_scatter_values": &k.scatterVals,
+		"bt_scatter_values": &k.scatterVals, "bt_level_totals": &k.levelTotals, "bt_levels_init": &k.levelsInit,
+		"bt_zero_nodes": &k.zeroNodes,
 	} {
 		if *f, err = m.Function(name); err != nil {
 			return nil, err

@@ -8,21 +8,24 @@ import (
 	"github.com/warpkv/warpkv/prim"
 )
 
-// deleteSorted removes the m sorted unique keys in outK from a non-empty tree
-// and returns the new bookkeeping. Cost: locate's, one thread per old
+// deleteSorted removes the sorted unique keys in outK that sortDedupe
+// kept, at most n (locate reads their number), from a non-empty tree and
+// returns the new bookkeeping. Cost: locate's, one thread per old
 // entry of the touched leaves (compaction) and per kept entry (write
 // back), the unlinking kernels over the touched leaves, and the
 // propagation as for insert.
-func (g *gpuTree) deleteSorted(st treeState, m int) (treeState, error) {
-	gr, err := g.locate(st, m, true)
+func (g *gpuTree) deleteSorted(st treeState, n int) (treeState, error) {
+	gr, err := g.locate(st, n, true)
 	if err != nil {
 		return st, err
 	}
-	G := gr.G
+	m, G := gr.m, gr.G
 	R := G + 2
 	staged := max(gr.entries, g.maxStagedEntries(st, G, R))
-	ns := append(propagateNeeds(G, R, staged), gpu.NeedOf[uint32]("head", G), gpu.NeedOf[uint32]("headof", G), gpu.NeedOf[uint32]("p0", G))
-	if err := g.pool.Reserve(ns...); err != nil {
+	if err := g.reserveLevels(G, R, staged); err != nil {
+		return st, err
+	}
+	if err := g.pool.Reserve(gpu.NeedOf[uint32]("head", G), gpu.NeedOf[uint32]("headof", G), gpu.NeedOf[uint32]("p0", G)); err != nil {
 		return st, err
 	}
 	emptied := G - gr.pieces
@@ -68,7 +71,7 @@ func (g *gpuTree) deleteSorted(st treeState, m int) (treeState, error) {
 		}
 	}
 	st.n, st.leaves, st.freed = after.n, after.leaves, after.freed
-	return g.propagate(st, lv, true)
+	return g.propagate(st, lv, true, R, nil)
 }
 
 // mightRebuild reports whether a delete whose leaf level leaves the
@@ -151,11 +154,10 @@ func (g *gpuTree) deleteBatch(st treeState, keys []uint64, fill int) (treeState,
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.start()
-	m, err := g.uploadSortDedupe(keys, nil, false)
-	if err != nil {
+	if err := g.sortDedupe(keys, nil, false); err != nil {
 		return st, engine.Timings{}, err
 	}
-	out, err := g.deleteSorted(st, m)
+	out, err := g.deleteSorted(st, len(keys))
 	if err != nil {
 		return st, engine.Timings{}, err
 	}

@@ -62,10 +62,16 @@
 //
 // Insert (insert_gpu.go, with sort_gpu.go, locate_gpu.go and
 // propagate_gpu.go; kernels in locate.cu, insert.cu and propagate.cu) runs the phases below on the
-// device; between phases the host reads back a few totals (the number of
-// touched nodes, pieces, entries) to size the next launches, never the
-// tree: after the dedupe, twice in the locate, and once per parent level
-// (seven readbacks in a tree of height 5):
+// device. The host reads back a few totals, never the tree, twice in a
+// call (besides the call's final synchronization): once before the
+// leaves change (the keys kept by the dedupe, the touched leaves, their
+// entries, pieces and new nodes, which size the reservation and the
+// leaves' launches) and once after the last parent level (the root's
+// pieces, the nodes in use). Counts that only size launches stay on the
+// device: those kernels run over a bound known to the host (the batch's
+// keys; the live leaves or internal nodes) and read the count from device
+// memory, the elements past it made neutral (a last run of NIL in the
+// reductions, zeros in the scans):
 //
 //  1. upload, sort and dedupe the batch as Build does (the values'
 //     upload still running);
@@ -95,14 +101,22 @@
 //     kernels over flattened entries (here and in step 7) find an entry's
 //     touched node with one search per block and a short search per
 //     thread (merge-path style) instead of a search over all of them;
-//  7. propagation, one level at a time: bt_parent_of (one thread per
-//     touched child), reduce-by-key by parent, bt_parent_sizes (which
-//     reads the parents' count on the device) and scans sized by the
-//     children's count (count and place), one readback, bt_stage_repl and
-//     bt_stage_keep (one thread per replacement and per kept entry),
-//     bt_write_internal (one thread per entry); the root's pieces get new
-//     levels (bt_level_list, bt_level). After a delete a root with one
-//     child is collapsed (an insert never leaves one).
+//  7. propagation, one level at a time with no readback: each level's
+//     counts (touched nodes, replacements, staged and old entries, first
+//     new node) are in a level header in device memory that the kernels
+//     read (btree.cuh's HDR_*), and the new nodes are taken from a device
+//     counter of nodes in use in level order, so their ids are the CPU
+//     engine's: bt_parent_of (over a bound of the touched children),
+//     reduce-by-key by parent, bt_parent_sizes and scans over a bound of
+//     the parents (count and place), bt_level_totals (one thread: the
+//     header, the node counter, a flag when a level would pass the
+//     reserved nodes or buffers), bt_zero_nodes (the new nodes),
+//     bt_stage_repl and bt_stage_keep (one thread per replacement and per
+//     kept entry), bt_write_internal (one thread per entry); then one copy
+//     of the results into pinned memory and one synchronization, with the
+//     values' scatter (from Go slices) queued before it. The root's pieces
+//     get new levels (bt_level_list, bt_level). After a delete a root with
+//     one child is collapsed (an insert never leaves one).
 //
 // Unlike the CPU engine the propagation does not drop unchanged nodes
 // from a level's changes: an unchanged node rewrites its parent's entry

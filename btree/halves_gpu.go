@@ -51,12 +51,12 @@ func (g *gpuTree) splitUpload(n int) bool { return !g.wholeUpload && n >= 3*stag
 // part is on the device (the first part's sort inside it). k, v are inK,
 // inV of n elements; the caller has reserved sortidx, selidx and outV.
 // Cost: the transfers, two radix sorts (of firstPart and the rest), a
-// merge, the dedupe's kernels and one synchronization.
-func (g *gpuTree) uploadSortHalves(k, v *gpu.Buffer[uint64], keys, values []uint64, tr transfers) (int, error) {
+// merge and the dedupe's kernels.
+func (g *gpuTree) uploadSortHalves(k, v *gpu.Buffer[uint64], keys, values []uint64, tr transfers) error {
 	n := len(keys)
 	h := firstPart(n, tr.pinned)
 	if err := g.pool.Reserve(gpu.NeedOf[uint64](bufMergedK, n), gpu.NeedOf[uint32](bufMergedIdx, n)); err != nil {
-		return 0, err
+		return err
 	}
 	idx := gpu.Take[uint32](g.pool, "sortidx", n)
 	mk, mi := gpu.Take[uint64](g.pool, bufMergedK, n), gpu.Take[uint32](g.pool, bufMergedIdx, n)
@@ -65,31 +65,31 @@ func (g *gpuTree) uploadSortHalves(k, v *gpu.Buffer[uint64], keys, values []uint
 	// s2's transfers (the second half, then the values) come after s's
 	// earlier use of inK and inV.
 	if err := g.fork(); err != nil {
-		return 0, err
+		return err
 	}
 	if err := upload(tr, g.s, k, 0, keys[:h]); err != nil {
-		return 0, err
+		return err
 	}
 	g.step("upload keys: first half")
 	if err := g.launch(g.k.iota, n, uint64(n), idx); err != nil {
-		return 0, err
+		return err
 	}
 	if err := prim.DevSortPairs(g.pe, ka, ia, h); err != nil {
-		return 0, err
+		return err
 	}
 	if err := upload(tr, g.s2, k, h, keys[h:]); err != nil {
-		return 0, err
+		return err
 	}
 	if err := g.joinBack(); err != nil {
-		return 0, err
+		return err
 	}
 	g.clock.Mark(g.s, engine.MarkUploaded)
 	g.step("sort first half; upload keys: second half")
 	if err := prim.DevSortPairs(g.pe, kb, ib, n-h); err != nil {
-		return 0, err
+		return err
 	}
 	if err := prim.DevMerge(g.pe, ka, ia, h, kb, ib, n-h, mk, mi); err != nil {
-		return 0, err
+		return err
 	}
 	g.step(stepHalves)
 	return g.dedupeValuesLater(tr, n, mk, mi, v, values)

@@ -17,7 +17,8 @@ import (
 // first write to the tree, so running out of device memory leaves the tree
 // as it was.
 
-// insertSorted applies the m sorted unique pairs in outK, outV to a non-empty
+// insertSorted applies the sorted unique pairs in outK, outV that
+// sortDedupe kept, at most n (locate reads their number), to a non-empty
 // tree and returns the new bookkeeping. When the batch's values are still
 // uploading (uploadSortDedupe's overlap) and the warp merge runs: from Go
 // slices, the leaves and the upper levels are written without them, and
@@ -27,19 +28,19 @@ import (
 // upload by their kept positions (no gather kernel). Cost: locate's,
 // mergeLeaves', and per level one thread per changed child, replacement
 // and entry of the touched parents.
-func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
-	gr, err := g.locate(st, m, false)
+func (g *gpuTree) insertSorted(st treeState, n int) (treeState, error) {
+	gr, err := g.locate(st, n, false)
 	if err != nil {
 		return st, err
 	}
-	G := gr.G
+	m, G := gr.m, gr.G
 	// Reserve: node capacity for the leaves' extra nodes and a bound on
 	// the upper levels' (each level adds at most as many as the one below,
 	// a new root level at most the root's pieces), and every buffer.
 	bound := g.nodes + gr.extra*(g.height+2) + 2
 	R := gr.pieces + gr.extra + 2
 	staged := max(gr.entries, g.maxStagedEntries(st, G, R))
-	if err := g.pool.Reserve(propagateNeeds(G, R, staged)...); err != nil {
+	if err := g.reserveLevels(G, R, staged); err != nil {
 		return st, err
 	}
 	if err := g.growCap(bound); err != nil {
@@ -62,11 +63,11 @@ func (g *gpuTree) insertSorted(st treeState, m int) (treeState, error) {
 	}
 	st.n += gr.flagged
 	st.leaves += gr.pieces - G
-	out, err := g.propagate(st, lv, false)
-	if err != nil || !late {
-		return out, err
+	var tail func() error
+	if late {
+		tail = g.scatterValues
 	}
-	return out, g.scatterValues()
+	return g.propagate(st, lv, false, R, tail)
 }
 
 // mergeValues says where bt_merge_leaves_E takes the batch keys' values:
@@ -179,7 +180,8 @@ func (g *gpuTree) warpMerge(gr groups) bool {
 }
 
 // insertBatch is Insert on the GPU engine: upload, sort and dedupe, then
-// writeTree into an empty tree or insertSorted; it returns the new
+// writeTree into an empty tree (after reading the number of keys kept) or
+// insertSorted (which reads it with the located leaves' totals); it returns the new
 // bookkeeping and the phase times. With pinned, keys and values are in
 // pinned memory (InsertStaged) and reach the device by DMA. On an error
 // the returned state is st (out of memory: the tree is unchanged).
@@ -188,12 +190,15 @@ func (g *gpuTree) insertBatch(st treeState, keys, values []uint64, pinned bool) 
 	defer g.mu.Unlock()
 	defer g.settleValues()
 	g.start()
-	m, err := g.uploadSortDedupe(keys, values, pinned)
-	if err != nil {
+	if err := g.sortDedupe(keys, values, pinned); err != nil {
 		return st, engine.Timings{}, err
 	}
 	out := st
 	if st.root == nilNode {
+		m, err := g.keptKeys()
+		if err != nil {
+			return st, engine.Timings{}, err
+		}
 		if err := g.awaitValues(); err != nil {
 			return st, engine.Timings{}, err
 		}
@@ -202,8 +207,11 @@ func (g *gpuTree) insertBatch(st treeState, keys, values []uint64, pinned bool) 
 			return st, engine.Timings{}, err
 		}
 		out = treeState{root: b.root, n: b.n, leaves: b.leaves}
-	} else if out, err = g.insertSorted(st, m); err != nil {
-		return st, engine.Timings{}, err
+	} else {
+		var err error
+		if out, err = g.insertSorted(st, len(keys)); err != nil {
+			return st, engine.Timings{}, err
+		}
 	}
 	tm, err := g.finishTimes("insert", len(keys))
 	return out, tm, err

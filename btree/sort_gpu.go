@@ -25,34 +25,74 @@ import (
 // through the pinned staging rings. Cost: the transfers, a radix sort, a
 // flag kernel, one or two selects (and a gather) and one synchronization.
 func (g *gpuTree) uploadSortDedupe(keys, values []uint64, pinned bool) (int, error) {
+	if err := g.sortDedupe(keys, values, pinned); err != nil {
+		return 0, err
+	}
+	return g.keptKeys()
+}
+
+// keptKeys reads the number of keys that sortDedupe kept (one
+// synchronization) and gives it to the values' upload in flight. Cost:
+// one synchronization.
+func (g *gpuTree) keptKeys() (int, error) {
+	m, err := g.keptCount(gpu.Take[uint32](g.pool, bufCounters, 2))
+	if err != nil {
+		return 0, err
+	}
+	g.setKept(m)
+	g.step("readback: kept keys")
+	return m, nil
+}
+
+// setKept records m, the number of keys sortDedupe kept once the host
+// has read it (keptKeys, or locate with its totals), for the values'
+// upload in flight (awaitValues and scatterValues launch over them).
+func (g *gpuTree) setKept(m int) {
+	if g.values != nil {
+		g.values.m = m
+	}
+}
+
+// keptCounter is the device word where sortDedupe leaves the number of
+// keys kept (counters[0]), for kernels that read it (bt_locate) before
+// the host has.
+func (g *gpuTree) keptCounter() *gpu.Buffer[uint32] {
+	return gpu.View[uint32](gpu.Take[uint32](g.pool, bufCounters, 2), 0, 1)
+}
+
+// sortDedupe is uploadSortDedupe without the readback: the number of keys
+// kept stays in keptCounter, sizes are bounded by len(keys) until the
+// host reads it (keptKeys, or locate with its totals). Cost: as
+// uploadSortDedupe, less the synchronization.
+func (g *gpuTree) sortDedupe(keys, values []uint64, pinned bool) error {
 	tr := transfers{g: g, pinned: pinned}
 	n := len(keys)
 	k, err := gpu.Get[uint64](g.pool, bufInK, n)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	var v *gpu.Buffer[uint64]
 	if values != nil {
 		if v, err = gpu.Get[uint64](g.pool, bufInV, n); err != nil {
-			return 0, err
+			return err
 		}
 	}
 	overlap := values != nil && overlapSort(n) && (pinned || g.up.Staged())
 	if overlap {
 		if err := g.pool.Reserve(gpu.NeedOf[uint32]("sortidx", n), gpu.NeedOf[uint32]("selidx", n),
 			gpu.NeedOf[uint64](bufOutV, n)); err != nil {
-			return 0, err
+			return err
 		}
 		if g.splitUpload(n) {
 			return g.uploadSortHalves(k, v, keys, values, tr)
 		}
 	}
 	if err := upload(tr, g.s, k, 0, keys); err != nil {
-		return 0, err
+		return err
 	}
 	if !overlap && values != nil {
 		if err := upload(tr, g.s, v, 0, values); err != nil {
-			return 0, err
+			return err
 		}
 	}
 	g.clock.Mark(g.s, engine.MarkUploaded)
@@ -60,13 +100,13 @@ func (g *gpuTree) uploadSortDedupe(keys, values []uint64, pinned bool) (int, err
 	if overlap {
 		idx := gpu.Take[uint32](g.pool, "sortidx", n)
 		if err := g.fork(); err != nil { // s2's upload into inV after s's earlier use of it
-			return 0, err
+			return err
 		}
 		if err := g.launch(g.k.iota, n, uint64(n), idx); err != nil {
-			return 0, err
+			return err
 		}
 		if err := prim.DevSortPairs(g.pe, k, idx, n); err != nil {
-			return 0, err
+			return err
 		}
 		g.step("sort (key, position)")
 		return g.dedupeValuesLater(tr, n, k, idx, v, values)
@@ -77,34 +117,31 @@ func (g *gpuTree) uploadSortDedupe(keys, values []uint64, pinned bool) (int, err
 		err = prim.DevSortKeys(g.pe, k, n)
 	}
 	if err != nil {
-		return 0, err
+		return err
 	}
-	m, err := g.dedupe(n, values != nil)
-	if err != nil {
-		return 0, err
+	if err := g.dedupe(n, values != nil); err != nil {
+		return err
 	}
 	g.clock.Mark(g.s, engine.MarkSorted)
-	g.step("sort, dedupe, readback")
-	return m, nil
+	g.step("sort, dedupe")
+	return nil
 }
 
 // dedupeValuesLater ends uploadSortDedupe's overlapped path once the n
 // (key, batch position) pairs in keys, idx are sorted (or queued to be):
 // it starts the values' upload into v (startValues, as tr says) and
 // dedupes the pairs (dedupeSelect), leaving the kept positions in selidx
-// for awaitValues or scatterValues; it returns the number kept. Cost: a
-// goroutine, the dedupe's kernels and one synchronization.
-func (g *gpuTree) dedupeValuesLater(tr transfers, n int, keys *gpu.Buffer[uint64], idx *gpu.Buffer[uint32], v *gpu.Buffer[uint64], values []uint64) (int, error) {
+// for awaitValues or scatterValues, the number kept in keptCounter. Cost:
+// a goroutine and the dedupe's kernels.
+func (g *gpuTree) dedupeValuesLater(tr transfers, n int, keys *gpu.Buffer[uint64], idx *gpu.Buffer[uint32], v *gpu.Buffer[uint64], values []uint64) error {
 	sel := gpu.Take[uint32](g.pool, "selidx", n)
 	g.values = g.startValues(tr, v, values, sel)
-	m, err := g.dedupeSelect(n, keys, idx, sel)
-	if err != nil {
-		return 0, err
+	if err := g.dedupeSelect(n, keys, idx, sel); err != nil {
+		return err
 	}
-	g.values.m = m
 	g.clock.Mark(g.s, engine.MarkSorted)
-	g.step("dedupe, readback")
-	return m, nil
+	g.step("dedupe")
+	return nil
 }
 
 // valuesUpload is a batch's values on their way to the device: a
@@ -198,37 +235,32 @@ func overlapSort(n int) bool { return n >= stageMin && uint64(n) <= math.MaxUint
 
 // dedupeSelect is dedupe for a batch sorted as (key, position) pairs in
 // keys, idx: the last of each run of equal keys goes to outK, its position
-// (from idx) to sel and the kept count to counters[1] (awaitValues gathers
-// their values). It returns the number kept (one synchronization).
-func (g *gpuTree) dedupeSelect(n int, keys *gpu.Buffer[uint64], idx, sel *gpu.Buffer[uint32]) (int, error) {
+// (from idx) to sel and the kept count to counters[0] and counters[1]
+// (awaitValues gathers their values). No synchronization.
+func (g *gpuTree) dedupeSelect(n int, keys *gpu.Buffer[uint64], idx, sel *gpu.Buffer[uint32]) error {
 	flags, cnt, err := g.selectLastKeys(n, keys)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	if err := prim.DevSelect(g.pe, idx, flags, sel, n, gpu.View[uint32](cnt, 4, 1)); err != nil {
-		return 0, err
-	}
-	return g.keptCount(cnt)
+	return prim.DevSelect(g.pe, idx, flags, sel, n, gpu.View[uint32](cnt, 4, 1))
 }
 
 // dedupe flags the last of each run of equal keys among the n sorted keys
 // of inK and compacts them (and their values from inV, withValues) into
-// outK (outV); it returns their number (one synchronization).
-func (g *gpuTree) dedupe(n int, withValues bool) (int, error) {
+// outK (outV), their number to counters[0]. No synchronization.
+func (g *gpuTree) dedupe(n int, withValues bool) error {
 	flags, cnt, err := g.selectLastKeys(n, gpu.Take[uint64](g.pool, bufInK, n))
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if withValues {
 		uv, err := gpu.Get[uint64](g.pool, bufOutV, n)
 		if err != nil {
-			return 0, err
+			return err
 		}
-		if err := prim.DevSelect(g.pe, gpu.Take[uint64](g.pool, bufInV, n), flags, uv, n, gpu.View[uint32](cnt, 4, 1)); err != nil {
-			return 0, err
-		}
+		return prim.DevSelect(g.pe, gpu.Take[uint64](g.pool, bufInV, n), flags, uv, n, gpu.View[uint32](cnt, 4, 1))
 	}
-	return g.keptCount(cnt)
+	return nil
 }
 
 // selectLastKeys flags the last of each run of equal keys among the n
