@@ -166,6 +166,38 @@ func TestContendedGPU(t *testing.T) {
 	}
 }
 
+// TestContentionModesGPU runs the contended cases on the GPU engine with
+// each contention mode that sends fewer transactions (Options.Contention:
+// the early check, and claims), the device's default servers, and checks
+// every run end to end as TestContendedGPU does.
+func TestContentionModesGPU(t *testing.T) {
+	dev := gputest.Device(t)
+	for _, c := range contendedCases() {
+		for _, mode := range []Contention{ContentionCheck, ContentionClaims} {
+			t.Run(c.name+", "+mode.String(), func(t *testing.T) {
+				e, err := Open(Options{GPU: dev, Config: c.cfg, Contention: mode})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer e.Close()
+				seed := enginetest.Seed()
+				t.Logf("seed %d", seed)
+				c := c
+				c.n *= 4
+				res, err := e.Run(c.w, RunOptions{Transactions: c.n, Seed: seed, History: true, HistoryAborted: true, Timeout: time.Minute})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if mode != ContentionClaims && res.Server.Deferred != 0 {
+					t.Errorf("%d attempts held back without claims", res.Server.Deferred)
+				}
+				checkRun(t, c, res, seed)
+				t.Logf("%d threads, %d servers, %d attempts held back by claims", res.Threads, res.Servers, res.Server.Deferred)
+			})
+		}
+	}
+}
+
 // runBatch is one run of the differential test: an order-free workload
 // run for a number of transactions.
 type runBatch struct {
@@ -251,6 +283,9 @@ func TestEnginesAgreeWithSerialRuns(t *testing.T) {
 			}},
 			{Name: "gpu", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
 				return &engineSubject{t: tb, opt: Options{GPU: d}}, nil
+			}},
+			{Name: "gpu, claims", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
+				return &engineSubject{t: tb, opt: Options{GPU: d, Contention: ContentionClaims}}, nil
 			}},
 		},
 		Compare: func(want, got runOut) string {

@@ -10,14 +10,15 @@ import (
 // TestThrottleUnderHotAccounts runs transfers on hot accounts (Zipf 0.99,
 // no read-only transactions: most attempts abort at full concurrency) with
 // admission control off and at abort rate 0.5: off closes no control
-// window, on admits fewer threads than the run has; both conserve the bank's total and see no wrong read-only total.
+// window, on admits fewer threads than the run has (contention management
+// off, so that the abort rate is the one admission control sees without it); both conserve the bank's total and see no wrong read-only total.
 // It logs both runs' commits per second and abort rates.
 func TestThrottleUnderHotAccounts(t *testing.T) {
 	dev := gputest.Device(t)
 	const accounts, initial = 65536, 100
 	w := Bank{Accounts: accounts, Initial: initial, ReadSize: 100, Zipf: 0.99}
 	for _, th := range []float64{-1, 0.5} {
-		e, err := Open(Options{GPU: dev, Throttle: th})
+		e, err := Open(Options{GPU: dev, Throttle: th, Contention: ContentionOff})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,5 +42,39 @@ func TestThrottleUnderHotAccounts(t *testing.T) {
 		}
 		t.Logf("throttle %g: %.3g commits/s, %d of %d threads admitted on average, abort rate %.1f%% (%s)",
 			th, res.Throughput(), res.Server.Admitted, res.Threads, 100*res.AbortRate(), res.AbortString())
+	}
+}
+
+// TestContentionUnderHotAccounts runs the same transfers on hot accounts
+// with each contention mode (Options.Contention; admission control off):
+// every mode conserves the bank's total, only claims hold attempts back,
+// and claims do. It logs each run's commits per second, abort rate and
+// attempts held back.
+func TestContentionUnderHotAccounts(t *testing.T) {
+	dev := gputest.Device(t)
+	const accounts, initial = 65536, 100
+	w := Bank{Accounts: accounts, Initial: initial, ReadSize: 100, Zipf: 0.99}
+	for _, mode := range []Contention{ContentionOff, ContentionCheck, ContentionClaims} {
+		e, err := Open(Options{GPU: dev, Throttle: -1, Contention: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Run(w, RunOptions{Duration: 200 * time.Millisecond, Seed: 11, Timeout: time.Minute})
+		e.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum uint64
+		for _, v := range res.Final {
+			sum += v
+		}
+		if sum != accounts*initial || res.Wrong != 0 {
+			t.Errorf("%s: total %d, want %d; %d wrong read-only totals", mode, sum, accounts*initial, res.Wrong)
+		}
+		if held := res.Server.Deferred > 0; held != (mode == ContentionClaims) {
+			t.Errorf("%s: %d attempts held back by claims", mode, res.Server.Deferred)
+		}
+		t.Logf("%s: %.3g commits/s, %d threads, abort rate %.1f%% (%s), %d attempts held back",
+			mode, res.Throughput(), res.Threads, 100*res.AbortRate(), res.AbortString(), res.Server.Deferred)
 	}
 }
