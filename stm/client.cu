@@ -179,16 +179,19 @@ __device__ void stm_prevalidate(const stm_globals* g, stm_tx* tx, bool* upd, u32
 // depends on claims).
 #define STM_CLAIM_TRIES 64
 
-// stm_unclaim_kept releases the claim slots this lane holds (tx->held of
-// them, listed in its row of g->claimed) and sets tx->held to 0. A slot
+// stm_unclaim releases the claim slots thread tid holds (held of them,
+// listed in its row of g->claimed); stm_unclaim_kept releases tx's
+// (tx->held) and sets tx->held to 0. A slot
 // is released only if it still names this lane (tid + 1): a slot listed
 // twice, or taken by another since, is left alone.
-__device__ void stm_unclaim_kept(const stm_globals* g, stm_tx* tx) {
+__device__ void stm_unclaim(const stm_globals* g, u32 tid, u32 held) {
 	u32* claims = (u32*)g->claims;
-	const u32* mine = (const u32*)g->claimed + (u64)tx->tid * (u32)g->w_cap;
-	const u32 me = tx->tid + 1;
-	for (u32 q = 0; q < tx->held; q++)
-		if (ld_relaxed_gpu(claims + mine[q]) == me) st_relaxed_gpu(claims + mine[q], 0u);
+	const u32* mine = (const u32*)g->claimed + (u64)tid * (u32)g->w_cap;
+	for (u32 q = 0; q < held; q++)
+		if (ld_relaxed_gpu(claims + mine[q]) == tid + 1) st_relaxed_gpu(claims + mine[q], 0u);
+}
+__device__ __forceinline__ void stm_unclaim_kept(const stm_globals* g, stm_tx* tx) {
+	stm_unclaim(g, tx->tid, tx->held);
 	tx->held = 0;
 }
 
@@ -209,8 +212,9 @@ __device__ void stm_unclaim_kept(const stm_globals* g, stm_tx* tx) {
 // first validation would find (wts only grows), so the attempt aborts here
 // with the cause the server would give (read-write for an item read, else
 // write-write), without the round trip, and keeps its claims
-// (tx->keep): its next attempt reads after that write and is the next to
-// send. Claims are a hint only: the servers validate every request as
+// (tx->keep); tx->need is the newest such write, which the warp's
+// publication waits for, so that the next attempt reads after it (and,
+// holding the claims, is the next to send). Claims are a hint only: the servers validate every request as
 // before. Lane-parallel; all lanes call it.
 __device__ void stm_contend(const stm_globals* g, stm_tx* tx, bool* upd) {
 	const u32* ri = (const u32*)g->rs_item + (u64)tx->tid * (u32)g->r_cap;
@@ -252,11 +256,21 @@ __device__ void stm_contend(const stm_globals* g, stm_tx* tx, bool* upd) {
 		__threadfence(); // the claims before the reads of wts
 		const u64* wts = (const u64*)g->wts;
 		bool rw = false, ww = false;
-		for (u32 q = 0; q < tx->nr; q++) rw |= ld_relaxed_gpu(wts + ri[q]) > tx->snap;
-		for (u32 w = 0; w < tx->nw; w++) ww |= ld_relaxed_gpu(wts + wi[w]) > tx->snap;
+		u64 top = 0;
+		for (u32 q = 0; q < tx->nr; q++) {
+			const u64 w = ld_relaxed_gpu(wts + ri[q]);
+			rw |= w > tx->snap;
+			top = max(top, w);
+		}
+		for (u32 w = 0; w < tx->nw; w++) {
+			const u64 x = ld_relaxed_gpu(wts + wi[w]);
+			ww |= x > tx->snap;
+			top = max(top, x);
+		}
 		if (rw || ww) {
 			stm_fail(tx, STM_ST_ABORT + (rw ? STM_READ_WRITE : STM_WRITE_WRITE), 0);
 			tx->keep = tx->held > 0;
+			tx->need = top;
 			*upd = false;
 		}
 	}
@@ -372,7 +386,11 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 	u64 c0 = clock64();
 	if (g->contention) {
 		stm_contend(g, tx, &upd);
-		if (__ballot_sync(FULL_MASK, upd) == 0) return 0;
+		if (__ballot_sync(FULL_MASK, upd) == 0) {
+			// Nothing to send: wait for the writes the check found.
+			if (!stm_publish(g, warp_max64(tx->need), lane, deadline)) *quit = true;
+			return 0;
+		}
 	}
 	stm_prevalidate(g, tx, &upd, lane, wbase);
 	u64 c1 = clock64();
@@ -485,8 +503,10 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 	// keeps them aborted in stm_contend and sent nothing.
 	if (tx->held && !tx->keep) stm_unclaim_kept(g, tx);
 
-	// Publication: the clock passes this warp's batches before the warp
-	// starts new transactions.
+	// Publication: the clock passes this warp's batches (and the writes
+	// stm_contend's check found) before the warp starts new transactions.
+	const u64 need = warp_max64(tx->need);
+	top = need > top ? need : top;
 	if (!stm_publish(g, top, lane, deadline)) {
 		*quit = true;
 		return 0;
@@ -632,6 +652,8 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		// tickets of attempts that aborted: they run again, with new
 		// snapshots, once it is admitted.
 		if (!__all_sync(FULL_MASK, done) && !stm_admitted(g, wid, lane)) {
+			if (held) stm_unclaim(g, tid, held); // claims kept over an abort: not while asleep
+			held = 0;
 			__nanosleep(4000);
 			continue;
 		}
@@ -671,6 +693,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		tx.held = held;
 		tx.keep = 0;
 		tx.defers = defers;
+		tx.need = 0;
 		if (have) {
 			const u64 c0 = clock64();
 			stm_body(&tx);
