@@ -167,13 +167,16 @@ func TestContendedGPU(t *testing.T) {
 }
 
 // TestContentionModesGPU runs the contended cases on the GPU engine with
-// each contention mode that sends fewer transactions (Options.Contention:
-// the early check, and claims), the device's default servers, and checks
-// every run end to end as TestContendedGPU does.
+// each contention mode (Options.Contention) but the default, which
+// TestContendedGPU runs, on the device's default servers, and checks every
+// run end to end as TestContendedGPU does.
 func TestContentionModesGPU(t *testing.T) {
 	dev := gputest.Device(t)
 	for _, c := range contendedCases() {
-		for _, mode := range []Contention{ContentionCheck, ContentionClaims} {
+		for _, mode := range []Contention{ContentionOff, ContentionCheck, ContentionClaims} {
+			if mode == DefaultContention {
+				continue
+			}
 			t.Run(c.name+", "+mode.String(), func(t *testing.T) {
 				e, err := Open(Options{GPU: dev, Config: c.cfg, Contention: mode})
 				if err != nil {
@@ -284,8 +287,8 @@ func TestEnginesAgreeWithSerialRuns(t *testing.T) {
 			{Name: "gpu", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
 				return &engineSubject{t: tb, opt: Options{GPU: d}}, nil
 			}},
-			{Name: "gpu, claims", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
-				return &engineSubject{t: tb, opt: Options{GPU: d, Contention: ContentionClaims}}, nil
+			{Name: "gpu, contention off", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
+				return &engineSubject{t: tb, opt: Options{GPU: d, Contention: ContentionOff}}, nil
 			}},
 		},
 		Compare: func(want, got runOut) string {
