@@ -174,6 +174,108 @@ __device__ void stm_prevalidate(const stm_globals* g, stm_tx* tx, bool* upd, u32
 	}
 }
 
+// STM_CLAIM_TRIES is the attempts in a row a transaction is held back by
+// claims before it goes to its servers without claiming (progress never
+// depends on claims).
+#define STM_CLAIM_TRIES 64
+
+// stm_unclaim releases the claim slots thread tid holds (held of them,
+// listed in its row of g->claimed); stm_unclaim_kept releases tx's
+// (tx->held) and sets tx->held to 0. A slot
+// is released only if it still names this lane (tid + 1): a slot listed
+// twice, or taken by another since, is left alone.
+__device__ void stm_unclaim(const stm_globals* g, u32 tid, u32 held) {
+	u32* claims = (u32*)g->claims;
+	const u32* mine = (const u32*)g->claimed + (u64)tid * (u32)g->w_cap;
+	for (u32 q = 0; q < held; q++)
+		if (ld_relaxed_gpu(claims + mine[q]) == tid + 1) st_relaxed_gpu(claims + mine[q], 0u);
+}
+__device__ __forceinline__ void stm_unclaim_kept(const stm_globals* g, stm_tx* tx) {
+	stm_unclaim(g, tx->tid, tx->held);
+	tx->held = 0;
+}
+
+// stm_contend is contention management before a warp's update
+// transactions go to their servers (Options.Contention; g->contention 1
+// check, 2 claims and check). Claims: a lane claims the items it writes,
+// in write-set order, by compare-and-swap of their words in the claim
+// table (item & claim_mask; 0 free, else the holder's tid + 1). A word
+// another lane holds holds this attempt back: every claim the lane has is
+// released, its state becomes STM_ST_DEFER (the client runs the ticket
+// again, with a new snapshot; counted in CNT_DEFERRED, not an abort) and
+// it sends nothing. Once it holds them all, the slots it kept from an
+// earlier attempt that its write set no longer uses are released and its
+// row of g->claimed lists the new ones. A lane held back STM_CLAIM_TRIES
+// times in a row claims nothing. Check (both modes): after a fence the
+// lane reads the newest logged write (wts) of every item it read and
+// wrote; one newer than its snapshot is the conflict every server's
+// first validation would find (wts only grows), so the attempt aborts here
+// with the cause the server would give (read-write for an item read, else
+// write-write), without the round trip, and keeps its claims
+// (tx->keep); tx->need is the newest such write, which the warp's
+// publication waits for, so that the next attempt reads after it (and,
+// holding the claims, is the next to send). Claims are a hint only: the servers validate every request as
+// before. Lane-parallel; all lanes call it.
+__device__ void stm_contend(const stm_globals* g, stm_tx* tx, bool* upd) {
+	const u32* ri = (const u32*)g->rs_item + (u64)tx->tid * (u32)g->r_cap;
+	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+	if (*upd && g->contention >= 2) {
+		if (tx->defers >= STM_CLAIM_TRIES) {
+			stm_unclaim_kept(g, tx);
+		} else {
+			u32* claims = (u32*)g->claims;
+			u32* mine = (u32*)g->claimed + (u64)tx->tid * (u32)g->w_cap;
+			const u32 me = tx->tid + 1, mask = (u32)g->claim_mask;
+			u32 j = 0;
+			for (; j < tx->nw; j++) {
+				const u32 old = atomicCAS(claims + (wi[j] & mask), 0u, me);
+				if (old != 0u && old != me) break;
+			}
+			if (j < tx->nw) {
+				for (u32 q = 0; q < j; q++) {
+					const u32 c = wi[q] & mask;
+					if (ld_relaxed_gpu(claims + c) == me) st_relaxed_gpu(claims + c, 0u);
+				}
+				stm_unclaim_kept(g, tx);
+				stm_fail(tx, STM_ST_DEFER, 0);
+				tx->defers++;
+				*upd = false;
+			} else {
+				for (u32 q = 0; q < tx->held; q++) {
+					bool used = false;
+					for (u32 w = 0; w < tx->nw; w++) used |= (wi[w] & mask) == mine[q];
+					if (!used && ld_relaxed_gpu(claims + mine[q]) == me) st_relaxed_gpu(claims + mine[q], 0u);
+				}
+				for (u32 w = 0; w < tx->nw; w++) mine[w] = wi[w] & mask;
+				tx->held = tx->nw;
+				tx->defers = 0;
+			}
+		}
+	}
+	if (*upd) {
+		__threadfence(); // the claims before the reads of wts
+		const u64* wts = (const u64*)g->wts;
+		bool rw = false, ww = false;
+		u64 top = 0;
+		for (u32 q = 0; q < tx->nr; q++) {
+			const u64 w = ld_relaxed_gpu(wts + ri[q]);
+			rw |= w > tx->snap;
+			top = max(top, w);
+		}
+		for (u32 w = 0; w < tx->nw; w++) {
+			const u64 x = ld_relaxed_gpu(wts + wi[w]);
+			ww |= x > tx->snap;
+			top = max(top, x);
+		}
+		if (rw || ww) {
+			stm_fail(tx, STM_ST_ABORT + (rw ? STM_READ_WRITE : STM_WRITE_WRITE), 0);
+			tx->keep = tx->held > 0;
+			tx->need = top;
+			*upd = false;
+		}
+	}
+}
+
 __device__ __forceinline__ stm_req* stm_req_slot(const stm_globals* g, u32 p, u64 s) {
 	return (stm_req*)g->req_ring + (u64)p * (g->ring_mask + 1) + (s & g->ring_mask);
 }
@@ -282,6 +384,14 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 	if (__ballot_sync(FULL_MASK, upd) == 0) return 0;
 	__threadfence();
 	u64 c0 = clock64();
+	if (g->contention) {
+		stm_contend(g, tx, &upd);
+		if (__ballot_sync(FULL_MASK, upd) == 0) {
+			// Nothing to send: wait for the writes the check found.
+			if (!stm_publish(g, warp_max64(tx->need), lane, deadline)) *quit = true;
+			return 0;
+		}
+	}
 	stm_prevalidate(g, tx, &upd, lane, wbase);
 	u64 c1 = clock64();
 	if (upd) cy[0] += c1 - c0;
@@ -389,8 +499,14 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 	if (upd) cy[1] += c2 - c1 - cwb;
 	if (ts) cy[2] += cwb;
 
-	// Publication: the clock passes this warp's batches before the warp
-	// starts new transactions.
+	// Claims end with the write-back (or the server's abort); a lane that
+	// keeps them aborted in stm_contend and sent nothing.
+	if (tx->held && !tx->keep) stm_unclaim_kept(g, tx);
+
+	// Publication: the clock passes this warp's batches (and the writes
+	// stm_contend's check found) before the warp starts new transactions.
+	const u64 need = warp_max64(tx->need);
+	top = need > top ? need : top;
 	if (!stm_publish(g, top, lane, deadline)) {
 		*quit = true;
 		return 0;
@@ -513,6 +629,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 	bool have = false, done = false;
 	u64 ticket = 0;
 	u32 seq = 0;
+	u32 held = 0, defers = 0; // contention management: claim slots held, attempts held back in a row
 	for (;;) {
 		u32 flags = 0;
 		if (lane == 0) {
@@ -535,6 +652,8 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		// tickets of attempts that aborted: they run again, with new
 		// snapshots, once it is admitted.
 		if (!__all_sync(FULL_MASK, done) && !stm_admitted(g, wid, lane)) {
+			if (held) stm_unclaim(g, tid, held); // claims kept over an abort: not while asleep
+			held = 0;
 			__nanosleep(4000);
 			continue;
 		}
@@ -571,6 +690,10 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		tx.bad = 0;
 		tx.calls = 0;
 		tx.deadline = deadline;
+		tx.held = held;
+		tx.keep = 0;
+		tx.defers = defers;
+		tx.need = 0;
 		if (have) {
 			const u64 c0 = clock64();
 			stm_body(&tx);
@@ -585,6 +708,9 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		bool quit = false;
 		const u64 ts = stm_commit_warp(g, &tx, have, lane, wid, &seq, deadline, cy, &quit);
 		if (__any_sync(FULL_MASK, quit)) break;
+		if (tx.held && !tx.keep) stm_unclaim_kept(g, &tx); // a lane that did not reach stm_contend
+		held = tx.held;
+		defers = tx.defers;
 		if (g->throttle) {
 			const bool ran = have && (tx.state == STM_ST_OK || (tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4));
 			const bool ab = have && tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4;
@@ -601,6 +727,8 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 			} else if (tx.state == STM_ST_USER) {
 				cnt[CNT_USER]++;
 				have = false;
+			} else if (tx.state == STM_ST_DEFER) {
+				cnt[CNT_DEFERRED]++; // held back unsent: the ticket runs again
 			} else if (tx.state == STM_ST_STOP) {
 				have = false; // the run stopped during it: abandoned
 				done = true;
@@ -610,6 +738,14 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 			} else {
 				have = false; // an error, recorded above: the run ends
 			}
+			if (tx.state != STM_ST_DEFER && !(tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4)) defers = 0;
+		}
+		// A warp whose every lane with a ticket was held back, or aborted
+		// keeping its claims, waits a little for the holders' commits
+		// before it runs them again.
+		if (g->contention >= 2) {
+			const bool waits = have && (tx.state == STM_ST_DEFER || tx.keep);
+			if (__all_sync(FULL_MASK, waits || !have) && __any_sync(FULL_MASK, waits)) __nanosleep(1000);
 		}
 	}
 	cnt[CNT_CY_PREVALIDATE] += cy[0];

@@ -61,6 +61,13 @@
 // holding the tickets of the attempts they lost, and retry them once
 // admitted again (or once every ticket is taken). Every guarantee holds
 // whatever warps run; ServerStats.Admitted says how many threads did.
+// Options.Contention acts on the conflicting transactions instead: with
+// ContentionCheck an update transaction whose items were written after its
+// snapshot (the servers' newest logged write of each) aborts before it
+// asks a server; with ContentionClaims it also claims the items it writes
+// (one compare-and-swap each) and is held back unsent, and run again,
+// while another transaction holds one (ServerStats.Deferred). Servers
+// validate every request as before, so the guarantees are the same.
 //
 // # Your own transactions on the GPU
 //

@@ -53,6 +53,12 @@ type Options struct {
 	// (every warp runs). Hot items (a Zipf law) are where it matters:
 	// thousands of transactions in flight on a few items mostly abort.
 	Throttle float64
+	// Contention is what the GPU engine's client warps do about conflicts
+	// before they ask a server (ContentionOff, ContentionCheck,
+	// ContentionClaims; ContentionDefault means DefaultContention). Hot
+	// items are where it matters: many update transactions in flight on
+	// one item, of which at most one commits per turn.
+	Contention Contention
 	// ServerWarps is the warps per server block: 1 receiver + workers
 	// (default 32, fewer when the log leaves less shared memory). Each
 	// worker keeps a scratch beside the log in the block's shared memory:
@@ -166,6 +172,10 @@ type ServerStats struct {
 	// (Options.Throttle) admitted, averaged over its control windows; 0
 	// when it was off or closed no window.
 	Admitted int
+	// Deferred counts update attempts held back unsent because another
+	// transaction had claimed an item they write (ContentionClaims): not
+	// aborts, each ran again with a new snapshot.
+	Deferred uint64
 }
 
 // String summarizes the stats, e.g. "1000 requests (990 batched, 120
@@ -185,6 +195,9 @@ func (s ServerStats) String() string {
 	}
 	if s.Admitted > 0 {
 		str += fmt.Sprintf("; admission control: %d client threads admitted on average", s.Admitted)
+	}
+	if s.Deferred > 0 {
+		str += fmt.Sprintf("; %d update attempts held back by claims", s.Deferred)
 	}
 	return str
 }
@@ -221,6 +234,9 @@ func Open(o Options) (*Engine, error) {
 	}
 	if o.Throttle >= 1 || o.Throttle != o.Throttle {
 		return nil, fmt.Errorf("stm: throttle abort rate %g: want below 1 (0 default, negative off)", o.Throttle)
+	}
+	if o.Contention < ContentionDefault || o.Contention > ContentionClaims {
+		return nil, fmt.Errorf("stm: contention mode %d: want %d to %d", int(o.Contention), int(ContentionDefault), int(ContentionClaims))
 	}
 	if o.Workers < 0 || o.ClientBlock < 0 || o.ClientBlocksPerSM < 0 || o.ClientThreads < 0 || o.ServerWarps < 0 {
 		return nil, fmt.Errorf("stm: negative option in %+v", o)

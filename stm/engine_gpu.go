@@ -351,6 +351,7 @@ type runPlan struct {
 	// the grid (size)
 	blocks, threads, clientWarps int
 	throttle                     int   // the abort rate admission control holds, in thousandths (0: off)
+	contention, claimWords       int   // Options.Contention as the kernels take it (0 off, 1 check, 2 claims); the claim table's words (claims only, else 0)
 	ring, doneRing               int   // request rings' and done markers' slots (powers of two)
 	nTickets                     int64 // tickets handed out (0: no bound)
 	histWords, abWords           int64 // history regions, in words
@@ -509,6 +510,12 @@ func (g *gpuEngine) size(pl *runPlan, k *kernels, sp *workloadSpec, ro RunOption
 	if pl.hist > 0 {
 		perThread += int64(sh.r) * 8
 	}
+	pl.contention = contentionMode(g.opt.Contention)
+	if pl.contention >= 2 {
+		pl.claimWords = claimWords(n)
+		perThread += int64(sh.w) * 4 // the slots each thread claimed
+		budget -= int64(pl.claimWords) * 4
+	}
 	// The history: a committed record takes at most rec words (a
 	// transaction cannot read or write more than its sets hold), and a run
 	// commits at most one record per ticket, so the committed region holds
@@ -605,7 +612,7 @@ func breakdown(cnt []uint64, clockKHz int) (Breakdown, ServerStats) {
 		WriteBack: cycle(cnt[cntCyWriteBack]), Publish: cycle(cnt[cntCyPublish]),
 	}
 	s := ServerStats{Requests: cnt[cntRequests], Batched: cnt[cntBatched], Scanned: cnt[cntScanned], LockWait: cycle(cnt[cntCyLock]),
-		Turns: cnt[cntTurns], Grouped: cnt[cntGrouped], Early: cnt[cntEarly], TurnHold: cycle(cnt[cntCyHold]),
+		Turns: cnt[cntTurns], Grouped: cnt[cntGrouped], Early: cnt[cntEarly], TurnHold: cycle(cnt[cntCyHold]), Deferred: cnt[cntDeferred],
 		Stages: RequestStages{
 			Ring: time.Duration(cnt[cntNsRing]), Load: cycle(cnt[cntCyLoad]),
 			Validate: cycle(cnt[cntCyVal]), FinalCheck: cycle(cnt[cntCyFinal]), Reply: cycle(cnt[cntCyReply]),

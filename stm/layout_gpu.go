@@ -33,6 +33,10 @@ var globalFields = []string{
 	// admission control (Options.Throttle): the abort rate held, in
 	// thousandths (0: off)
 	"throttle",
+	// contention management (Options.Contention): the mode (0 off, 1
+	// check, 2 claims), the claim table (claim_mask + 1 words) and each
+	// client thread's claimed slots (w_cap of them)
+	"contention", "claims", "claim_mask", "claimed",
 	// the history: committed records (hist_cap words, hist_off the
 	// words taken) and aborted attempts (hist_ab_cap words, hist_ab_off
 	// the words asked for, hist_ab_end the end of the records kept)
@@ -142,6 +146,7 @@ const (
 	cntNsServer      // ns from the client's send to the worker's reply
 	cntNsClient      // ns from the client's send to its seeing the reply
 	cntClientReplies // replies the clients timed (cntNsClient's count)
+	cntDeferred      // update attempts held back unsent: an item they write was claimed (Options.Contention)
 	numCounters
 )
 
@@ -175,6 +180,7 @@ const (
 	stAbort     = 1  // + Cause
 	stUser      = 16 // the body called stm_abort
 	stStop      = 17 // the run stopped during the transaction (abandoned)
+	stDefer     = 18 // held back unsent: another transaction claimed an item it writes (run again, not an abort)
 	errItem     = 32 // an item outside the store (detail: ticket, item)
 	errReads    = 33 // more reads than the read set holds (detail: ticket, capacity)
 	errWrites   = 34 // more writes than the write set holds
@@ -213,7 +219,7 @@ func layoutDefines() []gpu.Define {
 		gpu.Def("CTL_SPACING", ctlSpacing), gpu.Def("STM_REQ_WORDS", reqWords), gpu.Def("STM_FIN_WORDS", finWords),
 		gpu.Def("STM_RES_FLAG", resultFlag), gpu.Def("STM_RES_PREPARED", resultPrepared),
 		gpu.Def("STM_NO_VERSION", noVersion), gpu.Def("STM_WILDCARD", wildcard),
-		gpu.Def("STM_ST_OK", stOK), gpu.Def("STM_ST_ABORT", stAbort), gpu.Def("STM_ST_USER", stUser), gpu.Def("STM_ST_STOP", stStop),
+		gpu.Def("STM_ST_OK", stOK), gpu.Def("STM_ST_ABORT", stAbort), gpu.Def("STM_ST_USER", stUser), gpu.Def("STM_ST_STOP", stStop), gpu.Def("STM_ST_DEFER", stDefer),
 		gpu.Def("STM_ERR_ITEM", errItem), gpu.Def("STM_ERR_READS", errReads), gpu.Def("STM_ERR_WRITES", errWrites),
 		gpu.Def("STM_ERR_RO_WRITE", errROWrite), gpu.Def("STM_ERR_NO_BEGIN", errNoBegin),
 		gpu.Def("STM_ERR_DEADLINE", errDeadline), gpu.Def("STM_ERR_HISTORY", errHistory), gpu.Def("STM_ERR_ABORTED", errAborted), gpu.Def("STM_ERR_SMEM", errSmem), gpu.Def("STM_ERR_FINALIZE", errFinalize),
@@ -224,7 +230,7 @@ func layoutDefines() []gpu.Define {
 	names := []string{"COMMITS", "READ_ONLY", "ABORT0", "ABORT1", "ABORT2", "ABORT3", "WRONG", "USER",
 		"CY_EXECUTE", "CY_PREVALIDATE", "CY_ROUNDTRIP", "CY_VALIDATE", "CY_INSERT", "CY_WRITEBACK", "CY_PUBLISH", "REQUESTS",
 		"HIST_DROPPED", "FAST_INSERTS", "BATCHED", "SCANNED", "CY_LOCK", "CY_HOLD", "TURNS", "GROUPED", "EARLY",
-		"CY_LOAD", "CY_VAL", "CY_FINAL", "CY_REPLY", "CY_BUSY", "NS_RING", "NS_SERVER", "NS_CLIENT", "CLIENT_REPLIES"}
+		"CY_LOAD", "CY_VAL", "CY_FINAL", "CY_REPLY", "CY_BUSY", "NS_RING", "NS_SERVER", "NS_CLIENT", "CLIENT_REPLIES", "DEFERRED"}
 	if len(names) != numCounters {
 		panic("stm: the counters' names do not match their constants")
 	}

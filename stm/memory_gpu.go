@@ -17,6 +17,7 @@ type runMemory struct {
 	dctl, counters, hist, histAb, done, final *gpu.Buffer[uint64]
 	initv, globals, wts                       *gpu.Buffer[uint64]
 	head, rsItem, wsItem, txNR, txNW, reply   *gpu.Buffer[uint32]
+	claims, claimed                           *gpu.Buffer[uint32]
 	bufs                                      *gpu.Buffers
 }
 
@@ -46,6 +47,12 @@ func (g *gpuEngine) allocate(pl *runPlan, sp *workloadSpec, ro RunOptions) (*run
 	}
 	take(m, &m.wsItem, th*sh.w)
 	take(m, &m.wsVal, th*sh.w)
+	take(m, &m.claims, max(pl.claimWords, 1))
+	if pl.claimWords > 0 {
+		take(m, &m.claimed, th*sh.w)
+	} else {
+		take(m, &m.claimed, 1)
+	}
 	take(m, &m.tsnap, th)
 	take(m, &m.txNR, th)
 	take(m, &m.txNW, th)
@@ -67,7 +74,7 @@ func (g *gpuEngine) allocate(pl *runPlan, sp *workloadSpec, ro RunOptions) (*run
 	if err := m.bufs.Err(); err != nil {
 		return nil, errors.Join(fmt.Errorf("allocating the run's device memory: %w", err), m.release())
 	}
-	for _, b := range []interface{ FillBytes(*gpu.Stream, byte) error }{m.reqRing, m.finRing, m.reqTail, m.finTail, m.reply, m.words, m.dctl, m.counters, m.res, m.done} {
+	for _, b := range []interface{ FillBytes(*gpu.Stream, byte) error }{m.reqRing, m.finRing, m.reqTail, m.finTail, m.reply, m.words, m.dctl, m.counters, m.res, m.done, m.claims} {
 		if err := b.FillBytes(g.sSrv, 0); err != nil {
 			return nil, errors.Join(err, m.release())
 		}
@@ -105,6 +112,8 @@ func (g *gpuEngine) globalWords(pl *runPlan, m *runMemory, sp *workloadSpec, ro 
 		{"n_tx", uint64(pl.nTickets)}, {"seed", ro.Seed}, {"limit_ns", uint64(ro.Timeout.Nanoseconds())},
 		{"client_warps", uint64(pl.clientWarps)}, {"threads", uint64(pl.threads)},
 		{"throttle", uint64(pl.throttle)},
+		{"contention", uint64(pl.contention)}, {"claims", uint64(m.claims.Ptr())},
+		{"claim_mask", uint64(max(pl.claimWords, 1) - 1)}, {"claimed", uint64(m.claimed.Ptr())},
 		{"hist", uint64(m.hist.Ptr())}, {"hist_cap", uint64(pl.histWords)}, {"hist_off", uint64(m.dctl.PtrAt(dctlHistOff))},
 		{"hist_ab", uint64(m.histAb.Ptr())}, {"hist_ab_cap", uint64(pl.abWords)},
 		{"hist_ab_off", uint64(m.dctl.PtrAt(dctlHistAbOff))}, {"hist_ab_end", uint64(m.dctl.PtrAt(dctlHistAbEnd))},

@@ -135,19 +135,7 @@ func TestContendedGPU(t *testing.T) {
 				name += ", 3 servers" // fewer with fewer items: at most one per item
 			}
 			t.Run(name, func(t *testing.T) {
-				e, err := Open(Options{GPU: dev, Config: cfg})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer e.Close()
-				seed := enginetest.Seed()
-				t.Logf("seed %d", seed)
-				c := c
-				c.n *= 4
-				res, err := e.Run(c.w, RunOptions{Transactions: c.n, Seed: seed, History: true, HistoryAborted: true, Timeout: time.Minute})
-				if err != nil {
-					t.Fatal(err)
-				}
+				res := runContendedGPU(t, Options{GPU: dev, Config: cfg}, c)
 				want := servers
 				if want == 0 { // chosen from the device
 					sp, err := c.w.spec()
@@ -159,8 +147,50 @@ func TestContendedGPU(t *testing.T) {
 				if want = min(want, c.w.Items()); res.Servers > want || res.Servers < 1 {
 					t.Errorf("%d servers used, want 1 to %d", res.Servers, want)
 				}
-				checkRun(t, c, res, seed)
 				t.Logf("%d threads, %d servers, %d aborted attempts not recorded", res.Threads, res.Servers, res.HistoryDropped)
+			})
+		}
+	}
+}
+
+// runContendedGPU runs case c with four times its transactions on an
+// engine opened with o, every attempt recorded, and checks the run end to
+// end (checkRun).
+func runContendedGPU(t *testing.T, o Options, c runCase) *Result {
+	t.Helper()
+	e, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	seed := enginetest.Seed()
+	t.Logf("seed %d", seed)
+	c.n *= 4
+	res, err := e.Run(c.w, RunOptions{Transactions: c.n, Seed: seed, History: true, HistoryAborted: true, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRun(t, c, res, seed)
+	return res
+}
+
+// TestContentionModesGPU runs the contended cases on the GPU engine with
+// each contention mode (Options.Contention) but the default, which
+// TestContendedGPU runs, on the device's default servers, and checks every
+// run end to end as TestContendedGPU does.
+func TestContentionModesGPU(t *testing.T) {
+	dev := gputest.Device(t)
+	for _, c := range contendedCases() {
+		for _, mode := range []Contention{ContentionOff, ContentionCheck, ContentionClaims} {
+			if mode == DefaultContention {
+				continue
+			}
+			t.Run(c.name+", "+mode.String(), func(t *testing.T) {
+				res := runContendedGPU(t, Options{GPU: dev, Config: c.cfg, Contention: mode}, c)
+				if mode != ContentionClaims && res.Server.Deferred != 0 {
+					t.Errorf("%d attempts held back without claims", res.Server.Deferred)
+				}
+				t.Logf("%d threads, %d servers, %d attempts held back by claims", res.Threads, res.Servers, res.Server.Deferred)
 			})
 		}
 	}
@@ -251,6 +281,9 @@ func TestEnginesAgreeWithSerialRuns(t *testing.T) {
 			}},
 			{Name: "gpu", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
 				return &engineSubject{t: tb, opt: Options{GPU: d}}, nil
+			}},
+			{Name: "gpu, contention off", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
+				return &engineSubject{t: tb, opt: Options{GPU: d, Contention: ContentionOff}}, nil
 			}},
 		},
 		Compare: func(want, got runOut) string {

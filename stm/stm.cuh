@@ -46,6 +46,12 @@ struct stm_tx {
 	u32 bad;     // the workload's check failed
 	u32 calls;   // accesses so far: every 1024th checks the deadline
 	u64 deadline; // the run's deadline (global timer, ns)
+	// Contention management (client.cu, stm_contend): claim slots this
+	// thread holds, whether it keeps them over this attempt's abort, the
+	// attempts held back in a row, and the clock the next attempt waits
+	// for (the newest logged write it found, 0: none).
+	u32 held, keep, defers;
+	u64 need;
 };
 
 __device__ __forceinline__ u64 stm_mix(u64 x) {

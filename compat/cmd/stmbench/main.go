@@ -69,20 +69,26 @@ func main() {
 	jsonPath := flag.String("json", "", "also write the results as JSON to `FILE`")
 	quiet := flag.Bool("quiet", false, "no progress lines on stderr")
 	throttle := flag.Float64("throttle", 0, "GPU engine: the abort rate its admission control holds client warps near (stm.Options.Throttle; 0 default, negative off)")
+	contention := flag.String("contention", "default", "GPU engine: what client warps do about conflicts before they ask a server: default, off, check or claims (stm.Options.Contention)")
+	threads := flag.Int("threads", 0, "GPU engine: client threads of every case (stm.Options.ClientThreads; 0: the case's or the engine's default, -1: as many as fit)")
 	flag.Parse()
 	counts, err := parseCounts(*goroutines)
+	mode, cerr := stm.ParseContention(*contention)
+	if err == nil {
+		err = cerr
+	}
 	var cases []bench.STMCase
 	if err == nil && *banks != "" {
 		cases, err = matrixCases(*banks, *zipfs, *rounds, *ros)
 	}
-	if flag.NArg() > 0 || *throttle >= 1 || *size < 100 || *reps < 1 || *duration <= 0 || *gpuDuration <= 0 || err != nil {
+	if flag.NArg() > 0 || *throttle >= 1 || *threads < -1 || *size < 100 || *reps < 1 || *duration <= 0 || *gpuDuration <= 0 || err != nil {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stmbench:", err)
 		}
 		flag.Usage()
 		os.Exit(2)
 	}
-	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, peers: *peers, only: *only, goroutines: counts, cases: cases}
+	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, contention: mode, threads: *threads, peers: *peers, only: *only, goroutines: counts, cases: cases}
 	var progress io.Writer
 	if !*quiet {
 		progress = os.Stderr
@@ -104,7 +110,9 @@ type config struct {
 	size, reps  int
 	d, gpuD     time.Duration
 	device      string
-	throttle    float64 // the GPU engine's Options.Throttle
+	throttle    float64        // the GPU engine's Options.Throttle
+	contention  stm.Contention // the GPU engine's Options.Contention
+	threads     int            // the GPU engine's client threads (0: the case's; -1: as many as fit)
 	peers, only string
 	goroutines  []int           // goroutine counts (nil: GOMAXPROCS, rows without a count)
 	cases       []bench.STMCase // the cases to run (nil: the suite's bank cases at size)
@@ -228,7 +236,8 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 	if ch.Backend == gpu.BackendGPU {
 		dev = ch.Device
 		defer dev.Close()
-		rep.Engines = append(rep.Engines, "gpu: "+ch.Reason, fmt.Sprintf("gpu: admission control (throttle) %s", throttleText(c.throttle)))
+		rep.Engines = append(rep.Engines, "gpu: "+ch.Reason, fmt.Sprintf("gpu: admission control (throttle) %s", throttleText(c.throttle)),
+			fmt.Sprintf("gpu: contention management %s", contentionText(c.contention)))
 	} else {
 		rep.Engines = append(rep.Engines, ch.Reason)
 	}
@@ -318,10 +327,18 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 					name string
 					opt  stm.Options
 					d    time.Duration
-				}{"csmv gpu", stm.Options{GPU: dev, Throttle: c.throttle}, c.gpuD})
+				}{"csmv gpu", stm.Options{GPU: dev, Throttle: c.throttle, Contention: c.contention}, c.gpuD})
 			}
 			for _, en := range engines {
-				e, err := stm.Open(cs.Options(en.opt))
+				o := cs.Options(en.opt)
+				switch {
+				case en.name != "csmv gpu":
+				case c.threads > 0:
+					o.ClientThreads = c.threads
+				case c.threads < 0:
+					o.ClientThreads = 1 << 30 // bounded by occupancy, as STMCase.Threads -1
+				}
+				e, err := stm.Open(o)
 				if err != nil {
 					return rep, err
 				}
@@ -417,4 +434,12 @@ func throttleText(t float64) string {
 		return fmt.Sprintf("default (abort rate %g)", stm.DefaultThrottle)
 	}
 	return fmt.Sprintf("abort rate %g", t)
+}
+
+// contentionText says what --contention asks of the GPU engine.
+func contentionText(c stm.Contention) string {
+	if c == stm.ContentionDefault {
+		return fmt.Sprintf("default (%s)", stm.DefaultContention)
+	}
+	return c.String()
 }
