@@ -56,14 +56,15 @@ func stmFits(accounts, servers, versions, logSize int, device string) error {
 // stmThrottleHelp and stmThrottleWant describe --throttle of stm bank and
 // stm run (stm.Options.Throttle).
 const (
-	stmThrottleHelp = "GPU engine: the abort rate its admission control holds client warps near (0: the engine's default, negative: no admission control)"
-	stmThrottleWant = "want an abort rate under 1 (0: the engine's default, negative: off)"
+	stmThrottleHelp   = "GPU engine: the abort rate its admission control holds client warps near (0: the engine's default, negative: no admission control)"
+	stmThrottleWant   = "want an abort rate under 1 (0: the engine's default, negative: off)"
+	stmContentionHelp = "GPU engine: how client warps treat conflicts before they ask a commit server: off, check (drop attempts whose items were written after their snapshot), claims (check, and hold back attempts whose written items another holds) or default (the engine's, claims)"
 )
 
 // runSTM is "warpkv stm bank": the Bank workload on the CSMV engine.
 func runSTM(e *env, args []string) error {
 	const synopsis = "warpkv stm bank [--device auto|cpu|gpu|gpu:N] [--accounts N] [--initial V] [--transactions N | --duration D] " +
-		"[--read-only PCT] [--read-size N] [--rounds K] [--servers N] [--seed S] [--history FILE]"
+		"[--read-only PCT] [--read-size N] [--rounds K] [--servers N] [--throttle R] [--contention MODE] [--seed S] [--history FILE]"
 	if len(args) > 0 && args[0] == "run" {
 		return runSTMBody(e, args[1:])
 	}
@@ -88,6 +89,7 @@ func runSTM(e *env, args []string) error {
 	logSize := fs.Int("log-size", 0, "commits each server's log keeps (0: the engine's default)")
 	versions := fs.Int("versions", 0, "versions each account keeps (0: the engine's default)")
 	throttle := fs.Float64("throttle", 0, stmThrottleHelp)
+	contention := fs.String("contention", "default", stmContentionHelp)
 	quiet := fs.Bool("quiet", false, "no engine line on stderr")
 	if err := parse(fs, args[1:]); err != nil {
 		return err
@@ -120,6 +122,10 @@ func runSTM(e *env, args []string) error {
 		return usagef("--versions %d: want 0 (the engine's default, %d) to %d", *versions, stm.DefaultVersions, stmMaxVersions)
 	case *throttle >= 1 || *throttle != *throttle:
 		return usagef("--throttle %g: %s", *throttle, stmThrottleWant)
+	}
+	cont, err := stm.ParseContention(*contention)
+	if err != nil {
+		return usagef("--contention %q: want default, off, check or claims", *contention)
 	}
 	size := 0
 	if rs := strings.TrimSpace(*readSize); rs != "all" {
@@ -161,7 +167,7 @@ func runSTM(e *env, args []string) error {
 		out = f
 		defer f.Close()
 	}
-	eng, err := stm.Open(stm.Options{Device: *device, Throttle: *throttle, Config: stm.Config{Servers: *servers, LogSize: *logSize, Versions: *versions}})
+	eng, err := stm.Open(stm.Options{Device: *device, Throttle: *throttle, Contention: cont, Config: stm.Config{Servers: *servers, LogSize: *logSize, Versions: *versions}})
 	if err != nil {
 		return err
 	}

@@ -214,6 +214,7 @@ func TestSTMBankBadOptions(t *testing.T) {
 		{"zero rounds", []string{"--rounds", "0"}, 2, "--rounds 0"},
 		{"negative servers", []string{"--servers", "-1"}, 2, "--servers -1"},
 		{"throttle of 1", []string{"--throttle", "1"}, 2, "--throttle 1: want an abort rate under 1"},
+		{"unknown contention mode", []string{"--contention", "locks"}, 2, `--contention "locks": want default, off, check or claims`},
 		{"bad device", []string{"--device", "tpu"}, 2, "--device"},
 		{"bad duration", []string{"--duration", "soon"}, 2, "duration"},
 		{"single account transfers", []string{"--accounts", "1", "--read-only", "50"}, 2, "at least 2 accounts"},

@@ -20,7 +20,7 @@ const (
 )
 
 const stmRunSynopsis = "warpkv stm run --body FILE.cu [--device gpu|gpu:N] [--items N] [--threads N] [--duration D | --transactions N] " +
-	"[--read-only PCT] [--init V] [--param V]... [--max-reads N] [--max-writes N] [--servers N] [--seed S] [--check=false] [--history FILE]"
+	"[--read-only PCT] [--init V] [--param V]... [--max-reads N] [--max-writes N] [--servers N] [--throttle R] [--contention MODE] [--seed S] [--check=false] [--history FILE]"
 
 // paramList is a repeatable --param: the body's parameters 1, 2, ...
 type paramList []uint64
@@ -44,6 +44,7 @@ type stmRunFlags struct {
 	duration                time.Duration
 	transactions            int64
 	readOnly, throttle      float64
+	contention              stm.Contention
 	init, seed              uint64
 	params                  paramList
 	check, quiet            bool
@@ -75,7 +76,7 @@ func runSTMBody(e *env, args []string) error {
 	if err := w.Compile(); err != nil {
 		return fmt.Errorf("stm run: %w", err)
 	}
-	eng, err := stm.Open(stm.Options{Device: f.device, ClientThreads: f.threads, Throttle: f.throttle, Config: stm.Config{Servers: f.servers}})
+	eng, err := stm.Open(stm.Options{Device: f.device, ClientThreads: f.threads, Throttle: f.throttle, Contention: f.contention, Config: stm.Config{Servers: f.servers}})
 	if err != nil {
 		return err
 	}
@@ -116,6 +117,7 @@ func parseSTMRun(e *env, args []string) (*stmRunFlags, error) {
 	fs.IntVar(&f.maxWrites, "max-writes", stmRunDefaultAccesses, "most items one transaction writes (its write set)")
 	fs.IntVar(&f.servers, "servers", 0, "commit servers, items partitioned over them (0: the engine's default: one per 8 SMs of the GPU, at most one per LogSize/8 items; use 1 when transactions reach across the store)")
 	fs.Float64Var(&f.throttle, "throttle", 0, stmThrottleHelp)
+	contention := fs.String("contention", "default", stmContentionHelp)
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the transactions (stm_rand)")
 	fs.BoolVar(&f.check, "check", true, "record every attempt and check opacity and serializability (costs throughput; false for speed)")
 	fs.StringVar(&f.history, "history", "", "write every committed transaction as a JSON line to `FILE` (needs --check)")
@@ -150,9 +152,12 @@ func parseSTMRun(e *env, args []string) (*stmRunFlags, error) {
 		return nil, usagef("--servers %d: want 0 (default) to %d", f.servers, stm.MaxServers)
 	case f.throttle >= 1 || f.throttle != f.throttle:
 		return nil, usagef("--throttle %g: %s", f.throttle, stmThrottleWant)
+	case !validContention(*contention):
+		return nil, usagef("--contention %q: want default, off, check or claims", *contention)
 	case f.history != "" && !f.check:
 		return nil, usagef("--history needs --check (the history is what --check records)")
 	}
+	f.contention, _ = stm.ParseContention(*contention)
 	spec, err := gpu.ParseSpec(f.device)
 	if err != nil {
 		return nil, usagef("--device: %v", err)
@@ -233,4 +238,11 @@ func writeHistoryFile(path string, h []stm.Record) error {
 		return err
 	}
 	return out.Close()
+}
+
+// validContention reports whether s names a contention mode
+// (stm.ParseContention).
+func validContention(s string) bool {
+	_, err := stm.ParseContention(s)
+	return err == nil
 }
