@@ -99,6 +99,16 @@ type gpuEngine struct {
 	// default, benchmarks compare).
 	aheadGrowth bool
 
+	// freeBeside frees the buffers a batch retired (pools grown) on
+	// another goroutine once the batch is drained, instead of before
+	// the call returns (off by default; benchmarks compare). freeing
+	// counts those goroutines (release waits for them); freeErr, under
+	// freeMu, keeps their errors for the next batch.
+	freeBeside bool
+	freeing    sync.WaitGroup
+	freeMu     sync.Mutex
+	freeErr    error
+
 	// failGrowth (tests) makes every growth of a pool or the arena fail as
 	// if the device were out of memory.
 	failGrowth bool
@@ -181,6 +191,7 @@ func (g *gpuEngine) close() error {
 // failed newGPUEngine calls it too). Cost: a synchronization and the
 // frees.
 func (g *gpuEngine) release() error {
+	g.freeing.Wait()
 	err := errors.Join(g.freeTree(g.t), g.freeRetired(), g.descBuf.Free(), g.pool.Free(), g.up.Close(), g.down.Close())
 	g.t = nil
 	for _, s := range []*gpu.Stream{g.in, g.out} {
@@ -444,15 +455,47 @@ func (g *gpuEngine) finish(op string, n int) error {
 }
 
 // freeRetired frees the buffers batches retired; the stream must have
-// passed every copy out of them (the batch drained). Cost: one free per
-// buffer.
+// passed every copy out of them (the batch drained). With freeBeside the
+// frees run on another goroutine (the call does not wait for them), and
+// their error comes back from the next freeRetired. Cost: one free per
+// buffer (with freeBeside, on another goroutine).
 func (g *gpuEngine) freeRetired() error {
-	var err error
-	for _, b := range g.retired {
-		err = errors.Join(err, b.Free())
+	err := g.besideErr()
+	if len(g.retired) == 0 {
+		return err
+	}
+	if g.freeBeside {
+		rs := append([]interface{ Free() error }(nil), g.retired...)
+		g.freeing.Add(1)
+		go func() {
+			defer g.freeing.Done()
+			var ferr error
+			for _, b := range rs {
+				ferr = errors.Join(ferr, b.Free())
+			}
+			if ferr != nil {
+				g.freeMu.Lock()
+				g.freeErr = errors.Join(g.freeErr, ferr)
+				g.freeMu.Unlock()
+			}
+		}()
+	} else {
+		for _, b := range g.retired {
+			err = errors.Join(err, b.Free())
+		}
 	}
 	clear(g.retired)
 	g.retired = g.retired[:0]
+	return err
+}
+
+// besideErr returns (and forgets) the errors of the frees freeRetired ran
+// beside earlier batches.
+func (g *gpuEngine) besideErr() error {
+	g.freeMu.Lock()
+	defer g.freeMu.Unlock()
+	err := g.freeErr
+	g.freeErr = nil
 	return err
 }
 

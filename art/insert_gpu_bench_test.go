@@ -72,18 +72,20 @@ func randomKeys(from, n int) (Keys, []uint64) {
 // whole call and of its phases (engine.Timings), and the call as the
 // caller sees it (ms/call: the engine's total plus the frees after it).
 // tree=16Mi: stepsKeys, 16Mi keys; tree=100M: bench art's keys and tree
-// (its "insert 10M, 16 B keys, in 100M"), with the pools grown ahead
-// (growAhead) and without.
+// (its "insert 10M, 16 B keys, in 100M"), as the engine runs by default
+// (the pools grown ahead: growAhead), without growAhead, and with the
+// grown pools' old buffers freed beside the next call (freeBeside).
 func BenchmarkGPUInsertSteps(b *testing.B) {
 	for _, c := range []struct {
-		name  string
-		tree  int
-		keys  func(from, n int) (Keys, []uint64)
-		ahead bool
+		name          string
+		tree          int
+		keys          func(from, n int) (Keys, []uint64)
+		ahead, beside bool
 	}{
-		{"tree=16Mi", stepsTreeKeys, stepsKeys, true},
-		{"tree=100M", 100_000_000, randomKeys, true},
-		{"tree=100M,ahead=off", 100_000_000, randomKeys, false},
+		{"tree=16Mi", stepsTreeKeys, stepsKeys, true, false},
+		{"tree=100M", 100_000_000, randomKeys, true, false},
+		{"tree=100M,ahead=off", 100_000_000, randomKeys, false, false},
+		{"tree=100M,freeBeside", 100_000_000, randomKeys, true, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			d := gputest.Device(b)
@@ -96,7 +98,7 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			defer tr.Close()
 			g := tr.eng.(*gpuEngine)
 			g.trace = &engine.StepTrace{}
-			g.aheadGrowth = c.ahead
+			g.aheadGrowth, g.freeBeside = c.ahead, c.beside
 			var lb engine.Timings
 			var call time.Duration
 			for b.Loop() {
