@@ -99,6 +99,13 @@ type gpuEngine struct {
 	// default, benchmarks compare).
 	aheadGrowth bool
 
+	// late are the counts of an insert's frees per inner node kind,
+	// pushed on the device's free stacks in its node round and downloaded
+	// into this pinned buffer without a synchronization (pushLate): the
+	// host's stack heights take them after the batch drained
+	// (applyLate); nil when none are pending.
+	late []uint32
+
 	// freeBeside frees the buffers a batch retired (pools grown) on
 	// another goroutine once the batch is drained, instead of before
 	// the call returns (off by default; benchmarks compare). freeing

@@ -40,11 +40,17 @@ func (g *gpuEngine) insert(kb Keys, vals []uint64) (int, error) {
 	save := t.counters()
 	added, err := g.insertSorted(t, b, order, n, leafGuess(kb))
 	if err != nil {
+		g.late = nil
 		t.restore(save)
 		return 0, err
 	}
 	g.clock.Mark(g.s, engine.MarkWorked)
-	return added, g.finish("insert", kb.Len())
+	if err := g.finish("insert", kb.Len()); err != nil {
+		g.late = nil
+		return 0, err
+	}
+	g.applyLate(t)
+	return added, nil
 }
 
 // leafGuess is the leaf kind of kb's keys when they look all of one length
