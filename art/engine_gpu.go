@@ -199,6 +199,7 @@ func (g *gpuEngine) close() error {
 // frees.
 func (g *gpuEngine) release() error {
 	g.freeing.Wait()
+	g.freeBeside = false // the last frees here, before the device goes
 	err := errors.Join(g.freeTree(g.t), g.freeRetired(), g.descBuf.Free(), g.pool.Free(), g.up.Close(), g.down.Close())
 	g.t = nil
 	for _, s := range []*gpu.Stream{g.in, g.out} {
