@@ -6,9 +6,10 @@ import "errors"
 // is grown when a round's plan has been read back: the host allocates the
 // new buffers while the device waits (at 100M keys the N16 pool, about
 // 2 GB, grows in the node round: several ms of allocation). growAhead
-// finds, when the call starts, the pools that the batch may outgrow and
-// whose growth would allocate no more than their first growth anyway
-// (growCap: half again their records), and allocates their buffers on
+// finds, when the call starts, the pools that the batch may outgrow
+// (aheadCaps: a bound on its new records of each kind past the pool's
+// capacity but within half again, or twice for N16 to N256), and
+// allocates their buffers on
 // another goroutine while the host packs and uploads the keys and the
 // device sorts them; adoptAhead then swaps them in (a queued device copy
 // of each, as ensurePool's). The exact reservations after the plans stay
@@ -27,9 +28,16 @@ type aheadPools struct {
 // known), or 0 where no growth is started. The batch's new records of a
 // kind are bounded by n (leaves, N4s: a new key adds at most one leaf and
 // one inner node) and, for a larger node kind, by the live nodes of the
-// smaller kinds (each grows at most once a batch). A pool is grown when
-// that bound does not fit its capacity but fits growCap's: the growth then
-// allocates exactly what the batch's first growth of it would. Cost: O(1).
+// smaller kinds (each grows at most once a batch). A pool is grown, to
+// growCap's capacity for that bound, when the bound does not fit its
+// capacity but fits half again as much (the growth allocates what the
+// batch's first growth of the pool would), or, for N16 to N256, twice as
+// much: their bound counts every live node of the smaller kinds, of which
+// a batch grows few (at 100M random keys about 1.2M of 5.7M N4s become
+// N16s), so a pool of a few GB grows beside the upload rather than while
+// the device waits, at the cost of up to its size again when the batch
+// needed less. Leaves and N4s keep half again: their bound is the batch's
+// size, which a batch of present keys does not add. Cost: O(1).
 func aheadCaps(t *devTree, n, lk int) [numKinds + 1]uint64 {
 	var live, bound, caps [numKinds + 1]uint64
 	for k := kindN4; k <= kindLV; k++ {
@@ -52,8 +60,12 @@ func aheadCaps(t *devTree, n, lk int) [numKinds + 1]uint64 {
 		if bound[k] > p.top {
 			need += bound[k] - p.top
 		}
-		if nc := growCap(p.cap, 0); need > p.cap && need <= nc {
-			caps[k] = nc
+		limit := growCap(p.cap, 0)
+		if k >= kindN16 && k <= kindN256 {
+			limit = 2 * p.cap
+		}
+		if need > p.cap && need <= limit {
+			caps[k] = growCap(p.cap, need)
 		}
 	}
 	return caps
