@@ -56,14 +56,7 @@ func TestAheadCaps(t *testing.T) {
 // after every fourth insert and the last compares the layout with the CPU
 // engine's (word for word, free stacks included).
 func TestGPUGrowAhead(t *testing.T) {
-	dev := gputest.Device(t)
-	gt, err := Open(Options{GPU: dev})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gt.Close()
-	ct, _ := Open(Options{Device: "cpu"})
-	g := gt.eng.(*gpuEngine)
+	gt, ct, g := gpuAndCPU(t)
 	tk, tv := randomKeys(0, 100000)
 	for _, tr := range []*Tree{gt, ct} {
 		if err := tr.BuildKeys(tk, tv); err != nil {
@@ -103,4 +96,18 @@ func TestGPUGrowAhead(t *testing.T) {
 	if err := gt.Check(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// gpuAndCPU opens an empty tree on the GPU (closed when t ends, skipped
+// without one) and one on the CPU engine, and returns the GPU tree's
+// engine.
+func gpuAndCPU(t *testing.T) (gt, ct *Tree, g *gpuEngine) {
+	t.Helper()
+	gt, err := Open(Options{GPU: gputest.Device(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gt.Close() })
+	ct, _ = Open(Options{Device: "cpu"})
+	return gt, ct, gt.eng.(*gpuEngine)
 }

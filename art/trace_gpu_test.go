@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/warpkv/warpkv/engine"
-	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // TestGPUInsertTrace traces inserts of new and present keys into a built
@@ -14,14 +13,7 @@ import (
 // device times run forward, the readbacks are as many as the steps that
 // need one, and the traced engine's layout equals the CPU engine's.
 func TestGPUInsertTrace(t *testing.T) {
-	dev := gputest.Device(t)
-	gt, err := Open(Options{GPU: dev})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gt.Close()
-	ct, _ := Open(Options{Device: "cpu"})
-	g := gt.eng.(*gpuEngine)
+	gt, ct, g := gpuAndCPU(t)
 	g.trace = &engine.StepTrace{}
 	// 300000 keys take a root table of 65536 slots (width 2): about 4.6
 	// keys a slot, so most new keys go into inner nodes.
