@@ -2,6 +2,8 @@ package art
 
 import (
 	"encoding/binary"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,11 +103,13 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			g.aheadGrowth, g.freeBeside = c.ahead, c.beside
 			var lb engine.Timings
 			var call time.Duration
+			var pools string
 			for b.Loop() {
 				b.StopTimer()
 				if err := tr.BuildKeys(tk, tv); err != nil {
 					b.Fatal(err)
 				}
+				pools = poolsLine(g.t, aheadCaps(g.t, ik.Len(), leafGuess(ik)))
 				b.StartTimer()
 				t0 := time.Now()
 				if err := tr.InsertKeys(ik, iv); err != nil {
@@ -113,6 +117,9 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 				}
 				call = time.Since(t0)
 				lb = tr.LastBatch()
+				b.StopTimer()
+				pools += "\n        after:  " + poolsLine(g.t, [numKinds + 1]uint64{})
+				b.StartTimer()
 			}
 			rate := func(d interface{ Seconds() float64 }) float64 { return stepsBatchKeys / d.Seconds() / 1e6 }
 			b.ReportMetric(rate(lb.Total), "Mkeys/s")
@@ -122,10 +129,29 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Logf("last insert: %v, the call %v\n%s", lb, call, engine.FormatSteps(steps))
+			b.Logf("last insert: %v, the call %v\n%s        pools (kind: live/capacity, grown ahead to)\n        before: %s",
+				lb, call, engine.FormatSteps(steps), pools)
 			if tr.Len() != c.tree+stepsBatchKeys {
 				b.Fatalf("%d keys after the insert, want %d", tr.Len(), c.tree+stepsBatchKeys)
 			}
 		})
 	}
+}
+
+// poolsLine is the live records and capacity of each of t's pools in
+// use, and the capacity aheadCaps grows it to (ahead; 0: none).
+func poolsLine(t *devTree, ahead [numKinds + 1]uint64) string {
+	var sb strings.Builder
+	for k := kindN4; k <= kindLV; k++ {
+		p := &t.pools[k]
+		if p.hwm == 0 {
+			continue
+		}
+		fmt.Fprintf(&sb, "%d: %d/%d", k, p.hwm-p.top, p.cap)
+		if ahead[k] != 0 {
+			fmt.Fprintf(&sb, " ahead %d", ahead[k])
+		}
+		sb.WriteString("  ")
+	}
+	return sb.String()
 }
