@@ -94,6 +94,28 @@ type gpuEngine struct {
 	// instead of rangesCands; tests compare the two.
 	collectRanges bool
 
+	// aheadGrowth grows the pools an insert may outgrow on another
+	// goroutine while its keys are uploaded and sorted (growAhead; on by
+	// default, benchmarks compare).
+	aheadGrowth bool
+
+	// late are the counts of an insert's frees per inner node kind,
+	// pushed on the device's free stacks in its node round and downloaded
+	// into this pinned buffer without a synchronization (pushLate): the
+	// host's stack heights take them after the batch drained
+	// (applyLate); nil when none are pending.
+	late []uint32
+
+	// freeBeside frees the buffers a batch retired (pools grown) on
+	// another goroutine once the batch is drained, instead of before
+	// the call returns (off by default; benchmarks compare). freeing
+	// counts those goroutines (release waits for them); freeErr, under
+	// freeMu, keeps their errors for the next batch.
+	freeBeside bool
+	freeing    sync.WaitGroup
+	freeMu     sync.Mutex
+	freeErr    error
+
 	// failGrowth (tests) makes every growth of a pool or the arena fail as
 	// if the device were out of memory.
 	failGrowth bool
@@ -111,7 +133,7 @@ type gpuEngine struct {
 // newGPUEngine returns an empty tree on d. The kernels are compiled here,
 // so that a broken toolchain is reported by New.
 func newGPUEngine(d *gpu.Device, workers int) (backend, error) {
-	g := &gpuEngine{dev: d, workers: workers, chunkMin: pointChunkMin}
+	g := &gpuEngine{dev: d, workers: workers, chunkMin: pointChunkMin, aheadGrowth: true}
 	var err error
 	if g.pe, err = prim.NewGPU(d); err != nil {
 		return nil, err
@@ -176,6 +198,8 @@ func (g *gpuEngine) close() error {
 // failed newGPUEngine calls it too). Cost: a synchronization and the
 // frees.
 func (g *gpuEngine) release() error {
+	g.freeing.Wait()
+	g.freeBeside = false // the last frees here, before the device goes
 	err := errors.Join(g.freeTree(g.t), g.freeRetired(), g.descBuf.Free(), g.pool.Free(), g.up.Close(), g.down.Close())
 	g.t = nil
 	for _, s := range []*gpu.Stream{g.in, g.out} {
@@ -208,32 +232,66 @@ func (g *gpuEngine) ensurePool(t *devTree, k int, need uint64) error {
 	if need <= p.cap && p.words != nil {
 		return nil
 	}
-	nc := max(need, p.cap+p.cap/2, 64)
 	if g.failGrowth {
-		return fmt.Errorf("%d records of kind %d: %w (test)", nc, k, gpu.ErrOutOfMemory)
+		return fmt.Errorf("%d records of kind %d: %w (test)", growCap(p.cap, need), k, gpu.ErrOutOfMemory)
 	}
-	kw := uint64(kindWords[k])
-	words, err := gpu.Alloc[uint64](g.dev, int(nc*kw))
+	nb, err := allocPool(g.dev, k, growCap(p.cap, need))
 	if err != nil {
-		return fmt.Errorf("%d records of kind %d: %w", nc, k, err)
+		return err
 	}
-	free, err := gpu.Alloc[uint32](g.dev, int(nc))
+	return g.adoptPool(t, k, nb)
+}
+
+// growCap is the capacity a pool of cap records grows to for need:
+// half again as many, or need if that is more, and at least 64.
+func growCap(cap, need uint64) uint64 { return max(need, cap+cap/2, 64) }
+
+// poolBufs are the buffers of a pool of cap records of one kind.
+type poolBufs struct {
+	words      *gpu.Buffer[uint64]
+	free, pend *gpu.Buffer[uint32]
+	cap        uint64
+}
+
+// allocPool allocates the buffers of a pool of nc records of kind k (all
+// or none). It makes no stream calls, so another goroutine may run it
+// beside a batch. Cost: three cuMemAlloc.
+func allocPool(d *gpu.Device, k int, nc uint64) (poolBufs, error) {
+	words, err := gpu.Alloc[uint64](d, int(nc*uint64(kindWords[k])))
 	if err != nil {
-		return errors.Join(fmt.Errorf("free stack of %d: %w", nc, err), words.Free())
+		return poolBufs{}, fmt.Errorf("%d records of kind %d: %w", nc, k, err)
 	}
-	pend, err := gpu.Alloc[uint32](g.dev, int(nc))
+	free, err := gpu.Alloc[uint32](d, int(nc))
 	if err != nil {
-		return errors.Join(fmt.Errorf("free list of %d: %w", nc, err), words.Free(), free.Free())
+		return poolBufs{}, errors.Join(fmt.Errorf("free stack of %d: %w", nc, err), words.Free())
 	}
+	pend, err := gpu.Alloc[uint32](d, int(nc))
+	if err != nil {
+		return poolBufs{}, errors.Join(fmt.Errorf("free list of %d: %w", nc, err), words.Free(), free.Free())
+	}
+	return poolBufs{words: words, free: free, pend: pend, cap: nc}, nil
+}
+
+// release frees the buffers (after a failure, or when they were not
+// needed). Cost: up to three cuMemFree.
+func (b poolBufs) release() error { return errors.Join(b.words.Free(), b.free.Free(), b.pend.Free()) }
+
+// adoptPool makes nb (more records than the pool holds) kind k's buffers
+// of tree t: the records, free stack and pending frees in use are copied
+// on g.s and the old buffers retired. On failure nb is freed and nothing
+// changes. Cost: the device copy, queued.
+func (g *gpuEngine) adoptPool(t *devTree, k int, nb poolBufs) error {
+	p := &t.pools[k]
 	if p.words != nil {
-		err = errors.Join(words.CopyFrom(g.s, 0, p.words, 0, int(p.hwm*kw)),
-			free.CopyFrom(g.s, 0, p.free, 0, int(p.top)), pend.CopyFrom(g.s, 0, p.pend, 0, int(p.pendN)))
+		kw := uint64(kindWords[k])
+		err := errors.Join(nb.words.CopyFrom(g.s, 0, p.words, 0, int(p.hwm*kw)),
+			nb.free.CopyFrom(g.s, 0, p.free, 0, int(p.top)), nb.pend.CopyFrom(g.s, 0, p.pend, 0, int(p.pendN)))
 		if err != nil {
-			return errors.Join(err, g.s.Synchronize(), words.Free(), free.Free(), pend.Free())
+			return errors.Join(err, g.s.Synchronize(), nb.release())
 		}
 		g.retired = append(g.retired, p.words, p.free, p.pend)
 	}
-	p.words, p.free, p.pend, p.cap = words, free, pend, nc
+	p.words, p.free, p.pend, p.cap = nb.words, nb.free, nb.pend, nb.cap
 	return nil
 }
 
@@ -405,15 +463,47 @@ func (g *gpuEngine) finish(op string, n int) error {
 }
 
 // freeRetired frees the buffers batches retired; the stream must have
-// passed every copy out of them (the batch drained). Cost: one free per
-// buffer.
+// passed every copy out of them (the batch drained). With freeBeside the
+// frees run on another goroutine (the call does not wait for them), and
+// their error comes back from the next freeRetired. Cost: one free per
+// buffer (with freeBeside, on another goroutine).
 func (g *gpuEngine) freeRetired() error {
-	var err error
-	for _, b := range g.retired {
-		err = errors.Join(err, b.Free())
+	err := g.besideErr()
+	if len(g.retired) == 0 {
+		return err
+	}
+	if g.freeBeside {
+		rs := append([]interface{ Free() error }(nil), g.retired...)
+		g.freeing.Add(1)
+		go func() {
+			defer g.freeing.Done()
+			var ferr error
+			for _, b := range rs {
+				ferr = errors.Join(ferr, b.Free())
+			}
+			if ferr != nil {
+				g.freeMu.Lock()
+				g.freeErr = errors.Join(g.freeErr, ferr)
+				g.freeMu.Unlock()
+			}
+		}()
+	} else {
+		for _, b := range g.retired {
+			err = errors.Join(err, b.Free())
+		}
 	}
 	clear(g.retired)
 	g.retired = g.retired[:0]
+	return err
+}
+
+// besideErr returns (and forgets) the errors of the frees freeRetired ran
+// beside earlier batches.
+func (g *gpuEngine) besideErr() error {
+	g.freeMu.Lock()
+	defer g.freeMu.Unlock()
+	err := g.freeErr
+	g.freeErr = nil
 	return err
 }
 

@@ -1,6 +1,7 @@
 package art
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/warpkv/warpkv/engine"
@@ -8,7 +9,8 @@ import (
 	"github.com/warpkv/warpkv/prim"
 )
 
-// insert is store.insert on the device: upload, sort and dedupe;
+// insert is store.insert on the device: the pools it may outgrow grown
+// beside the upload (growAhead); upload, sort and dedupe;
 // ai_classify (one walk per key); the new keys selected and ordered by
 // edge (a stable radix sort), grouped (a select), ai_groups (the old
 // element's rank: a binary search per group), a scan placing the items,
@@ -23,19 +25,32 @@ func (g *gpuEngine) insert(kb Keys, vals []uint64) (int, error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	t := g.t
+	ahead := g.growAhead(t, kb.Len(), leafGuess(kb))
 	b, order, n, err := g.uploadSorted(kb, vals)
 	if err != nil {
-		return 0, err
+		return 0, errors.Join(err, g.dropAhead(ahead))
 	}
-	t := g.t
+	if ahead != nil {
+		if err := g.adoptAhead(t, ahead); err != nil {
+			return 0, fmt.Errorf("insert: pools grown ahead: %w", err)
+		}
+		g.step("pools grown ahead")
+	}
 	save := t.counters()
 	added, err := g.insertSorted(t, b, order, n, leafGuess(kb))
 	if err != nil {
+		g.late = nil
 		t.restore(save)
 		return 0, err
 	}
 	g.clock.Mark(g.s, engine.MarkWorked)
-	return added, g.finish("insert", kb.Len())
+	if err := g.finish("insert", kb.Len()); err != nil {
+		g.late = nil
+		return 0, err
+	}
+	g.applyLate(t)
+	return added, nil
 }
 
 // leafGuess is the leaf kind of kb's keys when they look all of one length

@@ -2,11 +2,15 @@ package art
 
 import (
 	"encoding/binary"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/internal/gputest"
 	"github.com/warpkv/warpkv/internal/par"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // Sizes of BenchmarkGPUInsertSteps: a tree of 16Mi keys and a batch of
@@ -40,43 +44,114 @@ func stepsKeys(from, n int) (Keys, []uint64) {
 	return kb, vals
 }
 
+// randomKeys returns bench art's 16-byte keys [from, from+n) (bench.ARTKey
+// of ARTKeys16: SplitMix64 of i under the bench's seed in the first 8
+// bytes, a bijection, so all keys differ; another in the last 8), the
+// values i. Unlike stepsKeys' evenly spread keys they fall into the root
+// table's slots as random keys do (about 6 a slot at 100M: inner nodes of
+// 2 to 16 children, some of which an insert grows). Cost: O(n) on all
+// cores.
+func randomKeys(from, n int) (Keys, []uint64) {
+	const klen, seed = 16, 0xA27_5EED_0012
+	kb := Keys{Data: make([]byte, n*klen), Offs: make([]uint32, n+1)}
+	vals := make([]uint64, n)
+	par.For(n, 1<<16, 0, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			i := uint64(from + j)
+			binary.BigEndian.PutUint64(kb.Data[j*klen:], prim.SplitMix64(seed, i))
+			binary.BigEndian.PutUint64(kb.Data[j*klen+8:], prim.SplitMix64(seed+1, i))
+			kb.Offs[j+1] = uint32((j + 1) * klen)
+			vals[j] = i
+		}
+	})
+	return kb, vals
+}
+
 // BenchmarkGPUInsertSteps inserts 10M new 16-byte keys into a freshly
-// built tree of 16Mi keys (built again before every run, untimed) and
-// logs where the last run's time went: every step's device time (CUDA
-// events), host time and host synchronizations (engine.StepTrace). It reports
-// keys/s of the whole call and of its phases (engine.Timings).
+// built tree (built again before every run, untimed) and logs where the
+// last run's time went: every step's device time (CUDA events), host time
+// and host synchronizations (engine.StepTrace). It reports keys/s of the
+// whole call and of its phases (engine.Timings), and the call as the
+// caller sees it (ms/call: the engine's total plus the frees after it).
+// tree=16Mi: stepsKeys, 16Mi keys; tree=100M: bench art's keys and tree
+// (its "insert 10M, 16 B keys, in 100M"), as the engine runs by default
+// (the pools grown ahead: growAhead), without growAhead, and with the
+// grown pools' old buffers freed beside the next call (freeBeside).
 func BenchmarkGPUInsertSteps(b *testing.B) {
-	d := gputest.Device(b)
-	tk, tv := stepsKeys(0, stepsTreeKeys)
-	ik, iv := stepsKeys(stepsTreeKeys, stepsBatchKeys)
-	tr, err := Open(Options{GPU: d})
-	if err != nil {
-		b.Fatal(err)
+	for _, c := range []struct {
+		name          string
+		tree          int
+		keys          func(from, n int) (Keys, []uint64)
+		ahead, beside bool
+	}{
+		{"tree=16Mi", stepsTreeKeys, stepsKeys, true, false},
+		{"tree=100M", 100_000_000, randomKeys, true, false},
+		{"tree=100M,ahead=off", 100_000_000, randomKeys, false, false},
+		{"tree=100M,freeBeside", 100_000_000, randomKeys, true, true},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			d := gputest.Device(b)
+			tk, tv := c.keys(0, c.tree)
+			ik, iv := c.keys(c.tree, stepsBatchKeys)
+			tr, err := Open(Options{GPU: d})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer tr.Close()
+			g := tr.eng.(*gpuEngine)
+			g.trace = &engine.StepTrace{}
+			g.aheadGrowth, g.freeBeside = c.ahead, c.beside
+			var lb engine.Timings
+			var call time.Duration
+			var pools string
+			for b.Loop() {
+				b.StopTimer()
+				if err := tr.BuildKeys(tk, tv); err != nil {
+					b.Fatal(err)
+				}
+				pools = poolsLine(g.t, aheadCaps(g.t, ik.Len(), leafGuess(ik)))
+				b.StartTimer()
+				t0 := time.Now()
+				if err := tr.InsertKeys(ik, iv); err != nil {
+					b.Fatal(err)
+				}
+				call = time.Since(t0)
+				lb = tr.LastBatch()
+				b.StopTimer()
+				pools += "\n        after:  " + poolsLine(g.t, [numKinds + 1]uint64{})
+				b.StartTimer()
+			}
+			rate := func(d interface{ Seconds() float64 }) float64 { return stepsBatchKeys / d.Seconds() / 1e6 }
+			b.ReportMetric(rate(lb.Total), "Mkeys/s")
+			b.ReportMetric(rate(lb.Work), "work-Mkeys/s")
+			b.ReportMetric(float64(call)/1e6, "ms/call")
+			steps, err := g.trace.Steps()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("last insert: %v, the call %v\n%s        pools (kind: live/capacity, grown ahead to)\n        before: %s",
+				lb, call, engine.FormatSteps(steps), pools)
+			if tr.Len() != c.tree+stepsBatchKeys {
+				b.Fatalf("%d keys after the insert, want %d", tr.Len(), c.tree+stepsBatchKeys)
+			}
+		})
 	}
-	defer tr.Close()
-	g := tr.eng.(*gpuEngine)
-	g.trace = &engine.StepTrace{}
-	var lb engine.Timings
-	for b.Loop() {
-		b.StopTimer()
-		if err := tr.BuildKeys(tk, tv); err != nil {
-			b.Fatal(err)
+}
+
+// poolsLine is the live records and capacity of each of t's pools in
+// use, and the capacity aheadCaps grows it to (ahead; 0: none).
+func poolsLine(t *devTree, ahead [numKinds + 1]uint64) string {
+	var sb strings.Builder
+	for k := kindN4; k <= kindLV; k++ {
+		p := &t.pools[k]
+		if p.hwm == 0 {
+			continue
 		}
-		b.StartTimer()
-		if err := tr.InsertKeys(ik, iv); err != nil {
-			b.Fatal(err)
+		fmt.Fprintf(&sb, "%d: %d/%d", k, p.hwm-p.top, p.cap)
+		if ahead[k] != 0 {
+			fmt.Fprintf(&sb, " ahead %d", ahead[k])
 		}
-		lb = tr.LastBatch()
+		sb.WriteString("  ")
 	}
-	rate := func(d interface{ Seconds() float64 }) float64 { return stepsBatchKeys / d.Seconds() / 1e6 }
-	b.ReportMetric(rate(lb.Total), "Mkeys/s")
-	b.ReportMetric(rate(lb.Work), "work-Mkeys/s")
-	steps, err := g.trace.Steps()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("last insert: %v\n%s", lb, engine.FormatSteps(steps))
-	if tr.Len() != stepsTreeKeys+stepsBatchKeys {
-		b.Fatalf("%d keys after the insert, want %d", tr.Len(), stepsTreeKeys+stepsBatchKeys)
-	}
+	return sb.String()
 }

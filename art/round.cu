@@ -468,3 +468,23 @@ extern "C" __global__ void an_root_writes(const Tree *t, u64 R, const u64 *rslot
 extern "C" __global__ void an_free_flags(u64 T, const u32 *tstart, const u64 *snode, const u8 *out, u32 k, u8 *flag) {
     GRID_STRIDE(ti, T) flag[ti] = out[ti] != OUT_STAY && lkind(snode[tstart[ti]]) == k;
 }
+
+// an_push_frees: one thread per (node kind q, slot j < T), kinds N4 to
+// N256 in order: an insert's frees pushed on the free stacks at the end of
+// its node round, without the host reading their counts first. Slot j of
+// kind q holds fsel[q*N + j], the j-th record of that kind the round
+// freed (an_free_flags and a select, in node order), for j < fcnt[q]; it
+// goes to freel[K_N4+q][top + j], where top is the stack's height after
+// the round's allocations (the descriptor's). Invariant: no other pending
+// frees of those kinds (the insert frees only here) and fcnt[q] <= the
+// kind's live records, so top + j < hwm <= the stack's capacity; the host
+// adds fcnt to its heights once the batch has synchronized.
+extern "C" __global__ void an_push_frees(const Tree *t, u64 T, u64 N, const u32 *fsel, const u32 *fcnt) {
+    GRID_STRIDE(i, 4 * T) {
+        u64 q = i / T, j = i % T;
+        if (j < fcnt[q]) {
+            u32 k = K_N4 + (u32)q;
+            t->freel[k][t->top[k] + j] = fsel[q * N + j];
+        }
+    }
+}

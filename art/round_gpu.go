@@ -71,9 +71,10 @@ const entryBits = 53
 // nodeRound runs round.go's nodeRound on the device (art.cu's an_*
 // kernels): sort the entries (prim; an insert's valid ones selected
 // first), gather them, select the touched nodes, an_plan, scans of the
-// moves per kind, the pools grown, an_final, an_emit, (insert: the moves
-// sorted) an_write, an_moved_inplace, an_root_writes, and the frees per
-// kind selected in node order. It returns how many entries it emitted for
+// moves per kind, an_final, an_emit, one readback of the moves and the
+// emit's counts, the pools grown, (insert: the moves sorted) an_write,
+// an_moved_inplace, an_root_writes, and the frees per kind selected in
+// node order. It returns how many entries it emitted for
 // the next round (a delete).
 func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 	k := g.k
@@ -129,33 +130,11 @@ func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 	if err := tstart.Write(g.s, T, []uint32{uint32(E)}); err != nil {
 		return 0, err
 	}
-	// U1 plan and the moves' allocation.
-	if err := firstErr(g.setDesc(t, nil),
-		g.launch(k.nPlan, T+1, g.descBuf, uint64(T), tstart, snode, scode, sop, slink, out, nkind, htrim, rem, remb, m12, m34, nidx),
-		prim.DevScanExclusive(g.pe, m12, m12, T+1), prim.DevScanExclusive(g.pe, m34, m34, T+1),
-		g.launch(k.totals, 1, uint64(T), m12, m34, nullPtr, nullPtr, nullPtr, uint64(0), nullPtr, tot),
-	); err != nil {
-		return 0, fmt.Errorf("node round: plan: %w", err)
-	}
-	tv, err := g.readU64(tot, 0, 4)
-	if err != nil {
-		return 0, err
-	}
-	g.step("node round: plan")
-	var req [numKinds + 1]uint64
-	for kk := kindN4; kk <= kindN256; kk++ {
-		req[kk] = tv[kk-1]
-	}
-	if err := g.reserve(t, req, 0); err != nil {
-		return 0, fmt.Errorf("node round: %w", err)
-	}
-	g.step("node round: reserve")
-	if err := firstErr(g.setDesc(t, nil),
-		g.launch(k.nFinal, T, g.descBuf, uint64(T), tstart, snode, out, nkind, m12, m34, final)); err != nil {
-		return 0, fmt.Errorf("node round: final: %w", err)
-	}
-	t.consume(req, 0)
-	// U2 emit.
+	// U1 plan, then the final links and U2 emit before the pools grow:
+	// an_final reads only the allocation counters and the free stacks,
+	// an_emit the touched records' parent words, all of which a growth
+	// copies unchanged (its copies follow them on the stream). One
+	// readback brings the moves per kind and the emit's counts.
 	trimpr, gtn, trimd, gtref := in.trimpr, in.gtn, in.trimd, in.gtref
 	if trimpr == nil { // a delete: never read
 		trimpr, gtn, trimd, gtref = rem, remb, remb, rem
@@ -167,17 +146,41 @@ func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 		}
 		oe = g.takeEntries("n.moved", T+1)
 	}
-	if err := firstErr(count.FillBytes(g.s, 0),
+	if err := firstErr(g.setDesc(t, nil),
+		g.launch(k.nPlan, T+1, g.descBuf, uint64(T), tstart, snode, scode, sop, slink, out, nkind, htrim, rem, remb, m12, m34, nidx),
+		prim.DevScanExclusive(g.pe, m12, m12, T+1), prim.DevScanExclusive(g.pe, m34, m34, T+1),
+		g.launch(k.totals, 1, uint64(T), m12, m34, nullPtr, nullPtr, nullPtr, uint64(0), nullPtr, tot),
+	); err != nil {
+		return 0, fmt.Errorf("node round: plan: %w", err)
+	}
+	g.step("node round: plan")
+	if err := firstErr(g.launch(k.nFinal, T, g.descBuf, uint64(T), tstart, snode, out, nkind, m12, m34, final),
+		count.FillBytes(g.s, 0),
 		g.launch(k.nEmit, T, g.descBuf, uint64(T), tstart, snode, sgrp, out, htrim, final, rem, trimpr,
 			rslot, rlink, count, oe.node, oe.code, oe.op, oe.link, count.PtrAt(1))); err != nil {
 		return 0, fmt.Errorf("node round: emit: %w", err)
 	}
-	cv, err := g.readU64(count, 0, 2)
+	rb, err := g.readSpans(span(tot, 0, 4), span(count, 0, 2))
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("node round: emit: %w", err)
 	}
+	tv, cv := u64sOf(rb[0]), u64sOf(rb[1])
 	R, O := int(cv[0]), int(cv[1])
 	g.step("node round: emit")
+	var req [numKinds + 1]uint64
+	for kk := kindN4; kk <= kindN256; kk++ {
+		req[kk] = tv[kk-1]
+	}
+	if err := g.reserve(t, req, 0); err != nil {
+		return 0, fmt.Errorf("node round: %w", err)
+	}
+	// The grown pools for the writers (the counters as an_final saw
+	// them).
+	if err := g.setDesc(t, nil); err != nil {
+		return 0, fmt.Errorf("node round: %w", err)
+	}
+	t.consume(req, 0)
+	g.step("node round: reserve")
 	M := 0
 	if in.insert && O > 0 { // the moves, sorted, for their parents' writers
 		M = O
@@ -207,6 +210,12 @@ func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 			return 0, fmt.Errorf("node round: frees: %w", err)
 		}
 	}
+	if in.insert && t.noPendingNodes() {
+		// An insert frees nothing else: the frees go on the free
+		// stacks now, their counts come back with the batch's last
+		// synchronization (pushLate).
+		return 0, g.pushLate(t, T, N, fsel, fcnt)
+	}
 	fc, err := g.readU32(fcnt, 0, numNodeKinds)
 	if err != nil {
 		return 0, err
@@ -222,6 +231,46 @@ func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
 		return 0, nil
 	}
 	return O, nil
+}
+
+// noPendingNodes says whether no inner node kind has pending frees.
+func (t *devTree) noPendingNodes() bool {
+	for k := kindN4; k <= kindN256; k++ {
+		if t.pools[k].pendN != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// pushLate pushes an insert node round's frees (per kind, fcnt[q] of them
+// in fsel's part q of N) on the free stacks above their heights after the
+// round's allocations (an_push_frees), and queues the counts' download
+// into a pinned buffer: the host's heights stay as they are until
+// applyLate, after the batch has synchronized. Cost: a descriptor upload,
+// one kernel over 4T threads and a 16-byte download, no synchronization.
+func (g *gpuEngine) pushLate(t *devTree, T, N int, fsel, fcnt *gpu.Buffer[uint32]) error {
+	h, err := gpu.Host[uint32](g.pool, "host.late", numNodeKinds)
+	if err != nil {
+		return fmt.Errorf("node round: frees: %w", err)
+	}
+	if err := firstErr(g.setDesc(t, nil), g.launch(g.k.nPushFrees, numNodeKinds*T, g.descBuf, uint64(T), uint64(N), fsel, fcnt),
+		fcnt.Read(g.s, 0, h)); err != nil {
+		return fmt.Errorf("node round: frees: %w", err)
+	}
+	g.late = h
+	g.step("node round: write, frees")
+	return nil
+}
+
+// applyLate adds the frees pushLate pushed to the host's free stack
+// heights; the stream must have passed the download (the batch drained).
+// Cost: O(1).
+func (g *gpuEngine) applyLate(t *devTree) {
+	for i, n := range g.late {
+		t.pools[kindN4+i].top += uint64(n)
+	}
+	g.late = nil
 }
 
 // pushPending appends n freed record indices of kind k (in src) to the
