@@ -178,7 +178,10 @@ func TestFlushThenShift(t *testing.T) {
 				hits++
 			}
 		}
-		t.Logf("round %d: %d of %d 1 KB keys hit", round, hits, keys)
+		st := c.Stats("")
+		t.Logf("round %d: %d of %d 1 KB keys hit (evictions %s, curr_items %s, slabs_moved %s, index_entries %s of %s, index_drops %s, pending_entries %s, pending_full_waits %s)",
+			round, hits, keys, st["evictions"], st["curr_items"], st["slabs_moved"], st["index_entries"], st["index_capacity"],
+			st["index_drops"], st["pending_entries"], st["pending_full_waits"])
 	}
 	if hits != keys {
 		t.Errorf("after three rounds %d of %d keys hit", hits, keys)
