@@ -70,164 +70,236 @@ const entryBits = 53
 
 // nodeRound runs round.go's nodeRound on the device (art.cu's an_*
 // kernels): sort the entries (prim; an insert's valid ones selected
-// first), gather them, select the touched nodes, an_plan, scans of the
-// moves per kind, an_final, an_emit, one readback of the moves and the
-// emit's counts, the pools grown, (insert: the moves sorted) an_write,
-// an_moved_inplace, an_root_writes, and the frees per kind selected in
-// node order. It returns how many entries it emitted for
-// the next round (a delete).
+// first), gather them, select the touched nodes (group), an_plan, scans
+// of the moves per kind, an_final, an_emit, one readback of the moves and
+// the emit's counts (planEmit), the pools grown (grow), (insert: the
+// moves sorted) an_write, an_moved_inplace, an_root_writes (write), and
+// the frees per kind selected in node order (frees). It returns how many
+// entries it emitted for the next round (a delete).
 func (g *gpuEngine) nodeRound(t *devTree, in roundIn) (int, error) {
-	k := g.k
-	E := in.n
-	if E == 0 {
+	if in.n == 0 {
 		return 0, nil
 	}
+	r, err := g.newNodeRun(t, in)
+	if err != nil {
+		return 0, err
+	}
+	if err := r.group(); err != nil {
+		return 0, err
+	}
+	tv, R, O, err := r.planEmit()
+	if err != nil {
+		return 0, err
+	}
+	if err := r.grow(tv); err != nil {
+		return 0, err
+	}
+	if err := r.write(R, O); err != nil {
+		return 0, err
+	}
+	return r.frees(O)
+}
+
+// nodeRun is one node round on the device: its input, sizes and the
+// scratch it took from the pool (roundNeeds).
+type nodeRun struct {
+	g  *gpuEngine
+	t  *devTree
+	in roundIn
+	// E entries, N scratch elements each, T touched nodes (group), the
+	// entries sorted, insert 1 for an insert's round.
+	E, N, T, sorted, insert int
+
+	eidx, tstart, idx, remb, nkind, nidx, oidx, cnt *gpu.Buffer[uint32]
+	scode, sop, sgrp, mcode, mop, mgrp              *gpu.Buffer[uint32]
+	snode, slink, rem, final, m12, m34              *gpu.Buffer[uint64]
+	rslot, rlink, okey, mnode, mlink, count         *gpu.Buffer[uint64]
+	tflag, out, htrim, fflag, mflag                 *gpu.Buffer[uint8]
+	tot                                             *gpu.Buffer[uint64]
+	fsel, fcnt                                      *gpu.Buffer[uint32]
+
+	// The insert's group trims (a delete's: scratch, never read) and the
+	// entries emitted (a delete's for the next round, an insert's moves).
+	trimpr, gtref *gpu.Buffer[uint64]
+	gtn, trimd    *gpu.Buffer[uint32]
+	oe            entryBufs
+}
+
+// newNodeRun reserves and takes a node round's scratch for in.n entries.
+func (g *gpuEngine) newNodeRun(t *devTree, in roundIn) (*nodeRun, error) {
+	E := in.n
 	N := max(in.sorted, E) + 1
 	if err := g.pool.Reserve(roundNeeds(N - 1)...); err != nil {
-		return 0, fmt.Errorf("node round: %w", err)
+		return nil, fmt.Errorf("node round: %w", err)
+	}
+	r := &nodeRun{g: g, t: t, in: in, E: E, N: N, sorted: E}
+	if in.insert {
+		r.insert, r.sorted = 1, in.sorted
 	}
 	u32 := takeAll[uint32](g.pool, N, round32...)
-	eidx, tstart, idx, remb, nkind, nidx, oidx, cnt := u32[0], u32[1], u32[2], u32[3], u32[4], u32[5], u32[6], u32[7]
-	scode, sop, sgrp, mcode, mop, mgrp := u32[8], u32[9], u32[10], u32[11], u32[12], u32[13]
+	r.eidx, r.tstart, r.idx, r.remb, r.nkind, r.nidx, r.oidx, r.cnt = u32[0], u32[1], u32[2], u32[3], u32[4], u32[5], u32[6], u32[7]
+	r.scode, r.sop, r.sgrp, r.mcode, r.mop, r.mgrp = u32[8], u32[9], u32[10], u32[11], u32[12], u32[13]
 	u64 := takeAll[uint64](g.pool, N, round64...)
-	snode, slink, rem, final, m12, m34 := u64[0], u64[1], u64[2], u64[3], u64[4], u64[5]
-	rslot, rlink, okey, mnode, mlink, count := u64[6], u64[7], u64[8], u64[9], u64[10], u64[11]
+	r.snode, r.slink, r.rem, r.final, r.m12, r.m34 = u64[0], u64[1], u64[2], u64[3], u64[4], u64[5]
+	r.rslot, r.rlink, r.okey, r.mnode, r.mlink, r.count = u64[6], u64[7], u64[8], u64[9], u64[10], u64[11]
 	u8 := takeAll[uint8](g.pool, N, round8...)
-	tflag, out, htrim, fflag, mflag := u8[0], u8[1], u8[2], u8[3], u8[4]
-	tot := gpu.Take[uint64](g.pool, "n.tot", 10)
-	fsel, fcnt := gpu.Take[uint32](g.pool, "n.fsel", numNodeKinds*N), gpu.Take[uint32](g.pool, "n.fcnt", numNodeKinds)
-	insert := 0
-	sorted := E
-	if in.insert {
-		insert, sorted = 1, in.sorted
-	}
-	e := in.e
-	// Sort (only the valid entries, compacted, when they are flagged)
-	// and group.
+	r.tflag, r.out, r.htrim, r.fflag, r.mflag = u8[0], u8[1], u8[2], u8[3], u8[4]
+	r.tot = gpu.Take[uint64](g.pool, "n.tot", 10)
+	r.fsel, r.fcnt = gpu.Take[uint32](g.pool, "n.fsel", numNodeKinds*N), gpu.Take[uint32](g.pool, "n.fcnt", numNodeKinds)
+	return r, nil
+}
+
+// group sorts the entries (only the valid ones, compacted, when they are
+// flagged), gathers them and selects the first entry of each touched
+// node: T, read back, and tstart[T] = E.
+func (r *nodeRun) group() error {
+	g, k, e, E, sorted := r.g, r.g.k, r.in.e, r.E, r.sorted
 	sortKeys := func() error {
-		if in.valid == nil {
-			return firstErr(g.launch(k.nKeys, sorted, uint64(sorted), e.node, e.code, e.key, eidx, int32(1-insert)),
-				prim.DevSortPairsBits(g.pe, e.key, eidx, sorted, 0, entryBits))
+		if r.in.valid == nil {
+			return firstErr(g.launch(k.nKeys, sorted, uint64(sorted), e.node, e.code, e.key, r.eidx, int32(1-r.insert)),
+				prim.DevSortPairsBits(g.pe, e.key, r.eidx, sorted, 0, entryBits))
 		}
-		return firstErr(g.launch(k.iota, sorted, uint64(sorted), idx),
-			prim.DevSelect(g.pe, idx, in.valid, eidx, sorted, cnt), prim.DevSelect(g.pe, e.key, in.valid, okey, sorted, cnt),
-			prim.DevSortPairsBits(g.pe, okey, eidx, E, 0, entryBits))
+		return firstErr(g.launch(k.iota, sorted, uint64(sorted), r.idx),
+			prim.DevSelect(g.pe, r.idx, r.in.valid, r.eidx, sorted, r.cnt), prim.DevSelect(g.pe, e.key, r.in.valid, r.okey, sorted, r.cnt),
+			prim.DevSortPairsBits(g.pe, r.okey, r.eidx, E, 0, entryBits))
 	}
 	if err := firstErr(
 		sortKeys(),
-		g.launch(k.nGather, E, uint64(E), eidx, e.node, e.code, e.op, e.link, e.grp, snode, scode, sop, slink, sgrp, tflag),
-		g.launch(k.iota, E, uint64(E), idx),
-		prim.DevSelect(g.pe, idx, tflag, tstart, E, cnt),
+		g.launch(k.nGather, E, uint64(E), r.eidx, e.node, e.code, e.op, e.link, e.grp, r.snode, r.scode, r.sop, r.slink, r.sgrp, r.tflag),
+		g.launch(k.iota, E, uint64(E), r.idx),
+		prim.DevSelect(g.pe, r.idx, r.tflag, r.tstart, E, r.cnt),
 	); err != nil {
-		return 0, fmt.Errorf("node round: group: %w", err)
+		return fmt.Errorf("node round: group: %w", err)
 	}
-	c, err := g.readU32(cnt, 0, 1)
+	c, err := g.readU32(r.cnt, 0, 1)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	T := int(c[0])
+	r.T = int(c[0])
 	g.step("node round: group")
-	if err := tstart.Write(g.s, T, []uint32{uint32(E)}); err != nil {
-		return 0, err
+	return r.tstart.Write(g.s, r.T, []uint32{uint32(E)})
+}
+
+// planEmit runs U1 plan, then the final links and U2 emit before the
+// pools grow: an_final reads only the allocation counters and the free
+// stacks, an_emit the touched records' parent words, all of which a
+// growth copies unchanged (its copies follow them on the stream). One
+// readback brings the moves per kind (tv) and the emit's counts: R root
+// writes and O entries emitted.
+func (r *nodeRun) planEmit() (tv []uint64, R, O int, err error) {
+	g, k, T := r.g, r.g.k, r.T
+	r.trimpr, r.gtn, r.trimd, r.gtref = r.in.trimpr, r.in.gtn, r.in.trimd, r.in.gtref
+	if r.trimpr == nil { // a delete: never read
+		r.trimpr, r.gtn, r.trimd, r.gtref = r.rem, r.remb, r.remb, r.rem
 	}
-	// U1 plan, then the final links and U2 emit before the pools grow:
-	// an_final reads only the allocation counters and the free stacks,
-	// an_emit the touched records' parent words, all of which a growth
-	// copies unchanged (its copies follow them on the stream). One
-	// readback brings the moves per kind and the emit's counts.
-	trimpr, gtn, trimd, gtref := in.trimpr, in.gtn, in.trimd, in.gtref
-	if trimpr == nil { // a delete: never read
-		trimpr, gtn, trimd, gtref = rem, remb, remb, rem
-	}
-	oe := in.out // a delete's entries for the next round
-	if in.insert {
+	r.oe = r.in.out // a delete's entries for the next round
+	if r.in.insert {
 		if err := g.pool.Reserve(entryNeeds("n.moved", T+1)...); err != nil {
-			return 0, fmt.Errorf("node round: %w", err)
+			return nil, 0, 0, fmt.Errorf("node round: %w", err)
 		}
-		oe = g.takeEntries("n.moved", T+1)
+		r.oe = g.takeEntries("n.moved", T+1)
 	}
-	if err := firstErr(g.setDesc(t, nil),
-		g.launch(k.nPlan, T+1, g.descBuf, uint64(T), tstart, snode, scode, sop, slink, out, nkind, htrim, rem, remb, m12, m34, nidx),
-		prim.DevScanExclusive(g.pe, m12, m12, T+1), prim.DevScanExclusive(g.pe, m34, m34, T+1),
-		g.launch(k.totals, 1, uint64(T), m12, m34, nullPtr, nullPtr, nullPtr, uint64(0), nullPtr, tot),
+	if err := firstErr(g.setDesc(r.t, nil),
+		g.launch(k.nPlan, T+1, g.descBuf, uint64(T), r.tstart, r.snode, r.scode, r.sop, r.slink, r.out, r.nkind, r.htrim, r.rem, r.remb, r.m12, r.m34, r.nidx),
+		prim.DevScanExclusive(g.pe, r.m12, r.m12, T+1), prim.DevScanExclusive(g.pe, r.m34, r.m34, T+1),
+		g.launch(k.totals, 1, uint64(T), r.m12, r.m34, nullPtr, nullPtr, nullPtr, uint64(0), nullPtr, r.tot),
 	); err != nil {
-		return 0, fmt.Errorf("node round: plan: %w", err)
+		return nil, 0, 0, fmt.Errorf("node round: plan: %w", err)
 	}
 	g.step("node round: plan")
-	if err := firstErr(g.launch(k.nFinal, T, g.descBuf, uint64(T), tstart, snode, out, nkind, m12, m34, final),
-		count.FillBytes(g.s, 0),
-		g.launch(k.nEmit, T, g.descBuf, uint64(T), tstart, snode, sgrp, out, htrim, final, rem, trimpr,
-			rslot, rlink, count, oe.node, oe.code, oe.op, oe.link, count.PtrAt(1))); err != nil {
-		return 0, fmt.Errorf("node round: emit: %w", err)
+	oe := r.oe
+	if err := firstErr(g.launch(k.nFinal, T, g.descBuf, uint64(T), r.tstart, r.snode, r.out, r.nkind, r.m12, r.m34, r.final),
+		r.count.FillBytes(g.s, 0),
+		g.launch(k.nEmit, T, g.descBuf, uint64(T), r.tstart, r.snode, r.sgrp, r.out, r.htrim, r.final, r.rem, r.trimpr,
+			r.rslot, r.rlink, r.count, oe.node, oe.code, oe.op, oe.link, r.count.PtrAt(1))); err != nil {
+		return nil, 0, 0, fmt.Errorf("node round: emit: %w", err)
 	}
-	rb, err := g.readSpans(span(tot, 0, 4), span(count, 0, 2))
+	rb, err := g.readSpans(span(r.tot, 0, 4), span(r.count, 0, 2))
 	if err != nil {
-		return 0, fmt.Errorf("node round: emit: %w", err)
+		return nil, 0, 0, fmt.Errorf("node round: emit: %w", err)
 	}
 	tv, cv := u64sOf(rb[0]), u64sOf(rb[1])
-	R, O := int(cv[0]), int(cv[1])
 	g.step("node round: emit")
+	return tv, int(cv[0]), int(cv[1]), nil
+}
+
+// grow grows the inner node pools by the moves per kind tv and gives the
+// writers the grown pools (the counters as an_final saw them).
+func (r *nodeRun) grow(tv []uint64) error {
+	g := r.g
 	var req [numKinds + 1]uint64
 	for kk := kindN4; kk <= kindN256; kk++ {
 		req[kk] = tv[kk-1]
 	}
-	if err := g.reserve(t, req, 0); err != nil {
-		return 0, fmt.Errorf("node round: %w", err)
+	if err := g.reserve(r.t, req, 0); err != nil {
+		return fmt.Errorf("node round: %w", err)
 	}
-	// The grown pools for the writers (the counters as an_final saw
-	// them).
-	if err := g.setDesc(t, nil); err != nil {
-		return 0, fmt.Errorf("node round: %w", err)
+	if err := g.setDesc(r.t, nil); err != nil {
+		return fmt.Errorf("node round: %w", err)
 	}
-	t.consume(req, 0)
+	r.t.consume(req, 0)
 	g.step("node round: reserve")
+	return nil
+}
+
+// write sorts an insert's O moves for their parents' writers, then runs
+// U3 write and U4 in place, and the R root writes.
+func (r *nodeRun) write(R, O int) error {
+	g, k, T, oe := r.g, r.g.k, r.T, r.oe
 	M := 0
-	if in.insert && O > 0 { // the moves, sorted, for their parents' writers
+	if r.in.insert && O > 0 {
 		M = O
 		if err := firstErr(
-			g.launch(k.nKeys, O, uint64(O), oe.node, oe.code, okey, oidx, int32(1)),
-			prim.DevSortPairsBits(g.pe, okey, oidx, O, 0, entryBits),
-			g.launch(k.nGather, O, uint64(O), oidx, oe.node, oe.code, oe.op, oe.link, nullPtr, mnode, mcode, mop, mlink, mgrp, mflag),
+			g.launch(k.nKeys, O, uint64(O), oe.node, oe.code, r.okey, r.oidx, int32(1)),
+			prim.DevSortPairsBits(g.pe, r.okey, r.oidx, O, 0, entryBits),
+			g.launch(k.nGather, O, uint64(O), r.oidx, oe.node, oe.code, oe.op, oe.link, nullPtr, r.mnode, r.mcode, r.mop, r.mlink, r.mgrp, r.mflag),
 		); err != nil {
-			return 0, fmt.Errorf("node round: moves: %w", err)
+			return fmt.Errorf("node round: moves: %w", err)
 		}
 	}
-	// U3 write, U4 in place.
 	if err := firstErr(
-		g.launch(k.nWrite, T, g.descBuf, uint64(T), int32(insert), tstart, snode, scode, sop, slink, sgrp, out, nkind, htrim,
-			final, rem, remb, mnode, mcode, mop, mlink, uint64(M), gtn, gtref, trimd, trimpr),
-		g.launch(k.nMovedInplace, M, g.descBuf, uint64(M), mnode, mcode, mlink, tstart, snode, uint64(T)),
-		g.launch(k.nRootWrites, R, g.descBuf, uint64(R), rslot, rlink),
+		g.launch(k.nWrite, T, g.descBuf, uint64(T), int32(r.insert), r.tstart, r.snode, r.scode, r.sop, r.slink, r.sgrp, r.out, r.nkind, r.htrim,
+			r.final, r.rem, r.remb, r.mnode, r.mcode, r.mop, r.mlink, uint64(M), r.gtn, r.gtref, r.trimd, r.trimpr),
+		g.launch(k.nMovedInplace, M, g.descBuf, uint64(M), r.mnode, r.mcode, r.mlink, r.tstart, r.snode, uint64(T)),
+		g.launch(k.nRootWrites, R, g.descBuf, uint64(R), r.rslot, r.rlink),
 	); err != nil {
-		return 0, fmt.Errorf("node round: write: %w", err)
+		return fmt.Errorf("node round: write: %w", err)
 	}
-	// U5 frees, per kind in node order: each kind's selected into its own
-	// part of fsel, the four counts read back at once.
+	return nil
+}
+
+// frees runs U5, per kind in node order: each kind's freed nodes
+// selected into its own part of fsel, the four counts read back at once
+// and the frees made pending (an insert with no pending nodes pushes
+// them at once, pushLate). It returns the round's emitted entries for
+// the next round: O for a delete, 0 for an insert.
+func (r *nodeRun) frees(O int) (int, error) {
+	g, k, T, N := r.g, r.g.k, r.T, r.N
 	for kk := kindN4; kk <= kindN256; kk++ {
 		i := kk - kindN4
-		if err := firstErr(g.launch(k.nFreeFlags, T, uint64(T), tstart, snode, out, uint32(kk), fflag),
-			prim.DevSelect(g.pe, nidx, fflag, gpu.View[uint32](fsel, 4*i*N, T), T, gpu.View[uint32](fcnt, 4*i, 1))); err != nil {
+		if err := firstErr(g.launch(k.nFreeFlags, T, uint64(T), r.tstart, r.snode, r.out, uint32(kk), r.fflag),
+			prim.DevSelect(g.pe, r.nidx, r.fflag, gpu.View[uint32](r.fsel, 4*i*N, T), T, gpu.View[uint32](r.fcnt, 4*i, 1))); err != nil {
 			return 0, fmt.Errorf("node round: frees: %w", err)
 		}
 	}
-	if in.insert && t.noPendingNodes() {
+	if r.in.insert && r.t.noPendingNodes() {
 		// An insert frees nothing else: the frees go on the free
 		// stacks now, their counts come back with the batch's last
 		// synchronization (pushLate).
-		return 0, g.pushLate(t, T, N, fsel, fcnt)
+		return 0, g.pushLate(r.t, T, N, r.fsel, r.fcnt)
 	}
-	fc, err := g.readU32(fcnt, 0, numNodeKinds)
+	fc, err := g.readU32(r.fcnt, 0, numNodeKinds)
 	if err != nil {
 		return 0, err
 	}
 	g.step("node round: write, frees")
 	for kk := kindN4; kk <= kindN256; kk++ {
 		i := kk - kindN4
-		if err := g.pushPending(t, kk, gpu.View[uint32](fsel, 4*i*N, T), int(fc[i])); err != nil {
+		if err := g.pushPending(r.t, kk, gpu.View[uint32](r.fsel, 4*i*N, T), int(fc[i])); err != nil {
 			return 0, err
 		}
 	}
-	if in.insert {
+	if r.in.insert {
 		return 0, nil
 	}
 	return O, nil

@@ -129,6 +129,8 @@ func parseSTMRun(e *env, args []string) (*stmRunFlags, error) {
 		return nil, usagef("stm run takes no arguments, got %q", strings.Join(fs.Args(), " "))
 	}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	var contErr error
+	f.contention, contErr = stm.ParseContention(*contention)
 	switch {
 	case f.body == "":
 		return nil, usagef("--body FILE.cu is required")
@@ -152,12 +154,11 @@ func parseSTMRun(e *env, args []string) (*stmRunFlags, error) {
 		return nil, usagef("--servers %d: want 0 (default) to %d", f.servers, stm.MaxServers)
 	case f.throttle >= 1 || f.throttle != f.throttle:
 		return nil, usagef("--throttle %g: %s", f.throttle, stmThrottleWant)
-	case !validContention(*contention):
+	case contErr != nil:
 		return nil, usagef("--contention %q: want default, off, check or claims", *contention)
 	case f.history != "" && !f.check:
 		return nil, usagef("--history needs --check (the history is what --check records)")
 	}
-	f.contention, _ = stm.ParseContention(*contention)
 	spec, err := gpu.ParseSpec(f.device)
 	if err != nil {
 		return nil, usagef("--device: %v", err)
@@ -238,11 +239,4 @@ func writeHistoryFile(path string, h []stm.Record) error {
 		return err
 	}
 	return out.Close()
-}
-
-// validContention reports whether s names a contention mode
-// (stm.ParseContention).
-func validContention(s string) bool {
-	_, err := stm.ParseContention(s)
-	return err == nil
 }
