@@ -233,19 +233,19 @@ func (s *shard) step() (wait int, until time.Time) {
 	s.mu.Lock()
 	nu, since, np, closed := s.upd.jobs(), s.updSince, len(s.pending), s.closed
 	s.mu.Unlock()
-	if np > 0 && s.inline != nil {
-		// Inline searches need no batch to pass: retire the dropped
-		// locations now, so that unlinks never wait for a lull.
+	if np > 0 {
+		// Retire the dropped locations now, so that unlinks never wait
+		// for a search batch or a lull (a client that sends its next set
+		// as soon as the last is acknowledged leaves none: every replaced
+		// item would stay allocated). The step holds the role, so no
+		// batch is being searched: a batch searched later cannot find
+		// the dropped locations, and the delivered batches that may hold
+		// them (and, inline, the searches in flight) are waited for.
 		s.retire(s.takePending(), s.deliveredReaders(s.untilList()))
 		np = 0
 	}
 	if ns == 0 && nu == 0 {
-		if np > 0 && !s.readersLeft() {
-			// Idle, no reader holds a location: unlink now.
-			s.unlinked(s.takePending())
-			return waitNone, until
-		}
-		if closed && np == 0 && len(s.awaiting) == 0 {
+		if closed && len(s.awaiting) == 0 {
 			return waitExit, until
 		}
 		return waitWork, until
@@ -310,16 +310,6 @@ func (s *shard) unlinkAwaited() {
 	clear(s.awaiting[k:])
 	s.awaiting = s.awaiting[:k]
 	s.awaitN.Store(int32(k))
-}
-
-// readersLeft reports whether a delivered batch still has readers.
-func (s *shard) readersLeft() bool {
-	for _, x := range s.q.batches {
-		if x.delivered && x.readers.Load() > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // timerSlack is the shortest wait left to a timer: Go's timers may
