@@ -130,7 +130,8 @@ func BenchmarkGPUInsert(b *testing.B) {
 // 100M-key tree (built again before every run, untimed), as bench btree's
 // "insert 10M uniform into 100M", with the keys uploaded in two halves
 // (uploadSortHalves) or whole, the leaves merged by a warp per leaf
-// (bt_merge_leaves_E) or over flattened entries, from Go slices or from a
+// (bt_merge_leaves_E) or over flattened entries, the values from Go slices
+// merged in once copied or scattered last (lateValues), from Go slices or from a
 // pinned Staging (InsertStaged), and logs where the last run's time went:
 // every step's device time (CUDA events), host time and host
 // synchronizations (engine.StepTrace).
@@ -141,9 +142,10 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 		halves  bool
 		flat    bool
 		staged  bool
-	}{{stageWorkers, true, false, false}, {stageWorkers, false, false, false}, {stageWorkers, true, true, false},
-		{stageWorkers, true, false, true}} {
-		name := fmt.Sprintf("stageWorkers=%d/halves=%v/flatMerge=%v", c.workers, c.halves, c.flat)
+		late    bool
+	}{{stageWorkers, true, false, false, false}, {stageWorkers, true, false, false, true}, {stageWorkers, false, false, false, false},
+		{stageWorkers, true, true, false, false}, {stageWorkers, true, false, true, false}} {
+		name := fmt.Sprintf("stageWorkers=%d/halves=%v/flatMerge=%v/lateValues=%v", c.workers, c.halves, c.flat, c.late)
 		if c.staged {
 			name = "staged/" + name
 		}
@@ -158,6 +160,7 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			gt.trace = &engine.StepTrace{}
 			gt.flatMerge = c.flat
 			gt.wholeUpload = !c.halves
+			gt.lateValues = c.late
 			insert := func() error { return g.Insert(benchBatch[0], benchBatch[1]) }
 			if c.staged {
 				st, err := g.NewStaging(benchBatchKeys)

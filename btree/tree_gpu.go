@@ -62,6 +62,10 @@ type gpuTree struct {
 	// wholeUpload turns the keys' upload in two halves off (splitUpload):
 	// benchmarks and tests compare the two.
 	wholeUpload bool
+	// lateValues makes an insert from Go slices scatter its values after
+	// the upper levels even when their copy has already queued its last
+	// chunk (mergeValuesFor): benchmarks compare the two.
+	lateValues bool
 }
 
 // Names of the batch's buffers in the pool.
