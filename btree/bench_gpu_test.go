@@ -305,9 +305,28 @@ func BenchmarkGPURanges(b *testing.B) {
 	}
 	// The default kernels answering into a reused Result: Go memory
 	// (copied out of the transfer buffers), then pinned (NewResult: the
-	// device writes into it).
-	for _, pinned := range []bool{false, true} {
-		b.Run(fmt.Sprintf("kernel=start/into/pinned=%v", pinned), func(b *testing.B) {
+	// device writes into it); the pinned one also in one chunk (the
+	// pipeline off) and in chunks of 32Ki queries. The last call's steps
+	// are logged.
+	gt := g.e.(*gpuTree)
+	for _, c := range []struct {
+		pinned bool
+		chunk  int
+	}{{false, 0}, {true, 0}, {true, nq}, {true, 1 << 15}} {
+		name := fmt.Sprintf("kernel=start/into/pinned=%v", c.pinned)
+		if c.chunk > 0 {
+			name += fmt.Sprintf("/chunk=%d", c.chunk)
+		}
+		pinned := c.pinned
+		b.Run(name, func(b *testing.B) {
+			gt.rangeChunkSize = c.chunk
+			gt.trace = &engine.StepTrace{}
+			defer func() {
+				if err := gt.trace.Close(); err != nil {
+					b.Error(err)
+				}
+				gt.rangeChunkSize, gt.trace = 0, nil
+			}()
 			r := &Result{}
 			if pinned {
 				r = g.NewResult()
@@ -328,6 +347,11 @@ func BenchmarkGPURanges(b *testing.B) {
 			b.ReportMetric(float64(b.N)*float64(nq)/work.Seconds()/1e6, "Mqueries/s-work")
 			b.ReportMetric(total.Seconds()*1e3/float64(b.N), "call-ms")
 			b.ReportMetric(float64(len(r.Keys))/float64(nq), "pairs/query")
+			steps, err := gt.trace.Steps()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("last call (%.3f ms):\n%s", ms(g.LastBatch().Total), engine.FormatSteps(steps))
 		})
 	}
 }
