@@ -34,7 +34,7 @@ const (
 // (par.Shared) straight into the pool's pinned buffer host.q, reach the
 // device by DMA and are counted there (one descent per query: the count
 // and, in the default form, where its pairs start) while the host packs
-// the next chunk. Then prim's exclusive scan of the counts and one read of
+// the next chunk (packAndCount). Then prim's exclusive scan of the counts and one read of
 // the total and of each chunk's first offset; the write pass runs chunk by
 // chunk on the tree's stream (the default form copies from the kept
 // starts without a descent; see rangeForm; the other forms write in one
@@ -72,15 +72,8 @@ func (g *gpuTree) rangesBatch(into *Result, root uint32, los, his []uint64, limi
 	if limit > 0 {
 		p.limit = uint64(limit)
 	}
-	for _, c := range ch {
-		packBounds(h[c.lo:c.hi], h[q+c.lo:q+c.hi], los[c.lo:c.hi], his[c.lo:c.hi], halfOpen, 0)
-		if err := errors.Join(gpu.View[uint64](bounds, 8*c.lo, c.n()).Write(g.s, 0, h[c.lo:c.hi]),
-			gpu.View[uint64](bounds, 8*(q+c.lo), c.n()).Write(g.s, 0, h[q+c.lo:q+c.hi])); err != nil {
-			return nil, tm, err
-		}
-		if err := p.count(bounds, q, c); err != nil {
-			return nil, tm, err
-		}
+	if err := p.packAndCount(h, bounds, ch, los, his, halfOpen); err != nil {
+		return nil, tm, err
 	}
 	if err := gpu.View[uint64](counts, 8*q, 1).FillBytes(g.s, 0); err != nil {
 		return nil, tm, err
@@ -205,6 +198,51 @@ func (g *gpuTree) rangeEvents(n int) ([]*gpu.Event, error) {
 		g.rangeEv = append(g.rangeEv, e)
 	}
 	return g.rangeEv[:n], nil
+}
+
+// packAndCount converts the bounds of each chunk of ch (of len(los)
+// queries in all) into h (packBounds: lower bounds in h[:q], upper ones in
+// h[q:2q]), copies them to bounds by DMA and queues the chunk's count
+// pass, all on the tree's stream. With more than one chunk the DMAs and
+// launches are issued by a goroutine of their own as each chunk is
+// packed, so that the driver calls (and the scheduler's hand-back after
+// them) stay off the packing's path; unless g.rangeInline, when the
+// packing goroutine issues them between chunks. Cost: one parallel pass
+// over the bounds, two DMAs and a launch per chunk.
+func (p rangePass) packAndCount(h []uint64, bounds *gpu.Buffer[uint64], ch []chunk, los, his []uint64, halfOpen bool) error {
+	g, q := p.g, len(los)
+	issue := func(c chunk) error {
+		return errors.Join(gpu.View[uint64](bounds, 8*c.lo, c.n()).Write(g.s, 0, h[c.lo:c.hi]),
+			gpu.View[uint64](bounds, 8*(q+c.lo), c.n()).Write(g.s, 0, h[q+c.lo:q+c.hi]), p.count(bounds, q, c))
+	}
+	pack := func(c chunk) {
+		packBounds(h[c.lo:c.hi], h[q+c.lo:q+c.hi], los[c.lo:c.hi], his[c.lo:c.hi], halfOpen, 0)
+	}
+	if g.rangeInline || len(ch) == 1 {
+		for _, c := range ch {
+			pack(c)
+			if err := issue(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	packed, done := make(chan chunk, len(ch)), make(chan error, 1)
+	go func() {
+		var err error
+		for c := range packed {
+			if err == nil {
+				err = issue(c)
+			}
+		}
+		done <- err
+	}()
+	for _, c := range ch {
+		pack(c)
+		packed <- c
+	}
+	close(packed)
+	return <-done
 }
 
 // rangePackMin is the fewest queries one worker converts.
