@@ -157,9 +157,13 @@ func (g *gpuTree) rangesBatch(into *Result, root uint32, los, his []uint64, limi
 }
 
 // gpuRangeChunk is the queries of one chunk of a ranges call (rangesBatch):
-// 1 MiB of each bound, the pairs of 128Ki queries of ~16 keys (32 MiB)
-// per transfer of the answers.
-const gpuRangeChunk = 1 << 17
+// 2 MiB of each bound, the pairs of 256Ki queries of ~16 keys (64 MiB)
+// per transfer of the answers. At 1M queries of 16 keys in a 100M-key
+// tree on the H200 host, 256Ki chunks measured 152.6 M queries/s against
+// 146.3 (128Ki), 145.3 (512Ki), 138.1 (one chunk) and 122.6 (32Ki) in
+// one run (BENCHMARKS.md, branch bgo): smaller chunks cost more host time
+// per chunk than their overlap gains.
+const gpuRangeChunk = 1 << 18
 
 // chunkOfRanges returns the queries of one chunk of a ranges call: the
 // tree's rangeChunkSize (tests set it small) or gpuRangeChunk.
@@ -203,46 +207,20 @@ func (g *gpuTree) rangeEvents(n int) ([]*gpu.Event, error) {
 // packAndCount converts the bounds of each chunk of ch (of len(los)
 // queries in all) into h (packBounds: lower bounds in h[:q], upper ones in
 // h[q:2q]), copies them to bounds by DMA and queues the chunk's count
-// pass, all on the tree's stream. With more than one chunk the DMAs and
-// launches are issued by a goroutine of their own as each chunk is
-// packed, so that the driver calls (and the scheduler's hand-back after
-// them) stay off the packing's path; unless g.rangeInline, when the
-// packing goroutine issues them between chunks. Cost: one parallel pass
-// over the bounds, two DMAs and a launch per chunk.
+// pass, all on the tree's stream, before it converts the next chunk.
+// (Issuing the DMAs and launches from a goroutine of their own measured no
+// faster on the H200 host: BENCHMARKS.md, branch bgo.) Cost: one parallel
+// pass over the bounds, two DMAs and a launch per chunk.
 func (p rangePass) packAndCount(h []uint64, bounds *gpu.Buffer[uint64], ch []chunk, los, his []uint64, halfOpen bool) error {
 	g, q := p.g, len(los)
-	issue := func(c chunk) error {
-		return errors.Join(gpu.View[uint64](bounds, 8*c.lo, c.n()).Write(g.s, 0, h[c.lo:c.hi]),
-			gpu.View[uint64](bounds, 8*(q+c.lo), c.n()).Write(g.s, 0, h[q+c.lo:q+c.hi]), p.count(bounds, q, c))
-	}
-	pack := func(c chunk) {
-		packBounds(h[c.lo:c.hi], h[q+c.lo:q+c.hi], los[c.lo:c.hi], his[c.lo:c.hi], halfOpen, 0)
-	}
-	if g.rangeInline || len(ch) == 1 {
-		for _, c := range ch {
-			pack(c)
-			if err := issue(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	packed, done := make(chan chunk, len(ch)), make(chan error, 1)
-	go func() {
-		var err error
-		for c := range packed {
-			if err == nil {
-				err = issue(c)
-			}
-		}
-		done <- err
-	}()
 	for _, c := range ch {
-		pack(c)
-		packed <- c
+		packBounds(h[c.lo:c.hi], h[q+c.lo:q+c.hi], los[c.lo:c.hi], his[c.lo:c.hi], halfOpen, 0)
+		if err := errors.Join(gpu.View[uint64](bounds, 8*c.lo, c.n()).Write(g.s, 0, h[c.lo:c.hi]),
+			gpu.View[uint64](bounds, 8*(q+c.lo), c.n()).Write(g.s, 0, h[q+c.lo:q+c.hi]), p.count(bounds, q, c)); err != nil {
+			return err
+		}
 	}
-	close(packed)
-	return <-done
+	return nil
 }
 
 // rangePackMin is the fewest queries one worker converts.

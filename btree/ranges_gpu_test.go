@@ -18,9 +18,7 @@ import (
 // above the warp's linear node scan (WARP_SCAN_MAX, binary search), for
 // random, empty, reversed, single-key and unbounded ranges and limits of
 // none, 1, 5 and 100; the default form also in chunks of 777 queries
-// (rangesBatch's pipeline; each chunk's DMAs and count issued by a
-// goroutine of their own, then inline) into Go memory and a pinned
-// Result.
+// (rangesBatch's pipeline) into Go memory and a pinned Result.
 func TestGPURangeKernels(t *testing.T) {
 	d := gputest.Device(t)
 	for _, order := range []int{4, 7, DefaultOrder, 1024} {
@@ -89,29 +87,26 @@ func TestGPURangeKernels(t *testing.T) {
 				// Result: each chunk counted after its own upload and its
 				// answers fetched after its own write.
 				gt.rangeChunkSize = 777
-				for _, inline := range []bool{false, true} {
-					gt.rangeInline = inline
-					k, v, o, err := g.Ranges(los, his, limit)
-					if err != nil {
-						t.Fatalf("limit %d, chunks (inline %v): %v", limit, inline, err)
+				k, v, o, err := g.Ranges(los, his, limit)
+				if err != nil {
+					t.Fatalf("limit %d, chunks: %v", limit, err)
+				}
+				if !slices.Equal(k, wk) || !slices.Equal(v, wv) || !slices.Equal(o, wo) {
+					t.Fatalf("limit %d, chunks: %d pairs, want %d (offsets equal %v)", limit, len(k), len(wk), slices.Equal(o, wo))
+				}
+				pr := g.NewResult()
+				for range 2 { // the second call reuses the pinned arrays
+					if _, err := g.RangesInto(pr, los, his, limit); err != nil {
+						t.Fatalf("limit %d, chunks, pinned: %v", limit, err)
 					}
-					if !slices.Equal(k, wk) || !slices.Equal(v, wv) || !slices.Equal(o, wo) {
-						t.Fatalf("limit %d, chunks (inline %v): %d pairs, want %d (offsets equal %v)", limit, inline, len(k), len(wk), slices.Equal(o, wo))
-					}
-					pr := g.NewResult()
-					for range 2 { // the second call reuses the pinned arrays
-						if _, err := g.RangesInto(pr, los, his, limit); err != nil {
-							t.Fatalf("limit %d, chunks (inline %v), pinned: %v", limit, inline, err)
-						}
-						if !slices.Equal(pr.Keys, wk) || !slices.Equal(pr.Values, wv) || !slices.Equal(pr.Offsets, wo) {
-							t.Fatalf("limit %d, chunks (inline %v), pinned: %d pairs, want %d", limit, inline, len(pr.Keys), len(wk))
-						}
-					}
-					if err := pr.Free(); err != nil {
-						t.Fatal(err)
+					if !slices.Equal(pr.Keys, wk) || !slices.Equal(pr.Values, wv) || !slices.Equal(pr.Offsets, wo) {
+						t.Fatalf("limit %d, chunks, pinned: %d pairs, want %d", limit, len(pr.Keys), len(wk))
 					}
 				}
-				gt.rangeChunkSize, gt.rangeInline = 0, false
+				if err := pr.Free(); err != nil {
+					t.Fatal(err)
+				}
+				gt.rangeChunkSize = 0
 			}
 		})
 	}

@@ -67,10 +67,6 @@ type gpuTree struct {
 	// several); rangeEv are the events of the chunks' writes.
 	rangeChunkSize int
 	rangeEv        []*gpu.Event
-	// rangeInline makes a ranges call's packing goroutine issue each
-	// chunk's DMAs and count launch itself (packAndCount): benchmarks
-	// compare it with the issuing goroutine.
-	rangeInline bool
 
 	// lateValues makes an insert from Go slices scatter its values after
 	// the upper levels even when their copy has already queued its last
