@@ -130,7 +130,8 @@ func BenchmarkGPUInsert(b *testing.B) {
 // 100M-key tree (built again before every run, untimed), as bench btree's
 // "insert 10M uniform into 100M", with the keys uploaded in two halves
 // (uploadSortHalves) or whole, the leaves merged by a warp per leaf
-// (bt_merge_leaves_E) or over flattened entries, from Go slices or from a
+// (bt_merge_leaves_E) or over flattened entries, the values from Go slices
+// merged in once copied or scattered last (lateValues), from Go slices or from a
 // pinned Staging (InsertStaged), and logs where the last run's time went:
 // every step's device time (CUDA events), host time and host
 // synchronizations (engine.StepTrace).
@@ -141,9 +142,10 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 		halves  bool
 		flat    bool
 		staged  bool
-	}{{stageWorkers, true, false, false}, {stageWorkers, false, false, false}, {stageWorkers, true, true, false},
-		{stageWorkers, true, false, true}} {
-		name := fmt.Sprintf("stageWorkers=%d/halves=%v/flatMerge=%v", c.workers, c.halves, c.flat)
+		late    bool
+	}{{stageWorkers, true, false, false, false}, {stageWorkers, true, false, false, true}, {stageWorkers, false, false, false, false},
+		{stageWorkers, true, true, false, false}, {stageWorkers, true, false, true, false}} {
+		name := fmt.Sprintf("stageWorkers=%d/halves=%v/flatMerge=%v/lateValues=%v", c.workers, c.halves, c.flat, c.late)
 		if c.staged {
 			name = "staged/" + name
 		}
@@ -158,6 +160,7 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			gt.trace = &engine.StepTrace{}
 			gt.flatMerge = c.flat
 			gt.wholeUpload = !c.halves
+			gt.lateValues = c.late
 			insert := func() error { return g.Insert(benchBatch[0], benchBatch[1]) }
 			if c.staged {
 				st, err := g.NewStaging(benchBatchKeys)
@@ -302,9 +305,28 @@ func BenchmarkGPURanges(b *testing.B) {
 	}
 	// The default kernels answering into a reused Result: Go memory
 	// (copied out of the transfer buffers), then pinned (NewResult: the
-	// device writes into it).
-	for _, pinned := range []bool{false, true} {
-		b.Run(fmt.Sprintf("kernel=start/into/pinned=%v", pinned), func(b *testing.B) {
+	// device writes into it); the pinned one also in one chunk (the
+	// pipeline off) and in chunks of 32Ki, 128Ki and 512Ki queries (the
+	// default: 256Ki). The last call's steps are logged.
+	gt := g.e.(*gpuTree)
+	for _, c := range []struct {
+		pinned bool
+		chunk  int
+	}{{false, 0}, {true, 0}, {true, nq}, {true, 1 << 15}, {true, 1 << 17}, {true, 1 << 19}} {
+		name := fmt.Sprintf("kernel=start/into/pinned=%v", c.pinned)
+		if c.chunk > 0 {
+			name += fmt.Sprintf("/chunk=%d", c.chunk)
+		}
+		pinned := c.pinned
+		b.Run(name, func(b *testing.B) {
+			gt.rangeChunkSize = c.chunk
+			gt.trace = &engine.StepTrace{}
+			defer func() {
+				if err := gt.trace.Close(); err != nil {
+					b.Error(err)
+				}
+				gt.rangeChunkSize, gt.trace = 0, nil
+			}()
 			r := &Result{}
 			if pinned {
 				r = g.NewResult()
@@ -325,6 +347,11 @@ func BenchmarkGPURanges(b *testing.B) {
 			b.ReportMetric(float64(b.N)*float64(nq)/work.Seconds()/1e6, "Mqueries/s-work")
 			b.ReportMetric(total.Seconds()*1e3/float64(b.N), "call-ms")
 			b.ReportMetric(float64(len(r.Keys))/float64(nq), "pairs/query")
+			steps, err := gt.trace.Steps()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("last call (%.3f ms):\n%s", ms(g.LastBatch().Total), engine.FormatSteps(steps))
 		})
 	}
 }

@@ -21,11 +21,13 @@ import (
 // sortDedupe kept, at most n (locate reads their number), to a non-empty
 // tree and returns the new bookkeeping. When the batch's values are still
 // uploading (uploadSortDedupe's overlap) and the warp merge runs: from Go
-// slices, the leaves and the upper levels are written without them, and
-// the values are scattered into their leaf slots last (scatterValues), so
+// slices whose host copy is still running when the leaves are reserved,
+// the leaves and the upper levels are written without them, and the
+// values are scattered into their leaf slots last (scatterValues), so
 // that the values' host copy overlaps the merge and the parents; from
-// pinned memory, whose DMA is done by then, the merge reads them from the
-// upload by their kept positions (no gather kernel). Cost: locate's,
+// pinned memory, or from Go slices whose last chunk is already queued,
+// the merge reads them from the upload by their kept positions (no
+// gather or scatter kernel). Cost: locate's,
 // mergeLeaves', and per level one thread per changed child, replacement
 // and entry of the touched parents.
 func (g *gpuTree) insertSorted(st treeState, n int) (treeState, error) {
@@ -82,9 +84,10 @@ type mergeValues struct {
 // mergeValuesFor returns where the merge of gr (m batch keys) takes the
 // values, and late when they are scattered after the upper levels: with
 // no values' upload pending or no warp merge, outV once awaitValues has
-// gathered them; from Go slices, late; from pinned memory, the upload by
-// the kept positions once it has arrived. Cost: as awaitValues, or a
-// stream wait, or nothing.
+// gathered them; from Go slices still being copied (or with lateValues
+// set), late; from pinned memory or Go slices whose copy has queued its
+// last chunk, the upload by the kept positions once it has arrived. Cost:
+// as awaitValues, or a stream wait, or nothing.
 func (g *gpuTree) mergeValuesFor(gr groups, m int) (mergeValues, bool, error) {
 	outV := gpu.Take[uint64](g.pool, bufOutV, m)
 	none := gpu.DevicePtr(0)
@@ -92,7 +95,7 @@ func (g *gpuTree) mergeValuesFor(gr groups, m int) (mergeValues, bool, error) {
 	switch {
 	case u == nil || !g.warpMerge(gr):
 		return mergeValues{outV, none, none}, false, g.awaitValues()
-	case !u.pinned:
+	case !u.pinned && (g.lateValues || !u.queued()):
 		return mergeValues{outV, none, outV}, true, nil
 	}
 	if _, err := g.valuesArrived(); err != nil {

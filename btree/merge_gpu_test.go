@@ -15,12 +15,13 @@ import (
 // boundary (E = 1, 2, 4, 8 entries a lane: orders up to 32, 64, 128, 256),
 // in batches large enough to upload their keys in two halves (the first
 // sorted during the second's copy, then merged: uploadSortHalves; keys
-// repeated across the halves) and their values during the merge (the
-// values scattered last: bt_scatter_values), with clusters of up to 300
+// repeated across the halves) and their values during the merge (odd
+// rounds scatter them last, bt_scatter_values; even ones let the merge
+// read them once their copy has queued), with clusters of up to 300
 // consecutive keys in one leaf (groups of more than one chunk of 32 batch
 // keys), keys already in the tree (the batch's value wins) and keys
 // repeated in a batch. It checks that the halves, the one-pass merge and
-// the scatter ran (the step trace) and compares the node arrays with the
+// the scatter (or the wait for the values) ran (the step trace) and compares the node arrays with the
 // CPU engine's word for word after every batch, then every key's value.
 func TestGPUWarpMergeOrders(t *testing.T) {
 	d := gputest.Device(t)
@@ -41,6 +42,9 @@ func TestGPUWarpMergeOrders(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(order), 22))
 			var all []uint64
 			for round := range 4 {
+				// Odd rounds scatter the values last (lateValues); even
+				// ones merge them in when their copy has queued by then.
+				gt.lateValues = round%2 == 1
 				keys, vals := clusteredBatch(rng, all, 3*stageMin+4321, round > 0)
 				all = append(all, keys...)
 				if err := buildOrInsert(round, keys, vals, g, c); err != nil {
@@ -56,10 +60,16 @@ func TestGPUWarpMergeOrders(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, name := range []string{stepHalves, stepWarpMerge, stepScatter} {
-					if !slices.ContainsFunc(steps, func(s engine.Step) bool { return s.Name == name }) {
+				has := func(name string) bool {
+					return slices.ContainsFunc(steps, func(s engine.Step) bool { return s.Name == name })
+				}
+				for _, name := range []string{stepHalves, stepWarpMerge} {
+					if !has(name) {
 						t.Fatalf("round %d: no step %q among %v", round, name, steps)
 					}
+				}
+				if gt.lateValues && !has(stepScatter) || !gt.lateValues && !has(stepScatter) && !has(stepValuesWait) {
+					t.Fatalf("round %d (lateValues %v): no step %q or %q among %v", round, gt.lateValues, stepScatter, stepValuesWait, steps)
 				}
 			}
 			sameValues(t, fmt.Sprintf("order %d", order), g, c, all)

@@ -17,7 +17,8 @@ import (
 // small orders (walks across many leaves), the default order and an order
 // above the warp's linear node scan (WARP_SCAN_MAX, binary search), for
 // random, empty, reversed, single-key and unbounded ranges and limits of
-// none, 1, 5 and 100.
+// none, 1, 5 and 100; the default form also in chunks of 777 queries
+// (rangesBatch's pipeline) into Go memory and a pinned Result.
 func TestGPURangeKernels(t *testing.T) {
 	d := gputest.Device(t)
 	for _, order := range []int{4, 7, DefaultOrder, 1024} {
@@ -81,6 +82,31 @@ func TestGPURangeKernels(t *testing.T) {
 					}
 				}
 				gt.rangeForm = rangeOneDescent
+				// The default form in chunks of 777 queries (7 of them,
+				// the last shorter), into Go memory and into a pinned
+				// Result: each chunk counted after its own upload and its
+				// answers fetched after its own write.
+				gt.rangeChunkSize = 777
+				k, v, o, err := g.Ranges(los, his, limit)
+				if err != nil {
+					t.Fatalf("limit %d, chunks: %v", limit, err)
+				}
+				if !slices.Equal(k, wk) || !slices.Equal(v, wv) || !slices.Equal(o, wo) {
+					t.Fatalf("limit %d, chunks: %d pairs, want %d (offsets equal %v)", limit, len(k), len(wk), slices.Equal(o, wo))
+				}
+				pr := g.NewResult()
+				for range 2 { // the second call reuses the pinned arrays
+					if _, err := g.RangesInto(pr, los, his, limit); err != nil {
+						t.Fatalf("limit %d, chunks, pinned: %v", limit, err)
+					}
+					if !slices.Equal(pr.Keys, wk) || !slices.Equal(pr.Values, wv) || !slices.Equal(pr.Offsets, wo) {
+						t.Fatalf("limit %d, chunks, pinned: %d pairs, want %d", limit, len(pr.Keys), len(wk))
+					}
+				}
+				if err := pr.Free(); err != nil {
+					t.Fatal(err)
+				}
+				gt.rangeChunkSize = 0
 			}
 		})
 	}

@@ -150,6 +150,8 @@ func (g *gpuTree) dedupeValuesLater(tr transfers, n int, keys *gpu.Buffer[uint64
 // awaitValues then gathers the m kept ones (positions sel) into outV.
 type valuesUpload struct {
 	done   chan error
+	got    bool  // done's answer was taken (queued)
+	err    error // that answer
 	v      *gpu.Buffer[uint64]
 	sel    *gpu.Buffer[uint32]
 	m      int
@@ -210,10 +212,33 @@ func (g *gpuTree) valuesArrived() (*valuesUpload, error) {
 		return nil, nil
 	}
 	g.values = nil
-	if err := <-u.done; err != nil {
+	if err := u.wait(); err != nil {
 		return nil, err
 	}
 	return u, g.joinBack()
+}
+
+// wait blocks until the upload's goroutine has queued the last chunk and
+// returns how it went. Cost: the rest of the host copy.
+func (u *valuesUpload) wait() error {
+	if !u.got {
+		u.err, u.got = <-u.done, true
+	}
+	return u.err
+}
+
+// queued reports, without blocking, whether the upload's goroutine has
+// queued the last chunk (its DMA may still run: the stream wait of
+// valuesArrived orders it). Cost: O(1).
+func (u *valuesUpload) queued() bool {
+	if !u.got {
+		select {
+		case u.err = <-u.done:
+			u.got = true
+		default:
+		}
+	}
+	return u.got
 }
 
 // settleValues waits for a values' upload still pending (a batch that
@@ -223,8 +248,8 @@ func (g *gpuTree) valuesArrived() (*valuesUpload, error) {
 func (g *gpuTree) settleValues() {
 	if u := g.values; u != nil {
 		g.values = nil
-		<-u.done
-		_ = g.s2.Synchronize() // best effort: the batch's own error is returned
+		_ = u.wait()           // the batch's own error is returned
+		_ = g.s2.Synchronize() // best effort, likewise // best effort: the batch's own error is returned
 	}
 }
 

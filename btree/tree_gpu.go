@@ -62,6 +62,16 @@ type gpuTree struct {
 	// wholeUpload turns the keys' upload in two halves off (splitUpload):
 	// benchmarks and tests compare the two.
 	wholeUpload bool
+	// rangeChunkSize, when positive, replaces gpuRangeChunk as the queries
+	// of one chunk of a ranges call (tests cut small batches into
+	// several); rangeEv are the events of the chunks' writes.
+	rangeChunkSize int
+	rangeEv        []*gpu.Event
+
+	// lateValues makes an insert from Go slices scatter its values after
+	// the upper levels even when their copy has already queued its last
+	// chunk (mergeValuesFor): benchmarks compare the two.
+	lateValues bool
 }
 
 // Names of the batch's buffers in the pool.
@@ -101,7 +111,8 @@ func newGPUTree(r resolved, d *gpu.Device) (*gpuTree, error) {
 	return g, nil
 }
 
-// closeStreams destroys the second stream and the join events.
+// closeStreams destroys the second stream, the join events and the
+// ranges' events.
 func (g *gpuTree) closeStreams() error {
 	var err error
 	if g.s2 != nil {
@@ -114,6 +125,10 @@ func (g *gpuTree) closeStreams() error {
 			g.join[i] = nil
 		}
 	}
+	for _, e := range g.rangeEv {
+		err = errors.Join(err, e.Close())
+	}
+	g.rangeEv = nil
 	return err
 }
 
