@@ -68,10 +68,16 @@ type loop struct {
 	incoming []*conn
 	stopped  bool
 
-	conns   map[int]*conn
-	run     []*conn // connections to run in the next round
-	cur     []*conn
-	batch   kv.Batch
+	conns map[int]*conn
+	run   []*conn // connections to run in the next round
+	cur   []*conn
+	batch kv.Batch
+	// With Config.RoundOverlap on a SplitCache: the second half's batch
+	// and a Split for each half (pair).
+	batch2  kv.Batch
+	split   [2]Split
+	started [2]bool // the half's batch was started (pair)
+	ran     [2]bool // the half's batch ran without failing (pair)
 	events  []unix.EpollEvent
 	iov     [][]byte
 	iovecs  []unix.Iovec
@@ -172,6 +178,11 @@ func (s *Server) startLoops() {
 			}
 			s.loops = append(s.loops, l)
 		}
+		if sc, ok := s.cache.(SplitCache); ok && s.cfg.RoundOverlap && sc.SplitLoops() >= len(s.loops) {
+			for _, l := range s.loops {
+				l.split = [2]Split{sc.NewSplit(), sc.NewSplit()}
+			}
+		}
 		sets := make([]*hotCounters, len(s.loops))
 		for i, l := range s.loops {
 			sets[i] = &l.hot
@@ -196,6 +207,12 @@ func (l *loop) trim() {
 	}
 	if cap(l.batch.Ops) > loopMaxOps {
 		l.batch.Ops = nil
+	}
+	if cap(l.batch2.Buf) > loopKeepBytes {
+		l.batch2.Buf = nil
+	}
+	if cap(l.batch2.Ops) > loopMaxOps {
+		l.batch2.Ops = nil
 	}
 	l.keptBuf.Store(int64(cap(l.batch.Buf)))
 	if ack := l.s.trimAck.Load(); ack != nil {
@@ -241,6 +258,11 @@ func (s *Server) wakeLoops() {
 }
 
 func (l *loop) free() {
+	for _, sp := range l.split {
+		if sp != nil {
+			sp.Close()
+		}
+	}
 	if l.pf != nil {
 		l.pf.Close() // owns epfd
 	} else {
@@ -351,7 +373,11 @@ func (l *loop) round() {
 	var rest []*conn
 	for lo := 0; lo < len(cur); lo += step {
 		group := cur[lo:min(lo+step, len(cur))]
-		if n := l.group(group); n < len(group) {
+		run := l.group
+		if l.split[0] != nil && len(group) > 1 {
+			run = l.pair
+		}
+		if n := run(group); n < len(group) {
 			rest = cur[lo+n:] // the round is full: the rest run first next round
 			break
 		}
@@ -363,10 +389,12 @@ func (l *loop) round() {
 		}
 		l.run = append(l.run[:0], next...)
 	}
-	if cap(l.batch.Buf) > 4<<20 {
-		l.batch.Buf = nil
+	for _, b := range []*kv.Batch{&l.batch, &l.batch2} {
+		if cap(b.Buf) > 4<<20 {
+			b.Buf = nil
+		}
+		b.Reset()
 	}
-	l.batch.Reset()
 	clear(cur)
 }
 
@@ -392,6 +420,7 @@ func (l *loop) group(cur []*conn) int {
 		if len(l.batch.Ops) >= loopMaxOps {
 			break
 		}
+		c.batch = &l.batch
 		l.parse(c)
 		parsed++
 	}
@@ -423,8 +452,7 @@ func (l *loop) group(cur []*conn) int {
 func (l *loop) do() (ok bool) {
 	defer func() {
 		if p := recover(); p != nil {
-			l.s.stats.panics.Add(1)
-			l.s.log.Error("protocol: panic in a cache batch", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			l.batchPanic(p)
 			ok = false
 		}
 	}()
@@ -473,7 +501,7 @@ func (l *loop) parse(c *conn) {
 	}()
 	c.beginRound()
 	c.ev.st = c.parseRound()
-	c.opEnd = len(l.batch.Ops)
+	c.opEnd = len(c.batch.Ops)
 }
 
 // render renders c's replies of the round (ok: its batch ran; if not,

@@ -149,6 +149,7 @@ type Engine struct {
 	scratch sync.Pool                     // *scratch
 	prof    *profile                      // nil unless Options.Profile
 	persist []*hashindex.PersistentSearch // the GPU shards' persistent searches
+	batches int                           // search batch buffers of each shard (searchBatches)
 
 	// inflightItems counts items held by queued updates (new items and
 	// removed ones): with the pending table, what a quiet engine has
@@ -248,6 +249,7 @@ func (e *Engine) openIndex() error {
 		}
 	}
 	e.interval = max(interval, 0)
+	e.batches = searchBatches()
 	for i := range nShards {
 		io := hashindex.Options{Buckets: per, Device: "cpu"}
 		if len(devs) > 0 {
@@ -268,7 +270,7 @@ func (e *Engine) openIndex() error {
 			return stagedSpace{Staging: st, ix: ix}, nil
 		}
 		if len(devs) > 0 && e.opts.GPUSearch == GPUSearchPersistent {
-			ps, err := ix.NewPersistentSearch(searchBatches, e.opts.MaxBatch)
+			ps, err := ix.NewPersistentSearch(e.batches, e.opts.MaxBatch)
 			if err != nil {
 				e.log.Warn("server: no persistent search; batches are staged calls", "shard", i, "err", err)
 			} else {
@@ -280,7 +282,7 @@ func (e *Engine) openIndex() error {
 				}
 			}
 		}
-		sh, err := newShard(ix, e.opts.Policy == PolicyFixed, e.interval, e.opts.MaxBatch, newSpace, shardHooks{
+		sh, err := newShard(ix, e.opts.Policy == PolicyFixed, e.interval, e.opts.MaxBatch, e.batches, newSpace, shardHooks{
 			searchLat: &e.idxLat, updateLat: &e.updLat, searchSize: &e.idxSize, unlink: e.unlinkPending, complete: e.completeUpdate, prof: e.prof,
 			inline:  len(devs) == 0 && e.opts.CPUSearch == CPUSearchInline && ix.Shared(),
 			callers: e.opts.SearchLaunch == SearchLaunchCallers})
