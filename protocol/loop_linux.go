@@ -402,6 +402,22 @@ func (l *loop) round() {
 // connections, and returns how many of them it ran: all, unless the
 // batch reached loopMaxOps.
 func (l *loop) group(cur []*conn) int {
+	parsed := l.readParse(cur, &l.batch)
+	ok := true
+	if len(l.batch.Ops) > 0 {
+		l.hot.batches.Add(1)
+		l.hot.ops.Add(uint64(len(l.batch.Ops)))
+		ok = l.do()
+		l.stages.lap(StageCache, len(l.batch.Ops))
+	}
+	l.answer(cur[:parsed], ok)
+	return parsed
+}
+
+// readParse reads the connections of a group and parses their requests
+// into bt, and returns how many of them it parsed: all, unless bt reached
+// loopMaxOps.
+func (l *loop) readParse(cur []*conn, bt *kv.Batch) int {
 	for _, c := range cur {
 		c.ev.queued = false
 		if c.ev.readable && c.ev.st == psMore {
@@ -410,41 +426,39 @@ func (l *loop) group(cur []*conn) int {
 		}
 	}
 	l.stages.lap(StageRead, 0)
-	l.batch.Reset()
+	bt.Reset()
 	parsed := 0
 	for _, c := range cur {
 		if c.ev.closed {
 			parsed++
 			continue
 		}
-		if len(l.batch.Ops) >= loopMaxOps {
+		if len(bt.Ops) >= loopMaxOps {
 			break
 		}
-		c.batch = &l.batch
+		c.batch = bt
 		l.parse(c)
 		parsed++
 	}
 	l.stages.lap(StageParse, 0)
-	ok := true
-	if len(l.batch.Ops) > 0 {
-		l.hot.batches.Add(1)
-		l.hot.ops.Add(uint64(len(l.batch.Ops)))
-		ok = l.do()
-		l.stages.lap(StageCache, len(l.batch.Ops))
-	}
-	for _, c := range cur[:parsed] {
+	return parsed
+}
+
+// answer renders and writes the replies of a group's connections (ok:
+// their batch ran; if not, they are closed).
+func (l *loop) answer(cur []*conn, ok bool) {
+	for _, c := range cur {
 		if !c.ev.closed {
 			l.render(c, ok)
 		}
 	}
 	l.stages.lap(StageRender, 0)
-	for _, c := range cur[:parsed] {
+	for _, c := range cur {
 		if !c.ev.closed {
 			l.finish(c)
 		}
 	}
 	l.stages.lap(StageWrite, 0)
-	return parsed
 }
 
 // do runs the round's batch; false: the cache failed (closed) or panicked,

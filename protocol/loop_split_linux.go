@@ -36,33 +36,8 @@ func (l *loop) pair(cur []*conn) int {
 // startHalf reads and parses half i's connections into its batch and
 // starts it, and returns how many connections it parsed.
 func (l *loop) startHalf(i int, cur []*conn) int {
-	bt := &l.batch
-	if i == 1 {
-		bt = &l.batch2
-	}
-	for _, c := range cur {
-		c.ev.queued = false
-		if c.ev.readable && c.ev.st == psMore {
-			c.ev.readable = false
-			l.read(c)
-		}
-	}
-	l.stages.lap(StageRead, 0)
-	bt.Reset()
-	parsed := 0
-	for _, c := range cur {
-		if c.ev.closed {
-			parsed++
-			continue
-		}
-		if len(bt.Ops) >= loopMaxOps {
-			break
-		}
-		c.batch = bt
-		l.parse(c)
-		parsed++
-	}
-	l.stages.lap(StageParse, 0)
+	bt := l.half(i)
+	parsed := l.readParse(cur, bt)
 	l.started[i], l.ran[i] = false, true
 	if len(bt.Ops) > 0 {
 		l.hot.batches.Add(1)
@@ -80,20 +55,17 @@ func (l *loop) endHalf(i int, cur []*conn) {
 	if l.started[i] {
 		ok = l.finishSplit(i)
 		l.started[i] = false
-		l.stages.lap(StageCache, 0)
+		l.stages.lap(StageCache, len(l.half(i).Ops))
 	}
-	for _, c := range cur {
-		if !c.ev.closed {
-			l.render(c, ok)
-		}
+	l.answer(cur, ok)
+}
+
+// half returns half i's batch.
+func (l *loop) half(i int) *kv.Batch {
+	if i == 1 {
+		return &l.batch2
 	}
-	l.stages.lap(StageRender, 0)
-	for _, c := range cur {
-		if !c.ev.closed {
-			l.finish(c)
-		}
-	}
-	l.stages.lap(StageWrite, 0)
+	return &l.batch
 }
 
 // start starts bt on split i: started is false when Start panicked (the
