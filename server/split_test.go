@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,7 +25,6 @@ func TestSplitsKeepEachHalfsOrder(t *testing.T) {
 		t.Run(ec.name, func(t *testing.T) {
 			eng := newTestEngine(t, ec, Options{searchDelay: 20 * time.Microsecond})
 			loops := min(max(eng.SplitLoops(), 2), 8)
-			var paused atomic.Int64
 			var wg sync.WaitGroup
 			for g := range loops {
 				wg.Go(func() {
@@ -43,9 +41,6 @@ func TestSplitsKeepEachHalfsOrder(t *testing.T) {
 							bs[h].Add(kv.Op{Kind: kv.Set, Key: key(h, i), Value: val(h, i)})
 							bs[h].Add(kv.Op{Kind: kv.Get, Key: key(h, i)})
 							sp[h].Start(&bs[h])
-							if sp[h].(*splitDo).paused {
-								paused.Add(1)
-							}
 						}
 						for h := range 2 {
 							if err := sp[h].Finish(); err != nil {
@@ -68,11 +63,49 @@ func TestSplitsKeepEachHalfsOrder(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			if eng.SplitLoops() > 0 && paused.Load() == 0 {
-				t.Error("no split batch paused at its search")
-			}
 		})
 	}
+}
+
+// TestSplitPausesOnlyWhileABatchRuns: a split Do whose search finds the
+// shard idle launches its batch itself and runs to its end in Start; one
+// that finds a batch running (the shard's role held) pauses there, and
+// Finish completes it once the running batch is done.
+func TestSplitPausesOnlyWhileABatchRuns(t *testing.T) {
+	eng := newTestEngine(t, engineCase{"cpu-batched", "cpu", 0, "", CPUSearchBatched, ""}, Options{})
+	do(t, eng, kv.Op{Kind: kv.Set, Key: []byte("k"), Value: []byte("v")})
+	sp := eng.NewSplit()
+	defer sp.Close()
+	get := func() *kv.Batch {
+		var b kv.Batch
+		b.Add(kv.Op{Kind: kv.Get, Key: []byte("k")})
+		return &b
+	}
+	check := func(b *kv.Batch) {
+		t.Helper()
+		if err := sp.Finish(); err != nil || b.Ops[0].Result.Status != kv.Hit || string(b.Ops[0].Result.Value) != "v" {
+			t.Fatalf("get: %v, %s %q", err, b.Ops[0].Result.Status, b.Ops[0].Result.Value)
+		}
+	}
+	if !eng.quiesce() { // the set is in the index: the get searches
+		t.Fatal("engine not quiet")
+	}
+	b := get()
+	sp.Start(b)
+	if sp.(*splitDo).paused {
+		t.Error("paused with the shard idle")
+	}
+	check(b)
+	sh := eng.shards[0]
+	sh.role.Lock() // a batch runs
+	b = get()
+	sp.Start(b)
+	paused := sp.(*splitDo).paused
+	sh.role.Unlock()
+	if !paused {
+		t.Error("did not pause with a batch running")
+	}
+	check(b)
 }
 
 // TestSplitsStopWhenTheEngineCloses: a split started before Close
