@@ -87,8 +87,8 @@ type deferredSplit struct {
 	b *kv.Batch
 }
 
-func (s *deferredSplit) Start(b *kv.Batch) { s.b = b }
-func (s *deferredSplit) Close()            {}
+func (s *deferredSplit) Start(b *kv.Batch) bool { s.b = b; return false }
+func (s *deferredSplit) Close()                 {}
 func (s *deferredSplit) Finish() error {
 	b := s.b
 	s.b = nil

@@ -37,6 +37,7 @@ type loopConn struct {
 	heldOff  int        // held[heldOff:] is still to send
 	st       parseState // how the last parse ended
 	queued   bool       // in the loop's list of connections to run
+	flying   bool       // in a group in flight (loop_split_linux.go)
 	readable bool       // epoll reported input not read yet
 	closeAft bool       // close once held is sent
 	closed   bool
@@ -72,12 +73,12 @@ type loop struct {
 	run   []*conn // connections to run in the next round
 	cur   []*conn
 	batch kv.Batch
-	// With Config.RoundOverlap on a SplitCache: the second half's batch
-	// and a Split for each half (pair).
+	// With Config.RoundOverlap on a SplitCache (loop_split_linux.go):
+	// the second group's batch, a Split and a group in flight per slot.
 	batch2  kv.Batch
 	split   [2]Split
-	started [2]bool // the half's batch was started (pair)
-	ran     [2]bool // the half's batch ran without failing (pair)
+	fl      [2]flight
+	seq     uint64 // groups started
 	events  []unix.EpollEvent
 	iov     [][]byte
 	iovecs  []unix.Iovec
@@ -300,7 +301,7 @@ func (l *loop) loop() {
 	for {
 		timeout := -1
 		switch {
-		case len(l.run) > 0:
+		case len(l.run) > 0 || l.flying():
 			timeout = 0
 		case l.s.cfg.IdleTimeout > 0 || !l.closeAt.IsZero():
 			timeout = int(loopIdleTick / time.Millisecond)
@@ -336,12 +337,16 @@ func (l *loop) loop() {
 		}
 		if g := l.s.trimGen.Load(); g != l.trimmed {
 			l.trimmed = g
+			l.drain() // no batch in flight while its buffers are dropped
 			l.trim()
 		}
 		if l.s.closing.Load() && l.shutdown() {
 			return
 		}
-		if len(l.run) > 0 {
+		switch {
+		case l.split[0] != nil:
+			l.stream()
+		case len(l.run) > 0:
 			l.round()
 		}
 		if l.s.cfg.IdleTimeout > 0 {
@@ -352,7 +357,7 @@ func (l *loop) loop() {
 
 // queue adds c to the next round.
 func (l *loop) queue(c *conn) {
-	if !c.ev.queued && !c.ev.closed {
+	if !c.ev.queued && !c.ev.closed && !c.ev.flying {
 		c.ev.queued = true
 		l.run = append(l.run, c)
 	}
@@ -373,11 +378,7 @@ func (l *loop) round() {
 	var rest []*conn
 	for lo := 0; lo < len(cur); lo += step {
 		group := cur[lo:min(lo+step, len(cur))]
-		run := l.group
-		if l.split[0] != nil && len(group) > 1 {
-			run = l.pair
-		}
-		if n := run(group); n < len(group) {
+		if n := l.group(group); n < len(group) {
 			rest = cur[lo+n:] // the round is full: the rest run first next round
 			break
 		}
@@ -619,7 +620,7 @@ func (l *loop) closeIdle() {
 	l.idleAt = now.Add(loopIdleTick)
 	limit := now.Add(-l.s.cfg.IdleTimeout).UnixNano()
 	for _, c := range l.conns {
-		if c.ev.lastIO < limit && !c.ev.queued {
+		if c.ev.lastIO < limit && !c.ev.queued && !c.ev.flying {
 			l.close(c)
 		}
 	}
@@ -635,6 +636,7 @@ func (l *loop) shutdown() bool {
 		l.closeAt = now.Add(l.s.cfg.ShutdownGrace)
 	}
 	// Requests already read are run first: their replies have the grace.
+	l.drain()
 	if len(l.run) > 0 && now.Before(l.closeAt) {
 		l.round()
 	}

@@ -19,8 +19,9 @@ type SplitCache interface {
 
 // Split runs one batch at a time in two steps, on one goroutine.
 type Split interface {
-	// Start runs b's Do until it waits for a device, or to its end.
-	Start(b *kv.Batch)
+	// Start runs b's Do until it waits for a device, or to its end, and
+	// reports whether it ran to its end (Finish then returns at once).
+	Start(b *kv.Batch) (done bool)
 	// Finish runs the batch Start began to its end and returns what Do
 	// returned.
 	Finish() error

@@ -114,10 +114,11 @@ func (s *splitDo) resume() {
 }
 
 // Start runs b's Do until its first search is posted and would wait for
-// its batch, or to its end.
-func (s *splitDo) Start(b *kv.Batch) {
+// its batch, or to its end, and reports whether it ran to its end.
+func (s *splitDo) Start(b *kv.Batch) bool {
 	s.b = b
 	s.resume()
+	return !s.paused
 }
 
 // Finish runs the batch Start began to its end and returns Do's error.

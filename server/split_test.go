@@ -134,12 +134,13 @@ func TestSplitsStopWhenTheEngineCloses(t *testing.T) {
 }
 
 // TestServeWithRoundOverlap serves the client library's scenarios and
-// many pipelining connections with RoundOverlap on every engine: each
-// connection reads its own writes, in order.
+// many pipelining connections with RoundOverlap on every engine (batched
+// CPU searches taking 20 µs a call, as a GPU's): each connection reads its
+// own writes, in order.
 func TestServeWithRoundOverlap(t *testing.T) {
 	for _, ec := range testEngines {
 		t.Run(ec.name, func(t *testing.T) {
-			opts := Options{CPUSearch: ec.cpu, SearchLaunch: ec.launch}
+			opts := Options{CPUSearch: ec.cpu, SearchLaunch: ec.launch, searchDelay: 20 * time.Microsecond}
 			addr := startServerConfig(t, ec, Config{Engine: opts, Loops: 2, RoundOverlap: RoundOverlapOn})
 			difftest.ClientSuite(t, addr)
 			var wg sync.WaitGroup
