@@ -89,6 +89,7 @@ type deferredSplit struct {
 
 func (s *deferredSplit) Start(b *kv.Batch) bool { s.b = b; return false }
 func (s *deferredSplit) Close()                 {}
+func (s *deferredSplit) Ready() bool            { return false }
 func (s *deferredSplit) Finish() error {
 	b := s.b
 	s.b = nil

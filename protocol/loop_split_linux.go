@@ -38,10 +38,14 @@ type flight struct {
 // flying reports whether a group is in flight.
 func (l *loop) flying() bool { return l.fl[0].on || l.fl[1].on }
 
-// stream runs one step of a loop with two groups in flight: it starts the
-// queued connections as a group if a slot is free, else it answers the
-// older group in flight; with nothing queued it answers the older group.
+// stream runs one step of a loop with two groups in flight: it answers
+// the groups whose batches are ready, then starts the queued connections
+// as a group if a slot is free, else (or with nothing queued) answers
+// the older group in flight.
 func (l *loop) stream() {
+	for old := l.older(); old >= 0 && (!l.fl[old].started || l.split[old].Ready()); old = l.older() {
+		l.endGroup(old)
+	}
 	free := -1
 	for i := range l.fl {
 		if !l.fl[i].on {

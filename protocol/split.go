@@ -22,6 +22,8 @@ type Split interface {
 	// Start runs b's Do until it waits for a device, or to its end, and
 	// reports whether it ran to its end (Finish then returns at once).
 	Start(b *kv.Batch) (done bool)
+	// Ready reports whether Finish would not wait for the device.
+	Ready() bool
 	// Finish runs the batch Start began to its end and returns what Do
 	// returned.
 	Finish() error

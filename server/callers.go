@@ -72,7 +72,7 @@ type waiting struct {
 	wake   chan struct{}
 	shards []*shard
 	k      int
-	pause  func()
+	pause  pauser
 }
 
 // await receives k tokens on wake, the results of searches posted to the
@@ -92,7 +92,7 @@ func await(w waiting) {
 			}
 		}
 		if len(w.wake) < w.k {
-			w.pause()
+			w.pause(w.wake, w.k)
 		}
 	}
 	got := 0

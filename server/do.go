@@ -44,7 +44,7 @@ type scratch struct {
 	perm     []int    // hoistReads: the order of the ops
 	posted   []*shard // search: the shards of the tickets
 	tmpOps   []kv.Op  // the ops in that order
-	pause    func()   // a split Do's pause before its first search wait (split.go)
+	pause    pauser   // a split Do's pause before its first search wait (split.go)
 }
 
 // notLoc marks "no location" in scratch slices.
@@ -63,7 +63,7 @@ func (e *Engine) Do(b *kv.Batch) error {
 
 // do is Do holding closeMu; pause, if not nil, is called before the first
 // search's wait (split.go).
-func (e *Engine) do(b *kv.Batch, pause func()) error {
+func (e *Engine) do(b *kv.Batch, pause pauser) error {
 	if e.closed {
 		return errClosed
 	}

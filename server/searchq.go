@@ -219,7 +219,7 @@ func (t ticket) done() {
 // finish with done; otherwise (no held, or pieces of at most maxPost jobs
 // searched one after another) each piece is done at once. Cost: per piece
 // a compare-and-swap, a copy each way and the wait for its batch.
-func (s *shard) search(hashes []uint64, out []uint32, wake chan struct{}, held *[]ticket, pause func()) error {
+func (s *shard) search(hashes []uint64, out []uint32, wake chan struct{}, held *[]ticket, pause pauser) error {
 	if s.inline != nil {
 		t, err := s.searchInline(hashes, out)
 		if held != nil {

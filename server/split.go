@@ -46,14 +46,20 @@ func (e *Engine) NewSplit() protocol.Split {
 	return s
 }
 
+// pauser is a split Do's pause before its first search wait, given the
+// channel and the number of tokens it waits for.
+type pauser func(wake chan struct{}, k int)
+
 // splitDo runs one batch at a time as a coroutine paused at its first
 // search wait.
 type splitDo struct {
 	e      *Engine
 	b      *kv.Batch
 	err    error
-	paused bool // the coroutine waits in pause for the next resume
-	used   bool // this batch has paused once (pause is one-shot)
+	paused bool          // the coroutine waits in pause for the next resume
+	used   bool          // this batch has paused once (pause is one-shot)
+	wake   chan struct{} // while paused: the tokens its search waits for
+	k      int
 	yield  func(struct{}) bool
 	next   func() (struct{}, bool)
 	stop   func()
@@ -88,14 +94,15 @@ func (s *splitDo) run() error {
 	return s.e.do(s.b, s.pause)
 }
 
-// pause hands the goroutine back to the loop, once per batch.
-func (s *splitDo) pause() {
+// pause hands the goroutine back to the loop, once per batch, until k
+// tokens on wake are ready (Ready) or the loop finishes the batch anyway.
+func (s *splitDo) pause(wake chan struct{}, k int) {
 	if s.used {
 		return
 	}
-	s.used, s.paused = true, true
+	s.used, s.paused, s.wake, s.k = true, true, wake, k
 	s.yield(struct{}{})
-	s.paused = false
+	s.paused, s.wake = false, nil
 }
 
 // resume runs the coroutine to its next pause or the end of its batch. A
@@ -128,6 +135,11 @@ func (s *splitDo) Finish() error {
 	}
 	return s.err
 }
+
+// Ready reports whether Finish would not wait for a search: the batch
+// is not paused, or its search's results have arrived. Cost: a channel
+// length.
+func (s *splitDo) Ready() bool { return !s.paused || len(s.wake) >= s.k }
 
 // Close ends the coroutine (between batches).
 func (s *splitDo) Close() { s.stop() }

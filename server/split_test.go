@@ -100,8 +100,11 @@ func TestSplitPausesOnlyWhileABatchRuns(t *testing.T) {
 	sh.role.Lock() // a batch runs
 	b = get()
 	sp.Start(b)
-	paused := sp.(*splitDo).paused
+	paused, ready := sp.(*splitDo).paused, sp.(*splitDo).Ready()
 	sh.role.Unlock()
+	if ready {
+		t.Error("ready before its batch ran")
+	}
 	if !paused {
 		t.Error("did not pause with a batch running")
 	}
