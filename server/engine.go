@@ -111,6 +111,11 @@ type Options struct {
 	// Logger receives the engine's messages; nil means slog.Default().
 	Logger *slog.Logger
 
+	// splitLoops is the number of event loops that may split batches
+	// (Serve with RoundOverlap on; SplitLoops): each shard gets two more
+	// search batch buffers than that.
+	splitLoops int
+
 	// searchDelay, in tests, makes every batched search call take at
 	// least this long, as a GPU's does (a few to tens of microseconds),
 	// so that the CPU engine exercises the GPU's timings.
@@ -249,7 +254,7 @@ func (e *Engine) openIndex() error {
 		}
 	}
 	e.interval = max(interval, 0)
-	e.batches = searchBatches()
+	e.batches = searchBatches(e.opts.splitLoops)
 	for i := range nShards {
 		io := hashindex.Options{Buckets: per, Device: "cpu"}
 		if len(devs) > 0 {

@@ -106,10 +106,11 @@ type searchQueue struct {
 
 // searchBatches returns the number of batch buffers of a shard: one
 // filling, one running, and room for the waiters of earlier ones to read:
-// at least 4, and two more than the processors, so that every event loop
-// may hold the delivered batch of one split Do (split.go) while another
-// of its Do calls waits for a batch to launch, and a free one is left.
-func searchBatches() int { return max(4, runtime.GOMAXPROCS(0)+2) }
+// 4, or two more than the event loops that split batches (splitLoops,
+// split.go), so that each of them may hold the delivered batch of one
+// split Do while another of its Do calls waits for a batch to launch, and
+// a free one is left.
+func searchBatches(splitLoops int) int { return max(4, splitLoops+2) }
 
 // newSearchQueue makes n batches of spaces from newSpace.
 func newSearchQueue(n int, newSpace func() (searchSpace, error)) (*searchQueue, error) {

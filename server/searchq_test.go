@@ -46,7 +46,7 @@ func TestSearchQueueDeliversEachRequestItsOwnResults(t *testing.T) {
 			newSpace := func() (searchSpace, error) {
 				return &echoSpace{hashes: make([]uint64, tc.cap), out: make([]uint32, tc.cap), delay: tc.delay}, nil
 			}
-			s, err := newShard(nil, false, 0, tc.cap, searchBatches(), newSpace, shardHooks{searchLat: new(latencyHist), updateLat: new(latencyHist), searchSize: new(latencyHist),
+			s, err := newShard(nil, false, 0, tc.cap, searchBatches(0), newSpace, shardHooks{searchLat: new(latencyHist), updateLat: new(latencyHist), searchSize: new(latencyHist),
 				unlink: func([]pendingUnlink) {}, complete: func(*updateList) {}})
 			if err != nil {
 				t.Fatal(err)

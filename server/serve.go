@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -142,6 +143,12 @@ func Serve(ctx context.Context, cfg Config) error {
 		cfg.Addr = "127.0.0.1:11211"
 	}
 	cfg.Engine.Logger = log
+	if cfg.RoundOverlap == RoundOverlapOn && cfg.Loops >= 0 {
+		cfg.Engine.splitLoops = cfg.Loops
+		if cfg.Loops == 0 {
+			cfg.Engine.splitLoops = runtime.GOMAXPROCS(0) // protocol.Config's default: a loop per thread
+		}
+	}
 	eng, err := New(cfg.Engine)
 	if err != nil {
 		return err

@@ -24,8 +24,9 @@ import (
 // first search of a Do is made without them: doReads, or current's first
 // try). A loop so holds at most one delivered batch while one of its Do
 // calls waits for another batch to launch, and each shard has two more
-// batch buffers than processors (searchBatches), so one is always free
-// to launch into while at most SplitLoops loops split.
+// batch buffers than the loops that split (Options.splitLoops,
+// searchBatches), so one is always free to launch into while at most
+// SplitLoops loops split.
 
 // SplitLoops returns how many event loops may each keep two split batches
 // in flight: the batch buffers of a shard less two where searches are
