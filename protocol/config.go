@@ -125,13 +125,6 @@ type Config struct {
 	// (the largest batches: what a GPU index wants). One is memcached's
 	// order: read, run and answer each connection in turn.
 	RoundConns int
-	// RoundOverlap makes an event loop whose cache is a SplitCache run
-	// each group of a round as two halves in flight: the first is read,
-	// parsed and started; while its batch waits for the device the second
-	// is read, parsed and started; then the first is finished, rendered
-	// and written, then the second. Ignored when the cache is not a
-	// SplitCache or splits for fewer loops than Loops.
-	RoundOverlap bool
 	// BlockingWait makes an idle event loop block its thread in
 	// epoll_wait, as memcached's threads do, instead of parking its
 	// goroutine in the Go runtime's poller. Blocking costs one system call

@@ -69,33 +69,6 @@ var loopBlocking bool
 // loopSpin, with overLoops, is the loops' Config.SpinWait.
 var loopSpin time.Duration
 
-// loopOverlap, with overLoops, serves the cache as a deferredSplits
-// SplitCache with Config.RoundOverlap.
-var loopOverlap bool
-
-// deferredSplits is a SplitCache whose Start runs nothing and whose
-// Finish runs the whole batch: a loop that keeps two halves in flight
-// then reads and parses its second half before the first half's batch
-// runs, the order a split that waits for a device gives.
-type deferredSplits struct{ kv.Cache }
-
-func (d deferredSplits) SplitLoops() int { return 1 << 10 }
-func (d deferredSplits) NewSplit() Split { return &deferredSplit{c: d.Cache} }
-
-type deferredSplit struct {
-	c kv.Cache
-	b *kv.Batch
-}
-
-func (s *deferredSplit) Start(b *kv.Batch) bool { s.b = b; return false }
-func (s *deferredSplit) Close()                 {}
-func (s *deferredSplit) Ready() bool            { return false }
-func (s *deferredSplit) Finish() error {
-	b := s.b
-	s.b = nil
-	return s.c.Do(b)
-}
-
 // pipe serves one end of a net.Pipe with ServeConn and returns the client
 // end; cleanup closes it and waits for the server side to finish. With
 // overLoops it returns a TCP connection served by Serve's event loops.
@@ -134,10 +107,6 @@ func (s *testServer) loopConn(t testing.TB) net.Conn {
 		srv.cfg.RoundConns = loopRoundConns
 		srv.cfg.BlockingWait = loopBlocking
 		srv.cfg.SpinWait = loopSpin
-		if loopOverlap {
-			srv.cache = deferredSplits{srv.cache}
-			srv.cfg.RoundOverlap = true
-		}
 		go srv.Serve(ln)
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

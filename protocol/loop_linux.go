@@ -37,7 +37,6 @@ type loopConn struct {
 	heldOff  int        // held[heldOff:] is still to send
 	st       parseState // how the last parse ended
 	queued   bool       // in the loop's list of connections to run
-	flying   bool       // in a group in flight (loop_split_linux.go)
 	readable bool       // epoll reported input not read yet
 	closeAft bool       // close once held is sent
 	closed   bool
@@ -69,16 +68,10 @@ type loop struct {
 	incoming []*conn
 	stopped  bool
 
-	conns map[int]*conn
-	run   []*conn // connections to run in the next round
-	cur   []*conn
-	batch kv.Batch
-	// With Config.RoundOverlap on a SplitCache (loop_split_linux.go):
-	// the second group's batch, a Split and a group in flight per slot.
-	batch2  kv.Batch
-	split   [2]Split
-	fl      [2]flight
-	seq     uint64 // groups started
+	conns   map[int]*conn
+	run     []*conn // connections to run in the next round
+	cur     []*conn
+	batch   kv.Batch
 	events  []unix.EpollEvent
 	iov     [][]byte
 	iovecs  []unix.Iovec
@@ -179,11 +172,6 @@ func (s *Server) startLoops() {
 			}
 			s.loops = append(s.loops, l)
 		}
-		if sc, ok := s.cache.(SplitCache); ok && s.cfg.RoundOverlap && sc.SplitLoops() >= len(s.loops) {
-			for _, l := range s.loops {
-				l.split = [2]Split{sc.NewSplit(), sc.NewSplit()}
-			}
-		}
 		sets := make([]*hotCounters, len(s.loops))
 		for i, l := range s.loops {
 			sets[i] = &l.hot
@@ -208,12 +196,6 @@ func (l *loop) trim() {
 	}
 	if cap(l.batch.Ops) > loopMaxOps {
 		l.batch.Ops = nil
-	}
-	if cap(l.batch2.Buf) > loopKeepBytes {
-		l.batch2.Buf = nil
-	}
-	if cap(l.batch2.Ops) > loopMaxOps {
-		l.batch2.Ops = nil
 	}
 	l.keptBuf.Store(int64(cap(l.batch.Buf)))
 	if ack := l.s.trimAck.Load(); ack != nil {
@@ -259,11 +241,6 @@ func (s *Server) wakeLoops() {
 }
 
 func (l *loop) free() {
-	for _, sp := range l.split {
-		if sp != nil {
-			sp.Close()
-		}
-	}
 	if l.pf != nil {
 		l.pf.Close() // owns epfd
 	} else {
@@ -301,7 +278,7 @@ func (l *loop) loop() {
 	for {
 		timeout := -1
 		switch {
-		case len(l.run) > 0 || l.flying():
+		case len(l.run) > 0:
 			timeout = 0
 		case l.s.cfg.IdleTimeout > 0 || !l.closeAt.IsZero():
 			timeout = int(loopIdleTick / time.Millisecond)
@@ -337,16 +314,12 @@ func (l *loop) loop() {
 		}
 		if g := l.s.trimGen.Load(); g != l.trimmed {
 			l.trimmed = g
-			l.drain() // no batch in flight while its buffers are dropped
 			l.trim()
 		}
 		if l.s.closing.Load() && l.shutdown() {
 			return
 		}
-		switch {
-		case l.split[0] != nil:
-			l.stream()
-		case len(l.run) > 0:
+		if len(l.run) > 0 {
 			l.round()
 		}
 		if l.s.cfg.IdleTimeout > 0 {
@@ -357,7 +330,7 @@ func (l *loop) loop() {
 
 // queue adds c to the next round.
 func (l *loop) queue(c *conn) {
-	if !c.ev.queued && !c.ev.closed && !c.ev.flying {
+	if !c.ev.queued && !c.ev.closed {
 		c.ev.queued = true
 		l.run = append(l.run, c)
 	}
@@ -390,12 +363,10 @@ func (l *loop) round() {
 		}
 		l.run = append(l.run[:0], next...)
 	}
-	for _, b := range []*kv.Batch{&l.batch, &l.batch2} {
-		if cap(b.Buf) > 4<<20 {
-			b.Buf = nil
-		}
-		b.Reset()
+	if cap(l.batch.Buf) > 4<<20 {
+		l.batch.Buf = nil
 	}
+	l.batch.Reset()
 	clear(cur)
 }
 
@@ -403,22 +374,6 @@ func (l *loop) round() {
 // connections, and returns how many of them it ran: all, unless the
 // batch reached loopMaxOps.
 func (l *loop) group(cur []*conn) int {
-	parsed := l.readParse(cur, &l.batch)
-	ok := true
-	if len(l.batch.Ops) > 0 {
-		l.hot.batches.Add(1)
-		l.hot.ops.Add(uint64(len(l.batch.Ops)))
-		ok = l.do()
-		l.stages.lap(StageCache, len(l.batch.Ops))
-	}
-	l.answer(cur[:parsed], ok)
-	return parsed
-}
-
-// readParse reads the connections of a group and parses their requests
-// into bt, and returns how many of them it parsed: all, unless bt reached
-// loopMaxOps.
-func (l *loop) readParse(cur []*conn, bt *kv.Batch) int {
 	for _, c := range cur {
 		c.ev.queued = false
 		if c.ev.readable && c.ev.st == psMore {
@@ -427,39 +382,40 @@ func (l *loop) readParse(cur []*conn, bt *kv.Batch) int {
 		}
 	}
 	l.stages.lap(StageRead, 0)
-	bt.Reset()
+	l.batch.Reset()
 	parsed := 0
 	for _, c := range cur {
 		if c.ev.closed {
 			parsed++
 			continue
 		}
-		if len(bt.Ops) >= loopMaxOps {
+		if len(l.batch.Ops) >= loopMaxOps {
 			break
 		}
-		c.batch = bt
 		l.parse(c)
 		parsed++
 	}
 	l.stages.lap(StageParse, 0)
-	return parsed
-}
-
-// answer renders and writes the replies of a group's connections (ok:
-// their batch ran; if not, they are closed).
-func (l *loop) answer(cur []*conn, ok bool) {
-	for _, c := range cur {
+	ok := true
+	if len(l.batch.Ops) > 0 {
+		l.hot.batches.Add(1)
+		l.hot.ops.Add(uint64(len(l.batch.Ops)))
+		ok = l.do()
+		l.stages.lap(StageCache, len(l.batch.Ops))
+	}
+	for _, c := range cur[:parsed] {
 		if !c.ev.closed {
 			l.render(c, ok)
 		}
 	}
 	l.stages.lap(StageRender, 0)
-	for _, c := range cur {
+	for _, c := range cur[:parsed] {
 		if !c.ev.closed {
 			l.finish(c)
 		}
 	}
 	l.stages.lap(StageWrite, 0)
+	return parsed
 }
 
 // do runs the round's batch; false: the cache failed (closed) or panicked,
@@ -467,7 +423,8 @@ func (l *loop) answer(cur []*conn, ok bool) {
 func (l *loop) do() (ok bool) {
 	defer func() {
 		if p := recover(); p != nil {
-			l.batchPanic(p)
+			l.s.stats.panics.Add(1)
+			l.s.log.Error("protocol: panic in a cache batch", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			ok = false
 		}
 	}()
@@ -516,7 +473,7 @@ func (l *loop) parse(c *conn) {
 	}()
 	c.beginRound()
 	c.ev.st = c.parseRound()
-	c.opEnd = len(c.batch.Ops)
+	c.opEnd = len(l.batch.Ops)
 }
 
 // render renders c's replies of the round (ok: its batch ran; if not,
@@ -620,7 +577,7 @@ func (l *loop) closeIdle() {
 	l.idleAt = now.Add(loopIdleTick)
 	limit := now.Add(-l.s.cfg.IdleTimeout).UnixNano()
 	for _, c := range l.conns {
-		if c.ev.lastIO < limit && !c.ev.queued && !c.ev.flying {
+		if c.ev.lastIO < limit && !c.ev.queued {
 			l.close(c)
 		}
 	}
@@ -636,7 +593,6 @@ func (l *loop) shutdown() bool {
 		l.closeAt = now.Add(l.s.cfg.ShutdownGrace)
 	}
 	// Requests already read are run first: their replies have the grace.
-	l.drain()
 	if len(l.run) > 0 && now.Before(l.closeAt) {
 		l.round()
 	}

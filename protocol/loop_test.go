@@ -17,28 +17,20 @@ import (
 // with a round's connections in one batch and in groups of two
 // (Config.RoundConns), and in groups of four with loops that block in
 // epoll_wait (Config.BlockingWait), with and without polling first
-// (Config.SpinWait), and with two halves of each group in flight
-// (Config.RoundOverlap) on whole rounds and groups of four.
+// (Config.SpinWait).
 func TestEventLoopsRunTheTables(t *testing.T) {
 	if !loopsAvailable {
 		t.Skip("no event loops on this platform")
 	}
 	overLoops = true
-	defer func() {
-		overLoops, loopRoundConns, loopBlocking, loopSpin, loopOverlap = false, 0, false, 0, false
-	}()
+	defer func() { overLoops, loopRoundConns, loopBlocking, loopSpin = false, 0, false, 0 }()
 	for _, c := range []struct {
 		roundConns int
 		blocking   bool
 		spin       time.Duration
-		overlap    bool
-	}{{0, false, 0, false}, {2, false, 0, false}, {4, true, 0, false}, {4, true, 200 * time.Microsecond, false},
-		{0, false, 200 * time.Microsecond, false}, {0, false, 0, true}, {4, true, 0, true}} {
-		loopRoundConns, loopBlocking, loopSpin, loopOverlap = c.roundConns, c.blocking, c.spin, c.overlap
+	}{{0, false, 0}, {2, false, 0}, {4, true, 0}, {4, true, 200 * time.Microsecond}, {0, false, 200 * time.Microsecond}} {
+		loopRoundConns, loopBlocking, loopSpin = c.roundConns, c.blocking, c.spin
 		name := fmt.Sprintf("round-conns-%d", c.roundConns)
-		if c.overlap {
-			name += "-overlap"
-		}
 		if c.blocking {
 			name += "-blocking-wait"
 		}

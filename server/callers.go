@@ -65,14 +65,11 @@ func (s *shard) stall() {
 }
 
 // waiting is a caller's wait for k tokens on wake from search batches of
-// shards. pause, if not nil, is called before the wait when no token has
-// arrived yet after one launch attempt: a split Do hands its goroutine
-// back to its event loop there (split.go).
+// shards.
 type waiting struct {
 	wake   chan struct{}
 	shards []*shard
 	k      int
-	pause  pauser
 }
 
 // await receives k tokens on wake, the results of searches posted to the
@@ -82,19 +79,6 @@ type waiting struct {
 // processor); then it stalls those shards (their schedulers launch the
 // batches left) and blocks for the rest.
 func await(w waiting) {
-	if w.pause != nil && len(w.wake) < w.k {
-		// A split Do launches its batch itself when no batch runs (the
-		// device is idle: pausing first would only delay it), and
-		// pauses when one runs, which its batch waits behind.
-		for _, s := range w.shards {
-			if s.callers {
-				s.launch()
-			}
-		}
-		if len(w.wake) < w.k {
-			w.pause(w.wake, w.k)
-		}
-	}
 	got := 0
 	callers := false
 	for _, s := range w.shards {

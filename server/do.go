@@ -44,7 +44,6 @@ type scratch struct {
 	perm     []int    // hoistReads: the order of the ops
 	posted   []*shard // search: the shards of the tickets
 	tmpOps   []kv.Op  // the ops in that order
-	pause    pauser   // a split Do's pause before its first search wait (split.go)
 }
 
 // notLoc marks "no location" in scratch slices.
@@ -58,19 +57,11 @@ const notLoc = hashindex.NotFound
 func (e *Engine) Do(b *kv.Batch) error {
 	e.closeMu.RLock()
 	defer e.closeMu.RUnlock()
-	return e.do(b, nil)
-}
-
-// do is Do holding closeMu; pause, if not nil, is called before the first
-// search's wait (split.go).
-func (e *Engine) do(b *kv.Batch, pause pauser) error {
 	if e.closed {
 		return errClosed
 	}
 	sc := e.scratch.Get().(*scratch)
 	defer e.scratch.Put(sc)
-	sc.pause = pause
-	defer func() { sc.pause = nil }()
 	perm := e.hoistReads(b.Ops, sc)
 	if perm == nil {
 		e.runOps(b, b.Ops, sc)
@@ -243,7 +234,7 @@ func (e *Engine) search(sc *scratch, hashes []uint64, out []uint32) error {
 		sc.wake = make(chan struct{}, len(e.shards))
 	}
 	if len(e.shards) == 1 {
-		return e.shards[0].search(hashes, out, sc.wake, &sc.held, sc.pause)
+		return e.shards[0].search(hashes, out, sc.wake, &sc.held)
 	}
 	e.groupByShard(sc, hashes)
 	reuse.Resize(&sc.sl, n)
@@ -253,7 +244,7 @@ func (e *Engine) search(sc *scratch, hashes []uint64, out []uint32) error {
 		lo := 0
 		for s, hi := range sc.bounds {
 			if hi > lo {
-				if err := e.shards[s].search(sc.sh[lo:hi], sc.sl[lo:hi], nil, &sc.held, nil); err != nil {
+				if err := e.shards[s].search(sc.sh[lo:hi], sc.sl[lo:hi], nil, &sc.held); err != nil {
 					return err
 				}
 			}
@@ -291,7 +282,7 @@ func (e *Engine) search(sc *scratch, hashes []uint64, out []uint32) error {
 	for _, t := range sc.tickets {
 		sc.posted = append(sc.posted, t.sh)
 	}
-	await(waiting{wake: sc.wake, shards: sc.posted, k: len(sc.tickets), pause: sc.pause}) // one token per ticket
+	await(waiting{wake: sc.wake, shards: sc.posted, k: len(sc.tickets)}) // one token per ticket
 	for _, t := range sc.tickets {
 		if cerr := t.collect(sc.sl[t.at:]); cerr != nil && err == nil {
 			err = cerr
@@ -321,7 +312,7 @@ func (e *Engine) release(sc *scratch) {
 func (e *Engine) searchEach(sc *scratch, hashes []uint64, out []uint32) error {
 	lo := 0
 	for s, hi := range sc.bounds {
-		if err := e.shards[s].search(sc.sh[lo:hi], sc.sl[lo:hi], sc.wake, nil, sc.pause); err != nil {
+		if err := e.shards[s].search(sc.sh[lo:hi], sc.sl[lo:hi], sc.wake, nil); err != nil {
 			return err
 		}
 		lo = hi

@@ -111,11 +111,6 @@ type Options struct {
 	// Logger receives the engine's messages; nil means slog.Default().
 	Logger *slog.Logger
 
-	// splitLoops is the number of event loops that may split batches
-	// (Serve with RoundOverlap on; SplitLoops): each shard gets two more
-	// search batch buffers than that.
-	splitLoops int
-
 	// searchDelay, in tests, makes every batched search call take at
 	// least this long, as a GPU's does (a few to tens of microseconds),
 	// so that the CPU engine exercises the GPU's timings.
@@ -154,7 +149,6 @@ type Engine struct {
 	scratch sync.Pool                     // *scratch
 	prof    *profile                      // nil unless Options.Profile
 	persist []*hashindex.PersistentSearch // the GPU shards' persistent searches
-	batches int                           // search batch buffers of each shard (searchBatches)
 
 	// inflightItems counts items held by queued updates (new items and
 	// removed ones): with the pending table, what a quiet engine has
@@ -254,7 +248,6 @@ func (e *Engine) openIndex() error {
 		}
 	}
 	e.interval = max(interval, 0)
-	e.batches = searchBatches(e.opts.splitLoops)
 	for i := range nShards {
 		io := hashindex.Options{Buckets: per, Device: "cpu"}
 		if len(devs) > 0 {
@@ -275,7 +268,7 @@ func (e *Engine) openIndex() error {
 			return stagedSpace{Staging: st, ix: ix}, nil
 		}
 		if len(devs) > 0 && e.opts.GPUSearch == GPUSearchPersistent {
-			ps, err := ix.NewPersistentSearch(e.batches, e.opts.MaxBatch)
+			ps, err := ix.NewPersistentSearch(searchBatches, e.opts.MaxBatch)
 			if err != nil {
 				e.log.Warn("server: no persistent search; batches are staged calls", "shard", i, "err", err)
 			} else {
@@ -287,7 +280,7 @@ func (e *Engine) openIndex() error {
 				}
 			}
 		}
-		sh, err := newShard(ix, e.opts.Policy == PolicyFixed, e.interval, e.opts.MaxBatch, e.batches, newSpace, shardHooks{
+		sh, err := newShard(ix, e.opts.Policy == PolicyFixed, e.interval, e.opts.MaxBatch, newSpace, shardHooks{
 			searchLat: &e.idxLat, updateLat: &e.updLat, searchSize: &e.idxSize, unlink: e.unlinkPending, complete: e.completeUpdate, prof: e.prof,
 			inline:  len(devs) == 0 && e.opts.CPUSearch == CPUSearchInline && ix.Shared(),
 			callers: e.opts.SearchLaunch == SearchLaunchCallers})

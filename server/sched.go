@@ -140,10 +140,10 @@ type shardHooks struct {
 	callers              bool     // callers launch search batches (callers.go)
 }
 
-// newShard starts the scheduler of ix with batches search batch buffers
-// from newSpace, under the fixed or the load policy with interval C.
-func newShard(ix *hashindex.Index, fixed bool, interval time.Duration, maxBatch, batches int, newSpace func() (searchSpace, error), h shardHooks) (*shard, error) {
-	q, err := newSearchQueue(batches, newSpace)
+// newShard starts the scheduler of ix with search batch buffers from
+// newSpace, under the fixed or the load policy with interval C.
+func newShard(ix *hashindex.Index, fixed bool, interval time.Duration, maxBatch int, newSpace func() (searchSpace, error), h shardHooks) (*shard, error) {
+	q, err := newSearchQueue(newSpace)
 	if err != nil {
 		return nil, err
 	}

@@ -104,18 +104,14 @@ type searchQueue struct {
 	closed  atomic.Bool
 }
 
-// searchBatches returns the number of batch buffers of a shard: one
-// filling, one running, and room for the waiters of earlier ones to read:
-// 4, or two more than the event loops that split batches (splitLoops,
-// split.go), so that each of them may hold the delivered batch of one
-// split Do while another of its Do calls waits for a batch to launch, and
-// a free one is left.
-func searchBatches(splitLoops int) int { return max(4, splitLoops+2) }
+// searchBatches is the number of batch buffers of a shard: one filling,
+// one running, and room for the waiters of earlier ones to read.
+const searchBatches = 4
 
-// newSearchQueue makes n batches of spaces from newSpace.
-func newSearchQueue(n int, newSpace func() (searchSpace, error)) (*searchQueue, error) {
+// newSearchQueue makes searchBatches batches of spaces from newSpace.
+func newSearchQueue(newSpace func() (searchSpace, error)) (*searchQueue, error) {
 	q := &searchQueue{}
-	for range n {
+	for range searchBatches {
 		sp, err := newSpace()
 		if err != nil {
 			q.free()
@@ -213,14 +209,12 @@ func (t ticket) done() {
 }
 
 // search looks up hashes in the shard and writes their locations to out,
-// waiting on wake (empty, with room for a token); pause, if not nil, is
-// called once the first piece is posted and before its wait (split.go).
-// When held is not nil and
+// waiting on wake (empty, with room for a token). When held is not nil and
 // the search fits one post, its ticket is appended there for the caller to
 // finish with done; otherwise (no held, or pieces of at most maxPost jobs
 // searched one after another) each piece is done at once. Cost: per piece
 // a compare-and-swap, a copy each way and the wait for its batch.
-func (s *shard) search(hashes []uint64, out []uint32, wake chan struct{}, held *[]ticket, pause pauser) error {
+func (s *shard) search(hashes []uint64, out []uint32, wake chan struct{}, held *[]ticket) error {
 	if s.inline != nil {
 		t, err := s.searchInline(hashes, out)
 		if held != nil {
@@ -237,8 +231,7 @@ func (s *shard) search(hashes []uint64, out []uint32, wake chan struct{}, held *
 		if err != nil {
 			return err
 		}
-		await(waiting{wake: wake, shards: []*shard{s}, k: 1, pause: pause})
-		pause = nil
+		await(waiting{wake: wake, shards: []*shard{s}, k: 1})
 		err = t.collect(out[lo:hi])
 		if held != nil && len(hashes) <= piece {
 			*held = append(*held, t)

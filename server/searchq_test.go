@@ -46,7 +46,7 @@ func TestSearchQueueDeliversEachRequestItsOwnResults(t *testing.T) {
 			newSpace := func() (searchSpace, error) {
 				return &echoSpace{hashes: make([]uint64, tc.cap), out: make([]uint32, tc.cap), delay: tc.delay}, nil
 			}
-			s, err := newShard(nil, false, 0, tc.cap, searchBatches(0), newSpace, shardHooks{searchLat: new(latencyHist), updateLat: new(latencyHist), searchSize: new(latencyHist),
+			s, err := newShard(nil, false, 0, tc.cap, newSpace, shardHooks{searchLat: new(latencyHist), updateLat: new(latencyHist), searchSize: new(latencyHist),
 				unlink: func([]pendingUnlink) {}, complete: func(*updateList) {}})
 			if err != nil {
 				t.Fatal(err)
@@ -66,7 +66,7 @@ func TestSearchQueueDeliversEachRequestItsOwnResults(t *testing.T) {
 							hs[i] = r.Uint64()
 						}
 						out := make([]uint32, n)
-						if err := s.search(hs, out, wake, &held, nil); err != nil {
+						if err := s.search(hs, out, wake, &held); err != nil {
 							t.Error(err)
 							return
 						}

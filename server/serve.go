@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"runtime"
 	"strconv"
 	"time"
 
@@ -58,12 +57,6 @@ type Config struct {
 	// inline (the CPU engine), park where searches are batched (GPU
 	// shards).
 	LoopWait string
-	// RoundOverlap is whether an event loop keeps two halves of a round
-	// in flight, the second read, parsed and started while the first
-	// waits for its search batch (protocol.Config.RoundOverlap, split.go):
-	// RoundOverlapOn, RoundOverlapOff, or "" for the engine's default
-	// (off).
-	RoundOverlap string
 	// LoopSpin, if positive, is how long an event loop polls its
 	// connections without waiting after a round before it waits as
 	// LoopWait says (protocol.Config.SpinWait); 0 never spins.
@@ -86,12 +79,6 @@ type Config struct {
 // whole rounds served 0.91x and 0.86x, at about the same rates at 512
 // connections; groups of 1 fell between.
 const InlineRoundConns = 4
-
-// Event loops' round overlap (Config.RoundOverlap, serve --round-overlap).
-const (
-	RoundOverlapOn  = "on"
-	RoundOverlapOff = "off"
-)
 
 // Idle event loops' waits (Config.LoopWait, serve --loop-wait).
 const (
@@ -143,12 +130,6 @@ func Serve(ctx context.Context, cfg Config) error {
 		cfg.Addr = "127.0.0.1:11211"
 	}
 	cfg.Engine.Logger = log
-	if cfg.RoundOverlap == RoundOverlapOn && cfg.Loops >= 0 {
-		cfg.Engine.splitLoops = cfg.Loops
-		if cfg.Loops == 0 {
-			cfg.Engine.splitLoops = runtime.GOMAXPROCS(0) // protocol.Config's default: a loop per thread
-		}
-	}
 	eng, err := New(cfg.Engine)
 	if err != nil {
 		return err
@@ -174,7 +155,6 @@ func Serve(ctx context.Context, cfg Config) error {
 		RoundConns:   rounds,
 		BlockingWait: wait == LoopWaitBlock,
 		SpinWait:     cfg.LoopSpin,
-		RoundOverlap: cfg.RoundOverlap == RoundOverlapOn,
 		// Half-sent requests count inside the item memory limit (past one
 		// largest request): they take pages from the stored items, and are
 		// refused when they would leave the items less than an eighth of

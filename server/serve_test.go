@@ -16,24 +16,17 @@ import (
 // return nil.
 func startServer(t *testing.T, ec engineCase, opts Options) string {
 	t.Helper()
-	return startServerConfig(t, ec, Config{Engine: opts})
-}
-
-// startServerConfig is startServer with the rest of cfg.
-func startServerConfig(t *testing.T, ec engineCase, cfg Config) string {
-	t.Helper()
 	if ec.device != "cpu" {
 		newTestEngine(t, ec, Options{}).Close() // skips without a GPU
 	}
-	cfg.Engine.Device = ec.device
-	cfg.Engine.CPUShards = ec.shards
-	cfg.Engine.GPUSearch = ec.search
+	opts.Device = ec.device
+	opts.CPUShards = ec.shards
+	opts.GPUSearch = ec.search
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan net.Addr, 1)
 	errc := make(chan error, 1)
-	cfg.Addr, cfg.Version, cfg.Ready = "127.0.0.1:0", "1.6.18", func(a net.Addr) { ready <- a }
 	go func() {
-		errc <- Serve(ctx, cfg)
+		errc <- Serve(ctx, Config{Addr: "127.0.0.1:0", Engine: opts, Version: "1.6.18", Ready: func(a net.Addr) { ready <- a }})
 	}()
 	select {
 	case a := <-ready:

@@ -315,7 +315,7 @@ func (e *Engine) searchOne(h uint64) (uint32, error) {
 	out := [1]uint32{}
 	hs := [1]uint64{h}
 	wake := make(chan struct{}, 1)
-	err := e.shards[e.shardOf(h)].search(hs[:], out[:], wake, nil, nil)
+	err := e.shards[e.shardOf(h)].search(hs[:], out[:], wake, nil)
 	return out[0], err
 }
 

@@ -144,8 +144,6 @@ func TestBenchServeEngineSpecs(t *testing.T) {
 		{spec: "gpu/scheduler+loops2+block", want: []string{"--search-launch", "scheduler", "--loops", "2", "--loop-wait", "block"}},
 		{spec: "cpu/spin50", want: []string{"--loop-spin", "50us"}},
 		{spec: "gpu/spin20+block", want: []string{"--loop-spin", "20us", "--loop-wait", "block"}},
-		{spec: "gpu/overlap+ival500", want: []string{"--round-overlap", "on", "--batch-interval", "500us"}},
-		{spec: "cpu/ival0", bad: true},
 		{spec: "cpu/spin0", bad: true},
 		{spec: "cpu/spin20000", bad: true},
 		{spec: "cpu/blocked", bad: true},

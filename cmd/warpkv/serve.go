@@ -23,7 +23,7 @@ import (
 // ignored, as memcached 1.6.18 does (see serveSignals). Its flags follow
 // memcached's where they apply.
 func runServe(e *env, args []string) error {
-	fs := newFlagSet(e, "serve", "warpkv serve [-p port] [-l addr[,addr...]] [-s socket [-a mask]] [-m MB] [-c conns] [-t threads] [-I size] [-f factor] [-n bytes] [-o opt[,opt...]] [--device auto|cpu|gpu|gpu:N] [--batch-interval dur] [--batch-policy load|fixed] [--gpu-search persistent|staged] [--cpu-search inline|batched] [--search-launch callers|scheduler] [--round-conns N] [--loop-wait park|block] [--round-overlap on|off] [--loop-spin DUR] [--profile] [--cpuprofile FILE]")
+	fs := newFlagSet(e, "serve", "warpkv serve [-p port] [-l addr[,addr...]] [-s socket [-a mask]] [-m MB] [-c conns] [-t threads] [-I size] [-f factor] [-n bytes] [-o opt[,opt...]] [--device auto|cpu|gpu|gpu:N] [--batch-interval dur] [--batch-policy load|fixed] [--gpu-search persistent|staged] [--cpu-search inline|batched] [--search-launch callers|scheduler] [--round-conns N] [--loop-wait park|block] [--loop-spin DUR] [--profile] [--cpuprofile FILE]")
 	port := fs.Int("p", 11211, "TCP port to listen on (0: any free port)")
 	var listen listenAddrs
 	fs.Var(&listen, "l", "interfaces to listen on, comma separated or repeated, each `addr` with an optional :port (default 127.0.0.1)")
@@ -35,7 +35,6 @@ func runServe(e *env, args []string) error {
 	loops := fs.Int("loops", 0, "event loops serving the connections (0: the default, see README; -1: a goroutine per connection)")
 	roundConns := fs.Int("round-conns", 0, "connections an event loop runs as one cache batch, each group read, run and answered before the next (0: the engine's default, 4 on the CPU engine's inline searches and a whole round where searches are batched, as on GPU shards; 1: each connection in turn, as memcached; at least the connections: whole rounds)")
 	loopSpin := fs.Duration("loop-spin", 0, "how long an event loop polls its connections without waiting after a round before it waits as --loop-wait says (0: never; at most 10ms); a spinning loop is seldom woken by the kernel, at the cost of its core while idle")
-	roundOverlap := fs.String("round-overlap", "", "whether an event loop keeps two halves of a round in flight where searches are batched (GPU shards): on (the second half is read, parsed and started while the first waits for its search batch) or off; empty: off")
 	loopWait := fs.String("loop-wait", "", "how an idle event loop waits: park (its goroutine in the Go runtime's poller) or block (its thread in epoll_wait, as memcached's threads); empty: the engine's default, block on the CPU engine's inline searches, park where searches are batched (GPU shards)")
 	itemMax := fs.String("I", "1m", "largest value, with k/m suffix (1k to 1g)")
 	factor := fs.Float64("f", 1.25, "slab class growth factor (greater than 1)")
@@ -84,8 +83,6 @@ func runServe(e *env, args []string) error {
 		return usagef("--round-conns %d: must not be negative (0: all of a round's connections)", *roundConns)
 	case *loopWait != "" && *loopWait != server.LoopWaitPark && *loopWait != server.LoopWaitBlock:
 		return usagef("--loop-wait %q: want park or block", *loopWait)
-	case *roundOverlap != "" && *roundOverlap != server.RoundOverlapOn && *roundOverlap != server.RoundOverlapOff:
-		return usagef("--round-overlap %q: want on or off", *roundOverlap)
 	case *loopSpin < 0 || *loopSpin > 10*time.Millisecond:
 		return usagef("--loop-spin %v: want 0 to 10ms", *loopSpin)
 	}
@@ -121,20 +118,19 @@ func runServe(e *env, args []string) error {
 	ctx, stop := serveSignals(log)
 	defer stop()
 	return server.Serve(ctx, server.Config{
-		Addr:         addrs[0],
-		Addrs:        addrs[1:],
-		UnixSocket:   *unixSocket,
-		UnixMask:     os.FileMode(mask),
-		MaxConns:     *conns,
-		Version:      version,
-		Logger:       log,
-		IdleTimeout:  opts.idleTimeout,
-		MetricsAddr:  *metricsAddr,
-		Loops:        *loops,
-		RoundConns:   *roundConns,
-		LoopWait:     *loopWait,
-		LoopSpin:     *loopSpin,
-		RoundOverlap: *roundOverlap,
+		Addr:        addrs[0],
+		Addrs:       addrs[1:],
+		UnixSocket:  *unixSocket,
+		UnixMask:    os.FileMode(mask),
+		MaxConns:    *conns,
+		Version:     version,
+		Logger:      log,
+		IdleTimeout: opts.idleTimeout,
+		MetricsAddr: *metricsAddr,
+		Loops:       *loops,
+		RoundConns:  *roundConns,
+		LoopWait:    *loopWait,
+		LoopSpin:    *loopSpin,
 		Ready: func(net.Addr) {
 			boundGCSlack(log)
 			limitGoMemory(log, *memMB<<20+int64(max(size, 1<<20))+64<<10)
