@@ -57,21 +57,40 @@ type pendingStripe struct {
 	_       [40]byte // keep neighbouring stripes' hot words on separate cache lines
 }
 
-// pendingTable is the pending table: one stripe per key lock.
+// pendingTable is the pending table: one stripe per key lock, and a bit
+// per stripe that is set while the stripe holds entries. Readers test the
+// bit first: the bitmap (512 bytes) stays in the cache, where the stripes
+// (over a megabyte) do not, so the common lookup of a key without a write
+// in flight costs no memory miss (it was a tenth of the CPU engine's time
+// on pipelined 10-key multi-gets).
 type pendingTable struct {
-	s [stripes]pendingStripe
+	busy [stripes / 64]atomic.Uint64
+	s    [stripes]pendingStripe
 }
 
 func (t *pendingTable) stripe(h uint64) *pendingStripe { return &t.s[stripeOf(h)] }
 
+// setBusy marks stripe i as holding entries (on) or empty. The caller
+// holds the stripe's mutex.
+func (t *pendingTable) setBusy(i int, on bool) {
+	w, bit := &t.busy[i/64], uint64(1)<<(i%64)
+	if on {
+		w.Or(bit)
+	} else {
+		w.And(^bit)
+	}
+}
+
 // lookup returns the entry of hash h, if any. Lock-free: it retries while
-// a writer changes the stripe. Cost: one atomic load when the stripe is
-// empty (the common case), else a scan of its few entries.
+// a writer changes the stripe. Cost: one atomic load of a cached bitmap
+// word when the stripe is empty (the common case), else a scan of its few
+// entries.
 func (t *pendingTable) lookup(h uint64) (uint64, bool) {
-	p := t.stripe(h)
-	if p.n.Load() == 0 {
+	i := stripeOf(h)
+	if t.busy[i/64].Load()&(1<<(i%64)) == 0 {
 		return 0, false
 	}
+	p := &t.s[i]
 	for {
 		s := p.seq.Load()
 		if s&1 != 0 {
@@ -107,6 +126,9 @@ func (t *pendingTable) put(h, w uint64) bool {
 	}
 	if i == n && n == pendingSlots {
 		return false
+	}
+	if n == 0 {
+		t.setBusy(stripeOf(h), true) // before the entry: a reader that sees it sees the bit
 	}
 	p.seq.Add(1)
 	p.hash[i].Store(h)
@@ -144,6 +166,9 @@ func (t *pendingTable) remove(h, w uint64) bool {
 		p.n.Store(int32(last))
 		p.applied.Add(1)
 		p.seq.Add(1)
+		if last == 0 {
+			t.setBusy(stripeOf(h), false)
+		}
 		return true
 	}
 	return false
