@@ -114,9 +114,37 @@ var textVerbs = map[string]textVerb{
 	"touch": {verbKeyNumber, kv.Touch, cmdTouch, false, false},
 }
 
+// getVerb returns the get-family verb named name, if it is one (as
+// textVerbs, without a map lookup).
+func getVerb(name []byte) (textVerb, bool) {
+	switch string(name) {
+	case "get", "bget":
+		return textVerb{form: verbGet, id: cmdGet}, true
+	case "gets":
+		return textVerb{form: verbGet, id: cmdGets, cas: true}, true
+	case "gat":
+		return textVerb{form: verbGet, id: cmdGat, touch: true}, true
+	case "gats":
+		return textVerb{form: verbGet, id: cmdGats, touch: true, cas: true}, true
+	}
+	return textVerb{}, false
+}
+
 // textCommand dispatches a command line (without its line end) that ends
 // at lineEnd in buf, as memcached's process_command_ascii.
 func (c *conn) textCommand(buf, line []byte, lineEnd int) (int, parseState) {
+	if name, after := nextToken(line); len(name) >= 3 && len(name) <= 4 {
+		// The get family reads its keys from the line itself: no
+		// tokenizing (memcached's token count only decides whether a key
+		// follows the name).
+		if v, ok := getVerb(name); ok {
+			ntok := 2
+			if key, _ := nextToken(after); len(key) > 0 {
+				ntok = 3
+			}
+			return c.startGet(buf, line, ntok, lineEnd, v.touch, v.cas, v.id)
+		}
+	}
 	toks, _ := tokenize(line, c.toks) // the rest of a long line only matters to get
 	c.toks = toks
 	ntok := len(toks) + 1
@@ -192,7 +220,10 @@ func noreplyToken(toks [][]byte) bool {
 }
 
 // startGet parses get, gets, gat and gats: one Get op per key, fetched in
-// chunks of at most a round's budget.
+// chunks of at most a round's budget. One pass over the line adds the ops
+// of the keys that fit in this round and checks every key's length (a too
+// long key makes the whole reply an error, so it must be known before the
+// first chunk is answered); getChunk adds the rest in later rounds.
 func (c *conn) startGet(buf, line []byte, ntok, lineEnd int, touch, withCAS bool, id cmd) (int, parseState) {
 	if ntok < 3 {
 		return c.textErr(lineEnd)
@@ -212,6 +243,10 @@ func (c *conn) startGet(buf, line []byte, ntok, lineEnd int, touch, withCAS bool
 	}
 	g.next = len(line) - len(after)
 	g.stop = len(line)
+	r := newRequest(rGet)
+	r.withCAS = withCAS
+	r.op = int32(len(c.batch.Ops))
+	room := max(c.limit()-c.ops(), 1)
 	for rest := after; ; {
 		var key []byte
 		key, rest = nextToken(rest)
@@ -224,10 +259,15 @@ func (c *conn) startGet(buf, line []byte, ntok, lineEnd int, touch, withCAS bool
 			g.bad = true
 			break
 		}
+		if room > 0 {
+			c.addOp(kv.Op{Kind: kv.Get, Key: key, Touch: touch, Exptime: g.exptime})
+			g.next = len(line) - len(rest)
+			room--
+		}
 	}
-	g.active = true
-	c.cont = g
-	return c.getChunk(buf)
+	r.nops = int32(len(c.batch.Ops)) - r.op
+	r.discard = g.bad
+	return c.endChunk(r, &g, buf[g.next:g.stop])
 }
 
 // getChunk adds Get ops for the next keys of the get line in progress: all
@@ -252,8 +292,18 @@ func (c *conn) getChunk(buf []byte) (int, parseState) {
 	}
 	r.nops = int32(len(c.batch.Ops)) - r.op
 	g.next = g.stop - len(keys)
-	if len(bytes.Trim(keys, " ")) > 0 {
+	return c.endChunk(r, g, keys)
+}
+
+// endChunk queues the request of a get chunk whose line has keys left
+// (only spaces when the chunk is the last): a last chunk ends the line and
+// its reply, another leaves the line in progress (c.cont) for the next
+// round.
+func (c *conn) endChunk(r request, g *getCont, left []byte) (int, parseState) {
+	if len(bytes.Trim(left, " ")) > 0 {
 		c.addReq(r)
+		g.active = true
+		c.cont = *g
 		return 0, psFull
 	}
 	r.final = true
@@ -261,7 +311,7 @@ func (c *conn) getChunk(buf []byte) (int, parseState) {
 		r.text = replyBadFormat
 	}
 	c.addReq(r)
-	g.active = false
+	c.cont.active = false
 	return g.lineEnd, psDone
 }
 
