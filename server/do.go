@@ -42,6 +42,8 @@ type scratch struct {
 	written  hashSet  // hoistReads: the hashes of the keys written so far
 	hoisted  []bool   // hoistReads: the ops it runs first
 	perm     []int    // hoistReads: the order of the ops
+	opHash   []uint64 // hoistReads: the key hash of every op of the batch
+	tmpHash  []uint64 // the hashes of tmpOps
 	posted   []*shard // search: the shards of the tickets
 	tmpOps   []kv.Op  // the ops in that order
 }
@@ -64,14 +66,17 @@ func (e *Engine) Do(b *kv.Batch) error {
 	defer e.scratch.Put(sc)
 	perm := e.hoistReads(b.Ops, sc)
 	if perm == nil {
-		e.runOps(b, b.Ops, sc)
+		e.runOps(b, b.Ops, nil, sc)
 		return nil
 	}
 	tmp := sc.tmpOps[:0]
+	th := sc.tmpHash[:0]
 	for _, i := range perm {
 		tmp = append(tmp, b.Ops[i])
+		th = append(th, sc.opHash[i])
 	}
-	e.runOps(b, tmp, sc)
+	sc.tmpHash = th
+	e.runOps(b, tmp, th, sc)
 	for k, i := range perm {
 		b.Ops[i].Result = tmp[k].Result
 	}
@@ -89,7 +94,8 @@ func (e *Engine) Do(b *kv.Batch) error {
 // one per run. The hashes of the keys written so far are kept in a small
 // open-addressing set (hashSet). Cost: a hash and a set probe per op,
 // linear in the batch (a scan of the written keys per Get was a third of
-// the CPU engine's time on pipelined 10-key multi-gets).
+// the CPU engine's time on pipelined 10-key multi-gets). With an order, it
+// leaves every op's key hash in sc.opHash, so that no key is hashed twice.
 func (e *Engine) hoistReads(ops []kv.Op, sc *scratch) []int {
 	writes := 0
 	late := false // a Get follows a write
@@ -110,8 +116,10 @@ func (e *Engine) hoistReads(ops []kv.Op, sc *scratch) []int {
 	perm := sc.perm[:0]
 	reuse.Resize(&sc.hoisted, len(ops))
 	clear(sc.hoisted)
+	reuse.Resize(&sc.opHash, len(ops))
 	for i := range ops {
 		h := hashindex.Hash(ops[i].Key)
+		sc.opHash[i] = h
 		if ops[i].Kind != kv.Get {
 			written.add(h)
 		} else if !written.has(h) {
@@ -164,8 +172,9 @@ func (s *hashSet) has(h uint64) bool {
 }
 
 // runOps executes ops in order, in runs: consecutive Gets, then
-// consecutive writes to distinct keys, and flushes alone.
-func (e *Engine) runOps(b *kv.Batch, ops []kv.Op, sc *scratch) {
+// consecutive writes to distinct keys, and flushes alone. hashes holds the
+// ops' key hashes, or is nil (the runs hash the keys).
+func (e *Engine) runOps(b *kv.Batch, ops []kv.Op, hashes []uint64, sc *scratch) {
 	for i := 0; i < len(ops); {
 		op := &ops[i]
 		op.Result = kv.Result{}
@@ -180,11 +189,11 @@ func (e *Engine) runOps(b *kv.Batch, ops []kv.Op, sc *scratch) {
 				j++
 			}
 			start := time.Now()
-			e.doReads(b, ops[i:j], sc)
+			e.doReads(b, ops[i:j], part(hashes, i, j), sc)
 			e.getLat.add(time.Since(start))
 			i = j
 		default:
-			j := e.writeRun(ops, i, sc)
+			j := e.writeRun(ops, hashes, i, sc)
 			start := time.Now()
 			e.doWrites(ops[i:j], sc)
 			e.setLat.add(time.Since(start))
@@ -196,12 +205,12 @@ func (e *Engine) runOps(b *kv.Batch, ops []kv.Op, sc *scratch) {
 // writeRun returns the end of the run of writes that starts at ops[i]: the
 // following non-Get, non-Flush ops up to the first whose key repeats one
 // of the run's (so each key has one write per run). It leaves the run's
-// key hashes in sc.hashes.
-func (e *Engine) writeRun(ops []kv.Op, i int, sc *scratch) int {
+// key hashes in sc.hashes (taken from hashes unless it is nil).
+func (e *Engine) writeRun(ops []kv.Op, hashes []uint64, i int, sc *scratch) int {
 	sc.hashes = sc.hashes[:0]
 	j := i
 	for ; j < len(ops) && ops[j].Kind != kv.Get && ops[j].Kind != kv.Flush; j++ {
-		h := hashindex.Hash(ops[j].Key)
+		h := keyHash(ops, hashes, j)
 		if slices.Contains(sc.hashes, h) {
 			break
 		}
@@ -209,6 +218,23 @@ func (e *Engine) writeRun(ops []kv.Op, i int, sc *scratch) int {
 		sc.hashes = append(sc.hashes, h)
 	}
 	return j
+}
+
+// part returns hashes[i:j], or nil when hashes is nil.
+func part(hashes []uint64, i, j int) []uint64 {
+	if hashes == nil {
+		return nil
+	}
+	return hashes[i:j]
+}
+
+// keyHash returns the key hash of ops[i]: hashes[i], or the hash of its key
+// when hashes is nil.
+func keyHash(ops []kv.Op, hashes []uint64, i int) uint64 {
+	if hashes != nil {
+		return hashes[i]
+	}
+	return hashindex.Hash(ops[i].Key)
 }
 
 // doFlush records a flush_all. Items are invalidated lazily: readers check
@@ -408,7 +434,8 @@ func item(r itemstore.Ref) kv.Item {
 // each hit's value is copied into the batch. The pending table is read
 // before the search is queued: a write acknowledged before this run either
 // is still pending then, or was applied to the index before the search.
-func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
+// hashes holds the ops' key hashes, or is nil.
+func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, hashes []uint64, sc *scratch) {
 	t := e.prof.start()
 	n := len(ops)
 	now := e.clock()
@@ -420,7 +447,7 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 	sc.qh = sc.qh[:0]
 	sc.qi = sc.qi[:0]
 	for i := range ops {
-		h := hashindex.Hash(ops[i].Key)
+		h := keyHash(ops, hashes, i)
 		sc.hashes[i] = h
 		sc.refs[i], sc.from[i] = itemstore.Ref{}, fromIndex
 		if w, ok := e.pend.lookup(h); ok {
