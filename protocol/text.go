@@ -325,19 +325,7 @@ func (c *conn) renderGet(r *request) {
 				continue
 			}
 			res := &op.Result
-			c.out.str("VALUE ")
-			c.out.bytes(op.Key)
-			c.out.byte1(' ')
-			c.out.uint(uint64(res.Flags))
-			c.out.byte1(' ')
-			c.out.uint(uint64(len(res.Value)))
-			if r.withCAS {
-				c.out.byte1(' ')
-				c.out.uint(res.CAS)
-			}
-			c.out.str("\r\n")
-			c.out.value(res.Value)
-			c.out.str("\r\n")
+			c.out.valueLine(op.Key, res.Flags, res.Value, res.CAS, r.withCAS)
 		}
 	}
 	switch {
