@@ -41,6 +41,7 @@ type scratch struct {
 	locks    []int
 	written  hashSet  // hoistReads: the hashes of the keys written so far
 	hoisted  []bool   // hoistReads: the ops it runs first
+	nhoisted int      // hoistReads: how many (they begin perm)
 	perm     []int    // hoistReads: the order of the ops
 	opHash   []uint64 // hoistReads: the key hash of every op of the batch
 	tmpHash  []uint64 // the hashes of tmpOps
@@ -69,15 +70,29 @@ func (e *Engine) Do(b *kv.Batch) error {
 		e.runOps(b, b.Ops, nil, sc)
 		return nil
 	}
+	// The hoisted Gets run in place, the other ops from a copy in their
+	// order (few: the writes and the Gets of keys written before them).
+	hoisted, rest := perm[:sc.nhoisted], perm[sc.nhoisted:]
+	if len(hoisted) > 0 {
+		for _, i := range hoisted {
+			b.Ops[i].Result = kv.Result{}
+		}
+		start := time.Now()
+		e.doReads(b, b.Ops, hoisted, sc.opHash, sc)
+		e.getLat.add(time.Since(start))
+	}
+	if len(rest) == 0 {
+		return nil
+	}
 	tmp := sc.tmpOps[:0]
 	th := sc.tmpHash[:0]
-	for _, i := range perm {
+	for _, i := range rest {
 		tmp = append(tmp, b.Ops[i])
 		th = append(th, sc.opHash[i])
 	}
 	sc.tmpHash = th
 	e.runOps(b, tmp, th, sc)
-	for k, i := range perm {
+	for k, i := range rest {
 		b.Ops[i].Result = tmp[k].Result
 	}
 	clear(tmp) // drop references to the batch's keys and values
@@ -127,6 +142,7 @@ func (e *Engine) hoistReads(ops []kv.Op, sc *scratch) []int {
 			sc.hoisted[i] = true
 		}
 	}
+	sc.nhoisted = len(perm)
 	for i := range ops {
 		if !sc.hoisted[i] {
 			perm = append(perm, i)
@@ -189,7 +205,7 @@ func (e *Engine) runOps(b *kv.Batch, ops []kv.Op, hashes []uint64, sc *scratch) 
 				j++
 			}
 			start := time.Now()
-			e.doReads(b, ops[i:j], part(hashes, i, j), sc)
+			e.doReads(b, ops[i:j], nil, part(hashes, i, j), sc)
 			e.getLat.add(time.Since(start))
 			i = j
 		default:
@@ -434,10 +450,14 @@ func item(r itemstore.Ref) kv.Item {
 // each hit's value is copied into the batch. The pending table is read
 // before the search is queued: a write acknowledged before this run either
 // is still pending then, or was applied to the index before the search.
-// hashes holds the ops' key hashes, or is nil.
-func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, hashes []uint64, sc *scratch) {
+// With idx, the run is the ops at those indices of ops (in that order),
+// else all of ops. hashes holds the key hashes of ops, or is nil.
+func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, idx []int, hashes []uint64, sc *scratch) {
 	t := e.prof.start()
 	n := len(ops)
+	if idx != nil {
+		n = len(idx)
+	}
 	now := e.clock()
 	fs := e.flushState()
 	reuse.Resize(&sc.hashes, n)
@@ -446,8 +466,8 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, hashes []uint64, sc *scratch)
 	reuse.Resize(&sc.from, n)
 	sc.qh = sc.qh[:0]
 	sc.qi = sc.qi[:0]
-	for i := range ops {
-		h := keyHash(ops, hashes, i)
+	for i := range n {
+		h := keyHash(ops, hashes, at(idx, i))
 		sc.hashes[i] = h
 		sc.refs[i], sc.from[i] = itemstore.Ref{}, fromIndex
 		if w, ok := e.pend.lookup(h); ok {
@@ -455,7 +475,7 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, hashes []uint64, sc *scratch)
 			sc.from[i] = fromPending
 			if !entryDead(w) {
 				var ok, stale bool
-				sc.refs[i], ok, stale = e.lookupStale(entryLoc(w), h, ops[i].Key, now, &fs)
+				sc.refs[i], ok, stale = e.lookupStale(entryLoc(w), h, ops[at(idx, i)].Key, now, &fs)
 				if stale {
 					sc.from[i] = fromPendingStale
 				} else if ok {
@@ -473,7 +493,7 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, hashes []uint64, sc *scratch)
 		if err := e.search(sc, sc.qh, sc.ql); err != nil {
 			e.release(sc)
 			e.releaseRefs(sc, n)
-			failAll(ops, err)
+			failAll(ops, idx, err)
 			return
 		}
 		for k, i := range sc.qi {
@@ -486,12 +506,12 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, hashes []uint64, sc *scratch)
 	}
 	// Acquire every searched item before the search is released: a
 	// location dropped meanwhile is unlinked only after that.
-	for i := range ops {
+	for i := range n {
 		if sc.from[i] != fromIndex {
 			continue
 		}
 		var ok, stale bool
-		sc.refs[i], ok, stale = e.lookupStale(sc.locs[i], sc.hashes[i], ops[i].Key, now, &fs)
+		sc.refs[i], ok, stale = e.lookupStale(sc.locs[i], sc.hashes[i], ops[at(idx, i)].Key, now, &fs)
 		switch {
 		case stale:
 			sc.from[i] = fromPendingStale
@@ -503,8 +523,8 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, hashes []uint64, sc *scratch)
 	}
 	e.release(sc)
 	var hits uint64
-	for i := range ops {
-		op := &ops[i]
+	for i := range n {
+		op := &ops[at(idx, i)]
 		r, ok := sc.refs[i], sc.from[i] == fromPendingHit
 		sc.refs[i] = itemstore.Ref{}
 		if ok && !e.stillLive(r, now, &fs) {
@@ -543,7 +563,7 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, hashes []uint64, sc *scratch)
 	e.prof.lap(stItems, &t)
 	e.counts.gets.Add(uint64(n))
 	e.counts.getHits.Add(hits)
-	if touched := countTouch(ops); touched > 0 {
+	if touched := countTouch(ops, idx); touched > 0 {
 		e.counts.touches.Add(touched)
 	}
 }
@@ -604,18 +624,39 @@ func (e *Engine) relocate(h uint64, key []byte, now int64, fs *kv.FlushState) (i
 	}
 }
 
-func countTouch(ops []kv.Op) (n uint64) {
-	for i := range ops {
-		if ops[i].Touch {
+// countTouch counts the touching Gets of a run: the ops of ops at the
+// indices idx, or all of them when idx is nil.
+func countTouch(ops []kv.Op, idx []int) (n uint64) {
+	for i := range runLen(ops, idx) {
+		if ops[at(idx, i)].Touch {
 			n++
 		}
 	}
 	return n
 }
 
-// failAll reports err for every op of a run.
-func failAll(ops []kv.Op, err error) {
-	for i := range ops {
-		ops[i].Result = kv.Result{Status: kv.Failed, Err: fmt.Errorf("server: %s: %w", ops[i].Kind, err)}
+// failAll reports err for every op of a run (ops at idx, or all of ops).
+func failAll(ops []kv.Op, idx []int, err error) {
+	for i := range runLen(ops, idx) {
+		op := &ops[at(idx, i)]
+		op.Result = kv.Result{Status: kv.Failed, Err: fmt.Errorf("server: %s: %w", op.Kind, err)}
 	}
+}
+
+// at returns the index in ops of a run's i-th op: idx[i], or i when the
+// run is all of ops (idx nil).
+func at(idx []int, i int) int {
+	if idx == nil {
+		return i
+	}
+	return idx[i]
+}
+
+// runLen returns the length of the run of ops at idx (all of ops when idx
+// is nil).
+func runLen(ops []kv.Op, idx []int) int {
+	if idx == nil {
+		return len(ops)
+	}
+	return len(idx)
 }
