@@ -85,8 +85,9 @@ func (c *conn) noNewline(buf []byte) parseState {
 }
 
 // A textVerb is a key command of the text protocol and the call that
-// parses it: the get family (startGet), the store family (textStore) or a
-// key and a number (textKeyNumber).
+// parses it: the get family (startGet, found by getVerb before the line is
+// tokenized), the store family (textStore) or a key and a number
+// (textKeyNumber).
 type textVerb struct {
 	form       uint8
 	kind       kv.Kind
@@ -101,12 +102,10 @@ const (
 	verbKeyNumber
 )
 
-// textVerbs are the key commands by name (memcached's process_command_ascii
-// dispatches them by name in the same way); "cas" stores as a set with the
-// CAS its line carries.
+// textVerbs are the key commands but the get family by name (memcached's
+// process_command_ascii dispatches them by name in the same way); "cas"
+// stores as a set with the CAS its line carries.
 var textVerbs = map[string]textVerb{
-	"get": {form: verbGet, id: cmdGet}, "bget": {form: verbGet, id: cmdGet}, "gets": {form: verbGet, id: cmdGets, cas: true},
-	"gat": {form: verbGet, id: cmdGat, touch: true}, "gats": {form: verbGet, id: cmdGats, touch: true, cas: true},
 	"set": {verbStore, kv.Set, cmdSet, false, false}, "add": {verbStore, kv.Add, cmdAdd, false, false},
 	"replace": {verbStore, kv.Replace, cmdReplace, false, false}, "append": {verbStore, kv.Append, cmdAppend, false, false},
 	"prepend": {verbStore, kv.Prepend, cmdPrepend, false, false}, "cas": {verbStore, kv.Set, cmdCAS, false, false},
@@ -114,8 +113,7 @@ var textVerbs = map[string]textVerb{
 	"touch": {verbKeyNumber, kv.Touch, cmdTouch, false, false},
 }
 
-// getVerb returns the get-family verb named name, if it is one (as
-// textVerbs, without a map lookup).
+// getVerb returns the get-family verb named name, if it is one.
 func getVerb(name []byte) (textVerb, bool) {
 	switch string(name) {
 	case "get", "bget":
@@ -138,11 +136,7 @@ func (c *conn) textCommand(buf, line []byte, lineEnd int) (int, parseState) {
 		// tokenizing (memcached's token count only decides whether a key
 		// follows the name).
 		if v, ok := getVerb(name); ok {
-			ntok := 2
-			if key, _ := nextToken(after); len(key) > 0 {
-				ntok = 3
-			}
-			return c.startGet(buf, line, ntok, lineEnd, v.touch, v.cas, v.id)
+			return c.startGet(buf, line, after, lineEnd, v.touch, v.cas, v.id)
 		}
 	}
 	toks, _ := tokenize(line, c.toks) // the rest of a long line only matters to get
@@ -157,8 +151,6 @@ func (c *conn) textCommand(buf, line []byte, lineEnd int) (int, parseState) {
 	}
 	if v, ok := textVerbs[string(name)]; ok {
 		switch v.form {
-		case verbGet:
-			return c.startGet(buf, line, ntok, lineEnd, v.touch, v.cas, v.id)
 		case verbStore:
 			return c.textStore(buf, toks, ntok, lineEnd, v.kind, v.id)
 		default:
@@ -223,18 +215,19 @@ func noreplyToken(toks [][]byte) bool {
 // chunks of at most a round's budget. One pass over the line adds the ops
 // of the keys that fit in this round and checks every key's length (a too
 // long key makes the whole reply an error, so it must be known before the
-// first chunk is answered); getChunk adds the rest in later rounds.
-func (c *conn) startGet(buf, line []byte, ntok, lineEnd int, touch, withCAS bool, id cmd) (int, parseState) {
-	if ntok < 3 {
+// first chunk is answered); getChunk adds the rest in later rounds. after
+// is the line after the command's name; without a token there (memcached's
+// token count under 3) the reply is ERROR.
+func (c *conn) startGet(buf, line, after []byte, lineEnd int, touch, withCAS bool, id cmd) (int, parseState) {
+	first, rest := nextToken(after)
+	if len(first) == 0 {
 		return c.textErr(lineEnd)
 	}
 	c.counts[id]++
-	_, after := nextToken(line)
 	g := getCont{lineEnd: lineEnd, touch: touch, withCAS: withCAS}
 	if touch {
-		var tok []byte
-		tok, after = nextToken(after)
-		exp, ok := safeStrtol(tok)
+		after = rest
+		exp, ok := safeStrtol(first)
 		if !ok {
 			c.static(replyBadExptime)
 			return lineEnd, psDone
