@@ -88,9 +88,9 @@ func (o *output) valueLine(key []byte, flags uint32, value []byte, cas uint64, w
 	b := append(o.buf, "VALUE "...)
 	b = append(b, key...)
 	b = append(b, ' ')
-	b = strconv.AppendUint(b, uint64(flags), 10)
+	b = appendDecimal(b, uint64(flags))
 	b = append(b, ' ')
-	b = strconv.AppendUint(b, uint64(len(value)), 10)
+	b = appendDecimal(b, uint64(len(value)))
 	if withCAS {
 		b = append(b, ' ')
 		b = strconv.AppendUint(b, cas, 10)
@@ -106,6 +106,18 @@ func (o *output) valueLine(key []byte, flags uint32, value []byte, cas uint64, w
 		o.value(value)
 		o.str("\r\n")
 	}
+}
+
+// appendDecimal appends v in decimal: numbers under 100 (most flags, short
+// values' lengths) without a call.
+func appendDecimal(b []byte, v uint64) []byte {
+	switch {
+	case v < 10:
+		return append(b, byte('0'+v))
+	case v < 100:
+		return append(b, byte('0'+v/10), byte('0'+v%10))
+	}
+	return strconv.AppendUint(b, v, 10)
 }
 
 // cut closes the pending run of buf into a segment.
