@@ -253,7 +253,7 @@ func (c *conn) startGet(buf, line, after []byte, lineEnd int, touch, withCAS boo
 			break
 		}
 		if room > 0 {
-			c.addOp(kv.Op{Kind: kv.Get, Key: key, Touch: touch, Exptime: g.exptime})
+			c.addGet(key, touch, g.exptime)
 			g.next = len(line) - len(rest)
 			room--
 		}
@@ -279,7 +279,7 @@ func (c *conn) getChunk(buf []byte) (int, parseState) {
 			keys = rest
 			break
 		}
-		c.addOp(kv.Op{Kind: kv.Get, Key: key, Touch: g.touch, Exptime: g.exptime})
+		c.addGet(key, g.touch, g.exptime)
 		keys = rest
 		room--
 	}
