@@ -33,7 +33,9 @@ type cpuEngine struct {
 }
 
 func newCPUEngine(r resolved, workers int) *cpuEngine {
-	return &cpuEngine{geo: r.geo, maxDisp: r.maxDisp, workers: workers, table: make([]uint32, r.geo.words())}
+	table := make([]uint32, r.geo.words())
+	adviseHuge(table)
+	return &cpuEngine{geo: r.geo, maxDisp: r.maxDisp, workers: workers, table: table}
 }
 
 // bucket returns the 16 words of bucket b.

@@ -39,6 +39,7 @@ type Store struct {
 	mapped   atomic.Int64 // = npages, for lock-free readers
 	maxPages atomic.Int64 // the memory limit in pages
 	closed   atomic.Bool
+	warmOnes atomic.Int64 // Warm's sink: keeps its loads (almost never counts)
 
 	slabs slabState // rebalancing: policy, requests, counters (move.go)
 }

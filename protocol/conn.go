@@ -502,6 +502,24 @@ func (c *conn) addOp(op kv.Op) int32 {
 	return int32(c.batch.Add(op))
 }
 
+// addGet adds a Get of key (with touch, a gat to exptime) to the round's
+// batch, writing the op in place in the batch's spare room: a get line's
+// keys are most of a multi-get's ops, and building each 240-byte op and
+// copying it into the batch was two copies per key.
+func (c *conn) addGet(key []byte, touch bool, exptime int64) {
+	ops := c.batch.Ops
+	n := len(ops)
+	if n == cap(ops) {
+		c.batch.Add(kv.Op{Kind: kv.Get, Key: key, Touch: touch, Exptime: exptime})
+		return
+	}
+	ops = ops[:n+1]
+	op := &ops[n]
+	*op = kv.Op{}
+	op.Kind, op.Key, op.Touch, op.Exptime = kv.Get, key, touch, exptime
+	c.batch.Ops = ops
+}
+
 // decodeKey base64-decodes a meta command's key (the b flag) into the
 // round's key memory, where it stays valid until the round ends.
 func (c *conn) decodeKey(key []byte) ([]byte, bool) {

@@ -3,6 +3,7 @@ package protocol
 import (
 	"io"
 	"net"
+	"slices"
 	"strconv"
 )
 
@@ -72,6 +73,51 @@ func (o *output) value(b []byte) {
 	o.cut()
 	o.segs = append(o.segs, segment{ext: b})
 	o.n += len(b)
+}
+
+// valueLine adds a text get hit: "VALUE <key> <flags> <bytes>[ <cas>]",
+// the value and their line ends, with one check of the buffer's room.
+func (o *output) valueLine(key []byte, flags uint32, value []byte, cas uint64, withCAS bool) {
+	need := len("VALUE ") + len(key) + len(" 4294967295 ") + 10 + len(" 18446744073709551615") + 2*len("\r\n")
+	inline := len(value) <= inlineMax
+	if inline {
+		need += len(value)
+	}
+	o.buf = slices.Grow(o.buf, need)
+	l := len(o.buf)
+	b := append(o.buf, "VALUE "...)
+	b = append(b, key...)
+	b = append(b, ' ')
+	b = appendDecimal(b, uint64(flags))
+	b = append(b, ' ')
+	b = appendDecimal(b, uint64(len(value)))
+	if withCAS {
+		b = append(b, ' ')
+		b = strconv.AppendUint(b, cas, 10)
+	}
+	b = append(b, "\r\n"...)
+	if inline {
+		b = append(b, value...)
+		b = append(b, "\r\n"...)
+	}
+	o.buf = b
+	o.n += len(b) - l
+	if !inline {
+		o.value(value)
+		o.str("\r\n")
+	}
+}
+
+// appendDecimal appends v in decimal: numbers under 100 (most flags, short
+// values' lengths) without a call.
+func appendDecimal(b []byte, v uint64) []byte {
+	switch {
+	case v < 10:
+		return append(b, byte('0'+v))
+	case v < 100:
+		return append(b, byte('0'+v/10), byte('0'+v%10))
+	}
+	return strconv.AppendUint(b, v, 10)
 }
 
 // cut closes the pending run of buf into a segment.

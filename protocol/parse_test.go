@@ -3,6 +3,7 @@ package protocol
 import (
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -130,5 +131,15 @@ func TestItemSizes(t *testing.T) {
 	}
 	if len(classes) != 40 || classes[1] != 96 || classes[7] != 384 || classes[39] != 524288 {
 		t.Errorf("slab classes %v: want memcached's 39 default classes (96, ..., 384 at 7, 524288 at 39)", classes)
+	}
+}
+
+// TestAppendDecimal checks the reply's decimal numbers around the short
+// paths' bounds against strconv.
+func TestAppendDecimal(t *testing.T) {
+	for _, v := range []uint64{0, 1, 9, 10, 11, 42, 99, 100, 101, 999, 4294967295, 1<<64 - 1} {
+		if got, want := string(appendDecimal([]byte("x"), v)), "x"+strconv.FormatUint(v, 10); got != want {
+			t.Errorf("appendDecimal(%d) = %q, want %q", v, got, want)
+		}
 	}
 }

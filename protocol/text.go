@@ -85,8 +85,9 @@ func (c *conn) noNewline(buf []byte) parseState {
 }
 
 // A textVerb is a key command of the text protocol and the call that
-// parses it: the get family (startGet), the store family (textStore) or a
-// key and a number (textKeyNumber).
+// parses it: the get family (startGet, found by getVerb before the line is
+// tokenized), the store family (textStore) or a key and a number
+// (textKeyNumber).
 type textVerb struct {
 	form       uint8
 	kind       kv.Kind
@@ -101,12 +102,10 @@ const (
 	verbKeyNumber
 )
 
-// textVerbs are the key commands by name (memcached's process_command_ascii
-// dispatches them by name in the same way); "cas" stores as a set with the
-// CAS its line carries.
+// textVerbs are the key commands but the get family by name (memcached's
+// process_command_ascii dispatches them by name in the same way); "cas"
+// stores as a set with the CAS its line carries.
 var textVerbs = map[string]textVerb{
-	"get": {form: verbGet, id: cmdGet}, "bget": {form: verbGet, id: cmdGet}, "gets": {form: verbGet, id: cmdGets, cas: true},
-	"gat": {form: verbGet, id: cmdGat, touch: true}, "gats": {form: verbGet, id: cmdGats, touch: true, cas: true},
 	"set": {verbStore, kv.Set, cmdSet, false, false}, "add": {verbStore, kv.Add, cmdAdd, false, false},
 	"replace": {verbStore, kv.Replace, cmdReplace, false, false}, "append": {verbStore, kv.Append, cmdAppend, false, false},
 	"prepend": {verbStore, kv.Prepend, cmdPrepend, false, false}, "cas": {verbStore, kv.Set, cmdCAS, false, false},
@@ -114,9 +113,32 @@ var textVerbs = map[string]textVerb{
 	"touch": {verbKeyNumber, kv.Touch, cmdTouch, false, false},
 }
 
+// getVerb returns the get-family verb named name, if it is one.
+func getVerb(name []byte) (textVerb, bool) {
+	switch string(name) {
+	case "get", "bget":
+		return textVerb{form: verbGet, id: cmdGet}, true
+	case "gets":
+		return textVerb{form: verbGet, id: cmdGets, cas: true}, true
+	case "gat":
+		return textVerb{form: verbGet, id: cmdGat, touch: true}, true
+	case "gats":
+		return textVerb{form: verbGet, id: cmdGats, touch: true, cas: true}, true
+	}
+	return textVerb{}, false
+}
+
 // textCommand dispatches a command line (without its line end) that ends
 // at lineEnd in buf, as memcached's process_command_ascii.
 func (c *conn) textCommand(buf, line []byte, lineEnd int) (int, parseState) {
+	if name, after := nextToken(line); len(name) >= 3 && len(name) <= 4 {
+		// The get family reads its keys from the line itself: no
+		// tokenizing (memcached's token count only decides whether a key
+		// follows the name).
+		if v, ok := getVerb(name); ok {
+			return c.startGet(buf, line, after, lineEnd, v.touch, v.cas, v.id)
+		}
+	}
 	toks, _ := tokenize(line, c.toks) // the rest of a long line only matters to get
 	c.toks = toks
 	ntok := len(toks) + 1
@@ -129,8 +151,6 @@ func (c *conn) textCommand(buf, line []byte, lineEnd int) (int, parseState) {
 	}
 	if v, ok := textVerbs[string(name)]; ok {
 		switch v.form {
-		case verbGet:
-			return c.startGet(buf, line, ntok, lineEnd, v.touch, v.cas, v.id)
 		case verbStore:
 			return c.textStore(buf, toks, ntok, lineEnd, v.kind, v.id)
 		default:
@@ -192,18 +212,22 @@ func noreplyToken(toks [][]byte) bool {
 }
 
 // startGet parses get, gets, gat and gats: one Get op per key, fetched in
-// chunks of at most a round's budget.
-func (c *conn) startGet(buf, line []byte, ntok, lineEnd int, touch, withCAS bool, id cmd) (int, parseState) {
-	if ntok < 3 {
+// chunks of at most a round's budget. One pass over the line adds the ops
+// of the keys that fit in this round and checks every key's length (a too
+// long key makes the whole reply an error, so it must be known before the
+// first chunk is answered); getChunk adds the rest in later rounds. after
+// is the line after the command's name; without a token there (memcached's
+// token count under 3) the reply is ERROR.
+func (c *conn) startGet(buf, line, after []byte, lineEnd int, touch, withCAS bool, id cmd) (int, parseState) {
+	first, rest := nextToken(after)
+	if len(first) == 0 {
 		return c.textErr(lineEnd)
 	}
 	c.counts[id]++
-	_, after := nextToken(line)
 	g := getCont{lineEnd: lineEnd, touch: touch, withCAS: withCAS}
 	if touch {
-		var tok []byte
-		tok, after = nextToken(after)
-		exp, ok := safeStrtol(tok)
+		after = rest
+		exp, ok := safeStrtol(first)
 		if !ok {
 			c.static(replyBadExptime)
 			return lineEnd, psDone
@@ -212,6 +236,10 @@ func (c *conn) startGet(buf, line []byte, ntok, lineEnd int, touch, withCAS bool
 	}
 	g.next = len(line) - len(after)
 	g.stop = len(line)
+	r := newRequest(rGet)
+	r.withCAS = withCAS
+	r.op = int32(len(c.batch.Ops))
+	room := max(c.limit()-c.ops(), 1)
 	for rest := after; ; {
 		var key []byte
 		key, rest = nextToken(rest)
@@ -224,10 +252,15 @@ func (c *conn) startGet(buf, line []byte, ntok, lineEnd int, touch, withCAS bool
 			g.bad = true
 			break
 		}
+		if room > 0 {
+			c.addGet(key, touch, g.exptime)
+			g.next = len(line) - len(rest)
+			room--
+		}
 	}
-	g.active = true
-	c.cont = g
-	return c.getChunk(buf)
+	r.nops = int32(len(c.batch.Ops)) - r.op
+	r.discard = g.bad
+	return c.endChunk(r, &g, buf[g.next:g.stop])
 }
 
 // getChunk adds Get ops for the next keys of the get line in progress: all
@@ -246,14 +279,24 @@ func (c *conn) getChunk(buf []byte) (int, parseState) {
 			keys = rest
 			break
 		}
-		c.addOp(kv.Op{Kind: kv.Get, Key: key, Touch: g.touch, Exptime: g.exptime})
+		c.addGet(key, g.touch, g.exptime)
 		keys = rest
 		room--
 	}
 	r.nops = int32(len(c.batch.Ops)) - r.op
 	g.next = g.stop - len(keys)
-	if len(bytes.Trim(keys, " ")) > 0 {
+	return c.endChunk(r, g, keys)
+}
+
+// endChunk queues the request of a get chunk whose line has keys left
+// (only spaces when the chunk is the last): a last chunk ends the line and
+// its reply, another leaves the line in progress (c.cont) for the next
+// round.
+func (c *conn) endChunk(r request, g *getCont, left []byte) (int, parseState) {
+	if len(bytes.Trim(left, " ")) > 0 {
 		c.addReq(r)
+		g.active = true
+		c.cont = *g
 		return 0, psFull
 	}
 	r.final = true
@@ -261,7 +304,7 @@ func (c *conn) getChunk(buf []byte) (int, parseState) {
 		r.text = replyBadFormat
 	}
 	c.addReq(r)
-	g.active = false
+	c.cont.active = false
 	return g.lineEnd, psDone
 }
 
@@ -275,19 +318,7 @@ func (c *conn) renderGet(r *request) {
 				continue
 			}
 			res := &op.Result
-			c.out.str("VALUE ")
-			c.out.bytes(op.Key)
-			c.out.byte1(' ')
-			c.out.uint(uint64(res.Flags))
-			c.out.byte1(' ')
-			c.out.uint(uint64(len(res.Value)))
-			if r.withCAS {
-				c.out.byte1(' ')
-				c.out.uint(res.CAS)
-			}
-			c.out.str("\r\n")
-			c.out.value(res.Value)
-			c.out.str("\r\n")
+			c.out.valueLine(op.Key, res.Flags, res.Value, res.CAS, r.withCAS)
 		}
 	}
 	switch {

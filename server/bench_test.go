@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 
 	"github.com/warpkv/warpkv/kv"
@@ -36,8 +37,9 @@ func benchmarkDo(b *testing.B, fill func(r *rand.Rand, keys [][]byte, b *kv.Batc
 }
 
 // benchmarkDoOpts is benchmarkDo on engines with the options opts returns
-// for each (nil: the defaults).
-func benchmarkDoOpts(b *testing.B, opts func(engineCase, Options) Options, fill func(r *rand.Rand, keys [][]byte, b *kv.Batch)) {
+// for each (nil: the defaults); report, if any, runs after each engine's
+// measurement (to report metrics of its own).
+func benchmarkDoOpts(b *testing.B, opts func(engineCase, Options) Options, fill func(r *rand.Rand, keys [][]byte, b *kv.Batch), report ...func(*testing.B)) {
 	for _, ec := range testEngines {
 		b.Run(ec.name, func(b *testing.B) {
 			var o Options
@@ -63,6 +65,9 @@ func benchmarkDoOpts(b *testing.B, opts func(engineCase, Options) Options, fill 
 					}
 				}
 			})
+			for _, f := range report {
+				f(b)
+			}
 		})
 	}
 }
@@ -129,4 +134,20 @@ func servedInterval(ec engineCase, opts Options) Options {
 		opts.Interval = -1
 	}
 	return opts
+}
+
+// BenchmarkDoMultiGetRound is an event loop's round of 64 pipelined
+// 10-key multi-gets (4 connections of 16): the reads of `loadgen
+// --pipeline 16 --multiget 10`, without the sets, whose waits for index
+// updates would hide the CPU time. It reports ns per key.
+func BenchmarkDoMultiGetRound(b *testing.B) {
+	var keys atomic.Int64
+	benchmarkDoOpts(b, nil, func(r *rand.Rand, all [][]byte, batch *kv.Batch) {
+		for range 640 {
+			batch.Add(kv.Op{Kind: kv.Get, Key: all[r.IntN(len(all))]})
+		}
+		keys.Add(640)
+	}, func(b *testing.B) {
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(max(keys.Swap(0), 1)), "ns/key")
+	})
 }

@@ -41,7 +41,10 @@ type scratch struct {
 	locks    []int
 	written  hashSet  // hoistReads: the hashes of the keys written so far
 	hoisted  []bool   // hoistReads: the ops it runs first
+	nhoisted int      // hoistReads: how many (they begin perm)
 	perm     []int    // hoistReads: the order of the ops
+	opHash   []uint64 // hoistReads: the key hash of every op of the batch
+	tmpHash  []uint64 // the hashes of tmpOps
 	posted   []*shard // search: the shards of the tickets
 	tmpOps   []kv.Op  // the ops in that order
 }
@@ -64,15 +67,32 @@ func (e *Engine) Do(b *kv.Batch) error {
 	defer e.scratch.Put(sc)
 	perm := e.hoistReads(b.Ops, sc)
 	if perm == nil {
-		e.runOps(b, b.Ops, sc)
+		e.runOps(b, b.Ops, nil, sc)
+		return nil
+	}
+	// The hoisted Gets run in place, the other ops from a copy in their
+	// order (few: the writes and the Gets of keys written before them).
+	hoisted, rest := perm[:sc.nhoisted], perm[sc.nhoisted:]
+	if len(hoisted) > 0 {
+		for _, i := range hoisted {
+			b.Ops[i].Result = kv.Result{}
+		}
+		start := time.Now()
+		e.doReads(b, b.Ops, hoisted, sc.opHash, sc)
+		e.getLat.add(time.Since(start))
+	}
+	if len(rest) == 0 {
 		return nil
 	}
 	tmp := sc.tmpOps[:0]
-	for _, i := range perm {
+	th := sc.tmpHash[:0]
+	for _, i := range rest {
 		tmp = append(tmp, b.Ops[i])
+		th = append(th, sc.opHash[i])
 	}
-	e.runOps(b, tmp, sc)
-	for k, i := range perm {
+	sc.tmpHash = th
+	e.runOps(b, tmp, th, sc)
+	for k, i := range rest {
 		b.Ops[i].Result = tmp[k].Result
 	}
 	clear(tmp) // drop references to the batch's keys and values
@@ -89,7 +109,8 @@ func (e *Engine) Do(b *kv.Batch) error {
 // one per run. The hashes of the keys written so far are kept in a small
 // open-addressing set (hashSet). Cost: a hash and a set probe per op,
 // linear in the batch (a scan of the written keys per Get was a third of
-// the CPU engine's time on pipelined 10-key multi-gets).
+// the CPU engine's time on pipelined 10-key multi-gets). With an order, it
+// leaves every op's key hash in sc.opHash, so that no key is hashed twice.
 func (e *Engine) hoistReads(ops []kv.Op, sc *scratch) []int {
 	writes := 0
 	late := false // a Get follows a write
@@ -110,8 +131,10 @@ func (e *Engine) hoistReads(ops []kv.Op, sc *scratch) []int {
 	perm := sc.perm[:0]
 	reuse.Resize(&sc.hoisted, len(ops))
 	clear(sc.hoisted)
+	reuse.Resize(&sc.opHash, len(ops))
 	for i := range ops {
 		h := hashindex.Hash(ops[i].Key)
+		sc.opHash[i] = h
 		if ops[i].Kind != kv.Get {
 			written.add(h)
 		} else if !written.has(h) {
@@ -119,6 +142,7 @@ func (e *Engine) hoistReads(ops []kv.Op, sc *scratch) []int {
 			sc.hoisted[i] = true
 		}
 	}
+	sc.nhoisted = len(perm)
 	for i := range ops {
 		if !sc.hoisted[i] {
 			perm = append(perm, i)
@@ -164,8 +188,9 @@ func (s *hashSet) has(h uint64) bool {
 }
 
 // runOps executes ops in order, in runs: consecutive Gets, then
-// consecutive writes to distinct keys, and flushes alone.
-func (e *Engine) runOps(b *kv.Batch, ops []kv.Op, sc *scratch) {
+// consecutive writes to distinct keys, and flushes alone. hashes holds the
+// ops' key hashes, or is nil (the runs hash the keys).
+func (e *Engine) runOps(b *kv.Batch, ops []kv.Op, hashes []uint64, sc *scratch) {
 	for i := 0; i < len(ops); {
 		op := &ops[i]
 		op.Result = kv.Result{}
@@ -180,11 +205,11 @@ func (e *Engine) runOps(b *kv.Batch, ops []kv.Op, sc *scratch) {
 				j++
 			}
 			start := time.Now()
-			e.doReads(b, ops[i:j], sc)
+			e.doReads(b, ops[i:j], nil, part(hashes, i, j), sc)
 			e.getLat.add(time.Since(start))
 			i = j
 		default:
-			j := e.writeRun(ops, i, sc)
+			j := e.writeRun(ops, hashes, i, sc)
 			start := time.Now()
 			e.doWrites(ops[i:j], sc)
 			e.setLat.add(time.Since(start))
@@ -196,12 +221,12 @@ func (e *Engine) runOps(b *kv.Batch, ops []kv.Op, sc *scratch) {
 // writeRun returns the end of the run of writes that starts at ops[i]: the
 // following non-Get, non-Flush ops up to the first whose key repeats one
 // of the run's (so each key has one write per run). It leaves the run's
-// key hashes in sc.hashes.
-func (e *Engine) writeRun(ops []kv.Op, i int, sc *scratch) int {
+// key hashes in sc.hashes (taken from hashes unless it is nil).
+func (e *Engine) writeRun(ops []kv.Op, hashes []uint64, i int, sc *scratch) int {
 	sc.hashes = sc.hashes[:0]
 	j := i
 	for ; j < len(ops) && ops[j].Kind != kv.Get && ops[j].Kind != kv.Flush; j++ {
-		h := hashindex.Hash(ops[j].Key)
+		h := keyHash(ops, hashes, j)
 		if slices.Contains(sc.hashes, h) {
 			break
 		}
@@ -209,6 +234,23 @@ func (e *Engine) writeRun(ops []kv.Op, i int, sc *scratch) int {
 		sc.hashes = append(sc.hashes, h)
 	}
 	return j
+}
+
+// part returns hashes[i:j], or nil when hashes is nil.
+func part(hashes []uint64, i, j int) []uint64 {
+	if hashes == nil {
+		return nil
+	}
+	return hashes[i:j]
+}
+
+// keyHash returns the key hash of ops[i]: hashes[i], or the hash of its key
+// when hashes is nil.
+func keyHash(ops []kv.Op, hashes []uint64, i int) uint64 {
+	if hashes != nil {
+		return hashes[i]
+	}
+	return hashindex.Hash(ops[i].Key)
 }
 
 // doFlush records a flush_all. Items are invalidated lazily: readers check
@@ -408,9 +450,14 @@ func item(r itemstore.Ref) kv.Item {
 // each hit's value is copied into the batch. The pending table is read
 // before the search is queued: a write acknowledged before this run either
 // is still pending then, or was applied to the index before the search.
-func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
+// With idx, the run is the ops at those indices of ops (in that order),
+// else all of ops. hashes holds the key hashes of ops, or is nil.
+func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, idx []int, hashes []uint64, sc *scratch) {
 	t := e.prof.start()
 	n := len(ops)
+	if idx != nil {
+		n = len(idx)
+	}
 	now := e.clock()
 	fs := e.flushState()
 	reuse.Resize(&sc.hashes, n)
@@ -419,8 +466,8 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 	reuse.Resize(&sc.from, n)
 	sc.qh = sc.qh[:0]
 	sc.qi = sc.qi[:0]
-	for i := range ops {
-		h := hashindex.Hash(ops[i].Key)
+	for i := range n {
+		h := keyHash(ops, hashes, at(idx, i))
 		sc.hashes[i] = h
 		sc.refs[i], sc.from[i] = itemstore.Ref{}, fromIndex
 		if w, ok := e.pend.lookup(h); ok {
@@ -428,7 +475,7 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 			sc.from[i] = fromPending
 			if !entryDead(w) {
 				var ok, stale bool
-				sc.refs[i], ok, stale = e.lookupStale(entryLoc(w), h, ops[i].Key, now, &fs)
+				sc.refs[i], ok, stale = e.lookupStale(entryLoc(w), h, ops[at(idx, i)].Key, now, &fs)
 				if stale {
 					sc.from[i] = fromPendingStale
 				} else if ok {
@@ -446,22 +493,25 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 		if err := e.search(sc, sc.qh, sc.ql); err != nil {
 			e.release(sc)
 			e.releaseRefs(sc, n)
-			failAll(ops, err)
+			failAll(ops, idx, err)
 			return
 		}
 		for k, i := range sc.qi {
 			sc.locs[i] = sc.ql[k]
 		}
+		// The items' first cache lines, all misses at once, before the
+		// acquires below pay them one by one.
+		e.store.Warm(sc.ql)
 		e.prof.lap(stSearchWait, &t)
 	}
 	// Acquire every searched item before the search is released: a
 	// location dropped meanwhile is unlinked only after that.
-	for i := range ops {
+	for i := range n {
 		if sc.from[i] != fromIndex {
 			continue
 		}
 		var ok, stale bool
-		sc.refs[i], ok, stale = e.lookupStale(sc.locs[i], sc.hashes[i], ops[i].Key, now, &fs)
+		sc.refs[i], ok, stale = e.lookupStale(sc.locs[i], sc.hashes[i], ops[at(idx, i)].Key, now, &fs)
 		switch {
 		case stale:
 			sc.from[i] = fromPendingStale
@@ -473,8 +523,8 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 	}
 	e.release(sc)
 	var hits uint64
-	for i := range ops {
-		op := &ops[i]
+	for i := range n {
+		op := &ops[at(idx, i)]
 		r, ok := sc.refs[i], sc.from[i] == fromPendingHit
 		sc.refs[i] = itemstore.Ref{}
 		if ok && !e.stillLive(r, now, &fs) {
@@ -513,7 +563,7 @@ func (e *Engine) doReads(b *kv.Batch, ops []kv.Op, sc *scratch) {
 	e.prof.lap(stItems, &t)
 	e.counts.gets.Add(uint64(n))
 	e.counts.getHits.Add(hits)
-	if touched := countTouch(ops); touched > 0 {
+	if touched := countTouch(ops, idx); touched > 0 {
 		e.counts.touches.Add(touched)
 	}
 }
@@ -574,18 +624,39 @@ func (e *Engine) relocate(h uint64, key []byte, now int64, fs *kv.FlushState) (i
 	}
 }
 
-func countTouch(ops []kv.Op) (n uint64) {
-	for i := range ops {
-		if ops[i].Touch {
+// countTouch counts the touching Gets of a run: the ops of ops at the
+// indices idx, or all of them when idx is nil.
+func countTouch(ops []kv.Op, idx []int) (n uint64) {
+	for i := range runLen(ops, idx) {
+		if ops[at(idx, i)].Touch {
 			n++
 		}
 	}
 	return n
 }
 
-// failAll reports err for every op of a run.
-func failAll(ops []kv.Op, err error) {
-	for i := range ops {
-		ops[i].Result = kv.Result{Status: kv.Failed, Err: fmt.Errorf("server: %s: %w", ops[i].Kind, err)}
+// failAll reports err for every op of a run (ops at idx, or all of ops).
+func failAll(ops []kv.Op, idx []int, err error) {
+	for i := range runLen(ops, idx) {
+		op := &ops[at(idx, i)]
+		op.Result = kv.Result{Status: kv.Failed, Err: fmt.Errorf("server: %s: %w", op.Kind, err)}
 	}
+}
+
+// at returns the index in ops of a run's i-th op: idx[i], or i when the
+// run is all of ops (idx nil).
+func at(idx []int, i int) int {
+	if idx == nil {
+		return i
+	}
+	return idx[i]
+}
+
+// runLen returns the length of the run of ops at idx (all of ops when idx
+// is nil).
+func runLen(ops []kv.Op, idx []int) int {
+	if idx == nil {
+		return len(ops)
+	}
+	return len(idx)
 }

@@ -59,7 +59,7 @@ func (e *Engine) doWrites(ops []kv.Op, sc *scratch) {
 	clear(sc.curPend)
 	if needSearch(ops) {
 		if err := e.current(ops, sc); err != nil {
-			failAll(ops, err)
+			failAll(ops, nil, err)
 			return
 		}
 		e.prof.lap(stWriteLookup, &t)
