@@ -116,16 +116,23 @@ func checkPrefixQueries(t *testing.T, prefixes [][]byte, qs []Query) {
 }
 
 // TestQueryPackMatchesTheBatches packs random queries (nil, empty and
-// long bounds) as the GPU engine uploads them and reads every array back
+// long bounds; half of them of 8 or 16 bytes, which putBound copies as
+// words) as the GPU engine uploads them and reads every array back
 // against the queries.
 func TestQueryPackMatchesTheBatches(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 13))
+	size := func() int {
+		if rng.IntN(2) == 0 {
+			return 8 << rng.IntN(2)
+		}
+		return rng.IntN(40)
+	}
 	for _, n := range []int{1, 7, queryPackMin - 1, 3*queryPackMin + 5} {
 		qs := make([]Query, n)
 		for i := range qs {
-			qs[i].Lo = make([]byte, rng.IntN(40))
+			qs[i].Lo = make([]byte, size())
 			if rng.IntN(3) > 0 {
-				qs[i].Hi = make([]byte, rng.IntN(40))
+				qs[i].Hi = make([]byte, size())
 			}
 			for _, b := range [][]byte{qs[i].Lo, qs[i].Hi} {
 				for j := range b {
