@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -86,8 +87,8 @@ func TestPinnedResult(t *testing.T) {
 	}
 	same := func(what string, got, want *Result) {
 		t.Helper()
-		if fmt.Sprint(got.Offsets) != fmt.Sprint(want.Offsets) || fmt.Sprint(got.Values) != fmt.Sprint(want.Values) ||
-			string(got.Keys.Data) != string(want.Keys.Data) || fmt.Sprint(got.Keys.Offs) != fmt.Sprint(want.Keys.Offs) {
+		if !slices.Equal(got.Offsets, want.Offsets) || !slices.Equal(got.Values, want.Values) ||
+			string(got.Keys.Data) != string(want.Keys.Data) || !slices.Equal(got.Keys.Offs, want.Keys.Offs) {
 			t.Fatalf("%s: pinned answers differ from a new Result's", what)
 		}
 	}
