@@ -142,29 +142,31 @@ func (p queryPack) fill(h []byte, qs []Query) bool {
 	Q, l := len(qs), p.l
 	loOffs, hiOffs := u32View(h[:l.hiOffs], Q+1), u32View(h[l.hiOffs:l.has], Q+1)
 	flags, loData, hiData := h[l.has:l.has+Q], h[l.loData:l.hiData], h[l.hiData:l.end]
+	loLen, hiLen := -1, -1 // no check of the lengths
+	if p.same {
+		loLen, hiLen = p.loLen, p.hiLen
+	}
 	var other atomic.Bool
 	par.Ranges(Q, p.parts, func(i, a, b int) {
-		lo, hi := loData[p.loAt[i]:p.loAt[i+1]], hiData[p.hiAt[i]:p.hiAt[i+1]]
-		if p.same {
-			if !fillSame(qs[a:b], loOffs[a:b], hiOffs[a:b], flags[a:b], lo, hi, uint32(p.loAt[i]), uint32(p.hiAt[i]), p.loLen, p.hiLen) {
-				other.Store(true)
-			}
-			return
+		if !fillPart(qs[a:b], loOffs[a:b], hiOffs[a:b], flags[a:b], loData[p.loAt[i]:p.loAt[i+1]], hiData[p.hiAt[i]:p.hiAt[i+1]],
+			uint32(p.loAt[i]), uint32(p.hiAt[i]), loLen, hiLen) {
+			other.Store(true)
 		}
-		fillPart(qs[a:b], loOffs[a:b], hiOffs[a:b], flags[a:b], lo, hi, uint32(p.loAt[i]), uint32(p.hiAt[i]))
 	})
 	loOffs[Q], hiOffs[Q] = uint32(p.loAt[p.parts]), uint32(p.hiAt[p.parts])
 	return !other.Load()
 }
 
-// fillSame is fillPart for bounds of loLen and hiLen bytes: it reports
-// false at the first query whose bounds have other lengths.
-func fillSame(qs []Query, loOffs, hiOffs []uint32, flags, loData, hiData []byte, lo0, hi0 uint32, loLen, hiLen int) bool {
-	loOffs, hiOffs, flags = loOffs[:len(qs)], hiOffs[:len(qs)], flags[:len(qs)]
+// fillPart packs one part's queries: their offsets (from lo0 and hi0),
+// flags and bound bytes (loData and hiData, exactly their size). With
+// loLen >= 0 it reports false at the first query whose bounds do not have
+// loLen and hiLen bytes (a nil upper bound has 0), packing no further.
+func fillPart(qs []Query, loOffs, hiOffs []uint32, flags, loData, hiData []byte, lo0, hi0 uint32, loLen, hiLen int) bool {
 	lo, hi := 0, 0
+	loOffs, hiOffs, flags = loOffs[:len(qs)], hiOffs[:len(qs)], flags[:len(qs)]
 	for j := range qs {
 		x := &qs[j]
-		if len(x.Lo) != loLen || len(x.Hi) != hiLen {
+		if loLen >= 0 && (len(x.Lo) != loLen || len(x.Hi) != hiLen) {
 			return false
 		}
 		loOffs[j], hiOffs[j] = lo0+uint32(lo), hi0+uint32(hi)
@@ -177,24 +179,6 @@ func fillSame(qs []Query, loOffs, hiOffs []uint32, flags, loData, hiData []byte,
 		flags[j] = f
 	}
 	return true
-}
-
-// fillPart packs one part's queries: their offsets (from lo0 and hi0),
-// flags and bound bytes (loData and hiData, exactly their size).
-func fillPart(qs []Query, loOffs, hiOffs []uint32, flags, loData, hiData []byte, lo0, hi0 uint32) {
-	lo, hi := 0, 0
-	loOffs, hiOffs, flags = loOffs[:len(qs)], hiOffs[:len(qs)], flags[:len(qs)]
-	for j := range qs {
-		x := &qs[j]
-		loOffs[j], hiOffs[j] = lo0+uint32(lo), hi0+uint32(hi)
-		lo += putBound(loData[lo:], x.Lo)
-		var f byte
-		if x.Hi != nil {
-			f = 1
-			hi += putBound(hiData[hi:], x.Hi)
-		}
-		flags[j] = f
-	}
 }
 
 // putBound copies bound b to the front of dst and returns its length:
