@@ -356,6 +356,7 @@ func ARTMix(k []byte, v uint64) uint64 {
 type artAnswerer interface {
 	Answer(op ARTOp, qs art.Keys, limit int) error
 	AnswerSum() (pairs int, sum uint64)
+	AnswerBytes() int64 // the last answer's bytes (its Result's arrays), which the call moved to the host
 }
 
 // artQueryLimit is the limit of a case's queries: ARTRangeKeys for
@@ -478,6 +479,10 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 	}
 	items := int64(c.Batch)
 	up, down := artTransferBytes(c, d)
+	if answerer != nil {
+		ch.Found, ch.Sum = answerer.AnswerSum()
+		down = answerer.AnswerBytes()
+	}
 	whole := NewResult(c.Name(), impl.Name(), items, up+down, Median(wall))
 	rows := []Result{whole}
 	if phaser != nil && lim.Gather32 > 0 {
@@ -491,7 +496,6 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 	// Ranges and prefix scans timed without the checksum: the checksum of
 	// the last answer, then the calls with it as their own row.
 	if answerer != nil {
-		ch.Found, ch.Sum = answerer.AnswerSum()
 		ts, err := timeRuns(reps, nil, full, nil)
 		if err != nil {
 			return nil, ch, err
@@ -654,7 +658,9 @@ func (c ARTCase) Validate(ch ARTCheck) error {
 	return nil
 }
 
-// artTransferBytes returns the bytes a call moves from and to the host.
+// artTransferBytes returns the bytes a call moves from and to the host
+// (ranges and prefix scans: down 0, their answers' bytes known only after
+// the call; RunARTCase takes them from an artAnswerer).
 func artTransferBytes(c ARTCase, d *ARTData) (up, down int64) {
 	b := int64(c.Batch)
 	keys := int64(len(d.Keys.Data)) + 4*(b+1)
@@ -811,6 +817,13 @@ func (e *artEngine) Answer(op ARTOp, qs art.Keys, limit int) error {
 	}
 	e.res = r
 	return nil
+}
+
+// AnswerBytes returns the bytes of the last Answer's Result: key bytes,
+// key offsets, values and query offsets.
+func (e *artEngine) AnswerBytes() int64 {
+	r := e.res
+	return int64(len(r.Keys.Data)) + 4*int64(len(r.Keys.Offs)) + 8*int64(len(r.Values)) + 8*int64(len(r.Offsets))
 }
 
 // AnswerSum returns the pairs of the last Answer and their checksum.
