@@ -396,9 +396,10 @@ func (t *Tree) PrefixInto(r *Result, prefixes [][]byte, limit int) (*Result, err
 
 // query runs a batch of queries for op into into (nil: a new Result).
 func (t *Tree) query(op string, into *Result, qs []Query, limit int, desc bool) (*Result, error) {
-	if i := firstLongBound(qs); i >= 0 {
-		q := qs[i]
-		return nil, fmt.Errorf("art: %s: query %d: bound of %d bytes: keys have at most %d", op, i, max(len(q.Lo), len(q.Hi)), MaxKeyLen)
+	for i, q := range qs {
+		if len(q.Lo) > MaxKeyLen || len(q.Hi) > MaxKeyLen+1 {
+			return nil, fmt.Errorf("art: %s: query %d: bound of %d bytes: keys have at most %d", op, i, max(len(q.Lo), len(q.Hi)), MaxKeyLen)
+		}
 	}
 	if _, err := engine.RLock(&t.Facade, op); err != nil {
 		return nil, err
