@@ -1,13 +1,18 @@
 package art
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/internal/enginetest"
 	"github.com/warpkv/warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // TestHostPacking runs lookups and updates whose keys the GPU engine's
@@ -82,8 +87,8 @@ func TestPinnedResult(t *testing.T) {
 	}
 	same := func(what string, got, want *Result) {
 		t.Helper()
-		if fmt.Sprint(got.Offsets) != fmt.Sprint(want.Offsets) || fmt.Sprint(got.Values) != fmt.Sprint(want.Values) ||
-			string(got.Keys.Data) != string(want.Keys.Data) || fmt.Sprint(got.Keys.Offs) != fmt.Sprint(want.Keys.Offs) {
+		if !slices.Equal(got.Offsets, want.Offsets) || !slices.Equal(got.Values, want.Values) ||
+			string(got.Keys.Data) != string(want.Keys.Data) || !slices.Equal(got.Keys.Offs, want.Keys.Offs) {
 			t.Fatalf("%s: pinned answers differ from a new Result's", what)
 		}
 	}
@@ -132,14 +137,28 @@ func TestPinnedResult(t *testing.T) {
 	same("after Free", r, want)
 }
 
-// benchPointTree opens a GPU tree of 16Mi 16-byte keys for the point-call
-// benchmarks (closed when b ends) and returns it with its keys' values,
-// the first 1Mi keys as a packed batch and as Go slices, and answer slices of that
-// size.
+// benchPointTree opens a GPU tree of 16Mi 16-byte keys (or
+// WARPKV_ART_BENCH_KEYS keys, e.g. 100000000 for the tree) for
+// the point-call benchmarks (closed when b ends) and returns it with its
+// keys' values, the first 1Mi keys as a packed batch and as Go slices,
+// and answer slices of that size.
 func benchPointTree(b *testing.B) (t *Tree, vals []uint64, probe Keys, slices [][]byte, out []uint64, found []bool) {
 	d := gputest.Device(b)
-	const size, n = 1 << 24, 1 << 20
-	kb, vals, _ := benchKeys(size, 16)
+	const n = 1 << 20
+	size := 1 << 24
+	if s := os.Getenv("WARPKV_ART_BENCH_KEYS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < n {
+			b.Fatalf("WARPKV_ART_BENCH_KEYS=%q: want a number of keys >= %d", s, n)
+		}
+		size = v
+	}
+	var kb Keys
+	if size == 1<<24 {
+		kb, vals, _ = benchKeys(size, 16)
+	} else {
+		kb, vals = benchKeysPar(size)
+	}
 	t, err := Open(Options{GPU: d})
 	if err != nil {
 		b.Fatal(err)
@@ -152,8 +171,30 @@ func benchPointTree(b *testing.B) (t *Tree, vals []uint64, probe Keys, slices []
 	return t, vals, probe, probe.Unpack(), make([]uint64, n), make([]bool, n)
 }
 
+// benchKeysPar returns n distinct 16-byte keys (benchKeys' shape: key i
+// starts with i*0x9E3779B97F4A7C15 ^ 0x5555 big-endian, then 8 random
+// bytes of a splitmix64 hash of i) and the values 0..n-1, made on all
+// cores (the same keys on any number): the trees of 100M keys of the
+// benchmarks.
+func benchKeysPar(n int) (Keys, []uint64) {
+	kb := Keys{Data: make([]byte, 16*n), Offs: make([]uint32, n+1)}
+	vals := make([]uint64, n)
+	par.Ranges(n, par.Parts(n, 1<<16, 0), func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			z := uint64(i) + 0x9E3779B97F4A7C15
+			z = (z ^ z>>30) * 0xBF58476D1CE4E5B9
+			z = (z ^ z>>27) * 0x94D049BB133111EB
+			binary.BigEndian.PutUint64(kb.Data[16*i:], uint64(i)*0x9E3779B97F4A7C15^0x5555)
+			binary.LittleEndian.PutUint64(kb.Data[16*i+8:], z^z>>31)
+			kb.Offs[i+1] = uint32(16 * (i + 1))
+			vals[i] = uint64(i)
+		}
+	})
+	return kb, vals
+}
+
 // BenchmarkGPUWholeCalls measures the GPU engine's whole calls on 16-byte
-// keys in a tree of 16Mi keys, with the host's share of each: lookups and
+// keys in a tree of 16Mi keys (WARPKV_ART_BENCH_KEYS: benchPointTree), with the host's share of each: lookups and
 // updates of 1Mi keys from a packed batch in Go memory (Lookup,
 // UpdateKeys, for several smallest chunk sizes), from Go slices (Get,
 // Update) and from pinned staging, and 64Ki ranges of 16 keys and prefix

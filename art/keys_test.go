@@ -3,6 +3,7 @@ package art
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -116,16 +117,23 @@ func checkPrefixQueries(t *testing.T, prefixes [][]byte, qs []Query) {
 }
 
 // TestQueryPackMatchesTheBatches packs random queries (nil, empty and
-// long bounds) as the GPU engine uploads them and reads every array back
+// long bounds; half of them of 8 or 16 bytes, which putBound copies as
+// words) as the GPU engine uploads them and reads every array back
 // against the queries.
 func TestQueryPackMatchesTheBatches(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 13))
+	size := func() int {
+		if rng.IntN(2) == 0 {
+			return 8 << rng.IntN(2)
+		}
+		return rng.IntN(40)
+	}
 	for _, n := range []int{1, 7, queryPackMin - 1, 3*queryPackMin + 5} {
 		qs := make([]Query, n)
 		for i := range qs {
-			qs[i].Lo = make([]byte, rng.IntN(40))
+			qs[i].Lo = make([]byte, size())
 			if rng.IntN(3) > 0 {
-				qs[i].Hi = make([]byte, rng.IntN(40))
+				qs[i].Hi = make([]byte, size())
 			}
 			for _, b := range [][]byte{qs[i].Lo, qs[i].Hi} {
 				for j := range b {
@@ -138,17 +146,87 @@ func TestQueryPackMatchesTheBatches(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h := make([]uint64, (p.l.end+7)/8)
-			buf := unsafe.Slice((*byte)(unsafe.Pointer(&h[0])), p.l.end)
-			p.fill(buf, qs)
-			l := p.l
-			loOffs, hiOffs := u32View(buf[:l.hiOffs], n+1), u32View(buf[l.hiOffs:l.has], n+1)
-			for i, q := range qs {
-				lo := buf[l.loData+int(loOffs[i]) : l.loData+int(loOffs[i+1])]
-				hi := buf[l.hiData+int(hiOffs[i]) : l.hiData+int(hiOffs[i+1])]
-				if !bytes.Equal(lo, q.Lo) || !bytes.Equal(hi, q.Hi) || (buf[l.has+i] == 1) != (q.Hi != nil) {
-					t.Fatalf("%d queries, %d workers: query %d packs as [%x, %x) has %d, want [%x, %x)", n, workers, i, lo, hi,
-						buf[l.has+i], q.Lo, q.Hi)
+			buf := alignedBytes(p.l.end)
+			if !p.fill(buf, qs) {
+				t.Fatalf("%d queries, %d workers: a sized plan's fill failed", n, workers)
+			}
+			checkPacked(t, fmt.Sprintf("%d queries, %d workers", n, workers), p, buf, qs)
+			pp, pbuf, err := packQueries(qs, workers, func(n int) ([]byte, error) { return alignedBytes(n), nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkPacked(t, fmt.Sprintf("%d queries, %d workers, packQueries", n, workers), pp, pbuf, qs)
+		}
+	}
+}
+
+// alignedBytes returns n zero bytes, 8-byte aligned.
+func alignedBytes(n int) []byte {
+	h := make([]uint64, (n+7)/8+1)
+	return unsafe.Slice((*byte)(unsafe.Pointer(&h[0])), n)
+}
+
+// checkPacked reads every array of a packed batch buf of plan p back
+// against the queries qs.
+func checkPacked(t *testing.T, name string, p queryPack, buf []byte, qs []Query) {
+	t.Helper()
+	n, l := len(qs), p.l
+	loOffs, hiOffs := u32View(buf[:l.hiOffs], n+1), u32View(buf[l.hiOffs:l.has], n+1)
+	for i, q := range qs {
+		lo := buf[l.loData+int(loOffs[i]) : l.loData+int(loOffs[i+1])]
+		hi := buf[l.hiData+int(hiOffs[i]) : l.hiData+int(hiOffs[i+1])]
+		if !bytes.Equal(lo, q.Lo) || !bytes.Equal(hi, q.Hi) || (buf[l.has+i] == 1) != (q.Hi != nil) {
+			t.Fatalf("%s: query %d packs as [%x, %x) has %d, want [%x, %x)", name, i, lo, hi, buf[l.has+i], q.Lo, q.Hi)
+		}
+	}
+	if end := l.loData + int(loOffs[n]); end > l.hiData {
+		t.Fatalf("%s: lower bounds end at %d, past their array's end %d", name, end, l.hiData)
+	}
+}
+
+// TestPackQueriesOnePass packs batches whose bounds all have one length
+// per side (16-byte lower bounds; no upper bounds, or 16-byte or empty
+// ones), which packQueries packs in one pass, and the same batches with
+// one query of other lengths at the first, a middle and the last
+// position, which make it size the batch first; every packed array must
+// match the queries.
+func TestPackQueriesOnePass(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	key := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	for _, n := range []int{1, 5, 3*queryPackMin + 5} {
+		for _, hiLen := range []int{-1, 0, 16} { // -1: no upper bounds
+			qs := make([]Query, n)
+			for i := range qs {
+				qs[i].Lo = key(16)
+				if hiLen >= 0 {
+					qs[i].Hi = key(hiLen)
+				}
+			}
+			for _, odd := range []int{-1, 0, n / 2, n - 1} {
+				q := slices.Clone(qs)
+				if odd >= 0 {
+					q[odd] = Query{Lo: key(9), Hi: key(3)}
+				}
+				name := fmt.Sprintf("%d queries, upper bounds of %d bytes, other lengths at %d", n, hiLen, odd)
+				one := odd < 0 || n == 1 // a batch of one query has one length per side
+				if sp, ok := sameQueries(q, 3); !ok || sp.fill(alignedBytes(sp.l.end), q) != one {
+					t.Fatalf("%s: the one-pass fill reports the batch wrongly", name)
+				}
+				for _, workers := range []int{1, 3} {
+					p, buf, err := packQueries(q, workers, func(n int) ([]byte, error) { return alignedBytes(n), nil })
+					if err != nil {
+						t.Fatal(err)
+					}
+					if p.same != one {
+						t.Fatalf("%s: packed in one pass %v", name, p.same)
+					}
+					checkPacked(t, name, p, buf, q)
 				}
 			}
 		}

@@ -10,7 +10,8 @@ import (
 // BenchmarkQueryPacking times, on the host alone, what packing a batch of
 // 64Ki range queries (16-byte lower bounds, no upper bound) into the
 // pinned layout of uploadQueries costs: sizing the bounds (planQueries)
-// and copying them (fill) on 1 and on GOMAXPROCS workers, and an empty
+// and copying them (fill) on 1 and on GOMAXPROCS workers, both as the
+// engine does them (packQueries: one pass for bounds of one length), and an empty
 // fan-out over GOMAXPROCS goroutines (par.Ranges, the floor of every
 // parallel pass); and turning 64Ki 2-byte prefixes into queries
 // (prefixQueries) on one goroutine and in parts of 8192, 4096 and 2048.
@@ -36,6 +37,11 @@ func BenchmarkQueryPacking(b *testing.B) {
 		b.Run(fmt.Sprintf("fill/workers=%d", w), func(b *testing.B) {
 			for b.Loop() {
 				p.fill(h, qs)
+			}
+		})
+		b.Run(fmt.Sprintf("packQueries/workers=%d", w), func(b *testing.B) {
+			for b.Loop() {
+				_, _, _ = packQueries(qs, w, func(int) ([]byte, error) { return h, nil })
 			}
 		})
 	}

@@ -1,8 +1,11 @@
 package art
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/warpkv/warpkv/gpu"
@@ -49,6 +52,59 @@ type queryPack struct {
 	l          queryLayout
 	parts      int
 	loAt, hiAt []int // parts+1 byte starts of each part's lower and upper bounds
+	same       bool  // planned by sameQueries: every bound must have loLen and hiLen bytes
+	loLen      int   // with same: each lower bound's length
+	hiLen      int   // with same: each upper bound's length (0 for a nil one too)
+}
+
+// sameQueries plans qs for one pass, guessing that every query's bounds
+// have the first query's lengths (a batch of fixed-size keys); fill then
+// checks the guess as it packs. It reports false when the guessed bytes
+// do not fit 32-bit offsets. Cost: O(parts).
+func sameQueries(qs []Query, workers int) (queryPack, bool) {
+	Q := len(qs)
+	p := queryPack{parts: par.Parts(Q, queryPackMin, workers), same: true, loLen: len(qs[0].Lo), hiLen: len(qs[0].Hi)}
+	if uint64(Q)*uint64(max(p.loLen, p.hiLen)) > math.MaxUint32 {
+		return p, false
+	}
+	p.loAt, p.hiAt = make([]int, p.parts+1), make([]int, p.parts+1)
+	for i := range p.parts + 1 {
+		b := par.Bound(Q, p.parts, i)
+		p.loAt[i], p.hiAt[i] = b*p.loLen, b*p.hiLen
+	}
+	p.l = layoutQueries(Q, Q*p.loLen, Q*p.hiLen)
+	return p, true
+}
+
+// packQueries packs qs into pinned memory from host (which returns at
+// least n bytes, 8-byte aligned) on the workers and returns the plan and
+// the packed bytes: in one pass when every bound has the first query's
+// lengths, else (the one pass stopped at the first other length in each
+// part) sized, then filled. Cost: one parallel pass over the queries for
+// fixed-size bounds, else a partial one and two.
+func packQueries(qs []Query, workers int, host func(n int) ([]byte, error)) (queryPack, []byte, error) {
+	if len(qs) == 0 {
+		return queryPack{}, nil, errors.New("no queries to pack")
+	}
+	if p, ok := sameQueries(qs, workers); ok {
+		h, err := host(p.l.end)
+		if err != nil {
+			return p, nil, err
+		}
+		if p.fill(h, qs) {
+			return p, h, nil
+		}
+	}
+	p, err := planQueries(qs, workers)
+	if err != nil {
+		return p, nil, err
+	}
+	h, err := host(p.l.end)
+	if err != nil {
+		return p, nil, err
+	}
+	p.fill(h, qs)
+	return p, h, nil
 }
 
 // planQueries sizes qs's bounds on the workers. Cost: one parallel pass
@@ -78,53 +134,83 @@ func planQueries(qs []Query, workers int) (queryPack, error) {
 }
 
 // fill packs qs into h (at least p.l.end bytes, 8-byte aligned) on the
-// workers, a part each. Cost: one parallel pass copying the bounds.
-func (p queryPack) fill(h []byte, qs []Query) {
+// workers, a part each. A plan of sameQueries reports false when a bound
+// has another length than the plan's (h is then not a packed batch; each
+// part stops at its first such query). Cost: one parallel pass copying
+// the bounds.
+func (p queryPack) fill(h []byte, qs []Query) bool {
 	Q, l := len(qs), p.l
 	loOffs, hiOffs := u32View(h[:l.hiOffs], Q+1), u32View(h[l.hiOffs:l.has], Q+1)
 	flags, loData, hiData := h[l.has:l.has+Q], h[l.loData:l.hiData], h[l.hiData:l.end]
+	loLen, hiLen := -1, -1 // no check of the lengths
+	if p.same {
+		loLen, hiLen = p.loLen, p.hiLen
+	}
+	var other atomic.Bool
 	par.Ranges(Q, p.parts, func(i, a, b int) {
-		fillPart(qs[a:b], loOffs[a:b], hiOffs[a:b], flags[a:b], loData[p.loAt[i]:p.loAt[i+1]], hiData[p.hiAt[i]:p.hiAt[i+1]],
-			uint32(p.loAt[i]), uint32(p.hiAt[i]))
+		if !fillPart(qs[a:b], loOffs[a:b], hiOffs[a:b], flags[a:b], loData[p.loAt[i]:p.loAt[i+1]], hiData[p.hiAt[i]:p.hiAt[i+1]],
+			uint32(p.loAt[i]), uint32(p.hiAt[i]), loLen, hiLen) {
+			other.Store(true)
+		}
 	})
 	loOffs[Q], hiOffs[Q] = uint32(p.loAt[p.parts]), uint32(p.hiAt[p.parts])
+	return !other.Load()
 }
 
 // fillPart packs one part's queries: their offsets (from lo0 and hi0),
-// flags and bound bytes (loData and hiData, exactly their size).
-func fillPart(qs []Query, loOffs, hiOffs []uint32, flags, loData, hiData []byte, lo0, hi0 uint32) {
+// flags and bound bytes (loData and hiData, exactly their size). With
+// loLen >= 0 it reports false at the first query whose bounds do not have
+// loLen and hiLen bytes (a nil upper bound has 0), packing no further.
+func fillPart(qs []Query, loOffs, hiOffs []uint32, flags, loData, hiData []byte, lo0, hi0 uint32, loLen, hiLen int) bool {
 	lo, hi := 0, 0
 	loOffs, hiOffs, flags = loOffs[:len(qs)], hiOffs[:len(qs)], flags[:len(qs)]
 	for j := range qs {
 		x := &qs[j]
+		if loLen >= 0 && (len(x.Lo) != loLen || len(x.Hi) != hiLen) {
+			return false
+		}
 		loOffs[j], hiOffs[j] = lo0+uint32(lo), hi0+uint32(hi)
-		lo += copy(loData[lo:], x.Lo)
+		lo += putBound(loData[lo:], x.Lo)
 		var f byte
 		if x.Hi != nil {
 			f = 1
-			hi += copy(hiData[hi:], x.Hi)
+			hi += putBound(hiData[hi:], x.Hi)
 		}
 		flags[j] = f
 	}
+	return true
+}
+
+// putBound copies bound b to the front of dst and returns its length:
+// bounds of 8 and 16 bytes (the common fixed-size keys) as 8-byte words,
+// inline, others by copy (a call of runtime.memmove, which dominated the
+// packing loop at 16 bytes a bound).
+func putBound(dst, b []byte) int {
+	switch len(b) {
+	case 16:
+		d, s := dst[:16:16], b[:16:16]
+		binary.LittleEndian.PutUint64(d[:8], binary.LittleEndian.Uint64(s[:8]))
+		binary.LittleEndian.PutUint64(d[8:], binary.LittleEndian.Uint64(s[8:]))
+		return 16
+	case 8:
+		binary.LittleEndian.PutUint64(dst[:8], binary.LittleEndian.Uint64(b))
+		return 8
+	}
+	return copy(dst, b)
 }
 
 // uploadQueries packs qs's bounds into host.q on the workers (a nil Hi
 // packs as empty with has 0) and queues their DMA into q.in, returning
 // the device views of the lower and upper bounds and the has flags.
-// Cost: two parallel passes over the queries (their bounds' lengths,
-// then the offsets and bytes) and one DMA.
+// Cost: packQueries (one parallel pass over the queries when their
+// bounds have one length each, else up to three) and one DMA.
 func (g *gpuEngine) uploadQueries(qs []Query) (lo, hi *devBatch, has *gpu.Buffer[uint8], err error) {
 	Q := len(qs)
-	p, err := planQueries(qs, g.workers)
+	p, h, err := packQueries(qs, g.workers, func(n int) ([]byte, error) { return gpu.Host[byte](g.pool, "host.q", n) })
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	l := p.l
-	h, err := gpu.Host[byte](g.pool, "host.q", l.end)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	p.fill(h, qs)
 	if err := g.pool.Reserve(gpu.NeedOf[byte]("q.in", l.end)); err != nil {
 		return nil, nil, nil, err
 	}

@@ -93,13 +93,17 @@ func (g *gpuEngine) queryOrder(Q int, dsc int32, lo, hi *devBatch, hb *gpu.Buffe
 
 // queueAnswers queues the downloads of a batch of queries' answers: the
 // query offsets qoff (Q+1, converted into res.Offsets at the end of the
-// batch by fin) and the pairs.
+// batch by fin) and the pairs (their key offsets only when ooffs is not
+// nil: the caller writes them otherwise).
 func (g *gpuEngine) queueAnswers(res *Result, qoff *gpu.Buffer[uint64], okeys *gpu.Buffer[uint8], ooffs *gpu.Buffer[uint32],
 	ovals *gpu.Buffer[uint64]) (fin func(), err error) {
 	total := len(res.Values)
 	offs := make([]uint64, len(res.Offsets))
-	if err := errors.Join(gpu.DownloadStaged(g.down, g.s, qoff, 0, offs), gpu.DownloadStaged(g.down, g.s, okeys, 0, res.Keys.Data),
-		gpu.DownloadStaged(g.down, g.s, ooffs, 0, res.Keys.Offs[:total]), gpu.DownloadStaged(g.down, g.s, ovals, 0, res.Values)); err != nil {
+	err = errors.Join(gpu.DownloadStaged(g.down, g.s, qoff, 0, offs), gpu.DownloadStaged(g.down, g.s, okeys, 0, res.Keys.Data))
+	if ooffs != nil {
+		err = errors.Join(err, gpu.DownloadStaged(g.down, g.s, ooffs, 0, res.Keys.Offs[:total]))
+	}
+	if err := errors.Join(err, gpu.DownloadStaged(g.down, g.s, ovals, 0, res.Values)); err != nil {
 		return nil, err
 	}
 	return func() {
@@ -127,7 +131,7 @@ func (g *gpuEngine) rangesSlots(into *Result, Q, limit int, dsc int32, perm *gpu
 		prim.DevScanExclusive(g.pe, pres, pres, S+1), prim.DevScanExclusive(g.pe, lens, lens, S+1)); err != nil {
 		return nil, fmt.Errorf("collect: %w", err)
 	}
-	out, err := g.answerSpace(pres, lens, S, gpu.NeedOf[uint64]("q.qoff", Q+1))
+	out, err := g.answerSpace(pres, lens, nil, S, gpu.NeedOf[uint64]("q.qoff", Q+1))
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +165,7 @@ func (g *gpuEngine) rangesTwoPass(into *Result, Q, limit int, dsc int32, perm *g
 		prim.DevScanExclusive(g.pe, cnt, cnt, Q+1), prim.DevScanExclusive(g.pe, byt, byt, Q+1)); err != nil {
 		return nil, fmt.Errorf("count: %w", err)
 	}
-	out, err := g.answerSpace(cnt, byt, Q)
+	out, err := g.answerSpace(cnt, byt, nil, Q)
 	if err != nil {
 		return nil, err
 	}
@@ -176,17 +180,23 @@ func (g *gpuEngine) rangesTwoPass(into *Result, Q, limit int, dsc int32, perm *g
 type answers struct {
 	total      int                 // pairs
 	totalBytes uint64              // their key bytes
+	keyLen     int                 // every pair's key length when all are equal and known so (else -1): offsets not downloaded
 	keys       *gpu.Buffer[uint8]  // q.okeys: the pairs' key bytes
 	offs       *gpu.Buffer[uint32] // q.ooffs: their key offsets
 	vals       *gpu.Buffer[uint64] // q.ovals: their values
 }
 
 // answerSpace reads back the totals of a batch's answers, entry n of the
-// exclusive scans of the pair counts cnt and key bytes byt (one readback),
-// and reserves (with the callers' extra needs) and takes the device
-// buffers of the pairs. Cost: one readback.
-func (g *gpuEngine) answerSpace(cnt, byt *gpu.Buffer[uint64], n int, extra ...gpu.Need) (answers, error) {
-	rb, err := g.readSpans(span(cnt, n, 1), span(byt, n, 1))
+// exclusive scans of the pair counts cnt, key bytes byt and, when sq is
+// not nil, the squares of the key lengths (one readback), and reserves
+// (with the callers' extra needs) and takes the device buffers of the
+// pairs. Cost: one readback.
+func (g *gpuEngine) answerSpace(cnt, byt, sq *gpu.Buffer[uint64], n int, extra ...gpu.Need) (answers, error) {
+	spans := []*gpu.Buffer[byte]{span(cnt, n, 1), span(byt, n, 1)}
+	if sq != nil {
+		spans = append(spans, span(sq, n, 1))
+	}
+	rb, err := g.readSpans(spans...)
 	if err != nil {
 		return answers{}, err
 	}
@@ -194,19 +204,24 @@ func (g *gpuEngine) answerSpace(cnt, byt *gpu.Buffer[uint64], n int, extra ...gp
 	if totalBytes > math.MaxUint32 {
 		return answers{}, fmt.Errorf("%d key bytes in the answers: at most %d per call", totalBytes, uint64(math.MaxUint32))
 	}
+	keyLen := -1
+	if sq != nil {
+		keyLen = sameKeyLen(uint64(total), totalBytes, u64sOf(rb[2])[0])
+	}
 	needs := append([]gpu.Need{gpu.NeedOf[uint8]("q.okeys", int(totalBytes)), gpu.NeedOf[uint32]("q.ooffs", total+1),
 		gpu.NeedOf[uint64]("q.ovals", total)}, extra...)
 	if err := g.pool.Reserve(needs...); err != nil {
 		return answers{}, err
 	}
-	return answers{total: total, totalBytes: totalBytes, keys: gpu.Take[uint8](g.pool, "q.okeys", int(totalBytes)),
+	return answers{total: total, totalBytes: totalBytes, keyLen: keyLen, keys: gpu.Take[uint8](g.pool, "q.okeys", int(totalBytes)),
 		offs: gpu.Take[uint32](g.pool, "q.ooffs", total+1), vals: gpu.Take[uint64](g.pool, "q.ovals", total)}, nil
 }
 
 // deliver ends the work phase of a batch of Q queries whose pairs' writes
 // are queued: it sizes the Result (into, or a new one) on the host while
 // the device writes them, downloads the query offsets qoff (Q+1) and the
-// pairs into it and waits for them. A pinned Result (NewResult) takes
+// pairs into it and waits for them; when every key has one length
+// (out.keyLen) the host writes the key offsets while the rest downloads. A pinned Result (NewResult) takes
 // them by DMA straight into its arrays; any other through the download
 // pipeline's pinned chunks, copied out on all cores. Cost: the Result's
 // allocation when it grows, overlapping the writes; the downloads.
@@ -217,16 +232,29 @@ func (g *gpuEngine) deliver(into *Result, Q int, out answers, qoff *gpu.Buffer[u
 		return nil, err
 	}
 	if res.pinned() {
-		err = errors.Join(qoff.Read(g.s, 0, offsetWords(res.Offsets)), out.keys.Read(g.s, 0, res.Keys.Data),
-			out.offs.Read(g.s, 0, res.Keys.Offs[:out.total]), out.vals.Read(g.s, 0, res.Values))
+		err = errors.Join(qoff.Read(g.s, 0, offsetWords(res.Offsets)), out.keys.Read(g.s, 0, res.Keys.Data))
+		if out.keyLen < 0 {
+			err = errors.Join(err, out.offs.Read(g.s, 0, res.Keys.Offs[:out.total]))
+		}
+		err = errors.Join(err, out.vals.Read(g.s, 0, res.Values))
 		if err != nil {
 			return nil, err
 		}
+		if out.keyLen >= 0 {
+			fillKeyOffsets(res.Keys.Offs[:out.total], out.keyLen)
+		}
 		return res, g.drain()
 	}
-	fin, err := g.queueAnswers(res, qoff, out.keys, out.offs, out.vals)
+	ooffs := out.offs
+	if out.keyLen >= 0 {
+		ooffs = nil
+	}
+	fin, err := g.queueAnswers(res, qoff, out.keys, ooffs, out.vals)
 	if err != nil {
 		return nil, err
+	}
+	if out.keyLen >= 0 {
+		fillKeyOffsets(res.Keys.Offs[:out.total], out.keyLen)
 	}
 	if err := g.drain(); err != nil {
 		return nil, err

@@ -50,24 +50,26 @@ __device__ __forceinline__ u64 warp_sum(u64 v) {
 // aq_cands 32 at a time, each one leaf, and compare its key with the far
 // bound (ascending: key < hi when the query has one; descending: key >=
 // lo); a ballot gives the first candidate out of bounds. cnt[q] is the
-// number of candidates before it, bytes[q] the sum of their key lengths.
-// Invariant: the candidates within bounds are a prefix of the slots (the
-// slots are in key order), so cnt[q] pairs from slot q*limit are exactly
-// the query's answer.
+// number of candidates before it, bytes[q] the sum of their key lengths,
+// sq[q] the sum of their squares (the host tells from the three totals
+// whether every key of the answer has one length: n * sum(len^2) ==
+// sum(len)^2 exactly when all are equal). Invariant: the candidates
+// within bounds are a prefix of the slots (the slots are in key order),
+// so cnt[q] pairs from slot q*limit are exactly the query's answer.
 extern "C" __global__ void aq_trim(const Tree *t, u64 Q, const u8 *lod, const u32 *loo, const u8 *hid,
                                    const u32 *hio, const u8 *hashi, u64 limit, int desc, const u64 *slots,
-                                   const u32 *ccnt, u64 *cnt, u64 *bytes) {
+                                   const u32 *ccnt, u64 *cnt, u64 *bytes, u64 *sq) {
     u32 lane = threadIdx.x % WARP;
     u64 warps = (u64)gridDim.x * blockDim.x / WARP;
     for (u64 q = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; q <= Q; q += warps) {
         if (q == Q) {
-            if (lane == 0) cnt[Q] = bytes[Q] = 0;
+            if (lane == 0) cnt[Q] = bytes[Q] = sq[Q] = 0;
             continue;
         }
         const u8 *b = desc ? lod + loo[q] : hid + hio[q];
         u32 bn = desc ? loo[q + 1] - loo[q] : hio[q + 1] - hio[q];
         bool bounded = desc || hashi[q];
-        u64 n = ccnt[q], c = 0, by = 0;
+        u64 n = ccnt[q], c = 0, by = 0, sqs = 0;
         for (u64 j0 = 0; j0 < n; j0 += WARP) {
             u64 j = j0 + lane;
             bool in = j < n;
@@ -84,11 +86,13 @@ extern "C" __global__ void aq_trim(const Tree *t, u64 Q, const u8 *lod, const u3
             u32 k = out ? (u32)__ffs(out) - 1 : WARP; // the lanes before the first one out
             c += k;
             by += warp_sum(lane < k ? kn : 0);
+            sqs += warp_sum(lane < k ? (u64)kn * kn : 0);
             if (k < WARP) break;
         }
         if (lane == 0) {
             cnt[q] = c;
             bytes[q] = by;
+            sq[q] = sqs;
         }
     }
 }

@@ -12,19 +12,23 @@ import (
 // thread per query, in perm's order when the queries are sorted) and keeps
 // up to limit leaves in the query's slots without reading them; aq_trim
 // (a warp per query) cuts them at the far bound and counts the pairs and
-// their key bytes; exclusive scans of those Q+1 counts give each query's
-// first pair and key offset (and the totals, read back once); aq_pairs (a
-// warp per query) writes the pairs. The scanned pair counts are the
-// Result's query offsets. Cost: one walk per query, two warp passes over
-// the candidates, two scans of Q+1 words, one readback.
+// their key bytes (and the squares of the key lengths); exclusive scans
+// of those Q+1 counts give each query's first pair and key offset (and
+// the totals, read back once); aq_pairs (a warp per query) writes the
+// pairs. The scanned pair counts are the Result's query offsets; when
+// every key of the answer has one length (the squares' total says so),
+// the host writes the key offsets rather than download them. Cost: one
+// walk per query, two warp passes over the candidates, three scans of
+// Q+1 words, one readback.
 func (g *gpuEngine) rangesCands(into *Result, Q, limit int, dsc int32, perm *gpu.Buffer[uint32], lo, hi *devBatch, hb *gpu.Buffer[uint8]) (*Result, error) {
 	S := Q * limit
 	if err := g.pool.Reserve(gpu.NeedOf[uint64]("q.slots", S), gpu.NeedOf[uint32]("q.ccnt", Q),
-		gpu.NeedOf[uint64]("q.cnt", Q+1), gpu.NeedOf[uint64]("q.bytes", Q+1)); err != nil {
+		gpu.NeedOf[uint64]("q.cnt", Q+1), gpu.NeedOf[uint64]("q.bytes", Q+1), gpu.NeedOf[uint64]("q.sq", Q+1)); err != nil {
 		return nil, err
 	}
 	slots, ccnt := gpu.Take[uint64](g.pool, "q.slots", S), gpu.Take[uint32](g.pool, "q.ccnt", Q)
 	cnt, byt := gpu.Take[uint64](g.pool, "q.cnt", Q+1), gpu.Take[uint64](g.pool, "q.bytes", Q+1)
+	sq := gpu.Take[uint64](g.pool, "q.sq", Q+1)
 	var order any = nullPtr // the batch order
 	if perm != nil {
 		order = perm
@@ -32,11 +36,12 @@ func (g *gpuEngine) rangesCands(into *Result, Q, limit int, dsc int32, perm *gpu
 	if err := firstErr(
 		g.launch(g.k.qCands, Q, g.descBuf, uint64(Q), order, lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, ccnt),
 		g.launch(g.k.qTrim, (Q+1)*warpSize, g.descBuf, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, ccnt,
-			cnt, byt),
-		prim.DevScanExclusive(g.pe, cnt, cnt, Q+1), prim.DevScanExclusive(g.pe, byt, byt, Q+1)); err != nil {
+			cnt, byt, sq),
+		prim.DevScanExclusive(g.pe, cnt, cnt, Q+1), prim.DevScanExclusive(g.pe, byt, byt, Q+1),
+		prim.DevScanExclusive(g.pe, sq, sq, Q+1)); err != nil {
 		return nil, fmt.Errorf("walk: %w", err)
 	}
-	out, err := g.answerSpace(cnt, byt, Q)
+	out, err := g.answerSpace(cnt, byt, sq, Q)
 	if err != nil {
 		return nil, err
 	}

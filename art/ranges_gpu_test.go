@@ -97,3 +97,109 @@ func TestGPURangeForms(t *testing.T) {
 		}
 	}
 }
+
+// TestGPURangesOneKeyLength answers ranges (ascending, descending, with
+// and without a limit) and prefix scans on a tree of 16-byte keys with a
+// few 8-byte keys at its top end (first byte 0xff): batches whose every
+// answer key has 16 bytes (the host writes the key offsets, sameKeyLen)
+// and batches that reach the 8-byte keys (offsets downloaded), each into
+// a new Result, a reused Go-memory Result and a pinned one, and compares
+// every array of each answer with the CPU engine's.
+func TestGPURangesOneKeyLength(t *testing.T) {
+	dev := gputest.Device(t)
+	gt, err := Open(Options{GPU: dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gt.Close()
+	ct, _ := Open(Options{Device: "cpu"})
+	r := rand.New(rand.NewPCG(16, 8))
+	keys, vals := make([][]byte, 0, 20200), make([]uint64, 0, 20200)
+	for range 20000 {
+		k := randomBytes(r, 16, 16, nil)
+		k[0] %= 0xff
+		keys, vals = append(keys, k), append(vals, r.Uint64())
+	}
+	for range 200 {
+		k := randomBytes(r, 8, 8, nil)
+		k[0] = 0xff
+		keys, vals = append(keys, k), append(vals, r.Uint64())
+	}
+	for _, tr := range []*Tree{gt, ct} {
+		if err := tr.Build(keys, vals); err != nil {
+			t.Fatal(err)
+		}
+	}
+	below := []byte{0xff} // the prefix of the 8-byte keys alone
+	batch := func(n int, mixed bool) ([]Query, [][]byte) {
+		qs, ps := make([]Query, n), make([][]byte, n)
+		for i := range qs {
+			lo := keys[r.IntN(20000)]
+			qs[i] = Query{Lo: lo, Hi: prefixEnd(lo[:1])} // 16-byte keys alone, ~40 of them
+			ps[i] = lo[:1+r.IntN(2)]
+			if mixed && i%7 == 0 {
+				qs[i] = Query{Lo: []byte{0xfe, 0xff}} // no upper bound: the top 16-byte keys, then the 8-byte ones
+				ps[i] = below
+			}
+		}
+		return qs, ps
+	}
+	same := func(name string, got, want *Result) {
+		t.Helper()
+		gp, wp := resultPairs(got), resultPairs(want)
+		if len(gp) != len(wp) || len(got.Values) != len(want.Values) {
+			t.Fatalf("%s: %d queries, %d pairs, want %d, %d", name, len(gp), len(got.Values), len(wp), len(want.Values))
+		}
+		for q := range wp {
+			if !slices.Equal(gp[q], wp[q]) {
+				t.Fatalf("%s: query %d: pairs %.3q, want %.3q", name, q, gp[q], wp[q])
+			}
+		}
+		if n := len(got.Values); got.Keys.Offs[0] != 0 || int(got.Keys.Offs[n]) != len(got.Keys.Data) {
+			t.Fatalf("%s: key offsets from %d to %d for %d key bytes", name, got.Keys.Offs[0], got.Keys.Offs[n], len(got.Keys.Data))
+		}
+	}
+	ops := []struct {
+		name string
+		f    func(tr *Tree, into *Result, qs []Query, ps [][]byte, limit int) (*Result, error)
+	}{
+		{"ranges", func(tr *Tree, into *Result, qs []Query, _ [][]byte, limit int) (*Result, error) {
+			return tr.RangesInto(into, qs, limit)
+		}},
+		{"rangesDesc", func(tr *Tree, into *Result, qs []Query, _ [][]byte, limit int) (*Result, error) {
+			return tr.RangesDescInto(into, qs, limit)
+		}},
+		{"prefix", func(tr *Tree, into *Result, _ []Query, ps [][]byte, limit int) (*Result, error) {
+			return tr.PrefixInto(into, ps, limit)
+		}},
+	}
+	pinned, reused := gt.NewResult(), &Result{}
+	defer pinned.Free()
+	for _, mixed := range []bool{false, true} {
+		for _, n := range []int{1, 300, querySortMin + 100} {
+			qs, ps := batch(n, mixed)
+			for _, limit := range []int{16, 40, 0} {
+				for _, op := range ops {
+					if limit == 0 && op.name == "prefix" {
+						continue
+					}
+					want, err := op.f(ct, nil, qs, ps, limit)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, form := range []struct {
+						name string
+						into *Result
+					}{{"new", nil}, {"reused", reused}, {"pinned", pinned}} {
+						name := fmt.Sprintf("%s, limit %d, %d queries, mixed %v, %s Result", op.name, limit, n, mixed, form.name)
+						got, err := op.f(gt, form.into, qs, ps, limit)
+						if err != nil {
+							t.Fatalf("%s: %v", name, err)
+						}
+						same(name, got, want)
+					}
+				}
+			}
+		}
+	}
+}

@@ -348,6 +348,26 @@ func ARTMix(k []byte, v uint64) uint64 {
 	return prim.SplitMix64(h, uint64(n))
 }
 
+// artAnswerer is an implementation whose answers to ranges and prefix
+// scans stay in its own memory after the call (warpkv's engines: a
+// reused Result), so that a case times the call alone and sums the
+// answers after it, untimed; the call with the checksum (Ranges, Prefix)
+// is its own row.
+type artAnswerer interface {
+	Answer(op ARTOp, qs art.Keys, limit int) error
+	AnswerSum() (pairs int, sum uint64)
+	AnswerBytes() int64 // the last answer's bytes (its Result's arrays), which the call moved to the host
+}
+
+// artQueryLimit is the limit of a case's queries: ARTRangeKeys for
+// ranges, ARTPrefixLimit for prefix scans.
+func artQueryLimit(op ARTOp) int {
+	if op == ARTRanges {
+		return ARTRangeKeys
+	}
+	return ARTPrefixLimit
+}
+
 // artPhaser is an implementation that reports its last batch's phases.
 type artPhaser interface {
 	LastBatchTimes() (work, total time.Duration)
@@ -386,6 +406,11 @@ type ARTLimits struct {
 // row and, for an implementation that reports its phases, a "kernels" row
 // (the engine's work phase alone) with its ratio to the random 32-byte
 // gather rate, and the whole call's ratio to the pinned transfer limit.
+// In a run with a GPU (lim measured), ranges and prefix scans of an
+// implementation that keeps its answers (artAnswerer: warpkv's engines,
+// answering into a reused Result) time the call alone, its answers summed
+// after it, and add a ": call and checksum" row timing both, as the
+// peers' rows and runs without a GPU do.
 func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, lim ARTLimits) ([]Result, ARTCheck, error) {
 	var ch ARTCheck
 	setup := func() error {
@@ -397,6 +422,8 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 		return nil
 	}
 	var prepare, run func() error
+	var full func() error    // ranges and prefix scans: the call and the checksum of its answers
+	var answerer artAnswerer // ranges and prefix scans: an implementation timed without the checksum
 	var lv []uint64
 	var lf []bool
 	switch c.Op {
@@ -422,7 +449,7 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 		if err := setup(); err != nil {
 			return nil, ch, err
 		}
-		run = func() error {
+		full = func() error {
 			var err error
 			if c.Op == ARTRanges {
 				ch.Found, ch.Sum, err = impl.Ranges(d.Keys, ARTRangeKeys)
@@ -430,6 +457,11 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 				ch.Found, ch.Sum, err = impl.Prefix(d.Keys, ARTPrefixLimit)
 			}
 			return err
+		}
+		run = full
+		if an, ok := impl.(artAnswerer); ok && lim.Gather32 > 0 {
+			answerer = an
+			run = func() error { return an.Answer(c.Op, d.Keys, artQueryLimit(c.Op)) }
 		}
 	default:
 		return nil, ch, fmt.Errorf("bench art: unknown operation %q", c.Op)
@@ -447,6 +479,10 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 	}
 	items := int64(c.Batch)
 	up, down := artTransferBytes(c, d)
+	if answerer != nil {
+		ch.Found, ch.Sum = answerer.AnswerSum()
+		down = answerer.AnswerBytes()
+	}
 	whole := NewResult(c.Name(), impl.Name(), items, up+down, Median(wall))
 	rows := []Result{whole}
 	if phaser != nil && lim.Gather32 > 0 {
@@ -456,6 +492,15 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 			k.Ratio, k.RatioTo = k.OpsPerSec/lim.Gather32, "32 B gathers/s"
 			rows = append(rows, k)
 		}
+	}
+	// Ranges and prefix scans timed without the checksum: the checksum of
+	// the last answer, then the calls with it as their own row.
+	if answerer != nil {
+		ts, err := timeRuns(reps, nil, full, nil)
+		if err != nil {
+			return nil, ch, err
+		}
+		rows = append(rows, NewResult(c.Name()+": call and checksum", impl.Name(), items, up+down, Median(ts)).VsPeer("call", whole))
 	}
 	// Lookups with 8 lanes per key (the GPU engine's other lookup kernel).
 	if ln, ok := impl.(artLanes); ok && lim.Gather32 > 0 && (c.Op == ARTLookup || c.Op == ARTMiss) {
@@ -613,7 +658,9 @@ func (c ARTCase) Validate(ch ARTCheck) error {
 	return nil
 }
 
-// artTransferBytes returns the bytes a call moves from and to the host.
+// artTransferBytes returns the bytes a call moves from and to the host
+// (ranges and prefix scans: down 0, their answers' bytes known only after
+// the call; RunARTCase takes them from an artAnswerer).
 func artTransferBytes(c ARTCase, d *ARTData) (up, down int64) {
 	b := int64(c.Batch)
 	keys := int64(len(d.Keys.Data)) + 4*(b+1)
@@ -735,29 +782,54 @@ func (e *artEngine) LastBatchTimes() (time.Duration, time.Duration) {
 }
 
 func (e *artEngine) Ranges(los art.Keys, limit int) (int, uint64, error) {
-	qs, _ := e.qin.of(los, true)
-	if e.res == nil {
-		e.res = e.t.NewResult()
-	}
-	r, err := e.t.RangesInto(e.res, qs, limit)
-	if err != nil {
+	if err := e.Answer(ARTRanges, los, limit); err != nil {
 		return 0, 0, err
 	}
-	e.res = r
-	return artSum(r)
+	return artSum(e.res)
 }
 
 func (e *artEngine) Prefix(ps art.Keys, limit int) (int, uint64, error) {
+	if err := e.Answer(ARTPrefix, ps, limit); err != nil {
+		return 0, 0, err
+	}
+	return artSum(e.res)
+}
+
+// Answer answers range queries from each key of qs (op ARTRanges) or
+// prefix scans of them into the engine's reused Result (NewResult: on
+// the GPU engine pinned, which the device writes by DMA), what a caller
+// running batch after batch does.
+func (e *artEngine) Answer(op ARTOp, qs art.Keys, limit int) error {
 	if e.res == nil {
 		e.res = e.t.NewResult()
 	}
-	_, pre := e.qin.of(ps, false)
-	r, err := e.t.PrefixInto(e.res, pre, limit)
+	var r *art.Result
+	var err error
+	if op == ARTRanges {
+		q, _ := e.qin.of(qs, true)
+		r, err = e.t.RangesInto(e.res, q, limit)
+	} else {
+		_, p := e.qin.of(qs, false)
+		r, err = e.t.PrefixInto(e.res, p, limit)
+	}
 	if err != nil {
-		return 0, 0, err
+		return err
 	}
 	e.res = r
-	return artSum(r)
+	return nil
+}
+
+// AnswerBytes returns the bytes of the last Answer's Result: key bytes,
+// key offsets, values and query offsets.
+func (e *artEngine) AnswerBytes() int64 {
+	r := e.res
+	return int64(len(r.Keys.Data)) + 4*int64(len(r.Keys.Offs)) + 8*int64(len(r.Values)) + 8*int64(len(r.Offsets))
+}
+
+// AnswerSum returns the pairs of the last Answer and their checksum.
+func (e *artEngine) AnswerSum() (int, uint64) {
+	n, s, _ := artSum(e.res)
+	return n, s
 }
 
 // artSum is the checksum of a batch of queries' pairs, over GOMAXPROCS

@@ -1,0 +1,38 @@
+package art
+
+import (
+	"math/bits"
+
+	"github.com/warpkv/warpkv/internal/par"
+)
+
+// sameKeyLen returns the one key length of n keys whose lengths sum to
+// s1 and whose squared lengths sum to s2 when all n lengths are equal,
+// else -1 (also for n == 0). By Cauchy-Schwarz n*s2 >= s1*s1, with
+// equality exactly when every length is s1/n; the products are compared
+// in 128 bits. Cost: O(1).
+func sameKeyLen(n, s1, s2 uint64) int {
+	if n == 0 {
+		return -1
+	}
+	h1, l1 := bits.Mul64(n, s2)
+	h2, l2 := bits.Mul64(s1, s1)
+	if h1 != h2 || l1 != l2 || s1%n != 0 {
+		return -1
+	}
+	return int(s1 / n)
+}
+
+// fillKeyOffsets writes offs[i] = i*keyLen, the key offsets of pairs
+// whose keys all have keyLen bytes (the caller checked that
+// len(offs)*keyLen fits in 32 bits), on all cores. Cost: one parallel
+// pass writing 4 bytes a pair.
+func fillKeyOffsets(offs []uint32, keyLen int) {
+	par.Ranges(len(offs), par.Parts(len(offs), 1<<16, 0), func(_, lo, hi int) {
+		o := uint32(lo * keyLen)
+		for i := lo; i < hi; i++ {
+			offs[i] = o
+			o += uint32(keyLen)
+		}
+	})
+}
