@@ -48,7 +48,9 @@
 //     blocks holding the logs in shared memory) or on the CPU engine.
 //
 // On the GPU, items are partitioned over Servers commit servers
-// (contiguous ranges); a transaction that touches several partitions
+// (contiguous ranges, or stripes dealt in turn: Options.Stripe, the default
+// for a skewed workload, whose hot blocks would otherwise all go to one
+// server); a transaction that touches several partitions
 // prepares at each in ascending order and finalizes with one timestamp, so
 // that every partition's log lists commits in timestamp order.
 //

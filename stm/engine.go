@@ -66,7 +66,17 @@ type Options struct {
 	// request's accesses are validated 64 at a time instead of 128) with
 	// more.
 	ServerWarps int
-	table       int // benchmarks: the workers' table size (0: by ServerWarps)
+	// Stripe is how the GPU engine deals items to its servers: 0 chooses
+	// (stripes of the workload's block for a skewed built-in workload,
+	// else contiguous partitions), -1 contiguous partitions of
+	// ceil(items/Servers), N > 0 stripes of N consecutive items dealt to
+	// the servers in turn (item i to server (i/N) mod Servers). Contiguous
+	// partitions put a Zipf law's hottest blocks, which are numbered
+	// first, all on server 0; stripes of a block spread them over the
+	// servers and still keep each block in one partition. Cost: none (one
+	// division more per access that picks a server).
+	Stripe int
+	table  int // benchmarks: the workers' table size (0: by ServerWarps)
 
 	yield bool // tests: CPU transactions yield on every read
 }
@@ -116,6 +126,9 @@ type Result struct {
 	Elapsed    time.Duration // from the first transaction to the last commit
 	Threads    int           // transactions that ran concurrently (goroutines or GPU threads)
 	Servers    int           // commit servers the store used (Config.Servers, at most one per item)
+	// Stripe is the items of each stripe the GPU engine dealt to its
+	// servers in turn (Options.Stripe); 0: contiguous partitions.
+	Stripe int
 	// HistoryDropped counts aborted attempts left out of History
 	// (RunOptions.HistoryAborted) because the GPU engine's region for
 	// them was full; committed transactions are never left out.

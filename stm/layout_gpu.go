@@ -12,8 +12,10 @@ import (
 // the layout; globalsHeader writes the C struct from it.
 var globalFields = []string{
 	// the store: k versions per item; per item the timestamp of the newest
-	// logged write (wts: what a server's first validation reads)
-	"vals", "vers", "head", "wts", "n_items", "part_size", "servers", "k",
+	// logged write (wts: what a server's first validation reads); items
+	// go to the servers in contiguous partitions of part_size, or in
+	// stripes of stripe items dealt in turn (0: contiguous)
+	"vals", "vers", "head", "wts", "n_items", "part_size", "stripe", "servers", "k",
 	// the shape: read and write set capacities per thread, history mode
 	// (0 none, 1 committed, 2 also aborted attempts), per server the log
 	// entries kept (log_n) in a ring of log_e (a power of two) and the

@@ -95,7 +95,7 @@ func (g *gpuEngine) globalWords(pl *runPlan, m *runMemory, sp *workloadSpec, ro 
 	}{
 		{"vals", uint64(m.vals.Ptr())}, {"vers", uint64(m.vers.Ptr())}, {"head", uint64(m.head.Ptr())},
 		{"wts", uint64(m.wts.Ptr())},
-		{"n_items", uint64(pl.n)}, {"part_size", uint64(pl.part)}, {"servers", uint64(cfg.Servers)},
+		{"n_items", uint64(pl.n)}, {"part_size", uint64(pl.part)}, {"stripe", uint64(pl.stripe)}, {"servers", uint64(cfg.Servers)},
 		{"k", uint64(sh.k)}, {"r_cap", uint64(sh.r)}, {"w_cap", uint64(sh.w)}, {"hist_mode", uint64(pl.hist)},
 		{"log_e", uint64(sh.logE)}, {"log_n", uint64(cfg.LogSize)}, {"log_a", uint64(sh.logA)}, {"log_w", uint64(cfg.LogWrites)},
 		{"smem", uint64(pl.props.SharedPerBlockOptin)},

@@ -1,6 +1,7 @@
 package stm
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -153,6 +154,33 @@ func TestContendedGPU(t *testing.T) {
 	}
 }
 
+// TestStripesGPU runs contended cases with items dealt to the servers in
+// stripes (Options.Stripe) of 1 and 5 items over 3 servers, so that most
+// update transactions cross partitions, and checks every run end to end
+// as TestContendedGPU does, and that the run used the stripes.
+func TestStripesGPU(t *testing.T) {
+	dev := gputest.Device(t)
+	for _, c := range contendedCases() {
+		switch c.name {
+		case "bank, read-only blocks of 16", "transfers of 4 rounds", "hot blocks (zipf 0.99), 2 rounds",
+			"four servers, transfers across partitions", "memcached 8 ways":
+		default:
+			continue
+		}
+		for _, stripe := range []int{1, 5} {
+			cfg := c.cfg
+			cfg.Servers = 3
+			t.Run(fmt.Sprintf("%s, stripes of %d", c.name, stripe), func(t *testing.T) {
+				res := runContendedGPU(t, Options{GPU: dev, Config: cfg, Stripe: stripe}, c)
+				if res.Stripe != stripe || res.Servers != 3 {
+					t.Errorf("stripes of %d over %d servers, want %d over 3", res.Stripe, res.Servers, stripe)
+				}
+				t.Logf("%d threads, aborts %s", res.Threads, res.AbortString())
+			})
+		}
+	}
+}
+
 // runContendedGPU runs case c with four times its transactions on an
 // engine opened with o, every attempt recorded, and checks the run end to
 // end (checkRun).
@@ -281,6 +309,9 @@ func TestEnginesAgreeWithSerialRuns(t *testing.T) {
 			}},
 			{Name: "gpu", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
 				return &engineSubject{t: tb, opt: Options{GPU: d}}, nil
+			}},
+			{Name: "gpu, stripes of 3", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
+				return &engineSubject{t: tb, opt: Options{GPU: d, Stripe: 3}}, nil
 			}},
 			{Name: "gpu, contention off", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
 				return &engineSubject{t: tb, opt: Options{GPU: d, Contention: ContentionOff}}, nil

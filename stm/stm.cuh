@@ -114,7 +114,11 @@ __device__ __forceinline__ bool stm_deadline_passed(stm_tx* tx) {
 	return true;
 }
 
+// stm_partition returns the server whose partition holds item: contiguous
+// partitions of part_size items, or stripes of stripe items dealt to the
+// servers in turn (Options.Stripe).
 __device__ __forceinline__ u32 stm_partition(const stm_globals* g, u32 item) {
+	if (g->stripe) return (u32)(item / (u32)g->stripe % (u32)g->servers);
 	return (u32)(item / (u32)g->part_size);
 }
 
