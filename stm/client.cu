@@ -559,6 +559,94 @@ __device__ void stm_record(const stm_globals* g, const stm_tx* tx, u32 kind, u32
 	}
 }
 
+// stm_attempt starts a new attempt of tx's ticket: a fresh draw of its
+// numbers (the same as the ticket's first attempt), no snapshot, empty
+// read and write sets, no partitions.
+__device__ __forceinline__ void stm_attempt(stm_tx* tx) {
+	tx->snap = 0;
+	tx->rng = stm_seed(tx->g->seed, tx->ticket);
+	tx->pmask = 0;
+	tx->nr = tx->nw = 0;
+	tx->ro = 0;
+	tx->begun = 0;
+	tx->state = STM_ST_OK;
+	tx->detail = 0;
+	tx->bad = 0;
+	tx->calls = 0;
+}
+
+// stm_run_body runs the workload's body for tx's attempt, adds its cycles
+// to cnt, and ends the run with the body's error, if any.
+__device__ void stm_run_body(const stm_globals* g, stm_tx* tx, u64* cnt) {
+	const u64 c0 = clock64();
+	stm_body(tx);
+	if (!tx->begun) stm_fail(tx, STM_ERR_NO_BEGIN, 0);
+	cnt[CNT_CY_EXECUTE] += clock64() - c0;
+	if (tx->state == STM_ERR_DEADLINE)
+		stm_error(g, STM_ERR_DEADLINE, STM_AT_RUN, tx->ticket);
+	else if (tx->state >= STM_ERR_ITEM)
+		stm_error(g, tx->state, tx->ticket, tx->detail);
+}
+
+// stm_refresh retries stale update attempts in place (Options.Refresh;
+// g->refresh rounds at most), between the warp's bodies and its commit:
+// the read-only lanes' long bodies age the update lanes' snapshots, and
+// under hot items most such attempts are doomed. Each round every update
+// lane reads the newest logged write (wts) of every item it read or
+// wrote; one newer than its snapshot is a conflict every server's first
+// validation would find (wts only grows), so the attempt aborts here: it
+// is counted with the cause the server would give (read-write for an item
+// read, else write-write) and in CNT_REFRESHED, and recorded as an
+// aborted attempt. The warp then waits until the clock passes the newest
+// such write (stm_publish: every timestamp taken is held by a lane in its
+// commit, never by one here, so the wait ends), and the stale lanes run
+// their tickets' bodies again from new snapshots. A round with no stale
+// lane ends it. Returns this lane's aborted attempts; *quit is set when
+// the run failed. All lanes call it.
+__device__ u32 stm_refresh(const stm_globals* g, stm_tx* tx, bool have, u32 lane, u64 deadline, u64* cnt, bool* quit) {
+	u32 n = 0;
+	for (u64 r = 0; r < g->refresh; r++) {
+		const bool upd = have && tx->state == STM_ST_OK && !tx->ro && tx->nw > 0;
+		if (!__any_sync(FULL_MASK, upd)) break;
+		bool rw = false, ww = false;
+		u64 top = 0;
+		if (upd) {
+			const u32* ri = (const u32*)g->rs_item + (u64)tx->tid * (u32)g->r_cap;
+			const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+			const u64* wts = (const u64*)g->wts;
+			for (u32 q = 0; q < tx->nr; q++) {
+				const u64 w = ld_relaxed_gpu(wts + ri[q]);
+				rw |= w > tx->snap;
+				top = max(top, w);
+			}
+			for (u32 w = 0; w < tx->nw; w++) {
+				const u64 x = ld_relaxed_gpu(wts + wi[w]);
+				ww |= x > tx->snap;
+				top = max(top, x);
+			}
+		}
+		const bool stale = rw || ww;
+		if (!__any_sync(FULL_MASK, stale)) break;
+		if (stale) {
+			const u32 cause = rw ? STM_READ_WRITE : STM_WRITE_WRITE;
+			cnt[CNT_ABORT0 + cause]++;
+			cnt[CNT_REFRESHED]++;
+			if (g->hist_mode == 2) stm_record(g, tx, 2, cause, tx->snap);
+			n++;
+		}
+		if (!stm_publish(g, warp_max64(stale ? top : 0), lane, deadline)) {
+			*quit = true;
+			break;
+		}
+		if (stale) {
+			stm_attempt(tx);
+			stm_run_body(g, tx, cnt);
+		}
+		__syncwarp();
+	}
+	return n;
+}
+
 // stm_admitted says (warp-uniform) whether client warp wid may run
 // transactions now (admission control, Options.Throttle): the warps
 // numbered below client_warps - DCTL_SHED are admitted. Every warp is when
@@ -675,37 +763,22 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 
 		stm_tx tx;
 		tx.g = g;
-		tx.snap = 0;
 		tx.ticket = ticket;
-		tx.rng = stm_seed(g->seed, ticket);
-		tx.pmask = 0;
 		tx.tid = tid;
 		tx.thread = tid;
 		tx.threads = (u32)g->threads;
-		tx.nr = tx.nw = 0;
-		tx.ro = 0;
-		tx.begun = 0;
-		tx.state = STM_ST_OK;
-		tx.detail = 0;
-		tx.bad = 0;
-		tx.calls = 0;
 		tx.deadline = deadline;
 		tx.held = held;
 		tx.keep = 0;
 		tx.defers = defers;
 		tx.need = 0;
-		if (have) {
-			const u64 c0 = clock64();
-			stm_body(&tx);
-			if (!tx.begun) stm_fail(&tx, STM_ERR_NO_BEGIN, 0);
-			cnt[CNT_CY_EXECUTE] += clock64() - c0;
-			if (tx.state == STM_ERR_DEADLINE)
-				stm_error(g, STM_ERR_DEADLINE, STM_AT_RUN, ticket);
-			else if (tx.state >= STM_ERR_ITEM)
-				stm_error(g, tx.state, ticket, tx.detail);
-		}
+		stm_attempt(&tx);
+		if (have) stm_run_body(g, &tx, cnt);
 		__syncwarp();
 		bool quit = false;
+		u32 stale = 0;
+		if (g->refresh) stale = stm_refresh(g, &tx, have, lane, deadline, cnt, &quit);
+		if (__any_sync(FULL_MASK, quit)) break;
 		const u64 ts = stm_commit_warp(g, &tx, have, lane, wid, &seq, deadline, cy, &quit);
 		if (__any_sync(FULL_MASK, quit)) break;
 		if (tx.held && !tx.keep) stm_unclaim_kept(g, &tx); // a lane that did not reach stm_contend
@@ -714,7 +787,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		if (g->throttle) {
 			const bool ran = have && (tx.state == STM_ST_OK || (tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4));
 			const bool ab = have && tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4;
-			const u32 att = __popc(__ballot_sync(FULL_MASK, ran)), nab = __popc(__ballot_sync(FULL_MASK, ab));
+			const u32 att = __popc(__ballot_sync(FULL_MASK, ran)) + warp_sum32(stale), nab = __popc(__ballot_sync(FULL_MASK, ab)) + warp_sum32(stale);
 			if (lane == 0) stm_throttle(g, att, nab);
 		}
 		if (have) {

@@ -16,6 +16,9 @@ const (
 	// read-only (0.5: 1.74x/0.99x/0.48x/0.98x), none shed at 99% nor on
 	// uniform accounts, whose abort rates stay below 0.8.
 	DefaultThrottle = 0.7
+	// DefaultRefresh is the in-place retries of a stale update attempt
+	// per warp round (Options.Refresh) for a skewed workload.
+	DefaultRefresh = 2
 	// MaxServers bounds Config.Servers (partitions are a 64-bit mask).
 	MaxServers = 64
 	// MaxItems bounds a store's size (items are 32-bit numbers on the GPU).

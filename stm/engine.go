@@ -76,7 +76,19 @@ type Options struct {
 	// servers and still keep each block in one partition. Cost: none (one
 	// division more per access that picks a server).
 	Stripe int
-	table  int // benchmarks: the workers' table size (0: by ServerWarps)
+	// Refresh is the GPU engine's in-place retries of stale update
+	// attempts: after a warp's bodies ran (its read-only lanes' long
+	// bodies age the snapshots of its update lanes), an update lane that
+	// finds an item it accessed written after its snapshot (the newest
+	// logged write, which every server's first validation reads) aborts
+	// that attempt (counted and recorded as any abort, with the cause the
+	// server would give), the warp waits for the clock to pass the write,
+	// and the lane runs its ticket's body again from a new snapshot before
+	// the warp commits, up to Refresh times a round. 0 chooses
+	// (DefaultRefresh for a skewed workload, else off); negative is off.
+	// Cost: one load per access of an update transaction per retry.
+	Refresh int
+	table   int // benchmarks: the workers' table size (0: by ServerWarps)
 
 	yield bool // tests: CPU transactions yield on every read
 }
@@ -189,6 +201,10 @@ type ServerStats struct {
 	// transaction had claimed an item they write (ContentionClaims): not
 	// aborts, each ran again with a new snapshot.
 	Deferred uint64
+	// Refreshed counts update attempts that aborted stale after their
+	// warp's bodies and ran again at once (Options.Refresh); they are
+	// among the aborts.
+	Refreshed uint64
 }
 
 // String summarizes the stats, e.g. "1000 requests (990 batched, 120
@@ -211,6 +227,9 @@ func (s ServerStats) String() string {
 	}
 	if s.Deferred > 0 {
 		str += fmt.Sprintf("; %d update attempts held back by claims", s.Deferred)
+	}
+	if s.Refreshed > 0 {
+		str += fmt.Sprintf("; %d stale update attempts run again at once", s.Refreshed)
 	}
 	return str
 }

@@ -348,9 +348,12 @@ type runPlan struct {
 	// stripe: items per stripe dealt to the servers in turn (0:
 	// contiguous partitions of part items)
 	stripe int
-	hist   int // history mode: 0 none, 1 committed, 2 also aborted attempts
-	sh     shape
-	props  gpu.Properties
+	// refresh: in-place retries of a stale update attempt per warp round
+	// (Options.Refresh; 0 off)
+	refresh int
+	hist    int // history mode: 0 none, 1 committed, 2 also aborted attempts
+	sh      shape
+	props   gpu.Properties
 	// the grid (size)
 	blocks, threads, clientWarps int
 	throttle                     int   // the abort rate admission control holds, in thousandths (0: off)
@@ -387,6 +390,13 @@ func (g *gpuEngine) plan(w Workload, sp *workloadSpec, ro RunOptions) (*runPlan,
 	if stripe > 0 {
 		cfg.Servers = min(cfg.Servers, (n+stripe-1)/stripe)
 	}
+	refresh := g.opt.Refresh
+	switch {
+	case refresh < 0:
+		refresh = 0
+	case refresh == 0 && sp.skewed:
+		refresh = DefaultRefresh
+	}
 	if sp.cuda == "" {
 		return nil, fmt.Errorf("the workload has no CUDA body")
 	}
@@ -419,7 +429,7 @@ func (g *gpuEngine) plan(w Workload, sp *workloadSpec, ro RunOptions) (*runPlan,
 	case len(sp.params) > maxParams:
 		return nil, fmt.Errorf("%d workload parameters, at most %d", len(sp.params), maxParams)
 	}
-	return &runPlan{cfg: cfg, n: n, part: part, stripe: stripe, hist: hist, sh: sh, props: props}, nil
+	return &runPlan{cfg: cfg, n: n, part: part, stripe: stripe, refresh: refresh, hist: hist, sh: sh, props: props}, nil
 }
 
 // chooseStripe returns the items per stripe dealt to the servers in turn
@@ -642,7 +652,7 @@ func breakdown(cnt []uint64, clockKHz int) (Breakdown, ServerStats) {
 		WriteBack: cycle(cnt[cntCyWriteBack]), Publish: cycle(cnt[cntCyPublish]),
 	}
 	s := ServerStats{Requests: cnt[cntRequests], Batched: cnt[cntBatched], Scanned: cnt[cntScanned], LockWait: cycle(cnt[cntCyLock]),
-		Turns: cnt[cntTurns], Grouped: cnt[cntGrouped], Early: cnt[cntEarly], TurnHold: cycle(cnt[cntCyHold]), Deferred: cnt[cntDeferred],
+		Turns: cnt[cntTurns], Grouped: cnt[cntGrouped], Early: cnt[cntEarly], TurnHold: cycle(cnt[cntCyHold]), Deferred: cnt[cntDeferred], Refreshed: cnt[cntRefreshed],
 		Stages: RequestStages{
 			Ring: time.Duration(cnt[cntNsRing]), Load: cycle(cnt[cntCyLoad]),
 			Validate: cycle(cnt[cntCyVal]), FinalCheck: cycle(cnt[cntCyFinal]), Reply: cycle(cnt[cntCyReply]),

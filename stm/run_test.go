@@ -181,6 +181,33 @@ func TestStripesGPU(t *testing.T) {
 	}
 }
 
+// TestRefreshGPU runs contended cases with the in-place retries of stale
+// update attempts (Options.Refresh) on and off, checks every run end to
+// end as TestContendedGPU does, that no attempt was retried in place when
+// off, and that some were when on in the two hottest cases (read-only
+// totals of all 64 accounts, and 3 accounts).
+func TestRefreshGPU(t *testing.T) {
+	dev := gputest.Device(t)
+	for _, c := range contendedCases() {
+		switch c.name {
+		case "bank, read-only totals of all", "bank, read-only blocks of 16", "hot accounts", "hot blocks (zipf 0.99), 2 rounds":
+		default:
+			continue
+		}
+		for _, refresh := range []int{-1, 3} {
+			t.Run(fmt.Sprintf("%s, refresh %d", c.name, refresh), func(t *testing.T) {
+				res := runContendedGPU(t, Options{GPU: dev, Config: c.cfg, Refresh: refresh}, c)
+				// The hottest cases always have stale attempts; the others may not.
+				hottest := c.name == "hot accounts" || c.name == "bank, read-only totals of all"
+				if res.Server.Refreshed > res.TotalAborts() || (refresh < 0 && res.Server.Refreshed != 0) || (refresh > 0 && hottest && res.Server.Refreshed == 0) {
+					t.Errorf("refresh %d: %d attempts run again at once, %d aborts", refresh, res.Server.Refreshed, res.TotalAborts())
+				}
+				t.Logf("%d threads, aborts %s, %d run again at once", res.Threads, res.AbortString(), res.Server.Refreshed)
+			})
+		}
+	}
+}
+
 // runContendedGPU runs case c with four times its transactions on an
 // engine opened with o, every attempt recorded, and checks the run end to
 // end (checkRun).
@@ -312,6 +339,9 @@ func TestEnginesAgreeWithSerialRuns(t *testing.T) {
 			}},
 			{Name: "gpu, stripes of 3", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
 				return &engineSubject{t: tb, opt: Options{GPU: d, Stripe: 3}}, nil
+			}},
+			{Name: "gpu, refresh 3", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
+				return &engineSubject{t: tb, opt: Options{GPU: d, Refresh: 3}}, nil
 			}},
 			{Name: "gpu, contention off", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
 				return &engineSubject{t: tb, opt: Options{GPU: d, Contention: ContentionOff}}, nil
