@@ -195,6 +195,32 @@ __device__ __forceinline__ void stm_unclaim_kept(const stm_globals* g, stm_tx* t
 	tx->held = 0;
 }
 
+// stm_newest_writes reads the newest logged write (wts) of every item tx
+// read and wrote and returns the newest of them; *rw says whether one of
+// an item read, *ww one of an item written only, is newer than tx's
+// snapshot (a conflict every server's first validation would find: wts
+// only grows). One relaxed load per access.
+__device__ u64 stm_newest_writes(const stm_globals* g, const stm_tx* tx, bool* rw, bool* ww) {
+	const u32* ri = (const u32*)g->rs_item + (u64)tx->tid * (u32)g->r_cap;
+	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+	const u64* wts = (const u64*)g->wts;
+	bool r = false, w = false;
+	u64 top = 0;
+	for (u32 q = 0; q < tx->nr; q++) {
+		const u64 x = ld_relaxed_gpu(wts + ri[q]);
+		r |= x > tx->snap;
+		top = max(top, x);
+	}
+	for (u32 q = 0; q < tx->nw; q++) {
+		const u64 x = ld_relaxed_gpu(wts + wi[q]);
+		w |= x > tx->snap;
+		top = max(top, x);
+	}
+	*rw = r;
+	*ww = w;
+	return top;
+}
+
 // stm_contend is contention management before a warp's update
 // transactions go to their servers (Options.Contention; g->contention 1
 // check, 2 claims and check). Claims: a lane claims the items it writes,
@@ -217,7 +243,6 @@ __device__ __forceinline__ void stm_unclaim_kept(const stm_globals* g, stm_tx* t
 // holding the claims, is the next to send). Claims are a hint only: the servers validate every request as
 // before. Lane-parallel; all lanes call it.
 __device__ void stm_contend(const stm_globals* g, stm_tx* tx, bool* upd) {
-	const u32* ri = (const u32*)g->rs_item + (u64)tx->tid * (u32)g->r_cap;
 	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
 	if (*upd && g->contention >= 2) {
 		if (tx->defers >= STM_CLAIM_TRIES) {
@@ -254,19 +279,8 @@ __device__ void stm_contend(const stm_globals* g, stm_tx* tx, bool* upd) {
 	}
 	if (*upd) {
 		__threadfence(); // the claims before the reads of wts
-		const u64* wts = (const u64*)g->wts;
-		bool rw = false, ww = false;
-		u64 top = 0;
-		for (u32 q = 0; q < tx->nr; q++) {
-			const u64 w = ld_relaxed_gpu(wts + ri[q]);
-			rw |= w > tx->snap;
-			top = max(top, w);
-		}
-		for (u32 w = 0; w < tx->nw; w++) {
-			const u64 x = ld_relaxed_gpu(wts + wi[w]);
-			ww |= x > tx->snap;
-			top = max(top, x);
-		}
+		bool rw, ww;
+		const u64 top = stm_newest_writes(g, tx, &rw, &ww);
 		if (rw || ww) {
 			stm_fail(tx, STM_ST_ABORT + (rw ? STM_READ_WRITE : STM_WRITE_WRITE), 0);
 			tx->keep = tx->held > 0;
@@ -610,21 +624,7 @@ __device__ u32 stm_refresh(const stm_globals* g, stm_tx* tx, bool have, u32 lane
 		if (!__any_sync(FULL_MASK, upd)) break;
 		bool rw = false, ww = false;
 		u64 top = 0;
-		if (upd) {
-			const u32* ri = (const u32*)g->rs_item + (u64)tx->tid * (u32)g->r_cap;
-			const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
-			const u64* wts = (const u64*)g->wts;
-			for (u32 q = 0; q < tx->nr; q++) {
-				const u64 w = ld_relaxed_gpu(wts + ri[q]);
-				rw |= w > tx->snap;
-				top = max(top, w);
-			}
-			for (u32 w = 0; w < tx->nw; w++) {
-				const u64 x = ld_relaxed_gpu(wts + wi[w]);
-				ww |= x > tx->snap;
-				top = max(top, x);
-			}
-		}
+		if (upd) top = stm_newest_writes(g, tx, &rw, &ww);
 		const bool stale = rw || ww;
 		if (!__any_sync(FULL_MASK, stale)) break;
 		if (stale) {
