@@ -590,8 +590,9 @@ __device__ __forceinline__ void stm_attempt(stm_tx* tx) {
 }
 
 // stm_run_body runs the workload's body for tx's attempt, adds its cycles
-// to cnt, and ends the run with the body's error, if any.
-__device__ void stm_run_body(const stm_globals* g, stm_tx* tx, u64* cnt) {
+// to cnt, and ends the run with the body's error, if any. Inlined at its
+// one call site, so that tx stays in registers.
+__device__ __forceinline__ void stm_run_body(const stm_globals* g, stm_tx* tx, u64* cnt) {
 	const u64 c0 = clock64();
 	stm_body(tx);
 	if (!tx->begun) stm_fail(tx, STM_ERR_NO_BEGIN, 0);
@@ -602,49 +603,44 @@ __device__ void stm_run_body(const stm_globals* g, stm_tx* tx, u64* cnt) {
 		stm_error(g, tx->state, tx->ticket, tx->detail);
 }
 
-// stm_refresh retries stale update attempts in place (Options.Refresh;
-// g->refresh rounds at most), between the warp's bodies and its commit:
-// the read-only lanes' long bodies age the update lanes' snapshots, and
-// under hot items most such attempts are doomed. Each round every update
-// lane reads the newest logged write (wts) of every item it read or
-// wrote; one newer than its snapshot is a conflict every server's first
-// validation would find (wts only grows), so the attempt aborts here: it
-// is counted with the cause the server would give (read-write for an item
-// read, else write-write) and in CNT_REFRESHED, and recorded as an
-// aborted attempt. The warp then waits until the clock passes the newest
+// stm_stale is one step of the in-place retries of stale update attempts
+// (Options.Refresh; g->refresh steps a round at most), between the warp's
+// bodies and its commit: the read-only lanes' long bodies age the update
+// lanes' snapshots, and under hot items most such attempts are doomed.
+// Every update lane reads the newest logged write (wts) of every item it
+// read or wrote (stm_newest_writes); one newer than its snapshot is a
+// conflict every server's first validation would find, so the attempt
+// aborts here: it is counted with the cause the server would give and in
+// CNT_REFRESHED, recorded as an aborted attempt, and *stale is
+// incremented. The warp then waits until the clock passes the newest
 // such write (stm_publish: every timestamp taken is held by a lane in its
-// commit, never by one here, so the wait ends), and the stale lanes run
-// their tickets' bodies again from new snapshots. A round with no stale
-// lane ends it. Returns this lane's aborted attempts; *quit is set when
-// the run failed. All lanes call it.
-__device__ u32 stm_refresh(const stm_globals* g, stm_tx* tx, bool have, u32 lane, u64 deadline, u64* cnt, bool* quit) {
-	u32 n = 0;
-	for (u64 r = 0; r < g->refresh; r++) {
-		const bool upd = have && tx->state == STM_ST_OK && !tx->ro && tx->nw > 0;
-		if (!__any_sync(FULL_MASK, upd)) break;
-		bool rw = false, ww = false;
-		u64 top = 0;
-		if (upd) top = stm_newest_writes(g, tx, &rw, &ww);
-		const bool stale = rw || ww;
-		if (!__any_sync(FULL_MASK, stale)) break;
-		if (stale) {
-			const u32 cause = rw ? STM_READ_WRITE : STM_WRITE_WRITE;
-			cnt[CNT_ABORT0 + cause]++;
-			cnt[CNT_REFRESHED]++;
-			if (g->hist_mode == 2) stm_record(g, tx, 2, cause, tx->snap);
-			n++;
-		}
-		if (!stm_publish(g, warp_max64(stale ? top : 0), lane, deadline)) {
-			*quit = true;
-			break;
-		}
-		if (stale) {
-			stm_attempt(tx);
-			stm_run_body(g, tx, cnt);
-		}
-		__syncwarp();
+// commit, never by one here, so the wait ends), and the stale lanes start
+// new attempts (stm_attempt; *rerun set), whose bodies the caller runs
+// from new snapshots. Returns (warp-uniform) whether any lane did; *quit
+// is set when the run failed. All lanes call it.
+__device__ __forceinline__ bool stm_stale(const stm_globals* g, stm_tx* tx, bool have, u32 lane, u64 deadline, u64* cnt,
+					  u32* stale, bool* rerun, bool* quit) {
+	const bool upd = have && tx->state == STM_ST_OK && !tx->ro && tx->nw > 0;
+	if (!__any_sync(FULL_MASK, upd)) return false;
+	bool rw = false, ww = false;
+	u64 top = 0;
+	if (upd) top = stm_newest_writes(g, tx, &rw, &ww);
+	const bool again = rw || ww;
+	if (!__any_sync(FULL_MASK, again)) return false;
+	if (again) {
+		const u32 cause = rw ? STM_READ_WRITE : STM_WRITE_WRITE;
+		cnt[CNT_ABORT0 + cause]++;
+		cnt[CNT_REFRESHED]++;
+		if (g->hist_mode == 2) stm_record(g, tx, 2, cause, tx->snap);
+		*stale += 1;
 	}
-	return n;
+	if (!stm_publish(g, warp_max64(again ? top : 0), lane, deadline)) {
+		*quit = true;
+		return false;
+	}
+	if (again) stm_attempt(tx);
+	*rerun = again;
+	return true;
 }
 
 // stm_admitted says (warp-uniform) whether client warp wid may run
@@ -773,11 +769,16 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		tx.defers = defers;
 		tx.need = 0;
 		stm_attempt(&tx);
-		if (have) stm_run_body(g, &tx, cnt);
-		__syncwarp();
+		// The bodies, then up to g->refresh in-place retries of stale
+		// update attempts (stm_stale); the body has this one call site.
 		bool quit = false;
 		u32 stale = 0;
-		if (g->refresh) stale = stm_refresh(g, &tx, have, lane, deadline, cnt, &quit);
+		bool run = have;
+		for (u64 r = 0;; r++) {
+			if (run) stm_run_body(g, &tx, cnt);
+			__syncwarp();
+			if (r >= g->refresh || !stm_stale(g, &tx, have, lane, deadline, cnt, &stale, &run, &quit)) break;
+		}
 		if (__any_sync(FULL_MASK, quit)) break;
 		const u64 ts = stm_commit_warp(g, &tx, have, lane, wid, &seq, deadline, cy, &quit);
 		if (__any_sync(FULL_MASK, quit)) break;

@@ -142,37 +142,23 @@ func TestWorkloadSpans(t *testing.T) {
 	}
 }
 
-// TestChooseStripe: Options.Stripe 0 deals a skewed workload's blocks to
-// the servers in turn (stripes of its span) and keeps contiguous
-// partitions otherwise; a positive value is taken as it is, -1 is
-// contiguous, and below -1 is an error.
+// TestChooseStripe: Options.Stripe 0 keeps contiguous partitions, a
+// positive value is the items of a stripe (at most the store's), and a
+// negative one is an error.
 func TestChooseStripe(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		opt     int
-		w       Workload
-		want    int
-		wantErr bool
+		opt, n, want int
+		wantErr      bool
 	}{
-		{"zipf bank, chosen", 0, Bank{Accounts: 65536, Initial: 1, ReadSize: 100, Zipf: 0.99}, 100, false},
-		{"zipf bank, contiguous", -1, Bank{Accounts: 65536, Initial: 1, ReadSize: 100, Zipf: 0.99}, 0, false},
-		{"uniform bank, chosen", 0, Bank{Accounts: 65536, Initial: 1, ReadSize: 100}, 0, false},
-		{"uniform bank, stripes of 7", 7, Bank{Accounts: 65536, Initial: 1, ReadSize: 100}, 7, false},
-		{"zipf bank of one block", 0, Bank{Accounts: 1000, Initial: 1, Zipf: 0.99}, 0, false},
-		{"sharded zipf bank", 0, Bank{Accounts: 1000, Initial: 1, ReadSize: 10, Zipf: 0.99, Sharded: true}, 0, false},
-		{"zipf read-modify-write of one key", 0, RMW{Size: 128, Keys: 1, Zipf: 0.99}, 1, false},
-		{"zipf read-modify-write of keys anywhere", 0, RMW{Size: 128, Keys: 4, Zipf: 0.99}, 0, false},
-		{"zipf memcached", 0, Memcached{Slots: 1 << 10, Ways: 8, Gets: 0.9, Zipf: 0.99}, 8, false},
-		{"CUDA body", 0, CUDA{Body: "x", Size: 8}, 0, false},
-		{"below -1", -2, Bank{Accounts: 1000, Initial: 1, ReadSize: 100}, 0, true},
+		{0, 65536, 0, false},
+		{100, 65536, 100, false},
+		{1, 3, 1, false},
+		{1000, 64, 64, false},
+		{-1, 65536, 0, true},
 	} {
-		sp, err := tc.w.spec()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := chooseStripe(tc.opt, sp, tc.w.Items())
+		got, err := chooseStripe(tc.opt, tc.n)
 		if (err != nil) != tc.wantErr || got != tc.want {
-			t.Errorf("%s: stripe %d, error %v; want %d, error %v", tc.name, got, err, tc.want, tc.wantErr)
+			t.Errorf("stripe %d of %d items: %d, error %v; want %d, error %v", tc.opt, tc.n, got, err, tc.want, tc.wantErr)
 		}
 	}
 }

@@ -383,7 +383,7 @@ func (g *gpuEngine) plan(w Workload, sp *workloadSpec, ro RunOptions) (*runPlan,
 	if auto {
 		part, cfg.Servers = alignedPartitions(n, cfg.Servers, sp.span)
 	}
-	stripe, err := chooseStripe(g.opt.Stripe, sp, n)
+	stripe, err := chooseStripe(g.opt.Stripe, n)
 	if err != nil {
 		return nil, err
 	}
@@ -433,24 +433,17 @@ func (g *gpuEngine) plan(w Workload, sp *workloadSpec, ro RunOptions) (*runPlan,
 }
 
 // chooseStripe returns the items per stripe dealt to the servers in turn
-// for Options.Stripe opt (0: contiguous partitions): opt itself when
-// positive; for 0, the block an update transaction stays in (span) when
-// the workload is skewed and the block is known and smaller than the
-// store, so that a Zipf law's hottest blocks, numbered first, go to
-// different servers instead of all to server 0 (64K accounts in blocks of
-// 100 over 16 servers, Zipf 0.99: by Zipf's law 60% of the transfers fall
-// in server 0's 41 blocks of contiguous partitions, 17.5% in its blocks
-// of stripes). Cost: O(1).
-func chooseStripe(opt int, sp *workloadSpec, n int) (int, error) {
-	switch {
-	case opt < -1:
-		return 0, fmt.Errorf("stripe %d: want -1 (contiguous), 0 (chosen) or items per stripe", opt)
-	case opt > 0:
-		return opt, nil
-	case opt == 0 && sp.skewed && sp.span >= 1 && sp.span < n:
-		return sp.span, nil
+// for Options.Stripe opt (0: contiguous partitions), at most the store's
+// n items. Stripes of a workload's block (span) spread a Zipf law's
+// hottest blocks, numbered first, over the servers (64K accounts in
+// blocks of 100 over 16 servers, Zipf 0.99: by Zipf's law 60% of the
+// transfers fall in server 0's 41 blocks of contiguous partitions, 17.5%
+// in its blocks of stripes). Cost: O(1).
+func chooseStripe(opt int, n int) (int, error) {
+	if opt < 0 {
+		return 0, fmt.Errorf("stripe %d: want 0 (contiguous partitions) or the items of a stripe", opt)
 	}
-	return 0, nil
+	return min(opt, n), nil
 }
 
 // alignedPartitions returns the items per partition of n items over a

@@ -184,8 +184,7 @@ func TestStripesGPU(t *testing.T) {
 // TestRefreshGPU runs contended cases with the in-place retries of stale
 // update attempts (Options.Refresh) on and off, checks every run end to
 // end as TestContendedGPU does, that no attempt was retried in place when
-// off, and that some were when on in the two hottest cases (read-only
-// totals of all 64 accounts, and 3 accounts).
+// off, and that some were when on in the runs of more than one warp.
 func TestRefreshGPU(t *testing.T) {
 	dev := gputest.Device(t)
 	for _, c := range contendedCases() {
@@ -197,9 +196,11 @@ func TestRefreshGPU(t *testing.T) {
 		for _, refresh := range []int{-1, 3} {
 			t.Run(fmt.Sprintf("%s, refresh %d", c.name, refresh), func(t *testing.T) {
 				res := runContendedGPU(t, Options{GPU: dev, Config: c.cfg, Refresh: refresh}, c)
-				// The hottest cases always have stale attempts; the others may not.
-				hottest := c.name == "hot accounts" || c.name == "bank, read-only totals of all"
-				if res.Server.Refreshed > res.TotalAborts() || (refresh < 0 && res.Server.Refreshed != 0) || (refresh > 0 && hottest && res.Server.Refreshed == 0) {
+				// With one warp nothing commits between its bodies and its
+				// commit, so nothing is stale; with more, these cases always
+				// have stale attempts (H200, 2026-11-29: 29,061 of 29,619 aborts
+				// with blocks of 16 on 128 threads).
+				if res.Server.Refreshed > res.TotalAborts() || (refresh < 0 && res.Server.Refreshed != 0) || (refresh > 0 && res.Threads > 32 && res.Server.Refreshed == 0) {
 					t.Errorf("refresh %d: %d attempts run again at once, %d aborts", refresh, res.Server.Refreshed, res.TotalAborts())
 				}
 				t.Logf("%d threads, aborts %s, %d run again at once", res.Threads, res.AbortString(), res.Server.Refreshed)

@@ -70,8 +70,8 @@ func main() {
 	quiet := flag.Bool("quiet", false, "no progress lines on stderr")
 	throttle := flag.Float64("throttle", 0, "GPU engine: the abort rate its admission control holds client warps near (stm.Options.Throttle; 0 default, negative off)")
 	contention := flag.String("contention", "default", "GPU engine: what client warps do about conflicts before they ask a server: default, off, check or claims (stm.Options.Contention)")
-	stripe := flag.Int("stripe", 0, "GPU engine: items of each stripe dealt to the servers in turn (stm.Options.Stripe; 0: chosen, stripes of a block under a Zipf law; -1: contiguous partitions)")
-	refresh := flag.Int("refresh", 0, "GPU engine: in-place retries of a stale update attempt per warp round (stm.Options.Refresh; 0: chosen, on under a Zipf law; negative: off)")
+	stripe := flag.Int("stripe", 0, "GPU engine: items of each stripe dealt to the servers in turn (stm.Options.Stripe; 0: contiguous partitions)")
+	refresh := flag.Int("refresh", 0, "GPU engine: in-place retries of a stale update attempt per warp round (stm.Options.Refresh; 0: chosen, stm.DefaultRefresh under a Zipf law, else off; negative: off)")
 	threads := flag.Int("threads", 0, "GPU engine: client threads of every case (stm.Options.ClientThreads; 0: the case's or the engine's default, -1: as many as fit)")
 	flag.Parse()
 	counts, err := parseCounts(*goroutines)
@@ -83,7 +83,7 @@ func main() {
 	if err == nil && *banks != "" {
 		cases, err = matrixCases(*banks, *zipfs, *rounds, *ros)
 	}
-	if flag.NArg() > 0 || *throttle >= 1 || *threads < -1 || *stripe < -1 || *size < 100 || *reps < 1 || *duration <= 0 || *gpuDuration <= 0 || err != nil {
+	if flag.NArg() > 0 || *throttle >= 1 || *threads < -1 || *stripe < 0 || *size < 100 || *reps < 1 || *duration <= 0 || *gpuDuration <= 0 || err != nil {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stmbench:", err)
 		}
@@ -454,13 +454,10 @@ func refreshText(n int) string {
 
 // stripeText describes --stripe (stm.Options.Stripe).
 func stripeText(n int) string {
-	switch {
-	case n < 0:
-		return "in contiguous partitions"
-	case n > 0:
+	if n > 0 {
 		return fmt.Sprintf("in stripes of %d items", n)
 	}
-	return "by default (stripes of a block under a Zipf law, else contiguous partitions)"
+	return "in contiguous partitions"
 }
 
 func contentionText(c stm.Contention) string {
