@@ -123,6 +123,11 @@ type shape struct {
 	serverWarps, clientBlock  int
 	table                     int // items of a worker's validation table (tableFor)
 	serverSmem                int
+	// refresh, stripes: the program has the in-place retries of stale
+	// update attempts (Options.Refresh) and items in stripes
+	// (Options.Stripe); compiled in only when used, so that the programs
+	// of other runs keep the code they had without them
+	refresh, stripes bool
 }
 
 // serverSmem returns the shared memory the server's log (a ring of logE
@@ -162,7 +167,22 @@ func gpuShape(sp *workloadSpec, cfg Config, o Options, hist int) shape {
 		sh.table = tableFor(sh.serverWarps)
 	}
 	sh.serverSmem = serverSmem(sh.logE, sh.logA, sh.serverWarps-1, sh.table)
+	sh.refresh = refreshFor(o.Refresh, sp) > 0
+	sh.stripes = o.Stripe > 0
 	return sh
+}
+
+// refreshFor returns the in-place retries of a stale update attempt per
+// warp round for Options.Refresh opt and a workload: opt when positive,
+// DefaultRefresh for 0 and a skewed workload, else 0 (off).
+func refreshFor(opt int, sp *workloadSpec) int {
+	switch {
+	case opt > 0:
+		return opt
+	case opt == 0 && sp.skewed:
+		return DefaultRefresh
+	}
+	return 0
 }
 
 // program returns the kernels of a workload for a shape: one program per
@@ -170,7 +190,8 @@ func gpuShape(sp *workloadSpec, cfg Config, o Options, hist int) shape {
 func (sh shape) program(sp *workloadSpec) gpu.Program {
 	defs := append(layoutDefines(),
 		gpu.Def("STM_SERVER_WARPS", sh.serverWarps), gpu.Def("STM_CLIENT_BLOCK", sh.clientBlock),
-		gpu.Def("STM_TABLE", sh.table), gpu.Def("STM_CTL_BYTES_PER_WORKER", workerBytes(sh.table)))
+		gpu.Def("STM_TABLE", sh.table), gpu.Def("STM_CTL_BYTES_PER_WORKER", workerBytes(sh.table)),
+		gpu.Def("STM_REFRESH", b2i(sh.refresh)), gpu.Def("STM_STRIPES", b2i(sh.stripes)))
 	p := gpu.NewProgram("stm.cu", programSource, defs...)
 	p.Headers["stm/stm.cuh"] = stmHeader
 	p.Headers["stm/device.cuh"] = deviceHeader
@@ -181,6 +202,14 @@ func (sh shape) program(sp *workloadSpec) gpu.Program {
 	p.Headers["stm/globals.cuh"] = globalsHeader()
 	p.Headers["stm/workload.cuh"] = bodyHeader(sp.cudaName, sp.cuda)
 	return p
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // bodyHeader is stm/workload.cuh: the body, with a #line directive so that
@@ -390,13 +419,7 @@ func (g *gpuEngine) plan(w Workload, sp *workloadSpec, ro RunOptions) (*runPlan,
 	if stripe > 0 {
 		cfg.Servers = min(cfg.Servers, (n+stripe-1)/stripe)
 	}
-	refresh := g.opt.Refresh
-	switch {
-	case refresh < 0:
-		refresh = 0
-	case refresh == 0 && sp.skewed:
-		refresh = DefaultRefresh
-	}
+	refresh := refreshFor(g.opt.Refresh, sp)
 	if sp.cuda == "" {
 		return nil, fmt.Errorf("the workload has no CUDA body")
 	}
