@@ -338,9 +338,6 @@ func TestEnginesAgreeWithSerialRuns(t *testing.T) {
 			{Name: "gpu", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
 				return &engineSubject{t: tb, opt: Options{GPU: d}}, nil
 			}},
-			{Name: "gpu, stripes of 3", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
-				return &engineSubject{t: tb, opt: Options{GPU: d, Stripe: 3}}, nil
-			}},
 			{Name: "gpu, refresh 3", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
 				return &engineSubject{t: tb, opt: Options{GPU: d, Refresh: 3}}, nil
 			}},
