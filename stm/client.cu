@@ -195,6 +195,35 @@ __device__ __forceinline__ void stm_unclaim_kept(const stm_globals* g, stm_tx* t
 	tx->held = 0;
 }
 
+// stm_newest_writes reads the newest logged write (wts) of every item tx
+// read and wrote and returns the newest of them; *rw says whether one of
+// an item read, *ww one of an item written only, is newer than tx's
+// snapshot (a conflict every server's first validation would find: wts
+// only grows). One relaxed load per access. stm_contend keeps its own
+// copy of these loops: calling this from it changed stm_client's code
+// (sm_90, NVRTC 11.8: 94 registers and a 304-byte frame instead of 80 and
+// 352) in programs without the in-place retries.
+__device__ __forceinline__ u64 stm_newest_writes(const stm_globals* g, const stm_tx* tx, bool* rw, bool* ww) {
+	const u32* ri = (const u32*)g->rs_item + (u64)tx->tid * (u32)g->r_cap;
+	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+	const u64* wts = (const u64*)g->wts;
+	bool r = false, w = false;
+	u64 top = 0;
+	for (u32 q = 0; q < tx->nr; q++) {
+		const u64 x = ld_relaxed_gpu(wts + ri[q]);
+		r |= x > tx->snap;
+		top = max(top, x);
+	}
+	for (u32 q = 0; q < tx->nw; q++) {
+		const u64 x = ld_relaxed_gpu(wts + wi[q]);
+		w |= x > tx->snap;
+		top = max(top, x);
+	}
+	*rw = r;
+	*ww = w;
+	return top;
+}
+
 // stm_contend is contention management before a warp's update
 // transactions go to their servers (Options.Contention; g->contention 1
 // check, 2 claims and check). Claims: a lane claims the items it writes,
@@ -559,6 +588,76 @@ __device__ void stm_record(const stm_globals* g, const stm_tx* tx, u32 kind, u32
 	}
 }
 
+// stm_attempt starts a new attempt of tx's ticket: a fresh draw of its
+// numbers (the same as the ticket's first attempt), no snapshot, empty
+// read and write sets, no partitions.
+__device__ __forceinline__ void stm_attempt(stm_tx* tx) {
+	tx->snap = 0;
+	tx->rng = stm_seed(tx->g->seed, tx->ticket);
+	tx->pmask = 0;
+	tx->nr = tx->nw = 0;
+	tx->ro = 0;
+	tx->begun = 0;
+	tx->state = STM_ST_OK;
+	tx->detail = 0;
+	tx->bad = 0;
+	tx->calls = 0;
+}
+
+// stm_run_body runs the workload's body for tx's attempt, adds its cycles
+// to cnt, and ends the run with the body's error, if any. Inlined at its
+// one call site, so that tx stays in registers.
+__device__ __forceinline__ void stm_run_body(const stm_globals* g, stm_tx* tx, u64* cnt) {
+	const u64 c0 = clock64();
+	stm_body(tx);
+	if (!tx->begun) stm_fail(tx, STM_ERR_NO_BEGIN, 0);
+	cnt[CNT_CY_EXECUTE] += clock64() - c0;
+	if (tx->state == STM_ERR_DEADLINE)
+		stm_error(g, STM_ERR_DEADLINE, STM_AT_RUN, tx->ticket);
+	else if (tx->state >= STM_ERR_ITEM)
+		stm_error(g, tx->state, tx->ticket, tx->detail);
+}
+
+// stm_stale is one step of the in-place retries of stale update attempts
+// (Options.Refresh; g->refresh steps a round at most), between the warp's
+// bodies and its commit: the read-only lanes' long bodies age the update
+// lanes' snapshots, and under hot items most such attempts are doomed.
+// Every update lane reads the newest logged write (wts) of every item it
+// read or wrote (stm_newest_writes); one newer than its snapshot is a
+// conflict every server's first validation would find, so the attempt
+// aborts here: it is counted with the cause the server would give and in
+// CNT_REFRESHED, recorded as an aborted attempt, and *stale is
+// incremented. The warp then waits until the clock passes the newest
+// such write (stm_publish: every timestamp taken is held by a lane in its
+// commit, never by one here, so the wait ends), and the stale lanes start
+// new attempts (stm_attempt; *rerun set), whose bodies the caller runs
+// from new snapshots. Returns (warp-uniform) whether any lane did; *quit
+// is set when the run failed. All lanes call it.
+__device__ __forceinline__ bool stm_stale(const stm_globals* g, stm_tx* tx, bool have, u32 lane, u64 deadline, u64* cnt,
+					  u32* stale, bool* rerun, bool* quit) {
+	const bool upd = have && tx->state == STM_ST_OK && !tx->ro && tx->nw > 0;
+	if (!__any_sync(FULL_MASK, upd)) return false;
+	bool rw = false, ww = false;
+	u64 top = 0;
+	if (upd) top = stm_newest_writes(g, tx, &rw, &ww);
+	const bool again = rw || ww;
+	if (!__any_sync(FULL_MASK, again)) return false;
+	if (again) {
+		const u32 cause = rw ? STM_READ_WRITE : STM_WRITE_WRITE;
+		cnt[CNT_ABORT0 + cause]++;
+		cnt[CNT_REFRESHED]++;
+		if (g->hist_mode == 2) stm_record(g, tx, 2, cause, tx->snap);
+		*stale += 1;
+	}
+	if (!stm_publish(g, warp_max64(again ? top : 0), lane, deadline)) {
+		*quit = true;
+		return false;
+	}
+	if (again) stm_attempt(tx);
+	*rerun = again;
+	return true;
+}
+
 // stm_admitted says (warp-uniform) whether client warp wid may run
 // transactions now (admission control, Options.Throttle): the warps
 // numbered below client_warps - DCTL_SHED are admitted. Every warp is when
@@ -675,37 +774,32 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 
 		stm_tx tx;
 		tx.g = g;
-		tx.snap = 0;
 		tx.ticket = ticket;
-		tx.rng = stm_seed(g->seed, ticket);
-		tx.pmask = 0;
 		tx.tid = tid;
 		tx.thread = tid;
 		tx.threads = (u32)g->threads;
-		tx.nr = tx.nw = 0;
-		tx.ro = 0;
-		tx.begun = 0;
-		tx.state = STM_ST_OK;
-		tx.detail = 0;
-		tx.bad = 0;
-		tx.calls = 0;
 		tx.deadline = deadline;
 		tx.held = held;
 		tx.keep = 0;
 		tx.defers = defers;
 		tx.need = 0;
-		if (have) {
-			const u64 c0 = clock64();
-			stm_body(&tx);
-			if (!tx.begun) stm_fail(&tx, STM_ERR_NO_BEGIN, 0);
-			cnt[CNT_CY_EXECUTE] += clock64() - c0;
-			if (tx.state == STM_ERR_DEADLINE)
-				stm_error(g, STM_ERR_DEADLINE, STM_AT_RUN, ticket);
-			else if (tx.state >= STM_ERR_ITEM)
-				stm_error(g, tx.state, ticket, tx.detail);
-		}
-		__syncwarp();
+		stm_attempt(&tx);
 		bool quit = false;
+#if STM_REFRESH
+		// The bodies, then up to g->refresh in-place retries of stale
+		// update attempts (stm_stale); the body has this one call site.
+		u32 stale = 0;
+		bool run = have;
+		for (u64 r = 0;; r++) {
+			if (run) stm_run_body(g, &tx, cnt);
+			__syncwarp();
+			if (r >= g->refresh || !stm_stale(g, &tx, have, lane, deadline, cnt, &stale, &run, &quit)) break;
+		}
+		if (__any_sync(FULL_MASK, quit)) break;
+#else
+		if (have) stm_run_body(g, &tx, cnt);
+		__syncwarp();
+#endif
 		const u64 ts = stm_commit_warp(g, &tx, have, lane, wid, &seq, deadline, cy, &quit);
 		if (__any_sync(FULL_MASK, quit)) break;
 		if (tx.held && !tx.keep) stm_unclaim_kept(g, &tx); // a lane that did not reach stm_contend
@@ -714,7 +808,12 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		if (g->throttle) {
 			const bool ran = have && (tx.state == STM_ST_OK || (tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4));
 			const bool ab = have && tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4;
-			const u32 att = __popc(__ballot_sync(FULL_MASK, ran)), nab = __popc(__ballot_sync(FULL_MASK, ab));
+			u32 att = __popc(__ballot_sync(FULL_MASK, ran)), nab = __popc(__ballot_sync(FULL_MASK, ab));
+#if STM_REFRESH
+			const u32 st = warp_sum32(stale);
+			att += st;
+			nab += st;
+#endif
 			if (lane == 0) stm_throttle(g, att, nab);
 		}
 		if (have) {

@@ -13,27 +13,34 @@ var testBodies = []string{
 }
 
 // TestCUDABodiesCompile compiles the GPU tests' own bodies and the Bank
-// body (with its Zipf law), so that a GPU run does not meet a compile
-// error first.
+// body (with its Zipf law), with and without the in-place retries and the
+// stripes compiled in, so that a GPU run does not meet a compile error
+// first.
 func TestCUDABodiesCompile(t *testing.T) {
 	gputest.NVRTC(t)
-	var specs []*workloadSpec
-	for _, body := range testBodies {
+	type build struct {
+		sp  *workloadSpec
+		opt Options
+	}
+	var builds []build
+	for i, body := range testBodies {
 		sp, err := CUDA{Body: body, Size: 2, MaxReads: 2, MaxWrites: 2, MaxReadOnlyReads: 2}.spec()
 		if err != nil {
 			t.Fatal(err)
 		}
-		specs = append(specs, sp)
+		// The second body with items in stripes (STM_STRIPES 1), no retries.
+		builds = append(builds, build{sp, Options{Stripe: 3 * i}})
 	}
 	sp, err := Bank{Accounts: 1000, Initial: 1, ReadSize: 10, Rounds: 2, Zipf: 0.99}.spec()
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs = append(specs, sp)
-	for _, sp := range specs {
-		p := gpuShape(sp, Config{Servers: 2}.withDefaults(), Options{}, 2).program(sp)
-		if _, err := p.CompileCUBIN("sm_90"); err != nil {
-			t.Fatal(err)
+	// Zipf: in-place retries by default (STM_REFRESH 1), also with stripes.
+	builds = append(builds, build{sp, Options{}}, build{sp, Options{Stripe: 5}})
+	for _, b := range builds {
+		sh := gpuShape(b.sp, Config{Servers: 2}.withDefaults(), b.opt, 2)
+		if _, err := sh.program(b.sp).CompileCUBIN("sm_90"); err != nil {
+			t.Fatalf("refresh %v, stripes %v: %v", sh.refresh, sh.stripes, err)
 		}
 	}
 }

@@ -141,3 +141,54 @@ func TestWorkloadSpans(t *testing.T) {
 		}
 	}
 }
+
+// TestChooseStripe: Options.Stripe 0 keeps contiguous partitions, a
+// positive value is the items of a stripe (at most the store's), and a
+// negative one is an error.
+func TestChooseStripe(t *testing.T) {
+	for _, tc := range []struct {
+		opt, n, want int
+		wantErr      bool
+	}{
+		{0, 65536, 0, false},
+		{100, 65536, 100, false},
+		{1, 3, 1, false},
+		{1000, 64, 64, false},
+		{-1, 65536, 0, true},
+	} {
+		got, err := chooseStripe(tc.opt, tc.n)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("stripe %d of %d items: %d, error %v; want %d, error %v", tc.opt, tc.n, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+// TestShapeCompilesInWhatRunsUse: the in-place retries (Options.Refresh)
+// are compiled into a program exactly when a run uses them (by default
+// for a skewed workload), and the stripes (Options.Stripe) when set, so
+// that other runs keep the code they had without them.
+func TestShapeCompilesInWhatRunsUse(t *testing.T) {
+	zipf := Bank{Accounts: 65536, Initial: 1, ReadSize: 100, Zipf: 0.99}
+	uniform := Bank{Accounts: 65536, Initial: 1, ReadSize: 100}
+	for _, tc := range []struct {
+		name                  string
+		w                     Workload
+		opt                   Options
+		wantRefresh           int
+		wantShape, wantStripe bool
+	}{
+		{"zipf, defaults", zipf, Options{}, DefaultRefresh, true, false},
+		{"zipf, retries off", zipf, Options{Refresh: -1}, 0, false, false},
+		{"uniform, defaults", uniform, Options{}, 0, false, false},
+		{"uniform, 3 retries, stripes of 100", uniform, Options{Refresh: 3, Stripe: 100}, 3, true, true},
+	} {
+		sp, err := tc.w.spec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh := gpuShape(sp, Config{}.withDefaults(), tc.opt, 0)
+		if r := refreshFor(tc.opt.Refresh, sp); r != tc.wantRefresh || sh.refresh != tc.wantShape || sh.stripes != tc.wantStripe {
+			t.Errorf("%s: %d retries, compiled in %v, stripes %v; want %d, %v, %v", tc.name, r, sh.refresh, sh.stripes, tc.wantRefresh, tc.wantShape, tc.wantStripe)
+		}
+	}
+}

@@ -156,6 +156,7 @@ __device__ __forceinline__ u64 warp_or64(u64 v) {
 	u32 lo = __reduce_or_sync(FULL_MASK, (u32)v), hi = __reduce_or_sync(FULL_MASK, (u32)(v >> 32));
 	return ((u64)hi << 32) | lo;
 }
+__device__ __forceinline__ u32 warp_sum32(u32 v) { return __reduce_add_sync(FULL_MASK, v); }
 __device__ __forceinline__ u64 warp_min64(u64 v) {
 	for (int o = 16; o > 0; o >>= 1) {
 		u64 w = __shfl_xor_sync(FULL_MASK, v, o);

@@ -48,7 +48,8 @@
 //     blocks holding the logs in shared memory) or on the CPU engine.
 //
 // On the GPU, items are partitioned over Servers commit servers
-// (contiguous ranges); a transaction that touches several partitions
+// (contiguous ranges, or stripes dealt in turn: Options.Stripe); a
+// transaction that touches several partitions
 // prepares at each in ascending order and finalizes with one timestamp, so
 // that every partition's log lists commits in timestamp order.
 //
@@ -68,6 +69,11 @@
 // (one compare-and-swap each) and is held back unsent, and run again,
 // while another transaction holds one (ServerStats.Deferred). Servers
 // validate every request as before, so the guarantees are the same.
+// Options.Refresh (on for a skewed workload) retries an update attempt in
+// place when, after its warp's bodies, an item it accessed was written
+// after its snapshot: the attempt aborts (counted, recorded), the warp
+// waits for that write to be published, and the body runs again from a
+// new snapshot before the warp commits (ServerStats.Refreshed).
 //
 // # Your own transactions on the GPU
 //

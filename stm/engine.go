@@ -66,7 +66,35 @@ type Options struct {
 	// request's accesses are validated 64 at a time instead of 128) with
 	// more.
 	ServerWarps int
-	table       int // benchmarks: the workers' table size (0: by ServerWarps)
+	// Stripe is how the GPU engine deals items to its servers: 0 in
+	// contiguous partitions of ceil(items/Servers), N > 0 in stripes of N
+	// consecutive items dealt to the servers in turn (item i to server
+	// (i/N) mod Servers). Contiguous partitions put a Zipf law's hottest
+	// blocks, which are numbered first, all on server 0; stripes of a
+	// block spread them over the servers and still keep each block in
+	// one partition. Not the default: on an H200 (2026-11-29, 64K
+	// accounts, Zipf 0.99 over blocks of 100, 1-round transfers, no
+	// in-place retries) stripes of 100 committed 3.99M/4.52M/5.16M/23.3M
+	// a second at 0/10/50/90% read-only, contiguous partitions
+	// 4.07M/4.49M/5.61M/23.09M (main's binary, an earlier run that day).
+	// Cost: one division more per access that picks a server.
+	Stripe int
+	// Refresh is the GPU engine's in-place retries of stale update
+	// attempts: after a warp's bodies ran (its read-only lanes' long
+	// bodies age the snapshots of its update lanes), an update lane that
+	// finds an item it accessed written after its snapshot (the newest
+	// logged write, which every server's first validation reads) aborts
+	// that attempt (counted and recorded as any abort, with the cause the
+	// server would give), the warp waits for the clock to pass the write,
+	// and the lane runs its ticket's body again from a new snapshot before
+	// the warp commits, up to Refresh times a round. 0 chooses
+	// (DefaultRefresh for a skewed workload, else off); negative is off.
+	// Under hot items it is what lets the read-only share commit: the
+	// update attempts of a warp no longer hold its round back with doomed
+	// retries (DefaultRefresh has the figures).
+	// Cost: one load per access of an update transaction per retry.
+	Refresh int
+	table   int // benchmarks: the workers' table size (0: by ServerWarps)
 
 	yield bool // tests: CPU transactions yield on every read
 }
@@ -116,6 +144,9 @@ type Result struct {
 	Elapsed    time.Duration // from the first transaction to the last commit
 	Threads    int           // transactions that ran concurrently (goroutines or GPU threads)
 	Servers    int           // commit servers the store used (Config.Servers, at most one per item)
+	// Stripe is the items of each stripe the GPU engine dealt to its
+	// servers in turn (Options.Stripe); 0: contiguous partitions.
+	Stripe int
 	// HistoryDropped counts aborted attempts left out of History
 	// (RunOptions.HistoryAborted) because the GPU engine's region for
 	// them was full; committed transactions are never left out.
@@ -176,6 +207,10 @@ type ServerStats struct {
 	// transaction had claimed an item they write (ContentionClaims): not
 	// aborts, each ran again with a new snapshot.
 	Deferred uint64
+	// Refreshed counts update attempts that aborted stale after their
+	// warp's bodies and ran again at once (Options.Refresh); they are
+	// among the aborts.
+	Refreshed uint64
 }
 
 // String summarizes the stats, e.g. "1000 requests (990 batched, 120
@@ -198,6 +233,9 @@ func (s ServerStats) String() string {
 	}
 	if s.Deferred > 0 {
 		str += fmt.Sprintf("; %d update attempts held back by claims", s.Deferred)
+	}
+	if s.Refreshed > 0 {
+		str += fmt.Sprintf("; %d stale update attempts run again at once", s.Refreshed)
 	}
 	return str
 }

@@ -123,6 +123,11 @@ type shape struct {
 	serverWarps, clientBlock  int
 	table                     int // items of a worker's validation table (tableFor)
 	serverSmem                int
+	// refresh, stripes: the program has the in-place retries of stale
+	// update attempts (Options.Refresh) and items in stripes
+	// (Options.Stripe); compiled in only when used, so that the programs
+	// of other runs keep the code they had without them
+	refresh, stripes bool
 }
 
 // serverSmem returns the shared memory the server's log (a ring of logE
@@ -162,7 +167,22 @@ func gpuShape(sp *workloadSpec, cfg Config, o Options, hist int) shape {
 		sh.table = tableFor(sh.serverWarps)
 	}
 	sh.serverSmem = serverSmem(sh.logE, sh.logA, sh.serverWarps-1, sh.table)
+	sh.refresh = refreshFor(o.Refresh, sp) > 0
+	sh.stripes = o.Stripe > 0
 	return sh
+}
+
+// refreshFor returns the in-place retries of a stale update attempt per
+// warp round for Options.Refresh opt and a workload: opt when positive,
+// DefaultRefresh for 0 and a skewed workload, else 0 (off).
+func refreshFor(opt int, sp *workloadSpec) int {
+	switch {
+	case opt > 0:
+		return opt
+	case opt == 0 && sp.skewed:
+		return DefaultRefresh
+	}
+	return 0
 }
 
 // program returns the kernels of a workload for a shape: one program per
@@ -170,7 +190,8 @@ func gpuShape(sp *workloadSpec, cfg Config, o Options, hist int) shape {
 func (sh shape) program(sp *workloadSpec) gpu.Program {
 	defs := append(layoutDefines(),
 		gpu.Def("STM_SERVER_WARPS", sh.serverWarps), gpu.Def("STM_CLIENT_BLOCK", sh.clientBlock),
-		gpu.Def("STM_TABLE", sh.table), gpu.Def("STM_CTL_BYTES_PER_WORKER", workerBytes(sh.table)))
+		gpu.Def("STM_TABLE", sh.table), gpu.Def("STM_CTL_BYTES_PER_WORKER", workerBytes(sh.table)),
+		gpu.Def("STM_REFRESH", b2i(sh.refresh)), gpu.Def("STM_STRIPES", b2i(sh.stripes)))
 	p := gpu.NewProgram("stm.cu", programSource, defs...)
 	p.Headers["stm/stm.cuh"] = stmHeader
 	p.Headers["stm/device.cuh"] = deviceHeader
@@ -181,6 +202,14 @@ func (sh shape) program(sp *workloadSpec) gpu.Program {
 	p.Headers["stm/globals.cuh"] = globalsHeader()
 	p.Headers["stm/workload.cuh"] = bodyHeader(sp.cudaName, sp.cuda)
 	return p
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // bodyHeader is stm/workload.cuh: the body, with a #line directive so that
@@ -342,12 +371,18 @@ func (g *gpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 // runPlan is what one run decided: the store's configuration, the
 // kernels' shape, the grid and the sizes of its memory.
 type runPlan struct {
-	cfg   Config
-	n     int // items
-	part  int // items per partition (the last may have fewer)
-	hist  int // history mode: 0 none, 1 committed, 2 also aborted attempts
-	sh    shape
-	props gpu.Properties
+	cfg  Config
+	n    int // items
+	part int // items per partition (the last may have fewer); contiguous partitions only
+	// stripe: items per stripe dealt to the servers in turn (0:
+	// contiguous partitions of part items)
+	stripe int
+	// refresh: in-place retries of a stale update attempt per warp round
+	// (Options.Refresh; 0 off)
+	refresh int
+	hist    int // history mode: 0 none, 1 committed, 2 also aborted attempts
+	sh      shape
+	props   gpu.Properties
 	// the grid (size)
 	blocks, threads, clientWarps int
 	throttle                     int   // the abort rate admission control holds, in thousandths (0: off)
@@ -377,6 +412,14 @@ func (g *gpuEngine) plan(w Workload, sp *workloadSpec, ro RunOptions) (*runPlan,
 	if auto {
 		part, cfg.Servers = alignedPartitions(n, cfg.Servers, sp.span)
 	}
+	stripe, err := chooseStripe(g.opt.Stripe, n)
+	if err != nil {
+		return nil, err
+	}
+	if stripe > 0 {
+		cfg.Servers = min(cfg.Servers, (n+stripe-1)/stripe)
+	}
+	refresh := refreshFor(g.opt.Refresh, sp)
 	if sp.cuda == "" {
 		return nil, fmt.Errorf("the workload has no CUDA body")
 	}
@@ -409,7 +452,21 @@ func (g *gpuEngine) plan(w Workload, sp *workloadSpec, ro RunOptions) (*runPlan,
 	case len(sp.params) > maxParams:
 		return nil, fmt.Errorf("%d workload parameters, at most %d", len(sp.params), maxParams)
 	}
-	return &runPlan{cfg: cfg, n: n, part: part, hist: hist, sh: sh, props: props}, nil
+	return &runPlan{cfg: cfg, n: n, part: part, stripe: stripe, refresh: refresh, hist: hist, sh: sh, props: props}, nil
+}
+
+// chooseStripe returns the items per stripe dealt to the servers in turn
+// for Options.Stripe opt (0: contiguous partitions), at most the store's
+// n items. Stripes of a workload's block (span) spread a Zipf law's
+// hottest blocks, numbered first, over the servers (64K accounts in
+// blocks of 100 over 16 servers, Zipf 0.99: by Zipf's law 60% of the
+// transfers fall in server 0's 41 blocks of contiguous partitions, 17.5%
+// in its blocks of stripes). Cost: O(1).
+func chooseStripe(opt int, n int) (int, error) {
+	if opt < 0 {
+		return 0, fmt.Errorf("stripe %d: want 0 (contiguous partitions) or the items of a stripe", opt)
+	}
+	return min(opt, n), nil
 }
 
 // alignedPartitions returns the items per partition of n items over a
@@ -575,7 +632,7 @@ func (g *gpuEngine) collect(pl *runPlan, m *runMemory, k *kernels, ro RunOptions
 		return nil, err
 	}
 	res := &Result{Elapsed: elapsed, Threads: pl.threads, Device: g.dev.String(), UserAborts: cnt[cntUser], Wrong: cnt[cntWrong],
-		Servers: pl.cfg.Servers, HistoryDropped: cnt[cntHistDropped]}
+		Servers: pl.cfg.Servers, Stripe: pl.stripe, HistoryDropped: cnt[cntHistDropped]}
 	res.HistoryLimited = pl.hist > 0 && ro.Transactions == 0 && dc[dctlTicketsOut] != 0
 	res.Commits, res.ReadOnlyCommits = cnt[cntCommits], cnt[cntReadOnly]
 	for c := range NumCauses {
@@ -612,7 +669,7 @@ func breakdown(cnt []uint64, clockKHz int) (Breakdown, ServerStats) {
 		WriteBack: cycle(cnt[cntCyWriteBack]), Publish: cycle(cnt[cntCyPublish]),
 	}
 	s := ServerStats{Requests: cnt[cntRequests], Batched: cnt[cntBatched], Scanned: cnt[cntScanned], LockWait: cycle(cnt[cntCyLock]),
-		Turns: cnt[cntTurns], Grouped: cnt[cntGrouped], Early: cnt[cntEarly], TurnHold: cycle(cnt[cntCyHold]), Deferred: cnt[cntDeferred],
+		Turns: cnt[cntTurns], Grouped: cnt[cntGrouped], Early: cnt[cntEarly], TurnHold: cycle(cnt[cntCyHold]), Deferred: cnt[cntDeferred], Refreshed: cnt[cntRefreshed],
 		Stages: RequestStages{
 			Ring: time.Duration(cnt[cntNsRing]), Load: cycle(cnt[cntCyLoad]),
 			Validate: cycle(cnt[cntCyVal]), FinalCheck: cycle(cnt[cntCyFinal]), Reply: cycle(cnt[cntCyReply]),

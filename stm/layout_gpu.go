@@ -12,8 +12,10 @@ import (
 // the layout; globalsHeader writes the C struct from it.
 var globalFields = []string{
 	// the store: k versions per item; per item the timestamp of the newest
-	// logged write (wts: what a server's first validation reads)
-	"vals", "vers", "head", "wts", "n_items", "part_size", "servers", "k",
+	// logged write (wts: what a server's first validation reads); items
+	// go to the servers in contiguous partitions of part_size, or in
+	// stripes of stripe items dealt in turn (0: contiguous)
+	"vals", "vers", "head", "wts", "n_items", "part_size", "stripe", "servers", "k",
 	// the shape: read and write set capacities per thread, history mode
 	// (0 none, 1 committed, 2 also aborted attempts), per server the log
 	// entries kept (log_n) in a ring of log_e (a power of two) and the
@@ -37,6 +39,9 @@ var globalFields = []string{
 	// check, 2 claims), the claim table (claim_mask + 1 words) and each
 	// client thread's claimed slots (w_cap of them)
 	"contention", "claims", "claim_mask", "claimed",
+	// in-place retries of stale update attempts per warp round
+	// (Options.Refresh; 0 off)
+	"refresh",
 	// the history: committed records (hist_cap words, hist_off the
 	// words taken) and aborted attempts (hist_ab_cap words, hist_ab_off
 	// the words asked for, hist_ab_end the end of the records kept)
@@ -147,6 +152,7 @@ const (
 	cntNsClient      // ns from the client's send to its seeing the reply
 	cntClientReplies // replies the clients timed (cntNsClient's count)
 	cntDeferred      // update attempts held back unsent: an item they write was claimed (Options.Contention)
+	cntRefreshed     // stale update attempts aborted after their warp's bodies and run again at once (Options.Refresh)
 	numCounters
 )
 
@@ -230,7 +236,7 @@ func layoutDefines() []gpu.Define {
 	names := []string{"COMMITS", "READ_ONLY", "ABORT0", "ABORT1", "ABORT2", "ABORT3", "WRONG", "USER",
 		"CY_EXECUTE", "CY_PREVALIDATE", "CY_ROUNDTRIP", "CY_VALIDATE", "CY_INSERT", "CY_WRITEBACK", "CY_PUBLISH", "REQUESTS",
 		"HIST_DROPPED", "FAST_INSERTS", "BATCHED", "SCANNED", "CY_LOCK", "CY_HOLD", "TURNS", "GROUPED", "EARLY",
-		"CY_LOAD", "CY_VAL", "CY_FINAL", "CY_REPLY", "CY_BUSY", "NS_RING", "NS_SERVER", "NS_CLIENT", "CLIENT_REPLIES", "DEFERRED"}
+		"CY_LOAD", "CY_VAL", "CY_FINAL", "CY_REPLY", "CY_BUSY", "NS_RING", "NS_SERVER", "NS_CLIENT", "CLIENT_REPLIES", "DEFERRED", "REFRESHED"}
 	if len(names) != numCounters {
 		panic("stm: the counters' names do not match their constants")
 	}

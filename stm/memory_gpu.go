@@ -95,7 +95,7 @@ func (g *gpuEngine) globalWords(pl *runPlan, m *runMemory, sp *workloadSpec, ro 
 	}{
 		{"vals", uint64(m.vals.Ptr())}, {"vers", uint64(m.vers.Ptr())}, {"head", uint64(m.head.Ptr())},
 		{"wts", uint64(m.wts.Ptr())},
-		{"n_items", uint64(pl.n)}, {"part_size", uint64(pl.part)}, {"servers", uint64(cfg.Servers)},
+		{"n_items", uint64(pl.n)}, {"part_size", uint64(pl.part)}, {"stripe", uint64(pl.stripe)}, {"servers", uint64(cfg.Servers)},
 		{"k", uint64(sh.k)}, {"r_cap", uint64(sh.r)}, {"w_cap", uint64(sh.w)}, {"hist_mode", uint64(pl.hist)},
 		{"log_e", uint64(sh.logE)}, {"log_n", uint64(cfg.LogSize)}, {"log_a", uint64(sh.logA)}, {"log_w", uint64(cfg.LogWrites)},
 		{"smem", uint64(pl.props.SharedPerBlockOptin)},
@@ -114,6 +114,7 @@ func (g *gpuEngine) globalWords(pl *runPlan, m *runMemory, sp *workloadSpec, ro 
 		{"throttle", uint64(pl.throttle)},
 		{"contention", uint64(pl.contention)}, {"claims", uint64(m.claims.Ptr())},
 		{"claim_mask", uint64(max(pl.claimWords, 1) - 1)}, {"claimed", uint64(m.claimed.Ptr())},
+		{"refresh", uint64(pl.refresh)},
 		{"hist", uint64(m.hist.Ptr())}, {"hist_cap", uint64(pl.histWords)}, {"hist_off", uint64(m.dctl.PtrAt(dctlHistOff))},
 		{"hist_ab", uint64(m.histAb.Ptr())}, {"hist_ab_cap", uint64(pl.abWords)},
 		{"hist_ab_off", uint64(m.dctl.PtrAt(dctlHistAbOff))}, {"hist_ab_end", uint64(m.dctl.PtrAt(dctlHistAbEnd))},

@@ -1,6 +1,7 @@
 package stm
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -153,6 +154,61 @@ func TestContendedGPU(t *testing.T) {
 	}
 }
 
+// TestStripesGPU runs contended cases with items dealt to the servers in
+// stripes (Options.Stripe) of 1 and 5 items over 3 servers, so that most
+// update transactions cross partitions, and checks every run end to end
+// as TestContendedGPU does, and that the run used the stripes.
+func TestStripesGPU(t *testing.T) {
+	dev := gputest.Device(t)
+	for _, c := range contendedCases() {
+		switch c.name {
+		case "bank, read-only blocks of 16", "transfers of 4 rounds", "hot blocks (zipf 0.99), 2 rounds",
+			"four servers, transfers across partitions", "memcached 8 ways":
+		default:
+			continue
+		}
+		for _, stripe := range []int{1, 5} {
+			cfg := c.cfg
+			cfg.Servers = 3
+			t.Run(fmt.Sprintf("%s, stripes of %d", c.name, stripe), func(t *testing.T) {
+				res := runContendedGPU(t, Options{GPU: dev, Config: cfg, Stripe: stripe}, c)
+				if res.Stripe != stripe || res.Servers != 3 {
+					t.Errorf("stripes of %d over %d servers, want %d over 3", res.Stripe, res.Servers, stripe)
+				}
+				t.Logf("%d threads, aborts %s", res.Threads, res.AbortString())
+			})
+		}
+	}
+}
+
+// TestRefreshGPU runs contended cases with the in-place retries of stale
+// update attempts (Options.Refresh) on and off, checks every run end to
+// end as TestContendedGPU does, that no attempt was retried in place when
+// off, and that some were when on in the runs of more than one warp.
+func TestRefreshGPU(t *testing.T) {
+	dev := gputest.Device(t)
+	for _, c := range contendedCases() {
+		switch c.name {
+		case "bank, read-only totals of all", "bank, read-only blocks of 16", "hot accounts", "hot blocks (zipf 0.99), 2 rounds":
+		default:
+			continue
+		}
+		for _, refresh := range []int{-1, 3} {
+			t.Run(fmt.Sprintf("%s, refresh %d", c.name, refresh), func(t *testing.T) {
+				res := runContendedGPU(t, Options{GPU: dev, Config: c.cfg, Refresh: refresh}, c)
+				// With one warp nothing commits between its bodies and its
+				// commit, so nothing is stale; with more, these cases always
+				// have stale attempts (H200, 2026-11-29: 29,061 of 29,619 aborts
+				// with blocks of 16 on 128 threads).
+				if res.Server.Refreshed > res.TotalAborts() || (refresh < 0 && res.Server.Refreshed != 0) || (refresh > 0 && res.Threads > 32 && res.Server.Refreshed == 0) {
+					t.Errorf("refresh %d: %d attempts run again at once, %d aborts", refresh, res.Server.Refreshed, res.TotalAborts())
+				}
+				t.Logf("%d threads, aborts %s, %d run again at once", res.Threads, res.AbortString(), res.Server.Refreshed)
+			})
+		}
+	}
+}
+
 // runContendedGPU runs case c with four times its transactions on an
 // engine opened with o, every attempt recorded, and checks the run end to
 // end (checkRun).
@@ -281,6 +337,9 @@ func TestEnginesAgreeWithSerialRuns(t *testing.T) {
 			}},
 			{Name: "gpu", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
 				return &engineSubject{t: tb, opt: Options{GPU: d}}, nil
+			}},
+			{Name: "gpu, refresh 3", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
+				return &engineSubject{t: tb, opt: Options{GPU: d, Refresh: 3}}, nil
 			}},
 			{Name: "gpu, contention off", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
 				return &engineSubject{t: tb, opt: Options{GPU: d, Contention: ContentionOff}}, nil

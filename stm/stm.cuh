@@ -114,8 +114,16 @@ __device__ __forceinline__ bool stm_deadline_passed(stm_tx* tx) {
 	return true;
 }
 
+// stm_partition returns the server whose partition holds item: contiguous
+// partitions of part_size items, or, in a program compiled with
+// STM_STRIPES 1, stripes of stripe items dealt to the servers in turn
+// (Options.Stripe).
 __device__ __forceinline__ u32 stm_partition(const stm_globals* g, u32 item) {
+#if STM_STRIPES
+	return (u32)(item / (u32)g->stripe % (u32)g->servers);
+#else
 	return (u32)(item / (u32)g->part_size);
+#endif
 }
 
 // stm_begin starts the attempt: a read-only transaction when read_only.

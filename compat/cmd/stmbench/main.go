@@ -70,6 +70,8 @@ func main() {
 	quiet := flag.Bool("quiet", false, "no progress lines on stderr")
 	throttle := flag.Float64("throttle", 0, "GPU engine: the abort rate its admission control holds client warps near (stm.Options.Throttle; 0 default, negative off)")
 	contention := flag.String("contention", "default", "GPU engine: what client warps do about conflicts before they ask a server: default, off, check or claims (stm.Options.Contention)")
+	stripe := flag.Int("stripe", 0, "GPU engine: items of each stripe dealt to the servers in turn (stm.Options.Stripe; 0: contiguous partitions)")
+	refresh := flag.Int("refresh", 0, "GPU engine: in-place retries of a stale update attempt per warp round (stm.Options.Refresh; 0: chosen, stm.DefaultRefresh under a Zipf law, else off; negative: off)")
 	threads := flag.Int("threads", 0, "GPU engine: client threads of every case (stm.Options.ClientThreads; 0: the case's or the engine's default, -1: as many as fit)")
 	flag.Parse()
 	counts, err := parseCounts(*goroutines)
@@ -81,14 +83,14 @@ func main() {
 	if err == nil && *banks != "" {
 		cases, err = matrixCases(*banks, *zipfs, *rounds, *ros)
 	}
-	if flag.NArg() > 0 || *throttle >= 1 || *threads < -1 || *size < 100 || *reps < 1 || *duration <= 0 || *gpuDuration <= 0 || err != nil {
+	if flag.NArg() > 0 || *throttle >= 1 || *threads < -1 || *stripe < 0 || *size < 100 || *reps < 1 || *duration <= 0 || *gpuDuration <= 0 || err != nil {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stmbench:", err)
 		}
 		flag.Usage()
 		os.Exit(2)
 	}
-	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, contention: mode, threads: *threads, peers: *peers, only: *only, goroutines: counts, cases: cases}
+	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, contention: mode, stripe: *stripe, refresh: *refresh, threads: *threads, peers: *peers, only: *only, goroutines: counts, cases: cases}
 	var progress io.Writer
 	if !*quiet {
 		progress = os.Stderr
@@ -112,6 +114,8 @@ type config struct {
 	device      string
 	throttle    float64        // the GPU engine's Options.Throttle
 	contention  stm.Contention // the GPU engine's Options.Contention
+	stripe      int            // the GPU engine's Options.Stripe
+	refresh     int            // the GPU engine's Options.Refresh
 	threads     int            // the GPU engine's client threads (0: the case's; -1: as many as fit)
 	peers, only string
 	goroutines  []int           // goroutine counts (nil: GOMAXPROCS, rows without a count)
@@ -237,7 +241,7 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 		dev = ch.Device
 		defer dev.Close()
 		rep.Engines = append(rep.Engines, "gpu: "+ch.Reason, fmt.Sprintf("gpu: admission control (throttle) %s", throttleText(c.throttle)),
-			fmt.Sprintf("gpu: contention management %s", contentionText(c.contention)))
+			fmt.Sprintf("gpu: contention management %s", contentionText(c.contention)), "gpu: items dealt to the servers "+stripeText(c.stripe), "gpu: stale update attempts run again at once "+refreshText(c.refresh))
 	} else {
 		rep.Engines = append(rep.Engines, ch.Reason)
 	}
@@ -327,7 +331,7 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 					name string
 					opt  stm.Options
 					d    time.Duration
-				}{"csmv gpu", stm.Options{GPU: dev, Throttle: c.throttle, Contention: c.contention}, c.gpuD})
+				}{"csmv gpu", stm.Options{GPU: dev, Throttle: c.throttle, Contention: c.contention, Stripe: c.stripe, Refresh: c.refresh}, c.gpuD})
 			}
 			for _, en := range engines {
 				o := cs.Options(en.opt)
@@ -437,6 +441,25 @@ func throttleText(t float64) string {
 }
 
 // contentionText says what --contention asks of the GPU engine.
+// refreshText describes --refresh (stm.Options.Refresh).
+func refreshText(n int) string {
+	switch {
+	case n < 0:
+		return "never"
+	case n > 0:
+		return fmt.Sprintf("up to %d times a round", n)
+	}
+	return fmt.Sprintf("by default (up to %d times a round under a Zipf law, else never)", stm.DefaultRefresh)
+}
+
+// stripeText describes --stripe (stm.Options.Stripe).
+func stripeText(n int) string {
+	if n > 0 {
+		return fmt.Sprintf("in stripes of %d items", n)
+	}
+	return "in contiguous partitions"
+}
+
 func contentionText(c stm.Contention) string {
 	if c == stm.ContentionDefault {
 		return fmt.Sprintf("default (%s)", stm.DefaultContention)
