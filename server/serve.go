@@ -53,9 +53,7 @@ type Config struct {
 	// LoopWait is how an idle event loop waits for its connections:
 	// LoopWaitPark (the goroutine parks in the Go runtime's poller) or
 	// LoopWaitBlock (its thread blocks in epoll_wait, as memcached's do);
-	// "" means the engine's default: block where the engine searches
-	// inline (the CPU engine), park where searches are batched (GPU
-	// shards).
+	// "" means the engine's default, block (see loopWaitDefault).
 	LoopWait string
 	// LoopSpin, if positive, is how long an event loop polls its
 	// connections without waiting after a round before it waits as
@@ -87,25 +85,20 @@ const (
 )
 
 // loopWaitDefault returns the LoopWait the event loops run with: w, or
-// when it is empty the engine's default. An engine that searches inline
-// (the CPU engine) blocks: its loops wait for no other goroutine, and on
-// an H200 host (8 server cores, one request in flight per connection,
-// BENCHMARKS.md) blocking served 1.09x/1.16x the throughput of parking at
-// 64/512 connections (100:0) with 1.2-1.7 µs less server CPU per request,
-// and 1.16x pipelined, in one run; a second run had it at 0.93-1.00x
-// parking (the run-to-run spread there is 10-20%), so the gain is not
-// settled. Batched searches (GPU shards) park, under which a
-// loop whose batch wakes another goroutine never leaves it waiting for a
-// processor; blocking measured no better there (0.90-1.07x, more CPU per
-// request).
-func loopWaitDefault(w string, eng *Engine) string {
-	switch {
-	case w != "":
+// block when it is empty, on both engines. On the CPU engine, whose loops
+// wait for no other goroutine, blocking served 1.09x/1.16x the throughput
+// of parking at 64/512 connections (100:0) with 1.2-1.7 µs less server CPU
+// per request in one run on an H200 host and 0.93-1.00x in a second. GPU
+// shards parked until 2026-11-29, when with callers launching their
+// search batches blocking measured 0.99x-1.33x parking's throughput with
+// one request in flight at 64, 512 and 4096 connections, 1.07x and 0.97x
+// pipelined, and a 1.5x-5.7x lower p99 paced at 64 connections
+// (BENCHMARKS.md, "GPU engine loops blocking in epoll_wait").
+func loopWaitDefault(w string) string {
+	if w != "" {
 		return w
-	case eng.InlineSearch():
-		return LoopWaitBlock
 	}
-	return LoopWaitPark
+	return LoopWaitBlock
 }
 
 // roundConns returns the RoundConns the event loops run with: rc, or
@@ -142,7 +135,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		return err
 	}
 	ln := lns[0]
-	rounds, wait := roundConns(cfg.RoundConns, eng), loopWaitDefault(cfg.LoopWait, eng)
+	rounds, wait := roundConns(cfg.RoundConns, eng), loopWaitDefault(cfg.LoopWait)
 	srv := protocol.NewServer(eng, protocol.Config{
 		ItemSizeMax:  eng.opts.ItemSizeMax,
 		MaxConns:     cfg.MaxConns,

@@ -255,7 +255,7 @@ func TestServeOpenFileLimit(t *testing.T) {
 
 // TestServeLoopSettings checks that stats settings report the event
 // loops' round groups (the CPU engine's default of 4, and --round-conns)
-// and how idle loops wait (the CPU engine's default, block, and
+// and how idle loops wait (block by default on every engine, and
 // --loop-wait) and how long they spin first (--loop-spin), and that each
 // configuration serves.
 func TestServeLoopSettings(t *testing.T) {
@@ -265,7 +265,7 @@ func TestServeLoopSettings(t *testing.T) {
 	}{
 		{[]string{"--device", "cpu"}, "4", "block", "0s"},
 		{[]string{"--device", "cpu", "--round-conns", "1"}, "1", "block", "0s"},
-		{[]string{"--device", "cpu", "--cpu-search", "batched"}, "0", "park", "0s"},
+		{[]string{"--device", "cpu", "--cpu-search", "batched"}, "0", "block", "0s"},
 		{[]string{"--device", "cpu", "--round-conns", "64", "--loop-wait", "block"}, "64", "block", "0s"},
 		{[]string{"--device", "cpu", "--loop-wait", "park"}, "4", "park", "0s"},
 		{[]string{"--device", "cpu", "--loop-spin", "50us"}, "4", "block", "50µs"},

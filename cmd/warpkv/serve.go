@@ -35,7 +35,7 @@ func runServe(e *env, args []string) error {
 	loops := fs.Int("loops", 0, "event loops serving the connections (0: the default, see README; -1: a goroutine per connection)")
 	roundConns := fs.Int("round-conns", 0, "connections an event loop runs as one cache batch, each group read, run and answered before the next (0: the engine's default, 4 on the CPU engine's inline searches and a whole round where searches are batched, as on GPU shards; 1: each connection in turn, as memcached; at least the connections: whole rounds)")
 	loopSpin := fs.Duration("loop-spin", 0, "how long an event loop polls its connections without waiting after a round before it waits as --loop-wait says (0: never; at most 10ms); a spinning loop is seldom woken by the kernel, at the cost of its core while idle")
-	loopWait := fs.String("loop-wait", "", "how an idle event loop waits: park (its goroutine in the Go runtime's poller) or block (its thread in epoll_wait, as memcached's threads); empty: the engine's default, block on the CPU engine's inline searches, park where searches are batched (GPU shards)")
+	loopWait := fs.String("loop-wait", "", "how an idle event loop waits: park (its goroutine in the Go runtime's poller) or block (its thread in epoll_wait, as memcached's threads); empty: block, on both engines")
 	itemMax := fs.String("I", "1m", "largest value, with k/m suffix (1k to 1g)")
 	factor := fs.Float64("f", 1.25, "slab class growth factor (greater than 1)")
 	chunk := fs.Int("n", 48, "minimum space for key, value and flags in the smallest slab class, in bytes")
