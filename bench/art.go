@@ -412,60 +412,12 @@ type ARTLimits struct {
 // after it, and add a ": call and checksum" row timing both, as the
 // peers' rows and runs without a GPU do.
 func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, lim ARTLimits) ([]Result, ARTCheck, error) {
-	var ch ARTCheck
-	setup := func() error {
-		k, v := in.Tree(c.Keys, c.Tree)
-		if err := impl.Build(k, v); err != nil {
-			return fmt.Errorf("loading a tree of %s keys: %w", SI(float64(c.Tree)), err)
-		}
-		runtime.GC()
-		return nil
+	r, err := newARTRun(c, impl, in, d, lim)
+	if err != nil {
+		return nil, ARTCheck{}, err
 	}
-	var prepare, run func() error
-	var full func() error    // ranges and prefix scans: the call and the checksum of its answers
-	var answerer artAnswerer // ranges and prefix scans: an implementation timed without the checksum
-	var lv []uint64
-	var lf []bool
-	switch c.Op {
-	case ARTBuild:
-		prepare = func() error { runtime.GC(); return nil }
-		run = func() error { return impl.Build(d.Keys, d.Values) }
-	case ARTInsert:
-		prepare, run = setup, func() error { return impl.Insert(d.Keys, d.Values) }
-	case ARTDelete:
-		prepare, run = setup, func() error { return impl.Delete(d.Keys) }
-	case ARTUpdate: // the same values every run: the tree is built once
-		if err := setup(); err != nil {
-			return nil, ch, err
-		}
-		run = func() error { return impl.Update(d.Keys, d.Values) }
-	case ARTLookup, ARTMiss:
-		if err := setup(); err != nil {
-			return nil, ch, err
-		}
-		lv, lf = make([]uint64, c.Batch), make([]bool, c.Batch)
-		run = func() error { return impl.Lookup(d.Keys, lv, lf) }
-	case ARTRanges, ARTPrefix:
-		if err := setup(); err != nil {
-			return nil, ch, err
-		}
-		full = func() error {
-			var err error
-			if c.Op == ARTRanges {
-				ch.Found, ch.Sum, err = impl.Ranges(d.Keys, ARTRangeKeys)
-			} else {
-				ch.Found, ch.Sum, err = impl.Prefix(d.Keys, ARTPrefixLimit)
-			}
-			return err
-		}
-		run = full
-		if an, ok := impl.(artAnswerer); ok && lim.Gather32 > 0 {
-			answerer = an
-			run = func() error { return an.Answer(c.Op, d.Keys, artQueryLimit(c.Op)) }
-		}
-	default:
-		return nil, ch, fmt.Errorf("bench art: unknown operation %q", c.Op)
-	}
+	ch := &r.ch
+	prepare, run, full, answerer, lv, lf := r.prepare, r.run, r.full, r.answerer, r.lv, r.lf
 	phaser, _ := impl.(artPhaser)
 	var work []float64
 	wall, err := timeRuns(reps, prepare, run, func() {
@@ -475,7 +427,7 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 		}
 	})
 	if err != nil {
-		return nil, ch, err
+		return nil, *ch, err
 	}
 	items := int64(c.Batch)
 	up, down := artTransferBytes(c, d)
@@ -498,54 +450,144 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 	if answerer != nil {
 		ts, err := timeRuns(reps, nil, full, nil)
 		if err != nil {
-			return nil, ch, err
+			return nil, *ch, err
 		}
 		rows = append(rows, NewResult(c.Name()+": call and checksum", impl.Name(), items, up+down, Median(ts)).VsPeer("call", whole))
 	}
 	// Lookups with 8 lanes per key (the GPU engine's other lookup kernel).
 	if ln, ok := impl.(artLanes); ok && lim.Gather32 > 0 && (c.Op == ARTLookup || c.Op == ARTMiss) {
-		if err := ln.SetLookupLanes(8); err != nil {
-			return nil, ch, err
+		lr, err := artLanesRows(c, impl.Name(), ln, phaser, run, reps, up+down, whole, lim)
+		if err != nil {
+			return nil, *ch, err
 		}
-		var ts, ws []float64
-		for i := range DefaultWarmup + reps {
-			t0 := time.Now()
-			if err := run(); err != nil {
-				return nil, ch, err
-			}
-			if i >= DefaultWarmup {
-				ts = append(ts, time.Since(t0).Seconds())
-				if phaser != nil {
-					w, _ := phaser.LastBatchTimes()
-					ws = append(ws, w.Seconds())
-				}
-			}
-		}
-		if err := ln.SetLookupLanes(1); err != nil {
-			return nil, ch, err
-		}
-		rows = append(rows, NewResult(c.Name()+": 8 lanes per key", impl.Name(), items, up+down, Median(ts)).VsPeer("1 lane", whole))
-		if w := Median(ws); w > 0 {
-			k := NewResult(c.Name()+": kernels, 8 lanes per key", impl.Name(), items, 0, w)
-			k.Ratio, k.RatioTo = k.OpsPerSec/lim.Gather32, "32 B gathers/s"
-			rows = append(rows, k)
-		}
+		rows = append(rows, lr...)
 	}
 	if sl, ok := impl.(artSlicer); ok && lim.Gather32 > 0 && (c.Op == ARTLookup || c.Op == ARTMiss || c.Op == ARTUpdate) {
 		r, err := artSliceRow(c, impl.Name(), sl, d, reps, up+down, lv, lf)
 		if err != nil {
-			return nil, ch, err
+			return nil, *ch, err
 		}
 		rows = append(rows, r.VsBandwidth("pinned H2D", lim.H2DGBps))
 	}
 	if st, ok := impl.(artStager); ok && lim.Gather32 > 0 && (c.Op == ARTLookup || c.Op == ARTMiss) {
 		r, err := artStagedRow(c, impl.Name(), st, d, reps, up+down)
 		if err != nil {
-			return nil, ch, err
+			return nil, *ch, err
 		}
 		rows = append(rows, r.VsBandwidth("pinned H2D", lim.H2DGBps))
 	}
-	// The check of the last run's answer.
+	if err := artCheckAnswer(c, impl, d, lv, lf, ch); err != nil {
+		return nil, *ch, err
+	}
+	return rows, *ch, nil
+}
+
+// artRun is how RunARTCase times one case: prepare before each timed run
+// (nil: none), the timed call, and for ranges and prefix scans the call
+// with the checksum of its answers (full) and the implementation that
+// answers without it (answerer); lookups' answers land in lv and lf.
+type artRun struct {
+	prepare, run, full func() error
+	answerer           artAnswerer
+	lv                 []uint64
+	lf                 []bool
+	ch                 ARTCheck
+}
+
+// newARTRun builds the tree a case needs outside the timed region (once,
+// or in prepare before each run for inserts and deletes) and the calls
+// RunARTCase times.
+func newARTRun(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, lim ARTLimits) (*artRun, error) {
+	setup := func() error {
+		k, v := in.Tree(c.Keys, c.Tree)
+		if err := impl.Build(k, v); err != nil {
+			return fmt.Errorf("loading a tree of %s keys: %w", SI(float64(c.Tree)), err)
+		}
+		runtime.GC()
+		return nil
+	}
+	r := &artRun{}
+	switch c.Op {
+	case ARTBuild:
+		r.prepare = func() error { runtime.GC(); return nil }
+		r.run = func() error { return impl.Build(d.Keys, d.Values) }
+	case ARTInsert:
+		r.prepare, r.run = setup, func() error { return impl.Insert(d.Keys, d.Values) }
+	case ARTDelete:
+		r.prepare, r.run = setup, func() error { return impl.Delete(d.Keys) }
+	case ARTUpdate: // the same values every run: the tree is built once
+		if err := setup(); err != nil {
+			return nil, err
+		}
+		r.run = func() error { return impl.Update(d.Keys, d.Values) }
+	case ARTLookup, ARTMiss:
+		if err := setup(); err != nil {
+			return nil, err
+		}
+		r.lv, r.lf = make([]uint64, c.Batch), make([]bool, c.Batch)
+		r.run = func() error { return impl.Lookup(d.Keys, r.lv, r.lf) }
+	case ARTRanges, ARTPrefix:
+		if err := setup(); err != nil {
+			return nil, err
+		}
+		r.full = func() error {
+			var err error
+			if c.Op == ARTRanges {
+				r.ch.Found, r.ch.Sum, err = impl.Ranges(d.Keys, ARTRangeKeys)
+			} else {
+				r.ch.Found, r.ch.Sum, err = impl.Prefix(d.Keys, ARTPrefixLimit)
+			}
+			return err
+		}
+		r.run = r.full
+		if an, ok := impl.(artAnswerer); ok && lim.Gather32 > 0 {
+			r.answerer = an
+			r.run = func() error { return an.Answer(c.Op, d.Keys, artQueryLimit(c.Op)) }
+		}
+	default:
+		return nil, fmt.Errorf("bench art: unknown operation %q", c.Op)
+	}
+	return r, nil
+}
+
+// artLanesRows times lookups with 8 lanes per key (the GPU engine's other
+// lookup kernel) and returns the whole call's row against the 1-lane call
+// (whole) and, with phases, its kernels' row.
+func artLanesRows(c ARTCase, name string, ln artLanes, phaser artPhaser, run func() error, reps int, bytes int64, whole Result, lim ARTLimits) ([]Result, error) {
+	if err := ln.SetLookupLanes(8); err != nil {
+		return nil, err
+	}
+	items := int64(c.Batch)
+	var ts, ws []float64
+	for i := range DefaultWarmup + reps {
+		t0 := time.Now()
+		if err := run(); err != nil {
+			return nil, err
+		}
+		if i >= DefaultWarmup {
+			ts = append(ts, time.Since(t0).Seconds())
+			if phaser != nil {
+				w, _ := phaser.LastBatchTimes()
+				ws = append(ws, w.Seconds())
+			}
+		}
+	}
+	if err := ln.SetLookupLanes(1); err != nil {
+		return nil, err
+	}
+	rows := []Result{NewResult(c.Name()+": 8 lanes per key", name, items, bytes, Median(ts)).VsPeer("1 lane", whole)}
+	if w := Median(ws); w > 0 {
+		k := NewResult(c.Name()+": kernels, 8 lanes per key", name, items, 0, w)
+		k.Ratio, k.RatioTo = k.OpsPerSec/lim.Gather32, "32 B gathers/s"
+		rows = append(rows, k)
+	}
+	return rows, nil
+}
+
+// artCheckAnswer adds to ch the check of the last run's answer: the
+// lookups' hits, or for the cases that change the tree a lookup of its
+// first 64Ki keys, and the tree's length.
+func artCheckAnswer(c ARTCase, impl ARTImpl, d *ARTData, lv []uint64, lf []bool, ch *ARTCheck) error {
 	ch.Len = impl.Len()
 	switch c.Op {
 	case ARTLookup, ARTMiss:
@@ -560,7 +602,7 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 		pk := art.Keys{Data: d.Keys.Data, Offs: d.Keys.Offs[:n+1]}
 		pv, pf := make([]uint64, n), make([]bool, n)
 		if err := impl.Lookup(pk, pv, pf); err != nil {
-			return nil, ch, fmt.Errorf("checking %s: %w", c.Name(), err)
+			return fmt.Errorf("checking %s: %w", c.Name(), err)
 		}
 		for i, f := range pf {
 			if f {
@@ -569,7 +611,7 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 			}
 		}
 	}
-	return rows, ch, nil
+	return nil
 }
 
 // artSliceRow times lookups or updates from one Go slice per key (the GPU
