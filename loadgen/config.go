@@ -77,9 +77,16 @@ func distName(zipf bool) string {
 type Config struct {
 	// Addr is the server's host:port.
 	Addr string
-	// Conns is the number of connections (default 16), each with one
-	// writer and one reader goroutine.
+	// Conns is the number of connections (default 16).
 	Conns int
+	// Driver says what drives the connections of an unpaced run: Loops
+	// (event loops, one per GOMAXPROCS, each waiting in epoll_wait for
+	// many connections and reading and writing each with one system call
+	// a round, as a memcached server does; Linux only), Goroutines (a
+	// writer and a reader goroutine per connection, on Go's network
+	// poller), or "" for Loops where supported. Paced runs always use
+	// Goroutines (their schedules are kept per connection).
+	Driver Driver
 	// Pipeline is the most requests in flight per connection (default 16).
 	Pipeline int
 	// MultiGet is the number of keys per get request (default 1).
@@ -122,6 +129,29 @@ type Config struct {
 	PreloadOnce bool
 	// Progress, when set, receives a line per phase.
 	Progress io.Writer
+}
+
+// Driver is a way of driving a run's connections (Config.Driver).
+type Driver string
+
+// The drivers.
+const (
+	Loops      Driver = "loops"
+	Goroutines Driver = "goroutines"
+)
+
+// useLoops reports whether an unpaced measurement of c runs on event
+// loops.
+func (c *Config) useLoops() bool {
+	return c.Rate <= 0 && loopsSupported && c.Driver != Goroutines
+}
+
+// driverName names the driver useLoops chose, for progress lines.
+func driverName(loops bool) Driver {
+	if loops {
+		return Loops
+	}
+	return Goroutines
 }
 
 // Defaults of the Config and Workload fields left zero.
@@ -180,6 +210,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Protocol != Text && c.Protocol != Binary && c.Protocol != Meta {
 		errs = append(errs, fmt.Sprintf("protocol %q (want text, binary or meta)", c.Protocol))
+	}
+	switch {
+	case c.Driver != "" && c.Driver != Loops && c.Driver != Goroutines:
+		errs = append(errs, fmt.Sprintf("driver %q (want loops or goroutines)", c.Driver))
+	case c.Driver == Loops && !loopsSupported:
+		errs = append(errs, "driver loops: event loops need Linux (use goroutines)")
 	}
 	if c.Rate < 0 {
 		errs = append(errs, fmt.Sprintf("rate %v (want 0 for as fast as possible, or ops/s)", c.Rate))

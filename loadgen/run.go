@@ -97,56 +97,25 @@ func measure(ctx context.Context, cfg Config) (Result, error) {
 	}
 	value := makeValue(cfg.Workload.ValueSize)
 
-	var d net.Dialer
 	var phase atomic.Int32
 	base := time.Now()
-	workers := make([]*worker, cfg.Conns)
-	for i := range workers {
-		nc, err := d.DialContext(ctx, "tcp", cfg.Addr)
-		if err != nil {
-			for _, w := range workers[:i] {
-				w.nc.Close()
-			}
-			return res, fmt.Errorf("loadgen: %w", err)
-		}
-		workers[i] = newWorker(&cfg, nc, i, zipf, value, base, &phase)
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make([]error, 2*len(workers))
-	var wg sync.WaitGroup
 	stopPacer := make(chan struct{})
-	if cfg.Rate > 0 {
-		startPacing(ctx, &cfg, workers, base, &phase, stopPacer, &wg)
+	startConns := startGoroutines
+	if cfg.useLoops() {
+		startConns = startLoops
 	}
-
-	for i, w := range workers {
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			errs[2*i] = w.write(ctx)
-		}()
-		go func() {
-			defer wg.Done()
-			errs[2*i+1] = w.read(ctx)
-			if errs[2*i+1] != nil {
-				w.nc.Close() // stops this connection's writer too
-				cancel()
-			}
-		}()
+	workers, wait, err := startConns(ctx, cancel, &cfg, zipf, value, base, &phase, stopPacer)
+	if err != nil {
+		return res, err
 	}
-	stopAll := context.AfterFunc(ctx, func() {
-		for _, w := range workers {
-			w.nc.SetDeadline(time.Now()) // unblocks every read and write
-		}
-	})
-	defer stopAll()
 
 	pace := ""
 	if cfg.Rate > 0 {
 		pace = fmt.Sprintf(", paced at %.0f ops/s", cfg.Rate)
 	}
-	progress(&cfg, "warm-up %v, %d connections, pipeline %d, %d keys per get, %s%s", cfg.Warmup, cfg.Conns, cfg.Pipeline, cfg.MultiGet, cfg.Protocol, pace)
+	progress(&cfg, "warm-up %v, %d connections, pipeline %d, %d keys per get, %s%s, %s", cfg.Warmup, cfg.Conns, cfg.Pipeline, cfg.MultiGet, cfg.Protocol, pace, driverName(cfg.useLoops()))
 	sleep(ctx, cfg.Warmup)
 	var statsBefore map[string]float64
 	var statsErr error
@@ -179,10 +148,7 @@ func measure(ctx context.Context, cfg Config) (Result, error) {
 			res.ServerStats = statsDelta(statsBefore, after)
 		}
 	}
-	wg.Wait()
-	for _, w := range workers {
-		w.nc.Close()
-	}
+	runErr := wait()
 
 	var c counts
 	var h Histogram
@@ -203,7 +169,7 @@ func measure(ctx context.Context, cfg Config) (Result, error) {
 	}
 	res.Latency = Latency{P50: h.Quantile(0.5), P95: h.Quantile(0.95), P99: h.Quantile(0.99),
 		P999: h.Quantile(0.999), Mean: h.Mean(), Max: h.Max()}
-	if err := errors.Join(append(errs, cpuErr, statsErr)...); err != nil {
+	if err := errors.Join(runErr, cpuErr, statsErr); err != nil {
 		return res, err
 	}
 	if ctx.Err() != nil && res.Elapsed < cfg.Duration {
@@ -211,6 +177,60 @@ func measure(ctx context.Context, cfg Config) (Result, error) {
 	}
 	progress(&cfg, "measured %v: %.0f ops/s", res.Elapsed.Round(time.Millisecond), res.OpsPerSec)
 	return res, nil
+}
+
+// startGoroutines opens cfg.Conns connections and starts a writer and a
+// reader goroutine for each (and the pacers of a paced run, which stop
+// when stopPacer is closed). A connection's failure cancels the run. It
+// returns the workers and a function that waits for every goroutine after
+// phaseDone, closes the connections and returns their first errors.
+func startGoroutines(ctx context.Context, cancel context.CancelFunc, cfg *Config, zipf *Zipf, value []byte, base time.Time, phase *atomic.Int32, stopPacer <-chan struct{}) ([]*worker, func() error, error) {
+	var d net.Dialer
+	workers := make([]*worker, cfg.Conns)
+	for i := range workers {
+		nc, err := d.DialContext(ctx, "tcp", cfg.Addr)
+		if err != nil {
+			for _, w := range workers[:i] {
+				w.nc.Close()
+			}
+			return nil, nil, fmt.Errorf("loadgen: %w", err)
+		}
+		workers[i] = newWorker(cfg, nc, nc, i, zipf, value, base, phase)
+	}
+	errs := make([]error, 2*len(workers))
+	var wg sync.WaitGroup
+	if cfg.Rate > 0 {
+		startPacing(ctx, cfg, workers, base, phase, stopPacer, &wg)
+	}
+	for i, w := range workers {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			errs[2*i] = w.write(ctx)
+		}()
+		go func() {
+			defer wg.Done()
+			errs[2*i+1] = w.read(ctx)
+			if errs[2*i+1] != nil {
+				w.nc.Close() // stops this connection's writer too
+				cancel()
+			}
+		}()
+	}
+	stopAll := context.AfterFunc(ctx, func() {
+		for _, w := range workers {
+			w.nc.SetDeadline(time.Now()) // unblocks every read and write
+		}
+	})
+	wait := func() error {
+		wg.Wait()
+		stopAll()
+		for _, w := range workers {
+			w.nc.Close()
+		}
+		return errors.Join(errs...)
+	}
+	return workers, wait, nil
 }
 
 // sleep waits for d or until ctx ends.

@@ -54,9 +54,40 @@ func TestRun(t *testing.T) {
 		{"meta 90:10 zipf multiget", Config{Conns: 2, Pipeline: 4, MultiGet: 10, Protocol: Meta, Workload: Workload{GetRatio: 0.9, Zipf: true, KeySize: 16, ValueSize: 64, Keys: 2000}}},
 	} {
 		for name, addr := range servers {
-			t.Run(tc.name+" on "+name, func(t *testing.T) {
-				cfg := tc.cfg
-				cfg.Addr, cfg.Duration, cfg.Warmup = addr, 300*time.Millisecond, 50*time.Millisecond
+			for _, driver := range drivers() {
+				t.Run(tc.name+" on "+name+" by "+string(driver), func(t *testing.T) {
+					cfg := tc.cfg
+					cfg.Addr, cfg.Duration, cfg.Warmup, cfg.Driver = addr, 300*time.Millisecond, 50*time.Millisecond, driver
+					res, err := Run(context.Background(), cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					checkResult(t, cfg, res)
+				})
+			}
+		}
+	}
+}
+
+// drivers are the drivers of unpaced runs this platform has.
+func drivers() []Driver {
+	if loopsSupported {
+		return []Driver{Goroutines, Loops}
+	}
+	return []Driver{Goroutines}
+}
+
+// TestRunRepliesInPieces runs every protocol's loads through a proxy that
+// passes the server's replies on a few bytes at a time, so that the
+// drivers parse replies cut anywhere, and checks the results.
+func TestRunRepliesInPieces(t *testing.T) {
+	addr := dribbleProxy(t, difftest.Memcached(t, "-t", "2"))
+	for _, proto := range []Protocol{Text, Binary, Meta} {
+		for _, driver := range drivers() {
+			t.Run(string(proto)+" by "+string(driver), func(t *testing.T) {
+				cfg := Config{Addr: addr, Conns: 3, Pipeline: 2, MultiGet: 3, Protocol: proto, Driver: driver,
+					Duration: 300 * time.Millisecond, Warmup: 50 * time.Millisecond,
+					Workload: Workload{GetRatio: 0.9, KeySize: 16, ValueSize: 100, Keys: 300}}
 				res, err := Run(context.Background(), cfg)
 				if err != nil {
 					t.Fatal(err)
@@ -65,6 +96,53 @@ func TestRun(t *testing.T) {
 			})
 		}
 	}
+}
+
+// dribbleProxy listens on a port of its own and relays each connection to
+// target, passing the requests on whole and the replies in writes of 1 to
+// 7 bytes, each sent on its own (TCP_NODELAY).
+func dribbleProxy(t *testing.T, target string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for n := 0; ; n++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go func() {
+				io.Copy(s, c)
+				s.Close()
+			}()
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				for k := n; ; {
+					m, err := s.Read(buf)
+					for p := buf[:m]; len(p) > 0; k++ {
+						step := min(len(p), 1+k%7)
+						if _, err := c.Write(p[:step]); err != nil {
+							return
+						}
+						p = p[step:]
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
 }
 
 // checkResult checks a result for consistency with its config.
@@ -213,6 +291,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad ratio", Config{Addr: "x:1", Workload: Workload{GetRatio: 1.5, KeySize: 8}}, "get ratio"},
 		{"bad protocol", Config{Addr: "x:1", Protocol: "udp", Workload: Workload{KeySize: 8}}, "protocol"},
 		{"huge value", Config{Addr: "x:1", Workload: Workload{KeySize: 8, ValueSize: 2 << 20}}, "value size"},
+		{"bad driver", Config{Addr: "x:1", Driver: "threads", Workload: Workload{KeySize: 8}}, `driver "threads"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.cfg.withDefaults()

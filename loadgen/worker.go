@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"runtime"
@@ -43,7 +44,9 @@ type request struct {
 
 // worker drives one connection: a writer goroutine keeps up to Pipeline
 // requests in flight, a reader goroutine reads the replies in order and
-// counts them while the phase is phaseMeasure.
+// counts them while the phase is phaseMeasure (the goroutine driver); or
+// an event loop does both for many workers (the loop driver, nc nil, the
+// codec reading and writing the loop's buffers).
 type worker struct {
 	cfg    *Config
 	nc     net.Conn
@@ -66,7 +69,7 @@ type worker struct {
 	hist   Histogram
 }
 
-func newWorker(cfg *Config, nc net.Conn, i int, zipf *Zipf, value []byte, base time.Time, phase *atomic.Int32) *worker {
+func newWorker(cfg *Config, nc net.Conn, rw io.ReadWriter, i int, zipf *Zipf, value []byte, base time.Time, phase *atomic.Int32) *worker {
 	g, m := cfg.Workload.GetRatio, float64(cfg.MultiGet)
 	pSet := 0.0
 	if g < 1 {
@@ -77,7 +80,7 @@ func newWorker(cfg *Config, nc net.Conn, i int, zipf *Zipf, value []byte, base t
 	return &worker{
 		cfg:      cfg,
 		nc:       nc,
-		codec:    newCodec(cfg.Protocol, nc, cfg.Workload.KeySize, value),
+		codec:    newCodec(cfg.Protocol, rw, cfg.Workload.KeySize, value),
 		keys:     keyChooser{n: uint64(cfg.Workload.Keys), zipf: zipf, r: rand.New(rand.NewPCG(cfg.Seed+uint64(i), 0x6a09e667f3bcc909))},
 		pSet:     pSet,
 		base:     base,

@@ -36,7 +36,7 @@ import (
 //
 //	warpkv bench serve [flags] [-- loadgen flags]
 func runBenchServe(e *env, args []string) error {
-	fs := newFlagSet(e, "bench serve", "warpkv bench serve [--memcached PATH] [--engines gpu,cpu] [--server-cpus LIST] [--load-cpus LIST] [-t N] [-m MB] [--p99-at F] [--profile] [--crosscheck auto|none|PATH] [--json FILE] [--full] [--warpkv-flags FLAGS] [--unpipelined ...] [-- loadgen flags]")
+	fs := newFlagSet(e, "bench serve", "warpkv bench serve [--memcached PATH] [--engines gpu,cpu] [--server-cpus LIST] [--load-cpus LIST] [-t N] [-m MB] [--p99-at F] [--profile] [--crosscheck auto|none|PATH] [--json FILE] [--full] [--warpkv-flags FLAGS] [--load-driver loops|goroutines] [--unpipelined ...] [-- loadgen flags]")
 	mcPath := fs.String("memcached", "memcached", "memcached binary to compare with (none: leave it out)")
 	engines := fs.String("engines", "gpu,cpu", "warpkv engines to run, in order: gpu, cpu, gpu:N, gpu/staged for the GPU engine with staged search calls, gpu/scheduler for its batches launched by the scheduler alone, cpu/roundN (N 1, 2, 4, 8 or 16) for serve --round-conns N, cpu/roundall for whole rounds, /block or /park for serve --loop-wait, /loopsN for serve --loops N, /spinN for serve --loop-spin Nus; options join with +, as cpu/round1+block (empty: none)")
 	warpkvPath := fs.String("warpkv", "", "warpkv binary for the servers and the load generator (default: this one)")
@@ -55,6 +55,7 @@ func runBenchServe(e *env, args []string) error {
 	unpipelined := fs.Bool("unpipelined", false, "measure clients with one request in flight per connection instead (issue 19): --pipeline 1 at --unpipelined-conns, 100:0 and 95:5, loadgen and memaslap, every server also paced at --p99-at of memcached's peak")
 	upConns := fs.String("unpipelined-conns", "64,512,4096", "connection counts of --unpipelined (`LIST`)")
 	upDuration := fs.Duration("unpipelined-duration", 2*time.Second, "measured time of each --unpipelined row")
+	loadDriver := fs.String("load-driver", "", "what drives the load generator's connections in unpaced runs: loops or goroutines (default: loadgen's, loops on Linux)")
 	warpkvFlags := fs.String("warpkv-flags", "", "more `FLAGS` for every warpkv server, space separated (e.g. \"--loops 32\")")
 	var rest []string
 	for i, a := range args {
@@ -74,6 +75,12 @@ func runBenchServe(e *env, args []string) error {
 	}
 	if !*full {
 		rest = append(quickServeCases(), rest...) // flags after -- override them
+	}
+	if *loadDriver != "" {
+		if *loadDriver != string(loadgen.Loops) && *loadDriver != string(loadgen.Goroutines) {
+			return usagef("--load-driver %q: want loops or goroutines", *loadDriver)
+		}
+		rest = append(rest, "--driver", *loadDriver)
 	}
 	if !(*p99At >= 0 && *p99At < 1) {
 		return usagef("--p99-at %v: want 0 (off) or a fraction below 1", *p99At)
@@ -117,7 +124,7 @@ func runBenchServe(e *env, args []string) error {
 	}
 	if *unpipelined {
 		return benchUnpipelined(ctx, e, servers, exe, sCPUs, lCPUs, nThreads, *upConns, *upDuration, *p99At, *profile,
-			findMemaslap(*crosscheck), tmp, *jsonPath)
+			*loadDriver, findMemaslap(*crosscheck), tmp, *jsonPath)
 	}
 	fmt.Fprintf(e.stdout, "bench serve: %s, %d CPUs; servers on CPUs %s (-t %d), load generator on CPUs %s; %s\n",
 		rep.Host, rep.CPUs, rep.ServerCPUs, nThreads, rep.LoadCPUs, rep.GPU)

@@ -29,6 +29,7 @@ type unpipelinedPlan struct {
 	Warmup   time.Duration
 	PaceAt   float64 // fraction of memcached's peak every server is paced at (0: none)
 	Profile  bool    // a stage profile of warpkv at the first connection count, 100:0
+	Driver   string  // loadgen --driver of the unpaced rows ("": loadgen's default)
 }
 
 // unpipelinedRow is one server's measurement of one (connections, mix).
@@ -190,6 +191,9 @@ func unpipelinedLoad(ctx context.Context, e *env, exe, addr string, pid int, lCP
 	if stats != "" {
 		la = append(la, "--server-stats", stats)
 	}
+	if plan.Driver != "" && rate <= 0 {
+		la = append(la, "--driver", plan.Driver)
+	}
 	var out bytes.Buffer
 	err := runPinned(ctx, exe, la, lCPUs, &out, &out)
 	var rows []loadgen.Row
@@ -242,9 +246,9 @@ func workloadSizes(w string) (key, value int) {
 // them with more connections allowed (-c 8192), prints the report and
 // writes it as JSON to jsonPath when set.
 func benchUnpipelined(ctx context.Context, e *env, servers []plannedServer, exe string, sCPUs, lCPUs []int, threads int,
-	connsList string, dur time.Duration, paceAt float64, profile bool, memaslap, tmp, jsonPath string) error {
+	connsList string, dur time.Duration, paceAt float64, profile bool, driver, memaslap, tmp, jsonPath string) error {
 	plan := unpipelinedPlan{Mixes: []string{"100:0", "95:5"}, Workload: "b", Keys: 100000, Duration: dur,
-		Warmup: 500 * time.Millisecond, PaceAt: paceAt, Profile: profile}
+		Warmup: 500 * time.Millisecond, PaceAt: paceAt, Profile: profile, Driver: driver}
 	for _, f := range strings.Split(connsList, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {
