@@ -79,13 +79,14 @@ type Config struct {
 	Addr string
 	// Conns is the number of connections (default 16).
 	Conns int
-	// Driver says what drives the connections of an unpaced run: Loops
-	// (event loops, one per GOMAXPROCS, each waiting in epoll_wait for
-	// many connections and reading and writing each with one system call
-	// a round, as a memcached server does; Linux only), Goroutines (a
-	// writer and a reader goroutine per connection, on Go's network
-	// poller), or "" for Loops where supported. Paced runs always use
-	// Goroutines (their schedules are kept per connection).
+	// Driver says what drives the connections: Loops (event loops, one
+	// per GOMAXPROCS, each waiting in epoll_wait for many connections and
+	// reading and writing each with one system call a round, as a
+	// memcached server does; Linux only), Goroutines (a writer and a
+	// reader goroutine per connection, on Go's network poller), or "" for
+	// Loops where supported. Paced runs with more than one request in
+	// flight per connection always use Goroutines (their pacers hand out
+	// tokens).
 	Driver Driver
 	// Pipeline is the most requests in flight per connection (default 16).
 	Pipeline int
@@ -140,10 +141,11 @@ const (
 	Goroutines Driver = "goroutines"
 )
 
-// useLoops reports whether an unpaced measurement of c runs on event
-// loops.
+// useLoops reports whether a measurement of c runs on event loops: an
+// unpaced one, or a paced one with one request in flight per connection
+// (each connection on its own schedule, kept by its loop).
 func (c *Config) useLoops() bool {
-	return c.Rate <= 0 && loopsSupported && c.Driver != Goroutines
+	return (c.Rate <= 0 || c.Pipeline == 1) && loopsSupported && c.Driver != Goroutines
 }
 
 // driverName names the driver useLoops chose, for progress lines.

@@ -9,17 +9,19 @@
 // mixes, distributions) against several servers and WriteTable prints
 // them side by side. The command "warpkv loadgen" is its front end.
 //
-// Two drivers move the requests (Config.Driver). On Linux an unpaced run
-// uses event loops: one per GOMAXPROCS on a locked thread, each waiting in
+// Two drivers move the requests (Config.Driver). On Linux a run uses
+// event loops: one per GOMAXPROCS on a locked thread, each waiting in
 // epoll_wait for its share of the connections and, for each connection
 // that is readable, reading once, parsing the complete replies and
 // sending the next requests with one write: two system calls a request
 // with one in flight, as a memcached server pays, so that a generator on
-// as many cores as the server does not run out before the server. Paced
-// runs, and unpaced ones elsewhere or by choice, use a writer and a reader
-// goroutine per connection on Go's network poller (more CPU a request: the
-// two goroutines' wake-ups and hand-offs, and a read that finds nothing
-// before each wait). Neither allocates per request. The generator runs on the same
+// as many cores as the server does not run out before the server. Paced,
+// a loop keeps its connections' schedules in a heap behind a timerfd.
+// Paced runs with more than one request in flight per connection, and
+// runs elsewhere or by choice, use a writer and a reader goroutine per
+// connection on Go's network poller (more CPU a request: the two
+// goroutines' wake-ups and hand-offs, and a read that finds nothing before
+// each wait). Neither allocates per request. The generator runs on the same
 // machine as the server it measures only with that caveat: both compete
 // for the CPUs.
 package loadgen

@@ -3,6 +3,7 @@
 package loadgen
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ const loopsSupported = true
 // in flight, oldest first.
 type loopConn struct {
 	fd       int
+	idx      int // the connection's index in its loop (its epoll data)
 	w        *worker
 	io       *loopIO
 	inflight []request // a FIFO: inflight[head:]
@@ -33,6 +35,7 @@ type loopConn struct {
 	woff     int  // io.out[woff:] is not sent yet
 	wantOut  bool // registered for EPOLLOUT (a send was cut short)
 	lastRead time.Time
+	next     time.Duration // paced: when the next request is due (since the run's base time)
 }
 
 // loopIO is the codec's reader and writer on an event loop: the writer
@@ -108,8 +111,9 @@ func dialRaw(addr string) (int, error) {
 // (for their counts and histograms) and a function that waits for the
 // loops to end (after phaseDone or ctx's end) and closes the connections,
 // returning the first error of any loop. A loop's failure cancels the run.
-// It does not pace (stopPacer is unused: Config.useLoops is false for a
-// paced run).
+// A paced run (one request in flight per connection: Config.useLoops)
+// gives each connection its own schedule, as the goroutine driver does
+// (schedule), kept by its loop; stopPacer is not used.
 func startLoops(ctx context.Context, cancel context.CancelFunc, cfg *Config, zipf *Zipf, value []byte, base time.Time, phase *atomic.Int32, stopPacer <-chan struct{}) ([]*worker, func() error, error) {
 	conns := make([]*loopConn, cfg.Conns)
 	closeAll := func() {
@@ -131,11 +135,15 @@ func startLoops(ctx context.Context, cancel context.CancelFunc, cfg *Config, zip
 		workers[i] = w
 		conns[i] = &loopConn{fd: fd, w: w, io: lio, inflight: make([]request, 0, cfg.Pipeline), rbuf: make([]byte, 16<<10)}
 	}
+	if cfg.Rate > 0 {
+		schedule(workers, pacingInterval(cfg, workers[0]), time.Since(base), nil)
+	}
 	n := min(runtime.GOMAXPROCS(0), len(conns))
 	errs := make(chan error, n)
 	for l := range n {
 		var mine []*loopConn
 		for i := l; i < len(conns); i += n {
+			conns[i].idx = len(mine)
 			mine = append(mine, conns[i])
 		}
 		go func() {
@@ -161,9 +169,15 @@ func startLoops(ctx context.Context, cancel context.CancelFunc, cfg *Config, zip
 // is phaseDone or ctx ends: it fills every connection's pipeline, then
 // waits in epoll_wait; for each readable connection it reads once, parses
 // every complete reply (recording it while the phase is phaseMeasure),
-// refills the pipeline and sends the new requests with one write. A
-// connection with requests in flight and no reply for replyTimeout fails
-// the loop, as a closed connection does.
+// refills the pipeline and sends the new requests with one write. Paced,
+// a connection whose reply is in sends its next request at once if it is
+// due (its latency counted from its due time: the server is charged for
+// the queue) and otherwise waits in the loop's heap of due times, behind a
+// timerfd armed for the earliest, and is then sent (its latency counted
+// from the send, so that the loop's own lateness in waking is not charged
+// to the server), as worker.writeScheduled does. A connection with
+// requests in flight and no reply for replyTimeout fails the loop, as a
+// closed connection does.
 func runLoop(ctx context.Context, cfg *Config, conns []*loopConn, phase *atomic.Int32) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -172,30 +186,48 @@ func runLoop(ctx context.Context, cfg *Config, conns []*loopConn, phase *atomic.
 		return fmt.Errorf("loadgen: epoll_create1: %w", err)
 	}
 	defer unix.Close(epfd)
+	var p *pacer
+	if cfg.Rate > 0 {
+		if p, err = newPacer(epfd, len(conns)); err != nil {
+			return fmt.Errorf("loadgen: %w", err)
+		}
+		defer unix.Close(p.tfd)
+	}
 	now := time.Now()
-	for i, c := range conns {
-		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(i)}
+	for _, c := range conns {
+		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(c.idx)}
 		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
 			return fmt.Errorf("loadgen: epoll_ctl: %w", err)
 		}
 		c.lastRead = now
-		if err := c.refill(epfd, i, cfg.Pipeline); err != nil {
+		if p != nil {
+			c.next = c.w.first
+			heap.Push(&p.due, c)
+		} else if err := c.refill(epfd, cfg.Pipeline); err != nil {
 			return c.fail(cfg, err)
 		}
 	}
-	events := make([]unix.EpollEvent, min(len(conns), 512))
+	events := make([]unix.EpollEvent, min(len(conns)+1, 512))
 	lastCheck := now
 	for phase.Load() != phaseDone && ctx.Err() == nil {
+		if p != nil {
+			if err := p.sendDue(epfd); err != nil {
+				return fmt.Errorf("loadgen: %s: %w", cfg.Addr, err)
+			}
+		}
 		n, err := unix.EpollWait(epfd, events, 50)
 		if err != nil && err != unix.EINTR {
 			return fmt.Errorf("loadgen: epoll_wait: %w", err)
 		}
 		measuring := phase.Load() == phaseMeasure
 		for _, ev := range events[:max(n, 0)] {
-			i := int(ev.Fd)
-			c := conns[i]
+			if int(ev.Fd) == len(conns) { // the pacer's timer
+				p.clear()
+				continue
+			}
+			c := conns[ev.Fd]
 			if ev.Events&unix.EPOLLOUT != 0 {
-				if err := c.send(epfd, i); err != nil {
+				if err := c.send(epfd); err != nil {
 					return c.fail(cfg, err)
 				}
 			}
@@ -208,10 +240,16 @@ func runLoop(ctx context.Context, cfg *Config, conns []*loopConn, phase *atomic.
 				}
 				return c.fail(cfg, err)
 			}
-			if phase.Load() != phaseDone {
-				if err := c.refill(epfd, i, cfg.Pipeline); err != nil {
-					return c.fail(cfg, err)
-				}
+			if phase.Load() == phaseDone {
+				continue
+			}
+			if p != nil {
+				err = p.replied(epfd, c)
+			} else {
+				err = c.refill(epfd, cfg.Pipeline)
+			}
+			if err != nil {
+				return c.fail(cfg, err)
 			}
 		}
 		if n <= 0 || time.Since(lastCheck) > time.Second {
@@ -233,7 +271,7 @@ func (c *loopConn) fail(cfg *Config, err error) error {
 }
 
 // refill buffers requests until pipeline are in flight and sends them.
-func (c *loopConn) refill(epfd, i, pipeline int) error {
+func (c *loopConn) refill(epfd, pipeline int) error {
 	if c.head == len(c.inflight) {
 		c.inflight, c.head = c.inflight[:0], 0
 	}
@@ -250,12 +288,21 @@ func (c *loopConn) refill(epfd, i, pipeline int) error {
 		return nil
 	}
 	c.w.codec.bw.Flush() // into c.io.out: cannot fail
-	return c.send(epfd, i)
+	return c.send(epfd)
+}
+
+// sendAt sends one request whose latency counts from start (since the
+// run's base time); the connection has none in flight.
+func (c *loopConn) sendAt(epfd int, start time.Duration) error {
+	c.inflight, c.head = append(c.inflight[:0], c.w.writeRequestAt(start)), 0
+	c.w.codec.bw.Flush() // into c.io.out: cannot fail
+	c.lastRead = time.Now()
+	return c.send(epfd)
 }
 
 // send writes what is not sent yet; a send cut short registers the
 // connection for EPOLLOUT until the rest is out.
-func (c *loopConn) send(epfd, i int) error {
+func (c *loopConn) send(epfd int) error {
 	for c.woff < len(c.io.out) {
 		n, err := unix.Write(c.fd, c.io.out[c.woff:])
 		if err == unix.EINTR {
@@ -264,7 +311,7 @@ func (c *loopConn) send(epfd, i int) error {
 		if err == unix.EAGAIN {
 			if !c.wantOut {
 				c.wantOut = true
-				ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT, Fd: int32(i)}
+				ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT, Fd: int32(c.idx)}
 				if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_MOD, c.fd, &ev); err != nil {
 					return fmt.Errorf("epoll_ctl: %w", err)
 				}
@@ -279,7 +326,7 @@ func (c *loopConn) send(epfd, i int) error {
 	c.io.out, c.woff = c.io.out[:0], 0
 	if c.wantOut {
 		c.wantOut = false
-		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(i)}
+		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(c.idx)}
 		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_MOD, c.fd, &ev); err != nil {
 			return fmt.Errorf("epoll_ctl: %w", err)
 		}
@@ -357,4 +404,88 @@ func (c *loopConn) receive(measuring bool) error {
 // received yet.
 func incomplete(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// pacer keeps the schedules of a paced loop's connections (one request in
+// flight each): the connections waiting for their next due time, in a
+// heap, and a timerfd in the loop's epoll set (its data the number of
+// connections) armed for the earliest.
+type pacer struct {
+	tfd   int
+	due   dueHeap
+	armed time.Duration // the due time the timer is armed for (-1: none)
+	tbuf  [8]byte
+}
+
+func newPacer(epfd, conns int) (*pacer, error) {
+	tfd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("timerfd_create: %w", err)
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(conns)}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, tfd, &ev); err != nil {
+		unix.Close(tfd)
+		return nil, fmt.Errorf("epoll_ctl: %w", err)
+	}
+	return &pacer{tfd: tfd, armed: -1}, nil
+}
+
+// clear reads the timer's expirations (it fired).
+func (p *pacer) clear() {
+	unix.Read(p.tfd, p.tbuf[:])
+	p.armed = -1
+}
+
+// replied schedules c's next request, its reply being in: sent at once,
+// charged from its due time, if that has passed; else c waits in the heap.
+func (p *pacer) replied(epfd int, c *loopConn) error {
+	if c.head < len(c.inflight) {
+		return nil // the reply is not complete yet
+	}
+	if now := time.Since(c.w.base); c.next <= now {
+		start := c.next
+		c.next += c.w.period
+		return c.sendAt(epfd, start)
+	}
+	heap.Push(&p.due, c)
+	return nil
+}
+
+// sendDue sends the request of every waiting connection whose due time has
+// passed, charged from now, and arms the timer for the earliest one left.
+func (p *pacer) sendDue(epfd int) error {
+	if len(p.due) == 0 {
+		return nil
+	}
+	now := time.Since(p.due[0].w.base)
+	for len(p.due) > 0 && p.due[0].next <= now {
+		c := heap.Pop(&p.due).(*loopConn)
+		c.next += c.w.period
+		if err := c.sendAt(epfd, now); err != nil {
+			return err
+		}
+	}
+	if len(p.due) == 0 || p.due[0].next == p.armed {
+		return nil
+	}
+	p.armed = p.due[0].next
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(max(p.armed-now, time.Microsecond)))}
+	if err := unix.TimerfdSettime(p.tfd, 0, &spec, nil); err != nil {
+		return fmt.Errorf("timerfd_settime: %w", err)
+	}
+	return nil
+}
+
+// dueHeap orders waiting connections by their next due time.
+type dueHeap []*loopConn
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].next < h[j].next }
+func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *dueHeap) Push(x any)        { *h = append(*h, x.(*loopConn)) }
+func (h *dueHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
 }

@@ -260,17 +260,9 @@ func progress(cfg *Config, format string, args ...any) {
 // every k-th worker from p on a schedule k times sparser, offset by p
 // intervals: together the one schedule of the whole rate.
 func startPacing(ctx context.Context, cfg *Config, workers []*worker, base time.Time, phase *atomic.Int32, stop <-chan struct{}, wg *sync.WaitGroup) {
-	// Requests per second: a set is one operation, a get MultiGet.
-	w := workers[0]
-	perReq := w.pSet + (1-w.pSet)*float64(cfg.MultiGet)
-	interval := max(time.Duration(perReq/cfg.Rate*float64(time.Second)), 1)
+	interval := pacingInterval(cfg, workers[0])
 	if cfg.Pipeline == 1 {
-		start := time.Since(base)
-		for i, w := range workers {
-			w.first = start + interval*time.Duration(i)
-			w.period = interval * time.Duration(len(workers))
-			w.stop = stop
-		}
+		schedule(workers, interval, time.Since(base), stop)
 		return
 	}
 	for _, w := range workers {
@@ -287,5 +279,25 @@ func startPacing(ctx context.Context, cfg *Config, workers []*worker, base time.
 			defer wg.Done()
 			pace(ctx, mine, interval*time.Duration(k), base, interval*time.Duration(p), phase, stop)
 		}()
+	}
+}
+
+// pacingInterval is the time between two requests of cfg.Rate's schedule
+// over all connections (a set is one operation, a get MultiGet), at least
+// 1ns.
+func pacingInterval(cfg *Config, w *worker) time.Duration {
+	perReq := w.pSet + (1-w.pSet)*float64(cfg.MultiGet)
+	return max(time.Duration(perReq/cfg.Rate*float64(time.Second)), 1)
+}
+
+// schedule gives each of workers (one request in flight each) its own
+// schedule: worker i's first request at start + i*interval, then one every
+// len(workers)*interval, so that together they keep one schedule of a
+// request every interval.
+func schedule(workers []*worker, interval, start time.Duration, stop <-chan struct{}) {
+	for i, w := range workers {
+		w.first = start + interval*time.Duration(i)
+		w.period = interval * time.Duration(len(workers))
+		w.stop = stop
 	}
 }

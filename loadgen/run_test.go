@@ -229,28 +229,33 @@ func TestRunConnectionCounts(t *testing.T) {
 }
 
 // TestRunPacedOverload paces far above what the server can do: the
-// connections' backlogs fill up, and the run must still end on time.
+// connections' backlogs fill up, and the run must still end on time, with
+// each driver.
 func TestRunPacedOverload(t *testing.T) {
 	addr, _ := startMemcachedProcess(t)
-	cfg := Config{Addr: addr, Conns: 2, Pipeline: 1, Rate: 50e6, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond,
-		Workload: Workload{GetRatio: 1, KeySize: 8, ValueSize: 8, Keys: 100}}
-	done := make(chan struct{})
-	var res Result
-	var err error
-	go func() {
-		res, err = Run(context.Background(), cfg)
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("an overloaded paced run did not end")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.OpsPerSec <= 0 || res.OpsPerSec >= cfg.Rate/2 || res.Latency.P99 < 10*time.Millisecond {
-		t.Errorf("%.0f ops/s, p99 %v: want far below the asked %.0f and the backlog charged as latency", res.OpsPerSec, res.Latency.P99, cfg.Rate)
+	for _, driver := range drivers() {
+		t.Run(string(driver), func(t *testing.T) {
+			cfg := Config{Addr: addr, Conns: 2, Pipeline: 1, Rate: 50e6, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond,
+				Driver: driver, Workload: Workload{GetRatio: 1, KeySize: 8, ValueSize: 8, Keys: 100}}
+			done := make(chan struct{})
+			var res Result
+			var err error
+			go func() {
+				res, err = Run(context.Background(), cfg)
+				close(done)
+			}()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("an overloaded paced run did not end")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.OpsPerSec <= 0 || res.OpsPerSec >= cfg.Rate/2 || res.Latency.P99 < 10*time.Millisecond {
+				t.Errorf("%.0f ops/s, p99 %v: want far below the asked %.0f and the backlog charged as latency", res.OpsPerSec, res.Latency.P99, cfg.Rate)
+			}
+		})
 	}
 }
 
@@ -372,42 +377,47 @@ func TestPacersSplitTheSchedule(t *testing.T) {
 }
 
 // TestScheduledConnectionsKeepTheRate paces connections with one request
-// in flight, each on its own schedule (worker.writeScheduled): together
-// they do the rate asked for, at a light load's latency, for few and for
-// many connections.
+// in flight, each on its own schedule (worker.writeScheduled, or its event
+// loop's pacer): together they do the rate asked for, at a light load's
+// latency, for few and for many connections, with each driver.
 func TestScheduledConnectionsKeepTheRate(t *testing.T) {
 	addr, _ := startMemcachedProcess(t)
-	for _, c := range []struct {
-		conns int
-		rate  float64
-	}{{1, 2000}, {8, 4000}, {64, 8000}} {
-		cfg := Config{Addr: addr, Conns: c.conns, Pipeline: 1, Rate: c.rate, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond,
-			Workload: Workload{GetRatio: 0.9, KeySize: 8, ValueSize: 8, Keys: 1000}, NoPreload: true}
-		res, err := Run(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.OpsPerSec < 0.8*cfg.Rate || res.OpsPerSec > 1.2*cfg.Rate {
-			t.Errorf("%d connections paced at %.0f ops/s: did %.0f, want within 20%%", c.conns, cfg.Rate, res.OpsPerSec)
-		}
-		if res.Latency.P50 > 20*time.Millisecond {
-			t.Errorf("%d connections: p50 %v at a light paced load", c.conns, res.Latency.P50)
+	for _, driver := range drivers() {
+		for _, c := range []struct {
+			conns int
+			rate  float64
+		}{{1, 2000}, {8, 4000}, {64, 8000}} {
+			cfg := Config{Addr: addr, Conns: c.conns, Pipeline: 1, Rate: c.rate, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond,
+				Driver: driver, Workload: Workload{GetRatio: 0.9, KeySize: 8, ValueSize: 8, Keys: 1000}, NoPreload: true}
+			res, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.OpsPerSec < 0.8*cfg.Rate || res.OpsPerSec > 1.2*cfg.Rate {
+				t.Errorf("%s: %d connections paced at %.0f ops/s: did %.0f, want within 20%%", driver, c.conns, cfg.Rate, res.OpsPerSec)
+			}
+			if res.Latency.P50 > 20*time.Millisecond {
+				t.Errorf("%s: %d connections: p50 %v at a light paced load", driver, c.conns, res.Latency.P50)
+			}
 		}
 	}
 }
 
 // TestScheduledRunEndsOnTime paces one-request-in-flight connections at a
 // rate so low that each waits seconds between its requests: the run must
-// still end with its measurement, not with the connections' next times.
+// still end with its measurement, not with the connections' next times,
+// with each driver.
 func TestScheduledRunEndsOnTime(t *testing.T) {
 	addr, _ := startMemcachedProcess(t)
-	cfg := Config{Addr: addr, Conns: 4, Pipeline: 1, Rate: 1, Duration: 200 * time.Millisecond, Warmup: 50 * time.Millisecond,
-		Workload: Workload{GetRatio: 1, KeySize: 8, ValueSize: 8, Keys: 100}, NoPreload: true}
-	start := time.Now()
-	if _, err := Run(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("a run of 250 ms at 1 op/s over 4 connections took %v: the writers waited out their schedules", d)
+	for _, driver := range drivers() {
+		cfg := Config{Addr: addr, Conns: 4, Pipeline: 1, Rate: 1, Duration: 200 * time.Millisecond, Warmup: 50 * time.Millisecond,
+			Driver: driver, Workload: Workload{GetRatio: 1, KeySize: 8, ValueSize: 8, Keys: 100}, NoPreload: true}
+		start := time.Now()
+		if _, err := Run(context.Background(), cfg); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%s: a run of 250 ms at 1 op/s over 4 connections took %v: the connections waited out their schedules", driver, d)
+		}
 	}
 }

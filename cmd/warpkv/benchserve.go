@@ -55,7 +55,7 @@ func runBenchServe(e *env, args []string) error {
 	unpipelined := fs.Bool("unpipelined", false, "measure clients with one request in flight per connection instead (issue 19): --pipeline 1 at --unpipelined-conns, 100:0 and 95:5, loadgen and memaslap, every server also paced at --p99-at of memcached's peak")
 	upConns := fs.String("unpipelined-conns", "64,512,4096", "connection counts of --unpipelined (`LIST`)")
 	upDuration := fs.Duration("unpipelined-duration", 2*time.Second, "measured time of each --unpipelined row")
-	loadDriver := fs.String("load-driver", "", "what drives the load generator's connections in unpaced runs: loops or goroutines (default: loadgen's, loops on Linux)")
+	loadDriver := fs.String("load-driver", "", "what drives the load generator's connections: loops or goroutines (loadgen --driver; default: loadgen's, loops on Linux)")
 	warpkvFlags := fs.String("warpkv-flags", "", "more `FLAGS` for every warpkv server, space separated (e.g. \"--loops 32\")")
 	var rest []string
 	for i, a := range args {

@@ -29,7 +29,7 @@ type unpipelinedPlan struct {
 	Warmup   time.Duration
 	PaceAt   float64 // fraction of memcached's peak every server is paced at (0: none)
 	Profile  bool    // a stage profile of warpkv at the first connection count, 100:0
-	Driver   string  // loadgen --driver of the unpaced rows ("": loadgen's default)
+	Driver   string  // loadgen --driver ("": loadgen's default)
 }
 
 // unpipelinedRow is one server's measurement of one (connections, mix).
@@ -191,7 +191,7 @@ func unpipelinedLoad(ctx context.Context, e *env, exe, addr string, pid int, lCP
 	if stats != "" {
 		la = append(la, "--server-stats", stats)
 	}
-	if plan.Driver != "" && rate <= 0 {
+	if plan.Driver != "" {
 		la = append(la, "--driver", plan.Driver)
 	}
 	var out bytes.Buffer

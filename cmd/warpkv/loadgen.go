@@ -65,7 +65,7 @@ func planLoadgen(e *env, args []string) (*loadgenPlan, error) {
 	seed := fs.Uint64("seed", 1, "seed of the key and operation choices (at least 1)")
 	jsonPath := fs.String("json", "", "also write the rows as JSON to `FILE`")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
-	driver := fs.String("driver", "", "what drives the connections of unpaced runs: loops (event loops in epoll_wait, one per CPU; Linux) or goroutines (two per connection); default loops where supported (paced runs use goroutines)")
+	driver := fs.String("driver", "", "what drives the connections: loops (event loops in epoll_wait, one per CPU; Linux) or goroutines (two per connection); default loops where supported (paced runs with --pipeline above 1 always use goroutines)")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
