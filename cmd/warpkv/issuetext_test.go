@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // TestOpFileRunsShareArtRunsErrors (issue 22): "warpkv btree run" has "the
@@ -113,10 +115,18 @@ func TestBTreeRunNoPrefix(t *testing.T) {
 }
 
 // TestOpFileRunsBatchSizesAgree (issue 22): "the output is exactly what
-// applying the lines one at a time prints", whatever --batch: the built
-// binary with --batch 1, 7 and the default on random files with ranges
-// (both open ends, limits of 0 or less), prefixes and long keys (art).
+// applying the lines one at a time prints", whatever --batch and on both
+// engines: the built binary with --batch 1, 7 and the default on random
+// files with ranges (both open ends, limits of 0 or less), prefixes and
+// long keys (art), on the CPU engine and, where one is usable (required
+// under WARPKV_REQUIRE_GPU=1), the GPU engine.
 func TestOpFileRunsBatchSizesAgree(t *testing.T) {
+	devices := []string{"cpu"}
+	if _, err := gputest.Open(); err == nil {
+		devices = append(devices, "gpu")
+	} else if gputest.Required() {
+		t.Fatalf("GPU required (WARPKV_REQUIRE_GPU=1) but unusable: %v", err)
+	}
 	r := rand.New(rand.NewPCG(uint64(os.Getpid()), 22))
 	for trial := range 2 {
 		for _, tool := range []string{"btree", "art"} {
@@ -125,11 +135,13 @@ func TestOpFileRunsBatchSizesAgree(t *testing.T) {
 				in, want = randomARTFile(r, 1500)
 			}
 			path := writeTemp(t, "ops", in)
-			for _, batch := range []string{"1", "7", "0"} {
-				code, out, errOut := runBinary(t, nil, tool, "run", "--device", "cpu", "--batch", batch, path)
-				if code != 0 || out != want {
-					t.Fatalf("trial %d: %s run --batch %s: exit %d, stderr %q; output differs from one at a time at line %d",
-						trial, tool, batch, code, errOut, firstDiffLine(out, want))
+			for _, dev := range devices[:min(len(devices), 2-trial)] { // the GPU on the first trial
+				for _, batch := range []string{"1", "7", "0"} {
+					code, out, errOut := runBinary(t, nil, tool, "run", "--device", dev, "--batch", batch, path)
+					if code != 0 || out != want {
+						t.Fatalf("trial %d: %s run --device %s --batch %s: exit %d, stderr %q; output differs from one at a time at line %d",
+							trial, tool, dev, batch, code, errOut, firstDiffLine(out, want))
+					}
 				}
 			}
 		}
