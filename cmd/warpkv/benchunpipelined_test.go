@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/warpkv/warpkv/internal/difftest"
 )
 
 // TestBenchServeUnpipelined runs "bench serve --unpipelined" briefly with
@@ -47,7 +49,15 @@ func TestBenchServeUnpipelined(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, mcErr := exec.LookPath("memcached")
+	if mcErr != nil && os.Getenv(difftest.EnvRequireMemcached) == "1" {
+		t.Fatalf("memcached required ($%s=1): the rows are measured against it: %v", difftest.EnvRequireMemcached, mcErr)
+	}
 	_, msErr := exec.LookPath("memcaslap")
+	if msErr != nil && os.Getenv(difftest.EnvRequireTools) == "1" {
+		// .ci/run installs it (Debian's libmemcached-tools): the memaslap
+		// column of issue 19 must not go missing silently there.
+		t.Fatalf("memcaslap required ($%s=1): %v", difftest.EnvRequireTools, msErr)
+	}
 	servers := map[string]int{}
 	for _, r := range rep.Rows {
 		servers[r.Server]++

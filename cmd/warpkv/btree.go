@@ -31,7 +31,9 @@ import (
 // number: the lines before it have run and printed their answers, nothing
 // after it runs.
 func runBTree(e *env, args []string) error {
-	const lines = "Lines: put KEY VALUE, upd KEY VALUE, del KEY, get KEY, range LO|* HI|* LIMIT, len\n(keys and values decimal uint64; LIMIT <= 0: no limit)\n"
+	lines := fmt.Sprintf("lines (one operation a line; keys and values decimal uint64):\n"+
+		"  put KEY VALUE, upd KEY VALUE, del KEY, get KEY, range LO|* HI|* LIMIT (LO <= key < HI), len (no prefix: that is art run's)\n"+
+		"  a LIMIT of 0 or less means no limit; a line is at most %d bytes\n", btreeMaxLine)
 	return runOpFile(e, args, "btree", lines, func(in io.Reader, device string, batch int, w *bufio.Writer) error {
 		t, err := btree.Open(btree.Options{Device: device})
 		if err != nil {
@@ -106,6 +108,9 @@ func parseBTreeLine(text string) (btreeOp, error) {
 	op := btreeOp{verb: f[0]}
 	want := map[string]int{"put": 3, "upd": 3, "del": 2, "get": 2, "range": 4, "len": 1}[op.verb]
 	if want == 0 {
+		if op.verb == "prefix" {
+			return op, fmt.Errorf("unknown operation %q (want put, upd, del, get, range or len: the B+ tree's keys are numbers, without prefix scans; use range)", op.verb)
+		}
 		return op, fmt.Errorf("unknown operation %q (want put, upd, del, get, range or len)", op.verb)
 	}
 	if len(f) != want {

@@ -238,7 +238,7 @@ func TestBTreeRunErrors(t *testing.T) {
 		{"help", "", []string{"help", "btree"}, 0, "usage: warpkv btree run", ""},
 		{"bad batch", "", []string{"btree", "run", "--batch", "-1", "x"}, 2, "", "--batch"},
 		{"missing file", "", []string{"btree", "run", "/nonexistent/ops"}, 1, "", "no such file"},
-		{"bad device", "get 1\n", []string{"btree", "run", "--device", "tpu"}, 1, "", `"tpu"`},
+		{"bad device", "get 1\n", []string{"btree", "run", "--device", "tpu"}, 2, "", `--device: device option "tpu"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := tc.args

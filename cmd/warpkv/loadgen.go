@@ -102,6 +102,13 @@ func planLoadgen(e *env, args []string) (*loadgenPlan, error) {
 			return nil, err
 		}
 	}
+	// A --server-pid whose CPU time cannot be read fails every run, after
+	// its preload and warm-up: say so once, before anything runs.
+	if *serverPID > 0 {
+		if _, err := loadgen.ProcessCPU(*serverPID); err != nil {
+			return nil, fmt.Errorf("loadgen: --server-pid %d: no process to measure on this machine: %w (nothing was run)", *serverPID, err)
+		}
+	}
 	switch {
 	case *duration <= 0:
 		return nil, usagef("--duration %v: want a positive duration", *duration)

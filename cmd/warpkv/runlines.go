@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -11,13 +10,12 @@ import (
 
 // runOpFile is the command line of "warpkv TOOL run [--device D] [--batch
 // N] FILE" (art, btree): help (lines describes the operation lines), the
-// flags and the input checked, then apply(in, device, batch, w) with a
+// flags (usage errors, exit status 2, as art run's) and the input checked, then apply(in, device, batch, w) with a
 // buffered standard output, flushed at the end whatever apply returns.
 func runOpFile(e *env, args []string, tool, lines string, apply func(in io.Reader, device string, batch int, w *bufio.Writer) error) error {
 	synopsis := "warpkv " + tool + " run [--device auto|cpu|gpu|gpu:N] [--batch N] FILE (- for standard input)"
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-		fmt.Fprintf(e.stderr, "usage: %s\n\n%s", synopsis, lines)
-		return flag.ErrHelp
+	if len(args) > 0 && isHelpFlag(args[0]) {
+		args = []string{"run", "-h"} // "warpkv TOOL -h": run's usage, flags and lines
 	}
 	if len(args) == 0 || args[0] != "run" {
 		return usagef("usage: %s", synopsis)
@@ -25,6 +23,11 @@ func runOpFile(e *env, args []string, tool, lines string, apply func(in io.Reade
 	fs := newFlagSet(e, tool+" run", synopsis)
 	device := fs.String("device", "", "engine: auto (a GPU where usable, else the CPU engine), cpu, gpu or gpu:N (default $WARPKV_DEVICE, else auto)")
 	batch := fs.Int("batch", 0, "most consecutive operations of one kind sent as one batch (0: the tool's default, a bounded batch)")
+	usage := fs.Usage
+	fs.Usage = func() { // "warpkv help TOOL run" lists the lines too, as art run's help does
+		usage()
+		fmt.Fprintf(e.stderr, "\n%s", lines)
+	}
 	if err := parse(fs, args[1:]); err != nil {
 		return err
 	}
@@ -32,8 +35,13 @@ func runOpFile(e *env, args []string, tool, lines string, apply func(in io.Reade
 		fs.Usage()
 		return usagef("%s run takes one FILE argument, got %d", tool, fs.NArg())
 	}
-	if *batch < 0 {
-		return usagef("--batch must be at least 0")
+	// The flags' errors are art run's: usage errors (exit status 2) naming
+	// the flag, before the input is opened.
+	if err := atLeast("--batch", *batch, 0); err != nil {
+		return err
+	}
+	if err := checkDevice("--device", *device); err != nil {
+		return err
 	}
 	in, closeIn, err := openInput(fs.Arg(0))
 	if err != nil {

@@ -162,7 +162,7 @@ func runSTM(e *env, args []string) error {
 	if *history != "" {
 		f, err := os.Create(*history)
 		if err != nil {
-			return fmt.Errorf("stm bank: --history: %w", err)
+			return fmt.Errorf("stm bank: --history: %w (nothing was run)", err)
 		}
 		out = f
 		defer f.Close()

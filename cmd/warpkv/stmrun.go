@@ -62,6 +62,11 @@ func runSTMBody(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The history is written after the run: a path that cannot be written
+	// must fail now, not after it (README: output files are checked first).
+	if err := checkOutput("stm run", "--history", f.history); err != nil {
+		return err
+	}
 	src, err := os.ReadFile(f.body)
 	if err != nil {
 		return fmt.Errorf("stm run: --body: %w", err)

@@ -1,0 +1,185 @@
+package main
+
+// Checks of what issues 19, 22 and 23 fix in their text (a command line,
+// a flag, an output, an error), each run against the built warpkv binary
+// as a user runs it.
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/warpkv/warpkv/internal/gputest"
+)
+
+// TestOpFileRunsShareArtRunsErrors (issue 22): "warpkv btree run" has "the
+// same errors with line numbers" as "warpkv art run": for the same mistake
+// (the btree line with a decimal key where art's has a hex one) both exit
+// with the same status and the same message but for the tool's name, after
+// printing the same answers of the lines before it.
+func TestOpFileRunsShareArtRunsErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, c := range []struct {
+		name           string
+		btree, art     []string // arguments after "TOOL run"; "@LINES" is a file of the lines below
+		btLines, aLine string
+	}{
+		{name: "bad device", btree: []string{"--device", "tpu", "@LINES"}, art: []string{"--device", "tpu", "@LINES"}, btLines: "len\n", aLine: "len\n"},
+		{name: "negative batch", btree: []string{"--batch", "-1", "@LINES"}, art: []string{"--batch", "-1", "@LINES"}, btLines: "len\n", aLine: "len\n"},
+		{name: "no file", btree: []string{}, art: []string{}},
+		{name: "two files", btree: []string{"a", "b"}, art: []string{"a", "b"}},
+		{name: "unknown flag", btree: []string{"--limit", "3", "x"}, art: []string{"--limit", "3", "x"}},
+		{name: "missing file", btree: []string{"/nonexistent/ops"}, art: []string{"/nonexistent/ops"}},
+		{name: "missing value", btLines: "put 1 5\nget 1\nput 2\nget 1\n", aLine: "put 0x01 5\nget 0x01\nput 0x02\nget 0x01\n"},
+		{name: "negative value", btLines: "put 1 -1\n", aLine: "put 0x01 -1\n"},
+		{name: "value past uint64", btLines: "len\nput 1 18446744073709551616\n", aLine: "len\nput 0x01 18446744073709551616\n"},
+		{name: "bad limit", btLines: "range * * x\n", aLine: "range * * x\n"},
+		{name: "plus limit", btLines: "range * * +1\n", aLine: "range * * +1\n"},
+		{name: "range arguments", btLines: "range * *\n", aLine: "range * *\n"},
+		{name: "len argument", btLines: "# a comment\n\nlen 1\n", aLine: "# a comment\n\nlen 1\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := func(tool string, a []string, lines string) []string {
+				if a == nil {
+					a = []string{"--device", "cpu", "@LINES"}
+				}
+				out := []string{tool, "run"}
+				for _, s := range a {
+					if s == "@LINES" {
+						s = file(tool+".ops", lines)
+					}
+					out = append(out, s)
+				}
+				return out
+			}
+			bCode, bOut, bErr := runBinary(t, nil, args("btree", c.btree, c.btLines)...)
+			aCode, aOut, aErr := runBinary(t, nil, args("art", c.art, c.aLine)...)
+			// The answers printed before the error: btree's keys are decimal, art's hex.
+			aOut = strings.ReplaceAll(strings.ReplaceAll(aOut, "0x01", "1"), "0x02", "2")
+			bErr = strings.ReplaceAll(strings.ReplaceAll(bErr, "btree", "TOOL"), dir+"/TOOL.ops", "FILE")
+			aErr = strings.ReplaceAll(strings.ReplaceAll(aErr, "art", "TOOL"), dir+"/TOOL.ops", "FILE")
+			// The usage printed above a flag's error lists each tool's own
+			// lines: the error is the last line.
+			bErr, aErr = lastLine(bErr), lastLine(aErr)
+			if bCode != aCode || bOut != aOut || bErr != aErr {
+				t.Errorf("btree run: exit %d, stdout %q, stderr %q\nart run:   exit %d, stdout %q, stderr %q",
+					bCode, bOut, bErr, aCode, aOut, aErr)
+			}
+			if bCode == 0 || bErr == "" {
+				t.Errorf("btree run: exit %d, stderr %q: want an error", bCode, bErr)
+			}
+			if c.btLines != "" && c.btree == nil && !strings.Contains(bErr, "line ") {
+				t.Errorf("btree run: %q names no line", bErr)
+			}
+		})
+	}
+}
+
+// lastLine is the last line of s, without its newline.
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	return s[strings.LastIndexByte(s, '\n')+1:]
+}
+
+// TestBTreeRunNoPrefix (issue 22): btree run takes art run's lines but
+// prefix: a prefix line is an error naming its line, after the lines
+// before it ran; its help says so and lists the lines as art run's does.
+func TestBTreeRunNoPrefix(t *testing.T) {
+	code, out, errOut := runBinary(t, []byte("put 7 70\nget 7\nprefix 7 0\nget 7\n"), "btree", "run", "--device", "cpu", "-")
+	if code != 1 || out != "7 70\n" || !strings.Contains(errOut, `btree: line 3: unknown operation "prefix"`) {
+		t.Errorf("prefix line: exit %d, stdout %q, stderr %q; want exit 1, the first get's answer and line 3 named", code, out, errOut)
+	}
+	for _, tool := range []string{"btree", "art"} {
+		code, out, _ := runBinary(t, nil, "help", tool, "run")
+		for _, want := range []string{"usage: warpkv " + tool + " run [--device auto|cpu|gpu|gpu:N] [--batch N] FILE",
+			"put KEY VALUE, upd KEY VALUE, del KEY, get KEY, range LO|* HI|* LIMIT (LO <= key < HI)",
+			"a LIMIT of 0 or less means no limit"} {
+			if code != 0 || !strings.Contains(out, want) {
+				t.Errorf("warpkv help %s run: exit %d, no %q in\n%s", tool, code, want, out)
+			}
+		}
+		if strings.Contains(out, "prefix P LIMIT") != (tool == "art") {
+			t.Errorf("warpkv help %s run: prefix lines listed: %v, want %v", tool, !(tool == "art"), tool == "art")
+		}
+	}
+}
+
+// TestOpFileRunsBatchSizesAgree (issue 22): "the output is exactly what
+// applying the lines one at a time prints", whatever --batch and on both
+// engines: the built binary with --batch 1, 7 and the default on random
+// files with ranges (both open ends, limits of 0 or less), prefixes and
+// long keys (art), on the CPU engine and, where one is usable (required
+// under WARPKV_REQUIRE_GPU=1), the GPU engine.
+func TestOpFileRunsBatchSizesAgree(t *testing.T) {
+	devices := []string{"cpu"}
+	if _, err := gputest.Open(); err == nil {
+		devices = append(devices, "gpu")
+	} else if gputest.Required() {
+		t.Fatalf("GPU required (WARPKV_REQUIRE_GPU=1) but unusable: %v", err)
+	}
+	r := rand.New(rand.NewPCG(uint64(os.Getpid()), 22))
+	for trial := range 2 {
+		for _, tool := range []string{"btree", "art"} {
+			in, want := randomBTreeFile(r, 1500)
+			if tool == "art" {
+				in, want = randomARTFile(r, 1500)
+			}
+			path := writeTemp(t, "ops", in)
+			for _, dev := range devices[:min(len(devices), 2-trial)] { // the GPU on the first trial
+				for _, batch := range []string{"1", "7", "0"} {
+					code, out, errOut := runBinary(t, nil, tool, "run", "--device", dev, "--batch", batch, path)
+					if code != 0 || out != want {
+						t.Fatalf("trial %d: %s run --device %s --batch %s: exit %d, stderr %q; output differs from one at a time at line %d",
+							trial, tool, dev, batch, code, errOut, firstDiffLine(out, want))
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestHistoryCheckedBeforeRunning (issue 23, README "Command-line
+// manners"): --history of stm run and stm bank is checked for writing
+// before the run, and the error says nothing ran. stm run writes its
+// history after the run, so without the check an unwritable path failed
+// only after a whole run (or, without a GPU, was never reported).
+func TestHistoryCheckedBeforeRunning(t *testing.T) {
+	body := exampleBody
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"stm", "run", "--body", body, "--history", "/nonexistent/h.jsonl"}, "stm run: --history: open /nonexistent/h.jsonl: no such file or directory (nothing was run)"},
+		{[]string{"stm", "run", "--body", body, "--history", t.TempDir()}, "a directory, not a file (nothing was run)"},
+		{[]string{"stm", "bank", "--device", "cpu", "--history", "/nonexistent/h.jsonl"}, "stm bank: --history: open /nonexistent/h.jsonl: no such file or directory (nothing was run)"},
+	} {
+		code, out, errOut := runBinary(t, nil, c.args...)
+		if code != 1 || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("warpkv %s: exit %d, stdout %q, stderr %q; want exit 1, no output and %q", strings.Join(c.args, " "), code, out, errOut, c.want)
+		}
+	}
+}
+
+// TestLoadgenServerPIDChecked (issue 19): loadgen --server-pid reports the
+// server's CPU time per request; a PID with no process on this machine is
+// an error before anything runs (it used to fail every workload, each
+// after its preload and warm-up).
+func TestLoadgenServerPIDChecked(t *testing.T) {
+	pid := fmt.Sprint(1<<31 - 1) // above the kernel's pid_max (at most 2^22)
+	code, out, errOut := runBinary(t, nil, "loadgen", "--addr", freeAddr(t), "--server-pid", pid, "--duration", "100ms")
+	want := "loadgen: --server-pid " + pid + ": no process to measure on this machine"
+	if code != 1 || out != "" || !strings.Contains(errOut, want) || !strings.Contains(errOut, "(nothing was run)") ||
+		strings.Contains(errOut, "preload") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1, no output and %q ... (nothing was run)", code, out, errOut, want)
+	}
+}
