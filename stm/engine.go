@@ -94,7 +94,25 @@ type Options struct {
 	// retries (DefaultRefresh has the figures).
 	// Cost: one load per access of an update transaction per retry.
 	Refresh int
-	table   int // benchmarks: the workers' table size (0: by ServerWarps)
+	// Rerun has the GPU engine's servers run a conflicting update attempt
+	// again instead of sending it back: a worker whose request has lanes
+	// that fail their first validation for a read-write or write-write
+	// conflict (single-partition requests of one table load) takes its
+	// log turn for them too, waits there until the commit clock passes
+	// every timestamp handed out (so the store holds every commit logged
+	// in its partition), runs those lanes' bodies again from that
+	// snapshot in the server (the ticket's draws repeat), drops a re-run
+	// that left the partition or conflicts with another lane of the
+	// request, and logs the rest with the request's survivors
+	// (ServerStats.Rerun): a hot item then commits several times per
+	// turn, without a client round trip between. The first attempt of a
+	// re-run lane is neither counted as an abort nor recorded; the
+	// re-run reads one snapshot, so opacity and the serial order hold as
+	// for any attempt. Off by default. Cost: the turn is held while the
+	// clock catches up and the bodies run; one 64-bit store per update
+	// attempt (its ticket).
+	Rerun bool
+	table int // benchmarks: the workers' table size (0: by ServerWarps)
 
 	yield bool // tests: CPU transactions yield on every read
 }
@@ -211,6 +229,9 @@ type ServerStats struct {
 	// warp's bodies and ran again at once (Options.Refresh); they are
 	// among the aborts.
 	Refreshed uint64
+	// Rerun counts update attempts a server ran again in its turn and
+	// committed (Options.Rerun).
+	Rerun uint64
 }
 
 // String summarizes the stats, e.g. "1000 requests (990 batched, 120
@@ -236,6 +257,9 @@ func (s ServerStats) String() string {
 	}
 	if s.Refreshed > 0 {
 		str += fmt.Sprintf("; %d stale update attempts run again at once", s.Refreshed)
+	}
+	if s.Rerun > 0 {
+		str += fmt.Sprintf("; %d conflicting update attempts run again and committed by the servers", s.Rerun)
 	}
 	return str
 }
