@@ -816,6 +816,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		tx.keep = 0;
 		tx.defers = defers;
 		tx.need = 0;
+		tx.fresh = 0;
 		stm_attempt(&tx);
 		bool quit = false;
 #if STM_REFRESH

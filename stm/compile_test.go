@@ -37,7 +37,7 @@ func TestCUDABodiesCompile(t *testing.T) {
 	}
 	// Zipf: in-place retries by default (STM_REFRESH 1), also with stripes.
 	// Zipf with the servers' re-runs (STM_RERUN 1), and a CUDA body with them.
-	builds = append(builds, build{sp, Options{}}, build{sp, Options{Stripe: 5}}, build{sp, Options{Rerun: true}}, build{builds[0].sp, Options{Rerun: true}})
+	builds = append(builds, build{sp, Options{}}, build{sp, Options{Stripe: 5}}, build{sp, Options{Rerun: RerunItems}}, build{builds[0].sp, Options{Rerun: RerunClock}})
 	for _, b := range builds {
 		sh := gpuShape(b.sp, Config{Servers: 2}.withDefaults(), b.opt, 2)
 		if _, err := sh.program(b.sp).CompileCUBIN("sm_90"); err != nil {

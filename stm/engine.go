@@ -95,23 +95,22 @@ type Options struct {
 	// Cost: one load per access of an update transaction per retry.
 	Refresh int
 	// Rerun has the GPU engine's servers run a conflicting update attempt
-	// again instead of sending it back: a worker whose request has lanes
-	// that fail their first validation for a read-write or write-write
-	// conflict (single-partition requests of one table load) takes its
-	// log turn for them too, waits there until the commit clock passes
-	// every timestamp handed out (so the store holds every commit logged
-	// in its partition), runs those lanes' bodies again from that
-	// snapshot in the server (the ticket's draws repeat), drops a re-run
-	// that left the partition or conflicts with another lane of the
-	// request, and logs the rest with the request's survivors
-	// (ServerStats.Rerun): a hot item then commits several times per
-	// turn, without a client round trip between. The first attempt of a
-	// re-run lane is neither counted as an abort nor recorded; the
-	// re-run reads one snapshot, so opacity and the serial order hold as
-	// for any attempt. Off by default. Cost: the turn is held while the
-	// clock catches up and the bodies run; one 64-bit store per update
-	// attempt (its ticket).
-	Rerun bool
+	// again instead of sending it back (RerunMode says how; RerunOff, the
+	// zero value, is the default): a worker whose request has lanes that
+	// fail their first validation for a read-write or write-write conflict
+	// (single-partition requests of one table load) takes its log turn
+	// for them too, runs those lanes' bodies again there for their
+	// tickets (the draws repeat) against the newest committed state of
+	// the partition, drops a re-run that left the partition or meets
+	// another lane of the request, and logs the rest with the request's
+	// survivors (ServerStats.Rerun): a hot item then commits several
+	// times per turn, without a client round trip between. The first
+	// attempt of a re-run lane is counted as its abort, not recorded;
+	// the re-run reads one consistent state, so opacity and the serial
+	// order hold as for any attempt. Cost: the turn is held while the
+	// re-runs wait for their items' last writers and run; one 64-bit
+	// store per update attempt (its ticket).
+	Rerun RerunMode
 	table int // benchmarks: the workers' table size (0: by ServerWarps)
 
 	yield bool // tests: CPU transactions yield on every read

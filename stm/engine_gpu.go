@@ -172,7 +172,7 @@ func gpuShape(sp *workloadSpec, cfg Config, o Options, hist int) shape {
 	sh.serverSmem = serverSmem(sh.logE, sh.logA, sh.serverWarps-1, sh.table)
 	sh.refresh = refreshFor(o.Refresh, sp) > 0
 	sh.stripes = o.Stripe > 0
-	sh.rerun = o.Rerun
+	sh.rerun = o.Rerun != RerunOff
 	return sh
 }
 

@@ -44,6 +44,10 @@ var globalFields = []string{
 	// in-place retries of stale update attempts per warp round
 	// (Options.Refresh; 0 off)
 	"refresh",
+	// the servers' re-runs of conflicting update attempts
+	// (Options.Rerun: 0 off, 1 after the clock, 2 after each item's
+	// writer)
+	"rerun",
 	// the history: committed records (hist_cap words, hist_off the
 	// words taken) and aborted attempts (hist_ab_cap words, hist_ab_off
 	// the words asked for, hist_ab_end the end of the records kept)

@@ -120,7 +120,7 @@ func (g *gpuEngine) globalWords(pl *runPlan, m *runMemory, sp *workloadSpec, ro 
 		{"throttle", uint64(pl.throttle)},
 		{"contention", uint64(pl.contention)}, {"claims", uint64(m.claims.Ptr())},
 		{"claim_mask", uint64(max(pl.claimWords, 1) - 1)}, {"claimed", uint64(m.claimed.Ptr())},
-		{"refresh", uint64(pl.refresh)},
+		{"refresh", uint64(pl.refresh)}, {"rerun", uint64(g.opt.Rerun)},
 		{"hist", uint64(m.hist.Ptr())}, {"hist_cap", uint64(pl.histWords)}, {"hist_off", uint64(m.dctl.PtrAt(dctlHistOff))},
 		{"hist_ab", uint64(m.histAb.Ptr())}, {"hist_ab_cap", uint64(pl.abWords)},
 		{"hist_ab_off", uint64(m.dctl.PtrAt(dctlHistAbOff))}, {"hist_ab_end", uint64(m.dctl.PtrAt(dctlHistAbEnd))},

@@ -23,9 +23,13 @@ func TestRerunGPU(t *testing.T) {
 		default:
 			continue
 		}
-		for _, mode := range []Contention{ContentionOff, ContentionDefault} {
-			t.Run(c.name+", contention "+mode.String(), func(t *testing.T) {
-				res := runContendedGPU(t, Options{GPU: dev, Config: c.cfg, Contention: mode, Rerun: true}, c)
+		for _, x := range []struct {
+			mode  Contention
+			rerun RerunMode
+		}{{ContentionOff, RerunItems}, {ContentionOff, RerunClock}, {ContentionDefault, RerunItems}} {
+			mode := x.mode
+			t.Run(c.name+", contention "+mode.String()+", rerun "+x.rerun.String(), func(t *testing.T) {
+				res := runContendedGPU(t, Options{GPU: dev, Config: c.cfg, Contention: mode, Rerun: x.rerun}, c)
 				if res.Server.Rerun > res.Commits {
 					t.Errorf("%d attempts re-run by the servers, %d update commits", res.Server.Rerun, res.Commits)
 				}
@@ -49,8 +53,9 @@ func TestRerunUnderHotAccounts(t *testing.T) {
 		opt  Options
 	}{
 		{"default", Options{GPU: dev}},
-		{"rerun, contention off", Options{GPU: dev, Rerun: true, Contention: ContentionOff}},
-		{"rerun", Options{GPU: dev, Rerun: true}},
+		{"rerun items, contention off", Options{GPU: dev, Rerun: RerunItems, Contention: ContentionOff}},
+		{"rerun clock, contention off", Options{GPU: dev, Rerun: RerunClock, Contention: ContentionOff}},
+		{"rerun items", Options{GPU: dev, Rerun: RerunItems}},
 	} {
 		res := runHotBank(t, o.opt, o.what)
 		t.Logf("%s: %.3g commits/s, %d threads, abort rate %.1f%% (%s), %d re-run by the servers, %d held back",

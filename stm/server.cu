@@ -324,7 +324,10 @@ __device__ __forceinline__ u64 stm_commit_single(const stm_globals* g, stm_log& 
 	const u32 m = __popc(slots);
 	const u64 first = stm_take_ts(g, L.ctl, lane, m);
 	const bool batch = m <= g->log_n && items <= g->log_w;
-	const bool early = !batch || stm_early(g, L, need, s + m, items);
+	bool early = !batch || stm_early(g, L, need, s + m, items);
+#if STM_RERUN
+	early = early || g->rerun == 2; // RerunItems: logged only after the final check, no phantom entries
+#endif
 	u32 lanes = slots;
 	if (early) {
 		*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, st);
@@ -494,7 +497,10 @@ __device__ bool stm_commit_turn(const stm_globals* g, stm_log& L, stm_scratch* S
 	const bool single = J.kind == REQ_SINGLE, mine = (slots >> lane) & 1;
 	const u32 items = __reduce_add_sync(FULL_MASK, mine ? J.cl : 0);
 	const u64 hv = warp_min64(mine ? J.hv : ~0ull), need = hv < s ? hv : ~0ull;
-	const bool offer = single && J.staged && m <= g->log_n && items <= g->log_w;
+	bool offer = single && J.staged && m <= g->log_n && items <= g->log_w;
+#if STM_RERUN
+	offer = offer && g->rerun != 2; // RerunItems: no phantom entries, so no groups
+#endif
 	if (offer) stm_offer_request(ctl, me, lane, s, slots, items, need, J.cl);
 	const u64 h = stm_turn(g, ctl, offer ? &ctl->offer[me] : nullptr, lane, s, deadline, &st->cy_turn);
 	if (h == ~0ull) return false;
@@ -580,10 +586,13 @@ __device__ bool stm_rerun_turn(const stm_globals* g, stm_log& L, stm_scratch* S,
 	const u64 c0 = clock64();
 	st->turns++;
 	*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, st);
-	u64 top = 0;
-	if (lane == 0) top = g->servers == 1 ? ctl->next_ts : ld_relaxed_gpu((const u64*)g->next);
-	top = __shfl_sync(FULL_MASK, top, 0);
-	if (!stm_publish(g, top, lane, deadline)) return false;
+	const bool items_mode = g->rerun == 2;
+	if (!items_mode) {
+		u64 top = 0;
+		if (lane == 0) top = g->servers == 1 ? ctl->next_ts : ld_relaxed_gpu((const u64*)g->next);
+		top = __shfl_sync(FULL_MASK, top, 0);
+		if (!stm_publish(g, top, lane, deadline)) return false;
+	}
 	const bool mine = (cand >> lane) & 1;
 	bool acc = false;
 	u32 nr = J.nr, nw = J.nw, bad = 0;
@@ -597,9 +606,13 @@ __device__ bool stm_rerun_turn(const stm_globals* g, stm_log& L, stm_scratch* S,
 		tx.deadline = deadline;
 		tx.held = tx.keep = tx.defers = 0;
 		tx.need = 0;
+		tx.fresh = items_mode ? p + 1 : 0;
 		stm_attempt(&tx);
 		stm_rerun_body(&tx);
 		acc = tx.begun && tx.state == STM_ST_OK && !tx.ro && tx.nw > 0 && tx.pmask == (1ull << p);
+		// Items written blind: their last writers' write-backs before this one's.
+		const u32* w = (const u32*)g->ws_item + (u64)J.tid * (u32)g->w_cap;
+		for (u32 j = 0; acc && items_mode && j < tx.nw; j++) acc = stm_fresh_wait(&tx, w[j]) != ~0ull;
 		if (acc) {
 			((u64*)g->tx_snap)[J.tid] = tx.snap;
 			((u32*)g->tx_nr)[J.tid] = tx.nr;
@@ -632,6 +645,10 @@ __device__ bool stm_rerun_turn(const stm_globals* g, stm_log& L, stm_scratch* S,
 		stm_log_insert_batch(g, L, S, lane, J.cw, all, live, cl, false, t0);
 	else
 		stm_log_insert(g, L, p, lane, J.cw, all, live, all, t0);
+	if (items_mode && acc && *cause == 0) { // it read the newest committed state: the one just before its timestamp
+		((u64*)g->tx_snap)[J.tid] = t0 + __popc(all & lanemask_lt(lane)) - 1;
+		__threadfence(); // before the reply's result
+	}
 	*first = t0;
 	*flags = mine ? STM_RES_RERUN | (bad && *cause == 0 ? STM_RES_BAD : 0) : 0;
 	if (lane == 0) st->rerun += __popc(live & cand);

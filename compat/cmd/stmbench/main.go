@@ -72,13 +72,17 @@ func main() {
 	contention := flag.String("contention", "default", "GPU engine: what client warps do about conflicts before they ask a server: default, off, check or claims (stm.Options.Contention)")
 	stripe := flag.Int("stripe", 0, "GPU engine: items of each stripe dealt to the servers in turn (stm.Options.Stripe; 0: contiguous partitions)")
 	refresh := flag.Int("refresh", 0, "GPU engine: in-place retries of a stale update attempt per warp round (stm.Options.Refresh; 0: chosen, stm.DefaultRefresh under a Zipf law, else off; negative: off)")
-	rerun := flag.Bool("rerun", false, "GPU engine: servers run conflicting update attempts again in their log turn and commit them (stm.Options.Rerun)")
+	rerun := flag.String("rerun", "off", "GPU engine: servers run conflicting update attempts again in their log turn: off, clock or items (stm.Options.Rerun)")
 	threads := flag.Int("threads", 0, "GPU engine: client threads of every case (stm.Options.ClientThreads; 0: the case's or the engine's default, -1: as many as fit)")
 	flag.Parse()
 	counts, err := parseCounts(*goroutines)
 	mode, cerr := stm.ParseContention(*contention)
 	if err == nil {
 		err = cerr
+	}
+	rmode, rerr := stm.ParseRerun(*rerun)
+	if err == nil {
+		err = rerr
 	}
 	var cases []bench.STMCase
 	if err == nil && *banks != "" {
@@ -91,7 +95,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, contention: mode, stripe: *stripe, refresh: *refresh, rerun: *rerun, threads: *threads, peers: *peers, only: *only, goroutines: counts, cases: cases}
+	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, contention: mode, stripe: *stripe, refresh: *refresh, rerun: rmode, threads: *threads, peers: *peers, only: *only, goroutines: counts, cases: cases}
 	var progress io.Writer
 	if !*quiet {
 		progress = os.Stderr
@@ -117,7 +121,7 @@ type config struct {
 	contention  stm.Contention // the GPU engine's Options.Contention
 	stripe      int            // the GPU engine's Options.Stripe
 	refresh     int            // the GPU engine's Options.Refresh
-	rerun       bool           // the GPU engine's Options.Rerun
+	rerun       stm.RerunMode  // the GPU engine's Options.Rerun
 	threads     int            // the GPU engine's client threads (0: the case's; -1: as many as fit)
 	peers, only string
 	goroutines  []int           // goroutine counts (nil: GOMAXPROCS, rows without a count)
@@ -244,7 +248,7 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 		defer dev.Close()
 		rep.Engines = append(rep.Engines, "gpu: "+ch.Reason, fmt.Sprintf("gpu: admission control (throttle) %s", throttleText(c.throttle)),
 			fmt.Sprintf("gpu: contention management %s", contentionText(c.contention)), "gpu: items dealt to the servers "+stripeText(c.stripe), "gpu: stale update attempts run again at once "+refreshText(c.refresh),
-			fmt.Sprintf("gpu: conflicting update attempts run again by the servers: %v", c.rerun))
+			"gpu: conflicting update attempts run again by the servers: "+c.rerun.String())
 	} else {
 		rep.Engines = append(rep.Engines, ch.Reason)
 	}
