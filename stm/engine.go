@@ -104,10 +104,12 @@ type Options struct {
 	// the partition, drops a re-run that left the partition or meets
 	// another lane of the request, and logs the rest with the request's
 	// survivors (ServerStats.Rerun): a hot item then commits several
-	// times per turn, without a client round trip between. The first
-	// attempt of a re-run lane is counted as its abort, not recorded;
-	// the re-run reads one consistent state, so opacity and the serial
-	// order hold as for any attempt. Cost: the turn is held while the
+	// times per turn, without a client round trip between. A re-run that
+	// commits replaces its first attempt, which is neither counted as an
+	// abort nor recorded; one dropped counts as that attempt's abort and
+	// is not recorded (its sets were overwritten). The re-run reads one
+	// consistent state, so opacity and the serial order hold as for any
+	// attempt. Cost: the turn is held while the
 	// re-runs wait for their items' last writers and run; one 64-bit
 	// store per update attempt (its ticket).
 	Rerun RerunMode
