@@ -396,10 +396,6 @@ __device__ __noinline__ bool stm_await_all(const stm_globals* g, u64 pending, u3
 }
 
 #if STM_RERUN
-// STM_DETAIL_RERUN marks (tx->detail) an aborted attempt whose read and
-// write sets a server's re-run overwrote: it is counted, not recorded.
-#define STM_DETAIL_RERUN 1
-
 // stm_rerun_reload takes over the attempt a server ran again and committed
 // (Options.Rerun; result r has STM_RES_RERUN): the server wrote its
 // snapshot, set sizes, read and write sets in this thread's rows, then a
@@ -483,7 +479,7 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 #if STM_RERUN
 					if (r & STM_RES_RERUN) { // a server ran the body again in this thread's rows, then dropped it
 						r &= ~STM_RES_RERUN;
-						tx->detail = STM_DETAIL_RERUN;
+						tx->lost = 1;
 					}
 #endif
 					tm = (r & ~STM_RES_FLAG) >> 8;
@@ -817,6 +813,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		tx.defers = defers;
 		tx.need = 0;
 		tx.fresh = 0;
+		tx.lost = 0;
 		stm_attempt(&tx);
 		bool quit = false;
 #if STM_REFRESH
@@ -868,7 +865,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 			} else if (tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4) {
 				cnt[CNT_ABORT0 + tx.state - STM_ST_ABORT]++;
 #if STM_RERUN
-				if (g->hist_mode == 2 && tx.detail != STM_DETAIL_RERUN) stm_record(g, &tx, 2, tx.state - STM_ST_ABORT, tx.snap);
+				if (g->hist_mode == 2 && !tx.lost) stm_record(g, &tx, 2, tx.state - STM_ST_ABORT, tx.snap);
 #else
 				if (g->hist_mode == 2) stm_record(g, &tx, 2, tx.state - STM_ST_ABORT, tx.snap);
 #endif

@@ -607,6 +607,7 @@ __device__ bool stm_rerun_turn(const stm_globals* g, stm_log& L, stm_scratch* S,
 		tx.held = tx.keep = tx.defers = 0;
 		tx.need = 0;
 		tx.fresh = items_mode ? p + 1 : 0;
+		tx.lost = 0;
 		stm_attempt(&tx);
 		stm_rerun_body(&tx);
 		acc = tx.begun && tx.state == STM_ST_OK && !tx.ro && tx.nw > 0 && tx.pmask == (1ull << p);

@@ -53,8 +53,10 @@ struct stm_tx {
 	u32 held, keep, defers;
 	u64 need;
 	// A server's re-run after each item's writer (Options.Rerun items):
-	// 1 + the partition it runs in; 0 in every client attempt.
-	u32 fresh;
+	// 1 + the partition it runs in; 0 in every client attempt. lost: a
+	// client attempt whose sets a server's re-run overwrote before it
+	// dropped the re-run (counted as an abort, not recorded).
+	u32 fresh, lost;
 };
 
 __device__ __forceinline__ u64 stm_mix(u64 x) {
