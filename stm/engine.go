@@ -301,6 +301,9 @@ func Open(o Options) (*Engine, error) {
 	if o.Contention < ContentionDefault || o.Contention > ContentionClaims {
 		return nil, fmt.Errorf("stm: contention mode %d: want %d to %d", int(o.Contention), int(ContentionDefault), int(ContentionClaims))
 	}
+	if o.Rerun < RerunOff || o.Rerun > RerunItems {
+		return nil, fmt.Errorf("stm: rerun mode %d: want %d to %d", int(o.Rerun), int(RerunOff), int(RerunItems))
+	}
 	if o.Workers < 0 || o.ClientBlock < 0 || o.ClientBlocksPerSM < 0 || o.ClientThreads < 0 || o.ServerWarps < 0 {
 		return nil, fmt.Errorf("stm: negative option in %+v", o)
 	}
