@@ -395,23 +395,6 @@ __device__ __noinline__ bool stm_await_all(const stm_globals* g, u64 pending, u3
 	return true;
 }
 
-#if STM_RERUN
-// stm_rerun_reload takes over the attempt a server ran again and committed
-// (Options.Rerun; result r has STM_RES_RERUN): the server wrote its
-// snapshot, set sizes, read and write sets in this thread's rows, then a
-// fence, then the result this lane read with a relaxed load; after this
-// lane's fence (acquire) it reloads them. Sets *t1 and *tm to the commit
-// timestamp.
-__device__ __noinline__ void stm_rerun_reload(const stm_globals* g, stm_tx* tx, u64 r, u64* t1, u64* tm) {
-	__threadfence();
-	tx->snap = __ldcg((const unsigned long long*)g->tx_snap + tx->tid);
-	tx->nr = __ldcg((const unsigned int*)g->tx_nr + tx->tid);
-	tx->nw = __ldcg((const unsigned int*)g->tx_nw + tx->tid);
-	tx->bad = (r & STM_RES_BAD) ? 1 : 0;
-	*t1 = *tm = r & ~(STM_RES_RERUN | STM_RES_BAD);
-}
-#endif
-
 // stm_commit_warp commits the update transactions of the warp and returns
 // this lane's commit timestamp (0: not committed; tx->state says why). All
 // lanes call it. *quit is set when the run failed. cy[0..3]: cycles of
@@ -426,9 +409,6 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 		((u64*)g->tx_snap)[tx->tid] = tx->snap;
 		((u32*)g->tx_nr)[tx->tid] = tx->nr;
 		((u32*)g->tx_nw)[tx->tid] = tx->nw;
-#if STM_RERUN
-		((u64*)g->tx_ticket)[tx->tid] = tx->ticket; // a server may run the body again (server.cu, stm_rerun_turn)
-#endif
 	}
 	if (__ballot_sync(FULL_MASK, upd) == 0) return 0;
 	__threadfence();
@@ -473,21 +453,12 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 			pending &= ~got;
 			u64 t1 = 0, tm = 0; // the commit timestamp; the one to mark done (also a hole's)
 			if (mine < 64 && ((got >> mine) & 1)) {
-				u64 r = ld_relaxed_gpu((const u64*)g->res + tx->tid);
+				const u64 r = ld_relaxed_gpu((const u64*)g->res + tx->tid);
 				if (r & STM_RES_FLAG) {
 					stm_fail(tx, STM_ST_ABORT + (u32)(r & 0xFF), 0);
-#if STM_RERUN
-					if (r & STM_RES_RERUN) { // a server ran the body again in this thread's rows, then dropped it
-						r &= ~STM_RES_RERUN;
-						tx->lost = 1;
-					}
-#endif
 					tm = (r & ~STM_RES_FLAG) >> 8;
 				} else {
 					t1 = tm = r;
-#if STM_RERUN
-					if (r & STM_RES_RERUN) stm_rerun_reload(g, tx, r, &t1, &tm);
-#endif
 				}
 			}
 			const u64 w0 = clock64();
@@ -812,8 +783,6 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		tx.keep = 0;
 		tx.defers = defers;
 		tx.need = 0;
-		tx.fresh = 0;
-		tx.lost = 0;
 		stm_attempt(&tx);
 		bool quit = false;
 #if STM_REFRESH
@@ -864,11 +833,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 				done = true;
 			} else if (tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4) {
 				cnt[CNT_ABORT0 + tx.state - STM_ST_ABORT]++;
-#if STM_RERUN
-				if (g->hist_mode == 2 && !tx.lost) stm_record(g, &tx, 2, tx.state - STM_ST_ABORT, tx.snap);
-#else
 				if (g->hist_mode == 2) stm_record(g, &tx, 2, tx.state - STM_ST_ABORT, tx.snap);
-#endif
 			} else {
 				have = false; // an error, recorded above: the run ends
 			}

@@ -13,8 +13,8 @@ var testBodies = []string{
 }
 
 // TestCUDABodiesCompile compiles the GPU tests' own bodies and the Bank
-// body (with its Zipf law), with and without the in-place retries, the
-// stripes and the servers' re-runs compiled in, so that a GPU run does not meet a compile error
+// body (with its Zipf law), with and without the in-place retries and the
+// stripes compiled in, so that a GPU run does not meet a compile error
 // first.
 func TestCUDABodiesCompile(t *testing.T) {
 	gputest.NVRTC(t)
@@ -36,12 +36,11 @@ func TestCUDABodiesCompile(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Zipf: in-place retries by default (STM_REFRESH 1), also with stripes.
-	// Zipf with the servers' re-runs (STM_RERUN 1), and a CUDA body with them.
-	builds = append(builds, build{sp, Options{}}, build{sp, Options{Stripe: 5}}, build{sp, Options{Rerun: RerunItems}}, build{builds[0].sp, Options{Rerun: RerunClock}})
+	builds = append(builds, build{sp, Options{}}, build{sp, Options{Stripe: 5}})
 	for _, b := range builds {
 		sh := gpuShape(b.sp, Config{Servers: 2}.withDefaults(), b.opt, 2)
 		if _, err := sh.program(b.sp).CompileCUBIN("sm_90"); err != nil {
-			t.Fatalf("refresh %v, stripes %v, rerun %v: %v", sh.refresh, sh.stripes, sh.rerun, err)
+			t.Fatalf("refresh %v, stripes %v: %v", sh.refresh, sh.stripes, err)
 		}
 	}
 }

@@ -94,26 +94,7 @@ type Options struct {
 	// retries (DefaultRefresh has the figures).
 	// Cost: one load per access of an update transaction per retry.
 	Refresh int
-	// Rerun has the GPU engine's servers run a conflicting update attempt
-	// again instead of sending it back (RerunMode says how; RerunOff, the
-	// zero value, is the default): a worker whose request has lanes that
-	// fail their first validation for a read-write or write-write conflict
-	// (single-partition requests of one table load) takes its log turn
-	// for them too, runs those lanes' bodies again there for their
-	// tickets (the draws repeat) against the newest committed state of
-	// the partition, drops a re-run that left the partition or meets
-	// another lane of the request, and logs the rest with the request's
-	// survivors (ServerStats.Rerun): a hot item then commits several
-	// times per turn, without a client round trip between. A re-run that
-	// commits replaces its first attempt, which is neither counted as an
-	// abort nor recorded; one dropped counts as that attempt's abort and
-	// is not recorded (its sets were overwritten). The re-run reads one
-	// consistent state, so opacity and the serial order hold as for any
-	// attempt. Cost: the turn is held while the
-	// re-runs wait for their items' last writers and run; one 64-bit
-	// store per update attempt (its ticket).
-	Rerun RerunMode
-	table int // benchmarks: the workers' table size (0: by ServerWarps)
+	table   int // benchmarks: the workers' table size (0: by ServerWarps)
 
 	yield bool // tests: CPU transactions yield on every read
 }
@@ -230,9 +211,6 @@ type ServerStats struct {
 	// warp's bodies and ran again at once (Options.Refresh); they are
 	// among the aborts.
 	Refreshed uint64
-	// Rerun counts update attempts a server ran again in its turn and
-	// committed (Options.Rerun).
-	Rerun uint64
 }
 
 // String summarizes the stats, e.g. "1000 requests (990 batched, 120
@@ -258,9 +236,6 @@ func (s ServerStats) String() string {
 	}
 	if s.Refreshed > 0 {
 		str += fmt.Sprintf("; %d stale update attempts run again at once", s.Refreshed)
-	}
-	if s.Rerun > 0 {
-		str += fmt.Sprintf("; %d conflicting update attempts run again and committed by the servers", s.Rerun)
 	}
 	return str
 }
@@ -300,9 +275,6 @@ func Open(o Options) (*Engine, error) {
 	}
 	if o.Contention < ContentionDefault || o.Contention > ContentionClaims {
 		return nil, fmt.Errorf("stm: contention mode %d: want %d to %d", int(o.Contention), int(ContentionDefault), int(ContentionClaims))
-	}
-	if o.Rerun < RerunOff || o.Rerun > RerunItems {
-		return nil, fmt.Errorf("stm: rerun mode %d: want %d to %d", int(o.Rerun), int(RerunOff), int(RerunItems))
 	}
 	if o.Workers < 0 || o.ClientBlock < 0 || o.ClientBlocksPerSM < 0 || o.ClientThreads < 0 || o.ServerWarps < 0 {
 		return nil, fmt.Errorf("stm: negative option in %+v", o)

@@ -128,9 +128,6 @@ type shape struct {
 	// (Options.Stripe); compiled in only when used, so that the programs
 	// of other runs keep the code they had without them
 	refresh, stripes bool
-	// rerun: the servers run conflicting update attempts again in their
-	// turn (Options.Rerun); compiled in only when used
-	rerun bool
 }
 
 // serverSmem returns the shared memory the server's log (a ring of logE
@@ -172,7 +169,6 @@ func gpuShape(sp *workloadSpec, cfg Config, o Options, hist int) shape {
 	sh.serverSmem = serverSmem(sh.logE, sh.logA, sh.serverWarps-1, sh.table)
 	sh.refresh = refreshFor(o.Refresh, sp) > 0
 	sh.stripes = o.Stripe > 0
-	sh.rerun = o.Rerun != RerunOff
 	return sh
 }
 
@@ -195,8 +191,7 @@ func (sh shape) program(sp *workloadSpec) gpu.Program {
 	defs := append(layoutDefines(),
 		gpu.Def("STM_SERVER_WARPS", sh.serverWarps), gpu.Def("STM_CLIENT_BLOCK", sh.clientBlock),
 		gpu.Def("STM_TABLE", sh.table), gpu.Def("STM_CTL_BYTES_PER_WORKER", workerBytes(sh.table)),
-		gpu.Def("STM_REFRESH", b2i(sh.refresh)), gpu.Def("STM_STRIPES", b2i(sh.stripes)),
-		gpu.Def("STM_RERUN", b2i(sh.rerun)))
+		gpu.Def("STM_REFRESH", b2i(sh.refresh)), gpu.Def("STM_STRIPES", b2i(sh.stripes)))
 	p := gpu.NewProgram("stm.cu", programSource, defs...)
 	p.Headers["stm/stm.cuh"] = stmHeader
 	p.Headers["stm/device.cuh"] = deviceHeader
@@ -674,7 +669,7 @@ func breakdown(cnt []uint64, clockKHz int) (Breakdown, ServerStats) {
 		WriteBack: cycle(cnt[cntCyWriteBack]), Publish: cycle(cnt[cntCyPublish]),
 	}
 	s := ServerStats{Requests: cnt[cntRequests], Batched: cnt[cntBatched], Scanned: cnt[cntScanned], LockWait: cycle(cnt[cntCyLock]),
-		Turns: cnt[cntTurns], Grouped: cnt[cntGrouped], Early: cnt[cntEarly], TurnHold: cycle(cnt[cntCyHold]), Deferred: cnt[cntDeferred], Refreshed: cnt[cntRefreshed], Rerun: cnt[cntRerun],
+		Turns: cnt[cntTurns], Grouped: cnt[cntGrouped], Early: cnt[cntEarly], TurnHold: cycle(cnt[cntCyHold]), Deferred: cnt[cntDeferred], Refreshed: cnt[cntRefreshed],
 		Stages: RequestStages{
 			Ring: time.Duration(cnt[cntNsRing]), Load: cycle(cnt[cntCyLoad]),
 			Validate: cycle(cnt[cntCyVal]), FinalCheck: cycle(cnt[cntCyFinal]), Reply: cycle(cnt[cntCyReply]),

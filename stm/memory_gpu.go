@@ -13,7 +13,6 @@ import (
 // bufs.Err says what failed.
 type runMemory struct {
 	vals, vers, tsnap, rsVal, wsVal, res      *gpu.Buffer[uint64]
-	tticket                                   *gpu.Buffer[uint64]
 	reqRing, finRing, reqTail, finTail, words *gpu.Buffer[uint64]
 	dctl, counters, hist, histAb, done, final *gpu.Buffer[uint64]
 	initv, globals, wts                       *gpu.Buffer[uint64]
@@ -55,11 +54,6 @@ func (g *gpuEngine) allocate(pl *runPlan, sp *workloadSpec, ro RunOptions) (*run
 		take(m, &m.claimed, 1)
 	}
 	take(m, &m.tsnap, th)
-	if sh.rerun {
-		take(m, &m.tticket, th)
-	} else {
-		take(m, &m.tticket, 1)
-	}
 	take(m, &m.txNR, th)
 	take(m, &m.txNW, th)
 	take(m, &m.res, th)
@@ -108,7 +102,7 @@ func (g *gpuEngine) globalWords(pl *runPlan, m *runMemory, sp *workloadSpec, ro 
 		{"rs_item", uint64(m.rsItem.Ptr())}, {"rs_val", uint64(m.rsVal.Ptr())},
 		{"ws_item", uint64(m.wsItem.Ptr())}, {"ws_val", uint64(m.wsVal.Ptr())},
 		{"tx_snap", uint64(m.tsnap.Ptr())}, {"tx_nr", uint64(m.txNR.Ptr())}, {"tx_nw", uint64(m.txNW.Ptr())},
-		{"res", uint64(m.res.Ptr())}, {"tx_ticket", uint64(m.tticket.Ptr())},
+		{"res", uint64(m.res.Ptr())},
 		{"req_ring", uint64(m.reqRing.Ptr())}, {"req_tail", uint64(m.reqTail.Ptr())},
 		{"fin_ring", uint64(m.finRing.Ptr())}, {"fin_tail", uint64(m.finTail.Ptr())},
 		{"ring_mask", uint64(pl.ring - 1)}, {"reply", uint64(m.reply.Ptr())},
@@ -120,7 +114,7 @@ func (g *gpuEngine) globalWords(pl *runPlan, m *runMemory, sp *workloadSpec, ro 
 		{"throttle", uint64(pl.throttle)},
 		{"contention", uint64(pl.contention)}, {"claims", uint64(m.claims.Ptr())},
 		{"claim_mask", uint64(max(pl.claimWords, 1) - 1)}, {"claimed", uint64(m.claimed.Ptr())},
-		{"refresh", uint64(pl.refresh)}, {"rerun", uint64(g.opt.Rerun)},
+		{"refresh", uint64(pl.refresh)},
 		{"hist", uint64(m.hist.Ptr())}, {"hist_cap", uint64(pl.histWords)}, {"hist_off", uint64(m.dctl.PtrAt(dctlHistOff))},
 		{"hist_ab", uint64(m.histAb.Ptr())}, {"hist_ab_cap", uint64(pl.abWords)},
 		{"hist_ab_off", uint64(m.dctl.PtrAt(dctlHistAbOff))}, {"hist_ab_end", uint64(m.dctl.PtrAt(dctlHistAbEnd))},

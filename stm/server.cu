@@ -22,7 +22,6 @@ struct stm_wstats {
 	// replied); from the client's send to the worker taking it, and to the
 	// reply; the requests.
 	u64 cy_load, cy_val, cy_final, cy_reply, cy_busy, ns_ring, ns_server, requests;
-	u64 rerun; // conflicting attempts run again in the turn and committed (Options.Rerun)
 };
 
 // STM_CHUNK is the accesses of a request one table load holds: half the
@@ -324,10 +323,7 @@ __device__ __forceinline__ u64 stm_commit_single(const stm_globals* g, stm_log& 
 	const u32 m = __popc(slots);
 	const u64 first = stm_take_ts(g, L.ctl, lane, m);
 	const bool batch = m <= g->log_n && items <= g->log_w;
-	bool early = !batch || stm_early(g, L, need, s + m, items);
-#if STM_RERUN
-	early = early || g->rerun == 2; // RerunItems: logged only after the final check, no phantom entries
-#endif
+	const bool early = !batch || stm_early(g, L, need, s + m, items);
 	u32 lanes = slots;
 	if (early) {
 		*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, st);
@@ -497,10 +493,7 @@ __device__ bool stm_commit_turn(const stm_globals* g, stm_log& L, stm_scratch* S
 	const bool single = J.kind == REQ_SINGLE, mine = (slots >> lane) & 1;
 	const u32 items = __reduce_add_sync(FULL_MASK, mine ? J.cl : 0);
 	const u64 hv = warp_min64(mine ? J.hv : ~0ull), need = hv < s ? hv : ~0ull;
-	bool offer = single && J.staged && m <= g->log_n && items <= g->log_w;
-#if STM_RERUN
-	offer = offer && g->rerun != 2; // RerunItems: no phantom entries, so no groups
-#endif
+	const bool offer = single && J.staged && m <= g->log_n && items <= g->log_w;
 	if (offer) stm_offer_request(ctl, me, lane, s, slots, items, need, J.cl);
 	const u64 h = stm_turn(g, ctl, offer ? &ctl->offer[me] : nullptr, lane, s, deadline, &st->cy_turn);
 	if (h == ~0ull) return false;
@@ -530,149 +523,19 @@ __device__ bool stm_commit_turn(const stm_globals* g, stm_log& L, stm_scratch* S
 	return true;
 }
 
-#if STM_RERUN
-// stm_sets_meet reports whether transactions a and b conflict: one writes
-// an item the other reads or writes (their read sets ra, rb of nra, nrb
-// items and write sets wa, wb of nwa, nwb, in global memory, read
-// through L2).
-__device__ bool stm_sets_meet(const u32* ra, u32 nra, const u32* wa, u32 nwa, const u32* rb, u32 nrb, const u32* wb, u32 nwb) {
-	for (u32 i = 0; i < nwa; i++) {
-		const u32 it = __ldcg((const unsigned int*)wa + i);
-		for (u32 j = 0; j < nrb; j++)
-			if (__ldcg((const unsigned int*)rb + j) == it) return true;
-		for (u32 j = 0; j < nwb; j++)
-			if (__ldcg((const unsigned int*)wb + j) == it) return true;
-	}
-	for (u32 i = 0; i < nwb; i++) {
-		const u32 it = __ldcg((const unsigned int*)wb + i);
-		for (u32 j = 0; j < nra; j++)
-			if (__ldcg((const unsigned int*)ra + j) == it) return true;
-	}
-	return false;
-}
-
-// stm_rerun_body runs the workload's body for a server's re-run (not
-// inlined: the worker keeps its registers).
-__device__ __noinline__ void stm_rerun_body(stm_tx* tx) { stm_body(tx); }
-
-// stm_rerun_turn commits, in the worker's turn, a single-partition
-// request (one table load) whose lanes cand failed their first validation
-// for a read-write or write-write conflict, with its tentative survivors
-// slots (Options.Rerun). It reserves a slot for every lane of slots |
-// cand, takes its turn (no offer: the request is not grouped), gives the
-// survivors their final check there (nothing is logged after them), waits
-// until the commit clock passes every timestamp handed out (every commit
-// of the partition is then in the store; the timestamps after the turn
-// are this request's), and runs each cand lane's body again for its
-// ticket from the clock as snapshot, in the client thread's rows (its
-// snapshot and set sizes too, then a fence before the reply). A re-run is
-// kept when it is an update of this partition only that meets no other
-// kept lane of the request (stm_sets_meet, in lane order: the survivors'
-// sets were prevalidated by the client, a re-run's were not); it then
-// needs no other validation: it read the newest committed state of every
-// item it touches and commits next. The kept lanes get consecutive
-// timestamps in lane order, the others null entries and their timestamps
-// as holes; the log insert passes the turn on. Returns false when the run
-// failed; *first is the first timestamp, *cause each lane's, *flags each
-// re-run lane's result flags (STM_RES_RERUN, and STM_RES_BAD when its
-// workload check failed). Thread mapping: lane l serves client lane l,
-// its re-run included. All lanes call it.
-__device__ bool stm_rerun_turn(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, stm_job& J, u32 slots, u32 cand,
-                               u64 deadline, u32* cause, u64* first, u64* flags, stm_wstats* st) {
-	stm_log_ctl* ctl = L.ctl;
-	const u32 all = slots | cand, m = __popc(all);
-	const u64 s = stm_reserve(ctl, lane, m);
-	if (stm_turn(g, ctl, nullptr, lane, s, deadline, &st->cy_turn) == ~0ull) return false;
-	const u64 c0 = clock64();
-	st->turns++;
-	*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, st);
-	const bool items_mode = g->rerun == 2;
-	if (!items_mode) {
-		u64 top = 0;
-		if (lane == 0) top = g->servers == 1 ? ctl->next_ts : ld_relaxed_gpu((const u64*)g->next);
-		top = __shfl_sync(FULL_MASK, top, 0);
-		if (!stm_publish(g, top, lane, deadline)) return false;
-	}
-	const bool mine = (cand >> lane) & 1;
-	bool acc = false;
-	u32 nr = J.nr, nw = J.nw, bad = 0;
-	if (mine) {
-		stm_tx tx;
-		tx.g = g;
-		tx.ticket = cg64(g->tx_ticket, J.tid);
-		tx.tid = J.tid;
-		tx.thread = J.tid;
-		tx.threads = (u32)g->threads;
-		tx.deadline = deadline;
-		tx.held = tx.keep = tx.defers = 0;
-		tx.need = 0;
-		tx.fresh = items_mode ? p + 1 : 0;
-		tx.lost = 0;
-		stm_attempt(&tx);
-		stm_rerun_body(&tx);
-		acc = tx.begun && tx.state == STM_ST_OK && !tx.ro && tx.nw > 0 && tx.pmask == (1ull << p);
-		// Items written blind: their last writers' write-backs before this one's.
-		const u32* w = (const u32*)g->ws_item + (u64)J.tid * (u32)g->w_cap;
-		for (u32 j = 0; acc && items_mode && j < tx.nw; j++) acc = stm_fresh_wait(&tx, w[j]) != ~0ull;
-		if (acc) {
-			((u64*)g->tx_snap)[J.tid] = tx.snap;
-			((u32*)g->tx_nr)[J.tid] = tx.nr;
-			((u32*)g->tx_nw)[J.tid] = tx.nw;
-			nr = tx.nr;
-			nw = tx.nw;
-			bad = tx.bad;
-		}
-	}
-	__threadfence(); // the rows before the checks below and before the reply
-	__syncwarp();
-	u32 keep = __ballot_sync(FULL_MASK, (J.in && *cause == 0) || acc);
-	const u32* ri = (const u32*)g->rs_item + (u64)J.tid * (u32)g->r_cap;
-	const u32* wi = (const u32*)g->ws_item + (u64)J.tid * (u32)g->w_cap;
-	for (u32 c = __ballot_sync(FULL_MASK, acc); c; c &= c - 1) {
-		const u32 l = __ffs(c) - 1;
-		const u32 nrl = __shfl_sync(FULL_MASK, nr, l), nwl = __shfl_sync(FULL_MASK, nw, l);
-		const u64 tl = (u64)J.cw * 32 + l;
-		const u32* rl = (const u32*)g->rs_item + tl * (u32)g->r_cap;
-		const u32* wl = (const u32*)g->ws_item + tl * (u32)g->w_cap;
-		const bool hit = lane != l && ((keep >> lane) & 1) && stm_sets_meet(ri, nr, wi, nw, rl, nrl, wl, nwl);
-		if (__any_sync(FULL_MASK, hit)) keep &= ~(1u << l);
-	}
-	if (acc && ((keep >> lane) & 1)) *cause = 0;
-	const u32 live = __ballot_sync(FULL_MASK, J.in && *cause == 0);
-	const u32 cl = (live >> lane) & 1 ? nw : 0; // a single-partition request: every write is of p
-	const u32 items = __reduce_add_sync(FULL_MASK, cl);
-	const u64 t0 = stm_take_ts(g, ctl, lane, m);
-	if (m <= g->log_n && items <= g->log_w)
-		stm_log_insert_batch(g, L, S, lane, J.cw, all, live, cl, false, t0);
-	else
-		stm_log_insert(g, L, p, lane, J.cw, all, live, all, t0);
-	if (items_mode && acc && *cause == 0) { // it read the newest committed state: the one just before its timestamp
-		((u64*)g->tx_snap)[J.tid] = t0 + __popc(all & lanemask_lt(lane)) - 1;
-		__threadfence(); // before the reply's result
-	}
-	*first = t0;
-	*flags = mine ? STM_RES_RERUN | (bad && *cause == 0 ? STM_RES_BAD : 0) : 0;
-	if (lane == 0) st->rerun += __popc(live & cand);
-	st->cy_hold += clock64() - c0;
-	return true;
-}
-#endif
-
-// stm_reply writes each lane's result (a timestamp, with flags when it
-// commits a single-partition attempt: STM_RES_RERUN and STM_RES_BAD for one
-// stm_rerun_turn ran again; STM_RES_PREPARED; or STM_RES_FLAG | cause, with
-// the lane's timestamp << 8 when it took one, a hole the client marks
-// done), then the reply word the client polls.
+// stm_reply writes each lane's result (a timestamp, STM_RES_PREPARED, or
+// STM_RES_FLAG | cause, with the lane's timestamp << 8 when it took one,
+// a hole the client marks done), then the reply word the client polls.
 // Lanes of slots hold timestamps first + their rank.
-__device__ __forceinline__ void stm_reply(const stm_globals* g, u32 p, u32 lane, const stm_job& J, u32 cause, u32 slots, u64 first, u64 flags = 0) {
+__device__ __forceinline__ void stm_reply(const stm_globals* g, u32 p, u32 lane, const stm_job& J, u32 cause, u32 slots, u64 first) {
 	if (J.in) {
 		const u64 ts = first + __popc(slots & lanemask_lt(lane));
 		const bool took = J.kind == REQ_SINGLE && ((slots >> lane) & 1);
 		u64 r;
 		if (cause)
-			r = STM_RES_FLAG | (cause - 1) | (took ? ts << 8 : 0) | flags;
+			r = STM_RES_FLAG | (cause - 1) | (took ? ts << 8 : 0);
 		else if (J.kind == REQ_SINGLE)
-			r = ts | flags;
+			r = ts;
 		else
 			r = STM_RES_PREPARED;
 		st_relaxed_gpu((u64*)g->res + J.cw * 32 + lane, r);
@@ -753,18 +616,10 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		st.batched++;
 		const u32 slots = __ballot_sync(FULL_MASK, J.in && cause == 0);
 		const u64 c1 = clock64();
-		u64 first = 0, flags = 0;
-		u32 taken_slots = slots;
-#if STM_RERUN
-		const u32 cand = __ballot_sync(FULL_MASK, J.in && (cause == 1 + STM_READ_WRITE || cause == 1 + STM_WRITE_WRITE));
-		if (cand && J.kind == REQ_SINGLE && J.chunks == 1) {
-			taken_slots = slots | cand;
-			if (!stm_rerun_turn(g, L, S, p, lane, J, slots, cand, deadline, &cause, &first, &flags, &st)) break;
-		} else
-#endif
+		u64 first = 0;
 		if (slots && !stm_commit_turn(g, L, S, p, me, lane, J, slots, deadline, &cause, &first, &st)) break;
 		const u64 c2 = clock64();
-		stm_reply(g, p, lane, J, cause, taken_slots, first, flags);
+		stm_reply(g, p, lane, J, cause, slots, first);
 		const u64 c3 = clock64();
 		st.cy_validate += (c1 - c0) * __popc(J.mask);
 		st.cy_insert += (c3 - c1) * __popc(J.mask);
@@ -795,7 +650,6 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		atomicAdd(&counters[CNT_CY_BUSY], st.cy_busy);
 		atomicAdd(&counters[CNT_NS_RING], st.ns_ring);
 		atomicAdd(&counters[CNT_NS_SERVER], st.ns_server);
-		atomicAdd(&counters[CNT_RERUN], st.rerun);
 	}
 }
 

@@ -72,17 +72,12 @@ func main() {
 	contention := flag.String("contention", "default", "GPU engine: what client warps do about conflicts before they ask a server: default, off, check or claims (stm.Options.Contention)")
 	stripe := flag.Int("stripe", 0, "GPU engine: items of each stripe dealt to the servers in turn (stm.Options.Stripe; 0: contiguous partitions)")
 	refresh := flag.Int("refresh", 0, "GPU engine: in-place retries of a stale update attempt per warp round (stm.Options.Refresh; 0: chosen, stm.DefaultRefresh under a Zipf law, else off; negative: off)")
-	rerun := flag.String("rerun", "off", "GPU engine: servers run conflicting update attempts again in their log turn: off, clock or items (stm.Options.Rerun)")
 	threads := flag.Int("threads", 0, "GPU engine: client threads of every case (stm.Options.ClientThreads; 0: the case's or the engine's default, -1: as many as fit)")
 	flag.Parse()
 	counts, err := parseCounts(*goroutines)
 	mode, cerr := stm.ParseContention(*contention)
 	if err == nil {
 		err = cerr
-	}
-	rmode, rerr := stm.ParseRerun(*rerun)
-	if err == nil {
-		err = rerr
 	}
 	var cases []bench.STMCase
 	if err == nil && *banks != "" {
@@ -95,7 +90,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, contention: mode, stripe: *stripe, refresh: *refresh, rerun: rmode, threads: *threads, peers: *peers, only: *only, goroutines: counts, cases: cases}
+	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, contention: mode, stripe: *stripe, refresh: *refresh, threads: *threads, peers: *peers, only: *only, goroutines: counts, cases: cases}
 	var progress io.Writer
 	if !*quiet {
 		progress = os.Stderr
@@ -121,7 +116,6 @@ type config struct {
 	contention  stm.Contention // the GPU engine's Options.Contention
 	stripe      int            // the GPU engine's Options.Stripe
 	refresh     int            // the GPU engine's Options.Refresh
-	rerun       stm.RerunMode  // the GPU engine's Options.Rerun
 	threads     int            // the GPU engine's client threads (0: the case's; -1: as many as fit)
 	peers, only string
 	goroutines  []int           // goroutine counts (nil: GOMAXPROCS, rows without a count)
@@ -247,8 +241,7 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 		dev = ch.Device
 		defer dev.Close()
 		rep.Engines = append(rep.Engines, "gpu: "+ch.Reason, fmt.Sprintf("gpu: admission control (throttle) %s", throttleText(c.throttle)),
-			fmt.Sprintf("gpu: contention management %s", contentionText(c.contention)), "gpu: items dealt to the servers "+stripeText(c.stripe), "gpu: stale update attempts run again at once "+refreshText(c.refresh),
-			"gpu: conflicting update attempts run again by the servers: "+c.rerun.String())
+			fmt.Sprintf("gpu: contention management %s", contentionText(c.contention)), "gpu: items dealt to the servers "+stripeText(c.stripe), "gpu: stale update attempts run again at once "+refreshText(c.refresh))
 	} else {
 		rep.Engines = append(rep.Engines, ch.Reason)
 	}
@@ -338,7 +331,7 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 					name string
 					opt  stm.Options
 					d    time.Duration
-				}{"csmv gpu", stm.Options{GPU: dev, Throttle: c.throttle, Contention: c.contention, Stripe: c.stripe, Refresh: c.refresh, Rerun: c.rerun}, c.gpuD})
+				}{"csmv gpu", stm.Options{GPU: dev, Throttle: c.throttle, Contention: c.contention, Stripe: c.stripe, Refresh: c.refresh}, c.gpuD})
 			}
 			for _, en := range engines {
 				o := cs.Options(en.opt)
