@@ -8,6 +8,12 @@ import (
 	"github.com/warpkv/warpkv/kv"
 )
 
+// Config.LoopIO values.
+const (
+	LoopIOEpoll = "epoll"
+	LoopIOUring = "uring"
+)
+
 // Defaults of the Config fields left zero.
 const (
 	DefaultMaxConns      = 1024     // memcached's -c
@@ -144,6 +150,16 @@ type Config struct {
 	// interrupt, dear on virtual machines). Cost: an idle loop burns its
 	// core for SpinWait after each round.
 	SpinWait time.Duration
+	// LoopIO is how the event loops make their system calls: LoopIOEpoll
+	// (the default; "" means it) waits in epoll_wait and reads and writes
+	// each connection with its own read(2) and writev(2); LoopIOUring
+	// submits a group's reads, and then its replies, as one batch of
+	// io_uring requests each, so a round costs three io_uring_enter calls
+	// however many connections take part (Linux 6.1 or later; where
+	// io_uring is not available the loops log it and use epoll). With
+	// LoopIOUring an idle loop blocks its thread in io_uring_enter, and
+	// BlockingWait and SpinWait do not apply.
+	LoopIO string
 	// ShutdownGrace is how long Shutdown lets connections write the
 	// replies of the batch they are running; a client that does not read
 	// them is dropped then. Default DefaultShutdownGrace.

@@ -66,3 +66,30 @@ func TestTrimDropsALoopsLargeRoundBuffers(t *testing.T) {
 		t.Fatalf("get after the trim: %d bytes, want %d", len(got), len(want))
 	}
 }
+
+// TestUringLoopsRunOnTheirRings checks that with Config.LoopIO "uring"
+// every loop runs on its io_uring (this kernel has it: Linux 6.1 and
+// later) and serves requests, before and after an idle wait.
+func TestUringLoopsRunOnTheirRings(t *testing.T) {
+	s := newTestServer(t, Config{Loops: 2, LoopIO: LoopIOUring})
+	addr, _ := serve(t, s.Server)
+	for range 2 { // one connection per loop
+		nc := dial(t, addr)
+		if got := textExchange(t, nc, "version\r\n"); got != "VERSION 1.6.18\r\n" {
+			t.Fatalf("version: %q", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+		if got := textExchange(t, nc, "set k 0 0 1\r\nv\r\nget k\r\n"); got != "STORED\r\nVALUE k 0 1\r\nv\r\nEND\r\n" {
+			t.Fatalf("set and get after an idle wait: %q", got)
+		}
+	}
+	s.loopsOnce.Do(func() {})
+	for i, l := range s.loops {
+		if l.ringErr != nil {
+			t.Fatalf("loop %d: %v", i, l.ringErr)
+		}
+		if !l.onRing.Load() {
+			t.Errorf("loop %d does not run on its ring", i)
+		}
+	}
+}

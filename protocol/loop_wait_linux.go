@@ -42,6 +42,11 @@ func newLoop(s *Server) (*loop, error) {
 		events: make([]unix.EpollEvent, 256),
 		stages: stageTimer{clock: s.cfg.Stages},
 	}
+	if s.cfg.LoopIO == LoopIOUring {
+		if l.ring, err = newUring(); err != nil {
+			l.ringErr = err // logged by startLoops; the loop uses epoll
+		}
+	}
 	if s.cfg.BlockingWait {
 		return l, nil // prc nil: wait blocks in epoll_wait
 	}
