@@ -1,0 +1,26 @@
+package server
+
+import (
+	"testing"
+
+	"github.com/warpkv/warpkv/internal/difftest"
+	"github.com/warpkv/warpkv/protocol"
+)
+
+// TestDifferentialAgainstMemcachedOnIOUring is TestDifferentialAgainstMemcached
+// with the event loops on io_uring (Config.LoopIO, serve --loop-io uring),
+// plus the gomemcache client scenarios, on each engine.
+func TestDifferentialAgainstMemcachedOnIOUring(t *testing.T) {
+	mc := difftest.Memcached(t)
+	for _, ec := range testEngines {
+		t.Run(ec.name, func(t *testing.T) {
+			addr := startServerConfig(t, ec, Config{LoopIO: protocol.LoopIOUring})
+			cfg := difftest.Config{}
+			if testing.Short() {
+				cfg.Sequences = 20
+			}
+			difftest.Run(t, mc, addr, cfg)
+			difftest.ClientSuite(t, addr)
+		})
+	}
+}
