@@ -69,7 +69,7 @@ var loopBlocking bool
 // loopSpin, with overLoops, is the loops' Config.SpinWait.
 var loopSpin time.Duration
 
-// loopIO, with overLoops, is the loops' Config.LoopIO.
+// loopIO, with overLoops or in serve, is the loops' Config.LoopIO.
 var loopIO string
 
 // pipe serves one end of a net.Pipe with ServeConn and returns the client

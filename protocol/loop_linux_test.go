@@ -3,10 +3,13 @@
 package protocol
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestLoopsWaitWhereConfigured checks that by default a loop's epoll
@@ -85,11 +88,37 @@ func TestUringLoopsRunOnTheirRings(t *testing.T) {
 	}
 	s.loopsOnce.Do(func() {})
 	for i, l := range s.loops {
+		if errors.Is(l.ringErr, unix.ENOSYS) || errors.Is(l.ringErr, unix.EPERM) {
+			t.Skipf("no io_uring here (the loops serve on epoll): %v", l.ringErr)
+		}
 		if l.ringErr != nil {
 			t.Fatalf("loop %d: %v", i, l.ringErr)
 		}
 		if !l.onRing.Load() {
 			t.Errorf("loop %d does not run on its ring", i)
 		}
+	}
+}
+
+// TestServerTestsOnIOUring runs the tests of Serve's connections (shutdown,
+// MaxConns, slow readers, the idle timeout, trims) with the event loops
+// on io_uring (Config.LoopIO); they run on epoll by themselves.
+func TestServerTestsOnIOUring(t *testing.T) {
+	loopIO = LoopIOUring
+	defer func() { loopIO = "" }()
+	for _, c := range []struct {
+		name string
+		f    func(*testing.T)
+	}{
+		{"ServeAndShutdown", TestServeAndShutdown},
+		{"ShutdownLetsRunningBatchesFinish", TestShutdownLetsRunningBatchesFinish},
+		{"ShutdownDeadlineClosesConnections", TestShutdownDeadlineClosesConnections},
+		{"MaxConns", TestMaxConns},
+		{"FloodOfConnections", TestFloodOfConnections},
+		{"SlowReaderBlocksOnlyItself", TestSlowReaderBlocksOnlyItself},
+		{"IdleTimeout", TestIdleTimeout},
+		{"TrimDropsALoopsLargeRoundBuffers", TestTrimDropsALoopsLargeRoundBuffers},
+	} {
+		t.Run(c.name, c.f)
 	}
 }
