@@ -10,8 +10,9 @@ import (
 
 // Config.LoopIO values.
 const (
-	LoopIOEpoll = "epoll"
-	LoopIOUring = "uring"
+	LoopIOEpoll   = "epoll"
+	LoopIOUring   = "uring"
+	LoopIOUringRW = "uringrw"
 )
 
 // Defaults of the Config fields left zero.
@@ -158,7 +159,10 @@ type Config struct {
 	// however many connections take part (Linux 6.1 or later; where
 	// io_uring is not available the loops log it and use epoll). With
 	// LoopIOUring an idle loop blocks its thread in io_uring_enter, and
-	// BlockingWait and SpinWait do not apply.
+	// BlockingWait and SpinWait do not apply. LoopIOUringRW waits for
+	// readiness with epoll as LoopIOEpoll does (BlockingWait and SpinWait
+	// apply), and reads and writes each group with one io_uring_enter as
+	// LoopIOUring does: the ring never holds a request between calls.
 	LoopIO string
 	// ShutdownGrace is how long Shutdown lets connections write the
 	// replies of the batch they are running; a client that does not read

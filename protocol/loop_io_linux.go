@@ -197,7 +197,7 @@ func (l *loop) dropHeld(c *conn) {
 
 // watch sets the events epoll reports for c.
 func (l *loop) watch(c *conn, events uint32) {
-	if l.ring != nil {
+	if l.ringWait {
 		l.uwatch(c, events)
 		return
 	}

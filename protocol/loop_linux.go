@@ -94,6 +94,7 @@ type loop struct {
 	// nil in the epoll mode.
 	ring     *uring
 	ringErr  error       // why ring is nil though the mode was asked for
+	ringWait bool        // LoopIOUring: readiness and waits on the ring too (else on epoll)
 	onRing   atomic.Bool // the loop runs on its ring (read by tests)
 	gen      uint32
 	inflight int // recv and sendmsg requests not completed
@@ -284,7 +285,7 @@ func (l *loop) takeIncoming() {
 	for _, c := range in {
 		c.batch = &l.batch
 		c.hot = &l.hot
-		if l.ring != nil {
+		if l.ringWait {
 			l.uadd(c)
 			l.conns[c.ev.fd] = c
 			continue
@@ -304,7 +305,7 @@ func (l *loop) takeIncoming() {
 // closed.
 func (l *loop) loop() {
 	defer l.free()
-	if l.ring != nil && l.uringStart() {
+	if l.ringWait && l.uringStart() {
 		l.uringLoop()
 		return
 	}
@@ -603,7 +604,7 @@ func (l *loop) close(c *conn) {
 	}
 	c.ev.closed = true
 	l.dropHeld(c)
-	if l.ring != nil {
+	if l.ringWait {
 		l.ucancel(c)
 	}
 	delete(l.conns, c.ev.fd)

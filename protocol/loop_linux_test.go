@@ -71,10 +71,17 @@ func TestTrimDropsALoopsLargeRoundBuffers(t *testing.T) {
 }
 
 // TestUringLoopsRunOnTheirRings checks that with Config.LoopIO "uring"
-// every loop runs on its io_uring (this kernel has it: Linux 6.1 and
-// later) and serves requests, before and after an idle wait.
+// and "uringrw" every loop has its io_uring (this kernel has it: Linux 6.1
+// and later), waits on it with "uring" only, and serves requests, before
+// and after an idle wait.
 func TestUringLoopsRunOnTheirRings(t *testing.T) {
-	s := newTestServer(t, Config{Loops: 2, LoopIO: LoopIOUring})
+	for _, io := range []string{LoopIOUring, LoopIOUringRW} {
+		t.Run(io, func(t *testing.T) { uringLoopsRunOnTheirRings(t, io) })
+	}
+}
+
+func uringLoopsRunOnTheirRings(t *testing.T, io string) {
+	s := newTestServer(t, Config{Loops: 2, LoopIO: io})
 	addr, _ := serve(t, s.Server)
 	for range 2 { // one connection per loop
 		nc := dial(t, addr)
@@ -94,18 +101,27 @@ func TestUringLoopsRunOnTheirRings(t *testing.T) {
 		if l.ringErr != nil {
 			t.Fatalf("loop %d: %v", i, l.ringErr)
 		}
-		if !l.onRing.Load() {
-			t.Errorf("loop %d does not run on its ring", i)
+		if io == LoopIOUringRW && l.ring == nil {
+			t.Errorf("loop %d has no ring", i)
+		}
+		if waits := l.onRing.Load(); waits != (io == LoopIOUring) {
+			t.Errorf("loop %d waits on its ring: %v", i, waits)
 		}
 	}
 }
 
 // TestServerTestsOnIOUring runs the tests of Serve's connections (shutdown,
 // MaxConns, slow readers, the idle timeout, trims) with the event loops
-// on io_uring (Config.LoopIO); they run on epoll by themselves.
+// on io_uring, both modes (Config.LoopIO); they run on epoll by themselves.
 func TestServerTestsOnIOUring(t *testing.T) {
-	loopIO = LoopIOUring
-	defer func() { loopIO = "" }()
+	for _, io := range []string{LoopIOUring, LoopIOUringRW} {
+		loopIO = io
+		t.Run(io, serverTests)
+	}
+	loopIO = ""
+}
+
+func serverTests(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		f    func(*testing.T)

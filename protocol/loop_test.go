@@ -17,8 +17,9 @@ import (
 // with a round's connections in one batch and in groups of two
 // (Config.RoundConns), and in groups of four with loops that block in
 // epoll_wait (Config.BlockingWait), with and without polling first
-// (Config.SpinWait); and on io_uring (Config.LoopIO) in one batch and in
-// groups of two and of one.
+// (Config.SpinWait); on io_uring (Config.LoopIO) in one batch and in
+// groups of two and of one; and with io_uring's reads and writes after
+// epoll's waits, parking, blocking and spinning.
 func TestEventLoopsRunTheTables(t *testing.T) {
 	if !loopsAvailable {
 		t.Skip("no event loops on this platform")
@@ -33,6 +34,7 @@ func TestEventLoopsRunTheTables(t *testing.T) {
 	}{
 		{0, false, 0, ""}, {2, false, 0, ""}, {4, true, 0, ""}, {4, true, 200 * time.Microsecond, ""}, {0, false, 200 * time.Microsecond, ""},
 		{0, false, 0, LoopIOUring}, {2, false, 0, LoopIOUring}, {1, false, 0, LoopIOUring},
+		{0, false, 0, LoopIOUringRW}, {4, true, 0, LoopIOUringRW}, {2, false, 200 * time.Microsecond, LoopIOUringRW},
 	} {
 		loopRoundConns, loopBlocking, loopSpin, loopIO = c.roundConns, c.blocking, c.spin, c.io
 		name := fmt.Sprintf("round-conns-%d", c.roundConns)
@@ -84,7 +86,7 @@ func TestNonReadingClientsHoldBoundedReplies(t *testing.T) {
 	if !loopsAvailable {
 		t.Skip("no event loops on this platform")
 	}
-	for _, io := range []string{LoopIOEpoll, LoopIOUring} {
+	for _, io := range []string{LoopIOEpoll, LoopIOUring, LoopIOUringRW} {
 		t.Run(io, func(t *testing.T) { nonReadingClientsHoldBoundedReplies(t, io) })
 	}
 }

@@ -68,7 +68,7 @@ func (l *loop) uringStart() bool {
 	if err := l.ring.enable(); err != nil {
 		l.s.log.Warn("protocol: io_uring unavailable; the event loop uses epoll", "err", err)
 		l.ring.close()
-		l.ring = nil
+		l.ring, l.ringWait = nil, false
 		runtime.UnlockOSThread()
 		return false
 	}
@@ -295,8 +295,8 @@ func (l *loop) ureadAll(cur []*conn) {
 			c.rend += int(r)
 			c.ev.lastIO = l.now
 			l.hot.bytesRead.Add(uint64(r))
-			if int(r) == space {
-				c.ev.readable = true // maybe more: polls report new input only
+			if int(r) == space && l.ringWait {
+				c.ev.readable = true // maybe more: polls report new input only (epoll's level trigger would)
 			}
 		case r == -int32(unix.EAGAIN):
 		case r == -int32(unix.EINTR):
@@ -307,8 +307,8 @@ func (l *loop) ureadAll(cur []*conn) {
 	}
 }
 
-// usendAll is the writes of a group on the ring: one sendmsg request for
-// each connection with replies, all submitted with one io_uring_enter.
+// usendAll is the writes of a group on the ring: one sendmsg request (a
+// send where the replies are one slice) for each connection with replies, all submitted with one io_uring_enter.
 // What a socket does not take is held (hold). A connection with more
 // than IOV_MAX reply slices is written with writev instead (write).
 func (l *loop) usendAll(cur []*conn) {
@@ -356,13 +356,19 @@ func (l *loop) usendAll(cur []*conn) {
 			v.SetLen(len(b))
 			iov = append(iov, v)
 		}
-		m := &msgs[len(list)]
-		*m = unix.Msghdr{Iov: &iov[lo]}
-		m.SetIovlen(len(vec) - lo)
 		s := l.ring.sqe()
-		s.opcode = uringOpSendmsg
 		s.fd = int32(c.ev.fd)
-		s.addr = uint64(uintptr(unsafe.Pointer(m)))
+		if n := len(vec) - lo; n == 1 { // one slice: a send, with no message header
+			s.opcode = uringOpSend
+			s.addr = uint64(uintptr(unsafe.Pointer(&vec[lo][0])))
+			s.len = uint32(len(vec[lo]))
+		} else {
+			m := &msgs[len(list)]
+			*m = unix.Msghdr{Iov: &iov[lo]}
+			m.SetIovlen(n)
+			s.opcode = uringOpSendmsg
+			s.addr = uint64(uintptr(unsafe.Pointer(m)))
+		}
 		s.opFlags = unix.MSG_DONTWAIT | unix.MSG_NOSIGNAL
 		s.userData = tag(ukSend, c)
 		c.state.Store(stateWrite)

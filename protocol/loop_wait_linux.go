@@ -42,10 +42,15 @@ func newLoop(s *Server) (*loop, error) {
 		events: make([]unix.EpollEvent, 256),
 		stages: stageTimer{clock: s.cfg.Stages},
 	}
-	if s.cfg.LoopIO == LoopIOUring {
-		if l.ring, err = newUring(); err != nil {
+	if s.cfg.LoopIO == LoopIOUring || s.cfg.LoopIO == LoopIOUringRW {
+		l.ringWait = s.cfg.LoopIO == LoopIOUring
+		if l.ring, err = newUring(l.ringWait); err != nil {
 			l.ringErr = err // logged by startLoops; the loop uses epoll
+			l.ringWait = false
 		}
+	}
+	if l.ringWait {
+		return l, nil // waits in io_uring_enter
 	}
 	if s.cfg.BlockingWait {
 		return l, nil // prc nil: wait blocks in epoll_wait

@@ -42,6 +42,7 @@ const (
 	uringOpPollAdd     = 6
 	uringOpSendmsg     = 9
 	uringOpAsyncCancel = 14
+	uringOpSend        = 26
 	uringOpRecv        = 27
 
 	uringPollAddMulti = 1 // len of a poll request: multishot
@@ -98,11 +99,11 @@ type uringGeteventsArg struct {
 	ts          uint64
 }
 
-// uring is one io_uring instance with its rings mapped. It is used by one
-// goroutine (its loop), locked to one thread (the ring is set up with
-// IORING_SETUP_SINGLE_ISSUER and IORING_SETUP_DEFER_TASKRUN: completions
-// are posted only when that thread enters the ring, and no other thread
-// is interrupted for them).
+// uring is one io_uring instance with its rings mapped, used by one
+// goroutine (its loop). In the LoopIOUring mode that goroutine is locked
+// to its thread (the ring is set up with IORING_SETUP_SINGLE_ISSUER and
+// IORING_SETUP_DEFER_TASKRUN: completions are posted only when that
+// thread enters the ring, and no other thread is interrupted for them).
 type uring struct {
 	fd      int
 	ringMem []byte // the SQ and CQ rings (one mapping)
@@ -128,14 +129,15 @@ type uring struct {
 // per wake-up of each connection).
 const uringEntries = 1024
 
-// newUring sets up a ring, disabled until enable is called on the thread
-// that will use it. Cost: three system calls and two mappings (about
-// 200 KB).
-func newUring() (*uring, error) {
-	p := uringParams{
-		flags: uringSetupCQSize | uringSetupRDisabled | uringSetupSubmitAll |
-			uringSetupSingleIssuer | uringSetupDeferTaskrun,
-		cqEntries: 8 * uringEntries,
+// newUring sets up a ring. With oneThread it is for one thread alone
+// (IORING_SETUP_SINGLE_ISSUER, IORING_SETUP_DEFER_TASKRUN) and disabled
+// until enable is called on that thread; without, any thread may enter
+// it, and it is meant for requests that complete while they are
+// submitted. Cost: three system calls and two mappings (about 200 KB).
+func newUring(oneThread bool) (*uring, error) {
+	p := uringParams{flags: uringSetupCQSize | uringSetupSubmitAll, cqEntries: 8 * uringEntries}
+	if oneThread {
+		p.flags |= uringSetupRDisabled | uringSetupSingleIssuer | uringSetupDeferTaskrun
 	}
 	fd, _, e := unix.Syscall(unix.SYS_IO_URING_SETUP, uringEntries, uintptr(unsafe.Pointer(&p)), 0)
 	if e != 0 {

@@ -8,19 +8,21 @@ import (
 )
 
 // TestDifferentialAgainstMemcachedOnIOUring is TestDifferentialAgainstMemcached
-// with the event loops on io_uring (Config.LoopIO, serve --loop-io uring),
-// plus the gomemcache client scenarios, on each engine.
+// with the event loops on io_uring (Config.LoopIO, serve --loop-io uring
+// and uringrw), plus the gomemcache client scenarios, on each engine.
 func TestDifferentialAgainstMemcachedOnIOUring(t *testing.T) {
 	mc := difftest.Memcached(t)
-	for _, ec := range testEngines {
-		t.Run(ec.name, func(t *testing.T) {
-			addr := startServerConfig(t, ec, Config{LoopIO: protocol.LoopIOUring})
-			cfg := difftest.Config{}
-			if testing.Short() {
-				cfg.Sequences = 20
-			}
-			difftest.Run(t, mc, addr, cfg)
-			difftest.ClientSuite(t, addr)
-		})
+	for _, io := range []string{protocol.LoopIOUring, protocol.LoopIOUringRW} {
+		for _, ec := range testEngines {
+			t.Run(io+"/"+ec.name, func(t *testing.T) {
+				addr := startServerConfig(t, ec, Config{LoopIO: io})
+				cfg := difftest.Config{}
+				if testing.Short() {
+					cfg.Sequences = 20
+				}
+				difftest.Run(t, mc, addr, cfg)
+				difftest.ClientSuite(t, addr)
+			})
+		}
 	}
 }

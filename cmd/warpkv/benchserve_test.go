@@ -147,6 +147,7 @@ func TestBenchServeEngineSpecs(t *testing.T) {
 		{spec: "cpu/uring", want: []string{"--loop-io", "uring"}},
 		{spec: "gpu/uring+round4", want: []string{"--loop-io", "uring", "--round-conns", "4"}},
 		{spec: "cpu/epoll", want: []string{"--loop-io", "epoll"}},
+		{spec: "gpu/uringrw+park", want: []string{"--loop-io", "uringrw", "--loop-wait", "park"}},
 		{spec: "cpu/spin0", bad: true},
 		{spec: "cpu/spin20000", bad: true},
 		{spec: "cpu/blocked", bad: true},
