@@ -19,7 +19,14 @@ package protocol
 // connections take part, where the epoll mode makes one epoll_wait and
 // a read and a write per connection.
 //
-// The ring is set up with IORING_SETUP_SINGLE_ISSUER and
+// The LoopIOUringRW mode keeps only the batched reads and writes: the
+// loop waits with epoll as in the epoll mode (level-triggered, parking or
+// blocking, spinning: Config.BlockingWait and Config.SpinWait apply),
+// the ring holds no request between two io_uring_enter calls, and its
+// goroutine is not locked to a thread. Per round: an epoll_wait and two
+// io_uring_enter calls.
+//
+// In the LoopIOUring mode the ring is set up with IORING_SETUP_SINGLE_ISSUER and
 // IORING_SETUP_DEFER_TASKRUN, so the loop's goroutine is locked to its
 // thread: completions (the polls' wake-ups) are posted when that thread
 // enters the ring, and no other thread is interrupted for them. An idle
