@@ -10,9 +10,9 @@ import (
 
 // Config.LoopIO values.
 const (
-	LoopIOEpoll   = "epoll"
-	LoopIOUring   = "uring"
-	LoopIOUringRW = "uringrw"
+	LoopIOEpoll     = "epoll"
+	LoopIOUring     = "uring"
+	LoopIOUringPoll = "uringpoll"
 )
 
 // Defaults of the Config fields left zero.
@@ -151,18 +151,18 @@ type Config struct {
 	// interrupt, dear on virtual machines). Cost: an idle loop burns its
 	// core for SpinWait after each round.
 	SpinWait time.Duration
-	// LoopIO is how the event loops make their system calls: LoopIOEpoll
+	// LoopIO is how the event loops make their system calls. LoopIOEpoll
 	// (the default; "" means it) waits in epoll_wait and reads and writes
-	// each connection with its own read(2) and writev(2); LoopIOUring
-	// submits a group's reads, and then its replies, as one batch of
-	// io_uring requests each, so a round costs three io_uring_enter calls
-	// however many connections take part (Linux 6.1 or later; where
-	// io_uring is not available the loops log it and use epoll). With
-	// LoopIOUring an idle loop blocks its thread in io_uring_enter, and
-	// BlockingWait and SpinWait do not apply. LoopIOUringRW waits for
-	// readiness with epoll as LoopIOEpoll does (BlockingWait and SpinWait
-	// apply), and reads and writes each group with one io_uring_enter as
-	// LoopIOUring does: the ring never holds a request between calls.
+	// each connection with its own read(2) and writev(2). LoopIOUring
+	// waits with epoll in the same way (BlockingWait and SpinWait apply)
+	// and submits a group's reads, and then its replies, as one batch of
+	// io_uring requests each, one io_uring_enter per batch, completed
+	// inside that call: the ring holds no request between calls.
+	// LoopIOUringPoll also waits on the ring (a multishot poll request per
+	// connection; its loops lock their goroutines to their threads, block
+	// in io_uring_enter, and BlockingWait and SpinWait do not apply).
+	// Both need Linux 6.1 or later; where io_uring is not available the
+	// loops log it and use epoll.
 	LoopIO string
 	// ShutdownGrace is how long Shutdown lets connections write the
 	// replies of the batch they are running; a client that does not read

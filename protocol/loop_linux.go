@@ -94,7 +94,7 @@ type loop struct {
 	// nil in the epoll mode.
 	ring     *uring
 	ringErr  error       // why ring is nil though the mode was asked for
-	ringWait bool        // LoopIOUring: readiness and waits on the ring too (else on epoll)
+	ringWait bool        // LoopIOUringPoll: readiness and waits on the ring too (else on epoll)
 	onRing   atomic.Bool // the loop runs on its ring (read by tests)
 	gen      uint32
 	inflight int // recv and sendmsg requests not completed

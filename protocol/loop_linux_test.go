@@ -71,11 +71,11 @@ func TestTrimDropsALoopsLargeRoundBuffers(t *testing.T) {
 }
 
 // TestUringLoopsRunOnTheirRings checks that with Config.LoopIO "uring"
-// and "uringrw" every loop has its io_uring (this kernel has it: Linux 6.1
-// and later), waits on it with "uring" only, and serves requests, before
-// and after an idle wait.
+// and "uringpoll" every loop has its io_uring (this kernel has it: Linux
+// 6.1 and later), waits on it with "uringpoll" only, and serves requests,
+// before and after an idle wait.
 func TestUringLoopsRunOnTheirRings(t *testing.T) {
-	for _, io := range []string{LoopIOUring, LoopIOUringRW} {
+	for _, io := range []string{LoopIOUringPoll, LoopIOUring} {
 		t.Run(io, func(t *testing.T) { uringLoopsRunOnTheirRings(t, io) })
 	}
 }
@@ -101,10 +101,10 @@ func uringLoopsRunOnTheirRings(t *testing.T, io string) {
 		if l.ringErr != nil {
 			t.Fatalf("loop %d: %v", i, l.ringErr)
 		}
-		if io == LoopIOUringRW && l.ring == nil {
+		if io == LoopIOUring && l.ring == nil {
 			t.Errorf("loop %d has no ring", i)
 		}
-		if waits := l.onRing.Load(); waits != (io == LoopIOUring) {
+		if waits := l.onRing.Load(); waits != (io == LoopIOUringPoll) {
 			t.Errorf("loop %d waits on its ring: %v", i, waits)
 		}
 	}
@@ -114,7 +114,7 @@ func uringLoopsRunOnTheirRings(t *testing.T, io string) {
 // MaxConns, slow readers, the idle timeout, trims) with the event loops
 // on io_uring, both modes (Config.LoopIO); they run on epoll by themselves.
 func TestServerTestsOnIOUring(t *testing.T) {
-	for _, io := range []string{LoopIOUring, LoopIOUringRW} {
+	for _, io := range []string{LoopIOUringPoll, LoopIOUring} {
 		loopIO = io
 		t.Run(io, serverTests)
 	}

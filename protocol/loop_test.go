@@ -17,9 +17,10 @@ import (
 // with a round's connections in one batch and in groups of two
 // (Config.RoundConns), and in groups of four with loops that block in
 // epoll_wait (Config.BlockingWait), with and without polling first
-// (Config.SpinWait); on io_uring (Config.LoopIO) in one batch and in
-// groups of two and of one; and with io_uring's reads and writes after
-// epoll's waits, parking, blocking and spinning.
+// (Config.SpinWait); with io_uring's reads and writes after epoll's
+// waits (Config.LoopIO "uring"), parking, blocking and spinning; and
+// waiting on io_uring too ("uringpoll") in one batch and in groups of two
+// and of one.
 func TestEventLoopsRunTheTables(t *testing.T) {
 	if !loopsAvailable {
 		t.Skip("no event loops on this platform")
@@ -33,8 +34,8 @@ func TestEventLoopsRunTheTables(t *testing.T) {
 		io         string
 	}{
 		{0, false, 0, ""}, {2, false, 0, ""}, {4, true, 0, ""}, {4, true, 200 * time.Microsecond, ""}, {0, false, 200 * time.Microsecond, ""},
-		{0, false, 0, LoopIOUring}, {2, false, 0, LoopIOUring}, {1, false, 0, LoopIOUring},
-		{0, false, 0, LoopIOUringRW}, {4, true, 0, LoopIOUringRW}, {2, false, 200 * time.Microsecond, LoopIOUringRW},
+		{0, false, 0, LoopIOUringPoll}, {2, false, 0, LoopIOUringPoll}, {1, false, 0, LoopIOUringPoll},
+		{0, false, 0, LoopIOUring}, {4, true, 0, LoopIOUring}, {2, false, 200 * time.Microsecond, LoopIOUring},
 	} {
 		loopRoundConns, loopBlocking, loopSpin, loopIO = c.roundConns, c.blocking, c.spin, c.io
 		name := fmt.Sprintf("round-conns-%d", c.roundConns)
@@ -86,7 +87,7 @@ func TestNonReadingClientsHoldBoundedReplies(t *testing.T) {
 	if !loopsAvailable {
 		t.Skip("no event loops on this platform")
 	}
-	for _, io := range []string{LoopIOEpoll, LoopIOUring, LoopIOUringRW} {
+	for _, io := range []string{LoopIOEpoll, LoopIOUringPoll, LoopIOUring} {
 		t.Run(io, func(t *testing.T) { nonReadingClientsHoldBoundedReplies(t, io) })
 	}
 }

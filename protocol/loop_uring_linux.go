@@ -2,36 +2,40 @@
 
 package protocol
 
-// An event loop's io_uring mode (Config.LoopIO "uring"). The loop's rounds
-// are those of the epoll mode (loop_linux.go) with the system calls
-// gathered: readiness comes from a multishot poll request per connection
-// (armed once, it posts a completion each time data arrives), and a
-// group's reads, then its replies, are each submitted as one batch of
-// recv (sendmsg) requests with one io_uring_enter. The requests carry
-// MSG_DONTWAIT, so the kernel runs each during that io_uring_enter and
-// completes it at once (or with EAGAIN) as the non-blocking read(2) or
-// writev(2) of the epoll mode would: no buffer is in the kernel's hands
-// once io_uring_enter has returned, the read buffers and replies keep
-// their epoll-mode lifetimes, and the held replies, backpressure and
-// budgets work unchanged (a connection whose socket takes less than all
-// holds the rest and waits for a one-shot POLLOUT poll). Per round that
-// is three io_uring_enter calls (wait, reads, writes) however many
-// connections take part, where the epoll mode makes one epoll_wait and
-// a read and a write per connection.
+// An event loop's io_uring modes (Config.LoopIO). The loop's rounds are
+// those of the epoll mode (loop_linux.go) with the system calls gathered:
+// a group's reads, then its replies, are each submitted as one batch of
+// recv (send, sendmsg) requests with one io_uring_enter. The requests
+// carry MSG_DONTWAIT, so the kernel runs each during that io_uring_enter
+// and completes it at once (or with EAGAIN) as the non-blocking read(2)
+// or writev(2) of the epoll mode would: no buffer is in the kernel's
+// hands once io_uring_enter has returned, the read buffers and replies
+// keep their epoll-mode lifetimes, and the held replies, backpressure
+// and budgets work unchanged (a connection whose socket takes less than
+// all holds the rest and waits to be writable).
 //
-// The LoopIOUringRW mode keeps only the batched reads and writes: the
-// loop waits with epoll as in the epoll mode (level-triggered, parking or
-// blocking, spinning: Config.BlockingWait and Config.SpinWait apply),
-// the ring holds no request between two io_uring_enter calls, and its
-// goroutine is not locked to a thread. Per round: an epoll_wait and two
-// io_uring_enter calls.
+// LoopIOUring waits with epoll as the epoll mode does (level-triggered,
+// parking or blocking, spinning: Config.BlockingWait and Config.SpinWait
+// apply); the ring holds no request between two io_uring_enter calls and
+// the loop's goroutine is not locked to a thread. Per round: an
+// epoll_wait and two io_uring_enter calls, however many connections take
+// part, where the epoll mode makes an epoll_wait and a read and a write
+// per connection.
 //
-// In the LoopIOUring mode the ring is set up with IORING_SETUP_SINGLE_ISSUER and
+// LoopIOUringPoll waits on the ring too: readiness comes from a multishot
+// poll request per connection (armed once, it posts a completion each
+// time data arrives), a held connection waits for a one-shot POLLOUT
+// poll, and the wait is an io_uring_enter that also submits the queued
+// polls and cancellations: three io_uring_enter calls per round. Its ring
+// is set up with IORING_SETUP_SINGLE_ISSUER and
 // IORING_SETUP_DEFER_TASKRUN, so the loop's goroutine is locked to its
 // thread: completions (the polls' wake-ups) are posted when that thread
 // enters the ring, and no other thread is interrupted for them. An idle
 // loop blocks that thread in io_uring_enter (as Config.BlockingWait does
 // in epoll_wait); Config.BlockingWait and Config.SpinWait do not apply.
+// Measured on the H200 (BENCHMARKS.md) it lost to LoopIOUring where a
+// loop's batch waits for other goroutines (the GPU engine; pipelined
+// rounds): a locked thread hands its processor over and back each time.
 
 import (
 	"fmt"

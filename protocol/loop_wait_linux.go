@@ -42,8 +42,8 @@ func newLoop(s *Server) (*loop, error) {
 		events: make([]unix.EpollEvent, 256),
 		stages: stageTimer{clock: s.cfg.Stages},
 	}
-	if s.cfg.LoopIO == LoopIOUring || s.cfg.LoopIO == LoopIOUringRW {
-		l.ringWait = s.cfg.LoopIO == LoopIOUring
+	if s.cfg.LoopIO == LoopIOUringPoll || s.cfg.LoopIO == LoopIOUring {
+		l.ringWait = s.cfg.LoopIO == LoopIOUringPoll
 		if l.ring, err = newUring(l.ringWait); err != nil {
 			l.ringErr = err // logged by startLoops; the loop uses epoll
 			l.ringWait = false

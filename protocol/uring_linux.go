@@ -100,7 +100,7 @@ type uringGeteventsArg struct {
 }
 
 // uring is one io_uring instance with its rings mapped, used by one
-// goroutine (its loop). In the LoopIOUring mode that goroutine is locked
+// goroutine (its loop). In the LoopIOUringPoll mode that goroutine is locked
 // to its thread (the ring is set up with IORING_SETUP_SINGLE_ISSUER and
 // IORING_SETUP_DEFER_TASKRUN: completions are posted only when that
 // thread enters the ring, and no other thread is interrupted for them).

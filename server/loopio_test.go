@@ -9,10 +9,10 @@ import (
 
 // TestDifferentialAgainstMemcachedOnIOUring is TestDifferentialAgainstMemcached
 // with the event loops on io_uring (Config.LoopIO, serve --loop-io uring
-// and uringrw), plus the gomemcache client scenarios, on each engine.
+// and uringpoll), plus the gomemcache client scenarios, on each engine.
 func TestDifferentialAgainstMemcachedOnIOUring(t *testing.T) {
 	mc := difftest.Memcached(t)
-	for _, io := range []string{protocol.LoopIOUring, protocol.LoopIOUringRW} {
+	for _, io := range []string{protocol.LoopIOUringPoll, protocol.LoopIOUring} {
 		for _, ec := range testEngines {
 			t.Run(io+"/"+ec.name, func(t *testing.T) {
 				addr := startServerConfig(t, ec, Config{LoopIO: io})

@@ -60,8 +60,8 @@ type Config struct {
 	// LoopWait says (protocol.Config.SpinWait); 0 never spins.
 	LoopSpin time.Duration
 	// LoopIO is how the event loops make their system calls
-	// (protocol.Config.LoopIO): protocol.LoopIOEpoll ("" means it) or
-	// protocol.LoopIOUring.
+	// (protocol.Config.LoopIO): protocol.LoopIOEpoll ("" means it),
+	// protocol.LoopIOUring or protocol.LoopIOUringPoll.
 	LoopIO string
 	// Logger receives the server's messages; nil means slog.Default().
 	Logger *slog.Logger

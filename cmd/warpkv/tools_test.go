@@ -46,7 +46,7 @@ func tool(t *testing.T, name string, args ...string) (string, error) {
 // conformance suite, against the binary, with its event loops on epoll and
 // on io_uring (--loop-io): all 27 ascii and all 27 binary tests must pass.
 func TestMemccapable(t *testing.T) {
-	for _, loopIO := range []string{"epoll", "uring", "uringrw"} {
+	for _, loopIO := range []string{"epoll", "uring", "uringpoll"} {
 		p := difftest.Serve(t, "--loop-io", loopIO)
 		host, port, _ := strings.Cut(p.Addr, ":")
 		for _, mode := range []string{"-a", "-b"} {
