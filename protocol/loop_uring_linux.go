@@ -33,9 +33,10 @@ package protocol
 // enters the ring, and no other thread is interrupted for them. An idle
 // loop blocks that thread in io_uring_enter (as Config.BlockingWait does
 // in epoll_wait); Config.BlockingWait and Config.SpinWait do not apply.
-// Measured on the H200 (BENCHMARKS.md) it lost to LoopIOUring where a
-// loop's batch waits for other goroutines (the GPU engine; pipelined
-// rounds): a locked thread hands its processor over and back each time.
+// Measured on the H200 (BENCHMARKS.md) it lost to LoopIOUring on the GPU
+// engine at 64 connections and pipelined on both engines (probably the
+// locked thread, which hands its processor over and back each time the
+// loop's goroutine parks; not profiled).
 
 import (
 	"fmt"
