@@ -8,6 +8,13 @@ import (
 	"github.com/warpkv/warpkv/kv"
 )
 
+// Config.LoopIO values.
+const (
+	LoopIOEpoll     = "epoll"
+	LoopIOUring     = "uring"
+	LoopIOUringPoll = "uringpoll"
+)
+
 // Defaults of the Config fields left zero.
 const (
 	DefaultMaxConns      = 1024     // memcached's -c
@@ -144,6 +151,19 @@ type Config struct {
 	// interrupt, dear on virtual machines). Cost: an idle loop burns its
 	// core for SpinWait after each round.
 	SpinWait time.Duration
+	// LoopIO is how the event loops make their system calls. LoopIOEpoll
+	// (the default; "" means it) waits in epoll_wait and reads and writes
+	// each connection with its own read(2) and writev(2). LoopIOUring
+	// waits with epoll in the same way (BlockingWait and SpinWait apply)
+	// and submits a group's reads, and then its replies, as one batch of
+	// io_uring requests each, one io_uring_enter per batch, completed
+	// inside that call: the ring holds no request between calls.
+	// LoopIOUringPoll also waits on the ring (a multishot poll request per
+	// connection; its loops lock their goroutines to their threads, block
+	// in io_uring_enter, and BlockingWait and SpinWait do not apply).
+	// Both need Linux 6.1 or later; where io_uring is not available the
+	// loops log it and use epoll.
+	LoopIO string
 	// ShutdownGrace is how long Shutdown lets connections write the
 	// replies of the batch they are running; a client that does not read
 	// them is dropped then. Default DefaultShutdownGrace.

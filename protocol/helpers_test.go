@@ -69,6 +69,9 @@ var loopBlocking bool
 // loopSpin, with overLoops, is the loops' Config.SpinWait.
 var loopSpin time.Duration
 
+// loopIO, with overLoops or in serve, is the loops' Config.LoopIO.
+var loopIO string
+
 // pipe serves one end of a net.Pipe with ServeConn and returns the client
 // end; cleanup closes it and waits for the server side to finish. With
 // overLoops it returns a TCP connection served by Serve's event loops.
@@ -107,6 +110,7 @@ func (s *testServer) loopConn(t testing.TB) net.Conn {
 		srv.cfg.RoundConns = loopRoundConns
 		srv.cfg.BlockingWait = loopBlocking
 		srv.cfg.SpinWait = loopSpin
+		srv.cfg.LoopIO = loopIO
 		go srv.Serve(ln)
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

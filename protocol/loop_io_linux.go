@@ -197,6 +197,10 @@ func (l *loop) dropHeld(c *conn) {
 
 // watch sets the events epoll reports for c.
 func (l *loop) watch(c *conn, events uint32) {
+	if l.ringWait {
+		l.uwatch(c, events)
+		return
+	}
 	ev := unix.EpollEvent{Events: events, Fd: int32(c.ev.fd)}
 	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.ev.fd, &ev); err != nil {
 		l.s.log.Warn("protocol: epoll_ctl mod", "err", err)

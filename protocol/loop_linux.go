@@ -41,6 +41,11 @@ type loopConn struct {
 	closeAft bool       // close once held is sent
 	closed   bool
 	lastIO   int64 // unix nanoseconds of the last byte read or written
+	// The io_uring mode's (loop_uring_linux.go).
+	gen     uint32 // tells this connection's requests from an earlier one's with the same fd
+	res     int32  // result of its last recv or sendmsg
+	inIO    bool   // a recv of this group is its
+	pollOut bool   // a POLLOUT poll is armed
 }
 
 // loopMaxOps bounds the ops of one loop round: connections whose turn
@@ -84,6 +89,19 @@ type loop struct {
 	// keptBuf is the capacity of the round buffer the last trim kept
 	// (read by tests while the loop runs).
 	keptBuf atomic.Int64
+
+	// The io_uring mode's (Config.LoopIO, loop_uring_linux.go): ring is
+	// nil in the epoll mode.
+	ring     *uring
+	ringErr  error       // why ring is nil though the mode was asked for
+	ringWait bool        // LoopIOUringPoll: readiness and waits on the ring too (else on epoll)
+	onRing   atomic.Bool // the loop runs on its ring (read by tests)
+	gen      uint32
+	inflight int // recv and sendmsg requests not completed
+	uiov     []unix.Iovec
+	uvec     [][]byte
+	umsgs    []unix.Msghdr
+	usends   []uringSend
 }
 
 // loopsAvailable reports whether this platform has event loops.
@@ -172,6 +190,9 @@ func (s *Server) startLoops() {
 			}
 			s.loops = append(s.loops, l)
 		}
+		if len(s.loops) > 0 && s.loops[0].ringErr != nil {
+			s.log.Warn("protocol: io_uring unavailable; the event loops use epoll", "err", s.loops[0].ringErr)
+		}
 		sets := make([]*hotCounters, len(s.loops))
 		for i, l := range s.loops {
 			sets[i] = &l.hot
@@ -241,6 +262,10 @@ func (s *Server) wakeLoops() {
 }
 
 func (l *loop) free() {
+	if l.ring != nil {
+		l.ring.enter(l.ring.pending(), 0, false) // the last cancellations: sockets close now
+		l.ring.close()
+	}
 	if l.pf != nil {
 		l.pf.Close() // owns epfd
 	} else {
@@ -260,6 +285,11 @@ func (l *loop) takeIncoming() {
 	for _, c := range in {
 		c.batch = &l.batch
 		c.hot = &l.hot
+		if l.ringWait {
+			l.uadd(c)
+			l.conns[c.ev.fd] = c
+			continue
+		}
 		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.ev.fd)}
 		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.ev.fd, &ev); err != nil {
 			l.s.log.Warn("protocol: epoll_ctl add", "err", err)
@@ -275,14 +305,12 @@ func (l *loop) takeIncoming() {
 // closed.
 func (l *loop) loop() {
 	defer l.free()
+	if l.ringWait && l.uringStart() {
+		l.uringLoop()
+		return
+	}
 	for {
-		timeout := -1
-		switch {
-		case len(l.run) > 0:
-			timeout = 0
-		case l.s.cfg.IdleTimeout > 0 || !l.closeAt.IsZero():
-			timeout = int(loopIdleTick / time.Millisecond)
-		}
+		timeout := l.waitTimeout()
 		l.stages.start()
 		n, err := 0, error(nil)
 		if timeout != 0 && l.s.cfg.SpinWait > 0 {
@@ -312,20 +340,44 @@ func (l *loop) loop() {
 			c.ev.readable = true
 			l.queue(c)
 		}
-		if g := l.s.trimGen.Load(); g != l.trimmed {
-			l.trimmed = g
-			l.trim()
-		}
-		if l.s.closing.Load() && l.shutdown() {
+		if l.afterWait() {
 			return
 		}
-		if len(l.run) > 0 {
-			l.round()
-		}
-		if l.s.cfg.IdleTimeout > 0 {
-			l.closeIdle()
-		}
 	}
+}
+
+// waitTimeout is how long the loop may wait for events, in milliseconds:
+// not at all when connections are queued, up to loopIdleTick when idle
+// connections or the shutdown grace are to be looked at, else without
+// limit (-1).
+func (l *loop) waitTimeout() int {
+	switch {
+	case len(l.run) > 0:
+		return 0
+	case l.s.cfg.IdleTimeout > 0 || !l.closeAt.IsZero():
+		return int(loopIdleTick / time.Millisecond)
+	}
+	return -1
+}
+
+// afterWait runs what follows a wait: a trim asked for, the shutdown, a
+// round for the queued connections, the idle timeout. It reports true
+// when the loop is to end (shut down, no connection left).
+func (l *loop) afterWait() bool {
+	if g := l.s.trimGen.Load(); g != l.trimmed {
+		l.trimmed = g
+		l.trim()
+	}
+	if l.s.closing.Load() && l.shutdown() {
+		return true
+	}
+	if len(l.run) > 0 {
+		l.round()
+	}
+	if l.s.cfg.IdleTimeout > 0 {
+		l.closeIdle()
+	}
+	return false
 }
 
 // queue adds c to the next round.
@@ -374,11 +426,15 @@ func (l *loop) round() {
 // connections, and returns how many of them it ran: all, unless the
 // batch reached loopMaxOps.
 func (l *loop) group(cur []*conn) int {
-	for _, c := range cur {
-		c.ev.queued = false
-		if c.ev.readable && c.ev.st == psMore {
-			c.ev.readable = false
-			l.read(c)
+	if l.ring != nil {
+		l.ureadAll(cur)
+	} else {
+		for _, c := range cur {
+			c.ev.queued = false
+			if c.ev.readable && c.ev.st == psMore {
+				c.ev.readable = false
+				l.read(c)
+			}
 		}
 	}
 	l.stages.lap(StageRead, 0)
@@ -409,6 +465,9 @@ func (l *loop) group(cur []*conn) int {
 		}
 	}
 	l.stages.lap(StageRender, 0)
+	if l.ring != nil {
+		l.usendAll(cur[:parsed])
+	}
 	for _, c := range cur[:parsed] {
 		if !c.ev.closed {
 			l.finish(c)
@@ -545,6 +604,9 @@ func (l *loop) close(c *conn) {
 	}
 	c.ev.closed = true
 	l.dropHeld(c)
+	if l.ringWait {
+		l.ucancel(c)
+	}
 	delete(l.conns, c.ev.fd)
 	c.flushCounts()
 	c.release(c.reserved)

@@ -17,20 +17,31 @@ import (
 // with a round's connections in one batch and in groups of two
 // (Config.RoundConns), and in groups of four with loops that block in
 // epoll_wait (Config.BlockingWait), with and without polling first
-// (Config.SpinWait).
+// (Config.SpinWait); with io_uring's reads and writes after epoll's
+// waits (Config.LoopIO "uring"), parking, blocking and spinning; and
+// waiting on io_uring too ("uringpoll") in one batch and in groups of two
+// and of one.
 func TestEventLoopsRunTheTables(t *testing.T) {
 	if !loopsAvailable {
 		t.Skip("no event loops on this platform")
 	}
 	overLoops = true
-	defer func() { overLoops, loopRoundConns, loopBlocking, loopSpin = false, 0, false, 0 }()
+	defer func() { overLoops, loopRoundConns, loopBlocking, loopSpin, loopIO = false, 0, false, 0, "" }()
 	for _, c := range []struct {
 		roundConns int
 		blocking   bool
 		spin       time.Duration
-	}{{0, false, 0}, {2, false, 0}, {4, true, 0}, {4, true, 200 * time.Microsecond}, {0, false, 200 * time.Microsecond}} {
-		loopRoundConns, loopBlocking, loopSpin = c.roundConns, c.blocking, c.spin
+		io         string
+	}{
+		{0, false, 0, ""}, {2, false, 0, ""}, {4, true, 0, ""}, {4, true, 200 * time.Microsecond, ""}, {0, false, 200 * time.Microsecond, ""},
+		{0, false, 0, LoopIOUringPoll}, {2, false, 0, LoopIOUringPoll}, {1, false, 0, LoopIOUringPoll},
+		{0, false, 0, LoopIOUring}, {4, true, 0, LoopIOUring}, {2, false, 200 * time.Microsecond, LoopIOUring},
+	} {
+		loopRoundConns, loopBlocking, loopSpin, loopIO = c.roundConns, c.blocking, c.spin, c.io
 		name := fmt.Sprintf("round-conns-%d", c.roundConns)
+		if c.io != "" {
+			name = c.io + "-" + name
+		}
 		if c.blocking {
 			name += "-blocking-wait"
 		}
@@ -76,8 +87,14 @@ func TestNonReadingClientsHoldBoundedReplies(t *testing.T) {
 	if !loopsAvailable {
 		t.Skip("no event loops on this platform")
 	}
+	for _, io := range []string{LoopIOEpoll, LoopIOUringPoll, LoopIOUring} {
+		t.Run(io, func(t *testing.T) { nonReadingClientsHoldBoundedReplies(t, io) })
+	}
+}
+
+func nonReadingClientsHoldBoundedReplies(t *testing.T, io string) {
 	const clients, size, budget = 8, 100 << 10, 1 << 20
-	s := newTestServer(t, Config{Loops: 1, MaxReplyBytes: budget})
+	s := newTestServer(t, Config{Loops: 1, MaxReplyBytes: budget, LoopIO: io})
 	addr, _ := serve(t, s.Server)
 	c := dial(t, addr)
 	value := strings.Repeat("v", size)

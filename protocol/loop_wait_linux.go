@@ -42,6 +42,16 @@ func newLoop(s *Server) (*loop, error) {
 		events: make([]unix.EpollEvent, 256),
 		stages: stageTimer{clock: s.cfg.Stages},
 	}
+	if s.cfg.LoopIO == LoopIOUringPoll || s.cfg.LoopIO == LoopIOUring {
+		l.ringWait = s.cfg.LoopIO == LoopIOUringPoll
+		if l.ring, err = newUring(l.ringWait); err != nil {
+			l.ringErr = err // logged by startLoops; the loop uses epoll
+			l.ringWait = false
+		}
+	}
+	if l.ringWait {
+		return l, nil // waits in io_uring_enter
+	}
 	if s.cfg.BlockingWait {
 		return l, nil // prc nil: wait blocks in epoll_wait
 	}

@@ -12,9 +12,13 @@ import (
 )
 
 // serve runs s.Serve on a loopback listener and returns its address and
-// Serve's result; cleanup shuts the server down.
+// Serve's result; cleanup shuts the server down. A loopIO set by the test
+// (TestServerTestsOnIOUring) is the loops' Config.LoopIO.
 func serve(t *testing.T, s *Server) (string, <-chan error) {
 	t.Helper()
+	if loopIO != "" {
+		s.cfg.LoopIO = loopIO
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -59,6 +59,10 @@ type Config struct {
 	// connections without waiting after a round before it waits as
 	// LoopWait says (protocol.Config.SpinWait); 0 never spins.
 	LoopSpin time.Duration
+	// LoopIO is how the event loops make their system calls
+	// (protocol.Config.LoopIO): protocol.LoopIOEpoll ("" means it),
+	// protocol.LoopIOUring or protocol.LoopIOUringPoll.
+	LoopIO string
 	// Logger receives the server's messages; nil means slog.Default().
 	Logger *slog.Logger
 	// MetricsAddr, if set, is the TCP address of an HTTP server giving
@@ -148,6 +152,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		RoundConns:   rounds,
 		BlockingWait: wait == LoopWaitBlock,
 		SpinWait:     cfg.LoopSpin,
+		LoopIO:       cfg.LoopIO,
 		// Half-sent requests count inside the item memory limit (past one
 		// largest request): they take pages from the stored items, and are
 		// refused when they would leave the items less than an eighth of

@@ -16,6 +16,15 @@ import (
 // return nil.
 func startServer(t *testing.T, ec engineCase, opts Options) string {
 	t.Helper()
+	return startServerConfig(t, ec, Config{Engine: opts})
+}
+
+// startServerConfig is startServer with the rest of Serve's Config (its
+// Engine options, with ec's device, shards and search, its Addr, Version
+// and Ready set here).
+func startServerConfig(t *testing.T, ec engineCase, cfg Config) string {
+	t.Helper()
+	opts := cfg.Engine
 	if ec.device != "cpu" {
 		newTestEngine(t, ec, Options{}).Close() // skips without a GPU
 	}
@@ -26,7 +35,8 @@ func startServer(t *testing.T, ec engineCase, opts Options) string {
 	ready := make(chan net.Addr, 1)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- Serve(ctx, Config{Addr: "127.0.0.1:0", Engine: opts, Version: "1.6.18", Ready: func(a net.Addr) { ready <- a }})
+		cfg.Addr, cfg.Engine, cfg.Version, cfg.Ready = "127.0.0.1:0", opts, "1.6.18", func(a net.Addr) { ready <- a }
+		errc <- Serve(ctx, cfg)
 	}()
 	select {
 	case a := <-ready:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/itemstore"
+	"github.com/warpkv/warpkv/protocol"
 	"github.com/warpkv/warpkv/server"
 )
 
@@ -23,7 +24,7 @@ import (
 // ignored, as memcached 1.6.18 does (see serveSignals). Its flags follow
 // memcached's where they apply.
 func runServe(e *env, args []string) error {
-	fs := newFlagSet(e, "serve", "warpkv serve [-p port] [-l addr[,addr...]] [-s socket [-a mask]] [-m MB] [-c conns] [-t threads] [-I size] [-f factor] [-n bytes] [-o opt[,opt...]] [--device auto|cpu|gpu|gpu:N] [--batch-interval dur] [--batch-policy load|fixed] [--gpu-search persistent|staged] [--cpu-search inline|batched] [--search-launch callers|scheduler] [--round-conns N] [--loop-wait park|block] [--loop-spin DUR] [--profile] [--cpuprofile FILE]")
+	fs := newFlagSet(e, "serve", "warpkv serve [-p port] [-l addr[,addr...]] [-s socket [-a mask]] [-m MB] [-c conns] [-t threads] [-I size] [-f factor] [-n bytes] [-o opt[,opt...]] [--device auto|cpu|gpu|gpu:N] [--batch-interval dur] [--batch-policy load|fixed] [--gpu-search persistent|staged] [--cpu-search inline|batched] [--search-launch callers|scheduler] [--round-conns N] [--loop-wait park|block] [--loop-spin DUR] [--loop-io epoll|uring|uringpoll] [--profile] [--cpuprofile FILE]")
 	port := fs.Int("p", 11211, "TCP port to listen on (0: any free port)")
 	var listen listenAddrs
 	fs.Var(&listen, "l", "interfaces to listen on, comma separated or repeated, each `addr` with an optional :port (default 127.0.0.1)")
@@ -36,6 +37,7 @@ func runServe(e *env, args []string) error {
 	roundConns := fs.Int("round-conns", 0, "connections an event loop runs as one cache batch, each group read, run and answered before the next (0: the engine's default, 4 on the CPU engine's inline searches and a whole round where searches are batched, as on GPU shards; 1: each connection in turn, as memcached; at least the connections: whole rounds)")
 	loopSpin := fs.Duration("loop-spin", 0, "how long an event loop polls its connections without waiting after a round before it waits as --loop-wait says (0: never; at most 10ms); a spinning loop is seldom woken by the kernel, at the cost of its core while idle")
 	loopWait := fs.String("loop-wait", "", "how an idle event loop waits: park (its goroutine in the Go runtime's poller) or block (its thread in epoll_wait, as memcached's threads); empty: block, on both engines")
+	loopIO := fs.String("loop-io", protocol.LoopIOUring, "how the event loops make their system calls: epoll (epoll_wait, then a read and a writev per connection), uring (epoll_wait, then a group's reads and its replies each submitted as one batch of io_uring requests with one io_uring_enter) or uringpoll (uring with io_uring's polls and waits instead of epoll's: an idle loop blocks in io_uring_enter, --loop-wait and --loop-spin do not apply); the io_uring modes fall back to epoll with a log line where io_uring is unavailable")
 	itemMax := fs.String("I", "1m", "largest value, with k/m suffix (1k to 1g)")
 	factor := fs.Float64("f", 1.25, "slab class growth factor (greater than 1)")
 	chunk := fs.Int("n", 48, "minimum space for key, value and flags in the smallest slab class, in bytes")
@@ -83,6 +85,8 @@ func runServe(e *env, args []string) error {
 		return usagef("--round-conns %d: must not be negative (0: all of a round's connections)", *roundConns)
 	case *loopWait != "" && *loopWait != server.LoopWaitPark && *loopWait != server.LoopWaitBlock:
 		return usagef("--loop-wait %q: want park or block", *loopWait)
+	case *loopIO != protocol.LoopIOEpoll && *loopIO != protocol.LoopIOUring && *loopIO != protocol.LoopIOUringPoll:
+		return usagef("--loop-io %q: want epoll, uring or uringpoll", *loopIO)
 	case *loopSpin < 0 || *loopSpin > 10*time.Millisecond:
 		return usagef("--loop-spin %v: want 0 to 10ms", *loopSpin)
 	}
@@ -131,6 +135,7 @@ func runServe(e *env, args []string) error {
 		RoundConns:  *roundConns,
 		LoopWait:    *loopWait,
 		LoopSpin:    *loopSpin,
+		LoopIO:      *loopIO,
 		Ready: func(net.Addr) {
 			boundGCSlack(log)
 			limitGoMemory(log, *memMB<<20+int64(max(size, 1<<20))+64<<10)

@@ -43,17 +43,19 @@ func tool(t *testing.T, name string, args ...string) (string, error) {
 }
 
 // TestMemccapable runs libmemcached's memccapable, its protocol
-// conformance suite, against the binary: all 27 ascii and all 27 binary
-// tests must pass.
+// conformance suite, against the binary, with its event loops on epoll and
+// on io_uring (--loop-io): all 27 ascii and all 27 binary tests must pass.
 func TestMemccapable(t *testing.T) {
-	p := difftest.Serve(t)
-	host, port, _ := strings.Cut(p.Addr, ":")
-	for _, mode := range []string{"-a", "-b"} {
-		out, err := tool(t, "memccapable", "-h", host, "-p", port, mode)
-		passed := strings.Count(out, "[pass]")
-		t.Logf("memccapable %s: %d passed", mode, passed)
-		if err != nil || passed != 27 || !strings.Contains(out, "All tests passed") {
-			t.Errorf("memccapable %s: %v, %d of 27 passed:\n%s", mode, err, passed, out)
+	for _, loopIO := range []string{"epoll", "uring", "uringpoll"} {
+		p := difftest.Serve(t, "--loop-io", loopIO)
+		host, port, _ := strings.Cut(p.Addr, ":")
+		for _, mode := range []string{"-a", "-b"} {
+			out, err := tool(t, "memccapable", "-h", host, "-p", port, mode)
+			passed := strings.Count(out, "[pass]")
+			t.Logf("--loop-io %s: memccapable %s: %d passed", loopIO, mode, passed)
+			if err != nil || passed != 27 || !strings.Contains(out, "All tests passed") {
+				t.Errorf("--loop-io %s: memccapable %s: %v, %d of 27 passed:\n%s", loopIO, mode, err, passed, out)
+			}
 		}
 	}
 }
