@@ -8,9 +8,10 @@ import (
 )
 
 // rangesCands is the single-walk form of ranges (limit > 0, at most
-// rangeSlotsMax slots), the default: aq_cands walks each query once (one
-// thread per query, in perm's order when the queries are sorted) and keeps
-// up to limit leaves in the query's slots without reading them; aq_trim
+// rangeSlotsMax slots), the default: the walk kernel (walkKernel: a tile
+// of lanes per query, or aq_cands, one thread) walks each query once (in
+// perm's order when the queries are sorted) and keeps up to limit leaves
+// in the query's slots without reading them; aq_trim
 // (a warp per query) cuts them at the far bound and counts the pairs and
 // their key bytes (and the squares of the key lengths); exclusive scans
 // of those Q+1 counts give each query's first pair and key offset (and
@@ -29,12 +30,16 @@ func (g *gpuEngine) rangesCands(into *Result, Q, limit int, dsc int32, perm *gpu
 	slots, ccnt := gpu.Take[uint64](g.pool, "q.slots", S), gpu.Take[uint32](g.pool, "q.ccnt", Q)
 	cnt, byt := gpu.Take[uint64](g.pool, "q.cnt", Q+1), gpu.Take[uint64](g.pool, "q.bytes", Q+1)
 	sq := gpu.Take[uint64](g.pool, "q.sq", Q+1)
+	walk, lanes, err := g.walkKernel()
+	if err != nil {
+		return nil, err
+	}
 	var order any = nullPtr // the batch order
 	if perm != nil {
 		order = perm
 	}
 	if err := firstErr(
-		g.launch(g.k.qCands, Q, g.descBuf, uint64(Q), order, lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, ccnt),
+		g.launch(walk, Q*lanes, g.descBuf, uint64(Q), order, lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, ccnt),
 		g.launch(g.k.qTrim, (Q+1)*warpSize, g.descBuf, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, ccnt,
 			cnt, byt, sq),
 		prim.DevScanExclusive(g.pe, cnt, cnt, Q+1), prim.DevScanExclusive(g.pe, byt, byt, Q+1),
@@ -54,3 +59,23 @@ func (g *gpuEngine) rangesCands(into *Result, Q, limit int, dsc int32, perm *gpu
 // warpSize is the lanes of a warp: the threads a warp-per-query kernel
 // (aq_trim, aq_pairs) is launched with per query.
 const warpSize = 32
+
+// defaultWalkLanes is the lanes per query of the walk of ranges and
+// prefix scans (gpuEngine.walkLanes) of a new GPU engine.
+const defaultWalkLanes = 16
+
+// walkKernel returns the walk kernel of rangesCands for g.walkLanes and
+// its threads per query: aq_cands (1) or aq_walk8/16/32.
+func (g *gpuEngine) walkKernel() (*gpu.Function, int, error) {
+	switch g.walkLanes {
+	case 1:
+		return g.k.qCands, 1, nil
+	case 8:
+		return g.k.qWalk8, 8, nil
+	case 16:
+		return g.k.qWalk16, 16, nil
+	case 32:
+		return g.k.qWalk32, 32, nil
+	}
+	return nil, 0, fmt.Errorf("art: walk lanes %d: want 1, 8, 16 or 32", g.walkLanes)
+}

@@ -11,9 +11,9 @@ import (
 
 // TestGPURangeForms answers bounded range and prefix queries (ascending,
 // descending, limits below, at and above a warp's 32 lanes) on the GPU
-// engine with both single-walk forms, rangesCands (the default) and
-// rangesSlots (collectRanges), each in the batch order and sorted by start
-// key, and compares every query's pairs with the CPU engine's. Keys of 0
+// engine with both single-walk forms, rangesCands (the default; its walk
+// a thread per query or a tile of 8, 16 or 32 lanes) and rangesSlots
+// (collectRanges), each in the batch order and sorted by start key, and compares every query's pairs with the CPU engine's. Keys of 0
 // to 40 bytes over a small alphabet (prefixes of each other, shared paths)
 // and some of up to 300 bytes (arena keys).
 func TestGPURangeForms(t *testing.T) {
@@ -60,7 +60,7 @@ func TestGPURangeForms(t *testing.T) {
 		prefixes[i] = randomBytes(r, 0, 4, alpha)
 	}
 	g := gt.eng.(*gpuEngine)
-	defer func(s, c bool) { g.sortQueries, g.collectRanges = s, c }(g.sortQueries, g.collectRanges)
+	defer func(s, c bool, w int) { g.sortQueries, g.collectRanges, g.walkLanes = s, c, w }(g.sortQueries, g.collectRanges, g.walkLanes)
 	ops := []struct {
 		name string
 		f    func(tr *Tree, qs []Query, ps [][]byte, limit int) (*Result, error)
@@ -76,11 +76,8 @@ func TestGPURangeForms(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, form := range []struct {
-					name            string
-					collect, sorted bool
-				}{{"cands", false, false}, {"collect", true, false}, {"cands sorted", false, true}, {"collect sorted", true, true}} {
-					g.collectRanges, g.sortQueries = form.collect, form.sorted
+				for _, form := range rangeForms() {
+					g.collectRanges, g.sortQueries, g.walkLanes = form.collect, form.sorted, form.lanes
 					name := fmt.Sprintf("%s, limit %d, %d queries, %s", op.name, limit, size, form.name)
 					got, err := op.f(gt, qs[:size], prefixes[:size], limit)
 					if err != nil {
@@ -96,6 +93,27 @@ func TestGPURangeForms(t *testing.T) {
 			}
 		}
 	}
+}
+
+// rangeForm is a form of the GPU engine's bounded range queries: the walk
+// of rangesCands with lanes per query (walkKernel), or rangesSlots
+// (collect), in the batch order or sorted by start key.
+type rangeForm struct {
+	name            string
+	collect, sorted bool
+	lanes           int
+}
+
+// rangeForms are every form of bounded range queries the tests compare.
+func rangeForms() []rangeForm {
+	var fs []rangeForm
+	for _, sorted := range []bool{false, true} {
+		for _, lanes := range []int{1, 8, 16, 32} {
+			fs = append(fs, rangeForm{fmt.Sprintf("cands, %d lanes, sorted %v", lanes, sorted), false, sorted, lanes})
+		}
+		fs = append(fs, rangeForm{fmt.Sprintf("collect, sorted %v", sorted), true, sorted, defaultWalkLanes})
+	}
+	return fs
 }
 
 // TestGPURangesOneKeyLength answers ranges (ascending, descending, with

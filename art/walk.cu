@@ -1,0 +1,200 @@
+// walk.cu: The cooperative walk of bounded ranges and prefix scans:
+// aq_walk8, aq_walk16, aq_walk32, a tile of 8, 16 or 32 lanes of a warp
+// per query (ranges_gpu.go launches one in place of aq_cands, then
+// aq_trim and aq_pairs as before). Part of the program art.cu (which
+// includes every part once); the layout, the descriptor and the shared
+// helpers are in art.cuh, the cursor and the seeks in iterate.cu.
+//
+// aq_cands steps a cursor one position at a time, one thread per query: a
+// leaf costs at least one dependent load, a node's children are read one
+// after the other, and the threads of a warp (different queries) diverge
+// at every node. Here the lanes of a tile take the next TILE positions of
+// the node (or of the root array) the cursor is in with one coalesced
+// read, a ballot finds the first inner node among them, and every leaf
+// before it goes to the query's slots at once; only a descent into an
+// inner node or a climb out of an exhausted one is a dependent step. The
+// lanes of a tile hold the same cursor and take the same branches; they
+// also search a node's key bytes together (tile_lower_pos).
+#pragma once
+#include "art/art.cuh"
+#include "art/iterate.cu"
+
+// Tile is a tile of TILE lanes (8, 16 or 32) of a warp: lane is the
+// thread's lane in it, mask the tile's lanes in the warp, base its first.
+template <int TILE>
+struct Tile {
+    u32 lane, base, mask;
+
+    __device__ __forceinline__ Tile() {
+        u32 w = threadIdx.x % WARP;
+        lane = w % TILE;
+        base = w - lane;
+        mask = TILE == WARP ? FULL_MASK : ((1u << TILE) - 1) << base;
+    }
+    // ballot is the tile's predicates, bit i from lane i.
+    __device__ __forceinline__ u32 ballot(bool p) const { return (__ballot_sync(mask, p) & mask) >> base; }
+    // shfl is v of lane src.
+    template <class T>
+    __device__ __forceinline__ T shfl(T v, u32 src) const { return __shfl_sync(mask, v, (int)src, TILE); }
+    // sum is the sum of v over the tile (every lane gets it).
+    __device__ __forceinline__ u32 sum(u32 v) const {
+        for (int d = TILE / 2; d > 0; d >>= 1) v += __shfl_xor_sync(mask, v, d, TILE);
+        return v;
+    }
+};
+
+// below is the bits of the lanes below lane i (every bit for i >= 32).
+__device__ __forceinline__ u32 below(u32 i) { return i >= 32 ? FULL_MASK : (1u << i) - 1; }
+
+// tile_lower_pos is lower_pos searched by a tile, every lane with the same
+// arguments and getting the same answer: an N4's or N16's key bytes one
+// a lane and a ballot of those at or above b; an N48's index bytes below
+// b counted eight a lane (one 64-bit word each) and summed.
+template <int TILE>
+struct TileLowerPos {
+    Tile<TILE> tl;
+
+    __device__ __forceinline__ int operator()(const u64 *r, u32 k, u32 b, bool *exact) const {
+        const u8 *bs = rbytes(r);
+        if (k == K_N4 || k == K_N16) {
+            u32 off = k == K_N4 ? N4_KEYB : N16_KEYB;
+            u32 c = count_of(r);
+            for (u32 i0 = 0; i0 < c; i0 += TILE) {
+                u32 i = i0 + tl.lane;
+                u32 v = i < c ? bs[off + i] : 0;
+                u32 ge = tl.ballot(i < c && v >= b);
+                if (ge) {
+                    u32 f = (u32)__ffs(ge) - 1;
+                    *exact = tl.shfl(v, f) == b;
+                    return (int)(i0 + f);
+                }
+            }
+            *exact = false;
+            return (int)c;
+        }
+        if (k == K_N48) {
+            const u8 *idx = bs + N48_INDEXB;
+            if (idx[b]) {
+                *exact = true;
+                return idx[b] - 1;
+            }
+            u32 p = 0;
+            for (u32 c0 = 0; c0 < b; c0 += 8 * TILE) {
+                u32 c = c0 + 8 * tl.lane;
+                u32 m = 0;
+                if (c < b) {
+                    u64 x = r[(N48_INDEXB + c) / 8];
+                    for (u32 j = 0; j < 8 && c + j < b; j++) m += ((x >> (8 * j)) & 0xff) != 0;
+                }
+                p += tl.sum(m);
+            }
+            *exact = false;
+            return (int)p;
+        }
+        *exact = r[N256_CHILD + b] != 0;
+        return (int)b;
+    }
+};
+
+// tile_climb is store.climb for a tile's cursor: the position after
+// (DESC: before) node r's place in its parent, or in the root array. The
+// cursor's depth d is not kept (the walk does not use it).
+template <int TILE, bool DESC>
+__device__ __forceinline__ void tile_climb(const Tree *t, const Tile<TILE> &tl, Cur *c, const u64 *r) {
+    u64 pw = r[W_PARENT];
+    long step = DESC ? -1 : 1;
+    if (lkind(pw) == K_ROOT) {
+        c->node = ROOT_CUR;
+        c->pos = root_pos_of(t, lidx(pw)) + step;
+        return;
+    }
+    u64 p = node_id(pw);
+    bool ex;
+    c->node = p;
+    c->pos = TileLowerPos<TILE>{tl}(rec(t, p), lkind(p), laux(pw), &ex) + step;
+}
+
+// tile_walk steps a tile's cursor from cur, as cur_step would (DESC:
+// cur_prev, else cur_next), writing up to limit leaves to out in answer
+// order and returning their number. Each turn the lanes read the TILE
+// positions from cur.pos on (DESC: down from it) of the root array or of
+// the node the cursor is in, lane i position pos+i (pos-i): the leaves
+// before the first inner node among them are the next answers (a ballot
+// ranks them, each lane writes its own), and the cursor then descends
+// into that node, or moves TILE positions on, or climbs out of the
+// exhausted node. Invariant: out[0..c) are the first c leaves from the
+// start in cursor order; every lane of the tile holds the same cursor and
+// c, and no position is skipped (a turn takes only the positions before
+// its first inner node). Cost: a dependent load per node entered, per
+// TILE positions read and per climb, instead of one per position.
+template <int TILE, bool DESC>
+__device__ u64 tile_walk(const Tree *t, const Tile<TILE> &tl, Cur cur, u64 limit, u64 *out) {
+    u64 c = 0;
+    while (c < limit) {
+        bool root = cur.node == ROOT_CUR;
+        const u64 *r = root ? nullptr : rec(t, cur.node);
+        u32 k = lkind(cur.node);
+        long first = root ? 0 : -1;
+        long last = root ? root_positions(t) - 1 : (long)positions(r, k) - 1;
+        if (DESC ? cur.pos < first : cur.pos > last) {
+            if (root) break;
+            tile_climb<TILE, DESC>(t, tl, &cur, r);
+            continue;
+        }
+        long p = DESC ? cur.pos - (long)tl.lane : cur.pos + (long)tl.lane;
+        u64 l = 0;
+        if (DESC ? p >= first : p <= last) l = root ? root_pos_link(t, p) : child_at(r, k, (int)p);
+        bool leaf = l && is_leaf(l);
+        u32 inner = tl.ballot(l && !leaf);
+        u32 f = inner ? (u32)__ffs(inner) - 1 : TILE; // the lanes before the first inner node
+        u32 leaves = tl.ballot(leaf) & below(f);
+        u64 at = c + __popc(leaves & below(tl.lane));
+        if (leaf && tl.lane < f && at < limit) out[at] = l;
+        c = min(c + (u64)__popc(leaves), limit);
+        if (inner) {
+            u64 ch = tl.shfl(l, f);
+            cur.node = ch;
+            cur.pos = DESC ? (long)positions(rec(t, ch), lkind(ch)) - 1 : -1;
+        } else {
+            cur.pos += DESC ? -(long)TILE : (long)TILE;
+        }
+    }
+    return c;
+}
+
+// walk_tiles: a tile of TILE lanes per walk i < Q, taking query q =
+// perm[i] (perm the queries sorted by start key) or q = i (perm null): the
+// tile seeks the query's start together (seek with tile_lower_pos: seek_ge
+// of lo ascending, seek_lt of hi descending) and walks from it
+// (tile_walk), writing slots[q*limit ..] and ccnt[q]. Invariant: that of
+// aq_cands, which it replaces (the same slots and counts).
+template <int TILE>
+__device__ __forceinline__ void walk_tiles(const Tree *t, u64 Q, const u32 *perm, const u8 *lod, const u32 *loo,
+                                           const u8 *hid, const u32 *hio, const u8 *hashi, u64 limit, int desc,
+                                           u64 *slots, u32 *ccnt) {
+    Tile<TILE> tl;
+    u64 tiles = (u64)gridDim.x * blockDim.x / TILE;
+    for (u64 i = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / TILE; i < Q; i += tiles) {
+        u64 q = perm ? (u64)perm[i] : i;
+        u64 *out = slots + q * limit;
+        TileLowerPos<TILE> lp{tl};
+        u64 c = desc ? tile_walk<TILE, true>(t, tl, seek<true>(t, hid + hio[q], hio[q + 1] - hio[q], hashi[q], lp), limit, out)
+                     : tile_walk<TILE, false>(t, tl, seek<false>(t, lod + loo[q], loo[q + 1] - loo[q], true, lp), limit, out);
+        if (tl.lane == 0) ccnt[q] = (u32)c;
+    }
+}
+
+// aq_walk8, aq_walk16, aq_walk32: walk_tiles with tiles of 8, 16 and 32
+// lanes, launched with TILE threads per query.
+extern "C" __global__ void aq_walk8(const Tree *t, u64 Q, const u32 *perm, const u8 *lod, const u32 *loo, const u8 *hid,
+                                    const u32 *hio, const u8 *hashi, u64 limit, int desc, u64 *slots, u32 *ccnt) {
+    walk_tiles<8>(t, Q, perm, lod, loo, hid, hio, hashi, limit, desc, slots, ccnt);
+}
+extern "C" __global__ void aq_walk16(const Tree *t, u64 Q, const u32 *perm, const u8 *lod, const u32 *loo, const u8 *hid,
+                                     const u32 *hio, const u8 *hashi, u64 limit, int desc, u64 *slots, u32 *ccnt) {
+    walk_tiles<16>(t, Q, perm, lod, loo, hid, hio, hashi, limit, desc, slots, ccnt);
+}
+extern "C" __global__ void aq_walk32(const Tree *t, u64 Q, const u32 *perm, const u8 *lod, const u32 *loo, const u8 *hid,
+                                     const u32 *hio, const u8 *hashi, u64 limit, int desc, u64 *slots, u32 *ccnt) {
+    walk_tiles<32>(t, Q, perm, lod, loo, hid, hio, hashi, limit, desc, slots, ccnt);
+}
