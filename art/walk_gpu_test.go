@@ -14,8 +14,8 @@ import (
 // warp's lanes, with every walk of rangesCands (a thread per query,
 // aq_cands, and tiles of 8, 16 and 32 lanes, aq_walk8/16/32), in the
 // batch order and sorted by start key, on random trees whose nodes are of
-// every kind: keys over all 256 bytes (N48 and N256 nodes), over 30 bytes
-// (N48), short keys beside long arena keys with long shared prefixes
+// every kind: keys over all 256 bytes (N16 and N48 nodes), over 30 bytes
+// (N48), three first bytes then any (N256), short keys beside long arena keys with long shared prefixes
 // (prefixes past the stored 8 bytes, terminators), and 16-byte random keys
 // with a few 8-byte ones, and compares every query's pairs with the CPU
 // engine's.
@@ -39,6 +39,7 @@ func TestGPUWalkLanes(t *testing.T) {
 			k := append([]byte("shared-prefix-of-twenty"), randomBytes(r, 0, 60, []byte("xyz\xff"))...)
 			return k[:r.IntN(len(k)+1)]
 		}},
+		{"dense", func() []byte { return append([]byte{"abc"[r.IntN(3)]}, randomBytes(r, 1, 2, all)...) }},
 		{"16 bytes", func() []byte {
 			if r.IntN(100) == 0 {
 				return randomBytes(r, 8, 8, nil)
