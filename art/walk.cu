@@ -114,6 +114,10 @@ __device__ __forceinline__ void tile_climb(const Tree *t, const Tile<TILE> &tl, 
     c->pos = TileLowerPos<TILE>{tl}(rec(t, p), lkind(p), laux(pw), &ex) + step;
 }
 
+// node_capacity is the child words of a node of kind k (layout.go's
+// capacity): reading a position below it stays within the record.
+__device__ __forceinline__ u32 node_capacity(u32 k) { return k == K_N4 ? CAP_N4 : k == K_N16 ? CAP_N16 : k == K_N48 ? CAP_N48 : CAP_N256; }
+
 // tile_walk steps a tile's cursor from cur, as cur_step would (DESC:
 // cur_prev, else cur_next), writing up to limit leaves to out in answer
 // order and returning their number. Each turn the lanes read the TILE
@@ -143,7 +147,14 @@ __device__ u64 tile_walk(const Tree *t, const Tile<TILE> &tl, Cur cur, u64 limit
         }
         long p = DESC ? cur.pos - (long)tl.lane : cur.pos + (long)tl.lane;
         u64 l = 0;
-        if (DESC ? p >= first : p <= last) l = root ? root_pos_link(t, p) : child_at(r, k, (int)p);
+        if (root) {
+            if (DESC ? p >= first : p <= last) l = root_pos_link(t, p);
+        } else if (p >= -1 && p < (long)node_capacity(k)) {
+            // Read within the record before the count is known (the two
+            // loads in flight together), then drop the positions past it.
+            l = child_at(r, k, (int)p);
+            if (p > last) l = 0;
+        }
         bool leaf = l && is_leaf(l);
         u32 inner = tl.ballot(l && !leaf);
         u32 f = inner ? (u32)__ffs(inner) - 1 : TILE; // the lanes before the first inner node

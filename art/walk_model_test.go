@@ -49,11 +49,12 @@ func tileWalkModel(s *store, tile int, c cursor, limit int, desc bool) []uint64 
 			if desc {
 				p = c.pos - lane
 			}
-			if (desc && p >= first) || (!desc && p <= last) {
-				if root {
-					links[lane] = s.rootPosLink(p)
-				} else {
-					links[lane], _ = childAt(r, k, p)
+			switch {
+			case root && ((desc && p >= first) || (!desc && p <= last)):
+				links[lane] = s.rootPosLink(p)
+			case !root && p >= -1 && p < capacity[k]: // read within the record, then cut at the count
+				if links[lane], _ = childAt(r, k, p); p > last {
+					links[lane] = 0
 				}
 			}
 			if l := links[lane]; l != 0 && isLeaf(l) {
