@@ -1,6 +1,7 @@
 package art
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -11,14 +12,14 @@ import (
 
 // TestGPUWalkLanes answers bounded ranges (ascending and descending, with
 // and without either bound) and prefix scans, at limits from 1 to past a
-// warp's lanes, with every walk of rangesCands (a thread per query,
-// aq_cands, and tiles of 8, 16 and 32 lanes, aq_walk8/16/32), in the
-// batch order and sorted by start key, on random trees whose nodes are of
-// every kind: keys over all 256 bytes (N16 and N48 nodes), over 30 bytes
-// (N48), three first bytes then any (N256), short keys beside long arena keys with long shared prefixes
-// (prefixes past the stored 8 bytes, terminators), and 16-byte random keys
-// with a few 8-byte ones, and compares every query's pairs with the CPU
-// engine's.
+// warp's lanes, with the walks of rangesCands (rangeForms: a thread per
+// query, aq_cands, and tiles of 8, 16 and 32 lanes, aq_walk8/16/32, in the
+// batch order and some sorted by start key), on random trees whose nodes
+// are of every kind: keys over all 256 bytes (N16 and N48 nodes), over 30
+// bytes (N48), three first bytes then any (N256), short keys beside long
+// arena keys with long shared prefixes (prefixes past the stored 8 bytes,
+// terminators), and 16-byte random keys with a few 8-byte ones; it
+// compares every query's pairs with the CPU engine's.
 func TestGPUWalkLanes(t *testing.T) {
 	dev := gputest.Device(t)
 	r := rand.New(rand.NewPCG(22, 32))
@@ -92,27 +93,25 @@ func TestGPUWalkLanes(t *testing.T) {
 			{"prefix", func(tr *Tree, limit int) (*Result, error) { return tr.Prefix(ps, limit) }},
 		}
 		g := gt.eng.(*gpuEngine)
-		for _, limit := range []int{1, 3, 16, 33, 100} {
+		for _, limit := range []int{1, 16, 33, 100} {
 			for _, op := range ops {
 				want, err := op.f(ct, limit)
 				if err != nil {
 					t.Fatal(err)
 				}
-				wp := resultPairs(want)
-				for _, sorted := range []bool{false, true} {
-					for _, lanes := range []int{1, 8, 16, 32} {
-						g.sortQueries, g.walkLanes = sorted, lanes
-						name := fmt.Sprintf("%s: %s, limit %d, %d lanes, sorted %v", tc.name, op.name, limit, lanes, sorted)
-						got, err := op.f(gt, limit)
-						if err != nil {
-							t.Fatalf("%s: %v", name, err)
-						}
-						gp := resultPairs(got)
-						for q := range wp {
-							if !slices.Equal(gp[q], wp[q]) {
-								t.Fatalf("%s, query %d %q: %d pairs %.3q, want %d %.3q", name, q, qs[q], len(gp[q]), gp[q], len(wp[q]), wp[q])
-							}
-						}
+				for _, form := range rangeForms() {
+					if form.collect {
+						continue
+					}
+					g.sortQueries, g.walkLanes = form.sorted, form.lanes
+					name := fmt.Sprintf("%s: %s, limit %d, %s", tc.name, op.name, limit, form.name)
+					got, err := op.f(gt, limit)
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					if q := firstQueryDiff(got, want); q >= 0 {
+						gp, wp := resultPairs(got), resultPairs(want)
+						t.Fatalf("%s, query %d %q: %d pairs %.3q, want %d %.3q", name, q, qs[q], len(gp[q]), gp[q], len(wp[q]), wp[q])
 					}
 				}
 			}
@@ -141,5 +140,60 @@ func TestGPUWalkLanesOption(t *testing.T) {
 	g.walkLanes = 4
 	if _, _, err := g.walkKernel(); err == nil {
 		t.Fatal("walk lanes 4: no error")
+	}
+}
+
+// firstQueryDiff returns the first query whose pairs differ between two
+// Results of as many queries, or -1 when every query's are equal. Cost:
+// one pass over both Results' arrays, no allocation (the tests compare
+// thousands of queries per call).
+func firstQueryDiff(got, want *Result) int {
+	if len(got.Offsets) != len(want.Offsets) {
+		return 0
+	}
+	for q := range len(want.Offsets) - 1 {
+		a, b := want.Offsets[q], want.Offsets[q+1]
+		if got.Offsets[q] != a || got.Offsets[q+1] != b || !slices.Equal(got.Values[a:b], want.Values[a:b]) {
+			return q
+		}
+		for i := a; i < b; i++ {
+			if !bytes.Equal(got.Keys.Data[got.Keys.Offs[i]:got.Keys.Offs[i+1]], want.Keys.Data[want.Keys.Offs[i]:want.Keys.Offs[i+1]]) {
+				return q
+			}
+		}
+	}
+	return -1
+}
+
+// TestFirstQueryDiff checks the tests' comparison of Results: equal
+// answers, then a changed value, a changed key byte and a missing pair.
+func TestFirstQueryDiff(t *testing.T) {
+	tr, _ := Open(Options{Device: "cpu"})
+	keys := [][]byte{[]byte("a"), []byte("b"), []byte("c"), []byte("d")}
+	if err := tr.Build(keys, []uint64{1, 2, 3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	qs := []Query{{Lo: []byte("a"), Hi: []byte("b")}, {Lo: []byte("b")}}
+	answer := func() *Result {
+		r, err := tr.Ranges(qs, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	want := answer()
+	if q := firstQueryDiff(answer(), want); q != -1 {
+		t.Fatalf("equal answers: query %d differs", q)
+	}
+	for name, change := range map[string]func(r *Result){
+		"value":    func(r *Result) { r.Values[2]++ },
+		"key byte": func(r *Result) { r.Keys.Data[r.Keys.Offs[3]]++ },
+		"pair":     func(r *Result) { r.Offsets[2]-- },
+	} {
+		got := answer()
+		change(got)
+		if q := firstQueryDiff(got, want); q != 1 {
+			t.Errorf("%s changed in query 1: query %d differs", name, q)
+		}
 	}
 }
