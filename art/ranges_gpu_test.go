@@ -3,7 +3,6 @@ package art
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/warpkv/warpkv/internal/gputest"
@@ -102,10 +101,23 @@ type rangeForm struct {
 	lanes           int
 }
 
-// rangeForms are the forms of bounded range queries the tests compare:
-// every walk of rangesCands in the batch order, those of 1 and 16 lanes
-// sorted by start key, and rangesSlots both ways.
+// rangeForms are the forms of bounded range queries TestGPURangeForms
+// compares: rangesCands with the default walk and with aq_cands (1 lane)
+// and rangesSlots, each in the batch order and sorted by start key.
 func rangeForms() []rangeForm {
+	var fs []rangeForm
+	for _, sorted := range []bool{false, true} {
+		for _, lanes := range []int{defaultWalkLanes, 1} {
+			fs = append(fs, rangeForm{fmt.Sprintf("cands, %d lanes, sorted %v", lanes, sorted), false, sorted, lanes})
+		}
+		fs = append(fs, rangeForm{fmt.Sprintf("collect, sorted %v", sorted), true, sorted, defaultWalkLanes})
+	}
+	return fs
+}
+
+// walkForms are the walks of rangesCands TestGPUWalkLanes compares: every
+// one in the batch order, those of 1 and 16 lanes sorted by start key.
+func walkForms() []rangeForm {
 	var fs []rangeForm
 	for _, f := range []struct {
 		sorted bool
@@ -114,7 +126,6 @@ func rangeForms() []rangeForm {
 		for _, lanes := range f.lanes {
 			fs = append(fs, rangeForm{fmt.Sprintf("cands, %d lanes, sorted %v", lanes, f.sorted), false, f.sorted, lanes})
 		}
-		fs = append(fs, rangeForm{fmt.Sprintf("collect, sorted %v", f.sorted), true, f.sorted, defaultWalkLanes})
 	}
 	return fs
 }
@@ -167,14 +178,12 @@ func TestGPURangesOneKeyLength(t *testing.T) {
 	}
 	same := func(name string, got, want *Result) {
 		t.Helper()
-		gp, wp := resultPairs(got), resultPairs(want)
-		if len(gp) != len(wp) || len(got.Values) != len(want.Values) {
-			t.Fatalf("%s: %d queries, %d pairs, want %d, %d", name, len(gp), len(got.Values), len(wp), len(want.Values))
+		if len(got.Offsets) != len(want.Offsets) || len(got.Values) != len(want.Values) {
+			t.Fatalf("%s: %d queries, %d pairs, want %d, %d", name, len(got.Offsets)-1, len(got.Values), len(want.Offsets)-1, len(want.Values))
 		}
-		for q := range wp {
-			if !slices.Equal(gp[q], wp[q]) {
-				t.Fatalf("%s: query %d: pairs %.3q, want %.3q", name, q, gp[q], wp[q])
-			}
+		if q := firstQueryDiff(got, want); q >= 0 {
+			gp, wp := resultPairs(got), resultPairs(want)
+			t.Fatalf("%s: query %d: pairs %.3q, want %.3q", name, q, gp[q], wp[q])
 		}
 		if n := len(got.Values); got.Keys.Offs[0] != 0 || int(got.Keys.Offs[n]) != len(got.Keys.Data) {
 			t.Fatalf("%s: key offsets from %d to %d for %d key bytes", name, got.Keys.Offs[0], got.Keys.Offs[n], len(got.Keys.Data))

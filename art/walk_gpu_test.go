@@ -12,7 +12,7 @@ import (
 
 // TestGPUWalkLanes answers bounded ranges (ascending and descending, with
 // and without either bound) and prefix scans, at limits from 1 to past a
-// warp's lanes, with the walks of rangesCands (rangeForms: a thread per
+// warp's lanes, with the walks of rangesCands (walkForms: a thread per
 // query, aq_cands, and tiles of 8, 16 and 32 lanes, aq_walk8/16/32, in the
 // batch order and some sorted by start key), on random trees whose nodes
 // are of every kind: keys over all 256 bytes (N16 and N48 nodes), over 30
@@ -99,10 +99,7 @@ func TestGPUWalkLanes(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, form := range rangeForms() {
-					if form.collect {
-						continue
-					}
+				for _, form := range walkForms() {
 					g.sortQueries, g.walkLanes = form.sorted, form.lanes
 					name := fmt.Sprintf("%s: %s, limit %d, %s", tc.name, op.name, limit, form.name)
 					got, err := op.f(gt, limit)
