@@ -8,19 +8,21 @@ import (
 )
 
 // rangesCands is the single-walk form of ranges (limit > 0, at most
-// rangeSlotsMax slots), the default: the walk kernel (walkKernel: a tile
-// of lanes per query, or aq_cands, one thread) walks each query once (in
-// perm's order when the queries are sorted) and keeps up to limit leaves
-// in the query's slots without reading them; aq_trim
-// (a warp per query) cuts them at the far bound and counts the pairs and
-// their key bytes (and the squares of the key lengths); exclusive scans
-// of those Q+1 counts give each query's first pair and key offset (and
-// the totals, read back once); aq_pairs (a warp per query) writes the
-// pairs. The scanned pair counts are the Result's query offsets; when
-// every key of the answer has one length (the squares' total says so),
-// the host writes the key offsets rather than download them. Cost: one
-// walk per query, two warp passes over the candidates, three scans of
-// Q+1 words, one readback.
+// rangeSlotsMax slots), the default: the walk kernel (walkKernel) walks
+// each query once (in perm's order when the queries are sorted) and keeps
+// up to limit leaves in the query's slots. A tile of lanes per query
+// (aq_walk8/16/32, the default) stops at the far bound and counts the
+// pairs, their key bytes and the squares of their key lengths itself; with
+// walkLanes 1, aq_cands (one thread per query) keeps the leaves without
+// reading them and aq_trim (a warp per query) cuts them at the far bound
+// and counts them. Exclusive scans of those Q+1 counts give each query's
+// first pair and key offset (and the totals, read back once); aq_pairs (a
+// warp per query) writes the pairs. The scanned pair counts are the
+// Result's query offsets; when every key of the answer has one length
+// (the squares' total says so), the host writes the key offsets rather
+// than download them. Cost: one walk per query (and with aq_cands a warp
+// pass over the candidates), a warp pass writing the pairs, three scans
+// of Q+1 words, one readback.
 func (g *gpuEngine) rangesCands(into *Result, Q, limit int, dsc int32, perm *gpu.Buffer[uint32], lo, hi *devBatch, hb *gpu.Buffer[uint8]) (*Result, error) {
 	S := Q * limit
 	if err := g.pool.Reserve(gpu.NeedOf[uint64]("q.slots", S), gpu.NeedOf[uint32]("q.ccnt", Q),
@@ -38,10 +40,17 @@ func (g *gpuEngine) rangesCands(into *Result, Q, limit int, dsc int32, perm *gpu
 	if perm != nil {
 		order = perm
 	}
-	if err := firstErr(
-		g.launch(walk, Q*lanes, g.descBuf, uint64(Q), order, lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, ccnt),
-		g.launch(g.k.qTrim, (Q+1)*warpSize, g.descBuf, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, ccnt,
-			cnt, byt, sq),
+	var walked error
+	if lanes == 1 {
+		walked = firstErr(
+			g.launch(walk, Q, g.descBuf, uint64(Q), order, lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, ccnt),
+			g.launch(g.k.qTrim, (Q+1)*warpSize, g.descBuf, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, ccnt,
+				cnt, byt, sq))
+	} else {
+		walked = g.launch(walk, Q*lanes, g.descBuf, uint64(Q), order, lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots,
+			cnt, byt, sq)
+	}
+	if err := firstErr(walked,
 		prim.DevScanExclusive(g.pe, cnt, cnt, Q+1), prim.DevScanExclusive(g.pe, byt, byt, Q+1),
 		prim.DevScanExclusive(g.pe, sq, sq, Q+1)); err != nil {
 		return nil, fmt.Errorf("walk: %w", err)

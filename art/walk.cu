@@ -1,7 +1,7 @@
 // walk.cu: The cooperative walk of bounded ranges and prefix scans:
 // aq_walk8, aq_walk16, aq_walk32, a tile of 8, 16 or 32 lanes of a warp
-// per query (ranges_gpu.go launches one in place of aq_cands, then
-// aq_trim and aq_pairs as before). Part of the program art.cu (which
+// per query (ranges_gpu.go launches one in place of aq_cands and aq_trim,
+// then the scans and aq_pairs as before). Part of the program art.cu (which
 // includes every part once); the layout, the descriptor and the shared
 // helpers are in art.cuh, the cursor and the seeks in iterate.cu.
 //
@@ -14,7 +14,10 @@
 // before it goes to the query's slots at once; only a descent into an
 // inner node or a climb out of an exhausted one is a dependent step. The
 // lanes of a tile hold the same cursor and take the same branches; they
-// also search a node's key bytes together (tile_lower_pos).
+// also search a node's key bytes together (tile_lower_pos). The walk
+// stops at the query's far bound (each lane comparing its own leaf's
+// key), so it also does aq_trim's work: no leaf past the bound is walked
+// to, and the counts come out of the walk.
 #pragma once
 #include "art/art.cuh"
 #include "art/iterate.cu"
@@ -37,7 +40,8 @@ struct Tile {
     template <class T>
     __device__ __forceinline__ T shfl(T v, u32 src) const { return __shfl_sync(mask, v, (int)src, TILE); }
     // sum is the sum of v over the tile (every lane gets it).
-    __device__ __forceinline__ u32 sum(u32 v) const {
+    template <class T>
+    __device__ __forceinline__ T sum(T v) const {
         for (int d = TILE / 2; d > 0; d >>= 1) v += __shfl_xor_sync(mask, v, d, TILE);
         return v;
     }
@@ -118,22 +122,41 @@ __device__ __forceinline__ void tile_climb(const Tree *t, const Tile<TILE> &tl, 
 // capacity): reading a position below it stays within the record.
 __device__ __forceinline__ u32 node_capacity(u32 k) { return k == K_N4 ? CAP_N4 : k == K_N16 ? CAP_N16 : k == K_N48 ? CAP_N48 : CAP_N256; }
 
+// Far is a walk's far bound: ascending the query's upper bound (keys
+// below it are in), descending its lower bound (keys at or above it);
+// bounded false: every key is in.
+struct Far {
+    const u8 *b;
+    u32 n;
+    bool bounded;
+};
+
+// Walked is what a tile's walk found: the leaves it kept and the sum of
+// their key lengths and of their squares (aq_trim's cnt, bytes and sq).
+struct Walked {
+    u64 c, bytes, sq;
+};
+
 // tile_walk steps a tile's cursor from cur, as cur_step would (DESC:
-// cur_prev, else cur_next), writing up to limit leaves to out in answer
-// order and returning their number. Each turn the lanes read the TILE
+// cur_prev, else cur_next), writing up to limit leaves within the far
+// bound to out in answer order. Each turn the lanes read the TILE
 // positions from cur.pos on (DESC: down from it) of the root array or of
 // the node the cursor is in, lane i position pos+i (pos-i): the leaves
 // before the first inner node among them are the next answers (a ballot
-// ranks them, each lane writes its own), and the cursor then descends
-// into that node, or moves TILE positions on, or climbs out of the
-// exhausted node. Invariant: out[0..c) are the first c leaves from the
-// start in cursor order; every lane of the tile holds the same cursor and
-// c, and no position is skipped (a turn takes only the positions before
-// its first inner node). Cost: a dependent load per node entered, per
-// TILE positions read and per climb, instead of one per position.
+// ranks them), each lane compares its own leaf's key with the far bound
+// (when the query has one), and a second ballot keeps those before the
+// first one past it; the cursor then descends into the inner node, or
+// moves TILE positions on, or climbs out of the exhausted node, or the
+// walk ends at the bound. Key lengths come from the leaf links. Invariant:
+// out[0..c) are the first c leaves from the start in cursor order, all
+// within the bound; every lane of the tile holds the same cursor and c,
+// and no position is skipped (a turn takes only the positions before its
+// first inner node). Cost: a dependent load per node entered, per TILE
+// positions read and per climb, instead of one per position; with a far
+// bound, one leaf key read (the lanes' leaves in parallel) per turn.
 template <int TILE, bool DESC>
-__device__ u64 tile_walk(const Tree *t, const Tile<TILE> &tl, Cur cur, u64 limit, u64 *out) {
-    u64 c = 0;
+__device__ Walked tile_walk(const Tree *t, const Tile<TILE> &tl, Cur cur, u64 limit, Far far, u64 *out) {
+    u64 c = 0, by = 0, sq = 0; // by and sq: this lane's leaves
     while (c < limit) {
         bool root = cur.node == ROOT_CUR;
         const u64 *r = root ? nullptr : rec(t, cur.node);
@@ -160,8 +183,22 @@ __device__ u64 tile_walk(const Tree *t, const Tile<TILE> &tl, Cur cur, u64 limit
         u32 f = inner ? (u32)__ffs(inner) - 1 : TILE; // the lanes before the first inner node
         u32 leaves = tl.ballot(leaf) & below(f);
         u64 at = c + __popc(leaves & below(tl.lane));
-        if (leaf && tl.lane < f && at < limit) out[at] = l;
-        c = min(c + (u64)__popc(leaves), limit);
+        bool take = leaf && tl.lane < f && at < limit;
+        bool past = false;
+        if (take && far.bounded) {
+            int cmp = compare_keys(leaf_key(t, l), laux(l), far.b, far.n);
+            past = DESC ? cmp < 0 : cmp >= 0;
+        }
+        u32 pasts = tl.ballot(past); // keys are in order: every taken leaf after the first past one is past too
+        take = take && !past;
+        if (take) {
+            out[at] = l;
+            u64 kn = laux(l);
+            by += kn;
+            sq += kn * kn;
+        }
+        c += __popc(tl.ballot(take));
+        if (pasts) break;
         if (inner) {
             u64 ch = tl.shfl(l, f);
             cur.node = ch;
@@ -170,42 +207,53 @@ __device__ u64 tile_walk(const Tree *t, const Tile<TILE> &tl, Cur cur, u64 limit
             cur.pos += DESC ? -(long)TILE : (long)TILE;
         }
     }
-    return c;
+    return Walked{c, tl.sum(by), tl.sum(sq)};
 }
 
 // walk_tiles: a tile of TILE lanes per walk i < Q, taking query q =
 // perm[i] (perm the queries sorted by start key) or q = i (perm null): the
 // tile seeks the query's start together (seek with tile_lower_pos: seek_ge
-// of lo ascending, seek_lt of hi descending) and walks from it
-// (tile_walk), writing slots[q*limit ..] and ccnt[q]. Invariant: that of
-// aq_cands, which it replaces (the same slots and counts).
+// of lo ascending, seek_lt of hi descending) and walks from it to the far
+// bound or the limit (tile_walk), writing slots[q*limit ..] and the
+// query's pair count cnt[q], key bytes bytes[q] and sum of squared key
+// lengths sq[q]; walk 0 also zeroes entry Q of the three (for their
+// scans). Invariant: those of aq_cands and aq_trim together, which it
+// replaces (slots[q*limit .. q*limit+cnt[q]) are exactly the query's
+// answer in answer order; every count has one writer).
 template <int TILE>
 __device__ __forceinline__ void walk_tiles(const Tree *t, u64 Q, const u32 *perm, const u8 *lod, const u32 *loo,
                                            const u8 *hid, const u32 *hio, const u8 *hashi, u64 limit, int desc,
-                                           u64 *slots, u32 *ccnt) {
+                                           u64 *slots, u64 *cnt, u64 *bytes, u64 *sq) {
     Tile<TILE> tl;
     u64 tiles = (u64)gridDim.x * blockDim.x / TILE;
     for (u64 i = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / TILE; i < Q; i += tiles) {
         u64 q = perm ? (u64)perm[i] : i;
         u64 *out = slots + q * limit;
         TileLowerPos<TILE> lp{tl};
-        u64 c = desc ? tile_walk<TILE, true>(t, tl, seek<true>(t, hid + hio[q], hio[q + 1] - hio[q], hashi[q], lp), limit, out)
-                     : tile_walk<TILE, false>(t, tl, seek<false>(t, lod + loo[q], loo[q + 1] - loo[q], true, lp), limit, out);
-        if (tl.lane == 0) ccnt[q] = (u32)c;
+        const u8 *lo = lod + loo[q], *hi = hid + hio[q];
+        u32 lon = loo[q + 1] - loo[q], hin = hio[q + 1] - hio[q];
+        Walked w = desc ? tile_walk<TILE, true>(t, tl, seek<true>(t, hi, hin, hashi[q], lp), limit, Far{lo, lon, lon > 0}, out)
+                        : tile_walk<TILE, false>(t, tl, seek<false>(t, lo, lon, true, lp), limit, Far{hi, hin, hashi[q] != 0}, out);
+        if (tl.lane == 0) {
+            cnt[q] = w.c;
+            bytes[q] = w.bytes;
+            sq[q] = w.sq;
+            if (i == 0) cnt[Q] = bytes[Q] = sq[Q] = 0;
+        }
     }
 }
 
 // aq_walk8, aq_walk16, aq_walk32: walk_tiles with tiles of 8, 16 and 32
 // lanes, launched with TILE threads per query.
 extern "C" __global__ void aq_walk8(const Tree *t, u64 Q, const u32 *perm, const u8 *lod, const u32 *loo, const u8 *hid,
-                                    const u32 *hio, const u8 *hashi, u64 limit, int desc, u64 *slots, u32 *ccnt) {
-    walk_tiles<8>(t, Q, perm, lod, loo, hid, hio, hashi, limit, desc, slots, ccnt);
+                                    const u32 *hio, const u8 *hashi, u64 limit, int desc, u64 *slots, u64 *cnt, u64 *bytes, u64 *sq) {
+    walk_tiles<8>(t, Q, perm, lod, loo, hid, hio, hashi, limit, desc, slots, cnt, bytes, sq);
 }
 extern "C" __global__ void aq_walk16(const Tree *t, u64 Q, const u32 *perm, const u8 *lod, const u32 *loo, const u8 *hid,
-                                     const u32 *hio, const u8 *hashi, u64 limit, int desc, u64 *slots, u32 *ccnt) {
-    walk_tiles<16>(t, Q, perm, lod, loo, hid, hio, hashi, limit, desc, slots, ccnt);
+                                     const u32 *hio, const u8 *hashi, u64 limit, int desc, u64 *slots, u64 *cnt, u64 *bytes, u64 *sq) {
+    walk_tiles<16>(t, Q, perm, lod, loo, hid, hio, hashi, limit, desc, slots, cnt, bytes, sq);
 }
 extern "C" __global__ void aq_walk32(const Tree *t, u64 Q, const u32 *perm, const u8 *lod, const u32 *loo, const u8 *hid,
-                                     const u32 *hio, const u8 *hashi, u64 limit, int desc, u64 *slots, u32 *ccnt) {
-    walk_tiles<32>(t, Q, perm, lod, loo, hid, hio, hashi, limit, desc, slots, ccnt);
+                                     const u32 *hio, const u8 *hashi, u64 limit, int desc, u64 *slots, u64 *cnt, u64 *bytes, u64 *sq) {
+    walk_tiles<32>(t, Q, perm, lod, loo, hid, hio, hashi, limit, desc, slots, cnt, bytes, sq);
 }

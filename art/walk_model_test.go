@@ -1,6 +1,7 @@
 package art
 
 import (
+	"bytes"
 	"math/bits"
 	"math/rand/v2"
 	"slices"
@@ -9,11 +10,14 @@ import (
 
 // tileWalkModel is walk.cu's tile_walk on the CPU store, lane by lane: each
 // turn the TILE lanes read the positions from c.pos on (desc: down from
-// it), the leaves before the first inner node are taken in lane order, and
-// the cursor descends into that node, moves TILE positions on, or climbs
-// (through tileLowerPosModel, as tile_climb). It returns up to limit
-// leaves, which must be what next (prev) returns from the same cursor.
-func tileWalkModel(s *store, tile int, c cursor, limit int, desc bool) []uint64 {
+// it), the leaves before the first inner node are taken in lane order up
+// to the first one past the far bound (far not nil: ascending keys below
+// far, descending keys at or above it), and the cursor descends into that
+// node, moves TILE positions on, or climbs (through tileLowerPosModel, as
+// tile_climb), or the walk ends at the bound. It returns up to limit
+// leaves, which must be what next (prev) returns from the same cursor up
+// to the bound.
+func tileWalkModel(s *store, tile int, c cursor, limit int, desc bool, far []byte) []uint64 {
 	var out []uint64
 	for len(out) < limit {
 		root := c.node == rootCur
@@ -67,12 +71,21 @@ func tileWalkModel(s *store, tile int, c cursor, limit int, desc bool) []uint64 
 		if inner != 0 {
 			f = bits.TrailingZeros32(inner)
 		}
+		past := false
 		for lane := 0; lane < f; lane++ {
 			if leaves&(1<<lane) != 0 && len(out) < limit {
+				if far != nil {
+					cmp := bytes.Compare(s.leafKey(links[lane]), far)
+					if past = (desc && cmp < 0) || (!desc && cmp >= 0); past {
+						break
+					}
+				}
 				out = append(out, links[lane])
 			}
 		}
 		switch {
+		case past:
+			return out
 		case inner != 0:
 			ch := links[f]
 			c.node, c.pos = ch, -1
@@ -183,29 +196,44 @@ func TestTileWalkModel(t *testing.T) {
 			if q%2 == 0 {
 				bound = keys[r.IntN(n)]
 			}
+			// The far bound: from a key near the start (a walk of a few
+			// leaves), or any.
+			farBound := func(desc bool) []byte {
+				if q%3 == 0 {
+					return gen()
+				}
+				k := bytes.Clone(bound)
+				if desc {
+					return k[:len(k)*2/3]
+				}
+				return append(k, 0)
+			}
 			for _, desc := range []bool{false, true} {
 				start := s.seekGE(bound)
 				if desc {
 					start = s.seekLT(bound)
 				}
 				for _, limit := range []int{1, 7, 40, 200} {
-					var want []uint64
-					c := start
-					for len(want) < limit {
-						var l uint64
-						if desc {
-							l = s.prev(&c)
-						} else {
-							l = s.next(&c)
+					for _, far := range [][]byte{nil, farBound(desc)} {
+						var want []uint64
+						c := start
+						for len(want) < limit {
+							var l uint64
+							if desc {
+								l = s.prev(&c)
+							} else {
+								l = s.next(&c)
+							}
+							if l == 0 || far != nil && (bytes.Compare(s.leafKey(l), far) < 0) == desc {
+								break
+							}
+							want = append(want, l)
 						}
-						if l == 0 {
-							break
-						}
-						want = append(want, l)
-					}
-					for _, tile := range []int{8, 16, 32} {
-						if got := tileWalkModel(s, tile, start, limit, desc); !slices.Equal(got, want) {
-							t.Fatalf("%s: bound %q, desc %v, limit %d, %d lanes: %d leaves, want %d", name, bound, desc, limit, tile, len(got), len(want))
+						for _, tile := range []int{8, 16, 32} {
+							if got := tileWalkModel(s, tile, start, limit, desc, far); !slices.Equal(got, want) {
+								t.Fatalf("%s: bound %q, far %q, desc %v, limit %d, %d lanes: %d leaves, want %d", name, bound, far, desc, limit, tile,
+									len(got), len(want))
+							}
 						}
 					}
 				}
