@@ -25,6 +25,9 @@ import (
 func (g *gpuEngine) ranges(into *Result, qs []Query, limit int, desc bool) (*Result, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if !walkLanesValid(g.walkLanes) {
+		return nil, fmt.Errorf("art: walk lanes %d: want 1, 8, 16 or 32", g.walkLanes)
+	}
 	Q := len(qs)
 	g.start()
 	g.down.Discard()

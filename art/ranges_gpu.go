@@ -8,7 +8,7 @@ import (
 )
 
 // rangesCands is the single-walk form of ranges (limit > 0, at most
-// rangeSlotsMax slots), the default: the walk kernel (walkKernel) walks
+// rangeSlotsMax slots), the default: the walk (walk) walks
 // each query once (in perm's order when the queries are sorted) and keeps
 // up to limit leaves in the query's slots. A tile of lanes per query
 // (aq_walk8/16/32, the default) stops at the far bound and counts the
@@ -32,28 +32,16 @@ func (g *gpuEngine) rangesCands(into *Result, Q, limit int, dsc int32, perm *gpu
 	slots, ccnt := gpu.Take[uint64](g.pool, "q.slots", S), gpu.Take[uint32](g.pool, "q.ccnt", Q)
 	cnt, byt := gpu.Take[uint64](g.pool, "q.cnt", Q+1), gpu.Take[uint64](g.pool, "q.bytes", Q+1)
 	sq := gpu.Take[uint64](g.pool, "q.sq", Q+1)
-	walk, lanes, err := g.walkKernel()
-	if err != nil {
-		return nil, err
-	}
 	var order any = nullPtr // the batch order
 	if perm != nil {
 		order = perm
 	}
-	var walked error
-	if lanes == 1 {
-		walked = firstErr(
-			g.launch(walk, Q, g.descBuf, uint64(Q), order, lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, ccnt),
-			g.launch(g.k.qTrim, (Q+1)*warpSize, g.descBuf, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, ccnt,
-				cnt, byt, sq))
-	} else {
-		walked = g.launch(walk, Q*lanes, g.descBuf, uint64(Q), order, lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots,
-			cnt, byt, sq)
-	}
-	if err := firstErr(walked,
-		prim.DevScanExclusive(g.pe, cnt, cnt, Q+1), prim.DevScanExclusive(g.pe, byt, byt, Q+1),
-		prim.DevScanExclusive(g.pe, sq, sq, Q+1)); err != nil {
+	if err := g.walk(Q, limit, dsc, order, lo, hi, hb, slots, ccnt, cnt, byt, sq); err != nil {
 		return nil, fmt.Errorf("walk: %w", err)
+	}
+	if err := firstErr(prim.DevScanExclusive(g.pe, cnt, cnt, Q+1), prim.DevScanExclusive(g.pe, byt, byt, Q+1),
+		prim.DevScanExclusive(g.pe, sq, sq, Q+1)); err != nil {
+		return nil, fmt.Errorf("walk scans: %w", err)
 	}
 	out, err := g.answerSpace(cnt, byt, sq, Q)
 	if err != nil {
@@ -69,22 +57,35 @@ func (g *gpuEngine) rangesCands(into *Result, Q, limit int, dsc int32, perm *gpu
 // (aq_trim, aq_pairs) is launched with per query.
 const warpSize = 32
 
+// walkLanesValid reports whether the walk has a kernel for n lanes per
+// query (1, 8, 16, 32).
+func walkLanesValid(n int) bool { return n == 1 || n == 8 || n == 16 || n == 32 }
+
 // defaultWalkLanes is the lanes per query of the walk of ranges and
 // prefix scans (gpuEngine.walkLanes) of a new GPU engine.
 const defaultWalkLanes = 16
 
-// walkKernel returns the walk kernel of rangesCands for g.walkLanes and
-// its threads per query: aq_cands (1) or aq_walk8/16/32.
-func (g *gpuEngine) walkKernel() (*gpu.Function, int, error) {
+// walk launches the walk of rangesCands for g.walkLanes: aq_cands and
+// aq_trim (1), or aq_walk8/16/32 (a tile of that many lanes per query).
+// Either leaves each query's leaves in slots and its pair count, key bytes
+// and squared key lengths in cnt, byt and sq (entry Q zero).
+func (g *gpuEngine) walk(Q, limit int, dsc int32, order any, lo, hi *devBatch, hb *gpu.Buffer[uint8], slots *gpu.Buffer[uint64],
+	ccnt *gpu.Buffer[uint32], cnt, byt, sq *gpu.Buffer[uint64]) error {
 	switch g.walkLanes {
 	case 1:
-		return g.k.qCands, 1, nil
+		return firstErr(
+			g.launch(g.k.qCands, Q, g.descBuf, uint64(Q), order, lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots, ccnt),
+			g.launch(g.k.qTrim, (Q+1)*warpSize, g.descBuf, uint64(Q), lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots,
+				ccnt, cnt, byt, sq))
 	case 8:
-		return g.k.qWalk8, 8, nil
+		return g.launch(g.k.qWalk8, Q*8, g.descBuf, uint64(Q), order, lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots,
+			cnt, byt, sq)
 	case 16:
-		return g.k.qWalk16, 16, nil
+		return g.launch(g.k.qWalk16, Q*16, g.descBuf, uint64(Q), order, lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots,
+			cnt, byt, sq)
 	case 32:
-		return g.k.qWalk32, 32, nil
+		return g.launch(g.k.qWalk32, Q*32, g.descBuf, uint64(Q), order, lo.data, lo.offs, hi.data, hi.offs, hb, uint64(limit), int32(dsc), slots,
+			cnt, byt, sq)
 	}
-	return nil, 0, fmt.Errorf("art: walk lanes %d: want 1, 8, 16 or 32", g.walkLanes)
+	return fmt.Errorf("art: walk lanes %d: want 1, 8, 16 or 32", g.walkLanes)
 }

@@ -117,8 +117,9 @@ func TestGPUWalkLanes(t *testing.T) {
 	}
 }
 
-// TestGPUWalkLanesOption checks that walkKernel refuses a lane count it
-// has no kernel for and takes each one it has.
+// TestGPUWalkLanesOption checks that the walk refuses a lane count it
+// has no kernel for (the call fails, and the next one with a valid count
+// answers as the CPU engine).
 func TestGPUWalkLanesOption(t *testing.T) {
 	dev := gputest.Device(t)
 	gt, err := Open(Options{GPU: dev})
@@ -126,17 +127,35 @@ func TestGPUWalkLanesOption(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gt.Close()
-	g := gt.eng.(*gpuEngine)
-	defer func(w int) { g.walkLanes = w }(g.walkLanes)
-	for _, lanes := range []int{1, 8, 16, 32} {
-		g.walkLanes = lanes
-		if _, n, err := g.walkKernel(); err != nil || n != lanes {
-			t.Fatalf("walk lanes %d: %d threads per query, %v", lanes, n, err)
+	ct, _ := Open(Options{Device: "cpu"})
+	keys := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
+	for _, tr := range []*Tree{gt, ct} {
+		if err := tr.Build(keys, []uint64{1, 2, 3}); err != nil {
+			t.Fatal(err)
 		}
 	}
-	g.walkLanes = 4
-	if _, _, err := g.walkKernel(); err == nil {
-		t.Fatal("walk lanes 4: no error")
+	qs := []Query{{Lo: []byte("b")}}
+	want, err := ct.Ranges(qs, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := gt.eng.(*gpuEngine)
+	defer func(w int) { g.walkLanes = w }(g.walkLanes)
+	for _, lanes := range []int{4, 1, 8, 16, 32} {
+		g.walkLanes = lanes
+		got, err := gt.Ranges(qs, 5)
+		if lanes == 4 {
+			if err == nil {
+				t.Fatal("walk lanes 4: no error")
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("walk lanes %d: %v", lanes, err)
+		}
+		if q := firstQueryDiff(got, want); q >= 0 {
+			t.Fatalf("walk lanes %d: %.3q, want %.3q", lanes, resultPairs(got), resultPairs(want))
+		}
 	}
 }
 
