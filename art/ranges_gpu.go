@@ -39,17 +39,21 @@ func (g *gpuEngine) rangesCands(into *Result, Q, limit int, dsc int32, perm *gpu
 	if err := g.walk(Q, limit, dsc, order, lo, hi, hb, slots, ccnt, cnt, byt, sq); err != nil {
 		return nil, fmt.Errorf("walk: %w", err)
 	}
+	g.step("walk")
 	if err := firstErr(prim.DevScanExclusive(g.pe, cnt, cnt, Q+1), prim.DevScanExclusive(g.pe, byt, byt, Q+1),
 		prim.DevScanExclusive(g.pe, sq, sq, Q+1)); err != nil {
 		return nil, fmt.Errorf("walk scans: %w", err)
 	}
+	g.step("scans")
 	out, err := g.answerSpace(cnt, byt, sq, Q)
 	if err != nil {
 		return nil, err
 	}
+	g.step("totals read back")
 	if err := g.launch(g.k.qPairs, Q*warpSize, g.descBuf, uint64(Q), uint64(limit), slots, cnt, byt, out.keys, out.offs, out.vals); err != nil {
 		return nil, fmt.Errorf("pairs: %w", err)
 	}
+	g.step("pairs")
 	return g.deliver(into, Q, out, cnt)
 }
 
@@ -63,7 +67,7 @@ func walkLanesValid(n int) bool { return n == 1 || n == 8 || n == 16 || n == 32 
 
 // defaultWalkLanes is the lanes per query of the walk of ranges and
 // prefix scans (gpuEngine.walkLanes) of a new GPU engine.
-const defaultWalkLanes = 16
+const defaultWalkLanes = 8
 
 // walk launches the walk of rangesCands for g.walkLanes: aq_cands and
 // aq_trim (1), or aq_walk8/16/32 (a tile of that many lanes per query).
