@@ -108,8 +108,8 @@
 // Ranges and prefix queries with a limit walk once per query, keeping the
 // leaves in per-query slots, and write the pairs from the slots; without a
 // limit they run two passes (count, prefix sums, write) of one cursor per
-// query. On the GPU (walk.cu) the limited walk is a tile of 16 lanes per
-// query that reads the next 16 positions of a node (or of the root array)
+// query. On the GPU (walk.cu) the limited walk is a tile of 8 lanes per
+// query that reads the next 8 positions of a node (or of the root array)
 // in one coalesced load, keeps the leaves before the first inner node
 // among them (ballots), compares them with the far bound lane by lane and
 // stops there, and counts the pairs and their key bytes; after scans of
