@@ -11,10 +11,11 @@ import (
 // TestGPURangeForms answers bounded range and prefix queries (ascending,
 // descending, limits below, at and above a warp's 32 lanes) on the GPU
 // engine with both single-walk forms, rangesCands (the default; its walk
-// a thread per query or a tile of 8, 16 or 32 lanes) and rangesSlots
-// (collectRanges), each in the batch order and sorted by start key, and compares every query's pairs with the CPU engine's. Keys of 0
-// to 40 bytes over a small alphabet (prefixes of each other, shared paths)
-// and some of up to 300 bytes (arena keys).
+// the default tile or aq_cands, rangeForms) and rangesSlots
+// (collectRanges), each in the batch order and sorted by start key, and
+// compares every query's pairs with the CPU engine's. Keys of 0 to 40
+// bytes over a small alphabet (prefixes of each other, shared paths) and
+// some of up to 300 bytes (arena keys).
 func TestGPURangeForms(t *testing.T) {
 	dev := gputest.Device(t)
 	r := rand.New(rand.NewPCG(22, 7))

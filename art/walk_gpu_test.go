@@ -23,10 +23,7 @@ import (
 func TestGPUWalkLanes(t *testing.T) {
 	dev := gputest.Device(t)
 	r := rand.New(rand.NewPCG(22, 32))
-	all := make([]byte, 256)
-	for i := range all {
-		all[i] = byte(i)
-	}
+	all := allBytes()
 	trees := []struct {
 		name string
 		key  func() []byte

@@ -154,10 +154,7 @@ func tileLowerPosModel(tile int, r []uint64, k int, b int) (int, bool) {
 // kernels.
 func TestTileWalkModel(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 16))
-	all := make([]byte, 256)
-	for i := range all {
-		all[i] = byte(i)
-	}
+	all := allBytes()
 	gens := map[string]func() []byte{
 		"all bytes": func() []byte { return randomBytes(r, 0, 3, all) },
 		"30 bytes":  func() []byte { return randomBytes(r, 0, 8, all[100:130]) },
@@ -240,4 +237,13 @@ func TestTileWalkModel(t *testing.T) {
 			}
 		}
 	}
+}
+
+// allBytes is the 256 byte values in order, an alphabet of randomBytes.
+func allBytes() []byte {
+	b := make([]byte, 256)
+	for i := range b {
+		b[i] = byte(i)
+	}
+	return b
 }
