@@ -12,8 +12,9 @@
 //
 // Thread mapping: every kernel is one thread per item (key, segment,
 // piece, touched node, entry, query) with a grid-stride loop, except
-// ag_get_lanes (a group of lanes per key) and aq_trim and aq_pairs (a
-// warp per query, ranges.cu). No kernel
+// ag_get_lanes (a group of lanes per key), aq_trim and aq_pairs (a
+// warp per query, ranges.cu) and aq_walk8/16/32 (a tile of lanes per
+// query, walk.cu). No kernel
 // takes a lock: every output word has one writer per launch, by the
 // batch's sorting and grouping; the update conflict table uses
 // compare-and-swap and atomic max, the append-only lists atomic adds
@@ -21,7 +22,7 @@
 //
 // The program is split by operation, one file each, included here in
 // this order: art.cuh (the layout and shared helpers), then get, sort,
-// build, insert, round, delete, iterate, query, ranges and arena (.cu). Go adds
+// build, insert, round, delete, iterate, query, ranges, walk and arena (.cu). Go adds
 // them to the program as headers named "art/<file>" (kernels.go).
 #include "art/art.cuh"
 
@@ -39,4 +40,5 @@ extern "C" __global__ void a_iota(u64 n, u32 *out) {
 #include "art/iterate.cu"
 #include "art/query.cu"
 #include "art/ranges.cu"
+#include "art/walk.cu"
 #include "art/arena.cu"

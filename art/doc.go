@@ -108,11 +108,14 @@
 // Ranges and prefix queries with a limit walk once per query, keeping the
 // leaves in per-query slots, and write the pairs from the slots; without a
 // limit they run two passes (count, prefix sums, write) of one cursor per
-// query. On the GPU (ranges.cu) the limited walk is one thread per query
-// that steps the cursor over inner nodes only, never reading a leaf, and
-// keeps up to limit leaves; a warp per query then reads them 32 at a time,
-// cuts them at the far bound (a ballot) and sums their key lengths; after
-// scans of the per-query counts another warp per query writes the pairs.
+// query. On the GPU (walk.cu) the limited walk is a tile of 8 lanes per
+// query that reads the next 8 positions of a node (or of the root array)
+// in one coalesced load, keeps the leaves before the first inner node
+// among them (ballots), compares them with the far bound lane by lane and
+// stops there, and counts the pairs and their key bytes; after scans of
+// the per-query counts a warp per query writes the pairs (ranges.cu). The
+// earlier walk, one thread per query stepping the cursor with a warp per
+// query cutting its leaves at the bound afterwards, stays for comparison.
 // A batch's bounds are packed on all cores straight into pinned memory and
 // reach the device in one DMA; RangesInto, RangesDescInto and PrefixInto
 // answer into a reused Result, and into one from NewResult (pinned on the

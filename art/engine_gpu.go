@@ -94,6 +94,12 @@ type gpuEngine struct {
 	// instead of rangesCands; tests compare the two.
 	collectRanges bool
 
+	// walkLanes is the lanes per query of the walk of rangesCands: 1,
+	// aq_cands (a thread per query, stepping a cursor); 8, 16 or 32,
+	// aq_walk8/16/32 (walk.cu: a tile of lanes per query reading a node's
+	// positions together). Tests and benchmarks compare them.
+	walkLanes int
+
 	// aheadGrowth grows the pools an insert may outgrow on another
 	// goroutine while its keys are uploaded and sorted (growAhead; on by
 	// default, benchmarks compare).
@@ -133,7 +139,7 @@ type gpuEngine struct {
 // newGPUEngine returns an empty tree on d. The kernels are compiled here,
 // so that a broken toolchain is reported by New.
 func newGPUEngine(d *gpu.Device, workers int) (backend, error) {
-	g := &gpuEngine{dev: d, workers: workers, chunkMin: pointChunkMin, aheadGrowth: true}
+	g := &gpuEngine{dev: d, workers: workers, chunkMin: pointChunkMin, aheadGrowth: true, walkLanes: defaultWalkLanes}
 	var err error
 	if g.pe, err = prim.NewGPU(d); err != nil {
 		return nil, err

@@ -198,7 +198,8 @@ func benchKeysPar(n int) (Keys, []uint64) {
 // updates of 1Mi keys from a packed batch in Go memory (Lookup,
 // UpdateKeys, for several smallest chunk sizes), from Go slices (Get,
 // Update) and from pinned staging, and 64Ki ranges of 16 keys and prefix
-// scans of 64. Metrics: keys (or queries) per second of the whole call,
+// scans of 64 (and those into a pinned Result with each walk of
+// rangesCands, sorted by start key or not). Metrics: keys (or queries) per second of the whole call,
 // and of the last call its time packing into pinned slots (pack-ms),
 // copying answers out (unpack-ms), the kernels (work-ms) and in all
 // (total-ms).
@@ -307,6 +308,31 @@ func BenchmarkGPUWholeCalls(b *testing.B) {
 				}
 				report(b, Q)
 			})
+		}
+	}
+	// The walks of rangesCands (walkKernel) against each other, in the
+	// batch order and sorted by start key (queryOrder), into a pinned
+	// Result.
+	for _, q := range batches {
+		for _, sorted := range []bool{false, true} {
+			for _, lanes := range []int{1, 8, 16, 32} {
+				b.Run(fmt.Sprintf("%s/pinned/lanes=%d,sorted=%v", q.name, lanes, sorted), func(b *testing.B) {
+					defer func(s bool, w int) { g.sortQueries, g.walkLanes = s, w }(g.sortQueries, g.walkLanes)
+					g.sortQueries, g.walkLanes = sorted, lanes
+					r := t.NewResult()
+					defer r.Free()
+					r, err := q.into(r)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for b.Loop() {
+						if r, err = q.into(r); err != nil {
+							b.Fatal(err)
+						}
+					}
+					report(b, Q)
+				})
+			}
 		}
 	}
 	// The host's share of a ranges call: sizing its Result, new and

@@ -119,13 +119,21 @@ __device__ __forceinline__ u64 be_uint(const u8 *b, u32 n) {
     return v;
 }
 
+// LowerPos is lower_pos as a function object, the node search of a
+// descent by one thread (seek; walk.cu passes a tile's search instead).
+struct LowerPos {
+    __device__ __forceinline__ int operator()(const u64 *r, u32 k, u32 b, bool *exact) const { return lower_pos(r, k, b, exact); }
+};
+
 // seek is store.seekGE (LT false: the first position at or above bound b)
 // and store.seekLT (LT true: the last position below b; has false: no
 // bound, the last position): one descent, the two differing only in the
 // position each outcome gives, written side by side as
-// LT ? below-b : at-or-above-b.
-template <bool LT>
-__device__ __forceinline__ Cur seek(const Tree *t, const u8 *b, u32 n, bool has) {
+// LT ? below-b : at-or-above-b. lp searches a node's key bytes (LowerPos,
+// or a tile's search when a tile of lanes descends together, every lane
+// with the same arguments).
+template <bool LT, class LP = LowerPos>
+__device__ __forceinline__ Cur seek(const Tree *t, const u8 *b, u32 n, bool has, LP lp = LP()) {
     long w = (long)t->width;
     Cur c;
     c.node = ROOT_CUR;
@@ -173,7 +181,7 @@ __device__ __forceinline__ Cur seek(const Tree *t, const u8 *b, u32 n, bool has)
             return c;
         }
         bool exact;
-        int p = lower_pos(r, k, b[d], &exact);
+        int p = lp(r, k, b[d], &exact);
         if (!exact) {
             c.pos = LT ? p - 1 : p;
             return c;

@@ -28,7 +28,7 @@ func sameKeyLen(n, s1, s2 uint64) int {
 // len(offs)*keyLen fits in 32 bits), on all cores. Cost: one parallel
 // pass writing 4 bytes a pair.
 func fillKeyOffsets(offs []uint32, keyLen int) {
-	par.Ranges(len(offs), par.Parts(len(offs), 1<<16, 0), func(_, lo, hi int) {
+	par.Shared().Ranges(len(offs), par.Parts(len(offs), 1<<16, 0), func(_, lo, hi int) {
 		o := uint32(lo * keyLen)
 		for i := lo; i < hi; i++ {
 			offs[i] = o

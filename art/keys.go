@@ -208,7 +208,7 @@ const prefixQueryMin = 1 << 13
 // each part's upper bounds in one array of its own.
 func prefixQueriesBy(prefixes [][]byte, minPer int) []Query {
 	qs := make([]Query, len(prefixes))
-	par.Ranges(len(prefixes), par.Parts(len(prefixes), minPer, 0), func(_, a, b int) {
+	par.Shared().Ranges(len(prefixes), par.Parts(len(prefixes), minPer, 0), func(_, a, b int) {
 		n := 0
 		for _, p := range prefixes[a:b] {
 			n += len(p)

@@ -164,6 +164,8 @@ func layoutDefines() []gpu.Define {
 		gpu.Def("N4_KEYB", n4KeyByte), gpu.Def("N4_CHILD", n4Child),
 		gpu.Def("N16_KEYB", n16KeyByte), gpu.Def("N16_CHILD", n16Child),
 		gpu.Def("N48_INDEXB", n48IndexByte), gpu.Def("N48_CHILD", n48Child), gpu.Def("N256_CHILD", n256Child),
+		gpu.Def("CAP_N4", capacity[kindN4]), gpu.Def("CAP_N16", capacity[kindN16]), gpu.Def("CAP_N48", capacity[kindN48]),
+		gpu.Def("CAP_N256", capacity[kindN256]),
 		gpu.Def("LV_DEAD", lvDead), gpu.Def("ARENA_GRANULE", arenaGranule),
 		gpu.Def("CODE_TRIM", codeTrim), gpu.Def("MAX_WIDTH", maxWidth),
 	}

@@ -11,9 +11,10 @@ import (
 // 64Ki range queries (16-byte lower bounds, no upper bound) into the
 // pinned layout of uploadQueries costs: sizing the bounds (planQueries)
 // and copying them (fill) on 1 and on GOMAXPROCS workers, both as the
-// engine does them (packQueries: one pass for bounds of one length), and an empty
-// fan-out over GOMAXPROCS goroutines (par.Ranges, the floor of every
-// parallel pass); and turning 64Ki 2-byte prefixes into queries
+// engine does them (packQueries: one pass for bounds of one length, on
+// par.Shared's workers), and an empty fan-out over GOMAXPROCS goroutines,
+// new ones (par.Ranges) and par.Shared's (the floor of every parallel
+// pass); and turning 64Ki 2-byte prefixes into queries
 // (prefixQueries) on one goroutine and in parts of 8192, 4096 and 2048.
 func BenchmarkQueryPacking(b *testing.B) {
 	const Q = 1 << 16
@@ -48,6 +49,11 @@ func BenchmarkQueryPacking(b *testing.B) {
 	b.Run(fmt.Sprintf("fanout/parts=%d", workers), func(b *testing.B) {
 		for b.Loop() {
 			par.Ranges(Q, workers, func(int, int, int) {})
+		}
+	})
+	b.Run(fmt.Sprintf("fanout/shared/parts=%d", workers), func(b *testing.B) {
+		for b.Loop() {
+			par.Shared().Ranges(Q, workers, func(int, int, int) {})
 		}
 	})
 	pre := make([][]byte, Q)

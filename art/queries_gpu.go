@@ -113,7 +113,7 @@ func planQueries(qs []Query, workers int) (queryPack, error) {
 	Q := len(qs)
 	p := queryPack{parts: par.Parts(Q, queryPackMin, workers)}
 	p.loAt, p.hiAt = make([]int, p.parts+1), make([]int, p.parts+1)
-	par.Ranges(Q, p.parts, func(i, a, b int) {
+	par.Shared().Ranges(Q, p.parts, func(i, a, b int) {
 		ln, hn := 0, 0
 		for _, x := range qs[a:b] {
 			ln += len(x.Lo)
@@ -147,7 +147,7 @@ func (p queryPack) fill(h []byte, qs []Query) bool {
 		loLen, hiLen = p.loLen, p.hiLen
 	}
 	var other atomic.Bool
-	par.Ranges(Q, p.parts, func(i, a, b int) {
+	par.Shared().Ranges(Q, p.parts, func(i, a, b int) {
 		if !fillPart(qs[a:b], loOffs[a:b], hiOffs[a:b], flags[a:b], loData[p.loAt[i]:p.loAt[i+1]], hiData[p.hiAt[i]:p.hiAt[i+1]],
 			uint32(p.loAt[i]), uint32(p.hiAt[i]), loLen, hiLen) {
 			other.Store(true)

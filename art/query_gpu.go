@@ -25,6 +25,9 @@ import (
 func (g *gpuEngine) ranges(into *Result, qs []Query, limit int, desc bool) (*Result, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if !walkLanesValid(g.walkLanes) {
+		return nil, fmt.Errorf("art: walk lanes %d: want 1, 8, 16 or 32", g.walkLanes)
+	}
 	Q := len(qs)
 	g.start()
 	g.down.Discard()
@@ -45,10 +48,12 @@ func (g *gpuEngine) ranges(into *Result, qs []Query, limit int, desc bool) (*Res
 	if desc {
 		dsc = 1
 	}
+	g.step("bounds uploaded")
 	perm, err := g.queryOrder(Q, dsc, lo, hi, hb)
 	if err != nil {
 		return nil, fmt.Errorf("order: %w", err)
 	}
+	g.step("order")
 	var res *Result
 	switch {
 	case limit > 0 && Q*limit <= rangeSlotsMax && !g.collectRanges:

@@ -97,6 +97,18 @@ extern "C" __global__ void aq_trim(const Tree *t, u64 Q, const u8 *lod, const u3
     }
 }
 
+// copy_key copies a key of n bytes from a leaf (its record, or the arena
+// at a multiple of the granule) to dst: 8 bytes a load and store where
+// both are 8-byte aligned (at dst, every key before it a multiple of 8
+// bytes long, as in answers of 8- and 16-byte keys), else a byte at a
+// time.
+__device__ __forceinline__ void copy_key(u8 *dst, const u8 *src, u32 n) {
+    u32 i = 0;
+    if ((((u64)dst | (u64)src) & 7) == 0)
+        for (; i + 8 <= n; i += 8) *(u64 *)(dst + i) = *(const u64 *)(src + i);
+    for (; i < n; i++) dst[i] = src[i];
+}
+
 // aq_pairs: one warp per query q < Q: the lanes take the query's pairs
 // 32 at a time, pair j from slot q*limit + j; an exclusive warp scan of
 // the key lengths gives each key's offset from the query's first key
@@ -122,8 +134,7 @@ extern "C" __global__ void aq_pairs(const Tree *t, u64 Q, u64 limit, const u64 *
             if (j < n) {
                 u64 at = o + x - kn;
                 ooffs[base + j] = (u32)at;
-                const u8 *k = leaf_key(t, l);
-                for (u32 i = 0; i < kn; i++) okeys[at + i] = k[i];
+                copy_key(okeys + at, leaf_key(t, l), kn);
                 ovals[base + j] = leaf_value(t, l);
             }
             o += __shfl_sync(FULL_MASK, x, WARP - 1);

@@ -3,7 +3,6 @@ package art
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/warpkv/warpkv/internal/gputest"
@@ -11,11 +10,12 @@ import (
 
 // TestGPURangeForms answers bounded range and prefix queries (ascending,
 // descending, limits below, at and above a warp's 32 lanes) on the GPU
-// engine with both single-walk forms, rangesCands (the default) and
-// rangesSlots (collectRanges), each in the batch order and sorted by start
-// key, and compares every query's pairs with the CPU engine's. Keys of 0
-// to 40 bytes over a small alphabet (prefixes of each other, shared paths)
-// and some of up to 300 bytes (arena keys).
+// engine with both single-walk forms, rangesCands (the default; its walk
+// the default tile or aq_cands, rangeForms) and rangesSlots
+// (collectRanges), each in the batch order and sorted by start key, and
+// compares every query's pairs with the CPU engine's. Keys of 0 to 40
+// bytes over a small alphabet (prefixes of each other, shared paths) and
+// some of up to 300 bytes (arena keys).
 func TestGPURangeForms(t *testing.T) {
 	dev := gputest.Device(t)
 	r := rand.New(rand.NewPCG(22, 7))
@@ -60,7 +60,7 @@ func TestGPURangeForms(t *testing.T) {
 		prefixes[i] = randomBytes(r, 0, 4, alpha)
 	}
 	g := gt.eng.(*gpuEngine)
-	defer func(s, c bool) { g.sortQueries, g.collectRanges = s, c }(g.sortQueries, g.collectRanges)
+	defer func(s, c bool, w int) { g.sortQueries, g.collectRanges, g.walkLanes = s, c, w }(g.sortQueries, g.collectRanges, g.walkLanes)
 	ops := []struct {
 		name string
 		f    func(tr *Tree, qs []Query, ps [][]byte, limit int) (*Result, error)
@@ -76,26 +76,59 @@ func TestGPURangeForms(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, form := range []struct {
-					name            string
-					collect, sorted bool
-				}{{"cands", false, false}, {"collect", true, false}, {"cands sorted", false, true}, {"collect sorted", true, true}} {
-					g.collectRanges, g.sortQueries = form.collect, form.sorted
+				for _, form := range rangeForms() {
+					g.collectRanges, g.sortQueries, g.walkLanes = form.collect, form.sorted, form.lanes
 					name := fmt.Sprintf("%s, limit %d, %d queries, %s", op.name, limit, size, form.name)
 					got, err := op.f(gt, qs[:size], prefixes[:size], limit)
 					if err != nil {
 						t.Fatalf("%s: %v", name, err)
 					}
-					gp, wp := resultPairs(got), resultPairs(want)
-					for q := range wp {
-						if !slices.Equal(gp[q], wp[q]) {
-							t.Fatalf("%s, query %d %q: %d pairs %.3q, want %d %.3q", name, q, qs[q], len(gp[q]), gp[q], len(wp[q]), wp[q])
-						}
+					if q := firstQueryDiff(got, want); q >= 0 {
+						gp, wp := resultPairs(got), resultPairs(want)
+						t.Fatalf("%s, query %d %q: %d pairs %.3q, want %d %.3q", name, q, qs[q], len(gp[q]), gp[q], len(wp[q]), wp[q])
 					}
 				}
 			}
 		}
 	}
+}
+
+// rangeForm is a form of the GPU engine's bounded range queries: the walk
+// of rangesCands with lanes per query (walkKernel), or rangesSlots
+// (collect), in the batch order or sorted by start key.
+type rangeForm struct {
+	name            string
+	collect, sorted bool
+	lanes           int
+}
+
+// rangeForms are the forms of bounded range queries TestGPURangeForms
+// compares: rangesCands with the default walk and with aq_cands (1 lane)
+// and rangesSlots, each in the batch order and sorted by start key.
+func rangeForms() []rangeForm {
+	var fs []rangeForm
+	for _, sorted := range []bool{false, true} {
+		for _, lanes := range []int{defaultWalkLanes, 1} {
+			fs = append(fs, rangeForm{fmt.Sprintf("cands, %d lanes, sorted %v", lanes, sorted), false, sorted, lanes})
+		}
+		fs = append(fs, rangeForm{fmt.Sprintf("collect, sorted %v", sorted), true, sorted, defaultWalkLanes})
+	}
+	return fs
+}
+
+// walkForms are the walks of rangesCands TestGPUWalkLanes compares: every
+// one in the batch order, those of 1 and 16 lanes sorted by start key.
+func walkForms() []rangeForm {
+	var fs []rangeForm
+	for _, f := range []struct {
+		sorted bool
+		lanes  []int
+	}{{false, []int{1, 8, 16, 32}}, {true, []int{1, 16}}} {
+		for _, lanes := range f.lanes {
+			fs = append(fs, rangeForm{fmt.Sprintf("cands, %d lanes, sorted %v", lanes, f.sorted), false, f.sorted, lanes})
+		}
+	}
+	return fs
 }
 
 // TestGPURangesOneKeyLength answers ranges (ascending, descending, with
@@ -146,14 +179,12 @@ func TestGPURangesOneKeyLength(t *testing.T) {
 	}
 	same := func(name string, got, want *Result) {
 		t.Helper()
-		gp, wp := resultPairs(got), resultPairs(want)
-		if len(gp) != len(wp) || len(got.Values) != len(want.Values) {
-			t.Fatalf("%s: %d queries, %d pairs, want %d, %d", name, len(gp), len(got.Values), len(wp), len(want.Values))
+		if len(got.Offsets) != len(want.Offsets) || len(got.Values) != len(want.Values) {
+			t.Fatalf("%s: %d queries, %d pairs, want %d, %d", name, len(got.Offsets)-1, len(got.Values), len(want.Offsets)-1, len(want.Values))
 		}
-		for q := range wp {
-			if !slices.Equal(gp[q], wp[q]) {
-				t.Fatalf("%s: query %d: pairs %.3q, want %.3q", name, q, gp[q], wp[q])
-			}
+		if q := firstQueryDiff(got, want); q >= 0 {
+			gp, wp := resultPairs(got), resultPairs(want)
+			t.Fatalf("%s: query %d: pairs %.3q, want %.3q", name, q, gp[q], wp[q])
 		}
 		if n := len(got.Values); got.Keys.Offs[0] != 0 || int(got.Keys.Offs[n]) != len(got.Keys.Data) {
 			t.Fatalf("%s: key offsets from %d to %d for %d key bytes", name, got.Keys.Offs[0], got.Keys.Offs[n], len(got.Keys.Data))
