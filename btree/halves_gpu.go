@@ -26,6 +26,15 @@ func firstPart(n int, pinned bool) int {
 	return n / 8 * 5
 }
 
+// firstOf is firstPart for the tree: a benchmark's share of the first
+// part from Go slices (firstEighths, in eighths) when set. Cost: O(1).
+func (g *gpuTree) firstOf(n int, pinned bool) int {
+	if !pinned && g.firstEighths > 0 {
+		return n / 8 * g.firstEighths
+	}
+	return firstPart(n, pinned)
+}
+
 // stepHalves names the trace step of the second part's sort and the merge
 // of the two parts (tests look for it).
 const stepHalves = "sort second half, merge"
@@ -54,7 +63,7 @@ func (g *gpuTree) splitUpload(n int) bool { return !g.wholeUpload && n >= 3*stag
 // merge and the dedupe's kernels.
 func (g *gpuTree) uploadSortHalves(k, v *gpu.Buffer[uint64], keys, values []uint64, tr transfers) error {
 	n := len(keys)
-	h := firstPart(n, tr.pinned)
+	h := g.firstOf(n, tr.pinned)
 	if err := g.pool.Reserve(gpu.NeedOf[uint64](bufMergedK, n), gpu.NeedOf[uint32](bufMergedIdx, n)); err != nil {
 		return err
 	}

@@ -62,6 +62,13 @@ type gpuTree struct {
 	// wholeUpload turns the keys' upload in two halves off (splitUpload):
 	// benchmarks and tests compare the two.
 	wholeUpload bool
+	// firstEighths, when positive, replaces firstPart's share of a split
+	// upload's first part from Go slices (in eighths of the batch):
+	// benchmarks compare shares.
+	firstEighths int
+	// ramp, when nonzero, replaces stageRamp as the ramp of an insert's
+	// uploads from Go slices (negative: none): benchmarks compare ramps.
+	ramp int
 	// rangeChunkSize, when positive, replaces gpuRangeChunk as the queries
 	// of one chunk of a ranges call (tests cut small batches into
 	// several); rangeEv are the events of the chunks' writes.

@@ -174,6 +174,19 @@ func copyPar[T any](p *Pipeline, dst, src []T) {
 	par.Shared().For(len(src), p.grain(len(src), sizeOf[T]()), p.cfg.Workers, func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
 }
 
+// copyShare is copyPar for a ramp's small chunk: every worker copies its
+// share (at least rampGrainBytes), whatever the configured Grain, so that
+// the chunk is copied at the ring's full rate.
+func copyShare[T any](p *Pipeline, dst, src []T) {
+	size := sizeOf[T]()
+	g := max(len(src)/p.cfg.Workers, max(1, rampGrainBytes/size))
+	par.Shared().For(len(src), g, p.cfg.Workers, func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
+}
+
+// rampGrainBytes is the fewest bytes one goroutine copies of a ramp's
+// chunk: below it the fan-out costs more than it shares.
+const rampGrainBytes = 16 << 10
+
 // minGrainBytes is the fewest bytes one goroutine of a default-grained
 // copy takes: smaller copies run inline, where a fan-out would cost more
 // than it shares (and would keep the pool's workers spinning after every
@@ -219,6 +232,18 @@ func perChunk[T any](p *Pipeline) int { return max(1, p.cfg.ChunkBytes/sizeOf[T]
 // be in flight. Cost: one parallel pass over src in host memory and the
 // transfer; it waits only for ring chunks to come free.
 func UploadStaged[T any](p *Pipeline, s *Stream, dst *Buffer[T], off int, src []T) error {
+	return UploadRamped(p, s, dst, off, src, 0)
+}
+
+// UploadRamped is UploadStaged with a ramp of ramp bytes (0: none, as
+// UploadStaged): the chunks double from ramp up to the ring's chunk and
+// halve back down before the end (rampChunks), so that the first DMA
+// starts after a copy of ramp bytes instead of a whole chunk and the last
+// one ends soon after the host's last copy; chunks below a whole one are
+// copied by every worker (each its share). For a transfer whose arrival
+// the device waits for. Cost: UploadStaged's, and a parallel fan-out for
+// each of the ramp's extra chunks (about 2*log2(ChunkBytes/ramp)).
+func UploadRamped[T any](p *Pipeline, s *Stream, dst *Buffer[T], off int, src []T, ramp int) error {
 	if len(src) == 0 {
 		return nil
 	}
@@ -228,21 +253,27 @@ func UploadStaged[T any](p *Pipeline, s *Stream, dst *Buffer[T], off int, src []
 	if len(src)*sizeOf[T]() < p.cfg.Direct || !p.Staged() {
 		return dst.Write(s, off, src)
 	}
-	per := perChunk[T](p)
-	for i := 0; i < len(src); i += per {
+	size := sizeOf[T]()
+	i := 0
+	for _, b := range rampChunks(len(src)*size, perChunk[T](p)*size, ramp, size) {
 		k, pin, err := p.take()
 		if err != nil {
 			return err
 		}
-		chunk := src[i:min(i+per, len(src))]
+		chunk := src[i : i+b/size]
 		pt := viewHost[T](pin, len(chunk))
-		copyPar(p, pt, chunk)
+		if ramp > 0 && b < p.cfg.ChunkBytes {
+			copyShare(p, pt, chunk)
+		} else {
+			copyPar(p, pt, chunk)
+		}
 		if err := dst.Write(s, off+i, pt); err != nil {
 			return err
 		}
 		if err := p.queued(k, s); err != nil {
 			return err
 		}
+		i += len(chunk)
 	}
 	return nil
 }

@@ -1,0 +1,252 @@
+package btree
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/gputest"
+)
+
+// BenchmarkGPUUploadContention measures apart whether host memory traffic
+// slows the DMAs from the pinned ring: one 48 MiB DMA from pinned memory
+// to the device (timed by CUDA events) while 0, 4, 8 or 16 goroutines copy
+// Go memory into another pinned buffer in 512 KiB pieces (as the ring's
+// workers do). dma-GB/s is the DMA's rate, copy-GB/s the copiers' over the
+// same wall time.
+func BenchmarkGPUUploadContention(b *testing.B) {
+	d := gputest.Device(b)
+	const dmaBytes, region = 48 << 20, 16 << 20
+	pin, err := gpu.AllocHost[byte](d, dmaBytes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pin.Free()
+	sink, err := gpu.AllocHost[byte](d, 16*region)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sink.Free()
+	dev, err := gpu.Alloc[byte](d, dmaBytes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.Free()
+	s, err := d.NewStream()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var ev [2]*gpu.Event
+	for i := range ev {
+		if ev[i], err = d.NewEvent(); err != nil {
+			b.Fatal(err)
+		}
+		defer ev[i].Close()
+	}
+	src := make([]byte, 16*region)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	for _, w := range []int{0, 4, 8, 16} {
+		b.Run(fmt.Sprintf("copiers=%d", w), func(b *testing.B) {
+			var dma, wall time.Duration
+			var copied int64
+			for b.Loop() {
+				var stop atomic.Bool
+				var bytes atomic.Int64
+				var wg, started sync.WaitGroup
+				for i := range w {
+					wg.Add(1)
+					started.Add(1)
+					go func() {
+						defer wg.Done()
+						from, to := src[i*region:(i+1)*region], sink.Slice()[i*region:(i+1)*region]
+						started.Done()
+						for n := 0; !stop.Load(); n++ {
+							o := n % (region / (512 << 10)) * (512 << 10)
+							copy(to[o:o+512<<10], from[o:o+512<<10])
+							bytes.Add(512 << 10)
+						}
+					}()
+				}
+				started.Wait()
+				runtime.Gosched()
+				t0, c0 := time.Now(), bytes.Load()
+				if err := ev[0].Record(s); err != nil {
+					b.Fatal(err)
+				}
+				if err := dev.Write(s, 0, pin.Slice()); err != nil {
+					b.Fatal(err)
+				}
+				if err := ev[1].Record(s); err != nil {
+					b.Fatal(err)
+				}
+				if err := ev[1].Synchronize(); err != nil {
+					b.Fatal(err)
+				}
+				wall += time.Since(t0)
+				copied += bytes.Load() - c0
+				stop.Store(true)
+				wg.Wait()
+				el, err := gpu.Elapsed(ev[0], ev[1])
+				if err != nil {
+					b.Fatal(err)
+				}
+				dma += el
+			}
+			b.ReportMetric(float64(b.N)*dmaBytes/dma.Seconds()/1e9, "dma-GB/s")
+			b.ReportMetric(float64(copied)/wall.Seconds()/1e9, "copy-GB/s")
+		})
+	}
+}
+
+// BenchmarkGPUInsertRing inserts 10M new keys from Go slices into the
+// 100M-key tree (built again before every run, untimed), as
+// BenchmarkGPUInsertSteps' default form, with the upload ring's chunk and
+// chunks, the inserts' ramp (gpu.UploadRamped), the first part's share
+// (firstPart, in eighths) and the copying workers set per case, and logs
+// the last call's steps: where the keys' first part arrives on the device
+// against the host's copy of it.
+func BenchmarkGPUInsertRing(b *testing.B) {
+	d := gputest.Device(b)
+	g := newBenchTree(b, d, DefaultOrder)
+	gt := g.e.(*gpuTree)
+	defer func() { gt.ramp, gt.firstEighths, gt.trace = 0, 0, nil }()
+	const mib = 1 << 20
+	for _, c := range []struct {
+		chunk, chunks, ramp, eighths, workers int
+	}{
+		{16 * mib, 4, -1, 5, 16}, {16 * mib, 4, mib, 5, 16}, {16 * mib, 4, mib, 4, 16}, {16 * mib, 4, 256 << 10, 5, 16},
+		{8 * mib, 8, mib, 5, 16}, {16 * mib, 4, mib, 5, 12}, {16 * mib, 4, mib, 4, 12},
+	} {
+		ramp := "0"
+		if c.ramp > 0 {
+			ramp = fmt.Sprintf("%dKiB", c.ramp>>10)
+		}
+		name := fmt.Sprintf("chunk=%dMiBx%d/ramp=%s/first=%dof8/workers=%d", c.chunk/mib, c.chunks, ramp, c.eighths, c.workers)
+		b.Run(name, func(b *testing.B) {
+			cfg := stageConfig
+			cfg.ChunkBytes, cfg.Chunks, cfg.Workers = c.chunk, c.chunks, c.workers
+			if err := setStageConfig(gt, cfg); err != nil {
+				b.Fatal(err)
+			}
+			gt.ramp, gt.firstEighths, gt.trace = c.ramp, c.eighths, &engine.StepTrace{}
+			var lb engine.Timings
+			for b.Loop() {
+				b.StopTimer()
+				if err := g.Build(benchTree[0], benchTree[1]); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if err := g.Insert(benchBatch[0], benchBatch[1]); err != nil {
+					b.Fatal(err)
+				}
+				lb = g.LastBatch()
+			}
+			reportPhases(b, benchBatchKeys, lb)
+			b.ReportMetric(ms(lb.Total), "call-ms")
+			steps, err := gt.trace.Steps()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("last insert (whole call %.3f ms):\n%s", ms(lb.Total), engine.FormatSteps(steps))
+			if g.Len() != benchTreeKeys+benchBatchKeys {
+				b.Fatalf("%d keys after the insert, want %d", g.Len(), benchTreeKeys+benchBatchKeys)
+			}
+		})
+	}
+	if err := setStageConfig(gt, stageConfig); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// TestGPUUploadRamped checks the inserts' ramped uploads through a ring of
+// small chunks (64 KiB, three of them, so that the ramp's chunks reuse
+// slots whose DMAs may still run): every word arrives where it belongs
+// for sizes around the ramp's steps and for ramps of 4 KiB and 24 KiB and
+// none, and an insert of batches large enough to be split in two parts,
+// with repeated keys, through that ring leaves node arrays equal to the
+// CPU engine's word for word.
+func TestGPUUploadRamped(t *testing.T) {
+	d := gputest.Device(t)
+	cfg := stageConfig
+	cfg.ChunkBytes, cfg.Chunks, cfg.Direct = 64<<10, 3, 0
+	p := gpu.NewPipeline(d, cfg)
+	defer p.Close()
+	s, err := d.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 100_003
+	dev, err := gpu.Alloc[uint64](d, n+5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Free()
+	src := make([]uint64, n)
+	for _, ramp := range []int{0, 4 << 10, 24 << 10} {
+		for _, m := range []int{1, 511, 512, 513, 3 * 1024, 8191, 40_000, n} {
+			for i := range src[:m] {
+				src[i] = uint64(ramp)<<40 ^ uint64(m)<<20 ^ uint64(i)
+			}
+			if err := gpu.UploadRamped(p, s, dev, 5, src[:m], ramp); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]uint64, m)
+			if err := dev.Read(s, 5, got); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Synchronize(); err != nil {
+				t.Fatal(err)
+			}
+			for i, x := range got {
+				if x != src[i] {
+					t.Fatalf("ramp %d, %d words: word %d is %#x, want %#x", ramp, m, i, x, src[i])
+				}
+			}
+		}
+	}
+
+	g, err := Open(Options{Order: 16, GPU: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	gt := g.e.(*gpuTree)
+	if err := setStageConfig(gt, cfg); err != nil {
+		t.Fatal(err)
+	}
+	gt.ramp = 4 << 10
+	c, err := Open(Options{Order: 16, Device: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rng := rand.New(rand.NewPCG(22, 4))
+	for round := range 3 {
+		keys, vals := make([]uint64, 3*stageMin+777), make([]uint64, 3*stageMin+777)
+		for i := range keys {
+			keys[i], vals[i] = rng.Uint64()>>1, rng.Uint64()
+			if i > 0 && rng.IntN(10) == 0 {
+				keys[i] = keys[rng.IntN(i)]
+			}
+		}
+		if err := buildOrInsert(round, keys, vals, g, c); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if err := sameNodes(g, c); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+	}
+	if err := g.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
