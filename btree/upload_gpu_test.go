@@ -123,8 +123,9 @@ func BenchmarkGPUInsertRing(b *testing.B) {
 	for _, c := range []struct {
 		chunk, chunks, ramp, eighths, workers int
 	}{
-		{16 * mib, 4, -1, 5, 16}, {16 * mib, 4, mib, 5, 16}, {16 * mib, 4, mib, 4, 16}, {16 * mib, 4, 256 << 10, 5, 16},
-		{8 * mib, 8, mib, 5, 16}, {16 * mib, 4, mib, 5, 12}, {16 * mib, 4, mib, 4, 12},
+		{16 * mib, 4, -1, 5, 16}, {16 * mib, 4, mib, 5, 16}, {16 * mib, 4, mib, 4, 16}, {16 * mib, 4, -1, 4, 16},
+		{16 * mib, 4, 256 << 10, 5, 16}, {16 * mib, 4, 256 << 10, 4, 16}, {8 * mib, 8, mib, 5, 16}, {8 * mib, 8, mib, 4, 16},
+		{16 * mib, 4, mib, 5, 12}, {16 * mib, 4, mib, 4, 12}, {16 * mib, 4, mib, 5, 8},
 	} {
 		ramp := "0"
 		if c.ramp > 0 {
