@@ -172,28 +172,38 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 				copy(st.Values, benchBatch[1])
 				insert = func() error { return g.InsertStaged(st, benchBatchKeys) }
 			}
-			var lb engine.Timings
-			for b.Loop() {
-				b.StopTimer()
-				if err := g.Build(benchTree[0], benchTree[1]); err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-				if err := insert(); err != nil {
-					b.Fatal(err)
-				}
-				lb = g.LastBatch()
-			}
-			reportPhases(b, benchBatchKeys, lb)
-			steps, err := gt.trace.Steps()
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Logf("last insert (whole call %.3f ms):\n%s", ms(lb.Total), engine.FormatSteps(steps))
-			if g.Len() != benchTreeKeys+benchBatchKeys {
-				b.Fatalf("%d keys after the insert, want %d", g.Len(), benchTreeKeys+benchBatchKeys)
-			}
+			timeInserts(b, g, insert)
 		})
+	}
+}
+
+// timeInserts times insert (10M new keys) into the 100M-key tree g, built
+// again before every run (untimed), reports the phases of the last call
+// and logs its steps (g's engine traced), and checks the number of keys
+// after it.
+func timeInserts(b *testing.B, g *Tree, insert func() error) {
+	b.Helper()
+	var lb engine.Timings
+	for b.Loop() {
+		b.StopTimer()
+		if err := g.Build(benchTree[0], benchTree[1]); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := insert(); err != nil {
+			b.Fatal(err)
+		}
+		lb = g.LastBatch()
+	}
+	reportPhases(b, benchBatchKeys, lb)
+	b.ReportMetric(ms(lb.Total), "call-ms")
+	steps, err := g.e.(*gpuTree).trace.Steps()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("last insert (whole call %.3f ms):\n%s", ms(lb.Total), engine.FormatSteps(steps))
+	if g.Len() != benchTreeKeys+benchBatchKeys {
+		b.Fatalf("%d keys after the insert, want %d", g.Len(), benchTreeKeys+benchBatchKeys)
 	}
 }
 

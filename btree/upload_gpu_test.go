@@ -139,28 +139,7 @@ func BenchmarkGPUInsertRing(b *testing.B) {
 				b.Fatal(err)
 			}
 			gt.ramp, gt.firstEighths, gt.trace = c.ramp, c.eighths, &engine.StepTrace{}
-			var lb engine.Timings
-			for b.Loop() {
-				b.StopTimer()
-				if err := g.Build(benchTree[0], benchTree[1]); err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-				if err := g.Insert(benchBatch[0], benchBatch[1]); err != nil {
-					b.Fatal(err)
-				}
-				lb = g.LastBatch()
-			}
-			reportPhases(b, benchBatchKeys, lb)
-			b.ReportMetric(ms(lb.Total), "call-ms")
-			steps, err := gt.trace.Steps()
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Logf("last insert (whole call %.3f ms):\n%s", ms(lb.Total), engine.FormatSteps(steps))
-			if g.Len() != benchTreeKeys+benchBatchKeys {
-				b.Fatalf("%d keys after the insert, want %d", g.Len(), benchTreeKeys+benchBatchKeys)
-			}
+			timeInserts(b, g, func() error { return g.Insert(benchBatch[0], benchBatch[1]) })
 		})
 	}
 	if err := setStageConfig(gt, stageConfig); err != nil {
