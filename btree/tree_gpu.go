@@ -62,10 +62,11 @@ type gpuTree struct {
 	// wholeUpload turns the keys' upload in two halves off (splitUpload):
 	// benchmarks and tests compare the two.
 	wholeUpload bool
-	// firstEighths, when positive, replaces firstPart's share of a split
-	// upload's first part from Go slices (in eighths of the batch):
-	// benchmarks compare shares.
-	firstEighths int
+	// cutEighths, when set, replaces firstPart's two parts of a split
+	// upload from Go slices (partEnds): the inner cuts in eighths of the
+	// batch, ascending, one for two parts, two for three. Benchmarks and
+	// tests compare them.
+	cutEighths []int
 	// ramp, when nonzero, replaces stageRamp as the ramp of an insert's
 	// uploads from Go slices (negative: none): benchmarks compare ramps.
 	ramp int

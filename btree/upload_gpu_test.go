@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -110,35 +111,41 @@ func BenchmarkGPUUploadContention(b *testing.B) {
 // BenchmarkGPUInsertRing inserts 10M new keys from Go slices into the
 // 100M-key tree (built again before every run, untimed), as
 // BenchmarkGPUInsertSteps' default form, with the upload ring's chunk and
-// chunks, the inserts' ramp (gpu.UploadRamped), the first part's share
-// (firstPart, in eighths) and the copying workers set per case, and logs
-// the last call's steps: where the keys' first part arrives on the device
+// chunks, the inserts' ramp (gpu.UploadRamped), the keys' parts (cuts in
+// eighths of the batch: 5 is the default's 5/8 first, 3+6 three parts of
+// 3/8, 3/8 and 2/8) and the copying workers set per case, and logs the
+// last call's steps: where the keys' first part arrives on the device
 // against the host's copy of it.
 func BenchmarkGPUInsertRing(b *testing.B) {
 	d := gputest.Device(b)
 	g := newBenchTree(b, d, DefaultOrder)
 	gt := g.e.(*gpuTree)
-	defer func() { gt.ramp, gt.firstEighths, gt.trace = 0, 0, nil }()
+	defer func() { gt.ramp, gt.cutEighths, gt.trace = 0, nil, nil }()
 	const mib = 1 << 20
 	for _, c := range []struct {
-		chunk, chunks, ramp, eighths, workers int
+		chunk, chunks, ramp int
+		cuts                []int
+		workers             int
 	}{
-		{16 * mib, 4, -1, 5, 16}, {16 * mib, 4, mib, 5, 16}, {16 * mib, 4, mib, 4, 16}, {16 * mib, 4, -1, 4, 16},
-		{16 * mib, 4, 256 << 10, 5, 16}, {16 * mib, 4, 256 << 10, 4, 16}, {8 * mib, 8, mib, 5, 16}, {8 * mib, 8, mib, 4, 16},
-		{16 * mib, 4, mib, 5, 12}, {16 * mib, 4, mib, 4, 12}, {16 * mib, 4, mib, 5, 8},
+		{16 * mib, 4, -1, []int{5}, 16}, {16 * mib, 4, mib, []int{5}, 16}, {16 * mib, 4, mib, []int{4}, 16},
+		{16 * mib, 4, mib, []int{2, 5}, 16}, {16 * mib, 4, mib, []int{3, 6}, 16}, {16 * mib, 4, mib, []int{3, 5}, 16},
+		{16 * mib, 4, mib, []int{2, 4, 6}, 16}, {16 * mib, 4, -1, []int{4}, 16}, {16 * mib, 4, 256 << 10, []int{5}, 16},
+		{16 * mib, 4, 256 << 10, []int{3, 6}, 16}, {8 * mib, 8, mib, []int{5}, 16}, {8 * mib, 8, mib, []int{3, 6}, 16},
+		{16 * mib, 4, mib, []int{5}, 12}, {16 * mib, 4, mib, []int{3, 6}, 12}, {16 * mib, 4, mib, []int{5}, 8},
 	} {
 		ramp := "0"
 		if c.ramp > 0 {
 			ramp = fmt.Sprintf("%dKiB", c.ramp>>10)
 		}
-		name := fmt.Sprintf("chunk=%dMiBx%d/ramp=%s/first=%dof8/workers=%d", c.chunk/mib, c.chunks, ramp, c.eighths, c.workers)
+		cuts := strings.Trim(strings.ReplaceAll(fmt.Sprint(c.cuts), " ", "+"), "[]")
+		name := fmt.Sprintf("chunk=%dMiBx%d/ramp=%s/cuts=%s/workers=%d", c.chunk/mib, c.chunks, ramp, cuts, c.workers)
 		b.Run(name, func(b *testing.B) {
 			cfg := stageConfig
 			cfg.ChunkBytes, cfg.Chunks, cfg.Workers = c.chunk, c.chunks, c.workers
 			if err := setStageConfig(gt, cfg); err != nil {
 				b.Fatal(err)
 			}
-			gt.ramp, gt.firstEighths, gt.trace = c.ramp, c.eighths, &engine.StepTrace{}
+			gt.ramp, gt.cutEighths, gt.trace = c.ramp, c.cuts, &engine.StepTrace{}
 			timeInserts(b, g, func() error { return g.Insert(benchBatch[0], benchBatch[1]) })
 		})
 	}
@@ -151,9 +158,9 @@ func BenchmarkGPUInsertRing(b *testing.B) {
 // small chunks (64 KiB, three of them, so that the ramp's chunks reuse
 // slots whose DMAs may still run): every word arrives where it belongs
 // for sizes around the ramp's steps and for ramps of 4 KiB and 24 KiB and
-// none, and an insert of batches large enough to be split in two parts,
-// with repeated keys, through that ring leaves node arrays equal to the
-// CPU engine's word for word.
+// none, and inserts of batches large enough to be split in parts (two,
+// three and four), with repeated keys across the parts, through that ring
+// leave node arrays equal to the CPU engine's word for word.
 func TestGPUUploadRamped(t *testing.T) {
 	d := gputest.Device(t)
 	cfg := stageConfig
@@ -195,22 +202,35 @@ func TestGPUUploadRamped(t *testing.T) {
 		}
 	}
 
+	for _, cuts := range [][]int{nil, {3, 6}, {2, 4, 6}} {
+		if err := rampedInserts(d, cfg, cuts); err != nil {
+			t.Fatalf("parts cut at %v eighths: %v", cuts, err)
+		}
+	}
+}
+
+// rampedInserts builds a GPU tree of order 16 with the upload ring cfg, a
+// ramp of 4 KiB and the keys' parts cut at cuts (eighths; nil: the
+// default two parts), and a CPU tree, from a batch of 3*stageMin+777
+// pairs with repeated keys, inserts two more such batches into both and
+// compares their node arrays after every batch.
+func rampedInserts(d *gpu.Device, cfg gpu.PipelineConfig, cuts []int) error {
 	g, err := Open(Options{Order: 16, GPU: d})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer g.Close()
 	gt := g.e.(*gpuTree)
 	if err := setStageConfig(gt, cfg); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	gt.ramp = 4 << 10
+	gt.ramp, gt.cutEighths = 4<<10, cuts
 	c, err := Open(Options{Order: 16, Device: "cpu"})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer c.Close()
-	rng := rand.New(rand.NewPCG(22, 4))
+	rng := rand.New(rand.NewPCG(22, uint64(len(cuts))))
 	for round := range 3 {
 		keys, vals := make([]uint64, 3*stageMin+777), make([]uint64, 3*stageMin+777)
 		for i := range keys {
@@ -220,13 +240,11 @@ func TestGPUUploadRamped(t *testing.T) {
 			}
 		}
 		if err := buildOrInsert(round, keys, vals, g, c); err != nil {
-			t.Fatalf("round %d: %v", round, err)
+			return fmt.Errorf("round %d: %w", round, err)
 		}
 		if err := sameNodes(g, c); err != nil {
-			t.Fatalf("round %d: %v", round, err)
+			return fmt.Errorf("round %d: %w", round, err)
 		}
 	}
-	if err := g.Check(); err != nil {
-		t.Fatal(err)
-	}
+	return g.Check()
 }
