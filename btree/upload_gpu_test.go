@@ -1,6 +1,7 @@
 package btree
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -13,11 +14,12 @@ import (
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // BenchmarkGPUUploadContention measures apart whether host memory traffic
 // slows the DMAs from the pinned ring: one 48 MiB DMA from pinned memory
-// to the device (timed by CUDA events) while 0, 4, 8 or 16 goroutines copy
+// to the device (timed by CUDA events) while 0, 8 or 15 goroutines copy
 // Go memory into another pinned buffer in 512 KiB pieces (as the ring's
 // workers do). dma-GB/s is the DMA's rate, copy-GB/s the copiers' over the
 // same wall time.
@@ -55,7 +57,7 @@ func BenchmarkGPUUploadContention(b *testing.B) {
 	for i := range src {
 		src[i] = byte(i)
 	}
-	for _, w := range []int{0, 4, 8, 16} {
+	for _, w := range []int{0, 8, 15} {
 		b.Run(fmt.Sprintf("copiers=%d", w), func(b *testing.B) {
 			var dma, wall time.Duration
 			var copied int64
@@ -74,6 +76,7 @@ func BenchmarkGPUUploadContention(b *testing.B) {
 							o := n % (region / (512 << 10)) * (512 << 10)
 							copy(to[o:o+512<<10], from[o:o+512<<10])
 							bytes.Add(512 << 10)
+							runtime.Gosched() // the timing goroutine needs a thread too
 						}
 					}()
 				}
@@ -108,6 +111,72 @@ func BenchmarkGPUUploadContention(b *testing.B) {
 	}
 }
 
+// BenchmarkGPUUploadFresh measures whether a DMA from pinned memory that
+// the host has just written (as the ring's chunks are) runs slower than
+// one from memory written long before: 16 goroutines copy 48 MiB of Go
+// memory into the pinned buffer in pieces of 512 KiB (regular stores, as
+// the ring) or 1 MiB (Go's memmove then uses non-temporal stores, which
+// leave no dirty lines in the caches), optionally followed by a 256 MiB
+// copy elsewhere that evicts the buffer from the caches, then the buffer
+// goes to the device in one DMA (timed by CUDA events). write-GB/s is
+// the copy's rate, dma-GB/s the DMA's.
+func BenchmarkGPUUploadFresh(b *testing.B) {
+	d := gputest.Device(b)
+	const bytes = 48 << 20
+	pin, err := gpu.AllocHost[byte](d, bytes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pin.Free()
+	dev, err := gpu.Alloc[byte](d, bytes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.Free()
+	s, err := d.NewStream()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var ev [2]*gpu.Event
+	for i := range ev {
+		if ev[i], err = d.NewEvent(); err != nil {
+			b.Fatal(err)
+		}
+		defer ev[i].Close()
+	}
+	src, big, sink := make([]byte, bytes), make([]byte, 256<<20), make([]byte, 256<<20)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	for _, c := range []struct {
+		piece   int
+		evicted bool
+	}{{512 << 10, false}, {1 << 20, false}, {512 << 10, true}} {
+		b.Run(fmt.Sprintf("piece=%dKiB/evicted=%v", c.piece>>10, c.evicted), func(b *testing.B) {
+			var dma, write time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				par.Shared().For(bytes, c.piece, 16, func(lo, hi int) { copy(pin.Slice()[lo:hi], src[lo:hi]) })
+				write += time.Since(t0)
+				if c.evicted {
+					par.Shared().For(len(big), 512<<10, 16, func(lo, hi int) { copy(sink[lo:hi], big[lo:hi]) })
+				}
+				if err := errors.Join(ev[0].Record(s), dev.Write(s, 0, pin.Slice()), ev[1].Record(s), ev[1].Synchronize()); err != nil {
+					b.Fatal(err)
+				}
+				el, err := gpu.Elapsed(ev[0], ev[1])
+				if err != nil {
+					b.Fatal(err)
+				}
+				dma += el
+			}
+			b.ReportMetric(float64(b.N)*bytes/dma.Seconds()/1e9, "dma-GB/s")
+			b.ReportMetric(float64(b.N)*bytes/write.Seconds()/1e9, "write-GB/s")
+		})
+	}
+}
+
 // BenchmarkGPUInsertRing inserts 10M new keys from Go slices into the
 // 100M-key tree (built again before every run, untimed), as
 // BenchmarkGPUInsertSteps' default form, with the upload ring's chunk and
@@ -125,13 +194,14 @@ func BenchmarkGPUInsertRing(b *testing.B) {
 	for _, c := range []struct {
 		chunk, chunks, ramp int
 		cuts                []int
-		workers             int
+		workers, grain      int // grain in elements: 0 the ring's (stageGrain, 512 KiB)
 	}{
-		{16 * mib, 4, -1, []int{5}, 16}, {16 * mib, 4, mib, []int{5}, 16}, {16 * mib, 4, mib, []int{4}, 16},
-		{16 * mib, 4, mib, []int{2, 5}, 16}, {16 * mib, 4, mib, []int{3, 6}, 16}, {16 * mib, 4, mib, []int{3, 5}, 16},
-		{16 * mib, 4, mib, []int{2, 4, 6}, 16}, {16 * mib, 4, -1, []int{4}, 16}, {16 * mib, 4, 256 << 10, []int{5}, 16},
-		{16 * mib, 4, 256 << 10, []int{3, 6}, 16}, {8 * mib, 8, mib, []int{5}, 16}, {8 * mib, 8, mib, []int{3, 6}, 16},
-		{16 * mib, 4, mib, []int{5}, 12}, {16 * mib, 4, mib, []int{3, 6}, 12}, {16 * mib, 4, mib, []int{5}, 8},
+		{16 * mib, 4, -1, []int{5}, 16, 0}, {16 * mib, 4, mib, []int{5}, 16, 0}, {16 * mib, 4, mib, []int{4}, 16, 0},
+		{16 * mib, 4, mib, []int{2, 5}, 16, 0}, {16 * mib, 4, mib, []int{3, 6}, 16, 0}, {16 * mib, 4, mib, []int{3, 5}, 16, 0},
+		{16 * mib, 4, mib, []int{2, 4, 6}, 16, 0}, {16 * mib, 4, -1, []int{4}, 16, 0}, {16 * mib, 4, 256 << 10, []int{5}, 16, 0},
+		{16 * mib, 4, 256 << 10, []int{3, 6}, 16, 0}, {8 * mib, 8, mib, []int{5}, 16, 0}, {8 * mib, 8, mib, []int{3, 6}, 16, 0},
+		{16 * mib, 4, mib, []int{5}, 12, 0}, {16 * mib, 4, mib, []int{3, 6}, 12, 0}, {16 * mib, 4, mib, []int{5}, 8, 0},
+		{16 * mib, 4, -1, []int{5}, 16, mib / 8}, {16 * mib, 4, mib, []int{5}, 16, mib / 8}, {16 * mib, 4, mib, []int{3, 6}, 16, mib / 8},
 	} {
 		ramp := "0"
 		if c.ramp > 0 {
@@ -139,9 +209,15 @@ func BenchmarkGPUInsertRing(b *testing.B) {
 		}
 		cuts := strings.Trim(strings.ReplaceAll(fmt.Sprint(c.cuts), " ", "+"), "[]")
 		name := fmt.Sprintf("chunk=%dMiBx%d/ramp=%s/cuts=%s/workers=%d", c.chunk/mib, c.chunks, ramp, cuts, c.workers)
+		if c.grain > 0 {
+			name += fmt.Sprintf("/grain=%dKiB", 8*c.grain>>10)
+		}
 		b.Run(name, func(b *testing.B) {
 			cfg := stageConfig
 			cfg.ChunkBytes, cfg.Chunks, cfg.Workers = c.chunk, c.chunks, c.workers
+			if c.grain > 0 {
+				cfg.Grain = c.grain
+			}
 			if err := setStageConfig(gt, cfg); err != nil {
 				b.Fatal(err)
 			}
