@@ -91,13 +91,17 @@ func (g *gpuTree) lookupBatch(root uint32, keys, values []uint64, found []uint8,
 type transfers struct {
 	g      *gpuTree
 	pinned bool
-	ramp   int // bytes of the staged uploads' ramp (gpu.UploadRamped); 0: none
+	ramp   int  // bytes of the staged uploads' ramp (gpu.UploadRamped); 0: none
+	stream bool // staged uploads without a barrier between chunks (gpu.UploadStreamed)
 }
 
 // upload queues the copy of src to b[off:] on s.
 func upload[T any](tr transfers, s *gpu.Stream, b *gpu.Buffer[T], off int, src []T) error {
 	if tr.pinned {
 		return b.Write(s, off, src)
+	}
+	if tr.stream {
+		return gpu.UploadStreamed(tr.g.up, s, b, off, src, tr.ramp)
 	}
 	return gpu.UploadRamped(tr.g.up, s, b, off, src, tr.ramp)
 }

@@ -70,6 +70,9 @@ type gpuTree struct {
 	// ramp, when nonzero, replaces stageRamp as the ramp of an insert's
 	// uploads from Go slices (negative: none): benchmarks compare ramps.
 	ramp int
+	// streamed makes an insert's uploads from Go slices copy without a
+	// barrier between chunks (gpu.UploadStreamed): benchmarks compare.
+	streamed bool
 	// rangeChunkSize, when positive, replaces gpuRangeChunk as the queries
 	// of one chunk of a ranges call (tests cut small batches into
 	// several); rangeEv are the events of the chunks' writes.

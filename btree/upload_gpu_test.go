@@ -182,26 +182,32 @@ func BenchmarkGPUUploadFresh(b *testing.B) {
 // BenchmarkGPUInsertSteps' default form, with the upload ring's chunk and
 // chunks, the inserts' ramp (gpu.UploadRamped), the keys' parts (cuts in
 // eighths of the batch: 5 is the default's 5/8 first, 3+6 three parts of
-// 3/8, 3/8 and 2/8) and the copying workers set per case, and logs the
+// 3/8, 3/8 and 2/8), the copying workers and their pieces, and whether
+// the copy runs without a barrier between chunks (streamed,
+// gpu.UploadStreamed) set per case, and logs the
 // last call's steps: where the keys' first part arrives on the device
 // against the host's copy of it.
 func BenchmarkGPUInsertRing(b *testing.B) {
 	d := gputest.Device(b)
 	g := newBenchTree(b, d, DefaultOrder)
 	gt := g.e.(*gpuTree)
-	defer func() { gt.ramp, gt.cutEighths, gt.trace = 0, nil, nil }()
+	defer func() { gt.ramp, gt.cutEighths, gt.streamed, gt.trace = 0, nil, false, nil }()
 	const mib = 1 << 20
 	for _, c := range []struct {
 		chunk, chunks, ramp int
 		cuts                []int
-		workers, grain      int // grain in elements: 0 the ring's (stageGrain, 512 KiB)
+		workers, grain      int  // grain in elements: 0 the ring's (stageGrain, 512 KiB)
+		streamed            bool // gpu.UploadStreamed
 	}{
-		{16 * mib, 4, -1, []int{5}, 16, 0}, {16 * mib, 4, mib, []int{5}, 16, 0}, {16 * mib, 4, mib, []int{4}, 16, 0},
-		{16 * mib, 4, mib, []int{2, 5}, 16, 0}, {16 * mib, 4, mib, []int{3, 6}, 16, 0}, {16 * mib, 4, mib, []int{3, 5}, 16, 0},
-		{16 * mib, 4, mib, []int{2, 4, 6}, 16, 0}, {16 * mib, 4, -1, []int{4}, 16, 0}, {16 * mib, 4, 256 << 10, []int{5}, 16, 0},
-		{16 * mib, 4, 256 << 10, []int{3, 6}, 16, 0}, {8 * mib, 8, mib, []int{5}, 16, 0}, {8 * mib, 8, mib, []int{3, 6}, 16, 0},
-		{16 * mib, 4, mib, []int{5}, 12, 0}, {16 * mib, 4, mib, []int{3, 6}, 12, 0}, {16 * mib, 4, mib, []int{5}, 8, 0},
-		{16 * mib, 4, -1, []int{5}, 16, mib / 8}, {16 * mib, 4, mib, []int{5}, 16, mib / 8}, {16 * mib, 4, mib, []int{3, 6}, 16, mib / 8},
+		{16 * mib, 4, -1, []int{5}, 16, 0, false}, {16 * mib, 4, mib, []int{5}, 16, 0, false}, {16 * mib, 4, mib, []int{4}, 16, 0, false},
+		{16 * mib, 4, mib, []int{2, 5}, 16, 0, false}, {16 * mib, 4, mib, []int{3, 6}, 16, 0, false}, {16 * mib, 4, mib, []int{3, 5}, 16, 0, false},
+		{16 * mib, 4, mib, []int{2, 4, 6}, 16, 0, false}, {16 * mib, 4, -1, []int{4}, 16, 0, false}, {16 * mib, 4, 256 << 10, []int{5}, 16, 0, false},
+		{16 * mib, 4, 256 << 10, []int{3, 6}, 16, 0, false}, {8 * mib, 8, mib, []int{5}, 16, 0, false}, {8 * mib, 8, mib, []int{3, 6}, 16, 0, false},
+		{16 * mib, 4, mib, []int{5}, 12, 0, false}, {16 * mib, 4, mib, []int{3, 6}, 12, 0, false}, {16 * mib, 4, mib, []int{5}, 8, 0, false},
+		{16 * mib, 4, -1, []int{5}, 16, mib / 8, false}, {16 * mib, 4, mib, []int{5}, 16, mib / 8, false}, {16 * mib, 4, mib, []int{3, 6}, 16, mib / 8, false},
+		{16 * mib, 4, -1, []int{5}, 16, mib / 64, false}, {16 * mib, 4, mib, []int{5}, 16, mib / 64, false},
+		{16 * mib, 4, -1, []int{5}, 16, 0, true}, {16 * mib, 4, mib, []int{5}, 16, 0, true}, {16 * mib, 4, mib, []int{4}, 16, 0, true},
+		{16 * mib, 4, mib, []int{3, 6}, 16, 0, true}, {4 * mib, 16, 256 << 10, []int{5}, 16, 0, true}, {4 * mib, 16, 256 << 10, []int{3, 6}, 16, 0, true},
 	} {
 		ramp := "0"
 		if c.ramp > 0 {
@@ -212,6 +218,9 @@ func BenchmarkGPUInsertRing(b *testing.B) {
 		if c.grain > 0 {
 			name += fmt.Sprintf("/grain=%dKiB", 8*c.grain>>10)
 		}
+		if c.streamed {
+			name += "/streamed"
+		}
 		b.Run(name, func(b *testing.B) {
 			cfg := stageConfig
 			cfg.ChunkBytes, cfg.Chunks, cfg.Workers = c.chunk, c.chunks, c.workers
@@ -221,7 +230,7 @@ func BenchmarkGPUInsertRing(b *testing.B) {
 			if err := setStageConfig(gt, cfg); err != nil {
 				b.Fatal(err)
 			}
-			gt.ramp, gt.cutEighths, gt.trace = c.ramp, c.cuts, &engine.StepTrace{}
+			gt.ramp, gt.cutEighths, gt.streamed, gt.trace = c.ramp, c.cuts, c.streamed, &engine.StepTrace{}
 			timeInserts(b, g, func() error { return g.Insert(benchBatch[0], benchBatch[1]) })
 		})
 	}
@@ -230,67 +239,76 @@ func BenchmarkGPUInsertRing(b *testing.B) {
 	}
 }
 
-// TestGPUUploadRamped checks the inserts' ramped uploads through a ring of
-// small chunks (64 KiB, three of them, so that the ramp's chunks reuse
-// slots whose DMAs may still run): every word arrives where it belongs
+// TestGPUUploadRamped checks the inserts' ramped uploads through rings of
+// small chunks (64 KiB or 512 KiB, three of them, so that the chunks reuse
+// slots whose DMAs may still run; a streamed chunk of 512 KiB is copied in
+// several pieces): every word arrives where it belongs
 // for sizes around the ramp's steps and for ramps of 4 KiB and 24 KiB and
-// none, and inserts of batches large enough to be split in parts (two,
+// none, ramped (gpu.UploadRamped) and streamed (gpu.UploadStreamed), and
+// inserts of batches large enough to be split in parts (two,
 // three and four), with repeated keys across the parts, through that ring
 // leave node arrays equal to the CPU engine's word for word.
 func TestGPUUploadRamped(t *testing.T) {
 	d := gputest.Device(t)
-	cfg := stageConfig
-	cfg.ChunkBytes, cfg.Chunks, cfg.Direct = 64<<10, 3, 0
-	p := gpu.NewPipeline(d, cfg)
-	defer p.Close()
 	s, err := d.NewStream()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	const n = 100_003
+	const n = 400_003
 	dev, err := gpu.Alloc[uint64](d, n+5)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer dev.Free()
 	src := make([]uint64, n)
-	for _, ramp := range []int{0, 4 << 10, 24 << 10} {
-		for _, m := range []int{1, 511, 512, 513, 3 * 1024, 8191, 40_000, n} {
-			for i := range src[:m] {
-				src[i] = uint64(ramp)<<40 ^ uint64(m)<<20 ^ uint64(i)
+	for _, chunk := range []int{64 << 10, 512 << 10} {
+		cfg := stageConfig
+		cfg.ChunkBytes, cfg.Chunks, cfg.Direct = chunk, 3, 0
+		p := gpu.NewPipeline(d, cfg)
+		defer p.Close()
+		for _, streamed := range []bool{false, true} {
+			up := gpu.UploadRamped[uint64]
+			if streamed {
+				up = gpu.UploadStreamed[uint64]
 			}
-			if err := gpu.UploadRamped(p, s, dev, 5, src[:m], ramp); err != nil {
-				t.Fatal(err)
-			}
-			got := make([]uint64, m)
-			if err := dev.Read(s, 5, got); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Synchronize(); err != nil {
-				t.Fatal(err)
-			}
-			for i, x := range got {
-				if x != src[i] {
-					t.Fatalf("ramp %d, %d words: word %d is %#x, want %#x", ramp, m, i, x, src[i])
+			for _, ramp := range []int{0, 4 << 10, 24 << 10} {
+				for _, m := range []int{1, 511, 512, 513, 3 * 1024, 8191, 40_000, n} {
+					for i := range src[:m] {
+						src[i] = uint64(ramp)<<40 ^ uint64(m)<<20 ^ uint64(i)
+					}
+					if err := up(p, s, dev, 5, src[:m], ramp); err != nil {
+						t.Fatal(err)
+					}
+					got := make([]uint64, m)
+					if err := errors.Join(dev.Read(s, 5, got), s.Synchronize()); err != nil {
+						t.Fatal(err)
+					}
+					for i, x := range got {
+						if x != src[i] {
+							t.Fatalf("chunk %d, streamed %v, ramp %d, %d words: word %d is %#x, want %#x", chunk, streamed, ramp, m, i, x, src[i])
+						}
+					}
 				}
 			}
 		}
-	}
-
-	for _, cuts := range [][]int{nil, {3, 6}, {2, 4, 6}} {
-		if err := rampedInserts(d, cfg, cuts); err != nil {
-			t.Fatalf("parts cut at %v eighths: %v", cuts, err)
+		for _, streamed := range []bool{false, true} {
+			for _, cuts := range [][]int{nil, {3, 6}, {2, 4, 6}} {
+				if err := rampedInserts(d, cfg, cuts, streamed); err != nil {
+					t.Fatalf("chunk %d, parts cut at %v eighths, streamed %v: %v", chunk, cuts, streamed, err)
+				}
+			}
 		}
 	}
 }
 
 // rampedInserts builds a GPU tree of order 16 with the upload ring cfg, a
 // ramp of 4 KiB and the keys' parts cut at cuts (eighths; nil: the
-// default two parts), and a CPU tree, from a batch of 3*stageMin+777
+// default two parts), streamed (gpu.UploadStreamed) or not, and a CPU
+// tree, from a batch of 3*stageMin+777
 // pairs with repeated keys, inserts two more such batches into both and
 // compares their node arrays after every batch.
-func rampedInserts(d *gpu.Device, cfg gpu.PipelineConfig, cuts []int) error {
+func rampedInserts(d *gpu.Device, cfg gpu.PipelineConfig, cuts []int, streamed bool) error {
 	g, err := Open(Options{Order: 16, GPU: d})
 	if err != nil {
 		return err
@@ -300,7 +318,7 @@ func rampedInserts(d *gpu.Device, cfg gpu.PipelineConfig, cuts []int) error {
 	if err := setStageConfig(gt, cfg); err != nil {
 		return err
 	}
-	gt.ramp, gt.cutEighths = 4<<10, cuts
+	gt.ramp, gt.cutEighths, gt.streamed = 4<<10, cuts, streamed
 	c, err := Open(Options{Order: 16, Device: "cpu"})
 	if err != nil {
 		return err

@@ -54,3 +54,43 @@ func TestRampChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamPlan checks UploadStreamed's schedule without a GPU: the
+// pieces cover every chunk exactly, in order, none longer than a piece or
+// crossing a chunk, each chunk counting its pieces, and chunk k in ring
+// slot (next+k) mod slots.
+func TestStreamPlan(t *testing.T) {
+	for _, c := range []struct{ total, chunk, ramp, piece, slots, next int }{
+		{50_000_000, 16 << 20, 1 << 20, 128 << 10, 4, 0}, {50_000_000, 16 << 20, 0, 128 << 10, 4, 3},
+		{1000, 64, 8, 16, 3, 1}, {7, 16, 0, 4, 2, 1}, {1 << 20, 1 << 20, 0, 1 << 20, 4, 2},
+	} {
+		name := fmt.Sprintf("%+v", c)
+		sizes := rampChunks(c.total, c.chunk, c.ramp, 1)
+		pl := newStreamPlan(sizes, c.piece, c.slots, c.next)
+		if len(pl.chunks) != len(sizes) {
+			t.Fatalf("%s: %d chunks, want %d", name, len(pl.chunks), len(sizes))
+		}
+		at, pi := 0, 0
+		for k := range pl.chunks {
+			ch := &pl.chunks[k]
+			if ch.at != at || ch.bytes != sizes[k] || ch.slot != (c.next+k)%c.slots {
+				t.Fatalf("%s: chunk %d at %d, %d bytes, slot %d", name, k, ch.at, ch.bytes, ch.slot)
+			}
+			n := 0
+			for lo := at; lo < at+ch.bytes; n++ {
+				pc := pl.pieces[pi]
+				if int(pc.chunk) != k || pc.lo != lo || pc.hi <= pc.lo || pc.hi-pc.lo > c.piece || pc.hi > at+ch.bytes {
+					t.Fatalf("%s: piece %d is %+v in chunk %d at %d", name, pi, pc, k, lo)
+				}
+				lo, pi = pc.hi, pi+1
+			}
+			if int(ch.left.Load()) != n {
+				t.Fatalf("%s: chunk %d counts %d pieces, has %d", name, k, ch.left.Load(), n)
+			}
+			at += ch.bytes
+		}
+		if at != c.total || pi != len(pl.pieces) {
+			t.Fatalf("%s: plan covers %d bytes in %d of %d pieces", name, at, pi, len(pl.pieces))
+		}
+	}
+}
