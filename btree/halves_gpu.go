@@ -1,8 +1,6 @@
 package btree
 
 import (
-	"fmt"
-
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/prim"
@@ -12,10 +10,6 @@ import (
 const (
 	bufMergedK   = "halves.keys"
 	bufMergedIdx = "halves.idx"
-	// A third part or more: the merged runs alternate between these and
-	// the two above.
-	bufMergedK2   = "halves.keys2"
-	bufMergedIdx2 = "halves.idx2"
 )
 
 // firstPart returns how many of a split batch's n keys go in the first
@@ -30,21 +24,6 @@ func firstPart(n int, pinned bool) int {
 		return n / 2
 	}
 	return n / 8 * 5
-}
-
-// partEnds returns the ends of the parts of a split upload of n keys
-// (uploadSortHalves): two parts, the first firstPart's share, or from Go
-// slices the parts a benchmark set (cutEighths: the inner cuts, in
-// eighths of the batch). Cost: O(parts).
-func (g *gpuTree) partEnds(n int, pinned bool) []int {
-	if pinned || len(g.cutEighths) == 0 {
-		return []int{firstPart(n, pinned), n}
-	}
-	ends := make([]int, 0, len(g.cutEighths)+1)
-	for _, e := range g.cutEighths {
-		ends = append(ends, n/8*e)
-	}
-	return append(ends, n)
 }
 
 // stepHalves names the trace step of the second part's sort and the merge
@@ -69,30 +48,25 @@ func (g *gpuTree) splitUpload(n int) bool { return !g.wholeUpload && n >= 3*stag
 // Then the values' upload starts as in uploadSortDedupe. The host copy of
 // the second part overlaps the first part's sort: the sort no longer
 // waits for the whole batch's copy. The Upload phase ends when the second
-// part is on the device (the first part's sort inside it). With more
-// parts (partEnds: a benchmark's cuts) each later part is copied while the
-// one before is sorted, then sorted and merged into the run of the parts
-// before it (the merged runs alternate between two buffer pairs). k, v
-// are inK, inV of n elements; the caller has reserved sortidx, selidx and
-// outV. Cost: the transfers, a radix sort per part, a merge per part
-// after the first and the dedupe's kernels.
+// part is on the device (the first part's sort inside it). k, v are inK,
+// inV of n elements; the caller has reserved sortidx, selidx and outV.
+// Cost: the transfers, two radix sorts (of firstPart and the rest), a
+// merge and the dedupe's kernels.
 func (g *gpuTree) uploadSortHalves(k, v *gpu.Buffer[uint64], keys, values []uint64, tr transfers) error {
 	n := len(keys)
-	ends := g.partEnds(n, tr.pinned)
-	need := []gpu.Need{gpu.NeedOf[uint64](bufMergedK, n), gpu.NeedOf[uint32](bufMergedIdx, n)}
-	if len(ends) > 2 {
-		need = append(need, gpu.NeedOf[uint64](bufMergedK2, n), gpu.NeedOf[uint32](bufMergedIdx2, n))
-	}
-	if err := g.pool.Reserve(need...); err != nil {
+	h := firstPart(n, tr.pinned)
+	if err := g.pool.Reserve(gpu.NeedOf[uint64](bufMergedK, n), gpu.NeedOf[uint32](bufMergedIdx, n)); err != nil {
 		return err
 	}
 	idx := gpu.Take[uint32](g.pool, "sortidx", n)
-	// s2's transfers (the later parts, then the values) come after s's
+	mk, mi := gpu.Take[uint64](g.pool, bufMergedK, n), gpu.Take[uint32](g.pool, bufMergedIdx, n)
+	ka, kb := gpu.View[uint64](k, 0, h), gpu.View[uint64](k, 8*h, n-h)
+	ia, ib := gpu.View[uint32](idx, 0, h), gpu.View[uint32](idx, 4*h, n-h)
+	// s2's transfers (the second half, then the values) come after s's
 	// earlier use of inK and inV.
 	if err := g.fork(); err != nil {
 		return err
 	}
-	h := ends[0]
 	if err := upload(tr, g.s, k, 0, keys[:h]); err != nil {
 		return err
 	}
@@ -100,50 +74,23 @@ func (g *gpuTree) uploadSortHalves(k, v *gpu.Buffer[uint64], keys, values []uint
 	if err := g.launch(g.k.iota, n, uint64(n), idx); err != nil {
 		return err
 	}
-	runK, runI := gpu.View[uint64](k, 0, h), gpu.View[uint32](idx, 0, h)
-	if err := prim.DevSortPairs(g.pe, runK, runI, h); err != nil {
+	if err := prim.DevSortPairs(g.pe, ka, ia, h); err != nil {
 		return err
 	}
-	for p := 1; p < len(ends); p++ {
-		lo, hi := ends[p-1], ends[p]
-		if err := upload(tr, g.s2, k, lo, keys[lo:hi]); err != nil {
-			return err
-		}
-		if err := g.joinBack(); err != nil {
-			return err
-		}
-		if p == len(ends)-1 {
-			g.clock.Mark(g.s, engine.MarkUploaded)
-		}
-		g.step(partStep(p, len(ends), false))
-		kb, ib := gpu.View[uint64](k, 8*lo, hi-lo), gpu.View[uint32](idx, 4*lo, hi-lo)
-		if err := prim.DevSortPairs(g.pe, kb, ib, hi-lo); err != nil {
-			return err
-		}
-		mk, mi := gpu.Take[uint64](g.pool, bufMergedK, n), gpu.Take[uint32](g.pool, bufMergedIdx, n)
-		if p%2 == 0 {
-			mk, mi = gpu.Take[uint64](g.pool, bufMergedK2, n), gpu.Take[uint32](g.pool, bufMergedIdx2, n)
-		}
-		if err := prim.DevMerge(g.pe, runK, runI, lo, kb, ib, hi-lo, mk, mi); err != nil {
-			return err
-		}
-		runK, runI = mk, mi
-		g.step(partStep(p, len(ends), true))
+	if err := upload(tr, g.s2, k, h, keys[h:]); err != nil {
+		return err
 	}
-	return g.dedupeValuesLater(tr, n, runK, runI, v, values)
-}
-
-// partStep names uploadSortHalves' trace step that ends once part p (from
-// 0) of parts is on the device (merged: once it is sorted and merged with
-// the parts before): with two parts the names tests look for.
-func partStep(p, parts int, merged bool) string {
-	switch {
-	case parts == 2 && merged:
-		return stepHalves
-	case parts == 2:
-		return "sort first half; upload keys: second half"
-	case merged:
-		return fmt.Sprintf("sort part %d, merge", p+1)
+	if err := g.joinBack(); err != nil {
+		return err
 	}
-	return fmt.Sprintf("sort part %d; upload keys: part %d", p, p+1)
+	g.clock.Mark(g.s, engine.MarkUploaded)
+	g.step("sort first half; upload keys: second half")
+	if err := prim.DevSortPairs(g.pe, kb, ib, n-h); err != nil {
+		return err
+	}
+	if err := prim.DevMerge(g.pe, ka, ia, h, kb, ib, n-h, mk, mi); err != nil {
+		return err
+	}
+	g.step(stepHalves)
+	return g.dedupeValuesLater(tr, n, mk, mi, v, values)
 }

@@ -14,13 +14,14 @@ const (
 	stageMin     = 1 << 16 // smaller transfers (in 8-byte words) go straight from or to Go memory
 	stageWorkers = 16      // goroutines copying a chunk to or from pinned memory (par.Shared; 10M lookups: 2.22 G/s on 16, 1.86 on 8, H200)
 	stageGrain   = 1 << 16 // elements a goroutine copies at a time
-	// stageRamp is the first and last chunk in bytes of an insert's
-	// uploads (gpu.UploadRamped): chunks double from it up to stageChunk
-	// and halve back down, so that the first part of the keys starts its
-	// DMA after a 1 MiB copy instead of a 16 MiB one and its last DMA ends
-	// soon after the host's last copy. Lookups' chunked uploads keep whole
-	// chunks (their host copies, not the first DMA, bound them).
-	stageRamp = 1 << 20
+	// batchGrain is the elements a goroutine copies at a time in the
+	// uploads of a batch's keys and values from Go slices for its sort
+	// (sortDedupe: build, insert, delete; gpu.UploadStagedGrain): 128 KiB, so
+	// that a 16 MiB chunk's 128 pieces end close together and its DMA
+	// starts sooner (H200, BENCHMARKS.md "B+ tree insert from Go slices:
+	// where the first part's time goes": 7.31 ms a call against 7.84 ms
+	// with 1 MiB pieces, median of 5 each in one run).
+	batchGrain = 1 << 14
 )
 
 // stageConfig is the configuration of both rings.
@@ -28,14 +29,11 @@ var stageConfig = gpu.PipelineConfig{
 	ChunkBytes: 8 * stageChunk, Chunks: stageBufs, Direct: 8 * stageMin, Workers: stageWorkers, Grain: stageGrain,
 }
 
-// uploadRamp returns the ramp of an insert's uploads from Go slices: a
-// benchmark's (ramp; negative: none) when set, else stageRamp.
-func (g *gpuTree) uploadRamp() int {
-	switch {
-	case g.ramp < 0:
-		return 0
-	case g.ramp > 0:
-		return g.ramp
+// uploadGrain returns the copy grain of sortDedupe's uploads from Go
+// slices: a benchmark's (copyGrain) when set, else batchGrain.
+func (g *gpuTree) uploadGrain() int {
+	if g.copyGrain > 0 {
+		return g.copyGrain
 	}
-	return stageRamp
+	return batchGrain
 }

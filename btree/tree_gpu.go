@@ -62,17 +62,10 @@ type gpuTree struct {
 	// wholeUpload turns the keys' upload in two halves off (splitUpload):
 	// benchmarks and tests compare the two.
 	wholeUpload bool
-	// cutEighths, when set, replaces firstPart's two parts of a split
-	// upload from Go slices (partEnds): the inner cuts in eighths of the
-	// batch, ascending, one for two parts, two for three. Benchmarks and
-	// tests compare them.
-	cutEighths []int
-	// ramp, when nonzero, replaces stageRamp as the ramp of an insert's
-	// uploads from Go slices (negative: none): benchmarks compare ramps.
-	ramp int
-	// streamed makes an insert's uploads from Go slices copy without a
-	// barrier between chunks (gpu.UploadStreamed): benchmarks compare.
-	streamed bool
+	// copyGrain, when positive, replaces batchGrain as the elements a
+	// goroutine copies at a time in sortDedupe's uploads from Go slices:
+	// benchmarks compare grains.
+	copyGrain int
 	// rangeChunkSize, when positive, replaces gpuRangeChunk as the queries
 	// of one chunk of a ranges call (tests cut small batches into
 	// several); rangeEv are the events of the chunks' writes.

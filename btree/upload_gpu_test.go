@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,33 +25,12 @@ import (
 func BenchmarkGPUUploadContention(b *testing.B) {
 	d := gputest.Device(b)
 	const dmaBytes, region = 48 << 20, 16 << 20
-	pin, err := gpu.AllocHost[byte](d, dmaBytes)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pin.Free()
+	r := newDMARig(b, d, dmaBytes)
 	sink, err := gpu.AllocHost[byte](d, 16*region)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer sink.Free()
-	dev, err := gpu.Alloc[byte](d, dmaBytes)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Free()
-	s, err := d.NewStream()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	var ev [2]*gpu.Event
-	for i := range ev {
-		if ev[i], err = d.NewEvent(); err != nil {
-			b.Fatal(err)
-		}
-		defer ev[i].Close()
-	}
 	src := make([]byte, 16*region)
 	for i := range src {
 		src[i] = byte(i)
@@ -83,23 +61,11 @@ func BenchmarkGPUUploadContention(b *testing.B) {
 				started.Wait()
 				runtime.Gosched()
 				t0, c0 := time.Now(), bytes.Load()
-				if err := ev[0].Record(s); err != nil {
-					b.Fatal(err)
-				}
-				if err := dev.Write(s, 0, pin.Slice()); err != nil {
-					b.Fatal(err)
-				}
-				if err := ev[1].Record(s); err != nil {
-					b.Fatal(err)
-				}
-				if err := ev[1].Synchronize(); err != nil {
-					b.Fatal(err)
-				}
+				el, err := r.dma()
 				wall += time.Since(t0)
 				copied += bytes.Load() - c0
 				stop.Store(true)
 				wg.Wait()
-				el, err := gpu.Elapsed(ev[0], ev[1])
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -123,28 +89,7 @@ func BenchmarkGPUUploadContention(b *testing.B) {
 func BenchmarkGPUUploadFresh(b *testing.B) {
 	d := gputest.Device(b)
 	const bytes = 48 << 20
-	pin, err := gpu.AllocHost[byte](d, bytes)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pin.Free()
-	dev, err := gpu.Alloc[byte](d, bytes)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Free()
-	s, err := d.NewStream()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	var ev [2]*gpu.Event
-	for i := range ev {
-		if ev[i], err = d.NewEvent(); err != nil {
-			b.Fatal(err)
-		}
-		defer ev[i].Close()
-	}
+	r := newDMARig(b, d, bytes)
 	src, big, sink := make([]byte, bytes), make([]byte, 256<<20), make([]byte, 256<<20)
 	for i := range src {
 		src[i] = byte(i)
@@ -157,15 +102,12 @@ func BenchmarkGPUUploadFresh(b *testing.B) {
 			var dma, write time.Duration
 			for b.Loop() {
 				t0 := time.Now()
-				par.Shared().For(bytes, c.piece, 16, func(lo, hi int) { copy(pin.Slice()[lo:hi], src[lo:hi]) })
+				par.Shared().For(bytes, c.piece, 16, func(lo, hi int) { copy(r.pin.Slice()[lo:hi], src[lo:hi]) })
 				write += time.Since(t0)
 				if c.evicted {
 					par.Shared().For(len(big), 512<<10, 16, func(lo, hi int) { copy(sink[lo:hi], big[lo:hi]) })
 				}
-				if err := errors.Join(ev[0].Record(s), dev.Write(s, 0, pin.Slice()), ev[1].Record(s), ev[1].Synchronize()); err != nil {
-					b.Fatal(err)
-				}
-				el, err := gpu.Elapsed(ev[0], ev[1])
+				el, err := r.dma()
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -177,78 +119,80 @@ func BenchmarkGPUUploadFresh(b *testing.B) {
 	}
 }
 
+// dmaRig is what the upload benchmarks time one DMA with: a pinned
+// buffer, a device buffer of the same size, a stream and two events.
+type dmaRig struct {
+	pin *gpu.HostBuffer[byte]
+	dev *gpu.Buffer[byte]
+	s   *gpu.Stream
+	ev  [2]*gpu.Event
+}
+
+// newDMARig allocates a dmaRig of bytes on d, freed when b ends.
+func newDMARig(b *testing.B, d *gpu.Device, bytes int) *dmaRig {
+	b.Helper()
+	r := &dmaRig{}
+	var err error
+	if r.pin, err = gpu.AllocHost[byte](d, bytes); err == nil {
+		b.Cleanup(func() { _ = r.pin.Free() })
+		if r.dev, err = gpu.Alloc[byte](d, bytes); err == nil {
+			b.Cleanup(func() { _ = r.dev.Free() })
+			if r.s, err = d.NewStream(); err == nil {
+				b.Cleanup(func() { _ = r.s.Close() })
+				for i := range r.ev {
+					if r.ev[i], err = d.NewEvent(); err != nil {
+						break
+					}
+					b.Cleanup(func() { _ = r.ev[i].Close() })
+				}
+			}
+		}
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
+// dma copies the pinned buffer to the device and returns the copy's time
+// by CUDA events.
+func (r *dmaRig) dma() (time.Duration, error) {
+	if err := errors.Join(r.ev[0].Record(r.s), r.dev.Write(r.s, 0, r.pin.Slice()), r.ev[1].Record(r.s), r.ev[1].Synchronize()); err != nil {
+		return 0, err
+	}
+	return gpu.Elapsed(r.ev[0], r.ev[1])
+}
+
 // BenchmarkGPUInsertRing inserts 10M new keys from Go slices into the
 // 100M-key tree (built again before every run, untimed), as
-// BenchmarkGPUInsertSteps' default form, with the upload ring's chunk and
-// chunks, the inserts' ramp (gpu.UploadRamped), the keys' parts (cuts in
-// eighths of the batch: 5 is the default's 5/8 first, 3+6 three parts of
-// 3/8, 3/8 and 2/8), the copying workers and their pieces, and whether
-// the copy runs without a barrier between chunks (streamed,
-// gpu.UploadStreamed) set per case, and logs the
-// last call's steps: where the keys' first part arrives on the device
-// against the host's copy of it.
+// BenchmarkGPUInsertSteps' default form, with the pieces the workers copy
+// into the upload ring (copyGrain: 512 KiB is the ring's stageGrain, the
+// uploads' grain before batchGrain's 128 KiB; 1 MiB makes Go's memmove use
+// non-temporal stores), and reports the whole calls' median and fastest
+// and logs the last call's steps: where the keys' first part arrives on
+// the device against the host's copy of it.
 func BenchmarkGPUInsertRing(b *testing.B) {
 	d := gputest.Device(b)
 	g := newBenchTree(b, d, DefaultOrder)
 	gt := g.e.(*gpuTree)
-	defer func() { gt.ramp, gt.cutEighths, gt.streamed, gt.trace = 0, nil, false, nil }()
-	const mib = 1 << 20
-	for _, c := range []struct {
-		chunk, chunks, ramp int
-		cuts                []int
-		workers, grain      int  // grain in elements: 0 the ring's (stageGrain, 512 KiB)
-		streamed            bool // gpu.UploadStreamed
-	}{
-		{16 * mib, 4, -1, []int{5}, 16, 0, false}, {16 * mib, 4, mib, []int{5}, 16, 0, false}, {16 * mib, 4, mib, []int{4}, 16, 0, false},
-		{16 * mib, 4, mib, []int{2, 5}, 16, 0, false}, {16 * mib, 4, mib, []int{3, 6}, 16, 0, false}, {16 * mib, 4, mib, []int{3, 5}, 16, 0, false},
-		{16 * mib, 4, mib, []int{2, 4, 6}, 16, 0, false}, {16 * mib, 4, -1, []int{4}, 16, 0, false}, {16 * mib, 4, 256 << 10, []int{5}, 16, 0, false},
-		{16 * mib, 4, 256 << 10, []int{3, 6}, 16, 0, false}, {8 * mib, 8, mib, []int{5}, 16, 0, false}, {8 * mib, 8, mib, []int{3, 6}, 16, 0, false},
-		{16 * mib, 4, mib, []int{5}, 12, 0, false}, {16 * mib, 4, mib, []int{3, 6}, 12, 0, false}, {16 * mib, 4, mib, []int{5}, 8, 0, false},
-		{16 * mib, 4, -1, []int{5}, 16, mib / 8, false}, {16 * mib, 4, mib, []int{5}, 16, mib / 8, false}, {16 * mib, 4, mib, []int{3, 6}, 16, mib / 8, false},
-		{16 * mib, 4, -1, []int{5}, 16, mib / 64, false}, {16 * mib, 4, mib, []int{5}, 16, mib / 64, false},
-		{16 * mib, 4, -1, []int{5}, 16, 0, true}, {16 * mib, 4, mib, []int{5}, 16, 0, true}, {16 * mib, 4, mib, []int{4}, 16, 0, true},
-		{16 * mib, 4, mib, []int{3, 6}, 16, 0, true}, {4 * mib, 16, 256 << 10, []int{5}, 16, 0, true}, {4 * mib, 16, 256 << 10, []int{3, 6}, 16, 0, true},
-	} {
-		ramp := "0"
-		if c.ramp > 0 {
-			ramp = fmt.Sprintf("%dKiB", c.ramp>>10)
-		}
-		cuts := strings.Trim(strings.ReplaceAll(fmt.Sprint(c.cuts), " ", "+"), "[]")
-		name := fmt.Sprintf("chunk=%dMiBx%d/ramp=%s/cuts=%s/workers=%d", c.chunk/mib, c.chunks, ramp, cuts, c.workers)
-		if c.grain > 0 {
-			name += fmt.Sprintf("/grain=%dKiB", 8*c.grain>>10)
-		}
-		if c.streamed {
-			name += "/streamed"
-		}
-		b.Run(name, func(b *testing.B) {
-			cfg := stageConfig
-			cfg.ChunkBytes, cfg.Chunks, cfg.Workers = c.chunk, c.chunks, c.workers
-			if c.grain > 0 {
-				cfg.Grain = c.grain
-			}
-			if err := setStageConfig(gt, cfg); err != nil {
-				b.Fatal(err)
-			}
-			gt.ramp, gt.cutEighths, gt.streamed, gt.trace = c.ramp, c.cuts, c.streamed, &engine.StepTrace{}
+	defer func() { gt.copyGrain, gt.trace = 0, nil }()
+	for _, kib := range []int{512, 128, 64, 256, 1024} {
+		b.Run(fmt.Sprintf("grain=%dKiB", kib), func(b *testing.B) {
+			gt.copyGrain, gt.trace = kib<<10/8, &engine.StepTrace{}
 			timeInserts(b, g, func() error { return g.Insert(benchBatch[0], benchBatch[1]) })
 		})
 	}
-	if err := setStageConfig(gt, stageConfig); err != nil {
-		b.Fatal(err)
-	}
 }
 
-// TestGPUUploadRamped checks the inserts' ramped uploads through rings of
-// small chunks (64 KiB or 512 KiB, three of them, so that the chunks reuse
-// slots whose DMAs may still run; a streamed chunk of 512 KiB is copied in
-// several pieces): every word arrives where it belongs
-// for sizes around the ramp's steps and for ramps of 4 KiB and 24 KiB and
-// none, ramped (gpu.UploadRamped) and streamed (gpu.UploadStreamed), and
-// inserts of batches large enough to be split in parts (two,
-// three and four), with repeated keys across the parts, through that ring
-// leave node arrays equal to the CPU engine's word for word.
-func TestGPUUploadRamped(t *testing.T) {
+// TestGPUUploadGrain checks sortDedupe's uploads in pieces of a given
+// grain through a ring of small chunks (64 KiB and 512 KiB, three of
+// them, so that chunks reuse slots whose DMAs may still run): every word
+// arrives where it belongs for grains of the ring's own, 1000 elements
+// (pieces that do not divide a chunk) and 16Ki, and inserts of batches
+// large enough to be split in two parts, with repeated keys, through that
+// ring with a grain of 1000 leave node arrays equal to the CPU engine's
+// word for word.
+func TestGPUUploadGrain(t *testing.T) {
 	d := gputest.Device(t)
 	s, err := d.NewStream()
 	if err != nil {
@@ -267,48 +211,36 @@ func TestGPUUploadRamped(t *testing.T) {
 		cfg.ChunkBytes, cfg.Chunks, cfg.Direct = chunk, 3, 0
 		p := gpu.NewPipeline(d, cfg)
 		defer p.Close()
-		for _, streamed := range []bool{false, true} {
-			up := gpu.UploadRamped[uint64]
-			if streamed {
-				up = gpu.UploadStreamed[uint64]
-			}
-			for _, ramp := range []int{0, 4 << 10, 24 << 10} {
-				for _, m := range []int{1, 511, 512, 513, 3 * 1024, 8191, 40_000, n} {
-					for i := range src[:m] {
-						src[i] = uint64(ramp)<<40 ^ uint64(m)<<20 ^ uint64(i)
-					}
-					if err := up(p, s, dev, 5, src[:m], ramp); err != nil {
-						t.Fatal(err)
-					}
-					got := make([]uint64, m)
-					if err := errors.Join(dev.Read(s, 5, got), s.Synchronize()); err != nil {
-						t.Fatal(err)
-					}
-					for i, x := range got {
-						if x != src[i] {
-							t.Fatalf("chunk %d, streamed %v, ramp %d, %d words: word %d is %#x, want %#x", chunk, streamed, ramp, m, i, x, src[i])
-						}
+		for _, grain := range []int{0, 1000, 1 << 14} {
+			for _, m := range []int{1, 511, 8191, 40_000, n} {
+				for i := range src[:m] {
+					src[i] = uint64(grain)<<40 ^ uint64(m)<<20 ^ uint64(i)
+				}
+				if err := gpu.UploadStagedGrain(p, s, dev, 5, src[:m], grain); err != nil {
+					t.Fatal(err)
+				}
+				got := make([]uint64, m)
+				if err := errors.Join(dev.Read(s, 5, got), s.Synchronize()); err != nil {
+					t.Fatal(err)
+				}
+				for i, x := range got {
+					if x != src[i] {
+						t.Fatalf("chunk %d, grain %d, %d words: word %d is %#x, want %#x", chunk, grain, m, i, x, src[i])
 					}
 				}
 			}
 		}
-		for _, streamed := range []bool{false, true} {
-			for _, cuts := range [][]int{nil, {3, 6}, {2, 4, 6}} {
-				if err := rampedInserts(d, cfg, cuts, streamed); err != nil {
-					t.Fatalf("chunk %d, parts cut at %v eighths, streamed %v: %v", chunk, cuts, streamed, err)
-				}
-			}
+		if err := grainInserts(d, cfg, 1000); err != nil {
+			t.Fatalf("chunk %d: %v", chunk, err)
 		}
 	}
 }
 
-// rampedInserts builds a GPU tree of order 16 with the upload ring cfg, a
-// ramp of 4 KiB and the keys' parts cut at cuts (eighths; nil: the
-// default two parts), streamed (gpu.UploadStreamed) or not, and a CPU
-// tree, from a batch of 3*stageMin+777
+// grainInserts builds a GPU tree of order 16 with the upload ring cfg and
+// sortDedupe's copy grain, and a CPU tree, from a batch of 3*stageMin+777
 // pairs with repeated keys, inserts two more such batches into both and
 // compares their node arrays after every batch.
-func rampedInserts(d *gpu.Device, cfg gpu.PipelineConfig, cuts []int, streamed bool) error {
+func grainInserts(d *gpu.Device, cfg gpu.PipelineConfig, grain int) error {
 	g, err := Open(Options{Order: 16, GPU: d})
 	if err != nil {
 		return err
@@ -318,13 +250,13 @@ func rampedInserts(d *gpu.Device, cfg gpu.PipelineConfig, cuts []int, streamed b
 	if err := setStageConfig(gt, cfg); err != nil {
 		return err
 	}
-	gt.ramp, gt.cutEighths, gt.streamed = 4<<10, cuts, streamed
+	gt.copyGrain = grain
 	c, err := Open(Options{Order: 16, Device: "cpu"})
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	rng := rand.New(rand.NewPCG(22, uint64(len(cuts))))
+	rng := rand.New(rand.NewPCG(22, uint64(grain)))
 	for round := range 3 {
 		keys, vals := make([]uint64, 3*stageMin+777), make([]uint64, 3*stageMin+777)
 		for i := range keys {

@@ -170,22 +170,15 @@ func (p *Pipeline) unpackOldest() error {
 // copyPar copies src to dst (equal lengths) on the pipeline's workers of
 // par.Shared, whose fan-out costs microseconds where new goroutines cost
 // tens of them per chunk.
-func copyPar[T any](p *Pipeline, dst, src []T) {
-	par.Shared().For(len(src), p.grain(len(src), sizeOf[T]()), p.cfg.Workers, func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
-}
+func copyPar[T any](p *Pipeline, dst, src []T) { copyParGrain(p, dst, src, 0) }
 
-// copyShare is copyPar for a ramp's small chunk: every worker copies its
-// share (at least rampGrainBytes), whatever the configured Grain, so that
-// the chunk is copied at the ring's full rate.
-func copyShare[T any](p *Pipeline, dst, src []T) {
-	size := sizeOf[T]()
-	g := max(len(src)/p.cfg.Workers, max(1, rampGrainBytes/size))
-	par.Shared().For(len(src), g, p.cfg.Workers, func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
+// copyParGrain is copyPar in pieces of grain elements (0: p.grain's).
+func copyParGrain[T any](p *Pipeline, dst, src []T, grain int) {
+	if grain <= 0 {
+		grain = p.grain(len(src), sizeOf[T]())
+	}
+	par.Shared().For(len(src), grain, p.cfg.Workers, func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
 }
-
-// rampGrainBytes is the fewest bytes one goroutine copies of a ramp's
-// chunk: below it the fan-out costs more than it shares.
-const rampGrainBytes = 16 << 10
 
 // minGrainBytes is the fewest bytes one goroutine of a default-grained
 // copy takes: smaller copies run inline, where a fan-out would cost more
@@ -232,18 +225,16 @@ func perChunk[T any](p *Pipeline) int { return max(1, p.cfg.ChunkBytes/sizeOf[T]
 // be in flight. Cost: one parallel pass over src in host memory and the
 // transfer; it waits only for ring chunks to come free.
 func UploadStaged[T any](p *Pipeline, s *Stream, dst *Buffer[T], off int, src []T) error {
-	return UploadRamped(p, s, dst, off, src, 0)
+	return UploadStagedGrain(p, s, dst, off, src, 0)
 }
 
-// UploadRamped is UploadStaged with a ramp of ramp bytes (0: none, as
-// UploadStaged): the chunks double from ramp up to the ring's chunk and
-// halve back down before the end (rampChunks), so that the first DMA
-// starts after a copy of ramp bytes instead of a whole chunk and the last
-// one ends soon after the host's last copy; chunks below a whole one are
-// copied by every worker (each its share). For a transfer whose arrival
-// the device waits for. Cost: UploadStaged's, and a parallel fan-out for
-// each of the ramp's extra chunks (about 2*log2(ChunkBytes/ramp)).
-func UploadRamped[T any](p *Pipeline, s *Stream, dst *Buffer[T], off int, src []T, ramp int) error {
+// UploadStagedGrain is UploadStaged with the host copy of each chunk cut
+// into pieces of grain elements that the workers take one at a time (0:
+// the pipeline's Grain). Smaller pieces end a chunk's copy closer to its
+// share of the workers' time (the DMA waits for the chunk's last piece);
+// pieces of 1 MiB or more make Go's memmove use non-temporal stores. Cost:
+// UploadStaged's.
+func UploadStagedGrain[T any](p *Pipeline, s *Stream, dst *Buffer[T], off int, src []T, grain int) error {
 	if len(src) == 0 {
 		return nil
 	}
@@ -253,27 +244,21 @@ func UploadRamped[T any](p *Pipeline, s *Stream, dst *Buffer[T], off int, src []
 	if len(src)*sizeOf[T]() < p.cfg.Direct || !p.Staged() {
 		return dst.Write(s, off, src)
 	}
-	size := sizeOf[T]()
-	i := 0
-	for _, b := range rampChunks(len(src)*size, perChunk[T](p)*size, ramp, size) {
+	per := perChunk[T](p)
+	for i := 0; i < len(src); i += per {
 		k, pin, err := p.take()
 		if err != nil {
 			return err
 		}
-		chunk := src[i : i+b/size]
+		chunk := src[i:min(i+per, len(src))]
 		pt := viewHost[T](pin, len(chunk))
-		if ramp > 0 && b < p.cfg.ChunkBytes {
-			copyShare(p, pt, chunk)
-		} else {
-			copyPar(p, pt, chunk)
-		}
+		copyParGrain(p, pt, chunk, grain)
 		if err := dst.Write(s, off+i, pt); err != nil {
 			return err
 		}
 		if err := p.queued(k, s); err != nil {
 			return err
 		}
-		i += len(chunk)
 	}
 	return nil
 }
