@@ -91,6 +91,7 @@ func (g *gpuTree) lookupBatch(root uint32, keys, values []uint64, found []uint8,
 type transfers struct {
 	g      *gpuTree
 	pinned bool
+	grain  int // elements a goroutine copies at a time into the ring (0: the ring's)
 }
 
 // upload queues the copy of src to b[off:] on s.
@@ -98,7 +99,7 @@ func upload[T any](tr transfers, s *gpu.Stream, b *gpu.Buffer[T], off int, src [
 	if tr.pinned {
 		return b.Write(s, off, src)
 	}
-	return gpu.UploadStaged(tr.g.up, s, b, off, src)
+	return gpu.UploadStagedGrain(tr.g.up, s, b, off, src, tr.grain)
 }
 
 // download queues the copy of b[off:] to dst on s.

@@ -65,7 +65,7 @@ func (g *gpuTree) keptCounter() *gpu.Buffer[uint32] {
 // host reads it (keptKeys, or locate with its totals). Cost: as
 // uploadSortDedupe, less the synchronization.
 func (g *gpuTree) sortDedupe(keys, values []uint64, pinned bool) error {
-	tr := transfers{g: g, pinned: pinned}
+	tr := transfers{g: g, pinned: pinned, grain: g.uploadGrain()}
 	n := len(keys)
 	k, err := gpu.Get[uint64](g.pool, bufInK, n)
 	if err != nil {

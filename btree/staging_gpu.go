@@ -14,9 +14,26 @@ const (
 	stageMin     = 1 << 16 // smaller transfers (in 8-byte words) go straight from or to Go memory
 	stageWorkers = 16      // goroutines copying a chunk to or from pinned memory (par.Shared; 10M lookups: 2.22 G/s on 16, 1.86 on 8, H200)
 	stageGrain   = 1 << 16 // elements a goroutine copies at a time
+	// batchGrain is the elements a goroutine copies at a time in the
+	// uploads of a batch's keys and values from Go slices for its sort
+	// (sortDedupe: build, insert, delete; gpu.UploadStagedGrain): 128 KiB, so
+	// that a 16 MiB chunk's 128 pieces end close together and its DMA
+	// starts sooner (H200, BENCHMARKS.md "B+ tree insert from Go slices:
+	// where the first part's time goes": 7.31 ms a call against 7.84 ms
+	// with 1 MiB pieces, median of 5 each in one run).
+	batchGrain = 1 << 14
 )
 
 // stageConfig is the configuration of both rings.
 var stageConfig = gpu.PipelineConfig{
 	ChunkBytes: 8 * stageChunk, Chunks: stageBufs, Direct: 8 * stageMin, Workers: stageWorkers, Grain: stageGrain,
+}
+
+// uploadGrain returns the copy grain of sortDedupe's uploads from Go
+// slices: a benchmark's (copyGrain) when set, else batchGrain.
+func (g *gpuTree) uploadGrain() int {
+	if g.copyGrain > 0 {
+		return g.copyGrain
+	}
+	return batchGrain
 }

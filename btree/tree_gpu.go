@@ -62,6 +62,10 @@ type gpuTree struct {
 	// wholeUpload turns the keys' upload in two halves off (splitUpload):
 	// benchmarks and tests compare the two.
 	wholeUpload bool
+	// copyGrain, when positive, replaces batchGrain as the elements a
+	// goroutine copies at a time in sortDedupe's uploads from Go slices:
+	// benchmarks compare grains.
+	copyGrain int
 	// rangeChunkSize, when positive, replaces gpuRangeChunk as the queries
 	// of one chunk of a ranges call (tests cut small batches into
 	// several); rangeEv are the events of the chunks' writes.

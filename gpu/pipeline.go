@@ -170,8 +170,14 @@ func (p *Pipeline) unpackOldest() error {
 // copyPar copies src to dst (equal lengths) on the pipeline's workers of
 // par.Shared, whose fan-out costs microseconds where new goroutines cost
 // tens of them per chunk.
-func copyPar[T any](p *Pipeline, dst, src []T) {
-	par.Shared().For(len(src), p.grain(len(src), sizeOf[T]()), p.cfg.Workers, func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
+func copyPar[T any](p *Pipeline, dst, src []T) { copyParGrain(p, dst, src, 0) }
+
+// copyParGrain is copyPar in pieces of grain elements (0: p.grain's).
+func copyParGrain[T any](p *Pipeline, dst, src []T, grain int) {
+	if grain <= 0 {
+		grain = p.grain(len(src), sizeOf[T]())
+	}
+	par.Shared().For(len(src), grain, p.cfg.Workers, func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
 }
 
 // minGrainBytes is the fewest bytes one goroutine of a default-grained
@@ -219,6 +225,16 @@ func perChunk[T any](p *Pipeline) int { return max(1, p.cfg.ChunkBytes/sizeOf[T]
 // be in flight. Cost: one parallel pass over src in host memory and the
 // transfer; it waits only for ring chunks to come free.
 func UploadStaged[T any](p *Pipeline, s *Stream, dst *Buffer[T], off int, src []T) error {
+	return UploadStagedGrain(p, s, dst, off, src, 0)
+}
+
+// UploadStagedGrain is UploadStaged with the host copy of each chunk cut
+// into pieces of grain elements that the workers take one at a time (0:
+// the pipeline's Grain). Smaller pieces end a chunk's copy closer to its
+// share of the workers' time (the DMA waits for the chunk's last piece);
+// pieces of 1 MiB or more make Go's memmove use non-temporal stores. Cost:
+// UploadStaged's.
+func UploadStagedGrain[T any](p *Pipeline, s *Stream, dst *Buffer[T], off int, src []T, grain int) error {
 	if len(src) == 0 {
 		return nil
 	}
@@ -236,7 +252,7 @@ func UploadStaged[T any](p *Pipeline, s *Stream, dst *Buffer[T], off int, src []
 		}
 		chunk := src[i:min(i+per, len(src))]
 		pt := viewHost[T](pin, len(chunk))
-		copyPar(p, pt, chunk)
+		copyParGrain(p, pt, chunk, grain)
 		if err := dst.Write(s, off+i, pt); err != nil {
 			return err
 		}
