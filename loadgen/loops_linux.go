@@ -361,31 +361,12 @@ func (c *loopConn) receive(measuring bool) error {
 		c.io.in, c.io.pos = c.rbuf[c.roff:c.rlen], 0
 		w.codec.br.Reset(c.io)
 		r := c.inflight[c.head]
-		var k counts
-		k.requests = 1
-		if r.set {
-			k.sets = 1
-			ok, err := w.codec.readSet()
-			if err != nil {
-				if incomplete(err) {
-					return nil
-				}
-				return err
+		k, err := w.readReply(r)
+		if err != nil {
+			if incomplete(err) {
+				return nil
 			}
-			if !ok {
-				k.errors = 1
-			}
-		} else {
-			hits, errs, err := w.codec.readGet(w.cfg.MultiGet)
-			if err != nil {
-				if incomplete(err) {
-					return nil
-				}
-				return err
-			}
-			m := uint64(w.cfg.MultiGet)
-			k.gets, k.hits, k.errors = m, uint64(hits), uint64(errs)
-			k.misses = m - min(m, uint64(hits+errs))
+			return err
 		}
 		c.roff += c.io.pos - w.codec.br.Buffered()
 		c.head++

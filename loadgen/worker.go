@@ -327,25 +327,9 @@ func (w *worker) read(ctx context.Context) error {
 			w.nc.SetReadDeadline(time.Now().Add(replyTimeout))
 		}
 		n++
-		var c counts
-		c.requests = 1
-		if r.set {
-			c.sets = 1
-			ok, err := w.codec.readSet()
-			if err != nil {
-				return w.readError(ctx, err)
-			}
-			if !ok {
-				c.errors = 1
-			}
-		} else {
-			hits, errs, err := w.codec.readGet(w.cfg.MultiGet)
-			if err != nil {
-				return w.readError(ctx, err)
-			}
-			m := uint64(w.cfg.MultiGet)
-			c.gets, c.hits, c.errors = m, uint64(hits), uint64(errs)
-			c.misses = m - min(m, uint64(hits+errs))
+		c, err := w.readReply(r)
+		if err != nil {
+			return w.readError(ctx, err)
 		}
 		if w.phase.Load() == phaseMeasure {
 			w.hist.Record(time.Since(w.base) - r.start)
@@ -354,6 +338,24 @@ func (w *worker) read(ctx context.Context) error {
 		<-w.slots
 	}
 	return nil
+}
+
+// readReply reads the reply of request r and returns its counts.
+func (w *worker) readReply(r request) (counts, error) {
+	c := counts{requests: 1}
+	if r.set {
+		c.sets = 1
+		ok, err := w.codec.readSet()
+		if !ok {
+			c.errors = 1
+		}
+		return c, err
+	}
+	hits, errs, err := w.codec.readGet(w.cfg.MultiGet)
+	m := uint64(w.cfg.MultiGet)
+	c.gets, c.hits, c.errors = m, uint64(hits), uint64(errs)
+	c.misses = m - min(m, uint64(hits+errs))
+	return c, err
 }
 
 // readError wraps a read error, or drops it when ctx ended (the run
