@@ -33,12 +33,7 @@ func pairsOf(t *testing.T, tr *Tree) []string {
 func TestGPUOutOfMemory(t *testing.T) {
 	dev := gputest.Device(t)
 	r := rand.New(rand.NewPCG(3, 4))
-	gt, err := Open(Options{GPU: dev})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gt.Close()
-	ct, _ := Open(Options{Device: "cpu"})
+	gt, ct := openTwins(t, dev)
 	keys := func(n int) ([][]byte, []uint64) {
 		k, v := make([][]byte, n), make([]uint64, n)
 		for i := range k {
@@ -57,6 +52,7 @@ func TestGPUOutOfMemory(t *testing.T) {
 	for _, op := range []string{"insert", "build"} {
 		k1, v1 := keys(20000) // more new records than any pool's headroom
 		g.failGrowth = true
+		var err error
 		if op == "insert" {
 			err = gt.Insert(k1, v1)
 		} else {
@@ -94,12 +90,7 @@ func TestGPUOutOfMemory(t *testing.T) {
 func TestGPULargeBatches(t *testing.T) {
 	dev := gputest.Device(t)
 	r := rand.New(rand.NewPCG(7, 8))
-	gt, err := Open(Options{GPU: dev})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gt.Close()
-	ct, _ := Open(Options{Device: "cpu"})
+	gt, ct := openTwins(t, dev)
 	key := func() []byte {
 		switch r.IntN(4) {
 		case 0:

@@ -37,12 +37,7 @@ func TestGPUQueryOrder(t *testing.T) {
 	}
 	dev := gputest.Device(t)
 	r := rand.New(rand.NewPCG(22, 5))
-	gt, err := Open(Options{GPU: dev})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gt.Close()
-	ct, _ := Open(Options{Device: "cpu"})
+	gt, ct := openTwins(t, dev)
 	n := 60000
 	keys, vals := make([][]byte, n), make([]uint64, n)
 	for i := range keys {

@@ -19,12 +19,7 @@ import (
 func TestGPURangeForms(t *testing.T) {
 	dev := gputest.Device(t)
 	r := rand.New(rand.NewPCG(22, 7))
-	gt, err := Open(Options{GPU: dev})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gt.Close()
-	ct, _ := Open(Options{Device: "cpu"})
+	gt, ct := openTwins(t, dev)
 	alpha := []byte("abcdefgh\x00\xff")
 	n := 30000
 	keys, vals := make([][]byte, n), make([]uint64, n)
@@ -140,12 +135,7 @@ func walkForms() []rangeForm {
 // every array of each answer with the CPU engine's.
 func TestGPURangesOneKeyLength(t *testing.T) {
 	dev := gputest.Device(t)
-	gt, err := Open(Options{GPU: dev})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gt.Close()
-	ct, _ := Open(Options{Device: "cpu"})
+	gt, ct := openTwins(t, dev)
 	r := rand.New(rand.NewPCG(16, 8))
 	keys, vals := make([][]byte, 0, 20200), make([]uint64, 0, 20200)
 	for range 20000 {

@@ -119,12 +119,7 @@ func TestGPUWalkLanes(t *testing.T) {
 // answers as the CPU engine).
 func TestGPUWalkLanesOption(t *testing.T) {
 	dev := gputest.Device(t)
-	gt, err := Open(Options{GPU: dev})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gt.Close()
-	ct, _ := Open(Options{Device: "cpu"})
+	gt, ct := openTwins(t, dev)
 	keys := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
 	for _, tr := range []*Tree{gt, ct} {
 		if err := tr.Build(keys, []uint64{1, 2, 3}); err != nil {
