@@ -113,8 +113,8 @@ func dialRaw(addr string) (int, error) {
 // returning the first error of any loop. A loop's failure cancels the run.
 // A paced run (one request in flight per connection: Config.useLoops)
 // gives each connection its own schedule, as the goroutine driver does
-// (schedule), kept by its loop; stopPacer is not used.
-func startLoops(ctx context.Context, cancel context.CancelFunc, cfg *Config, zipf *Zipf, value []byte, base time.Time, phase *atomic.Int32, stopPacer <-chan struct{}) ([]*worker, func() error, error) {
+// (schedule), kept by its loop.
+func startLoops(ctx context.Context, cancel context.CancelFunc, cfg *Config, zipf *Zipf, value []byte, base time.Time, phase *atomic.Int32) ([]*worker, func() error, error) {
 	conns := make([]*loopConn, cfg.Conns)
 	closeAll := func() {
 		for _, c := range conns {

@@ -15,6 +15,6 @@ const loopsSupported = false
 
 // startLoops is never called here (Config.useLoops is false, and a Config
 // asking for Loops fails its check); it reports the same.
-func startLoops(context.Context, context.CancelFunc, *Config, *Zipf, []byte, time.Time, *atomic.Int32, <-chan struct{}) ([]*worker, func() error, error) {
+func startLoops(context.Context, context.CancelFunc, *Config, *Zipf, []byte, time.Time, *atomic.Int32) ([]*worker, func() error, error) {
 	return nil, nil, errors.New("loadgen: driver loops: event loops need Linux")
 }

@@ -102,11 +102,14 @@ func measure(ctx context.Context, cfg Config) (Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stopPacer := make(chan struct{})
-	startConns := startGoroutines
+	var workers []*worker
+	var wait func() error
+	var err error
 	if cfg.useLoops() {
-		startConns = startLoops
+		workers, wait, err = startLoops(ctx, cancel, &cfg, zipf, value, base, &phase)
+	} else {
+		workers, wait, err = startGoroutines(ctx, cancel, &cfg, zipf, value, base, &phase, stopPacer)
 	}
-	workers, wait, err := startConns(ctx, cancel, &cfg, zipf, value, base, &phase, stopPacer)
 	if err != nil {
 		return res, err
 	}
@@ -195,7 +198,7 @@ func startGoroutines(ctx context.Context, cancel context.CancelFunc, cfg *Config
 			}
 			return nil, nil, fmt.Errorf("loadgen: %w", err)
 		}
-		workers[i] = newWorker(cfg, nc, nc, i, zipf, value, base, phase)
+		workers[i] = newWorker(cfg, nc, nc, i, zipf, value, base, phase).withChannels()
 	}
 	errs := make([]error, 2*len(workers))
 	var wg sync.WaitGroup

@@ -78,16 +78,23 @@ func newWorker(cfg *Config, nc net.Conn, rw io.ReadWriter, i int, zipf *Zipf, va
 		pSet = (1 - g) / (1 - g + g/m)
 	}
 	return &worker{
-		cfg:      cfg,
-		nc:       nc,
-		codec:    newCodec(cfg.Protocol, rw, cfg.Workload.KeySize, value),
-		keys:     keyChooser{n: uint64(cfg.Workload.Keys), zipf: zipf, r: rand.New(rand.NewPCG(cfg.Seed+uint64(i), 0x6a09e667f3bcc909))},
-		pSet:     pSet,
-		base:     base,
-		phase:    phase,
-		slots:    make(chan struct{}, cfg.Pipeline),
-		inflight: make(chan request, cfg.Pipeline),
+		cfg:   cfg,
+		nc:    nc,
+		codec: newCodec(cfg.Protocol, rw, cfg.Workload.KeySize, value),
+		keys:  keyChooser{n: uint64(cfg.Workload.Keys), zipf: zipf, r: rand.New(rand.NewPCG(cfg.Seed+uint64(i), 0x6a09e667f3bcc909))},
+		pSet:  pSet,
+		base:  base,
+		phase: phase,
 	}
+}
+
+// withChannels gives w the channels of the goroutine driver's writer and
+// reader (a slot per request in flight, the requests in order); the event
+// loops keep their own in-flight list and need neither.
+func (w *worker) withChannels() *worker {
+	w.slots = make(chan struct{}, w.cfg.Pipeline)
+	w.inflight = make(chan request, w.cfg.Pipeline)
+	return w
 }
 
 // write sends requests until the phase is phaseDone or ctx ends, filling
