@@ -8,80 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/warpkv/warpkv/art"
 	"github.com/warpkv/warpkv/gpu"
 )
-
-// artModel applies "warpkv art run" lines one at a time to a Go map and
-// prints what the command must print.
-type artModel struct{ m map[string]uint64 }
-
-func (m *artModel) sorted() []string {
-	keys := make([]string, 0, len(m.m))
-	for k := range m.m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-func (m *artModel) apply(line string, out *strings.Builder) {
-	f := strings.Fields(line)
-	key := func(s string) string {
-		var b []byte
-		fmt.Sscanf(s, "0x%x", &b) // "0x" alone leaves b empty
-		return string(b)
-	}
-	num := func(s string) uint64 {
-		var v uint64
-		fmt.Sscan(s, &v)
-		return v
-	}
-	limitOf := func(s string) int { // 0 or less: no limit
-		var v int
-		fmt.Sscan(s, &v)
-		return v
-	}
-	pairs := func(verb string, keep func(string) bool, limit int) {
-		var got []string
-		for _, k := range m.sorted() {
-			if keep(k) && (limit <= 0 || len(got) < limit) {
-				got = append(got, fmt.Sprintf("0x%x %d\n", k, m.m[k]))
-			}
-		}
-		fmt.Fprintf(out, "%s %d\n", verb, len(got))
-		out.WriteString(strings.Join(got, ""))
-	}
-	switch f[0] {
-	case "put":
-		m.m[key(f[1])] = num(f[2])
-	case "upd":
-		if _, ok := m.m[key(f[1])]; ok {
-			m.m[key(f[1])] = num(f[2])
-		}
-	case "del":
-		delete(m.m, key(f[1]))
-	case "get":
-		k := key(f[1])
-		if v, ok := m.m[k]; ok {
-			fmt.Fprintf(out, "0x%x %d\n", k, v)
-		} else {
-			fmt.Fprintf(out, "0x%x -\n", k)
-		}
-	case "len":
-		fmt.Fprintln(out, len(m.m))
-	case "range":
-		lo, hi := f[1], f[2]
-		pairs("range", func(k string) bool { return (lo == "*" || k >= key(lo)) && (hi == "*" || k < key(hi)) }, limitOf(f[3]))
-	case "prefix":
-		p := key(f[1])
-		pairs("prefix", func(k string) bool { return strings.HasPrefix(k, p) }, limitOf(f[2]))
-	}
-}
 
 // randomARTFile returns n random operation lines over a small key space
 // (keys that are prefixes of each other, the empty key, 0x00 and 0xff
@@ -106,7 +38,7 @@ func randomARTFile(r *rand.Rand, n int) (string, string) {
 		return s
 	}
 	verbs := []string{"put", "put", "put", "upd", "del", "get", "get", "range", "prefix", "len"}
-	m := &artModel{m: map[string]uint64{}}
+	m := artScriptModel()
 	var in, out strings.Builder
 	for len(strings.Split(in.String(), "\n")) <= n {
 		verb := verbs[r.IntN(len(verbs))]

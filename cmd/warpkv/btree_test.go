@@ -16,50 +16,6 @@ import (
 	"github.com/warpkv/warpkv/internal/gputest"
 )
 
-// btreeModel applies "warpkv btree run" lines one at a time to a Go map
-// and prints what the command must print.
-type btreeModel struct{ m map[uint64]uint64 }
-
-func (m *btreeModel) apply(line string, out *strings.Builder) {
-	f := strings.Fields(line)
-	num := func(s string) uint64 { v, _ := strconv.ParseUint(s, 10, 64); return v }
-	switch f[0] {
-	case "put":
-		m.m[num(f[1])] = num(f[2])
-	case "upd":
-		if _, ok := m.m[num(f[1])]; ok {
-			m.m[num(f[1])] = num(f[2])
-		}
-	case "del":
-		delete(m.m, num(f[1]))
-	case "get":
-		k := num(f[1])
-		if v, ok := m.m[k]; ok {
-			fmt.Fprintf(out, "%d %d\n", k, v)
-		} else {
-			fmt.Fprintf(out, "%d -\n", k)
-		}
-	case "len":
-		fmt.Fprintln(out, len(m.m))
-	case "range":
-		limit, _ := strconv.Atoi(f[3])
-		keys := make([]uint64, 0, len(m.m))
-		for k := range m.m {
-			if (f[1] == "*" || k >= num(f[1])) && (f[2] == "*" || k < num(f[2])) {
-				keys = append(keys, k)
-			}
-		}
-		slices.Sort(keys)
-		if limit > 0 && len(keys) > limit {
-			keys = keys[:limit]
-		}
-		fmt.Fprintf(out, "range %d\n", len(keys))
-		for _, k := range keys {
-			fmt.Fprintf(out, "%d %d\n", k, m.m[k])
-		}
-	}
-}
-
 // randomBTreeFile returns n random operation lines over a small key space
 // (0 to 40, the largest keys and a few large ones), in runs of one verb,
 // with ranges open at either end, empty and reversed ranges, and limits of
@@ -81,7 +37,7 @@ func randomBTreeFile(r *rand.Rand, n int) (string, string) {
 		return key()
 	}
 	verbs := []string{"put", "put", "put", "upd", "del", "get", "get", "range", "range", "len"}
-	m := &btreeModel{m: map[uint64]uint64{}}
+	m := btreeScriptModel()
 	var in, out strings.Builder
 	for len(strings.Split(in.String(), "\n")) <= n {
 		verb := verbs[r.IntN(len(verbs))]
