@@ -100,6 +100,17 @@ func (g *gpuEngine) growAhead(t *devTree, n, lk int) *aheadPools {
 	return a
 }
 
+// ready reports whether a's allocations are done (adoptAhead would not
+// wait). Cost: O(1).
+func (a *aheadPools) ready() bool {
+	select {
+	case <-a.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // adoptAhead waits for a's allocations and makes them tree t's pools (a
 // queued device copy each; the old buffers retired). Out of memory there
 // is no error: those pools grow, or fail, at the exact reservations. Cost:

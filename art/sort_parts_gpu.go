@@ -1,0 +1,188 @@
+package art
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/warpkv/warpkv/gpu"
+)
+
+// A structural batch's keys uploaded in parts. Packing the keys from Go
+// memory into the pinned ring is the host's longest step of an insert
+// (about 10 ms for 10M 16-byte keys on the H200 host): with the keys
+// uploaded whole, the device idles through it. Uploaded in two parts on
+// the transfer stream g.in, the sort's round 0 chunks and sorts part 0
+// on g.s (as_chunk over its places, a radix sort of its pairs) while the
+// host packs part 1; part 1 is sorted when it lands and DevMerge merges
+// the two sorted runs, stably, into what one sort of the whole batch
+// gives. The values are uploaded beside the work after the sort (on
+// another goroutine, through the same ring) and waited for before the
+// first kernel that reads them (waitVals).
+
+// Knobs of the batch upload, and their defaults.
+const (
+	// keyPartsMin is the fewest keys a batch uploads in parts; smaller
+	// batches go whole (their upload is short, and a sort of half of
+	// them costs near a sort of all).
+	keyPartsMin = 1 << 20
+	// partGrain is the bytes one worker copies at a time into the ring
+	// (branch bins4 measured 128 KiB pieces ahead of 512 KiB ones for
+	// the B+ tree's keys on the H200 host).
+	partGrain = 128 << 10
+)
+
+// batchUpload is the GPU engine's knobs and state for uploading
+// structural batches (build, insert, delete). The zero value is the
+// default: keys in parts from keyPartsMin keys, values beside the work.
+type batchUpload struct {
+	// whole uploads every batch's keys before the sort (the way before
+	// parts); partsMin, when not 0, replaces keyPartsMin (tests).
+	whole    bool
+	partsMin int
+	// valsInSort packs the values during the sort's first round on the
+	// calling goroutine (the way before valsBeside).
+	valsInSort bool
+
+	evs  [2]*gpu.Event // the key parts' arrivals on g.in
+	vals *valsUpload   // the values' upload in flight (valsBeside)
+}
+
+// valsUpload is a values upload running on another goroutine: done is
+// closed when it has queued every chunk (err set before).
+type valsUpload struct {
+	done chan struct{}
+	err  error
+}
+
+// keyParts returns the parts a batch of n keys is uploaded in: bounds
+// p and p+1 are part p's keys. One part (the whole batch) below the
+// threshold or with bu.whole. Cost: O(1).
+func (bu *batchUpload) keyParts(n int) []int {
+	min := keyPartsMin
+	if bu.partsMin > 0 {
+		min = bu.partsMin
+	}
+	if bu.whole || n < min || n < 2 {
+		return []int{0, n}
+	}
+	return []int{0, n / 2, n}
+}
+
+// close frees the events. Cost: up to two cuEventDestroy.
+func (bu *batchUpload) close() error {
+	var err error
+	for i, e := range bu.evs {
+		if e != nil {
+			err = errors.Join(err, e.Close())
+			bu.evs[i] = nil
+		}
+	}
+	return err
+}
+
+// reserveBatch reserves and takes a batch of kb's keys (and values when
+// withVals) without uploading anything. Cost: the reservation.
+func (g *gpuEngine) reserveBatch(prefix string, kb Keys, withVals bool) (*devBatch, error) {
+	if err := g.pool.Reserve(batchNeeds(prefix, kb, withVals)...); err != nil {
+		return nil, err
+	}
+	return g.takeBatch(prefix, kb.Len(), len(kb.Data), withVals), nil
+}
+
+// uploadPart queues part p of kb (keys bounds[p] to bounds[p+1]) into b on
+// the transfer stream g.in, through the ring in partGrain pieces, and makes
+// g.s wait for it: the part's offsets (from its first key's end on, the
+// first part from offset 0) and its bytes (from the part's first key's
+// start to the next part's; the first part from byte 0, the last to the
+// end of Data). Cost: one parallel copy of the part into pinned chunks,
+// its DMAs, one event.
+func (g *gpuEngine) uploadPart(b *devBatch, kb Keys, bounds []int, p int) error {
+	lo, hi := bounds[p], bounds[p+1]
+	offs := kb.Offs
+	if len(offs) == 0 {
+		offs = []uint32{0}
+	}
+	oa, da, db := lo+1, int(offs[lo]), len(kb.Data)
+	if p == 0 {
+		oa, da = 0, 0
+	}
+	if p+2 < len(bounds) {
+		db = int(offs[hi])
+	}
+	bu := &g.bu
+	if bu.evs[p] == nil {
+		e, err := g.dev.NewEvent()
+		if err != nil {
+			return err
+		}
+		bu.evs[p] = e
+	}
+	if err := errors.Join(gpu.UploadStagedGrain(g.up, g.in, b.data, da, kb.Data[da:db], partGrain),
+		gpu.UploadStagedGrain(g.up, g.in, b.offs, oa, offs[oa:hi+1], partGrain/4)); err != nil {
+		return errors.Join(err, g.in.Synchronize())
+	}
+	return errors.Join(bu.evs[p].Record(g.in), g.s.Wait(bu.evs[p]))
+}
+
+// startVals starts the upload of vals into b.vals on another goroutine:
+// the packing into the ring and the DMAs on g.in, then valsEv recorded
+// there. Nothing else may use g.up until waitVals or dropVals. Cost:
+// O(1) here; the upload runs beside the caller.
+func (g *gpuEngine) startVals(b *devBatch, vals []uint64) error {
+	if len(vals) == 0 {
+		return nil
+	}
+	if g.valsEv == nil {
+		e, err := g.dev.NewEvent()
+		if err != nil {
+			return err
+		}
+		g.valsEv = e
+	}
+	v := &valsUpload{done: make(chan struct{})}
+	g.bu.vals = v
+	go func() {
+		defer close(v.done)
+		if err := gpu.UploadStagedGrain(g.up, g.in, b.vals, 0, vals, partGrain/8); err != nil {
+			v.err = errors.Join(err, g.in.Synchronize())
+			return
+		}
+		v.err = g.valsEv.Record(g.in)
+	}()
+	return nil
+}
+
+// waitVals makes g.s wait for the values started by startVals before
+// the work queued after it (the first kernel that reads them); nothing
+// when none are in flight. Cost: the wait for the goroutine (it has
+// usually packed them by then), one stream wait.
+func (g *gpuEngine) waitVals() error {
+	v := g.bu.vals
+	if v == nil {
+		return nil
+	}
+	<-v.done
+	g.bu.vals = nil
+	if v.err != nil {
+		return fmt.Errorf("upload values: %w", v.err)
+	}
+	if err := g.s.Wait(g.valsEv); err != nil {
+		return err
+	}
+	g.step("values waited")
+	return nil
+}
+
+// dropVals ends a values upload that no kernel waited for (a batch that
+// failed, or had no work reading them): the goroutine joined and g.in
+// synchronized, so that the ring and b.vals are free again. Cost: the
+// wait.
+func (g *gpuEngine) dropVals() error {
+	v := g.bu.vals
+	if v == nil {
+		return nil
+	}
+	<-v.done
+	g.bu.vals = nil
+	return errors.Join(v.err, g.in.Synchronize())
+}
