@@ -3,6 +3,7 @@ package art
 import (
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/warpkv/warpkv/gpu"
 )
@@ -44,7 +45,12 @@ type batchUpload struct {
 	valsInSort bool
 
 	evs  [2]*gpu.Event // the key parts' arrivals on g.in
-	vals *valsUpload   // the values' upload in flight (valsBeside)
+	vals *valsUpload   // the values' upload in flight (startVals)
+	// up is the values' own ring (made on first use), so that their
+	// goroutine shares no pipeline with the calling one, and copies on
+	// all cores but two: the calling goroutine, which queues the work
+	// and reads its totals back meanwhile, finds a thread free.
+	up *gpu.Pipeline
 }
 
 // valsUpload is a values upload running on another goroutine: done is
@@ -68,9 +74,14 @@ func (bu *batchUpload) keyParts(n int) []int {
 	return []int{0, n / 2, n}
 }
 
-// close frees the events. Cost: up to two cuEventDestroy.
+// close frees the events and the values' ring. Cost: up to two
+// cuEventDestroy and the ring's frees.
 func (bu *batchUpload) close() error {
 	var err error
+	if bu.up != nil {
+		err = bu.up.Close()
+		bu.up = nil
+	}
 	for i, e := range bu.evs {
 		if e != nil {
 			err = errors.Join(err, e.Close())
@@ -125,9 +136,10 @@ func (g *gpuEngine) uploadPart(b *devBatch, kb Keys, bounds []int, p int) error 
 }
 
 // startVals starts the upload of vals into b.vals on another goroutine:
-// the packing into the ring and the DMAs on g.in, then valsEv recorded
-// there. Nothing else may use g.up until waitVals or dropVals. Cost:
-// O(1) here; the upload runs beside the caller.
+// the packing into the values' ring bu.up and the DMAs on g.in, then
+// valsEv recorded there. Nothing else may queue on g.in until waitVals or
+// dropVals. Cost: O(1) here (and the ring's pinning, once); the upload
+// runs beside the caller.
 func (g *gpuEngine) startVals(b *devBatch, vals []uint64) error {
 	if len(vals) == 0 {
 		return nil
@@ -139,11 +151,15 @@ func (g *gpuEngine) startVals(b *devBatch, vals []uint64) error {
 		}
 		g.valsEv = e
 	}
-	v := &valsUpload{done: make(chan struct{})}
+	if g.bu.up == nil {
+		g.bu.up = gpu.NewPipeline(g.dev, gpu.PipelineConfig{ChunkBytes: transferChunk, Chunks: transferChunks,
+			Direct: transferDirect, Workers: max(1, runtime.GOMAXPROCS(0)-2)})
+	}
+	v, up := &valsUpload{done: make(chan struct{})}, g.bu.up
 	g.bu.vals = v
 	go func() {
 		defer close(v.done)
-		if err := gpu.UploadStagedGrain(g.up, g.in, b.vals, 0, vals, partGrain/8); err != nil {
+		if err := gpu.UploadStagedGrain(up, g.in, b.vals, 0, vals, partGrain/8); err != nil {
 			v.err = errors.Join(err, g.in.Synchronize())
 			return
 		}
