@@ -33,6 +33,13 @@ extern "C" __global__ void as_chunk(const Tree *t, u64 m, u64 lo, const u32 *per
     }
 }
 
+// as_offsets: one thread per offset i <= n of a batch whose keys all have
+// len bytes (sort_parts_gpu.go: the host checked them and uploads no
+// offsets): offs[i] = i * len.
+extern "C" __global__ void as_offsets(u64 n1, u32 len, u32 *offs) {
+    GRID_STRIDE(i, n1) offs[i] = (u32)i * len;
+}
+
 // as_runkey: one thread per x: the run of the element sorted to x, for
 // the second (stable) sort.
 extern "C" __global__ void as_runkey(u64 m, const u32 *cv, const u32 *arun, u32 *k2, u32 *v2) {

@@ -15,7 +15,9 @@ import (
 // order of its n distinct keys. A batch of keyParts' two parts is
 // uploaded part by part on g.in, each part's share of the sort's round 0
 // queued on g.s as soon as it is (uploadPart): the host packs part 1
-// while the device sorts part 0. vals, if not nil, start uploading
+// while the device sorts part 0; when its keys all have one length
+// (oneLength) its offsets are written on the device (as_offsets), not
+// uploaded. vals, if not nil, start uploading
 // beside the work once the sort's first round is queued (startVals, on
 // another goroutine; the caller waits for them with waitVals before the
 // first kernel that reads them, or drops them with dropVals), or with
@@ -40,9 +42,18 @@ func (g *gpuEngine) uploadSorted(kb Keys, vals []uint64, mid func() error) (*dev
 	if err := g.setDesc(g.t, b); err != nil {
 		return nil, nil, 0, err
 	}
+	withOffs := true
+	if len(bounds) > 2 && !g.bu.offsUp {
+		if l, ok := oneLength(kb.Offs); ok {
+			if err := g.launch(g.k.sOffsets, kb.Len()+1, uint64(kb.Len()+1), uint32(l), b.offs); err != nil {
+				return nil, nil, 0, fmt.Errorf("upload: %w", err)
+			}
+			withOffs = false
+		}
+	}
 	arrive := func(p int) error {
 		if len(bounds) > 2 {
-			if err := g.uploadPart(b, kb, bounds, p); err != nil {
+			if err := g.uploadPart(b, kb, bounds, p, withOffs); err != nil {
 				return fmt.Errorf("upload: %w", err)
 			}
 		}

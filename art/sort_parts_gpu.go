@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 
 	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // A structural batch's keys uploaded in parts. Packing the keys from Go
@@ -43,6 +45,10 @@ type batchUpload struct {
 	// valsInSort packs the values during the sort's first round on the
 	// calling goroutine (the way before valsBeside).
 	valsInSort bool
+	// offsUp uploads the offsets of a batch in parts whose keys all have
+	// one length, which by default are checked on the host (oneLength)
+	// and written on the device (as_offsets) instead.
+	offsUp bool
 
 	evs  [2]*gpu.Event // the key parts' arrivals on g.in
 	vals *valsUpload   // the values' upload in flight (startVals)
@@ -91,6 +97,29 @@ func (bu *batchUpload) close() error {
 	return err
 }
 
+// oneLength returns the length of every key of offs when all have one
+// and the first starts at 0 (a batch in parts then uploads no offsets:
+// as_offsets writes them), or false. Cost: one read of the offsets on all
+// cores (a quarter of the bytes that copying them would move through host
+// memory: a read and a write into the ring, and the DMA's read).
+func oneLength(offs []uint32) (uint32, bool) {
+	n := len(offs) - 1
+	if n < 1 || offs[0] != 0 {
+		return 0, false
+	}
+	l := offs[1]
+	var bad atomic.Bool
+	par.Ranges(n+1, par.Parts(n+1, checkMinPart, 0), func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if offs[i] != uint32(i)*l {
+				bad.Store(true)
+				return
+			}
+		}
+	})
+	return l, !bad.Load()
+}
+
 // reserveBatch reserves and takes a batch of kb's keys (and values when
 // withVals) without uploading anything. Cost: the reservation.
 func (g *gpuEngine) reserveBatch(prefix string, kb Keys, withVals bool) (*devBatch, error) {
@@ -102,12 +131,12 @@ func (g *gpuEngine) reserveBatch(prefix string, kb Keys, withVals bool) (*devBat
 
 // uploadPart queues part p of kb (keys bounds[p] to bounds[p+1]) into b on
 // the transfer stream g.in, through the ring in partGrain pieces, and makes
-// g.s wait for it: the part's offsets (from its first key's end on, the
-// first part from offset 0) and its bytes (from the part's first key's
-// start to the next part's; the first part from byte 0, the last to the
-// end of Data). Cost: one parallel copy of the part into pinned chunks,
-// its DMAs, one event.
-func (g *gpuEngine) uploadPart(b *devBatch, kb Keys, bounds []int, p int) error {
+// g.s wait for it: the part's bytes (from the part's first key's start to
+// the next part's; the first part from byte 0, the last to the end of
+// Data) and, withOffs, its offsets (from its first key's end on, the first
+// part from offset 0). Cost: one parallel copy of the part into pinned
+// chunks, its DMAs, one event.
+func (g *gpuEngine) uploadPart(b *devBatch, kb Keys, bounds []int, p int, withOffs bool) error {
 	lo, hi := bounds[p], bounds[p+1]
 	offs := kb.Offs
 	if len(offs) == 0 {
@@ -128,8 +157,11 @@ func (g *gpuEngine) uploadPart(b *devBatch, kb Keys, bounds []int, p int) error 
 		}
 		bu.evs[p] = e
 	}
-	if err := errors.Join(gpu.UploadStagedGrain(g.up, g.in, b.data, da, kb.Data[da:db], partGrain),
-		gpu.UploadStagedGrain(g.up, g.in, b.offs, oa, offs[oa:hi+1], partGrain/4)); err != nil {
+	err := gpu.UploadStagedGrain(g.up, g.in, b.data, da, kb.Data[da:db], partGrain)
+	if err == nil && withOffs {
+		err = gpu.UploadStagedGrain(g.up, g.in, b.offs, oa, offs[oa:hi+1], partGrain/4)
+	}
+	if err != nil {
 		return errors.Join(err, g.in.Synchronize())
 	}
 	return errors.Join(bu.evs[p].Record(g.in), g.s.Wait(bu.evs[p]))

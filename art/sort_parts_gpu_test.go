@@ -14,8 +14,9 @@ import (
 // batch, and the counts and lookups the same. The batches put equal keys
 // on both sides of the parts' boundary (the last must win), keys that
 // tie past round 0's 7 bytes across it (more sort rounds), long keys and
-// keys that prefix others, and batches of one to three keys (a part of
-// one key; a batch of one part).
+// keys that prefix others, empty keys, and batches of one to three keys
+// (a part of one key; a batch of one part); batches of keys of one length
+// have their offsets written on the device unless offsUp.
 func TestGPUKeyParts(t *testing.T) {
 	modes := []struct {
 		name string
@@ -23,6 +24,7 @@ func TestGPUKeyParts(t *testing.T) {
 	}{
 		{"parts", func(bu *batchUpload) { bu.partsMin = 2 }},
 		{"parts,valsInSort", func(bu *batchUpload) { bu.partsMin, bu.valsInSort = 2, true }},
+		{"parts,offsUp", func(bu *batchUpload) { bu.partsMin, bu.offsUp = 2, true }},
 		{"whole", func(bu *batchUpload) { bu.whole = true }},
 		{"default", func(*batchUpload) {}},
 	}
@@ -91,6 +93,9 @@ func TestGPUKeyParts(t *testing.T) {
 			copy(long[3000:3100], base[:100])
 			insert("long keys", long, 5000)
 			del("delete across the parts", append(append([][]byte{}, dup[:700]...), long[1990:2300]...))
+			// Empty keys (one length, 0: offsets written on the device).
+			insert("empty keys", [][]byte{{}, {}, {}}, 9000)
+			del("empty keys", [][]byte{{}, {}})
 			build("build of long keys", long)
 		})
 	}
@@ -122,4 +127,40 @@ func seqVals(n int, base uint64) []uint64 {
 		v[i] = base + uint64(i)
 	}
 	return v
+}
+
+// TestOneLength checks the host's test for batches whose offsets the
+// device writes: every key of one length, the first at offset 0.
+func TestOneLength(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		offs []uint32
+		l    uint32
+		ok   bool
+	}{
+		{"no keys", []uint32{0}, 0, false},
+		{"one key", []uint32{0, 5}, 5, true},
+		{"16 bytes each", []uint32{0, 16, 32, 48}, 16, true},
+		{"empty keys", []uint32{0, 0, 0}, 0, true},
+		{"one longer", []uint32{0, 16, 33, 49}, 0, false},
+		{"the last shorter", []uint32{0, 16, 32, 47}, 0, false},
+		{"not from 0", []uint32{4, 20, 36}, 0, false},
+	} {
+		l, ok := oneLength(c.offs)
+		if ok != c.ok || ok && l != c.l {
+			t.Errorf("%s: (%d, %v), want (%d, %v)", c.name, l, ok, c.l, c.ok)
+		}
+	}
+	// A long batch, one key off in its last part.
+	offs := make([]uint32, 1<<18+1)
+	for i := range offs {
+		offs[i] = uint32(i) * 16
+	}
+	if l, ok := oneLength(offs); !ok || l != 16 {
+		t.Errorf("%d keys of 16 bytes: (%d, %v)", len(offs)-1, l, ok)
+	}
+	offs[len(offs)-2]++
+	if _, ok := oneLength(offs); ok {
+		t.Errorf("%d keys, one of 17 bytes: one length", len(offs)-1)
+	}
 }
