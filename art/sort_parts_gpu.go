@@ -18,9 +18,11 @@ import (
 // on g.s (as_chunk over its places, a radix sort of its pairs) while the
 // host packs part 1; part 1 is sorted when it lands and DevMerge merges
 // the two sorted runs, stably, into what one sort of the whole batch
-// gives. The values are uploaded beside the work after the sort (on
-// another goroutine, through the same ring) and waited for before the
-// first kernel that reads them (waitVals).
+// gives. A batch in parts whose keys all have one length uploads no
+// offsets: the host checks them (oneLength, a read) and as_offsets writes
+// them on the device. The values are uploaded beside the work after the
+// sort (on another goroutine, through a ring of their own) and waited for
+// before the first kernel that reads them (waitVals).
 
 // Knobs of the batch upload, and their defaults.
 const (
@@ -70,11 +72,11 @@ type valsUpload struct {
 // p and p+1 are part p's keys. One part (the whole batch) below the
 // threshold or with bu.whole. Cost: O(1).
 func (bu *batchUpload) keyParts(n int) []int {
-	min := keyPartsMin
+	least := keyPartsMin
 	if bu.partsMin > 0 {
-		min = bu.partsMin
+		least = bu.partsMin
 	}
-	if bu.whole || n < min || n < 2 {
+	if bu.whole || n < least || n < 2 {
 		return []int{0, n}
 	}
 	return []int{0, n / 2, n}

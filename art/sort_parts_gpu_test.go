@@ -164,3 +164,26 @@ func TestOneLength(t *testing.T) {
 		t.Errorf("%d keys, one of 17 bytes: one length", len(offs)-1)
 	}
 }
+
+// TestKeyParts checks where batches are cut: in two halves from
+// keyPartsMin keys (or partsMin), whole below, with whole, or under two
+// keys.
+func TestKeyParts(t *testing.T) {
+	for _, c := range []struct {
+		bu   batchUpload
+		n    int
+		want []int
+	}{
+		{batchUpload{}, keyPartsMin - 1, []int{0, keyPartsMin - 1}},
+		{batchUpload{}, keyPartsMin + 1, []int{0, keyPartsMin / 2, keyPartsMin + 1}},
+		{batchUpload{whole: true}, keyPartsMin * 4, []int{0, keyPartsMin * 4}},
+		{batchUpload{partsMin: 2}, 0, []int{0, 0}},
+		{batchUpload{partsMin: 2}, 1, []int{0, 1}},
+		{batchUpload{partsMin: 2}, 2, []int{0, 1, 2}},
+		{batchUpload{partsMin: 2}, 7, []int{0, 3, 7}},
+	} {
+		if got := c.bu.keyParts(c.n); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%+v, %d keys: %v, want %v", c.bu, c.n, got, c.want)
+		}
+	}
+}
