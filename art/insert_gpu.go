@@ -62,6 +62,7 @@ func (g *gpuEngine) insert(kb Keys, vals []uint64) (added int, err error) {
 		g.late = nil
 		return 0, err
 	}
+	g.step("drained, frees") // traced: the host's time to the end of the call
 	g.applyLate(t)
 	return added, nil
 }
