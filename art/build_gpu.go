@@ -139,7 +139,7 @@ func (g *gpuEngine) rounds(t *devTree, b *devBatch, it itemBufs, nIt int, cur se
 		}
 		arenaBytes, P := tv[8], int(tv[9])
 		g.stepN("build round %d: plan", round)
-		if err := g.reserveRound(t, req, arenaBytes, io.glink == nil); err != nil {
+		if err := g.reserve(t, req, arenaBytes); err != nil {
 			return fail(err)
 		}
 		g.stepN("build round %d: reserve", round)
@@ -165,33 +165,6 @@ func (g *gpuEngine) rounds(t *devTree, b *devBatch, it itemBufs, nIt int, cur se
 		S = P
 	}
 	return nil
-}
-
-// buildRoom is the share of a built tree's records that its pools hold
-// beside them (1/buildRoom more): the first insert of up to about that
-// many new keys finds room, where growing a pool of GBs costs a device
-// copy of it and, when the call ends, the free of the old buffers (1 to
-// 7 ms for the N16 pool of 100M keys on an H200, 2026-11-29).
-const buildRoom = 4
-
-// reserveRound is a build round's reserve (g.reserve) of req: in a build
-// (build true, unless bu.buildExact) for a quarter more records than the
-// tree then holds of each kind the round allocates, or exactly when that
-// does not fit in the device's memory. Cost: g.reserve's.
-func (g *gpuEngine) reserveRound(t *devTree, req [numKinds + 1]uint64, arenaBytes uint64, build bool) error {
-	if build && !g.bu.buildExact {
-		room := req
-		for k := kindN4; k <= kindLV; k++ {
-			if req[k] > 0 {
-				room[k] += (t.pools[k].hwm + req[k]) / buildRoom
-			}
-		}
-		err := g.reserve(t, room, arenaBytes)
-		if !errors.Is(err, gpu.ErrOutOfMemory) {
-			return err
-		}
-	}
-	return g.reserve(t, req, arenaBytes)
 }
 
 // build replaces the tree: upload, sort and dedupe on the device, choose

@@ -79,8 +79,7 @@ func randomKeys(from, n int) (Keys, []uint64) {
 // sort and the values beside the work: batchUpload), without growAhead,
 // with the grown pools' old buffers freed beside the next call
 // (freeBeside), with the offsets of its one-length keys uploaded
-// (offsUp), with the tree built without room for more (buildExact), with
-// the keys uploaded whole (whole), and with them whole
+// (offsUp), with the keys uploaded whole (whole), and with them whole
 // and the values packed during the sort (whole,valsInSort: the upload
 // before batchUpload).
 func BenchmarkGPUInsertSteps(b *testing.B) {
@@ -96,7 +95,6 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 		{"tree=100M,ahead=off", 100_000_000, randomKeys, false, false, batchUpload{}},
 		{"tree=100M,freeBeside", 100_000_000, randomKeys, true, true, batchUpload{}},
 		{"tree=100M,offsUp", 100_000_000, randomKeys, true, false, batchUpload{offsUp: true}},
-		{"tree=100M,buildExact", 100_000_000, randomKeys, true, false, batchUpload{buildExact: true}},
 		{"tree=100M,whole", 100_000_000, randomKeys, true, false, batchUpload{whole: true}},
 		{"tree=100M,whole,valsInSort", 100_000_000, randomKeys, true, false, batchUpload{whole: true, valsInSort: true}},
 	} {
@@ -112,7 +110,7 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			g := tr.eng.(*gpuEngine)
 			g.trace = &engine.StepTrace{}
 			g.aheadGrowth, g.freeBeside = c.ahead, c.beside
-			g.bu.whole, g.bu.valsInSort, g.bu.offsUp, g.bu.buildExact = c.bu.whole, c.bu.valsInSort, c.bu.offsUp, c.bu.buildExact
+			g.bu.whole, g.bu.valsInSort, g.bu.offsUp = c.bu.whole, c.bu.valsInSort, c.bu.offsUp
 			var lb engine.Timings
 			var call time.Duration
 			var pools string

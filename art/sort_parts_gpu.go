@@ -51,9 +51,6 @@ type batchUpload struct {
 	// one length, which by default are checked on the host (oneLength)
 	// and written on the device (as_offsets) instead.
 	offsUp bool
-	// buildExact reserves a build's pools for its records alone, without
-	// reserveRound's room for a quarter more (benchmarks compare).
-	buildExact bool
 
 	evs  [2]*gpu.Event // the key parts' arrivals on g.in
 	vals *valsUpload   // the values' upload in flight (startVals)
