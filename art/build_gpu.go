@@ -143,7 +143,7 @@ func (g *gpuEngine) rounds(t *devTree, b *devBatch, it itemBufs, nIt int, cur se
 			return fail(err)
 		}
 		g.stepN("build round %d: reserve", round)
-		if err := firstErr(g.setDesc(t, b),
+		if err := firstErr(g.waitVals(), g.setDesc(t, b),
 			g.launch(k.bWrite, S, g.descBuf, uint64(S), cur.start, cur.d, cur.dst, cur.par, depth, children, kind,
 				r12, r34, r56, r78, abytes, it.ref, it.n, it.old, it.grp, seglink, glink, trimd, trimpar)); err != nil {
 			return fail(err)
@@ -171,16 +171,17 @@ func (g *gpuEngine) rounds(t *devTree, b *devBatch, it itemBufs, nIt int, cur se
 // the root width from the distinct prefix counts, then the build rounds
 // into a new device tree beside the old one (freed on success; on failure
 // the old tree stays).
-func (g *gpuEngine) build(kb Keys, vals []uint64) error {
+func (g *gpuEngine) build(kb Keys, vals []uint64) (err error) {
 	if long, err := longBuild(g, kb, vals); long {
 		return err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	b, order, m, err := g.uploadSorted(kb, vals)
+	b, order, m, err := g.uploadSorted(kb, vals, nil)
 	if err != nil {
 		return err
 	}
+	defer func() { err = errors.Join(err, g.dropVals()) }()
 	counts, err := gpu.Get[uint64](g.pool, "b.prefixes", maxWidth)
 	if err != nil {
 		return fmt.Errorf("prefix counts: %w", err)

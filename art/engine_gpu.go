@@ -105,6 +105,10 @@ type gpuEngine struct {
 	// default, benchmarks compare).
 	aheadGrowth bool
 
+	// bu uploads structural batches: keys in parts beside the sort,
+	// values beside the work (sort_parts_gpu.go).
+	bu batchUpload
+
 	// late are the counts of an insert's frees per inner node kind,
 	// pushed on the device's free stacks in its node round and downloaded
 	// into this pinned buffer without a synchronization (pushLate): the
@@ -221,6 +225,7 @@ func (g *gpuEngine) release() error {
 	if g.valsEv != nil {
 		err = errors.Join(err, g.valsEv.Close())
 	}
+	err = errors.Join(err, g.bu.close())
 	if g.clock != nil {
 		err = errors.Join(err, g.clock.Close())
 	}

@@ -36,8 +36,11 @@ type aheadPools struct {
 // a batch grows few (at 100M random keys about 1.2M of 5.7M N4s become
 // N16s), so a pool of a few GB grows beside the upload rather than while
 // the device waits, at the cost of up to its size again when the batch
-// needed less. Leaves and N4s keep half again: their bound is the batch's
-// size, which a batch of present keys does not add. Cost: O(1).
+// needed less. An N16 to N256 pool smaller than aheadSmall's records whose
+// bound passes even that is grown to the bound or aheadSmall, whichever
+// is less (a small pool's growth costs little memory). Leaves and N4s
+// keep half again: their bound is the batch's size, which a batch of
+// present keys does not add. Cost: O(1).
 func aheadCaps(t *devTree, n, lk int) [numKinds + 1]uint64 {
 	var live, bound, caps [numKinds + 1]uint64
 	for k := kindN4; k <= kindLV; k++ {
@@ -64,12 +67,26 @@ func aheadCaps(t *devTree, n, lk int) [numKinds + 1]uint64 {
 		if k >= kindN16 && k <= kindN256 {
 			limit = 2 * p.cap
 		}
-		if need > p.cap && need <= limit {
+		switch {
+		case need > p.cap && need <= limit:
 			caps[k] = growCap(p.cap, need)
+		case need > limit && k >= kindN16 && k <= kindN256 && p.cap < aheadSmall(k):
+			caps[k] = growCap(p.cap, min(need, aheadSmall(k)))
 		}
 	}
 	return caps
 }
+
+// aheadSmallBytes is the size up to which an N16 to N256 pool whose bound
+// passes twice its capacity is still grown ahead (aheadSmall): at 100M
+// random keys the N48 pool (1906 records after the build) must grow to
+// 5513 in the node round, a growth that held the device 1.4 to 1.8 ms
+// there (H200, 2026-11-29) while allocations beside the upload cost the
+// call nothing; a pool of this size is grown once, by at most this much.
+const aheadSmallBytes = 64 << 20
+
+// aheadSmall is the records of kind k in aheadSmallBytes.
+func aheadSmall(k int) uint64 { return aheadSmallBytes / uint64(8*kindWords[k]) }
 
 // growAhead starts the growth of the pools aheadCaps names, on another
 // goroutine (allocations only: no stream calls). It returns nil when
@@ -98,6 +115,17 @@ func (g *gpuEngine) growAhead(t *devTree, n, lk int) *aheadPools {
 		}
 	}()
 	return a
+}
+
+// ready reports whether a's allocations are done (adoptAhead would not
+// wait). Cost: O(1).
+func (a *aheadPools) ready() bool {
+	select {
+	case <-a.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // adoptAhead waits for a's allocations and makes them tree t's pools (a

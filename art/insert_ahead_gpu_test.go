@@ -9,8 +9,9 @@ import (
 
 // TestAheadCaps checks which pools growAhead grows for an insert: those
 // whose bound on the batch's new records does not fit but fits half again
-// their capacity (N16 to N256: twice), to growCap's capacity for the
-// bound.
+// their capacity (N16 to N256: twice, or any bound for a pool under
+// aheadSmall's records, grown to at most that), to growCap's capacity
+// for the bound.
 func TestAheadCaps(t *testing.T) {
 	type pool struct{ hwm, top, cap uint64 }
 	for _, c := range []struct {
@@ -24,12 +25,16 @@ func TestAheadCaps(t *testing.T) {
 		{"free records count", map[int]pool{kindL16: {100, 40, 120}}, 50, kindL16, nil},
 		{"past half again: left to the plan", map[int]pool{kindL16: {100, 0, 100}}, 60, kindL16, nil},
 		{"leaf kind unknown", map[int]pool{kindL16: {100, 0, 120}}, 50, 0, nil},
-		{"N16 past twice: left to the plan", map[int]pool{kindN4: {1000, 0, 1500}, kindN16: {100, 0, 100}}, 1000,
-			0, map[int]uint64{kindN4: 2250}},
+		{"N16 past twice, a small pool: to the bound", map[int]pool{kindN4: {1000, 0, 1500}, kindN16: {100, 0, 100}}, 1000,
+			0, map[int]uint64{kindN4: 2250, kindN16: 1100}},
+		{"N16 past twice, a large pool: left to the plan", map[int]pool{kindN4: {1 << 20, 0, 1 << 20},
+			kindN16: {aheadSmall(kindN16), 0, aheadSmall(kindN16)}}, 1 << 20, 0, nil},
+		{"N48 past twice, a small pool: to aheadSmall", map[int]pool{kindN4: {1 << 24, 0, 1 << 25}, kindN48: {1906, 0, 1906}},
+			1 << 23, 0, map[int]uint64{kindN48: aheadSmall(kindN48)}},
 		{"N16 past half again", map[int]pool{kindN4: {60, 0, 100}, kindN16: {100, 0, 100}}, 1000,
 			0, map[int]uint64{kindN16: 160}},
-		{"N48 past twice: left to the plan", map[int]pool{kindN16: {101, 0, 200}, kindN48: {100, 0, 100}}, 1000,
-			0, nil},
+		{"N48 past twice, a small pool: to the bound", map[int]pool{kindN16: {101, 0, 200}, kindN48: {100, 0, 100}}, 1000,
+			0, map[int]uint64{kindN48: 201}},
 		{"N16 grown for the N4s that may grow", map[int]pool{kindN4: {40, 0, 100}, kindN16: {100, 0, 100}}, 1000,
 			0, map[int]uint64{kindN16: 150}},
 		{"N48 bounded by n", map[int]pool{kindN4: {40, 0, 100}, kindN16: {100, 0, 200}, kindN48: {100, 0, 100}}, 30,

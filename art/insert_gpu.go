@@ -19,7 +19,7 @@ import (
 // tree the old records see); ai_root_writes and ai_values. A failure
 // before the node round's writes (out of memory) rolls the allocation
 // counters back: the tree is unchanged.
-func (g *gpuEngine) insert(kb Keys, vals []uint64) (int, error) {
+func (g *gpuEngine) insert(kb Keys, vals []uint64) (added int, err error) {
 	if long, n, err := longInsert(g, kb, vals); long {
 		return n, err
 	}
@@ -27,18 +27,31 @@ func (g *gpuEngine) insert(kb Keys, vals []uint64) (int, error) {
 	defer g.mu.Unlock()
 	t := g.t
 	ahead := g.growAhead(t, kb.Len(), leafGuess(kb))
-	b, order, n, err := g.uploadSorted(kb, vals)
+	// The pools grown ahead are adopted between the key parts when their
+	// allocation is done by then (their device copies overlap the
+	// packing of the second part), else after the sort.
+	adopt := func(wait bool) error {
+		if ahead == nil || !wait && !ahead.ready() {
+			return nil
+		}
+		a := ahead
+		ahead = nil
+		if err := g.adoptAhead(t, a); err != nil {
+			return fmt.Errorf("insert: pools grown ahead: %w", err)
+		}
+		g.step("pools grown ahead")
+		return nil
+	}
+	b, order, n, err := g.uploadSorted(kb, vals, func() error { return adopt(false) })
 	if err != nil {
 		return 0, errors.Join(err, g.dropAhead(ahead))
 	}
-	if ahead != nil {
-		if err := g.adoptAhead(t, ahead); err != nil {
-			return 0, fmt.Errorf("insert: pools grown ahead: %w", err)
-		}
-		g.step("pools grown ahead")
+	defer func() { err = errors.Join(err, g.dropVals()) }()
+	if err := adopt(true); err != nil {
+		return 0, err
 	}
 	save := t.counters()
-	added, err := g.insertSorted(t, b, order, n, leafGuess(kb))
+	added, err = g.insertSorted(t, b, order, n, leafGuess(kb))
 	if err != nil {
 		g.late = nil
 		t.restore(save)
@@ -49,6 +62,7 @@ func (g *gpuEngine) insert(kb Keys, vals []uint64) (int, error) {
 		g.late = nil
 		return 0, err
 	}
+	g.step("drained, frees") // traced: the host's time to the end of the call
 	g.applyLate(t)
 	return added, nil
 }
@@ -106,7 +120,7 @@ func (g *gpuEngine) insertSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint
 		}
 	}
 	// Values of present keys, then the frees.
-	if err := firstErr(g.setDesc(t, b), g.launch(k.iValues, n, g.descBuf, uint64(n), order, cls, tgt), g.flushFrees(t)); err != nil {
+	if err := firstErr(g.waitVals(), g.setDesc(t, b), g.launch(k.iValues, n, g.descBuf, uint64(n), order, cls, tgt), g.flushFrees(t)); err != nil {
 		return 0, fmt.Errorf("values: %w", err)
 	}
 	g.step("values")

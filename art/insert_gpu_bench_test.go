@@ -75,19 +75,28 @@ func randomKeys(from, n int) (Keys, []uint64) {
 // caller sees it (ms/call: the engine's total plus the frees after it).
 // tree=16Mi: stepsKeys, 16Mi keys; tree=100M: bench art's keys and tree
 // (its "insert 10M, 16 B keys, in 100M"), as the engine runs by default
-// (the pools grown ahead: growAhead), without growAhead, and with the
-// grown pools' old buffers freed beside the next call (freeBeside).
+// (the pools grown ahead: growAhead; the keys in two parts beside the
+// sort and the values beside the work: batchUpload), without growAhead,
+// with the grown pools' old buffers freed beside the next call
+// (freeBeside), with the offsets of its one-length keys uploaded
+// (offsUp), with the keys uploaded whole (whole), and with them whole
+// and the values packed during the sort (whole,valsInSort: the upload
+// before batchUpload).
 func BenchmarkGPUInsertSteps(b *testing.B) {
 	for _, c := range []struct {
 		name          string
 		tree          int
 		keys          func(from, n int) (Keys, []uint64)
 		ahead, beside bool
+		bu            batchUpload
 	}{
-		{"tree=16Mi", stepsTreeKeys, stepsKeys, true, false},
-		{"tree=100M", 100_000_000, randomKeys, true, false},
-		{"tree=100M,ahead=off", 100_000_000, randomKeys, false, false},
-		{"tree=100M,freeBeside", 100_000_000, randomKeys, true, true},
+		{"tree=16Mi", stepsTreeKeys, stepsKeys, true, false, batchUpload{}},
+		{"tree=100M", 100_000_000, randomKeys, true, false, batchUpload{}},
+		{"tree=100M,ahead=off", 100_000_000, randomKeys, false, false, batchUpload{}},
+		{"tree=100M,freeBeside", 100_000_000, randomKeys, true, true, batchUpload{}},
+		{"tree=100M,offsUp", 100_000_000, randomKeys, true, false, batchUpload{offsUp: true}},
+		{"tree=100M,whole", 100_000_000, randomKeys, true, false, batchUpload{whole: true}},
+		{"tree=100M,whole,valsInSort", 100_000_000, randomKeys, true, false, batchUpload{whole: true, valsInSort: true}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			d := gputest.Device(b)
@@ -101,6 +110,7 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			g := tr.eng.(*gpuEngine)
 			g.trace = &engine.StepTrace{}
 			g.aheadGrowth, g.freeBeside = c.ahead, c.beside
+			g.bu.whole, g.bu.valsInSort, g.bu.offsUp = c.bu.whole, c.bu.valsInSort, c.bu.offsUp
 			var lb engine.Timings
 			var call time.Duration
 			var pools string

@@ -56,7 +56,7 @@ type kernelSet struct {
 	iota                                                            *gpu.Function
 	get, getLanes, updMark, updWrite                                *gpu.Function
 	sChunk, sRunkey, sPermute, sScatter, sMarks, sFirst, sNewrun    *gpu.Function
-	sLast, sPrefixes                                                *gpu.Function
+	sLast, sPrefixes, sOffsets                                      *gpu.Function
 	bItems, bRootFlags, bRootSegs, bSegInit, bPlan, bPieces, bCount *gpu.Function
 	totals, bWrite, bPlace, bClose, bItemseg                        *gpu.Function
 	iClassify, iEdgekeys, iGflags, iGroups, iItems, iSegs           *gpu.Function
@@ -76,7 +76,7 @@ func (k *kernelSet) names() map[string]**gpu.Function {
 		"a_iota": &k.iota, "ag_get": &k.get, "ag_get_lanes": &k.getLanes, "ag_update_mark": &k.updMark, "ag_update_write": &k.updWrite,
 		"as_chunk": &k.sChunk, "as_runkey": &k.sRunkey, "as_permute": &k.sPermute, "as_scatter": &k.sScatter,
 		"as_marks": &k.sMarks, "as_first": &k.sFirst, "as_newrun": &k.sNewrun, "as_last": &k.sLast, "as_prefixes": &k.sPrefixes,
-		"ab_batch_items": &k.bItems, "ab_root_flags": &k.bRootFlags, "ab_root_segs": &k.bRootSegs, "ab_seg_init": &k.bSegInit, "ab_plan": &k.bPlan,
+		"as_offsets": &k.sOffsets, "ab_batch_items": &k.bItems, "ab_root_flags": &k.bRootFlags, "ab_root_segs": &k.bRootSegs, "ab_seg_init": &k.bSegInit, "ab_plan": &k.bPlan,
 		"ab_pieces": &k.bPieces, "ab_count": &k.bCount, "a_totals": &k.totals, "ab_write": &k.bWrite, "ab_place": &k.bPlace,
 		"ab_close": &k.bClose, "ab_itemseg": &k.bItemseg,
 		"ai_classify": &k.iClassify, "ai_edgekeys": &k.iEdgekeys, "ai_gflags": &k.iGflags, "ai_groups": &k.iGroups,

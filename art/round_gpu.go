@@ -231,6 +231,22 @@ func (r *nodeRun) grow(tv []uint64) error {
 	for kk := kindN4; kk <= kindN256; kk++ {
 		req[kk] = tv[kk-1]
 	}
+	if g.trace != nil {
+		// Traced, each pool that grows grows alone, in a step of its
+		// own: which kind's growth the round waits for, and how long.
+		for kk := kindN4; kk <= kindN256; kk++ {
+			p := &r.t.pools[kk]
+			if req[kk] <= p.top || p.hwm+req[kk]-p.top <= p.cap {
+				continue
+			}
+			var one [numKinds + 1]uint64
+			one[kk] = req[kk]
+			if err := g.reserve(r.t, one, 0); err != nil {
+				return fmt.Errorf("node round: %w", err)
+			}
+			g.step(fmt.Sprintf("node round: grow kind %d to %d", kk, p.cap))
+		}
+	}
 	if err := g.reserve(r.t, req, 0); err != nil {
 		return fmt.Errorf("node round: %w", err)
 	}

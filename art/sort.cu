@@ -20,14 +20,24 @@ __device__ __forceinline__ u64 chunk_of(const u8 *k, u32 n, u32 j) {
     return (v << 8) | (rem < 8 ? rem : 8);
 }
 
-// as_chunk: one thread per active element x: the chunk j of the key at
-// sorted place apos[x], and x as the payload.
-extern "C" __global__ void as_chunk(const Tree *t, u64 m, const u32 *perm, const u32 *apos, u32 j, u64 *ck, u32 *cv) {
+// as_chunk: one thread per active element y = lo + x, x < m: the chunk j
+// of the key at sorted place apos[y], and y as the payload. lo is 0 but
+// in round 0 of a batch uploaded in parts (sort_parts_gpu.go), where each
+// part's elements [lo, lo+m) are chunked as soon as the part lands.
+extern "C" __global__ void as_chunk(const Tree *t, u64 m, u64 lo, const u32 *perm, const u32 *apos, u32 j, u64 *ck, u32 *cv) {
     GRID_STRIDE(x, m) {
-        u32 p = perm[apos[x]];
-        ck[x] = chunk_of(t->bdata + t->boffs[p], batch_len(t, p), j);
-        cv[x] = (u32)x;
+        u64 y = lo + x;
+        u32 p = perm[apos[y]];
+        ck[y] = chunk_of(t->bdata + t->boffs[p], batch_len(t, p), j);
+        cv[y] = (u32)y;
     }
+}
+
+// as_offsets: one thread per offset i <= n of a batch whose keys all have
+// len bytes (sort_parts_gpu.go: the host checked them and uploads no
+// offsets): offs[i] = i * len.
+extern "C" __global__ void as_offsets(u64 n1, u32 len, u32 *offs) {
+    GRID_STRIDE(i, n1) offs[i] = (u32)i * len;
 }
 
 // as_runkey: one thread per x: the run of the element sorted to x, for

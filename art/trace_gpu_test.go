@@ -15,6 +15,7 @@ import (
 func TestGPUInsertTrace(t *testing.T) {
 	gt, ct, g := gpuAndCPU(t)
 	g.trace = &engine.StepTrace{}
+	g.bu.partsMin = 2 // the keys in two parts, as large batches go
 	// 300000 keys take a root table of 65536 slots (width 2): about 4.6
 	// keys a slot, so most new keys go into inner nodes.
 	tk, tv := stepsKeys(0, 300000)
@@ -41,8 +42,8 @@ func TestGPUInsertTrace(t *testing.T) {
 		}
 	}
 	t.Logf("\n%s", engine.FormatSteps(steps))
-	want := []string{"start", "upload", "values uploaded", "sort round 0", "classify", "group", "groups", "items",
-		"build round 0: plan", "build round 0: reserve", "build round 0: write", "entries", "node round: group",
+	want := []string{"start", "sort part 0", "upload", "sort part 1", "sort round 0", "classify", "group", "groups", "items",
+		"build round 0: plan", "build round 0: reserve", "values waited", "build round 0: write", "entries", "node round: group",
 		"node round: plan", "node round: emit", "node round: reserve", "node round: write, frees", "root writes", "values", "done"}
 	at := 0
 	for _, n := range names {
