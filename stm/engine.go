@@ -160,6 +160,16 @@ type Result struct {
 	Commit         Breakdown   // where commit time went
 	Server         ServerStats // what the GPU engine's commit servers did (zero on the CPU engine)
 	Device         string      // where it ran
+	// Latency is the commit latency of every transaction the run
+	// committed (update and read-only): from the start of its first
+	// attempt to its commit, retries and backoff included. The CPU engine
+	// reads the clock before a worker runs a ticket and after it commits;
+	// the GPU engine reads the device's global timer (%globaltimer, ns)
+	// when a client warp takes the ticket and when the warp's commit round
+	// is published (the commit clock passed it), so it includes the
+	// warp's wait for its other lanes. Not timed: transactions given up
+	// (stm_abort) or abandoned when the run stopped.
+	Latency Latency
 }
 
 // Throughput is commits (update and read-only) per second.

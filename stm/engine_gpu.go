@@ -635,6 +635,10 @@ func (g *gpuEngine) collect(pl *runPlan, m *runMemory, k *kernels, ro RunOptions
 		Servers: pl.cfg.Servers, Stripe: pl.stripe, HistoryDropped: cnt[cntHistDropped]}
 	res.HistoryLimited = pl.hist > 0 && ro.Transactions == 0 && dc[dctlTicketsOut] != 0
 	res.Commits, res.ReadOnlyCommits = cnt[cntCommits], cnt[cntReadOnly]
+	if err := m.lat.Read(nil, 0, res.Latency.Buckets[:latencyDeviceBuckets]); err != nil {
+		return nil, err
+	}
+	res.Latency.Sum = time.Duration(cnt[cntNsLat])
 	for c := range NumCauses {
 		res.Aborts[c] = cnt[cntAbort0+int(c)]
 	}

@@ -46,6 +46,9 @@ var globalFields = []string{
 	// words taken) and aborted attempts (hist_ab_cap words, hist_ab_off
 	// the words asked for, hist_ab_end the end of the records kept)
 	"hist", "hist_cap", "hist_off", "hist_ab", "hist_ab_cap", "hist_ab_off", "hist_ab_end",
+	// the commit latencies: a histogram of STM_LAT_BUCKETS 64-bit counts
+	// (Latency's layout), which each client block adds its own to at exit
+	"lat",
 	"params",
 }
 
@@ -153,6 +156,7 @@ const (
 	cntClientReplies // replies the clients timed (cntNsClient's count)
 	cntDeferred      // update attempts held back unsent: an item they write was claimed (Options.Contention)
 	cntRefreshed     // stale update attempts aborted after their warp's bodies and run again at once (Options.Refresh)
+	cntNsLat         // ns of the committed transactions' latencies, summed (Result.Latency.Sum)
 	numCounters
 )
 
@@ -232,11 +236,12 @@ func layoutDefines() []gpu.Define {
 		gpu.Def("STM_READ_WRITE", int(ReadWrite)), gpu.Def("STM_WRITE_WRITE", int(WriteWrite)),
 		gpu.Def("STM_LOG_FULL", int(LogFull)), gpu.Def("STM_TOO_OLD", int(SnapshotTooOld)),
 		gpu.Def("STM_MAX_PARAMS", maxParams), gpu.Def("STM_MAX_SERVERS", MaxServers),
+		gpu.Def("STM_LAT_BUCKETS", latencyDeviceBuckets),
 	}
 	names := []string{"COMMITS", "READ_ONLY", "ABORT0", "ABORT1", "ABORT2", "ABORT3", "WRONG", "USER",
 		"CY_EXECUTE", "CY_PREVALIDATE", "CY_ROUNDTRIP", "CY_VALIDATE", "CY_INSERT", "CY_WRITEBACK", "CY_PUBLISH", "REQUESTS",
 		"HIST_DROPPED", "FAST_INSERTS", "BATCHED", "SCANNED", "CY_LOCK", "CY_HOLD", "TURNS", "GROUPED", "EARLY",
-		"CY_LOAD", "CY_VAL", "CY_FINAL", "CY_REPLY", "CY_BUSY", "NS_RING", "NS_SERVER", "NS_CLIENT", "CLIENT_REPLIES", "DEFERRED", "REFRESHED"}
+		"CY_LOAD", "CY_VAL", "CY_FINAL", "CY_REPLY", "CY_BUSY", "NS_RING", "NS_SERVER", "NS_CLIENT", "CLIENT_REPLIES", "DEFERRED", "REFRESHED", "NS_LAT"}
 	if len(names) != numCounters {
 		panic("stm: the counters' names do not match their constants")
 	}

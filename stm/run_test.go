@@ -87,7 +87,8 @@ func checkRun(t *testing.T, c runCase, res *Result, seed uint64) {
 			t.Errorf("final item %d = %d, a serial run gives %d", i, res.Final[i], want[i])
 		}
 	}
-	t.Logf("%s: %d commits (%d read-only), aborts %s, %v", res.Device, res.Total(), res.ReadOnlyCommits, res.AbortString(), res.Elapsed)
+	checkLatency(t, res)
+	t.Logf("%s: %d commits (%d read-only), aborts %s, %v, latency %s", res.Device, res.Total(), res.ReadOnlyCommits, res.AbortString(), res.Elapsed, &res.Latency)
 }
 
 func firstDiff(a, b []uint64) int {
