@@ -177,9 +177,20 @@ type STMRun struct {
 	Server  stm.ServerStats
 	Threads int
 	Servers int // GPU: commit servers the run used
-	// P50 and P99: a peer's transaction latency percentiles (0 where not
-	// measured: the CSMV engines).
-	P50, P99 time.Duration
+	// Latency: every committed transaction's latency, from its first
+	// attempt to its commit (the CSMV engines' Result.Latency; a peer's
+	// transactions, each run once, from their draw to their return).
+	Latency stm.Latency
+}
+
+// LatencyText is the run's transaction latency as the stm tables print
+// it, "p50/p99/p99.9", e.g. "12µs/40µs/61µs" ("not timed" without
+// latencies).
+func (r *STMRun) LatencyText() string {
+	if r.Latency.Count() == 0 {
+		return "not timed"
+	}
+	return fmt.Sprintf("%v/%v/%v", r.Latency.P50(), r.Latency.P99(), r.Latency.P999())
 }
 
 // Rate is commits per second.
@@ -193,6 +204,9 @@ func (r STMRun) Rate() float64 {
 // Note describes a run's aborts and, when measured, where commit time went.
 func (r STMRun) Note(op, engine string) string {
 	s := fmt.Sprintf("%s on %s: %d threads, aborts %s, abort rate %.1f%%", op, engine, r.Threads, r.Stats.AbortString(), 100*r.Stats.AbortRate())
+	if r.Latency.Count() > 0 {
+		s += fmt.Sprintf("; commit latency p50/p99/p99.9 %s", r.LatencyText())
+	}
 	b := r.Commit
 	phases := []struct {
 		name string
@@ -230,7 +244,7 @@ func RunSTMCase(e *stm.Engine, c STMCase, d time.Duration, breakdown bool) (STMR
 	if res.Wrong != 0 {
 		return STMRun{}, fmt.Errorf("%s: %d read-only transactions saw a wrong total", c.Name(), res.Wrong)
 	}
-	return STMRun{Stats: res.Stats, Wrong: res.Wrong, Elapsed: res.Elapsed, Commit: res.Commit, Server: res.Server, Threads: res.Threads, Servers: res.Servers}, nil
+	return STMRun{Stats: res.Stats, Wrong: res.Wrong, Elapsed: res.Elapsed, Commit: res.Commit, Server: res.Server, Threads: res.Threads, Servers: res.Servers, Latency: res.Latency}, nil
 }
 
 // MedianSTM returns the run with the median commit rate.
@@ -313,6 +327,7 @@ func RunSTM(o Options) (*Report, error) {
 			if en.name != "cpu" {
 				note = m
 			}
+			note.Latency = m.Latency // the CPU engine's from a run without the breakdown's clock reads
 			row := NewResult(cs.Name(), en.name, int64(m.Stats.Total()), 0, m.Elapsed.Seconds())
 			if en.name == "cpu" {
 				cpuRow = row
@@ -336,7 +351,7 @@ type BankPeer = bankpeer.Peer
 // read-only total and the final store. Cost: d of wall time.
 func RunBankPeer(p BankPeer, b stm.Bank, seed uint64, workers int, d time.Duration) (STMRun, error) {
 	r, err := bankpeer.RunFor(p, b, seed, workers, d)
-	return STMRun{Stats: r.Stats, Wrong: r.Wrong, Elapsed: r.Elapsed, Threads: r.Workers, P50: r.P50, P99: r.P99}, err
+	return STMRun{Stats: r.Stats, Wrong: r.Wrong, Elapsed: r.Elapsed, Threads: r.Workers, Latency: r.Latency}, err
 }
 
 // NewGlobalLockBank returns a bank whose every transaction holds one lock.

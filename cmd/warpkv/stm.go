@@ -208,6 +208,7 @@ func reportBank(e *env, res *stm.Result, runErr error, out io.WriteCloser, accou
 	fmt.Fprintf(e.stdout, "aborts: %s\n", res.AbortString())
 	fmt.Fprintf(e.stdout, "commits/s: %.0f\n", res.Throughput())
 	fmt.Fprintf(e.stdout, "elapsed: %v\n", res.Elapsed.Round(time.Microsecond))
+	fmt.Fprintf(e.stdout, "commit latency: %s\n", &res.Latency)
 	fmt.Fprintf(e.stdout, "final total: %d\n", total)
 	fmt.Fprintf(e.stdout, "wrong read-only totals: %d\n", res.Wrong)
 	if out != nil {

@@ -184,6 +184,7 @@ func reportSTMRun(e *env, f *stmRunFlags, w stm.CUDA, res *stm.Result, runErr er
 	fmt.Fprintf(e.stdout, "given up (stm_abort): %d\n", res.UserAborts)
 	fmt.Fprintf(e.stdout, "commits/s: %.0f\n", res.Throughput())
 	fmt.Fprintf(e.stdout, "elapsed: %v\n", res.Elapsed.Round(time.Microsecond))
+	fmt.Fprintf(e.stdout, "commit latency: %s\n", &res.Latency)
 	fmt.Fprintf(e.stdout, "wrong (stm_check): %d\n", res.Wrong)
 	if res.HistoryLimited && !f.quiet {
 		fmt.Fprintf(e.stderr, "stm run: the run ended after %d commits, before --duration %v: the GPU's history buffer holds no more (--check=false runs the whole duration)\n", res.Total(), f.duration)

@@ -113,6 +113,7 @@ func TestSTMRunBinary(t *testing.T) {
 			}
 			n("aborts")
 			n("given up (stm_abort)")
+			checkLatencyLine(t, out, n("commits"))
 			if tc.checked {
 				if n("commits") != 20000 || !strings.Contains(out, "opacity: ok") || !strings.Contains(out, "serializable: ok") {
 					t.Fatalf("output:\n%s", out)

@@ -288,11 +288,7 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 				allocs = append(allocs, fmt.Sprintf("%s %.3g", engine, float64(mallocs)/float64(max(commits, 1))))
 				cpus = append(cpus, fmt.Sprintf("%s %v", engine, (cpu/time.Duration(max(commits, 1))).Round(time.Nanosecond)))
 				m := bench.MedianSTM(runs)
-				if m.P50 > 0 {
-					lats = append(lats, fmt.Sprintf("%s %v/%v", engine, m.P50, m.P99))
-				} else if r := m.Rate(); r > 0 && m.Threads > 0 {
-					lats = append(lats, fmt.Sprintf("%s mean %v (threads/rate)", engine, time.Duration(float64(m.Threads)/r*1e9).Round(time.Nanosecond)))
-				}
+				lats = append(lats, fmt.Sprintf("%s %s", engine, m.LatencyText()))
 				row := bench.NewResult(op, engine, int64(m.Stats.Total()), 0, m.Elapsed.Seconds())
 				if ref.OpsPerSec > 0 {
 					row = row.VsPeer("anacrolix/stm", ref)
@@ -351,7 +347,7 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 			}
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: heap allocations per commit: %s", op, strings.Join(allocs, ", ")),
 				fmt.Sprintf("%s: process CPU time per commit: %s", op, strings.Join(cpus, ", ")),
-				fmt.Sprintf("%s: transaction latency p50/p99 (peers, timed per transaction; CSMV engines: not timed, mean by Little's law): %s", op, strings.Join(lats, ", ")))
+				fmt.Sprintf("%s: %s %s", op, latencyHeading, strings.Join(lats, ", ")))
 		}
 	}
 	if failed > 0 {
@@ -359,6 +355,12 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 	}
 	return rep, nil
 }
+
+// latencyHeading introduces a case's latency note: what its figures span
+// on each implementation.
+const latencyHeading = "transaction latency p50/p99/p99.9 (every transaction timed: a peer's from its draw to its return, " +
+	"a CSMV engine's commit latency from its first attempt to its commit, retries included; " +
+	"csmv gpu: the device's global timer from the warp taking the ticket to its round's publication):"
 
 // heapAllocs returns the heap allocations of the process so far. Cost: a
 // runtime.ReadMemStats (stops the world briefly).

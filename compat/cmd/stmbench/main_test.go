@@ -30,6 +30,7 @@ func TestRunSmall(t *testing.T) {
 			t.Errorf("row %q", r.Op)
 		}
 	}
+	checkLatencyNotes(t, rep.Notes, engines, len(rep.Results)/len(engines))
 	if _, err := run(config{size: 200, reps: 1, d: time.Millisecond, gpuD: time.Millisecond, device: "cpu", peers: "nope"}, nil); err == nil {
 		t.Error("unknown peer accepted")
 	}
@@ -113,5 +114,42 @@ func TestMatrix(t *testing.T) {
 		if _, err := matrixCases(bad[0], bad[1], bad[2], bad[3]); err == nil {
 			t.Errorf("matrixCases%q accepted", bad)
 		}
+	}
+}
+
+// checkLatencyNotes checks that each of cases cases has a latency note
+// with a timed p50/p99/p99.9 of every engine, in that order and ordered
+// p50 <= p99 <= p99.9.
+func checkLatencyNotes(t *testing.T, notes, engines []string, cases int) {
+	t.Helper()
+	found := 0
+	for _, n := range notes {
+		_, list, ok := strings.Cut(n, latencyHeading)
+		if !ok {
+			continue
+		}
+		found++
+		items := strings.Split(strings.TrimSpace(list), ", ")
+		if len(items) != len(engines) {
+			t.Errorf("latency note %q: %d figures, want %d", n, len(items), len(engines))
+			continue
+		}
+		for i, it := range items {
+			fig, named := strings.CutPrefix(it, engines[i]+" ")
+			var ds []time.Duration
+			for _, f := range strings.Split(fig, "/") {
+				d, err := time.ParseDuration(f)
+				if err != nil || d <= 0 {
+					break
+				}
+				ds = append(ds, d)
+			}
+			if !named || len(ds) != 3 || ds[0] > ds[1] || ds[1] > ds[2] {
+				t.Errorf("latency note %q: figure %q, want %s p50/p99/p99.9, ordered", n, it, engines[i])
+			}
+		}
+	}
+	if found != cases {
+		t.Errorf("%d latency notes, want %d", found, cases)
 	}
 }
