@@ -10,7 +10,10 @@
 // commit of every implementation (runtime.MemStats.Mallocs over the run,
 // setup included, over its commits) and the process CPU time per commit
 // (getrusage, setup included: on a shared machine a steadier figure than
-// commits per second).
+// commits per second), and one per case the transaction latency
+// p50/p99/p99.9 of every implementation (each transaction timed: a peer's
+// from its draw to its return, a CSMV engine's from its first attempt to
+// its commit, stm.Result.Latency).
 //
 // --goroutines runs every case at each of a list of goroutine counts (the
 // rows' operation then ends in ", N goroutines"; the GPU engine, which runs
