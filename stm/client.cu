@@ -745,7 +745,8 @@ __device__ __forceinline__ void stm_lat_record(u32* lat, bool committed, u64 beg
 }
 
 // stm_client: thread mapping: one transaction slot per thread (tid), warps
-// commit together. Commit latencies: each lane keeps the global timer of
+// commit together. Commit latencies (compiled in with STM_LATENCY, for
+// runs of RunOptions.Latency only): each lane keeps the global timer of
 // its ticket's first attempt; the block counts its committed
 // transactions' latencies in one shared-memory histogram (STM_LAT_BUCKETS
 // 32-bit counters, stm_lat_record), which its threads add to the run's
@@ -757,8 +758,10 @@ __device__ __forceinline__ void stm_lat_record(u32* lat, bool committed, u64 beg
 // at n_tx, so a run commits at most n_tx transactions.
 extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const stm_globals* __restrict__ gp) {
 	__shared__ stm_globals sg;
+#if STM_LATENCY
 	__shared__ u32 lat[STM_LAT_BUCKETS];
 	for (u32 i = threadIdx.x; i < STM_LAT_BUCKETS; i += blockDim.x) lat[i] = 0;
+#endif
 	stm_copy_globals(&sg, gp); // its barrier also orders the zeroing
 	const stm_globals* g = &sg;
 	const u32 tid = blockIdx.x * blockDim.x + threadIdx.x;
@@ -770,7 +773,10 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 	for (int i = 0; i < CNT_WORDS; i++) cnt[i] = 0;
 	u64 cy[6] = {0, 0, 0, 0, 0, 0};
 	bool have = false, done = false;
-	u64 ticket = 0, began = 0; // began: the global timer when this lane took its ticket
+	u64 ticket = 0;
+#if STM_LATENCY
+	u64 began = 0; // the global timer when this lane took its ticket
+#endif
 	u32 seq = 0;
 	u32 held = 0, defers = 0; // contention management: claim slots held, attempts held back in a row
 	for (;;) {
@@ -802,16 +808,17 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		}
 		const u32 need = __ballot_sync(FULL_MASK, !have && !done);
 		if (need) {
-			u64 base = 0, now = 0;
-			if (lane == 0) {
-				base = atomicAdd((unsigned long long*)&dctl[DCTL_TICKETS], (unsigned long long)__popc(need));
-				now = globaltimer_ns();
-			}
+			u64 base = 0;
+			if (lane == 0) base = atomicAdd((unsigned long long*)&dctl[DCTL_TICKETS], (unsigned long long)__popc(need));
 			base = __shfl_sync(FULL_MASK, base, 0);
+#if STM_LATENCY
+			u64 now = 0;
+			if (lane == 0) now = globaltimer_ns();
 			now = __shfl_sync(FULL_MASK, now, 0);
+			if (!have && !done) began = now;
+#endif
 			if (!have && !done) {
 				ticket = base + __popc(need & lanemask_lt(lane));
-				began = now;
 				if (g->n_tx && ticket >= g->n_tx)
 					done = true;
 				else
@@ -866,7 +873,9 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 			if (lane == 0) stm_throttle(g, att, nab);
 		}
 		const bool committed = have && tx.state == STM_ST_OK && (ts || tx.ro || tx.nw == 0);
+#if STM_LATENCY
 		stm_lat_record(lat, committed, began, lane, cnt);
+#endif
 		if (have) {
 			if (committed) {
 				const bool rot = ts == 0;
@@ -907,10 +916,12 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 	u64* counters = (u64*)g->counters;
 	for (int i = 0; i < CNT_WORDS; i++)
 		if (cnt[i]) atomicAdd((unsigned long long*)&counters[i], (unsigned long long)cnt[i]);
+#if STM_LATENCY
 	__syncthreads(); // every warp of the block has counted its commits
 	u64* glat = (u64*)g->lat;
 	for (u32 i = threadIdx.x; i < STM_LAT_BUCKETS; i += blockDim.x)
 		if (lat[i]) atomicAdd((unsigned long long*)&glat[i], (unsigned long long)lat[i]);
+#endif
 	__syncwarp();
 	if (lane == 0) {
 		__threadfence();

@@ -83,7 +83,10 @@ func (c *cpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 						bad = sp.body(tx, ro.Seed, ticket, th, threads)
 						return nil
 					}
-					t0 := time.Now()
+					var t0 time.Time
+					if ro.Latency {
+						t0 = time.Now()
+					}
 					done, err := s.runTx(fn, sp.readOnly(ro.Seed, ticket, th, threads), &stop, tmp)
 					if err != nil {
 						failOnce.Do(func() { failed = err })
@@ -93,7 +96,9 @@ func (c *cpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 					if !done {
 						return
 					}
-					lat.Record(time.Since(t0))
+					if ro.Latency {
+						lat.Record(time.Since(t0))
+					}
 					if bad {
 						wrong.Add(1)
 					}

@@ -97,7 +97,8 @@ func checkLatency(t *testing.T, res *Result) {
 }
 
 // TestCommitLatency runs bank workloads for a duration on every engine
-// and checks the commit latencies (checkLatency) and Little's law: with
+// with RunOptions.Latency and checks the commit latencies (checkLatency),
+// that a run without it times nothing, and Little's law: with
 // every thread always running a transaction, the mean latency is about
 // threads / commit rate; the test allows a factor of 4 below it (time a
 // thread spends between transactions) and 1.2 above.
@@ -122,11 +123,15 @@ func TestCommitLatency(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer e.Close()
-				res, err := e.Run(w, RunOptions{Duration: en.d, Seed: 1})
+				res, err := e.Run(w, RunOptions{Duration: en.d, Seed: 1, Latency: true})
 				if err != nil {
 					t.Fatal(err)
 				}
 				checkLatency(t, res)
+				// Without RunOptions.Latency nothing is timed.
+				if off, err := e.Run(w, RunOptions{Transactions: 1000, Seed: 1}); err != nil || off.Latency.Count() != 0 || off.Latency.Sum != 0 {
+					t.Errorf("a run without RunOptions.Latency: %v, %d latencies", err, off.Latency.Count())
+				}
 				little := time.Duration(float64(res.Threads) / res.Throughput() * 1e9)
 				if mean := res.Latency.Mean(); mean < little/4 || float64(mean) > 1.2*float64(little) {
 					t.Errorf("mean latency %v, threads/rate %v: want within a factor of 4 below, 1.2 above", mean, little)

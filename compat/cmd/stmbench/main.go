@@ -75,6 +75,7 @@ func main() {
 	contention := flag.String("contention", "default", "GPU engine: what client warps do about conflicts before they ask a server: default, off, check or claims (stm.Options.Contention)")
 	stripe := flag.Int("stripe", 0, "GPU engine: items of each stripe dealt to the servers in turn (stm.Options.Stripe; 0: contiguous partitions)")
 	refresh := flag.Int("refresh", 0, "GPU engine: in-place retries of a stale update attempt per warp round (stm.Options.Refresh; 0: chosen, stm.DefaultRefresh under a Zipf law, else off; negative: off)")
+	latency := flag.Bool("latency", true, "CSMV engines: time every commit (stm.RunOptions.Latency; on the GPU engine about 1% of the commits a second)")
 	threads := flag.Int("threads", 0, "GPU engine: client threads of every case (stm.Options.ClientThreads; 0: the case's or the engine's default, -1: as many as fit)")
 	flag.Parse()
 	counts, err := parseCounts(*goroutines)
@@ -93,7 +94,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, contention: mode, stripe: *stripe, refresh: *refresh, threads: *threads, peers: *peers, only: *only, goroutines: counts, cases: cases}
+	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, contention: mode, stripe: *stripe, refresh: *refresh, threads: *threads, latency: *latency, peers: *peers, only: *only, goroutines: counts, cases: cases}
 	var progress io.Writer
 	if !*quiet {
 		progress = os.Stderr
@@ -120,6 +121,7 @@ type config struct {
 	stripe      int            // the GPU engine's Options.Stripe
 	refresh     int            // the GPU engine's Options.Refresh
 	threads     int            // the GPU engine's client threads (0: the case's; -1: as many as fit)
+	latency     bool           // the CSMV engines time every commit (stm.RunOptions.Latency)
 	peers, only string
 	goroutines  []int           // goroutine counts (nil: GOMAXPROCS, rows without a count)
 	cases       []bench.STMCase // the cases to run (nil: the suite's bank cases at size)
@@ -345,7 +347,7 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 				if err != nil {
 					return rep, err
 				}
-				measure(en.name, func() (bench.STMRun, error) { return bench.RunSTMCase(e, cs, en.d, en.name == "csmv gpu") })
+				measure(en.name, func() (bench.STMRun, error) { return bench.RunSTMCase(e, cs, en.d, en.name == "csmv gpu", c.latency) })
 				e.Close()
 			}
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: heap allocations per commit: %s", op, strings.Join(allocs, ", ")),

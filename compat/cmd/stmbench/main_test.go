@@ -10,7 +10,7 @@ import (
 // size: each gives a row (run fails on a wrong total), peers' and the
 // engine's rows carry their ratio to anacrolix/stm.
 func TestRunSmall(t *testing.T) {
-	rep, err := run(config{size: 200, reps: 1, d: 30 * time.Millisecond, gpuD: 100 * time.Millisecond, device: "cpu",
+	rep, err := run(config{size: 200, reps: 1, d: 30 * time.Millisecond, gpuD: 100 * time.Millisecond, device: "cpu", latency: true,
 		peers: "anacrolix,item-locks,global-lock", only: "ro of 100, 1 round"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -38,8 +38,9 @@ func TestRunSmall(t *testing.T) {
 
 // TestRunGoroutineCounts: --goroutines runs every selected case ('|'
 // separates case substrings) at each count, rows named with the count,
-// ratios against anacrolix/stm at the same count, and a note of the
-// allocations per commit of every implementation.
+// ratios against anacrolix/stm at the same count, a note of the
+// allocations per commit of every implementation, and (without
+// --latency) the CSMV engine's latency not timed.
 func TestRunGoroutineCounts(t *testing.T) {
 	counts, err := parseCounts("1, 2,3")
 	if err != nil || len(counts) != 3 || counts[2] != 3 {
@@ -77,6 +78,15 @@ func TestRunGoroutineCounts(t *testing.T) {
 	}
 	if notes != len(want) {
 		t.Errorf("%d allocation notes, want %d:\n%s", notes, len(want), strings.Join(rep.Notes, "\n"))
+	}
+	untimed := 0 // --latency=false: the CSMV engine's commits are not timed, the peers' are
+	for _, n := range rep.Notes {
+		if strings.Contains(n, latencyHeading) && strings.HasSuffix(n, ", csmv cpu not timed") && !strings.Contains(n, "anacrolix/stm not timed") {
+			untimed++
+		}
+	}
+	if untimed != len(want) {
+		t.Errorf("%d latency notes with the CSMV engine not timed, want %d:\n%s", untimed, len(want), strings.Join(rep.Notes, "\n"))
 	}
 }
 
