@@ -728,9 +728,9 @@ __device__ __forceinline__ u32 stm_lat_bucket(u64 ns) {
 // read by lane 0). Lanes of one bucket are counted together
 // (__match_any_sync: one shared-memory atomic add per distinct bucket of
 // the round, no global atomic), and each committed lane adds its latency
-// to its counter of their sum (cnt[CNT_NS_LAT]). Warp-uniform: all lanes
-// call it; a round without commits reads no timer.
-__device__ __forceinline__ void stm_lat_record(u32* lat, bool committed, u64 began, u32 lane, u64* cnt) {
+// to its own sum (*sum, a register). Warp-uniform: all lanes call it; a
+// round without commits reads no timer.
+__device__ __forceinline__ void stm_lat_record(u32* lat, bool committed, u64 began, u32 lane, u64* sum) {
 	if (!__any_sync(FULL_MASK, committed)) return;
 	u64 now = 0;
 	if (lane == 0) now = globaltimer_ns();
@@ -739,23 +739,25 @@ __device__ __forceinline__ void stm_lat_record(u32* lat, bool committed, u64 beg
 	const u32 b = committed ? stm_lat_bucket(d) : STM_LAT_BUCKETS;
 	const u32 same = __match_any_sync(FULL_MASK, b);
 	if (committed) {
-		cnt[CNT_NS_LAT] += d;
+		*sum += d;
 		if (lane == (u32)(__ffs(same) - 1)) atomicAdd(lat + b, (u32)__popc(same));
 	}
 }
 
 // stm_client: thread mapping: one transaction slot per thread (tid), warps
 // commit together. Commit latencies (compiled in with STM_LATENCY, for
-// runs of RunOptions.Latency only): each lane keeps the global timer of
-// its ticket's first attempt; the block counts its committed
-// transactions' latencies in one shared-memory histogram (STM_LAT_BUCKETS
-// 32-bit counters, stm_lat_record), which its threads add to the run's
-// (g->lat, 64-bit) once, after every warp of the block has left the loop
-// (a block barrier, which every warp reaches: the loop's exits are
-// warp-uniform). Invariant: a lane holds a ticket until its transaction
-// commits or is given up; the warp leaves the loop only when no lane holds
-// one and no more tickets are to be had (or the run failed). Tickets stop
-// at n_tx, so a run commits at most n_tx transactions.
+// runs of RunOptions.Latency only; without it the kernel's code is the
+// code without them): each lane keeps the global timer of its ticket's
+// first attempt; the block counts its committed transactions' latencies
+// in one shared-memory histogram (STM_LAT_BUCKETS 32-bit counters,
+// stm_lat_record), which its threads add to the run's (64-bit, the
+// STM_LAT_BUCKETS words after the counters, then the latencies' sum, to
+// which each thread adds its own) once, after every warp of the block has
+// left the loop (a block barrier, which every warp reaches: the loop's
+// exits are warp-uniform). Invariant: a lane holds a ticket until its
+// transaction commits or is given up; the warp leaves the loop only when no
+// lane holds one and no more tickets are to be had (or the run failed).
+// Tickets stop at n_tx, so a run commits at most n_tx transactions.
 extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const stm_globals* __restrict__ gp) {
 	__shared__ stm_globals sg;
 #if STM_LATENCY
@@ -775,7 +777,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 	bool have = false, done = false;
 	u64 ticket = 0;
 #if STM_LATENCY
-	u64 began = 0; // the global timer when this lane took its ticket
+	u64 began = 0, lat_ns = 0; // the global timer when this lane took its ticket; its commits' latencies summed
 #endif
 	u32 seq = 0;
 	u32 held = 0, defers = 0; // contention management: claim slots held, attempts held back in a row
@@ -872,12 +874,11 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 #endif
 			if (lane == 0) stm_throttle(g, att, nab);
 		}
-		const bool committed = have && tx.state == STM_ST_OK && (ts || tx.ro || tx.nw == 0);
 #if STM_LATENCY
-		stm_lat_record(lat, committed, began, lane, cnt);
+		stm_lat_record(lat, have && tx.state == STM_ST_OK && (ts || tx.ro || tx.nw == 0), began, lane, &lat_ns);
 #endif
 		if (have) {
-			if (committed) {
+			if (tx.state == STM_ST_OK && (ts || tx.ro || tx.nw == 0)) {
 				const bool rot = ts == 0;
 				cnt[rot ? CNT_READ_ONLY : CNT_COMMITS]++;
 				if (tx.bad) cnt[CNT_WRONG]++;
@@ -918,9 +919,10 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		if (cnt[i]) atomicAdd((unsigned long long*)&counters[i], (unsigned long long)cnt[i]);
 #if STM_LATENCY
 	__syncthreads(); // every warp of the block has counted its commits
-	u64* glat = (u64*)g->lat;
+	u64* glat = (u64*)g->counters + CNT_WORDS;
 	for (u32 i = threadIdx.x; i < STM_LAT_BUCKETS; i += blockDim.x)
 		if (lat[i]) atomicAdd((unsigned long long*)&glat[i], (unsigned long long)lat[i]);
+	if (lat_ns) atomicAdd((unsigned long long*)&glat[STM_LAT_BUCKETS], (unsigned long long)lat_ns);
 #endif
 	__syncwarp();
 	if (lane == 0) {

@@ -638,10 +638,12 @@ func (g *gpuEngine) collect(pl *runPlan, m *runMemory, k *kernels, ro RunOptions
 	res.HistoryLimited = pl.hist > 0 && ro.Transactions == 0 && dc[dctlTicketsOut] != 0
 	res.Commits, res.ReadOnlyCommits = cnt[cntCommits], cnt[cntReadOnly]
 	if pl.sh.latency {
-		if err := m.lat.Read(nil, 0, res.Latency.Buckets[:latencyDeviceBuckets]); err != nil {
+		lat := make([]uint64, latWords)
+		if err := m.counters.Read(nil, numCounters, lat); err != nil {
 			return nil, err
 		}
-		res.Latency.Sum = time.Duration(cnt[cntNsLat])
+		copy(res.Latency.Buckets[:], lat[:latencyDeviceBuckets])
+		res.Latency.Sum = time.Duration(lat[latencyDeviceBuckets])
 	}
 	for c := range NumCauses {
 		res.Aborts[c] = cnt[cntAbort0+int(c)]

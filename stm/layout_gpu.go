@@ -46,9 +46,6 @@ var globalFields = []string{
 	// words taken) and aborted attempts (hist_ab_cap words, hist_ab_off
 	// the words asked for, hist_ab_end the end of the records kept)
 	"hist", "hist_cap", "hist_off", "hist_ab", "hist_ab_cap", "hist_ab_off", "hist_ab_end",
-	// the commit latencies: a histogram of STM_LAT_BUCKETS 64-bit counts
-	// (Latency's layout), which each client block adds its own to at exit
-	"lat",
 	"params",
 }
 
@@ -156,8 +153,11 @@ const (
 	cntClientReplies // replies the clients timed (cntNsClient's count)
 	cntDeferred      // update attempts held back unsent: an item they write was claimed (Options.Contention)
 	cntRefreshed     // stale update attempts aborted after their warp's bodies and run again at once (Options.Refresh)
-	cntNsLat         // ns of the committed transactions' latencies, summed (Result.Latency.Sum)
 	numCounters
+	// With RunOptions.Latency the counters' buffer holds after them the
+	// commit latencies' histogram (latencyDeviceBuckets words, Latency's
+	// layout) and their sum in ns: latWords words in all.
+	latWords = latencyDeviceBuckets + 1
 )
 
 // Shared memory of a server block beyond the log: the control words and,
@@ -241,7 +241,7 @@ func layoutDefines() []gpu.Define {
 	names := []string{"COMMITS", "READ_ONLY", "ABORT0", "ABORT1", "ABORT2", "ABORT3", "WRONG", "USER",
 		"CY_EXECUTE", "CY_PREVALIDATE", "CY_ROUNDTRIP", "CY_VALIDATE", "CY_INSERT", "CY_WRITEBACK", "CY_PUBLISH", "REQUESTS",
 		"HIST_DROPPED", "FAST_INSERTS", "BATCHED", "SCANNED", "CY_LOCK", "CY_HOLD", "TURNS", "GROUPED", "EARLY",
-		"CY_LOAD", "CY_VAL", "CY_FINAL", "CY_REPLY", "CY_BUSY", "NS_RING", "NS_SERVER", "NS_CLIENT", "CLIENT_REPLIES", "DEFERRED", "REFRESHED", "NS_LAT"}
+		"CY_LOAD", "CY_VAL", "CY_FINAL", "CY_REPLY", "CY_BUSY", "NS_RING", "NS_SERVER", "NS_CLIENT", "CLIENT_REPLIES", "DEFERRED", "REFRESHED"}
 	if len(names) != numCounters {
 		panic("stm: the counters' names do not match their constants")
 	}
