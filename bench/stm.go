@@ -236,7 +236,7 @@ func (r STMRun) Note(op, engine string) string {
 // read-only total was wrong or the final store's invariants do not hold.
 // breakdown measures where commit time goes (on the CPU engine its clock
 // reads slow the run down: measure throughput without it); latency times
-// every commit (stm.RunOptions.Latency: about 1% of the GPU engine's
+// every commit (stm.RunOptions.Latency: up to 1% of the GPU engine's
 // commits a second).
 func RunSTMCase(e *stm.Engine, c STMCase, d time.Duration, breakdown, latency bool) (STMRun, error) {
 	res, err := e.Run(c.Workload(), stm.RunOptions{Duration: d, Seed: STMSeed, Breakdown: breakdown, Latency: latency})

@@ -196,7 +196,7 @@ func runSTM(e *env, args []string) error {
 }
 
 // stmLatencyHelp is the help of stm bank's and stm run's --latency.
-const stmLatencyHelp = "time every committed transaction, from its first attempt to its commit, and print p50/p99/p99.9 (stm.RunOptions.Latency: on the GPU about 1% of the commits a second)"
+const stmLatencyHelp = "time every committed transaction, from its first attempt to its commit, and print p50/p99/p99.9 (stm.RunOptions.Latency: on the GPU up to 1% of the commits a second)"
 
 // latencyText is the value of the "commit latency:" line: the run's
 // p50/p99/p99.9 when timed (stm.Latency.String), else "not timed
