@@ -177,9 +177,20 @@ type STMRun struct {
 	Server  stm.ServerStats
 	Threads int
 	Servers int // GPU: commit servers the run used
-	// P50 and P99: a peer's transaction latency percentiles (0 where not
-	// measured: the CSMV engines).
-	P50, P99 time.Duration
+	// Latency: every committed transaction's latency, from its first
+	// attempt to its commit (the CSMV engines' Result.Latency; a peer's
+	// transactions, each run once, from their draw to their return).
+	Latency stm.Latency
+}
+
+// LatencyText is the run's transaction latency as the stm tables print
+// it, "p50/p99/p99.9", e.g. "12µs/40µs/61µs" ("not timed" without
+// latencies).
+func (r *STMRun) LatencyText() string {
+	if r.Latency.Count() == 0 {
+		return "not timed"
+	}
+	return fmt.Sprintf("%v/%v/%v", r.Latency.P50(), r.Latency.P99(), r.Latency.P999())
 }
 
 // Rate is commits per second.
@@ -193,6 +204,9 @@ func (r STMRun) Rate() float64 {
 // Note describes a run's aborts and, when measured, where commit time went.
 func (r STMRun) Note(op, engine string) string {
 	s := fmt.Sprintf("%s on %s: %d threads, aborts %s, abort rate %.1f%%", op, engine, r.Threads, r.Stats.AbortString(), 100*r.Stats.AbortRate())
+	if r.Latency.Count() > 0 {
+		s += fmt.Sprintf("; commit latency p50/p99/p99.9 %s", r.LatencyText())
+	}
 	b := r.Commit
 	phases := []struct {
 		name string
@@ -221,16 +235,18 @@ func (r STMRun) Note(op, engine string) string {
 // RunSTMCase runs a case for d on an open engine; the run fails if a
 // read-only total was wrong or the final store's invariants do not hold.
 // breakdown measures where commit time goes (on the CPU engine its clock
-// reads slow the run down: measure throughput without it).
-func RunSTMCase(e *stm.Engine, c STMCase, d time.Duration, breakdown bool) (STMRun, error) {
-	res, err := e.Run(c.Workload(), stm.RunOptions{Duration: d, Seed: STMSeed, Breakdown: breakdown})
+// reads slow the run down: measure throughput without it); latency times
+// every commit (stm.RunOptions.Latency: up to 1% of the GPU engine's
+// commits a second).
+func RunSTMCase(e *stm.Engine, c STMCase, d time.Duration, breakdown, latency bool) (STMRun, error) {
+	res, err := e.Run(c.Workload(), stm.RunOptions{Duration: d, Seed: STMSeed, Breakdown: breakdown, Latency: latency})
 	if err != nil {
 		return STMRun{}, err
 	}
 	if res.Wrong != 0 {
 		return STMRun{}, fmt.Errorf("%s: %d read-only transactions saw a wrong total", c.Name(), res.Wrong)
 	}
-	return STMRun{Stats: res.Stats, Wrong: res.Wrong, Elapsed: res.Elapsed, Commit: res.Commit, Server: res.Server, Threads: res.Threads, Servers: res.Servers}, nil
+	return STMRun{Stats: res.Stats, Wrong: res.Wrong, Elapsed: res.Elapsed, Commit: res.Commit, Server: res.Server, Threads: res.Threads, Servers: res.Servers, Latency: res.Latency}, nil
 }
 
 // MedianSTM returns the run with the median commit rate.
@@ -273,7 +289,7 @@ func RunSTM(o Options) (*Report, error) {
 		rep.Engines = append(rep.Engines, c.Reason)
 	}
 	rep.Notes = append(rep.Notes,
-		fmt.Sprintf("each run lasts %v on the CPU engine and %v on the GPU engine, seed %#x; bank accounts start at 100; rows are commits (update and read-only) per second; the CPU engine's notes come from one more run that measures the breakdown (its clock reads slow it down)", STMRunCPU, STMRunGPU, STMSeed),
+		fmt.Sprintf("each run lasts %v on the CPU engine and %v on the GPU engine, seed %#x; bank accounts start at 100; rows are commits (update and read-only) per second; the notes' commit latencies come from one more run of each engine that times every commit (stm.RunOptions.Latency), the CPU engine's breakdown from the same run (its clock reads slow it down)", STMRunCPU, STMRunGPU, STMSeed),
 		"a read-only transaction of the bank sums one block of its read size (all: the whole bank) and transfers stay inside blocks, so every total is checked; memcached: 16-byte keys, 99.8% GET, Zipf 0.99 over twice as many keys as slots")
 	for _, cs := range STMCases(big) {
 		var cpuRow Result
@@ -290,13 +306,11 @@ func RunSTM(o Options) (*Report, error) {
 			var runs []STMRun
 			var note STMRun
 			for i := range o.reps() + 1 {
-				// The GPU engine measures its breakdown for free; the CPU
-				// engine in one extra run whose rate is not reported.
+				// One extra run, whose rate is not reported, times every
+				// commit and, on the CPU engine, measures the breakdown
+				// (the GPU engine measures it for free in every run).
 				extra := i == o.reps()
-				if extra && en.name != "cpu" {
-					break
-				}
-				r, err := RunSTMCase(e, cs, en.d, extra || en.name != "cpu")
+				r, err := RunSTMCase(e, cs, en.d, extra || en.name != "cpu", extra)
 				if err != nil {
 					e.Close()
 					rep.Finish()
@@ -311,7 +325,9 @@ func RunSTM(o Options) (*Report, error) {
 			e.Close()
 			m := MedianSTM(runs)
 			if en.name != "cpu" {
+				lat := note.Latency
 				note = m
+				note.Latency = lat
 			}
 			row := NewResult(cs.Name(), en.name, int64(m.Stats.Total()), 0, m.Elapsed.Seconds())
 			if en.name == "cpu" {
@@ -336,7 +352,7 @@ type BankPeer = bankpeer.Peer
 // read-only total and the final store. Cost: d of wall time.
 func RunBankPeer(p BankPeer, b stm.Bank, seed uint64, workers int, d time.Duration) (STMRun, error) {
 	r, err := bankpeer.RunFor(p, b, seed, workers, d)
-	return STMRun{Stats: r.Stats, Wrong: r.Wrong, Elapsed: r.Elapsed, Threads: r.Workers, P50: r.P50, P99: r.P99}, err
+	return STMRun{Stats: r.Stats, Wrong: r.Wrong, Elapsed: r.Elapsed, Threads: r.Workers, Latency: r.Latency}, err
 }
 
 // NewGlobalLockBank returns a bank whose every transaction holds one lock.

@@ -32,6 +32,15 @@ func TestRunSTMSmall(t *testing.T) {
 	if !strings.Contains(strings.Join(rep.Notes, "\n"), "aborts ") {
 		t.Error("no notes on aborts")
 	}
+	timed := 0
+	for _, n := range rep.Notes {
+		if strings.Contains(n, "; commit latency p50/p99/p99.9 ") {
+			timed++
+		}
+	}
+	if timed != cpuCases {
+		t.Errorf("%d notes with a commit latency, want one per case (%d)", timed, cpuCases)
+	}
 }
 
 func TestSTMCaseNames(t *testing.T) {

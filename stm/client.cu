@@ -708,14 +708,63 @@ __device__ void stm_throttle(const stm_globals* g, u32 attempts, u32 aborts) {
 	atomicAdd((unsigned long long*)&dctl[DCTL_ADMITTED_SUM], (unsigned long long)next);
 }
 
+// stm_lat_bucket returns the bucket of a commit latency of ns nanoseconds
+// in Go's Latency layout (stm/latency.go): for ns >= 8, 8 buckets per
+// power of two, bucket e*8 + the three bits below the top bit e; 1 to 7 ns
+// a bucket each, 0 counts as 1. Durations of 2^40 ns and more (18 minutes)
+// count in the last of the STM_LAT_BUCKETS buckets.
+__device__ __forceinline__ u32 stm_lat_bucket(u64 ns) {
+	ns = ns ? ns : 1;
+	const u32 e = 63 - __clzll((long long)ns);
+	if (e < 3) return (u32)ns;
+	const u32 b = e * 8 + (u32)((ns >> (e - 3)) & 7);
+	return b < STM_LAT_BUCKETS ? b : STM_LAT_BUCKETS - 1;
+}
+
+// stm_lat_record counts the commit latencies of a warp's round in the
+// block's shared histogram lat: lane i, when committed, the time from its
+// ticket's first attempt (began, the global timer when the warp took the
+// ticket) to now (the global timer after the round's publication, one
+// read by lane 0). Lanes of one bucket are counted together
+// (__match_any_sync: one shared-memory atomic add per distinct bucket of
+// the round, no global atomic), and each committed lane adds its latency
+// to its own sum (*sum, a register). Warp-uniform: all lanes call it; a
+// round without commits reads no timer.
+__device__ __forceinline__ void stm_lat_record(u32* lat, bool committed, u64 began, u32 lane, u64* sum) {
+	if (!__any_sync(FULL_MASK, committed)) return;
+	u64 now = 0;
+	if (lane == 0) now = globaltimer_ns();
+	now = __shfl_sync(FULL_MASK, now, 0);
+	const u64 d = now > began ? now - began : 0;
+	const u32 b = committed ? stm_lat_bucket(d) : STM_LAT_BUCKETS;
+	const u32 same = __match_any_sync(FULL_MASK, b);
+	if (committed) {
+		*sum += d;
+		if (lane == (u32)(__ffs(same) - 1)) atomicAdd(lat + b, (u32)__popc(same));
+	}
+}
+
 // stm_client: thread mapping: one transaction slot per thread (tid), warps
-// commit together. Invariant: a lane holds a ticket until its transaction
-// commits or is given up; the warp leaves the loop only when no lane holds
-// one and no more tickets are to be had (or the run failed). Tickets stop
-// at n_tx, so a run commits at most n_tx transactions.
+// commit together. Commit latencies (compiled in with STM_LATENCY, for
+// runs of RunOptions.Latency only; without it the kernel's code is the
+// code without them): each lane keeps the global timer of its ticket's
+// first attempt; the block counts its committed transactions' latencies
+// in one shared-memory histogram (STM_LAT_BUCKETS 32-bit counters,
+// stm_lat_record), which its threads add to the run's (64-bit, the
+// STM_LAT_BUCKETS words after the counters, then the latencies' sum, to
+// which each thread adds its own) once, after every warp of the block has
+// left the loop (a block barrier, which every warp reaches: the loop's
+// exits are warp-uniform). Invariant: a lane holds a ticket until its
+// transaction commits or is given up; the warp leaves the loop only when no
+// lane holds one and no more tickets are to be had (or the run failed).
+// Tickets stop at n_tx, so a run commits at most n_tx transactions.
 extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const stm_globals* __restrict__ gp) {
 	__shared__ stm_globals sg;
-	stm_copy_globals(&sg, gp);
+#if STM_LATENCY
+	__shared__ u32 lat[STM_LAT_BUCKETS];
+	for (u32 i = threadIdx.x; i < STM_LAT_BUCKETS; i += blockDim.x) lat[i] = 0;
+#endif
+	stm_copy_globals(&sg, gp); // its barrier also orders the zeroing
 	const stm_globals* g = &sg;
 	const u32 tid = blockIdx.x * blockDim.x + threadIdx.x;
 	const u32 lane = threadIdx.x & 31;
@@ -727,6 +776,9 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 	u64 cy[6] = {0, 0, 0, 0, 0, 0};
 	bool have = false, done = false;
 	u64 ticket = 0;
+#if STM_LATENCY
+	u64 began = 0, lat_ns = 0; // the global timer when this lane took its ticket; its commits' latencies summed
+#endif
 	u32 seq = 0;
 	u32 held = 0, defers = 0; // contention management: claim slots held, attempts held back in a row
 	for (;;) {
@@ -761,6 +813,12 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 			u64 base = 0;
 			if (lane == 0) base = atomicAdd((unsigned long long*)&dctl[DCTL_TICKETS], (unsigned long long)__popc(need));
 			base = __shfl_sync(FULL_MASK, base, 0);
+#if STM_LATENCY
+			u64 now = 0;
+			if (lane == 0) now = globaltimer_ns();
+			now = __shfl_sync(FULL_MASK, now, 0);
+			if (!have && !done) began = now;
+#endif
 			if (!have && !done) {
 				ticket = base + __popc(need & lanemask_lt(lane));
 				if (g->n_tx && ticket >= g->n_tx)
@@ -816,6 +874,9 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 #endif
 			if (lane == 0) stm_throttle(g, att, nab);
 		}
+#if STM_LATENCY
+		stm_lat_record(lat, have && tx.state == STM_ST_OK && (ts || tx.ro || tx.nw == 0), began, lane, &lat_ns);
+#endif
 		if (have) {
 			if (tx.state == STM_ST_OK && (ts || tx.ro || tx.nw == 0)) {
 				const bool rot = ts == 0;
@@ -856,6 +917,13 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 	u64* counters = (u64*)g->counters;
 	for (int i = 0; i < CNT_WORDS; i++)
 		if (cnt[i]) atomicAdd((unsigned long long*)&counters[i], (unsigned long long)cnt[i]);
+#if STM_LATENCY
+	__syncthreads(); // every warp of the block has counted its commits
+	u64* glat = (u64*)g->counters + CNT_WORDS;
+	for (u32 i = threadIdx.x; i < STM_LAT_BUCKETS; i += blockDim.x)
+		if (lat[i]) atomicAdd((unsigned long long*)&glat[i], (unsigned long long)lat[i]);
+	if (lat_ns) atomicAdd((unsigned long long*)&glat[STM_LAT_BUCKETS], (unsigned long long)lat_ns);
+#endif
 	__syncwarp();
 	if (lane == 0) {
 		__threadfence();

@@ -13,8 +13,8 @@ var testBodies = []string{
 }
 
 // TestCUDABodiesCompile compiles the GPU tests' own bodies and the Bank
-// body (with its Zipf law), with and without the in-place retries and the
-// stripes compiled in, so that a GPU run does not meet a compile error
+// body (with its Zipf law), with and without the in-place retries, the
+// stripes and the commit latencies compiled in, so that a GPU run does not meet a compile error
 // first.
 func TestCUDABodiesCompile(t *testing.T) {
 	gputest.NVRTC(t)
@@ -37,10 +37,11 @@ func TestCUDABodiesCompile(t *testing.T) {
 	}
 	// Zipf: in-place retries by default (STM_REFRESH 1), also with stripes.
 	builds = append(builds, build{sp, Options{}}, build{sp, Options{Stripe: 5}})
-	for _, b := range builds {
+	for i, b := range builds {
 		sh := gpuShape(b.sp, Config{Servers: 2}.withDefaults(), b.opt, 2)
+		sh.latency = i%2 == 0 // the commit latencies (STM_LATENCY 1) in every other build
 		if _, err := sh.program(b.sp).CompileCUBIN("sm_90"); err != nil {
-			t.Fatalf("refresh %v, stripes %v: %v", sh.refresh, sh.stripes, err)
+			t.Fatalf("refresh %v, stripes %v, latency %v: %v", sh.refresh, sh.stripes, sh.latency, err)
 		}
 	}
 }

@@ -55,6 +55,7 @@ func (c *cpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 		failOnce sync.Once
 		wg       sync.WaitGroup
 		times    = make([]phaseTimes, threads)
+		lats     = make([]Latency, threads) // each worker's commit latencies, merged at the end
 	)
 	start := time.Now()
 	end := start.Add(ro.Duration)
@@ -66,6 +67,7 @@ func (c *cpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 			if ro.Breakdown {
 				tmp = &times[th]
 			}
+			lat := &lats[th]
 			for !stop.Load() {
 				if ro.Transactions == 0 && time.Now().After(end) {
 					return
@@ -81,6 +83,10 @@ func (c *cpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 						bad = sp.body(tx, ro.Seed, ticket, th, threads)
 						return nil
 					}
+					var t0 time.Time
+					if ro.Latency {
+						t0 = time.Now()
+					}
 					done, err := s.runTx(fn, sp.readOnly(ro.Seed, ticket, th, threads), &stop, tmp)
 					if err != nil {
 						failOnce.Do(func() { failed = err })
@@ -89,6 +95,9 @@ func (c *cpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 					}
 					if !done {
 						return
+					}
+					if ro.Latency {
+						lat.Record(time.Since(t0))
 					}
 					if bad {
 						wrong.Add(1)
@@ -117,6 +126,9 @@ func (c *cpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 	res.Final = s.Final()
 	if ro.History {
 		res.History = s.History()
+	}
+	for i := range lats {
+		res.Latency.Merge(&lats[i])
 	}
 	for _, t := range times {
 		res.Commit.Execute += t.execute

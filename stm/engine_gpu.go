@@ -123,11 +123,12 @@ type shape struct {
 	serverWarps, clientBlock  int
 	table                     int // items of a worker's validation table (tableFor)
 	serverSmem                int
-	// refresh, stripes: the program has the in-place retries of stale
-	// update attempts (Options.Refresh) and items in stripes
-	// (Options.Stripe); compiled in only when used, so that the programs
-	// of other runs keep the code they had without them
-	refresh, stripes bool
+	// refresh, stripes, latency: the program has the in-place retries of
+	// stale update attempts (Options.Refresh), items in stripes
+	// (Options.Stripe) and the commit latencies (RunOptions.Latency);
+	// compiled in only when used, so that the programs of other runs keep
+	// the code they had without them
+	refresh, stripes, latency bool
 }
 
 // serverSmem returns the shared memory the server's log (a ring of logE
@@ -191,7 +192,7 @@ func (sh shape) program(sp *workloadSpec) gpu.Program {
 	defs := append(layoutDefines(),
 		gpu.Def("STM_SERVER_WARPS", sh.serverWarps), gpu.Def("STM_CLIENT_BLOCK", sh.clientBlock),
 		gpu.Def("STM_TABLE", sh.table), gpu.Def("STM_CTL_BYTES_PER_WORKER", workerBytes(sh.table)),
-		gpu.Def("STM_REFRESH", b2i(sh.refresh)), gpu.Def("STM_STRIPES", b2i(sh.stripes)))
+		gpu.Def("STM_REFRESH", b2i(sh.refresh)), gpu.Def("STM_STRIPES", b2i(sh.stripes)), gpu.Def("STM_LATENCY", b2i(sh.latency)))
 	p := gpu.NewProgram("stm.cu", programSource, defs...)
 	p.Headers["stm/stm.cuh"] = stmHeader
 	p.Headers["stm/device.cuh"] = deviceHeader
@@ -439,6 +440,7 @@ func (g *gpuEngine) plan(w Workload, sp *workloadSpec, ro RunOptions) (*runPlan,
 		o.ServerWarps = sh.serverWarps - 1
 		sh = gpuShape(sp, cfg, o, hist)
 	}
+	sh.latency = ro.Latency
 	switch {
 	case sh.serverWarps < 2 || sh.serverWarps > 32:
 		return nil, fmt.Errorf("%d server warps: want 2 to 32 (a receiver and workers)", sh.serverWarps)
@@ -635,6 +637,14 @@ func (g *gpuEngine) collect(pl *runPlan, m *runMemory, k *kernels, ro RunOptions
 		Servers: pl.cfg.Servers, Stripe: pl.stripe, HistoryDropped: cnt[cntHistDropped]}
 	res.HistoryLimited = pl.hist > 0 && ro.Transactions == 0 && dc[dctlTicketsOut] != 0
 	res.Commits, res.ReadOnlyCommits = cnt[cntCommits], cnt[cntReadOnly]
+	if pl.sh.latency {
+		lat := make([]uint64, latWords)
+		if err := m.counters.Read(nil, numCounters, lat); err != nil {
+			return nil, err
+		}
+		copy(res.Latency.Buckets[:], lat[:latencyDeviceBuckets])
+		res.Latency.Sum = time.Duration(lat[latencyDeviceBuckets])
+	}
 	for c := range NumCauses {
 		res.Aborts[c] = cnt[cntAbort0+int(c)]
 	}

@@ -124,7 +124,7 @@ func TestGPUMemcachedAndLargeTransactions(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Close()
-			res, err := e.Run(c.w, RunOptions{Transactions: c.n, Seed: 11, History: true, Timeout: time.Minute})
+			res, err := e.Run(c.w, RunOptions{Transactions: c.n, Seed: 11, History: true, Latency: true, Timeout: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}

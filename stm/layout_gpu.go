@@ -154,6 +154,10 @@ const (
 	cntDeferred      // update attempts held back unsent: an item they write was claimed (Options.Contention)
 	cntRefreshed     // stale update attempts aborted after their warp's bodies and run again at once (Options.Refresh)
 	numCounters
+	// With RunOptions.Latency the counters' buffer holds after them the
+	// commit latencies' histogram (latencyDeviceBuckets words, Latency's
+	// layout) and their sum in ns: latWords words in all.
+	latWords = latencyDeviceBuckets + 1
 )
 
 // Shared memory of a server block beyond the log: the control words and,
@@ -232,6 +236,7 @@ func layoutDefines() []gpu.Define {
 		gpu.Def("STM_READ_WRITE", int(ReadWrite)), gpu.Def("STM_WRITE_WRITE", int(WriteWrite)),
 		gpu.Def("STM_LOG_FULL", int(LogFull)), gpu.Def("STM_TOO_OLD", int(SnapshotTooOld)),
 		gpu.Def("STM_MAX_PARAMS", maxParams), gpu.Def("STM_MAX_SERVERS", MaxServers),
+		gpu.Def("STM_LAT_BUCKETS", latencyDeviceBuckets),
 	}
 	names := []string{"COMMITS", "READ_ONLY", "ABORT0", "ABORT1", "ABORT2", "ABORT3", "WRONG", "USER",
 		"CY_EXECUTE", "CY_PREVALIDATE", "CY_ROUNDTRIP", "CY_VALIDATE", "CY_INSERT", "CY_WRITEBACK", "CY_PUBLISH", "REQUESTS",

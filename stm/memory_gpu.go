@@ -64,7 +64,7 @@ func (g *gpuEngine) allocate(pl *runPlan, sp *workloadSpec, ro RunOptions) (*run
 	take(m, &m.reply, pl.clientWarps*cfg.Servers)
 	take(m, &m.words, 2*ctlSpacing) // clock, next
 	take(m, &m.dctl, dctlWords)
-	take(m, &m.counters, numCounters)
+	take(m, &m.counters, numCounters+latWords)
 	take(m, &m.hist, int(pl.histWords))
 	take(m, &m.histAb, int(pl.abWords))
 	take(m, &m.done, pl.doneRing)

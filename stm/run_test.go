@@ -48,8 +48,9 @@ func contendedCases() []runCase {
 
 // checkRun checks a run's result: every ticket committed, no wrong
 // read-only total, the history serializable in timestamp order and
-// equal to the final store, every attempt's reads from one snapshot, and
-// an order-free workload's final store equal to a serial run's.
+// equal to the final store, every attempt's reads from one snapshot, an
+// order-free workload's final store equal to a serial run's, and the
+// commit latencies (checkLatency: the run must ask for them).
 func checkRun(t *testing.T, c runCase, res *Result, seed uint64) {
 	t.Helper()
 	sp, _ := c.w.spec()
@@ -87,7 +88,8 @@ func checkRun(t *testing.T, c runCase, res *Result, seed uint64) {
 			t.Errorf("final item %d = %d, a serial run gives %d", i, res.Final[i], want[i])
 		}
 	}
-	t.Logf("%s: %d commits (%d read-only), aborts %s, %v", res.Device, res.Total(), res.ReadOnlyCommits, res.AbortString(), res.Elapsed)
+	checkLatency(t, res)
+	t.Logf("%s: %d commits (%d read-only), aborts %s, %v, latency %s", res.Device, res.Total(), res.ReadOnlyCommits, res.AbortString(), res.Elapsed, &res.Latency)
 }
 
 func firstDiff(a, b []uint64) int {
@@ -114,7 +116,7 @@ func TestContendedCPU(t *testing.T) {
 			defer e.Close()
 			seed := enginetest.Seed()
 			t.Logf("seed %d", seed)
-			res, err := e.Run(c.w, RunOptions{Transactions: c.n, Seed: seed, History: true, HistoryAborted: true, Timeout: time.Minute})
+			res, err := e.Run(c.w, RunOptions{Transactions: c.n, Seed: seed, History: true, HistoryAborted: true, Latency: true, Timeout: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -222,7 +224,7 @@ func runContendedGPU(t *testing.T, o Options, c runCase) *Result {
 	seed := enginetest.Seed()
 	t.Logf("seed %d", seed)
 	c.n *= 4
-	res, err := e.Run(c.w, RunOptions{Transactions: c.n, Seed: seed, History: true, HistoryAborted: true, Timeout: time.Minute})
+	res, err := e.Run(c.w, RunOptions{Transactions: c.n, Seed: seed, History: true, HistoryAborted: true, Latency: true, Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

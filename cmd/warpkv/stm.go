@@ -91,6 +91,7 @@ func runSTM(e *env, args []string) error {
 	throttle := fs.Float64("throttle", 0, stmThrottleHelp)
 	contention := fs.String("contention", "default", stmContentionHelp)
 	quiet := fs.Bool("quiet", false, "no engine line on stderr")
+	latency := fs.Bool("latency", false, stmLatencyHelp)
 	if err := parse(fs, args[1:]); err != nil {
 		return err
 	}
@@ -175,7 +176,7 @@ func runSTM(e *env, args []string) error {
 	if !*quiet {
 		fmt.Fprintln(e.stderr, eng.Reason())
 	}
-	ro := stm.RunOptions{Seed: *seed, History: out != nil}
+	ro := stm.RunOptions{Seed: *seed, History: out != nil, Latency: *latency}
 	if set["duration"] {
 		ro.Duration = *duration
 	} else {
@@ -191,13 +192,27 @@ func runSTM(e *env, args []string) error {
 	if res.HistoryLimited {
 		fmt.Fprintf(e.stderr, "stm bank: the run ended after %d commits, before --duration %v: the GPU's history buffer holds no more\n", res.Total(), *duration)
 	}
-	return reportBank(e, res, runErr, out, *accounts, *initial)
+	return reportBank(e, res, runErr, out, *accounts, *initial, *latency)
+}
+
+// stmLatencyHelp is the help of stm bank's and stm run's --latency.
+const stmLatencyHelp = "time every committed transaction, from its first attempt to its commit, and print p50/p99/p99.9 (stm.RunOptions.Latency: on the GPU up to 1% of the commits a second)"
+
+// latencyText is the value of the "commit latency:" line: the run's
+// p50/p99/p99.9 when timed (stm.Latency.String), else "not timed
+// (--latency)".
+func latencyText(res *stm.Result, timed bool) string {
+	if !timed {
+		return "not timed (--latency)"
+	}
+	return res.Latency.String()
 }
 
 // reportBank prints a bank run's result, writes its history to out (if
 // not nil) and returns the run's error, else an error when the final total
-// is not accounts x initial or a read-only transaction saw a wrong total.
-func reportBank(e *env, res *stm.Result, runErr error, out io.WriteCloser, accounts int, initial uint64) error {
+// is not accounts x initial or a read-only transaction saw a wrong total;
+// timed: the run timed its commits (--latency).
+func reportBank(e *env, res *stm.Result, runErr error, out io.WriteCloser, accounts int, initial uint64, timed bool) error {
 	var total uint64
 	for _, v := range res.Final {
 		total += v
@@ -208,6 +223,7 @@ func reportBank(e *env, res *stm.Result, runErr error, out io.WriteCloser, accou
 	fmt.Fprintf(e.stdout, "aborts: %s\n", res.AbortString())
 	fmt.Fprintf(e.stdout, "commits/s: %.0f\n", res.Throughput())
 	fmt.Fprintf(e.stdout, "elapsed: %v\n", res.Elapsed.Round(time.Microsecond))
+	fmt.Fprintf(e.stdout, "commit latency: %s\n", latencyText(res, timed))
 	fmt.Fprintf(e.stdout, "final total: %d\n", total)
 	fmt.Fprintf(e.stdout, "wrong read-only totals: %d\n", res.Wrong)
 	if out != nil {

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/internal/difftest"
@@ -139,9 +140,39 @@ func stmOutput(t *testing.T, out string) map[string]uint64 {
 	return m
 }
 
+// checkLatencyLine checks the "commit latency: p50 A, p99 B, p99.9 C (N
+// timed)" line of an stm command's output run with --latency: every
+// commit timed, 0 < A <= B <= C; without it, "commit latency: not timed
+// (--latency)".
+func checkLatencyLine(t *testing.T, out string, commits uint64, timed bool) {
+	t.Helper()
+	if !timed {
+		if !strings.Contains(out, "\ncommit latency: not timed (--latency)\n") {
+			t.Fatalf("output without --latency lacks \"commit latency: not timed (--latency)\":\n%s", out)
+		}
+		return
+	}
+	m := regexp.MustCompile(`(?m)^commit latency: p50 (\S+), p99 (\S+), p99\.9 (\S+) \(([0-9]+) timed\)$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("output lacks the commit latency line:\n%s", out)
+	}
+	var ds []time.Duration
+	for _, f := range m[1:4] {
+		d, err := time.ParseDuration(f)
+		if err != nil || d <= 0 {
+			t.Fatalf("commit latency %q: %q is not a positive duration", m[0], f)
+		}
+		ds = append(ds, d)
+	}
+	if n, _ := strconv.ParseUint(m[4], 10, 64); n != commits || ds[0] > ds[1] || ds[1] > ds[2] {
+		t.Fatalf("%q: want %d timed, p50 <= p99 <= p99.9", m[0], commits)
+	}
+}
+
 // TestSTMBankBinary builds warpkv, runs "warpkv stm bank" with its real
-// flags on every engine it can, and checks the output and the history file
-// with the checker above.
+// flags on every engine it can, and checks the output (the commit latency
+// with --latency on every other case) and the history file with the
+// checker above.
 func TestSTMBankBinary(t *testing.T) {
 	bin := buildWarpkv(t)
 	devices := []string{"cpu"}
@@ -149,7 +180,7 @@ func TestSTMBankBinary(t *testing.T) {
 		devices = append(devices, "gpu")
 	}
 	for _, dev := range devices {
-		for _, tc := range []struct {
+		for i, tc := range []struct {
 			accounts int
 			initial  uint64
 			args     []string
@@ -160,6 +191,10 @@ func TestSTMBankBinary(t *testing.T) {
 			{40, 10, []string{"--duration", "200ms", "--read-only", "20", "--read-size", "40"}},
 			{2, 5, []string{"--transactions", "500", "--read-only", "20", "--servers", "4"}}, // 2 servers: at most one per account
 		} {
+			timed := i%2 == 0 // --latency on every other case
+			if timed {
+				tc.args = append(tc.args, "--latency")
+			}
 			name := fmt.Sprintf("%s %d accounts %s", dev, tc.accounts, strings.Join(tc.args, " "))
 			t.Run(name, func(t *testing.T) {
 				hist := filepath.Join(t.TempDir(), "history.jsonl")
@@ -176,6 +211,7 @@ func TestSTMBankBinary(t *testing.T) {
 				if out["final total"] != want || out["wrong read-only totals"] != 0 {
 					t.Fatalf("final total %d (want %d), wrong totals %d:\n%s", out["final total"], want, out["wrong read-only totals"], stdout.String())
 				}
+				checkLatencyLine(t, stdout.String(), out["commits"], timed)
 				lines, store := checkBankHistory(t, hist, tc.accounts, tc.initial)
 				if uint64(lines) != out["commits"] {
 					t.Fatalf("history has %d lines, the command reported %d commits", lines, out["commits"])

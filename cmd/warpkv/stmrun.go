@@ -47,7 +47,7 @@ type stmRunFlags struct {
 	contention              stm.Contention
 	init, seed              uint64
 	params                  paramList
-	check, quiet            bool
+	check, quiet, latency   bool
 	set                     map[string]bool
 }
 
@@ -92,7 +92,7 @@ func runSTMBody(e *env, args []string) error {
 	if eng.Backend() != gpu.BackendGPU {
 		return fmt.Errorf("stm run: a CUDA body runs on the GPU engine only, and %s", eng.Reason())
 	}
-	ro := stm.RunOptions{Seed: f.seed, History: f.check, HistoryAborted: f.check}
+	ro := stm.RunOptions{Seed: f.seed, History: f.check, HistoryAborted: f.check, Latency: f.latency}
 	if f.set["transactions"] {
 		ro.Transactions = f.transactions
 	} else {
@@ -127,6 +127,7 @@ func parseSTMRun(e *env, args []string) (*stmRunFlags, error) {
 	fs.BoolVar(&f.check, "check", true, "record every attempt and check opacity and serializability (costs throughput; false for speed)")
 	fs.StringVar(&f.history, "history", "", "write every committed transaction as a JSON line to `FILE` (needs --check)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no engine line on stderr")
+	fs.BoolVar(&f.latency, "latency", false, stmLatencyHelp)
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -184,6 +185,7 @@ func reportSTMRun(e *env, f *stmRunFlags, w stm.CUDA, res *stm.Result, runErr er
 	fmt.Fprintf(e.stdout, "given up (stm_abort): %d\n", res.UserAborts)
 	fmt.Fprintf(e.stdout, "commits/s: %.0f\n", res.Throughput())
 	fmt.Fprintf(e.stdout, "elapsed: %v\n", res.Elapsed.Round(time.Microsecond))
+	fmt.Fprintf(e.stdout, "commit latency: %s\n", latencyText(res, f.latency))
 	fmt.Fprintf(e.stdout, "wrong (stm_check): %d\n", res.Wrong)
 	if res.HistoryLimited && !f.quiet {
 		fmt.Fprintf(e.stderr, "stm run: the run ended after %d commits, before --duration %v: the GPU's history buffer holds no more (--check=false runs the whole duration)\n", res.Total(), f.duration)

@@ -75,7 +75,7 @@ func TestSTMRunCompileError(t *testing.T) {
 func TestSTMRunBinary(t *testing.T) {
 	gputest.NVRTC(t)
 	bin := buildWarpkv(t)
-	base := []string{"stm", "run", "--body", exampleBody, "--items", "4096", "--init", "100", "--param", "100"}
+	base := []string{"stm", "run", "--body", exampleBody, "--items", "4096", "--init", "100", "--param", "100", "--latency"}
 	if ok, _ := gpu.Available(); !ok {
 		out, err := exec.Command(bin, append(base, "--transactions", "10")...).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "no GPU is usable") {
@@ -113,6 +113,7 @@ func TestSTMRunBinary(t *testing.T) {
 			}
 			n("aborts")
 			n("given up (stm_abort)")
+			checkLatencyLine(t, out, n("commits"), true)
 			if tc.checked {
 				if n("commits") != 20000 || !strings.Contains(out, "opacity: ok") || !strings.Contains(out, "serializable: ok") {
 					t.Fatalf("output:\n%s", out)

@@ -30,10 +30,11 @@ type Run struct {
 	Wrong   uint64    // read-only totals that were wrong
 	Elapsed time.Duration
 	Workers int // goroutines
-	// P50 and P99 are the median and 99th percentile of one transaction's
-	// latency (read-only and update alike, its draw included), each the
-	// upper bound of its histogram bucket (within about 9%).
-	P50, P99 time.Duration
+	// Latency holds one transaction's latency (read-only and update
+	// alike, its draw included), in the engines' histogram (stm.Latency:
+	// its quantiles are the upper bounds of their buckets, within 1/8 of
+	// an octave).
+	Latency stm.Latency
 }
 
 // RunFor runs bank transactions (the engines' own, from Bank.Draw) on a
@@ -46,7 +47,7 @@ func RunFor(p Peer, b stm.Bank, seed uint64, workers int, d time.Duration) (Run,
 	var commits, ro, wrong atomic.Uint64
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var lat latencies
+	var lat stm.Latency
 	start := time.Now()
 	end := start.Add(d)
 	for w := range workers {
@@ -55,7 +56,7 @@ func RunFor(p Peer, b stm.Bank, seed uint64, workers int, d time.Duration) (Run,
 			defer wg.Done()
 			var t stm.BankTx
 			var c, r, bad uint64
-			var h latencies
+			var h stm.Latency
 			now := time.Now()
 			for now.Before(end) {
 				b.Draw(seed, tickets.Add(1)-1, w, &t)
@@ -69,11 +70,11 @@ func RunFor(p Peer, b stm.Bank, seed uint64, workers int, d time.Duration) (Run,
 					c++
 				}
 				t1 := time.Now()
-				h.add(t1.Sub(now))
+				h.Record(t1.Sub(now))
 				now = t1
 			}
 			mu.Lock()
-			lat.merge(&h)
+			lat.Merge(&h)
 			mu.Unlock()
 			commits.Add(c)
 			ro.Add(r)
@@ -82,7 +83,7 @@ func RunFor(p Peer, b stm.Bank, seed uint64, workers int, d time.Duration) (Run,
 	}
 	wg.Wait()
 	run := Run{Stats: stm.Stats{Commits: commits.Load(), ReadOnlyCommits: ro.Load()}, Wrong: wrong.Load(),
-		Elapsed: time.Since(start), Workers: workers, P50: lat.quantile(0.5), P99: lat.quantile(0.99)}
+		Elapsed: time.Since(start), Workers: workers, Latency: lat}
 	if run.Wrong != 0 {
 		return run, fmt.Errorf("%s: %d read-only totals were wrong", p.Name(), run.Wrong)
 	}

@@ -10,7 +10,10 @@
 // commit of every implementation (runtime.MemStats.Mallocs over the run,
 // setup included, over its commits) and the process CPU time per commit
 // (getrusage, setup included: on a shared machine a steadier figure than
-// commits per second).
+// commits per second), and one per case the transaction latency
+// p50/p99/p99.9 of every implementation (each transaction timed: a peer's
+// from its draw to its return, a CSMV engine's from its first attempt to
+// its commit, stm.Result.Latency).
 //
 // --goroutines runs every case at each of a list of goroutine counts (the
 // rows' operation then ends in ", N goroutines"; the GPU engine, which runs
@@ -72,6 +75,7 @@ func main() {
 	contention := flag.String("contention", "default", "GPU engine: what client warps do about conflicts before they ask a server: default, off, check or claims (stm.Options.Contention)")
 	stripe := flag.Int("stripe", 0, "GPU engine: items of each stripe dealt to the servers in turn (stm.Options.Stripe; 0: contiguous partitions)")
 	refresh := flag.Int("refresh", 0, "GPU engine: in-place retries of a stale update attempt per warp round (stm.Options.Refresh; 0: chosen, stm.DefaultRefresh under a Zipf law, else off; negative: off)")
+	latency := flag.Bool("latency", true, "CSMV engines: time every commit (stm.RunOptions.Latency; on the GPU engine up to 1% of the commits a second)")
 	threads := flag.Int("threads", 0, "GPU engine: client threads of every case (stm.Options.ClientThreads; 0: the case's or the engine's default, -1: as many as fit)")
 	flag.Parse()
 	counts, err := parseCounts(*goroutines)
@@ -90,7 +94,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, contention: mode, stripe: *stripe, refresh: *refresh, threads: *threads, peers: *peers, only: *only, goroutines: counts, cases: cases}
+	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, contention: mode, stripe: *stripe, refresh: *refresh, threads: *threads, latency: *latency, peers: *peers, only: *only, goroutines: counts, cases: cases}
 	var progress io.Writer
 	if !*quiet {
 		progress = os.Stderr
@@ -117,6 +121,7 @@ type config struct {
 	stripe      int            // the GPU engine's Options.Stripe
 	refresh     int            // the GPU engine's Options.Refresh
 	threads     int            // the GPU engine's client threads (0: the case's; -1: as many as fit)
+	latency     bool           // the CSMV engines time every commit (stm.RunOptions.Latency)
 	peers, only string
 	goroutines  []int           // goroutine counts (nil: GOMAXPROCS, rows without a count)
 	cases       []bench.STMCase // the cases to run (nil: the suite's bank cases at size)
@@ -288,11 +293,7 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 				allocs = append(allocs, fmt.Sprintf("%s %.3g", engine, float64(mallocs)/float64(max(commits, 1))))
 				cpus = append(cpus, fmt.Sprintf("%s %v", engine, (cpu/time.Duration(max(commits, 1))).Round(time.Nanosecond)))
 				m := bench.MedianSTM(runs)
-				if m.P50 > 0 {
-					lats = append(lats, fmt.Sprintf("%s %v/%v", engine, m.P50, m.P99))
-				} else if r := m.Rate(); r > 0 && m.Threads > 0 {
-					lats = append(lats, fmt.Sprintf("%s mean %v (threads/rate)", engine, time.Duration(float64(m.Threads)/r*1e9).Round(time.Nanosecond)))
-				}
+				lats = append(lats, fmt.Sprintf("%s %s", engine, m.LatencyText()))
 				row := bench.NewResult(op, engine, int64(m.Stats.Total()), 0, m.Elapsed.Seconds())
 				if ref.OpsPerSec > 0 {
 					row = row.VsPeer("anacrolix/stm", ref)
@@ -346,12 +347,12 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 				if err != nil {
 					return rep, err
 				}
-				measure(en.name, func() (bench.STMRun, error) { return bench.RunSTMCase(e, cs, en.d, en.name == "csmv gpu") })
+				measure(en.name, func() (bench.STMRun, error) { return bench.RunSTMCase(e, cs, en.d, en.name == "csmv gpu", c.latency) })
 				e.Close()
 			}
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: heap allocations per commit: %s", op, strings.Join(allocs, ", ")),
 				fmt.Sprintf("%s: process CPU time per commit: %s", op, strings.Join(cpus, ", ")),
-				fmt.Sprintf("%s: transaction latency p50/p99 (peers, timed per transaction; CSMV engines: not timed, mean by Little's law): %s", op, strings.Join(lats, ", ")))
+				fmt.Sprintf("%s: %s %s", op, latencyHeading, strings.Join(lats, ", ")))
 		}
 	}
 	if failed > 0 {
@@ -359,6 +360,12 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 	}
 	return rep, nil
 }
+
+// latencyHeading introduces a case's latency note: what its figures span
+// on each implementation.
+const latencyHeading = "transaction latency p50/p99/p99.9 (every transaction timed: a peer's from its draw to its return, " +
+	"a CSMV engine's commit latency from its first attempt to its commit, retries included; " +
+	"csmv gpu: the device's global timer from the warp taking the ticket to its round's publication):"
 
 // heapAllocs returns the heap allocations of the process so far. Cost: a
 // runtime.ReadMemStats (stops the world briefly).

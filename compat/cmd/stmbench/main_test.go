@@ -10,7 +10,7 @@ import (
 // size: each gives a row (run fails on a wrong total), peers' and the
 // engine's rows carry their ratio to anacrolix/stm.
 func TestRunSmall(t *testing.T) {
-	rep, err := run(config{size: 200, reps: 1, d: 30 * time.Millisecond, gpuD: 100 * time.Millisecond, device: "cpu",
+	rep, err := run(config{size: 200, reps: 1, d: 30 * time.Millisecond, gpuD: 100 * time.Millisecond, device: "cpu", latency: true,
 		peers: "anacrolix,item-locks,global-lock", only: "ro of 100, 1 round"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -30,6 +30,7 @@ func TestRunSmall(t *testing.T) {
 			t.Errorf("row %q", r.Op)
 		}
 	}
+	checkLatencyNotes(t, rep.Notes, engines, len(rep.Results)/len(engines))
 	if _, err := run(config{size: 200, reps: 1, d: time.Millisecond, gpuD: time.Millisecond, device: "cpu", peers: "nope"}, nil); err == nil {
 		t.Error("unknown peer accepted")
 	}
@@ -37,8 +38,9 @@ func TestRunSmall(t *testing.T) {
 
 // TestRunGoroutineCounts: --goroutines runs every selected case ('|'
 // separates case substrings) at each count, rows named with the count,
-// ratios against anacrolix/stm at the same count, and a note of the
-// allocations per commit of every implementation.
+// ratios against anacrolix/stm at the same count, a note of the
+// allocations per commit of every implementation, and (without
+// --latency) the CSMV engine's latency not timed.
 func TestRunGoroutineCounts(t *testing.T) {
 	counts, err := parseCounts("1, 2,3")
 	if err != nil || len(counts) != 3 || counts[2] != 3 {
@@ -77,6 +79,15 @@ func TestRunGoroutineCounts(t *testing.T) {
 	if notes != len(want) {
 		t.Errorf("%d allocation notes, want %d:\n%s", notes, len(want), strings.Join(rep.Notes, "\n"))
 	}
+	untimed := 0 // --latency=false: the CSMV engine's commits are not timed, the peers' are
+	for _, n := range rep.Notes {
+		if strings.Contains(n, latencyHeading) && strings.HasSuffix(n, ", csmv cpu not timed") && !strings.Contains(n, "anacrolix/stm not timed") {
+			untimed++
+		}
+	}
+	if untimed != len(want) {
+		t.Errorf("%d latency notes with the CSMV engine not timed, want %d:\n%s", untimed, len(want), strings.Join(rep.Notes, "\n"))
+	}
 }
 
 // TestMatrix: --banks runs issue 23's matrix (sizes x Zipf x rounds x
@@ -113,5 +124,42 @@ func TestMatrix(t *testing.T) {
 		if _, err := matrixCases(bad[0], bad[1], bad[2], bad[3]); err == nil {
 			t.Errorf("matrixCases%q accepted", bad)
 		}
+	}
+}
+
+// checkLatencyNotes checks that each of cases cases has a latency note
+// with a timed p50/p99/p99.9 of every engine, in that order and ordered
+// p50 <= p99 <= p99.9.
+func checkLatencyNotes(t *testing.T, notes, engines []string, cases int) {
+	t.Helper()
+	found := 0
+	for _, n := range notes {
+		_, list, ok := strings.Cut(n, latencyHeading)
+		if !ok {
+			continue
+		}
+		found++
+		items := strings.Split(strings.TrimSpace(list), ", ")
+		if len(items) != len(engines) {
+			t.Errorf("latency note %q: %d figures, want %d", n, len(items), len(engines))
+			continue
+		}
+		for i, it := range items {
+			fig, named := strings.CutPrefix(it, engines[i]+" ")
+			var ds []time.Duration
+			for _, f := range strings.Split(fig, "/") {
+				d, err := time.ParseDuration(f)
+				if err != nil || d <= 0 {
+					break
+				}
+				ds = append(ds, d)
+			}
+			if !named || len(ds) != 3 || ds[0] > ds[1] || ds[1] > ds[2] {
+				t.Errorf("latency note %q: figure %q, want %s p50/p99/p99.9, ordered", n, it, engines[i])
+			}
+		}
+	}
+	if found != cases {
+		t.Errorf("%d latency notes, want %d", found, cases)
 	}
 }
