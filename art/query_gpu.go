@@ -11,7 +11,9 @@ import (
 )
 
 // ranges answers range queries on the device, the queries taken in the
-// order queryOrder gives (by start key for large batches). With a limit
+// order queryOrder gives (by start key for large batches). Into a pinned
+// Result, large batches with a limit run pipelined in chunks
+// (rangesPiped: pipes says when). Otherwise, with a limit
 // and at most rangeSlotsMax slots (queries x limit), one walk per query:
 // rangesCands (ranges.cu: the walk collects leaves into per-query slots
 // without reading them, a warp per query trims them to the bound and
@@ -31,6 +33,20 @@ func (g *gpuEngine) ranges(into *Result, qs []Query, limit int, desc bool) (*Res
 	Q := len(qs)
 	g.start()
 	g.down.Discard()
+	dsc := int32(0)
+	if desc {
+		dsc = 1
+	}
+	if g.pipes(into, Q, limit) {
+		res, err := g.rangesPiped(into, qs, limit, dsc)
+		if err != nil {
+			return nil, err
+		}
+		if err := g.finish("ranges", Q); err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
 	lo, hi, hb, err := g.uploadQueries(qs)
 	if err != nil {
 		return nil, fmt.Errorf("upload: %w", err)
@@ -43,10 +59,6 @@ func (g *gpuEngine) ranges(into *Result, qs []Query, limit int, desc bool) (*Res
 	g.clock.Mark(g.s, engine.MarkSorted)
 	if err := g.setDesc(g.t, nil); err != nil {
 		return nil, err
-	}
-	dsc := int32(0)
-	if desc {
-		dsc = 1
 	}
 	g.step("bounds uploaded")
 	perm, err := g.queryOrder(Q, dsc, lo, hi, hb)

@@ -1,0 +1,319 @@
+package art
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/par"
+	"github.com/warpkv/warpkv/prim"
+)
+
+// A pipelined call (rangesPiped) cuts a batch of bounded range or prefix
+// queries answered into a pinned Result into a few chunks of contiguous
+// queries. Each chunk is packed, uploaded and walked on the engine's
+// stream s as in rangesCands, its three totals read back without a
+// synchronization (an event marks them); once the host has them it places
+// the chunk's pairs after the earlier chunks' (aq_pairs adds those
+// chunks' pairs and key bytes to the offsets it writes) and queues the
+// chunk's answers' download straight into the Result on the stream out.
+// The host packs chunk k+1 and queues its walk before it waits for chunk
+// k's totals, so the walk of one chunk and the packing of the next run
+// while the answers of the chunks before download: the call's critical
+// path is the first chunk's packing and walk, then the answers' transfer.
+
+// defaultRangeChunks is the chunks of a pipelined call when the engine's
+// rangePipe does not say (chunks 0).
+const defaultRangeChunks = 4
+
+// rangeChunkMin is the fewest queries of a chunk when the engine's
+// rangePipe does not say (chunkMin 0): a batch of fewer than twice as many
+// runs in one piece.
+const rangeChunkMin = 8192
+
+// rangePipe is the pipelined calls' setting and their events, part of the
+// GPU engine (its lock guards it).
+type rangePipe struct {
+	chunks   int // chunks a call is cut into at most: 0 defaultRangeChunks, 1 one piece (tests and benchmarks set it)
+	chunkMin int // fewest queries a chunk: 0 rangeChunkMin (tests set fewer)
+
+	walked []*gpu.Event // chunk k's totals read back (on s)
+	paired []*gpu.Event // chunk k's pairs written (on s)
+	done   *gpu.Event   // the last download (on out)
+}
+
+// count returns the chunks of a pipelined call of Q queries: at most the
+// setting's chunks, each of at least its chunkMin queries; 1 (one piece)
+// when fewer than two fit.
+func (p *rangePipe) count(Q int) int {
+	c, m := p.chunks, p.chunkMin
+	if c == 0 {
+		c = defaultRangeChunks
+	}
+	if m <= 0 {
+		m = rangeChunkMin
+	}
+	return max(1, min(c, Q/m))
+}
+
+// events makes sure the pipe has the events of c chunks. Cost: up to
+// 2c+1 cuEventCreate the first time a call has that many chunks.
+func (p *rangePipe) events(d *gpu.Device, c int) error {
+	for len(p.walked) < c {
+		w, err := d.NewEvent()
+		if err != nil {
+			return err
+		}
+		pe, err := d.NewEvent()
+		if err != nil {
+			return errors.Join(err, w.Close())
+		}
+		p.walked, p.paired = append(p.walked, w), append(p.paired, pe)
+	}
+	if p.done == nil {
+		e, err := d.NewEvent()
+		if err != nil {
+			return err
+		}
+		p.done = e
+	}
+	return nil
+}
+
+// close destroys the pipe's events. Cost: one cuEventDestroy each.
+func (p *rangePipe) close() error {
+	var err error
+	for _, e := range append(append(p.walked, p.paired...), p.done) {
+		if e != nil {
+			err = errors.Join(err, e.Close())
+		}
+	}
+	p.walked, p.paired, p.done = nil, nil, nil
+	return err
+}
+
+// pipes reports whether a call of Q queries with limit into into runs
+// pipelined: into a pinned Result, in the form of rangesCands (a limit,
+// at most rangeSlotsMax slots, not collectRanges), in the batch order
+// (not sortQueries), and in at least two chunks.
+func (g *gpuEngine) pipes(into *Result, Q, limit int) bool {
+	return into.pinned() && limit > 0 && Q*limit <= rangeSlotsMax && !g.collectRanges && !g.sortQueries && g.pipe.count(Q) > 1
+}
+
+// pipeChunk is one chunk of a pipelined call on the device: its queries
+// [a, b), its buffers, and once walked its totals.
+type pipeChunk struct {
+	a, b                int
+	slots, cnt, byt, sq *gpu.Buffer[uint64]
+	ccnt                *gpu.Buffer[uint32]
+	qout                *gpu.Buffer[uint64]
+}
+
+// rangesPiped answers qs (bounded ranges or prefix scans, limit > 0) into
+// the pinned Result into in chunks (the comment above). The Result's
+// query offsets are sized at once, its values and key offsets for the
+// most pairs the call can have (Q*limit, kept for the next calls), its
+// keys as each chunk's totals come (grown, keeping the earlier chunks'
+// keys after their downloads, when short). Cost: the packing and walks of
+// rangesCands in chunks, a readback of three words and an event wait per
+// chunk; the downloads overlap the next chunks' packing and walks.
+func (g *gpuEngine) rangesPiped(into *Result, qs []Query, limit int, dsc int32) (res *Result, err error) {
+	Q := len(qs)
+	C := g.pipe.count(Q)
+	if err := g.pipe.events(g.dev, C); err != nil {
+		return nil, err
+	}
+	queued := false // downloads queued on out: drained before any return
+	defer func() {
+		if queued && err != nil {
+			err = errors.Join(err, g.out.Synchronize())
+		}
+	}()
+	if err := g.setDesc(g.t, nil); err != nil {
+		return nil, err
+	}
+	chunks := make([]pipeChunk, C)
+	var needs []gpu.Need
+	for k := range chunks {
+		a, b := par.Bound(Q, C, k), par.Bound(Q, C, k+1)
+		n := b - a
+		chunks[k] = pipeChunk{a: a, b: b}
+		needs = append(needs, gpu.NeedOf[uint64](pipeName("q.slots", k), n*limit), gpu.NeedOf[uint32](pipeName("q.ccnt", k), n),
+			gpu.NeedOf[uint64](pipeName("q.cnt", k), n+1), gpu.NeedOf[uint64](pipeName("q.bytes", k), n+1),
+			gpu.NeedOf[uint64](pipeName("q.sq", k), n+1), gpu.NeedOf[uint64](pipeName("q.qout", k), n))
+	}
+	if err := g.pool.Reserve(needs...); err != nil {
+		return nil, err
+	}
+	for k := range chunks {
+		c := &chunks[k]
+		n := c.b - c.a
+		c.slots, c.ccnt = gpu.Take[uint64](g.pool, pipeName("q.slots", k), n*limit), gpu.Take[uint32](g.pool, pipeName("q.ccnt", k), n)
+		c.cnt, c.byt = gpu.Take[uint64](g.pool, pipeName("q.cnt", k), n+1), gpu.Take[uint64](g.pool, pipeName("q.bytes", k), n+1)
+		c.sq, c.qout = gpu.Take[uint64](g.pool, pipeName("q.sq", k), n+1), gpu.Take[uint64](g.pool, pipeName("q.qout", k), n)
+	}
+	tot, err := gpu.Host[uint64](g.pool, "host.qtot", 3*C)
+	if err != nil {
+		return nil, err
+	}
+	res = into
+	maxPairs := Q * limit
+	if res.Offsets, err = gpu.HostArray[int](res.pin, "offsets", Q+1); err == nil {
+		if res.Values, err = gpu.HostArray[uint64](res.pin, "values", maxPairs); err == nil {
+			res.Keys.Offs, err = gpu.HostArray[uint32](res.pin, "offs", maxPairs+1)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pinning the answers: %w", err)
+	}
+	res.Keys.Data = res.Keys.Data[:0]
+	res.Offsets[0] = 0
+	var pairs, keyBytes int // the chunks' before the one delivered
+	deliver := func(k int) error {
+		c := &chunks[k]
+		if err := g.pipe.walked[k].Synchronize(); err != nil {
+			return err
+		}
+		g.trace.Synced()
+		n, nb, sq := int(tot[3*k]), int(tot[3*k+1]), tot[3*k+2]
+		if uint64(keyBytes)+uint64(nb) > math.MaxUint32 {
+			return fmt.Errorf("%d key bytes in the answers: at most %d per call", uint64(keyBytes)+uint64(nb), uint64(math.MaxUint32))
+		}
+		if need := keyBytes + nb; need > res.keysCap {
+			if queued { // the growth moves the keys downloaded so far
+				if err := g.out.Synchronize(); err != nil {
+					return err
+				}
+			}
+			// Room for the whole call at the bytes a query so far.
+			guess := int(min(uint64(need)*uint64(Q)/uint64(c.b)+uint64(need)/8, math.MaxUint32))
+			if err := res.pinnedKeys(need, keyBytes, guess); err != nil {
+				return fmt.Errorf("pinning the answers: %w", err)
+			}
+		} else if err := res.pinnedKeys(need, keyBytes, need); err != nil {
+			return fmt.Errorf("pinning the answers: %w", err)
+		}
+		names := []string{pipeName("q.okeys", k), pipeName("q.ooffs", k), pipeName("q.ovals", k)}
+		if err := g.pool.Reserve(gpu.NeedOf[uint8](names[0], nb), gpu.NeedOf[uint32](names[1], n), gpu.NeedOf[uint64](names[2], n)); err != nil {
+			return err
+		}
+		okeys, ooffs, ovals := gpu.Take[uint8](g.pool, names[0], nb), gpu.Take[uint32](g.pool, names[1], n), gpu.Take[uint64](g.pool, names[2], n)
+		Qk := c.b - c.a
+		if err := g.launch(g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(limit), c.slots, c.cnt, c.byt, okeys, ooffs, ovals,
+			uint64(pairs), uint64(keyBytes), c.qout); err != nil {
+			return fmt.Errorf("pairs: %w", err)
+		}
+		g.stepN("chunk %d pairs", k)
+		if err := firstErr(g.pipe.paired[k].Record(g.s), g.out.Wait(g.pipe.paired[k])); err != nil {
+			return err
+		}
+		keyLen := sameKeyLen(uint64(n), uint64(nb), sq)
+		queued = true
+		err := errors.Join(c.qout.Read(g.out, 0, offsetWords(res.Offsets[c.a+1:c.b+1])),
+			okeys.Read(g.out, 0, res.Keys.Data[keyBytes:keyBytes+nb]))
+		if keyLen < 0 {
+			err = errors.Join(err, ooffs.Read(g.out, 0, res.Keys.Offs[pairs:pairs+n]))
+		}
+		if err = errors.Join(err, ovals.Read(g.out, 0, res.Values[pairs:pairs+n])); err != nil {
+			return err
+		}
+		if keyLen >= 0 {
+			fillKeyOffsetsFrom(res.Keys.Offs[pairs:pairs+n], uint32(keyBytes), keyLen)
+		}
+		pairs, keyBytes = pairs+n, keyBytes+nb
+		return nil
+	}
+	for k := range chunks {
+		if err := g.walkChunk(&chunks[k], k, qs, limit, dsc, tot[3*k:3*k+3]); err != nil {
+			return nil, err
+		}
+		if k == 0 {
+			g.clock.Mark(g.s, engine.MarkUploaded)
+			g.clock.Mark(g.s, engine.MarkSorted)
+		}
+		if k > 0 {
+			if err := g.deliver1(deliver, k-1); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := g.deliver1(deliver, C-1); err != nil {
+		return nil, err
+	}
+	g.clock.Mark(g.s, engine.MarkWorked)
+	// The stream s waits for the downloads on out, so that the batch's
+	// end (finish: MarkDone, the drain) covers them.
+	if err := firstErr(g.pipe.done.Record(g.out), g.s.Wait(g.pipe.done)); err != nil {
+		return nil, err
+	}
+	g.step("answers downloaded")
+	res.Keys.Data, res.Values, res.Keys.Offs = res.Keys.Data[:keyBytes], res.Values[:pairs], res.Keys.Offs[:pairs+1]
+	res.Keys.Offs[pairs] = uint32(keyBytes)
+	return res, nil
+}
+
+// deliver1 runs deliver for chunk k, naming the chunk in its error.
+func (g *gpuEngine) deliver1(deliver func(int) error, k int) error {
+	if err := deliver(k); err != nil {
+		return fmt.Errorf("chunk %d: %w", k, err)
+	}
+	return nil
+}
+
+// walkChunk packs chunk k's queries into its pinned buffer host.q.k on
+// the workers, queues their upload into q.in.k, the walk, the scans of
+// its counts and the readback of its totals (pairs, key bytes, squared
+// key lengths) into tot, then records the chunk's walked event. Cost:
+// packQueries of the chunk, one DMA each way, the walk and three scans.
+func (g *gpuEngine) walkChunk(c *pipeChunk, k int, qs []Query, limit int, dsc int32, tot []uint64) error {
+	n := c.b - c.a
+	p, h, err := packQueries(qs[c.a:c.b], g.workers, func(m int) ([]byte, error) { return gpu.Host[byte](g.pool, pipeName("host.q", k), m) })
+	if err != nil {
+		return fmt.Errorf("chunk %d: packing: %w", k, err)
+	}
+	l := p.l
+	in, err := gpu.Get[byte](g.pool, pipeName("q.in", k), l.end)
+	if err != nil {
+		return fmt.Errorf("chunk %d: %w", k, err)
+	}
+	if err := in.Write(g.s, 0, h[:l.end]); err != nil {
+		return fmt.Errorf("chunk %d: upload: %w", k, err)
+	}
+	loBytes, hiBytes := p.loAt[p.parts], p.hiAt[p.parts]
+	lo := &devBatch{n: n, data: gpu.View[byte](in, l.loData, max(1, loBytes)), offs: gpu.View[uint32](in, 0, n+1)}
+	hi := &devBatch{n: n, data: gpu.View[byte](in, l.hiData, max(1, hiBytes)), offs: gpu.View[uint32](in, l.hiOffs, n+1)}
+	hb := gpu.View[uint8](in, l.has, n)
+	g.stepN("chunk %d uploaded", k)
+	if err := g.walk(n, limit, dsc, nullPtr, lo, hi, hb, c.slots, c.ccnt, c.cnt, c.byt, c.sq); err != nil {
+		return fmt.Errorf("chunk %d: walk: %w", k, err)
+	}
+	if err := firstErr(prim.DevScanExclusive(g.pe, c.cnt, c.cnt, n+1), prim.DevScanExclusive(g.pe, c.byt, c.byt, n+1),
+		prim.DevScanExclusive(g.pe, c.sq, c.sq, n+1)); err != nil {
+		return fmt.Errorf("chunk %d: walk scans: %w", k, err)
+	}
+	if err := firstErr(c.cnt.Read(g.s, n, tot[0:1]), c.byt.Read(g.s, n, tot[1:2]), c.sq.Read(g.s, n, tot[2:3]),
+		g.pipe.walked[k].Record(g.s)); err != nil {
+		return fmt.Errorf("chunk %d: totals: %w", k, err)
+	}
+	g.stepN("chunk %d walked", k)
+	return nil
+}
+
+// pipeName is the pool name of chunk k's buffer name.
+func pipeName(name string, k int) string { return fmt.Sprintf("%s.%d", name, k) }
+
+// fillKeyOffsetsFrom writes offs[i] = base + i*keyLen, the key offsets of
+// a chunk's pairs whose keys all have keyLen bytes, after base bytes of
+// the chunks before (the caller checked that the last fits in 32 bits).
+// Cost: one pass writing 4 bytes a pair (on all cores when large).
+func fillKeyOffsetsFrom(offs []uint32, base uint32, keyLen int) {
+	par.Shared().Ranges(len(offs), par.Parts(len(offs), 1<<16, 0), func(_, lo, hi int) {
+		o := base + uint32(lo*keyLen)
+		for i := lo; i < hi; i++ {
+			offs[i] = o
+			o += uint32(keyLen)
+		}
+	})
+}
