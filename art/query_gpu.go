@@ -45,6 +45,7 @@ func (g *gpuEngine) ranges(into *Result, qs []Query, limit int, desc bool) (*Res
 		if err := g.finish("ranges", Q); err != nil {
 			return nil, err
 		}
+		g.step("drained")
 		return res, nil
 	}
 	lo, hi, hb, err := g.uploadQueries(qs)
@@ -81,6 +82,7 @@ func (g *gpuEngine) ranges(into *Result, qs []Query, limit int, desc bool) (*Res
 	if err := g.finish("ranges", Q); err != nil {
 		return nil, err
 	}
+	g.step("drained")
 	return res, nil
 }
 
