@@ -39,9 +39,10 @@ type rangePipe struct {
 	chunks   int // chunks a call is cut into at most: 0 defaultRangeChunks, 1 one piece (tests and benchmarks set it)
 	chunkMin int // fewest queries a chunk: 0 rangeChunkMin (tests set fewer)
 
-	walked []*gpu.Event // chunk k's totals read back (on s)
-	paired []*gpu.Event // chunk k's pairs written (on s)
-	done   *gpu.Event   // the last download (on out)
+	names  [][numPipeBufs]string // chunk k's buffers' pool names (pipeBufs with ".k")
+	walked []*gpu.Event          // chunk k's totals read back (on s)
+	paired []*gpu.Event          // chunk k's pairs written (on s)
+	done   *gpu.Event            // the last download (on out)
 }
 
 // count returns the chunks of a pipelined call of Q queries: at most the
@@ -58,8 +59,9 @@ func (p *rangePipe) count(Q int) int {
 	return max(1, min(c, Q/m))
 }
 
-// events makes sure the pipe has the events of c chunks. Cost: up to
-// 2c+1 cuEventCreate the first time a call has that many chunks.
+// events makes sure the pipe has the events and buffer names of c
+// chunks. Cost: up to 2c+1 cuEventCreate the first time a call has that
+// many chunks.
 func (p *rangePipe) events(d *gpu.Device, c int) error {
 	for len(p.walked) < c {
 		w, err := d.NewEvent()
@@ -71,6 +73,11 @@ func (p *rangePipe) events(d *gpu.Device, c int) error {
 			return errors.Join(err, w.Close())
 		}
 		p.walked, p.paired = append(p.walked, w), append(p.paired, pe)
+		var names [numPipeBufs]string
+		for i, b := range pipeBufs {
+			names[i] = fmt.Sprintf("%s.%d", b, len(p.names))
+		}
+		p.names = append(p.names, names)
 	}
 	if p.done == nil {
 		e, err := d.NewEvent()
@@ -90,7 +97,7 @@ func (p *rangePipe) close() error {
 			err = errors.Join(err, e.Close())
 		}
 	}
-	p.walked, p.paired, p.done = nil, nil, nil
+	p.walked, p.paired, p.done, p.names = nil, nil, nil, nil
 	return err
 }
 
@@ -138,21 +145,20 @@ func (g *gpuEngine) rangesPiped(into *Result, qs []Query, limit int, dsc int32) 
 	var needs []gpu.Need
 	for k := range chunks {
 		a, b := par.Bound(Q, C, k), par.Bound(Q, C, k+1)
-		n := b - a
+		n, nm := b-a, &g.pipe.names[k]
 		chunks[k] = pipeChunk{a: a, b: b}
-		needs = append(needs, gpu.NeedOf[uint64](pipeName("q.slots", k), n*limit), gpu.NeedOf[uint32](pipeName("q.ccnt", k), n),
-			gpu.NeedOf[uint64](pipeName("q.cnt", k), n+1), gpu.NeedOf[uint64](pipeName("q.bytes", k), n+1),
-			gpu.NeedOf[uint64](pipeName("q.sq", k), n+1), gpu.NeedOf[uint64](pipeName("q.qout", k), n))
+		needs = append(needs, gpu.NeedOf[uint64](nm[bSlots], n*limit), gpu.NeedOf[uint32](nm[bCcnt], n), gpu.NeedOf[uint64](nm[bCnt], n+1),
+			gpu.NeedOf[uint64](nm[bBytes], n+1), gpu.NeedOf[uint64](nm[bSq], n+1), gpu.NeedOf[uint64](nm[bQout], n))
 	}
 	if err := g.pool.Reserve(needs...); err != nil {
 		return nil, err
 	}
 	for k := range chunks {
-		c := &chunks[k]
+		c, nm := &chunks[k], &g.pipe.names[k]
 		n := c.b - c.a
-		c.slots, c.ccnt = gpu.Take[uint64](g.pool, pipeName("q.slots", k), n*limit), gpu.Take[uint32](g.pool, pipeName("q.ccnt", k), n)
-		c.cnt, c.byt = gpu.Take[uint64](g.pool, pipeName("q.cnt", k), n+1), gpu.Take[uint64](g.pool, pipeName("q.bytes", k), n+1)
-		c.sq, c.qout = gpu.Take[uint64](g.pool, pipeName("q.sq", k), n+1), gpu.Take[uint64](g.pool, pipeName("q.qout", k), n)
+		c.slots, c.ccnt = gpu.Take[uint64](g.pool, nm[bSlots], n*limit), gpu.Take[uint32](g.pool, nm[bCcnt], n)
+		c.cnt, c.byt = gpu.Take[uint64](g.pool, nm[bCnt], n+1), gpu.Take[uint64](g.pool, nm[bBytes], n+1)
+		c.sq, c.qout = gpu.Take[uint64](g.pool, nm[bSq], n+1), gpu.Take[uint64](g.pool, nm[bQout], n)
 	}
 	tot, err := gpu.Host[uint64](g.pool, "host.qtot", 3*C)
 	if err != nil {
@@ -195,11 +201,11 @@ func (g *gpuEngine) rangesPiped(into *Result, qs []Query, limit int, dsc int32) 
 		} else if err := res.pinnedKeys(need, keyBytes, need); err != nil {
 			return fmt.Errorf("pinning the answers: %w", err)
 		}
-		names := []string{pipeName("q.okeys", k), pipeName("q.ooffs", k), pipeName("q.ovals", k)}
-		if err := g.pool.Reserve(gpu.NeedOf[uint8](names[0], nb), gpu.NeedOf[uint32](names[1], n), gpu.NeedOf[uint64](names[2], n)); err != nil {
+		nm := &g.pipe.names[k]
+		if err := g.pool.Reserve(gpu.NeedOf[uint8](nm[bOkeys], nb), gpu.NeedOf[uint32](nm[bOoffs], n), gpu.NeedOf[uint64](nm[bOvals], n)); err != nil {
 			return err
 		}
-		okeys, ooffs, ovals := gpu.Take[uint8](g.pool, names[0], nb), gpu.Take[uint32](g.pool, names[1], n), gpu.Take[uint64](g.pool, names[2], n)
+		okeys, ooffs, ovals := gpu.Take[uint8](g.pool, nm[bOkeys], nb), gpu.Take[uint32](g.pool, nm[bOoffs], n), gpu.Take[uint64](g.pool, nm[bOvals], n)
 		Qk := c.b - c.a
 		if err := g.launch(g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(limit), c.slots, c.cnt, c.byt, okeys, ooffs, ovals,
 			uint64(pairs), uint64(keyBytes), c.qout); err != nil {
@@ -225,22 +231,29 @@ func (g *gpuEngine) rangesPiped(into *Result, qs []Query, limit int, dsc int32) 
 		pairs, keyBytes = pairs+n, keyBytes+nb
 		return nil
 	}
+	// Chunk k+1 is packed while chunk k walks, and queued on s after
+	// chunk k's pairs, so that chunk k's download starts as soon as its
+	// pairs are written.
+	next, err := g.packChunk(&chunks[0], 0, qs)
+	if err != nil {
+		return nil, err
+	}
 	for k := range chunks {
-		if err := g.walkChunk(&chunks[k], k, qs, limit, dsc, tot[3*k:3*k+3]); err != nil {
+		if err := g.queueChunk(&chunks[k], k, next, limit, dsc, tot[3*k:3*k+3]); err != nil {
 			return nil, err
 		}
 		if k == 0 {
 			g.clock.Mark(g.s, engine.MarkUploaded)
 			g.clock.Mark(g.s, engine.MarkSorted)
 		}
-		if k > 0 {
-			if err := g.deliver1(deliver, k-1); err != nil {
+		if k+1 < C {
+			if next, err = g.packChunk(&chunks[k+1], k+1, qs); err != nil {
 				return nil, err
 			}
 		}
-	}
-	if err := g.deliver1(deliver, C-1); err != nil {
-		return nil, err
+		if err := deliver(k); err != nil {
+			return nil, fmt.Errorf("chunk %d: %w", k, err)
+		}
 	}
 	g.clock.Mark(g.s, engine.MarkWorked)
 	// The stream s waits for the downloads on out, so that the batch's
@@ -254,31 +267,34 @@ func (g *gpuEngine) rangesPiped(into *Result, qs []Query, limit int, dsc int32) 
 	return res, nil
 }
 
-// deliver1 runs deliver for chunk k, naming the chunk in its error.
-func (g *gpuEngine) deliver1(deliver func(int) error, k int) error {
-	if err := deliver(k); err != nil {
-		return fmt.Errorf("chunk %d: %w", k, err)
-	}
-	return nil
+// packedChunk is a chunk's queries packed into pinned memory: the plan
+// and the bytes.
+type packedChunk struct {
+	p queryPack
+	h []byte
 }
 
-// walkChunk packs chunk k's queries into its pinned buffer host.q.k on
-// the workers, queues their upload into q.in.k, the walk, the scans of
-// its counts and the readback of its totals (pairs, key bytes, squared
-// key lengths) into tot, then records the chunk's walked event. Cost:
-// packQueries of the chunk, one DMA each way, the walk and three scans.
-func (g *gpuEngine) walkChunk(c *pipeChunk, k int, qs []Query, limit int, dsc int32, tot []uint64) error {
-	n := c.b - c.a
-	p, h, err := packQueries(qs[c.a:c.b], g.workers, func(m int) ([]byte, error) { return gpu.Host[byte](g.pool, pipeName("host.q", k), m) })
+// packChunk packs chunk k's queries into its pinned buffer host.q.k on
+// the workers. Cost: packQueries of the chunk.
+func (g *gpuEngine) packChunk(c *pipeChunk, k int, qs []Query) (packedChunk, error) {
+	p, h, err := packQueries(qs[c.a:c.b], g.workers, func(m int) ([]byte, error) { return gpu.Host[byte](g.pool, g.pipe.names[k][bHostQ], m) })
 	if err != nil {
-		return fmt.Errorf("chunk %d: packing: %w", k, err)
+		return packedChunk{}, fmt.Errorf("chunk %d: packing: %w", k, err)
 	}
-	l := p.l
-	in, err := gpu.Get[byte](g.pool, pipeName("q.in", k), l.end)
+	return packedChunk{p, h}, nil
+}
+
+// queueChunk queues on s chunk k's upload (pc, into q.in.k), walk, the
+// scans of its counts and the readback of its totals (pairs, key bytes,
+// squared key lengths) into tot, then records the chunk's walked event.
+// Cost: one DMA each way, the walk and three scans.
+func (g *gpuEngine) queueChunk(c *pipeChunk, k int, pc packedChunk, limit int, dsc int32, tot []uint64) error {
+	n, p, l := c.b-c.a, pc.p, pc.p.l
+	in, err := gpu.Get[byte](g.pool, g.pipe.names[k][bIn], l.end)
 	if err != nil {
 		return fmt.Errorf("chunk %d: %w", k, err)
 	}
-	if err := in.Write(g.s, 0, h[:l.end]); err != nil {
+	if err := in.Write(g.s, 0, pc.h[:l.end]); err != nil {
 		return fmt.Errorf("chunk %d: upload: %w", k, err)
 	}
 	loBytes, hiBytes := p.loAt[p.parts], p.hiAt[p.parts]
@@ -301,8 +317,25 @@ func (g *gpuEngine) walkChunk(c *pipeChunk, k int, qs []Query, limit int, dsc in
 	return nil
 }
 
-// pipeName is the pool name of chunk k's buffer name.
-func pipeName(name string, k int) string { return fmt.Sprintf("%s.%d", name, k) }
+// The buffers of a chunk, by their index in rangePipe.names.
+const (
+	bSlots = iota
+	bCcnt
+	bCnt
+	bBytes
+	bSq
+	bQout
+	bOkeys
+	bOoffs
+	bOvals
+	bIn
+	bHostQ
+	numPipeBufs
+)
+
+// pipeBufs are the pool names of a chunk's buffers, by index; chunk k's
+// have ".k" appended.
+var pipeBufs = [numPipeBufs]string{"q.slots", "q.ccnt", "q.cnt", "q.bytes", "q.sq", "q.qout", "q.okeys", "q.ooffs", "q.ovals", "q.in", "host.q"}
 
 // fillKeyOffsetsFrom writes offs[i] = base + i*keyLen, the key offsets of
 // a chunk's pairs whose keys all have keyLen bytes, after base bytes of
