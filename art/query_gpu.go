@@ -45,6 +45,11 @@ func (g *gpuEngine) ranges(into *Result, qs []Query, limit int, desc bool) (*Res
 		if err := g.finish("ranges", Q); err != nil {
 			return nil, err
 		}
+		// Work: the chunks' kernels, not the span from the first walk
+		// to the last pairs (the host packs in between).
+		tm := g.last.Get()
+		tm.Work = g.pipe.work(g.pipe.count(Q))
+		g.last.Set(tm)
 		g.step("drained")
 		return res, nil
 	}

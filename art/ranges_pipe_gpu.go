@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"time"
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
@@ -19,10 +21,12 @@ import (
 // the chunk's pairs after the earlier chunks' (aq_pairs adds those
 // chunks' pairs and key bytes to the offsets it writes) and queues the
 // chunk's answers' download straight into the Result on the stream out.
-// The host packs chunk k+1 and queues its walk before it waits for chunk
-// k's totals, so the walk of one chunk and the packing of the next run
-// while the answers of the chunks before download: the call's critical
-// path is the first chunk's packing and walk, then the answers' transfer.
+// The host packs chunk k+1 while chunk k walks, then waits for chunk k's
+// totals, queues its pairs and download, and only then queues chunk k+1's
+// upload and walk on s (behind chunk k's pairs, which its download waits
+// for): the packing and walk of one chunk run while the answers of the
+// chunks before it download, and the call's critical path is the first
+// two chunks' packing, a chunk's walk, then the answers' transfer.
 
 // defaultRangeChunks is the chunks of a pipelined call when the engine's
 // rangePipe does not say (chunks 0).
@@ -39,10 +43,12 @@ type rangePipe struct {
 	chunks   int // chunks a call is cut into at most: 0 defaultRangeChunks, 1 one piece (tests and benchmarks set it)
 	chunkMin int // fewest queries a chunk: 0 rangeChunkMin (tests set fewer)
 
-	names  [][numPipeBufs]string // chunk k's buffers' pool names (pipeBufs with ".k")
-	walked []*gpu.Event          // chunk k's totals read back (on s)
-	paired []*gpu.Event          // chunk k's pairs written (on s)
-	done   *gpu.Event            // the last download (on out)
+	names   [][numPipeBufs]string // chunk k's buffers' pool names (pipeBufs with ".k")
+	walkAt  []*gpu.Event          // chunk k's walk queued (on s)
+	walked  []*gpu.Event          // chunk k's totals read back (on s)
+	pairsAt []*gpu.Event          // chunk k's pairs queued (on s)
+	paired  []*gpu.Event          // chunk k's pairs written (on s)
+	done    *gpu.Event            // the last download (on out)
 }
 
 // count returns the chunks of a pipelined call of Q queries: at most the
@@ -60,19 +66,23 @@ func (p *rangePipe) count(Q int) int {
 }
 
 // events makes sure the pipe has the events and buffer names of c
-// chunks. Cost: up to 2c+1 cuEventCreate the first time a call has that
+// chunks. Cost: up to 4c+1 cuEventCreate the first time a call has that
 // many chunks.
 func (p *rangePipe) events(d *gpu.Device, c int) error {
 	for len(p.walked) < c {
-		w, err := d.NewEvent()
-		if err != nil {
-			return err
+		var ev [4]*gpu.Event
+		for i := range ev {
+			e, err := d.NewEvent()
+			if err != nil {
+				for _, x := range ev[:i] {
+					err = errors.Join(err, x.Close())
+				}
+				return err
+			}
+			ev[i] = e
 		}
-		pe, err := d.NewEvent()
-		if err != nil {
-			return errors.Join(err, w.Close())
-		}
-		p.walked, p.paired = append(p.walked, w), append(p.paired, pe)
+		p.walkAt, p.walked = append(p.walkAt, ev[0]), append(p.walked, ev[1])
+		p.pairsAt, p.paired = append(p.pairsAt, ev[2]), append(p.paired, ev[3])
 		var names [numPipeBufs]string
 		for i, b := range pipeBufs {
 			names[i] = fmt.Sprintf("%s.%d", b, len(p.names))
@@ -89,15 +99,31 @@ func (p *rangePipe) events(d *gpu.Device, c int) error {
 	return nil
 }
 
+// work returns the device time of the kernels of a drained pipelined call
+// of c chunks: each chunk's walk, scans and totals' readback, and its
+// pairs (events a chunk failed to time count 0). Cost: 2c
+// cuEventElapsedTime.
+func (p *rangePipe) work(c int) time.Duration {
+	var w time.Duration
+	for k := range c {
+		for _, ev := range [][2]*gpu.Event{{p.walkAt[k], p.walked[k]}, {p.pairsAt[k], p.paired[k]}} {
+			if d, err := gpu.Elapsed(ev[0], ev[1]); err == nil && d > 0 {
+				w += d
+			}
+		}
+	}
+	return w
+}
+
 // close destroys the pipe's events. Cost: one cuEventDestroy each.
 func (p *rangePipe) close() error {
 	var err error
-	for _, e := range append(append(p.walked, p.paired...), p.done) {
+	for _, e := range slices.Concat(p.walkAt, p.walked, p.pairsAt, p.paired, []*gpu.Event{p.done}) {
 		if e != nil {
 			err = errors.Join(err, e.Close())
 		}
 	}
-	p.walked, p.paired, p.done, p.names = nil, nil, nil, nil
+	p.walkAt, p.walked, p.pairsAt, p.paired, p.done, p.names = nil, nil, nil, nil, nil, nil
 	return err
 }
 
@@ -207,6 +233,9 @@ func (g *gpuEngine) rangesPiped(into *Result, qs []Query, limit int, dsc int32) 
 		}
 		okeys, ooffs, ovals := gpu.Take[uint8](g.pool, nm[bOkeys], nb), gpu.Take[uint32](g.pool, nm[bOoffs], n), gpu.Take[uint64](g.pool, nm[bOvals], n)
 		Qk := c.b - c.a
+		if err := g.pipe.pairsAt[k].Record(g.s); err != nil {
+			return err
+		}
 		if err := g.launch(g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(limit), c.slots, c.cnt, c.byt, okeys, ooffs, ovals,
 			uint64(pairs), uint64(keyBytes), c.qout); err != nil {
 			return fmt.Errorf("pairs: %w", err)
@@ -302,6 +331,9 @@ func (g *gpuEngine) queueChunk(c *pipeChunk, k int, pc packedChunk, limit int, d
 	hi := &devBatch{n: n, data: gpu.View[byte](in, l.hiData, max(1, hiBytes)), offs: gpu.View[uint32](in, l.hiOffs, n+1)}
 	hb := gpu.View[uint8](in, l.has, n)
 	g.stepN("chunk %d uploaded", k)
+	if err := g.pipe.walkAt[k].Record(g.s); err != nil {
+		return err
+	}
 	if err := g.walk(n, limit, dsc, nullPtr, lo, hi, hb, c.slots, c.ccnt, c.cnt, c.byt, c.sq); err != nil {
 		return fmt.Errorf("chunk %d: walk: %w", k, err)
 	}
