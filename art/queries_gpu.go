@@ -22,8 +22,9 @@ import (
 // and the device buffer q.in holds the same bytes, which the kernels read
 // through views.
 
-// queryPackMin is the fewest queries one worker packs.
-const queryPackMin = 1 << 12
+// queryPackMin is the fewest queries one worker packs (a chunk of 16Ki
+// queries of a pipelined call is packed by 16 workers).
+const queryPackMin = 1 << 10
 
 // queryLayout is where the arrays of a packed batch of Q queries lie.
 type queryLayout struct {

@@ -15,18 +15,20 @@ import (
 
 // A pipelined call (rangesPiped) cuts a batch of bounded range or prefix
 // queries answered into a pinned Result into a few chunks of contiguous
-// queries. Each chunk is packed, uploaded and walked on the engine's
-// stream s as in rangesCands, its three totals read back without a
-// synchronization (an event marks them); once the host has them it places
-// the chunk's pairs after the earlier chunks' (aq_pairs adds those
-// chunks' pairs and key bytes to the offsets it writes) and queues the
-// chunk's answers' download straight into the Result on the stream out.
-// The host packs chunk k+1 while chunk k walks, then waits for chunk k's
-// totals, queues its pairs and download, and only then queues chunk k+1's
-// upload and walk on s (behind chunk k's pairs, which its download waits
-// for): the packing and walk of one chunk run while the answers of the
-// chunks before it download, and the call's critical path is the first
-// two chunks' packing, a chunk's walk, then the answers' transfer.
+// queries. Each chunk is packed into pinned memory of its own, and its
+// upload, walk, the scans of its counts and the readback of its three
+// totals are queued on the engine's stream s at once, an event after them
+// (no stream synchronization): the device walks a chunk while the host
+// packs the next. Then, chunk by chunk, the host waits for the chunk's
+// event, places its pairs after the earlier chunks' (aq_pairs adds those
+// chunks' pairs and key bytes to the offsets it writes and writes the
+// chunk's query offsets as the Result's own), queues aq_pairs on the
+// stream in and the chunk's downloads straight into the Result on the
+// stream out, which waits for an event after the pairs. The answers of one
+// chunk cross the link while the next chunks' pairs are written, and the
+// call's critical path is the first chunk's packing, walk and pairs, then
+// the answers' transfer. Key offsets the host writes (a chunk whose keys
+// have one length) are written after every download is queued.
 
 // defaultRangeChunks is the chunks of a pipelined call when the engine's
 // rangePipe does not say (chunks 0).
@@ -203,6 +205,7 @@ func (g *gpuEngine) rangesPiped(into *Result, qs []Query, limit int, dsc int32) 
 	res.Keys.Data = res.Keys.Data[:0]
 	res.Offsets[0] = 0
 	var pairs, keyBytes int // the chunks' before the one delivered
+	var fills []keyFill     // the key offsets the host writes
 	deliver := func(k int) error {
 		c := &chunks[k]
 		if err := g.pipe.walked[k].Synchronize(); err != nil {
@@ -233,15 +236,14 @@ func (g *gpuEngine) rangesPiped(into *Result, qs []Query, limit int, dsc int32) 
 		}
 		okeys, ooffs, ovals := gpu.Take[uint8](g.pool, nm[bOkeys], nb), gpu.Take[uint32](g.pool, nm[bOoffs], n), gpu.Take[uint64](g.pool, nm[bOvals], n)
 		Qk := c.b - c.a
-		if err := g.pipe.pairsAt[k].Record(g.s); err != nil {
+		if err := g.pipe.pairsAt[k].Record(g.in); err != nil {
 			return err
 		}
-		if err := g.launch(g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(limit), c.slots, c.cnt, c.byt, okeys, ooffs, ovals,
+		if err := g.launchOn(g.in, g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(limit), c.slots, c.cnt, c.byt, okeys, ooffs, ovals,
 			uint64(pairs), uint64(keyBytes), c.qout); err != nil {
 			return fmt.Errorf("pairs: %w", err)
 		}
-		g.stepN("chunk %d pairs", k)
-		if err := firstErr(g.pipe.paired[k].Record(g.s), g.out.Wait(g.pipe.paired[k])); err != nil {
+		if err := firstErr(g.pipe.paired[k].Record(g.in), g.out.Wait(g.pipe.paired[k])); err != nil {
 			return err
 		}
 		keyLen := sameKeyLen(uint64(n), uint64(nb), sq)
@@ -255,35 +257,40 @@ func (g *gpuEngine) rangesPiped(into *Result, qs []Query, limit int, dsc int32) 
 			return err
 		}
 		if keyLen >= 0 {
-			fillKeyOffsetsFrom(res.Keys.Offs[pairs:pairs+n], uint32(keyBytes), keyLen)
+			fills = append(fills, keyFill{pairs, n, uint32(keyBytes), keyLen})
 		}
+		g.stepN("chunk %d delivered", k)
 		pairs, keyBytes = pairs+n, keyBytes+nb
 		return nil
 	}
-	// Chunk k+1 is packed while chunk k walks, and queued on s after
-	// chunk k's pairs, so that chunk k's download starts as soon as its
-	// pairs are written.
-	next, err := g.packChunk(&chunks[0], 0, qs)
-	if err != nil {
-		return nil, err
-	}
+	// Every chunk is packed and its upload and walk queued on s first
+	// (the device walks chunk k while the host packs chunk k+1); then
+	// chunk by chunk the host waits for its totals and queues its pairs
+	// on in and its downloads on out, which waits for them.
 	for k := range chunks {
-		if err := g.queueChunk(&chunks[k], k, next, limit, dsc, tot[3*k:3*k+3]); err != nil {
+		pc, err := g.packChunk(&chunks[k], k, qs)
+		if err != nil {
+			return nil, err
+		}
+		if err := g.queueChunk(&chunks[k], k, pc, limit, dsc, tot[3*k:3*k+3]); err != nil {
 			return nil, err
 		}
 		if k == 0 {
 			g.clock.Mark(g.s, engine.MarkUploaded)
 			g.clock.Mark(g.s, engine.MarkSorted)
 		}
-		if k+1 < C {
-			if next, err = g.packChunk(&chunks[k+1], k+1, qs); err != nil {
-				return nil, err
-			}
-		}
+	}
+	for k := range chunks {
 		if err := deliver(k); err != nil {
 			return nil, fmt.Errorf("chunk %d: %w", k, err)
 		}
 	}
+	// The key offsets of chunks of one key length, while the answers
+	// download.
+	for _, f := range fills {
+		fillKeyOffsetsFrom(res.Keys.Offs[f.at:f.at+f.n], f.base, f.keyLen)
+	}
+	g.step("key offsets written")
 	g.clock.Mark(g.s, engine.MarkWorked)
 	// The stream s waits for the downloads on out, so that the batch's
 	// end (finish: MarkDone, the drain) covers them.
@@ -294,6 +301,25 @@ func (g *gpuEngine) rangesPiped(into *Result, qs []Query, limit int, dsc int32) 
 	res.Keys.Data, res.Values, res.Keys.Offs = res.Keys.Data[:keyBytes], res.Values[:pairs], res.Keys.Offs[:pairs+1]
 	res.Keys.Offs[pairs] = uint32(keyBytes)
 	return res, nil
+}
+
+// keyFill is a chunk's key offsets the host writes (its keys all have
+// one length): n pairs from pair at, base bytes before them.
+type keyFill struct {
+	at, n  int
+	base   uint32
+	keyLen int
+}
+
+// launchOn is gpuEngine.launch on stream s.
+func (g *gpuEngine) launchOn(s *gpu.Stream, f *gpu.Function, n int, args ...any) error {
+	if n <= 0 {
+		return nil
+	}
+	if err := f.Launch(s, grid(n), gpu.D1(kernelBlock), 0, args...); err != nil {
+		return fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	return nil
 }
 
 // packedChunk is a chunk's queries packed into pinned memory: the plan
