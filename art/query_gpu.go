@@ -54,6 +54,9 @@ func (g *gpuEngine) ranges(into *Result, qs []Query, limit int, desc bool) (*Res
 		return res, nil
 	}
 	lo, hi, hb, err := g.uploadQueries(qs)
+	if be := asBoundErr(err, 0); be != nil {
+		return nil, be
+	}
 	if err != nil {
 		return nil, fmt.Errorf("upload: %w", err)
 	}
@@ -90,6 +93,11 @@ func (g *gpuEngine) ranges(into *Result, qs []Query, limit int, desc bool) (*Res
 	g.step("drained")
 	return res, nil
 }
+
+// checksBounds makes the GPU engine a boundChecker: packQueries checks
+// every bound's length in the pass that packs it (Tree.query makes no
+// pass of its own).
+func (g *gpuEngine) checksBounds() {}
 
 // querySortMin is the fewest queries whose walks are sorted by start: below
 // it the sort costs more than the locality saves.

@@ -160,10 +160,10 @@ func (g *gpuEngine) rangesPiped(into *Result, qs []Query, limit int, dsc int32) 
 	if err := g.pipe.events(g.dev, C); err != nil {
 		return nil, err
 	}
-	queued := false // downloads queued on out: drained before any return
+	queued := false // downloads queued on out
 	defer func() {
-		if queued && err != nil {
-			err = errors.Join(err, g.out.Synchronize())
+		if err != nil { // nothing queued may run on after the call
+			err = errors.Join(err, g.s.Synchronize(), g.in.Synchronize(), g.out.Synchronize())
 		}
 	}()
 	if err := g.setDesc(g.t, nil); err != nil {
@@ -192,18 +192,6 @@ func (g *gpuEngine) rangesPiped(into *Result, qs []Query, limit int, dsc int32) 
 	if err != nil {
 		return nil, err
 	}
-	res = into
-	maxPairs := Q * limit
-	if res.Offsets, err = gpu.HostArray[int](res.pin, "offsets", Q+1); err == nil {
-		if res.Values, err = gpu.HostArray[uint64](res.pin, "values", maxPairs); err == nil {
-			res.Keys.Offs, err = gpu.HostArray[uint32](res.pin, "offs", maxPairs+1)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("pinning the answers: %w", err)
-	}
-	res.Keys.Data = res.Keys.Data[:0]
-	res.Offsets[0] = 0
 	var pairs, keyBytes int // the chunks' before the one delivered
 	var fills []keyFill     // the key offsets the host writes
 	deliver := func(k int) error {
@@ -269,6 +257,9 @@ func (g *gpuEngine) rangesPiped(into *Result, qs []Query, limit int, dsc int32) 
 	// on in and its downloads on out, which waits for them.
 	for k := range chunks {
 		pc, err := g.packChunk(&chunks[k], k, qs)
+		if be := asBoundErr(err, chunks[k].a); be != nil {
+			return nil, be
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -280,6 +271,20 @@ func (g *gpuEngine) rangesPiped(into *Result, qs []Query, limit int, dsc int32) 
 			g.clock.Mark(g.s, engine.MarkSorted)
 		}
 	}
+	// The Result changes only once every query is packed (and its bounds
+	// checked).
+	res = into
+	maxPairs := Q * limit
+	if res.Offsets, err = gpu.HostArray[int](res.pin, "offsets", Q+1); err == nil {
+		if res.Values, err = gpu.HostArray[uint64](res.pin, "values", maxPairs); err == nil {
+			res.Keys.Offs, err = gpu.HostArray[uint32](res.pin, "offs", maxPairs+1)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pinning the answers: %w", err)
+	}
+	res.Keys.Data = res.Keys.Data[:0]
+	res.Offsets[0] = 0
 	for k := range chunks {
 		if err := deliver(k); err != nil {
 			return nil, fmt.Errorf("chunk %d: %w", k, err)

@@ -21,7 +21,9 @@ import (
 // nothing (empty chunks) and whose later chunks answer many pairs (the
 // Result's keys grown after earlier chunks' downloads, keeping them);
 // sizes not a multiple of the chunks (chunk edges). Each batch runs into
-// a fresh pinned Result and into one reused across the whole test.
+// a fresh pinned Result and into one reused across the whole test. A
+// batch with a bound longer than a key can be fails with the CPU engine's
+// error.
 func TestGPURangesPiped(t *testing.T) {
 	dev := gputest.Device(t)
 	r := rand.New(rand.NewPCG(22, 64))
@@ -110,6 +112,19 @@ func TestGPURangesPiped(t *testing.T) {
 			{"prefix", func(tr *Tree, into *Result, _ []Query, ps [][]byte, limit int) (*Result, error) {
 				return tr.PrefixInto(into, ps, limit)
 			}},
+		}
+		// A bound longer than a key can be fails the call on both engines
+		// with the same error, whichever chunk it is in.
+		qs, ps := random()
+		qs[700].Lo, ps[700] = make([]byte, MaxKeyLen+1), make([]byte, MaxKeyLen+1)
+		for _, op := range ops {
+			_, werr := op.f(ct, nil, qs, ps, 16)
+			for _, chunks := range []int{1, 4} {
+				g.pipe.chunks = chunks
+				if _, err := op.f(gt, reused, qs, ps, 16); err == nil || werr == nil || err.Error() != werr.Error() {
+					t.Fatalf("%s, %s, %d chunks, a bound too long: %v, want %v", tc.name, op.name, chunks, err, werr)
+				}
+			}
 		}
 		for _, b := range batches {
 			qs, ps := b.make()

@@ -396,9 +396,9 @@ func (t *Tree) PrefixInto(r *Result, prefixes [][]byte, limit int) (*Result, err
 
 // query runs a batch of queries for op into into (nil: a new Result).
 func (t *Tree) query(op string, into *Result, qs []Query, limit int, desc bool) (*Result, error) {
-	for i, q := range qs {
-		if len(q.Lo) > MaxKeyLen || len(q.Hi) > MaxKeyLen+1 {
-			return nil, fmt.Errorf("art: %s: query %d: bound of %d bytes: keys have at most %d", op, i, max(len(q.Lo), len(q.Hi)), MaxKeyLen)
+	if !checksBounds(t.eng) { // else the engine checks them as it packs them
+		if err := checkBounds(qs); err != nil {
+			return nil, fmt.Errorf("art: %s: %w", op, err)
 		}
 	}
 	if _, err := engine.RLock(&t.Facade, op); err != nil {
