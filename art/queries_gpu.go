@@ -217,14 +217,15 @@ func putBound(dst, b []byte) int {
 	return copy(dst, b)
 }
 
-// uploadQueries packs qs's bounds into host.q on the workers (a nil Hi
+// uploadBatch packs b's bounds into host.q on the workers (a nil Hi
 // packs as empty with has 0) and queues their DMA into q.in, returning
 // the device views of the lower and upper bounds and the has flags.
-// Cost: packQueries (one parallel pass over the queries when their
-// bounds have one length each, else up to three) and one DMA.
-func (g *gpuEngine) uploadQueries(qs []Query) (lo, hi *devBatch, has *gpu.Buffer[uint8], err error) {
-	Q := len(qs)
-	p, h, err := packQueries(qs, g.workers, func(n int) ([]byte, error) { return gpu.Host[byte](g.pool, "host.q", n) })
+// Cost: b's packing (for ranges packQueries: one parallel pass over the
+// queries when their bounds have one length each, else up to three; for
+// prefix scans packPrefixes: two) and one DMA.
+func (g *gpuEngine) uploadBatch(b queryBatch) (lo, hi *devBatch, has *gpu.Buffer[uint8], err error) {
+	Q := b.n
+	p, h, err := b.pack(0, Q, g.workers, func(n int) ([]byte, error) { return gpu.Host[byte](g.pool, "host.q", n) })
 	if err != nil {
 		return nil, nil, nil, err
 	}

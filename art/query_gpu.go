@@ -25,12 +25,18 @@ import (
 // The Result is allocated on the host while the device writes the pairs;
 // the pairs come back in one transfer per array.
 func (g *gpuEngine) ranges(into *Result, qs []Query, limit int, desc bool) (*Result, error) {
+	return g.answer(into, rangesBatch(qs), limit, desc)
+}
+
+// answer answers the batch of range queries b (ranges: qs; prefix: the
+// queries of prefix scans) as ranges describes.
+func (g *gpuEngine) answer(into *Result, b queryBatch, limit int, desc bool) (*Result, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !walkLanesValid(g.walkLanes) {
 		return nil, fmt.Errorf("art: walk lanes %d: want 1, 8, 16 or 32", g.walkLanes)
 	}
-	Q := len(qs)
+	Q := b.n
 	g.start()
 	g.down.Discard()
 	dsc := int32(0)
@@ -38,7 +44,7 @@ func (g *gpuEngine) ranges(into *Result, qs []Query, limit int, desc bool) (*Res
 		dsc = 1
 	}
 	if g.pipes(into, Q, limit) {
-		res, err := g.rangesPiped(into, qs, limit, dsc)
+		res, err := g.rangesPiped(into, b, limit, dsc)
 		if err != nil {
 			return nil, err
 		}
@@ -53,7 +59,7 @@ func (g *gpuEngine) ranges(into *Result, qs []Query, limit int, desc bool) (*Res
 		g.step("drained")
 		return res, nil
 	}
-	lo, hi, hb, err := g.uploadQueries(qs)
+	lo, hi, hb, err := g.uploadBatch(b)
 	if be := asBoundErr(err, 0); be != nil {
 		return nil, be
 	}

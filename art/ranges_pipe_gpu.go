@@ -146,7 +146,7 @@ type pipeChunk struct {
 	qout                *gpu.Buffer[uint64]
 }
 
-// rangesPiped answers qs (bounded ranges or prefix scans, limit > 0) into
+// rangesPiped answers bt (bounded ranges or prefix scans, limit > 0) into
 // the pinned Result into in chunks (the comment above). The Result's
 // query offsets are sized at once, its values and key offsets for the
 // most pairs the call can have (Q*limit, kept for the next calls), its
@@ -154,8 +154,8 @@ type pipeChunk struct {
 // keys after their downloads, when short). Cost: the packing and walks of
 // rangesCands in chunks, a readback of three words and an event wait per
 // chunk; the downloads overlap the next chunks' packing and walks.
-func (g *gpuEngine) rangesPiped(into *Result, qs []Query, limit int, dsc int32) (res *Result, err error) {
-	Q := len(qs)
+func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int32) (res *Result, err error) {
+	Q := bt.n
 	C := g.pipe.count(Q)
 	if err := g.pipe.events(g.dev, C); err != nil {
 		return nil, err
@@ -256,7 +256,7 @@ func (g *gpuEngine) rangesPiped(into *Result, qs []Query, limit int, dsc int32) 
 	// chunk by chunk the host waits for its totals and queues its pairs
 	// on in and its downloads on out, which waits for them.
 	for k := range chunks {
-		pc, err := g.packChunk(&chunks[k], k, qs)
+		pc, err := g.packChunk(&chunks[k], k, bt)
 		if be := asBoundErr(err, chunks[k].a); be != nil {
 			return nil, be
 		}
@@ -334,10 +334,10 @@ type packedChunk struct {
 	h []byte
 }
 
-// packChunk packs chunk k's queries into its pinned buffer host.q.k on
-// the workers. Cost: packQueries of the chunk.
-func (g *gpuEngine) packChunk(c *pipeChunk, k int, qs []Query) (packedChunk, error) {
-	p, h, err := packQueries(qs[c.a:c.b], g.workers, func(m int) ([]byte, error) { return gpu.Host[byte](g.pool, g.pipe.names[k][bHostQ], m) })
+// packChunk packs chunk k's queries of bt into its pinned buffer host.q.k
+// on the workers. Cost: bt's packing of the chunk.
+func (g *gpuEngine) packChunk(c *pipeChunk, k int, bt queryBatch) (packedChunk, error) {
+	p, h, err := bt.pack(c.a, c.b, g.workers, func(m int) ([]byte, error) { return gpu.Host[byte](g.pool, g.pipe.names[k][bHostQ], m) })
 	if err != nil {
 		return packedChunk{}, fmt.Errorf("chunk %d: packing: %w", k, err)
 	}
