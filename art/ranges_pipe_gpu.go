@@ -44,6 +44,7 @@ const rangeChunkMin = 8192
 type rangePipe struct {
 	chunks   int // chunks a call is cut into at most: 0 defaultRangeChunks, 1 one piece (tests and benchmarks set it)
 	chunkMin int // fewest queries a chunk: 0 rangeChunkMin (tests set fewer)
+	firstDiv int // chunk 0 holds 1/firstDiv of another chunk's queries (0 or 1: as many; benchmarks compare)
 
 	names   [][numPipeBufs]string // chunk k's buffers' pool names (pipeBufs with ".k")
 	walkAt  []*gpu.Event          // chunk k's walk queued (on s)
@@ -65,6 +66,20 @@ func (p *rangePipe) count(Q int) int {
 		m = rangeChunkMin
 	}
 	return max(1, min(c, Q/m))
+}
+
+// bound is the first query of chunk k of a call of Q queries in C chunks
+// (Q for k == C): chunks of equal size, but for chunk 0 of 1/firstDiv of
+// the others' size when firstDiv > 1 (its packing, walk and pairs come
+// before the first download: a smaller one starts the transfers sooner).
+func (p *rangePipe) bound(Q, C, k int) int {
+	d := max(1, p.firstDiv)
+	if k == 0 || C == 1 {
+		return par.Bound(Q, C, k)
+	}
+	// Weights: 1 for chunk 0, d for each other; chunk k starts after
+	// 1 + (k-1)*d of the C*d-d+1.
+	return int(int64(Q) * int64(1+(k-1)*d) / int64(C*d-d+1))
 }
 
 // events makes sure the pipe has the events and buffer names of c
@@ -172,7 +187,7 @@ func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int3
 	chunks := make([]pipeChunk, C)
 	var needs []gpu.Need
 	for k := range chunks {
-		a, b := par.Bound(Q, C, k), par.Bound(Q, C, k+1)
+		a, b := g.pipe.bound(Q, C, k), g.pipe.bound(Q, C, k+1)
 		n, nm := b-a, &g.pipe.names[k]
 		chunks[k] = pipeChunk{a: a, b: b}
 		needs = append(needs, gpu.NeedOf[uint64](nm[bSlots], n*limit), gpu.NeedOf[uint32](nm[bCcnt], n), gpu.NeedOf[uint64](nm[bCnt], n+1),

@@ -11,19 +11,19 @@ import (
 
 // TestGPURangesPiped answers range queries (ascending and descending)
 // and prefix scans into pinned Results with the pipelined call
-// (rangesPiped) cut into 1 (one piece) to 7 chunks of at least 50
-// queries, and compares every array of each answer (query offsets, key
-// bytes, key offsets, values) with the CPU engine's. The trees: keys of 0
-// to 40 bytes over a small alphabet with some of up to 300 bytes (arena
-// keys, answers of mixed key lengths: key offsets downloaded), and 16-byte
-// keys (one key length: key offsets written on the host). The batches:
-// random queries; batches whose first chunk (or a middle one) answers
-// nothing (empty chunks) and whose later chunks answer many pairs (the
-// Result's keys grown after earlier chunks' downloads, keeping them);
-// sizes not a multiple of the chunks (chunk edges). Each batch runs into
-// a fresh pinned Result and into one reused across the whole test. A
-// batch with a bound longer than a key can be fails with the CPU engine's
-// error.
+// (rangesPiped) cut into 1 (one piece) to 7 chunks of at least 50 queries
+// (chunk 0 as large as the others, half or a third of them), and compares
+// every array of each answer (query offsets, key bytes, key offsets,
+// values) with the CPU engine's. The trees: keys of 0 to 40 bytes over a
+// small alphabet with some of up to 300 bytes (arena keys, answers of
+// mixed key lengths: key offsets downloaded), and 16-byte keys (one key
+// length: key offsets written on the host). The batches: random queries;
+// batches whose first chunk (or a middle one) answers nothing (empty
+// chunks) and whose later chunks answer many pairs (the Result's keys
+// grown after earlier chunks' downloads, keeping them); sizes not a
+// multiple of the chunks (chunk edges). Each batch runs into a fresh
+// pinned Result and into one reused across the whole test. A batch with a
+// bound longer than a key can be fails with the CPU engine's error.
 func TestGPURangesPiped(t *testing.T) {
 	dev := gputest.Device(t)
 	r := rand.New(rand.NewPCG(22, 64))
@@ -58,7 +58,7 @@ func TestGPURangesPiped(t *testing.T) {
 			}
 		}
 		g := gt.eng.(*gpuEngine)
-		defer func(p rangePipe) { g.pipe.chunks, g.pipe.chunkMin = p.chunks, p.chunkMin }(g.pipe)
+		defer func(p rangePipe) { g.pipe.chunks, g.pipe.chunkMin, g.pipe.firstDiv = p.chunks, p.chunkMin, p.firstDiv }(g.pipe)
 		g.pipe.chunkMin = 50
 		const Q = 1001
 		random := func() ([]Query, [][]byte) {
@@ -135,7 +135,7 @@ func TestGPURangesPiped(t *testing.T) {
 						t.Fatal(err)
 					}
 					for _, chunks := range []int{1, 2, 3, 4, 7} {
-						g.pipe.chunks = chunks
+						g.pipe.chunks, g.pipe.firstDiv = chunks, 1+chunks%3 // chunk 0 as large as the others, half, a third
 						fresh := gt.NewResult()
 						for _, into := range []*Result{fresh, reused} {
 							name := fmt.Sprintf("%s, %s, %s, limit %d, %d chunks, reused %v", tc.name, b.name, op.name, limit, chunks, into == reused)
@@ -195,6 +195,31 @@ func TestRangePipeCount(t *testing.T) {
 		p := rangePipe{chunks: c.chunks, chunkMin: c.chunkMin}
 		if got := p.count(c.q); got != c.want {
 			t.Errorf("rangePipe{%d, %d}.count(%d) = %d, want %d", c.chunks, c.chunkMin, c.q, got, c.want)
+		}
+	}
+}
+
+// TestRangePipeBound checks the chunks' bounds: from 0 to Q in order,
+// equal chunks by default, chunk 0 of 1/firstDiv of the others' size.
+func TestRangePipeBound(t *testing.T) {
+	for _, c := range []struct {
+		firstDiv, q, chunks int
+		want                []int
+	}{
+		{0, 100, 4, []int{0, 25, 50, 75, 100}},
+		{1, 100, 4, []int{0, 25, 50, 75, 100}},
+		{2, 70, 4, []int{0, 10, 30, 50, 70}},
+		{4, 130, 4, []int{0, 10, 50, 90, 130}},
+		{2, 7, 1, []int{0, 7}},
+		{3, 65536, 2, []int{0, 16384, 65536}},
+	} {
+		p := rangePipe{firstDiv: c.firstDiv}
+		var got []int
+		for k := range c.chunks + 1 {
+			got = append(got, p.bound(c.q, c.chunks, k))
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("firstDiv %d, %d queries in %d chunks: bounds %v, want %v", c.firstDiv, c.q, c.chunks, got, c.want)
 		}
 	}
 }

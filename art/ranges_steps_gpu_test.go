@@ -87,7 +87,8 @@ func BenchmarkGPURangeSteps(b *testing.B) {
 // BenchmarkGPURangeTimeline is the timeline of whole ranges and prefix
 // calls into a pinned Result (64Ki ranges of 16 keys, 64Ki prefix scans of
 // 64, on the tree of benchPointTree: WARPKV_ART_BENCH_KEYS keys), in one
-// piece and pipelined in 2 to 4 chunks (rangesPiped), traced with an
+// piece and pipelined in 2 to 4 chunks (rangesPiped; chunk 0 as large as
+// the others, or 1/2 or 1/4 of them: first=1:d), traced with an
 // engine.StepTrace: the host time before the engine's call starts
 // (Tree.query's bound checks, the locks: pre-ms), the engine's host time
 // from its start to the end of its drain (engine-ms), the host time after
@@ -112,10 +113,10 @@ func BenchmarkGPURangeTimeline(b *testing.B) {
 		{"prefix64", func(r *Result) (*Result, error) { return t.PrefixInto(r, pre, 64) }},
 	}
 	for _, op := range ops {
-		for _, chunks := range []int{1, 2, 3, 4} {
-			b.Run(fmt.Sprintf("%s/chunks=%d", op.name, chunks), func(b *testing.B) {
-				defer func(c int) { g.pipe.chunks = c }(g.pipe.chunks)
-				g.pipe.chunks = chunks
+		for _, pc := range []struct{ chunks, firstDiv int }{{1, 1}, {2, 1}, {2, 2}, {3, 1}, {3, 2}, {4, 1}, {4, 2}, {4, 4}} {
+			b.Run(fmt.Sprintf("%s/chunks=%d,first=1:%d", op.name, pc.chunks, pc.firstDiv), func(b *testing.B) {
+				defer func(p rangePipe) { g.pipe.chunks, g.pipe.firstDiv = p.chunks, p.firstDiv }(g.pipe)
+				g.pipe.chunks, g.pipe.firstDiv = pc.chunks, pc.firstDiv
 				g.trace = &engine.StepTrace{}
 				defer func() {
 					if err := g.trace.Close(); err != nil {
