@@ -51,8 +51,9 @@ func (g *gpuEngine) answer(into *Result, b queryBatch, limit int, desc bool) (*R
 		if err := g.finish("ranges", Q); err != nil {
 			return nil, err
 		}
-		// Work: the chunks' kernels, not the span from the first walk
-		// to the last pairs (the host packs in between).
+		// Work: the device's time in the chunks' kernels, not the span
+		// from the first walk to the last pairs (the host packs in
+		// between).
 		tm := g.last.Get()
 		tm.Work = g.pipe.work(g.pipe.count(Q))
 		g.last.Set(tm)

@@ -1,6 +1,7 @@
 package art
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -117,19 +118,42 @@ func (p *rangePipe) events(d *gpu.Device, c int) error {
 }
 
 // work returns the device time of the kernels of a drained pipelined call
-// of c chunks: each chunk's walk, scans and totals' readback, and its
-// pairs (events a chunk failed to time count 0). Cost: 2c
+// of c chunks: the union of the spans of each chunk's walk (with its scans
+// and totals' readback, on s) and its pairs (on in), which overlap each
+// other (events a chunk failed to time are left out). Cost: 4c
 // cuEventElapsedTime.
 func (p *rangePipe) work(c int) time.Duration {
-	var w time.Duration
+	var spans [][2]time.Duration
 	for k := range c {
 		for _, ev := range [][2]*gpu.Event{{p.walkAt[k], p.walked[k]}, {p.pairsAt[k], p.paired[k]}} {
-			if d, err := gpu.Elapsed(ev[0], ev[1]); err == nil && d > 0 {
-				w += d
+			a, err := gpu.Elapsed(p.walkAt[0], ev[0])
+			if err != nil {
+				continue
+			}
+			if b, err := gpu.Elapsed(p.walkAt[0], ev[1]); err == nil && b > a {
+				spans = append(spans, [2]time.Duration{a, b})
 			}
 		}
 	}
-	return w
+	return spanUnion(spans)
+}
+
+// spanUnion is the length of the union of spans [a, b). Cost: a sort of
+// the spans.
+func spanUnion(spans [][2]time.Duration) time.Duration {
+	slices.SortFunc(spans, func(x, y [2]time.Duration) int { return cmp.Compare(x[0], y[0]) })
+	var total, end time.Duration
+	for i, sp := range spans {
+		a := sp[0]
+		if i > 0 && a < end {
+			a = end
+		}
+		if sp[1] > a {
+			total += sp[1] - a
+			end = sp[1]
+		}
+	}
+	return total
 }
 
 // close destroys the pipe's events. Cost: one cuEventDestroy each.

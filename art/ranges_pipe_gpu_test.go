@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/warpkv/warpkv/internal/gputest"
 )
@@ -220,6 +221,26 @@ func TestRangePipeBound(t *testing.T) {
 		}
 		if !slices.Equal(got, c.want) {
 			t.Errorf("firstDiv %d, %d queries in %d chunks: bounds %v, want %v", c.firstDiv, c.q, c.chunks, got, c.want)
+		}
+	}
+}
+
+// TestSpanUnion checks the device time of a pipelined call's kernels:
+// the union of their spans, overlapping or not, in any order.
+func TestSpanUnion(t *testing.T) {
+	for _, c := range []struct {
+		spans [][2]time.Duration
+		want  time.Duration
+	}{
+		{nil, 0},
+		{[][2]time.Duration{{0, 10}}, 10},
+		{[][2]time.Duration{{20, 30}, {0, 10}}, 20},
+		{[][2]time.Duration{{0, 10}, {5, 15}}, 15},
+		{[][2]time.Duration{{0, 30}, {5, 15}, {20, 25}}, 30},
+		{[][2]time.Duration{{5, 15}, {0, 10}, {40, 50}, {12, 20}}, 30},
+	} {
+		if got := spanUnion(slices.Clone(c.spans)); got != c.want {
+			t.Errorf("spanUnion(%v) = %v, want %v", c.spans, got, c.want)
 		}
 	}
 }
