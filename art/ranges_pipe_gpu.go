@@ -20,14 +20,16 @@ import (
 // upload, walk, the scans of its counts and the readback of its three
 // totals are queued on the engine's stream s at once, an event after them
 // (no stream synchronization): the device walks a chunk while the host
-// packs the next. Then, chunk by chunk, the host waits for the chunk's
-// event, places its pairs after the earlier chunks' (aq_pairs adds those
+// packs the next. Between two chunks' packing, and after the last, the
+// host delivers the earlier chunks whose totals are back, in order: it
+// places a chunk's pairs after the earlier chunks' (aq_pairs adds those
 // chunks' pairs and key bytes to the offsets it writes and writes the
 // chunk's query offsets as the Result's own), queues aq_pairs on the
 // stream in and the chunk's downloads straight into the Result on the
 // stream out, which waits for an event after the pairs. The answers of one
-// chunk cross the link while the next chunks' pairs are written, and the
-// call's critical path is the first chunk's packing, walk and pairs, then
+// chunk cross the link while later chunks are packed, walked and written,
+// and the call's critical path is the first chunk's packing, walk and
+// pairs (chunk 0 may be smaller than the others: rangePipe.firstDiv), then
 // the answers' transfer. Key offsets the host writes (a chunk whose keys
 // have one length) are written after every download is queued.
 
@@ -290,10 +292,25 @@ func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int3
 		pairs, keyBytes = pairs+n, keyBytes+nb
 		return nil
 	}
-	// Every chunk is packed and its upload and walk queued on s first
-	// (the device walks chunk k while the host packs chunk k+1); then
-	// chunk by chunk the host waits for its totals and queues its pairs
-	// on in and its downloads on out, which waits for them.
+	res = into
+	maxPairs := Q * limit
+	if res.Offsets, err = gpu.HostArray[int](res.pin, "offsets", Q+1); err == nil {
+		if res.Values, err = gpu.HostArray[uint64](res.pin, "values", maxPairs); err == nil {
+			res.Keys.Offs, err = gpu.HostArray[uint32](res.pin, "offs", maxPairs+1)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pinning the answers: %w", err)
+	}
+	res.Keys.Data = res.Keys.Data[:0]
+	res.Offsets[0] = 0
+	// Every chunk is packed and its upload and walk queued on s in turn
+	// (the device walks chunk k while the host packs chunk k+1); between
+	// two chunks, and after the last, the host delivers the earlier chunks
+	// in order (their totals back: their pairs on in, their downloads on
+	// out, which waits for them), so that the first downloads start while
+	// later chunks are still packed.
+	next := 0 // the next chunk to deliver
 	for k := range chunks {
 		pc, err := g.packChunk(&chunks[k], k, bt)
 		if be := asBoundErr(err, chunks[k].a); be != nil {
@@ -309,24 +326,22 @@ func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int3
 			g.clock.Mark(g.s, engine.MarkUploaded)
 			g.clock.Mark(g.s, engine.MarkSorted)
 		}
-	}
-	// The Result changes only once every query is packed (and its bounds
-	// checked).
-	res = into
-	maxPairs := Q * limit
-	if res.Offsets, err = gpu.HostArray[int](res.pin, "offsets", Q+1); err == nil {
-		if res.Values, err = gpu.HostArray[uint64](res.pin, "values", maxPairs); err == nil {
-			res.Keys.Offs, err = gpu.HostArray[uint32](res.pin, "offs", maxPairs+1)
+		for ; next < k; next++ {
+			done, err := g.pipe.walked[next].Done()
+			if err != nil {
+				return nil, fmt.Errorf("chunk %d: %w", next, err)
+			}
+			if !done {
+				break
+			}
+			if err := deliver(next); err != nil {
+				return nil, fmt.Errorf("chunk %d: %w", next, err)
+			}
 		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("pinning the answers: %w", err)
-	}
-	res.Keys.Data = res.Keys.Data[:0]
-	res.Offsets[0] = 0
-	for k := range chunks {
-		if err := deliver(k); err != nil {
-			return nil, fmt.Errorf("chunk %d: %w", k, err)
+	for ; next < C; next++ {
+		if err := deliver(next); err != nil {
+			return nil, fmt.Errorf("chunk %d: %w", next, err)
 		}
 	}
 	// The key offsets of chunks of one key length, while the answers

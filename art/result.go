@@ -19,7 +19,8 @@ import (
 // earlier answer (Keys.At, Query) hold only until the next call into it.
 // One made by Tree.NewResult on the GPU engine keeps its arrays in pinned
 // host memory, which the device writes the answers into by DMA with no
-// host copy; Free releases it.
+// host copy; Free releases it. A call that fails leaves the Result's
+// arrays unspecified (a pinned one may have been written in part).
 type Result struct {
 	Keys    Keys
 	Values  []uint64
