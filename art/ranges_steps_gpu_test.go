@@ -113,7 +113,7 @@ func BenchmarkGPURangeTimeline(b *testing.B) {
 		{"prefix64", func(r *Result) (*Result, error) { return t.PrefixInto(r, pre, 64) }},
 	}
 	for _, op := range ops {
-		for _, pc := range []struct{ chunks, firstDiv int }{{1, 1}, {2, 1}, {2, 2}, {3, 1}, {3, 2}, {4, 1}, {4, 2}, {4, 4}} {
+		for _, pc := range []struct{ chunks, firstDiv int }{{1, 1}, {2, 1}, {2, 2}, {2, 4}, {3, 1}, {3, 2}, {3, 4}, {4, 1}, {4, 2}, {4, 4}} {
 			b.Run(fmt.Sprintf("%s/chunks=%d,first=1:%d", op.name, pc.chunks, pc.firstDiv), func(b *testing.B) {
 				defer func(p rangePipe) { g.pipe.chunks, g.pipe.firstDiv = p.chunks, p.firstDiv }(g.pipe)
 				g.pipe.chunks, g.pipe.firstDiv = pc.chunks, pc.firstDiv
