@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/warpkv/warpkv/engine"
@@ -17,10 +18,12 @@ import (
 // A pipelined call (rangesPiped) cuts a batch of bounded range or prefix
 // queries answered into a pinned Result into a few chunks of contiguous
 // queries. Each chunk is packed into pinned memory of its own, and its
-// upload, walk, the scans of its counts and the readback of its three
-// totals are queued on the engine's stream s at once, an event after them
-// (no stream synchronization): the device walks a chunk while the host
-// packs the next. Between two chunks' packing, and after the last, the
+// upload, walk, the scans of its counts and a_totals, which copies its
+// three totals into host memory mapped into the device (not a readback: a
+// copy would queue behind the earlier chunks' downloads on the copy
+// engine), are queued on the engine's stream s at once, an event after
+// them (no stream synchronization): the device walks a chunk while the
+// host packs the next. Between two chunks' packing, and after the last, the
 // host delivers the earlier chunks whose totals are back, in order: it
 // places a chunk's pairs after the earlier chunks' (aq_pairs adds those
 // chunks' pairs and key bytes to the offsets it writes and writes the
@@ -55,6 +58,43 @@ type rangePipe struct {
 	pairsAt []*gpu.Event          // chunk k's pairs queued (on s)
 	paired  []*gpu.Event          // chunk k's pairs written (on s)
 	done    *gpu.Event            // the last download (on out)
+
+	// tot holds totWords words a chunk, a_totals' copy of chunk k's
+	// totals from totWords*k, in host memory mapped into the device: a
+	// kernel's stores reach it without the copy engine, where a readback
+	// would queue behind the earlier chunks' downloads.
+	tot *gpu.MappedBuffer[uint64]
+}
+
+// totWords is the words a_totals writes: the low and high halves of four
+// totals (here pairs, key bytes, squared key lengths, none), then two more.
+const totWords = 10
+
+// totals makes sure the pipe's mapped totals hold c chunks'. Cost: a
+// cuMemHostAlloc of mapped memory (milliseconds) the first time a call has
+// that many chunks.
+func (p *rangePipe) totals(d *gpu.Device, c int) error {
+	if p.tot != nil && p.tot.Len() >= totWords*c {
+		return nil
+	}
+	if err := p.tot.Free(); err != nil {
+		return err
+	}
+	p.tot = nil
+	t, err := gpu.AllocMapped[uint64](d, totWords*c)
+	if err != nil {
+		return err
+	}
+	p.tot = t
+	return nil
+}
+
+// chunkTotals returns chunk k's pairs, key bytes and squared key lengths
+// from the mapped totals; its walked event must have fired. Cost: O(1).
+func (p *rangePipe) chunkTotals(k int) (pairs, keyBytes int, sq uint64) {
+	w := p.tot.Slice()[totWords*k : totWords*(k+1)]
+	word := func(i int) uint64 { return atomic.LoadUint64(&w[2*i]) | atomic.LoadUint64(&w[2*i+1])<<32 }
+	return int(word(0)), int(word(1)), word(2)
 }
 
 // count returns the chunks of a pipelined call of Q queries: at most the
@@ -158,7 +198,8 @@ func spanUnion(spans [][2]time.Duration) time.Duration {
 	return total
 }
 
-// close destroys the pipe's events. Cost: one cuEventDestroy each.
+// close destroys the pipe's events and frees its mapped totals. Cost: one
+// cuEventDestroy each and a cuMemFreeHost.
 func (p *rangePipe) close() error {
 	var err error
 	for _, e := range slices.Concat(p.walkAt, p.walked, p.pairsAt, p.paired, []*gpu.Event{p.done}) {
@@ -167,6 +208,8 @@ func (p *rangePipe) close() error {
 		}
 	}
 	p.walkAt, p.walked, p.pairsAt, p.paired, p.done, p.names = nil, nil, nil, nil, nil, nil
+	err = errors.Join(err, p.tot.Free())
+	p.tot = nil
 	return err
 }
 
@@ -229,8 +272,7 @@ func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int3
 		c.cnt, c.byt = gpu.Take[uint64](g.pool, nm[bCnt], n+1), gpu.Take[uint64](g.pool, nm[bBytes], n+1)
 		c.sq, c.qout = gpu.Take[uint64](g.pool, nm[bSq], n+1), gpu.Take[uint64](g.pool, nm[bQout], n)
 	}
-	tot, err := gpu.Host[uint64](g.pool, "host.qtot", 3*C)
-	if err != nil {
+	if err := g.pipe.totals(g.dev, C); err != nil {
 		return nil, err
 	}
 	var pairs, keyBytes int // the chunks' before the one delivered
@@ -241,7 +283,7 @@ func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int3
 			return err
 		}
 		g.trace.Synced()
-		n, nb, sq := int(tot[3*k]), int(tot[3*k+1]), tot[3*k+2]
+		n, nb, sq := g.pipe.chunkTotals(k)
 		if uint64(keyBytes)+uint64(nb) > math.MaxUint32 {
 			return fmt.Errorf("%d key bytes in the answers: at most %d per call", uint64(keyBytes)+uint64(nb), uint64(math.MaxUint32))
 		}
@@ -319,7 +361,7 @@ func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int3
 		if err != nil {
 			return nil, err
 		}
-		if err := g.queueChunk(&chunks[k], k, pc, limit, dsc, tot[3*k:3*k+3]); err != nil {
+		if err := g.queueChunk(&chunks[k], k, pc, limit, dsc); err != nil {
 			return nil, err
 		}
 		if k == 0 {
@@ -399,10 +441,11 @@ func (g *gpuEngine) packChunk(c *pipeChunk, k int, bt queryBatch) (packedChunk, 
 }
 
 // queueChunk queues on s chunk k's upload (pc, into q.in.k), walk, the
-// scans of its counts and the readback of its totals (pairs, key bytes,
-// squared key lengths) into tot, then records the chunk's walked event.
-// Cost: one DMA each way, the walk and three scans.
-func (g *gpuEngine) queueChunk(c *pipeChunk, k int, pc packedChunk, limit int, dsc int32, tot []uint64) error {
+// scans of its counts and a_totals copying its totals (pairs, key bytes,
+// squared key lengths) into the pipe's mapped memory, then records the
+// chunk's walked event. Cost: one DMA, the walk, three scans and a
+// one-thread kernel.
+func (g *gpuEngine) queueChunk(c *pipeChunk, k int, pc packedChunk, limit int, dsc int32) error {
 	n, p, l := c.b-c.a, pc.p, pc.p.l
 	in, err := gpu.Get[byte](g.pool, g.pipe.names[k][bIn], l.end)
 	if err != nil {
@@ -426,7 +469,7 @@ func (g *gpuEngine) queueChunk(c *pipeChunk, k int, pc packedChunk, limit int, d
 		prim.DevScanExclusive(g.pe, c.sq, c.sq, n+1)); err != nil {
 		return fmt.Errorf("chunk %d: walk scans: %w", k, err)
 	}
-	if err := firstErr(c.cnt.Read(g.s, n, tot[0:1]), c.byt.Read(g.s, n, tot[1:2]), c.sq.Read(g.s, n, tot[2:3]),
+	if err := firstErr(g.launch(g.k.totals, 1, uint64(n), c.cnt, c.byt, c.sq, nullPtr, nullPtr, uint64(0), nullPtr, g.pipe.tot.PtrAt(totWords*k)),
 		g.pipe.walked[k].Record(g.s)); err != nil {
 		return fmt.Errorf("chunk %d: totals: %w", k, err)
 	}
