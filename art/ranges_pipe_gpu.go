@@ -37,8 +37,9 @@ import (
 // have one length) are written after every download is queued.
 
 // defaultRangeChunks is the chunks of a pipelined call when the engine's
-// rangePipe does not say (chunks 0).
-const defaultRangeChunks = 4
+// rangePipe does not say (chunks 0): 2, the fastest for 64Ki ranges of 16
+// at 100M keys on an H200 (BENCHMARKS.md, 2026-11-29, branch artpipe).
+const defaultRangeChunks = 2
 
 // rangeChunkMin is the fewest queries of a chunk when the engine's
 // rangePipe does not say (chunkMin 0): a batch of fewer than twice as many
