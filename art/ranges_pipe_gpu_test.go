@@ -100,20 +100,7 @@ func TestGPURangesPiped(t *testing.T) {
 			name string
 			make func() ([]Query, [][]byte)
 		}{{"random", random}, {"empty first chunks", emptyFirst(0, 400)}, {"empty middle", emptyFirst(450, 600)}}
-		ops := []struct {
-			name string
-			f    func(tr *Tree, into *Result, qs []Query, ps [][]byte, limit int) (*Result, error)
-		}{
-			{"ranges", func(tr *Tree, into *Result, qs []Query, _ [][]byte, limit int) (*Result, error) {
-				return tr.RangesInto(into, qs, limit)
-			}},
-			{"rangesDesc", func(tr *Tree, into *Result, qs []Query, _ [][]byte, limit int) (*Result, error) {
-				return tr.RangesDescInto(into, qs, limit)
-			}},
-			{"prefix", func(tr *Tree, into *Result, _ []Query, ps [][]byte, limit int) (*Result, error) {
-				return tr.PrefixInto(into, ps, limit)
-			}},
-		}
+		ops := intoOps()
 		// A bound longer than a key can be fails the call on both engines
 		// with the same error, whichever chunk it is in.
 		qs, ps := random()
