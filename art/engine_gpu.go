@@ -101,7 +101,7 @@ type gpuEngine struct {
 	walkLanes int
 
 	// pipe sets and holds the events of pipelined range and prefix calls
-	// into pinned Results (ranges_pipe_gpu.go).
+	// into pinned Results (ranges_pipe_gpu.go, ranges_piped_gpu.go).
 	pipe rangePipe
 
 	// aheadGrowth grows the pools an insert may outgrow on another
