@@ -41,7 +41,7 @@ func (g *gpuEngine) pipes(into *Result, Q, limit int) bool {
 }
 
 // pipeChunk is one chunk of a pipelined call on the device: its queries
-// [a, b), its buffers, and once walked its totals.
+// [a, b) and its buffers.
 type pipeChunk struct {
 	a, b                int
 	slots, cnt, byt, sq *gpu.Buffer[uint64]
@@ -55,8 +55,8 @@ type pipeChunk struct {
 // most pairs the call can have (Q*limit, kept for the next calls), its
 // keys as each chunk's totals come (grown, keeping the earlier chunks'
 // keys after their downloads, when short). Cost: the packing and walks of
-// rangesCands in chunks, a readback of three words and an event wait per
-// chunk; the downloads overlap the next chunks' packing and walks.
+// rangesCands in chunks, a one-thread kernel and an event wait per chunk;
+// the downloads overlap the next chunks' packing, walks and pairs.
 func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int32) (res *Result, err error) {
 	Q := bt.n
 	C := g.pipe.count(Q)
