@@ -13,9 +13,10 @@ import (
 )
 
 // defaultRangeChunks is the chunks of a pipelined call when the engine's
-// rangePipe does not say (chunks 0): 2, the fastest for 64Ki ranges of 16
-// at 100M keys on an H200 (BENCHMARKS.md, 2026-11-29, branch artpipe).
-const defaultRangeChunks = 2
+// rangePipe does not say (chunks 0): 4, the fastest of 1 to 4 for 64Ki
+// ranges of 16 at 100M keys on an H200 (BENCHMARKS.md, 2026-11-29, branch
+// artpipe), within 3% of the fastest for prefix scans of 64.
+const defaultRangeChunks = 4
 
 // rangeChunkMin is the fewest queries of a chunk when the engine's
 // rangePipe does not say (chunkMin 0): a batch of fewer than twice as many

@@ -19,7 +19,7 @@ import (
 // copy would queue behind the earlier chunks' downloads on the copy
 // engine), are queued on the engine's stream s at once, an event after
 // them (no stream synchronization): the device walks a chunk while the
-// host packs the next. Between two chunks' packing, and after the last, the
+// host packs the next. After each chunk's packing, and after the last, the
 // host delivers the earlier chunks whose totals are back, in order: it
 // places a chunk's pairs after the earlier chunks' (aq_pairs adds those
 // chunks' pairs and key bytes to the offsets it writes and writes the
@@ -166,11 +166,11 @@ func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int3
 	res.Keys.Data = res.Keys.Data[:0]
 	res.Offsets[0] = 0
 	// Every chunk is packed and its upload and walk queued on s in turn
-	// (the device walks chunk k while the host packs chunk k+1); between
-	// two chunks, and after the last, the host delivers the earlier chunks
-	// in order (their totals back: their pairs on in, their downloads on
-	// out, which waits for them), so that the first downloads start while
-	// later chunks are still packed.
+	// (the device walks chunk k while the host packs chunk k+1); after a
+	// chunk's packing, before its walk is queued, and after the last, the
+	// host delivers the earlier chunks in order whose totals are back
+	// (their pairs on in, their downloads on out, which waits for them),
+	// so that the first downloads start while later chunks are packed.
 	next := 0 // the next chunk to deliver
 	for k := range chunks {
 		pc, err := g.packChunk(&chunks[k], k, bt)
@@ -179,13 +179,6 @@ func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int3
 		}
 		if err != nil {
 			return nil, err
-		}
-		if err := g.queueChunk(&chunks[k], k, pc, limit, dsc); err != nil {
-			return nil, err
-		}
-		if k == 0 {
-			g.clock.Mark(g.s, engine.MarkUploaded)
-			g.clock.Mark(g.s, engine.MarkSorted)
 		}
 		for ; next < k; next++ {
 			done, err := g.pipe.walked[next].Done()
@@ -198,6 +191,13 @@ func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int3
 			if err := deliver(next); err != nil {
 				return nil, fmt.Errorf("chunk %d: %w", next, err)
 			}
+		}
+		if err := g.queueChunk(&chunks[k], k, pc, limit, dsc); err != nil {
+			return nil, err
+		}
+		if k == 0 {
+			g.clock.Mark(g.s, engine.MarkUploaded)
+			g.clock.Mark(g.s, engine.MarkSorted)
 		}
 	}
 	for ; next < C; next++ {
