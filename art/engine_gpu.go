@@ -100,6 +100,10 @@ type gpuEngine struct {
 	// positions together). Tests and benchmarks compare them.
 	walkLanes int
 
+	// pipe sets and holds the events of pipelined range and prefix calls
+	// into pinned Results (ranges_pipe_gpu.go, ranges_piped_gpu.go).
+	pipe rangePipe
+
 	// aheadGrowth grows the pools an insert may outgrow on another
 	// goroutine while its keys are uploaded and sorted (growAhead; on by
 	// default, benchmarks compare).
@@ -222,6 +226,7 @@ func (g *gpuEngine) release() error {
 		err = errors.Join(err, e.Close())
 	}
 	g.kev = nil
+	err = errors.Join(err, g.pipe.close())
 	if g.valsEv != nil {
 		err = errors.Join(err, g.valsEv.Close())
 	}

@@ -22,8 +22,9 @@ import (
 // and the device buffer q.in holds the same bytes, which the kernels read
 // through views.
 
-// queryPackMin is the fewest queries one worker packs.
-const queryPackMin = 1 << 12
+// queryPackMin is the fewest queries one worker packs (a chunk of 16Ki
+// queries of a pipelined call is packed by 16 workers).
+const queryPackMin = 1 << 10
 
 // queryLayout is where the arrays of a packed batch of Q queries lie.
 type queryLayout struct {
@@ -80,8 +81,10 @@ func sameQueries(qs []Query, workers int) (queryPack, bool) {
 // least n bytes, 8-byte aligned) on the workers and returns the plan and
 // the packed bytes: in one pass when every bound has the first query's
 // lengths, else (the one pass stopped at the first other length in each
-// part) sized, then filled. Cost: one parallel pass over the queries for
-// fixed-size bounds, else a partial one and two.
+// part) sized, then filled. A query with a bound longer than a key can be
+// fails it with a *boundErr naming the first such query. Cost: one
+// parallel pass over the queries for fixed-size bounds, else a partial one
+// and two.
 func packQueries(qs []Query, workers int, host func(n int) ([]byte, error)) (queryPack, []byte, error) {
 	if len(qs) == 0 {
 		return queryPack{}, nil, errors.New("no queries to pack")
@@ -92,6 +95,9 @@ func packQueries(qs []Query, workers int, host func(n int) ([]byte, error)) (que
 			return p, nil, err
 		}
 		if p.fill(h, qs) {
+			if boundTooLong(&qs[0]) { // every query's bounds are as long as the first's
+				return p, nil, &boundErr{0, max(p.loLen, p.hiLen)}
+			}
 			return p, h, nil
 		}
 	}
@@ -107,20 +113,32 @@ func packQueries(qs []Query, workers int, host func(n int) ([]byte, error)) (que
 	return p, h, nil
 }
 
-// planQueries sizes qs's bounds on the workers. Cost: one parallel pass
-// over the queries' slice headers.
+// planQueries sizes qs's bounds on the workers, failing with a *boundErr
+// at the first query with a bound longer than a key can be. Cost: one
+// parallel pass over the queries' slice headers.
 func planQueries(qs []Query, workers int) (queryPack, error) {
 	Q := len(qs)
 	p := queryPack{parts: par.Parts(Q, queryPackMin, workers)}
 	p.loAt, p.hiAt = make([]int, p.parts+1), make([]int, p.parts+1)
+	long := make([]int, p.parts) // each part's first query with a bound too long (-1: none)
 	par.Shared().Ranges(Q, p.parts, func(i, a, b int) {
 		ln, hn := 0, 0
-		for _, x := range qs[a:b] {
+		long[i] = -1
+		for j := range qs[a:b] {
+			x := &qs[a+j]
 			ln += len(x.Lo)
 			hn += len(x.Hi)
+			if long[i] < 0 && boundTooLong(x) {
+				long[i] = a + j
+			}
 		}
 		p.loAt[i+1], p.hiAt[i+1] = ln, hn
 	})
+	for _, j := range long {
+		if j >= 0 {
+			return p, &boundErr{j, max(len(qs[j].Lo), len(qs[j].Hi))}
+		}
+	}
 	for i := range p.parts {
 		p.loAt[i+1] += p.loAt[i]
 		p.hiAt[i+1] += p.hiAt[i]
@@ -199,14 +217,15 @@ func putBound(dst, b []byte) int {
 	return copy(dst, b)
 }
 
-// uploadQueries packs qs's bounds into host.q on the workers (a nil Hi
+// uploadBatch packs b's bounds into host.q on the workers (a nil Hi
 // packs as empty with has 0) and queues their DMA into q.in, returning
 // the device views of the lower and upper bounds and the has flags.
-// Cost: packQueries (one parallel pass over the queries when their
-// bounds have one length each, else up to three) and one DMA.
-func (g *gpuEngine) uploadQueries(qs []Query) (lo, hi *devBatch, has *gpu.Buffer[uint8], err error) {
-	Q := len(qs)
-	p, h, err := packQueries(qs, g.workers, func(n int) ([]byte, error) { return gpu.Host[byte](g.pool, "host.q", n) })
+// Cost: b's packing (for ranges packQueries: one parallel pass over the
+// queries when their bounds have one length each, else up to three; for
+// prefix scans packPrefixes: two) and one DMA.
+func (g *gpuEngine) uploadBatch(b queryBatch) (lo, hi *devBatch, has *gpu.Buffer[uint8], err error) {
+	Q := b.n
+	p, h, err := b.pack(0, Q, g.workers, func(n int) ([]byte, error) { return gpu.Host[byte](g.pool, "host.q", n) })
 	if err != nil {
 		return nil, nil, nil, err
 	}

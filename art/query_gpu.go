@@ -11,7 +11,9 @@ import (
 )
 
 // ranges answers range queries on the device, the queries taken in the
-// order queryOrder gives (by start key for large batches). With a limit
+// order queryOrder gives (by start key for large batches). Into a pinned
+// Result, large batches with a limit run pipelined in chunks
+// (rangesPiped: pipes says when). Otherwise, with a limit
 // and at most rangeSlotsMax slots (queries x limit), one walk per query:
 // rangesCands (ranges.cu: the walk collects leaves into per-query slots
 // without reading them, a warp per query trims them to the bound and
@@ -23,15 +25,45 @@ import (
 // The Result is allocated on the host while the device writes the pairs;
 // the pairs come back in one transfer per array.
 func (g *gpuEngine) ranges(into *Result, qs []Query, limit int, desc bool) (*Result, error) {
+	return g.answer(into, rangesBatch(qs), limit, desc)
+}
+
+// answer answers the batch of range queries b (ranges: qs; prefix: the
+// queries of prefix scans) as ranges describes.
+func (g *gpuEngine) answer(into *Result, b queryBatch, limit int, desc bool) (*Result, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !walkLanesValid(g.walkLanes) {
 		return nil, fmt.Errorf("art: walk lanes %d: want 1, 8, 16 or 32", g.walkLanes)
 	}
-	Q := len(qs)
+	Q := b.n
 	g.start()
 	g.down.Discard()
-	lo, hi, hb, err := g.uploadQueries(qs)
+	dsc := int32(0)
+	if desc {
+		dsc = 1
+	}
+	if g.pipes(into, Q, limit) {
+		res, err := g.rangesPiped(into, b, limit, dsc)
+		if err != nil {
+			return nil, err
+		}
+		if err := g.finish("ranges", Q); err != nil {
+			return nil, err
+		}
+		// Work: the device's time in the chunks' kernels, not the span
+		// from the first walk to the last pairs (the host packs in
+		// between).
+		tm := g.last.Get()
+		tm.Work = g.pipe.work(g.pipe.count(Q))
+		g.last.Set(tm)
+		g.step("drained")
+		return res, nil
+	}
+	lo, hi, hb, err := g.uploadBatch(b)
+	if be := asBoundErr(err, 0); be != nil {
+		return nil, be
+	}
 	if err != nil {
 		return nil, fmt.Errorf("upload: %w", err)
 	}
@@ -43,10 +75,6 @@ func (g *gpuEngine) ranges(into *Result, qs []Query, limit int, desc bool) (*Res
 	g.clock.Mark(g.s, engine.MarkSorted)
 	if err := g.setDesc(g.t, nil); err != nil {
 		return nil, err
-	}
-	dsc := int32(0)
-	if desc {
-		dsc = 1
 	}
 	g.step("bounds uploaded")
 	perm, err := g.queryOrder(Q, dsc, lo, hi, hb)
@@ -69,8 +97,14 @@ func (g *gpuEngine) ranges(into *Result, qs []Query, limit int, desc bool) (*Res
 	if err := g.finish("ranges", Q); err != nil {
 		return nil, err
 	}
+	g.step("drained")
 	return res, nil
 }
+
+// checksBounds makes the GPU engine a boundChecker: packQueries checks
+// every bound's length in the pass that packs it (Tree.query makes no
+// pass of its own).
+func (g *gpuEngine) checksBounds() {}
 
 // querySortMin is the fewest queries whose walks are sorted by start: below
 // it the sort costs more than the locality saves.

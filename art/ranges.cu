@@ -114,14 +114,22 @@ __device__ __forceinline__ void copy_key(u8 *dst, const u8 *src, u32 n) {
 // the key lengths gives each key's offset from the query's first key
 // offset boff[q]; lane j writes pair pidx[q] + j (key offset, key bytes,
 // value). pidx and boff are the exclusive scans of aq_trim's cnt and
-// bytes. Invariant: every output word has one writer (the lane of its
-// pair), and query q's pairs fill [pidx[q], pidx[q+1]) in answer order.
+// bytes. A chunk of a pipelined call (ranges_pipe_gpu.go) passes the
+// pairs and key bytes of the chunks before it, pbase and kbase: the key
+// offsets written are kbase plus the chunk's own, and lane 0 of query q's
+// warp writes qout[q] = pbase + pidx[q+1], the Result's query offset q+1
+// (qout null: not written; the one-piece call downloads pidx).
+// Invariant: every output word has one writer (the lane of its pair, lane
+// 0 for qout), and query q's pairs fill [pidx[q], pidx[q+1]) in answer
+// order.
 extern "C" __global__ void aq_pairs(const Tree *t, u64 Q, u64 limit, const u64 *slots, const u64 *pidx,
-                                    const u64 *boff, u8 *okeys, u32 *ooffs, u64 *ovals) {
+                                    const u64 *boff, u8 *okeys, u32 *ooffs, u64 *ovals, u64 pbase, u64 kbase,
+                                    u64 *qout) {
     u32 lane = threadIdx.x % WARP;
     u64 warps = (u64)gridDim.x * blockDim.x / WARP;
     for (u64 q = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; q < Q; q += warps) {
         u64 base = pidx[q], n = pidx[q + 1] - base, o = boff[q];
+        if (qout && lane == 0) qout[q] = pbase + pidx[q + 1];
         for (u64 j0 = 0; j0 < n; j0 += WARP) {
             u64 j = j0 + lane;
             u64 l = j < n ? slots[q * limit + j] : 0;
@@ -133,7 +141,7 @@ extern "C" __global__ void aq_pairs(const Tree *t, u64 Q, u64 limit, const u64 *
             }
             if (j < n) {
                 u64 at = o + x - kn;
-                ooffs[base + j] = (u32)at;
+                ooffs[base + j] = (u32)(kbase + at);
                 copy_key(okeys + at, leaf_key(t, l), kn);
                 ovals[base + j] = leaf_value(t, l);
             }

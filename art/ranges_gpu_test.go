@@ -180,20 +180,7 @@ func TestGPURangesOneKeyLength(t *testing.T) {
 			t.Fatalf("%s: key offsets from %d to %d for %d key bytes", name, got.Keys.Offs[0], got.Keys.Offs[n], len(got.Keys.Data))
 		}
 	}
-	ops := []struct {
-		name string
-		f    func(tr *Tree, into *Result, qs []Query, ps [][]byte, limit int) (*Result, error)
-	}{
-		{"ranges", func(tr *Tree, into *Result, qs []Query, _ [][]byte, limit int) (*Result, error) {
-			return tr.RangesInto(into, qs, limit)
-		}},
-		{"rangesDesc", func(tr *Tree, into *Result, qs []Query, _ [][]byte, limit int) (*Result, error) {
-			return tr.RangesDescInto(into, qs, limit)
-		}},
-		{"prefix", func(tr *Tree, into *Result, _ []Query, ps [][]byte, limit int) (*Result, error) {
-			return tr.PrefixInto(into, ps, limit)
-		}},
-	}
+	ops := intoOps()
 	pinned, reused := gt.NewResult(), &Result{}
 	defer pinned.Free()
 	for _, mixed := range []bool{false, true} {
@@ -222,5 +209,27 @@ func TestGPURangesOneKeyLength(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// intoOp is a batch call of the range tests answering into a Result:
+// ranges (qs), descending ranges (qs) or prefix scans (ps).
+type intoOp struct {
+	name string
+	f    func(tr *Tree, into *Result, qs []Query, ps [][]byte, limit int) (*Result, error)
+}
+
+// intoOps are RangesInto, RangesDescInto and PrefixInto.
+func intoOps() []intoOp {
+	return []intoOp{
+		{"ranges", func(tr *Tree, into *Result, qs []Query, _ [][]byte, limit int) (*Result, error) {
+			return tr.RangesInto(into, qs, limit)
+		}},
+		{"rangesDesc", func(tr *Tree, into *Result, qs []Query, _ [][]byte, limit int) (*Result, error) {
+			return tr.RangesDescInto(into, qs, limit)
+		}},
+		{"prefix", func(tr *Tree, into *Result, _ []Query, ps [][]byte, limit int) (*Result, error) {
+			return tr.PrefixInto(into, ps, limit)
+		}},
 	}
 }

@@ -19,13 +19,15 @@ import (
 // earlier answer (Keys.At, Query) hold only until the next call into it.
 // One made by Tree.NewResult on the GPU engine keeps its arrays in pinned
 // host memory, which the device writes the answers into by DMA with no
-// host copy; Free releases it.
+// host copy; Free releases it. A call that fails leaves the Result's
+// arrays unspecified (a pinned one may have been written in part).
 type Result struct {
 	Keys    Keys
 	Values  []uint64
 	Offsets []int
 
-	pin *gpu.HostArrays // the arrays' pinned memory; nil: Go memory
+	pin     *gpu.HostArrays // the arrays' pinned memory; nil: Go memory
+	keysCap int             // pinned: key bytes its keys array is known to hold (the most asked of it)
 }
 
 // NewResult returns an empty Result to answer batch after batch into
@@ -92,6 +94,7 @@ func (r *Result) sizePinned(Q, total, totalBytes int) error {
 	if r.Keys.Data, err = gpu.HostArray[byte](r.pin, "keys", totalBytes); err != nil {
 		return err
 	}
+	r.keysCap = max(r.keysCap, totalBytes)
 	if r.Keys.Offs, err = gpu.HostArray[uint32](r.pin, "offs", total+1); err != nil {
 		return err
 	}
@@ -118,4 +121,28 @@ func (r *Result) Query(i int) (keys [][]byte, values []uint64) {
 		keys[j] = r.Keys.At(a + j)
 	}
 	return keys, r.Values[a:b]
+}
+
+// pinnedKeys points a pinned Result's keys at n bytes of its pinned keys
+// array, keeping the first keep bytes: when the array holds n bytes
+// already (keysCap) a view of it; else (the caller made sure no transfer
+// into the array is still queued) a new array of want bytes (at least n)
+// with the kept bytes copied into it. Cost: O(1), or the growth: a free, a
+// cuMemHostAlloc and a copy of keep bytes through Go memory.
+func (r *Result) pinnedKeys(n, keep, want int) error {
+	if n <= r.keysCap {
+		var err error
+		r.Keys.Data, err = gpu.HostArray[byte](r.pin, "keys", n)
+		return err
+	}
+	kept := slices.Clone(r.Keys.Data[:keep])
+	want = max(want, n)
+	h, err := gpu.HostArray[byte](r.pin, "keys", want)
+	if err != nil {
+		r.Keys.Data, r.keysCap = nil, 0
+		return err
+	}
+	copy(h, kept)
+	r.Keys.Data, r.keysCap = h[:n], want
+	return nil
 }

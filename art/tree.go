@@ -391,21 +391,40 @@ func (t *Tree) Prefix(prefixes [][]byte, limit int) (*Result, error) {
 // PrefixInto is Prefix answering into r, as RangesInto (nil r: a new
 // Result).
 func (t *Tree) PrefixInto(r *Result, prefixes [][]byte, limit int) (*Result, error) {
-	return t.query("prefix", r, prefixQueries(prefixes), limit, false)
+	return t.answer("prefix", r, len(prefixes), func(e backend) (*Result, error) {
+		if pe, ok := e.(prefixer); ok {
+			return pe.prefix(r, prefixes, limit)
+		}
+		return rangesChecked(e, r, prefixQueries(prefixes), limit, false)
+	})
 }
 
 // query runs a batch of queries for op into into (nil: a new Result).
 func (t *Tree) query(op string, into *Result, qs []Query, limit int, desc bool) (*Result, error) {
-	for i, q := range qs {
-		if len(q.Lo) > MaxKeyLen || len(q.Hi) > MaxKeyLen+1 {
-			return nil, fmt.Errorf("art: %s: query %d: bound of %d bytes: keys have at most %d", op, i, max(len(q.Lo), len(q.Hi)), MaxKeyLen)
+	return t.answer(op, into, len(qs), func(e backend) (*Result, error) { return rangesChecked(e, into, qs, limit, desc) })
+}
+
+// rangesChecked is e.ranges after the check of the bounds' lengths,
+// unless e checks them as it packs them (boundChecker).
+func rangesChecked(e backend, into *Result, qs []Query, limit int, desc bool) (*Result, error) {
+	if !checksBounds(e) {
+		if err := checkBounds(qs); err != nil {
+			return nil, err
 		}
 	}
-	if _, err := engine.RLock(&t.Facade, op); err != nil {
+	return e.ranges(into, qs, limit, desc)
+}
+
+// answer runs run, a batch of n queries for op into into (nil: a new
+// Result), on the engine under the facade's read lock; no queries answer
+// an empty Result.
+func (t *Tree) answer(op string, into *Result, n int, run func(e backend) (*Result, error)) (*Result, error) {
+	e, err := engine.RLock(&t.Facade, op)
+	if err != nil {
 		return nil, err
 	}
 	defer engine.RUnlock(&t.Facade)
-	if len(qs) == 0 {
+	if n == 0 {
 		r, err := sizeResult(into, 0, 0, 0)
 		if err != nil {
 			return nil, fmt.Errorf("art: %s: %w", op, err)
@@ -413,7 +432,7 @@ func (t *Tree) query(op string, into *Result, qs []Query, limit int, desc bool) 
 		r.Offsets[0] = 0
 		return r, nil
 	}
-	r, err := t.eng.ranges(into, qs, limit, desc)
+	r, err := run(e)
 	if err != nil {
 		return nil, fmt.Errorf("art: %s: %w", op, err)
 	}

@@ -48,6 +48,15 @@ func (t *StepTrace) Start() {
 	t.t0 = time.Now()
 }
 
+// Began returns the host time of the last Start (zero on a nil trace).
+// Cost: O(1).
+func (t *StepTrace) Began() time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.t0
+}
+
 // Mark records the end of step name on s: an event of d (created on first
 // use, then reused) and the host time. A failure is kept for Steps. Cost:
 // one cuEventRecord.

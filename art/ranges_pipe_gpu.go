@@ -1,0 +1,212 @@
+package art
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/par"
+)
+
+// defaultRangeChunks is the chunks of a pipelined call when the engine's
+// rangePipe does not say (chunks 0): 4, the fastest of 1 to 4 for 64Ki
+// ranges of 16 at 100M keys on an H200 (BENCHMARKS.md, 2026-11-29, branch
+// artpipe), within 3% of the fastest for prefix scans of 64.
+const defaultRangeChunks = 4
+
+// rangeChunkMin is the fewest queries of a chunk when the engine's
+// rangePipe does not say (chunkMin 0): a batch of fewer than twice as many
+// runs in one piece.
+const rangeChunkMin = 8192
+
+// rangePipe is the pipelined calls' setting and their events, part of the
+// GPU engine (its lock guards it).
+type rangePipe struct {
+	chunks   int // chunks a call is cut into at most: 0 defaultRangeChunks, 1 one piece (tests and benchmarks set it)
+	chunkMin int // fewest queries a chunk: 0 rangeChunkMin (tests set fewer)
+	firstDiv int // chunk 0 holds 1/firstDiv of another chunk's queries (0 or 1: as many; benchmarks compare)
+
+	names   [][numPipeBufs]string // chunk k's buffers' pool names (pipeBufs with ".k")
+	walkAt  []*gpu.Event          // chunk k's walk queued (on s)
+	walked  []*gpu.Event          // chunk k's totals read back (on s)
+	pairsAt []*gpu.Event          // chunk k's pairs queued (on s)
+	paired  []*gpu.Event          // chunk k's pairs written (on s)
+	done    *gpu.Event            // the last download (on out)
+
+	// tot holds totWords words a chunk, a_totals' copy of chunk k's
+	// totals from totWords*k, in host memory mapped into the device: a
+	// kernel's stores reach it without the copy engine, where a readback
+	// would queue behind the earlier chunks' downloads.
+	tot *gpu.MappedBuffer[uint64]
+}
+
+// totWords is the words a_totals writes: the low and high halves of four
+// totals (here pairs, key bytes, squared key lengths, none), then two more.
+const totWords = 10
+
+// totals makes sure the pipe's mapped totals hold c chunks'. Cost: a
+// cuMemHostAlloc of mapped memory (milliseconds) the first time a call has
+// that many chunks.
+func (p *rangePipe) totals(d *gpu.Device, c int) error {
+	if p.tot != nil && p.tot.Len() >= totWords*c {
+		return nil
+	}
+	if err := p.tot.Free(); err != nil {
+		return err
+	}
+	p.tot = nil
+	t, err := gpu.AllocMapped[uint64](d, totWords*c)
+	if err != nil {
+		return err
+	}
+	p.tot = t
+	return nil
+}
+
+// chunkTotals returns chunk k's pairs, key bytes and squared key lengths
+// from the mapped totals; its walked event must have fired. Cost: O(1).
+func (p *rangePipe) chunkTotals(k int) (pairs, keyBytes int, sq uint64) {
+	w := p.tot.Slice()[totWords*k : totWords*(k+1)]
+	word := func(i int) uint64 { return atomic.LoadUint64(&w[2*i]) | atomic.LoadUint64(&w[2*i+1])<<32 }
+	return int(word(0)), int(word(1)), word(2)
+}
+
+// count returns the chunks of a pipelined call of Q queries: at most the
+// setting's chunks, each of at least its chunkMin queries; 1 (one piece)
+// when fewer than two fit.
+func (p *rangePipe) count(Q int) int {
+	c, m := p.chunks, p.chunkMin
+	if c == 0 {
+		c = defaultRangeChunks
+	}
+	if m <= 0 {
+		m = rangeChunkMin
+	}
+	return max(1, min(c, Q/m))
+}
+
+// bound is the first query of chunk k of a call of Q queries in C chunks
+// (Q for k == C): chunks of equal size, but for chunk 0 of 1/firstDiv of
+// the others' size when firstDiv > 1 (its packing, walk and pairs come
+// before the first download: a smaller one starts the transfers sooner).
+func (p *rangePipe) bound(Q, C, k int) int {
+	d := max(1, p.firstDiv)
+	if k == 0 || C == 1 {
+		return par.Bound(Q, C, k)
+	}
+	// Weights: 1 for chunk 0, d for each other; chunk k starts after
+	// 1 + (k-1)*d of the C*d-d+1.
+	return int(int64(Q) * int64(1+(k-1)*d) / int64(C*d-d+1))
+}
+
+// events makes sure the pipe has the events and buffer names of c
+// chunks. Cost: up to 4c+1 cuEventCreate the first time a call has that
+// many chunks.
+func (p *rangePipe) events(d *gpu.Device, c int) error {
+	for len(p.walked) < c {
+		var ev [4]*gpu.Event
+		for i := range ev {
+			e, err := d.NewEvent()
+			if err != nil {
+				for _, x := range ev[:i] {
+					err = errors.Join(err, x.Close())
+				}
+				return err
+			}
+			ev[i] = e
+		}
+		p.walkAt, p.walked = append(p.walkAt, ev[0]), append(p.walked, ev[1])
+		p.pairsAt, p.paired = append(p.pairsAt, ev[2]), append(p.paired, ev[3])
+		var names [numPipeBufs]string
+		for i, b := range pipeBufs {
+			names[i] = fmt.Sprintf("%s.%d", b, len(p.names))
+		}
+		p.names = append(p.names, names)
+	}
+	if p.done == nil {
+		e, err := d.NewEvent()
+		if err != nil {
+			return err
+		}
+		p.done = e
+	}
+	return nil
+}
+
+// work returns the device time of the kernels of a drained pipelined call
+// of c chunks: the union of the spans of each chunk's walk (with its scans
+// and totals' readback, on s) and its pairs (on in), which overlap each
+// other (events a chunk failed to time are left out). Cost: 4c
+// cuEventElapsedTime.
+func (p *rangePipe) work(c int) time.Duration {
+	var spans [][2]time.Duration
+	for k := range c {
+		for _, ev := range [][2]*gpu.Event{{p.walkAt[k], p.walked[k]}, {p.pairsAt[k], p.paired[k]}} {
+			a, err := gpu.Elapsed(p.walkAt[0], ev[0])
+			if err != nil {
+				continue
+			}
+			if b, err := gpu.Elapsed(p.walkAt[0], ev[1]); err == nil && b > a {
+				spans = append(spans, [2]time.Duration{a, b})
+			}
+		}
+	}
+	return spanUnion(spans)
+}
+
+// spanUnion is the length of the union of spans [a, b). Cost: a sort of
+// the spans.
+func spanUnion(spans [][2]time.Duration) time.Duration {
+	slices.SortFunc(spans, func(x, y [2]time.Duration) int { return cmp.Compare(x[0], y[0]) })
+	var total, end time.Duration
+	for i, sp := range spans {
+		a := sp[0]
+		if i > 0 && a < end {
+			a = end
+		}
+		if sp[1] > a {
+			total += sp[1] - a
+			end = sp[1]
+		}
+	}
+	return total
+}
+
+// close destroys the pipe's events and frees its mapped totals. Cost: one
+// cuEventDestroy each and a cuMemFreeHost.
+func (p *rangePipe) close() error {
+	var err error
+	for _, e := range slices.Concat(p.walkAt, p.walked, p.pairsAt, p.paired, []*gpu.Event{p.done}) {
+		if e != nil {
+			err = errors.Join(err, e.Close())
+		}
+	}
+	p.walkAt, p.walked, p.pairsAt, p.paired, p.done, p.names = nil, nil, nil, nil, nil, nil
+	err = errors.Join(err, p.tot.Free())
+	p.tot = nil
+	return err
+}
+
+// The buffers of a chunk, by their index in rangePipe.names.
+const (
+	bSlots = iota
+	bCcnt
+	bCnt
+	bBytes
+	bSq
+	bQout
+	bOkeys
+	bOoffs
+	bOvals
+	bIn
+	bHostQ
+	numPipeBufs
+)
+
+// pipeBufs are the pool names of a chunk's buffers, by index; chunk k's
+// have ".k" appended.
+var pipeBufs = [numPipeBufs]string{"q.slots", "q.ccnt", "q.cnt", "q.bytes", "q.sq", "q.qout", "q.okeys", "q.ooffs", "q.ovals", "q.in", "host.q"}

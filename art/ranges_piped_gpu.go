@@ -1,0 +1,311 @@
+package art
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/par"
+	"github.com/warpkv/warpkv/prim"
+)
+
+// A pipelined call (rangesPiped) cuts a batch of bounded range or prefix
+// queries answered into a pinned Result into a few chunks of contiguous
+// queries. Each chunk is packed into pinned memory of its own, and its
+// upload, walk, the scans of its counts and a_totals, which copies its
+// three totals into host memory mapped into the device (not a readback: a
+// copy would queue behind the earlier chunks' downloads on the copy
+// engine), are queued on the engine's stream s at once, an event after
+// them (no stream synchronization): the device walks a chunk while the
+// host packs the next. After each chunk's packing, and after the last, the
+// host delivers the earlier chunks whose totals are back, in order: it
+// places a chunk's pairs after the earlier chunks' (aq_pairs adds those
+// chunks' pairs and key bytes to the offsets it writes and writes the
+// chunk's query offsets as the Result's own), queues aq_pairs on the
+// stream in and the chunk's downloads straight into the Result on the
+// stream out, which waits for an event after the pairs. The answers of one
+// chunk cross the link while later chunks are packed, walked and written,
+// and the call's critical path is the first chunk's packing, walk and
+// pairs (chunk 0 may be smaller than the others: rangePipe.firstDiv), then
+// the answers' transfer. Key offsets the host writes (a chunk whose keys
+// have one length) are written after every download is queued.
+
+// pipes reports whether a call of Q queries with limit into into runs
+// pipelined: into a pinned Result, in the form of rangesCands (a limit,
+// at most rangeSlotsMax slots, not collectRanges), in the batch order
+// (not sortQueries), and in at least two chunks.
+func (g *gpuEngine) pipes(into *Result, Q, limit int) bool {
+	return into.pinned() && limit > 0 && Q*limit <= rangeSlotsMax && !g.collectRanges && !g.sortQueries && g.pipe.count(Q) > 1
+}
+
+// pipeChunk is one chunk of a pipelined call on the device: its queries
+// [a, b) and its buffers.
+type pipeChunk struct {
+	a, b                int
+	slots, cnt, byt, sq *gpu.Buffer[uint64]
+	ccnt                *gpu.Buffer[uint32]
+	qout                *gpu.Buffer[uint64]
+}
+
+// rangesPiped answers bt (bounded ranges or prefix scans, limit > 0) into
+// the pinned Result into in chunks (the comment above). The Result's
+// query offsets are sized at once, its values and key offsets for the
+// most pairs the call can have (Q*limit, kept for the next calls), its
+// keys as each chunk's totals come (grown, keeping the earlier chunks'
+// keys after their downloads, when short). Cost: the packing and walks of
+// rangesCands in chunks, a one-thread kernel and an event wait per chunk;
+// the downloads overlap the next chunks' packing, walks and pairs.
+func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int32) (res *Result, err error) {
+	Q := bt.n
+	C := g.pipe.count(Q)
+	if err := g.pipe.events(g.dev, C); err != nil {
+		return nil, err
+	}
+	queued := false // downloads queued on out
+	defer func() {
+		if err != nil { // nothing queued may run on after the call
+			err = errors.Join(err, g.s.Synchronize(), g.in.Synchronize(), g.out.Synchronize())
+		}
+	}()
+	if err := g.setDesc(g.t, nil); err != nil {
+		return nil, err
+	}
+	chunks := make([]pipeChunk, C)
+	var needs []gpu.Need
+	for k := range chunks {
+		a, b := g.pipe.bound(Q, C, k), g.pipe.bound(Q, C, k+1)
+		n, nm := b-a, &g.pipe.names[k]
+		chunks[k] = pipeChunk{a: a, b: b}
+		needs = append(needs, gpu.NeedOf[uint64](nm[bSlots], n*limit), gpu.NeedOf[uint32](nm[bCcnt], n), gpu.NeedOf[uint64](nm[bCnt], n+1),
+			gpu.NeedOf[uint64](nm[bBytes], n+1), gpu.NeedOf[uint64](nm[bSq], n+1), gpu.NeedOf[uint64](nm[bQout], n))
+	}
+	if err := g.pool.Reserve(needs...); err != nil {
+		return nil, err
+	}
+	for k := range chunks {
+		c, nm := &chunks[k], &g.pipe.names[k]
+		n := c.b - c.a
+		c.slots, c.ccnt = gpu.Take[uint64](g.pool, nm[bSlots], n*limit), gpu.Take[uint32](g.pool, nm[bCcnt], n)
+		c.cnt, c.byt = gpu.Take[uint64](g.pool, nm[bCnt], n+1), gpu.Take[uint64](g.pool, nm[bBytes], n+1)
+		c.sq, c.qout = gpu.Take[uint64](g.pool, nm[bSq], n+1), gpu.Take[uint64](g.pool, nm[bQout], n)
+	}
+	if err := g.pipe.totals(g.dev, C); err != nil {
+		return nil, err
+	}
+	var pairs, keyBytes int // the chunks' before the one delivered
+	var fills []keyFill     // the key offsets the host writes
+	deliver := func(k int) error {
+		c := &chunks[k]
+		if err := g.pipe.walked[k].Synchronize(); err != nil {
+			return err
+		}
+		g.trace.Synced()
+		n, nb, sq := g.pipe.chunkTotals(k)
+		if uint64(keyBytes)+uint64(nb) > math.MaxUint32 {
+			return fmt.Errorf("%d key bytes in the answers: at most %d per call", uint64(keyBytes)+uint64(nb), uint64(math.MaxUint32))
+		}
+		if need := keyBytes + nb; need > res.keysCap {
+			if queued { // the growth moves the keys downloaded so far
+				if err := g.out.Synchronize(); err != nil {
+					return err
+				}
+			}
+			// Room for the whole call at the bytes a query so far.
+			guess := int(min(uint64(need)*uint64(Q)/uint64(c.b)+uint64(need)/8, math.MaxUint32))
+			if err := res.pinnedKeys(need, keyBytes, guess); err != nil {
+				return fmt.Errorf("pinning the answers: %w", err)
+			}
+		} else if err := res.pinnedKeys(need, keyBytes, need); err != nil {
+			return fmt.Errorf("pinning the answers: %w", err)
+		}
+		nm := &g.pipe.names[k]
+		if err := g.pool.Reserve(gpu.NeedOf[uint8](nm[bOkeys], nb), gpu.NeedOf[uint32](nm[bOoffs], n), gpu.NeedOf[uint64](nm[bOvals], n)); err != nil {
+			return err
+		}
+		okeys, ooffs, ovals := gpu.Take[uint8](g.pool, nm[bOkeys], nb), gpu.Take[uint32](g.pool, nm[bOoffs], n), gpu.Take[uint64](g.pool, nm[bOvals], n)
+		Qk := c.b - c.a
+		if err := g.pipe.pairsAt[k].Record(g.in); err != nil {
+			return err
+		}
+		if err := g.launchOn(g.in, g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(limit), c.slots, c.cnt, c.byt, okeys, ooffs, ovals,
+			uint64(pairs), uint64(keyBytes), c.qout); err != nil {
+			return fmt.Errorf("pairs: %w", err)
+		}
+		if err := firstErr(g.pipe.paired[k].Record(g.in), g.out.Wait(g.pipe.paired[k])); err != nil {
+			return err
+		}
+		keyLen := sameKeyLen(uint64(n), uint64(nb), sq)
+		queued = true
+		err := errors.Join(c.qout.Read(g.out, 0, offsetWords(res.Offsets[c.a+1:c.b+1])),
+			okeys.Read(g.out, 0, res.Keys.Data[keyBytes:keyBytes+nb]))
+		if keyLen < 0 {
+			err = errors.Join(err, ooffs.Read(g.out, 0, res.Keys.Offs[pairs:pairs+n]))
+		}
+		if err = errors.Join(err, ovals.Read(g.out, 0, res.Values[pairs:pairs+n])); err != nil {
+			return err
+		}
+		if keyLen >= 0 {
+			fills = append(fills, keyFill{pairs, n, uint32(keyBytes), keyLen})
+		}
+		g.stepN("chunk %d delivered", k)
+		pairs, keyBytes = pairs+n, keyBytes+nb
+		return nil
+	}
+	res = into
+	maxPairs := Q * limit
+	if res.Offsets, err = gpu.HostArray[int](res.pin, "offsets", Q+1); err == nil {
+		if res.Values, err = gpu.HostArray[uint64](res.pin, "values", maxPairs); err == nil {
+			res.Keys.Offs, err = gpu.HostArray[uint32](res.pin, "offs", maxPairs+1)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pinning the answers: %w", err)
+	}
+	res.Keys.Data = res.Keys.Data[:0]
+	res.Offsets[0] = 0
+	// Every chunk is packed and its upload and walk queued on s in turn
+	// (the device walks chunk k while the host packs chunk k+1); after a
+	// chunk's packing, before its walk is queued, and after the last, the
+	// host delivers the earlier chunks in order whose totals are back
+	// (their pairs on in, their downloads on out, which waits for them),
+	// so that the first downloads start while later chunks are packed.
+	next := 0 // the next chunk to deliver
+	for k := range chunks {
+		pc, err := g.packChunk(&chunks[k], k, bt)
+		if be := asBoundErr(err, chunks[k].a); be != nil {
+			return nil, be
+		}
+		if err != nil {
+			return nil, err
+		}
+		for ; next < k; next++ {
+			done, err := g.pipe.walked[next].Done()
+			if err != nil {
+				return nil, fmt.Errorf("chunk %d: %w", next, err)
+			}
+			if !done {
+				break
+			}
+			if err := deliver(next); err != nil {
+				return nil, fmt.Errorf("chunk %d: %w", next, err)
+			}
+		}
+		if err := g.queueChunk(&chunks[k], k, pc, limit, dsc); err != nil {
+			return nil, err
+		}
+		if k == 0 {
+			g.clock.Mark(g.s, engine.MarkUploaded)
+			g.clock.Mark(g.s, engine.MarkSorted)
+		}
+	}
+	for ; next < C; next++ {
+		if err := deliver(next); err != nil {
+			return nil, fmt.Errorf("chunk %d: %w", next, err)
+		}
+	}
+	// The key offsets of chunks of one key length, while the answers
+	// download.
+	for _, f := range fills {
+		fillKeyOffsetsFrom(res.Keys.Offs[f.at:f.at+f.n], f.base, f.keyLen)
+	}
+	g.step("key offsets written")
+	g.clock.Mark(g.s, engine.MarkWorked)
+	// The stream s waits for the downloads on out, so that the batch's
+	// end (finish: MarkDone, the drain) covers them.
+	if err := firstErr(g.pipe.done.Record(g.out), g.s.Wait(g.pipe.done)); err != nil {
+		return nil, err
+	}
+	g.step("answers downloaded")
+	res.Keys.Data, res.Values, res.Keys.Offs = res.Keys.Data[:keyBytes], res.Values[:pairs], res.Keys.Offs[:pairs+1]
+	res.Keys.Offs[pairs] = uint32(keyBytes)
+	return res, nil
+}
+
+// keyFill is a chunk's key offsets the host writes (its keys all have
+// one length): n pairs from pair at, base bytes before them.
+type keyFill struct {
+	at, n  int
+	base   uint32
+	keyLen int
+}
+
+// launchOn is gpuEngine.launch on stream s.
+func (g *gpuEngine) launchOn(s *gpu.Stream, f *gpu.Function, n int, args ...any) error {
+	if n <= 0 {
+		return nil
+	}
+	if err := f.Launch(s, grid(n), gpu.D1(kernelBlock), 0, args...); err != nil {
+		return fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// packedChunk is a chunk's queries packed into pinned memory: the plan
+// and the bytes.
+type packedChunk struct {
+	p queryPack
+	h []byte
+}
+
+// packChunk packs chunk k's queries of bt into its pinned buffer host.q.k
+// on the workers. Cost: bt's packing of the chunk.
+func (g *gpuEngine) packChunk(c *pipeChunk, k int, bt queryBatch) (packedChunk, error) {
+	p, h, err := bt.pack(c.a, c.b, g.workers, func(m int) ([]byte, error) { return gpu.Host[byte](g.pool, g.pipe.names[k][bHostQ], m) })
+	if err != nil {
+		return packedChunk{}, fmt.Errorf("chunk %d: packing: %w", k, err)
+	}
+	return packedChunk{p, h}, nil
+}
+
+// queueChunk queues on s chunk k's upload (pc, into q.in.k), walk, the
+// scans of its counts and a_totals copying its totals (pairs, key bytes,
+// squared key lengths) into the pipe's mapped memory, then records the
+// chunk's walked event. Cost: one DMA, the walk, three scans and a
+// one-thread kernel.
+func (g *gpuEngine) queueChunk(c *pipeChunk, k int, pc packedChunk, limit int, dsc int32) error {
+	n, p, l := c.b-c.a, pc.p, pc.p.l
+	in, err := gpu.Get[byte](g.pool, g.pipe.names[k][bIn], l.end)
+	if err != nil {
+		return fmt.Errorf("chunk %d: %w", k, err)
+	}
+	if err := in.Write(g.s, 0, pc.h[:l.end]); err != nil {
+		return fmt.Errorf("chunk %d: upload: %w", k, err)
+	}
+	loBytes, hiBytes := p.loAt[p.parts], p.hiAt[p.parts]
+	lo := &devBatch{n: n, data: gpu.View[byte](in, l.loData, max(1, loBytes)), offs: gpu.View[uint32](in, 0, n+1)}
+	hi := &devBatch{n: n, data: gpu.View[byte](in, l.hiData, max(1, hiBytes)), offs: gpu.View[uint32](in, l.hiOffs, n+1)}
+	hb := gpu.View[uint8](in, l.has, n)
+	g.stepN("chunk %d uploaded", k)
+	if err := g.pipe.walkAt[k].Record(g.s); err != nil {
+		return err
+	}
+	if err := g.walk(n, limit, dsc, nullPtr, lo, hi, hb, c.slots, c.ccnt, c.cnt, c.byt, c.sq); err != nil {
+		return fmt.Errorf("chunk %d: walk: %w", k, err)
+	}
+	if err := firstErr(prim.DevScanExclusive(g.pe, c.cnt, c.cnt, n+1), prim.DevScanExclusive(g.pe, c.byt, c.byt, n+1),
+		prim.DevScanExclusive(g.pe, c.sq, c.sq, n+1)); err != nil {
+		return fmt.Errorf("chunk %d: walk scans: %w", k, err)
+	}
+	if err := firstErr(g.launch(g.k.totals, 1, uint64(n), c.cnt, c.byt, c.sq, nullPtr, nullPtr, uint64(0), nullPtr, g.pipe.tot.PtrAt(totWords*k)),
+		g.pipe.walked[k].Record(g.s)); err != nil {
+		return fmt.Errorf("chunk %d: totals: %w", k, err)
+	}
+	g.stepN("chunk %d walked", k)
+	return nil
+}
+
+// fillKeyOffsetsFrom writes offs[i] = base + i*keyLen, the key offsets of
+// a chunk's pairs whose keys all have keyLen bytes, after base bytes of
+// the chunks before (the caller checked that the last fits in 32 bits).
+// Cost: one pass writing 4 bytes a pair (on all cores when large).
+func fillKeyOffsetsFrom(offs []uint32, base uint32, keyLen int) {
+	par.Shared().Ranges(len(offs), par.Parts(len(offs), 1<<16, 0), func(_, lo, hi int) {
+		o := base + uint32(lo*keyLen)
+		for i := lo; i < hi; i++ {
+			offs[i] = o
+			o += uint32(keyLen)
+		}
+	})
+}
