@@ -63,7 +63,22 @@ func TestPointPlanOnTheHost(t *testing.T) {
 			src = stringsOf(kb)
 		}
 		cut, _ := src.Sizes(size, MaxKeyLen, 1+r.IntN(3))
-		p := newPointPlan(pc, cut, 2)
+		// Units grouped into chunks: one a chunk, pointGroups graded or
+		// flat, or runs of random lengths.
+		var unitAt []int
+		switch units := cut.Chunks(); trial % 4 {
+		case 1:
+			unitAt = pointGroups(units, true)
+		case 2:
+			unitAt = pointGroups(units, false)
+		case 3:
+			unitAt = []int{0}
+			for u := 0; u < units; {
+				u = min(units, u+1+r.IntN(5))
+				unitAt = append(unitAt, u)
+			}
+		}
+		p := newPointPlan(pc, cut, unitAt, 2)
 		if !staged {
 			p.pin = make([]byte, p.pinBytes())
 		}
@@ -151,6 +166,43 @@ func TestPointChunks(t *testing.T) {
 	}
 }
 
+// TestPointGroups checks the grouping of a point call's units into
+// chunks: every unit in exactly one chunk, in order, none empty; graded
+// calls of 7 units or more start and end with chunks of 1 and 2 units and
+// have none over pointUnits; the others are chunks of pointUnits units.
+func TestPointGroups(t *testing.T) {
+	for units := 1; units < 200; units++ {
+		for _, graded := range []bool{false, true} {
+			at := pointGroups(units, graded)
+			if at[0] != 0 || at[len(at)-1] != units {
+				t.Fatalf("%d units, graded %v: %v", units, graded, at)
+			}
+			var sizes []int
+			for c := 0; c+1 < len(at); c++ {
+				if at[c+1] <= at[c] || at[c+1]-at[c] > pointUnits {
+					t.Fatalf("%d units, graded %v: %v", units, graded, at)
+				}
+				sizes = append(sizes, at[c+1]-at[c])
+			}
+			last := len(sizes) - 1
+			if graded && units >= 7 {
+				if sizes[0] != 1 || sizes[1] != 2 || sizes[last-1] != 2 || sizes[last] != 1 {
+					t.Fatalf("%d units, graded: chunks of %v units", units, sizes)
+				}
+			} else {
+				for c, n := range sizes {
+					if n != pointUnits && c != last {
+						t.Fatalf("%d units, graded %v: chunks of %v units", units, graded, sizes)
+					}
+				}
+			}
+		}
+	}
+	if got := pointGroups(16, true); !slices.Equal(got, []int{0, 1, 3, 6, 9, 13, 15, 16}) {
+		t.Fatalf("16 units graded: %v", got)
+	}
+}
+
 // BenchmarkPointPack measures packing a chunk of 2^18 16-byte keys into a
 // pinned slot and copying its answers out (the host work of a pipelined
 // lookup from Go slices; here into ordinary memory).
@@ -158,7 +210,7 @@ func BenchmarkPointPack(b *testing.B) {
 	kb, _, _ := benchKeys(1<<20, 16)
 	pc := &pointCall{op: "lookup", src: stringsOf(kb), out: make([]uint64, kb.Len()), found: make([]uint8, kb.Len())}
 	cut, _ := pc.src.Sizes(pointChunkMin, MaxKeyLen, 0)
-	p := newPointPlan(pc, cut, 0)
+	p := newPointPlan(pc, cut, nil, 0)
 	p.pin = make([]byte, p.pinBytes())
 	b.SetBytes(int64(len(kb.Data) + 4*kb.Len() + 9*kb.Len()))
 	for b.Loop() {
