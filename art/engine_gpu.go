@@ -79,9 +79,10 @@ type gpuEngine struct {
 	valsEv   *gpu.Event // a structural batch's values on the device (uploadValsBeside)
 	chunkMin int
 
-	// flatChunks cuts point calls into chunks of one size (off by
-	// default: graded chunks, pointGroups); benchmarks compare.
-	flatChunks bool
+	// chunkUnits is the units of a full chunk of a point call
+	// (pointGroups; 0: pointUnits); 1 cuts them into chunks of one size,
+	// not graded. Benchmarks compare.
+	chunkUnits int
 
 	// lanes is the lanes per key of lookups (1: ag_get, lookupLanes:
 	// ag_get_lanes).

@@ -43,7 +43,7 @@ const (
 	pointChunkMin  = 1 << 18
 	pointChunksMax = 16
 	pointLag       = 2
-	pointUnits     = 4 // units of a full chunk when chunks are graded (pointGroups)
+	pointUnits     = 4 // units of a full chunk when chunks are graded (pointGroups), by default
 	pointSlots     = pointLag + 1
 	pinAlign       = 16      // byte alignment of every array of a pinned slot
 	hostMinPart    = 1 << 14 // fewest keys one goroutine packs or unpacks
@@ -123,16 +123,19 @@ func (g *gpuEngine) takeBatch(prefix string, n, bytes int, withVals bool) *devBa
 
 // pointSizes cuts the n > 0 keys of pc into the units of a point call
 // (gpu.Strings.Sizes: their size and byte starts; for a staged call, from
-// its offsets) and groups them into chunks (pointGroups; a unit a chunk
-// when the engine's chunks are flat, a quarter of a chunk otherwise); a
-// key over MaxKeyLen from Go slices is an error, named as Keys.check
-// names it. Cost: O(units), or one parallel pass over the slices'
-// headers.
+// its offsets) and groups them into chunks (pointGroups: with
+// g.chunkUnits units a full chunk; with 1, a unit a chunk); a key over
+// MaxKeyLen from Go slices is an error, named as Keys.check names it.
+// Cost: O(units), or one parallel pass over the slices' headers.
 func (g *gpuEngine) pointSizes(pc *pointCall) (gpu.Layout, []int, error) {
 	size, chunks := g.pointChunks(pc.len())
-	graded := !g.flatChunks && chunks > 1
+	per := g.chunkUnits
+	if per == 0 {
+		per = pointUnits
+	}
+	graded := per > 1 && chunks > 1
 	if graded {
-		size = (size + pointUnits - 1) / pointUnits
+		size = (size + per - 1) / per
 	}
 	src := pc.src
 	if pc.staged {
@@ -148,7 +151,7 @@ func (g *gpuEngine) pointSizes(pc *pointCall) (gpu.Layout, []int, error) {
 	if !graded {
 		return cut, nil, nil
 	}
-	return cut, pointGroups(cut.Chunks(), true), nil
+	return cut, pointGroups(cut.Chunks(), per), nil
 }
 
 // errLongSlices says that a batch of Go slices holds more than 4 GiB of
@@ -242,27 +245,41 @@ func newPointPlan(pc *pointCall, cut gpu.Layout, unitAt []int, workers int) *poi
 func (p *pointPlan) byteAt(c int) int { return p.cut.Starts[p.unitAt[c]] }
 
 // pointGroups returns how a call of units units (pointSizes) groups them
-// into chunks when graded: chunks of 1 and 2 units first, then chunks of
-// at most pointUnits units, then 2 and 1 units last, so that the first
-// transfer in starts after the host packed one unit, not a full chunk,
-// and the last chunk's transfers and kernels, which nothing overlaps, are
-// one unit's. Fewer than 7 units, and not graded, are chunks of
-// pointUnits units (the last shorter). Cost: O(chunks).
-func pointGroups(units int, graded bool) []int {
+// into chunks of at most per units (unit boundaries, from 0 to units):
+// graded, chunks of 1, 2, 4 ... units (doubling below per) first, then
+// chunks of at most per units, then the same ramp down to 1 unit last,
+// so that the first transfer in starts after the host packed one unit,
+// not a full chunk, and the last chunk's transfers and kernels, which
+// nothing overlaps, are one unit's. With per < 2, or fewer units than
+// both ramps and one unit more, chunks of per units (the last shorter).
+// Cost: O(chunks).
+func pointGroups(units, per int) []int {
+	per = max(per, 1)
+	var ramp []int
+	sum := 0
+	for r := 1; r < per; r *= 2 {
+		ramp = append(ramp, r)
+		sum += r
+	}
 	at := []int{0}
-	if !graded || units < 7 {
-		for u := pointUnits; u < units; u += pointUnits {
+	if per < 2 || units < 2*sum+1 {
+		for u := per; u < units; u += per {
 			at = append(at, u)
 		}
 		return append(at, units)
 	}
-	at = append(at, 1, 3)
-	mid := units - 6
-	k := (mid + pointUnits - 1) / pointUnits
-	for j := 1; j <= k; j++ {
-		at = append(at, 3+mid*j/k)
+	for _, r := range ramp {
+		at = append(at, at[len(at)-1]+r)
 	}
-	return append(at, units-1, units)
+	mid := units - 2*sum
+	k := (mid + per - 1) / per
+	for j := 1; j <= k; j++ {
+		at = append(at, sum+mid*j/k)
+	}
+	for i := len(ramp) - 1; i >= 0; i-- {
+		at = append(at, at[len(at)-1]+ramp[i])
+	}
+	return at
 }
 
 // pinBytes is the pinned memory a slice call's slots take.

@@ -10,8 +10,8 @@ import (
 )
 
 // TestGPUPointChunkings runs lookups and updates on the GPU engine in
-// graded chunks (pointGroups: units of 1, 2, up to 4, 2, 1) and in flat
-// ones, with small chunks (chunkMin 16 and 1000: many units a call), from
+// graded chunks (pointGroups: of 1, 2, up to 4 or 8 units, then down to
+// 1) and in flat ones, with small chunks (chunkMin 16 and 1000: many units a call), from
 // a packed batch, from Go slices and, for lookups, from pinned staging,
 // on ragged keys half of them present, and compares every answer and the
 // values after the updates with the CPU engine's.
@@ -58,10 +58,10 @@ func TestGPUPointChunkings(t *testing.T) {
 	}
 	defer st.Free()
 	for _, chunkMin := range []int{16, 1000} {
-		for _, flat := range []bool{false, true} {
+		for _, units := range []int{1, 4, 8} {
 			for _, n := range []int{1, 17, 100, 5000, 20000} {
-				name := fmt.Sprintf("chunkMin=%d,flat=%v,n=%d", chunkMin, flat, n)
-				g.chunkMin, g.flatChunks = chunkMin, flat
+				name := fmt.Sprintf("chunkMin=%d,units=%d,n=%d", chunkMin, units, n)
+				g.chunkMin, g.chunkUnits = chunkMin, units
 				q := probe(n)
 				wv, wf, err := ct.Get(q)
 				if err != nil {
@@ -116,7 +116,7 @@ func TestGPUPointChunkings(t *testing.T) {
 			}
 		}
 	}
-	g.chunkMin, g.flatChunks = pointChunkMin, false
+	g.chunkMin, g.chunkUnits = pointChunkMin, 0
 	wv, wf, err := ct.Get(keys)
 	if err != nil {
 		t.Fatal(err)

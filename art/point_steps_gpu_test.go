@@ -15,8 +15,8 @@ import (
 // lookups and updates of 16-byte keys in a tree of 16Mi keys (or
 // WARPKV_ART_BENCH_KEYS: benchPointTree) from a packed batch (Lookup,
 // UpdateKeys), from Go slices (Get, Update) and, for lookups, from pinned
-// staging (LookupStaged), in graded chunks (the default) and in chunks of
-// one size (flatChunks). Each row is called once untimed, then timed
+// staging (LookupStaged), in graded chunks of at most 4 units (the
+// default) or 8 (pointGroups) and in chunks of one size (chunkUnits 1). Each row is called once untimed, then timed
 // call by call (M/s over the loop, and the median call), then called once
 // more traced: the log shows that call's chunks, each with its keys, the
 // host's time packing it (from, to), the device's time its transfer in,
@@ -45,10 +45,10 @@ func BenchmarkGPUPointSteps(b *testing.B) {
 		{"update/slices", func() error { _, err := t.Update(slices, vals[:n]); return err }},
 	}
 	for _, c := range calls {
-		for _, flat := range []bool{false, true} {
-			b.Run(fmt.Sprintf("%s/flat=%v", c.name, flat), func(b *testing.B) {
-				g.flatChunks = flat
-				defer func() { g.flatChunks = false }()
+		for _, units := range []int{pointUnits, 1, 8} {
+			b.Run(fmt.Sprintf("%s/units=%d", c.name, units), func(b *testing.B) {
+				g.chunkUnits = units
+				defer func() { g.chunkUnits = 0 }()
 				if err := c.call(); err != nil { // grows the buffers and slots, untimed
 					b.Fatal(err)
 				}
@@ -90,7 +90,7 @@ func BenchmarkGPUPointSteps(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				b.Logf("%s, flat %v: traced call %.3f ms\n%s", c.name, flat, whole.Seconds()*1e3, pointTimeline(steps))
+				b.Logf("%s, %d units a chunk: traced call %.3f ms\n%s", c.name, units, whole.Seconds()*1e3, pointTimeline(steps))
 			})
 		}
 	}

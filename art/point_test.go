@@ -68,9 +68,9 @@ func TestPointPlanOnTheHost(t *testing.T) {
 		var unitAt []int
 		switch units := cut.Chunks(); trial % 4 {
 		case 1:
-			unitAt = pointGroups(units, true)
+			unitAt = pointGroups(units, 1+r.IntN(9))
 		case 2:
-			unitAt = pointGroups(units, false)
+			unitAt = pointGroups(units, 1)
 		case 3:
 			unitAt = []int{0}
 			for u := 0; u < units; {
@@ -167,39 +167,46 @@ func TestPointChunks(t *testing.T) {
 }
 
 // TestPointGroups checks the grouping of a point call's units into
-// chunks: every unit in exactly one chunk, in order, none empty; graded
-// calls of 7 units or more start and end with chunks of 1 and 2 units and
-// have none over pointUnits; the others are chunks of pointUnits units.
+// chunks: every unit in exactly one chunk, in order, none empty, none over
+// per units; graded calls (per >= 2, enough units) ramp up from 1 unit,
+// doubling, and down to 1 again; the others are chunks of per units.
 func TestPointGroups(t *testing.T) {
 	for units := 1; units < 200; units++ {
-		for _, graded := range []bool{false, true} {
-			at := pointGroups(units, graded)
+		for per := 1; per <= 9; per++ {
+			at := pointGroups(units, per)
 			if at[0] != 0 || at[len(at)-1] != units {
-				t.Fatalf("%d units, graded %v: %v", units, graded, at)
+				t.Fatalf("%d units, per %d: %v", units, per, at)
 			}
 			var sizes []int
 			for c := 0; c+1 < len(at); c++ {
-				if at[c+1] <= at[c] || at[c+1]-at[c] > pointUnits {
-					t.Fatalf("%d units, graded %v: %v", units, graded, at)
+				if at[c+1] <= at[c] || at[c+1]-at[c] > per {
+					t.Fatalf("%d units, per %d: %v", units, per, at)
 				}
 				sizes = append(sizes, at[c+1]-at[c])
 			}
-			last := len(sizes) - 1
-			if graded && units >= 7 {
-				if sizes[0] != 1 || sizes[1] != 2 || sizes[last-1] != 2 || sizes[last] != 1 {
-					t.Fatalf("%d units, graded: chunks of %v units", units, sizes)
-				}
-			} else {
-				for c, n := range sizes {
-					if n != pointUnits && c != last {
-						t.Fatalf("%d units, graded %v: chunks of %v units", units, graded, sizes)
+			var ramp []int
+			sum := 0
+			for r := 1; r < per; r *= 2 {
+				ramp, sum = append(ramp, r), sum+r
+			}
+			if per >= 2 && units >= 2*sum+1 {
+				last := len(sizes) - 1
+				for i, r := range ramp {
+					if sizes[i] != r || sizes[last-i] != r {
+						t.Fatalf("%d units, per %d: chunks of %v units", units, per, sizes)
 					}
+				}
+				continue
+			}
+			for c, n := range sizes {
+				if n != per && c != len(sizes)-1 {
+					t.Fatalf("%d units, per %d: chunks of %v units", units, per, sizes)
 				}
 			}
 		}
 	}
-	if got := pointGroups(16, true); !slices.Equal(got, []int{0, 1, 3, 6, 9, 13, 15, 16}) {
-		t.Fatalf("16 units graded: %v", got)
+	if got := pointGroups(16, 4); !slices.Equal(got, []int{0, 1, 3, 6, 9, 13, 15, 16}) {
+		t.Fatalf("16 units, 4 a chunk: %v", got)
 	}
 }
 
