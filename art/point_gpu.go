@@ -25,6 +25,12 @@ import (
 // the host while they run, and the answers go straight back into the
 // Staging.
 //
+// The chunks are graded (pointGroups): a full chunk is pointUnits units
+// of equal size, and a call starts and ends with chunks of 1 and 2 units,
+// so that the device starts on the first unit while the host packs the
+// next ones, and the last chunk, whose transfers and kernels nothing else
+// overlaps, is one unit.
+//
 // On the device the batch lies as one batch would (key i at data
 // offs[i]-offs[0], every offset rebased to the first), so the kernels
 // index it by batch position; a chunk's kernels cover keys [base,
@@ -33,9 +39,10 @@ import (
 // first, and a later chunk's kernels read its first offset only after the
 // earlier chunk's transfer (the in stream runs them in order).
 
-// Shape of a pipelined point call: chunks of at least pointChunkMin keys
-// and at most pointChunksMax of them (a batch of up to pointChunkMin keys
-// is one chunk: transfer, kernels, transfer, one synchronization);
+// Shape of a pipelined point call: full chunks of at least pointChunkMin
+// keys and at most pointChunksMax of them (a batch of up to pointChunkMin
+// keys is one chunk: transfer, kernels, transfer, one synchronization),
+// each pointUnits units when graded;
 // pointLag chunks on the device ahead of the one whose answers the host
 // copies out; pointSlots pinned slots (a slot is packed again only after
 // its chunk was consumed).
