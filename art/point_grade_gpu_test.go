@@ -10,8 +10,8 @@ import (
 )
 
 // TestGPUPointChunkings runs lookups and updates on the GPU engine in
-// graded chunks (pointGroups: of 1, 2, up to 4 or 8 units, then down to
-// 1) and in flat ones, with small chunks (chunkMin 16 and 1000: many units a call), from
+// graded chunks (pointGroups: ramps from 1 unit up to 2, 4 or 8 units a
+// chunk and down to 1) and in flat ones, with small chunks (chunkMin 16 and 1000: many units a call), from
 // a packed batch, from Go slices and, for lookups, from pinned staging,
 // on ragged keys half of them present, and compares every answer and the
 // values after the updates with the CPU engine's.
@@ -58,7 +58,7 @@ func TestGPUPointChunkings(t *testing.T) {
 	}
 	defer st.Free()
 	for _, chunkMin := range []int{16, 1000} {
-		for _, units := range []int{1, 4, 8} {
+		for _, units := range []int{1, 2, 4, 8} {
 			for _, n := range []int{1, 17, 100, 5000, 20000} {
 				name := fmt.Sprintf("chunkMin=%d,units=%d,n=%d", chunkMin, units, n)
 				g.chunkMin, g.chunkUnits = chunkMin, units

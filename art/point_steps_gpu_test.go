@@ -16,7 +16,8 @@ import (
 // WARPKV_ART_BENCH_KEYS: benchPointTree) from a packed batch (Lookup,
 // UpdateKeys), from Go slices (Get, Update) and, for lookups, from pinned
 // staging (LookupStaged), in graded chunks of at most 4 units (the
-// default) or 8 (pointGroups) and in chunks of one size (chunkUnits 1). Each row is called once untimed, then timed
+// default), 2 or 8 (pointGroups) and in chunks of one size (chunkUnits
+// 1). Each row is called once untimed, then timed
 // call by call (M/s over the loop, and the median call), then called once
 // more traced: the log shows that call's chunks, each with its keys, the
 // host's time packing it (from, to), the device's time its transfer in,
@@ -45,7 +46,7 @@ func BenchmarkGPUPointSteps(b *testing.B) {
 		{"update/slices", func() error { _, err := t.Update(slices, vals[:n]); return err }},
 	}
 	for _, c := range calls {
-		for _, units := range []int{pointUnits, 1, 8} {
+		for _, units := range []int{pointUnits, 1, 2, 8} {
 			b.Run(fmt.Sprintf("%s/units=%d", c.name, units), func(b *testing.B) {
 				g.chunkUnits = units
 				defer func() { g.chunkUnits = 0 }()
