@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -25,11 +26,12 @@ import (
 // the host while they run, and the answers go straight back into the
 // Staging.
 //
-// The chunks are graded (pointGroups): a full chunk is pointUnits units
-// of equal size, and a call starts and ends with chunks of 1 and 2 units,
-// so that the device starts on the first unit while the host packs the
-// next ones, and the last chunk, whose transfers and kernels nothing else
-// overlaps, is one unit.
+// The chunks' transfers and kernels are queued on a goroutine of their
+// own (runBeside) while the host packs the next chunk. Chunks may also be
+// graded (pointGroups: 1 and 2 units first and last, a full chunk
+// pointUnits units), which on an H200 was slower for every form
+// (BenchmarkGPUPointSteps, 2026-11-29), so calls use chunks of one size
+// unless the engine's chunkUnits says otherwise.
 //
 // On the device the batch lies as one batch would (key i at data
 // offs[i]-offs[0], every offset rebased to the first), so the kernels
@@ -41,8 +43,7 @@ import (
 
 // Shape of a pipelined point call: full chunks of at least pointChunkMin
 // keys and at most pointChunksMax of them (a batch of up to pointChunkMin
-// keys is one chunk: transfer, kernels, transfer, one synchronization),
-// each pointUnits units when graded;
+// keys is one chunk: transfer, kernels, transfer, one synchronization);
 // pointLag chunks on the device ahead of the one whose answers the host
 // copies out; pointSlots pinned slots (a slot is packed again only after
 // its chunk was consumed).
@@ -50,7 +51,7 @@ const (
 	pointChunkMin  = 1 << 18
 	pointChunksMax = 16
 	pointLag       = 2
-	pointUnits     = 4 // units of a full chunk when chunks are graded (pointGroups), by default
+	pointUnits     = 4 // units of a full chunk when chunks are graded (pointGroups; benchmarks)
 	pointSlots     = pointLag + 1
 	pinAlign       = 16      // byte alignment of every array of a pinned slot
 	hostMinPart    = 1 << 14 // fewest keys one goroutine packs or unpacks
@@ -136,10 +137,7 @@ func (g *gpuEngine) takeBatch(prefix string, n, bytes int, withVals bool) *devBa
 // Cost: O(units), or one parallel pass over the slices' headers.
 func (g *gpuEngine) pointSizes(pc *pointCall) (gpu.Layout, []int, error) {
 	size, chunks := g.pointChunks(pc.len())
-	per := g.chunkUnits
-	if per == 0 {
-		per = pointUnits
-	}
+	per := max(g.chunkUnits, 1)
 	graded := per > 1 && chunks > 1
 	if graded {
 		size = (size + per - 1) / per
@@ -451,12 +449,23 @@ func (g *gpuEngine) point(pc *pointCall, cut gpu.Layout, unitAt []int, d pointDe
 		}
 	}
 	g.pointMark(g.s, "planned", -1)
-	for len(g.kev) < 2*p.chunks {
+	// kev: two events a chunk around its kernels (Work), then three a
+	// chunk for runBeside.
+	for len(g.kev) < 5*p.chunks {
 		e, err := g.dev.NewEvent()
 		if err != nil {
 			return err
 		}
 		g.kev = append(g.kev, e)
+	}
+	beside := !pc.staged && p.chunks > 1 && !g.queueOnCaller
+	var markMu sync.Mutex // runBeside marks steps on two goroutines
+	mark := func(s *gpu.Stream, name string, c int) {
+		if g.trace != nil {
+			markMu.Lock()
+			g.pointMark(s, name, c)
+			markMu.Unlock()
+		}
 	}
 	steps := gpu.Steps{
 		In: func(s *gpu.Stream, c int) error {
@@ -472,7 +481,7 @@ func (g *gpuEngine) point(pc *pointCall, cut gpu.Layout, unitAt []int, d pointDe
 					return err
 				}
 			}
-			g.pointMark(s, "in", c)
+			mark(s, "in", c)
 			return nil
 		},
 		Work: func(s *gpu.Stream, c int) error {
@@ -488,7 +497,7 @@ func (g *gpuEngine) point(pc *pointCall, cut gpu.Layout, unitAt []int, d pointDe
 					return err
 				}
 			}
-			g.pointMark(s, "kernels", c)
+			mark(s, "kernels", c)
 			return g.kev[2*c+1].Record(s)
 		},
 		Out: func(s *gpu.Stream, c int) error {
@@ -502,7 +511,7 @@ func (g *gpuEngine) point(pc *pointCall, cut gpu.Layout, unitAt []int, d pointDe
 			if err := d.found.Read(s, lo, f); err != nil {
 				return err
 			}
-			g.pointMark(s, "out", c)
+			mark(s, "out", c)
 			return nil
 		},
 	}
@@ -511,23 +520,27 @@ func (g *gpuEngine) point(pc *pointCall, cut gpu.Layout, unitAt []int, d pointDe
 		steps.Check = pc.check
 	} else {
 		steps.Pack = func(c int) error {
-			g.pointMark(g.in, "pack", c)
+			mark(g.in, "pack", c)
 			t := time.Now()
 			p.pack(c)
 			packed += time.Since(t)
-			g.pointMark(g.in, "packed", c)
+			mark(g.in, "packed", c)
 			return nil
 		}
 		steps.Done = func(c int) error {
-			g.pointMark(g.out, "waited", c)
+			mark(g.out, "waited", c)
 			t := time.Now()
 			p.unpack(c)
 			unpacked += time.Since(t)
-			g.pointMark(g.out, "unpacked", c)
+			mark(g.out, "unpacked", c)
 			return nil
 		}
 	}
-	if err := g.up.Run(g.s, g.in, g.out, p.chunks, pointLag, steps); err != nil {
+	if beside {
+		if err := g.runBeside(p.chunks, pointLag, steps, g.kev[2*p.chunks:5*p.chunks]); err != nil {
+			return err
+		}
+	} else if err := g.up.Run(g.s, g.in, g.out, p.chunks, pointLag, steps); err != nil {
 		return err
 	}
 	g.pointMark(g.s, "end", -1)

@@ -11,9 +11,11 @@ import (
 
 // TestGPUPointChunkings runs lookups and updates on the GPU engine in
 // graded chunks (pointGroups: ramps from 1 unit up to 2, 4 or 8 units a
-// chunk and down to 1) and in flat ones, with small chunks (chunkMin 16 and 1000: many units a call), from
-// a packed batch, from Go slices and, for lookups, from pinned staging,
-// on ragged keys half of them present, and compares every answer and the
+// chunk and down to 1) and in flat ones, their chunks queued on a
+// goroutine of their own (runBeside) or on the caller (gpu.Pipeline.Run),
+// with small chunks (chunkMin 16 and 1000: many units a call), from a
+// packed batch, from Go slices and, for lookups, from pinned staging, on
+// ragged keys half of them present, and compares every answer and the
 // values after the updates with the CPU engine's.
 func TestGPUPointChunkings(t *testing.T) {
 	dev := gputest.Device(t)
@@ -60,8 +62,9 @@ func TestGPUPointChunkings(t *testing.T) {
 	for _, chunkMin := range []int{16, 1000} {
 		for _, units := range []int{1, 2, 4, 8} {
 			for _, n := range []int{1, 17, 100, 5000, 20000} {
-				name := fmt.Sprintf("chunkMin=%d,units=%d,n=%d", chunkMin, units, n)
-				g.chunkMin, g.chunkUnits = chunkMin, units
+				onCaller := n%3 == 2 // 17, 5000: chunks queued between the packing (gpu.Pipeline.Run)
+				name := fmt.Sprintf("chunkMin=%d,units=%d,onCaller=%v,n=%d", chunkMin, units, onCaller, n)
+				g.chunkMin, g.chunkUnits, g.queueOnCaller = chunkMin, units, onCaller
 				q := probe(n)
 				wv, wf, err := ct.Get(q)
 				if err != nil {
@@ -116,7 +119,7 @@ func TestGPUPointChunkings(t *testing.T) {
 			}
 		}
 	}
-	g.chunkMin, g.chunkUnits = pointChunkMin, 0
+	g.chunkMin, g.chunkUnits, g.queueOnCaller = pointChunkMin, 0, false
 	wv, wf, err := ct.Get(keys)
 	if err != nil {
 		t.Fatal(err)

@@ -15,15 +15,16 @@ import (
 // lookups and updates of 16-byte keys in a tree of 16Mi keys (or
 // WARPKV_ART_BENCH_KEYS: benchPointTree) from a packed batch (Lookup,
 // UpdateKeys), from Go slices (Get, Update) and, for lookups, from pinned
-// staging (LookupStaged), in graded chunks of at most 4 units (the
-// default), 2 or 8 (pointGroups) and in chunks of one size (chunkUnits
-// 1). Each row is called once untimed, then timed
-// call by call (M/s over the loop, and the median call), then called once
-// more traced: the log shows that call's chunks, each with its keys, the
-// host's time packing it (from, to), the device's time its transfer in,
-// kernels and transfer out ended, and the host's time its wait ended and
-// its answers were unpacked, all in ms from the call's start (run with
-// -test.v to see them).
+// staging (LookupStaged); from Go memory with the chunks queued on a
+// goroutine of their own (runBeside, the default) or on the caller
+// between its packing (queueOnCaller), in chunks of one size (the
+// default) or graded (chunkUnits 4). Each row is called once untimed,
+// then timed call by call (M/s over the loop, and the median call), then
+// called once more traced: the log shows that call's chunks, each with
+// the host's time packing it (from, to), the device's time its transfer
+// in, kernels and transfer out ended, the host's time its wait ended and
+// its answers were unpacked, and when its Out was queued, all in ms from
+// the call's start (run with -test.v to see them).
 func BenchmarkGPUPointSteps(b *testing.B) {
 	t, vals, probe, slices, out, found := benchPointTree(b)
 	n := len(slices)
@@ -46,10 +47,17 @@ func BenchmarkGPUPointSteps(b *testing.B) {
 		{"update/slices", func() error { _, err := t.Update(slices, vals[:n]); return err }},
 	}
 	for _, c := range calls {
-		for _, units := range []int{pointUnits, 1, 2, 8} {
-			b.Run(fmt.Sprintf("%s/units=%d", c.name, units), func(b *testing.B) {
-				g.chunkUnits = units
-				defer func() { g.chunkUnits = 0 }()
+		for _, v := range []struct {
+			units    int
+			onCaller bool
+		}{{1, false}, {1, true}, {pointUnits, false}} {
+			if c.name == "lookup/pinned" && v.onCaller {
+				continue // staged calls queue on the caller
+			}
+			units := v.units
+			b.Run(fmt.Sprintf("%s/units=%d,onCaller=%v", c.name, units, v.onCaller), func(b *testing.B) {
+				g.chunkUnits, g.queueOnCaller = units, v.onCaller
+				defer func() { g.chunkUnits, g.queueOnCaller = 0, false }()
 				if err := c.call(); err != nil { // grows the buffers and slots, untimed
 					b.Fatal(err)
 				}
