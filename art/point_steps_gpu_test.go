@@ -18,7 +18,7 @@ import (
 // staging (LookupStaged); from Go memory with the chunks queued on a
 // goroutine of their own (runBeside, the default) or on the caller
 // between its packing (queueOnCaller), in chunks of one size (the
-// default) or graded (chunkUnits 4). Each row is called once untimed,
+// default) or graded (chunkUnits 2 and 4). Each row is called once untimed,
 // then timed call by call (M/s over the loop, and the median call), then
 // called once more traced: the log shows that call's chunks, each with
 // the host's time packing it (from, to), the device's time its transfer
@@ -50,7 +50,7 @@ func BenchmarkGPUPointSteps(b *testing.B) {
 		for _, v := range []struct {
 			units    int
 			onCaller bool
-		}{{1, false}, {1, true}, {pointUnits, false}} {
+		}{{1, false}, {1, true}, {2, false}, {pointUnits, false}} {
 			if c.name == "lookup/pinned" && v.onCaller {
 				continue // staged calls queue on the caller
 			}
