@@ -2,6 +2,7 @@ package art
 
 import (
 	"errors"
+	"runtime"
 
 	"github.com/warpkv/warpkv/gpu"
 )
@@ -14,7 +15,9 @@ import (
 // waits, kernel launches) on a goroutine of their own, so that the host
 // packs chunk c+1 while chunk c is being queued. On the H200 host these
 // calls took 60-140 µs a chunk, all on the packing goroutine's path
-// (BenchmarkGPUPointSteps, 2026-11-29). st.Pack and st.Done run on the
+// (BenchmarkGPUPointSteps, 2026-11-29); without the Gosched after each
+// chunk the queueing goroutine waited for the packing goroutine to block
+// before it ran (0.3 ms for the first chunk). st.Pack and st.Done run on the
 // calling goroutine, in order; st.In, st.Work and st.Out on the queueing
 // goroutine, in chunk order. The events ev (3 a chunk) are the chunks'
 // transfers in, kernels and transfers out done. On an error the streams
@@ -68,6 +71,11 @@ func (g *gpuEngine) runBeside(chunks, lag int, st gpu.Steps, ev []*gpu.Event) (e
 			return err
 		}
 		todo <- c
+		// Let the queueing goroutine start on this thread at once: the
+		// pool's workers, spinning between fan-outs, yield to the global
+		// run queue and take from it first, so they would not steal it
+		// from here; this goroutine resumes when one of them yields.
+		runtime.Gosched()
 		for done <= c-lag {
 			if err := consume(); err != nil {
 				return err
