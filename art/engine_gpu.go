@@ -79,6 +79,16 @@ type gpuEngine struct {
 	valsEv   *gpu.Event // a structural batch's values on the device (uploadValsBeside)
 	chunkMin int
 
+	// chunkUnits is the units of a full chunk of a point call when its
+	// chunks are graded (pointGroups); 0 or 1, the default, cuts them
+	// into chunks of one size. Benchmarks compare.
+	chunkUnits int
+
+	// queueOnCaller queues a point call's chunks from Go memory on the
+	// calling goroutine between its packing (gpu.Pipeline.Run) instead of
+	// on a goroutine of their own (runBeside). Benchmarks compare.
+	queueOnCaller bool
+
 	// lanes is the lanes per key of lookups (1: ag_get, lookupLanes:
 	// ag_get_lanes).
 	lanes int

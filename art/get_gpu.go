@@ -58,12 +58,14 @@ func (g *gpuEngine) lookupCall(pc *pointCall) error {
 	defer g.mu.Unlock()
 	n := pc.len()
 	if n == 0 {
-		return g.point(pc, gpu.Layout{}, pointDev{})
+		return g.point(pc, gpu.Layout{}, nil, pointDev{})
 	}
-	cut, err := g.pointSizes(pc)
+	g.pointTraceStart()
+	cut, unitAt, err := g.pointSizes(pc)
 	if err != nil {
 		return err
 	}
+	g.pointMark(g.s, "sized", -1)
 	bytes := cut.Bytes()
 	if err := g.pool.Reserve(append(pointNeeds("get", n, bytes, false),
 		gpu.NeedOf[uint64]("get.out", n), gpu.NeedOf[uint8]("get.found", n))...); err != nil {
@@ -80,7 +82,7 @@ func (g *gpuEngine) lookupCall(pc *pointCall) error {
 		}
 		return g.launch(g.k.get, m, g.descBuf, uint64(base), uint64(m), ov, of)
 	}
-	return g.point(pc, cut, pointDev{data: b.data, offs: b.offs, out: ov, found: of})
+	return g.point(pc, cut, unitAt, pointDev{data: b.data, offs: b.offs, out: ov, found: of})
 }
 
 // boolBytes views flags as the bytes 0 and 1 the kernels write.
@@ -126,12 +128,14 @@ func (g *gpuEngine) updateCall(pc *pointCall) error {
 	defer g.mu.Unlock()
 	n := pc.len()
 	if n == 0 {
-		return g.point(pc, gpu.Layout{}, pointDev{})
+		return g.point(pc, gpu.Layout{}, nil, pointDev{})
 	}
-	cut, err := g.pointSizes(pc)
+	g.pointTraceStart()
+	cut, unitAt, err := g.pointSizes(pc)
 	if err != nil {
 		return err
 	}
+	g.pointMark(g.s, "sized", -1)
 	bytes := cut.Bytes()
 	size := conflictSize(n)
 	if err := g.pool.Reserve(append(pointNeeds("upd", n, bytes, true), gpu.NeedOf[uint64]("upd.tk", size), gpu.NeedOf[uint32]("upd.tp", size),
@@ -149,5 +153,5 @@ func (g *gpuEngine) updateCall(pc *pointCall) error {
 		return g.launch(g.k.updMark, m, g.descBuf, uint64(base), uint64(m), leaf, of, tk, tp, uint32(bitsN))
 	}
 	pc.after = func() error { return g.launch(g.k.updWrite, n, g.descBuf, uint64(n), leaf, tk, tp, uint32(bitsN)) }
-	return g.point(pc, cut, pointDev{data: b.data, offs: b.offs, vals: b.vals, found: of})
+	return g.point(pc, cut, unitAt, pointDev{data: b.data, offs: b.offs, vals: b.vals, found: of})
 }

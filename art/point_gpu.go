@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -25,6 +26,13 @@ import (
 // the host while they run, and the answers go straight back into the
 // Staging.
 //
+// The chunks' transfers and kernels are queued on a goroutine of their
+// own (runBeside) while the host packs the next chunk. Chunks may also be
+// graded (pointGroups: 1 and 2 units first and last, a full chunk
+// pointUnits units), which on an H200 was slower for every form
+// (BenchmarkGPUPointSteps, 2026-11-29), so calls use chunks of one size
+// unless the engine's chunkUnits says otherwise.
+//
 // On the device the batch lies as one batch would (key i at data
 // offs[i]-offs[0], every offset rebased to the first), so the kernels
 // index it by batch position; a chunk's kernels cover keys [base,
@@ -33,9 +41,9 @@ import (
 // first, and a later chunk's kernels read its first offset only after the
 // earlier chunk's transfer (the in stream runs them in order).
 
-// Shape of a pipelined point call: chunks of at least pointChunkMin keys
-// and at most pointChunksMax of them (a batch of up to pointChunkMin keys
-// is one chunk: transfer, kernels, transfer, one synchronization);
+// Shape of a pipelined point call: full chunks of at least pointChunkMin
+// keys and at most pointChunksMax of them (a batch of up to pointChunkMin
+// keys is one chunk: transfer, kernels, transfer, one synchronization);
 // pointLag chunks on the device ahead of the one whose answers the host
 // copies out; pointSlots pinned slots (a slot is packed again only after
 // its chunk was consumed).
@@ -43,6 +51,7 @@ const (
 	pointChunkMin  = 1 << 18
 	pointChunksMax = 16
 	pointLag       = 2
+	pointUnits     = 4 // units of a full chunk when chunks are graded (pointGroups; benchmarks)
 	pointSlots     = pointLag + 1
 	pinAlign       = 16      // byte alignment of every array of a pinned slot
 	hostMinPart    = 1 << 14 // fewest keys one goroutine packs or unpacks
@@ -120,25 +129,34 @@ func (g *gpuEngine) takeBatch(prefix string, n, bytes int, withVals bool) *devBa
 	return b
 }
 
-// pointSizes cuts the n > 0 keys of pc into the chunks of a point call
+// pointSizes cuts the n > 0 keys of pc into the units of a point call
 // (gpu.Strings.Sizes: their size and byte starts; for a staged call, from
-// its offsets); a key over MaxKeyLen from Go slices is an error, named as
-// Keys.check names it. Cost: O(chunks), or one parallel pass over the
-// slices' headers.
-func (g *gpuEngine) pointSizes(pc *pointCall) (gpu.Layout, error) {
-	size, _ := g.pointChunks(pc.len())
+// its offsets) and groups them into chunks (pointGroups: with
+// g.chunkUnits units a full chunk; with 1, a unit a chunk); a key over
+// MaxKeyLen from Go slices is an error, named as Keys.check names it.
+// Cost: O(units), or one parallel pass over the slices' headers.
+func (g *gpuEngine) pointSizes(pc *pointCall) (gpu.Layout, []int, error) {
+	size, chunks := g.pointChunks(pc.len())
+	per := max(g.chunkUnits, 1)
+	graded := per > 1 && chunks > 1
+	if graded {
+		size = (size + per - 1) / per
+	}
 	src := pc.src
 	if pc.staged {
 		src = gpu.Strings{Data: pc.kb.Data, Offs: pc.kb.Offs}
 	}
 	cut, bad := src.Sizes(size, MaxKeyLen, g.workers)
 	if bad >= 0 {
-		return gpu.Layout{}, fmt.Errorf("art: %s: key %d is %d bytes: at most %d", pc.op, bad, len(src.Slices[bad]), MaxKeyLen)
+		return gpu.Layout{}, nil, fmt.Errorf("art: %s: key %d is %d bytes: at most %d", pc.op, bad, len(src.Slices[bad]), MaxKeyLen)
 	}
 	if cut.Bytes() > math.MaxUint32 {
-		return gpu.Layout{}, errLongSlices
+		return gpu.Layout{}, nil, errLongSlices
 	}
-	return cut, nil
+	if !graded {
+		return cut, nil, nil
+	}
+	return cut, pointGroups(cut.Chunks(), per), nil
 }
 
 // errLongSlices says that a batch of Go slices holds more than 4 GiB of
@@ -174,52 +192,106 @@ func pinView[T any](b []byte, off, n int) []T {
 // pointPlan is the host side of a point call: its chunks, where each
 // chunk's inputs and answers lie in pinned memory (a slot of pin for a
 // slice call, the caller's Staging for a staged one), and the copies
-// between Go memory and a slot.
+// between Go memory and a slot. The chunks are runs of consecutive units
+// of cut (pointSizes: units of equal size but the last); unitAt says
+// which (pointGroups).
 type pointPlan struct {
-	pc           *pointCall
-	n            int
-	size, chunks int
-	cut          gpu.Layout // the chunks (pointSizes)
-	starts       []int      // chunk c's key bytes start at byte starts[c] of the batch on the device
-	lay          slotLayout
-	pin          []byte // slice calls: pointSlots (or chunks, if fewer) slots
-	workers      int
+	pc      *pointCall
+	n       int
+	chunks  int
+	cut     gpu.Layout // the units (pointSizes)
+	unitAt  []int      // chunk c is units [unitAt[c], unitAt[c+1]) of cut
+	keyAt   []int      // chunk c is keys [keyAt[c], keyAt[c+1])
+	lay     slotLayout
+	pin     []byte // slice calls: pointSlots (or chunks, if fewer) slots
+	workers int
 }
 
-// newPointPlan cuts pc's n > 0 keys into chunks of size keys and, for a
-// slice call, lays out a slot for the largest chunk (cut: the chunks,
-// pointSizes). Cost: O(chunks).
-func newPointPlan(pc *pointCall, cut gpu.Layout, workers int) *pointPlan {
-	size, starts := cut.Size, cut.Starts
-	p := &pointPlan{pc: pc, n: pc.len(), size: size, cut: cut, starts: starts, workers: workers}
-	p.chunks = (p.n + size - 1) / size
+// newPointPlan groups the units of cut (pointSizes of pc's n > 0 keys)
+// into chunks as unitAt says (nil: one unit a chunk) and, for a slice
+// call, lays out a slot for the largest chunk. Cost: O(units).
+func newPointPlan(pc *pointCall, cut gpu.Layout, unitAt []int, workers int) *pointPlan {
+	p := &pointPlan{pc: pc, n: pc.len(), cut: cut, unitAt: unitAt, workers: workers}
+	units := cut.Chunks()
+	if p.unitAt == nil {
+		p.unitAt = make([]int, units+1)
+		for u := range p.unitAt {
+			p.unitAt[u] = u
+		}
+	}
+	p.chunks = len(p.unitAt) - 1
+	p.keyAt = make([]int, p.chunks+1)
+	mostKeys, mostBytes := 0, 0
+	for c := range p.chunks {
+		p.keyAt[c+1] = min(p.n, p.unitAt[c+1]*cut.Size)
+		mostKeys = max(mostKeys, p.keyAt[c+1]-p.keyAt[c])
+		mostBytes = max(mostBytes, p.byteAt(c+1)-p.byteAt(c))
+	}
 	if pc.staged {
 		return p
 	}
-	most := 0
-	for c := range p.chunks {
-		most = max(most, starts[c+1]-starts[c])
-	}
 	l := &p.lay
-	l.offs = alignPin(most)
-	l.vals = l.offs + alignPin(4*(size+1))
+	l.offs = alignPin(mostBytes)
+	l.vals = l.offs + alignPin(4*(mostKeys+1))
 	l.out = l.vals
 	if pc.vals != nil {
-		l.out += alignPin(8 * size)
+		l.out += alignPin(8 * mostKeys)
 	}
 	l.found = l.out
 	if pc.hasOut() {
-		l.found += alignPin(8 * size)
+		l.found += alignPin(8 * mostKeys)
 	}
-	l.size = l.found + alignPin(size)
+	l.size = l.found + alignPin(mostKeys)
 	return p
+}
+
+// byteAt is where the key bytes of chunk c (of chunks, for c = chunks:
+// the end) start in the batch on the device.
+func (p *pointPlan) byteAt(c int) int { return p.cut.Starts[p.unitAt[c]] }
+
+// pointGroups returns how a call of units units (pointSizes) groups them
+// into chunks of at most per units (unit boundaries, from 0 to units):
+// graded, chunks of 1, 2, 4 ... units (doubling below per) first, then
+// chunks of at most per units, then the same ramp down to 1 unit last,
+// so that the first transfer in starts after the host packed one unit,
+// not a full chunk, and the last chunk's transfers and kernels, which
+// nothing overlaps, are one unit's. With per < 2, or fewer units than
+// both ramps and one unit more, chunks of per units (the last shorter).
+// Cost: O(chunks).
+func pointGroups(units, per int) []int {
+	per = max(per, 1)
+	var ramp []int
+	sum := 0
+	for r := 1; r < per; r *= 2 {
+		ramp = append(ramp, r)
+		sum += r
+	}
+	at := []int{0}
+	if per < 2 || units < 2*sum+1 {
+		for u := per; u < units; u += per {
+			at = append(at, u)
+		}
+		return append(at, units)
+	}
+	for _, r := range ramp {
+		at = append(at, at[len(at)-1]+r)
+	}
+	mid := units - 2*sum
+	k := (mid + per - 1) / per
+	for j := 1; j <= k; j++ {
+		at = append(at, sum+mid*j/k)
+	}
+	for i := len(ramp) - 1; i >= 0; i-- {
+		at = append(at, at[len(at)-1]+ramp[i])
+	}
+	return at
 }
 
 // pinBytes is the pinned memory a slice call's slots take.
 func (p *pointPlan) pinBytes() int { return min(p.chunks, pointSlots) * p.lay.size }
 
 // bounds returns chunk c's keys [lo, hi).
-func (p *pointPlan) bounds(c int) (lo, hi int) { return c * p.size, min(p.n, (c+1)*p.size) }
+func (p *pointPlan) bounds(c int) (lo, hi int) { return p.keyAt[c], p.keyAt[c+1] }
 
 // checkBounds checks a staged call's offsets at the chunks' bounds (in
 // order, within Data): its transfers in slice the keys there before the
@@ -267,8 +339,8 @@ func (p *pointPlan) in(c int) inCopies {
 		}
 	} else {
 		s := p.slot(c)
-		cp.dataAt = p.starts[c]
-		cp.data, cp.offs = s[:p.starts[c+1]-p.starts[c]], pinView[uint32](s, p.lay.offs, hi-lo+1)
+		cp.dataAt = p.byteAt(c)
+		cp.data, cp.offs = s[:p.byteAt(c+1)-p.byteAt(c)], pinView[uint32](s, p.lay.offs, hi-lo+1)
 		if p.pc.vals != nil {
 			cp.vals = pinView[uint64](s, p.lay.vals, hi-lo)
 		}
@@ -301,17 +373,36 @@ func (p *pointPlan) outs(c int) (o []uint64, f []uint8) {
 // pack copies chunk c of a slice call into its slot on the workers: its
 // key bytes and offsets (gpu.Strings.PackChunkAnd, the offsets counted
 // from the batch's first key byte) and, in the same fan-out, each part's
-// values.
+// values. A packed batch's chunk is one fan-out whatever its units; from
+// Go slices each unit is one (PackChunkAnd packs a unit of Sizes).
 func (p *pointPlan) pack(c int) {
 	lo, hi := p.bounds(c)
 	s := p.slot(c)
-	data, offs := s[:p.starts[c+1]-p.starts[c]], pinView[uint32](s, p.lay.offs, hi-lo+1)
-	var also func(plo, phi int)
+	data, offs := s[:p.byteAt(c+1)-p.byteAt(c)], pinView[uint32](s, p.lay.offs, hi-lo+1)
+	var vals, srcVals []uint64
 	if p.pc.vals != nil {
-		vals, src := pinView[uint64](s, p.lay.vals, hi-lo), p.pc.vals[lo:hi]
-		also = func(plo, phi int) { copy(vals[plo:phi], src[plo:phi]) }
+		vals, srcVals = pinView[uint64](s, p.lay.vals, hi-lo), p.pc.vals[lo:hi]
 	}
-	p.pc.src.PackChunkAnd(p.cut, c, data, offs, also)
+	// also copies the values of the chunk's keys [from+plo, from+phi).
+	also := func(from int) func(plo, phi int) {
+		if vals == nil {
+			return nil
+		}
+		return func(plo, phi int) { copy(vals[from+plo:from+phi], srcVals[from+plo:from+phi]) }
+	}
+	src := p.pc.src
+	if src.Slices == nil {
+		// The chunk as a batch of its own, starting at its device byte.
+		one := gpu.Layout{Size: hi - lo, Starts: []int{p.byteAt(c), p.byteAt(c + 1)}}
+		gpu.Strings{Data: src.Data, Offs: src.Offs[lo : hi+1]}.PackChunkAnd(one, 0, data, offs, also(0))
+		return
+	}
+	for u := p.unitAt[c]; u < p.unitAt[c+1]; u++ {
+		ulo, uhi := p.cut.Bounds(u, p.n)
+		b := p.cut.Starts[u] - p.byteAt(c)
+		eb := p.cut.Starts[u+1] - p.byteAt(c)
+		src.PackChunkAnd(p.cut, u, data[b:eb], offs[ulo-lo:uhi-lo+1], also(ulo-lo))
+	}
 }
 
 // unpack copies chunk c's answers of a slice call out of its slot on the
@@ -335,14 +426,18 @@ func (p *pointPlan) unpack(c int) {
 // call's LastBatch says the host's time packing chunks into the slots
 // (Upload) and copying answers out of them (Download) besides the
 // kernels' (Work).
-func (g *gpuEngine) point(pc *pointCall, cut gpu.Layout, d pointDev) error {
+//
+// When the engine is traced (g.trace) every chunk's steps are marked
+// (pointMark): the host times of its packing, queueing, wait and
+// unpacking, and the device times of its transfers and kernels.
+func (g *gpuEngine) point(pc *pointCall, cut gpu.Layout, unitAt []int, d pointDev) error {
 	n := pc.len()
 	t0 := time.Now()
 	if n == 0 {
 		g.last.Set(engine.Timings{Op: pc.op, Total: time.Since(t0)})
 		return nil
 	}
-	p := newPointPlan(pc, cut, g.workers)
+	p := newPointPlan(pc, cut, unitAt, g.workers)
 	if pc.staged {
 		if err := p.checkBounds(); err != nil {
 			return err
@@ -353,12 +448,24 @@ func (g *gpuEngine) point(pc *pointCall, cut gpu.Layout, d pointDev) error {
 			return err
 		}
 	}
-	for len(g.kev) < 2*p.chunks {
+	g.pointMark(g.s, "planned", -1)
+	// kev: two events a chunk around its kernels (Work), then three a
+	// chunk for runBeside.
+	for len(g.kev) < 5*p.chunks {
 		e, err := g.dev.NewEvent()
 		if err != nil {
 			return err
 		}
 		g.kev = append(g.kev, e)
+	}
+	beside := !pc.staged && p.chunks > 1 && !g.queueOnCaller
+	var markMu sync.Mutex // runBeside marks steps on two goroutines
+	mark := func(s *gpu.Stream, name string, c int) {
+		if g.trace != nil {
+			markMu.Lock()
+			g.pointMark(s, name, c)
+			markMu.Unlock()
+		}
 	}
 	steps := gpu.Steps{
 		In: func(s *gpu.Stream, c int) error {
@@ -370,8 +477,11 @@ func (g *gpuEngine) point(pc *pointCall, cut gpu.Layout, d pointDev) error {
 				return err
 			}
 			if cp.vals != nil {
-				return d.vals.Write(s, cp.valsAt, cp.vals)
+				if err := d.vals.Write(s, cp.valsAt, cp.vals); err != nil {
+					return err
+				}
 			}
+			mark(s, "in", c)
 			return nil
 		},
 		Work: func(s *gpu.Stream, c int) error {
@@ -387,6 +497,7 @@ func (g *gpuEngine) point(pc *pointCall, cut gpu.Layout, d pointDev) error {
 					return err
 				}
 			}
+			mark(s, "kernels", c)
 			return g.kev[2*c+1].Record(s)
 		},
 		Out: func(s *gpu.Stream, c int) error {
@@ -397,7 +508,11 @@ func (g *gpuEngine) point(pc *pointCall, cut gpu.Layout, d pointDev) error {
 					return err
 				}
 			}
-			return d.found.Read(s, lo, f)
+			if err := d.found.Read(s, lo, f); err != nil {
+				return err
+			}
+			mark(s, "out", c)
+			return nil
 		},
 	}
 	var packed, unpacked time.Duration // the host's copies into and out of the slots
@@ -405,21 +520,30 @@ func (g *gpuEngine) point(pc *pointCall, cut gpu.Layout, d pointDev) error {
 		steps.Check = pc.check
 	} else {
 		steps.Pack = func(c int) error {
+			mark(g.in, "pack", c)
 			t := time.Now()
 			p.pack(c)
 			packed += time.Since(t)
+			mark(g.in, "packed", c)
 			return nil
 		}
 		steps.Done = func(c int) error {
+			mark(g.out, "waited", c)
 			t := time.Now()
 			p.unpack(c)
 			unpacked += time.Since(t)
+			mark(g.out, "unpacked", c)
 			return nil
 		}
 	}
-	if err := g.up.Run(g.s, g.in, g.out, p.chunks, pointLag, steps); err != nil {
+	if beside {
+		if err := g.runBeside(p.chunks, pointLag, steps, g.kev[2*p.chunks:5*p.chunks]); err != nil {
+			return err
+		}
+	} else if err := g.up.Run(g.s, g.in, g.out, p.chunks, pointLag, steps); err != nil {
 		return err
 	}
+	g.pointMark(g.s, "end", -1)
 	var work time.Duration
 	for c := range p.chunks {
 		if w, err := gpu.Elapsed(g.kev[2*c], g.kev[2*c+1]); err == nil && w > 0 {

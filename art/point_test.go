@@ -63,7 +63,22 @@ func TestPointPlanOnTheHost(t *testing.T) {
 			src = stringsOf(kb)
 		}
 		cut, _ := src.Sizes(size, MaxKeyLen, 1+r.IntN(3))
-		p := newPointPlan(pc, cut, 2)
+		// Units grouped into chunks: one a chunk, pointGroups graded or
+		// flat, or runs of random lengths.
+		var unitAt []int
+		switch units := cut.Chunks(); trial % 4 {
+		case 1:
+			unitAt = pointGroups(units, 1+r.IntN(9))
+		case 2:
+			unitAt = pointGroups(units, 1)
+		case 3:
+			unitAt = []int{0}
+			for u := 0; u < units; {
+				u = min(units, u+1+r.IntN(5))
+				unitAt = append(unitAt, u)
+			}
+		}
+		p := newPointPlan(pc, cut, unitAt, 2)
 		if !staged {
 			p.pin = make([]byte, p.pinBytes())
 		}
@@ -151,6 +166,50 @@ func TestPointChunks(t *testing.T) {
 	}
 }
 
+// TestPointGroups checks the grouping of a point call's units into
+// chunks: every unit in exactly one chunk, in order, none empty, none over
+// per units; graded calls (per >= 2, enough units) ramp up from 1 unit,
+// doubling, and down to 1 again; the others are chunks of per units.
+func TestPointGroups(t *testing.T) {
+	for units := 1; units < 200; units++ {
+		for per := 1; per <= 9; per++ {
+			at := pointGroups(units, per)
+			if at[0] != 0 || at[len(at)-1] != units {
+				t.Fatalf("%d units, per %d: %v", units, per, at)
+			}
+			var sizes []int
+			for c := 0; c+1 < len(at); c++ {
+				if at[c+1] <= at[c] || at[c+1]-at[c] > per {
+					t.Fatalf("%d units, per %d: %v", units, per, at)
+				}
+				sizes = append(sizes, at[c+1]-at[c])
+			}
+			var ramp []int
+			sum := 0
+			for r := 1; r < per; r *= 2 {
+				ramp, sum = append(ramp, r), sum+r
+			}
+			if per >= 2 && units >= 2*sum+1 {
+				last := len(sizes) - 1
+				for i, r := range ramp {
+					if sizes[i] != r || sizes[last-i] != r {
+						t.Fatalf("%d units, per %d: chunks of %v units", units, per, sizes)
+					}
+				}
+				continue
+			}
+			for c, n := range sizes {
+				if n != per && c != len(sizes)-1 {
+					t.Fatalf("%d units, per %d: chunks of %v units", units, per, sizes)
+				}
+			}
+		}
+	}
+	if got := pointGroups(16, 4); !slices.Equal(got, []int{0, 1, 3, 6, 9, 13, 15, 16}) {
+		t.Fatalf("16 units, 4 a chunk: %v", got)
+	}
+}
+
 // BenchmarkPointPack measures packing a chunk of 2^18 16-byte keys into a
 // pinned slot and copying its answers out (the host work of a pipelined
 // lookup from Go slices; here into ordinary memory).
@@ -158,7 +217,7 @@ func BenchmarkPointPack(b *testing.B) {
 	kb, _, _ := benchKeys(1<<20, 16)
 	pc := &pointCall{op: "lookup", src: stringsOf(kb), out: make([]uint64, kb.Len()), found: make([]uint8, kb.Len())}
 	cut, _ := pc.src.Sizes(pointChunkMin, MaxKeyLen, 0)
-	p := newPointPlan(pc, cut, 0)
+	p := newPointPlan(pc, cut, nil, 0)
 	p.pin = make([]byte, p.pinBytes())
 	b.SetBytes(int64(len(kb.Data) + 4*kb.Len() + 9*kb.Len()))
 	for b.Loop() {

@@ -192,7 +192,7 @@ func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int3
 				return nil, fmt.Errorf("chunk %d: %w", next, err)
 			}
 		}
-		if err := g.queueChunk(&chunks[k], k, pc, limit, dsc); err != nil {
+		if err := g.queueRangeChunk(&chunks[k], k, pc, limit, dsc); err != nil {
 			return nil, err
 		}
 		if k == 0 {
@@ -259,12 +259,12 @@ func (g *gpuEngine) packChunk(c *pipeChunk, k int, bt queryBatch) (packedChunk, 
 	return packedChunk{p, h}, nil
 }
 
-// queueChunk queues on s chunk k's upload (pc, into q.in.k), walk, the
+// queueRangeChunk queues on s chunk k's upload (pc, into q.in.k), walk, the
 // scans of its counts and a_totals copying its totals (pairs, key bytes,
 // squared key lengths) into the pipe's mapped memory, then records the
 // chunk's walked event. Cost: one DMA, the walk, three scans and a
 // one-thread kernel.
-func (g *gpuEngine) queueChunk(c *pipeChunk, k int, pc packedChunk, limit int, dsc int32) error {
+func (g *gpuEngine) queueRangeChunk(c *pipeChunk, k int, pc packedChunk, limit int, dsc int32) error {
 	n, p, l := c.b-c.a, pc.p, pc.p.l
 	in, err := gpu.Get[byte](g.pool, g.pipe.names[k][bIn], l.end)
 	if err != nil {

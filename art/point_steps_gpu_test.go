@@ -1,0 +1,152 @@
+package art
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
+)
+
+// BenchmarkGPUPointSteps times CuART's point calls step by step: 1Mi
+// lookups and updates of 16-byte keys in a tree of 16Mi keys (or
+// WARPKV_ART_BENCH_KEYS: benchPointTree) from a packed batch (Lookup,
+// UpdateKeys), from Go slices (Get, Update) and, for lookups, from pinned
+// staging (LookupStaged); from Go memory with the chunks queued on a
+// goroutine of their own (runBeside, the default) or on the caller
+// between its packing (queueOnCaller), in chunks of one size (graded
+// chunks, chunkUnits, measured slower in every form). Each row is called
+// once untimed, then timed call by call (M/s over the loop, and the
+// median call), then called once more traced: the log shows that call's chunks, each with
+// the host's time packing it (from, to), the device's time its transfer
+// in, kernels and transfer out ended, the host's time its wait ended and
+// its answers were unpacked, and when its Out was queued, all in ms from
+// the call's start (run with -test.v to see them).
+func BenchmarkGPUPointSteps(b *testing.B) {
+	t, vals, probe, slices, out, found := benchPointTree(b)
+	n := len(slices)
+	g := t.eng.(*gpuEngine)
+	st, err := t.NewStaging(n, len(probe.Data))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Free()
+	copy(st.Data, probe.Data)
+	copy(st.Offs, probe.Offs)
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"lookup/packed", func() error { return t.Lookup(probe, out, found) }},
+		{"lookup/slices", func() error { _, _, err := t.Get(slices); return err }},
+		{"lookup/pinned", func() error { return t.LookupStaged(st, n) }},
+		{"update/packed", func() error { return t.UpdateKeys(probe, vals[:n], found) }},
+		{"update/slices", func() error { _, err := t.Update(slices, vals[:n]); return err }},
+	}
+	for _, c := range calls {
+		for _, v := range []struct {
+			units    int
+			onCaller bool
+		}{{1, false}, {1, true}} {
+			if c.name == "lookup/pinned" && v.onCaller {
+				continue // staged calls queue on the caller
+			}
+			units := v.units
+			b.Run(fmt.Sprintf("%s/units=%d,onCaller=%v", c.name, units, v.onCaller), func(b *testing.B) {
+				g.chunkUnits, g.queueOnCaller = units, v.onCaller
+				defer func() { g.chunkUnits, g.queueOnCaller = 0, false }()
+				if err := c.call(); err != nil { // grows the buffers and slots, untimed
+					b.Fatal(err)
+				}
+				var calls []time.Duration
+				for b.Loop() {
+					t0 := time.Now()
+					if err := c.call(); err != nil {
+						b.Fatal(err)
+					}
+					calls = append(calls, time.Since(t0))
+				}
+				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e6, "M/s")
+				med := medianDuration(calls)
+				b.ReportMetric(med.Seconds()*1e3, "median-ms")
+				b.ReportMetric(float64(n)/med.Seconds()/1e6, "median-M/s")
+				tm := t.LastBatch()
+				b.ReportMetric(tm.Upload.Seconds()*1e3, "pack-ms")
+				b.ReportMetric(tm.Download.Seconds()*1e3, "unpack-ms")
+				b.ReportMetric(tm.Work.Seconds()*1e3, "work-ms")
+				b.StopTimer()
+				g.trace = &engine.StepTrace{}
+				defer func() {
+					if err := g.trace.Close(); err != nil {
+						b.Error(err)
+					}
+					g.trace = nil
+				}()
+				t0 := time.Now()
+				if err := c.call(); err != nil {
+					b.Fatal(err)
+				}
+				whole := time.Since(t0)
+				for _, s := range []*gpu.Stream{g.s, g.in, g.out} { // every mark passed
+					if err := s.Synchronize(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				steps, err := g.trace.Steps()
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Logf("%s, %d units a chunk: traced call %.3f ms\n%s", c.name, units, whole.Seconds()*1e3, pointTimeline(steps))
+			})
+		}
+	}
+}
+
+// medianDuration returns the median of ds (0 when empty).
+func medianDuration(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// pointTimeline renders the marks of a traced point call (pointMark) as
+// one line for the call's own marks and one per chunk, times in ms from
+// the call's start: host times of the marks the host makes (sized,
+// planned, end; pack, packed, waited, unpacked), device times of those
+// that follow a transfer or kernels (in, kernels, out).
+func pointTimeline(steps []engine.Step) string {
+	host := map[string]float64{}
+	dev := map[string]float64{}
+	var at time.Duration
+	chunks := 0
+	for _, s := range steps {
+		at += s.Host
+		host[s.Name] = at.Seconds() * 1e3
+		dev[s.Name] = s.DeviceFrom.Seconds() * 1e3
+		var c int
+		if _, err := fmt.Sscanf(s.Name, "c%d ", &c); err == nil {
+			chunks = max(chunks, c+1)
+		}
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "host: sized %.3f, planned %.3f, end %.3f\n", host["sized"], host["planned"], host["end"])
+	fmt.Fprintf(&sb, "%5s %8s %8s %8s %8s %8s %8s %8s %8s\n", "chunk", "pack", "packed", "in", "kernels", "out", "waited", "unpacked", "queued")
+	cell := func(m map[string]float64, name string) string {
+		if v, ok := m[name]; ok {
+			return fmt.Sprintf("%8.3f", v)
+		}
+		return fmt.Sprintf("%8s", "-")
+	}
+	for c := range chunks {
+		p := fmt.Sprintf("c%d ", c)
+		fmt.Fprintf(&sb, "%5d %s %s %s %s %s %s %s %s\n", c, cell(host, p+"pack"), cell(host, p+"packed"), cell(dev, p+"in"),
+			cell(dev, p+"kernels"), cell(dev, p+"out"), cell(host, p+"waited"), cell(host, p+"unpacked"), cell(host, p+"out"))
+	}
+	return sb.String()
+}
