@@ -166,3 +166,47 @@ func TestModelBatchValues(t *testing.T) {
 		t.Fatal("hit values corrupted by a later hit")
 	}
 }
+
+// TestModelJoinedItemLimit checks that the model refuses, as memcached
+// does (NOT_STORED, the old item kept), an append or prepend whose joined
+// item is over the item size limit, and stores one that fits exactly.
+func TestModelJoinedItemLimit(t *testing.T) {
+	const limit = 4096
+	key := []byte("k3")
+	// value bytes at which a joined item (flags 7: counted) fills the limit
+	fits := int(limit - ItemTotal(len(key), 7, 0))
+	for _, tc := range []struct {
+		name   string
+		kind   Kind
+		joined int
+		want   Status
+	}{
+		{"append that fits exactly", Append, fits, Stored},
+		{"append one byte over", Append, fits + 1, NotStored},
+		{"prepend that fits exactly", Prepend, fits, Stored},
+		{"prepend one byte over", Prepend, fits + 1, NotStored},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewModel(nil)
+			m.SetItemSizeMax(limit)
+			old := bytes.Repeat([]byte("o"), 1000)
+			b := &Batch{}
+			b.Add(Op{Kind: Set, Key: key, Flags: 7, Value: old})
+			b.Add(Op{Kind: tc.kind, Key: key, Value: bytes.Repeat([]byte("n"), tc.joined-len(old))})
+			b.Add(Op{Kind: Get, Key: key})
+			if err := m.Do(b); err != nil {
+				t.Fatal(err)
+			}
+			if got := b.Ops[1].Result.Status; got != tc.want {
+				t.Fatalf("%v of %d joined bytes: status %v, want %v", tc.kind, tc.joined, got, tc.want)
+			}
+			wantLen := tc.joined
+			if tc.want != Stored {
+				wantLen = len(old)
+			}
+			if got := len(b.Ops[2].Result.Value); got != wantLen {
+				t.Fatalf("value after %v: %d bytes, want %d", tc.kind, got, wantLen)
+			}
+		})
+	}
+}

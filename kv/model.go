@@ -7,7 +7,9 @@ import (
 )
 
 // Model is the reference Cache: items in a Go map under one mutex, every
-// Op applied with Apply in order. It has no memory limit and never evicts.
+// Op applied with Apply in order. It has no memory limit and never evicts;
+// like memcached it refuses an append or prepend whose joined item would
+// be over the item size limit (DefaultItemSizeMax; SetItemSizeMax).
 // Tests use it as the oracle the engines must agree with, and the protocol
 // tests serve it. Safe for concurrent use.
 type Model struct {
@@ -19,6 +21,7 @@ type Model struct {
 	flush   FlushState
 	digits  []byte
 	stats   modelStats
+	maxItem int // item size limit of joined items (memcached's -I)
 }
 
 type modelItem struct {
@@ -38,7 +41,16 @@ func NewModel(clock func() int64) *Model {
 	if clock == nil {
 		clock = func() int64 { return time.Now().Unix() }
 	}
-	return &Model{clock: clock, items: make(map[string]*modelItem), nextCAS: 1}
+	return &Model{clock: clock, items: make(map[string]*modelItem), nextCAS: 1, maxItem: DefaultItemSizeMax}
+}
+
+// SetItemSizeMax sets the item size limit (memcached's -I, in bytes of
+// kv.ItemTotal) that an append's or prepend's joined item must fit; the
+// protocol layer refuses larger values before they reach the model.
+func (m *Model) SetItemSizeMax(n int) {
+	m.mu.Lock()
+	m.maxItem = n
+	m.mu.Unlock()
 }
 
 // Now returns the model's clock.
@@ -76,6 +88,12 @@ func (m *Model) do(b *Batch, op *Op, now int64) {
 	}
 	e := Apply(op, cur, now, m.digits[:0])
 	r := &op.Result
+	if e.Write && (op.Kind == Append || op.Kind == Prepend) && ItemTotal(len(op.Key), e.Flags, int64(e.Len())) > int64(m.maxItem) {
+		// memcached cannot allocate the joined item: NOT_STORED, the old
+		// item kept.
+		*r = Result{Status: NotStored}
+		e = Effect{}
+	}
 	switch op.Kind {
 	case Get:
 		m.stats.gets++

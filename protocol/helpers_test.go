@@ -47,6 +47,9 @@ func newTestServer(t testing.TB, cfg Config) *testServer {
 	t.Helper()
 	clock := newFakeClock()
 	model := kv.NewModel(clock.now)
+	if cfg.ItemSizeMax > 0 {
+		model.SetItemSizeMax(cfg.ItemSizeMax)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = discardLogger
 	}

@@ -1,26 +1,18 @@
 package protocol
 
-// memcached's item layout on a 64-bit host, used for the size limit, the
-// size and slab class reported by the meta debug command (me).
+import "github.com/warpkv/warpkv/kv"
+
+// memcached's item layout on a 64-bit host, used for the slab class
+// reported by the meta debug command (me); the item's total size is
+// kv.ItemTotal.
 const (
 	itemHeaderSize = 48 // sizeof(item)
-	itemCASSize    = 8  // the CAS field (CAS is always on)
-	itemFlagsSize  = 4  // client flags, stored only when nonzero
 	slabChunkMin   = 48 // -n: minimum space for key, value and flags
 	slabFactor     = 1.25
 )
 
-// itemTotal returns memcached's total size of an item (ITEM_ntotal): the
-// header, the CAS, the key and its NUL, the value and its CRLF, and the
-// flags when nonzero. Sizes are int64 so that a value length near 2^31 does
-// not overflow.
-func itemTotal(nkey int, flags uint32, vlen int64) int64 {
-	n := int64(itemHeaderSize+itemCASSize+nkey+1) + vlen + 2
-	if flags != 0 {
-		n += itemFlagsSize
-	}
-	return n
-}
+// itemTotal is kv.ItemTotal: memcached's total size of an item.
+func itemTotal(nkey int, flags uint32, vlen int64) int64 { return kv.ItemTotal(nkey, flags, vlen) }
 
 // tooLarge reports whether memcached refuses an item as "object too large
 // for cache": its total size is over itemSizeMax (-I), or its length is
