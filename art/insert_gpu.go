@@ -26,6 +26,7 @@ func (g *gpuEngine) insert(kb Keys, vals []uint64) (added int, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	t := g.t
+	g.waitFrees() // the growth ahead allocates: after the last batch's frees
 	ahead := g.growAhead(t, kb.Len(), leafGuess(kb))
 	// The pools grown ahead are adopted between the key parts when their
 	// allocation is done by then (their device copies overlap the
