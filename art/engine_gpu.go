@@ -549,6 +549,7 @@ func (g *gpuEngine) besideErr() error {
 func (g *gpuEngine) snapshot() (*store, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.waitFrees()
 	g.down.Discard()
 	t := g.t
 	s := &store{width: t.width, n: t.n, arenaLive: t.arenaLive}
