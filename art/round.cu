@@ -46,19 +46,25 @@ __device__ long find_touched(const u64 *tnode, u64 T, u64 node) {
     return lo < T && tnode[lo] == node ? (long)lo : -1;
 }
 
-// find_run: the moved entries [a, b) aimed at node.
-__device__ void find_run(const u64 *mnode, u64 M, u64 node, u64 *a, u64 *b) {
-    u64 key = entry_order(node, 0);
-    u64 lo = 0, hi = M;
-    while (lo < hi) {
-        u64 mid = (lo + hi) / 2;
-        if (entry_order(mnode[mid], 0) < key) lo = mid + 1;
-        else hi = mid;
+// an_runs: one thread per moved entry of an insert's round (sorted by
+// parent: nKeys and nGather), each parent's run written where an_write
+// reads it. The thread of a run's first entry finds the parent's touched
+// index p (find_touched; a parent not touched is an_moved_inplace's) and
+// writes runs[p] = first << 32 | end, the run's entries [first, end).
+// Invariant: runs is zero before (a touched node with no run reads [0,
+// 0): no moves), each run has one first entry, so each runs[p] one
+// writer. One binary search per parent with moves, where an_write
+// searched the moves once per touched node.
+extern "C" __global__ void an_runs(u64 M, const u64 *mnode, const u64 *tnode, u64 T, u64 *runs) {
+    GRID_STRIDE(e, M) {
+        u64 node = mnode[e];
+        if (e > 0 && mnode[e - 1] == node) continue;
+        long p = find_touched(tnode, T, node);
+        if (p < 0) continue;
+        u64 end = e + 1;
+        while (end < M && mnode[end] == node) end++;
+        runs[p] = e << 32 | end;
     }
-    u64 e = lo;
-    while (e < M && mnode[e] == node) e++;
-    *a = lo;
-    *b = e;
 }
 
 // Merge walks a node's children merged with its edits (nodes.go's merge):
@@ -329,7 +335,8 @@ extern "C" __global__ void an_write(const Tree *t, u64 T, int insert, const u32 
                                     const u32 *sop, const u64 *slink, const u32 *sgrp, const u8 *out, const u32 *nkind,
                                     const u8 *htrim, const u64 *final_, const u64 *rem, const u32 *remb,
                                     const u64 *mnode, const u32 *mcode, const u32 *mop, const u64 *mlink, u64 M,
-                                    const u32 *gtn, const u64 *gtref, const u32 *trimd, const u64 *trimpar, const u64 *tnode) {
+                                    const u32 *gtn, const u64 *gtref, const u32 *trimd, const u64 *trimpar, const u64 *tnode,
+                                    const u64 *runs) {
     GRID_STRIDE(ti, T) {
         u32 a = tstart[ti], b = tstart[ti + 1];
         u64 node = tnode[ti];
@@ -362,7 +369,11 @@ extern "C" __global__ void an_write(const Tree *t, u64 T, int insert, const u32 
             continue;
         }
         u64 ma = 0, mb = 0;
-        if (insert) find_run(mnode, M, node, &ma, &mb);
+        if (insert && M > 0) { // the node's moved entries (an_runs)
+            u64 rr = runs[ti];
+            ma = rr >> 32;
+            mb = rr & 0xffffffffull;
+        }
         // The header.
         u32 plen = plen_of(r);
         u64 prefix = r[W_PREFIX];
