@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
@@ -135,13 +136,18 @@ type gpuEngine struct {
 	// the call returns (on by default; benchmarks compare): at 100M keys
 	// the first insert after a build retires an N16 pool of about 2 GB,
 	// whose cuMemFree cost the call 3.4 to 7 ms. freeing counts those
-	// goroutines: the next batch (waitFrees, in start and insert) and
-	// release wait for them, so no call allocates beside the frees;
-	// freeErr, under freeMu, keeps their errors for the next batch.
-	freeBeside bool
-	freeing    sync.WaitGroup
-	freeMu     sync.Mutex
-	freeErr    error
+	// goroutines and pending how many run: builds, deletes, queries, point
+	// calls, snapshots and release wait for them first (waitFrees); an
+	// insert runs beside them and, out of memory while they ran, waits
+	// and runs again (the failed try left the tree unchanged); freeErr,
+	// under freeMu, keeps their errors for the next batch. beforeRetry
+	// (tests) runs before that second try.
+	freeBeside  bool
+	freeing     sync.WaitGroup
+	pending     atomic.Int32
+	beforeRetry func()
+	freeMu      sync.Mutex
+	freeErr     error
 
 	// failGrowth (tests) makes every growth of a pool or the arena fail as
 	// if the device were out of memory.
@@ -467,10 +473,8 @@ func (g *gpuEngine) width() int { g.mu.Lock(); defer g.mu.Unlock(); return g.t.w
 
 func (g *gpuEngine) lastBatch() engine.Timings { return g.last.Get() }
 
-// start begins a timed batch, once the frees of earlier batches are done
-// (waitFrees).
+// start begins a timed batch.
 func (g *gpuEngine) start() {
-	g.waitFrees()
 	g.clock.Start()
 	g.clock.Mark(g.s, engine.MarkStart)
 	g.trace.Start()
@@ -506,8 +510,10 @@ func (g *gpuEngine) freeRetired() error {
 	if g.freeBeside {
 		rs := append([]interface{ Free() error }(nil), g.retired...)
 		g.freeing.Add(1)
+		g.pending.Add(1)
 		go func() {
 			defer g.freeing.Done()
+			defer g.pending.Add(-1)
 			var ferr error
 			for _, b := range rs {
 				ferr = errors.Join(ferr, b.Free())
@@ -533,6 +539,10 @@ func (g *gpuEngine) freeRetired() error {
 // return is free, and cuMemFree never runs beside its work. Cost: O(1)
 // when they are done; else the rest of the frees.
 func (g *gpuEngine) waitFrees() { g.freeing.Wait() }
+
+// freesPending reports whether frees freeRetired started beside earlier
+// batches still run. Cost: O(1).
+func (g *gpuEngine) freesPending() bool { return g.pending.Load() > 0 }
 
 // besideErr returns (and forgets) the errors of the frees freeRetired ran
 // beside earlier batches.

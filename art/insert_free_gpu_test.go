@@ -1,8 +1,11 @@
 package art
 
 import (
+	"errors"
 	"testing"
+	"time"
 
+	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/internal/gputest"
 )
 
@@ -91,4 +94,55 @@ func poolCaps(t *devTree) (caps [numKinds + 1]uint64) {
 		caps[k] = t.pools[k].cap
 	}
 	return caps
+}
+
+// TestGPUInsertRetry checks an insert that runs out of memory while frees
+// beside an earlier batch still run: it waits for them and runs again
+// (here every growth fails until then: beforeRetry lifts failGrowth),
+// with the CPU engine's layout after it; with no frees pending the same
+// failure comes back and the tree is unchanged.
+func TestGPUInsertRetry(t *testing.T) {
+	gt, ct, g := gpuAndCPU(t)
+	tk, tv := randomKeys(0, 20000)
+	for _, tr := range []*Tree{gt, ct} {
+		if err := tr.BuildKeys(tk, tv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.waitFrees()
+	ik, iv := randomKeys(20000, 40000) // more new records than any pool's headroom
+	g.failGrowth = true
+	if err := gt.InsertKeys(ik, iv); !errors.Is(err, gpu.ErrOutOfMemory) {
+		t.Fatalf("no frees pending: got %v, want an out-of-memory error", err)
+	}
+	if gt.Len() != 20000 {
+		t.Fatalf("%d keys after the failed insert, want 20000", gt.Len())
+	}
+	// Frees pending: a goroutine of freeRetired's kind that ends later.
+	g.freeing.Add(1)
+	g.pending.Add(1)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		g.pending.Add(-1)
+		g.freeing.Done()
+	}()
+	retried := false
+	g.beforeRetry = func() { retried, g.failGrowth = true, false }
+	if err := gt.InsertKeys(ik, iv); err != nil {
+		t.Fatalf("frees pending: %v", err)
+	}
+	if !retried {
+		t.Fatal("the insert did not run again after the frees")
+	}
+	if err := ct.InsertKeys(ik, iv); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := ct.eng.snapshot()
+	got, err := gt.eng.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := equalStores(want, got); err != nil {
+		t.Fatalf("layouts differ (cpu, gpu): %v", err)
+	}
 }
