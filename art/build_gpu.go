@@ -177,6 +177,7 @@ func (g *gpuEngine) build(kb Keys, vals []uint64) (err error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.waitFrees()
 	b, order, m, err := g.uploadSorted(kb, vals, nil)
 	if err != nil {
 		return err

@@ -33,6 +33,7 @@ func (g *gpuEngine) remove(kb Keys) (int, error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.waitFrees()
 	b, order, n, err := g.uploadSorted(kb, nil, nil)
 	if err != nil {
 		return 0, err

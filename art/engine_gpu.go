@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
@@ -132,13 +133,21 @@ type gpuEngine struct {
 
 	// freeBeside frees the buffers a batch retired (pools grown) on
 	// another goroutine once the batch is drained, instead of before
-	// the call returns (off by default; benchmarks compare). freeing
-	// counts those goroutines (release waits for them); freeErr, under
-	// freeMu, keeps their errors for the next batch.
-	freeBeside bool
-	freeing    sync.WaitGroup
-	freeMu     sync.Mutex
-	freeErr    error
+	// the call returns (on by default; benchmarks compare): at 100M keys
+	// the first insert after a build retires an N16 pool of about 2 GB,
+	// whose cuMemFree cost the call 3.4 to 7 ms. freeing counts those
+	// goroutines and pending how many run: builds, deletes, queries, point
+	// calls, snapshots and release wait for them first (waitFrees); an
+	// insert runs beside them and, out of memory while they ran, waits
+	// and runs again (the failed try left the tree unchanged); freeErr,
+	// under freeMu, keeps their errors for the next batch. beforeRetry
+	// (tests) runs before that second try.
+	freeBeside  bool
+	freeing     sync.WaitGroup
+	pending     atomic.Int32
+	beforeRetry func()
+	freeMu      sync.Mutex
+	freeErr     error
 
 	// failGrowth (tests) makes every growth of a pool or the arena fail as
 	// if the device were out of memory.
@@ -157,7 +166,7 @@ type gpuEngine struct {
 // newGPUEngine returns an empty tree on d. The kernels are compiled here,
 // so that a broken toolchain is reported by New.
 func newGPUEngine(d *gpu.Device, workers int) (backend, error) {
-	g := &gpuEngine{dev: d, workers: workers, chunkMin: pointChunkMin, aheadGrowth: true, walkLanes: defaultWalkLanes}
+	g := &gpuEngine{dev: d, workers: workers, chunkMin: pointChunkMin, aheadGrowth: true, freeBeside: true, walkLanes: defaultWalkLanes}
 	var err error
 	if g.pe, err = prim.NewGPU(d); err != nil {
 		return nil, err
@@ -501,8 +510,10 @@ func (g *gpuEngine) freeRetired() error {
 	if g.freeBeside {
 		rs := append([]interface{ Free() error }(nil), g.retired...)
 		g.freeing.Add(1)
+		g.pending.Add(1)
 		go func() {
 			defer g.freeing.Done()
+			defer g.pending.Add(-1)
 			var ferr error
 			for _, b := range rs {
 				ferr = errors.Join(ferr, b.Free())
@@ -523,6 +534,16 @@ func (g *gpuEngine) freeRetired() error {
 	return err
 }
 
+// waitFrees waits for the frees freeRetired runs beside earlier batches
+// (freeBeside), so that a batch allocates only after the memory they
+// return is free, and cuMemFree never runs beside its work. Cost: O(1)
+// when they are done; else the rest of the frees.
+func (g *gpuEngine) waitFrees() { g.freeing.Wait() }
+
+// freesPending reports whether frees freeRetired started beside earlier
+// batches still run. Cost: O(1).
+func (g *gpuEngine) freesPending() bool { return g.pending.Load() > 0 }
+
 // besideErr returns (and forgets) the errors of the frees freeRetired ran
 // beside earlier batches.
 func (g *gpuEngine) besideErr() error {
@@ -538,6 +559,7 @@ func (g *gpuEngine) besideErr() error {
 func (g *gpuEngine) snapshot() (*store, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.waitFrees()
 	g.down.Discard()
 	t := g.t
 	s := &store{width: t.width, n: t.n, arenaLive: t.arenaLive}

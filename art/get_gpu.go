@@ -56,6 +56,7 @@ func (g *gpuEngine) lookupInto(kb Keys, vals []uint64, found []uint8, check func
 func (g *gpuEngine) lookupCall(pc *pointCall) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.waitFrees()
 	n := pc.len()
 	if n == 0 {
 		return g.point(pc, gpu.Layout{}, nil, pointDev{})
@@ -126,6 +127,7 @@ func (g *gpuEngine) updateSlicesFound(keys [][]byte, vals []uint64) ([]bool, err
 func (g *gpuEngine) updateCall(pc *pointCall) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.waitFrees()
 	n := pc.len()
 	if n == 0 {
 		return g.point(pc, gpu.Layout{}, nil, pointDev{})

@@ -18,13 +18,29 @@ import (
 // records only); ai_entries and the node round (the first writes to the
 // tree the old records see); ai_root_writes and ai_values. A failure
 // before the node round's writes (out of memory) rolls the allocation
-// counters back: the tree is unchanged.
-func (g *gpuEngine) insert(kb Keys, vals []uint64) (added int, err error) {
+// counters back: the tree is unchanged. The insert runs beside the frees
+// of earlier batches (freeBeside); out of memory while they ran, it waits
+// for them and runs once more.
+func (g *gpuEngine) insert(kb Keys, vals []uint64) (int, error) {
 	if long, n, err := longInsert(g, kb, vals); long {
 		return n, err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	pending := g.freesPending()
+	added, err := g.insertOnce(kb, vals)
+	if pending && errors.Is(err, gpu.ErrOutOfMemory) {
+		g.waitFrees()
+		if g.beforeRetry != nil {
+			g.beforeRetry()
+		}
+		added, err = g.insertOnce(kb, vals)
+	}
+	return added, err
+}
+
+// insertOnce is insert's one try, under g.mu.
+func (g *gpuEngine) insertOnce(kb Keys, vals []uint64) (added int, err error) {
 	t := g.t
 	ahead := g.growAhead(t, kb.Len(), leafGuess(kb))
 	// The pools grown ahead are adopted between the key parts when their

@@ -72,28 +72,29 @@ func randomKeys(from, n int) (Keys, []uint64) {
 // last run's time went: every step's device time (CUDA events), host time
 // and host synchronizations (engine.StepTrace). It reports keys/s of the
 // whole call and of its phases (engine.Timings), and the call as the
-// caller sees it (ms/call: the engine's total plus the frees after it).
-// tree=16Mi: stepsKeys, 16Mi keys; tree=100M: bench art's keys and tree
-// (its "insert 10M, 16 B keys, in 100M"), as the engine runs by default
-// (the pools grown ahead: growAhead; the keys in two parts beside the
-// sort and the values beside the work: batchUpload), without growAhead,
-// with the grown pools' old buffers freed beside the next call
-// (freeBeside), with the offsets of its one-length keys uploaded
-// (offsUp), with the keys uploaded whole (whole), and with them whole
-// and the values packed during the sort (whole,valsInSort: the upload
-// before batchUpload).
+// caller sees it (ms/call: the engine's total plus the host's end of the
+// call), and logs how long the frees beside the call ran past its
+// return. tree=16Mi: stepsKeys, 16Mi keys; tree=100M: bench art's keys
+// and tree (its "insert 10M, 16 B keys, in 100M"), as the engine runs by
+// default (the pools grown ahead: growAhead; the keys in two parts beside
+// the sort and the values beside the work: batchUpload; the retired
+// pools freed beside, after the call: freeBeside), without growAhead,
+// with the retired pools freed before the call returns (freeInCall),
+// with the offsets of its one-length keys uploaded (offsUp), with the
+// keys uploaded whole (whole), and with them whole and the values packed
+// during the sort (whole,valsInSort: the upload before batchUpload).
 func BenchmarkGPUInsertSteps(b *testing.B) {
 	for _, c := range []struct {
 		name          string
 		tree          int
 		keys          func(from, n int) (Keys, []uint64)
-		ahead, beside bool
+		ahead, inCall bool
 		bu            batchUpload
 	}{
 		{"tree=16Mi", stepsTreeKeys, stepsKeys, true, false, batchUpload{}},
 		{"tree=100M", 100_000_000, randomKeys, true, false, batchUpload{}},
 		{"tree=100M,ahead=off", 100_000_000, randomKeys, false, false, batchUpload{}},
-		{"tree=100M,freeBeside", 100_000_000, randomKeys, true, true, batchUpload{}},
+		{"tree=100M,freeInCall", 100_000_000, randomKeys, true, true, batchUpload{}},
 		{"tree=100M,offsUp", 100_000_000, randomKeys, true, false, batchUpload{offsUp: true}},
 		{"tree=100M,whole", 100_000_000, randomKeys, true, false, batchUpload{whole: true}},
 		{"tree=100M,whole,valsInSort", 100_000_000, randomKeys, true, false, batchUpload{whole: true, valsInSort: true}},
@@ -109,10 +110,10 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			defer tr.Close()
 			g := tr.eng.(*gpuEngine)
 			g.trace = &engine.StepTrace{}
-			g.aheadGrowth, g.freeBeside = c.ahead, c.beside
+			g.aheadGrowth, g.freeBeside = c.ahead, !c.inCall
 			g.bu.whole, g.bu.valsInSort, g.bu.offsUp = c.bu.whole, c.bu.valsInSort, c.bu.offsUp
 			var lb engine.Timings
-			var call time.Duration
+			var call, frees time.Duration
 			var pools string
 			for b.Loop() {
 				b.StopTimer()
@@ -128,6 +129,8 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 				call = time.Since(t0)
 				lb = tr.LastBatch()
 				b.StopTimer()
+				g.waitFrees()
+				frees = time.Since(t0) - call
 				pools += "\n        after:  " + poolsLine(g.t, [numKinds + 1]uint64{})
 				b.StartTimer()
 			}
@@ -139,8 +142,8 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Logf("last insert: %v, the call %v\n%s        pools (kind: live/capacity, grown ahead to)\n        before: %s",
-				lb, call, engine.FormatSteps(steps), pools)
+			b.Logf("last insert: %v, the call %v, its frees beside done %v after it\n%s        pools (kind: live/capacity, grown ahead to)\n        before: %s",
+				lb, call, frees, engine.FormatSteps(steps), pools)
 			if tr.Len() != c.tree+stepsBatchKeys {
 				b.Fatalf("%d keys after the insert, want %d", tr.Len(), c.tree+stepsBatchKeys)
 			}

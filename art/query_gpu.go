@@ -33,6 +33,7 @@ func (g *gpuEngine) ranges(into *Result, qs []Query, limit int, desc bool) (*Res
 func (g *gpuEngine) answer(into *Result, b queryBatch, limit int, desc bool) (*Result, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.waitFrees()
 	if !walkLanesValid(g.walkLanes) {
 		return nil, fmt.Errorf("art: walk lanes %d: want 1, 8, 16 or 32", g.walkLanes)
 	}

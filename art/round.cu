@@ -32,31 +32,39 @@ extern "C" __global__ void an_gather(u64 E, const u32 *eidx, const u64 *enode, c
     }
 }
 
-// find_touched: the touched index of node, or -1 (binary search).
-__device__ long find_touched(const u64 *snode, const u32 *tstart, u64 T, u64 node) {
+// find_touched: the touched index of node, or -1 (binary search over
+// tnode, the touched nodes in entry order as an_final wrote them: one load
+// a step, where snode[tstart[mid]] took two dependent ones).
+__device__ long find_touched(const u64 *tnode, u64 T, u64 node) {
     u64 key = entry_order(node, 0);
     u64 lo = 0, hi = T;
     while (lo < hi) {
         u64 mid = (lo + hi) / 2;
-        if (entry_order(snode[tstart[mid]], 0) < key) lo = mid + 1;
+        if (entry_order(tnode[mid], 0) < key) lo = mid + 1;
         else hi = mid;
     }
-    return lo < T && snode[tstart[lo]] == node ? (long)lo : -1;
+    return lo < T && tnode[lo] == node ? (long)lo : -1;
 }
 
-// find_run: the moved entries [a, b) aimed at node.
-__device__ void find_run(const u64 *mnode, u64 M, u64 node, u64 *a, u64 *b) {
-    u64 key = entry_order(node, 0);
-    u64 lo = 0, hi = M;
-    while (lo < hi) {
-        u64 mid = (lo + hi) / 2;
-        if (entry_order(mnode[mid], 0) < key) lo = mid + 1;
-        else hi = mid;
+// an_runs: one thread per moved entry of an insert's round (sorted by
+// parent: nKeys and nGather), each parent's run written where an_write
+// reads it. The thread of a run's first entry finds the parent's touched
+// index p (find_touched; a parent not touched is an_moved_inplace's) and
+// writes runs[p] = first << 32 | end, the run's entries [first, end).
+// Invariant: runs is zero before (a touched node with no run reads [0,
+// 0): no moves), each run has one first entry, so each runs[p] one
+// writer. One binary search per parent with moves, where an_write
+// searched the moves once per touched node.
+extern "C" __global__ void an_runs(u64 M, const u64 *mnode, const u64 *tnode, u64 T, u64 *runs) {
+    GRID_STRIDE(e, M) {
+        u64 node = mnode[e];
+        if (e > 0 && mnode[e - 1] == node) continue;
+        long p = find_touched(tnode, T, node);
+        if (p < 0) continue;
+        u64 end = e + 1;
+        while (end < M && mnode[end] == node) end++;
+        runs[p] = e << 32 | end;
     }
-    u64 e = lo;
-    while (e < M && mnode[e] == node) e++;
-    *a = lo;
-    *b = e;
 }
 
 // Merge walks a node's children merged with its edits (nodes.go's merge):
@@ -244,11 +252,13 @@ extern "C" __global__ void an_plan(const Tree *t, u64 T, const u32 *tstart, cons
 }
 
 // an_final: one thread per touched node: its link after the round (the
-// allocated record of a move).
+// allocated record of a move), and the node itself in tnode (the touched
+// nodes in entry order, for find_touched).
 extern "C" __global__ void an_final(const Tree *t, u64 T, const u32 *tstart, const u64 *snode, const u8 *out, const u32 *nkind,
-                                    const u64 *m12, const u64 *m34, u64 *final_) {
+                                    const u64 *m12, const u64 *m34, u64 *final_, u64 *tnode) {
     GRID_STRIDE(ti, T) {
         u64 node = snode[tstart[ti]];
+        tnode[ti] = node;
         if (out[ti] == OUT_MOVE) {
             u32 k = nkind[ti];
             final_[ti] = mklink(k, 0, alloc_idx(t, k, rank_of(k, ti, m12, m34, 0, 0)));
@@ -325,10 +335,11 @@ extern "C" __global__ void an_write(const Tree *t, u64 T, int insert, const u32 
                                     const u32 *sop, const u64 *slink, const u32 *sgrp, const u8 *out, const u32 *nkind,
                                     const u8 *htrim, const u64 *final_, const u64 *rem, const u32 *remb,
                                     const u64 *mnode, const u32 *mcode, const u32 *mop, const u64 *mlink, u64 M,
-                                    const u32 *gtn, const u64 *gtref, const u32 *trimd, const u64 *trimpar) {
+                                    const u32 *gtn, const u64 *gtref, const u32 *trimd, const u64 *trimpar, const u64 *tnode,
+                                    const u64 *runs) {
     GRID_STRIDE(ti, T) {
         u32 a = tstart[ti], b = tstart[ti + 1];
-        u64 node = snode[a];
+        u64 node = tnode[ti];
         u32 k = lkind(node);
         u64 *r = rec(t, node);
         u8 o = out[ti];
@@ -358,7 +369,11 @@ extern "C" __global__ void an_write(const Tree *t, u64 T, int insert, const u32 
             continue;
         }
         u64 ma = 0, mb = 0;
-        if (insert) find_run(mnode, M, node, &ma, &mb);
+        if (insert && M > 0) { // the node's moved entries (an_runs)
+            u64 rr = runs[ti];
+            ma = rr >> 32;
+            mb = rr & 0xffffffffull;
+        }
         // The header.
         u32 plen = plen_of(r);
         u64 prefix = r[W_PREFIX];
@@ -371,7 +386,7 @@ extern "C" __global__ void an_write(const Tree *t, u64 T, int insert, const u32 
         } else {
             pw = r[W_PARENT];
             if (lkind(pw) != K_ROOT) {
-                long p = find_touched(snode, tstart, T, node_id(pw));
+                long p = find_touched(tnode, T, node_id(pw));
                 if (p >= 0 && out[p] == OUT_MOVE) pw = parent_word(final_[p], laux(pw));
             }
         }
@@ -393,7 +408,7 @@ extern "C" __global__ void an_write(const Tree *t, u64 T, int insert, const u32 
             while (merge_next(&m, &cb, &cl, &src)) {
                 write_child(d, fk, n, cb, cl);
                 n++;
-                if (is_node(cl) && src != SRC_MOVED && !(src == SRC_OLD && find_touched(snode, tstart, T, cl) >= 0))
+                if (is_node(cl) && src != SRC_MOVED && !(src == SRC_OLD && find_touched(tnode, T, cl) >= 0))
                     rec(t, cl)[W_PARENT] = parent_word(fl, cb);
             }
             d[W_META] = (d[W_META] & ~0xffffffffull) | meta_word(plen, n);
@@ -447,10 +462,10 @@ extern "C" __global__ void an_write(const Tree *t, u64 T, int insert, const u32 
 // an_moved_inplace: one thread per moved entry whose target is not
 // touched in the round (U4): the moved child's new link in place.
 extern "C" __global__ void an_moved_inplace(const Tree *t, u64 M, const u64 *mnode, const u32 *mcode, const u64 *mlink,
-                                            const u32 *tstart, const u64 *snode, u64 T) {
+                                            const u64 *tnode, u64 T) {
     GRID_STRIDE(e, M) {
         u64 p = mnode[e];
-        if (find_touched(snode, tstart, T, p) >= 0) continue;
+        if (find_touched(tnode, T, p) >= 0) continue;
         u64 *r = rec(t, p);
         u32 code = mcode[e];
         int w = code == 0 ? W_TERM : find_word(r, lkind(p), code - 1);

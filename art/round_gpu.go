@@ -47,7 +47,7 @@ var (
 	round32 = []string{"n.eidx", "n.tstart", "n.idx", "n.remb", "n.nkind", "n.nidx", "n.oidx", "n.cnt", "n.scode",
 		"n.sop", "n.sgrp", "n.mcode", "n.mop", "n.mgrp"}
 	round64 = []string{"n.snode", "n.slink", "n.rem", "n.final", "n.m12", "n.m34", "n.rslot", "n.rlink", "n.okey", "n.mnode",
-		"n.mlink", "n.count"}
+		"n.mlink", "n.count", "n.tnode", "n.runs"}
 	round8 = []string{"n.tflag", "n.out", "n.htrim", "n.fflag", "n.mflag"}
 )
 
@@ -114,6 +114,7 @@ type nodeRun struct {
 	scode, sop, sgrp, mcode, mop, mgrp              *gpu.Buffer[uint32]
 	snode, slink, rem, final, m12, m34              *gpu.Buffer[uint64]
 	rslot, rlink, okey, mnode, mlink, count         *gpu.Buffer[uint64]
+	tnode, runs                                     *gpu.Buffer[uint64] // the touched nodes (an_final), their moves (an_runs)
 	tflag, out, htrim, fflag, mflag                 *gpu.Buffer[uint8]
 	tot                                             *gpu.Buffer[uint64]
 	fsel, fcnt                                      *gpu.Buffer[uint32]
@@ -142,6 +143,7 @@ func (g *gpuEngine) newNodeRun(t *devTree, in roundIn) (*nodeRun, error) {
 	u64 := takeAll[uint64](g.pool, N, round64...)
 	r.snode, r.slink, r.rem, r.final, r.m12, r.m34 = u64[0], u64[1], u64[2], u64[3], u64[4], u64[5]
 	r.rslot, r.rlink, r.okey, r.mnode, r.mlink, r.count = u64[6], u64[7], u64[8], u64[9], u64[10], u64[11]
+	r.tnode, r.runs = u64[12], u64[13]
 	u8 := takeAll[uint8](g.pool, N, round8...)
 	r.tflag, r.out, r.htrim, r.fflag, r.mflag = u8[0], u8[1], u8[2], u8[3], u8[4]
 	r.tot = gpu.Take[uint64](g.pool, "n.tot", 10)
@@ -208,7 +210,7 @@ func (r *nodeRun) planEmit() (tv []uint64, R, O int, err error) {
 	}
 	g.step("node round: plan")
 	oe := r.oe
-	if err := firstErr(g.launch(k.nFinal, T, g.descBuf, uint64(T), r.tstart, r.snode, r.out, r.nkind, r.m12, r.m34, r.final),
+	if err := firstErr(g.launch(k.nFinal, T, g.descBuf, uint64(T), r.tstart, r.snode, r.out, r.nkind, r.m12, r.m34, r.final, r.tnode),
 		r.count.FillBytes(g.s, 0),
 		g.launch(k.nEmit, T, g.descBuf, uint64(T), r.tstart, r.snode, r.sgrp, r.out, r.htrim, r.final, r.rem, r.trimpr,
 			r.rslot, r.rlink, r.count, oe.node, oe.code, oe.op, oe.link, r.count.PtrAt(1))); err != nil {
@@ -269,14 +271,16 @@ func (r *nodeRun) write(R, O int) error {
 			g.launch(k.nKeys, O, uint64(O), oe.node, oe.code, r.okey, r.oidx, int32(1)),
 			prim.DevSortPairsBits(g.pe, r.okey, r.oidx, O, 0, entryBits),
 			g.launch(k.nGather, O, uint64(O), r.oidx, oe.node, oe.code, oe.op, oe.link, nullPtr, r.mnode, r.mcode, r.mop, r.mlink, r.mgrp, r.mflag),
+			r.runs.FillBytes(g.s, 0),
+			g.launch(k.nRuns, O, uint64(O), r.mnode, r.tnode, uint64(T), r.runs),
 		); err != nil {
 			return fmt.Errorf("node round: moves: %w", err)
 		}
 	}
 	if err := firstErr(
 		g.launch(k.nWrite, T, g.descBuf, uint64(T), int32(r.insert), r.tstart, r.snode, r.scode, r.sop, r.slink, r.sgrp, r.out, r.nkind, r.htrim,
-			r.final, r.rem, r.remb, r.mnode, r.mcode, r.mop, r.mlink, uint64(M), r.gtn, r.gtref, r.trimd, r.trimpr),
-		g.launch(k.nMovedInplace, M, g.descBuf, uint64(M), r.mnode, r.mcode, r.mlink, r.tstart, r.snode, uint64(T)),
+			r.final, r.rem, r.remb, r.mnode, r.mcode, r.mop, r.mlink, uint64(M), r.gtn, r.gtref, r.trimd, r.trimpr, r.tnode, r.runs),
+		g.launch(k.nMovedInplace, M, g.descBuf, uint64(M), r.mnode, r.mcode, r.mlink, r.tnode, uint64(T)),
 		g.launch(k.nRootWrites, R, g.descBuf, uint64(R), r.rslot, r.rlink),
 	); err != nil {
 		return fmt.Errorf("node round: write: %w", err)

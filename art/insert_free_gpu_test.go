@@ -1,0 +1,148 @@
+package art
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/gputest"
+)
+
+// TestGPUFreeBeside inserts batches of new keys, some of which grow pools
+// (ahead and in their rounds), into two GPU trees on one device, one freeing the
+// retired buffers beside the next call (freeBeside, the default) and one
+// before the call returns, and a CPU tree. After every batch: the call
+// handed its retired buffers off (none left on the engine), once the
+// frees are done (waitFrees) the device holds exactly the bytes the tree
+// that frees in the call holds after the same batches (the frees ran,
+// nothing was freed twice), and the layouts equal the CPU engine's word
+// for word.
+func TestGPUFreeBeside(t *testing.T) {
+	dev := gputest.Device(t)
+	var trees [2]*Tree
+	var engs [2]*gpuEngine
+	for i := range trees {
+		tr, err := Open(Options{GPU: dev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tr.Close() })
+		trees[i], engs[i] = tr, tr.eng.(*gpuEngine)
+	}
+	engs[1].freeBeside = false
+	if !engs[0].freeBeside {
+		t.Fatal("freeBeside is off in a new engine, want on by default")
+	}
+	ct, _ := Open(Options{Device: "cpu"})
+	tk, tv := randomKeys(0, 100000)
+	for _, tr := range []*Tree{trees[0], trees[1], ct} {
+		if err := tr.BuildKeys(tk, tv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	engs[0].waitFrees() // the build's, if any, before the first count
+	grown, from := 0, 100000
+	for i := 0; i < 8; i++ {
+		ik, iv := randomKeys(from-1000, 30000) // 1000 present
+		from += 29000
+		caps := poolCaps(engs[0].t)
+		var live [2]int64
+		for j, tr := range trees {
+			_, before := dev.Live()
+			if err := tr.InsertKeys(ik, iv); err != nil {
+				t.Fatalf("batch %d, tree %d: %v", i, j, err)
+			}
+			if n := len(engs[j].retired); n != 0 {
+				t.Fatalf("batch %d, tree %d: %d retired buffers left after the call", i, j, n)
+			}
+			engs[j].waitFrees()
+			if err := engs[j].besideErr(); err != nil {
+				t.Fatalf("batch %d, tree %d: frees: %v", i, j, err)
+			}
+			_, after := dev.Live()
+			live[j] = after - before
+		}
+		if poolCaps(engs[0].t) != caps {
+			grown++ // a pool grew: its old buffers were retired
+		}
+		if live[0] != live[1] {
+			t.Fatalf("batch %d: the device's bytes grew by %d freeing beside, %d freeing in the call", i, live[0], live[1])
+		}
+		if err := ct.InsertKeys(ik, iv); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := ct.eng.snapshot()
+		for j, tr := range trees {
+			got, err := tr.eng.snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := equalStores(want, got); err != nil {
+				t.Fatalf("batch %d, tree %d: layouts differ (cpu, gpu): %v", i, j, err)
+			}
+		}
+	}
+	if grown < 2 {
+		t.Fatalf("%d batches grew pools, want at least 2", grown)
+	}
+}
+
+// poolCaps is the capacity of each of t's pools.
+func poolCaps(t *devTree) (caps [numKinds + 1]uint64) {
+	for k := range t.pools {
+		caps[k] = t.pools[k].cap
+	}
+	return caps
+}
+
+// TestGPUInsertRetry checks an insert that runs out of memory while frees
+// beside an earlier batch still run: it waits for them and runs again
+// (here every growth fails until then: beforeRetry lifts failGrowth),
+// with the CPU engine's layout after it; with no frees pending the same
+// failure comes back and the tree is unchanged.
+func TestGPUInsertRetry(t *testing.T) {
+	gt, ct, g := gpuAndCPU(t)
+	tk, tv := randomKeys(0, 20000)
+	for _, tr := range []*Tree{gt, ct} {
+		if err := tr.BuildKeys(tk, tv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.waitFrees()
+	ik, iv := randomKeys(20000, 40000) // more new records than any pool's headroom
+	g.failGrowth = true
+	if err := gt.InsertKeys(ik, iv); !errors.Is(err, gpu.ErrOutOfMemory) {
+		t.Fatalf("no frees pending: got %v, want an out-of-memory error", err)
+	}
+	if gt.Len() != 20000 {
+		t.Fatalf("%d keys after the failed insert, want 20000", gt.Len())
+	}
+	// Frees pending: a goroutine of freeRetired's kind that ends later.
+	g.freeing.Add(1)
+	g.pending.Add(1)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		g.pending.Add(-1)
+		g.freeing.Done()
+	}()
+	retried := false
+	g.beforeRetry = func() { retried, g.failGrowth = true, false }
+	if err := gt.InsertKeys(ik, iv); err != nil {
+		t.Fatalf("frees pending: %v", err)
+	}
+	if !retried {
+		t.Fatal("the insert did not run again after the frees")
+	}
+	if err := ct.InsertKeys(ik, iv); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := ct.eng.snapshot()
+	got, err := gt.eng.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := equalStores(want, got); err != nil {
+		t.Fatalf("layouts differ (cpu, gpu): %v", err)
+	}
+}
