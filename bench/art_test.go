@@ -109,3 +109,43 @@ func TestARTSummaryFindsTheTargetRows(t *testing.T) {
 		t.Fatal("a summary without GPU rows")
 	}
 }
+
+// TestARTAnswerCall checks that the call the bench times for ranges and
+// prefix scans (AnswerCall) answers as the call with the checksum
+// (Ranges, Prefix), on the CPU engine.
+func TestARTAnswerCall(t *testing.T) {
+	eng, err := OpenARTEngines("cpu", "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	e := eng.Impls[0].(*artEngine)
+	in := NewARTInputs()
+	for _, op := range []ARTOp{ARTRanges, ARTPrefix} {
+		c := ARTCase{Op: op, Keys: ARTKeys16, Tree: 5000, Batch: 300}
+		k, v := in.Tree(c.Keys, c.Tree)
+		if err := e.Build(k, v); err != nil {
+			t.Fatal(err)
+		}
+		d := in.Data(c)
+		limit := artQueryLimit(op)
+		var want ARTCheck
+		if op == ARTRanges {
+			want.Found, want.Sum, err = e.Ranges(d.Keys, limit)
+		} else {
+			want.Found, want.Sum, err = e.Prefix(d.Keys, limit)
+		}
+		if err != nil || want.Found == 0 {
+			t.Fatalf("%s: %d pairs, %v", op, want.Found, err)
+		}
+		call := e.AnswerCall(op, d.Keys, limit)
+		for i := range 2 {
+			if err := call(); err != nil {
+				t.Fatal(err)
+			}
+			if n, s := e.AnswerSum(); n != want.Found || s != want.Sum {
+				t.Fatalf("%s, call %d: %d pairs, sum %#x; want %d, %#x", op, i, n, s, want.Found, want.Sum)
+			}
+		}
+	}
+}
