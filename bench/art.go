@@ -412,9 +412,10 @@ type ARTLimits struct {
 // gather rate, and the whole call's ratio to the pinned transfer limit.
 // In a run with a GPU (lim measured), ranges and prefix scans of an
 // implementation that keeps its answers (artAnswerer: warpkv's engines,
-// answering into a reused Result) time the call alone, its answers summed
-// after it, and add a ": call and checksum" row timing both, as the
-// peers' rows and runs without a GPU do.
+// answering into a reused Result) are called for artQueryWarm first,
+// time the call alone on queries made once (AnswerCall), its answers
+// summed after it, and add a ": call and checksum" row timing both, as
+// the peers' rows and runs without a GPU do.
 func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, lim ARTLimits) ([]Result, ARTCheck, error) {
 	r, err := newARTRun(c, impl, in, d, lim)
 	if err != nil {
@@ -423,6 +424,11 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 	ch := &r.ch
 	prepare, run, full, answerer, lv, lf := r.prepare, r.run, r.full, r.answerer, r.lv, r.lf
 	phaser, _ := impl.(artPhaser)
+	if answerer != nil {
+		if err := warmFor(artQueryWarm, run); err != nil {
+			return nil, *ch, err
+		}
+	}
 	var work []float64
 	wall, err := timeRuns(reps, prepare, run, func() {
 		if phaser != nil {
@@ -484,6 +490,26 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 		return nil, *ch, err
 	}
 	return rows, *ch, nil
+}
+
+// artQueryWarm is how long RunARTCase calls a GPU engine's ranges or
+// prefix scans before their warm-up run and timed runs, so that the
+// timed calls (about a millisecond each at 100M) run back to back as a
+// caller's batch after batch, not right after the build and the garbage
+// collection that precede them.
+const artQueryWarm = 20 * time.Millisecond
+
+// warmFor calls run until d has passed (at least once). Cost: d, plus
+// the last call.
+func warmFor(d time.Duration, run func() error) error {
+	for t0 := time.Now(); ; {
+		if err := run(); err != nil {
+			return err
+		}
+		if time.Since(t0) >= d {
+			return nil
+		}
+	}
 }
 
 // artRun is how RunARTCase times one case: prepare before each timed run

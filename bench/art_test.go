@@ -2,8 +2,10 @@ package bench
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestARTSuiteCPU runs the art suite on the CPU engine at a small size:
@@ -146,6 +148,42 @@ func TestARTAnswerCall(t *testing.T) {
 			if n, s := e.AnswerSum(); n != want.Found || s != want.Sum {
 				t.Fatalf("%s, call %d: %d pairs, sum %#x; want %d, %#x", op, i, n, s, want.Found, want.Sum)
 			}
+		}
+	}
+}
+
+// TestWarmFor checks warmFor's calls: at least one, until the duration
+// has passed, and the first error returned.
+func TestWarmFor(t *testing.T) {
+	errStop := errors.New("stop")
+	cases := []struct {
+		name    string
+		d       time.Duration
+		failAt  int // the call that fails (0: none)
+		atLeast int
+		atMost  int
+		err     error
+	}{
+		{"zero", 0, 0, 1, 1, nil},
+		{"5ms", 5 * time.Millisecond, 0, 2, 1 << 30, nil},
+		{"error", time.Hour, 3, 3, 3, errStop},
+	}
+	for _, c := range cases {
+		n := 0
+		t0 := time.Now()
+		err := warmFor(c.d, func() error {
+			n++
+			time.Sleep(100 * time.Microsecond)
+			if n == c.failAt {
+				return errStop
+			}
+			return nil
+		})
+		if !errors.Is(err, c.err) || n < c.atLeast || n > c.atMost {
+			t.Fatalf("%s: %d calls, %v; want %d-%d calls, %v", c.name, n, err, c.atLeast, c.atMost, c.err)
+		}
+		if c.err == nil && time.Since(t0) < c.d {
+			t.Fatalf("%s: returned after %v", c.name, time.Since(t0))
 		}
 	}
 }
