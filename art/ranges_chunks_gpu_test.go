@@ -14,7 +14,7 @@ import (
 // 4, 6 and 8 chunks (and the default), interleaved in one process: 5
 // rounds, each timing 20 calls of every count in turn after one untimed
 // call. Metrics: queries per second of each count's median round mean
-// (cN-M/s; cD-M/s the default); every round's means are logged.
+// (cN-M/s; cD-M/s the default, rangePipe.count); every round's means are logged.
 func BenchmarkGPURangeChunks(b *testing.B) {
 	t, g, ops := rangeBenchCalls(b)
 	counts := []int{1, 2, 3, 4, 6, 8, 0}
@@ -50,7 +50,7 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 			for i, c := range counts {
 				name := fmt.Sprint(c)
 				if c == 0 {
-					name = fmt.Sprintf("default (%d)", defaultRangeChunks)
+					name = "default"
 				}
 				s := slices.Clone(ms[i])
 				slices.Sort(s)
