@@ -413,9 +413,10 @@ type ARTLimits struct {
 // In a run with a GPU (lim measured), ranges and prefix scans of an
 // implementation that keeps its answers (artAnswerer: warpkv's engines,
 // answering into a reused Result) are called for artQueryWarm first,
-// time the call alone on queries made once (AnswerCall), its answers
-// summed after it, and add a ": call and checksum" row timing both, as
-// the peers' rows and runs without a GPU do.
+// time the call alone on queries made once (AnswerCall), each run the
+// mean of the calls that fill artQueryRun, its answers summed after it,
+// and add a ": call and checksum" row timing both, as the peers' rows
+// and runs without a GPU do.
 func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, lim ARTLimits) ([]Result, ARTCheck, error) {
 	r, err := newARTRun(c, impl, in, d, lim)
 	if err != nil {
@@ -424,9 +425,21 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 	ch := &r.ch
 	prepare, run, full, answerer, lv, lf := r.prepare, r.run, r.full, r.answerer, r.lv, r.lf
 	phaser, _ := impl.(artPhaser)
+	per := 1 // calls a timed run makes
 	if answerer != nil {
-		if err := warmFor(artQueryWarm, run); err != nil {
+		n, el, err := warmFor(artQueryWarm, run)
+		if err != nil {
 			return nil, *ch, err
+		}
+		per = callsFor(artQueryRun, el/time.Duration(n))
+		one := run
+		run = func() error {
+			for range per {
+				if err := one(); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
 	}
 	var work []float64
@@ -438,6 +451,9 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 	})
 	if err != nil {
 		return nil, *ch, err
+	}
+	for i := range wall {
+		wall[i] /= float64(per)
 	}
 	items := int64(c.Batch)
 	up, down := artTransferBytes(c, d)
@@ -499,17 +515,34 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 // collection that precede them.
 const artQueryWarm = 20 * time.Millisecond
 
-// warmFor calls run until d has passed (at least once). Cost: d, plus
-// the last call.
-func warmFor(d time.Duration, run func() error) error {
-	for t0 := time.Now(); ; {
+// artQueryRun is the least time a timed run of a GPU engine's ranges or
+// prefix scans lasts: a run makes as many calls back to back as fill it
+// (at the warm-up's time a call) and counts their mean, so that the
+// median of a few runs is the calls' throughput, every call's time
+// included, rather than the middle of three single calls of about a
+// millisecond, which one late call moves.
+const artQueryRun = 10 * time.Millisecond
+
+// warmFor calls run until d has passed (at least once) and returns the
+// calls and the time they took. Cost: d, plus the last call.
+func warmFor(d time.Duration, run func() error) (int, time.Duration, error) {
+	t0 := time.Now()
+	for n := 1; ; n++ {
 		if err := run(); err != nil {
-			return err
+			return n, time.Since(t0), err
 		}
-		if time.Since(t0) >= d {
-			return nil
+		if el := time.Since(t0); el >= d {
+			return n, el, nil
 		}
 	}
+}
+
+// callsFor is the calls of time per each that fill d: at least 1.
+func callsFor(d, per time.Duration) int {
+	if per <= 0 {
+		return 1
+	}
+	return int(max(1, (d+per-1)/per))
 }
 
 // artRun is how RunARTCase times one case: prepare before each timed run
@@ -1092,6 +1125,7 @@ func ARTInputNotes() []string {
 	return []string{
 		fmt.Sprintf("keys: key i of a shape is a bijection of SplitMix64(%#x, i) in its first 8 bytes (16 and 32 B: more random bytes; text: 2 to 12 letters, ':' and i in hex; long: 64 to 256 bytes); a tree of n keys holds keys 0..n-1; absent and inserted keys are keys n, n+1, ...", uint64(ARTSeed)),
 		fmt.Sprintf("lookups, updates and range lower bounds: random present keys; deletes: every tree/batch-th key; ranges: the %d keys from a present key; prefix scans: a present key's first bytes shared by ~16 to 4096 keys (text: 3 letters), at most %d keys", ARTRangeKeys, ARTPrefixLimit),
+		fmt.Sprintf("ranges and prefix rows of warpkv's GPU engine: called back to back for %v first; each timed run is the mean of the calls that fill %v (the call alone, on queries made once; \": call and checksum\" rows: single calls)", artQueryWarm, artQueryRun),
 		"GPU rows: ratio of the whole call = bytes moved (keys, offsets, values, answers) per second over the pinned host-to-device limit; \"kernels\" rows: the engine's work phase alone (art.Tree.LastBatch), ratio = operations per second over the device's random 32-byte gather rate",
 	}
 }

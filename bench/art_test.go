@@ -153,7 +153,7 @@ func TestARTAnswerCall(t *testing.T) {
 }
 
 // TestWarmFor checks warmFor's calls: at least one, until the duration
-// has passed, and the first error returned.
+// has passed, and the first error returned; and callsFor.
 func TestWarmFor(t *testing.T) {
 	errStop := errors.New("stop")
 	cases := []struct {
@@ -171,7 +171,7 @@ func TestWarmFor(t *testing.T) {
 	for _, c := range cases {
 		n := 0
 		t0 := time.Now()
-		err := warmFor(c.d, func() error {
+		got, el, err := warmFor(c.d, func() error {
 			n++
 			time.Sleep(100 * time.Microsecond)
 			if n == c.failAt {
@@ -179,11 +179,24 @@ func TestWarmFor(t *testing.T) {
 			}
 			return nil
 		})
-		if !errors.Is(err, c.err) || n < c.atLeast || n > c.atMost {
-			t.Fatalf("%s: %d calls, %v; want %d-%d calls, %v", c.name, n, err, c.atLeast, c.atMost, c.err)
+		if !errors.Is(err, c.err) || n < c.atLeast || n > c.atMost || got != n {
+			t.Fatalf("%s: %d calls (said %d), %v; want %d-%d calls, %v", c.name, n, got, err, c.atLeast, c.atMost, c.err)
 		}
-		if c.err == nil && time.Since(t0) < c.d {
-			t.Fatalf("%s: returned after %v", c.name, time.Since(t0))
+		if c.err == nil && (el < c.d || time.Since(t0) < el) {
+			t.Fatalf("%s: took %v, returned after %v", c.name, el, time.Since(t0))
+		}
+	}
+	for _, c := range []struct {
+		d, per time.Duration
+		want   int
+	}{
+		{10 * time.Millisecond, time.Millisecond, 10},
+		{10 * time.Millisecond, 3 * time.Millisecond, 4},
+		{10 * time.Millisecond, 20 * time.Millisecond, 1},
+		{10 * time.Millisecond, 0, 1},
+	} {
+		if got := callsFor(c.d, c.per); got != c.want {
+			t.Errorf("callsFor(%v, %v) = %d, want %d", c.d, c.per, got, c.want)
 		}
 	}
 }
