@@ -56,7 +56,7 @@ func (g *gpuEngine) answer(into *Result, b queryBatch, limit int, desc bool) (*R
 		// from the first walk to the last pairs (the host packs in
 		// between).
 		tm := g.last.Get()
-		tm.Work = g.pipe.work(g.pipe.count(Q))
+		tm.Work = g.pipe.work(g.pipe.count(Q, limit))
 		g.last.Set(tm)
 		g.step("drained")
 		return res, nil

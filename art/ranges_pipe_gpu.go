@@ -12,11 +12,22 @@ import (
 	"github.com/warpkv/warpkv/internal/par"
 )
 
-// defaultRangeChunks is the chunks of a pipelined call when the engine's
-// rangePipe does not say (chunks 0): 4, the fastest of 1 to 4 for 64Ki
-// ranges of 16 at 100M keys on an H200 (BENCHMARKS.md, 2026-11-29, branch
-// artpipe), within 3% of the fastest for prefix scans of 64.
-const defaultRangeChunks = 4
+// rangeChunkSlots is the answer slots (queries x limit) of a chunk of a
+// pipelined call when the engine's rangePipe does not say (chunks 0): a
+// call is cut into ceil(Q*limit/rangeChunkSlots) chunks, at least 2 and
+// at most rangeChunksMax (and each of at least chunkMin queries). On an
+// H200 at 100M keys (BENCHMARKS.md, 2026-11-29, branch arng3: 1 to 8
+// chunks interleaved over 5 rounds in one process, medians), 64Ki ranges
+// of 16 (1Mi slots) ran fastest in 3 chunks (0.747 ms a call; 4: 0.788
+// and 0.815, 6: 1.252, 8: 1.446) and 64Ki prefix scans of 64 (4Mi slots)
+// in 6 to 8 (2.290-2.300 ms; 4: 2.317 and 2.353, 3: 2.446): a chunk's
+// fixed steps cost more than its overlap gains below about 350Ki slots.
+// 384Ki slots gives those calls 3 and 8 chunks.
+const rangeChunkSlots = 384 << 10
+
+// rangeChunksMax is the most chunks of a pipelined call when the
+// engine's rangePipe does not say.
+const rangeChunksMax = 8
 
 // rangeChunkMin is the fewest queries of a chunk when the engine's
 // rangePipe does not say (chunkMin 0): a batch of fewer than twice as many
@@ -26,7 +37,7 @@ const rangeChunkMin = 8192
 // rangePipe is the pipelined calls' setting and their events, part of the
 // GPU engine (its lock guards it).
 type rangePipe struct {
-	chunks   int // chunks a call is cut into at most: 0 defaultRangeChunks, 1 one piece (tests and benchmarks set it)
+	chunks   int // chunks a call is cut into at most: 0 by its answer slots (rangeChunkSlots), 1 one piece (tests and benchmarks set it)
 	chunkMin int // fewest queries a chunk: 0 rangeChunkMin (tests set fewer)
 	firstDiv int // chunk 0 holds 1/firstDiv of another chunk's queries (0 or 1: as many; benchmarks compare)
 
@@ -75,13 +86,16 @@ func (p *rangePipe) chunkTotals(k int) (pairs, keyBytes int, sq uint64) {
 	return int(word(0)), int(word(1)), word(2)
 }
 
-// count returns the chunks of a pipelined call of Q queries: at most the
-// setting's chunks, each of at least its chunkMin queries; 1 (one piece)
-// when fewer than two fit.
-func (p *rangePipe) count(Q int) int {
+// count returns the chunks of a pipelined call of Q queries of at most
+// limit pairs: the setting's chunks, or when it is 0 one per
+// rangeChunkSlots answer slots (2 to rangeChunksMax); at most as many as
+// hold chunkMin queries each; 1 (one piece) when fewer than two fit.
+// Cost: O(1).
+func (p *rangePipe) count(Q, limit int) int {
 	c, m := p.chunks, p.chunkMin
 	if c == 0 {
-		c = defaultRangeChunks
+		slots := int64(Q) * int64(max(limit, 1))
+		c = int(min(rangeChunksMax, max(2, (slots+rangeChunkSlots-1)/rangeChunkSlots)))
 	}
 	if m <= 0 {
 		m = rangeChunkMin

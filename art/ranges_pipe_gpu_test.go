@@ -167,22 +167,28 @@ func sameResult(t *testing.T, name string, got, want *Result) {
 }
 
 // TestRangePipeCount checks the chunks of a pipelined call: at most the
-// setting's (its default when 0), each of at least chunkMin queries, one
-// piece below two chunks' worth.
+// setting's (when 0: one per rangeChunkSlots answer slots, 2 to
+// rangeChunksMax), each of at least chunkMin queries, one piece below two
+// chunks' worth.
 func TestRangePipeCount(t *testing.T) {
-	for _, c := range []struct{ chunks, chunkMin, q, want int }{
-		{0, 0, 1 << 16, defaultRangeChunks},
-		{0, 0, 2*rangeChunkMin - 1, 1},
-		{0, 0, 2 * rangeChunkMin, 2},
-		{3, 0, 1 << 16, 3},
-		{1, 0, 1 << 16, 1},
-		{7, 50, 1001, 7},
-		{7, 50, 120, 2},
-		{4, 50, 99, 1},
+	for _, c := range []struct{ chunks, chunkMin, q, limit, want int }{
+		{0, 0, 1 << 16, 16, 3}, // 64Ki ranges of 16: 1Mi slots
+		{0, 0, 1 << 16, 64, 8}, // 64Ki prefix scans of 64: 4Mi slots, 11 capped
+		{0, 0, 1 << 16, 1, 2},  // few slots: still two chunks
+		{0, 0, 1 << 16, 0, 2},  // no limit counts as 1
+		{0, 0, 1 << 20, 64, 8}, // rangeChunksMax
+		{0, 0, 3 << 14, 64, 6}, // 48Ki queries: 6 chunks of chunkMin
+		{0, 0, 2*rangeChunkMin - 1, 64, 1},
+		{0, 0, 2 * rangeChunkMin, 64, 2},
+		{3, 0, 1 << 16, 64, 3},
+		{1, 0, 1 << 16, 16, 1},
+		{7, 50, 1001, 16, 7},
+		{7, 50, 120, 16, 2},
+		{4, 50, 99, 16, 1},
 	} {
 		p := rangePipe{chunks: c.chunks, chunkMin: c.chunkMin}
-		if got := p.count(c.q); got != c.want {
-			t.Errorf("rangePipe{%d, %d}.count(%d) = %d, want %d", c.chunks, c.chunkMin, c.q, got, c.want)
+		if got := p.count(c.q, c.limit); got != c.want {
+			t.Errorf("rangePipe{%d, %d}.count(%d, %d) = %d, want %d", c.chunks, c.chunkMin, c.q, c.limit, got, c.want)
 		}
 	}
 }

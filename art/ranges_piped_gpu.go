@@ -37,7 +37,7 @@ import (
 // at most rangeSlotsMax slots, not collectRanges), in the batch order
 // (not sortQueries), and in at least two chunks.
 func (g *gpuEngine) pipes(into *Result, Q, limit int) bool {
-	return into.pinned() && limit > 0 && Q*limit <= rangeSlotsMax && !g.collectRanges && !g.sortQueries && g.pipe.count(Q) > 1
+	return into.pinned() && limit > 0 && Q*limit <= rangeSlotsMax && !g.collectRanges && !g.sortQueries && g.pipe.count(Q, limit) > 1
 }
 
 // pipeChunk is one chunk of a pipelined call on the device: its queries
@@ -59,7 +59,7 @@ type pipeChunk struct {
 // the downloads overlap the next chunks' packing, walks and pairs.
 func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int32) (res *Result, err error) {
 	Q := bt.n
-	C := g.pipe.count(Q)
+	C := g.pipe.count(Q, limit)
 	if err := g.pipe.events(g.dev, C); err != nil {
 		return nil, err
 	}

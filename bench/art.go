@@ -355,6 +355,10 @@ func ARTMix(k []byte, v uint64) uint64 {
 // is its own row.
 type artAnswerer interface {
 	Answer(op ARTOp, qs art.Keys, limit int) error
+	// AnswerCall returns the call Answer makes for qs (op ARTRanges:
+	// range queries from each key; else prefix scans), the queries made
+	// once now, as a caller holds its batch's queries before its call.
+	AnswerCall(op ARTOp, qs art.Keys, limit int) func() error
 	AnswerSum() (pairs int, sum uint64)
 	AnswerBytes() int64 // the last answer's bytes (its Result's arrays), which the call moved to the host
 }
@@ -408,9 +412,11 @@ type ARTLimits struct {
 // gather rate, and the whole call's ratio to the pinned transfer limit.
 // In a run with a GPU (lim measured), ranges and prefix scans of an
 // implementation that keeps its answers (artAnswerer: warpkv's engines,
-// answering into a reused Result) time the call alone, its answers summed
-// after it, and add a ": call and checksum" row timing both, as the
-// peers' rows and runs without a GPU do.
+// answering into a reused Result) are called for artQueryWarm first,
+// time the call alone on queries made once (AnswerCall), each run the
+// mean of the calls that fill artQueryRun, its answers summed after it,
+// and add a ": call and checksum" row timing both, as the peers' rows
+// and runs without a GPU do.
 func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, lim ARTLimits) ([]Result, ARTCheck, error) {
 	r, err := newARTRun(c, impl, in, d, lim)
 	if err != nil {
@@ -419,6 +425,23 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 	ch := &r.ch
 	prepare, run, full, answerer, lv, lf := r.prepare, r.run, r.full, r.answerer, r.lv, r.lf
 	phaser, _ := impl.(artPhaser)
+	per := 1 // calls a timed run makes
+	if answerer != nil {
+		n, el, err := warmFor(artQueryWarm, run)
+		if err != nil {
+			return nil, *ch, err
+		}
+		per = callsFor(artQueryRun, el/time.Duration(n))
+		one := run
+		run = func() error {
+			for range per {
+				if err := one(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
 	var work []float64
 	wall, err := timeRuns(reps, prepare, run, func() {
 		if phaser != nil {
@@ -428,6 +451,9 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 	})
 	if err != nil {
 		return nil, *ch, err
+	}
+	for i := range wall {
+		wall[i] /= float64(per)
 	}
 	items := int64(c.Batch)
 	up, down := artTransferBytes(c, d)
@@ -480,6 +506,43 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 		return nil, *ch, err
 	}
 	return rows, *ch, nil
+}
+
+// artQueryWarm is how long RunARTCase calls a GPU engine's ranges or
+// prefix scans before their warm-up run and timed runs, so that the
+// timed calls (about a millisecond each at 100M) run back to back as a
+// caller's batch after batch, not right after the build and the garbage
+// collection that precede them.
+const artQueryWarm = 20 * time.Millisecond
+
+// artQueryRun is the least time a timed run of a GPU engine's ranges or
+// prefix scans lasts: a run makes as many calls back to back as fill it
+// (at the warm-up's time a call) and counts their mean, so that the
+// median of a few runs is the calls' throughput, every call's time
+// included, rather than the middle of three single calls of about a
+// millisecond, which one late call moves.
+const artQueryRun = 10 * time.Millisecond
+
+// warmFor calls run until d has passed (at least once) and returns the
+// calls and the time they took. Cost: d, plus the last call.
+func warmFor(d time.Duration, run func() error) (int, time.Duration, error) {
+	t0 := time.Now()
+	for n := 1; ; n++ {
+		if err := run(); err != nil {
+			return n, time.Since(t0), err
+		}
+		if el := time.Since(t0); el >= d {
+			return n, el, nil
+		}
+	}
+}
+
+// callsFor is the calls of time per each that fill d: at least 1.
+func callsFor(d, per time.Duration) int {
+	if per <= 0 {
+		return 1
+	}
+	return int(max(1, (d+per-1)/per))
 }
 
 // artRun is how RunARTCase times one case: prepare before each timed run
@@ -542,7 +605,7 @@ func newARTRun(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, lim ARTLimits
 		r.run = r.full
 		if an, ok := impl.(artAnswerer); ok && lim.Gather32 > 0 {
 			r.answerer = an
-			r.run = func() error { return an.Answer(c.Op, d.Keys, artQueryLimit(c.Op)) }
+			r.run = an.AnswerCall(c.Op, d.Keys, artQueryLimit(c.Op))
 		}
 	default:
 		return nil, fmt.Errorf("bench art: unknown operation %q", c.Op)
@@ -861,6 +924,33 @@ func (e *artEngine) Answer(op ARTOp, qs art.Keys, limit int) error {
 	return nil
 }
 
+// AnswerCall returns the tree's call answering qs (op ARTRanges: range
+// queries from each key; else prefix scans of them) into the engine's
+// reused Result, the queries made now: the call a caller makes for a
+// batch it holds, without Answer's check, every call, that qs is the
+// batch of its queries (a comparison of qs's offsets). Cost: the
+// queries' headers, once.
+func (e *artEngine) AnswerCall(op ARTOp, qs art.Keys, limit int) func() error {
+	if e.res == nil {
+		e.res = e.t.NewResult()
+	}
+	rq, pq := e.qin.of(qs, op == ARTRanges)
+	return func() error {
+		var r *art.Result
+		var err error
+		if op == ARTRanges {
+			r, err = e.t.RangesInto(e.res, rq, limit)
+		} else {
+			r, err = e.t.PrefixInto(e.res, pq, limit)
+		}
+		if err != nil {
+			return err
+		}
+		e.res = r
+		return nil
+	}
+}
+
 // AnswerBytes returns the bytes of the last Answer's Result: key bytes,
 // key offsets, values and query offsets.
 func (e *artEngine) AnswerBytes() int64 {
@@ -1035,6 +1125,7 @@ func ARTInputNotes() []string {
 	return []string{
 		fmt.Sprintf("keys: key i of a shape is a bijection of SplitMix64(%#x, i) in its first 8 bytes (16 and 32 B: more random bytes; text: 2 to 12 letters, ':' and i in hex; long: 64 to 256 bytes); a tree of n keys holds keys 0..n-1; absent and inserted keys are keys n, n+1, ...", uint64(ARTSeed)),
 		fmt.Sprintf("lookups, updates and range lower bounds: random present keys; deletes: every tree/batch-th key; ranges: the %d keys from a present key; prefix scans: a present key's first bytes shared by ~16 to 4096 keys (text: 3 letters), at most %d keys", ARTRangeKeys, ARTPrefixLimit),
+		fmt.Sprintf("ranges and prefix rows of warpkv's GPU engine: called back to back for %v first; each timed run is the mean of the calls that fill %v (the call alone, on queries made once; \": call and checksum\" rows: single calls)", artQueryWarm, artQueryRun),
 		"GPU rows: ratio of the whole call = bytes moved (keys, offsets, values, answers) per second over the pinned host-to-device limit; \"kernels\" rows: the engine's work phase alone (art.Tree.LastBatch), ratio = operations per second over the device's random 32-byte gather rate",
 	}
 }

@@ -2,8 +2,10 @@ package bench
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestARTSuiteCPU runs the art suite on the CPU engine at a small size:
@@ -107,5 +109,94 @@ func TestARTSummaryFindsTheTargetRows(t *testing.T) {
 	}
 	if sum, _ := ARTSummary(results[len(results)-1:], size, ""); sum != nil {
 		t.Fatal("a summary without GPU rows")
+	}
+}
+
+// TestARTAnswerCall checks that the call the bench times for ranges and
+// prefix scans (AnswerCall) answers as the call with the checksum
+// (Ranges, Prefix), on the CPU engine.
+func TestARTAnswerCall(t *testing.T) {
+	eng, err := OpenARTEngines("cpu", "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	e := eng.Impls[0].(*artEngine)
+	in := NewARTInputs()
+	for _, op := range []ARTOp{ARTRanges, ARTPrefix} {
+		c := ARTCase{Op: op, Keys: ARTKeys16, Tree: 5000, Batch: 300}
+		k, v := in.Tree(c.Keys, c.Tree)
+		if err := e.Build(k, v); err != nil {
+			t.Fatal(err)
+		}
+		d := in.Data(c)
+		limit := artQueryLimit(op)
+		var want ARTCheck
+		if op == ARTRanges {
+			want.Found, want.Sum, err = e.Ranges(d.Keys, limit)
+		} else {
+			want.Found, want.Sum, err = e.Prefix(d.Keys, limit)
+		}
+		if err != nil || want.Found == 0 {
+			t.Fatalf("%s: %d pairs, %v", op, want.Found, err)
+		}
+		call := e.AnswerCall(op, d.Keys, limit)
+		for i := range 2 {
+			if err := call(); err != nil {
+				t.Fatal(err)
+			}
+			if n, s := e.AnswerSum(); n != want.Found || s != want.Sum {
+				t.Fatalf("%s, call %d: %d pairs, sum %#x; want %d, %#x", op, i, n, s, want.Found, want.Sum)
+			}
+		}
+	}
+}
+
+// TestWarmFor checks warmFor's calls: at least one, until the duration
+// has passed, and the first error returned; and callsFor.
+func TestWarmFor(t *testing.T) {
+	errStop := errors.New("stop")
+	cases := []struct {
+		name    string
+		d       time.Duration
+		failAt  int // the call that fails (0: none)
+		atLeast int
+		atMost  int
+		err     error
+	}{
+		{"zero", 0, 0, 1, 1, nil},
+		{"5ms", 5 * time.Millisecond, 0, 2, 1 << 30, nil},
+		{"error", time.Hour, 3, 3, 3, errStop},
+	}
+	for _, c := range cases {
+		n := 0
+		t0 := time.Now()
+		got, el, err := warmFor(c.d, func() error {
+			n++
+			time.Sleep(100 * time.Microsecond)
+			if n == c.failAt {
+				return errStop
+			}
+			return nil
+		})
+		if !errors.Is(err, c.err) || n < c.atLeast || n > c.atMost || got != n {
+			t.Fatalf("%s: %d calls (said %d), %v; want %d-%d calls, %v", c.name, n, got, err, c.atLeast, c.atMost, c.err)
+		}
+		if c.err == nil && (el < c.d || time.Since(t0) < el) {
+			t.Fatalf("%s: took %v, returned after %v", c.name, el, time.Since(t0))
+		}
+	}
+	for _, c := range []struct {
+		d, per time.Duration
+		want   int
+	}{
+		{10 * time.Millisecond, time.Millisecond, 10},
+		{10 * time.Millisecond, 3 * time.Millisecond, 4},
+		{10 * time.Millisecond, 20 * time.Millisecond, 1},
+		{10 * time.Millisecond, 0, 1},
+	} {
+		if got := callsFor(c.d, c.per); got != c.want {
+			t.Errorf("callsFor(%v, %v) = %d, want %d", c.d, c.per, got, c.want)
+		}
 	}
 }
