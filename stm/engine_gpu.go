@@ -13,7 +13,8 @@ import (
 	"github.com/warpkv/warpkv/gpu"
 )
 
-// The kernels, split by part (client.cu, server.cu, store.cu) over the
+// The kernels, split by part (client.cu with its commit path commit.cu,
+// server.cu, store.cu) over the
 // shared device header device.cuh, the server's log (log.cuh), and the
 // device API of bodies (stm.cuh).
 var (
@@ -23,6 +24,8 @@ var (
 	deviceHeader string
 	//go:embed client.cu
 	clientCUDA string
+	//go:embed commit.cu
+	commitCUDA string
 	//go:embed server.cu
 	serverCUDA string
 	//go:embed log.cuh
@@ -197,6 +200,7 @@ func (sh shape) program(sp *workloadSpec) gpu.Program {
 	p.Headers["stm/stm.cuh"] = stmHeader
 	p.Headers["stm/device.cuh"] = deviceHeader
 	p.Headers["stm/client.cu"] = clientCUDA
+	p.Headers["stm/commit.cu"] = commitCUDA
 	p.Headers["stm/server.cu"] = serverCUDA
 	p.Headers["stm/log.cuh"] = logHeader
 	p.Headers["stm/store.cu"] = storeCUDA

@@ -1,0 +1,433 @@
+// stm/commit.cu: CSMV's client commit path: a warp's pre-validation
+// (Algorithm 1), contention management and claims, the requests to the
+// servers and the wait for their answers, and stm_commit_warp, which runs
+// them for a warp's batch and writes back and publishes what committed.
+// Included by client.cu after the write-back and publication helpers it
+// calls (stm_install_all, stm_mark_done, stm_publish); device.cuh holds the
+// shared device code and describes the protocol.
+
+// stm_prevalidate is Algorithm 1: a lane's update transaction conflicts
+// with a lower lane's if that one wrote an item it read (read-write) or
+// wrote (write-write); lanes decide in lane order, a transaction aborts if
+// a conflicting lower lane commits. Write-set signatures filter the exact
+// checks. All lanes call it.
+__device__ void stm_prevalidate(const stm_globals* g, stm_tx* tx, bool* upd, u32 lane, u32 wbase) {
+	const u32* ri = (const u32*)g->rs_item + (u64)tx->tid * (u32)g->r_cap;
+	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+	u64 wsig = 0, rsig = 0;
+	if (*upd) {
+		for (u32 j = 0; j < tx->nw; j++) wsig |= 1ull << stm_hash6(wi[j]);
+		for (u32 j = 0; j < tx->nr; j++) rsig |= 1ull << stm_hash6(ri[j]);
+	}
+	const u32 updmask = __ballot_sync(FULL_MASK, *upd);
+	u32 crw = 0, cww = 0;
+	for (u32 l = 0; l < 32; l++) {
+		if (!((updmask >> l) & 1)) continue; // warp-uniform
+		const u64 sig = __shfl_sync(FULL_MASK, wsig, l);
+		const u32 nwl = __shfl_sync(FULL_MASK, tx->nw, l);
+		if (*upd && l < lane && (sig & (rsig | wsig))) {
+			const u32* wl = (const u32*)g->ws_item + (u64)(wbase + l) * (u32)g->w_cap;
+			for (u32 j = 0; j < nwl; j++) {
+				const u32 it = wl[j];
+				bool hit = false;
+				for (u32 q = 0; q < tx->nr && !hit; q++) hit = ri[q] == it;
+				if (hit) {
+					crw |= 1u << l;
+					break;
+				}
+				for (u32 q = 0; q < tx->nw && !hit; q++) hit = wi[q] == it;
+				if (hit) cww |= 1u << l;
+			}
+		}
+	}
+	// 0 not an update, 1 commit, 2 tentative abort, 3 abort
+	u32 conf = crw | cww;
+	u32 st = !*upd ? 0 : (conf ? 2 : 1);
+	u32 cause = 0;
+	for (u32 l = 0; l < 32; l++) {
+		const u32 other = __shfl_sync(FULL_MASK, st, l);
+		if ((conf >> l) & 1) {
+			if (other == 1) {
+				if (st != 3) cause = ((crw >> l) & 1) ? STM_READ_WRITE : STM_WRITE_WRITE;
+				st = 3;
+			} else if (other == 3 || other == 0) {
+				conf &= ~(1u << l);
+				if (!conf && st == 2) st = 1;
+			}
+		}
+	}
+	if (*upd && st == 3) {
+		stm_fail(tx, STM_ST_ABORT + cause, 0);
+		*upd = false;
+	}
+}
+
+// STM_CLAIM_TRIES is the attempts in a row a transaction is held back by
+// claims before it goes to its servers without claiming (progress never
+// depends on claims).
+#define STM_CLAIM_TRIES 64
+
+// stm_unclaim releases the claim slots thread tid holds (held of them,
+// listed in its row of g->claimed); stm_unclaim_kept releases tx's
+// (tx->held) and sets tx->held to 0. A slot
+// is released only if it still names this lane (tid + 1): a slot listed
+// twice, or taken by another since, is left alone.
+__device__ void stm_unclaim(const stm_globals* g, u32 tid, u32 held) {
+	u32* claims = (u32*)g->claims;
+	const u32* mine = (const u32*)g->claimed + (u64)tid * (u32)g->w_cap;
+	for (u32 q = 0; q < held; q++)
+		if (ld_relaxed_gpu(claims + mine[q]) == tid + 1) st_relaxed_gpu(claims + mine[q], 0u);
+}
+__device__ __forceinline__ void stm_unclaim_kept(const stm_globals* g, stm_tx* tx) {
+	stm_unclaim(g, tx->tid, tx->held);
+	tx->held = 0;
+}
+
+// stm_newest_writes reads the newest logged write (wts) of every item tx
+// read and wrote and returns the newest of them; *rw says whether one of
+// an item read, *ww one of an item written only, is newer than tx's
+// snapshot (a conflict every server's first validation would find: wts
+// only grows). One relaxed load per access. stm_contend keeps its own
+// copy of these loops: calling this from it changed stm_client's code
+// (sm_90, NVRTC 11.8: 94 registers and a 304-byte frame instead of 80 and
+// 352) in programs without the in-place retries.
+__device__ __forceinline__ u64 stm_newest_writes(const stm_globals* g, const stm_tx* tx, bool* rw, bool* ww) {
+	const u32* ri = (const u32*)g->rs_item + (u64)tx->tid * (u32)g->r_cap;
+	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+	const u64* wts = (const u64*)g->wts;
+	bool r = false, w = false;
+	u64 top = 0;
+	for (u32 q = 0; q < tx->nr; q++) {
+		const u64 x = ld_relaxed_gpu(wts + ri[q]);
+		r |= x > tx->snap;
+		top = max(top, x);
+	}
+	for (u32 q = 0; q < tx->nw; q++) {
+		const u64 x = ld_relaxed_gpu(wts + wi[q]);
+		w |= x > tx->snap;
+		top = max(top, x);
+	}
+	*rw = r;
+	*ww = w;
+	return top;
+}
+
+// stm_contend is contention management before a warp's update
+// transactions go to their servers (Options.Contention; g->contention 1
+// check, 2 claims and check). Claims: a lane claims the items it writes,
+// in write-set order, by compare-and-swap of their words in the claim
+// table (item & claim_mask; 0 free, else the holder's tid + 1). A word
+// another lane holds holds this attempt back: every claim the lane has is
+// released, its state becomes STM_ST_DEFER (the client runs the ticket
+// again, with a new snapshot; counted in CNT_DEFERRED, not an abort) and
+// it sends nothing. Once it holds them all, the slots it kept from an
+// earlier attempt that its write set no longer uses are released and its
+// row of g->claimed lists the new ones. A lane held back STM_CLAIM_TRIES
+// times in a row claims nothing. Check (both modes): after a fence the
+// lane reads the newest logged write (wts) of every item it read and
+// wrote; one newer than its snapshot is the conflict every server's
+// first validation would find (wts only grows), so the attempt aborts here
+// with the cause the server would give (read-write for an item read, else
+// write-write), without the round trip, and keeps its claims
+// (tx->keep); tx->need is the newest such write, which the warp's
+// publication waits for, so that the next attempt reads after it (and,
+// holding the claims, is the next to send). Claims are a hint only: the servers validate every request as
+// before. Lane-parallel; all lanes call it.
+__device__ void stm_contend(const stm_globals* g, stm_tx* tx, bool* upd) {
+	const u32* ri = (const u32*)g->rs_item + (u64)tx->tid * (u32)g->r_cap;
+	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+	if (*upd && g->contention >= 2) {
+		if (tx->defers >= STM_CLAIM_TRIES) {
+			stm_unclaim_kept(g, tx);
+		} else {
+			u32* claims = (u32*)g->claims;
+			u32* mine = (u32*)g->claimed + (u64)tx->tid * (u32)g->w_cap;
+			const u32 me = tx->tid + 1, mask = (u32)g->claim_mask;
+			u32 j = 0;
+			for (; j < tx->nw; j++) {
+				const u32 old = atomicCAS(claims + (wi[j] & mask), 0u, me);
+				if (old != 0u && old != me) break;
+			}
+			if (j < tx->nw) {
+				for (u32 q = 0; q < j; q++) {
+					const u32 c = wi[q] & mask;
+					if (ld_relaxed_gpu(claims + c) == me) st_relaxed_gpu(claims + c, 0u);
+				}
+				stm_unclaim_kept(g, tx);
+				stm_fail(tx, STM_ST_DEFER, 0);
+				tx->defers++;
+				*upd = false;
+			} else {
+				for (u32 q = 0; q < tx->held; q++) {
+					bool used = false;
+					for (u32 w = 0; w < tx->nw; w++) used |= (wi[w] & mask) == mine[q];
+					if (!used && ld_relaxed_gpu(claims + mine[q]) == me) st_relaxed_gpu(claims + mine[q], 0u);
+				}
+				for (u32 w = 0; w < tx->nw; w++) mine[w] = wi[w] & mask;
+				tx->held = tx->nw;
+				tx->defers = 0;
+			}
+		}
+	}
+	if (*upd) {
+		__threadfence(); // the claims before the reads of wts
+		const u64* wts = (const u64*)g->wts;
+		bool rw = false, ww = false;
+		u64 top = 0;
+		for (u32 q = 0; q < tx->nr; q++) {
+			const u64 w = ld_relaxed_gpu(wts + ri[q]);
+			rw |= w > tx->snap;
+			top = max(top, w);
+		}
+		for (u32 w = 0; w < tx->nw; w++) {
+			const u64 x = ld_relaxed_gpu(wts + wi[w]);
+			ww |= x > tx->snap;
+			top = max(top, x);
+		}
+		if (rw || ww) {
+			stm_fail(tx, STM_ST_ABORT + (rw ? STM_READ_WRITE : STM_WRITE_WRITE), 0);
+			tx->keep = tx->held > 0;
+			tx->need = top;
+			*upd = false;
+		}
+	}
+}
+
+__device__ __forceinline__ stm_req* stm_req_slot(const stm_globals* g, u32 p, u64 s) {
+	return (stm_req*)g->req_ring + (u64)p * (g->ring_mask + 1) + (s & g->ring_mask);
+}
+__device__ __forceinline__ stm_fin* stm_fin_slot(const stm_globals* g, u32 p, u64 s) {
+	return (stm_fin*)g->fin_ring + (u64)p * (g->ring_mask + 1) + (s & g->ring_mask);
+}
+
+// stm_post queues a message at server p (one lane calls it): it takes the
+// next slot of the ring whose tail counters are at tails (CTL_SPACING
+// words apart) and slots slot_of gives, fill writes the message's fields,
+// and a release store of its seq publishes it to the server. A server has
+// at most one message of each kind of each client warp outstanding, and
+// each of its rings has a slot for every client warp, so a slot is free
+// when it is taken.
+template <typename M, typename Fill>
+__device__ __forceinline__ void stm_post(const stm_globals* g, u64 tails, M* (*slot_of)(const stm_globals*, u32, u64),
+					 u32 p, Fill fill) {
+	u64 s = atomicAdd((unsigned long long*)((u64*)tails + (u64)p * CTL_SPACING), 1ull);
+	M* m = slot_of(g, p, s);
+	fill(m);
+	st_release_gpu(&m->seq, s + 1);
+}
+
+// stm_send queues request kind of warp's lanes mask at server p (stm_post);
+// sent is the global timer when the warp began sending the round, from
+// which the stage counters time the request.
+__device__ void stm_send(const stm_globals* g, u32 p, u32 warp, u32 mask, u32 kind, u32 cseq, u64 sent) {
+	stm_post(g, g->req_tail, stm_req_slot, p, [&](stm_req* r) {
+		r->warp = warp;
+		r->mask = mask;
+		r->kind = kind;
+		r->cseq = cseq;
+		r->sent = sent;
+	});
+}
+
+// stm_send_fin queues a finalize message at server p (stm_post); the
+// receiver answers cseq once it has logged the transactions.
+__device__ void stm_send_fin(const stm_globals* g, u32 p, u32 warp, u32 mask, u32 all, u64 t0, u32 cseq) {
+	stm_post(g, g->fin_tail, stm_fin_slot, p, [&](stm_fin* f) {
+		f->warp = warp;
+		f->mask = mask;
+		f->all = all;
+		f->t0 = t0;
+		f->cseq = cseq;
+	});
+}
+
+// stm_await waits (all lanes) until at least one of the servers in
+// pending answered request seq of warp and returns those that did (0: the
+// run failed meanwhile): lane 0 polls the reply words (relaxed loads,
+// backing off), then a fence orders the reads of the results after them.
+// With ts, lane 0 adds to ts[0] each answer's time since sent (the global
+// timer when the round was sent) and to ts[1] the answers.
+__device__ u64 stm_await(const stm_globals* g, u64 pending, u32 warp, u32 seq, u32 lane, u64 deadline, u64 sent = 0, u64* ts = nullptr) {
+	const u32* rp = (const u32*)g->reply + (u64)warp * g->servers;
+	u64 got = 0;
+	if (lane == 0) {
+		u32 n = 0, ns = 64;
+		for (;;) {
+			for (u64 m = pending; m; m &= m - 1) {
+				const u32 p = __ffsll(m) - 1;
+				if (ld_relaxed_gpu(rp + p) == seq) got |= 1ull << p;
+			}
+			if (got || stm_wait_check(g, deadline, &n, STM_AT_REPLY)) break;
+			stm_backoff(&ns, 512);
+		}
+		if (got && ts) {
+			ts[0] += __popcll(got) * (globaltimer_ns() - sent);
+			ts[1] += __popcll(got);
+		}
+		__threadfence();
+	}
+	got = __shfl_sync(FULL_MASK, got, 0);
+	__syncwarp();
+	return got;
+}
+
+// stm_await_all waits (all lanes) until every server in pending answered
+// request seq of warp; false: the run failed meanwhile. Not inlined: only
+// transactions of several partitions wait here.
+__device__ __noinline__ bool stm_await_all(const stm_globals* g, u64 pending, u32 warp, u32 seq, u32 lane, u64 deadline) {
+	while (pending) {
+		const u64 got = stm_await(g, pending, warp, seq, lane, deadline);
+		if (!got) return false;
+		pending &= ~got;
+	}
+	return true;
+}
+
+// stm_commit_warp commits the update transactions of the warp and returns
+// this lane's commit timestamp (0: not committed; tx->state says why). All
+// lanes call it. *quit is set when the run failed. cy[0..3]: cycles of
+// pre-validation, the round trips, write-back and publication; cy[4..5]
+// (lane 0): nanoseconds from sending requests to seeing their answers, and
+// the answers seen.
+__device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 lane, u32 wid, u32* seq,
+                               u64 deadline, u64* cy, bool* quit) {
+	const u32 wbase = wid * 32;
+	bool upd = have && tx->state == STM_ST_OK && !tx->ro && tx->nw > 0;
+	if (upd) {
+		((u64*)g->tx_snap)[tx->tid] = tx->snap;
+		((u32*)g->tx_nr)[tx->tid] = tx->nr;
+		((u32*)g->tx_nw)[tx->tid] = tx->nw;
+	}
+	if (__ballot_sync(FULL_MASK, upd) == 0) return 0;
+	__threadfence();
+	u64 c0 = clock64();
+	if (g->contention) {
+		stm_contend(g, tx, &upd);
+		if (__ballot_sync(FULL_MASK, upd) == 0) {
+			// Nothing to send: wait for the writes the check found.
+			if (!stm_publish(g, warp_max64(tx->need), lane, deadline)) *quit = true;
+			return 0;
+		}
+	}
+	stm_prevalidate(g, tx, &upd, lane, wbase);
+	u64 c1 = clock64();
+	if (upd) cy[0] += c1 - c0;
+	u64 ts = 0, top = 0;
+	u64 cwb = 0;
+	const u32 nparts = __popcll(tx->pmask);
+
+	// Round 1: transactions of one partition, one request per server, all
+	// in flight together; then their write-back and done markers.
+	bool single = upd && nparts == 1;
+	const u64 u1 = warp_or64(single ? tx->pmask : 0);
+	if (u1) {
+		*seq += 1;
+		const u64 sent = lane == 0 ? globaltimer_ns() : 0;
+		for (u64 m = u1; m; m &= m - 1) {
+			const u32 p = __ffsll(m) - 1;
+			const u32 lanes = __ballot_sync(FULL_MASK, single && tx->pmask == (1ull << p));
+			if (lane == 0) stm_send(g, p, wid, lanes, REQ_SINGLE, *seq, sent);
+		}
+		// Each server's batch is written back and marked done as soon as
+		// its answer comes: a slow server does not hold up the others'
+		// timestamps (and with them every client's publication).
+		const u32 mine = single ? (u32)(__ffsll(tx->pmask) - 1) : 64;
+		for (u64 pending = u1; pending;) {
+			const u64 got = stm_await(g, pending, wid, *seq, lane, deadline, sent, cy + 4);
+			if (!got) {
+				*quit = true;
+				return 0;
+			}
+			pending &= ~got;
+			u64 t1 = 0, tm = 0; // the commit timestamp; the one to mark done (also a hole's)
+			if (mine < 64 && ((got >> mine) & 1)) {
+				const u64 r = ld_relaxed_gpu((const u64*)g->res + tx->tid);
+				if (r & STM_RES_FLAG) {
+					stm_fail(tx, STM_ST_ABORT + (u32)(r & 0xFF), 0);
+					tm = (r & ~STM_RES_FLAG) >> 8;
+				} else {
+					t1 = tm = r;
+				}
+			}
+			const u64 w0 = clock64();
+			stm_install_all(g, tx, t1);
+			const u64 t = stm_mark_done(g, tm);
+			top = t > top ? t : top;
+			cwb += clock64() - w0;
+			if (t1) ts = t1;
+		}
+	}
+
+	// Round 2: transactions of several partitions: prepare at each server
+	// in ascending order, reserve one range of timestamps, finalize, then
+	// the write-back and the done marker.
+	bool multi = upd && nparts > 1;
+	const u64 u2 = warp_or64(multi ? tx->pmask : 0);
+	if (u2) {
+		u64 prepared = 0;
+		for (u64 m = u2; m; m &= m - 1) {
+			const u32 p = __ffsll(m) - 1;
+			const u32 lanes = __ballot_sync(FULL_MASK, multi && ((tx->pmask >> p) & 1));
+			if (!lanes) continue;
+			*seq += 1;
+			const u64 sent = lane == 0 ? globaltimer_ns() : 0;
+			if (lane == 0) stm_send(g, p, wid, lanes, REQ_PREPARE, *seq, sent);
+			if (!stm_await(g, 1ull << p, wid, *seq, lane, deadline, sent, cy + 4)) {
+				*quit = true; // the run failed: locks no longer matter
+				return 0;
+			}
+			if ((lanes >> lane) & 1) {
+				const u64 r = ld_relaxed_gpu((const u64*)g->res + tx->tid);
+				if (r != STM_RES_PREPARED) {
+					multi = false;
+					stm_fail(tx, STM_ST_ABORT + (u32)(r & 0xFF), 0);
+				}
+			}
+			if (__ballot_sync(FULL_MASK, multi && ((tx->pmask >> p) & 1))) prepared |= 1ull << p;
+		}
+		const u32 surv = __ballot_sync(FULL_MASK, multi);
+		u64 t0 = 0;
+		if (surv && lane == 0) t0 = atomicAdd((unsigned long long*)g->next, (unsigned long long)__popc(surv)) + 1;
+		t0 = __shfl_sync(FULL_MASK, t0, 0);
+		*seq += 1;
+		for (u64 m = prepared; m; m &= m - 1) {
+			const u32 p = __ffsll(m) - 1;
+			const u32 lanes = __ballot_sync(FULL_MASK, multi && ((tx->pmask >> p) & 1));
+			if (lane == 0) stm_send_fin(g, p, wid, lanes, surv, t0, *seq);
+		}
+		const u64 t2 = multi ? t0 + __popc(surv & lanemask_lt(lane)) : 0;
+		if (surv) {
+			const u64 w0 = clock64();
+			stm_install_all(g, tx, t2);
+			const u64 t = stm_mark_done(g, t2);
+			top = t > top ? t : top;
+			cwb += clock64() - w0;
+		}
+		if (multi) ts = t2;
+		// The receivers log the finalized transactions from their write
+		// sets (tx_nw, ws_item), which the warp's next transactions
+		// overwrite: wait until every prepared server has logged them.
+		if (!stm_await_all(g, prepared, wid, *seq, lane, deadline)) {
+			*quit = true;
+			return 0;
+		}
+	}
+	u64 c2 = clock64();
+	if (upd) cy[1] += c2 - c1 - cwb;
+	if (ts) cy[2] += cwb;
+
+	// Claims end with the write-back (or the server's abort); a lane that
+	// keeps them aborted in stm_contend and sent nothing.
+	if (tx->held && !tx->keep) stm_unclaim_kept(g, tx);
+
+	// Publication: the clock passes this warp's batches (and the writes
+	// stm_contend's check found) before the warp starts new transactions.
+	const u64 need = warp_max64(tx->need);
+	top = need > top ? need : top;
+	if (!stm_publish(g, top, lane, deadline)) {
+		*quit = true;
+		return 0;
+	}
+	if (ts) cy[3] += clock64() - c2;
+	return ts;
+}
