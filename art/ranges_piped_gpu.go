@@ -63,7 +63,6 @@ func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int3
 	if err := g.pipe.events(g.dev, C); err != nil {
 		return nil, err
 	}
-	queued := false // downloads queued on out
 	defer func() {
 		if err != nil { // nothing queued may run on after the call
 			err = errors.Join(err, g.s.Synchronize(), g.in.Synchronize(), g.out.Synchronize())
@@ -72,6 +71,27 @@ func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int3
 	if err := g.setDesc(g.t, nil); err != nil {
 		return nil, err
 	}
+	call := &pipedCall{g: g, res: into, Q: Q, limit: limit}
+	if call.chunks, err = g.takeRangeChunks(Q, C, limit); err != nil {
+		return nil, err
+	}
+	if err := g.pipe.totals(g.dev, C); err != nil {
+		return nil, err
+	}
+	if err := into.pinRangeArrays(Q, Q*limit); err != nil {
+		return nil, err
+	}
+	if err := call.run(bt, dsc); err != nil {
+		return nil, err
+	}
+	return call.finish()
+}
+
+// takeRangeChunks cuts a call of Q queries into C chunks and takes each
+// chunk's device buffers (candidate slots for limit answers a query, the
+// counts, byte counts, scans and query offsets) from the pool, reserved at
+// once.
+func (g *gpuEngine) takeRangeChunks(Q, C, limit int) ([]pipeChunk, error) {
 	chunks := make([]pipeChunk, C)
 	var needs []gpu.Need
 	for k := range chunks {
@@ -91,135 +111,174 @@ func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int3
 		c.cnt, c.byt = gpu.Take[uint64](g.pool, nm[bCnt], n+1), gpu.Take[uint64](g.pool, nm[bBytes], n+1)
 		c.sq, c.qout = gpu.Take[uint64](g.pool, nm[bSq], n+1), gpu.Take[uint64](g.pool, nm[bQout], n)
 	}
-	if err := g.pipe.totals(g.dev, C); err != nil {
-		return nil, err
-	}
-	var pairs, keyBytes int // the chunks' before the one delivered
-	var fills []keyFill     // the key offsets the host writes
-	deliver := func(k int) error {
-		c := &chunks[k]
-		if err := g.pipe.walked[k].Synchronize(); err != nil {
-			return err
-		}
-		g.trace.Synced()
-		n, nb, sq := g.pipe.chunkTotals(k)
-		if uint64(keyBytes)+uint64(nb) > math.MaxUint32 {
-			return fmt.Errorf("%d key bytes in the answers: at most %d per call", uint64(keyBytes)+uint64(nb), uint64(math.MaxUint32))
-		}
-		if need := keyBytes + nb; need > res.keysCap {
-			if queued { // the growth moves the keys downloaded so far
-				if err := g.out.Synchronize(); err != nil {
-					return err
-				}
-			}
-			// Room for the whole call at the bytes a query so far.
-			guess := int(min(uint64(need)*uint64(Q)/uint64(c.b)+uint64(need)/8, math.MaxUint32))
-			if err := res.pinnedKeys(need, keyBytes, guess); err != nil {
-				return fmt.Errorf("pinning the answers: %w", err)
-			}
-		} else if err := res.pinnedKeys(need, keyBytes, need); err != nil {
-			return fmt.Errorf("pinning the answers: %w", err)
-		}
-		nm := &g.pipe.names[k]
-		if err := g.pool.Reserve(gpu.NeedOf[uint8](nm[bOkeys], nb), gpu.NeedOf[uint32](nm[bOoffs], n), gpu.NeedOf[uint64](nm[bOvals], n)); err != nil {
-			return err
-		}
-		okeys, ooffs, ovals := gpu.Take[uint8](g.pool, nm[bOkeys], nb), gpu.Take[uint32](g.pool, nm[bOoffs], n), gpu.Take[uint64](g.pool, nm[bOvals], n)
-		Qk := c.b - c.a
-		if err := g.pipe.pairsAt[k].Record(g.in); err != nil {
-			return err
-		}
-		if err := g.launchOn(g.in, g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(limit), c.slots, c.cnt, c.byt, okeys, ooffs, ovals,
-			uint64(pairs), uint64(keyBytes), c.qout); err != nil {
-			return fmt.Errorf("pairs: %w", err)
-		}
-		if err := firstErr(g.pipe.paired[k].Record(g.in), g.out.Wait(g.pipe.paired[k])); err != nil {
-			return err
-		}
-		keyLen := sameKeyLen(uint64(n), uint64(nb), sq)
-		queued = true
-		err := errors.Join(c.qout.Read(g.out, 0, offsetWords(res.Offsets[c.a+1:c.b+1])),
-			okeys.Read(g.out, 0, res.Keys.Data[keyBytes:keyBytes+nb]))
-		if keyLen < 0 {
-			err = errors.Join(err, ooffs.Read(g.out, 0, res.Keys.Offs[pairs:pairs+n]))
-		}
-		if err = errors.Join(err, ovals.Read(g.out, 0, res.Values[pairs:pairs+n])); err != nil {
-			return err
-		}
-		if keyLen >= 0 {
-			fills = append(fills, keyFill{pairs, n, uint32(keyBytes), keyLen})
-		}
-		g.stepN("chunk %d delivered", k)
-		pairs, keyBytes = pairs+n, keyBytes+nb
-		return nil
-	}
-	res = into
-	maxPairs := Q * limit
+	return chunks, nil
+}
+
+// pinRangeArrays sizes the pinned Result's query offsets for Q queries and
+// its values and key offsets for maxPairs pairs, and empties its keys.
+func (res *Result) pinRangeArrays(Q, maxPairs int) error {
+	var err error
 	if res.Offsets, err = gpu.HostArray[int](res.pin, "offsets", Q+1); err == nil {
 		if res.Values, err = gpu.HostArray[uint64](res.pin, "values", maxPairs); err == nil {
 			res.Keys.Offs, err = gpu.HostArray[uint32](res.pin, "offs", maxPairs+1)
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("pinning the answers: %w", err)
+		return fmt.Errorf("pinning the answers: %w", err)
 	}
 	res.Keys.Data = res.Keys.Data[:0]
 	res.Offsets[0] = 0
-	// Every chunk is packed and its upload and walk queued on s in turn
-	// (the device walks chunk k while the host packs chunk k+1); after a
-	// chunk's packing, before its walk is queued, and after the last, the
-	// host delivers the earlier chunks in order whose totals are back
-	// (their pairs on in, their downloads on out, which waits for them),
-	// so that the first downloads start while later chunks are packed.
+	return nil
+}
+
+// pipedCall is one pipelined call's state on the host: its chunks, the
+// Result, and what has been delivered of them so far.
+type pipedCall struct {
+	g        *gpuEngine
+	res      *Result
+	chunks   []pipeChunk
+	Q, limit int
+
+	queued          bool      // downloads queued on out
+	pairs, keyBytes int       // the chunks' before the next one delivered
+	fills           []keyFill // the key offsets the host writes
+}
+
+// run packs every chunk and queues its upload and walk on s in turn (the
+// device walks chunk k while the host packs chunk k+1); after a chunk's
+// packing, before its walk is queued, and after the last, the host
+// delivers the earlier chunks in order whose totals are back (their pairs
+// on in, their downloads on out, which waits for them), so that the first
+// downloads start while later chunks are packed.
+func (p *pipedCall) run(bt queryBatch, dsc int32) error {
+	g := p.g
 	next := 0 // the next chunk to deliver
-	for k := range chunks {
-		pc, err := g.packChunk(&chunks[k], k, bt)
-		if be := asBoundErr(err, chunks[k].a); be != nil {
-			return nil, be
+	for k := range p.chunks {
+		pc, err := g.packChunk(&p.chunks[k], k, bt)
+		if be := asBoundErr(err, p.chunks[k].a); be != nil {
+			return be
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for ; next < k; next++ {
 			done, err := g.pipe.walked[next].Done()
 			if err != nil {
-				return nil, fmt.Errorf("chunk %d: %w", next, err)
+				return fmt.Errorf("chunk %d: %w", next, err)
 			}
 			if !done {
 				break
 			}
-			if err := deliver(next); err != nil {
-				return nil, fmt.Errorf("chunk %d: %w", next, err)
+			if err := p.deliver(next); err != nil {
+				return fmt.Errorf("chunk %d: %w", next, err)
 			}
 		}
-		if err := g.queueRangeChunk(&chunks[k], k, pc, limit, dsc); err != nil {
-			return nil, err
+		if err := g.queueRangeChunk(&p.chunks[k], k, pc, p.limit, dsc); err != nil {
+			return err
 		}
 		if k == 0 {
 			g.clock.Mark(g.s, engine.MarkUploaded)
 			g.clock.Mark(g.s, engine.MarkSorted)
 		}
 	}
-	for ; next < C; next++ {
-		if err := deliver(next); err != nil {
-			return nil, fmt.Errorf("chunk %d: %w", next, err)
+	for ; next < len(p.chunks); next++ {
+		if err := p.deliver(next); err != nil {
+			return fmt.Errorf("chunk %d: %w", next, err)
 		}
 	}
-	// The key offsets of chunks of one key length, while the answers
-	// download.
-	for _, f := range fills {
+	return nil
+}
+
+// deliver waits for chunk k's totals, makes room for its keys in the
+// Result, queues its pairs kernel on in and its answers' downloads on out
+// (after the pairs), and counts its pairs and key bytes.
+func (p *pipedCall) deliver(k int) error {
+	g, res, c := p.g, p.res, &p.chunks[k]
+	if err := g.pipe.walked[k].Synchronize(); err != nil {
+		return err
+	}
+	g.trace.Synced()
+	n, nb, sq := g.pipe.chunkTotals(k)
+	if err := p.keyRoom(c, nb); err != nil {
+		return err
+	}
+	nm := &g.pipe.names[k]
+	if err := g.pool.Reserve(gpu.NeedOf[uint8](nm[bOkeys], nb), gpu.NeedOf[uint32](nm[bOoffs], n), gpu.NeedOf[uint64](nm[bOvals], n)); err != nil {
+		return err
+	}
+	okeys, ooffs, ovals := gpu.Take[uint8](g.pool, nm[bOkeys], nb), gpu.Take[uint32](g.pool, nm[bOoffs], n), gpu.Take[uint64](g.pool, nm[bOvals], n)
+	Qk := c.b - c.a
+	if err := g.pipe.pairsAt[k].Record(g.in); err != nil {
+		return err
+	}
+	if err := g.launchOn(g.in, g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt, okeys, ooffs, ovals,
+		uint64(p.pairs), uint64(p.keyBytes), c.qout); err != nil {
+		return fmt.Errorf("pairs: %w", err)
+	}
+	if err := firstErr(g.pipe.paired[k].Record(g.in), g.out.Wait(g.pipe.paired[k])); err != nil {
+		return err
+	}
+	keyLen := sameKeyLen(uint64(n), uint64(nb), sq)
+	p.queued = true
+	pairs, keyBytes := p.pairs, p.keyBytes
+	err := errors.Join(c.qout.Read(g.out, 0, offsetWords(res.Offsets[c.a+1:c.b+1])),
+		okeys.Read(g.out, 0, res.Keys.Data[keyBytes:keyBytes+nb]))
+	if keyLen < 0 {
+		err = errors.Join(err, ooffs.Read(g.out, 0, res.Keys.Offs[pairs:pairs+n]))
+	}
+	if err = errors.Join(err, ovals.Read(g.out, 0, res.Values[pairs:pairs+n])); err != nil {
+		return err
+	}
+	if keyLen >= 0 {
+		p.fills = append(p.fills, keyFill{pairs, n, uint32(keyBytes), keyLen})
+	}
+	g.stepN("chunk %d delivered", k)
+	p.pairs, p.keyBytes = pairs+n, keyBytes+nb
+	return nil
+}
+
+// keyRoom makes room in the Result's pinned keys for chunk c's nb bytes
+// after the earlier chunks' (grown for the whole call at the bytes a query
+// so far when short, after the downloads queued so far, which the growth
+// moves).
+func (p *pipedCall) keyRoom(c *pipeChunk, nb int) error {
+	keyBytes := p.keyBytes
+	if uint64(keyBytes)+uint64(nb) > math.MaxUint32 {
+		return fmt.Errorf("%d key bytes in the answers: at most %d per call", uint64(keyBytes)+uint64(nb), uint64(math.MaxUint32))
+	}
+	need := keyBytes + nb
+	capacity := need
+	if need > p.res.keysCap {
+		if p.queued {
+			if err := p.g.out.Synchronize(); err != nil {
+				return err
+			}
+		}
+		capacity = int(min(uint64(need)*uint64(p.Q)/uint64(c.b)+uint64(need)/8, math.MaxUint32))
+	}
+	if err := p.res.pinnedKeys(need, keyBytes, capacity); err != nil {
+		return fmt.Errorf("pinning the answers: %w", err)
+	}
+	return nil
+}
+
+// finish writes the key offsets of the chunks of one key length while the
+// answers download, makes s wait for the downloads on out (so that the
+// batch's end, finish's MarkDone and the drain, covers them), and trims
+// the Result to the call's pairs and key bytes.
+func (p *pipedCall) finish() (*Result, error) {
+	g, res := p.g, p.res
+	for _, f := range p.fills {
 		fillKeyOffsetsFrom(res.Keys.Offs[f.at:f.at+f.n], f.base, f.keyLen)
 	}
 	g.step("key offsets written")
 	g.clock.Mark(g.s, engine.MarkWorked)
-	// The stream s waits for the downloads on out, so that the batch's
-	// end (finish: MarkDone, the drain) covers them.
 	if err := firstErr(g.pipe.done.Record(g.out), g.s.Wait(g.pipe.done)); err != nil {
 		return nil, err
 	}
 	g.step("answers downloaded")
-	res.Keys.Data, res.Values, res.Keys.Offs = res.Keys.Data[:keyBytes], res.Values[:pairs], res.Keys.Offs[:pairs+1]
-	res.Keys.Offs[pairs] = uint32(keyBytes)
+	res.Keys.Data, res.Values, res.Keys.Offs = res.Keys.Data[:p.keyBytes], res.Values[:p.pairs], res.Keys.Offs[:p.pairs+1]
+	res.Keys.Offs[p.pairs] = uint32(p.keyBytes)
 	return res, nil
 }
 
