@@ -1,7 +1,6 @@
 package art
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -12,7 +11,7 @@ import (
 	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/internal/enginetest"
 	"github.com/warpkv/warpkv/internal/gputest"
-	"github.com/warpkv/warpkv/internal/par"
+	"github.com/warpkv/warpkv/internal/workload"
 )
 
 // TestHostPacking runs lookups and updates whose keys the GPU engine's
@@ -177,20 +176,8 @@ func benchPointTree(b *testing.B) (t *Tree, vals []uint64, probe Keys, slices []
 // cores (the same keys on any number): the trees of 100M keys of the
 // benchmarks.
 func benchKeysPar(n int) (Keys, []uint64) {
-	kb := Keys{Data: make([]byte, 16*n), Offs: make([]uint32, n+1)}
-	vals := make([]uint64, n)
-	par.Ranges(n, par.Parts(n, 1<<16, 0), func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			z := uint64(i) + 0x9E3779B97F4A7C15
-			z = (z ^ z>>30) * 0xBF58476D1CE4E5B9
-			z = (z ^ z>>27) * 0x94D049BB133111EB
-			binary.BigEndian.PutUint64(kb.Data[16*i:], uint64(i)*0x9E3779B97F4A7C15^0x5555)
-			binary.LittleEndian.PutUint64(kb.Data[16*i+8:], z^z>>31)
-			kb.Offs[i+1] = uint32(16 * (i + 1))
-			vals[i] = uint64(i)
-		}
-	})
-	return kb, vals
+	data, offs, vals := workload.WeylKeys16(n)
+	return Keys{Data: data, Offs: offs}, vals
 }
 
 // BenchmarkGPUWholeCalls measures the GPU engine's whole calls on 16-byte

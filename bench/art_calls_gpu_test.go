@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/binary"
 	"fmt"
 	"os"
 	"runtime"
@@ -12,7 +11,7 @@ import (
 
 	"github.com/warpkv/warpkv/art"
 	"github.com/warpkv/warpkv/internal/gputest"
-	"github.com/warpkv/warpkv/internal/par"
+	"github.com/warpkv/warpkv/internal/workload"
 )
 
 // BenchmarkGPUARTQueryCalls times, call by call, the GPU engine's calls
@@ -133,20 +132,8 @@ func queryCalls(b *testing.B, e *artEngine, op ARTOp, k art.Keys, v []uint64, qs
 // i*0x9E3779B97F4A7C15 ^ 0x5555 big-endian, then 8 bytes of a splitmix64
 // hash of i, and the values 0..n-1. Cost: O(n) on all cores.
 func weylKeys(n int) (art.Keys, []uint64) {
-	kb := art.Keys{Data: make([]byte, 16*n), Offs: make([]uint32, n+1)}
-	vals := make([]uint64, n)
-	par.Ranges(n, par.Parts(n, 1<<16, 0), func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			z := uint64(i) + 0x9E3779B97F4A7C15
-			z = (z ^ z>>30) * 0xBF58476D1CE4E5B9
-			z = (z ^ z>>27) * 0x94D049BB133111EB
-			binary.BigEndian.PutUint64(kb.Data[16*i:], uint64(i)*0x9E3779B97F4A7C15^0x5555)
-			binary.LittleEndian.PutUint64(kb.Data[16*i+8:], z^z>>31)
-			kb.Offs[i+1] = uint32(16 * (i + 1))
-			vals[i] = uint64(i)
-		}
-	})
-	return kb, vals
+	data, offs, vals := workload.WeylKeys16(n)
+	return art.Keys{Data: data, Offs: offs}, vals
 }
 
 // mean is the mean of xs.
