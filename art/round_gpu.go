@@ -261,7 +261,7 @@ func (r *nodeRun) grow(tv []uint64) error {
 }
 
 // write sorts an insert's O moves for their parents' writers, then runs
-// U3 write and U4 in place, and the R root writes.
+// U3 write (writeTouched) and U4 in place, and the R root writes.
 func (r *nodeRun) write(R, O int) error {
 	g, k, T, oe := r.g, r.g.k, r.T, r.oe
 	M := 0
@@ -276,15 +276,18 @@ func (r *nodeRun) write(R, O int) error {
 		); err != nil {
 			return fmt.Errorf("node round: moves: %w", err)
 		}
+		g.step("node round: moves")
+	}
+	if err := r.writeTouched(M); err != nil {
+		return fmt.Errorf("node round: write: %w", err)
 	}
 	if err := firstErr(
-		g.launch(k.nWrite, T, g.descBuf, uint64(T), int32(r.insert), r.tstart, r.snode, r.scode, r.sop, r.slink, r.sgrp, r.out, r.nkind, r.htrim,
-			r.final, r.rem, r.remb, r.mnode, r.mcode, r.mop, r.mlink, uint64(M), r.gtn, r.gtref, r.trimd, r.trimpr, r.tnode, r.runs),
 		g.launch(k.nMovedInplace, M, g.descBuf, uint64(M), r.mnode, r.mcode, r.mlink, r.tnode, uint64(T)),
 		g.launch(k.nRootWrites, R, g.descBuf, uint64(R), r.rslot, r.rlink),
 	); err != nil {
 		return fmt.Errorf("node round: write: %w", err)
 	}
+	g.step("node round: moved in place, root writes")
 	return nil
 }
 
@@ -312,7 +315,7 @@ func (r *nodeRun) frees(O int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	g.step("node round: write, frees")
+	g.step("node round: frees")
 	for kk := kindN4; kk <= kindN256; kk++ {
 		i := kk - kindN4
 		if err := g.pushPending(r.t, kk, gpu.View[uint32](r.fsel, 4*i*N, T), int(fc[i])); err != nil {
@@ -351,7 +354,7 @@ func (g *gpuEngine) pushLate(t *devTree, T, N int, fsel, fcnt *gpu.Buffer[uint32
 		return fmt.Errorf("node round: frees: %w", err)
 	}
 	g.late = h
-	g.step("node round: write, frees")
+	g.step("node round: frees")
 	return nil
 }
 
