@@ -85,7 +85,8 @@ func randomKeys(from, n int) (Keys, []uint64) {
 // during the sort (whole,valsInSort: the upload before batchUpload), with
 // the node round's write unstaged (writeLocal: an_write_local), and with
 // each class of touched nodes written and timed apart (writeSplit, staged
-// and not: writeSplit,local).
+// and not: writeSplit,local), with the frees selected per kind
+// (freesPerKind), and with both as before (writeLocal,freesPerKind).
 func BenchmarkGPUInsertSteps(b *testing.B) {
 	for _, c := range []struct {
 		name          string
@@ -105,6 +106,8 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 		{"tree=100M,writeLocal", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{local: true}},
 		{"tree=100M,writeSplit", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{split: true}},
 		{"tree=100M,writeSplit,local", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{split: true, local: true}},
+		{"tree=100M,freesPerKind", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{freesPerKind: true}},
+		{"tree=100M,writeLocal,freesPerKind", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{local: true, freesPerKind: true}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			d := gputest.Device(b)

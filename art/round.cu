@@ -629,3 +629,41 @@ extern "C" __global__ void an_push_frees(const Tree *t, u64 T, u64 N, const u32 
         }
     }
 }
+
+// an_free_marks: one thread per touched node and one more (ti == T, zero):
+// a freed node (one that does not stay) of kind k counted in its kind's
+// 32-bit half of f12 (N4, N16) or f34 (N48, N256), as an_plan counts the
+// moves, for the exclusive scans that rank the frees of each kind in node
+// order (an_free_scatter).
+extern "C" __global__ void an_free_marks(u64 T, const u64 *tnode, const u8 *out, u64 *f12, u64 *f34) {
+    GRID_STRIDE(ti, T + 1) {
+        u64 v12 = 0, v34 = 0;
+        if (ti < T && out[ti] != OUT_STAY) {
+            u32 k = lkind(tnode[ti]);
+            u64 v = 1ull << (32 * ((k - 1) % 2));
+            if (k <= K_N16) v12 = v;
+            else v34 = v;
+        }
+        f12[ti] = v12;
+        f34[ti] = v34;
+    }
+}
+
+// an_free_scatter: one thread per touched node and one more (U5, the frees
+// per kind in node order, from an_free_marks' scanned counts): a freed
+// node of kind k writes its record index at its rank in part k-K_N4 of
+// fsel (N apart); thread T writes the four counts to fcnt. The same
+// fsel and fcnt as an_free_flags and a select per kind, in one pass.
+extern "C" __global__ void an_free_scatter(u64 T, u64 N, const u64 *tnode, const u8 *out, const u64 *f12, const u64 *f34,
+                                           u32 *fsel, u32 *fcnt) {
+    GRID_STRIDE(ti, T + 1) {
+        if (ti == T) {
+            for (u32 k = K_N4; k <= K_N256; k++) fcnt[k - K_N4] = (u32)rank_of(k, T, f12, f34, 0, 0);
+            continue;
+        }
+        if (out[ti] == OUT_STAY) continue;
+        u64 node = tnode[ti];
+        u32 k = lkind(node);
+        fsel[(k - K_N4) * N + rank_of(k, ti, f12, f34, 0, 0)] = (u32)lidx(node);
+    }
+}

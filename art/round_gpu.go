@@ -292,18 +292,14 @@ func (r *nodeRun) write(R, O int) error {
 }
 
 // frees runs U5, per kind in node order: each kind's freed nodes
-// selected into its own part of fsel, the four counts read back at once
-// and the frees made pending (an insert with no pending nodes pushes
-// them at once, pushLate). It returns the round's emitted entries for
-// the next round: O for a delete, 0 for an insert.
+// selected into its own part of fsel (selectFrees), the four counts read
+// back at once and the frees made pending (an insert with no pending
+// nodes pushes them at once, pushLate). It returns the round's emitted
+// entries for the next round: O for a delete, 0 for an insert.
 func (r *nodeRun) frees(O int) (int, error) {
-	g, k, T, N := r.g, r.g.k, r.T, r.N
-	for kk := kindN4; kk <= kindN256; kk++ {
-		i := kk - kindN4
-		if err := firstErr(g.launch(k.nFreeFlags, T, uint64(T), r.tstart, r.snode, r.out, uint32(kk), r.fflag),
-			prim.DevSelect(g.pe, r.nidx, r.fflag, gpu.View[uint32](r.fsel, 4*i*N, T), T, gpu.View[uint32](r.fcnt, 4*i, 1))); err != nil {
-			return 0, fmt.Errorf("node round: frees: %w", err)
-		}
+	g, T, N := r.g, r.T, r.N
+	if err := r.selectFrees(); err != nil {
+		return 0, fmt.Errorf("node round: frees: %w", err)
 	}
 	if r.in.insert && r.t.noPendingNodes() {
 		// An insert frees nothing else: the frees go on the free

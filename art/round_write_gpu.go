@@ -1,6 +1,11 @@
 package art
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
+)
 
 // nodeWrite are the knobs of a node round's U3 write (an_write): the zero
 // value is the default, each N4's and N16's old children staged in shared
@@ -17,6 +22,9 @@ type nodeWrite struct {
 	// apart. The result is the same: each node has one writer, whose
 	// reads do not depend on another's writes in the round.
 	split bool
+	// freesPerKind selects the round's frees with a flag kernel and a
+	// select per inner kind (the way before an_free_scatter's one pass).
+	freesPerKind bool
 }
 
 // writeClasses are an_write's classes (round.cu's WC_*) with the names of
@@ -51,6 +59,30 @@ func (r *nodeRun) writeTouched(M int) error {
 			return err
 		}
 		g.step(fmt.Sprintf("node round: write (%s)", c.name))
+	}
+	return nil
+}
+
+// selectFrees writes the round's freed nodes of each inner kind, in node
+// order, into that kind's part of fsel (N apart) and their counts into
+// fcnt: by default in one pass (an_free_marks, two scans of T+1 words,
+// an_free_scatter; m12 and m34, which an_final consumed, hold the marks),
+// with nw.freesPerKind a flag kernel and a select per kind (the way
+// before). Cost: one pass over the touched nodes (four with
+// freesPerKind).
+func (r *nodeRun) selectFrees() error {
+	g, k, T, N := r.g, r.g.k, r.T, r.N
+	if !g.nw.freesPerKind {
+		return firstErr(g.launch(k.nFreeMarks, T+1, uint64(T), r.tnode, r.out, r.m12, r.m34),
+			prim.DevScanExclusive(g.pe, r.m12, r.m12, T+1), prim.DevScanExclusive(g.pe, r.m34, r.m34, T+1),
+			g.launch(k.nFreeScatter, T+1, uint64(T), uint64(N), r.tnode, r.out, r.m12, r.m34, r.fsel, r.fcnt))
+	}
+	for kk := kindN4; kk <= kindN256; kk++ {
+		i := kk - kindN4
+		if err := firstErr(g.launch(k.nFreeFlags, T, uint64(T), r.tstart, r.snode, r.out, uint32(kk), r.fflag),
+			prim.DevSelect(g.pe, r.nidx, r.fflag, gpu.View[uint32](r.fsel, 4*i*N, T), T, gpu.View[uint32](r.fcnt, 4*i, 1))); err != nil {
+			return err
+		}
 	}
 	return nil
 }
