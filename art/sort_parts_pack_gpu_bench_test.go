@@ -19,7 +19,8 @@ import (
 // cores or half of them; dst=go: into Go memory instead of pinned);
 // dma, the pinned ring's chunks to the device alone; upload, the
 // engine's gpu.UploadStagedGrain (the copy with each chunk's DMA behind
-// it, synchronized at the end). It reports GB/s of the part's bytes.
+// it, synchronized at the end); copy and upload also beside a cuMemFree
+// of 2 GB. It reports GB/s of the part's bytes.
 func BenchmarkGPUKeyPack(b *testing.B) {
 	d := gputest.Device(b)
 	kb, _ := randomKeys(0, stepsBatchKeys/2)
@@ -57,19 +58,26 @@ func BenchmarkGPUKeyPack(b *testing.B) {
 		}
 	}
 	all := runtime.GOMAXPROCS(0)
-	run := func(name string, f func() error) {
+	// timed runs f, timed alone; run reports its GB/s (the last run's).
+	timed := func(f func() error) (time.Duration, error) {
+		t0 := time.Now()
+		err := f()
+		return time.Since(t0), err
+	}
+	runT := func(name string, f func() (time.Duration, error)) {
 		b.Run(name, func(b *testing.B) {
 			var last time.Duration
 			for b.Loop() {
-				t0 := time.Now()
-				if err := f(); err != nil {
+				dt, err := f()
+				if err != nil {
 					b.Fatal(err)
 				}
-				last = time.Since(t0)
+				last = dt
 			}
 			b.ReportMetric(float64(n)/last.Seconds()/1e9, "GB/s")
 		})
 	}
+	run := func(name string, f func() error) { runT(name, func() (time.Duration, error) { return timed(f) }) }
 	for _, w := range []int{all, all / 2} {
 		run(fmt.Sprintf("copy,workers=%d", w), func() error { copyPart(w, true); return nil })
 	}
@@ -84,7 +92,24 @@ func BenchmarkGPUKeyPack(b *testing.B) {
 	})
 	p := gpu.NewPipeline(d, gpu.PipelineConfig{ChunkBytes: transferChunk, Chunks: transferChunks, Direct: transferDirect})
 	defer p.Close()
-	run("upload", func() error {
-		return firstErr(gpu.UploadStagedGrain(p, s, dst, 0, src, partGrain), s.Synchronize())
-	})
+	upload := func() error { return firstErr(gpu.UploadStagedGrain(p, s, dst, 0, src, partGrain), s.Synchronize()) }
+	run("upload", upload)
+	// The same beside a cuMemFree of 2 GB on another goroutine (as an
+	// insert's upload runs beside the frees of the batch before it,
+	// freeBeside): a slower copy says the host's memory or cores are
+	// shared; a slower upload alone, the driver's submissions wait.
+	beside := func(f func() error) func() (time.Duration, error) {
+		return func() (time.Duration, error) {
+			big, err := gpu.Alloc[byte](d, 2<<30)
+			if err != nil {
+				return 0, err
+			}
+			done := make(chan error)
+			go func() { done <- big.Free() }()
+			dt, err := timed(f)
+			return dt, firstErr(err, <-done)
+		}
+	}
+	runT(fmt.Sprintf("copy,workers=%d,beside=free2GB", all), beside(func() error { copyPart(all, true); return nil }))
+	runT("upload,beside=free2GB", beside(upload))
 }
