@@ -20,7 +20,8 @@ import (
 // dma, the pinned ring's chunks to the device alone; upload, the
 // engine's gpu.UploadStagedGrain (the copy with each chunk's DMA behind
 // it, synchronized at the end); copy and upload also beside a cuMemFree
-// of 2 GB. It reports GB/s of the part's bytes.
+// of 2 GB, and upload beside a cuMemAlloc of 3 GB. It reports GB/s of
+// the part's bytes.
 func BenchmarkGPUKeyPack(b *testing.B) {
 	d := gputest.Device(b)
 	kb, _ := randomKeys(0, stepsBatchKeys/2)
@@ -112,4 +113,18 @@ func BenchmarkGPUKeyPack(b *testing.B) {
 	}
 	runT(fmt.Sprintf("copy,workers=%d,beside=free2GB", all), beside(func() error { copyPart(all, true); return nil }))
 	runT("upload,beside=free2GB", beside(upload))
+	// And beside a cuMemAlloc of 3 GB (as growAhead allocates the N16
+	// pool it grows beside the upload), freed after the timed part.
+	runT("upload,beside=alloc3GB", func() (time.Duration, error) {
+		done := make(chan *gpu.Buffer[byte])
+		go func() {
+			big, _ := gpu.Alloc[byte](d, 3<<30)
+			done <- big
+		}()
+		dt, err := timed(upload)
+		if big := <-done; big != nil {
+			err = firstErr(err, big.Free())
+		}
+		return dt, err
+	})
 }
