@@ -276,8 +276,8 @@ func (r *nodeRun) write(R, O int) error {
 		); err != nil {
 			return fmt.Errorf("node round: moves: %w", err)
 		}
-		g.step("node round: moves")
 	}
+	g.step("node round: moves")
 	if err := r.writeTouched(M); err != nil {
 		return fmt.Errorf("node round: write: %w", err)
 	}

@@ -19,7 +19,8 @@ import (
 // cores or half of them; dst=go: into Go memory instead of pinned);
 // dma, the pinned ring's chunks to the device alone; upload, the
 // engine's gpu.UploadStagedGrain (the copy with each chunk's DMA behind
-// it, synchronized at the end); copy and upload also beside a cuMemFree
+// it, synchronized at the end; also through rings of 2, 4 and 8 MiB
+// chunks); copy and upload also beside a cuMemFree
 // of 2 GB, and upload beside a cuMemAlloc of 3 GB. It reports GB/s of
 // the part's bytes.
 func BenchmarkGPUKeyPack(b *testing.B) {
@@ -95,6 +96,16 @@ func BenchmarkGPUKeyPack(b *testing.B) {
 	defer p.Close()
 	upload := func() error { return firstErr(gpu.UploadStagedGrain(p, s, dst, 0, src, partGrain), s.Synchronize()) }
 	run("upload", upload)
+	// The same through rings of smaller chunks (the same 64 MiB in all):
+	// the first DMA starts sooner and the last one ends sooner after the
+	// copy.
+	for _, c := range []int{2 << 20, 4 << 20, 8 << 20} {
+		pc := gpu.NewPipeline(d, gpu.PipelineConfig{ChunkBytes: c, Chunks: transferChunks * transferChunk / c, Direct: transferDirect})
+		defer pc.Close()
+		run(fmt.Sprintf("upload,chunk=%dMiB", c>>20), func() error {
+			return firstErr(gpu.UploadStagedGrain(pc, s, dst, 0, src, partGrain), s.Synchronize())
+		})
+	}
 	// The same beside a cuMemFree of 2 GB on another goroutine (as an
 	// insert's upload runs beside the frees of the batch before it,
 	// freeBeside): a slower copy says the host's memory or cores are
