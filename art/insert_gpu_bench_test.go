@@ -89,7 +89,8 @@ func randomKeys(from, n int) (Keys, []uint64) {
 // (freesPerKind), with both as before (writeLocal,freesPerKind), and
 // with the key parts through a ring of 4 MiB chunks (keyChunk=4MiB), and
 // with the frees held until the next batch's keys are queued (freeHold:
-// the build's frees then run beside the insert's work, not its upload).
+// the build's frees then run beside the insert's work, not its upload),
+// and with an_write_wide (writeWide).
 func BenchmarkGPUInsertSteps(b *testing.B) {
 	for _, c := range []struct {
 		name          string
@@ -112,6 +113,7 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 		{"tree=100M,freesPerKind", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{freesPerKind: true}},
 		{"tree=100M,keyChunk=4MiB", 100_000_000, randomKeys, true, false, batchUpload{keyChunk: 4 << 20}, nodeWrite{}},
 		{"tree=100M,freeHold", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{}},
+		{"tree=100M,writeWide", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{wide: true}},
 		{"tree=100M,writeLocal,freesPerKind", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{local: true, freesPerKind: true}},
 	} {
 		b.Run(c.name, func(b *testing.B) {

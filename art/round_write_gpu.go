@@ -22,6 +22,9 @@ type nodeWrite struct {
 	// apart. The result is the same: each node has one writer, whose
 	// reads do not depend on another's writes in the round.
 	split bool
+	// wide runs an_write_wide: the stage with five blocks a
+	// multiprocessor (registers spilled) instead of four.
+	wide bool
 	// freesPerKind selects the round's frees with a flag kernel and a
 	// select per inner kind (the way before an_free_scatter's one pass).
 	freesPerKind bool
@@ -42,6 +45,8 @@ func (r *nodeRun) writeTouched(M int) error {
 	f := g.k.nWrite
 	if g.nw.local {
 		f = g.k.nWriteLocal
+	} else if g.nw.wide {
+		f = g.k.nWriteWide
 	}
 	launch := func(classes uint32) error {
 		return g.launch(f, T, g.descBuf, uint64(T), int32(r.insert), r.tstart, r.scode, r.sop, r.slink, r.sgrp, r.out, r.htrim,

@@ -12,17 +12,18 @@ import (
 // TestGPUNodeWrite runs builds, inserts and deletes whose node rounds
 // write every class of touched node (N4 and N16 grown to N16, N48 and
 // N256; N4, N16, N48 and N256 changed in place; nodes emptied and
-// collapsed by deletes) on three GPU trees: an_write with the old
+// collapsed by deletes) on four GPU trees: an_write with the old
 // children staged and the frees selected in one pass (the default),
 // an_write_local with a select of the frees per kind (the way before),
-// and the default traced with each class in a launch of its own (split).
+// the default traced with each class in a launch of its own (split), and
+// an_write_wide.
 // After every batch each layout equals the CPU engine's word for word.
 func TestGPUNodeWrite(t *testing.T) {
 	dev := gputest.Device(t)
 	modes := []struct {
 		name string
 		nw   nodeWrite
-	}{{"staged", nodeWrite{}}, {"local, frees per kind", nodeWrite{local: true, freesPerKind: true}}, {"split", nodeWrite{split: true}}}
+	}{{"staged", nodeWrite{}}, {"local, frees per kind", nodeWrite{local: true, freesPerKind: true}}, {"split", nodeWrite{split: true}}, {"wide", nodeWrite{wide: true}}}
 	var trees []*Tree
 	for _, m := range modes {
 		tr, err := Open(Options{GPU: dev})
