@@ -146,7 +146,6 @@ type gpuEngine struct {
 	// under freeMu, keeps their errors for the next batch. beforeRetry
 	// (tests) runs before that second try.
 	freeBeside  bool
-	hold        freeHold // frees held until the next batch's keys are queued (off by default)
 	freeing     sync.WaitGroup
 	pending     atomic.Int32
 	beforeRetry func()
@@ -235,7 +234,7 @@ func (g *gpuEngine) close() error {
 // failed newGPUEngine calls it too). Cost: a synchronization and the
 // frees.
 func (g *gpuEngine) release() error {
-	g.waitFrees()
+	g.freeing.Wait()
 	g.freeBeside = false // the last frees here, before the device goes
 	err := errors.Join(g.freeTree(g.t), g.freeRetired(), g.descBuf.Free(), g.pool.Free(), g.up.Close(), g.down.Close())
 	g.t = nil
@@ -515,11 +514,9 @@ func (g *gpuEngine) freeRetired() error {
 		rs := append([]interface{ Free() error }(nil), g.retired...)
 		g.freeing.Add(1)
 		g.pending.Add(1)
-		gate := g.hold.gate()
 		go func() {
 			defer g.freeing.Done()
 			defer g.pending.Add(-1)
-			waitGate(gate)
 			var ferr error
 			for _, b := range rs {
 				ferr = errors.Join(ferr, b.Free())
@@ -544,7 +541,7 @@ func (g *gpuEngine) freeRetired() error {
 // (freeBeside), so that a batch allocates only after the memory they
 // return is free, and cuMemFree never runs beside its work. Cost: O(1)
 // when they are done; else the rest of the frees.
-func (g *gpuEngine) waitFrees() { g.hold.open(); g.freeing.Wait() }
+func (g *gpuEngine) waitFrees() { g.freeing.Wait() }
 
 // freesPending reports whether frees freeRetired started beside earlier
 // batches still run. Cost: O(1).

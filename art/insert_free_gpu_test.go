@@ -10,10 +10,9 @@ import (
 )
 
 // TestGPUFreeBeside inserts batches of new keys, some of which grow pools
-// (ahead and in their rounds), into three GPU trees on one device, one freeing the
-// retired buffers beside the next call (freeBeside, the default), one
-// before the call returns and one holding them for the next batch's
-// upload (freeHold), and a CPU tree. After every batch: the call
+// (ahead and in their rounds), into two GPU trees on one device, one freeing the
+// retired buffers beside the next call (freeBeside, the default) and one
+// before the call returns, and a CPU tree. After every batch: the call
 // handed its retired buffers off (none left on the engine), once the
 // frees are done (waitFrees) the device holds exactly the bytes the tree
 // that frees in the call holds after the same batches (the frees ran,
@@ -21,8 +20,8 @@ import (
 // for word.
 func TestGPUFreeBeside(t *testing.T) {
 	dev := gputest.Device(t)
-	var trees [3]*Tree
-	var engs [3]*gpuEngine
+	var trees [2]*Tree
+	var engs [2]*gpuEngine
 	for i := range trees {
 		tr, err := Open(Options{GPU: dev})
 		if err != nil {
@@ -32,26 +31,23 @@ func TestGPUFreeBeside(t *testing.T) {
 		trees[i], engs[i] = tr, tr.eng.(*gpuEngine)
 	}
 	engs[1].freeBeside = false
-	engs[2].hold.on = true
 	if !engs[0].freeBeside {
 		t.Fatal("freeBeside is off in a new engine, want on by default")
 	}
 	ct, _ := Open(Options{Device: "cpu"})
 	tk, tv := randomKeys(0, 100000)
-	for _, tr := range []*Tree{trees[0], trees[1], trees[2], ct} {
+	for _, tr := range []*Tree{trees[0], trees[1], ct} {
 		if err := tr.BuildKeys(tk, tv); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, g := range engs {
-		g.waitFrees() // the build's, if any, before the first count
-	}
+	engs[0].waitFrees() // the build's, if any, before the first count
 	grown, from := 0, 100000
 	for i := 0; i < 8; i++ {
 		ik, iv := randomKeys(from-1000, 30000) // 1000 present
 		from += 29000
 		caps := poolCaps(engs[0].t)
-		var live [3]int64
+		var live [2]int64
 		for j, tr := range trees {
 			_, before := dev.Live()
 			if err := tr.InsertKeys(ik, iv); err != nil {
@@ -70,8 +66,8 @@ func TestGPUFreeBeside(t *testing.T) {
 		if poolCaps(engs[0].t) != caps {
 			grown++ // a pool grew: its old buffers were retired
 		}
-		if live[0] != live[1] || live[2] != live[1] {
-			t.Fatalf("batch %d: the device's bytes grew by %d freeing beside, %d freeing in the call, %d held", i, live[0], live[1], live[2])
+		if live[0] != live[1] {
+			t.Fatalf("batch %d: the device's bytes grew by %d freeing beside, %d freeing in the call", i, live[0], live[1])
 		}
 		if err := ct.InsertKeys(ik, iv); err != nil {
 			t.Fatal(err)

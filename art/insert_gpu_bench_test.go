@@ -86,11 +86,9 @@ func randomKeys(from, n int) (Keys, []uint64) {
 // the node round's write unstaged (writeLocal: an_write_local), and with
 // each class of touched nodes written and timed apart (writeSplit, staged
 // and not: writeSplit,local), with the frees selected per kind
-// (freesPerKind), with both as before (writeLocal,freesPerKind), and
-// with the key parts through a ring of 4 MiB chunks (keyChunk=4MiB), and
-// with the frees held until the next batch's keys are queued (freeHold:
-// the build's frees then run beside the insert's work, not its upload),
-// and with an_write_wide (writeWide).
+// (freesPerKind), with all of an insert round's entries sorted, not
+// merged (sortAll), and with the three as before
+// (writeLocal,freesPerKind,sortAll).
 func BenchmarkGPUInsertSteps(b *testing.B) {
 	for _, c := range []struct {
 		name          string
@@ -111,10 +109,8 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 		{"tree=100M,writeSplit", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{split: true}},
 		{"tree=100M,writeSplit,local", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{split: true, local: true}},
 		{"tree=100M,freesPerKind", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{freesPerKind: true}},
-		{"tree=100M,keyChunk=4MiB", 100_000_000, randomKeys, true, false, batchUpload{keyChunk: 4 << 20}, nodeWrite{}},
-		{"tree=100M,freeHold", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{}},
-		{"tree=100M,writeWide", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{wide: true}},
-		{"tree=100M,writeLocal,freesPerKind", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{local: true, freesPerKind: true}},
+		{"tree=100M,sortAll", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{sortAll: true}},
+		{"tree=100M,writeLocal,freesPerKind,sortAll", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{local: true, freesPerKind: true, sortAll: true}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			d := gputest.Device(b)
@@ -128,9 +124,8 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			g := tr.eng.(*gpuEngine)
 			g.trace = &engine.StepTrace{}
 			g.aheadGrowth, g.freeBeside = c.ahead, !c.inCall
-			g.bu.whole, g.bu.valsInSort, g.bu.offsUp, g.bu.keyChunk = c.bu.whole, c.bu.valsInSort, c.bu.offsUp, c.bu.keyChunk
+			g.bu.whole, g.bu.valsInSort, g.bu.offsUp = c.bu.whole, c.bu.valsInSort, c.bu.offsUp
 			g.nw = c.nw
-			g.hold.on = strings.HasSuffix(c.name, ",freeHold")
 			var lb engine.Timings
 			var call, frees time.Duration
 			var pools string

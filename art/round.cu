@@ -572,20 +572,6 @@ extern "C" __global__ void __launch_bounds__(STAGE_BLOCK, 4) an_write(const Tree
                   gtref, trimd, trimpar, tnode, runs, classes, stage + threadIdx.x);
 }
 
-// an_write_wide is an_write compiled for five blocks of STAGE_BLOCK threads
-// a multiprocessor, not four (48 registers, some spilled, where an_write
-// takes 64): more walks in flight against a longer one (benchmarks
-// compare).
-extern "C" __global__ void __launch_bounds__(STAGE_BLOCK, 5)
-    an_write_wide(const Tree *t, u64 T, int insert, const u32 *tstart, const u32 *scode, const u32 *sop, const u64 *slink,
-                  const u32 *sgrp, const u8 *out, const u8 *htrim, const u64 *final_, const u64 *rem, const u32 *remb,
-                  const u32 *mcode, const u32 *mop, const u64 *mlink, u64 M, const u32 *gtn, const u64 *gtref,
-                  const u32 *trimd, const u64 *trimpar, const u64 *tnode, const u64 *runs, u32 classes) {
-    __shared__ u64 stage[STAGE_MAX * STAGE_BLOCK];
-    write_touched(t, T, insert, tstart, scode, sop, slink, sgrp, out, htrim, final_, rem, remb, mcode, mop, mlink, M, gtn,
-                  gtref, trimd, trimpar, tnode, runs, classes, stage + threadIdx.x);
-}
-
 // an_write_local is an_write without the stage (the way before it, kept
 // for the benchmark that compares them): each old child read from the
 // record when the merge reaches it.

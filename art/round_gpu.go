@@ -39,6 +39,12 @@ type roundIn struct {
 	gtn, trimd    *gpu.Buffer[uint32]
 	gtref, trimpr *gpu.Buffer[uint64]
 	out           entryBufs // a delete's entries for the next round
+
+	// ascending, with valid, is how many of the n valid entries come
+	// first in the sorted ones, already in ascending key order, all keys
+	// distinct (an insert's node entries: ai_entries): only the rest is
+	// sorted, then merged with them.
+	ascending int
 }
 
 // Scratch of a node round of up to n entries: n+1 elements each (one per
@@ -161,9 +167,14 @@ func (r *nodeRun) group() error {
 			return firstErr(g.launch(k.nKeys, sorted, uint64(sorted), e.node, e.code, e.key, r.eidx, int32(1-r.insert)),
 				prim.DevSortPairsBits(g.pe, e.key, r.eidx, sorted, 0, entryBits))
 		}
-		return firstErr(g.launch(k.iota, sorted, uint64(sorted), r.idx),
-			prim.DevSelect(g.pe, r.idx, r.in.valid, r.eidx, sorted, r.cnt), prim.DevSelect(g.pe, e.key, r.in.valid, r.okey, sorted, r.cnt),
-			prim.DevSortPairsBits(g.pe, r.okey, r.eidx, E, 0, entryBits))
+		if err := firstErr(g.launch(k.iota, sorted, uint64(sorted), r.idx),
+			prim.DevSelect(g.pe, r.idx, r.in.valid, r.eidx, sorted, r.cnt), prim.DevSelect(g.pe, e.key, r.in.valid, r.okey, sorted, r.cnt)); err != nil {
+			return err
+		}
+		if r.in.ascending == 0 || g.nw.sortAll {
+			return prim.DevSortPairsBits(g.pe, r.okey, r.eidx, E, 0, entryBits)
+		}
+		return r.mergeAscending()
 	}
 	if err := firstErr(
 		sortKeys(),

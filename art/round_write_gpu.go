@@ -22,9 +22,10 @@ type nodeWrite struct {
 	// apart. The result is the same: each node has one writer, whose
 	// reads do not depend on another's writes in the round.
 	split bool
-	// wide runs an_write_wide: the stage with five blocks a
-	// multiprocessor (registers spilled) instead of four.
-	wide bool
+	// sortAll sorts all of an insert round's valid entries, not only
+	// those after its ascending node entries (the way before
+	// mergeAscending).
+	sortAll bool
 	// freesPerKind selects the round's frees with a flag kernel and a
 	// select per inner kind (the way before an_free_scatter's one pass).
 	freesPerKind bool
@@ -41,16 +42,14 @@ var writeClasses = []struct {
 // nodes with M moved entries: one launch, or one per class when traced
 // with split. Cost: one thread per touched node per launch.
 func (r *nodeRun) writeTouched(M int) error {
-	g, T := r.g, r.T
-	f := g.k.nWrite
-	if g.nw.local {
-		f = g.k.nWriteLocal
-	} else if g.nw.wide {
-		f = g.k.nWriteWide
-	}
+	g, k, T := r.g, r.g.k, r.T
 	launch := func(classes uint32) error {
-		return g.launch(f, T, g.descBuf, uint64(T), int32(r.insert), r.tstart, r.scode, r.sop, r.slink, r.sgrp, r.out, r.htrim,
-			r.final, r.rem, r.remb, r.mcode, r.mop, r.mlink, uint64(M), r.gtn, r.gtref, r.trimd, r.trimpr, r.tnode, r.runs, classes)
+		if g.nw.local {
+			return g.launch(k.nWriteLocal, T, g.descBuf, uint64(T), int32(r.insert), r.tstart, r.scode, r.sop, r.slink, r.sgrp, r.out,
+				r.htrim, r.final, r.rem, r.remb, r.mcode, r.mop, r.mlink, uint64(M), r.gtn, r.gtref, r.trimd, r.trimpr, r.tnode, r.runs, uint32(classes))
+		}
+		return g.launch(k.nWrite, T, g.descBuf, uint64(T), int32(r.insert), r.tstart, r.scode, r.sop, r.slink, r.sgrp, r.out,
+			r.htrim, r.final, r.rem, r.remb, r.mcode, r.mop, r.mlink, uint64(M), r.gtn, r.gtref, r.trimd, r.trimpr, r.tnode, r.runs, uint32(classes))
 	}
 	if g.trace == nil || !g.nw.split {
 		if err := launch(15); err != nil {
@@ -89,5 +88,34 @@ func (r *nodeRun) selectFrees() error {
 			return err
 		}
 	}
+	return nil
+}
+
+// mergeAscending orders a round's E selected entries (keys okey, indices
+// eidx) whose first A = in.ascending are in ascending key order already:
+// the other E-A are sorted (radix, entryBits), and the two runs merged
+// into rem and remb, which then trade places with okey and eidx (scratch
+// of the same length, unused until the plan). With all keys distinct the
+// order is the one a sort of all E gives. Cost: a sort of E-A entries
+// and one merge pass over E, where a sort of all E took a pass per 8
+// bits of the keys.
+func (r *nodeRun) mergeAscending() error {
+	g, E, A := r.g, r.E, r.in.ascending
+	B := E - A
+	if B == 0 {
+		return nil
+	}
+	bk, bv := gpu.View[uint64](r.okey, 8*A, B), gpu.View[uint32](r.eidx, 4*A, B)
+	if err := prim.DevSortPairsBits(g.pe, bk, bv, B, 0, entryBits); err != nil {
+		return err
+	}
+	if A == 0 {
+		return nil
+	}
+	if err := prim.DevMerge(g.pe, gpu.View[uint64](r.okey, 0, A), gpu.View[uint32](r.eidx, 0, A), A, bk, bv, B, r.rem, r.remb); err != nil {
+		return err
+	}
+	r.okey, r.rem = r.rem, r.okey
+	r.eidx, r.remb = r.remb, r.eidx
 	return nil
 }

@@ -60,7 +60,6 @@ func (g *gpuEngine) uploadSorted(kb Keys, vals []uint64, mid func() error) (*dev
 		if p+2 == len(bounds) {
 			g.clock.Mark(g.s, engine.MarkUploaded)
 			g.step("upload")
-			g.hold.open() // the frees held for this batch's packing (freeHold)
 		}
 		if p == 0 && mid != nil {
 			return mid()

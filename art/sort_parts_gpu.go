@@ -51,11 +51,6 @@ type batchUpload struct {
 	// one length, which by default are checked on the host (oneLength)
 	// and written on the device (as_offsets) instead.
 	offsUp bool
-	// keyChunk, when not 0, uploads the key parts through a ring of their
-	// own (kup, made on first use) of chunks of keyChunk bytes, the same
-	// bytes in all as the engine's upload ring, instead of that ring.
-	keyChunk int
-	kup      *gpu.Pipeline
 
 	evs  [2]*gpu.Event // the key parts' arrivals on g.in
 	vals *valsUpload   // the values' upload in flight (startVals)
@@ -94,10 +89,6 @@ func (bu *batchUpload) close() error {
 	if bu.up != nil {
 		err = bu.up.Close()
 		bu.up = nil
-	}
-	if bu.kup != nil {
-		err = errors.Join(err, bu.kup.Close())
-		bu.kup = nil
 	}
 	for i, e := range bu.evs {
 		if e != nil {
@@ -168,21 +159,9 @@ func (g *gpuEngine) uploadPart(b *devBatch, kb Keys, bounds []int, p int, withOf
 		}
 		bu.evs[p] = e
 	}
-	up := g.up
-	if c := bu.keyChunk; c > 0 {
-		if bu.kup == nil || bu.kup.Config().ChunkBytes != c {
-			if bu.kup != nil {
-				if err := bu.kup.Close(); err != nil {
-					return err
-				}
-			}
-			bu.kup = gpu.NewPipeline(g.dev, gpu.PipelineConfig{ChunkBytes: c, Chunks: max(1, transferChunks*transferChunk/c), Direct: transferDirect})
-		}
-		up = bu.kup
-	}
-	err := gpu.UploadStagedGrain(up, g.in, b.data, da, kb.Data[da:db], partGrain)
+	err := gpu.UploadStagedGrain(g.up, g.in, b.data, da, kb.Data[da:db], partGrain)
 	if err == nil && withOffs {
-		err = gpu.UploadStagedGrain(up, g.in, b.offs, oa, offs[oa:hi+1], partGrain/4)
+		err = gpu.UploadStagedGrain(g.up, g.in, b.offs, oa, offs[oa:hi+1], partGrain/4)
 	}
 	if err != nil {
 		return errors.Join(err, g.in.Synchronize())

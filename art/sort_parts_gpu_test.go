@@ -25,7 +25,6 @@ func TestGPUKeyParts(t *testing.T) {
 		{"parts", func(bu *batchUpload) { bu.partsMin = 2 }},
 		{"parts,valsInSort", func(bu *batchUpload) { bu.partsMin, bu.valsInSort = 2, true }},
 		{"parts,offsUp", func(bu *batchUpload) { bu.partsMin, bu.offsUp = 2, true }},
-		{"parts,keyChunk", func(bu *batchUpload) { bu.partsMin, bu.keyChunk = 2, 64<<10 }},
 		{"whole", func(bu *batchUpload) { bu.whole = true }},
 		{"default", func(*batchUpload) {}},
 	}
