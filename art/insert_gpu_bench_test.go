@@ -87,7 +87,8 @@ func randomKeys(from, n int) (Keys, []uint64) {
 // each class of touched nodes written and timed apart (writeSplit, staged
 // and not: writeSplit,local), with the frees selected per kind
 // (freesPerKind), with all of an insert round's entries sorted, not
-// merged (sortAll), and with the three as before
+// merged (sortAll), with every word of an N4 or N16 in place stored
+// (writeEvery; writeSplit,every), and with the node round as before
 // (writeLocal,freesPerKind,sortAll).
 func BenchmarkGPUInsertSteps(b *testing.B) {
 	for _, c := range []struct {
@@ -110,6 +111,8 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 		{"tree=100M,writeSplit,local", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{split: true, local: true}},
 		{"tree=100M,freesPerKind", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{freesPerKind: true}},
 		{"tree=100M,sortAll", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{sortAll: true}},
+		{"tree=100M,writeEvery", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{every: true}},
+		{"tree=100M,writeSplit,every", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{split: true, every: true}},
 		{"tree=100M,writeLocal,freesPerKind,sortAll", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{local: true, freesPerKind: true, sortAll: true}},
 	} {
 		b.Run(c.name, func(b *testing.B) {

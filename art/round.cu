@@ -380,6 +380,8 @@ __device__ __forceinline__ void write_child(u64 *d, u32 k, u32 i, u32 b, u64 l) 
 #define WC_SMALL 2u   // N4, N16 and N48 in place
 #define WC_N256 4u    // N256 in place
 #define WC_COLLAPSE 8u // collapses (an empty node writes nothing)
+#define WC_CLASSES 15u // every class
+#define WC_EVERY 16u   // not a class: an N4 or N16 in place stores every word
 
 // write_class is touched node ti's class for an_write's mask.
 __device__ __forceinline__ u32 write_class(u8 o, u32 k) {
@@ -502,27 +504,38 @@ __device__ __forceinline__ void write_touched(const Tree *t, u64 T, int insert, 
         if (sc && k != K_N48) {
             // In place, an N4 or N16 staged: at most 16 children (the
             // kind did not change), written as the merge gives them, the
-            // key bytes gathered in registers.
+            // key bytes gathered in registers. Only the words that change
+            // are stored (a store is an L2 write of its sector for each
+            // thread of a warp): a child that differs from the staged old
+            // one at its place, the old places past the new count (zero:
+            // every place past a node's count is), the header and key
+            // words when they differ; every word with WC_EVERY.
+            bool every = classes & WC_EVERY;
             u32 cw = k == K_N4 ? N4_CHILD : N16_CHILD, cap = k == K_N4 ? 4 : 16;
+            u32 oc = every ? 0 : m.cnt;
+            u64 om = r[W_META], op = r[W_PREFIX], ot = r[W_TERM], opw = r[W_PARENT];
+            u64 ok0 = m.kb0, ok1 = m.kb1;
+            const u64 *os = m.sc;
+            u32 st = m.stride;
             u64 k0 = 0, k1 = 0;
             while (merge_next(&m, &cb, &cl, &src)) {
                 if (n < 8) k0 |= (u64)cb << (8 * n);
                 else k1 |= (u64)cb << (8 * (n - 8));
-                r[cw + n] = cl;
+                if (n >= oc || os[n * st] != cl) r[cw + n] = cl;
                 if (is_node(cl) && src == SRC_ENTRY) rec(t, cl)[W_PARENT] = parent_word(fl, cb);
                 n++;
             }
-            for (u32 j = n; j < cap; j++) r[cw + j] = 0;
-            if (k == K_N4) {
-                r[W_META] = meta_word(plen, n) | k0 << (8 * N4_KEYB);
-            } else {
-                r[W_META] = meta_word(plen, n);
-                r[N16_KEYB / 8] = k0;
-                r[N16_KEYB / 8 + 1] = k1;
+            for (u32 j = n; j < (every ? cap : m.cnt); j++) r[cw + j] = 0;
+            u64 nm = meta_word(plen, n);
+            if (k == K_N4) nm |= k0 << (8 * N4_KEYB);
+            else {
+                if (every || k0 != ok0) r[N16_KEYB / 8] = k0;
+                if (every || k1 != ok1) r[N16_KEYB / 8 + 1] = k1;
             }
-            r[W_PREFIX] = prefix;
-            r[W_TERM] = term;
-            r[W_PARENT] = pw;
+            if (every || nm != om) r[W_META] = nm;
+            if (every || prefix != op) r[W_PREFIX] = prefix;
+            if (every || term != ot) r[W_TERM] = term;
+            if (every || pw != opw) r[W_PARENT] = pw;
             continue;
         }
         // In place, N4, N16, N48: at most 48 children (the kind did not

@@ -22,6 +22,9 @@ type nodeWrite struct {
 	// apart. The result is the same: each node has one writer, whose
 	// reads do not depend on another's writes in the round.
 	split bool
+	// every stores every word of an N4 or N16 written in place (WC_EVERY),
+	// not only the words that change.
+	every bool
 	// sortAll sorts all of an insert round's valid entries, not only
 	// those after its ascending node entries (the way before
 	// mergeAscending).
@@ -38,6 +41,13 @@ var writeClasses = []struct {
 	name string
 }{{1, "moves"}, {2, "N4, N16, N48 in place"}, {4, "N256 in place"}, {8, "collapses"}}
 
+// an_write's mask of every class (WC_CLASSES) and its flag that stores
+// every word of an N4 or N16 in place (WC_EVERY).
+const (
+	writeAllClasses = 15
+	writeEvery      = 16
+)
+
 // writeTouched runs U3, an_write (or an_write_local) over the T touched
 // nodes with M moved entries: one launch, or one per class when traced
 // with split. Cost: one thread per touched node per launch.
@@ -51,15 +61,19 @@ func (r *nodeRun) writeTouched(M int) error {
 		return g.launch(k.nWrite, T, g.descBuf, uint64(T), int32(r.insert), r.tstart, r.scode, r.sop, r.slink, r.sgrp, r.out,
 			r.htrim, r.final, r.rem, r.remb, r.mcode, r.mop, r.mlink, uint64(M), r.gtn, r.gtref, r.trimd, r.trimpr, r.tnode, r.runs, uint32(classes))
 	}
+	var every uint32
+	if g.nw.every {
+		every = writeEvery
+	}
 	if g.trace == nil || !g.nw.split {
-		if err := launch(15); err != nil {
+		if err := launch(writeAllClasses | every); err != nil {
 			return err
 		}
 		g.step("node round: write")
 		return nil
 	}
 	for _, c := range writeClasses {
-		if err := launch(c.mask); err != nil {
+		if err := launch(c.mask | every); err != nil {
 			return err
 		}
 		g.step(fmt.Sprintf("node round: write (%s)", c.name))
