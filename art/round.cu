@@ -381,7 +381,7 @@ __device__ __forceinline__ void write_child(u64 *d, u32 k, u32 i, u32 b, u64 l) 
 #define WC_N256 4u    // N256 in place
 #define WC_COLLAPSE 8u // collapses (an empty node writes nothing)
 #define WC_CLASSES 15u // every class
-#define WC_EVERY 16u   // not a class: an N4 or N16 in place stores every word
+#define WC_EVERY 16u   // not a class: every word stored the way before (N4, N16 in place and moved to)
 
 // write_class is touched node ti's class for an_write's mask.
 __device__ __forceinline__ u32 write_class(u8 o, u32 k) {
@@ -464,6 +464,35 @@ __device__ __forceinline__ void write_touched(const Tree *t, u64 T, int insert, 
         u32 cb, src;
         u64 cl;
         u32 n = 0;
+        if (moved && !(classes & WC_EVERY) && (fk == K_N4 || fk == K_N16)) {
+            // To an N4 or N16: each word of the new record stored once
+            // (key bytes gathered in registers, the places past the count
+            // zeroed), where the general path zeroes the record first,
+            // stores each key byte and reads the meta word back.
+            u64 *d = rec(t, fl);
+            u32 dcw = fk == K_N4 ? N4_CHILD : N16_CHILD, dcap = fk == K_N4 ? 4 : 16;
+            u64 k0 = 0, k1 = 0;
+            while (merge_next(&m, &cb, &cl, &src)) {
+                if (n < 8) k0 |= (u64)cb << (8 * n);
+                else k1 |= (u64)cb << (8 * (n - 8));
+                d[dcw + n] = cl;
+                n++;
+                if (is_node(cl) && src != SRC_MOVED && !(src == SRC_OLD && find_touched(tnode, T, cl) >= 0))
+                    rec(t, cl)[W_PARENT] = parent_word(fl, cb);
+            }
+            for (u32 j = n; j < dcap; j++) d[dcw + j] = 0;
+            u64 nm = meta_word(plen, n);
+            if (fk == K_N4) nm |= k0 << (8 * N4_KEYB);
+            else {
+                d[N16_KEYB / 8] = k0;
+                d[N16_KEYB / 8 + 1] = k1;
+            }
+            d[W_META] = nm;
+            d[W_PREFIX] = prefix;
+            d[W_TERM] = term;
+            d[W_PARENT] = pw;
+            continue;
+        }
         if (moved) {
             u64 *d = rec(t, fl);
             u32 kw = kwords(fk);

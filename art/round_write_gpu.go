@@ -22,8 +22,10 @@ type nodeWrite struct {
 	// apart. The result is the same: each node has one writer, whose
 	// reads do not depend on another's writes in the round.
 	split bool
-	// every stores every word of an N4 or N16 written in place (WC_EVERY),
-	// not only the words that change.
+	// every stores the words of an N4 or N16 written in place, or moved
+	// to, the way before (WC_EVERY: every word in place, not only those
+	// that change; a new record zeroed first, its key bytes stored one by
+	// one); local implies it.
 	every bool
 	// sortAll sorts all of an insert round's valid entries, not only
 	// those after its ascending node entries (the way before
@@ -42,7 +44,7 @@ var writeClasses = []struct {
 }{{1, "moves"}, {2, "N4, N16, N48 in place"}, {4, "N256 in place"}, {8, "collapses"}}
 
 // an_write's mask of every class (WC_CLASSES) and its flag that stores
-// every word of an N4 or N16 in place (WC_EVERY).
+// an N4's or N16's words the way before (WC_EVERY).
 const (
 	writeAllClasses = 15
 	writeEvery      = 16
@@ -62,7 +64,7 @@ func (r *nodeRun) writeTouched(M int) error {
 			r.htrim, r.final, r.rem, r.remb, r.mcode, r.mop, r.mlink, uint64(M), r.gtn, r.gtref, r.trimd, r.trimpr, r.tnode, r.runs, uint32(classes))
 	}
 	var every uint32
-	if g.nw.every {
+	if g.nw.every || g.nw.local {
 		every = writeEvery
 	}
 	if g.trace == nil || !g.nw.split {
