@@ -184,11 +184,9 @@ extern "C" __global__ void ab_write(const Tree *t, u64 S, const u32 *sstart, con
             l = mklink(k, 0, alloc_idx(t, k, rank_of(k, s, r12, r34, r56, r78)));
             u64 *r = rec(t, l);
             u32 kw = kwords(k);
-            for (u32 w = 0; w < kw; w++) r[w] = 0;
             u32 d = depth[s], D = sd[s];
-            r[W_META] = meta_word(d - D, children[s]);
-            r[W_PREFIX] = pack_prefix(item_key(t, iref, a) + D, d - D);
-            r[W_PARENT] = spar[s];
+            u64 meta = meta_word(d - D, children[s]), prefix = pack_prefix(item_key(t, iref, a) + D, d - D), par = spar[s];
+            for (u32 w = 0; w < kw; w++) r[w] = w == W_META ? meta : w == W_PREFIX ? prefix : w == W_PARENT ? par : 0;
         } else if (k == 0) {
             l = iold[a];
             if (is_node(l)) {
@@ -209,11 +207,11 @@ extern "C" __global__ void ab_write(const Tree *t, u64 S, const u32 *sstart, con
                 r[0] = v;
                 r[1] = off | ((u64)n << AUX_SHIFT);
             } else {
-                u32 kw = kwords(k);
-                for (u32 w = 0; w < kw; w++) r[w] = 0;
-                u8 *rb = (u8 *)r;
-                for (u32 b = 0; b < n; b++) rb[b] = key[b];
-                r[value_word(k)] = v;
+                // Whole words: the key's bytes zero padded, the value,
+                // zeros after it (a byte store per key byte cost a
+                // store instruction and an L2 write per byte).
+                u32 kw = kwords(k), vw = value_word(k);
+                for (u32 w = 0; w < kw; w++) r[w] = w == vw ? v : 8 * w < n && w < vw ? pack_prefix(key + 8 * w, n - 8 * w) : 0;
             }
         }
         seglink[s] = l;

@@ -183,21 +183,25 @@ extern "C" __global__ void ai_segs(u64 G, u64 F, const u32 *gstart, const u32 *s
 #define ENTRY_NONE ((u64)15 << 49)
 
 // ai_entries: one thread per group: its node entry (an add at an empty
-// slot, or the set of a split slot) at 2g and its old node's trim at 2g+1;
+// slot, or the set of a split slot) at g and its old node's trim at G+g;
 // invalid entries (root edges, no trim) get the sort key ENTRY_NONE, above
 // every valid entry_order, and eflag 0 (1 for the valid ones: the node
-// round sorts only those). valid counts the valid entries: each thread
-// sums its groups', each warp adds its lanes' sum once after the loop
-// (every lane of every warp reaches it: whole blocks, no early exit), not
-// one atomic per group on the one counter (10M of them at 100M keys).
+// round sorts only those). The node entries are in ascending key order
+// already (the groups are in edge order, and a group's entry key is its
+// edge's), and all valid keys differ, so the node round sorts only the
+// trims and merges them in (roundIn.ascending). valid[0] counts the valid
+// entries, valid[1] the valid node entries: each thread sums its groups',
+// each warp adds its lanes' sums once after the loop (every lane of every
+// warp reaches it: whole blocks, no early exit), not one atomic per group
+// on one counter (10M of them at 100M keys).
 extern "C" __global__ void ai_entries(u64 G, const u32 *gstart, const u32 *fs, const u8 *cls, const u64 *par, const u32 *slot1,
                                       const u64 *tgt, const u64 *glink, u64 *ekey, u64 *enode, u32 *ecode, u32 *eop,
                                       u64 *elink, u32 *egrp, u8 *eflag, unsigned long long *valid) {
-    u64 mine = 0;
+    u64 mine = 0, mine0 = 0;
     GRID_STRIDE(g, G) {
         u32 i0 = fs[gstart[g]];
         u64 p = par[i0];
-        u64 e0 = 2 * g, e1 = 2 * g + 1;
+        u64 e0 = g, e1 = G + g;
         ekey[e0] = ENTRY_NONE;
         ekey[e1] = ENTRY_NONE;
         eflag[e0] = 0;
@@ -212,6 +216,7 @@ extern "C" __global__ void ai_entries(u64 G, const u32 *gstart, const u32 *fs, c
             ekey[e0] = entry_order(p, slot1[i0]);
             eflag[e0] = 1;
             n++;
+            mine0++;
         }
         if (cls[i0] == CLS_SPLIT && is_node(tgt[i0])) {
             u64 T = node_id(tgt[i0]);
@@ -226,8 +231,12 @@ extern "C" __global__ void ai_entries(u64 G, const u32 *gstart, const u32 *fs, c
         }
         mine += n;
     }
-    for (int d = WARP / 2; d > 0; d >>= 1) mine += __shfl_xor_sync(FULL_MASK, mine, d);
+    for (int d = WARP / 2; d > 0; d >>= 1) {
+        mine += __shfl_xor_sync(FULL_MASK, mine, d);
+        mine0 += __shfl_xor_sync(FULL_MASK, mine0, d);
+    }
     if ((threadIdx.x & (WARP - 1)) == 0 && mine) atomicAdd(valid, (unsigned long long)mine);
+    if ((threadIdx.x & (WARP - 1)) == 0 && mine0) atomicAdd(valid + 1, (unsigned long long)mine0);
 }
 
 // ai_root_writes: one thread per group: a group at a root edge writes its

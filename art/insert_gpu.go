@@ -210,21 +210,21 @@ func (g *gpuEngine) insertFresh(t *devTree, b *devBatch, order *gpu.Buffer[uint3
 		return err
 	}
 	// The groups' entries, then the node round.
-	if err := g.pool.Reserve(append(entryNeeds("i.ents", 2*G), gpu.NeedOf[uint64]("i.valid", 1), gpu.NeedOf[uint8]("i.eflag", 2*G))...); err != nil {
+	if err := g.pool.Reserve(append(entryNeeds("i.ents", 2*G), gpu.NeedOf[uint64]("i.valid", 2), gpu.NeedOf[uint8]("i.eflag", 2*G))...); err != nil {
 		return fmt.Errorf("entries: %w", err)
 	}
-	ents, valid, eflag := g.takeEntries("i.ents", 2*G), gpu.Take[uint64](g.pool, "i.valid", 1), gpu.Take[uint8](g.pool, "i.eflag", 2*G)
+	ents, valid, eflag := g.takeEntries("i.ents", 2*G), gpu.Take[uint64](g.pool, "i.valid", 2), gpu.Take[uint8](g.pool, "i.eflag", 2*G)
 	if err := firstErr(valid.FillBytes(g.s, 0),
 		g.launch(k.iEntries, G, uint64(G), gstart, fs, cls, par, slot1, tgt, glink, ents.key, ents.node, ents.code, ents.op,
 			ents.link, ents.grp, eflag, valid)); err != nil {
 		return fmt.Errorf("entries: %w", err)
 	}
-	vv, err := g.readU64(valid, 0, 1)
+	vv, err := g.readU64(valid, 0, 2)
 	if err != nil {
 		return err
 	}
 	g.step("entries")
-	if _, err := g.nodeRound(t, roundIn{e: ents, n: int(vv[0]), sorted: 2 * G, valid: eflag, insert: true,
+	if _, err := g.nodeRound(t, roundIn{e: ents, n: int(vv[0]), sorted: 2 * G, valid: eflag, ascending: int(vv[1]), insert: true,
 		gtn: tn, gtref: tref, trimd: trimd, trimpr: trimpar}); err != nil {
 		return err
 	}

@@ -81,8 +81,15 @@ func randomKeys(from, n int) (Keys, []uint64) {
 // pools freed beside, after the call: freeBeside), without growAhead,
 // with the retired pools freed before the call returns (freeInCall),
 // with the offsets of its one-length keys uploaded (offsUp), with the
-// keys uploaded whole (whole), and with them whole and the values packed
-// during the sort (whole,valsInSort: the upload before batchUpload).
+// keys uploaded whole (whole), with them whole and the values packed
+// during the sort (whole,valsInSort: the upload before batchUpload), with
+// the node round's write unstaged (writeLocal: an_write_local), and with
+// each class of touched nodes written and timed apart (writeSplit, staged
+// and not: writeSplit,local), with the frees selected per kind
+// (freesPerKind), with all of an insert round's entries sorted, not
+// merged (sortAll), with every word of an N4 or N16 in place stored
+// (writeEvery; writeSplit,every), and with the node round as before
+// (writeLocal,freesPerKind,sortAll).
 func BenchmarkGPUInsertSteps(b *testing.B) {
 	for _, c := range []struct {
 		name          string
@@ -90,14 +97,23 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 		keys          func(from, n int) (Keys, []uint64)
 		ahead, inCall bool
 		bu            batchUpload
+		nw            nodeWrite
 	}{
-		{"tree=16Mi", stepsTreeKeys, stepsKeys, true, false, batchUpload{}},
-		{"tree=100M", 100_000_000, randomKeys, true, false, batchUpload{}},
-		{"tree=100M,ahead=off", 100_000_000, randomKeys, false, false, batchUpload{}},
-		{"tree=100M,freeInCall", 100_000_000, randomKeys, true, true, batchUpload{}},
-		{"tree=100M,offsUp", 100_000_000, randomKeys, true, false, batchUpload{offsUp: true}},
-		{"tree=100M,whole", 100_000_000, randomKeys, true, false, batchUpload{whole: true}},
-		{"tree=100M,whole,valsInSort", 100_000_000, randomKeys, true, false, batchUpload{whole: true, valsInSort: true}},
+		{"tree=16Mi", stepsTreeKeys, stepsKeys, true, false, batchUpload{}, nodeWrite{}},
+		{"tree=100M", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{}},
+		{"tree=100M,ahead=off", 100_000_000, randomKeys, false, false, batchUpload{}, nodeWrite{}},
+		{"tree=100M,freeInCall", 100_000_000, randomKeys, true, true, batchUpload{}, nodeWrite{}},
+		{"tree=100M,offsUp", 100_000_000, randomKeys, true, false, batchUpload{offsUp: true}, nodeWrite{}},
+		{"tree=100M,whole", 100_000_000, randomKeys, true, false, batchUpload{whole: true}, nodeWrite{}},
+		{"tree=100M,whole,valsInSort", 100_000_000, randomKeys, true, false, batchUpload{whole: true, valsInSort: true}, nodeWrite{}},
+		{"tree=100M,writeLocal", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{local: true}},
+		{"tree=100M,writeSplit", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{split: true}},
+		{"tree=100M,writeSplit,local", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{split: true, local: true}},
+		{"tree=100M,freesPerKind", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{freesPerKind: true}},
+		{"tree=100M,sortAll", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{sortAll: true}},
+		{"tree=100M,writeEvery", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{every: true}},
+		{"tree=100M,writeSplit,every", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{split: true, every: true}},
+		{"tree=100M,writeLocal,freesPerKind,sortAll", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{local: true, freesPerKind: true, sortAll: true}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			d := gputest.Device(b)
@@ -112,6 +128,7 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			g.trace = &engine.StepTrace{}
 			g.aheadGrowth, g.freeBeside = c.ahead, !c.inCall
 			g.bu.whole, g.bu.valsInSort, g.bu.offsUp = c.bu.whole, c.bu.valsInSort, c.bu.offsUp
+			g.nw = c.nw
 			var lb engine.Timings
 			var call, frees time.Duration
 			var pools string

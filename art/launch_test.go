@@ -118,7 +118,7 @@ func kernelSignatures(t *testing.T) map[string][]string {
 		}
 		src = append(src, b...)
 	}
-	re := regexp.MustCompile(`extern "C" __global__ void (\w+)\(([^)]*)\)`)
+	re := regexp.MustCompile(`extern "C" __global__ void (?:__launch_bounds__\([^)]*\)\s*)?(\w+)\(([^)]*)\)`)
 	out := map[string][]string{}
 	for _, m := range re.FindAllStringSubmatch(string(src), -1) {
 		var ps []string

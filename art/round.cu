@@ -77,6 +77,13 @@ struct Merge {
     int cur;   // next old position (N48, N256: next byte)
     int oldb;  // current old child's byte, 256 when none is left
     u64 oldl;
+    // An N4's or N16's old children staged (merge_stage): their count,
+    // key bytes (byte j at bits 8j of kb0, j >= 8 of kb1) and links
+    // (child j at sc[j*stride], in shared memory); sc null when not.
+    u32 cnt;
+    u64 kb0, kb1;
+    const u64 *sc;
+    u32 stride;
     const u32 *ac, *aop;
     const u64 *al;
     u64 ai, ae;
@@ -86,6 +93,16 @@ struct Merge {
 };
 
 __device__ void merge_next_old(Merge *m) {
+    if (m->sc) {
+        if ((u32)m->cur < m->cnt) {
+            int j = m->cur++;
+            m->oldb = (int)((j < 8 ? m->kb0 >> (8 * j) : m->kb1 >> (8 * (j - 8))) & 0xff);
+            m->oldl = m->sc[j * m->stride];
+            return;
+        }
+        m->oldb = 256;
+        return;
+    }
     const u8 *bs = rbytes(m->r);
     switch (m->k) {
     case K_N4:
@@ -124,11 +141,41 @@ __device__ void merge_next_old(Merge *m) {
     m->oldb = 256;
 }
 
+// STAGE_MAX is the most old children merge_stage copies (an N16's), and
+// STAGE_BLOCK the most threads of a block that stages them (art.cu's
+// kernelBlock): the stage of a block is STAGE_MAX x STAGE_BLOCK links.
+#define STAGE_MAX 16
+#define STAGE_BLOCK 256
+
+// merge_stage copies the old children of record r of kind k (N4 or N16)
+// into m: their key bytes and count into registers, their links to sc
+// (this thread's column of the block's stage, stride apart). The loads
+// are independent, issued at once, where merge_next_old read one child
+// after the other (each a dependent round trip to memory).
+__device__ void merge_stage(Merge *m, const u64 *r, u32 k, u64 *sc, u32 stride) {
+    u32 c = count_of(r);
+    u32 cw = k == K_N4 ? N4_CHILD : N16_CHILD;
+#pragma unroll
+    for (u32 j = 0; j < STAGE_MAX; j++)
+        if (j < c) sc[j * stride] = r[cw + j];
+    if (k == K_N4) {
+        m->kb0 = r[W_META] >> (8 * N4_KEYB);
+        m->kb1 = 0;
+    } else {
+        m->kb0 = r[N16_KEYB / 8];
+        m->kb1 = r[N16_KEYB / 8 + 1];
+    }
+    m->cnt = c;
+    m->sc = sc;
+    m->stride = stride;
+}
+
 // merge_init starts m over node record r of kind k with entries [ai, ae)
 // and moved entries [bi, be) (codes sorted), and returns the merged
-// terminator.
+// terminator. With sc (not null) an N4's or N16's old children are
+// staged there first (merge_stage; stride apart).
 __device__ u64 merge_init(Merge *m, const u64 *r, u32 k, const u32 *ac, const u32 *aop, const u64 *al, u64 ai, u64 ae,
-                          const u32 *bc, const u32 *bop, const u64 *bl, u64 bi, u64 be) {
+                          const u32 *bc, const u32 *bop, const u64 *bl, u64 bi, u64 be, u64 *sc, u32 stride) {
     m->r = r;
     m->k = k;
     m->cur = 0;
@@ -141,6 +188,8 @@ __device__ u64 merge_init(Merge *m, const u64 *r, u32 k, const u32 *ac, const u3
     m->bl = bl;
     m->bi = bi;
     m->be = be;
+    m->sc = 0;
+    if (sc && (k == K_N4 || k == K_N16)) merge_stage(m, r, k, sc, stride);
     u64 term = r[W_TERM];
     while (ai < ae && ac[ai] == 0) {
         term = aop[ai] == OP_DEL ? 0 : al[ai];
@@ -227,7 +276,7 @@ extern "C" __global__ void an_plan(const Tree *t, u64 T, const u32 *tstart, cons
         else if (total == 1) {
             o = OUT_COLLAPSE;
             Merge m;
-            u64 tm = merge_init(&m, r, lkind(node), scode, sop, slink, a, b, 0, 0, 0, 0, 0);
+            u64 tm = merge_init(&m, r, lkind(node), scode, sop, slink, a, b, 0, 0, 0, 0, 0, 0, 0);
             u32 cb, src;
             u64 cl;
             if (merge_next(&m, &cb, &cl, &src)) {
@@ -325,24 +374,41 @@ __device__ __forceinline__ void write_child(u64 *d, u32 k, u32 i, u32 b, u64 l) 
     }
 }
 
-// an_write: one thread per touched node (U3): the merged node written at
-// its place (the new record of a move; in place otherwise: N256 by direct
-// edits, N4, N16 and N48 through a local copy of at most 48 children), its
-// parent word, and the parent words of its inner children that no other
-// writer sets (writeNode and the loop after it in round.go). A collapsing
-// node writes its remaining inner child's joined prefix and parent word.
-extern "C" __global__ void an_write(const Tree *t, u64 T, int insert, const u32 *tstart, const u64 *snode, const u32 *scode,
-                                    const u32 *sop, const u64 *slink, const u32 *sgrp, const u8 *out, const u32 *nkind,
-                                    const u8 *htrim, const u64 *final_, const u64 *rem, const u32 *remb,
-                                    const u64 *mnode, const u32 *mcode, const u32 *mop, const u64 *mlink, u64 M,
-                                    const u32 *gtn, const u64 *gtref, const u32 *trimd, const u64 *trimpar, const u64 *tnode,
-                                    const u64 *runs) {
+// Classes of touched nodes that an_write writes (its classes mask; all of
+// them by default, one at a time when a trace times them apart).
+#define WC_MOVED 1u   // moves to a record of another kind
+#define WC_SMALL 2u   // N4, N16 and N48 in place
+#define WC_N256 4u    // N256 in place
+#define WC_COLLAPSE 8u // collapses (an empty node writes nothing)
+#define WC_CLASSES 15u // every class
+#define WC_EVERY 16u   // not a class: every word stored the way before (N4, N16 in place and moved to)
+
+// write_class is touched node ti's class for an_write's mask.
+__device__ __forceinline__ u32 write_class(u8 o, u32 k) {
+    if (o == OUT_MOVE) return WC_MOVED;
+    if (o == OUT_COLLAPSE || o == OUT_EMPTY) return WC_COLLAPSE;
+    return k == K_N256 ? WC_N256 : WC_SMALL;
+}
+
+// write_touched is an_write's (stage: an N4's and N16's old children
+// staged in sc, this thread's column of the block's stage, and an N4 or
+// N16 in place written straight from the merge) and an_write_local's
+// (stage null: every child read from the record as the merge needs it, an
+// N4, N16 or N48 in place through a local copy of its children) work for
+// the touched nodes of the classes mask.
+__device__ __forceinline__ void write_touched(const Tree *t, u64 T, int insert, const u32 *tstart, const u32 *scode,
+                                              const u32 *sop, const u64 *slink, const u32 *sgrp, const u8 *out,
+                                              const u8 *htrim, const u64 *final_, const u64 *rem, const u32 *remb,
+                                              const u32 *mcode, const u32 *mop, const u64 *mlink, u64 M,
+                                              const u32 *gtn, const u64 *gtref, const u32 *trimd, const u64 *trimpar,
+                                              const u64 *tnode, const u64 *runs, u32 classes, u64 *sc) {
     GRID_STRIDE(ti, T) {
-        u32 a = tstart[ti], b = tstart[ti + 1];
         u64 node = tnode[ti];
         u32 k = lkind(node);
-        u64 *r = rec(t, node);
         u8 o = out[ti];
+        if (!(write_class(o, k) & classes)) continue;
+        u32 a = tstart[ti], b = tstart[ti + 1];
+        u64 *r = rec(t, node);
         if (o == OUT_EMPTY) continue;
         if (o == OUT_COLLAPSE) {
             u64 c = rem[ti];
@@ -394,10 +460,39 @@ extern "C" __global__ void an_write(const Tree *t, u64 T, int insert, const u32 
         u32 fk = lkind(fl);
         bool moved = o == OUT_MOVE;
         Merge m;
-        u64 term = merge_init(&m, r, k, scode, sop, slink, a, b, mcode, mop, mlink, ma, mb);
+        u64 term = merge_init(&m, r, k, scode, sop, slink, a, b, mcode, mop, mlink, ma, mb, sc, blockDim.x);
         u32 cb, src;
         u64 cl;
         u32 n = 0;
+        if (moved && !(classes & WC_EVERY) && (fk == K_N4 || fk == K_N16)) {
+            // To an N4 or N16: each word of the new record stored once
+            // (key bytes gathered in registers, the places past the count
+            // zeroed), where the general path zeroes the record first,
+            // stores each key byte and reads the meta word back.
+            u64 *d = rec(t, fl);
+            u32 dcw = fk == K_N4 ? N4_CHILD : N16_CHILD, dcap = fk == K_N4 ? 4 : 16;
+            u64 k0 = 0, k1 = 0;
+            while (merge_next(&m, &cb, &cl, &src)) {
+                if (n < 8) k0 |= (u64)cb << (8 * n);
+                else k1 |= (u64)cb << (8 * (n - 8));
+                d[dcw + n] = cl;
+                n++;
+                if (is_node(cl) && src != SRC_MOVED && !(src == SRC_OLD && find_touched(tnode, T, cl) >= 0))
+                    rec(t, cl)[W_PARENT] = parent_word(fl, cb);
+            }
+            for (u32 j = n; j < dcap; j++) d[dcw + j] = 0;
+            u64 nm = meta_word(plen, n);
+            if (fk == K_N4) nm |= k0 << (8 * N4_KEYB);
+            else {
+                d[N16_KEYB / 8] = k0;
+                d[N16_KEYB / 8 + 1] = k1;
+            }
+            d[W_META] = nm;
+            d[W_PREFIX] = prefix;
+            d[W_TERM] = term;
+            d[W_PARENT] = pw;
+            continue;
+        }
         if (moved) {
             u64 *d = rec(t, fl);
             u32 kw = kwords(fk);
@@ -435,6 +530,43 @@ extern "C" __global__ void an_write(const Tree *t, u64 T, int insert, const u32 
             d[W_PARENT] = pw;
             continue;
         }
+        if (sc && k != K_N48) {
+            // In place, an N4 or N16 staged: at most 16 children (the
+            // kind did not change), written as the merge gives them, the
+            // key bytes gathered in registers. Only the words that change
+            // are stored (a store is an L2 write of its sector for each
+            // thread of a warp): a child that differs from the staged old
+            // one at its place, the old places past the new count (zero:
+            // every place past a node's count is), the header and key
+            // words when they differ; every word with WC_EVERY.
+            bool every = classes & WC_EVERY;
+            u32 cw = k == K_N4 ? N4_CHILD : N16_CHILD, cap = k == K_N4 ? 4 : 16;
+            u32 oc = every ? 0 : m.cnt;
+            u64 om = r[W_META], op = r[W_PREFIX], ot = r[W_TERM], opw = r[W_PARENT];
+            u64 ok0 = m.kb0, ok1 = m.kb1;
+            const u64 *os = m.sc;
+            u32 st = m.stride;
+            u64 k0 = 0, k1 = 0;
+            while (merge_next(&m, &cb, &cl, &src)) {
+                if (n < 8) k0 |= (u64)cb << (8 * n);
+                else k1 |= (u64)cb << (8 * (n - 8));
+                if (n >= oc || os[n * st] != cl) r[cw + n] = cl;
+                if (is_node(cl) && src == SRC_ENTRY) rec(t, cl)[W_PARENT] = parent_word(fl, cb);
+                n++;
+            }
+            for (u32 j = n; j < (every ? cap : m.cnt); j++) r[cw + j] = 0;
+            u64 nm = meta_word(plen, n);
+            if (k == K_N4) nm |= k0 << (8 * N4_KEYB);
+            else {
+                if (every || k0 != ok0) r[N16_KEYB / 8] = k0;
+                if (every || k1 != ok1) r[N16_KEYB / 8 + 1] = k1;
+            }
+            if (every || nm != om) r[W_META] = nm;
+            if (every || prefix != op) r[W_PREFIX] = prefix;
+            if (every || term != ot) r[W_TERM] = term;
+            if (every || pw != opw) r[W_PARENT] = pw;
+            continue;
+        }
         // In place, N4, N16, N48: at most 48 children (the kind did not
         // change), copied locally first.
         u8 lb[48];
@@ -457,6 +589,42 @@ extern "C" __global__ void an_write(const Tree *t, u64 T, int insert, const u32 
             if (is_node(ll[i]) && ls[i] == SRC_ENTRY) rec(t, ll[i])[W_PARENT] = parent_word(fl, lb[i]);
         }
     }
+}
+
+// an_write: one thread per touched node of the classes mask (U3; WC_*):
+// the merged node written at its place (the new record of a move; in
+// place otherwise: N256 by direct edits, N4 and N16 straight from the
+// merge, N48 through a local copy of at most 48 children), its parent
+// word, and the parent words of its inner children that no other writer
+// sets (writeNode and the loop after it in round.go). A collapsing node
+// writes its remaining inner child's joined prefix and parent word. The
+// old children of an N4 or N16 are staged first in shared memory (a
+// column of STAGE_MAX links per thread, blocks of at most STAGE_BLOCK
+// threads): their loads issued at once. Invariant: each touched node has
+// one writer, and the records it reads are its own, its remaining child
+// (a collapse) and the parent words an_final and an_plan wrote before.
+extern "C" __global__ void __launch_bounds__(STAGE_BLOCK, 4) an_write(const Tree *t, u64 T, int insert, const u32 *tstart, const u32 *scode,
+                                    const u32 *sop, const u64 *slink, const u32 *sgrp, const u8 *out,
+                                    const u8 *htrim, const u64 *final_, const u64 *rem, const u32 *remb,
+                                    const u32 *mcode, const u32 *mop, const u64 *mlink, u64 M,
+                                    const u32 *gtn, const u64 *gtref, const u32 *trimd, const u64 *trimpar, const u64 *tnode,
+                                    const u64 *runs, u32 classes) {
+    __shared__ u64 stage[STAGE_MAX * STAGE_BLOCK];
+    write_touched(t, T, insert, tstart, scode, sop, slink, sgrp, out, htrim, final_, rem, remb, mcode, mop, mlink, M, gtn,
+                  gtref, trimd, trimpar, tnode, runs, classes, stage + threadIdx.x);
+}
+
+// an_write_local is an_write without the stage (the way before it, kept
+// for the benchmark that compares them): each old child read from the
+// record when the merge reaches it.
+extern "C" __global__ void an_write_local(const Tree *t, u64 T, int insert, const u32 *tstart, const u32 *scode,
+                                          const u32 *sop, const u64 *slink, const u32 *sgrp, const u8 *out,
+                                          const u8 *htrim, const u64 *final_, const u64 *rem, const u32 *remb,
+                                          const u32 *mcode, const u32 *mop, const u64 *mlink, u64 M,
+                                          const u32 *gtn, const u64 *gtref, const u32 *trimd, const u64 *trimpar,
+                                          const u64 *tnode, const u64 *runs, u32 classes) {
+    write_touched(t, T, insert, tstart, scode, sop, slink, sgrp, out, htrim, final_, rem, remb, mcode, mop, mlink, M, gtn,
+                  gtref, trimd, trimpar, tnode, runs, classes, 0);
 }
 
 // an_moved_inplace: one thread per moved entry whose target is not
@@ -501,5 +669,43 @@ extern "C" __global__ void an_push_frees(const Tree *t, u64 T, u64 N, const u32 
             u32 k = K_N4 + (u32)q;
             t->freel[k][t->top[k] + j] = fsel[q * N + j];
         }
+    }
+}
+
+// an_free_marks: one thread per touched node and one more (ti == T, zero):
+// a freed node (one that does not stay) of kind k counted in its kind's
+// 32-bit half of f12 (N4, N16) or f34 (N48, N256), as an_plan counts the
+// moves, for the exclusive scans that rank the frees of each kind in node
+// order (an_free_scatter).
+extern "C" __global__ void an_free_marks(u64 T, const u64 *tnode, const u8 *out, u64 *f12, u64 *f34) {
+    GRID_STRIDE(ti, T + 1) {
+        u64 v12 = 0, v34 = 0;
+        if (ti < T && out[ti] != OUT_STAY) {
+            u32 k = lkind(tnode[ti]);
+            u64 v = 1ull << (32 * ((k - 1) % 2));
+            if (k <= K_N16) v12 = v;
+            else v34 = v;
+        }
+        f12[ti] = v12;
+        f34[ti] = v34;
+    }
+}
+
+// an_free_scatter: one thread per touched node and one more (U5, the frees
+// per kind in node order, from an_free_marks' scanned counts): a freed
+// node of kind k writes its record index at its rank in part k-K_N4 of
+// fsel (N apart); thread T writes the four counts to fcnt. The same
+// fsel and fcnt as an_free_flags and a select per kind, in one pass.
+extern "C" __global__ void an_free_scatter(u64 T, u64 N, const u64 *tnode, const u8 *out, const u64 *f12, const u64 *f34,
+                                           u32 *fsel, u32 *fcnt) {
+    GRID_STRIDE(ti, T + 1) {
+        if (ti == T) {
+            for (u32 k = K_N4; k <= K_N256; k++) fcnt[k - K_N4] = (u32)rank_of(k, T, f12, f34, 0, 0);
+            continue;
+        }
+        if (out[ti] == OUT_STAY) continue;
+        u64 node = tnode[ti];
+        u32 k = lkind(node);
+        fsel[(k - K_N4) * N + rank_of(k, ti, f12, f34, 0, 0)] = (u32)lidx(node);
     }
 }

@@ -39,6 +39,12 @@ type roundIn struct {
 	gtn, trimd    *gpu.Buffer[uint32]
 	gtref, trimpr *gpu.Buffer[uint64]
 	out           entryBufs // a delete's entries for the next round
+
+	// ascending, with valid, is how many of the n valid entries come
+	// first in the sorted ones, already in ascending key order, all keys
+	// distinct (an insert's node entries: ai_entries): only the rest is
+	// sorted, then merged with them.
+	ascending int
 }
 
 // Scratch of a node round of up to n entries: n+1 elements each (one per
@@ -161,9 +167,14 @@ func (r *nodeRun) group() error {
 			return firstErr(g.launch(k.nKeys, sorted, uint64(sorted), e.node, e.code, e.key, r.eidx, int32(1-r.insert)),
 				prim.DevSortPairsBits(g.pe, e.key, r.eidx, sorted, 0, entryBits))
 		}
-		return firstErr(g.launch(k.iota, sorted, uint64(sorted), r.idx),
-			prim.DevSelect(g.pe, r.idx, r.in.valid, r.eidx, sorted, r.cnt), prim.DevSelect(g.pe, e.key, r.in.valid, r.okey, sorted, r.cnt),
-			prim.DevSortPairsBits(g.pe, r.okey, r.eidx, E, 0, entryBits))
+		if err := firstErr(g.launch(k.iota, sorted, uint64(sorted), r.idx),
+			prim.DevSelect(g.pe, r.idx, r.in.valid, r.eidx, sorted, r.cnt), prim.DevSelect(g.pe, e.key, r.in.valid, r.okey, sorted, r.cnt)); err != nil {
+			return err
+		}
+		if r.in.ascending == 0 || g.nw.sortAll {
+			return prim.DevSortPairsBits(g.pe, r.okey, r.eidx, E, 0, entryBits)
+		}
+		return r.mergeAscending()
 	}
 	if err := firstErr(
 		sortKeys(),
@@ -261,7 +272,7 @@ func (r *nodeRun) grow(tv []uint64) error {
 }
 
 // write sorts an insert's O moves for their parents' writers, then runs
-// U3 write and U4 in place, and the R root writes.
+// U3 write (writeTouched) and U4 in place, and the R root writes.
 func (r *nodeRun) write(R, O int) error {
 	g, k, T, oe := r.g, r.g.k, r.T, r.oe
 	M := 0
@@ -277,30 +288,29 @@ func (r *nodeRun) write(R, O int) error {
 			return fmt.Errorf("node round: moves: %w", err)
 		}
 	}
+	g.step("node round: moves")
+	if err := r.writeTouched(M); err != nil {
+		return fmt.Errorf("node round: write: %w", err)
+	}
 	if err := firstErr(
-		g.launch(k.nWrite, T, g.descBuf, uint64(T), int32(r.insert), r.tstart, r.snode, r.scode, r.sop, r.slink, r.sgrp, r.out, r.nkind, r.htrim,
-			r.final, r.rem, r.remb, r.mnode, r.mcode, r.mop, r.mlink, uint64(M), r.gtn, r.gtref, r.trimd, r.trimpr, r.tnode, r.runs),
 		g.launch(k.nMovedInplace, M, g.descBuf, uint64(M), r.mnode, r.mcode, r.mlink, r.tnode, uint64(T)),
 		g.launch(k.nRootWrites, R, g.descBuf, uint64(R), r.rslot, r.rlink),
 	); err != nil {
 		return fmt.Errorf("node round: write: %w", err)
 	}
+	g.step("node round: moved in place, root writes")
 	return nil
 }
 
 // frees runs U5, per kind in node order: each kind's freed nodes
-// selected into its own part of fsel, the four counts read back at once
-// and the frees made pending (an insert with no pending nodes pushes
-// them at once, pushLate). It returns the round's emitted entries for
-// the next round: O for a delete, 0 for an insert.
+// selected into its own part of fsel (selectFrees), the four counts read
+// back at once and the frees made pending (an insert with no pending
+// nodes pushes them at once, pushLate). It returns the round's emitted
+// entries for the next round: O for a delete, 0 for an insert.
 func (r *nodeRun) frees(O int) (int, error) {
-	g, k, T, N := r.g, r.g.k, r.T, r.N
-	for kk := kindN4; kk <= kindN256; kk++ {
-		i := kk - kindN4
-		if err := firstErr(g.launch(k.nFreeFlags, T, uint64(T), r.tstart, r.snode, r.out, uint32(kk), r.fflag),
-			prim.DevSelect(g.pe, r.nidx, r.fflag, gpu.View[uint32](r.fsel, 4*i*N, T), T, gpu.View[uint32](r.fcnt, 4*i, 1))); err != nil {
-			return 0, fmt.Errorf("node round: frees: %w", err)
-		}
+	g, T, N := r.g, r.T, r.N
+	if err := r.selectFrees(); err != nil {
+		return 0, fmt.Errorf("node round: frees: %w", err)
 	}
 	if r.in.insert && r.t.noPendingNodes() {
 		// An insert frees nothing else: the frees go on the free
@@ -312,7 +322,7 @@ func (r *nodeRun) frees(O int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	g.step("node round: write, frees")
+	g.step("node round: frees")
 	for kk := kindN4; kk <= kindN256; kk++ {
 		i := kk - kindN4
 		if err := g.pushPending(r.t, kk, gpu.View[uint32](r.fsel, 4*i*N, T), int(fc[i])); err != nil {
@@ -351,7 +361,7 @@ func (g *gpuEngine) pushLate(t *devTree, T, N int, fsel, fcnt *gpu.Buffer[uint32
 		return fmt.Errorf("node round: frees: %w", err)
 	}
 	g.late = h
-	g.step("node round: write, frees")
+	g.step("node round: frees")
 	return nil
 }
 

@@ -44,7 +44,8 @@ func TestGPUInsertTrace(t *testing.T) {
 	t.Logf("\n%s", engine.FormatSteps(steps))
 	want := []string{"start", "sort part 0", "upload", "sort part 1", "sort round 0", "classify", "group", "groups", "items",
 		"build round 0: plan", "build round 0: reserve", "values waited", "build round 0: write", "entries", "node round: group",
-		"node round: plan", "node round: emit", "node round: reserve", "node round: write, frees", "root writes", "values", "done"}
+		"node round: plan", "node round: emit", "node round: reserve", "node round: moves", "node round: write", "node round: moved in place, root writes",
+		"node round: frees", "root writes", "values", "done"}
 	at := 0
 	for _, n := range names {
 		if at < len(want) && n == want[at] {
