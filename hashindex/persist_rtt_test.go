@@ -1,0 +1,100 @@
+package hashindex
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/warpkv/warpkv/internal/gputest"
+)
+
+// BenchmarkPersistentRoundTrip measures the round trip of the resident
+// search: a batch of n jobs (0: the doorbell and its answer alone, no hash
+// read and no table search), half of them hits, on a table of
+// benchBuckets buckets holding 2^20 keys, by c callers at once, each on
+// its own slot, as a server's event loops call it. It reports each call's
+// latency as the callers saw it (ns/call median and p99, the mean as
+// ns/op) and the batches served per second by all callers together.
+func BenchmarkPersistentRoundTrip(b *testing.B) {
+	d := gputest.Device(b)
+	ix, err := Open(Options{Buckets: benchBuckets, GPU: d})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ix.Close()
+	keys, locs := benchKeys(1<<20, 5)
+	if _, err := ix.Insert(keys, locs, nil); err != nil {
+		b.Fatal(err)
+	}
+	const maxCallers = 8
+	ps, err := ix.NewPersistentSearch(maxCallers, 512)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ps.Close()
+	r := rand.New(rand.NewPCG(1, 7))
+	for slot := range maxCallers {
+		hs := ps.Hashes(slot)
+		for i := range hs {
+			if i%2 == 0 {
+				hs[i] = keys[r.IntN(len(keys))]
+			} else {
+				hs[i] = r.Uint64()
+			}
+		}
+	}
+	for _, n := range []int{0, 1, 48, 512} {
+		for _, callers := range []int{1, 8} {
+			b.Run(fmt.Sprintf("jobs=%d/callers=%d", n, callers), func(b *testing.B) {
+				lat := make([][]time.Duration, callers)
+				errs := make([]error, callers)
+				b.ResetTimer()
+				began := time.Now()
+				var wg sync.WaitGroup
+				for c := range callers {
+					wg.Go(func() {
+						calls := b.N / callers
+						if c < b.N%callers {
+							calls++
+						}
+						ls := make([]time.Duration, 0, calls)
+						for range calls {
+							t0 := time.Now()
+							if err := ps.search(c, n, true); err != nil {
+								errs[c] = err
+								return
+							}
+							ls = append(ls, time.Since(t0))
+						}
+						lat[c] = ls
+					})
+				}
+				wg.Wait()
+				wall := time.Since(began)
+				b.StopTimer()
+				for _, err := range errs {
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				all := slices.Concat(lat...)
+				if len(all) == 0 {
+					return
+				}
+				slices.Sort(all)
+				var sum time.Duration
+				for _, l := range all {
+					sum += l
+				}
+				b.ReportMetric(0, "ns/op")
+				b.ReportMetric(float64(sum.Nanoseconds())/float64(len(all)), "ns/call")
+				b.ReportMetric(float64(all[len(all)/2].Nanoseconds()), "p50-ns")
+				b.ReportMetric(float64(all[len(all)*99/100].Nanoseconds()), "p99-ns")
+				b.ReportMetric(float64(len(all))/wall.Seconds(), "batches/s")
+			})
+		}
+	}
+}
