@@ -29,12 +29,22 @@ func BenchmarkPersistentRoundTrip(b *testing.B) {
 	if _, err := ix.Insert(keys, locs, nil); err != nil {
 		b.Fatal(err)
 	}
-	const maxCallers = 8
-	ps, err := ix.NewPersistentSearch(maxCallers, 512)
-	if err != nil {
-		b.Fatal(err)
+	for _, pollers := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("pollers=%d", pollers), func(b *testing.B) {
+			ps, err := ix.newPersistentSearch(8, 512, pollers, true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ps.Close()
+			benchRoundTrip(b, ps, keys)
+		})
 	}
-	defer ps.Close()
+}
+
+// benchRoundTrip runs BenchmarkPersistentRoundTrip's cases on ps (8 slots
+// of at least 512 jobs, tracing).
+func benchRoundTrip(b *testing.B, ps *PersistentSearch, keys []uint64) {
+	const maxCallers = 8
 	r := rand.New(rand.NewPCG(1, 7))
 	for slot := range maxCallers {
 		hs := ps.Hashes(slot)
@@ -51,6 +61,8 @@ func BenchmarkPersistentRoundTrip(b *testing.B) {
 			b.Run(fmt.Sprintf("jobs=%d/callers=%d", n, callers), func(b *testing.B) {
 				lat := make([][]time.Duration, callers)
 				errs := make([]error, callers)
+				time.Sleep(3 * IdleExit) // the last run's pollers have added to the trace
+				before := slices.Clone(ps.trace.Slice())
 				b.ResetTimer()
 				began := time.Now()
 				var wg sync.WaitGroup
@@ -75,6 +87,12 @@ func BenchmarkPersistentRoundTrip(b *testing.B) {
 				wg.Wait()
 				wall := time.Since(began)
 				b.StopTimer()
+				time.Sleep(3 * IdleExit) // the pollers add to the trace as they exit
+				tr := ps.trace.Slice()
+				var trs [ctlLine]uint64
+				for i := range tr {
+					trs[i%ctlLine] += tr[i] - before[i]
+				}
 				for _, err := range errs {
 					if err != nil {
 						b.Fatal(err)
@@ -94,6 +112,13 @@ func BenchmarkPersistentRoundTrip(b *testing.B) {
 				b.ReportMetric(float64(all[len(all)/2].Nanoseconds()), "p50-ns")
 				b.ReportMetric(float64(all[len(all)*99/100].Nanoseconds()), "p99-ns")
 				b.ReportMetric(float64(len(all))/wall.Seconds(), "batches/s")
+				if bs := trs[trBatches]; bs > 0 {
+					b.ReportMetric(float64(trs[trServeNs])/float64(bs), "serve-ns")
+					b.ReportMetric(float64(trs[trAnswerNs])/float64(bs), "answer-ns")
+				}
+				if ls := trs[trLoads]; ls > 0 {
+					b.ReportMetric(float64(trs[trLoadNs])/float64(ls), "poll-ns")
+				}
 			})
 		}
 	}
