@@ -98,34 +98,37 @@ hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const 
     volatile unsigned long long* vbell = &s_bell;
     volatile int* vexit = &s_exit;
     if (threadIdx.x == 0) {
-        s_bell = ld_volatile(donep); // the last batch served: a doorbell that differs waits
+        s_go = ld_volatile(donep); // the last batch served: a doorbell that differs waits
+        s_bell = s_go;
         s_exit = 0;
         s_hits = 0;
     }
     __syncthreads();
+    u64 last = s_go; // (before the pollers publish)
     const u32 pollers = (blockDim.x - PS_THREADS) / 32;
     if (threadIdx.x >= PS_THREADS) {
         // A polling warp: lane 0 polls.
         if ((threadIdx.x & 31) != 0) return;
         const u32 k = (threadIdx.x - PS_THREADS) / 32;
-        u64 t = globaltimer_ns();
-        u64 v = ld_acquire_sys(bellp);
-        u64 rt = globaltimer_ns() - t; // one bus round trip
+        // A few looks (each waits for its load) time a bus round trip.
+        u64 t = globaltimer_ns(), v = 0;
+        for (int j = 0; j < 4; j++) {
+            v = ld_acquire_sys(bellp);
+            if (v > *vbell) atomicMax(&s_bell, (unsigned long long)v);
+        }
+        u64 rt = (globaltimer_ns() - t) / 4;
         for (u64 until = globaltimer_ns() + rt * k / pollers; globaltimer_ns() < until;) {
         }
-        u64 active = globaltimer_ns(), loads = 1, load_ns = rt;
+        const u64 t0 = globaltimer_ns();
+        u64 active = t0, loads = 0, quit = 0;
         for (;;) {
-            if (v > *vbell) {
+            if (v > *vbell) { // a newer batch (numbers grow): publish it
                 __threadfence_block();
                 atomicMax(&s_bell, (unsigned long long)v);
                 active = globaltimer_ns();
             }
-            if (*vexit) break;
+            if (quit == gen || *vexit) break;
             t = globaltimer_ns();
-            u64 quit = ld_relaxed_gpu(dev + DEV_EXIT); // issued before the doorbell's load, used after
-            v = ld_acquire_sys(bellp);
-            loads++;
-            if (quit == gen) break;
             if (t - active > idle_ns) {
                 u64 a = ld_relaxed_gpu(dev + DEV_ACTIVE);
                 if (a < active || t - a > idle_ns) {
@@ -134,18 +137,20 @@ hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const 
                 }
                 active = a;
             }
-            load_ns += globaltimer_ns() - t;
+            quit = ld_relaxed_gpu(dev + DEV_EXIT); // issued before the doorbell's load, used after
+            v = ld_acquire_sys(bellp);
+            loads++;
         }
         *vexit = 1;
         if (trace && k == 0) {
             u64* tr = trace + slot * CTL_LINE;
             tr[TR_LOADS] += loads;
-            tr[TR_LOAD_NS] += load_ns;
+            tr[TR_LOAD_NS] += globaltimer_ns() - t0;
         }
         return;
     }
     Unit u = unit_of();
-    u64 last = s_bell;
+    searchers_sync(); // every searcher has read last before thread 0 writes s_go
     for (;;) {
         if (threadIdx.x == 0) {
             u64 b;
