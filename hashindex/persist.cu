@@ -3,7 +3,7 @@
 // so that a small search batch costs no kernel launch, no copy and no
 // driver call: the host writes the hashes into a mapped slot and rings the
 // slot's doorbell; the slot's block reads them over the bus, searches the
-// table, writes the locations back into the slot and answers. Every slot
+// table and writes the locations back, each tagged with the batch. Every slot
 // has its own block, doorbell and answer, so the batches of different
 // slots (a server's event loops) are served at the same time. Large
 // batches are searched by hix_search launched as usual (persist_gpu.go),
@@ -22,12 +22,13 @@
 // (the searching threads of a block), PS_MAX_POLLERS (the most polling
 // warps of a block), the control block's layout CTL_LINE (words of a line),
 // CTL_EXITS (line 0), CTL_BELLS (the first slot's doorbell line),
-// CTL_DONES (the first slot's answer line), CTL_SLOT (a slot's stride), CTL_HITS (the hit count's word
-// in an answer line), the device words DEV_EXIT, DEV_ACTIVE, DEV_EXITED,
+// CTL_DONES (the first slot's answer line), CTL_SLOT (a slot's stride),
+// MAX_RESIDENT (the most jobs of a batch), the device words DEV_EXIT,
+// DEV_ACTIVE, DEV_EXITED,
 // the trace words TR_*, and the doorbell word's fields BELL_JOB_BITS and
 // BELL_SLOT_BITS (batch number | slot | jobs).
 #include "hashindex_kernels.cuh"
-#include "warpkv/order.cuh" // ld_acquire_sys, st_release_sys, globaltimer_ns
+#include "warpkv/order.cuh" // ld_relaxed_sys, st_relaxed_sys, globaltimer_ns
 
 #if !defined(PS_THREADS) || !defined(PS_MAX_POLLERS) || !defined(CTL_LINE) || !defined(CTL_BELLS)
 #error "PS_THREADS, PS_MAX_POLLERS and the CTL_* layout must be defined (persist_gpu.go passes them)"
@@ -54,21 +55,24 @@ __device__ __forceinline__ void searchers_sync() { asm volatile("bar.sync 1, %0;
 // hix_persist: the resident search. One block per slot (blockIdx.x), of
 // PS_THREADS searching threads followed by `pollers` polling warps.
 // Thread mapping: lane 0 of each polling warp loads the slot's doorbell
-// ctl[CTL_BELLS + slot*CTL_SLOT] over the bus again and again; a load
-// takes a bus round trip, so the pollers start staggered by a fraction of
-// one (each measures its first load) and together look at the doorbell
-// `pollers` times per round trip. A poller that reads a newer doorbell
-// word (batch numbers grow) publishes it to the block with an atomicMax in
-// shared memory. Searcher thread 0 spins on that shared word and passes the batch to the
-// other searchers through a barrier of theirs; the
+// ctl[CTL_BELLS + slot*CTL_SLOT] over the bus again and again (relaxed
+// loads: an acquire at system scope serialized the pollers' loads and the
+// block's stores on an H200), starting staggered by a fraction of a bus
+// round trip (timed by its first looks). A poller that reads a newer
+// doorbell word (batch numbers grow) publishes it to the block with an
+// atomicMax in shared memory. Searcher thread 0 spins on that shared word
+// and passes the batch to the other searchers through their barrier; the
 // block's units (8 lanes each) take groups of SEARCH_JOBS jobs of the
-// slot, striding by the units of PS_THREADS threads, and write the
-// locations into the slot's outputs; after the searchers' barrier thread 0
-// stores the hit count and, with a release store at system scope, the
-// doorbell word into the slot's answer word ctl[CTL_DONES + slot*CTL_SLOT].
-// The release is cumulative: the outputs the other threads wrote before
-// the barrier are visible to the host before the word is. No host memory
-// is read after the batch's hashes.
+// slot, striding by the units of PS_THREADS threads, search them into
+// shared memory (s_out) and store each job's location, tagged with the
+// batch's number in the high 32 bits, into the slot's tagged answers with
+// one relaxed 8-byte store: the host takes an answer in when its tag is
+// the batch's, so no fence orders the stores (a release store at system
+// scope after a barrier cost 2.5-3 us a batch on an H200). Thread 0 also
+// stores the doorbell word into the slot's answer word ctl[CTL_DONES +
+// slot*CTL_SLOT] (what a batch of no jobs waits for, and what the host
+// checks when the kernel has gone). No host memory is read after the
+// batch's hashes.
 // A launch starts from the answers in the control block: a slot whose
 // doorbell differs from its answer has a batch waiting, which a relaunch
 // after an exit so serves. The kernel exits when dev[DEV_EXIT] holds this
@@ -76,35 +80,33 @@ __device__ __forceinline__ void searchers_sync() { asm volatile("bar.sync 1, %0;
 // Close writes it, and so does the poller that finds the whole kernel idle
 // (its slot's last batch and dev[DEV_ACTIVE], every block's latest answer,
 // older than idle_ns). A block's searchers leave between batches, all
-// together (thread 0 decides before their barrier); the last block to
-// exit counts the exit in
-// ctl[CTL_EXITS] (the host launches the kernel again when needed). With
-// trace (else null), thread 0 of each block adds its batches, their time
-// from seeing the doorbell to the answer and the answer's store, and
-// poller 0 its doorbell loads and their time, to the block's trace line.
-// Invariant: read-only on the table; each batch's outputs are written
-// before its number is published in its slot's answer, and a batch is
-// served once.
+// together (thread 0 decides before their barrier); the last block to exit
+// counts the exit in ctl[CTL_EXITS] (the host launches the kernel again
+// when needed). With trace (else null), thread 0 of each block adds its
+// batches, their time from seeing the doorbell to the searchers' barrier
+// after the batch and the answer word's store, and poller 0 its doorbell
+// loads and their time, to the block's trace line.
+// Invariant: read-only on the table; each batch is served once, and each
+// of its answers carries its number.
 extern "C" __global__ void __launch_bounds__(PS_THREADS + 32 * PS_MAX_POLLERS, 1)
-hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const u64* hashes_base, u32* out_base,
-            u64 slot_jobs, u64 idle_ns, u64* dev, u64 gen, u64* trace) {
+hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const u64* hashes_base, u64* tagged_base,
+            u64 slot_jobs, u64 tagged_jobs, u64 idle_ns, u64* dev, u64 gen, u64* trace) {
     __shared__ unsigned long long s_bell; // the newest doorbell word a poller read
     __shared__ int s_exit;                // a poller left: the searchers leave when idle
-    __shared__ u64 s_go;                  // the batch the searchers serve next (0: exit)
-    __shared__ u32 s_hits;
+    __shared__ u64 s_go[2];               // the batch the searchers serve next (0: exit), by turn
+    __shared__ u32 s_out[MAX_RESIDENT];   // search_unit's outputs, tagged on their way out
     const u64 slot = blockIdx.x;
     const u64* bellp = ctl + CTL_BELLS + slot * CTL_SLOT;
     u64* donep = ctl + CTL_DONES + slot * CTL_SLOT;
     volatile unsigned long long* vbell = &s_bell;
     volatile int* vexit = &s_exit;
     if (threadIdx.x == 0) {
-        s_go = ld_volatile(donep); // the last batch served: a doorbell that differs waits
-        s_bell = s_go;
+        s_go[0] = ld_volatile(donep); // the last batch served: a doorbell that differs waits
+        s_bell = s_go[0];
         s_exit = 0;
-        s_hits = 0;
     }
     __syncthreads();
-    u64 last = s_go; // (before the pollers publish)
+    u64 last = s_go[0]; // (before the pollers publish)
     const u32 pollers = (blockDim.x - PS_THREADS) / 32;
     if (threadIdx.x >= PS_THREADS) {
         // A polling warp: lane 0 polls.
@@ -113,7 +115,7 @@ hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const 
         // A few looks (each waits for its load) time a bus round trip.
         u64 t = globaltimer_ns(), v = 0;
         for (int j = 0; j < 4; j++) {
-            v = ld_acquire_sys(bellp);
+            v = ld_relaxed_sys(bellp);
             if (v > *vbell) atomicMax(&s_bell, (unsigned long long)v);
         }
         u64 rt = (globaltimer_ns() - t) / 4;
@@ -138,7 +140,7 @@ hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const 
                 active = a;
             }
             quit = ld_relaxed_gpu(dev + DEV_EXIT); // issued before the doorbell's load, used after
-            v = ld_acquire_sys(bellp);
+            v = ld_relaxed_sys(bellp);
             loads++;
         }
         *vexit = 1;
@@ -151,31 +153,34 @@ hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const 
     }
     Unit u = unit_of();
     searchers_sync(); // every searcher has read last before thread 0 writes s_go
-    for (;;) {
+    for (u32 turn = 1;; turn ^= 1) {
+        // Thread 0 writes this turn's word while a slow searcher may still
+        // read the last turn's (a batch of no jobs is answered at once):
+        // two words, so that it never overwrites one being read.
         if (threadIdx.x == 0) {
             u64 b;
             while ((b = *vbell) == last && !*vexit) {
             }
-            s_go = b == last ? 0 : b;
+            s_go[turn] = b == last ? 0 : b;
         }
         searchers_sync(); // every searcher serves the same batch, or leaves
-        u64 bell = s_go;
+        u64 bell = s_go[turn];
         if (bell == 0) break;
-        __threadfence_block(); // the poller's acquire of the doorbell, before the hashes
+        __threadfence_block(); // the doorbell's load (relaxed: the hashes' loads depend on it), before the hashes
         u64 t0 = threadIdx.x == 0 && trace ? globaltimer_ns() : 0;
         u64 n = bell & ((1ull << BELL_JOB_BITS) - 1);
+        const u64 tag = (bell >> (BELL_JOB_BITS + BELL_SLOT_BITS)) << 32; // the batch's number, low 32 bits
         const u64* hashes = hashes_base + slot * slot_jobs;
-        u32* out = out_base + slot * slot_jobs;
-        u32 hits = 0;
-        for (u64 first = (u64)(threadIdx.x / CELLS) * SEARCH_JOBS; first < n; first += (PS_THREADS / CELLS) * SEARCH_JOBS)
-            hits += search_unit<PersistLoads>(table, mask, pmask, hashes, n, out, first, u);
-        if (hits) atomicAdd(&s_hits, hits);
-        searchers_sync();
+        u64* tagged = tagged_base + slot * tagged_jobs;
+        for (u64 first = (u64)(threadIdx.x / CELLS) * SEARCH_JOBS; first < n; first += (PS_THREADS / CELLS) * SEARCH_JOBS) {
+            search_unit<PersistLoads>(table, mask, pmask, hashes, n, s_out, first, u);
+            u64 j = first + u.lane; // the job whose result this lane wrote
+            if (u.lane < min((u64)SEARCH_JOBS, n - first)) st_relaxed_sys(tagged + j, tag | s_out[j]);
+        }
+        if (trace) searchers_sync(); // (uniform) the batch's whole time, for the trace
         if (threadIdx.x == 0) {
             u64 t1 = trace ? globaltimer_ns() : 0;
-            *(volatile u64*)(donep + CTL_HITS) = s_hits;
-            s_hits = 0; // the next batch's adds follow the host's next doorbell, which follows the answer
-            st_release_sys(donep, bell); // after the hit count and, through the barrier, the outputs
+            st_relaxed_sys(donep, bell); // for a batch of no jobs, and the host's check of a kernel gone
             atomicMax((unsigned long long*)(dev + DEV_ACTIVE), (unsigned long long)globaltimer_ns());
             if (trace) {
                 u64* tr = trace + slot * CTL_LINE;

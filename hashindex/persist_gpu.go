@@ -41,6 +41,12 @@ type PersistentSearch struct {
 	ctl    *gpu.MappedBuffer[uint64] // line 0, then two lines a slot (ctlSlot)
 	hashes *gpu.MappedBuffer[uint64] // slots*cap
 	out    *gpu.MappedBuffer[uint32] // slots*cap
+	// tagged holds the resident kernel's answers, a line of min(cap,
+	// MaxResident) words a slot: job j's location in the low 32 bits, the
+	// batch's number (its low 32 bits) above, so that the caller knows
+	// each answer arrived without a fence on the device.
+	tagged *gpu.MappedBuffer[uint64]
+	tcap   int                       // words of a slot's tagged answers
 	dev    *gpu.Buffer[uint64]       // devWords words the blocks share
 	trace  *gpu.MappedBuffer[uint64] // a line a slot (TR_*), or nil
 	stream *gpu.Stream               // the resident kernel's
@@ -97,7 +103,7 @@ const (
 	// look at the doorbell staggered: a look is a bus round trip, and a
 	// batch rung just after a look waits for the next (PS_MAX_POLLERS is
 	// the most).
-	persistPollers    = 2
+	persistPollers    = 1
 	persistMaxPollers = 8
 	// persistSpin is how long a search waits for the resident kernel's
 	// answer (a few microseconds) spinning on its processor before it
@@ -112,16 +118,14 @@ const (
 
 // Layout of the mapped control block, in words (CTL_*): line 0 holds
 // ctlExits; slot i's doorbell is word ctlBells+i*ctlSlot, which the host
-// writes, and its answer (the doorbell word of the last batch served, and
-// its hits at ctlHits after it) ctlDones+i*ctlSlot, which the device
-// writes: separate lines, so that neither side's writes disturb the line
+// writes, and its answer (the doorbell word of the last batch served)
+// ctlDones+i*ctlSlot, which the device writes: separate lines, so that neither side's writes disturb the line
 // the other polls.
 const (
 	ctlLine  = 8 // words of a line
 	ctlExits = 1 // resident launches that have exited
 	ctlBells = ctlLine
 	ctlDones = 2 * ctlLine
-	ctlHits  = 1
 	ctlSlot  = 2 * ctlLine
 )
 
@@ -179,9 +183,9 @@ var persistSource string
 // hashindex.cu (as hashindex_kernels.cuh) and gets its constants from Go.
 func persistProgram() gpu.Program {
 	p := gpu.NewProgram(persistFile, persistSource, append(indexDefines(),
-		gpu.Def("PS_THREADS", persistThreads), gpu.Def("PS_MAX_POLLERS", persistMaxPollers),
+		gpu.Def("PS_THREADS", persistThreads), gpu.Def("PS_MAX_POLLERS", persistMaxPollers), gpu.Def("MAX_RESIDENT", MaxResident),
 		gpu.Def("CTL_LINE", ctlLine), gpu.Def("CTL_EXITS", ctlExits), gpu.Def("CTL_BELLS", ctlBells),
-		gpu.Def("CTL_DONES", ctlDones), gpu.Def("CTL_HITS", ctlHits), gpu.Def("CTL_SLOT", ctlSlot),
+		gpu.Def("CTL_DONES", ctlDones), gpu.Def("CTL_SLOT", ctlSlot),
 		gpu.Def("DEV_EXIT", devExit), gpu.Def("DEV_ACTIVE", devActive), gpu.Def("DEV_EXITED", devExited),
 		gpu.Def("TR_BATCHES", trBatches), gpu.Def("TR_SERVE_NS", trServeNs), gpu.Def("TR_ANSWER_NS", trAnswerNs),
 		gpu.Def("TR_LOADS", trLoads), gpu.Def("TR_LOAD_NS", trLoadNs),
@@ -258,6 +262,10 @@ func (p *PersistentSearch) alloc(trace bool) (err error) {
 	if p.out, err = gpu.AllocMapped[uint32](d, p.slots*p.cap); err != nil {
 		return err
 	}
+	p.tcap = min(p.cap, MaxResident)
+	if p.tagged, err = gpu.AllocMapped[uint64](d, p.slots*p.tcap); err != nil {
+		return err
+	}
 	if trace {
 		if p.trace, err = gpu.AllocMapped[uint64](d, p.slots*ctlLine); err != nil {
 			return err
@@ -288,7 +296,7 @@ func (p *PersistentSearch) free() error {
 	if p.dev != nil {
 		dev = p.dev.Free()
 	}
-	return errors.Join(p.exited.Close(), p.stream.Close(), p.launch.Close(), dev, p.trace.Free(), p.out.Free(), p.hashes.Free(), p.ctl.Free())
+	return errors.Join(p.exited.Close(), p.stream.Close(), p.launch.Close(), dev, p.trace.Free(), p.tagged.Free(), p.out.Free(), p.hashes.Free(), p.ctl.Free())
 }
 
 // Slots returns the number of slots; Cap the jobs of each.
@@ -389,12 +397,44 @@ func (p *PersistentSearch) residentSearch(i, n int) (int, error) {
 	}
 	seq := &p.seqs[i].n
 	*seq++
+	if uint32(*seq) == 0 {
+		// The tags wrap: clear the slot's, lest an answer of 2^32
+		// batches ago pass for this batch's.
+		clear(p.tagged.Slice()[i*p.tcap : (i+1)*p.tcap])
+		*seq++
+	}
 	bell := doorbell(*seq, i, n)
 	done := &ctl[ctlDones+i*ctlSlot]
 	atomic.StoreUint64(&ctl[ctlBells+i*ctlSlot], bell)
-	began := time.Now()
-	for spins := 1; atomic.LoadUint64(done) != bell; spins++ {
-		if spins%128 != 0 || time.Since(began) < persistSpin {
+	tag := *seq << 32
+	tagged := p.tagged.Slice()[i*p.tcap : i*p.tcap+n]
+	out := p.Out(i)[:n]
+	hits, j := 0, 0
+	var began time.Time
+	for spins := 1; ; spins++ {
+		// Take the answers in as they arrive (each store of the
+		// kernel's is one word, in no particular order).
+		for ; j < n; j++ {
+			v := atomic.LoadUint64(&tagged[j])
+			if v&^(1<<32-1) != tag {
+				break
+			}
+			out[j] = uint32(v)
+			if uint32(v) != NotFound {
+				hits++
+			}
+		}
+		if j == n && (n > 0 || atomic.LoadUint64(done) == bell) {
+			break
+		}
+		if spins%128 != 0 {
+			continue
+		}
+		if began.IsZero() {
+			began = time.Now()
+			continue
+		}
+		if time.Since(began) < persistSpin {
 			continue
 		}
 		// Past persistSpin, every so often: has the kernel exited (its
@@ -408,7 +448,7 @@ func (p *PersistentSearch) residentSearch(i, n int) (int, error) {
 		runtime.Gosched()
 	}
 	p.resident.Add(1)
-	return int(atomic.LoadUint64(&ctl[ctlDones+i*ctlSlot+ctlHits])), nil
+	return hits, nil
 }
 
 // restart launches the resident kernel again if every launch has exited
@@ -437,7 +477,7 @@ func (p *PersistentSearch) start() error {
 		trace = p.trace.Ptr()
 	}
 	err := p.fns.resident.Launch(p.stream, gpu.D1(p.slots), gpu.D1(persistThreads+32*p.pollers), 0,
-		e.table, e.geo.mask, e.geo.pmask, p.ctl, p.hashes, p.out, uint64(p.cap), uint64(IdleExit), p.dev, gen, trace)
+		e.table, e.geo.mask, e.geo.pmask, p.ctl, p.hashes, p.tagged, uint64(p.cap), uint64(p.tcap), uint64(IdleExit), p.dev, gen, trace)
 	if err == nil {
 		err = p.exited.Record(p.stream)
 	}
