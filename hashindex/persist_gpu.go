@@ -99,10 +99,12 @@ const (
 	// persistThreads is the searching threads of a resident block
 	// (PS_THREADS).
 	persistThreads = 512
-	// persistPollers is the polling warps of a resident block, which
-	// look at the doorbell staggered: a look is a bus round trip, and a
-	// batch rung just after a look waits for the next (PS_MAX_POLLERS is
-	// the most).
+	// persistPollers is the polling warps of a resident block (at most
+	// persistMaxPollers, PS_MAX_POLLERS), which look at the doorbell
+	// staggered: a look is a bus round trip, and a batch rung just after
+	// a look waits for the next. One: on an H200 a block's loads of host
+	// memory were served one at a time, so two or four warps made each
+	// look two or four times longer (BenchmarkPersistentRoundTrip).
 	persistPollers    = 1
 	persistMaxPollers = 8
 	// persistSpin is how long a search waits for the resident kernel's
@@ -119,8 +121,8 @@ const (
 // Layout of the mapped control block, in words (CTL_*): line 0 holds
 // ctlExits; slot i's doorbell is word ctlBells+i*ctlSlot, which the host
 // writes, and its answer (the doorbell word of the last batch served)
-// ctlDones+i*ctlSlot, which the device writes: separate lines, so that neither side's writes disturb the line
-// the other polls.
+// ctlDones+i*ctlSlot, which the device writes: separate lines, so that
+// neither side's writes disturb the line the other polls.
 const (
 	ctlLine  = 8 // words of a line
 	ctlExits = 1 // resident launches that have exited
