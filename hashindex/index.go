@@ -32,6 +32,9 @@ type Index struct {
 	// shared counts the jobs and hits of SearchShared calls, which hold
 	// only the facade's read lock.
 	sharedSearches, sharedHits atomic.Uint64
+	// persistSearches and persistHits count those of PersistentSearch
+	// calls, which also hold only the read lock (persist_gpu.go).
+	persistSearches, persistHits atomic.Uint64
 
 	// Guarded by the facade's lock:
 	stats    Stats
@@ -308,6 +311,8 @@ func (ix *Index) Stats() Stats {
 	st.Shared = ix.sharedSearches.Load()
 	st.Searches += st.Shared
 	st.Hits += ix.sharedHits.Load()
+	st.Searches += ix.persistSearches.Load()
+	st.Hits += ix.persistHits.Load()
 	return st
 }
 
@@ -341,6 +346,8 @@ func (ix *Index) Reset() error {
 	ix.stats = Stats{}
 	ix.sharedSearches.Store(0)
 	ix.sharedHits.Store(0)
+	ix.persistSearches.Store(0)
+	ix.persistHits.Store(0)
 	return nil
 }
 

@@ -1,10 +1,13 @@
 // persist.cu: a resident search kernel for the Mega-KV index. It stays on
-// the device between batches and polls a doorbell in mapped host memory,
+// the device between batches and polls doorbells in mapped host memory,
 // so that a small search batch costs no kernel launch, no copy and no
-// driver call: the host writes the hashes into a mapped slot and rings; the
-// kernel reads them over the bus, searches the table, writes the locations
-// back into the slot and answers. Large batches are searched by hix_search
-// launched as usual (persist.go), also straight from the mapped slots.
+// driver call: the host writes the hashes into a mapped slot and rings the
+// slot's doorbell; the slot's block reads them over the bus, searches the
+// table and writes the locations back, each tagged with the batch. Every slot
+// has its own block, doorbell and answer, so the batches of different
+// slots (a server's event loops) are served at the same time. Large
+// batches are searched by hix_search launched as usual (persist_gpu.go),
+// also straight from the mapped slots.
 //
 // It includes hashindex.cu for the table layout and the unit helpers
 // (signature, alternate, Unit, ballots, shuffles), so that both searches
@@ -16,14 +19,19 @@
 // resident.
 //
 // Defines from Go (persist_gpu.go): SEARCH_JOBS (hashindex.cu), PS_THREADS
-// (threads of the one block), the control word offsets CTL_SEQ, CTL_DONE,
-// CTL_QUIT, CTL_HITS, CTL_EXITS, and the doorbell word's fields
-// BELL_JOB_BITS and BELL_SLOT_BITS (batch number | slot | jobs).
+// (the searching threads of a block), PS_MAX_POLLERS (the most polling
+// warps of a block), the control block's layout CTL_LINE (words of a line),
+// CTL_EXITS (line 0), CTL_BELLS (the first slot's doorbell line),
+// CTL_DONES (the first slot's answer line), CTL_SLOT (a slot's stride),
+// MAX_RESIDENT (the most jobs of a batch), the device words DEV_EXIT,
+// DEV_ACTIVE, DEV_EXITED,
+// the trace words TR_*, and the doorbell word's fields BELL_JOB_BITS and
+// BELL_SLOT_BITS (batch number | slot | jobs).
 #include "hashindex_kernels.cuh"
-#include "warpkv/order.cuh" // ld_acquire_sys, st_release_sys, globaltimer_ns
+#include "warpkv/order.cuh" // ld_relaxed_sys, st_relaxed_sys, globaltimer_ns
 
-#ifndef PS_THREADS
-#error "PS_THREADS must be defined (persist.go passes it)"
+#if !defined(PS_THREADS) || !defined(PS_MAX_POLLERS) || !defined(CTL_LINE) || !defined(CTL_BELLS)
+#error "PS_THREADS, PS_MAX_POLLERS and the CTL_* layout must be defined (persist_gpu.go passes them)"
 #endif
 
 // ld_volatile: a plain load of host-mapped memory the compiler does not
@@ -39,78 +47,157 @@ struct PersistLoads {
     static __device__ __forceinline__ u64 hash(const u64* p) { return __ldcv(p); }
 };
 
-// hix_persist: the resident search. One block of PS_THREADS threads.
-// Thread mapping: thread 0 polls the doorbell ctl[CTL_SEQ] until it differs
-// from the last doorbell word served (initially start_bell); the word
-// holds the batch's slot and size, so a batch costs one read of host
-// memory to learn of it. The block's units (8 lanes each) take groups of
-// SEARCH_JOBS jobs of the slot, striding by the block's units, and write
-// the locations into the slot's outputs; after the block's barrier thread
-// 0 stores the hit count, and with a release store at system scope the
-// doorbell word into ctl[CTL_DONE]. The release is cumulative: the
-// outputs the other threads wrote before the barrier are visible to the
-// host before the word is, so no thread fences on its own (a system fence
-// per thread cost about a microsecond a batch on an H200). No host memory
-// is read after the batch's hashes: each read is a bus round trip the
-// host waits for.
-// The kernel exits when ctl[CTL_QUIT] is set or no batch came for idle_ns,
-// counting its exit in ctl[CTL_EXITS] (the host launches it again when
-// needed: persist.go).
-// Invariant: read-only on the table; each batch's outputs are written
-// before its number is published in CTL_DONE, and a batch is served once.
-extern "C" __global__ void __launch_bounds__(PS_THREADS, 1)
-hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const u64* hashes_base, u32* out_base,
-            u64 slot_jobs, u64 start_bell, u64 idle_ns) {
-    __shared__ u64 s_bell;
-    __shared__ int s_exit;
-    __shared__ u32 s_hits;
-    u64 last = start_bell;
+// searchers_sync: a barrier of the block's PS_THREADS searching threads
+// only (named barrier 1; the polling warps do not take part). Like
+// __syncthreads it orders the memory accesses of the threads it joins.
+__device__ __forceinline__ void searchers_sync() { asm volatile("bar.sync 1, %0;" ::"n"(PS_THREADS) : "memory"); }
+
+// hix_persist: the resident search. One block per slot (blockIdx.x), of
+// PS_THREADS searching threads followed by `pollers` polling warps.
+// Thread mapping: lane 0 of each polling warp loads the slot's doorbell
+// ctl[CTL_BELLS + slot*CTL_SLOT] over the bus again and again (relaxed
+// loads: an acquire at system scope serialized the pollers' loads and the
+// block's stores on an H200), starting staggered by a fraction of a bus
+// round trip (timed by its first looks). A poller that reads a newer
+// doorbell word (batch numbers grow) publishes it to the block with an
+// atomicMax in shared memory. Searcher thread 0 spins on that shared word
+// and passes the batch to the other searchers through their barrier; the
+// block's units (8 lanes each) take groups of SEARCH_JOBS jobs of the
+// slot, striding by the units of PS_THREADS threads, search them into
+// shared memory (s_out) and store each job's location, tagged with the
+// batch's number in the high 32 bits, into the slot's tagged answers with
+// one relaxed 8-byte store: the host takes an answer in when its tag is
+// the batch's, so no fence orders the stores (a release store at system
+// scope after a barrier cost 2.5-3 us a batch on an H200). Thread 0 also
+// stores the doorbell word into the slot's answer word ctl[CTL_DONES +
+// slot*CTL_SLOT] (what a batch of no jobs waits for, and what the host
+// checks when the kernel has gone). No host memory is read after the
+// batch's hashes.
+// A launch starts from the answers in the control block: a slot whose
+// doorbell differs from its answer has a batch waiting, which a relaunch
+// after an exit so serves. The kernel exits when dev[DEV_EXIT] holds this
+// launch's number gen, which every poller reads each round: the host's
+// Close writes it, and so does the poller that finds the whole kernel idle
+// (its slot's last batch and dev[DEV_ACTIVE], every block's latest answer,
+// older than idle_ns). A block's searchers leave between batches, all
+// together (thread 0 decides before their barrier); the last block to exit
+// counts the exit in ctl[CTL_EXITS] (the host launches the kernel again
+// when needed). With trace (else null), thread 0 of each block adds its
+// batches, their time from seeing the doorbell to the searchers' barrier
+// after the batch and the answer word's store, and poller 0 its doorbell
+// loads and their time, to the block's trace line.
+// Invariant: read-only on the table; each batch is served once, and each
+// of its answers carries its number.
+extern "C" __global__ void __launch_bounds__(PS_THREADS + 32 * PS_MAX_POLLERS, 1)
+hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const u64* hashes_base, u64* tagged_base,
+            u64 slot_jobs, u64 tagged_jobs, u64 idle_ns, u64* dev, u64 gen, u64* trace) {
+    __shared__ unsigned long long s_bell; // the newest doorbell word a poller read
+    __shared__ int s_exit;                // a poller left: the searchers leave when idle
+    __shared__ u64 s_go[2];               // the batch the searchers serve next (0: exit), by turn
+    __shared__ u32 s_out[MAX_RESIDENT];   // search_unit's outputs, tagged on their way out
+    const u64 slot = blockIdx.x;
+    const u64* bellp = ctl + CTL_BELLS + slot * CTL_SLOT;
+    u64* donep = ctl + CTL_DONES + slot * CTL_SLOT;
+    volatile unsigned long long* vbell = &s_bell;
+    volatile int* vexit = &s_exit;
+    if (threadIdx.x == 0) {
+        s_go[0] = ld_volatile(donep); // the last batch served: a doorbell that differs waits
+        s_bell = s_go[0];
+        s_exit = 0;
+    }
+    __syncthreads();
+    u64 last = s_go[0]; // (before the pollers publish)
+    const u32 pollers = (blockDim.x - PS_THREADS) / 32;
+    if (threadIdx.x >= PS_THREADS) {
+        // A polling warp: lane 0 polls.
+        if ((threadIdx.x & 31) != 0) return;
+        const u32 k = (threadIdx.x - PS_THREADS) / 32;
+        // A few looks (each waits for its load) time a bus round trip.
+        u64 t = globaltimer_ns(), v = 0;
+        for (int j = 0; j < 4; j++) {
+            v = ld_relaxed_sys(bellp);
+            if (v > *vbell) atomicMax(&s_bell, (unsigned long long)v);
+        }
+        u64 rt = (globaltimer_ns() - t) / 4;
+        for (u64 until = globaltimer_ns() + rt * k / pollers; globaltimer_ns() < until;) {
+        }
+        const u64 t0 = globaltimer_ns();
+        u64 active = t0, loads = 0, quit = 0;
+        for (;;) {
+            if (v > *vbell) { // a newer batch (numbers grow): publish it
+                __threadfence_block();
+                atomicMax(&s_bell, (unsigned long long)v);
+                active = globaltimer_ns();
+            }
+            if (quit == gen || *vexit) break;
+            t = globaltimer_ns();
+            if (t - active > idle_ns) {
+                u64 a = ld_relaxed_gpu(dev + DEV_ACTIVE);
+                if (a < active || t - a > idle_ns) {
+                    atomicMax((unsigned long long*)(dev + DEV_EXIT), (unsigned long long)gen);
+                    break;
+                }
+                active = a;
+            }
+            quit = ld_relaxed_gpu(dev + DEV_EXIT); // issued before the doorbell's load, used after
+            v = ld_relaxed_sys(bellp);
+            loads++;
+        }
+        *vexit = 1;
+        if (trace && k == 0) {
+            u64* tr = trace + slot * CTL_LINE;
+            tr[TR_LOADS] += loads;
+            tr[TR_LOAD_NS] += globaltimer_ns() - t0;
+        }
+        return;
+    }
     Unit u = unit_of();
-    for (;;) {
+    searchers_sync(); // every searcher has read last before thread 0 writes s_go
+    for (u32 turn = 1;; turn ^= 1) {
+        // Thread 0 writes this turn's word while a slow searcher may still
+        // read the last turn's (a batch of no jobs is answered at once):
+        // two words, so that it never overwrites one being read.
         if (threadIdx.x == 0) {
-            u64 t0 = globaltimer_ns();
-            int ex = 0;
-            u64 bell;
-            for (;;) {
-                bell = ld_acquire_sys(ctl + CTL_SEQ);
-                if (bell != last) break;
-                if (ld_volatile(ctl + CTL_QUIT)) {
-                    ex = 1;
-                    break;
-                }
-                if (globaltimer_ns() - t0 > idle_ns) {
-                    ex = 2;
-                    break;
-                }
+            u64 b;
+            while ((b = *vbell) == last && !*vexit) {
             }
-            s_exit = ex;
-            if (!ex) {
-                s_bell = bell;
-                s_hits = 0;
-            }
+            s_go[turn] = b == last ? 0 : b;
         }
-        __syncthreads();
-        if (s_exit) {
-            if (threadIdx.x == 0) {
-                *(volatile u64*)(ctl + CTL_EXITS) = *(volatile u64*)(ctl + CTL_EXITS) + 1;
-                __threadfence_system();
-            }
-            return;
-        }
-        u64 bell = s_bell;
+        searchers_sync(); // every searcher serves the same batch, or leaves
+        u64 bell = s_go[turn];
+        if (bell == 0) break;
+        __threadfence_block(); // the doorbell's load (relaxed: the hashes' loads depend on it), before the hashes
+        u64 t0 = threadIdx.x == 0 && trace ? globaltimer_ns() : 0;
         u64 n = bell & ((1ull << BELL_JOB_BITS) - 1);
-        u64 slot = (bell >> BELL_JOB_BITS) & ((1ull << BELL_SLOT_BITS) - 1);
+        const u64 tag = (bell >> (BELL_JOB_BITS + BELL_SLOT_BITS)) << 32; // the batch's number, low 32 bits
         const u64* hashes = hashes_base + slot * slot_jobs;
-        u32* out = out_base + slot * slot_jobs;
-        u32 hits = 0;
-        for (u64 first = (u64)(threadIdx.x / CELLS) * SEARCH_JOBS; first < n; first += (PS_THREADS / CELLS) * SEARCH_JOBS)
-            hits += search_unit<PersistLoads>(table, mask, pmask, hashes, n, out, first, u);
-        if (hits) atomicAdd(&s_hits, hits);
-        __syncthreads();
+        u64* tagged = tagged_base + slot * tagged_jobs;
+        for (u64 first = (u64)(threadIdx.x / CELLS) * SEARCH_JOBS; first < n; first += (PS_THREADS / CELLS) * SEARCH_JOBS) {
+            search_unit<PersistLoads>(table, mask, pmask, hashes, n, s_out, first, u);
+            u64 j = first + u.lane; // the job whose result this lane wrote
+            if (u.lane < min((u64)SEARCH_JOBS, n - first)) st_relaxed_sys(tagged + j, tag | s_out[j]);
+        }
+        if (trace) searchers_sync(); // (uniform) the batch's whole time, for the trace
         if (threadIdx.x == 0) {
-            *(volatile u64*)(ctl + CTL_HITS) = s_hits;
-            st_release_sys(ctl + CTL_DONE, bell); // after the hit count and, through the barrier, the outputs
+            u64 t1 = trace ? globaltimer_ns() : 0;
+            st_relaxed_sys(donep, bell); // for a batch of no jobs, and the host's check of a kernel gone
+            atomicMax((unsigned long long*)(dev + DEV_ACTIVE), (unsigned long long)globaltimer_ns());
+            if (trace) {
+                u64* tr = trace + slot * CTL_LINE;
+                tr[TR_BATCHES] += 1;
+                tr[TR_SERVE_NS] += t1 - t0;
+                tr[TR_ANSWER_NS] += globaltimer_ns() - t1;
+            }
         }
         last = bell;
+    }
+    // Exit: the last block of the launch counts it for the host.
+    if (threadIdx.x == 0) {
+        __threadfence();
+        unsigned long long done = atomicAdd((unsigned long long*)(dev + DEV_EXITED), 1ull) + 1;
+        if (done % gridDim.x == 0) {
+            *(volatile u64*)(ctl + CTL_EXITS) = *(volatile u64*)(ctl + CTL_EXITS) + 1;
+            __threadfence_system();
+        }
     }
 }

@@ -15,40 +15,64 @@ import (
 
 // A PersistentSearch searches small batches on the GPU engine without a
 // kernel launch, a copy or a driver call per batch: a resident kernel
-// (hix_persist in persist.cu) polls a doorbell in mapped host memory and
-// reads the hashes from, and writes the locations to, mapped slots that
-// the caller fills in place. Batches above MaxResident jobs are searched by
-// hix_search launched as usual, also straight from the slot (no copies).
-// The resident kernel exits after IdleExit without a batch (so that a
-// device-wide synchronization elsewhere, a cuMemFree for instance, waits at
-// most that long) and is launched again by the next batch.
+// (hix_persist in persist.cu), one block per slot, polls each slot's
+// doorbell in mapped host memory and reads the hashes from, and writes the
+// locations to, mapped slots that the caller fills in place. Batches of
+// different slots are served at the same time, each by its own block, and
+// their callers wait for their own slot's answer only. Batches above
+// MaxResident jobs are searched by hix_search launched as usual, also
+// straight from the slot (no copies). The resident kernel exits after
+// IdleExit without a batch in any slot (so that a device-wide
+// synchronization elsewhere, a cuMemFree for instance, waits at most that
+// long) and is launched again by the next batch.
 //
 // Its searches see every insert and delete of earlier Index calls: they
-// are serialized with them by the Index's lock, the update kernels have
-// completed when those calls return, and the resident kernel loads table
-// words from L2, where they are. Results equal Search's.
+// hold the Index's read lock, which inserts and deletes take exclusively,
+// the update kernels have completed when those calls return, and the
+// resident kernel loads table words from L2, where they are. Results
+// equal Search's.
 type PersistentSearch struct {
-	ix    *Index
-	e     *gpuEngine
-	slots int
-	cap   int
+	ix      *Index
+	e       *gpuEngine
+	slots   int
+	cap     int
+	pollers int // polling warps of a block (persistPollers)
 
-	ctl    *gpu.MappedBuffer[uint64]
+	ctl    *gpu.MappedBuffer[uint64] // line 0, then two lines a slot (ctlSlot)
 	hashes *gpu.MappedBuffer[uint64] // slots*cap
 	out    *gpu.MappedBuffer[uint32] // slots*cap
+	// tagged holds the resident kernel's answers, a line of min(cap,
+	// MaxResident) words a slot: job j's location in the low 32 bits, the
+	// batch's number (its low 32 bits) above, so that the caller knows
+	// each answer arrived without a fence on the device.
+	tagged *gpu.MappedBuffer[uint64]
+	tcap   int                       // words of a slot's tagged answers
+	dev    *gpu.Buffer[uint64]       // devWords words the blocks share
+	trace  *gpu.MappedBuffer[uint64] // a line a slot (TR_*), or nil
 	stream *gpu.Stream               // the resident kernel's
-	launch *gpu.Stream               // large batches'
-	exited *gpu.Event                // recorded after the resident kernel: done once it has exited
+	launch *gpu.Stream               // large batches', Close's write of the exit word
+	exited *gpu.Event                // recorded after the last resident launch: done once it has exited
 	fns    *persistKernels
+	seqs   []paddedSeq // batches rung per slot, by the slot's caller
 
-	mu      sync.Mutex // guards the fields below; held by Search with the index's lock
-	running bool       // a resident kernel was launched and may not have exited
-	seq     uint64     // batches rung so far
-	bell    uint64     // the doorbell word of the last batch rung (0: none)
-	refs    int
-	closed  bool
-	broken  error // the resident kernel failed: every batch is launched
-	stats   PersistentStats
+	// gen is the number of resident launches so far, the last launch's
+	// gen argument; written under mu.
+	gen atomic.Uint64
+	// closing is held shared by searches, exclusively by Close.
+	closing  sync.RWMutex
+	closed   bool                   // under closing
+	mu       sync.Mutex             // launches of the resident kernel (start), exited, refs
+	refs     int                    // slots not freed (Slot, PersistentSlot.Free)
+	launchMu sync.Mutex             // the launched searches' stream
+	broken   atomic.Pointer[string] // the resident kernel failed: every batch is launched
+
+	resident, launched, relaunches atomic.Uint64
+}
+
+// paddedSeq is a slot's batch counter, alone in its cache line.
+type paddedSeq struct {
+	n uint64
+	_ [7]uint64
 }
 
 // PersistentStats counts what a PersistentSearch did.
@@ -66,11 +90,23 @@ const (
 	// MaxResident is the largest batch the resident kernel serves; larger
 	// ones are launched over the whole device.
 	MaxResident = 4096
+	// MaxResidentSlots is the most slots of a PersistentSearch: each
+	// holds a multiprocessor while the resident kernel runs.
+	MaxResidentSlots = 16
 	// IdleExit is how long the resident kernel waits for a batch before it
 	// exits.
 	IdleExit = 2 * time.Millisecond
-	// persistThreads is the resident kernel's block (PS_THREADS).
+	// persistThreads is the searching threads of a resident block
+	// (PS_THREADS).
 	persistThreads = 512
+	// persistPollers is the polling warps of a resident block (at most
+	// persistMaxPollers, PS_MAX_POLLERS), which look at the doorbell
+	// staggered: a look is a bus round trip, and a batch rung just after
+	// a look waits for the next. One: on an H200 a block's loads of host
+	// memory were served one at a time, so two or four warps made each
+	// look two or four times longer (BenchmarkPersistentRoundTrip).
+	persistPollers    = 1
+	persistMaxPollers = 8
 	// persistSpin is how long a search waits for the resident kernel's
 	// answer (a few microseconds) spinning on its processor before it
 	// also asks the driver whether the kernel is still running and yields
@@ -82,14 +118,42 @@ const (
 	persistHang = 5 * time.Second
 )
 
-// Control words in the mapped control block (CTL_*).
+// Layout of the mapped control block, in words (CTL_*): line 0 holds
+// ctlExits; slot i's doorbell is word ctlBells+i*ctlSlot, which the host
+// writes, and its answer (the doorbell word of the last batch served)
+// ctlDones+i*ctlSlot, which the device writes: separate lines, so that
+// neither side's writes disturb the line the other polls.
 const (
-	ctlSeq   = 0 // the host's doorbell word of the batch to serve (doorbell)
-	ctlDone  = 2 // the doorbell word of the last batch served
-	ctlQuit  = 3 // nonzero: exit
-	ctlHits  = 4 // hits of the last batch
-	ctlExits = 6 // resident kernels that have exited
-	ctlWords = 8 // words of the block (a cache line)
+	ctlLine  = 8 // words of a line
+	ctlExits = 1 // resident launches that have exited
+	ctlBells = ctlLine
+	ctlDones = 2 * ctlLine
+	ctlSlot  = 2 * ctlLine
+)
+
+// ctlWords returns the words of the control block of slots slots.
+func ctlWords(slots int) int { return ctlLine + slots*ctlSlot }
+
+// Device words the resident blocks share (DEV_*), each in its own line:
+// the launch number that must exit, the global timer of the latest answer,
+// the blocks that have exited.
+const (
+	devExit   = 0
+	devActive = 8
+	devExited = 16
+	devWords  = 24
+)
+
+// Trace words of a slot's line (TR_*), with a tracing search only
+// (BenchmarkPersistentRoundTrip): batches served, nanoseconds from seeing
+// the doorbell to the answer's store and of the store, the doorbell loads
+// of the block's first poller and their nanoseconds.
+const (
+	trBatches  = 0
+	trServeNs  = 1
+	trAnswerNs = 2
+	trLoads    = 3
+	trLoadNs   = 4
 )
 
 // The doorbell word carries a whole batch, so that the resident kernel
@@ -104,7 +168,7 @@ const (
 // compile).
 const (
 	_ = uint(1<<bellJobBits - 1 - MaxResident)
-	_ = uint(1<<bellSlotBits - 65536)
+	_ = uint(1<<bellSlotBits - MaxResidentSlots)
 )
 
 // doorbell returns the doorbell word of batch seq: n jobs in slot i.
@@ -121,9 +185,12 @@ var persistSource string
 // hashindex.cu (as hashindex_kernels.cuh) and gets its constants from Go.
 func persistProgram() gpu.Program {
 	p := gpu.NewProgram(persistFile, persistSource, append(indexDefines(),
-		gpu.Def("PS_THREADS", persistThreads),
-		gpu.Def("CTL_SEQ", ctlSeq), gpu.Def("CTL_DONE", ctlDone),
-		gpu.Def("CTL_QUIT", ctlQuit), gpu.Def("CTL_HITS", ctlHits), gpu.Def("CTL_EXITS", ctlExits),
+		gpu.Def("PS_THREADS", persistThreads), gpu.Def("PS_MAX_POLLERS", persistMaxPollers), gpu.Def("MAX_RESIDENT", MaxResident),
+		gpu.Def("CTL_LINE", ctlLine), gpu.Def("CTL_EXITS", ctlExits), gpu.Def("CTL_BELLS", ctlBells),
+		gpu.Def("CTL_DONES", ctlDones), gpu.Def("CTL_SLOT", ctlSlot),
+		gpu.Def("DEV_EXIT", devExit), gpu.Def("DEV_ACTIVE", devActive), gpu.Def("DEV_EXITED", devExited),
+		gpu.Def("TR_BATCHES", trBatches), gpu.Def("TR_SERVE_NS", trServeNs), gpu.Def("TR_ANSWER_NS", trAnswerNs),
+		gpu.Def("TR_LOADS", trLoads), gpu.Def("TR_LOAD_NS", trLoadNs),
 		gpu.Def("BELL_JOB_BITS", bellJobBits), gpu.Def("BELL_SLOT_BITS", bellSlotBits))...)
 	p.Headers["hashindex_kernels.cuh"] = indexSource
 	return p
@@ -138,13 +205,22 @@ type persistKernels struct {
 // searches have no per-call device cost to save.
 var ErrNeedsGPU = errors.New("hashindex: persistent search needs the GPU engine")
 
-// NewPersistentSearch returns a persistent search with slots slots of
-// capacity jobs each. The caller must Close it before closing the index.
-// Cost: three mapped pinned allocations (12 bytes a job), two streams, the
-// compilation of persist.cu on first use.
+// NewPersistentSearch returns a persistent search with slots slots (at
+// most MaxResidentSlots) of capacity jobs each. The caller must Close it
+// before closing the index. Cost: three mapped pinned allocations (12
+// bytes a job), a small device allocation, two streams, the compilation
+// of persist.cu on first use; while the resident kernel runs, a
+// multiprocessor per slot.
 func (ix *Index) NewPersistentSearch(slots, capacity int) (*PersistentSearch, error) {
-	if slots < 1 || slots > 1<<16 || capacity < 1 || capacity > 1<<26 {
-		return nil, fmt.Errorf("hashindex: new persistent search: %d slots of %d jobs, want 1 to 65536 of 1 to 2^26", slots, capacity)
+	return ix.newPersistentSearch(slots, capacity, persistPollers, false)
+}
+
+// newPersistentSearch is NewPersistentSearch with pollers polling warps a
+// block, and the kernel's trace when trace is set.
+func (ix *Index) newPersistentSearch(slots, capacity, pollers int, trace bool) (*PersistentSearch, error) {
+	if slots < 1 || slots > MaxResidentSlots || capacity < 1 || capacity > 1<<26 || pollers < 1 || pollers > persistMaxPollers {
+		return nil, fmt.Errorf("hashindex: new persistent search: %d slots of %d jobs, %d pollers; want 1 to %d of 1 to 2^26, 1 to %d",
+			slots, capacity, pollers, MaxResidentSlots, persistMaxPollers)
 	}
 	engine.LockAny(&ix.Facade)
 	defer engine.Unlock(&ix.Facade)
@@ -166,19 +242,20 @@ func (ix *Index) NewPersistentSearch(slots, capacity int) (*PersistentSearch, er
 	if err != nil {
 		return nil, fmt.Errorf("hashindex: new persistent search: %w", err)
 	}
-	p := &PersistentSearch{ix: ix, e: e, slots: slots, cap: capacity, refs: slots,
-		fns: &persistKernels{resident: fs[0], search: fs[1]}}
-	if err := p.alloc(); err != nil {
+	p := &PersistentSearch{ix: ix, e: e, slots: slots, cap: capacity, pollers: pollers, refs: slots,
+		seqs: make([]paddedSeq, slots), fns: &persistKernels{resident: fs[0], search: fs[1]}}
+	if err := p.alloc(trace); err != nil {
 		p.free()
 		return nil, fmt.Errorf("hashindex: new persistent search of %d x %d jobs: %w", slots, capacity, err)
 	}
 	return p, nil
 }
 
-// alloc allocates the mapped memory, the streams and the event.
-func (p *PersistentSearch) alloc() (err error) {
+// alloc allocates the mapped memory, the device words (zeroed), the
+// streams and the event.
+func (p *PersistentSearch) alloc(trace bool) (err error) {
 	d := p.e.dev
-	if p.ctl, err = gpu.AllocMapped[uint64](d, ctlWords); err != nil {
+	if p.ctl, err = gpu.AllocMapped[uint64](d, ctlWords(p.slots)); err != nil {
 		return err
 	}
 	if p.hashes, err = gpu.AllocMapped[uint64](d, p.slots*p.cap); err != nil {
@@ -187,10 +264,28 @@ func (p *PersistentSearch) alloc() (err error) {
 	if p.out, err = gpu.AllocMapped[uint32](d, p.slots*p.cap); err != nil {
 		return err
 	}
+	p.tcap = min(p.cap, MaxResident)
+	if p.tagged, err = gpu.AllocMapped[uint64](d, p.slots*p.tcap); err != nil {
+		return err
+	}
+	if trace {
+		if p.trace, err = gpu.AllocMapped[uint64](d, p.slots*ctlLine); err != nil {
+			return err
+		}
+	}
 	if p.stream, err = d.NewStream(); err != nil {
 		return err
 	}
 	if p.launch, err = d.NewStream(); err != nil {
+		return err
+	}
+	if p.dev, err = gpu.Alloc[uint64](d, devWords); err != nil {
+		return err
+	}
+	if err = p.dev.Write(p.launch, 0, make([]uint64, devWords)); err != nil {
+		return err
+	}
+	if err = p.launch.Synchronize(); err != nil {
 		return err
 	}
 	p.exited, err = d.NewEvent()
@@ -199,7 +294,11 @@ func (p *PersistentSearch) alloc() (err error) {
 
 // free releases what alloc allocated (nil-safe).
 func (p *PersistentSearch) free() error {
-	return errors.Join(p.exited.Close(), p.stream.Close(), p.launch.Close(), p.out.Free(), p.hashes.Free(), p.ctl.Free())
+	var dev error
+	if p.dev != nil {
+		dev = p.dev.Free()
+	}
+	return errors.Join(p.exited.Close(), p.stream.Close(), p.launch.Close(), dev, p.trace.Free(), p.tagged.Free(), p.out.Free(), p.hashes.Free(), p.ctl.Free())
 }
 
 // Slots returns the number of slots; Cap the jobs of each.
@@ -220,127 +319,193 @@ func (p *PersistentSearch) Out(i int) []uint32 { return p.out.Slice()[i*p.cap : 
 
 // Stats returns the counters so far.
 func (p *PersistentSearch) Stats() PersistentStats {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stats
+	st := PersistentStats{Resident: p.resident.Load(), Launched: p.launched.Load(),
+		Launches: p.gen.Load(), Relaunchs: p.relaunches.Load()}
+	if b := p.broken.Load(); b != nil {
+		st.Broken = *b
+	}
+	return st
 }
 
 // Search searches the first n hashes of slot i into its outputs, and counts
 // them in the index's Stats as SearchStaged does. The caller must not touch
-// the slot during the call; calls on different slots are serialized.
+// the slot during the call, and one slot takes one call at a time; calls
+// on different slots run at the same time, with each other and with the
+// index's other searches (they hold its read lock), not with its updates.
 // Cost: up to MaxResident jobs, a doorbell and a wait (the resident
-// kernel's reads over the bus and its table reads, a few microseconds for
-// a few hundred jobs), plus a kernel launch when the resident kernel had
-// exited; above, a kernel launch and a stream synchronization.
-func (p *PersistentSearch) Search(i, n int) error {
+// kernel's read of the doorbell and the hashes over the bus, its table
+// reads, its answer: a few microseconds for a few hundred jobs), plus a
+// kernel launch when the resident kernel had exited; above, a kernel
+// launch and a stream synchronization, one such call at a time.
+func (p *PersistentSearch) Search(i, n int) error { return p.search(i, n, false) }
+
+// search is Search; with empty it also rings the resident kernel for a
+// batch of no jobs (the round-trip floor that BenchmarkPersistentRoundTrip
+// measures), which Search returns from at once.
+func (p *PersistentSearch) search(i, n int, empty bool) error {
 	ix := p.ix
-	engine.LockAny(&ix.Facade)
-	defer engine.Unlock(&ix.Facade)
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	if _, err := engine.RLock(&ix.Facade, "persistent search"); err != nil {
+		return err
+	}
+	defer engine.RUnlock(&ix.Facade)
+	p.closing.RLock()
+	defer p.closing.RUnlock()
 	switch {
-	case !engine.Live(&ix.Facade):
-		return engine.Closed(&ix.Facade, "persistent search")
 	case p.closed:
 		return fmt.Errorf("hashindex: persistent search: closed")
 	case i < 0 || i >= p.slots || n < 0 || n > p.cap:
 		return fmt.Errorf("hashindex: persistent search: %d jobs in slot %d of %d x %d", n, i, p.slots, p.cap)
-	case n == 0:
+	case n == 0 && !empty:
 		return nil
 	}
 	var hits int
 	var err error
-	if n <= MaxResident && p.broken == nil {
-		if hits, err = p.resident(i, n); err != nil {
+	if n <= MaxResident && p.broken.Load() == nil {
+		if hits, err = p.residentSearch(i, n); err != nil {
 			// Searches go on without the resident kernel.
-			p.broken = err
-			p.stats.Broken = err.Error()
+			why := err.Error()
+			p.broken.CompareAndSwap(nil, &why)
 		}
 	}
-	if n > MaxResident || p.broken != nil {
-		hits, err = p.launched(i, n)
+	if n > MaxResident || p.broken.Load() != nil {
+		hits, err = p.launchedSearch(i, n)
 	}
 	if err != nil {
 		return fmt.Errorf("hashindex: persistent search of %d jobs: %w", n, err)
 	}
-	ix.stats.Searches += uint64(n)
-	ix.stats.Hits += uint64(hits)
+	ix.persistSearches.Add(uint64(n))
+	ix.persistHits.Add(uint64(hits))
 	return nil
 }
 
-// resident rings the resident kernel for slot i's n jobs and waits for it,
-// launching it first if it is not running. The kernel counts its exits in
-// the control block; when an exit races the doorbell, the wait notices the
-// kernel gone (its event) and launches it again for the batch.
-func (p *PersistentSearch) resident(i, n int) (int, error) {
+// residentSearch rings slot i's doorbell for its n jobs and waits for the
+// slot's answer, launching the resident kernel first if every launch has
+// exited. The kernel counts its exits in the control block; when an exit
+// races the doorbell, the wait notices the kernel gone (its event) and
+// launches it again, which serves the batch.
+func (p *PersistentSearch) residentSearch(i, n int) (int, error) {
 	ctl := p.ctl.Slice()
-	if !p.running || atomic.LoadUint64(&ctl[ctlExits]) == p.stats.Launches {
-		// Never launched, or every kernel launched has exited (idle).
-		if err := p.start(p.bell); err != nil {
+	if atomic.LoadUint64(&ctl[ctlExits]) == p.gen.Load() {
+		// Never launched, or every launch has exited (idle).
+		p.mu.Lock()
+		var err error
+		if atomic.LoadUint64(&ctl[ctlExits]) == p.gen.Load() {
+			err = p.start()
+		}
+		p.mu.Unlock()
+		if err != nil {
 			return 0, err
 		}
 	}
-	last := p.bell
-	p.seq++
-	p.bell = doorbell(p.seq, i, n)
-	atomic.StoreUint64(&ctl[ctlSeq], p.bell)
-	began := time.Now()
-	for spins := 1; atomic.LoadUint64(&ctl[ctlDone]) != p.bell; spins++ {
-		if spins%128 != 0 || time.Since(began) < persistSpin {
+	seq := &p.seqs[i].n
+	*seq++
+	if uint32(*seq) == 0 {
+		// The tags wrap: clear the slot's, lest an answer of 2^32
+		// batches ago pass for this batch's.
+		clear(p.tagged.Slice()[i*p.tcap : (i+1)*p.tcap])
+		*seq++
+	}
+	bell := doorbell(*seq, i, n)
+	done := &ctl[ctlDones+i*ctlSlot]
+	atomic.StoreUint64(&ctl[ctlBells+i*ctlSlot], bell)
+	tag := *seq << 32
+	tagged := p.tagged.Slice()[i*p.tcap : i*p.tcap+n]
+	out := p.Out(i)[:n]
+	hits, j := 0, 0
+	var began time.Time
+	for spins := 1; ; spins++ {
+		// Take the answers in as they arrive (each store of the
+		// kernel's is one word, in no particular order).
+		for ; j < n; j++ {
+			v := atomic.LoadUint64(&tagged[j])
+			if v&^(1<<32-1) != tag {
+				break
+			}
+			out[j] = uint32(v)
+			if uint32(v) != NotFound {
+				hits++
+			}
+		}
+		if j == n && (n > 0 || atomic.LoadUint64(done) == bell) {
+			break
+		}
+		if spins%128 != 0 {
+			continue
+		}
+		if began.IsZero() {
+			began = time.Now()
+			continue
+		}
+		if time.Since(began) < persistSpin {
 			continue
 		}
 		// Past persistSpin, every so often: has the kernel exited (its
 		// idle exit raced this doorbell, or it failed)?
-		gone, err := p.exited.Done()
-		if err != nil {
-			p.running = false
-			return 0, fmt.Errorf("resident kernel: %w", err)
-		}
-		if gone && atomic.LoadUint64(&ctl[ctlDone]) != p.bell {
-			p.stats.Relaunchs++
-			if err := p.start(last); err != nil {
-				return 0, err
-			}
+		if err := p.restart(done, bell); err != nil {
+			return 0, err
 		}
 		if time.Since(began) > persistHang {
-			return 0, fmt.Errorf("resident kernel did not answer batch %d in %v", p.seq, persistHang)
+			return 0, fmt.Errorf("resident kernel did not answer batch %d of slot %d in %v", *seq, i, persistHang)
 		}
 		runtime.Gosched()
 	}
-	p.stats.Resident++
-	return int(atomic.LoadUint64(&ctl[ctlHits])), nil
+	p.resident.Add(1)
+	return hits, nil
 }
 
-// start launches the resident kernel, which serves the batches rung
-// after the doorbell word last.
-func (p *PersistentSearch) start(last uint64) error {
+// restart launches the resident kernel again if every launch has exited
+// and the batch whose answer is *done is not answered.
+func (p *PersistentSearch) restart(done *uint64, bell uint64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	gone, err := p.exited.Done()
+	if err != nil {
+		return fmt.Errorf("resident kernel: %w", err)
+	}
+	if gone && atomic.LoadUint64(done) != bell {
+		p.relaunches.Add(1)
+		return p.start()
+	}
+	return nil
+}
+
+// start launches the resident kernel, a block per slot, which serves the
+// batches rung and not answered. The caller holds p.mu.
+func (p *PersistentSearch) start() error {
 	e := p.e
-	err := p.fns.resident.Launch(p.stream, gpu.D1(1), gpu.D1(persistThreads), 0,
-		e.table, e.geo.mask, e.geo.pmask, p.ctl, p.hashes, p.out, uint64(p.cap), last, uint64(IdleExit))
+	gen := p.gen.Load() + 1
+	var trace gpu.DevicePtr
+	if p.trace != nil {
+		trace = p.trace.Ptr()
+	}
+	err := p.fns.resident.Launch(p.stream, gpu.D1(p.slots), gpu.D1(persistThreads+32*p.pollers), 0,
+		e.table, e.geo.mask, e.geo.pmask, p.ctl, p.hashes, p.tagged, uint64(p.cap), uint64(p.tcap), uint64(IdleExit), p.dev, gen, trace)
 	if err == nil {
 		err = p.exited.Record(p.stream)
 	}
 	if err != nil {
 		return fmt.Errorf("launching the resident kernel: %w", err)
 	}
-	p.running = true
-	p.stats.Launches++
+	p.gen.Store(gen)
 	return nil
 }
 
-// launched searches slot i's n jobs with hix_search over the whole device,
-// reading the hashes from and writing the locations to the mapped slot.
-func (p *PersistentSearch) launched(i, n int) (int, error) {
+// launchedSearch searches slot i's n jobs with hix_search over the whole
+// device, reading the hashes from and writing the locations to the mapped
+// slot.
+func (p *PersistentSearch) launchedSearch(i, n int) (int, error) {
 	e := p.e
+	p.launchMu.Lock()
 	err := p.fns.search.Launch(p.launch, searchGrid(n), gpu.D1(searchBlock), 0,
 		e.table, e.geo.mask, e.geo.pmask, p.hashes.PtrAt(i*p.cap), uint64(n), p.out.PtrAt(i*p.cap))
 	if err == nil {
 		err = p.launch.Synchronize()
 	}
+	p.launchMu.Unlock()
 	if err != nil {
 		return 0, err
 	}
-	p.stats.Launched++
+	p.launched.Add(1)
 	hits := 0
 	for _, l := range p.Out(i)[:n] {
 		if l != NotFound {
@@ -350,20 +515,19 @@ func (p *PersistentSearch) launched(i, n int) (int, error) {
 	return hits, nil
 }
 
-// Close stops the resident kernel (it exits at its next poll) and frees
-// the memory. Close before closing the index. Closing twice is a no-op.
+// Close stops the resident kernel (its pollers read the exit word the
+// call writes to the device) and frees the memory, after the searches in
+// progress. Close before closing the index. Closing twice is a no-op.
 func (p *PersistentSearch) Close() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.closing.Lock()
+	defer p.closing.Unlock()
 	if p.closed {
 		return nil
 	}
 	p.closed = true
 	var errs []error
-	if p.running {
-		atomic.StoreUint64(&p.ctl.Slice()[ctlQuit], 1)
-		errs = append(errs, p.exited.Synchronize())
-		p.running = false
+	if gen := p.gen.Load(); gen > 0 {
+		errs = append(errs, p.dev.Write(p.launch, devExit, []uint64{gen}), p.launch.Synchronize(), p.exited.Synchronize())
 	}
 	errs = append(errs, p.free())
 	if err := errors.Join(errs...); err != nil {

@@ -128,22 +128,28 @@ func TestPersistentSearchMatchesSearch(t *testing.T) {
 	}
 }
 
+// newPersistBenchIndex returns a GPU index of benchBuckets buckets holding
+// 2^20 keys (returned), closed at the benchmark's cleanup.
+func newPersistBenchIndex(b *testing.B) (*Index, []uint64) {
+	ix, err := Open(Options{Buckets: benchBuckets, GPU: gputest.Device(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ix.Close() })
+	keys, locs := benchKeys(1<<20, 5)
+	if _, err := ix.Insert(keys, locs, nil); err != nil {
+		b.Fatal(err)
+	}
+	return ix, keys
+}
+
 // BenchmarkPersistentSearch times one resident search call (a doorbell and
 // the wait for its answer) of n jobs, half of them hits, on a table of
 // benchBuckets buckets holding 2^20 keys: the fixed cost a GPU shard's
 // search batch pays (the server's batches of one request per connection
 // are a few to a few hundred jobs). ns/op is the latency of a call.
 func BenchmarkPersistentSearch(b *testing.B) {
-	d := gputest.Device(b)
-	ix, err := Open(Options{Buckets: benchBuckets, GPU: d})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ix.Close()
-	keys, locs := benchKeys(1<<20, 5)
-	if _, err := ix.Insert(keys, locs, nil); err != nil {
-		b.Fatal(err)
-	}
+	ix, keys := newPersistBenchIndex(b)
 	ps, err := ix.NewPersistentSearch(1, MaxResident)
 	if err != nil {
 		b.Fatal(err)

@@ -23,10 +23,22 @@ import (
 // at its next step, and parks. The scheduler still applies the updates and
 // launches batches that are full or stalled.
 
+// With SearchLaunchConcurrent, callers launch as with "callers", but hold
+// the shard's role only to take the filling batch (and to retire the
+// unlinks pending against it), not during its search call: the next
+// caller takes and launches the next batch at once, and the batches of
+// different event loops are searched at the same time, each in its own
+// batch buffer (a slot of the persistent GPU search, whose resident kernel
+// serves every slot at once: hashindex.PersistentSearch). A caller then
+// launches only the batch it posted to, so that it never waits on another
+// loop's search call, and not at all while every other batch buffer is
+// still in use (it spins until one is free, or its own batch delivered).
+
 // Search launch modes (Options.SearchLaunch).
 const (
-	SearchLaunchCallers   = "callers"
-	SearchLaunchScheduler = "scheduler"
+	SearchLaunchCallers    = "callers"
+	SearchLaunchScheduler  = "scheduler"
+	SearchLaunchConcurrent = "concurrent"
 )
 
 // callerSpin is the longest a caller spins for its search batch before it
@@ -43,18 +55,34 @@ const callerSpin = 200 * time.Microsecond
 const callerHotSpin = 20 * time.Microsecond
 
 // launch runs the shard's filling search batch when it has jobs and the
-// role is free, and reports whether it ran one. Cost: when it runs, a
-// search call (the caller does the scheduler's work for every waiter of
+// role is free, and reports whether it ran one. With s.concurrent it runs
+// only own (the batch the caller posted to, nil: any), when a batch buffer
+// is free, and searches it after giving the role back. Cost: when it runs,
+// a search call (the caller does the scheduler's work for every waiter of
 // the batch); otherwise two atomic loads.
-func (s *shard) launch() bool {
-	if n, _ := s.q.queued(); n == 0 || !s.role.TryLock() {
+func (s *shard) launch(own *searchBatch) bool {
+	if n, _ := s.q.queued(); n == 0 || (s.concurrent && own != nil && s.q.cur.Load() != own) || !s.role.TryLock() {
 		return false
 	}
-	defer s.role.Unlock()
-	if n, _ := s.q.queued(); n == 0 || s.q.closed.Load() {
+	if n, _ := s.q.queued(); n == 0 || s.q.closed.Load() || (s.concurrent && own != nil && s.q.cur.Load() != own) {
+		s.role.Unlock()
 		return false
 	}
-	s.runSearches(time.Now())
+	now := time.Now()
+	if !s.concurrent {
+		s.runSearches(now)
+		s.role.Unlock()
+		return true
+	}
+	next := s.freeNow(s.q.cur.Load())
+	if next == nil {
+		s.role.Unlock()
+		return false
+	}
+	r := s.takeSearch(next)
+	s.pol.searched(now, r.n, time.Duration(s.lastCall.Load()))
+	s.role.Unlock()
+	s.finishSearch(r)
 	return true
 }
 
@@ -65,10 +93,12 @@ func (s *shard) stall() {
 }
 
 // waiting is a caller's wait for k tokens on wake from search batches of
-// shards.
+// shards; own[i], when own is not nil, is the batch it posted to on
+// shards[i].
 type waiting struct {
 	wake   chan struct{}
 	shards []*shard
+	own    []*searchBatch
 	k      int
 }
 
@@ -97,8 +127,12 @@ func await(w waiting) {
 		default:
 		}
 		ran := false
-		for _, s := range w.shards {
-			if s.callers && s.launch() {
+		for i, s := range w.shards {
+			var own *searchBatch
+			if w.own != nil {
+				own = w.own[i]
+			}
+			if s.callers && s.launch(own) {
 				ran = true
 			}
 		}

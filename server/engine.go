@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/bits"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -93,8 +95,10 @@ type Options struct {
 	// SearchLaunch is who launches the search batches of shards that
 	// batch (GPU shards, and the CPU engine with CPUSearch "batched"):
 	// "callers" (the default: a request waiting for its batch launches it
-	// when no batch runs; see callers.go) or "scheduler" (the shard's
-	// scheduler goroutine alone, under the batch policy).
+	// when no batch runs; see callers.go), "concurrent" (as callers, but
+	// batches run at the same time, each caller launching its own: see
+	// callers.go) or "scheduler" (the shard's scheduler goroutine alone,
+	// under the batch policy).
 	SearchLaunch string
 	// Policy is the batch policy: "load" (the default: the interval
 	// follows the load) or "fixed" (Mega-KV's periodic launches).
@@ -181,7 +185,7 @@ func New(o Options) (*Engine, error) {
 	if err := pickMode("CPU search", &o.CPUSearch, CPUSearchInline, CPUSearchBatched); err != nil {
 		return nil, err
 	}
-	if err := pickMode("search launch", &o.SearchLaunch, SearchLaunchCallers, SearchLaunchScheduler); err != nil {
+	if err := pickMode("search launch", &o.SearchLaunch, SearchLaunchCallers, SearchLaunchScheduler, SearchLaunchConcurrent); err != nil {
 		return nil, err
 	}
 	switch o.Policy {
@@ -248,6 +252,10 @@ func (e *Engine) openIndex() error {
 		}
 	}
 	e.interval = max(interval, 0)
+	batches := searchBatches
+	if e.opts.SearchLaunch == SearchLaunchConcurrent {
+		batches = concurrentBatches
+	}
 	for i := range nShards {
 		io := hashindex.Options{Buckets: per, Device: "cpu"}
 		if len(devs) > 0 {
@@ -268,7 +276,7 @@ func (e *Engine) openIndex() error {
 			return stagedSpace{Staging: st, ix: ix}, nil
 		}
 		if len(devs) > 0 && e.opts.GPUSearch == GPUSearchPersistent {
-			ps, err := ix.NewPersistentSearch(searchBatches, e.opts.MaxBatch)
+			ps, err := ix.NewPersistentSearch(batches, e.opts.MaxBatch)
 			if err != nil {
 				e.log.Warn("server: no persistent search; batches are staged calls", "shard", i, "err", err)
 			} else {
@@ -282,8 +290,9 @@ func (e *Engine) openIndex() error {
 		}
 		sh, err := newShard(ix, e.opts.Policy == PolicyFixed, e.interval, e.opts.MaxBatch, newSpace, shardHooks{
 			searchLat: &e.idxLat, updateLat: &e.updLat, searchSize: &e.idxSize, unlink: e.unlinkPending, complete: e.completeUpdate, prof: e.prof,
-			inline:  len(devs) == 0 && e.opts.CPUSearch == CPUSearchInline && ix.Shared(),
-			callers: e.opts.SearchLaunch == SearchLaunchCallers})
+			inline:     len(devs) == 0 && e.opts.CPUSearch == CPUSearchInline && ix.Shared(),
+			callers:    e.opts.SearchLaunch == SearchLaunchCallers || e.opts.SearchLaunch == SearchLaunchConcurrent,
+			concurrent: e.opts.SearchLaunch == SearchLaunchConcurrent, batches: batches})
 		if err != nil {
 			ix.Close()
 			return fmt.Errorf("index shard %d: %w", i, err)
@@ -374,13 +383,12 @@ func (e *Engine) flushState() kv.FlushState {
 // pickMode checks an option that names one of two modes: "" becomes def,
 // def and other are kept, anything else is an error naming the option
 // (what) and both modes.
-func pickMode(what string, mode *string, def, other string) error {
-	switch *mode {
-	case "":
+func pickMode(what string, mode *string, def string, others ...string) error {
+	if *mode == "" {
 		*mode = def
-	case def, other:
-	default:
-		return fmt.Errorf("server: new engine: %s %q (want %s or %s)", what, *mode, def, other)
 	}
-	return nil
+	if *mode == def || slices.Contains(others, *mode) {
+		return nil
+	}
+	return fmt.Errorf("server: new engine: %s %q (want %s or %s)", what, *mode, def, strings.Join(others, " or "))
 }

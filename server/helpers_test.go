@@ -24,14 +24,17 @@ type engineCase struct {
 
 // testEngines are the engines every engine test runs on: the CPU engine
 // (searches inline, and batched through the schedulers as on a GPU, the
-// batches launched by their callers or by the schedulers alone), and
+// batches launched by their callers, at the same time by their callers,
+// or by the schedulers alone), and
 // the GPU engine where one is usable (a failure under
 // WARPKV_REQUIRE_GPU=1).
 var testEngines = []engineCase{{"cpu", "cpu", 0, "", "", ""}, {"cpu-3-shards", "cpu", 3, "", "", ""},
 	{"cpu-batched", "cpu", 0, "", CPUSearchBatched, ""}, {"cpu-3-shards-batched", "cpu", 3, "", CPUSearchBatched, ""},
 	{"cpu-3-shards-batched-scheduler", "cpu", 3, "", CPUSearchBatched, SearchLaunchScheduler},
+	{"cpu-batched-concurrent", "cpu", 0, "", CPUSearchBatched, SearchLaunchConcurrent},
 	{"gpu", "gpu", 0, "", "", ""}, {"gpu-staged", "gpu", 0, GPUSearchStaged, "", ""},
-	{"gpu-scheduler", "gpu", 0, "", "", SearchLaunchScheduler}}
+	{"gpu-scheduler", "gpu", 0, "", "", SearchLaunchScheduler},
+	{"gpu-concurrent", "gpu", 0, "", "", SearchLaunchConcurrent}}
 
 // newTestEngine starts an engine on ec with opts (Device overridden), or
 // skips a GPU case without a GPU. The engine closes at cleanup.

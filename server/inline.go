@@ -123,11 +123,12 @@ func (s *shard) retire(list []pendingUnlink, until []batchGen) {
 	s.awaitN.Store(int32(len(s.awaiting)))
 }
 
-// deliveredReaders appends to until the delivered batches that still have
-// readers.
+// deliveredReaders appends to until the taken batches that still have
+// readers: delivered ones, and (SearchLaunchConcurrent) those whose
+// search is running, which may find a location dropped meanwhile.
 func (s *shard) deliveredReaders(until []batchGen) []batchGen {
 	for _, x := range s.q.batches {
-		if x.delivered && x.readers.Load() > 0 {
+		if x.state.Load()&batchClosed != 0 && x.readers.Load() > 0 {
 			until = append(until, batchGen{x, x.gen})
 		}
 	}

@@ -29,6 +29,10 @@ type shard struct {
 	full     atomic.Bool    // a request found the filling search batch full
 	stalled  atomic.Bool    // a caller stopped waiting to launch its batch itself (callers.go)
 	callers  bool           // callers launch search batches themselves (callers.go)
+	// concurrent: callers search the batches they launch without the
+	// role, so that batches run at the same time (callers.go).
+	concurrent bool
+	lastCall   atomic.Int64 // the last search call's nanoseconds, for the policy
 	// hotSpin: callers may spin without yielding (callerHotSpin); not
 	// with one processor, where that keeps off the goroutine they wait
 	// for. Read once: GOMAXPROCS(0) takes the runtime's lock.
@@ -131,6 +135,8 @@ func (s *shard) unlinked(p []pendingUnlink) {
 // shardHooks are what a shard's scheduler reports to and calls back into
 // its engine.
 type shardHooks struct {
+	concurrent           bool // SearchLaunchConcurrent (with callers)
+	batches              int  // search batch buffers (0: searchBatches)
 	searchLat, updateLat *latencyHist
 	searchSize           *latencyHist // jobs per search batch (a count, not a duration)
 	unlink               func([]pendingUnlink)
@@ -143,7 +149,10 @@ type shardHooks struct {
 // newShard starts the scheduler of ix with search batch buffers from
 // newSpace, under the fixed or the load policy with interval C.
 func newShard(ix *hashindex.Index, fixed bool, interval time.Duration, maxBatch int, newSpace func() (searchSpace, error), h shardHooks) (*shard, error) {
-	q, err := newSearchQueue(newSpace)
+	if h.batches == 0 {
+		h.batches = searchBatches
+	}
+	q, err := newSearchQueue(h.batches, newSpace)
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +164,7 @@ func newShard(ix *hashindex.Index, fixed bool, interval time.Duration, maxBatch 
 		s.inline = new(inlineReaders)
 	}
 	s.callers = h.callers && !h.inline
+	s.concurrent = s.callers && h.concurrent
 	s.hotSpin = runtime.GOMAXPROCS(0) > 1
 	go s.loop()
 	return s, nil
@@ -237,10 +247,11 @@ func (s *shard) step() (wait int, until time.Time) {
 		// Retire the dropped locations now, so that unlinks never wait
 		// for a search batch or a lull (a client that sends its next set
 		// as soon as the last is acknowledged leaves none: every replaced
-		// item would stay allocated). The step holds the role, so no
-		// batch is being searched: a batch searched later cannot find
-		// the dropped locations, and the delivered batches that may hold
-		// them (and, inline, the searches in flight) are waited for.
+		// item would stay allocated). A batch taken later cannot find
+		// the dropped locations, and the taken batches that may hold them
+		// (delivered, or searched meanwhile without the role under
+		// SearchLaunchConcurrent, and, inline, the searches in flight)
+		// are waited for.
 		s.retire(s.takePending(), s.deliveredReaders(s.untilList()))
 		np = 0
 	}
@@ -392,12 +403,27 @@ type batchGen struct {
 
 // runSearches launches the filling search batch and delivers its results.
 // The locations dropped before it (pending unlinks) cannot be in its
-// results, only in those of batches delivered earlier: they are unlinked
+// results, only in those of batches taken earlier: they are unlinked
 // once every such batch is done with (its readers have acquired their
 // items), at once if there is none. It clears the full and stalled marks
 // first: a request that marks the shard after the batch is taken keeps
-// its mark for the next one.
+// its mark for the next one. The caller holds the role throughout.
 func (s *shard) runSearches(now time.Time) {
+	r := s.takeSearch(s.freeBatch(s.q.cur.Load()))
+	s.pol.searched(now, r.n, s.finishSearch(r))
+}
+
+// searchRun is a taken search batch of n jobs, to search and deliver.
+type searchRun struct {
+	b *searchBatch
+	n int
+}
+
+// takeSearch takes the filling search batch, with next (free) as the new
+// filling one, and retires the pending unlinks against the batches taken
+// before it. The caller holds the role; the search itself (finishSearch)
+// needs no role.
+func (s *shard) takeSearch(next *searchBatch) searchRun {
 	s.full.Store(false)
 	s.stalled.Store(false)
 	pending := s.takePending()
@@ -405,22 +431,31 @@ func (s *shard) runSearches(now time.Time) {
 	if len(pending) > 0 {
 		until = s.deliveredReaders(until)
 	}
-	b, n := s.takeBatch()
-	start := time.Now()
-	err := b.space.Search(n)
-	d := time.Since(start)
-	b.deliver(err)
-	s.lat.add(d)
-	s.sizes.add(time.Duration(n))
-	s.prof.add(stIndexSearch, d)
-	s.pol.searched(now, n, d)
+	b, n := s.takeBatchTo(next)
 	s.retire(pending, until)
+	return searchRun{b: b, n: n}
+}
+
+// finishSearch searches a taken batch, delivers its results and counts
+// it, and returns the search call's time. Under SearchLaunchConcurrent it
+// runs without the role, beside other batches' searches and the
+// scheduler's steps.
+func (s *shard) finishSearch(r searchRun) time.Duration {
+	start := time.Now()
+	err := r.b.space.Search(r.n)
+	d := time.Since(start)
+	r.b.deliver(err)
+	s.lastCall.Store(int64(d))
+	s.lat.add(d)
+	s.sizes.add(time.Duration(r.n))
+	s.prof.add(stIndexSearch, d)
 	s.mu.Lock()
 	s.stats.searchBatches++
-	s.stats.searchJobs += uint64(n)
-	s.stats.maxSearchBatch = max(s.stats.maxSearchBatch, uint64(n))
+	s.stats.searchJobs += uint64(r.n)
+	s.stats.maxSearchBatch = max(s.stats.maxSearchBatch, uint64(r.n))
 	if err != nil {
 		s.stats.err = err
 	}
 	s.mu.Unlock()
+	return d
 }

@@ -77,8 +77,9 @@ type searchBatch struct {
 	err     error             // set before the waiters are woken
 	nwait   int               // waiters of a closed batch (scheduler only)
 	gen     uint64            // resets so far (scheduler only)
-	// delivered: the waiters were woken; written by the scheduler only.
-	delivered bool
+	// delivered: the waiters were woken; written by the batch's
+	// launcher, which under SearchLaunchConcurrent does not hold the role.
+	delivered atomic.Bool
 }
 
 // reset prepares a delivered batch, whose readers are gone, for filling.
@@ -90,7 +91,7 @@ func (b *searchBatch) reset() {
 	b.opened.Store(0)
 	b.err = nil
 	b.gen++
-	b.delivered = false
+	b.delivered.Store(false)
 	clear(b.waiters[:b.nwait])
 	b.nwait = 0
 	b.state.Store(0) // last: opens the batch to requests
@@ -108,10 +109,16 @@ type searchQueue struct {
 // one running, and room for the waiters of earlier ones to read.
 const searchBatches = 4
 
-// newSearchQueue makes searchBatches batches of spaces from newSpace.
-func newSearchQueue(newSpace func() (searchSpace, error)) (*searchQueue, error) {
+// concurrentBatches is the number of batch buffers of a shard whose
+// callers search at the same time (SearchLaunchConcurrent): one filling,
+// one running per event loop of a server of 8 threads, and room for the
+// waiters of earlier ones to read.
+const concurrentBatches = 12
+
+// newSearchQueue makes n batches of spaces from newSpace.
+func newSearchQueue(n int, newSpace func() (searchSpace, error)) (*searchQueue, error) {
 	q := &searchQueue{}
-	for range searchBatches {
+	for range n {
 		sp, err := newSpace()
 		if err != nil {
 			q.free()
@@ -231,7 +238,7 @@ func (s *shard) search(hashes []uint64, out []uint32, wake chan struct{}, held *
 		if err != nil {
 			return err
 		}
-		await(waiting{wake: wake, shards: []*shard{s}, k: 1})
+		await(waiting{wake: wake, shards: []*shard{s}, own: []*searchBatch{t.b}, k: 1})
 		err = t.collect(out[lo:hi])
 		if held != nil && len(hashes) <= piece {
 			*held = append(*held, t)
@@ -284,8 +291,13 @@ func (s *shard) reserve(n int) (*searchBatch, uint64, error) {
 // batch, then waits until every reserved job of the closed one is written;
 // it returns the closed batch and its job count. Run by the scheduler only.
 func (s *shard) takeBatch() (*searchBatch, int) {
+	return s.takeBatchTo(s.freeBatch(s.q.cur.Load()))
+}
+
+// takeBatchTo is takeBatch with next, a free batch (freeNow), as the new
+// filling batch.
+func (s *shard) takeBatchTo(next *searchBatch) (*searchBatch, int) {
 	b := s.q.cur.Load()
-	next := s.freeBatch(b)
 	s.q.cur.Store(next)
 	st := b.state.Or(batchClosed)
 	n := int(st & batchJobsMask)
@@ -302,28 +314,36 @@ func (s *shard) takeBatch() (*searchBatch, int) {
 // only, which alone closes, delivers and resets batches.
 func (s *shard) freeBatch(cur *searchBatch) *searchBatch {
 	for {
-		for _, b := range s.q.batches {
-			if b == cur {
-				continue
-			}
-			st := b.state.Load()
-			if st == 0 {
-				return b // never filled since its reset
-			}
-			if st&batchClosed != 0 && b.delivered && b.readers.Load() == 0 {
-				b.reset()
-				return b
-			}
+		if b := s.freeNow(cur); b != nil {
+			return b
 		}
 		runtime.Gosched()
 	}
+}
+
+// freeNow is freeBatch without the wait: nil when there is no free batch.
+func (s *shard) freeNow(cur *searchBatch) *searchBatch {
+	for _, b := range s.q.batches {
+		if b == cur {
+			continue
+		}
+		st := b.state.Load()
+		if st == 0 {
+			return b // never filled since its reset
+		}
+		if st&batchClosed != 0 && b.delivered.Load() && b.readers.Load() == 0 {
+			b.reset()
+			return b
+		}
+	}
+	return nil
 }
 
 // deliver publishes a batch's results (or err) to its waiters: one token
 // each.
 func (b *searchBatch) deliver(err error) {
 	b.err = err
-	b.delivered = true
+	b.delivered.Store(true)
 	for _, w := range b.waiters[:b.nwait] {
 		w <- struct{}{}
 	}

@@ -38,16 +38,26 @@ func echo(h uint64) uint32 { return uint32(h*0x9E3779B97F4A7C15>>32) | 1 }
 // that every result is the one of the request's own hashes.
 func TestSearchQueueDeliversEachRequestItsOwnResults(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		cap   int
-		delay time.Duration
-	}{{"small batches", 64, 0}, {"slow calls", 1024, 50 * time.Microsecond}} {
+		name    string
+		cap     int
+		delay   time.Duration
+		launch  string
+		batches int
+	}{
+		{"small batches", 64, 0, SearchLaunchScheduler, 0},
+		{"slow calls", 1024, 50 * time.Microsecond, SearchLaunchScheduler, 0},
+		{"callers, small batches", 64, 0, SearchLaunchCallers, 0},
+		{"concurrent, small batches", 64, 0, SearchLaunchConcurrent, concurrentBatches},
+		{"concurrent, slow calls", 1024, 50 * time.Microsecond, SearchLaunchConcurrent, concurrentBatches},
+		{"concurrent, few buffers", 64, 20 * time.Microsecond, SearchLaunchConcurrent, 3},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			newSpace := func() (searchSpace, error) {
 				return &echoSpace{hashes: make([]uint64, tc.cap), out: make([]uint32, tc.cap), delay: tc.delay}, nil
 			}
 			s, err := newShard(nil, false, 0, tc.cap, newSpace, shardHooks{searchLat: new(latencyHist), updateLat: new(latencyHist), searchSize: new(latencyHist),
-				unlink: func([]pendingUnlink) {}, complete: func(*updateList) {}})
+				unlink: func([]pendingUnlink) {}, complete: func(*updateList) {},
+				callers: tc.launch != SearchLaunchScheduler, concurrent: tc.launch == SearchLaunchConcurrent, batches: tc.batches})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -39,7 +39,7 @@ import (
 func runBenchServe(e *env, args []string) error {
 	fs := newFlagSet(e, "bench serve", "warpkv bench serve [--memcached PATH] [--engines gpu,cpu] [--server-cpus LIST] [--load-cpus LIST] [-t N] [-m MB] [--p99-at F] [--profile] [--crosscheck auto|none|PATH] [--json FILE] [--full] [--warpkv-flags FLAGS] [--load-driver loops|goroutines] [--unpipelined ...] [-- loadgen flags]")
 	mcPath := fs.String("memcached", "memcached", "memcached binary to compare with (none: leave it out)")
-	engines := fs.String("engines", "gpu,cpu", "warpkv engines to run, in order: gpu, cpu, gpu:N, gpu/staged for the GPU engine with staged search calls, gpu/scheduler for its batches launched by the scheduler alone, cpu/roundN (N 1, 2, 4, 8 or 16) for serve --round-conns N, cpu/roundall for whole rounds, /block or /park for serve --loop-wait, /loopsN for serve --loops N, /spinN for serve --loop-spin Nus, /epoll, /uring or /uringpoll for serve --loop-io; options join with +, as cpu/round1+block (empty: none)")
+	engines := fs.String("engines", "gpu,cpu", "warpkv engines to run, in order: gpu, cpu, gpu:N, gpu/staged for the GPU engine with staged search calls, gpu/scheduler for its batches launched by the scheduler alone, gpu/concurrent for batches launched by their callers at once and searched at the same time, cpu/roundN (N 1, 2, 4, 8 or 16) for serve --round-conns N, cpu/roundall for whole rounds, /block or /park for serve --loop-wait, /loopsN for serve --loops N, /spinN for serve --loop-spin Nus, /epoll, /uring or /uringpoll for serve --loop-io; options join with +, as cpu/round1+block (empty: none)")
 	warpkvPath := fs.String("warpkv", "", "warpkv binary for the servers and the load generator (default: this one)")
 	serverCPUs := fs.String("server-cpus", "", "CPUs of the server processes, e.g. 0-7 (default: the first half of this process's CPUs)")
 	loadCPUs := fs.String("load-cpus", "", "CPUs of the load generator, e.g. 8-15 (default: the other CPUs)")
@@ -289,7 +289,7 @@ func planServers(mcPath, engines, exe string, threads int, memMB int64, interval
 
 // engineSpecFlags parses a --engines spec, DEV[/OPT[+OPT...]], into its
 // device option and the serve flags of its options: persistent or staged
-// (--gpu-search), callers or scheduler (--search-launch), roundN with N
+// (--gpu-search), callers, scheduler or concurrent (--search-launch), roundN with N
 // 1, 2, 4, 8 or 16, or all (--round-conns), block or park (--loop-wait)
 // loopsN with N 1 to 1024 (--loops N) and spinN with N 1 to 10000
 // (--loop-spin Nµs), epoll, uring or uringpoll (--loop-io). "cpu/round1+block" is cpu with
@@ -303,7 +303,7 @@ func engineSpecFlags(spec string) (dev string, flags []string, ok bool) {
 		switch opt {
 		case server.GPUSearchPersistent, server.GPUSearchStaged:
 			flags = append(flags, "--gpu-search", opt)
-		case server.SearchLaunchCallers, server.SearchLaunchScheduler:
+		case server.SearchLaunchCallers, server.SearchLaunchScheduler, server.SearchLaunchConcurrent:
 			flags = append(flags, "--search-launch", opt)
 		case server.LoopWaitBlock, server.LoopWaitPark:
 			flags = append(flags, "--loop-wait", opt)

@@ -142,6 +142,7 @@ func TestBenchServeEngineSpecs(t *testing.T) {
 		{spec: "gpu/loops16", want: []string{"--loops", "16"}},
 		{spec: "cpu/park", want: []string{"--loop-wait", "park"}},
 		{spec: "gpu/scheduler+loops2+block", want: []string{"--search-launch", "scheduler", "--loops", "2", "--loop-wait", "block"}},
+		{spec: "gpu/concurrent", want: []string{"--search-launch", "concurrent"}},
 		{spec: "cpu/spin50", want: []string{"--loop-spin", "50us"}},
 		{spec: "gpu/spin20+block", want: []string{"--loop-spin", "20us", "--loop-wait", "block"}},
 		{spec: "cpu/uringpoll", want: []string{"--loop-io", "uringpoll"}},
