@@ -94,7 +94,22 @@ type Options struct {
 	// retries (DefaultRefresh has the figures).
 	// Cost: one load per access of an update transaction per retry.
 	Refresh int
-	table   int // benchmarks: the workers' table size (0: by ServerWarps)
+	// ServerCommit says who finishes the GPU engine's single-partition
+	// commits (ServerCommitOff, the zero value, is the default: the
+	// clients write their versions back): ServerCommitInstall has the
+	// servers check, install and mark them done in their turn, and
+	// ServerCommitRerun also has them run conflicting update attempts
+	// again there (ServerCommit's constants say how). Every guarantee
+	// holds: a re-run reads one consistent state (the partition's newest
+	// committed one) and commits next in the partition's order. A re-run
+	// that commits replaces its first attempt, which is neither counted
+	// as an abort nor recorded; one dropped counts as that attempt's
+	// abort and is not recorded (its sets were overwritten). Cost: no
+	// groups of requests; each turn of a partition holds its final check
+	// and write-back (and the re-runs); one 64-bit store per update
+	// attempt (its ticket) with re-runs.
+	ServerCommit ServerCommit
+	table        int // benchmarks: the workers' table size (0: by ServerWarps)
 
 	yield bool // tests: CPU transactions yield on every read
 }
@@ -230,6 +245,9 @@ type ServerStats struct {
 	// warp's bodies and ran again at once (Options.Refresh); they are
 	// among the aborts.
 	Refreshed uint64
+	// Rerun counts update attempts a server ran again in its turn and
+	// committed (ServerCommitRerun).
+	Rerun uint64
 }
 
 // String summarizes the stats, e.g. "1000 requests (990 batched, 120
@@ -255,6 +273,9 @@ func (s ServerStats) String() string {
 	}
 	if s.Refreshed > 0 {
 		str += fmt.Sprintf("; %d stale update attempts run again at once", s.Refreshed)
+	}
+	if s.Rerun > 0 {
+		str += fmt.Sprintf("; %d conflicting update attempts run again and committed by the servers", s.Rerun)
 	}
 	return str
 }
@@ -294,6 +315,9 @@ func Open(o Options) (*Engine, error) {
 	}
 	if o.Contention < ContentionDefault || o.Contention > ContentionClaims {
 		return nil, fmt.Errorf("stm: contention mode %d: want %d to %d", int(o.Contention), int(ContentionDefault), int(ContentionClaims))
+	}
+	if o.ServerCommit < ServerCommitOff || o.ServerCommit > ServerCommitRerun {
+		return nil, fmt.Errorf("stm: server commit mode %d: want %d to %d", int(o.ServerCommit), int(ServerCommitOff), int(ServerCommitRerun))
 	}
 	if o.Workers < 0 || o.ClientBlock < 0 || o.ClientBlocksPerSM < 0 || o.ClientThreads < 0 || o.ServerWarps < 0 {
 		return nil, fmt.Errorf("stm: negative option in %+v", o)

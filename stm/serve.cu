@@ -1,0 +1,196 @@
+// stm/serve.cu: single-partition commits finished by the server in its
+// turn (Options.ServerCommit; compiled in with STM_SERVE, the re-runs with
+// STM_RERUN; included by server.cu after the log's turn and the final
+// check it uses).
+//
+// In the default protocol a single-partition request is logged in its turn
+// (or in an earlier request's group), given its final check after the turn
+// passed on, and its client writes the versions back after the reply. With
+// STM_SERVE the turn's holder does it all before it passes the turn on:
+// the final check of the survivors against the entries before its slot,
+// the write-back of the survivors' versions (stm_serve_install), the done
+// markers of every timestamp it took (commits and holes), then the log
+// entries of the survivors only (null entries for the rest) and head. So
+// every single-partition entry before a partition's head is committed,
+// installed and done (no phantom entries, no groups), and a hot item's
+// next writer waits for no client. With STM_RERUN the holder also runs
+// again the update attempts of the request that failed their first
+// validation (or their final check) for a read-write or write-write
+// conflict: their bodies for their tickets read the partition's newest
+// committed state, which the turn's holder finds installed
+// (stm_fresh_wait waits only for a transaction of several partitions,
+// written back by its client), and a re-run that stays in the partition
+// and meets no other kept lane commits with the survivors, at the
+// timestamp its slot gives it: nothing of its partition is logged between
+// the state it read and its timestamp.
+
+#if STM_SERVE
+// stm_serve_install writes back, for the turn's holder, the versions of
+// client thread tid's transaction (the nw writes of its write set, read
+// through L2) with timestamp ts, as a client's stm_install_all does: each
+// item's next slot is marked empty, then after a fence gets its value, its
+// version and becomes the head; a fence ends it. The commit protocol makes
+// the turn's holder the item's only writer. All lanes call it.
+__device__ void stm_serve_install(const stm_globals* g, u32 tid, u32 nw, u64 ts) {
+	const u32 k = (u32)g->k;
+	const u64 wb = (u64)tid * (u32)g->w_cap;
+	u64* vers = (u64*)g->vers;
+	u64* vals = (u64*)g->vals;
+	u32* head = (u32*)g->head;
+	for (u32 j = 0; j < nw; j++) {
+		const u32 it = cg32(g->ws_item, wb + j);
+		const u32 h = ld_relaxed_gpu(head + it);
+		st_relaxed_gpu(vers + (u64)it * k + (h + 1 == k ? 0 : h + 1), STM_NO_VERSION);
+	}
+	__threadfence();
+	for (u32 j = 0; j < nw; j++) {
+		const u32 it = cg32(g->ws_item, wb + j);
+		const u32 h = ld_relaxed_gpu(head + it);
+		const u32 s = h + 1 == k ? 0 : h + 1;
+		st_relaxed_gpu(vals + (u64)it * k + s, cg64(g->ws_val, wb + j));
+		st_relaxed_gpu(vers + (u64)it * k + s, ts);
+		st_relaxed_gpu(head + it, s);
+	}
+	__threadfence();
+	__syncwarp();
+}
+
+#if STM_RERUN
+// stm_sets_meet reports whether transactions a and b conflict: one writes
+// an item the other reads or writes (read sets ra, rb of nra, nrb items,
+// write sets wa, wb of nwa, nwb, in global memory, read through L2).
+__device__ bool stm_sets_meet(const u32* ra, u32 nra, const u32* wa, u32 nwa, const u32* rb, u32 nrb, const u32* wb, u32 nwb) {
+	for (u32 i = 0; i < nwa; i++) {
+		const u32 it = __ldcg((const unsigned int*)wa + i);
+		for (u32 j = 0; j < nrb; j++)
+			if (__ldcg((const unsigned int*)rb + j) == it) return true;
+		for (u32 j = 0; j < nwb; j++)
+			if (__ldcg((const unsigned int*)wb + j) == it) return true;
+	}
+	for (u32 i = 0; i < nwb; i++) {
+		const u32 it = __ldcg((const unsigned int*)wb + i);
+		for (u32 j = 0; j < nra; j++)
+			if (__ldcg((const unsigned int*)ra + j) == it) return true;
+	}
+	return false;
+}
+
+// stm_rerun_body runs the workload's body for a server's re-run (not
+// inlined: the worker keeps its registers).
+__device__ __noinline__ void stm_rerun_body(stm_tx* tx) { stm_body(tx); }
+
+// stm_rerun runs again, in the turn's holder, client thread tid's ticket
+// (its row of tx_ticket) in the thread's rows: a new attempt (the draws
+// repeat) whose reads of partition p wait for nothing but a transaction of
+// several partitions (stm_fresh_wait) and whose other reads fail it. It
+// accepts the re-run when it began, did not fail, is an update of
+// partition p only and every item it writes blind is after its newest
+// logged write too; then the thread's set sizes are written to its rows.
+// Returns whether it accepted it, with its set sizes and workload check.
+// The lane calls it alone.
+__device__ bool stm_rerun(const stm_globals* g, u32 p, u32 tid, u64 deadline, u32* nr, u32* nw, u32* bad) {
+	stm_tx tx;
+	tx.g = g;
+	tx.ticket = cg64(g->tx_ticket, tid);
+	tx.tid = tid;
+	tx.thread = tid;
+	tx.threads = (u32)g->threads;
+	tx.deadline = deadline;
+	tx.held = tx.keep = tx.defers = 0;
+	tx.need = 0;
+	tx.fresh = p + 1;
+	tx.lost = 0;
+	stm_attempt(&tx);
+	stm_rerun_body(&tx);
+	bool acc = tx.begun && tx.state == STM_ST_OK && !tx.ro && tx.nw > 0 && tx.pmask == (1ull << p);
+	const u32* w = (const u32*)g->ws_item + (u64)tid * (u32)g->w_cap;
+	for (u32 j = 0; acc && j < tx.nw; j++) acc = stm_fresh_wait(&tx, w[j]) != ~0ull;
+	if (acc) {
+		((u32*)g->tx_nr)[tid] = tx.nr;
+		((u32*)g->tx_nw)[tid] = tx.nw;
+		*nr = tx.nr;
+		*nw = tx.nw;
+		*bad = tx.bad;
+	}
+	return acc;
+}
+#endif
+
+// stm_serve_turn commits, in the worker's turn, the survivors slots of a
+// single-partition request and, with STM_RERUN, re-runs its lanes cand
+// (conflicting first attempts; nonzero only for a request of one table
+// load): it reserves a slot for every lane of slots | cand (one atomic),
+// waits for its turn (no offer: never grouped), gives the survivors their
+// final check there (stm_final_check against the entries before its
+// slot, all of them committed and installed), re-runs cand and the
+// survivors that failed that check for a read-write or write-write
+// conflict (stm_rerun) and keeps a re-run that meets no other kept lane
+// (in lane order: the survivors' sets were prevalidated by the client, a
+// re-run's were not), takes consecutive timestamps for all its slots,
+// installs the kept lanes' versions, marks every timestamp done (the
+// others' as holes), logs the kept lanes (null entries in the other
+// slots), which passes the turn on, and gives each kept re-run the
+// snapshot just before its timestamp (the state it read). Returns false
+// when the run failed; *first is the first timestamp, *cause each lane's,
+// *flags each lane's result flags (STM_RES_SERVED for a lane with a slot,
+// STM_RES_RERUN for one that ran again, STM_RES_BAD when its kept re-run's
+// workload check failed). Thread mapping: lane l serves client lane l,
+// its re-run included. All lanes call it.
+__device__ bool stm_serve_turn(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, stm_job& J, u32 slots, u32 cand,
+                               u64 deadline, u32* cause, u64* first, u64* flags, stm_wstats* st) {
+	stm_log_ctl* ctl = L.ctl;
+	const u32 all = slots | cand, m = __popc(all);
+	const u64 s = stm_reserve(ctl, lane, m);
+	if (stm_turn(g, ctl, nullptr, lane, s, deadline, &st->cy_turn) == ~0ull) return false;
+	const u64 c0 = clock64();
+	st->turns++;
+	st->early++;
+	*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, st);
+	u32 nw = J.nw;
+	u64 fl = (all >> lane) & 1 ? STM_RES_SERVED : 0;
+#if STM_RERUN
+	const bool conf = *cause == 1 + STM_READ_WRITE || *cause == 1 + STM_WRITE_WRITE;
+	const bool mine = J.chunks == 1 && J.in && ((all >> lane) & 1) && conf;
+	bool acc = false;
+	u32 nr = J.nr, bad = 0;
+	if (mine) acc = stm_rerun(g, p, J.tid, deadline, &nr, &nw, &bad);
+	__threadfence(); // the re-runs' rows before the checks below and the log's copies
+	__syncwarp();
+	u32 keep = __ballot_sync(FULL_MASK, (J.in && *cause == 0) || acc);
+	const u32* ri = (const u32*)g->rs_item + (u64)J.tid * (u32)g->r_cap;
+	const u32* wi = (const u32*)g->ws_item + (u64)J.tid * (u32)g->w_cap;
+	for (u32 c = __ballot_sync(FULL_MASK, acc); c; c &= c - 1) {
+		const u32 l = __ffs(c) - 1;
+		const u32 nrl = __shfl_sync(FULL_MASK, nr, l), nwl = __shfl_sync(FULL_MASK, nw, l);
+		const u64 tl = (u64)J.cw * 32 + l;
+		const u32* rl = (const u32*)g->rs_item + tl * (u32)g->r_cap;
+		const u32* wl = (const u32*)g->ws_item + tl * (u32)g->w_cap;
+		const bool hit = lane != l && ((keep >> lane) & 1) && stm_sets_meet(ri, nr, wi, nw, rl, nrl, wl, nwl);
+		if (__any_sync(FULL_MASK, hit)) keep &= ~(1u << l);
+	}
+	if (acc && ((keep >> lane) & 1)) *cause = 0;
+	if (mine) fl |= STM_RES_RERUN | (bad && *cause == 0 ? STM_RES_BAD : 0);
+#endif
+	const u32 live = __ballot_sync(FULL_MASK, J.in && *cause == 0);
+	const bool lv = (live >> lane) & 1;
+	const u32 cl = lv ? nw : 0; // a single-partition request: every write is of p
+	const u32 items = __reduce_add_sync(FULL_MASK, cl);
+	const u64 t0 = stm_take_ts(g, ctl, lane, m);
+	const u64 ts = t0 + __popc(all & lanemask_lt(lane));
+	stm_serve_install(g, J.tid, cl, ts);
+	if ((all >> lane) & 1) st_release_gpu((u64*)g->done + (ts & g->done_mask), ts);
+	if (m <= g->log_n && items <= g->log_w)
+		stm_log_insert_batch(g, L, S, lane, J.cw, all, live, cl, false, t0);
+	else
+		stm_log_insert(g, L, p, lane, J.cw, all, live, all, t0);
+#if STM_RERUN
+	if (mine && lv) ((u64*)g->tx_snap)[J.tid] = ts - 1; // it read the newest committed state: the one just before its timestamp
+	const u32 rr = __ballot_sync(FULL_MASK, mine && lv);
+	if (lane == 0) st->rerun += __popc(rr);
+#endif
+	*first = t0;
+	*flags = fl;
+	st->cy_hold += clock64() - c0;
+	return true;
+}
+#endif
