@@ -99,7 +99,9 @@ type Options struct {
 	// clients write their versions back): ServerCommitInstall has the
 	// servers check, install and mark them done in their turn, and
 	// ServerCommitRerun also has them run conflicting update attempts
-	// again there (ServerCommit's constants say how). Every guarantee
+	// again there; ServerCommitRetry has them run such attempts again
+	// before the request's turn and validate them as any attempt
+	// (ServerCommit's constants say how). Every guarantee
 	// holds: a re-run reads one consistent state (the partition's newest
 	// committed one) and commits next in the partition's order. A re-run
 	// that commits replaces its first attempt, which is neither counted
@@ -107,7 +109,8 @@ type Options struct {
 	// abort and is not recorded (its sets were overwritten). Cost: no
 	// groups of requests; each turn of a partition holds its final check
 	// and write-back (and the re-runs); one 64-bit store per update
-	// attempt (its ticket) with re-runs.
+	// attempt (its ticket) with re-runs; with retries, a worker that
+	// waits for the clock before it runs an attempt again.
 	ServerCommit ServerCommit
 	table        int // benchmarks: the workers' table size (0: by ServerWarps)
 
@@ -316,8 +319,8 @@ func Open(o Options) (*Engine, error) {
 	if o.Contention < ContentionDefault || o.Contention > ContentionClaims {
 		return nil, fmt.Errorf("stm: contention mode %d: want %d to %d", int(o.Contention), int(ContentionDefault), int(ContentionClaims))
 	}
-	if o.ServerCommit < ServerCommitOff || o.ServerCommit > ServerCommitRerun {
-		return nil, fmt.Errorf("stm: server commit mode %d: want %d to %d", int(o.ServerCommit), int(ServerCommitOff), int(ServerCommitRerun))
+	if o.ServerCommit < ServerCommitOff || o.ServerCommit > ServerCommitRetry {
+		return nil, fmt.Errorf("stm: server commit mode %d: want %d to %d", int(o.ServerCommit), int(ServerCommitOff), int(ServerCommitRetry))
 	}
 	if o.Workers < 0 || o.ClientBlock < 0 || o.ClientBlocksPerSM < 0 || o.ClientThreads < 0 || o.ServerWarps < 0 {
 		return nil, fmt.Errorf("stm: negative option in %+v", o)

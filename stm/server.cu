@@ -619,9 +619,12 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		const u64 c0 = clock64();
 		u32 cause = stm_validate_table(g, L, S, p, lane, J); // lane l: 1 + cause of client lane l's abort
 		st.batched++;
+		u64 first = 0, flags = 0;
+#if STM_RETRY
+		if (J.kind == REQ_SINGLE && J.chunks == 1 && !stm_retry(g, L, S, p, lane, J, &cause, &flags, deadline)) break;
+#endif
 		const u32 slots = __ballot_sync(FULL_MASK, J.in && cause == 0);
 		const u64 c1 = clock64();
-		u64 first = 0, flags = 0;
 		u32 took = slots;
 #if STM_SERVE
 		if (J.kind == REQ_SINGLE) {
@@ -636,6 +639,10 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		if (slots && !stm_commit_turn(g, L, S, p, me, lane, J, slots, deadline, &cause, &first, &st)) break;
 		const u64 c2 = clock64();
 		stm_reply(g, p, lane, J, cause, took, first, flags);
+#if STM_RETRY
+		const u32 rr = __ballot_sync(FULL_MASK, (flags & STM_RES_RERUN) && cause == 0);
+		st.rerun += __popc(rr);
+#endif
 		const u64 c3 = clock64();
 		st.cy_validate += (c1 - c0) * __popc(J.mask);
 		st.cy_insert += (c3 - c1) * __popc(J.mask);

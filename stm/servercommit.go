@@ -31,10 +31,20 @@ const (
 	// item then commits several times a turn, with no client round trip
 	// between (ServerStats.Rerun).
 	ServerCommitRerun
+	// ServerCommitRetry leaves the commits to the default protocol but
+	// has a server's worker run again, before the request takes any
+	// slot, each update attempt of a single-partition request (of one
+	// table load) that failed its first validation for a read-write or
+	// write-write conflict: it waits until the commit clock passes the
+	// writes the attempt conflicted with, runs its body for its ticket
+	// from the clock as snapshot, as the client would, and validates the
+	// request again (up to twice). The client's round trip is what it
+	// saves; the re-run is validated as any attempt (ServerStats.Rerun).
+	ServerCommitRetry
 )
 
 // serverCommitNames are the modes as ParseServerCommit takes them.
-var serverCommitNames = [...]string{"off", "install", "rerun"}
+var serverCommitNames = [...]string{"off", "install", "rerun", "retry"}
 
 // String names the mode as ParseServerCommit takes it, e.g. "rerun".
 func (m ServerCommit) String() string {
@@ -44,12 +54,13 @@ func (m ServerCommit) String() string {
 	return fmt.Sprintf("servercommit(%d)", int(m))
 }
 
-// ParseServerCommit returns the mode named s: off, install or rerun.
+// ParseServerCommit returns the mode named s: off, install, rerun or
+// retry.
 func ParseServerCommit(s string) (ServerCommit, error) {
 	for i, n := range serverCommitNames {
 		if s == n {
 			return ServerCommit(i), nil
 		}
 	}
-	return 0, fmt.Errorf("stm: server commit mode %q: want off, install or rerun", s)
+	return 0, fmt.Errorf("stm: server commit mode %q: want off, install, rerun or retry", s)
 }

@@ -20,6 +20,11 @@ var serverCommitCases = []struct {
 	{"hot blocks (zipf 0.99), 2 rounds", ServerCommitRerun, ContentionOff},
 	{"hot blocks (zipf 0.99), 2 rounds", ServerCommitRerun, ContentionDefault},
 	{"hot blocks (zipf 0.99), 2 rounds", ServerCommitInstall, ContentionOff},
+	{"hot blocks (zipf 0.99), 2 rounds", ServerCommitRetry, ContentionOff},
+	{"hot blocks (zipf 0.99), 2 rounds", ServerCommitRetry, ContentionDefault},
+	{"zipf read-modify-write", ServerCommitRetry, ContentionOff},
+	{"four servers, transfers across partitions", ServerCommitRetry, ContentionOff},
+	{"all transactions on one item", ServerCommitRetry, ContentionOff},
 	{"hot accounts", ServerCommitRerun, ContentionOff},
 	{"all transactions on one item", ServerCommitRerun, ContentionOff},
 	{"write-only transactions", ServerCommitRerun, ContentionOff},
@@ -50,11 +55,12 @@ func TestServerCommitGPU(t *testing.T) {
 		}
 		t.Run(c.name+", "+x.mode.String()+", contention "+x.cm.String(), func(t *testing.T) {
 			res := runContendedGPU(t, Options{GPU: dev, Config: c.cfg, Contention: x.cm, ServerCommit: x.mode}, c)
-			if res.Server.Rerun > res.Commits || (x.mode != ServerCommitRerun && res.Server.Rerun != 0) {
+			reruns := x.mode == ServerCommitRerun || x.mode == ServerCommitRetry
+			if res.Server.Rerun > res.Commits || (!reruns && res.Server.Rerun != 0) {
 				t.Errorf("%d attempts re-run by the servers, %d update commits", res.Server.Rerun, res.Commits)
 			}
 			hot := c.name == "hot blocks (zipf 0.99), 2 rounds" || c.name == "all transactions on one item"
-			if x.mode == ServerCommitRerun && x.cm == ContentionOff && hot && res.Threads > 32 && res.Server.Rerun == 0 {
+			if reruns && x.cm == ContentionOff && hot && res.Threads > 32 && res.Server.Rerun == 0 {
 				t.Errorf("%d threads on hot items: no attempt re-run by the servers (aborts %s)", res.Threads, res.AbortString())
 			}
 			t.Logf("%d threads, %d servers, aborts %s, %d re-run by the servers; %v", res.Threads, res.Servers, res.AbortString(), res.Server.Rerun, res.Server)
@@ -76,6 +82,8 @@ func TestServerCommitUnderHotAccounts(t *testing.T) {
 		{"install", Options{GPU: dev, ServerCommit: ServerCommitInstall}},
 		{"rerun", Options{GPU: dev, ServerCommit: ServerCommitRerun}},
 		{"rerun, contention off", Options{GPU: dev, ServerCommit: ServerCommitRerun, Contention: ContentionOff}},
+		{"retry", Options{GPU: dev, ServerCommit: ServerCommitRetry}},
+		{"retry, contention off", Options{GPU: dev, ServerCommit: ServerCommitRetry, Contention: ContentionOff}},
 	} {
 		res := runHotBank(t, o.opt, o.what)
 		t.Logf("%s: %.3g commits/s, %d threads, abort rate %.1f%% (%s), %d re-run by the servers, %d held back",
