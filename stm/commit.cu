@@ -358,7 +358,7 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 			}
 			pending &= ~got;
 			u64 t1 = 0, tm = 0; // the commit timestamp; the one to mark done (also a hole's)
-#if STM_SERVE || STM_RERUN
+#if STM_SERVE || STM_RERUN || STM_POST
 			u64 ts_srv = 0; // a timestamp the server installed and marked done (commit or hole)
 			if (mine < 64 && ((got >> mine) & 1)) {
 				const u64 r = ld_relaxed_gpu((const u64*)g->res + tx->tid);

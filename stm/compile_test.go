@@ -41,12 +41,12 @@ func TestCUDABodiesCompile(t *testing.T) {
 	// The servers' commits (STM_SERVE 1, STM_RERUN 1) with Zipf, and a CUDA
 	// body with re-runs.
 	builds = append(builds, build{sp, Options{ServerCommit: ServerCommitInstall}}, build{sp, Options{ServerCommit: ServerCommitRerun}},
-		build{sp, Options{ServerCommit: ServerCommitRetry}}, build{builds[0].sp, Options{ServerCommit: ServerCommitRerun}})
+		build{sp, Options{ServerCommit: ServerCommitRetry}}, build{sp, Options{ServerCommit: ServerCommitWriteBack}}, build{builds[0].sp, Options{ServerCommit: ServerCommitRerun}})
 	for i, b := range builds {
 		sh := gpuShape(b.sp, Config{Servers: 2}.withDefaults(), b.opt, 2)
 		sh.latency = i%2 == 0 // the commit latencies (STM_LATENCY 1) in every other build
 		if _, err := sh.program(b.sp).CompileCUBIN("sm_90"); err != nil {
-			t.Fatalf("refresh %v, stripes %v, latency %v, serve %v, rerun %v, retry %v: %v", sh.refresh, sh.stripes, sh.latency, sh.serve, sh.rerun, sh.retry, err)
+			t.Fatalf("refresh %v, stripes %v, latency %v, serve %v, rerun %v, retry %v, post %v: %v", sh.refresh, sh.stripes, sh.latency, sh.serve, sh.rerun, sh.retry, sh.post, err)
 		}
 	}
 }

@@ -99,8 +99,10 @@ type Options struct {
 	// clients write their versions back): ServerCommitInstall has the
 	// servers check, install and mark them done in their turn, and
 	// ServerCommitRerun also has them run conflicting update attempts
-	// again there; ServerCommitRetry has them run such attempts again
-	// before the request's turn and validate them as any attempt
+	// again there; ServerCommitWriteBack keeps the default commit but has
+	// the servers write the versions back after the final check;
+	// ServerCommitRetry adds to it that they run conflicting attempts
+	// again before the request's turn and validate them as any attempt
 	// (ServerCommit's constants say how). Every guarantee
 	// holds: a re-run reads one consistent state (the partition's newest
 	// committed one) and commits next in the partition's order. A re-run

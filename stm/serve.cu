@@ -27,6 +27,12 @@
 // the state it read and its timestamp.
 
 //
+// With STM_POST (and without STM_SERVE) a request is committed as in the
+// default protocol (groups included), and after its final check its
+// worker writes back its survivors' versions and marks every timestamp it
+// took done (holes too) before the reply (stm_post_install), so no client
+// round trip stands between a commit and its publication.
+//
 // With STM_RETRY (and without STM_SERVE) a worker runs the conflicting
 // update attempts of a single-partition request of one table load again
 // before it reserves any slot (stm_retry): it waits until the commit
@@ -35,7 +41,8 @@
 // snapshot, as their clients would, drops a re-run that left the
 // partition or meets another lane of the request, and validates the
 // request again; the survivors then take their turn as any request's do
-// (groups, the clients' write-back). A re-run is an ordinary attempt from
+// (groups; with STM_POST, which the retry mode compiles in, the write-back
+// after the final check). A re-run is an ordinary attempt from
 // one snapshot, validated against every commit after it: the client's
 // round trip is what it saves.
 
@@ -129,7 +136,7 @@ __device__ u32 stm_drop_meeting(const stm_globals* g, u32 lane, u32 cw, u32 keep
 }
 #endif
 
-#if STM_SERVE
+#if STM_SERVE || STM_POST
 // stm_serve_install writes back, for the turn's holder, the versions of
 // client thread tid's transaction (the nw writes of its write set, read
 // through L2) with timestamp ts, as a client's stm_install_all does: each
@@ -159,6 +166,9 @@ __device__ void stm_serve_install(const stm_globals* g, u32 tid, u32 nw, u64 ts)
 	__threadfence();
 	__syncwarp();
 }
+#endif
+
+#if STM_SERVE
 
 
 // stm_serve_turn commits, in the worker's turn, the survivors slots of a
@@ -277,5 +287,25 @@ __device__ bool stm_retry(const stm_globals* g, stm_log& L, stm_scratch* S, u32 
 		*cause = again ? c2 : old;
 	}
 	return true;
+}
+#endif
+
+#if STM_POST
+// stm_post_install writes back, after a single-partition request's final
+// check, the versions of its lanes of slots that committed (cause 0; lane
+// l's timestamp first + its rank in slots) and marks every timestamp of
+// slots done (the others' as holes), as their clients would after the
+// reply; *flags gets STM_RES_SERVED for each lane of slots, so that its
+// client does neither. Another writer of an item commits only from a
+// snapshot at or after this commit (validation), so versions stay in
+// timestamp order per item. All lanes call it.
+__device__ __forceinline__ void stm_post_install(const stm_globals* g, u32 lane, const stm_job& J, u32 slots, u64 first, u32 cause, u64* flags) {
+	const bool mine = (slots >> lane) & 1;
+	const u64 ts = first + __popc(slots & lanemask_lt(lane));
+	stm_serve_install(g, J.tid, mine && cause == 0 ? J.nw : 0, ts);
+	if (mine) {
+		st_release_gpu((u64*)g->done + (ts & g->done_mask), ts);
+		*flags |= STM_RES_SERVED;
+	}
 }
 #endif

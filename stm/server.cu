@@ -637,6 +637,9 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		} else
 #endif
 		if (slots && !stm_commit_turn(g, L, S, p, me, lane, J, slots, deadline, &cause, &first, &st)) break;
+#if STM_POST
+		if (J.kind == REQ_SINGLE && slots) stm_post_install(g, lane, J, slots, first, cause, &flags);
+#endif
 		const u64 c2 = clock64();
 		stm_reply(g, p, lane, J, cause, took, first, flags);
 #if STM_RETRY

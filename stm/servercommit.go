@@ -31,8 +31,15 @@ const (
 	// item then commits several times a turn, with no client round trip
 	// between (ServerStats.Rerun).
 	ServerCommitRerun
-	// ServerCommitRetry leaves the commits to the default protocol but
-	// has a server's worker run again, before the request takes any
+	// ServerCommitWriteBack commits as the default protocol does (groups
+	// included), but after a single-partition request's final check its
+	// server writes back the survivors' versions and marks every
+	// timestamp the request took done (holes too) before the reply; the
+	// clients skip their write-back. No client round trip then stands
+	// between a commit and its publication.
+	ServerCommitWriteBack
+	// ServerCommitRetry is ServerCommitWriteBack, and a server's worker
+	// also runs again, before the request takes any
 	// slot, each update attempt of a single-partition request (of one
 	// table load) that failed its first validation for a read-write or
 	// write-write conflict: it waits until the commit clock passes the
@@ -44,7 +51,7 @@ const (
 )
 
 // serverCommitNames are the modes as ParseServerCommit takes them.
-var serverCommitNames = [...]string{"off", "install", "rerun", "retry"}
+var serverCommitNames = [...]string{"off", "install", "rerun", "writeback", "retry"}
 
 // String names the mode as ParseServerCommit takes it, e.g. "rerun".
 func (m ServerCommit) String() string {
@@ -54,13 +61,13 @@ func (m ServerCommit) String() string {
 	return fmt.Sprintf("servercommit(%d)", int(m))
 }
 
-// ParseServerCommit returns the mode named s: off, install, rerun or
-// retry.
+// ParseServerCommit returns the mode named s: off, install, rerun,
+// writeback or retry.
 func ParseServerCommit(s string) (ServerCommit, error) {
 	for i, n := range serverCommitNames {
 		if s == n {
 			return ServerCommit(i), nil
 		}
 	}
-	return 0, fmt.Errorf("stm: server commit mode %q: want off, install, rerun or retry", s)
+	return 0, fmt.Errorf("stm: server commit mode %q: want off, install, rerun, writeback or retry", s)
 }

@@ -25,6 +25,9 @@ var serverCommitCases = []struct {
 	{"zipf read-modify-write", ServerCommitRetry, ContentionOff},
 	{"four servers, transfers across partitions", ServerCommitRetry, ContentionOff},
 	{"all transactions on one item", ServerCommitRetry, ContentionOff},
+	{"hot blocks (zipf 0.99), 2 rounds", ServerCommitWriteBack, ContentionDefault},
+	{"four servers, transfers across partitions", ServerCommitWriteBack, ContentionOff},
+	{"transactions larger than the log", ServerCommitWriteBack, ContentionOff},
 	{"hot accounts", ServerCommitRerun, ContentionOff},
 	{"all transactions on one item", ServerCommitRerun, ContentionOff},
 	{"write-only transactions", ServerCommitRerun, ContentionOff},
@@ -82,6 +85,7 @@ func TestServerCommitUnderHotAccounts(t *testing.T) {
 		{"install", Options{GPU: dev, ServerCommit: ServerCommitInstall}},
 		{"rerun", Options{GPU: dev, ServerCommit: ServerCommitRerun}},
 		{"rerun, contention off", Options{GPU: dev, ServerCommit: ServerCommitRerun, Contention: ContentionOff}},
+		{"writeback", Options{GPU: dev, ServerCommit: ServerCommitWriteBack}},
 		{"retry", Options{GPU: dev, ServerCommit: ServerCommitRetry}},
 		{"retry, contention off", Options{GPU: dev, ServerCommit: ServerCommitRetry, Contention: ContentionOff}},
 	} {
