@@ -283,7 +283,7 @@ __device__ __noinline__ bool stm_await_all(const stm_globals* g, u64 pending, u3
 	return true;
 }
 
-#if STM_RERUN
+#if STM_RETRY
 // stm_rerun_reload takes over the attempt a server ran again and committed
 // (result r has STM_RES_RERUN): the server wrote its snapshot, set sizes,
 // read and write sets in this thread's rows, then a fence, then the
@@ -312,8 +312,8 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 		((u64*)g->tx_snap)[tx->tid] = tx->snap;
 		((u32*)g->tx_nr)[tx->tid] = tx->nr;
 		((u32*)g->tx_nw)[tx->tid] = tx->nw;
-#if STM_RERUN
-		((u64*)g->tx_ticket)[tx->tid] = tx->ticket; // a server may run the body again (server.cu, stm_serve_turn)
+#if STM_RETRY
+		((u64*)g->tx_ticket)[tx->tid] = tx->ticket; // a server may run the body again (serve.cu, stm_retry)
 #endif
 	}
 	if (__ballot_sync(FULL_MASK, upd) == 0) return 0;
@@ -358,7 +358,7 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 			}
 			pending &= ~got;
 			u64 t1 = 0, tm = 0; // the commit timestamp; the one to mark done (also a hole's)
-#if STM_SERVE || STM_RERUN || STM_POST
+#if STM_POST
 			u64 ts_srv = 0; // a timestamp the server installed and marked done (commit or hole)
 			if (mine < 64 && ((got >> mine) & 1)) {
 				const u64 r = ld_relaxed_gpu((const u64*)g->res + tx->tid);
@@ -366,12 +366,12 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 				if (r & STM_RES_FLAG) {
 					stm_fail(tx, STM_ST_ABORT + (u32)(v & 0xFF), 0);
 					tm = v >> 8;
-#if STM_RERUN
+#if STM_RETRY
 					if (r & STM_RES_RERUN) tx->lost = 1; // its sets were overwritten by a dropped re-run
 #endif
 				} else {
 					t1 = tm = v;
-#if STM_RERUN
+#if STM_RETRY
 					if (r & STM_RES_RERUN) stm_rerun_reload(g, tx, r);
 #endif
 				}

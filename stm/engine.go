@@ -94,25 +94,20 @@ type Options struct {
 	// retries (DefaultRefresh has the figures).
 	// Cost: one load per access of an update transaction per retry.
 	Refresh int
-	// ServerCommit says who finishes the GPU engine's single-partition
+	// ServerCommit is the GPU engine servers' share of single-partition
 	// commits (ServerCommitOff, the zero value, is the default: the
-	// clients write their versions back): ServerCommitInstall has the
-	// servers check, install and mark them done in their turn, and
-	// ServerCommitRerun also has them run conflicting update attempts
-	// again there; ServerCommitWriteBack keeps the default commit but has
-	// the servers write the versions back after the final check;
-	// ServerCommitRetry adds to it that they run conflicting attempts
-	// again before the request's turn and validate them as any attempt
-	// (ServerCommit's constants say how). Every guarantee
-	// holds: a re-run reads one consistent state (the partition's newest
-	// committed one) and commits next in the partition's order. A re-run
-	// that commits replaces its first attempt, which is neither counted
-	// as an abort nor recorded; one dropped counts as that attempt's
-	// abort and is not recorded (its sets were overwritten). Cost: no
-	// groups of requests; each turn of a partition holds its final check
-	// and write-back (and the re-runs); one 64-bit store per update
-	// attempt (its ticket) with re-runs; with retries, a worker that
-	// waits for the clock before it runs an attempt again.
+	// clients write their versions back): ServerCommitWriteBack has the
+	// servers write them back and mark their timestamps done after the
+	// final check, and ServerCommitRetry also has them run conflicting
+	// update attempts again before the request's turn, validated as any
+	// attempt (ServerCommit's constants say how). Every guarantee holds.
+	// A re-run that commits replaces its first attempt, which is neither
+	// counted as an abort nor recorded; one dropped counts as that
+	// attempt's abort and is not recorded (its sets were overwritten).
+	// Cost: the write-back moves from the client warps to the server's
+	// workers; with retries, one 64-bit store per update attempt (its
+	// ticket) and a worker that waits for the clock before it runs an
+	// attempt again.
 	ServerCommit ServerCommit
 	table        int // benchmarks: the workers' table size (0: by ServerWarps)
 
@@ -250,8 +245,8 @@ type ServerStats struct {
 	// warp's bodies and ran again at once (Options.Refresh); they are
 	// among the aborts.
 	Refreshed uint64
-	// Rerun counts update attempts a server ran again in its turn and
-	// committed (ServerCommitRerun).
+	// Rerun counts update attempts a server ran again before their
+	// turn and committed (ServerCommitRetry).
 	Rerun uint64
 }
 

@@ -134,12 +134,11 @@ type shape struct {
 	// compiled in only when used, so that the programs of other runs keep
 	// the code they had without them
 	refresh, stripes, latency bool
-	// serve, rerun, retry, post: the servers install single-partition
-	// commits in their turn, run update attempts' bodies (in their turn,
-	// or before it with retry), write single-partition commits back after
-	// their final check (Options.ServerCommit); compiled in only when
+	// post, retry: the servers write single-partition commits back
+	// after their final check, and run conflicting update attempts again
+	// before their turn (Options.ServerCommit); compiled in only when
 	// used
-	serve, rerun, retry, post bool
+	post, retry bool
 }
 
 // serverSmem returns the shared memory the server's log (a ring of logE
@@ -181,10 +180,8 @@ func gpuShape(sp *workloadSpec, cfg Config, o Options, hist int) shape {
 	sh.serverSmem = serverSmem(sh.logE, sh.logA, sh.serverWarps-1, sh.table)
 	sh.refresh = refreshFor(o.Refresh, sp) > 0
 	sh.stripes = o.Stripe > 0
-	sh.serve = o.ServerCommit == ServerCommitInstall || o.ServerCommit == ServerCommitRerun
-	sh.rerun = o.ServerCommit == ServerCommitRerun || o.ServerCommit == ServerCommitRetry
-	sh.retry = o.ServerCommit == ServerCommitRetry
 	sh.post = o.ServerCommit == ServerCommitWriteBack || o.ServerCommit == ServerCommitRetry
+	sh.retry = o.ServerCommit == ServerCommitRetry
 	return sh
 }
 
@@ -208,7 +205,7 @@ func (sh shape) program(sp *workloadSpec) gpu.Program {
 		gpu.Def("STM_SERVER_WARPS", sh.serverWarps), gpu.Def("STM_CLIENT_BLOCK", sh.clientBlock),
 		gpu.Def("STM_TABLE", sh.table), gpu.Def("STM_CTL_BYTES_PER_WORKER", workerBytes(sh.table)),
 		gpu.Def("STM_REFRESH", b2i(sh.refresh)), gpu.Def("STM_STRIPES", b2i(sh.stripes)), gpu.Def("STM_LATENCY", b2i(sh.latency)),
-		gpu.Def("STM_SERVE", b2i(sh.serve)), gpu.Def("STM_RERUN", b2i(sh.rerun)), gpu.Def("STM_RETRY", b2i(sh.retry)), gpu.Def("STM_POST", b2i(sh.post)))
+		gpu.Def("STM_POST", b2i(sh.post)), gpu.Def("STM_RETRY", b2i(sh.retry)))
 	p := gpu.NewProgram("stm.cu", programSource, defs...)
 	p.Headers["stm/stm.cuh"] = stmHeader
 	p.Headers["stm/device.cuh"] = deviceHeader

@@ -25,7 +25,7 @@ var globalFields = []string{
 	// per client thread: read and write sets, snapshot, counts, result
 	"rs_item", "rs_val", "ws_item", "ws_val", "tx_snap", "tx_nr", "tx_nw", "res",
 	// per client thread: the ticket of its update attempt, which a
-	// server may run again (Options.ServerCommit rerun)
+	// server may run again (Options.ServerCommit retry)
 	"tx_ticket",
 	// per server: request and finalize rings (ring_mask + 1 slots) and
 	// their tails; per client warp and server: reply sequence numbers
@@ -114,7 +114,7 @@ const (
 	finWords       = 4  // a slot of a finalize ring: struct stm_fin
 	resultFlag     = uint64(1) << 63
 	resultPrepared = resultFlag | 0xFF
-	resultServed   = uint64(1) << 62 // a server installed the lane's versions and marked its timestamp done (Options.ServerCommit): the client does neither
+	resultServed   = uint64(1) << 62 // a server wrote the lane's versions back and marked its timestamp done (Options.ServerCommit): the client does neither
 	resultRerun    = uint64(1) << 61 // a server ran the attempt again in the client thread's rows: the client reloads its sets (committed) or does not record it (aborted)
 	resultBad      = uint64(1) << 60 // and the re-run's workload check failed
 )
@@ -159,7 +159,7 @@ const (
 	cntClientReplies // replies the clients timed (cntNsClient's count)
 	cntDeferred      // update attempts held back unsent: an item they write was claimed (Options.Contention)
 	cntRefreshed     // stale update attempts aborted after their warp's bodies and run again at once (Options.Refresh)
-	cntRerun         // conflicting update attempts a server ran again in its turn and committed (Options.ServerCommit rerun)
+	cntRerun         // conflicting update attempts a server ran again before their turn and committed (Options.ServerCommit retry)
 	numCounters
 	// With RunOptions.Latency the counters' buffer holds after them the
 	// commit latencies' histogram (latencyDeviceBuckets words, Latency's

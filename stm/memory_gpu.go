@@ -57,7 +57,7 @@ func (g *gpuEngine) allocate(pl *runPlan, sp *workloadSpec, ro RunOptions) (*run
 	take(m, &m.txNR, th)
 	take(m, &m.txNW, th)
 	take(m, &m.res, th)
-	if sh.rerun {
+	if sh.retry {
 		take(m, &m.tticket, th)
 	} else {
 		take(m, &m.tticket, 1)

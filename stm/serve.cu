@@ -1,52 +1,78 @@
-// stm/serve.cu: single-partition commits finished by the server in its
-// turn, and conflicting update attempts run again by the server
-// (Options.ServerCommit; compiled in with STM_SERVE, the bodies run by the
-// server with STM_RERUN, the re-runs before the turn with STM_RETRY;
-// included by server.cu after the log's turn and the final check it
-// uses).
+// stm/serve.cu: a server's share of single-partition commits beyond the
+// default protocol (Options.ServerCommit; included by server.cu after the
+// validation and the turns it uses): the write-back after the final check
+// (STM_POST) and conflicting update attempts run again by the server
+// before their turn (STM_RETRY, which compiles STM_POST in too).
 //
-// In the default protocol a single-partition request is logged in its turn
-// (or in an earlier request's group), given its final check after the turn
-// passed on, and its client writes the versions back after the reply. With
-// STM_SERVE the turn's holder does it all before it passes the turn on:
-// the final check of the survivors against the entries before its slot,
-// the write-back of the survivors' versions (stm_serve_install), the done
-// markers of every timestamp it took (commits and holes), then the log
-// entries of the survivors only (null entries for the rest) and head. So
-// every single-partition entry before a partition's head is committed,
-// installed and done (no phantom entries, no groups), and a hot item's
-// next writer waits for no client. With STM_RERUN the holder also runs
-// again the update attempts of the request that failed their first
-// validation (or their final check) for a read-write or write-write
-// conflict: their bodies for their tickets read the partition's newest
-// committed state, which the turn's holder finds installed
-// (stm_fresh_wait waits only for a transaction of several partitions,
-// written back by its client), and a re-run that stays in the partition
-// and meets no other kept lane commits with the survivors, at the
-// timestamp its slot gives it: nothing of its partition is logged between
-// the state it read and its timestamp.
+// With STM_POST a request is committed as in the default protocol (groups
+// included), and after its final check its worker writes back its
+// survivors' versions and marks every timestamp it took done (holes too)
+// before the reply (stm_post_install), so no client round trip stands
+// between a commit and its publication; the clients skip their
+// write-back.
+//
+// With STM_RETRY a worker runs the conflicting update attempts of a
+// single-partition request of one table load again before it reserves
+// any slot (stm_retry): it waits until the commit clock passes the newest
+// logged write of every item they accessed (the writes they conflicted
+// with), runs their bodies again from the clock as snapshot, as their
+// clients would, drops a re-run that left the partition or meets another
+// lane of the request, and validates the request again; the survivors
+// then take their turn as any request's do. A re-run is an ordinary
+// attempt from one snapshot, validated against every commit after it: the
+// client's round trip is what it saves.
 
-//
-// With STM_POST (and without STM_SERVE) a request is committed as in the
-// default protocol (groups included), and after its final check its
-// worker writes back its survivors' versions and marks every timestamp it
-// took done (holes too) before the reply (stm_post_install), so no client
-// round trip stands between a commit and its publication.
-//
-// With STM_RETRY (and without STM_SERVE) a worker runs the conflicting
-// update attempts of a single-partition request of one table load again
-// before it reserves any slot (stm_retry): it waits until the commit
-// clock passes the newest logged write of every item they accessed (the
-// writes they conflicted with), runs their bodies again from the clock as
-// snapshot, as their clients would, drops a re-run that left the
-// partition or meets another lane of the request, and validates the
-// request again; the survivors then take their turn as any request's do
-// (groups; with STM_POST, which the retry mode compiles in, the write-back
-// after the final check). A re-run is an ordinary attempt from
-// one snapshot, validated against every commit after it: the client's
-// round trip is what it saves.
+#if STM_POST
+// stm_server_install writes back, in a server's worker, the versions of
+// client thread tid's transaction (the nw writes of its write set, read
+// through L2) with timestamp ts, as a client's stm_install_all does: each
+// item's next slot is marked empty, then after a fence gets its value, its
+// version and becomes the head; a fence ends it. The commit protocol makes
+// the transaction the item's only writer now. All lanes call it.
+__device__ void stm_server_install(const stm_globals* g, u32 tid, u32 nw, u64 ts) {
+	const u32 k = (u32)g->k;
+	const u64 wb = (u64)tid * (u32)g->w_cap;
+	u64* vers = (u64*)g->vers;
+	u64* vals = (u64*)g->vals;
+	u32* head = (u32*)g->head;
+	for (u32 j = 0; j < nw; j++) {
+		const u32 it = cg32(g->ws_item, wb + j);
+		const u32 h = ld_relaxed_gpu(head + it);
+		st_relaxed_gpu(vers + (u64)it * k + (h + 1 == k ? 0 : h + 1), STM_NO_VERSION);
+	}
+	__threadfence();
+	for (u32 j = 0; j < nw; j++) {
+		const u32 it = cg32(g->ws_item, wb + j);
+		const u32 h = ld_relaxed_gpu(head + it);
+		const u32 s = h + 1 == k ? 0 : h + 1;
+		st_relaxed_gpu(vals + (u64)it * k + s, cg64(g->ws_val, wb + j));
+		st_relaxed_gpu(vers + (u64)it * k + s, ts);
+		st_relaxed_gpu(head + it, s);
+	}
+	__threadfence();
+	__syncwarp();
+}
 
-#if STM_RERUN
+// stm_post_install writes back, after a single-partition request's final
+// check, the versions of its lanes of slots that committed (cause 0; lane
+// l's timestamp first + its rank in slots) and marks every timestamp of
+// slots done (the others' as holes), as their clients would after the
+// reply; *flags gets STM_RES_SERVED for each lane of slots, so that its
+// client does neither. Another writer of an item commits only from a
+// snapshot at or after this commit (validation), so versions stay in
+// timestamp order per item. All lanes call it.
+__device__ __forceinline__ void stm_post_install(const stm_globals* g, u32 lane, const stm_job& J, u32 slots, u64 first, u32 cause, u64* flags) {
+	const bool mine = (slots >> lane) & 1;
+	const u64 ts = first + __popc(slots & lanemask_lt(lane));
+	stm_server_install(g, J.tid, mine && cause == 0 ? J.nw : 0, ts);
+	if (mine) {
+		st_release_gpu((u64*)g->done + (ts & g->done_mask), ts);
+		*flags |= STM_RES_SERVED;
+	}
+}
+#endif
+
+#if STM_RETRY
 // stm_sets_meet reports whether transactions a and b conflict: one writes
 // an item the other reads or writes (read sets ra, rb of nra, nrb items,
 // write sets wa, wb of nwa, nwb, in global memory, read through L2).
@@ -71,17 +97,13 @@ __device__ bool stm_sets_meet(const u32* ra, u32 nra, const u32* wa, u32 nwa, co
 __device__ __noinline__ void stm_rerun_body(stm_tx* tx) { stm_body(tx); }
 
 // stm_rerun runs again client thread tid's ticket (its row of tx_ticket)
-// in the thread's rows: a new attempt (the draws repeat). In the turn's
-// holder (fresh), its reads of partition p wait for nothing but a
-// transaction of several partitions (stm_fresh_wait) and its other reads
-// fail it; before a turn (not fresh) it reads from the clock as snapshot,
-// as a client's attempt does. It accepts the re-run when it began, did
-// not fail, is an update of partition p only and, fresh, every item it
-// writes blind is after its newest logged write too; then the thread's
+// in the thread's rows: a new attempt (the draws repeat) from the clock as
+// snapshot, as a client's attempt is. It accepts the re-run when it began,
+// did not fail and is an update of partition p only; then the thread's
 // snapshot and set sizes are written to its rows. Returns whether it
 // accepted it, with its set sizes and workload check. The lane calls it
 // alone.
-__device__ bool stm_rerun(const stm_globals* g, u32 p, u32 tid, u64 deadline, bool fresh, u32* nr, u32* nw, u32* bad) {
+__device__ bool stm_rerun(const stm_globals* g, u32 p, u32 tid, u64 deadline, u32* nr, u32* nw, u32* bad) {
 	stm_tx tx;
 	tx.g = g;
 	tx.ticket = cg64(g->tx_ticket, tid);
@@ -91,13 +113,10 @@ __device__ bool stm_rerun(const stm_globals* g, u32 p, u32 tid, u64 deadline, bo
 	tx.deadline = deadline;
 	tx.held = tx.keep = tx.defers = 0;
 	tx.need = 0;
-	tx.fresh = fresh ? p + 1 : 0;
 	tx.lost = 0;
 	stm_attempt(&tx);
 	stm_rerun_body(&tx);
-	bool acc = tx.begun && tx.state == STM_ST_OK && !tx.ro && tx.nw > 0 && tx.pmask == (1ull << p);
-	const u32* w = (const u32*)g->ws_item + (u64)tid * (u32)g->w_cap;
-	for (u32 j = 0; acc && fresh && j < tx.nw; j++) acc = stm_fresh_wait(&tx, w[j]) != ~0ull;
+	const bool acc = tx.begun && tx.state == STM_ST_OK && !tx.ro && tx.nw > 0 && tx.pmask == (1ull << p);
 	if (acc) {
 		((u64*)g->tx_snap)[tid] = tx.snap;
 		((u32*)g->tx_nr)[tid] = tx.nr;
@@ -134,113 +153,7 @@ __device__ u32 stm_drop_meeting(const stm_globals* g, u32 lane, u32 cw, u32 keep
 	}
 	return drop;
 }
-#endif
 
-#if STM_SERVE || STM_POST
-// stm_serve_install writes back, for the turn's holder, the versions of
-// client thread tid's transaction (the nw writes of its write set, read
-// through L2) with timestamp ts, as a client's stm_install_all does: each
-// item's next slot is marked empty, then after a fence gets its value, its
-// version and becomes the head; a fence ends it. The commit protocol makes
-// the turn's holder the item's only writer. All lanes call it.
-__device__ void stm_serve_install(const stm_globals* g, u32 tid, u32 nw, u64 ts) {
-	const u32 k = (u32)g->k;
-	const u64 wb = (u64)tid * (u32)g->w_cap;
-	u64* vers = (u64*)g->vers;
-	u64* vals = (u64*)g->vals;
-	u32* head = (u32*)g->head;
-	for (u32 j = 0; j < nw; j++) {
-		const u32 it = cg32(g->ws_item, wb + j);
-		const u32 h = ld_relaxed_gpu(head + it);
-		st_relaxed_gpu(vers + (u64)it * k + (h + 1 == k ? 0 : h + 1), STM_NO_VERSION);
-	}
-	__threadfence();
-	for (u32 j = 0; j < nw; j++) {
-		const u32 it = cg32(g->ws_item, wb + j);
-		const u32 h = ld_relaxed_gpu(head + it);
-		const u32 s = h + 1 == k ? 0 : h + 1;
-		st_relaxed_gpu(vals + (u64)it * k + s, cg64(g->ws_val, wb + j));
-		st_relaxed_gpu(vers + (u64)it * k + s, ts);
-		st_relaxed_gpu(head + it, s);
-	}
-	__threadfence();
-	__syncwarp();
-}
-#endif
-
-#if STM_SERVE
-
-
-// stm_serve_turn commits, in the worker's turn, the survivors slots of a
-// single-partition request and, with STM_RERUN, re-runs its lanes cand
-// (conflicting first attempts; nonzero only for a request of one table
-// load): it reserves a slot for every lane of slots | cand (one atomic),
-// waits for its turn (no offer: never grouped), gives the survivors their
-// final check there (stm_final_check against the entries before its
-// slot, all of them committed and installed), re-runs cand and the
-// survivors that failed that check for a read-write or write-write
-// conflict (stm_rerun) and keeps a re-run that meets no other kept lane
-// (in lane order: the survivors' sets were prevalidated by the client, a
-// re-run's were not), takes consecutive timestamps for all its slots,
-// installs the kept lanes' versions, marks every timestamp done (the
-// others' as holes), logs the kept lanes (null entries in the other
-// slots), which passes the turn on, and gives each kept re-run the
-// snapshot just before its timestamp (the state it read). Returns false
-// when the run failed; *first is the first timestamp, *cause each lane's,
-// *flags each lane's result flags (STM_RES_SERVED for a lane with a slot,
-// STM_RES_RERUN for one that ran again, STM_RES_BAD when its kept re-run's
-// workload check failed). Thread mapping: lane l serves client lane l,
-// its re-run included. All lanes call it.
-__device__ bool stm_serve_turn(const stm_globals* g, stm_log& L, stm_scratch* S, u32 p, u32 lane, stm_job& J, u32 slots, u32 cand,
-                               u64 deadline, u32* cause, u64* first, u64* flags, stm_wstats* st) {
-	stm_log_ctl* ctl = L.ctl;
-	const u32 all = slots | cand, m = __popc(all);
-	const u64 s = stm_reserve(ctl, lane, m);
-	if (stm_turn(g, ctl, nullptr, lane, s, deadline, &st->cy_turn) == ~0ull) return false;
-	const u64 c0 = clock64();
-	st->turns++;
-	st->early++;
-	*cause = stm_final_check(g, L, S, p, lane, J, s, *cause, st);
-	u32 nw = J.nw;
-	u64 fl = (all >> lane) & 1 ? STM_RES_SERVED : 0;
-#if STM_RERUN && !STM_RETRY
-	const bool conf = *cause == 1 + STM_READ_WRITE || *cause == 1 + STM_WRITE_WRITE;
-	const bool mine = J.chunks == 1 && J.in && ((all >> lane) & 1) && conf;
-	bool acc = false;
-	u32 nr = J.nr, bad = 0;
-	if (mine) acc = stm_rerun(g, p, J.tid, deadline, true, &nr, &nw, &bad);
-	__threadfence(); // the re-runs' rows before the checks below and the log's copies
-	__syncwarp();
-	const u32 keep = __ballot_sync(FULL_MASK, (J.in && *cause == 0) || acc);
-	const u32 drop = stm_drop_meeting(g, lane, J.cw, keep, acc, nr, nw);
-	if (acc && !((drop >> lane) & 1)) *cause = 0;
-	if (mine) fl |= STM_RES_RERUN | (bad && *cause == 0 ? STM_RES_BAD : 0);
-#endif
-	const u32 live = __ballot_sync(FULL_MASK, J.in && *cause == 0);
-	const bool lv = (live >> lane) & 1;
-	const u32 cl = lv ? nw : 0; // a single-partition request: every write is of p
-	const u32 items = __reduce_add_sync(FULL_MASK, cl);
-	const u64 t0 = stm_take_ts(g, ctl, lane, m);
-	const u64 ts = t0 + __popc(all & lanemask_lt(lane));
-	stm_serve_install(g, J.tid, cl, ts);
-	if ((all >> lane) & 1) st_release_gpu((u64*)g->done + (ts & g->done_mask), ts);
-	if (m <= g->log_n && items <= g->log_w)
-		stm_log_insert_batch(g, L, S, lane, J.cw, all, live, cl, false, t0);
-	else
-		stm_log_insert(g, L, p, lane, J.cw, all, live, all, t0);
-#if STM_RERUN && !STM_RETRY
-	if (mine && lv) ((u64*)g->tx_snap)[J.tid] = ts - 1; // it read the newest committed state: the one just before its timestamp
-	const u32 rr = __ballot_sync(FULL_MASK, mine && lv);
-	if (lane == 0) st->rerun += __popc(rr);
-#endif
-	*first = t0;
-	*flags = fl;
-	st->cy_hold += clock64() - c0;
-	return true;
-}
-#endif
-
-#if STM_RETRY
 // STM_RETRY_ROUNDS is how many times a worker runs a conflicting attempt
 // again before its turn.
 #define STM_RETRY_ROUNDS 2
@@ -273,7 +186,7 @@ __device__ bool stm_retry(const stm_globals* g, stm_log& L, stm_scratch* S, u32 
 		}
 		if (!stm_publish(g, warp_max64(top), lane, deadline)) return false;
 		u32 nr = J.nr, nw = J.nw, bad = 0;
-		const bool acc = conf && stm_rerun(g, p, J.tid, deadline, false, &nr, &nw, &bad);
+		const bool acc = conf && stm_rerun(g, p, J.tid, deadline, &nr, &nw, &bad);
 		__threadfence(); // the re-runs' rows before the checks below and the validation
 		__syncwarp();
 		const u32 keep = __ballot_sync(FULL_MASK, (J.in && *cause == 0) || acc);
@@ -287,25 +200,5 @@ __device__ bool stm_retry(const stm_globals* g, stm_log& L, stm_scratch* S, u32 
 		*cause = again ? c2 : old;
 	}
 	return true;
-}
-#endif
-
-#if STM_POST
-// stm_post_install writes back, after a single-partition request's final
-// check, the versions of its lanes of slots that committed (cause 0; lane
-// l's timestamp first + its rank in slots) and marks every timestamp of
-// slots done (the others' as holes), as their clients would after the
-// reply; *flags gets STM_RES_SERVED for each lane of slots, so that its
-// client does neither. Another writer of an item commits only from a
-// snapshot at or after this commit (validation), so versions stay in
-// timestamp order per item. All lanes call it.
-__device__ __forceinline__ void stm_post_install(const stm_globals* g, u32 lane, const stm_job& J, u32 slots, u64 first, u32 cause, u64* flags) {
-	const bool mine = (slots >> lane) & 1;
-	const u64 ts = first + __popc(slots & lanemask_lt(lane));
-	stm_serve_install(g, J.tid, mine && cause == 0 ? J.nw : 0, ts);
-	if (mine) {
-		st_release_gpu((u64*)g->done + (ts & g->done_mask), ts);
-		*flags |= STM_RES_SERVED;
-	}
 }
 #endif

@@ -22,7 +22,7 @@ struct stm_wstats {
 	// replied); from the client's send to the worker taking it, and to the
 	// reply; the requests.
 	u64 cy_load, cy_val, cy_final, cy_reply, cy_busy, ns_ring, ns_server, requests;
-	u64 rerun; // conflicting attempts run again in the turn and committed (Options.ServerCommit rerun)
+	u64 rerun; // conflicting attempts run again before their turn and committed (Options.ServerCommit retry)
 };
 
 // STM_CHUNK is the accesses of a request one table load holds: half the
@@ -528,10 +528,9 @@ __device__ bool stm_commit_turn(const stm_globals* g, stm_log& L, stm_scratch* S
 
 // stm_reply writes each lane's result (a timestamp, STM_RES_PREPARED, or
 // STM_RES_FLAG | cause, with the lane's timestamp << 8 when it took one,
-// a hole the client marks done; a single-partition lane's with its flags
-// from stm_serve_turn, e.g. STM_RES_SERVED: the server installed it and
-// marked it done), then the reply word the client polls. Lanes of slots
-// hold timestamps first + their rank.
+// a hole the client marks done; with flags, e.g. STM_RES_SERVED: the
+// server wrote it back and marked it done, serve.cu), then the reply word
+// the client polls. Lanes of slots hold timestamps first + their rank.
 __device__ __forceinline__ void stm_reply(const stm_globals* g, u32 p, u32 lane, const stm_job& J, u32 cause, u32 slots, u64 first, u64 flags = 0) {
 	if (J.in) {
 		const u64 ts = first + __popc(slots & lanemask_lt(lane));
@@ -625,23 +624,12 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 #endif
 		const u32 slots = __ballot_sync(FULL_MASK, J.in && cause == 0);
 		const u64 c1 = clock64();
-		u32 took = slots;
-#if STM_SERVE
-		if (J.kind == REQ_SINGLE) {
-			u32 cand = 0;
-#if STM_RERUN
-			if (J.chunks == 1) cand = __ballot_sync(FULL_MASK, J.in && (cause == 1 + STM_READ_WRITE || cause == 1 + STM_WRITE_WRITE));
-#endif
-			took = slots | cand;
-			if (took && !stm_serve_turn(g, L, S, p, lane, J, slots, cand, deadline, &cause, &first, &flags, &st)) break;
-		} else
-#endif
 		if (slots && !stm_commit_turn(g, L, S, p, me, lane, J, slots, deadline, &cause, &first, &st)) break;
 #if STM_POST
 		if (J.kind == REQ_SINGLE && slots) stm_post_install(g, lane, J, slots, first, cause, &flags);
 #endif
 		const u64 c2 = clock64();
-		stm_reply(g, p, lane, J, cause, took, first, flags);
+		stm_reply(g, p, lane, J, cause, slots, first, flags);
 #if STM_RETRY
 		const u32 rr = __ballot_sync(FULL_MASK, (flags & STM_RES_RERUN) && cause == 0);
 		st.rerun += __popc(rr);

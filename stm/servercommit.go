@@ -12,25 +12,6 @@ const (
 	// final check after passing the turn on; the clients write their
 	// versions back and mark their timestamps done after the reply.
 	ServerCommitOff ServerCommit = iota
-	// ServerCommitInstall has the server give a single-partition
-	// request's survivors their final check in its turn, install their
-	// versions and mark their timestamps done (holes too) before it
-	// passes the turn on; the clients skip their write-back. Every entry
-	// of a partition's log before its head is then installed (but for
-	// transactions of several partitions, still written back by their
-	// clients), and no single-partition request is grouped.
-	ServerCommitInstall
-	// ServerCommitRerun is ServerCommitInstall, and a server also runs
-	// again, in its turn, each update attempt of a single-partition
-	// request (of one table load) that failed its first validation for a
-	// read-write or write-write conflict: its body for its ticket (the
-	// draws repeat) against the newest committed state of the partition,
-	// which the turn's holder finds installed. A re-run that stays in
-	// the partition and meets no other kept lane of its request commits
-	// with the request's survivors; the others abort as before. A hot
-	// item then commits several times a turn, with no client round trip
-	// between (ServerStats.Rerun).
-	ServerCommitRerun
 	// ServerCommitWriteBack commits as the default protocol does (groups
 	// included), but after a single-partition request's final check its
 	// server writes back the survivors' versions and marks every
@@ -51,7 +32,7 @@ const (
 )
 
 // serverCommitNames are the modes as ParseServerCommit takes them.
-var serverCommitNames = [...]string{"off", "install", "rerun", "writeback", "retry"}
+var serverCommitNames = [...]string{"off", "writeback", "retry"}
 
 // String names the mode as ParseServerCommit takes it, e.g. "rerun".
 func (m ServerCommit) String() string {
@@ -61,13 +42,12 @@ func (m ServerCommit) String() string {
 	return fmt.Sprintf("servercommit(%d)", int(m))
 }
 
-// ParseServerCommit returns the mode named s: off, install, rerun,
-// writeback or retry.
+// ParseServerCommit returns the mode named s: off, writeback or retry.
 func ParseServerCommit(s string) (ServerCommit, error) {
 	for i, n := range serverCommitNames {
 		if s == n {
 			return ServerCommit(i), nil
 		}
 	}
-	return 0, fmt.Errorf("stm: server commit mode %q: want off, install, rerun, writeback or retry", s)
+	return 0, fmt.Errorf("stm: server commit mode %q: want off, writeback or retry", s)
 }

@@ -7,40 +7,33 @@ import (
 )
 
 // serverCommitCases are the contended cases TestServerCommitGPU runs with
-// the servers' commits, each with the modes and contention management it
-// runs them under: hot items of one partition (re-runs chain there),
-// transactions of several partitions (written back by their clients, which
-// a re-run waits for), logs too small for a request (entries logged one at
-// a time), larger transactions than one table load (not re-run).
+// the servers' share of commits, each with the mode and contention
+// management it runs them under: hot items (re-runs), transactions of
+// several partitions (written back by their clients), logs too small for
+// a request (entries logged one at a time), larger transactions than one
+// table load (not re-run), blind writes, one version per item.
 var serverCommitCases = []struct {
 	name string
 	mode ServerCommit
 	cm   Contention
 }{
-	{"hot blocks (zipf 0.99), 2 rounds", ServerCommitRerun, ContentionOff},
-	{"hot blocks (zipf 0.99), 2 rounds", ServerCommitRerun, ContentionDefault},
-	{"hot blocks (zipf 0.99), 2 rounds", ServerCommitInstall, ContentionOff},
 	{"hot blocks (zipf 0.99), 2 rounds", ServerCommitRetry, ContentionOff},
 	{"hot blocks (zipf 0.99), 2 rounds", ServerCommitRetry, ContentionDefault},
+	{"hot blocks (zipf 0.99), 2 rounds", ServerCommitWriteBack, ContentionDefault},
+	{"hot accounts", ServerCommitRetry, ContentionOff},
+	{"all transactions on one item", ServerCommitRetry, ContentionOff},
+	{"write-only transactions", ServerCommitRetry, ContentionOff},
 	{"zipf read-modify-write", ServerCommitRetry, ContentionOff},
 	{"four servers, transfers across partitions", ServerCommitRetry, ContentionOff},
-	{"all transactions on one item", ServerCommitRetry, ContentionOff},
-	{"hot blocks (zipf 0.99), 2 rounds", ServerCommitWriteBack, ContentionDefault},
 	{"four servers, transfers across partitions", ServerCommitWriteBack, ContentionOff},
 	{"transactions larger than the log", ServerCommitWriteBack, ContentionOff},
-	{"hot accounts", ServerCommitRerun, ContentionOff},
-	{"all transactions on one item", ServerCommitRerun, ContentionOff},
-	{"write-only transactions", ServerCommitRerun, ContentionOff},
-	{"zipf read-modify-write", ServerCommitRerun, ContentionOff},
-	{"four servers, transfers across partitions", ServerCommitRerun, ContentionOff},
-	{"transactions larger than the log", ServerCommitRerun, ContentionOff},
-	{"transfers larger than a table load", ServerCommitInstall, ContentionDefault},
-	{"ring depth 1", ServerCommitRerun, ContentionOff},
-	{"memcached 8 ways", ServerCommitRerun, ContentionOff},
+	{"transfers larger than a table load", ServerCommitRetry, ContentionOff},
+	{"ring depth 1", ServerCommitRetry, ContentionOff},
+	{"memcached 8 ways", ServerCommitRetry, ContentionOff},
 }
 
-// TestServerCommitGPU runs contended cases with the servers' commits
-// (Options.ServerCommit) and checks every run end to end as
+// TestServerCommitGPU runs contended cases with the servers' share of
+// commits (Options.ServerCommit) and checks every run end to end as
 // TestContendedGPU does (serial replay of the history, opacity of every
 // recorded attempt, totals, every ticket committed once), that no more
 // attempts were re-run than committed (none without re-runs), and that the
@@ -58,7 +51,7 @@ func TestServerCommitGPU(t *testing.T) {
 		}
 		t.Run(c.name+", "+x.mode.String()+", contention "+x.cm.String(), func(t *testing.T) {
 			res := runContendedGPU(t, Options{GPU: dev, Config: c.cfg, Contention: x.cm, ServerCommit: x.mode}, c)
-			reruns := x.mode == ServerCommitRerun || x.mode == ServerCommitRetry
+			reruns := x.mode == ServerCommitRetry
 			if res.Server.Rerun > res.Commits || (!reruns && res.Server.Rerun != 0) {
 				t.Errorf("%d attempts re-run by the servers, %d update commits", res.Server.Rerun, res.Commits)
 			}
@@ -72,7 +65,7 @@ func TestServerCommitGPU(t *testing.T) {
 }
 
 // TestServerCommitUnderHotAccounts runs 1-round transfers on 64K hot
-// accounts (runHotBank) with each server commit mode, contention
+// accounts (runHotBank) with each ServerCommit mode, contention
 // management off and at its default: the bank's total holds, and each
 // run's commits per second, abort rate and re-runs are logged.
 func TestServerCommitUnderHotAccounts(t *testing.T) {
@@ -82,9 +75,6 @@ func TestServerCommitUnderHotAccounts(t *testing.T) {
 		opt  Options
 	}{
 		{"default", Options{GPU: dev}},
-		{"install", Options{GPU: dev, ServerCommit: ServerCommitInstall}},
-		{"rerun", Options{GPU: dev, ServerCommit: ServerCommitRerun}},
-		{"rerun, contention off", Options{GPU: dev, ServerCommit: ServerCommitRerun, Contention: ContentionOff}},
 		{"writeback", Options{GPU: dev, ServerCommit: ServerCommitWriteBack}},
 		{"retry", Options{GPU: dev, ServerCommit: ServerCommitRetry}},
 		{"retry, contention off", Options{GPU: dev, ServerCommit: ServerCommitRetry, Contention: ContentionOff}},

@@ -8,7 +8,7 @@ func TestServerCommitOption(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		mode ServerCommit
-	}{{"off", ServerCommitOff}, {"install", ServerCommitInstall}, {"rerun", ServerCommitRerun}, {"writeback", ServerCommitWriteBack}, {"retry", ServerCommitRetry}} {
+	}{{"off", ServerCommitOff}, {"writeback", ServerCommitWriteBack}, {"retry", ServerCommitRetry}} {
 		got, err := ParseServerCommit(c.name)
 		if err != nil || got != c.mode || got.String() != c.name {
 			t.Errorf("ParseServerCommit(%q) = %v (%q), %v; want %v", c.name, got, got.String(), err, c.mode)

@@ -52,12 +52,11 @@ struct stm_tx {
 	// for (the newest logged write it found, 0: none).
 	u32 held, keep, defers;
 	u64 need;
-#if STM_RERUN
-	// A server's re-run (Options.ServerCommit rerun): 1 + the partition
-	// it runs in, 0 in every client attempt. lost: a client attempt whose
-	// sets a server's re-run overwrote before the server dropped the
-	// re-run (counted as an abort, not recorded).
-	u32 fresh, lost;
+#if STM_RETRY
+	// A client attempt whose sets a server's re-run overwrote before the
+	// server dropped the re-run (Options.ServerCommit retry): counted as
+	// an abort, not recorded.
+	u32 lost;
 #endif
 };
 
@@ -190,35 +189,6 @@ __device__ __forceinline__ bool stm_ring_read(const stm_globals* g, u32 item, u6
 	return stm_ring_scan(vers, vals, k, snap, out);
 }
 
-#if STM_RERUN
-// stm_fresh_wait returns the snapshot a server's re-run (tx->fresh) reads
-// item at: its newest logged write w (wts) when that is newer than the
-// re-run's snapshot, once w is done (its done marker, or the clock past
-// it; then a fence: its write-back is visible), else the snapshot. The
-// server holds the partition's turn, and every single-partition entry
-// before it was installed and marked done in its own turn (no phantom
-// entries, no groups), so w is the newest committed write of the item and
-// only a transaction of several partitions, written back by its client,
-// is waited for. UINT64_MAX: the run's deadline passed (the attempt
-// fails).
-__device__ u64 stm_fresh_wait(stm_tx* tx, u32 item) {
-	const stm_globals* g = tx->g;
-	const u64 w = ld_relaxed_gpu((const u64*)g->wts + item);
-	if (w <= tx->snap) return tx->snap;
-	u32 ns = 32;
-	while (ld_relaxed_gpu((const u64*)g->done + (w & g->done_mask)) != w && ld_relaxed_gpu((const u64*)g->clock) < w) {
-		if (globaltimer_ns() > tx->deadline) {
-			stm_fail(tx, STM_ERR_DEADLINE, STM_AT_LOCK);
-			return ~0ull;
-		}
-		__nanosleep(ns);
-		ns = ns < 256 ? ns * 2 : ns;
-	}
-	__threadfence();
-	return w;
-}
-#endif
-
 // stm_read returns item as of the snapshot, or the transaction's own
 // last write to it.
 __device__ __forceinline__ u64 stm_read(stm_tx* tx, u32 item) {
@@ -237,17 +207,8 @@ __device__ __forceinline__ u64 stm_read(stm_tx* tx, u32 item) {
 		for (u32 j = 0; j < tx->nw; j++)
 			if (wi[j] == item) return ((const u64*)g->ws_val)[(u64)tx->tid * (u32)g->w_cap + j];
 	}
-	u64 v, at = tx->snap;
-#if STM_RERUN
-	if (tx->fresh) { // a server's re-run: its partition only, each item after its newest logged write
-		if (stm_partition(g, item) != tx->fresh - 1) {
-			stm_fail(tx, STM_ST_ABORT + STM_READ_WRITE, item);
-			return 0;
-		}
-		if ((at = stm_fresh_wait(tx, item)) == ~0ull) return 0;
-	}
-#endif
-	if (!stm_ring_read(g, item, at, &v)) {
+	u64 v;
+	if (!stm_ring_read(g, item, tx->snap, &v)) {
 		stm_fail(tx, STM_ST_ABORT + STM_TOO_OLD, item);
 		return 0;
 	}
