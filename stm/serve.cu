@@ -221,3 +221,55 @@ __device__ bool stm_retry(const stm_globals* g, stm_log& L, stm_scratch* S, u32 
 	return true;
 }
 #endif
+
+#if STM_PCLOCK
+// stm_pclock_advance raises partition p's clock (Options.ServerCommit
+// pclock: pclock[p * CTL_SPACING], read by the clients' update attempts,
+// stm_psnap_access) to the timestamp of the newest entry of the log such
+// that it and every entry of the partition before it are done: lane 0 of
+// one worker at a time (a shared-memory try-lock) walks the entries from
+// ctl->pdone, the first not yet found done, while each is null or done
+// (its marker holds its timestamp, or the commit clock passed it; a
+// marker, set after its write-back, is never reused before the clock
+// passes it), at most 64 a call. Entries that left the log before they
+// were found done count only when the commit clock has passed the newest
+// of them (the log's floor); a walk whose entries the log dropped while
+// they were read is dropped. The log lists the partition's commits in
+// timestamp order and later entries take later timestamps, so every
+// commit of p at or before the new clock is done. The lane calls it with
+// lane 0 of its warp.
+__device__ void stm_pclock_advance(const stm_globals* g, stm_log& L, u32 p) {
+	stm_log_ctl* ctl = L.ctl;
+	if (atomicExch((unsigned int*)&ctl->padv, 1u) != 0u) return;
+	__threadfence_block();
+	const u64 clock = ld_relaxed_gpu((const u64*)g->clock);
+	u64 e = ctl->pdone;
+	const u64 tail = ctl->tail, head = ctl->head;
+	bool ok = true;
+	if (e < tail) {
+		ok = clock >= ctl->floor_ts;
+		e = tail;
+	}
+	u64 newest = 0;
+	const u64 e0 = e;
+	if (ok) {
+		for (u32 n = 0; e < head && n < 64; e++, n++) {
+			const u64 ts = L.ts[e & (g->log_e - 1)];
+			if (ts == STM_NULL_TS) continue;
+			if (ld_relaxed_gpu((const u64*)g->done + (ts & g->done_mask)) != ts && clock < ts) break;
+			newest = ts;
+		}
+		__threadfence_block();
+		if (ctl->tail > e0) ok = false; // entries read may have been overwritten meanwhile
+	}
+	if (ok) {
+		ctl->pdone = e;
+		if (newest) {
+			__threadfence(); // the markers read before the clock moves
+			atomicMax((unsigned long long*)g->pclock + (u64)p * CTL_SPACING, (unsigned long long)newest);
+		}
+	}
+	__threadfence_block();
+	atomicExch((unsigned int*)&ctl->padv, 0u);
+}
+#endif
