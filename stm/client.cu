@@ -120,28 +120,6 @@ __device__ bool stm_publish(const stm_globals* g, u64 top, u32 lane, u64 deadlin
 	return true;
 }
 
-#if STM_PCLOCK
-// stm_wait_pclock waits (all lanes) until, for each lane, the clock of the
-// partition its attempt's snapshot was raised to (stm_psnap_access), or
-// the commit clock, has reached its top (0: nothing to wait for),
-// advancing the commit clock meanwhile; then a fence (the partition's
-// versions before the next attempt's reads). false: the run failed.
-__device__ bool stm_wait_pclock(const stm_globals* g, const stm_tx* tx, u64 top, u32 lane, u64 deadline) {
-	const u64* pc = tx->psnap >= 2 ? (const u64*)g->pclock + (u64)(tx->psnap - 2) * CTL_SPACING : nullptr;
-	u32 n = 0, ns = 32;
-	for (;;) {
-		const bool ok = top == 0 || ld_relaxed_gpu((const u64*)g->clock) >= top || (pc && ld_relaxed_gpu(pc) >= top);
-		if (__all_sync(FULL_MASK, ok)) break;
-		stm_advance(g, lane);
-		const bool quit = lane == 0 && stm_wait_check(g, deadline, &n, STM_AT_CLOCK);
-		if (__shfl_sync(FULL_MASK, quit, 0)) return false;
-		stm_backoff(&ns, 1024);
-	}
-	__threadfence();
-	return true;
-}
-#endif
-
 #include "stm/commit.cu"
 
 // stm_record appends this lane's attempt to the history: kind 0 update
@@ -202,9 +180,6 @@ __device__ __forceinline__ void stm_attempt(stm_tx* tx) {
 	tx->detail = 0;
 	tx->bad = 0;
 	tx->calls = 0;
-#if STM_PCLOCK
-	tx->psnap = 0;
-#endif
 }
 
 // stm_run_body runs the workload's body for tx's attempt, adds its cycles
@@ -252,11 +227,7 @@ __device__ __forceinline__ bool stm_stale(const stm_globals* g, stm_tx* tx, bool
 		if (g->hist_mode == 2) stm_record(g, tx, 2, cause, tx->snap);
 		*stale += 1;
 	}
-#if STM_PCLOCK
-	if (!stm_wait_pclock(g, tx, again ? top : 0, lane, deadline)) {
-#else
 	if (!stm_publish(g, warp_max64(again ? top : 0), lane, deadline)) {
-#endif
 		*quit = true;
 		return false;
 	}

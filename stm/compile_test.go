@@ -41,13 +41,12 @@ func TestCUDABodiesCompile(t *testing.T) {
 	// The servers' write-back (STM_POST 1) and retries (STM_RETRY 1) with
 	// Zipf, and a CUDA body with retries.
 	builds = append(builds, build{sp, Options{ServerCommit: ServerCommitWriteBack}}, build{sp, Options{ServerCommit: ServerCommitRetry}},
-		build{builds[0].sp, Options{ServerCommit: ServerCommitRetry}}, build{sp, Options{ServerCommit: ServerCommitPartitionClock}},
-		build{sp, Options{ServerCommit: ServerCommitPartitionClockWriteBack, Stripe: 5}})
+		build{builds[0].sp, Options{ServerCommit: ServerCommitRetry}})
 	for i, b := range builds {
 		sh := gpuShape(b.sp, Config{Servers: 2}.withDefaults(), b.opt, 2)
 		sh.latency = i%2 == 0 // the commit latencies (STM_LATENCY 1) in every other build
 		if _, err := sh.program(b.sp).CompileCUBIN("sm_90"); err != nil {
-			t.Fatalf("refresh %v, stripes %v, latency %v, post %v, retry %v, pclock %v: %v", sh.refresh, sh.stripes, sh.latency, sh.post, sh.retry, sh.pclock, err)
+			t.Fatalf("refresh %v, stripes %v, latency %v, post %v, retry %v: %v", sh.refresh, sh.stripes, sh.latency, sh.post, sh.retry, err)
 		}
 	}
 }

@@ -321,8 +321,8 @@ func Open(o Options) (*Engine, error) {
 	if o.Contention < ContentionDefault || o.Contention > ContentionClaims {
 		return nil, fmt.Errorf("stm: contention mode %d: want %d to %d", int(o.Contention), int(ContentionDefault), int(ContentionClaims))
 	}
-	if o.ServerCommit < ServerCommitOff || o.ServerCommit > ServerCommitPartitionClockWriteBack {
-		return nil, fmt.Errorf("stm: server commit mode %d: want %d to %d", int(o.ServerCommit), int(ServerCommitOff), int(ServerCommitPartitionClockWriteBack))
+	if o.ServerCommit < ServerCommitOff || o.ServerCommit > ServerCommitRetry {
+		return nil, fmt.Errorf("stm: server commit mode %d: want %d to %d", int(o.ServerCommit), int(ServerCommitOff), int(ServerCommitRetry))
 	}
 	if o.Workers < 0 || o.ClientBlock < 0 || o.ClientBlocksPerSM < 0 || o.ClientThreads < 0 || o.ServerWarps < 0 {
 		return nil, fmt.Errorf("stm: negative option in %+v", o)

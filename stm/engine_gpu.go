@@ -134,11 +134,11 @@ type shape struct {
 	// compiled in only when used, so that the programs of other runs keep
 	// the code they had without them
 	refresh, stripes, latency bool
-	// post, retry, pclock: the servers write single-partition commits
-	// back after their final check, run conflicting update attempts
-	// again before their turn, keep partition clocks
-	// (Options.ServerCommit); compiled in only when used
-	post, retry, pclock bool
+	// post, retry: the servers write single-partition commits back
+	// after their final check, and run conflicting update attempts again
+	// before their turn (Options.ServerCommit); compiled in only when
+	// used
+	post, retry bool
 }
 
 // serverSmem returns the shared memory the server's log (a ring of logE
@@ -180,9 +180,8 @@ func gpuShape(sp *workloadSpec, cfg Config, o Options, hist int) shape {
 	sh.serverSmem = serverSmem(sh.logE, sh.logA, sh.serverWarps-1, sh.table)
 	sh.refresh = refreshFor(o.Refresh, sp) > 0
 	sh.stripes = o.Stripe > 0
-	sh.post = o.ServerCommit == ServerCommitWriteBack || o.ServerCommit == ServerCommitRetry || o.ServerCommit == ServerCommitPartitionClockWriteBack
+	sh.post = o.ServerCommit == ServerCommitWriteBack || o.ServerCommit == ServerCommitRetry
 	sh.retry = o.ServerCommit == ServerCommitRetry
-	sh.pclock = o.ServerCommit == ServerCommitPartitionClock || o.ServerCommit == ServerCommitPartitionClockWriteBack
 	return sh
 }
 
@@ -206,7 +205,7 @@ func (sh shape) program(sp *workloadSpec) gpu.Program {
 		gpu.Def("STM_SERVER_WARPS", sh.serverWarps), gpu.Def("STM_CLIENT_BLOCK", sh.clientBlock),
 		gpu.Def("STM_TABLE", sh.table), gpu.Def("STM_CTL_BYTES_PER_WORKER", workerBytes(sh.table)),
 		gpu.Def("STM_REFRESH", b2i(sh.refresh)), gpu.Def("STM_STRIPES", b2i(sh.stripes)), gpu.Def("STM_LATENCY", b2i(sh.latency)),
-		gpu.Def("STM_POST", b2i(sh.post)), gpu.Def("STM_RETRY", b2i(sh.retry)), gpu.Def("STM_PCLOCK", b2i(sh.pclock)))
+		gpu.Def("STM_POST", b2i(sh.post)), gpu.Def("STM_RETRY", b2i(sh.retry)))
 	p := gpu.NewProgram("stm.cu", programSource, defs...)
 	p.Headers["stm/stm.cuh"] = stmHeader
 	p.Headers["stm/device.cuh"] = deviceHeader

@@ -33,10 +33,6 @@ var globalFields = []string{
 	// the commit clock, the timestamp counter, the done markers of
 	// timestamps (done_mask + 1 of them), control words, counters
 	"clock", "next", "done", "done_mask", "dctl", "hctl", "counters",
-	// per server, CTL_SPACING words apart: the partition's clock, the
-	// newest timestamp at or before which every commit of the partition
-	// is done (Options.ServerCommit pclock)
-	"pclock",
 	// the run
 	"n_tx", "seed", "limit_ns", "client_warps", "threads",
 	// admission control (Options.Throttle): the abort rate held, in

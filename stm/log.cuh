@@ -72,8 +72,6 @@ struct stm_log_ctl {
 	volatile u64 grp_pool;    // the pool position after its items,
 	volatile u64 grp_c0;      // and the clock when its turn was taken (cy_hold)
 	u64 claim;                // the next slot of the request ring a worker takes (stm_take)
-	u64 pdone;                // partition clocks (STM_PCLOCK): the entries before it were found done
-	u32 padv, pad2;           // and a worker advancing it (a try-lock)
 	stm_offer offer[STM_WORKERS];
 	stm_scratch scratch[STM_WORKERS];
 };

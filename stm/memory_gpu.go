@@ -67,7 +67,7 @@ func (g *gpuEngine) allocate(pl *runPlan, sp *workloadSpec, ro RunOptions) (*run
 	take(m, &m.reqTail, cfg.Servers*ctlSpacing)
 	take(m, &m.finTail, cfg.Servers*ctlSpacing)
 	take(m, &m.reply, pl.clientWarps*cfg.Servers)
-	take(m, &m.words, (2+cfg.Servers)*ctlSpacing) // clock, next, the partition clocks
+	take(m, &m.words, 2*ctlSpacing) // clock, next
 	take(m, &m.dctl, dctlWords)
 	take(m, &m.counters, numCounters+latWords)
 	take(m, &m.hist, int(pl.histWords))
@@ -111,7 +111,7 @@ func (g *gpuEngine) globalWords(pl *runPlan, m *runMemory, sp *workloadSpec, ro 
 		{"req_ring", uint64(m.reqRing.Ptr())}, {"req_tail", uint64(m.reqTail.Ptr())},
 		{"fin_ring", uint64(m.finRing.Ptr())}, {"fin_tail", uint64(m.finTail.Ptr())},
 		{"ring_mask", uint64(pl.ring - 1)}, {"reply", uint64(m.reply.Ptr())},
-		{"clock", uint64(m.words.PtrAt(0))}, {"next", uint64(m.words.PtrAt(ctlSpacing))}, {"pclock", uint64(m.words.PtrAt(2 * ctlSpacing))},
+		{"clock", uint64(m.words.PtrAt(0))}, {"next", uint64(m.words.PtrAt(ctlSpacing))},
 		{"done", uint64(m.done.Ptr())}, {"done_mask", uint64(pl.doneRing - 1)},
 		{"dctl", uint64(m.dctl.Ptr())}, {"hctl", uint64(g.ctl.Ptr())}, {"counters", uint64(m.counters.Ptr())},
 		{"n_tx", uint64(pl.nTickets)}, {"seed", ro.Seed}, {"limit_ns", uint64(ro.Timeout.Nanoseconds())},

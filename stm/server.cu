@@ -634,10 +634,6 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		const u32 rr = __ballot_sync(FULL_MASK, (flags & STM_RES_RERUN) && cause == 0);
 		st.rerun += __popc(rr);
 #endif
-#if STM_PCLOCK
-		if (lane == 0) stm_pclock_advance(g, L, p);
-		__syncwarp();
-#endif
 		const u64 c3 = clock64();
 		st.cy_validate += (c1 - c0) * __popc(J.mask);
 		st.cy_insert += (c3 - c1) * __popc(J.mask);
@@ -773,8 +769,6 @@ extern "C" __global__ void __launch_bounds__(STM_SERVER_WARPS * 32, 1) stm_serve
 		L.ctl->prep_cw = STM_EMPTY;
 		L.ctl->exit = 0;
 		L.ctl->claim = 0;
-		L.ctl->pdone = 0;
-		L.ctl->padv = 0;
 	}
 	if (threadIdx.x < STM_WORKERS) L.ctl->offer[threadIdx.x].slot = ~0ull;
 	__syncthreads();

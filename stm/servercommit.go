@@ -29,25 +29,10 @@ const (
 	// request again (up to twice). The client's round trip is what it
 	// saves; the re-run is validated as any attempt (ServerStats.Rerun).
 	ServerCommitRetry
-	// ServerCommitPartitionClock keeps the default commit and has the
-	// servers keep a clock per partition: the newest timestamp at or
-	// before which every commit of the partition is done (each worker,
-	// after its reply, walks the log's entries found done since). An
-	// update attempt's first access raises its snapshot to its
-	// partition's clock when that is newer, so that a transaction of one
-	// partition sees its partition's newest commits without waiting for
-	// the commit clock, which waits for every partition's; an access to
-	// another partition afterwards waits for the commit clock to reach
-	// the snapshot. The in-place retries (Options.Refresh) wait for the
-	// partition's clock too.
-	ServerCommitPartitionClock
-	// ServerCommitPartitionClockWriteBack is ServerCommitPartitionClock
-	// and ServerCommitWriteBack together.
-	ServerCommitPartitionClockWriteBack
 )
 
 // serverCommitNames are the modes as ParseServerCommit takes them.
-var serverCommitNames = [...]string{"off", "writeback", "retry", "pclock", "pclock-writeback"}
+var serverCommitNames = [...]string{"off", "writeback", "retry"}
 
 // String names the mode as ParseServerCommit takes it, e.g. "rerun".
 func (m ServerCommit) String() string {
@@ -57,13 +42,12 @@ func (m ServerCommit) String() string {
 	return fmt.Sprintf("servercommit(%d)", int(m))
 }
 
-// ParseServerCommit returns the mode named s: off, writeback, retry,
-// pclock or pclock-writeback.
+// ParseServerCommit returns the mode named s: off, writeback or retry.
 func ParseServerCommit(s string) (ServerCommit, error) {
 	for i, n := range serverCommitNames {
 		if s == n {
 			return ServerCommit(i), nil
 		}
 	}
-	return 0, fmt.Errorf("stm: server commit mode %q: want off, writeback, retry, pclock or pclock-writeback", s)
+	return 0, fmt.Errorf("stm: server commit mode %q: want off, writeback or retry", s)
 }

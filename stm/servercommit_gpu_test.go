@@ -30,11 +30,6 @@ var serverCommitCases = []struct {
 	{"transfers larger than a table load", ServerCommitRetry, ContentionOff},
 	{"ring depth 1", ServerCommitRetry, ContentionOff},
 	{"memcached 8 ways", ServerCommitRetry, ContentionOff},
-	{"hot blocks (zipf 0.99), 2 rounds", ServerCommitPartitionClock, ContentionDefault},
-	{"hot blocks (zipf 0.99), 2 rounds", ServerCommitPartitionClockWriteBack, ContentionOff},
-	{"four servers, transfers across partitions", ServerCommitPartitionClock, ContentionOff},
-	{"bank, read-only blocks of 16", ServerCommitPartitionClock, ContentionDefault},
-	{"zipf read-modify-write", ServerCommitPartitionClock, ContentionOff},
 }
 
 // TestServerCommitGPU runs contended cases with the servers' share of

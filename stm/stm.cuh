@@ -52,12 +52,6 @@ struct stm_tx {
 	// for (the newest logged write it found, 0: none).
 	u32 held, keep, defers;
 	u64 need;
-#if STM_PCLOCK
-	// The attempt's snapshot: 0 until its first access; then 1 when it
-	// is the commit clock, 2 + p when it was raised to partition p's
-	// clock (stm_psnap).
-	u32 psnap;
-#endif
 #if STM_RETRY
 	// A client attempt whose sets a server's re-run overwrote before the
 	// server dropped the re-run (Options.ServerCommit retry): counted as
@@ -195,44 +189,6 @@ __device__ __forceinline__ bool stm_ring_read(const stm_globals* g, u32 item, u6
 	return stm_ring_scan(vers, vals, k, snap, out);
 }
 
-#if STM_PCLOCK
-// stm_psnap_access is called by an update attempt's every access to item
-// (Options.ServerCommit pclock). The first raises the snapshot to the
-// clock of item's partition p when that is newer (every commit of p at or
-// before it is done, so the snapshot reads one state of p: a transaction
-// of one partition sees its partition's newest commits without waiting for
-// the whole commit clock). An access to another partition afterwards
-// first waits until the commit clock reaches the snapshot (then every
-// partition's state at it is done). A raised snapshot is what the servers
-// validate against and what the history records.
-__device__ __forceinline__ void stm_psnap_access(stm_tx* tx, u32 item) {
-	const stm_globals* g = tx->g;
-	if (tx->psnap == 1) return;
-	const u32 p = stm_partition(g, item);
-	if (tx->psnap == 0) {
-		const u64 ps = ld_acquire_gpu((const u64*)g->pclock + (u64)p * CTL_SPACING);
-		if (ps > tx->snap) {
-			tx->snap = ps;
-			tx->psnap = 2 + p;
-		} else {
-			tx->psnap = 1;
-		}
-		return;
-	}
-	if (tx->psnap == 2 + p) return;
-	u32 ns = 32;
-	while (ld_acquire_gpu((const u64*)g->clock) < tx->snap) {
-		if (globaltimer_ns() > tx->deadline) {
-			stm_fail(tx, STM_ERR_DEADLINE, STM_AT_CLOCK);
-			return;
-		}
-		__nanosleep(ns);
-		ns = ns < 512 ? ns * 2 : ns;
-	}
-	tx->psnap = 1;
-}
-#endif
-
 // stm_read returns item as of the snapshot, or the transaction's own
 // last write to it.
 __device__ __forceinline__ u64 stm_read(stm_tx* tx, u32 item) {
@@ -251,12 +207,6 @@ __device__ __forceinline__ u64 stm_read(stm_tx* tx, u32 item) {
 		for (u32 j = 0; j < tx->nw; j++)
 			if (wi[j] == item) return ((const u64*)g->ws_val)[(u64)tx->tid * (u32)g->w_cap + j];
 	}
-#if STM_PCLOCK
-	if (!tx->ro) {
-		stm_psnap_access(tx, item);
-		if (tx->state != STM_ST_OK) return 0;
-	}
-#endif
 	u64 v;
 	if (!stm_ring_read(g, item, tx->snap, &v)) {
 		stm_fail(tx, STM_ST_ABORT + STM_TOO_OLD, item);
@@ -292,10 +242,6 @@ __device__ __forceinline__ void stm_write(stm_tx* tx, u32 item, u64 value) {
 		stm_fail(tx, STM_ERR_ITEM, item);
 		return;
 	}
-#if STM_PCLOCK
-	stm_psnap_access(tx, item);
-	if (tx->state != STM_ST_OK) return;
-#endif
 	u32* wi = (u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
 	u64* wv = (u64*)g->ws_val + (u64)tx->tid * (u32)g->w_cap;
 	for (u32 j = 0; j < tx->nw; j++)

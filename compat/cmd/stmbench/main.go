@@ -75,7 +75,7 @@ func main() {
 	contention := flag.String("contention", "default", "GPU engine: what client warps do about conflicts before they ask a server: default, off, check or claims (stm.Options.Contention)")
 	stripe := flag.Int("stripe", 0, "GPU engine: items of each stripe dealt to the servers in turn (stm.Options.Stripe; 0: contiguous partitions)")
 	refresh := flag.Int("refresh", 0, "GPU engine: in-place retries of a stale update attempt per warp round (stm.Options.Refresh; 0: chosen, stm.DefaultRefresh under a Zipf law, else off; negative: off)")
-	serverCommit := flag.String("server-commit", "off", "GPU engine: the servers' share of single-partition commits: off (the clients write back), writeback (the servers write back after the final check) retry (writeback, and the servers run conflicting update attempts again before their turn), pclock (partition clocks: an update attempt of one partition snapshots its partition's newest done commits) or pclock-writeback (stm.Options.ServerCommit)")
+	serverCommit := flag.String("server-commit", "off", "GPU engine: the servers' share of single-partition commits: off (the clients write back), writeback (the servers write back after the final check) or retry (writeback, and the servers run conflicting update attempts again before their turn) (stm.Options.ServerCommit)")
 	latency := flag.Bool("latency", true, "CSMV engines: time every commit (stm.RunOptions.Latency; on the GPU engine up to 1% of the commits a second)")
 	threads := flag.Int("threads", 0, "GPU engine: client threads of every case (stm.Options.ClientThreads; 0: the case's or the engine's default, -1: as many as fit)")
 	flag.Parse()
