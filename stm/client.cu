@@ -419,6 +419,9 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		tx.keep = 0;
 		tx.defers = defers;
 		tx.need = 0;
+#if STM_RETRY
+		tx.lost = 0;
+#endif
 		stm_attempt(&tx);
 		bool quit = false;
 #if STM_REFRESH
@@ -472,7 +475,11 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 				done = true;
 			} else if (tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4) {
 				cnt[CNT_ABORT0 + tx.state - STM_ST_ABORT]++;
+#if STM_RETRY
+				if (g->hist_mode == 2 && !tx.lost) stm_record(g, &tx, 2, tx.state - STM_ST_ABORT, tx.snap);
+#else
 				if (g->hist_mode == 2) stm_record(g, &tx, 2, tx.state - STM_ST_ABORT, tx.snap);
+#endif
 			} else {
 				have = false; // an error, recorded above: the run ends
 			}

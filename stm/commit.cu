@@ -283,6 +283,21 @@ __device__ __noinline__ bool stm_await_all(const stm_globals* g, u64 pending, u3
 	return true;
 }
 
+#if STM_RETRY
+// stm_rerun_reload takes over the attempt a server ran again and committed
+// (result r has STM_RES_RERUN): the server wrote its snapshot, set sizes,
+// read and write sets in this thread's rows, then a fence, then the
+// result this lane read with a relaxed load; after this lane's fence it
+// reloads them through L2.
+__device__ __noinline__ void stm_rerun_reload(const stm_globals* g, stm_tx* tx, u64 r) {
+	__threadfence();
+	tx->snap = __ldcg((const unsigned long long*)g->tx_snap + tx->tid);
+	tx->nr = __ldcg((const unsigned int*)g->tx_nr + tx->tid);
+	tx->nw = __ldcg((const unsigned int*)g->tx_nw + tx->tid);
+	tx->bad = (r & STM_RES_BAD) ? 1 : 0;
+}
+#endif
+
 // stm_commit_warp commits the update transactions of the warp and returns
 // this lane's commit timestamp (0: not committed; tx->state says why). All
 // lanes call it. *quit is set when the run failed. cy[0..3]: cycles of
@@ -297,6 +312,9 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 		((u64*)g->tx_snap)[tx->tid] = tx->snap;
 		((u32*)g->tx_nr)[tx->tid] = tx->nr;
 		((u32*)g->tx_nw)[tx->tid] = tx->nw;
+#if STM_RETRY
+		((u64*)g->tx_ticket)[tx->tid] = tx->ticket; // a server may run the body again (serve.cu, stm_retry)
+#endif
 	}
 	if (__ballot_sync(FULL_MASK, upd) == 0) return 0;
 	__threadfence();
@@ -340,6 +358,32 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 			}
 			pending &= ~got;
 			u64 t1 = 0, tm = 0; // the commit timestamp; the one to mark done (also a hole's)
+#if STM_POST
+			u64 ts_srv = 0; // a timestamp the server installed and marked done (commit or hole)
+			if (mine < 64 && ((got >> mine) & 1)) {
+				const u64 r = ld_relaxed_gpu((const u64*)g->res + tx->tid);
+				const u64 v = r & ~(STM_RES_FLAG | STM_RES_SERVED | STM_RES_RERUN | STM_RES_BAD);
+				if (r & STM_RES_FLAG) {
+					stm_fail(tx, STM_ST_ABORT + (u32)(v & 0xFF), 0);
+					tm = v >> 8;
+#if STM_RETRY
+					if (r & STM_RES_RERUN) tx->lost = 1; // its sets were overwritten by a dropped re-run
+#endif
+				} else {
+					t1 = tm = v;
+#if STM_RETRY
+					if (r & STM_RES_RERUN) stm_rerun_reload(g, tx, r);
+#endif
+				}
+				if (r & STM_RES_SERVED) {
+					ts_srv = tm;
+					tm = 0;
+				}
+			}
+			const u64 w0 = clock64();
+			stm_install_all(g, tx, ts_srv ? 0 : t1);
+			const u64 t = max(stm_mark_done(g, tm), warp_max64(ts_srv));
+#else
 			if (mine < 64 && ((got >> mine) & 1)) {
 				const u64 r = ld_relaxed_gpu((const u64*)g->res + tx->tid);
 				if (r & STM_RES_FLAG) {
@@ -352,6 +396,7 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 			const u64 w0 = clock64();
 			stm_install_all(g, tx, t1);
 			const u64 t = stm_mark_done(g, tm);
+#endif
 			top = t > top ? t : top;
 			cwb += clock64() - w0;
 			if (t1) ts = t1;

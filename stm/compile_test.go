@@ -14,7 +14,8 @@ var testBodies = []string{
 
 // TestCUDABodiesCompile compiles the GPU tests' own bodies and the Bank
 // body (with its Zipf law), with and without the in-place retries, the
-// stripes and the commit latencies compiled in, so that a GPU run does not meet a compile error
+// stripes, the commit latencies and the servers' share of commits
+// (write-back, retries) compiled in, so that a GPU run does not meet a compile error
 // first.
 func TestCUDABodiesCompile(t *testing.T) {
 	gputest.NVRTC(t)
@@ -37,11 +38,15 @@ func TestCUDABodiesCompile(t *testing.T) {
 	}
 	// Zipf: in-place retries by default (STM_REFRESH 1), also with stripes.
 	builds = append(builds, build{sp, Options{}}, build{sp, Options{Stripe: 5}})
+	// The servers' write-back (STM_POST 1) and retries (STM_RETRY 1) with
+	// Zipf, and a CUDA body with retries.
+	builds = append(builds, build{sp, Options{ServerCommit: ServerCommitWriteBack}}, build{sp, Options{ServerCommit: ServerCommitRetry}},
+		build{builds[0].sp, Options{ServerCommit: ServerCommitRetry}})
 	for i, b := range builds {
 		sh := gpuShape(b.sp, Config{Servers: 2}.withDefaults(), b.opt, 2)
 		sh.latency = i%2 == 0 // the commit latencies (STM_LATENCY 1) in every other build
 		if _, err := sh.program(b.sp).CompileCUBIN("sm_90"); err != nil {
-			t.Fatalf("refresh %v, stripes %v, latency %v: %v", sh.refresh, sh.stripes, sh.latency, err)
+			t.Fatalf("refresh %v, stripes %v, latency %v, post %v, retry %v: %v", sh.refresh, sh.stripes, sh.latency, sh.post, sh.retry, err)
 		}
 	}
 }

@@ -74,6 +74,12 @@
 // after its snapshot: the attempt aborts (counted, recorded), the warp
 // waits for that write to be published, and the body runs again from a
 // new snapshot before the warp commits (ServerStats.Refreshed).
+// Options.ServerCommit gives the servers more of a single-partition
+// commit: with ServerCommitWriteBack a server writes the versions back
+// and marks the timestamps done after the final check, before its reply;
+// with ServerCommitRetry it also runs a conflicting update attempt again
+// itself (after the clock passes the writes it met) before the request's
+// turn, validated as any attempt (ServerStats.Rerun).
 //
 // # Your own transactions on the GPU
 //

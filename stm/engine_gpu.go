@@ -32,6 +32,8 @@ var (
 	logHeader string
 	//go:embed store.cu
 	storeCUDA string
+	//go:embed serve.cu
+	serveCUDA string
 )
 
 // programSource is the program's one translation unit: the three parts,
@@ -132,6 +134,11 @@ type shape struct {
 	// compiled in only when used, so that the programs of other runs keep
 	// the code they had without them
 	refresh, stripes, latency bool
+	// post, retry: the servers write single-partition commits back
+	// after their final check, and run conflicting update attempts again
+	// before their turn (Options.ServerCommit); compiled in only when
+	// used
+	post, retry bool
 }
 
 // serverSmem returns the shared memory the server's log (a ring of logE
@@ -173,6 +180,8 @@ func gpuShape(sp *workloadSpec, cfg Config, o Options, hist int) shape {
 	sh.serverSmem = serverSmem(sh.logE, sh.logA, sh.serverWarps-1, sh.table)
 	sh.refresh = refreshFor(o.Refresh, sp) > 0
 	sh.stripes = o.Stripe > 0
+	sh.post = o.ServerCommit == ServerCommitWriteBack || o.ServerCommit == ServerCommitRetry
+	sh.retry = o.ServerCommit == ServerCommitRetry
 	return sh
 }
 
@@ -195,7 +204,8 @@ func (sh shape) program(sp *workloadSpec) gpu.Program {
 	defs := append(layoutDefines(),
 		gpu.Def("STM_SERVER_WARPS", sh.serverWarps), gpu.Def("STM_CLIENT_BLOCK", sh.clientBlock),
 		gpu.Def("STM_TABLE", sh.table), gpu.Def("STM_CTL_BYTES_PER_WORKER", workerBytes(sh.table)),
-		gpu.Def("STM_REFRESH", b2i(sh.refresh)), gpu.Def("STM_STRIPES", b2i(sh.stripes)), gpu.Def("STM_LATENCY", b2i(sh.latency)))
+		gpu.Def("STM_REFRESH", b2i(sh.refresh)), gpu.Def("STM_STRIPES", b2i(sh.stripes)), gpu.Def("STM_LATENCY", b2i(sh.latency)),
+		gpu.Def("STM_POST", b2i(sh.post)), gpu.Def("STM_RETRY", b2i(sh.retry)))
 	p := gpu.NewProgram("stm.cu", programSource, defs...)
 	p.Headers["stm/stm.cuh"] = stmHeader
 	p.Headers["stm/device.cuh"] = deviceHeader
@@ -204,6 +214,7 @@ func (sh shape) program(sp *workloadSpec) gpu.Program {
 	p.Headers["stm/server.cu"] = serverCUDA
 	p.Headers["stm/log.cuh"] = logHeader
 	p.Headers["stm/store.cu"] = storeCUDA
+	p.Headers["stm/serve.cu"] = serveCUDA
 	p.Headers["stm/globals.cuh"] = globalsHeader()
 	p.Headers["stm/workload.cuh"] = bodyHeader(sp.cudaName, sp.cuda)
 	return p
@@ -683,7 +694,7 @@ func breakdown(cnt []uint64, clockKHz int) (Breakdown, ServerStats) {
 		WriteBack: cycle(cnt[cntCyWriteBack]), Publish: cycle(cnt[cntCyPublish]),
 	}
 	s := ServerStats{Requests: cnt[cntRequests], Batched: cnt[cntBatched], Scanned: cnt[cntScanned], LockWait: cycle(cnt[cntCyLock]),
-		Turns: cnt[cntTurns], Grouped: cnt[cntGrouped], Early: cnt[cntEarly], TurnHold: cycle(cnt[cntCyHold]), Deferred: cnt[cntDeferred], Refreshed: cnt[cntRefreshed],
+		Turns: cnt[cntTurns], Grouped: cnt[cntGrouped], Early: cnt[cntEarly], TurnHold: cycle(cnt[cntCyHold]), Deferred: cnt[cntDeferred], Refreshed: cnt[cntRefreshed], Rerun: cnt[cntRerun],
 		Stages: RequestStages{
 			Ring: time.Duration(cnt[cntNsRing]), Load: cycle(cnt[cntCyLoad]),
 			Validate: cycle(cnt[cntCyVal]), FinalCheck: cycle(cnt[cntCyFinal]), Reply: cycle(cnt[cntCyReply]),

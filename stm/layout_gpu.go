@@ -24,6 +24,9 @@ var globalFields = []string{
 	"r_cap", "w_cap", "hist_mode", "log_e", "log_n", "log_a", "log_w", "smem",
 	// per client thread: read and write sets, snapshot, counts, result
 	"rs_item", "rs_val", "ws_item", "ws_val", "tx_snap", "tx_nr", "tx_nw", "res",
+	// per client thread: the ticket of its update attempt, which a
+	// server may run again (Options.ServerCommit retry)
+	"tx_ticket",
 	// per server: request and finalize rings (ring_mask + 1 slots) and
 	// their tails; per client warp and server: reply sequence numbers
 	"req_ring", "req_tail", "fin_ring", "fin_tail", "ring_mask", "reply",
@@ -111,6 +114,9 @@ const (
 	finWords       = 4  // a slot of a finalize ring: struct stm_fin
 	resultFlag     = uint64(1) << 63
 	resultPrepared = resultFlag | 0xFF
+	resultServed   = uint64(1) << 62 // a server wrote the lane's versions back and marked its timestamp done (Options.ServerCommit): the client does neither
+	resultRerun    = uint64(1) << 61 // a server ran the attempt again in the client thread's rows: the client reloads its sets (committed) or does not record it (aborted)
+	resultBad      = uint64(1) << 60 // and the re-run's workload check failed
 )
 
 // Counters, summed by the kernels at exit.
@@ -153,6 +159,7 @@ const (
 	cntClientReplies // replies the clients timed (cntNsClient's count)
 	cntDeferred      // update attempts held back unsent: an item they write was claimed (Options.Contention)
 	cntRefreshed     // stale update attempts aborted after their warp's bodies and run again at once (Options.Refresh)
+	cntRerun         // conflicting update attempts a server ran again before their turn and committed (Options.ServerCommit retry)
 	numCounters
 	// With RunOptions.Latency the counters' buffer holds after them the
 	// commit latencies' histogram (latencyDeviceBuckets words, Latency's
@@ -228,6 +235,7 @@ func layoutDefines() []gpu.Define {
 		gpu.Def("HCTL_ERROR", hctlError), gpu.Def("HCTL_DETAIL0", hctlDetail0), gpu.Def("HCTL_DETAIL1", hctlDetail1),
 		gpu.Def("CTL_SPACING", ctlSpacing), gpu.Def("STM_REQ_WORDS", reqWords), gpu.Def("STM_FIN_WORDS", finWords),
 		gpu.Def("STM_RES_FLAG", resultFlag), gpu.Def("STM_RES_PREPARED", resultPrepared),
+		gpu.Def("STM_RES_SERVED", resultServed), gpu.Def("STM_RES_RERUN", resultRerun), gpu.Def("STM_RES_BAD", resultBad),
 		gpu.Def("STM_NO_VERSION", noVersion), gpu.Def("STM_WILDCARD", wildcard),
 		gpu.Def("STM_ST_OK", stOK), gpu.Def("STM_ST_ABORT", stAbort), gpu.Def("STM_ST_USER", stUser), gpu.Def("STM_ST_STOP", stStop), gpu.Def("STM_ST_DEFER", stDefer),
 		gpu.Def("STM_ERR_ITEM", errItem), gpu.Def("STM_ERR_READS", errReads), gpu.Def("STM_ERR_WRITES", errWrites),
@@ -241,7 +249,7 @@ func layoutDefines() []gpu.Define {
 	names := []string{"COMMITS", "READ_ONLY", "ABORT0", "ABORT1", "ABORT2", "ABORT3", "WRONG", "USER",
 		"CY_EXECUTE", "CY_PREVALIDATE", "CY_ROUNDTRIP", "CY_VALIDATE", "CY_INSERT", "CY_WRITEBACK", "CY_PUBLISH", "REQUESTS",
 		"HIST_DROPPED", "FAST_INSERTS", "BATCHED", "SCANNED", "CY_LOCK", "CY_HOLD", "TURNS", "GROUPED", "EARLY",
-		"CY_LOAD", "CY_VAL", "CY_FINAL", "CY_REPLY", "CY_BUSY", "NS_RING", "NS_SERVER", "NS_CLIENT", "CLIENT_REPLIES", "DEFERRED", "REFRESHED"}
+		"CY_LOAD", "CY_VAL", "CY_FINAL", "CY_REPLY", "CY_BUSY", "NS_RING", "NS_SERVER", "NS_CLIENT", "CLIENT_REPLIES", "DEFERRED", "REFRESHED", "RERUN"}
 	if len(names) != numCounters {
 		panic("stm: the counters' names do not match their constants")
 	}

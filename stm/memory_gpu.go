@@ -15,7 +15,7 @@ type runMemory struct {
 	vals, vers, tsnap, rsVal, wsVal, res      *gpu.Buffer[uint64]
 	reqRing, finRing, reqTail, finTail, words *gpu.Buffer[uint64]
 	dctl, counters, hist, histAb, done, final *gpu.Buffer[uint64]
-	initv, globals, wts                       *gpu.Buffer[uint64]
+	initv, globals, wts, tticket              *gpu.Buffer[uint64]
 	head, rsItem, wsItem, txNR, txNW, reply   *gpu.Buffer[uint32]
 	claims, claimed                           *gpu.Buffer[uint32]
 	bufs                                      *gpu.Buffers
@@ -57,6 +57,11 @@ func (g *gpuEngine) allocate(pl *runPlan, sp *workloadSpec, ro RunOptions) (*run
 	take(m, &m.txNR, th)
 	take(m, &m.txNW, th)
 	take(m, &m.res, th)
+	if sh.retry {
+		take(m, &m.tticket, th)
+	} else {
+		take(m, &m.tticket, 1)
+	}
 	take(m, &m.reqRing, cfg.Servers*pl.ring*reqWords)
 	take(m, &m.finRing, cfg.Servers*pl.ring*finWords)
 	take(m, &m.reqTail, cfg.Servers*ctlSpacing)
@@ -102,7 +107,7 @@ func (g *gpuEngine) globalWords(pl *runPlan, m *runMemory, sp *workloadSpec, ro 
 		{"rs_item", uint64(m.rsItem.Ptr())}, {"rs_val", uint64(m.rsVal.Ptr())},
 		{"ws_item", uint64(m.wsItem.Ptr())}, {"ws_val", uint64(m.wsVal.Ptr())},
 		{"tx_snap", uint64(m.tsnap.Ptr())}, {"tx_nr", uint64(m.txNR.Ptr())}, {"tx_nw", uint64(m.txNW.Ptr())},
-		{"res", uint64(m.res.Ptr())},
+		{"res", uint64(m.res.Ptr())}, {"tx_ticket", uint64(m.tticket.Ptr())},
 		{"req_ring", uint64(m.reqRing.Ptr())}, {"req_tail", uint64(m.reqTail.Ptr())},
 		{"fin_ring", uint64(m.finRing.Ptr())}, {"fin_tail", uint64(m.finTail.Ptr())},
 		{"ring_mask", uint64(pl.ring - 1)}, {"reply", uint64(m.reply.Ptr())},

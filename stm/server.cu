@@ -22,6 +22,7 @@ struct stm_wstats {
 	// replied); from the client's send to the worker taking it, and to the
 	// reply; the requests.
 	u64 cy_load, cy_val, cy_final, cy_reply, cy_busy, ns_ring, ns_server, requests;
+	u64 rerun; // conflicting attempts run again before their turn and committed (Options.ServerCommit retry)
 };
 
 // STM_CHUNK is the accesses of a request one table load holds: half the
@@ -523,19 +524,22 @@ __device__ bool stm_commit_turn(const stm_globals* g, stm_log& L, stm_scratch* S
 	return true;
 }
 
+#include "stm/serve.cu"
+
 // stm_reply writes each lane's result (a timestamp, STM_RES_PREPARED, or
 // STM_RES_FLAG | cause, with the lane's timestamp << 8 when it took one,
-// a hole the client marks done), then the reply word the client polls.
-// Lanes of slots hold timestamps first + their rank.
-__device__ __forceinline__ void stm_reply(const stm_globals* g, u32 p, u32 lane, const stm_job& J, u32 cause, u32 slots, u64 first) {
+// a hole the client marks done; with flags, e.g. STM_RES_SERVED: the
+// server wrote it back and marked it done, serve.cu), then the reply word
+// the client polls. Lanes of slots hold timestamps first + their rank.
+__device__ __forceinline__ void stm_reply(const stm_globals* g, u32 p, u32 lane, const stm_job& J, u32 cause, u32 slots, u64 first, u64 flags = 0) {
 	if (J.in) {
 		const u64 ts = first + __popc(slots & lanemask_lt(lane));
 		const bool took = J.kind == REQ_SINGLE && ((slots >> lane) & 1);
 		u64 r;
 		if (cause)
-			r = STM_RES_FLAG | (cause - 1) | (took ? ts << 8 : 0);
+			r = STM_RES_FLAG | (cause - 1) | (took ? ts << 8 : 0) | flags;
 		else if (J.kind == REQ_SINGLE)
-			r = ts;
+			r = ts | flags;
 		else
 			r = STM_RES_PREPARED;
 		st_relaxed_gpu((u64*)g->res + J.cw * 32 + lane, r);
@@ -614,12 +618,22 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		const u64 c0 = clock64();
 		u32 cause = stm_validate_table(g, L, S, p, lane, J); // lane l: 1 + cause of client lane l's abort
 		st.batched++;
+		u64 first = 0, flags = 0;
+#if STM_RETRY
+		if (J.kind == REQ_SINGLE && J.chunks == 1 && !stm_retry(g, L, S, p, lane, J, &cause, &flags, deadline)) break;
+#endif
 		const u32 slots = __ballot_sync(FULL_MASK, J.in && cause == 0);
 		const u64 c1 = clock64();
-		u64 first = 0;
 		if (slots && !stm_commit_turn(g, L, S, p, me, lane, J, slots, deadline, &cause, &first, &st)) break;
+#if STM_POST
+		if (J.kind == REQ_SINGLE && slots) stm_post_install(g, lane, J, slots, first, cause, &flags);
+#endif
 		const u64 c2 = clock64();
-		stm_reply(g, p, lane, J, cause, slots, first);
+		stm_reply(g, p, lane, J, cause, slots, first, flags);
+#if STM_RETRY
+		const u32 rr = __ballot_sync(FULL_MASK, (flags & STM_RES_RERUN) && cause == 0);
+		st.rerun += __popc(rr);
+#endif
 		const u64 c3 = clock64();
 		st.cy_validate += (c1 - c0) * __popc(J.mask);
 		st.cy_insert += (c3 - c1) * __popc(J.mask);
@@ -650,6 +664,7 @@ __device__ void stm_worker(const stm_globals* g, stm_log& L, u32 p, u32 me, u32 
 		atomicAdd(&counters[CNT_CY_BUSY], st.cy_busy);
 		atomicAdd(&counters[CNT_NS_RING], st.ns_ring);
 		atomicAdd(&counters[CNT_NS_SERVER], st.ns_server);
+		if (st.rerun) atomicAdd(&counters[CNT_RERUN], st.rerun);
 	}
 }
 

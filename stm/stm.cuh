@@ -52,6 +52,12 @@ struct stm_tx {
 	// for (the newest logged write it found, 0: none).
 	u32 held, keep, defers;
 	u64 need;
+#if STM_RETRY
+	// A client attempt whose sets a server's re-run overwrote before the
+	// server dropped the re-run (Options.ServerCommit retry): counted as
+	// an abort, not recorded.
+	u32 lost;
+#endif
 };
 
 __device__ __forceinline__ u64 stm_mix(u64 x) {

@@ -75,6 +75,7 @@ func main() {
 	contention := flag.String("contention", "default", "GPU engine: what client warps do about conflicts before they ask a server: default, off, check or claims (stm.Options.Contention)")
 	stripe := flag.Int("stripe", 0, "GPU engine: items of each stripe dealt to the servers in turn (stm.Options.Stripe; 0: contiguous partitions)")
 	refresh := flag.Int("refresh", 0, "GPU engine: in-place retries of a stale update attempt per warp round (stm.Options.Refresh; 0: chosen, stm.DefaultRefresh under a Zipf law, else off; negative: off)")
+	serverCommit := flag.String("server-commit", "off", "GPU engine: the servers' share of single-partition commits: off (the clients write back), writeback (the servers write back after the final check) or retry (writeback, and the servers run conflicting update attempts again before their turn) (stm.Options.ServerCommit)")
 	latency := flag.Bool("latency", true, "CSMV engines: time every commit (stm.RunOptions.Latency; on the GPU engine up to 1% of the commits a second)")
 	threads := flag.Int("threads", 0, "GPU engine: client threads of every case (stm.Options.ClientThreads; 0: the case's or the engine's default, -1: as many as fit)")
 	flag.Parse()
@@ -82,6 +83,10 @@ func main() {
 	mode, cerr := stm.ParseContention(*contention)
 	if err == nil {
 		err = cerr
+	}
+	scMode, serr := stm.ParseServerCommit(*serverCommit)
+	if err == nil {
+		err = serr
 	}
 	var cases []bench.STMCase
 	if err == nil && *banks != "" {
@@ -94,7 +99,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, contention: mode, stripe: *stripe, refresh: *refresh, threads: *threads, latency: *latency, peers: *peers, only: *only, goroutines: counts, cases: cases}
+	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, contention: mode, stripe: *stripe, refresh: *refresh, serverCommit: scMode, threads: *threads, latency: *latency, peers: *peers, only: *only, goroutines: counts, cases: cases}
 	var progress io.Writer
 	if !*quiet {
 		progress = os.Stderr
@@ -113,18 +118,19 @@ func main() {
 }
 
 type config struct {
-	size, reps  int
-	d, gpuD     time.Duration
-	device      string
-	throttle    float64        // the GPU engine's Options.Throttle
-	contention  stm.Contention // the GPU engine's Options.Contention
-	stripe      int            // the GPU engine's Options.Stripe
-	refresh     int            // the GPU engine's Options.Refresh
-	threads     int            // the GPU engine's client threads (0: the case's; -1: as many as fit)
-	latency     bool           // the CSMV engines time every commit (stm.RunOptions.Latency)
-	peers, only string
-	goroutines  []int           // goroutine counts (nil: GOMAXPROCS, rows without a count)
-	cases       []bench.STMCase // the cases to run (nil: the suite's bank cases at size)
+	size, reps   int
+	d, gpuD      time.Duration
+	device       string
+	throttle     float64          // the GPU engine's Options.Throttle
+	contention   stm.Contention   // the GPU engine's Options.Contention
+	stripe       int              // the GPU engine's Options.Stripe
+	refresh      int              // the GPU engine's Options.Refresh
+	serverCommit stm.ServerCommit // the GPU engine's Options.ServerCommit
+	threads      int              // the GPU engine's client threads (0: the case's; -1: as many as fit)
+	latency      bool             // the CSMV engines time every commit (stm.RunOptions.Latency)
+	peers, only  string
+	goroutines   []int           // goroutine counts (nil: GOMAXPROCS, rows without a count)
+	cases        []bench.STMCase // the cases to run (nil: the suite's bank cases at size)
 }
 
 // matrixCases returns issue 23's bank matrix: at each size of banks, each
@@ -246,7 +252,8 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 		dev = ch.Device
 		defer dev.Close()
 		rep.Engines = append(rep.Engines, "gpu: "+ch.Reason, fmt.Sprintf("gpu: admission control (throttle) %s", throttleText(c.throttle)),
-			fmt.Sprintf("gpu: contention management %s", contentionText(c.contention)), "gpu: items dealt to the servers "+stripeText(c.stripe), "gpu: stale update attempts run again at once "+refreshText(c.refresh))
+			fmt.Sprintf("gpu: contention management %s", contentionText(c.contention)), "gpu: items dealt to the servers "+stripeText(c.stripe), "gpu: stale update attempts run again at once "+refreshText(c.refresh),
+			"gpu: the servers' share of single-partition commits: "+c.serverCommit.String())
 	} else {
 		rep.Engines = append(rep.Engines, ch.Reason)
 	}
@@ -332,7 +339,7 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 					name string
 					opt  stm.Options
 					d    time.Duration
-				}{"csmv gpu", stm.Options{GPU: dev, Throttle: c.throttle, Contention: c.contention, Stripe: c.stripe, Refresh: c.refresh}, c.gpuD})
+				}{"csmv gpu", stm.Options{GPU: dev, Throttle: c.throttle, Contention: c.contention, Stripe: c.stripe, Refresh: c.refresh, ServerCommit: c.serverCommit}, c.gpuD})
 			}
 			for _, en := range engines {
 				o := cs.Options(en.opt)

@@ -1,0 +1,86 @@
+package stm
+
+import (
+	"testing"
+
+	"github.com/warpkv/warpkv/internal/gputest"
+)
+
+// serverCommitCases are the contended cases TestServerCommitGPU runs with
+// the servers' share of commits, each with the mode and contention
+// management it runs them under: hot items (re-runs), transactions of
+// several partitions (written back by their clients), logs too small for
+// a request (entries logged one at a time), larger transactions than one
+// table load (not re-run), blind writes, one version per item.
+var serverCommitCases = []struct {
+	name string
+	mode ServerCommit
+	cm   Contention
+}{
+	{"hot blocks (zipf 0.99), 2 rounds", ServerCommitRetry, ContentionOff},
+	{"hot blocks (zipf 0.99), 2 rounds", ServerCommitRetry, ContentionDefault},
+	{"hot blocks (zipf 0.99), 2 rounds", ServerCommitWriteBack, ContentionDefault},
+	{"hot accounts", ServerCommitRetry, ContentionOff},
+	{"all transactions on one item", ServerCommitRetry, ContentionOff},
+	{"write-only transactions", ServerCommitRetry, ContentionOff},
+	{"zipf read-modify-write", ServerCommitRetry, ContentionOff},
+	{"four servers, transfers across partitions", ServerCommitRetry, ContentionOff},
+	{"four servers, transfers across partitions", ServerCommitWriteBack, ContentionOff},
+	{"transactions larger than the log", ServerCommitWriteBack, ContentionOff},
+	{"transfers larger than a table load", ServerCommitRetry, ContentionOff},
+	{"ring depth 1", ServerCommitRetry, ContentionOff},
+	{"memcached 8 ways", ServerCommitRetry, ContentionOff},
+}
+
+// TestServerCommitGPU runs contended cases with the servers' share of
+// commits (Options.ServerCommit) and checks every run end to end as
+// TestContendedGPU does (serial replay of the history, opacity of every
+// recorded attempt, totals, every ticket committed once), that no more
+// attempts were re-run than committed (none without re-runs), and that the
+// hot cases of many warps with contention off re-ran some.
+func TestServerCommitGPU(t *testing.T) {
+	dev := gputest.Device(t)
+	cases := map[string]runCase{}
+	for _, c := range contendedCases() {
+		cases[c.name] = c
+	}
+	for _, x := range serverCommitCases {
+		c, ok := cases[x.name]
+		if !ok {
+			t.Fatalf("no contended case %q", x.name)
+		}
+		t.Run(c.name+", "+x.mode.String()+", contention "+x.cm.String(), func(t *testing.T) {
+			res := runContendedGPU(t, Options{GPU: dev, Config: c.cfg, Contention: x.cm, ServerCommit: x.mode}, c)
+			reruns := x.mode == ServerCommitRetry
+			if res.Server.Rerun > res.Commits || (!reruns && res.Server.Rerun != 0) {
+				t.Errorf("%d attempts re-run by the servers, %d update commits", res.Server.Rerun, res.Commits)
+			}
+			hot := c.name == "hot blocks (zipf 0.99), 2 rounds" || c.name == "all transactions on one item"
+			if reruns && x.cm == ContentionOff && hot && res.Threads > 32 && res.Server.Rerun == 0 {
+				t.Errorf("%d threads on hot items: no attempt re-run by the servers (aborts %s)", res.Threads, res.AbortString())
+			}
+			t.Logf("%d threads, %d servers, aborts %s, %d re-run by the servers; %v", res.Threads, res.Servers, res.AbortString(), res.Server.Rerun, res.Server)
+		})
+	}
+}
+
+// TestServerCommitUnderHotAccounts runs 1-round transfers on 64K hot
+// accounts (runHotBank) with each ServerCommit mode, contention
+// management off and at its default: the bank's total holds, and each
+// run's commits per second, abort rate and re-runs are logged.
+func TestServerCommitUnderHotAccounts(t *testing.T) {
+	dev := gputest.Device(t)
+	for _, o := range []struct {
+		what string
+		opt  Options
+	}{
+		{"default", Options{GPU: dev}},
+		{"writeback", Options{GPU: dev, ServerCommit: ServerCommitWriteBack}},
+		{"retry", Options{GPU: dev, ServerCommit: ServerCommitRetry}},
+		{"retry, contention off", Options{GPU: dev, ServerCommit: ServerCommitRetry, Contention: ContentionOff}},
+	} {
+		res := runHotBank(t, o.opt, o.what)
+		t.Logf("%s: %.3g commits/s, %d threads, abort rate %.1f%% (%s), %d re-run by the servers, %d held back",
+			o.what, res.Throughput(), res.Threads, 100*res.AbortRate(), res.AbortString(), res.Server.Rerun, res.Server.Deferred)
+	}
+}
