@@ -98,12 +98,18 @@ extern "C" __global__ void aq_trim(const Tree *t, u64 Q, const u8 *lod, const u3
 }
 
 // copy_key copies a key of n bytes from a leaf (its record, or the arena
-// at a multiple of the granule) to dst: 8 bytes a load and store where
-// both are 8-byte aligned (at dst, every key before it a multiple of 8
-// bytes long, as in answers of 8- and 16-byte keys), else a byte at a
-// time.
+// at a multiple of the granule) to dst: 16 bytes a store (two 8-byte
+// loads) where dst is 16-byte and the leaf 8-byte aligned (a warp writing
+// keys of 16 bytes then stores consecutive 16-byte words: the coalesced
+// stores a Result's mapped host memory takes at the bus's speed), else 8
+// bytes a load and store where both are 8-byte aligned (at dst, every key
+// before it a multiple of 8 bytes long, as in answers of 8- and 16-byte
+// keys), and the tail a byte at a time.
 __device__ __forceinline__ void copy_key(u8 *dst, const u8 *src, u32 n) {
     u32 i = 0;
+    if ((((u64)dst & 15) | ((u64)src & 7)) == 0)
+        for (; i + 16 <= n; i += 16)
+            *(ulonglong2 *)(dst + i) = make_ulonglong2(*(const u64 *)(src + i), *(const u64 *)(src + i + 8));
     if ((((u64)dst | (u64)src) & 7) == 0)
         for (; i + 8 <= n; i += 8) *(u64 *)(dst + i) = *(const u64 *)(src + i);
     for (; i < n; i++) dst[i] = src[i];
@@ -118,8 +124,11 @@ __device__ __forceinline__ void copy_key(u8 *dst, const u8 *src, u32 n) {
 // pairs and key bytes of the chunks before it, pbase and kbase: the key
 // offsets written are kbase plus the chunk's own, and lane 0 of query q's
 // warp writes qout[q] = pbase + pidx[q+1], the Result's query offset q+1
-// (qout null: not written; the one-piece call downloads pidx).
-// Invariant: every output word has one writer (the lane of its pair, lane
+// (qout null: not written; the one-piece call downloads pidx). The
+// outputs may be the pinned Result's own arrays, mapped into the device
+// (ranges_piped_gpu.go, direct answers): the stores then cross the bus as
+// the kernel runs. ooffs null: the key offsets are not written (the host
+// writes them: every key of the answer has one length). Invariant: every output word has one writer (the lane of its pair, lane
 // 0 for qout), and query q's pairs fill [pidx[q], pidx[q+1]) in answer
 // order.
 extern "C" __global__ void aq_pairs(const Tree *t, u64 Q, u64 limit, const u64 *slots, const u64 *pidx,
@@ -141,7 +150,7 @@ extern "C" __global__ void aq_pairs(const Tree *t, u64 Q, u64 limit, const u64 *
             }
             if (j < n) {
                 u64 at = o + x - kn;
-                ooffs[base + j] = (u32)(kbase + at);
+                if (ooffs) ooffs[base + j] = (u32)(kbase + at);
                 copy_key(okeys + at, leaf_key(t, l), kn);
                 ovals[base + j] = leaf_value(t, l);
             }

@@ -41,6 +41,13 @@ type rangePipe struct {
 	chunkMin int // fewest queries a chunk: 0 rangeChunkMin (tests set fewer)
 	firstDiv int // chunk 0 holds 1/firstDiv of another chunk's queries (0 or 1: as many; benchmarks compare)
 
+	// copies: the chunks' answers are written into device buffers and
+	// downloaded into the Result (cuMemcpyDtoHAsync on the stream out),
+	// not stored by aq_pairs straight into the Result's arrays mapped
+	// into the device (direct answers, the default). Tests and benchmarks
+	// compare.
+	copies bool
+
 	names   [][numPipeBufs]string // chunk k's buffers' pool names (pipeBufs with ".k")
 	walkAt  []*gpu.Event          // chunk k's walk queued (on s)
 	walked  []*gpu.Event          // chunk k's totals read back (on s)
