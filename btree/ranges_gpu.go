@@ -38,13 +38,17 @@ const (
 // the total and of each chunk's first offset; the write pass runs chunk by
 // chunk on the tree's stream (the default form copies from the kept
 // starts without a descent; see rangeForm; the other forms write in one
-// piece), and each chunk's pairs go to the host on the second stream as
-// soon as they are written, so that the answers' transfer overlaps the
-// later chunks' writes. The host sizes the Result (into, or a new one)
-// while the device writes it; a pinned Result (NewResult) takes the
-// offsets, keys and values by DMA straight into its arrays, any other
-// through the pinned staging buffers (copied out of pinned memory in
-// parallel, overlapping the later chunks' DMAs). The tree must not be
+// piece). Into a pinned Result (NewResult) the write pass stores the keys
+// and values straight into the Result's arrays, which are mapped into the
+// device (direct answers: sized before the write, the stores crossing the
+// bus as the kernels run, no download), and its offsets come by DMA on
+// the second stream. Otherwise (or with rangeCopies) each chunk's pairs
+// are written into device buffers and go to the host on the second stream
+// as soon as they are written, so that the answers' transfer overlaps the
+// later chunks' writes, while the host sizes the Result (into, or a new
+// one): a pinned one takes them by DMA straight into its arrays, any
+// other through the pinned staging buffers (copied out of pinned memory
+// in parallel, overlapping the later chunks' DMAs). The tree must not be
 // empty. Phases: Upload ends when the last chunk is counted, Work when the
 // last is written, Download when every answer is on the host. Cost: two
 // kernels, a scan, the transfers of the queries and the result, one
@@ -94,11 +98,25 @@ func (g *gpuTree) rangesBatch(into *Result, root uint32, los, his []uint64, limi
 	}
 	g.step("ranges: scan, readback: offsets")
 	total := int(firsts[len(ch)])
-	if err := g.pool.Reserve(gpu.NeedOf[uint64](bufOutK, total), gpu.NeedOf[uint64]("rangev", total)); err != nil {
-		return nil, tm, err
+	direct := into.pinned() && !g.rangeCopies
+	var r *Result
+	var outK, outV any // where the write pass stores the keys and values
+	var ok, ov *gpu.Buffer[uint64]
+	if direct {
+		// The pairs are stored straight into the Result's arrays, mapped
+		// into the device: sized before the write pass.
+		if r, err = sizeResult(into, q, total); err != nil {
+			return nil, tm, err
+		}
+		outK, outV = gpu.HostArrayPtr[uint64](r.pin, "keys", 0), gpu.HostArrayPtr[uint64](r.pin, "values", 0)
+	} else {
+		if err := g.pool.Reserve(gpu.NeedOf[uint64](bufOutK, total), gpu.NeedOf[uint64]("rangev", total)); err != nil {
+			return nil, tm, err
+		}
+		// outV holds the offsets; the values go to a scratch buffer of their own.
+		ok, ov = gpu.Take[uint64](g.pool, bufOutK, total), gpu.Take[uint64](g.pool, "rangev", total)
+		outK, outV = ok, ov
 	}
-	// outV holds the offsets; the values go to a scratch buffer of their own.
-	ok, ov := gpu.Take[uint64](g.pool, bufOutK, total), gpu.Take[uint64](g.pool, "rangev", total)
 	written, err := g.rangeEvents(len(ch))
 	if err != nil {
 		return nil, tm, err
@@ -106,20 +124,21 @@ func (g *gpuTree) rangesBatch(into *Result, root uint32, los, his []uint64, limi
 	if total > 0 {
 		if g.rangeForm == rangeOneDescent {
 			for i, c := range ch {
-				if err := errors.Join(p.write(bounds, q, c, ok, ov), written[i].Record(g.s)); err != nil {
+				if err := errors.Join(p.write(bounds, q, c, outK, outV), written[i].Record(g.s)); err != nil {
 					return nil, tm, err
 				}
 			}
-		} else if err := errors.Join(p.write(bounds, q, chunk{0, q}, ok, ov), written[len(ch)-1].Record(g.s)); err != nil {
+		} else if err := errors.Join(p.write(bounds, q, chunk{0, q}, outK, outV), written[len(ch)-1].Record(g.s)); err != nil {
 			return nil, tm, err
 		}
 	}
 	g.clock.Mark(g.s, engine.MarkWorked)
 	g.step("ranges: write")
-	// The host's allocations overlap the write pass.
-	r, err := sizeResult(into, q, total)
-	if err != nil {
-		return nil, tm, err
+	if !direct {
+		// The host's allocations overlap the write pass.
+		if r, err = sizeResult(into, q, total); err != nil {
+			return nil, tm, err
+		}
 	}
 	offWords := unsafe.Slice((*uint64)(unsafe.Pointer(&r.Offsets[0])), q+1) // int is 64-bit (below)
 	down := func(b *gpu.Buffer[uint64], off int, dst []uint64) error {
@@ -134,7 +153,7 @@ func (g *gpuTree) rangesBatch(into *Result, root uint32, los, his []uint64, limi
 	}
 	for i := range ch {
 		a, b := int(firsts[i]), int(firsts[i+1]) // firsts[len(ch)] is the total
-		if a == b {
+		if a == b || direct {
 			continue
 		}
 		ev := written[i]
@@ -273,10 +292,11 @@ func (p rangePass) count(bounds *gpu.Buffer[uint64], q int, c chunk) error {
 }
 
 // write launches the write pass of the tree's rangeForm over the queries
-// of c (bounds and q as for count): each query's pairs into outK, outV at
-// its scanned offset (counts, after the scan). The thread and warp forms
-// take c whole (all q queries).
-func (p rangePass) write(bounds *gpu.Buffer[uint64], q int, c chunk, outK, outV *gpu.Buffer[uint64]) error {
+// of c (bounds and q as for count): each query's pairs into outK, outV
+// (device buffers, or a pinned Result's arrays by their device addresses)
+// at its scanned offset (counts, after the scan). The thread and warp
+// forms take c whole (all q queries).
+func (p rangePass) write(bounds *gpu.Buffer[uint64], q int, c chunk, outK, outV any) error {
 	g := p.g
 	lo, hi := gpu.View[uint64](bounds, 0, q), gpu.View[uint64](bounds, 8*q, q)
 	switch g.rangeForm {

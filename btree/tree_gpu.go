@@ -72,6 +72,12 @@ type gpuTree struct {
 	rangeChunkSize int
 	rangeEv        []*gpu.Event
 
+	// rangeCopies: ranges into a pinned Result write the pairs into
+	// device buffers and download them, not store them straight into
+	// the Result's mapped arrays (the default). Tests and benchmarks
+	// compare.
+	rangeCopies bool
+
 	// lateValues makes an insert from Go slices scatter its values after
 	// the upper levels even when their copy has already queued its last
 	// chunk (mergeValuesFor): benchmarks compare the two.
