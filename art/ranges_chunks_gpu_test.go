@@ -11,27 +11,32 @@ import (
 // BenchmarkGPURangeChunks settles the pipelined call's chunk count and
 // how the answers reach the Result: on the tree of benchPointTree
 // (WARPKV_ART_BENCH_KEYS keys), 64Ki ranges of 16 and 64Ki prefix scans
-// of 64 into a pinned Result, cut into 1, 2, 3, 4, 6 and 8 chunks (and the
-// default), each with the answers stored by aq_pairs into the Result's
-// mapped arrays (direct) and downloaded (copies), interleaved in one
-// process: 5 rounds, each timing 20 calls of every form in turn after one
-// untimed call. Metrics: queries per second of each form's median round
-// mean (cN-M/s direct, cN-copies-M/s; cD the default count,
-// rangePipe.count); every round's means are logged.
+// of 64 into a pinned Result, with the answers downloaded (copies: 1 and
+// 3 chunks and the default count) and stored by aq_pairs into the
+// Result's mapped arrays (direct: 1 to 4 chunks and the default count,
+// aq_pairs on a warp per query or on at most 16, 33 or 66 blocks,
+// rangePipe.pairsBlocks; chunk 0 as large as the others or a quarter),
+// interleaved in one process: 5 rounds, each timing 20 calls of every
+// form in turn after one untimed call. Metrics: queries per second of
+// each form's median round mean (cN[-bB][-fD][-copies]-M/s; cD the
+// default count, rangePipe.count); every round's means are logged.
 func BenchmarkGPURangeChunks(b *testing.B) {
 	t, g, ops := rangeBenchCalls(b)
 	type form struct {
-		chunks int
-		copies bool
+		chunks   int
+		copies   bool
+		blocks   int
+		firstDiv int
 	}
-	var forms []form
-	for _, c := range []int{1, 2, 3, 4, 6, 8, 0} {
-		forms = append(forms, form{c, false}, form{c, true})
-	}
+	forms := []form{{1, true, 0, 1}, {3, true, 0, 1}, {0, true, 0, 1}, {1, false, 0, 1}, {0, false, 0, 1}, {0, false, 33, 1},
+		{2, false, 0, 1}, {2, false, 33, 1}, {2, false, 66, 1}, {3, false, 0, 1}, {3, false, 16, 1}, {3, false, 33, 1}, {3, false, 66, 1},
+		{3, false, 33, 4}, {4, false, 33, 1}}
 	const rounds, calls = 5, 20
 	for _, op := range ops {
 		b.Run(op.name, func(b *testing.B) {
-			defer func(c int, copies bool) { g.pipe.chunks, g.pipe.copies = c, copies }(g.pipe.chunks, g.pipe.copies)
+			defer func(p rangePipe) {
+				g.pipe.chunks, g.pipe.copies, g.pipe.pairsBlocks, g.pipe.firstDiv = p.chunks, p.copies, p.pairsBlocks, p.firstDiv
+			}(g.pipe)
 			r := t.NewResult()
 			defer r.Free()
 			var err error
@@ -42,7 +47,7 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 			for b.Loop() {
 				for range rounds {
 					for i, f := range forms {
-						g.pipe.chunks, g.pipe.copies = f.chunks, f.copies
+						g.pipe.chunks, g.pipe.copies, g.pipe.pairsBlocks, g.pipe.firstDiv = f.chunks, f.copies, f.blocks, f.firstDiv
 						if r, err = op.into(r); err != nil {
 							b.Fatal(err)
 						}
@@ -61,6 +66,12 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 				name, unit := fmt.Sprint(f.chunks), fmt.Sprintf("c%d", f.chunks)
 				if f.chunks == 0 {
 					name, unit = "default", "cD"
+				}
+				if f.blocks > 0 {
+					name, unit = fmt.Sprintf("%s, pairs on %d blocks", name, f.blocks), fmt.Sprintf("%s-b%d", unit, f.blocks)
+				}
+				if f.firstDiv > 1 {
+					name, unit = fmt.Sprintf("%s, first 1:%d", name, f.firstDiv), fmt.Sprintf("%s-f%d", unit, f.firstDiv)
 				}
 				if f.copies {
 					name, unit = name+", copies", unit+"-copies"

@@ -47,6 +47,11 @@ type rangePipe struct {
 	// into the device (direct answers, the default). Tests and benchmarks
 	// compare.
 	copies bool
+	// pairsBlocks, when positive, caps the blocks of a chunk's aq_pairs
+	// with direct answers (grid-stride), so that its stores, stalled on
+	// the bus, hold fewer SMs while the next chunk's walk runs beside it;
+	// 0: a warp per query (benchmarks compare).
+	pairsBlocks int
 
 	names   [][numPipeBufs]string // chunk k's buffers' pool names (pipeBufs with ".k")
 	walkAt  []*gpu.Event          // chunk k's walk queued (on s)

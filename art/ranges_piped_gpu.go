@@ -25,9 +25,10 @@ import (
 // adds those chunks' pairs and key bytes to the offsets it writes and
 // writes the chunk's query offsets as the Result's own) and queues
 // aq_pairs on the stream in. By default (direct answers) aq_pairs stores
-// the pairs straight into the Result's arrays, which are mapped into the
-// device (gpu.HostArrayPtr): the answers cross the bus while the kernel
-// runs, with no download and no copy engine. With pipe.copies it writes
+// the keys, values and key offsets straight into the Result's arrays,
+// which are mapped into the device (gpu.HostArrayPtr): the answers cross
+// the bus while the kernel runs, with no download (but for the query
+// offsets, 8 bytes a query, on out). With pipe.copies it writes
 // them into device buffers, downloaded into the Result on the stream out,
 // which waits for an event after the pairs. Either way the answers of one
 // chunk cross the link while later chunks are packed, walked and written,
@@ -197,9 +198,10 @@ func (p *pipedCall) run(bt queryBatch, dsc int32) error {
 
 // deliver waits for chunk k's totals, makes room for its keys in the
 // Result and queues its pairs kernel on in: with direct answers aq_pairs
-// stores the pairs, key offsets (unless the host writes them) and query
-// offsets straight into the Result's arrays through their device
-// addresses; with pipe.copies into device buffers, downloaded into the
+// stores the keys, values and key offsets (unless the host writes them)
+// straight into the Result's arrays through their device addresses, and
+// the chunk's query offsets are downloaded on out after it; with
+// pipe.copies everything goes into device buffers, downloaded into the
 // Result on out after the pairs. It counts the chunk's pairs and key
 // bytes.
 func (p *pipedCall) deliver(k int) error {
@@ -224,16 +226,25 @@ func (p *pipedCall) deliver(k int) error {
 			return err
 		}
 	} else {
+		// The query offsets, one 8-byte word a query's warp, go to device
+		// memory and by DMA to the Result: stored into mapped memory, each
+		// would be a partial write across the bus, which the H200 took at
+		// a twelfth of full ones (BENCHMARKS.md, branch arng4).
 		var ooffs any = nullPtr
 		if keyLen < 0 {
 			ooffs = gpu.HostArrayPtr[uint32](res.pin, "offs", pairs)
 		}
-		if err := g.launchOn(g.in, g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt,
-			gpu.HostArrayPtr[byte](res.pin, "keys", keyBytes), ooffs, gpu.HostArrayPtr[uint64](res.pin, "values", pairs),
-			uint64(pairs), uint64(keyBytes), gpu.HostArrayPtr[int](res.pin, "offsets", c.a+1)); err != nil {
-			return fmt.Errorf("pairs: %w", err)
+		blocks := grid(Qk * warpSize)
+		if b := g.pipe.pairsBlocks; b > 0 {
+			blocks = gpu.D1(min(b, int(blocks.X)))
 		}
-		if err := firstErr(g.pipe.paired[k].Record(g.in), g.out.Wait(g.pipe.paired[k])); err != nil {
+		if err := g.k.qPairs.Launch(g.in, blocks, gpu.D1(kernelBlock), 0, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt,
+			gpu.HostArrayPtr[byte](res.pin, "keys", keyBytes), ooffs, gpu.HostArrayPtr[uint64](res.pin, "values", pairs),
+			uint64(pairs), uint64(keyBytes), c.qout); err != nil {
+			return fmt.Errorf("pairs: aq_pairs: %w", err)
+		}
+		if err := firstErr(g.pipe.paired[k].Record(g.in), g.out.Wait(g.pipe.paired[k]),
+			c.qout.Read(g.out, 0, offsetWords(res.Offsets[c.a+1:c.b+1]))); err != nil {
 			return err
 		}
 	}

@@ -41,8 +41,9 @@ const (
 // piece). Into a pinned Result (NewResult) the write pass stores the keys
 // and values straight into the Result's arrays, which are mapped into the
 // device (direct answers: sized before the write, the stores crossing the
-// bus as the kernels run, no download), and its offsets come by DMA on
-// the second stream. Otherwise (or with rangeCopies) each chunk's pairs
+// bus as the kernels run, no download; the default form's pass is then
+// bt_range_gather, a thread per pair, whose warps store whole sectors),
+// and its offsets come by DMA on the second stream. Otherwise (or with rangeCopies) each chunk's pairs
 // are written into device buffers and go to the host on the second stream
 // as soon as they are written, so that the answers' transfer overlaps the
 // later chunks' writes, while the host sizes the Result (into, or a new
@@ -124,7 +125,11 @@ func (g *gpuTree) rangesBatch(into *Result, root uint32, los, his []uint64, limi
 	if total > 0 {
 		if g.rangeForm == rangeOneDescent {
 			for i, c := range ch {
-				if err := errors.Join(p.write(bounds, q, c, outK, outV), written[i].Record(g.s)); err != nil {
+				w := func() error { return p.write(bounds, q, c, outK, outV) }
+				if direct {
+					w = func() error { return p.gather(c, int(firsts[i]), int(firsts[i+1]-firsts[i]), outK, outV) }
+				}
+				if err := errors.Join(w(), written[i].Record(g.s)); err != nil {
 					return nil, tm, err
 				}
 			}
@@ -310,6 +315,20 @@ func (p rangePass) write(bounds *gpu.Buffer[uint64], q int, c chunk, outK, outV 
 	// offs[i+1] of the chunk's last query is the next chunk's first.
 	return g.k.rngCopy.Launch(g.s, warpGrid(c.n()), gpu.D1(kernelBlock), 0, uint64(c.n()), uint32(g.order), g.keys, g.slots,
 		g.count, g.next, gpu.View[uint64](p.start, 8*c.lo, c.n()), gpu.View[uint64](p.counts, 8*c.lo, c.n()+1), outK, outV)
+}
+
+// gather launches the default form's write pass into a pinned Result's
+// mapped arrays (direct answers) over the queries of c, whose pairs are
+// the n from j0: bt_range_gather, a thread per pair, each warp storing
+// whole sectors (bt_range_copy's warp per query would begin and end each
+// query's run mid-sector: partial writes across the bus).
+func (p rangePass) gather(c chunk, j0, n int, outK, outV any) error {
+	if n == 0 {
+		return nil
+	}
+	g := p.g
+	return g.k.rngGather.Launch(g.s, grid(n+31), gpu.D1(kernelBlock), 0, uint64(c.n()), uint64(j0), uint64(n), uint32(g.order), g.keys,
+		g.slots, g.count, g.next, gpu.View[uint64](p.start, 8*c.lo, c.n()), gpu.View[uint64](p.counts, 8*c.lo, c.n()+1), outK, outV)
 }
 
 // Offsets are read from the device's 64-bit words straight into []int.

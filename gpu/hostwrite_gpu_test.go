@@ -26,8 +26,10 @@ const hostWriteBytes = 256 << 20
 // is GB/s by the device's clock (events around b.N calls). Store forms:
 // v4 (16-byte stores, a warp covering 512 consecutive bytes), u64x2 (each
 // 16 bytes as two 8-byte stores, as aq_pairs copies a 16-byte key), u64
-// and u32 (8- and 4-byte coalesced stores); grids of SMs*8 blocks of 256
-// threads (grid-stride) and of one thread per word.
+// and u32 (8- and 4-byte coalesced stores), on grids of SMs*8 blocks of
+// 256 threads (grid-stride) and of one thread per word; v4 also on 8 to 66
+// blocks (how few SMs keep the bus busy); sparse, one 8-byte word a warp
+// (partial writes: a 32nd of the bytes).
 func BenchmarkHostWrites(b *testing.B) {
 	d := gputest.Device(b)
 	gputest.NVRTC(b)
@@ -66,7 +68,7 @@ func BenchmarkHostWrites(b *testing.B) {
 	}
 	defer t1.Close()
 	sms := d.Properties().SMs
-	timed := func(b *testing.B, call func(seed uint64) error) {
+	timed := func(b *testing.B, bytes int, call func(seed uint64) error) {
 		if err := call(1); err != nil { // warm
 			b.Fatal(err)
 		}
@@ -87,49 +89,70 @@ func BenchmarkHostWrites(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.ReportMetric(float64(hostWriteBytes)*float64(n)/el.Seconds()/1e9, "GB/s")
+		b.ReportMetric(float64(bytes)*float64(n)/el.Seconds()/1e9, "GB/s")
 		b.ReportMetric(float64(el)/float64(n)/float64(time.Millisecond), "ms/call")
 	}
-	for _, form := range []struct {
+	type kase struct {
+		kernel string
+		word   int // bytes a thread stores an iteration
+		blocks int // 0: one thread per word
+		grid   string
+		bytes  int // written a call
+	}
+	var cases []kase
+	for _, k := range []struct {
 		name string
-		word int // bytes a thread stores an iteration
+		word int
 	}{{"hw_v4", 16}, {"hw_u64x2", 16}, {"hw_u64", 8}, {"hw_u32", 4}} {
-		f, err := m.Function(form.name)
+		cases = append(cases, kase{k.name, k.word, sms * 8, "SMsx8", hostWriteBytes}, kase{k.name, k.word, 0, "words", hostWriteBytes})
+	}
+	for _, bl := range []int{8, 16, 33, 66} { // few blocks: the SMs a kernel storing to the host holds
+		cases = append(cases, kase{"hw_v4", 16, bl, fmt.Sprint(bl), hostWriteBytes})
+	}
+	// One word a warp: a 32nd of the bytes (each word a partial write).
+	cases = append(cases, kase{"hw_sparse", 8, sms * 8, "SMsx8", hostWriteBytes / 32})
+	for _, c := range cases {
+		f, err := m.Function(c.kernel)
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, grid := range []struct {
-			name   string
-			blocks int
-		}{{"grid=SMsx8", sms * 8}, {"grid=words", gpu.Grid(hostWriteBytes/form.word, 256)}} {
-			for _, to := range []struct {
-				name string
-				ptr  gpu.DevicePtr
-			}{{"mapped-host", host.Ptr()}, {"device", dev.Ptr()}} {
-				b.Run(fmt.Sprintf("%s/%s/%s", form.name[3:], grid.name, to.name), func(b *testing.B) {
-					var last uint64
-					timed(b, func(seed uint64) error {
-						last = seed
-						return f.Launch(s, gpu.D1(grid.blocks), gpu.D1(256), 0, to.ptr, uint64(hostWriteBytes), seed)
-					})
-					if to.name != "mapped-host" {
-						return
-					}
-					if err := s.Synchronize(); err != nil {
-						b.Fatal(err)
-					}
-					h := host.Slice()
-					for _, i := range []int{0, 1, 2, 3, len(h)/2 + 1, len(h) - 1} {
-						if want := hostWord(uint64(8*i), last); h[i] != want {
-							b.Fatalf("word %d = %#x, want %#x", i, h[i], want)
-						}
-					}
-				})
+		blocks := c.blocks
+		if blocks == 0 {
+			blocks = gpu.Grid(c.bytes/c.word, 256)
+			if c.kernel == "hw_sparse" {
+				blocks *= 32
 			}
+		}
+		for _, to := range []struct {
+			name string
+			ptr  gpu.DevicePtr
+		}{{"mapped-host", host.Ptr()}, {"device", dev.Ptr()}} {
+			if to.name == "device" && (c.kernel == "hw_sparse" || c.grid != "SMsx8" && c.grid != "words") {
+				continue
+			}
+			b.Run(fmt.Sprintf("%s/grid=%s/%s", c.kernel[3:], c.grid, to.name), func(b *testing.B) {
+				var last uint64
+				timed(b, c.bytes, func(seed uint64) error {
+					last = seed
+					return f.Launch(s, gpu.D1(blocks), gpu.D1(256), 0, to.ptr, uint64(c.bytes), seed)
+				})
+				if to.name != "mapped-host" {
+					return
+				}
+				if err := s.Synchronize(); err != nil {
+					b.Fatal(err)
+				}
+				h := host.Slice()[:c.bytes/8]
+				for _, i := range []int{0, 1, 2, 3, len(h)/2 + 1, len(h) - 1} {
+					if want := hostWord(uint64(8*i), last); h[i] != want {
+						b.Fatalf("word %d = %#x, want %#x", i, h[i], want)
+					}
+				}
+			})
 		}
 	}
 	b.Run("memcpy-DtoH", func(b *testing.B) {
-		timed(b, func(uint64) error { return dev.Read(s, 0, pinned.Slice()) })
+		timed(b, hostWriteBytes, func(uint64) error { return dev.Read(s, 0, pinned.Slice()) })
 	})
 }
 

@@ -45,3 +45,12 @@ extern "C" __global__ void hw_u32(u32 *dst, u64 n, u64 seed) {
         dst[i] = (u32)(i % 2 ? v >> 32 : v);
     }
 }
+
+// hw_sparse: lane 0 of warp i of W stores the 8-byte words i, i+W, ...
+// (the other lanes store nothing): each store is a partial write of its
+// 32-byte sector, as one word a query written by the query's warp.
+extern "C" __global__ void hw_sparse(u64 *dst, u64 n, u64 seed) {
+    u64 w = n / 8, W = (u64)gridDim.x * blockDim.x / 32;
+    if (threadIdx.x % 32) return;
+    for (u64 i = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / 32; i < w; i += W) dst[i] = hw_word(8 * i, seed);
+}
