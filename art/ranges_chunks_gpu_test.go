@@ -13,9 +13,10 @@ import (
 // (WARPKV_ART_BENCH_KEYS keys), 64Ki ranges of 16 and 64Ki prefix scans
 // of 64 into a pinned Result, with the answers downloaded (copies: 1 and
 // 3 chunks and the default count) and stored by aq_pairs into the
-// Result's mapped arrays (direct: 1 to 4 chunks and the default count,
-// aq_pairs on a warp per query or on at most 16, 33 or 66 blocks,
-// rangePipe.pairsBlocks; chunk 0 as large as the others or a quarter),
+// Result's mapped arrays (direct, rangesDirect: 1 to 8 chunks and the
+// default count, aq_pairs on a warp per query or on at most 16 or 33
+// blocks, rangePipe.pairsBlocks; chunk 0 as large as the others or a
+// quarter),
 // interleaved in one process: 5 rounds, each timing 20 calls of every
 // form in turn after one untimed call. Metrics: queries per second of
 // each form's median round mean (cN[-bB][-fD][-copies]-M/s; cD the
@@ -28,9 +29,9 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 		blocks   int
 		firstDiv int
 	}
-	forms := []form{{1, true, 0, 1}, {3, true, 0, 1}, {0, true, 0, 1}, {1, false, 0, 1}, {0, false, 0, 1}, {0, false, 33, 1},
-		{2, false, 0, 1}, {2, false, 33, 1}, {2, false, 66, 1}, {3, false, 0, 1}, {3, false, 16, 1}, {3, false, 33, 1}, {3, false, 66, 1},
-		{3, false, 33, 4}, {4, false, 33, 1}}
+	forms := []form{{1, true, 0, 1}, {3, true, 0, 1}, {0, true, 0, 1}, {1, false, 0, 1}, {2, false, 0, 1}, {3, false, 0, 1},
+		{4, false, 0, 1}, {6, false, 0, 1}, {8, false, 0, 1}, {0, false, 0, 1}, {3, false, 16, 1}, {0, false, 16, 1}, {3, false, 33, 1},
+		{0, false, 33, 1}, {3, false, 0, 4}}
 	const rounds, calls = 5, 20
 	for _, op := range ops {
 		b.Run(op.name, func(b *testing.B) {

@@ -13,38 +13,34 @@ import (
 
 // A pipelined call (rangesPiped) cuts a batch of bounded range or prefix
 // queries answered into a pinned Result into a few chunks of contiguous
-// queries (one or more). Each chunk is packed into pinned memory of its
-// own, and its upload, walk, the scans of its counts and a_totals, which
-// copies its three totals into host memory mapped into the device (not a
-// readback: a copy would queue behind the earlier chunks' downloads on
-// the copy engine), are queued on the engine's stream s at once, an event
-// after them (no stream synchronization): the device walks a chunk while
-// the host packs the next. After each chunk's packing, and after the
-// last, the host delivers the earlier chunks whose totals are back, in
-// order: it places a chunk's pairs after the earlier chunks' (aq_pairs
-// adds those chunks' pairs and key bytes to the offsets it writes and
-// writes the chunk's query offsets as the Result's own) and queues
-// aq_pairs on the stream in. By default (direct answers) aq_pairs stores
-// the keys, values and key offsets straight into the Result's arrays,
-// which are mapped into the device (gpu.HostArrayPtr): the answers cross
-// the bus while the kernel runs, with no download (but for the query
-// offsets, 8 bytes a query, on out). With pipe.copies it writes
-// them into device buffers, downloaded into the Result on the stream out,
-// which waits for an event after the pairs. Either way the answers of one
+// queries. Each chunk is packed into pinned memory of its own, and its
+// upload, walk, the scans of its counts and a_totals, which copies its
+// three totals into host memory mapped into the device (not a readback: a
+// copy would queue behind the earlier chunks' downloads on the copy
+// engine), are queued on the engine's stream s at once, an event after
+// them (no stream synchronization): the device walks a chunk while the
+// host packs the next. After each chunk's packing, and after the last, the
+// host delivers the earlier chunks whose totals are back, in order: it
+// places a chunk's pairs after the earlier chunks' (aq_pairs adds those
+// chunks' pairs and key bytes to the offsets it writes and writes the
+// chunk's query offsets as the Result's own), queues aq_pairs on the
+// stream in and the chunk's downloads straight into the Result on the
+// stream out, which waits for an event after the pairs. The answers of one
 // chunk cross the link while later chunks are packed, walked and written,
 // and the call's critical path is the first chunk's packing, walk and
 // pairs (chunk 0 may be smaller than the others: rangePipe.firstDiv), then
 // the answers' transfer. Key offsets the host writes (a chunk whose keys
-// have one length) are written after every chunk is queued.
+// have one length) are written after every download is queued. With
+// pipe.copies unset, calls it could serve take the direct path instead
+// (ranges_direct_gpu.go), and this one answers those the direct path
+// found its keys' room too small for.
 
 // pipes reports whether a call of Q queries with limit into into runs
 // pipelined: into a pinned Result, in the form of rangesCands (a limit,
 // at most rangeSlotsMax slots, not collectRanges), in the batch order
-// (not sortQueries), and with direct answers (not pipe.copies) or in at
-// least two chunks.
+// (not sortQueries), and in at least two chunks.
 func (g *gpuEngine) pipes(into *Result, Q, limit int) bool {
-	return into.pinned() && limit > 0 && Q*limit <= rangeSlotsMax && !g.collectRanges && !g.sortQueries &&
-		(!g.pipe.copies || g.pipe.count(Q, limit) > 1)
+	return into.pinned() && limit > 0 && Q*limit <= rangeSlotsMax && !g.collectRanges && !g.sortQueries && g.pipe.count(Q, limit) > 1
 }
 
 // pipeChunk is one chunk of a pipelined call on the device: its queries
@@ -146,7 +142,7 @@ type pipedCall struct {
 	chunks   []pipeChunk
 	Q, limit int
 
-	queued          bool      // pairs kernels or downloads queued
+	queued          bool      // downloads queued on out
 	pairs, keyBytes int       // the chunks' before the next one delivered
 	fills           []keyFill // the key offsets the host writes
 }
@@ -197,13 +193,8 @@ func (p *pipedCall) run(bt queryBatch, dsc int32) error {
 }
 
 // deliver waits for chunk k's totals, makes room for its keys in the
-// Result and queues its pairs kernel on in: with direct answers aq_pairs
-// stores the keys, values and key offsets (unless the host writes them)
-// straight into the Result's arrays through their device addresses, and
-// the chunk's query offsets are downloaded on out after it; with
-// pipe.copies everything goes into device buffers, downloaded into the
-// Result on out after the pairs. It counts the chunk's pairs and key
-// bytes.
+// Result, queues its pairs kernel on in and its answers' downloads on out
+// (after the pairs), and counts its pairs and key bytes.
 func (p *pipedCall) deliver(k int) error {
 	g, res, c := p.g, p.res, &p.chunks[k]
 	if err := g.pipe.walked[k].Synchronize(); err != nil {
@@ -214,39 +205,32 @@ func (p *pipedCall) deliver(k int) error {
 	if err := p.keyRoom(c, nb); err != nil {
 		return err
 	}
-	keyLen := sameKeyLen(uint64(n), uint64(nb), sq)
-	pairs, keyBytes := p.pairs, p.keyBytes
+	nm := &g.pipe.names[k]
+	if err := g.pool.Reserve(gpu.NeedOf[uint8](nm[bOkeys], nb), gpu.NeedOf[uint32](nm[bOoffs], n), gpu.NeedOf[uint64](nm[bOvals], n)); err != nil {
+		return err
+	}
+	okeys, ooffs, ovals := gpu.Take[uint8](g.pool, nm[bOkeys], nb), gpu.Take[uint32](g.pool, nm[bOoffs], n), gpu.Take[uint64](g.pool, nm[bOvals], n)
 	Qk := c.b - c.a
 	if err := g.pipe.pairsAt[k].Record(g.in); err != nil {
 		return err
 	}
+	if err := g.launchOn(g.in, g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt, okeys, ooffs, ovals,
+		uint64(p.pairs), uint64(p.keyBytes), c.qout, nullPtr); err != nil {
+		return fmt.Errorf("pairs: %w", err)
+	}
+	if err := firstErr(g.pipe.paired[k].Record(g.in), g.out.Wait(g.pipe.paired[k])); err != nil {
+		return err
+	}
+	keyLen := sameKeyLen(uint64(n), uint64(nb), sq)
 	p.queued = true
-	if g.pipe.copies {
-		if err := p.deliverCopies(k, n, nb, keyLen); err != nil {
-			return err
-		}
-	} else {
-		// The query offsets, one 8-byte word a query's warp, go to device
-		// memory and by DMA to the Result: stored into mapped memory, each
-		// would be a partial write across the bus, which the H200 took at
-		// a twelfth of full ones (BENCHMARKS.md, branch arng4).
-		var ooffs any = nullPtr
-		if keyLen < 0 {
-			ooffs = gpu.HostArrayPtr[uint32](res.pin, "offs", pairs)
-		}
-		blocks := grid(Qk * warpSize)
-		if b := g.pipe.pairsBlocks; b > 0 {
-			blocks = gpu.D1(min(b, int(blocks.X)))
-		}
-		if err := g.k.qPairs.Launch(g.in, blocks, gpu.D1(kernelBlock), 0, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt,
-			gpu.HostArrayPtr[byte](res.pin, "keys", keyBytes), ooffs, gpu.HostArrayPtr[uint64](res.pin, "values", pairs),
-			uint64(pairs), uint64(keyBytes), c.qout); err != nil {
-			return fmt.Errorf("pairs: aq_pairs: %w", err)
-		}
-		if err := firstErr(g.pipe.paired[k].Record(g.in), g.out.Wait(g.pipe.paired[k]),
-			c.qout.Read(g.out, 0, offsetWords(res.Offsets[c.a+1:c.b+1]))); err != nil {
-			return err
-		}
+	pairs, keyBytes := p.pairs, p.keyBytes
+	err := errors.Join(c.qout.Read(g.out, 0, offsetWords(res.Offsets[c.a+1:c.b+1])),
+		okeys.Read(g.out, 0, res.Keys.Data[keyBytes:keyBytes+nb]))
+	if keyLen < 0 {
+		err = errors.Join(err, ooffs.Read(g.out, 0, res.Keys.Offs[pairs:pairs+n]))
+	}
+	if err = errors.Join(err, ovals.Read(g.out, 0, res.Values[pairs:pairs+n])); err != nil {
+		return err
 	}
 	if keyLen >= 0 {
 		p.fills = append(p.fills, keyFill{pairs, n, uint32(keyBytes), keyLen})
@@ -254,34 +238,6 @@ func (p *pipedCall) deliver(k int) error {
 	g.stepN("chunk %d delivered", k)
 	p.pairs, p.keyBytes = pairs+n, keyBytes+nb
 	return nil
-}
-
-// deliverCopies queues chunk k's pairs (n pairs of nb key bytes, their
-// keys of keyLen bytes each or of mixed lengths when keyLen < 0) into
-// device buffers on in and their downloads into the Result on out after
-// them.
-func (p *pipedCall) deliverCopies(k, n, nb, keyLen int) error {
-	g, res, c := p.g, p.res, &p.chunks[k]
-	nm := &g.pipe.names[k]
-	if err := g.pool.Reserve(gpu.NeedOf[uint8](nm[bOkeys], nb), gpu.NeedOf[uint32](nm[bOoffs], n), gpu.NeedOf[uint64](nm[bOvals], n)); err != nil {
-		return err
-	}
-	okeys, ooffs, ovals := gpu.Take[uint8](g.pool, nm[bOkeys], nb), gpu.Take[uint32](g.pool, nm[bOoffs], n), gpu.Take[uint64](g.pool, nm[bOvals], n)
-	Qk := c.b - c.a
-	if err := g.launchOn(g.in, g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt, okeys, ooffs, ovals,
-		uint64(p.pairs), uint64(p.keyBytes), c.qout); err != nil {
-		return fmt.Errorf("pairs: %w", err)
-	}
-	if err := firstErr(g.pipe.paired[k].Record(g.in), g.out.Wait(g.pipe.paired[k])); err != nil {
-		return err
-	}
-	pairs, keyBytes := p.pairs, p.keyBytes
-	err := errors.Join(c.qout.Read(g.out, 0, offsetWords(res.Offsets[c.a+1:c.b+1])),
-		okeys.Read(g.out, 0, res.Keys.Data[keyBytes:keyBytes+nb]))
-	if keyLen < 0 {
-		err = errors.Join(err, ooffs.Read(g.out, 0, res.Keys.Offs[pairs:pairs+n]))
-	}
-	return errors.Join(err, ovals.Read(g.out, 0, res.Values[pairs:pairs+n]))
 }
 
 // keyRoom makes room in the Result's pinned keys for chunk c's nb bytes
@@ -296,8 +252,8 @@ func (p *pipedCall) keyRoom(c *pipeChunk, nb int) error {
 	need := keyBytes + nb
 	capacity := need
 	if need > p.res.keysCap {
-		if p.queued { // the pairs kernels (direct answers) and the downloads
-			if err := firstErr(p.g.in.Synchronize(), p.g.out.Synchronize()); err != nil {
+		if p.queued {
+			if err := p.g.out.Synchronize(); err != nil {
 				return err
 			}
 		}

@@ -38,18 +38,17 @@ const (
 // the total and of each chunk's first offset; the write pass runs chunk by
 // chunk on the tree's stream (the default form copies from the kept
 // starts without a descent; see rangeForm; the other forms write in one
-// piece). Into a pinned Result (NewResult) the write pass stores the keys
-// and values straight into the Result's arrays, which are mapped into the
-// device (direct answers: sized before the write, the stores crossing the
-// bus as the kernels run, no download; the default form's pass is then
-// bt_range_gather, a thread per pair, whose warps store whole sectors),
-// and its offsets come by DMA on the second stream. Otherwise (or with rangeCopies) each chunk's pairs
-// are written into device buffers and go to the host on the second stream
-// as soon as they are written, so that the answers' transfer overlaps the
+// piece), and each chunk's pairs go to the host on the second stream as
+// soon as they are written, so that the answers' transfer overlaps the
 // later chunks' writes, while the host sizes the Result (into, or a new
-// one): a pinned one takes them by DMA straight into its arrays, any
-// other through the pinned staging buffers (copied out of pinned memory
-// in parallel, overlapping the later chunks' DMAs). The tree must not be
+// one): a pinned one (NewResult) takes them by DMA straight into its
+// arrays, any other through the pinned staging buffers (copied out of
+// pinned memory in parallel, overlapping the later chunks' DMAs). With
+// rangeDirect the write pass stores the keys and values straight into a
+// pinned Result's arrays, which are mapped into the device (sized before
+// the write; the default form's pass is then bt_range_gather, a thread per
+// pair, whose warps store whole sectors), and only the offsets come by
+// DMA. The tree must not be
 // empty. Phases: Upload ends when the last chunk is counted, Work when the
 // last is written, Download when every answer is on the host. Cost: two
 // kernels, a scan, the transfers of the queries and the result, one
@@ -99,7 +98,7 @@ func (g *gpuTree) rangesBatch(into *Result, root uint32, los, his []uint64, limi
 	}
 	g.step("ranges: scan, readback: offsets")
 	total := int(firsts[len(ch)])
-	direct := into.pinned() && !g.rangeCopies
+	direct := into.pinned() && g.rangeDirect
 	var r *Result
 	var outK, outV any // where the write pass stores the keys and values
 	var ok, ov *gpu.Buffer[uint64]

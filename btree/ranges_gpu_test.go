@@ -19,8 +19,8 @@ import (
 // random, empty, reversed, single-key and unbounded ranges and limits of
 // none, 1, 5 and 100; the default form also in chunks of 777 queries
 // (rangesBatch's pipeline) into Go memory, and every form into a pinned
-// Result, its pairs stored into the mapped arrays (direct) or downloaded
-// (rangeCopies).
+// Result, its pairs downloaded or stored into the mapped arrays
+// (rangeDirect).
 func TestGPURangeKernels(t *testing.T) {
 	d := gputest.Device(t)
 	for _, order := range []int{4, 7, DefaultOrder, 1024} {
@@ -96,19 +96,18 @@ func TestGPURangeKernels(t *testing.T) {
 				if !slices.Equal(k, wk) || !slices.Equal(v, wv) || !slices.Equal(o, wo) {
 					t.Fatalf("limit %d, chunks: %d pairs, want %d (offsets equal %v)", limit, len(k), len(wk), slices.Equal(o, wo))
 				}
-				// Into a pinned Result: stored by the write pass into its
-				// mapped arrays (direct, each form) or downloaded
-				// (rangeCopies).
-				for _, copies := range []bool{false, true} {
+				// Into a pinned Result: downloaded, or stored by the write
+				// pass into its mapped arrays (rangeDirect), each form.
+				for _, direct := range []bool{false, true} {
 					for _, form := range []rangeForm{rangeOneDescent, rangeThread, rangeWarp} {
-						gt.rangeCopies, gt.rangeForm = copies, form
+						gt.rangeDirect, gt.rangeForm = direct, form
 						pr := g.NewResult()
 						for range 2 { // the second call reuses the pinned arrays
 							if _, err := g.RangesInto(pr, los, his, limit); err != nil {
-								t.Fatalf("limit %d, chunks, pinned, copies %v, form %d: %v", limit, copies, form, err)
+								t.Fatalf("limit %d, chunks, pinned, direct %v, form %d: %v", limit, direct, form, err)
 							}
 							if !slices.Equal(pr.Keys, wk) || !slices.Equal(pr.Values, wv) || !slices.Equal(pr.Offsets, wo) {
-								t.Fatalf("limit %d, chunks, pinned, copies %v, form %d: %d pairs, want %d", limit, copies, form, len(pr.Keys), len(wk))
+								t.Fatalf("limit %d, chunks, pinned, direct %v, form %d: %d pairs, want %d", limit, direct, form, len(pr.Keys), len(wk))
 							}
 						}
 						if err := pr.Free(); err != nil {
@@ -116,7 +115,7 @@ func TestGPURangeKernels(t *testing.T) {
 						}
 					}
 				}
-				gt.rangeCopies, gt.rangeForm, gt.rangeChunkSize = false, rangeOneDescent, 0
+				gt.rangeDirect, gt.rangeForm, gt.rangeChunkSize = false, rangeOneDescent, 0
 			}
 		})
 	}
