@@ -12,9 +12,9 @@ import (
 
 // ranges answers range queries on the device, the queries taken in the
 // order queryOrder gives (by start key for large batches). Into a pinned
-// Result, batches with a limit have direct answers (rangesDirect: directs
-// says when), or with pipe.copies large ones run pipelined in chunks
-// (rangesPiped: pipes says when). Otherwise, with a limit
+// Result, large batches with a limit run pipelined in chunks
+// (rangesPiped: pipes says when), or with pipe.direct every batch with a
+// limit has direct answers (rangesDirect: directs says when). Otherwise, with a limit
 // and at most rangeSlotsMax slots (queries x limit), one walk per query:
 // rangesCands (ranges.cu: the walk collects leaves into per-query slots
 // without reading them, a warp per query trims them to the bound and

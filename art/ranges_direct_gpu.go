@@ -10,7 +10,9 @@ import (
 	"github.com/warpkv/warpkv/gpu"
 )
 
-// A call with direct answers (rangesDirect) answers a batch of bounded
+// A call with direct answers (rangesDirect, with rangePipe.direct set:
+// measured slower than the downloads on the H200, so not the default)
+// answers a batch of bounded
 // range or prefix queries into a pinned Result whose arrays are mapped
 // into the device (gpu.HostArrayPtr): aq_pairs stores the keys and values
 // straight into them, so the answers cross the bus while the kernel runs,
@@ -39,9 +41,10 @@ import (
 // directs reports whether a call of Q queries with limit into into has
 // direct answers: into a pinned Result, in the form of rangesCands (a
 // limit, at most rangeSlotsMax slots, not collectRanges), in the batch
-// order (not sortQueries), and not pipe.copies.
+// order (not sortQueries), with pipe.direct set (an option: the
+// downloads of rangesPiped are the default).
 func (g *gpuEngine) directs(into *Result, Q, limit int) bool {
-	return into.pinned() && limit > 0 && Q*limit <= rangeSlotsMax && !g.collectRanges && !g.sortQueries && !g.pipe.copies
+	return g.pipe.direct && into.pinned() && limit > 0 && Q*limit <= rangeSlotsMax && !g.collectRanges && !g.sortQueries
 }
 
 // directKeyBytes is the key bytes a slot that a Result's keys hold at

@@ -36,8 +36,8 @@ func TestGPURangesDirect(t *testing.T) {
 		}
 	}
 	g := gt.eng.(*gpuEngine)
-	defer func(p rangePipe) { g.pipe.chunks, g.pipe.chunkMin = p.chunks, p.chunkMin }(g.pipe)
-	g.pipe.chunkMin = 10
+	defer func(p rangePipe) { g.pipe.chunks, g.pipe.chunkMin, g.pipe.direct = p.chunks, p.chunkMin, p.direct }(g.pipe)
+	g.pipe.chunkMin, g.pipe.direct = 10, true
 	const Q = 400
 	batch := func(first, rest func(i int) ([]byte, []byte)) ([]Query, [][]byte) {
 		qs, ps := make([]Query, Q), make([][]byte, Q)

@@ -31,9 +31,9 @@ import (
 // pairs (chunk 0 may be smaller than the others: rangePipe.firstDiv), then
 // the answers' transfer. Key offsets the host writes (a chunk whose keys
 // have one length) are written after every download is queued. With
-// pipe.copies unset, calls it could serve take the direct path instead
-// (ranges_direct_gpu.go), and this one answers those the direct path
-// found its keys' room too small for.
+// pipe.direct set, calls into a pinned Result take the direct path
+// instead (ranges_direct_gpu.go), and this one answers those the direct
+// path found its keys' room too small for.
 
 // pipes reports whether a call of Q queries with limit into into runs
 // pipelined: into a pinned Result, in the form of rangesCands (a limit,
