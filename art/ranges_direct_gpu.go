@@ -1,7 +1,6 @@
 package art
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sync/atomic"
@@ -70,22 +69,12 @@ const runWords = 4
 // when the Result's keys are short.
 func (g *gpuEngine) rangesDirect(into *Result, bt queryBatch, limit int, dsc int32) (res *Result, err error) {
 	Q := bt.n
-	C := g.pipe.count(Q, limit)
-	if err := g.pipe.events(g.dev, C); err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil { // nothing queued may run on after the call
-			err = errors.Join(err, g.s.Synchronize(), g.in.Synchronize(), g.out.Synchronize())
-		}
-	}()
-	if err := g.setDesc(g.t, nil); err != nil {
-		return nil, err
-	}
-	chunks, err := g.takeRangeChunks(Q, C, limit)
+	defer g.syncOnError(&err)
+	chunks, err := g.chunkedCall(Q, limit)
 	if err != nil {
 		return nil, err
 	}
+	C := len(chunks)
 	if err := g.pipe.totals(g.dev, C+1); err != nil { // chunk k's totals, then the run
 		return nil, err
 	}

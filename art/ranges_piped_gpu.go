@@ -62,22 +62,12 @@ type pipeChunk struct {
 // the downloads overlap the next chunks' packing, walks and pairs.
 func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int32) (res *Result, err error) {
 	Q := bt.n
-	C := g.pipe.count(Q, limit)
-	if err := g.pipe.events(g.dev, C); err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil { // nothing queued may run on after the call
-			err = errors.Join(err, g.s.Synchronize(), g.in.Synchronize(), g.out.Synchronize())
-		}
-	}()
-	if err := g.setDesc(g.t, nil); err != nil {
-		return nil, err
-	}
+	defer g.syncOnError(&err)
 	call := &pipedCall{g: g, res: into, Q: Q, limit: limit}
-	if call.chunks, err = g.takeRangeChunks(Q, C, limit); err != nil {
+	if call.chunks, err = g.chunkedCall(Q, limit); err != nil {
 		return nil, err
 	}
+	C := len(call.chunks)
 	if err := g.pipe.totals(g.dev, C); err != nil {
 		return nil, err
 	}
@@ -88,6 +78,30 @@ func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int3
 		return nil, err
 	}
 	return call.finish()
+}
+
+// chunkedCall begins a call of Q queries with limit in chunks
+// (rangesPiped, rangesDirect): the pipe's events for its chunks
+// (rangePipe.count), the tree's descriptor, and the chunks with their
+// buffers (takeRangeChunks).
+func (g *gpuEngine) chunkedCall(Q, limit int) ([]pipeChunk, error) {
+	C := g.pipe.count(Q, limit)
+	if err := g.pipe.events(g.dev, C); err != nil {
+		return nil, err
+	}
+	if err := g.setDesc(g.t, nil); err != nil {
+		return nil, err
+	}
+	return g.takeRangeChunks(Q, C, limit)
+}
+
+// syncOnError waits, when *err is set, for everything queued on the
+// engine's three streams (nothing a failed chunked call queued may run on
+// after it), joining their errors to *err. Deferred by the chunked calls.
+func (g *gpuEngine) syncOnError(err *error) {
+	if *err != nil {
+		*err = errors.Join(*err, g.s.Synchronize(), g.in.Synchronize(), g.out.Synchronize())
+	}
 }
 
 // takeRangeChunks cuts a call of Q queries into C chunks and takes each
