@@ -30,7 +30,10 @@ import (
 // and the call's critical path is the first chunk's packing, walk and
 // pairs (chunk 0 may be smaller than the others: rangePipe.firstDiv), then
 // the answers' transfer. Key offsets the host writes (a chunk whose keys
-// have one length) are written after every download is queued.
+// have one length) are written after every download is queued. With
+// pipe.direct set, calls into a pinned Result take the direct path
+// instead (ranges_direct_gpu.go), and this one answers those the direct
+// path found its keys' room too small for.
 
 // pipes reports whether a call of Q queries with limit into into runs
 // pipelined: into a pinned Result, in the form of rangesCands (a limit,
@@ -59,22 +62,12 @@ type pipeChunk struct {
 // the downloads overlap the next chunks' packing, walks and pairs.
 func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int32) (res *Result, err error) {
 	Q := bt.n
-	C := g.pipe.count(Q, limit)
-	if err := g.pipe.events(g.dev, C); err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil { // nothing queued may run on after the call
-			err = errors.Join(err, g.s.Synchronize(), g.in.Synchronize(), g.out.Synchronize())
-		}
-	}()
-	if err := g.setDesc(g.t, nil); err != nil {
-		return nil, err
-	}
+	defer g.syncOnError(&err)
 	call := &pipedCall{g: g, res: into, Q: Q, limit: limit}
-	if call.chunks, err = g.takeRangeChunks(Q, C, limit); err != nil {
+	if call.chunks, err = g.chunkedCall(Q, limit); err != nil {
 		return nil, err
 	}
+	C := len(call.chunks)
 	if err := g.pipe.totals(g.dev, C); err != nil {
 		return nil, err
 	}
@@ -85,6 +78,30 @@ func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int3
 		return nil, err
 	}
 	return call.finish()
+}
+
+// chunkedCall begins a call of Q queries with limit in chunks
+// (rangesPiped, rangesDirect): the pipe's events for its chunks
+// (rangePipe.count), the tree's descriptor, and the chunks with their
+// buffers (takeRangeChunks).
+func (g *gpuEngine) chunkedCall(Q, limit int) ([]pipeChunk, error) {
+	C := g.pipe.count(Q, limit)
+	if err := g.pipe.events(g.dev, C); err != nil {
+		return nil, err
+	}
+	if err := g.setDesc(g.t, nil); err != nil {
+		return nil, err
+	}
+	return g.takeRangeChunks(Q, C, limit)
+}
+
+// syncOnError waits, when *err is set, for everything queued on the
+// engine's three streams (nothing a failed chunked call queued may run on
+// after it), joining their errors to *err. Deferred by the chunked calls.
+func (g *gpuEngine) syncOnError(err *error) {
+	if *err != nil {
+		*err = errors.Join(*err, g.s.Synchronize(), g.in.Synchronize(), g.out.Synchronize())
+	}
 }
 
 // takeRangeChunks cuts a call of Q queries into C chunks and takes each
@@ -212,7 +229,7 @@ func (p *pipedCall) deliver(k int) error {
 		return err
 	}
 	if err := g.launchOn(g.in, g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt, okeys, ooffs, ovals,
-		uint64(p.pairs), uint64(p.keyBytes), c.qout); err != nil {
+		uint64(p.pairs), uint64(p.keyBytes), c.qout, nullPtr); err != nil {
 		return fmt.Errorf("pairs: %w", err)
 	}
 	if err := firstErr(g.pipe.paired[k].Record(g.in), g.out.Wait(g.pipe.paired[k])); err != nil {

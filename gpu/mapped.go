@@ -30,6 +30,17 @@ const (
 // Cost: one cuMemHostAlloc and one cuMemHostGetDevicePointer (milliseconds):
 // allocate once and reuse.
 func AllocMapped[T any](d *Device, n int) (*MappedBuffer[T], error) {
+	m, err := allocMapped[T](d, n)
+	if err != nil {
+		return nil, err
+	}
+	clear(m.data)
+	return m, nil
+}
+
+// allocMapped is AllocMapped without the zeroing: the memory's contents
+// are unspecified.
+func allocMapped[T any](d *Device, n int) (*MappedBuffer[T], error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("gpu: mapped allocation of %d elements", n)
 	}
@@ -57,7 +68,6 @@ func AllocMapped[T any](d *Device, n int) (*MappedBuffer[T], error) {
 	}
 	m := &MappedBuffer[T]{d: d, ptr: p, dev: dp}
 	m.data = unsafe.Slice((*T)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), n)
-	clear(m.data)
 	return m, nil
 }
 
