@@ -287,15 +287,10 @@ func (s *shard) reserve(n int) (*searchBatch, uint64, error) {
 	}
 }
 
-// takeBatch closes the filling batch and makes a free one the filling
-// batch, then waits until every reserved job of the closed one is written;
-// it returns the closed batch and its job count. Run by the scheduler only.
-func (s *shard) takeBatch() (*searchBatch, int) {
-	return s.takeBatchTo(s.freeBatch(s.q.cur.Load()))
-}
-
-// takeBatchTo is takeBatch with next, a free batch (freeNow), as the new
-// filling batch.
+// takeBatchTo closes the filling batch and makes next, a free batch
+// (freeBatch or freeNow), the filling batch, then waits until every
+// reserved job of the closed one is written; it returns the closed batch
+// and its job count.
 func (s *shard) takeBatchTo(next *searchBatch) (*searchBatch, int) {
 	b := s.q.cur.Load()
 	s.q.cur.Store(next)
