@@ -28,8 +28,16 @@ func sameKeyLen(n, s1, s2 uint64) int {
 // len(offs)*keyLen fits in 32 bits), on all cores. Cost: one parallel
 // pass writing 4 bytes a pair.
 func fillKeyOffsets(offs []uint32, keyLen int) {
+	fillKeyOffsetsFrom(offs, 0, keyLen)
+}
+
+// fillKeyOffsetsFrom writes offs[i] = base + i*keyLen, the key offsets of
+// a chunk's pairs whose keys all have keyLen bytes, after base bytes of
+// the chunks before (the caller checked that the last fits in 32 bits).
+// Cost: one pass writing 4 bytes a pair (on all cores when large).
+func fillKeyOffsetsFrom(offs []uint32, base uint32, keyLen int) {
 	par.Shared().Ranges(len(offs), par.Parts(len(offs), 1<<16, 0), func(_, lo, hi int) {
-		o := uint32(lo * keyLen)
+		o := base + uint32(lo*keyLen)
 		for i := lo; i < hi; i++ {
 			offs[i] = o
 			o += uint32(keyLen)

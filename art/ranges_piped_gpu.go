@@ -7,7 +7,6 @@ import (
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
-	"github.com/warpkv/warpkv/internal/par"
 	"github.com/warpkv/warpkv/prim"
 )
 
@@ -370,18 +369,4 @@ func (g *gpuEngine) queueRangeChunk(c *pipeChunk, k int, pc packedChunk, limit i
 	}
 	g.stepN("chunk %d walked", k)
 	return nil
-}
-
-// fillKeyOffsetsFrom writes offs[i] = base + i*keyLen, the key offsets of
-// a chunk's pairs whose keys all have keyLen bytes, after base bytes of
-// the chunks before (the caller checked that the last fits in 32 bits).
-// Cost: one pass writing 4 bytes a pair (on all cores when large).
-func fillKeyOffsetsFrom(offs []uint32, base uint32, keyLen int) {
-	par.Shared().Ranges(len(offs), par.Parts(len(offs), 1<<16, 0), func(_, lo, hi int) {
-		o := base + uint32(lo*keyLen)
-		for i := lo; i < hi; i++ {
-			offs[i] = o
-			o += uint32(keyLen)
-		}
-	})
 }

@@ -207,12 +207,10 @@ func (g *gpuEngine) startVals(b *devBatch, vals []uint64) error {
 // when none are in flight. Cost: the wait for the goroutine (it has
 // usually packed them by then), one stream wait.
 func (g *gpuEngine) waitVals() error {
-	v := g.bu.vals
+	v := g.joinVals()
 	if v == nil {
 		return nil
 	}
-	<-v.done
-	g.bu.vals = nil
 	if v.err != nil {
 		return fmt.Errorf("upload values: %w", v.err)
 	}
@@ -228,11 +226,21 @@ func (g *gpuEngine) waitVals() error {
 // synchronized, so that the ring and b.vals are free again. Cost: the
 // wait.
 func (g *gpuEngine) dropVals() error {
+	v := g.joinVals()
+	if v == nil {
+		return nil
+	}
+	return errors.Join(v.err, g.in.Synchronize())
+}
+
+// joinVals waits for the values upload in flight, if any, and clears it;
+// nil when there is none.
+func (g *gpuEngine) joinVals() *valsUpload {
 	v := g.bu.vals
 	if v == nil {
 		return nil
 	}
 	<-v.done
 	g.bu.vals = nil
-	return errors.Join(v.err, g.in.Synchronize())
+	return v
 }
