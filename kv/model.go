@@ -88,7 +88,7 @@ func (m *Model) do(b *Batch, op *Op, now int64) {
 	}
 	e := Apply(op, cur, now, m.digits[:0])
 	r := &op.Result
-	if e.Write && (op.Kind == Append || op.Kind == Prepend) && ItemTotal(len(op.Key), e.Flags, int64(e.Len())) > int64(m.maxItem) {
+	if JoinedTooLarge(op, e, m.maxItem) {
 		// memcached cannot allocate the joined item: NOT_STORED, the old
 		// item kept.
 		*r = Result{Status: NotStored}

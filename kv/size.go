@@ -19,3 +19,11 @@ func ItemTotal(nkey int, flags uint32, vlen int64) int64 {
 	}
 	return n
 }
+
+// JoinedTooLarge reports whether op, an append or prepend whose effect e
+// writes the joined value, makes an item over itemSizeMax bytes as
+// ItemTotal counts it, which memcached answers NOT_STORED (the old item
+// kept). Cost: a few additions.
+func JoinedTooLarge(op *Op, e Effect, itemSizeMax int) bool {
+	return e.Write && (op.Kind == Append || op.Kind == Prepend) && ItemTotal(len(op.Key), e.Flags, int64(e.Len())) > int64(itemSizeMax)
+}

@@ -325,7 +325,7 @@ func (e *Engine) searchOne(h uint64) (uint32, error) {
 // cur is the present item (InPlace counters keep its access time). On
 // failure it sets the op's status (TooLarge, NoMemory or NotStored).
 func (e *Engine) write(op *kv.Op, h uint64, eff kv.Effect, now int64, sc *scratch, cur itemstore.Ref) (itemstore.Ref, error) {
-	if (op.Kind == kv.Append || op.Kind == kv.Prepend) && kv.ItemTotal(len(op.Key), eff.Flags, int64(eff.Len())) > int64(e.opts.ItemSizeMax) {
+	if kv.JoinedTooLarge(op, eff, e.opts.ItemSizeMax) {
 		// memcached cannot allocate a joined item over its item size
 		// limit (header, key and value counted, as for a set): NOT_STORED,
 		// the old item kept.
