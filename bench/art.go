@@ -905,23 +905,7 @@ func (e *artEngine) Prefix(ps art.Keys, limit int) (int, uint64, error) {
 // the GPU engine pinned, which the device writes by DMA), what a caller
 // running batch after batch does.
 func (e *artEngine) Answer(op ARTOp, qs art.Keys, limit int) error {
-	if e.res == nil {
-		e.res = e.t.NewResult()
-	}
-	var r *art.Result
-	var err error
-	if op == ARTRanges {
-		q, _ := e.qin.of(qs, true)
-		r, err = e.t.RangesInto(e.res, q, limit)
-	} else {
-		_, p := e.qin.of(qs, false)
-		r, err = e.t.PrefixInto(e.res, p, limit)
-	}
-	if err != nil {
-		return err
-	}
-	e.res = r
-	return nil
+	return e.AnswerCall(op, qs, limit)()
 }
 
 // AnswerCall returns the tree's call answering qs (op ARTRanges: range
