@@ -55,8 +55,11 @@ func (c *cpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 		failOnce sync.Once
 		wg       sync.WaitGroup
 		times    = make([]phaseTimes, threads)
-		lats     = make([]Latency, threads) // each worker's commit latencies, merged at the end
+		lats     []Latency // each worker's commit latencies (RunOptions.Latency), merged at the end
 	)
+	if ro.Latency {
+		lats = make([]Latency, threads)
+	}
 	start := time.Now()
 	end := start.Add(ro.Duration)
 	for th := range threads {
@@ -67,7 +70,10 @@ func (c *cpuEngine) run(w Workload, sp *workloadSpec, ro RunOptions) (*Result, e
 			if ro.Breakdown {
 				tmp = &times[th]
 			}
-			lat := &lats[th]
+			var lat *Latency
+			if ro.Latency {
+				lat = &lats[th]
+			}
 			for !stop.Load() {
 				if ro.Transactions == 0 && time.Now().After(end) {
 					return

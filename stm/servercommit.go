@@ -34,7 +34,7 @@ const (
 // serverCommitNames are the modes as ParseServerCommit takes them.
 var serverCommitNames = [...]string{"off", "writeback", "retry"}
 
-// String names the mode as ParseServerCommit takes it, e.g. "rerun".
+// String names the mode as ParseServerCommit takes it, e.g. "retry".
 func (m ServerCommit) String() string {
 	if m >= 0 && int(m) < len(serverCommitNames) {
 		return serverCommitNames[m]

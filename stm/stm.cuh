@@ -10,7 +10,7 @@
 //
 // The engine's client kernel calls stm_body for a transaction ticket, then
 // commits the transactions of the whole warp together (stm_commit_warp in
-// client.cu: pre-validation in the warp, one request per server, write-back,
+// commit.cu: pre-validation in the warp, one request per server, write-back,
 // the clock advanced in commit order) and calls the body again for the
 // same ticket if the attempt aborted. Everything a body draws must come
 // from stm_rand/stm_below/stm_unit, which repeat on every retry. stm_abort
@@ -46,7 +46,7 @@ struct stm_tx {
 	u32 bad;     // the workload's check failed
 	u32 calls;   // accesses so far: every 1024th checks the deadline
 	u64 deadline; // the run's deadline (global timer, ns)
-	// Contention management (client.cu, stm_contend): claim slots this
+	// Contention management (commit.cu, stm_contend): claim slots this
 	// thread holds, whether it keeps them over this attempt's abort, the
 	// attempts held back in a row, and the clock the next attempt waits
 	// for (the newest logged write it found, 0: none).
