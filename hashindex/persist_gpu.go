@@ -207,8 +207,9 @@ var ErrNeedsGPU = errors.New("hashindex: persistent search needs the GPU engine"
 
 // NewPersistentSearch returns a persistent search with slots slots (at
 // most MaxResidentSlots) of capacity jobs each. The caller must Close it
-// before closing the index. Cost: three mapped pinned allocations (12
-// bytes a job), a small device allocation, two streams, the compilation
+// before closing the index. Cost: four mapped pinned allocations (20
+// bytes a job, the tagged answers' 8 up to MaxResident jobs), a small
+// device allocation, two streams, the compilation
 // of persist.cu on first use; while the resident kernel runs, a
 // multiprocessor per slot.
 func (ix *Index) NewPersistentSearch(slots, capacity int) (*PersistentSearch, error) {
@@ -294,11 +295,7 @@ func (p *PersistentSearch) alloc(trace bool) (err error) {
 
 // free releases what alloc allocated (nil-safe).
 func (p *PersistentSearch) free() error {
-	var dev error
-	if p.dev != nil {
-		dev = p.dev.Free()
-	}
-	return errors.Join(p.exited.Close(), p.stream.Close(), p.launch.Close(), dev, p.trace.Free(), p.tagged.Free(), p.out.Free(), p.hashes.Free(), p.ctl.Free())
+	return errors.Join(p.exited.Close(), p.stream.Close(), p.launch.Close(), p.dev.Free(), p.trace.Free(), p.tagged.Free(), p.out.Free(), p.hashes.Free(), p.ctl.Free())
 }
 
 // Slots returns the number of slots; Cap the jobs of each.
