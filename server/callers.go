@@ -92,47 +92,34 @@ func (s *shard) stall() {
 	s.signal()
 }
 
-// waiting is a caller's wait for k tokens on wake from search batches of
-// shards; own[i], when own is not nil, is the batch it posted to on
-// shards[i].
-type waiting struct {
-	wake   chan struct{}
-	shards []*shard
-	own    []*searchBatch
-	k      int
-}
-
-// await receives k tokens on wake, the results of searches posted to the
-// shards. On shards whose callers launch (shard.callers) it spins until
-// the first token, launching their filling batches while it can, for at
-// most callerSpin (the first callerHotSpin of it without yielding its
-// processor); then it stalls those shards (their schedulers launch the
-// batches left) and blocks for the rest.
-func await(w waiting) {
-	got := 0
+// await receives one token on wake per ticket of ts, the results of the
+// searches posted to the tickets' shards. On shards whose callers launch
+// (shard.callers) it spins until the first token, launching the batches
+// the tickets were posted to while it can, for at most callerSpin (the
+// first callerHotSpin of it without yielding its processor); then it
+// stalls those shards (their schedulers launch the batches left) and
+// blocks for the rest.
+func await(wake chan struct{}, ts []ticket) {
+	got, k := 0, len(ts)
 	callers := false
-	for _, s := range w.shards {
-		callers = callers || s.callers
+	for _, t := range ts {
+		callers = callers || t.sh.callers
 	}
 	// Launches stop at the first token: a caller that holds a delivered
 	// batch (a reader until its Do releases it) must not wait in
 	// freeBatch for that batch to be free.
 	var deadline time.Time
-	hot := len(w.shards) > 0 && w.shards[0].hotSpin
+	hot := k > 0 && ts[0].sh.hotSpin
 	for spins := 0; got == 0 && callers; spins++ {
 		select {
-		case <-w.wake:
+		case <-wake:
 			got++
 			continue
 		default:
 		}
 		ran := false
-		for i, s := range w.shards {
-			var own *searchBatch
-			if w.own != nil {
-				own = w.own[i]
-			}
-			if s.callers && s.launch(own) {
+		for _, t := range ts {
+			if t.sh.callers && t.sh.launch(t.b) {
 				ran = true
 			}
 		}
@@ -152,16 +139,16 @@ func await(w waiting) {
 			runtime.Gosched()
 		}
 	}
-	if callers && got < w.k {
+	if callers && got < k {
 		// The scheduler launches what is left: after the first token
 		// (several shards) or after callerSpin.
-		for _, s := range w.shards {
-			if s.callers {
-				s.stall()
+		for _, t := range ts {
+			if t.sh.callers {
+				t.sh.stall()
 			}
 		}
 	}
-	for ; got < w.k; got++ {
-		<-w.wake
+	for ; got < k; got++ {
+		<-wake
 	}
 }

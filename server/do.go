@@ -39,15 +39,13 @@ type scratch struct {
 	victims  []itemstore.Victim
 	digits   []byte
 	locks    []int
-	written  hashSet        // hoistReads: the hashes of the keys written so far
-	hoisted  []bool         // hoistReads: the ops it runs first
-	nhoisted int            // hoistReads: how many (they begin perm)
-	perm     []int          // hoistReads: the order of the ops
-	opHash   []uint64       // hoistReads: the key hash of every op of the batch
-	tmpHash  []uint64       // the hashes of tmpOps
-	posted   []*shard       // search: the shards of the tickets
-	postedTo []*searchBatch // search: the batches of the tickets
-	tmpOps   []kv.Op        // the ops in that order
+	written  hashSet  // hoistReads: the hashes of the keys written so far
+	hoisted  []bool   // hoistReads: the ops it runs first
+	nhoisted int      // hoistReads: how many (they begin perm)
+	perm     []int    // hoistReads: the order of the ops
+	opHash   []uint64 // hoistReads: the key hash of every op of the batch
+	tmpHash  []uint64 // the hashes of tmpOps
+	tmpOps   []kv.Op  // the ops in that order
 }
 
 // notLoc marks "no location" in scratch slices.
@@ -321,12 +319,7 @@ func (e *Engine) search(sc *scratch, hashes []uint64, out []uint32) error {
 		}
 		lo = hi
 	}
-	sc.posted, sc.postedTo = sc.posted[:0], sc.postedTo[:0]
-	for _, t := range sc.tickets {
-		sc.posted = append(sc.posted, t.sh)
-		sc.postedTo = append(sc.postedTo, t.b)
-	}
-	await(waiting{wake: sc.wake, shards: sc.posted, own: sc.postedTo, k: len(sc.tickets)}) // one token per ticket
+	await(sc.wake, sc.tickets) // one token per ticket
 	for _, t := range sc.tickets {
 		if cerr := t.collect(sc.sl[t.at:]); cerr != nil && err == nil {
 			err = cerr

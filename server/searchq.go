@@ -238,7 +238,7 @@ func (s *shard) search(hashes []uint64, out []uint32, wake chan struct{}, held *
 		if err != nil {
 			return err
 		}
-		await(waiting{wake: wake, shards: []*shard{s}, own: []*searchBatch{t.b}, k: 1})
+		await(wake, []ticket{t})
 		err = t.collect(out[lo:hi])
 		if held != nil && len(hashes) <= piece {
 			*held = append(*held, t)
