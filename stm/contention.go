@@ -1,7 +1,5 @@
 package stm
 
-import "fmt"
-
 // Contention is how the GPU engine's client warps treat conflicts before
 // they ask a commit server (Options.Contention). The CPU engine ignores it.
 type Contention int
@@ -48,21 +46,11 @@ const DefaultContention = ContentionClaims
 var contentionNames = [...]string{"default", "off", "check", "claims"}
 
 // String names the mode as ParseContention takes it, e.g. "claims".
-func (c Contention) String() string {
-	if c >= 0 && int(c) < len(contentionNames) {
-		return contentionNames[c]
-	}
-	return fmt.Sprintf("contention(%d)", int(c))
-}
+func (c Contention) String() string { return modeName(contentionNames[:], int(c), "contention") }
 
 // ParseContention returns the mode named s: default, off, check or claims.
 func ParseContention(s string) (Contention, error) {
-	for i, n := range contentionNames {
-		if s == n {
-			return Contention(i), nil
-		}
-	}
-	return 0, fmt.Errorf("stm: contention mode %q: want default, off, check or claims", s)
+	return parseMode[Contention](contentionNames[:], s, "contention")
 }
 
 // contentionMode returns the mode as the kernels take it (g->contention):

@@ -1,7 +1,5 @@
 package stm
 
-import "fmt"
-
 // ServerCommit is who finishes the GPU engine's single-partition commits
 // (Options.ServerCommit).
 type ServerCommit int
@@ -36,18 +34,10 @@ var serverCommitNames = [...]string{"off", "writeback", "retry"}
 
 // String names the mode as ParseServerCommit takes it, e.g. "retry".
 func (m ServerCommit) String() string {
-	if m >= 0 && int(m) < len(serverCommitNames) {
-		return serverCommitNames[m]
-	}
-	return fmt.Sprintf("servercommit(%d)", int(m))
+	return modeName(serverCommitNames[:], int(m), "servercommit")
 }
 
 // ParseServerCommit returns the mode named s: off, writeback or retry.
 func ParseServerCommit(s string) (ServerCommit, error) {
-	for i, n := range serverCommitNames {
-		if s == n {
-			return ServerCommit(i), nil
-		}
-	}
-	return 0, fmt.Errorf("stm: server commit mode %q: want off, writeback or retry", s)
+	return parseMode[ServerCommit](serverCommitNames[:], s, "server commit")
 }
