@@ -19,8 +19,7 @@
 // resident.
 //
 // Defines from Go (persist_gpu.go): SEARCH_JOBS (hashindex.cu), PS_THREADS
-// (the searching threads of a block), PS_MAX_POLLERS (the most polling
-// warps of a block), the control block's layout CTL_LINE (words of a line),
+// (the searching threads of a block), the control block's layout CTL_LINE (words of a line),
 // CTL_EXITS (line 0), CTL_BELLS (the first slot's doorbell line),
 // CTL_DONES (the first slot's answer line), CTL_SLOT (a slot's stride),
 // MAX_RESIDENT (the most jobs of a batch), the device words DEV_EXIT,
@@ -30,8 +29,8 @@
 #include "hashindex_kernels.cuh"
 #include "warpkv/order.cuh" // ld_relaxed_sys, st_relaxed_sys, globaltimer_ns
 
-#if !defined(PS_THREADS) || !defined(PS_MAX_POLLERS) || !defined(CTL_LINE) || !defined(CTL_BELLS)
-#error "PS_THREADS, PS_MAX_POLLERS and the CTL_* layout must be defined (persist_gpu.go passes them)"
+#if !defined(PS_THREADS) || !defined(CTL_LINE) || !defined(CTL_BELLS)
+#error "PS_THREADS and the CTL_* layout must be defined (persist_gpu.go passes them)"
 #endif
 
 // ld_volatile: a plain load of host-mapped memory the compiler does not
@@ -48,20 +47,21 @@ struct PersistLoads {
 };
 
 // searchers_sync: a barrier of the block's PS_THREADS searching threads
-// only (named barrier 1; the polling warps do not take part). Like
+// only (named barrier 1; the polling warp does not take part). Like
 // __syncthreads it orders the memory accesses of the threads it joins.
 __device__ __forceinline__ void searchers_sync() { asm volatile("bar.sync 1, %0;" ::"n"(PS_THREADS) : "memory"); }
 
 // hix_persist: the resident search. One block per slot (blockIdx.x), of
-// PS_THREADS searching threads followed by `pollers` polling warps.
-// Thread mapping: lane 0 of each polling warp loads the slot's doorbell
-// ctl[CTL_BELLS + slot*CTL_SLOT] over the bus again and again (relaxed
-// loads: an acquire at system scope serialized the pollers' loads and the
-// block's stores on an H200), starting staggered by a fraction of a bus
-// round trip (timed by its first looks). A poller that reads a newer
-// doorbell word (batch numbers grow) publishes it to the block with an
-// atomicMax in shared memory. Searcher thread 0 spins on that shared word
-// and passes the batch to the other searchers through their barrier; the
+// PS_THREADS searching threads followed by one polling warp.
+// Thread mapping: lane 0 of the polling warp (the poller) loads the slot's
+// doorbell ctl[CTL_BELLS + slot*CTL_SLOT] over the bus again and again
+// (relaxed loads: an acquire at system scope serialized the poller's loads
+// and the block's stores on an H200; more polling warps a block did not
+// look more often, as a block's loads of mapped memory were served one at
+// a time: BENCHMARKS.md). When it reads a newer doorbell word (batch
+// numbers grow) it publishes it to the block in shared memory. Searcher
+// thread 0 spins on that shared word and passes the batch to the other
+// searchers through their barrier; the
 // block's units (8 lanes each) take groups of SEARCH_JOBS jobs of the
 // slot, striding by the units of PS_THREADS threads, search them into
 // shared memory (s_out) and store each job's location, tagged with the
@@ -76,23 +76,23 @@ __device__ __forceinline__ void searchers_sync() { asm volatile("bar.sync 1, %0;
 // A launch starts from the answers in the control block: a slot whose
 // doorbell differs from its answer has a batch waiting, which a relaunch
 // after an exit so serves. The kernel exits when dev[DEV_EXIT] holds this
-// launch's number gen, which every poller reads each round: the host's
-// Close writes it, and so does the poller that finds the whole kernel idle
+// launch's number gen, which every block's poller reads each round: the
+// host's Close writes it, and so does a poller that finds the whole kernel idle
 // (its slot's last batch and dev[DEV_ACTIVE], every block's latest answer,
 // older than idle_ns). A block's searchers leave between batches, all
 // together (thread 0 decides before their barrier); the last block to exit
 // counts the exit in ctl[CTL_EXITS] (the host launches the kernel again
 // when needed). With trace (else null), thread 0 of each block adds its
 // batches, their time from seeing the doorbell to the searchers' barrier
-// after the batch and the answer word's store, and poller 0 its doorbell
+// after the batch and the answer word's store, and the poller its doorbell
 // loads and their time, to the block's trace line.
 // Invariant: read-only on the table; each batch is served once, and each
 // of its answers carries its number.
-extern "C" __global__ void __launch_bounds__(PS_THREADS + 32 * PS_MAX_POLLERS, 1)
+extern "C" __global__ void __launch_bounds__(PS_THREADS + 32, 1)
 hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const u64* hashes_base, u64* tagged_base,
             u64 slot_jobs, u64 tagged_jobs, u64 idle_ns, u64* dev, u64 gen, u64* trace) {
-    __shared__ unsigned long long s_bell; // the newest doorbell word a poller read
-    __shared__ int s_exit;                // a poller left: the searchers leave when idle
+    __shared__ unsigned long long s_bell; // the newest doorbell word the poller read
+    __shared__ int s_exit;                // the poller left: the searchers leave when idle
     __shared__ u64 s_go[2];               // the batch the searchers serve next (0: exit), by turn
     __shared__ u32 s_out[MAX_RESIDENT];   // search_unit's outputs, tagged on their way out
     const u64 slot = blockIdx.x;
@@ -106,30 +106,20 @@ hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const 
         s_exit = 0;
     }
     __syncthreads();
-    u64 last = s_go[0]; // (before the pollers publish)
-    const u32 pollers = (blockDim.x - PS_THREADS) / 32;
+    u64 last = s_go[0]; // (before the poller publishes)
     if (threadIdx.x >= PS_THREADS) {
-        // A polling warp: lane 0 polls.
-        if ((threadIdx.x & 31) != 0) return;
-        const u32 k = (threadIdx.x - PS_THREADS) / 32;
-        // A few looks (each waits for its load) time a bus round trip.
-        u64 t = globaltimer_ns(), v = 0;
-        for (int j = 0; j < 4; j++) {
-            v = ld_relaxed_sys(bellp);
-            if (v > *vbell) atomicMax(&s_bell, (unsigned long long)v);
-        }
-        u64 rt = (globaltimer_ns() - t) / 4;
-        for (u64 until = globaltimer_ns() + rt * k / pollers; globaltimer_ns() < until;) {
-        }
+        // The polling warp: lane 0 polls.
+        if (threadIdx.x != PS_THREADS) return;
+        u64 v = ld_relaxed_sys(bellp), t;
         const u64 t0 = globaltimer_ns();
         u64 active = t0, loads = 0, quit = 0;
         for (;;) {
             if (v > *vbell) { // a newer batch (numbers grow): publish it
                 __threadfence_block();
-                atomicMax(&s_bell, (unsigned long long)v);
+                *vbell = v; // (the poller alone writes it)
                 active = globaltimer_ns();
             }
-            if (quit == gen || *vexit) break;
+            if (quit == gen) break;
             t = globaltimer_ns();
             if (t - active > idle_ns) {
                 u64 a = ld_relaxed_gpu(dev + DEV_ACTIVE);
@@ -144,7 +134,7 @@ hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const 
             loads++;
         }
         *vexit = 1;
-        if (trace && k == 0) {
+        if (trace) {
             u64* tr = trace + slot * CTL_LINE;
             tr[TR_LOADS] += loads;
             tr[TR_LOAD_NS] += globaltimer_ns() - t0;

@@ -32,11 +32,10 @@ import (
 // resident kernel loads table words from L2, where they are. Results
 // equal Search's.
 type PersistentSearch struct {
-	ix      *Index
-	e       *gpuEngine
-	slots   int
-	cap     int
-	pollers int // polling warps of a block (persistPollers)
+	ix    *Index
+	e     *gpuEngine
+	slots int
+	cap   int
 
 	ctl    *gpu.MappedBuffer[uint64] // line 0, then two lines a slot (ctlSlot)
 	hashes *gpu.MappedBuffer[uint64] // slots*cap
@@ -97,16 +96,8 @@ const (
 	// exits.
 	IdleExit = 2 * time.Millisecond
 	// persistThreads is the searching threads of a resident block
-	// (PS_THREADS).
+	// (PS_THREADS); a polling warp follows them.
 	persistThreads = 512
-	// persistPollers is the polling warps of a resident block (at most
-	// persistMaxPollers, PS_MAX_POLLERS), which look at the doorbell
-	// staggered: a look is a bus round trip, and a batch rung just after
-	// a look waits for the next. One: on an H200 a block's loads of host
-	// memory were served one at a time, so two or four warps made each
-	// look two or four times longer (BenchmarkPersistentRoundTrip).
-	persistPollers    = 1
-	persistMaxPollers = 8
 	// persistSpin is how long a search waits for the resident kernel's
 	// answer (a few microseconds) spinning on its processor before it
 	// also asks the driver whether the kernel is still running and yields
@@ -147,7 +138,7 @@ const (
 // Trace words of a slot's line (TR_*), with a tracing search only
 // (BenchmarkPersistentRoundTrip): batches served, nanoseconds from seeing
 // the doorbell to the answer's store and of the store, the doorbell loads
-// of the block's first poller and their nanoseconds.
+// of the block's poller and their nanoseconds.
 const (
 	trBatches  = 0
 	trServeNs  = 1
@@ -185,7 +176,7 @@ var persistSource string
 // hashindex.cu (as hashindex_kernels.cuh) and gets its constants from Go.
 func persistProgram() gpu.Program {
 	p := gpu.NewProgram(persistFile, persistSource, append(indexDefines(),
-		gpu.Def("PS_THREADS", persistThreads), gpu.Def("PS_MAX_POLLERS", persistMaxPollers), gpu.Def("MAX_RESIDENT", MaxResident),
+		gpu.Def("PS_THREADS", persistThreads), gpu.Def("MAX_RESIDENT", MaxResident),
 		gpu.Def("CTL_LINE", ctlLine), gpu.Def("CTL_EXITS", ctlExits), gpu.Def("CTL_BELLS", ctlBells),
 		gpu.Def("CTL_DONES", ctlDones), gpu.Def("CTL_SLOT", ctlSlot),
 		gpu.Def("DEV_EXIT", devExit), gpu.Def("DEV_ACTIVE", devActive), gpu.Def("DEV_EXITED", devExited),
@@ -213,15 +204,15 @@ var ErrNeedsGPU = errors.New("hashindex: persistent search needs the GPU engine"
 // of persist.cu on first use; while the resident kernel runs, a
 // multiprocessor per slot.
 func (ix *Index) NewPersistentSearch(slots, capacity int) (*PersistentSearch, error) {
-	return ix.newPersistentSearch(slots, capacity, persistPollers, false)
+	return ix.newPersistentSearch(slots, capacity, false)
 }
 
-// newPersistentSearch is NewPersistentSearch with pollers polling warps a
-// block, and the kernel's trace when trace is set.
-func (ix *Index) newPersistentSearch(slots, capacity, pollers int, trace bool) (*PersistentSearch, error) {
-	if slots < 1 || slots > MaxResidentSlots || capacity < 1 || capacity > 1<<26 || pollers < 1 || pollers > persistMaxPollers {
-		return nil, fmt.Errorf("hashindex: new persistent search: %d slots of %d jobs, %d pollers; want 1 to %d of 1 to 2^26, 1 to %d",
-			slots, capacity, pollers, MaxResidentSlots, persistMaxPollers)
+// newPersistentSearch is NewPersistentSearch, with the kernel's trace
+// when trace is set.
+func (ix *Index) newPersistentSearch(slots, capacity int, trace bool) (*PersistentSearch, error) {
+	if slots < 1 || slots > MaxResidentSlots || capacity < 1 || capacity > 1<<26 {
+		return nil, fmt.Errorf("hashindex: new persistent search: %d slots of %d jobs; want 1 to %d of 1 to 2^26",
+			slots, capacity, MaxResidentSlots)
 	}
 	engine.LockAny(&ix.Facade)
 	defer engine.Unlock(&ix.Facade)
@@ -243,7 +234,7 @@ func (ix *Index) newPersistentSearch(slots, capacity, pollers int, trace bool) (
 	if err != nil {
 		return nil, fmt.Errorf("hashindex: new persistent search: %w", err)
 	}
-	p := &PersistentSearch{ix: ix, e: e, slots: slots, cap: capacity, pollers: pollers, refs: slots,
+	p := &PersistentSearch{ix: ix, e: e, slots: slots, cap: capacity, refs: slots,
 		seqs: make([]paddedSeq, slots), fns: &persistKernels{resident: fs[0], search: fs[1]}}
 	if err := p.alloc(trace); err != nil {
 		p.free()
@@ -475,7 +466,7 @@ func (p *PersistentSearch) start() error {
 	if p.trace != nil {
 		trace = p.trace.Ptr()
 	}
-	err := p.fns.resident.Launch(p.stream, gpu.D1(p.slots), gpu.D1(persistThreads+32*p.pollers), 0,
+	err := p.fns.resident.Launch(p.stream, gpu.D1(p.slots), gpu.D1(persistThreads+32), 0,
 		e.table, e.geo.mask, e.geo.pmask, p.ctl, p.hashes, p.tagged, uint64(p.cap), uint64(p.tcap), uint64(IdleExit), p.dev, gen, trace)
 	if err == nil {
 		err = p.exited.Record(p.stream)

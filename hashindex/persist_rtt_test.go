@@ -13,25 +13,20 @@ import (
 // search: a batch of n jobs (0: the doorbell and its answer alone, no hash
 // read and no table search), half of them hits, on a table of
 // benchBuckets buckets holding 2^20 keys, by c callers at once, each on
-// its own slot, as a server's event loops call it, with 1, 2 and 4
-// polling warps a block. It reports each call's latency as the callers saw
-// it (p50-ns, p99-ns, the mean as ns/call), the batches served per second
+// its own slot, as a server's event loops call it. It reports each
+// call's latency as the callers saw it (p50-ns, p99-ns, the mean as ns/call), the batches served per second
 // by all callers together (batches/s), and from the kernel's trace, per
 // batch, the device's time from seeing the doorbell to its answer
 // (serve-ns) and of the answer's store (answer-ns), and the time of one
 // look at the doorbell over the bus (poll-ns).
 func BenchmarkPersistentRoundTrip(b *testing.B) {
 	ix, keys := newPersistBenchIndex(b)
-	for _, pollers := range []int{1, 2, 4} {
-		b.Run(fmt.Sprintf("pollers=%d", pollers), func(b *testing.B) {
-			ps, err := ix.newPersistentSearch(8, 512, pollers, true)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer ps.Close()
-			benchRoundTrip(b, ps, keys)
-		})
+	ps, err := ix.newPersistentSearch(8, 512, true)
+	if err != nil {
+		b.Fatal(err)
 	}
+	defer ps.Close()
+	benchRoundTrip(b, ps, keys)
 }
 
 // benchRoundTrip runs BenchmarkPersistentRoundTrip's cases on ps (8 slots
@@ -54,7 +49,7 @@ func benchRoundTrip(b *testing.B, ps *PersistentSearch, keys []uint64) {
 			b.Run(fmt.Sprintf("jobs=%d/callers=%d", n, callers), func(b *testing.B) {
 				lat := make([][]time.Duration, callers)
 				errs := make([]error, callers)
-				time.Sleep(3 * IdleExit) // the last run's pollers have added to the trace
+				time.Sleep(3 * IdleExit) // the last run's poller has added to the trace
 				before := slices.Clone(ps.trace.Slice())
 				b.ResetTimer()
 				began := time.Now()
@@ -80,7 +75,7 @@ func benchRoundTrip(b *testing.B, ps *PersistentSearch, keys []uint64) {
 				wg.Wait()
 				wall := time.Since(began)
 				b.StopTimer()
-				time.Sleep(3 * IdleExit) // the pollers add to the trace as they exit
+				time.Sleep(3 * IdleExit) // the poller adds to the trace as it exits
 				tr := ps.trace.Slice()
 				var trs [ctlLine]uint64
 				for i := range tr {
