@@ -2,6 +2,7 @@ package server
 
 import (
 	"runtime"
+	"slices"
 	"time"
 )
 
@@ -40,6 +41,38 @@ const (
 	SearchLaunchScheduler  = "scheduler"
 	SearchLaunchConcurrent = "concurrent"
 )
+
+// A SearchLaunchMode is one mode of Options.SearchLaunch: its name and
+// what it does, in a phrase for usage text.
+type SearchLaunchMode struct {
+	Name, Doc string
+}
+
+// SearchLaunchModes returns the search launch modes, the default first:
+// the one table that the engine's check, serve's --search-launch flag
+// (its usage text and errors) and bench serve's engine specs use. Cost: a
+// small allocation.
+func SearchLaunchModes() []SearchLaunchMode {
+	return []SearchLaunchMode{
+		{SearchLaunchCallers, "a request waiting for its batch launches it when none runs"},
+		{SearchLaunchConcurrent, "a request waiting for its batch launches it at once, beside the batches running"},
+		{SearchLaunchScheduler, "the shard's scheduler goroutine, under the batch policy"},
+	}
+}
+
+// SearchLaunchNames returns the names of the search launch modes, the
+// default first.
+func SearchLaunchNames() []string {
+	ms := SearchLaunchModes()
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = m.Name
+	}
+	return names
+}
+
+// IsSearchLaunch reports whether name is a search launch mode.
+func IsSearchLaunch(name string) bool { return slices.Contains(SearchLaunchNames(), name) }
 
 // callerSpin is the longest a caller spins for its search batch before it
 // leaves the launch to the scheduler and parks: a few search calls.

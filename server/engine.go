@@ -93,12 +93,9 @@ type Options struct {
 	// it.
 	CPUSearch string
 	// SearchLaunch is who launches the search batches of shards that
-	// batch (GPU shards, and the CPU engine with CPUSearch "batched"):
-	// "callers" (the default: a request waiting for its batch launches it
-	// when no batch runs; see callers.go), "concurrent" (as callers, but
-	// batches run at the same time, each caller launching its own: see
-	// callers.go) or "scheduler" (the shard's scheduler goroutine alone,
-	// under the batch policy).
+	// batch (GPU shards, and the CPU engine with CPUSearch "batched"): one
+	// of SearchLaunchModes, "" meaning the first, "callers" (see
+	// callers.go).
 	SearchLaunch string
 	// Policy is the batch policy: "load" (the default: the interval
 	// follows the load) or "fixed" (Mega-KV's periodic launches).
@@ -185,7 +182,7 @@ func New(o Options) (*Engine, error) {
 	if err := pickMode("CPU search", &o.CPUSearch, CPUSearchInline, CPUSearchBatched); err != nil {
 		return nil, err
 	}
-	if err := pickMode("search launch", &o.SearchLaunch, SearchLaunchCallers, SearchLaunchScheduler, SearchLaunchConcurrent); err != nil {
+	if err := pickMode("search launch", &o.SearchLaunch, SearchLaunchNames()[0], SearchLaunchNames()[1:]...); err != nil {
 		return nil, err
 	}
 	switch o.Policy {

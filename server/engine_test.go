@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -341,5 +342,37 @@ func TestGPUSearchMode(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSearchLaunchModes: the engine takes every mode of SearchLaunchModes
+// (the CPU engine's batched searches, which every mode launches) and
+// reports it, "" is the first, and an unknown mode is refused with a
+// message naming them all.
+func TestSearchLaunchModes(t *testing.T) {
+	for _, name := range append(SearchLaunchNames(), "") {
+		e, err := New(Options{Device: "cpu", MemoryLimit: 4 << 20, CPUSearch: CPUSearchBatched, SearchLaunch: name})
+		if err != nil {
+			t.Fatalf("search launch %q: %v", name, err)
+		}
+		want := name
+		if want == "" {
+			want = SearchLaunchCallers
+		}
+		if got := e.searchLaunch(); got != want {
+			t.Errorf("search launch %q: the engine reports %q, want %q", name, got, want)
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := New(Options{Device: "cpu", MemoryLimit: 4 << 20, SearchLaunch: "bogus"})
+	if err == nil {
+		t.Fatal(`search launch "bogus": no error`)
+	}
+	for _, name := range SearchLaunchNames() {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("search launch \"bogus\": %v does not name %s", err, name)
+		}
 	}
 }

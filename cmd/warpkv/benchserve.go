@@ -289,7 +289,7 @@ func planServers(mcPath, engines, exe string, threads int, memMB int64, interval
 
 // engineSpecFlags parses a --engines spec, DEV[/OPT[+OPT...]], into its
 // device option and the serve flags of its options: persistent or staged
-// (--gpu-search), callers, scheduler or concurrent (--search-launch), roundN with N
+// (--gpu-search), a server.SearchLaunchModes name (--search-launch), roundN with N
 // 1, 2, 4, 8 or 16, or all (--round-conns), block or park (--loop-wait)
 // loopsN with N 1 to 1024 (--loops N) and spinN with N 1 to 10000
 // (--loop-spin Nµs), epoll, uring or uringpoll (--loop-io). "cpu/round1+block" is cpu with
@@ -300,11 +300,13 @@ func engineSpecFlags(spec string) (dev string, flags []string, ok bool) {
 		return dev, nil, true
 	}
 	for _, opt := range strings.Split(opts, "+") {
+		if server.IsSearchLaunch(opt) {
+			flags = append(flags, "--search-launch", opt)
+			continue
+		}
 		switch opt {
 		case server.GPUSearchPersistent, server.GPUSearchStaged:
 			flags = append(flags, "--gpu-search", opt)
-		case server.SearchLaunchCallers, server.SearchLaunchScheduler, server.SearchLaunchConcurrent:
-			flags = append(flags, "--search-launch", opt)
 		case server.LoopWaitBlock, server.LoopWaitPark:
 			flags = append(flags, "--loop-wait", opt)
 		case protocol.LoopIOEpoll, protocol.LoopIOUringPoll, protocol.LoopIOUring:

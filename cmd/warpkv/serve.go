@@ -24,7 +24,7 @@ import (
 // ignored, as memcached 1.6.18 does (see serveSignals). Its flags follow
 // memcached's where they apply.
 func runServe(e *env, args []string) error {
-	fs := newFlagSet(e, "serve", "warpkv serve [-p port] [-l addr[,addr...]] [-s socket [-a mask]] [-m MB] [-c conns] [-t threads] [-I size] [-f factor] [-n bytes] [-o opt[,opt...]] [--device auto|cpu|gpu|gpu:N] [--batch-interval dur] [--batch-policy load|fixed] [--gpu-search persistent|staged] [--cpu-search inline|batched] [--search-launch callers|scheduler|concurrent] [--round-conns N] [--loop-wait park|block] [--loop-spin DUR] [--loop-io epoll|uring|uringpoll] [--profile] [--cpuprofile FILE]")
+	fs := newFlagSet(e, "serve", "warpkv serve [-p port] [-l addr[,addr...]] [-s socket [-a mask]] [-m MB] [-c conns] [-t threads] [-I size] [-f factor] [-n bytes] [-o opt[,opt...]] [--device auto|cpu|gpu|gpu:N] [--batch-interval dur] [--batch-policy load|fixed] [--gpu-search persistent|staged] [--cpu-search inline|batched] [--search-launch "+strings.Join(server.SearchLaunchNames(), "|")+"] [--round-conns N] [--loop-wait park|block] [--loop-spin DUR] [--loop-io epoll|uring|uringpoll] [--profile] [--cpuprofile FILE]")
 	port := fs.Int("p", 11211, "TCP port to listen on (0: any free port)")
 	var listen listenAddrs
 	fs.Var(&listen, "l", "interfaces to listen on, comma separated or repeated, each `addr` with an optional :port (default 127.0.0.1)")
@@ -49,7 +49,7 @@ func runServe(e *env, args []string) error {
 	policy := fs.String("batch-policy", server.PolicyLoad, "when batches launch: load (the interval follows the load, --batch-interval bounds the wait) or fixed (every --batch-interval)")
 	gpuSearch := fs.String("gpu-search", server.GPUSearchPersistent, "how GPU shards run search batches: persistent (a resident kernel polls mapped memory) or staged (copies and a launch per batch)")
 	cpuSearch := fs.String("cpu-search", server.CPUSearchInline, "how the CPU engine searches its index: inline (each event loop searches the index itself) or batched (through the shard's scheduler, as GPU shards do)")
-	searchLaunch := fs.String("search-launch", server.SearchLaunchCallers, "who launches batched index searches (GPU shards, --cpu-search batched): callers (a request waiting for its batch launches it when none runs), concurrent (a request waiting for its batch launches it at once, beside the batches running) or scheduler (the shard's scheduler goroutine, under --batch-policy)")
+	searchLaunch := fs.String("search-launch", server.SearchLaunchNames()[0], searchLaunchUsage())
 	profile := fs.Bool("profile", false, "count the time spent in each stage of serving requests (stats profile)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to `FILE` (for go tool pprof)")
 	verbose := fs.Bool("v", false, "log debug messages")
@@ -349,4 +349,23 @@ func parseSize(s string) (int, error) {
 		return 0, fmt.Errorf("size %q out of range 1k..1g", s)
 	}
 	return v, nil
+}
+
+// searchLaunchUsage is serve's --search-launch help, from
+// server.SearchLaunchModes: "who launches ...: callers (...), concurrent
+// (...) or scheduler (...)".
+func searchLaunchUsage() string {
+	var modes []string
+	for _, m := range server.SearchLaunchModes() {
+		modes = append(modes, m.Name+" ("+m.Doc+")")
+	}
+	return "who launches batched index searches (GPU shards, --cpu-search batched): " + orList(modes)
+}
+
+// orList joins words as "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }

@@ -67,8 +67,8 @@ func checkServe(f serveFlags) error {
 	if f.cpuSearch != server.CPUSearchInline && f.cpuSearch != server.CPUSearchBatched {
 		return usagef("--cpu-search %q: want %s or %s", f.cpuSearch, server.CPUSearchInline, server.CPUSearchBatched)
 	}
-	if f.launch != server.SearchLaunchCallers && f.launch != server.SearchLaunchScheduler && f.launch != server.SearchLaunchConcurrent {
-		return usagef("--search-launch %q: want %s, %s or %s", f.launch, server.SearchLaunchCallers, server.SearchLaunchScheduler, server.SearchLaunchConcurrent)
+	if !server.IsSearchLaunch(f.launch) {
+		return usagef("--search-launch %q: want %s", f.launch, orList(server.SearchLaunchNames()))
 	}
 	if !onCPU(f.device) {
 		return nil // the index lives in device memory
