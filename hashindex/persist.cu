@@ -95,9 +95,9 @@ hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const 
     __shared__ int s_exit;                // the poller left: the searchers leave when idle
     __shared__ u64 s_go[2];               // the batch the searchers serve next (0: exit), by turn
     __shared__ u32 s_out[MAX_RESIDENT];   // search_unit's outputs, tagged on their way out
-    const u64 block = blockIdx.x;
-    const u64* bellp = ctl + CTL_BELLS + block * CTL_SLOT;
-    u64* donep = ctl + CTL_DONES + block * CTL_SLOT;
+    const u64 slot = blockIdx.x;
+    const u64* bellp = ctl + CTL_BELLS + slot * CTL_SLOT;
+    u64* donep = ctl + CTL_DONES + slot * CTL_SLOT;
     volatile unsigned long long* vbell = &s_bell;
     volatile int* vexit = &s_exit;
     if (threadIdx.x == 0) {
@@ -135,7 +135,7 @@ hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const 
         }
         *vexit = 1;
         if (trace) {
-            u64* tr = trace + block * CTL_LINE;
+            u64* tr = trace + slot * CTL_LINE;
             tr[TR_LOADS] += loads;
             tr[TR_LOAD_NS] += globaltimer_ns() - t0;
         }
@@ -160,7 +160,6 @@ hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const 
         u64 t0 = threadIdx.x == 0 && trace ? globaltimer_ns() : 0;
         u64 n = bell & ((1ull << BELL_JOB_BITS) - 1);
         const u64 tag = (bell >> (BELL_JOB_BITS + BELL_SLOT_BITS)) << 32; // the batch's number, low 32 bits
-        const u64 slot = (bell >> BELL_JOB_BITS) & ((1ull << BELL_SLOT_BITS) - 1);
         const u64* hashes = hashes_base + slot * slot_jobs;
         u64* tagged = tagged_base + slot * tagged_jobs;
         for (u64 first = (u64)(threadIdx.x / CELLS) * SEARCH_JOBS; first < n; first += (PS_THREADS / CELLS) * SEARCH_JOBS) {
@@ -174,7 +173,7 @@ hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const 
             st_relaxed_sys(donep, bell); // for a batch of no jobs, and the host's check of a kernel gone
             atomicMax((unsigned long long*)(dev + DEV_ACTIVE), (unsigned long long)globaltimer_ns());
             if (trace) {
-                u64* tr = trace + block * CTL_LINE;
+                u64* tr = trace + slot * CTL_LINE;
                 tr[TR_BATCHES] += 1;
                 tr[TR_SERVE_NS] += t1 - t0;
                 tr[TR_ANSWER_NS] += globaltimer_ns() - t1;

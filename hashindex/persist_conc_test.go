@@ -1,13 +1,11 @@
 package hashindex
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/internal/gputest"
 )
 
@@ -18,24 +16,16 @@ import (
 // search of absent keys must find none, whatever the updates do around
 // them (a search never runs while an update moves cells), and the
 // counters must add up. Some rounds pause past the idle exit, so that
-// batches meet the kernel exiting and launched again. It runs with a
-// resident block per slot and with 2 blocks for the 6 slots (three slots
-// take turns on each doorbell).
+// batches meet the kernel exiting and launched again.
 func TestPersistentSearchConcurrent(t *testing.T) {
 	d := gputest.Device(t)
-	for _, blocks := range []int{6, 2} {
-		t.Run(fmt.Sprintf("blocks=%d", blocks), func(t *testing.T) { testPersistentConcurrent(t, d, blocks) })
-	}
-}
-
-func testPersistentConcurrent(t *testing.T, d *gpu.Device, blocks int) {
 	ix, err := Open(Options{Buckets: 1 << 12, GPU: d})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ix.Close()
 	const slots, capacity, rounds = 6, 700, 300
-	ps, err := ix.newPersistentSearch(slots, capacity, blocks, false)
+	ps, err := ix.NewPersistentSearch(slots, capacity)
 	if err != nil {
 		t.Fatal(err)
 	}

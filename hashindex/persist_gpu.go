@@ -32,11 +32,10 @@ import (
 // resident kernel loads table words from L2, where they are. Results
 // equal Search's.
 type PersistentSearch struct {
-	ix     *Index
-	e      *gpuEngine
-	slots  int
-	cap    int
-	blocks int // resident blocks (doorbells); slot i rings i%blocks
+	ix    *Index
+	e     *gpuEngine
+	slots int
+	cap   int
 
 	ctl    *gpu.MappedBuffer[uint64] // line 0, then two lines a slot (ctlSlot)
 	hashes *gpu.MappedBuffer[uint64] // slots*cap
@@ -53,7 +52,7 @@ type PersistentSearch struct {
 	launch *gpu.Stream               // large batches', Close's write of the exit word
 	exited *gpu.Event                // recorded after the last resident launch: done once it has exited
 	fns    *persistKernels
-	seqs   []paddedSeq // batches rung per doorbell, by its slots' callers
+	seqs   []paddedSeq // batches rung per slot, by the slot's caller
 
 	// gen is the number of resident launches so far, the last launch's
 	// gen argument; written under mu.
@@ -69,12 +68,10 @@ type PersistentSearch struct {
 	resident, launched, relaunches atomic.Uint64
 }
 
-// paddedSeq is a doorbell's batch counter and the lock of its slots'
-// calls (with fewer blocks than slots), alone in its cache line.
+// paddedSeq is a slot's batch counter, alone in its cache line.
 type paddedSeq struct {
-	mu sync.Mutex
-	n  uint64
-	_  [6]uint64
+	n uint64
+	_ [7]uint64
 }
 
 // PersistentStats counts what a PersistentSearch did.
@@ -207,16 +204,15 @@ var ErrNeedsGPU = errors.New("hashindex: persistent search needs the GPU engine"
 // of persist.cu on first use; while the resident kernel runs, a
 // multiprocessor per slot.
 func (ix *Index) NewPersistentSearch(slots, capacity int) (*PersistentSearch, error) {
-	return ix.newPersistentSearch(slots, capacity, slots, false)
+	return ix.newPersistentSearch(slots, capacity, false)
 }
 
-// newPersistentSearch is NewPersistentSearch with blocks resident blocks
-// (1 to slots; slot i rings block i%blocks, whose slots' calls take turns),
-// and the kernel's trace when trace is set.
-func (ix *Index) newPersistentSearch(slots, capacity, blocks int, trace bool) (*PersistentSearch, error) {
-	if slots < 1 || slots > MaxResidentSlots || capacity < 1 || capacity > 1<<26 || blocks < 1 || blocks > slots {
-		return nil, fmt.Errorf("hashindex: new persistent search: %d slots of %d jobs, %d blocks; want 1 to %d of 1 to 2^26, 1 to slots",
-			slots, capacity, blocks, MaxResidentSlots)
+// newPersistentSearch is NewPersistentSearch, with the kernel's trace
+// when trace is set.
+func (ix *Index) newPersistentSearch(slots, capacity int, trace bool) (*PersistentSearch, error) {
+	if slots < 1 || slots > MaxResidentSlots || capacity < 1 || capacity > 1<<26 {
+		return nil, fmt.Errorf("hashindex: new persistent search: %d slots of %d jobs; want 1 to %d of 1 to 2^26",
+			slots, capacity, MaxResidentSlots)
 	}
 	engine.LockAny(&ix.Facade)
 	defer engine.Unlock(&ix.Facade)
@@ -238,8 +234,8 @@ func (ix *Index) newPersistentSearch(slots, capacity, blocks int, trace bool) (*
 	if err != nil {
 		return nil, fmt.Errorf("hashindex: new persistent search: %w", err)
 	}
-	p := &PersistentSearch{ix: ix, e: e, slots: slots, cap: capacity, blocks: blocks, refs: slots,
-		seqs: make([]paddedSeq, blocks), fns: &persistKernels{resident: fs[0], search: fs[1]}}
+	p := &PersistentSearch{ix: ix, e: e, slots: slots, cap: capacity, refs: slots,
+		seqs: make([]paddedSeq, slots), fns: &persistKernels{resident: fs[0], search: fs[1]}}
 	if err := p.alloc(trace); err != nil {
 		p.free()
 		return nil, fmt.Errorf("hashindex: new persistent search of %d x %d jobs: %w", slots, capacity, err)
@@ -389,24 +385,17 @@ func (p *PersistentSearch) residentSearch(i, n int) (int, error) {
 			return 0, err
 		}
 	}
-	bi := i % p.blocks
-	if p.blocks < p.slots {
-		p.seqs[bi].mu.Lock()
-		defer p.seqs[bi].mu.Unlock()
-	}
-	seq := &p.seqs[bi].n
+	seq := &p.seqs[i].n
 	*seq++
 	if uint32(*seq) == 0 {
-		// The tags wrap: clear those of the doorbell's slots, lest an
-		// answer of 2^32 batches ago pass for this batch's.
-		for k := bi; k < p.slots; k += p.blocks {
-			clear(p.tagged.Slice()[k*p.tcap : (k+1)*p.tcap])
-		}
+		// The tags wrap: clear the slot's, lest an answer of 2^32
+		// batches ago pass for this batch's.
+		clear(p.tagged.Slice()[i*p.tcap : (i+1)*p.tcap])
 		*seq++
 	}
 	bell := doorbell(*seq, i, n)
-	done := &ctl[ctlDones+bi*ctlSlot]
-	atomic.StoreUint64(&ctl[ctlBells+bi*ctlSlot], bell)
+	done := &ctl[ctlDones+i*ctlSlot]
+	atomic.StoreUint64(&ctl[ctlBells+i*ctlSlot], bell)
 	tag := *seq << 32
 	tagged := p.tagged.Slice()[i*p.tcap : i*p.tcap+n]
 	out := p.Out(i)[:n]
@@ -477,7 +466,7 @@ func (p *PersistentSearch) start() error {
 	if p.trace != nil {
 		trace = p.trace.Ptr()
 	}
-	err := p.fns.resident.Launch(p.stream, gpu.D1(p.blocks), gpu.D1(persistThreads+32), 0,
+	err := p.fns.resident.Launch(p.stream, gpu.D1(p.slots), gpu.D1(persistThreads+32), 0,
 		e.table, e.geo.mask, e.geo.pmask, p.ctl, p.hashes, p.tagged, uint64(p.cap), uint64(p.tcap), uint64(IdleExit), p.dev, gen, trace)
 	if err == nil {
 		err = p.exited.Record(p.stream)

@@ -21,7 +21,7 @@ import (
 // look at the doorbell over the bus (poll-ns).
 func BenchmarkPersistentRoundTrip(b *testing.B) {
 	ix, keys := newPersistBenchIndex(b)
-	ps, err := ix.newPersistentSearch(8, 512, 8, true)
+	ps, err := ix.newPersistentSearch(8, 512, true)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -108,77 +108,6 @@ func benchRoundTrip(b *testing.B, ps *PersistentSearch, keys []uint64) {
 					b.ReportMetric(float64(trs[trLoadNs])/float64(ls), "poll-ns")
 				}
 			})
-		}
-	}
-}
-
-// BenchmarkPersistentBlocks measures a resident search call as a server
-// shard makes them by default (search launch "callers": one batch at a
-// time, each in the next of its 4 batch buffers, the slots): one caller
-// rings the 4 slots in turn, with 4, 2 and 1 resident blocks polling (a
-// block per slot, or slots sharing a block's doorbell). Batches of n jobs,
-// half hits, on 2^20 keys; it reports the calls' mean (ns/call), p50-ns
-// and p99-ns, and, from the kernel's trace, the time of one look at the
-// doorbell over the bus (poll-ns).
-func BenchmarkPersistentBlocks(b *testing.B) {
-	ix, keys := newPersistBenchIndex(b)
-	const slots = 4
-	for _, blocks := range []int{4, 2, 1} {
-		ps, err := ix.newPersistentSearch(slots, 512, blocks, true)
-		if err != nil {
-			b.Fatal(err)
-		}
-		r := rand.New(rand.NewPCG(1, 7))
-		for slot := range slots {
-			hs := ps.Hashes(slot)
-			for i := range hs {
-				if i%2 == 0 {
-					hs[i] = keys[r.IntN(len(keys))]
-				} else {
-					hs[i] = r.Uint64()
-				}
-			}
-		}
-		for _, n := range []int{1, 48, 512} {
-			b.Run(fmt.Sprintf("blocks=%d/jobs=%d", blocks, n), func(b *testing.B) {
-				time.Sleep(3 * IdleExit)
-				before := slices.Clone(ps.trace.Slice())
-				lat := make([]time.Duration, 0, b.N)
-				b.ResetTimer()
-				for k := range b.N {
-					t0 := time.Now()
-					if err := ps.Search(k%slots, n); err != nil {
-						b.Fatal(err)
-					}
-					lat = append(lat, time.Since(t0))
-				}
-				b.StopTimer()
-				time.Sleep(3 * IdleExit)
-				var loads, loadNs uint64
-				for i, v := range ps.trace.Slice() {
-					switch i % ctlLine {
-					case trLoads:
-						loads += v - before[i]
-					case trLoadNs:
-						loadNs += v - before[i]
-					}
-				}
-				slices.Sort(lat)
-				var sum time.Duration
-				for _, l := range lat {
-					sum += l
-				}
-				b.ReportMetric(0, "ns/op")
-				b.ReportMetric(float64(sum.Nanoseconds())/float64(len(lat)), "ns/call")
-				b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
-				b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
-				if loads > 0 {
-					b.ReportMetric(float64(loadNs)/float64(loads), "poll-ns")
-				}
-			})
-		}
-		if err := ps.Close(); err != nil {
-			b.Fatal(err)
 		}
 	}
 }
