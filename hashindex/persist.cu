@@ -19,13 +19,13 @@
 // resident.
 //
 // Defines from Go (persist_gpu.go): SEARCH_JOBS (hashindex.cu), PS_THREADS
-// (the searching threads of a block), the control block's layout CTL_LINE (words of a line),
-// CTL_EXITS (line 0), CTL_BELLS (the first slot's doorbell line),
-// CTL_DONES (the first slot's answer line), CTL_SLOT (a slot's stride),
-// MAX_RESIDENT (the most jobs of a batch), the device words DEV_EXIT,
-// DEV_ACTIVE, DEV_EXITED,
-// the trace words TR_*, and the doorbell word's fields BELL_JOB_BITS and
-// BELL_SLOT_BITS (batch number | slot | jobs).
+// (the searching threads of a block), the control block's layout CTL_LINE
+// (words of a line), CTL_EXITS (line 0), CTL_BELLS (the first slot's
+// doorbell line), CTL_DONES (the first slot's answer line), CTL_SLOT (a
+// slot's stride), MAX_RESIDENT (the most jobs of a batch), the device
+// words DEV_EXIT, DEV_ACTIVE, DEV_EXITED, the trace words TR_*, and the
+// doorbell word's jobs field BELL_JOB_BITS (batch number | jobs; the slot
+// is the doorbell's).
 #include "hashindex_kernels.cuh"
 #include "warpkv/order.cuh" // ld_relaxed_sys, st_relaxed_sys, globaltimer_ns
 
@@ -159,7 +159,7 @@ hix_persist(const u32* __restrict__ table, u32 mask, u32 pmask, u64* ctl, const 
         __threadfence_block(); // the doorbell's load (relaxed: the hashes' loads depend on it), before the hashes
         u64 t0 = threadIdx.x == 0 && trace ? globaltimer_ns() : 0;
         u64 n = bell & ((1ull << BELL_JOB_BITS) - 1);
-        const u64 tag = (bell >> (BELL_JOB_BITS + BELL_SLOT_BITS)) << 32; // the batch's number, low 32 bits
+        const u64 tag = (bell >> BELL_JOB_BITS) << 32; // the batch's number, low 32 bits
         const u64* hashes = hashes_base + slot * slot_jobs;
         u64* tagged = tagged_base + slot * tagged_jobs;
         for (u64 first = (u64)(threadIdx.x / CELLS) * SEARCH_JOBS; first < n; first += (PS_THREADS / CELLS) * SEARCH_JOBS) {

@@ -149,23 +149,14 @@ const (
 
 // The doorbell word carries a whole batch, so that the resident kernel
 // reads one word over the bus to learn of it: the batch's number above
-// the slot (bellSlotBits) above its jobs (bellJobBits).
-const (
-	bellJobBits  = 13 // jobs of the batch: at most MaxResident
-	bellSlotBits = 16 // the slot: at most 65536 slots
-)
+// its jobs (bellJobBits). The slot is the doorbell's (the block's).
+const bellJobBits = 13 // jobs of the batch: at most MaxResident
 
-// A batch's jobs and slot fit their fields (a negative constant fails to
-// compile).
-const (
-	_ = uint(1<<bellJobBits - 1 - MaxResident)
-	_ = uint(1<<bellSlotBits - MaxResidentSlots)
-)
+// A batch's jobs fit their field (a negative constant fails to compile).
+const _ = uint(1<<bellJobBits - 1 - MaxResident)
 
-// doorbell returns the doorbell word of batch seq: n jobs in slot i.
-func doorbell(seq uint64, i, n int) uint64 {
-	return seq<<(bellSlotBits+bellJobBits) | uint64(i)<<bellJobBits | uint64(n)
-}
+// doorbell returns the doorbell word of batch seq of n jobs.
+func doorbell(seq uint64, n int) uint64 { return seq<<bellJobBits | uint64(n) }
 
 const persistFile = "persist.cu"
 
@@ -182,7 +173,7 @@ func persistProgram() gpu.Program {
 		gpu.Def("DEV_EXIT", devExit), gpu.Def("DEV_ACTIVE", devActive), gpu.Def("DEV_EXITED", devExited),
 		gpu.Def("TR_BATCHES", trBatches), gpu.Def("TR_SERVE_NS", trServeNs), gpu.Def("TR_ANSWER_NS", trAnswerNs),
 		gpu.Def("TR_LOADS", trLoads), gpu.Def("TR_LOAD_NS", trLoadNs),
-		gpu.Def("BELL_JOB_BITS", bellJobBits), gpu.Def("BELL_SLOT_BITS", bellSlotBits))...)
+		gpu.Def("BELL_JOB_BITS", bellJobBits))...)
 	p.Headers["hashindex_kernels.cuh"] = indexSource
 	return p
 }
@@ -393,7 +384,7 @@ func (p *PersistentSearch) residentSearch(i, n int) (int, error) {
 		clear(p.tagged.Slice()[i*p.tcap : (i+1)*p.tcap])
 		*seq++
 	}
-	bell := doorbell(*seq, i, n)
+	bell := doorbell(*seq, n)
 	done := &ctl[ctlDones+i*ctlSlot]
 	atomic.StoreUint64(&ctl[ctlBells+i*ctlSlot], bell)
 	tag := *seq << 32
