@@ -24,6 +24,17 @@ type plannedRun struct {
 	ro RunOptions
 }
 
+// run opens an engine with r's options, makes the run (with its seed) and
+// closes the engine.
+func (r plannedRun) run() (*Result, error) {
+	e, err := Open(r.o)
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	return e.Run(r.w, r.ro)
+}
+
 // runsOf returns the runs of gpuCases made by runContendedGPU.
 func runsOf(cases []gpuCase) []plannedRun {
 	out := make([]plannedRun, len(cases))

@@ -74,14 +74,8 @@ func exampleRuns(tb testing.TB, dev *gpu.Device) []plannedRun {
 // recorded: opacity, serial replay, block totals and the abort causes.
 func TestExampleBodyOnTheGPU(t *testing.T) {
 	for _, r := range exampleRuns(t, gpuDevice(t)) {
-		servers := r.o.Config.Servers
-		e, err := Open(r.o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := r.w.(CUDA)
-		res, err := e.Run(w, r.ro)
-		e.Close()
+		servers, w := r.o.Config.Servers, r.w.(CUDA)
+		res, err := r.run()
 		if err != nil {
 			t.Fatal(err)
 		}

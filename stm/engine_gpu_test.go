@@ -39,12 +39,7 @@ func cudaBodyRuns(dev *gpu.Device) []plannedRun {
 func TestCUDABodyOnTheGPU(t *testing.T) {
 	for _, r := range cudaBodyRuns(gpuDevice(t)) {
 		servers := r.o.Config.Servers
-		e, err := Open(r.o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := e.Run(r.w, r.ro)
-		e.Close()
+		res, err := r.run()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,13 +150,7 @@ func TestGPUMemcachedAndLargeTransactions(t *testing.T) {
 	dev := gpuDevice(t)
 	for _, c := range largeCases {
 		t.Run(c.name, func(t *testing.T) {
-			r := largeRun(dev, c)
-			e, err := Open(r.o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer e.Close()
-			res, err := e.Run(r.w, r.ro)
+			res, err := largeRun(dev, c).run()
 			if err != nil {
 				t.Fatal(err)
 			}

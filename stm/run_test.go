@@ -265,14 +265,9 @@ func contendedRun(o Options, c runCase) plannedRun {
 func runContendedGPU(t *testing.T, o Options, c runCase) *Result {
 	t.Helper()
 	r := contendedRun(o, c)
-	e, err := Open(r.o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
 	r.ro.Seed = enginetest.Seed()
 	t.Logf("seed %d", r.ro.Seed)
-	res, err := e.Run(r.w, r.ro)
+	res, err := r.run()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,13 +67,7 @@ func hotBankRun(o Options) plannedRun {
 func runHotBank(t *testing.T, o Options, what string) *Result {
 	t.Helper()
 	const accounts, initial = hotAccounts, hotInitial
-	r := hotBankRun(o)
-	e, err := Open(r.o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Run(r.w, r.ro)
-	e.Close()
+	res, err := hotBankRun(o).run()
 	if err != nil {
 		t.Fatal(err)
 	}
