@@ -15,26 +15,29 @@
 // validated a slot's old version (stm_ring_read reads version, value,
 // version) cannot have read the new value. The value needs no fence before
 // its version: a reader accepts version ts only once the clock has passed
-// ts, which happens after the final fence of the batch. The write set is
-// read through L2: a server's worker installs a client thread's rows too
-// (serve.cu, stm_post_install). All lanes call it (two fences per warp).
-__device__ void stm_install(const stm_globals* g, u32 tid, u32 nw, u64 ts) {
+// ts, which happens after the final fence of the batch. remote: the caller
+// is a server's worker (serve.cu, stm_post_install), which reads the
+// client thread's write set through L2; a client reads its own as it
+// wrote it. All lanes call it (two fences per warp).
+template <bool remote>
+__device__ __forceinline__ void stm_install(const stm_globals* g, u32 tid, u32 nw, u64 ts) {
 	const u32 k = (u32)g->k;
-	const u64 wb = (u64)tid * (u32)g->w_cap;
+	const u32* wi = (const u32*)g->ws_item + (u64)tid * (u32)g->w_cap;
+	const u64* wv = (const u64*)g->ws_val + (u64)tid * (u32)g->w_cap;
 	u64* vers = (u64*)g->vers;
 	u64* vals = (u64*)g->vals;
 	u32* head = (u32*)g->head;
 	for (u32 j = 0; j < nw; j++) {
-		const u32 it = __ldcg((const unsigned int*)g->ws_item + wb + j);
+		const u32 it = remote ? __ldcg((const unsigned int*)wi + j) : wi[j];
 		const u32 h = ld_relaxed_gpu(head + it);
 		st_relaxed_gpu(vers + (u64)it * k + (h + 1 == k ? 0 : h + 1), STM_NO_VERSION);
 	}
 	__threadfence();
 	for (u32 j = 0; j < nw; j++) {
-		const u32 it = __ldcg((const unsigned int*)g->ws_item + wb + j);
+		const u32 it = remote ? __ldcg((const unsigned int*)wi + j) : wi[j];
 		const u32 h = ld_relaxed_gpu(head + it);
 		const u32 s = h + 1 == k ? 0 : h + 1;
-		st_relaxed_gpu(vals + (u64)it * k + s, __ldcg((const unsigned long long*)g->ws_val + wb + j));
+		st_relaxed_gpu(vals + (u64)it * k + s, remote ? __ldcg((const unsigned long long*)wv + j) : wv[j]);
 		st_relaxed_gpu(vers + (u64)it * k + s, ts);
 		st_relaxed_gpu(head + it, s);
 	}
@@ -44,8 +47,8 @@ __device__ void stm_install(const stm_globals* g, u32 tid, u32 nw, u64 ts) {
 
 // stm_install_all writes this lane's versions (ts, its writes; none when
 // ts is 0) through stm_install. All lanes call it.
-__device__ __forceinline__ void stm_install_all(const stm_globals* g, const stm_tx* tx, u64 ts) {
-	stm_install(g, tx->tid, ts ? tx->nw : 0, ts);
+__device__ void stm_install_all(const stm_globals* g, const stm_tx* tx, u64 ts) {
+	stm_install<false>(g, tx->tid, ts ? tx->nw : 0, ts);
 }
 
 // stm_mark_done marks this lane's timestamp ts done after its write-back

@@ -298,37 +298,13 @@ __device__ __noinline__ void stm_rerun_reload(const stm_globals* g, stm_tx* tx, 
 }
 #endif
 
-// stm_single_reply reads this lane's answer to a single-partition request
-// (STM_RES_FLAG | cause, with the timestamp it took << 8, when aborted;
-// else its commit timestamp; server.cu, stm_reply) into *t1, the commit
-// timestamp (0: aborted, tx->state gets the cause), and *tm, the timestamp
-// the lane marks done (its commit's or a hole's, 0: none). With the
-// servers' write-back (STM_POST) a timestamp the server wrote back and
-// marked done itself (STM_RES_SERVED) goes to *srv instead of *tm; with
-// their re-runs (STM_RETRY) a committed re-run's sets are reloaded and an
-// aborted attempt whose sets a dropped re-run overwrote is not recorded.
-__device__ __forceinline__ void stm_single_reply(const stm_globals* g, stm_tx* tx, u64* t1, u64* tm, u64* srv) {
-	const u64 r = ld_relaxed_gpu((const u64*)g->res + tx->tid);
-	const u64 v = r & ~(STM_RES_FLAG | STM_RES_SERVED | STM_RES_RERUN | STM_RES_BAD);
-	if (r & STM_RES_FLAG) {
-		stm_fail(tx, STM_ST_ABORT + (u32)(v & 0xFF), 0);
-		*tm = v >> 8;
-#if STM_RETRY
-		if (r & STM_RES_RERUN) tx->lost = 1;
-#endif
-	} else {
-		*t1 = *tm = v;
-#if STM_RETRY
-		if (r & STM_RES_RERUN) stm_rerun_reload(g, tx, r);
-#endif
-	}
+// STM_RES_SERVER_FLAGS are the flags the servers' share of commits
+// (STM_POST, STM_RETRY) adds to a single-partition reply: none without it.
 #if STM_POST
-	if (r & STM_RES_SERVED) {
-		*srv = *tm;
-		*tm = 0;
-	}
+#define STM_RES_SERVER_FLAGS (STM_RES_SERVED | STM_RES_RERUN | STM_RES_BAD)
+#else
+#define STM_RES_SERVER_FLAGS 0ull
 #endif
-}
 
 // stm_commit_warp commits the update transactions of the warp and returns
 // this lane's commit timestamp (0: not committed; tx->state says why). All
@@ -389,8 +365,37 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 				return 0;
 			}
 			pending &= ~got;
+			// This lane's answer (server.cu, stm_reply): STM_RES_FLAG |
+			// cause, with the timestamp it took << 8, when aborted, else its
+			// commit timestamp; with the servers' write-back (STM_POST) a
+			// timestamp the server wrote back and marked done itself
+			// (STM_RES_SERVED) is not the client's to mark, and with their
+			// re-runs (STM_RETRY) a committed re-run's sets are reloaded and
+			// an aborted attempt whose sets a dropped re-run overwrote is not
+			// recorded.
 			u64 t1 = 0, tm = 0, srv = 0; // the commit timestamp; the one to mark done (also a hole's); the one the server marked
-			if (mine < 64 && ((got >> mine) & 1)) stm_single_reply(g, tx, &t1, &tm, &srv);
+			if (mine < 64 && ((got >> mine) & 1)) {
+				const u64 r = ld_relaxed_gpu((const u64*)g->res + tx->tid);
+				const u64 v = r & ~STM_RES_SERVER_FLAGS;
+				if (r & STM_RES_FLAG) {
+					stm_fail(tx, STM_ST_ABORT + (u32)(v & 0xFF), 0);
+					tm = (v & ~STM_RES_FLAG) >> 8;
+#if STM_RETRY
+					if (r & STM_RES_RERUN) tx->lost = 1;
+#endif
+				} else {
+					t1 = tm = v;
+#if STM_RETRY
+					if (r & STM_RES_RERUN) stm_rerun_reload(g, tx, r);
+#endif
+				}
+#if STM_POST
+				if (r & STM_RES_SERVED) {
+					srv = tm;
+					tm = 0;
+				}
+#endif
+			}
 			const u64 w0 = clock64();
 			stm_install_all(g, tx, srv ? 0 : t1);
 			u64 t = stm_mark_done(g, tm);

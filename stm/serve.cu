@@ -53,7 +53,7 @@ __device__ void stm_post_unclaim(const stm_globals* g, u32 tid, u32 nw) {
 __device__ __forceinline__ void stm_post_install(const stm_globals* g, u32 lane, const stm_job& J, u32 slots, u64 first, u32 cause, u64* flags) {
 	const bool mine = (slots >> lane) & 1;
 	const u64 ts = first + __popc(slots & lanemask_lt(lane));
-	stm_install(g, J.tid, mine && cause == 0 ? J.nw : 0, ts);
+	stm_install<true>(g, J.tid, mine && cause == 0 ? J.nw : 0, ts);
 	if (mine) {
 		st_release_gpu((u64*)g->done + (ts & g->done_mask), ts);
 		*flags |= STM_RES_SERVED;
