@@ -32,6 +32,7 @@ func code(s string) string {
 // TestDocumentedBodyIsTheExample: the body in the package documentation
 // is testdata/transfer.cu, and it compiles.
 func TestDocumentedBodyIsTheExample(t *testing.T) {
+	t.Parallel() // compiles only: beside the other compile-only tests, after the GPU tests
 	doc, err := os.ReadFile("doc.go")
 	if err != nil {
 		t.Fatal(err)
