@@ -56,9 +56,6 @@ func TestCUDABodyOnTheGPU(t *testing.T) {
 	}
 }
 
-// TestGPUErrorsAreClear: a body that misbehaves ends the run with an error
-// that says what happened, and a body that never finishes hits the run's
-// deadline instead of hanging the device.
 // misbehavingBodies are TestGPUErrorsAreClear's bodies, each with what
 // its run's error must say.
 var misbehavingBodies = []struct {
@@ -76,7 +73,7 @@ var misbehavingBodies = []struct {
 func misbehavingRun(dev *gpu.Device, i int) plannedRun {
 	x := misbehavingBodies[i]
 	return plannedRun{o: Options{GPU: dev}, w: CUDA{Label: x.name, Body: x.body, Size: 2, MaxReads: 2, MaxWrites: 1, MaxReadOnlyReads: 2},
-		ro: RunOptions{Transactions: 1000, Timeout: 3 * time.Second}}
+		ro: RunOptions{Transactions: 1000, Timeout: time.Second}}
 }
 
 // afterRun is the run TestGPUErrorsAreClear makes after each failure.
@@ -84,6 +81,9 @@ func afterRun(dev *gpu.Device) plannedRun {
 	return plannedRun{o: Options{GPU: dev}, w: Bank{Accounts: 64, Initial: 1, ReadOnly: 0.5}, ro: RunOptions{Transactions: 1000}}
 }
 
+// TestGPUErrorsAreClear: a body that misbehaves ends the run with an error
+// that says what happened, and a body that never finishes hits the run's
+// deadline instead of hanging the device.
 func TestGPUErrorsAreClear(t *testing.T) {
 	dev := gpuDevice(t)
 	for i, tc := range misbehavingBodies {
@@ -132,20 +132,20 @@ func TestGPUDurationStopsThroughTheMappedFlag(t *testing.T) {
 	t.Logf("%d commits in %v (%.3g/s) on %d threads, aborts %s, commit %+v, servers: %v", res.Total(), res.Elapsed, res.Throughput(), res.Threads, res.AbortString(), res.Commit, res.Server)
 }
 
-// TestGPUMemcachedAndLargeTransactions runs MemcachedGPU and transfers
-// larger than the log on the GPU engine.
-// largeCases are TestGPUMemcachedAndLargeTransactions' cases; largeRun
-// is its run of one.
+// largeCases are TestGPUMemcachedAndLargeTransactions' cases.
 var largeCases = []runCase{
 	{name: "memcached 64 ways", w: Memcached{Slots: 1 << 16, Ways: 64, Gets: 0.998, Zipf: 0.99}, n: 50000},
 	{name: "transfers of 64 rounds, small log", cfg: Config{LogSize: 16, LogWrites: 64}, w: Bank{Accounts: 5000, Initial: 100, ReadOnly: 0.5, ReadSize: 100, Rounds: 64}, n: 5000},
 	{name: "1000 accounts read-only totals of all", cfg: Config{Servers: 4}, w: Bank{Accounts: 1000, Initial: 100, ReadOnly: 0.9}, n: 5000},
 }
 
+// largeRun is TestGPUMemcachedAndLargeTransactions' run of case c.
 func largeRun(dev *gpu.Device, c runCase) plannedRun {
 	return plannedRun{o: Options{GPU: dev, Config: c.cfg}, w: c.w, ro: RunOptions{Transactions: c.n, Seed: 11, History: true, Latency: true, Timeout: time.Minute}}
 }
 
+// TestGPUMemcachedAndLargeTransactions runs MemcachedGPU and transfers
+// larger than the log on the GPU engine.
 func TestGPUMemcachedAndLargeTransactions(t *testing.T) {
 	dev := gpuDevice(t)
 	for _, c := range largeCases {
