@@ -115,10 +115,7 @@ func (b Bank) spec() (*workloadSpec, error) {
 		return lo, size
 	}
 	sp := &workloadSpec{
-		readOnly: func(seed, ticket uint64, _, _ int) bool {
-			r := txRNG(seed, ticket)
-			return r.below(1e6) < roPPM
-		},
+		readOnly: drawnReadOnly(roPPM),
 		body: func(tx *Tx, seed, ticket uint64, thread, _ int) bool {
 			r := txRNG(seed, ticket)
 			ro := r.below(1e6) < roPPM

@@ -7,39 +7,48 @@
 #include "stm/device.cuh"
 #include "stm/workload.cuh"
 
-// stm_install_all writes this lane's versions (ts, its writes) over the
-// oldest slot of each item; the commit protocol makes this transaction the
-// item's only writer now. A slot is first marked empty (STM_NO_VERSION),
-// then, after a fence, gets its value, its version and becomes the head:
-// a reader that validated a slot's old version (stm_ring_read reads
-// version, value, version) cannot have read the new value. The value needs
-// no fence before its version: a reader accepts version ts only once the
-// clock has passed ts, which happens after the final fence of the batch.
-// All lanes call it (two fences per warp).
-__device__ void stm_install_all(const stm_globals* g, const stm_tx* tx, u64 ts) {
+// stm_install writes the versions of client thread tid's transaction (the
+// first nw entries of its write set) with timestamp ts over the oldest slot
+// of each item; the commit protocol makes this transaction the item's only
+// writer now. A slot is first marked empty (STM_NO_VERSION), then, after a
+// fence, gets its value, its version and becomes the head: a reader that
+// validated a slot's old version (stm_ring_read reads version, value,
+// version) cannot have read the new value. The value needs no fence before
+// its version: a reader accepts version ts only once the clock has passed
+// ts, which happens after the final fence of the batch. remote: the caller
+// is a server's worker (serve.cu, stm_post_install), which reads the
+// client thread's write set through L2; a client reads its own as it
+// wrote it. All lanes call it (two fences per warp).
+template <bool remote>
+__device__ __forceinline__ void stm_install(const stm_globals* g, u32 tid, u32 nw, u64 ts) {
 	const u32 k = (u32)g->k;
-	const u32 nw = ts ? tx->nw : 0;
-	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
-	const u64* wv = (const u64*)g->ws_val + (u64)tx->tid * (u32)g->w_cap;
+	const u32* wi = (const u32*)g->ws_item + (u64)tid * (u32)g->w_cap;
+	const u64* wv = (const u64*)g->ws_val + (u64)tid * (u32)g->w_cap;
 	u64* vers = (u64*)g->vers;
 	u64* vals = (u64*)g->vals;
 	u32* head = (u32*)g->head;
 	for (u32 j = 0; j < nw; j++) {
-		const u32 it = wi[j];
+		const u32 it = remote ? __ldcg((const unsigned int*)wi + j) : wi[j];
 		const u32 h = ld_relaxed_gpu(head + it);
 		st_relaxed_gpu(vers + (u64)it * k + (h + 1 == k ? 0 : h + 1), STM_NO_VERSION);
 	}
 	__threadfence();
 	for (u32 j = 0; j < nw; j++) {
-		const u32 it = wi[j];
+		const u32 it = remote ? __ldcg((const unsigned int*)wi + j) : wi[j];
 		const u32 h = ld_relaxed_gpu(head + it);
 		const u32 s = h + 1 == k ? 0 : h + 1;
-		st_relaxed_gpu(vals + (u64)it * k + s, wv[j]);
+		st_relaxed_gpu(vals + (u64)it * k + s, remote ? __ldcg((const unsigned long long*)wv + j) : wv[j]);
 		st_relaxed_gpu(vers + (u64)it * k + s, ts);
 		st_relaxed_gpu(head + it, s);
 	}
 	__threadfence();
 	__syncwarp();
+}
+
+// stm_install_all writes this lane's versions (ts, its writes; none when
+// ts is 0) through stm_install. All lanes call it.
+__device__ void stm_install_all(const stm_globals* g, const stm_tx* tx, u64 ts) {
+	stm_install<false>(g, tx->tid, ts ? tx->nw : 0, ts);
 }
 
 // stm_mark_done marks this lane's timestamp ts done after its write-back
@@ -180,6 +189,27 @@ __device__ __forceinline__ void stm_attempt(stm_tx* tx) {
 	tx->detail = 0;
 	tx->bad = 0;
 	tx->calls = 0;
+}
+
+// stm_tx_start sets tx up for client thread tid's ticket (the run's
+// deadline; the claims it holds and the attempts held back in a row, kept
+// over its retries) and starts its first attempt (stm_attempt). The
+// client's loop and a server's re-run (serve.cu, stm_rerun) call it.
+__device__ __forceinline__ void stm_tx_start(stm_tx* tx, const stm_globals* g, u64 ticket, u32 tid, u64 deadline, u32 held, u32 defers) {
+	tx->g = g;
+	tx->ticket = ticket;
+	tx->tid = tid;
+	tx->thread = tid;
+	tx->threads = (u32)g->threads;
+	tx->deadline = deadline;
+	tx->held = held;
+	tx->keep = 0;
+	tx->defers = defers;
+	tx->need = 0;
+#if STM_RETRY
+	tx->lost = 0;
+#endif
+	stm_attempt(tx);
 }
 
 // stm_run_body runs the workload's body for tx's attempt, adds its cycles
@@ -409,20 +439,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		if (!__any_sync(FULL_MASK, have)) break;
 
 		stm_tx tx;
-		tx.g = g;
-		tx.ticket = ticket;
-		tx.tid = tid;
-		tx.thread = tid;
-		tx.threads = (u32)g->threads;
-		tx.deadline = deadline;
-		tx.held = held;
-		tx.keep = 0;
-		tx.defers = defers;
-		tx.need = 0;
-#if STM_RETRY
-		tx.lost = 0;
-#endif
-		stm_attempt(&tx);
+		stm_tx_start(&tx, g, ticket, tid, deadline, held, defers);
 		bool quit = false;
 #if STM_REFRESH
 		// The bodies, then up to g->refresh in-place retries of stale

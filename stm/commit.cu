@@ -298,6 +298,14 @@ __device__ __noinline__ void stm_rerun_reload(const stm_globals* g, stm_tx* tx, 
 }
 #endif
 
+// STM_RES_SERVER_FLAGS are the flags the servers' share of commits
+// (STM_POST, STM_RETRY) adds to a single-partition reply: none without it.
+#if STM_POST
+#define STM_RES_SERVER_FLAGS (STM_RES_SERVED | STM_RES_RERUN | STM_RES_BAD)
+#else
+#define STM_RES_SERVER_FLAGS 0ull
+#endif
+
 // stm_commit_warp commits the update transactions of the warp and returns
 // this lane's commit timestamp (0: not committed; tx->state says why). All
 // lanes call it. *quit is set when the run failed. cy[0..3]: cycles of
@@ -357,17 +365,23 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 				return 0;
 			}
 			pending &= ~got;
-			u64 t1 = 0, tm = 0; // the commit timestamp; the one to mark done (also a hole's)
-#if STM_POST
-			u64 ts_srv = 0; // a timestamp the server installed and marked done (commit or hole)
+			// This lane's answer (server.cu, stm_reply): STM_RES_FLAG |
+			// cause, with the timestamp it took << 8, when aborted, else its
+			// commit timestamp; with the servers' write-back (STM_POST) a
+			// timestamp the server wrote back and marked done itself
+			// (STM_RES_SERVED) is not the client's to mark, and with their
+			// re-runs (STM_RETRY) a committed re-run's sets are reloaded and
+			// an aborted attempt whose sets a dropped re-run overwrote is not
+			// recorded.
+			u64 t1 = 0, tm = 0, srv = 0; // the commit timestamp; the one to mark done (also a hole's); the one the server marked
 			if (mine < 64 && ((got >> mine) & 1)) {
 				const u64 r = ld_relaxed_gpu((const u64*)g->res + tx->tid);
-				const u64 v = r & ~(STM_RES_FLAG | STM_RES_SERVED | STM_RES_RERUN | STM_RES_BAD);
+				const u64 v = r & ~STM_RES_SERVER_FLAGS;
 				if (r & STM_RES_FLAG) {
 					stm_fail(tx, STM_ST_ABORT + (u32)(v & 0xFF), 0);
-					tm = v >> 8;
+					tm = (v & ~STM_RES_FLAG) >> 8;
 #if STM_RETRY
-					if (r & STM_RES_RERUN) tx->lost = 1; // its sets were overwritten by a dropped re-run
+					if (r & STM_RES_RERUN) tx->lost = 1;
 #endif
 				} else {
 					t1 = tm = v;
@@ -375,27 +389,18 @@ __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 
 					if (r & STM_RES_RERUN) stm_rerun_reload(g, tx, r);
 #endif
 				}
+#if STM_POST
 				if (r & STM_RES_SERVED) {
-					ts_srv = tm;
+					srv = tm;
 					tm = 0;
 				}
+#endif
 			}
 			const u64 w0 = clock64();
-			stm_install_all(g, tx, ts_srv ? 0 : t1);
-			const u64 t = max(stm_mark_done(g, tm), warp_max64(ts_srv));
-#else
-			if (mine < 64 && ((got >> mine) & 1)) {
-				const u64 r = ld_relaxed_gpu((const u64*)g->res + tx->tid);
-				if (r & STM_RES_FLAG) {
-					stm_fail(tx, STM_ST_ABORT + (u32)(r & 0xFF), 0);
-					tm = (r & ~STM_RES_FLAG) >> 8;
-				} else {
-					t1 = tm = r;
-				}
-			}
-			const u64 w0 = clock64();
-			stm_install_all(g, tx, t1);
-			const u64 t = stm_mark_done(g, tm);
+			stm_install_all(g, tx, srv ? 0 : t1);
+			u64 t = stm_mark_done(g, tm);
+#if STM_POST
+			t = max(t, warp_max64(srv));
 #endif
 			top = t > top ? t : top;
 			cwb += clock64() - w0;

@@ -1,6 +1,7 @@
 package stm
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/warpkv/warpkv/internal/gputest"
@@ -18,6 +19,7 @@ var testBodies = []string{
 // (write-back, retries) compiled in, so that a GPU run does not meet a compile error
 // first.
 func TestCUDABodiesCompile(t *testing.T) {
+	t.Parallel() // compiles only: beside the other compile-only tests, after the GPU tests
 	gputest.NVRTC(t)
 	type build struct {
 		sp  *workloadSpec
@@ -42,11 +44,17 @@ func TestCUDABodiesCompile(t *testing.T) {
 	// Zipf, and a CUDA body with retries.
 	builds = append(builds, build{sp, Options{ServerCommit: ServerCommitWriteBack}}, build{sp, Options{ServerCommit: ServerCommitRetry}},
 		build{builds[0].sp, Options{ServerCommit: ServerCommitRetry}})
+	// The builds compile side by side (NVRTC takes seconds for each: 34 s
+	// one after another on the H200 machine, 2026-11-29).
+	var wg sync.WaitGroup
 	for i, b := range builds {
 		sh := gpuShape(b.sp, Config{Servers: 2}.withDefaults(), b.opt, 2)
 		sh.latency = i%2 == 0 // the commit latencies (STM_LATENCY 1) in every other build
-		if _, err := sh.program(b.sp).CompileCUBIN("sm_90"); err != nil {
-			t.Fatalf("refresh %v, stripes %v, latency %v, post %v, retry %v: %v", sh.refresh, sh.stripes, sh.latency, sh.post, sh.retry, err)
-		}
+		wg.Go(func() {
+			if _, err := sh.program(b.sp).CompileCUBIN("sm_90"); err != nil {
+				t.Errorf("refresh %v, stripes %v, latency %v, post %v, retry %v: %v", sh.refresh, sh.stripes, sh.latency, sh.post, sh.retry, err)
+			}
+		})
 	}
+	wg.Wait()
 }

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // exampleWorkload is the body the package documentation explains
 // (testdata/transfer.cu) as a workload of n items starting at 100.
-func exampleWorkload(t *testing.T, n int, roPPM uint64) CUDA {
+func exampleWorkload(t testing.TB, n int, roPPM uint64) CUDA {
 	t.Helper()
 	body, err := os.ReadFile("testdata/transfer.cu")
 	if err != nil {
@@ -31,6 +32,7 @@ func code(s string) string {
 // TestDocumentedBodyIsTheExample: the body in the package documentation
 // is testdata/transfer.cu, and it compiles.
 func TestDocumentedBodyIsTheExample(t *testing.T) {
+	t.Parallel() // compiles only: beside the other compile-only tests, after the GPU tests
 	doc, err := os.ReadFile("doc.go")
 	if err != nil {
 		t.Fatal(err)
@@ -58,18 +60,23 @@ func TestDocumentedBodyIsTheExample(t *testing.T) {
 	}
 }
 
+// exampleRuns are TestExampleBodyOnTheGPU's runs: the documented body on
+// the device's servers and on 3, every attempt recorded.
+func exampleRuns(tb testing.TB, dev *gpu.Device) []plannedRun {
+	var out []plannedRun
+	for _, servers := range []int{0, 3} {
+		out = append(out, plannedRun{o: Options{GPU: dev, Config: Config{Servers: servers}, ClientThreads: 2048}, w: exampleWorkload(tb, 1<<14, 500000),
+			ro: RunOptions{Transactions: 50000, Seed: 5, History: true, HistoryAborted: true, Timeout: time.Minute}})
+	}
+	return out
+}
+
 // TestExampleBodyOnTheGPU runs the documented body with every attempt
 // recorded: opacity, serial replay, block totals and the abort causes.
 func TestExampleBodyOnTheGPU(t *testing.T) {
-	dev := gputest.Device(t)
-	for _, servers := range []int{0, 3} {
-		e, err := Open(Options{GPU: dev, Config: Config{Servers: servers}, ClientThreads: 2048})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := exampleWorkload(t, 1<<14, 500000)
-		res, err := e.Run(w, RunOptions{Transactions: 50000, Seed: 5, History: true, HistoryAborted: true, Timeout: time.Minute})
-		e.Close()
+	for _, r := range exampleRuns(t, gpuDevice(t)) {
+		servers, w := r.o.Config.Servers, r.w.(CUDA)
+		res, err := r.run()
 		if err != nil {
 			t.Fatal(err)
 		}

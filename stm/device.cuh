@@ -172,6 +172,15 @@ __device__ __forceinline__ u64 warp_max64(u64 v) {
 	return v;
 }
 __device__ __forceinline__ u32 lanemask_lt(u32 lane) { return (1u << lane) - 1; }
+// warp_incl_sum32 returns the sum of v over lanes 0 to lane (an inclusive
+// prefix sum across the warp, five shuffles). All lanes call it.
+__device__ __forceinline__ u32 warp_incl_sum32(u32 v, u32 lane) {
+	for (int o = 1; o < 32; o <<= 1) {
+		const u32 x = __shfl_up_sync(FULL_MASK, v, o);
+		if (lane >= (u32)o) v += x;
+	}
+	return v;
+}
 
 // Bloom, signature and table hashes of an item.
 __device__ __forceinline__ u32 stm_hash10(u32 item) { return (item * 0x9E3779B1u) >> 22; }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/warpkv/warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // A CUDA body: a counter incremented by every transaction, and a
@@ -24,16 +24,22 @@ __device__ void stm_body(stm_tx* tx) {
 }
 `
 
-func TestCUDABodyOnTheGPU(t *testing.T) {
-	dev := gputest.Device(t)
+// cudaBodyRuns are TestCUDABodyOnTheGPU's runs: the two counters on 1 and
+// 2 servers, every attempt recorded.
+func cudaBodyRuns(dev *gpu.Device) []plannedRun {
+	var out []plannedRun
 	for _, servers := range []int{1, 2} {
-		e, err := Open(Options{GPU: dev, Config: Config{Servers: servers}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := CUDA{Label: "two counters", Body: twoCounters, Size: 2, MaxReads: 2, MaxWrites: 2, MaxReadOnlyReads: 2}
-		res, err := e.Run(w, RunOptions{Transactions: 20000, Seed: 3, History: true, HistoryAborted: true, Timeout: time.Minute})
-		e.Close()
+		out = append(out, plannedRun{o: Options{GPU: dev, Config: Config{Servers: servers}},
+			w:  CUDA{Label: "two counters", Body: twoCounters, Size: 2, MaxReads: 2, MaxWrites: 2, MaxReadOnlyReads: 2},
+			ro: RunOptions{Transactions: 20000, Seed: 3, History: true, HistoryAborted: true, Timeout: time.Minute}})
+	}
+	return out
+}
+
+func TestCUDABodyOnTheGPU(t *testing.T) {
+	for _, r := range cudaBodyRuns(gpuDevice(t)) {
+		servers := r.o.Config.Servers
+		res, err := r.run()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,30 +56,46 @@ func TestCUDABodyOnTheGPU(t *testing.T) {
 	}
 }
 
+// misbehavingBodies are TestGPUErrorsAreClear's bodies, each with what
+// its run's error must say.
+var misbehavingBodies = []struct {
+	name, body string
+	want       string
+}{
+	{"item outside the store", `__device__ void stm_body(stm_tx* tx) { stm_begin(tx, false); stm_write(tx, 5, 1); }`, "outside the store of 2 items"},
+	{"write in a read-only transaction", `__device__ void stm_body(stm_tx* tx) { stm_begin(tx, true); stm_write(tx, 0, 1); }`, "read-only transaction"},
+	{"no begin", `__device__ void stm_body(stm_tx* tx) { stm_read(tx, 0); }`, "stm_begin"},
+	{"more writes than declared", `__device__ void stm_body(stm_tx* tx) { stm_begin(tx, false); stm_write(tx, 0, 1); stm_write(tx, 1, 1); }`, "write set holds"},
+	{"never finishes", `__device__ void stm_body(stm_tx* tx) { stm_begin(tx, true); for (;;) { stm_read(tx, 0); if (stm_failed(tx)) return; } }`, "deadline"},
+}
+
+// misbehavingRun is TestGPUErrorsAreClear's run of body i.
+func misbehavingRun(dev *gpu.Device, i int) plannedRun {
+	x := misbehavingBodies[i]
+	return plannedRun{o: Options{GPU: dev}, w: CUDA{Label: x.name, Body: x.body, Size: 2, MaxReads: 2, MaxWrites: 1, MaxReadOnlyReads: 2},
+		ro: RunOptions{Transactions: 1000, Timeout: time.Second}}
+}
+
+// afterRun is the run TestGPUErrorsAreClear makes after each failure.
+func afterRun(dev *gpu.Device) plannedRun {
+	return plannedRun{o: Options{GPU: dev}, w: Bank{Accounts: 64, Initial: 1, ReadOnly: 0.5}, ro: RunOptions{Transactions: 1000}}
+}
+
 // TestGPUErrorsAreClear: a body that misbehaves ends the run with an error
 // that says what happened, and a body that never finishes hits the run's
 // deadline instead of hanging the device.
 func TestGPUErrorsAreClear(t *testing.T) {
-	dev := gputest.Device(t)
-	for _, tc := range []struct {
-		name, body string
-		want       string
-	}{
-		{"item outside the store", `__device__ void stm_body(stm_tx* tx) { stm_begin(tx, false); stm_write(tx, 5, 1); }`, "outside the store of 2 items"},
-		{"write in a read-only transaction", `__device__ void stm_body(stm_tx* tx) { stm_begin(tx, true); stm_write(tx, 0, 1); }`, "read-only transaction"},
-		{"no begin", `__device__ void stm_body(stm_tx* tx) { stm_read(tx, 0); }`, "stm_begin"},
-		{"more writes than declared", `__device__ void stm_body(stm_tx* tx) { stm_begin(tx, false); stm_write(tx, 0, 1); stm_write(tx, 1, 1); }`, "write set holds"},
-		{"never finishes", `__device__ void stm_body(stm_tx* tx) { stm_begin(tx, true); for (;;) { stm_read(tx, 0); if (stm_failed(tx)) return; } }`, "deadline"},
-	} {
+	dev := gpuDevice(t)
+	for i, tc := range misbehavingBodies {
 		t.Run(tc.name, func(t *testing.T) {
-			e, err := Open(Options{GPU: dev})
+			r := misbehavingRun(dev, i)
+			e, err := Open(r.o)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer e.Close()
-			w := CUDA{Label: tc.name, Body: tc.body, Size: 2, MaxReads: 2, MaxWrites: 1, MaxReadOnlyReads: 2}
 			start := time.Now()
-			_, err = e.Run(w, RunOptions{Transactions: 1000, Timeout: 3 * time.Second})
+			_, err = e.Run(r.w, r.ro)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
@@ -81,7 +103,8 @@ func TestGPUErrorsAreClear(t *testing.T) {
 				t.Fatalf("took %v", time.Since(start))
 			}
 			// The device still works afterwards.
-			res, err := e.Run(Bank{Accounts: 64, Initial: 1, ReadOnly: 0.5}, RunOptions{Transactions: 1000})
+			a := afterRun(dev)
+			res, err := e.Run(a.w, a.ro)
 			if err != nil || res.Total() != 1000 {
 				t.Fatalf("a run after the failure: %v", err)
 			}
@@ -92,7 +115,7 @@ func TestGPUErrorsAreClear(t *testing.T) {
 // TestGPUDurationStopsThroughTheMappedFlag: a run of a duration ends soon
 // after it, through the stop flag in mapped memory.
 func TestGPUDurationStopsThroughTheMappedFlag(t *testing.T) {
-	dev := gputest.Device(t)
+	dev := gpuDevice(t)
 	e, err := Open(Options{GPU: dev, Config: Config{Servers: 2}})
 	if err != nil {
 		t.Fatal(err)
@@ -109,22 +132,25 @@ func TestGPUDurationStopsThroughTheMappedFlag(t *testing.T) {
 	t.Logf("%d commits in %v (%.3g/s) on %d threads, aborts %s, commit %+v, servers: %v", res.Total(), res.Elapsed, res.Throughput(), res.Threads, res.AbortString(), res.Commit, res.Server)
 }
 
+// largeCases are TestGPUMemcachedAndLargeTransactions' cases.
+var largeCases = []runCase{
+	{name: "memcached 64 ways", w: Memcached{Slots: 1 << 16, Ways: 64, Gets: 0.998, Zipf: 0.99}, n: 50000},
+	{name: "transfers of 64 rounds, small log", cfg: Config{LogSize: 16, LogWrites: 64}, w: Bank{Accounts: 5000, Initial: 100, ReadOnly: 0.5, ReadSize: 100, Rounds: 64}, n: 5000},
+	{name: "1000 accounts read-only totals of all", cfg: Config{Servers: 4}, w: Bank{Accounts: 1000, Initial: 100, ReadOnly: 0.9}, n: 5000},
+}
+
+// largeRun is TestGPUMemcachedAndLargeTransactions' run of case c.
+func largeRun(dev *gpu.Device, c runCase) plannedRun {
+	return plannedRun{o: Options{GPU: dev, Config: c.cfg}, w: c.w, ro: RunOptions{Transactions: c.n, Seed: 11, History: true, Latency: true, Timeout: time.Minute}}
+}
+
 // TestGPUMemcachedAndLargeTransactions runs MemcachedGPU and transfers
 // larger than the log on the GPU engine.
 func TestGPUMemcachedAndLargeTransactions(t *testing.T) {
-	dev := gputest.Device(t)
-	for _, c := range []runCase{
-		{"memcached 64 ways", Config{}, Memcached{Slots: 1 << 16, Ways: 64, Gets: 0.998, Zipf: 0.99}, 50000},
-		{"transfers of 64 rounds, small log", Config{LogSize: 16, LogWrites: 64}, Bank{Accounts: 5000, Initial: 100, ReadOnly: 0.5, ReadSize: 100, Rounds: 64}, 5000},
-		{"1000 accounts read-only totals of all", Config{Servers: 4}, Bank{Accounts: 1000, Initial: 100, ReadOnly: 0.9}, 5000},
-	} {
+	dev := gpuDevice(t)
+	for _, c := range largeCases {
 		t.Run(c.name, func(t *testing.T) {
-			e, err := Open(Options{GPU: dev, Config: c.cfg})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer e.Close()
-			res, err := e.Run(c.w, RunOptions{Transactions: c.n, Seed: 11, History: true, Latency: true, Timeout: time.Minute})
+			res, err := largeRun(dev, c).run()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,7 +166,7 @@ func TestGPUMemcachedAndLargeTransactions(t *testing.T) {
 // transaction before they did lost updates (an H200 run of bench stm,
 // 2026-11-28, ended 1259 over the total).
 func TestGPUTransfersAcrossPartitionsUnderLoad(t *testing.T) {
-	dev := gputest.Device(t)
+	dev := gpuDevice(t)
 	for _, servers := range []int{5, 16} {
 		e, err := Open(Options{GPU: dev, Config: Config{Servers: servers}})
 		if err != nil {

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // TestLatencyQuantiles: a quantile is the top of the bucket that holds it,
@@ -96,6 +94,18 @@ func checkLatency(t *testing.T, res *Result) {
 	}
 }
 
+// latencyBanks are TestCommitLatency's workloads.
+var latencyBanks = []Bank{
+	{Accounts: 65536, Initial: 100, ReadSize: 100},
+	{Accounts: 65536, Initial: 100, ReadOnly: 0.9, ReadSize: 100},
+}
+
+// gpuLatencyRun is how long TestCommitLatency's GPU runs take.
+const gpuLatencyRun = 300 * time.Millisecond
+
+// latencyRun is TestCommitLatency's timed run of duration d.
+func latencyRun(d time.Duration) RunOptions { return RunOptions{Duration: d, Seed: 1, Latency: true} }
+
 // TestCommitLatency runs bank workloads for a duration on every engine
 // with RunOptions.Latency and checks the commit latencies (checkLatency),
 // that a run without it times nothing, and Little's law: with
@@ -109,21 +119,17 @@ func TestCommitLatency(t *testing.T) {
 		d    time.Duration
 	}{
 		{"cpu", func(*testing.T) Options { return Options{Device: "cpu", Workers: 4} }, 200 * time.Millisecond},
-		{"gpu", func(t *testing.T) Options { return Options{GPU: gputest.Device(t)} }, 300 * time.Millisecond},
-	}
-	cases := []Bank{
-		{Accounts: 65536, Initial: 100, ReadSize: 100},
-		{Accounts: 65536, Initial: 100, ReadOnly: 0.9, ReadSize: 100},
+		{"gpu", func(t *testing.T) Options { return Options{GPU: gpuDevice(t)} }, gpuLatencyRun},
 	}
 	for _, en := range engines {
-		for _, w := range cases {
+		for _, w := range latencyBanks {
 			t.Run(fmt.Sprintf("%s, %g%% read-only", en.name, 100*w.ReadOnly), func(t *testing.T) {
 				e, err := Open(en.open(t))
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer e.Close()
-				res, err := e.Run(w, RunOptions{Duration: en.d, Seed: 1, Latency: true})
+				res, err := e.Run(w, latencyRun(en.d))
 				if err != nil {
 					t.Fatal(err)
 				}

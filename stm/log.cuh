@@ -324,11 +324,7 @@ __device__ __forceinline__ u32 stm_log_write_staged(const stm_globals* g, stm_lo
 	const u64 amask = g->log_a - 1;
 	const bool mine = (slots >> lane) & 1;
 	const u32 c = mine && live ? cl : 0;
-	u32 incl = c; // inclusive prefix sum of the entries' items
-	for (int o = 1; o < 32; o <<= 1) {
-		const u32 v = __shfl_up_sync(FULL_MASK, incl, o);
-		if (lane >= (u32)o) incl += v;
-	}
+	const u32 incl = warp_incl_sum32(c, lane); // inclusive prefix sum of the entries' items
 	const u32 start = incl - c;
 	const u64 ts = t0 + __popc(slots & lanemask_lt(lane));
 	for (u32 i = 0; i < c; i++) {
@@ -399,11 +395,7 @@ __device__ void stm_log_insert_batch(const stm_globals* g, stm_log& L, stm_scrat
 		stm_log_publish(L, lane, head + m, base + total);
 		return;
 	}
-	u32 incl = c; // inclusive prefix sum of the entries' items
-	for (int o = 1; o < 32; o <<= 1) {
-		const u32 v = __shfl_up_sync(FULL_MASK, incl, o);
-		if (lane >= (u32)o) incl += v;
-	}
+	const u32 incl = warp_incl_sum32(c, lane); // inclusive prefix sum of the entries' items
 	const u32 total = __shfl_sync(FULL_MASK, incl, 31), start = incl - c;
 	stm_log_evict(g, L, lane, head, m, base + total);
 	constexpr u32 per = 4;

@@ -90,12 +90,9 @@ func (m Memcached) spec() (*workloadSpec, error) {
 	z := newZipf(keys, m.Zipf)
 	getPPM := ppm(m.Gets)
 	sp := &workloadSpec{
-		span:   ways, // a key's set: ways consecutive slots
-		skewed: m.Zipf > 0,
-		readOnly: func(seed, ticket uint64, _, _ int) bool {
-			r := txRNG(seed, ticket)
-			return r.below(1e6) < getPPM
-		},
+		span:     ways, // a key's set: ways consecutive slots
+		skewed:   m.Zipf > 0,
+		readOnly: drawnReadOnly(getPPM),
 		body: func(tx *Tx, seed, ticket uint64, _, _ int) bool {
 			r := txRNG(seed, ticket)
 			get := r.below(1e6) < getPPM

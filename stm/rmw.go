@@ -65,12 +65,9 @@ func (w RMW) spec() (*workloadSpec, error) {
 	z := newZipf(uint64(w.Size), w.Zipf)
 	roPPM, k, wo := ppm(w.ReadOnly), w.keys(), w.WriteOnly
 	sp := &workloadSpec{
-		span:   w.Size, // keys anywhere in the store (one key: a block of one, below)
-		skewed: w.Zipf > 0,
-		readOnly: func(seed, ticket uint64, _, _ int) bool {
-			r := txRNG(seed, ticket)
-			return r.below(1e6) < roPPM
-		},
+		span:     w.Size, // keys anywhere in the store (one key: a block of one, below)
+		skewed:   w.Zipf > 0,
+		readOnly: drawnReadOnly(roPPM),
 		body: func(tx *Tx, seed, ticket uint64, _, _ int) bool {
 			r := txRNG(seed, ticket)
 			ro := r.below(1e6) < roPPM

@@ -19,30 +19,35 @@ type runCase struct {
 	cfg  Config
 	w    Workload
 	n    int64
+	// gpuTimes: a GPU run of the case makes gpuTimes × n transactions (it
+	// runs more threads than the CPU engine); 1 for the cases of large
+	// transactions, whose GPU runs without claims took 2.5-7 s for 4n on an
+	// H200 (2026-11-29), almost all of it the runs' last conflicts.
+	gpuTimes int64
 }
 
 // contendedCases are the contended cases and the shapes around
 // them, small enough for two CPU cores.
 func contendedCases() []runCase {
 	return []runCase{
-		{"bank, read-only totals of all", Config{}, Bank{Accounts: 64, Initial: 100, ReadOnly: 0.5, Rounds: 2}, 4000},
-		{"bank, read-only blocks of 16", Config{}, Bank{Accounts: 256, Initial: 7, ReadOnly: 0.3, ReadSize: 16, Rounds: 3}, 4000},
-		{"hot accounts", Config{}, Bank{Accounts: 3, Initial: 1, ReadOnly: 0.2, Rounds: 2}, 3000},
-		{"all transactions on one item", Config{}, RMW{Size: 1, Keys: 1, ReadOnly: 0.1}, 3000},
-		{"write-only transactions", Config{}, RMW{Size: 8, Keys: 3, WriteOnly: true}, 3000},
-		{"transactions larger than the log", Config{LogSize: 2, LogWrites: 4}, Bank{Accounts: 64, Initial: 5, ReadOnly: 0.2, Rounds: 8}, 2000},
+		{"bank, read-only totals of all", Config{}, Bank{Accounts: 64, Initial: 100, ReadOnly: 0.5, Rounds: 2}, 4000, 4},
+		{"bank, read-only blocks of 16", Config{}, Bank{Accounts: 256, Initial: 7, ReadOnly: 0.3, ReadSize: 16, Rounds: 3}, 4000, 4},
+		{"hot accounts", Config{}, Bank{Accounts: 3, Initial: 1, ReadOnly: 0.2, Rounds: 2}, 3000, 4},
+		{"all transactions on one item", Config{}, RMW{Size: 1, Keys: 1, ReadOnly: 0.1}, 3000, 4},
+		{"write-only transactions", Config{}, RMW{Size: 8, Keys: 3, WriteOnly: true}, 3000, 4},
+		{"transactions larger than the log", Config{LogSize: 2, LogWrites: 4}, Bank{Accounts: 64, Initial: 5, ReadOnly: 0.2, Rounds: 8}, 2000, 1},
 		// Multi-round transfers: on the GPU, validated in table loads of a
 		// request's accesses and logged from the write sets (more than
 		// STM_SPL writes each); 40 rounds take more accesses than one load.
-		{"transfers of 4 rounds", Config{}, Bank{Accounts: 512, Initial: 10, ReadOnly: 0.2, ReadSize: 32, Rounds: 4}, 3000},
-		{"transfers of 8 rounds, log of 64", Config{LogSize: 64}, Bank{Accounts: 1024, Initial: 10, ReadOnly: 0.1, ReadSize: 64, Rounds: 8}, 3000},
-		{"transfers larger than a table load", Config{}, Bank{Accounts: 2048, Initial: 10, ReadOnly: 0.1, ReadSize: 256, Rounds: 40}, 1000},
-		{"hot blocks (zipf 0.99), 2 rounds", Config{}, Bank{Accounts: 4096, Initial: 10, ReadOnly: 0.5, ReadSize: 16, Rounds: 2, Zipf: 0.99}, 3000},
-		{"ring depth 1", Config{Versions: 1}, Bank{Accounts: 32, Initial: 9, ReadOnly: 0.3, ReadSize: 4}, 3000},
-		{"four servers, transfers across partitions", Config{Servers: 4}, Bank{Accounts: 64, Initial: 100, ReadOnly: 0.3, Rounds: 2}, 4000},
-		{"four servers, sharded", Config{Servers: 4}, Bank{Accounts: 64, Initial: 3, ReadOnly: 0.3, ReadSize: 8, Sharded: true}, 3000},
-		{"zipf read-modify-write", Config{LogSize: 64}, RMW{Size: 128, Keys: 4, ReadOnly: 0.5, Zipf: 0.99}, 3000},
-		{"memcached 8 ways", Config{}, Memcached{Slots: 256, Ways: 8, Gets: 0.9, Zipf: 0.99}, 3000},
+		{"transfers of 4 rounds", Config{}, Bank{Accounts: 512, Initial: 10, ReadOnly: 0.2, ReadSize: 32, Rounds: 4}, 3000, 4},
+		{"transfers of 8 rounds, log of 64", Config{LogSize: 64}, Bank{Accounts: 1024, Initial: 10, ReadOnly: 0.1, ReadSize: 64, Rounds: 8}, 3000, 4},
+		{"transfers larger than a table load", Config{}, Bank{Accounts: 2048, Initial: 10, ReadOnly: 0.1, ReadSize: 256, Rounds: 40}, 1000, 1},
+		{"hot blocks (zipf 0.99), 2 rounds", Config{}, Bank{Accounts: 4096, Initial: 10, ReadOnly: 0.5, ReadSize: 16, Rounds: 2, Zipf: 0.99}, 3000, 4},
+		{"ring depth 1", Config{Versions: 1}, Bank{Accounts: 32, Initial: 9, ReadOnly: 0.3, ReadSize: 4}, 3000, 4},
+		{"four servers, transfers across partitions", Config{Servers: 4}, Bank{Accounts: 64, Initial: 100, ReadOnly: 0.3, Rounds: 2}, 4000, 4},
+		{"four servers, sharded", Config{Servers: 4}, Bank{Accounts: 64, Initial: 3, ReadOnly: 0.3, ReadSize: 8, Sharded: true}, 3000, 4},
+		{"zipf read-modify-write", Config{LogSize: 64}, RMW{Size: 128, Keys: 4, ReadOnly: 0.5, Zipf: 0.99}, 3000, 4},
+		{"memcached 8 ways", Config{}, Memcached{Slots: 256, Ways: 8, Gets: 0.9, Zipf: 0.99}, 3000, 4},
 	}
 }
 
@@ -125,10 +130,18 @@ func TestContendedCPU(t *testing.T) {
 	}
 }
 
-// TestContendedGPU runs the same cases on the GPU engine (skipped without
-// a GPU, failed under WARPKV_REQUIRE_GPU=1).
-func TestContendedGPU(t *testing.T) {
-	dev := gputest.Device(t)
+// gpuCase is one GPU run of a contended case: its subtest's name and the
+// options of its engine.
+type gpuCase struct {
+	name string
+	o    Options
+	c    runCase
+}
+
+// contendedGPUCases are TestContendedGPU's runs: each contended case on
+// its own servers and on 3.
+func contendedGPUCases(dev *gpu.Device) []gpuCase {
+	var out []gpuCase
 	for _, c := range contendedCases() {
 		for _, servers := range []int{c.cfg.Servers, 3} {
 			cfg := c.cfg
@@ -137,31 +150,39 @@ func TestContendedGPU(t *testing.T) {
 			if servers == 3 {
 				name += ", 3 servers" // fewer with fewer items: at most one per item
 			}
-			t.Run(name, func(t *testing.T) {
-				res := runContendedGPU(t, Options{GPU: dev, Config: cfg}, c)
-				want := servers
-				if want == 0 { // chosen from the device
-					sp, err := c.w.spec()
-					if err != nil {
-						t.Fatal(err)
-					}
-					want = defaultServers(dev.Properties().SMs, cfg.withDefaults(), c.w.Items(), sp.span)
-				}
-				if want = min(want, c.w.Items()); res.Servers > want || res.Servers < 1 {
-					t.Errorf("%d servers used, want 1 to %d", res.Servers, want)
-				}
-				t.Logf("%d threads, %d servers, %d aborted attempts not recorded", res.Threads, res.Servers, res.HistoryDropped)
-			})
+			out = append(out, gpuCase{name, Options{GPU: dev, Config: cfg}, c})
 		}
+	}
+	return out
+}
+
+// TestContendedGPU runs the same cases on the GPU engine (skipped without
+// a GPU, failed under WARPKV_REQUIRE_GPU=1).
+func TestContendedGPU(t *testing.T) {
+	dev := gpuDevice(t)
+	for _, x := range contendedGPUCases(dev) {
+		t.Run(x.name, func(t *testing.T) {
+			res := runContendedGPU(t, x.o, x.c)
+			want := x.o.Config.Servers
+			if want == 0 { // chosen from the device
+				sp, err := x.c.w.spec()
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = defaultServers(dev.Properties().SMs, x.o.Config.withDefaults(), x.c.w.Items(), sp.span)
+			}
+			if want = min(want, x.c.w.Items()); res.Servers > want || res.Servers < 1 {
+				t.Errorf("%d servers used, want 1 to %d", res.Servers, want)
+			}
+			t.Logf("%d threads, %d servers, %d aborted attempts not recorded", res.Threads, res.Servers, res.HistoryDropped)
+		})
 	}
 }
 
-// TestStripesGPU runs contended cases with items dealt to the servers in
-// stripes (Options.Stripe) of 1 and 5 items over 3 servers, so that most
-// update transactions cross partitions, and checks every run end to end
-// as TestContendedGPU does, and that the run used the stripes.
-func TestStripesGPU(t *testing.T) {
-	dev := gputest.Device(t)
+// stripesGPUCases are TestStripesGPU's runs: contended cases over 3
+// servers in stripes of 1 and 5 items.
+func stripesGPUCases(dev *gpu.Device) []gpuCase {
+	var out []gpuCase
 	for _, c := range contendedCases() {
 		switch c.name {
 		case "bank, read-only blocks of 16", "transfers of 4 rounds", "hot blocks (zipf 0.99), 2 rounds",
@@ -172,23 +193,32 @@ func TestStripesGPU(t *testing.T) {
 		for _, stripe := range []int{1, 5} {
 			cfg := c.cfg
 			cfg.Servers = 3
-			t.Run(fmt.Sprintf("%s, stripes of %d", c.name, stripe), func(t *testing.T) {
-				res := runContendedGPU(t, Options{GPU: dev, Config: cfg, Stripe: stripe}, c)
-				if res.Stripe != stripe || res.Servers != 3 {
-					t.Errorf("stripes of %d over %d servers, want %d over 3", res.Stripe, res.Servers, stripe)
-				}
-				t.Logf("%d threads, aborts %s", res.Threads, res.AbortString())
-			})
+			out = append(out, gpuCase{fmt.Sprintf("%s, stripes of %d", c.name, stripe), Options{GPU: dev, Config: cfg, Stripe: stripe}, c})
 		}
+	}
+	return out
+}
+
+// TestStripesGPU runs contended cases with items dealt to the servers in
+// stripes (Options.Stripe) of 1 and 5 items over 3 servers, so that most
+// update transactions cross partitions, and checks every run end to end
+// as TestContendedGPU does, and that the run used the stripes.
+func TestStripesGPU(t *testing.T) {
+	for _, x := range stripesGPUCases(gpuDevice(t)) {
+		t.Run(x.name, func(t *testing.T) {
+			res := runContendedGPU(t, x.o, x.c)
+			if res.Stripe != x.o.Stripe || res.Servers != 3 {
+				t.Errorf("stripes of %d over %d servers, want %d over 3", res.Stripe, res.Servers, x.o.Stripe)
+			}
+			t.Logf("%d threads, aborts %s", res.Threads, res.AbortString())
+		})
 	}
 }
 
-// TestRefreshGPU runs contended cases with the in-place retries of stale
-// update attempts (Options.Refresh) on and off, checks every run end to
-// end as TestContendedGPU does, that no attempt was retried in place when
-// off, and that some were when on in the runs of more than one warp.
-func TestRefreshGPU(t *testing.T) {
-	dev := gputest.Device(t)
+// refreshGPUCases are TestRefreshGPU's runs: contended cases with the
+// in-place retries off and at 3.
+func refreshGPUCases(dev *gpu.Device) []gpuCase {
+	var out []gpuCase
 	for _, c := range contendedCases() {
 		switch c.name {
 		case "bank, read-only totals of all", "bank, read-only blocks of 16", "hot accounts", "hot blocks (zipf 0.99), 2 rounds":
@@ -196,40 +226,69 @@ func TestRefreshGPU(t *testing.T) {
 			continue
 		}
 		for _, refresh := range []int{-1, 3} {
-			t.Run(fmt.Sprintf("%s, refresh %d", c.name, refresh), func(t *testing.T) {
-				res := runContendedGPU(t, Options{GPU: dev, Config: c.cfg, Refresh: refresh}, c)
-				// With one warp nothing commits between its bodies and its
-				// commit, so nothing is stale; with more, these cases always
-				// have stale attempts (H200, 2026-11-29: 29,061 of 29,619 aborts
-				// with blocks of 16 on 128 threads).
-				if res.Server.Refreshed > res.TotalAborts() || (refresh < 0 && res.Server.Refreshed != 0) || (refresh > 0 && res.Threads > 32 && res.Server.Refreshed == 0) {
-					t.Errorf("refresh %d: %d attempts run again at once, %d aborts", refresh, res.Server.Refreshed, res.TotalAborts())
-				}
-				t.Logf("%d threads, aborts %s, %d run again at once", res.Threads, res.AbortString(), res.Server.Refreshed)
-			})
+			out = append(out, gpuCase{fmt.Sprintf("%s, refresh %d", c.name, refresh), Options{GPU: dev, Config: c.cfg, Refresh: refresh}, c})
 		}
+	}
+	return out
+}
+
+// TestRefreshGPU runs contended cases with the in-place retries of stale
+// update attempts (Options.Refresh) on and off, checks every run end to
+// end as TestContendedGPU does, that no attempt was retried in place when
+// off, and that some were when on in the runs of more than one warp.
+func TestRefreshGPU(t *testing.T) {
+	for _, x := range refreshGPUCases(gpuDevice(t)) {
+		t.Run(x.name, func(t *testing.T) {
+			res := runContendedGPU(t, x.o, x.c)
+			// With one warp nothing commits between its bodies and its
+			// commit, so nothing is stale; with more, these cases always
+			// have stale attempts (H200, 2026-11-29: 29,061 of 29,619 aborts
+			// with blocks of 16 on 128 threads).
+			refresh := x.o.Refresh
+			if res.Server.Refreshed > res.TotalAborts() || (refresh < 0 && res.Server.Refreshed != 0) || (refresh > 0 && res.Threads > 32 && res.Server.Refreshed == 0) {
+				t.Errorf("refresh %d: %d attempts run again at once, %d aborts", refresh, res.Server.Refreshed, res.TotalAborts())
+			}
+			t.Logf("%d threads, aborts %s, %d run again at once", res.Threads, res.AbortString(), res.Server.Refreshed)
+		})
 	}
 }
 
-// runContendedGPU runs case c with four times its transactions on an
-// engine opened with o, every attempt recorded, and checks the run end to
-// end (checkRun).
+// contendedRun is the run runContendedGPU makes of case c on an engine
+// opened with o (its seed aside): gpuTimes × n transactions, every attempt
+// recorded, the commit latencies timed.
+func contendedRun(o Options, c runCase) plannedRun {
+	return plannedRun{o: o, w: c.w, ro: RunOptions{Transactions: c.gpuTimes * c.n, History: true, HistoryAborted: true, Latency: true, Timeout: time.Minute}}
+}
+
+// runContendedGPU runs case c on an engine opened with o (contendedRun)
+// and checks the run end to end (checkRun).
 func runContendedGPU(t *testing.T, o Options, c runCase) *Result {
 	t.Helper()
-	e, err := Open(o)
+	r := contendedRun(o, c)
+	r.ro.Seed = enginetest.Seed()
+	t.Logf("seed %d", r.ro.Seed)
+	res, err := r.run()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
-	seed := enginetest.Seed()
-	t.Logf("seed %d", seed)
-	c.n *= 4
-	res, err := e.Run(c.w, RunOptions{Transactions: c.n, Seed: seed, History: true, HistoryAborted: true, Latency: true, Timeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkRun(t, c, res, seed)
+	c.n = r.ro.Transactions
+	checkRun(t, c, res, r.ro.Seed)
 	return res
+}
+
+// contentionModesGPUCases are TestContentionModesGPU's runs: the
+// contended cases with each contention mode but the default, on the
+// device's default servers.
+func contentionModesGPUCases(dev *gpu.Device) []gpuCase {
+	var out []gpuCase
+	for _, c := range contendedCases() {
+		for _, mode := range []Contention{ContentionOff, ContentionCheck, ContentionClaims} {
+			if mode != DefaultContention {
+				out = append(out, gpuCase{c.name + ", " + mode.String(), Options{GPU: dev, Config: c.cfg, Contention: mode}, c})
+			}
+		}
+	}
+	return out
 }
 
 // TestContentionModesGPU runs the contended cases on the GPU engine with
@@ -237,20 +296,14 @@ func runContendedGPU(t *testing.T, o Options, c runCase) *Result {
 // TestContendedGPU runs, on the device's default servers, and checks every
 // run end to end as TestContendedGPU does.
 func TestContentionModesGPU(t *testing.T) {
-	dev := gputest.Device(t)
-	for _, c := range contendedCases() {
-		for _, mode := range []Contention{ContentionOff, ContentionCheck, ContentionClaims} {
-			if mode == DefaultContention {
-				continue
+	for _, x := range contentionModesGPUCases(gpuDevice(t)) {
+		t.Run(x.name, func(t *testing.T) {
+			res := runContendedGPU(t, x.o, x.c)
+			if x.o.Contention != ContentionClaims && res.Server.Deferred != 0 {
+				t.Errorf("%d attempts held back without claims", res.Server.Deferred)
 			}
-			t.Run(c.name+", "+mode.String(), func(t *testing.T) {
-				res := runContendedGPU(t, Options{GPU: dev, Config: c.cfg, Contention: mode}, c)
-				if mode != ContentionClaims && res.Server.Deferred != 0 {
-					t.Errorf("%d attempts held back without claims", res.Server.Deferred)
-				}
-				t.Logf("%d threads, %d servers, %d attempts held back by claims", res.Threads, res.Servers, res.Server.Deferred)
-			})
-		}
+			t.Logf("%d threads, %d servers, %d attempts held back by claims", res.Threads, res.Servers, res.Server.Deferred)
+		})
 	}
 }
 
@@ -313,12 +366,44 @@ func (s *engineSubject) Apply(b runBatch) (runOut, error) {
 func (s *engineSubject) Check() error { return nil }
 func (s *engineSubject) Close() error { return nil }
 
+// agreeLogSizes are the log sizes of TestEnginesAgreeWithSerialRuns' runs.
+var agreeLogSizes = []int{4, 64, 4096}
+
+// agreeGPUOptions are TestEnginesAgreeWithSerialRuns' GPU engines on dev.
+func agreeGPUOptions(dev *gpu.Device) []namedOptions {
+	return []namedOptions{
+		{"gpu", Options{GPU: dev}},
+		{"gpu, refresh 3", Options{GPU: dev, Refresh: 3}},
+		{"gpu, contention off", Options{GPU: dev, Contention: ContentionOff}},
+	}
+}
+
+// agreeRuns are runs of every program TestEnginesAgreeWithSerialRuns'
+// random runs take: each GPU engine with each log size, on each body (a
+// program does not depend on the body's parameters).
+func agreeRuns(dev *gpu.Device) []plannedRun {
+	var out []plannedRun
+	for _, x := range agreeGPUOptions(dev) {
+		for _, logSize := range agreeLogSizes {
+			for _, w := range []Workload{Bank{Accounts: 100, Initial: 1, ReadSize: 8, Rounds: 2}, RMW{Size: 50, Keys: 3}} {
+				o := x.opt
+				o.Config = Config{LogSize: logSize}
+				out = append(out, plannedRun{o, w, RunOptions{Transactions: 100, History: true, HistoryAborted: true, Timeout: time.Minute}})
+			}
+		}
+	}
+	return out
+}
+
 // TestEnginesAgreeWithSerialRuns: random order-free runs (bank transfers,
 // increments) on the CPU and GPU engines end in the store a serial run of
 // the same transactions gives.
 func TestEnginesAgreeWithSerialRuns(t *testing.T) {
+	if dev, err := gputest.Open(); err == nil {
+		compileAhead(t, dev)
+	}
 	gen := func(r *rand.Rand, _ int, _ serialModel) runBatch {
-		cfg := Config{Versions: 1 + r.IntN(8), LogSize: []int{4, 64, 4096}[r.IntN(3)], Servers: 1 + r.IntN(4)}
+		cfg := Config{Versions: 1 + r.IntN(8), LogSize: agreeLogSizes[r.IntN(len(agreeLogSizes))], Servers: 1 + r.IntN(4)}
 		var w Workload
 		if r.IntN(2) == 0 {
 			n := 8 + r.IntN(200)
@@ -331,22 +416,21 @@ func TestEnginesAgreeWithSerialRuns(t *testing.T) {
 		}
 		return runBatch{w: w, cfg: cfg, n: int64(100 + r.IntN(1500)), seed: r.Uint64()}
 	}
+	targets := []enginetest.Target[runBatch, runOut]{
+		{Name: "cpu", Open: func(tb testing.TB, _ *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
+			return &engineSubject{t: tb, opt: Options{Device: "cpu", Workers: 6, yield: true}}, nil
+		}},
+	}
+	for _, x := range agreeGPUOptions(nil) {
+		targets = append(targets, enginetest.Target[runBatch, runOut]{Name: x.what, GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
+			o := x.opt
+			o.GPU = d
+			return &engineSubject{t: tb, opt: o}, nil
+		}})
+	}
 	enginetest.Run(t, enginetest.Suite[runBatch, runOut, serialModel]{
 		NewModel: func() serialModel { return serialModel{} },
-		Targets: []enginetest.Target[runBatch, runOut]{
-			{Name: "cpu", Open: func(tb testing.TB, _ *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
-				return &engineSubject{t: tb, opt: Options{Device: "cpu", Workers: 6, yield: true}}, nil
-			}},
-			{Name: "gpu", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
-				return &engineSubject{t: tb, opt: Options{GPU: d}}, nil
-			}},
-			{Name: "gpu, refresh 3", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
-				return &engineSubject{t: tb, opt: Options{GPU: d, Refresh: 3}}, nil
-			}},
-			{Name: "gpu, contention off", GPU: true, Open: func(tb testing.TB, d *gpu.Device) (enginetest.Subject[runBatch, runOut], error) {
-				return &engineSubject{t: tb, opt: Options{GPU: d, Contention: ContentionOff}}, nil
-			}},
-		},
+		Targets:  targets,
 		Compare: func(want, got runOut) string {
 			if want.Commits != got.Commits || got.Wrong != 0 {
 				return "commits or wrong totals differ"

@@ -23,36 +23,6 @@
 // client's round trip is what it saves.
 
 #if STM_POST
-// stm_server_install writes back, in a server's worker, the versions of
-// client thread tid's transaction (the nw writes of its write set, read
-// through L2) with timestamp ts, as a client's stm_install_all does: each
-// item's next slot is marked empty, then after a fence gets its value, its
-// version and becomes the head; a fence ends it. The commit protocol makes
-// the transaction the item's only writer now. All lanes call it.
-__device__ void stm_server_install(const stm_globals* g, u32 tid, u32 nw, u64 ts) {
-	const u32 k = (u32)g->k;
-	const u64 wb = (u64)tid * (u32)g->w_cap;
-	u64* vers = (u64*)g->vers;
-	u64* vals = (u64*)g->vals;
-	u32* head = (u32*)g->head;
-	for (u32 j = 0; j < nw; j++) {
-		const u32 it = cg32(g->ws_item, wb + j);
-		const u32 h = ld_relaxed_gpu(head + it);
-		st_relaxed_gpu(vers + (u64)it * k + (h + 1 == k ? 0 : h + 1), STM_NO_VERSION);
-	}
-	__threadfence();
-	for (u32 j = 0; j < nw; j++) {
-		const u32 it = cg32(g->ws_item, wb + j);
-		const u32 h = ld_relaxed_gpu(head + it);
-		const u32 s = h + 1 == k ? 0 : h + 1;
-		st_relaxed_gpu(vals + (u64)it * k + s, cg64(g->ws_val, wb + j));
-		st_relaxed_gpu(vers + (u64)it * k + s, ts);
-		st_relaxed_gpu(head + it, s);
-	}
-	__threadfence();
-	__syncwarp();
-}
-
 // stm_post_unclaim releases, for client thread tid whose request the
 // server answers now, the claim words (ContentionClaims) of the nw items
 // of its write set that still name it (tid + 1), as its client would
@@ -70,19 +40,20 @@ __device__ void stm_post_unclaim(const stm_globals* g, u32 tid, u32 nw) {
 	}
 }
 
-// stm_post_install writes back, after a single-partition request's final
-// check, the versions of its lanes of slots that committed (cause 0; lane
-// l's timestamp first + its rank in slots) and marks every timestamp of
-// slots done (the others' as holes), as their clients would after the
-// reply; *flags gets STM_RES_SERVED for each lane of slots, so that its
-// client does neither; with claims, every lane of the request releases
-// its claims (stm_post_unclaim). Another writer of an item commits only from a
-// snapshot at or after this commit (validation), so versions stay in
-// timestamp order per item. All lanes call it.
+// stm_post_install writes back (stm_install, as a client would), after a
+// single-partition request's final check, the versions of its lanes of
+// slots that committed (cause 0; lane l's timestamp first + its rank in
+// slots) and marks every timestamp of slots done (the others' as holes),
+// as their clients would after the reply; *flags gets STM_RES_SERVED for
+// each lane of slots, so that its client does neither; with claims, every
+// lane of the request releases its claims (stm_post_unclaim). Another
+// writer of an item commits only from a snapshot at or after this commit
+// (validation), so versions stay in timestamp order per item. All lanes
+// call it.
 __device__ __forceinline__ void stm_post_install(const stm_globals* g, u32 lane, const stm_job& J, u32 slots, u64 first, u32 cause, u64* flags) {
 	const bool mine = (slots >> lane) & 1;
 	const u64 ts = first + __popc(slots & lanemask_lt(lane));
-	stm_server_install(g, J.tid, mine && cause == 0 ? J.nw : 0, ts);
+	stm_install<true>(g, J.tid, mine && cause == 0 ? J.nw : 0, ts);
 	if (mine) {
 		st_release_gpu((u64*)g->done + (ts & g->done_mask), ts);
 		*flags |= STM_RES_SERVED;
@@ -124,16 +95,7 @@ __device__ __noinline__ void stm_rerun_body(stm_tx* tx) { stm_body(tx); }
 // alone.
 __device__ bool stm_rerun(const stm_globals* g, u32 p, u32 tid, u64 deadline, u32* nr, u32* nw, u32* bad) {
 	stm_tx tx;
-	tx.g = g;
-	tx.ticket = cg64(g->tx_ticket, tid);
-	tx.tid = tid;
-	tx.thread = tid;
-	tx.threads = (u32)g->threads;
-	tx.deadline = deadline;
-	tx.held = tx.keep = tx.defers = 0;
-	tx.need = 0;
-	tx.lost = 0;
-	stm_attempt(&tx);
+	stm_tx_start(&tx, g, cg64(g->tx_ticket, tid), tid, deadline, 0, 0);
 	stm_rerun_body(&tx);
 	const bool acc = tx.begun && tx.state == STM_ST_OK && !tx.ro && tx.nw > 0 && tx.pmask == (1ull << p);
 	if (acc) {

@@ -141,11 +141,7 @@ __device__ __forceinline__ void stm_job_load(const stm_globals* g, u32 lane, stm
 	}
 	J.min_snap = warp_min64(J.snap);
 	const u32 a = J.nr + J.nw;
-	u32 incl = a; // inclusive prefix sum of the accesses
-	for (int o = 1; o < 32; o <<= 1) {
-		const u32 v = __shfl_up_sync(FULL_MASK, incl, o);
-		if (lane >= (u32)o) incl += v;
-	}
+	const u32 incl = warp_incl_sum32(a, lane); // inclusive prefix sum of the accesses
 	J.start = incl - a;
 	J.total = __shfl_sync(FULL_MASK, incl, 31);
 	J.chunks = max(1u, (J.total + STM_CHUNK - 1) / STM_CHUNK);
@@ -445,11 +441,7 @@ __device__ u64 stm_commit_group(const stm_globals* g, stm_log& L, stm_scratch* S
 		total += iw;
 		h = hw;
 	}
-	u32 incl = lane < n ? mitems : 0; // inclusive prefix sum of the members' items
-	for (int o = 1; o < 32; o <<= 1) {
-		const u32 v = __shfl_up_sync(FULL_MASK, incl, o);
-		if (lane >= (u32)o) incl += v;
-	}
+	const u32 incl = warp_incl_sum32(lane < n ? mitems : 0, lane); // inclusive prefix sum of the members' items
 	const u64 ts0 = stm_take_ts0(g, ctl, lane, (u32)(end - s)); // used after the eviction
 	const u64 base = ctl->pool_head;
 	stm_log_evict(g, L, lane, s, (u32)(end - s), base + total);

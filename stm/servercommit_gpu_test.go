@@ -1,9 +1,10 @@
 package stm
 
 import (
+	"fmt"
 	"testing"
 
-	"github.com/warpkv/warpkv/internal/gputest"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // serverCommitCases are the contended cases TestServerCommitGPU runs with
@@ -32,6 +33,24 @@ var serverCommitCases = []struct {
 	{"memcached 8 ways", ServerCommitRetry, ContentionOff},
 }
 
+// serverCommitGPUCases are TestServerCommitGPU's runs (serverCommitCases).
+func serverCommitGPUCases(dev *gpu.Device) ([]gpuCase, error) {
+	cases := map[string]runCase{}
+	for _, c := range contendedCases() {
+		cases[c.name] = c
+	}
+	var out []gpuCase
+	for _, x := range serverCommitCases {
+		c, ok := cases[x.name]
+		if !ok {
+			return nil, fmt.Errorf("no contended case %q", x.name)
+		}
+		out = append(out, gpuCase{c.name + ", " + x.mode.String() + ", contention " + x.cm.String(),
+			Options{GPU: dev, Config: c.cfg, Contention: x.cm, ServerCommit: x.mode}, c})
+	}
+	return out, nil
+}
+
 // TestServerCommitGPU runs contended cases with the servers' share of
 // commits (Options.ServerCommit) and checks every run end to end as
 // TestContendedGPU does (serial replay of the history, opacity of every
@@ -39,28 +58,34 @@ var serverCommitCases = []struct {
 // attempts were re-run than committed (none without re-runs), and that the
 // hot cases of many warps with contention off re-ran some.
 func TestServerCommitGPU(t *testing.T) {
-	dev := gputest.Device(t)
-	cases := map[string]runCase{}
-	for _, c := range contendedCases() {
-		cases[c.name] = c
+	cases, err := serverCommitGPUCases(gpuDevice(t))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, x := range serverCommitCases {
-		c, ok := cases[x.name]
-		if !ok {
-			t.Fatalf("no contended case %q", x.name)
-		}
-		t.Run(c.name+", "+x.mode.String()+", contention "+x.cm.String(), func(t *testing.T) {
-			res := runContendedGPU(t, Options{GPU: dev, Config: c.cfg, Contention: x.cm, ServerCommit: x.mode}, c)
-			reruns := x.mode == ServerCommitRetry
+	for _, x := range cases {
+		t.Run(x.name, func(t *testing.T) {
+			res := runContendedGPU(t, x.o, x.c)
+			reruns := x.o.ServerCommit == ServerCommitRetry
 			if res.Server.Rerun > res.Commits || (!reruns && res.Server.Rerun != 0) {
 				t.Errorf("%d attempts re-run by the servers, %d update commits", res.Server.Rerun, res.Commits)
 			}
-			hot := c.name == "hot blocks (zipf 0.99), 2 rounds" || c.name == "all transactions on one item"
-			if reruns && x.cm == ContentionOff && hot && res.Threads > 32 && res.Server.Rerun == 0 {
+			hot := x.c.name == "hot blocks (zipf 0.99), 2 rounds" || x.c.name == "all transactions on one item"
+			if reruns && x.o.Contention == ContentionOff && hot && res.Threads > 32 && res.Server.Rerun == 0 {
 				t.Errorf("%d threads on hot items: no attempt re-run by the servers (aborts %s)", res.Threads, res.AbortString())
 			}
 			t.Logf("%d threads, %d servers, aborts %s, %d re-run by the servers; %v", res.Threads, res.Servers, res.AbortString(), res.Server.Rerun, res.Server)
 		})
+	}
+}
+
+// serverCommitHotOptions are TestServerCommitUnderHotAccounts' engines,
+// each named.
+func serverCommitHotOptions(dev *gpu.Device) []namedOptions {
+	return []namedOptions{
+		{"default", Options{GPU: dev}},
+		{"writeback", Options{GPU: dev, ServerCommit: ServerCommitWriteBack}},
+		{"retry", Options{GPU: dev, ServerCommit: ServerCommitRetry}},
+		{"retry, contention off", Options{GPU: dev, ServerCommit: ServerCommitRetry, Contention: ContentionOff}},
 	}
 }
 
@@ -69,16 +94,7 @@ func TestServerCommitGPU(t *testing.T) {
 // management off and at its default: the bank's total holds, and each
 // run's commits per second, abort rate and re-runs are logged.
 func TestServerCommitUnderHotAccounts(t *testing.T) {
-	dev := gputest.Device(t)
-	for _, o := range []struct {
-		what string
-		opt  Options
-	}{
-		{"default", Options{GPU: dev}},
-		{"writeback", Options{GPU: dev, ServerCommit: ServerCommitWriteBack}},
-		{"retry", Options{GPU: dev, ServerCommit: ServerCommitRetry}},
-		{"retry, contention off", Options{GPU: dev, ServerCommit: ServerCommitRetry, Contention: ContentionOff}},
-	} {
+	for _, o := range serverCommitHotOptions(gpuDevice(t)) {
 		res := runHotBank(t, o.opt, o.what)
 		t.Logf("%s: %.3g commits/s, %d threads, abort rate %.1f%% (%s), %d re-run by the servers, %d held back",
 			o.what, res.Throughput(), res.Threads, 100*res.AbortRate(), res.AbortString(), res.Server.Rerun, res.Server.Deferred)

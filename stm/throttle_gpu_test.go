@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // TestThrottleUnderHotAccounts runs transfers on hot accounts (Zipf 0.99,
@@ -15,7 +13,7 @@ import (
 // off, so that the abort rate is the one admission control sees without it); both conserve the bank's total and see no wrong read-only total.
 // It logs both runs' commits per second and abort rates.
 func TestThrottleUnderHotAccounts(t *testing.T) {
-	dev := gputest.Device(t)
+	dev := gpuDevice(t)
 	for _, th := range []float64{-1, 0.5} {
 		res := runHotBank(t, Options{GPU: dev, Throttle: th, Contention: ContentionOff}, fmt.Sprintf("throttle %g", th))
 		switch {
@@ -35,7 +33,7 @@ func TestThrottleUnderHotAccounts(t *testing.T) {
 // and claims do. It logs each run's commits per second, abort rate and
 // attempts held back.
 func TestContentionUnderHotAccounts(t *testing.T) {
-	dev := gputest.Device(t)
+	dev := gpuDevice(t)
 	for _, mode := range []Contention{ContentionOff, ContentionCheck, ContentionClaims} {
 		res := runHotBank(t, Options{GPU: dev, Throttle: -1, Contention: mode}, mode.String())
 		if held := res.Server.Deferred > 0; held != (mode == ContentionClaims) {
@@ -46,19 +44,30 @@ func TestContentionUnderHotAccounts(t *testing.T) {
 	}
 }
 
+// namedOptions are an engine's options and the name its runs go by.
+type namedOptions struct {
+	what string
+	opt  Options
+}
+
+// hotAccounts and hotInitial are runHotBank's bank: its accounts and
+// their initial balance.
+const hotAccounts, hotInitial = 65536, 100
+
+// hotBankRun is the run runHotBank makes on an engine opened with o.
+func hotBankRun(o Options) plannedRun {
+	return plannedRun{o: o, w: Bank{Accounts: hotAccounts, Initial: hotInitial, ReadSize: 100, Zipf: 0.99},
+		ro: RunOptions{Duration: 200 * time.Millisecond, Seed: 11, Timeout: time.Minute}}
+}
+
 // runHotBank runs 1-round transfers on 64K hot accounts (Zipf 0.99 over
 // blocks of 100, no read-only share) for 200 ms on an engine opened with
-// o, and checks that the bank's total holds and no read-only total was
-// wrong (what names the run in errors).
+// o (hotBankRun), and checks that the bank's total holds and no read-only
+// total was wrong (what names the run in errors).
 func runHotBank(t *testing.T, o Options, what string) *Result {
 	t.Helper()
-	const accounts, initial = 65536, 100
-	e, err := Open(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Run(Bank{Accounts: accounts, Initial: initial, ReadSize: 100, Zipf: 0.99}, RunOptions{Duration: 200 * time.Millisecond, Seed: 11, Timeout: time.Minute})
-	e.Close()
+	const accounts, initial = hotAccounts, hotInitial
+	res, err := hotBankRun(o).run()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,3 +85,13 @@ func serial(w Workload, seed uint64, n int64) ([]uint64, error) {
 	}
 	return s.Final(), nil
 }
+
+// drawnReadOnly is the readOnly of a workload whose body draws, first
+// from its ticket's generator, whether the transaction is read-only, with
+// a share of ppm parts per million. Cost: one draw.
+func drawnReadOnly(ppm uint64) func(seed, ticket uint64, thread, threads int) bool {
+	return func(seed, ticket uint64, _, _ int) bool {
+		r := txRNG(seed, ticket)
+		return r.below(1e6) < ppm
+	}
+}
