@@ -19,8 +19,8 @@ import (
 // first pair and key offset (and the totals, read back once); aq_pairs (a
 // warp per query) writes the pairs. The scanned pair counts are the
 // Result's query offsets; when every key of the answer has one length
-// (the squares' total says so), the host writes the key offsets rather
-// than download them. Cost: one walk per query (and with aq_cands a warp
+// (the squares' total says so), aq_pairs does not write the key offsets
+// and the host writes them rather than download them. Cost: one walk per query (and with aq_cands a warp
 // pass over the candidates), a warp pass writing the pairs, three scans
 // of Q+1 words, one readback.
 func (g *gpuEngine) rangesCands(into *Result, Q, limit int, dsc int32, perm *gpu.Buffer[uint32], lo, hi *devBatch, hb *gpu.Buffer[uint8]) (*Result, error) {
@@ -50,8 +50,12 @@ func (g *gpuEngine) rangesCands(into *Result, Q, limit int, dsc int32, perm *gpu
 		return nil, err
 	}
 	g.step("totals read back")
-	if err := g.launch(g.k.qPairs, Q*warpSize, g.descBuf, uint64(Q), uint64(limit), slots, cnt, byt, out.keys, out.offs, out.vals,
-		uint64(0), uint64(0), nullPtr, nullPtr); err != nil {
+	var ooffs any = out.offs
+	if out.keyLen >= 0 { // the host writes the key offsets
+		ooffs = nullPtr
+	}
+	if err := g.launch(g.k.qPairs, Q*warpSize, g.descBuf, uint64(Q), uint64(limit), slots, cnt, byt, out.keys, ooffs, out.vals,
+		uint64(0), uint64(0), nullPtr); err != nil {
 		return nil, fmt.Errorf("pairs: %w", err)
 	}
 	g.step("pairs")

@@ -41,19 +41,6 @@ type rangePipe struct {
 	chunkMin int // fewest queries a chunk: 0 rangeChunkMin (tests set fewer)
 	firstDiv int // chunk 0 holds 1/firstDiv of another chunk's queries (0 or 1: as many; benchmarks compare)
 
-	// direct: calls into a pinned Result have direct answers
-	// (rangesDirect: aq_pairs stores them straight into the Result's
-	// arrays mapped into the device, no host turn between chunks) rather
-	// than downloaded (the default: on the H200 at 100M keys the
-	// downloads' calls were 8-10% faster, BENCHMARKS.md, branch arng4).
-	// Tests and benchmarks compare.
-	direct bool
-	// pairsBlocks, when positive, caps the blocks of a chunk's aq_pairs
-	// with direct answers (grid-stride), so that its stores, stalled on
-	// the bus, hold fewer SMs while the next chunk's walk runs beside it;
-	// 0: a warp per query (benchmarks compare).
-	pairsBlocks int
-
 	names   [][numPipeBufs]string // chunk k's buffers' pool names (pipeBufs with ".k")
 	walkAt  []*gpu.Event          // chunk k's walk queued (on s)
 	walked  []*gpu.Event          // chunk k's totals read back (on s)

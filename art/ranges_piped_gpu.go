@@ -29,10 +29,7 @@ import (
 // and the call's critical path is the first chunk's packing, walk and
 // pairs (chunk 0 may be smaller than the others: rangePipe.firstDiv), then
 // the answers' transfer. Key offsets the host writes (a chunk whose keys
-// have one length) are written after every download is queued. With
-// pipe.direct set, calls into a pinned Result take the direct path
-// instead (ranges_direct_gpu.go), and this one answers those the direct
-// path found its keys' room too small for.
+// have one length) are written after every download is queued.
 
 // pipes reports whether a call of Q queries with limit into into runs
 // pipelined: into a pinned Result, in the form of rangesCands (a limit,
@@ -80,7 +77,7 @@ func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int3
 }
 
 // chunkedCall begins a call of Q queries with limit in chunks
-// (rangesPiped, rangesDirect): the pipe's events for its chunks
+// (rangesPiped): the pipe's events for its chunks
 // (rangePipe.count), the tree's descriptor, and the chunks with their
 // buffers (takeRangeChunks).
 func (g *gpuEngine) chunkedCall(Q, limit int) ([]pipeChunk, error) {
@@ -218,23 +215,35 @@ func (p *pipedCall) deliver(k int) error {
 	if err := p.keyRoom(c, nb); err != nil {
 		return err
 	}
+	// Every key of the chunk has one length (keyLen >= 0): the host
+	// writes its key offsets, aq_pairs does not (ooffs null).
+	keyLen := sameKeyLen(uint64(n), uint64(nb), sq)
 	nm := &g.pipe.names[k]
-	if err := g.pool.Reserve(gpu.NeedOf[uint8](nm[bOkeys], nb), gpu.NeedOf[uint32](nm[bOoffs], n), gpu.NeedOf[uint64](nm[bOvals], n)); err != nil {
+	needs := []gpu.Need{gpu.NeedOf[uint8](nm[bOkeys], nb), gpu.NeedOf[uint64](nm[bOvals], n)}
+	if keyLen < 0 {
+		needs = append(needs, gpu.NeedOf[uint32](nm[bOoffs], n))
+	}
+	if err := g.pool.Reserve(needs...); err != nil {
 		return err
 	}
-	okeys, ooffs, ovals := gpu.Take[uint8](g.pool, nm[bOkeys], nb), gpu.Take[uint32](g.pool, nm[bOoffs], n), gpu.Take[uint64](g.pool, nm[bOvals], n)
+	okeys, ovals := gpu.Take[uint8](g.pool, nm[bOkeys], nb), gpu.Take[uint64](g.pool, nm[bOvals], n)
+	var ooffs *gpu.Buffer[uint32]
+	var ooffsArg any = nullPtr
+	if keyLen < 0 {
+		ooffs = gpu.Take[uint32](g.pool, nm[bOoffs], n)
+		ooffsArg = ooffs
+	}
 	Qk := c.b - c.a
 	if err := g.pipe.pairsAt[k].Record(g.in); err != nil {
 		return err
 	}
-	if err := g.launchOn(g.in, g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt, okeys, ooffs, ovals,
-		uint64(p.pairs), uint64(p.keyBytes), c.qout, nullPtr); err != nil {
+	if err := g.launchOn(g.in, g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt, okeys, ooffsArg, ovals,
+		uint64(p.pairs), uint64(p.keyBytes), c.qout); err != nil {
 		return fmt.Errorf("pairs: %w", err)
 	}
 	if err := firstErr(g.pipe.paired[k].Record(g.in), g.out.Wait(g.pipe.paired[k])); err != nil {
 		return err
 	}
-	keyLen := sameKeyLen(uint64(n), uint64(nb), sq)
 	p.queued = true
 	pairs, keyBytes := p.pairs, p.keyBytes
 	err := errors.Join(c.qout.Read(g.out, 0, offsetWords(res.Offsets[c.a+1:c.b+1])),

@@ -72,13 +72,6 @@ type gpuTree struct {
 	rangeChunkSize int
 	rangeEv        []*gpu.Event
 
-	// rangeDirect: ranges into a pinned Result store the pairs straight
-	// into the Result's mapped arrays (bt_range_gather) rather than write
-	// them into device buffers and download them (the default: on the
-	// H200 the DMA's 55 GB/s beat the stores' 52.5, BENCHMARKS.md, branch
-	// arng4). Tests and benchmarks compare.
-	rangeDirect bool
-
 	// lateValues makes an insert from Go slices scatter its values after
 	// the upper levels even when their copy has already queued its last
 	// chunk (mergeValuesFor): benchmarks compare the two.
