@@ -17,7 +17,8 @@ import (
 // the previous one's plus a uniform gap of mean 2^64/1e8, as benchKeysPar's
 // keys; the last 8 random). Front coding: per key one byte, the bytes it
 // shares with the answer's previous key (the first key: with the query's
-// prefix, prefix64; none, ranges16), then its other bytes. Timed on all
+// prefix, prefix64; none, ranges16), then its other bytes; rebuilt a
+// key at a time by two 8-byte masked merges of its 16-byte window. Timed on all
 // of GOMAXPROCS's cores (par.Shared), each answer's keys rebuilt into the
 // Result's key bytes (rebuild), against a plain copy of the same key bytes
 // from a staging buffer (copy: the floor of any path that lands the keys
@@ -47,8 +48,9 @@ func BenchmarkRangeKeysRebuild(b *testing.B) {
 				binary.BigEndian.PutUint64(k[8:], r.Uint64())
 			}
 		}
-		// Front code each answer: encOff[q] its first byte.
-		enc, encOff := make([]byte, 0, 17*n), make([]int, Q+1)
+		// Front code each answer: encOff[q] its first byte (after 16
+		// bytes of padding, so that a key's 16-byte window starts in enc).
+		enc, encOff := make([]byte, 16, 17*n+32), make([]int, Q+1)
 		for q := range Q {
 			encOff[q] = len(enc)
 			prev := keys[16*q*sh.per : 16*q*sh.per+sh.prefix]
@@ -64,6 +66,16 @@ func BenchmarkRangeKeysRebuild(b *testing.B) {
 			}
 		}
 		encOff[Q] = len(enc)
+		enc = append(enc, make([]byte, 16)...)
+		// mask[s]: the first s bytes of a 16-byte key, big-endian halves.
+		var mask [17][2]uint64
+		for s := 1; s <= 16; s++ {
+			if s <= 8 {
+				mask[s] = [2]uint64{^uint64(0) << (64 - 8*s), 0}
+			} else {
+				mask[s] = [2]uint64{^uint64(0), ^uint64(0) << (128 - 8*s)}
+			}
+		}
 		full := n*(16+8) + 8*(Q+1)
 		saved := 16*n - len(enc)
 		out := make([]byte, 16*n)
@@ -72,15 +84,24 @@ func BenchmarkRangeKeysRebuild(b *testing.B) {
 			for b.Loop() {
 				par.Shared().Ranges(Q, parts, func(_, a, z int) {
 					for q := a; q < z; q++ {
+						// Each key: its 16-byte window in enc, its first s
+						// bytes the previous key's (the first key's
+						// previous: the query's prefix, known to the host).
 						p, o := encOff[q], 16*q*sh.per
-						prev := keys[o : o+sh.prefix] // the query's prefix, known to the host
+						var h, l uint64
+						if sh.prefix > 0 {
+							h = uint64(binary.BigEndian.Uint16(keys[o:])) << 48
+						}
 						for range sh.per {
 							s := int(enc[p])
 							p++
-							dst := out[o : o+16]
-							copy(dst[:s], prev)
-							p += copy(dst[s:], enc[p:p+16-s])
-							prev, o = dst, o+16
+							w := enc[p-s : p-s+16]
+							m := mask[s]
+							h = h&m[0] | binary.BigEndian.Uint64(w)&^m[0]
+							l = l&m[1] | binary.BigEndian.Uint64(w[8:])&^m[1]
+							binary.BigEndian.PutUint64(out[o:], h)
+							binary.BigEndian.PutUint64(out[o+8:], l)
+							p, o = p+16-s, o+16
 						}
 					}
 				})
