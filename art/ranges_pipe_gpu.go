@@ -40,6 +40,12 @@ type rangePipe struct {
 	chunks   int // chunks a call is cut into at most: 0 by its answer slots (rangeChunkSlots), 1 one piece (tests and benchmarks set it)
 	chunkMin int // fewest queries a chunk: 0 rangeChunkMin (tests set fewer)
 	firstDiv int // chunk 0 holds 1/firstDiv of another chunk's queries (0 or 1: as many; benchmarks compare)
+	// waitBehind: once chunk k's walk is queued, the host delivers
+	// every earlier chunk, waiting for its totals, before it packs chunk
+	// k+1 (else only those whose totals are back when it looks, after
+	// each packing: a chunk walked just after the look waits for the next
+	// chunk's packing and queueing). Benchmarks compare.
+	waitBehind bool
 
 	names   [][numPipeBufs]string // chunk k's buffers' pool names (pipeBufs with ".k")
 	walkAt  []*gpu.Event          // chunk k's walk queued (on s)
