@@ -356,18 +356,15 @@ func (g *gpuEngine) packChunk(c *pipeChunk, k int, bt queryBatch) (packedChunk, 
 // chunk's walked event. Cost: one DMA, the walk, three scans and a
 // one-thread kernel.
 func (g *gpuEngine) queueRangeChunk(c *pipeChunk, k int, pc packedChunk, limit int, dsc int32) error {
-	n, p, l := c.b-c.a, pc.p, pc.p.l
-	in, err := gpu.Get[byte](g.pool, g.pipe.names[k][bIn], l.end)
+	n, p, end := c.b-c.a, pc.p, pc.p.l.end
+	in, err := gpu.Get[byte](g.pool, g.pipe.names[k][bIn], end)
 	if err != nil {
 		return fmt.Errorf("chunk %d: %w", k, err)
 	}
-	if err := in.Write(g.s, 0, pc.h[:l.end]); err != nil {
+	if err := in.Write(g.s, 0, pc.h[:end]); err != nil {
 		return fmt.Errorf("chunk %d: upload: %w", k, err)
 	}
-	loBytes, hiBytes := p.loAt[p.parts], p.hiAt[p.parts]
-	lo := &devBatch{n: n, data: gpu.View[byte](in, l.loData, max(1, loBytes)), offs: gpu.View[uint32](in, 0, n+1)}
-	hi := &devBatch{n: n, data: gpu.View[byte](in, l.hiData, max(1, hiBytes)), offs: gpu.View[uint32](in, l.hiOffs, n+1)}
-	hb := gpu.View[uint8](in, l.has, n)
+	lo, hi, hb := p.views(in)
 	g.stepN("chunk %d uploaded", k)
 	if err := g.pipe.walkAt[k].Record(g.s); err != nil {
 		return err
