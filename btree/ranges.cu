@@ -242,3 +242,24 @@ extern "C" __global__ void bt_range_copy(u64 nq, u32 order, const u64 *keys, con
         }
     }
 }
+
+// bt_range_total: one thread, after the exclusive scan offs[0..n] of a
+// chunk's n counts (ranges_piped_gpu.go): copies the chunk's pair count
+// offs[n] to tot, host memory mapped into the device, which the host
+// reads once the event after this kernel has fired (a store, not a
+// readback: a device-to-host copy would queue behind the earlier chunks'
+// downloads on the copy engine). Invariant: *tot is the chunk's total.
+extern "C" __global__ void bt_range_total(u64 n, const u64 *offs, volatile u64 *tot) {
+    if (threadIdx.x || blockIdx.x) return;
+    *tot = offs[n];
+}
+
+// bt_range_qout: one thread per query i < n of a chunk (grid-stride):
+// qout[i] = base + offs[i+1], the Result's offset Offsets[a+i+1] of the
+// chunk's query i when the chunk's pairs follow base pairs of the earlier
+// chunks (offs the chunk's exclusive scan). Invariant: each word has one
+// writer.
+extern "C" __global__ void bt_range_qout(u64 n, const u64 *offs, u64 base, u64 *qout) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        qout[i] = base + offs[i + 1];
+}

@@ -29,7 +29,9 @@ const (
 )
 
 // rangesBatch answers range queries on the device in chunks of
-// g.chunkOfRanges() queries: each chunk's bounds (half-open when
+// g.chunkOfRanges() queries. Into a pinned Result in the default form
+// the call is pipelined (rangesPiped: each chunk placed in the Result and
+// downloaded as soon as it is counted). Otherwise each chunk's bounds (half-open when
 // halfOpen, else inclusive) are converted to inclusive ones on all cores
 // (par.Shared) straight into the pool's pinned buffer host.q, reach the
 // device by DMA and are counted there (one descent per query: the count
@@ -55,6 +57,14 @@ func (g *gpuTree) rangesBatch(into *Result, root uint32, los, his []uint64, limi
 	q := len(los)
 	g.start()
 	g.down.Discard()
+	if into.pinned() && g.rangeForm == rangeOneDescent {
+		r, tm, err := g.rangesPiped(into, root, los, his, limit, halfOpen)
+		if err != nil {
+			// Nothing the call queued may run on after it.
+			err = errors.Join(err, g.s.Synchronize(), g.s2.Synchronize())
+		}
+		return r, tm, err
+	}
 	if err := g.pool.Reserve(gpu.NeedOf[uint64]("rangeq", 2*q), gpu.NeedOf[uint64](bufOutV, q+1),
 		gpu.NeedOf[uint64]("rangestart", q)); err != nil {
 		return nil, tm, err

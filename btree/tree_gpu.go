@@ -71,6 +71,7 @@ type gpuTree struct {
 	// several); rangeEv are the events of the chunks' writes.
 	rangeChunkSize int
 	rangeEv        []*gpu.Event
+	rangeTot       *gpu.MappedBuffer[uint64] // a pipelined ranges call's chunk totals (ranges_piped_gpu.go)
 
 	// lateValues makes an insert from Go slices scatter its values after
 	// the upper levels even when their copy has already queued its last
@@ -133,6 +134,8 @@ func (g *gpuTree) closeStreams() error {
 		err = errors.Join(err, e.Close())
 	}
 	g.rangeEv = nil
+	err = errors.Join(err, g.rangeTot.Free())
+	g.rangeTot = nil
 	return err
 }
 
