@@ -162,9 +162,9 @@ type pipedCall struct {
 // packing, before its walk is queued, and after the last, the host
 // delivers the earlier chunks in order whose totals are back (their pairs
 // on in, their downloads on out, which waits for them), so that the first
-// downloads start while later chunks are packed; with pipe.waitBehind,
-// also every earlier chunk once a chunk's walk is queued, waiting for
-// their totals.
+// downloads start while later chunks are packed; and (unless pipe.lazy)
+// every earlier chunk once a chunk's walk is queued, waiting for their
+// totals.
 func (p *pipedCall) run(bt queryBatch, dsc int32) error {
 	g := p.g
 	next := 0 // the next chunk to deliver
@@ -191,7 +191,7 @@ func (p *pipedCall) run(bt queryBatch, dsc int32) error {
 		if err := g.queueRangeChunk(&p.chunks[k], k, pc, p.limit, dsc); err != nil {
 			return err
 		}
-		for ; g.pipe.waitBehind && next < k; next++ {
+		for ; !g.pipe.lazy && next < k; next++ {
 			if err := p.deliver(next); err != nil {
 				return fmt.Errorf("chunk %d: %w", next, err)
 			}

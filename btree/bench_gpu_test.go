@@ -322,13 +322,13 @@ func BenchmarkGPURanges(b *testing.B) {
 	// The default kernels answering into a reused Result: Go memory
 	// (copied out of the transfer buffers), then pinned (NewResult: the
 	// device writes into it by DMA); the pinned one also in one chunk
-	// (the pipeline off) and in chunks of 32Ki, 128Ki and 512Ki queries
-	// (the default: 256Ki). The last call's steps are logged.
+	// and in chunks of 32Ki, 256Ki and 512Ki queries (the default:
+	// 128Ki). The last call's steps are logged.
 	gt := g.e.(*gpuTree)
 	for _, c := range []struct {
 		pinned bool
 		chunk  int
-	}{{false, 0}, {true, 0}, {true, nq}, {true, 1 << 15}, {true, 1 << 17}, {true, 1 << 19}} {
+	}{{false, 0}, {true, 0}, {true, nq}, {true, 1 << 15}, {true, 1 << 18}, {true, 1 << 19}} {
 		name := fmt.Sprintf("kernel=start/into/pinned=%v", c.pinned)
 		if c.chunk > 0 {
 			name += fmt.Sprintf("/chunk=%d", c.chunk)

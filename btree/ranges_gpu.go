@@ -29,7 +29,7 @@ const (
 )
 
 // rangesBatch answers range queries on the device in chunks of
-// g.chunkOfRanges() queries. Into a pinned Result in the default form
+// chunkOfRanges' queries. Into a pinned Result in the default form
 // the call is pipelined (rangesPiped: each chunk placed in the Result and
 // downloaded as soon as it is counted). Otherwise each chunk's bounds (half-open when
 // halfOpen, else inclusive) are converted to inclusive ones on all cores
@@ -71,7 +71,7 @@ func (g *gpuTree) rangesBatch(into *Result, root uint32, los, his []uint64, limi
 	}
 	bounds := gpu.Take[uint64](g.pool, "rangeq", 2*q)
 	counts, start := gpu.Take[uint64](g.pool, bufOutV, q+1), gpu.Take[uint64](g.pool, "rangestart", q)
-	ch := chunksOf(q, g.chunkOfRanges())
+	ch := chunksOf(q, g.chunkOfRanges(gpuRangeChunk))
 	h, err := gpu.Host[uint64](g.pool, "host.q", 2*q+len(ch)+1)
 	if err != nil {
 		return nil, tm, err
@@ -174,13 +174,21 @@ func (g *gpuTree) rangesBatch(into *Result, root uint32, los, his []uint64, limi
 // per chunk than their overlap gains.
 const gpuRangeChunk = 1 << 18
 
+// pipedRangeChunk is the queries of one chunk of a pipelined ranges call
+// (rangesPiped; chunk 0 a quarter of it): at 1M queries of 16 keys in a
+// 100M-key tree on the H200 host, 128Ki chunks measured 190.0 M queries/s
+// against 184.1 (256Ki), 183.1 (32Ki), 176.7 (512Ki) and 172.5 (one
+// chunk) in one run (BENCHMARKS.md, branch arng5).
+const pipedRangeChunk = 1 << 17
+
 // chunkOfRanges returns the queries of one chunk of a ranges call: the
-// tree's rangeChunkSize (tests set it small) or gpuRangeChunk.
-func (g *gpuTree) chunkOfRanges() int {
+// tree's rangeChunkSize (tests set it small), else def (gpuRangeChunk, or
+// pipedRangeChunk for a pipelined call).
+func (g *gpuTree) chunkOfRanges(def int) int {
 	if g.rangeChunkSize > 0 {
 		return g.rangeChunkSize
 	}
-	return gpuRangeChunk
+	return def
 }
 
 // chunk is the queries [lo, hi) of a ranges call.

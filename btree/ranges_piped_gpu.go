@@ -63,7 +63,7 @@ func shiftChunks(cs []chunk, d int) []chunk {
 func (g *gpuTree) rangesPiped(into *Result, root uint32, los, his []uint64, limit int, halfOpen bool) (*Result, engine.Timings, error) {
 	var tm engine.Timings
 	q := len(los)
-	ch := pipedChunks(q, g.chunkOfRanges())
+	ch := pipedChunks(q, g.chunkOfRanges(pipedRangeChunk))
 	C := len(ch)
 	if err := g.pool.Reserve(gpu.NeedOf[uint64]("rangeq", 2*q), gpu.NeedOf[uint64](bufOutV, q+1),
 		gpu.NeedOf[uint64]("rangestart", q), gpu.NeedOf[uint64]("rangeoffs", q+C), gpu.NeedOf[uint64]("rangeqout", q)); err != nil {
