@@ -57,7 +57,10 @@ func shiftChunks(cs []chunk, d int) []chunk {
 // rangesPiped answers the queries los, his (half-open when halfOpen, else
 // inclusive) of the default form into the pinned Result into, pipelined
 // in chunks (the comment above). The caller holds g.mu and has started
-// the batch. Cost: the conversion, DMA, count and scan of each chunk, an
+// the batch. Its phases: Upload ends when chunk 0 is counted, Work when
+// chunk 0's pairs are written, Download when every answer is on the host
+// (the later chunks' uploads, counts and writes overlap the downloads).
+// Cost: the conversion, DMA, count and scan of each chunk, an
 // event wait and two small kernels a chunk, the write passes and the
 // answers' downloads, which overlap the next chunks' work.
 func (g *gpuTree) rangesPiped(into *Result, root uint32, los, his []uint64, limit int, halfOpen bool) (*Result, engine.Timings, error) {
@@ -103,14 +106,16 @@ func (g *gpuTree) rangesPiped(into *Result, root uint32, los, his []uint64, limi
 		if err := p.scan(k, c); err != nil {
 			return nil, tm, err
 		}
-		if k == C-1 {
+		if k == 0 {
 			g.clock.Mark(g.s, engine.MarkUploaded)
 		}
 		if err := p.deliver(k, c); err != nil {
 			return nil, tm, fmt.Errorf("chunk %d: %w", k, err)
 		}
+		if k == 0 {
+			g.clock.Mark(g.s, engine.MarkWorked)
+		}
 	}
-	g.clock.Mark(g.s, engine.MarkWorked)
 	g.step("ranges: chunks delivered")
 	if err := g.joinBack(); err != nil {
 		return nil, tm, err
