@@ -40,8 +40,7 @@ func (g *gpuEngine) rangesCands(into *Result, Q, limit int, dsc int32, perm *gpu
 		return nil, fmt.Errorf("walk: %w", err)
 	}
 	g.step("walk")
-	if err := firstErr(prim.DevScanExclusive(g.pe, cnt, cnt, Q+1), prim.DevScanExclusive(g.pe, byt, byt, Q+1),
-		prim.DevScanExclusive(g.pe, sq, sq, Q+1)); err != nil {
+	if err := g.scanCounts(Q, cnt, byt, sq); err != nil {
 		return nil, fmt.Errorf("walk scans: %w", err)
 	}
 	g.step("scans")
@@ -97,4 +96,12 @@ func (g *gpuEngine) walk(Q, limit int, dsc int32, order any, lo, hi *devBatch, h
 			cnt, byt, sq)
 	}
 	return fmt.Errorf("art: walk lanes %d: want 1, 8, 16 or 32", g.walkLanes)
+}
+
+// scanCounts queues the exclusive scans, in place, of a walk's Q+1 pair
+// counts, key bytes and squared key lengths (rangesCands, a chunk of
+// rangesPiped). Cost: three device scans of Q+1 words.
+func (g *gpuEngine) scanCounts(Q int, cnt, byt, sq *gpu.Buffer[uint64]) error {
+	return firstErr(prim.DevScanExclusive(g.pe, cnt, cnt, Q+1), prim.DevScanExclusive(g.pe, byt, byt, Q+1),
+		prim.DevScanExclusive(g.pe, sq, sq, Q+1))
 }

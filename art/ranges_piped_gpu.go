@@ -7,7 +7,6 @@ import (
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
-	"github.com/warpkv/warpkv/prim"
 )
 
 // A pipelined call (rangesPiped) cuts a batch of bounded range or prefix
@@ -372,8 +371,7 @@ func (g *gpuEngine) queueRangeChunk(c *pipeChunk, k int, pc packedChunk, limit i
 	if err := g.walk(n, limit, dsc, nullPtr, lo, hi, hb, c.slots, c.ccnt, c.cnt, c.byt, c.sq); err != nil {
 		return fmt.Errorf("chunk %d: walk: %w", k, err)
 	}
-	if err := firstErr(prim.DevScanExclusive(g.pe, c.cnt, c.cnt, n+1), prim.DevScanExclusive(g.pe, c.byt, c.byt, n+1),
-		prim.DevScanExclusive(g.pe, c.sq, c.sq, n+1)); err != nil {
+	if err := g.scanCounts(n, c.cnt, c.byt, c.sq); err != nil {
 		return fmt.Errorf("chunk %d: walk scans: %w", k, err)
 	}
 	if err := firstErr(g.launch(g.k.totals, 1, uint64(n), c.cnt, c.byt, c.sq, nullPtr, nullPtr, uint64(0), nullPtr, g.pipe.tot.PtrAt(totWords*k)),
