@@ -181,10 +181,7 @@ func prefixEnd(p []byte) []byte {
 // appendPrefixEnd appends prefixEnd(p) to dst; ok is false (dst as it
 // was) when p has no upper bound (empty or all 0xff).
 func appendPrefixEnd(dst, p []byte) (out []byte, ok bool) {
-	i := len(p)
-	for i > 0 && p[i-1] == 0xff {
-		i--
-	}
+	i := prefixEndLen(p)
 	if i == 0 {
 		return dst, false
 	}

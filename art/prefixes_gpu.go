@@ -2,8 +2,6 @@ package art
 
 import (
 	"errors"
-	"fmt"
-	"math"
 
 	"github.com/warpkv/warpkv/internal/par"
 )
@@ -69,35 +67,23 @@ func packPrefixes(ps [][]byte, workers int, host func(n int) ([]byte, error)) (q
 	if Q == 0 {
 		return queryPack{}, nil, errors.New("no prefixes to pack")
 	}
-	p := queryPack{parts: par.Parts(Q, queryPackMin, workers)}
-	p.loAt, p.hiAt = make([]int, p.parts+1), make([]int, p.parts+1)
-	long := make([]int, p.parts) // each part's first prefix too long (-1: none)
-	par.Shared().Ranges(Q, p.parts, func(i, a, b int) {
-		ln, hn := 0, 0
-		long[i] = -1
+	p, long, err := planParts(Q, workers, func(a, b int) (lo, hi, long int) {
+		long = -1
 		for j, x := range ps[a:b] {
-			ln += len(x)
-			hn += prefixEndLen(x)
-			if long[i] < 0 && len(x) > MaxKeyLen {
-				long[i] = a + j
+			lo += len(x)
+			hi += prefixEndLen(x)
+			if long < 0 && len(x) > MaxKeyLen {
+				long = a + j
 			}
 		}
-		p.loAt[i+1], p.hiAt[i+1] = ln, hn
+		return lo, hi, long
 	})
-	for _, j := range long {
-		if j >= 0 {
-			return p, nil, &boundErr{j, len(ps[j])}
-		}
+	if long >= 0 {
+		return p, nil, &boundErr{long, len(ps[long])}
 	}
-	for i := range p.parts {
-		p.loAt[i+1] += p.loAt[i]
-		p.hiAt[i+1] += p.hiAt[i]
+	if err != nil {
+		return p, nil, err
 	}
-	lo, hi := p.loAt[p.parts], p.hiAt[p.parts]
-	if lo > math.MaxUint32 || hi > math.MaxUint32 {
-		return p, nil, fmt.Errorf("%d prefixes of %d bytes: at most %d", Q, lo, uint64(math.MaxUint32))
-	}
-	p.l = layoutQueries(Q, lo, hi)
 	h, err := host(p.l.end)
 	if err != nil {
 		return p, nil, err
@@ -109,7 +95,7 @@ func packPrefixes(ps [][]byte, workers int, host func(n int) ([]byte, error)) (q
 		fillPrefixes(ps[a:b], loOffs[a:b], hiOffs[a:b], flags[a:b], loData[p.loAt[i]:p.loAt[i+1]], hiData[p.hiAt[i]:p.hiAt[i+1]],
 			uint32(p.loAt[i]), uint32(p.hiAt[i]))
 	})
-	loOffs[Q], hiOffs[Q] = uint32(lo), uint32(hi)
+	loOffs[Q], hiOffs[Q] = uint32(p.loAt[p.parts]), uint32(p.hiAt[p.parts])
 	return p, h, nil
 }
 

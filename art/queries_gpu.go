@@ -117,26 +117,41 @@ func packQueries(qs []Query, workers int, host func(n int) ([]byte, error)) (que
 // at the first query with a bound longer than a key can be. Cost: one
 // parallel pass over the queries' slice headers.
 func planQueries(qs []Query, workers int) (queryPack, error) {
-	Q := len(qs)
+	p, long, err := planParts(len(qs), workers, func(a, b int) (lo, hi, long int) {
+		long = -1
+		for j := range qs[a:b] {
+			x := &qs[a+j]
+			lo += len(x.Lo)
+			hi += len(x.Hi)
+			if long < 0 && boundTooLong(x) {
+				long = a + j
+			}
+		}
+		return lo, hi, long
+	})
+	if long >= 0 {
+		return p, &boundErr{long, max(len(qs[long].Lo), len(qs[long].Hi))}
+	}
+	return p, err
+}
+
+// planParts plans a batch of Q queries in parts on the workers (packQueries'
+// and packPrefixes' sizing pass): size(a, b) returns the lower and upper
+// bounds' bytes of queries [a, b) and the first of them with a bound
+// longer than a key can be (-1: none). It returns the plan, the first such
+// query of the batch (-1: none; the plan is then not laid out), and an
+// error when the bounds do not fit 32-bit offsets. Cost: one parallel pass
+// of size over the batch.
+func planParts(Q, workers int, size func(a, b int) (lo, hi, long int)) (queryPack, int, error) {
 	p := queryPack{parts: par.Parts(Q, queryPackMin, workers)}
 	p.loAt, p.hiAt = make([]int, p.parts+1), make([]int, p.parts+1)
 	long := make([]int, p.parts) // each part's first query with a bound too long (-1: none)
 	par.Shared().Ranges(Q, p.parts, func(i, a, b int) {
-		ln, hn := 0, 0
-		long[i] = -1
-		for j := range qs[a:b] {
-			x := &qs[a+j]
-			ln += len(x.Lo)
-			hn += len(x.Hi)
-			if long[i] < 0 && boundTooLong(x) {
-				long[i] = a + j
-			}
-		}
-		p.loAt[i+1], p.hiAt[i+1] = ln, hn
+		p.loAt[i+1], p.hiAt[i+1], long[i] = size(a, b)
 	})
 	for _, j := range long {
 		if j >= 0 {
-			return p, &boundErr{j, max(len(qs[j].Lo), len(qs[j].Hi))}
+			return p, j, nil
 		}
 	}
 	for i := range p.parts {
@@ -145,10 +160,10 @@ func planQueries(qs []Query, workers int) (queryPack, error) {
 	}
 	lo, hi := p.loAt[p.parts], p.hiAt[p.parts]
 	if lo > math.MaxUint32 || hi > math.MaxUint32 {
-		return p, fmt.Errorf("%d queries with %d and %d bytes of bounds: at most %d each", Q, lo, hi, uint64(math.MaxUint32))
+		return p, -1, fmt.Errorf("%d queries with %d and %d bytes of bounds: at most %d each", Q, lo, hi, uint64(math.MaxUint32))
 	}
 	p.l = layoutQueries(Q, lo, hi)
-	return p, nil
+	return p, -1, nil
 }
 
 // fill packs qs into h (at least p.l.end bytes, 8-byte aligned) on the
@@ -237,10 +252,18 @@ func (g *gpuEngine) uploadBatch(b queryBatch) (lo, hi *devBatch, has *gpu.Buffer
 	if err := in.Write(g.s, 0, h[:l.end]); err != nil {
 		return nil, nil, nil, err
 	}
+	lo, hi, has = p.views(in)
+	return lo, hi, has, nil
+}
+
+// views returns the device views of the lower and upper bounds and the
+// has flags of a batch packed by p and uploaded into in.
+func (p queryPack) views(in *gpu.Buffer[byte]) (lo, hi *devBatch, has *gpu.Buffer[uint8]) {
+	l, Q := p.l, p.l.q
 	loBytes, hiBytes := p.loAt[p.parts], p.hiAt[p.parts]
 	lo = &devBatch{n: Q, data: gpu.View[byte](in, l.loData, max(1, loBytes)), offs: gpu.View[uint32](in, 0, Q+1)}
 	hi = &devBatch{n: Q, data: gpu.View[byte](in, l.hiData, max(1, hiBytes)), offs: gpu.View[uint32](in, l.hiOffs, Q+1)}
-	return lo, hi, gpu.View[uint8](in, l.has, Q), nil
+	return lo, hi, gpu.View[uint8](in, l.has, Q)
 }
 
 // u32View views the first 4n bytes of b (8-byte aligned) as n uint32s.

@@ -13,8 +13,7 @@ import (
 // ranges answers range queries on the device, the queries taken in the
 // order queryOrder gives (by start key for large batches). Into a pinned
 // Result, large batches with a limit run pipelined in chunks
-// (rangesPiped: pipes says when), or with pipe.direct every batch with a
-// limit has direct answers (rangesDirect: directs says when). Otherwise, with a limit
+// (rangesPiped: pipes says when). Otherwise, with a limit
 // and at most rangeSlotsMax slots (queries x limit), one walk per query:
 // rangesCands (ranges.cu: the walk collects leaves into per-query slots
 // without reading them, a warp per query trims them to the bound and
@@ -45,14 +44,8 @@ func (g *gpuEngine) answer(into *Result, b queryBatch, limit int, desc bool) (*R
 	if desc {
 		dsc = 1
 	}
-	if direct := g.directs(into, Q, limit); direct || g.pipes(into, Q, limit) {
-		var res *Result
-		var err error
-		if direct {
-			res, err = g.rangesDirect(into, b, limit, dsc)
-		} else {
-			res, err = g.rangesPiped(into, b, limit, dsc)
-		}
+	if g.pipes(into, Q, limit) {
+		res, err := g.rangesPiped(into, b, limit, dsc)
 		if err != nil {
 			return nil, err
 		}

@@ -100,8 +100,8 @@ extern "C" __global__ void aq_trim(const Tree *t, u64 Q, const u8 *lod, const u3
 // copy_key copies a key of n bytes from a leaf (its record, or the arena
 // at a multiple of the granule) to dst: 16 bytes a store (two 8-byte
 // loads) where dst is 16-byte and the leaf 8-byte aligned (a warp writing
-// keys of 16 bytes then stores consecutive 16-byte words: the coalesced
-// stores a Result's mapped host memory takes at the bus's speed), else 8
+// keys of 16 bytes then stores consecutive 16-byte words, whole sectors),
+// else 8
 // bytes a load and store where both are 8-byte aligned (at dst, every key
 // before it a multiple of 8 bytes long, as in answers of 8- and 16-byte
 // keys), and the tail a byte at a time.
@@ -124,32 +124,17 @@ __device__ __forceinline__ void copy_key(u8 *dst, const u8 *src, u32 n) {
 // pairs and key bytes of the chunks before it, pbase and kbase: the key
 // offsets written are kbase plus the chunk's own, and lane 0 of query q's
 // warp writes qout[q] = pbase + pidx[q+1], the Result's query offset q+1
-// (qout null: not written; the one-piece call downloads pidx). The
-// outputs may be the pinned Result's own arrays, mapped into the device
-// (ranges_direct_gpu.go, direct answers): the stores then cross the bus as
-// the kernel runs. ooffs null: the key offsets are not written (the host
-// writes them: every key of the answer has one length). Invariant: every output word has one writer (the lane of its pair, lane
-// 0 for qout), and query q's pairs fill [pidx[q], pidx[q+1]) in answer
-// order.
-//
-// cbase (not null: a chunk of a call with direct answers and no host turn,
-// ranges_direct_gpu.go) holds aq_base's {pbase, kbase, skip} of the chunk,
-// which replace the arguments: the outputs are then the call's whole
-// arrays, okeys offset by kbase and ooffs, ovals by pbase here; with skip
-// set (the Result's keys too short) nothing is written.
+// (qout null: not written; the one-piece call downloads pidx). ooffs
+// null: the key offsets are not written (the host writes them: every key
+// of the answer has one length, which the callers know from aq_trim's or
+// the walk's totals before they launch this). Invariant: every output word
+// has one writer (the lane of its pair, lane 0 for qout), and query q's
+// pairs fill [pidx[q], pidx[q+1]) in answer order.
 extern "C" __global__ void aq_pairs(const Tree *t, u64 Q, u64 limit, const u64 *slots, const u64 *pidx,
                                     const u64 *boff, u8 *okeys, u32 *ooffs, u64 *ovals, u64 pbase, u64 kbase,
-                                    u64 *qout, const u64 *cbase) {
+                                    u64 *qout) {
     u32 lane = threadIdx.x % WARP;
     u64 warps = (u64)gridDim.x * blockDim.x / WARP;
-    if (cbase) {
-        if (cbase[2]) return;
-        pbase = cbase[0];
-        kbase = cbase[1];
-        okeys += kbase;
-        if (ooffs) ooffs += pbase;
-        ovals += pbase;
-    }
     for (u64 q = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; q < Q; q += warps) {
         u64 base = pidx[q], n = pidx[q + 1] - base, o = boff[q];
         if (qout && lane == 0) qout[q] = pbase + pidx[q + 1];
@@ -171,35 +156,4 @@ extern "C" __global__ void aq_pairs(const Tree *t, u64 Q, u64 limit, const u64 *
             o += __shfl_sync(FULL_MASK, x, WARP - 1);
         }
     }
-}
-
-// aq_base: one thread, after the scans of a chunk of n queries of a call
-// with direct answers and no host turn (ranges_direct_gpu.go): the
-// chunk's pairs go after the call's so far, run[0] pairs of run[1] key
-// bytes (run[2] their squared key lengths, run[3] set once the keys ran
-// past keyCap). It writes cbase = {run[0], run[1], skip} for the chunk's
-// aq_pairs, skip set when the keys so far and the chunk's (cnt[n], byt[n],
-// the scans' totals) exceed keyCap, the room in the Result's keys; then
-// adds the chunk's totals to run and copies run to out, host memory
-// mapped into the device, which the host reads once the call is done (its
-// totals, and whether a chunk was skipped: then it answers the call again
-// with room for them). run starts zeroed. Invariant: chunks run in order
-// on one stream, so cbase of chunk k is the sum of chunks 0..k-1.
-extern "C" __global__ void aq_base(u64 n, const u64 *cnt, const u64 *byt, const u64 *sq, u64 keyCap, u64 *run,
-                                   u64 *cbase, volatile u64 *out) {
-    if (threadIdx.x || blockIdx.x) return;
-    u64 p = run[0], b = run[1];
-    u64 np = p + cnt[n], nb = b + byt[n], ns = run[2] + sq[n];
-    u64 over = run[3] | (nb > keyCap ? 1ull : 0ull);
-    cbase[0] = p;
-    cbase[1] = b;
-    cbase[2] = over;
-    run[0] = np;
-    run[1] = nb;
-    run[2] = ns;
-    run[3] = over;
-    out[0] = np;
-    out[1] = nb;
-    out[2] = ns;
-    out[3] = over;
 }

@@ -8,35 +8,30 @@ import (
 	"time"
 )
 
-// BenchmarkGPURangeChunks settles the pipelined call's chunk count and
-// how the answers reach the Result: on the tree of benchPointTree
-// (WARPKV_ART_BENCH_KEYS keys), 64Ki ranges of 16 and 64Ki prefix scans
-// of 64 into a pinned Result, with the answers downloaded (rangesPiped,
-// the default: 1 and 3 chunks and the default count) and stored by
-// aq_pairs into the Result's mapped arrays (rangePipe.direct,
-// rangesDirect: 1 to 8 chunks and the default count, aq_pairs on a warp
-// per query or on at most 16 or 33 blocks, rangePipe.pairsBlocks; chunk 0
-// as large as the others or a quarter),
-// interleaved in one process: 5 rounds, each timing 20 calls of every
-// form in turn after one untimed call. Metrics: queries per second of
-// each form's median round mean (cN[-direct][-bB][-fD]-M/s; cD the
-// default count, rangePipe.count); every round's means are logged.
+// BenchmarkGPURangeChunks settles the pipelined call's chunk count: on
+// the tree of benchPointTree (WARPKV_ART_BENCH_KEYS keys), 64Ki ranges of
+// 16 and 64Ki prefix scans of 64 into a pinned Result (rangesPiped: 1, 3
+// and 4 chunks and the default count; chunk 0 as large as the others or a
+// quarter; the earlier chunks waited for once a later chunk's walk is
+// queued, the default, or delivered only as their totals come, pipe.lazy:
+// -lazy),
+// interleaved in one process: 5 rounds, each timing 20 calls of
+// every form in turn after one untimed call. Metrics: queries per second
+// of each form's median round mean (cN[-fD][-lazy]-M/s; cD the default count,
+// rangePipe.count); every round's means are logged.
 func BenchmarkGPURangeChunks(b *testing.B) {
 	t, g, ops := rangeBenchCalls(b)
 	type form struct {
-		chunks   int
-		direct   bool
-		blocks   int
-		firstDiv int
+		chunks, firstDiv int
+		lazy             bool
 	}
-	forms := []form{{1, false, 0, 1}, {3, false, 0, 1}, {0, false, 0, 1}, {1, true, 0, 1}, {2, true, 0, 1}, {3, true, 0, 1},
-		{4, true, 0, 1}, {6, true, 0, 1}, {8, true, 0, 1}, {0, true, 0, 1}, {3, true, 16, 1}, {0, true, 16, 1}, {3, true, 33, 1},
-		{0, true, 33, 1}, {3, true, 0, 4}}
+	forms := []form{{1, 1, false}, {2, 1, false}, {3, 1, false}, {4, 1, false}, {0, 1, false}, {3, 2, false},
+		{3, 1, true}, {4, 1, true}, {0, 1, true}}
 	const rounds, calls = 5, 20
 	for _, op := range ops {
 		b.Run(op.name, func(b *testing.B) {
 			defer func(p rangePipe) {
-				g.pipe.chunks, g.pipe.direct, g.pipe.pairsBlocks, g.pipe.firstDiv = p.chunks, p.direct, p.pairsBlocks, p.firstDiv
+				g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy = p.chunks, p.firstDiv, p.lazy
 			}(g.pipe)
 			r := t.NewResult()
 			defer r.Free()
@@ -48,7 +43,7 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 			for b.Loop() {
 				for range rounds {
 					for i, f := range forms {
-						g.pipe.chunks, g.pipe.direct, g.pipe.pairsBlocks, g.pipe.firstDiv = f.chunks, f.direct, f.blocks, f.firstDiv
+						g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy = f.chunks, f.firstDiv, f.lazy
 						if r, err = op.into(r); err != nil {
 							b.Fatal(err)
 						}
@@ -68,14 +63,11 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 				if f.chunks == 0 {
 					name, unit = "default", "cD"
 				}
-				if f.direct {
-					name, unit = name+", direct", unit+"-direct"
-				}
-				if f.blocks > 0 {
-					name, unit = fmt.Sprintf("%s, pairs on %d blocks", name, f.blocks), fmt.Sprintf("%s-b%d", unit, f.blocks)
-				}
 				if f.firstDiv > 1 {
 					name, unit = fmt.Sprintf("%s, first 1:%d", name, f.firstDiv), fmt.Sprintf("%s-f%d", unit, f.firstDiv)
+				}
+				if f.lazy {
+					name, unit = name+", lazy", unit+"-lazy"
 				}
 				s := slices.Clone(ms[i])
 				slices.Sort(s)

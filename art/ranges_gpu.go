@@ -19,8 +19,8 @@ import (
 // first pair and key offset (and the totals, read back once); aq_pairs (a
 // warp per query) writes the pairs. The scanned pair counts are the
 // Result's query offsets; when every key of the answer has one length
-// (the squares' total says so), the host writes the key offsets rather
-// than download them. Cost: one walk per query (and with aq_cands a warp
+// (the squares' total says so), aq_pairs does not write the key offsets
+// and the host writes them rather than download them. Cost: one walk per query (and with aq_cands a warp
 // pass over the candidates), a warp pass writing the pairs, three scans
 // of Q+1 words, one readback.
 func (g *gpuEngine) rangesCands(into *Result, Q, limit int, dsc int32, perm *gpu.Buffer[uint32], lo, hi *devBatch, hb *gpu.Buffer[uint8]) (*Result, error) {
@@ -40,8 +40,7 @@ func (g *gpuEngine) rangesCands(into *Result, Q, limit int, dsc int32, perm *gpu
 		return nil, fmt.Errorf("walk: %w", err)
 	}
 	g.step("walk")
-	if err := firstErr(prim.DevScanExclusive(g.pe, cnt, cnt, Q+1), prim.DevScanExclusive(g.pe, byt, byt, Q+1),
-		prim.DevScanExclusive(g.pe, sq, sq, Q+1)); err != nil {
+	if err := g.scanCounts(Q, cnt, byt, sq); err != nil {
 		return nil, fmt.Errorf("walk scans: %w", err)
 	}
 	g.step("scans")
@@ -50,8 +49,12 @@ func (g *gpuEngine) rangesCands(into *Result, Q, limit int, dsc int32, perm *gpu
 		return nil, err
 	}
 	g.step("totals read back")
-	if err := g.launch(g.k.qPairs, Q*warpSize, g.descBuf, uint64(Q), uint64(limit), slots, cnt, byt, out.keys, out.offs, out.vals,
-		uint64(0), uint64(0), nullPtr, nullPtr); err != nil {
+	var ooffs any = out.offs
+	if out.keyLen >= 0 { // the host writes the key offsets
+		ooffs = nullPtr
+	}
+	if err := g.launch(g.k.qPairs, Q*warpSize, g.descBuf, uint64(Q), uint64(limit), slots, cnt, byt, out.keys, ooffs, out.vals,
+		uint64(0), uint64(0), nullPtr); err != nil {
 		return nil, fmt.Errorf("pairs: %w", err)
 	}
 	g.step("pairs")
@@ -93,4 +96,12 @@ func (g *gpuEngine) walk(Q, limit int, dsc int32, order any, lo, hi *devBatch, h
 			cnt, byt, sq)
 	}
 	return fmt.Errorf("art: walk lanes %d: want 1, 8, 16 or 32", g.walkLanes)
+}
+
+// scanCounts queues the exclusive scans, in place, of a walk's Q+1 pair
+// counts, key bytes and squared key lengths (rangesCands, a chunk of
+// rangesPiped). Cost: three device scans of Q+1 words.
+func (g *gpuEngine) scanCounts(Q int, cnt, byt, sq *gpu.Buffer[uint64]) error {
+	return firstErr(prim.DevScanExclusive(g.pe, cnt, cnt, Q+1), prim.DevScanExclusive(g.pe, byt, byt, Q+1),
+		prim.DevScanExclusive(g.pe, sq, sq, Q+1))
 }

@@ -40,19 +40,14 @@ type rangePipe struct {
 	chunks   int // chunks a call is cut into at most: 0 by its answer slots (rangeChunkSlots), 1 one piece (tests and benchmarks set it)
 	chunkMin int // fewest queries a chunk: 0 rangeChunkMin (tests set fewer)
 	firstDiv int // chunk 0 holds 1/firstDiv of another chunk's queries (0 or 1: as many; benchmarks compare)
-
-	// direct: calls into a pinned Result have direct answers
-	// (rangesDirect: aq_pairs stores them straight into the Result's
-	// arrays mapped into the device, no host turn between chunks) rather
-	// than downloaded (the default: on the H200 at 100M keys the
-	// downloads' calls were 8-10% faster, BENCHMARKS.md, branch arng4).
-	// Tests and benchmarks compare.
-	direct bool
-	// pairsBlocks, when positive, caps the blocks of a chunk's aq_pairs
-	// with direct answers (grid-stride), so that its stores, stalled on
-	// the bus, hold fewer SMs while the next chunk's walk runs beside it;
-	// 0: a warp per query (benchmarks compare).
-	pairsBlocks int
+	// lazy: the host delivers only the earlier chunks whose totals are
+	// back when it looks, after each chunk's packing (before branch
+	// arng5: a chunk walked just after the look waited for the next
+	// chunk's packing and queueing). Else, the default, it also delivers
+	// every earlier chunk once chunk k's walk is queued, waiting for
+	// their totals, before it packs chunk k+1: on the H200 at 100M keys
+	// 1-2% faster (BENCHMARKS.md, branch arng5). Benchmarks compare.
+	lazy bool
 
 	names   [][numPipeBufs]string // chunk k's buffers' pool names (pipeBufs with ".k")
 	walkAt  []*gpu.Event          // chunk k's walk queued (on s)

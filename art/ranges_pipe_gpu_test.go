@@ -13,11 +13,8 @@ import (
 // TestGPURangesPiped answers range queries (ascending and descending)
 // and prefix scans into pinned Results with the pipelined call
 // (rangesPiped) cut into 1 (one piece) to 7 chunks of at least 50 queries
-// (chunk 0 as large as the others, half or a third of them), its answers
-// downloaded (the default) or stored by the kernel into the Result's
-// mapped arrays (pipe.direct: rangesDirect, in as many chunks), and
-// compares
-// every array of each answer (query offsets, key bytes, key offsets,
+// (chunk 0 as large as the others, half or a third of them; with and
+// without pipe.lazy), and compares every array of each answer (query offsets, key bytes, key offsets,
 // values) with the CPU engine's. The trees: keys of 0 to 40 bytes over a
 // small alphabet with some of up to 300 bytes (arena keys, answers of
 // mixed key lengths: key offsets downloaded), and 16-byte keys (one key
@@ -63,7 +60,7 @@ func TestGPURangesPiped(t *testing.T) {
 		}
 		g := gt.eng.(*gpuEngine)
 		defer func(p rangePipe) {
-			g.pipe.chunks, g.pipe.chunkMin, g.pipe.firstDiv, g.pipe.direct = p.chunks, p.chunkMin, p.firstDiv, p.direct
+			g.pipe.chunks, g.pipe.chunkMin, g.pipe.firstDiv, g.pipe.lazy = p.chunks, p.chunkMin, p.firstDiv, p.lazy
 		}(g.pipe)
 		g.pipe.chunkMin = 50
 		const Q = 1001
@@ -113,11 +110,9 @@ func TestGPURangesPiped(t *testing.T) {
 		for _, op := range ops {
 			_, werr := op.f(ct, nil, qs, ps, 16)
 			for _, chunks := range []int{1, 4} {
-				for _, direct := range []bool{false, true} {
-					g.pipe.chunks, g.pipe.direct = chunks, direct
-					if _, err := op.f(gt, reused, qs, ps, 16); err == nil || werr == nil || err.Error() != werr.Error() {
-						t.Fatalf("%s, %s, %d chunks, direct %v, a bound too long: %v, want %v", tc.name, op.name, chunks, direct, err, werr)
-					}
+				g.pipe.chunks = chunks
+				if _, err := op.f(gt, reused, qs, ps, 16); err == nil || werr == nil || err.Error() != werr.Error() {
+					t.Fatalf("%s, %s, %d chunks, a bound too long: %v, want %v", tc.name, op.name, chunks, err, werr)
 				}
 			}
 		}
@@ -130,21 +125,21 @@ func TestGPURangesPiped(t *testing.T) {
 						t.Fatal(err)
 					}
 					for _, chunks := range []int{1, 2, 3, 4, 7} {
-						for _, direct := range []bool{false, true} {
-							g.pipe.chunks, g.pipe.firstDiv, g.pipe.direct = chunks, 1+chunks%3, direct // chunk 0 as large as the others, half, a third
-							fresh := gt.NewResult()
-							for _, into := range []*Result{fresh, reused} {
-								name := fmt.Sprintf("%s, %s, %s, limit %d, %d chunks, direct %v, reused %v", tc.name, b.name, op.name, limit, chunks,
-									direct, into == reused)
-								got, err := op.f(gt, into, qs, ps, limit)
-								if err != nil {
-									t.Fatalf("%s: %v", name, err)
-								}
-								sameResult(t, name, got, want)
+						// Chunk 0 as large as the others, half, a third; the
+						// earlier chunks delivered as their totals come, or
+						// waited for once a later chunk's walk is queued.
+						g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy = chunks, 1+chunks%3, chunks%2 == 0
+						fresh := gt.NewResult()
+						for _, into := range []*Result{fresh, reused} {
+							name := fmt.Sprintf("%s, %s, %s, limit %d, %d chunks, reused %v", tc.name, b.name, op.name, limit, chunks, into == reused)
+							got, err := op.f(gt, into, qs, ps, limit)
+							if err != nil {
+								t.Fatalf("%s: %v", name, err)
 							}
-							if err := fresh.Free(); err != nil {
-								t.Fatal(err)
-							}
+							sameResult(t, name, got, want)
+						}
+						if err := fresh.Free(); err != nil {
+							t.Fatal(err)
 						}
 					}
 				}

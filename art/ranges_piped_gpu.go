@@ -7,7 +7,6 @@ import (
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
-	"github.com/warpkv/warpkv/prim"
 )
 
 // A pipelined call (rangesPiped) cuts a batch of bounded range or prefix
@@ -29,10 +28,7 @@ import (
 // and the call's critical path is the first chunk's packing, walk and
 // pairs (chunk 0 may be smaller than the others: rangePipe.firstDiv), then
 // the answers' transfer. Key offsets the host writes (a chunk whose keys
-// have one length) are written after every download is queued. With
-// pipe.direct set, calls into a pinned Result take the direct path
-// instead (ranges_direct_gpu.go), and this one answers those the direct
-// path found its keys' room too small for.
+// have one length) are written after every download is queued.
 
 // pipes reports whether a call of Q queries with limit into into runs
 // pipelined: into a pinned Result, in the form of rangesCands (a limit,
@@ -80,7 +76,7 @@ func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int3
 }
 
 // chunkedCall begins a call of Q queries with limit in chunks
-// (rangesPiped, rangesDirect): the pipe's events for its chunks
+// (rangesPiped): the pipe's events for its chunks
 // (rangePipe.count), the tree's descriptor, and the chunks with their
 // buffers (takeRangeChunks).
 func (g *gpuEngine) chunkedCall(Q, limit int) ([]pipeChunk, error) {
@@ -165,7 +161,9 @@ type pipedCall struct {
 // packing, before its walk is queued, and after the last, the host
 // delivers the earlier chunks in order whose totals are back (their pairs
 // on in, their downloads on out, which waits for them), so that the first
-// downloads start while later chunks are packed.
+// downloads start while later chunks are packed; and (unless pipe.lazy)
+// every earlier chunk once a chunk's walk is queued, waiting for their
+// totals.
 func (p *pipedCall) run(bt queryBatch, dsc int32) error {
 	g := p.g
 	next := 0 // the next chunk to deliver
@@ -191,6 +189,11 @@ func (p *pipedCall) run(bt queryBatch, dsc int32) error {
 		}
 		if err := g.queueRangeChunk(&p.chunks[k], k, pc, p.limit, dsc); err != nil {
 			return err
+		}
+		for ; !g.pipe.lazy && next < k; next++ {
+			if err := p.deliver(next); err != nil {
+				return fmt.Errorf("chunk %d: %w", next, err)
+			}
 		}
 		if k == 0 {
 			g.clock.Mark(g.s, engine.MarkUploaded)
@@ -218,23 +221,35 @@ func (p *pipedCall) deliver(k int) error {
 	if err := p.keyRoom(c, nb); err != nil {
 		return err
 	}
+	// Every key of the chunk has one length (keyLen >= 0): the host
+	// writes its key offsets, aq_pairs does not (ooffs null).
+	keyLen := sameKeyLen(uint64(n), uint64(nb), sq)
 	nm := &g.pipe.names[k]
-	if err := g.pool.Reserve(gpu.NeedOf[uint8](nm[bOkeys], nb), gpu.NeedOf[uint32](nm[bOoffs], n), gpu.NeedOf[uint64](nm[bOvals], n)); err != nil {
+	needs := []gpu.Need{gpu.NeedOf[uint8](nm[bOkeys], nb), gpu.NeedOf[uint64](nm[bOvals], n)}
+	if keyLen < 0 {
+		needs = append(needs, gpu.NeedOf[uint32](nm[bOoffs], n))
+	}
+	if err := g.pool.Reserve(needs...); err != nil {
 		return err
 	}
-	okeys, ooffs, ovals := gpu.Take[uint8](g.pool, nm[bOkeys], nb), gpu.Take[uint32](g.pool, nm[bOoffs], n), gpu.Take[uint64](g.pool, nm[bOvals], n)
+	okeys, ovals := gpu.Take[uint8](g.pool, nm[bOkeys], nb), gpu.Take[uint64](g.pool, nm[bOvals], n)
+	var ooffs *gpu.Buffer[uint32]
+	var ooffsArg any = nullPtr
+	if keyLen < 0 {
+		ooffs = gpu.Take[uint32](g.pool, nm[bOoffs], n)
+		ooffsArg = ooffs
+	}
 	Qk := c.b - c.a
 	if err := g.pipe.pairsAt[k].Record(g.in); err != nil {
 		return err
 	}
-	if err := g.launchOn(g.in, g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt, okeys, ooffs, ovals,
-		uint64(p.pairs), uint64(p.keyBytes), c.qout, nullPtr); err != nil {
+	if err := g.launchOn(g.in, g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt, okeys, ooffsArg, ovals,
+		uint64(p.pairs), uint64(p.keyBytes), c.qout); err != nil {
 		return fmt.Errorf("pairs: %w", err)
 	}
 	if err := firstErr(g.pipe.paired[k].Record(g.in), g.out.Wait(g.pipe.paired[k])); err != nil {
 		return err
 	}
-	keyLen := sameKeyLen(uint64(n), uint64(nb), sq)
 	p.queued = true
 	pairs, keyBytes := p.pairs, p.keyBytes
 	err := errors.Join(c.qout.Read(g.out, 0, offsetWords(res.Offsets[c.a+1:c.b+1])),
@@ -340,18 +355,15 @@ func (g *gpuEngine) packChunk(c *pipeChunk, k int, bt queryBatch) (packedChunk, 
 // chunk's walked event. Cost: one DMA, the walk, three scans and a
 // one-thread kernel.
 func (g *gpuEngine) queueRangeChunk(c *pipeChunk, k int, pc packedChunk, limit int, dsc int32) error {
-	n, p, l := c.b-c.a, pc.p, pc.p.l
-	in, err := gpu.Get[byte](g.pool, g.pipe.names[k][bIn], l.end)
+	n, p, end := c.b-c.a, pc.p, pc.p.l.end
+	in, err := gpu.Get[byte](g.pool, g.pipe.names[k][bIn], end)
 	if err != nil {
 		return fmt.Errorf("chunk %d: %w", k, err)
 	}
-	if err := in.Write(g.s, 0, pc.h[:l.end]); err != nil {
+	if err := in.Write(g.s, 0, pc.h[:end]); err != nil {
 		return fmt.Errorf("chunk %d: upload: %w", k, err)
 	}
-	loBytes, hiBytes := p.loAt[p.parts], p.hiAt[p.parts]
-	lo := &devBatch{n: n, data: gpu.View[byte](in, l.loData, max(1, loBytes)), offs: gpu.View[uint32](in, 0, n+1)}
-	hi := &devBatch{n: n, data: gpu.View[byte](in, l.hiData, max(1, hiBytes)), offs: gpu.View[uint32](in, l.hiOffs, n+1)}
-	hb := gpu.View[uint8](in, l.has, n)
+	lo, hi, hb := p.views(in)
 	g.stepN("chunk %d uploaded", k)
 	if err := g.pipe.walkAt[k].Record(g.s); err != nil {
 		return err
@@ -359,8 +371,7 @@ func (g *gpuEngine) queueRangeChunk(c *pipeChunk, k int, pc packedChunk, limit i
 	if err := g.walk(n, limit, dsc, nullPtr, lo, hi, hb, c.slots, c.ccnt, c.cnt, c.byt, c.sq); err != nil {
 		return fmt.Errorf("chunk %d: walk: %w", k, err)
 	}
-	if err := firstErr(prim.DevScanExclusive(g.pe, c.cnt, c.cnt, n+1), prim.DevScanExclusive(g.pe, c.byt, c.byt, n+1),
-		prim.DevScanExclusive(g.pe, c.sq, c.sq, n+1)); err != nil {
+	if err := g.scanCounts(n, c.cnt, c.byt, c.sq); err != nil {
 		return fmt.Errorf("chunk %d: walk scans: %w", k, err)
 	}
 	if err := firstErr(g.launch(g.k.totals, 1, uint64(n), c.cnt, c.byt, c.sq, nullPtr, nullPtr, uint64(0), nullPtr, g.pipe.tot.PtrAt(totWords*k)),

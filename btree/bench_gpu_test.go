@@ -321,33 +321,27 @@ func BenchmarkGPURanges(b *testing.B) {
 	}
 	// The default kernels answering into a reused Result: Go memory
 	// (copied out of the transfer buffers), then pinned (NewResult: the
-	// device writes into it by DMA; /direct: the write pass stores into
-	// its mapped arrays, rangeDirect); the pinned one also in one chunk
-	// (the pipeline off) and in chunks of 32Ki, 128Ki and 512Ki queries
-	// (the default: 256Ki). The last call's steps are logged.
+	// device writes into it by DMA); the pinned one also in one chunk
+	// and in chunks of 32Ki, 256Ki and 512Ki queries (the default:
+	// 128Ki). The last call's steps are logged.
 	gt := g.e.(*gpuTree)
 	for _, c := range []struct {
 		pinned bool
 		chunk  int
-		direct bool
-	}{{false, 0, false}, {true, 0, false}, {true, 0, true}, {true, nq, false}, {true, nq, true}, {true, 1 << 15, false},
-		{true, 1 << 17, false}, {true, 1 << 19, false}} {
+	}{{false, 0}, {true, 0}, {true, nq}, {true, 1 << 15}, {true, 1 << 18}, {true, 1 << 19}} {
 		name := fmt.Sprintf("kernel=start/into/pinned=%v", c.pinned)
 		if c.chunk > 0 {
 			name += fmt.Sprintf("/chunk=%d", c.chunk)
 		}
-		if c.direct {
-			name += "/direct"
-		}
 		pinned := c.pinned
 		b.Run(name, func(b *testing.B) {
-			gt.rangeChunkSize, gt.rangeDirect = c.chunk, c.direct
+			gt.rangeChunkSize = c.chunk
 			gt.trace = &engine.StepTrace{}
 			defer func() {
 				if err := gt.trace.Close(); err != nil {
 					b.Error(err)
 				}
-				gt.rangeChunkSize, gt.rangeDirect, gt.trace = 0, false, nil
+				gt.rangeChunkSize, gt.trace = 0, nil
 			}()
 			r := &Result{}
 			if pinned {

@@ -243,40 +243,23 @@ extern "C" __global__ void bt_range_copy(u64 nq, u32 order, const u64 *keys, con
     }
 }
 
-// bt_range_gather: the write pass of bt_range_start's queries into a
-// pinned Result's arrays mapped into the device (direct answers): one
-// thread per output word j in [j0, j0 + n), the pairs of the nq queries
-// whose scanned offsets are offs[0..nq] (offs[0] == j0, offs[nq] == j0 +
-// n). Thread t takes j = (j0 rounded down to 32) + t (grid-stride), so that
-// each warp stores 32 consecutive aligned words of outK and of outV: whole
-// 32-byte sectors, where a warp per query would start and end each
-// query's run mid-sector (partial writes, which cross the bus at a
-// fraction of the rate of whole ones); j < j0 stores nothing. Query i is
-// the last with offs[i] <= j (a binary search: the queries before it with
-// no pairs share its offset), and the pair is entry j - offs[i] along the
-// leaf chain from start[i]. Invariant: each output word has one writer,
-// and query i's pairs fill [offs[i], offs[i+1]) in key order, as
-// bt_range_copy writes them.
-extern "C" __global__ void bt_range_gather(u64 nq, u64 j0, u64 n, u32 order, const u64 *keys, const u64 *slots,
-                                           const u32 *count, const u32 *next, const u64 *start, const u64 *offs,
-                                           u64 *outK, u64 *outV) {
-    u64 a0 = j0 & ~(u64)31, end = j0 + n;
-    for (u64 j = a0 + (u64)blockIdx.x * blockDim.x + threadIdx.x; j < end; j += (u64)gridDim.x * blockDim.x) {
-        if (j < j0) continue;
-        u64 lo = 0, hi = nq; // the last i < nq with offs[i] <= j: offs[lo] <= j < offs[hi]
-        while (hi - lo > 1) {
-            u64 mid = (lo + hi) / 2;
-            if (offs[mid] <= j) lo = mid;
-            else hi = mid;
-        }
-        u32 leaf = (u32)(start[lo] >> 32);
-        u64 p = (u64)(u32)start[lo] + (j - offs[lo]);
-        for (u32 c = count[leaf]; p >= c; c = count[leaf]) {
-            p -= c;
-            leaf = next[leaf];
-        }
-        u64 at = (u64)leaf * order + p;
-        outK[j] = keys[at];
-        outV[j] = slots[at];
-    }
+// bt_range_total: one thread, after the exclusive scan offs[0..n] of a
+// chunk's n counts (ranges_piped_gpu.go): copies the chunk's pair count
+// offs[n] to tot, host memory mapped into the device, which the host
+// reads once the event after this kernel has fired (a store, not a
+// readback: a device-to-host copy would queue behind the earlier chunks'
+// downloads on the copy engine). Invariant: *tot is the chunk's total.
+extern "C" __global__ void bt_range_total(u64 n, const u64 *offs, volatile u64 *tot) {
+    if (threadIdx.x || blockIdx.x) return;
+    *tot = offs[n];
+}
+
+// bt_range_qout: one thread per query i < n of a chunk (grid-stride):
+// qout[i] = base + offs[i+1], the Result's offset Offsets[a+i+1] of the
+// chunk's query i when the chunk's pairs follow base pairs of the earlier
+// chunks (offs the chunk's exclusive scan). Invariant: each word has one
+// writer.
+extern "C" __global__ void bt_range_qout(u64 n, const u64 *offs, u64 base, u64 *qout) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        qout[i] = base + offs[i + 1];
 }

@@ -29,7 +29,9 @@ const (
 )
 
 // rangesBatch answers range queries on the device in chunks of
-// g.chunkOfRanges() queries: each chunk's bounds (half-open when
+// chunkOfRanges' queries. Into a pinned Result in the default form
+// the call is pipelined (rangesPiped: each chunk placed in the Result and
+// downloaded as soon as it is counted). Otherwise each chunk's bounds (half-open when
 // halfOpen, else inclusive) are converted to inclusive ones on all cores
 // (par.Shared) straight into the pool's pinned buffer host.q, reach the
 // device by DMA and are counted there (one descent per query: the count
@@ -43,13 +45,8 @@ const (
 // later chunks' writes, while the host sizes the Result (into, or a new
 // one): a pinned one (NewResult) takes them by DMA straight into its
 // arrays, any other through the pinned staging buffers (copied out of
-// pinned memory in parallel, overlapping the later chunks' DMAs). With
-// rangeDirect the write pass stores the keys and values straight into a
-// pinned Result's arrays, which are mapped into the device (sized before
-// the write; the default form's pass is then bt_range_gather, a thread per
-// pair, whose warps store whole sectors), and only the offsets come by
-// DMA. The tree must not be
-// empty. Phases: Upload ends when the last chunk is counted, Work when the
+// pinned memory in parallel, overlapping the later chunks' DMAs). The
+// tree must not be empty. Phases: Upload ends when the last chunk is counted, Work when the
 // last is written, Download when every answer is on the host. Cost: two
 // kernels, a scan, the transfers of the queries and the result, one
 // synchronization in between.
@@ -60,13 +57,21 @@ func (g *gpuTree) rangesBatch(into *Result, root uint32, los, his []uint64, limi
 	q := len(los)
 	g.start()
 	g.down.Discard()
+	if into.pinned() && g.rangeForm == rangeOneDescent {
+		r, tm, err := g.rangesPiped(into, root, los, his, limit, halfOpen)
+		if err != nil {
+			// Nothing the call queued may run on after it.
+			err = errors.Join(err, g.s.Synchronize(), g.s2.Synchronize())
+		}
+		return r, tm, err
+	}
 	if err := g.pool.Reserve(gpu.NeedOf[uint64]("rangeq", 2*q), gpu.NeedOf[uint64](bufOutV, q+1),
 		gpu.NeedOf[uint64]("rangestart", q)); err != nil {
 		return nil, tm, err
 	}
 	bounds := gpu.Take[uint64](g.pool, "rangeq", 2*q)
 	counts, start := gpu.Take[uint64](g.pool, bufOutV, q+1), gpu.Take[uint64](g.pool, "rangestart", q)
-	ch := chunksOf(q, g.chunkOfRanges())
+	ch := chunksOf(q, g.chunkOfRanges(gpuRangeChunk))
 	h, err := gpu.Host[uint64](g.pool, "host.q", 2*q+len(ch)+1)
 	if err != nil {
 		return nil, tm, err
@@ -98,25 +103,11 @@ func (g *gpuTree) rangesBatch(into *Result, root uint32, los, his []uint64, limi
 	}
 	g.step("ranges: scan, readback: offsets")
 	total := int(firsts[len(ch)])
-	direct := into.pinned() && g.rangeDirect
-	var r *Result
-	var outK, outV any // where the write pass stores the keys and values
-	var ok, ov *gpu.Buffer[uint64]
-	if direct {
-		// The pairs are stored straight into the Result's arrays, mapped
-		// into the device: sized before the write pass.
-		if r, err = sizeResult(into, q, total); err != nil {
-			return nil, tm, err
-		}
-		outK, outV = gpu.HostArrayPtr[uint64](r.pin, "keys", 0), gpu.HostArrayPtr[uint64](r.pin, "values", 0)
-	} else {
-		if err := g.pool.Reserve(gpu.NeedOf[uint64](bufOutK, total), gpu.NeedOf[uint64]("rangev", total)); err != nil {
-			return nil, tm, err
-		}
-		// outV holds the offsets; the values go to a scratch buffer of their own.
-		ok, ov = gpu.Take[uint64](g.pool, bufOutK, total), gpu.Take[uint64](g.pool, "rangev", total)
-		outK, outV = ok, ov
+	if err := g.pool.Reserve(gpu.NeedOf[uint64](bufOutK, total), gpu.NeedOf[uint64]("rangev", total)); err != nil {
+		return nil, tm, err
 	}
+	// outV holds the offsets; the values go to a scratch buffer of their own.
+	ok, ov := gpu.Take[uint64](g.pool, bufOutK, total), gpu.Take[uint64](g.pool, "rangev", total)
 	written, err := g.rangeEvents(len(ch))
 	if err != nil {
 		return nil, tm, err
@@ -124,25 +115,20 @@ func (g *gpuTree) rangesBatch(into *Result, root uint32, los, his []uint64, limi
 	if total > 0 {
 		if g.rangeForm == rangeOneDescent {
 			for i, c := range ch {
-				w := func() error { return p.write(bounds, q, c, outK, outV) }
-				if direct {
-					w = func() error { return p.gather(c, int(firsts[i]), int(firsts[i+1]-firsts[i]), outK, outV) }
-				}
-				if err := errors.Join(w(), written[i].Record(g.s)); err != nil {
+				if err := errors.Join(p.write(bounds, q, c, ok, ov), written[i].Record(g.s)); err != nil {
 					return nil, tm, err
 				}
 			}
-		} else if err := errors.Join(p.write(bounds, q, chunk{0, q}, outK, outV), written[len(ch)-1].Record(g.s)); err != nil {
+		} else if err := errors.Join(p.write(bounds, q, chunk{0, q}, ok, ov), written[len(ch)-1].Record(g.s)); err != nil {
 			return nil, tm, err
 		}
 	}
 	g.clock.Mark(g.s, engine.MarkWorked)
 	g.step("ranges: write")
-	if !direct {
-		// The host's allocations overlap the write pass.
-		if r, err = sizeResult(into, q, total); err != nil {
-			return nil, tm, err
-		}
+	// The host's allocations overlap the write pass.
+	r, err := sizeResult(into, q, total)
+	if err != nil {
+		return nil, tm, err
 	}
 	offWords := unsafe.Slice((*uint64)(unsafe.Pointer(&r.Offsets[0])), q+1) // int is 64-bit (below)
 	down := func(b *gpu.Buffer[uint64], off int, dst []uint64) error {
@@ -157,7 +143,7 @@ func (g *gpuTree) rangesBatch(into *Result, root uint32, los, his []uint64, limi
 	}
 	for i := range ch {
 		a, b := int(firsts[i]), int(firsts[i+1]) // firsts[len(ch)] is the total
-		if a == b || direct {
+		if a == b {
 			continue
 		}
 		ev := written[i]
@@ -188,13 +174,21 @@ func (g *gpuTree) rangesBatch(into *Result, root uint32, los, his []uint64, limi
 // per chunk than their overlap gains.
 const gpuRangeChunk = 1 << 18
 
+// pipedRangeChunk is the queries of one chunk of a pipelined ranges call
+// (rangesPiped; chunk 0 a quarter of it): at 1M queries of 16 keys in a
+// 100M-key tree on the H200 host, 128Ki chunks measured 190.0 M queries/s
+// against 184.1 (256Ki), 183.1 (32Ki), 176.7 (512Ki) and 172.5 (one
+// chunk) in one run (BENCHMARKS.md, branch arng5).
+const pipedRangeChunk = 1 << 17
+
 // chunkOfRanges returns the queries of one chunk of a ranges call: the
-// tree's rangeChunkSize (tests set it small) or gpuRangeChunk.
-func (g *gpuTree) chunkOfRanges() int {
+// tree's rangeChunkSize (tests set it small), else def (gpuRangeChunk, or
+// pipedRangeChunk for a pipelined call).
+func (g *gpuTree) chunkOfRanges(def int) int {
 	if g.rangeChunkSize > 0 {
 		return g.rangeChunkSize
 	}
-	return gpuRangeChunk
+	return def
 }
 
 // chunk is the queries [lo, hi) of a ranges call.
@@ -296,11 +290,10 @@ func (p rangePass) count(bounds *gpu.Buffer[uint64], q int, c chunk) error {
 }
 
 // write launches the write pass of the tree's rangeForm over the queries
-// of c (bounds and q as for count): each query's pairs into outK, outV
-// (device buffers, or a pinned Result's arrays by their device addresses)
-// at its scanned offset (counts, after the scan). The thread and warp
+// of c (bounds and q as for count): each query's pairs into the device
+// buffers outK, outV at its scanned offset (counts, after the scan). The thread and warp
 // forms take c whole (all q queries).
-func (p rangePass) write(bounds *gpu.Buffer[uint64], q int, c chunk, outK, outV any) error {
+func (p rangePass) write(bounds *gpu.Buffer[uint64], q int, c chunk, outK, outV *gpu.Buffer[uint64]) error {
 	g := p.g
 	lo, hi := gpu.View[uint64](bounds, 0, q), gpu.View[uint64](bounds, 8*q, q)
 	switch g.rangeForm {
@@ -314,20 +307,6 @@ func (p rangePass) write(bounds *gpu.Buffer[uint64], q int, c chunk, outK, outV 
 	// offs[i+1] of the chunk's last query is the next chunk's first.
 	return g.k.rngCopy.Launch(g.s, warpGrid(c.n()), gpu.D1(kernelBlock), 0, uint64(c.n()), uint32(g.order), g.keys, g.slots,
 		g.count, g.next, gpu.View[uint64](p.start, 8*c.lo, c.n()), gpu.View[uint64](p.counts, 8*c.lo, c.n()+1), outK, outV)
-}
-
-// gather launches the default form's write pass into a pinned Result's
-// mapped arrays (direct answers) over the queries of c, whose pairs are
-// the n from j0: bt_range_gather, a thread per pair, each warp storing
-// whole sectors (bt_range_copy's warp per query would begin and end each
-// query's run mid-sector: partial writes across the bus).
-func (p rangePass) gather(c chunk, j0, n int, outK, outV any) error {
-	if n == 0 {
-		return nil
-	}
-	g := p.g
-	return g.k.rngGather.Launch(g.s, grid(n+31), gpu.D1(kernelBlock), 0, uint64(c.n()), uint64(j0), uint64(n), uint32(g.order), g.keys,
-		g.slots, g.count, g.next, gpu.View[uint64](p.start, 8*c.lo, c.n()), gpu.View[uint64](p.counts, 8*c.lo, c.n()+1), outK, outV)
 }
 
 // Offsets are read from the device's 64-bit words straight into []int.

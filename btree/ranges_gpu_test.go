@@ -19,8 +19,7 @@ import (
 // random, empty, reversed, single-key and unbounded ranges and limits of
 // none, 1, 5 and 100; the default form also in chunks of 777 queries
 // (rangesBatch's pipeline) into Go memory, and every form into a pinned
-// Result, its pairs downloaded or stored into the mapped arrays
-// (rangeDirect).
+// Result (its pairs downloaded into it).
 func TestGPURangeKernels(t *testing.T) {
 	d := gputest.Device(t)
 	for _, order := range []int{4, 7, DefaultOrder, 1024} {
@@ -96,26 +95,23 @@ func TestGPURangeKernels(t *testing.T) {
 				if !slices.Equal(k, wk) || !slices.Equal(v, wv) || !slices.Equal(o, wo) {
 					t.Fatalf("limit %d, chunks: %d pairs, want %d (offsets equal %v)", limit, len(k), len(wk), slices.Equal(o, wo))
 				}
-				// Into a pinned Result: downloaded, or stored by the write
-				// pass into its mapped arrays (rangeDirect), each form.
-				for _, direct := range []bool{false, true} {
-					for _, form := range []rangeForm{rangeOneDescent, rangeThread, rangeWarp} {
-						gt.rangeDirect, gt.rangeForm = direct, form
-						pr := g.NewResult()
-						for range 2 { // the second call reuses the pinned arrays
-							if _, err := g.RangesInto(pr, los, his, limit); err != nil {
-								t.Fatalf("limit %d, chunks, pinned, direct %v, form %d: %v", limit, direct, form, err)
-							}
-							if !slices.Equal(pr.Keys, wk) || !slices.Equal(pr.Values, wv) || !slices.Equal(pr.Offsets, wo) {
-								t.Fatalf("limit %d, chunks, pinned, direct %v, form %d: %d pairs, want %d", limit, direct, form, len(pr.Keys), len(wk))
-							}
+				// Into a pinned Result (downloaded into it), each form.
+				for _, form := range []rangeForm{rangeOneDescent, rangeThread, rangeWarp} {
+					gt.rangeForm = form
+					pr := g.NewResult()
+					for range 2 { // the second call reuses the pinned arrays
+						if _, err := g.RangesInto(pr, los, his, limit); err != nil {
+							t.Fatalf("limit %d, chunks, pinned, form %d: %v", limit, form, err)
 						}
-						if err := pr.Free(); err != nil {
-							t.Fatal(err)
+						if !slices.Equal(pr.Keys, wk) || !slices.Equal(pr.Values, wv) || !slices.Equal(pr.Offsets, wo) {
+							t.Fatalf("limit %d, chunks, pinned, form %d: %d pairs, want %d", limit, form, len(pr.Keys), len(wk))
 						}
 					}
+					if err := pr.Free(); err != nil {
+						t.Fatal(err)
+					}
 				}
-				gt.rangeDirect, gt.rangeForm, gt.rangeChunkSize = false, rangeOneDescent, 0
+				gt.rangeForm, gt.rangeChunkSize = rangeOneDescent, 0
 			}
 		})
 	}

@@ -23,7 +23,8 @@ type Result struct {
 	Values  []uint64
 	Offsets []int
 
-	pin *gpu.HostArrays // the arrays' pinned memory; nil: Go memory
+	pin      *gpu.HostArrays // the arrays' pinned memory; nil: Go memory
+	pairsCap int             // pinned: the pairs its keys and values arrays hold at least
 }
 
 // NewResult returns an empty Result to answer batch after batch into
@@ -73,8 +74,10 @@ func sizeResult(into *Result, q, total int) (*Result, error) {
 			}
 		}
 		if err != nil {
+			r.pairsCap = 0
 			return nil, fmt.Errorf("pinning the answers: %w", err)
 		}
+		r.pairsCap = max(r.pairsCap, total)
 		return r, nil
 	}
 	var wg sync.WaitGroup

@@ -71,13 +71,7 @@ type gpuTree struct {
 	// several); rangeEv are the events of the chunks' writes.
 	rangeChunkSize int
 	rangeEv        []*gpu.Event
-
-	// rangeDirect: ranges into a pinned Result store the pairs straight
-	// into the Result's mapped arrays (bt_range_gather) rather than write
-	// them into device buffers and download them (the default: on the
-	// H200 the DMA's 55 GB/s beat the stores' 52.5, BENCHMARKS.md, branch
-	// arng4). Tests and benchmarks compare.
-	rangeDirect bool
+	rangeTot       *gpu.MappedBuffer[uint64] // a pipelined ranges call's chunk totals (ranges_piped_gpu.go)
 
 	// lateValues makes an insert from Go slices scatter its values after
 	// the upper levels even when their copy has already queued its last
@@ -140,6 +134,8 @@ func (g *gpuTree) closeStreams() error {
 		err = errors.Join(err, e.Close())
 	}
 	g.rangeEv = nil
+	err = errors.Join(err, g.rangeTot.Free())
+	g.rangeTot = nil
 	return err
 }
 
