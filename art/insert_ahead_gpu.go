@@ -21,6 +21,7 @@ type aheadPools struct {
 	done chan struct{}
 	caps [numKinds + 1]uint64 // the capacities asked for; 0: none
 	bufs [numKinds + 1]poolBufs
+	vm   [numKinds + 1]*poolVM // pools grown in place (g.inPlace): mapped, not allocated
 }
 
 // aheadCaps returns, per kind, the capacity to grow tree t's pool to
@@ -101,10 +102,21 @@ func (g *gpuEngine) growAhead(t *devTree, n, lk int) *aheadPools {
 		return nil
 	}
 	a := &aheadPools{done: make(chan struct{}), caps: caps}
+	for k := kindN4; k <= kindLV; k++ {
+		if caps[k] != 0 {
+			a.vm[k] = t.pools[k].vm // nil: a pool of buffers
+		}
+	}
 	go func() {
 		defer close(a.done)
 		for k := kindN4; k <= kindLV; k++ {
 			if caps[k] == 0 {
+				continue
+			}
+			if a.vm[k] != nil {
+				if a.vm[k].grow(k, caps[k]) != nil { // left to the exact reservations
+					return
+				}
 				continue
 			}
 			b, err := allocPool(g.dev, k, caps[k])
@@ -141,6 +153,8 @@ func (g *gpuEngine) adoptAhead(t *devTree, a *aheadPools) error {
 	for k := kindN4; k <= kindLV; k++ {
 		b := a.bufs[k]
 		switch {
+		case a.vm[k] != nil:
+			g.viewPool(t, k) // what was mapped, however far the growth got
 		case b.words == nil:
 		case err != nil || b.cap <= t.pools[k].cap:
 			err = errors.Join(err, b.release())
@@ -152,7 +166,8 @@ func (g *gpuEngine) adoptAhead(t *devTree, a *aheadPools) error {
 }
 
 // dropAhead waits for a's allocations and frees them (a batch that failed
-// before adoptAhead). Cost: the wait and the frees.
+// before adoptAhead); memory mapped in place stays mapped, unused, for the
+// pool's next growth. Cost: the wait and the frees.
 func (g *gpuEngine) dropAhead(a *aheadPools) error {
 	if a == nil {
 		return nil

@@ -1,0 +1,115 @@
+package art
+
+import (
+	"testing"
+
+	"github.com/warpkv/warpkv/internal/gputest"
+)
+
+// TestGPUPoolsInPlace runs the same builds, inserts (some growing pools
+// ahead and in their rounds) and deletes on two GPU trees of one device,
+// one with pools that grow in place (vmm, the default where the device
+// has virtual memory management) and one with pools of buffers (the
+// fallback, vmm off), and on a CPU tree. After every batch the layouts
+// equal the CPU engine's word for word; a pool in place keeps its
+// address as it grows (nothing copied or retired), while a pool of the
+// fallback moves when it grows; and after Close the device holds what it
+// held before.
+func TestGPUPoolsInPlace(t *testing.T) {
+	dev := gputest.Device(t)
+	if _, err := dev.VMMGranularity(); err != nil {
+		gputest.Unavailable(t, err.Error())
+	}
+	_, before := dev.Live()
+	var trees [2]*Tree
+	var engs [2]*gpuEngine
+	for i := range trees {
+		tr, err := Open(Options{GPU: dev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		trees[i], engs[i] = tr, tr.eng.(*gpuEngine)
+	}
+	if !engs[0].vmm {
+		t.Fatal("vmm is off in a new engine on a device with VMM, want on")
+	}
+	engs[1].vmm = false
+	ct, _ := Open(Options{Device: "cpu"})
+	check := func(what string) {
+		t.Helper()
+		want, _ := ct.eng.snapshot()
+		for j, tr := range trees {
+			got, err := tr.eng.snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := equalStores(want, got); err != nil {
+				t.Fatalf("%s, tree %d: layouts differ (cpu, gpu): %v", what, j, err)
+			}
+		}
+	}
+	tk, tv := randomKeys(0, 50000)
+	for _, tr := range []*Tree{trees[0], trees[1], ct} {
+		if err := tr.BuildKeys(tk, tv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("build")
+	for k := kindN4; k <= kindLV; k++ {
+		p0, p1 := &engs[0].t.pools[k], &engs[1].t.pools[k]
+		if p0.words != nil && p0.vm == nil || p1.vm != nil {
+			t.Fatalf("kind %d after the build: in place %v, fallback %v; want in place, buffers", k, p0.vm != nil, p1.vm != nil)
+		}
+	}
+	var grown [2]int
+	from := 50000
+	for i := 0; i < 8; i++ {
+		ik, iv := randomKeys(from-500, 30000) // 500 present
+		from += 29500
+		var ptrs [2][numKinds + 1]uint64
+		caps := [2][numKinds + 1]uint64{poolCaps(engs[0].t), poolCaps(engs[1].t)}
+		for j := range trees {
+			for k := kindN4; k <= kindLV; k++ {
+				if p := &engs[j].t.pools[k]; p.words != nil {
+					ptrs[j][k] = uint64(p.words.Ptr())
+				}
+			}
+		}
+		for _, tr := range []*Tree{trees[0], trees[1], ct} {
+			if err := tr.InsertKeys(ik, iv); err != nil {
+				t.Fatalf("batch %d: %v", i, err)
+			}
+		}
+		check("insert")
+		for j, eg := range engs {
+			for k := kindN4; k <= kindLV; k++ {
+				p := &eg.t.pools[k]
+				if ptrs[j][k] == 0 || p.cap == caps[j][k] {
+					continue
+				}
+				grown[j]++
+				if got := uint64(p.words.Ptr()); (got == ptrs[j][k]) != (j == 0) {
+					t.Fatalf("batch %d, tree %d (in place: %v): kind %d grew from %#x to %#x", i, j, j == 0, k, ptrs[j][k], got)
+				}
+			}
+		}
+		dk, _ := randomKeys(from-30000, 3000)
+		for _, tr := range []*Tree{trees[0], trees[1], ct} {
+			if _, err := tr.DeleteKeys(dk); err != nil {
+				t.Fatalf("batch %d: delete: %v", i, err)
+			}
+		}
+		check("delete")
+	}
+	if grown[0] < 2 || grown[1] < 2 {
+		t.Fatalf("%d pools grew in place, %d of the fallback; want at least 2 each", grown[0], grown[1])
+	}
+	for _, tr := range trees {
+		if err := tr.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, after := dev.Live(); after != before {
+		t.Fatalf("the device holds %d bytes after Close, %d before", after, before)
+	}
+}
