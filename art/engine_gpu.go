@@ -78,7 +78,7 @@ type gpuEngine struct {
 	// fewer).
 	in, out  *gpu.Stream
 	kev      []*gpu.Event
-	valsEv   *gpu.Event // a structural batch's values on the device (uploadValsBeside)
+	valsEv   *gpu.Event // a structural batch's values on the device (startVals)
 	chunkMin int
 
 	// chunkUnits is the units of a full chunk of a point call when its

@@ -82,16 +82,8 @@ func randomKeys(from, n int) (Keys, []uint64) {
 // pools freed beside, after the call: freeBeside), with pools of buffers
 // (buffers: the fallback without VMM), without growAhead,
 // with the retired pools freed before the call returns (freeInCall),
-// with the offsets of its one-length keys uploaded (offsUp), with the
-// keys uploaded whole (whole), with them whole and the values packed
-// during the sort (whole,valsInSort: the upload before batchUpload), with
-// the node round's write unstaged (writeLocal: an_write_local), and with
-// each class of touched nodes written and timed apart (writeSplit, staged
-// and not: writeSplit,local), with the frees selected per kind
-// (freesPerKind), with all of an insert round's entries sorted, not
-// merged (sortAll), with every word of an N4 or N16 in place stored
-// (writeEvery; writeSplit,every), and with the node round as before
-// (writeLocal,freesPerKind,sortAll).
+// with the offsets of its one-length keys uploaded (offsUp), and with
+// each class of touched nodes written and timed apart (writeSplit).
 func BenchmarkGPUInsertSteps(b *testing.B) {
 	for _, c := range []struct {
 		name          string
@@ -108,16 +100,7 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 		{name: "tree=100M,ahead=off", tree: 100_000_000, keys: randomKeys},
 		{name: "tree=100M,freeInCall", tree: 100_000_000, keys: randomKeys, ahead: true, inCall: true},
 		{name: "tree=100M,offsUp", tree: 100_000_000, keys: randomKeys, ahead: true, bu: batchUpload{offsUp: true}},
-		{name: "tree=100M,whole", tree: 100_000_000, keys: randomKeys, ahead: true, bu: batchUpload{whole: true}},
-		{name: "tree=100M,whole,valsInSort", tree: 100_000_000, keys: randomKeys, ahead: true, bu: batchUpload{whole: true, valsInSort: true}},
-		{name: "tree=100M,writeLocal", tree: 100_000_000, keys: randomKeys, ahead: true, nw: nodeWrite{local: true}},
 		{name: "tree=100M,writeSplit", tree: 100_000_000, keys: randomKeys, ahead: true, nw: nodeWrite{split: true}},
-		{name: "tree=100M,writeSplit,local", tree: 100_000_000, keys: randomKeys, ahead: true, nw: nodeWrite{split: true, local: true}},
-		{name: "tree=100M,freesPerKind", tree: 100_000_000, keys: randomKeys, ahead: true, nw: nodeWrite{freesPerKind: true}},
-		{name: "tree=100M,sortAll", tree: 100_000_000, keys: randomKeys, ahead: true, nw: nodeWrite{sortAll: true}},
-		{name: "tree=100M,writeEvery", tree: 100_000_000, keys: randomKeys, ahead: true, nw: nodeWrite{every: true}},
-		{name: "tree=100M,writeSplit,every", tree: 100_000_000, keys: randomKeys, ahead: true, nw: nodeWrite{split: true, every: true}},
-		{name: "tree=100M,writeLocal,freesPerKind,sortAll", tree: 100_000_000, keys: randomKeys, ahead: true, nw: nodeWrite{local: true, freesPerKind: true, sortAll: true}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			d := gputest.Device(b)
@@ -132,7 +115,7 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			g.trace = &engine.StepTrace{}
 			g.aheadGrowth, g.freeBeside = c.ahead, !c.inCall
 			g.vmm = g.vmm && !c.buffers
-			g.bu.whole, g.bu.valsInSort, g.bu.offsUp = c.bu.whole, c.bu.valsInSort, c.bu.offsUp
+			g.bu.offsUp = c.bu.offsUp
 			g.nw = c.nw
 			var lb engine.Timings
 			var call, frees time.Duration
