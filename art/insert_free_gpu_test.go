@@ -110,7 +110,10 @@ func TestGPUInsertRetry(t *testing.T) {
 		}
 	}
 	g.waitFrees()
-	ik, iv := randomKeys(20000, 40000) // more new records than any pool's headroom
+	// More new records than any pool's headroom: a pool grown in place
+	// holds at least a granule of the device's VMM (2 MiB, 65536 leaves of
+	// 16-byte keys).
+	ik, iv := randomKeys(20000, 150000)
 	g.failGrowth = true
 	if err := gt.InsertKeys(ik, iv); !errors.Is(err, gpu.ErrOutOfMemory) {
 		t.Fatalf("no frees pending: got %v, want an out-of-memory error", err)
