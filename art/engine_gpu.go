@@ -120,9 +120,6 @@ type gpuEngine struct {
 	// goroutine while its keys are uploaded and sorted (growAhead; on by
 	// default, benchmarks compare).
 	aheadGrowth bool
-	// aheadFirst runs growAhead's growth on the calling goroutine before
-	// the upload starts instead of beside it (benchmarks compare).
-	aheadFirst bool
 
 	// bu uploads structural batches: keys in parts beside the sort,
 	// values beside the work (sort_parts_gpu.go).

@@ -90,8 +90,7 @@ const aheadSmallBytes = 64 << 20
 func aheadSmall(k int) uint64 { return aheadSmallBytes / uint64(8*kindWords[k]) }
 
 // growAhead starts the growth of the pools aheadCaps names, on another
-// goroutine (allocations only: no stream calls; with g.aheadFirst on the
-// caller's, before the upload starts). It returns nil when
+// goroutine (allocations only: no stream calls). It returns nil when
 // there is none (or growth is disabled). Cost: O(1) here; the allocations
 // run beside the caller.
 func (g *gpuEngine) growAhead(t *devTree, n, lk int) *aheadPools {
@@ -108,7 +107,7 @@ func (g *gpuEngine) growAhead(t *devTree, n, lk int) *aheadPools {
 			a.vm[k] = t.pools[k].vm // nil: a pool of buffers
 		}
 	}
-	grow := func() {
+	go func() {
 		defer close(a.done)
 		for k := kindN4; k <= kindLV; k++ {
 			if caps[k] == 0 {
@@ -126,12 +125,7 @@ func (g *gpuEngine) growAhead(t *devTree, n, lk int) *aheadPools {
 			}
 			a.bufs[k] = b
 		}
-	}
-	if g.aheadFirst {
-		grow()
-	} else {
-		go grow()
-	}
+	}()
 	return a
 }
 

@@ -80,11 +80,9 @@ func randomKeys(from, n int) (Keys, []uint64) {
 // pool_vmm_gpu.go; the pools grown ahead: growAhead; the keys in two parts beside
 // the sort and the values beside the work: batchUpload; the retired
 // pools freed beside, after the call: freeBeside), with pools of buffers
-// (buffers: the fallback without VMM), with growAhead's growth before
-// the upload rather than beside it (aheadFirst), without growAhead,
+// (buffers: the fallback without VMM), without growAhead,
 // with the retired pools freed before the call returns (freeInCall),
-// with the offsets of its one-length keys uploaded (offsUp), and with
-// each class of touched nodes written and timed apart (writeSplit).
+// and with each class of touched nodes written and timed apart (writeSplit).
 func BenchmarkGPUInsertSteps(b *testing.B) {
 	for _, c := range []struct {
 		name          string
@@ -92,17 +90,13 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 		keys          func(from, n int) (Keys, []uint64)
 		ahead, inCall bool
 		buffers       bool // pools of buffers, not grown in place (vmm off)
-		first         bool // growAhead's growth before the upload (aheadFirst)
-		bu            batchUpload
 		nw            nodeWrite
 	}{
 		{name: "tree=16Mi", tree: stepsTreeKeys, keys: stepsKeys, ahead: true},
 		{name: "tree=100M", tree: 100_000_000, keys: randomKeys, ahead: true},
 		{name: "tree=100M,buffers", tree: 100_000_000, keys: randomKeys, ahead: true, buffers: true},
-		{name: "tree=100M,aheadFirst", tree: 100_000_000, keys: randomKeys, ahead: true, first: true},
 		{name: "tree=100M,ahead=off", tree: 100_000_000, keys: randomKeys},
 		{name: "tree=100M,freeInCall", tree: 100_000_000, keys: randomKeys, ahead: true, inCall: true},
-		{name: "tree=100M,offsUp", tree: 100_000_000, keys: randomKeys, ahead: true, bu: batchUpload{offsUp: true}},
 		{name: "tree=100M,writeSplit", tree: 100_000_000, keys: randomKeys, ahead: true, nw: nodeWrite{split: true}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
@@ -117,8 +111,7 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			g := tr.eng.(*gpuEngine)
 			g.trace = &engine.StepTrace{}
 			g.aheadGrowth, g.freeBeside = c.ahead, !c.inCall
-			g.vmm, g.aheadFirst = g.vmm && !c.buffers, c.first
-			g.bu.offsUp = c.bu.offsUp
+			g.vmm = g.vmm && !c.buffers
 			g.nw = c.nw
 			var lb engine.Timings
 			var call, frees time.Duration

@@ -117,7 +117,7 @@ func TestGPUNodeWrite(t *testing.T) {
 		}
 	}
 	check("random keys")
-	steps, err := trees[2].eng.(*gpuEngine).trace.Steps()
+	steps, err := trees[1].eng.(*gpuEngine).trace.Steps() // split
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,10 +42,6 @@ const (
 type batchUpload struct {
 	// partsMin, when not 0, replaces keyPartsMin (tests).
 	partsMin int
-	// offsUp uploads the offsets of a batch in parts whose keys all have
-	// one length, which by default are checked on the host (oneLength)
-	// and written on the device (as_offsets) instead.
-	offsUp bool
 
 	evs  [2]*gpu.Event // the key parts' arrivals on g.in
 	vals *valsUpload   // the values' upload in flight (startVals)

@@ -17,14 +17,13 @@ import (
 // tie past round 0's 7 bytes across it (more sort rounds), long keys and
 // keys that prefix others, empty keys, and batches of one to three keys
 // (a part of one key; a batch of one part); batches of keys of one length
-// have their offsets written on the device unless offsUp.
+// have their offsets written on the device.
 func TestGPUKeyParts(t *testing.T) {
 	modes := []struct {
 		name string
 		set  func(bu *batchUpload)
 	}{
 		{"parts", func(bu *batchUpload) { bu.partsMin = 2 }},
-		{"parts,offsUp", func(bu *batchUpload) { bu.partsMin, bu.offsUp = 2, true }},
 		{"whole", func(bu *batchUpload) { bu.partsMin = math.MaxInt }},
 		{"default", func(*batchUpload) {}},
 	}
