@@ -72,15 +72,8 @@ func TestGPUFreeBeside(t *testing.T) {
 		if err := ct.InsertKeys(ik, iv); err != nil {
 			t.Fatal(err)
 		}
-		want, _ := ct.eng.snapshot()
-		for j, tr := range trees {
-			got, err := tr.eng.snapshot()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := equalStores(want, got); err != nil {
-				t.Fatalf("batch %d, tree %d: layouts differ (cpu, gpu): %v", i, j, err)
-			}
+		if err := layoutsOf(ct, trees[:]...); err != nil {
+			t.Fatalf("batch %d: %v", i, err)
 		}
 	}
 	if grown < 2 {

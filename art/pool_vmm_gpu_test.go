@@ -1,10 +1,30 @@
 package art
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/warpkv/warpkv/internal/gputest"
 )
+
+// layoutsOf returns an error naming the first of trees whose layout
+// differs from want's (the CPU engine's) word for word, or nil.
+func layoutsOf(want *Tree, trees ...*Tree) error {
+	w, err := want.eng.snapshot()
+	if err != nil {
+		return err
+	}
+	for j, tr := range trees {
+		got, err := tr.eng.snapshot()
+		if err != nil {
+			return err
+		}
+		if err := equalStores(w, got); err != nil {
+			return fmt.Errorf("tree %d: layouts differ (cpu, gpu): %w", j, err)
+		}
+	}
+	return nil
+}
 
 // TestGPUPoolsInPlace runs the same builds, inserts (some growing pools
 // ahead and in their rounds) and deletes on two GPU trees of one device,
@@ -37,15 +57,8 @@ func TestGPUPoolsInPlace(t *testing.T) {
 	ct, _ := Open(Options{Device: "cpu"})
 	check := func(what string) {
 		t.Helper()
-		want, _ := ct.eng.snapshot()
-		for j, tr := range trees {
-			got, err := tr.eng.snapshot()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := equalStores(want, got); err != nil {
-				t.Fatalf("%s, tree %d: layouts differ (cpu, gpu): %v", what, j, err)
-			}
+		if err := layoutsOf(ct, trees[:]...); err != nil {
+			t.Fatalf("%s: %v", what, err)
 		}
 	}
 	tk, tv := randomKeys(0, 50000)
