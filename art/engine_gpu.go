@@ -158,6 +158,9 @@ type gpuEngine struct {
 	// management; tests and benchmarks turn it off to run the buffers'
 	// way (the fallback) on the same device.
 	vmm bool
+	// inPlaceMin is the bytes of records from which a pool grows in place
+	// (inPlaceMinBytes; tests set less).
+	inPlaceMin uint64
 
 	// failGrowth (tests) makes every growth of a pool or the arena fail as
 	// if the device were out of memory.
@@ -178,7 +181,7 @@ type gpuEngine struct {
 func newGPUEngine(d *gpu.Device, workers int) (backend, error) {
 	g := &gpuEngine{dev: d, workers: workers, chunkMin: pointChunkMin, aheadGrowth: true, freeBeside: true, walkLanes: defaultWalkLanes}
 	_, err := d.VMMGranularity()
-	g.vmm = err == nil
+	g.vmm, g.inPlaceMin = err == nil, inPlaceMinBytes
 	if g.pe, err = prim.NewGPU(d); err != nil {
 		return nil, err
 	}
@@ -270,7 +273,8 @@ func (g *gpuEngine) release() error {
 
 // ensurePool grows kind k's buffers of tree t to hold need records,
 // keeping their contents. On failure nothing changes. Cost: in place
-// (g.inPlace), the mapping of the growth (growInPlace); else an allocation
+// (g.inPlace), the mapping of the growth (growInPlace; a pool of buffers
+// that moves in place also copies its records once); else an allocation
 // and a device copy of the records in use when it grows, queued on g.s,
 // the old buffers retired (freed after the batch), so the batch does not
 // wait for the copy.
@@ -282,12 +286,12 @@ func (g *gpuEngine) ensurePool(t *devTree, k int, need uint64) error {
 	if g.failGrowth {
 		return fmt.Errorf("%d records of kind %d: %w (test)", growCap(p.cap, need), k, gpu.ErrOutOfMemory)
 	}
-	if g.inPlace(t, k) {
-		err := g.growInPlace(t, k, growCap(p.cap, need))
+	if nc := growCap(p.cap, need); g.inPlace(t, k, nc) {
+		err := g.growInPlace(t, k, nc)
 		if err == nil || p.vm != nil {
 			return err
 		}
-		// No addresses reserved (the pool's first growth): buffers.
+		// No ranges could be reserved or mapped: buffers.
 	}
 	nb, err := allocPool(g.dev, k, growCap(p.cap, need))
 	if err != nil {

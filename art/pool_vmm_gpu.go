@@ -9,15 +9,16 @@ import (
 
 // Record pools that grow in place. Where the device has virtual memory
 // management (gpu.Growable; g.vmm, on by default where supported), each
-// of a tree's pools keeps its records, free stack and pending frees on
-// three reserved ranges of addresses, and a pool's growth maps more
-// memory behind the records it holds: no new buffer, no device copy of the
+// of a tree's pools of at least inPlaceMinBytes keeps its records, free
+// stack and pending frees on three reserved ranges of addresses, and a
+// pool's growth maps more memory behind the records it holds: no new buffer, no device copy of the
 // records in use, no old buffer retired and freed. At 100M keys an
 // insert's N16 pool grows by about 3 GB; as buffers that growth was a
 // cuMemAlloc of the new pool, a 2 GB device copy and a cuMemFree of the
 // old pool, beside the upload of the keys, which the driver's calls slowed
-// (BENCHMARKS.md, branch ains6). Without VMM (or with g.vmm off) pools
-// are buffers, grown as ensurePool's doc says.
+// (BENCHMARKS.md, branch ains6). Smaller pools, and every pool without
+// VMM (or with g.vmm off), are buffers, grown as ensurePool's doc says; a
+// pool of buffers that grows past the size moves in place (one copy).
 
 // poolVM are one pool's reserved ranges: its records (words), free
 // stack and pending frees.
@@ -75,44 +76,78 @@ func (vm *poolVM) release() error {
 	return errors.Join(vm.words.Free(), vm.free.Free(), vm.pend.Free())
 }
 
+// inPlaceMinBytes is the default size of records from which a pool grows
+// in place (gpuEngine.inPlaceMin): smaller pools are buffers. A small
+// pool's growth as buffers is cheap (an allocation and a copy of a few
+// MB), while every tree and growth in place costs a handful of driver
+// calls (reservations, creates, maps, and their release), which builds
+// and inserts of small trees pay many times: TestRandomSequences' first
+// case ran 5.6 s with every pool in place against 1.7-1.9 s with buffers
+// (H200, 2026-11-29). At 100M keys every pool but the N48 one passes it
+// after the build, and that one moves in place as it grows ahead.
+const inPlaceMinBytes = 64 << 20
+
+// inPlace reports whether kind k's pool of tree t grows in place to nc
+// records: it is on reserved ranges already, or g.vmm is on and nc
+// records take at least g.inPlaceMin bytes. Cost: O(1).
+func (g *gpuEngine) inPlace(t *devTree, k int, nc uint64) bool {
+	return t.pools[k].vm != nil || g.vmm && nc*uint64(8*kindWords[k]) >= g.inPlaceMin
+}
+
 // growInPlace grows kind k's pool of tree t, on reserved ranges, to hold
-// at least nc records (reserving them at its first growth) and points
-// the pool's buffers at what is mapped. On failure the capacity is
-// unchanged. Cost: grow's; nothing is copied or retired.
+// at least nc records and points the pool's buffers at what is mapped. A
+// pool of buffers moves onto ranges reserved here (moveInPlace). On
+// failure the capacity is unchanged, and a pool without ranges has none.
+// Cost: grow's, and for a move the copy of the records in use; else
+// nothing is copied or retired.
 func (g *gpuEngine) growInPlace(t *devTree, k int, nc uint64) error {
 	p := &t.pools[k]
-	if p.vm == nil {
-		vm, err := newPoolVM(g.dev, k)
-		if err != nil {
+	if p.vm != nil {
+		if err := p.vm.grow(k, nc); err != nil {
 			return err
 		}
-		p.vm = vm
+		g.viewPool(t, k)
+		return nil
 	}
-	if err := p.vm.grow(k, nc); err != nil {
+	vm, err := newPoolVM(g.dev, k)
+	if err != nil {
 		return err
 	}
-	g.viewPool(t, k)
+	if err := vm.grow(k, nc); err != nil {
+		return errors.Join(err, vm.release())
+	}
+	return g.moveInPlace(t, k, vm)
+}
+
+// moveInPlace makes vm (mapped for more records than the pool holds) kind
+// k's pool of tree t: the records, free stack and pending frees of a pool
+// of buffers are copied on g.s into its views and the buffers retired
+// (adoptPool). On failure vm is released and nothing changes. Cost: the
+// copy, queued.
+func (g *gpuEngine) moveInPlace(t *devTree, k int, vm *poolVM) error {
+	if err := g.adoptPool(t, k, vm.views(k)); err != nil {
+		return errors.Join(err, vm.release())
+	}
+	t.pools[k].vm = vm
 	return nil
 }
 
-// viewPool sets kind k's buffers of tree t to the views of its ranges'
-// mapped memory, its capacity to the records they hold (never less than
-// before).
-func (g *gpuEngine) viewPool(t *devTree, k int) {
-	p := &t.pools[k]
-	nc := p.vm.capacity(k)
-	if nc < p.cap || nc == 0 {
-		return
-	}
-	p.words = gpu.GrowableView[uint64](p.vm.words, int(nc)*kindWords[k])
-	p.free = gpu.GrowableView[uint32](p.vm.free, int(nc))
-	p.pend = gpu.GrowableView[uint32](p.vm.pend, int(nc))
-	p.cap = nc
+// views are the buffers over vm's mapped memory, for the records of kind
+// k it holds.
+func (vm *poolVM) views(k int) poolBufs {
+	nc := vm.capacity(k)
+	return poolBufs{words: gpu.GrowableView[uint64](vm.words, int(nc)*kindWords[k]),
+		free: gpu.GrowableView[uint32](vm.free, int(nc)), pend: gpu.GrowableView[uint32](vm.pend, int(nc)), cap: nc}
 }
 
-// inPlace reports whether kind k's pool of tree t grows in place: it is
-// on reserved ranges, or has no buffers yet and g.vmm is on.
-func (g *gpuEngine) inPlace(t *devTree, k int) bool {
+// viewPool sets kind k's buffers of tree t (in place) to the views of its
+// ranges' mapped memory, its capacity to the records they hold (never
+// less than before).
+func (g *gpuEngine) viewPool(t *devTree, k int) {
 	p := &t.pools[k]
-	return p.vm != nil || p.words == nil && g.vmm
+	b := p.vm.views(k)
+	if b.cap <= p.cap {
+		return
+	}
+	p.words, p.free, p.pend, p.cap = b.words, b.free, b.pend, b.cap
 }

@@ -27,22 +27,24 @@ func layoutsOf(want *Tree, trees ...*Tree) error {
 }
 
 // TestGPUPoolsInPlace runs the same builds, inserts (some growing pools
-// ahead and in their rounds) and deletes on two GPU trees of one device,
-// one with pools that grow in place (vmm, the default where the device
-// has virtual memory management) and one with pools of buffers (the
-// fallback, vmm off), and on a CPU tree. After every batch the layouts
-// equal the CPU engine's word for word; a pool in place keeps its
-// address as it grows (nothing copied or retired), while a pool of the
-// fallback moves when it grows; and after Close the device holds what it
-// held before.
+// ahead and in their rounds) and deletes on three GPU trees of one
+// device: every pool in place (vmm, the default where the device has
+// virtual memory management, from the first byte: inPlaceMin 0), pools of
+// buffers (the fallback, vmm off), and pools that start as buffers and
+// move in place as they grow past a size set after the build; and on a
+// CPU tree. After every batch the layouts equal the CPU engine's word for
+// word; a pool in place keeps its address as it grows (nothing copied or
+// retired), while a pool of buffers moves when it grows; in the third
+// tree exactly the pools past the size are in place, and some moved; and
+// after Close the device holds what it held before.
 func TestGPUPoolsInPlace(t *testing.T) {
 	dev := gputest.Device(t)
 	if _, err := dev.VMMGranularity(); err != nil {
 		gputest.Unavailable(t, err.Error())
 	}
 	_, before := dev.Live()
-	var trees [2]*Tree
-	var engs [2]*gpuEngine
+	var trees [3]*Tree
+	var engs [3]*gpuEngine
 	for i := range trees {
 		tr, err := Open(Options{GPU: dev})
 		if err != nil {
@@ -53,7 +55,9 @@ func TestGPUPoolsInPlace(t *testing.T) {
 	if !engs[0].vmm {
 		t.Fatal("vmm is off in a new engine on a device with VMM, want on")
 	}
+	engs[0].inPlaceMin = 0
 	engs[1].vmm = false
+	engs[2].inPlaceMin = 1 << 62 // buffers for the build
 	ct, _ := Open(Options{Device: "cpu"})
 	check := func(what string) {
 		t.Helper()
@@ -62,18 +66,22 @@ func TestGPUPoolsInPlace(t *testing.T) {
 		}
 	}
 	tk, tv := randomKeys(0, 50000)
-	for _, tr := range []*Tree{trees[0], trees[1], ct} {
+	for _, tr := range []*Tree{trees[0], trees[1], trees[2], ct} {
 		if err := tr.BuildKeys(tk, tv); err != nil {
 			t.Fatal(err)
 		}
 	}
 	check("build")
+	var largest uint64 // bytes of the third tree's largest pool
 	for k := kindN4; k <= kindLV; k++ {
-		p0, p1 := &engs[0].t.pools[k], &engs[1].t.pools[k]
-		if p0.words != nil && p0.vm == nil || p1.vm != nil {
-			t.Fatalf("kind %d after the build: in place %v, fallback %v; want in place, buffers", k, p0.vm != nil, p1.vm != nil)
+		p0, p1, p2 := &engs[0].t.pools[k], &engs[1].t.pools[k], &engs[2].t.pools[k]
+		if p0.words != nil && p0.vm == nil || p1.vm != nil || p2.vm != nil {
+			t.Fatalf("kind %d after the build: in place %v, %v, %v; want yes, no, no", k, p0.vm != nil, p1.vm != nil, p2.vm != nil)
 		}
+		largest = max(largest, p2.cap*uint64(8*kindWords[k]))
 	}
+	engs[2].inPlaceMin = largest * 8 / 5 // passed when it grows by more than half again
+	moved := 0
 	var grown [2]int
 	from := 50000
 	for i := 0; i < 8; i++ {
@@ -81,20 +89,33 @@ func TestGPUPoolsInPlace(t *testing.T) {
 		from += 29500
 		var ptrs [2][numKinds + 1]uint64
 		caps := [2][numKinds + 1]uint64{poolCaps(engs[0].t), poolCaps(engs[1].t)}
-		for j := range trees {
+		for j := range ptrs {
 			for k := kindN4; k <= kindLV; k++ {
 				if p := &engs[j].t.pools[k]; p.words != nil {
 					ptrs[j][k] = uint64(p.words.Ptr())
 				}
 			}
 		}
-		for _, tr := range []*Tree{trees[0], trees[1], ct} {
+		var was [numKinds + 1]bool
+		for k := range was {
+			was[k] = engs[2].t.pools[k].vm != nil
+		}
+		for _, tr := range []*Tree{trees[0], trees[1], trees[2], ct} {
 			if err := tr.InsertKeys(ik, iv); err != nil {
 				t.Fatalf("batch %d: %v", i, err)
 			}
 		}
 		check("insert")
-		for j, eg := range engs {
+		for k := kindN4; k <= kindLV; k++ {
+			p := &engs[2].t.pools[k]
+			if p.words != nil && (p.vm != nil) != (p.cap*uint64(8*kindWords[k]) >= engs[2].inPlaceMin) {
+				t.Fatalf("batch %d: kind %d of %d bytes in place %v, from %d bytes", i, k, p.cap*uint64(8*kindWords[k]), p.vm != nil, engs[2].inPlaceMin)
+			}
+			if p.vm != nil && !was[k] {
+				moved++
+			}
+		}
+		for j, eg := range engs[:2] {
 			for k := kindN4; k <= kindLV; k++ {
 				p := &eg.t.pools[k]
 				if ptrs[j][k] == 0 || p.cap == caps[j][k] {
@@ -107,15 +128,15 @@ func TestGPUPoolsInPlace(t *testing.T) {
 			}
 		}
 		dk, _ := randomKeys(from-30000, 3000)
-		for _, tr := range []*Tree{trees[0], trees[1], ct} {
+		for _, tr := range []*Tree{trees[0], trees[1], trees[2], ct} {
 			if _, err := tr.DeleteKeys(dk); err != nil {
 				t.Fatalf("batch %d: delete: %v", i, err)
 			}
 		}
 		check("delete")
 	}
-	if grown[0] < 2 || grown[1] < 2 {
-		t.Fatalf("%d pools grew in place, %d of the fallback; want at least 2 each", grown[0], grown[1])
+	if grown[0] < 2 || grown[1] < 2 || moved < 1 {
+		t.Fatalf("%d pools grew in place, %d of the fallback, %d moved in place; want at least 2, 2, 1", grown[0], grown[1], moved)
 	}
 	for _, tr := range trees {
 		if err := tr.Close(); err != nil {
