@@ -11,14 +11,15 @@ import (
 // management (gpu.Growable; g.vmm, on by default where supported), each
 // of a tree's pools of at least inPlaceMinBytes keeps its records, free
 // stack and pending frees on three reserved ranges of addresses, and a
-// pool's growth maps more memory behind the records it holds: no new buffer, no device copy of the
-// records in use, no old buffer retired and freed. At 100M keys an
-// insert's N16 pool grows by about 3 GB; as buffers that growth was a
-// cuMemAlloc of the new pool, a 2 GB device copy and a cuMemFree of the
-// old pool, beside the upload of the keys, which the driver's calls slowed
-// (BENCHMARKS.md, branch ains6). Smaller pools, and every pool without
-// VMM (or with g.vmm off), are buffers, grown as ensurePool's doc says; a
-// pool of buffers that grows past the size moves in place (one copy).
+// pool's growth maps more memory behind the records it holds: no new
+// buffer, no device copy of the records in use, no old buffer retired and
+// freed. At 100M keys an insert's N16 pool grows from about 2 to 3 GB; as
+// buffers that growth was a cuMemAlloc of the new pool, a 2 GB device
+// copy and a cuMemFree of the old pool, beside the upload of the keys,
+// which the driver's calls slowed (BENCHMARKS.md, branches ains6 and
+// ains7). Smaller pools, and every pool without VMM (or with g.vmm off),
+// are buffers, grown as ensurePool's doc says; a pool of buffers that
+// grows past the size moves in place (one copy).
 
 // poolVM are one pool's reserved ranges: its records (words), free
 // stack and pending frees.

@@ -194,8 +194,8 @@ func (g *Growable) Reserved() int64 { return g.reserved }
 func (g *Growable) Mapped() int64 { return g.mapped.Load() }
 
 // Grow backs at least the first bytes bytes with memory, keeping what is
-// mapped (its contents and address). Growth past the reservation fails;
-// running out of memory returns an error matching ErrOutOfMemory, with
+// mapped (its contents and address). Running out of memory, or growth
+// past the reservation, returns an error matching ErrOutOfMemory, with
 // nothing changed. Cost: nothing when bytes are mapped; else one
 // cuMemCreate of the growth (rounded up to the granularity), one cuMemMap
 // and one cuMemSetAccess; no copy, no free.
@@ -207,7 +207,7 @@ func (g *Growable) Grow(bytes int64) error {
 		return nil
 	}
 	if bytes > g.reserved {
-		return fmt.Errorf("gpu: growing to %d bytes past a reservation of %d", bytes, g.reserved)
+		return fmt.Errorf("gpu: growing to %d bytes past a reservation of %d: %w", bytes, g.reserved, ErrOutOfMemory)
 	}
 	size := (bytes - mapped + g.gran - 1) / g.gran * g.gran
 	size = min(size, g.reserved-mapped)
