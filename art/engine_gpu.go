@@ -33,6 +33,7 @@ type devPool struct {
 	cap        uint64 // records the buffers hold
 	hwm, top   uint64
 	pendN      uint64
+	vm         *poolVM // the reserved ranges words, free and pend view (pool_vmm_gpu.go); nil: buffers
 }
 
 // devTree is a tree on the device.
@@ -77,7 +78,7 @@ type gpuEngine struct {
 	// fewer).
 	in, out  *gpu.Stream
 	kev      []*gpu.Event
-	valsEv   *gpu.Event // a structural batch's values on the device (uploadValsBeside)
+	valsEv   *gpu.Event // a structural batch's values on the device (startVals)
 	chunkMin int
 
 	// chunkUnits is the units of a full chunk of a point call when its
@@ -152,6 +153,15 @@ type gpuEngine struct {
 	freeMu      sync.Mutex
 	freeErr     error
 
+	// vmm grows new pools in place on reserved ranges of addresses
+	// (pool_vmm_gpu.go): on where the device has virtual memory
+	// management; tests and benchmarks turn it off to run the buffers'
+	// way (the fallback) on the same device.
+	vmm bool
+	// inPlaceMin is the bytes of records from which a pool grows in place
+	// (inPlaceMinBytes; tests set less).
+	inPlaceMin uint64
+
 	// failGrowth (tests) makes every growth of a pool or the arena fail as
 	// if the device were out of memory.
 	failGrowth bool
@@ -170,7 +180,8 @@ type gpuEngine struct {
 // so that a broken toolchain is reported by New.
 func newGPUEngine(d *gpu.Device, workers int) (backend, error) {
 	g := &gpuEngine{dev: d, workers: workers, chunkMin: pointChunkMin, aheadGrowth: true, freeBeside: true, walkLanes: defaultWalkLanes}
-	var err error
+	_, err := d.VMMGranularity()
+	g.vmm, g.inPlaceMin = err == nil, inPlaceMinBytes
 	if g.pe, err = prim.NewGPU(d); err != nil {
 		return nil, err
 	}
@@ -216,7 +227,7 @@ func (g *gpuEngine) freeTree(t *devTree) error {
 	err := g.s.Synchronize()
 	for k := range t.pools {
 		p := &t.pools[k]
-		err = errors.Join(err, p.words.Free(), p.free.Free(), p.pend.Free())
+		err = errors.Join(err, p.words.Free(), p.free.Free(), p.pend.Free(), p.vm.release())
 		*p = devPool{}
 	}
 	err = errors.Join(err, t.arena.Free(), t.root.Free())
@@ -261,10 +272,12 @@ func (g *gpuEngine) release() error {
 }
 
 // ensurePool grows kind k's buffers of tree t to hold need records,
-// keeping their contents. On failure nothing changes. Cost: an allocation
-// and a device copy of the records in use when it grows, queued on g.s;
-// the old buffers are retired (freed after the batch), so the batch does
-// not wait for the copy.
+// keeping their contents. On failure nothing changes. Cost: in place
+// (g.inPlace), the mapping of the growth (growInPlace; a pool of buffers
+// that moves in place also copies its records once); else an allocation
+// and a device copy of the records in use when it grows, queued on g.s,
+// the old buffers retired (freed after the batch), so the batch does not
+// wait for the copy.
 func (g *gpuEngine) ensurePool(t *devTree, k int, need uint64) error {
 	p := &t.pools[k]
 	if need <= p.cap && p.words != nil {
@@ -272,6 +285,13 @@ func (g *gpuEngine) ensurePool(t *devTree, k int, need uint64) error {
 	}
 	if g.failGrowth {
 		return fmt.Errorf("%d records of kind %d: %w (test)", growCap(p.cap, need), k, gpu.ErrOutOfMemory)
+	}
+	if nc := growCap(p.cap, need); g.inPlace(t, k, nc) {
+		err := g.growInPlace(t, k, nc)
+		if err == nil || p.vm != nil {
+			return err
+		}
+		// No ranges could be reserved or mapped: buffers.
 	}
 	nb, err := allocPool(g.dev, k, growCap(p.cap, need))
 	if err != nil {

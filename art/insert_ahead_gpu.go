@@ -21,6 +21,8 @@ type aheadPools struct {
 	done chan struct{}
 	caps [numKinds + 1]uint64 // the capacities asked for; 0: none
 	bufs [numKinds + 1]poolBufs
+	vm   [numKinds + 1]*poolVM // pools grown in place (g.inPlace): mapped, not allocated
+	move [numKinds + 1]bool    // vm reserved here, for a pool of buffers that moves in place
 }
 
 // aheadCaps returns, per kind, the capacity to grow tree t's pool to
@@ -101,10 +103,30 @@ func (g *gpuEngine) growAhead(t *devTree, n, lk int) *aheadPools {
 		return nil
 	}
 	a := &aheadPools{done: make(chan struct{}), caps: caps}
+	for k := kindN4; k <= kindLV; k++ {
+		if caps[k] != 0 {
+			a.vm[k] = t.pools[k].vm // nil: a pool of buffers
+			a.move[k] = a.vm[k] == nil && g.inPlace(t, k, caps[k])
+		}
+	}
 	go func() {
 		defer close(a.done)
 		for k := kindN4; k <= kindLV; k++ {
 			if caps[k] == 0 {
+				continue
+			}
+			if a.move[k] {
+				vm, err := newPoolVM(g.dev, k)
+				if err != nil { // left to the exact reservations
+					a.move[k] = false
+					return
+				}
+				a.vm[k] = vm
+			}
+			if a.vm[k] != nil {
+				if a.vm[k].grow(k, caps[k]) != nil { // left to the exact reservations
+					return
+				}
 				continue
 			}
 			b, err := allocPool(g.dev, k, caps[k])
@@ -129,7 +151,8 @@ func (a *aheadPools) ready() bool {
 }
 
 // adoptAhead waits for a's allocations and makes them tree t's pools (a
-// queued device copy each; the old buffers retired). Out of memory there
+// queued device copy each, the old buffers retired; a pool in place only
+// widens its views, and one that moves in place copies its records once). Out of memory there
 // is no error: those pools grow, or fail, at the exact reservations. Cost:
 // the wait, and the copies, queued.
 func (g *gpuEngine) adoptAhead(t *devTree, a *aheadPools) error {
@@ -141,6 +164,13 @@ func (g *gpuEngine) adoptAhead(t *devTree, a *aheadPools) error {
 	for k := kindN4; k <= kindLV; k++ {
 		b := a.bufs[k]
 		switch {
+		case a.move[k] && a.vm[k] == nil: // the goroutine stopped before it
+		case a.move[k] && (err != nil || a.vm[k].capacity(k) <= t.pools[k].cap):
+			err = errors.Join(err, a.vm[k].release())
+		case a.move[k]:
+			err = g.moveInPlace(t, k, a.vm[k])
+		case a.vm[k] != nil:
+			g.viewPool(t, k) // what was mapped, however far the growth got
 		case b.words == nil:
 		case err != nil || b.cap <= t.pools[k].cap:
 			err = errors.Join(err, b.release())
@@ -152,7 +182,9 @@ func (g *gpuEngine) adoptAhead(t *devTree, a *aheadPools) error {
 }
 
 // dropAhead waits for a's allocations and frees them (a batch that failed
-// before adoptAhead). Cost: the wait and the frees.
+// before adoptAhead), and the ranges reserved for pools that were to move
+// in place; memory mapped for a pool in place stays mapped, unused, for
+// its next growth. Cost: the wait and the frees.
 func (g *gpuEngine) dropAhead(a *aheadPools) error {
 	if a == nil {
 		return nil
@@ -162,6 +194,9 @@ func (g *gpuEngine) dropAhead(a *aheadPools) error {
 	for k := range a.bufs {
 		if a.bufs[k].words != nil {
 			err = errors.Join(err, a.bufs[k].release())
+		}
+		if a.move[k] {
+			err = errors.Join(err, a.vm[k].release())
 		}
 	}
 	return err

@@ -72,15 +72,8 @@ func TestGPUFreeBeside(t *testing.T) {
 		if err := ct.InsertKeys(ik, iv); err != nil {
 			t.Fatal(err)
 		}
-		want, _ := ct.eng.snapshot()
-		for j, tr := range trees {
-			got, err := tr.eng.snapshot()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := equalStores(want, got); err != nil {
-				t.Fatalf("batch %d, tree %d: layouts differ (cpu, gpu): %v", i, j, err)
-			}
+		if err := layoutsOf(ct, trees[:]...); err != nil {
+			t.Fatalf("batch %d: %v", i, err)
 		}
 	}
 	if grown < 2 {
@@ -110,7 +103,10 @@ func TestGPUInsertRetry(t *testing.T) {
 		}
 	}
 	g.waitFrees()
-	ik, iv := randomKeys(20000, 40000) // more new records than any pool's headroom
+	// More new records than any pool's headroom: a pool grown in place
+	// holds at least a granule of the device's VMM (2 MiB, 65536 leaves of
+	// 16-byte keys).
+	ik, iv := randomKeys(20000, 150000)
 	g.failGrowth = true
 	if err := gt.InsertKeys(ik, iv); !errors.Is(err, gpu.ErrOutOfMemory) {
 		t.Fatalf("no frees pending: got %v, want an out-of-memory error", err)

@@ -76,44 +76,28 @@ func randomKeys(from, n int) (Keys, []uint64) {
 // call), and logs how long the frees beside the call ran past its
 // return. tree=16Mi: stepsKeys, 16Mi keys; tree=100M: bench art's keys
 // and tree (its "insert 10M, 16 B keys, in 100M"), as the engine runs by
-// default (the pools grown ahead: growAhead; the keys in two parts beside
+// default (pools grown in place where the device has VMM:
+// pool_vmm_gpu.go; the pools grown ahead: growAhead; the keys in two parts beside
 // the sort and the values beside the work: batchUpload; the retired
-// pools freed beside, after the call: freeBeside), without growAhead,
+// pools freed beside, after the call: freeBeside), with pools of buffers
+// (buffers: the fallback without VMM), without growAhead,
 // with the retired pools freed before the call returns (freeInCall),
-// with the offsets of its one-length keys uploaded (offsUp), with the
-// keys uploaded whole (whole), with them whole and the values packed
-// during the sort (whole,valsInSort: the upload before batchUpload), with
-// the node round's write unstaged (writeLocal: an_write_local), and with
-// each class of touched nodes written and timed apart (writeSplit, staged
-// and not: writeSplit,local), with the frees selected per kind
-// (freesPerKind), with all of an insert round's entries sorted, not
-// merged (sortAll), with every word of an N4 or N16 in place stored
-// (writeEvery; writeSplit,every), and with the node round as before
-// (writeLocal,freesPerKind,sortAll).
+// and with each class of touched nodes written and timed apart (writeSplit).
 func BenchmarkGPUInsertSteps(b *testing.B) {
 	for _, c := range []struct {
 		name          string
 		tree          int
 		keys          func(from, n int) (Keys, []uint64)
 		ahead, inCall bool
-		bu            batchUpload
+		buffers       bool // pools of buffers, not grown in place (vmm off)
 		nw            nodeWrite
 	}{
-		{"tree=16Mi", stepsTreeKeys, stepsKeys, true, false, batchUpload{}, nodeWrite{}},
-		{"tree=100M", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{}},
-		{"tree=100M,ahead=off", 100_000_000, randomKeys, false, false, batchUpload{}, nodeWrite{}},
-		{"tree=100M,freeInCall", 100_000_000, randomKeys, true, true, batchUpload{}, nodeWrite{}},
-		{"tree=100M,offsUp", 100_000_000, randomKeys, true, false, batchUpload{offsUp: true}, nodeWrite{}},
-		{"tree=100M,whole", 100_000_000, randomKeys, true, false, batchUpload{whole: true}, nodeWrite{}},
-		{"tree=100M,whole,valsInSort", 100_000_000, randomKeys, true, false, batchUpload{whole: true, valsInSort: true}, nodeWrite{}},
-		{"tree=100M,writeLocal", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{local: true}},
-		{"tree=100M,writeSplit", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{split: true}},
-		{"tree=100M,writeSplit,local", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{split: true, local: true}},
-		{"tree=100M,freesPerKind", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{freesPerKind: true}},
-		{"tree=100M,sortAll", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{sortAll: true}},
-		{"tree=100M,writeEvery", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{every: true}},
-		{"tree=100M,writeSplit,every", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{split: true, every: true}},
-		{"tree=100M,writeLocal,freesPerKind,sortAll", 100_000_000, randomKeys, true, false, batchUpload{}, nodeWrite{local: true, freesPerKind: true, sortAll: true}},
+		{name: "tree=16Mi", tree: stepsTreeKeys, keys: stepsKeys, ahead: true},
+		{name: "tree=100M", tree: 100_000_000, keys: randomKeys, ahead: true},
+		{name: "tree=100M,buffers", tree: 100_000_000, keys: randomKeys, ahead: true, buffers: true},
+		{name: "tree=100M,ahead=off", tree: 100_000_000, keys: randomKeys},
+		{name: "tree=100M,freeInCall", tree: 100_000_000, keys: randomKeys, ahead: true, inCall: true},
+		{name: "tree=100M,writeSplit", tree: 100_000_000, keys: randomKeys, ahead: true, nw: nodeWrite{split: true}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			d := gputest.Device(b)
@@ -127,7 +111,7 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			g := tr.eng.(*gpuEngine)
 			g.trace = &engine.StepTrace{}
 			g.aheadGrowth, g.freeBeside = c.ahead, !c.inCall
-			g.bu.whole, g.bu.valsInSort, g.bu.offsUp = c.bu.whole, c.bu.valsInSort, c.bu.offsUp
+			g.vmm = g.vmm && !c.buffers
 			g.nw = c.nw
 			var lb engine.Timings
 			var call, frees time.Duration

@@ -62,7 +62,7 @@ type kernelSet struct {
 	iClassify, iEdgekeys, iGflags, iGroups, iItems, iSegs           *gpu.Function
 	iEntries, iRootWrites, iValues                                  *gpu.Function
 	nKeys, nGather, nPlan, nFinal, nEmit, nWrite, nMovedInplace     *gpu.Function
-	nRootWrites, nFreeFlags, nPushFrees, nRuns, nWriteLocal         *gpu.Function
+	nRootWrites, nPushFrees, nRuns                                  *gpu.Function
 	nFreeMarks, nFreeScatter                                        *gpu.Function
 	dFind, dMark, dLeafFlags, dDepthkeys, dEntries, qScan           *gpu.Function
 	qCollect, qEmit, qOrderKeys, qScanPerm, qCollectPerm            *gpu.Function
@@ -83,8 +83,8 @@ func (k *kernelSet) names() map[string]**gpu.Function {
 		"ai_classify": &k.iClassify, "ai_edgekeys": &k.iEdgekeys, "ai_gflags": &k.iGflags, "ai_groups": &k.iGroups,
 		"ai_items": &k.iItems, "ai_segs": &k.iSegs, "ai_entries": &k.iEntries, "ai_root_writes": &k.iRootWrites, "ai_values": &k.iValues,
 		"an_keys": &k.nKeys, "an_gather": &k.nGather, "an_plan": &k.nPlan, "an_final": &k.nFinal, "an_emit": &k.nEmit,
-		"an_write": &k.nWrite, "an_moved_inplace": &k.nMovedInplace, "an_runs": &k.nRuns, "an_root_writes": &k.nRootWrites, "an_free_flags": &k.nFreeFlags,
-		"an_push_frees": &k.nPushFrees, "an_write_local": &k.nWriteLocal,
+		"an_write": &k.nWrite, "an_moved_inplace": &k.nMovedInplace, "an_runs": &k.nRuns, "an_root_writes": &k.nRootWrites,
+		"an_push_frees": &k.nPushFrees,
 		"an_free_marks": &k.nFreeMarks, "an_free_scatter": &k.nFreeScatter,
 		"ad_find": &k.dFind, "ad_mark": &k.dMark, "ad_leaf_flags": &k.dLeafFlags, "ad_depthkeys": &k.dDepthkeys, "ad_entries": &k.dEntries,
 		"aq_scan": &k.qScan, "aq_collect": &k.qCollect, "aq_emit": &k.qEmit, "aq_order_keys": &k.qOrderKeys, "aq_scan_perm": &k.qScanPerm,

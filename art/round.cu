@@ -381,7 +381,6 @@ __device__ __forceinline__ void write_child(u64 *d, u32 k, u32 i, u32 b, u64 l) 
 #define WC_N256 4u    // N256 in place
 #define WC_COLLAPSE 8u // collapses (an empty node writes nothing)
 #define WC_CLASSES 15u // every class
-#define WC_EVERY 16u   // not a class: every word stored the way before (N4, N16 in place and moved to)
 
 // write_class is touched node ti's class for an_write's mask.
 __device__ __forceinline__ u32 write_class(u8 o, u32 k) {
@@ -390,12 +389,10 @@ __device__ __forceinline__ u32 write_class(u8 o, u32 k) {
     return k == K_N256 ? WC_N256 : WC_SMALL;
 }
 
-// write_touched is an_write's (stage: an N4's and N16's old children
-// staged in sc, this thread's column of the block's stage, and an N4 or
-// N16 in place written straight from the merge) and an_write_local's
-// (stage null: every child read from the record as the merge needs it, an
-// N4, N16 or N48 in place through a local copy of its children) work for
-// the touched nodes of the classes mask.
+// write_touched is an_write's work for the touched nodes of the classes
+// mask: an N4's and N16's old children staged in sc (this thread's column
+// of the block's stage) and an N4 or N16 in place written straight from
+// the merge; an N48 in place through a local copy of its children.
 __device__ __forceinline__ void write_touched(const Tree *t, u64 T, int insert, const u32 *tstart, const u32 *scode,
                                               const u32 *sop, const u64 *slink, const u32 *sgrp, const u8 *out,
                                               const u8 *htrim, const u64 *final_, const u64 *rem, const u32 *remb,
@@ -464,7 +461,7 @@ __device__ __forceinline__ void write_touched(const Tree *t, u64 T, int insert, 
         u32 cb, src;
         u64 cl;
         u32 n = 0;
-        if (moved && !(classes & WC_EVERY) && (fk == K_N4 || fk == K_N16)) {
+        if (moved && (fk == K_N4 || fk == K_N16)) {
             // To an N4 or N16: each word of the new record stored once
             // (key bytes gathered in registers, the places past the count
             // zeroed), where the general path zeroes the record first,
@@ -530,7 +527,7 @@ __device__ __forceinline__ void write_touched(const Tree *t, u64 T, int insert, 
             d[W_PARENT] = pw;
             continue;
         }
-        if (sc && k != K_N48) {
+        if (k != K_N48) {
             // In place, an N4 or N16 staged: at most 16 children (the
             // kind did not change), written as the merge gives them, the
             // key bytes gathered in registers. Only the words that change
@@ -538,10 +535,9 @@ __device__ __forceinline__ void write_touched(const Tree *t, u64 T, int insert, 
             // thread of a warp): a child that differs from the staged old
             // one at its place, the old places past the new count (zero:
             // every place past a node's count is), the header and key
-            // words when they differ; every word with WC_EVERY.
-            bool every = classes & WC_EVERY;
-            u32 cw = k == K_N4 ? N4_CHILD : N16_CHILD, cap = k == K_N4 ? 4 : 16;
-            u32 oc = every ? 0 : m.cnt;
+            // words when they differ.
+            u32 cw = k == K_N4 ? N4_CHILD : N16_CHILD;
+            u32 oc = m.cnt;
             u64 om = r[W_META], op = r[W_PREFIX], ot = r[W_TERM], opw = r[W_PARENT];
             u64 ok0 = m.kb0, ok1 = m.kb1;
             const u64 *os = m.sc;
@@ -554,20 +550,20 @@ __device__ __forceinline__ void write_touched(const Tree *t, u64 T, int insert, 
                 if (is_node(cl) && src == SRC_ENTRY) rec(t, cl)[W_PARENT] = parent_word(fl, cb);
                 n++;
             }
-            for (u32 j = n; j < (every ? cap : m.cnt); j++) r[cw + j] = 0;
+            for (u32 j = n; j < m.cnt; j++) r[cw + j] = 0;
             u64 nm = meta_word(plen, n);
             if (k == K_N4) nm |= k0 << (8 * N4_KEYB);
             else {
-                if (every || k0 != ok0) r[N16_KEYB / 8] = k0;
-                if (every || k1 != ok1) r[N16_KEYB / 8 + 1] = k1;
+                if (k0 != ok0) r[N16_KEYB / 8] = k0;
+                if (k1 != ok1) r[N16_KEYB / 8 + 1] = k1;
             }
-            if (every || nm != om) r[W_META] = nm;
-            if (every || prefix != op) r[W_PREFIX] = prefix;
-            if (every || term != ot) r[W_TERM] = term;
-            if (every || pw != opw) r[W_PARENT] = pw;
+            if (nm != om) r[W_META] = nm;
+            if (prefix != op) r[W_PREFIX] = prefix;
+            if (term != ot) r[W_TERM] = term;
+            if (pw != opw) r[W_PARENT] = pw;
             continue;
         }
-        // In place, N4, N16, N48: at most 48 children (the kind did not
+        // In place, an N48: at most 48 children (the kind did not
         // change), copied locally first.
         u8 lb[48];
         u64 ll[48];
@@ -614,19 +610,6 @@ extern "C" __global__ void __launch_bounds__(STAGE_BLOCK, 4) an_write(const Tree
                   gtref, trimd, trimpar, tnode, runs, classes, stage + threadIdx.x);
 }
 
-// an_write_local is an_write without the stage (the way before it, kept
-// for the benchmark that compares them): each old child read from the
-// record when the merge reaches it.
-extern "C" __global__ void an_write_local(const Tree *t, u64 T, int insert, const u32 *tstart, const u32 *scode,
-                                          const u32 *sop, const u64 *slink, const u32 *sgrp, const u8 *out,
-                                          const u8 *htrim, const u64 *final_, const u64 *rem, const u32 *remb,
-                                          const u32 *mcode, const u32 *mop, const u64 *mlink, u64 M,
-                                          const u32 *gtn, const u64 *gtref, const u32 *trimd, const u64 *trimpar,
-                                          const u64 *tnode, const u64 *runs, u32 classes) {
-    write_touched(t, T, insert, tstart, scode, sop, slink, sgrp, out, htrim, final_, rem, remb, mcode, mop, mlink, M, gtn,
-                  gtref, trimd, trimpar, tnode, runs, classes, 0);
-}
-
 // an_moved_inplace: one thread per moved entry whose target is not
 // touched in the round (U4): the moved child's new link in place.
 extern "C" __global__ void an_moved_inplace(const Tree *t, u64 M, const u64 *mnode, const u32 *mcode, const u64 *mlink,
@@ -646,17 +629,11 @@ extern "C" __global__ void an_root_writes(const Tree *t, u64 R, const u64 *rslot
     GRID_STRIDE(j, R) t->root[rslot[j]] = rlink[j];
 }
 
-// an_free_flags: one thread per touched node: 1 when the round frees it
-// and it is of kind k (U5: frees per kind in node order).
-extern "C" __global__ void an_free_flags(u64 T, const u32 *tstart, const u64 *snode, const u8 *out, u32 k, u8 *flag) {
-    GRID_STRIDE(ti, T) flag[ti] = out[ti] != OUT_STAY && lkind(snode[tstart[ti]]) == k;
-}
-
 // an_push_frees: one thread per (node kind q, slot j < T), kinds N4 to
 // N256 in order: an insert's frees pushed on the free stacks at the end of
 // its node round, without the host reading their counts first. Slot j of
 // kind q holds fsel[q*N + j], the j-th record of that kind the round
-// freed (an_free_flags and a select, in node order), for j < fcnt[q]; it
+// freed (an_free_scatter, in node order), for j < fcnt[q]; it
 // goes to freel[K_N4+q][top + j], where top is the stack's height after
 // the round's allocations (the descriptor's). Invariant: no other pending
 // frees of those kinds (the insert frees only here) and fcnt[q] <= the
@@ -694,8 +671,7 @@ extern "C" __global__ void an_free_marks(u64 T, const u64 *tnode, const u8 *out,
 // an_free_scatter: one thread per touched node and one more (U5, the frees
 // per kind in node order, from an_free_marks' scanned counts): a freed
 // node of kind k writes its record index at its rank in part k-K_N4 of
-// fsel (N apart); thread T writes the four counts to fcnt. The same
-// fsel and fcnt as an_free_flags and a select per kind, in one pass.
+// fsel (N apart); thread T writes the four counts to fcnt.
 extern "C" __global__ void an_free_scatter(u64 T, u64 N, const u64 *tnode, const u8 *out, const u64 *f12, const u64 *f34,
                                            u32 *fsel, u32 *fcnt) {
     GRID_STRIDE(ti, T + 1) {

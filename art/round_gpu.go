@@ -54,7 +54,7 @@ var (
 		"n.sop", "n.sgrp", "n.mcode", "n.mop", "n.mgrp"}
 	round64 = []string{"n.snode", "n.slink", "n.rem", "n.final", "n.m12", "n.m34", "n.rslot", "n.rlink", "n.okey", "n.mnode",
 		"n.mlink", "n.count", "n.tnode", "n.runs"}
-	round8 = []string{"n.tflag", "n.out", "n.htrim", "n.fflag", "n.mflag"}
+	round8 = []string{"n.tflag", "n.out", "n.htrim", "n.mflag"}
 )
 
 // roundNeeds are the scratch buffers of a node round of up to n entries
@@ -121,7 +121,7 @@ type nodeRun struct {
 	snode, slink, rem, final, m12, m34              *gpu.Buffer[uint64]
 	rslot, rlink, okey, mnode, mlink, count         *gpu.Buffer[uint64]
 	tnode, runs                                     *gpu.Buffer[uint64] // the touched nodes (an_final), their moves (an_runs)
-	tflag, out, htrim, fflag, mflag                 *gpu.Buffer[uint8]
+	tflag, out, htrim, mflag                        *gpu.Buffer[uint8]
 	tot                                             *gpu.Buffer[uint64]
 	fsel, fcnt                                      *gpu.Buffer[uint32]
 
@@ -151,7 +151,7 @@ func (g *gpuEngine) newNodeRun(t *devTree, in roundIn) (*nodeRun, error) {
 	r.rslot, r.rlink, r.okey, r.mnode, r.mlink, r.count = u64[6], u64[7], u64[8], u64[9], u64[10], u64[11]
 	r.tnode, r.runs = u64[12], u64[13]
 	u8 := takeAll[uint8](g.pool, N, round8...)
-	r.tflag, r.out, r.htrim, r.fflag, r.mflag = u8[0], u8[1], u8[2], u8[3], u8[4]
+	r.tflag, r.out, r.htrim, r.mflag = u8[0], u8[1], u8[2], u8[3]
 	r.tot = gpu.Take[uint64](g.pool, "n.tot", 10)
 	r.fsel, r.fcnt = gpu.Take[uint32](g.pool, "n.fsel", numNodeKinds*N), gpu.Take[uint32](g.pool, "n.fcnt", numNodeKinds)
 	return r, nil
@@ -171,7 +171,7 @@ func (r *nodeRun) group() error {
 			prim.DevSelect(g.pe, r.idx, r.in.valid, r.eidx, sorted, r.cnt), prim.DevSelect(g.pe, e.key, r.in.valid, r.okey, sorted, r.cnt)); err != nil {
 			return err
 		}
-		if r.in.ascending == 0 || g.nw.sortAll {
+		if r.in.ascending == 0 {
 			return prim.DevSortPairsBits(g.pe, r.okey, r.eidx, E, 0, entryBits)
 		}
 		return r.mergeAscending()

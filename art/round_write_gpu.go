@@ -8,32 +8,14 @@ import (
 )
 
 // nodeWrite are the knobs of a node round's U3 write (an_write): the zero
-// value is the default, each N4's and N16's old children staged in shared
-// memory before the merge.
+// value is the default.
 type nodeWrite struct {
-	// local runs an_write_local instead: every old child read from the
-	// record when the merge reaches it, and an N4 or N16 in place copied
-	// through local memory (the way before the stage; benchmarks
-	// compare).
-	local bool
 	// split, when the engine is traced, writes each class of touched
 	// nodes (moves; N4, N16 and N48 in place; N256 in place; collapses)
 	// in a launch and a step of its own, so that the trace times them
 	// apart. The result is the same: each node has one writer, whose
 	// reads do not depend on another's writes in the round.
 	split bool
-	// every stores the words of an N4 or N16 written in place, or moved
-	// to, the way before (WC_EVERY: every word in place, not only those
-	// that change; a new record zeroed first, its key bytes stored one by
-	// one); local implies it.
-	every bool
-	// sortAll sorts all of an insert round's valid entries, not only
-	// those after its ascending node entries (the way before
-	// mergeAscending).
-	sortAll bool
-	// freesPerKind selects the round's frees with a flag kernel and a
-	// select per inner kind (the way before an_free_scatter's one pass).
-	freesPerKind bool
 }
 
 // writeClasses are an_write's classes (round.cu's WC_*) with the names of
@@ -43,39 +25,27 @@ var writeClasses = []struct {
 	name string
 }{{1, "moves"}, {2, "N4, N16, N48 in place"}, {4, "N256 in place"}, {8, "collapses"}}
 
-// an_write's mask of every class (WC_CLASSES) and its flag that stores
-// an N4's or N16's words the way before (WC_EVERY).
-const (
-	writeAllClasses = 15
-	writeEvery      = 16
-)
+// writeAllClasses is an_write's mask of every class (WC_CLASSES).
+const writeAllClasses = 15
 
-// writeTouched runs U3, an_write (or an_write_local) over the T touched
-// nodes with M moved entries: one launch, or one per class when traced
-// with split. Cost: one thread per touched node per launch.
+// writeTouched runs U3, an_write over the T touched nodes with M moved
+// entries: one launch, or one per class when traced with split. Cost:
+// one thread per touched node per launch.
 func (r *nodeRun) writeTouched(M int) error {
 	g, k, T := r.g, r.g.k, r.T
 	launch := func(classes uint32) error {
-		if g.nw.local {
-			return g.launch(k.nWriteLocal, T, g.descBuf, uint64(T), int32(r.insert), r.tstart, r.scode, r.sop, r.slink, r.sgrp, r.out,
-				r.htrim, r.final, r.rem, r.remb, r.mcode, r.mop, r.mlink, uint64(M), r.gtn, r.gtref, r.trimd, r.trimpr, r.tnode, r.runs, uint32(classes))
-		}
 		return g.launch(k.nWrite, T, g.descBuf, uint64(T), int32(r.insert), r.tstart, r.scode, r.sop, r.slink, r.sgrp, r.out,
 			r.htrim, r.final, r.rem, r.remb, r.mcode, r.mop, r.mlink, uint64(M), r.gtn, r.gtref, r.trimd, r.trimpr, r.tnode, r.runs, uint32(classes))
 	}
-	var every uint32
-	if g.nw.every || g.nw.local {
-		every = writeEvery
-	}
 	if g.trace == nil || !g.nw.split {
-		if err := launch(writeAllClasses | every); err != nil {
+		if err := launch(writeAllClasses); err != nil {
 			return err
 		}
 		g.step("node round: write")
 		return nil
 	}
 	for _, c := range writeClasses {
-		if err := launch(c.mask | every); err != nil {
+		if err := launch(c.mask); err != nil {
 			return err
 		}
 		g.step(fmt.Sprintf("node round: write (%s)", c.name))
@@ -85,26 +55,14 @@ func (r *nodeRun) writeTouched(M int) error {
 
 // selectFrees writes the round's freed nodes of each inner kind, in node
 // order, into that kind's part of fsel (N apart) and their counts into
-// fcnt: by default in one pass (an_free_marks, two scans of T+1 words,
-// an_free_scatter; m12 and m34, which an_final consumed, hold the marks),
-// with nw.freesPerKind a flag kernel and a select per kind (the way
-// before). Cost: one pass over the touched nodes (four with
-// freesPerKind).
+// fcnt, in one pass (an_free_marks, two scans of T+1 words,
+// an_free_scatter; m12 and m34, which an_final consumed, hold the marks).
+// Cost: one pass over the touched nodes.
 func (r *nodeRun) selectFrees() error {
 	g, k, T, N := r.g, r.g.k, r.T, r.N
-	if !g.nw.freesPerKind {
-		return firstErr(g.launch(k.nFreeMarks, T+1, uint64(T), r.tnode, r.out, r.m12, r.m34),
-			prim.DevScanExclusive(g.pe, r.m12, r.m12, T+1), prim.DevScanExclusive(g.pe, r.m34, r.m34, T+1),
-			g.launch(k.nFreeScatter, T+1, uint64(T), uint64(N), r.tnode, r.out, r.m12, r.m34, r.fsel, r.fcnt))
-	}
-	for kk := kindN4; kk <= kindN256; kk++ {
-		i := kk - kindN4
-		if err := firstErr(g.launch(k.nFreeFlags, T, uint64(T), r.tstart, r.snode, r.out, uint32(kk), r.fflag),
-			prim.DevSelect(g.pe, r.nidx, r.fflag, gpu.View[uint32](r.fsel, 4*i*N, T), T, gpu.View[uint32](r.fcnt, 4*i, 1))); err != nil {
-			return err
-		}
-	}
-	return nil
+	return firstErr(g.launch(k.nFreeMarks, T+1, uint64(T), r.tnode, r.out, r.m12, r.m34),
+		prim.DevScanExclusive(g.pe, r.m12, r.m12, T+1), prim.DevScanExclusive(g.pe, r.m34, r.m34, T+1),
+		g.launch(k.nFreeScatter, T+1, uint64(T), uint64(N), r.tnode, r.out, r.m12, r.m34, r.fsel, r.fcnt))
 }
 
 // mergeAscending orders a round's E selected entries (keys okey, indices

@@ -20,9 +20,7 @@ import (
 // uploaded. vals, if not nil, start uploading
 // beside the work once the sort's first round is queued (startVals, on
 // another goroutine; the caller waits for them with waitVals before the
-// first kernel that reads them, or drops them with dropVals), or with
-// bu.valsInSort are packed during that round on this goroutine
-// (uploadValsBeside). mid, when not nil, runs once on the host between
+// first kernel that reads them, or drops them with dropVals). mid, when not nil, runs once on the host between
 // the parts (or after the upload of a batch in one part): device work
 // queued there overlaps the next part's packing. The upload and sort
 // phases are marked. Cost: the upload and sortBatch.
@@ -43,7 +41,7 @@ func (g *gpuEngine) uploadSorted(kb Keys, vals []uint64, mid func() error) (*dev
 		return nil, nil, 0, err
 	}
 	withOffs := true
-	if len(bounds) > 2 && !g.bu.offsUp {
+	if len(bounds) > 2 {
 		if l, ok := oneLength(kb.Offs); ok {
 			if err := g.launch(g.k.sOffsets, kb.Len()+1, uint64(kb.Len()+1), uint32(l), b.offs); err != nil {
 				return nil, nil, 0, fmt.Errorf("upload: %w", err)
@@ -70,14 +68,7 @@ func (g *gpuEngine) uploadSorted(kb Keys, vals []uint64, mid func() error) (*dev
 		if vals == nil {
 			return nil
 		}
-		if !g.bu.valsInSort {
-			return g.startVals(b, vals)
-		}
-		if err := g.uploadValsBeside(b, vals); err != nil {
-			return fmt.Errorf("upload values: %w", err)
-		}
-		g.step("values uploaded")
-		return nil
+		return g.startVals(b, vals)
 	}
 	order, n, err := g.sortBatch(b, bounds, arrive, beside)
 	if err != nil {

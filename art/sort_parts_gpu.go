@@ -40,17 +40,8 @@ const (
 // structural batches (build, insert, delete). The zero value is the
 // default: keys in parts from keyPartsMin keys, values beside the work.
 type batchUpload struct {
-	// whole uploads every batch's keys before the sort (the way before
-	// parts); partsMin, when not 0, replaces keyPartsMin (tests).
-	whole    bool
+	// partsMin, when not 0, replaces keyPartsMin (tests).
 	partsMin int
-	// valsInSort packs the values during the sort's first round on the
-	// calling goroutine (the way before valsBeside).
-	valsInSort bool
-	// offsUp uploads the offsets of a batch in parts whose keys all have
-	// one length, which by default are checked on the host (oneLength)
-	// and written on the device (as_offsets) instead.
-	offsUp bool
 
 	evs  [2]*gpu.Event // the key parts' arrivals on g.in
 	vals *valsUpload   // the values' upload in flight (startVals)
@@ -70,13 +61,13 @@ type valsUpload struct {
 
 // keyParts returns the parts a batch of n keys is uploaded in: bounds
 // p and p+1 are part p's keys. One part (the whole batch) below the
-// threshold or with bu.whole. Cost: O(1).
+// threshold. Cost: O(1).
 func (bu *batchUpload) keyParts(n int) []int {
 	least := keyPartsMin
 	if bu.partsMin > 0 {
 		least = bu.partsMin
 	}
-	if bu.whole || n < least || n < 2 {
+	if n < least || n < 2 {
 		return []int{0, n}
 	}
 	return []int{0, n / 2, n}

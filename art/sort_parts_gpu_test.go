@@ -3,29 +3,28 @@ package art
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
 
 // TestGPUKeyParts builds, inserts and deletes batches whose keys are
-// uploaded in two parts (the sort's round 0 per part, then merged), the
-// whole way and with the values packed during the sort, on the GPU engine
+// uploaded in two parts (the sort's round 0 per part, then merged) and in
+// one part (partsMin above every batch), on the GPU engine
 // and the CPU engine: the layouts must be equal word for word after every
 // batch, and the counts and lookups the same. The batches put equal keys
 // on both sides of the parts' boundary (the last must win), keys that
 // tie past round 0's 7 bytes across it (more sort rounds), long keys and
 // keys that prefix others, empty keys, and batches of one to three keys
 // (a part of one key; a batch of one part); batches of keys of one length
-// have their offsets written on the device unless offsUp.
+// have their offsets written on the device.
 func TestGPUKeyParts(t *testing.T) {
 	modes := []struct {
 		name string
 		set  func(bu *batchUpload)
 	}{
 		{"parts", func(bu *batchUpload) { bu.partsMin = 2 }},
-		{"parts,valsInSort", func(bu *batchUpload) { bu.partsMin, bu.valsInSort = 2, true }},
-		{"parts,offsUp", func(bu *batchUpload) { bu.partsMin, bu.offsUp = 2, true }},
-		{"whole", func(bu *batchUpload) { bu.whole = true }},
+		{"whole", func(bu *batchUpload) { bu.partsMin = math.MaxInt }},
 		{"default", func(*batchUpload) {}},
 	}
 	for _, mode := range modes {
@@ -166,8 +165,7 @@ func TestOneLength(t *testing.T) {
 }
 
 // TestKeyParts checks where batches are cut: in two halves from
-// keyPartsMin keys (or partsMin), whole below, with whole, or under two
-// keys.
+// keyPartsMin keys (or partsMin), whole below or under two keys.
 func TestKeyParts(t *testing.T) {
 	for _, c := range []struct {
 		bu   batchUpload
@@ -176,7 +174,7 @@ func TestKeyParts(t *testing.T) {
 	}{
 		{batchUpload{}, keyPartsMin - 1, []int{0, keyPartsMin - 1}},
 		{batchUpload{}, keyPartsMin + 1, []int{0, keyPartsMin / 2, keyPartsMin + 1}},
-		{batchUpload{whole: true}, keyPartsMin * 4, []int{0, keyPartsMin * 4}},
+		{batchUpload{partsMin: math.MaxInt}, keyPartsMin * 4, []int{0, keyPartsMin * 4}},
 		{batchUpload{partsMin: 2}, 0, []int{0, 0}},
 		{batchUpload{partsMin: 2}, 1, []int{0, 1}},
 		{batchUpload{partsMin: 2}, 2, []int{0, 1, 2}},

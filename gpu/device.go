@@ -197,7 +197,8 @@ type Device struct {
 	streams map[uintptr]struct{}
 	events  map[uintptr]struct{}
 	modules map[uintptr]struct{}
-	kcache  map[string]*Module // compiled kernels by cache key
+	kcache  map[string]*Module    // compiled kernels by cache key
+	grows   map[uintptr]*Growable // reserved ranges by base (vmm.go)
 }
 
 // Open retains the primary context of device ordinal. NVRTC must load too,
@@ -285,7 +286,10 @@ func (d *Device) Live() (allocs int, bytes int64) {
 	for _, b := range d.hosts {
 		bytes += b
 	}
-	return len(d.allocs) + len(d.hosts), bytes
+	for _, g := range d.grows {
+		bytes += g.Mapped()
+	}
+	return len(d.allocs) + len(d.hosts) + len(d.grows), bytes
 }
 
 func (d *Device) checkOpen() error {
@@ -325,6 +329,10 @@ func (d *Device) Close() error {
 	for p := range d.hosts {
 		keep(d.do("cuMemFreeHost", func() uint32 { return call(d.drv.cuMemFreeHost, p) }))
 	}
+	for _, g := range d.grows {
+		keep(g.release())
+	}
+	clear(d.grows)
 	clear(d.streams)
 	clear(d.events)
 	clear(d.modules)

@@ -9,6 +9,10 @@
 //     sequence of calls on the device's context.
 //   - Memory (memory.go): Buffer (typed device memory), HostBuffer (pinned
 //     host memory); running out of device memory is ErrOutOfMemory.
+//   - Memory that grows in place (vmm.go): Growable, a reserved range of
+//     device addresses backed by more memory as it grows (CUDA's virtual
+//     memory management), its address and contents kept; ErrNoVMM where
+//     the device or driver lacks it.
 //   - Streams and events (stream.go): ordering, overlap and device timing.
 //   - Kernels (program.go, module.go, launch.go): a Program is a .cu source
 //     with named headers (the shared ones under cuda/, e.g.

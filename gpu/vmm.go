@@ -1,0 +1,292 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// Device memory that grows in place, through CUDA's virtual memory
+// management (the driver's cuMemAddressReserve, cuMemCreate, cuMemMap and
+// cuMemSetAccess): a Growable reserves a range of device addresses once
+// and backs a prefix of it with physical memory, mapping more as it grows.
+// Its address never changes, so growing it copies nothing and frees
+// nothing: the cuMemAlloc of a larger buffer, the device copy of the old
+// contents and the cuMemFree of the old buffer that growing a Buffer
+// takes are replaced by one cuMemCreate and one cuMemMap of the growth.
+// Address space is cheap (a reservation holds no memory), so a Growable
+// may reserve as much as the device's memory.
+
+// ErrNoVMM reports that the device or its driver lacks virtual memory
+// management; callers fall back to Alloc.
+var ErrNoVMM = errors.New("gpu: virtual memory management not supported")
+
+// attrVMMSupported is CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED.
+const attrVMMSupported = 102
+
+// vmmAPI holds the driver's virtual memory management entry points, looked
+// up apart from driverAPI so that a driver without them still loads.
+type vmmAPI struct {
+	reserve, addrFree, create, release, mapMem, unmap, setAccess, granularity uintptr
+}
+
+var (
+	vmmOnce sync.Once
+	vmm     *vmmAPI
+)
+
+// loadVMM returns the driver's VMM entry points, or nil when one is
+// missing. Cost: a few dlsym calls, once per process.
+func loadVMM(d *driverAPI) *vmmAPI {
+	vmmOnce.Do(func() {
+		a := &vmmAPI{}
+		for _, s := range []struct {
+			name string
+			dst  *uintptr
+		}{
+			{"cuMemAddressReserve", &a.reserve}, {"cuMemAddressFree", &a.addrFree},
+			{"cuMemCreate", &a.create}, {"cuMemRelease", &a.release},
+			{"cuMemMap", &a.mapMem}, {"cuMemUnmap", &a.unmap},
+			{"cuMemSetAccess", &a.setAccess}, {"cuMemGetAllocationGranularity", &a.granularity},
+		} {
+			p, err := purego.Dlsym(d.handle, s.name)
+			if err != nil || p == 0 {
+				return
+			}
+			*s.dst = p
+		}
+		vmm = a
+	})
+	return vmm
+}
+
+// memLocation is CUmemLocation: a device and its ordinal.
+type memLocation struct {
+	typ, id int32
+}
+
+// memAllocationProp is CUmemAllocationProp (32 bytes): pinned device
+// memory of one device, no shareable handle.
+type memAllocationProp struct {
+	typ, handleTypes int32
+	loc              memLocation
+	win32Meta        uintptr
+	flags            [8]byte
+}
+
+// memAccessDesc is CUmemAccessDesc (12 bytes).
+type memAccessDesc struct {
+	loc   memLocation
+	flags int32
+}
+
+const (
+	memAllocationPinned = 1 // CU_MEM_ALLOCATION_TYPE_PINNED
+	memLocationDevice   = 1 // CU_MEM_LOCATION_TYPE_DEVICE
+	memAccessReadWrite  = 3 // CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+	granularityRecomm   = 1 // CU_MEM_ALLOC_GRANULARITY_RECOMMENDED
+)
+
+// prop returns the allocation properties of d's memory.
+func (d *Device) vmmProp() memAllocationProp {
+	return memAllocationProp{typ: memAllocationPinned, loc: memLocation{memLocationDevice, d.dev}}
+}
+
+// VMMGranularity returns the size that a Growable's reservations and
+// mappings are multiples of (the driver's recommended granularity, 2 MiB
+// on an H100/H200), or an error matching ErrNoVMM when the device or
+// driver lacks virtual memory management. Cost: a device attribute query
+// and one driver call.
+func (d *Device) VMMGranularity() (int64, error) {
+	a := loadVMM(d.drv)
+	if a == nil {
+		return 0, fmt.Errorf("gpu: %s: driver lacks the VMM entry points: %w", d, ErrNoVMM)
+	}
+	var ok int32
+	if err := d.do("cuDeviceGetAttribute", func() uint32 {
+		return call(d.drv.cuDeviceGetAttribute, uintptr(unsafe.Pointer(&ok)), attrVMMSupported, uintptr(d.dev))
+	}); err != nil {
+		return 0, err
+	}
+	if ok == 0 {
+		return 0, fmt.Errorf("gpu: %s: %w", d, ErrNoVMM)
+	}
+	prop := d.vmmProp()
+	var g uintptr
+	if err := d.do("cuMemGetAllocationGranularity", func() uint32 {
+		return call(a.granularity, uintptr(unsafe.Pointer(&g)), uintptr(unsafe.Pointer(&prop)), granularityRecomm)
+	}); err != nil {
+		return 0, err
+	}
+	if g == 0 {
+		return 0, fmt.Errorf("gpu: %s: granularity 0: %w", d, ErrNoVMM)
+	}
+	return int64(g), nil
+}
+
+// Growable is device memory at a fixed address that grows in place: a
+// reserved range of addresses of which a prefix is backed by physical
+// memory (Mapped bytes). Views of the mapped prefix (GrowableView) stay
+// valid as it grows. Grow may run on another goroutine beside kernels
+// and copies that use the mapped prefix. A Growable is freed by Free or by
+// closing its Device.
+type Growable struct {
+	d        *Device
+	a        *vmmAPI
+	gran     int64
+	base     uintptr
+	reserved int64
+
+	mu     sync.Mutex // held by Grow and Free
+	mapped atomic.Int64
+	chunks []vmmChunk
+}
+
+// vmmChunk is one physical allocation mapped at off.
+type vmmChunk struct {
+	h         uint64 // CUmemGenericAllocationHandle
+	off, size int64
+}
+
+// NewGrowable reserves reserve bytes of device addresses (rounded up to
+// the granularity) with nothing mapped. Without VMM it returns an error
+// matching ErrNoVMM. Cost: one cuMemAddressReserve (no memory).
+func NewGrowable(d *Device, reserve int64) (*Growable, error) {
+	gran, err := d.VMMGranularity()
+	if err != nil {
+		return nil, err
+	}
+	if reserve <= 0 {
+		return nil, fmt.Errorf("gpu: reserving %d bytes of addresses", reserve)
+	}
+	reserve = (reserve + gran - 1) / gran * gran
+	g := &Growable{d: d, a: loadVMM(d.drv), gran: gran, reserved: reserve}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.checkOpen(); err != nil {
+		return nil, err
+	}
+	var p uintptr
+	if err := d.do("cuMemAddressReserve", func() uint32 {
+		return call(g.a.reserve, uintptr(unsafe.Pointer(&p)), uintptr(reserve), uintptr(gran), 0, 0)
+	}); err != nil {
+		return nil, fmt.Errorf("gpu: reserving %d bytes of addresses on %s: %w", reserve, d, err)
+	}
+	g.base = p
+	if d.grows == nil {
+		d.grows = map[uintptr]*Growable{}
+	}
+	d.grows[p] = g
+	return g, nil
+}
+
+// Ptr returns the device address of byte 0 (fixed for the Growable's life).
+func (g *Growable) Ptr() DevicePtr { return DevicePtr(g.base) }
+
+// Reserved returns the bytes of addresses reserved: the most it can grow to.
+func (g *Growable) Reserved() int64 { return g.reserved }
+
+// Mapped returns the bytes backed by memory (a multiple of the granularity).
+func (g *Growable) Mapped() int64 { return g.mapped.Load() }
+
+// Grow backs at least the first bytes bytes with memory, keeping what is
+// mapped (its contents and address). Running out of memory, or growth
+// past the reservation, returns an error matching ErrOutOfMemory, with
+// nothing changed. Cost: nothing when bytes are mapped; else one
+// cuMemCreate of the growth (rounded up to the granularity), one cuMemMap
+// and one cuMemSetAccess; no copy, no free.
+func (g *Growable) Grow(bytes int64) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	mapped := g.mapped.Load()
+	if bytes <= mapped {
+		return nil
+	}
+	if bytes > g.reserved {
+		return fmt.Errorf("gpu: growing to %d bytes past a reservation of %d: %w", bytes, g.reserved, ErrOutOfMemory)
+	}
+	size := (bytes - mapped + g.gran - 1) / g.gran * g.gran
+	size = min(size, g.reserved-mapped)
+	d := g.d
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	if closed || g.base == 0 {
+		return fmt.Errorf("gpu: growing a freed or closed Growable")
+	}
+	prop := d.vmmProp()
+	var h uint64
+	if err := d.do("cuMemCreate", func() uint32 {
+		return call(g.a.create, uintptr(unsafe.Pointer(&h)), uintptr(size), uintptr(unsafe.Pointer(&prop)), 0)
+	}); err != nil {
+		return fmt.Errorf("gpu: %d bytes of memory on %s: %w", size, d, err)
+	}
+	at := g.base + uintptr(mapped)
+	err := d.do("cuMemMap", func() uint32 { return call(g.a.mapMem, at, uintptr(size), 0, uintptr(h), 0) })
+	if err == nil {
+		acc := memAccessDesc{loc: memLocation{memLocationDevice, d.dev}, flags: memAccessReadWrite}
+		err = d.do("cuMemSetAccess", func() uint32 {
+			return call(g.a.setAccess, at, uintptr(size), uintptr(unsafe.Pointer(&acc)), 1)
+		})
+		if err != nil {
+			err = errors.Join(err, d.do("cuMemUnmap", func() uint32 { return call(g.a.unmap, at, uintptr(size)) }))
+		}
+	}
+	if err != nil {
+		return errors.Join(fmt.Errorf("gpu: mapping %d bytes on %s: %w", size, d, err),
+			d.do("cuMemRelease", func() uint32 { return call(g.a.release, uintptr(h)) }))
+	}
+	g.chunks = append(g.chunks, vmmChunk{h: h, off: mapped, size: size})
+	g.mapped.Store(mapped + size)
+	return nil
+}
+
+// Free unmaps and releases the memory and the reservation. Freeing twice
+// is a no-op. Cost: a cuMemUnmap and cuMemRelease per growth and one
+// cuMemAddressFree.
+func (g *Growable) Free() error {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	d := g.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if g.base == 0 || d.grows[g.base] != g {
+		return nil // freed, or released by Device.Close
+	}
+	delete(d.grows, g.base)
+	return g.release()
+}
+
+// release unmaps and releases everything g holds; the caller holds d.mu
+// (and g.mu, but for Device.Close).
+func (g *Growable) release() error {
+	d := g.d
+	var err error
+	for _, c := range g.chunks {
+		at := g.base + uintptr(c.off)
+		err = errors.Join(err,
+			d.do("cuMemUnmap", func() uint32 { return call(g.a.unmap, at, uintptr(c.size)) }),
+			d.do("cuMemRelease", func() uint32 { return call(g.a.release, uintptr(c.h)) }))
+	}
+	err = errors.Join(err, d.do("cuMemAddressFree", func() uint32 { return call(g.a.addrFree, g.base, uintptr(g.reserved)) }))
+	g.chunks, g.base = nil, 0
+	g.mapped.Store(0)
+	return err
+}
+
+// GrowableView returns the first n elements of T of g as a Buffer sharing
+// its memory: a view, which Free leaves alone, valid until g is freed. It
+// panics when n elements pass the mapped bytes.
+func GrowableView[T any](g *Growable, n int) *Buffer[T] {
+	if int64(n)*int64(sizeOf[T]()) > g.Mapped() {
+		panic(fmt.Sprintf("gpu: view of %d x %d bytes past %d mapped", n, sizeOf[T](), g.Mapped()))
+	}
+	return &Buffer[T]{d: g.d, ptr: g.base, n: n, view: true}
+}
