@@ -24,7 +24,9 @@ import (
 // the host's time packing it (from, to), the device's time its transfer
 // in, kernels and transfer out ended, the host's time its wait ended and
 // its answers were unpacked, and when its Out was queued, all in ms from
-// the call's start (run with -test.v to see them).
+// the call's start (run with -test.v to see them). The row
+// update/packed-alloc makes its found flags for each call, as bench art's
+// packed update row does.
 func BenchmarkGPUPointSteps(b *testing.B) {
 	t, vals, probe, slices, out, found := benchPointTree(b)
 	n := len(slices)
@@ -45,6 +47,8 @@ func BenchmarkGPUPointSteps(b *testing.B) {
 		{"lookup/pinned", func() error { return t.LookupStaged(st, n) }},
 		{"update/packed", func() error { return t.UpdateKeys(probe, vals[:n], found) }},
 		{"update/slices", func() error { _, err := t.Update(slices, vals[:n]); return err }},
+		// found made for each call, as bench art's packed update row makes it
+		{"update/packed-alloc", func() error { return t.UpdateKeys(probe, vals[:n], make([]bool, n)) }},
 	}
 	for _, c := range calls {
 		for _, v := range []struct {
