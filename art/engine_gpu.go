@@ -90,6 +90,10 @@ type gpuEngine struct {
 	// on a goroutine of their own (runBeside). Benchmarks compare.
 	queueOnCaller bool
 
+	// pointTune tunes the host side of point calls from Go memory
+	// (point_tuning_gpu.go); the zero value is the default.
+	pointTune pointTuning
+
 	// lanes is the lanes per key of lookups (1: ag_get, lookupLanes:
 	// ag_get_lanes).
 	lanes int

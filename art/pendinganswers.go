@@ -1,5 +1,7 @@
 package art
 
+import "unsafe"
+
 // pendingAnswers are the answer slices a call from Go slices returns to its
 // caller (Get's values and found flags, Update's found flags), allocated
 // on a goroutine of their own while the call sizes and packs its first
@@ -16,8 +18,11 @@ type pendingAnswers struct {
 }
 
 // allocAnswers starts allocating n found flags and, when withOut, n
-// values. Cost: one goroutine; the allocations run on it.
-func allocAnswers(n int, withOut bool) *pendingAnswers {
+// values; with touch it also writes a zero into every 4 KiB page of them,
+// so that the page faults of memory fresh from the OS are taken there,
+// beside the call, not by the copies out. Cost: one goroutine; the
+// allocations (and the page faults, with touch) run on it.
+func allocAnswers(n int, withOut, touch bool) *pendingAnswers {
 	a := &pendingAnswers{done: make(chan struct{}), withOut: withOut}
 	go func() {
 		defer close(a.done)
@@ -25,8 +30,23 @@ func allocAnswers(n int, withOut bool) *pendingAnswers {
 			a.out = make([]uint64, n)
 		}
 		a.found = make([]bool, n)
+		if touch {
+			touchPages(a.out)
+			touchPages(a.found)
+		}
 	}()
 	return a
+}
+
+// touchPages writes the zero value into one element of s every 4 KiB
+// (s must hold zero values: they are unchanged). Cost: a page fault per
+// page not yet mapped.
+func touchPages[T any](s []T) {
+	var z T
+	step := max(1, 4096/int(unsafe.Sizeof(z)))
+	for i := 0; i < len(s); i += step {
+		s[i] = z
+	}
 }
 
 // wait returns the slices once they are allocated (at once after the

@@ -146,7 +146,7 @@ func (g *gpuEngine) pointSizes(pc *pointCall) (gpu.Layout, []int, error) {
 	if pc.staged {
 		src = gpu.Strings{Data: pc.kb.Data, Offs: pc.kb.Offs}
 	}
-	cut, bad := src.Sizes(size, MaxKeyLen, g.workers)
+	cut, bad := src.Sizes(size, MaxKeyLen, g.hostParts())
 	if bad >= 0 {
 		return gpu.Layout{}, nil, fmt.Errorf("art: %s: key %d is %d bytes: at most %d", pc.op, bad, len(src.Slices[bad]), MaxKeyLen)
 	}
@@ -437,7 +437,7 @@ func (g *gpuEngine) point(pc *pointCall, cut gpu.Layout, unitAt []int, d pointDe
 		g.last.Set(engine.Timings{Op: pc.op, Total: time.Since(t0)})
 		return nil
 	}
-	p := newPointPlan(pc, cut, unitAt, g.workers)
+	p := newPointPlan(pc, cut, unitAt, g.hostParts())
 	if pc.staged {
 		if err := p.checkBounds(); err != nil {
 			return err
@@ -517,7 +517,12 @@ func (g *gpuEngine) point(pc *pointCall, cut gpu.Layout, unitAt []int, d pointDe
 	}
 	var packed, unpacked time.Duration // the host's copies into and out of the slots
 	if pc.staged {
-		steps.Check = pc.check
+		steps.Check = func() error {
+			mark(g.s, "check", -1)
+			err := pc.check()
+			mark(g.s, "checked", -1)
+			return err
+		}
 	} else {
 		steps.Pack = func(c int) error {
 			mark(g.in, "pack", c)

@@ -13,7 +13,9 @@ import (
 // graded chunks (pointGroups: ramps from 1 unit up to 2, 4 or 8 units a
 // chunk and down to 1) and in flat ones, their chunks queued on a
 // goroutine of their own (runBeside) or on the caller (gpu.Pipeline.Run),
-// with small chunks (chunkMin 16 and 1000: many units a call), from a
+// with small chunks (chunkMin 16 and 1000: many units a call), host
+// fan-outs of one to two parts a worker and the answers' pages touched
+// beside the call or not (pointTuning), from a
 // packed batch, from Go slices and, for lookups, from pinned staging, on
 // ragged keys half of them present, and compares every answer and the
 // values after the updates with the CPU engine's.
@@ -63,8 +65,9 @@ func TestGPUPointChunkings(t *testing.T) {
 		for _, units := range []int{1, 2, 4, 8} {
 			for _, n := range []int{1, 17, 100, 5000, 20000} {
 				onCaller := n%3 == 2 // 17, 5000: chunks queued between the packing (gpu.Pipeline.Run)
-				name := fmt.Sprintf("chunkMin=%d,units=%d,onCaller=%v,n=%d", chunkMin, units, onCaller, n)
-				g.chunkMin, g.chunkUnits, g.queueOnCaller = chunkMin, units, onCaller
+				tune := pointTuning{packSplit: units % 3, touchAnswers: chunkMin == 1000}
+				name := fmt.Sprintf("chunkMin=%d,units=%d,onCaller=%v,tune=%+v,n=%d", chunkMin, units, onCaller, tune, n)
+				g.chunkMin, g.chunkUnits, g.queueOnCaller, g.pointTune = chunkMin, units, onCaller, tune
 				q := probe(n)
 				wv, wf, err := ct.Get(q)
 				if err != nil {
@@ -119,7 +122,7 @@ func TestGPUPointChunkings(t *testing.T) {
 			}
 		}
 	}
-	g.chunkMin, g.chunkUnits, g.queueOnCaller = pointChunkMin, 0, false
+	g.chunkMin, g.chunkUnits, g.queueOnCaller, g.pointTune = pointChunkMin, 0, false, pointTuning{}
 	wv, wf, err := ct.Get(keys)
 	if err != nil {
 		t.Fatal(err)

@@ -50,18 +50,33 @@ func BenchmarkGPUPointSteps(b *testing.B) {
 		// found made for each call, as bench art's packed update row makes it
 		{"update/packed-alloc", func() error { return t.UpdateKeys(probe, vals[:n], make([]bool, n)) }},
 	}
+	// Settings of the host side (the default first): chunks queued on the
+	// caller (queueOnCaller), fan-outs of two parts a worker
+	// (pointTuning.packSplit), the answers' pages touched beside the call
+	// (pointTuning.touchAnswers, for Get and Update only).
+	settings := []struct {
+		name   string
+		slices bool // only for calls from Go slices
+		set    func()
+	}{
+		{"beside", false, func() {}},
+		{"onCaller", false, func() { g.queueOnCaller = true }},
+		{"split2", false, func() { g.pointTune.packSplit = 2 }},
+		{"split2,onCaller", false, func() { g.pointTune.packSplit, g.queueOnCaller = 2, true }},
+		{"touch", true, func() { g.pointTune.touchAnswers = true }},
+		{"split2,touch", true, func() { g.pointTune.packSplit, g.pointTune.touchAnswers = 2, true }},
+	}
 	for _, c := range calls {
-		for _, v := range []struct {
-			units    int
-			onCaller bool
-		}{{1, false}, {1, true}} {
-			if c.name == "lookup/pinned" && v.onCaller {
-				continue // staged calls queue on the caller
+		for i, v := range settings {
+			if c.name == "lookup/pinned" && i > 0 {
+				continue // staged calls copy nothing on the host and queue on the caller
 			}
-			units := v.units
-			b.Run(fmt.Sprintf("%s/units=%d,onCaller=%v", c.name, units, v.onCaller), func(b *testing.B) {
-				g.chunkUnits, g.queueOnCaller = units, v.onCaller
-				defer func() { g.chunkUnits, g.queueOnCaller = 0, false }()
+			if v.slices && !strings.HasSuffix(c.name, "/slices") {
+				continue
+			}
+			b.Run(c.name+"/"+v.name, func(b *testing.B) {
+				v.set()
+				defer func() { g.chunkUnits, g.queueOnCaller, g.pointTune = 0, false, pointTuning{} }()
 				if err := c.call(); err != nil { // grows the buffers and slots, untimed
 					b.Fatal(err)
 				}
@@ -103,7 +118,7 @@ func BenchmarkGPUPointSteps(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				b.Logf("%s, %d units a chunk: traced call %.3f ms\n%s", c.name, units, whole.Seconds()*1e3, pointTimeline(steps))
+				b.Logf("%s, %s: traced call %.3f ms\n%s", c.name, v.name, whole.Seconds()*1e3, pointTimeline(steps))
 			})
 		}
 	}
@@ -139,14 +154,14 @@ func pointTimeline(steps []engine.Step) string {
 		}
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "host: sized %.3f, planned %.3f, end %.3f\n", host["sized"], host["planned"], host["end"])
-	fmt.Fprintf(&sb, "%5s %8s %8s %8s %8s %8s %8s %8s %8s\n", "chunk", "pack", "packed", "in", "kernels", "out", "waited", "unpacked", "queued")
 	cell := func(m map[string]float64, name string) string {
 		if v, ok := m[name]; ok {
 			return fmt.Sprintf("%8.3f", v)
 		}
 		return fmt.Sprintf("%8s", "-")
 	}
+	fmt.Fprintf(&sb, "host: sized %.3f, planned %.3f, check %s, checked %s, end %.3f\n", host["sized"], host["planned"], cell(host, "check"), cell(host, "checked"), host["end"])
+	fmt.Fprintf(&sb, "%5s %8s %8s %8s %8s %8s %8s %8s %8s\n", "chunk", "pack", "packed", "in", "kernels", "out", "waited", "unpacked", "queued")
 	for c := range chunks {
 		p := fmt.Sprintf("c%d ", c)
 		fmt.Fprintf(&sb, "%5d %s %s %s %s %s %s %s %s\n", c, cell(host, p+"pack"), cell(host, p+"packed"), cell(dev, p+"in"),
