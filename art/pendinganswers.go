@@ -18,11 +18,12 @@ type pendingAnswers struct {
 }
 
 // allocAnswers starts allocating n found flags and, when withOut, n
-// values; with touch it also writes a zero into every 4 KiB page of them,
-// so that the page faults of memory fresh from the OS are taken there,
-// beside the call, not by the copies out. Cost: one goroutine; the
+// values; with huge it advises the kernel to back them with huge pages
+// (adviseHuge); with touch it also writes a zero into every 4 KiB page
+// of them, so that the page faults of memory fresh from the OS are taken
+// there, beside the call, not by the copies out. Cost: one goroutine; the
 // allocations (and the page faults, with touch) run on it.
-func allocAnswers(n int, withOut, touch bool) *pendingAnswers {
+func allocAnswers(n int, withOut, touch, huge bool) *pendingAnswers {
 	a := &pendingAnswers{done: make(chan struct{}), withOut: withOut}
 	go func() {
 		defer close(a.done)
@@ -30,6 +31,10 @@ func allocAnswers(n int, withOut, touch bool) *pendingAnswers {
 			a.out = make([]uint64, n)
 		}
 		a.found = make([]bool, n)
+		if huge {
+			adviseHuge(a.out)
+			adviseHuge(a.found)
+		}
 		if touch {
 			touchPages(a.out)
 			touchPages(a.found)

@@ -14,8 +14,9 @@ import (
 // chunk and down to 1) and in flat ones, their chunks queued on a
 // goroutine of their own (runBeside) or on the caller (gpu.Pipeline.Run),
 // with small chunks (chunkMin 16 and 1000: many units a call), host
-// fan-outs of one to two parts a worker and the answers' pages touched
-// beside the call or not (pointTuning), from a
+// fan-outs of one to two parts a worker, the answers' pages touched
+// beside the call or not and the host's workers woken for a staged call's
+// check or not (pointTuning), from a
 // packed batch, from Go slices and, for lookups, from pinned staging, on
 // ragged keys half of them present, and compares every answer and the
 // values after the updates with the CPU engine's.
@@ -65,7 +66,7 @@ func TestGPUPointChunkings(t *testing.T) {
 		for _, units := range []int{1, 2, 4, 8} {
 			for _, n := range []int{1, 17, 100, 5000, 20000} {
 				onCaller := n%3 == 2 // 17, 5000: chunks queued between the packing (gpu.Pipeline.Run)
-				tune := pointTuning{packSplit: units % 3, touchAnswers: chunkMin == 1000}
+				tune := pointTuning{packSplit: units % 3, touchAnswers: chunkMin == 1000, hugeAnswers: units >= 4, coldCheck: n%2 == 1}
 				name := fmt.Sprintf("chunkMin=%d,units=%d,onCaller=%v,tune=%+v,n=%d", chunkMin, units, onCaller, tune, n)
 				g.chunkMin, g.chunkUnits, g.queueOnCaller, g.pointTune = chunkMin, units, onCaller, tune
 				q := probe(n)

@@ -51,32 +51,41 @@ func BenchmarkGPUPointSteps(b *testing.B) {
 		{"update/packed-alloc", func() error { return t.UpdateKeys(probe, vals[:n], make([]bool, n)) }},
 	}
 	// Settings of the host side (the default first): chunks queued on the
-	// caller (queueOnCaller), fan-outs of two parts a worker
+	// caller (queueOnCaller), fan-outs of one part a worker
 	// (pointTuning.packSplit), the answers' pages touched beside the call
-	// (pointTuning.touchAnswers, for Get and Update only).
+	// (pointTuning.touchAnswers, for Get and Update only) and backed by
+	// huge pages (hugeAnswers, with and without touching), the staged
+	// call's check with the host's workers as they are (coldCheck, for
+	// LookupStaged only), chunks of half the keys (8 a call, chunks8).
 	settings := []struct {
 		name   string
 		slices bool // only for calls from Go slices
 		set    func()
 	}{
-		{"beside", false, func() {}},
+		{"default", false, func() {}},
 		{"onCaller", false, func() { g.queueOnCaller = true }},
-		{"split2", false, func() { g.pointTune.packSplit = 2 }},
-		{"split2,onCaller", false, func() { g.pointTune.packSplit, g.queueOnCaller = 2, true }},
+		{"split1", false, func() { g.pointTune.packSplit = 1 }},
+		{"split1,onCaller", false, func() { g.pointTune.packSplit, g.queueOnCaller = 1, true }},
 		{"touch", true, func() { g.pointTune.touchAnswers = true }},
-		{"split2,touch", true, func() { g.pointTune.packSplit, g.pointTune.touchAnswers = 2, true }},
+		{"huge", true, func() { g.pointTune.hugeAnswers = true }},
+		{"huge,touch", true, func() { g.pointTune.hugeAnswers, g.pointTune.touchAnswers = true, true }},
+		{"coldCheck", false, func() { g.pointTune.coldCheck = true }},
+		{"chunks8", false, func() { g.chunkMin = pointChunkMin / 2 }},
 	}
 	for _, c := range calls {
 		for i, v := range settings {
-			if c.name == "lookup/pinned" && i > 0 {
-				continue // staged calls copy nothing on the host and queue on the caller
+			staged, cold := c.name == "lookup/pinned", v.name == "coldCheck"
+			if staged && i > 0 && !cold || !staged && cold {
+				continue // staged calls copy nothing on the host and queue on the caller; only they check beside
 			}
 			if v.slices && !strings.HasSuffix(c.name, "/slices") {
 				continue
 			}
 			b.Run(c.name+"/"+v.name, func(b *testing.B) {
 				v.set()
-				defer func() { g.chunkUnits, g.queueOnCaller, g.pointTune = 0, false, pointTuning{} }()
+				defer func() {
+					g.chunkMin, g.chunkUnits, g.queueOnCaller, g.pointTune = pointChunkMin, 0, false, pointTuning{}
+				}()
 				if err := c.call(); err != nil { // grows the buffers and slots, untimed
 					b.Fatal(err)
 				}

@@ -55,7 +55,7 @@ func TestPointPlanOnTheHost(t *testing.T) {
 			pc.out = make([]uint64, n)
 		}
 		if later := !staged && trial%5 < 2; later { // answers allocated beside the call, as Get and Update do
-			pc.out, pc.found, pc.later = nil, nil, allocAnswers(n, !update, n%2 == 0)
+			pc.out, pc.found, pc.later = nil, nil, allocAnswers(n, !update, n%2 == 0, n%3 == 0)
 		}
 		size := 1 + r.IntN(40)
 		src := pc.src
