@@ -25,7 +25,7 @@ import (
 // every chunk's transfer in is queued at once, the batch is checked on
 // the host while they run (on the host's workers, woken as the call
 // starts: wakeHost), and the answers go straight back into the Staging.
-// The host's fan-outs split into pointPackSplit parts a worker.
+// The host's fan-outs split into pointPackSplit parts a worker (one).
 //
 // The chunks' transfers and kernels are queued on a goroutine of their
 // own (runBeside) while the host packs the next chunk. Chunks may also be

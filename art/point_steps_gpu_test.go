@@ -51,7 +51,7 @@ func BenchmarkGPUPointSteps(b *testing.B) {
 		{"update/packed-alloc", func() error { return t.UpdateKeys(probe, vals[:n], make([]bool, n)) }},
 	}
 	// Settings of the host side (the default first): chunks queued on the
-	// caller (queueOnCaller), fan-outs of one part a worker
+	// caller (queueOnCaller), fan-outs of two parts a worker
 	// (pointTuning.packSplit), the answers' pages touched beside the call
 	// (pointTuning.touchAnswers, for Get and Update only) and backed by
 	// huge pages (hugeAnswers, with and without touching), the staged
@@ -64,8 +64,8 @@ func BenchmarkGPUPointSteps(b *testing.B) {
 	}{
 		{"default", false, func() {}},
 		{"onCaller", false, func() { g.queueOnCaller = true }},
-		{"split1", false, func() { g.pointTune.packSplit = 1 }},
-		{"split1,onCaller", false, func() { g.pointTune.packSplit, g.queueOnCaller = 1, true }},
+		{"split2", false, func() { g.pointTune.packSplit = 2 }},
+		{"split2,onCaller", false, func() { g.pointTune.packSplit, g.queueOnCaller = 2, true }},
 		{"touch", true, func() { g.pointTune.touchAnswers = true }},
 		{"huge", true, func() { g.pointTune.hugeAnswers = true }},
 		{"huge,touch", true, func() { g.pointTune.hugeAnswers, g.pointTune.touchAnswers = true, true }},

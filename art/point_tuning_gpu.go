@@ -26,10 +26,10 @@ type pointTuning struct {
 }
 
 // pointPackSplit is the default parts per worker of a point call's host
-// fan-outs: 2 (BenchmarkGPUPointSteps at 100M keys on an H200 host,
-// 2026-11-29: updates from Go memory 4-8% faster than with 1, lookups
-// unchanged).
-const pointPackSplit = 2
+// fan-outs: 1. With 2 (BenchmarkGPUPointSteps at 100M keys, two H200
+// machines, 2026-11-29) updates from Go memory were 4-8% faster and
+// lookups unchanged on one machine, lookups 3-10% slower on the other.
+const pointPackSplit = 1
 
 // hostParts is the number of parts the fan-outs of a point call's host
 // copies split into: g.workers times packSplit.
