@@ -23,9 +23,10 @@ import (
 // answers of chunk c-pointLag out of their slot meanwhile; from a
 // caller's pinned Staging (LookupStaged) nothing is copied on the host:
 // every chunk's transfer in is queued at once, the batch is checked on
-// the host while they run (on the host's workers, woken as the call
-// starts: wakeHost), and the answers go straight back into the Staging.
-// The host's fan-outs split into pointPackSplit parts a worker (one).
+// the host while they run, and the answers go straight back into the
+// Staging. Get and Update take the page faults of the answers they
+// allocate beside the call (allocAnswers); pointTuning lists the host
+// settings measured and not adopted.
 //
 // The chunks' transfers and kernels are queued on a goroutine of their
 // own (runBeside) while the host packs the next chunk. Chunks may also be

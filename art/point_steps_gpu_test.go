@@ -52,11 +52,11 @@ func BenchmarkGPUPointSteps(b *testing.B) {
 	}
 	// Settings of the host side (the default first): chunks queued on the
 	// caller (queueOnCaller), fan-outs of two parts a worker
-	// (pointTuning.packSplit), the answers' pages touched beside the call
-	// (pointTuning.touchAnswers, for Get and Update only) and backed by
-	// huge pages (hugeAnswers, with and without touching), the staged
-	// call's check with the host's workers as they are (coldCheck, for
-	// LookupStaged only), chunks of half the keys (8 a call, chunks8).
+	// (pointTuning.packSplit), the answers' page faults left to the copies
+	// out (untouchedAnswers, for Get and Update only) and the answers
+	// backed by huge pages (hugeAnswers, with the pages touched and not),
+	// the host's workers woken for a staged call's check (wakeForCheck,
+	// for LookupStaged only), chunks of half the keys (8 a call, chunks8).
 	settings := []struct {
 		name   string
 		slices bool // only for calls from Go slices
@@ -66,16 +66,16 @@ func BenchmarkGPUPointSteps(b *testing.B) {
 		{"onCaller", false, func() { g.queueOnCaller = true }},
 		{"split2", false, func() { g.pointTune.packSplit = 2 }},
 		{"split2,onCaller", false, func() { g.pointTune.packSplit, g.queueOnCaller = 2, true }},
-		{"touch", true, func() { g.pointTune.touchAnswers = true }},
+		{"untouched", true, func() { g.pointTune.untouchedAnswers = true }},
 		{"huge", true, func() { g.pointTune.hugeAnswers = true }},
-		{"huge,touch", true, func() { g.pointTune.hugeAnswers, g.pointTune.touchAnswers = true, true }},
-		{"coldCheck", false, func() { g.pointTune.coldCheck = true }},
+		{"huge,untouched", true, func() { g.pointTune.hugeAnswers, g.pointTune.untouchedAnswers = true, true }},
+		{"wake", false, func() { g.pointTune.wakeForCheck = true }},
 		{"chunks8", false, func() { g.chunkMin = pointChunkMin / 2 }},
 	}
 	for _, c := range calls {
 		for i, v := range settings {
-			staged, cold := c.name == "lookup/pinned", v.name == "coldCheck"
-			if staged && i > 0 && !cold || !staged && cold {
+			staged, wake := c.name == "lookup/pinned", v.name == "wake"
+			if staged && i > 0 && !wake || !staged && wake {
 				continue // staged calls copy nothing on the host and queue on the caller; only they check beside
 			}
 			if v.slices && !strings.HasSuffix(c.name, "/slices") {

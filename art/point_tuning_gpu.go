@@ -4,7 +4,8 @@ import "github.com/warpkv/warpkv/internal/par"
 
 // pointTuning tunes the host side of the GPU engine's point calls; the
 // zero value is the default. Benchmarks (BenchmarkGPUPointSteps) compare
-// the settings.
+// the settings; at 100M keys on H200 machines (2026-11-29) only the
+// default's touched answers were faster on every machine measured.
 type pointTuning struct {
 	// packSplit is the parts per worker of the fan-outs that size, pack
 	// and unpack a call's chunks (0: pointPackSplit). With more parts a
@@ -12,17 +13,22 @@ type pointTuning struct {
 	// chunks, by the runtime, or its thread by the OS) delays the fan-out
 	// by a smaller part.
 	packSplit int
-	// touchAnswers makes Get and Update take the page faults of the
-	// answers they allocate on the allocating goroutine, beside the
-	// call's sizing and packing (allocAnswers), not in the copies out.
-	touchAnswers bool
+	// untouchedAnswers leaves the page faults of the answers Get and
+	// Update allocate to the copies out, as before: by default the
+	// allocating goroutine writes to each of their pages beside the
+	// call's sizing and packing (allocAnswers), which made Get from
+	// [][]byte 3-10% and Update 3-8% faster at 100M keys.
+	untouchedAnswers bool
 	// hugeAnswers makes Get and Update advise huge pages for the answers
 	// they allocate (adviseHuge): fewer page faults where the memory is
-	// fresh from the OS.
+	// fresh from the OS. Not the default: each call's advice splits the
+	// heap's mapping at the answers' ends.
 	hugeAnswers bool
-	// coldCheck leaves the host's workers as they are before a staged
-	// call's check (no wakeHost).
-	coldCheck bool
+	// wakeForCheck makes a staged lookup wake the host's workers as it
+	// starts (wakeHost) for its check. Not the default: its check took
+	// 0.16 ms instead of 0.27 in a traced call, but the median call was
+	// 7% slower.
+	wakeForCheck bool
 }
 
 // pointPackSplit is the default parts per worker of a point call's host
@@ -41,16 +47,16 @@ func (g *gpuEngine) hostParts() int {
 	return par.Workers(g.workers) * split
 }
 
-// wakeHost starts waking the workers of par.Shared (an empty fan-out) so
-// that a fan-out shortly after finds them spinning: a staged call's check
-// (one fan-out over the offsets) comes after its transfers in are queued,
-// tens of microseconds later, and with the workers parked (a staged call
-// makes no other fan-out, so between calls they park) the caller ran
-// nearly all of it alone, 0.31 ms for 1Mi keys on an H200 host, before
-// the first kernel could start. Cost: a broadcast to the parked workers
-// (microseconds on the caller).
+// wakeHost starts waking the workers of par.Shared (an empty fan-out)
+// when the engine is so tuned (wakeForCheck), so that a fan-out shortly
+// after finds them spinning: a staged call's check (one fan-out over the
+// offsets) comes after its transfers in are queued, and with the workers
+// parked (a staged call makes no other fan-out, so between calls they
+// park) the caller runs most of it alone: 0.27-0.31 ms for 1Mi keys on an
+// H200 host, before the first kernel can start. Cost: a broadcast to the
+// parked workers on the caller.
 func (g *gpuEngine) wakeHost() {
-	if g.pointTune.coldCheck {
+	if !g.pointTune.wakeForCheck {
 		return
 	}
 	p := par.Shared()
