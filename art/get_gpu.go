@@ -30,7 +30,7 @@ func (g *gpuEngine) lookupSlices(keys [][]byte, vals []uint64, found []bool) err
 // out), as Get returns them; errLongSlices when the keys hold more than 4
 // GiB of bytes (the answers allocated all the same).
 func (g *gpuEngine) getSlices(keys [][]byte) ([]uint64, []bool, error) {
-	a := allocAnswers(len(keys), true, !g.pointTune.untouchedAnswers, g.pointTune.hugeAnswers)
+	a := allocAnswers(len(keys), true, g.pointTune.touchAnswers, g.pointTune.hugeAnswers)
 	err := g.lookupCall(&pointCall{op: "lookup", src: gpu.Strings{Slices: keys}, later: a})
 	vals, found := a.wait()
 	return vals, found, err
@@ -120,7 +120,7 @@ func (g *gpuEngine) updateSlices(keys [][]byte, vals []uint64, found []bool) err
 // updateSlicesFound is updateSlices into found flags it allocates
 // (allocAnswers), as Update returns them; errLongSlices as updateSlices.
 func (g *gpuEngine) updateSlicesFound(keys [][]byte, vals []uint64) ([]bool, error) {
-	a := allocAnswers(len(keys), false, !g.pointTune.untouchedAnswers, g.pointTune.hugeAnswers)
+	a := allocAnswers(len(keys), false, g.pointTune.touchAnswers, g.pointTune.hugeAnswers)
 	err := g.updateCall(&pointCall{op: "update", src: gpu.Strings{Slices: keys}, vals: vals, later: a})
 	_, found := a.wait()
 	return found, err

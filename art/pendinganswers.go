@@ -7,10 +7,10 @@ import "unsafe"
 // on a goroutine of their own while the call sizes and packs its first
 // chunks. The allocation is not cheap (9 MB for 1Mi lookups: 0.53 ms on
 // the development VM with a 400 MB live heap, and as much again in page
-// faults at the first writes, which the goroutine takes by touching every
-// page: the parallel copies out took 0.5-2.2 ms of faults a call at 100M
-// keys on an H200 host), and the point pipeline needs the slices only
-// when it copies out its first chunk's answers.
+// faults at the first writes, which the parallel copies out take: 0.5-2.2
+// ms a call at 100M keys on an H200 host; touching the pages here instead
+// is an option, pointTuning.touchAnswers), and the point pipeline needs
+// the slices only when it copies out its first chunk's answers.
 type pendingAnswers struct {
 	done    chan struct{}
 	withOut bool     // values too (a lookup's)

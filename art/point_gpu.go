@@ -24,9 +24,8 @@ import (
 // caller's pinned Staging (LookupStaged) nothing is copied on the host:
 // every chunk's transfer in is queued at once, the batch is checked on
 // the host while they run, and the answers go straight back into the
-// Staging. Get and Update take the page faults of the answers they
-// allocate beside the call (allocAnswers); pointTuning lists the host
-// settings measured and not adopted.
+// Staging. pointTuning lists the host settings measured and not
+// adopted.
 //
 // The chunks' transfers and kernels are queued on a goroutine of their
 // own (runBeside) while the host packs the next chunk. Chunks may also be

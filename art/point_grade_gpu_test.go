@@ -66,7 +66,7 @@ func TestGPUPointChunkings(t *testing.T) {
 		for _, units := range []int{1, 2, 4, 8} {
 			for _, n := range []int{1, 17, 100, 5000, 20000} {
 				onCaller := n%3 == 2 // 17, 5000: chunks queued between the packing (gpu.Pipeline.Run)
-				tune := pointTuning{packSplit: units % 3, untouchedAnswers: chunkMin == 1000, hugeAnswers: units >= 4, wakeForCheck: n%2 == 1}
+				tune := pointTuning{packSplit: units % 3, touchAnswers: chunkMin == 1000, hugeAnswers: units >= 4, wakeForCheck: n%2 == 1}
 				name := fmt.Sprintf("chunkMin=%d,units=%d,onCaller=%v,tune=%+v,n=%d", chunkMin, units, onCaller, tune, n)
 				g.chunkMin, g.chunkUnits, g.queueOnCaller, g.pointTune = chunkMin, units, onCaller, tune
 				q := probe(n)

@@ -52,9 +52,9 @@ func BenchmarkGPUPointSteps(b *testing.B) {
 	}
 	// Settings of the host side (the default first): chunks queued on the
 	// caller (queueOnCaller), fan-outs of two parts a worker
-	// (pointTuning.packSplit), the answers' page faults left to the copies
-	// out (untouchedAnswers, for Get and Update only) and the answers
-	// backed by huge pages (hugeAnswers, with the pages touched and not),
+	// (pointTuning.packSplit), the answers' pages touched beside the call
+	// (touchAnswers, for Get and Update only) and backed by huge pages
+	// (hugeAnswers, with the pages touched and not),
 	// the host's workers woken for a staged call's check (wakeForCheck,
 	// for LookupStaged only), chunks of half the keys (8 a call, chunks8).
 	settings := []struct {
@@ -66,9 +66,9 @@ func BenchmarkGPUPointSteps(b *testing.B) {
 		{"onCaller", false, func() { g.queueOnCaller = true }},
 		{"split2", false, func() { g.pointTune.packSplit = 2 }},
 		{"split2,onCaller", false, func() { g.pointTune.packSplit, g.queueOnCaller = 2, true }},
-		{"untouched", true, func() { g.pointTune.untouchedAnswers = true }},
+		{"touch", true, func() { g.pointTune.touchAnswers = true }},
 		{"huge", true, func() { g.pointTune.hugeAnswers = true }},
-		{"huge,untouched", true, func() { g.pointTune.hugeAnswers, g.pointTune.untouchedAnswers = true, true }},
+		{"huge,touch", true, func() { g.pointTune.hugeAnswers, g.pointTune.touchAnswers = true, true }},
 		{"wake", false, func() { g.pointTune.wakeForCheck = true }},
 		{"chunks8", false, func() { g.chunkMin = pointChunkMin / 2 }},
 	}

@@ -3,9 +3,9 @@ package art
 import "github.com/warpkv/warpkv/internal/par"
 
 // pointTuning tunes the host side of the GPU engine's point calls; the
-// zero value is the default. Benchmarks (BenchmarkGPUPointSteps) compare
-// the settings; at 100M keys on H200 machines (2026-11-29) only the
-// default's touched answers were faster on every machine measured.
+// zero value is the default (main's way). Benchmarks
+// (BenchmarkGPUPointSteps) compare the settings; at 100M keys on H200
+// machines (2026-11-29) none was faster on every machine measured.
 type pointTuning struct {
 	// packSplit is the parts per worker of the fan-outs that size, pack
 	// and unpack a call's chunks (0: pointPackSplit). With more parts a
@@ -13,12 +13,13 @@ type pointTuning struct {
 	// chunks, by the runtime, or its thread by the OS) delays the fan-out
 	// by a smaller part.
 	packSplit int
-	// untouchedAnswers leaves the page faults of the answers Get and
-	// Update allocate to the copies out, as before: by default the
-	// allocating goroutine writes to each of their pages beside the
-	// call's sizing and packing (allocAnswers), which made Get from
-	// [][]byte 3-10% and Update 3-8% faster at 100M keys.
-	untouchedAnswers bool
+	// touchAnswers makes the goroutine that allocates the answers of Get
+	// and Update write to each of their pages beside the call's sizing
+	// and packing (allocAnswers), so that the page faults of fresh memory
+	// are taken there, not by the copies out. Not the default: Get from
+	// [][]byte was 3-10% faster on two machines, but 3.4x slower on a
+	// third, where one goroutine's faults took 6.5 ms for 9.4 MB.
+	touchAnswers bool
 	// hugeAnswers makes Get and Update advise huge pages for the answers
 	// they allocate (adviseHuge): fewer page faults where the memory is
 	// fresh from the OS. Not the default: each call's advice splits the
