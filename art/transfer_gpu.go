@@ -72,31 +72,6 @@ func (g *gpuEngine) uploadKeys(prefix string, kb Keys, withVals, pinned bool) (*
 	return b, errors.Join(gpu.UploadStaged(g.up, g.s, b.data, 0, kb.Data), gpu.UploadStaged(g.up, g.s, b.offs, 0, offs))
 }
 
-// uploadValsBeside queues the upload of vals into b.vals on the transfer
-// stream g.in, beside the kernels queued on g.s, and makes g.s wait for it
-// before anything queued on g.s after this call: the values' packing into
-// pinned chunks (on the host) and their DMAs overlap the kernels queued
-// before. Cost: one parallel copy of vals into pinned chunks, the
-// transfer, one event.
-func (g *gpuEngine) uploadValsBeside(b *devBatch, vals []uint64) error {
-	if len(vals) == 0 {
-		return nil
-	}
-	if err := gpu.UploadStaged(g.up, g.in, b.vals, 0, vals); err != nil {
-		// Nothing on g.s waits for the copies queued so far: let them
-		// finish before the pool may reuse or free b.vals.
-		return errors.Join(err, g.in.Synchronize())
-	}
-	if g.valsEv == nil {
-		e, err := g.dev.NewEvent()
-		if err != nil {
-			return err
-		}
-		g.valsEv = e
-	}
-	return errors.Join(g.valsEv.Record(g.in), g.s.Wait(g.valsEv))
-}
-
 // drain completes the downloads queued on the down pipeline and
 // synchronizes the stream. Cost: the waits and the copies out of the
 // pinned chunks.
