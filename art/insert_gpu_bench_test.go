@@ -72,10 +72,12 @@ func randomKeys(from, n int) (Keys, []uint64) {
 // last run's time went: every step's device time (CUDA events), host time
 // and host synchronizations (engine.StepTrace). It reports keys/s of the
 // whole call and of its phases (engine.Timings), the call as the caller
-// sees it (ms/call) and the part of it outside the engine's clock
-// (ms-outside-clock: the facade's check of the batch before the clock
-// starts, the host's end of the call after it stops), and logs how long
-// the frees beside the call ran past its return. tree=16Mi: stepsKeys, 16Mi keys; tree=100M: bench art's keys
+// sees it (ms/call) and its parts outside the engine's clock (ms-before-
+// clock: the facade's check of the batch and the engine's entry before
+// the clock starts; ms-after-clock: the host's end of the call after it
+// stops), and logs how long the frees beside the call ran past its
+// return and how long the batch's check takes alone once more after the
+// runs (the keys in cache, the workers spinning). tree=16Mi: stepsKeys, 16Mi keys; tree=100M: bench art's keys
 // and tree (its "insert 10M, 16 B keys, in 100M"), as the engine runs by
 // default (pools grown in place where the device has VMM:
 // pool_vmm_gpu.go; the pools grown ahead: growAhead; the keys in two parts beside
@@ -115,7 +117,7 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			g.vmm = g.vmm && !c.buffers
 			g.nw = c.nw
 			var lb engine.Timings
-			var call, frees time.Duration
+			var call, frees, before time.Duration
 			var pools string
 			for b.Loop() {
 				b.StopTimer()
@@ -130,6 +132,7 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 				}
 				call = time.Since(t0)
 				lb = tr.LastBatch()
+				before = g.trace.Began().Sub(t0)
 				b.StopTimer()
 				g.waitFrees()
 				frees = time.Since(t0) - call
@@ -140,11 +143,17 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			b.ReportMetric(rate(lb.Total), "Mkeys/s")
 			b.ReportMetric(rate(lb.Work), "work-Mkeys/s")
 			b.ReportMetric(float64(call)/1e6, "ms/call")
-			b.ReportMetric(float64(call-lb.Total)/1e6, "ms-outside-clock")
+			b.ReportMetric(float64(before)/1e6, "ms-before-clock")
+			b.ReportMetric(float64(call-before-lb.Total)/1e6, "ms-after-clock")
 			steps, err := g.trace.Steps()
 			if err != nil {
 				b.Fatal(err)
 			}
+			t1 := time.Now()
+			if err := ik.check("insert", iv, true); err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("the batch's check alone, warm: %v", time.Since(t1))
 			b.Logf("last insert: %v, the call %v, its frees beside done %v after it\n%s        pools (kind: live/capacity, grown ahead to)\n        before: %s",
 				lb, call, frees, engine.FormatSteps(steps), pools)
 			if tr.Len() != c.tree+stepsBatchKeys {
