@@ -11,9 +11,7 @@ import (
 // engine takes: key i is Data[Offs[i]:Offs[i+1]], so Offs has one more
 // element than there are keys (an empty Offs is an empty batch). Keys
 // holds no pointers besides its two slices, so a batch of millions of
-// keys costs the garbage collector nothing to scan (one more pointer: what
-// the call's check learned of the offsets, which the engine then need not
-// read again; the zero Keys knows nothing). Past 4 GiB of Data the
+// keys costs the garbage collector nothing to scan. Past 4 GiB of Data the
 // offsets wrap modulo 2^32 (Pack writes them so); since no key is longer
 // than MaxKeyLen, they still say where every key is, and the batch calls
 // (build, insert, update, lookup, delete) take such a batch in chunks; At
@@ -21,30 +19,6 @@ import (
 type Keys struct {
 	Data []byte
 	Offs []uint32
-
-	// shape is set by check, on the call's own copy of the batch.
-	shape keysShape
-}
-
-// keysShape is what scanOffsets learned of a batch's offsets: whether
-// every key has length l, the first starting at 0 (one), for the offsets
-// at with n entries. A Keys whose Offs are not those (a batch made from
-// another) knows nothing: see oneLength.
-type keysShape struct {
-	at  unsafe.Pointer // &Offs[0] when scanned
-	n   int            // len(Offs) when scanned
-	l   uint32
-	one bool
-}
-
-// oneLength is oneLength(k.Offs), answered from check's scan of these
-// offsets when it made one. Cost: O(1) after check, else one pass over
-// the offsets.
-func (k Keys) oneLength() (uint32, bool) {
-	if sh := k.shape; sh.at != nil && len(k.Offs) == sh.n && unsafe.Pointer(&k.Offs[0]) == sh.at {
-		return sh.l, sh.one
-	}
-	return oneLength(k.Offs)
 }
 
 // Pack packs keys into one buffer. Cost: one copy of the keys (on
@@ -115,14 +89,10 @@ func (k Keys) Unpack() [][]byte {
 // key at most MaxKeyLen bytes, and n values when values is not nil. A
 // batch of more than 4 GiB of key bytes (offsets wrapped) passes when its
 // keys' lengths do; the engines split it (chunks.go) and check its end. Cost:
-// O(keys) over GOMAXPROCS workers of par.Shared (scanOffsets), one unsigned
+// O(keys) over GOMAXPROCS workers of par.Shared (offsetsOK), one unsigned
 // subtraction per key; a failing batch is scanned again in order to name
 // its first bad key.
-//
-// check records what its scan learned of the offsets in k (shape: every
-// key one length), so that the engine that takes k need not read them
-// again (Keys.oneLength).
-func (k *Keys) check(op string, values []uint64, withValues bool) error {
+func (k Keys) check(op string, values []uint64, withValues bool) error {
 	n := k.Len()
 	if withValues && len(values) != n {
 		return fmt.Errorf("art: %s: %d keys but %d values", op, n, len(values))
@@ -134,15 +104,8 @@ func (k *Keys) check(op string, values []uint64, withValues bool) error {
 		}
 		return fmt.Errorf("art: %s: a key's offsets decrease or it is over %d bytes", op, MaxKeyLen)
 	}
-	if n == 0 {
+	if n == 0 || (int(k.Offs[n]) <= len(k.Data) && offsetsOK(k.Offs, 0)) {
 		return nil
-	}
-	if int(k.Offs[n]) <= len(k.Data) {
-		ok, sh := scanOffsets(k.Offs, 0)
-		if ok {
-			k.shape = sh
-			return nil
-		}
 	}
 	return k.firstBad(op)
 }
@@ -157,54 +120,36 @@ var _ [(1<<16 - 1) - MaxKeyLen]struct{}
 // offsetsOK reports whether every key of offs (offsets of len(offs)-1
 // keys) ends at or after its start and is at most MaxKeyLen bytes: the
 // offsets then rise, so the last one bounds them all. workers <= 0 means
-// GOMAXPROCS. Cost: as scanOffsets.
+// GOMAXPROCS. Cost: one pass over offs, split over the workers of
+// par.Shared (one fan-out: no goroutines started).
 func offsetsOK(offs []uint32, workers int) bool {
-	ok, _ := scanOffsets(offs, workers)
-	return ok
-}
-
-// scanOffsets is offsetsOK and, in the same pass, oneLength: ok is
-// offsetsOK's answer, and sh says whether every key of offs has one
-// length, the first starting at 0 (sh.one). Cost: one pass over offs,
-// split over the workers of par.Shared (one fan-out: no goroutines
-// started).
-func scanOffsets(offs []uint32, workers int) (ok bool, sh keysShape) {
 	n := len(offs) - 1
 	if n <= 0 {
-		return true, keysShape{}
+		return true
 	}
-	l := offs[1] - offs[0]
 	parts := par.Parts(n, checkMinPart, workers)
-	// Per part: the bits of 16 and above of its keys' lengths ORed (bad),
-	// and whether a key's length differs from the first's (other).
 	bad := make([]uint32, parts)
-	other := make([]uint32, parts)
 	par.Shared().Ranges(n, parts, func(p, lo, hi int) {
 		// A key's b - a has a bit at 16 or above exactly when b < a (the
 		// difference wraps) or the key is longer than MaxKeyLen = 2^16 - 1;
-		// the differences are ORed, and their XORs with l, four keys a
-		// step.
-		var acc, ne uint32
+		// the differences are ORed, four keys a step.
+		var acc uint32
 		s := offs[lo : hi+1]
 		i := 1
 		for ; i+3 < len(s); i += 4 {
-			d0, d1, d2, d3 := s[i]-s[i-1], s[i+1]-s[i], s[i+2]-s[i+1], s[i+3]-s[i+2]
-			acc |= d0 | d1 | d2 | d3
-			ne |= (d0 ^ l) | (d1 ^ l) | (d2 ^ l) | (d3 ^ l)
+			acc |= (s[i] - s[i-1]) | (s[i+1] - s[i]) | (s[i+2] - s[i+1]) | (s[i+3] - s[i+2])
 		}
 		for ; i < len(s); i++ {
-			d := s[i] - s[i-1]
-			acc |= d
-			ne |= d ^ l
+			acc |= s[i] - s[i-1]
 		}
-		bad[p], other[p] = acc>>16, ne
+		bad[p] = acc >> 16
 	})
-	ok, one := true, offs[0] == 0
-	for p := range parts {
-		ok = ok && bad[p] == 0
-		one = one && other[p] == 0
+	for _, b := range bad {
+		if b != 0 {
+			return false
+		}
 	}
-	return ok, keysShape{at: unsafe.Pointer(&offs[0]), n: len(offs), l: l, one: one}
+	return true
 }
 
 // firstBad returns the error of a batch's first bad key (in key order),

@@ -45,60 +45,6 @@ func TestCheckFindsTheFirstBadKey(t *testing.T) {
 	}
 }
 
-// TestCheckLearnsOneLength checks that the batch check's scan answers
-// oneLength for the batch it checked, on batches of one length and not
-// (one key off at random, an empty batch, offsets not from 0), large
-// enough to split over several parts; and that a batch made from a
-// checked one (its offsets resliced) does not take the checked one's
-// answer.
-func TestCheckLearnsOneLength(t *testing.T) {
-	r := rand.New(rand.NewPCG(9, 10))
-	for trial := range 40 {
-		n := 1 + r.IntN(3*checkMinPart)
-		l := uint32(r.IntN(24))
-		kb := Keys{Offs: make([]uint32, n+1)}
-		start := uint32(0)
-		if trial%5 == 4 {
-			start = 3
-		}
-		for i := range kb.Offs {
-			kb.Offs[i] = start + uint32(i)*l
-		}
-		if trial%2 == 1 && l > 0 {
-			i := 1 + r.IntN(n)
-			for j := i; j <= n; j++ {
-				kb.Offs[j]++
-			}
-		}
-		kb.Data = make([]byte, kb.Offs[n])
-		wl, wok := oneLength(kb.Offs)
-		if err := kb.check("test", nil, false); err != nil {
-			t.Fatalf("trial %d: %v", trial, err)
-		}
-		if kb.shape.at == nil {
-			t.Fatalf("trial %d (%d keys): the check recorded nothing", trial, n)
-		}
-		if gl, gok := kb.oneLength(); gok != wok || gok && gl != wl {
-			t.Fatalf("trial %d (%d keys of %d bytes): the check says (%d, %v), oneLength (%d, %v)", trial, n, l, gl, gok, wl, wok)
-		}
-		if n > 2 {
-			sub := kb
-			sub.Offs = kb.Offs[1:]
-			sl, sok := oneLength(sub.Offs)
-			if gl, gok := sub.oneLength(); gok != sok || gok && gl != sl {
-				t.Fatalf("trial %d: a resliced batch says (%d, %v), oneLength (%d, %v)", trial, gl, gok, sl, sok)
-			}
-		}
-	}
-	var empty Keys
-	if err := empty.check("test", nil, false); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := empty.oneLength(); ok {
-		t.Fatal("an empty batch has one length")
-	}
-}
-
 // BenchmarkCheck measures the batch check of 1Mi 16-byte keys (done on
 // every call before anything else).
 func BenchmarkCheck(b *testing.B) {

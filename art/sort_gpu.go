@@ -42,7 +42,7 @@ func (g *gpuEngine) uploadSorted(kb Keys, vals []uint64, mid func() error) (*dev
 	}
 	withOffs := true
 	if len(bounds) > 2 {
-		if l, ok := kb.oneLength(); ok {
+		if l, ok := oneLength(kb.Offs); ok {
 			if err := g.launch(g.k.sOffsets, kb.Len()+1, uint64(kb.Len()+1), uint32(l), b.offs); err != nil {
 				return nil, nil, 0, fmt.Errorf("upload: %w", err)
 			}
