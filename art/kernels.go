@@ -68,6 +68,7 @@ type kernelSet struct {
 	qCollect, qEmit, qOrderKeys, qScanPerm, qCollectPerm            *gpu.Function
 	qCands, qTrim, qPairs                                           *gpu.Function
 	qWalk8, qWalk16, qWalk32                                        *gpu.Function
+	qScanCounts                                                     *gpu.Function
 	acSizes, acMove                                                 *gpu.Function
 }
 
@@ -90,6 +91,7 @@ func (k *kernelSet) names() map[string]**gpu.Function {
 		"aq_scan": &k.qScan, "aq_collect": &k.qCollect, "aq_emit": &k.qEmit, "aq_order_keys": &k.qOrderKeys, "aq_scan_perm": &k.qScanPerm,
 		"aq_collect_perm": &k.qCollectPerm, "aq_cands": &k.qCands, "aq_trim": &k.qTrim, "aq_pairs": &k.qPairs,
 		"aq_walk8": &k.qWalk8, "aq_walk16": &k.qWalk16, "aq_walk32": &k.qWalk32, "ac_sizes": &k.acSizes, "ac_move": &k.acMove,
+		"aq_scan_counts": &k.qScanCounts,
 	}
 }
 

@@ -157,3 +157,103 @@ extern "C" __global__ void aq_pairs(const Tree *t, u64 Q, u64 limit, const u64 *
         }
     }
 }
+
+// SC_THREADS and SC_ITEMS: aq_scan_counts' block and the entries each
+// thread takes from a tile of SC_THREADS*SC_ITEMS.
+#define SC_THREADS 1024
+#define SC_ITEMS 8
+
+// block_excl_scan2: the exclusive scans over the block's threads of a and
+// b (every thread of the block calls it; ws holds 2*WARP words), and
+// their block totals ta and tb. Invariant: ws is free again on return
+// (a barrier ends it).
+__device__ __forceinline__ void block_excl_scan2(u64 a, u64 b, u64 *ea, u64 *eb, u64 *ta, u64 *tb, u64 *ws) {
+    u32 lane = threadIdx.x % WARP, w = threadIdx.x / WARP, nw = blockDim.x / WARP;
+    u64 x = a, y = b; // inclusive warp scans
+    for (int d = 1; d < WARP; d <<= 1) {
+        u64 xa = __shfl_up_sync(FULL_MASK, x, d), ya = __shfl_up_sync(FULL_MASK, y, d);
+        if (lane >= (u32)d) x += xa, y += ya;
+    }
+    if (lane == WARP - 1) ws[w] = x, ws[WARP + w] = y;
+    __syncthreads();
+    if (w == 0) { // the warps' totals scanned in place, inclusive
+        u64 p = lane < nw ? ws[lane] : 0, r = lane < nw ? ws[WARP + lane] : 0;
+        for (int d = 1; d < WARP; d <<= 1) {
+            u64 pa = __shfl_up_sync(FULL_MASK, p, d), ra = __shfl_up_sync(FULL_MASK, r, d);
+            if (lane >= (u32)d) p += pa, r += ra;
+        }
+        if (lane < nw) ws[lane] = p, ws[WARP + lane] = r;
+    }
+    __syncthreads();
+    u64 pa = w ? ws[w - 1] : 0, pb = w ? ws[WARP + w - 1] : 0;
+    *ea = pa + x - a;
+    *eb = pb + y - b;
+    *ta = ws[nw - 1];
+    *tb = ws[WARP + nw - 1];
+    __syncthreads();
+}
+
+// aq_scan_counts: one block of SC_THREADS threads (launched as exactly
+// one): the exclusive scans in place of a walk's n+1 pair counts cnt and
+// key bytes bytes (entry n, zero from the walk, becomes the total), and
+// sq[n] = the sum of sq[0..n) (the other entries of sq are left as they
+// are: only the total is read). When out is not null it also gets the
+// three totals as a_totals writes them (out[2i], out[2i+1] the low and
+// high halves of pairs, key bytes, squared key lengths; out[6..9] zero),
+// in host memory mapped into the device for a pipelined chunk. It takes
+// the place of three device scans (a memset and a kernel each) and
+// a_totals: one launch. Thread mapping: tiles of SC_THREADS*SC_ITEMS
+// entries in order; thread j of a tile takes its entries
+// [j*SC_ITEMS, (j+1)*SC_ITEMS) (64 contiguous bytes of each array), sums
+// them, a block scan of the sums (plus the tiles before: carry) gives its
+// first output, and it writes its entries' exclusive sums in place.
+// Invariant: every entry is read and written by one thread only, read
+// before it is written; the carries hold the sums of every tile before.
+extern "C" __global__ void __launch_bounds__(SC_THREADS) aq_scan_counts(u64 n, u64 *cnt, u64 *bytes, u64 *sq, u64 *out) {
+    __shared__ u64 ws[2 * WARP];
+    u64 cc = 0, cb = 0, ssq = 0; // carries of the tiles before; this thread's squares
+    const u64 tile = (u64)blockDim.x * SC_ITEMS;
+    for (u64 t0 = 0; t0 < n; t0 += tile) {
+        u64 base = t0 + (u64)threadIdx.x * SC_ITEMS;
+        u64 vc[SC_ITEMS], vb[SC_ITEMS], sc = 0, sb = 0;
+#pragma unroll
+        for (int j = 0; j < SC_ITEMS; j++) {
+            bool in = base + j < n;
+            vc[j] = in ? cnt[base + j] : 0;
+            vb[j] = in ? bytes[base + j] : 0;
+            ssq += in ? sq[base + j] : 0;
+        }
+#pragma unroll
+        for (int j = 0; j < SC_ITEMS; j++) sc += vc[j], sb += vb[j];
+        u64 ec, eb, tc, tb;
+        block_excl_scan2(sc, sb, &ec, &eb, &tc, &tb, ws);
+        ec += cc;
+        eb += cb;
+#pragma unroll
+        for (int j = 0; j < SC_ITEMS; j++) {
+            if (base + j < n) {
+                cnt[base + j] = ec;
+                bytes[base + j] = eb;
+            }
+            ec += vc[j];
+            eb += vb[j];
+        }
+        cc += tc;
+        cb += tb;
+    }
+    u64 tq, dummy, eq, ed;
+    block_excl_scan2(ssq, 0, &eq, &ed, &tq, &dummy, ws);
+    if (threadIdx.x == 0) {
+        cnt[n] = cc;
+        bytes[n] = cb;
+        sq[n] = tq;
+        if (out) {
+            u64 v[3] = {cc, cb, tq};
+            for (int i = 0; i < 3; i++) {
+                out[2 * i] = v[i] & 0xffffffffull;
+                out[2 * i + 1] = v[i] >> 32;
+            }
+            for (int i = 6; i < 10; i++) out[i] = 0;
+        }
+    }
+}

@@ -98,6 +98,26 @@ func (g *gpuEngine) walk(Q, limit int, dsc int32, order any, lo, hi *devBatch, h
 	return fmt.Errorf("art: walk lanes %d: want 1, 8, 16 or 32", g.walkLanes)
 }
 
+// scanCountsBlock is aq_scan_counts' block: its SC_THREADS (ranges.cu).
+const scanCountsBlock = 1024
+
+// scanCountsTotals queues aq_scan_counts on s: in one launch of one block,
+// the exclusive scans in place of a walk's Q+1 pair counts and key bytes,
+// sq[Q] set to the sum of the squared key lengths, and, when out is not
+// nullPtr, the three totals written there as a_totals writes them
+// (totWords words; a pipelined chunk's mapped totals). It replaces
+// scanCounts and a_totals (seven driver calls: three memsets, four
+// kernels) where Q is a chunk's queries. Cost: one launch; one block
+// reading and writing 3(Q+1) words in tiles of 8192 entries, a block
+// scan a tile (a few microseconds a tile).
+func (g *gpuEngine) scanCountsTotals(Q int, cnt, byt, sq *gpu.Buffer[uint64], out any) error {
+	f := g.k.qScanCounts
+	if err := f.Launch(g.s, gpu.D1(1), gpu.D1(scanCountsBlock), 0, uint64(Q), cnt, byt, sq, out); err != nil {
+		return fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	return nil
+}
+
 // scanCounts queues the exclusive scans, in place, of a walk's Q+1 pair
 // counts, key bytes and squared key lengths (rangesCands, a chunk of
 // rangesPiped). Cost: three device scans of Q+1 words.

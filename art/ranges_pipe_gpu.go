@@ -48,6 +48,11 @@ type rangePipe struct {
 	// their totals, before it packs chunk k+1: on the H200 at 100M keys
 	// 1-2% faster (BENCHMARKS.md, branch arng5). Benchmarks compare.
 	lazy bool
+	// scans3: a chunk's counts are scanned by three device scans and its
+	// totals copied by a_totals (seven driver calls; before branch
+	// arng6). Else, the default, aq_scan_counts does both in one launch
+	// (scanChunk). Benchmarks compare.
+	scans3 bool
 
 	names   [][numPipeBufs]string // chunk k's buffers' pool names (pipeBufs with ".k")
 	walkAt  []*gpu.Event          // chunk k's walk queued (on s)
@@ -61,6 +66,19 @@ type rangePipe struct {
 	// kernel's stores reach it without the copy engine, where a readback
 	// would queue behind the earlier chunks' downloads.
 	tot *gpu.MappedBuffer[uint64]
+}
+
+// scanChunk queues on g.s the scans of a walked chunk's n+1 counts (pair
+// counts, key bytes, squared key lengths) and the copy of its totals to
+// tot (the pipe's mapped words of the chunk): aq_scan_counts, one launch,
+// or with scans3 three device scans and a_totals. Cost: one launch (seven
+// driver calls with scans3).
+func (p *rangePipe) scanChunk(g *gpuEngine, n int, c *pipeChunk, tot gpu.DevicePtr) error {
+	if !p.scans3 {
+		return g.scanCountsTotals(n, c.cnt, c.byt, c.sq, tot)
+	}
+	return firstErr(g.scanCounts(n, c.cnt, c.byt, c.sq),
+		g.launch(g.k.totals, 1, uint64(n), c.cnt, c.byt, c.sq, nullPtr, nullPtr, uint64(0), nullPtr, tot))
 }
 
 // totWords is the words a_totals writes: the low and high halves of four

@@ -371,11 +371,10 @@ func (g *gpuEngine) queueRangeChunk(c *pipeChunk, k int, pc packedChunk, limit i
 	if err := g.walk(n, limit, dsc, nullPtr, lo, hi, hb, c.slots, c.ccnt, c.cnt, c.byt, c.sq); err != nil {
 		return fmt.Errorf("chunk %d: walk: %w", k, err)
 	}
-	if err := g.scanCounts(n, c.cnt, c.byt, c.sq); err != nil {
+	if err := g.pipe.scanChunk(g, n, c, g.pipe.tot.PtrAt(totWords*k)); err != nil {
 		return fmt.Errorf("chunk %d: walk scans: %w", k, err)
 	}
-	if err := firstErr(g.launch(g.k.totals, 1, uint64(n), c.cnt, c.byt, c.sq, nullPtr, nullPtr, uint64(0), nullPtr, g.pipe.tot.PtrAt(totWords*k)),
-		g.pipe.walked[k].Record(g.s)); err != nil {
+	if err := g.pipe.walked[k].Record(g.s); err != nil {
 		return fmt.Errorf("chunk %d: totals: %w", k, err)
 	}
 	g.stepN("chunk %d walked", k)
