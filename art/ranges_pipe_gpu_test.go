@@ -60,7 +60,7 @@ func TestGPURangesPiped(t *testing.T) {
 		}
 		g := gt.eng.(*gpuEngine)
 		defer func(p rangePipe) {
-			g.pipe.chunks, g.pipe.chunkMin, g.pipe.firstDiv, g.pipe.lazy = p.chunks, p.chunkMin, p.firstDiv, p.lazy
+			g.pipe.chunks, g.pipe.chunkMin, g.pipe.firstDiv, g.pipe.lazy, g.pipe.scans3 = p.chunks, p.chunkMin, p.firstDiv, p.lazy, p.scans3
 		}(g.pipe)
 		g.pipe.chunkMin = 50
 		const Q = 1001
@@ -127,8 +127,10 @@ func TestGPURangesPiped(t *testing.T) {
 					for _, chunks := range []int{1, 2, 3, 4, 7} {
 						// Chunk 0 as large as the others, half, a third; the
 						// earlier chunks delivered as their totals come, or
-						// waited for once a later chunk's walk is queued.
-						g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy = chunks, 1+chunks%3, chunks%2 == 0
+						// waited for once a later chunk's walk is queued;
+						// the counts scanned by aq_scan_counts, or (7
+						// chunks) by three scans and a_totals.
+						g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy, g.pipe.scans3 = chunks, 1+chunks%3, chunks%2 == 0, chunks == 7
 						fresh := gt.NewResult()
 						for _, into := range []*Result{fresh, reused} {
 							name := fmt.Sprintf("%s, %s, %s, limit %d, %d chunks, reused %v", tc.name, b.name, op.name, limit, chunks, into == reused)

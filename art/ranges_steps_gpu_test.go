@@ -65,7 +65,8 @@ func BenchmarkGPURangeSteps(b *testing.B) {
 // 64, on the tree of benchPointTree: WARPKV_ART_BENCH_KEYS keys), in one
 // piece and pipelined in 2 to 4 chunks (rangesPiped; chunk 0 as large as
 // the others, or 1/2 or 1/4 of them: first=1:d; some with
-// pipe.lazy: lazy), traced with an
+// pipe.lazy: lazy; some with pipe.scans3, main's three scans and
+// a_totals a chunk before branch arng6: scans3), traced with an
 // engine.StepTrace: the host time before the engine's call starts
 // (Tree.query's bound checks, the locks: pre-ms), the engine's host time
 // from its start to the end of its drain (engine-ms), the host time after
@@ -78,18 +79,22 @@ func BenchmarkGPURangeTimeline(b *testing.B) {
 	for _, op := range ops {
 		for _, pc := range []struct {
 			chunks, firstDiv int
-			lazy             bool
-		}{{1, 1, false}, {2, 1, false}, {2, 2, false}, {2, 4, false}, {3, 1, false}, {3, 2, false}, {3, 4, false}, {4, 1, false},
-			{4, 2, false}, {4, 4, false}, {8, 1, false}, {3, 1, true}, {4, 1, true}} {
+			lazy, scans3     bool
+		}{{1, 1, false, false}, {2, 1, false, false}, {2, 2, false, false}, {2, 4, false, false}, {3, 1, false, false},
+			{3, 2, false, false}, {3, 4, false, false}, {4, 1, false, false}, {4, 2, false, false}, {4, 4, false, false},
+			{8, 1, false, false}, {3, 1, true, false}, {4, 1, true, false}, {3, 1, false, true}, {8, 1, false, true}} {
 			name := fmt.Sprintf("%s/chunks=%d,first=1:%d", op.name, pc.chunks, pc.firstDiv)
 			if pc.lazy {
 				name += ",lazy"
 			}
+			if pc.scans3 {
+				name += ",scans3"
+			}
 			b.Run(name, func(b *testing.B) {
 				defer func(p rangePipe) {
-					g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy = p.chunks, p.firstDiv, p.lazy
+					g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy, g.pipe.scans3 = p.chunks, p.firstDiv, p.lazy, p.scans3
 				}(g.pipe)
-				g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy = pc.chunks, pc.firstDiv, pc.lazy
+				g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy, g.pipe.scans3 = pc.chunks, pc.firstDiv, pc.lazy, pc.scans3
 				r := tracedCall(b, t, g, op)
 				var err error
 				var preT, eng, post, call, dev time.Duration
