@@ -14,16 +14,16 @@ import (
 // and 4 chunks and the default count; chunk 0 as large as the others or a
 // quarter; the earlier chunks waited for once a later chunk's walk is
 // queued, the default, or delivered only as their totals come, pipe.lazy:
-// -lazy; a chunk's counts scanned by three scans and a_totals,
-// pipe.scans3, before branch arng6: -s3), interleaved in one process: 5 rounds, each timing 20 calls of
+// -lazy; a chunk's scans and totals in one launch of aq_scan_counts,
+// pipe.fused: -fused), interleaved in one process: 5 rounds, each timing 20 calls of
 // every form in turn after one untimed call. Metrics: queries per second
-// of each form's median round mean (cN[-fD][-lazy][-s3]-M/s; cD the default count,
+// of each form's median round mean (cN[-fD][-lazy][-fused]-M/s; cD the default count,
 // rangePipe.count); every round's means are logged.
 func BenchmarkGPURangeChunks(b *testing.B) {
 	t, g, ops := rangeBenchCalls(b)
 	type form struct {
 		chunks, firstDiv int
-		lazy, scans3     bool
+		lazy, fused      bool
 	}
 	forms := []form{{1, 1, false, false}, {2, 1, false, false}, {3, 1, false, false}, {4, 1, false, false},
 		{0, 1, false, false}, {3, 2, false, false}, {3, 1, true, false}, {4, 1, true, false}, {0, 1, true, false},
@@ -32,7 +32,7 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 	for _, op := range ops {
 		b.Run(op.name, func(b *testing.B) {
 			defer func(p rangePipe) {
-				g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy, g.pipe.scans3 = p.chunks, p.firstDiv, p.lazy, p.scans3
+				g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy, g.pipe.fused = p.chunks, p.firstDiv, p.lazy, p.fused
 			}(g.pipe)
 			r := t.NewResult()
 			defer r.Free()
@@ -44,7 +44,7 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 			for b.Loop() {
 				for range rounds {
 					for i, f := range forms {
-						g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy, g.pipe.scans3 = f.chunks, f.firstDiv, f.lazy, f.scans3
+						g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy, g.pipe.fused = f.chunks, f.firstDiv, f.lazy, f.fused
 						if r, err = op.into(r); err != nil {
 							b.Fatal(err)
 						}
@@ -70,8 +70,8 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 				if f.lazy {
 					name, unit = name+", lazy", unit+"-lazy"
 				}
-				if f.scans3 {
-					name, unit = name+", three scans", unit+"-s3"
+				if f.fused {
+					name, unit = name+", fused scans", unit+"-fused"
 				}
 				s := slices.Clone(ms[i])
 				slices.Sort(s)

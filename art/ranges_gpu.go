@@ -105,9 +105,10 @@ const scanCountsBlock = 1024
 // the exclusive scans in place of a walk's Q+1 pair counts and key bytes,
 // sq[Q] set to the sum of the squared key lengths, and, when out is not
 // nullPtr, the three totals written there as a_totals writes them
-// (totWords words; a pipelined chunk's mapped totals). It replaces
-// scanCounts and a_totals (seven driver calls: three memsets, four
-// kernels) where Q is a chunk's queries. Cost: one launch; one block
+// (totWords words; a pipelined chunk's mapped totals). With
+// rangePipe.fused (not the default) it takes the place of scanCounts and
+// a_totals (seven driver calls: three memsets, four kernels) for a
+// pipelined chunk. Cost: one launch; one block
 // reading and writing 3(Q+1) words in tiles of 8192 entries, a block
 // scan a tile (a few microseconds a tile).
 func (g *gpuEngine) scanCountsTotals(Q int, cnt, byt, sq *gpu.Buffer[uint64], out any) error {

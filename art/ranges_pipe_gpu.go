@@ -48,11 +48,13 @@ type rangePipe struct {
 	// their totals, before it packs chunk k+1: on the H200 at 100M keys
 	// 1-2% faster (BENCHMARKS.md, branch arng5). Benchmarks compare.
 	lazy bool
-	// scans3: a chunk's counts are scanned by three device scans and its
-	// totals copied by a_totals (seven driver calls; before branch
-	// arng6). Else, the default, aq_scan_counts does both in one launch
-	// (scanChunk). Benchmarks compare.
-	scans3 bool
+	// fused: aq_scan_counts scans a chunk's counts and copies its totals
+	// in one launch (scanChunk). Else, the default, three device scans
+	// and a_totals do (seven driver calls). Measured, not adopted: its
+	// one device round on the H200 (BENCHMARKS.md, branch arng6) had the
+	// whole call slower, in a run other processes may have shared; tests
+	// and benchmarks compare.
+	fused bool
 
 	names   [][numPipeBufs]string // chunk k's buffers' pool names (pipeBufs with ".k")
 	walkAt  []*gpu.Event          // chunk k's walk queued (on s)
@@ -70,11 +72,11 @@ type rangePipe struct {
 
 // scanChunk queues on g.s the scans of a walked chunk's n+1 counts (pair
 // counts, key bytes, squared key lengths) and the copy of its totals to
-// tot (the pipe's mapped words of the chunk): aq_scan_counts, one launch,
-// or with scans3 three device scans and a_totals. Cost: one launch (seven
-// driver calls with scans3).
+// tot (the pipe's mapped words of the chunk): three device scans and
+// a_totals, or with fused aq_scan_counts, one launch. Cost: seven driver
+// calls (one with fused).
 func (p *rangePipe) scanChunk(g *gpuEngine, n int, c *pipeChunk, tot gpu.DevicePtr) error {
-	if !p.scans3 {
+	if p.fused {
 		return g.scanCountsTotals(n, c.cnt, c.byt, c.sq, tot)
 	}
 	return firstErr(g.scanCounts(n, c.cnt, c.byt, c.sq),

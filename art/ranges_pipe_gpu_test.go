@@ -60,7 +60,7 @@ func TestGPURangesPiped(t *testing.T) {
 		}
 		g := gt.eng.(*gpuEngine)
 		defer func(p rangePipe) {
-			g.pipe.chunks, g.pipe.chunkMin, g.pipe.firstDiv, g.pipe.lazy, g.pipe.scans3 = p.chunks, p.chunkMin, p.firstDiv, p.lazy, p.scans3
+			g.pipe.chunks, g.pipe.chunkMin, g.pipe.firstDiv, g.pipe.lazy, g.pipe.fused = p.chunks, p.chunkMin, p.firstDiv, p.lazy, p.fused
 		}(g.pipe)
 		g.pipe.chunkMin = 50
 		const Q = 1001
@@ -128,9 +128,9 @@ func TestGPURangesPiped(t *testing.T) {
 						// Chunk 0 as large as the others, half, a third; the
 						// earlier chunks delivered as their totals come, or
 						// waited for once a later chunk's walk is queued;
-						// the counts scanned by aq_scan_counts, or (7
-						// chunks) by three scans and a_totals.
-						g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy, g.pipe.scans3 = chunks, 1+chunks%3, chunks%2 == 0, chunks == 7
+						// the counts scanned by three scans and a_totals,
+						// or (3 and 7 chunks, pipe.fused) by aq_scan_counts.
+						g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy, g.pipe.fused = chunks, 1+chunks%3, chunks%2 == 0, chunks == 3 || chunks == 7
 						fresh := gt.NewResult()
 						for _, into := range []*Result{fresh, reused} {
 							name := fmt.Sprintf("%s, %s, %s, limit %d, %d chunks, reused %v", tc.name, b.name, op.name, limit, chunks, into == reused)

@@ -65,8 +65,8 @@ func BenchmarkGPURangeSteps(b *testing.B) {
 // 64, on the tree of benchPointTree: WARPKV_ART_BENCH_KEYS keys), in one
 // piece and pipelined in 2 to 4 chunks (rangesPiped; chunk 0 as large as
 // the others, or 1/2 or 1/4 of them: first=1:d; some with
-// pipe.lazy: lazy; some with pipe.scans3, main's three scans and
-// a_totals a chunk before branch arng6: scans3), traced with an
+// pipe.lazy: lazy; some with pipe.fused, a chunk's scans and totals in
+// one launch of aq_scan_counts: fused), traced with an
 // engine.StepTrace: the host time before the engine's call starts
 // (Tree.query's bound checks, the locks: pre-ms), the engine's host time
 // from its start to the end of its drain (engine-ms), the host time after
@@ -79,7 +79,7 @@ func BenchmarkGPURangeTimeline(b *testing.B) {
 	for _, op := range ops {
 		for _, pc := range []struct {
 			chunks, firstDiv int
-			lazy, scans3     bool
+			lazy, fused      bool
 		}{{1, 1, false, false}, {2, 1, false, false}, {2, 2, false, false}, {2, 4, false, false}, {3, 1, false, false},
 			{3, 2, false, false}, {3, 4, false, false}, {4, 1, false, false}, {4, 2, false, false}, {4, 4, false, false},
 			{8, 1, false, false}, {3, 1, true, false}, {4, 1, true, false}, {3, 1, false, true}, {8, 1, false, true}} {
@@ -87,14 +87,14 @@ func BenchmarkGPURangeTimeline(b *testing.B) {
 			if pc.lazy {
 				name += ",lazy"
 			}
-			if pc.scans3 {
-				name += ",scans3"
+			if pc.fused {
+				name += ",fused"
 			}
 			b.Run(name, func(b *testing.B) {
 				defer func(p rangePipe) {
-					g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy, g.pipe.scans3 = p.chunks, p.firstDiv, p.lazy, p.scans3
+					g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy, g.pipe.fused = p.chunks, p.firstDiv, p.lazy, p.fused
 				}(g.pipe)
-				g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy, g.pipe.scans3 = pc.chunks, pc.firstDiv, pc.lazy, pc.scans3
+				g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy, g.pipe.fused = pc.chunks, pc.firstDiv, pc.lazy, pc.fused
 				r := tracedCall(b, t, g, op)
 				var err error
 				var preT, eng, post, call, dev time.Duration
