@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/internal/gputest"
 )
 
@@ -31,21 +32,7 @@ func TestGPURangeKernels(t *testing.T) {
 				keys[i], vals[i] = r.Uint64N(1<<20)*4096, r.Uint64()
 			}
 			keys[0] = math.MaxUint64
-			c, err := Open(Options{Order: order, Device: "cpu"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			g, err := Open(Options{Order: order, GPU: d})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer g.Close()
-			for _, tr := range []*Tree{c, g} {
-				if err := tr.Build(keys, vals); err != nil {
-					t.Fatal(err)
-				}
-			}
+			c, g := builtPair(t, Options{Order: order}, d, keys, vals)
 			q := 5000
 			los, his := make([]uint64, q), make([]uint64, q)
 			for i := range los {
@@ -115,4 +102,29 @@ func TestGPURangeKernels(t *testing.T) {
 			}
 		})
 	}
+}
+
+// builtPair opens a tree with o on the CPU engine and one on d, builds
+// both from keys and vals, and closes them when t ends.
+func builtPair(t *testing.T, o Options, d *gpu.Device, keys, vals []uint64) (cpu, dev *Tree) {
+	t.Helper()
+	co, gd := o, o
+	co.Device = "cpu"
+	gd.GPU = d
+	c, err := Open(co)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	g, err := Open(gd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	for _, tr := range []*Tree{c, g} {
+		if err := tr.Build(keys, vals); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c, g
 }

@@ -24,21 +24,7 @@ func TestGPURangesPiped(t *testing.T) {
 	for i := range keys {
 		keys[i], vals[i] = r.Uint64N(1<<30), r.Uint64()
 	}
-	c, err := Open(Options{Device: "cpu"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	g, err := Open(Options{GPU: d})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	for _, tr := range []*Tree{c, g} {
-		if err := tr.Build(keys, vals); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c, g := builtPair(t, Options{}, d, keys, vals)
 	gt := g.e.(*gpuTree)
 	gt.rangeChunkSize = 500
 	defer func() { gt.rangeChunkSize = 0 }()

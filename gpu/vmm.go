@@ -91,7 +91,7 @@ const (
 	granularityRecomm   = 1 // CU_MEM_ALLOC_GRANULARITY_RECOMMENDED
 )
 
-// prop returns the allocation properties of d's memory.
+// vmmProp returns the allocation properties of d's memory.
 func (d *Device) vmmProp() memAllocationProp {
 	return memAllocationProp{typ: memAllocationPinned, loc: memLocation{memLocationDevice, d.dev}}
 }
