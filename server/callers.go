@@ -89,15 +89,15 @@ const callerHotSpin = 20 * time.Microsecond
 
 // launch runs the shard's filling search batch when it has jobs and the
 // role is free, and reports whether it ran one. With s.concurrent it runs
-// only own (the batch the caller posted to, nil: any), when a batch buffer
+// only own (the batch the caller posted to), when a batch buffer
 // is free, and searches it after giving the role back. Cost: when it runs,
 // a search call (the caller does the scheduler's work for every waiter of
 // the batch); otherwise two atomic loads.
 func (s *shard) launch(own *searchBatch) bool {
-	if n, _ := s.q.queued(); n == 0 || (s.concurrent && own != nil && s.q.cur.Load() != own) || !s.role.TryLock() {
+	if n, _ := s.q.queued(); n == 0 || (s.concurrent && s.q.cur.Load() != own) || !s.role.TryLock() {
 		return false
 	}
-	if n, _ := s.q.queued(); n == 0 || s.q.closed.Load() || (s.concurrent && own != nil && s.q.cur.Load() != own) {
+	if n, _ := s.q.queued(); n == 0 || s.q.closed.Load() || (s.concurrent && s.q.cur.Load() != own) {
 		s.role.Unlock()
 		return false
 	}

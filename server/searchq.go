@@ -75,8 +75,8 @@ type searchBatch struct {
 	readers atomic.Int32      // requests not yet done with the batch (ticket.done)
 	opened  atomic.Int64      // unix nanoseconds of the first reservation
 	err     error             // set before the waiters are woken
-	nwait   int               // waiters of a closed batch (scheduler only)
-	gen     uint64            // resets so far (scheduler only)
+	nwait   int               // waiters of a closed batch (the role's holder)
+	gen     uint64            // resets so far (the role's holder)
 	// delivered: the waiters were woken; written by the batch's
 	// launcher, which under SearchLaunchConcurrent does not hold the role.
 	delivered atomic.Bool
@@ -84,8 +84,8 @@ type searchBatch struct {
 
 // reset prepares a delivered batch, whose readers are gone, for filling.
 // It clears only the waiter slots the batch used (nwait), not all
-// maxWaiters: the scheduler resets a batch before it launches the next
-// one, and clearing 32 KB there cost about a microsecond a batch.
+// maxWaiters: the role's holder resets a batch before it launches the
+// next one, and clearing 32 KB there cost about a microsecond a batch.
 func (b *searchBatch) reset() {
 	b.written.Store(0)
 	b.opened.Store(0)
@@ -305,8 +305,10 @@ func (s *shard) takeBatchTo(next *searchBatch) (*searchBatch, int) {
 
 // freeBatch returns a batch other than cur that no request can still
 // use: never filled, or delivered with all its waiters gone. It resets it
-// for filling, waiting for one if there is none. Run by the scheduler
-// only, which alone closes, delivers and resets batches.
+// for filling, waiting for one if there is none. Run by the holder of
+// the shard's role (the scheduler, or a caller that launches), which alone
+// closes and resets batches; the batch's launcher delivers it, under
+// SearchLaunchConcurrent after giving the role back.
 func (s *shard) freeBatch(cur *searchBatch) *searchBatch {
 	for {
 		if b := s.freeNow(cur); b != nil {
