@@ -56,18 +56,11 @@ func (g *gpuEngine) lookupInto(kb Keys, vals []uint64, found []uint8, check func
 func (g *gpuEngine) lookupCall(pc *pointCall) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.waitFrees()
-	n := pc.len()
-	if n == 0 {
-		return g.point(pc, gpu.Layout{}, nil, pointDev{})
-	}
-	g.pointTraceStart()
-	cut, unitAt, err := g.pointSizes(pc)
-	if err != nil {
+	cut, unitAt, done, err := g.pointBegin(pc)
+	if done {
 		return err
 	}
-	g.pointMark(g.s, "sized", -1)
-	bytes := cut.Bytes()
+	n, bytes := pc.len(), cut.Bytes()
 	if err := g.pool.Reserve(append(pointNeeds("get", n, bytes, false),
 		gpu.NeedOf[uint64]("get.out", n), gpu.NeedOf[uint8]("get.found", n))...); err != nil {
 		return err
@@ -84,6 +77,24 @@ func (g *gpuEngine) lookupCall(pc *pointCall) error {
 		return g.launch(g.k.get, m, g.descBuf, uint64(base), uint64(m), ov, of)
 	}
 	return g.point(pc, cut, unitAt, pointDev{data: b.data, offs: b.offs, out: ov, found: of})
+}
+
+// pointBegin is the start every point call shares, under g.mu: it waits
+// for the frees of earlier batches, runs an empty call to its end (point
+// records its timings) and sizes a non-empty one in chunks (pointSizes),
+// tracing its start when the engine is traced. done is true when the call
+// is over (empty, or err from sizing).
+func (g *gpuEngine) pointBegin(pc *pointCall) (cut gpu.Layout, unitAt []int, done bool, err error) {
+	g.waitFrees()
+	if pc.len() == 0 {
+		return gpu.Layout{}, nil, true, g.point(pc, gpu.Layout{}, nil, pointDev{})
+	}
+	g.pointTraceStart()
+	if cut, unitAt, err = g.pointSizes(pc); err != nil {
+		return cut, nil, true, err
+	}
+	g.pointMark(g.s, "sized", -1)
+	return cut, unitAt, false, nil
 }
 
 // boolBytes views flags as the bytes 0 and 1 the kernels write.
@@ -127,18 +138,11 @@ func (g *gpuEngine) updateSlicesFound(keys [][]byte, vals []uint64) ([]bool, err
 func (g *gpuEngine) updateCall(pc *pointCall) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.waitFrees()
-	n := pc.len()
-	if n == 0 {
-		return g.point(pc, gpu.Layout{}, nil, pointDev{})
-	}
-	g.pointTraceStart()
-	cut, unitAt, err := g.pointSizes(pc)
-	if err != nil {
+	cut, unitAt, done, err := g.pointBegin(pc)
+	if done {
 		return err
 	}
-	g.pointMark(g.s, "sized", -1)
-	bytes := cut.Bytes()
+	n, bytes := pc.len(), cut.Bytes()
 	size := conflictSize(n)
 	if err := g.pool.Reserve(append(pointNeeds("upd", n, bytes, true), gpu.NeedOf[uint64]("upd.tk", size), gpu.NeedOf[uint32]("upd.tp", size),
 		gpu.NeedOf[uint64]("upd.leaf", n), gpu.NeedOf[uint8]("upd.found", n))...); err != nil {

@@ -516,25 +516,23 @@ func (g *gpuEngine) point(pc *pointCall, cut gpu.Layout, unitAt []int, d pointDe
 		},
 	}
 	var packed, unpacked time.Duration // the host's copies into and out of the slots
+	// hostStep is a chunk's host copy f, marked on s before (from) and
+	// after (to), its time added to spent.
+	hostStep := func(s *gpu.Stream, from, to string, f func(c int), spent *time.Duration) func(c int) error {
+		return func(c int) error {
+			mark(s, from, c)
+			t := time.Now()
+			f(c)
+			*spent += time.Since(t)
+			mark(s, to, c)
+			return nil
+		}
+	}
 	if pc.staged {
 		steps.Check = pc.check
 	} else {
-		steps.Pack = func(c int) error {
-			mark(g.in, "pack", c)
-			t := time.Now()
-			p.pack(c)
-			packed += time.Since(t)
-			mark(g.in, "packed", c)
-			return nil
-		}
-		steps.Done = func(c int) error {
-			mark(g.out, "waited", c)
-			t := time.Now()
-			p.unpack(c)
-			unpacked += time.Since(t)
-			mark(g.out, "unpacked", c)
-			return nil
-		}
+		steps.Pack = hostStep(g.in, "pack", "packed", p.pack, &packed)
+		steps.Done = hostStep(g.out, "waited", "unpacked", p.unpack, &unpacked)
 	}
 	if beside {
 		if err := g.runBeside(p.chunks, pointLag, steps, g.kev[2*p.chunks:5*p.chunks]); err != nil {

@@ -153,25 +153,11 @@ func TestContextStopsBetweenChunks(t *testing.T) {
 	if err := tr.Build(base, baseVals); err != nil {
 		t.Fatal(err)
 	}
-	wantK, wantV := seqPairs(tr.All())
-	for looks := range 9 { // 1 look before the lock, then 1 before each of the 8 chunks
-		for name, call := range map[string]func(context.Context) error{
-			"build":  func(ctx context.Context) error { return tr.BuildContext(ctx, batch, batchVals) },
-			"insert": func(ctx context.Context) error { return tr.InsertContext(ctx, batch, batchVals) },
-		} {
-			err := call(ctxtest.After(looks))
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("%s stopped after %d looks: %v, want context.Canceled", name, looks, err)
-			}
-			gotK, gotV := seqPairs(tr.All())
-			if !slices.Equal(gotK, wantK) || !slices.Equal(gotV, wantV) {
-				t.Fatalf("%s stopped after %d looks: %d pairs, want the %d before the call", name, looks, len(gotK), len(wantK))
-			}
-			if err := tr.Check(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	// 1 look before the lock, then 1 before each of the 8 chunks
+	ctxtest.Stops(t, 9, map[string]func(context.Context) error{
+		"build":  func(ctx context.Context) error { return tr.BuildContext(ctx, batch, batchVals) },
+		"insert": func(ctx context.Context) error { return tr.InsertContext(ctx, batch, batchVals) },
+	}, func() ([]string, []uint64) { return seqPairs(tr.All()) }, tr.Check)
 	m := map[string]uint64{}
 	for i, k := range base {
 		m[string(k)] = baseVals[i]

@@ -72,16 +72,23 @@ func BenchmarkCPUInsert(b *testing.B) {
 	}
 }
 
+// halfFullIndex returns newBenchIndex holding Capacity/2 random keys
+// (seed 99), and those keys and their locations.
+func halfFullIndex(b *testing.B) (*Index, []uint64, []uint32) {
+	ix := newBenchIndex(b)
+	fill, locs := benchKeys(ix.Capacity()/2, 99)
+	if _, err := ix.Insert(fill, locs, nil); err != nil {
+		b.Fatal(err)
+	}
+	return ix, fill, locs
+}
+
 // BenchmarkCPUSearch searches batches of keys in a half-full table, half of
 // them present.
 func BenchmarkCPUSearch(b *testing.B) {
 	for _, n := range benchBatches {
 		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
-			ix := newBenchIndex(b)
-			fill, locs := benchKeys(ix.Capacity()/2, 99)
-			if _, err := ix.Insert(fill, locs, nil); err != nil {
-				b.Fatal(err)
-			}
+			ix, fill, _ := halfFullIndex(b)
 			probe, _ := benchKeys(n, 100)
 			copy(probe[:n/2], fill)
 			out := make([]uint32, n)
@@ -100,11 +107,7 @@ func BenchmarkCPUSearch(b *testing.B) {
 func BenchmarkCPUDelete(b *testing.B) {
 	for _, n := range benchBatches {
 		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
-			ix := newBenchIndex(b)
-			fill, locs := benchKeys(ix.Capacity()/2, 99)
-			if _, err := ix.Insert(fill, locs, nil); err != nil {
-				b.Fatal(err)
-			}
+			ix, fill, locs := halfFullIndex(b)
 			hs, ls := fill[:n], locs[:n]
 			found := make([]bool, n)
 			for b.Loop() {

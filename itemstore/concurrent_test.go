@@ -24,15 +24,8 @@ func TestConcurrentUse(t *testing.T) {
 	// Values of 10 to 80 bytes with 12-byte keys: classes 1 to 3, 4 pages.
 	s := newStore(t, Options{MemoryLimit: 4 << 20})
 	vlen := func(k int, ver uint64) int { return 10 + int((uint64(k)*7+ver)%71) }
-	index := make([]atomic.Uint32, keys)
-	for i := range index {
-		index[i].Store(NotFound)
-	}
+	index := newSimIndex(keys)
 	versions := make([]atomic.Uint64, keys)
-	keyOfHash := make(map[uint64]int, keys)
-	for k := range keys {
-		keyOfHash[hashOf(k)] = k
-	}
 	var hits, stale, sets, oom atomic.Int64
 	var failed atomic.Bool
 	fail := func(format string, args ...any) {
@@ -68,7 +61,7 @@ func TestConcurrentUse(t *testing.T) {
 				k := rng.IntN(keys)
 				switch op := rng.IntN(100); {
 				case op < 45: // get
-					loc := index[k].Load()
+					loc := index.locs[k].Load()
 					r, ok := s.Acquire(loc)
 					if !ok {
 						continue
@@ -94,9 +87,7 @@ func TestConcurrentUse(t *testing.T) {
 					}
 					r, vs, err := s.Alloc(hashOf(k), keyOf(k), vlen(k, ver), uint32(ver), exptime, ver, 2, victims[:0])
 					victims = vs
-					for _, v := range victims {
-						index[keyOfHash[v.Hash]].CompareAndSwap(v.Loc, NotFound)
-					}
+					index.drop(victims)
 					if errors.Is(err, ErrOutOfMemory) {
 						oom.Add(1)
 						continue
@@ -106,16 +97,11 @@ func TestConcurrentUse(t *testing.T) {
 						return
 					}
 					fillValue(r.Value(), k, ver)
-					s.Link(r)
+					index.publish(s, k, r)
 					sets.Add(1)
-					// The old location may be the new one when the sweep
-					// reused this key's previous chunk: never unlink it.
-					if old := index[k].Swap(r.Loc()); old != NotFound && old != r.Loc() {
-						s.Unlink(old, hashOf(k))
-					}
 					r.Release()
 				case op < 90: // delete
-					if old := index[k].Swap(NotFound); old != NotFound {
+					if old := index.locs[k].Swap(NotFound); old != NotFound {
 						s.Unlink(old, hashOf(k))
 					}
 				default: // release a held reference, checking it is intact

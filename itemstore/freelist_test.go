@@ -165,12 +165,7 @@ func TestMoveRacesReaders(t *testing.T) {
 		minTime, minMoves, maxTime = 2 * time.Second, 5, 20 * time.Second
 	)
 	s := newStore(t, Options{MemoryLimit: 4 << 20})
-	locs := make([]atomic.Uint32, keys) // a simulated hash index
-	keyOfHash := make(map[uint64]int, keys)
-	for k := range keys {
-		locs[k].Store(NotFound)
-		keyOfHash[hashOf(k)] = k
-	}
+	index := newSimIndex(keys)
 	write := func(now int64) {
 		for k := range keys {
 			r, victims, err := s.Alloc(hashOf(k), keyOf(k), smallValue, 0, 0, uint64(now), now, nil)
@@ -178,14 +173,9 @@ func TestMoveRacesReaders(t *testing.T) {
 				t.Errorf("alloc of key %d: %v", k, err)
 				return
 			}
-			for _, v := range victims {
-				locs[keyOfHash[v.Hash]].CompareAndSwap(v.Loc, NotFound)
-			}
+			index.drop(victims)
 			fillValue(r.Value(), k, uint64(now))
-			s.Link(r)
-			if old := locs[k].Swap(r.Loc()); old != NotFound {
-				s.Unlink(old, hashOf(k))
-			}
+			index.publish(s, k, r)
 			r.Release()
 		}
 	}
@@ -198,7 +188,7 @@ func TestMoveRacesReaders(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(w), 7))
 			for !stop.Load() {
 				k := rng.IntN(keys)
-				r, ok := s.Acquire(locs[k].Load())
+				r, ok := s.Acquire(index.locs[k].Load())
 				if !ok {
 					continue
 				}
@@ -222,9 +212,7 @@ func TestMoveRacesReaders(t *testing.T) {
 		start := time.Now()
 		for now := int64(2); (time.Since(start) < minTime || moved < minMoves) && time.Since(start) < maxTime && !t.Failed(); now++ {
 			victims, ok := s.move(s.classes[0], nil, now, nil, 1)
-			for _, v := range victims {
-				locs[keyOfHash[v.Hash]].CompareAndSwap(v.Loc, NotFound)
-			}
+			index.drop(victims)
 			if ok {
 				moved++
 			}

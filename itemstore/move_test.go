@@ -283,14 +283,7 @@ func TestConcurrentMoves(t *testing.T) {
 		ops     = 40000
 	)
 	s := newStore(t, Options{MemoryLimit: 12 << 20})
-	index := make([]atomic.Uint32, keys)
-	for i := range index {
-		index[i].Store(NotFound)
-	}
-	keyOfHash := make(map[uint64]int, keys)
-	for k := range keys {
-		keyOfHash[hashOf(k)] = k
-	}
+	index := newSimIndex(keys)
 	var clock, done atomic.Int64
 	// The value size of a key depends on the phase (the clock's tens):
 	// phases alternate between small and large items.
@@ -322,7 +315,7 @@ func TestConcurrentMoves(t *testing.T) {
 				k := rng.IntN(keys)
 				switch op := rng.IntN(100); {
 				case op < 50:
-					r, ok := s.Acquire(index[k].Load())
+					r, ok := s.Acquire(index.locs[k].Load())
 					if !ok {
 						continue
 					}
@@ -344,9 +337,7 @@ func TestConcurrentMoves(t *testing.T) {
 					ver := uint64(now)
 					r, vs, err := s.Alloc(hashOf(k), keyOf(k), vlen(k, ver), 0, 0, ver, now, victims[:0])
 					victims = vs
-					for _, v := range victims {
-						index[keyOfHash[v.Hash]].CompareAndSwap(v.Loc, NotFound)
-					}
+					index.drop(victims)
 					if errors.Is(err, ErrOutOfMemory) {
 						continue
 					}
@@ -355,10 +346,7 @@ func TestConcurrentMoves(t *testing.T) {
 						return
 					}
 					fillValue(r.Value(), k, ver)
-					s.Link(r)
-					if old := index[k].Swap(r.Loc()); old != NotFound && old != r.Loc() {
-						s.Unlink(old, hashOf(k))
-					}
+					index.publish(s, k, r)
 					r.Release()
 				default:
 					for _, h := range held {

@@ -67,15 +67,7 @@ func TestOverlongLinesClose(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newTestServer(t, tc.cfg)
-			nc := s.pipe(t)
-			var got string
-			if tc.closed {
-				send(nc, []byte(tc.req))
-				got = readAll(t, nc)
-			} else {
-				got = textExchange(t, nc, tc.req)
-			}
-			if got != tc.want {
+			if got := exchange(t, s.pipe(t), tc.req, tc.closed); got != tc.want {
 				t.Errorf("got %q, want %q", trunc([]byte(got)), tc.want)
 			}
 		})
@@ -175,15 +167,7 @@ func TestGarbage(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newTestServer(t, Config{})
-			nc := s.pipe(t)
-			var got string
-			if tc.closed {
-				send(nc, []byte(tc.req))
-				got = readAll(t, nc)
-			} else {
-				got = textExchange(t, nc, tc.req)
-			}
-			if got != tc.want {
+			if got := exchange(t, s.pipe(t), tc.req, tc.closed); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 			// the server still serves others

@@ -202,6 +202,17 @@ func textExchange(t testing.TB, nc net.Conn, req string) string {
 	return strings.TrimSuffix(string(got), textSentinelReply)
 }
 
+// exchange is textExchange of req, or, when the server must close the
+// connection on it (closes), req sent and all read until the close.
+func exchange(t testing.TB, nc net.Conn, req string, closes bool) string {
+	t.Helper()
+	if closes {
+		send(nc, []byte(req))
+		return readAll(t, nc)
+	}
+	return textExchange(t, nc, req)
+}
+
 // readAll reads until the server closes the connection.
 func readAll(t testing.TB, nc net.Conn) string {
 	t.Helper()

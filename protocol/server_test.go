@@ -99,7 +99,11 @@ func (c *blockingCache) Do(b *kv.Batch) error {
 	return c.Cache.Do(b)
 }
 
-func TestShutdownLetsRunningBatchesFinish(t *testing.T) {
+// serveBlocked serves a test server over a blockingCache and returns them
+// and a connection whose "get slow" is running, held by the cache until
+// its release is closed.
+func serveBlocked(t *testing.T) (*testServer, *blockingCache, net.Conn) {
+	t.Helper()
 	s := newTestServer(t, Config{})
 	bc := &blockingCache{Cache: s.model, entered: make(chan struct{}), release: make(chan struct{})}
 	s.Server = NewServer(bc, s.cfg)
@@ -107,6 +111,11 @@ func TestShutdownLetsRunningBatchesFinish(t *testing.T) {
 	nc := dial(t, addr)
 	nc.Write([]byte("get slow\r\n"))
 	<-bc.entered
+	return s, bc, nc
+}
+
+func TestShutdownLetsRunningBatchesFinish(t *testing.T) {
+	s, bc, nc := serveBlocked(t)
 	done := make(chan error, 1)
 	go func() { done <- s.Shutdown(context.Background()) }()
 	select {
@@ -124,13 +133,7 @@ func TestShutdownLetsRunningBatchesFinish(t *testing.T) {
 }
 
 func TestShutdownDeadlineClosesConnections(t *testing.T) {
-	s := newTestServer(t, Config{})
-	bc := &blockingCache{Cache: s.model, entered: make(chan struct{}), release: make(chan struct{})}
-	s.Server = NewServer(bc, s.cfg)
-	addr, _ := serve(t, s.Server)
-	nc := dial(t, addr)
-	nc.Write([]byte("get slow\r\n"))
-	<-bc.entered
+	s, bc, nc := serveBlocked(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := s.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {

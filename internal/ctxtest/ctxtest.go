@@ -1,6 +1,7 @@
 // Package ctxtest holds a context for the tests of the ...Context calls:
 // one that is done after a given number of looks, so that a test can stop
-// a call between two given chunks without timing.
+// a call between two given chunks without timing; and Stops, the check
+// the ordered indexes' tests run with it.
 package ctxtest
 
 import (
