@@ -29,12 +29,11 @@ type Index struct {
 	workers int
 	gpu     *gpuEngine // nil on the CPU engine
 
-	// shared counts the jobs and hits of SearchShared calls, which hold
-	// only the facade's read lock.
-	sharedSearches, sharedHits atomic.Uint64
-	// persistSearches and persistHits count those of PersistentSearch
-	// calls, which also hold only the read lock (persist_gpu.go).
-	persistSearches, persistHits atomic.Uint64
+	// Searches that hold only the facade's read lock count here:
+	// sharedSearches the jobs of SearchShared calls (Stats.Shared),
+	// persistSearches those of PersistentSearch calls (persist_gpu.go),
+	// readHits the hits of both.
+	sharedSearches, persistSearches, readHits atomic.Uint64
 
 	// Guarded by the facade's lock:
 	stats    Stats
@@ -185,7 +184,7 @@ func (ix *Index) SearchShared(hashes []uint64, out []uint32) error {
 		return fmt.Errorf("hashindex: search shared of %d jobs: %w", n, err)
 	}
 	ix.sharedSearches.Add(uint64(n))
-	ix.sharedHits.Add(uint64(hits))
+	ix.readHits.Add(uint64(hits))
 	return nil
 }
 
@@ -309,10 +308,8 @@ func (ix *Index) Stats() Stats {
 	defer engine.Unlock(&ix.Facade)
 	st := ix.stats
 	st.Shared = ix.sharedSearches.Load()
-	st.Searches += st.Shared
-	st.Hits += ix.sharedHits.Load()
-	st.Searches += ix.persistSearches.Load()
-	st.Hits += ix.persistHits.Load()
+	st.Searches += st.Shared + ix.persistSearches.Load()
+	st.Hits += ix.readHits.Load()
 	return st
 }
 
@@ -345,9 +342,8 @@ func (ix *Index) Reset() error {
 	}
 	ix.stats = Stats{}
 	ix.sharedSearches.Store(0)
-	ix.sharedHits.Store(0)
 	ix.persistSearches.Store(0)
-	ix.persistHits.Store(0)
+	ix.readHits.Store(0)
 	return nil
 }
 

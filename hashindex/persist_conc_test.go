@@ -2,7 +2,10 @@ package hashindex
 
 import (
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,7 +77,7 @@ func TestPersistentSearchConcurrent(t *testing.T) {
 		}
 	})
 	var searches sync.WaitGroup
-	jobs := make([]uint64, slots)
+	jobs, hits := make([]uint64, slots), make([]uint64, slots)
 	for slot := range slots {
 		searches.Go(func() {
 			sr := rand.New(rand.NewPCG(seed, uint64(10+slot)))
@@ -104,6 +107,9 @@ func TestPersistentSearchConcurrent(t *testing.T) {
 						t.Errorf("slot %d, round %d, %d jobs: job %d (hash %#x): got %#x, want %#x", slot, round, n, i, hs[i], got, w)
 						return
 					}
+					if ok {
+						hits[slot]++
+					}
 				}
 				jobs[slot] += uint64(n)
 			}
@@ -112,16 +118,91 @@ func TestPersistentSearchConcurrent(t *testing.T) {
 	searches.Wait()
 	close(stop)
 	churn.Wait()
-	var total uint64
-	for _, n := range jobs {
-		total += n
+	var total, found uint64
+	for slot := range slots {
+		total += jobs[slot]
+		found += hits[slot]
 	}
 	st := ps.Stats()
 	t.Logf("%+v", st)
 	if st.Resident != slots*rounds || st.Broken != "" {
 		t.Errorf("stats %+v: want %d resident batches, nothing broken", st, slots*rounds)
 	}
-	if got := ix.Stats().Searches - start.Searches; got != total {
+	end := ix.Stats()
+	if got := end.Searches - start.Searches; got != total {
 		t.Errorf("index counted %d searches, want %d", got, total)
+	}
+	// Only searches count hits (the churn's updates do not).
+	if got := end.Hits - start.Hits; got != found {
+		t.Errorf("index counted %d hits, want %d", got, found)
+	}
+}
+
+// TestPersistentSearchCloseDuringSearches closes a persistent search while
+// callers search every slot in a loop: Close waits for the searches in
+// progress (it takes the index's write lock, which they hold shared: were
+// it not to, a search would read the answers' memory Close frees), every
+// search fails as closed from then on, and the index still searches
+// afterwards. The callers touch no slot memory once they start, since
+// after Close there is none.
+func TestPersistentSearchCloseDuringSearches(t *testing.T) {
+	d := gputest.Device(t)
+	ix, err := Open(Options{Buckets: 1 << 12, GPU: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	const slots, capacity = 4, MaxResident + 100 // the last slot's batches are launched
+	ps, err := ix.NewPersistentSearch(slots, capacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, locs := benchKeys(2000, 9)
+	if _, err := ix.Insert(keys, locs, nil); err != nil {
+		t.Fatal(err)
+	}
+	for slot := range slots {
+		for i := range ps.Hashes(slot) {
+			ps.Hashes(slot)[i] = keys[(slot+i)%len(keys)]
+		}
+	}
+	var served atomic.Uint64
+	var wg sync.WaitGroup
+	for slot := range slots {
+		n := 1 + 97*slot
+		if slot == slots-1 {
+			n = capacity
+		}
+		wg.Go(func() {
+			for {
+				if err := ps.Search(slot, n); err != nil {
+					if !strings.Contains(err.Error(), "closed") {
+						t.Errorf("slot %d: %v, want closed", slot, err)
+					}
+					return
+				}
+				served.Add(1)
+			}
+		})
+	}
+	for served.Load() < 400 {
+		time.Sleep(100 * time.Microsecond)
+	}
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if err := ps.Search(0, 1); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("search after Close: %v, want closed", err)
+	}
+	if err := ps.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	out := make([]uint32, len(keys))
+	if err := ix.Search(keys, out); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(out, locs) {
+		t.Error("the index's search after the persistent search's Close differs from the locations inserted")
 	}
 }

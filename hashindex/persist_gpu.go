@@ -57,9 +57,11 @@ type PersistentSearch struct {
 	// gen is the number of resident launches so far, the last launch's
 	// gen argument; written under mu.
 	gen atomic.Uint64
-	// closing is held shared by searches, exclusively by Close.
-	closing  sync.RWMutex
-	closed   bool                   // under closing
+	// closed is set by Close, which holds the index's write lock (so it
+	// waits for the searches in progress), and read by searches, which
+	// hold its read lock: the one lock a search takes excludes both
+	// updates and Close.
+	closed   bool
 	mu       sync.Mutex             // launches of the resident kernel (start), exited, refs
 	refs     int                    // slots not freed (Slot, PersistentSlot.Free)
 	launchMu sync.Mutex             // the launched searches' stream
@@ -265,7 +267,7 @@ func (p *PersistentSearch) alloc(trace bool) (err error) {
 	if p.dev, err = gpu.Alloc[uint64](d, devWords); err != nil {
 		return err
 	}
-	if err = p.dev.Write(p.launch, 0, make([]uint64, devWords)); err != nil {
+	if err = p.dev.FillBytes(p.launch, 0); err != nil {
 		return err
 	}
 	if err = p.launch.Synchronize(); err != nil {
@@ -327,8 +329,6 @@ func (p *PersistentSearch) search(i, n int, empty bool) error {
 		return err
 	}
 	defer engine.RUnlock(&ix.Facade)
-	p.closing.RLock()
-	defer p.closing.RUnlock()
 	switch {
 	case p.closed:
 		return fmt.Errorf("hashindex: persistent search: closed")
@@ -353,7 +353,7 @@ func (p *PersistentSearch) search(i, n int, empty bool) error {
 		return fmt.Errorf("hashindex: persistent search of %d jobs: %w", n, err)
 	}
 	ix.persistSearches.Add(uint64(n))
-	ix.persistHits.Add(uint64(hits))
+	ix.readHits.Add(uint64(hits))
 	return nil
 }
 
@@ -496,10 +496,12 @@ func (p *PersistentSearch) launchedSearch(i, n int) (int, error) {
 
 // Close stops the resident kernel (its pollers read the exit word the
 // call writes to the device) and frees the memory, after the searches in
-// progress. Close before closing the index. Closing twice is a no-op.
+// progress: it holds the index's write lock, which waits for them, and
+// delays the index's other calls by the kernel's exit (microseconds).
+// Close before closing the index. Closing twice is a no-op.
 func (p *PersistentSearch) Close() error {
-	p.closing.Lock()
-	defer p.closing.Unlock()
+	engine.LockAny(&p.ix.Facade) // open or not: the search's memory is freed either way
+	defer engine.Unlock(&p.ix.Facade)
 	if p.closed {
 		return nil
 	}

@@ -249,10 +249,6 @@ func (e *Engine) openIndex() error {
 		}
 	}
 	e.interval = max(interval, 0)
-	batches := searchBatches
-	if e.opts.SearchLaunch == SearchLaunchConcurrent {
-		batches = concurrentBatches
-	}
 	for i := range nShards {
 		io := hashindex.Options{Buckets: per, Device: "cpu"}
 		if len(devs) > 0 {
@@ -272,11 +268,21 @@ func (e *Engine) openIndex() error {
 			}
 			return stagedSpace{Staging: st, ix: ix}, nil
 		}
+		// Staged calls run one at a time (the index's write lock): a
+		// shard has more batch buffers than searchBatches only where its
+		// callers search at the same time, in the slots of a persistent
+		// search.
+		batches := searchBatches
 		if len(devs) > 0 && e.opts.GPUSearch == GPUSearchPersistent {
-			ps, err := ix.NewPersistentSearch(batches, e.opts.MaxBatch)
+			slots := searchBatches
+			if e.opts.SearchLaunch == SearchLaunchConcurrent {
+				slots = concurrentBatches
+			}
+			ps, err := ix.NewPersistentSearch(slots, e.opts.MaxBatch)
 			if err != nil {
 				e.log.Warn("server: no persistent search; batches are staged calls", "shard", i, "err", err)
 			} else {
+				batches = slots
 				e.persist = append(e.persist, ps)
 				next := 0
 				newSpace = func() (searchSpace, error) {
@@ -287,9 +293,8 @@ func (e *Engine) openIndex() error {
 		}
 		sh, err := newShard(ix, e.opts.Policy == PolicyFixed, e.interval, e.opts.MaxBatch, newSpace, shardHooks{
 			searchLat: &e.idxLat, updateLat: &e.updLat, searchSize: &e.idxSize, unlink: e.unlinkPending, complete: e.completeUpdate, prof: e.prof,
-			inline:     len(devs) == 0 && e.opts.CPUSearch == CPUSearchInline && ix.Shared(),
-			callers:    e.opts.SearchLaunch == SearchLaunchCallers || e.opts.SearchLaunch == SearchLaunchConcurrent,
-			concurrent: e.opts.SearchLaunch == SearchLaunchConcurrent, batches: batches})
+			inline: len(devs) == 0 && e.opts.CPUSearch == CPUSearchInline && ix.Shared(),
+			launch: e.opts.SearchLaunch, batches: batches})
 		if err != nil {
 			ix.Close()
 			return fmt.Errorf("index shard %d: %w", i, err)

@@ -376,3 +376,40 @@ func TestSearchLaunchModes(t *testing.T) {
 		}
 	}
 }
+
+// TestShardLaunchAndBuffers checks, on every test engine, what a shard
+// derives from its search-launch mode and what it allocates: callers
+// launch unless the scheduler does or searches run inline, they search at
+// the same time only under the concurrent mode, and a shard has
+// concurrentBatches batch buffers only where they are the slots of a
+// persistent search with concurrent callers (staged calls run one at a
+// time), searchBatches otherwise.
+func TestShardLaunchAndBuffers(t *testing.T) {
+	for _, ec := range testEngines {
+		t.Run(ec.name, func(t *testing.T) {
+			eng := newTestEngine(t, ec, Options{MemoryLimit: 4 << 20})
+			launch := ec.launch
+			if launch == "" {
+				launch = SearchLaunchCallers
+			}
+			inline := ec.device == "cpu" && ec.cpu != CPUSearchBatched
+			wantCallers := launch != SearchLaunchScheduler && !inline
+			wantConcurrent := wantCallers && launch == SearchLaunchConcurrent
+			wantBuffers := searchBatches
+			if wantConcurrent && len(eng.persist) > 0 {
+				wantBuffers = concurrentBatches
+			}
+			for i, s := range eng.shards {
+				if s.callers != wantCallers || s.concurrent != wantConcurrent {
+					t.Errorf("shard %d: callers %v, concurrent %v; want %v, %v", i, s.callers, s.concurrent, wantCallers, wantConcurrent)
+				}
+				if got := len(s.q.batches); got != wantBuffers {
+					t.Errorf("shard %d: %d search batch buffers, want %d", i, got, wantBuffers)
+				}
+			}
+			if len(eng.persist) > 0 && eng.persist[0].Slots() != wantBuffers {
+				t.Errorf("persistent search of %d slots, want %d", eng.persist[0].Slots(), wantBuffers)
+			}
+		})
+	}
+}

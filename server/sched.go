@@ -135,15 +135,18 @@ func (s *shard) unlinked(p []pendingUnlink) {
 // shardHooks are what a shard's scheduler reports to and calls back into
 // its engine.
 type shardHooks struct {
-	concurrent           bool // SearchLaunchConcurrent (with callers)
-	batches              int  // search batch buffers (0: searchBatches)
+	batches              int // search batch buffers (0: searchBatches)
 	searchLat, updateLat *latencyHist
 	searchSize           *latencyHist // jobs per search batch (a count, not a duration)
 	unlink               func([]pendingUnlink)
 	complete             func(*updateList)
 	prof                 *profile // nil unless profiling
 	inline               bool     // callers search the index inline (SearchShared)
-	callers              bool     // callers launch search batches (callers.go)
+	// launch is who launches the search batches (Options.SearchLaunch;
+	// "" is the default, callers): the shard's callers (callers.go) but
+	// under SearchLaunchScheduler or with inline searches, which post
+	// no batches; at the same time under SearchLaunchConcurrent.
+	launch string
 }
 
 // newShard starts the scheduler of ix with search batch buffers from
@@ -163,8 +166,8 @@ func newShard(ix *hashindex.Index, fixed bool, interval time.Duration, maxBatch 
 	if h.inline {
 		s.inline = new(inlineReaders)
 	}
-	s.callers = h.callers && !h.inline
-	s.concurrent = s.callers && h.concurrent
+	s.callers = h.launch != SearchLaunchScheduler && !h.inline
+	s.concurrent = s.callers && h.launch == SearchLaunchConcurrent
 	s.hotSpin = runtime.GOMAXPROCS(0) > 1
 	go s.loop()
 	return s, nil

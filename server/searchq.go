@@ -110,9 +110,10 @@ type searchQueue struct {
 const searchBatches = 4
 
 // concurrentBatches is the number of batch buffers of a shard whose
-// callers search at the same time (SearchLaunchConcurrent): one filling,
-// one running per event loop of a server of 8 threads, and room for the
-// waiters of earlier ones to read.
+// callers search at the same time (SearchLaunchConcurrent, in the slots of
+// a persistent search; staged calls run one at a time and keep
+// searchBatches): one filling, one running per event loop of a server of
+// 8 threads, and room for the waiters of earlier ones to read.
 const concurrentBatches = 12
 
 // newSearchQueue makes n batches of spaces from newSpace.

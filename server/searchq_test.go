@@ -57,7 +57,7 @@ func TestSearchQueueDeliversEachRequestItsOwnResults(t *testing.T) {
 			}
 			s, err := newShard(nil, false, 0, tc.cap, newSpace, shardHooks{searchLat: new(latencyHist), updateLat: new(latencyHist), searchSize: new(latencyHist),
 				unlink: func([]pendingUnlink) {}, complete: func(*updateList) {},
-				callers: tc.launch != SearchLaunchScheduler, concurrent: tc.launch == SearchLaunchConcurrent, batches: tc.batches})
+				launch: tc.launch, batches: tc.batches})
 			if err != nil {
 				t.Fatal(err)
 			}

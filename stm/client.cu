@@ -51,14 +51,23 @@ __device__ void stm_install_all(const stm_globals* g, const stm_tx* tx, u64 ts) 
 	stm_install<false>(g, tx->tid, ts ? tx->nw : 0, ts);
 }
 
+// stm_set_done marks timestamp ts (not 0) done after its write-back:
+// done[ts % R] = ts, a release store. Every timestamp taken is marked
+// once: by the client lane that holds it (stm_mark_done), or by the
+// server's worker that answers its request (serve.cu, stm_post_install).
+// The lane calls it alone.
+__device__ __forceinline__ void stm_set_done(const stm_globals* g, u64 ts) {
+	st_release_gpu((u64*)g->done + (ts & g->done_mask), ts);
+}
+
 // stm_mark_done marks this lane's timestamp ts done after its write-back
 // (0: none; a lane whose transaction failed its final validation after
-// taking one holds it as a hole, which installs nothing): done[ts % R] =
-// ts, a release store. Every timestamp taken is held by exactly one client
+// taking one holds it as a hole, which installs nothing) with
+// stm_set_done. Every timestamp taken is held by exactly one client
 // lane, which marks it. Returns the largest timestamp the warp marked
 // (warp-uniform; 0 if none). All lanes call it after stm_install_all.
 __device__ u64 stm_mark_done(const stm_globals* g, u64 ts) {
-	if (ts) st_release_gpu((u64*)g->done + (ts & g->done_mask), ts);
+	if (ts) stm_set_done(g, ts);
 	return warp_max64(ts);
 }
 
@@ -411,7 +420,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		// tickets of attempts that aborted: they run again, with new
 		// snapshots, once it is admitted.
 		if (!__all_sync(FULL_MASK, done) && !stm_admitted(g, wid, lane)) {
-			if (held) stm_unclaim(g, tid, held); // claims kept over an abort: not while asleep
+			if (held) stm_unclaim<false>(g, tid, held); // claims kept over an abort: not while asleep
 			held = 0;
 			__nanosleep(4000);
 			continue;

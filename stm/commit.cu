@@ -67,19 +67,31 @@ __device__ void stm_prevalidate(const stm_globals* g, stm_tx* tx, bool* upd, u32
 // depends on claims).
 #define STM_CLAIM_TRIES 64
 
-// stm_unclaim releases the claim slots thread tid holds (held of them,
-// listed in its row of g->claimed); stm_unclaim_kept releases tx's
-// (tx->held) and sets tx->held to 0. A slot
-// is released only if it still names this lane (tid + 1): a slot listed
-// twice, or taken by another since, is left alone.
-__device__ void stm_unclaim(const stm_globals* g, u32 tid, u32 held) {
+// stm_unclaim releases claim slots of client thread tid, the first n of
+// its row: a slot is released only if it still names the thread (tid +
+// 1): a slot listed twice, or taken by another since, is left alone.
+// remote false: the client lane itself releases the slots it holds (n =
+// held, listed in its row of g->claimed, read as it wrote them). remote
+// true: a server's worker (serve.cu, stm_post_install) releases, for a
+// request it answers now, the slots of the first n items of the thread's
+// write set (item & claim_mask, read through L2), as the client would
+// after the reply: the transactions held back by them may go on a round
+// trip earlier, and the client's own release later finds its slots free
+// or another's (claims are a hint only, never needed for correctness).
+// The lane calls it alone. stm_unclaim_kept releases tx's (tx->held) and
+// sets tx->held to 0.
+template <bool remote>
+__device__ void stm_unclaim(const stm_globals* g, u32 tid, u32 n) {
 	u32* claims = (u32*)g->claims;
-	const u32* mine = (const u32*)g->claimed + (u64)tid * (u32)g->w_cap;
-	for (u32 q = 0; q < held; q++)
-		if (ld_relaxed_gpu(claims + mine[q]) == tid + 1) st_relaxed_gpu(claims + mine[q], 0u);
+	const u64 row = (u64)tid * (u32)g->w_cap;
+	for (u32 q = 0; q < n; q++) {
+		const u32 c = remote ? __ldcg((const unsigned int*)g->ws_item + row + q) & (u32)g->claim_mask
+		                     : ((const u32*)g->claimed)[row + q];
+		if (ld_relaxed_gpu(claims + c) == tid + 1) st_relaxed_gpu(claims + c, 0u);
+	}
 }
 __device__ __forceinline__ void stm_unclaim_kept(const stm_globals* g, stm_tx* tx) {
-	stm_unclaim(g, tx->tid, tx->held);
+	stm_unclaim<false>(g, tx->tid, tx->held);
 	tx->held = 0;
 }
 

@@ -2,7 +2,8 @@ package stm
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/warpkv/warpkv/internal/phrase"
 )
 
 // modeName returns names[v], or kind(v) for a value outside them: the
@@ -22,9 +23,5 @@ func parseMode[T ~int](names []string, s, what string) (T, error) {
 			return T(i), nil
 		}
 	}
-	want := names[len(names)-1]
-	if len(names) > 1 {
-		want = strings.Join(names[:len(names)-1], ", ") + " or " + want
-	}
-	return 0, fmt.Errorf("stm: %s mode %q: want %s", what, s, want)
+	return 0, fmt.Errorf("stm: %s mode %q: want %s", what, s, phrase.Or(names))
 }

@@ -23,30 +23,13 @@
 // client's round trip is what it saves.
 
 #if STM_POST
-// stm_post_unclaim releases, for client thread tid whose request the
-// server answers now, the claim words (ContentionClaims) of the nw items
-// of its write set that still name it (tid + 1), as its client would
-// after the reply: the transactions held back by them may go on a round
-// trip earlier. A word another lane took meanwhile is left alone, and the
-// client's own release later finds its words free or another's; claims
-// are a hint only, never needed for correctness. The lane calls it alone.
-__device__ void stm_post_unclaim(const stm_globals* g, u32 tid, u32 nw) {
-	u32* claims = (u32*)g->claims;
-	const u32 mask = (u32)g->claim_mask;
-	const u64 wb = (u64)tid * (u32)g->w_cap;
-	for (u32 j = 0; j < nw; j++) {
-		u32* c = claims + (cg32(g->ws_item, wb + j) & mask);
-		if (ld_relaxed_gpu(c) == tid + 1) st_relaxed_gpu(c, 0u);
-	}
-}
-
 // stm_post_install writes back (stm_install, as a client would), after a
 // single-partition request's final check, the versions of its lanes of
 // slots that committed (cause 0; lane l's timestamp first + its rank in
 // slots) and marks every timestamp of slots done (the others' as holes),
 // as their clients would after the reply; *flags gets STM_RES_SERVED for
 // each lane of slots, so that its client does neither; with claims, every
-// lane of the request releases its claims (stm_post_unclaim). Another
+// lane of the request releases its claims (stm_unclaim<true>). Another
 // writer of an item commits only from a snapshot at or after this commit
 // (validation), so versions stay in timestamp order per item. All lanes
 // call it.
@@ -55,10 +38,10 @@ __device__ __forceinline__ void stm_post_install(const stm_globals* g, u32 lane,
 	const u64 ts = first + __popc(slots & lanemask_lt(lane));
 	stm_install<true>(g, J.tid, mine && cause == 0 ? J.nw : 0, ts);
 	if (mine) {
-		st_release_gpu((u64*)g->done + (ts & g->done_mask), ts);
+		stm_set_done(g, ts);
 		*flags |= STM_RES_SERVED;
 	}
-	if (g->contention >= 2 && J.in) stm_post_unclaim(g, J.tid, J.nw);
+	if (g->contention >= 2 && J.in) stm_unclaim<true>(g, J.tid, J.nw);
 }
 #endif
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/phrase"
 	"github.com/warpkv/warpkv/itemstore"
 	"github.com/warpkv/warpkv/protocol"
 	"github.com/warpkv/warpkv/server"
@@ -359,13 +360,5 @@ func searchLaunchUsage() string {
 	for _, m := range server.SearchLaunchModes() {
 		modes = append(modes, m.Name+" ("+m.Doc+")")
 	}
-	return "who launches batched index searches (GPU shards, --cpu-search batched): " + orList(modes)
-}
-
-// orList joins words as "a, b or c".
-func orList(words []string) string {
-	if len(words) < 2 {
-		return strings.Join(words, "")
-	}
-	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+	return "who launches batched index searches (GPU shards, --cpu-search batched): " + phrase.Or(modes)
 }

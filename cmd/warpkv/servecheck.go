@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/warpkv/warpkv/hashindex"
+	"github.com/warpkv/warpkv/internal/phrase"
 	"github.com/warpkv/warpkv/itemstore"
 	"github.com/warpkv/warpkv/server"
 )
@@ -68,7 +69,7 @@ func checkServe(f serveFlags) error {
 		return usagef("--cpu-search %q: want %s or %s", f.cpuSearch, server.CPUSearchInline, server.CPUSearchBatched)
 	}
 	if !server.IsSearchLaunch(f.launch) {
-		return usagef("--search-launch %q: want %s", f.launch, orList(server.SearchLaunchNames()))
+		return usagef("--search-launch %q: want %s", f.launch, phrase.Or(server.SearchLaunchNames()))
 	}
 	if !onCPU(f.device) {
 		return nil // the index lives in device memory
