@@ -107,6 +107,21 @@ extern "C" __global__ void ab_pieces(const Tree *t, u64 nIt, const u32 *iseg, co
     }
 }
 
+// Allocation requests (and a node round's moves and frees) are counted
+// per kind in pairs of 32-bit counters, kinds 1-2, 3-4, 5-6, 7-8 in one
+// 64-bit word each (r12, r34, r56, r78), so that one exclusive scan of
+// 64-bit words ranks two kinds at once. pair_mark is one count of kind k
+// (1 to 8) in its pair's word: the low half for an odd kind, the high
+// half for an even one.
+__device__ __forceinline__ u64 pair_mark(u32 k) { return 1ull << (32 * ((k - 1) % 2)); }
+
+// rank_of is an allocation's rank in its kind from the scanned pairs.
+__device__ __forceinline__ u64 rank_of(u32 k, u64 s, const u64 *r12, const u64 *r34, const u64 *r56, const u64 *r78) {
+    const u64 *p = k <= 2 ? r12 : k <= 4 ? r34 : k <= 6 ? r56 : r78;
+    u64 v = p[s];
+    return (k % 2) ? (v & 0xffffffffull) : (v >> 32);
+}
+
 // ab_count: one thread per segment (step 3): a node segment's children and
 // kind, or a new leaf's class (kind 0: an old item, nothing allocated);
 // the allocation requests as pairs of 32-bit counters (kinds 1-2, 3-4, 5-6,
@@ -136,7 +151,7 @@ extern "C" __global__ void ab_count(u64 S, const u32 *sstart, const u32 *send, c
                 if (k == K_LV) ab = round_arena(ilen[a]);
             }
             kind[s] = k;
-            if (k) req[(k - 1) / 2] = 1ull << (32 * ((k - 1) % 2));
+            if (k) req[(k - 1) / 2] = pair_mark(k);
         }
         r12[s] = req[0];
         r34[s] = req[1];
@@ -159,13 +174,6 @@ extern "C" __global__ void a_totals(u64 n, const u64 *p0, const u64 *p1, const u
     }
     out[8] = bytes ? bytes[n] : 0;
     out[9] = extra ? extra[m] : 0;
-}
-
-// rank_of is an allocation's rank in its kind from the scanned pairs.
-__device__ __forceinline__ u64 rank_of(u32 k, u64 s, const u64 *r12, const u64 *r34, const u64 *r56, const u64 *r78) {
-    const u64 *p = k <= 2 ? r12 : k <= 4 ? r34 : k <= 6 ? r56 : r78;
-    u64 v = p[s];
-    return (k % 2) ? (v & 0xffffffffull) : (v >> 32);
 }
 
 // ab_write: one thread per segment (step 5): a node's header (the rest of

@@ -125,9 +125,6 @@ type gpuEngine struct {
 	// values beside the work (sort_parts_gpu.go).
 	bu batchUpload
 
-	// nw are the node round's write knobs (round_write_gpu.go).
-	nw nodeWrite
-
 	// late are the counts of an insert's frees per inner node kind,
 	// pushed on the device's free stacks in its node round and downloaded
 	// into this pinned buffer without a synchronization (pushLate): the

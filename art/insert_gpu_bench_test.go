@@ -84,8 +84,7 @@ func randomKeys(from, n int) (Keys, []uint64) {
 // the sort and the values beside the work: batchUpload; the retired
 // pools freed beside, after the call: freeBeside), with pools of buffers
 // (buffers: the fallback without VMM), without growAhead,
-// with the retired pools freed before the call returns (freeInCall),
-// and with each class of touched nodes written and timed apart (writeSplit).
+// and with the retired pools freed before the call returns (freeInCall).
 func BenchmarkGPUInsertSteps(b *testing.B) {
 	for _, c := range []struct {
 		name          string
@@ -93,14 +92,12 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 		keys          func(from, n int) (Keys, []uint64)
 		ahead, inCall bool
 		buffers       bool // pools of buffers, not grown in place (vmm off)
-		nw            nodeWrite
 	}{
 		{name: "tree=16Mi", tree: stepsTreeKeys, keys: stepsKeys, ahead: true},
 		{name: "tree=100M", tree: 100_000_000, keys: randomKeys, ahead: true},
 		{name: "tree=100M,buffers", tree: 100_000_000, keys: randomKeys, ahead: true, buffers: true},
 		{name: "tree=100M,ahead=off", tree: 100_000_000, keys: randomKeys},
 		{name: "tree=100M,freeInCall", tree: 100_000_000, keys: randomKeys, ahead: true, inCall: true},
-		{name: "tree=100M,writeSplit", tree: 100_000_000, keys: randomKeys, ahead: true, nw: nodeWrite{split: true}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			d := gputest.Device(b)
@@ -115,7 +112,6 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			g.trace = &engine.StepTrace{}
 			g.aheadGrowth, g.freeBeside = c.ahead, !c.inCall
 			g.vmm = g.vmm && !c.buffers
-			g.nw = c.nw
 			var lb engine.Timings
 			var call, frees, before time.Duration
 			var pools string

@@ -11,27 +11,20 @@ import (
 // BenchmarkGPURangeChunks settles the pipelined call's chunk count: on
 // the tree of benchPointTree (WARPKV_ART_BENCH_KEYS keys), 64Ki ranges of
 // 16 and 64Ki prefix scans of 64 into a pinned Result (rangesPiped: 1, 3
-// and 4 chunks and the default count; chunk 0 as large as the others or a
-// quarter; the earlier chunks waited for once a later chunk's walk is
-// queued, the default, or delivered only as their totals come, pipe.lazy:
-// -lazy),
-// interleaved in one process: 5 rounds, each timing 20 calls of
+// and 4 chunks and the default count; chunk 0 as large as the others or
+// half), interleaved in one process: 5 rounds, each timing 20 calls of
 // every form in turn after one untimed call. Metrics: queries per second
-// of each form's median round mean (cN[-fD][-lazy]-M/s; cD the default count,
+// of each form's median round mean (cN[-fD]-M/s; cD the default count,
 // rangePipe.count); every round's means are logged.
 func BenchmarkGPURangeChunks(b *testing.B) {
 	t, g, ops := rangeBenchCalls(b)
-	type form struct {
-		chunks, firstDiv int
-		lazy             bool
-	}
-	forms := []form{{1, 1, false}, {2, 1, false}, {3, 1, false}, {4, 1, false}, {0, 1, false}, {3, 2, false},
-		{3, 1, true}, {4, 1, true}, {0, 1, true}}
+	type form struct{ chunks, firstDiv int }
+	forms := []form{{1, 1}, {2, 1}, {3, 1}, {4, 1}, {0, 1}, {3, 2}}
 	const rounds, calls = 5, 20
 	for _, op := range ops {
 		b.Run(op.name, func(b *testing.B) {
 			defer func(p rangePipe) {
-				g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy = p.chunks, p.firstDiv, p.lazy
+				g.pipe.chunks, g.pipe.firstDiv = p.chunks, p.firstDiv
 			}(g.pipe)
 			r := t.NewResult()
 			defer r.Free()
@@ -43,7 +36,7 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 			for b.Loop() {
 				for range rounds {
 					for i, f := range forms {
-						g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy = f.chunks, f.firstDiv, f.lazy
+						g.pipe.chunks, g.pipe.firstDiv = f.chunks, f.firstDiv
 						if r, err = op.into(r); err != nil {
 							b.Fatal(err)
 						}
@@ -65,9 +58,6 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 				}
 				if f.firstDiv > 1 {
 					name, unit = fmt.Sprintf("%s, first 1:%d", name, f.firstDiv), fmt.Sprintf("%s-f%d", unit, f.firstDiv)
-				}
-				if f.lazy {
-					name, unit = name+", lazy", unit+"-lazy"
 				}
 				s := slices.Clone(ms[i])
 				slices.Sort(s)

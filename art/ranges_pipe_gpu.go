@@ -40,14 +40,6 @@ type rangePipe struct {
 	chunks   int // chunks a call is cut into at most: 0 by its answer slots (rangeChunkSlots), 1 one piece (tests and benchmarks set it)
 	chunkMin int // fewest queries a chunk: 0 rangeChunkMin (tests set fewer)
 	firstDiv int // chunk 0 holds 1/firstDiv of another chunk's queries (0 or 1: as many; benchmarks compare)
-	// lazy: the host delivers only the earlier chunks whose totals are
-	// back when it looks, after each chunk's packing (before branch
-	// arng5: a chunk walked just after the look waited for the next
-	// chunk's packing and queueing). Else, the default, it also delivers
-	// every earlier chunk once chunk k's walk is queued, waiting for
-	// their totals, before it packs chunk k+1: on the H200 at 100M keys
-	// 1-2% faster (BENCHMARKS.md, branch arng5). Benchmarks compare.
-	lazy bool
 
 	names   [][numPipeBufs]string // chunk k's buffers' pool names (pipeBufs with ".k")
 	walkAt  []*gpu.Event          // chunk k's walk queued (on s)

@@ -13,9 +13,9 @@ import (
 // TestGPURangesPiped answers range queries (ascending and descending)
 // and prefix scans into pinned Results with the pipelined call
 // (rangesPiped) cut into 1 (one piece) to 7 chunks of at least 50 queries
-// (chunk 0 as large as the others, half or a third of them; with and
-// without pipe.lazy), and compares every array of each answer (query offsets, key bytes, key offsets,
-// values) with the CPU engine's. The trees: keys of 0 to 40 bytes over a
+// (chunk 0 as large as the others, half or a third of them), and
+// compares every array of each answer (query offsets, key bytes, key
+// offsets, values) with the CPU engine's. The trees: keys of 0 to 40 bytes over a
 // small alphabet with some of up to 300 bytes (arena keys, answers of
 // mixed key lengths: key offsets downloaded), and 16-byte keys (one key
 // length: key offsets written on the host). The batches: random queries;
@@ -60,7 +60,7 @@ func TestGPURangesPiped(t *testing.T) {
 		}
 		g := gt.eng.(*gpuEngine)
 		defer func(p rangePipe) {
-			g.pipe.chunks, g.pipe.chunkMin, g.pipe.firstDiv, g.pipe.lazy = p.chunks, p.chunkMin, p.firstDiv, p.lazy
+			g.pipe.chunks, g.pipe.chunkMin, g.pipe.firstDiv = p.chunks, p.chunkMin, p.firstDiv
 		}(g.pipe)
 		g.pipe.chunkMin = 50
 		const Q = 1001
@@ -125,10 +125,8 @@ func TestGPURangesPiped(t *testing.T) {
 						t.Fatal(err)
 					}
 					for _, chunks := range []int{1, 2, 3, 4, 7} {
-						// Chunk 0 as large as the others, half, a third; the
-						// earlier chunks delivered as their totals come, or
-						// waited for once a later chunk's walk is queued.
-						g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy = chunks, 1+chunks%3, chunks%2 == 0
+						// Chunk 0 as large as the others, half, a third.
+						g.pipe.chunks, g.pipe.firstDiv = chunks, 1+chunks%3
 						fresh := gt.NewResult()
 						for _, into := range []*Result{fresh, reused} {
 							name := fmt.Sprintf("%s, %s, %s, limit %d, %d chunks, reused %v", tc.name, b.name, op.name, limit, chunks, into == reused)

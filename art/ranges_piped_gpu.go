@@ -161,9 +161,11 @@ type pipedCall struct {
 // packing, before its walk is queued, and after the last, the host
 // delivers the earlier chunks in order whose totals are back (their pairs
 // on in, their downloads on out, which waits for them), so that the first
-// downloads start while later chunks are packed; and (unless pipe.lazy)
-// every earlier chunk once a chunk's walk is queued, waiting for their
-// totals.
+// downloads start while later chunks are packed; and every earlier chunk
+// once a chunk's walk is queued, waiting for their totals (before branch
+// arng5 it did not: a chunk walked just after the look waited for the
+// next chunk's packing and queueing; on the H200 at 100M keys this is
+// 1-2% faster, BENCHMARKS.md, branch arng5).
 func (p *pipedCall) run(bt queryBatch, dsc int32) error {
 	g := p.g
 	next := 0 // the next chunk to deliver
@@ -190,7 +192,7 @@ func (p *pipedCall) run(bt queryBatch, dsc int32) error {
 		if err := g.queueRangeChunk(&p.chunks[k], k, pc, p.limit, dsc); err != nil {
 			return err
 		}
-		for ; !g.pipe.lazy && next < k; next++ {
+		for ; next < k; next++ {
 			if err := p.deliver(next); err != nil {
 				return fmt.Errorf("chunk %d: %w", next, err)
 			}

@@ -64,8 +64,7 @@ func BenchmarkGPURangeSteps(b *testing.B) {
 // calls into a pinned Result (64Ki ranges of 16 keys, 64Ki prefix scans of
 // 64, on the tree of benchPointTree: WARPKV_ART_BENCH_KEYS keys), in one
 // piece and pipelined in 2 to 4 chunks (rangesPiped; chunk 0 as large as
-// the others, or 1/2 or 1/4 of them: first=1:d; some with
-// pipe.lazy: lazy), traced with an
+// the others, or 1/2 or 1/4 of them: first=1:d), traced with an
 // engine.StepTrace: the host time before the engine's call starts
 // (Tree.query's bound checks, the locks: pre-ms), the engine's host time
 // from its start to the end of its drain (engine-ms), the host time after
@@ -76,20 +75,14 @@ func BenchmarkGPURangeSteps(b *testing.B) {
 func BenchmarkGPURangeTimeline(b *testing.B) {
 	t, g, ops := rangeBenchCalls(b)
 	for _, op := range ops {
-		for _, pc := range []struct {
-			chunks, firstDiv int
-			lazy             bool
-		}{{1, 1, false}, {2, 1, false}, {2, 2, false}, {2, 4, false}, {3, 1, false}, {3, 2, false}, {3, 4, false}, {4, 1, false},
-			{4, 2, false}, {4, 4, false}, {8, 1, false}, {3, 1, true}, {4, 1, true}} {
+		for _, pc := range []struct{ chunks, firstDiv int }{{1, 1}, {2, 1}, {2, 2}, {2, 4}, {3, 1}, {3, 2}, {3, 4}, {4, 1},
+			{4, 2}, {4, 4}, {8, 1}} {
 			name := fmt.Sprintf("%s/chunks=%d,first=1:%d", op.name, pc.chunks, pc.firstDiv)
-			if pc.lazy {
-				name += ",lazy"
-			}
 			b.Run(name, func(b *testing.B) {
 				defer func(p rangePipe) {
-					g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy = p.chunks, p.firstDiv, p.lazy
+					g.pipe.chunks, g.pipe.firstDiv = p.chunks, p.firstDiv
 				}(g.pipe)
-				g.pipe.chunks, g.pipe.firstDiv, g.pipe.lazy = pc.chunks, pc.firstDiv, pc.lazy
+				g.pipe.chunks, g.pipe.firstDiv = pc.chunks, pc.firstDiv
 				r := tracedCall(b, t, g, op)
 				var err error
 				var preT, eng, post, call, dev time.Duration

@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/warpkv/warpkv/internal/par"
+	"github.com/warpkv/warpkv/internal/rebuildbench"
 )
 
 // BenchmarkRangeKeysRebuild measures, on the host alone, what sending a
@@ -25,8 +25,8 @@ import (
 // in host memory before the Result, where the downloads land them in it
 // by DMA at no host cost). Metrics: the transfer's bytes saved (of keys,
 // values and query offsets) and the time they take at 55.2 GB/s
-// (saved-us), and the host's time a call (rebuild-ms, copy-ms) and its
-// output rate (GB/s).
+// (saved-us), and the host's time a call (host-ms) and its output rate
+// (GB/s), as internal/rebuildbench reports them.
 func BenchmarkRangeKeysRebuild(b *testing.B) {
 	const Q = 1 << 16
 	for _, sh := range []struct {
@@ -111,24 +111,13 @@ func BenchmarkRangeKeysRebuild(b *testing.B) {
 					b.Fatalf("%s: byte %d rebuilt as %d, want %d", sh.name, i, out[i], keys[i])
 				}
 			}
-			report(b, n, full, saved)
+			rebuildbench.Report(b, n, 16*n, full, saved, "front coding")
 		})
 		b.Run(sh.name+"/copy", func(b *testing.B) {
 			for b.Loop() {
 				par.Shared().Ranges(len(keys), parts, func(_, a, z int) { copy(out[a:z], keys[a:z]) })
 			}
-			report(b, n, full, saved)
+			rebuildbench.Report(b, n, 16*n, full, saved, "front coding")
 		})
 	}
-}
-
-// report reports the metrics of BenchmarkRangeKeysRebuild for n keys of
-// a transfer of full bytes, saved of them by front coding.
-func report(b *testing.B, n, full, saved int) {
-	per := b.Elapsed() / time.Duration(b.N)
-	b.ReportMetric(per.Seconds()*1e3, "host-ms")
-	b.ReportMetric(float64(16*n)/per.Seconds()/1e9, "GB/s")
-	b.ReportMetric(100*float64(saved)/float64(full), "saved-%")
-	b.ReportMetric(float64(saved)/55.2e9*1e6, "saved-us")
-	b.Logf("%d keys, transfer %d bytes, %d saved by front coding, workers %d", n, full, saved, par.Shared().Workers())
 }

@@ -67,6 +67,20 @@ extern "C" __global__ void an_runs(u64 M, const u64 *mnode, const u64 *tnode, u6
     }
 }
 
+// An N4's or N16's key bytes in two registers (merge_stage loads them,
+// an_write gathers a new node's): byte j at bits 8j of kb0 for j < 8, at
+// bits 8(j-8) of kb1 for j >= 8 (an N4's only in kb0). keyb_get reads
+// byte j of them.
+__device__ __forceinline__ u32 keyb_get(u64 kb0, u64 kb1, u32 j) {
+    return (u32)((j < 8 ? kb0 >> (8 * j) : kb1 >> (8 * (j - 8))) & 0xff);
+}
+
+// keyb_put ors byte b in at place j of kb0 and kb1 (zero there before).
+__device__ __forceinline__ void keyb_put(u64 *kb0, u64 *kb1, u32 j, u32 b) {
+    if (j < 8) *kb0 |= (u64)b << (8 * j);
+    else *kb1 |= (u64)b << (8 * (j - 8));
+}
+
 // Merge walks a node's children merged with its edits (nodes.go's merge):
 // old children in byte order; edits from two code-sorted lists (the
 // node's entries and the moved children's links), trims skipped, the
@@ -96,7 +110,7 @@ __device__ void merge_next_old(Merge *m) {
     if (m->sc) {
         if ((u32)m->cur < m->cnt) {
             int j = m->cur++;
-            m->oldb = (int)((j < 8 ? m->kb0 >> (8 * j) : m->kb1 >> (8 * (j - 8))) & 0xff);
+            m->oldb = (int)keyb_get(m->kb0, m->kb1, (u32)j);
             m->oldl = m->sc[j * m->stride];
             return;
         }
@@ -240,6 +254,16 @@ __device__ bool merge_next(Merge *m, u32 *b, u64 *l, u32 *src) {
     }
 }
 
+// mark_inner writes word i of the pairs m12 (N4, N16) and m34 (N48,
+// N256): one count of inner kind k (pair_mark) in k's pair when on, zero
+// in the other and when not. an_plan marks the moves with it and
+// an_free_marks the frees, for the scans rank_of reads.
+__device__ __forceinline__ void mark_inner(bool on, u32 k, u64 *m12, u64 *m34, u64 i) {
+    u64 v = on ? pair_mark(k) : 0;
+    m12[i] = k <= K_N16 ? v : 0;
+    m34[i] = k <= K_N16 ? 0 : v;
+}
+
 // an_plan: one thread per touched node (U1): its children after its
 // entries, its outcome (stay, move, empty, collapse) and new kind, whether
 // it has a trim, a collapsing node's remaining entry and byte; moves as
@@ -294,9 +318,7 @@ extern "C" __global__ void an_plan(const Tree *t, u64 T, const u32 *tstart, cons
         nkind[ti] = nk;
         htrim[ti] = tr;
         nidx[ti] = (u32)lidx(node);
-        u64 v = o == OUT_MOVE ? 1ull << (32 * ((nk - 1) % 2)) : 0;
-        m12[ti] = nk <= 2 ? v : 0;
-        m34[ti] = nk > 2 ? v : 0;
+        mark_inner(o == OUT_MOVE, nk, m12, m34, ti);
     }
 }
 
@@ -374,36 +396,20 @@ __device__ __forceinline__ void write_child(u64 *d, u32 k, u32 i, u32 b, u64 l) 
     }
 }
 
-// Classes of touched nodes that an_write writes (its classes mask; all of
-// them by default, one at a time when a trace times them apart).
-#define WC_MOVED 1u   // moves to a record of another kind
-#define WC_SMALL 2u   // N4, N16 and N48 in place
-#define WC_N256 4u    // N256 in place
-#define WC_COLLAPSE 8u // collapses (an empty node writes nothing)
-#define WC_CLASSES 15u // every class
-
-// write_class is touched node ti's class for an_write's mask.
-__device__ __forceinline__ u32 write_class(u8 o, u32 k) {
-    if (o == OUT_MOVE) return WC_MOVED;
-    if (o == OUT_COLLAPSE || o == OUT_EMPTY) return WC_COLLAPSE;
-    return k == K_N256 ? WC_N256 : WC_SMALL;
-}
-
-// write_touched is an_write's work for the touched nodes of the classes
-// mask: an N4's and N16's old children staged in sc (this thread's column
-// of the block's stage) and an N4 or N16 in place written straight from
-// the merge; an N48 in place through a local copy of its children.
+// write_touched is an_write's work for the touched nodes: an N4's and
+// N16's old children staged in sc (this thread's column of the block's
+// stage) and an N4 or N16 in place written straight from the merge; an
+// N48 in place through a local copy of its children.
 __device__ __forceinline__ void write_touched(const Tree *t, u64 T, int insert, const u32 *tstart, const u32 *scode,
                                               const u32 *sop, const u64 *slink, const u32 *sgrp, const u8 *out,
                                               const u8 *htrim, const u64 *final_, const u64 *rem, const u32 *remb,
                                               const u32 *mcode, const u32 *mop, const u64 *mlink, u64 M,
                                               const u32 *gtn, const u64 *gtref, const u32 *trimd, const u64 *trimpar,
-                                              const u64 *tnode, const u64 *runs, u32 classes, u64 *sc) {
+                                              const u64 *tnode, const u64 *runs, u64 *sc) {
     GRID_STRIDE(ti, T) {
         u64 node = tnode[ti];
         u32 k = lkind(node);
         u8 o = out[ti];
-        if (!(write_class(o, k) & classes)) continue;
         u32 a = tstart[ti], b = tstart[ti + 1];
         u64 *r = rec(t, node);
         if (o == OUT_EMPTY) continue;
@@ -470,8 +476,7 @@ __device__ __forceinline__ void write_touched(const Tree *t, u64 T, int insert, 
             u32 dcw = fk == K_N4 ? N4_CHILD : N16_CHILD, dcap = fk == K_N4 ? 4 : 16;
             u64 k0 = 0, k1 = 0;
             while (merge_next(&m, &cb, &cl, &src)) {
-                if (n < 8) k0 |= (u64)cb << (8 * n);
-                else k1 |= (u64)cb << (8 * (n - 8));
+                keyb_put(&k0, &k1, n, cb);
                 d[dcw + n] = cl;
                 n++;
                 if (is_node(cl) && src != SRC_MOVED && !(src == SRC_OLD && find_touched(tnode, T, cl) >= 0))
@@ -544,8 +549,7 @@ __device__ __forceinline__ void write_touched(const Tree *t, u64 T, int insert, 
             u32 st = m.stride;
             u64 k0 = 0, k1 = 0;
             while (merge_next(&m, &cb, &cl, &src)) {
-                if (n < 8) k0 |= (u64)cb << (8 * n);
-                else k1 |= (u64)cb << (8 * (n - 8));
+                keyb_put(&k0, &k1, n, cb);
                 if (n >= oc || os[n * st] != cl) r[cw + n] = cl;
                 if (is_node(cl) && src == SRC_ENTRY) rec(t, cl)[W_PARENT] = parent_word(fl, cb);
                 n++;
@@ -587,7 +591,7 @@ __device__ __forceinline__ void write_touched(const Tree *t, u64 T, int insert, 
     }
 }
 
-// an_write: one thread per touched node of the classes mask (U3; WC_*):
+// an_write: one thread per touched node (U3):
 // the merged node written at its place (the new record of a move; in
 // place otherwise: N256 by direct edits, N4 and N16 straight from the
 // merge, N48 through a local copy of at most 48 children), its parent
@@ -604,10 +608,10 @@ extern "C" __global__ void __launch_bounds__(STAGE_BLOCK, 4) an_write(const Tree
                                     const u8 *htrim, const u64 *final_, const u64 *rem, const u32 *remb,
                                     const u32 *mcode, const u32 *mop, const u64 *mlink, u64 M,
                                     const u32 *gtn, const u64 *gtref, const u32 *trimd, const u64 *trimpar, const u64 *tnode,
-                                    const u64 *runs, u32 classes) {
+                                    const u64 *runs) {
     __shared__ u64 stage[STAGE_MAX * STAGE_BLOCK];
     write_touched(t, T, insert, tstart, scode, sop, slink, sgrp, out, htrim, final_, rem, remb, mcode, mop, mlink, M, gtn,
-                  gtref, trimd, trimpar, tnode, runs, classes, stage + threadIdx.x);
+                  gtref, trimd, trimpar, tnode, runs, stage + threadIdx.x);
 }
 
 // an_moved_inplace: one thread per moved entry whose target is not
@@ -651,20 +655,13 @@ extern "C" __global__ void an_push_frees(const Tree *t, u64 T, u64 N, const u32 
 
 // an_free_marks: one thread per touched node and one more (ti == T, zero):
 // a freed node (one that does not stay) of kind k counted in its kind's
-// 32-bit half of f12 (N4, N16) or f34 (N48, N256), as an_plan counts the
-// moves, for the exclusive scans that rank the frees of each kind in node
-// order (an_free_scatter).
+// 32-bit half of f12 (N4, N16) or f34 (N48, N256) (mark_inner, as
+// an_plan counts the moves), for the exclusive scans that rank the frees
+// of each kind in node order (an_free_scatter).
 extern "C" __global__ void an_free_marks(u64 T, const u64 *tnode, const u8 *out, u64 *f12, u64 *f34) {
     GRID_STRIDE(ti, T + 1) {
-        u64 v12 = 0, v34 = 0;
-        if (ti < T && out[ti] != OUT_STAY) {
-            u32 k = lkind(tnode[ti]);
-            u64 v = 1ull << (32 * ((k - 1) % 2));
-            if (k <= K_N16) v12 = v;
-            else v34 = v;
-        }
-        f12[ti] = v12;
-        f34[ti] = v34;
+        bool freed = ti < T && out[ti] != OUT_STAY;
+        mark_inner(freed, freed ? lkind(tnode[ti]) : K_N4, f12, f34, ti);
     }
 }
 

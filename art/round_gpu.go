@@ -43,7 +43,8 @@ type roundIn struct {
 	// ascending, with valid, is how many of the n valid entries come
 	// first in the sorted ones, already in ascending key order, all keys
 	// distinct (an insert's node entries: ai_entries): only the rest is
-	// sorted, then merged with them.
+	// sorted, then merged with them (0: all are sorted; mergeAscending
+	// orders them either way).
 	ascending int
 }
 
@@ -170,9 +171,6 @@ func (r *nodeRun) group() error {
 		if err := firstErr(g.launch(k.iota, sorted, uint64(sorted), r.idx),
 			prim.DevSelect(g.pe, r.idx, r.in.valid, r.eidx, sorted, r.cnt), prim.DevSelect(g.pe, e.key, r.in.valid, r.okey, sorted, r.cnt)); err != nil {
 			return err
-		}
-		if r.in.ascending == 0 {
-			return prim.DevSortPairsBits(g.pe, r.okey, r.eidx, E, 0, entryBits)
 		}
 		return r.mergeAscending()
 	}

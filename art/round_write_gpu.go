@@ -1,55 +1,19 @@
 package art
 
 import (
-	"fmt"
-
 	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/prim"
 )
 
-// nodeWrite are the knobs of a node round's U3 write (an_write): the zero
-// value is the default.
-type nodeWrite struct {
-	// split, when the engine is traced, writes each class of touched
-	// nodes (moves; N4, N16 and N48 in place; N256 in place; collapses)
-	// in a launch and a step of its own, so that the trace times them
-	// apart. The result is the same: each node has one writer, whose
-	// reads do not depend on another's writes in the round.
-	split bool
-}
-
-// writeClasses are an_write's classes (round.cu's WC_*) with the names of
-// their trace steps.
-var writeClasses = []struct {
-	mask uint32
-	name string
-}{{1, "moves"}, {2, "N4, N16, N48 in place"}, {4, "N256 in place"}, {8, "collapses"}}
-
-// writeAllClasses is an_write's mask of every class (WC_CLASSES).
-const writeAllClasses = 15
-
 // writeTouched runs U3, an_write over the T touched nodes with M moved
-// entries: one launch, or one per class when traced with split. Cost:
-// one thread per touched node per launch.
+// entries, in one launch. Cost: one thread per touched node.
 func (r *nodeRun) writeTouched(M int) error {
-	g, k, T := r.g, r.g.k, r.T
-	launch := func(classes uint32) error {
-		return g.launch(k.nWrite, T, g.descBuf, uint64(T), int32(r.insert), r.tstart, r.scode, r.sop, r.slink, r.sgrp, r.out,
-			r.htrim, r.final, r.rem, r.remb, r.mcode, r.mop, r.mlink, uint64(M), r.gtn, r.gtref, r.trimd, r.trimpr, r.tnode, r.runs, uint32(classes))
+	g, T := r.g, r.T
+	if err := g.launch(g.k.nWrite, T, g.descBuf, uint64(T), int32(r.insert), r.tstart, r.scode, r.sop, r.slink, r.sgrp, r.out,
+		r.htrim, r.final, r.rem, r.remb, r.mcode, r.mop, r.mlink, uint64(M), r.gtn, r.gtref, r.trimd, r.trimpr, r.tnode, r.runs); err != nil {
+		return err
 	}
-	if g.trace == nil || !g.nw.split {
-		if err := launch(writeAllClasses); err != nil {
-			return err
-		}
-		g.step("node round: write")
-		return nil
-	}
-	for _, c := range writeClasses {
-		if err := launch(c.mask); err != nil {
-			return err
-		}
-		g.step(fmt.Sprintf("node round: write (%s)", c.name))
-	}
+	g.step("node round: write")
 	return nil
 }
 
@@ -70,9 +34,9 @@ func (r *nodeRun) selectFrees() error {
 // the other E-A are sorted (radix, entryBits), and the two runs merged
 // into rem and remb, which then trade places with okey and eidx (scratch
 // of the same length, unused until the plan). With all keys distinct the
-// order is the one a sort of all E gives. Cost: a sort of E-A entries
-// and one merge pass over E, where a sort of all E took a pass per 8
-// bits of the keys.
+// order is the one a sort of all E gives; with A = 0 it is that sort
+// (no merge). Cost: a sort of E-A entries and one merge pass over E,
+// where a sort of all E took a pass per 8 bits of the keys.
 func (r *nodeRun) mergeAscending() error {
 	g, E, A := r.g, r.E, r.in.ascending
 	B := E - A

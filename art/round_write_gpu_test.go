@@ -5,52 +5,35 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // TestGPUNodeWrite runs builds, inserts and deletes whose node rounds
 // write every class of touched node (N4 and N16 grown to N16, N48 and
 // N256; N4, N16, N48 and N256 changed in place; nodes emptied and
-// collapsed by deletes; node entries merged with sorted trims) on two
-// GPU trees: the default (an_write with the old children staged, the
-// frees selected in one pass and an insert round's trims sorted and
-// merged with its ascending node entries), and the default traced with
-// each class in a launch of its own (split). After every batch each
+// collapsed by deletes; node entries merged with sorted trims) on a GPU
+// tree (an_write with the old children staged, the frees selected in one
+// pass and an insert round's trims sorted and merged with its ascending
+// node entries) and on the CPU engine. After every batch the GPU tree's
 // layout equals the CPU engine's word for word.
 func TestGPUNodeWrite(t *testing.T) {
 	dev := gputest.Device(t)
-	modes := []struct {
-		name string
-		nw   nodeWrite
-	}{{"staged", nodeWrite{}}, {"split", nodeWrite{split: true}}}
-	var trees []*Tree
-	for _, m := range modes {
-		tr, err := Open(Options{GPU: dev})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { tr.Close() })
-		g := tr.eng.(*gpuEngine)
-		g.nw = m.nw
-		if m.nw.split {
-			g.trace = &engine.StepTrace{}
-		}
-		trees = append(trees, tr)
+	gt, err := Open(Options{GPU: dev})
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { gt.Close() })
 	ct, _ := Open(Options{Device: "cpu"})
-	all := append(trees, ct)
+	all := []*Tree{gt, ct}
 	check := func(what string) {
 		t.Helper()
 		want, _ := ct.eng.snapshot()
-		for i, tr := range trees {
-			got, err := tr.eng.snapshot()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := equalStores(want, got); err != nil {
-				t.Fatalf("%s, %s: layouts differ (cpu, gpu): %v", what, modes[i].name, err)
-			}
+		got, err := gt.eng.snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := equalStores(want, got); err != nil {
+			t.Fatalf("%s: layouts differ (cpu, gpu): %v", what, err)
 		}
 	}
 	// Keys of 6 bytes: a 2-byte group g, then a byte fanning out to f(g)
@@ -108,7 +91,7 @@ func TestGPUNodeWrite(t *testing.T) {
 		}
 		check(fmt.Sprintf("delete %d (%d keys)", step, len(ks)))
 	}
-	// Random 16-byte keys into the same trees: N4s grown to N16s below
+	// Random 16-byte keys into both trees: N4s grown to N16s below
 	// a root table, the insert's common case.
 	rk, rv := randomKeys(0, 200000)
 	for _, tr := range all {
@@ -117,17 +100,4 @@ func TestGPUNodeWrite(t *testing.T) {
 		}
 	}
 	check("random keys")
-	steps, err := trees[1].eng.(*gpuEngine).trace.Steps() // split
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	for _, s := range steps {
-		seen[s.Name] = true
-	}
-	for _, c := range writeClasses {
-		if n := "node round: write (" + c.name + ")"; !seen[n] {
-			t.Errorf("split trace has no step %q", n)
-		}
-	}
 }

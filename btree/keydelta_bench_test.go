@@ -5,9 +5,9 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/warpkv/warpkv/internal/par"
+	"github.com/warpkv/warpkv/internal/rebuildbench"
 )
 
 // BenchmarkRangeKeyDeltas measures, on the host alone, what sending a
@@ -24,7 +24,7 @@ import (
 // the downloads land them in it by DMA at no host cost). Metrics: the
 // transfer's bytes saved (of keys, values and query offsets) and their
 // time at 55.2 GB/s (saved-us), the host's time a call (host-ms) and its
-// output rate (GB/s).
+// output rate (GB/s), as internal/rebuildbench reports them.
 func BenchmarkRangeKeyDeltas(b *testing.B) {
 	const Q, per = 1_000_000, 16
 	n := Q * per
@@ -58,14 +58,6 @@ func BenchmarkRangeKeyDeltas(b *testing.B) {
 	saved := 16*n/2 - Q*at
 	out := make([]uint64, n)
 	parts := 8 * par.Shared().Workers()
-	report := func(b *testing.B) {
-		per := b.Elapsed() / time.Duration(b.N)
-		b.ReportMetric(per.Seconds()*1e3, "host-ms")
-		b.ReportMetric(float64(8*n)/per.Seconds()/1e9, "GB/s")
-		b.ReportMetric(100*float64(saved)/float64(full), "saved-%")
-		b.ReportMetric(float64(saved)/55.2e9*1e6, "saved-us")
-		b.Logf("%d keys, transfer %d bytes, %d saved by deltas, workers %d", n, full, saved, par.Shared().Workers())
-	}
 	b.Run("rebuild", func(b *testing.B) {
 		for b.Loop() {
 			par.Shared().Ranges(Q, parts, func(_, a, z int) {
@@ -85,12 +77,12 @@ func BenchmarkRangeKeyDeltas(b *testing.B) {
 				b.Fatalf("key %d rebuilt as %d, want %d", i, out[i], keys[i])
 			}
 		}
-		report(b)
+		rebuildbench.Report(b, n, 8*n, full, saved, "deltas")
 	})
 	b.Run("copy", func(b *testing.B) {
 		for b.Loop() {
 			par.Shared().Ranges(n, parts, func(_, a, z int) { copy(out[a:z], keys[a:z]) })
 		}
-		report(b)
+		rebuildbench.Report(b, n, 8*n, full, saved, "deltas")
 	})
 }
