@@ -3,6 +3,7 @@ package gpu_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -219,5 +220,52 @@ func BenchmarkDriverMemCalls(b *testing.B) {
 				return err
 			},
 			func() error { return g.Free() }, none)
+	}
+}
+
+// TestCloseWhileGrowing closes a device while another goroutine grows a
+// Growable on it one granule at a time (as art's growAhead grows pools
+// beside the caller), at a different moment in each of 12 rounds: every
+// Grow must either succeed or be refused as closed (none may map into a
+// released range), Close must succeed, and once both are done nothing
+// may be left mapped.
+func TestCloseWhileGrowing(t *testing.T) {
+	gputest.Device(t) // skip or fail consistently
+	for round := range 12 {
+		d, err := gpu.Open(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gran, err := d.VMMGranularity()
+		if err != nil {
+			d.Close()
+			gputest.Unavailable(t, err.Error())
+		}
+		g := growable(t, d, 4096*gran)
+		started, grown := make(chan struct{}), make(chan error, 1)
+		go func() {
+			close(started)
+			for n := int64(1); ; n++ {
+				if err := g.Grow(n * gran); err != nil {
+					grown <- err
+					return
+				}
+			}
+		}()
+		<-started
+		time.Sleep(time.Duration(round) * 300 * time.Microsecond)
+		if err := d.Close(); err != nil {
+			t.Fatalf("round %d: Close: %v", round, err)
+		}
+		err = <-grown
+		if !strings.Contains(err.Error(), "is closed") {
+			t.Fatalf("round %d: a Grow failed but not as closed: %v", round, err)
+		}
+		if m := g.Mapped(); m != 0 {
+			t.Fatalf("round %d: %d bytes mapped after Close", round, m)
+		}
+		if err := g.Free(); err != nil {
+			t.Fatalf("round %d: Free after Close: %v", round, err)
+		}
 	}
 }
