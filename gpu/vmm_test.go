@@ -3,7 +3,9 @@ package gpu_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -225,10 +227,11 @@ func BenchmarkDriverMemCalls(b *testing.B) {
 
 // TestCloseWhileGrowing closes a device while another goroutine grows a
 // Growable on it one granule at a time (as art's growAhead grows pools
-// beside the caller), at a different moment in each of 12 rounds: every
-// Grow must either succeed or be refused as closed (none may map into a
-// released range), Close must succeed, and once both are done nothing
-// may be left mapped.
+// beside the caller): in round k of 12 Close comes once k growths have
+// succeeded, so that it lands while the goroutine is in the driver's
+// calls of the next (round 0: before the first). Every Grow must either
+// succeed or be refused as closed (none may map into a released range),
+// Close must succeed, and once both are done nothing may be left mapped.
 func TestCloseWhileGrowing(t *testing.T) {
 	gputest.Device(t) // skip or fail consistently
 	for round := range 12 {
@@ -242,24 +245,26 @@ func TestCloseWhileGrowing(t *testing.T) {
 			gputest.Unavailable(t, err.Error())
 		}
 		g := growable(t, d, 4096*gran)
-		started, grown := make(chan struct{}), make(chan error, 1)
+		var grows atomic.Int64
+		grown := make(chan error, 1)
 		go func() {
-			close(started)
 			for n := int64(1); ; n++ {
 				if err := g.Grow(n * gran); err != nil {
 					grown <- err
 					return
 				}
+				grows.Add(1)
 			}
 		}()
-		<-started
-		time.Sleep(time.Duration(round) * 300 * time.Microsecond)
+		for grows.Load() < int64(round) && len(grown) == 0 {
+			runtime.Gosched()
+		}
 		if err := d.Close(); err != nil {
 			t.Fatalf("round %d: Close: %v", round, err)
 		}
 		err = <-grown
 		if !strings.Contains(err.Error(), "is closed") {
-			t.Fatalf("round %d: a Grow failed but not as closed: %v", round, err)
+			t.Fatalf("round %d: after %d growths a Grow failed but not as closed: %v", round, grows.Load(), err)
 		}
 		if m := g.Mapped(); m != 0 {
 			t.Fatalf("round %d: %d bytes mapped after Close", round, m)
