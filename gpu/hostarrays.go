@@ -35,7 +35,8 @@ func HostArray[T any](a *HostArrays, name string, n int) ([]T, error) {
 // old array's length) into the new one, then frees the old: views of the
 // old array are invalid after that, and the caller makes sure no transfer
 // still uses it. Cost: HostArray's, plus one host copy of keep elements
-// when it replaces the array.
+// when it replaces the array (the old and the new one are then pinned
+// together for the copy).
 func HostArrayKeep[T any](a *HostArrays, name string, n, keep int) ([]T, error) {
 	if n == 0 {
 		return nil, nil
