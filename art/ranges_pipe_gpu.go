@@ -63,19 +63,9 @@ const totWords = 10
 // cuMemHostAlloc of mapped memory (milliseconds) the first time a call has
 // that many chunks.
 func (p *rangePipe) totals(d *gpu.Device, c int) error {
-	if p.tot != nil && p.tot.Len() >= totWords*c {
-		return nil
-	}
-	if err := p.tot.Free(); err != nil {
-		return err
-	}
-	p.tot = nil
-	t, err := gpu.AllocMapped[uint64](d, totWords*c)
-	if err != nil {
-		return err
-	}
-	p.tot = t
-	return nil
+	var err error
+	p.tot, err = gpu.MappedAtLeast(d, p.tot, totWords*c)
+	return err
 }
 
 // chunkTotals returns chunk k's pairs, key bytes and squared key lengths

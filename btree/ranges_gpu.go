@@ -65,22 +65,17 @@ func (g *gpuTree) rangesBatch(into *Result, root uint32, los, his []uint64, limi
 		}
 		return r, tm, err
 	}
-	if err := g.pool.Reserve(gpu.NeedOf[uint64]("rangeq", 2*q), gpu.NeedOf[uint64](bufOutV, q+1),
-		gpu.NeedOf[uint64]("rangestart", q)); err != nil {
+	p, bounds, err := g.rangeSetup(root, q, limit)
+	if err != nil {
 		return nil, tm, err
 	}
-	bounds := gpu.Take[uint64](g.pool, "rangeq", 2*q)
-	counts, start := gpu.Take[uint64](g.pool, bufOutV, q+1), gpu.Take[uint64](g.pool, "rangestart", q)
+	counts := p.counts
 	ch := chunksOf(q, g.chunkOfRanges(gpuRangeChunk))
 	h, err := gpu.Host[uint64](g.pool, "host.q", 2*q+len(ch)+1)
 	if err != nil {
 		return nil, tm, err
 	}
 	firsts := h[2*q:] // each chunk's first offset, then the total
-	p := rangePass{g: g, root: root, counts: counts, start: start}
-	if limit > 0 {
-		p.limit = uint64(limit)
-	}
 	if err := p.packAndCount(h, bounds, ch, los, his, halfOpen); err != nil {
 		return nil, tm, err
 	}
@@ -206,6 +201,25 @@ func chunksOf(n, size int) []chunk {
 		cs = append(cs, chunk{lo, min(lo+size, n)})
 	}
 	return cs
+}
+
+// rangeSetup reserves and takes the device buffers of a ranges call of q
+// queries that both rangesBatch and rangesPiped use, reserving more
+// (rangesPiped's own) with them: the bounds (2q words, returned), and the
+// call's rangePass with its counts (q+1 words: the scan's total after
+// them) and starts (q words) and limit (0 or less: none). Cost: the
+// pool's growth of the buffers that are short.
+func (g *gpuTree) rangeSetup(root uint32, q, limit int, more ...gpu.Need) (rangePass, *gpu.Buffer[uint64], error) {
+	needs := append([]gpu.Need{gpu.NeedOf[uint64]("rangeq", 2*q), gpu.NeedOf[uint64](bufOutV, q+1),
+		gpu.NeedOf[uint64]("rangestart", q)}, more...)
+	if err := g.pool.Reserve(needs...); err != nil {
+		return rangePass{}, nil, err
+	}
+	p := rangePass{g: g, root: root, counts: gpu.Take[uint64](g.pool, bufOutV, q+1), start: gpu.Take[uint64](g.pool, "rangestart", q)}
+	if limit > 0 {
+		p.limit = uint64(limit)
+	}
+	return p, gpu.Take[uint64](g.pool, "rangeq", 2*q), nil
 }
 
 // rangeEvents returns n events of the tree for the ends of a ranges

@@ -3,7 +3,6 @@ package btree
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"sync/atomic"
 	"unsafe"
 
@@ -68,16 +67,11 @@ func (g *gpuTree) rangesPiped(into *Result, root uint32, los, his []uint64, limi
 	q := len(los)
 	ch := pipedChunks(q, g.chunkOfRanges(pipedRangeChunk))
 	C := len(ch)
-	if err := g.pool.Reserve(gpu.NeedOf[uint64]("rangeq", 2*q), gpu.NeedOf[uint64](bufOutV, q+1),
-		gpu.NeedOf[uint64]("rangestart", q), gpu.NeedOf[uint64]("rangeoffs", q+C), gpu.NeedOf[uint64]("rangeqout", q)); err != nil {
+	pass, bounds, err := g.rangeSetup(root, q, limit, gpu.NeedOf[uint64]("rangeoffs", q+C), gpu.NeedOf[uint64]("rangeqout", q))
+	if err != nil {
 		return nil, tm, err
 	}
-	p := pipedRanges{g: g, r: into, q: q, ch: ch}
-	p.pass = rangePass{g: g, root: root, counts: gpu.Take[uint64](g.pool, bufOutV, q+1), start: gpu.Take[uint64](g.pool, "rangestart", q)}
-	if limit > 0 {
-		p.pass.limit = uint64(limit)
-	}
-	bounds := gpu.Take[uint64](g.pool, "rangeq", 2*q)
+	p := pipedRanges{g: g, pass: pass, r: into, q: q, ch: ch}
 	p.offs, p.qout = gpu.Take[uint64](g.pool, "rangeoffs", q+C), gpu.Take[uint64](g.pool, "rangeqout", q)
 	h, err := gpu.Host[uint64](g.pool, "host.q", 2*q)
 	if err != nil {
@@ -153,7 +147,7 @@ func (p *pipedRanges) size() error {
 		return fmt.Errorf("pinning the answers: %w", err)
 	}
 	r.Offsets[0] = 0
-	return r.pinnedPairs(0, 0, r.pairsCap)
+	return r.pinnedPairs(0, 0, r.pairsCap())
 }
 
 // chunkOffs is chunk k's (c) scanned offsets, n+1 words.
@@ -225,7 +219,7 @@ func (p *pipedRanges) deliver(k int, c chunk) error {
 // Result), after the downloads queued so far, grown to need extrapolated
 // to the whole call (chunk c the last counted) and an eighth more.
 func (p *pipedRanges) room(need int, c chunk) error {
-	if need <= p.r.pairsCap {
+	if need <= p.r.pairsCap() {
 		return p.r.pinnedPairs(need, 0, need)
 	}
 	if p.queued {
@@ -241,48 +235,31 @@ func (p *pipedRanges) room(need int, c chunk) error {
 // Cost: a cuMemHostAlloc of mapped memory the first time a call has that
 // many chunks.
 func (g *gpuTree) rangeTotals(c int) error {
-	if g.rangeTot != nil && g.rangeTot.Len() >= c {
-		return nil
-	}
-	if err := g.rangeTot.Free(); err != nil {
-		return err
-	}
-	g.rangeTot = nil
-	t, err := gpu.AllocMapped[uint64](g.dev, c)
-	if err != nil {
-		return err
-	}
-	g.rangeTot = t
-	return nil
+	var err error
+	g.rangeTot, err = gpu.MappedAtLeast(g.dev, g.rangeTot, c)
+	return err
 }
 
 // pinnedPairs points a pinned Result's keys and values at n pairs of its
 // pinned arrays, keeping the first keep: views when the arrays hold n
 // pairs already (pairsCap), else (no transfer into them may still be
 // queued) new arrays of want pairs (at least n) with the kept pairs
-// copied into them. Cost: O(1), or the growth: two frees, two
-// cuMemHostAlloc and a copy of keep pairs through Go memory.
+// copied into them. With nothing to hold (n and want 0) it pins nothing.
+// Cost: O(1), or the growth: two frees, two cuMemHostAlloc and one host
+// copy of keep pairs.
 func (r *Result) pinnedPairs(n, keep, want int) error {
-	grow := n > r.pairsCap
-	var kk, kv []uint64
-	if grow {
-		kk, kv = slices.Clone(r.Keys[:keep]), slices.Clone(r.Values[:keep])
+	if n > r.pairsCap() {
 		want = max(want, n)
 	} else {
-		want = n
+		want, keep = n, 0
 	}
 	var err error
-	if r.Keys, err = gpu.HostArray[uint64](r.pin, "keys", want); err == nil {
-		r.Values, err = gpu.HostArray[uint64](r.pin, "values", want)
+	if r.Keys, err = gpu.HostArrayKeep[uint64](r.pin, "keys", want, keep); err == nil {
+		r.Values, err = gpu.HostArrayKeep[uint64](r.pin, "values", want, keep)
 	}
 	if err != nil {
-		r.Keys, r.Values, r.pairsCap = nil, nil, 0
+		r.Keys, r.Values = nil, nil
 		return fmt.Errorf("pinning the answers: %w", err)
-	}
-	if grow {
-		copy(r.Keys, kk)
-		copy(r.Values, kv)
-		r.pairsCap = want
 	}
 	r.Keys, r.Values = r.Keys[:n], r.Values[:n]
 	return nil

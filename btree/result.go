@@ -23,8 +23,7 @@ type Result struct {
 	Values  []uint64
 	Offsets []int
 
-	pin      *gpu.HostArrays // the arrays' pinned memory; nil: Go memory
-	pairsCap int             // pinned: the pairs its keys and values arrays hold at least
+	pin *gpu.HostArrays // the arrays' pinned memory; nil: Go memory
 }
 
 // NewResult returns an empty Result to answer batch after batch into
@@ -55,6 +54,15 @@ func (r *Result) Free() error {
 // pinned reports whether r's arrays are in pinned host memory.
 func (r *Result) pinned() bool { return r != nil && r.pin != nil }
 
+// pairsCap returns the pairs a pinned Result's keys and values arrays
+// hold without growing (0 for other Results). Cost: O(1).
+func (r *Result) pairsCap() int {
+	if !r.pinned() {
+		return 0
+	}
+	return min(gpu.HostArrayCap[uint64](r.pin, "keys"), gpu.HostArrayCap[uint64](r.pin, "values"))
+}
+
 // sizeResult returns into (a new Result when into is nil) sized for q
 // queries with total pairs: each array is into's own when it has the
 // room, else a new one (pinned for a pinned Result; the two large ones on
@@ -74,10 +82,8 @@ func sizeResult(into *Result, q, total int) (*Result, error) {
 			}
 		}
 		if err != nil {
-			r.pairsCap = 0
 			return nil, fmt.Errorf("pinning the answers: %w", err)
 		}
-		r.pairsCap = max(r.pairsCap, total)
 		return r, nil
 	}
 	var wg sync.WaitGroup

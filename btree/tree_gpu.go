@@ -276,8 +276,12 @@ func (g *gpuTree) readWords(bufs []*gpu.Buffer[uint64], at []int) ([]uint64, err
 
 // growCap makes the node arrays hold at least n nodes, keeping the
 // contents of the nodes in use. On failure the arrays are unchanged.
-// Cost: when growing, an allocation of the new capacity (n + n/8, whole
-// segments) and a device copy of the nodes in use.
+// The headroom is an eighth, as for the pool's buffers (gpu.Pool) and
+// reserve, not CuART's half (art's growCap): n is already an insert's
+// loose bound (insertSorted counts each new leaf node again at every
+// level above it), which leaves room past the nodes in use. Cost: when
+// growing, an allocation of the new capacity (n + n/8, whole segments)
+// and a device copy of the nodes in use.
 func (g *gpuTree) growCap(n int) error {
 	if n <= g.capNodes {
 		return nil

@@ -199,6 +199,12 @@ type Device struct {
 	modules map[uintptr]struct{}
 	kcache  map[string]*Module    // compiled kernels by cache key
 	grows   map[uintptr]*Growable // reserved ranges by base (vmm.go)
+	growing int                   // Growable.Grow calls between beginGrowth and endGrowth (vmm.go)
+	grown   sync.Cond             // signalled when growing drops to 0; its L is &mu, set by waitGrowths
+
+	vmmOnce sync.Once // VMMGranularity's answer, asked once
+	vmmGran int64
+	vmmErr  error
 }
 
 // Open retains the primary context of device ordinal. NVRTC must load too,
@@ -300,13 +306,17 @@ func (d *Device) checkOpen() error {
 }
 
 // Close frees every allocation, stream, event and module still held, then
-// releases the primary context. Further use of the device fails.
+// releases the primary context. Further use of the device fails. A
+// Growable.Grow in flight (on another goroutine) finishes first: Close
+// refuses new growths and waits for it.
 func (d *Device) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return nil
 	}
+	d.closed = true // refuses new work, and a second Close, while the growths end
+	d.waitGrowths()
 	var first error
 	keep := func(err error) {
 		if err != nil && first == nil {
@@ -342,6 +352,5 @@ func (d *Device) Close() error {
 	if r := call(d.drv.cuDevicePrimaryCtxRelease, uintptr(d.dev)); r != 0 {
 		keep(newError("cuDevicePrimaryCtxRelease", d.drv, r))
 	}
-	d.closed = true
 	return first
 }

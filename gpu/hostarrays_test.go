@@ -8,9 +8,11 @@ import (
 )
 
 // TestHostArraysGrowKeepAndFree checks that a pinned array keeps its
-// memory while a request fits (the same address, its contents kept),
-// moves to a larger allocation when one does not, that a DMA lands in it,
-// and that Free releases every array and leaves the set usable.
+// memory while a request fits (the same address, its contents kept, its
+// capacity a quarter past the first request), moves to a larger
+// allocation when one does not (HostArrayKeep copying the elements asked
+// for), that an empty request pins nothing, that a DMA lands in it, and
+// that Free releases every array and leaves the set usable.
 func TestHostArraysGrowKeepAndFree(t *testing.T) {
 	d := gputest.Device(t)
 	before, _ := d.Live()
@@ -24,9 +26,23 @@ func TestHostArraysGrowKeepAndFree(t *testing.T) {
 	if err != nil || &y[0] != &x[0] || y[99] != 7 {
 		t.Fatalf("a request within the headroom moved the array (%v)", err)
 	}
-	z, err := gpu.HostArray[uint64](a, "x", 1000)
-	if err != nil || len(z) != 1000 {
-		t.Fatalf("growing: %d elements, %v", len(z), err)
+	if c := gpu.HostArrayCap[uint64](a, "x"); c != 125 {
+		t.Fatalf("capacity %d, want 125 (100 and a quarter)", c)
+	}
+	for i := range y {
+		y[i] = uint64(i) + 1
+	}
+	z, err := gpu.HostArrayKeep[uint64](a, "x", 1000, 90)
+	if err != nil || len(z) != 1000 || gpu.HostArrayCap[uint64](a, "x") != 1250 {
+		t.Fatalf("growing: %d elements, capacity %d, %v", len(z), gpu.HostArrayCap[uint64](a, "x"), err)
+	}
+	for i := range 90 {
+		if z[i] != uint64(i)+1 {
+			t.Fatalf("growing kept element %d = %d, want %d", i, z[i], i+1)
+		}
+	}
+	if e, err := gpu.HostArray[uint64](a, "empty", 0); err != nil || e != nil || gpu.HostArrayCap[uint64](a, "empty") != 0 {
+		t.Fatalf("an empty request: %v, capacity %d, %v", e, gpu.HostArrayCap[uint64](a, "empty"), err)
 	}
 	src, err := gpu.Upload(d, []uint64{1, 2, 3})
 	if err != nil {

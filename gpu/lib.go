@@ -20,7 +20,8 @@ const (
 )
 
 // driverAPI holds the addresses of the CUDA driver functions warpkv calls.
-// Every field is filled by loadDriver; a missing symbol makes loading fail.
+// Every field is filled by loadDriver; a missing symbol makes loading
+// fail, but for the optional ones (vmm), which stay 0.
 type driverAPI struct {
 	handle uintptr
 
@@ -37,6 +38,8 @@ type driverAPI struct {
 	cuModuleLoadData, cuModuleUnload, cuModuleGetFunction, cuLaunchKernel               uintptr
 	cuFuncSetAttribute, cuFuncGetAttribute, cuOccupancyMaxActiveBlocksPerMultiprocessor uintptr
 	cuMemHostGetDevicePointer, cuStreamQuery                                            uintptr // mapped.go
+
+	vmm vmmAPI // optional (vmm.go)
 }
 
 // nvrtcAPI holds the addresses of the NVRTC functions warpkv calls.
@@ -49,11 +52,27 @@ type nvrtcAPI struct {
 	nvrtcGetProgramLogSize, nvrtcGetProgramLog                                 uintptr
 }
 
-// symbol names; where several are listed the first one found is used.
-var driverSymbols = []struct {
+// driverSymbol is one driver function: its names, of which the first one
+// found is used, and the driverAPI field that holds its address.
+type driverSymbol struct {
 	names []string
 	field func(*driverAPI) *uintptr
-}{
+}
+
+// lookup stores s's address in d from the library h and reports whether
+// it found one. Cost: a dlsym a name tried.
+func (s driverSymbol) lookup(h uintptr, d *driverAPI) bool {
+	for _, n := range s.names {
+		if a, err := purego.Dlsym(h, n); err == nil && a != 0 {
+			*s.field(d) = a
+			return true
+		}
+	}
+	return false
+}
+
+// driverSymbols are the driver functions every driver must have.
+var driverSymbols = []driverSymbol{
 	{[]string{"cuInit"}, func(d *driverAPI) *uintptr { return &d.cuInit }},
 	{[]string{"cuDriverGetVersion"}, func(d *driverAPI) *uintptr { return &d.cuDriverGetVersion }},
 	{[]string{"cuGetErrorName"}, func(d *driverAPI) *uintptr { return &d.cuGetErrorName }},
@@ -96,6 +115,20 @@ var driverSymbols = []struct {
 	{[]string{"cuOccupancyMaxActiveBlocksPerMultiprocessor"}, func(d *driverAPI) *uintptr { return &d.cuOccupancyMaxActiveBlocksPerMultiprocessor }},
 	{[]string{"cuMemHostGetDevicePointer_v2"}, func(d *driverAPI) *uintptr { return &d.cuMemHostGetDevicePointer }},
 	{[]string{"cuStreamQuery"}, func(d *driverAPI) *uintptr { return &d.cuStreamQuery }},
+}
+
+// driverOptional are the driver functions a driver may lack (their
+// fields stay 0): virtual memory management (vmm.go; vmmAPI.loaded says
+// whether all of them are there).
+var driverOptional = []driverSymbol{
+	{[]string{"cuMemAddressReserve"}, func(d *driverAPI) *uintptr { return &d.vmm.reserve }},
+	{[]string{"cuMemAddressFree"}, func(d *driverAPI) *uintptr { return &d.vmm.addrFree }},
+	{[]string{"cuMemCreate"}, func(d *driverAPI) *uintptr { return &d.vmm.create }},
+	{[]string{"cuMemRelease"}, func(d *driverAPI) *uintptr { return &d.vmm.release }},
+	{[]string{"cuMemMap"}, func(d *driverAPI) *uintptr { return &d.vmm.mapMem }},
+	{[]string{"cuMemUnmap"}, func(d *driverAPI) *uintptr { return &d.vmm.unmap }},
+	{[]string{"cuMemSetAccess"}, func(d *driverAPI) *uintptr { return &d.vmm.setAccess }},
+	{[]string{"cuMemGetAllocationGranularity"}, func(d *driverAPI) *uintptr { return &d.vmm.granularity }},
 }
 
 var nvrtcSymbols = []struct {
@@ -181,18 +214,13 @@ func loadDriver() (*driverAPI, error) {
 		}
 		d := &driverAPI{handle: h}
 		for _, s := range driverSymbols {
-			var addr uintptr
-			for _, n := range s.names {
-				if a, err := purego.Dlsym(h, n); err == nil && a != 0 {
-					addr = a
-					break
-				}
-			}
-			if addr == 0 {
+			if !s.lookup(h, d) {
 				driverErr = fmt.Errorf("CUDA driver library lacks %s: driver too old", s.names[0])
 				return
 			}
-			*s.field(d) = addr
+		}
+		for _, s := range driverOptional {
+			s.lookup(h, d)
 		}
 		if r := call(d.cuInit, 0); r != 0 {
 			driverErr = newError("cuInit", d, r)

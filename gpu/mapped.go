@@ -38,8 +38,8 @@ func AllocMapped[T any](d *Device, n int) (*MappedBuffer[T], error) {
 	return m, nil
 }
 
-// allocMapped is AllocMapped without the zeroing: the memory's contents
-// are unspecified.
+// allocMapped is AllocMapped without the zeroing (which runs after d.mu
+// is released): the memory's contents are unspecified.
 func allocMapped[T any](d *Device, n int) (*MappedBuffer[T], error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("gpu: mapped allocation of %d elements", n)
@@ -69,6 +69,23 @@ func allocMapped[T any](d *Device, n int) (*MappedBuffer[T], error) {
 	m := &MappedBuffer[T]{d: d, ptr: p, dev: dp}
 	m.data = unsafe.Slice((*T)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), n)
 	return m, nil
+}
+
+// MappedAtLeast returns m when it holds at least n elements, else a new
+// mapped buffer of n elements on d (zeroed, AllocMapped), m freed first:
+// the memory of small answers that kernels store into the host, kept
+// call after call (btree's and art's chunk totals of pipelined ranges
+// calls). m may be nil. On failure it returns nil (m freed) and the
+// error. Cost: nothing when m is large enough, else a cuMemFreeHost and
+// AllocMapped's (milliseconds).
+func MappedAtLeast[T any](d *Device, m *MappedBuffer[T], n int) (*MappedBuffer[T], error) {
+	if m != nil && m.Len() >= n {
+		return m, nil
+	}
+	if err := m.Free(); err != nil {
+		return nil, fmt.Errorf("gpu: freeing mapped memory: %w", err)
+	}
+	return AllocMapped[T](d, n)
 }
 
 // Slice returns the memory as a Go slice; it is invalid after Free.

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/ebitengine/purego"
 )
 
 // Device memory that grows in place, through CUDA's virtual memory
@@ -28,40 +26,17 @@ var ErrNoVMM = errors.New("gpu: virtual memory management not supported")
 // attrVMMSupported is CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED.
 const attrVMMSupported = 102
 
-// vmmAPI holds the driver's virtual memory management entry points, looked
-// up apart from driverAPI so that a driver without them still loads.
+// vmmAPI holds the driver's virtual memory management entry points, part
+// of driverAPI but optional (driverOptional), so that a driver without
+// them still loads.
 type vmmAPI struct {
 	reserve, addrFree, create, release, mapMem, unmap, setAccess, granularity uintptr
 }
 
-var (
-	vmmOnce sync.Once
-	vmm     *vmmAPI
-)
-
-// loadVMM returns the driver's VMM entry points, or nil when one is
-// missing. Cost: a few dlsym calls, once per process.
-func loadVMM(d *driverAPI) *vmmAPI {
-	vmmOnce.Do(func() {
-		a := &vmmAPI{}
-		for _, s := range []struct {
-			name string
-			dst  *uintptr
-		}{
-			{"cuMemAddressReserve", &a.reserve}, {"cuMemAddressFree", &a.addrFree},
-			{"cuMemCreate", &a.create}, {"cuMemRelease", &a.release},
-			{"cuMemMap", &a.mapMem}, {"cuMemUnmap", &a.unmap},
-			{"cuMemSetAccess", &a.setAccess}, {"cuMemGetAllocationGranularity", &a.granularity},
-		} {
-			p, err := purego.Dlsym(d.handle, s.name)
-			if err != nil || p == 0 {
-				return
-			}
-			*s.dst = p
-		}
-		vmm = a
-	})
-	return vmm
+// loaded reports whether the driver has every VMM entry point. Cost: O(1).
+func (a *vmmAPI) loaded() bool {
+	return a.reserve != 0 && a.addrFree != 0 && a.create != 0 && a.release != 0 &&
+		a.mapMem != 0 && a.unmap != 0 && a.setAccess != 0 && a.granularity != 0
 }
 
 // memLocation is CUmemLocation: a device and its ordinal.
@@ -100,10 +75,16 @@ func (d *Device) vmmProp() memAllocationProp {
 // mappings are multiples of (the driver's recommended granularity, 2 MiB
 // on an H100/H200), or an error matching ErrNoVMM when the device or
 // driver lacks virtual memory management. Cost: a device attribute query
-// and one driver call.
+// and one driver call the first time on d; O(1) after (the answer is kept).
 func (d *Device) VMMGranularity() (int64, error) {
-	a := loadVMM(d.drv)
-	if a == nil {
+	d.vmmOnce.Do(func() { d.vmmGran, d.vmmErr = d.vmmGranularity() })
+	return d.vmmGran, d.vmmErr
+}
+
+// vmmGranularity asks the driver for VMMGranularity's answer.
+func (d *Device) vmmGranularity() (int64, error) {
+	a := &d.drv.vmm
+	if !a.loaded() {
 		return 0, fmt.Errorf("gpu: %s: driver lacks the VMM entry points: %w", d, ErrNoVMM)
 	}
 	var ok int32
@@ -132,8 +113,8 @@ func (d *Device) VMMGranularity() (int64, error) {
 // reserved range of addresses of which a prefix is backed by physical
 // memory (Mapped bytes). Views of the mapped prefix (GrowableView) stay
 // valid as it grows. Grow may run on another goroutine beside kernels
-// and copies that use the mapped prefix. A Growable is freed by Free or by
-// closing its Device.
+// and copies that use the mapped prefix; closing its Device waits for a
+// Grow in flight. A Growable is freed by Free or by closing its Device.
 type Growable struct {
 	d        *Device
 	a        *vmmAPI
@@ -164,7 +145,7 @@ func NewGrowable(d *Device, reserve int64) (*Growable, error) {
 		return nil, fmt.Errorf("gpu: reserving %d bytes of addresses", reserve)
 	}
 	reserve = (reserve + gran - 1) / gran * gran
-	g := &Growable{d: d, a: loadVMM(d.drv), gran: gran, reserved: reserve}
+	g := &Growable{d: d, a: &d.drv.vmm, gran: gran, reserved: reserve}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.checkOpen(); err != nil {
@@ -196,9 +177,11 @@ func (g *Growable) Mapped() int64 { return g.mapped.Load() }
 // Grow backs at least the first bytes bytes with memory, keeping what is
 // mapped (its contents and address). Running out of memory, or growth
 // past the reservation, returns an error matching ErrOutOfMemory, with
-// nothing changed. Cost: nothing when bytes are mapped; else one
-// cuMemCreate of the growth (rounded up to the granularity), one cuMemMap
-// and one cuMemSetAccess; no copy, no free.
+// nothing changed. Growing a freed Growable, or one of a closed Device,
+// returns an error and changes nothing; Device.Close waits for a Grow in
+// flight. Cost: nothing when bytes are mapped; else one cuMemCreate of
+// the growth (rounded up to the granularity), one cuMemMap and one
+// cuMemSetAccess; no copy, no free.
 func (g *Growable) Grow(bytes int64) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -209,15 +192,14 @@ func (g *Growable) Grow(bytes int64) error {
 	if bytes > g.reserved {
 		return fmt.Errorf("gpu: growing to %d bytes past a reservation of %d: %w", bytes, g.reserved, ErrOutOfMemory)
 	}
+	// The reservation and the mapped bytes are multiples of the
+	// granularity, so the growth stays within the reservation.
 	size := (bytes - mapped + g.gran - 1) / g.gran * g.gran
-	size = min(size, g.reserved-mapped)
 	d := g.d
-	d.mu.Lock()
-	closed := d.closed
-	d.mu.Unlock()
-	if closed || g.base == 0 {
-		return fmt.Errorf("gpu: growing a freed or closed Growable")
+	if err := d.beginGrowth(g); err != nil {
+		return err
 	}
+	defer d.endGrowth()
 	prop := d.vmmProp()
 	var h uint64
 	if err := d.do("cuMemCreate", func() uint32 {
@@ -243,6 +225,43 @@ func (g *Growable) Grow(bytes int64) error {
 	g.chunks = append(g.chunks, vmmChunk{h: h, off: mapped, size: size})
 	g.mapped.Store(mapped + size)
 	return nil
+}
+
+// beginGrowth checks that d is open and g not freed, and counts a growth
+// of g in flight (Grow's driver calls run without d.mu), which Close
+// waits for; endGrowth ends it. Cost: O(1).
+func (d *Device) beginGrowth(g *Growable) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.checkOpen(); err != nil {
+		return fmt.Errorf("gpu: growing a Growable: %w", err)
+	}
+	if g.base == 0 {
+		return errors.New("gpu: growing a freed Growable")
+	}
+	d.growing++
+	return nil
+}
+
+// endGrowth ends a growth counted by beginGrowth and wakes a Close
+// waiting for the last one. Cost: O(1).
+func (d *Device) endGrowth() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.growing--; d.growing == 0 {
+		d.grown.Broadcast()
+	}
+}
+
+// waitGrowths waits until no growth is in flight; the caller holds d.mu,
+// which the wait releases and takes back (sync.Cond.Wait).
+func (d *Device) waitGrowths() {
+	if d.grown.L == nil {
+		d.grown.L = &d.mu
+	}
+	for d.growing > 0 {
+		d.grown.Wait()
+	}
 }
 
 // Free unmaps and releases the memory and the reservation. Freeing twice

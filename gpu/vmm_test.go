@@ -3,6 +3,9 @@ package gpu_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -219,5 +222,55 @@ func BenchmarkDriverMemCalls(b *testing.B) {
 				return err
 			},
 			func() error { return g.Free() }, none)
+	}
+}
+
+// TestCloseWhileGrowing closes a device while another goroutine grows a
+// Growable on it one granule at a time (as art's growAhead grows pools
+// beside the caller): in round k of 12 Close comes once k growths have
+// succeeded, so that it lands while the goroutine is in the driver's
+// calls of the next (round 0: before the first). Every Grow must either
+// succeed or be refused as closed (none may map into a released range),
+// Close must succeed, and once both are done nothing may be left mapped.
+func TestCloseWhileGrowing(t *testing.T) {
+	gputest.Device(t) // skip or fail consistently
+	for round := range 12 {
+		d, err := gpu.Open(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gran, err := d.VMMGranularity()
+		if err != nil {
+			d.Close()
+			gputest.Unavailable(t, err.Error())
+		}
+		g := growable(t, d, 4096*gran)
+		var grows atomic.Int64
+		grown := make(chan error, 1)
+		go func() {
+			for n := int64(1); ; n++ {
+				if err := g.Grow(n * gran); err != nil {
+					grown <- err
+					return
+				}
+				grows.Add(1)
+			}
+		}()
+		for grows.Load() < int64(round) && len(grown) == 0 {
+			runtime.Gosched()
+		}
+		if err := d.Close(); err != nil {
+			t.Fatalf("round %d: Close: %v", round, err)
+		}
+		err = <-grown
+		if !strings.Contains(err.Error(), "is closed") {
+			t.Fatalf("round %d: after %d growths a Grow failed but not as closed: %v", round, grows.Load(), err)
+		}
+		if m := g.Mapped(); m != 0 {
+			t.Fatalf("round %d: %d bytes mapped after Close", round, m)
+		}
+		if err := g.Free(); err != nil {
+			t.Fatalf("round %d: Free after Close: %v", round, err)
+		}
 	}
 }
