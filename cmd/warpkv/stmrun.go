@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/warpkv/warpkv/gpu"
@@ -205,13 +206,18 @@ func reportSTMRun(e *env, f *stmRunFlags, w stm.CUDA, res *stm.Result, runErr er
 				aborted++
 			}
 		}
-		if opErr = stm.CheckOpacity(initial, res.History); opErr != nil {
+		// The two checks read the history only: they run side by side.
+		var wg sync.WaitGroup
+		wg.Go(func() { opErr = stm.CheckOpacity(initial, res.History) })
+		wg.Go(func() { serErr = stm.CheckHistory(initial, res.History, res.Final) })
+		wg.Wait()
+		if opErr != nil {
 			fmt.Fprintf(e.stdout, "opacity: FAILED: %v\n", opErr)
 		} else {
 			fmt.Fprintf(e.stdout, "opacity: ok (%d attempts, %d of them aborted, each read one snapshot; %d aborted attempts not recorded)\n",
 				len(res.History), aborted, res.HistoryDropped)
 		}
-		if serErr = stm.CheckHistory(initial, res.History, res.Final); serErr != nil {
+		if serErr != nil {
 			fmt.Fprintf(e.stdout, "serializable: FAILED: %v\n", serErr)
 		} else {
 			fmt.Fprintf(e.stdout, "serializable: ok (%d commits replayed serially give the final store)\n", res.Total())
