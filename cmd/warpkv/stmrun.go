@@ -79,6 +79,9 @@ func runSTMBody(e *env, args []string) error {
 		v := f.init
 		w.Init = func(int) uint64 { return v }
 	}
+	if _, _, err := gpu.NVRTCVersion(); err != nil {
+		return fmt.Errorf("stm run: a CUDA body is compiled with NVRTC and runs on the GPU engine only, and NVRTC cannot be loaded here (set %s to its path): %w", gpu.EnvLibNVRTC, err)
+	}
 	if err := w.Compile(); err != nil {
 		return fmt.Errorf("stm run: %w", err)
 	}
