@@ -2,7 +2,6 @@ package stm
 
 import (
 	"bufio"
-	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -92,37 +91,59 @@ func committed(h []Record) []int {
 
 // sortedIndex returns the indices of the records of h that keep accepts
 // (nil: all), ordered by key (a timestamp, then false before true), records
-// of equal keys in h's order. It sorts pairs of 16 bytes rather than the
-// records (72 bytes each, with pointers, moved O(log R) times each by a
-// stable sort): the checks of the 34M records of the package example's
-// "warpkv stm run" ran past 30 s on the H200 host that way. Cost:
-// O(R log R) comparisons of pairs, 16 bytes a record.
+// of equal keys in h's order. It sorts (timestamp, index) pairs of 16 bytes
+// rather than the records (72 bytes each, with pointers, which a stable
+// sort moves O(log R) times each; the checks of the 34M records of the
+// package example's "warpkv stm run" ran past 30 s on the H200 host that
+// way): a stable partition by the flag, then a least-significant-digit
+// radix sort of the timestamps, 8 bits a pass, as many passes as the
+// largest timestamp has digits (4 below 2^32). At 3.4M records here it
+// took 0.64 s against 2.47 s for slices.SortFunc of the pairs and 1.13 s
+// with 16-bit digits (whose scatter misses the caches). Cost: O(R) per
+// pass and 32 bytes a record.
 func sortedIndex(h []Record, key func(*Record) (uint64, bool), keep func(*Record) bool) []int {
 	type pair struct {
 		k uint64 // the timestamp
-		i uint64 // the index << 1 | the flag: the flag, then the index, break ties
+		i int    // the record
 	}
-	ps := make([]pair, 0, len(h))
+	var ps, flagged []pair
+	var all uint64 // every key's bits
 	for i := range h {
 		if keep != nil && !keep(&h[i]) {
 			continue
 		}
 		k, f := key(&h[i])
-		p := pair{k: k, i: uint64(i) << 1}
+		all |= k
 		if f {
-			p.i |= 1 << 63
+			flagged = append(flagged, pair{k, i})
+		} else {
+			ps = append(ps, pair{k, i})
 		}
-		ps = append(ps, p)
 	}
-	slices.SortFunc(ps, func(a, b pair) int {
-		if c := cmp.Compare(a.k, b.k); c != 0 {
-			return c
+	ps = append(ps, flagged...)
+	// Each pass is stable, so keys that tie keep the order before it:
+	// the flag's, then h's.
+	tmp := make([]pair, len(ps))
+	count := make([]int, 1<<8)
+	for shift := 0; shift < 64 && all>>shift != 0; shift += 8 {
+		clear(count)
+		for _, p := range ps {
+			count[p.k>>shift&0xff]++
 		}
-		return cmp.Compare(a.i, b.i)
-	})
+		sum := 0
+		for d, c := range count {
+			count[d], sum = sum, sum+c
+		}
+		for _, p := range ps {
+			d := p.k >> shift & 0xff
+			tmp[count[d]] = p
+			count[d]++
+		}
+		ps, tmp = tmp, ps
+	}
 	out := make([]int, len(ps))
 	for j, p := range ps {
-		out[j] = int(p.i&^(1<<63)) >> 1
+		out[j] = p.i
 	}
 	return out
 }
