@@ -210,10 +210,14 @@ func reportSTMRun(e *env, f *stmRunFlags, w stm.CUDA, res *stm.Result, runErr er
 			}
 		}
 		// The two checks read the history only: they run side by side.
+		start := time.Now()
 		var wg sync.WaitGroup
 		wg.Go(func() { opErr = stm.CheckOpacity(initial, res.History) })
 		wg.Go(func() { serErr = stm.CheckHistory(initial, res.History, res.Final) })
 		wg.Wait()
+		if !f.quiet {
+			fmt.Fprintf(e.stderr, "stm run: checked %d attempts in %v\n", len(res.History), time.Since(start).Round(time.Millisecond))
+		}
 		if opErr != nil {
 			fmt.Fprintf(e.stdout, "opacity: FAILED: %v\n", opErr)
 		} else {
