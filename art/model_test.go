@@ -476,7 +476,7 @@ func randomBatches(g keyGen, maxBatch int, mx mix) func(*rand.Rand, int, *model)
 			return batch{op: tDelete, keys: keys()}
 		}
 		q := 1 + r.IntN(64)
-		limit := []int{0, 1, 3, 16, 100}[r.IntN(5)]
+		limit := []int{0, 1, 3, 16, 100, -1}[r.IntN(6)] // -1: no limit, as 0
 		if x >= mx.build+mx.insert+mx.update+mx.get+mx.del+mx.ranges+mx.desc {
 			pfx := make([][]byte, q)
 			for i := range pfx {

@@ -200,3 +200,28 @@ func TestWarmFor(t *testing.T) {
 		}
 	}
 }
+
+// TestARTCasesHoldTheLongKeyTreeAt100M: as written (issue 22) the art suite
+// builds a tree of 100M keys of which 30% are longer than 32 bytes, and
+// looks them up; its keys hold more bytes than one 32-bit offset reaches
+// (about 5.9 GB, measured here on a sample), so the case runs only if
+// batches past 4 GiB of key bytes do.
+func TestARTCasesHoldTheLongKeyTreeAt100M(t *testing.T) {
+	found := false
+	for _, c := range ARTCases(ARTPaperSize) {
+		if c.Keys == ARTKeysLong30 && c.Tree == ARTPaperSize && c.Op == ARTLookup {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no lookup case on a tree of %d keys of shape %q", ARTPaperSize, ARTKeysLong30)
+	}
+	const sample = 100_000
+	keyBytes := 0
+	for i := range sample {
+		keyBytes += len(ARTKey(nil, ARTKeysLong30, uint64(i)*(ARTPaperSize/sample)))
+	}
+	if total := float64(keyBytes) / sample * ARTPaperSize; total <= 1<<32 {
+		t.Fatalf("the tree's keys hold about %.3g bytes: not past 4 GiB", total)
+	}
+}

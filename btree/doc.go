@@ -17,6 +17,7 @@
 //	r := t.NewResult()
 //	defer r.Free()
 //	r, err = t.RangesInto(r, los, his, 0) // query i: r.Keys[r.Offsets[i]:r.Offsets[i+1]]
+//	r, err = t.RangesDescInto(r, los, his, 10) // the same ranges, largest key first: the 10 largest
 //	st, err := t.NewStaging(n)
 //	defer st.Free()
 //	copy(st.Keys, keys)

@@ -25,6 +25,8 @@ type treeEngine interface {
 	// ranges answers many half-open range queries [los[i], his[i]) into
 	// into (nil: a new Result; see Tree.RangesInto).
 	ranges(into *Result, los, his []uint64, limit int) (*Result, engine.Timings, error)
+	// rangesDesc is ranges in descending key order (Tree.RangesDescInto).
+	rangesDesc(into *Result, los, his []uint64, limit int) (*Result, engine.Timings, error)
 	// state is the bookkeeping besides the node arrays.
 	state() treeState
 	// snapshot returns the node arrays in host memory, for Check and

@@ -265,7 +265,8 @@ func (t *Tree) Range(lo, hi uint64, limit int) (keys, values []uint64, err error
 // per query that descends once and keeps where the pairs start, the scan
 // is prim's, and the write pass a kernel of one warp per query copying
 // from there (no second descent); LastBatch then holds the call's phases.
-// RangesInto answers into a reused (or pinned) Result instead.
+// RangesInto answers into a reused (or pinned) Result instead; RangesDesc
+// answers in descending key order.
 func (t *Tree) Ranges(los, his []uint64, limit int) (keys, values []uint64, offsets []int, err error) {
 	r, err := t.RangesInto(nil, los, his, limit)
 	if err != nil {
@@ -281,27 +282,7 @@ func (t *Tree) Ranges(los, his []uint64, limit int) (keys, values []uint64, offs
 // transfer buffers. Cost: as Ranges, less the allocation of the arrays
 // that do not grow.
 func (t *Tree) RangesInto(r *Result, los, his []uint64, limit int) (*Result, error) {
-	if len(los) != len(his) {
-		return nil, fmt.Errorf("btree: ranges: %d lows but %d highs", len(los), len(his))
-	}
-	if _, err := engine.RLock(&t.Facade, "ranges"); err != nil {
-		return nil, err
-	}
-	defer engine.RUnlock(&t.Facade)
-	if t.e.state().root == nilNode || len(los) == 0 {
-		r, err := sizeResult(r, len(los), 0)
-		if err != nil {
-			return nil, fmt.Errorf("btree: ranges: %w", err)
-		}
-		clear(r.Offsets)
-		return r, nil
-	}
-	r, tm, err := t.e.ranges(r, los, his, limit)
-	if err != nil {
-		return nil, fmt.Errorf("btree: ranges: %w", err)
-	}
-	engine.Record(&t.Facade, tm)
-	return r, nil
+	return t.rangesInto("ranges", r, los, his, limit, false)
 }
 
 // Check verifies the tree's invariants and returns the first violation:

@@ -30,7 +30,8 @@ func code(s string) string {
 }
 
 // TestDocumentedBodyIsTheExample: the body in the package documentation
-// is testdata/transfer.cu, and it compiles.
+// is testdata/transfer.cu (but for comments), and both compile: the file
+// and the documentation's text exactly as written.
 func TestDocumentedBodyIsTheExample(t *testing.T) {
 	t.Parallel() // compiles only: beside the other compile-only tests, after the GPU tests
 	doc, err := os.ReadFile("doc.go")
@@ -57,6 +58,11 @@ func TestDocumentedBodyIsTheExample(t *testing.T) {
 	gputest.NVRTC(t)
 	if err := w.Compile(); err != nil {
 		t.Fatal(err)
+	}
+	// The documentation's exact text, comments included, compiles too.
+	w.Label, w.Body = "doc.go's example", strings.Join(body, "\n")+"\n"
+	if err := w.Compile(); err != nil {
+		t.Fatalf("doc.go's example as written: %v", err)
 	}
 }
 

@@ -485,6 +485,22 @@ func TestCheckHistoryCatchesViolations(t *testing.T) {
 	if err := CheckHistory(initial, good, []uint64{11, 20}); err == nil {
 		t.Error("wrong final store accepted")
 	}
+	// Any order of the records is replayed in timestamp order, the update
+	// before the read-only transaction of its timestamp, and checked for
+	// opacity the same.
+	for _, order := range [][]int{{2, 1, 0}, {1, 0, 2}, {1, 2, 0}} {
+		h := []Record{good[order[0]], good[order[1]], good[order[2]]}
+		if err := CheckHistory(initial, h, []uint64{11, 21}); err != nil {
+			t.Errorf("records in order %v: %v", order, err)
+		}
+		if err := CheckOpacity(initial, h); err != nil {
+			t.Errorf("records in order %v: opacity: %v", order, err)
+		}
+		var b strings.Builder
+		if err := WriteHistory(&b, h); err != nil || !strings.HasPrefix(b.String(), `{"ts": 1, "reads": [[0, 10]]`) {
+			t.Errorf("records in order %v: history written as\n%s(%v)", order, b.String(), err)
+		}
+	}
 	aborted := append(slices.Clone(good), Record{Aborted: true, Snapshot: 1, Reads: []Access{{0, 10}}})
 	if err := CheckOpacity(initial, aborted); err == nil {
 		t.Error("an aborted attempt that read two snapshots passed the opacity check")

@@ -206,57 +206,31 @@ func (r *btreeRunner) update(keys, vals []uint64) error {
 }
 
 // ranges answers a batch of half-open range lines [LO, HI) with one
-// Ranges call and prints each with its own limit. It gives the same
-// answers whether Ranges takes inclusive bounds [lo, hi] or half-open ones
-// [lo, hi) (issue 21 turns the first into the second): each query asks
-// Ranges(LO, HI) for one pair more than its limit and drops a pair at HI;
-// a query with no upper bound asks Ranges(LO, MaxUint64) and, while under
-// its limit and without it, adds the key MaxUint64 (beyond every half-open
-// range) from one lookup.
+// Ranges call (half-open too) and prints each with its own limit. A line
+// with no upper bound asks Ranges(LO, MaxUint64) and, while under its
+// limit, adds the key MaxUint64 (beyond every half-open range of the Go
+// API, within "LO *") from one lookup.
 func (r *btreeRunner) ranges(ops []btreeOp) error {
-	var los, his []uint64
+	los, his := make([]uint64, len(ops)), make([]uint64, len(ops))
 	limits := make([]int, len(ops))
-	asked := make([]int, len(ops)) // the query of line i, -1 when [LO, HI) is empty
 	for i, op := range ops {
-		limits[i] = op.limit
-		hi := op.hi
+		los[i], his[i], limits[i] = op.key, op.hi, op.limit
 		if op.noHi {
-			hi = math.MaxUint64
+			his[i] = math.MaxUint64
 		}
-		if !op.noHi && op.key >= op.hi {
-			asked[i] = -1
-			continue
-		}
-		asked[i] = len(los)
-		los, his = append(los, op.key), append(his, hi)
 	}
-	var keys, vals []uint64
-	var offs []int
-	if len(los) > 0 {
-		most := batchLimit(limits)
-		if most > 0 {
-			most++ // room for a pair at HI, dropped below
-		}
-		var err error
-		if keys, vals, offs, err = r.t.Ranges(los, his, most); err != nil {
-			return err
-		}
+	keys, vals, offs, err := r.t.Ranges(los, his, batchLimit(limits))
+	if err != nil {
+		return err
 	}
 	maxVal, maxFound, err := r.maxKey(ops)
 	if err != nil {
 		return err
 	}
 	for i, op := range ops {
-		var ks, vs []uint64
-		if q := asked[i]; q >= 0 {
-			ks, vs = keys[offs[q]:offs[q+1]], vals[offs[q]:offs[q+1]]
-		}
-		if n := len(ks); n > 0 && !op.noHi && ks[n-1] >= op.hi {
-			ks, vs = ks[:n-1], vs[:n-1] // HI itself, from inclusive bounds
-		}
+		ks, vs := keys[offs[i]:offs[i+1]], vals[offs[i]:offs[i+1]]
 		n := shown(len(ks), op.limit)
-		addMax := op.noHi && maxFound && n == len(ks) && (op.limit <= 0 || n < op.limit) &&
-			(n == 0 || ks[n-1] != math.MaxUint64)
+		addMax := op.noHi && maxFound && (op.limit <= 0 || n < op.limit)
 		if addMax {
 			fmt.Fprintf(r.w, "range %d\n", n+1)
 		} else {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,6 +66,30 @@ func TestSTMRunCompileError(t *testing.T) {
 	code, _, errOut := runCmd("stm", "run", "--body", body, "--transactions", "10")
 	if code != 1 || !strings.Contains(errOut, "broken.cu(3): error") {
 		t.Fatalf("exit %d, stderr %q; want exit 1 and the compile error at broken.cu(3)", code, errOut)
+	}
+}
+
+// TestSTMRunWithoutNVRTC: where NVRTC cannot be loaded, stm run fails
+// (exit 1, nothing on standard output) saying that a CUDA body needs NVRTC
+// and the GPU engine, and why NVRTC did not load. (With NVRTC and without
+// a GPU, TestSTMRunBinary checks the error.)
+func TestSTMRunWithoutNVRTC(t *testing.T) {
+	if _, _, err := gpu.NVRTCVersion(); err == nil {
+		t.Skip("NVRTC loads here: TestSTMRunBinary runs the body")
+	}
+	bin := buildWarpkv(t)
+	cmd := exec.Command(bin, "stm", "run", "--body", exampleBody, "--transactions", "10")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || stdout.Len() != 0 {
+		t.Fatalf("exit %v, stdout %q; want exit 1 and no output", err, stdout.String())
+	}
+	for _, want := range []string{"compiled with NVRTC", "GPU engine only", "NVRTC cannot be loaded", gpu.EnvLibNVRTC, "libnvrtc"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr %q lacks %q", stderr.String(), want)
+		}
 	}
 }
 

@@ -1,0 +1,136 @@
+package btree
+
+import (
+	"fmt"
+
+	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/internal/par"
+	"github.com/warpkv/warpkv/prim"
+)
+
+// RangesDesc is Ranges in descending key order: query i's pairs are those
+// with los[i] <= key < his[i] (the same half-open range), the largest
+// first, at most limit of them (limit <= 0: no limit), so that a limit
+// keeps the largest keys of the range. Query i's pairs are
+// keys[offsets[i]:offsets[i+1]]. Cost: two walks per query (count, then
+// write) from the leaf of its upper bound along the leaf chain's prev
+// links, over the workers; on the GPU engine one thread per query in each
+// pass, a scan of the counts, and the transfers of the bounds and the
+// answers.
+func (t *Tree) RangesDesc(los, his []uint64, limit int) (keys, values []uint64, offsets []int, err error) {
+	r, err := t.RangesDescInto(nil, los, his, limit)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return r.Keys, r.Values, r.Offsets, nil
+}
+
+// RangesDescInto is RangesDesc answering into r (nil: a new Result), which
+// it returns, reusing its arrays as RangesInto does.
+func (t *Tree) RangesDescInto(r *Result, los, his []uint64, limit int) (*Result, error) {
+	return t.rangesInto("ranges desc", r, los, his, limit, true)
+}
+
+// rangesInto runs a batch of half-open range queries for op into r,
+// ascending or, with desc, descending.
+func (t *Tree) rangesInto(op string, r *Result, los, his []uint64, limit int, desc bool) (*Result, error) {
+	if len(los) != len(his) {
+		return nil, fmt.Errorf("btree: %s: %d lows but %d highs", op, len(los), len(his))
+	}
+	if _, err := engine.RLock(&t.Facade, op); err != nil {
+		return nil, err
+	}
+	defer engine.RUnlock(&t.Facade)
+	if t.e.state().root == nilNode || len(los) == 0 {
+		r, err := sizeResult(r, len(los), 0)
+		if err != nil {
+			return nil, fmt.Errorf("btree: %s: %w", op, err)
+		}
+		clear(r.Offsets)
+		return r, nil
+	}
+	var tm engine.Timings
+	var err error
+	if desc {
+		r, tm, err = t.e.rangesDesc(r, los, his, limit)
+	} else {
+		r, tm, err = t.e.ranges(r, los, his, limit)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("btree: %s: %w", op, err)
+	}
+	engine.Record(&t.Facade, tm)
+	return r, nil
+}
+
+// rangesDesc answers the half-open range queries in descending key order
+// into into (nil: a new Result) over the workers: a walk per query counts
+// its pairs, a scan of the counts places them, a second walk writes them.
+// Cost: two walks per query.
+func (t *cpuTree) rangesDesc(into *Result, los, his []uint64, limit int) (*Result, engine.Timings, error) {
+	c := startHostClock()
+	q := len(los)
+	var tm engine.Timings
+	counts := make([]uint64, q+1)
+	par.For(q, rangeChunk, t.opt.workers, func(a, b int) {
+		for i := a; i < b; i++ {
+			l, h := inclusive(los[i], his[i])
+			n := uint64(0)
+			t.walkDesc(l, h, limit, func(uint64, uint64) { n++ })
+			counts[i] = n
+		}
+	})
+	if err := prim.ScanExclusive(t.eng, counts, counts); err != nil {
+		return nil, tm, err
+	}
+	r, err := sizeResult(into, q, int(counts[q]))
+	if err != nil {
+		return nil, tm, err
+	}
+	par.For(q, rangeChunk, t.opt.workers, func(a, b int) {
+		for i := a; i < b; i++ {
+			w := counts[i]
+			l, h := inclusive(los[i], his[i])
+			t.walkDesc(l, h, limit, func(k, v uint64) {
+				r.Keys[w], r.Values[w] = k, v
+				w++
+			})
+		}
+	})
+	for i, c := range counts {
+		r.Offsets[i] = int(c)
+	}
+	return r, finishHostClock(c, "ranges", q), nil
+}
+
+// walkDesc calls fn on the pairs with lo <= key <= hi in descending key
+// order, at most limit of them (limit <= 0: no limit): from the leaf of hi
+// (the first whose max key is at least hi, else the last) along the leaf
+// chain's prev links. Cost: O(height * log order + pairs + leaves).
+func (t *cpuTree) walkDesc(lo, hi uint64, limit int, fn func(k, v uint64)) {
+	if t.root == nilNode || lo > hi {
+		return
+	}
+	s := &t.st
+	leaf := t.findLeaf(hi)
+	c := s.count(leaf)
+	keys := s.keys(leaf)[:c]
+	e := lowerBound(keys, hi) // entries [0, e) of the leaf are <= hi
+	if e < c && keys[e] == hi {
+		e++
+	}
+	n := 0
+	for leaf != nilNode {
+		keys, slots := s.keys(leaf), s.slots(leaf)
+		for ; e > 0; e-- {
+			if keys[e-1] < lo || (limit > 0 && n == limit) {
+				return
+			}
+			fn(keys[e-1], slots[e-1])
+			n++
+		}
+		if leaf = s.prev(leaf); leaf != nilNode {
+			e = s.count(leaf)
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package stm
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestSortedIndexIsAStableSort compares sortedIndex with a stable sort of
+// the records by (timestamp, flag) on timestamps of every width: few
+// distinct ones (many ties), below 2^8, 2^32 and up to 2^64-1, and with
+// and without a filter.
+func TestSortedIndexIsAStableSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 1))
+	for _, tc := range []struct {
+		name string
+		ts   func() uint64
+	}{
+		{"all zero", func() uint64 { return 0 }},
+		{"three values", func() uint64 { return r.Uint64N(3) }},
+		{"below 2^8", func() uint64 { return r.Uint64N(1 << 8) }},
+		{"below 2^32", func() uint64 { return r.Uint64N(1 << 32) }},
+		{"any uint64", func() uint64 { return r.Uint64() | uint64(r.IntN(2))<<63 }},
+		{"the ends", func() uint64 { return []uint64{0, math.MaxUint64, 1 << 63}[r.IntN(3)] }},
+	} {
+		for _, n := range []int{0, 1, 7, 5000} {
+			t.Run(fmt.Sprintf("%s/%d", tc.name, n), func(t *testing.T) {
+				h := make([]Record, n)
+				for i := range h {
+					h[i] = Record{TS: tc.ts(), ReadOnly: r.IntN(2) == 0, Aborted: r.IntN(4) == 0}
+				}
+				key := func(r *Record) (uint64, bool) { return r.TS, r.ReadOnly }
+				for _, keep := range []func(*Record) bool{nil, func(r *Record) bool { return !r.Aborted }} {
+					var want []int
+					for i := range h {
+						if keep == nil || keep(&h[i]) {
+							want = append(want, i)
+						}
+					}
+					slices.SortStableFunc(want, func(a, b int) int {
+						if c := cmp.Compare(h[a].TS, h[b].TS); c != 0 {
+							return c
+						}
+						return cmp.Compare(boolInt(h[a].ReadOnly), boolInt(h[b].ReadOnly))
+					})
+					if got := sortedIndex(h, key, keep); !slices.Equal(got, want) && (len(got) != 0 || len(want) != 0) {
+						t.Fatalf("filtered %v: got %v, want %v", keep != nil, got[:min(len(got), 20)], want[:min(len(want), 20)])
+					}
+				}
+			})
+		}
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
