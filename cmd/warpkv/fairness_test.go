@@ -21,8 +21,9 @@ import (
 // the pipeline: while the median single get waits, at most 1024 of the
 // pipelined gets (4 rounds' worth) may be answered, and the pipelining
 // connection keeps being served. Also with a goroutine per connection
-// (--loops -1), on the engine of $WARPKV_DEVICE (abuseDevice). Counting answered gets rather than timing keeps the check
-// apart from the machine's load. On the 2-core VM (2026-11-29) warpkv's
+// (--loops -1), on the engine of $WARPKV_DEVICE (abuseDevice). Counting
+// answered gets rather than timing keeps the check apart from the
+// machine's load. On the 2-core VM (2026-11-29) warpkv's
 // median was 256 with one loop and 0 on goroutines; memcached -t 1 measured
 // the same way gave 36 with its default -R 20 requests per event and 1865
 // with -R 1000000, which this check fails.
