@@ -206,11 +206,12 @@ type retired struct {
 }
 
 // retire drops the contents of mem (its physical memory goes back to the
-// system at once; reads see zeros) and unmaps it after retireGrace, along
+// system; reads see zeros: dropPage) and unmaps it after retireGrace, along
 // with earlier retired pages whose grace is over. The caller holds pageMu.
-// Cost: one madvise, and one munmap per page whose grace is over.
+// Cost: dropPage (one madvise on Linux), and one munmap per page whose
+// grace is over.
 func (s *Store) retire(mem []byte, now time.Time) {
-	syscall.Madvise(mem, syscall.MADV_DONTNEED)
+	dropPage(mem)
 	s.retired = append(s.retired, retired{mem: mem, at: now})
 	// Retired in time order (but for concurrent moves' clock reads a
 	// moment apart): the expired ones are a prefix, and one out of order

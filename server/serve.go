@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/warpkv/warpkv/protocol"
@@ -145,7 +146,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		MaxConns:     cfg.MaxConns,
 		Stats:        []kvStat{{Name: "warpkv_version", Value: cfg.Version}},
 		Logger:       log,
-		Settings:     settingsOf(ln.Addr(), cfg, rounds, wait),
+		Settings:     settingsOf(lns, cfg, rounds, wait),
 		Stages:       eng.StageClock(),
 		IdleTimeout:  cfg.IdleTimeout,
 		Loops:        cfg.Loops,
@@ -237,18 +238,52 @@ func listen(cfg Config) ([]net.Listener, error) {
 	return lns, nil
 }
 
-// settingsOf returns the network settings for "stats settings", with the
-// event loops' round groups (warpkv_round_conns, 0: whole rounds).
-func settingsOf(addr net.Addr, cfg Config, roundConns int, loopWait string) []kvStat {
-	port := ""
-	if t, ok := addr.(*net.TCPAddr); ok {
-		port = strconv.Itoa(t.Port)
+// settingsOf returns the network settings for "stats settings", named and
+// written as memcached 1.6.18's: tcpport (the -p port, under -s too),
+// udpport (0: no UDP), inter (the TCP interfaces listened on, an
+// interface's :port only where it differs from tcpport; NULL under -s),
+// maxconns, domain_socket (NULL without -s) and umask (the -a mask in
+// octal); then the event loops' round groups (warpkv_round_conns, 0:
+// whole rounds), wait and spin.
+func settingsOf(lns []net.Listener, cfg Config, roundConns int, loopWait string) []kvStat {
+	port, inter, socket := "", "NULL", "NULL"
+	if _, p, err := net.SplitHostPort(cfg.Addr); err == nil {
+		port = p
+	}
+	if cfg.UnixSocket != "" {
+		socket = cfg.UnixSocket
+	} else {
+		var ifs []string
+		for _, ln := range lns {
+			t, ok := ln.Addr().(*net.TCPAddr)
+			if !ok {
+				continue
+			}
+			p := strconv.Itoa(t.Port)
+			if len(ifs) == 0 {
+				port = p
+			}
+			if p == port {
+				ifs = append(ifs, t.IP.String())
+			} else {
+				ifs = append(ifs, net.JoinHostPort(t.IP.String(), p))
+			}
+		}
+		if len(ifs) > 0 {
+			inter = strings.Join(ifs, ",")
+		}
 	}
 	maxConns := cfg.MaxConns
 	if maxConns == 0 {
 		maxConns = 1024
 	}
-	return []kvStat{{Name: "tcpport", Value: port}, {Name: "udpport", Value: "0"}, {Name: "maxconns", Value: strconv.Itoa(maxConns)},
+	mask := cfg.UnixMask
+	if mask == 0 {
+		mask = 0o700
+	}
+	return []kvStat{{Name: "tcpport", Value: port}, {Name: "udpport", Value: "0"}, {Name: "inter", Value: inter},
+		{Name: "maxconns", Value: strconv.Itoa(maxConns)}, {Name: "domain_socket", Value: socket},
+		{Name: "umask", Value: strconv.FormatUint(uint64(mask.Perm()), 8)},
 		{Name: "warpkv_round_conns", Value: strconv.Itoa(roundConns)}, {Name: "warpkv_loop_wait", Value: loopWait},
 		{Name: "warpkv_loop_spin", Value: cfg.LoopSpin.String()}}
 }

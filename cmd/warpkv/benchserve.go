@@ -53,7 +53,7 @@ func runBenchServe(e *env, args []string) error {
 	jsonPath := fs.String("json", "", "also write everything measured as JSON to `FILE`")
 	report := fs.String("report", "", "run nothing: print issue 14's targets table from saved --json reports (`FILES`, comma-separated)")
 	full := fs.Bool("full", false, "run loadgen's whole default matrix (4 sizes x 2 mixes x 2 distributions, 10 s each: about 12 minutes for two servers) instead of the short default cases (under 2 minutes)")
-	unpipelined := fs.Bool("unpipelined", false, "measure clients with one request in flight per connection instead (issue 19): --pipeline 1 at --unpipelined-conns, 100:0 and 95:5, loadgen and memaslap, every server also paced at --p99-at of memcached's peak")
+	unpipelined := fs.Bool("unpipelined", false, "measure clients with one request in flight per connection instead (issue 19): --pipeline 1 at --unpipelined-conns, 100:0 and 95:5, loadgen and memaslap (95:5, its get:set config), memcached first and each server alone in its process pinned to --server-cpus; every server also paced at --p99-at of memcached's peak for p50, p99 and p99.9 at equal offered load")
 	upConns := fs.String("unpipelined-conns", "64,512,4096", "connection counts of --unpipelined (`LIST`)")
 	upDuration := fs.Duration("unpipelined-duration", 2*time.Second, "measured time of each --unpipelined row")
 	loadDriver := fs.String("load-driver", "", "what drives the load generator's connections: loops or goroutines (loadgen --driver; default: loadgen's, loops on Linux)")

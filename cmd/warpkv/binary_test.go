@@ -134,6 +134,7 @@ func TestServeRejectsBadFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"-p", "99999"}, "-p 99999"},
+		{[]string{"-U", "11211"}, "-U 11211: warpkv serves no UDP"},
 		{[]string{"-m", "0"}, "-m 0"},
 		{[]string{"-c", "0"}, "-c 0"},
 		{[]string{"-n", "0"}, "-n 0"},

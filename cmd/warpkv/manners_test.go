@@ -66,6 +66,10 @@ func TestHelpEveryCommand(t *testing.T) {
 		{[]string{"help", "bench"}, []string{"usage: warpkv bench", "-size", "-engines", "suites:"}},
 		{[]string{"help", "bench", "btree"}, []string{"usage: warpkv bench", "-engines"}},
 		{[]string{"help", "bench", "serve"}, []string{"usage: warpkv bench serve", "-memcached"}},
+		// issue 19's unpipelined cases, as its "Measure it" names them
+		{[]string{"help", "bench", "serve"}, []string{"-unpipelined", "--pipeline 1", "-unpipelined-conns", `(default "64,512,4096")`,
+			"100:0 and 95:5", "memaslap", "memcached first", "-p99-at", "(default 0.8)", "p50, p99 and p99.9"}},
+		{[]string{"help", "serve"}, []string{"-U int", "-l addr", "-s path", "-a mask", "-c int", "(default 1024)", "idle_timeout", "(default 11211)"}},
 		{[]string{"help", "loadgen"}, []string{"usage: warpkv loadgen", "-conns", "-multiget", "-mix"}},
 		{[]string{"help", "mpt"}, []string{"usage: warpkv mpt root", "usage: warpkv mpt prove", "-secure"}},
 		{[]string{"help", "mpt", "root"}, []string{"usage: warpkv mpt root", "-batch"}},

@@ -13,20 +13,35 @@ import (
 	"github.com/warpkv/warpkv/internal/difftest"
 )
 
-// TestNonReadingClientsStayUnderTheReplyBound stores a 200 KB value at
-// -m 16 and has 40 connections each send "get big" 5000 times and never
-// read. The server holds at most a round of replies for each (it stops
-// reading a connection whose replies the socket does not take) and limits
-// rounds to one op while the replies held exceed their budget, so its RSS
-// stays under the README's bound: -m + hash_bytes + 48 MB + the reply
-// budget (16 MB) + per non-reading connection MaxBatchBytes (1 MB) and
-// one item (-I, 1 MB). Another client is served meanwhile, and the RSS
-// drops back once the 40 connections close (the loops drop their round
+// TestNonReadingClientsStayUnderTheReplyBound stores a large value at
+// -m 16 and has connections each send "get big" many times and never
+// read: 40 connections of a 200 KB value, and issue 19's case, 4 of a
+// 1,000,000-byte value (which grew the process from 13 MB to 1 GB before
+// the reply budget). The server holds at most a round of replies for each
+// (it stops reading a connection whose replies the socket does not take)
+// and limits rounds to one op while the replies held exceed their budget,
+// so its RSS stays under the README's bound: -m + hash_bytes + 48 MB + the
+// reply budget (16 MB) + per non-reading connection MaxBatchBytes (1 MB)
+// and one item (-I, 1 MB). Another client is served meanwhile, and the RSS
+// drops back once the connections close (the loops drop their round
 // buffers grown by the large values, then the memory is handed back to
 // the operating system). It runs on the engine of
 // $WARPKV_DEVICE (abuseDevice), so that GPU machines check the GPU engine.
 func TestNonReadingClientsStayUnderTheReplyBound(t *testing.T) {
-	const conns, size, gets = 40, 200_000, 5000
+	for _, tc := range []struct{ conns, size, gets int }{
+		{conns: 40, size: 200_000, gets: 5000},
+		{conns: 4, size: 1_000_000, gets: 100_000}, // issue 19's: 100 GB of replies asked for
+	} {
+		t.Run(fmt.Sprintf("%d clients of %d bytes", tc.conns, tc.size), func(t *testing.T) {
+			nonReadingClients(t, tc.conns, tc.size, tc.gets)
+		})
+	}
+}
+
+// nonReadingClients is TestNonReadingClientsStayUnderTheReplyBound's case
+// of conns connections each sending "get big" gets times, big of size
+// bytes.
+func nonReadingClients(t *testing.T, conns, size, gets int) {
 	// -t 16: sixteen event loops whatever the cores, as on the 16-core GPU
 	// hosts, each of which may keep a round buffer of large values.
 	p := serveAbuse(t, "-m", "16", "-t", "16") // the engine of $WARPKV_DEVICE, else the CPU's
@@ -41,7 +56,7 @@ func TestNonReadingClientsStayUnderTheReplyBound(t *testing.T) {
 	st := c.Stats("")
 	hashBytes, _ := strconv.ParseInt(st["hash_bytes"], 10, 64)
 	const replyBudget, batchBytes, itemMax = 16 << 20, 1 << 20, 1 << 20
-	bound := int64(16<<20) + hashBytes + 48<<20 + replyBudget + conns*(batchBytes+itemMax)
+	bound := int64(16<<20) + hashBytes + 48<<20 + replyBudget + int64(conns)*(batchBytes+itemMax)
 	if abuseDevice() != "cpu" {
 		bound += 160 << 20 // the CUDA driver, its context and pinned staging (memory_test.go)
 	}

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,8 +26,9 @@ import (
 // ignored, as memcached 1.6.18 does (see serveSignals). Its flags follow
 // memcached's where they apply.
 func runServe(e *env, args []string) error {
-	fs := newFlagSet(e, "serve", "warpkv serve [-p port] [-l addr[,addr...]] [-s socket [-a mask]] [-m MB] [-c conns] [-t threads] [-I size] [-f factor] [-n bytes] [-o opt[,opt...]] [--device auto|cpu|gpu|gpu:N] [--batch-interval dur] [--batch-policy load|fixed] [--gpu-search persistent|staged] [--cpu-search inline|batched] [--search-launch "+strings.Join(server.SearchLaunchNames(), "|")+"] [--round-conns N] [--loop-wait park|block] [--loop-spin DUR] [--loop-io epoll|uring|uringpoll] [--profile] [--cpuprofile FILE]")
+	fs := newFlagSet(e, "serve", "warpkv serve [-p port] [-U 0] [-l addr[,addr...]] [-s socket [-a mask]] [-m MB] [-c conns] [-t threads] [-I size] [-f factor] [-n bytes] [-o opt[,opt...]] [--device auto|cpu|gpu|gpu:N] [--batch-interval dur] [--batch-policy load|fixed] [--gpu-search persistent|staged] [--cpu-search inline|batched] [--search-launch "+strings.Join(server.SearchLaunchNames(), "|")+"] [--round-conns N] [--loop-wait park|block] [--loop-spin DUR] [--loop-io epoll|uring|uringpoll] [--profile] [--cpuprofile FILE]")
 	port := fs.Int("p", 11211, "TCP port to listen on (0: any free port)")
+	udpPort := fs.Int("U", 0, "UDP port: only 0, memcached 1.6's default (UDP off); warpkv serves no UDP")
 	var listen listenAddrs
 	fs.Var(&listen, "l", "interfaces to listen on, comma separated or repeated, each `addr` with an optional :port (default 127.0.0.1)")
 	unixSocket := fs.String("s", "", "unix socket `path` to listen on instead of TCP (disables network support, as memcached's -s)")
@@ -68,6 +70,8 @@ func runServe(e *env, args []string) error {
 	switch {
 	case *port < 0 || *port > 65535:
 		return usagef("-p %d: not a TCP port (want 0 to 65535)", *port)
+	case *udpPort != 0:
+		return usagef("-U %d: warpkv serves no UDP (want 0, memcached's default, which turns UDP off)", *udpPort)
 	case *memMB <= 0:
 		return usagef("-m %d: the memory limit must be at least 1 megabyte", *memMB)
 	case *conns <= 0:
@@ -166,13 +170,21 @@ type listenAddrs []string
 
 func (l *listenAddrs) String() string { return strings.Join(*l, ",") }
 
-// Set adds the comma-separated interfaces of one -l argument.
+// Set adds the comma-separated interfaces of one -l argument. An interface
+// an earlier -l already named is left out, as memcached 1.6.18 leaves out
+// a repeated -l argument (its check is a substring match of the whole
+// argument; this one compares whole interfaces), so that "-l 127.0.0.1 -l
+// 127.0.0.1" listens once; one argument naming an interface twice is kept
+// as given and fails to listen, as in memcached.
 func (l *listenAddrs) Set(arg string) error {
+	earlier := slices.Clone(*l)
 	for _, a := range strings.Split(arg, ",") {
 		if a = strings.TrimSpace(a); a == "" {
 			return fmt.Errorf("empty interface in %q", arg)
 		}
-		*l = append(*l, a)
+		if !slices.Contains(earlier, a) {
+			*l = append(*l, a)
+		}
 	}
 	return nil
 }

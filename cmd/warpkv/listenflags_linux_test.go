@@ -1,0 +1,224 @@
+package main
+
+// Checks of serve's listening flags as a memcached 1.6.18 user gives them
+// (issue 19: "-l with several addresses, unix sockets (-s) as memcached
+// has them"): -l repeated with an address already given, one -l naming an
+// address twice, -U 0 (memcached's default: no UDP), and the listeners as
+// "stats settings" reports them (tcpport, udpport, inter, domain_socket,
+// umask). Each case runs the built binary and, where it is installed,
+// memcached with the same arguments.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/warpkv/warpkv/internal/difftest"
+)
+
+// TestServeListenArgumentsAsMemcached: the -l and -U arguments memcached
+// 1.6.18 takes are taken the same way: served where memcached serves,
+// refused where it refuses. -U other than 0 is refused by warpkv alone
+// (memcached would serve UDP there; warpkv has none).
+func TestServeListenArgumentsAsMemcached(t *testing.T) {
+	a, b := freeAddr(t), freeAddr(t)
+	for _, tc := range []struct {
+		name        string
+		args        []string
+		serves      []string // addresses answering "version"; none: the server must exit
+		fails       string   // warpkv's message when it must exit
+		noMemcached bool     // memcached behaves otherwise on purpose
+	}{
+		{name: "-l repeated with the same address listens once", args: []string{"-l", a, "-l", a}, serves: []string{a}},
+		{name: "-l repeated with an address of the first list", args: []string{"-l", a + "," + b, "-l", a}, serves: []string{a, b}},
+		{name: "-U 0, memcached's default", args: []string{"-U", "0", "-l", a}, serves: []string{a}},
+		{name: "one -l naming an address twice fails to listen", args: []string{"-l", a + "," + a}, fails: "address already in use"},
+		{name: "-U with a port is refused: no UDP", args: []string{"-U", "11211", "-l", a}, fails: "-U 11211: warpkv serves no UDP", noMemcached: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if len(tc.serves) > 0 {
+				p := difftest.Serve(t, append([]string{"--device", "cpu"}, tc.args...)...)
+				for _, addr := range tc.serves {
+					c, l := dialVersion(t, "tcp", addr)
+					c.Close()
+					if !strings.HasPrefix(l, "VERSION ") {
+						t.Errorf("warpkv serve %v: %s answered %q", tc.args, addr, l)
+					}
+				}
+				stopServe(t, p) // memcached listens on the same addresses next
+			} else {
+				code, out := runToExit(t, difftest.WarpkvBinary(t), append([]string{"serve", "--device", "cpu"}, tc.args...)...)
+				if code == 0 || !strings.Contains(out, tc.fails) {
+					t.Errorf("warpkv serve %v: exit %d, want a failure saying %q:\n%s", tc.args, code, tc.fails, out)
+				}
+			}
+			if tc.noMemcached {
+				return
+			}
+			t.Run("memcached", func(t *testing.T) {
+				if len(tc.serves) > 0 {
+					startMemcachedProc(t, tc.args...)
+					for _, addr := range tc.serves {
+						if _, l := dialVersion(t, "tcp", addr); !strings.HasPrefix(l, "VERSION ") {
+							t.Errorf("memcached %v: %s answered %q", tc.args, addr, l)
+						}
+					}
+					return
+				}
+				if code, out := runToExit(t, memcachedPath(t), memcachedArgs(tc.args)...); code == 0 {
+					t.Errorf("memcached %v: exit 0, want a failure like warpkv's:\n%s", tc.args, out)
+				}
+			})
+		})
+	}
+}
+
+// TestServeStatsSettingsListenersAsMemcached: "stats settings" gives the
+// listeners as memcached 1.6.18 does: tcpport the -p port (under -s too),
+// udpport 0, inter the -l interfaces (an interface's port only where it is
+// not -p's; NULL under -s), domain_socket the -s path (else NULL) and
+// umask the -a mask in octal.
+func TestServeStatsSettingsListenersAsMemcached(t *testing.T) {
+	dir := t.TempDir()
+	_, port, _ := net.SplitHostPort(freeAddr(t))
+	other := freeAddr(t)
+	_, otherPort, _ := net.SplitHostPort(other)
+	for _, tc := range []struct {
+		name    string
+		args    func(sock string) []string
+		network string // where the client connects: tcp to 127.0.0.1:port, or unix to the socket
+		want    map[string]string
+	}{
+		{"TCP on two interfaces", func(string) []string { return []string{"-p", port, "-l", "127.0.0.1,127.0.0.1:" + otherPort} }, "tcp",
+			map[string]string{"tcpport": port, "udpport": "0", "inter": "127.0.0.1,127.0.0.1:" + otherPort, "domain_socket": "NULL", "umask": "700"}},
+		{"unix socket with -a 0770", func(sock string) []string { return []string{"-p", port, "-s", sock, "-a", "0770"} }, "unix",
+			map[string]string{"tcpport": port, "udpport": "0", "inter": "NULL", "domain_socket": "", "umask": "770"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, server := range []string{"warpkv", "memcached"} {
+				sock := filepath.Join(dir, server+".sock")
+				var p *difftest.Process
+				if server == "warpkv" {
+					p = difftest.Serve(t, append([]string{"--device", "cpu"}, tc.args(sock)...)...)
+				} else {
+					startMemcachedProc(t, tc.args(sock)...)
+				}
+				addr := "127.0.0.1:" + port
+				if tc.network == "unix" {
+					addr = sock
+				}
+				got := statsSettings(t, tc.network, addr)
+				for name, want := range tc.want {
+					if name == "domain_socket" && want == "" {
+						want = sock
+					}
+					if got[name] != want {
+						t.Errorf("%s %v: stats settings %s = %q, want %q", server, tc.args(sock), name, got[name], want)
+					}
+				}
+				if p != nil {
+					stopServe(t, p) // memcached listens on the same port next
+				}
+			}
+		})
+	}
+}
+
+// stopServe stops a warpkv serve with SIGINT and waits for it to exit 0.
+func stopServe(t *testing.T, p *difftest.Process) {
+	t.Helper()
+	if err := p.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code, exited := p.Wait(10 * time.Second); !exited || code != 0 {
+		t.Fatalf("warpkv serve: exited %v with status %d after SIGINT, want 0 at once:\n%s", exited, code, p.Log())
+	}
+}
+
+// statsSettings dials addr over network (retrying for up to 10 s while the
+// server starts) and returns its "stats settings" as a map.
+func statsSettings(t *testing.T, network, addr string) map[string]string {
+	t.Helper()
+	var nc net.Conn
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if nc, err = net.DialTimeout(network, addr, time.Second); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("dial %s %s: %v", network, addr, err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(nc, "stats settings\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	r := bufio.NewReader(nc)
+	for {
+		l, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stats settings from %s: %v after %d lines", addr, err, len(out))
+		}
+		f := strings.Fields(l)
+		if len(f) == 1 && f[0] == "END" {
+			return out
+		}
+		if len(f) == 3 && f[0] == "STAT" {
+			out[f[1]] = f[2]
+		}
+	}
+}
+
+// runToExit runs path with args and returns its exit code and output; a
+// process still running after 20 s is killed and fails the test (a server
+// that should have refused its arguments).
+func runToExit(t *testing.T, path string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, args...).CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("%s %v still ran after 20 s; want it to exit:\n%s", path, args, out)
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), string(out)
+	}
+	if err != nil {
+		t.Fatalf("%s %v: %v", path, args, err)
+	}
+	return 0, string(out)
+}
+
+// memcachedPath returns memcached's path, skipping the test when it is not
+// installed (failing under WARPKV_REQUIRE_MEMCACHED=1).
+func memcachedPath(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("memcached")
+	if err != nil {
+		if os.Getenv(difftest.EnvRequireMemcached) == "1" {
+			t.Fatalf("memcached required ($%s=1): %v", difftest.EnvRequireMemcached, err)
+		}
+		t.Skipf("memcached is not installed: %v", err)
+	}
+	return path
+}
+
+// memcachedArgs returns args with "-u root" added when running as root,
+// which memcached requires.
+func memcachedArgs(args []string) []string {
+	if os.Geteuid() == 0 {
+		return append(append([]string(nil), args...), "-u", "root")
+	}
+	return args
+}
