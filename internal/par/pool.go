@@ -36,6 +36,9 @@ type Pool struct {
 	wake     *sync.Cond
 	sleepers atomic.Int32
 	exited   sync.WaitGroup
+
+	osPark bool          // park in futexWait on seq instead of on wake
+	seq    atomic.Uint32 // the futex word: bumped before every futexWake
 }
 
 // poolJob is one fan-out: parts fn(0..parts-1), taken through next, at
@@ -58,11 +61,15 @@ const DefaultSpin = 200 * time.Microsecond
 // NewPool starts workers helper goroutines (<= 0: GOMAXPROCS-1, at least
 // one) that spin for spin after each job before parking. Close stops
 // them. Cost: the goroutines; no CPU while parked.
-func NewPool(workers int, spin time.Duration) *Pool {
+func NewPool(workers int, spin time.Duration) *Pool { return newPool(workers, spin, false) }
+
+// newPool is NewPool with the parking chosen: osPark parks idle workers
+// in the kernel (where the system has futexes).
+func newPool(workers int, spin time.Duration, osPark bool) *Pool {
 	if workers <= 0 {
 		workers = max(1, runtime.GOMAXPROCS(0)-1)
 	}
-	p := &Pool{workers: workers, spin: spin}
+	p := &Pool{workers: workers, spin: spin, osPark: osPark && osParkSupported}
 	p.wake = sync.NewCond(&p.mu)
 	p.exited.Add(workers)
 	for range workers {
@@ -95,9 +102,7 @@ func (p *Pool) Workers() int { return p.workers + 1 }
 func (p *Pool) Close() {
 	p.stop.Store(true)
 	p.gen.Add(1)
-	p.mu.Lock()
-	p.wake.Broadcast()
-	p.mu.Unlock()
+	p.wakeAll()
 	p.exited.Wait()
 }
 
@@ -147,9 +152,7 @@ func (p *Pool) run(parts, limit int, fn func(i int)) {
 	p.job.Store(j)
 	p.gen.Add(1)
 	if p.sleepers.Load() > 0 {
-		p.mu.Lock()
-		p.wake.Broadcast()
-		p.mu.Unlock()
+		p.wakeAll()
 	}
 	j.help()
 	var y yielder
@@ -241,14 +244,37 @@ func (p *Pool) await(seen uint64) uint64 {
 			break
 		}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.sleepers.Add(1)
 	defer p.sleepers.Add(-1)
+	if p.osPark {
+		// Read the futex word before the generation: a job published
+		// after the read bumps the word, so futexWait returns at once.
+		for {
+			s := p.seq.Load()
+			if g := p.gen.Load(); g != seen {
+				return g
+			}
+			futexWait(&p.seq, s)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for {
 		if g := p.gen.Load(); g != seen {
 			return g
 		}
 		p.wake.Wait()
 	}
+}
+
+// wakeAll wakes the parked workers: after a new generation is published.
+func (p *Pool) wakeAll() {
+	if p.osPark {
+		p.seq.Add(1)
+		futexWake(&p.seq)
+		return
+	}
+	p.mu.Lock()
+	p.wake.Broadcast()
+	p.mu.Unlock()
 }

@@ -1,6 +1,7 @@
 package par
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +15,8 @@ func pools(t testing.TB) map[string]*Pool {
 		"park":    NewPool(3, 0),
 		"single":  NewPool(1, time.Millisecond),
 		"default": NewPool(0, DefaultSpin),
+		"os-park": newPool(3, 0, true),
+		"os-spin": newPool(0, 50*time.Microsecond, true),
 	}
 	t.Cleanup(func() {
 		for _, p := range ps {
@@ -98,7 +101,13 @@ func TestPoolNestedAndConcurrentCalls(t *testing.T) {
 // spin window a job still runs every part (the workers are woken or the
 // caller runs them), and Close returns.
 func TestPoolWorkersPark(t *testing.T) {
-	p := NewPool(2, 50*time.Microsecond)
+	for _, osPark := range []bool{false, true} {
+		t.Run(fmt.Sprintf("osPark=%v", osPark), func(t *testing.T) { testPoolWorkersPark(t, osPark) })
+	}
+}
+
+func testPoolWorkersPark(t *testing.T, osPark bool) {
+	p := newPool(2, 50*time.Microsecond, osPark)
 	p.Do(4, func(int) {})
 	for wait := time.Now().Add(time.Second); p.sleepers.Load() != 2; time.Sleep(time.Millisecond) {
 		if time.Now().After(wait) {

@@ -39,6 +39,7 @@ type widthRunner struct {
 // widthRunners returns the runners compared: parts is GOMAXPROCS.
 func widthRunners(parts int) []widthRunner {
 	spin2 := NewPool(0, 2*time.Millisecond)
+	osp := newPool(0, DefaultSpin, true)
 	ranges := func(f func(n, parts int, fn func(i, lo, hi int))) func(int, func(lo, hi int)) {
 		return func(n int, fn func(lo, hi int)) { f(n, parts, func(_, lo, hi int) { fn(lo, hi) }) }
 	}
@@ -47,6 +48,10 @@ func widthRunners(parts int) []widthRunner {
 		{name: "go", run: ranges(Ranges)},
 		{name: "pool", run: ranges(Shared().Ranges)},
 		{name: "pool-for512K", run: func(n int, fn func(lo, hi int)) { Shared().For(n, grain, 0, fn) }},
+		// pool-os is the Shared pool's settings with the idle workers
+		// parked in the kernel (futexes), woken all at once.
+		{name: "pool-os", run: ranges(osp.Ranges), close: osp.Close},
+		{name: "pool-os-for512K", run: func(n int, fn func(lo, hi int)) { osp.For(n, grain, 0, fn) }},
 		{name: "pool-spin2ms", run: ranges(spin2.Ranges), close: spin2.Close},
 		// pool-spin2ms-4 and -8 cut the job into 4 and 8 parts: how many
 		// goroutines the memory's bandwidth needs.
@@ -76,8 +81,13 @@ var widthWorks = []widthWork{
 	{name: "scan", body: func(_, src, sink []uint32) func(lo, hi int) {
 		return func(lo, hi int) {
 			var acc uint32
-			for i := lo + 1; i < hi; i++ {
-				acc |= src[i] - src[i-1]
+			s := src[lo:hi]
+			i := 1
+			for ; i+3 < len(s); i += 4 {
+				acc |= (s[i] - s[i-1]) | (s[i+1] - s[i]) | (s[i+2] - s[i+1]) | (s[i+3] - s[i+2])
+			}
+			for ; i < len(s); i++ {
+				acc |= s[i] - s[i-1]
 			}
 			sink[lo&1023] |= acc >> 16 // lo&1023: parts start on different words mostly
 		}
@@ -87,6 +97,7 @@ var widthWorks = []widthWork{
 // partRec is one traced part: the goroutine and thread that ran it and
 // its start and end after the fan-out's start.
 type partRec struct {
+	lo, hi     int
 	gid, tid   int
 	start, end time.Duration
 }
@@ -216,6 +227,7 @@ func BenchmarkPoolWidth(b *testing.B) {
 			for _, r := range runners {
 				for _, gap := range gaps {
 					b.Run(fmt.Sprintf("%s/%dMB/%s/gap=%v", w.name, mb, r.name, gap), func(b *testing.B) {
+						clear(dst[:n])
 						var ts, gapSeen []float64
 						for b.Loop() {
 							if gap > 0 {
@@ -231,7 +243,13 @@ func BenchmarkPoolWidth(b *testing.B) {
 						if gap > 0 {
 							b.ReportMetric(median(gapSeen), "gap-us")
 						}
-						s := traceWidth(len(ts), gap, n, r, body)
+						if w.name == "copy" && !slices.Equal(dst[:n], src[:n]) {
+							b.Fatalf("%s: the copy differs from its source", r.name)
+						}
+						s, err := traceWidth(len(ts), gap, n, r, body)
+						if err != nil {
+							b.Fatal(err)
+						}
 						b.ReportMetric(s.threads, "threads")
 						b.ReportMetric(s.goroutines, "goroutines")
 						b.ReportMetric(s.callerShare, "caller-share")
@@ -248,7 +266,7 @@ func BenchmarkPoolWidth(b *testing.B) {
 
 // traceWidth runs reps traced fan-outs of body over [0, n) on r, each
 // after gap, and summarizes them.
-func traceWidth(reps int, gap time.Duration, n int, r widthRunner, body func(lo, hi int)) traceSummary {
+func traceWidth(reps int, gap time.Duration, n int, r widthRunner, body func(lo, hi int)) (traceSummary, error) {
 	caller := goid()
 	var recs [][]partRec
 	for range reps {
@@ -259,16 +277,35 @@ func traceWidth(reps int, gap time.Duration, n int, r widthRunner, body func(lo,
 		}
 		t0 := time.Now()
 		r.run(n, func(lo, hi int) {
-			rec := partRec{gid: goid(), tid: syscall.Gettid(), start: time.Since(t0)}
+			rec := partRec{lo: lo, hi: hi, gid: goid(), tid: syscall.Gettid(), start: time.Since(t0)}
 			body(lo, hi)
 			rec.end = time.Since(t0)
 			mu.Lock()
 			rs = append(rs, rec)
 			mu.Unlock()
 		})
+		if err := coversOnce(rs, n); err != nil {
+			return traceSummary{}, fmt.Errorf("%s: %w", r.name, err)
+		}
 		recs = append(recs, rs)
 	}
-	return summarize(recs, caller)
+	return summarize(recs, caller), nil
+}
+
+// coversOnce checks that the parts rs cut [0, n) exactly.
+func coversOnce(rs []partRec, n int) error {
+	s := slices.SortedFunc(slices.Values(rs), func(a, b partRec) int { return a.lo - b.lo })
+	at := 0
+	for _, r := range s {
+		if r.lo != at || r.hi < r.lo {
+			return fmt.Errorf("part [%d, %d) where %d was next", r.lo, r.hi, at)
+		}
+		at = r.hi
+	}
+	if at != n {
+		return fmt.Errorf("parts end at %d of %d", at, n)
+	}
+	return nil
 }
 
 // report sets the benchmark's median metrics from fan-out times ts (µs).
