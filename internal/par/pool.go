@@ -14,7 +14,14 @@ import (
 // runtime's idle threads one after another costs tens of microseconds per
 // fan-out; a Pool's workers instead spin for a while after each job
 // (yielding their thread every yieldEvery) and only then park, so a job that
-// follows within the spin window starts on every worker at once.
+// follows within the spin window starts on every worker at once. On Linux
+// they park in the kernel (a futex), each on its own thread, and a job wakes
+// them all with one system call: Go's scheduler wakes parked goroutines'
+// threads one after another (each woken thread wakes the next), which on
+// a 16-core host left a 4-20 MB job's first 150-300 µs to half of the
+// workers (BENCHMARKS.md, branch parw). A parked worker's thread holds its
+// P in the system call until the runtime's monitor takes it back (once
+// other goroutines wait for one).
 //
 // A job's parts are taken dynamically by the caller and the workers, so
 // parts must not wait on one another (no barriers or channels between
@@ -37,7 +44,7 @@ type Pool struct {
 	sleepers atomic.Int32
 	exited   sync.WaitGroup
 
-	osPark bool          // park in futexWait on seq instead of on wake
+	osPark bool          // park in futexWait on seq (Linux) instead of on wake
 	seq    atomic.Uint32 // the futex word: bumped before every futexWake
 }
 
@@ -59,12 +66,14 @@ type poolJob struct {
 const DefaultSpin = 200 * time.Microsecond
 
 // NewPool starts workers helper goroutines (<= 0: GOMAXPROCS-1, at least
-// one) that spin for spin after each job before parking. Close stops
-// them. Cost: the goroutines; no CPU while parked.
-func NewPool(workers int, spin time.Duration) *Pool { return newPool(workers, spin, false) }
+// one) that spin for spin after each job before parking (in the kernel
+// where the system has futexes). Close stops them. Cost: the goroutines;
+// no CPU while parked.
+func NewPool(workers int, spin time.Duration) *Pool { return newPool(workers, spin, osParkSupported) }
 
 // newPool is NewPool with the parking chosen: osPark parks idle workers
-// in the kernel (where the system has futexes).
+// in the kernel (where the system has futexes), else on a condition
+// variable in Go's scheduler.
 func newPool(workers int, spin time.Duration, osPark bool) *Pool {
 	if workers <= 0 {
 		workers = max(1, runtime.GOMAXPROCS(0)-1)
@@ -232,7 +241,8 @@ func (p *Pool) work(seen uint64) {
 }
 
 // await returns the generation once it differs from seen: spinning for
-// p.spin (yielding the thread every yieldEvery), then parked.
+// p.spin (yielding the thread every yieldEvery), then parked (wakeAll
+// wakes it).
 func (p *Pool) await(seen uint64) uint64 {
 	deadline := time.Now().Add(p.spin)
 	var y yielder

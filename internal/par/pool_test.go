@@ -8,15 +8,17 @@ import (
 )
 
 // pools are the pools every Pool test runs against: one that spins, one
-// that parks at once (every job wakes it), one of a single helper.
+// that parks at once (every job wakes it), one of a single helper, the
+// default, and the first two parked in Go's scheduler instead of the
+// kernel (the same where the system has no futexes).
 func pools(t testing.TB) map[string]*Pool {
 	ps := map[string]*Pool{
 		"spin":    NewPool(3, time.Millisecond),
 		"park":    NewPool(3, 0),
 		"single":  NewPool(1, time.Millisecond),
 		"default": NewPool(0, DefaultSpin),
-		"os-park": newPool(3, 0, true),
-		"os-spin": newPool(0, 50*time.Microsecond, true),
+		"go-park": newPool(3, 0, false),
+		"go-spin": newPool(3, time.Millisecond, false),
 	}
 	t.Cleanup(func() {
 		for _, p := range ps {

@@ -19,51 +19,70 @@ import (
 // the host copies and scans of the GPU engines (4 MB to 80 MB a fan-out)
 // on new goroutines (the package's Ranges), on the Shared pool (Ranges as
 // the batch checks call it, For in 512 KiB pieces as the pipelines' copies
-// call it) and on a pool that spins longer, after idle gaps that leave a
-// pool's workers spinning (0, 50 µs) or parked (300 µs, 2 ms).
+// call it), on the same pool with its workers parked in Go's scheduler
+// (main's pool before branch parw) and on pools that spin longer, after
+// idle gaps that leave a pool's workers spinning (0, 50 µs) or parked
+// (300 µs, 2 ms).
 //
 // Timed fan-outs run the work alone. Traced fan-outs (after the timed ones,
-// same gap) record for every part the goroutine and thread that ran it and
-// when it started and ended, from inside the part: the pool's code has no
-// hook, so the timed runs measure exactly what the engines run.
+// same gap) record for every part the thread that ran it and when it
+// started and ended, from inside the part: the pool's code has no hook, so
+// the timed runs measure exactly what the engines run. (The thread id is a
+// system call without the scheduler; a goroutine id would need
+// runtime.Stack, which takes a process-wide lock and serialized the parts.)
 
 // widthRunner is one way to fan out a job over [0, n) in parts.
 type widthRunner struct {
 	name string
-	// run fans fn out over [0, n); parts is the job's part count, the
-	// runner may cut [0, n) its own way (For's fixed grain).
-	run   func(n int, fn func(lo, hi int))
-	close func()
+	// run fans fn out over [0, n); the runner cuts [0, n) its own way.
+	run func(n int, fn func(lo, hi int))
 }
 
-// widthRunners returns the runners compared: parts is GOMAXPROCS.
-func widthRunners(parts int) []widthRunner {
-	spin2 := NewPool(0, 2*time.Millisecond)
-	osp := newPool(0, DefaultSpin, true)
-	ranges := func(f func(n, parts int, fn func(i, lo, hi int))) func(int, func(lo, hi int)) {
-		return func(n int, fn func(lo, hi int)) { f(n, parts, func(_, lo, hi int) { fn(lo, hi) }) }
+// widthGrain is gpu's copyPar's largest piece, 512 KiB, in uint32s.
+const widthGrain = 128 << 10
+
+// widthRunners returns the runners named in names (all when empty), and
+// a function that closes the pools they started; parts is GOMAXPROCS.
+func widthRunners(parts int, names []string) ([]widthRunner, func()) {
+	var pools []*Pool
+	pool := func(spin time.Duration, osPark bool) *Pool {
+		p := newPool(0, spin, osPark)
+		pools = append(pools, p)
+		return p
 	}
-	const grain = 128 << 10 // 512 KiB of uint32, gpu's copyPar's largest piece
-	return []widthRunner{
-		{name: "go", run: ranges(Ranges)},
-		{name: "pool", run: ranges(Shared().Ranges)},
-		{name: "pool-for512K", run: func(n int, fn func(lo, hi int)) { Shared().For(n, grain, 0, fn) }},
-		// pool-os is the Shared pool's settings with the idle workers
-		// parked in the kernel (futexes), woken all at once.
-		{name: "pool-os", run: ranges(osp.Ranges), close: osp.Close},
-		{name: "pool-os-for512K", run: func(n int, fn func(lo, hi int)) { osp.For(n, grain, 0, fn) }},
-		{name: "pool-spin2ms", run: ranges(spin2.Ranges), close: spin2.Close},
-		// pool-spin2ms-4 and -8 cut the job into 4 and 8 parts: how many
-		// goroutines the memory's bandwidth needs.
-		{name: "pool-spin2ms-4", run: func(n int, fn func(lo, hi int)) { spin2.Ranges(n, 4, func(_, lo, hi int) { fn(lo, hi) }) }},
-		{name: "pool-spin2ms-8", run: func(n int, fn func(lo, hi int)) { spin2.Ranges(n, 8, func(_, lo, hi int) { fn(lo, hi) }) }},
-		// inline-spinning is the job on the caller alone while the spin2
-		// pool's workers spin (an empty fan-out just before wakes them all):
-		// what spinning workers cost the caller's own copies.
-		{name: "inline-spinning", run: func(n int, fn func(lo, hi int)) {
-			spin2.Do(spin2.Workers(), func(int) {})
-			fn(0, n)
-		}},
+	ranges := func(p *Pool, parts int) func(int, func(lo, hi int)) {
+		return func(n int, fn func(lo, hi int)) { p.Ranges(n, parts, func(_, lo, hi int) { fn(lo, hi) }) }
+	}
+	forGrain := func(p *Pool) func(int, func(lo, hi int)) {
+		return func(n int, fn func(lo, hi int)) { p.For(n, widthGrain, 0, fn) }
+	}
+	all := map[string]func() func(int, func(lo, hi int)){
+		"go": func() func(int, func(lo, hi int)) {
+			return func(n int, fn func(lo, hi int)) { Ranges(n, parts, func(_, lo, hi int) { fn(lo, hi) }) }
+		},
+		"pool":                 func() func(int, func(lo, hi int)) { return ranges(Shared(), parts) },
+		"pool-for512K":         func() func(int, func(lo, hi int)) { return forGrain(Shared()) },
+		"pool-go-park":         func() func(int, func(lo, hi int)) { return ranges(pool(DefaultSpin, false), parts) },
+		"pool-go-park-for512K": func() func(int, func(lo, hi int)) { return forGrain(pool(DefaultSpin, false)) },
+		"pool-spin2ms":         func() func(int, func(lo, hi int)) { return ranges(pool(2*time.Millisecond, false), parts) },
+		"pool-spin2ms-8":       func() func(int, func(lo, hi int)) { return ranges(pool(2*time.Millisecond, false), 8) },
+	}
+	order := []string{"go", "pool", "pool-for512K", "pool-go-park", "pool-go-park-for512K", "pool-spin2ms", "pool-spin2ms-8"}
+	if len(names) == 0 {
+		names = order
+	}
+	var rs []widthRunner
+	for _, name := range names {
+		mk, ok := all[name]
+		if !ok {
+			panic(fmt.Sprintf("no width runner %q", name))
+		}
+		rs = append(rs, widthRunner{name: name, run: mk()})
+	}
+	return rs, func() {
+		for _, p := range pools {
+			p.Close()
+		}
 	}
 }
 
@@ -94,47 +113,33 @@ var widthWorks = []widthWork{
 	}},
 }
 
-// partRec is one traced part: the goroutine and thread that ran it and
-// its start and end after the fan-out's start.
+// partRec is one traced part: its range, the thread that ran it, and its
+// start and end after the fan-out's start.
 type partRec struct {
 	lo, hi     int
-	gid, tid   int
+	tid        int
 	start, end time.Duration
-}
-
-// goid returns the calling goroutine's id, parsed from its stack header
-// ("goroutine 18 [running]:"). Cost: about a microsecond; traced runs only.
-func goid() int {
-	var buf [64]byte
-	s := buf[:runtime.Stack(buf[:], false)]
-	s = s[len("goroutine "):]
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	id, _ := strconv.Atoi(string(s[:i]))
-	return id
 }
 
 // traceSummary is what the traced fan-outs of one case showed (medians
 // over the fan-outs).
 type traceSummary struct {
-	goroutines, threads float64 // distinct ones that ran parts
-	callerShare         float64 // fraction of the parts the caller ran
-	mostParts           float64 // parts the busiest goroutine ran
-	half, last          float64 // µs until half of the threads / the last thread started a part
-	parts               float64
+	threads     float64 // distinct threads that ran parts
+	callerShare float64 // fraction of the parts the caller's thread ran
+	mostParts   float64 // parts the busiest thread ran
+	half, last  float64 // µs until half of the threads / the last thread started a part
+	parts       float64
 }
 
-// summarize reduces the traced fan-outs recs (one slice per fan-out) run
-// by the goroutine caller.
-func summarize(recs [][]partRec, caller int) traceSummary {
-	var gs, ts, share, most, half, last, parts []float64
-	for _, rs := range recs {
-		byG := map[int]int{}
+// summarize reduces the traced fan-outs recs (one slice per fan-out, with
+// the caller's thread id in callers).
+func summarize(recs [][]partRec, callers []int) traceSummary {
+	var ts, share, most, half, last, parts []float64
+	for k, rs := range recs {
+		byT := map[int]int{}
 		firstByT := map[int]time.Duration{}
 		for _, r := range rs {
-			byG[r.gid]++
+			byT[r.tid]++
 			if f, ok := firstByT[r.tid]; !ok || r.start < f {
 				firstByT[r.tid] = r.start
 			}
@@ -145,18 +150,17 @@ func summarize(recs [][]partRec, caller int) traceSummary {
 		}
 		slices.Sort(firsts)
 		m := 0
-		for _, c := range byG {
+		for _, c := range byT {
 			m = max(m, c)
 		}
-		gs = append(gs, float64(len(byG)))
-		ts = append(ts, float64(len(firstByT)))
-		share = append(share, float64(byG[caller])/float64(len(rs)))
+		ts = append(ts, float64(len(byT)))
+		share = append(share, float64(byT[callers[k]])/float64(len(rs)))
 		most = append(most, float64(m))
 		half = append(half, us(firsts[(len(firsts)-1)/2]))
 		last = append(last, us(firsts[len(firsts)-1]))
 		parts = append(parts, float64(len(rs)))
 	}
-	return traceSummary{median(gs), median(ts), median(share), median(most), median(half), median(last), median(parts)}
+	return traceSummary{median(ts), median(share), median(most), median(half), median(last), median(parts)}
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
@@ -170,39 +174,57 @@ func median(v []float64) float64 {
 	return s[len(s)/2]
 }
 
-// BenchmarkPoolWidth times fan-outs of memory-bound work of 4, 20 and 80
-// MB (GB/s of the job's bytes: copy reads and writes each, scan reads
-// them) after idle gaps of 0, 50 µs, 300 µs and 2 ms, on each runner and
-// inline on the caller (the one-core floor), then traces as many fan-outs
-// again. Metrics: us-med (median fan-out), GB/s (from the median), and
-// from the traces threads and goroutines that ran parts, caller-share of
-// the parts, most-parts on one goroutine, half-us and last-us (when half
-// of the threads, and the last, started their first part). Run with
-// -test.benchtime Nx (N fan-outs timed, N traced); WARPKV_PAR_WIDTH_MB
-// (comma-separated) picks the sizes.
-func BenchmarkPoolWidth(b *testing.B) {
-	sizes := []int{4, 20, 80}
-	if s := os.Getenv("WARPKV_PAR_WIDTH_MB"); s != "" {
-		sizes = sizes[:0]
-		for f := range strings.SplitSeq(s, ",") {
-			v, err := strconv.Atoi(f)
-			if err != nil {
-				b.Fatalf("WARPKV_PAR_WIDTH_MB: %v", err)
-			}
-			sizes = append(sizes, v)
+// widthSizes returns the job sizes in MB: WARPKV_PAR_WIDTH_MB
+// (comma-separated; a size ending in "c" is cold: each fan-out works on
+// the next of 8 regions, so its data comes from DRAM, not the last-level
+// cache) or 4, 20, 80 and 80c.
+func widthSizes(b *testing.B) (mbs []int, cold []bool) {
+	spec := os.Getenv("WARPKV_PAR_WIDTH_MB")
+	if spec == "" {
+		spec = "4,20,80,80c"
+	}
+	for f := range strings.SplitSeq(spec, ",") {
+		c := strings.HasSuffix(f, "c")
+		v, err := strconv.Atoi(strings.TrimSuffix(f, "c"))
+		if err != nil || v <= 0 {
+			b.Fatalf("WARPKV_PAR_WIDTH_MB: %q is not a size in MB", f)
 		}
+		mbs, cold = append(mbs, v), append(cold, c)
+	}
+	return mbs, cold
+}
+
+// coldRegions is how many regions a cold size's fan-outs rotate over.
+const coldRegions = 8
+
+// BenchmarkPoolWidth times fan-outs of memory-bound work of 4, 20 and 80
+// MB (warm: the host's last-level cache can hold them) and 80 MB cold
+// (GB/s of the job's bytes: copy reads and writes each, scan reads them)
+// after idle gaps of 0, 50 µs, 300 µs and 2 ms, on each runner and inline
+// on the caller (the one-core floor), then traces as many fan-outs again.
+// Metrics: us-med (median fan-out), GB/s (from the median), and from the
+// traces threads that ran parts, caller-share of the parts, most-parts on
+// one thread, half-us and last-us (when half of the threads, and the
+// last, started their first part). Run with -test.benchtime Nx (N
+// fan-outs timed, N traced); WARPKV_PAR_WIDTH_MB picks the sizes and
+// WARPKV_PAR_WIDTH_RUNNERS (comma-separated) the runners.
+func BenchmarkPoolWidth(b *testing.B) {
+	mbs, colds := widthSizes(b)
+	var names []string
+	if s := os.Getenv("WARPKV_PAR_WIDTH_RUNNERS"); s != "" {
+		names = strings.Split(s, ",")
 	}
 	parts := runtime.GOMAXPROCS(0)
 	b.Logf("%s, GOMAXPROCS %d, NumCPU %d", runtime.Version(), parts, runtime.NumCPU())
-	runners := widthRunners(parts)
-	defer func() {
-		for _, r := range runners {
-			if r.close != nil {
-				r.close()
-			}
+	runners, closePools := widthRunners(parts, names)
+	defer closePools()
+	maxN := 0
+	for i, mb := range mbs {
+		if colds[i] {
+			mb *= coldRegions
 		}
-	}()
-	maxN := slices.Max(sizes) << 20 / 4
+		maxN = max(maxN, mb<<20/4)
+	}
 	src, dst := make([]uint32, maxN), make([]uint32, maxN)
 	for i := range src {
 		src[i] = uint32(i) * 16
@@ -211,24 +233,35 @@ func BenchmarkPoolWidth(b *testing.B) {
 	sink := make([]uint32, 1024)
 	gaps := []time.Duration{0, 50 * time.Microsecond, 300 * time.Microsecond, 2 * time.Millisecond}
 	for _, w := range widthWorks {
-		for _, mb := range sizes {
-			n := mb << 20 / 4
-			body := w.body(dst[:n], src[:n], sink)
+		for i, mb := range mbs {
+			n, cold := mb<<20/4, colds[i]
+			regions := 1
+			name := fmt.Sprintf("%dMB", mb)
+			if cold {
+				regions, name = coldRegions, name+"-cold"
+			}
+			bodies := make([]func(lo, hi int), regions)
+			for r := range regions {
+				bodies[r] = w.body(dst[r*n:(r+1)*n], src[r*n:(r+1)*n], sink)
+			}
 			bytes := float64(n * 4)
-			b.Run(fmt.Sprintf("%s/%dMB/inline", w.name, mb), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/%s/inline", w.name, name), func(b *testing.B) {
 				var ts []float64
+				k := 0
 				for b.Loop() {
 					t0 := time.Now()
-					body(0, n)
+					bodies[k%regions](0, n)
 					ts = append(ts, us(time.Since(t0)))
+					k++
 				}
 				report(b, ts, bytes)
 			})
 			for _, r := range runners {
 				for _, gap := range gaps {
-					b.Run(fmt.Sprintf("%s/%dMB/%s/gap=%v", w.name, mb, r.name, gap), func(b *testing.B) {
-						clear(dst[:n])
+					b.Run(fmt.Sprintf("%s/%s/%s/gap=%v", w.name, name, r.name, gap), func(b *testing.B) {
+						clear(dst[:regions*n])
 						var ts, gapSeen []float64
+						k := 0
 						for b.Loop() {
 							if gap > 0 {
 								g0 := time.Now()
@@ -236,22 +269,22 @@ func BenchmarkPoolWidth(b *testing.B) {
 								gapSeen = append(gapSeen, us(time.Since(g0)))
 							}
 							t0 := time.Now()
-							r.run(n, body)
+							r.run(n, bodies[k%regions])
 							ts = append(ts, us(time.Since(t0)))
+							k++
 						}
 						report(b, ts, bytes)
 						if gap > 0 {
 							b.ReportMetric(median(gapSeen), "gap-us")
 						}
-						if w.name == "copy" && !slices.Equal(dst[:n], src[:n]) {
+						if w.name == "copy" && !slices.Equal(dst[:min(k, regions)*n], src[:min(k, regions)*n]) {
 							b.Fatalf("%s: the copy differs from its source", r.name)
 						}
-						s, err := traceWidth(len(ts), gap, n, r, body)
+						s, err := traceWidth(len(ts), gap, n, r, bodies)
 						if err != nil {
 							b.Fatal(err)
 						}
 						b.ReportMetric(s.threads, "threads")
-						b.ReportMetric(s.goroutines, "goroutines")
 						b.ReportMetric(s.callerShare, "caller-share")
 						b.ReportMetric(s.mostParts, "most-parts")
 						b.ReportMetric(s.parts, "parts")
@@ -264,20 +297,22 @@ func BenchmarkPoolWidth(b *testing.B) {
 	}
 }
 
-// traceWidth runs reps traced fan-outs of body over [0, n) on r, each
-// after gap, and summarizes them.
-func traceWidth(reps int, gap time.Duration, n int, r widthRunner, body func(lo, hi int)) (traceSummary, error) {
-	caller := goid()
+// traceWidth runs reps traced fan-outs over [0, n) on r, each after gap
+// and each on the next of bodies, and summarizes them.
+func traceWidth(reps int, gap time.Duration, n int, r widthRunner, bodies []func(lo, hi int)) (traceSummary, error) {
 	var recs [][]partRec
-	for range reps {
+	var callers []int
+	for k := range reps {
 		var mu sync.Mutex
 		var rs []partRec
 		if gap > 0 {
 			time.Sleep(gap)
 		}
+		body := bodies[k%len(bodies)]
+		callers = append(callers, syscall.Gettid())
 		t0 := time.Now()
 		r.run(n, func(lo, hi int) {
-			rec := partRec{lo: lo, hi: hi, gid: goid(), tid: syscall.Gettid(), start: time.Since(t0)}
+			rec := partRec{lo: lo, hi: hi, tid: syscall.Gettid(), start: time.Since(t0)}
 			body(lo, hi)
 			rec.end = time.Since(t0)
 			mu.Lock()
@@ -289,7 +324,7 @@ func traceWidth(reps int, gap time.Duration, n int, r widthRunner, body func(lo,
 		}
 		recs = append(recs, rs)
 	}
-	return summarize(recs, caller), nil
+	return summarize(recs, callers), nil
 }
 
 // coversOnce checks that the parts rs cut [0, n) exactly.
