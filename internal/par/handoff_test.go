@@ -20,15 +20,15 @@ import (
 // runtime's monitor takes them back.
 func BenchmarkPoolHandoff(b *testing.B) {
 	kinds := []struct {
-		name   string
-		osPark bool
-	}{{"go-park", false}, {"os-park", true}}
+		name string
+		park parking
+	}{{"go-park", parkGo}, {"kernel-park", parkKernel}, {"kernel-park-one-go", parkKernelOneGo}}
 	parts := runtime.GOMAXPROCS(0)
 	data := make([]uint64, parts*4096)
 	for _, k := range kinds {
 		for _, gap := range []time.Duration{100 * time.Microsecond, time.Millisecond, 5 * time.Millisecond, 30 * time.Millisecond} {
 			b.Run(fmt.Sprintf("%s/gap=%v", k.name, gap), func(b *testing.B) {
-				p := newPool(0, DefaultSpin, k.osPark)
+				p := newPool(0, DefaultSpin, k.park)
 				defer p.Close()
 				wake := make(chan time.Time)
 				var ran atomic.Int64 // ns the goroutine waited, +1 (0: not yet)

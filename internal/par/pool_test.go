@@ -9,16 +9,19 @@ import (
 
 // pools are the pools every Pool test runs against: one that spins, one
 // that parks at once (every job wakes it), one of a single helper, the
-// default, and the first two parked in Go's scheduler instead of the
-// kernel (the same where the system has no futexes).
+// default (all but one worker parked in the kernel where the system has
+// futexes), and the first two with every worker parked in Go's scheduler
+// and in the kernel.
 func pools(t testing.TB) map[string]*Pool {
 	ps := map[string]*Pool{
 		"spin":    NewPool(3, time.Millisecond),
 		"park":    NewPool(3, 0),
 		"single":  NewPool(1, time.Millisecond),
 		"default": NewPool(0, DefaultSpin),
-		"go-park": newPool(3, 0, false),
-		"go-spin": newPool(3, time.Millisecond, false),
+		"go-park": newPool(3, 0, parkGo),
+		"go-spin": newPool(3, time.Millisecond, parkGo),
+		"k-park":  newPool(3, 0, parkKernel),
+		"k-spin":  newPool(3, time.Millisecond, parkKernel),
 	}
 	t.Cleanup(func() {
 		for _, p := range ps {
@@ -103,17 +106,17 @@ func TestPoolNestedAndConcurrentCalls(t *testing.T) {
 // spin window a job still runs every part (the workers are woken or the
 // caller runs them), and Close returns.
 func TestPoolWorkersPark(t *testing.T) {
-	for _, osPark := range []bool{false, true} {
-		t.Run(fmt.Sprintf("osPark=%v", osPark), func(t *testing.T) { testPoolWorkersPark(t, osPark) })
+	for _, park := range []parking{parkGo, parkKernel, parkKernelOneGo} {
+		t.Run(fmt.Sprintf("parking=%d", park), func(t *testing.T) { testPoolWorkersPark(t, park) })
 	}
 }
 
-func testPoolWorkersPark(t *testing.T, osPark bool) {
-	p := newPool(2, 50*time.Microsecond, osPark)
+func testPoolWorkersPark(t *testing.T, park parking) {
+	p := newPool(2, 50*time.Microsecond, park)
 	p.Do(4, func(int) {})
-	for wait := time.Now().Add(time.Second); p.sleepers.Load() != 2; time.Sleep(time.Millisecond) {
+	for wait := time.Now().Add(time.Second); p.parked() != 2; time.Sleep(time.Millisecond) {
 		if time.Now().After(wait) {
-			t.Fatalf("%d of 2 workers parked a second after the spin window", p.sleepers.Load())
+			t.Fatalf("%d of 2 workers parked a second after the spin window", p.parked())
 		}
 	}
 	var n atomic.Int32
