@@ -15,10 +15,9 @@ import (
 // blocked on a channel (as a GPU call starts the goroutine that queues its
 // chunks beside the packing) and stays busy; the metric is how long the
 // goroutine waited to run (its median, 90th percentile and worst of the
-// runs). Workers
-// parked in Go's scheduler leave their Ps idle, so any wake-up finds one;
-// workers parked in the kernel hold their Ps in a system call until the
-// runtime's monitor takes them back.
+// runs). Workers parked in Go's scheduler leave their Ps idle, so any
+// wake-up finds one; workers parked in the kernel hold their Ps in a
+// system call until the runtime's monitor takes them back.
 func BenchmarkPoolHandoff(b *testing.B) {
 	kinds := []struct {
 		name string
