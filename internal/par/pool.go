@@ -15,14 +15,15 @@ import (
 // fan-out; a Pool's workers instead spin for a while after each job
 // (yielding their thread every yieldEvery) and only then park, so a job that
 // follows within the spin window starts on every worker at once. On Linux
-// all but one park in the kernel (a futex), each on its own thread, and a
-// job wakes them with one system call: Go's scheduler wakes parked
+// they park in the kernel (a futex), each on its own thread, and a job
+// wakes them all with one system call: Go's scheduler wakes parked
 // goroutines' threads one after another (each woken thread wakes the
 // next), which on a 16-core host ran a 4-20 MB job after the spin window
 // on half of the workers at half the rate (BENCHMARKS.md, branch parw). A
 // worker parked in the kernel keeps its P in the system call until the
-// runtime's monitor takes it back for a waiting goroutine, so one worker
-// parks in Go's scheduler and leaves its P free.
+// runtime's monitor takes it back for a waiting goroutine (at its next
+// tick when no P is idle, else after 10 ms): a goroutine readied right
+// after the workers park may wait for that tick (up to milliseconds).
 //
 // A job's parts are taken dynamically by the caller and the workers, so
 // parts must not wait on one another (no barriers or channels between
@@ -66,8 +67,12 @@ const (
 	parkKernelOneGo
 )
 
-// defaultParking is NewPool's parking (where the system has futexes).
-const defaultParking = parkKernelOneGo
+// defaultParking is NewPool's parking (where the system has futexes):
+// parkKernel made the GPU engines' calls from Go memory 2-20% faster;
+// parkKernelOneGo, which bounds the wait of other goroutines, did not
+// keep those gains in the one round that measured it (BENCHMARKS.md,
+// branch parw).
+const defaultParking = parkKernel
 
 // poolJob is one fan-out: parts fn(0..parts-1), taken through next, at
 // most limit workers (the caller included) joining it.

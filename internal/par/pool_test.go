@@ -9,19 +9,19 @@ import (
 
 // pools are the pools every Pool test runs against: one that spins, one
 // that parks at once (every job wakes it), one of a single helper, the
-// default (all but one worker parked in the kernel where the system has
-// futexes), and the first two with every worker parked in Go's scheduler
-// and in the kernel.
+// default (parked in the kernel where the system has futexes), and the
+// first two with every worker parked in Go's scheduler and with all but
+// one parked in the kernel.
 func pools(t testing.TB) map[string]*Pool {
 	ps := map[string]*Pool{
-		"spin":    NewPool(3, time.Millisecond),
-		"park":    NewPool(3, 0),
-		"single":  NewPool(1, time.Millisecond),
-		"default": NewPool(0, DefaultSpin),
-		"go-park": newPool(3, 0, parkGo),
-		"go-spin": newPool(3, time.Millisecond, parkGo),
-		"k-park":  newPool(3, 0, parkKernel),
-		"k-spin":  newPool(3, time.Millisecond, parkKernel),
+		"spin":        NewPool(3, time.Millisecond),
+		"park":        NewPool(3, 0),
+		"single":      NewPool(1, time.Millisecond),
+		"default":     NewPool(0, DefaultSpin),
+		"go-park":     newPool(3, 0, parkGo),
+		"go-spin":     newPool(3, time.Millisecond, parkGo),
+		"one-go-park": newPool(3, 0, parkKernelOneGo),
+		"one-go-spin": newPool(3, time.Millisecond, parkKernelOneGo),
 	}
 	t.Cleanup(func() {
 		for _, p := range ps {

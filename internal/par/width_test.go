@@ -20,8 +20,8 @@ import (
 // on new goroutines (the package's Ranges), on the Shared pool (Ranges as
 // the batch checks call it, For in 512 KiB pieces as the pipelines' copies
 // call it), on the same pool with every worker parked in Go's scheduler
-// (main's pool before branch parw) or in the kernel, and on pools that
-// spin longer, after
+// (main's pool before branch parw), in the kernel (the default) or all
+// but one in the kernel, and on pools that spin longer, after
 // idle gaps that leave a pool's workers spinning (0, 50 µs) or parked
 // (300 µs, 2 ms).
 //
@@ -66,10 +66,11 @@ func widthRunners(parts int, names []string) ([]widthRunner, func()) {
 		"pool-go-park":         func() func(int, func(lo, hi int)) { return ranges(pool(DefaultSpin, parkGo), parts) },
 		"pool-go-park-for512K": func() func(int, func(lo, hi int)) { return forGrain(pool(DefaultSpin, parkGo)) },
 		"pool-kernel-park":     func() func(int, func(lo, hi int)) { return ranges(pool(DefaultSpin, parkKernel), parts) },
+		"pool-one-go":          func() func(int, func(lo, hi int)) { return ranges(pool(DefaultSpin, parkKernelOneGo), parts) },
 		"pool-spin2ms":         func() func(int, func(lo, hi int)) { return ranges(pool(2*time.Millisecond, parkGo), parts) },
 		"pool-spin2ms-8":       func() func(int, func(lo, hi int)) { return ranges(pool(2*time.Millisecond, parkGo), 8) },
 	}
-	order := []string{"go", "pool", "pool-for512K", "pool-go-park", "pool-go-park-for512K", "pool-kernel-park", "pool-spin2ms", "pool-spin2ms-8"}
+	order := []string{"go", "pool", "pool-for512K", "pool-go-park", "pool-go-park-for512K", "pool-kernel-park", "pool-one-go", "pool-spin2ms", "pool-spin2ms-8"}
 	if len(names) == 0 {
 		names = order
 	}
