@@ -23,9 +23,9 @@ func futexWait(w *atomic.Uint32, v uint32) {
 	syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWaitPrivate, uintptr(v), 0, 0, 0)
 }
 
-// futexWake wakes every thread blocked in futexWait on w at once (the
-// kernel wakes each on its own CPU). Cost: one system call, about a
-// microsecond per thread woken.
+// futexWake wakes every thread blocked in futexWait on w with one call:
+// the kernel readies each on its own CPU, where Go's scheduler starts one
+// idle thread after another. Cost: one system call.
 func futexWake(w *atomic.Uint32) {
 	syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWakePrivate, uintptr(1<<31-1), 0, 0, 0)
 }
