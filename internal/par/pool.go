@@ -14,7 +14,16 @@ import (
 // runtime's idle threads one after another costs tens of microseconds per
 // fan-out; a Pool's workers instead spin for a while after each job
 // (yielding their thread every yieldEvery) and only then park, so a job that
-// follows within the spin window starts on every worker at once.
+// follows within the spin window starts on every worker at once. On Linux
+// they park in the kernel (a futex), each on its own thread, and a job
+// wakes them all with one system call: Go's scheduler wakes parked
+// goroutines' threads one after another (each woken thread wakes the
+// next), which on a 16-core host ran a 4-20 MB job after the spin window
+// on half of the workers at half the rate (BENCHMARKS.md, branch parw). A
+// worker parked in the kernel keeps its P in the system call until the
+// runtime's monitor takes it back for a waiting goroutine (at its next
+// tick when no P is idle, else after 10 ms): a goroutine readied right
+// after the workers park may wait for that tick (up to milliseconds).
 //
 // A job's parts are taken dynamically by the caller and the workers, so
 // parts must not wait on one another (no barriers or channels between
@@ -32,11 +41,38 @@ type Pool struct {
 	job  atomic.Pointer[poolJob] // the latest job
 	stop atomic.Bool
 
-	mu       sync.Mutex // guards parking
-	wake     *sync.Cond
-	sleepers atomic.Int32
-	exited   sync.WaitGroup
+	park    parking
+	mu      sync.Mutex // guards parking in Go's scheduler
+	wake    *sync.Cond
+	goSlept atomic.Int32  // workers parked on wake
+	seq     atomic.Uint32 // the futex word: bumped before every futexWake
+	kSlept  atomic.Int32  // workers parked in futexWait on seq
+	exited  sync.WaitGroup
 }
+
+// parking is where a Pool's idle workers park after their spin.
+type parking int
+
+const (
+	// parkGo parks every worker on a condition variable: Go's scheduler
+	// wakes their threads one after another.
+	parkGo parking = iota
+	// parkKernel parks every worker in the kernel (a futex): one system
+	// call wakes them all, but each keeps its P in the call until the
+	// runtime's monitor takes it back for other goroutines.
+	parkKernel
+	// parkKernelOneGo parks one worker in Go's scheduler and the others
+	// in the kernel: the one's P stays free for other goroutines while
+	// the pool is idle, and it joins a job a thread wake-up late.
+	parkKernelOneGo
+)
+
+// defaultParking is NewPool's parking (where the system has futexes):
+// parkKernel made the GPU engines' calls from Go memory 2-20% faster;
+// parkKernelOneGo, which bounds the wait of other goroutines, did not
+// keep those gains in the one round that measured it (BENCHMARKS.md,
+// branch parw).
+const defaultParking = parkKernel
 
 // poolJob is one fan-out: parts fn(0..parts-1), taken through next, at
 // most limit workers (the caller included) joining it.
@@ -56,17 +92,26 @@ type poolJob struct {
 const DefaultSpin = 200 * time.Microsecond
 
 // NewPool starts workers helper goroutines (<= 0: GOMAXPROCS-1, at least
-// one) that spin for spin after each job before parking. Close stops
-// them. Cost: the goroutines; no CPU while parked.
-func NewPool(workers int, spin time.Duration) *Pool {
+// one) that spin for spin after each job before parking (in the kernel
+// where the system has futexes). Close stops them. Cost: the goroutines;
+// no CPU while parked.
+func NewPool(workers int, spin time.Duration) *Pool { return newPool(workers, spin, defaultParking) }
+
+// newPool is NewPool with the parking chosen (the kernel's where the
+// system has no futexes falls back to Go's scheduler).
+func newPool(workers int, spin time.Duration, park parking) *Pool {
 	if workers <= 0 {
 		workers = max(1, runtime.GOMAXPROCS(0)-1)
 	}
-	p := &Pool{workers: workers, spin: spin}
+	if !osParkSupported {
+		park = parkGo
+	}
+	p := &Pool{workers: workers, spin: spin, park: park}
 	p.wake = sync.NewCond(&p.mu)
 	p.exited.Add(workers)
-	for range workers {
-		go p.work(0) // the generation now: a job or Close before the goroutine runs still wakes it
+	for i := range workers {
+		kernel := park == parkKernel || park == parkKernelOneGo && i > 0
+		go p.work(0, kernel) // the generation now: a job or Close before the goroutine runs still wakes it
 	}
 	return p
 }
@@ -95,9 +140,7 @@ func (p *Pool) Workers() int { return p.workers + 1 }
 func (p *Pool) Close() {
 	p.stop.Store(true)
 	p.gen.Add(1)
-	p.mu.Lock()
-	p.wake.Broadcast()
-	p.mu.Unlock()
+	p.wakeAll()
 	p.exited.Wait()
 }
 
@@ -146,11 +189,7 @@ func (p *Pool) run(parts, limit int, fn func(i int)) {
 	j.joined.Store(1) // the caller
 	p.job.Store(j)
 	p.gen.Add(1)
-	if p.sleepers.Load() > 0 {
-		p.mu.Lock()
-		p.wake.Broadcast()
-		p.mu.Unlock()
-	}
+	p.wakeAll()
 	j.help()
 	var y yielder
 	for j.done.Load() < j.parts {
@@ -214,10 +253,10 @@ func (j *poolJob) help() {
 
 // work is a worker: wait for a generation after seen, join its job if it
 // has room, repeat until Close.
-func (p *Pool) work(seen uint64) {
+func (p *Pool) work(seen uint64, kernel bool) {
 	defer p.exited.Done()
 	for {
-		seen = p.await(seen)
+		seen = p.await(seen, kernel)
 		if p.stop.Load() {
 			return
 		}
@@ -229,8 +268,9 @@ func (p *Pool) work(seen uint64) {
 }
 
 // await returns the generation once it differs from seen: spinning for
-// p.spin (yielding the thread every yieldEvery), then parked.
-func (p *Pool) await(seen uint64) uint64 {
+// p.spin (yielding the thread every yieldEvery), then parked in the kernel
+// or in Go's scheduler (wakeAll wakes it).
+func (p *Pool) await(seen uint64, kernel bool) uint64 {
 	deadline := time.Now().Add(p.spin)
 	var y yielder
 	for {
@@ -241,14 +281,45 @@ func (p *Pool) await(seen uint64) uint64 {
 			break
 		}
 	}
+	if kernel {
+		p.kSlept.Add(1)
+		defer p.kSlept.Add(-1)
+		// Read the futex word before the generation: a job published
+		// after the read bumps the word, so futexWait returns at once.
+		for {
+			s := p.seq.Load()
+			if g := p.gen.Load(); g != seen {
+				return g
+			}
+			futexWait(&p.seq, s)
+		}
+	}
+	p.goSlept.Add(1)
+	defer p.goSlept.Add(-1)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.sleepers.Add(1)
-	defer p.sleepers.Add(-1)
 	for {
 		if g := p.gen.Load(); g != seen {
 			return g
 		}
 		p.wake.Wait()
+	}
+}
+
+// parked returns how many workers are parked.
+func (p *Pool) parked() int { return int(p.kSlept.Load() + p.goSlept.Load()) }
+
+// wakeAll wakes the parked workers, after a new generation is published:
+// a worker that counted itself parked after the generation's load sees
+// the new one before it parks. Cost: nothing when none is parked.
+func (p *Pool) wakeAll() {
+	if p.kSlept.Load() > 0 {
+		p.seq.Add(1)
+		futexWake(&p.seq)
+	}
+	if p.goSlept.Load() > 0 {
+		p.mu.Lock()
+		p.wake.Broadcast()
+		p.mu.Unlock()
 	}
 }

@@ -1,19 +1,27 @@
 package par
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
 // pools are the pools every Pool test runs against: one that spins, one
-// that parks at once (every job wakes it), one of a single helper.
+// that parks at once (every job wakes it), one of a single helper, the
+// default (parked in the kernel where the system has futexes), and the
+// first two with every worker parked in Go's scheduler and with all but
+// one parked in the kernel.
 func pools(t testing.TB) map[string]*Pool {
 	ps := map[string]*Pool{
-		"spin":    NewPool(3, time.Millisecond),
-		"park":    NewPool(3, 0),
-		"single":  NewPool(1, time.Millisecond),
-		"default": NewPool(0, DefaultSpin),
+		"spin":        NewPool(3, time.Millisecond),
+		"park":        NewPool(3, 0),
+		"single":      NewPool(1, time.Millisecond),
+		"default":     NewPool(0, DefaultSpin),
+		"go-park":     newPool(3, 0, parkGo),
+		"go-spin":     newPool(3, time.Millisecond, parkGo),
+		"one-go-park": newPool(3, 0, parkKernelOneGo),
+		"one-go-spin": newPool(3, time.Millisecond, parkKernelOneGo),
 	}
 	t.Cleanup(func() {
 		for _, p := range ps {
@@ -98,11 +106,17 @@ func TestPoolNestedAndConcurrentCalls(t *testing.T) {
 // spin window a job still runs every part (the workers are woken or the
 // caller runs them), and Close returns.
 func TestPoolWorkersPark(t *testing.T) {
-	p := NewPool(2, 50*time.Microsecond)
+	for _, park := range []parking{parkGo, parkKernel, parkKernelOneGo} {
+		t.Run(fmt.Sprintf("parking=%d", park), func(t *testing.T) { testPoolWorkersPark(t, park) })
+	}
+}
+
+func testPoolWorkersPark(t *testing.T, park parking) {
+	p := newPool(2, 50*time.Microsecond, park)
 	p.Do(4, func(int) {})
-	for wait := time.Now().Add(time.Second); p.sleepers.Load() != 2; time.Sleep(time.Millisecond) {
+	for wait := time.Now().Add(time.Second); p.parked() != 2; time.Sleep(time.Millisecond) {
 		if time.Now().After(wait) {
-			t.Fatalf("%d of 2 workers parked a second after the spin window", p.sleepers.Load())
+			t.Fatalf("%d of 2 workers parked a second after the spin window", p.parked())
 		}
 	}
 	var n atomic.Int32
