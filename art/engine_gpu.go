@@ -124,6 +124,9 @@ type gpuEngine struct {
 	// bu uploads structural batches: keys in parts beside the sort,
 	// values beside the work (sort_parts_gpu.go).
 	bu batchUpload
+	// hint is the facade's word on the lengths of the batch under way
+	// (Tree.hint; set and cleared under the facade's write lock).
+	hint lengthHint
 
 	// nw are the node round's write knobs (round_write_gpu.go).
 	nw nodeWrite

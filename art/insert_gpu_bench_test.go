@@ -77,7 +77,8 @@ func randomKeys(from, n int) (Keys, []uint64) {
 // the clock starts; ms-after-clock: the host's end of the call after it
 // stops), and logs how long the frees beside the call ran past its
 // return and how long the batch's check takes alone once more after the
-// runs (the keys in cache, the workers spinning). tree=16Mi: stepsKeys, 16Mi keys; tree=100M: bench art's keys
+// runs (the keys in cache, the workers spinning), and traces that pass
+// part by part right after a build on each fan-out (traceCheck). tree=16Mi: stepsKeys, 16Mi keys; tree=100M: bench art's keys
 // and tree (its "insert 10M, 16 B keys, in 100M"), as the engine runs by
 // default (pools grown in place where the device has VMM:
 // pool_vmm_gpu.go; the pools grown ahead: growAhead; the keys in two parts beside
@@ -158,6 +159,16 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 				lb, call, frees, engine.FormatSteps(steps), pools)
 			if tr.Len() != c.tree+stepsBatchKeys {
 				b.Fatalf("%d keys after the insert, want %d", tr.Len(), c.tree+stepsBatchKeys)
+			}
+			// The check's pass where the call makes it (right after a
+			// build), traced part by part on each fan-out.
+			parts := par.Parts(ik.Len(), checkMinPart, 0)
+			for _, f := range checkFanOuts[:2] {
+				if err := tr.BuildKeys(tk, tv); err != nil {
+					b.Fatal(err)
+				}
+				b.Logf("the check's pass right after a build, fan=%s:\n%s", f.name,
+					traceCheck(f.run, ik.Offs, parts, ik.Offs[1]-ik.Offs[0]))
 			}
 		})
 	}

@@ -105,13 +105,15 @@ func (t *Tree) Build(keys [][]byte, values []uint64) error { return t.BuildKeys(
 
 // BuildKeys is Build of a packed batch.
 func (t *Tree) BuildKeys(kb Keys, values []uint64) error {
-	if err := kb.check("build", values, true); err != nil {
+	sc, err := kb.checkScan("build", values, true)
+	if err != nil {
 		return err
 	}
 	if _, err := engine.Lock(&t.Facade, "build"); err != nil {
 		return err
 	}
 	defer engine.Unlock(&t.Facade)
+	defer t.hint(kb, sc)()
 	if err := t.eng.build(kb, values); err != nil {
 		return fmt.Errorf("art: build: %w", err)
 	}
@@ -129,14 +131,30 @@ func (t *Tree) Insert(keys [][]byte, values []uint64) error { return t.InsertKey
 
 // InsertKeys is Insert of a packed batch.
 func (t *Tree) InsertKeys(kb Keys, values []uint64) error {
-	if err := kb.check("insert", values, true); err != nil {
+	sc, err := kb.checkScan("insert", values, true)
+	if err != nil {
 		return err
 	}
 	if _, err := engine.Lock(&t.Facade, "insert"); err != nil {
 		return err
 	}
 	defer engine.Unlock(&t.Facade)
+	defer t.hint(kb, sc)()
 	return t.insertLocked(kb, values)
+}
+
+// hint tells a GPU engine what the check of kb learned of its keys'
+// lengths (sc), for the batch call under way, so that the engine does not
+// read the offsets again (lengthHint); the returned function clears it,
+// for the deferred end of the call. Under the facade's write lock. Cost:
+// O(1).
+func (t *Tree) hint(kb Keys, sc offsetsScan) func() {
+	g, ok := t.eng.(*gpuEngine)
+	if !ok {
+		return func() {}
+	}
+	g.hint = newLengthHint(kb, sc)
+	return func() { g.hint = lengthHint{} }
 }
 
 // insertLocked is InsertKeys of a checked batch under the write lock.
@@ -263,13 +281,15 @@ func (t *Tree) Delete(keys [][]byte) (int, error) { return t.DeleteKeys(Pack(key
 
 // DeleteKeys is Delete of a packed batch.
 func (t *Tree) DeleteKeys(kb Keys) (int, error) {
-	if err := kb.check("delete", nil, false); err != nil {
+	sc, err := kb.checkScan("delete", nil, false)
+	if err != nil {
 		return 0, err
 	}
 	if _, err := engine.Lock(&t.Facade, "delete"); err != nil {
 		return 0, err
 	}
 	defer engine.Unlock(&t.Facade)
+	defer t.hint(kb, sc)()
 	return t.deleteLocked(kb)
 }
 

@@ -1,0 +1,106 @@
+package art
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestGPUBadBatchLeavesTreeUnchanged builds, inserts and deletes batches
+// with bad offsets (a key whose end is before its start, offsets past the
+// data, a key longer than MaxKeyLen) into trees of 5000 keys, on the GPU
+// engine (keys in two parts: the path whose offsets the check's pass
+// describes, lengthHint) and the CPU engine: each call must fail with the
+// error that names the batch's first bad key, and leave each tree's keys
+// and layout as they were, word for word. A batch of one length but for
+// one key, which is good, then inserts as on the CPU engine.
+func TestGPUBadBatchLeavesTreeUnchanged(t *testing.T) {
+	gt, ct, g := gpuAndCPU(t)
+	g.bu.partsMin = 2
+	rng := rand.New(rand.NewPCG(29, 11))
+	base := Pack(partKeys(rng, 5000, 16, 0))
+	for _, tr := range []*Tree{gt, ct} {
+		if err := tr.BuildKeys(base, seqVals(base.Len(), 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// corrupt returns a copy of a fresh batch of n 16-byte keys with key
+	// i spoiled in one of the ways.
+	corrupt := func(how string, n, i int) Keys {
+		kb := Pack(partKeys(rng, n, 16, 0))
+		kb.Offs = slices.Clone(kb.Offs)
+		switch how {
+		case "decreasing":
+			kb.Offs[i+1] = kb.Offs[i] - 3
+		case "past the data":
+			kb.Offs[i+1] = uint32(len(kb.Data)) + 5
+		case "too long":
+			kb.Data = make([]byte, len(kb.Data)+MaxKeyLen)
+			for j := i + 1; j < len(kb.Offs); j++ {
+				kb.Offs[j] += MaxKeyLen
+			}
+		case "good, one key longer":
+			kb.Data = append(kb.Data, 0)
+			for j := i + 1; j < len(kb.Offs); j++ {
+				kb.Offs[j]++
+			}
+		}
+		return kb
+	}
+	snap := func(tr *Tree) *store {
+		s, err := tr.eng.snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	for _, how := range []string{"decreasing", "past the data", "too long", "good, one key longer"} {
+		for _, op := range []string{"build", "insert", "delete"} {
+			n := 3000
+			i := rng.IntN(n)
+			kb := corrupt(how, n, i)
+			vals := seqVals(n, 10_000)
+			call := map[string]func(tr *Tree) error{
+				"build":  func(tr *Tree) error { return tr.BuildKeys(kb, vals) },
+				"insert": func(tr *Tree) error { return tr.InsertKeys(kb, vals) },
+				"delete": func(tr *Tree) error { _, err := tr.DeleteKeys(kb); return err },
+			}[op]
+			what := fmt.Sprintf("%s of %d keys, key %d %s", op, n, i, how)
+			good := how == "good, one key longer"
+			if good && op != "insert" {
+				continue
+			}
+			want := kb.firstBad(op)
+			if (want == nil) != good {
+				t.Fatalf("%s: the sequential check says %v", what, want)
+			}
+			beforeG, beforeC := snap(gt), snap(ct)
+			lenG, lenC := gt.Len(), ct.Len()
+			errG, errC := call(gt), call(ct)
+			if good {
+				if errG != nil || errC != nil {
+					t.Fatalf("%s: gpu %v, cpu %v", what, errG, errC)
+				}
+				if err := equalStores(snap(ct), snap(gt)); err != nil {
+					t.Fatalf("%s: layouts differ (cpu, gpu): %v", what, err)
+				}
+				continue
+			}
+			for name, err := range map[string]error{"gpu": errG, "cpu": errC} {
+				if err == nil || err.Error() != want.Error() {
+					t.Fatalf("%s: %s engine says %v, want %v", what, name, err, want)
+				}
+			}
+			if gt.Len() != lenG || ct.Len() != lenC {
+				t.Fatalf("%s: %d and %d keys after the failed call, %d and %d before", what, gt.Len(), ct.Len(), lenG, lenC)
+			}
+			if err := equalStores(beforeG, snap(gt)); err != nil {
+				t.Fatalf("%s: the gpu tree changed: %v", what, err)
+			}
+			if err := equalStores(beforeC, snap(ct)); err != nil {
+				t.Fatalf("%s: the cpu tree changed: %v", what, err)
+			}
+		}
+	}
+}
