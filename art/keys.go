@@ -124,29 +124,24 @@ func (k Keys) checkScan(op string, values []uint64, withValues bool) (sc offsets
 	return offsetsScan{}, k.firstBad(op)
 }
 
-// checkMinPart is the fewest keys one goroutine of offsetsOK checks.
+// checkMinPart is the fewest keys one goroutine of scanOffsets checks.
 const checkMinPart = 1 << 16
 
-// offsetsOK's shift by 16 holds only for MaxKeyLen = 2^16 - 1.
+// offsetsPart's shift by 16 holds only for MaxKeyLen = 2^16 - 1.
 var _ [MaxKeyLen - (1<<16 - 1)]struct{}
 var _ [(1<<16 - 1) - MaxKeyLen]struct{}
 
-// offsetsOK reports whether every key of offs (offsets of len(offs)-1
-// keys) ends at or after its start and is at most MaxKeyLen bytes: the
-// offsets then rise, so the last one bounds them all. workers <= 0 means
-// GOMAXPROCS. Cost: scanOffsets.
-func offsetsOK(offs []uint32, workers int) bool { return scanOffsets(offs, workers).ok }
-
 // offsetsScan is what one pass over a batch's offsets learns: ok when
-// every key ends at or after its start and is at most MaxKeyLen bytes;
-// one when, besides, every key is l bytes and the first starts at 0.
+// every key ends at or after its start and is at most MaxKeyLen bytes (the
+// offsets then rise, so the last one bounds them all); one when, besides, every key is l bytes and the first starts at 0.
 type offsetsScan struct {
 	ok, one bool
 	l       uint32
 }
 
-// scanOffsets makes offsetsOK's pass over offs, and learns on the way
-// whether every key has the first one's length (offsetsScan). workers <= 0
+// scanOffsets checks the keys of offs (offsets of len(offs)-1 keys) and
+// learns on the way whether every key has the first one's length
+// (offsetsScan). workers <= 0
 // means GOMAXPROCS. Cost: one read of offs, split over that many new
 // goroutines (par.Ranges); new goroutines, not par.Shared's workers,
 // because a 40 MB scan measured at one core's rate on those (ains8, ains9).

@@ -10,7 +10,7 @@ import (
 	"unsafe"
 )
 
-// checkSequential is the plain check offsetsOK and firstBad stand for:
+// checkSequential is the plain check scanOffsets and firstBad stand for:
 // the first bad key in order, or nil.
 func checkSequential(k Keys, op string) error { return k.firstBad(op) }
 
