@@ -3,18 +3,21 @@ package art
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
+	"strings"
 	"testing"
 )
 
 // TestGPUBadBatchLeavesTreeUnchanged builds, inserts and deletes batches
 // with bad offsets (a key whose end is before its start, offsets past the
 // data, a key longer than MaxKeyLen) into trees of 5000 keys, on the GPU
-// engine (keys in two parts: the path whose offsets the check's pass
-// describes, lengthHint) and the CPU engine: each call must fail with the
-// error that names the batch's first bad key, and leave each tree's keys
-// and layout as they were, word for word. A batch of one length but for
-// one key, which is good, then inserts as on the CPU engine.
+// engine (keys in two parts) and the CPU engine: each call must fail with
+// the error that names the batch's first bad key, and leave each tree's
+// keys and layout as they were, word for word. Most bad batches keep the
+// ends of a batch of one length, so that the GPU engine's insert checks
+// them beside its work (check_later_gpu.go) and fails before the node
+// round; "too long, all after" moves the ends (checked before the call).
+// Good batches whose ends say one length but whose keys have two, and
+// batches of one length, then insert as on the CPU engine.
 func TestGPUBadBatchLeavesTreeUnchanged(t *testing.T) {
 	gt, ct, g := gpuAndCPU(t)
 	g.bu.partsMin = 2
@@ -25,26 +28,25 @@ func TestGPUBadBatchLeavesTreeUnchanged(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// corrupt returns a copy of a fresh batch of n 16-byte keys with key
-	// i spoiled in one of the ways.
+	// corrupt returns a fresh batch of n 16-byte keys with key i spoiled
+	// in one of the ways (1 <= i < n-1, i+1 not n/2: the ends stay).
 	corrupt := func(how string, n, i int) Keys {
 		kb := Pack(partKeys(rng, n, 16, 0))
-		kb.Offs = slices.Clone(kb.Offs)
 		switch how {
 		case "decreasing":
 			kb.Offs[i+1] = kb.Offs[i] - 3
 		case "past the data":
 			kb.Offs[i+1] = uint32(len(kb.Data)) + 5
 		case "too long":
-			kb.Data = make([]byte, len(kb.Data)+MaxKeyLen)
+			kb.Data = append(kb.Data, make([]byte, MaxKeyLen+1)...)
+			kb.Offs[i+1] = kb.Offs[i] + MaxKeyLen + 1
+		case "too long, all after":
+			kb.Data = append(kb.Data, make([]byte, MaxKeyLen)...)
 			for j := i + 1; j < len(kb.Offs); j++ {
 				kb.Offs[j] += MaxKeyLen
 			}
-		case "good, one key longer":
-			kb.Data = append(kb.Data, 0)
-			for j := i + 1; j < len(kb.Offs); j++ {
-				kb.Offs[j]++
-			}
+		case "good, two lengths":
+			kb.Offs[i+1]++
 		}
 		return kb
 	}
@@ -55,10 +57,13 @@ func TestGPUBadBatchLeavesTreeUnchanged(t *testing.T) {
 		}
 		return s
 	}
-	for _, how := range []string{"decreasing", "past the data", "too long", "good, one key longer"} {
+	for _, how := range []string{"decreasing", "past the data", "too long", "too long, all after", "good, two lengths", "good"} {
 		for _, op := range []string{"build", "insert", "delete"} {
 			n := 3000
-			i := rng.IntN(n)
+			i := 1 + rng.IntN(n-2)
+			if i+1 == n/2 {
+				i++
+			}
 			kb := corrupt(how, n, i)
 			vals := seqVals(n, 10_000)
 			call := map[string]func(tr *Tree) error{
@@ -67,9 +72,12 @@ func TestGPUBadBatchLeavesTreeUnchanged(t *testing.T) {
 				"delete": func(tr *Tree) error { _, err := tr.DeleteKeys(kb); return err },
 			}[op]
 			what := fmt.Sprintf("%s of %d keys, key %d %s", op, n, i, how)
-			good := how == "good, one key longer"
+			good := strings.HasPrefix(how, "good")
 			if good && op != "insert" {
 				continue
+			}
+			if _, ends := oneLengthEnds(kb, n); ends != (how != "too long, all after") || !g.checkLater(kb) {
+				t.Fatalf("%s: the ends of one length %v, the engine checks later %v", what, ends, g.checkLater(kb))
 			}
 			want := kb.firstBad(op)
 			if (want == nil) != good {

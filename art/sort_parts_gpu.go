@@ -124,6 +124,9 @@ type lengthHint struct {
 	n    int
 	one  bool
 	l    uint32
+	// later: the facade left the check of the batch to the engine
+	// (checkLater); one and l are then what the batch's ends say.
+	later bool
 }
 
 // newLengthHint is the hint of kb's scan sc. Cost: O(1).

@@ -130,16 +130,41 @@ func (t *Tree) BuildKeys(kb Keys, values []uint64) error {
 func (t *Tree) Insert(keys [][]byte, values []uint64) error { return t.InsertKeys(Pack(keys), values) }
 
 // InsertKeys is Insert of a packed batch.
+//
+// On the GPU engine a large batch whose ends say its keys have one length
+// is checked by the engine beside the device's work (check_later_gpu.go),
+// not before the call: a bad one fails with the same error and leaves the
+// tree as it was.
 func (t *Tree) InsertKeys(kb Keys, values []uint64) error {
-	sc, err := kb.checkScan("insert", values, true)
-	if err != nil {
-		return err
+	l, later := oneLengthEnds(kb, len(values))
+	var sc offsetsScan
+	if !later {
+		var err error
+		if sc, err = kb.checkScan("insert", values, true); err != nil {
+			return err
+		}
 	}
 	if _, err := engine.Lock(&t.Facade, "insert"); err != nil {
 		return err
 	}
 	defer engine.Unlock(&t.Facade)
+	g, _ := t.eng.(*gpuEngine)
+	if later && (g == nil || !g.checkLater(kb) || t.eng.size() == 0) {
+		// Checked here: the CPU engine, a batch the GPU engine takes
+		// whole, or a build (every build's batch is checked first).
+		var err error
+		if sc, err = kb.checkScan("insert", values, true); err != nil {
+			return err
+		}
+		later = false
+	}
+	if later {
+		sc = offsetsScan{ok: true, one: true, l: l}
+	}
 	defer t.hint(kb, sc)()
+	if later {
+		g.hint.later = true
+	}
 	return t.insertLocked(kb, values)
 }
 
@@ -170,6 +195,10 @@ func (t *Tree) insertLocked(kb Keys, values []uint64) error {
 		return nil
 	}
 	if _, err := t.eng.insert(kb, values); err != nil {
+		var bad badBatch
+		if errors.As(err, &bad) {
+			return bad.err // the check's own error, as the facade gives it
+		}
 		return fmt.Errorf("art: insert: %w", err)
 	}
 	return t.maybeRebuild("insert")
