@@ -182,7 +182,9 @@ func (t *Tree) hint(kb Keys, sc offsetsScan) func() {
 	return func() { g.hint = lengthHint{} }
 }
 
-// insertLocked is InsertKeys of a checked batch under the write lock.
+// insertLocked is InsertKeys of a checked batch under the write lock (or
+// of one the GPU engine checks, check_later_gpu.go: its error, a badBatch,
+// is returned as the facade's check gives it).
 func (t *Tree) insertLocked(kb Keys, values []uint64) error {
 	if kb.Len() == 0 {
 		return nil
