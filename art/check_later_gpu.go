@@ -13,8 +13,10 @@ import (
 // (oneLengthEnds, checkLater: O(1)), the facade leaves the check to the GPU engine, which uploads the
 // keys as one length (as_offsets writes the offsets on the device, reading
 // no host offset), makes the check's pass on other goroutines once the
-// keys are on the device and the host waits for the sort (startCheck), and
-// waits for it before the first write the tree's old records see (the
+// sort is done, while the host waits for the device's classify, grouping
+// and build rounds (startCheck; started at the call's start instead, beside
+// the packing of the keys, it measured slower: ains9), and waits for it
+// before the first write the tree's old records see (the
 // node round, and the values of present keys: checked). Until then a
 // failure leaves the tree unchanged (insertOnce restores the allocation
 // counters), so a bad batch fails with the error the facade's check gives

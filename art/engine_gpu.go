@@ -132,9 +132,6 @@ type gpuEngine struct {
 	// benchmarks compare); later is that check while it runs.
 	deferCheck bool
 	later      *laterCheck
-	// checkEarly starts the deferred check at the insert's start, beside
-	// the packing of the keys, not after the sort (benchmarks compare).
-	checkEarly bool
 
 	// nw are the node round's write knobs (round_write_gpu.go).
 	nw nodeWrite

@@ -59,9 +59,6 @@ func (g *gpuEngine) insert(kb Keys, vals []uint64) (int, error) {
 // insertOnce is insert's one try, under g.mu.
 func (g *gpuEngine) insertOnce(kb Keys, vals []uint64) (added int, err error) {
 	t := g.t
-	if g.checkEarly {
-		g.startCheck(kb, "insert")
-	}
 	ahead := g.growAhead(t, kb.Len(), leafGuess(kb))
 	// The pools grown ahead are adopted between the key parts when their
 	// allocation is done by then (their device copies overlap the

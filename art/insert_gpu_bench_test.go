@@ -85,8 +85,7 @@ func randomKeys(from, n int) (Keys, []uint64) {
 // the sort and the values beside the work: batchUpload; the retired
 // pools freed beside, after the call: freeBeside; the batch checked
 // beside the work: check_later_gpu.go), with the batch checked before the
-// call (checkFirst), with the deferred check started at the call's start
-// (checkEarly), with pools of buffers
+// call (checkFirst), with pools of buffers
 // (buffers: the fallback without VMM), without growAhead,
 // with the retired pools freed before the call returns (freeInCall),
 // and with each class of touched nodes written and timed apart (writeSplit).
@@ -98,13 +97,11 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 		ahead, inCall bool
 		buffers       bool // pools of buffers, not grown in place (vmm off)
 		checkFirst    bool // the batch checked before the call (deferCheck off)
-		checkEarly    bool // the deferred check started at the call's start
 		nw            nodeWrite
 	}{
 		{name: "tree=16Mi", tree: stepsTreeKeys, keys: stepsKeys, ahead: true},
 		{name: "tree=100M", tree: 100_000_000, keys: randomKeys, ahead: true},
 		{name: "tree=100M,checkFirst", tree: 100_000_000, keys: randomKeys, ahead: true, checkFirst: true},
-		{name: "tree=100M,checkEarly", tree: 100_000_000, keys: randomKeys, ahead: true, checkEarly: true},
 		{name: "tree=100M,buffers", tree: 100_000_000, keys: randomKeys, ahead: true, buffers: true},
 		{name: "tree=100M,ahead=off", tree: 100_000_000, keys: randomKeys},
 		{name: "tree=100M,freeInCall", tree: 100_000_000, keys: randomKeys, ahead: true, inCall: true},
@@ -123,7 +120,7 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			g.trace = &engine.StepTrace{}
 			g.aheadGrowth, g.freeBeside = c.ahead, !c.inCall
 			g.vmm = g.vmm && !c.buffers
-			g.deferCheck, g.checkEarly = !c.checkFirst, c.checkEarly
+			g.deferCheck = !c.checkFirst
 			g.nw = c.nw
 			var lb engine.Timings
 			var call, frees, before time.Duration
