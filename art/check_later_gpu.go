@@ -10,19 +10,19 @@ import (
 // 1.5 ms on the H200 host, most of it memory bandwidth that the packing of
 // the keys also needs), and before the engine's clock it held up the whole
 // call. When the batch's ends say its keys all have one length
-// (oneLengthEnds, checkLater: O(1)), the facade leaves the check to the GPU engine, which uploads the
-// keys as one length (as_offsets writes the offsets on the device, reading
-// no host offset), makes the check's pass on other goroutines once the
-// sort is done, while the host waits for the device's classify, grouping
-// and build rounds (startCheck; started at the call's start instead, beside
-// the packing of the keys, it measured slower: ains9), and waits for it
-// before the first write the tree's old records see (the
-// node round, and the values of present keys: checked). Until then a
-// failure leaves the tree unchanged (insertOnce restores the allocation
-// counters), so a bad batch fails with the error the facade's check gives
-// (a badBatch, unwrapped by the facade) and changes nothing; a good batch
-// that is not of one length after all (only its ends and middle were) runs
-// once more with its offsets uploaded.
+// (oneLengthEnds, checkLater: O(1)), the facade leaves the check to the
+// GPU engine, which uploads the keys as one length (as_offsets writes the
+// offsets on the device, reading no host offset), makes the check's pass
+// on other goroutines once the sort is done, while the host waits for the
+// device's classify, grouping and build rounds (startCheck; started at the
+// call's start instead, beside the packing of the keys, it measured
+// slower: ains9), and waits for it before the first write the tree's old
+// records see (the node round, and the values of present keys: checked).
+// Until then a failure leaves the tree unchanged (insertOnce restores the
+// allocation counters), so a bad batch fails with the error the facade's
+// check gives (a badBatch, unwrapped by the facade) and changes nothing; a
+// good batch that is not of one length after all (only its ends and middle
+// were) runs once more with its offsets uploaded.
 
 // errNotOneLength is the deferred check's finding that a good batch's keys
 // are not all of the length its ends gave: insert runs it again.
