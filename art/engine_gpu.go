@@ -124,6 +124,14 @@ type gpuEngine struct {
 	// bu uploads structural batches: keys in parts beside the sort,
 	// values beside the work (sort_parts_gpu.go).
 	bu batchUpload
+	// hint is the facade's word on the lengths of the batch under way
+	// (Tree.hint; set and cleared under the facade's write lock).
+	hint lengthHint
+	// deferCheck lets the facade leave the check of an insert's batch of
+	// one length to the engine (check_later_gpu.go; on by default,
+	// benchmarks compare); later is that check while it runs.
+	deferCheck bool
+	later      *laterCheck
 
 	// late are the counts of an insert's frees per inner node kind,
 	// pushed on the device's free stacks in its node round and downloaded
@@ -176,7 +184,7 @@ type gpuEngine struct {
 // newGPUEngine returns an empty tree on d. The kernels are compiled here,
 // so that a broken toolchain is reported by New.
 func newGPUEngine(d *gpu.Device, workers int) (backend, error) {
-	g := &gpuEngine{dev: d, workers: workers, chunkMin: pointChunkMin, aheadGrowth: true, freeBeside: true, walkLanes: defaultWalkLanes}
+	g := &gpuEngine{dev: d, workers: workers, chunkMin: pointChunkMin, aheadGrowth: true, deferCheck: true, freeBeside: true, walkLanes: defaultWalkLanes}
 	_, err := d.VMMGranularity()
 	g.vmm, g.inPlaceMin = err == nil, inPlaceMinBytes
 	if g.pe, err = prim.NewGPU(d); err != nil {

@@ -27,6 +27,7 @@ func (g *gpuEngine) insert(kb Keys, vals []uint64) (int, error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.endCheck()
 	pending := g.freesPending()
 	added, err := g.insertOnce(kb, vals)
 	if pending && errors.Is(err, gpu.ErrOutOfMemory) {
@@ -35,6 +36,22 @@ func (g *gpuEngine) insert(kb Keys, vals []uint64) (int, error) {
 			g.beforeRetry()
 		}
 		added, err = g.insertOnce(kb, vals)
+	}
+	if errors.Is(err, errNotOneLength) {
+		// The deferred check found keys of other lengths: their offsets
+		// are uploaded this time.
+		g.endCheck()
+		g.hint.one, g.hint.later = false, false
+		added, err = g.insertOnce(kb, vals)
+	}
+	if err != nil && g.hint.later {
+		// A batch that failed otherwise before its deferred check said
+		// it was bad fails as the facade's check fails it.
+		g.startCheck(kb, "insert")
+		var bad badBatch
+		if e := g.checked(); errors.As(e, &bad) {
+			return 0, e
+		}
 	}
 	return added, err
 }
@@ -62,6 +79,7 @@ func (g *gpuEngine) insertOnce(kb Keys, vals []uint64) (added int, err error) {
 	if err != nil {
 		return 0, errors.Join(err, g.dropAhead(ahead))
 	}
+	g.startCheck(kb, "insert")
 	defer func() { err = errors.Join(err, g.dropVals()) }()
 	if err := adopt(true); err != nil {
 		return 0, err
@@ -102,7 +120,7 @@ func leafGuess(kb Keys) int {
 // were new. lk is leafGuess's kind of the batch's leaves (0: none).
 func (g *gpuEngine) insertSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint32], n, lk int) (int, error) {
 	if n == 0 {
-		return 0, nil
+		return 0, g.checked()
 	}
 	k := g.k
 	needs := append(needsOf[uint8](n, "i.cls", "i.fresh"), needsOf[uint32](n+1, "i.slot1", "i.gd", "i.idx", "i.fpos")...)
@@ -136,6 +154,9 @@ func (g *gpuEngine) insertSorted(t *devTree, b *devBatch, order *gpu.Buffer[uint
 		}
 	}
 	// Values of present keys, then the frees.
+	if err := g.checked(); err != nil {
+		return 0, err
+	}
 	if err := firstErr(g.waitVals(), g.setDesc(t, b), g.launch(k.iValues, n, g.descBuf, uint64(n), order, cls, tgt), g.flushFrees(t)); err != nil {
 		return 0, fmt.Errorf("values: %w", err)
 	}
@@ -224,6 +245,9 @@ func (g *gpuEngine) insertFresh(t *devTree, b *devBatch, order *gpu.Buffer[uint3
 		return err
 	}
 	g.step("entries")
+	if err := g.checked(); err != nil {
+		return err
+	}
 	if _, err := g.nodeRound(t, roundIn{e: ents, n: int(vv[0]), sorted: 2 * G, valid: eflag, ascending: int(vv[1]), insert: true,
 		gtn: tn, gtref: tref, trimd: trimd, trimpr: trimpar}); err != nil {
 		return err

@@ -77,12 +77,15 @@ func randomKeys(from, n int) (Keys, []uint64) {
 // the clock starts; ms-after-clock: the host's end of the call after it
 // stops), and logs how long the frees beside the call ran past its
 // return and how long the batch's check takes alone once more after the
-// runs (the keys in cache, the workers spinning). tree=16Mi: stepsKeys, 16Mi keys; tree=100M: bench art's keys
+// runs (the keys in cache, the workers spinning), and (tree=100M) traces
+// that pass part by part right after a build on each fan-out (traceCheck). tree=16Mi: stepsKeys, 16Mi keys; tree=100M: bench art's keys
 // and tree (its "insert 10M, 16 B keys, in 100M"), as the engine runs by
 // default (pools grown in place where the device has VMM:
 // pool_vmm_gpu.go; the pools grown ahead: growAhead; the keys in two parts beside
 // the sort and the values beside the work: batchUpload; the retired
-// pools freed beside, after the call: freeBeside), with pools of buffers
+// pools freed beside, after the call: freeBeside; the batch checked
+// beside the work: check_later_gpu.go), with the batch checked before the
+// call (checkFirst), with pools of buffers
 // (buffers: the fallback without VMM), without growAhead,
 // and with the retired pools freed before the call returns (freeInCall).
 func BenchmarkGPUInsertSteps(b *testing.B) {
@@ -92,9 +95,11 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 		keys          func(from, n int) (Keys, []uint64)
 		ahead, inCall bool
 		buffers       bool // pools of buffers, not grown in place (vmm off)
+		checkFirst    bool // the batch checked before the call (deferCheck off)
 	}{
 		{name: "tree=16Mi", tree: stepsTreeKeys, keys: stepsKeys, ahead: true},
 		{name: "tree=100M", tree: 100_000_000, keys: randomKeys, ahead: true},
+		{name: "tree=100M,checkFirst", tree: 100_000_000, keys: randomKeys, ahead: true, checkFirst: true},
 		{name: "tree=100M,buffers", tree: 100_000_000, keys: randomKeys, ahead: true, buffers: true},
 		{name: "tree=100M,ahead=off", tree: 100_000_000, keys: randomKeys},
 		{name: "tree=100M,freeInCall", tree: 100_000_000, keys: randomKeys, ahead: true, inCall: true},
@@ -112,6 +117,7 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			g.trace = &engine.StepTrace{}
 			g.aheadGrowth, g.freeBeside = c.ahead, !c.inCall
 			g.vmm = g.vmm && !c.buffers
+			g.deferCheck = !c.checkFirst
 			var lb engine.Timings
 			var call, frees, before time.Duration
 			var pools string
@@ -154,6 +160,19 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 				lb, call, frees, engine.FormatSteps(steps), pools)
 			if tr.Len() != c.tree+stepsBatchKeys {
 				b.Fatalf("%d keys after the insert, want %d", tr.Len(), c.tree+stepsBatchKeys)
+			}
+			if c.name != "tree=100M" {
+				return
+			}
+			// The check's pass where the call made it before ains9 (right
+			// after a build), traced part by part on each fan-out.
+			parts := par.Parts(ik.Len(), checkMinPart, 0)
+			for _, f := range checkFanOuts[:2] {
+				if err := tr.BuildKeys(tk, tv); err != nil {
+					b.Fatal(err)
+				}
+				b.Logf("the check's pass right after a build, fan=%s:\n%s", f.name,
+					traceCheck(f.run, ik.Offs, parts, ik.Offs[1]-ik.Offs[0]))
 			}
 		})
 	}

@@ -10,7 +10,7 @@ import (
 	"unsafe"
 )
 
-// checkSequential is the plain check offsetsOK and firstBad stand for:
+// checkSequential is the plain check scanOffsets and firstBad stand for:
 // the first bad key in order, or nil.
 func checkSequential(k Keys, op string) error { return k.firstBad(op) }
 
@@ -250,4 +250,70 @@ func BenchmarkPackQueries(b *testing.B) {
 		p.fill(buf, qs)
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mqueries/s")
+}
+
+// TestScanOffsetsLearnsOneLength scans batches of one length, of one
+// length but for one key, starting past byte 0, and bad ones, over one
+// part and several: scanOffsets must say ok exactly when the sequential
+// check passes (the data long enough), and one, with the length,
+// exactly when oneLength does.
+func TestScanOffsetsLearnsOneLength(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for trial := range 80 {
+		n := 1 + r.IntN(3*checkMinPart)
+		l := uint32(r.IntN(40))
+		offs := make([]uint32, n+1)
+		offs[0] = uint32(r.IntN(2)) * 7
+		for i := range n {
+			offs[i+1] = offs[i] + l
+		}
+		i := 1 + r.IntN(n)
+		switch trial % 4 {
+		case 1: // one key longer
+			for j := i; j <= n; j++ {
+				offs[j]++
+			}
+		case 2: // a key ends before it starts
+			offs[i] = offs[i-1] - 1
+		case 3: // a key too long
+			for j := i; j <= n; j++ {
+				offs[j] += MaxKeyLen
+			}
+		}
+		kb := Keys{Data: make([]byte, max(offs[n], offs[0])), Offs: offs}
+		sc := scanOffsets(offs, 0)
+		if want := kb.firstBad("test") == nil; sc.ok != want {
+			t.Fatalf("trial %d (%d keys): ok %v, the sequential check %v", trial, n, sc.ok, want)
+		}
+		wl, wone := oneLength(offs)
+		if sc.one != wone || wone && sc.l != wl {
+			t.Fatalf("trial %d (%d keys of %d bytes): one %v of %d, oneLength %v of %d", trial, n, l, sc.one, sc.l, wone, wl)
+		}
+	}
+}
+
+// TestKeysLengthHint gives the GPU engine's keysLength a hint and asks
+// for the hinted batch, another batch of the same offsets' count, and a
+// slice of the hinted offsets: only the first takes the hint (the hint
+// says one length, the offsets another), the others read their offsets.
+func TestKeysLengthHint(t *testing.T) {
+	kb := Keys{Data: make([]byte, 64), Offs: []uint32{0, 8, 16, 24, 32}}
+	g := &gpuEngine{}
+	g.hint = newLengthHint(kb, offsetsScan{ok: true, one: true, l: 5})
+	other := Keys{Data: kb.Data, Offs: slices.Clone(kb.Offs)}
+	for _, c := range []struct {
+		name string
+		kb   Keys
+		l    uint32
+		one  bool
+	}{
+		{"the hinted batch", kb, 5, true},
+		{"another batch", other, 8, true},
+		{"a slice of the hinted offsets", Keys{Data: kb.Data, Offs: kb.Offs[:3]}, 8, true},
+		{"no offsets", Keys{}, 0, false},
+	} {
+		if l, one := g.keysLength(c.kb); l != c.l || one != c.one {
+			t.Errorf("%s: (%d, %v), want (%d, %v)", c.name, l, one, c.l, c.one)
+		}
+	}
 }

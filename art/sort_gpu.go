@@ -16,7 +16,7 @@ import (
 // uploaded part by part on g.in, each part's share of the sort's round 0
 // queued on g.s as soon as it is (uploadPart): the host packs part 1
 // while the device sorts part 0; when its keys all have one length
-// (oneLength) its offsets are written on the device (as_offsets), not
+// (keysLength) its offsets are written on the device (as_offsets), not
 // uploaded. vals, if not nil, start uploading
 // beside the work once the sort's first round is queued (startVals, on
 // another goroutine; the caller waits for them with waitVals before the
@@ -42,7 +42,7 @@ func (g *gpuEngine) uploadSorted(kb Keys, vals []uint64, mid func() error) (*dev
 	}
 	withOffs := true
 	if len(bounds) > 2 {
-		if l, ok := oneLength(kb.Offs); ok {
+		if l, ok := g.keysLength(kb); ok {
 			if err := g.launch(g.k.sOffsets, kb.Len()+1, uint64(kb.Len()+1), uint32(l), b.offs); err != nil {
 				return nil, nil, 0, fmt.Errorf("upload: %w", err)
 			}

@@ -113,6 +113,40 @@ func oneLength(offs []uint32) (uint32, bool) {
 	return l, !bad.Load()
 }
 
+// lengthHint is what the facade's check of a batch learned of its keys'
+// lengths (Tree.hint), kept by the GPU engine for the batch call under
+// way: the batch's offsets by their first element's address and their
+// count, and the one length of all its keys (one). A call whose batch is
+// another one (a chunk of a long batch, a rebuild's keys) finds no hint
+// and reads the offsets itself (oneLength).
+type lengthHint struct {
+	offs *uint32
+	n    int
+	one  bool
+	l    uint32
+	// later: the facade left the check of the batch to the engine
+	// (checkLater); one and l are then what the batch's ends say.
+	later bool
+}
+
+// newLengthHint is the hint of kb's scan sc. Cost: O(1).
+func newLengthHint(kb Keys, sc offsetsScan) lengthHint {
+	if len(kb.Offs) == 0 || !sc.ok {
+		return lengthHint{}
+	}
+	return lengthHint{offs: &kb.Offs[0], n: len(kb.Offs), one: sc.one, l: sc.l}
+}
+
+// keysLength is oneLength of kb, taken from the facade's hint when it
+// describes kb (the check read the offsets once already). Cost: O(1) with
+// the hint, else oneLength.
+func (g *gpuEngine) keysLength(kb Keys) (uint32, bool) {
+	if h := g.hint; h.offs != nil && len(kb.Offs) == h.n && &kb.Offs[0] == h.offs {
+		return h.l, h.one
+	}
+	return oneLength(kb.Offs)
+}
+
 // reserveBatch reserves and takes a batch of kb's keys (and values when
 // withVals) without uploading anything. Cost: the reservation.
 func (g *gpuEngine) reserveBatch(prefix string, kb Keys, withVals bool) (*devBatch, error) {

@@ -105,13 +105,15 @@ func (t *Tree) Build(keys [][]byte, values []uint64) error { return t.BuildKeys(
 
 // BuildKeys is Build of a packed batch.
 func (t *Tree) BuildKeys(kb Keys, values []uint64) error {
-	if err := kb.check("build", values, true); err != nil {
+	sc, err := kb.checkScan("build", values, true)
+	if err != nil {
 		return err
 	}
 	if _, err := engine.Lock(&t.Facade, "build"); err != nil {
 		return err
 	}
 	defer engine.Unlock(&t.Facade)
+	defer t.hint(kb, sc)()
 	if err := t.eng.build(kb, values); err != nil {
 		return fmt.Errorf("art: build: %w", err)
 	}
@@ -128,18 +130,61 @@ func (t *Tree) BuildKeys(kb Keys, values []uint64) error {
 func (t *Tree) Insert(keys [][]byte, values []uint64) error { return t.InsertKeys(Pack(keys), values) }
 
 // InsertKeys is Insert of a packed batch.
+//
+// On the GPU engine a large batch whose ends say its keys have one length
+// is checked by the engine beside the device's work (check_later_gpu.go),
+// not before the call: a bad one fails with the same error and leaves the
+// tree as it was.
 func (t *Tree) InsertKeys(kb Keys, values []uint64) error {
-	if err := kb.check("insert", values, true); err != nil {
-		return err
+	l, later := oneLengthEnds(kb, len(values))
+	var sc offsetsScan
+	if !later {
+		var err error
+		if sc, err = kb.checkScan("insert", values, true); err != nil {
+			return err
+		}
 	}
 	if _, err := engine.Lock(&t.Facade, "insert"); err != nil {
 		return err
 	}
 	defer engine.Unlock(&t.Facade)
+	g, _ := t.eng.(*gpuEngine)
+	if later && (g == nil || !g.checkLater(kb) || t.eng.size() == 0) {
+		// Checked here: the CPU engine, a batch the GPU engine takes
+		// whole, or a build (every build's batch is checked first).
+		var err error
+		if sc, err = kb.checkScan("insert", values, true); err != nil {
+			return err
+		}
+		later = false
+	}
+	if later {
+		sc = offsetsScan{ok: true, one: true, l: l}
+	}
+	defer t.hint(kb, sc)()
+	if later {
+		g.hint.later = true
+	}
 	return t.insertLocked(kb, values)
 }
 
-// insertLocked is InsertKeys of a checked batch under the write lock.
+// hint tells a GPU engine what the check of kb learned of its keys'
+// lengths (sc), for the batch call under way, so that the engine does not
+// read the offsets again (lengthHint); the returned function clears it,
+// for the deferred end of the call. Under the facade's write lock. Cost:
+// O(1).
+func (t *Tree) hint(kb Keys, sc offsetsScan) func() {
+	g, ok := t.eng.(*gpuEngine)
+	if !ok {
+		return func() {}
+	}
+	g.hint = newLengthHint(kb, sc)
+	return func() { g.hint = lengthHint{} }
+}
+
+// insertLocked is InsertKeys of a checked batch under the write lock (or
+// of one the GPU engine checks, check_later_gpu.go: its error, a badBatch,
+// is returned as the facade's check gives it).
 func (t *Tree) insertLocked(kb Keys, values []uint64) error {
 	if kb.Len() == 0 {
 		return nil
@@ -152,6 +197,10 @@ func (t *Tree) insertLocked(kb Keys, values []uint64) error {
 		return nil
 	}
 	if _, err := t.eng.insert(kb, values); err != nil {
+		var bad badBatch
+		if errors.As(err, &bad) {
+			return bad.err // the check's own error, as the facade gives it
+		}
 		return fmt.Errorf("art: insert: %w", err)
 	}
 	return t.maybeRebuild("insert")
@@ -263,13 +312,15 @@ func (t *Tree) Delete(keys [][]byte) (int, error) { return t.DeleteKeys(Pack(key
 
 // DeleteKeys is Delete of a packed batch.
 func (t *Tree) DeleteKeys(kb Keys) (int, error) {
-	if err := kb.check("delete", nil, false); err != nil {
+	sc, err := kb.checkScan("delete", nil, false)
+	if err != nil {
 		return 0, err
 	}
 	if _, err := engine.Lock(&t.Facade, "delete"); err != nil {
 		return 0, err
 	}
 	defer engine.Unlock(&t.Facade)
+	defer t.hint(kb, sc)()
 	return t.deleteLocked(kb)
 }
 
