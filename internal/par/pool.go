@@ -14,16 +14,15 @@ import (
 // runtime's idle threads one after another costs tens of microseconds per
 // fan-out; a Pool's workers instead spin for a while after each job
 // (yielding their thread every yieldEvery) and only then park, so a job that
-// follows within the spin window starts on every worker at once. On Linux
-// they park in the kernel (a futex), each on its own thread, and a job
-// wakes them all with one system call: Go's scheduler wakes parked
-// goroutines' threads one after another (each woken thread wakes the
-// next), which on a 16-core host ran a 4-20 MB job after the spin window
-// on half of the workers at half the rate (BENCHMARKS.md, branch parw). A
-// worker parked in the kernel keeps its P in the system call until the
-// runtime's monitor takes it back for a waiting goroutine (at its next
-// tick when no P is idle, else after 10 ms): a goroutine readied right
-// after the workers park may wait for that tick (up to milliseconds).
+// follows within the spin window starts on every worker at once. Then
+// they park in Go's scheduler, which wakes parked goroutines' threads one
+// after another (each woken thread wakes the next): on a 16-core host a
+// 4-20 MB job after the spin window ran on half of the workers at half
+// the rate (BENCHMARKS.md, branch parw). Parking in the kernel (a futex
+// per pool, woken with one system call; Linux) starts them all at once,
+// but a worker there keeps its P until the runtime's monitor takes it
+// back, so goroutines readied just after the workers park wait up to
+// milliseconds: not the default (defaultParking says what it cost).
 //
 // A job's parts are taken dynamically by the caller and the workers, so
 // parts must not wait on one another (no barriers or channels between
@@ -67,12 +66,19 @@ const (
 	parkKernelOneGo
 )
 
-// defaultParking is NewPool's parking (where the system has futexes):
-// parkKernel made the GPU engines' calls from Go memory 2-20% faster;
-// parkKernelOneGo, which bounds the wait of other goroutines, did not
-// keep those gains in the one round that measured it (BENCHMARKS.md,
-// branch parw).
-const defaultParking = parkKernel
+// defaultParking is NewPool's parking: Go's scheduler. Parked in the
+// kernel (parkKernel), the workers start 2x faster after an idle gap and
+// parw's A/B made the point calls from Go memory 2-20% faster, but a
+// worker in the futex keeps its P until the runtime's monitor takes it
+// back (up to 10 ms), and the engines' own goroutines paid for it: in
+// the merged code's final runs on the H200 CuART's insert (whose batch
+// check runs on new goroutines beside the work) measured 339-492 M
+// keys/s with its work phase at 485-934 M/s over five runs, against
+// 478-490 M/s and 929-940 M/s parked in Go's scheduler, and the packed
+// updates 268 against 520-572 M/s (BENCHMARKS.md, the session's final
+// runs of 2026-11-29 16:00 UTC). The kernel parkings stay for the
+// benchmarks and tests that compare them.
+const defaultParking = parkGo
 
 // poolJob is one fan-out: parts fn(0..parts-1), taken through next, at
 // most limit workers (the caller included) joining it.
