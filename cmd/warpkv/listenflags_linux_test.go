@@ -147,16 +147,7 @@ func stopServe(t *testing.T, p *difftest.Process) {
 // server starts) and returns its "stats settings" as a map.
 func statsSettings(t *testing.T, network, addr string) map[string]string {
 	t.Helper()
-	var nc net.Conn
-	var err error
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if nc, err = net.DialTimeout(network, addr, time.Second); err == nil || time.Now().After(deadline) {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatalf("dial %s %s: %v", network, addr, err)
-	}
+	nc := dialStarting(t, network, addr)
 	defer nc.Close()
 	nc.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.WriteString(nc, "stats settings\r\n"); err != nil {

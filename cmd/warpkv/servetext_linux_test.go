@@ -91,9 +91,10 @@ func startMemcachedProc(t *testing.T, args ...string) *os.Process {
 	return cmd.Process
 }
 
-// dialVersion connects to addr over network, asks "version" and returns
-// the connection (closed when the test ends) and the answer's first line.
-func dialVersion(t *testing.T, network, addr string) (net.Conn, string) {
+// dialStarting connects to addr over network, retrying for up to 10 s
+// while the server starts, and fails the test if it cannot. The caller
+// closes the connection.
+func dialStarting(t *testing.T, network, addr string) net.Conn {
 	t.Helper()
 	var c net.Conn
 	var err error
@@ -105,6 +106,14 @@ func dialVersion(t *testing.T, network, addr string) (net.Conn, string) {
 	if err != nil {
 		t.Fatalf("dial %s %s: %v", network, addr, err)
 	}
+	return c
+}
+
+// dialVersion connects to addr over network, asks "version" and returns
+// the connection (closed when the test ends) and the answer's first line.
+func dialVersion(t *testing.T, network, addr string) (net.Conn, string) {
+	t.Helper()
+	c := dialStarting(t, network, addr)
 	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.WriteString(c, "version\r\n"); err != nil {
