@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -100,7 +99,7 @@ func bigScript(r *rand.Rand, tool string, n int) string {
 // CPU engine and, where a GPU is usable (required under
 // WARPKV_REQUIRE_GPU=1), on the GPU engine with what the CPU engine prints
 // applying the lines one at a time (--batch 1). The files are new each
-// run; the log names their seed, to make a failing one again.
+// run (runRand logs their seed).
 func TestRunBinaryBigScripts(t *testing.T) {
 	bin := buildWarpkv(t)
 	devices := []string{"cpu"}
@@ -119,9 +118,7 @@ func TestRunBinaryBigScripts(t *testing.T) {
 		}
 		return stdout.String()
 	}
-	seed := uint64(os.Getpid()) // a new file each run; the log names it
-	t.Logf("bigScript seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 11))
+	r := runRand(t, 11)
 	for _, tool := range []string{"btree", "art"} {
 		t.Run(tool, func(t *testing.T) {
 			path := writeTemp(t, "ops", bigScript(r, tool, 20000))
