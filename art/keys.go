@@ -133,7 +133,8 @@ var _ [(1<<16 - 1) - MaxKeyLen]struct{}
 
 // offsetsScan is what one pass over a batch's offsets learns: ok when
 // every key ends at or after its start and is at most MaxKeyLen bytes (the
-// offsets then rise, so the last one bounds them all); one when, besides, every key is l bytes and the first starts at 0.
+// offsets then rise, so the last one bounds them all); one when, besides,
+// every key is l bytes and the first starts at 0.
 type offsetsScan struct {
 	ok, one bool
 	l       uint32
@@ -141,8 +142,7 @@ type offsetsScan struct {
 
 // scanOffsets checks the keys of offs (offsets of len(offs)-1 keys) and
 // learns on the way whether every key has the first one's length
-// (offsetsScan). workers <= 0
-// means GOMAXPROCS. Cost: one read of offs, split over that many new
+// (offsetsScan). workers <= 0 means GOMAXPROCS. Cost: one read of offs, split over that many new
 // goroutines (par.Ranges); new goroutines, not par.Shared's workers,
 // because a 40 MB scan measured at one core's rate on those (ains8, ains9).
 func scanOffsets(offs []uint32, workers int) offsetsScan {

@@ -23,7 +23,7 @@ func TestCloseWaitsForGrowthsInFlight(t *testing.T) {
 	if err := d.beginGrowth(&Growable{d: d}); err == nil {
 		t.Fatal("a growth of a freed Growable began")
 	}
-	d.endGrowth() // a third growth, begun and ended before Close
+	d.endGrowth() // one of the two ends before Close, and a third begins
 	if err := d.beginGrowth(g); err != nil {
 		t.Fatal(err)
 	}

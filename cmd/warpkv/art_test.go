@@ -143,7 +143,7 @@ range 3
 // TestARTRunMatchesOneAtATime runs random operation files in batches of
 // every size and compares the output with one-at-a-time application.
 func TestARTRunMatchesOneAtATime(t *testing.T) {
-	r := rand.New(rand.NewPCG(uint64(os.Getpid()), 7))
+	r := runRand(t, 7)
 	for range 8 {
 		in, want := randomARTFile(r, 600)
 		checkRunBatches(t, "art", writeTemp(t, "ops", in), want, "0", "1", "3", "1000")
@@ -166,7 +166,7 @@ func firstDiffLine(a, b string) int {
 // engine where one is usable).
 func TestARTRunBuiltBinary(t *testing.T) {
 	bin := buildWarpkv(t)
-	r := rand.New(rand.NewPCG(uint64(os.Getpid()), 8))
+	r := runRand(t, 8)
 	for trial := range 4 {
 		in, want := randomARTFile(r, 2000)
 		path := writeTemp(t, "ops", in)

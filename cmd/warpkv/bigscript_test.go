@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -99,7 +98,8 @@ func bigScript(r *rand.Rand, tool string, n int) string {
 // thousands of operations) and compares the output of every --batch on the
 // CPU engine and, where a GPU is usable (required under
 // WARPKV_REQUIRE_GPU=1), on the GPU engine with what the CPU engine prints
-// applying the lines one at a time (--batch 1).
+// applying the lines one at a time (--batch 1). The files are new each
+// run (runRand logs their seed).
 func TestRunBinaryBigScripts(t *testing.T) {
 	bin := buildWarpkv(t)
 	devices := []string{"cpu"}
@@ -118,7 +118,7 @@ func TestRunBinaryBigScripts(t *testing.T) {
 		}
 		return stdout.String()
 	}
-	r := rand.New(rand.NewPCG(uint64(os.Getpid()), 11))
+	r := runRand(t, 11)
 	for _, tool := range []string{"btree", "art"} {
 		t.Run(tool, func(t *testing.T) {
 			path := writeTemp(t, "ops", bigScript(r, tool, 20000))

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -116,7 +115,7 @@ range 2
 // TestBTreeRunMatchesOneAtATime runs random operation files in batches of
 // every size and compares the output with one-at-a-time application.
 func TestBTreeRunMatchesOneAtATime(t *testing.T) {
-	r := rand.New(rand.NewPCG(uint64(os.Getpid()), 9))
+	r := runRand(t, 9)
 	for range 8 {
 		in, want := randomBTreeFile(r, 600)
 		checkRunBatches(t, "btree", writeTemp(t, "ops", in), want, "0", "1", "3", "1000")
@@ -155,7 +154,7 @@ func runOnDevices(t *testing.T, bin, tool, in, want string) {
 // the CPU engine and, where usable, the GPU engine, against the models.
 func TestRunBinaryOnDevices(t *testing.T) {
 	bin := buildWarpkv(t)
-	r := rand.New(rand.NewPCG(uint64(os.Getpid()), 10))
+	r := runRand(t, 10)
 	for trial := range 3 {
 		in, want := randomBTreeFile(r, 3000)
 		t.Run(fmt.Sprintf("btree/%d", trial), func(t *testing.T) { runOnDevices(t, bin, "btree", in, want) })
@@ -269,7 +268,7 @@ func (t *mapTree) Ranges(los, his []uint64, limit int) (keys, values []uint64, o
 // the output is the model's, so the runner's range lines (their limits,
 // the key MaxUint64 of "LO *") need nothing of the B+ tree but its API.
 func TestBTreeRunOverAMap(t *testing.T) {
-	r := rand.New(rand.NewPCG(uint64(os.Getpid()), 11))
+	r := runRand(t, 11)
 	for trial := range 6 {
 		in, want := randomBTreeFile(r, 800)
 		for _, batch := range []int{0, 1, 4} {

@@ -6,7 +6,6 @@ package main
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,7 +126,7 @@ func TestOpFileRunsBatchSizesAgree(t *testing.T) {
 	} else if gputest.Required() {
 		t.Fatalf("GPU required (WARPKV_REQUIRE_GPU=1) but unusable: %v", err)
 	}
-	r := rand.New(rand.NewPCG(uint64(os.Getpid()), 22))
+	r := runRand(t, 22)
 	for trial := range 2 {
 		for _, tool := range []string{"btree", "art"} {
 			in, want := randomBTreeFile(r, 1500)

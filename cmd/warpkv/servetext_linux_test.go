@@ -73,17 +73,7 @@ func serverNoDelay(pid int, c net.Conn) (bool, error) {
 // memcached is not installed (fails under WARPKV_REQUIRE_MEMCACHED=1).
 func startMemcachedProc(t *testing.T, args ...string) *os.Process {
 	t.Helper()
-	path, err := exec.LookPath("memcached")
-	if err != nil {
-		if os.Getenv(difftest.EnvRequireMemcached) == "1" {
-			t.Fatalf("memcached required ($%s=1): %v", difftest.EnvRequireMemcached, err)
-		}
-		t.Skipf("memcached is not installed: %v", err)
-	}
-	if os.Geteuid() == 0 {
-		args = append(args, "-u", "root")
-	}
-	cmd := exec.Command(path, args...)
+	cmd := exec.Command(memcachedPath(t), memcachedArgs(args)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

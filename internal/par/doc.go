@@ -7,7 +7,7 @@
 //
 // The package functions start new goroutines on every call. Pool runs the
 // same shapes of work on persistent workers that spin briefly between
-// jobs and are woken all at once after they park, for host copies that
-// fan out many times a millisecond (the GPU engines' pipelined calls); Shared is the process's one Pool, the
-// package's only global state, started on first use.
+// jobs before they park, for host copies that fan out many times a
+// millisecond (the GPU engines' pipelined calls); Shared is the process's
+// one Pool, the package's only global state, started on first use.
 package par

@@ -98,13 +98,13 @@ type poolJob struct {
 const DefaultSpin = 200 * time.Microsecond
 
 // NewPool starts workers helper goroutines (<= 0: GOMAXPROCS-1, at least
-// one) that spin for spin after each job before parking (in the kernel
-// where the system has futexes). Close stops them. Cost: the goroutines;
-// no CPU while parked.
+// one) that spin for spin after each job before parking in Go's scheduler
+// (defaultParking). Close stops them. Cost: the goroutines; no CPU while
+// parked.
 func NewPool(workers int, spin time.Duration) *Pool { return newPool(workers, spin, defaultParking) }
 
-// newPool is NewPool with the parking chosen (the kernel's where the
-// system has no futexes falls back to Go's scheduler).
+// newPool is NewPool with the parking chosen; where the system has no
+// futexes, the kernel parkings fall back to Go's scheduler.
 func newPool(workers int, spin time.Duration, park parking) *Pool {
 	if workers <= 0 {
 		workers = max(1, runtime.GOMAXPROCS(0)-1)

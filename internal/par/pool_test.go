@@ -1,7 +1,6 @@
 package par
 
 import (
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,17 +8,17 @@ import (
 
 // pools are the pools every Pool test runs against: one that spins, one
 // that parks at once (every job wakes it), one of a single helper, the
-// default (parked in the kernel where the system has futexes), and the
-// first two with every worker parked in Go's scheduler and with all but
-// one parked in the kernel.
+// default (all of them parked in Go's scheduler), and the first two with
+// every worker parked in the kernel and with all but one parked there
+// (where the system has futexes; Go's scheduler elsewhere).
 func pools(t testing.TB) map[string]*Pool {
 	ps := map[string]*Pool{
 		"spin":        NewPool(3, time.Millisecond),
 		"park":        NewPool(3, 0),
 		"single":      NewPool(1, time.Millisecond),
 		"default":     NewPool(0, DefaultSpin),
-		"go-park":     newPool(3, 0, parkGo),
-		"go-spin":     newPool(3, time.Millisecond, parkGo),
+		"kernel-park": newPool(3, 0, parkKernel),
+		"kernel-spin": newPool(3, time.Millisecond, parkKernel),
 		"one-go-park": newPool(3, 0, parkKernelOneGo),
 		"one-go-spin": newPool(3, time.Millisecond, parkKernelOneGo),
 	}
@@ -106,11 +105,17 @@ func TestPoolNestedAndConcurrentCalls(t *testing.T) {
 // spin window a job still runs every part (the workers are woken or the
 // caller runs them), and Close returns.
 func TestPoolWorkersPark(t *testing.T) {
-	for _, park := range []parking{parkGo, parkKernel, parkKernelOneGo} {
-		t.Run(fmt.Sprintf("parking=%d", park), func(t *testing.T) { testPoolWorkersPark(t, park) })
+	parkings := []struct {
+		name string
+		park parking
+	}{{"go", parkGo}, {"kernel", parkKernel}, {"kernel-one-go", parkKernelOneGo}}
+	for _, k := range parkings {
+		t.Run(k.name, func(t *testing.T) { testPoolWorkersPark(t, k.park) })
 	}
 }
 
+// testPoolWorkersPark is TestPoolWorkersPark on a pool of two workers
+// parked so.
 func testPoolWorkersPark(t *testing.T, park parking) {
 	p := newPool(2, 50*time.Microsecond, park)
 	p.Do(4, func(int) {})

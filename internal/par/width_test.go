@@ -99,7 +99,8 @@ var widthWorks = []widthWork{
 	{name: "copy", body: func(dst, src, _ []uint32) func(lo, hi int) {
 		return func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) }
 	}},
-	// scan is offsetsOK's loop: the differences of rising offsets ORed.
+	// scan is art's offsetsPart loop (offsetsOK's before): the
+	// differences of rising offsets ORed.
 	{name: "scan", body: func(_, src, sink []uint32) func(lo, hi int) {
 		return func(lo, hi int) {
 			var acc uint32
