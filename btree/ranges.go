@@ -34,6 +34,18 @@ const (
 // rangeChunk queries or less, two for the others; a copy of the kept
 // pairs.
 func (t *cpuTree) ranges(into *Result, los, his []uint64, limit int) (*Result, engine.Timings, error) {
+	return t.rangesDir(into, los, his, limit, false)
+}
+
+// rangesDesc is ranges in descending key order (Tree.RangesDescInto):
+// each query's walk starts at the leaf of its upper bound and follows the
+// leaf chain's prev links. Cost: as ranges.
+func (t *cpuTree) rangesDesc(into *Result, los, his []uint64, limit int) (*Result, engine.Timings, error) {
+	return t.rangesDir(into, los, his, limit, true)
+}
+
+// rangesDir is ranges, or rangesDesc with desc.
+func (t *cpuTree) rangesDir(into *Result, los, his []uint64, limit int, desc bool) (*Result, engine.Timings, error) {
 	c := startHostClock()
 	q := len(los)
 	var tm engine.Timings
@@ -43,7 +55,7 @@ func (t *cpuTree) ranges(into *Result, los, his []uint64, limit int) (*Result, e
 	keptQ := make([]int, chunks)     // how many of its first queries they answer
 	par.For(chunks, 1, t.opt.workers, func(a, b int) {
 		for ch := a; ch < b; ch++ {
-			kept[ch], keptQ[ch] = t.countRanges(los, his, limit, ch*rangeChunk, min(q, (ch+1)*rangeChunk), counts)
+			kept[ch], keptQ[ch] = t.countRanges(los, his, limit, ch*rangeChunk, min(q, (ch+1)*rangeChunk), desc, counts)
 		}
 	})
 	if err := prim.ScanExclusive(t.eng, counts, counts); err != nil {
@@ -64,7 +76,7 @@ func (t *cpuTree) ranges(into *Result, los, his []uint64, limit int) (*Result, e
 			for i := lo + keptQ[ch]; i < hi; i++ {
 				w = counts[i]
 				l, h := inclusive(los[i], his[i])
-				t.walk(l, h, limit, func(k, v uint64) {
+				t.walkDir(l, h, limit, desc, func(k, v uint64) {
 					r.Keys[w], r.Values[w] = k, v
 					w++
 				})
@@ -77,19 +89,21 @@ func (t *cpuTree) ranges(into *Result, los, his []uint64, limit int) (*Result, e
 	return r, finishHostClock(c, "ranges", q), nil
 }
 
-// countRanges walks queries [lo, hi) once, setting counts[i] to query i's
-// pairs, and returns the pairs of its first queries (key and value
-// interleaved), kept until they pass rangeChunkPairs, and how many
-// queries they answer.
-func (t *cpuTree) countRanges(los, his []uint64, limit, lo, hi int, counts []uint64) (kept []uint64, keptQ int) {
+// countRanges walks queries [lo, hi) once (in descending key order with
+// desc), setting counts[i] to query i's pairs, and returns the pairs of
+// its first queries (key and value interleaved), kept until they pass
+// rangeChunkPairs, and how many queries they answer.
+func (t *cpuTree) countRanges(los, his []uint64, limit, lo, hi int, desc bool, counts []uint64) (kept []uint64, keptQ int) {
 	var starts [lookupGroup]uint64
 	var leaves [lookupGroup]uint32
 	for g := lo; g < hi; g += lookupGroup {
 		m := min(lookupGroup, hi-g)
-		for j := range m {
-			starts[j], _ = inclusive(los[g+j], his[g+j])
+		if !desc {
+			for j := range m {
+				starts[j], _ = inclusive(los[g+j], his[g+j])
+			}
+			t.findLeaves(starts[:m], leaves[:m]) // the group's descents overlap
 		}
-		t.findLeaves(starts[:m], leaves[:m]) // the group's descents overlap
 		for j := range m {
 			i := g + j
 			var n uint64
@@ -97,12 +111,16 @@ func (t *cpuTree) countRanges(los, his []uint64, limit, lo, hi int, counts []uin
 			if keep {
 				keptQ = i + 1 - lo
 			}
+			fn := func(uint64, uint64) { n++ }
+			if keep {
+				fn = func(k, v uint64) { kept = append(kept, k, v); n++ }
+			}
 			switch l, h := inclusive(los[i], his[i]); {
 			case l > h:
-			case keep:
-				t.walkFrom(leaves[j], l, h, limit, func(k, v uint64) { kept = append(kept, k, v); n++ })
+			case desc:
+				t.walkDesc(l, h, limit, fn)
 			default:
-				t.walkFrom(leaves[j], l, h, limit, func(uint64, uint64) { n++ })
+				t.walkFrom(leaves[j], l, h, limit, fn)
 			}
 			counts[i] = n
 		}
@@ -117,6 +135,15 @@ func (t *cpuTree) walk(lo, hi uint64, limit int, fn func(k, v uint64)) {
 		return
 	}
 	t.walkFrom(t.findLeaf(lo), lo, hi, limit, fn)
+}
+
+// walkDir is walk, or walkDesc with desc.
+func (t *cpuTree) walkDir(lo, hi uint64, limit int, desc bool, fn func(k, v uint64)) {
+	if desc {
+		t.walkDesc(lo, hi, limit, fn)
+	} else {
+		t.walk(lo, hi, limit, fn)
+	}
 }
 
 // walkFrom is walk from leaf, the leaf findLeaf(lo) returns, on a

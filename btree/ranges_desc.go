@@ -4,17 +4,16 @@ import (
 	"fmt"
 
 	"github.com/warpkv/warpkv/engine"
-	"github.com/warpkv/warpkv/internal/par"
-	"github.com/warpkv/warpkv/prim"
 )
 
 // RangesDesc is Ranges in descending key order: query i's pairs are those
 // with los[i] <= key < his[i] (the same half-open range), the largest
 // first, at most limit of them (limit <= 0: no limit), so that a limit
 // keeps the largest keys of the range. Query i's pairs are
-// keys[offsets[i]:offsets[i+1]]. Cost: two walks per query (count, then
-// write) from the leaf of its upper bound along the leaf chain's prev
-// links, over the workers; on the GPU engine one thread per query in each
+// keys[offsets[i]:offsets[i+1]]. Cost: on the CPU engine as Ranges (one
+// walk per query for the first pairs of each chunk of queries, two for
+// the rest), each from the leaf of its upper bound along the leaf chain's
+// prev links, over the workers; on the GPU engine one thread per query in each
 // pass, a scan of the counts, and the transfers of the bounds and the
 // answers.
 func (t *Tree) RangesDesc(los, his []uint64, limit int) (keys, values []uint64, offsets []int, err error) {
@@ -61,46 +60,6 @@ func (t *Tree) rangesInto(op string, r *Result, los, his []uint64, limit int, de
 	}
 	engine.Record(&t.Facade, tm)
 	return r, nil
-}
-
-// rangesDesc answers the half-open range queries in descending key order
-// into into (nil: a new Result) over the workers: a walk per query counts
-// its pairs, a scan of the counts places them, a second walk writes them.
-// Cost: two walks per query.
-func (t *cpuTree) rangesDesc(into *Result, los, his []uint64, limit int) (*Result, engine.Timings, error) {
-	c := startHostClock()
-	q := len(los)
-	var tm engine.Timings
-	counts := make([]uint64, q+1)
-	par.For(q, rangeChunk, t.opt.workers, func(a, b int) {
-		for i := a; i < b; i++ {
-			l, h := inclusive(los[i], his[i])
-			n := uint64(0)
-			t.walkDesc(l, h, limit, func(uint64, uint64) { n++ })
-			counts[i] = n
-		}
-	})
-	if err := prim.ScanExclusive(t.eng, counts, counts); err != nil {
-		return nil, tm, err
-	}
-	r, err := sizeResult(into, q, int(counts[q]))
-	if err != nil {
-		return nil, tm, err
-	}
-	par.For(q, rangeChunk, t.opt.workers, func(a, b int) {
-		for i := a; i < b; i++ {
-			w := counts[i]
-			l, h := inclusive(los[i], his[i])
-			t.walkDesc(l, h, limit, func(k, v uint64) {
-				r.Keys[w], r.Values[w] = k, v
-				w++
-			})
-		}
-	})
-	for i, c := range counts {
-		r.Offsets[i] = int(c)
-	}
-	return r, finishHostClock(c, "ranges", q), nil
 }
 
 // walkDesc calls fn on the pairs with lo <= key <= hi in descending key
