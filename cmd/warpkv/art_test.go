@@ -45,10 +45,8 @@ func randomARTFile(r *rand.Rand, n int) (string, string) {
 		for range 1 + r.IntN(6) {
 			var line string
 			switch verb {
-			case "put", "upd":
-				line = fmt.Sprintf("%s %s %d", verb, hexKey(), r.Uint64())
-			case "del", "get":
-				line = fmt.Sprintf("%s %s", verb, hexKey())
+			case "put", "upd", "del", "get":
+				line = pointLine(r, verb, hexKey())
 			case "range":
 				lo, hi := hexKey(), hexKey()
 				if r.IntN(3) == 0 {

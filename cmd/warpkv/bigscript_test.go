@@ -69,10 +69,8 @@ func bigScript(r *rand.Rand, tool string, n int) string {
 		for range run {
 			var line string
 			switch verb {
-			case "put", "upd":
-				line = fmt.Sprintf("%s %s %d", verb, key(), r.Uint64())
-			case "del", "get":
-				line = fmt.Sprintf("%s %s", verb, key())
+			case "put", "upd", "del", "get":
+				line = pointLine(r, verb, key())
 			case "range":
 				lo := key()
 				if r.IntN(10) == 0 {
@@ -91,6 +89,15 @@ func bigScript(r *rand.Rand, tool string, n int) string {
 		}
 	}
 	return in.String()
+}
+
+// pointLine is a run file's line of the point verb (put, upd, del or
+// get) on key, with a random value for put and upd.
+func pointLine(r *rand.Rand, verb, key string) string {
+	if verb == "put" || verb == "upd" {
+		return fmt.Sprintf("%s %s %d", verb, key, r.Uint64())
+	}
+	return verb + " " + key
 }
 
 // TestRunBinaryBigScripts runs the built binary's "btree run" and "art

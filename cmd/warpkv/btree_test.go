@@ -43,10 +43,8 @@ func randomBTreeFile(r *rand.Rand, n int) (string, string) {
 		for range 1 + r.IntN(6) {
 			var line string
 			switch verb {
-			case "put", "upd":
-				line = fmt.Sprintf("%s %s %d", verb, key(), r.Uint64())
-			case "del", "get":
-				line = fmt.Sprintf("%s %s", verb, key())
+			case "put", "upd", "del", "get":
+				line = pointLine(r, verb, key())
 			case "range":
 				line = fmt.Sprintf("range %s %s %d", bound(), bound(), r.IntN(9)-2)
 			case "len":
