@@ -14,7 +14,8 @@ import (
 
 // bigScript returns a random operation file of about n lines for "warpkv
 // TOOL run" (tool btree or art) whose trees have many leaves and levels: a
-// run of n/4 puts first, then runs of one verb of up to 2000 lines (so that
+// run of n/4 puts first, then a run of n/20 ranges, then runs of one verb
+// of up to 2000 lines (so that
 // a batch holds thousands of operations, puts and gets of the same keys,
 // deletes then gets, ranges after updates), keys spread over a space of
 // about 4n, ranges of a few dozen keys open at either end or reversed,
@@ -61,10 +62,13 @@ func bigScript(r *rand.Rand, tool string, n int) string {
 	}
 	var in strings.Builder
 	lines := 0
-	for first := true; lines < n; first = false {
+	for runs := 0; lines < n; runs++ {
 		verb, run := verbs[r.IntN(len(verbs))], 1+r.IntN(2000)
-		if first {
+		switch runs {
+		case 0:
 			verb, run = "put", n/4
+		case 1:
+			verb, run = "range", n/20
 		}
 		for range run {
 			var line string
@@ -128,10 +132,20 @@ func TestRunBinaryBigScripts(t *testing.T) {
 	r := runRand(t, 11)
 	for _, tool := range []string{"btree", "art"} {
 		t.Run(tool, func(t *testing.T) {
-			path := writeTemp(t, "ops", bigScript(r, tool, 20000))
+			script := bigScript(r, tool, 20000)
+			path := writeTemp(t, "ops", script)
 			want := run(t, tool, "run", "--device", "cpu", "--batch", "1", path)
-			if strings.Count(want, "\n") < 20000 {
-				t.Fatalf("one at a time printed %d lines: the file asks too little", strings.Count(want, "\n"))
+			// Every get, range, prefix and len line prints at least one
+			// line; puts, updates and deletes print none.
+			queries := 0
+			for _, line := range strings.Split(script, "\n") {
+				switch strings.SplitN(line, " ", 2)[0] {
+				case "get", "range", "prefix", "len":
+					queries++
+				}
+			}
+			if got := strings.Count(want, "\n"); queries < 1000 || got < queries {
+				t.Fatalf("one at a time printed %d lines for %d query lines: want at least one each, and at least 1000 queries", got, queries)
 			}
 			for _, dev := range devices {
 				for _, batch := range []string{"0", "7", "1000"} {
