@@ -93,9 +93,15 @@ func poolCaps(t *devTree) (caps [numKinds + 1]uint64) {
 // beside an earlier batch still run: it waits for them and runs again
 // (here every growth fails until then: beforeRetry lifts failGrowth),
 // with the CPU engine's layout after it; with no frees pending the same
-// failure comes back and the tree is unchanged.
+// failure comes back and the tree is unchanged. The batches' keys have
+// one length and go up in two parts, so the engine checks them beside
+// its work (check_later_gpu.go): the first try starts that check before
+// its growth fails, and the retry uses it (g.later is still set when the
+// retry begins); then a bad batch, whose ends say one length, fails on
+// the retry with the error the facade's check gives and changes nothing.
 func TestGPUInsertRetry(t *testing.T) {
 	gt, ct, g := gpuAndCPU(t)
+	g.bu.partsMin = 2
 	tk, tv := randomKeys(0, 20000)
 	for _, tr := range []*Tree{gt, ct} {
 		if err := tr.BuildKeys(tk, tv); err != nil {
@@ -107,6 +113,9 @@ func TestGPUInsertRetry(t *testing.T) {
 	// holds at least a granule of the device's VMM (2 MiB, 65536 leaves of
 	// 16-byte keys).
 	ik, iv := randomKeys(20000, 150000)
+	if !g.checkLater(ik) {
+		t.Fatal("the engine would check the batch before the call, not beside its work")
+	}
 	g.failGrowth = true
 	if err := gt.InsertKeys(ik, iv); !errors.Is(err, gpu.ErrOutOfMemory) {
 		t.Fatalf("no frees pending: got %v, want an out-of-memory error", err)
@@ -114,31 +123,55 @@ func TestGPUInsertRetry(t *testing.T) {
 	if gt.Len() != 20000 {
 		t.Fatalf("%d keys after the failed insert, want 20000", gt.Len())
 	}
-	// Frees pending: a goroutine of freeRetired's kind that ends later.
-	g.freeing.Add(1)
-	g.pending.Add(1)
-	go func() {
-		time.Sleep(200 * time.Millisecond)
-		g.pending.Add(-1)
-		g.freeing.Done()
-	}()
-	retried := false
-	g.beforeRetry = func() { retried, g.failGrowth = true, false }
-	if err := gt.InsertKeys(ik, iv); err != nil {
-		t.Fatalf("frees pending: %v", err)
+	// insertPending inserts kb with frees pending (a goroutine of
+	// freeRetired's kind that ends later) and every growth failing until
+	// the retry, and reports the error and whether the retry found the
+	// first try's deferred check.
+	insertPending := func(kb Keys, vals []uint64) (reused bool, err error) {
+		g.failGrowth = true
+		g.freeing.Add(1)
+		g.pending.Add(1)
+		go func() {
+			time.Sleep(200 * time.Millisecond)
+			g.pending.Add(-1)
+			g.freeing.Done()
+		}()
+		retried := false
+		g.beforeRetry = func() { retried, reused, g.failGrowth = true, g.later != nil, false }
+		defer func() { g.beforeRetry, g.failGrowth = nil, false }()
+		err = gt.InsertKeys(kb, vals)
+		if !retried {
+			t.Fatal("the insert did not run again after the frees")
+		}
+		return reused, err
 	}
-	if !retried {
-		t.Fatal("the insert did not run again after the frees")
+	if reused, err := insertPending(ik, iv); err != nil || !reused {
+		t.Fatalf("frees pending: %v (check reused %v)", err, reused)
+	}
+	// A bad batch: a key's end before its start, the ends kept; more keys
+	// than the pools grown for ik hold, so that the first try fails.
+	bad, bv := randomKeys(170000, 600000)
+	bad.Offs[1001] = bad.Offs[1000] - 3
+	want := bad.firstBad("insert")
+	before, err := gt.eng.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reused, err := insertPending(bad, bv); err == nil || err.Error() != want.Error() || !reused {
+		t.Fatalf("bad batch, frees pending: got %v (check reused %v), want %v", err, reused, want)
+	}
+	after, err := gt.eng.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := equalStores(before, after); err != nil || gt.Len() != 170000 {
+		t.Fatalf("the bad batch changed the tree (%d keys): %v", gt.Len(), err)
 	}
 	if err := ct.InsertKeys(ik, iv); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := ct.eng.snapshot()
-	got, err := gt.eng.snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := equalStores(want, got); err != nil {
+	wantStore, _ := ct.eng.snapshot()
+	if err := equalStores(wantStore, before); err != nil {
 		t.Fatalf("layouts differ (cpu, gpu): %v", err)
 	}
 }

@@ -31,6 +31,12 @@ func (g *gpuEngine) insert(kb Keys, vals []uint64) (int, error) {
 	pending := g.freesPending()
 	added, err := g.insertOnce(kb, vals)
 	if pending && errors.Is(err, gpu.ErrOutOfMemory) {
+		// The retry reuses the first try's deferred check of the batch
+		// (check_later_gpu.go): a try that got past its sort started it,
+		// and g.later stays set until insert returns (endCheck), so the
+		// retry's startCheck is a no-op and its checked() waits for the
+		// same pass over the same kb (TestGPUInsertRetry); a try that
+		// failed before leaves the retry to start it.
 		g.waitFrees()
 		if g.beforeRetry != nil {
 			g.beforeRetry()

@@ -1,14 +1,16 @@
 package hashindex
 
 import (
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/internal/gputest"
 )
 
@@ -176,8 +178,8 @@ func TestPersistentSearchCloseDuringSearches(t *testing.T) {
 		wg.Go(func() {
 			for {
 				if err := ps.Search(slot, n); err != nil {
-					if !strings.Contains(err.Error(), "closed") {
-						t.Errorf("slot %d: %v, want closed", slot, err)
+					if !errors.Is(err, ErrSearchClosed) {
+						t.Errorf("slot %d: %v, want ErrSearchClosed", slot, err)
 					}
 					return
 				}
@@ -185,15 +187,30 @@ func TestPersistentSearchCloseDuringSearches(t *testing.T) {
 			}
 		})
 	}
-	for served.Load() < 400 {
-		time.Sleep(100 * time.Microsecond)
+	stopped := make(chan struct{}) // every searcher returned
+	go func() {
+		wg.Wait()
+		close(stopped)
+	}()
+	// Wait for 400 searches, not past the searchers' failure or a minute.
+	for deadline := time.Now().Add(time.Minute); served.Load() < 400; time.Sleep(100 * time.Microsecond) {
+		select {
+		case <-stopped:
+			t.Fatalf("every searcher stopped after %d searches", served.Load())
+		default:
+		}
+		if time.Now().After(deadline) {
+			ps.Close()
+			<-stopped
+			t.Fatalf("%d searches in a minute, want 400", served.Load())
+		}
 	}
 	if err := ps.Close(); err != nil {
 		t.Fatal(err)
 	}
-	wg.Wait()
-	if err := ps.Search(0, 1); err == nil || !strings.Contains(err.Error(), "closed") {
-		t.Errorf("search after Close: %v, want closed", err)
+	<-stopped
+	if err := ps.Search(0, 1); !errors.Is(err, ErrSearchClosed) || !errors.Is(err, engine.ErrClosed) {
+		t.Errorf("search after Close: %v, want ErrSearchClosed and engine.ErrClosed", err)
 	}
 	if err := ps.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
@@ -204,5 +221,45 @@ func TestPersistentSearchCloseDuringSearches(t *testing.T) {
 	}
 	if !slices.Equal(out, locs) {
 		t.Error("the index's search after the persistent search's Close differs from the locations inserted")
+	}
+}
+
+// TestPersistentSearchClosedErrors checks the errors of use after Close:
+// a search after the persistent search's Close matches ErrSearchClosed
+// and engine.ErrClosed; one after the index's Close matches
+// engine.ErrClosed only (the index, not the search, is closed); and
+// ErrSearchClosed itself matches engine.ErrClosed, while an error
+// wrapping engine.ErrClosed does not match ErrSearchClosed.
+func TestPersistentSearchClosedErrors(t *testing.T) {
+	if !errors.Is(ErrSearchClosed, engine.ErrClosed) || errors.Is(fmt.Errorf("x: %w", engine.ErrClosed), ErrSearchClosed) {
+		t.Fatal("ErrSearchClosed must match engine.ErrClosed, and only that way")
+	}
+	d := gputest.Device(t)
+	for _, closeIndex := range []bool{false, true} {
+		ix, err := Open(Options{Buckets: 1 << 10, GPU: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps, err := ix.NewPersistentSearch(1, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ps.Search(0, 8); err != nil {
+			t.Fatal(err)
+		}
+		closeFirst := ps.Close
+		if closeIndex {
+			closeFirst = ix.Close
+		}
+		if err := closeFirst(); err != nil {
+			t.Fatal(err)
+		}
+		err = ps.Search(0, 8)
+		if !errors.Is(err, engine.ErrClosed) || errors.Is(err, ErrSearchClosed) != !closeIndex {
+			t.Errorf("index closed %v: search: %v: want engine.ErrClosed, ErrSearchClosed %v", closeIndex, err, !closeIndex)
+		}
+		if err := errors.Join(ps.Close(), ix.Close()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

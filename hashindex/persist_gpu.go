@@ -70,6 +70,21 @@ type PersistentSearch struct {
 	resident, launched, relaunches atomic.Uint64
 }
 
+// ErrSearchClosed is matched (errors.Is) by the error of a
+// PersistentSearch's Search after its Close. It also matches
+// engine.ErrClosed, which every call after the Index's own Close matches,
+// so that one check covers use after either Close.
+var ErrSearchClosed error = searchClosed{}
+
+// searchClosed is ErrSearchClosed's type: an error that is also
+// engine.ErrClosed.
+type searchClosed struct{}
+
+func (searchClosed) Error() string { return "search closed" }
+
+// Is reports whether target is engine.ErrClosed.
+func (searchClosed) Is(target error) bool { return target == engine.ErrClosed }
+
 // paddedSeq is a slot's batch counter, alone in its cache line.
 type paddedSeq struct {
 	n uint64
@@ -313,7 +328,8 @@ func (p *PersistentSearch) Stats() PersistentStats {
 // the slot during the call, and one slot takes one call at a time; calls
 // on different slots run at the same time, with each other and with the
 // index's other searches (they hold its read lock), not with its updates.
-// Cost: up to MaxResident jobs, a doorbell and a wait (the resident
+// After the search's Close it fails with ErrSearchClosed, after the
+// index's with engine.ErrClosed. Cost: up to MaxResident jobs, a doorbell and a wait (the resident
 // kernel's read of the doorbell and the hashes over the bus, its table
 // reads, its answer: a few microseconds for a few hundred jobs), plus a
 // kernel launch when the resident kernel had exited; above, a kernel
@@ -331,7 +347,7 @@ func (p *PersistentSearch) search(i, n int, empty bool) error {
 	defer engine.RUnlock(&ix.Facade)
 	switch {
 	case p.closed:
-		return fmt.Errorf("hashindex: persistent search: closed")
+		return fmt.Errorf("hashindex: persistent search: %w", ErrSearchClosed)
 	case i < 0 || i >= p.slots || n < 0 || n > p.cap:
 		return fmt.Errorf("hashindex: persistent search: %d jobs in slot %d of %d x %d", n, i, p.slots, p.cap)
 	case n == 0 && !empty:

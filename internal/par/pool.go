@@ -18,11 +18,12 @@ import (
 // they park in Go's scheduler, which wakes parked goroutines' threads one
 // after another (each woken thread wakes the next): on a 16-core host a
 // 4-20 MB job after the spin window ran on half of the workers at half
-// the rate (BENCHMARKS.md, branch parw). Parking in the kernel (a futex
-// per pool, woken with one system call; Linux) starts them all at once,
-// but a worker there keeps its P until the runtime's monitor takes it
-// back, so goroutines readied just after the workers park wait up to
-// milliseconds: not the default (defaultParking says what it cost).
+// the rate (BENCHMARKS.md, branch parw). Parked in the kernel instead (a
+// futex, branch parw) they started all at once, but a goroutine readied
+// just after they parked waited up to 4.7-8.8 ms for their Ps, and on the
+// H200 CuART's insert ran 339-492 M keys/s against 478-490 parked in Go's
+// scheduler (BENCHMARKS.md, parw and the final runs of 2026-11-29
+// 15:50-16:03 UTC), so they park in Go's scheduler.
 //
 // A job's parts are taken dynamically by the caller and the workers, so
 // parts must not wait on one another (no barriers or channels between
@@ -40,45 +41,11 @@ type Pool struct {
 	job  atomic.Pointer[poolJob] // the latest job
 	stop atomic.Bool
 
-	park    parking
-	mu      sync.Mutex // guards parking in Go's scheduler
-	wake    *sync.Cond
-	goSlept atomic.Int32  // workers parked on wake
-	seq     atomic.Uint32 // the futex word: bumped before every futexWake
-	kSlept  atomic.Int32  // workers parked in futexWait on seq
-	exited  sync.WaitGroup
+	mu     sync.Mutex // guards parking
+	wake   *sync.Cond
+	slept  atomic.Int32 // workers parked on wake
+	exited sync.WaitGroup
 }
-
-// parking is where a Pool's idle workers park after their spin.
-type parking int
-
-const (
-	// parkGo parks every worker on a condition variable: Go's scheduler
-	// wakes their threads one after another.
-	parkGo parking = iota
-	// parkKernel parks every worker in the kernel (a futex): one system
-	// call wakes them all, but each keeps its P in the call until the
-	// runtime's monitor takes it back for other goroutines.
-	parkKernel
-	// parkKernelOneGo parks one worker in Go's scheduler and the others
-	// in the kernel: the one's P stays free for other goroutines while
-	// the pool is idle, and it joins a job a thread wake-up late.
-	parkKernelOneGo
-)
-
-// defaultParking is NewPool's parking: Go's scheduler. Parked in the
-// kernel (parkKernel), the workers start 2x faster after an idle gap and
-// parw's A/B made the point calls from Go memory 2-20% faster, but a
-// worker in the futex keeps its P until the runtime's monitor takes it
-// back (up to 10 ms), and the engines' own goroutines paid for it: in
-// the merged code's final runs on the H200 CuART's insert (whose batch
-// check runs on new goroutines beside the work) measured 339-492 M
-// keys/s with its work phase at 485-934 M/s over five runs, against
-// 478-490 M/s and 929-940 M/s parked in Go's scheduler, and the packed
-// updates 268 against 520-572 M/s (BENCHMARKS.md, the session's final
-// runs of 2026-11-29 16:00 UTC). The kernel parkings stay for the
-// benchmarks and tests that compare them.
-const defaultParking = parkGo
 
 // poolJob is one fan-out: parts fn(0..parts-1), taken through next, at
 // most limit workers (the caller included) joining it.
@@ -98,26 +65,17 @@ type poolJob struct {
 const DefaultSpin = 200 * time.Microsecond
 
 // NewPool starts workers helper goroutines (<= 0: GOMAXPROCS-1, at least
-// one) that spin for spin after each job before parking in Go's scheduler
-// (defaultParking). Close stops them. Cost: the goroutines; no CPU while
-// parked.
-func NewPool(workers int, spin time.Duration) *Pool { return newPool(workers, spin, defaultParking) }
-
-// newPool is NewPool with the parking chosen; where the system has no
-// futexes, the kernel parkings fall back to Go's scheduler.
-func newPool(workers int, spin time.Duration, park parking) *Pool {
+// one) that spin for spin after each job before parking in Go's
+// scheduler. Close stops them. Cost: the goroutines; no CPU while parked.
+func NewPool(workers int, spin time.Duration) *Pool {
 	if workers <= 0 {
 		workers = max(1, runtime.GOMAXPROCS(0)-1)
 	}
-	if !osParkSupported {
-		park = parkGo
-	}
-	p := &Pool{workers: workers, spin: spin, park: park}
+	p := &Pool{workers: workers, spin: spin}
 	p.wake = sync.NewCond(&p.mu)
 	p.exited.Add(workers)
-	for i := range workers {
-		kernel := park == parkKernel || park == parkKernelOneGo && i > 0
-		go p.work(0, kernel) // the generation now: a job or Close before the goroutine runs still wakes it
+	for range workers {
+		go p.work(0) // the generation now: a job or Close before the goroutine runs still wakes it
 	}
 	return p
 }
@@ -259,10 +217,10 @@ func (j *poolJob) help() {
 
 // work is a worker: wait for a generation after seen, join its job if it
 // has room, repeat until Close.
-func (p *Pool) work(seen uint64, kernel bool) {
+func (p *Pool) work(seen uint64) {
 	defer p.exited.Done()
 	for {
-		seen = p.await(seen, kernel)
+		seen = p.await(seen)
 		if p.stop.Load() {
 			return
 		}
@@ -274,9 +232,9 @@ func (p *Pool) work(seen uint64, kernel bool) {
 }
 
 // await returns the generation once it differs from seen: spinning for
-// p.spin (yielding the thread every yieldEvery), then parked in the kernel
-// or in Go's scheduler (wakeAll wakes it).
-func (p *Pool) await(seen uint64, kernel bool) uint64 {
+// p.spin (yielding the thread every yieldEvery), then parked in Go's
+// scheduler (wakeAll wakes it).
+func (p *Pool) await(seen uint64) uint64 {
 	deadline := time.Now().Add(p.spin)
 	var y yielder
 	for {
@@ -287,21 +245,8 @@ func (p *Pool) await(seen uint64, kernel bool) uint64 {
 			break
 		}
 	}
-	if kernel {
-		p.kSlept.Add(1)
-		defer p.kSlept.Add(-1)
-		// Read the futex word before the generation: a job published
-		// after the read bumps the word, so futexWait returns at once.
-		for {
-			s := p.seq.Load()
-			if g := p.gen.Load(); g != seen {
-				return g
-			}
-			futexWait(&p.seq, s)
-		}
-	}
-	p.goSlept.Add(1)
-	defer p.goSlept.Add(-1)
+	p.slept.Add(1)
+	defer p.slept.Add(-1)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for {
@@ -313,17 +258,13 @@ func (p *Pool) await(seen uint64, kernel bool) uint64 {
 }
 
 // parked returns how many workers are parked.
-func (p *Pool) parked() int { return int(p.kSlept.Load() + p.goSlept.Load()) }
+func (p *Pool) parked() int { return int(p.slept.Load()) }
 
 // wakeAll wakes the parked workers, after a new generation is published:
 // a worker that counted itself parked after the generation's load sees
 // the new one before it parks. Cost: nothing when none is parked.
 func (p *Pool) wakeAll() {
-	if p.kSlept.Load() > 0 {
-		p.seq.Add(1)
-		futexWake(&p.seq)
-	}
-	if p.goSlept.Load() > 0 {
+	if p.slept.Load() > 0 {
 		p.mu.Lock()
 		p.wake.Broadcast()
 		p.mu.Unlock()

@@ -7,20 +7,14 @@ import (
 )
 
 // pools are the pools every Pool test runs against: one that spins, one
-// that parks at once (every job wakes it), one of a single helper, the
-// default (all of them parked in Go's scheduler), and the first two with
-// every worker parked in the kernel and with all but one parked there
-// (where the system has futexes; Go's scheduler elsewhere).
+// that parks at once (every job wakes it), one of a single helper and the
+// default.
 func pools(t testing.TB) map[string]*Pool {
 	ps := map[string]*Pool{
-		"spin":        NewPool(3, time.Millisecond),
-		"park":        NewPool(3, 0),
-		"single":      NewPool(1, time.Millisecond),
-		"default":     NewPool(0, DefaultSpin),
-		"kernel-park": newPool(3, 0, parkKernel),
-		"kernel-spin": newPool(3, time.Millisecond, parkKernel),
-		"one-go-park": newPool(3, 0, parkKernelOneGo),
-		"one-go-spin": newPool(3, time.Millisecond, parkKernelOneGo),
+		"spin":    NewPool(3, time.Millisecond),
+		"park":    NewPool(3, 0),
+		"single":  NewPool(1, time.Millisecond),
+		"default": NewPool(0, DefaultSpin),
 	}
 	t.Cleanup(func() {
 		for _, p := range ps {
@@ -102,22 +96,10 @@ func TestPoolNestedAndConcurrentCalls(t *testing.T) {
 }
 
 // TestPoolWorkersPark checks that idle workers stop spinning: after the
-// spin window a job still runs every part (the workers are woken or the
-// caller runs them), and Close returns.
+// spin window both workers of a pool park, a job still runs every part
+// (the workers are woken or the caller runs them), and Close returns.
 func TestPoolWorkersPark(t *testing.T) {
-	parkings := []struct {
-		name string
-		park parking
-	}{{"go", parkGo}, {"kernel", parkKernel}, {"kernel-one-go", parkKernelOneGo}}
-	for _, k := range parkings {
-		t.Run(k.name, func(t *testing.T) { testPoolWorkersPark(t, k.park) })
-	}
-}
-
-// testPoolWorkersPark is TestPoolWorkersPark on a pool of two workers
-// parked so.
-func testPoolWorkersPark(t *testing.T, park parking) {
-	p := newPool(2, 50*time.Microsecond, park)
+	p := NewPool(2, 50*time.Microsecond)
 	p.Do(4, func(int) {})
 	for wait := time.Now().Add(time.Second); p.parked() != 2; time.Sleep(time.Millisecond) {
 		if time.Now().After(wait) {

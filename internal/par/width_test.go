@@ -19,9 +19,9 @@ import (
 // the host copies and scans of the GPU engines (4 MB to 80 MB a fan-out)
 // on new goroutines (the package's Ranges), on the Shared pool (Ranges as
 // the batch checks call it, For in 512 KiB pieces as the pipelines' copies
-// call it), on the same pool with every worker parked in Go's scheduler
-// (main's pool before branch parw), in the kernel (the default) or all
-// but one in the kernel, and on pools that spin longer, after
+// call it), on a pool of its own (pool-go-park: the same code, parked in
+// Go's scheduler as main's pool was before branch parw and is again), and
+// on pools that spin longer, after
 // idle gaps that leave a pool's workers spinning (0, 50 µs) or parked
 // (300 µs, 2 ms).
 //
@@ -46,8 +46,8 @@ const widthGrain = 128 << 10
 // a function that closes the pools they started; parts is GOMAXPROCS.
 func widthRunners(parts int, names []string) ([]widthRunner, func()) {
 	var pools []*Pool
-	pool := func(spin time.Duration, park parking) *Pool {
-		p := newPool(0, spin, park)
+	pool := func(spin time.Duration) *Pool {
+		p := NewPool(0, spin)
 		pools = append(pools, p)
 		return p
 	}
@@ -63,14 +63,12 @@ func widthRunners(parts int, names []string) ([]widthRunner, func()) {
 		},
 		"pool":                 func() func(int, func(lo, hi int)) { return ranges(Shared(), parts) },
 		"pool-for512K":         func() func(int, func(lo, hi int)) { return forGrain(Shared()) },
-		"pool-go-park":         func() func(int, func(lo, hi int)) { return ranges(pool(DefaultSpin, parkGo), parts) },
-		"pool-go-park-for512K": func() func(int, func(lo, hi int)) { return forGrain(pool(DefaultSpin, parkGo)) },
-		"pool-kernel-park":     func() func(int, func(lo, hi int)) { return ranges(pool(DefaultSpin, parkKernel), parts) },
-		"pool-one-go":          func() func(int, func(lo, hi int)) { return ranges(pool(DefaultSpin, parkKernelOneGo), parts) },
-		"pool-spin2ms":         func() func(int, func(lo, hi int)) { return ranges(pool(2*time.Millisecond, parkGo), parts) },
-		"pool-spin2ms-8":       func() func(int, func(lo, hi int)) { return ranges(pool(2*time.Millisecond, parkGo), 8) },
+		"pool-go-park":         func() func(int, func(lo, hi int)) { return ranges(pool(DefaultSpin), parts) },
+		"pool-go-park-for512K": func() func(int, func(lo, hi int)) { return forGrain(pool(DefaultSpin)) },
+		"pool-spin2ms":         func() func(int, func(lo, hi int)) { return ranges(pool(2*time.Millisecond), parts) },
+		"pool-spin2ms-8":       func() func(int, func(lo, hi int)) { return ranges(pool(2*time.Millisecond), 8) },
 	}
-	order := []string{"go", "pool", "pool-for512K", "pool-go-park", "pool-go-park-for512K", "pool-kernel-park", "pool-one-go", "pool-spin2ms", "pool-spin2ms-8"}
+	order := []string{"go", "pool", "pool-for512K", "pool-go-park", "pool-go-park-for512K", "pool-spin2ms", "pool-spin2ms-8"}
 	if len(names) == 0 {
 		names = order
 	}
