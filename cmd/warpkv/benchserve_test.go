@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -118,13 +116,7 @@ func benchServeReport(t *testing.T, name string, rep any, args ...string) (path,
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	b, err := os.ReadFile(path)
-	if err == nil {
-		err = json.Unmarshal(b, rep)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, path, rep)
 	return path, out, serverCPUs
 }
 
