@@ -2,7 +2,6 @@ package art
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/warpkv/warpkv/engine"
@@ -48,17 +47,13 @@ func (t *Tree) BuildContext(ctx context.Context, keys [][]byte, values []uint64)
 		fresh.(*gpuEngine).lanes = og.lanes
 	}
 	t.eng, t.builtAt = fresh, 0
-	for i, c := range chunks {
-		err := context.Cause(ctx)
-		if err == nil {
-			err = t.insertLocked(c.kb, c.vals)
-		} else {
-			err = fmt.Errorf("art: build: stopped before chunk %d of %d: %w", i+1, len(chunks), err)
-		}
-		if err != nil {
-			t.eng, t.builtAt = old, oldBuilt
-			return errors.Join(err, fresh.close())
-		}
+	if err := engine.RunChunks(ctx, "art", "build", len(chunks), func(i int) error {
+		return t.insertLocked(chunks[i].kb, chunks[i].vals)
+	}, func() error {
+		t.eng, t.builtAt = old, oldBuilt
+		return fresh.close()
+	}); err != nil {
+		return err
 	}
 	engine.Replace(&t.Facade, fresh)
 	if err := old.close(); err != nil {
@@ -93,23 +88,20 @@ func (t *Tree) InsertContext(ctx context.Context, keys [][]byte, values []uint64
 		return t.insertLocked(chunks[0].kb, chunks[0].vals)
 	}
 	var done []undo
-	for i, c := range chunks {
-		if err := context.Cause(ctx); err != nil {
-			err = fmt.Errorf("art: insert: stopped before chunk %d of %d: %w", i+1, len(chunks), err)
-			return errors.Join(err, t.undo(done))
-		}
+	return engine.RunChunks(ctx, "art", "insert", len(chunks), func(i int) error {
+		c := chunks[i]
 		u := undo{kb: c.kb, vals: make([]uint64, c.kb.Len()), found: make([]bool, c.kb.Len())}
 		if t.eng.size() > 0 {
 			if err := t.eng.lookup(c.kb, u.vals, u.found); err != nil {
-				return errors.Join(fmt.Errorf("art: insert: %w", err), t.undo(done))
+				return fmt.Errorf("art: insert: %w", err)
 			}
 		}
 		if err := t.insertLocked(c.kb, c.vals); err != nil {
-			return errors.Join(err, t.undo(done))
+			return err
 		}
 		done = append(done, u)
-	}
-	return nil
+		return nil
+	}, func() error { return t.undo(done) })
 }
 
 // chunk is one chunk of a Context call's batch.

@@ -2,7 +2,6 @@ package btree
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -48,21 +47,17 @@ func (t *Tree) BuildContext(ctx context.Context, keys, values []uint64) error {
 		return fmt.Errorf("btree: build: %w", err)
 	}
 	t0 := time.Now()
-	chunks := (len(keys) + size - 1) / size
-	for i := range chunks {
+	if err := engine.RunChunks(ctx, "btree", "build", (len(keys)+size-1)/size, func(i int) error {
 		a, b := i*size, min((i+1)*size, len(keys))
-		err := context.Cause(ctx)
-		switch {
-		case err != nil:
-			err = fmt.Errorf("btree: build: stopped before chunk %d of %d: %w", i+1, chunks, err)
-		case i == 0:
+		var err error
+		if i == 0 {
 			_, err = fresh.build(keys[a:b], values[a:b])
-		default:
+		} else {
 			_, err = fresh.insert(keys[a:b], values[a:b])
 		}
-		if err != nil {
-			return errors.Join(err, fresh.close())
-		}
+		return err
+	}, fresh.close); err != nil {
+		return err
 	}
 	old := t.e
 	t.e = fresh
@@ -111,23 +106,21 @@ func (t *Tree) InsertContext(ctx context.Context, keys, values []uint64) error {
 	}
 	t0 := time.Now()
 	var done []undo
-	chunks := (len(keys) + size - 1) / size
-	for i := range chunks {
+	if err := engine.RunChunks(ctx, "btree", "insert", (len(keys)+size-1)/size, func(i int) error {
 		a, b := i*size, min((i+1)*size, len(keys))
-		if err := context.Cause(ctx); err != nil {
-			err = fmt.Errorf("btree: insert: stopped before chunk %d of %d: %w", i+1, chunks, err)
-			return errors.Join(err, t.undo(done))
-		}
 		u := undo{keys: keys[a:b], vals: make([]uint64, b-a), found: make([]bool, b-a)}
 		if t.e.state().root != nilNode {
 			if _, err := t.e.lookup(u.keys, u.vals, u.found); err != nil {
-				return errors.Join(fmt.Errorf("btree: insert: %w", err), t.undo(done))
+				return fmt.Errorf("btree: insert: %w", err)
 			}
 		}
 		if _, err := t.e.insert(keys[a:b], values[a:b]); err != nil {
-			return errors.Join(fmt.Errorf("btree: insert: %w", err), t.undo(done))
+			return fmt.Errorf("btree: insert: %w", err)
 		}
 		done = append(done, u)
+		return nil
+	}, func() error { return t.undo(done) }); err != nil {
+		return err
 	}
 	d := time.Since(t0)
 	engine.Record(&t.Facade, engine.Timings{Op: "insert", Items: len(keys), Work: d, Total: d})

@@ -248,18 +248,3 @@ func Live[E any](f *Facade[E]) bool { return f.open }
 // beside the old one (which the caller frees); the caller holds f's write
 // lock (Lock). Close frees e. Cost: O(1).
 func Replace[E any](f *Facade[E], e E) { f.eng = e }
-
-// ContextChunk is the number of keys a ...Context call applies at a time
-// before it looks at its context again (a batch of at most ContextChunk
-// keys runs whole).
-const ContextChunk = 1 << 20
-
-// ChunkKeys returns the keys per chunk of a ...Context call: set when it
-// is positive (a structure's own setting, which tests make small), else
-// ContextChunk. Cost: O(1).
-func ChunkKeys(set int) int {
-	if set > 0 {
-		return set
-	}
-	return ContextChunk
-}

@@ -85,9 +85,8 @@ func TestConcurrentUse(t *testing.T) {
 					if op < 50 {
 						exptime = 1 // already expired at now = 2: reclaimable at once
 					}
-					r, vs, err := s.Alloc(hashOf(k), keyOf(k), vlen(k, ver), uint32(ver), exptime, ver, 2, victims[:0])
-					victims = vs
-					index.drop(victims)
+					var err error
+					victims, err = index.write(s, k, vlen(k, ver), uint32(ver), exptime, ver, 2, victims)
 					if errors.Is(err, ErrOutOfMemory) {
 						oom.Add(1)
 						continue
@@ -96,10 +95,7 @@ func TestConcurrentUse(t *testing.T) {
 						fail("alloc: %v", err)
 						return
 					}
-					fillValue(r.Value(), k, ver)
-					index.publish(s, k, r)
 					sets.Add(1)
-					r.Release()
 				case op < 90: // delete
 					if old := index.locs[k].Swap(NotFound); old != NotFound {
 						s.Unlink(old, hashOf(k))

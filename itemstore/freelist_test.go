@@ -168,15 +168,10 @@ func TestMoveRacesReaders(t *testing.T) {
 	index := newSimIndex(keys)
 	write := func(now int64) {
 		for k := range keys {
-			r, victims, err := s.Alloc(hashOf(k), keyOf(k), smallValue, 0, 0, uint64(now), now, nil)
-			if err != nil {
+			if _, err := index.write(s, k, smallValue, 0, 0, uint64(now), now, nil); err != nil {
 				t.Errorf("alloc of key %d: %v", k, err)
 				return
 			}
-			index.drop(victims)
-			fillValue(r.Value(), k, uint64(now))
-			index.publish(s, k, r)
-			r.Release()
 		}
 	}
 	write(1)

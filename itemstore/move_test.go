@@ -335,19 +335,12 @@ func TestConcurrentMoves(t *testing.T) {
 					r.Release()
 				case op < 95:
 					ver := uint64(now)
-					r, vs, err := s.Alloc(hashOf(k), keyOf(k), vlen(k, ver), 0, 0, ver, now, victims[:0])
-					victims = vs
-					index.drop(victims)
-					if errors.Is(err, ErrOutOfMemory) {
-						continue
-					}
-					if err != nil {
+					var err error
+					victims, err = index.write(s, k, vlen(k, ver), 0, 0, ver, now, victims)
+					if err != nil && !errors.Is(err, ErrOutOfMemory) {
 						fail("alloc: %v", err)
 						return
 					}
-					fillValue(r.Value(), k, ver)
-					index.publish(s, k, r)
-					r.Release()
 				default:
 					for _, h := range held {
 						h.Release()

@@ -38,3 +38,21 @@ func (x *simIndex) publish(s *Store, k int, r Ref) {
 		s.Unlink(old, hashOf(k))
 	}
 }
+
+// write allocates key number k's item (a valueLen-byte value, flags,
+// exptime and CAS ver, at now), fills the value with version ver
+// (fillValue), publishes it and releases the writer's reference. victims
+// is scratch for the items the Alloc evicted, whose locations it drops
+// even when the Alloc fails; it is returned for the next call, with the
+// Alloc's error (ErrOutOfMemory, for one: nothing was written).
+func (x *simIndex) write(s *Store, k, valueLen int, flags uint32, exptime int64, ver uint64, now int64, victims []Victim) ([]Victim, error) {
+	r, victims, err := s.Alloc(hashOf(k), keyOf(k), valueLen, flags, exptime, ver, now, victims[:0])
+	x.drop(victims)
+	if err != nil {
+		return victims, err
+	}
+	fillValue(r.Value(), k, ver)
+	x.publish(s, k, r)
+	r.Release()
+	return victims, nil
+}

@@ -2,7 +2,6 @@ package mpt
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/warpkv/warpkv/engine"
@@ -41,16 +40,11 @@ func (t *Trie) UpdateContext(ctx context.Context, keys, values [][]byte) error {
 		}
 		return nil
 	}
-	chunks := (len(keys) + size - 1) / size
-	for i := range chunks {
+	return engine.RunChunks(ctx, "mpt", "update", (len(keys)+size-1)/size, func(i int) error {
 		a, b := i*size, min((i+1)*size, len(keys))
-		if err := context.Cause(ctx); err != nil {
-			err = fmt.Errorf("mpt: update: stopped before chunk %d of %d: %w", i+1, chunks, err)
-			return errors.Join(err, restore())
-		}
 		old, found, err := e.lookup(keys[a:b])
 		if err != nil {
-			return errors.Join(fmt.Errorf("mpt: update: %w", err), restore())
+			return fmt.Errorf("mpt: update: %w", err)
 		}
 		u := undo{keys: keys[a:b], old: make([][]byte, b-a)}
 		for j := range old {
@@ -59,9 +53,9 @@ func (t *Trie) UpdateContext(ctx context.Context, keys, values [][]byte) error {
 			}
 		}
 		if err := t.update(e, keys[a:b], values[a:b]); err != nil {
-			return errors.Join(err, restore())
+			return err
 		}
 		done = append(done, u)
-	}
-	return nil
+		return nil
+	}, restore)
 }

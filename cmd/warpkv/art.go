@@ -38,53 +38,18 @@ import (
 // its line number: the lines before it have run and printed their
 // answers, nothing after it runs.
 func runART(e *env, args []string) error {
-	const synopsis = "warpkv art run [--device auto|cpu|gpu|gpu:N] [--batch N] FILE (- for standard input)"
-	if len(args) > 0 && isHelpFlag(args[0]) {
-		args = []string{"run", "-h"} // "warpkv art -h": run's usage
-	}
-	if len(args) == 0 || args[0] != "run" {
-		return usagef("usage: %s", synopsis)
-	}
-	fs := newFlagSet(e, "art run", synopsis)
-	device := fs.String("device", "", "engine: auto (a GPU where usable, else the CPU engine), cpu, gpu or gpu:N (default $WARPKV_DEVICE, else auto)")
-	batch := fs.Int("batch", 0, fmt.Sprintf("most consecutive operations of one kind sent as one batch (0: batches of at most %s of keys and operations)", bench.IEC(artBatchBytes)))
-	usage := fs.Usage
-	fs.Usage = func() {
-		usage()
-		fmt.Fprintf(e.stderr, "\nlines (one operation a line; keys 0x-prefixed hex, 0x the empty key, at most %d bytes (art.MaxKeyLen); values decimal uint64):\n"+
-			"  put KEY VALUE, upd KEY VALUE, del KEY, get KEY, range LO|* HI|* LIMIT (LO <= key < HI), prefix P LIMIT, len\n"+
-			"  a LIMIT of 0 or less means no limit; a line is at most %d bytes\n", art.MaxKeyLen, artMaxLine)
-	}
-	if err := parse(fs, args[1:]); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return usagef("art run takes one FILE argument, got %d", fs.NArg())
-	}
-	if err := atLeast("--batch", *batch, 0); err != nil {
-		return err
-	}
-	if err := checkDevice("--device", *device); err != nil {
-		return err
-	}
-	in, closeIn, err := openInput(fs.Arg(0))
-	if err != nil {
-		return fmt.Errorf("art: %w", err) // "art: open FILE: ..."
-	}
-	defer closeIn()
-	t, err := art.Open(art.Options{Device: *device})
-	if err != nil {
-		return err
-	}
-	defer t.Close()
-	w := bufio.NewWriterSize(e.stdout, 1<<16)
-	r := &artRunner{t: t, w: w, max: *batch, budget: artBatchBytes}
-	err = r.run(in)
-	if ferr := w.Flush(); err == nil {
-		err = ferr
-	}
-	return err
+	lines := fmt.Sprintf("lines (one operation a line; keys 0x-prefixed hex, 0x the empty key, at most %d bytes (art.MaxKeyLen); values decimal uint64):\n"+
+		"  put KEY VALUE, upd KEY VALUE, del KEY, get KEY, range LO|* HI|* LIMIT (LO <= key < HI), prefix P LIMIT, len\n"+
+		"  a LIMIT of 0 or less means no limit; a line is at most %d bytes\n", art.MaxKeyLen, artMaxLine)
+	batchZero := fmt.Sprintf("batches of at most %s of keys and operations", bench.IEC(artBatchBytes))
+	return runOpFile(e, args, "art", lines, batchZero, func(in io.Reader, device string, batch int, w *bufio.Writer) error {
+		t, err := art.Open(art.Options{Device: device})
+		if err != nil {
+			return err
+		}
+		defer t.Close()
+		return (&artRunner{t: t, w: w, max: batch, budget: artBatchBytes}).run(in)
+	})
 }
 
 // artOp is one parsed line.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,37 +37,22 @@ func randomARTFile(r *rand.Rand, n int) (string, string) {
 		return s
 	}
 	verbs := []string{"put", "put", "put", "upd", "del", "get", "get", "range", "prefix", "len"}
-	m := artScriptModel()
-	var in, out strings.Builder
-	for len(strings.Split(in.String(), "\n")) <= n {
-		verb := verbs[r.IntN(len(verbs))]
-		for range 1 + r.IntN(6) {
-			var line string
-			switch verb {
-			case "put", "upd", "del", "get":
-				line = pointLine(r, verb, hexKey())
-			case "range":
-				lo, hi := hexKey(), hexKey()
-				if r.IntN(3) == 0 {
-					hi = "*"
-				}
-				if r.IntN(6) == 0 {
-					lo = "*"
-				}
-				line = fmt.Sprintf("range %s %s %d", lo, hi, r.IntN(9)-2)
-			case "prefix":
-				line = fmt.Sprintf("prefix %s %d", hexKey(), r.IntN(9)-2)
-			case "len":
-				line = "len"
+	return scriptFile(r, n, verbs, artScriptModel(), hexKey, func(verb string) string {
+		switch verb {
+		case "range":
+			lo, hi := hexKey(), hexKey()
+			if r.IntN(3) == 0 {
+				hi = "*"
 			}
-			if r.IntN(20) == 0 {
-				in.WriteString("\n# a comment\n")
+			if r.IntN(6) == 0 {
+				lo = "*"
 			}
-			in.WriteString(line + "\n")
-			m.apply(line, &out)
+			return fmt.Sprintf("range %s %s %d", lo, hi, r.IntN(9)-2)
+		case "prefix":
+			return fmt.Sprintf("prefix %s %d", hexKey(), r.IntN(9)-2)
 		}
-	}
-	return in.String(), out.String()
+		return "len"
+	})
 }
 
 func writeTemp(t *testing.T, name, body string) string {
@@ -163,30 +147,21 @@ func firstDiffLine(a, b string) int {
 // from a file and from standard input, on the default device (the GPU
 // engine where one is usable).
 func TestARTRunBuiltBinary(t *testing.T) {
-	bin := buildWarpkv(t)
 	r := runRand(t, 8)
 	for trial := range 4 {
 		in, want := randomARTFile(r, 2000)
 		path := writeTemp(t, "ops", in)
 		for _, args := range [][]string{{"art", "run", path}, {"art", "run", "--batch", "5", "-"}} {
-			cmd := exec.Command(bin, args...)
-			cmd.Stdin = strings.NewReader(in)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if err != nil || string(out) != want {
-				t.Fatalf("trial %d, %v: %v, stderr %q; output differs at line %d", trial, args, err, stderr.String(), firstDiffLine(string(out), want))
+			code, out, stderr := runBinary(t, []byte(in), args...)
+			if code != 0 || out != want {
+				t.Fatalf("trial %d, %v: exit %d, stderr %q; output differs at line %d", trial, args, code, stderr, firstDiffLine(out, want))
 			}
 		}
 	}
 	// A malformed line: the lines before it ran, nothing after it did.
-	cmd := exec.Command(bin, "art", "run", "-")
-	cmd.Stdin = strings.NewReader("put 0x01 5\nget 0x01\nput 0x02 x\nget 0x01\n")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err == nil || string(out) != "0x01 5\n" || !strings.Contains(stderr.String(), "line 3") {
-		t.Fatalf("malformed line: err %v, stdout %q, stderr %q", err, out, stderr.String())
+	code, out, stderr := runBinary(t, []byte("put 0x01 5\nget 0x01\nput 0x02 x\nget 0x01\n"), "art", "run", "-")
+	if code == 0 || out != "0x01 5\n" || !strings.Contains(stderr, "line 3") {
+		t.Fatalf("malformed line: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 }
 
@@ -200,14 +175,7 @@ func TestARTRunErrors(t *testing.T) {
 	if ok, _ := gpu.Available(); ok {
 		gpuCase.code, gpuCase.stdout, gpuCase.stderr = 0, "0x01 -\n", ""
 	}
-	for _, tc := range []struct {
-		name   string
-		in     string
-		args   []string
-		code   int
-		stdout string
-		stderr string
-	}{
+	checkRunErrors(t, "art", []runErrorCase{
 		{"unknown verb", "put 0x01 1\nget 0x01\nfrob 0x01\nget 0x01\n", nil, 1, "0x01 1\n", `line 3: unknown operation "frob"`},
 		{"no 0x", "get 01\n", nil, 1, "", "line 1: key \"01\": want hex with a 0x prefix"},
 		{"odd hex", "get 0x1\n", nil, 1, "", "line 1: key \"0x1\""},
@@ -229,23 +197,7 @@ func TestARTRunErrors(t *testing.T) {
 		{"missing file", "", []string{"art", "run", "/nonexistent/ops"}, 1, "", "no such file"},
 		{"bad device", "get 0x01\n", []string{"art", "run", "--device", "tpu"}, 2, "", `--device: device option "tpu"`},
 		{"gpu device", "get 0x01\n", []string{"art", "run", "--device", "gpu"}, gpuCase.code, gpuCase.stdout, gpuCase.stderr},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			args := tc.args
-			if tc.in != "" {
-				if args == nil {
-					args = []string{"art", "run", "--device", "cpu"}
-				}
-				args = append(args, writeTemp(t, "ops", tc.in))
-			}
-			code, out, errOut := runCmd(args...)
-			sameOut := out == tc.stdout || (tc.name == "help" && strings.HasPrefix(out, tc.stdout))
-			if code != tc.code || !sameOut || !strings.Contains(errOut, tc.stderr) {
-				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, stdout %q, stderr containing %q",
-					code, out, errOut, tc.code, tc.stdout, tc.stderr)
-			}
-		})
-	}
+	})
 }
 
 // TestBenchARTEngines runs `warpkv bench art` with --engines: the CPU
@@ -310,5 +262,41 @@ func checkRunBatches(t *testing.T, tool, path, want string, batches ...string) {
 			t.Fatalf("%s run --batch %s: exit %d, stderr %q; output differs from want at line %d\ninput:\n%s\nstdout:\n%s\nwant:\n%s",
 				tool, b, code, errOut, firstDiffLine(out, want), in, out, want)
 		}
+	}
+}
+
+// runErrorCase is a "warpkv TOOL run" call that checkRunErrors makes: the
+// file in (none when empty) after args (nil: TOOL run --device cpu), and
+// the exit code, standard output (its start, for the case named help) and
+// a piece of standard error it must give.
+type runErrorCase struct {
+	name   string
+	in     string
+	args   []string
+	code   int
+	stdout string
+	stderr string
+}
+
+// checkRunErrors runs every case of tool's run command in-process, one
+// subtest each (art run, btree run).
+func checkRunErrors(t *testing.T, tool string, cases []runErrorCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if tc.in != "" {
+				if args == nil {
+					args = []string{tool, "run", "--device", "cpu"}
+				}
+				args = append(args, writeTemp(t, "ops", tc.in))
+			}
+			code, out, errOut := runCmd(args...)
+			sameOut := out == tc.stdout || (tc.name == "help" && strings.HasPrefix(out, tc.stdout))
+			if code != tc.code || !sameOut || !strings.Contains(errOut, tc.stderr) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, stdout %q, stderr containing %q",
+					code, out, errOut, tc.code, tc.stdout, tc.stderr)
+			}
+		})
 	}
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -44,40 +42,10 @@ func TestParseMemaslap(t *testing.T) {
 // JSON report: each server ran in its own process on the server CPUs, its
 // CPU time per million operations was measured, and the paced run did.
 func TestBenchServeEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds warpkv and runs servers")
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go toolchain to build warpkv: %v", err)
-	}
-	dir := t.TempDir()
-	exe := filepath.Join(dir, "warpkv")
-	build := exec.Command(goBin, "build", "-o", exe, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	cpus, err := allowedCPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	serverCPUs := formatCPUList(cpus[:max(1, len(cpus)/2)])
-	path := filepath.Join(dir, "serve.json")
-	code, out, errOut := runCmd("bench", "serve", "--warpkv", exe, "--engines", "cpu", "--profile", "--p99-at", "0.5",
-		"--server-cpus", serverCPUs, "--json", path, "--",
+	var rep serveReport
+	path, out, serverCPUs := benchServeReport(t, "serve.json", &rep, "--engines", "cpu", "--profile", "--p99-at", "0.5", "--",
 		"--workloads", "a", "--mix", "95:5", "--dist", "zipf", "--multiget", "4", "--keys", "5000",
 		"--duration", "400ms", "--warmup", "100ms", "--quiet")
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
-	}
-	var rep serveReport
-	b, err := os.ReadFile(path)
-	if err == nil {
-		err = json.Unmarshal(b, &rep)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 	if rep.Commit == "" || len(rep.CommandLine) == 0 || rep.Device == "" || rep.Driver == "" || rep.CPUModel == "" || rep.CPUCores <= 0 {
 		t.Errorf("report provenance %+v: want commit, command line, device, driver and CPU", rep.Provenance)
 	}
@@ -87,7 +55,7 @@ func TestBenchServeEndToEnd(t *testing.T) {
 	}
 	want := []string{"warpkv cpu"}
 	if _, err := exec.LookPath("memcached"); err == nil {
-		want = append([]string{"memcached -t " + strconv.Itoa(max(1, len(cpus)/2))}, want...)
+		want = append([]string{"memcached -t " + strconv.Itoa(len(serverCPUs))}, want...)
 	}
 	var names []string
 	for _, s := range rep.Servers {
@@ -95,8 +63,8 @@ func TestBenchServeEndToEnd(t *testing.T) {
 		if s.Err != "" {
 			t.Errorf("%s: %s", s.Name, s.Err)
 		}
-		if s.Affinity != serverCPUs {
-			t.Errorf("%s ran on CPUs %q, want %q", s.Name, s.Affinity, serverCPUs)
+		if s.Affinity != formatCPUList(serverCPUs) {
+			t.Errorf("%s ran on CPUs %q, want %q", s.Name, s.Affinity, formatCPUList(serverCPUs))
 		}
 		if len(s.Rows) != 1 || s.Rows[0].Err != "" {
 			t.Fatalf("%s rows: %+v", s.Name, s.Rows)
@@ -123,6 +91,33 @@ func TestBenchServeEndToEnd(t *testing.T) {
 	if runtime.NumCPU() < 2 {
 		t.Logf("one CPU: server and load shared it")
 	}
+}
+
+// benchServeReport runs "warpkv bench serve" in-process with the built
+// warpkv (--warpkv), the first half of the allowed CPUs as the server's
+// (--server-cpus) and a JSON report in a temporary file named name
+// (--json), then args; it fails the test unless the command exits 0 and
+// the report decodes into rep, and returns the report's path, the
+// standard output and the server CPUs. Skipped under -short.
+func benchServeReport(t *testing.T, name string, rep any, args ...string) (path, out string, serverCPUs []int) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds warpkv and runs servers")
+	}
+	exe := buildWarpkv(t)
+	cpus, err := allowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverCPUs = cpus[:max(1, len(cpus)/2)]
+	path = filepath.Join(t.TempDir(), name)
+	args = append([]string{"bench", "serve", "--warpkv", exe, "--server-cpus", formatCPUList(serverCPUs), "--json", path}, args...)
+	code, out, errOut := runCmd(args...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	readJSON(t, path, rep)
+	return path, out, serverCPUs
 }
 
 // TestBenchServeEngineSpecs checks the serve flags each --engines spec of

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,37 +15,9 @@ import (
 // paced (warpkv at memcached's pace when memcached ran), memaslap beside
 // loadgen on 95:5 when installed, and the stage profile is printed.
 func TestBenchServeUnpipelined(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds warpkv and runs servers")
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go toolchain to build warpkv: %v", err)
-	}
-	dir := t.TempDir()
-	exe := filepath.Join(dir, "warpkv")
-	if out, err := exec.Command(goBin, "build", "-o", exe, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	cpus, err := allowedCPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "unpipelined.json")
-	code, out, errOut := runCmd("bench", "serve", "--unpipelined", "--warpkv", exe, "--engines", "cpu", "--profile",
-		"--server-cpus", formatCPUList(cpus[:max(1, len(cpus)/2)]), "-m", "64",
-		"--unpipelined-conns", "8", "--unpipelined-duration", "1s", "--json", path)
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
-	}
 	var rep unpipelinedReport
-	b, err := os.ReadFile(path)
-	if err == nil {
-		err = json.Unmarshal(b, &rep)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, out, _ := benchServeReport(t, "unpipelined.json", &rep, "--unpipelined", "--engines", "cpu", "--profile", "-m", "64",
+		"--unpipelined-conns", "8", "--unpipelined-duration", "1s")
 	_, mcErr := exec.LookPath("memcached")
 	if mcErr != nil && os.Getenv(difftest.EnvRequireMemcached) == "1" {
 		t.Fatalf("memcached required ($%s=1): the rows are measured against it: %v", difftest.EnvRequireMemcached, mcErr)

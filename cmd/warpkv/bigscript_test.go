@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os/exec"
 	"strings"
 	"testing"
-
-	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // bigScript returns a random operation file of about n lines for "warpkv
@@ -112,22 +109,14 @@ func pointLine(r *rand.Rand, verb, key string) string {
 // applying the lines one at a time (--batch 1). The files are new each
 // run (runRand logs their seed).
 func TestRunBinaryBigScripts(t *testing.T) {
-	bin := buildWarpkv(t)
-	devices := []string{"cpu"}
-	if _, err := gputest.Open(); err == nil {
-		devices = append(devices, "gpu")
-	} else if gputest.Required() {
-		t.Fatalf("GPU required (WARPKV_REQUIRE_GPU=1) but unusable: %v", err)
-	}
+	devices := testDevices(t)
 	run := func(t *testing.T, args ...string) string {
 		t.Helper()
-		var stdout, stderr bytes.Buffer
-		cmd := exec.Command(bin, args...)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("%v: %v\nstderr:\n%s", args, err, stderr.String())
+		code, stdout, stderr := runBinary(t, nil, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\nstderr:\n%s", args, code, stderr)
 		}
-		return stdout.String()
+		return stdout
 	}
 	r := runRand(t, 11)
 	for _, tool := range []string{"btree", "art"} {

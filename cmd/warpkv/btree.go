@@ -34,7 +34,7 @@ func runBTree(e *env, args []string) error {
 	lines := fmt.Sprintf("lines (one operation a line; keys and values decimal uint64):\n"+
 		"  put KEY VALUE, upd KEY VALUE, del KEY, get KEY, range LO|* HI|* LIMIT (LO <= key < HI), len (no prefix: that is art run's)\n"+
 		"  a LIMIT of 0 or less means no limit; a line is at most %d bytes\n", btreeMaxLine)
-	return runOpFile(e, args, "btree", lines, func(in io.Reader, device string, batch int, w *bufio.Writer) error {
+	return runOpFile(e, args, "btree", lines, "the tool's default, a bounded batch", func(in io.Reader, device string, batch int, w *bufio.Writer) error {
 		t, err := btree.Open(btree.Options{Device: device})
 		if err != nil {
 			return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,28 +35,12 @@ func randomBTreeFile(r *rand.Rand, n int) (string, string) {
 		return key()
 	}
 	verbs := []string{"put", "put", "put", "upd", "del", "get", "get", "range", "range", "len"}
-	m := btreeScriptModel()
-	var in, out strings.Builder
-	for len(strings.Split(in.String(), "\n")) <= n {
-		verb := verbs[r.IntN(len(verbs))]
-		for range 1 + r.IntN(6) {
-			var line string
-			switch verb {
-			case "put", "upd", "del", "get":
-				line = pointLine(r, verb, key())
-			case "range":
-				line = fmt.Sprintf("range %s %s %d", bound(), bound(), r.IntN(9)-2)
-			case "len":
-				line = "len"
-			}
-			if r.IntN(20) == 0 {
-				in.WriteString("\n# a comment\n")
-			}
-			in.WriteString(line + "\n")
-			m.apply(line, &out)
+	return scriptFile(r, n, verbs, btreeScriptModel(), key, func(verb string) string {
+		if verb == "range" {
+			return fmt.Sprintf("range %s %s %d", bound(), bound(), r.IntN(9)-2)
 		}
-	}
-	return in.String(), out.String()
+		return "len"
+	})
 }
 
 // TestBTreeRunExample checks an example file line by line.
@@ -124,7 +107,23 @@ func TestBTreeRunMatchesOneAtATime(t *testing.T) {
 // and, where a GPU is usable (required under WARPKV_REQUIRE_GPU=1), with
 // --device gpu, each from a file and in batches of 5 from standard input,
 // and compares every output with the model's.
-func runOnDevices(t *testing.T, bin, tool, in, want string) {
+func runOnDevices(t *testing.T, tool, in, want string) {
+	t.Helper()
+	path := writeTemp(t, "ops", in)
+	for _, dev := range testDevices(t) {
+		for _, args := range [][]string{{tool, "run", "--device", dev, path}, {tool, "run", "--device", dev, "--batch", "5", "-"}} {
+			code, out, stderr := runBinary(t, []byte(in), args...)
+			if code != 0 || out != want {
+				t.Fatalf("%v: exit %d, stderr %q; output differs from the model at line %d", args, code, stderr, firstDiffLine(out, want))
+			}
+		}
+	}
+}
+
+// testDevices returns the --device values the built binary's run tests
+// use: cpu and, where a GPU is usable, gpu; under WARPKV_REQUIRE_GPU=1 an
+// unusable GPU fails the test.
+func testDevices(t *testing.T) []string {
 	t.Helper()
 	devices := []string{"cpu"}
 	if _, err := gputest.Open(); err == nil {
@@ -132,45 +131,25 @@ func runOnDevices(t *testing.T, bin, tool, in, want string) {
 	} else if gputest.Required() {
 		t.Fatalf("GPU required (WARPKV_REQUIRE_GPU=1) but unusable: %v", err)
 	}
-	path := writeTemp(t, "ops", in)
-	for _, dev := range devices {
-		for _, args := range [][]string{{tool, "run", "--device", dev, path}, {tool, "run", "--device", dev, "--batch", "5", "-"}} {
-			cmd := exec.Command(bin, args...)
-			cmd.Stdin = strings.NewReader(in)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if err != nil || string(out) != want {
-				t.Fatalf("%v: %v, stderr %q; output differs from the model at line %d", args, err, stderr.String(), firstDiffLine(string(out), want))
-			}
-		}
-	}
+	return devices
 }
 
 // TestRunBinaryOnDevices runs the built binary's "art run" and "btree run"
 // on random files with ranges (and, for art, prefixes and long keys) on
 // the CPU engine and, where usable, the GPU engine, against the models.
 func TestRunBinaryOnDevices(t *testing.T) {
-	bin := buildWarpkv(t)
 	r := runRand(t, 10)
 	for trial := range 3 {
 		in, want := randomBTreeFile(r, 3000)
-		t.Run(fmt.Sprintf("btree/%d", trial), func(t *testing.T) { runOnDevices(t, bin, "btree", in, want) })
+		t.Run(fmt.Sprintf("btree/%d", trial), func(t *testing.T) { runOnDevices(t, "btree", in, want) })
 		in, want = randomARTFile(r, 3000)
-		t.Run(fmt.Sprintf("art/%d", trial), func(t *testing.T) { runOnDevices(t, bin, "art", in, want) })
+		t.Run(fmt.Sprintf("art/%d", trial), func(t *testing.T) { runOnDevices(t, "art", in, want) })
 	}
 }
 
 // TestBTreeRunErrors checks malformed lines and flags.
 func TestBTreeRunErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		in     string
-		args   []string
-		code   int
-		stdout string
-		stderr string
-	}{
+	checkRunErrors(t, "btree", []runErrorCase{
 		{"unknown verb", "put 1 1\nget 1\nfrob 1\nget 1\n", nil, 1, "1 1\n", `line 3: unknown operation "frob"`},
 		{"no prefix", "prefix 1 1\n", nil, 1, "", `line 1: unknown operation "prefix"`},
 		{"hex key", "get 0x01\n", nil, 1, "", `line 1: key "0x01" is not a decimal uint64`},
@@ -192,23 +171,7 @@ func TestBTreeRunErrors(t *testing.T) {
 		{"bad batch", "", []string{"btree", "run", "--batch", "-1", "x"}, 2, "", "--batch"},
 		{"missing file", "", []string{"btree", "run", "/nonexistent/ops"}, 1, "", "no such file"},
 		{"bad device", "get 1\n", []string{"btree", "run", "--device", "tpu"}, 2, "", `--device: device option "tpu"`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			args := tc.args
-			if tc.in != "" {
-				if args == nil {
-					args = []string{"btree", "run", "--device", "cpu"}
-				}
-				args = append(args, writeTemp(t, "ops", tc.in))
-			}
-			code, out, errOut := runCmd(args...)
-			sameOut := out == tc.stdout || (tc.name == "help" && strings.HasPrefix(out, tc.stdout))
-			if code != tc.code || !sameOut || !strings.Contains(errOut, tc.stderr) {
-				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, stdout %q, stderr containing %q",
-					code, out, errOut, tc.code, tc.stdout, tc.stderr)
-			}
-		})
-	}
+	})
 }
 
 // mapTree is a btreeTree over a Go map whose Ranges take half-open bounds

@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // TestOpFileRunsShareArtRunsErrors (issue 22): "warpkv btree run" has "the
@@ -120,12 +118,7 @@ func TestBTreeRunNoPrefix(t *testing.T) {
 // long keys (art), on the CPU engine and, where one is usable (required
 // under WARPKV_REQUIRE_GPU=1), the GPU engine.
 func TestOpFileRunsBatchSizesAgree(t *testing.T) {
-	devices := []string{"cpu"}
-	if _, err := gputest.Open(); err == nil {
-		devices = append(devices, "gpu")
-	} else if gputest.Required() {
-		t.Fatalf("GPU required (WARPKV_REQUIRE_GPU=1) but unusable: %v", err)
-	}
+	devices := testDevices(t)
 	r := runRand(t, 22)
 	for trial := range 2 {
 		for _, tool := range []string{"btree", "art"} {

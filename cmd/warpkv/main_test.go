@@ -99,19 +99,27 @@ func TestBenchJSON(t *testing.T) {
 	if !strings.Contains(errOut, "cpu: memory copy over 64 KiB") {
 		t.Errorf("no progress line on stderr:\n%s", errOut)
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rep struct {
 		Suite   string
 		Reps    int
 		Results []struct{ Op, Engine string }
 	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, path, &rep)
 	if rep.Suite != "limits" || rep.Reps != 2 || len(rep.Results) != 2 || rep.Results[0].Engine != "cpu" {
 		t.Errorf("report %+v", rep)
 	}
+}
+
+// readJSON decodes the JSON file at path into v and returns the file's
+// bytes; a file it cannot read or decode fails the test.
+func readJSON(t *testing.T, path string, v any) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(b, v)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

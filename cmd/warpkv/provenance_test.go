@@ -2,7 +2,6 @@ package main
 
 import (
 	"debug/buildinfo"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,14 +45,8 @@ func TestBenchReportProvenance(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %v: %v\n%s", bin, args, err, out)
 			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
 			var rep bench.Report
-			if err := json.Unmarshal(b, &rep); err != nil {
-				t.Fatal(err)
-			}
+			b := readJSON(t, path, &rep)
 			checkProvenance(t, rep.Provenance, append([]string{bin}, args...), head)
 			for _, key := range []string{`"commit"`, `"command_line"`, `"device"`, `"driver"`, `"cpu_model"`, `"cpu_cores"`, `"date"`} {
 				if !strings.Contains(string(b), key) {
@@ -125,14 +118,8 @@ func TestBenchReportCommitOutsideCheckout(t *testing.T) {
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
 			var rep bench.Report
-			if err := json.Unmarshal(b, &rep); err != nil {
-				t.Fatal(err)
-			}
+			readJSON(t, path, &rep)
 			if rep.Commit != tc.want || rep.Modified != tc.modified {
 				t.Errorf("commit %q modified %v (from %q), want %q %v", rep.Commit, rep.Modified, rep.CommitFrom, tc.want, tc.modified)
 			}

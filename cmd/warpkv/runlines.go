@@ -9,10 +9,11 @@ import (
 )
 
 // runOpFile is the command line of "warpkv TOOL run [--device D] [--batch
-// N] FILE" (art, btree): help (lines describes the operation lines), the
-// flags (usage errors, exit status 2, as art run's) and the input checked, then apply(in, device, batch, w) with a
+// N] FILE" (art, btree): help (lines describes the operation lines,
+// batchZero what --batch 0 means), the flags (usage errors, exit status
+// 2) and the input checked, then apply(in, device, batch, w) with a
 // buffered standard output, flushed at the end whatever apply returns.
-func runOpFile(e *env, args []string, tool, lines string, apply func(in io.Reader, device string, batch int, w *bufio.Writer) error) error {
+func runOpFile(e *env, args []string, tool, lines, batchZero string, apply func(in io.Reader, device string, batch int, w *bufio.Writer) error) error {
 	synopsis := "warpkv " + tool + " run [--device auto|cpu|gpu|gpu:N] [--batch N] FILE (- for standard input)"
 	if len(args) > 0 && isHelpFlag(args[0]) {
 		args = []string{"run", "-h"} // "warpkv TOOL -h": run's usage, flags and lines
@@ -22,7 +23,7 @@ func runOpFile(e *env, args []string, tool, lines string, apply func(in io.Reade
 	}
 	fs := newFlagSet(e, tool+" run", synopsis)
 	device := fs.String("device", "", "engine: auto (a GPU where usable, else the CPU engine), cpu, gpu or gpu:N (default $WARPKV_DEVICE, else auto)")
-	batch := fs.Int("batch", 0, "most consecutive operations of one kind sent as one batch (0: the tool's default, a bounded batch)")
+	batch := fs.Int("batch", 0, "most consecutive operations of one kind sent as one batch (0: "+batchZero+")")
 	usage := fs.Usage
 	fs.Usage = func() { // "warpkv help TOOL run" lists the lines too, as art run's help does
 		usage()
@@ -35,8 +36,8 @@ func runOpFile(e *env, args []string, tool, lines string, apply func(in io.Reade
 		fs.Usage()
 		return usagef("%s run takes one FILE argument, got %d", tool, fs.NArg())
 	}
-	// The flags' errors are art run's: usage errors (exit status 2) naming
-	// the flag, before the input is opened.
+	// The flags' errors: usage errors (exit status 2) naming the flag,
+	// before the input is opened.
 	if err := atLeast("--batch", *batch, 0); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 )
@@ -99,4 +100,31 @@ func (m *scriptModel[K]) apply(line string, out *strings.Builder) {
 			m.pairs(out, "prefix", func(k K) bool { return m.hasPrefix(k, p) }, decimal[int](f[2]))
 		}
 	}
+}
+
+// scriptFile returns a random run file of at least n lines and the output
+// m prints for it: runs of 1 to 6 lines of one verb drawn from verbs, a
+// comment line now and then; a point verb (put, upd, del, get) is written
+// by pointLine on a key from key, any other by other. randomARTFile and
+// randomBTreeFile are this loop with their keys and their range lines.
+func scriptFile[K cmp.Ordered](r *rand.Rand, n int, verbs []string, m *scriptModel[K], key func() string, other func(verb string) string) (string, string) {
+	var in, out strings.Builder
+	for len(strings.Split(in.String(), "\n")) <= n {
+		verb := verbs[r.IntN(len(verbs))]
+		for range 1 + r.IntN(6) {
+			var line string
+			switch verb {
+			case "put", "upd", "del", "get":
+				line = pointLine(r, verb, key())
+			default:
+				line = other(verb)
+			}
+			if r.IntN(20) == 0 {
+				in.WriteString("\n# a comment\n")
+			}
+			in.WriteString(line + "\n")
+			m.apply(line, &out)
+		}
+	}
+	return in.String(), out.String()
 }
