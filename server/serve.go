@@ -226,7 +226,7 @@ func listen(cfg Config) ([]net.Listener, error) {
 	}
 	var lns []net.Listener
 	for _, a := range append([]string{cfg.Addr}, cfg.Addrs...) {
-		ln, err := net.Listen("tcp", a)
+		ln, err := net.Listen(tcpNetwork(a), a)
 		if err != nil {
 			for _, l := range lns {
 				l.Close()
@@ -236,6 +236,24 @@ func listen(cfg Config) ([]net.Listener, error) {
 		lns = append(lns, ln)
 	}
 	return lns, nil
+}
+
+// tcpNetwork returns the network to listen on host:port addr with, as
+// memcached 1.6.18 listens: "tcp4" for an IPv4 address (so 0.0.0.0 is
+// IPv4's interfaces only, not Go's dual-stack socket that takes IPv6
+// clients too), "tcp6" for an IPv6 one (IPV6_V6ONLY, which memcached sets
+// on its IPv6 sockets), "tcp" for a host name (every address it resolves
+// to).
+func tcpNetwork(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	ip := net.ParseIP(host)
+	switch {
+	case err != nil || ip == nil:
+		return "tcp"
+	case ip.To4() != nil:
+		return "tcp4"
+	}
+	return "tcp6"
 }
 
 // settingsOf returns the network settings for "stats settings", named and
