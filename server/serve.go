@@ -26,8 +26,10 @@ type Config struct {
 	// on instead of TCP (memcached's -s, which disables network support);
 	// a stale socket file there is replaced.
 	UnixSocket string
-	// UnixMask is the socket file's permission bits (memcached's -a);
-	// 0 means 0700.
+	// UnixMask is the socket file's permission bits (memcached's -a); the
+	// zero FileMode means 0700, and os.ModeSocket alone (the type bit
+	// with no permission bits) asks for none (-a 0). Only the permission
+	// bits are applied.
 	UnixMask os.FileMode
 	// Engine configures the key-value engine.
 	Engine Options
@@ -218,7 +220,7 @@ func listen(cfg Config) ([]net.Listener, error) {
 		if err != nil {
 			return nil, fmt.Errorf("server: listen: %w", err)
 		}
-		if err := os.Chmod(cfg.UnixSocket, mask); err != nil {
+		if err := os.Chmod(cfg.UnixSocket, mask.Perm()); err != nil {
 			ln.Close()
 			return nil, fmt.Errorf("server: unix socket permissions: %w", err)
 		}

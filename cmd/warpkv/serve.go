@@ -130,7 +130,7 @@ func runServe(e *env, args []string) error {
 		Addr:        addrs[0],
 		Addrs:       addrs[1:],
 		UnixSocket:  *unixSocket,
-		UnixMask:    os.FileMode(mask),
+		UnixMask:    os.ModeSocket | os.FileMode(mask), // so that -a 0 is 0, not the default
 		MaxConns:    *conns,
 		Version:     version,
 		Logger:      log,
