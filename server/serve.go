@@ -244,8 +244,8 @@ func listen(cfg Config) ([]net.Listener, error) {
 // memcached 1.6.18 listens: "tcp4" for an IPv4 address (so 0.0.0.0 is
 // IPv4's interfaces only, not Go's dual-stack socket that takes IPv6
 // clients too), "tcp6" for an IPv6 one (IPV6_V6ONLY, which memcached sets
-// on its IPv6 sockets), "tcp" for a host name (every address it resolves
-// to).
+// on its IPv6 sockets), "tcp" for a host name (Go listens on one of its
+// addresses, IPv4 first, where memcached listens on each).
 func tcpNetwork(addr string) string {
 	host, _, err := net.SplitHostPort(addr)
 	ip := net.ParseIP(host)
