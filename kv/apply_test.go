@@ -82,6 +82,26 @@ func TestFlushState(t *testing.T) {
 	}
 }
 
+// TestFlushSpendsCAS: the flushes memcached 1.6.18 records by CAS (and so
+// spends a CAS unique on, measured on it: the next write's CAS was one
+// higher after each) are those that take effect within the second.
+func TestFlushSpendsCAS(t *testing.T) {
+	const now = 1_700_000_000
+	for _, tc := range []struct {
+		delay  int64
+		spends bool
+	}{
+		{0, true}, {-1, true}, {1, true}, // flush_all, flush_all -1, flush_all 1
+		{2, false}, {100, false}, {MaxRelativeExpiry, false}, // delayed
+		{now - 100, true}, {now, true}, // an absolute time already past
+		{now + 100, false}, // an absolute time ahead
+	} {
+		if got := FlushSpendsCAS(tc.delay, now); got != tc.spends {
+			t.Errorf("FlushSpendsCAS(%d, now) = %v, want %v", tc.delay, got, tc.spends)
+		}
+	}
+}
+
 // TestApply runs each rule of Apply on an absent and a present item.
 func TestApply(t *testing.T) {
 	const now = 1_700_000_000

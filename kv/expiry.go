@@ -43,6 +43,17 @@ type FlushState struct {
 	oldestLive int64  // items stored at or before it are flushed once it is not after now (0: none)
 }
 
+// FlushSpendsCAS reports whether flush_all with delay (seconds, as sent)
+// at clock now takes effect within the current second: 0 or a negative
+// delay, 1, or an absolute time not after now. memcached 1.6 then records
+// the flush by CAS (settings.oldest_cas = get_cas_id()), which spends one
+// CAS unique: the next write's CAS is one more than without the flush, in
+// the text and binary protocols alike. An engine that gives CAS values as
+// memcached does spends one there too. Cost: O(1).
+func FlushSpendsCAS(delay, now int64) bool {
+	return delay <= 0 || ExpiryAt(delay, now)-1 <= now
+}
+
 // Flush records flush_all with a delay in seconds (memcached's rules: 0 or
 // negative flushes now; else at now+delay). nextCAS is the CAS the next
 // write will get: every item written so far has a smaller one.

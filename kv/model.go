@@ -72,6 +72,9 @@ func (m *Model) do(b *Batch, op *Op, now int64) {
 	op.Result = Result{}
 	if op.Kind == Flush {
 		m.flush.Flush(op.Exptime, now, m.nextCAS)
+		if FlushSpendsCAS(op.Exptime, now) {
+			m.nextCAS++ // as memcached's get_cas_id for the flush
+		}
 		m.stats.flushes++
 		op.Result.Status = Flushed
 		return

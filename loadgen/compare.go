@@ -11,6 +11,11 @@ import (
 // Target is a server to load, by name.
 type Target struct {
 	Name, Addr string
+	// ServerPID, when positive, is the process id of this target's
+	// server: Compare measures its CPU time (Config.ServerPID) instead of
+	// cfg's process, so that every server of a comparison is measured on
+	// its own process.
+	ServerPID int
 }
 
 // Row is one workload run against one target.
@@ -38,6 +43,9 @@ func Compare(ctx context.Context, targets []Target, workloads []Workload, cfg Co
 		for i, t := range targets {
 			c := cfg
 			c.Addr, c.Workload = t.Addr, w
+			if t.ServerPID > 0 {
+				c.ServerPID = t.ServerPID
+			}
 			shape := Workload{KeySize: w.KeySize, ValueSize: w.ValueSize, Keys: w.Keys}
 			if cfg.PreloadOnce && !cfg.NoPreload && loaded[i] == shape {
 				c.NoPreload = true

@@ -54,7 +54,7 @@ failed: a 95:5 zipf on down: loadgen: dial: refused
 }
 
 func TestCompare(t *testing.T) {
-	targets := []Target{{"memcached", difftest.Memcached(t, "-t", "2")}, {"protocol+model", serveModel(t)}}
+	targets := []Target{{Name: "memcached", Addr: difftest.Memcached(t, "-t", "2")}, {Name: "protocol+model", Addr: serveModel(t)}}
 	ws, err := Workloads([]string{"a", "c"}, []float64{0.95}, []bool{true}, 1000)
 	if err != nil {
 		t.Fatal(err)

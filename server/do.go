@@ -253,11 +253,17 @@ func keyHash(ops []kv.Op, hashes []uint64, i int) uint64 {
 }
 
 // doFlush records a flush_all. Items are invalidated lazily: readers check
-// the flush state, and eviction reclaims their memory.
+// the flush state, and eviction reclaims their memory. A flush that takes
+// effect now spends a CAS unique, as memcached's (kv.FlushSpendsCAS), so
+// the CAS values clients see after it are memcached's.
 func (e *Engine) doFlush(op *kv.Op) {
 	now := e.clock()
 	e.flushMu.Lock()
-	e.flush.Flush(op.Exptime, now, e.cas.Load()+1)
+	next := e.cas.Load() + 1
+	if kv.FlushSpendsCAS(op.Exptime, now) {
+		next = e.cas.Add(1) // spent by the flush: every item so far has a smaller CAS
+	}
+	e.flush.Flush(op.Exptime, now, next)
 	e.flushMu.Unlock()
 	e.counts.flushes.Add(1)
 	op.Result.Status = kv.Flushed

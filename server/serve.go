@@ -26,8 +26,10 @@ type Config struct {
 	// on instead of TCP (memcached's -s, which disables network support);
 	// a stale socket file there is replaced.
 	UnixSocket string
-	// UnixMask is the socket file's permission bits (memcached's -a);
-	// 0 means 0700.
+	// UnixMask is the socket file's permission bits (memcached's -a); the
+	// zero FileMode means 0700, and os.ModeSocket alone (the type bit
+	// with no permission bits) asks for none (-a 0). Only the permission
+	// bits are applied.
 	UnixMask os.FileMode
 	// Engine configures the key-value engine.
 	Engine Options
@@ -218,7 +220,7 @@ func listen(cfg Config) ([]net.Listener, error) {
 		if err != nil {
 			return nil, fmt.Errorf("server: listen: %w", err)
 		}
-		if err := os.Chmod(cfg.UnixSocket, mask); err != nil {
+		if err := os.Chmod(cfg.UnixSocket, mask.Perm()); err != nil {
 			ln.Close()
 			return nil, fmt.Errorf("server: unix socket permissions: %w", err)
 		}
@@ -226,7 +228,7 @@ func listen(cfg Config) ([]net.Listener, error) {
 	}
 	var lns []net.Listener
 	for _, a := range append([]string{cfg.Addr}, cfg.Addrs...) {
-		ln, err := net.Listen("tcp", a)
+		ln, err := net.Listen(tcpNetwork(a), a)
 		if err != nil {
 			for _, l := range lns {
 				l.Close()
@@ -236,6 +238,24 @@ func listen(cfg Config) ([]net.Listener, error) {
 		lns = append(lns, ln)
 	}
 	return lns, nil
+}
+
+// tcpNetwork returns the network to listen on host:port addr with, as
+// memcached 1.6.18 listens: "tcp4" for an IPv4 address (so 0.0.0.0 is
+// IPv4's interfaces only, not Go's dual-stack socket that takes IPv6
+// clients too), "tcp6" for an IPv6 one (IPV6_V6ONLY, which memcached sets
+// on its IPv6 sockets), "tcp" for a host name (Go listens on one of its
+// addresses, IPv4 first, where memcached listens on each).
+func tcpNetwork(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	ip := net.ParseIP(host)
+	switch {
+	case err != nil || ip == nil:
+		return "tcp"
+	case ip.To4() != nil:
+		return "tcp4"
+	}
+	return "tcp6"
 }
 
 // settingsOf returns the network settings for "stats settings", named and

@@ -240,6 +240,13 @@ type plannedServer struct {
 	Skipped string
 }
 
+// benchServeConns is the connection limit (-c) of every server bench
+// serve starts: loadgen's connections up to 4096 (issue 19's largest
+// count), its preload's and memaslap's, with room for the descriptors
+// memcached reserves out of its -c (at -c 4096 it refused part of 4096
+// clients, and the run failed with a broken pipe).
+const benchServeConns = 8192
+
 // planServers lists memcached (unless none) and the warpkv engines, with
 // the reason each one that cannot run here is skipped.
 func planServers(mcPath, engines, exe string, threads int, memMB int64, interval time.Duration, policy string, profile bool) []plannedServer {
@@ -251,7 +258,7 @@ func planServers(mcPath, engines, exe string, threads int, memMB int64, interval
 		} else {
 			sv.Path = p
 			sv.Args = []string{"-U", "0", "-l", "127.0.0.1", "-t", strconv.Itoa(threads),
-				"-m", strconv.FormatInt(memMB, 10), "-c", "4096"}
+				"-m", strconv.FormatInt(memMB, 10), "-c", strconv.Itoa(benchServeConns)}
 			if u, err := user.Current(); err == nil && u.Uid == "0" {
 				sv.Args = append(sv.Args, "-u", "root")
 			}
@@ -266,7 +273,7 @@ func planServers(mcPath, engines, exe string, threads int, memMB int64, interval
 		dev, flags, _ := engineSpecFlags(spec)
 		sv := plannedServer{Name: "warpkv " + spec, Path: exe, Warpkv: true,
 			Args: []string{"serve", "-l", "127.0.0.1", "-t", strconv.Itoa(threads), "-m", strconv.FormatInt(memMB, 10),
-				"-c", "4096", "--device", dev}}
+				"-c", strconv.Itoa(benchServeConns), "--device", dev}}
 		sv.Args = append(sv.Args, flags...)
 		if interval != 0 {
 			sv.Args = append(sv.Args, "--batch-interval", interval.String())

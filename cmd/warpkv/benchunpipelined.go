@@ -243,7 +243,7 @@ func workloadSizes(w string) (key, value int) {
 }
 
 // benchUnpipelined is "bench serve --unpipelined": it plans the rows, runs
-// them with more connections allowed (-c 8192), prints the report and
+// them (every server at -c benchServeConns), prints the report and
 // writes it as JSON to jsonPath when set.
 func benchUnpipelined(ctx context.Context, e *env, servers []plannedServer, exe string, sCPUs, lCPUs []int, threads int,
 	connsList string, dur time.Duration, paceAt float64, profile bool, driver, memaslap, tmp, jsonPath string) error {
@@ -255,13 +255,6 @@ func benchUnpipelined(ctx context.Context, e *env, servers []plannedServer, exe 
 			return usagef("--unpipelined-conns %q: want a list of connection counts", connsList)
 		}
 		plan.Conns = append(plan.Conns, n)
-	}
-	for i := range servers {
-		for j, a := range servers[i].Args {
-			if a == "-c" && j+1 < len(servers[i].Args) {
-				servers[i].Args[j+1] = "8192" // the load's connections, memaslap's and the preload's
-			}
-		}
 	}
 	rep := runUnpipelined(ctx, e, servers, exe, sCPUs, lCPUs, threads, plan, memaslap, tmp)
 	writeUnpipelined(e.stdout, &rep)

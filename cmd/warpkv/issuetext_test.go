@@ -5,11 +5,15 @@ package main
 // as a user runs it.
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/warpkv/warpkv/internal/difftest"
+	"github.com/warpkv/warpkv/loadgen"
 )
 
 // TestOpFileRunsShareArtRunsErrors (issue 22): "warpkv btree run" has "the
@@ -173,5 +177,44 @@ func TestLoadgenServerPIDChecked(t *testing.T) {
 	if code != 1 || out != "" || !strings.Contains(errOut, want) || !strings.Contains(errOut, "(nothing was run)") ||
 		strings.Contains(errOut, "preload") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1, no output and %q ... (nothing was run)", code, out, errOut, want)
+	}
+}
+
+// TestLoadgenServerPIDPerServer (issue 19): comparing two servers, each
+// --server-pid measures the server at the --addr in its position, so
+// every row's CPU time per request is its own server's (one --server-pid
+// used to be the last one given, measured for every --addr). More
+// --server-pid than --addr is an error before anything runs.
+func TestLoadgenServerPIDPerServer(t *testing.T) {
+	a := difftest.Serve(t, "--device", "cpu", "-t", "1")
+	b := difftest.Serve(t, "--device", "cpu", "-t", "1")
+	pa, pb := fmt.Sprint(a.Cmd.Process.Pid), fmt.Sprint(b.Cmd.Process.Pid)
+	out := filepath.Join(t.TempDir(), "rows.json")
+	code, _, errOut := runBinary(t, nil, "loadgen", "--addr", a.Addr, "--addr", b.Addr, "--server-pid", pa, "--server-pid", pb,
+		"--workloads", "a", "--mix", "100:0", "--dist", "uniform", "--keys", "1000", "--conns", "4", "--pipeline", "4",
+		"--duration", "500ms", "--warmup", "0", "--json", out, "--quiet")
+	if code != 0 {
+		t.Fatalf("loadgen: exit %d: %s", code, errOut)
+	}
+	b2, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []loadgen.Row
+	if err := json.Unmarshal(b2, &rows); err != nil || len(rows) != 2 {
+		t.Fatalf("loadgen --json: %d rows, %v; want 2", len(rows), err)
+	}
+	// Both servers take the same load, so each row's CPU time per request
+	// is within a small factor of the other's; a server idle while the
+	// other is loaded uses next to none.
+	ra, rb := rows[0].Result.ServerCPUPerMop, rows[1].Result.ServerCPUPerMop
+	if ra <= 0 || rb <= 0 || ra > 4*rb || rb > 4*ra {
+		t.Errorf("server CPU per million requests: %v at %s (pid %s), %v at %s (pid %s); want each its own server's, both loaded alike",
+			ra, a.Addr, pa, rb, b.Addr, pb)
+	}
+
+	code, _, errOut = runBinary(t, nil, "loadgen", "--addr", a.Addr, "--server-pid", pa, "--server-pid", pb, "--duration", "100ms")
+	if want := "2 --server-pid flags for 1 --addr flags"; code != 2 || !strings.Contains(errOut, want) {
+		t.Errorf("two --server-pid for one --addr: exit %d, stderr %q; want exit 2 saying %q", code, errOut, want)
 	}
 }

@@ -26,14 +26,18 @@ import (
 
 // TestServeListenArgumentsAsMemcached: the -l and -U arguments memcached
 // 1.6.18 takes are taken the same way: served where memcached serves,
-// refused where it refuses. -U other than 0 is refused by warpkv alone
-// (memcached would serve UDP there; warpkv has none).
+// refused where it refuses (an interface without a host or with a bad
+// port, which Go alone would read as every interface or any port), IPv4's
+// 0.0.0.0 taking no IPv6 clients. -U other than 0 is refused by warpkv
+// alone (memcached would serve UDP there; warpkv has none).
 func TestServeListenArgumentsAsMemcached(t *testing.T) {
 	a, b := freeAddr(t), freeAddr(t)
+	_, port, _ := net.SplitHostPort(freeAddr(t))
 	for _, tc := range []struct {
 		name        string
 		args        []string
 		serves      []string // addresses answering "version"; none: the server must exit
+		refuses     []string // addresses that must take no connection while it serves
 		fails       string   // warpkv's message when it must exit
 		noMemcached bool     // memcached behaves otherwise on purpose
 	}{
@@ -41,6 +45,11 @@ func TestServeListenArgumentsAsMemcached(t *testing.T) {
 		{name: "-l repeated with an address of the first list", args: []string{"-l", a + "," + b, "-l", a}, serves: []string{a, b}},
 		{name: "-U 0, memcached's default", args: []string{"-U", "0", "-l", a}, serves: []string{a}},
 		{name: "one -l naming an address twice fails to listen", args: []string{"-l", a + "," + a}, fails: "address already in use"},
+		{name: "-l with no host is refused", args: []string{"-l", ":" + port}, fails: `interface ":` + port + `": no host`},
+		{name: "-l with an empty port is refused", args: []string{"-l", "127.0.0.1:"}, fails: `invalid port number ""`},
+		{name: "-l with a port name is refused", args: []string{"-l", "127.0.0.1:http"}, fails: `invalid port number "http"`},
+		{name: "-l 0.0.0.0 is IPv4 only", args: []string{"-p", port, "-l", "0.0.0.0"},
+			serves: []string{"127.0.0.1:" + port}, refuses: []string{"[::1]:" + port}},
 		{name: "-U with a port is refused: no UDP", args: []string{"-U", "11211", "-l", a}, fails: "-U 11211: warpkv serves no UDP", noMemcached: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,6 +62,7 @@ func TestServeListenArgumentsAsMemcached(t *testing.T) {
 						t.Errorf("warpkv serve %v: %s answered %q", tc.args, addr, l)
 					}
 				}
+				checkRefused(t, "warpkv serve", tc.args, tc.refuses)
 				stopServe(t, p) // memcached listens on the same addresses next
 			} else {
 				code, out := runToExit(t, difftest.WarpkvBinary(t), append([]string{"serve", "--device", "cpu"}, tc.args...)...)
@@ -71,6 +81,7 @@ func TestServeListenArgumentsAsMemcached(t *testing.T) {
 							t.Errorf("memcached %v: %s answered %q", tc.args, addr, l)
 						}
 					}
+					checkRefused(t, "memcached", tc.args, tc.refuses)
 					return
 				}
 				if code, out := runToExit(t, memcachedPath(t), memcachedArgs(tc.args)...); code == 0 {
@@ -78,6 +89,27 @@ func TestServeListenArgumentsAsMemcached(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// checkRefused fails the test when a server started with args takes a
+// connection at one of addrs; an IPv6 address where this machine has no
+// IPv6 loopback is not tried.
+func checkRefused(t *testing.T, server string, args, addrs []string) {
+	t.Helper()
+	for _, addr := range addrs {
+		if strings.HasPrefix(addr, "[") {
+			ln, err := net.Listen("tcp6", "[::1]:0")
+			if err != nil {
+				t.Logf("no IPv6 loopback (%v): %s not tried", err, addr)
+				continue
+			}
+			ln.Close()
+		}
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			t.Errorf("%s %v: %s took a connection, want none", server, args, addr)
+		}
 	}
 }
 
@@ -99,6 +131,10 @@ func TestServeStatsSettingsListenersAsMemcached(t *testing.T) {
 	}{
 		{"TCP on two interfaces", func(string) []string { return []string{"-p", port, "-l", "127.0.0.1,127.0.0.1:" + otherPort} }, "tcp",
 			map[string]string{"tcpport": port, "udpport": "0", "inter": "127.0.0.1,127.0.0.1:" + otherPort, "domain_socket": "NULL", "umask": "700"}},
+		{"every IPv4 interface", func(string) []string { return []string{"-p", port, "-l", "0.0.0.0"} }, "tcp",
+			map[string]string{"tcpport": port, "inter": "0.0.0.0", "domain_socket": "NULL"}},
+		{"unix socket with -a 0", func(sock string) []string { return []string{"-p", port, "-s", sock, "-a", "0"} }, "unix",
+			map[string]string{"domain_socket": "", "umask": "0"}},
 		{"unix socket with -a 0770", func(sock string) []string { return []string{"-p", port, "-s", sock, "-a", "0770"} }, "unix",
 			map[string]string{"tcpport": port, "udpport": "0", "inter": "NULL", "domain_socket": "", "umask": "770"}},
 	} {
@@ -114,6 +150,9 @@ func TestServeStatsSettingsListenersAsMemcached(t *testing.T) {
 				addr := "127.0.0.1:" + port
 				if tc.network == "unix" {
 					addr = sock
+				}
+				if tc.want["umask"] == "0" && os.Geteuid() != 0 {
+					t.Skip("a socket of mode 0 takes root's clients only")
 				}
 				got := statsSettings(t, tc.network, addr)
 				for name, want := range tc.want {

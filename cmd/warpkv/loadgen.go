@@ -59,7 +59,8 @@ func planLoadgen(e *env, args []string) (*loadgenPlan, error) {
 	proto := fs.String("protocol", string(loadgen.Text), "text (get/set), binary (getkq.../getk, set) or meta (mg/mn, ms)")
 	rate := fs.Float64("rate", 0, "pace the load at this many ops/s over all connections (0: as fast as the pipelines allow)")
 	p99At := fs.Float64("p99-at", 0, "after each measurement, measure again paced at this fraction of its throughput (e.g. 0.8)")
-	serverPID := fs.Int("server-pid", 0, "`PID` of the server process on this machine: report its CPU time per million operations")
+	var pids listFlag
+	fs.Var(&pids, "server-pid", "`PID` of the server process, on this machine, at the --addr in the same position (repeat for each): report its CPU time per million operations")
 	serverStats := fs.String("server-stats", "", "stats `GROUP` of the server to report the change of over each measurement (- for the general group)")
 	preload := fs.String("preload", "each", "each: preload before every workload; once: only when the key and value sizes change; none")
 	seed := fs.Uint64("seed", 1, "seed of the key and operation choices (at least 1)")
@@ -79,6 +80,9 @@ func planLoadgen(e *env, args []string) (*loadgenPlan, error) {
 	if len(names) > len(addrs) {
 		return nil, usagef("%d --name flags for %d --addr flags", len(names), len(addrs))
 	}
+	if len(pids) > len(addrs) {
+		return nil, usagef("%d --server-pid flags for %d --addr flags (one per server, in the same order)", len(pids), len(addrs))
+	}
 	var targets []loadgen.Target
 	for i, a := range addrs {
 		name := a
@@ -86,6 +90,18 @@ func planLoadgen(e *env, args []string) (*loadgenPlan, error) {
 			name = names[i]
 		}
 		targets = append(targets, loadgen.Target{Name: name, Addr: a})
+	}
+	// A --server-pid whose CPU time cannot be read fails every run, after
+	// its preload and warm-up: say so once, before anything runs.
+	for i, p := range pids {
+		pid, err := strconv.Atoi(p)
+		if err != nil || pid < 1 {
+			return nil, usagef("--server-pid %q: want a process id", p)
+		}
+		if _, err := loadgen.ProcessCPU(pid); err != nil {
+			return nil, fmt.Errorf("loadgen: --server-pid %d: no process to measure on this machine: %w (nothing was run)", pid, err)
+		}
+		targets[i].ServerPID = pid
 	}
 	// Every number is checked here, before anything runs: loadgen.Config
 	// reads zero as "the default", which a flag must never silently mean.
@@ -95,18 +111,10 @@ func planLoadgen(e *env, args []string) (*loadgenPlan, error) {
 		atLeast("--multiget", *multiget, 1),
 		atLeast("--keys", *keys, 1),
 		atLeast("--seed", *seed, 1),
-		atLeast("--server-pid", *serverPID, 0),
 		checkOutput("loadgen", "--json", *jsonPath),
 	} {
 		if err != nil {
 			return nil, err
-		}
-	}
-	// A --server-pid whose CPU time cannot be read fails every run, after
-	// its preload and warm-up: say so once, before anything runs.
-	if *serverPID > 0 {
-		if _, err := loadgen.ProcessCPU(*serverPID); err != nil {
-			return nil, fmt.Errorf("loadgen: --server-pid %d: no process to measure on this machine: %w (nothing was run)", *serverPID, err)
 		}
 	}
 	switch {
@@ -142,7 +150,7 @@ func planLoadgen(e *env, args []string) (*loadgenPlan, error) {
 	}
 	cfg := loadgen.Config{Conns: *conns, Pipeline: *pipeline, MultiGet: *multiget, Duration: *duration,
 		Warmup: wu, Seed: *seed, Protocol: loadgen.Protocol(*proto), Rate: *rate, RateFraction: *p99At,
-		ServerPID: *serverPID, ServerStats: *serverStats, Driver: loadgen.Driver(*driver)}
+		ServerStats: *serverStats, Driver: loadgen.Driver(*driver)}
 	switch *preload {
 	case "each":
 	case "once":

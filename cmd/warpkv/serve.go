@@ -130,7 +130,7 @@ func runServe(e *env, args []string) error {
 		Addr:        addrs[0],
 		Addrs:       addrs[1:],
 		UnixSocket:  *unixSocket,
-		UnixMask:    os.FileMode(mask),
+		UnixMask:    os.ModeSocket | os.FileMode(mask), // so that -a 0 is 0, not the default
 		MaxConns:    *conns,
 		Version:     version,
 		Logger:      log,
@@ -182,9 +182,30 @@ func (l *listenAddrs) Set(arg string) error {
 		if a = strings.TrimSpace(a); a == "" {
 			return fmt.Errorf("empty interface in %q", arg)
 		}
+		if err := checkInterface(a); err != nil {
+			return err
+		}
 		if !slices.Contains(earlier, a) {
 			*l = append(*l, a)
 		}
+	}
+	return nil
+}
+
+// checkInterface refuses an -l interface that memcached 1.6.18 refuses and
+// Go would take otherwise: an empty host (":11211", which Go reads as
+// every interface) and a port that is not a decimal number of 0 to 65535
+// ("127.0.0.1:", which Go reads as any free port, and service names).
+func checkInterface(a string) error {
+	host, p, err := net.SplitHostPort(a)
+	if err != nil {
+		return nil // no port: a host name, an IPv4 or a bare IPv6 address
+	}
+	if host == "" {
+		return fmt.Errorf("interface %q: no host (memcached refuses it; 0.0.0.0 or :: for every interface)", a)
+	}
+	if _, err := strconv.ParseUint(p, 10, 16); err != nil {
+		return fmt.Errorf("interface %q: invalid port number %q (want 0 to 65535)", a, p)
 	}
 	return nil
 }
