@@ -47,7 +47,11 @@ type shard struct {
 	upd      *updateList // the updates queued, applied by the next round
 	updSpare *updateList // the list the last round applied, for reuse
 	updSince time.Time   // when the oldest queued update was queued
-	applying bool        // the scheduler is applying updates
+	// updDue is when the queued updates fall due, in unix nanoseconds (0:
+	// none queued); a caller past it by kickSlack hands its processor to
+	// the scheduler (kick). Written under mu, read without it.
+	updDue   atomic.Int64
+	applying bool // the scheduler is applying updates
 	closed   bool
 	pending  []pendingUnlink   // items to unlink after the next search batch
 	spare    [][]pendingUnlink // memory of unlinked lists, for reuse (under mu)
