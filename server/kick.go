@@ -28,8 +28,8 @@ const kickSlack = 250 * time.Microsecond
 // kick hands the calling goroutine's processor to the scheduler when the
 // shard's queued updates are overdue by kickSlack at now (unix
 // nanoseconds), and reports whether it did. One caller kicks per
-// kickSlack: the first moves the due time on by kickSlack, so that the
-// others go on, and a scheduler still not run by then is kicked again.
+// kickSlack: the first moves the due time to now plus kickSlack, so that
+// the others go on, and a scheduler still not run by then is kicked again.
 // Cost: an atomic load; when it kicks, a compare-and-swap, a wake-up and a
 // yield (the scheduler's step runs on this processor before the caller
 // resumes).
@@ -38,7 +38,7 @@ func (s *shard) kick(now int64) bool {
 	if due == 0 || now < due+int64(kickSlack) {
 		return false
 	}
-	if !s.updDue.CompareAndSwap(due, due+int64(kickSlack)) {
+	if !s.updDue.CompareAndSwap(due, now) {
 		return false
 	}
 	s.signal()

@@ -49,7 +49,8 @@ type shard struct {
 	updSince time.Time   // when the oldest queued update was queued
 	// updDue is when the queued updates fall due, in unix nanoseconds (0:
 	// none queued); a caller past it by kickSlack hands its processor to
-	// the scheduler (kick). Written under mu, read without it.
+	// the scheduler (kick), and moves it to the time of its kick. Set
+	// under mu, read and moved without it.
 	updDue   atomic.Int64
 	applying bool // the scheduler is applying updates
 	closed   bool
