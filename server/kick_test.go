@@ -58,9 +58,10 @@ func TestKickOnlyWhenOverdue(t *testing.T) {
 // calls that never block (as an event loop under pipelined load) on the
 // only processor: the scheduler's update rounds must still come about
 // every millisecond (the policy's interval), not only when the runtime
-// preempts the writer (every 10 ms: under 100 rounds a second, as before
-// the kicks). The package's tests do not run in parallel, so the test may
-// set GOMAXPROCS.
+// preempts the writer (every 10 ms). On the 2-core VM a shard had 42-51
+// rounds a second without the kicks, 272 to over 2000 with them (the
+// lowest under -race on a loaded machine), so the bound is 150. The package's tests do
+// not run in parallel, so the test may set GOMAXPROCS.
 func TestUpdatesKeepUpWithBusyCallers(t *testing.T) {
 	for _, ec := range testEngines[:2] { // the CPU engine's inline searches, one and three shards
 		t.Run(ec.name, func(t *testing.T) {
@@ -88,10 +89,10 @@ func TestUpdatesKeepUpWithBusyCallers(t *testing.T) {
 			elapsed := time.Since(start)
 			stop.Store(true)
 			wg.Wait()
-			perSec := float64(rounds) / elapsed.Seconds()
-			t.Logf("%d update rounds in %v (%.0f/s)", rounds, elapsed, perSec)
-			if perSec < 300 {
-				t.Fatalf("%.0f update rounds a second beside a busy writer, want at least 300", perSec)
+			perSec := float64(rounds) / elapsed.Seconds() / float64(len(eng.shards))
+			t.Logf("%d update rounds in %v (%.0f/s a shard)", rounds, elapsed, perSec)
+			if perSec < 150 {
+				t.Fatalf("%.0f update rounds a second a shard beside a busy writer, want at least 150", perSec)
 			}
 		})
 	}
