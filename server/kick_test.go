@@ -15,10 +15,10 @@ import (
 // TestKickOnlyWhenOverdue checks shard.kick's decision: it kicks (wakes
 // the scheduler and moves the due time to now, so that other callers kick
 // again only kickSlack later) only when updates are queued and overdue by
-// kickSlack.
+// kickSlack, and never when kicks are off.
 func TestKickOnlyWhenOverdue(t *testing.T) {
 	const now = int64(1_000_000_000)
-	slack := int64(kickSlack)
+	slack := int64(250 * time.Microsecond)
 	cases := []struct {
 		name string
 		due  int64 // 0: no update queued
@@ -32,7 +32,7 @@ func TestKickOnlyWhenOverdue(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := &shard{wake: make(chan struct{}, 1)}
+			s := &shard{wake: make(chan struct{}, 1), kickSlack: slack}
 			s.updDue.Store(c.due)
 			if got := s.kick(now); got != c.want {
 				t.Fatalf("kick = %v, want %v", got, c.want)
@@ -50,6 +50,11 @@ func TestKickOnlyWhenOverdue(t *testing.T) {
 			if c.want && !s.kick(now+slack) {
 				t.Fatal("no kick kickSlack after the last one, the updates still queued")
 			}
+			off := &shard{wake: make(chan struct{}, 1)}
+			off.updDue.Store(c.due)
+			if off.kick(now) || len(off.wake) != 0 || off.updDue.Load() != c.due {
+				t.Fatal("kicked with kicks off (kickSlack 0)")
+			}
 		})
 	}
 }
@@ -65,7 +70,7 @@ func TestKickOnlyWhenOverdue(t *testing.T) {
 func TestUpdatesKeepUpWithBusyCallers(t *testing.T) {
 	for _, ec := range testEngines[:2] { // the CPU engine's inline searches, one and three shards
 		t.Run(ec.name, func(t *testing.T) {
-			eng := newTestEngine(t, ec, Options{})
+			eng := newTestEngine(t, ec, Options{UpdateKick: 250 * time.Microsecond})
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 			var stop atomic.Bool
 			var wg sync.WaitGroup
