@@ -51,9 +51,10 @@ func (s *shard) kick(now int64) bool {
 }
 
 // kickOverdue kicks the scheduler of every shard whose updates are overdue
-// (shard.kick), when Options.UpdateKick asks for kicks. Cost: nothing
-// without; with, an atomic load per shard, and a clock read when some
-// shard has updates queued; a yield per kick.
+// (shard.kick), when Options.UpdateKick asks for kicks: Do defers it only
+// then, and without kicks no due time is kept (shard.updDue stays 0).
+// Cost: an atomic load per shard, and a clock read when some shard has
+// updates queued; a yield per kick.
 func (e *Engine) kickOverdue() {
 	if e.opts.UpdateKick == 0 {
 		return
