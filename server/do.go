@@ -64,7 +64,9 @@ func (e *Engine) Do(b *kv.Batch) error {
 	}
 	sc := e.scratch.Get().(*scratch)
 	defer e.scratch.Put(sc)
-	defer e.kickOverdue()
+	if e.opts.UpdateKick != 0 {
+		defer e.kickOverdue() // under closeMu: the shards stay open
+	}
 	perm := e.hoistReads(b.Ops, sc)
 	if perm == nil {
 		e.runOps(b, b.Ops, nil, sc)

@@ -36,7 +36,10 @@ const MaxUpdateKick = 10 * time.Millisecond
 // kicked again.
 // Cost: an atomic load; when it kicks, a compare-and-swap, a wake-up and a
 // yield (the scheduler's step runs on this processor before the caller
-// resumes).
+// resumes). A caller locked to its thread (an event loop under --loop-io
+// uring or uringpoll) cannot yield its thread to the scheduler: Go hands
+// the processor to another thread for the step and back after it, two
+// thread wake-ups per kick.
 func (s *shard) kick(now int64) bool {
 	due := s.updDue.Load()
 	if due == 0 || s.kickSlack == 0 || now < due+s.kickSlack {
@@ -51,9 +54,10 @@ func (s *shard) kick(now int64) bool {
 }
 
 // kickOverdue kicks the scheduler of every shard whose updates are overdue
-// (shard.kick), when Options.UpdateKick asks for kicks. Cost: nothing
-// without; with, an atomic load per shard, and a clock read when some
-// shard has updates queued; a yield per kick.
+// (shard.kick), when Options.UpdateKick asks for kicks: Do defers it only
+// then, and without kicks no due time is kept (shard.updDue stays 0).
+// Cost: an atomic load per shard, and a clock read when some shard has
+// updates queued; a yield per kick.
 func (e *Engine) kickOverdue() {
 	if e.opts.UpdateKick == 0 {
 		return

@@ -59,6 +59,36 @@ func TestKickOnlyWhenOverdue(t *testing.T) {
 	}
 }
 
+// TestKicksOffKeepNoDueTime: with Options.UpdateKick 0 (the default) the
+// update path keeps no due time for kicks (shard.updDue stays 0 with
+// updates queued), and with kicks it does: the fixed policy's 1 s
+// interval keeps a write's update queued for 2 s, past the checks.
+func TestKicksOffKeepNoDueTime(t *testing.T) {
+	for _, c := range []struct {
+		kick    time.Duration
+		wantDue bool
+	}{{0, false}, {250 * time.Microsecond, true}} {
+		t.Run(fmt.Sprint("kick ", c.kick), func(t *testing.T) {
+			eng := newTestEngine(t, testEngines[0], Options{UpdateKick: c.kick, Policy: PolicyFixed, Interval: time.Second})
+			start := time.Now()
+			ops := []kv.Op{{Kind: kv.Set, Key: []byte("k"), Value: []byte("v")}}
+			if err := eng.Do(&kv.Batch{Ops: ops}); err != nil {
+				t.Fatal(err)
+			}
+			if ops[0].Result.Status != kv.Stored {
+				t.Fatalf("set: status %v, want stored", ops[0].Result.Status)
+			}
+			due := eng.shards[0].updDue.Load()
+			if time.Since(start) > time.Second {
+				t.Skip("the set took over a second: its update may have been applied")
+			}
+			if (due != 0) != c.wantDue {
+				t.Errorf("update kick %v: due time %d with an update queued, want one kept: %v", c.kick, due, c.wantDue)
+			}
+		})
+	}
+}
+
 // TestUpdatesKeepUpWithBusyCallers runs a writer in a tight loop of Do
 // calls that never block (as an event loop under pipelined load) on the
 // only processor: the scheduler's update rounds must still come about

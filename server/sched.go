@@ -50,7 +50,8 @@ type shard struct {
 	// updDue is when the queued updates fall due, in unix nanoseconds (0:
 	// none queued); a caller past it by kickSlack hands its processor to
 	// the scheduler (kick), and moves it to the time of its kick. Set
-	// under mu, read and moved without it.
+	// under mu, read and moved without it; only with kicks (kickSlack
+	// not 0), else it stays 0 and costs the update path nothing.
 	// kickSlack is Options.UpdateKick in nanoseconds (0: no kicks).
 	updDue    atomic.Int64
 	kickSlack int64

@@ -183,8 +183,9 @@ func TestLoadgenServerPIDChecked(t *testing.T) {
 // TestLoadgenServerPIDPerServer (issue 19): comparing two servers, each
 // --server-pid measures the server at the --addr in its position, so
 // every row's CPU time per request is its own server's (one --server-pid
-// used to be the last one given, measured for every --addr). More
-// --server-pid than --addr is an error before anything runs.
+// used to be the last one given, measured for every --addr); 0 leaves its
+// server unmeasured. More --server-pid than --addr, or a negative one, is
+// an error before anything runs.
 func TestLoadgenServerPIDPerServer(t *testing.T) {
 	a := difftest.Serve(t, "--device", "cpu", "-t", "1")
 	b := difftest.Serve(t, "--device", "cpu", "-t", "1")
@@ -213,8 +214,32 @@ func TestLoadgenServerPIDPerServer(t *testing.T) {
 			ra, a.Addr, pa, rb, b.Addr, pb)
 	}
 
+	// --server-pid 0 holds the first server's place: only the second is
+	// measured (0 meant no measurement before the flag was per server).
+	code, _, errOut = runBinary(t, nil, "loadgen", "--addr", a.Addr, "--addr", b.Addr, "--server-pid", "0", "--server-pid", pb,
+		"--workloads", "a", "--mix", "100:0", "--dist", "uniform", "--keys", "1000", "--conns", "4", "--pipeline", "4",
+		"--duration", "300ms", "--warmup", "0", "--json", out, "--quiet")
+	if code != 0 {
+		t.Fatalf("loadgen --server-pid 0 --server-pid %s: exit %d: %s", pb, code, errOut)
+	}
+	b2, err = os.ReadFile(out)
+	if err == nil {
+		rows = nil
+		err = json.Unmarshal(b2, &rows)
+	}
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("loadgen --json: %d rows, %v; want 2", len(rows), err)
+	}
+	if ra, rb := rows[0].Result.ServerCPU, rows[1].Result.ServerCPU; ra != 0 || rb <= 0 {
+		t.Errorf("--server-pid 0 --server-pid %s: server CPU %v and %v; want none for the first server, some for the second", pb, ra, rb)
+	}
+
 	code, _, errOut = runBinary(t, nil, "loadgen", "--addr", a.Addr, "--server-pid", pa, "--server-pid", pb, "--duration", "100ms")
 	if want := "2 --server-pid flags for 1 --addr flags"; code != 2 || !strings.Contains(errOut, want) {
 		t.Errorf("two --server-pid for one --addr: exit %d, stderr %q; want exit 2 saying %q", code, errOut, want)
+	}
+	code, _, errOut = runBinary(t, nil, "loadgen", "--addr", a.Addr, "--server-pid", "-1", "--duration", "100ms")
+	if want := `--server-pid "-1": want a process id (0: not measured)`; code != 2 || !strings.Contains(errOut, want) {
+		t.Errorf("--server-pid -1: exit %d, stderr %q; want exit 2 saying %q", code, errOut, want)
 	}
 }

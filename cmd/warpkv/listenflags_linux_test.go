@@ -44,6 +44,8 @@ func TestServeListenArgumentsAsMemcached(t *testing.T) {
 		{name: "-l repeated with the same address listens once", args: []string{"-l", a, "-l", a}, serves: []string{a}},
 		{name: "-l repeated with an address of the first list", args: []string{"-l", a + "," + b, "-l", a}, serves: []string{a, b}},
 		{name: "-U 0, memcached's default", args: []string{"-U", "0", "-l", a}, serves: []string{a}},
+		{name: "-l with interfaces separated by a semicolon", args: []string{"-l", a + ";" + b}, serves: []string{a, b}},
+		{name: "-l with empty interfaces between commas skips them", args: []string{"-l", a + ",," + b + ","}, serves: []string{a, b}},
 		{name: "one -l naming an address twice fails to listen", args: []string{"-l", a + "," + a}, fails: "address already in use"},
 		{name: "-l with no host is refused", args: []string{"-l", ":" + port}, fails: `interface ":` + port + `": no host`},
 		{name: "-l with an empty port is refused", args: []string{"-l", "127.0.0.1:"}, fails: `invalid port number ""`},

@@ -60,7 +60,7 @@ func planLoadgen(e *env, args []string) (*loadgenPlan, error) {
 	rate := fs.Float64("rate", 0, "pace the load at this many ops/s over all connections (0: as fast as the pipelines allow)")
 	p99At := fs.Float64("p99-at", 0, "after each measurement, measure again paced at this fraction of its throughput (e.g. 0.8)")
 	var pids listFlag
-	fs.Var(&pids, "server-pid", "`PID` of the server process, on this machine, at the --addr in the same position (repeat for each): report its CPU time per million operations")
+	fs.Var(&pids, "server-pid", "`PID` of the server process, on this machine, at the --addr in the same position (repeat for each; 0: that server is not measured): report its CPU time per million operations")
 	serverStats := fs.String("server-stats", "", "stats `GROUP` of the server to report the change of over each measurement (- for the general group)")
 	preload := fs.String("preload", "each", "each: preload before every workload; once: only when the key and value sizes change; none")
 	seed := fs.Uint64("seed", 1, "seed of the key and operation choices (at least 1)")
@@ -95,8 +95,11 @@ func planLoadgen(e *env, args []string) (*loadgenPlan, error) {
 	// its preload and warm-up: say so once, before anything runs.
 	for i, p := range pids {
 		pid, err := strconv.Atoi(p)
-		if err != nil || pid < 1 {
-			return nil, usagef("--server-pid %q: want a process id", p)
+		switch {
+		case err != nil || pid < 0:
+			return nil, usagef("--server-pid %q: want a process id (0: not measured)", p)
+		case pid == 0: // a place holder: the --addr in this position is not measured
+			continue
 		}
 		if _, err := loadgen.ProcessCPU(pid); err != nil {
 			return nil, fmt.Errorf("loadgen: --server-pid %d: no process to measure on this machine: %w (nothing was run)", pid, err)

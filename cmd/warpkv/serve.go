@@ -30,7 +30,7 @@ func runServe(e *env, args []string) error {
 	port := fs.Int("p", 11211, "TCP port to listen on (0: any free port)")
 	udpPort := fs.Int("U", 0, "UDP port: only 0, memcached 1.6's default (UDP off); warpkv serves no UDP")
 	var listen listenAddrs
-	fs.Var(&listen, "l", "interfaces to listen on, comma separated or repeated, each `addr` with an optional :port (default 127.0.0.1)")
+	fs.Var(&listen, "l", "interfaces to listen on, separated by commas or semicolons or repeated, each `addr` with an optional :port (default 127.0.0.1)")
 	unixSocket := fs.String("s", "", "unix socket `path` to listen on instead of TCP (disables network support, as memcached's -s)")
 	unixMask := fs.String("a", "0700", "access `mask` of the -s socket, in octal")
 	memMB := fs.Int64("m", 64, "item memory limit in megabytes (a hard cap; CLOCK eviction and slab rebalancing past it)")
@@ -167,14 +167,16 @@ func runServe(e *env, args []string) error {
 	})
 }
 
-// listenAddrs are the -l interfaces (flag.Value): comma separated, the flag
-// repeatable, each a host (IPv6 in brackets when it has a port) with an
-// optional :port, as memcached's -l.
+// listenAddrs are the -l interfaces (flag.Value): separated by commas or
+// semicolons, the flag repeatable, each a host (IPv6 in brackets when it
+// has a port) with an optional :port, as memcached's -l.
 type listenAddrs []string
 
 func (l *listenAddrs) String() string { return strings.Join(*l, ",") }
 
-// Set adds the comma-separated interfaces of one -l argument. An interface
+// Set adds the interfaces of one -l argument, separated by commas or
+// semicolons with empty ones skipped (memcached 1.6.18 splits it with
+// strtok_r(list, ";,")); an argument of none is an error. An interface
 // an earlier -l already named is left out, as memcached 1.6.18 leaves out
 // a repeated -l argument (its check is a substring match of the whole
 // argument; this one compares whole interfaces), so that "-l 127.0.0.1 -l
@@ -182,7 +184,11 @@ func (l *listenAddrs) String() string { return strings.Join(*l, ",") }
 // as given and fails to listen, as in memcached.
 func (l *listenAddrs) Set(arg string) error {
 	earlier := slices.Clone(*l)
-	for _, a := range strings.Split(arg, ",") {
+	list := strings.FieldsFunc(arg, func(r rune) bool { return r == ',' || r == ';' })
+	if len(list) == 0 {
+		return fmt.Errorf("no interface in %q", arg)
+	}
+	for _, a := range list {
 		if a = strings.TrimSpace(a); a == "" {
 			return fmt.Errorf("empty interface in %q", arg)
 		}
