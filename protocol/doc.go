@@ -9,8 +9,9 @@
 // gat, gats, set, add, replace, append, prepend, cas, delete, incr, decr,
 // touch, flush_all, version, verbosity, stats, quit, with noreply), the
 // meta protocol (mg, ms, md, ma, mn, me) and the binary protocol (every
-// opcode memcached implements; SASL and unknown opcodes answer "Unknown
-// command"). As in memcached, a connection's first byte fixes its protocol:
+// opcode memcached implements; SASL and unknown opcodes, verbosity among
+// them, answer "Unknown command", after reading and throwing away bodylen
+// bytes past the extras and key as memcached does). As in memcached, a connection's first byte fixes its protocol:
 // 0x80 makes it binary, anything else text (meta commands are text
 // commands). Numbers are parsed with memcached's C-library rules, including
 // its truncation of too-wide flags and expiry times to 32 bits.
