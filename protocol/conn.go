@@ -550,6 +550,7 @@ var renderers = [...]func(c *conn, r *request, now int64){
 	rMetaDelete: noClock((*conn).renderMetaDelete), rMetaArith: (*conn).renderMetaArith,
 	rMetaDebug: (*conn).renderMetaDebug, rBin: noClock((*conn).renderBinary),
 	rBinStats: (*conn).renderBinaryStats, rCacheDump: noClock((*conn).renderCacheDump),
+	rMetaDump: noClock((*conn).renderMetaDump),
 }
 
 // noClock adapts a renderer that takes no time to the renderers' type.

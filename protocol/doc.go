@@ -110,10 +110,18 @@
 //     closing.
 //   - A value parse waiting for data does not hold back the replies before
 //     it (memcached sends them once the value is complete).
-//   - slabs reassign, slabs automove, cache_memlimit and stats cachedump
-//     work through the cache's kv.Admin (ERROR without one); lru,
-//     lru_crawler, watch and extstore answer ERROR; shutdown answers as
-//     memcached with the shutdown command disabled. "stats detail" only
+//   - A binary request of an unknown opcode with a body over 16 KiB (the
+//     read buffer) is answered before memcached's bodylen bytes past its
+//     extras and key are read and thrown away (memcached answers once
+//     they are); one with a shorter body is answered, as memcached's,
+//     only once they have come.
+//   - slabs reassign, slabs automove, cache_memlimit, stats cachedump and
+//     lru_crawler metadump work through the cache's kv.Admin (ERROR
+//     without one); metadump's lines come in slab order (memcached's in
+//     its LRUs' or hash table's) and the whole dump is held in the reply
+//     buffer (about 100 bytes an item; memcached streams it); lru, the
+//     other lru_crawler commands, watch and extstore answer ERROR;
+//     shutdown answers as memcached with the shutdown command disabled. "stats detail" only
 //     validates its arguments; "stats reset" resets the connection counts.
 //   - The version command answers Config.Version (memcached's 1.6.18 by
 //     default); the embedding server's own version goes in Config.Stats.
