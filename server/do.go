@@ -64,6 +64,7 @@ func (e *Engine) Do(b *kv.Batch) error {
 	}
 	sc := e.scratch.Get().(*scratch)
 	defer e.scratch.Put(sc)
+	defer e.kickOverdue()
 	perm := e.hoistReads(b.Ops, sc)
 	if perm == nil {
 		e.runOps(b, b.Ops, nil, sc)

@@ -97,6 +97,13 @@ type Options struct {
 	// of SearchLaunchModes, "" meaning the first, "callers" (see
 	// callers.go).
 	SearchLaunch string
+	// UpdateKick is how far past their due time the queued index updates
+	// may go before a caller of Do hands its processor to the shard's
+	// scheduler goroutine (kick.go), for event loops that never enter Go's
+	// scheduler under pipelined load; 0 (the default) never kicks: the
+	// scheduler runs when its timer finds a processor, as before. At most
+	// MaxUpdateKick.
+	UpdateKick time.Duration
 	// Policy is the batch policy: "load" (the default: the interval
 	// follows the load) or "fixed" (Mega-KV's periodic launches).
 	Policy string
@@ -181,6 +188,9 @@ func New(o Options) (*Engine, error) {
 	}
 	if err := pickMode("CPU search", &o.CPUSearch, CPUSearchInline, CPUSearchBatched); err != nil {
 		return nil, err
+	}
+	if o.UpdateKick < 0 || o.UpdateKick > MaxUpdateKick {
+		return nil, fmt.Errorf("server: update kick %v: want 0 to %v", o.UpdateKick, MaxUpdateKick)
 	}
 	if err := pickMode("search launch", &o.SearchLaunch, SearchLaunchNames()[0], SearchLaunchNames()[1:]...); err != nil {
 		return nil, err
@@ -294,7 +304,7 @@ func (e *Engine) openIndex() error {
 		sh, err := newShard(ix, e.opts.Policy == PolicyFixed, e.interval, e.opts.MaxBatch, newSpace, shardHooks{
 			searchLat: &e.idxLat, updateLat: &e.updLat, searchSize: &e.idxSize, unlink: e.unlinkPending, complete: e.completeUpdate, prof: e.prof,
 			inline: len(devs) == 0 && e.opts.CPUSearch == CPUSearchInline && ix.Shared(),
-			launch: e.opts.SearchLaunch, batches: batches})
+			launch: e.opts.SearchLaunch, batches: batches, kick: e.opts.UpdateKick})
 		if err != nil {
 			ix.Close()
 			return fmt.Errorf("index shard %d: %w", i, err)

@@ -47,18 +47,25 @@ type shard struct {
 	upd      *updateList // the updates queued, applied by the next round
 	updSpare *updateList // the list the last round applied, for reuse
 	updSince time.Time   // when the oldest queued update was queued
-	applying bool        // the scheduler is applying updates
-	closed   bool
-	pending  []pendingUnlink   // items to unlink after the next search batch
-	spare    [][]pendingUnlink // memory of unlinked lists, for reuse (under mu)
-	untils   [][]batchGen      // scheduler only: memory of awaitUnlink.until lists
-	awaiting []awaitUnlink     // scheduler only: unlinks waiting for earlier batches' readers
-	awaitN   atomic.Int32      // len(awaiting), for quiesce
-	toUnlink atomic.Int64      // locations queued by deferUnlink and not yet unlinked, for quiesce
-	unlink   func([]pendingUnlink)
-	complete func(*updateList) // called by the scheduler with each applied list
-	wake     chan struct{}     // capacity 1: work arrived
-	done     chan struct{}     // closed when the loop exits
+	// updDue is when the queued updates fall due, in unix nanoseconds (0:
+	// none queued); a caller past it by kickSlack hands its processor to
+	// the scheduler (kick), and moves it to the time of its kick. Set
+	// under mu, read and moved without it.
+	// kickSlack is Options.UpdateKick in nanoseconds (0: no kicks).
+	updDue    atomic.Int64
+	kickSlack int64
+	applying  bool // the scheduler is applying updates
+	closed    bool
+	pending   []pendingUnlink   // items to unlink after the next search batch
+	spare     [][]pendingUnlink // memory of unlinked lists, for reuse (under mu)
+	untils    [][]batchGen      // scheduler only: memory of awaitUnlink.until lists
+	awaiting  []awaitUnlink     // scheduler only: unlinks waiting for earlier batches' readers
+	awaitN    atomic.Int32      // len(awaiting), for quiesce
+	toUnlink  atomic.Int64      // locations queued by deferUnlink and not yet unlinked, for quiesce
+	unlink    func([]pendingUnlink)
+	complete  func(*updateList) // called by the scheduler with each applied list
+	wake      chan struct{}     // capacity 1: work arrived
+	done      chan struct{}     // closed when the loop exits
 
 	// scheduler-owned: the update staging (pinned memory on a GPU, so
 	// batches go to the device without a copy on the host) and scratch
@@ -147,6 +154,7 @@ type shardHooks struct {
 	// under SearchLaunchScheduler or with inline searches, which post
 	// no batches; at the same time under SearchLaunchConcurrent.
 	launch string
+	kick   time.Duration // Options.UpdateKick
 }
 
 // newShard starts the scheduler of ix with search batch buffers from
@@ -169,6 +177,7 @@ func newShard(ix *hashindex.Index, fixed bool, interval time.Duration, maxBatch 
 	s.callers = h.launch != SearchLaunchScheduler && !h.inline
 	s.concurrent = s.callers && h.launch == SearchLaunchConcurrent
 	s.hotSpin = runtime.GOMAXPROCS(0) > 1
+	s.kickSlack = int64(h.kick)
 	go s.loop()
 	return s, nil
 }

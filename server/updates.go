@@ -103,6 +103,7 @@ func (s *shard) update(v *updateList) {
 	}
 	if s.upd.jobs() == 0 {
 		s.updSince = time.Now()
+		s.updDue.Store(s.pol.updateAt(s.updSince).UnixNano())
 	}
 	s.upd.appendList(v)
 	s.mu.Unlock()
@@ -121,6 +122,7 @@ func (s *shard) runUpdates() {
 	s.mu.Lock()
 	u := s.upd
 	s.upd, s.updSpare = s.updSpare, nil
+	s.updDue.Store(0)
 	s.applying = true
 	s.mu.Unlock()
 	start := time.Now()

@@ -72,7 +72,7 @@ func (g *gen) metaCommand(b *stepBuilder, k string, pos int) func() step {
 			flags += " N" + itoa(exp)
 		}
 		if g.chance(10) {
-			flags += " R" + itoa(g.exptime())
+			flags += " R" + itoa(g.recache())
 		}
 		b.str("mg ", kt, bflag, flags, g.opaque(), "\r\n")
 		if g.chance(40) {
