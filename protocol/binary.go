@@ -239,7 +239,7 @@ func (c *conn) parseBinary(buf []byte) (int, parseState) {
 		// here for them all, so that its reply does too; a longer one is
 		// answered before its bytes are swallowed.
 		if end := hdrLen + int(bodylen); bodylen <= readBufSize && len(buf) < end {
-			c.need = end
+			c.need, c.inValue = end, true // memcached's conn_swallow
 			return 0, psMore
 		}
 		c.counts[cmdError]++
@@ -311,7 +311,7 @@ func (c *conn) binStore(buf []byte, r request, h binHeader, ext, key []byte, hdr
 		return hdrLen, psDone
 	}
 	if len(buf) < end {
-		c.need = end
+		c.need, c.inValue = end, true
 		return 0, psMore
 	}
 	op := kv.Op{Kind: kind, Key: key, Value: buf[hdrLen:end], Flags: flags, Exptime: exptime}

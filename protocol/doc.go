@@ -84,10 +84,12 @@
 // as do binary requests with a bad magic byte. Beyond Config.MaxConns
 // connections, a new one gets "ERROR Too many open connections" and is
 // closed; when the process runs out of file descriptors, a spare one is
-// freed to answer the same and close. Config.IdleTimeout closes
-// connections that neither send requests nor accept replies for that long.
-// Idle timeout in a loop counts from the last byte read or written,
-// looked at every 100 ms. A panic while serving a connection is logged
+// freed to answer the same and close. Config.IdleTimeout closes the
+// connections memcached 1.6.18's idle timeout closes: a TCP connection
+// whose last command is older than that, waiting for the next one (with
+// part of its line or binary header, or none); not one in the middle of
+// a value or of discarding a refused one, nor one whose replies are not
+// all sent, nor a unix socket's. A loop looks every 100 ms. A panic while serving a connection is logged
 // and closes only that connection (in a loop, a panic in the shared
 // Cache.Do closes the round's connections). Shutdown stops accepting,
 // lets running rounds finish and write their replies within
