@@ -7,9 +7,11 @@ type DumpItem struct {
 	Key        []byte // valid only during the call
 	Hash       uint64
 	ValueLen   int
-	Exptime    int64 // absolute unix seconds, 0 = never
+	Flags      uint32 // client flags
+	Exptime    int64  // absolute unix seconds, 0 = never
 	CAS        uint64
 	LastAccess int64 // unix seconds
+	Fetched    bool  // read since it was stored (Ref.Touch)
 	Meta       kv.ItemMeta
 }
 
@@ -39,8 +41,8 @@ func (s *Store) Dump(class int, fn func(DumpItem) bool) {
 			if ctlState(ct) != stateLinked {
 				continue
 			}
-			it := DumpItem{Key: h.key(), Hash: h.hash.Load(), ValueLen: int(h.vlen), Exptime: h.exptime.Load(),
-				CAS: h.cas, LastAccess: int64(h.atime.Load()), Meta: ctlMeta(ct)}
+			it := DumpItem{Key: h.key(), Hash: h.hash.Load(), ValueLen: int(h.vlen), Flags: h.flags, Exptime: h.exptime.Load(),
+				CAS: h.cas, LastAccess: int64(h.atime.Load()), Fetched: ct&ctlFetched != 0, Meta: ctlMeta(ct)}
 			if !fn(it) {
 				c.mu.Unlock()
 				return

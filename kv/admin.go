@@ -20,6 +20,21 @@ type Admin interface {
 	// until fn returns false: the key (valid during the call), the value
 	// length, the absolute expiry time (0: never) and the item's marks.
 	CacheDump(class int, fn func(key []byte, valueLen int, exptime int64, meta ItemMeta) bool)
+	// MetaDump calls fn for the live items of slab class, in slab order,
+	// until fn returns false (memcached's "lru_crawler metadump").
+	MetaDump(class int, fn func(it DumpedItem) bool)
+}
+
+// DumpedItem describes a live item to Admin.MetaDump's callback.
+type DumpedItem struct {
+	Key        []byte // valid only during the call
+	ValueLen   int
+	Flags      uint32
+	Exptime    int64 // absolute unix seconds, 0: never
+	LastAccess int64 // unix seconds of the last read, or of the store
+	CAS        uint64
+	Fetched    bool // read since it was stored
+	Class      int  // slab class
 }
 
 // ReassignResult is the outcome of Admin.SlabsReassign, one per reply of

@@ -213,15 +213,6 @@ func (c *conn) parseBinary(buf []byte) (int, parseState) {
 				c.quit = true
 			}
 		}
-	case opVerbose:
-		// memcached 1.4's process_bin_verbosity (1.6.18 dropped it and
-		// leaves the request unanswered; libmemcached's verbosity call
-		// sends it): the level in the extras, an empty success.
-		valid = extlen == 4 && keylen == 0 && bodylen == 4
-		if valid {
-			c.counts[cmdVerbosity]++
-			c.s.verbosity.Store(min(binary.BigEndian.Uint32(ext), maxVerbosity))
-		}
 	case opStat:
 		valid = extlen == 0
 		if valid {
@@ -241,7 +232,16 @@ func (c *conn) parseBinary(buf []byte) (int, parseState) {
 			return c.binRefuse(r, stUnknown, hdrLen, int64(bodylen-keylen))
 		}
 	default:
-		// memcached swallows bodylen more bytes, after the extras and key.
+		// An opcode memcached 1.6.18 does not know (verbosity, 0x1b, among
+		// them: 1.6.18 has no binary verbosity): it swallows bodylen more
+		// bytes after the extras and key, and its reply waits until they
+		// are read. A request whose swallow fits the read buffer waits
+		// here for them all, so that its reply does too; a longer one is
+		// answered before its bytes are swallowed.
+		if end := hdrLen + int(bodylen); bodylen <= readBufSize && len(buf) < end {
+			c.need, c.inValue = end, true // memcached's conn_swallow
+			return 0, psMore
+		}
 		c.counts[cmdError]++
 		return c.binRefuse(r, stUnknown, hdrLen, int64(bodylen))
 	}
@@ -311,7 +311,7 @@ func (c *conn) binStore(buf []byte, r request, h binHeader, ext, key []byte, hdr
 		return hdrLen, psDone
 	}
 	if len(buf) < end {
-		c.need = end
+		c.need, c.inValue = end, true
 		return 0, psMore
 	}
 	op := kv.Op{Kind: kind, Key: key, Value: buf[hdrLen:end], Flags: flags, Exptime: exptime}
@@ -362,7 +362,7 @@ func (c *conn) renderBinary(r *request) {
 		return
 	}
 	switch r.base {
-	case opNoop, opQuit, opVerbose:
+	case opNoop, opQuit:
 		c.binOK(r, 0)
 		return
 	case opVersion:

@@ -65,8 +65,10 @@ type Config struct {
 	// Settings are extra lines for "stats settings" (the embedding server
 	// adds maxbytes, tcpport, ...).
 	Settings []kv.Stat
-	// IdleTimeout closes a connection that sends nothing, or accepts none of
-	// our replies, for this long. Zero means never (memcached's default).
+	// IdleTimeout closes a TCP connection waiting for a command once its
+	// last command is this old, as memcached's idle_timeout (never in the
+	// middle of a value, while replies are being sent, nor on a unix
+	// socket). Zero means never (memcached's default).
 	IdleTimeout time.Duration
 	// MaxBatch bounds the ops (one per key of a multi-get) and requests put
 	// into one cache batch; the rest of a pipeline waits for the next round,

@@ -44,6 +44,8 @@ type conn struct {
 	rpos, rend int   // unparsed input is rbuf[rpos:rend]
 	need       int   // bytes from rpos the incomplete request needs (0: unknown)
 	swallow    int64 // bytes of a refused value still to discard
+	inValue    bool  // the request waiting for more input waits for its value (memcached's conn_nread)
+	tcp        bool  // a TCP connection: the only kind Config.IdleTimeout closes, as memcached
 	proto      int
 	eof        bool
 	quit       bool // close once this round's replies are written
@@ -88,6 +90,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		stages:  stageTimer{clock: s.cfg.Stages},
 		id:      fdOf(nc),
 		raddr:   remoteAddr(nc),
+		tcp:     isTCP(nc),
 		peer:    netAddr(nc.RemoteAddr()),
 	}
 	c.batch = &c.own
@@ -154,6 +157,7 @@ func (c *conn) parseRound() parseState {
 			}
 			continue
 		}
+		c.inValue = false
 		if c.rpos == c.rend {
 			c.need = 0
 			return psMore
@@ -180,6 +184,21 @@ func (c *conn) parseRound() parseState {
 			return psFull
 		}
 	}
+}
+
+// idleCloses reports whether Config.IdleTimeout may close the connection
+// while it waits for input, as memcached 1.6.18's idle timeout thread: a
+// TCP connection waiting for a command (conn_new_cmd, conn_read: idle, or
+// with part of a command line or binary header), not one receiving a
+// value (conn_nread) or discarding one (conn_swallow), nor a unix
+// socket's. Its timeout counts from the last command (lastCmd), not the
+// last byte.
+func (c *conn) idleCloses() bool { return c.tcp && c.swallow == 0 && !c.inValue }
+
+// isTCP reports whether nc is a TCP connection.
+func isTCP(nc net.Conn) bool {
+	_, ok := nc.(*net.TCPConn)
+	return ok
 }
 
 // full reports whether the round has reached its bounds.
@@ -237,9 +256,7 @@ func (c *conn) execute() error {
 		return nil
 	}
 	defer c.stages.lap(StageWrite, 0)
-	if d := c.s.cfg.IdleTimeout; d > 0 && !c.s.closing.Load() {
-		c.nc.SetWriteDeadline(time.Now().Add(d))
-	}
+	// No idle timeout while writing: memcached's leaves conn_mwrite alone.
 	c.state.Store(stateWrite)
 	size := int64(c.out.len())
 	c.s.holdReplies(size) // a client that does not read holds them here
@@ -322,7 +339,11 @@ func (c *conn) fill() error {
 		return err
 	}
 	if d := c.s.cfg.IdleTimeout; d > 0 {
-		c.nc.SetReadDeadline(time.Now().Add(d))
+		var deadline time.Time // none while a value comes, nor on a unix socket
+		if c.idleCloses() {
+			deadline = time.Unix(0, c.lastCmd.Load()).Add(d)
+		}
+		c.nc.SetReadDeadline(deadline)
 	}
 	if c.s.closing.Load() { // Shutdown may have set a deadline before ours
 		return errShutdown
@@ -550,6 +571,7 @@ var renderers = [...]func(c *conn, r *request, now int64){
 	rMetaDelete: noClock((*conn).renderMetaDelete), rMetaArith: (*conn).renderMetaArith,
 	rMetaDebug: (*conn).renderMetaDebug, rBin: noClock((*conn).renderBinary),
 	rBinStats: (*conn).renderBinaryStats, rCacheDump: noClock((*conn).renderCacheDump),
+	rMetaDump: noClock((*conn).renderMetaDump),
 }
 
 // noClock adapts a renderer that takes no time to the renderers' type.

@@ -9,8 +9,9 @@
 // gat, gats, set, add, replace, append, prepend, cas, delete, incr, decr,
 // touch, flush_all, version, verbosity, stats, quit, with noreply), the
 // meta protocol (mg, ms, md, ma, mn, me) and the binary protocol (every
-// opcode memcached implements; SASL and unknown opcodes answer "Unknown
-// command"). As in memcached, a connection's first byte fixes its protocol:
+// opcode memcached implements; SASL and unknown opcodes, verbosity among
+// them, answer "Unknown command", after reading and throwing away bodylen
+// bytes past the extras and key as memcached does). As in memcached, a connection's first byte fixes its protocol:
 // 0x80 makes it binary, anything else text (meta commands are text
 // commands). Numbers are parsed with memcached's C-library rules, including
 // its truncation of too-wide flags and expiry times to 32 bits.
@@ -83,10 +84,12 @@
 // as do binary requests with a bad magic byte. Beyond Config.MaxConns
 // connections, a new one gets "ERROR Too many open connections" and is
 // closed; when the process runs out of file descriptors, a spare one is
-// freed to answer the same and close. Config.IdleTimeout closes
-// connections that neither send requests nor accept replies for that long.
-// Idle timeout in a loop counts from the last byte read or written,
-// looked at every 100 ms. A panic while serving a connection is logged
+// freed to answer the same and close. Config.IdleTimeout closes the
+// connections memcached 1.6.18's idle timeout closes: a TCP connection
+// whose last command is older than that, waiting for the next one (with
+// part of its line or binary header, or none); not one in the middle of
+// a value or of discarding a refused one, nor one whose replies are not
+// all sent, nor a unix socket's. A loop looks every 100 ms. A panic while serving a connection is logged
 // and closes only that connection (in a loop, a panic in the shared
 // Cache.Do closes the round's connections). Shutdown stops accepting,
 // lets running rounds finish and write their replies within
@@ -109,10 +112,18 @@
 //     closing.
 //   - A value parse waiting for data does not hold back the replies before
 //     it (memcached sends them once the value is complete).
-//   - slabs reassign, slabs automove, cache_memlimit and stats cachedump
-//     work through the cache's kv.Admin (ERROR without one); lru,
-//     lru_crawler, watch and extstore answer ERROR; shutdown answers as
-//     memcached with the shutdown command disabled. "stats detail" only
+//   - A binary request of an unknown opcode with a body over 16 KiB (the
+//     read buffer) is answered before memcached's bodylen bytes past its
+//     extras and key are read and thrown away (memcached answers once
+//     they are); one with a shorter body is answered, as memcached's,
+//     only once they have come.
+//   - slabs reassign, slabs automove, cache_memlimit, stats cachedump and
+//     lru_crawler metadump work through the cache's kv.Admin (ERROR
+//     without one); metadump's lines come in slab order (memcached's in
+//     its LRUs' or hash table's) and the whole dump is held in the reply
+//     buffer (about 100 bytes an item; memcached streams it); lru, the
+//     other lru_crawler commands, watch and extstore answer ERROR;
+//     shutdown answers as memcached with the shutdown command disabled. "stats detail" only
 //     validates its arguments; "stats reset" resets the connection counts.
 //   - The version command answers Config.Version (memcached's 1.6.18 by
 //     default); the embedding server's own version goes in Config.Stats.

@@ -7,7 +7,6 @@ package protocol
 
 import (
 	"fmt"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -39,7 +38,6 @@ func (l *loop) write(c *conn) bool {
 		n, err := l.writev(c.ev.fd, vec)
 		if n > 0 {
 			l.hot.bytesWritten.Add(uint64(n))
-			c.ev.lastIO = l.now
 			vec = consume(vec, n)
 			continue
 		}
@@ -156,7 +154,6 @@ func (l *loop) flush(c *conn) {
 			c.ev.heldOff += n
 			l.hot.bytesWritten.Add(uint64(n))
 			l.s.holdReplies(-int64(n))
-			c.ev.lastIO = time.Now().UnixNano()
 			continue
 		}
 		switch err {

@@ -40,7 +40,6 @@ type loopConn struct {
 	readable bool       // epoll reported input not read yet
 	closeAft bool       // close once held is sent
 	closed   bool
-	lastIO   int64 // unix nanoseconds of the last byte read or written
 	// The io_uring mode's (loop_uring_linux.go).
 	gen     uint32 // tells this connection's requests from an earlier one's with the same fd
 	res     int32  // result of its last recv or sendmsg
@@ -155,7 +154,7 @@ func (s *Server) adopt(c *conn) bool {
 	s.mu.Lock() // Shutdown and stats conns look at nc and id
 	c.nc = nil
 	c.id = int64(fd)
-	c.ev = loopConn{fd: fd, st: psMore, lastIO: time.Now().UnixNano()}
+	c.ev = loopConn{fd: fd, st: psMore}
 	c.opLimit = 1 // slow start (adapt)
 	s.mu.Unlock()
 	l := s.loops[s.nextLoop.Add(1)%uint64(len(s.loops))]
@@ -509,7 +508,6 @@ func (l *loop) read(c *conn) {
 		switch {
 		case n > 0:
 			c.rend += n
-			c.ev.lastIO = l.now
 			l.hot.bytesRead.Add(uint64(n))
 			return
 		case err == unix.EINTR:
@@ -629,8 +627,10 @@ func (l *loop) panicked(c *conn, p any) {
 	l.close(c)
 }
 
-// closeIdle closes the connections that have neither sent nor taken a
-// byte for Config.IdleTimeout (looked at every loopIdleTick).
+// closeIdle closes the connections whose last command is older than
+// Config.IdleTimeout (looked at every loopIdleTick) among those it may
+// close, as memcached 1.6.18's idle timeout thread: TCP connections
+// waiting for a command (conn.idleCloses), with no replies left to send.
 func (l *loop) closeIdle() {
 	now := time.Now()
 	if now.Before(l.idleAt) {
@@ -639,7 +639,7 @@ func (l *loop) closeIdle() {
 	l.idleAt = now.Add(loopIdleTick)
 	limit := now.Add(-l.s.cfg.IdleTimeout).UnixNano()
 	for _, c := range l.conns {
-		if c.ev.lastIO < limit && !c.ev.queued {
+		if c.lastCmd.Load() < limit && !c.ev.queued && c.ev.heldOff >= len(c.ev.held) && c.idleCloses() {
 			l.close(c)
 		}
 	}

@@ -305,7 +305,6 @@ func (l *loop) ureadAll(cur []*conn) {
 		switch r := c.ev.res; {
 		case r > 0:
 			c.rend += int(r)
-			c.ev.lastIO = l.now
 			l.hot.bytesRead.Add(uint64(r))
 			if int(r) == space && l.ringWait {
 				c.ev.readable = true // maybe more: polls report new input only (epoll's level trigger would)
@@ -395,7 +394,6 @@ func (l *loop) usendAll(cur []*conn) {
 		case r >= 0:
 			if r > 0 {
 				l.hot.bytesWritten.Add(uint64(r))
-				c.ev.lastIO = l.now
 				v = consume(v, int(r))
 			}
 			if len(v) > 0 {

@@ -19,6 +19,7 @@ const (
 	rBin                       // a binary request
 	rBinStats                  // binary stat
 	rCacheDump                 // stats cachedump: class in op, limit in nops
+	rMetaDump                  // lru_crawler metadump: the class ids in args (nil: all)
 )
 
 // request is one request's reply slot in a round: replies are rendered in
@@ -31,7 +32,7 @@ type request struct {
 	peek  int32 // meta: index of a Peek Get run just before op; -1: none
 	viv   int32 // mg N: index of the Add that creates a missing item; -1: none
 	text  string
-	args  []byte // meta: the command line; stats: the group (points into the read buffer)
+	args  []byte // meta: the command line; stats: the group (points into the read buffer); metadump: class ids
 	meta  metaFlags
 
 	// text get

@@ -209,12 +209,16 @@ func (s *Server) addListener(ln net.Listener) bool {
 		return false
 	}
 	s.listeners[ln] = newListenerInfo(ln)
+	s.stats.listening.Add(1)
+	s.stats.listenTotal.Add(1)
+	s.stats.listenEver.Add(1)
 	return true
 }
 
 func (s *Server) removeListener(ln net.Listener) {
 	s.mu.Lock()
 	delete(s.listeners, ln)
+	s.stats.listening.Add(-1)
 	s.mu.Unlock()
 	ln.Close()
 }
@@ -232,6 +236,7 @@ func (s *Server) register(nc net.Conn) (*conn, bool) {
 	s.wg.Add(1)
 	s.stats.currConns.Add(1)
 	s.stats.totalConns.Add(1)
+	s.stats.peakConns.Store(max(s.stats.peakConns.Load(), int64(len(s.conns))))
 	return c, true
 }
 

@@ -18,6 +18,15 @@ type serverStats struct {
 	totalConns atomic.Uint64
 	rejected   atomic.Uint64
 	panics     atomic.Uint64
+	// memcached 1.6.18 counts its listening sockets as connections:
+	// listening are those open now, listenTotal those opened since start
+	// or "stats reset", listenEver those ever opened; peakConns is the
+	// most client connections open at once (its connection structures,
+	// one per descriptor, are never freed).
+	listening   atomic.Int64
+	listenTotal atomic.Uint64
+	listenEver  atomic.Int64
+	peakConns   atomic.Int64
 	// hot are the counters of the connections on goroutines (and of the
 	// listener's refusals); each event loop has its own (loop.hot).
 	hot hotCounters
@@ -56,14 +65,20 @@ func (s *Server) sum(f func(h *hotCounters) uint64) uint64 {
 
 // ConnStats is a snapshot of a Server's connection statistics.
 type ConnStats struct {
-	CurrConns     int64  // connections being served
-	TotalConns    uint64 // connections admitted since start
-	RejectedConns uint64 // connections refused at MaxConns
-	BytesRead     uint64
-	BytesWritten  uint64
-	Batches       uint64 // cache batches run (one per pipeline round)
-	BatchedOps    uint64 // ops in those batches
-	Panics        uint64 // connections closed by a recovered panic
+	CurrConns  int64  // connections being served
+	TotalConns uint64 // connections admitted since start
+	// MemcachedCurrConns and MemcachedTotalConns are curr_connections and
+	// total_connections as "stats" prints them: memcached 1.6.18 counts
+	// its listening sockets as connections (curr_connections leaves one
+	// of them out).
+	MemcachedCurrConns  int64
+	MemcachedTotalConns uint64
+	RejectedConns       uint64 // connections refused at MaxConns
+	BytesRead           uint64
+	BytesWritten        uint64
+	Batches             uint64 // cache batches run (one per pipeline round)
+	BatchedOps          uint64 // ops in those batches
+	Panics              uint64 // connections closed by a recovered panic
 	// Commands counts requests by command name ("get", "set", "mg", ...;
 	// binary requests count under their text equivalents, "noop", "other"
 	// for refused admin commands, "error" for unknown or malformed ones).
@@ -84,6 +99,7 @@ func (s *Server) Stats() ConnStats {
 		Panics:        s.stats.panics.Load(),
 		Commands:      make(map[string]uint64),
 	}
+	st.MemcachedCurrConns, st.MemcachedTotalConns = s.memcachedConns()
 	for i := range numCmds {
 		if n := s.sum(func(h *hotCounters) uint64 { return h.cmds[i].Load() }); n != 0 {
 			st.Commands[cmdNames[i]] = n
@@ -92,9 +108,21 @@ func (s *Server) Stats() ConnStats {
 	return st
 }
 
+// memcachedConns returns curr_connections and total_connections as
+// memcached 1.6.18 counts them: its listening sockets are connections, and
+// curr_connections leaves one of them out. Cost: four atomic loads.
+func (s *Server) memcachedConns() (curr int64, total uint64) {
+	curr = s.stats.currConns.Load()
+	if n := s.stats.listening.Load(); n > 0 {
+		curr += n - 1
+	}
+	return curr, s.stats.totalConns.Load() + s.stats.listenTotal.Load()
+}
+
 // resetStats clears the counters "stats reset" clears.
 func (s *Server) resetStats() {
 	s.stats.totalConns.Store(0)
+	s.stats.listenTotal.Store(0)
 	s.stats.rejected.Store(0)
 }
 
@@ -175,10 +203,11 @@ func (s *Server) generalStats(now int64) []kv.Stat {
 	l.add("rusage_user", user)
 	l.add("rusage_system", sys)
 	l.add("max_connections", strconv.Itoa(s.cfg.MaxConns))
-	l.add("curr_connections", strconv.FormatInt(s.stats.currConns.Load(), 10))
-	l.add("total_connections", u64(s.stats.totalConns.Load()))
+	curr, total := s.memcachedConns()
+	l.add("curr_connections", strconv.FormatInt(curr, 10))
+	l.add("total_connections", u64(total))
 	l.add("rejected_connections", u64(s.stats.rejected.Load()))
-	l.add("connection_structures", strconv.FormatInt(s.stats.currConns.Load(), 10))
+	l.add("connection_structures", strconv.FormatInt(s.stats.listenEver.Load()+s.stats.peakConns.Load(), 10))
 	for _, st := range []kv.Stat{
 		{Name: "cmd_get", Value: cnt(cmdGet, cmdGets, cmdGat, cmdGats)},
 		{Name: "cmd_set", Value: cnt(cmdSet, cmdAdd, cmdReplace, cmdAppend, cmdPrepend, cmdCAS, cmdMetaSet)},

@@ -180,7 +180,9 @@ func (c *conn) textCommand(buf, line []byte, lineEnd int) (int, parseState) {
 		return c.textSlabs(toks, ntok, lineEnd)
 	case "cache_memlimit":
 		return c.textMemlimit(toks, ntok, lineEnd)
-	case "lru", "lru_crawler", "watch", "extstore":
+	case "lru_crawler":
+		return c.textLRUCrawler(toks, ntok, lineEnd)
+	case "lru", "watch", "extstore":
 		// LRU tuning, crawling and log watching have no counterpart.
 		c.counts[cmdOther]++
 		c.static(replyError)

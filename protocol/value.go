@@ -35,7 +35,7 @@ func (c *conn) storeValue(buf []byte, lineEnd int, key []byte, flags uint32, vle
 		return nil, lineEnd, psDone, false
 	}
 	if len(buf)-lineEnd < total {
-		c.need = lineEnd + total
+		c.need, c.inValue = lineEnd+total, true
 		return nil, 0, psMore, false
 	}
 	data := buf[lineEnd : lineEnd+total]

@@ -57,6 +57,21 @@ func (e *Engine) CacheDump(class int, fn func(key []byte, valueLen int, exptime 
 	})
 }
 
+// MetaDump calls fn for the live (unexpired, unflushed) items of slab
+// class until fn returns false. Cost: a pass over the class's chunks, its
+// lock held one page at a time.
+func (e *Engine) MetaDump(class int, fn func(it kv.DumpedItem) bool) {
+	now := e.clock()
+	fs := e.flushState()
+	e.store.Dump(class, func(it itemstore.DumpItem) bool {
+		if !kv.Alive(it.Exptime, now) || !fs.Valid(it.CAS, it.LastAccess, now) {
+			return true
+		}
+		return fn(kv.DumpedItem{Key: it.Key, ValueLen: it.ValueLen, Flags: it.Flags, Exptime: it.Exptime,
+			LastAccess: it.LastAccess, CAS: it.CAS, Fetched: it.Fetched, Class: class})
+	})
+}
+
 // hitMeta completes a Get hit on the held item r: the item's marks before
 // the op and, when kv.Apply let the op try for the win token, whether it
 // took it (exactly one concurrent reader does). Cost: an atomic load, and

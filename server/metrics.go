@@ -191,9 +191,9 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(d.bytesRead, float64(conns.BytesRead))
 	counter(d.bytesWritten, float64(conns.BytesWritten))
-	gauge(d.currConns, float64(conns.CurrConns))
+	gauge(d.currConns, float64(conns.MemcachedCurrConns))
 	gauge(d.maxConns, float64(c.maxConns))
-	counter(d.connsTotal, float64(conns.TotalConns))
+	counter(d.connsTotal, float64(conns.MemcachedTotalConns))
 	counter(d.connsRejected, float64(conns.RejectedConns))
 	for _, g := range c.general {
 		if v, ok := general[g.stat]; ok {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/warpkv/warpkv/protocol"
@@ -22,6 +23,10 @@ type Config struct {
 	// Addrs are further TCP addresses to listen on (memcached's -l with
 	// several addresses); every listener feeds the same event loops.
 	Addrs []string
+	// Inter is "stats settings" inter as memcached 1.6.18 prints it: the
+	// -l interfaces as given, comma separated (a host name, not the
+	// addresses it resolves to); "" means the listeners' addresses.
+	Inter string
 	// UnixSocket, when set, is the path of a unix stream socket to listen
 	// on instead of TCP (memcached's -s, which disables network support);
 	// a stale socket file there is replaced.
@@ -228,14 +233,58 @@ func listen(cfg Config) ([]net.Listener, error) {
 	}
 	var lns []net.Listener
 	for _, a := range append([]string{cfg.Addr}, cfg.Addrs...) {
-		ln, err := net.Listen(tcpNetwork(a), a)
+		l, err := listenTCP(a, net.DefaultResolver.LookupIPAddr)
 		if err != nil {
 			for _, l := range lns {
 				l.Close()
 			}
 			return nil, fmt.Errorf("server: listen: %w", err)
 		}
-		lns = append(lns, ln)
+		lns = append(lns, l...)
+	}
+	return lns, nil
+}
+
+// listenTCP listens on host:port addr as memcached 1.6.18's server_socket:
+// on each address a host name resolves to (lookup), an address already in
+// use left out unless no address could be listened on; on an IP address
+// alone otherwise. On an error it closes those it opened. Cost: one lookup
+// for a host name, one listen an address.
+func listenTCP(addr string, lookup func(context.Context, string) ([]net.IPAddr, error)) ([]net.Listener, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || net.ParseIP(host) != nil {
+		ln, err := net.Listen(tcpNetwork(addr), addr)
+		if err != nil {
+			return nil, err
+		}
+		return []net.Listener{ln}, nil
+	}
+	ips, err := lookup(context.Background(), host)
+	if err != nil {
+		return nil, err
+	}
+	var lns []net.Listener
+	var inUse error
+	for _, ip := range ips {
+		a := net.JoinHostPort(ip.String(), port)
+		ln, err := net.Listen(tcpNetwork(a), a)
+		switch {
+		case errors.Is(err, syscall.EADDRINUSE):
+			inUse = err
+		case err != nil:
+			for _, l := range lns {
+				l.Close()
+			}
+			return nil, fmt.Errorf("%s: %w", host, err)
+		default:
+			lns = append(lns, ln)
+		}
+	}
+	if len(lns) == 0 {
+		if inUse == nil {
+			inUse = fmt.Errorf("no address")
+		}
+		return nil, fmt.Errorf("%s: %w", host, inUse)
 	}
 	return lns, nil
 }
@@ -244,8 +293,7 @@ func listen(cfg Config) ([]net.Listener, error) {
 // memcached 1.6.18 listens: "tcp4" for an IPv4 address (so 0.0.0.0 is
 // IPv4's interfaces only, not Go's dual-stack socket that takes IPv6
 // clients too), "tcp6" for an IPv6 one (IPV6_V6ONLY, which memcached sets
-// on its IPv6 sockets), "tcp" for a host name (Go listens on one of its
-// addresses, IPv4 first, where memcached listens on each).
+// on its IPv6 sockets); listenTCP resolves a host name first.
 func tcpNetwork(addr string) string {
 	host, _, err := net.SplitHostPort(addr)
 	ip := net.ParseIP(host)
@@ -260,8 +308,9 @@ func tcpNetwork(addr string) string {
 
 // settingsOf returns the network settings for "stats settings", named and
 // written as memcached 1.6.18's: tcpport (the -p port, under -s too),
-// udpport (0: no UDP), inter (the TCP interfaces listened on, an
-// interface's :port only where it differs from tcpport; NULL under -s),
+// udpport (0: no UDP), inter (Config.Inter, else the TCP interfaces
+// listened on, an interface's :port only where it differs from tcpport;
+// NULL under -s),
 // maxconns, domain_socket (NULL without -s) and umask (the -a mask in
 // octal); then the event loops' round groups (warpkv_round_conns, 0:
 // whole rounds), wait and spin.
@@ -291,6 +340,9 @@ func settingsOf(lns []net.Listener, cfg Config, roundConns int, loopWait string)
 		}
 		if len(ifs) > 0 {
 			inter = strings.Join(ifs, ",")
+		}
+		if cfg.Inter != "" {
+			inter = cfg.Inter
 		}
 	}
 	maxConns := cfg.MaxConns

@@ -52,6 +52,7 @@ func TestServeListenArgumentsAsMemcached(t *testing.T) {
 		{name: "-l with a port name is refused", args: []string{"-l", "127.0.0.1:http"}, fails: `invalid port number "http"`},
 		{name: "-l 0.0.0.0 is IPv4 only", args: []string{"-p", port, "-l", "0.0.0.0"},
 			serves: []string{"127.0.0.1:" + port}, refuses: []string{"[::1]:" + port}},
+		{name: "-l with a host name listens on each of its addresses", args: []string{"-p", port, "-l", "localhost"}, serves: localhostAddrs(t, port)},
 		{name: "-U with a port is refused: no UDP", args: []string{"-U", "11211", "-l", a}, fails: "-U 11211: warpkv serves no UDP", noMemcached: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,6 +95,22 @@ func TestServeListenArgumentsAsMemcached(t *testing.T) {
 	}
 }
 
+// localhostAddrs returns host:port for each address "localhost" resolves
+// to, each of which memcached listens on with -l localhost.
+func localhostAddrs(t *testing.T, port string) []string {
+	t.Helper()
+	ips, err := net.LookupIP("localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, ip := range ips {
+		out = append(out, net.JoinHostPort(ip.String(), port))
+	}
+	t.Logf("localhost: %v", out)
+	return out
+}
+
 // checkRefused fails the test when a server started with args takes a
 // connection at one of addrs; an IPv6 address where this machine has no
 // IPv6 loopback is not tried.
@@ -117,8 +134,7 @@ func checkRefused(t *testing.T, server string, args, addrs []string) {
 
 // TestServeStatsSettingsListenersAsMemcached: "stats settings" gives the
 // listeners as memcached 1.6.18 does: tcpport the -p port (under -s too),
-// udpport 0, inter the -l interfaces (an interface's port only where it is
-// not -p's; NULL under -s), domain_socket the -s path (else NULL) and
+// udpport 0, inter the -l interfaces as given (NULL under -s), domain_socket the -s path (else NULL) and
 // umask the -a mask in octal.
 func TestServeStatsSettingsListenersAsMemcached(t *testing.T) {
 	dir := t.TempDir()
@@ -135,6 +151,10 @@ func TestServeStatsSettingsListenersAsMemcached(t *testing.T) {
 			map[string]string{"tcpport": port, "udpport": "0", "inter": "127.0.0.1,127.0.0.1:" + otherPort, "domain_socket": "NULL", "umask": "700"}},
 		{"every IPv4 interface", func(string) []string { return []string{"-p", port, "-l", "0.0.0.0"} }, "tcp",
 			map[string]string{"tcpport": port, "inter": "0.0.0.0", "domain_socket": "NULL"}},
+		{"a host name as given", func(string) []string { return []string{"-p", port, "-l", "localhost"} }, "tcp",
+			map[string]string{"tcpport": port, "inter": "localhost", "domain_socket": "NULL"}},
+		{"an interface with -p's port as given", func(string) []string { return []string{"-p", port, "-l", "127.0.0.1:" + port} }, "tcp",
+			map[string]string{"tcpport": port, "inter": "127.0.0.1:" + port}},
 		{"unix socket with -a 0", func(sock string) []string { return []string{"-p", port, "-s", sock, "-a", "0"} }, "unix",
 			map[string]string{"domain_socket": "", "umask": "0"}},
 		{"unix socket with -a 0770", func(sock string) []string { return []string{"-p", port, "-s", sock, "-a", "0770"} }, "unix",

@@ -9,7 +9,7 @@ import (
 )
 
 // runOpFile is the command line of "warpkv TOOL run [--device D] [--batch
-// N] FILE" (art, btree): help (lines describes the operation lines,
+// N] FILE" (art, btree; the flags may also follow FILE): help (lines describes the operation lines,
 // batchZero what --batch 0 means), the flags (usage errors, exit status
 // 2) and the input checked, then apply(in, device, batch, w) with a
 // buffered standard output, flushed at the end whatever apply returns.
@@ -29,12 +29,22 @@ func runOpFile(e *env, args []string, tool, lines, batchZero string, apply func(
 		usage()
 		fmt.Fprintf(e.stderr, "\n%s", lines)
 	}
-	if err := parse(fs, args[1:]); err != nil {
-		return err
+	// Flags may follow FILE too ("warpkv btree run FILE --batch 7"): the
+	// flag package stops at the first argument, so each parse's first
+	// argument is kept and the rest parsed again.
+	var files []string
+	for rest := args[1:]; ; {
+		if err := parse(fs, rest); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files, rest = append(files, fs.Arg(0)), fs.Args()[1:]
 	}
-	if fs.NArg() != 1 {
+	if len(files) != 1 {
 		fs.Usage()
-		return usagef("%s run takes one FILE argument, got %d", tool, fs.NArg())
+		return usagef("%s run takes one FILE argument, got %d", tool, len(files))
 	}
 	// The flags' errors: usage errors (exit status 2) naming the flag,
 	// before the input is opened.
@@ -44,7 +54,7 @@ func runOpFile(e *env, args []string, tool, lines, batchZero string, apply func(
 	if err := checkDevice("--device", *device); err != nil {
 		return err
 	}
-	in, closeIn, err := openInput(fs.Arg(0))
+	in, closeIn, err := openInput(files[0])
 	if err != nil {
 		return fmt.Errorf("%s: %w", tool, err)
 	}

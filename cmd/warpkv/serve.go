@@ -132,6 +132,7 @@ func runServe(e *env, args []string) error {
 	return server.Serve(ctx, server.Config{
 		Addr:        addrs[0],
 		Addrs:       addrs[1:],
+		Inter:       listen.String(),
 		UnixSocket:  *unixSocket,
 		UnixMask:    os.ModeSocket | os.FileMode(mask), // so that -a 0 is 0, not the default
 		MaxConns:    *conns,
