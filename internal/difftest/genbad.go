@@ -25,8 +25,12 @@ func (g *gen) badInput() step {
 	return b.done()
 }
 
+// maxKeyLen is memcached's KEY_MAX_LENGTH: the longest key, and the
+// longest key token of a meta command (base64 or not).
+const maxKeyLen = 250
+
 // longKey is a key one byte over the 250-byte limit.
-func longKey() string { return strings.Repeat("x", 251) }
+func longKey() string { return strings.Repeat("x", maxKeyLen+1) }
 
 // badText returns malformed text commands on key k.
 func badText(k string) []string {

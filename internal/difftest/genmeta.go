@@ -129,6 +129,15 @@ func (g *gen) metaCommand(b *stepBuilder, k string, pos int) func() step {
 // to compare when withCAS (or sometimes anyway).
 func (g *gen) metaSet(b *stepBuilder, k, kt, bflag string, withCAS bool) {
 	v := g.value()
+	if len(kt) > maxKeyLen && len(v) > 64 {
+		// A key token over 250 bytes (a long key in base64) is refused
+		// before the value's length is read, so the value is read as
+		// commands; how many ERROR lines memcached 1.6.18 sends for a large
+		// one before it closes the connection changes from run to run
+		// (1094 and 1245 for the same 307,790 bytes), so such a value is
+		// kept short.
+		v = v[:64]
+	}
 	b.str("ms ", kt, " ", strconv.Itoa(len(v)), bflag, g.metaFlags(bflag, 30, "c", "k")+g.metaFlags(bflag, 15, "q"), g.opaque())
 	if g.chance(40) {
 		b.str(" F" + strconv.FormatUint(uint64(g.flags()), 10))
