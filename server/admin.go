@@ -47,13 +47,20 @@ func (e *Engine) SetMemoryLimit(bytes int64) error { return e.store.SetMemoryLim
 // class until fn returns false. Cost: a pass over the class's chunks, its
 // lock held one page at a time.
 func (e *Engine) CacheDump(class int, fn func(key []byte, valueLen int, exptime int64, meta kv.ItemMeta) bool) {
+	e.dumpLive(class, func(it itemstore.DumpItem) bool { return fn(it.Key, it.ValueLen, it.Exptime, it.Meta) })
+}
+
+// dumpLive calls fn for the items of slab class that are neither expired
+// nor flushed, until fn returns false: CacheDump's and MetaDump's walk.
+// Cost: a pass over the class's chunks, its lock held one page at a time.
+func (e *Engine) dumpLive(class int, fn func(itemstore.DumpItem) bool) {
 	now := e.clock()
 	fs := e.flushState()
 	e.store.Dump(class, func(it itemstore.DumpItem) bool {
 		if !kv.Alive(it.Exptime, now) || !fs.Valid(it.CAS, it.LastAccess, now) {
 			return true
 		}
-		return fn(it.Key, it.ValueLen, it.Exptime, it.Meta)
+		return fn(it)
 	})
 }
 
@@ -61,12 +68,7 @@ func (e *Engine) CacheDump(class int, fn func(key []byte, valueLen int, exptime 
 // class until fn returns false. Cost: a pass over the class's chunks, its
 // lock held one page at a time.
 func (e *Engine) MetaDump(class int, fn func(it kv.DumpedItem) bool) {
-	now := e.clock()
-	fs := e.flushState()
-	e.store.Dump(class, func(it itemstore.DumpItem) bool {
-		if !kv.Alive(it.Exptime, now) || !fs.Valid(it.CAS, it.LastAccess, now) {
-			return true
-		}
+	e.dumpLive(class, func(it itemstore.DumpItem) bool {
 		return fn(kv.DumpedItem{Key: it.Key, ValueLen: it.ValueLen, Flags: it.Flags, Exptime: it.Exptime,
 			LastAccess: it.LastAccess, CAS: it.CAS, Fetched: it.Fetched, Class: class})
 	})
