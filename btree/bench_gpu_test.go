@@ -285,7 +285,8 @@ func BenchmarkGPULookup(b *testing.B) {
 // BenchmarkGPURanges answers 1M range queries of about 16 keys on the
 // 100M-key tree with each form of range kernels (rangeForm): kernel=start
 // (bt_range_start and bt_range_copy, the default), kernel=thread
-// (bt_range) and kernel=warp (bt_range_warp); besides the whole call it
+// (bt_range) and kernel=warp (bt_range_warp), then the default into a
+// Result, ascending (into) and descending (into-desc); besides the whole call it
 // reports the device's work phase (count, scan, write) as Mqueries/s-work.
 func BenchmarkGPURanges(b *testing.B) {
 	g := newBenchTree(b, gputest.Device(b), DefaultOrder)
@@ -323,13 +324,21 @@ func BenchmarkGPURanges(b *testing.B) {
 	// (copied out of the transfer buffers), then pinned (NewResult: the
 	// device writes into it by DMA); the pinned one also in one chunk
 	// and in chunks of 32Ki, 256Ki and 512Ki queries (the default:
-	// 128Ki). The last call's steps are logged.
+	// 128Ki); both default ones also descending (into-desc:
+	// RangesDescInto, the same queries, largest key first). The last
+	// call's steps are logged.
 	gt := g.e.(*gpuTree)
 	for _, c := range []struct {
 		pinned bool
 		chunk  int
-	}{{false, 0}, {true, 0}, {true, nq}, {true, 1 << 15}, {true, 1 << 18}, {true, 1 << 19}} {
-		name := fmt.Sprintf("kernel=start/into/pinned=%v", c.pinned)
+		desc   bool
+	}{{false, 0, false}, {true, 0, false}, {false, 0, true}, {true, 0, true},
+		{true, nq, false}, {true, 1 << 15, false}, {true, 1 << 18, false}, {true, 1 << 19, false}} {
+		name, into := "into", g.RangesInto
+		if c.desc {
+			name, into = "into-desc", g.RangesDescInto
+		}
+		name = fmt.Sprintf("kernel=start/%s/pinned=%v", name, c.pinned)
 		if c.chunk > 0 {
 			name += fmt.Sprintf("/chunk=%d", c.chunk)
 		}
@@ -348,12 +357,12 @@ func BenchmarkGPURanges(b *testing.B) {
 				r = g.NewResult()
 			}
 			defer r.Free()
-			if _, err := g.RangesInto(r, los, his, 0); err != nil { // sized (pinned) before the timing
+			if _, err := into(r, los, his, 0); err != nil { // sized (pinned) before the timing
 				b.Fatal(err)
 			}
 			var work, total time.Duration
 			for b.Loop() {
-				if _, err := g.RangesInto(r, los, his, 0); err != nil {
+				if _, err := into(r, los, his, 0); err != nil {
 					b.Fatal(err)
 				}
 				tm := g.LastBatch()

@@ -107,7 +107,6 @@ extern "C" __global__ void bt_get(const u64 *q, u64 n, u32 root, u32 height, u32
 
 // The other operations (see above).
 #include "btree/ranges.cu"
-#include "btree/ranges_desc.cu"
 #include "btree/locate.cu"
 #include "btree/insert.cu"
 #include "btree/delete.cu"

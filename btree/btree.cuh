@@ -126,8 +126,8 @@ __device__ __forceinline__ u32 find_leaf(u64 key, u32 root, u32 height, u32 orde
 // seek finds key's lower bound in the tree: it returns key's leaf
 // (find_leaf) and sets *base to the leaf's first slot (leaf * order), *c
 // to its count and *j to the first of its keys >= key (c when none): the
-// search bt_get, bt_locate and bt_range begin with (bt_range_start writes
-// it out).
+// search bt_get and bt_locate begin with (the range kernels' range_seek,
+// in ranges.cu, is its form for either direction).
 __device__ __forceinline__ u32 seek(u64 key, u32 root, u32 height, u32 order, const u64 *keys, const u64 *slots,
                                     const u32 *count, u64 *base, u32 *c, u32 *j) {
     u32 leaf = find_leaf(key, root, height, order, keys, slots, count);

@@ -59,7 +59,6 @@ type kernelSet struct {
 	rngWarp                            *gpu.Function // ranges, one warp per query
 	rngStart, rngCopy                  *gpu.Function // ranges in one descent
 	rngTotal, rngQout                  *gpu.Function // their chunks' totals and query offsets (pipelined)
-	rngDesc                            *gpu.Function // ranges in descending key order, one thread per query
 	iota, gatherSel, scatterVals       *gpu.Function // build and insert: sort with an index payload
 
 	// Insert, delete and rebuild (insert_gpu.go, delete_gpu.go, propagate_gpu.go).
@@ -83,7 +82,7 @@ func loadKernels(d *gpu.Device) (*kernelSet, error) {
 	k := &kernelSet{}
 	for name, f := range map[string]**gpu.Function{
 		"bt_last_flags": &k.lastFlags, "bt_leaves": &k.leaves, "bt_level": &k.level, "bt_get": &k.get,
-		"bt_range": &k.rng, "bt_range_warp": &k.rngWarp, "bt_range_start": &k.rngStart, "bt_range_copy": &k.rngCopy, "bt_range_total": &k.rngTotal, "bt_range_qout": &k.rngQout, "bt_range_desc": &k.rngDesc, "bt_locate": &k.locate, "bt_leaf_sizes": &k.leafSizes, "bt_merge_new": &k.mergeNew, "bt_merge_leaves_1": &k.mergeLeaves[0], "bt_merge_leaves_2": &k.mergeLeaves[1],
+		"bt_range": &k.rng, "bt_range_warp": &k.rngWarp, "bt_range_start": &k.rngStart, "bt_range_copy": &k.rngCopy, "bt_range_total": &k.rngTotal, "bt_range_qout": &k.rngQout, "bt_locate": &k.locate, "bt_leaf_sizes": &k.leafSizes, "bt_merge_new": &k.mergeNew, "bt_merge_leaves_1": &k.mergeLeaves[0], "bt_merge_leaves_2": &k.mergeLeaves[1],
 		"bt_merge_leaves_4": &k.mergeLeaves[2], "bt_merge_leaves_8": &k.mergeLeaves[3], "bt_max_hi": &k.maxHi,
 		"bt_stage_old": &k.stageOld, "bt_write_leaves": &k.writeLeaves, "bt_write_kept": &k.writeKept,
 		"bt_delete_leaves": &k.deleteLeaves, "bt_unlink_heads": &k.unlinkHeads, "bt_unlink_mark": &k.unlinkMark,

@@ -13,9 +13,10 @@ import (
 // keys[offsets[i]:offsets[i+1]]. Cost: on the CPU engine as Ranges (one
 // walk per query for the first pairs of each chunk of queries, two for
 // the rest), each from the leaf of its upper bound along the leaf chain's
-// prev links, over the workers; on the GPU engine one thread per query in each
-// pass, a scan of the counts, and the transfers of the bounds and the
-// answers.
+// prev links, over the workers; on the GPU engine as Ranges (the same
+// kernels, chunks and pipeline, walking the prev links): one descent per
+// query, a scan of the counts, a warp per query copying its pairs, and
+// the transfers of the bounds and the answers.
 func (t *Tree) RangesDesc(los, his []uint64, limit int) (keys, values []uint64, offsets []int, err error) {
 	r, err := t.RangesDescInto(nil, los, his, limit)
 	if err != nil {

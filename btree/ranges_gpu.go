@@ -29,7 +29,8 @@ const (
 )
 
 // rangesBatch answers range queries on the device in chunks of
-// chunkOfRanges' queries. Into a pinned Result in the default form
+// chunkOfRanges' queries, in ascending key order or, with desc,
+// descending (every kernel takes the direction: ranges.cu). Into a pinned Result in the default form
 // the call is pipelined (rangesPiped: each chunk placed in the Result and
 // downloaded as soon as it is counted). Otherwise each chunk's bounds (half-open when
 // halfOpen, else inclusive) are converted to inclusive ones on all cores
@@ -50,7 +51,7 @@ const (
 // last is written, Download when every answer is on the host. Cost: two
 // kernels, a scan, the transfers of the queries and the result, one
 // synchronization in between.
-func (g *gpuTree) rangesBatch(into *Result, root uint32, los, his []uint64, limit int, halfOpen bool) (*Result, engine.Timings, error) {
+func (g *gpuTree) rangesBatch(into *Result, root uint32, los, his []uint64, limit int, halfOpen, desc bool) (*Result, engine.Timings, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var tm engine.Timings
@@ -58,14 +59,14 @@ func (g *gpuTree) rangesBatch(into *Result, root uint32, los, his []uint64, limi
 	g.start()
 	g.down.Discard()
 	if into.pinned() && g.rangeForm == rangeOneDescent {
-		r, tm, err := g.rangesPiped(into, root, los, his, limit, halfOpen)
+		r, tm, err := g.rangesPiped(into, root, los, his, limit, halfOpen, desc)
 		if err != nil {
 			// Nothing the call queued may run on after it.
 			err = errors.Join(err, g.s.Synchronize(), g.s2.Synchronize())
 		}
 		return r, tm, err
 	}
-	p, bounds, err := g.rangeSetup(root, q, limit)
+	p, bounds, err := g.rangeSetup(root, q, limit, desc)
 	if err != nil {
 		return nil, tm, err
 	}
@@ -207,17 +208,22 @@ func chunksOf(n, size int) []chunk {
 // queries that both rangesBatch and rangesPiped use, reserving more
 // (rangesPiped's own) with them: the bounds (2q words, returned), and the
 // call's rangePass with its counts (q+1 words: the scan's total after
-// them) and starts (q words) and limit (0 or less: none). Cost: the
-// pool's growth of the buffers that are short.
-func (g *gpuTree) rangeSetup(root uint32, q, limit int, more ...gpu.Need) (rangePass, *gpu.Buffer[uint64], error) {
+// them) and starts (q words), limit (0 or less: none) and direction
+// (desc: descending). Cost: the pool's growth of the buffers that are
+// short.
+func (g *gpuTree) rangeSetup(root uint32, q, limit int, desc bool, more ...gpu.Need) (rangePass, *gpu.Buffer[uint64], error) {
 	needs := append([]gpu.Need{gpu.NeedOf[uint64]("rangeq", 2*q), gpu.NeedOf[uint64](bufOutV, q+1),
 		gpu.NeedOf[uint64]("rangestart", q)}, more...)
 	if err := g.pool.Reserve(needs...); err != nil {
 		return rangePass{}, nil, err
 	}
-	p := rangePass{g: g, root: root, counts: gpu.Take[uint64](g.pool, bufOutV, q+1), start: gpu.Take[uint64](g.pool, "rangestart", q)}
+	p := rangePass{g: g, root: root, counts: gpu.Take[uint64](g.pool, bufOutV, q+1), start: gpu.Take[uint64](g.pool, "rangestart", q),
+		link: g.next}
 	if limit > 0 {
 		p.limit = uint64(limit)
+	}
+	if desc {
+		p.desc, p.link = 1, g.prv
 	}
 	return p, gpu.Take[uint64](g.pool, "rangeq", 2*q), nil
 }
@@ -280,6 +286,8 @@ type rangePass struct {
 	g             *gpuTree
 	limit         uint64 // 0: none
 	root          uint32
+	desc          int32               // 1: descending key order, 0: ascending
+	link          *gpu.Buffer[uint32] // the leaf chain the walks follow: g.next, or g.prv descending
 	counts, start *gpu.Buffer[uint64] // per query: pairs (then their scan), where they start
 }
 
@@ -294,13 +302,13 @@ func (p rangePass) count(bounds *gpu.Buffer[uint64], q int, c chunk) error {
 	switch g.rangeForm {
 	case rangeWarp:
 		return g.k.rngWarp.Launch(g.s, warpGrid(c.n()), gpu.D1(kernelBlock), 0, lo, hi, uint64(c.n()), p.limit, p.root,
-			uint32(g.height), uint32(g.order), g.keys, g.slots, g.count, g.next, 0, counts, start, counts, counts, counts)
+			uint32(g.height), uint32(g.order), g.keys, g.slots, g.count, p.link, p.desc, 0, counts, start, counts, counts, counts)
 	case rangeThread:
 		return g.k.rng.Launch(g.s, grid(c.n()), gpu.D1(kernelBlock), 0, lo, hi, uint64(c.n()), p.limit, p.root,
-			uint32(g.height), uint32(g.order), g.keys, g.slots, g.count, g.next, 0, counts, counts, counts, counts)
+			uint32(g.height), uint32(g.order), g.keys, g.slots, g.count, p.link, p.desc, 0, counts, counts, counts, counts)
 	}
 	return g.k.rngStart.Launch(g.s, grid(c.n()), gpu.D1(kernelBlock), 0, lo, hi, uint64(c.n()), p.limit, p.root,
-		uint32(g.height), uint32(g.order), g.keys, g.slots, g.count, g.next, start, counts)
+		uint32(g.height), uint32(g.order), g.keys, g.slots, g.count, p.link, p.desc, start, counts)
 }
 
 // write launches the write pass of the tree's rangeForm over the queries
@@ -313,14 +321,22 @@ func (p rangePass) write(bounds *gpu.Buffer[uint64], q int, c chunk, outK, outV 
 	switch g.rangeForm {
 	case rangeWarp:
 		return g.k.rngWarp.Launch(g.s, warpGrid(q), gpu.D1(kernelBlock), 0, lo, hi, uint64(q), p.limit, p.root,
-			uint32(g.height), uint32(g.order), g.keys, g.slots, g.count, g.next, 1, p.counts, p.start, p.counts, outK, outV)
+			uint32(g.height), uint32(g.order), g.keys, g.slots, g.count, p.link, p.desc, 1, p.counts, p.start, p.counts, outK, outV)
 	case rangeThread:
 		return g.k.rng.Launch(g.s, grid(q), gpu.D1(kernelBlock), 0, lo, hi, uint64(q), p.limit, p.root,
-			uint32(g.height), uint32(g.order), g.keys, g.slots, g.count, g.next, 1, p.counts, p.counts, outK, outV)
+			uint32(g.height), uint32(g.order), g.keys, g.slots, g.count, p.link, p.desc, 1, p.counts, p.counts, outK, outV)
 	}
 	// offs[i+1] of the chunk's last query is the next chunk's first.
+	return p.copy(c, gpu.View[uint64](p.counts, 8*c.lo, c.n()+1), outK, outV)
+}
+
+// copy launches bt_range_copy over the queries of c: their pairs, from
+// where the count pass kept their starts, into outK, outV at offs (c's
+// n+1 scanned offsets, relative to outK and outV).
+func (p rangePass) copy(c chunk, offs, outK, outV *gpu.Buffer[uint64]) error {
+	g := p.g
 	return g.k.rngCopy.Launch(g.s, warpGrid(c.n()), gpu.D1(kernelBlock), 0, uint64(c.n()), uint32(g.order), g.keys, g.slots,
-		g.count, g.next, gpu.View[uint64](p.start, 8*c.lo, c.n()), gpu.View[uint64](p.counts, 8*c.lo, c.n()+1), outK, outV)
+		g.count, p.link, p.desc, gpu.View[uint64](p.start, 8*c.lo, c.n()), offs, outK, outV)
 }
 
 // Offsets are read from the device's 64-bit words straight into []int.

@@ -13,8 +13,8 @@ import (
 
 // TestGPURangeKernels compares the GPU engine's three forms of range
 // kernels (rangeForm: bt_range_start and bt_range_copy, the default;
-// bt_range, one thread per query; bt_range_warp, one warp per query), with
-// the CPU engine's Ranges on trees of
+// bt_range, one thread per query; bt_range_warp, one warp per query), in
+// both directions, with the CPU engine's Ranges and RangesDesc on trees of
 // small orders (walks across many leaves), the default order and an order
 // above the warp's linear node scan (WARP_SCAN_MAX, binary search), for
 // random, empty, reversed, single-key and unbounded ranges and limits of
@@ -54,54 +54,64 @@ func TestGPURangeKernels(t *testing.T) {
 				}
 			}
 			gt := g.e.(*gpuTree)
-			for _, limit := range []int{0, 1, 5, 100} {
-				wk, wv, wo, err := c.Ranges(los, his, limit)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, form := range []rangeForm{rangeOneDescent, rangeThread, rangeWarp} {
-					gt.rangeForm = form
-					k, v, o, err := g.Ranges(los, his, limit)
+			for _, dir := range rangeDirs() {
+				for _, limit := range []int{0, 1, 5, 100} {
+					name := fmt.Sprintf("%s, limit %d", dir.name, limit)
+					want, err := dir.into(c, nil, los, his, limit)
 					if err != nil {
-						t.Fatalf("limit %d, form %d: %v", limit, form, err)
-					}
-					if !slices.Equal(k, wk) || !slices.Equal(v, wv) || !slices.Equal(o, wo) {
-						t.Fatalf("limit %d, form %d: %d pairs, want %d (offsets equal %v)", limit, form, len(k), len(wk), slices.Equal(o, wo))
-					}
-				}
-				gt.rangeForm = rangeOneDescent
-				// The default form in chunks of 777 queries (7 of them,
-				// the last shorter), into Go memory and into a pinned
-				// Result: each chunk counted after its own upload and its
-				// answers fetched after its own write.
-				gt.rangeChunkSize = 777
-				k, v, o, err := g.Ranges(los, his, limit)
-				if err != nil {
-					t.Fatalf("limit %d, chunks: %v", limit, err)
-				}
-				if !slices.Equal(k, wk) || !slices.Equal(v, wv) || !slices.Equal(o, wo) {
-					t.Fatalf("limit %d, chunks: %d pairs, want %d (offsets equal %v)", limit, len(k), len(wk), slices.Equal(o, wo))
-				}
-				// Into a pinned Result (downloaded into it), each form.
-				for _, form := range []rangeForm{rangeOneDescent, rangeThread, rangeWarp} {
-					gt.rangeForm = form
-					pr := g.NewResult()
-					for range 2 { // the second call reuses the pinned arrays
-						if _, err := g.RangesInto(pr, los, his, limit); err != nil {
-							t.Fatalf("limit %d, chunks, pinned, form %d: %v", limit, form, err)
-						}
-						if !slices.Equal(pr.Keys, wk) || !slices.Equal(pr.Values, wv) || !slices.Equal(pr.Offsets, wo) {
-							t.Fatalf("limit %d, chunks, pinned, form %d: %d pairs, want %d", limit, form, len(pr.Keys), len(wk))
-						}
-					}
-					if err := pr.Free(); err != nil {
 						t.Fatal(err)
 					}
+					check := func(how string, got *Result, err error) {
+						t.Helper()
+						if err != nil {
+							t.Fatalf("%s, %s: %v", name, how, err)
+						}
+						if !slices.Equal(got.Keys, want.Keys) || !slices.Equal(got.Values, want.Values) || !slices.Equal(got.Offsets, want.Offsets) {
+							t.Fatalf("%s, %s: %d pairs, want %d (offsets equal %v)", name, how, len(got.Keys), len(want.Keys), slices.Equal(got.Offsets, want.Offsets))
+						}
+					}
+					for _, form := range []rangeForm{rangeOneDescent, rangeThread, rangeWarp} {
+						gt.rangeForm = form
+						got, err := dir.into(g, nil, los, his, limit)
+						check(fmt.Sprintf("form %d", form), got, err)
+					}
+					gt.rangeForm = rangeOneDescent
+					// The default form in chunks of 777 queries (7 of them,
+					// the last shorter), into Go memory and into a pinned
+					// Result: each chunk counted after its own upload and its
+					// answers fetched after its own write.
+					gt.rangeChunkSize = 777
+					got, err := dir.into(g, nil, los, his, limit)
+					check("chunks", got, err)
+					// Into a pinned Result (downloaded into it), each form.
+					for _, form := range []rangeForm{rangeOneDescent, rangeThread, rangeWarp} {
+						gt.rangeForm = form
+						pr := g.NewResult()
+						for range 2 { // the second call reuses the pinned arrays
+							got, err := dir.into(g, pr, los, his, limit)
+							check(fmt.Sprintf("chunks, pinned, form %d", form), got, err)
+						}
+						if err := pr.Free(); err != nil {
+							t.Fatal(err)
+						}
+					}
+					gt.rangeForm, gt.rangeChunkSize = rangeOneDescent, 0
 				}
-				gt.rangeForm, gt.rangeChunkSize = rangeOneDescent, 0
 			}
 		})
 	}
+}
+
+// rangeDir is one direction of a tree's ranges: its name and its
+// RangesInto or RangesDescInto.
+type rangeDir struct {
+	name string
+	into func(tr *Tree, r *Result, los, his []uint64, limit int) (*Result, error)
+}
+
+// rangeDirs returns both directions of ranges.
+func rangeDirs() []rangeDir {
+	return []rangeDir{{"ascending", (*Tree).RangesInto}, {"descending", (*Tree).RangesDescInto}}
 }
 
 // builtPair opens a tree with o on the CPU engine and one on d, builds

@@ -54,7 +54,7 @@ func shiftChunks(cs []chunk, d int) []chunk {
 }
 
 // rangesPiped answers the queries los, his (half-open when halfOpen, else
-// inclusive) of the default form into the pinned Result into, pipelined
+// inclusive; in descending key order with desc) of the default form into the pinned Result into, pipelined
 // in chunks (the comment above). The caller holds g.mu and has started
 // the batch. Its phases: Upload ends when chunk 0 is counted, Work when
 // chunk 0's pairs are written, Download when every answer is on the host
@@ -62,12 +62,12 @@ func shiftChunks(cs []chunk, d int) []chunk {
 // Cost: the conversion, DMA, count and scan of each chunk, an
 // event wait and two small kernels a chunk, the write passes and the
 // answers' downloads, which overlap the next chunks' work.
-func (g *gpuTree) rangesPiped(into *Result, root uint32, los, his []uint64, limit int, halfOpen bool) (*Result, engine.Timings, error) {
+func (g *gpuTree) rangesPiped(into *Result, root uint32, los, his []uint64, limit int, halfOpen, desc bool) (*Result, engine.Timings, error) {
 	var tm engine.Timings
 	q := len(los)
 	ch := pipedChunks(q, g.chunkOfRanges(pipedRangeChunk))
 	C := len(ch)
-	pass, bounds, err := g.rangeSetup(root, q, limit, gpu.NeedOf[uint64]("rangeoffs", q+C), gpu.NeedOf[uint64]("rangeqout", q))
+	pass, bounds, err := g.rangeSetup(root, q, limit, desc, gpu.NeedOf[uint64]("rangeoffs", q+C), gpu.NeedOf[uint64]("rangeqout", q))
 	if err != nil {
 		return nil, tm, err
 	}
@@ -192,8 +192,7 @@ func (p *pipedRanges) deliver(k int, c chunk) error {
 	ok, ov := gpu.Take[uint64](g.pool, kn, n), gpu.Take[uint64](g.pool, vn, n)
 	qout := gpu.View[uint64](p.qout, 8*c.lo, c.n())
 	if n > 0 {
-		if err := g.k.rngCopy.Launch(g.s, warpGrid(c.n()), gpu.D1(kernelBlock), 0, uint64(c.n()), uint32(g.order), g.keys, g.slots,
-			g.count, g.next, gpu.View[uint64](p.pass.start, 8*c.lo, c.n()), offs, ok, ov); err != nil {
+		if err := p.pass.copy(c, offs, ok, ov); err != nil {
 			return fmt.Errorf("write: %w", err)
 		}
 	}

@@ -10,8 +10,8 @@ import (
 )
 
 // TestGPURangesPiped answers batches into one pinned Result with the
-// pipelined call (rangesPiped, chunks of 500 queries, chunk 0 of 125) and
-// compares them with the CPU engine's: batches whose first chunks answer
+// pipelined call (rangesPiped, chunks of 500 queries, chunk 0 of 125), in
+// both directions, and compares them with the CPU engine's: batches whose first chunks answer
 // nothing and whose later chunks answer many pairs (the Result's arrays
 // grown in the middle of a call, keeping the chunks placed before), a
 // smaller batch after them (the arrays reused), a larger one again, and
@@ -48,18 +48,20 @@ func TestGPURangesPiped(t *testing.T) {
 		span     uint64
 	}{{3000, 1000, 1 << 23}, {700, 0, 1 << 20}, {4100, 600, 1 << 24}, {10, 3, 1 << 22}} {
 		los, his := batch(b.q, b.empty, b.span)
-		for _, limit := range []int{0, 1, 50} {
-			name := fmt.Sprintf("%d queries (%d empty), span %d, limit %d", b.q, b.empty, b.span, limit)
-			wk, wv, wo, err := c.Ranges(los, his, limit)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := g.RangesInto(pr, los, his, limit)
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			if !slices.Equal(got.Keys, wk) || !slices.Equal(got.Values, wv) || !slices.Equal(got.Offsets, wo) {
-				t.Fatalf("%s: %d pairs, want %d (offsets equal %v)", name, len(got.Keys), len(wk), slices.Equal(got.Offsets, wo))
+		for _, dir := range rangeDirs() {
+			for _, limit := range []int{0, 1, 50} {
+				name := fmt.Sprintf("%d queries (%d empty), span %d, %s, limit %d", b.q, b.empty, b.span, dir.name, limit)
+				want, err := dir.into(c, nil, los, his, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := dir.into(g, pr, los, his, limit)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if !slices.Equal(got.Keys, want.Keys) || !slices.Equal(got.Values, want.Values) || !slices.Equal(got.Offsets, want.Offsets) {
+					t.Fatalf("%s: %d pairs, want %d (offsets equal %v)", name, len(got.Keys), len(want.Keys), slices.Equal(got.Offsets, want.Offsets))
+				}
 			}
 		}
 	}

@@ -408,7 +408,7 @@ func (g *gpuTree) lookupStaged(keys, values []uint64, found []uint8) (engine.Tim
 
 // rangeOf is ranges of one query.
 func (g *gpuTree) rangeOf(lo, hi uint64, limit int) (keys, values []uint64, err error) {
-	r, _, err := g.rangesBatch(nil, g.st.root, []uint64{lo}, []uint64{hi}, limit, false)
+	r, _, err := g.rangesBatch(nil, g.st.root, []uint64{lo}, []uint64{hi}, limit, false, false)
 	if err != nil || len(r.Keys) == 0 {
 		return nil, nil, err
 	}
@@ -416,5 +416,12 @@ func (g *gpuTree) rangeOf(lo, hi uint64, limit int) (keys, values []uint64, err 
 }
 
 func (g *gpuTree) ranges(into *Result, los, his []uint64, limit int) (*Result, engine.Timings, error) {
-	return g.rangesBatch(into, g.st.root, los, his, limit, true)
+	return g.rangesBatch(into, g.st.root, los, his, limit, true, false)
+}
+
+// rangesDesc is ranges in descending key order: the same kernels, chunks
+// and pipeline, walking the leaf chain's prev links from each query's
+// upper bound (ranges.cu).
+func (g *gpuTree) rangesDesc(into *Result, los, his []uint64, limit int) (*Result, engine.Timings, error) {
+	return g.rangesBatch(into, g.st.root, los, his, limit, true, true)
 }
