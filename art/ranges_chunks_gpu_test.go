@@ -8,24 +8,31 @@ import (
 	"time"
 )
 
-// BenchmarkGPURangeChunks settles the pipelined call's chunk count: on
-// the tree of benchPointTree (WARPKV_ART_BENCH_KEYS keys), 64Ki ranges of
-// 16 and 64Ki prefix scans of 64 into a pinned Result (rangesPiped: 1, 3
-// and 4 chunks and the default count; chunk 0 as large as the others or
-// half), interleaved in one process: 5 rounds, each timing 20 calls of
-// every form in turn after one untimed call. Metrics: queries per second
-// of each form's median round mean (cN[-fD]-M/s; cD the default count,
-// rangePipe.count); every round's means are logged.
+// BenchmarkGPURangeChunks compares forms of the pipelined call: on the
+// tree of benchPointTree (WARPKV_ART_BENCH_KEYS keys), 64Ki ranges of 16
+// and 64Ki prefix scans of 64 into a pinned Result (rangesPiped: 2 and 4
+// chunks and the default count; chunk 0 as large as the others or half;
+// the forms before branch arng7, all or one at a time, and packAhead),
+// interleaved in one process: 5 rounds, each timing 20 calls of every
+// form in turn after one untimed call (the default and the old forms
+// twice a round). Metrics: queries per second of each form's median round
+// mean (cN[-fD][-form]-M/s; cD the default count, rangePipe.count);
+// every round's means are logged.
 func BenchmarkGPURangeChunks(b *testing.B) {
 	t, g, ops := rangeBenchCalls(b)
-	type form struct{ chunks, firstDiv int }
-	forms := []form{{1, 1}, {2, 1}, {3, 1}, {4, 1}, {0, 1}, {3, 2}}
+	// old: the forms before branch arng7 (threeScans, fillEach,
+	// eagerTimes: "old" all three, else the one named), or "ahead"
+	// (packAhead).
+	type form struct {
+		chunks, firstDiv int
+		old              string
+	}
+	forms := []form{{0, 1, "old"}, {0, 1, ""}, {0, 1, "ahead"}, {0, 1, "3scan"}, {0, 1, "fill"}, {0, 1, "eager"}, {0, 2, "ahead"},
+		{4, 1, "ahead"}, {2, 1, ""}, {4, 1, ""}, {0, 1, "old"}, {0, 1, ""}, {0, 1, "ahead"}}
 	const rounds, calls = 5, 20
 	for _, op := range ops {
 		b.Run(op.name, func(b *testing.B) {
-			defer func(p rangePipe) {
-				g.pipe.chunks, g.pipe.firstDiv = p.chunks, p.firstDiv
-			}(g.pipe)
+			defer g.pipe.setForm(g.pipe.form())
 			r := t.NewResult()
 			defer r.Free()
 			var err error
@@ -37,6 +44,10 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 				for range rounds {
 					for i, f := range forms {
 						g.pipe.chunks, g.pipe.firstDiv = f.chunks, f.firstDiv
+						g.pipe.threeScans = f.old == "old" || f.old == "3scan"
+						g.pipe.fillEach = f.old == "old" || f.old == "fill"
+						g.pipe.eagerTimes = f.old == "old" || f.old == "eager"
+						g.pipe.packAhead = f.old == "ahead"
 						if r, err = op.into(r); err != nil {
 							b.Fatal(err)
 						}
@@ -51,6 +62,7 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 				}
 			}
 			var sb strings.Builder
+			seen := map[string]int{}
 			for i, f := range forms {
 				name, unit := fmt.Sprint(f.chunks), fmt.Sprintf("c%d", f.chunks)
 				if f.chunks == 0 {
@@ -58,6 +70,12 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 				}
 				if f.firstDiv > 1 {
 					name, unit = fmt.Sprintf("%s, first 1:%d", name, f.firstDiv), fmt.Sprintf("%s-f%d", unit, f.firstDiv)
+				}
+				if f.old != "" {
+					name, unit = fmt.Sprintf("%s, %s", name, f.old), fmt.Sprintf("%s-%s", unit, f.old)
+				}
+				if seen[unit]++; seen[unit] > 1 { // a form timed twice a round
+					name, unit = fmt.Sprintf("%s (#%d)", name, seen[unit]), fmt.Sprintf("%s-%d", unit, seen[unit])
 				}
 				s := slices.Clone(ms[i])
 				slices.Sort(s)

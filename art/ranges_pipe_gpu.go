@@ -41,11 +41,22 @@ type rangePipe struct {
 	chunkMin int // fewest queries a chunk: 0 rangeChunkMin (tests set fewer)
 	firstDiv int // chunk 0 holds 1/firstDiv of another chunk's queries (0 or 1: as many; benchmarks compare)
 
+	// The forms before branch arng7, kept for the benchmarks' A/B (false:
+	// the default).
+	threeScans bool // a chunk's counts scanned in three scans (a memset and a kernel each), not one over the three arrays
+	fillEach   bool // the key offsets the host writes filled chunk by chunk in parts of 64Ki, not in one job across the chunks
+	eagerTimes bool // LastBatch's timings read from the events inside the call, not when LastBatch asks
+	// packAhead packs chunk k+1 on the workers while the caller's
+	// goroutine queues and delivers chunk k (runAhead); off: one after
+	// the other (run).
+	packAhead bool
+
 	names   [][numPipeBufs]string // chunk k's buffers' pool names (pipeBufs with ".k")
 	walkAt  []*gpu.Event          // chunk k's walk queued (on s)
 	walked  []*gpu.Event          // chunk k's totals read back (on s)
 	pairsAt []*gpu.Event          // chunk k's pairs queued (on s)
 	paired  []*gpu.Event          // chunk k's pairs written (on s)
+	fetched []*gpu.Event          // chunk k's downloads done (on out; recorded only when the engine is traced)
 	done    *gpu.Event            // the last download (on out)
 
 	// tot holds totWords words a chunk, a_totals' copy of chunk k's
@@ -53,6 +64,24 @@ type rangePipe struct {
 	// kernel's stores reach it without the copy engine, where a readback
 	// would queue behind the earlier chunks' downloads.
 	tot *gpu.MappedBuffer[uint64]
+}
+
+// pipeForm is a rangePipe's settings, apart from its events and buffers.
+type pipeForm struct {
+	chunks, chunkMin, firstDiv                  int
+	threeScans, fillEach, eagerTimes, packAhead bool
+}
+
+// form returns p's settings (tests and benchmarks restore them with
+// setForm).
+func (p *rangePipe) form() pipeForm {
+	return pipeForm{p.chunks, p.chunkMin, p.firstDiv, p.threeScans, p.fillEach, p.eagerTimes, p.packAhead}
+}
+
+// setForm sets p's settings to f.
+func (p *rangePipe) setForm(f pipeForm) {
+	p.chunks, p.chunkMin, p.firstDiv = f.chunks, f.chunkMin, f.firstDiv
+	p.threeScans, p.fillEach, p.eagerTimes, p.packAhead = f.threeScans, f.fillEach, f.eagerTimes, f.packAhead
 }
 
 // totWords is the words a_totals writes: the low and high halves of four
@@ -69,11 +98,18 @@ func (p *rangePipe) totals(d *gpu.Device, c int) error {
 }
 
 // chunkTotals returns chunk k's pairs, key bytes and squared key lengths
-// from the mapped totals; its walked event must have fired. Cost: O(1).
-func (p *rangePipe) chunkTotals(k int) (pairs, keyBytes int, sq uint64) {
+// from the mapped totals; its walked event must have fired. With oneScan
+// the chunk's counts were scanned as one array (countsLayout): a_totals
+// copied the running sums N, N+B and N+B+S, and the totals are their
+// differences (modulo 2^64, as the scans' sums are). Cost: O(1).
+func (p *rangePipe) chunkTotals(k int, oneScan bool) (pairs, keyBytes int, sq uint64) {
 	w := p.tot.Slice()[totWords*k : totWords*(k+1)]
 	word := func(i int) uint64 { return atomic.LoadUint64(&w[2*i]) | atomic.LoadUint64(&w[2*i+1])<<32 }
-	return int(word(0)), int(word(1)), word(2)
+	n, b, s := word(0), word(1), word(2)
+	if oneScan {
+		b, s = b-n, s-b
+	}
+	return int(n), int(b), s
 }
 
 // count returns the chunks of a pipelined call of Q queries of at most
@@ -108,11 +144,11 @@ func (p *rangePipe) bound(Q, C, k int) int {
 }
 
 // events makes sure the pipe has the events and buffer names of c
-// chunks. Cost: up to 4c+1 cuEventCreate the first time a call has that
+// chunks. Cost: up to 5c+1 cuEventCreate the first time a call has that
 // many chunks.
 func (p *rangePipe) events(d *gpu.Device, c int) error {
 	for len(p.walked) < c {
-		var ev [4]*gpu.Event
+		var ev [5]*gpu.Event
 		for i := range ev {
 			e, err := d.NewEvent()
 			if err != nil {
@@ -124,7 +160,7 @@ func (p *rangePipe) events(d *gpu.Device, c int) error {
 			ev[i] = e
 		}
 		p.walkAt, p.walked = append(p.walkAt, ev[0]), append(p.walked, ev[1])
-		p.pairsAt, p.paired = append(p.pairsAt, ev[2]), append(p.paired, ev[3])
+		p.pairsAt, p.paired, p.fetched = append(p.pairsAt, ev[2]), append(p.paired, ev[3]), append(p.fetched, ev[4])
 		var names [numPipeBufs]string
 		for i, b := range pipeBufs {
 			names[i] = fmt.Sprintf("%s.%d", b, len(p.names))
@@ -184,12 +220,12 @@ func spanUnion(spans [][2]time.Duration) time.Duration {
 // cuEventDestroy each and a cuMemFreeHost.
 func (p *rangePipe) close() error {
 	var err error
-	for _, e := range slices.Concat(p.walkAt, p.walked, p.pairsAt, p.paired, []*gpu.Event{p.done}) {
+	for _, e := range slices.Concat(p.walkAt, p.walked, p.pairsAt, p.paired, p.fetched, []*gpu.Event{p.done}) {
 		if e != nil {
 			err = errors.Join(err, e.Close())
 		}
 	}
-	p.walkAt, p.walked, p.pairsAt, p.paired, p.done, p.names = nil, nil, nil, nil, nil, nil
+	p.walkAt, p.walked, p.pairsAt, p.paired, p.fetched, p.done, p.names = nil, nil, nil, nil, nil, nil, nil
 	err = errors.Join(err, p.tot.Free())
 	p.tot = nil
 	return err
@@ -199,9 +235,7 @@ func (p *rangePipe) close() error {
 const (
 	bSlots = iota
 	bCcnt
-	bCnt
-	bBytes
-	bSq
+	bCounts
 	bQout
 	bOkeys
 	bOoffs
@@ -213,4 +247,4 @@ const (
 
 // pipeBufs are the pool names of a chunk's buffers, by index; chunk k's
 // have ".k" appended.
-var pipeBufs = [numPipeBufs]string{"q.slots", "q.ccnt", "q.cnt", "q.bytes", "q.sq", "q.qout", "q.okeys", "q.ooffs", "q.ovals", "q.in", "host.q"}
+var pipeBufs = [numPipeBufs]string{"q.slots", "q.ccnt", "q.counts", "q.qout", "q.okeys", "q.ooffs", "q.ovals", "q.in", "host.q"}
