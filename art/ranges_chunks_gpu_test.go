@@ -28,7 +28,7 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 		old              string
 	}
 	forms := []form{{0, 1, "old"}, {0, 1, ""}, {0, 1, "ahead"}, {0, 1, "3scan"}, {0, 1, "fill"}, {0, 1, "eager"}, {0, 2, "ahead"},
-		{4, 1, "ahead"}, {2, 1, ""}, {4, 1, ""}, {0, 1, "old"}, {0, 1, ""}, {0, 1, "ahead"}}
+		{0, 4, "ahead"}, {2, 1, "ahead"}, {4, 1, "ahead"}, {4, 2, "ahead"}, {2, 1, ""}, {4, 1, ""}, {0, 1, "old"}, {0, 1, ""}, {0, 1, "ahead"}}
 	const rounds, calls = 5, 20
 	for _, op := range ops {
 		b.Run(op.name, func(b *testing.B) {

@@ -85,6 +85,7 @@ func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int3
 	if err := into.pinRangeArrays(Q, Q*limit); err != nil {
 		return nil, err
 	}
+	g.step("chunks taken")
 	run := call.run
 	if g.pipe.packAhead {
 		run = call.runAhead
@@ -219,8 +220,7 @@ func (p *pipedCall) run(bt queryBatch, dsc int32) error {
 			}
 		}
 		if k == 0 {
-			g.clock.Mark(g.s, engine.MarkUploaded)
-			g.clock.Mark(g.s, engine.MarkSorted)
+			g.clock.Mark(g.s, engine.MarkUploaded) // no sort: Sort 0, Work from here (Clock.Timings)
 		}
 	}
 	for ; next < len(p.chunks); next++ {
@@ -281,7 +281,6 @@ func (p *pipedCall) runAhead(bt queryBatch, dsc int32) (err error) {
 		}
 		if k == 0 {
 			g.clock.Mark(g.s, engine.MarkUploaded)
-			g.clock.Mark(g.s, engine.MarkSorted)
 		}
 		if err := p.deliverLocked(k, &mu); err != nil {
 			return fmt.Errorf("chunk %d: %w", k, err)
