@@ -21,14 +21,15 @@ import (
 func BenchmarkGPURangeChunks(b *testing.B) {
 	t, g, ops := rangeBenchCalls(b)
 	// old: the forms before branch arng7 (threeScans, fillEach,
-	// eagerTimes: "old" all three, else the one named), or "ahead"
-	// (packAhead).
+	// eagerTimes: "old" all three, else the one named), "ahead"
+	// (packAhead) or "early" (packAhead and pairsEarly).
 	type form struct {
 		chunks, firstDiv int
 		old              string
 	}
-	forms := []form{{0, 1, "old"}, {0, 1, ""}, {0, 1, "ahead"}, {0, 1, "3scan"}, {0, 1, "fill"}, {0, 1, "eager"}, {0, 2, "ahead"},
-		{0, 4, "ahead"}, {2, 1, "ahead"}, {4, 1, "ahead"}, {4, 2, "ahead"}, {2, 1, ""}, {4, 1, ""}, {0, 1, "old"}, {0, 1, ""}, {0, 1, "ahead"}}
+	forms := []form{{0, 1, "old"}, {0, 1, ""}, {0, 1, "ahead"}, {0, 1, "early"}, {0, 1, "3scan"}, {0, 1, "fill"}, {0, 1, "eager"},
+		{0, 2, "ahead"}, {0, 2, "early"}, {0, 4, "early"}, {2, 1, "early"}, {4, 1, "early"}, {4, 2, "early"}, {4, 1, ""},
+		{0, 1, "old"}, {0, 1, ""}, {0, 1, "ahead"}, {0, 1, "early"}}
 	const rounds, calls = 5, 20
 	for _, op := range ops {
 		b.Run(op.name, func(b *testing.B) {
@@ -47,7 +48,7 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 						g.pipe.threeScans = f.old == "old" || f.old == "3scan"
 						g.pipe.fillEach = f.old == "old" || f.old == "fill"
 						g.pipe.eagerTimes = f.old == "old" || f.old == "eager"
-						g.pipe.packAhead = f.old == "ahead"
+						g.pipe.packAhead, g.pipe.pairsEarly = f.old == "ahead" || f.old == "early", f.old == "early"
 						if r, err = op.into(r); err != nil {
 							b.Fatal(err)
 						}

@@ -50,6 +50,12 @@ type rangePipe struct {
 	// goroutine queues and delivers chunk k (runAhead); off: one after
 	// the other (run).
 	packAhead bool
+	// pairsEarly (with packAhead; ignored without) queues a chunk's
+	// pairs behind its walk (queuePairs), into keys of keySlot bytes an
+	// answer slot (keySlotMin at first, grown when a chunk's keys did not
+	// fit).
+	pairsEarly bool
+	keySlot    int
 
 	names   [][numPipeBufs]string // chunk k's buffers' pool names (pipeBufs with ".k")
 	walkAt  []*gpu.Event          // chunk k's walk queued (on s)
@@ -68,20 +74,20 @@ type rangePipe struct {
 
 // pipeForm is a rangePipe's settings, apart from its events and buffers.
 type pipeForm struct {
-	chunks, chunkMin, firstDiv                  int
-	threeScans, fillEach, eagerTimes, packAhead bool
+	chunks, chunkMin, firstDiv                              int
+	threeScans, fillEach, eagerTimes, packAhead, pairsEarly bool
 }
 
 // form returns p's settings (tests and benchmarks restore them with
 // setForm).
 func (p *rangePipe) form() pipeForm {
-	return pipeForm{p.chunks, p.chunkMin, p.firstDiv, p.threeScans, p.fillEach, p.eagerTimes, p.packAhead}
+	return pipeForm{p.chunks, p.chunkMin, p.firstDiv, p.threeScans, p.fillEach, p.eagerTimes, p.packAhead, p.pairsEarly}
 }
 
 // setForm sets p's settings to f.
 func (p *rangePipe) setForm(f pipeForm) {
 	p.chunks, p.chunkMin, p.firstDiv = f.chunks, f.chunkMin, f.firstDiv
-	p.threeScans, p.fillEach, p.eagerTimes, p.packAhead = f.threeScans, f.fillEach, f.eagerTimes, f.packAhead
+	p.threeScans, p.fillEach, p.eagerTimes, p.packAhead, p.pairsEarly = f.threeScans, f.fillEach, f.eagerTimes, f.packAhead, f.pairsEarly
 }
 
 // totWords is the words a_totals writes: the low and high halves of four

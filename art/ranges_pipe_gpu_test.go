@@ -107,13 +107,13 @@ func TestGPURangesPiped(t *testing.T) {
 		qs[700].Lo, ps[700] = make([]byte, MaxKeyLen+1), make([]byte, MaxKeyLen+1)
 		for _, op := range ops {
 			_, werr := op.f(ct, nil, qs, ps, 16)
-			for _, chunks := range []int{1, 4, -4} { // -4: 4 chunks packed ahead
-				g.pipe.chunks, g.pipe.packAhead = max(chunks, -chunks), chunks < 0
+			for _, chunks := range []int{1, 4, -4} { // -4: 4 chunks packed ahead, pairs early
+				g.pipe.chunks, g.pipe.packAhead, g.pipe.pairsEarly = max(chunks, -chunks), chunks < 0, chunks < 0
 				if _, err := op.f(gt, reused, qs, ps, 16); err == nil || werr == nil || err.Error() != werr.Error() {
 					t.Fatalf("%s, %s, %d chunks, a bound too long: %v, want %v", tc.name, op.name, chunks, err, werr)
 				}
 			}
-			g.pipe.packAhead = false
+			g.pipe.packAhead, g.pipe.pairsEarly = false, false
 		}
 		for _, b := range batches {
 			qs, ps := b.make()
@@ -128,19 +128,25 @@ func TestGPURangesPiped(t *testing.T) {
 					// offsets filled chunk by chunk) in 3 and 7, and
 					// each chunk packed beside the last one's driver
 					// calls (packAhead) in 2, 3 and 7.
+					// Early pairs (with packAhead) start from the least
+					// key room each time, so that chunks of longer keys
+					// run their pairs again.
 					for _, f := range []struct {
-						chunks                          int
-						threeScans, fillEach, packAhead bool
-					}{{1, false, false, false}, {2, false, false, false}, {3, false, false, false}, {4, false, false, false}, {7, false, false, false},
-						{3, true, false, false}, {7, true, true, false}, {2, false, false, true}, {3, false, false, true}, {7, true, false, true}} {
+						chunks                                      int
+						threeScans, fillEach, packAhead, pairsEarly bool
+					}{{1, false, false, false, false}, {2, false, false, false, false}, {3, false, false, false, false},
+						{4, false, false, false, false}, {7, false, false, false, false}, {3, true, false, false, false}, {7, true, true, false, false},
+						{2, false, false, true, false}, {3, false, false, true, false}, {7, true, false, true, false},
+						{2, false, false, true, true}, {3, false, false, true, true}, {7, true, false, true, true}} {
 						chunks := f.chunks
 						// Chunk 0 as large as the others, half, a third.
 						g.pipe.chunks, g.pipe.firstDiv = chunks, 1+chunks%3
-						g.pipe.threeScans, g.pipe.fillEach, g.pipe.packAhead = f.threeScans, f.fillEach, f.packAhead
+						g.pipe.threeScans, g.pipe.fillEach, g.pipe.packAhead, g.pipe.pairsEarly = f.threeScans, f.fillEach, f.packAhead, f.pairsEarly
+						g.pipe.keySlot = 0
 						fresh := gt.NewResult()
 						for _, into := range []*Result{fresh, reused} {
-							name := fmt.Sprintf("%s, %s, %s, limit %d, %d chunks (three scans %v, fill each %v, pack ahead %v), reused %v", tc.name, b.name,
-								op.name, limit, chunks, f.threeScans, f.fillEach, f.packAhead, into == reused)
+							name := fmt.Sprintf("%s, %s, %s, limit %d, %d chunks (three scans %v, fill each %v, pack ahead %v, pairs early %v), reused %v",
+								tc.name, b.name, op.name, limit, chunks, f.threeScans, f.fillEach, f.packAhead, f.pairsEarly, into == reused)
 							got, err := op.f(gt, into, qs, ps, limit)
 							if err != nil {
 								t.Fatalf("%s: %v", name, err)

@@ -51,6 +51,14 @@ type pipeChunk struct {
 	slots, counts, cnt, byt, sq *gpu.Buffer[uint64]
 	ccnt                        *gpu.Buffer[uint32]
 	qout                        *gpu.Buffer[uint64]
+
+	// The answer buffers aq_pairs writes: okeys holds kcap bytes; early:
+	// queued with the walk (queuePairs), not at delivery.
+	okeys *gpu.Buffer[uint8]
+	ovals *gpu.Buffer[uint64]
+	ooffs *gpu.Buffer[uint32]
+	kcap  int
+	early bool
 }
 
 // countsLayout: one exclusive scan X of a chunk's counts buffer, cnt |
@@ -275,6 +283,9 @@ func (p *pipedCall) runAhead(bt queryBatch, dsc int32) (err error) {
 		}
 		mu.Lock()
 		err := g.queueRangeChunk(&p.chunks[k], k, cur.pc, p.limit, dsc, p.oneScan)
+		if err == nil && g.pipe.pairsEarly {
+			err = p.queuePairs(k)
+		}
 		mu.Unlock()
 		if err != nil {
 			return err
@@ -315,7 +326,10 @@ func (p *pipedCall) deliver(k int) error {
 	return p.deliverWalked(k)
 }
 
-// deliverWalked is deliver once chunk k's walked event has fired.
+// deliverWalked is deliver once chunk k's walked event has fired: unless
+// its pairs were queued with its walk (queuePairs), it takes the chunk's
+// answer buffers and queues aq_pairs on in; then the downloads on out,
+// after the pairs.
 func (p *pipedCall) deliverWalked(k int) error {
 	g, res, c := p.g, p.res, &p.chunks[k]
 	n, nb, sq := g.pipe.chunkTotals(k, p.oneScan)
@@ -323,50 +337,46 @@ func (p *pipedCall) deliverWalked(k int) error {
 		return err
 	}
 	// Every key of the chunk has one length (keyLen >= 0): the host
-	// writes its key offsets, aq_pairs does not (ooffs null).
+	// writes its key offsets, aq_pairs need not (ooffs null).
 	keyLen := sameKeyLen(uint64(n), uint64(nb), sq)
 	nm := &g.pipe.names[k]
-	needs := []gpu.Need{gpu.NeedOf[uint8](nm[bOkeys], nb), gpu.NeedOf[uint64](nm[bOvals], n)}
-	if keyLen < 0 {
-		needs = append(needs, gpu.NeedOf[uint32](nm[bOoffs], n))
+	switch {
+	case c.early && nb > c.kcap: // the keys did not fit the room queuePairs guessed: the pairs again, with room
+		g.pipe.keySlot = max(g.pipe.keySlot, (nb+nb/8)/max(1, (c.b-c.a)*p.limit)+1)
+		if err := g.pool.Reserve(gpu.NeedOf[uint8](nm[bOkeys], nb)); err != nil {
+			return err
+		}
+		c.okeys, c.kcap = gpu.Take[uint8](g.pool, nm[bOkeys], nb), nb
+		if err := p.launchPairs(k, g.s, true); err != nil {
+			return err
+		}
+	case !c.early:
+		needs := []gpu.Need{gpu.NeedOf[uint8](nm[bOkeys], nb), gpu.NeedOf[uint64](nm[bOvals], n)}
+		if keyLen < 0 {
+			needs = append(needs, gpu.NeedOf[uint32](nm[bOoffs], n))
+		}
+		if err := g.pool.Reserve(needs...); err != nil {
+			return err
+		}
+		c.okeys, c.ovals, c.kcap = gpu.Take[uint8](g.pool, nm[bOkeys], nb), gpu.Take[uint64](g.pool, nm[bOvals], n), nb
+		if keyLen < 0 {
+			c.ooffs = gpu.Take[uint32](g.pool, nm[bOoffs], n)
+		}
+		if err := p.launchPairs(k, g.in, keyLen < 0); err != nil {
+			return err
+		}
 	}
-	if err := g.pool.Reserve(needs...); err != nil {
-		return err
-	}
-	okeys, ovals := gpu.Take[uint8](g.pool, nm[bOkeys], nb), gpu.Take[uint64](g.pool, nm[bOvals], n)
-	var ooffs *gpu.Buffer[uint32]
-	var ooffsArg any = nullPtr
-	if keyLen < 0 {
-		ooffs = gpu.Take[uint32](g.pool, nm[bOoffs], n)
-		ooffsArg = ooffs
-	}
-	Qk := c.b - c.a
-	if err := g.pipe.pairsAt[k].Record(g.in); err != nil {
-		return err
-	}
-	// okeysArg and kbase: where aq_pairs puts the key at offset at of the
-	// chunk's byt scan, and the offset it writes for it. One scan
-	// (countsLayout) puts N more in byt's scan: both move back by N.
-	var okeysArg any = okeys
-	kbase := uint64(p.keyBytes)
-	if p.oneScan {
-		okeysArg, kbase = okeys.Ptr()-gpu.DevicePtr(n), kbase-uint64(n)
-	}
-	if err := g.launchOn(g.in, g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt, okeysArg, ooffsArg, ovals,
-		uint64(p.pairs), uint64(kbase), c.qout); err != nil {
-		return fmt.Errorf("pairs: %w", err)
-	}
-	if err := firstErr(g.pipe.paired[k].Record(g.in), g.out.Wait(g.pipe.paired[k])); err != nil {
+	if err := g.out.Wait(g.pipe.paired[k]); err != nil {
 		return err
 	}
 	p.queued = true
 	pairs, keyBytes := p.pairs, p.keyBytes
 	err := errors.Join(c.qout.Read(g.out, 0, offsetWords(res.Offsets[c.a+1:c.b+1])),
-		okeys.Read(g.out, 0, res.Keys.Data[keyBytes:keyBytes+nb]))
+		c.okeys.Read(g.out, 0, res.Keys.Data[keyBytes:keyBytes+nb]))
 	if keyLen < 0 {
-		err = errors.Join(err, ooffs.Read(g.out, 0, res.Keys.Offs[pairs:pairs+n]))
+		err = errors.Join(err, c.ooffs.Read(g.out, 0, res.Keys.Offs[pairs:pairs+n]))
 	}
-	if err = errors.Join(err, ovals.Read(g.out, 0, res.Values[pairs:pairs+n])); err != nil {
+	if err = errors.Join(err, c.ovals.Read(g.out, 0, res.Values[pairs:pairs+n])); err != nil {
 		return err
 	}
 	if g.trace != nil {
@@ -380,6 +390,54 @@ func (p *pipedCall) deliverWalked(k int) error {
 	g.stepN("chunk %d delivered", k)
 	p.pairs, p.keyBytes = pairs+n, keyBytes+nb
 	return nil
+}
+
+// queuePairs queues chunk k's aq_pairs on s right behind its walk and
+// totals (rangePipe.pairsEarly, in runAhead, where every chunk before k is
+// delivered, so its pairs and key bytes are known): into buffers for
+// every answer slot (values, key offsets, always written) and keys of
+// rangePipe.keySlot bytes a slot, the key bytes a guess that deliver
+// checks against the chunk's totals (aq_pairs copies no key past kcap;
+// when they do not fit it runs the pairs again with room). The host then
+// only waits for the totals, sizes the Result and queues the downloads,
+// while the device writes the pairs. Cost: the reservations (growths
+// synchronize s) and one kernel.
+func (p *pipedCall) queuePairs(k int) error {
+	g, c, nm := p.g, &p.chunks[k], &p.g.pipe.names[k]
+	slots := (c.b - c.a) * p.limit
+	kcap := slots * max(g.pipe.keySlot, keySlotMin)
+	if err := g.pool.Reserve(gpu.NeedOf[uint8](nm[bOkeys], kcap), gpu.NeedOf[uint64](nm[bOvals], slots),
+		gpu.NeedOf[uint32](nm[bOoffs], slots)); err != nil {
+		return err
+	}
+	c.okeys, c.kcap, c.early = gpu.Take[uint8](g.pool, nm[bOkeys], kcap), kcap, true
+	c.ovals, c.ooffs = gpu.Take[uint64](g.pool, nm[bOvals], slots), gpu.Take[uint32](g.pool, nm[bOoffs], slots)
+	return p.launchPairs(k, g.s, true)
+}
+
+// keySlotMin is the key bytes an answer slot queuePairs reserves at least:
+// every key of 16 bytes or less fits.
+const keySlotMin = 16
+
+// launchPairs queues chunk k's aq_pairs on stream s into the chunk's
+// answer buffers (its key offsets written when offs), between its
+// pairsAt and paired events, after the pairs and key bytes of the chunks
+// delivered before it.
+func (p *pipedCall) launchPairs(k int, s *gpu.Stream, offs bool) error {
+	g, c := p.g, &p.chunks[k]
+	var ooffs any = nullPtr
+	if offs {
+		ooffs = c.ooffs
+	}
+	Qk := c.b - c.a
+	if err := g.pipe.pairsAt[k].Record(s); err != nil {
+		return err
+	}
+	if err := g.launchOn(s, g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt, c.okeys, ooffs, c.ovals,
+		uint64(p.pairs), uint64(p.keyBytes), c.qout, uint64(c.kcap)); err != nil {
+		return fmt.Errorf("pairs: %w", err)
+	}
+	return g.pipe.paired[k].Record(s)
 }
 
 // keyRoom makes room in the Result's pinned keys for chunk c's nb bytes

@@ -80,9 +80,10 @@ func BenchmarkGPURangeTimeline(b *testing.B) {
 	for _, op := range ops {
 		for _, pc := range []struct {
 			chunks, firstDiv int
-			form             string // "old": the forms before branch arng7; "ahead": packAhead
+			form             string // "old": the forms before branch arng7; "ahead": packAhead; "early": packAhead and pairsEarly
 		}{{1, 1, ""}, {2, 1, ""}, {2, 2, ""}, {2, 4, ""}, {3, 1, ""}, {3, 2, ""}, {3, 4, ""}, {4, 1, ""},
-			{4, 2, ""}, {4, 4, ""}, {8, 1, ""}, {3, 1, "old"}, {8, 1, "old"}, {3, 1, "ahead"}, {3, 2, "ahead"}, {4, 2, "ahead"}, {8, 1, "ahead"}} {
+			{4, 2, ""}, {4, 4, ""}, {8, 1, ""}, {3, 1, "old"}, {8, 1, "old"}, {3, 1, "ahead"}, {3, 2, "ahead"}, {4, 2, "ahead"}, {8, 1, "ahead"},
+			{3, 1, "early"}, {3, 2, "early"}, {4, 2, "early"}, {8, 1, "early"}} {
 			name := fmt.Sprintf("%s/chunks=%d,first=1:%d", op.name, pc.chunks, pc.firstDiv)
 			if pc.form != "" {
 				name += "," + pc.form
@@ -91,7 +92,8 @@ func BenchmarkGPURangeTimeline(b *testing.B) {
 				defer g.pipe.setForm(g.pipe.form())
 				g.pipe.chunks, g.pipe.firstDiv = pc.chunks, pc.firstDiv
 				old := pc.form == "old"
-				g.pipe.threeScans, g.pipe.fillEach, g.pipe.eagerTimes, g.pipe.packAhead = old, old, old, pc.form == "ahead"
+				g.pipe.threeScans, g.pipe.fillEach, g.pipe.eagerTimes = old, old, old
+				g.pipe.packAhead, g.pipe.pairsEarly = pc.form == "ahead" || pc.form == "early", pc.form == "early"
 				r := tracedCall(b, t, g, op)
 				var err error
 				var preT, eng, post, call, dev time.Duration
