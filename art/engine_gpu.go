@@ -173,8 +173,9 @@ type gpuEngine struct {
 
 	// lazy, when set, completes LastBatch's Timings of the latest batch,
 	// lazyAt, from its events when LastBatch asks (finishLazy).
-	lazy   func()
-	lazyAt engine.Timings
+	lazy        func()
+	lazyAt      engine.Timings
+	lazyPending atomic.Bool // lazy is set: LastBatch takes the lock to read it (main's LastBatch takes none)
 
 	// trace (benchmarks and tests; nil by default) profiles the steps of
 	// structural batches (trace_gpu.go).
@@ -505,13 +506,15 @@ func (g *gpuEngine) size() int  { g.mu.Lock(); defer g.mu.Unlock(); return g.t.n
 func (g *gpuEngine) width() int { g.mu.Lock(); defer g.mu.Unlock(); return g.t.width }
 
 // lastBatch returns the Timings of the engine's latest batch; a batch
-// that left them to be read later (finishLazy) has them read from its
-// events now, under the engine's lock. Cost: O(1), or the deferred
-// cuEventElapsedTime calls once.
+// that left them to be read later (finishLazy: rangePipe.lazyTimes) has
+// them read from its events now, under the engine's lock. Cost: O(1), or
+// the deferred cuEventElapsedTime calls once.
 func (g *gpuEngine) lastBatch() engine.Timings {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.readTimings()
+	if g.lazyPending.Load() {
+		g.mu.Lock()
+		g.readTimings()
+		g.mu.Unlock()
+	}
 	return g.last.Get()
 }
 
@@ -520,6 +523,7 @@ func (g *gpuEngine) lastBatch() engine.Timings {
 // before the next batch's start, which drops what it did not read. The
 // caller holds g.mu. Cost: the deferred cuEventElapsedTime calls.
 func (g *gpuEngine) readTimings() {
+	g.lazyPending.Store(false)
 	if g.lazy == nil {
 		return
 	}
@@ -536,7 +540,10 @@ func (g *gpuEngine) readTimings() {
 // start begins a timed batch (the previous batch's Timings left to read
 // later, finishLazy, are dropped).
 func (g *gpuEngine) start() {
-	g.lazy, g.lazyAt = nil, engine.Timings{}
+	if g.lazy != nil {
+		g.lazy, g.lazyAt = nil, engine.Timings{}
+		g.lazyPending.Store(false)
+	}
 	g.clock.Start()
 	g.clock.Mark(g.s, engine.MarkStart)
 	g.trace.Start()
@@ -579,6 +586,7 @@ func (g *gpuEngine) finishLazy(op string, n int, more func()) error {
 	g.lazyAt = engine.Timings{Op: op, Items: n, Total: g.clock.Since()}
 	g.last.Set(g.lazyAt)
 	g.lazy = more
+	g.lazyPending.Store(true)
 	return nil
 }
 

@@ -12,24 +12,25 @@ import (
 // tree of benchPointTree (WARPKV_ART_BENCH_KEYS keys), 64Ki ranges of 16
 // and 64Ki prefix scans of 64 into a pinned Result (rangesPiped: 2 and 4
 // chunks and the default count; chunk 0 as large as the others or half;
-// the forms before branch arng7, all or one at a time, and packAhead),
+// main's path, and branch arng7's options: together, one at a time,
+// packAhead, pairsEarly),
 // interleaved in one process: 5 rounds, each timing 20 calls of every
-// form in turn after one untimed call (the default and the old forms
-// twice a round). Metrics: queries per second of each form's median round
-// mean (cN[-fD][-form]-M/s; cD the default count, rangePipe.count);
-// every round's means are logged.
+// form in turn after one untimed call (main's path and the options'
+// defaults twice a round). Metrics: queries per second of each form's
+// median round mean (cN[-fD][-opt]-M/s; cD the default count,
+// rangePipe.count); every round's means are logged.
 func BenchmarkGPURangeChunks(b *testing.B) {
 	t, g, ops := rangeBenchCalls(b)
-	// old: the forms before branch arng7 (threeScans, fillEach,
-	// eagerTimes: "old" all three, else the one named), "ahead"
-	// (packAhead) or "early" (packAhead and pairsEarly).
+	// form: "" main's path; the options of branch arng7: "new" (oneScan,
+	// fillOnce, lazyTimes), one of them alone ("1scan", "fill1", "lazy"),
+	// "ahead" (new and packAhead) or "early" (ahead and pairsEarly).
 	type form struct {
 		chunks, firstDiv int
-		old              string
+		opt              string
 	}
-	forms := []form{{0, 1, "old"}, {0, 1, ""}, {0, 1, "ahead"}, {0, 1, "early"}, {0, 1, "3scan"}, {0, 1, "fill"}, {0, 1, "eager"},
+	forms := []form{{0, 1, ""}, {0, 1, "new"}, {0, 1, "ahead"}, {0, 1, "early"}, {0, 1, "1scan"}, {0, 1, "fill1"}, {0, 1, "lazy"},
 		{0, 2, "ahead"}, {0, 2, "early"}, {0, 4, "early"}, {2, 1, "early"}, {4, 1, "early"}, {4, 2, "early"}, {4, 1, ""},
-		{0, 1, "old"}, {0, 1, ""}, {0, 1, "ahead"}, {0, 1, "early"}}
+		{0, 1, ""}, {0, 1, "new"}, {0, 1, "ahead"}, {0, 1, "early"}}
 	const rounds, calls = 5, 20
 	for _, op := range ops {
 		b.Run(op.name, func(b *testing.B) {
@@ -45,10 +46,7 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 				for range rounds {
 					for i, f := range forms {
 						g.pipe.chunks, g.pipe.firstDiv = f.chunks, f.firstDiv
-						g.pipe.threeScans = f.old == "old" || f.old == "3scan"
-						g.pipe.fillEach = f.old == "old" || f.old == "fill"
-						g.pipe.eagerTimes = f.old == "old" || f.old == "eager"
-						g.pipe.packAhead, g.pipe.pairsEarly = f.old == "ahead" || f.old == "early", f.old == "early"
+						g.pipe.setForm(optForm(g.pipe.form(), f.chunks, f.firstDiv, f.opt))
 						if r, err = op.into(r); err != nil {
 							b.Fatal(err)
 						}
@@ -72,8 +70,8 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 				if f.firstDiv > 1 {
 					name, unit = fmt.Sprintf("%s, first 1:%d", name, f.firstDiv), fmt.Sprintf("%s-f%d", unit, f.firstDiv)
 				}
-				if f.old != "" {
-					name, unit = fmt.Sprintf("%s, %s", name, f.old), fmt.Sprintf("%s-%s", unit, f.old)
+				if f.opt != "" {
+					name, unit = fmt.Sprintf("%s, %s", name, f.opt), fmt.Sprintf("%s-%s", unit, f.opt)
 				}
 				if seen[unit]++; seen[unit] > 1 { // a form timed twice a round
 					name, unit = fmt.Sprintf("%s (#%d)", name, seen[unit]), fmt.Sprintf("%s-%d", unit, seen[unit])
@@ -91,4 +89,17 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 			b.Logf("ms a call, means of %d calls:\n%s", calls, sb.String())
 		})
 	}
+}
+
+// optForm returns base with the options of branch arng7 that opt names
+// ("" none: main's path; "new": oneScan, fillOnce and lazyTimes; "1scan",
+// "fill1", "lazy": one of them; "ahead": new and packAhead; "early":
+// ahead and pairsEarly) and chunks c, chunk 0 of 1/firstDiv.
+func optForm(base pipeForm, c, firstDiv int, opt string) pipeForm {
+	f := base
+	f.chunks, f.firstDiv = c, firstDiv
+	all := opt == "new" || opt == "ahead" || opt == "early"
+	f.oneScan, f.fillOnce, f.lazyTimes = all || opt == "1scan", all || opt == "fill1", all || opt == "lazy"
+	f.packAhead, f.pairsEarly = opt == "ahead" || opt == "early", opt == "early"
+	return f
 }

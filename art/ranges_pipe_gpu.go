@@ -41,14 +41,15 @@ type rangePipe struct {
 	chunkMin int // fewest queries a chunk: 0 rangeChunkMin (tests set fewer)
 	firstDiv int // chunk 0 holds 1/firstDiv of another chunk's queries (0 or 1: as many; benchmarks compare)
 
-	// The forms before branch arng7, kept for the benchmarks' A/B (false:
-	// the default).
-	threeScans bool // a chunk's counts scanned in three scans (a memset and a kernel each), not one over the three arrays
-	fillEach   bool // the key offsets the host writes filled chunk by chunk in parts of 64Ki, not in one job across the chunks
-	eagerTimes bool // LastBatch's timings read from the events inside the call, not when LastBatch asks
+	// Options of branch arng7, measured by no device yet (false: main's
+	// path, as measured by the earlier branches). BENCHMARKS.md and
+	// /work/wt/_results/arng7/NEXT.md say what would adopt each.
+	oneScan   bool // a chunk's counts scanned as one array (countsLayout: one memset and one kernel, not three of each)
+	fillOnce  bool // the key offsets the host writes filled in one job across the chunks (fillKeyFills), not chunk by chunk
+	lazyTimes bool // LastBatch's phases read from the events when LastBatch asks (finishLazy), not inside the call
 	// packAhead packs chunk k+1 on the workers while the caller's
-	// goroutine queues and delivers chunk k (runAhead); off: one after
-	// the other (run).
+	// goroutine queues and delivers chunk k (runAhead), not one after the
+	// other (run).
 	packAhead bool
 	// pairsEarly (with packAhead; ignored without) queues a chunk's
 	// pairs behind its walk (queuePairs), into keys of keySlot bytes an
@@ -62,7 +63,7 @@ type rangePipe struct {
 	walked  []*gpu.Event          // chunk k's totals read back (on s)
 	pairsAt []*gpu.Event          // chunk k's pairs queued (on s)
 	paired  []*gpu.Event          // chunk k's pairs written (on s)
-	fetched []*gpu.Event          // chunk k's downloads done (on out; recorded only when the engine is traced)
+	fetched []*gpu.Event          // chunk k's downloads done (on out; made and recorded only when the engine is traced: fetchedEvent)
 	done    *gpu.Event            // the last download (on out)
 
 	// tot holds totWords words a chunk, a_totals' copy of chunk k's
@@ -74,20 +75,20 @@ type rangePipe struct {
 
 // pipeForm is a rangePipe's settings, apart from its events and buffers.
 type pipeForm struct {
-	chunks, chunkMin, firstDiv                              int
-	threeScans, fillEach, eagerTimes, packAhead, pairsEarly bool
+	chunks, chunkMin, firstDiv                          int
+	oneScan, fillOnce, lazyTimes, packAhead, pairsEarly bool
 }
 
 // form returns p's settings (tests and benchmarks restore them with
 // setForm).
 func (p *rangePipe) form() pipeForm {
-	return pipeForm{p.chunks, p.chunkMin, p.firstDiv, p.threeScans, p.fillEach, p.eagerTimes, p.packAhead, p.pairsEarly}
+	return pipeForm{p.chunks, p.chunkMin, p.firstDiv, p.oneScan, p.fillOnce, p.lazyTimes, p.packAhead, p.pairsEarly}
 }
 
 // setForm sets p's settings to f.
 func (p *rangePipe) setForm(f pipeForm) {
 	p.chunks, p.chunkMin, p.firstDiv = f.chunks, f.chunkMin, f.firstDiv
-	p.threeScans, p.fillEach, p.eagerTimes, p.packAhead, p.pairsEarly = f.threeScans, f.fillEach, f.eagerTimes, f.packAhead, f.pairsEarly
+	p.oneScan, p.fillOnce, p.lazyTimes, p.packAhead, p.pairsEarly = f.oneScan, f.fillOnce, f.lazyTimes, f.packAhead, f.pairsEarly
 }
 
 // totWords is the words a_totals writes: the low and high halves of four
@@ -149,12 +150,25 @@ func (p *rangePipe) bound(Q, C, k int) int {
 	return int(int64(Q) * int64(1+(k-1)*d) / int64(C*d-d+1))
 }
 
+// fetchedEvent returns chunk k's fetched event, made on first use
+// (traced calls only). Cost: a cuEventCreate the first time.
+func (p *rangePipe) fetchedEvent(d *gpu.Device, k int) (*gpu.Event, error) {
+	for len(p.fetched) <= k {
+		e, err := d.NewEvent()
+		if err != nil {
+			return nil, err
+		}
+		p.fetched = append(p.fetched, e)
+	}
+	return p.fetched[k], nil
+}
+
 // events makes sure the pipe has the events and buffer names of c
-// chunks. Cost: up to 5c+1 cuEventCreate the first time a call has that
+// chunks. Cost: up to 4c+1 cuEventCreate the first time a call has that
 // many chunks.
 func (p *rangePipe) events(d *gpu.Device, c int) error {
 	for len(p.walked) < c {
-		var ev [5]*gpu.Event
+		var ev [4]*gpu.Event
 		for i := range ev {
 			e, err := d.NewEvent()
 			if err != nil {
@@ -166,7 +180,7 @@ func (p *rangePipe) events(d *gpu.Device, c int) error {
 			ev[i] = e
 		}
 		p.walkAt, p.walked = append(p.walkAt, ev[0]), append(p.walked, ev[1])
-		p.pairsAt, p.paired, p.fetched = append(p.pairsAt, ev[2]), append(p.paired, ev[3]), append(p.fetched, ev[4])
+		p.pairsAt, p.paired = append(p.pairsAt, ev[2]), append(p.paired, ev[3])
 		var names [numPipeBufs]string
 		for i, b := range pipeBufs {
 			names[i] = fmt.Sprintf("%s.%d", b, len(p.names))
@@ -241,6 +255,9 @@ func (p *rangePipe) close() error {
 const (
 	bSlots = iota
 	bCcnt
+	bCnt
+	bBytes
+	bSq
 	bCounts
 	bQout
 	bOkeys
@@ -253,4 +270,4 @@ const (
 
 // pipeBufs are the pool names of a chunk's buffers, by index; chunk k's
 // have ".k" appended.
-var pipeBufs = [numPipeBufs]string{"q.slots", "q.ccnt", "q.counts", "q.qout", "q.okeys", "q.ooffs", "q.ovals", "q.in", "host.q"}
+var pipeBufs = [numPipeBufs]string{"q.slots", "q.ccnt", "q.cnt", "q.bytes", "q.sq", "q.counts", "q.qout", "q.okeys", "q.ooffs", "q.ovals", "q.in", "host.q"}

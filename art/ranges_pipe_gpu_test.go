@@ -123,30 +123,28 @@ func TestGPURangesPiped(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					// The default forms in 1 to 7 chunks, the forms
-					// before branch arng7 (three scans a chunk, key
-					// offsets filled chunk by chunk) in 3 and 7, and
-					// each chunk packed beside the last one's driver
-					// calls (packAhead) in 2, 3 and 7.
-					// Early pairs (with packAhead) start from the least
-					// key room each time, so that chunks of longer keys
-					// run their pairs again.
+					// Main's path in 1 to 7 chunks, and the options of
+					// branch arng7: one scan a chunk, one fill job, each
+					// chunk packed beside the last one's driver calls,
+					// early pairs (which start from the least key room
+					// each time, so that chunks of longer keys run their
+					// pairs again).
 					for _, f := range []struct {
-						chunks                                      int
-						threeScans, fillEach, packAhead, pairsEarly bool
+						chunks                                   int
+						oneScan, fillOnce, packAhead, pairsEarly bool
 					}{{1, false, false, false, false}, {2, false, false, false, false}, {3, false, false, false, false},
 						{4, false, false, false, false}, {7, false, false, false, false}, {3, true, false, false, false}, {7, true, true, false, false},
-						{2, false, false, true, false}, {3, false, false, true, false}, {7, true, false, true, false},
-						{2, false, false, true, true}, {3, false, false, true, true}, {7, true, false, true, true}} {
+						{2, false, false, true, false}, {3, true, false, true, false}, {7, false, false, true, false},
+						{2, false, false, true, true}, {3, true, true, true, true}, {7, false, false, true, true}} {
 						chunks := f.chunks
 						// Chunk 0 as large as the others, half, a third.
 						g.pipe.chunks, g.pipe.firstDiv = chunks, 1+chunks%3
-						g.pipe.threeScans, g.pipe.fillEach, g.pipe.packAhead, g.pipe.pairsEarly = f.threeScans, f.fillEach, f.packAhead, f.pairsEarly
+						g.pipe.oneScan, g.pipe.fillOnce, g.pipe.packAhead, g.pipe.pairsEarly = f.oneScan, f.fillOnce, f.packAhead, f.pairsEarly
 						g.pipe.keySlot = 0
 						fresh := gt.NewResult()
 						for _, into := range []*Result{fresh, reused} {
-							name := fmt.Sprintf("%s, %s, %s, limit %d, %d chunks (three scans %v, fill each %v, pack ahead %v, pairs early %v), reused %v",
-								tc.name, b.name, op.name, limit, chunks, f.threeScans, f.fillEach, f.packAhead, f.pairsEarly, into == reused)
+							name := fmt.Sprintf("%s, %s, %s, limit %d, %d chunks (one scan %v, fill once %v, pack ahead %v, pairs early %v), reused %v",
+								tc.name, b.name, op.name, limit, chunks, f.oneScan, f.fillOnce, f.packAhead, f.pairsEarly, into == reused)
 							got, err := op.f(gt, into, qs, ps, limit)
 							if err != nil {
 								t.Fatalf("%s: %v", name, err)
@@ -314,10 +312,10 @@ func TestFillKeyOffsetsFrom(t *testing.T) {
 	}
 }
 
-// TestGPUPipedTimings checks LastBatch after a pipelined call, whose
-// phases are read from the events only when LastBatch asks
-// (finishLazy): the call's op, queries, total and kernels' time, the same
-// fields as the timings read inside the call (eagerTimes); and after a
+// TestGPUPipedTimings checks LastBatch after a pipelined call whose
+// phases are read from the events only when LastBatch asks (lazyTimes:
+// finishLazy): the call's op, queries, total and kernels' time, the same
+// fields as the timings read inside the call (main's path); and after a
 // later batch, that batch's timings, not the pipelined call's.
 func TestGPUPipedTimings(t *testing.T) {
 	dev := gputest.Device(t)
@@ -340,20 +338,20 @@ func TestGPUPipedTimings(t *testing.T) {
 	}
 	res := gt.NewResult()
 	defer res.Free()
-	for _, eager := range []bool{false, true} {
-		g.pipe.eagerTimes = eager
+	for _, lazy := range []bool{true, false} {
+		g.pipe.lazyTimes = lazy
 		if _, err := gt.RangesInto(res, qs, 16); err != nil {
 			t.Fatal(err)
 		}
 		tm := gt.LastBatch()
 		if tm.Op != "ranges" || tm.Items != Q || tm.Total <= 0 || tm.Work <= 0 || tm.Work > tm.Total {
-			t.Fatalf("eager %v: LastBatch after a pipelined call: %v (work %v), want op ranges, %d items, 0 < work <= total", eager, tm, tm.Work, Q)
+			t.Fatalf("lazy %v: LastBatch after a pipelined call: %v (work %v), want op ranges, %d items, 0 < work <= total", lazy, tm, tm.Work, Q)
 		}
 		if again := gt.LastBatch(); again != tm {
-			t.Fatalf("eager %v: LastBatch read twice: %v, then %v", eager, tm, again)
+			t.Fatalf("lazy %v: LastBatch read twice: %v, then %v", lazy, tm, again)
 		}
 	}
-	g.pipe.eagerTimes = false
+	g.pipe.lazyTimes = true
 	if _, err := gt.RangesInto(res, qs, 16); err != nil {
 		t.Fatal(err)
 	}

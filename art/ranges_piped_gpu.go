@@ -82,7 +82,7 @@ type pipeChunk struct {
 func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int32) (res *Result, err error) {
 	Q := bt.n
 	defer g.syncOnError(&err)
-	call := &pipedCall{g: g, res: into, Q: Q, limit: limit, oneScan: !g.pipe.threeScans}
+	call := &pipedCall{g: g, res: into, Q: Q, limit: limit, oneScan: g.pipe.oneScan}
 	if call.chunks, err = g.chunkedCall(Q, limit); err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func (g *gpuEngine) chunkedCall(Q, limit int) ([]pipeChunk, error) {
 	if err := g.setDesc(g.t, nil); err != nil {
 		return nil, err
 	}
-	return g.takeRangeChunks(Q, C, limit)
+	return g.takeRangeChunks(Q, C, limit, g.pipe.oneScan)
 }
 
 // syncOnError waits, when *err is set, for everything queued on the
@@ -132,15 +132,19 @@ func (g *gpuEngine) syncOnError(err *error) {
 // chunk's device buffers (candidate slots for limit answers a query, the
 // counts, byte counts, scans and query offsets) from the pool, reserved at
 // once.
-func (g *gpuEngine) takeRangeChunks(Q, C, limit int) ([]pipeChunk, error) {
+func (g *gpuEngine) takeRangeChunks(Q, C, limit int, oneScan bool) ([]pipeChunk, error) {
 	chunks := make([]pipeChunk, C)
 	var needs []gpu.Need
 	for k := range chunks {
 		a, b := g.pipe.bound(Q, C, k), g.pipe.bound(Q, C, k+1)
 		n, nm := b-a, &g.pipe.names[k]
 		chunks[k] = pipeChunk{a: a, b: b}
-		needs = append(needs, gpu.NeedOf[uint64](nm[bSlots], n*limit), gpu.NeedOf[uint32](nm[bCcnt], n), gpu.NeedOf[uint64](nm[bCounts], 3*(n+1)),
-			gpu.NeedOf[uint64](nm[bQout], n))
+		needs = append(needs, gpu.NeedOf[uint64](nm[bSlots], n*limit), gpu.NeedOf[uint32](nm[bCcnt], n), gpu.NeedOf[uint64](nm[bQout], n))
+		if oneScan {
+			needs = append(needs, gpu.NeedOf[uint64](nm[bCounts], 3*(n+1)))
+		} else {
+			needs = append(needs, gpu.NeedOf[uint64](nm[bCnt], n+1), gpu.NeedOf[uint64](nm[bBytes], n+1), gpu.NeedOf[uint64](nm[bSq], n+1))
+		}
 	}
 	if err := g.pool.Reserve(needs...); err != nil {
 		return nil, err
@@ -149,8 +153,14 @@ func (g *gpuEngine) takeRangeChunks(Q, C, limit int) ([]pipeChunk, error) {
 		c, nm := &chunks[k], &g.pipe.names[k]
 		n := c.b - c.a
 		c.slots, c.ccnt = gpu.Take[uint64](g.pool, nm[bSlots], n*limit), gpu.Take[uint32](g.pool, nm[bCcnt], n)
-		c.counts, c.qout = gpu.Take[uint64](g.pool, nm[bCounts], 3*(n+1)), gpu.Take[uint64](g.pool, nm[bQout], n)
-		c.cnt, c.byt, c.sq = gpu.View[uint64](c.counts, 0, n+1), gpu.View[uint64](c.counts, 8*(n+1), n+1), gpu.View[uint64](c.counts, 16*(n+1), n+1)
+		c.qout = gpu.Take[uint64](g.pool, nm[bQout], n)
+		if oneScan {
+			c.counts = gpu.Take[uint64](g.pool, nm[bCounts], 3*(n+1))
+			c.cnt, c.byt, c.sq = gpu.View[uint64](c.counts, 0, n+1), gpu.View[uint64](c.counts, 8*(n+1), n+1), gpu.View[uint64](c.counts, 16*(n+1), n+1)
+		} else {
+			c.cnt, c.byt = gpu.Take[uint64](g.pool, nm[bCnt], n+1), gpu.Take[uint64](g.pool, nm[bBytes], n+1)
+			c.sq = gpu.Take[uint64](g.pool, nm[bSq], n+1)
+		}
 	}
 	return chunks, nil
 }
@@ -181,7 +191,7 @@ type pipedCall struct {
 	Q, limit int
 
 	queued          bool      // downloads queued on out
-	oneScan         bool      // each chunk's counts scanned as one array (countsLayout; !rangePipe.threeScans)
+	oneScan         bool      // each chunk's counts scanned as one array (countsLayout; rangePipe.oneScan)
 	pairs, keyBytes int       // the chunks' before the next one delivered
 	fills           []keyFill // the key offsets the host writes
 }
@@ -228,7 +238,8 @@ func (p *pipedCall) run(bt queryBatch, dsc int32) error {
 			}
 		}
 		if k == 0 {
-			g.clock.Mark(g.s, engine.MarkUploaded) // no sort: Sort 0, Work from here (Clock.Timings)
+			g.clock.Mark(g.s, engine.MarkUploaded)
+			g.clock.Mark(g.s, engine.MarkSorted)
 		}
 	}
 	for ; next < len(p.chunks); next++ {
@@ -292,6 +303,7 @@ func (p *pipedCall) runAhead(bt queryBatch, dsc int32) (err error) {
 		}
 		if k == 0 {
 			g.clock.Mark(g.s, engine.MarkUploaded)
+			g.clock.Mark(g.s, engine.MarkSorted)
 		}
 		if err := p.deliverLocked(k, &mu); err != nil {
 			return fmt.Errorf("chunk %d: %w", k, err)
@@ -380,7 +392,11 @@ func (p *pipedCall) deliverWalked(k int) error {
 		return err
 	}
 	if g.trace != nil {
-		if err := g.pipe.fetched[k].Record(g.out); err != nil {
+		e, err := g.pipe.fetchedEvent(g.dev, k)
+		if err != nil {
+			return err
+		}
+		if err := e.Record(g.out); err != nil {
 			return err
 		}
 	}
@@ -422,7 +438,8 @@ const keySlotMin = 16
 // launchPairs queues chunk k's aq_pairs on stream s into the chunk's
 // answer buffers (its key offsets written when offs), between its
 // pairsAt and paired events, after the pairs and key bytes of the chunks
-// delivered before it.
+// delivered before it: aq_pairs_cap with oneScan or early pairs, main's
+// aq_pairs otherwise.
 func (p *pipedCall) launchPairs(k int, s *gpu.Stream, offs bool) error {
 	g, c := p.g, &p.chunks[k]
 	var ooffs any = nullPtr
@@ -433,8 +450,15 @@ func (p *pipedCall) launchPairs(k int, s *gpu.Stream, offs bool) error {
 	if err := g.pipe.pairsAt[k].Record(s); err != nil {
 		return err
 	}
-	if err := g.launchOn(s, g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt, c.okeys, ooffs, c.ovals,
-		uint64(p.pairs), uint64(p.keyBytes), c.qout, uint64(c.kcap)); err != nil {
+	var err error
+	if p.oneScan || c.early { // aq_pairs_cap: boff[0] taken off, no key past kcap
+		err = g.launchOn(s, g.k.qPairsCap, Qk*warpSize, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt, c.okeys, ooffs, c.ovals,
+			uint64(p.pairs), uint64(p.keyBytes), c.qout, uint64(c.kcap))
+	} else { // main's path
+		err = g.launchOn(s, g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt, c.okeys, ooffs, c.ovals,
+			uint64(p.pairs), uint64(p.keyBytes), c.qout)
+	}
+	if err != nil {
 		return fmt.Errorf("pairs: %w", err)
 	}
 	return g.pipe.paired[k].Record(s)
@@ -471,12 +495,12 @@ func (p *pipedCall) keyRoom(c *pipeChunk, nb int) error {
 // the Result to the call's pairs and key bytes.
 func (p *pipedCall) finish() (*Result, error) {
 	g, res := p.g, p.res
-	if g.pipe.fillEach {
+	if g.pipe.fillOnce {
+		fillKeyFills(res.Keys.Offs, p.fills)
+	} else {
 		for _, f := range p.fills {
 			fillKeyOffsetsFrom(res.Keys.Offs[f.at:f.at+f.n], f.base, f.keyLen)
 		}
-	} else {
-		fillKeyFills(res.Keys.Offs, p.fills)
 	}
 	g.step("key offsets written")
 	g.clock.Mark(g.s, engine.MarkWorked)

@@ -66,8 +66,8 @@ func BenchmarkGPURangeSteps(b *testing.B) {
 // calls into a pinned Result (64Ki ranges of 16 keys, 64Ki prefix scans of
 // 64, on the tree of benchPointTree: WARPKV_ART_BENCH_KEYS keys), in one
 // piece and pipelined in 2 to 4 and 8 chunks (rangesPiped; chunk 0 as large as
-// the others, or 1/2 or 1/4 of them: first=1:d; ",old": the forms before
-// branch arng7, ",ahead": packAhead), traced with an
+// the others, or 1/2 or 1/4 of them: first=1:d; ",new", ",ahead",
+// ",early": branch arng7's options, optForm), traced with an
 // engine.StepTrace: the host time before the engine's call starts
 // (Tree.query's bound checks, the locks: pre-ms), the engine's host time
 // from its start to the end of its drain (engine-ms), the host time after
@@ -80,9 +80,9 @@ func BenchmarkGPURangeTimeline(b *testing.B) {
 	for _, op := range ops {
 		for _, pc := range []struct {
 			chunks, firstDiv int
-			form             string // "old": the forms before branch arng7; "ahead": packAhead; "early": packAhead and pairsEarly
+			form             string // branch arng7's options (optForm): "" none, "new", "ahead", "early"
 		}{{1, 1, ""}, {2, 1, ""}, {2, 2, ""}, {2, 4, ""}, {3, 1, ""}, {3, 2, ""}, {3, 4, ""}, {4, 1, ""},
-			{4, 2, ""}, {4, 4, ""}, {8, 1, ""}, {3, 1, "old"}, {8, 1, "old"}, {3, 1, "ahead"}, {3, 2, "ahead"}, {4, 2, "ahead"}, {8, 1, "ahead"},
+			{4, 2, ""}, {4, 4, ""}, {8, 1, ""}, {3, 1, "new"}, {8, 1, "new"}, {3, 1, "ahead"}, {3, 2, "ahead"}, {4, 2, "ahead"}, {8, 1, "ahead"},
 			{3, 1, "early"}, {3, 2, "early"}, {4, 2, "early"}, {8, 1, "early"}} {
 			name := fmt.Sprintf("%s/chunks=%d,first=1:%d", op.name, pc.chunks, pc.firstDiv)
 			if pc.form != "" {
@@ -90,10 +90,7 @@ func BenchmarkGPURangeTimeline(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				defer g.pipe.setForm(g.pipe.form())
-				g.pipe.chunks, g.pipe.firstDiv = pc.chunks, pc.firstDiv
-				old := pc.form == "old"
-				g.pipe.threeScans, g.pipe.fillEach, g.pipe.eagerTimes = old, old, old
-				g.pipe.packAhead, g.pipe.pairsEarly = pc.form == "ahead" || pc.form == "early", pc.form == "early"
+				g.pipe.setForm(optForm(g.pipe.form(), pc.chunks, pc.firstDiv, pc.form))
 				r := tracedCall(b, t, g, op)
 				var err error
 				var preT, eng, post, call, dev time.Duration
