@@ -191,6 +191,9 @@ type gpuEngine struct {
 // so that a broken toolchain is reported by New.
 func newGPUEngine(d *gpu.Device, workers int) (backend, error) {
 	g := &gpuEngine{dev: d, workers: workers, chunkMin: pointChunkMin, aheadGrowth: true, deferCheck: true, freeBeside: true, walkLanes: defaultWalkLanes}
+	if err := g.pipe.rangeOptionsFromEnv(); err != nil {
+		return nil, err
+	}
 	_, err := d.VMMGranularity()
 	g.vmm, g.inPlaceMin = err == nil, inPlaceMinBytes
 	if g.pe, err = prim.NewGPU(d); err != nil {

@@ -362,3 +362,29 @@ func TestGPUPipedTimings(t *testing.T) {
 		t.Fatalf("LastBatch after a lookup that followed a pipelined call: %v, want the lookup's", tm)
 	}
 }
+
+// TestRangePipeOptions checks the options EnvRangeOptions turns on: each
+// name its field, spaces and empty names ignored, an unknown name an
+// error.
+func TestRangePipeOptions(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		want pipeForm
+		bad  bool
+	}{
+		{"", pipeForm{}, false},
+		{"oneScan", pipeForm{oneScan: true}, false},
+		{" fillOnce, lazyTimes ,", pipeForm{fillOnce: true, lazyTimes: true}, false},
+		{"oneScan,fillOnce,lazyTimes,packAhead,pairsEarly", pipeForm{oneScan: true, fillOnce: true, lazyTimes: true, packAhead: true, pairsEarly: true}, false},
+		{"onescan", pipeForm{}, true},
+	} {
+		var p rangePipe
+		err := p.setOptions(c.s)
+		if (err != nil) != c.bad {
+			t.Fatalf("setOptions(%q): error %v, want error %v", c.s, err, c.bad)
+		}
+		if !c.bad && p.form() != c.want {
+			t.Errorf("setOptions(%q) = %+v, want %+v", c.s, p.form(), c.want)
+		}
+	}
+}
