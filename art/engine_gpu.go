@@ -171,6 +171,12 @@ type gpuEngine struct {
 	// if the device were out of memory.
 	failGrowth bool
 
+	// lazy, when set, completes LastBatch's Timings of the latest batch,
+	// lazyAt, from its events when LastBatch asks (finishLazy).
+	lazy        func()
+	lazyAt      engine.Timings
+	lazyPending atomic.Bool // lazy is set: LastBatch takes the lock to read it (main's LastBatch takes none)
+
 	// trace (benchmarks and tests; nil by default) profiles the steps of
 	// structural batches (trace_gpu.go).
 	trace *engine.StepTrace
@@ -185,6 +191,9 @@ type gpuEngine struct {
 // so that a broken toolchain is reported by New.
 func newGPUEngine(d *gpu.Device, workers int) (backend, error) {
 	g := &gpuEngine{dev: d, workers: workers, chunkMin: pointChunkMin, aheadGrowth: true, deferCheck: true, freeBeside: true, walkLanes: defaultWalkLanes}
+	if err := g.pipe.rangeOptionsFromEnv(); err != nil {
+		return nil, err
+	}
 	_, err := d.VMMGranularity()
 	g.vmm, g.inPlaceMin = err == nil, inPlaceMinBytes
 	if g.pe, err = prim.NewGPU(d); err != nil {
@@ -499,10 +508,45 @@ func (g *gpuEngine) launch(f *gpu.Function, n int, args ...any) error {
 func (g *gpuEngine) size() int  { g.mu.Lock(); defer g.mu.Unlock(); return g.t.n }
 func (g *gpuEngine) width() int { g.mu.Lock(); defer g.mu.Unlock(); return g.t.width }
 
-func (g *gpuEngine) lastBatch() engine.Timings { return g.last.Get() }
+// lastBatch returns the Timings of the engine's latest batch; a batch
+// that left them to be read later (finishLazy: rangePipe.lazyTimes) has
+// them read from its events now, under the engine's lock. Cost: O(1), or
+// the deferred cuEventElapsedTime calls once.
+func (g *gpuEngine) lastBatch() engine.Timings {
+	if g.lazyPending.Load() {
+		g.mu.Lock()
+		g.readTimings()
+		g.mu.Unlock()
+	}
+	return g.last.Get()
+}
 
-// start begins a timed batch.
+// readTimings reads the Timings a batch left to read later (finishLazy),
+// if the batch is still the latest: the events are not recorded again
+// before the next batch's start, which drops what it did not read. The
+// caller holds g.mu. Cost: the deferred cuEventElapsedTime calls.
+func (g *gpuEngine) readTimings() {
+	g.lazyPending.Store(false)
+	if g.lazy == nil {
+		return
+	}
+	if g.last.Get() == g.lazyAt {
+		g.last.Set(g.clock.Timings(g.lazyAt.Op, g.lazyAt.Items))
+		tm := g.last.Get()
+		tm.Total = g.lazyAt.Total
+		g.last.Set(tm)
+		g.lazy()
+	}
+	g.lazy, g.lazyAt = nil, engine.Timings{}
+}
+
+// start begins a timed batch (the previous batch's Timings left to read
+// later, finishLazy, are dropped).
 func (g *gpuEngine) start() {
+	if g.lazy != nil {
+		g.lazy, g.lazyAt = nil, engine.Timings{}
+		g.lazyPending.Store(false)
+	}
 	g.clock.Start()
 	g.clock.Mark(g.s, engine.MarkStart)
 	g.trace.Start()
@@ -522,6 +566,30 @@ func (g *gpuEngine) finish(op string, n int) error {
 		return err
 	}
 	g.last.Set(g.clock.Timings(op, n))
+	return nil
+}
+
+// finishLazy is finish for a batch whose caller does not wait for its
+// Timings: it records the batch's op, size and Total (the host time since
+// start) at once, and leaves the phases (the clock's events) and more
+// (more: what else sets the Timings from events, run after them) to be
+// read when LastBatch asks, if no batch started since (readTimings). The
+// call saves the cuEventElapsedTime calls, 4 and 4 a chunk for a
+// pipelined range call.
+func (g *gpuEngine) finishLazy(op string, n int, more func()) error {
+	g.clock.Mark(g.s, engine.MarkDone)
+	g.trace.Synced()
+	g.step("done")
+	if err := g.drain(); err != nil {
+		return err
+	}
+	if err := g.freeRetired(); err != nil {
+		return err
+	}
+	g.lazyAt = engine.Timings{Op: op, Items: n, Total: g.clock.Since()}
+	g.last.Set(g.lazyAt)
+	g.lazy = more
+	g.lazyPending.Store(true)
 	return nil
 }
 

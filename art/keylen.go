@@ -2,6 +2,7 @@ package art
 
 import (
 	"math/bits"
+	"sort"
 
 	"github.com/warpkv/warpkv/internal/par"
 )
@@ -41,6 +42,37 @@ func fillKeyOffsetsFrom(offs []uint32, base uint32, keyLen int) {
 		for i := lo; i < hi; i++ {
 			offs[i] = o
 			o += uint32(keyLen)
+		}
+	})
+}
+
+// keyFillGrain is the pairs of one part of fillKeyFills: 128 KiB of key
+// offsets, so that a call's million offsets reach every worker.
+const keyFillGrain = 32 << 10
+
+// fillKeyFills writes the key offsets of a pipelined call's chunks whose
+// keys all have one length (fills, in chunk order) in one parallel job
+// over all of them: parts of keyFillGrain pairs taken dynamically by the
+// workers across the chunks' bounds, where a job per chunk in parts of
+// 64Ki (fillKeyOffsetsFrom) ran one chunk's few parts at a time. Cost: one
+// pass writing 4 bytes a pair, on all cores.
+func fillKeyFills(offs []uint32, fills []keyFill) {
+	starts := make([]int, len(fills)+1) // fill i's pairs from starts[i] of the pass
+	for i, f := range fills {
+		starts[i+1] = starts[i] + f.n
+	}
+	par.Shared().For(starts[len(fills)], keyFillGrain, 0, func(lo, hi int) {
+		i := sort.SearchInts(starts, lo+1) - 1 // starts[i] <= lo < starts[i+1]
+		for lo < hi {
+			f := fills[i]
+			a, b := lo-starts[i], min(hi, starts[i+1])-starts[i]
+			o := f.base + uint32(a*f.keyLen)
+			for j := f.at + a; j < f.at+b; j++ {
+				offs[j] = o
+				o += uint32(f.keyLen)
+			}
+			lo = starts[i] + b
+			i++
 		}
 	})
 }

@@ -157,3 +157,43 @@ extern "C" __global__ void aq_pairs(const Tree *t, u64 Q, u64 limit, const u64 *
         }
     }
 }
+
+// aq_pairs_cap is aq_pairs for the pipelined call's options (branch
+// arng7, ranges_piped_gpu.go: rangePipe.oneScan, pairsEarly; aq_pairs,
+// main's path, stays as measured): the same thread mapping and
+// invariant, and two differences. (1) Each key's offset counts from
+// boff[q] - boff[0]: boff may be the key bytes' part of one scan of a
+// chunk's pair counts, key bytes and squared lengths together
+// (countsLayout), which adds the chunk's pairs to every entry; boff[0] is
+// that sum (0 for a scan of its own). (2) okeys holds kcap bytes and a key
+// that does not fit below kcap is not copied: early pairs are launched
+// before the chunk's key bytes are known, and again with room when they
+// did not fit.
+extern "C" __global__ void aq_pairs_cap(const Tree *t, u64 Q, u64 limit, const u64 *slots, const u64 *pidx,
+                                        const u64 *boff, u8 *okeys, u32 *ooffs, u64 *ovals, u64 pbase, u64 kbase,
+                                        u64 *qout, u64 kcap) {
+    u32 lane = threadIdx.x % WARP;
+    u64 warps = (u64)gridDim.x * blockDim.x / WARP;
+    u64 b0 = Q ? boff[0] : 0;
+    for (u64 q = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; q < Q; q += warps) {
+        u64 base = pidx[q], n = pidx[q + 1] - base, o = boff[q] - b0;
+        if (qout && lane == 0) qout[q] = pbase + pidx[q + 1];
+        for (u64 j0 = 0; j0 < n; j0 += WARP) {
+            u64 j = j0 + lane;
+            u64 l = j < n ? slots[q * limit + j] : 0;
+            u32 kn = j < n ? laux(l) : 0;
+            u32 x = kn; // inclusive scan of the lanes' key lengths
+            for (int d = 1; d < WARP; d <<= 1) {
+                u32 y = __shfl_up_sync(FULL_MASK, x, d);
+                if (lane >= (u32)d) x += y;
+            }
+            if (j < n) {
+                u64 at = o + x - kn;
+                if (ooffs) ooffs[base + j] = (u32)(kbase + at);
+                if (at + kn <= kcap) copy_key(okeys + at, leaf_key(t, l), kn);
+                ovals[base + j] = leaf_value(t, l);
+            }
+            o += __shfl_sync(FULL_MASK, x, WARP - 1);
+        }
+    }
+}

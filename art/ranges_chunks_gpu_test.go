@@ -8,24 +8,33 @@ import (
 	"time"
 )
 
-// BenchmarkGPURangeChunks settles the pipelined call's chunk count: on
-// the tree of benchPointTree (WARPKV_ART_BENCH_KEYS keys), 64Ki ranges of
-// 16 and 64Ki prefix scans of 64 into a pinned Result (rangesPiped: 1, 3
-// and 4 chunks and the default count; chunk 0 as large as the others or
-// half), interleaved in one process: 5 rounds, each timing 20 calls of
-// every form in turn after one untimed call. Metrics: queries per second
-// of each form's median round mean (cN[-fD]-M/s; cD the default count,
+// BenchmarkGPURangeChunks compares forms of the pipelined call: on the
+// tree of benchPointTree (WARPKV_ART_BENCH_KEYS keys), 64Ki ranges of 16
+// and 64Ki prefix scans of 64 into a pinned Result (rangesPiped: 2 and 4
+// chunks and the default count; chunk 0 as large as the others or half;
+// main's path, and branch arng7's options: together, one at a time,
+// packAhead, pairsEarly),
+// interleaved in one process: 5 rounds, each timing 20 calls of every
+// form in turn after one untimed call (main's path and the options'
+// defaults twice a round). Metrics: queries per second of each form's
+// median round mean (cN[-fD][-opt]-M/s; cD the default count,
 // rangePipe.count); every round's means are logged.
 func BenchmarkGPURangeChunks(b *testing.B) {
 	t, g, ops := rangeBenchCalls(b)
-	type form struct{ chunks, firstDiv int }
-	forms := []form{{1, 1}, {2, 1}, {3, 1}, {4, 1}, {0, 1}, {3, 2}}
+	// form: "" main's path; the options of branch arng7: "new" (oneScan,
+	// fillOnce, lazyTimes), one of them alone ("1scan", "fill1", "lazy"),
+	// "ahead" (new and packAhead) or "early" (ahead and pairsEarly).
+	type form struct {
+		chunks, firstDiv int
+		opt              string
+	}
+	forms := []form{{0, 1, ""}, {0, 1, "new"}, {0, 1, "ahead"}, {0, 1, "early"}, {0, 1, "1scan"}, {0, 1, "fill1"}, {0, 1, "lazy"},
+		{0, 2, "ahead"}, {0, 2, "early"}, {0, 4, "early"}, {2, 1, "early"}, {4, 1, "early"}, {4, 2, "early"}, {4, 1, ""},
+		{0, 1, ""}, {0, 1, "new"}, {0, 1, "ahead"}, {0, 1, "early"}}
 	const rounds, calls = 5, 20
 	for _, op := range ops {
 		b.Run(op.name, func(b *testing.B) {
-			defer func(p rangePipe) {
-				g.pipe.chunks, g.pipe.firstDiv = p.chunks, p.firstDiv
-			}(g.pipe)
+			defer g.pipe.setForm(g.pipe.form())
 			r := t.NewResult()
 			defer r.Free()
 			var err error
@@ -37,6 +46,7 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 				for range rounds {
 					for i, f := range forms {
 						g.pipe.chunks, g.pipe.firstDiv = f.chunks, f.firstDiv
+						g.pipe.setForm(optForm(g.pipe.form(), f.chunks, f.firstDiv, f.opt))
 						if r, err = op.into(r); err != nil {
 							b.Fatal(err)
 						}
@@ -51,6 +61,7 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 				}
 			}
 			var sb strings.Builder
+			seen := map[string]int{}
 			for i, f := range forms {
 				name, unit := fmt.Sprint(f.chunks), fmt.Sprintf("c%d", f.chunks)
 				if f.chunks == 0 {
@@ -58,6 +69,12 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 				}
 				if f.firstDiv > 1 {
 					name, unit = fmt.Sprintf("%s, first 1:%d", name, f.firstDiv), fmt.Sprintf("%s-f%d", unit, f.firstDiv)
+				}
+				if f.opt != "" {
+					name, unit = fmt.Sprintf("%s, %s", name, f.opt), fmt.Sprintf("%s-%s", unit, f.opt)
+				}
+				if seen[unit]++; seen[unit] > 1 { // a form timed twice a round
+					name, unit = fmt.Sprintf("%s (#%d)", name, seen[unit]), fmt.Sprintf("%s-%d", unit, seen[unit])
 				}
 				s := slices.Clone(ms[i])
 				slices.Sort(s)
@@ -72,4 +89,17 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 			b.Logf("ms a call, means of %d calls:\n%s", calls, sb.String())
 		})
 	}
+}
+
+// optForm returns base with the options of branch arng7 that opt names
+// ("" none: main's path; "new": oneScan, fillOnce and lazyTimes; "1scan",
+// "fill1", "lazy": one of them; "ahead": new and packAhead; "early":
+// ahead and pairsEarly) and chunks c, chunk 0 of 1/firstDiv.
+func optForm(base pipeForm, c, firstDiv int, opt string) pipeForm {
+	f := base
+	f.chunks, f.firstDiv = c, firstDiv
+	all := opt == "new" || opt == "ahead" || opt == "early"
+	f.oneScan, f.fillOnce, f.lazyTimes = all || opt == "1scan", all || opt == "fill1", all || opt == "lazy"
+	f.packAhead, f.pairsEarly = opt == "ahead" || opt == "early", opt == "early"
+	return f
 }

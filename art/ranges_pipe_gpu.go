@@ -41,11 +41,29 @@ type rangePipe struct {
 	chunkMin int // fewest queries a chunk: 0 rangeChunkMin (tests set fewer)
 	firstDiv int // chunk 0 holds 1/firstDiv of another chunk's queries (0 or 1: as many; benchmarks compare)
 
+	// Options of branch arng7, measured by no device yet (false: main's
+	// path, as measured by the earlier branches). BENCHMARKS.md and
+	// /work/wt/_results/arng7/NEXT.md say what would adopt each.
+	oneScan   bool // a chunk's counts scanned as one array (countsLayout: one memset and one kernel, not three of each)
+	fillOnce  bool // the key offsets the host writes filled in one job across the chunks (fillKeyFills), not chunk by chunk
+	lazyTimes bool // LastBatch's phases read from the events when LastBatch asks (finishLazy), not inside the call
+	// packAhead packs chunk k+1 on the workers while the caller's
+	// goroutine queues and delivers chunk k (runAhead), not one after the
+	// other (run).
+	packAhead bool
+	// pairsEarly (with packAhead; ignored without) queues a chunk's
+	// pairs behind its walk (queuePairs), into keys of keySlot bytes an
+	// answer slot (keySlotMin at first, grown when a chunk's keys did not
+	// fit).
+	pairsEarly bool
+	keySlot    int
+
 	names   [][numPipeBufs]string // chunk k's buffers' pool names (pipeBufs with ".k")
 	walkAt  []*gpu.Event          // chunk k's walk queued (on s)
 	walked  []*gpu.Event          // chunk k's totals read back (on s)
 	pairsAt []*gpu.Event          // chunk k's pairs queued (on s)
 	paired  []*gpu.Event          // chunk k's pairs written (on s)
+	fetched []*gpu.Event          // chunk k's downloads done (on out; made and recorded only when the engine is traced: fetchedEvent)
 	done    *gpu.Event            // the last download (on out)
 
 	// tot holds totWords words a chunk, a_totals' copy of chunk k's
@@ -53,6 +71,24 @@ type rangePipe struct {
 	// kernel's stores reach it without the copy engine, where a readback
 	// would queue behind the earlier chunks' downloads.
 	tot *gpu.MappedBuffer[uint64]
+}
+
+// pipeForm is a rangePipe's settings, apart from its events and buffers.
+type pipeForm struct {
+	chunks, chunkMin, firstDiv                          int
+	oneScan, fillOnce, lazyTimes, packAhead, pairsEarly bool
+}
+
+// form returns p's settings (tests and benchmarks restore them with
+// setForm).
+func (p *rangePipe) form() pipeForm {
+	return pipeForm{p.chunks, p.chunkMin, p.firstDiv, p.oneScan, p.fillOnce, p.lazyTimes, p.packAhead, p.pairsEarly}
+}
+
+// setForm sets p's settings to f.
+func (p *rangePipe) setForm(f pipeForm) {
+	p.chunks, p.chunkMin, p.firstDiv = f.chunks, f.chunkMin, f.firstDiv
+	p.oneScan, p.fillOnce, p.lazyTimes, p.packAhead, p.pairsEarly = f.oneScan, f.fillOnce, f.lazyTimes, f.packAhead, f.pairsEarly
 }
 
 // totWords is the words a_totals writes: the low and high halves of four
@@ -69,11 +105,18 @@ func (p *rangePipe) totals(d *gpu.Device, c int) error {
 }
 
 // chunkTotals returns chunk k's pairs, key bytes and squared key lengths
-// from the mapped totals; its walked event must have fired. Cost: O(1).
-func (p *rangePipe) chunkTotals(k int) (pairs, keyBytes int, sq uint64) {
+// from the mapped totals; its walked event must have fired. With oneScan
+// the chunk's counts were scanned as one array (countsLayout): a_totals
+// copied the running sums N, N+B and N+B+S, and the totals are their
+// differences (modulo 2^64, as the scans' sums are). Cost: O(1).
+func (p *rangePipe) chunkTotals(k int, oneScan bool) (pairs, keyBytes int, sq uint64) {
 	w := p.tot.Slice()[totWords*k : totWords*(k+1)]
 	word := func(i int) uint64 { return atomic.LoadUint64(&w[2*i]) | atomic.LoadUint64(&w[2*i+1])<<32 }
-	return int(word(0)), int(word(1)), word(2)
+	n, b, s := word(0), word(1), word(2)
+	if oneScan {
+		b, s = b-n, s-b
+	}
+	return int(n), int(b), s
 }
 
 // count returns the chunks of a pipelined call of Q queries of at most
@@ -105,6 +148,19 @@ func (p *rangePipe) bound(Q, C, k int) int {
 	// Weights: 1 for chunk 0, d for each other; chunk k starts after
 	// 1 + (k-1)*d of the C*d-d+1.
 	return int(int64(Q) * int64(1+(k-1)*d) / int64(C*d-d+1))
+}
+
+// fetchedEvent returns chunk k's fetched event, made on first use
+// (traced calls only). Cost: a cuEventCreate the first time.
+func (p *rangePipe) fetchedEvent(d *gpu.Device, k int) (*gpu.Event, error) {
+	for len(p.fetched) <= k {
+		e, err := d.NewEvent()
+		if err != nil {
+			return nil, err
+		}
+		p.fetched = append(p.fetched, e)
+	}
+	return p.fetched[k], nil
 }
 
 // events makes sure the pipe has the events and buffer names of c
@@ -184,12 +240,12 @@ func spanUnion(spans [][2]time.Duration) time.Duration {
 // cuEventDestroy each and a cuMemFreeHost.
 func (p *rangePipe) close() error {
 	var err error
-	for _, e := range slices.Concat(p.walkAt, p.walked, p.pairsAt, p.paired, []*gpu.Event{p.done}) {
+	for _, e := range slices.Concat(p.walkAt, p.walked, p.pairsAt, p.paired, p.fetched, []*gpu.Event{p.done}) {
 		if e != nil {
 			err = errors.Join(err, e.Close())
 		}
 	}
-	p.walkAt, p.walked, p.pairsAt, p.paired, p.done, p.names = nil, nil, nil, nil, nil, nil
+	p.walkAt, p.walked, p.pairsAt, p.paired, p.fetched, p.done, p.names = nil, nil, nil, nil, nil, nil, nil
 	err = errors.Join(err, p.tot.Free())
 	p.tot = nil
 	return err
@@ -202,6 +258,7 @@ const (
 	bCnt
 	bBytes
 	bSq
+	bCounts
 	bQout
 	bOkeys
 	bOoffs
@@ -213,4 +270,4 @@ const (
 
 // pipeBufs are the pool names of a chunk's buffers, by index; chunk k's
 // have ".k" appended.
-var pipeBufs = [numPipeBufs]string{"q.slots", "q.ccnt", "q.cnt", "q.bytes", "q.sq", "q.qout", "q.okeys", "q.ooffs", "q.ovals", "q.in", "host.q"}
+var pipeBufs = [numPipeBufs]string{"q.slots", "q.ccnt", "q.cnt", "q.bytes", "q.sq", "q.counts", "q.qout", "q.okeys", "q.ooffs", "q.ovals", "q.in", "host.q"}

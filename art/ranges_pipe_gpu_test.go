@@ -59,9 +59,7 @@ func TestGPURangesPiped(t *testing.T) {
 			}
 		}
 		g := gt.eng.(*gpuEngine)
-		defer func(p rangePipe) {
-			g.pipe.chunks, g.pipe.chunkMin, g.pipe.firstDiv = p.chunks, p.chunkMin, p.firstDiv
-		}(g.pipe)
+		defer g.pipe.setForm(g.pipe.form())
 		g.pipe.chunkMin = 50
 		const Q = 1001
 		random := func() ([]Query, [][]byte) {
@@ -109,12 +107,13 @@ func TestGPURangesPiped(t *testing.T) {
 		qs[700].Lo, ps[700] = make([]byte, MaxKeyLen+1), make([]byte, MaxKeyLen+1)
 		for _, op := range ops {
 			_, werr := op.f(ct, nil, qs, ps, 16)
-			for _, chunks := range []int{1, 4} {
-				g.pipe.chunks = chunks
+			for _, chunks := range []int{1, 4, -4} { // -4: 4 chunks packed ahead, pairs early
+				g.pipe.chunks, g.pipe.packAhead, g.pipe.pairsEarly = max(chunks, -chunks), chunks < 0, chunks < 0
 				if _, err := op.f(gt, reused, qs, ps, 16); err == nil || werr == nil || err.Error() != werr.Error() {
 					t.Fatalf("%s, %s, %d chunks, a bound too long: %v, want %v", tc.name, op.name, chunks, err, werr)
 				}
 			}
+			g.pipe.packAhead, g.pipe.pairsEarly = false, false
 		}
 		for _, b := range batches {
 			qs, ps := b.make()
@@ -124,12 +123,28 @@ func TestGPURangesPiped(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					for _, chunks := range []int{1, 2, 3, 4, 7} {
+					// Main's path in 1 to 7 chunks, and the options of
+					// branch arng7: one scan a chunk, one fill job, each
+					// chunk packed beside the last one's driver calls,
+					// early pairs (which start from the least key room
+					// each time, so that chunks of longer keys run their
+					// pairs again).
+					for _, f := range []struct {
+						chunks                                   int
+						oneScan, fillOnce, packAhead, pairsEarly bool
+					}{{1, false, false, false, false}, {2, false, false, false, false}, {3, false, false, false, false},
+						{4, false, false, false, false}, {7, false, false, false, false}, {3, true, false, false, false}, {7, true, true, false, false},
+						{2, false, false, true, false}, {3, true, false, true, false}, {7, false, false, true, false},
+						{2, false, false, true, true}, {3, true, true, true, true}, {7, false, false, true, true}} {
+						chunks := f.chunks
 						// Chunk 0 as large as the others, half, a third.
 						g.pipe.chunks, g.pipe.firstDiv = chunks, 1+chunks%3
+						g.pipe.oneScan, g.pipe.fillOnce, g.pipe.packAhead, g.pipe.pairsEarly = f.oneScan, f.fillOnce, f.packAhead, f.pairsEarly
+						g.pipe.keySlot = 0
 						fresh := gt.NewResult()
 						for _, into := range []*Result{fresh, reused} {
-							name := fmt.Sprintf("%s, %s, %s, limit %d, %d chunks, reused %v", tc.name, b.name, op.name, limit, chunks, into == reused)
+							name := fmt.Sprintf("%s, %s, %s, limit %d, %d chunks (one scan %v, fill once %v, pack ahead %v, pairs early %v), reused %v",
+								tc.name, b.name, op.name, limit, chunks, f.oneScan, f.fillOnce, f.packAhead, f.pairsEarly, into == reused)
 							got, err := op.f(gt, into, qs, ps, limit)
 							if err != nil {
 								t.Fatalf("%s: %v", name, err)
@@ -241,6 +256,47 @@ func TestSpanUnion(t *testing.T) {
 	}
 }
 
+// TestFillKeyFills checks the key offsets of a pipelined call's chunks of
+// one key length written in one job: each fill's pairs get its base plus
+// i times its key length, across parts that cut fills anywhere, with
+// empty fills and gaps (chunks of mixed lengths) left alone.
+func TestFillKeyFills(t *testing.T) {
+	const gap = ^uint32(0)
+	for _, c := range []struct {
+		name  string
+		fills []keyFill
+	}{
+		{"none", nil},
+		{"one small", []keyFill{{0, 5, 0, 16}}},
+		{"three chunks of 16-byte keys", []keyFill{{0, 349525, 0, 16}, {349525, 349525, 349525 * 16, 16}, {699050, 349526, 699050 * 16, 16}}},
+		{"empty and mixed chunks between", []keyFill{{0, 0, 0, 8}, {10, keyFillGrain + 3, 100, 8}, {10 + keyFillGrain + 3, 0, 7, 3},
+			{keyFillGrain + 20, 2*keyFillGrain - 1, 4000000, 1}, {3*keyFillGrain + 30, 77, 9, 0}}},
+	} {
+		n := 0
+		for _, f := range c.fills {
+			n = max(n, f.at+f.n+5)
+		}
+		offs := make([]uint32, n)
+		for i := range offs {
+			offs[i] = gap
+		}
+		want := slices.Clone(offs)
+		for _, f := range c.fills {
+			for i := range f.n {
+				want[f.at+i] = f.base + uint32(i*f.keyLen)
+			}
+		}
+		fillKeyFills(offs, c.fills)
+		if !slices.Equal(offs, want) {
+			for i := range offs {
+				if offs[i] != want[i] {
+					t.Fatalf("%s: offs[%d] = %d, want %d", c.name, i, offs[i], want[i])
+				}
+			}
+		}
+	}
+}
+
 // TestFillKeyOffsetsFrom checks a chunk's key offsets written on the
 // host: base plus i times the key length, for sizes around the parallel
 // pass's parts.
@@ -252,6 +308,83 @@ func TestFillKeyOffsetsFrom(t *testing.T) {
 			if o != 777+16*uint32(i) {
 				t.Fatalf("n %d: offs[%d] = %d, want %d", n, i, o, 777+16*i)
 			}
+		}
+	}
+}
+
+// TestGPUPipedTimings checks LastBatch after a pipelined call whose
+// phases are read from the events only when LastBatch asks (lazyTimes:
+// finishLazy): the call's op, queries, total and kernels' time, the same
+// fields as the timings read inside the call (main's path); and after a
+// later batch, that batch's timings, not the pipelined call's.
+func TestGPUPipedTimings(t *testing.T) {
+	dev := gputest.Device(t)
+	r := rand.New(rand.NewPCG(7, 22))
+	gt, _ := openTwins(t, dev)
+	keys, vals := make([][]byte, 30000), make([]uint64, 30000)
+	for i := range keys {
+		keys[i], vals[i] = randomBytes(r, 16, 16, nil), uint64(i)
+	}
+	if err := gt.Build(keys, vals); err != nil {
+		t.Fatal(err)
+	}
+	g := gt.eng.(*gpuEngine)
+	defer g.pipe.setForm(g.pipe.form())
+	g.pipe.chunks, g.pipe.chunkMin = 3, 50
+	const Q = 2000
+	qs := make([]Query, Q)
+	for i := range qs {
+		qs[i] = Query{Lo: keys[r.IntN(len(keys))]}
+	}
+	res := gt.NewResult()
+	defer res.Free()
+	for _, lazy := range []bool{true, false} {
+		g.pipe.lazyTimes = lazy
+		if _, err := gt.RangesInto(res, qs, 16); err != nil {
+			t.Fatal(err)
+		}
+		tm := gt.LastBatch()
+		if tm.Op != "ranges" || tm.Items != Q || tm.Total <= 0 || tm.Work <= 0 || tm.Work > tm.Total {
+			t.Fatalf("lazy %v: LastBatch after a pipelined call: %v (work %v), want op ranges, %d items, 0 < work <= total", lazy, tm, tm.Work, Q)
+		}
+		if again := gt.LastBatch(); again != tm {
+			t.Fatalf("lazy %v: LastBatch read twice: %v, then %v", lazy, tm, again)
+		}
+	}
+	g.pipe.lazyTimes = true
+	if _, err := gt.RangesInto(res, qs, 16); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := gt.Get(keys[:100]); err != nil {
+		t.Fatal(err)
+	}
+	if tm := gt.LastBatch(); tm.Op == "ranges" {
+		t.Fatalf("LastBatch after a lookup that followed a pipelined call: %v, want the lookup's", tm)
+	}
+}
+
+// TestRangePipeOptions checks the options EnvRangeOptions turns on: each
+// name its field, spaces and empty names ignored, an unknown name an
+// error.
+func TestRangePipeOptions(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		want pipeForm
+		bad  bool
+	}{
+		{"", pipeForm{}, false},
+		{"oneScan", pipeForm{oneScan: true}, false},
+		{" fillOnce, lazyTimes ,", pipeForm{fillOnce: true, lazyTimes: true}, false},
+		{"oneScan,fillOnce,lazyTimes,packAhead,pairsEarly", pipeForm{oneScan: true, fillOnce: true, lazyTimes: true, packAhead: true, pairsEarly: true}, false},
+		{"onescan", pipeForm{}, true},
+	} {
+		var p rangePipe
+		err := p.setOptions(c.s)
+		if (err != nil) != c.bad {
+			t.Fatalf("setOptions(%q): error %v, want error %v", c.s, err, c.bad)
+		}
+		if !c.bad && p.form() != c.want {
+			t.Errorf("setOptions(%q) = %+v, want %+v", c.s, p.form(), c.want)
 		}
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // A pipelined call (rangesPiped) cuts a batch of bounded range or prefix
@@ -39,13 +41,35 @@ func (g *gpuEngine) pipes(into *Result, Q, limit int) bool {
 }
 
 // pipeChunk is one chunk of a pipelined call on the device: its queries
-// [a, b) and its buffers.
+// [a, b) and its buffers. The walk's pair counts, key bytes and squared
+// key lengths of the chunk's n queries lie in one buffer, counts, as
+// cnt | byt | sq, n+1 words each (entry n zero: the walk writes it), so
+// that one exclusive scan of the 3(n+1) words gives all three
+// (countsLayout).
 type pipeChunk struct {
-	a, b                int
-	slots, cnt, byt, sq *gpu.Buffer[uint64]
-	ccnt                *gpu.Buffer[uint32]
-	qout                *gpu.Buffer[uint64]
+	a, b                        int
+	slots, counts, cnt, byt, sq *gpu.Buffer[uint64]
+	ccnt                        *gpu.Buffer[uint32]
+	qout                        *gpu.Buffer[uint64]
+
+	// The answer buffers aq_pairs writes: okeys holds kcap bytes; early:
+	// queued with the walk (queuePairs), not at delivery.
+	okeys *gpu.Buffer[uint8]
+	ovals *gpu.Buffer[uint64]
+	ooffs *gpu.Buffer[uint32]
+	kcap  int
+	early bool
 }
+
+// countsLayout: one exclusive scan X of a chunk's counts buffer, cnt |
+// byt | sq of n+1 words each with entry n zero, leaves X[q] = the pairs
+// before query q (cnt's own scan, X[n] = N, the chunk's pairs), X[n+1+q]
+// = N + the key bytes before query q (X[2n+1] = N+B) and X[2n+2+q] = N+B
+// + the squared lengths before q (X[3n+2] = N+B+S). So aq_pairs takes
+// byt's view as its key offsets with the key bytes' buffer and the key
+// base moved back by N (rangesPiped's deliver), and a_totals copies
+// N, N+B and N+B+S, which chunkTotals differences: the same answers as
+// three scans, in one memset and one kernel where they took three each.
 
 // rangesPiped answers bt (bounded ranges or prefix scans, limit > 0) into
 // the pinned Result into in chunks (the comment above). The Result's
@@ -58,7 +82,7 @@ type pipeChunk struct {
 func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int32) (res *Result, err error) {
 	Q := bt.n
 	defer g.syncOnError(&err)
-	call := &pipedCall{g: g, res: into, Q: Q, limit: limit}
+	call := &pipedCall{g: g, res: into, Q: Q, limit: limit, oneScan: g.pipe.oneScan}
 	if call.chunks, err = g.chunkedCall(Q, limit); err != nil {
 		return nil, err
 	}
@@ -69,7 +93,12 @@ func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int3
 	if err := into.pinRangeArrays(Q, Q*limit); err != nil {
 		return nil, err
 	}
-	if err := call.run(bt, dsc); err != nil {
+	g.step("chunks taken")
+	run := call.run
+	if g.pipe.packAhead {
+		run = call.runAhead
+	}
+	if err := run(bt, dsc); err != nil {
 		return nil, err
 	}
 	return call.finish()
@@ -87,7 +116,7 @@ func (g *gpuEngine) chunkedCall(Q, limit int) ([]pipeChunk, error) {
 	if err := g.setDesc(g.t, nil); err != nil {
 		return nil, err
 	}
-	return g.takeRangeChunks(Q, C, limit)
+	return g.takeRangeChunks(Q, C, limit, g.pipe.oneScan)
 }
 
 // syncOnError waits, when *err is set, for everything queued on the
@@ -103,15 +132,19 @@ func (g *gpuEngine) syncOnError(err *error) {
 // chunk's device buffers (candidate slots for limit answers a query, the
 // counts, byte counts, scans and query offsets) from the pool, reserved at
 // once.
-func (g *gpuEngine) takeRangeChunks(Q, C, limit int) ([]pipeChunk, error) {
+func (g *gpuEngine) takeRangeChunks(Q, C, limit int, oneScan bool) ([]pipeChunk, error) {
 	chunks := make([]pipeChunk, C)
 	var needs []gpu.Need
 	for k := range chunks {
 		a, b := g.pipe.bound(Q, C, k), g.pipe.bound(Q, C, k+1)
 		n, nm := b-a, &g.pipe.names[k]
 		chunks[k] = pipeChunk{a: a, b: b}
-		needs = append(needs, gpu.NeedOf[uint64](nm[bSlots], n*limit), gpu.NeedOf[uint32](nm[bCcnt], n), gpu.NeedOf[uint64](nm[bCnt], n+1),
-			gpu.NeedOf[uint64](nm[bBytes], n+1), gpu.NeedOf[uint64](nm[bSq], n+1), gpu.NeedOf[uint64](nm[bQout], n))
+		needs = append(needs, gpu.NeedOf[uint64](nm[bSlots], n*limit), gpu.NeedOf[uint32](nm[bCcnt], n), gpu.NeedOf[uint64](nm[bQout], n))
+		if oneScan {
+			needs = append(needs, gpu.NeedOf[uint64](nm[bCounts], 3*(n+1)))
+		} else {
+			needs = append(needs, gpu.NeedOf[uint64](nm[bCnt], n+1), gpu.NeedOf[uint64](nm[bBytes], n+1), gpu.NeedOf[uint64](nm[bSq], n+1))
+		}
 	}
 	if err := g.pool.Reserve(needs...); err != nil {
 		return nil, err
@@ -120,8 +153,14 @@ func (g *gpuEngine) takeRangeChunks(Q, C, limit int) ([]pipeChunk, error) {
 		c, nm := &chunks[k], &g.pipe.names[k]
 		n := c.b - c.a
 		c.slots, c.ccnt = gpu.Take[uint64](g.pool, nm[bSlots], n*limit), gpu.Take[uint32](g.pool, nm[bCcnt], n)
-		c.cnt, c.byt = gpu.Take[uint64](g.pool, nm[bCnt], n+1), gpu.Take[uint64](g.pool, nm[bBytes], n+1)
-		c.sq, c.qout = gpu.Take[uint64](g.pool, nm[bSq], n+1), gpu.Take[uint64](g.pool, nm[bQout], n)
+		c.qout = gpu.Take[uint64](g.pool, nm[bQout], n)
+		if oneScan {
+			c.counts = gpu.Take[uint64](g.pool, nm[bCounts], 3*(n+1))
+			c.cnt, c.byt, c.sq = gpu.View[uint64](c.counts, 0, n+1), gpu.View[uint64](c.counts, 8*(n+1), n+1), gpu.View[uint64](c.counts, 16*(n+1), n+1)
+		} else {
+			c.cnt, c.byt = gpu.Take[uint64](g.pool, nm[bCnt], n+1), gpu.Take[uint64](g.pool, nm[bBytes], n+1)
+			c.sq = gpu.Take[uint64](g.pool, nm[bSq], n+1)
+		}
 	}
 	return chunks, nil
 }
@@ -152,6 +191,7 @@ type pipedCall struct {
 	Q, limit int
 
 	queued          bool      // downloads queued on out
+	oneScan         bool      // each chunk's counts scanned as one array (countsLayout; rangePipe.oneScan)
 	pairs, keyBytes int       // the chunks' before the next one delivered
 	fills           []keyFill // the key offsets the host writes
 }
@@ -189,7 +229,7 @@ func (p *pipedCall) run(bt queryBatch, dsc int32) error {
 				return fmt.Errorf("chunk %d: %w", next, err)
 			}
 		}
-		if err := g.queueRangeChunk(&p.chunks[k], k, pc, p.limit, dsc); err != nil {
+		if err := g.queueRangeChunk(&p.chunks[k], k, pc, p.limit, dsc, p.oneScan); err != nil {
 			return err
 		}
 		for ; next < k; next++ {
@@ -210,57 +250,155 @@ func (p *pipedCall) run(bt queryBatch, dsc int32) error {
 	return nil
 }
 
+// runAhead is run with each chunk's packing beside the driver calls: the
+// workers pack chunk k+1 (on a goroutine of its own, the pool's caller)
+// while this goroutine queues chunk k's upload and walk, waits for its
+// totals and delivers it, so that a chunk's host time is the longer of
+// its packing and its queueing and delivery, not their sum, and chunk 0's
+// downloads start once its walk and pairs are done. The pool's buffers
+// are taken under a lock both hold (gpu.Pool is not safe for concurrent
+// use). A failed packing is returned once the chunk before it is queued;
+// no goroutine outlives the call.
+func (p *pipedCall) runAhead(bt queryBatch, dsc int32) (err error) {
+	g := p.g
+	var mu sync.Mutex // g.pool, between the packer and this goroutine
+	type packed struct {
+		pc  packedChunk
+		err error
+	}
+	pack := func(k int) packed {
+		pc, err := g.packChunkWith(&p.chunks[k], k, bt, func(m int) ([]byte, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return gpu.Host[byte](g.pool, g.pipe.names[k][bHostQ], m)
+		})
+		return packed{pc, err}
+	}
+	var next chan packed // the packing in flight, if any
+	defer func() {
+		if next != nil {
+			<-next
+		}
+	}()
+	cur := pack(0)
+	for k := range p.chunks {
+		if be := asBoundErr(cur.err, p.chunks[k].a); be != nil {
+			return be
+		}
+		if cur.err != nil {
+			return cur.err
+		}
+		if k+1 < len(p.chunks) {
+			next = make(chan packed, 1)
+			go func(k int, ch chan<- packed) { ch <- pack(k) }(k+1, next)
+		}
+		mu.Lock()
+		err := g.queueRangeChunk(&p.chunks[k], k, cur.pc, p.limit, dsc, p.oneScan)
+		if err == nil && g.pipe.pairsEarly {
+			err = p.queuePairs(k)
+		}
+		mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if k == 0 {
+			g.clock.Mark(g.s, engine.MarkUploaded)
+			g.clock.Mark(g.s, engine.MarkSorted)
+		}
+		if err := p.deliverLocked(k, &mu); err != nil {
+			return fmt.Errorf("chunk %d: %w", k, err)
+		}
+		if next != nil {
+			cur, next = <-next, nil
+		}
+	}
+	return nil
+}
+
+// deliverLocked is deliver with the wait for chunk k's totals outside mu
+// and the rest inside (runAhead).
+func (p *pipedCall) deliverLocked(k int, mu *sync.Mutex) error {
+	if err := p.g.pipe.walked[k].Synchronize(); err != nil {
+		return err
+	}
+	p.g.trace.Synced()
+	mu.Lock()
+	defer mu.Unlock()
+	return p.deliverWalked(k)
+}
+
 // deliver waits for chunk k's totals, makes room for its keys in the
 // Result, queues its pairs kernel on in and its answers' downloads on out
 // (after the pairs), and counts its pairs and key bytes.
 func (p *pipedCall) deliver(k int) error {
-	g, res, c := p.g, p.res, &p.chunks[k]
-	if err := g.pipe.walked[k].Synchronize(); err != nil {
+	if err := p.g.pipe.walked[k].Synchronize(); err != nil {
 		return err
 	}
-	g.trace.Synced()
-	n, nb, sq := g.pipe.chunkTotals(k)
+	p.g.trace.Synced()
+	return p.deliverWalked(k)
+}
+
+// deliverWalked is deliver once chunk k's walked event has fired: unless
+// its pairs were queued with its walk (queuePairs), it takes the chunk's
+// answer buffers and queues aq_pairs on in; then the downloads on out,
+// after the pairs.
+func (p *pipedCall) deliverWalked(k int) error {
+	g, res, c := p.g, p.res, &p.chunks[k]
+	n, nb, sq := g.pipe.chunkTotals(k, p.oneScan)
 	if err := p.keyRoom(c, nb); err != nil {
 		return err
 	}
 	// Every key of the chunk has one length (keyLen >= 0): the host
-	// writes its key offsets, aq_pairs does not (ooffs null).
+	// writes its key offsets, aq_pairs need not (ooffs null).
 	keyLen := sameKeyLen(uint64(n), uint64(nb), sq)
 	nm := &g.pipe.names[k]
-	needs := []gpu.Need{gpu.NeedOf[uint8](nm[bOkeys], nb), gpu.NeedOf[uint64](nm[bOvals], n)}
-	if keyLen < 0 {
-		needs = append(needs, gpu.NeedOf[uint32](nm[bOoffs], n))
+	switch {
+	case c.early && nb > c.kcap: // the keys did not fit the room queuePairs guessed: the pairs again, with room
+		g.pipe.keySlot = max(g.pipe.keySlot, (nb+nb/8)/max(1, (c.b-c.a)*p.limit)+1)
+		if err := g.pool.Reserve(gpu.NeedOf[uint8](nm[bOkeys], nb)); err != nil {
+			return err
+		}
+		c.okeys, c.kcap = gpu.Take[uint8](g.pool, nm[bOkeys], nb), nb
+		if err := p.launchPairs(k, g.s, true); err != nil {
+			return err
+		}
+	case !c.early:
+		needs := []gpu.Need{gpu.NeedOf[uint8](nm[bOkeys], nb), gpu.NeedOf[uint64](nm[bOvals], n)}
+		if keyLen < 0 {
+			needs = append(needs, gpu.NeedOf[uint32](nm[bOoffs], n))
+		}
+		if err := g.pool.Reserve(needs...); err != nil {
+			return err
+		}
+		c.okeys, c.ovals, c.kcap = gpu.Take[uint8](g.pool, nm[bOkeys], nb), gpu.Take[uint64](g.pool, nm[bOvals], n), nb
+		if keyLen < 0 {
+			c.ooffs = gpu.Take[uint32](g.pool, nm[bOoffs], n)
+		}
+		if err := p.launchPairs(k, g.in, keyLen < 0); err != nil {
+			return err
+		}
 	}
-	if err := g.pool.Reserve(needs...); err != nil {
-		return err
-	}
-	okeys, ovals := gpu.Take[uint8](g.pool, nm[bOkeys], nb), gpu.Take[uint64](g.pool, nm[bOvals], n)
-	var ooffs *gpu.Buffer[uint32]
-	var ooffsArg any = nullPtr
-	if keyLen < 0 {
-		ooffs = gpu.Take[uint32](g.pool, nm[bOoffs], n)
-		ooffsArg = ooffs
-	}
-	Qk := c.b - c.a
-	if err := g.pipe.pairsAt[k].Record(g.in); err != nil {
-		return err
-	}
-	if err := g.launchOn(g.in, g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt, okeys, ooffsArg, ovals,
-		uint64(p.pairs), uint64(p.keyBytes), c.qout); err != nil {
-		return fmt.Errorf("pairs: %w", err)
-	}
-	if err := firstErr(g.pipe.paired[k].Record(g.in), g.out.Wait(g.pipe.paired[k])); err != nil {
+	if err := g.out.Wait(g.pipe.paired[k]); err != nil {
 		return err
 	}
 	p.queued = true
 	pairs, keyBytes := p.pairs, p.keyBytes
 	err := errors.Join(c.qout.Read(g.out, 0, offsetWords(res.Offsets[c.a+1:c.b+1])),
-		okeys.Read(g.out, 0, res.Keys.Data[keyBytes:keyBytes+nb]))
+		c.okeys.Read(g.out, 0, res.Keys.Data[keyBytes:keyBytes+nb]))
 	if keyLen < 0 {
-		err = errors.Join(err, ooffs.Read(g.out, 0, res.Keys.Offs[pairs:pairs+n]))
+		err = errors.Join(err, c.ooffs.Read(g.out, 0, res.Keys.Offs[pairs:pairs+n]))
 	}
-	if err = errors.Join(err, ovals.Read(g.out, 0, res.Values[pairs:pairs+n])); err != nil {
+	if err = errors.Join(err, c.ovals.Read(g.out, 0, res.Values[pairs:pairs+n])); err != nil {
 		return err
+	}
+	if g.trace != nil {
+		e, err := g.pipe.fetchedEvent(g.dev, k)
+		if err != nil {
+			return err
+		}
+		if err := e.Record(g.out); err != nil {
+			return err
+		}
 	}
 	if keyLen >= 0 {
 		p.fills = append(p.fills, keyFill{pairs, n, uint32(keyBytes), keyLen})
@@ -268,6 +406,62 @@ func (p *pipedCall) deliver(k int) error {
 	g.stepN("chunk %d delivered", k)
 	p.pairs, p.keyBytes = pairs+n, keyBytes+nb
 	return nil
+}
+
+// queuePairs queues chunk k's aq_pairs on s right behind its walk and
+// totals (rangePipe.pairsEarly, in runAhead, where every chunk before k is
+// delivered, so its pairs and key bytes are known): into buffers for
+// every answer slot (values, key offsets, always written) and keys of
+// rangePipe.keySlot bytes a slot, the key bytes a guess that deliver
+// checks against the chunk's totals (aq_pairs copies no key past kcap;
+// when they do not fit it runs the pairs again with room). The host then
+// only waits for the totals, sizes the Result and queues the downloads,
+// while the device writes the pairs. Cost: the reservations (growths
+// synchronize s) and one kernel.
+func (p *pipedCall) queuePairs(k int) error {
+	g, c, nm := p.g, &p.chunks[k], &p.g.pipe.names[k]
+	slots := (c.b - c.a) * p.limit
+	kcap := slots * max(g.pipe.keySlot, keySlotMin)
+	if err := g.pool.Reserve(gpu.NeedOf[uint8](nm[bOkeys], kcap), gpu.NeedOf[uint64](nm[bOvals], slots),
+		gpu.NeedOf[uint32](nm[bOoffs], slots)); err != nil {
+		return err
+	}
+	c.okeys, c.kcap, c.early = gpu.Take[uint8](g.pool, nm[bOkeys], kcap), kcap, true
+	c.ovals, c.ooffs = gpu.Take[uint64](g.pool, nm[bOvals], slots), gpu.Take[uint32](g.pool, nm[bOoffs], slots)
+	return p.launchPairs(k, g.s, true)
+}
+
+// keySlotMin is the key bytes an answer slot queuePairs reserves at least:
+// every key of 16 bytes or less fits.
+const keySlotMin = 16
+
+// launchPairs queues chunk k's aq_pairs on stream s into the chunk's
+// answer buffers (its key offsets written when offs), between its
+// pairsAt and paired events, after the pairs and key bytes of the chunks
+// delivered before it: aq_pairs_cap with oneScan or early pairs, main's
+// aq_pairs otherwise.
+func (p *pipedCall) launchPairs(k int, s *gpu.Stream, offs bool) error {
+	g, c := p.g, &p.chunks[k]
+	var ooffs any = nullPtr
+	if offs {
+		ooffs = c.ooffs
+	}
+	Qk := c.b - c.a
+	if err := g.pipe.pairsAt[k].Record(s); err != nil {
+		return err
+	}
+	var err error
+	if p.oneScan || c.early { // aq_pairs_cap: boff[0] taken off, no key past kcap
+		err = g.launchOn(s, g.k.qPairsCap, Qk*warpSize, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt, c.okeys, ooffs, c.ovals,
+			uint64(p.pairs), uint64(p.keyBytes), c.qout, uint64(c.kcap))
+	} else { // main's path
+		err = g.launchOn(s, g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt, c.okeys, ooffs, c.ovals,
+			uint64(p.pairs), uint64(p.keyBytes), c.qout)
+	}
+	if err != nil {
+		return fmt.Errorf("pairs: %w", err)
+	}
+	return g.pipe.paired[k].Record(s)
 }
 
 // keyRoom makes room in the Result's pinned keys for chunk c's nb bytes
@@ -301,8 +495,12 @@ func (p *pipedCall) keyRoom(c *pipeChunk, nb int) error {
 // the Result to the call's pairs and key bytes.
 func (p *pipedCall) finish() (*Result, error) {
 	g, res := p.g, p.res
-	for _, f := range p.fills {
-		fillKeyOffsetsFrom(res.Keys.Offs[f.at:f.at+f.n], f.base, f.keyLen)
+	if g.pipe.fillOnce {
+		fillKeyFills(res.Keys.Offs, p.fills)
+	} else {
+		for _, f := range p.fills {
+			fillKeyOffsetsFrom(res.Keys.Offs[f.at:f.at+f.n], f.base, f.keyLen)
+		}
 	}
 	g.step("key offsets written")
 	g.clock.Mark(g.s, engine.MarkWorked)
@@ -344,7 +542,12 @@ type packedChunk struct {
 // packChunk packs chunk k's queries of bt into its pinned buffer host.q.k
 // on the workers. Cost: bt's packing of the chunk.
 func (g *gpuEngine) packChunk(c *pipeChunk, k int, bt queryBatch) (packedChunk, error) {
-	p, h, err := bt.pack(c.a, c.b, g.workers, func(m int) ([]byte, error) { return gpu.Host[byte](g.pool, g.pipe.names[k][bHostQ], m) })
+	return g.packChunkWith(c, k, bt, func(m int) ([]byte, error) { return gpu.Host[byte](g.pool, g.pipe.names[k][bHostQ], m) })
+}
+
+// packChunkWith is packChunk with the pinned buffer from host.
+func (g *gpuEngine) packChunkWith(c *pipeChunk, k int, bt queryBatch, host func(m int) ([]byte, error)) (packedChunk, error) {
+	p, h, err := bt.pack(c.a, c.b, g.workers, host)
 	if err != nil {
 		return packedChunk{}, fmt.Errorf("chunk %d: packing: %w", k, err)
 	}
@@ -352,11 +555,13 @@ func (g *gpuEngine) packChunk(c *pipeChunk, k int, bt queryBatch) (packedChunk, 
 }
 
 // queueRangeChunk queues on s chunk k's upload (pc, into q.in.k), walk, the
-// scans of its counts and a_totals copying its totals (pairs, key bytes,
-// squared key lengths) into the pipe's mapped memory, then records the
-// chunk's walked event. Cost: one DMA, the walk, three scans and a
+// scans of its counts (oneScan: one scan of the three arrays,
+// countsLayout; else three) and a_totals copying its totals (pairs, key
+// bytes, squared key lengths; with oneScan their running sums) into the
+// pipe's mapped memory, then records the chunk's walked event. Cost: one
+// DMA, the walk, one scan (a memset and a kernel) or three, and a
 // one-thread kernel.
-func (g *gpuEngine) queueRangeChunk(c *pipeChunk, k int, pc packedChunk, limit int, dsc int32) error {
+func (g *gpuEngine) queueRangeChunk(c *pipeChunk, k int, pc packedChunk, limit int, dsc int32, oneScan bool) error {
 	n, p, end := c.b-c.a, pc.p, pc.p.l.end
 	in, err := gpu.Get[byte](g.pool, g.pipe.names[k][bIn], end)
 	if err != nil {
@@ -373,7 +578,11 @@ func (g *gpuEngine) queueRangeChunk(c *pipeChunk, k int, pc packedChunk, limit i
 	if err := g.walk(n, limit, dsc, nullPtr, lo, hi, hb, c.slots, c.ccnt, c.cnt, c.byt, c.sq); err != nil {
 		return fmt.Errorf("chunk %d: walk: %w", k, err)
 	}
-	if err := g.scanCounts(n, c.cnt, c.byt, c.sq); err != nil {
+	scan := func() error { return prim.DevScanExclusive(g.pe, c.counts, c.counts, 3*(n+1)) }
+	if !oneScan {
+		scan = func() error { return g.scanCounts(n, c.cnt, c.byt, c.sq) }
+	}
+	if err := scan(); err != nil {
 		return fmt.Errorf("chunk %d: walk scans: %w", k, err)
 	}
 	if err := firstErr(g.launch(g.k.totals, 1, uint64(n), c.cnt, c.byt, c.sq, nullPtr, nullPtr, uint64(0), nullPtr, g.pipe.tot.PtrAt(totWords*k)),

@@ -3,10 +3,12 @@ package art
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/warpkv/warpkv/engine"
+	"github.com/warpkv/warpkv/gpu"
 )
 
 // BenchmarkGPURangeSteps times the device steps of the GPU engine's
@@ -63,8 +65,9 @@ func BenchmarkGPURangeSteps(b *testing.B) {
 // BenchmarkGPURangeTimeline is the timeline of whole ranges and prefix
 // calls into a pinned Result (64Ki ranges of 16 keys, 64Ki prefix scans of
 // 64, on the tree of benchPointTree: WARPKV_ART_BENCH_KEYS keys), in one
-// piece and pipelined in 2 to 4 chunks (rangesPiped; chunk 0 as large as
-// the others, or 1/2 or 1/4 of them: first=1:d), traced with an
+// piece and pipelined in 2 to 4 and 8 chunks (rangesPiped; chunk 0 as large as
+// the others, or 1/2 or 1/4 of them: first=1:d; ",new", ",ahead",
+// ",early": branch arng7's options, optForm), traced with an
 // engine.StepTrace: the host time before the engine's call starts
 // (Tree.query's bound checks, the locks: pre-ms), the engine's host time
 // from its start to the end of its drain (engine-ms), the host time after
@@ -75,14 +78,19 @@ func BenchmarkGPURangeSteps(b *testing.B) {
 func BenchmarkGPURangeTimeline(b *testing.B) {
 	t, g, ops := rangeBenchCalls(b)
 	for _, op := range ops {
-		for _, pc := range []struct{ chunks, firstDiv int }{{1, 1}, {2, 1}, {2, 2}, {2, 4}, {3, 1}, {3, 2}, {3, 4}, {4, 1},
-			{4, 2}, {4, 4}, {8, 1}} {
+		for _, pc := range []struct {
+			chunks, firstDiv int
+			form             string // branch arng7's options (optForm): "" none, "new", "ahead", "early"
+		}{{1, 1, ""}, {2, 1, ""}, {2, 2, ""}, {2, 4, ""}, {3, 1, ""}, {3, 2, ""}, {3, 4, ""}, {4, 1, ""},
+			{4, 2, ""}, {4, 4, ""}, {8, 1, ""}, {3, 1, "new"}, {8, 1, "new"}, {3, 1, "ahead"}, {3, 2, "ahead"}, {4, 2, "ahead"}, {8, 1, "ahead"},
+			{3, 1, "early"}, {3, 2, "early"}, {4, 2, "early"}, {8, 1, "early"}} {
 			name := fmt.Sprintf("%s/chunks=%d,first=1:%d", op.name, pc.chunks, pc.firstDiv)
+			if pc.form != "" {
+				name += "," + pc.form
+			}
 			b.Run(name, func(b *testing.B) {
-				defer func(p rangePipe) {
-					g.pipe.chunks, g.pipe.firstDiv = p.chunks, p.firstDiv
-				}(g.pipe)
-				g.pipe.chunks, g.pipe.firstDiv = pc.chunks, pc.firstDiv
+				defer g.pipe.setForm(g.pipe.form())
+				g.pipe.setForm(optForm(g.pipe.form(), pc.chunks, pc.firstDiv, pc.form))
 				r := tracedCall(b, t, g, op)
 				var err error
 				var preT, eng, post, call, dev time.Duration
@@ -117,10 +125,36 @@ func BenchmarkGPURangeTimeline(b *testing.B) {
 				b.ReportMetric(ms(eng), "engine-ms")
 				b.ReportMetric(ms(post), "post-ms")
 				b.ReportMetric(ms(dev), "device-ms")
-				b.Logf("last call (%d pairs, %d key bytes):\n%s", len(r.Values), len(r.Keys.Data), engine.FormatSteps(steps))
+				b.Logf("last call (%d pairs, %d key bytes):\n%s\n%s", len(r.Values), len(r.Keys.Data), engine.FormatSteps(steps),
+					pipeTimes(g, g.pipe.count(rangeBenchQueries, op.limit)))
 			})
 		}
 	}
+}
+
+// pipeTimes formats the device times of a drained pipelined call's
+// chunks (c of them, as traced: the downloads' ends recorded), ms from
+// chunk 0's walk queued: each chunk's walk queued and its totals
+// written (on s), its pairs (on in) and the end of its downloads (on
+// out), or "-" where an event did not time.
+func pipeTimes(g *gpuEngine, c int) string {
+	if c < 2 {
+		return "one piece: no chunk times"
+	}
+	var sb strings.Builder
+	sb.WriteString("chunk  walk  walked  pairs  paired  fetched (ms from chunk 0's walk)\n")
+	for k := range c {
+		fmt.Fprintf(&sb, "%5d", k)
+		for _, e := range []*gpu.Event{g.pipe.walkAt[k], g.pipe.walked[k], g.pipe.pairsAt[k], g.pipe.paired[k], g.pipe.fetched[k]} {
+			if d, err := gpu.Elapsed(g.pipe.walkAt[0], e); err == nil {
+				fmt.Fprintf(&sb, " %7.4f", d.Seconds()*1e3)
+			} else {
+				sb.WriteString("       -")
+			}
+		}
+		sb.WriteString("\n")
+	}
+	return sb.String()
 }
 
 // rangeBenchQueries is the queries of a call of rangeBenchCalls.
@@ -128,8 +162,9 @@ const rangeBenchQueries = 1 << 16
 
 // rangeBenchCall is a call of the range benchmarks: answer into r.
 type rangeBenchCall struct {
-	name string
-	into func(r *Result) (*Result, error)
+	name  string
+	limit int
+	into  func(r *Result) (*Result, error)
 }
 
 // rangeBenchCalls returns the tree of benchPointTree, its GPU engine and
@@ -144,8 +179,8 @@ func rangeBenchCalls(b *testing.B) (*Tree, *gpuEngine, []rangeBenchCall) {
 		pre[i] = slices[i][:2]
 	}
 	return t, t.eng.(*gpuEngine), []rangeBenchCall{
-		{"ranges16", func(r *Result) (*Result, error) { return t.RangesInto(r, qs, 16) }},
-		{"prefix64", func(r *Result) (*Result, error) { return t.PrefixInto(r, pre, 64) }},
+		{"ranges16", 16, func(r *Result) (*Result, error) { return t.RangesInto(r, qs, 16) }},
+		{"prefix64", 64, func(r *Result) (*Result, error) { return t.PrefixInto(r, pre, 64) }},
 	}
 }
 

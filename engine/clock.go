@@ -92,6 +92,10 @@ func (c *Clock) Timings(op string, items int) Timings {
 	}
 }
 
+// Since returns the host time since Start: Timings' Total now. Cost: one
+// time.Now.
+func (c *Clock) Since() time.Duration { return time.Since(c.t0) }
+
 // Close destroys a GPU clock's events. Cost: numMarks cuEventDestroy.
 func (c *Clock) Close() error {
 	var err error
