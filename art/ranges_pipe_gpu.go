@@ -16,14 +16,15 @@ import (
 // pipelined call when the engine's rangePipe does not say (chunks 0): a
 // call is cut into ceil(Q*limit/rangeChunkSlots) chunks, at least 2 and
 // at most rangeChunksMax (and each of at least chunkMin queries). On an
-// H200 at 100M keys (BENCHMARKS.md, 2026-11-29, branch arng3: 1 to 8
-// chunks interleaved over 5 rounds in one process, medians), 64Ki ranges
-// of 16 (1Mi slots) ran fastest in 3 chunks (0.747 ms a call; 4: 0.788
-// and 0.815, 6: 1.252, 8: 1.446) and 64Ki prefix scans of 64 (4Mi slots)
-// in 6 to 8 (2.290-2.300 ms; 4: 2.317 and 2.353, 3: 2.446): a chunk's
-// fixed steps cost more than its overlap gains below about 350Ki slots.
-// 384Ki slots gives those calls 3 and 8 chunks.
-const rangeChunkSlots = 384 << 10
+// H200 at 100M keys with defaultRangeOptions (BenchmarkGPURangeChunks,
+// 2026-11-29 19:38 UTC, 5 interleaved rounds, medians), 64Ki ranges of 16
+// (1Mi slots) ran in 0.622 ms a call in 4 chunks (every round 0.617-0.651),
+// 0.674 and 0.703 in 3, 0.730 in 2; 64Ki prefix scans of 64 (4Mi slots)
+// in 2.149 ms in 8 and 2.189 in 4. Without the options (branch arng3's
+// run) 3 chunks had been best for the ranges: pairs queued behind each
+// walk (pairsEarly) make a fourth chunk pay. 256Ki slots gives those
+// calls 4 and 8 chunks.
+const rangeChunkSlots = 256 << 10
 
 // rangeChunksMax is the most chunks of a pipelined call when the
 // engine's rangePipe does not say.
@@ -41,9 +42,9 @@ type rangePipe struct {
 	chunkMin int // fewest queries a chunk: 0 rangeChunkMin (tests set fewer)
 	firstDiv int // chunk 0 holds 1/firstDiv of another chunk's queries (0 or 1: as many; benchmarks compare)
 
-	// Options of branch arng7, measured by no device yet (false: main's
-	// path, as measured by the earlier branches). BENCHMARKS.md and
-	// /work/wt/_results/arng7/NEXT.md say what would adopt each.
+	// Options of the pipelined call (defaultRangeOptions turns all on;
+	// false: the path of branch arng3, which tests and benchmarks still
+	// compare).
 	oneScan   bool // a chunk's counts scanned as one array (countsLayout: one memset and one kernel, not three of each)
 	fillOnce  bool // the key offsets the host writes filled in one job across the chunks (fillKeyFills), not chunk by chunk
 	lazyTimes bool // LastBatch's phases read from the events when LastBatch asks (finishLazy), not inside the call

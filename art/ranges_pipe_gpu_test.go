@@ -190,8 +190,8 @@ func sameResult(t *testing.T, name string, got, want *Result) {
 // chunks' worth.
 func TestRangePipeCount(t *testing.T) {
 	for _, c := range []struct{ chunks, chunkMin, q, limit, want int }{
-		{0, 0, 1 << 16, 16, 3}, // 64Ki ranges of 16: 1Mi slots
-		{0, 0, 1 << 16, 64, 8}, // 64Ki prefix scans of 64: 4Mi slots, 11 capped
+		{0, 0, 1 << 16, 16, 4}, // 64Ki ranges of 16: 1Mi slots
+		{0, 0, 1 << 16, 64, 8}, // 64Ki prefix scans of 64: 4Mi slots, 16 capped
 		{0, 0, 1 << 16, 1, 2},  // few slots: still two chunks
 		{0, 0, 1 << 16, 0, 2},  // no limit counts as 1
 		{0, 0, 1 << 20, 64, 8}, // rangeChunksMax
@@ -364,8 +364,8 @@ func TestGPUPipedTimings(t *testing.T) {
 }
 
 // TestRangePipeOptions checks the options EnvRangeOptions turns on: each
-// name its field, spaces and empty names ignored, an unknown name an
-// error.
+// name its field and the others off, spaces, empty names and "none"
+// ignored, an unknown name an error.
 func TestRangePipeOptions(t *testing.T) {
 	for _, c := range []struct {
 		s    string
@@ -376,9 +376,11 @@ func TestRangePipeOptions(t *testing.T) {
 		{"oneScan", pipeForm{oneScan: true}, false},
 		{" fillOnce, lazyTimes ,", pipeForm{fillOnce: true, lazyTimes: true}, false},
 		{"oneScan,fillOnce,lazyTimes,packAhead,pairsEarly", pipeForm{oneScan: true, fillOnce: true, lazyTimes: true, packAhead: true, pairsEarly: true}, false},
+		{"none", pipeForm{}, false},
+		{defaultRangeOptions, pipeForm{oneScan: true, fillOnce: true, lazyTimes: true, packAhead: true, pairsEarly: true}, false},
 		{"onescan", pipeForm{}, true},
 	} {
-		var p rangePipe
+		p := rangePipe{oneScan: true, packAhead: true}
 		err := p.setOptions(c.s)
 		if (err != nil) != c.bad {
 			t.Fatalf("setOptions(%q): error %v, want error %v", c.s, err, c.bad)
