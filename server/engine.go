@@ -142,10 +142,10 @@ type Engine struct {
 	interval time.Duration
 	// inlineUpd: some shard's callers apply overdue updates (overdue.go)
 	inlineUpd bool
-	opts     Options
-	clock    func() int64
-	log      *slog.Logger
-	started  time.Time
+	opts      Options
+	clock     func() int64
+	log       *slog.Logger
+	started   time.Time
 
 	cas     atomic.Uint64 // the last CAS given out
 	flushMu sync.RWMutex
