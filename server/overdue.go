@@ -13,9 +13,8 @@ import "time"
 // runs, writers waiting for room in the pending table meanwhile
 // (pending_full_waits 11-36), and those runs served 8.0-8.6 M keys/s
 // against 9.9-10.7 in the runs with 128-351 rounds. Waking the scheduler
-// and yielding (the former --update-kick) did not help: a yield does not
-// run a goroutine that waits on a timer of another processor or sits in
-// another processor's run queue (3458 kicks a second, 31 rounds).
+// and yielding (the former --update-kick) did not help (3458 kicks a
+// second, 31 rounds).
 //
 // So the callers apply overdue updates themselves. At the end of each Do
 // (and when a write finds its pending-table stripe full), a caller that
@@ -28,6 +27,23 @@ import "time"
 // retirement of the locations dropped (shard.step's). The scheduler
 // goroutine still applies updates when no caller comes (idle periods), or
 // when the role was taken.
+//
+// Measured on the H200 (2026-11-29 20:17 UTC, BENCHMARKS.md "Overdue
+// updates applied by the callers") this changed nothing: the slow runs
+// stayed slow (29-35 rounds a second, 10.7-14.7 thousand jobs a round
+// against 1.5-8.5 thousand in the others) and callers ran 0-2 rounds a
+// second in them. By the code, the role was held whenever they looked
+// (updDue is set with the first queued update, at most 1 ms ahead, and the
+// kicks found it overdue 3458 times a second): the scheduler was in a
+// round, not waiting for its timer. Inferred from the code and a CPU
+// profile, not measured: a round costs about 1 µs of CPU a job, mostly completeUpdate and the unlinks (a lock
+// of s.mu per dropped item, itemstore locks the loops' allocations
+// contend for), so a round of 14 thousand jobs runs past the 10 ms after
+// which the runtime preempts a goroutine; preempted, the scheduler waits
+// with the role for a processor that the event loops seldom free, and the
+// next round is larger still. Rounds kept small (the callers' rounds, or
+// a cap on a round's jobs) or a completion cheaper per job would break
+// that loop; neither is built.
 //
 // Options.InlineUpdates says on which shards: "cpu" (the default) on the
 // CPU engine's, "all" on GPU shards too, "off" on none. A GPU shard's
