@@ -23,5 +23,5 @@ type counters struct {
 	lockedSearches                atomic.Uint64 // searches made holding a key lock (after retries, or for a failed plain set)
 	pendingFull                   atomic.Uint64 // writes that waited for room in the pending table
 	updateErrors                  atomic.Uint64 // items unlinked because their index update failed
-	updateKicks                   atomic.Uint64 // callers that handed their processor to a scheduler with overdue updates (kick.go)
+	updateInline                  atomic.Uint64 // update rounds applied by callers that found them overdue (overdue.go)
 }

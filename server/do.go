@@ -64,8 +64,8 @@ func (e *Engine) Do(b *kv.Batch) error {
 	}
 	sc := e.scratch.Get().(*scratch)
 	defer e.scratch.Put(sc)
-	if e.opts.UpdateKick != 0 {
-		defer e.kickOverdue() // under closeMu: the shards stay open
+	if e.inlineUpd {
+		defer e.applyOverdue() // under closeMu: the shards stay open
 	}
 	perm := e.hoistReads(b.Ops, sc)
 	if perm == nil {

@@ -97,13 +97,13 @@ type Options struct {
 	// of SearchLaunchModes, "" meaning the first, "callers" (see
 	// callers.go).
 	SearchLaunch string
-	// UpdateKick is how far past their due time the queued index updates
-	// may go before a caller of Do hands its processor to the shard's
-	// scheduler goroutine (kick.go), for event loops that never enter Go's
-	// scheduler under pipelined load; 0 (the default) never kicks: the
-	// scheduler runs when its timer finds a processor, as before. At most
-	// MaxUpdateKick.
-	UpdateKick time.Duration
+	// InlineUpdates is on which shards a caller of Do that finds the
+	// queued index updates overdue applies them itself, as the shard's
+	// scheduler goroutine would, when no one else is doing the
+	// scheduler's work (overdue.go): "cpu" (the default: the CPU engine's
+	// shards, whose scheduler event loops under pipelined load keep from
+	// running), "all" (GPU shards too) or "off" (the schedulers alone).
+	InlineUpdates string
 	// Policy is the batch policy: "load" (the default: the interval
 	// follows the load) or "fixed" (Mega-KV's periodic launches).
 	Policy string
@@ -123,6 +123,9 @@ type Options struct {
 	// least this long, as a GPU's does (a few to tens of microseconds),
 	// so that the CPU engine exercises the GPU's timings.
 	searchDelay time.Duration
+	// holdSchedulers, in tests, keeps every shard's scheduler goroutine
+	// from its first step until it is closed.
+	holdSchedulers <-chan struct{}
 }
 
 // Engine is the Mega-KV key-value engine: items in an itemstore, their
@@ -137,10 +140,12 @@ type Engine struct {
 	backend  string
 	reason   string
 	interval time.Duration
-	opts     Options
-	clock    func() int64
-	log      *slog.Logger
-	started  time.Time
+	// inlineUpd: some shard's callers apply overdue updates (overdue.go)
+	inlineUpd bool
+	opts      Options
+	clock     func() int64
+	log       *slog.Logger
+	started   time.Time
 
 	cas     atomic.Uint64 // the last CAS given out
 	flushMu sync.RWMutex
@@ -189,8 +194,8 @@ func New(o Options) (*Engine, error) {
 	if err := pickMode("CPU search", &o.CPUSearch, CPUSearchInline, CPUSearchBatched); err != nil {
 		return nil, err
 	}
-	if o.UpdateKick < 0 || o.UpdateKick > MaxUpdateKick {
-		return nil, fmt.Errorf("server: update kick %v: want 0 to %v", o.UpdateKick, MaxUpdateKick)
+	if err := pickMode("inline updates", &o.InlineUpdates, InlineUpdatesCPU, InlineUpdatesAll, InlineUpdatesOff); err != nil {
+		return nil, err
 	}
 	if err := pickMode("search launch", &o.SearchLaunch, SearchLaunchNames()[0], SearchLaunchNames()[1:]...); err != nil {
 		return nil, err
@@ -304,12 +309,14 @@ func (e *Engine) openIndex() error {
 		sh, err := newShard(ix, e.opts.Policy == PolicyFixed, e.interval, e.opts.MaxBatch, newSpace, shardHooks{
 			searchLat: &e.idxLat, updateLat: &e.updLat, searchSize: &e.idxSize, unlink: e.unlinkPending, complete: e.completeUpdate, prof: e.prof,
 			inline: len(devs) == 0 && e.opts.CPUSearch == CPUSearchInline && ix.Shared(),
-			launch: e.opts.SearchLaunch, batches: batches, kick: e.opts.UpdateKick})
+			launch: e.opts.SearchLaunch, batches: batches, hold: e.opts.holdSchedulers,
+			inlineUpd: e.opts.InlineUpdates == InlineUpdatesAll || (e.opts.InlineUpdates == InlineUpdatesCPU && len(devs) == 0)})
 		if err != nil {
 			ix.Close()
 			return fmt.Errorf("index shard %d: %w", i, err)
 		}
 		e.shards = append(e.shards, sh)
+		e.inlineUpd = e.inlineUpd || sh.inlineUpd
 	}
 	return nil
 }

@@ -48,14 +48,12 @@ type shard struct {
 	updSpare *updateList // the list the last round applied, for reuse
 	updSince time.Time   // when the oldest queued update was queued
 	// updDue is when the queued updates fall due, in unix nanoseconds (0:
-	// none queued); a caller past it by kickSlack hands its processor to
-	// the scheduler (kick), and moves it to the time of its kick. Set
-	// under mu, read and moved without it; only with kicks (kickSlack
-	// not 0), else it stays 0 and costs the update path nothing.
-	// kickSlack is Options.UpdateKick in nanoseconds (0: no kicks).
+	// none queued), for callers that apply overdue updates (overdue.go).
+	// Set under mu, read without it. inlineUpd: callers apply them
+	// (Options.InlineUpdates).
 	updDue    atomic.Int64
-	kickSlack int64
-	applying  bool // the scheduler is applying updates
+	inlineUpd bool
+	applying  bool // the scheduler (or a caller, overdue.go) is applying updates
 	closed    bool
 	pending   []pendingUnlink   // items to unlink after the next search batch
 	spare     [][]pendingUnlink // memory of unlinked lists, for reuse (under mu)
@@ -154,8 +152,11 @@ type shardHooks struct {
 	// "" is the default, callers): the shard's callers (callers.go) but
 	// under SearchLaunchScheduler or with inline searches, which post
 	// no batches; at the same time under SearchLaunchConcurrent.
-	launch string
-	kick   time.Duration // Options.UpdateKick
+	launch    string
+	inlineUpd bool // callers apply overdue updates (Options.InlineUpdates, overdue.go)
+	// hold, in tests, keeps the scheduler goroutine from its first step
+	// until it is closed.
+	hold <-chan struct{}
 }
 
 // newShard starts the scheduler of ix with search batch buffers from
@@ -178,8 +179,8 @@ func newShard(ix *hashindex.Index, fixed bool, interval time.Duration, maxBatch 
 	s.callers = h.launch != SearchLaunchScheduler && !h.inline
 	s.concurrent = s.callers && h.launch == SearchLaunchConcurrent
 	s.hotSpin = runtime.GOMAXPROCS(0) > 1
-	s.kickSlack = int64(h.kick)
-	go s.loop()
+	s.inlineUpd = h.inlineUpd
+	go s.loop(h.hold)
 	return s, nil
 }
 
@@ -213,8 +214,11 @@ func (s *shard) close() {
 // is due otherwise. Updates go first when both are due. Each step runs
 // holding the shard's role, which callers that launch search batches
 // themselves (callers.go) take too; the waits do not hold it.
-func (s *shard) loop() {
+func (s *shard) loop(hold <-chan struct{}) {
 	defer close(s.done)
+	if hold != nil {
+		<-hold
+	}
 	defer func() {
 		if s.st != nil {
 			s.st.Free()

@@ -128,7 +128,7 @@ func (e *Engine) indexStats() []kv.Stat {
 		{Name: "stale_reads", Value: u64(e.counts.staleReads.Load())},
 		{Name: "pending_entries", Value: strconv.Itoa(e.pend.size())},
 		{Name: "pending_full_waits", Value: u64(e.counts.pendingFull.Load())},
-		{Name: "index_update_kicks", Value: u64(e.counts.updateKicks.Load())},
+		{Name: "index_update_inline_rounds", Value: u64(e.counts.updateInline.Load())},
 		{Name: "write_search_retries", Value: u64(e.counts.optimisticRetries.Load())},
 		{Name: "write_locked_searches", Value: u64(e.counts.lockedSearches.Load())},
 		{Name: "index_update_errors", Value: u64(e.counts.updateErrors.Load())},

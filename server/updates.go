@@ -103,30 +103,27 @@ func (s *shard) update(v *updateList) {
 	}
 	if s.upd.jobs() == 0 {
 		s.updSince = time.Now()
-		if s.kickSlack != 0 { // without kicks, nothing reads it
-			s.updDue.Store(s.pol.updateAt(s.updSince).UnixNano())
-		}
+		s.updDue.Store(s.pol.updateAt(s.updSince).UnixNano())
 	}
 	s.upd.appendList(v)
 	s.mu.Unlock()
 	s.signal()
 }
 
-// runUpdates applies the queued updates round by round: each round's
+// runUpdates applies the queued updates round by round (the caller holds
+// the role: the scheduler, or a caller applying overdue updates): each round's
 // deletes, then its inserts, in one call (hashindex.UpdateStaged). Deletes
 // go first: a
 // delete queued with or before an insert of the same location (an evicted
 // item's cell and the new item that reuses its chunk) must not remove the
 // new entry. A list whose delete removes an item whose insert may be queued
 // before it started a new round (appendList), so that insert is applied
-// first. The list then goes to complete.
-func (s *shard) runUpdates() {
+// first. The list then goes to complete. It returns the number of rounds.
+func (s *shard) runUpdates() int {
 	s.mu.Lock()
 	u := s.upd
 	s.upd, s.updSpare = s.updSpare, nil
-	if s.kickSlack != 0 {
-		s.updDue.Store(0)
-	}
+	s.updDue.Store(0)
 	s.applying = true
 	s.mu.Unlock()
 	start := time.Now()
@@ -146,11 +143,13 @@ func (s *shard) runUpdates() {
 	t := s.prof.start()
 	s.complete(u)
 	s.prof.lap(stComplete, &t)
+	rounds := len(u.errs)
 	u.reset()
 	s.mu.Lock()
 	s.updSpare = u
 	s.applying = false
 	s.mu.Unlock()
+	return rounds
 }
 
 // runRound applies the deletes [lo.del, hi.del) and then the inserts

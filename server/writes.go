@@ -277,7 +277,9 @@ func (e *Engine) isPending(h uint64) bool {
 
 // pendingPut records entry w for h. When h's pending stripe is full, it
 // first queues the run's updates built so far (the entries waiting may be
-// theirs) and waits for the schedulers to apply some.
+// theirs) and waits for the schedulers to apply some, applying them
+// itself on shards with inline updates whose role is free (overdue.go:
+// the round takes no key lock).
 func (e *Engine) pendingPut(sc *scratch, h, w uint64) {
 	if e.pend.put(h, w) {
 		return
@@ -285,7 +287,11 @@ func (e *Engine) pendingPut(sc *scratch, h, w uint64) {
 	e.counts.pendingFull.Add(1)
 	e.queueUpdates(sc)
 	for _, s := range e.shards {
-		s.hurry()
+		if n := s.applyOverdue(0, true); n > 0 {
+			e.counts.updateInline.Add(uint64(n))
+		} else {
+			s.hurry()
+		}
 	}
 	for !e.pend.put(h, w) {
 		e.pend.waitRoom(h)

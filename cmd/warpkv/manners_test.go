@@ -141,7 +141,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--loop-spin", "11ms"}, "--loop-spin 11ms: want 0 to 10ms"},
 		{[]string{"serve", "--loop-io", "kqueue"}, `--loop-io "kqueue": want epoll, uring or uringpoll`},
 		{[]string{"serve", "--loop-spin", "-1us"}, "--loop-spin -1µs: want 0 to 10ms"},
-		{[]string{"serve", "--update-kick", "11ms"}, "--update-kick 11ms: want 0 to 10ms"},
+		{[]string{"serve", "--inline-updates", "gpu"}, `--inline-updates "gpu": want cpu, all or off`},
 		{[]string{"serve", "--batch-interval", "-1s"}, "--batch-interval -1s: want 0"},
 		{[]string{"bench", "limits", "--reps", "0"}, "--reps 0: want at least 1"},
 		{[]string{"bench", "btree", "--size", "5"}, "--size 5: the btree suite wants 0 (its default) or at least 1000"},

@@ -26,7 +26,7 @@ import (
 // ignored, as memcached 1.6.18 does (see serveSignals). Its flags follow
 // memcached's where they apply.
 func runServe(e *env, args []string) error {
-	fs := newFlagSet(e, "serve", "warpkv serve [-p port] [-U 0] [-l addr[,addr...]] [-s socket [-a mask]] [-m MB] [-c conns] [-t threads] [-I size] [-f factor] [-n bytes] [-o opt[,opt...]] [--device auto|cpu|gpu|gpu:N] [--batch-interval dur] [--batch-policy load|fixed] [--gpu-search persistent|staged] [--cpu-search inline|batched] [--search-launch "+strings.Join(server.SearchLaunchNames(), "|")+"] [--round-conns N] [--loop-wait park|block] [--loop-spin DUR] [--loop-io epoll|uring|uringpoll] [--update-kick DUR] [--profile] [--cpuprofile FILE]")
+	fs := newFlagSet(e, "serve", "warpkv serve [-p port] [-U 0] [-l addr[,addr...]] [-s socket [-a mask]] [-m MB] [-c conns] [-t threads] [-I size] [-f factor] [-n bytes] [-o opt[,opt...]] [--device auto|cpu|gpu|gpu:N] [--batch-interval dur] [--batch-policy load|fixed] [--gpu-search persistent|staged] [--cpu-search inline|batched] [--search-launch "+strings.Join(server.SearchLaunchNames(), "|")+"] [--round-conns N] [--loop-wait park|block] [--loop-spin DUR] [--loop-io epoll|uring|uringpoll] [--inline-updates cpu|all|off] [--profile] [--cpuprofile FILE]")
 	port := fs.Int("p", 11211, "TCP port to listen on (0: any free port)")
 	udpPort := fs.Int("U", 0, "UDP port: only 0, memcached 1.6's default (UDP off); warpkv serves no UDP")
 	var listen listenAddrs
@@ -41,7 +41,7 @@ func runServe(e *env, args []string) error {
 	loopSpin := fs.Duration("loop-spin", 0, "how long an event loop polls its connections without waiting after a round before it waits as --loop-wait says (0: never; at most 10ms); a spinning loop is seldom woken by the kernel, at the cost of its core while idle")
 	loopWait := fs.String("loop-wait", "", "how an idle event loop waits: park (its goroutine in the Go runtime's poller) or block (its thread in epoll_wait, as memcached's threads); empty: block, on both engines")
 	loopIO := fs.String("loop-io", protocol.LoopIOEpoll, "how the event loops make their system calls: epoll (epoll_wait, then a read and a writev per connection), uring (epoll_wait, then a group's reads and its replies each submitted as one batch of io_uring requests with one io_uring_enter) or uringpoll (uring with io_uring's polls and waits instead of epoll's: an idle loop blocks in io_uring_enter, --loop-wait and --loop-spin do not apply); the io_uring modes fall back to epoll with a log line where io_uring is unavailable")
-	updateKick := fs.Duration("update-kick", 0, "how far past their due time queued index updates may go before an event loop hands its processor to the shard's scheduler, which loops under pipelined load otherwise keep from running (0: never, the default; at most 10ms)")
+	inlineUpdates := fs.String("inline-updates", server.InlineUpdatesCPU, "on which index shards an event loop that finds the queued index updates overdue applies them itself, as the shard's scheduler would: cpu (the CPU engine's), all (GPU shards too) or off (the schedulers alone)")
 	itemMax := fs.String("I", "1m", "largest value, with k/m suffix (1k to 1g)")
 	factor := fs.Float64("f", 1.25, "slab class growth factor (greater than 1)")
 	chunk := fs.Int("n", 48, "minimum space for key, value and flags in the smallest slab class, in bytes")
@@ -95,8 +95,8 @@ func runServe(e *env, args []string) error {
 		return usagef("--loop-io %q: want epoll, uring or uringpoll", *loopIO)
 	case *loopSpin < 0 || *loopSpin > 10*time.Millisecond:
 		return usagef("--loop-spin %v: want 0 to 10ms", *loopSpin)
-	case *updateKick < 0 || *updateKick > server.MaxUpdateKick:
-		return usagef("--update-kick %v: want 0 to %v", *updateKick, server.MaxUpdateKick)
+	case *inlineUpdates != server.InlineUpdatesCPU && *inlineUpdates != server.InlineUpdatesAll && *inlineUpdates != server.InlineUpdatesOff:
+		return usagef("--inline-updates %q: want cpu, all or off", *inlineUpdates)
 	}
 	if err := checkServe(serveFlags{memMB: *memMB, itemMax: size, itemArg: *itemMax, factor: *factor, chunk: *chunk,
 		buckets: *buckets, device: *device, policy: *policy, mode: *gpuSearch, cpuSearch: *cpuSearch, launch: *searchLaunch, interval: *interval}); err != nil {
@@ -150,20 +150,20 @@ func runServe(e *env, args []string) error {
 			limitGoMemory(log, *memMB<<20+int64(max(size, 1<<20))+64<<10)
 		},
 		Engine: server.Options{
-			MemoryLimit:  *memMB << 20,
-			ItemSizeMax:  size,
-			GrowthFactor: *factor,
-			ChunkMin:     *chunk,
-			Slabs:        opts.slabs,
-			Device:       *device,
-			Interval:     *interval,
-			IndexBuckets: *buckets,
-			Policy:       *policy,
-			GPUSearch:    *gpuSearch,
-			CPUSearch:    *cpuSearch,
-			SearchLaunch: *searchLaunch,
-			UpdateKick:   *updateKick,
-			Profile:      *profile,
+			MemoryLimit:   *memMB << 20,
+			ItemSizeMax:   size,
+			GrowthFactor:  *factor,
+			ChunkMin:      *chunk,
+			Slabs:         opts.slabs,
+			Device:        *device,
+			Interval:      *interval,
+			IndexBuckets:  *buckets,
+			Policy:        *policy,
+			GPUSearch:     *gpuSearch,
+			CPUSearch:     *cpuSearch,
+			SearchLaunch:  *searchLaunch,
+			InlineUpdates: *inlineUpdates,
+			Profile:       *profile,
 		},
 	})
 }

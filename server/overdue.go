@@ -1,0 +1,103 @@
+package server
+
+import "time"
+
+// Overdue updates applied by their callers. A shard's scheduler goroutine
+// applies the queued index updates on a timer (policy.updateAt: every
+// 0.1-1 ms under load). Go runs a timer, and the goroutine it wakes, only
+// when some processor enters the runtime's scheduler, and the event loops
+// that serve pipelined load seldom do: their system calls are raw, they do
+// not block while their connections stay readable, and the CPU engine's
+// searches never wait. On the H200 (8 loops, pipelined 10-key multi-gets)
+// the CPU engine's shard so ran 31-34 update rounds a second in half the
+// runs, writers waiting for room in the pending table meanwhile
+// (pending_full_waits 11-36), and those runs served 8.0-8.6 M keys/s
+// against 9.9-10.7 in the runs with 128-351 rounds. Waking the scheduler
+// and yielding (the former --update-kick) did not help: a yield does not
+// run a goroutine that waits on a timer of another processor or sits in
+// another processor's run queue (3458 kicks a second, 31 rounds).
+//
+// So the callers apply overdue updates themselves. At the end of each Do
+// (and when a write finds its pending-table stripe full), a caller that
+// finds a shard's queued updates due (shard.updDue, the policy's own due
+// time, kept when the updates are queued) takes the shard's role if it is
+// free (TryLock: it never waits) and runs the round the scheduler would
+// run: the same runUpdates (counters, policy measurements, complete: the
+// pending entries removed only once the index holds the writes, so reads
+// keep reading their writes and never read a dropped item), then the
+// retirement of the locations dropped (shard.step's). The scheduler
+// goroutine still applies updates when no caller comes (idle periods), or
+// when the role was taken.
+//
+// Options.InlineUpdates says on which shards: "cpu" (the default) on the
+// CPU engine's, "all" on GPU shards too, "off" on none. A GPU shard's
+// round is an UpdateStaged call (one kernel launch and a synchronization,
+// 13-30 µs on an H200) that the caller's connections would wait for,
+// while its scheduler was not starved (913-1215 rounds a second, no
+// pending-table waits, on the same H200 runs): its callers wait for
+// their search batches and so enter Go's scheduler. The round is safe on
+// a GPU shard (the staging is the role's, every driver call sets the
+// device's context on its thread), so "all" exists to measure it.
+
+// Inline update modes (Options.InlineUpdates).
+const (
+	InlineUpdatesCPU = "cpu"
+	InlineUpdatesAll = "all"
+	InlineUpdatesOff = "off"
+)
+
+// applyOverdue runs the shard's queued update round on the calling
+// goroutine when the updates are due at now (unix nanoseconds), or at once
+// with force, and the shard's role is free; it returns the number of
+// rounds it ran (runUpdates: one, more where a delete had to wait for an
+// insert queued before it), 0 when it ran none.
+// Never on a shard without inline updates (shard.inlineUpd), nor on a
+// closing one (its scheduler drains it). The caller must hold no key lock
+// that the round's completion needs (completeUpdate takes none) and must
+// not hold the role. Cost: an atomic load; when due, a clock read by the
+// caller, a TryLock, the round (an UpdateStaged call and its completion)
+// and the retirement of the dropped locations.
+func (s *shard) applyOverdue(now int64, force bool) int {
+	due := s.updDue.Load()
+	if !s.inlineUpd || due == 0 || (!force && now < due) || !s.role.TryLock() {
+		return 0
+	}
+	defer s.role.Unlock()
+	s.mu.Lock()
+	nu, closed := s.upd.jobs(), s.closed
+	s.mu.Unlock()
+	if nu == 0 || closed {
+		return 0
+	}
+	s.unlinkAwaited()
+	s.urgent.Store(false)
+	rounds := s.runUpdates()
+	s.mu.Lock()
+	np := len(s.pending)
+	s.mu.Unlock()
+	if np > 0 {
+		// As shard.step: the taken batches that may hold the dropped
+		// locations, and the inline searches in flight, are waited for.
+		s.retire(s.takePending(), s.deliveredReaders(s.untilList()))
+	}
+	return rounds
+}
+
+// applyOverdue applies the overdue updates of every shard with inline
+// updates whose role is free (shard.applyOverdue), counting the rounds.
+// Do defers it when some shard has inline updates. Cost: an atomic load
+// per shard, and a clock read when some shard has updates queued.
+func (e *Engine) applyOverdue() {
+	var now int64
+	for _, s := range e.shards {
+		if !s.inlineUpd || s.updDue.Load() == 0 {
+			continue
+		}
+		if now == 0 {
+			now = time.Now().UnixNano()
+		}
+		if n := s.applyOverdue(now, false); n > 0 {
+			e.counts.updateInline.Add(uint64(n))
+		}
+	}
+}
