@@ -1,6 +1,9 @@
 package server
 
-import "time"
+import (
+	"runtime"
+	"time"
+)
 
 // Overdue updates applied by their callers. A shard's scheduler goroutine
 // applies the queued index updates on a timer (policy.updateAt: every
@@ -59,7 +62,19 @@ const (
 // and the retirement of the dropped locations.
 func (s *shard) applyOverdue(now int64, force bool) int {
 	due := s.updDue.Load()
-	if !s.inlineUpd || due == 0 || (!force && now < due) || !s.role.TryLock() {
+	if !s.inlineUpd || due == 0 || (!force && now < due) {
+		return 0
+	}
+	if !s.role.TryLock() {
+		if !force && s.stepping.Load() {
+			// The scheduler goroutine is in a step, holding the role,
+			// and the updates are overdue: under pipelined load it is
+			// mostly waiting for a processor (in a run queue that no
+			// loop yields, woken there by a mutex or its timer), not
+			// running. Every caller that sees it yields, so that the
+			// processor whose queue holds it runs it.
+			runtime.Gosched()
+		}
 		return 0
 	}
 	defer s.role.Unlock()
