@@ -32,6 +32,18 @@ import (
 // goroutine still applies updates when no caller comes (idle periods), or
 // when the role was taken.
 //
+// The role is mostly taken by the scheduler itself when its rounds
+// starve. On the H200 (2026-11-29 20:27 UTC, counters of a diagnostic
+// build) callers found the updates overdue 78-92 thousand times in a 2 s
+// run and the role free only 2-4 times: in 96-99% of the checks the
+// scheduler goroutine held it, in a step it could not finish for want of
+// a processor (woken by a mutex or its timer into a run queue that no
+// loop yields). So a caller that finds the updates overdue and the
+// scheduler in a step (shard.stepping) yields its processor. With it the
+// same runs made 611-850 update rounds a second instead of 30-36, with
+// no pending-table waits instead of 16-34 (BENCHMARKS.md, "Overdue
+// update rounds").
+//
 // Options.InlineUpdates says on which shards: "cpu" (the default) on the
 // CPU engine's, "all" on GPU shards too, "off" on none. A GPU shard's
 // round is an UpdateStaged call (one kernel launch and a synchronization,
@@ -59,7 +71,8 @@ const (
 // that the round's completion needs (completeUpdate takes none) and must
 // not hold the role. Cost: an atomic load; when due, a clock read by the
 // caller, a TryLock, the round (an UpdateStaged call and its completion)
-// and the retirement of the dropped locations.
+// and the retirement of the dropped locations; when due and the
+// scheduler holds the role, a yield.
 func (s *shard) applyOverdue(now int64, force bool) int {
 	due := s.updDue.Load()
 	if !s.inlineUpd || due == 0 || (!force && now < due) {
