@@ -158,9 +158,9 @@ extern "C" __global__ void aq_pairs(const Tree *t, u64 Q, u64 limit, const u64 *
     }
 }
 
-// aq_pairs_cap is aq_pairs for the pipelined call's options (branch
-// arng7, ranges_piped_gpu.go: rangePipe.oneScan, pairsEarly; aq_pairs,
-// main's path, stays as measured): the same thread mapping and
+// aq_pairs_cap is aq_pairs for the pipelined call's default options
+// (ranges_piped_gpu.go: rangePipe.oneScan, pairsEarly; aq_pairs serves
+// the path without them, WARPKV_ART_RANGE_OPTS=none): the same thread mapping and
 // invariant, and two differences. (1) Each key's offset counts from
 // boff[q] - boff[0]: boff may be the key bytes' part of one scan of a
 // chunk's pair counts, key bytes and squared lengths together

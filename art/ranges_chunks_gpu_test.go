@@ -12,16 +12,16 @@ import (
 // tree of benchPointTree (WARPKV_ART_BENCH_KEYS keys), 64Ki ranges of 16
 // and 64Ki prefix scans of 64 into a pinned Result (rangesPiped: 2 and 4
 // chunks and the default count; chunk 0 as large as the others or half;
-// main's path, and branch arng7's options: together, one at a time,
+// the path without options, and the options (defaultRangeOptions): together, one at a time,
 // packAhead, pairsEarly),
 // interleaved in one process: 5 rounds, each timing 20 calls of every
-// form in turn after one untimed call (main's path and the options'
+// form in turn after one untimed call (the path without options and the options'
 // defaults twice a round). Metrics: queries per second of each form's
 // median round mean (cN[-fD][-opt]-M/s; cD the default count,
 // rangePipe.count); every round's means are logged.
 func BenchmarkGPURangeChunks(b *testing.B) {
 	t, g, ops := rangeBenchCalls(b)
-	// form: "" main's path; the options of branch arng7: "new" (oneScan,
+	// form: "" the path without options; the options: "new" (oneScan,
 	// fillOnce, lazyTimes), one of them alone ("1scan", "fill1", "lazy"),
 	// "ahead" (new and packAhead) or "early" (ahead and pairsEarly).
 	type form struct {
@@ -91,8 +91,8 @@ func BenchmarkGPURangeChunks(b *testing.B) {
 	}
 }
 
-// optForm returns base with the options of branch arng7 that opt names
-// ("" none: main's path; "new": oneScan, fillOnce and lazyTimes; "1scan",
+// optForm returns base with the pipelined call's options that opt names
+// ("" none: the path without options; "new": oneScan, fillOnce and lazyTimes; "1scan",
 // "fill1", "lazy": one of them; "ahead": new and packAhead; "early":
 // ahead and pairsEarly) and chunks c, chunk 0 of 1/firstDiv.
 func optForm(base pipeForm, c, firstDiv int, opt string) pipeForm {

@@ -123,8 +123,8 @@ func TestGPURangesPiped(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					// Main's path in 1 to 7 chunks, and the options of
-					// branch arng7: one scan a chunk, one fill job, each
+					// The path without options in 1 to 7 chunks, and the
+					// options (defaultRangeOptions): one scan a chunk, one fill job, each
 					// chunk packed beside the last one's driver calls,
 					// early pairs (which start from the least key room
 					// each time, so that chunks of longer keys run their
@@ -315,7 +315,7 @@ func TestFillKeyOffsetsFrom(t *testing.T) {
 // TestGPUPipedTimings checks LastBatch after a pipelined call whose
 // phases are read from the events only when LastBatch asks (lazyTimes:
 // finishLazy): the call's op, queries, total and kernels' time, the same
-// fields as the timings read inside the call (main's path); and after a
+// fields as the timings read inside the call (the path without lazyTimes); and after a
 // later batch, that batch's timings, not the pipelined call's.
 func TestGPUPipedTimings(t *testing.T) {
 	dev := gputest.Device(t)

@@ -454,7 +454,7 @@ func (p *pipedCall) launchPairs(k int, s *gpu.Stream, offs bool) error {
 	if p.oneScan || c.early { // aq_pairs_cap: boff[0] taken off, no key past kcap
 		err = g.launchOn(s, g.k.qPairsCap, Qk*warpSize, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt, c.okeys, ooffs, c.ovals,
 			uint64(p.pairs), uint64(p.keyBytes), c.qout, uint64(c.kcap))
-	} else { // main's path
+	} else { // without the options (WARPKV_ART_RANGE_OPTS=none)
 		err = g.launchOn(s, g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt, c.okeys, ooffs, c.ovals,
 			uint64(p.pairs), uint64(p.keyBytes), c.qout)
 	}

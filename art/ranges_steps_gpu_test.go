@@ -67,7 +67,7 @@ func BenchmarkGPURangeSteps(b *testing.B) {
 // 64, on the tree of benchPointTree: WARPKV_ART_BENCH_KEYS keys), in one
 // piece and pipelined in 2 to 4 and 8 chunks (rangesPiped; chunk 0 as large as
 // the others, or 1/2 or 1/4 of them: first=1:d; ",new", ",ahead",
-// ",early": branch arng7's options, optForm), traced with an
+// ",early": the pipelined call's options, optForm), traced with an
 // engine.StepTrace: the host time before the engine's call starts
 // (Tree.query's bound checks, the locks: pre-ms), the engine's host time
 // from its start to the end of its drain (engine-ms), the host time after
@@ -80,7 +80,7 @@ func BenchmarkGPURangeTimeline(b *testing.B) {
 	for _, op := range ops {
 		for _, pc := range []struct {
 			chunks, firstDiv int
-			form             string // branch arng7's options (optForm): "" none, "new", "ahead", "early"
+			form             string // the pipelined call's options (optForm): "" none, "new", "ahead", "early"
 		}{{1, 1, ""}, {2, 1, ""}, {2, 2, ""}, {2, 4, ""}, {3, 1, ""}, {3, 2, ""}, {3, 4, ""}, {4, 1, ""},
 			{4, 2, ""}, {4, 4, ""}, {8, 1, ""}, {3, 1, "new"}, {8, 1, "new"}, {3, 1, "ahead"}, {3, 2, "ahead"}, {4, 2, "ahead"}, {8, 1, "ahead"},
 			{3, 1, "early"}, {3, 2, "early"}, {4, 2, "early"}, {8, 1, "early"}} {

@@ -391,14 +391,19 @@ func TestScheduledConnectionsKeepTheRate(t *testing.T) {
 			conns int
 			rate  float64
 		}{{1, 2000}, {8, 4000}, {64, 8000}} {
-			cfg := Config{Addr: addr, Conns: c.conns, Pipeline: 1, Rate: c.rate, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond,
+			cfg := Config{Addr: addr, Conns: c.conns, Pipeline: 1, Rate: c.rate, Duration: time.Second, Warmup: 100 * time.Millisecond,
 				Driver: driver, Workload: Workload{GetRatio: 0.9, KeySize: 8, ValueSize: 8, Keys: 1000}, NoPreload: true}
 			res, err := Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.OpsPerSec < 0.8*cfg.Rate || res.OpsPerSec > 1.2*cfg.Rate {
-				t.Errorf("%s: %d connections paced at %.0f ops/s: did %.0f, want within 20%%", driver, c.conns, cfg.Rate, res.OpsPerSec)
+			// Open loop: a connection held off in the warm-up (a loaded
+			// CI machine) sends its backlog at once in the window, up to
+			// Warmup's worth of the schedule (CI read 4956 ops/s at 4000
+			// with a 500 ms window).
+			hi := (1.2 + cfg.Warmup.Seconds()/cfg.Duration.Seconds()) * cfg.Rate
+			if res.OpsPerSec < 0.8*cfg.Rate || res.OpsPerSec > hi {
+				t.Errorf("%s: %d connections paced at %.0f ops/s: did %.0f, want %.0f to %.0f", driver, c.conns, cfg.Rate, res.OpsPerSec, 0.8*cfg.Rate, hi)
 			}
 			if res.Latency.P50 > 20*time.Millisecond {
 				t.Errorf("%s: %d connections: p50 %v at a light paced load", driver, c.conns, res.Latency.P50)

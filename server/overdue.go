@@ -1,6 +1,9 @@
 package server
 
-import "time"
+import (
+	"runtime"
+	"time"
+)
 
 // Overdue updates applied by their callers. A shard's scheduler goroutine
 // applies the queued index updates on a timer (policy.updateAt: every
@@ -13,8 +16,9 @@ import "time"
 // runs, writers waiting for room in the pending table meanwhile
 // (pending_full_waits 11-36), and those runs served 8.0-8.6 M keys/s
 // against 9.9-10.7 in the runs with 128-351 rounds. Waking the scheduler
-// and yielding (the former --update-kick) did not help (3458 kicks a
-// second, 31 rounds).
+// and yielding (the former --update-kick) did not help: a yield does not
+// run a goroutine that waits on a timer of another processor or sits in
+// another processor's run queue (3458 kicks a second, 31 rounds).
 //
 // So the callers apply overdue updates themselves. At the end of each Do
 // (and when a write finds its pending-table stripe full), a caller that
@@ -28,22 +32,17 @@ import "time"
 // goroutine still applies updates when no caller comes (idle periods), or
 // when the role was taken.
 //
-// Measured on the H200 (2026-11-29 20:17 UTC, BENCHMARKS.md "Overdue
-// updates applied by the callers") this changed nothing: the slow runs
-// stayed slow (29-35 rounds a second, 10.7-14.7 thousand jobs a round
-// against 1.5-8.5 thousand in the others) and callers ran 0-2 rounds a
-// second in them. By the code, the role was held whenever they looked
-// (updDue is set with the first queued update, at most 1 ms ahead, and the
-// kicks found it overdue 3458 times a second): the scheduler was in a
-// round, not waiting for its timer. Inferred from the code and a CPU
-// profile, not measured: a round costs about 1 µs of CPU a job, mostly completeUpdate and the unlinks (a lock
-// of s.mu per dropped item, itemstore locks the loops' allocations
-// contend for), so a round of 14 thousand jobs runs past the 10 ms after
-// which the runtime preempts a goroutine; preempted, the scheduler waits
-// with the role for a processor that the event loops seldom free, and the
-// next round is larger still. Rounds kept small (the callers' rounds, or
-// a cap on a round's jobs) or a completion cheaper per job would break
-// that loop; neither is built.
+// The role is mostly taken by the scheduler itself when its rounds
+// starve. On the H200 (2026-11-29 20:27 UTC, counters of a diagnostic
+// build) callers found the updates overdue 78-92 thousand times in a 2 s
+// run and the role free only 2-4 times: in 96-99% of the checks the
+// scheduler goroutine held it, in a step it could not finish for want of
+// a processor (woken by a mutex or its timer into a run queue that no
+// loop yields). So a caller that finds the updates overdue and the
+// scheduler in a step (shard.stepping) yields its processor. With it the
+// same runs made 611-850 update rounds a second instead of 30-36, with
+// no pending-table waits instead of 16-34 (BENCHMARKS.md, "Overdue
+// update rounds").
 //
 // Options.InlineUpdates says on which shards: "cpu" (the default) on the
 // CPU engine's, "all" on GPU shards too, "off" on none. A GPU shard's
@@ -72,10 +71,23 @@ const (
 // that the round's completion needs (completeUpdate takes none) and must
 // not hold the role. Cost: an atomic load; when due, a clock read by the
 // caller, a TryLock, the round (an UpdateStaged call and its completion)
-// and the retirement of the dropped locations.
+// and the retirement of the dropped locations; when due and the
+// scheduler holds the role, a yield.
 func (s *shard) applyOverdue(now int64, force bool) int {
 	due := s.updDue.Load()
-	if !s.inlineUpd || due == 0 || (!force && now < due) || !s.role.TryLock() {
+	if !s.inlineUpd || due == 0 || (!force && now < due) {
+		return 0
+	}
+	if !s.role.TryLock() {
+		if !force && s.stepping.Load() {
+			// The scheduler goroutine is in a step, holding the role,
+			// and the updates are overdue: under pipelined load it is
+			// mostly waiting for a processor (in a run queue that no
+			// loop yields, woken there by a mutex or its timer), not
+			// running. Every caller that sees it yields, so that the
+			// processor whose queue holds it runs it.
+			runtime.Gosched()
+		}
 		return 0
 	}
 	defer s.role.Unlock()

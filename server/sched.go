@@ -53,18 +53,21 @@ type shard struct {
 	// (Options.InlineUpdates).
 	updDue    atomic.Int64
 	inlineUpd bool
-	applying  bool // the scheduler (or a caller, overdue.go) is applying updates
-	closed    bool
-	pending   []pendingUnlink   // items to unlink after the next search batch
-	spare     [][]pendingUnlink // memory of unlinked lists, for reuse (under mu)
-	untils    [][]batchGen      // scheduler only: memory of awaitUnlink.until lists
-	awaiting  []awaitUnlink     // scheduler only: unlinks waiting for earlier batches' readers
-	awaitN    atomic.Int32      // len(awaiting), for quiesce
-	toUnlink  atomic.Int64      // locations queued by deferUnlink and not yet unlinked, for quiesce
-	unlink    func([]pendingUnlink)
-	complete  func(*updateList) // called by the scheduler with each applied list
-	wake      chan struct{}     // capacity 1: work arrived
-	done      chan struct{}     // closed when the loop exits
+	// stepping: the scheduler goroutine holds the role (a step); callers
+	// that find updates overdue and the role so held yield (overdue.go).
+	stepping atomic.Bool
+	applying bool // the scheduler (or a caller, overdue.go) is applying updates
+	closed   bool
+	pending  []pendingUnlink   // items to unlink after the next search batch
+	spare    [][]pendingUnlink // memory of unlinked lists, for reuse (under mu)
+	untils   [][]batchGen      // scheduler only: memory of awaitUnlink.until lists
+	awaiting []awaitUnlink     // scheduler only: unlinks waiting for earlier batches' readers
+	awaitN   atomic.Int32      // len(awaiting), for quiesce
+	toUnlink atomic.Int64      // locations queued by deferUnlink and not yet unlinked, for quiesce
+	unlink   func([]pendingUnlink)
+	complete func(*updateList) // called by the scheduler with each applied list
+	wake     chan struct{}     // capacity 1: work arrived
+	done     chan struct{}     // closed when the loop exits
 
 	// scheduler-owned: the update staging (pinned memory on a GPU, so
 	// batches go to the device without a copy on the host) and scratch
@@ -227,7 +230,9 @@ func (s *shard) loop(hold <-chan struct{}) {
 	}()
 	for {
 		s.role.Lock()
+		s.stepping.Store(true)
 		w, until := s.step()
+		s.stepping.Store(false)
 		s.role.Unlock()
 		switch w {
 		case waitExit:
