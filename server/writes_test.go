@@ -74,10 +74,18 @@ func TestWritesDoNotWaitForTheIndex(t *testing.T) {
 			// interval away.
 			do(t, eng, kv.Op{Kind: kv.Get, Key: []byte("warm")})
 			start := time.Now()
+			// Pending entries seen right after a set returned: the index
+			// applies its update 0.1-1 ms later (the load policy's update
+			// interval, by the scheduler or a later Do), so the table may
+			// be empty again by the end of the loop, not after each set.
+			sawPending := 0
 			for i := range 50 {
 				key := fmt.Appendf(nil, "k%d", i)
 				val := fmt.Appendf(nil, "v%d", i)
 				ops := do(t, eng, kv.Op{Kind: kv.Set, Key: key, Value: val}, kv.Op{Kind: kv.Get, Key: key})
+				if eng.pend.size() > 0 {
+					sawPending++
+				}
 				if ops[0].Result.Status != kv.Stored || !bytes.Equal(ops[1].Result.Value, val) {
 					t.Fatalf("set/get %s: %s, %s %q", key, ops[0].Result.Status, ops[1].Result.Status, ops[1].Result.Value)
 				}
@@ -91,8 +99,8 @@ func TestWritesDoNotWaitForTheIndex(t *testing.T) {
 			if d := time.Since(start); d > interval/2 {
 				t.Errorf("50 sets, 10 deletes and their gets took %v with a batch interval of %v: writes waited for the index", d, interval)
 			}
-			if n := eng.pend.size(); n == 0 {
-				t.Errorf("no pending entries right after the writes")
+			if sawPending == 0 {
+				t.Errorf("no pending entries right after any of 50 sets")
 			}
 			checkQuiet(t, eng)
 			if _, indexed := eng.itemCounts(); indexed != 40 {
