@@ -74,3 +74,37 @@ func TestListenTCPHostNameListensOnEachAddress(t *testing.T) {
 		})
 	}
 }
+
+// TestListenTCPStarListensOnEveryInterface: the host "*" (memcached
+// 1.6.18's "-l '*'") listens on 0.0.0.0 and, where the machine has IPv6,
+// on ::, each its own socket, as memcached does.
+func TestListenTCPStarListensOnEveryInterface(t *testing.T) {
+	free, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(free.Addr().(*net.TCPAddr).Port)
+	free.Close()
+	lns, err := listenTCP("*:"+port, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ln := range lns {
+		got = append(got, ln.Addr().String())
+		defer ln.Close()
+	}
+	want := []string{"0.0.0.0:" + port}
+	if ln, err := net.Listen("tcp6", "[::1]:0"); err == nil {
+		ln.Close()
+		want = append(want, "[::]:"+port)
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("listening on %v, want %v", got, want)
+	}
+	c, err := net.Dial("tcp4", "127.0.0.1:"+port)
+	if err != nil {
+		t.Fatalf("dial 127.0.0.1: %v", err)
+	}
+	c.Close()
+}

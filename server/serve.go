@@ -245,11 +245,25 @@ func listen(cfg Config) ([]net.Listener, error) {
 	return lns, nil
 }
 
+// anyHost is the -l host that names every interface, as memcached
+// 1.6.18 takes it ("-l '*'", or "*:PORT"): its passive addresses,
+// listenTCP's anyAddrs.
+const anyHost = "*"
+
+// anyAddrs are the addresses of anyHost: IPv4's and IPv6's wildcard, the
+// passive addresses memcached's getaddrinfo(NULL) gives (0.0.0.0 and ::,
+// each its own socket).
+func anyAddrs(context.Context, string) ([]net.IPAddr, error) {
+	return []net.IPAddr{{IP: net.IPv4zero}, {IP: net.IPv6unspecified}}, nil
+}
+
 // listenTCP listens on host:port addr as memcached 1.6.18's server_socket:
 // on each address a host name resolves to (lookup), an address already in
 // use left out unless no address could be listened on; on an IP address
-// alone otherwise. On an error it closes those it opened. Cost: one lookup
-// for a host name, one listen an address.
+// alone otherwise; on 0.0.0.0 and :: for the host "*" (anyHost), where
+// a family the machine lacks is left out as memcached leaves out an
+// address it cannot make a socket for. On an error it closes those it
+// opened. Cost: one lookup for a host name, one listen an address.
 func listenTCP(addr string, lookup func(context.Context, string) ([]net.IPAddr, error)) ([]net.Listener, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || net.ParseIP(host) != nil {
@@ -258,6 +272,9 @@ func listenTCP(addr string, lookup func(context.Context, string) ([]net.IPAddr, 
 			return nil, err
 		}
 		return []net.Listener{ln}, nil
+	}
+	if host == anyHost {
+		lookup = anyAddrs
 	}
 	ips, err := lookup(context.Background(), host)
 	if err != nil {
@@ -271,6 +288,8 @@ func listenTCP(addr string, lookup func(context.Context, string) ([]net.IPAddr, 
 		switch {
 		case errors.Is(err, syscall.EADDRINUSE):
 			inUse = err
+		case host == anyHost && (errors.Is(err, syscall.EAFNOSUPPORT) || errors.Is(err, syscall.EADDRNOTAVAIL)):
+			inUse = err // no such family here (IPv6 off)
 		case err != nil:
 			for _, l := range lns {
 				l.Close()

@@ -53,6 +53,7 @@ func TestServeListenArgumentsAsMemcached(t *testing.T) {
 		{name: "-l 0.0.0.0 is IPv4 only", args: []string{"-p", port, "-l", "0.0.0.0"},
 			serves: []string{"127.0.0.1:" + port}, refuses: []string{"[::1]:" + port}},
 		{name: "-l with a host name listens on each of its addresses", args: []string{"-p", port, "-l", "localhost"}, serves: localhostAddrs(t, port)},
+		{name: "-l '*' listens on every interface, IPv4 and IPv6", args: []string{"-p", port, "-l", "*"}, serves: loopbackAddrs(port)},
 		{name: "-U with a port is refused: no UDP", args: []string{"-U", "11211", "-l", a}, fails: "-U 11211: warpkv serves no UDP", noMemcached: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,6 +109,18 @@ func localhostAddrs(t *testing.T, port string) []string {
 		out = append(out, net.JoinHostPort(ip.String(), port))
 	}
 	t.Logf("localhost: %v", out)
+	return out
+}
+
+// loopbackAddrs returns 127.0.0.1:port, and [::1]:port where this machine
+// has an IPv6 loopback: where a server listening on every interface
+// answers.
+func loopbackAddrs(port string) []string {
+	out := []string{"127.0.0.1:" + port}
+	if ln, err := net.Listen("tcp6", "[::1]:0"); err == nil {
+		ln.Close()
+		out = append(out, "[::1]:"+port)
+	}
 	return out
 }
 
