@@ -357,11 +357,11 @@ func settingsOf(lns []net.Listener, cfg Config, roundConns int, loopWait string)
 				ifs = append(ifs, net.JoinHostPort(t.IP.String(), p))
 			}
 		}
-		if len(ifs) > 0 {
-			inter = strings.Join(ifs, ",")
-		}
-		if cfg.Inter != "" {
+		switch {
+		case cfg.Inter != "": // the -l argument as given, as memcached prints it
 			inter = cfg.Inter
+		case len(ifs) > 0:
+			inter = strings.Join(ifs, ",")
 		}
 	}
 	maxConns := cfg.MaxConns
