@@ -2,7 +2,7 @@ package kv
 
 // Admin is implemented by caches that support memcached's slab and memory
 // administration (slabs reassign, slabs automove, cache_memlimit, stats
-// cachedump) and per-class statistics. The protocol layer answers those
+// cachedump, lru_crawler metadump) and per-class statistics. The protocol layer answers those
 // commands with ERROR for a cache without it.
 type Admin interface {
 	// SlabClass returns the slab class an item with a keyLen-byte key and
@@ -16,16 +16,13 @@ type Admin interface {
 	SlabsAutomove(level int, ratio float64) error
 	// SetMemoryLimit changes the item memory limit in bytes.
 	SetMemoryLimit(bytes int64) error
-	// CacheDump calls fn for the live items of slab class, in slab order,
-	// until fn returns false: the key (valid during the call), the value
-	// length, the absolute expiry time (0: never) and the item's marks.
-	CacheDump(class int, fn func(key []byte, valueLen int, exptime int64, meta ItemMeta) bool)
-	// MetaDump calls fn for the live items of slab class, in slab order,
-	// until fn returns false (memcached's "lru_crawler metadump").
-	MetaDump(class int, fn func(it DumpedItem) bool)
+	// Dump calls fn for the live items of slab class, in slab order,
+	// until fn returns false (memcached's "stats cachedump" and
+	// "lru_crawler metadump").
+	Dump(class int, fn func(it DumpedItem) bool)
 }
 
-// DumpedItem describes a live item to Admin.MetaDump's callback.
+// DumpedItem describes a live item to Admin.Dump's callback.
 type DumpedItem struct {
 	Key        []byte // valid only during the call
 	ValueLen   int
@@ -35,6 +32,7 @@ type DumpedItem struct {
 	CAS        uint64
 	Fetched    bool // read since it was stored
 	Class      int  // slab class
+	Meta       ItemMeta
 }
 
 // ReassignResult is the outcome of Admin.SlabsReassign, one per reply of

@@ -120,19 +120,19 @@ func (c *conn) renderCacheDump(r *request) {
 	limit, n, size := int(r.nops), 0, 0
 	if admin := c.s.admin; admin != nil {
 		var line []byte
-		admin.CacheDump(int(r.op), func(key []byte, vlen int, exptime int64, meta kv.ItemMeta) bool {
+		admin.Dump(int(r.op), func(it kv.DumpedItem) bool {
 			if limit > 0 && n >= limit {
 				return false
 			}
-			if meta&kv.MetaKeyBinary != 0 {
+			if it.Meta&kv.MetaKeyBinary != 0 {
 				return true
 			}
 			line = append(line[:0], "ITEM "...)
-			line = append(line, key...)
+			line = append(line, it.Key...)
 			line = append(line, " ["...)
-			line = strconv.AppendInt(line, int64(vlen), 10)
+			line = strconv.AppendInt(line, int64(it.ValueLen), 10)
 			line = append(line, " b; "...)
-			line = strconv.AppendInt(line, max(exptime, 0), 10)
+			line = strconv.AppendInt(line, max(it.Exptime, 0), 10)
 			line = append(line, " s]\r\n"...)
 			if size+len(line)+len("END\r\n") > cacheDumpLimit {
 				return false

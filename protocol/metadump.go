@@ -74,7 +74,7 @@ func (c *conn) renderMetaDump(r *request) {
 	}
 	var line []byte
 	for _, class := range classes {
-		c.s.admin.MetaDump(int(class), func(it kv.DumpedItem) bool {
+		c.s.admin.Dump(int(class), func(it kv.DumpedItem) bool {
 			line = appendMetaDumpLine(line[:0], it)
 			c.out.bytes(line)
 			return true

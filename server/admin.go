@@ -43,34 +43,18 @@ func (e *Engine) SlabsAutomove(level int, ratio float64) error {
 // The hash index keeps its size. Cost: O(1).
 func (e *Engine) SetMemoryLimit(bytes int64) error { return e.store.SetMemoryLimit(bytes) }
 
-// CacheDump calls fn for the live (unexpired, unflushed) items of slab
-// class until fn returns false. Cost: a pass over the class's chunks, its
-// lock held one page at a time.
-func (e *Engine) CacheDump(class int, fn func(key []byte, valueLen int, exptime int64, meta kv.ItemMeta) bool) {
-	e.dumpLive(class, func(it itemstore.DumpItem) bool { return fn(it.Key, it.ValueLen, it.Exptime, it.Meta) })
-}
-
-// dumpLive calls fn for the items of slab class that are neither expired
-// nor flushed, until fn returns false: CacheDump's and MetaDump's walk.
-// Cost: a pass over the class's chunks, its lock held one page at a time.
-func (e *Engine) dumpLive(class int, fn func(itemstore.DumpItem) bool) {
+// Dump calls fn for the live (unexpired, unflushed) items of slab class
+// until fn returns false. Cost: a pass over the class's chunks, its lock
+// held one page at a time.
+func (e *Engine) Dump(class int, fn func(it kv.DumpedItem) bool) {
 	now := e.clock()
 	fs := e.flushState()
 	e.store.Dump(class, func(it itemstore.DumpItem) bool {
 		if !kv.Alive(it.Exptime, now) || !fs.Valid(it.CAS, it.LastAccess, now) {
 			return true
 		}
-		return fn(it)
-	})
-}
-
-// MetaDump calls fn for the live (unexpired, unflushed) items of slab
-// class until fn returns false. Cost: a pass over the class's chunks, its
-// lock held one page at a time.
-func (e *Engine) MetaDump(class int, fn func(it kv.DumpedItem) bool) {
-	e.dumpLive(class, func(it itemstore.DumpItem) bool {
 		return fn(kv.DumpedItem{Key: it.Key, ValueLen: it.ValueLen, Flags: it.Flags, Exptime: it.Exptime,
-			LastAccess: it.LastAccess, CAS: it.CAS, Fetched: it.Fetched, Class: class})
+			LastAccess: it.LastAccess, CAS: it.CAS, Fetched: it.Fetched, Class: class, Meta: it.Meta})
 	})
 }
 
