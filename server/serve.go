@@ -281,15 +281,15 @@ func listenTCP(addr string, lookup func(context.Context, string) ([]net.IPAddr, 
 		return nil, err
 	}
 	var lns []net.Listener
-	var inUse error
+	var skipped error // the last address left out (in use, or a family the machine lacks)
 	for _, ip := range ips {
 		a := net.JoinHostPort(ip.String(), port)
 		ln, err := net.Listen(tcpNetwork(a), a)
 		switch {
 		case errors.Is(err, syscall.EADDRINUSE):
-			inUse = err
+			skipped = err
 		case host == anyHost && (errors.Is(err, syscall.EAFNOSUPPORT) || errors.Is(err, syscall.EADDRNOTAVAIL)):
-			inUse = err // no such family here (IPv6 off)
+			skipped = err // no such family here (IPv6 off)
 		case err != nil:
 			for _, l := range lns {
 				l.Close()
@@ -300,10 +300,10 @@ func listenTCP(addr string, lookup func(context.Context, string) ([]net.IPAddr, 
 		}
 	}
 	if len(lns) == 0 {
-		if inUse == nil {
-			inUse = fmt.Errorf("no address")
+		if skipped == nil {
+			skipped = fmt.Errorf("no address")
 		}
-		return nil, fmt.Errorf("%s: %w", host, inUse)
+		return nil, fmt.Errorf("%s: %w", host, skipped)
 	}
 	return lns, nil
 }
