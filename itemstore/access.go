@@ -34,24 +34,35 @@ func (s *Store) Acquire(loc uint32) (Ref, bool) {
 // report stale locations). Cost: two compare-and-swaps; the class mutex
 // if the chunk is freed.
 func (s *Store) Unlink(loc uint32, hash uint64) bool {
+	r, ok := s.kill(loc, hash)
+	if ok {
+		r.Release()
+	}
+	return ok
+}
+
+// kill makes the Linked item at loc with key hash hash Dead, as Unlink
+// does, and returns the reference that the same compare-and-swap took;
+// the caller releases it (whose release frees the chunk if it is the
+// last).
+func (s *Store) kill(loc uint32, hash uint64) (Ref, bool) {
 	p, idx, ok := s.lookup(loc)
 	if !ok {
-		return false
+		return Ref{}, false
 	}
 	h := p.chunk(idx)
 	for {
 		ct := h.ctl.Load()
 		if ctlState(ct) != stateLinked || h.hash.Load() != hash {
-			return false
+			return Ref{}, false
 		}
 		// The generation in ct makes the swap fail if the chunk was
 		// reused (and its hash rewritten) after the loads above. The swap
 		// takes a reference, so the chunk is not freed and reused while
-		// its size is read; its release frees the chunk if it is the last.
+		// its size is read.
 		if h.ctl.CompareAndSwap(ct, withState(ct, stateDead)&^ctlClock+1) {
 			p.forget(h)
-			Ref{p: p, h: h, loc: loc, gen: ctlGen(ct)}.Release()
-			return true
+			return Ref{p: p, h: h, loc: loc, gen: ctlGen(ct)}, true
 		}
 	}
 }

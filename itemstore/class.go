@@ -149,6 +149,11 @@ func (c *class) addPage(p *page) {
 func (c *class) free(p *page, h *header, loc uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.freeLocked(p, h, loc)
+}
+
+// freeLocked is free's work; the caller holds mu.
+func (c *class) freeLocked(p *page, h *header, loc uint32) {
 	if c.s.closed.Load() || p.detached {
 		return
 	}

@@ -44,6 +44,22 @@ func (r Ref) Release() {
 	}
 }
 
+// releaseKept drops a reference to a Dead item, as Release does, but
+// instead of freeing the chunk when the reference was the last it reports
+// true: the caller then owes the chunk its free (Unlinks.Flush).
+func (r Ref) releaseKept() bool {
+	h := r.h
+	for {
+		ct := h.ctl.Load()
+		if ctlGen(ct) != r.gen || ctlRefs(ct) == 0 || ctlState(ct) != stateDead {
+			panic("itemstore: kept release of a reference that is not held to a Dead item")
+		}
+		if h.ctl.CompareAndSwap(ct, ct-1) {
+			return ct&ctlRefMask == 1
+		}
+	}
+}
+
 // Loc returns the item's location, the value the hash index stores.
 func (r Ref) Loc() uint32 { return r.loc }
 

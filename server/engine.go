@@ -307,7 +307,7 @@ func (e *Engine) openIndex() error {
 			}
 		}
 		sh, err := newShard(ix, e.opts.Policy == PolicyFixed, e.interval, e.opts.MaxBatch, newSpace, shardHooks{
-			searchLat: &e.idxLat, updateLat: &e.updLat, searchSize: &e.idxSize, unlink: e.unlinkPending, complete: e.completeUpdate, prof: e.prof,
+			searchLat: &e.idxLat, updateLat: &e.updLat, searchSize: &e.idxSize, unlink: e.unlinker(), complete: e.completeUpdate, prof: e.prof,
 			inline: len(devs) == 0 && e.opts.CPUSearch == CPUSearchInline && ix.Shared(),
 			launch: e.opts.SearchLaunch, batches: batches, hold: e.opts.holdSchedulers,
 			inlineUpd: e.opts.InlineUpdates == InlineUpdatesAll || (e.opts.InlineUpdates == InlineUpdatesCPU && len(devs) == 0)})

@@ -63,7 +63,7 @@ type shard struct {
 	untils   [][]batchGen      // scheduler only: memory of awaitUnlink.until lists
 	awaiting []awaitUnlink     // scheduler only: unlinks waiting for earlier batches' readers
 	awaitN   atomic.Int32      // len(awaiting), for quiesce
-	toUnlink atomic.Int64      // locations queued by deferUnlink and not yet unlinked, for quiesce
+	toUnlink atomic.Int64      // locations queued by deferUnlinks and not yet unlinked, for quiesce
 	unlink   func([]pendingUnlink)
 	complete func(*updateList) // called by the scheduler with each applied list
 	wake     chan struct{}     // capacity 1: work arrived
@@ -101,15 +101,16 @@ const (
 	matchAny              // any linked item (a displaced cell)
 )
 
-// deferUnlink queues p for unlinking after the shard's next search batch
-// has delivered its results: a read whose search found the location just
-// before the update that dropped it can still acquire the old item (it
-// overlaps the write, so the old value is a correct answer) instead of
-// searching again under the key's lock.
-func (s *shard) deferUnlink(p pendingUnlink) {
-	s.toUnlink.Add(1)
+// deferUnlinks queues the locations of ps for unlinking after the shard's
+// next search batch has delivered its results: a read whose search found
+// a location just before the update that dropped it can still acquire the
+// old item (it overlaps the write, so the old value is a correct answer)
+// instead of searching again under the key's lock. ps stays the caller's.
+// Cost: one lock of the shard's mutex.
+func (s *shard) deferUnlinks(ps []pendingUnlink) {
+	s.toUnlink.Add(int64(len(ps)))
 	s.mu.Lock()
-	s.pending = append(s.pending, p)
+	s.pending = append(s.pending, ps...)
 	s.mu.Unlock()
 	s.signal()
 }

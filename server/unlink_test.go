@@ -24,7 +24,7 @@ func TestDropsRetiredWhileUpdatesWait(t *testing.T) {
 				sh.role.Lock()
 				defer sh.role.Unlock()
 				// A location no item holds: its unlink finds nothing.
-				sh.deferUnlink(pendingUnlink{loc: 1, hash: 12345, match: matchHash})
+				sh.deferUnlinks([]pendingUnlink{{loc: 1, hash: 12345, match: matchHash}})
 			}
 			do(t, e, kv.Op{Kind: kv.Set, Key: []byte("k"), Value: []byte("v")})
 			var sh *shard

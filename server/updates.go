@@ -34,6 +34,18 @@ type updateList struct {
 	// errs holds each round's error (nil entries included) once applied;
 	// errAt reads it.
 	errs []error
+	// unlinks is completeUpdate's scratch: the locations it hands the
+	// shard to unlink, queued at once.
+	unlinks []pendingUnlink
+}
+
+// anyHash returns a key hash of one of u's jobs, which names u's
+// shard; u has at least one job.
+func (u *updateList) anyHash() uint64 {
+	if len(u.insHashes) > 0 {
+		return u.insHashes[0]
+	}
+	return u.delHashes[0]
 }
 
 // roundEnd is where a round of an updateList ends.

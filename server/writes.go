@@ -378,6 +378,7 @@ func (e *Engine) write(op *kv.Op, h uint64, eff kv.Effect, now int64, sc *scratc
 // unlinked, the writes' pending entries removed, and the items the list
 // held released.
 func (e *Engine) completeUpdate(u *updateList) {
+	u.unlinks = u.unlinks[:0]
 	for _, d := range u.drops {
 		e.dropped(u, d)
 	}
@@ -404,11 +405,17 @@ func (e *Engine) completeUpdate(u *updateList) {
 			e.counts.updateErrors.Add(1)
 			failed = true
 		} else {
-			e.shards[e.shardOf(h)].deferUnlink(pendingUnlink{loc: r.Loc(), hash: h, match: matchHash})
+			u.unlinks = append(u.unlinks, pendingUnlink{loc: r.Loc(), hash: h, match: matchHash})
 		}
 		e.pend.remove(h, pendingEntry(r.Loc(), true))
 		r.Release()
 		e.inflightItems.Add(-1)
+	}
+	if len(u.unlinks) > 0 {
+		// Every job of a list is of one shard (queueUpdates).
+		e.shards[e.shardOf(u.anyHash())].deferUnlinks(u.unlinks)
+		clear(u.unlinks)
+		u.unlinks = u.unlinks[:0]
 	}
 	if failed {
 		e.log.Error("server: index update failed; its items were unlinked", "err", errors.Join(u.errs...))
@@ -420,8 +427,9 @@ func (e *Engine) completeUpdate(u *updateList) {
 // unlinked at once (its set was acknowledged; the key now misses, as after
 // an eviction). Any other location (an overwritten key's old item, a cell
 // pushed out by displacement) is unlinked later, after the shard's next
-// search batch (see shard.deferUnlink), so that a read whose search found
-// it just before the update can still read it.
+// search batch (see shard.deferUnlinks; queued with the list's other
+// unlinks by completeUpdate), so that a read whose search found it just
+// before the update can still read it.
 func (e *Engine) dropped(u *updateList, d hashindex.Dropped) {
 	e.counts.indexDrops.Add(1)
 	h := u.insHashes[d.Job]
@@ -436,21 +444,34 @@ func (e *Engine) dropped(u *updateList, d hashindex.Dropped) {
 	if d.Reason == hashindex.Displaced {
 		p.match = matchAny
 	}
-	e.shards[e.shardOf(h)].deferUnlink(p)
+	u.unlinks = append(u.unlinks, p)
+}
+
+// unlinker returns a shard's unlink function (shardHooks.unlink), with the
+// shard's own itemstore.Unlinks: the chunks a list's unlinks free go back
+// to their classes with one lock of each class a list, not one a chunk,
+// so the scheduler does not contend with every connection's allocations
+// once per replaced item.
+func (e *Engine) unlinker() func([]pendingUnlink) {
+	u := e.store.Unlinks()
+	return func(ps []pendingUnlink) { e.unlinkPending(u, ps) }
 }
 
 // unlinkPending unlinks the items of locations the index no longer holds
-// (called by the shard schedulers). An exact match needs the item's hash;
-// otherwise the location must still hold a linked item whose signature is
-// the dropped cell's (an overwrite: the inserted key's) or, for a displaced
-// cell, any linked item. An evicted item's chunk is reused at once, but its
-// index delete joins the same update as the new item's insert and deletes
-// run first, so no dropped cell points at a chunk a linked item of another
-// key reuses; a reader meanwhile compares keys.
-func (e *Engine) unlinkPending(ps []pendingUnlink) {
+// (called by a shard's scheduler, with the shard's Unlinks). An exact
+// match needs the item's hash; otherwise the location must still hold a
+// linked item whose signature is the dropped cell's (an overwrite: the
+// inserted key's) or, for a displaced cell, any linked item. An evicted
+// item's chunk is reused at once, but its index delete joins the same
+// update as the new item's insert and deletes run first, so no dropped
+// cell points at a chunk a linked item of another key reuses; a reader
+// meanwhile compares keys. Cost: two compare-and-swaps an item (four for
+// an inexact match), then one lock of each class the freed chunks are in.
+func (e *Engine) unlinkPending(u *itemstore.Unlinks, ps []pendingUnlink) {
+	defer u.Flush()
 	for _, p := range ps {
 		if p.match == matchHash {
-			e.store.Unlink(p.loc, p.hash)
+			u.Unlink(p.loc, p.hash)
 			continue
 		}
 		r, ok := e.store.Acquire(p.loc)
@@ -462,7 +483,7 @@ func (e *Engine) unlinkPending(ps []pendingUnlink) {
 		if p.match == matchSignature && uint32(victim>>32) != uint32(p.hash>>32) {
 			continue
 		}
-		e.store.Unlink(p.loc, victim)
+		u.Unlink(p.loc, victim)
 	}
 }
 
