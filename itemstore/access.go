@@ -46,6 +46,12 @@ func (s *Store) Unlink(loc uint32, hash uint64) bool {
 // the caller releases it (whose release frees the chunk if it is the
 // last).
 func (s *Store) kill(loc uint32, hash uint64) (Ref, bool) {
+	return s.killMatch(loc, hash, ^uint64(0))
+}
+
+// killMatch is kill of the Linked item at loc whose key hash equals hash
+// in the bits of mask (0: any Linked item).
+func (s *Store) killMatch(loc uint32, hash, mask uint64) (Ref, bool) {
 	p, idx, ok := s.lookup(loc)
 	if !ok {
 		return Ref{}, false
@@ -53,7 +59,7 @@ func (s *Store) kill(loc uint32, hash uint64) (Ref, bool) {
 	h := p.chunk(idx)
 	for {
 		ct := h.ctl.Load()
-		if ctlState(ct) != stateLinked || h.hash.Load() != hash {
+		if ctlState(ct) != stateLinked || (h.hash.Load()^hash)&mask != 0 {
 			return Ref{}, false
 		}
 		// The generation in ct makes the swap fail if the chunk was

@@ -32,7 +32,16 @@ func (s *Store) Unlinks() *Unlinks { return &Unlinks{s: s} }
 // Unlink is Store.Unlink, except that a chunk the unlink frees waits for
 // Flush. Cost: two compare-and-swaps; no lock.
 func (u *Unlinks) Unlink(loc uint32, hash uint64) bool {
-	r, ok := u.s.kill(loc, hash)
+	return u.UnlinkMatch(loc, hash, ^uint64(0))
+}
+
+// UnlinkMatch is Unlink of the Linked item at loc whose key hash equals
+// hash in the bits of mask, whatever its other bits (mask 0: any Linked
+// item): for a location whose key the caller knows only in part, such as
+// a hash index's dropped cell, which holds a signature of the key. Cost:
+// two compare-and-swaps; no lock.
+func (u *Unlinks) UnlinkMatch(loc uint32, hash, mask uint64) bool {
+	r, ok := u.s.killMatch(loc, hash, mask)
 	if !ok {
 		return false
 	}

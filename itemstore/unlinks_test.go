@@ -162,3 +162,42 @@ func TestUnlinksRaceAllocations(t *testing.T) {
 		t.Fatalf("%d items linked, want %d (each key's last version)", got, want)
 	}
 }
+
+// TestUnlinksMatch unlinks by part of the key hash: a mask's bits must
+// match and the others may differ; mask 0 takes any Linked item.
+func TestUnlinksMatch(t *testing.T) {
+	const sig = 0xffffffff << 32
+	for _, tc := range []struct {
+		name       string
+		hash, mask uint64 // given for key 1's item
+		want       bool
+	}{
+		{"whole hash", hashOf(1), ^uint64(0), true},
+		{"whole hash, one low bit off", hashOf(1) ^ 1, ^uint64(0), false},
+		{"signature, low bits off", hashOf(1) ^ 0xffff, sig, true},
+		{"signature off by a bit", hashOf(1) ^ 1<<40, sig, false},
+		{"any item", 12345, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t, onePage)
+			loc, _ := setRelease(t, s, 1, smallValue, 1, 0, 1)
+			u := s.Unlinks()
+			if got := u.UnlinkMatch(loc, tc.hash, tc.mask); got != tc.want {
+				t.Fatalf("UnlinkMatch(%#x, mask %#x) = %v, want %v", tc.hash, tc.mask, got, tc.want)
+			}
+			u.Flush()
+			r, ok := s.Acquire(loc)
+			if ok {
+				r.Release()
+			}
+			if ok == tc.want {
+				t.Fatalf("after UnlinkMatch = %v the item is linked: %v", tc.want, ok)
+			}
+			if u.UnlinkMatch(loc, tc.hash, 0) != !tc.want {
+				t.Fatalf("a second unlink of any item: want %v", !tc.want)
+			}
+			u.Flush()
+			checkFreeLists(t, s)
+		})
+	}
+}

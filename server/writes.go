@@ -465,26 +465,26 @@ func (e *Engine) unlinker() func([]pendingUnlink) {
 // item's chunk is reused at once, but its index delete joins the same
 // update as the new item's insert and deletes run first, so no dropped
 // cell points at a chunk a linked item of another key reuses; a reader
-// meanwhile compares keys. Cost: two compare-and-swaps an item (four for
-// an inexact match), then one lock of each class the freed chunks are in.
+// meanwhile compares keys. Cost: two compare-and-swaps an item, then one
+// lock of each class the freed chunks are in.
 func (e *Engine) unlinkPending(u *itemstore.Unlinks, ps []pendingUnlink) {
 	defer u.Flush()
 	for _, p := range ps {
-		if p.match == matchHash {
-			u.Unlink(p.loc, p.hash)
-			continue
-		}
-		r, ok := e.store.Acquire(p.loc)
-		if !ok {
-			continue
-		}
-		victim := r.Hash()
-		r.Release()
-		if p.match == matchSignature && uint32(victim>>32) != uint32(p.hash>>32) {
-			continue
-		}
-		u.Unlink(p.loc, victim)
+		u.UnlinkMatch(p.loc, p.hash, p.mask())
 	}
+}
+
+// mask returns the bits of the key hash the item at p.loc must share with
+// p.hash to be unlinked: all of them (matchHash), the signature's (the
+// high 32, as the index keeps them), or none (matchAny).
+func (p pendingUnlink) mask() uint64 {
+	switch p.match {
+	case matchHash:
+		return ^uint64(0)
+	case matchSignature:
+		return 0xffffffff << 32
+	}
+	return 0
 }
 
 // countWrite updates the command counters of a decided write.
