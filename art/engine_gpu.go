@@ -191,9 +191,6 @@ type gpuEngine struct {
 // so that a broken toolchain is reported by New.
 func newGPUEngine(d *gpu.Device, workers int) (backend, error) {
 	g := &gpuEngine{dev: d, workers: workers, chunkMin: pointChunkMin, aheadGrowth: true, deferCheck: true, freeBeside: true, walkLanes: defaultWalkLanes}
-	if err := g.pipe.rangeOptionsFromEnv(); err != nil {
-		return nil, err
-	}
 	_, err := d.VMMGranularity()
 	g.vmm, g.inPlaceMin = err == nil, inPlaceMinBytes
 	if g.pe, err = prim.NewGPU(d); err != nil {
@@ -509,7 +506,7 @@ func (g *gpuEngine) size() int  { g.mu.Lock(); defer g.mu.Unlock(); return g.t.n
 func (g *gpuEngine) width() int { g.mu.Lock(); defer g.mu.Unlock(); return g.t.width }
 
 // lastBatch returns the Timings of the engine's latest batch; a batch
-// that left them to be read later (finishLazy: rangePipe.lazyTimes) has
+// that left them to be read later (finishLazy: a pipelined range call) has
 // them read from its events now, under the engine's lock. Cost: O(1), or
 // the deferred cuEventElapsedTime calls once.
 func (g *gpuEngine) lastBatch() engine.Timings {

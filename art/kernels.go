@@ -66,7 +66,7 @@ type kernelSet struct {
 	nFreeMarks, nFreeScatter                                        *gpu.Function
 	dFind, dMark, dLeafFlags, dDepthkeys, dEntries, qScan           *gpu.Function
 	qCollect, qEmit, qOrderKeys, qScanPerm, qCollectPerm            *gpu.Function
-	qCands, qTrim, qPairs, qPairsCap                                *gpu.Function
+	qCands, qTrim, qPairs                                           *gpu.Function
 	qWalk8, qWalk16, qWalk32                                        *gpu.Function
 	acSizes, acMove                                                 *gpu.Function
 }
@@ -88,7 +88,7 @@ func (k *kernelSet) names() map[string]**gpu.Function {
 		"an_free_marks": &k.nFreeMarks, "an_free_scatter": &k.nFreeScatter,
 		"ad_find": &k.dFind, "ad_mark": &k.dMark, "ad_leaf_flags": &k.dLeafFlags, "ad_depthkeys": &k.dDepthkeys, "ad_entries": &k.dEntries,
 		"aq_scan": &k.qScan, "aq_collect": &k.qCollect, "aq_emit": &k.qEmit, "aq_order_keys": &k.qOrderKeys, "aq_scan_perm": &k.qScanPerm,
-		"aq_collect_perm": &k.qCollectPerm, "aq_cands": &k.qCands, "aq_trim": &k.qTrim, "aq_pairs": &k.qPairs, "aq_pairs_cap": &k.qPairsCap,
+		"aq_collect_perm": &k.qCollectPerm, "aq_cands": &k.qCands, "aq_trim": &k.qTrim, "aq_pairs": &k.qPairs,
 		"aq_walk8": &k.qWalk8, "aq_walk16": &k.qWalk16, "aq_walk32": &k.qWalk32, "ac_sizes": &k.acSizes, "ac_move": &k.acMove,
 	}
 }

@@ -29,16 +29,8 @@ func sameKeyLen(n, s1, s2 uint64) int {
 // len(offs)*keyLen fits in 32 bits), on all cores. Cost: one parallel
 // pass writing 4 bytes a pair.
 func fillKeyOffsets(offs []uint32, keyLen int) {
-	fillKeyOffsetsFrom(offs, 0, keyLen)
-}
-
-// fillKeyOffsetsFrom writes offs[i] = base + i*keyLen, the key offsets of
-// a chunk's pairs whose keys all have keyLen bytes, after base bytes of
-// the chunks before (the caller checked that the last fits in 32 bits).
-// Cost: one pass writing 4 bytes a pair (on all cores when large).
-func fillKeyOffsetsFrom(offs []uint32, base uint32, keyLen int) {
 	par.Shared().Ranges(len(offs), par.Parts(len(offs), 1<<16, 0), func(_, lo, hi int) {
-		o := base + uint32(lo*keyLen)
+		o := uint32(lo * keyLen)
 		for i := lo; i < hi; i++ {
 			offs[i] = o
 			o += uint32(keyLen)
@@ -54,7 +46,7 @@ const keyFillGrain = 32 << 10
 // keys all have one length (fills, in chunk order) in one parallel job
 // over all of them: parts of keyFillGrain pairs taken dynamically by the
 // workers across the chunks' bounds, where a job per chunk in parts of
-// 64Ki (fillKeyOffsetsFrom) ran one chunk's few parts at a time. Cost: one
+// 64Ki (before branch arng7) ran one chunk's few parts at a time. Cost: one
 // pass writing 4 bytes a pair, on all cores.
 func fillKeyFills(offs []uint32, fills []keyFill) {
 	starts := make([]int, len(fills)+1) // fill i's pairs from starts[i] of the pass

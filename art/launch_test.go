@@ -15,9 +15,8 @@ import (
 	"github.com/warpkv/warpkv/gpu"
 )
 
-// TestLaunchArguments checks, without a GPU, every g.launch call (and
-// g.launchOn, its stream first) of the GPU engine against its kernel's
-// signature in art.cu: the number of
+// TestLaunchArguments checks, without a GPU, every g.launch call of the
+// GPU engine against its kernel's signature in art.cu: the number of
 // arguments, and for each whether it is a pointer, a 64-bit or a 32-bit
 // scalar (Go code passes scalars as explicit uint64(...), uint32(...) or
 // int32(...) conversions; anything else is a device pointer). A mismatch
@@ -45,11 +44,8 @@ func TestLaunchArguments(t *testing.T) {
 				return true
 			}
 			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok || (sel.Sel.Name != "launch" && sel.Sel.Name != "launchOn") {
+			if !ok || sel.Sel.Name != "launch" {
 				return true
-			}
-			if sel.Sel.Name == "launchOn" && len(call.Args) > 0 { // launchOn(stream, kernel, n, args...)
-				call = &ast.CallExpr{Fun: call.Fun, Args: call.Args[1:]}
 			}
 			if len(call.Args) < 2 {
 				return true

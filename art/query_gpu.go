@@ -49,15 +49,8 @@ func (g *gpuEngine) answer(into *Result, b queryBatch, limit int, desc bool) (*R
 		if err != nil {
 			return nil, err
 		}
-		if g.pipe.lazyTimes {
-			if err := g.finishLazy("ranges", Q, g.pipedTimings(Q, limit)); err != nil {
-				return nil, err
-			}
-		} else {
-			if err := g.finish("ranges", Q); err != nil {
-				return nil, err
-			}
-			g.pipedTimings(Q, limit)()
+		if err := g.finishLazy("ranges", Q, g.pipedTimings(Q, limit)); err != nil {
+			return nil, err
 		}
 		g.step("drained")
 		return res, nil

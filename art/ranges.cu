@@ -1,6 +1,8 @@
 // ranges.cu: Bounded range and prefix queries in one walk: aq_cands,
 // aq_trim, aq_pairs (ranges_gpu.go launches them, in this order, with
-// exclusive scans of the per-query counts between aq_trim and aq_pairs).
+// exclusive scans of the per-query counts between aq_trim and aq_pairs;
+// ranges_piped_gpu.go launches aq_pairs for each chunk of a pipelined
+// call).
 // Part of the program art.cu (which includes every part once); the
 // layout, the descriptor and the shared helpers are in art.cuh, the
 // cursor and the seeks in iterate.cu.
@@ -118,60 +120,28 @@ __device__ __forceinline__ void copy_key(u8 *dst, const u8 *src, u32 n) {
 // aq_pairs: one warp per query q < Q: the lanes take the query's pairs
 // 32 at a time, pair j from slot q*limit + j; an exclusive warp scan of
 // the key lengths gives each key's offset from the query's first key
-// offset boff[q]; lane j writes pair pidx[q] + j (key offset, key bytes,
-// value). pidx and boff are the exclusive scans of aq_trim's cnt and
-// bytes. A chunk of a pipelined call (ranges_pipe_gpu.go) passes the
-// pairs and key bytes of the chunks before it, pbase and kbase: the key
-// offsets written are kbase plus the chunk's own, and lane 0 of query q's
-// warp writes qout[q] = pbase + pidx[q+1], the Result's query offset q+1
-// (qout null: not written; the one-piece call downloads pidx). ooffs
-// null: the key offsets are not written (the host writes them: every key
-// of the answer has one length, which the callers know from aq_trim's or
-// the walk's totals before they launch this). Invariant: every output word
-// has one writer (the lane of its pair, lane 0 for qout), and query q's
-// pairs fill [pidx[q], pidx[q+1]) in answer order.
+// offset boff[q] - boff[0]; lane j writes pair pidx[q] + j (key offset,
+// key bytes, value). pidx and boff are exclusive scans of the walk's (or
+// aq_trim's) cnt and bytes: scans of their own (rangesCands: boff[0] is
+// 0), or the cnt and byt views of one scan of a chunk's pair counts, key
+// bytes and squared lengths together (countsLayout in
+// ranges_piped_gpu.go), which adds the chunk's pairs to every entry of
+// byt, boff[0] that sum. A chunk of a pipelined call passes the pairs and
+// key bytes of the chunks before it, pbase and kbase: the key offsets
+// written are kbase plus the chunk's own, and lane 0 of query q's warp
+// writes qout[q] = pbase + pidx[q+1], the Result's query offset q+1 (qout
+// null: not written; the one-piece call downloads pidx). ooffs null: the
+// key offsets are not written (the host writes them: every key of the
+// answer has one length, which rangesCands knows from the totals before
+// it launches this). okeys holds kcap bytes and a key that does not fit
+// below kcap is not copied: a pipelined call queues a chunk's pairs
+// before its key bytes are known, and again with room when they did not
+// fit (rangesCands passes the answer's key bytes). Invariant: every output
+// word has one writer (the lane of its pair, lane 0 for qout), and query
+// q's pairs fill [pidx[q], pidx[q+1]) in answer order.
 extern "C" __global__ void aq_pairs(const Tree *t, u64 Q, u64 limit, const u64 *slots, const u64 *pidx,
                                     const u64 *boff, u8 *okeys, u32 *ooffs, u64 *ovals, u64 pbase, u64 kbase,
-                                    u64 *qout) {
-    u32 lane = threadIdx.x % WARP;
-    u64 warps = (u64)gridDim.x * blockDim.x / WARP;
-    for (u64 q = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; q < Q; q += warps) {
-        u64 base = pidx[q], n = pidx[q + 1] - base, o = boff[q];
-        if (qout && lane == 0) qout[q] = pbase + pidx[q + 1];
-        for (u64 j0 = 0; j0 < n; j0 += WARP) {
-            u64 j = j0 + lane;
-            u64 l = j < n ? slots[q * limit + j] : 0;
-            u32 kn = j < n ? laux(l) : 0;
-            u32 x = kn; // inclusive scan of the lanes' key lengths
-            for (int d = 1; d < WARP; d <<= 1) {
-                u32 y = __shfl_up_sync(FULL_MASK, x, d);
-                if (lane >= (u32)d) x += y;
-            }
-            if (j < n) {
-                u64 at = o + x - kn;
-                if (ooffs) ooffs[base + j] = (u32)(kbase + at);
-                copy_key(okeys + at, leaf_key(t, l), kn);
-                ovals[base + j] = leaf_value(t, l);
-            }
-            o += __shfl_sync(FULL_MASK, x, WARP - 1);
-        }
-    }
-}
-
-// aq_pairs_cap is aq_pairs for the pipelined call's default options
-// (ranges_piped_gpu.go: rangePipe.oneScan, pairsEarly; aq_pairs serves
-// the path without them, WARPKV_ART_RANGE_OPTS=none): the same thread mapping and
-// invariant, and two differences. (1) Each key's offset counts from
-// boff[q] - boff[0]: boff may be the key bytes' part of one scan of a
-// chunk's pair counts, key bytes and squared lengths together
-// (countsLayout), which adds the chunk's pairs to every entry; boff[0] is
-// that sum (0 for a scan of its own). (2) okeys holds kcap bytes and a key
-// that does not fit below kcap is not copied: early pairs are launched
-// before the chunk's key bytes are known, and again with room when they
-// did not fit.
-extern "C" __global__ void aq_pairs_cap(const Tree *t, u64 Q, u64 limit, const u64 *slots, const u64 *pidx,
-                                        const u64 *boff, u8 *okeys, u32 *ooffs, u64 *ovals, u64 pbase, u64 kbase,
-                                        u64 *qout, u64 kcap) {
+                                    u64 *qout, u64 kcap) {
     u32 lane = threadIdx.x % WARP;
     u64 warps = (u64)gridDim.x * blockDim.x / WARP;
     u64 b0 = Q ? boff[0] : 0;

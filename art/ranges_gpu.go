@@ -54,7 +54,7 @@ func (g *gpuEngine) rangesCands(into *Result, Q, limit int, dsc int32, perm *gpu
 		ooffs = nullPtr
 	}
 	if err := g.launch(g.k.qPairs, Q*warpSize, g.descBuf, uint64(Q), uint64(limit), slots, cnt, byt, out.keys, ooffs, out.vals,
-		uint64(0), uint64(0), nullPtr); err != nil {
+		uint64(0), uint64(0), nullPtr, uint64(out.totalBytes)); err != nil {
 		return nil, fmt.Errorf("pairs: %w", err)
 	}
 	g.step("pairs")

@@ -16,14 +16,14 @@ import (
 // pipelined call when the engine's rangePipe does not say (chunks 0): a
 // call is cut into ceil(Q*limit/rangeChunkSlots) chunks, at least 2 and
 // at most rangeChunksMax (and each of at least chunkMin queries). On an
-// H200 at 100M keys with defaultRangeOptions (BenchmarkGPURangeChunks,
+// H200 at 100M keys (BenchmarkGPURangeChunks, branch arng7's options,
 // 2026-11-29 19:38 UTC, 5 interleaved rounds, medians), 64Ki ranges of 16
 // (1Mi slots) ran in 0.622 ms a call in 4 chunks (every round 0.617-0.651),
 // 0.674 and 0.703 in 3, 0.730 in 2; 64Ki prefix scans of 64 (4Mi slots)
-// in 2.149 ms in 8 and 2.189 in 4. Without the options (branch arng3's
+// in 2.149 ms in 8 and 2.189 in 4. Before those options (branch arng3's
 // run) 3 chunks had been best for the ranges: pairs queued behind each
-// walk (pairsEarly) make a fourth chunk pay. 256Ki slots gives those
-// calls 4 and 8 chunks.
+// walk (pipedCall.queuePairs) make a fourth chunk pay. 256Ki slots gives
+// those calls 4 and 8 chunks.
 const rangeChunkSlots = 256 << 10
 
 // rangeChunksMax is the most chunks of a pipelined call when the
@@ -42,26 +42,14 @@ type rangePipe struct {
 	chunkMin int // fewest queries a chunk: 0 rangeChunkMin (tests set fewer)
 	firstDiv int // chunk 0 holds 1/firstDiv of another chunk's queries (0 or 1: as many; benchmarks compare)
 
-	// Options of the pipelined call (defaultRangeOptions turns all on;
-	// false: the path of branch arng3, which tests and benchmarks still
-	// compare).
-	oneScan   bool // a chunk's counts scanned as one array (countsLayout: one memset and one kernel, not three of each)
-	fillOnce  bool // the key offsets the host writes filled in one job across the chunks (fillKeyFills), not chunk by chunk
-	lazyTimes bool // LastBatch's phases read from the events when LastBatch asks (finishLazy), not inside the call
-	// packAhead packs chunk k+1 on the workers while the caller's
-	// goroutine queues and delivers chunk k (runAhead), not one after the
-	// other (run).
-	packAhead bool
-	// pairsEarly (with packAhead; ignored without) queues a chunk's
-	// pairs behind its walk (queuePairs), into keys of keySlot bytes an
-	// answer slot (keySlotMin at first, grown when a chunk's keys did not
-	// fit).
-	pairsEarly bool
-	keySlot    int
+	// keySlot is the key bytes an answer slot a chunk's early pairs
+	// (pipedCall.queuePairs) are given room for: keySlotMin at first,
+	// grown when a chunk's keys did not fit.
+	keySlot int
 
 	names   [][numPipeBufs]string // chunk k's buffers' pool names (pipeBufs with ".k")
 	walkAt  []*gpu.Event          // chunk k's walk queued (on s)
-	walked  []*gpu.Event          // chunk k's totals read back (on s)
+	walked  []*gpu.Event          // chunk k's totals written to tot (on s)
 	pairsAt []*gpu.Event          // chunk k's pairs queued (on s)
 	paired  []*gpu.Event          // chunk k's pairs written (on s)
 	fetched []*gpu.Event          // chunk k's downloads done (on out; made and recorded only when the engine is traced: fetchedEvent)
@@ -72,24 +60,6 @@ type rangePipe struct {
 	// kernel's stores reach it without the copy engine, where a readback
 	// would queue behind the earlier chunks' downloads.
 	tot *gpu.MappedBuffer[uint64]
-}
-
-// pipeForm is a rangePipe's settings, apart from its events and buffers.
-type pipeForm struct {
-	chunks, chunkMin, firstDiv                          int
-	oneScan, fillOnce, lazyTimes, packAhead, pairsEarly bool
-}
-
-// form returns p's settings (tests and benchmarks restore them with
-// setForm).
-func (p *rangePipe) form() pipeForm {
-	return pipeForm{p.chunks, p.chunkMin, p.firstDiv, p.oneScan, p.fillOnce, p.lazyTimes, p.packAhead, p.pairsEarly}
-}
-
-// setForm sets p's settings to f.
-func (p *rangePipe) setForm(f pipeForm) {
-	p.chunks, p.chunkMin, p.firstDiv = f.chunks, f.chunkMin, f.firstDiv
-	p.oneScan, p.fillOnce, p.lazyTimes, p.packAhead, p.pairsEarly = f.oneScan, f.fillOnce, f.lazyTimes, f.packAhead, f.pairsEarly
 }
 
 // totWords is the words a_totals writes: the low and high halves of four
@@ -106,18 +76,15 @@ func (p *rangePipe) totals(d *gpu.Device, c int) error {
 }
 
 // chunkTotals returns chunk k's pairs, key bytes and squared key lengths
-// from the mapped totals; its walked event must have fired. With oneScan
-// the chunk's counts were scanned as one array (countsLayout): a_totals
-// copied the running sums N, N+B and N+B+S, and the totals are their
-// differences (modulo 2^64, as the scans' sums are). Cost: O(1).
-func (p *rangePipe) chunkTotals(k int, oneScan bool) (pairs, keyBytes int, sq uint64) {
+// from the mapped totals; its walked event must have fired. The chunk's
+// counts were scanned as one array (countsLayout): a_totals copied the
+// running sums N, N+B and N+B+S, and the totals are their differences
+// (modulo 2^64, as the scans' sums are). Cost: O(1).
+func (p *rangePipe) chunkTotals(k int) (pairs, keyBytes int, sq uint64) {
 	w := p.tot.Slice()[totWords*k : totWords*(k+1)]
 	word := func(i int) uint64 { return atomic.LoadUint64(&w[2*i]) | atomic.LoadUint64(&w[2*i+1])<<32 }
 	n, b, s := word(0), word(1), word(2)
-	if oneScan {
-		b, s = b-n, s-b
-	}
-	return int(n), int(b), s
+	return int(n), int(b - n), s - b
 }
 
 // count returns the chunks of a pipelined call of Q queries of at most
@@ -199,10 +166,11 @@ func (p *rangePipe) events(d *gpu.Device, c int) error {
 }
 
 // work returns the device time of the kernels of a drained pipelined call
-// of c chunks: the union of the spans of each chunk's walk (with its scans
-// and totals' readback, on s) and its pairs (on in), which overlap each
-// other (events a chunk failed to time are left out). Cost: 4c
-// cuEventElapsedTime.
+// of c chunks: the union of the spans of each chunk's walk (with its scan
+// and totals, on s) and its pairs (on s behind them; when run again at
+// delivery, that run), not the span from the first walk to the last pairs,
+// in which the host packs and waits (events a chunk failed to time are
+// left out). Cost: 4c cuEventElapsedTime.
 func (p *rangePipe) work(c int) time.Duration {
 	var spans [][2]time.Duration
 	for k := range c {
@@ -256,9 +224,6 @@ func (p *rangePipe) close() error {
 const (
 	bSlots = iota
 	bCcnt
-	bCnt
-	bBytes
-	bSq
 	bCounts
 	bQout
 	bOkeys
@@ -271,4 +236,4 @@ const (
 
 // pipeBufs are the pool names of a chunk's buffers, by index; chunk k's
 // have ".k" appended.
-var pipeBufs = [numPipeBufs]string{"q.slots", "q.ccnt", "q.cnt", "q.bytes", "q.sq", "q.counts", "q.qout", "q.okeys", "q.ooffs", "q.ovals", "q.in", "host.q"}
+var pipeBufs = [numPipeBufs]string{"q.slots", "q.ccnt", "q.counts", "q.qout", "q.okeys", "q.ooffs", "q.ovals", "q.in", "host.q"}

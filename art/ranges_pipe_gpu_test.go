@@ -13,7 +13,9 @@ import (
 // TestGPURangesPiped answers range queries (ascending and descending)
 // and prefix scans into pinned Results with the pipelined call
 // (rangesPiped) cut into 1 (one piece) to 7 chunks of at least 50 queries
-// (chunk 0 as large as the others, half or a third of them), and
+// (chunk 0 as large as the others, half or a third of them; each chunk's
+// pairs queued behind its walk into the least key room, so that chunks
+// of longer keys run their pairs again), and
 // compares every array of each answer (query offsets, key bytes, key
 // offsets, values) with the CPU engine's. The trees: keys of 0 to 40 bytes over a
 // small alphabet with some of up to 300 bytes (arena keys, answers of
@@ -59,7 +61,7 @@ func TestGPURangesPiped(t *testing.T) {
 			}
 		}
 		g := gt.eng.(*gpuEngine)
-		defer g.pipe.setForm(g.pipe.form())
+		keepPipeForm(t, g)
 		g.pipe.chunkMin = 50
 		const Q = 1001
 		random := func() ([]Query, [][]byte) {
@@ -107,13 +109,12 @@ func TestGPURangesPiped(t *testing.T) {
 		qs[700].Lo, ps[700] = make([]byte, MaxKeyLen+1), make([]byte, MaxKeyLen+1)
 		for _, op := range ops {
 			_, werr := op.f(ct, nil, qs, ps, 16)
-			for _, chunks := range []int{1, 4, -4} { // -4: 4 chunks packed ahead, pairs early
-				g.pipe.chunks, g.pipe.packAhead, g.pipe.pairsEarly = max(chunks, -chunks), chunks < 0, chunks < 0
+			for _, chunks := range []int{1, 4} {
+				g.pipe.chunks = chunks
 				if _, err := op.f(gt, reused, qs, ps, 16); err == nil || werr == nil || err.Error() != werr.Error() {
 					t.Fatalf("%s, %s, %d chunks, a bound too long: %v, want %v", tc.name, op.name, chunks, err, werr)
 				}
 			}
-			g.pipe.packAhead, g.pipe.pairsEarly = false, false
 		}
 		for _, b := range batches {
 			qs, ps := b.make()
@@ -123,28 +124,14 @@ func TestGPURangesPiped(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					// The path without options in 1 to 7 chunks, and the
-					// options (defaultRangeOptions): one scan a chunk, one fill job, each
-					// chunk packed beside the last one's driver calls,
-					// early pairs (which start from the least key room
-					// each time, so that chunks of longer keys run their
-					// pairs again).
-					for _, f := range []struct {
-						chunks                                   int
-						oneScan, fillOnce, packAhead, pairsEarly bool
-					}{{1, false, false, false, false}, {2, false, false, false, false}, {3, false, false, false, false},
-						{4, false, false, false, false}, {7, false, false, false, false}, {3, true, false, false, false}, {7, true, true, false, false},
-						{2, false, false, true, false}, {3, true, false, true, false}, {7, false, false, true, false},
-						{2, false, false, true, true}, {3, true, true, true, true}, {7, false, false, true, true}} {
-						chunks := f.chunks
-						// Chunk 0 as large as the others, half, a third.
-						g.pipe.chunks, g.pipe.firstDiv = chunks, 1+chunks%3
-						g.pipe.oneScan, g.pipe.fillOnce, g.pipe.packAhead, g.pipe.pairsEarly = f.oneScan, f.fillOnce, f.packAhead, f.pairsEarly
-						g.pipe.keySlot = 0
+					for _, chunks := range []int{1, 2, 3, 4, 5, 7} {
+						// Chunk 0 as large as the others, half, a third;
+						// the early pairs from the least key room.
+						g.pipe.chunks, g.pipe.firstDiv, g.pipe.keySlot = chunks, 1+chunks%3, 0
 						fresh := gt.NewResult()
 						for _, into := range []*Result{fresh, reused} {
-							name := fmt.Sprintf("%s, %s, %s, limit %d, %d chunks (one scan %v, fill once %v, pack ahead %v, pairs early %v), reused %v",
-								tc.name, b.name, op.name, limit, chunks, f.oneScan, f.fillOnce, f.packAhead, f.pairsEarly, into == reused)
+							name := fmt.Sprintf("%s, %s, %s, limit %d, %d chunks (first 1:%d), reused %v",
+								tc.name, b.name, op.name, limit, chunks, g.pipe.firstDiv, into == reused)
 							got, err := op.f(gt, into, qs, ps, limit)
 							if err != nil {
 								t.Fatalf("%s: %v", name, err)
@@ -297,26 +284,11 @@ func TestFillKeyFills(t *testing.T) {
 	}
 }
 
-// TestFillKeyOffsetsFrom checks a chunk's key offsets written on the
-// host: base plus i times the key length, for sizes around the parallel
-// pass's parts.
-func TestFillKeyOffsetsFrom(t *testing.T) {
-	for _, n := range []int{0, 1, 1000, 1<<16 + 3, 3 << 17} {
-		offs := make([]uint32, n)
-		fillKeyOffsetsFrom(offs, 777, 16)
-		for i, o := range offs {
-			if o != 777+16*uint32(i) {
-				t.Fatalf("n %d: offs[%d] = %d, want %d", n, i, o, 777+16*i)
-			}
-		}
-	}
-}
-
-// TestGPUPipedTimings checks LastBatch after a pipelined call whose
-// phases are read from the events only when LastBatch asks (lazyTimes:
-// finishLazy): the call's op, queries, total and kernels' time, the same
-// fields as the timings read inside the call (the path without lazyTimes); and after a
-// later batch, that batch's timings, not the pipelined call's.
+// TestGPUPipedTimings checks LastBatch after a pipelined call, whose
+// phases are read from the events only when LastBatch asks (finishLazy):
+// the call's op, queries, total and kernels' time, the same when read
+// again, for two calls in a row; and after a later batch, that batch's
+// timings, not the pipelined call's.
 func TestGPUPipedTimings(t *testing.T) {
 	dev := gputest.Device(t)
 	r := rand.New(rand.NewPCG(7, 22))
@@ -329,7 +301,7 @@ func TestGPUPipedTimings(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := gt.eng.(*gpuEngine)
-	defer g.pipe.setForm(g.pipe.form())
+	keepPipeForm(t, g)
 	g.pipe.chunks, g.pipe.chunkMin = 3, 50
 	const Q = 2000
 	qs := make([]Query, Q)
@@ -338,20 +310,18 @@ func TestGPUPipedTimings(t *testing.T) {
 	}
 	res := gt.NewResult()
 	defer res.Free()
-	for _, lazy := range []bool{true, false} {
-		g.pipe.lazyTimes = lazy
+	for call := range 2 {
 		if _, err := gt.RangesInto(res, qs, 16); err != nil {
 			t.Fatal(err)
 		}
 		tm := gt.LastBatch()
 		if tm.Op != "ranges" || tm.Items != Q || tm.Total <= 0 || tm.Work <= 0 || tm.Work > tm.Total {
-			t.Fatalf("lazy %v: LastBatch after a pipelined call: %v (work %v), want op ranges, %d items, 0 < work <= total", lazy, tm, tm.Work, Q)
+			t.Fatalf("call %d: LastBatch after a pipelined call: %v (work %v), want op ranges, %d items, 0 < work <= total", call, tm, tm.Work, Q)
 		}
 		if again := gt.LastBatch(); again != tm {
-			t.Fatalf("lazy %v: LastBatch read twice: %v, then %v", lazy, tm, again)
+			t.Fatalf("call %d: LastBatch read twice: %v, then %v", call, tm, again)
 		}
 	}
-	g.pipe.lazyTimes = true
 	if _, err := gt.RangesInto(res, qs, 16); err != nil {
 		t.Fatal(err)
 	}
@@ -363,30 +333,10 @@ func TestGPUPipedTimings(t *testing.T) {
 	}
 }
 
-// TestRangePipeOptions checks the options EnvRangeOptions turns on: each
-// name its field and the others off, spaces, empty names and "none"
-// ignored, an unknown name an error.
-func TestRangePipeOptions(t *testing.T) {
-	for _, c := range []struct {
-		s    string
-		want pipeForm
-		bad  bool
-	}{
-		{"", pipeForm{}, false},
-		{"oneScan", pipeForm{oneScan: true}, false},
-		{" fillOnce, lazyTimes ,", pipeForm{fillOnce: true, lazyTimes: true}, false},
-		{"oneScan,fillOnce,lazyTimes,packAhead,pairsEarly", pipeForm{oneScan: true, fillOnce: true, lazyTimes: true, packAhead: true, pairsEarly: true}, false},
-		{"none", pipeForm{}, false},
-		{defaultRangeOptions, pipeForm{oneScan: true, fillOnce: true, lazyTimes: true, packAhead: true, pairsEarly: true}, false},
-		{"onescan", pipeForm{}, true},
-	} {
-		p := rangePipe{oneScan: true, packAhead: true}
-		err := p.setOptions(c.s)
-		if (err != nil) != c.bad {
-			t.Fatalf("setOptions(%q): error %v, want error %v", c.s, err, c.bad)
-		}
-		if !c.bad && p.form() != c.want {
-			t.Errorf("setOptions(%q) = %+v, want %+v", c.s, p.form(), c.want)
-		}
-	}
+// keepPipeForm restores g's pipelined-call settings (chunks, chunkMin,
+// firstDiv, keySlot), which tests and benchmarks set, when tb ends.
+func keepPipeForm(tb testing.TB, g *gpuEngine) {
+	p := &g.pipe
+	chunks, chunkMin, firstDiv, keySlot := p.chunks, p.chunkMin, p.firstDiv, p.keySlot
+	tb.Cleanup(func() { p.chunks, p.chunkMin, p.firstDiv, p.keySlot = chunks, chunkMin, firstDiv, keySlot })
 }

@@ -13,24 +13,29 @@ import (
 
 // A pipelined call (rangesPiped) cuts a batch of bounded range or prefix
 // queries answered into a pinned Result into a few chunks of contiguous
-// queries. Each chunk is packed into pinned memory of its own, and its
-// upload, walk, the scans of its counts and a_totals, which copies its
-// three totals into host memory mapped into the device (not a readback: a
-// copy would queue behind the earlier chunks' downloads on the copy
-// engine), are queued on the engine's stream s at once, an event after
-// them (no stream synchronization): the device walks a chunk while the
-// host packs the next. After each chunk's packing, and after the last, the
-// host delivers the earlier chunks whose totals are back, in order: it
-// places a chunk's pairs after the earlier chunks' (aq_pairs adds those
-// chunks' pairs and key bytes to the offsets it writes and writes the
-// chunk's query offsets as the Result's own), queues aq_pairs on the
-// stream in and the chunk's downloads straight into the Result on the
-// stream out, which waits for an event after the pairs. The answers of one
-// chunk cross the link while later chunks are packed, walked and written,
-// and the call's critical path is the first chunk's packing, walk and
-// pairs (chunk 0 may be smaller than the others: rangePipe.firstDiv), then
-// the answers' transfer. Key offsets the host writes (a chunk whose keys
-// have one length) are written after every download is queued.
+// queries. The workers pack chunk k+1 into pinned memory of its own while
+// the caller's goroutine queues chunk k on the engine's stream s: its
+// upload, walk, one scan of its counts (countsLayout), a_totals, which
+// copies its totals into host memory mapped into the device (not a
+// readback: a copy would queue behind the earlier chunks' downloads on
+// the copy engine), and aq_pairs (queuePairs), which places the chunk's
+// pairs after the earlier chunks' (it adds their pairs and key bytes to
+// the offsets it writes and writes the chunk's query offsets as the
+// Result's own) into room guessed for its keys. The host then waits for
+// the chunk's totals (an event, no stream synchronization), makes room
+// for its keys in the Result (running its pairs again when the guess was
+// short) and queues its downloads straight into the Result on the stream
+// out, which waits for an event after the pairs. The answers of one chunk
+// cross the link while later chunks are packed, walked and written, and
+// the call's critical path is the first chunk's packing, walk and pairs
+// (chunk 0 may be smaller than the others: rangePipe.firstDiv), then the
+// answers' transfer. Key offsets the host writes (chunks whose keys have
+// one length) are written in one job after every download is queued.
+//
+// Until branch artone this path was five options (oneScan, fillOnce,
+// lazyTimes, packAhead, pairsEarly; BENCHMARKS.md, branch arng7) beside
+// an older one, switched by WARPKV_ART_RANGE_OPTS; the options were
+// adopted and the older path removed.
 
 // pipes reports whether a call of Q queries with limit into into runs
 // pipelined: into a pinned Result, in the form of rangesCands (a limit,
@@ -43,22 +48,21 @@ func (g *gpuEngine) pipes(into *Result, Q, limit int) bool {
 // pipeChunk is one chunk of a pipelined call on the device: its queries
 // [a, b) and its buffers. The walk's pair counts, key bytes and squared
 // key lengths of the chunk's n queries lie in one buffer, counts, as
-// cnt | byt | sq, n+1 words each (entry n zero: the walk writes it), so
-// that one exclusive scan of the 3(n+1) words gives all three
-// (countsLayout).
+// cnt | byt | sq (views of it), n+1 words each (entry n zero: the walk
+// writes it), so that one exclusive scan of the 3(n+1) words gives all
+// three (countsLayout).
 type pipeChunk struct {
 	a, b                        int
 	slots, counts, cnt, byt, sq *gpu.Buffer[uint64]
 	ccnt                        *gpu.Buffer[uint32]
 	qout                        *gpu.Buffer[uint64]
 
-	// The answer buffers aq_pairs writes: okeys holds kcap bytes; early:
-	// queued with the walk (queuePairs), not at delivery.
+	// The answer buffers aq_pairs writes (queuePairs): okeys holds kcap
+	// bytes, ovals and ooffs one entry an answer slot.
 	okeys *gpu.Buffer[uint8]
 	ovals *gpu.Buffer[uint64]
 	ooffs *gpu.Buffer[uint32]
 	kcap  int
-	early bool
 }
 
 // countsLayout: one exclusive scan X of a chunk's counts buffer, cnt |
@@ -66,10 +70,10 @@ type pipeChunk struct {
 // before query q (cnt's own scan, X[n] = N, the chunk's pairs), X[n+1+q]
 // = N + the key bytes before query q (X[2n+1] = N+B) and X[2n+2+q] = N+B
 // + the squared lengths before q (X[3n+2] = N+B+S). So aq_pairs takes
-// byt's view as its key offsets with the key bytes' buffer and the key
-// base moved back by N (rangesPiped's deliver), and a_totals copies
-// N, N+B and N+B+S, which chunkTotals differences: the same answers as
-// three scans, in one memset and one kernel where they took three each.
+// byt's view as its key offsets less its first entry, N, and a_totals
+// copies N, N+B and N+B+S, which chunkTotals differences: the same
+// answers as three scans, in one memset and one kernel where they took
+// three each.
 
 // rangesPiped answers bt (bounded ranges or prefix scans, limit > 0) into
 // the pinned Result into in chunks (the comment above). The Result's
@@ -82,7 +86,7 @@ type pipeChunk struct {
 func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int32) (res *Result, err error) {
 	Q := bt.n
 	defer g.syncOnError(&err)
-	call := &pipedCall{g: g, res: into, Q: Q, limit: limit, oneScan: g.pipe.oneScan}
+	call := &pipedCall{g: g, res: into, Q: Q, limit: limit}
 	if call.chunks, err = g.chunkedCall(Q, limit); err != nil {
 		return nil, err
 	}
@@ -94,11 +98,7 @@ func (g *gpuEngine) rangesPiped(into *Result, bt queryBatch, limit int, dsc int3
 		return nil, err
 	}
 	g.step("chunks taken")
-	run := call.run
-	if g.pipe.packAhead {
-		run = call.runAhead
-	}
-	if err := run(bt, dsc); err != nil {
+	if err := call.run(bt, dsc); err != nil {
 		return nil, err
 	}
 	return call.finish()
@@ -116,7 +116,7 @@ func (g *gpuEngine) chunkedCall(Q, limit int) ([]pipeChunk, error) {
 	if err := g.setDesc(g.t, nil); err != nil {
 		return nil, err
 	}
-	return g.takeRangeChunks(Q, C, limit, g.pipe.oneScan)
+	return g.takeRangeChunks(Q, C, limit)
 }
 
 // syncOnError waits, when *err is set, for everything queued on the
@@ -130,21 +130,17 @@ func (g *gpuEngine) syncOnError(err *error) {
 
 // takeRangeChunks cuts a call of Q queries into C chunks and takes each
 // chunk's device buffers (candidate slots for limit answers a query, the
-// counts, byte counts, scans and query offsets) from the pool, reserved at
+// counts (countsLayout) and query offsets) from the pool, reserved at
 // once.
-func (g *gpuEngine) takeRangeChunks(Q, C, limit int, oneScan bool) ([]pipeChunk, error) {
+func (g *gpuEngine) takeRangeChunks(Q, C, limit int) ([]pipeChunk, error) {
 	chunks := make([]pipeChunk, C)
 	var needs []gpu.Need
 	for k := range chunks {
 		a, b := g.pipe.bound(Q, C, k), g.pipe.bound(Q, C, k+1)
 		n, nm := b-a, &g.pipe.names[k]
 		chunks[k] = pipeChunk{a: a, b: b}
-		needs = append(needs, gpu.NeedOf[uint64](nm[bSlots], n*limit), gpu.NeedOf[uint32](nm[bCcnt], n), gpu.NeedOf[uint64](nm[bQout], n))
-		if oneScan {
-			needs = append(needs, gpu.NeedOf[uint64](nm[bCounts], 3*(n+1)))
-		} else {
-			needs = append(needs, gpu.NeedOf[uint64](nm[bCnt], n+1), gpu.NeedOf[uint64](nm[bBytes], n+1), gpu.NeedOf[uint64](nm[bSq], n+1))
-		}
+		needs = append(needs, gpu.NeedOf[uint64](nm[bSlots], n*limit), gpu.NeedOf[uint32](nm[bCcnt], n), gpu.NeedOf[uint64](nm[bQout], n),
+			gpu.NeedOf[uint64](nm[bCounts], 3*(n+1)))
 	}
 	if err := g.pool.Reserve(needs...); err != nil {
 		return nil, err
@@ -153,14 +149,8 @@ func (g *gpuEngine) takeRangeChunks(Q, C, limit int, oneScan bool) ([]pipeChunk,
 		c, nm := &chunks[k], &g.pipe.names[k]
 		n := c.b - c.a
 		c.slots, c.ccnt = gpu.Take[uint64](g.pool, nm[bSlots], n*limit), gpu.Take[uint32](g.pool, nm[bCcnt], n)
-		c.qout = gpu.Take[uint64](g.pool, nm[bQout], n)
-		if oneScan {
-			c.counts = gpu.Take[uint64](g.pool, nm[bCounts], 3*(n+1))
-			c.cnt, c.byt, c.sq = gpu.View[uint64](c.counts, 0, n+1), gpu.View[uint64](c.counts, 8*(n+1), n+1), gpu.View[uint64](c.counts, 16*(n+1), n+1)
-		} else {
-			c.cnt, c.byt = gpu.Take[uint64](g.pool, nm[bCnt], n+1), gpu.Take[uint64](g.pool, nm[bBytes], n+1)
-			c.sq = gpu.Take[uint64](g.pool, nm[bSq], n+1)
-		}
+		c.qout, c.counts = gpu.Take[uint64](g.pool, nm[bQout], n), gpu.Take[uint64](g.pool, nm[bCounts], 3*(n+1))
+		c.cnt, c.byt, c.sq = gpu.View[uint64](c.counts, 0, n+1), gpu.View[uint64](c.counts, 8*(n+1), n+1), gpu.View[uint64](c.counts, 16*(n+1), n+1)
 	}
 	return chunks, nil
 }
@@ -191,75 +181,20 @@ type pipedCall struct {
 	Q, limit int
 
 	queued          bool      // downloads queued on out
-	oneScan         bool      // each chunk's counts scanned as one array (countsLayout; rangePipe.oneScan)
 	pairs, keyBytes int       // the chunks' before the next one delivered
 	fills           []keyFill // the key offsets the host writes
 }
 
-// run packs every chunk and queues its upload and walk on s in turn (the
-// device walks chunk k while the host packs chunk k+1); after a chunk's
-// packing, before its walk is queued, and after the last, the host
-// delivers the earlier chunks in order whose totals are back (their pairs
-// on in, their downloads on out, which waits for them), so that the first
-// downloads start while later chunks are packed; and every earlier chunk
-// once a chunk's walk is queued, waiting for their totals (before branch
-// arng5 it did not: a chunk walked just after the look waited for the
-// next chunk's packing and queueing; on the H200 at 100M keys this is
-// 1-2% faster, BENCHMARKS.md, branch arng5).
-func (p *pipedCall) run(bt queryBatch, dsc int32) error {
-	g := p.g
-	next := 0 // the next chunk to deliver
-	for k := range p.chunks {
-		pc, err := g.packChunk(&p.chunks[k], k, bt)
-		if be := asBoundErr(err, p.chunks[k].a); be != nil {
-			return be
-		}
-		if err != nil {
-			return err
-		}
-		for ; next < k; next++ {
-			done, err := g.pipe.walked[next].Done()
-			if err != nil {
-				return fmt.Errorf("chunk %d: %w", next, err)
-			}
-			if !done {
-				break
-			}
-			if err := p.deliver(next); err != nil {
-				return fmt.Errorf("chunk %d: %w", next, err)
-			}
-		}
-		if err := g.queueRangeChunk(&p.chunks[k], k, pc, p.limit, dsc, p.oneScan); err != nil {
-			return err
-		}
-		for ; next < k; next++ {
-			if err := p.deliver(next); err != nil {
-				return fmt.Errorf("chunk %d: %w", next, err)
-			}
-		}
-		if k == 0 {
-			g.clock.Mark(g.s, engine.MarkUploaded)
-			g.clock.Mark(g.s, engine.MarkSorted)
-		}
-	}
-	for ; next < len(p.chunks); next++ {
-		if err := p.deliver(next); err != nil {
-			return fmt.Errorf("chunk %d: %w", next, err)
-		}
-	}
-	return nil
-}
-
-// runAhead is run with each chunk's packing beside the driver calls: the
-// workers pack chunk k+1 (on a goroutine of its own, the pool's caller)
-// while this goroutine queues chunk k's upload and walk, waits for its
-// totals and delivers it, so that a chunk's host time is the longer of
-// its packing and its queueing and delivery, not their sum, and chunk 0's
-// downloads start once its walk and pairs are done. The pool's buffers
-// are taken under a lock both hold (gpu.Pool is not safe for concurrent
-// use). A failed packing is returned once the chunk before it is queued;
-// no goroutine outlives the call.
-func (p *pipedCall) runAhead(bt queryBatch, dsc int32) (err error) {
+// run packs and delivers every chunk: the workers pack chunk k+1 (on a
+// goroutine of its own, the pool's caller) while this goroutine queues
+// chunk k's upload, walk and pairs, waits for its totals and delivers it,
+// so that a chunk's host time is the longer of its packing and its
+// queueing and delivery, not their sum, and chunk 0's downloads start
+// once its walk and pairs are done. The pool's buffers are taken under a
+// lock both hold (gpu.Pool is not safe for concurrent use). A failed
+// packing is returned once the chunk before it is queued; no goroutine
+// outlives the call.
+func (p *pipedCall) run(bt queryBatch, dsc int32) (err error) {
 	g := p.g
 	var mu sync.Mutex // g.pool, between the packer and this goroutine
 	type packed struct {
@@ -267,7 +202,7 @@ func (p *pipedCall) runAhead(bt queryBatch, dsc int32) (err error) {
 		err error
 	}
 	pack := func(k int) packed {
-		pc, err := g.packChunkWith(&p.chunks[k], k, bt, func(m int) ([]byte, error) {
+		pc, err := g.packChunk(&p.chunks[k], k, bt, func(m int) ([]byte, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			return gpu.Host[byte](g.pool, g.pipe.names[k][bHostQ], m)
@@ -293,8 +228,8 @@ func (p *pipedCall) runAhead(bt queryBatch, dsc int32) (err error) {
 			go func(k int, ch chan<- packed) { ch <- pack(k) }(k+1, next)
 		}
 		mu.Lock()
-		err := g.queueRangeChunk(&p.chunks[k], k, cur.pc, p.limit, dsc, p.oneScan)
-		if err == nil && g.pipe.pairsEarly {
+		err := g.queueRangeChunk(&p.chunks[k], k, cur.pc, p.limit, dsc)
+		if err == nil {
 			err = p.queuePairs(k)
 		}
 		mu.Unlock()
@@ -305,7 +240,7 @@ func (p *pipedCall) runAhead(bt queryBatch, dsc int32) (err error) {
 			g.clock.Mark(g.s, engine.MarkUploaded)
 			g.clock.Mark(g.s, engine.MarkSorted)
 		}
-		if err := p.deliverLocked(k, &mu); err != nil {
+		if err := p.deliver(k, &mu); err != nil {
 			return fmt.Errorf("chunk %d: %w", k, err)
 		}
 		if next != nil {
@@ -315,66 +250,33 @@ func (p *pipedCall) runAhead(bt queryBatch, dsc int32) (err error) {
 	return nil
 }
 
-// deliverLocked is deliver with the wait for chunk k's totals outside mu
-// and the rest inside (runAhead).
-func (p *pipedCall) deliverLocked(k int, mu *sync.Mutex) error {
+// deliver waits for chunk k's totals (outside mu), then, under mu, makes
+// room for its keys in the Result, runs its pairs again when their keys
+// did not fit the room queuePairs guessed, queues its answers' downloads
+// on out (after the pairs) and counts its pairs and key bytes.
+func (p *pipedCall) deliver(k int, mu *sync.Mutex) error {
 	if err := p.g.pipe.walked[k].Synchronize(); err != nil {
 		return err
 	}
 	p.g.trace.Synced()
 	mu.Lock()
 	defer mu.Unlock()
-	return p.deliverWalked(k)
-}
-
-// deliver waits for chunk k's totals, makes room for its keys in the
-// Result, queues its pairs kernel on in and its answers' downloads on out
-// (after the pairs), and counts its pairs and key bytes.
-func (p *pipedCall) deliver(k int) error {
-	if err := p.g.pipe.walked[k].Synchronize(); err != nil {
-		return err
-	}
-	p.g.trace.Synced()
-	return p.deliverWalked(k)
-}
-
-// deliverWalked is deliver once chunk k's walked event has fired: unless
-// its pairs were queued with its walk (queuePairs), it takes the chunk's
-// answer buffers and queues aq_pairs on in; then the downloads on out,
-// after the pairs.
-func (p *pipedCall) deliverWalked(k int) error {
 	g, res, c := p.g, p.res, &p.chunks[k]
-	n, nb, sq := g.pipe.chunkTotals(k, p.oneScan)
+	n, nb, sq := g.pipe.chunkTotals(k)
 	if err := p.keyRoom(c, nb); err != nil {
 		return err
 	}
 	// Every key of the chunk has one length (keyLen >= 0): the host
-	// writes its key offsets, aq_pairs need not (ooffs null).
+	// writes its key offsets rather than download them.
 	keyLen := sameKeyLen(uint64(n), uint64(nb), sq)
-	nm := &g.pipe.names[k]
-	switch {
-	case c.early && nb > c.kcap: // the keys did not fit the room queuePairs guessed: the pairs again, with room
+	if nb > c.kcap { // the keys did not fit the room queuePairs guessed: the pairs again, with room
 		g.pipe.keySlot = max(g.pipe.keySlot, (nb+nb/8)/max(1, (c.b-c.a)*p.limit)+1)
-		if err := g.pool.Reserve(gpu.NeedOf[uint8](nm[bOkeys], nb)); err != nil {
+		name := g.pipe.names[k][bOkeys]
+		if err := g.pool.Reserve(gpu.NeedOf[uint8](name, nb)); err != nil {
 			return err
 		}
-		c.okeys, c.kcap = gpu.Take[uint8](g.pool, nm[bOkeys], nb), nb
-		if err := p.launchPairs(k, g.s, true); err != nil {
-			return err
-		}
-	case !c.early:
-		needs := []gpu.Need{gpu.NeedOf[uint8](nm[bOkeys], nb), gpu.NeedOf[uint64](nm[bOvals], n)}
-		if keyLen < 0 {
-			needs = append(needs, gpu.NeedOf[uint32](nm[bOoffs], n))
-		}
-		if err := g.pool.Reserve(needs...); err != nil {
-			return err
-		}
-		c.okeys, c.ovals, c.kcap = gpu.Take[uint8](g.pool, nm[bOkeys], nb), gpu.Take[uint64](g.pool, nm[bOvals], n), nb
-		if keyLen < 0 {
-			c.ooffs = gpu.Take[uint32](g.pool, nm[bOoffs], n)
-		}
-		if err := p.launchPairs(k, g.in, keyLen < 0); err != nil {
+		c.okeys, c.kcap = gpu.Take[uint8](g.pool, name, nb), nb
+		if err := p.launchPairs(k); err != nil {
 			return err
 		}
 	}
@@ -409,8 +311,8 @@ func (p *pipedCall) deliverWalked(k int) error {
 }
 
 // queuePairs queues chunk k's aq_pairs on s right behind its walk and
-// totals (rangePipe.pairsEarly, in runAhead, where every chunk before k is
-// delivered, so its pairs and key bytes are known): into buffers for
+// totals (in run, where every chunk before k is delivered, so their
+// pairs and key bytes are known): into buffers for
 // every answer slot (values, key offsets, always written) and keys of
 // rangePipe.keySlot bytes a slot, the key bytes a guess that deliver
 // checks against the chunk's totals (aq_pairs copies no key past kcap;
@@ -426,42 +328,29 @@ func (p *pipedCall) queuePairs(k int) error {
 		gpu.NeedOf[uint32](nm[bOoffs], slots)); err != nil {
 		return err
 	}
-	c.okeys, c.kcap, c.early = gpu.Take[uint8](g.pool, nm[bOkeys], kcap), kcap, true
+	c.okeys, c.kcap = gpu.Take[uint8](g.pool, nm[bOkeys], kcap), kcap
 	c.ovals, c.ooffs = gpu.Take[uint64](g.pool, nm[bOvals], slots), gpu.Take[uint32](g.pool, nm[bOoffs], slots)
-	return p.launchPairs(k, g.s, true)
+	return p.launchPairs(k)
 }
 
 // keySlotMin is the key bytes an answer slot queuePairs reserves at least:
 // every key of 16 bytes or less fits.
 const keySlotMin = 16
 
-// launchPairs queues chunk k's aq_pairs on stream s into the chunk's
-// answer buffers (its key offsets written when offs), between its
-// pairsAt and paired events, after the pairs and key bytes of the chunks
-// delivered before it: aq_pairs_cap with oneScan or early pairs, main's
-// aq_pairs otherwise.
-func (p *pipedCall) launchPairs(k int, s *gpu.Stream, offs bool) error {
+// launchPairs queues chunk k's aq_pairs on s into the chunk's answer
+// buffers, between its pairsAt and paired events, after the pairs and key
+// bytes of the chunks delivered before it.
+func (p *pipedCall) launchPairs(k int) error {
 	g, c := p.g, &p.chunks[k]
-	var ooffs any = nullPtr
-	if offs {
-		ooffs = c.ooffs
-	}
 	Qk := c.b - c.a
-	if err := g.pipe.pairsAt[k].Record(s); err != nil {
+	if err := g.pipe.pairsAt[k].Record(g.s); err != nil {
 		return err
 	}
-	var err error
-	if p.oneScan || c.early { // aq_pairs_cap: boff[0] taken off, no key past kcap
-		err = g.launchOn(s, g.k.qPairsCap, Qk*warpSize, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt, c.okeys, ooffs, c.ovals,
-			uint64(p.pairs), uint64(p.keyBytes), c.qout, uint64(c.kcap))
-	} else { // without the options (WARPKV_ART_RANGE_OPTS=none)
-		err = g.launchOn(s, g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt, c.okeys, ooffs, c.ovals,
-			uint64(p.pairs), uint64(p.keyBytes), c.qout)
-	}
-	if err != nil {
+	if err := g.launch(g.k.qPairs, Qk*warpSize, g.descBuf, uint64(Qk), uint64(p.limit), c.slots, c.cnt, c.byt, c.okeys, c.ooffs, c.ovals,
+		uint64(p.pairs), uint64(p.keyBytes), c.qout, uint64(c.kcap)); err != nil {
 		return fmt.Errorf("pairs: %w", err)
 	}
-	return g.pipe.paired[k].Record(s)
+	return g.pipe.paired[k].Record(g.s)
 }
 
 // keyRoom makes room in the Result's pinned keys for chunk c's nb bytes
@@ -495,13 +384,7 @@ func (p *pipedCall) keyRoom(c *pipeChunk, nb int) error {
 // the Result to the call's pairs and key bytes.
 func (p *pipedCall) finish() (*Result, error) {
 	g, res := p.g, p.res
-	if g.pipe.fillOnce {
-		fillKeyFills(res.Keys.Offs, p.fills)
-	} else {
-		for _, f := range p.fills {
-			fillKeyOffsetsFrom(res.Keys.Offs[f.at:f.at+f.n], f.base, f.keyLen)
-		}
-	}
+	fillKeyFills(res.Keys.Offs, p.fills)
 	g.step("key offsets written")
 	g.clock.Mark(g.s, engine.MarkWorked)
 	if err := firstErr(g.pipe.done.Record(g.out), g.s.Wait(g.pipe.done)); err != nil {
@@ -521,17 +404,6 @@ type keyFill struct {
 	keyLen int
 }
 
-// launchOn is gpuEngine.launch on stream s.
-func (g *gpuEngine) launchOn(s *gpu.Stream, f *gpu.Function, n int, args ...any) error {
-	if n <= 0 {
-		return nil
-	}
-	if err := f.Launch(s, grid(n), gpu.D1(kernelBlock), 0, args...); err != nil {
-		return fmt.Errorf("%s: %w", f.Name(), err)
-	}
-	return nil
-}
-
 // packedChunk is a chunk's queries packed into pinned memory: the plan
 // and the bytes.
 type packedChunk struct {
@@ -539,14 +411,10 @@ type packedChunk struct {
 	h []byte
 }
 
-// packChunk packs chunk k's queries of bt into its pinned buffer host.q.k
-// on the workers. Cost: bt's packing of the chunk.
-func (g *gpuEngine) packChunk(c *pipeChunk, k int, bt queryBatch) (packedChunk, error) {
-	return g.packChunkWith(c, k, bt, func(m int) ([]byte, error) { return gpu.Host[byte](g.pool, g.pipe.names[k][bHostQ], m) })
-}
-
-// packChunkWith is packChunk with the pinned buffer from host.
-func (g *gpuEngine) packChunkWith(c *pipeChunk, k int, bt queryBatch, host func(m int) ([]byte, error)) (packedChunk, error) {
+// packChunk packs chunk k's queries of bt on the workers into the pinned
+// buffer host gives (of m bytes: chunk k's host.q.k). Cost: bt's packing
+// of the chunk.
+func (g *gpuEngine) packChunk(c *pipeChunk, k int, bt queryBatch, host func(m int) ([]byte, error)) (packedChunk, error) {
 	p, h, err := bt.pack(c.a, c.b, g.workers, host)
 	if err != nil {
 		return packedChunk{}, fmt.Errorf("chunk %d: packing: %w", k, err)
@@ -555,13 +423,12 @@ func (g *gpuEngine) packChunkWith(c *pipeChunk, k int, bt queryBatch, host func(
 }
 
 // queueRangeChunk queues on s chunk k's upload (pc, into q.in.k), walk, the
-// scans of its counts (oneScan: one scan of the three arrays,
-// countsLayout; else three) and a_totals copying its totals (pairs, key
-// bytes, squared key lengths; with oneScan their running sums) into the
-// pipe's mapped memory, then records the chunk's walked event. Cost: one
-// DMA, the walk, one scan (a memset and a kernel) or three, and a
-// one-thread kernel.
-func (g *gpuEngine) queueRangeChunk(c *pipeChunk, k int, pc packedChunk, limit int, dsc int32, oneScan bool) error {
+// scan of its counts (one scan of the three arrays, countsLayout) and
+// a_totals copying the running sums of its totals (pairs, key bytes,
+// squared key lengths) into the pipe's mapped memory, then records the
+// chunk's walked event. Cost: one DMA, the walk, one scan (a memset and a
+// kernel) and a one-thread kernel.
+func (g *gpuEngine) queueRangeChunk(c *pipeChunk, k int, pc packedChunk, limit int, dsc int32) error {
 	n, p, end := c.b-c.a, pc.p, pc.p.l.end
 	in, err := gpu.Get[byte](g.pool, g.pipe.names[k][bIn], end)
 	if err != nil {
@@ -578,11 +445,7 @@ func (g *gpuEngine) queueRangeChunk(c *pipeChunk, k int, pc packedChunk, limit i
 	if err := g.walk(n, limit, dsc, nullPtr, lo, hi, hb, c.slots, c.ccnt, c.cnt, c.byt, c.sq); err != nil {
 		return fmt.Errorf("chunk %d: walk: %w", k, err)
 	}
-	scan := func() error { return prim.DevScanExclusive(g.pe, c.counts, c.counts, 3*(n+1)) }
-	if !oneScan {
-		scan = func() error { return g.scanCounts(n, c.cnt, c.byt, c.sq) }
-	}
-	if err := scan(); err != nil {
+	if err := prim.DevScanExclusive(g.pe, c.counts, c.counts, 3*(n+1)); err != nil {
 		return fmt.Errorf("chunk %d: walk scans: %w", k, err)
 	}
 	if err := firstErr(g.launch(g.k.totals, 1, uint64(n), c.cnt, c.byt, c.sq, nullPtr, nullPtr, uint64(0), nullPtr, g.pipe.tot.PtrAt(totWords*k)),

@@ -66,8 +66,7 @@ func BenchmarkGPURangeSteps(b *testing.B) {
 // calls into a pinned Result (64Ki ranges of 16 keys, 64Ki prefix scans of
 // 64, on the tree of benchPointTree: WARPKV_ART_BENCH_KEYS keys), in one
 // piece and pipelined in 2 to 4 and 8 chunks (rangesPiped; chunk 0 as large as
-// the others, or 1/2 or 1/4 of them: first=1:d; ",new", ",ahead",
-// ",early": the pipelined call's options, optForm), traced with an
+// the others, or 1/2 or 1/4 of them: first=1:d), traced with an
 // engine.StepTrace: the host time before the engine's call starts
 // (Tree.query's bound checks, the locks: pre-ms), the engine's host time
 // from its start to the end of its drain (engine-ms), the host time after
@@ -78,19 +77,11 @@ func BenchmarkGPURangeSteps(b *testing.B) {
 func BenchmarkGPURangeTimeline(b *testing.B) {
 	t, g, ops := rangeBenchCalls(b)
 	for _, op := range ops {
-		for _, pc := range []struct {
-			chunks, firstDiv int
-			form             string // the pipelined call's options (optForm): "" none, "new", "ahead", "early"
-		}{{1, 1, ""}, {2, 1, ""}, {2, 2, ""}, {2, 4, ""}, {3, 1, ""}, {3, 2, ""}, {3, 4, ""}, {4, 1, ""},
-			{4, 2, ""}, {4, 4, ""}, {8, 1, ""}, {3, 1, "new"}, {8, 1, "new"}, {3, 1, "ahead"}, {3, 2, "ahead"}, {4, 2, "ahead"}, {8, 1, "ahead"},
-			{3, 1, "early"}, {3, 2, "early"}, {4, 2, "early"}, {8, 1, "early"}} {
-			name := fmt.Sprintf("%s/chunks=%d,first=1:%d", op.name, pc.chunks, pc.firstDiv)
-			if pc.form != "" {
-				name += "," + pc.form
-			}
-			b.Run(name, func(b *testing.B) {
-				defer g.pipe.setForm(g.pipe.form())
-				g.pipe.setForm(optForm(g.pipe.form(), pc.chunks, pc.firstDiv, pc.form))
+		for _, pc := range []struct{ chunks, firstDiv int }{{1, 1}, {2, 1}, {2, 2}, {2, 4}, {3, 1}, {3, 2}, {3, 4}, {4, 1},
+			{4, 2}, {4, 4}, {8, 1}} {
+			b.Run(fmt.Sprintf("%s/chunks=%d,first=1:%d", op.name, pc.chunks, pc.firstDiv), func(b *testing.B) {
+				keepPipeForm(b, g)
+				g.pipe.chunks, g.pipe.firstDiv = pc.chunks, pc.firstDiv
 				r := tracedCall(b, t, g, op)
 				var err error
 				var preT, eng, post, call, dev time.Duration
@@ -135,8 +126,8 @@ func BenchmarkGPURangeTimeline(b *testing.B) {
 // pipeTimes formats the device times of a drained pipelined call's
 // chunks (c of them, as traced: the downloads' ends recorded), ms from
 // chunk 0's walk queued: each chunk's walk queued and its totals
-// written (on s), its pairs (on in) and the end of its downloads (on
-// out), or "-" where an event did not time.
+// written, its pairs (on s) and the end of its downloads (on out), or
+// "-" where an event did not time.
 func pipeTimes(g *gpuEngine, c int) string {
 	if c < 2 {
 		return "one piece: no chunk times"
