@@ -82,6 +82,42 @@ func TestOverdueUpdatesAppliedByCallers(t *testing.T) {
 	}
 }
 
+// TestCallersWaitForTheLateBound: callers leave queued updates to the
+// scheduler until inlineUpdateLate after the oldest was queued, even when
+// the policy's own due time (100 µs on the CPU engine) has passed, and
+// apply them after it.
+func TestCallersWaitForTheLateBound(t *testing.T) {
+	for _, ec := range heldEngines() {
+		t.Run(ec.name, func(t *testing.T) {
+			eng := newHeldEngine(t, ec, InlineUpdatesCPU)
+			set := []kv.Op{{Kind: kv.Set, Key: []byte("late"), Value: []byte("v1")}}
+			if err := eng.Do(&kv.Batch{Ops: set}); err != nil || set[0].Result.Status != kv.Stored {
+				t.Fatalf("set: %v, status %v", err, set[0].Result.Status)
+			}
+			start := time.Now() // after the update was queued
+			for time.Since(start) < minUpdateInterval+50*time.Microsecond {
+			}
+			get := []kv.Op{{Kind: kv.Get, Key: []byte("late")}}
+			if err := eng.Do(&kv.Batch{Ops: get}); err != nil || string(get[0].Result.Value) != "v1" {
+				t.Fatalf("get after the set: %v, value %q, want v1", err, get[0].Result.Value)
+			}
+			early := time.Since(start)
+			if n := statU(t, eng, "index_update_inline_rounds"); early < maxUpdateInterval && n != 0 {
+				t.Fatalf("%d inline rounds %v after the set, before the policy's bound %v", n, early, maxUpdateInterval)
+			} else if early >= maxUpdateInterval {
+				t.Logf("the get came %v after the set, past the bound: the early check did not run", early)
+			}
+			time.Sleep(inlineUpdateLate)
+			if err := eng.Do(&kv.Batch{Ops: get}); err != nil || string(get[0].Result.Value) != "v1" {
+				t.Fatalf("get after the bound: %v, value %q, want v1", err, get[0].Result.Value)
+			}
+			if n := statU(t, eng, "index_update_inline_rounds"); n != 1 {
+				t.Fatalf("%d inline rounds past the bound, want 1", n)
+			}
+		})
+	}
+}
+
 // TestFullStripeWithSchedulerHeld: a write run that fills its key's
 // pending-table stripe applies the queued updates itself when the
 // schedulers do not run; without inline updates it would wait for them
