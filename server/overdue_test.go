@@ -55,7 +55,7 @@ func TestOverdueUpdatesAppliedByCallers(t *testing.T) {
 				if err := eng.Do(&kv.Batch{Ops: set}); err != nil || set[0].Result.Status != kv.Stored {
 					t.Fatalf("set: %v, status %v", err, set[0].Result.Status)
 				}
-				time.Sleep(2 * maxUpdateInterval) // the update falls due
+				time.Sleep(inlineUpdateLate + maxUpdateInterval) // the update is overdue for callers
 				get := []kv.Op{{Kind: kv.Get, Key: []byte("overdue")}}
 				if err := eng.Do(&kv.Batch{Ops: get}); err != nil || string(get[0].Result.Value) != "v1" {
 					t.Fatalf("get after the set: %v, value %q, want v1", err, get[0].Result.Value)
@@ -167,10 +167,10 @@ func TestFullStripeWithSchedulerHeld(t *testing.T) {
 // TestUpdatesKeepUpWithBusyCallers runs a writer in a tight loop of Do
 // calls that never block (as an event loop under pipelined load) on the
 // only processor: the update rounds must still come about every
-// millisecond (the policy's interval), not only when the runtime preempts
-// the writer (every 10 ms). On the 2-core VM a shard had 42-51 rounds a
-// second when only its scheduler applied them, so the bound is 150. The
-// package's tests do not run in parallel, so the test may set GOMAXPROCS.
+// inlineUpdateLate (5 ms), not only when the runtime preempts the writer
+// (every 10 ms). On the 2-core VM a shard had 42-51 rounds a second when
+// only its scheduler applied them, so the bound is 120. The package's
+// tests do not run in parallel, so the test may set GOMAXPROCS.
 func TestUpdatesKeepUpWithBusyCallers(t *testing.T) {
 	for _, ec := range testEngines[:2] { // the CPU engine's inline searches, one and three shards
 		t.Run(ec.name, func(t *testing.T) {
@@ -200,8 +200,8 @@ func TestUpdatesKeepUpWithBusyCallers(t *testing.T) {
 			wg.Wait()
 			perSec := float64(rounds) / elapsed.Seconds() / float64(len(eng.shards))
 			t.Logf("%d update rounds in %v (%.0f/s a shard, %d inline in all)", rounds, elapsed, perSec, statU(t, eng, "index_update_inline_rounds"))
-			if perSec < 150 {
-				t.Fatalf("%.0f update rounds a second a shard beside a busy writer, want at least 150", perSec)
+			if perSec < 120 {
+				t.Fatalf("%.0f update rounds a second a shard beside a busy writer, want at least 120", perSec)
 			}
 		})
 	}

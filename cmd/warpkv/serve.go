@@ -26,7 +26,7 @@ import (
 // ignored, as memcached 1.6.18 does (see serveSignals). Its flags follow
 // memcached's where they apply.
 func runServe(e *env, args []string) error {
-	fs := newFlagSet(e, "serve", "warpkv serve [-p port] [-U 0] [-l addr[,addr...]] [-s socket [-a mask]] [-m MB] [-c conns] [-t threads] [-I size] [-f factor] [-n bytes] [-o opt[,opt...]] [--device auto|cpu|gpu|gpu:N] [--batch-interval dur] [--batch-policy load|fixed] [--gpu-search persistent|staged] [--cpu-search inline|batched] [--search-launch "+strings.Join(server.SearchLaunchNames(), "|")+"] [--round-conns N] [--loop-wait park|block] [--loop-spin DUR] [--loop-io epoll|uring|uringpoll] [--inline-updates cpu|all|off] [--profile] [--cpuprofile FILE]")
+	fs := newFlagSet(e, "serve", "warpkv serve [-p port] [-U 0] [-l addr[,addr...]] [-s socket [-a mask]] [-m MB] [-c conns] [-t threads] [-I size] [-f factor] [-n bytes] [-o opt[,opt...]] [--device auto|cpu|gpu|gpu:N] [--batch-interval dur] [--batch-policy load|fixed] [--gpu-search persistent|staged] [--cpu-search inline|batched] [--search-launch "+strings.Join(server.SearchLaunchNames(), "|")+"] [--round-conns N] [--loop-wait park|block] [--loop-spin DUR] [--loop-io epoll|uring|uringpoll] [--inline-updates cpu|all|off] [--profile] [--cpuprofile FILE] [--blockprofile FILE] [--mutexprofile FILE]")
 	port := fs.Int("p", 11211, "TCP port to listen on (0: any free port)")
 	udpPort := fs.Int("U", 0, "UDP port: only 0, memcached 1.6's default (UDP off); warpkv serves no UDP")
 	var listen listenAddrs
