@@ -22,8 +22,9 @@ import (
 //
 // So the callers apply overdue updates themselves. At the end of each Do
 // (and when a write finds its pending-table stripe full), a caller that
-// finds a shard's queued updates due (shard.updDue, the policy's own due
-// time, kept when the updates are queued) takes the shard's role if it is
+// finds a shard's queued updates overdue (shard.updDue: the policy's due
+// time, and not before inlineUpdateLate, kept when the updates are
+// queued) takes the shard's role if it is
 // free (TryLock: it never waits) and runs the round the scheduler would
 // run: the same runUpdates (counters, policy measurements, complete: the
 // pending entries removed only once the index holds the writes, so reads
@@ -53,6 +54,23 @@ import (
 // their search batches and so enter Go's scheduler. The round is safe on
 // a GPU shard (the staging is the role's, every driver call sets the
 // device's context on its thread), so "all" exists to measure it.
+
+// inlineUpdateLate is how long after the oldest queued update callers
+// wait before they apply the queued updates themselves: five times the
+// load policy's longest interval, so that callers stand in for a scheduler
+// that is starved (30-36 rounds a second under pipelined multi-gets, see
+// above) and leave the rounds to one that is merely late. A late round is
+// larger, and every round takes the index's write lock against every
+// loop's inline search. At the policy's own due time (100 µs on the CPU
+// engine) the callers ran 5,400 rounds a second of about 7 jobs with one
+// request in flight per connection (64 connections, 95:5, H200): 0.74-0.85
+// M requests/s against 0.93-0.96 M with the callers' rounds off. Past 1 ms
+// they ran about 930 a second (0.84-0.93 M); past 5 ms 144-173 (0.66-0.76
+// M on a slower machine, where 1 ms read 0.62-0.65 and off 0.61-0.79), and
+// none under pipelined 10-key multi-gets, whose scheduler then kept up
+// (686-749 rounds a second) (BENCHMARKS.md, "Callers' update rounds only
+// past a late bound").
+const inlineUpdateLate = 5 * maxUpdateInterval
 
 // Inline update modes (Options.InlineUpdates).
 const (

@@ -47,9 +47,10 @@ type shard struct {
 	upd      *updateList // the updates queued, applied by the next round
 	updSpare *updateList // the list the last round applied, for reuse
 	updSince time.Time   // when the oldest queued update was queued
-	// updDue is when the queued updates fall due, in unix nanoseconds (0:
-	// none queued), for callers that apply overdue updates (overdue.go).
-	// Set under mu, read without it. inlineUpd: callers apply them
+	// updDue is when callers that apply overdue updates (overdue.go) may
+	// apply the queued ones, in unix nanoseconds (0: none queued): their
+	// due time, and not before inlineUpdateLate after the oldest was
+	// queued. Set under mu, read without it. inlineUpd: callers apply them
 	// (Options.InlineUpdates).
 	updDue    atomic.Int64
 	inlineUpd bool

@@ -115,7 +115,7 @@ func (s *shard) update(v *updateList) {
 	}
 	if s.upd.jobs() == 0 {
 		s.updSince = time.Now()
-		s.updDue.Store(s.pol.updateAt(s.updSince).UnixNano())
+		s.updDue.Store(max(s.pol.updateAt(s.updSince).UnixNano(), s.updSince.Add(inlineUpdateLate).UnixNano()))
 	}
 	s.upd.appendList(v)
 	s.mu.Unlock()

@@ -26,7 +26,7 @@ import (
 // ignored, as memcached 1.6.18 does (see serveSignals). Its flags follow
 // memcached's where they apply.
 func runServe(e *env, args []string) error {
-	fs := newFlagSet(e, "serve", "warpkv serve [-p port] [-U 0] [-l addr[,addr...]] [-s socket [-a mask]] [-m MB] [-c conns] [-t threads] [-I size] [-f factor] [-n bytes] [-o opt[,opt...]] [--device auto|cpu|gpu|gpu:N] [--batch-interval dur] [--batch-policy load|fixed] [--gpu-search persistent|staged] [--cpu-search inline|batched] [--search-launch "+strings.Join(server.SearchLaunchNames(), "|")+"] [--round-conns N] [--loop-wait park|block] [--loop-spin DUR] [--loop-io epoll|uring|uringpoll] [--inline-updates cpu|all|off] [--profile] [--cpuprofile FILE]")
+	fs := newFlagSet(e, "serve", "warpkv serve [-p port] [-U 0] [-l addr[,addr...]] [-s socket [-a mask]] [-m MB] [-c conns] [-t threads] [-I size] [-f factor] [-n bytes] [-o opt[,opt...]] [--device auto|cpu|gpu|gpu:N] [--batch-interval dur] [--batch-policy load|fixed] [--gpu-search persistent|staged] [--cpu-search inline|batched] [--search-launch "+strings.Join(server.SearchLaunchNames(), "|")+"] [--round-conns N] [--loop-wait park|block] [--loop-spin DUR] [--loop-io epoll|uring|uringpoll] [--inline-updates cpu|all|off] [--profile] [--cpuprofile FILE] [--blockprofile FILE] [--mutexprofile FILE]")
 	port := fs.Int("p", 11211, "TCP port to listen on (0: any free port)")
 	udpPort := fs.Int("U", 0, "UDP port: only 0, memcached 1.6's default (UDP off); warpkv serves no UDP")
 	var listen listenAddrs
@@ -56,6 +56,8 @@ func runServe(e *env, args []string) error {
 	searchLaunch := fs.String("search-launch", server.SearchLaunchNames()[0], searchLaunchUsage())
 	profile := fs.Bool("profile", false, "count the time spent in each stage of serving requests (stats profile)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to `FILE` (for go tool pprof)")
+	blockProfile := fs.String("blockprofile", "", "write a Go profile of where goroutines blocked (channels, mutexes, selects) over the whole run to `FILE` at shutdown (for go tool pprof; costs a little on each blocking event)")
+	mutexProfile := fs.String("mutexprofile", "", "write a Go profile of contended mutexes over the whole run to `FILE` at shutdown (for go tool pprof)")
 	verbose := fs.Bool("v", false, "log debug messages")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://`HOST:PORT`/metrics (memcached_exporter's names, then warpkv_*); off when empty")
 	if err := parse(fs, args); err != nil {
@@ -126,6 +128,20 @@ func runServe(e *env, args []string) error {
 			return fmt.Errorf("serve: --cpuprofile: %w", err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *blockProfile != "" {
+		done, err := startProfile("block", *blockProfile)
+		if err != nil {
+			return fmt.Errorf("serve: --blockprofile: %w", err)
+		}
+		defer done(log)
+	}
+	if *mutexProfile != "" {
+		done, err := startProfile("mutex", *mutexProfile)
+		if err != nil {
+			return fmt.Errorf("serve: --mutexprofile: %w", err)
+		}
+		defer done(log)
 	}
 	ctx, stop := serveSignals(log)
 	defer stop()
