@@ -169,7 +169,7 @@ func TestFullStripeWithSchedulerHeld(t *testing.T) {
 // only processor: the update rounds must still come about every
 // inlineUpdateLate (5 ms), not only when the runtime preempts the writer
 // (every 10 ms). On the 2-core VM a shard had 42-51 rounds a second when
-// only its scheduler applied them, so the bound is 120. The package's
+// only its scheduler applied them, so the bound is 100. The package's
 // tests do not run in parallel, so the test may set GOMAXPROCS.
 func TestUpdatesKeepUpWithBusyCallers(t *testing.T) {
 	for _, ec := range testEngines[:2] { // the CPU engine's inline searches, one and three shards
