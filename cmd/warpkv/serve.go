@@ -7,7 +7,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -118,31 +117,11 @@ func runServe(e *env, args []string) error {
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 	checkFileLimit(log, *conns)
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return fmt.Errorf("serve: --cpuprofile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("serve: --cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfiles, err := startServeProfiles(log, *cpuProfile, *blockProfile, *mutexProfile)
+	if err != nil {
+		return err
 	}
-	if *blockProfile != "" {
-		done, err := startProfile("block", *blockProfile)
-		if err != nil {
-			return fmt.Errorf("serve: --blockprofile: %w", err)
-		}
-		defer done(log)
-	}
-	if *mutexProfile != "" {
-		done, err := startProfile("mutex", *mutexProfile)
-		if err != nil {
-			return fmt.Errorf("serve: --mutexprofile: %w", err)
-		}
-		defer done(log)
-	}
+	defer stopProfiles()
 	ctx, stop := serveSignals(log)
 	defer stop()
 	return server.Serve(ctx, server.Config{
