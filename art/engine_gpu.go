@@ -553,17 +553,24 @@ func (g *gpuEngine) start() {
 // finish ends a timed batch (its downloads complete, the stream
 // synchronized) and records it.
 func (g *gpuEngine) finish(op string, n int) error {
+	if err := g.settle(); err != nil {
+		return err
+	}
+	g.last.Set(g.clock.Timings(op, n))
+	return nil
+}
+
+// settle is what finish and finishLazy share: the batch's done mark and
+// trace step, the drain of its downloads and the free of the memory it
+// retired.
+func (g *gpuEngine) settle() error {
 	g.clock.Mark(g.s, engine.MarkDone)
 	g.trace.Synced()
 	g.step("done")
 	if err := g.drain(); err != nil {
 		return err
 	}
-	if err := g.freeRetired(); err != nil {
-		return err
-	}
-	g.last.Set(g.clock.Timings(op, n))
-	return nil
+	return g.freeRetired()
 }
 
 // finishLazy is finish for a batch whose caller does not wait for its
@@ -574,13 +581,7 @@ func (g *gpuEngine) finish(op string, n int) error {
 // call saves the cuEventElapsedTime calls, 4 and 4 a chunk for a
 // pipelined range call.
 func (g *gpuEngine) finishLazy(op string, n int, more func()) error {
-	g.clock.Mark(g.s, engine.MarkDone)
-	g.trace.Synced()
-	g.step("done")
-	if err := g.drain(); err != nil {
-		return err
-	}
-	if err := g.freeRetired(); err != nil {
+	if err := g.settle(); err != nil {
 		return err
 	}
 	g.lazyAt = engine.Timings{Op: op, Items: n, Total: g.clock.Since()}

@@ -54,11 +54,7 @@ func TestListenTCPHostNameListensOnEachAddress(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string
-			for _, ln := range lns {
-				got = append(got, ln.Addr().String())
-				defer ln.Close()
-			}
+			got := listenerAddrs(t, lns)
 			if strings.Join(got, " ") != strings.Join(tc.want, " ") {
 				t.Errorf("listening on %v, want %v", got, tc.want)
 			}
@@ -89,11 +85,7 @@ func TestListenTCPStarListensOnEveryInterface(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, ln := range lns {
-		got = append(got, ln.Addr().String())
-		defer ln.Close()
-	}
+	got := listenerAddrs(t, lns)
 	want := []string{"0.0.0.0:" + port}
 	if ln, err := net.Listen("tcp6", "[::1]:0"); err == nil {
 		ln.Close()
@@ -107,4 +99,16 @@ func TestListenTCPStarListensOnEveryInterface(t *testing.T) {
 		t.Fatalf("dial 127.0.0.1: %v", err)
 	}
 	c.Close()
+}
+
+// listenerAddrs returns the addresses of lns, each closed when the test
+// ends.
+func listenerAddrs(t *testing.T, lns []net.Listener) []string {
+	t.Helper()
+	var got []string
+	for _, ln := range lns {
+		got = append(got, ln.Addr().String())
+		t.Cleanup(func() { ln.Close() })
+	}
+	return got
 }
