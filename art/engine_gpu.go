@@ -528,8 +528,7 @@ func (g *gpuEngine) readTimings() {
 		return
 	}
 	if g.last.Get() == g.lazyAt {
-		g.last.Set(g.clock.Timings(g.lazyAt.Op, g.lazyAt.Items))
-		tm := g.last.Get()
+		tm := g.clock.Timings(g.lazyAt.Op, g.lazyAt.Items)
 		tm.Total = g.lazyAt.Total
 		g.last.Set(tm)
 		g.lazy()

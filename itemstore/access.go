@@ -34,23 +34,18 @@ func (s *Store) Acquire(loc uint32) (Ref, bool) {
 // report stale locations). Cost: two compare-and-swaps; the class mutex
 // if the chunk is freed.
 func (s *Store) Unlink(loc uint32, hash uint64) bool {
-	r, ok := s.kill(loc, hash)
+	r, ok := s.killMatch(loc, hash, ^uint64(0))
 	if ok {
 		r.Release()
 	}
 	return ok
 }
 
-// kill makes the Linked item at loc with key hash hash Dead, as Unlink
-// does, and returns the reference that the same compare-and-swap took;
-// the caller releases it (whose release frees the chunk if it is the
-// last).
-func (s *Store) kill(loc uint32, hash uint64) (Ref, bool) {
-	return s.killMatch(loc, hash, ^uint64(0))
-}
-
-// killMatch is kill of the Linked item at loc whose key hash equals hash
-// in the bits of mask (0: any Linked item).
+// killMatch makes the Linked item at loc whose key hash equals hash in the
+// bits of mask (all: Unlink's exact match; 0: any Linked item) Dead, as
+// Unlink does, and returns the reference that the same compare-and-swap
+// took; the caller releases it (whose release frees the chunk if it is
+// the last).
 func (s *Store) killMatch(loc uint32, hash, mask uint64) (Ref, bool) {
 	p, idx, ok := s.lookup(loc)
 	if !ok {

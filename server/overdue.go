@@ -122,9 +122,7 @@ func (s *shard) applyOverdue(now int64, force bool) int {
 	np := len(s.pending)
 	s.mu.Unlock()
 	if np > 0 {
-		// As shard.step: the taken batches that may hold the dropped
-		// locations, and the inline searches in flight, are waited for.
-		s.retire(s.takePending(), s.deliveredReaders(s.untilList()))
+		s.retirePending()
 	}
 	return rounds
 }

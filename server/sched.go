@@ -268,15 +268,7 @@ func (s *shard) step() (wait int, until time.Time) {
 	nu, since, np, closed := s.upd.jobs(), s.updSince, len(s.pending), s.closed
 	s.mu.Unlock()
 	if np > 0 {
-		// Retire the dropped locations now, so that unlinks never wait
-		// for a search batch or a lull (a client that sends its next set
-		// as soon as the last is acknowledged leaves none: every replaced
-		// item would stay allocated). A batch taken later cannot find
-		// the dropped locations, and the taken batches that may hold them
-		// (delivered, or searched meanwhile without the role under
-		// SearchLaunchConcurrent, and, inline, the searches in flight)
-		// are waited for.
-		s.retire(s.takePending(), s.deliveredReaders(s.untilList()))
+		s.retirePending()
 		np = 0
 	}
 	if ns == 0 && nu == 0 {
@@ -315,6 +307,18 @@ func (s *shard) step() (wait int, until time.Time) {
 		s.runSearches(now)
 	}
 	return waitNone, until
+}
+
+// retirePending retires the dropped locations pending now, so that
+// unlinks never wait for a search batch or a lull (a client that sends its
+// next set as soon as the last is acknowledged leaves none: every replaced
+// item would stay allocated). A batch taken later cannot find the dropped
+// locations, and the taken batches that may hold them (delivered, or
+// searched meanwhile without the role under SearchLaunchConcurrent, and,
+// inline, the searches in flight) are waited for. The caller holds the
+// role.
+func (s *shard) retirePending() {
+	s.retire(s.takePending(), s.deliveredReaders(s.untilList()))
 }
 
 // unlinkAwaited unlinks the awaited lists whose batches are done with.
