@@ -30,6 +30,9 @@ func runBench(e *env, args []string) error {
 	if len(args) > 0 && args[0] == "plot" {
 		return runBenchPlot(e, args[1:])
 	}
+	if len(args) > 0 && args[0] == "floor" {
+		return runBenchFloor(e, args[1:])
+	}
 	names := suiteNames()
 	fs := newFlagSet(e, "bench", fmt.Sprintf("warpkv bench %s [--device auto|cpu|gpu|gpu:N] [--engines cpu,gpu] [--json FILE] [--size N] [--reps N]",
 		strings.Join(names, "|")))
@@ -48,6 +51,7 @@ func runBench(e *env, args []string) error {
 		}
 		fmt.Fprintf(e.stderr, "  %-7s %s\n", "serve", serveSuiteSummary)
 		fmt.Fprintf(e.stderr, "\n  %-7s %s\n", "plot", "not a suite: draws saved --json reports as an SVG chart (warpkv bench plot -h)")
+		fmt.Fprintf(e.stderr, "  %-7s %s\n", "floor", "not a suite: a reference server with no index that bench serve --engines floor measures beside memcached (warpkv bench floor -h)")
 	}
 	// Flags may come before or after the suite name.
 	if err := parse(fs, args); err != nil {

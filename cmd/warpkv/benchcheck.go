@@ -112,12 +112,12 @@ func checkBenchServe(memMB int64, threads int, engines string, interval time.Dur
 		return err
 	}
 	for _, spec := range strings.Split(engines, ",") {
-		if spec = strings.TrimSpace(spec); spec == "" {
+		if spec = strings.TrimSpace(spec); spec == "" || spec == floorEngine {
 			continue
 		}
 		dev, _, ok := engineSpecFlags(spec)
 		if _, err := gpu.ParseSpec(dev); err != nil || !ok {
-			return usagef("--engines: %q: want a device option (cpu, gpu, gpu:N, auto), optionally with /%s, /%s, %s, /roundN (N 1, 2, 4, 8, 16 or all), /block, /park, /loopsN (N 1 to 1024), /epoll, /uring or /uringpoll, options joined by +", spec,
+			return usagef("--engines: %q: want floor or a device option (cpu, gpu, gpu:N, auto), optionally with /%s, /%s, %s, /roundN (N 1, 2, 4, 8, 16 or all), /block, /park, /loopsN (N 1 to 1024), /epoll, /uring or /uringpoll, options joined by +", spec,
 				server.GPUSearchPersistent, server.GPUSearchStaged, "/"+strings.Join(server.SearchLaunchNames(), ", /"))
 		}
 	}

@@ -39,7 +39,7 @@ import (
 func runBenchServe(e *env, args []string) error {
 	fs := newFlagSet(e, "bench serve", "warpkv bench serve [--memcached PATH] [--engines gpu,cpu] [--server-cpus LIST] [--load-cpus LIST] [-t N] [-m MB] [--p99-at F] [--profile] [--crosscheck auto|none|PATH] [--json FILE] [--full] [--warpkv-flags FLAGS] [--load-driver loops|goroutines] [--unpipelined ...] [-- loadgen flags]")
 	mcPath := fs.String("memcached", "memcached", "memcached binary to compare with (none: leave it out)")
-	engines := fs.String("engines", "gpu,cpu", "warpkv engines to run, in order: gpu, cpu, gpu:N, gpu/staged for the GPU engine with staged search calls, gpu/scheduler for its batches launched by the scheduler alone, gpu/concurrent for batches launched by their callers at once and searched at the same time, cpu/roundN (N 1, 2, 4, 8 or 16) for serve --round-conns N, cpu/roundall for whole rounds, /block or /park for serve --loop-wait, /loopsN for serve --loops N, /spinN for serve --loop-spin Nus, /epoll, /uring or /uringpoll for serve --loop-io; options join with +, as cpu/round1+block (empty: none)")
+	engines := fs.String("engines", "gpu,cpu", "warpkv engines to run, in order: floor for the reference server with no index (bench floor: the ceiling the load tool and the kernel leave any server), gpu, cpu, gpu:N, gpu/staged for the GPU engine with staged search calls, gpu/scheduler for its batches launched by the scheduler alone, gpu/concurrent for batches launched by their callers at once and searched at the same time, cpu/roundN (N 1, 2, 4, 8 or 16) for serve --round-conns N, cpu/roundall for whole rounds, /block or /park for serve --loop-wait, /loopsN for serve --loops N, /spinN for serve --loop-spin Nus, /epoll, /uring or /uringpoll for serve --loop-io; options join with +, as cpu/round1+block (empty: none)")
 	warpkvPath := fs.String("warpkv", "", "warpkv binary for the servers and the load generator (default: this one)")
 	serverCPUs := fs.String("server-cpus", "", "CPUs of the server processes, e.g. 0-7 (default: the first half of this process's CPUs)")
 	loadCPUs := fs.String("load-cpus", "", "CPUs of the load generator, e.g. 8-15 (default: the other CPUs)")
@@ -236,9 +236,27 @@ type plannedServer struct {
 	Name    string
 	Path    string
 	Args    []string // without the port flag
-	Warpkv  bool
+	Warpkv  bool     // a warpkv server: Args[0] is "serve"
+	Floor   bool     // warpkv's floor server (bench floor): Args[:2] are "bench floor"
 	Skipped string
 }
+
+// args returns sv's command line arguments with the port flag in its
+// place: first for memcached, after the subcommand for warpkv's.
+func (sv plannedServer) args(port int) []string {
+	p := []string{"-p", strconv.Itoa(port)}
+	sub := 0
+	switch {
+	case sv.Warpkv:
+		sub = 1
+	case sv.Floor:
+		sub = 2
+	}
+	return append(append(append([]string(nil), sv.Args[:sub]...), p...), sv.Args[sub:]...)
+}
+
+// floorEngine is the --engines name of the floor server (bench floor).
+const floorEngine = "floor"
 
 // benchServeConns is the connection limit (-c) of every server bench
 // serve starts: loadgen's connections up to 4096 (issue 19's largest
@@ -268,6 +286,11 @@ func planServers(mcPath, engines, exe string, threads int, memMB int64, interval
 	for _, spec := range strings.Split(engines, ",") {
 		spec = strings.TrimSpace(spec)
 		if spec == "" {
+			continue
+		}
+		if spec == floorEngine {
+			out = append(out, plannedServer{Name: fmt.Sprintf("floor -t %d", threads), Path: exe, Floor: true,
+				Args: []string{"bench", "floor", "-l", "127.0.0.1", "-t", strconv.Itoa(threads)}})
 			continue
 		}
 		dev, flags, _ := engineSpecFlags(spec)
@@ -418,10 +441,7 @@ func benchOne(ctx context.Context, e *env, sv plannedServer, exe string, sCPUs, 
 		return res
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	args := append([]string{"-p", strconv.Itoa(port)}, sv.Args...)
-	if sv.Warpkv {
-		args = append([]string{sv.Args[0], "-p", strconv.Itoa(port)}, sv.Args[1:]...)
-	}
+	args := sv.args(port)
 	res.Command = append([]string{sv.Path}, args...)
 	logPath := filepath.Join(tmp, strings.NewReplacer(" ", "_", "/", "_").Replace(sv.Name)+".log")
 	logf, err := os.Create(logPath)

@@ -91,7 +91,7 @@ func runUnpipelined(ctx context.Context, e *env, servers []plannedServer, exe st
 			rep.Profiles[sv.Name] = prof
 		}
 		for _, r := range rows {
-			if !sv.Warpkv && r.Err == "" {
+			if !sv.Warpkv && !sv.Floor && r.Err == "" {
 				mcPeak[fmt.Sprint(r.Conns, " ", r.Mix)] = r.Peak.OpsPerSec
 			}
 		}
@@ -111,10 +111,7 @@ func unpipelinedServer(ctx context.Context, e *env, sv plannedServer, exe string
 		return nil, nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	args := append([]string{"-p", strconv.Itoa(port)}, sv.Args...)
-	if sv.Warpkv {
-		args = append([]string{sv.Args[0], "-p", strconv.Itoa(port)}, sv.Args[1:]...)
-	}
+	args := sv.args(port)
 	logPath := filepath.Join(tmp, strings.NewReplacer(" ", "_", "/", "_").Replace(sv.Name)+"-unpipelined.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -149,7 +146,7 @@ func unpipelinedServer(ctx context.Context, e *env, sv plannedServer, exe string
 				row.Err = err.Error()
 			}
 			rate := mcPeak[fmt.Sprint(conns, " ", mix)] * plan.PaceAt
-			if !sv.Warpkv {
+			if !sv.Warpkv && !sv.Floor {
 				rate = peak.OpsPerSec * plan.PaceAt // memcached runs first: its own peak
 			}
 			if rate > 0 {
@@ -282,7 +279,7 @@ func writeUnpipelined(w io.Writer, rep *unpipelinedReport) {
 		rep.Host, rep.ServerCPUs, rep.Threads, rep.LoadCPUs, rep.GPU, rep.Plan.Workload, rep.Plan.Keys, rep.Plan.Duration)
 	mc := map[string]unpipelinedRow{}
 	for _, r := range rep.Rows {
-		if !strings.HasPrefix(r.Server, "warpkv") {
+		if strings.HasPrefix(r.Server, "memcached") {
 			mc[fmt.Sprint(r.Conns, " ", r.Mix)] = r
 		}
 	}
