@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // The floor server ("warpkv bench floor") is a reference for "bench
@@ -12,7 +13,7 @@ import (
 // design memcached and warpkv share (event loops, one read and one write
 // per connection per round). It answers the text protocol's get and set
 // with no index and no item memory: a get replies with the last value set
-// on its loop, a set keeps its value and replies STORED. Its throughput
+// on any of its loops, a set keeps its value and replies STORED. Its throughput
 // under a load tool is the ceiling that tool and the kernel's TCP path
 // leave any real server on the same cores; it stores nothing, so it is a
 // measuring stick, never a cache.
@@ -42,11 +43,24 @@ func runBenchFloor(e *env, args []string) error {
 // default item size limit).
 const floorMaxValue = 1 << 20
 
-// floorState is what one floor loop keeps between requests: the value
-// its gets answer with.
+// floorValue is the value every floor get answers with: the last one set
+// on any loop, shared by the loops of one server (nil: none, after a
+// flush_all or before the first set).
+type floorValue struct{ p atomic.Pointer[[]byte] }
+
+// floorState is what one floor loop keeps: the server's shared value.
 type floorState struct {
-	value    []byte
-	hasValue bool
+	shared *floorValue
+}
+
+// set makes v the value gets answer with; an unchanged value (the load
+// tools set one value everywhere) costs a comparison, not a copy.
+func (st *floorState) set(v []byte) {
+	if cur := st.shared.p.Load(); cur != nil && bytes.Equal(*cur, v) {
+		return
+	}
+	c := bytes.Clone(v)
+	st.shared.p.Store(&c)
 }
 
 // floorServe answers every complete request at the front of in, appending
@@ -71,18 +85,19 @@ func floorServe(st *floorState, in, out []byte) (consumed int, _ []byte, quit bo
 		cmd, args, _ := bytes.Cut(line, []byte{' '})
 		switch string(cmd) {
 		case "get", "gets":
+			value := st.shared.p.Load()
 			for len(args) > 0 {
 				var key []byte
 				key, args, _ = bytes.Cut(args, []byte{' '})
-				if len(key) == 0 || !st.hasValue {
+				if len(key) == 0 || value == nil {
 					continue
 				}
 				out = append(out, "VALUE "...)
 				out = append(out, key...)
 				out = append(out, " 0 "...)
-				out = strconv.AppendInt(out, int64(len(st.value)), 10)
+				out = strconv.AppendInt(out, int64(len(*value)), 10)
 				out = append(out, "\r\n"...)
-				out = append(out, st.value...)
+				out = append(out, *value...)
 				out = append(out, "\r\n"...)
 			}
 			out = append(out, "END\r\n"...)
@@ -95,15 +110,14 @@ func floorServe(st *floorState, in, out []byte) (consumed int, _ []byte, quit bo
 			if len(rest) < need {
 				return consumed, out, false // the value is still on its way
 			}
-			st.value = append(st.value[:0], rest[eol+1:eol+1+n]...)
-			st.hasValue = true
+			st.set(rest[eol+1 : eol+1+n])
 			if !noreply {
 				out = append(out, "STORED\r\n"...)
 			}
 			consumed += need
 			continue
 		case "flush_all":
-			st.hasValue = false
+			st.shared.p.Store(nil)
 			out = append(out, "OK\r\n"...)
 		case "version":
 			out = append(out, "VERSION warpkv-floor\r\n"...)

@@ -36,11 +36,13 @@ func serveFloor(host string, port, threads int) error {
 		return fmt.Errorf("bench floor: -l %q: want an IPv4 address", host)
 	}
 	errs := make(chan error, threads)
+	shared := new(floorValue)
 	for i := range threads {
 		l, err := newFloorLoop([4]byte(ip), port)
 		if err != nil {
 			return fmt.Errorf("bench floor: loop %d: %w", i, err)
 		}
+		l.st.shared = shared
 		go func() { errs <- l.run() }()
 	}
 	return <-errs

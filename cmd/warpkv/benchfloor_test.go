@@ -29,7 +29,7 @@ func TestFloorServe(t *testing.T) {
 		{name: "endless line closes", in: strings.Repeat("g", 3000), want: "CLIENT_ERROR line too long\r\n", consumed: 0, quit: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var st floorState
+			st := floorState{shared: new(floorValue)}
 			used, out, quit := floorServe(&st, []byte(c.in), nil)
 			want := c.consumed
 			if want < 0 {
@@ -47,9 +47,9 @@ func TestFloorServe(t *testing.T) {
 // whole stream at once.
 func TestFloorServeByteByByte(t *testing.T) {
 	stream := "set key1 0 0 5\r\nhello\r\nget key1\r\nset key2 1 2 3 noreply\r\nabc\r\nget key1 key2\r\nversion\r\n"
-	var whole floorState
+	whole := floorState{shared: new(floorValue)}
 	_, want, _ := floorServe(&whole, []byte(stream), nil)
-	var st floorState
+	st := floorState{shared: new(floorValue)}
 	var in, out []byte
 	for i := range len(stream) {
 		in = append(in, stream[i])
