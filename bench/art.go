@@ -416,7 +416,10 @@ type ARTLimits struct {
 // time the call alone on queries made once (AnswerCall), each run the
 // mean of the calls that fill artQueryRun, its answers summed after it,
 // and add a ": call and checksum" row timing both, as the peers' rows
-// and runs without a GPU do.
+// and runs without a GPU do. The GPU engine's lookups and updates (an
+// artPhaser's point calls) are timed the same way, back to back after
+// artQueryWarm: a single call of about a millisecond right after the
+// case's 100M-key build ran 2-3x slower than the calls after it.
 func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, lim ARTLimits) ([]Result, ARTCheck, error) {
 	r, err := newARTRun(c, impl, in, d, lim)
 	if err != nil {
@@ -426,7 +429,7 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 	prepare, run, full, answerer, lv, lf := r.prepare, r.run, r.full, r.answerer, r.lv, r.lf
 	phaser, _ := impl.(artPhaser)
 	per := 1 // calls a timed run makes
-	if answerer != nil {
+	if answerer != nil || (phaser != nil && lim.Gather32 > 0 && prepare == nil && artPointOp(c.Op)) {
 		n, el, err := warmFor(artQueryWarm, run)
 		if err != nil {
 			return nil, *ch, err
@@ -536,6 +539,10 @@ func warmFor(d time.Duration, run func() error) (int, time.Duration, error) {
 		}
 	}
 }
+
+// artPointOp reports whether op is a point call that a timed run can
+// repeat on the same tree: lookups (present or absent keys) and updates.
+func artPointOp(op ARTOp) bool { return op == ARTLookup || op == ARTMiss || op == ARTUpdate }
 
 // callsFor is the calls of time per each that fill d: at least 1.
 func callsFor(d, per time.Duration) int {
@@ -1109,7 +1116,7 @@ func ARTInputNotes() []string {
 	return []string{
 		fmt.Sprintf("keys: key i of a shape is a bijection of SplitMix64(%#x, i) in its first 8 bytes (16 and 32 B: more random bytes; text: 2 to 12 letters, ':' and i in hex; long: 64 to 256 bytes); a tree of n keys holds keys 0..n-1; absent and inserted keys are keys n, n+1, ...", uint64(ARTSeed)),
 		fmt.Sprintf("lookups, updates and range lower bounds: random present keys; deletes: every tree/batch-th key; ranges: the %d keys from a present key; prefix scans: a present key's first bytes shared by ~16 to 4096 keys (text: 3 letters), at most %d keys", ARTRangeKeys, ARTPrefixLimit),
-		fmt.Sprintf("ranges and prefix rows of warpkv's GPU engine: called back to back for %v first; each timed run is the mean of the calls that fill %v (the call alone, on queries made once; \": call and checksum\" rows: single calls)", artQueryWarm, artQueryRun),
+		fmt.Sprintf("ranges, prefix scans, lookups and updates of warpkv's GPU engine (their first row): called back to back for %v first; each timed run is the mean of the calls that fill %v (ranges and prefix scans: the call alone, on queries made once; \": call and checksum\" rows: single calls)", artQueryWarm, artQueryRun),
 		"GPU rows: ratio of the whole call = bytes moved (keys, offsets, values, answers) per second over the pinned host-to-device limit; \"kernels\" rows: the engine's work phase alone (art.Tree.LastBatch), ratio = operations per second over the device's random 32-byte gather rate",
 	}
 }
