@@ -205,7 +205,7 @@ func parseCheck(words []string, synopsis bool) error {
 		}
 	}
 	if c.name == "bench" && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		if !slices.Contains(append(suiteNames(), "plot"), args[0]) {
+		if !slices.Contains(append(suiteNames(), "plot", "floor"), args[0]) {
 			return fmt.Errorf("unknown bench suite %q", args[0])
 		}
 	}
