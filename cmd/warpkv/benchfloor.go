@@ -28,13 +28,13 @@ func runBenchFloor(e *env, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("bench floor: unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return usagef("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	if *port < 1 || *port > 65535 {
-		return usagef("bench floor: -p %d: want a port from 1 to 65535", *port)
+		return usagef("-p %d: want a port from 1 to 65535", *port)
 	}
 	if *threads < 1 || *threads > 1024 {
-		return usagef("bench floor: -t %d: want 1 to 1024 loops", *threads)
+		return usagef("-t %d: want 1 to 1024 loops", *threads)
 	}
 	return serveFloor(*host, *port, *threads)
 }

@@ -220,10 +220,10 @@ func runHelp(e *env, args []string) error {
 
 // subcommands returns the subcommands of command c that "warpkv help CMD
 // SUBCMD" documents one at a time: the first word of each of c.help's
-// argument lists, or bench's suites.
+// argument lists, or bench's suites, plot and floor.
 func subcommands(c command) []string {
 	if c.name == "bench" {
-		return suiteNames()
+		return append(suiteNames(), "plot", "floor")
 	}
 	var out []string
 	for _, args := range c.help {
