@@ -175,7 +175,10 @@ func (l *floorLoop) flush(fd int, c *floorConn) {
 	if held := len(c.out) > 0; held != c.held {
 		ev := uint32(unix.EPOLLIN | unix.EPOLLRDHUP)
 		if held {
-			ev = unix.EPOLLOUT | unix.EPOLLRDHUP
+			// Writability alone (errors and hang-ups come regardless): a
+			// peer that half-closed without reading must not wake the loop
+			// again and again.
+			ev = unix.EPOLLOUT
 		}
 		unix.EpollCtl(l.ep, unix.EPOLL_CTL_MOD, fd, &unix.EpollEvent{Events: ev, Fd: int32(fd)})
 		c.held = held

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,4 +59,71 @@ func TestFloorServerAnswersEveryLoop(t *testing.T) {
 	if _, err := memcache.New(addr).Get("k"); !errors.Is(err, memcache.ErrCacheMiss) {
 		t.Errorf("get after flush_all: %v, want a miss", err)
 	}
+}
+
+// TestFloorServerHoldsRepliesForASlowReader: a client that sends many
+// gets of a large value and does not read fills its socket, so the floor
+// server holds the rest of its replies; the client then half-closes and
+// waits without reading, which must not wake the server's loop over and
+// over (its CPU time stays near zero); once the client reads, every reply
+// arrives, and the server closes the connection after the last.
+func TestFloorServerHoldsRepliesForASlowReader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds warpkv and starts its floor server")
+	}
+	exe := buildWarpkv(t)
+	port, err := freeTCPPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "bench", "floor", "-p", strconv.Itoa(port), "-t", "1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if err := waitListening(context.Background(), addr, exited, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	value := strings.Repeat("v", 4000)
+	const gets = 5000 // about 20 MB of replies
+	req := fmt.Sprintf("set k 0 0 %d noreply\r\n%s\r\n", len(value), value) + strings.Repeat("get k\r\n", gets)
+	if _, err := nc.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	nc.(*net.TCPConn).CloseWrite()
+	time.Sleep(200 * time.Millisecond) // the replies back up
+	before := processCPU(t, cmd.Process.Pid)
+	time.Sleep(500 * time.Millisecond)
+	if spent := processCPU(t, cmd.Process.Pid) - before; spent > 200*time.Millisecond {
+		t.Errorf("the server used %v of CPU in 500ms while its client neither read nor wrote", spent)
+	}
+	nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+	b, err := io.ReadAll(nc)
+	if err != nil {
+		t.Fatalf("reading the replies: %v (after %d bytes)", err, len(b))
+	}
+	if n := strings.Count(string(b), "END\r\n"); n != gets {
+		t.Errorf("%d replies of %d gets (%d bytes)", n, gets, len(b))
+	}
+}
+
+// processCPU is the user and system CPU time process pid has used.
+func processCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond // clock ticks of 100 Hz
 }
