@@ -110,3 +110,32 @@ func TestBenchServeUnpipelinedFloor(t *testing.T) {
 		t.Errorf("the floor server was taken as memcached's base:\n%s", out)
 	}
 }
+
+// TestLoadBoundNote: bench serve --unpipelined says when rows ran with the
+// load generator at 95% or more, and points to the floor server unless it
+// ran.
+func TestLoadBoundNote(t *testing.T) {
+	row := func(server string, busy float64, err string) unpipelinedRow {
+		r := unpipelinedRow{Server: server, Err: err}
+		r.Peak.LoadBusy = busy
+		return r
+	}
+	for _, c := range []struct {
+		name string
+		rows []unpipelinedRow
+		want string // a substring; "" for no note
+		not  string
+	}{
+		{name: "no row near the bound", rows: []unpipelinedRow{row("memcached -t 8", 0.90, ""), row("warpkv cpu", 0.94, "")}},
+		{name: "a busy load, no floor", rows: []unpipelinedRow{row("memcached -t 8", 0.97, ""), row("warpkv cpu", 0.80, "")},
+			want: "in 1 of 2 rows: there the load, not the server, may set the figure; --engines floor"},
+		{name: "with the floor", rows: []unpipelinedRow{row("memcached -t 8", 0.96, ""), row("floor -t 8", 0.99, "")},
+			want: "in 2 of 2 rows", not: "--engines floor"},
+		{name: "failed rows do not count", rows: []unpipelinedRow{row("warpkv gpu", 0.99, "refused")}},
+	} {
+		got := loadBoundNote(c.rows)
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) || (c.not != "" && strings.Contains(got, c.not)) {
+			t.Errorf("%s: note %q, want one containing %q (not %q)", c.name, got, c.want, c.not)
+		}
+	}
+}

@@ -270,6 +270,33 @@ func benchUnpipelined(ctx context.Context, e *env, servers []plannedServer, exe 
 	return ctx.Err()
 }
 
+// loadBoundBusy is the load generator's CPU use at which bench serve
+// --unpipelined says a row is likely bounded by the load: on the H200 host
+// the floor server's rows (bench floor) ran at 97-100%, memcached's at
+// 86-99%.
+const loadBoundBusy = 0.95
+
+// loadBoundNote says how many peak rows ran with the load generator at
+// loadBoundBusy or more, and, when no floor server ran, how to measure the
+// ceiling the load leaves; "" when none did.
+func loadBoundNote(rows []unpipelinedRow) string {
+	n, floor := 0, false
+	for _, r := range rows {
+		floor = floor || strings.HasPrefix(r.Server, "floor")
+		if r.Err == "" && r.Peak.LoadBusy >= loadBoundBusy {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	note := fmt.Sprintf("note: the load generator was %.0f%% busy or more in %d of %d rows: there the load, not the server, may set the figure", 100*loadBoundBusy, n, len(rows))
+	if !floor {
+		note += "; --engines floor,... adds the floor server (bench floor: no index, one read and one write a request), the ceiling this load leaves any server"
+	}
+	return note
+}
+
 // writeUnpipelined prints the report: per (connections, mix) every
 // server's peak with its ratio to memcached, latency percentiles and CPU
 // time per request; the paced latencies; memaslap's throughput; and the
@@ -322,6 +349,9 @@ func writeUnpipelined(w io.Writer, rep *unpipelinedReport) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "load busy: the load generator's CPU use over its CPUs in the peak run; near 100% the row may be bounded by the load, not the server")
+	if note := loadBoundNote(rep.Rows); note != "" {
+		fmt.Fprintln(w, note)
+	}
 	for name, st := range rep.Profiles {
 		ops := st["ops"]
 		if ops <= 0 {
