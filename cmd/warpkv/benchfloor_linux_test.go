@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
+	"github.com/warpkv/warpkv/loadgen"
 )
 
 // TestFloorServerAnswersEveryLoop starts the built binary's floor server
@@ -25,22 +25,7 @@ func TestFloorServerAnswersEveryLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds warpkv and starts its floor server")
 	}
-	exe := buildWarpkv(t)
-	port, err := freeTCPPort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "bench", "floor", "-p", strconv.Itoa(port), "-t", "4")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	if err := waitListening(context.Background(), addr, exited, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	addr, _ := startFloorServer(t, 4)
 	setter := memcache.New(addr)
 	if err := setter.Set(&memcache.Item{Key: "k", Value: []byte("0123456789abcdef")}); err != nil {
 		t.Fatal(err)
@@ -71,22 +56,7 @@ func TestFloorServerHoldsRepliesForASlowReader(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds warpkv and starts its floor server")
 	}
-	exe := buildWarpkv(t)
-	port, err := freeTCPPort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "bench", "floor", "-p", strconv.Itoa(port), "-t", "1")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	if err := waitListening(context.Background(), addr, exited, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	addr, pid := startFloorServer(t, 1)
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -100,9 +70,9 @@ func TestFloorServerHoldsRepliesForASlowReader(t *testing.T) {
 	}
 	nc.(*net.TCPConn).CloseWrite()
 	time.Sleep(200 * time.Millisecond) // the replies back up
-	before := processCPU(t, cmd.Process.Pid)
+	before := processCPU(t, pid)
 	time.Sleep(500 * time.Millisecond)
-	if spent := processCPU(t, cmd.Process.Pid) - before; spent > 200*time.Millisecond {
+	if spent := processCPU(t, pid) - before; spent > 200*time.Millisecond {
 		t.Errorf("the server used %v of CPU in 500ms while its client neither read nor wrote", spent)
 	}
 	nc.SetReadDeadline(time.Now().Add(30 * time.Second))
@@ -115,15 +85,36 @@ func TestFloorServerHoldsRepliesForASlowReader(t *testing.T) {
 	}
 }
 
-// processCPU is the user and system CPU time process pid has used.
-func processCPU(t *testing.T, pid int) time.Duration {
+// startFloorServer starts the built binary's floor server with loops
+// event loops on a free port, killed when the test ends, and returns its
+// address and process id once it accepts connections.
+func startFloorServer(t *testing.T, loops int) (addr string, pid int) {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	exe := buildWarpkv(t)
+	port, err := freeTCPPort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond // clock ticks of 100 Hz
+	cmd := exec.Command(exe, "bench", "floor", "-p", strconv.Itoa(port), "-t", strconv.Itoa(loops))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if err := waitListening(context.Background(), addr, exited, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return addr, cmd.Process.Pid
+}
+
+// processCPU is loadgen.ProcessCPU, failing the test on an error.
+func processCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	d, err := loadgen.ProcessCPU(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

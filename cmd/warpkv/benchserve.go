@@ -241,6 +241,10 @@ type plannedServer struct {
 	Skipped string
 }
 
+// memcached reports whether sv is the memcached server (the base of every
+// ratio), neither a warpkv server nor the floor server.
+func (sv plannedServer) memcached() bool { return !sv.Warpkv && !sv.Floor }
+
 // args returns sv's command line arguments with the port flag in its
 // place: first for memcached, after the subcommand for warpkv's.
 func (sv plannedServer) args(port int) []string {

@@ -91,7 +91,7 @@ func runUnpipelined(ctx context.Context, e *env, servers []plannedServer, exe st
 			rep.Profiles[sv.Name] = prof
 		}
 		for _, r := range rows {
-			if !sv.Warpkv && !sv.Floor && r.Err == "" {
+			if sv.memcached() && r.Err == "" {
 				mcPeak[fmt.Sprint(r.Conns, " ", r.Mix)] = r.Peak.OpsPerSec
 			}
 		}
@@ -146,7 +146,7 @@ func unpipelinedServer(ctx context.Context, e *env, sv plannedServer, exe string
 				row.Err = err.Error()
 			}
 			rate := mcPeak[fmt.Sprint(conns, " ", mix)] * plan.PaceAt
-			if !sv.Warpkv && !sv.Floor {
+			if sv.memcached() {
 				rate = peak.OpsPerSec * plan.PaceAt // memcached runs first: its own peak
 			}
 			if rate > 0 {
