@@ -102,9 +102,18 @@ func runSTMBody(e *env, args []string) error {
 	} else {
 		ro.Duration = f.duration
 	}
+	start := time.Now()
 	res, runErr := eng.Run(w, ro)
 	if res == nil {
 		return runErr
+	}
+	if !f.quiet && runErr == nil {
+		// A checked run spends most of its time outside the transactions:
+		// say where, before the checks start.
+		tm := eng.LastBatch()
+		fmt.Fprintf(e.stderr, "stm run: the run took %v: kernels and store set up in %v, transactions run for %v, results read in %v (%d recorded attempts)\n",
+			time.Since(start).Round(time.Millisecond), tm.Upload.Round(time.Millisecond), tm.Work.Round(time.Millisecond),
+			tm.Download.Round(time.Millisecond), len(res.History))
 	}
 	return reportSTMRun(e, f, w, res, runErr)
 }

@@ -1,0 +1,138 @@
+package stm
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// encodeHistory writes records the way stm_record does (stm/client.cu).
+func encodeHistory(recs []Record) []uint64 {
+	var w []uint64
+	for _, r := range recs {
+		kind := uint64(0)
+		switch {
+		case r.ReadOnly:
+			kind = 1
+		case r.Aborted:
+			kind = 2
+		}
+		w = append(w, kind|uint64(r.Cause)<<8, uint64(len(r.Reads))<<32|uint64(len(r.Writes)), r.TS, r.Snapshot)
+		for _, a := range append(append([]Access(nil), r.Reads...), r.Writes...) {
+			w = append(w, uint64(a.Item), a.Value)
+		}
+	}
+	return w
+}
+
+// randomHistory returns n records of every kind, with 0 to maxReads reads
+// and (update and aborted records) 0 to maxWrites writes.
+func randomHistory(rng *rand.Rand, n, maxReads, maxWrites int) []Record {
+	out := make([]Record, n)
+	for i := range out {
+		r := Record{TS: rng.Uint64(), Snapshot: rng.Uint64()}
+		switch rng.IntN(3) {
+		case 1:
+			r.ReadOnly = true
+		case 2:
+			r.Aborted, r.Cause = true, Cause(1+rng.IntN(4))
+		}
+		r.Reads = make([]Access, rng.IntN(maxReads+1))
+		for j := range r.Reads {
+			r.Reads[j] = Access{Item: rng.Uint32(), Value: rng.Uint64()}
+		}
+		if nw := rng.IntN(maxWrites + 1); !r.ReadOnly && nw > 0 {
+			r.Writes = make([]Access, nw)
+			for j := range r.Writes {
+				r.Writes[j] = Access{Item: rng.Uint32(), Value: rng.Uint64()}
+			}
+		}
+		out[i] = r
+	}
+	return out
+}
+
+func TestParseHistoryDecodesWhatTheKernelsWrite(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, tc := range []struct {
+		name                string
+		committed, aborted  int
+		maxReads, maxWrites int
+	}{
+		{"empty", 0, 0, 4, 4},
+		{"one record", 1, 0, 2, 2},
+		{"no accesses", 50, 50, 0, 0},
+		{"committed only", 3*historyStride + 7, 0, 8, 2},
+		{"both regions", 2*historyStride + 1, historyStride + 3, 16, 16},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := randomHistory(rng, tc.committed, tc.maxReads, tc.maxWrites)
+			a := randomHistory(rng, tc.aborted, tc.maxReads, tc.maxWrites)
+			got, err := parseHistory(encodeHistory(c), encodeHistory(a))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := append(append([]Record{}, c...), a...)
+			if len(got) != len(want) {
+				t.Fatalf("%d records, want %d", len(got), len(want))
+			}
+			for i := range want {
+				if !reflect.DeepEqual(got[i], want[i]) {
+					t.Fatalf("record %d: got %+v, want %+v", i, got[i], want[i])
+				}
+				if cap(got[i].Reads) != len(got[i].Reads) || cap(got[i].Writes) != len(got[i].Writes) {
+					t.Fatalf("record %d: accesses can grow into the next record's (caps %d, %d)", i, cap(got[i].Reads), cap(got[i].Writes))
+				}
+			}
+		})
+	}
+}
+
+func TestParseHistoryNamesTheBadWord(t *testing.T) {
+	good := encodeHistory(randomHistory(rand.New(rand.NewPCG(3, 4)), 3, 2, 2))
+	second := 4 + 2*int(good[1]>>32+uint64(uint32(good[1])))
+	for _, tc := range []struct {
+		name  string
+		words []uint64
+		want  string
+	}{
+		{"cut inside a header", good[:second+3], fmt.Sprintf("truncated record at word %d", second)},
+		{"cut inside the accesses", append(append([]uint64{}, good[:second]...), 0, 5<<32, 1, 1, 7), fmt.Sprintf("bad record at word %d", second)},
+		{"unknown kind", append(append([]uint64{}, good[:second]...), 3, 0, 1, 1), fmt.Sprintf("bad record at word %d", second)},
+		{"counts past the region", append(append([]uint64{}, good[:second]...), 0, 1<<62, 1, 1), fmt.Sprintf("bad record at word %d", second)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseHistory(tc.words)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// BenchmarkParseHistory decodes 1M records shaped like the documented
+// CUDA body's (90% read-only sums of 8, transfers of 2 items).
+func BenchmarkParseHistory(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	recs := make([]Record, 1<<20)
+	for i := range recs {
+		r := Record{TS: uint64(i), Snapshot: uint64(i)}
+		if rng.IntN(10) > 0 {
+			r.ReadOnly = true
+			r.Reads = make([]Access, 8)
+		} else {
+			r.Reads, r.Writes = make([]Access, 2), make([]Access, 2)
+		}
+		recs[i] = r
+	}
+	words := encodeHistory(recs)
+	b.SetBytes(int64(len(words) * 8))
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := parseHistory(words); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
