@@ -1,114 +1,277 @@
 package stm
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/internal/par"
 )
 
-// historyChunkBytes is the pinned chunk of readHistory's downloads.
-const historyChunkBytes = 64 << 20
+// historyChunkWords is how many words of a history region readHistory
+// brings to the host at a time, into each of its two pinned buffers.
+const historyChunkWords = 8 << 20 // 64 MiB
 
 // readHistory reads the history regions the kernels filled (the committed
-// records, then the aborted attempts kept) and decodes them. The regions
-// come down through a ring of pinned chunks, each unpacked into Go memory
-// on all cores while the next one's DMA runs: a copy straight into
-// pageable memory ran at 1.2 GB/s on the H200 host (5.3 GB in 4.6 s).
+// records, then the aborted attempts kept) and decodes them, streaming
+// each region twice through two pinned buffers (a chunk's DMA runs while
+// the other is read): once for the records' headers, then, in chunks cut
+// at records, for the records themselves, decoded on all cores. The
+// record words never sit whole in host memory: the second DMA (at the
+// link's rate) costs less than taking fresh memory for them, and the host
+// needs room for the decoded records only. (On the H200 host a copy of
+// 5.3 GB of record words into fresh pageable memory ran at 1.2 GB/s.)
 func (g *gpuEngine) readHistory(pl *runPlan, m *runMemory, dc []uint64) ([]Record, error) {
-	xfer := gpu.NewPipeline(g.dev, gpu.PipelineConfig{ChunkBytes: historyChunkBytes, Chunks: 3})
-	defer xfer.Close()
-	var regions [][]uint64
-	for _, region := range []struct {
-		buf  *gpu.Buffer[uint64]
-		used int64
-	}{{m.hist, min(int64(dc[dctlHistOff]), pl.histWords)}, {m.histAb, min(int64(dc[dctlHistAbEnd]), pl.abWords)}} {
-		words := make([]uint64, region.used)
-		if err := gpu.DownloadStaged(xfer, g.sCli, region.buf, 0, words); err != nil {
-			xfer.Discard()
-			return nil, fmt.Errorf("history: read %d words: %w", region.used, err)
-		}
-		regions = append(regions, words)
+	regions := []historyRegion{
+		{buf: m.hist, n: min(int64(dc[dctlHistOff]), pl.histWords)},
+		{buf: m.histAb, n: min(int64(dc[dctlHistAbEnd]), pl.abWords)},
 	}
-	if err := xfer.Drain(); err != nil {
-		return nil, fmt.Errorf("history: read: %w", err)
+	// A chunk holds the longest record the run's read and write sets
+	// allow, so every cut of whole records fits a pinned buffer.
+	chunk := max(historyChunkWords, 4+2*(pl.sh.r+pl.sh.w))
+	st, err := newHistoryStreamer(g.dev, g.sCli, chunk)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
 	}
-	if err := g.sCli.Synchronize(); err != nil {
-		return nil, fmt.Errorf("history: read: %w", err)
-	}
-	return parseHistory(regions...)
+	defer st.close()
+	return decodeHistory(regions, chunk, func(region int, ranges []wordRange, fn func(k int, words []uint64) error) error {
+		return st.stream(regions[region].buf, ranges, fn)
+	})
 }
 
-// historyStride is how many records apart parseHistory's header pass
-// notes where a record starts: the records between two notes are one
-// worker's piece of the decoding.
+// historyRegion is one region of recorded words: n words of buf (or of
+// words, for a history already in host memory).
+type historyRegion struct {
+	buf   *gpu.Buffer[uint64]
+	words []uint64
+	n     int64
+}
+
+// historyStreamer brings ranges of device words to the host through two
+// pinned buffers on one stream.
+type historyStreamer struct {
+	s   *gpu.Stream
+	pin [2]*gpu.HostBuffer[uint64]
+	ev  [2]*gpu.Event
+}
+
+func newHistoryStreamer(d *gpu.Device, s *gpu.Stream, words int) (*historyStreamer, error) {
+	st := &historyStreamer{s: s}
+	for i := range st.pin {
+		var err error
+		if st.pin[i], err = gpu.AllocHost[uint64](d, words+1); err != nil {
+			st.close()
+			return nil, err
+		}
+		if st.ev[i], err = d.NewEvent(); err != nil {
+			st.close()
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// stream calls fn on each range of buf in order, with the range's words
+// in pinned memory (valid during the call only); the next range's DMA
+// runs during fn.
+func (st *historyStreamer) stream(buf *gpu.Buffer[uint64], ranges []wordRange, fn func(k int, words []uint64) error) error {
+	queue := func(k int) error {
+		r := ranges[k]
+		if err := buf.Read(st.s, int(r.lo), st.pin[k%2].Slice()[:r.hi-r.lo]); err != nil {
+			return err
+		}
+		return st.ev[k%2].Record(st.s)
+	}
+	if len(ranges) == 0 {
+		return nil
+	}
+	if err := queue(0); err != nil {
+		return err
+	}
+	for k, r := range ranges {
+		if k+1 < len(ranges) {
+			if err := queue(k + 1); err != nil {
+				return err
+			}
+		}
+		if err := st.ev[k%2].Synchronize(); err != nil {
+			return err
+		}
+		if err := fn(k, st.pin[k%2].Slice()[:r.hi-r.lo]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (st *historyStreamer) close() {
+	// The DMAs may still run after an error: wait before freeing.
+	err := st.s.Synchronize()
+	for i := range st.pin {
+		if st.ev[i] != nil {
+			err = errors.Join(err, st.ev[i].Close())
+		}
+		err = errors.Join(err, st.pin[i].Free())
+	}
+	_ = err // nothing to tell: the history was decoded or its error returned
+}
+
+// wordRange is words [lo, hi) of a region.
+type wordRange struct{ lo, hi int64 }
+
+// historyStride is how many records apart the header pass notes where a
+// record starts: the records between two notes are one worker's piece of
+// the decoding.
 const historyStride = 1 << 12
 
-// parseHistory decodes the history the kernels wrote (see stm_record),
-// region after region, into one slice. A record is 4 words (kind and
-// cause, reads << 32 | writes, timestamp, snapshot) and then an (item,
-// value) word pair per read and per write. One pass over the headers
-// checks that every record fits and notes where every historyStride-th
-// starts; then the pieces between those notes are decoded on all cores
-// into one slice of Records whose accesses are capacity-limited windows of
-// one pointer-free slab: two allocations in all, not two per record. (A
-// checked "warpkv stm run" decodes tens of millions of records: on the
-// H200 host, 34M of them took 7.0 s with a slice of every record's start,
-// which this pass no longer keeps; before that, an allocation per record
-// and per access list took longer still.) Cost: O(words), the header pass
+// historyPiece is up to historyStride consecutive records of one cut.
+type historyPiece struct {
+	at    int64 // its first record's first word in the region
+	first int   // that record's index in the output
+	n     int   // its records
+	slab  int   // that record's first access in the slab
+}
+
+// historyCut is a range of whole records of one region, at most a chunk
+// long, and its pieces.
+type historyCut struct {
+	region int
+	wordRange
+	pieces []historyPiece
+}
+
+// streamFunc brings ranges of region's words to fn in order, each valid
+// during its call only (see historyStreamer.stream).
+type streamFunc func(region int, ranges []wordRange, fn func(k int, words []uint64) error) error
+
+// decodeHistory decodes the recorded regions (see stm_record) into one
+// slice, region after region. A record is 4 words (kind and cause,
+// reads << 32 | writes, timestamp, snapshot) and then an (item, value)
+// word pair per read and per write. A first pass over the regions in
+// chunks of chunk words reads the headers: it checks that every record
+// fits, counts records and accesses, and cuts the regions into ranges of
+// whole records of at most chunk words, noting where every
+// historyStride-th record starts. Then the cuts come again, and each
+// one's pieces are decoded on all cores into one slice of Records whose
+// accesses are capacity-limited windows of one pointer-free slab: two
+// allocations in all, not two per record. Regions with words are read
+// in place; others through stream. Cost: O(words), the header pass
 // serial (it follows the records' lengths).
-func parseHistory(regions ...[]uint64) ([]Record, error) {
-	type piece struct {
-		words []uint64 // the region
-		at    int      // the piece's first record's first word in it
-		first int      // that record's index in the output
-		n     int      // the piece's records
-		slab  int      // that record's first access in the slab
+func decodeHistory(regions []historyRegion, chunk int, stream streamFunc) ([]Record, error) {
+	chunk = max(chunk, 2)
+	// each brings a region's ranges to fn, from host words or the device.
+	each := func(ri int, ranges []wordRange, fn func(k int, words []uint64) error) error {
+		rg := regions[ri]
+		if rg.words != nil || rg.n == 0 {
+			for k, r := range ranges {
+				if err := fn(k, rg.words[r.lo:r.hi]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return stream(ri, ranges, fn)
 	}
-	var pieces []piece
+	var cuts []historyCut
 	records, accesses := 0, 0
-	for _, words := range regions {
-		k := 0 // records of this region so far
-		for i := 0; i < len(words); k++ {
-			if i+4 > len(words) {
-				return nil, fmt.Errorf("history: truncated record at word %d", i)
+	for ri, rg := range regions {
+		// Chunks of the header pass overlap by a word, so that a header
+		// that starts in one is read whole there.
+		var ranges []wordRange
+		for lo := int64(0); lo < rg.n; lo += int64(chunk) {
+			ranges = append(ranges, wordRange{lo, min(lo+int64(chunk)+1, rg.n)})
+		}
+		k := 0        // records of this region so far
+		i := int64(0) // the next record's first word
+		err := each(ri, ranges, func(c int, words []uint64) error {
+			lo := ranges[c].lo
+			end := min(lo+int64(chunk), rg.n)
+			for i < end {
+				if i+4 > rg.n {
+					return fmt.Errorf("history: truncated record at word %d", i)
+				}
+				w0, w1 := words[i-lo], words[i+1-lo]
+				kind, nr, nw := w0&0xFF, w1>>32, uint64(uint32(w1))
+				if kind > 2 || nr+nw > uint64(rg.n-i-4)/2 {
+					return fmt.Errorf("history: bad record at word %d", i)
+				}
+				size := 4 + 2*int64(nr+nw)
+				if len(cuts) == 0 || cuts[len(cuts)-1].region != ri || i+size > cuts[len(cuts)-1].lo+int64(chunk) {
+					cuts = append(cuts, historyCut{region: ri, wordRange: wordRange{i, i}})
+				}
+				cut := &cuts[len(cuts)-1]
+				if len(cut.pieces) == 0 || cut.pieces[len(cut.pieces)-1].n == historyStride {
+					cut.pieces = append(cut.pieces, historyPiece{at: i, first: records + k, slab: accesses})
+				}
+				cut.pieces[len(cut.pieces)-1].n++
+				cut.hi = i + size
+				accesses += int(nr + nw)
+				k++
+				i += size
 			}
-			kind, nr, nw := words[i]&0xFF, words[i+1]>>32, uint64(uint32(words[i+1]))
-			if kind > 2 || nr+nw > uint64(len(words)-i-4)/2 {
-				return nil, fmt.Errorf("history: bad record at word %d", i)
-			}
-			if k%historyStride == 0 {
-				pieces = append(pieces, piece{words: words, at: i, first: records + k, slab: accesses})
-			}
-			pieces[len(pieces)-1].n++
-			accesses += int(nr + nw)
-			i += 4 + 2*int(nr+nw)
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		records += k
 	}
 	out := make([]Record, records)
 	slab := make([]Access, accesses)
-	par.For(len(pieces), 1, 0, func(lo, hi int) {
-		for _, pc := range pieces[lo:hi] {
-			i, a := pc.at, pc.slab
-			for r := out[pc.first : pc.first+pc.n]; len(r) > 0; r = r[1:] {
-				w := pc.words[i : i+4]
-				kind, cause := w[0]&0xFF, (w[0]>>8)&0xFF
-				nr, nw := int(w[1]>>32), int(uint32(w[1]))
-				rec := &r[0]
-				*rec = Record{TS: w[2], Snapshot: w[3], ReadOnly: kind == 1, Aborted: kind == 2, Cause: Cause(cause),
-					Reads: slab[a : a+nr : a+nr]}
-				decodeAccesses(rec.Reads, pc.words[i+4:])
-				if nw > 0 {
-					rec.Writes = slab[a+nr : a+nr+nw : a+nr+nw]
-					decodeAccesses(rec.Writes, pc.words[i+4+2*nr:])
-				}
-				i += 4 + 2*(nr+nw)
-				a += nr + nw
+	for ri := range regions {
+		var mine []historyCut
+		var ranges []wordRange
+		for _, c := range cuts {
+			if c.region == ri {
+				mine = append(mine, c)
+				ranges = append(ranges, c.wordRange)
 			}
 		}
-	})
+		err := each(ri, ranges, func(c int, words []uint64) error {
+			cut := mine[c]
+			par.For(len(cut.pieces), 1, 0, func(lo, hi int) {
+				for _, pc := range cut.pieces[lo:hi] {
+					decodePiece(out[pc.first:pc.first+pc.n], slab, pc.slab, words[pc.at-cut.lo:])
+				}
+			})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// decodePiece decodes len(out) consecutive records from words, their
+// accesses into slab from a on.
+func decodePiece(out []Record, slab []Access, a int, words []uint64) {
+	i := 0
+	for k := range out {
+		w := words[i : i+4]
+		kind, cause := w[0]&0xFF, (w[0]>>8)&0xFF
+		nr, nw := int(w[1]>>32), int(uint32(w[1]))
+		r := &out[k]
+		*r = Record{TS: w[2], Snapshot: w[3], ReadOnly: kind == 1, Aborted: kind == 2, Cause: Cause(cause),
+			Reads: slab[a : a+nr : a+nr]}
+		decodeAccesses(r.Reads, words[i+4:])
+		if nw > 0 {
+			r.Writes = slab[a+nr : a+nr+nw : a+nr+nw]
+			decodeAccesses(r.Writes, words[i+4+2*nr:])
+		}
+		i += 4 + 2*(nr+nw)
+		a += nr + nw
+	}
+}
+
+// parseHistory decodes regions of recorded words already in host memory
+// (decodeHistory in chunks of chunk words).
+func parseHistory(chunk int, regions ...[]uint64) ([]Record, error) {
+	rgs := make([]historyRegion, len(regions))
+	for i, w := range regions {
+		rgs[i] = historyRegion{words: w, n: int64(len(w))}
+	}
+	return decodeHistory(rgs, chunk, nil)
 }
 
 // decodeAccesses fills as from the (item, value) word pairs at the start

@@ -70,23 +70,62 @@ func TestParseHistoryDecodesWhatTheKernelsWrite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := randomHistory(rng, tc.committed, tc.maxReads, tc.maxWrites)
 			a := randomHistory(rng, tc.aborted, tc.maxReads, tc.maxWrites)
-			got, err := parseHistory(encodeHistory(c), encodeHistory(a))
-			if err != nil {
-				t.Fatal(err)
-			}
 			want := append(append([]Record{}, c...), a...)
+			for _, chunk := range []int{2, 5, 64, 1 << 20} {
+				got, err := parseHistory(chunk, encodeHistory(c), encodeHistory(a))
+				if err != nil {
+					t.Fatalf("chunks of %d words: %v", chunk, err)
+				}
+				checkDecoded(t, chunk, got, want)
+			}
+			// As from the device: each range copied into one buffer of
+			// chunk+1 words that the next range overwrites, and poisoned
+			// after its call.
+			for _, chunk := range []int{70, 1000} {
+				words := [][]uint64{encodeHistory(c), encodeHistory(a)}
+				pin := make([]uint64, chunk+1)
+				rgs := []historyRegion{{n: int64(len(words[0]))}, {n: int64(len(words[1]))}}
+				got, err := decodeHistory(rgs, chunk, func(region int, ranges []wordRange, fn func(k int, w []uint64) error) error {
+					for k, r := range ranges {
+						if r.hi-r.lo > int64(len(pin)) {
+							return fmt.Errorf("range %v of %d words: more than the buffer's %d", r, r.hi-r.lo, len(pin))
+						}
+						n := copy(pin, words[region][r.lo:r.hi])
+						if err := fn(k, pin[:n]); err != nil {
+							return err
+						}
+						for i := range pin {
+							pin[i] = 0xdeadbeef
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatalf("streamed in chunks of %d words: %v", chunk, err)
+				}
+				checkDecoded(t, chunk, got, want)
+			}
+		})
+	}
+}
+
+// checkDecoded compares decoded records with the records encoded.
+func checkDecoded(t *testing.T, chunk int, got, want []Record) {
+	t.Helper()
+	{
+		{
 			if len(got) != len(want) {
-				t.Fatalf("%d records, want %d", len(got), len(want))
+				t.Fatalf("chunks of %d words: %d records, want %d", chunk, len(got), len(want))
 			}
 			for i := range want {
 				if !reflect.DeepEqual(got[i], want[i]) {
-					t.Fatalf("record %d: got %+v, want %+v", i, got[i], want[i])
+					t.Fatalf("chunks of %d words: record %d: got %+v, want %+v", chunk, i, got[i], want[i])
 				}
 				if cap(got[i].Reads) != len(got[i].Reads) || cap(got[i].Writes) != len(got[i].Writes) {
-					t.Fatalf("record %d: accesses can grow into the next record's (caps %d, %d)", i, cap(got[i].Reads), cap(got[i].Writes))
+					t.Fatalf("chunks of %d words: record %d: accesses can grow into the next record's (caps %d, %d)", chunk, i, cap(got[i].Reads), cap(got[i].Writes))
 				}
 			}
-		})
+		}
 	}
 }
 
@@ -104,9 +143,11 @@ func TestParseHistoryNamesTheBadWord(t *testing.T) {
 		{"counts past the region", append(append([]uint64{}, good[:second]...), 0, 1<<62, 1, 1), fmt.Sprintf("bad record at word %d", second)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseHistory(tc.words)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want one with %q", err, tc.want)
+			for _, chunk := range []int{3, 64, 1 << 20} {
+				_, err := parseHistory(chunk, tc.words)
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("chunks of %d words: error %v, want one with %q", chunk, err, tc.want)
+				}
 			}
 		})
 	}
@@ -131,7 +172,7 @@ func BenchmarkParseHistory(b *testing.B) {
 	b.SetBytes(int64(len(words) * 8))
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := parseHistory(words); err != nil {
+		if _, err := parseHistory(historyChunkWords, words); err != nil {
 			b.Fatal(err)
 		}
 	}
