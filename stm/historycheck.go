@@ -33,50 +33,78 @@ type writeIndex struct {
 }
 
 // newWriteIndex indexes the writes of h's committed update transactions
-// over a store of len(initial) items. It fails on a write outside the
-// store, naming the one with the lowest timestamp. Cost: O(N + W log W)
-// for W writes (O(N + W) when each item's writes are already in
-// timestamp order, as the engines record them), on all cores.
-func newWriteIndex(initial []uint64, h []Record) (*writeIndex, error) {
+// over a store of len(initial) items, and returns the update
+// transactions' timestamps and records in h's order. It fails on a write
+// outside the store, naming the one with the lowest timestamp. The
+// records are read once, on all cores, each part keeping its updates'
+// writes in a compact list; then those lists are placed by item. Cost:
+// O(N + R + W log W) for R records and W writes (O(N + R + W) when each
+// item's writes are already in timestamp order, as the engines record
+// them).
+func newWriteIndex(initial []uint64, h []Record) (*writeIndex, []stamp, error) {
+	type write struct {
+		item      uint32
+		ts, value uint64
+	}
+	type part struct {
+		writes []write
+		stamps []stamp
+		bad    int // the part's write outside the store of lowest timestamp (-1: none)
+	}
 	n := len(initial)
-	x := &writeIndex{initial: initial, start: make([]int, n+1)}
-	bad := -1
-	for i := range h {
-		r := &h[i]
-		if r.Aborted || r.ReadOnly {
-			continue
-		}
-		for _, a := range r.Writes {
-			if int(a.Item) >= n {
-				if bad < 0 || r.TS < h[bad].TS {
-					bad = i
-				}
+	nparts := par.Parts(len(h), checkGrain, 0)
+	parts := make([]part, nparts)
+	par.Ranges(len(h), nparts, func(p, lo, hi int) {
+		pt := part{bad: -1}
+		for i := lo; i < hi; i++ {
+			r := &h[i]
+			if r.Aborted || r.ReadOnly {
 				continue
 			}
-			x.start[a.Item+1]++
+			pt.stamps = append(pt.stamps, stamp{r.TS, i})
+			for _, a := range r.Writes {
+				if int(a.Item) >= n {
+					if pt.bad < 0 || r.TS < h[pt.bad].TS {
+						pt.bad = i
+					}
+					continue
+				}
+				pt.writes = append(pt.writes, write{a.Item, r.TS, a.Value})
+			}
+		}
+		parts[p] = pt
+	})
+	bad := -1
+	for _, pt := range parts {
+		if pt.bad >= 0 && (bad < 0 || h[pt.bad].TS < h[bad].TS) {
+			bad = pt.bad
 		}
 	}
 	if bad >= 0 {
 		r := &h[bad]
 		for _, a := range r.Writes {
 			if int(a.Item) >= n {
-				return nil, fmt.Errorf("transaction %d wrote item %d outside %d items", r.TS, a.Item, n)
+				return nil, nil, fmt.Errorf("transaction %d wrote item %d outside %d items", r.TS, a.Item, n)
 			}
 		}
+	}
+	x := &writeIndex{initial: initial, start: make([]int, n+1)}
+	var stamps []stamp
+	for _, pt := range parts {
+		for _, w := range pt.writes {
+			x.start[w.item+1]++
+		}
+		stamps = append(stamps, pt.stamps...)
 	}
 	for i := 1; i <= n; i++ {
 		x.start[i] += x.start[i-1]
 	}
 	x.w = make([]itemWrite, x.start[n])
 	next := slices.Clone(x.start[:n])
-	for i := range h {
-		r := &h[i]
-		if r.Aborted || r.ReadOnly {
-			continue
-		}
-		for _, a := range r.Writes {
-			x.w[next[a.Item]] = itemWrite{r.TS, a.Value}
-			next[a.Item]++
+	for _, pt := range parts {
+		for _, w := range pt.writes {
+			x.w[next[w.item]] = itemWrite{w.ts, w.value}
+			next[w.item]++
 		}
 	}
 	par.For(n, 1<<14, 0, func(lo, hi int) {
@@ -87,7 +115,13 @@ func newWriteIndex(initial []uint64, h []Record) (*writeIndex, error) {
 			}
 		}
 	})
-	return x, nil
+	return x, stamps, nil
+}
+
+// stamp is an update transaction's timestamp and record.
+type stamp struct {
+	ts  uint64
+	rec int
 }
 
 func byTS(a, b itemWrite) int { return cmp.Compare(a.ts, b.ts) }
@@ -174,19 +208,9 @@ func firstViolation(h []Record, check func(i int, r *Record) *violation) *violat
 // cores. Cost: O(N + R + A log(W/N)) for R records of A reads and W
 // writes, plus a sort of the update transactions' timestamps.
 func CheckHistory(initial []uint64, h []Record, final []uint64) error {
-	x, err := newWriteIndex(initial, h)
+	x, upd, err := newWriteIndex(initial, h)
 	if err != nil {
 		return fmt.Errorf("stm history: %w", err)
-	}
-	type stamp struct {
-		ts  uint64
-		rec int
-	}
-	var upd []stamp
-	for i := range h {
-		if !h[i].Aborted && !h[i].ReadOnly {
-			upd = append(upd, stamp{h[i].TS, i})
-		}
 	}
 	if !slices.IsSortedFunc(upd, func(a, b stamp) int { return cmp.Compare(a.ts, b.ts) }) {
 		slices.SortStableFunc(upd, func(a, b stamp) int { return cmp.Compare(a.ts, b.ts) })
@@ -255,7 +279,7 @@ func CheckHistory(initial []uint64, h []Record, final []uint64) error {
 // reports the one with the lowest snapshot. Cost: like CheckHistory's,
 // on all cores.
 func CheckOpacity(initial []uint64, h []Record) error {
-	x, err := newWriteIndex(initial, h)
+	x, _, err := newWriteIndex(initial, h)
 	if err != nil {
 		return fmt.Errorf("stm opacity: %w", err)
 	}

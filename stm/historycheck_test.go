@@ -139,12 +139,20 @@ func TestChecksAgreeWithSerialReplay(t *testing.T) {
 		}},
 	}
 	failed := map[string]int{}
-	for _, items := range []int{1, 3, 40} {
+	type shape struct{ items, records, runs int }
+	// Short histories, and some long enough to be read in parts on every
+	// core (par.Parts of checkGrain records).
+	for _, sh := range []shape{{1, 300, 40}, {3, 300, 40}, {40, 300, 40}, {40, 3*checkGrain + 17, 2}} {
+		items := sh.items
 		for _, shuffle := range []bool{false, true} {
 			for _, m := range mutations {
-				for run := range 40 {
+				for run := range sh.runs {
 					name := fmt.Sprintf("%d items/shuffled %v/%s/%d", items, shuffle, m.name, run)
-					initial, final, h := randomValidHistory(rng, items, 1+rng.IntN(300), shuffle)
+					n := 1 + rng.IntN(sh.records)
+					if sh.records > checkGrain {
+						n = sh.records
+					}
+					initial, final, h := randomValidHistory(rng, items, n, shuffle)
 					if !m.apply(h, items) {
 						continue
 					}
