@@ -29,7 +29,7 @@ func (g *gpuEngine) readHistory(pl *runPlan, m *runMemory, dc []uint64) ([]Recor
 	// A chunk holds the longest record the run's read and write sets
 	// allow, so every cut of whole records fits a pinned buffer.
 	chunk := max(historyChunkWords, 4+2*(pl.sh.r+pl.sh.w))
-	st, err := newHistoryStreamer(g.dev, g.sCli, chunk)
+	st, err := newHistoryStreamer(g.dev, g.sCli, chunk, true)
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
@@ -48,36 +48,58 @@ type historyRegion struct {
 }
 
 // historyStreamer brings ranges of device words to the host through two
-// pinned buffers on one stream.
+// pinned buffers on one stream, or, where memory cannot be pinned,
+// through two Go buffers, one synchronous copy at a time.
 type historyStreamer struct {
-	s   *gpu.Stream
-	pin [2]*gpu.HostBuffer[uint64]
-	ev  [2]*gpu.Event
+	s     *gpu.Stream
+	pin   [2]*gpu.HostBuffer[uint64]
+	ev    [2]*gpu.Event
+	plain [2][]uint64 // the Go buffers, when pinning failed
 }
 
-func newHistoryStreamer(d *gpu.Device, s *gpu.Stream, words int) (*historyStreamer, error) {
+// newHistoryStreamer returns a streamer of ranges of up to words+1 words,
+// through pinned buffers unless pin is false or pinning fails.
+func newHistoryStreamer(d *gpu.Device, s *gpu.Stream, words int, pin bool) (*historyStreamer, error) {
 	st := &historyStreamer{s: s}
 	for i := range st.pin {
+		if !pin {
+			break
+		}
 		var err error
 		if st.pin[i], err = gpu.AllocHost[uint64](d, words+1); err != nil {
-			st.close()
-			return nil, err
+			break
 		}
 		if st.ev[i], err = d.NewEvent(); err != nil {
 			st.close()
 			return nil, err
 		}
 	}
+	if st.pin[1] == nil {
+		st.close()
+		st = &historyStreamer{s: s, plain: [2][]uint64{make([]uint64, words+1), nil}}
+		st.plain[1] = st.plain[0]
+	}
 	return st, nil
 }
 
+// buffer returns the host buffer of range k.
+func (st *historyStreamer) buffer(k int) []uint64 {
+	if st.plain[0] != nil {
+		return st.plain[k%2]
+	}
+	return st.pin[k%2].Slice()
+}
+
 // stream calls fn on each range of buf in order, with the range's words
-// in pinned memory (valid during the call only); the next range's DMA
-// runs during fn.
+// in host memory (valid during the call only); with pinned buffers the
+// next range's DMA runs during fn.
 func (st *historyStreamer) stream(buf *gpu.Buffer[uint64], ranges []wordRange, fn func(k int, words []uint64) error) error {
 	queue := func(k int) error {
 		r := ranges[k]
-		if err := buf.Read(st.s, int(r.lo), st.pin[k%2].Slice()[:r.hi-r.lo]); err != nil {
+		if st.plain[0] != nil {
+			return nil // read synchronously in turn
+		}
+		if err := buf.Read(st.s, int(r.lo), st.buffer(k)[:r.hi-r.lo]); err != nil {
 			return err
 		}
 		return st.ev[k%2].Record(st.s)
@@ -89,15 +111,22 @@ func (st *historyStreamer) stream(buf *gpu.Buffer[uint64], ranges []wordRange, f
 		return err
 	}
 	for k, r := range ranges {
-		if k+1 < len(ranges) {
-			if err := queue(k + 1); err != nil {
+		words := st.buffer(k)[:r.hi-r.lo]
+		if st.plain[0] != nil {
+			if err := buf.Read(nil, int(r.lo), words); err != nil {
+				return err
+			}
+		} else {
+			if k+1 < len(ranges) {
+				if err := queue(k + 1); err != nil {
+					return err
+				}
+			}
+			if err := st.ev[k%2].Synchronize(); err != nil {
 				return err
 			}
 		}
-		if err := st.ev[k%2].Synchronize(); err != nil {
-			return err
-		}
-		if err := fn(k, st.pin[k%2].Slice()[:r.hi-r.lo]); err != nil {
+		if err := fn(k, words); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,55 @@
+package stm
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/gputest"
+)
+
+// TestHistoryStreamsFromTheDevice decodes two regions of recorded words
+// from device memory through the history streamer, with pinned buffers
+// and with the Go buffers it falls back on, in chunks from a little more
+// than the longest record to readHistory's own.
+func TestHistoryStreamsFromTheDevice(t *testing.T) {
+	dev := gputest.Device(t)
+	s, err := dev.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rng := rand.New(rand.NewPCG(11, 12))
+	c := randomHistory(rng, 3*historyStride+5, 8, 4)
+	a := randomHistory(rng, 700, 8, 4)
+	want := append(append([]Record{}, c...), a...)
+	var regions []historyRegion
+	for _, recs := range [][]Record{c, a} {
+		words := encodeHistory(recs)
+		buf, err := gpu.Upload(dev, words)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer buf.Free()
+		regions = append(regions, historyRegion{buf: buf, n: int64(len(words))})
+	}
+	for _, pin := range []bool{true, false} {
+		for _, chunk := range []int{30, 4096, historyChunkWords} {
+			st, err := newHistoryStreamer(dev, s, chunk, pin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := decodeHistory(regions, chunk, func(region int, ranges []wordRange, fn func(k int, words []uint64) error) error {
+				return st.stream(regions[region].buf, ranges, fn)
+			})
+			st.close()
+			if err != nil {
+				t.Fatalf("pinned %v, chunks of %d words: %v", pin, chunk, err)
+			}
+			if pinned := st.plain[0] == nil; pinned != pin {
+				t.Errorf("pinned buffers %v, want %v", pinned, pin)
+			}
+			checkDecoded(t, chunk, got, want)
+		}
+	}
+}
