@@ -3,6 +3,7 @@ package hashindex
 import (
 	"sync/atomic"
 
+	"github.com/warpkv/warpkv/internal/hugepages"
 	"github.com/warpkv/warpkv/internal/par"
 	"github.com/warpkv/warpkv/internal/reuse"
 )
@@ -34,7 +35,7 @@ type cpuEngine struct {
 
 func newCPUEngine(r resolved, workers int) *cpuEngine {
 	table := make([]uint32, r.geo.words())
-	adviseHuge(table)
+	hugepages.Advise(table)
 	return &cpuEngine{geo: r.geo, maxDisp: r.maxDisp, workers: workers, table: table}
 }
 
