@@ -33,7 +33,10 @@ func TestAdviseLeavesTheArrayWorking(t *testing.T) {
 	}
 	r := make([]rec, 3*Size/40)
 	Advise(r)
-	r[len(r)-1].p = []int{1}
+	r[len(r)-1] = rec{a: 1, b: 2, p: []int{3}}
+	if last := r[len(r)-1]; last.a+last.b != 3 || last.p[0] != 3 || r[0].p != nil {
+		t.Fatalf("records read back %+v, first %+v", last, r[0])
+	}
 	if runtime.GOOS != "linux" {
 		return
 	}
