@@ -1,11 +1,14 @@
 package stm
 
 import (
+	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -60,4 +63,48 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestWriteHistoryInPiecesIsTheSerialText: WriteHistory, which formats
+// pieces of historyLines records on all cores, writes the same bytes as
+// formatting the committed records one by one in timestamp order, for
+// histories of no record to several batches of pieces, and returns a
+// failing writer's error.
+func TestWriteHistoryInPiecesIsTheSerialText(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, n := range []int{0, 1, historyLines - 1, historyLines + 1, 3*historyLines + 5} {
+		h := randomHistory(rng, n, 6, 3)
+		for i := range h {
+			h[i].TS = rng.Uint64N(uint64(n) + 1) // ties and any order
+		}
+		var want []byte
+		for _, j := range committed(h) {
+			want = h[j].AppendJSON(want)
+		}
+		var got bytes.Buffer
+		if err := WriteHistory(&got, h); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want) {
+			t.Fatalf("%d records: %d bytes written, want %d (first difference at %d)", n, got.Len(), len(want), firstByteDiff(got.Bytes(), want))
+		}
+	}
+	h := randomHistory(rng, 100, 2, 2)
+	if err := WriteHistory(failingWriter{}, h); err == nil || !strings.Contains(err.Error(), "stm: writing history: disk full") {
+		t.Fatalf("error %v, want the writer's", err)
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// firstByteDiff returns the first index where a and b differ.
+func firstByteDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }
