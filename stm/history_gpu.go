@@ -50,12 +50,12 @@ type historyRegion struct {
 
 // historyStreamer brings ranges of device words to the host through two
 // pinned buffers on one stream, or, where memory cannot be pinned,
-// through two Go buffers, one synchronous copy at a time.
+// through one Go buffer, one synchronous copy at a time.
 type historyStreamer struct {
 	s     *gpu.Stream
 	pin   [2]*gpu.HostBuffer[uint64]
 	ev    [2]*gpu.Event
-	plain [2][]uint64 // the Go buffers, when pinning failed
+	plain [2][]uint64 // the Go buffer (both entries), when pinning failed
 }
 
 // newHistoryStreamer returns a streamer of ranges of up to words+1 words,
