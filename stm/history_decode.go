@@ -168,16 +168,6 @@ func decodePiece(out []Record, slab []Access, a int, words []uint64) {
 	}
 }
 
-// parseHistory decodes regions of recorded words already in host memory
-// (decodeHistory in chunks of chunk words).
-func parseHistory(chunk int, regions ...[]uint64) ([]Record, error) {
-	rgs := make([]historyRegion, len(regions))
-	for i, w := range regions {
-		rgs[i] = historyRegion{words: w, n: int64(len(w))}
-	}
-	return decodeHistory(rgs, chunk, nil)
-}
-
 // decodeAccesses fills as from the (item, value) word pairs at the start
 // of words.
 func decodeAccesses(as []Access, words []uint64) {

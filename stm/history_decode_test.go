@@ -177,3 +177,13 @@ func BenchmarkParseHistory(b *testing.B) {
 		}
 	}
 }
+
+// parseHistory decodes regions of recorded words already in host memory
+// (decodeHistory in chunks of chunk words).
+func parseHistory(chunk int, regions ...[]uint64) ([]Record, error) {
+	rgs := make([]historyRegion, len(regions))
+	for i, w := range regions {
+		rgs[i] = historyRegion{words: w, n: int64(len(w))}
+	}
+	return decodeHistory(rgs, chunk, nil)
+}

@@ -45,7 +45,7 @@ type historyStreamer struct {
 	s     *gpu.Stream
 	pin   [2]*gpu.HostBuffer[uint64]
 	ev    [2]*gpu.Event
-	plain [2][]uint64 // the Go buffer (both entries), when pinning failed
+	plain []uint64 // the Go buffer, when pinning failed
 }
 
 // newHistoryStreamer returns a streamer of ranges of up to words+1 words,
@@ -67,16 +67,15 @@ func newHistoryStreamer(d *gpu.Device, s *gpu.Stream, words int, pin bool) (*his
 	}
 	if st.pin[1] == nil {
 		st.close()
-		st = &historyStreamer{s: s, plain: [2][]uint64{make([]uint64, words+1), nil}}
-		st.plain[1] = st.plain[0]
+		st = &historyStreamer{s: s, plain: make([]uint64, words+1)}
 	}
 	return st, nil
 }
 
 // buffer returns the host buffer of range k.
 func (st *historyStreamer) buffer(k int) []uint64 {
-	if st.plain[0] != nil {
-		return st.plain[k%2]
+	if st.plain != nil {
+		return st.plain
 	}
 	return st.pin[k%2].Slice()
 }
@@ -87,7 +86,7 @@ func (st *historyStreamer) buffer(k int) []uint64 {
 func (st *historyStreamer) stream(buf *gpu.Buffer[uint64], ranges []wordRange, fn func(k int, words []uint64) error) error {
 	queue := func(k int) error {
 		r := ranges[k]
-		if st.plain[0] != nil {
+		if st.plain != nil {
 			return nil // read synchronously in turn
 		}
 		if err := buf.Read(st.s, int(r.lo), st.buffer(k)[:r.hi-r.lo]); err != nil {
@@ -103,7 +102,7 @@ func (st *historyStreamer) stream(buf *gpu.Buffer[uint64], ranges []wordRange, f
 	}
 	for k, r := range ranges {
 		words := st.buffer(k)[:r.hi-r.lo]
-		if st.plain[0] != nil {
+		if st.plain != nil {
 			if err := buf.Read(nil, int(r.lo), words); err != nil {
 				return err
 			}

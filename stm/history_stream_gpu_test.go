@@ -46,7 +46,7 @@ func TestHistoryStreamsFromTheDevice(t *testing.T) {
 			if err != nil {
 				t.Fatalf("pinned %v, chunks of %d words: %v", pin, chunk, err)
 			}
-			if pinned := st.plain[0] == nil; pinned != pin {
+			if pinned := st.plain == nil; pinned != pin {
 				t.Errorf("pinned buffers %v, want %v", pinned, pin)
 			}
 			checkDecoded(t, chunk, got, want)
