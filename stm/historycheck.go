@@ -173,25 +173,32 @@ func (v *violation) before(o *violation) bool {
 	return v.rec < o.rec
 }
 
-// firstViolation runs check on every record of h on all cores and returns
-// the violation a serial replay meets first, or nil.
-func firstViolation(h []Record, check func(i int, r *Record) *violation) *violation {
+// firstViolations runs check on every record of h, on all cores, and
+// returns the k violations a serial replay meets first, one for each of
+// check's k outputs (nil where none). check(i, r, v) sets v[j] to record
+// i's violation of check j, or nil; v comes zeroed.
+func firstViolations(h []Record, k int, check func(i int, r *Record, v []*violation)) []*violation {
 	var mu sync.Mutex
-	var first *violation
+	first := make([]*violation, k)
 	par.For(len(h), checkGrain, 0, func(lo, hi int) {
-		var mine *violation
+		mine := make([]*violation, k)
+		v := make([]*violation, k)
 		for i := lo; i < hi; i++ {
-			if v := check(i, &h[i]); v != nil && (mine == nil || v.before(mine)) {
-				mine = v
+			clear(v)
+			check(i, &h[i], v)
+			for j, v := range v {
+				if v != nil && (mine[j] == nil || v.before(mine[j])) {
+					mine[j] = v
+				}
 			}
 		}
-		if mine != nil {
-			mu.Lock()
-			if first == nil || mine.before(first) {
-				first = mine
+		mu.Lock()
+		for j, v := range mine {
+			if v != nil && (first[j] == nil || v.before(first[j])) {
+				first[j] = v
 			}
-			mu.Unlock()
 		}
+		mu.Unlock()
 	})
 	return first
 }
@@ -208,68 +215,8 @@ func firstViolation(h []Record, check func(i int, r *Record) *violation) *violat
 // cores. Cost: O(N + R + A log(W/N)) for R records of A reads and W
 // writes, plus a sort of the update transactions' timestamps.
 func CheckHistory(initial []uint64, h []Record, final []uint64) error {
-	x, upd, err := newWriteIndex(initial, h)
-	if err != nil {
-		return fmt.Errorf("stm history: %w", err)
-	}
-	if !slices.IsSortedFunc(upd, func(a, b stamp) int { return cmp.Compare(a.ts, b.ts) }) {
-		slices.SortStableFunc(upd, func(a, b stamp) int { return cmp.Compare(a.ts, b.ts) })
-	}
-	var dup *violation
-	for k := 1; k < len(upd); k++ {
-		if upd[k].ts == upd[k-1].ts {
-			dup = &violation{ts: upd[k].ts, rec: upd[k].rec,
-				err: fmt.Errorf("stm history: two update transactions have timestamp %d", upd[k].ts)}
-			break
-		}
-	}
-	n := len(initial)
-	v := firstViolation(h, func(i int, r *Record) *violation {
-		if r.Aborted {
-			return nil
-		}
-		for _, a := range r.Reads {
-			if int(a.Item) >= n {
-				return &violation{ts: r.TS, later: r.ReadOnly, rec: i,
-					err: fmt.Errorf("stm history: transaction %d read item %d outside %d items", r.TS, a.Item, n)}
-			}
-			var want uint64
-			what := "update transaction"
-			if r.ReadOnly {
-				want, what = x.at(a.Item, r.TS), "read-only transaction at snapshot"
-			} else {
-				want = x.before(a.Item, r.TS)
-			}
-			if a.Value != want {
-				return &violation{ts: r.TS, later: r.ReadOnly, rec: i,
-					err: fmt.Errorf("stm history: %s %d read item %d = %d, serial replay has %d", what, r.TS, a.Item, a.Value, want)}
-			}
-		}
-		return nil
-	})
-	// A serial replay stops at the second transaction of a duplicated
-	// timestamp, before its reads, or at an earlier violation.
-	if dup != nil && (v == nil || !v.before(dup)) {
-		v = dup
-	}
-	if v != nil {
-		return v.err
-	}
-	if final != nil {
-		if len(final) != n {
-			return fmt.Errorf("stm history: final store has %d items, replay %d", len(final), n)
-		}
-		for i := range n {
-			want := initial[i]
-			if s, e := x.start[i], x.start[i+1]; e > s {
-				want = x.w[e-1].value
-			}
-			if final[i] != want {
-				return fmt.Errorf("stm history: final item %d = %d, serial replay gives %d", i, final[i], want)
-			}
-		}
-	}
-	return nil
+	serial, _ := checkHistory(initial, h, final, false)
+	return serial
 }
 
 // CheckOpacity checks that every attempt of h, committed or aborted, read
@@ -283,28 +230,158 @@ func CheckOpacity(initial []uint64, h []Record) error {
 	if err != nil {
 		return fmt.Errorf("stm opacity: %w", err)
 	}
-	n := len(initial)
-	v := firstViolation(h, func(i int, r *Record) *violation {
-		for _, a := range r.Reads {
-			if int(a.Item) < n && x.at(a.Item, r.Snapshot) == a.Value {
-				continue
-			}
-			status := "committed"
-			if r.Aborted {
-				status = "aborted (" + r.Cause.String() + ")"
-			}
-			want := "outside the store"
-			if int(a.Item) < n {
-				want = strconv.FormatUint(x.at(a.Item, r.Snapshot), 10)
-			}
-			return &violation{ts: r.Snapshot, rec: i,
-				err: fmt.Errorf("stm opacity: %s attempt with snapshot %d read item %d = %d, the snapshot has %s",
-					status, r.Snapshot, a.Item, a.Value, want)}
-		}
-		return nil
-	})
-	if v != nil {
+	if v := firstViolations(h, 1, func(i int, r *Record, v []*violation) { v[0] = x.opacityViolation(i, r) })[0]; v != nil {
 		return v.err
+	}
+	return nil
+}
+
+// CheckHistoryAndOpacity returns what CheckHistory(initial, h, final) and
+// CheckOpacity(initial, h) return, from one write index and one pass over
+// h's reads: less work than the two calls, whose write indexes are the
+// same. Cost: CheckHistory's.
+func CheckHistoryAndOpacity(initial []uint64, h []Record, final []uint64) (serial, opacity error) {
+	return checkHistory(initial, h, final, true)
+}
+
+// checkHistory is CheckHistory, with CheckOpacity's check in the same
+// pass when opacity is set.
+func checkHistory(initial []uint64, h []Record, final []uint64, opacity bool) (serialErr, opacityErr error) {
+	x, upd, err := newWriteIndex(initial, h)
+	if err != nil {
+		if opacity {
+			opacityErr = fmt.Errorf("stm opacity: %w", err)
+		}
+		return fmt.Errorf("stm history: %w", err), opacityErr
+	}
+	var v *violation
+	if opacity {
+		vs := firstViolations(h, 2, x.bothViolations)
+		v = vs[0]
+		if vs[1] != nil {
+			opacityErr = vs[1].err
+		}
+	} else {
+		v = firstViolations(h, 1, func(i int, r *Record, v []*violation) { v[0] = x.serialViolation(i, r) })[0]
+	}
+	if !slices.IsSortedFunc(upd, func(a, b stamp) int { return cmp.Compare(a.ts, b.ts) }) {
+		slices.SortStableFunc(upd, func(a, b stamp) int { return cmp.Compare(a.ts, b.ts) })
+	}
+	for k := 1; k < len(upd); k++ {
+		if upd[k].ts == upd[k-1].ts {
+			dup := &violation{ts: upd[k].ts, rec: upd[k].rec,
+				err: fmt.Errorf("stm history: two update transactions have timestamp %d", upd[k].ts)}
+			// A serial replay stops at the second transaction of a
+			// duplicated timestamp, before its reads, or at an earlier
+			// violation.
+			if v == nil || !v.before(dup) {
+				v = dup
+			}
+			break
+		}
+	}
+	if v != nil {
+		return v.err, opacityErr
+	}
+	return x.checkFinal(final), opacityErr
+}
+
+// serialViolation checks record i's reads against a serial replay in
+// timestamp order (CheckHistory's check).
+func (x *writeIndex) serialViolation(i int, r *Record) *violation {
+	if r.Aborted {
+		return nil
+	}
+	n := len(x.initial)
+	for _, a := range r.Reads {
+		if int(a.Item) >= n {
+			return &violation{ts: r.TS, later: r.ReadOnly, rec: i,
+				err: fmt.Errorf("stm history: transaction %d read item %d outside %d items", r.TS, a.Item, n)}
+		}
+		var want uint64
+		what := "update transaction"
+		if r.ReadOnly {
+			want, what = x.at(a.Item, r.TS), "read-only transaction at snapshot"
+		} else {
+			want = x.before(a.Item, r.TS)
+		}
+		if a.Value != want {
+			return &violation{ts: r.TS, later: r.ReadOnly, rec: i,
+				err: fmt.Errorf("stm history: %s %d read item %d = %d, serial replay has %d", what, r.TS, a.Item, a.Value, want)}
+		}
+	}
+	return nil
+}
+
+// bothViolations sets v[0] to record i's serialViolation and v[1] to its
+// opacityViolation, looking each read's value up once where the two
+// checks ask for the same timestamp (a read-only transaction's snapshot
+// is its TS; an update transaction's is usually TS-1).
+func (x *writeIndex) bothViolations(i int, r *Record, v []*violation) {
+	serTS := r.TS // the serial check's reads see the writes up to serTS
+	if !r.ReadOnly {
+		if r.TS == 0 {
+			v[0], v[1] = x.serialViolation(i, r), x.opacityViolation(i, r)
+			return
+		}
+		serTS = r.TS - 1
+	}
+	if r.Aborted || serTS != r.Snapshot {
+		v[0], v[1] = x.serialViolation(i, r), x.opacityViolation(i, r)
+		return
+	}
+	n := len(x.initial)
+	for _, a := range r.Reads {
+		if int(a.Item) >= n || x.at(a.Item, serTS) != a.Value {
+			// The first bad read is both checks' first: each reports it
+			// in its own words.
+			v[0], v[1] = x.serialViolation(i, r), x.opacityViolation(i, r)
+			return
+		}
+	}
+}
+
+// opacityViolation checks record i's reads against its snapshot
+// (CheckOpacity's check).
+func (x *writeIndex) opacityViolation(i int, r *Record) *violation {
+	n := len(x.initial)
+	for _, a := range r.Reads {
+		if int(a.Item) < n && x.at(a.Item, r.Snapshot) == a.Value {
+			continue
+		}
+		status := "committed"
+		if r.Aborted {
+			status = "aborted (" + r.Cause.String() + ")"
+		}
+		want := "outside the store"
+		if int(a.Item) < n {
+			want = strconv.FormatUint(x.at(a.Item, r.Snapshot), 10)
+		}
+		return &violation{ts: r.Snapshot, rec: i,
+			err: fmt.Errorf("stm opacity: %s attempt with snapshot %d read item %d = %d, the snapshot has %s",
+				status, r.Snapshot, a.Item, a.Value, want)}
+	}
+	return nil
+}
+
+// checkFinal checks the state after every committed write against final
+// (nothing when final is nil).
+func (x *writeIndex) checkFinal(final []uint64) error {
+	if final == nil {
+		return nil
+	}
+	n := len(x.initial)
+	if len(final) != n {
+		return fmt.Errorf("stm history: final store has %d items, replay %d", len(final), n)
+	}
+	for i := range n {
+		want := x.initial[i]
+		if s, e := x.start[i], x.start[i+1]; e > s {
+			want = x.w[e-1].value
+		}
+		if final[i] != want {
+			return fmt.Errorf("stm history: final item %d = %d, serial replay gives %d", i, final[i], want)
+		}
 	}
 	return nil
 }

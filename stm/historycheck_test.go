@@ -1,11 +1,13 @@
 package stm
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -161,6 +163,10 @@ func TestChecksAgreeWithSerialReplay(t *testing.T) {
 						if fmt.Sprint(got) != fmt.Sprint(want) {
 							t.Fatalf("%s: CheckHistory (final %v): %v, serial replay: %v", name, fin != nil, got, want)
 						}
+						wantOp := serialCheckOpacity(initial, h)
+						if ser, op := CheckHistoryAndOpacity(initial, h, fin); fmt.Sprint(ser) != fmt.Sprint(want) || fmt.Sprint(op) != fmt.Sprint(wantOp) {
+							t.Fatalf("%s: CheckHistoryAndOpacity (final %v): %v, %v; serial: %v, %v", name, fin != nil, ser, op, want, wantOp)
+						}
 					}
 					if got, want := CheckOpacity(initial, h), serialCheckOpacity(initial, h); fmt.Sprint(got) != fmt.Sprint(want) {
 						t.Fatalf("%s: CheckOpacity: %v, serial: %v", name, got, want)
@@ -190,7 +196,8 @@ func TestChecksAgreeWithSerialReplay(t *testing.T) {
 // its state).
 func TestChecksNameAWriteOutsideTheStore(t *testing.T) {
 	h := []Record{{TS: 1, Writes: []Access{{Item: 0, Value: 1}}}, {TS: 2, Writes: []Access{{Item: 9, Value: 1}}}}
-	for _, err := range []error{CheckHistory([]uint64{0, 0}, h, nil), CheckOpacity([]uint64{0, 0}, h)} {
+	ser, op := CheckHistoryAndOpacity([]uint64{0, 0}, h, nil)
+	for _, err := range []error{CheckHistory([]uint64{0, 0}, h, nil), CheckOpacity([]uint64{0, 0}, h), ser, op} {
 		if err == nil || !strings.Contains(err.Error(), "transaction 2 wrote item 9 outside 2 items") {
 			t.Errorf("error %v, want one naming transaction 2's write of item 9", err)
 		}
@@ -233,6 +240,15 @@ func BenchmarkChecks(b *testing.B) {
 	}{
 		{"history", func() error { return CheckHistory(initial, h, cur) }},
 		{"opacity", func() error { return CheckOpacity(initial, h) }},
+		{"history and opacity side by side", func() error {
+			var ser, op error
+			var wg sync.WaitGroup
+			wg.Go(func() { ser = CheckHistory(initial, h, cur) })
+			wg.Go(func() { op = CheckOpacity(initial, h) })
+			wg.Wait()
+			return errors.Join(ser, op)
+		}},
+		{"history and opacity in one pass", func() error { return errors.Join(CheckHistoryAndOpacity(initial, h, cur)) }},
 		{"serial history", func() error { return serialCheckHistory(initial, h, cur) }},
 		{"serial opacity", func() error { return serialCheckOpacity(initial, h) }},
 	} {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/warpkv/warpkv/gpu"
@@ -218,12 +217,9 @@ func reportSTMRun(e *env, f *stmRunFlags, w stm.CUDA, res *stm.Result, runErr er
 				aborted++
 			}
 		}
-		// The two checks read the history only: they run side by side.
+		// The two checks share one write index and one pass over the reads.
 		start := time.Now()
-		var wg sync.WaitGroup
-		wg.Go(func() { opErr = stm.CheckOpacity(initial, res.History) })
-		wg.Go(func() { serErr = stm.CheckHistory(initial, res.History, res.Final) })
-		wg.Wait()
+		serErr, opErr = stm.CheckHistoryAndOpacity(initial, res.History, res.Final)
 		if !f.quiet {
 			fmt.Fprintf(e.stderr, "stm run: checked %d attempts in %v\n", len(res.History), time.Since(start).Round(time.Millisecond))
 		}
