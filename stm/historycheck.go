@@ -36,9 +36,9 @@ type writeIndex struct {
 // over a store of len(initial) items, and returns the update
 // transactions' timestamps and records in h's order. It fails on a write
 // outside the store, naming the one with the lowest timestamp. The
-// records are read once, on all cores, each part keeping its updates'
-// writes in a compact list; then those lists are placed by item. Cost:
-// O(N + R + W log W) for R records and W writes (O(N + R + W) when each
+// records are read on all cores, each part counting its updates' writes
+// and then keeping them in a compact list of that size; then those lists
+// are placed by item. Cost: O(N + R + W log W) for R records and W writes (O(N + R + W) when each
 // item's writes are already in timestamp order, as the engines record
 // them).
 func newWriteIndex(initial []uint64, h []Record) (*writeIndex, []stamp, error) {
@@ -55,7 +55,14 @@ func newWriteIndex(initial []uint64, h []Record) (*writeIndex, []stamp, error) {
 	nparts := par.Parts(len(h), checkGrain, 0)
 	parts := make([]part, nparts)
 	par.Ranges(len(h), nparts, func(p, lo, hi int) {
-		pt := part{bad: -1}
+		nw, nu := 0, 0
+		for i := lo; i < hi; i++ {
+			if r := &h[i]; !r.Aborted && !r.ReadOnly {
+				nw += len(r.Writes)
+				nu++
+			}
+		}
+		pt := part{bad: -1, writes: make([]write, 0, nw), stamps: make([]stamp, 0, nu)}
 		for i := lo; i < hi; i++ {
 			r := &h[i]
 			if r.Aborted || r.ReadOnly {
