@@ -38,9 +38,9 @@ type writeIndex struct {
 // outside the store, naming the one with the lowest timestamp. The
 // records are read on all cores, each part counting its updates' writes
 // and then keeping them in a compact list of that size; then those lists
-// are placed by item. Cost: O(N + R + W log W) for R records and W writes (O(N + R + W) when each
-// item's writes are already in timestamp order, as the engines record
-// them).
+// are placed by item. Cost: O(N + R + W log W) for R records and W
+// writes (O(N + R + W) when each item's writes are already in timestamp
+// order, as the engines record them).
 func newWriteIndex(initial []uint64, h []Record) (*writeIndex, []stamp, error) {
 	type write struct {
 		item      uint32
