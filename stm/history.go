@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/warpkv/warpkv/internal/par"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // Access is one item read or written, with the value read or written.
@@ -108,64 +109,67 @@ func committed(h []Record) []int {
 
 // sortedIndex returns the indices of the records of h that keep accepts
 // (nil: all), ordered by key (a timestamp, then false before true), records
-// of equal keys in h's order. It sorts (timestamp, index) pairs of 16 bytes
-// rather than the records (72 bytes each, with pointers, which a stable
-// sort moves O(log R) times each: the package example's "warpkv stm run",
-// 34M records, was killed by a 30 s limit during its checks on the H200
-// host that way; this way the two checks of then, side by side, took
-// 5.9 s; the checks no longer sort (historycheck.go), WriteHistory does):
-// a stable partition by the flag, then a least-significant-digit
-// radix sort of the timestamps, 8 bits a pass, as many passes as the
-// largest timestamp has digits (4 below 2^32). At 3.4M records, on a
-// shared 2-core build machine, it took 0.64 s against 2.47 s for
-// slices.SortFunc of the pairs and 1.13 s with 16-bit digits (whose
-// scatter misses the caches). Cost: O(R) per pass; memory of 16-byte
-// pairs, a record's twice (the pairs and the passes' scratch) and the
-// flagged ones' once more while partitioning, and of the 8-byte indices
-// returned.
+// of equal keys in h's order. It sorts (timestamp, index) pairs rather than
+// the records (72 bytes each, with pointers, which a stable sort moves
+// O(log R) times each; the package example's "warpkv stm run", 34M
+// records, was once killed by a 30 s limit that way): the kept records'
+// pairs are gathered on all cores, those whose flag is false first, each
+// group in h's order, then sorted stably by timestamp with prim's parallel
+// CPU radix sort (8-bit digits; passes in which every timestamp has the
+// same digit are skipped). Cost: O(R) per executed pass, divided among
+// the cores; memory of 16 bytes a kept record twice (the pairs and the
+// sort's scratch) and of the 8-byte indices returned.
 func sortedIndex(h []Record, key func(*Record) (uint64, bool), keep func(*Record) bool) []int {
-	type pair struct {
-		k uint64 // the timestamp
-		i int    // the record
-	}
-	var ps, flagged []pair
-	var all uint64 // every key's bits
-	for i := range h {
-		if keep != nil && !keep(&h[i]) {
-			continue
+	parts := par.Parts(len(h), sortGrain, 0)
+	// counts[p] and counts[parts+p]: part p's kept records with the flag
+	// false and true; scanned, where each part's first of each goes.
+	counts := make([]int, 2*parts)
+	par.Ranges(len(h), parts, func(p, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if keep != nil && !keep(&h[i]) {
+				continue
+			}
+			if _, f := key(&h[i]); f {
+				counts[parts+p]++
+			} else {
+				counts[p]++
+			}
 		}
-		k, f := key(&h[i])
-		all |= k
-		if f {
-			flagged = append(flagged, pair{k, i})
-		} else {
-			ps = append(ps, pair{k, i})
-		}
+	})
+	n := 0
+	for p, c := range counts {
+		counts[p], n = n, n+c
 	}
-	ps = append(ps, flagged...)
-	// Each pass is stable, so keys that tie keep the order before it:
+	ts := make([]uint64, n)
+	idx := make([]uint64, n)
+	par.Ranges(len(h), parts, func(p, lo, hi int) {
+		next, nextFlagged := counts[p], counts[parts+p]
+		for i := lo; i < hi; i++ {
+			if keep != nil && !keep(&h[i]) {
+				continue
+			}
+			k, f := key(&h[i])
+			at := &next
+			if f {
+				at = &nextFlagged
+			}
+			ts[*at], idx[*at] = k, uint64(i)
+			*at++
+		}
+	})
+	// The sort is stable: records of one timestamp keep the order above,
 	// the flag's, then h's.
-	tmp := make([]pair, len(ps))
-	count := make([]int, 1<<8)
-	for shift := 0; shift < 64 && all>>shift != 0; shift += 8 {
-		clear(count)
-		for _, p := range ps {
-			count[p.k>>shift&0xff]++
-		}
-		sum := 0
-		for d, c := range count {
-			count[d], sum = sum, sum+c
-		}
-		for _, p := range ps {
-			d := p.k >> shift & 0xff
-			tmp[count[d]] = p
-			count[d]++
-		}
-		ps, tmp = tmp, ps
+	if err := prim.SortPairs(prim.NewCPU(0), ts, idx); err != nil {
+		panic(err) // the lengths are equal, and the CPU engine does not fail
 	}
-	out := make([]int, len(ps))
-	for j, p := range ps {
-		out[j] = p.i
-	}
+	out := make([]int, n)
+	par.For(n, sortGrain, 0, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			out[j] = int(idx[j])
+		}
+	})
 	return out
 }
+
+// sortGrain is the fewest records sortedIndex gives one core.
+const sortGrain = 1 << 15
