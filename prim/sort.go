@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/hugepages"
 	"github.com/warpkv/warpkv/internal/par"
 )
 
@@ -161,8 +162,10 @@ func radixSortCPU[K Key, V Word](e *Engine, keys []K, vals []V, beginBit, endBit
 		}
 		if tmpKeys == nil {
 			tmpKeys = make([]K, n)
+			hugepages.Advise(tmpKeys) // new memory, written once a pass
 			if vals != nil {
 				tmpVals = make([]V, n)
+				hugepages.Advise(tmpVals)
 			}
 		}
 		dstK, dstV := tmpKeys, tmpVals
