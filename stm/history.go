@@ -126,16 +126,18 @@ func sortedIndex(h []Record, key func(*Record) (uint64, bool), keep func(*Record
 	// false and true; scanned, where each part's first of each goes.
 	counts := make([]int, 2*parts)
 	par.Ranges(len(h), parts, func(p, lo, hi int) {
+		plain, flagged := 0, 0
 		for i := lo; i < hi; i++ {
 			if keep != nil && !keep(&h[i]) {
 				continue
 			}
 			if _, f := key(&h[i]); f {
-				counts[parts+p]++
+				flagged++
 			} else {
-				counts[p]++
+				plain++
 			}
 		}
+		counts[p], counts[parts+p] = plain, flagged
 	})
 	n := 0
 	for p, c := range counts {

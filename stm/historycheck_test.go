@@ -114,6 +114,22 @@ func TestChecksAgreeWithSerialReplay(t *testing.T) {
 			h[i].Snapshot = h[i].TS
 			return true
 		}},
+		{"a read-only timestamp apart from its snapshot", func(h []Record, _ int) bool {
+			i := pick(h, func(r *Record) bool { return r.ReadOnly })
+			if i < 0 {
+				return false
+			}
+			h[i].TS += 1 + rng.Uint64N(3) // the snapshot stays
+			return true
+		}},
+		{"an update at timestamp 0", func(h []Record, _ int) bool {
+			i := pick(h, func(r *Record) bool { return !r.ReadOnly && !r.Aborted })
+			if i < 0 {
+				return false
+			}
+			h[i].TS = 0
+			return true
+		}},
 		{"an update's timestamp moved", func(h []Record, _ int) bool {
 			i := pick(h, func(r *Record) bool { return !r.ReadOnly && !r.Aborted })
 			if i < 0 {
