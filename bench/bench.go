@@ -6,6 +6,7 @@ import (
 	"runtime"
 
 	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // Options configure a benchmark suite run.
@@ -38,7 +39,7 @@ type Suite struct {
 // Suites returns the benchmark suites, in the order help lists them.
 func Suites() []Suite {
 	return []Suite{
-		{"limits", "memory limits: device copy bandwidth, random gather rate, pinned transfers (CPU engine: memory copy bandwidth); --size: copy bytes", RunLimits},
+		{"limits", "memory limits: device copy bandwidth, random gather rate, pinned transfers (CPU engine: memory copy bandwidth); one hot word passed between threads, under a lock, and added to atomically (both engines); --size: copy bytes (smaller also scales the hot-word steps down)", RunLimits},
 		{"prim", "every primitive on the CPU engine and, when usable or requested, the GPU engine; --size: elements", RunPrim},
 		{"index", "Mega-KV hash index: search, insert, delete against batch size on the CPU and GPU engines; --size: largest batch", RunIndex},
 		{"mpt", "Merkle Patricia Trie CPU engines on YCSB-, ETHT- and Wiki-like data: update, hash, end to end, lookups, proofs; --size: largest trie (pairs)", RunMPT},
@@ -62,6 +63,9 @@ func Lookup(name string) (Suite, bool) {
 // MeasureLimits); Options.Size, if set, is the copy size in bytes. When the
 // option resolves to the CPU engine (requested, or auto without a usable
 // GPU) it measures the CPU memory copy bandwidth instead and says why.
+// On either engine it then times the hot-word measurements
+// (prim.HotWord), whose step counts a smaller Size scales down in
+// proportion, and notes each one's time a step.
 func RunLimits(o Options) (*Report, error) {
 	rep := NewReport("limits", o.reps())
 	p := NewProgress(o.Progress)
@@ -81,6 +85,12 @@ func RunLimits(o Options) (*Report, error) {
 			return nil, fmt.Errorf("bench limits: %w", err)
 		}
 		rep.add(res...)
+		hot, notes, err := measureHotWords(prim.NewCPU(0), nil, p, DefaultWarmup, o.reps(), min(1, float64(size)/cpuCopyBytes))
+		if err != nil {
+			return nil, fmt.Errorf("bench limits: %w", err)
+		}
+		rep.add(hot...)
+		rep.Notes = append(rep.Notes, notes...)
 		rep.Finish()
 		return rep, nil
 	}
@@ -96,6 +106,12 @@ func RunLimits(o Options) (*Report, error) {
 	}
 	rep.add(lim.Results...)
 	rep.Notes = append(rep.Notes, lim.Notes...)
+	hot, notes, err := measureGPUHotWords(c.Device, p, cfg.reps, min(1, float64(cfg.copyBytes)/limitsCopyBytes))
+	if err != nil {
+		return nil, fmt.Errorf("bench limits on %s: %w", c.Device, err)
+	}
+	rep.add(hot...)
+	rep.Notes = append(rep.Notes, notes...)
 	rep.Finish()
 	return rep, nil
 }

@@ -47,8 +47,45 @@ func TestRunLimitsCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Suite != "limits" || len(rep.Results) != 2 || len(rep.Engines) != 1 {
+	if rep.Suite != "limits" || len(rep.Results) != 5 || len(rep.Engines) != 1 {
 		t.Errorf("report %+v", rep)
+	}
+	// The copies, then the hot word passed, locked and added to, each
+	// with its time a step in a note.
+	for i, want := range []string{"memory copy, 1 thread", "memory copy", "hot word passed between 2 threads", "hot word under a spin lock", "atomic add on one word"} {
+		if i < len(rep.Results) && (!strings.HasPrefix(rep.Results[i].Op, want) || !(rep.Results[i].OpsPerSec > 0)) {
+			t.Errorf("row %d: %q at %v/s, want %q...", i, rep.Results[i].Op, rep.Results[i].OpsPerSec, want)
+		}
+	}
+	if n := len(rep.Notes); n != 3 {
+		t.Errorf("%d notes, want 3 (ns a step): %q", n, rep.Notes)
+	}
+}
+
+// TestMeasureHotWordsGPU times the hot-word kernels at small step counts
+// on a GPU: three rows with plausible rates, each checked, and nothing
+// left allocated.
+func TestMeasureHotWordsGPU(t *testing.T) {
+	d := gputest.Device(t)
+	before, _ := d.Live()
+	res, notes, err := measureGPUHotWords(d, nil, 2, 0.02)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 3 || len(notes) != 3 {
+		t.Fatalf("%d results and %d notes, want 3 each", len(res), len(notes))
+	}
+	for _, r := range res {
+		if !(r.OpsPerSec > 0) || r.Engine != "gpu" {
+			t.Errorf("implausible result %+v", r)
+		}
+		t.Logf("%-80s %10.3g steps/s", r.Op, r.OpsPerSec)
+	}
+	for _, n := range notes {
+		t.Log(n)
+	}
+	if n, _ := d.Live(); n != before {
+		t.Errorf("%d allocations live after, %d before", n, before)
 	}
 }
 

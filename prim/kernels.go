@@ -11,12 +11,14 @@ import (
 var kernelFS embed.FS
 
 // kernelFiles are the package's kernel sources, one program each.
-var kernelFiles = []string{"fill.cu", "keccak.cu", "limits.cu", "merge.cu", "sort.cu", "scan.cu", "segmax.cu", "select.cu"}
+var kernelFiles = []string{"fill.cu", "handoff.cu", "keccak.cu", "limits.cu", "merge.cu", "sort.cu", "scan.cu", "segmax.cu", "select.cu"}
 
 // kernelDefines returns the constants a kernel file is compiled with: its
 // launch configuration, owned by the Go launcher beside it.
 func kernelDefines(file string) []gpu.Define {
 	switch file {
+	case "handoff.cu":
+		return []gpu.Define{gpu.Def("HANDOFF_WORDS", HandoffWords), gpu.Def("HANDOFF_POLL", handoffPoll)}
 	case "keccak.cu":
 		return []gpu.Define{gpu.Def("KECCAK_RATE", keccakRate), gpu.Def("KECCAK_THREAD_BLOCK", keccakThreadBlock),
 			gpu.Def("KECCAK_WARP_BLOCK", keccakWarpBlock), gpu.Def("WARP_SIZE", keccakWarpSize)}
@@ -54,7 +56,7 @@ func program(file string) (gpu.Program, error) {
 
 // Programs returns the package's kernel programs (sort, scan, select and
 // reduce-by-key, merge, segmented max, Keccak-256, fills, the limits
-// suite's copy and gather), each with the
+// suite's copy and gather and its hot-word handoffs), each with the
 // shared headers and the launch constants of its Go launcher, for
 // Device.Load and the compile test of every kernel. Cost: reads the
 // embedded sources.

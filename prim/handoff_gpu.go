@@ -1,0 +1,122 @@
+package prim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/warpkv/warpkv/gpu"
+)
+
+// Launch configuration of the hot-word kernels (handoff.cu).
+const (
+	handoffLockWarpsPerSM   = 4   // Lock: warps a block, one block per SM
+	handoffAtomicsBlock     = 256 // Atomics: threads a block
+	handoffAtomicsBlocksPer = 4   // Atomics: blocks per SM
+)
+
+// HotWordWorkers returns how many threads of device d take part in
+// measurement k: 2 for PingPong, a warp's lane 0 of handoffLockWarpsPerSM
+// warps an SM for Lock, every thread of handoffAtomicsBlocksPer blocks
+// an SM for Atomics. Cost: O(1).
+func HotWordWorkers(d *gpu.Device, k HotWord) int {
+	sms := d.Properties().SMs
+	switch k {
+	case PingPong:
+		return 2
+	case Lock:
+		return sms * handoffLockWarpsPerSM
+	case Atomics:
+		return sms * handoffAtomicsBlocksPer * handoffAtomicsBlock
+	}
+	return 0
+}
+
+// DevHotWord zeroes the state st (HandoffWords words) and runs
+// measurement k on the engine's stream, per steps for each of
+// HotWordWorkers(k) threads (per turns on each side for PingPong), and
+// returns the steps queued. A waiter that waits longer than timeout (0:
+// 10 s) for its turn sets the state's failure flag, and every waiter then
+// stops: CheckHotWord reports it. Cost: one memset and one launch of the
+// steps.
+func (e *Engine) DevHotWord(k HotWord, st *gpu.Buffer[uint64], per int, timeout time.Duration) (int64, error) {
+	if st.Len() < HandoffWords {
+		return 0, fmt.Errorf("prim: hot-word state of %d words: want %d", st.Len(), HandoffWords)
+	}
+	if per < 0 || int64(per) > int64(^uint32(0)) {
+		return 0, fmt.Errorf("prim: %s of %d steps a thread: want 0 to %d", k, per, ^uint32(0))
+	}
+	if timeout <= 0 {
+		timeout = hotWordTimeout
+	}
+	sms := e.dev.Properties().SMs
+	var grid, block int
+	var name string
+	args := []any{st, uint32(per), uint64(timeout.Nanoseconds())}
+	switch k {
+	case PingPong:
+		grid, block, name = 2, 32, "handoff_pingpong"
+	case Lock:
+		grid, block, name = sms, 32*handoffLockWarpsPerSM, "handoff_lock"
+	case Atomics:
+		grid, block, name, args = sms*handoffAtomicsBlocksPer, handoffAtomicsBlock, "handoff_atomics", args[:2]
+	default:
+		return 0, fmt.Errorf("prim: unknown hot-word measurement %d", int(k))
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	f, err := e.kernel("handoff.cu", name)
+	if err != nil {
+		return 0, fmt.Errorf("prim: %s: %w", k, err)
+	}
+	if err := st.FillBytes(e.stream, 0); err != nil {
+		return 0, fmt.Errorf("prim: %s: zeroing the state: %w", k, err)
+	}
+	if err := f.Launch(e.stream, gpu.D1(grid), gpu.D1(block), 0, args...); err != nil {
+		return 0, fmt.Errorf("prim: %s: %w", k, err)
+	}
+	return int64(HotWordWorkers(e.dev, k)) * int64(per), nil
+}
+
+// hotWordTimeout is how long a GPU waiter waits for its turn before it
+// fails the run, unless the caller sets another.
+const hotWordTimeout = 10 * time.Second
+
+// CheckHotWord reads the state of a finished DevHotWord run of k that
+// queued steps (synchronize first) and returns an error when a waiter
+// timed out or the value is not steps (a lost or repeated step). Cost: one
+// small download.
+func CheckHotWord(k HotWord, st *gpu.Buffer[uint64], steps int64) error {
+	got, err := st.Download()
+	if err != nil {
+		return fmt.Errorf("prim: %s: reading the state: %w", k, err)
+	}
+	if got[2] != 0 {
+		return fmt.Errorf("prim: gpu %s: a thread waited past its timeout for its turn", k)
+	}
+	if got[1] != uint64(steps) {
+		return fmt.Errorf("prim: gpu %s: value %d after %d steps", k, got[1], steps)
+	}
+	return nil
+}
+
+// hotWordOnDevice is HotWord on the GPU engine: DevHotWord on a state of
+// its own, synchronized and checked.
+func (e *Engine) hotWordOnDevice(k HotWord, per int) (steps int64, err error) {
+	st, err := gpu.Alloc[uint64](e.dev, HandoffWords)
+	if err != nil {
+		return 0, fmt.Errorf("prim: %s: state: %w", k, err)
+	}
+	defer func() {
+		if serr := e.Synchronize(); err == nil && serr != nil {
+			err = fmt.Errorf("prim: %s: %w", k, serr)
+		}
+		st.Free()
+	}()
+	if steps, err = e.DevHotWord(k, st, per, 0); err != nil {
+		return 0, err
+	}
+	if err = e.Synchronize(); err != nil {
+		return 0, fmt.Errorf("prim: %s: %w", k, err)
+	}
+	return steps, CheckHotWord(k, st, steps)
+}
