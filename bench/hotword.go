@@ -31,8 +31,8 @@ func hotWordPer(k prim.HotWord, onGPU bool, scale float64) int {
 		per = 200
 	case k == prim.Lock:
 		per = 50_000
-	case onGPU: // atomics
-		per = 100
+	case onGPU: // atomics, one lane a warp
+		per = 1_000
 	default:
 		per = 1_000_000
 	}
@@ -41,21 +41,17 @@ func hotWordPer(k prim.HotWord, onGPU bool, scale float64) int {
 
 // hotWordOp names measurement k's row for workers threads.
 func hotWordOp(k prim.HotWord, onGPU bool, workers int) string {
-	where := "2 threads"
+	where, who := "2 threads", fmt.Sprintf("%d threads", workers)
 	if onGPU {
-		where = "2 SMs"
+		where, who = "2 blocks", fmt.Sprintf("%d warps (one lane each)", workers)
 	}
 	switch k {
 	case prim.PingPong:
 		return fmt.Sprintf("hot word passed between %s with its value (release/acquire), per handoff", where)
 	case prim.Lock:
-		who := fmt.Sprintf("%d threads", workers)
-		if onGPU {
-			who = fmt.Sprintf("%d warps on all SMs", workers)
-		}
 		return fmt.Sprintf("hot word under a spin lock, %s, per acquisition", who)
 	}
-	return fmt.Sprintf("atomic add on one word, %d threads, per add", workers)
+	return fmt.Sprintf("atomic add on one word, %s, per add", who)
 }
 
 // measureHotWords times every hot-word measurement on engine e (on the GPU
@@ -84,12 +80,22 @@ func measureHotWords(e *prim.Engine, t *GPUTimer, p *Progress, warmup, reps int,
 		if onGPU {
 			workers = prim.HotWordWorkers(e.Device(), k)
 			p.Printf("gpu: hot word, %s, %d threads", k, workers)
-			sec, err = t.Time(warmup, reps, nil, func() (err error) {
+			// Each run zeroes the state: check each one before the next
+			// (its end event has been waited for), and the last after.
+			ran := false
+			check := func() error {
+				if !ran {
+					return nil
+				}
+				return prim.CheckHotWord(k, st, steps)
+			}
+			sec, err = t.Time(warmup, reps, check, func() (err error) {
 				steps, err = e.DevHotWord(k, st, per, 0)
+				ran = true
 				return err
 			})
 			if err == nil {
-				err = prim.CheckHotWord(k, st, steps)
+				err = check()
 			}
 		} else {
 			if k != prim.PingPong {

@@ -86,15 +86,19 @@ extern "C" __global__ void handoff_lock(u64* st, u32 per_warp, u64 timeout_ns) {
     }
 }
 
-// handoff_atomics: every thread of the grid adds 1 to the value st[1]
-// per_thread times with atomicAdd, using each returned value (folded into
-// st[3] only if it is impossible, so that the adds return): the rate of
-// fetch-and-adds on one address, such as a shared timestamp counter.
-// Thread mapping: any grid; every thread works.
-// Invariant: st[1] ends at the number of threads times per_thread.
-extern "C" __global__ void handoff_atomics(u64* st, u32 per_thread) {
+// handoff_atomics: lane 0 of every warp of the grid adds 1 to the value
+// st[1] per_warp times with atomicAdd, using each returned value (folded
+// into st[3] only if it is impossible, so that the adds return): the rate
+// of fetch-and-adds on one address from many SMs, such as a shared
+// timestamp counter. One lane a warp, so that the compiler cannot merge a
+// warp's adds into one (warp-aggregated atomics).
+// Thread mapping: any grid; lane 0 of each warp works, the other lanes
+// return at once.
+// Invariant: st[1] ends at the number of warps times per_warp.
+extern "C" __global__ void handoff_atomics(u64* st, u32 per_warp) {
+    if ((threadIdx.x & 31) != 0) return;
     u64 acc = 0;
-    for (u32 k = 0; k < per_thread; ++k) {
+    for (u32 k = 0; k < per_warp; ++k) {
         acc ^= atomicAdd((unsigned long long*)&st[1], 1ull);
     }
     if (acc == ~0ull) st[3] = acc;

@@ -21,7 +21,8 @@ import (
 type HotWord int
 
 const (
-	// PingPong: two threads (on two SMs, or two goroutines) take turns on
+	// PingPong: two threads (of two blocks, which the GPU places on SMs
+	// as it will, or two goroutines) take turns on
 	// a counter; each turn reads a value, writes it back plus one and
 	// passes the turn with a release store that the other side acquires.
 	// A step is one handoff.
@@ -32,7 +33,9 @@ const (
 	// may take it several times in a row, so a step can cost less than
 	// a handoff between threads (the best case of a lock per item).
 	Lock
-	// Atomics: many threads fetch-and-add the value. A step is one add.
+	// Atomics: many threads (lane 0 of every warp on the GPU) fetch-and-
+	// add the value. A step is one add; its time is the inverse of the
+	// rate, not one add's latency.
 	Atomics
 )
 

@@ -15,9 +15,9 @@ const (
 )
 
 // HotWordWorkers returns how many threads of device d take part in
-// measurement k: 2 for PingPong, a warp's lane 0 of handoffLockWarpsPerSM
-// warps an SM for Lock, every thread of handoffAtomicsBlocksPer blocks
-// an SM for Atomics. Cost: O(1).
+// measurement k: 2 for PingPong; lane 0 of each warp of a block of
+// handoffLockWarpsPerSM warps per SM for Lock, and of handoffAtomicsBlocksPer
+// blocks of handoffAtomicsBlock threads per SM for Atomics. Cost: O(1).
 func HotWordWorkers(d *gpu.Device, k HotWord) int {
 	sms := d.Properties().SMs
 	switch k {
@@ -26,7 +26,7 @@ func HotWordWorkers(d *gpu.Device, k HotWord) int {
 	case Lock:
 		return sms * handoffLockWarpsPerSM
 	case Atomics:
-		return sms * handoffAtomicsBlocksPer * handoffAtomicsBlock
+		return sms * handoffAtomicsBlocksPer * handoffAtomicsBlock / 32
 	}
 	return 0
 }
