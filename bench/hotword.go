@@ -76,9 +76,8 @@ func measureHotWords(e *prim.Engine, t *GPUTimer, p *Progress, warmup, reps int,
 		var steps int64
 		var sec float64
 		var err error
-		workers := 2
+		workers := e.HotWordThreads(k)
 		if onGPU {
-			workers = prim.HotWordWorkers(e.Device(), k)
 			p.Printf("gpu: hot word, %s, %d threads", k, workers)
 			// Each run zeroes the state: check each one before the next
 			// (its end event has been waited for), and the last after.
@@ -98,9 +97,6 @@ func measureHotWords(e *prim.Engine, t *GPUTimer, p *Progress, warmup, reps int,
 				err = check()
 			}
 		} else {
-			if k != prim.PingPong {
-				workers = e.Workers()
-			}
 			p.Printf("cpu: hot word, %s, %d threads", k, workers)
 			sec, err = TimeCPU(warmup, reps, nil, func() (err error) {
 				steps, err = prim.CPUHotWord(k, e.Workers(), per)

@@ -75,6 +75,28 @@ func (e *Engine) HotWord(k HotWord, per int) (int64, error) {
 	return CPUHotWord(k, e.workers, per)
 }
 
+// HotWordThreads returns how many threads of the engine take part in
+// measurement k: HotWordWorkers on the GPU engine, cpuHotWordWorkers with
+// the engine's workers on the CPU engine. Cost: O(1).
+func (e *Engine) HotWordThreads(k HotWord) int {
+	if e.Backend() == gpu.BackendGPU {
+		return HotWordWorkers(e.dev, k)
+	}
+	return cpuHotWordWorkers(k, e.workers)
+}
+
+// cpuHotWordWorkers returns the goroutines CPUHotWord runs for k with
+// workers asked for: 2 for PingPong, else workers (<= 0: GOMAXPROCS).
+func cpuHotWordWorkers(k HotWord, workers int) int {
+	switch {
+	case k == PingPong:
+		return 2
+	case workers <= 0:
+		return runtime.GOMAXPROCS(0)
+	}
+	return workers
+}
+
 // CPUHotWord runs measurement k on the CPU and returns the steps it took:
 // PingPong does per turns on each of 2 goroutines, Lock and Atomics per
 // steps on each of workers goroutines (<= 0: GOMAXPROCS). It fails,
@@ -88,15 +110,12 @@ func CPUHotWord(k HotWord, workers, per int) (steps int64, err error) {
 	if per < 0 {
 		return 0, fmt.Errorf("prim: %s of %d steps a worker", k, per)
 	}
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
+	workers = cpuHotWordWorkers(k, workers)
 	var word, value atomic.Uint64
 	var plain uint64 // the value Lock increments without atomics, under the lock
 	var wg sync.WaitGroup
 	switch k {
 	case PingPong:
-		workers = 2
 		for side := range uint64(2) {
 			wg.Go(func() {
 				for turn := range uint64(per) {

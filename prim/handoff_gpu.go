@@ -14,21 +14,31 @@ const (
 	handoffAtomicsBlocksPer = 4   // Atomics: blocks per SM
 )
 
-// HotWordWorkers returns how many threads of device d take part in
-// measurement k: 2 for PingPong; lane 0 of each warp of a block of
-// handoffLockWarpsPerSM warps per SM for Lock, and of handoffAtomicsBlocksPer
-// blocks of handoffAtomicsBlock threads per SM for Atomics. Cost: O(1).
-func HotWordWorkers(d *gpu.Device, k HotWord) int {
-	sms := d.Properties().SMs
+// hotWordLaunch returns measurement k's kernel and launch shape on a
+// device of sms SMs, and how many of its threads work: 2 for PingPong
+// (thread 0 of each of 2 blocks); lane 0 of each warp of one block of
+// handoffLockWarpsPerSM warps an SM for Lock, and of
+// handoffAtomicsBlocksPer blocks of handoffAtomicsBlock threads an SM for
+// Atomics. ok is false for an unknown k.
+func hotWordLaunch(sms int, k HotWord) (name string, grid, block, workers int, ok bool) {
 	switch k {
 	case PingPong:
-		return 2
+		return "handoff_pingpong", 2, 32, 2, true
 	case Lock:
-		return sms * handoffLockWarpsPerSM
+		grid, block = sms, 32*handoffLockWarpsPerSM
+		return "handoff_lock", grid, block, grid * block / 32, true
 	case Atomics:
-		return sms * handoffAtomicsBlocksPer * handoffAtomicsBlock / 32
+		grid, block = sms*handoffAtomicsBlocksPer, handoffAtomicsBlock
+		return "handoff_atomics", grid, block, grid * block / 32, true
 	}
-	return 0
+	return "", 0, 0, 0, false
+}
+
+// HotWordWorkers returns how many threads of device d take part in
+// measurement k (hotWordLaunch); 0 for an unknown k. Cost: O(1).
+func HotWordWorkers(d *gpu.Device, k HotWord) int {
+	_, _, _, workers, _ := hotWordLaunch(d.Properties().SMs, k)
+	return workers
 }
 
 // DevHotWord zeroes the state st (HandoffWords words) and runs
@@ -48,19 +58,13 @@ func (e *Engine) DevHotWord(k HotWord, st *gpu.Buffer[uint64], per int, timeout 
 	if timeout <= 0 {
 		timeout = hotWordTimeout
 	}
-	sms := e.dev.Properties().SMs
-	var grid, block int
-	var name string
-	args := []any{st, uint32(per), uint64(timeout.Nanoseconds())}
-	switch k {
-	case PingPong:
-		grid, block, name = 2, 32, "handoff_pingpong"
-	case Lock:
-		grid, block, name = sms, 32*handoffLockWarpsPerSM, "handoff_lock"
-	case Atomics:
-		grid, block, name, args = sms*handoffAtomicsBlocksPer, handoffAtomicsBlock, "handoff_atomics", args[:2]
-	default:
+	name, grid, block, workers, ok := hotWordLaunch(e.dev.Properties().SMs, k)
+	if !ok {
 		return 0, fmt.Errorf("prim: unknown hot-word measurement %d", int(k))
+	}
+	args := []any{st, uint32(per), uint64(timeout.Nanoseconds())}
+	if k == Atomics {
+		args = args[:2] // no waiting, no timeout
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -74,7 +78,7 @@ func (e *Engine) DevHotWord(k HotWord, st *gpu.Buffer[uint64], per int, timeout 
 	if err := f.Launch(e.stream, gpu.D1(grid), gpu.D1(block), 0, args...); err != nil {
 		return 0, fmt.Errorf("prim: %s: %w", k, err)
 	}
-	return int64(HotWordWorkers(e.dev, k)) * int64(per), nil
+	return int64(workers) * int64(per), nil
 }
 
 // hotWordTimeout is how long a GPU waiter waits for its turn before it

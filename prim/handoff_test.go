@@ -19,13 +19,7 @@ func TestHotWordKeepsEveryStep(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s engine, %s, %d a thread: %v", e.Name(), k, per, err)
 				}
-				workers := e.Workers()
-				if e.Backend() == gpu.BackendGPU {
-					workers = HotWordWorkers(e.Device(), k)
-				} else if k == PingPong {
-					workers = 2
-				}
-				if want := int64(workers) * int64(per); steps != want {
+				if want := int64(e.HotWordThreads(k)) * int64(per); steps != want {
 					t.Errorf("%s engine, %s, %d a thread: %d steps, want %d", e.Name(), k, per, steps, want)
 				}
 			}
