@@ -130,14 +130,14 @@ func measure(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.ServerPID > 0 {
 		cpuBefore, cpuErr = ProcessCPU(cfg.ServerPID)
 	}
-	selfBefore := selfCPU()
+	selfBefore := SelfCPU()
 	start := time.Now()
 	phase.Store(phaseMeasure)
 	sleep(ctx, cfg.Duration)
 	phase.Store(phaseDone)
 	close(stopPacer)
 	res.Elapsed = time.Since(start)
-	res.LoadCPU = selfCPU() - selfBefore
+	res.LoadCPU = SelfCPU() - selfBefore
 	res.LoadBusy = res.LoadCPU.Seconds() / (res.Elapsed.Seconds() * float64(runtime.GOMAXPROCS(0)))
 	if cfg.ServerPID > 0 && cpuErr == nil {
 		var after time.Duration
