@@ -209,14 +209,45 @@ func kernelDriver() string {
 	if err != nil {
 		return ""
 	}
-	// "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  Sun Jul ..."
-	f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0])
+	return moduleVersion(strings.SplitN(string(b), "\n", 2)[0])
+}
+
+// moduleVersion returns the version in the first line of
+// /proc/driver/nvidia/version: the first field after "Module" made of
+// digits and dots, or "". The proprietary module writes "NVRM version:
+// NVIDIA UNIX x86_64 Kernel Module  580.65.06  Sun Jul ...", the open one
+// "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04
+// Release Build ...".
+func moduleVersion(line string) string {
+	f := strings.Fields(line)
 	for i, w := range f {
-		if w == "Module" && i+1 < len(f) {
-			return f[i+1]
+		if w != "Module" {
+			continue
+		}
+		for _, v := range f[i+1:] {
+			if isVersion(v) {
+				return v
+			}
 		}
 	}
 	return ""
+}
+
+// isVersion reports whether s is digits with at least one dot between
+// them, such as 580.159.04.
+func isVersion(s string) bool {
+	dot, digit := false, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digit = true
+		case c == '.' && digit && i+1 < len(s):
+			dot, digit = true, false
+		default:
+			return false
+		}
+	}
+	return dot && digit
 }
 
 // cpuModel returns the processor's model name from /proc/cpuinfo, or the
