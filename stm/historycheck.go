@@ -2,12 +2,14 @@ package stm
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"sync"
 
 	"github.com/warpkv/warpkv/internal/par"
+	"github.com/warpkv/warpkv/prim"
 )
 
 // The checks of a recorded history do not replay it serially: each read
@@ -34,58 +36,50 @@ type writeIndex struct {
 
 // newWriteIndex indexes the writes of h's committed update transactions
 // over a store of len(initial) items, and returns the update
-// transactions' timestamps and records in h's order. It fails on a write
-// outside the store, naming the one with the lowest timestamp. The
-// records are read on all cores, each part counting its updates' writes
-// and then keeping them in a compact list of that size; then those lists
-// are placed by item. Cost: O(N + R + W log W) for R records and W
-// writes (O(N + R + W) when each item's writes are already in timestamp
-// order, as the engines record them).
+// transactions' timestamps and records in timestamp order (records of one
+// timestamp in h's order). It fails on a write outside the store, naming
+// the one with the lowest timestamp. Every step runs on all cores: a pass
+// counts each part's updates and writes, a second lays them out (writes
+// in h's order, each with its item as a sort key), and a stable radix
+// sort (prim.SortPairs) orders the writes by item and the timestamps;
+// each item's writes are then in h's order, and sorted by timestamp
+// where h did not have them so. Cost: O(N + R + W) for R records and W
+// writes, plus O(W_item log W_item) for an item whose writes h holds out
+// of timestamp order (the engines record them nearly in order).
 func newWriteIndex(initial []uint64, h []Record) (*writeIndex, []stamp, error) {
-	type write struct {
-		item      uint32
-		ts, value uint64
-	}
 	type part struct {
-		writes []write
-		stamps []stamp
-		bad    int // the part's write outside the store of lowest timestamp (-1: none)
+		updates, writes int // counts, then where the part's first goes
+		bad             int // the part's write outside the store of lowest timestamp (-1: none)
 	}
 	n := len(initial)
 	nparts := par.Parts(len(h), checkGrain, 0)
 	parts := make([]part, nparts)
 	par.Ranges(len(h), nparts, func(p, lo, hi int) {
-		nw, nu := 0, 0
-		for i := lo; i < hi; i++ {
-			if r := &h[i]; !r.Aborted && !r.ReadOnly {
-				nw += len(r.Writes)
-				nu++
-			}
-		}
-		pt := part{bad: -1, writes: make([]write, 0, nw), stamps: make([]stamp, 0, nu)}
+		pt := part{bad: -1}
 		for i := lo; i < hi; i++ {
 			r := &h[i]
 			if r.Aborted || r.ReadOnly {
 				continue
 			}
-			pt.stamps = append(pt.stamps, stamp{r.TS, i})
+			pt.updates++
 			for _, a := range r.Writes {
-				if int(a.Item) >= n {
-					if pt.bad < 0 || r.TS < h[pt.bad].TS {
-						pt.bad = i
-					}
-					continue
+				if int(a.Item) < n {
+					pt.writes++
+				} else if pt.bad < 0 || r.TS < h[pt.bad].TS {
+					pt.bad = i
 				}
-				pt.writes = append(pt.writes, write{a.Item, r.TS, a.Value})
 			}
 		}
 		parts[p] = pt
 	})
-	bad := -1
-	for _, pt := range parts {
+	bad, updates, writes := -1, 0, 0
+	for p := range parts {
+		pt := &parts[p]
 		if pt.bad >= 0 && (bad < 0 || h[pt.bad].TS < h[bad].TS) {
 			bad = pt.bad
 		}
+		pt.updates, updates = updates, updates+pt.updates
+		pt.writes, writes = writes, writes+pt.writes
 	}
 	if bad >= 0 {
 		r := &h[bad]
@@ -95,24 +89,59 @@ func newWriteIndex(initial []uint64, h []Record) (*writeIndex, []stamp, error) {
 			}
 		}
 	}
-	x := &writeIndex{initial: initial, start: make([]int, n+1)}
-	var stamps []stamp
-	for _, pt := range parts {
-		for _, w := range pt.writes {
-			x.start[w.item+1]++
+	items := make([]uint32, writes) // sort keys: each write's item
+	order := make([]uint64, writes) // sorted with them: each write's place in laid
+	laid := make([]itemWrite, writes)
+	stampTS := make([]uint64, updates)
+	stampRec := make([]uint64, updates)
+	par.Ranges(len(h), nparts, func(p, lo, hi int) {
+		u, w := parts[p].updates, parts[p].writes
+		for i := lo; i < hi; i++ {
+			r := &h[i]
+			if r.Aborted || r.ReadOnly {
+				continue
+			}
+			stampTS[u], stampRec[u] = r.TS, uint64(i)
+			u++
+			for _, a := range r.Writes {
+				if int(a.Item) < n {
+					items[w], order[w], laid[w] = a.Item, uint64(w), itemWrite{r.TS, a.Value}
+					w++
+				}
+			}
 		}
-		stamps = append(stamps, pt.stamps...)
+	})
+	cpu := prim.NewCPU(0)
+	// Both sorts are stable and the CPU engine does not fail: the lengths
+	// are equal.
+	if err := errors.Join(prim.SortPairs(cpu, items, order), prim.SortPairs(cpu, stampTS, stampRec)); err != nil {
+		panic(err)
 	}
-	for i := 1; i <= n; i++ {
-		x.start[i] += x.start[i-1]
+	x := &writeIndex{initial: initial, start: make([]int, n+1), w: laid}
+	if writes > 0 {
+		x.w = make([]itemWrite, writes)
 	}
-	x.w = make([]itemWrite, x.start[n])
-	next := slices.Clone(x.start[:n])
-	for _, pt := range parts {
-		for _, w := range pt.writes {
-			x.w[next[w.item]] = itemWrite{w.ts, w.value}
-			next[w.item]++
+	par.For(writes, checkGrain, 0, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			x.w[j] = laid[order[j]]
+			// start[k] is the first write of an item at or above k: the
+			// items from the previous write's (exclusive) to this one's
+			// start here.
+			from := 0
+			if j > 0 {
+				from = int(items[j-1]) + 1
+			}
+			for k := from; k <= int(items[j]); k++ {
+				x.start[k] = j
+			}
 		}
+	})
+	last := 0 // items after the last write's start (and end) at writes
+	if writes > 0 {
+		last = int(items[writes-1]) + 1
+	}
+	for k := last; k <= n; k++ {
+		x.start[k] = writes
 	}
 	par.For(n, 1<<14, 0, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -120,6 +149,12 @@ func newWriteIndex(initial []uint64, h []Record) (*writeIndex, []stamp, error) {
 			if !slices.IsSortedFunc(ws, byTS) {
 				slices.SortStableFunc(ws, byTS)
 			}
+		}
+	})
+	stamps := make([]stamp, updates)
+	par.For(updates, checkGrain, 0, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			stamps[j] = stamp{stampTS[j], int(stampRec[j])}
 		}
 	})
 	return x, stamps, nil
@@ -270,9 +305,6 @@ func checkHistory(initial []uint64, h []Record, final []uint64, opacity bool) (s
 		}
 	} else {
 		v = firstViolations(h, 1, func(i int, r *Record, v []*violation) { v[0] = x.serialViolation(i, r) })[0]
-	}
-	if !slices.IsSortedFunc(upd, func(a, b stamp) int { return cmp.Compare(a.ts, b.ts) }) {
-		slices.SortStableFunc(upd, func(a, b stamp) int { return cmp.Compare(a.ts, b.ts) })
 	}
 	for k := 1; k < len(upd); k++ {
 		if upd[k].ts == upd[k-1].ts {
