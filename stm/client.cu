@@ -146,7 +146,9 @@ __device__ bool stm_publish(const stm_globals* g, u64 top, u32 lane, u64 deadlin
 // bits 8..15) to the aborted region, which stops taking records when full
 // (counted in CNT_HIST_DROPPED; hist_ab_end is the end of the records it
 // holds). A record: kind, (reads << 32 | writes), the timestamp, the
-// snapshot, and the (item, value) pairs of the reads and the writes.
+// snapshot, and the (item, value) pairs of the reads and the writes. Each
+// region's marks get the bit of the record's first word (one atomic OR), so
+// that the host finds where records start without reading them in order.
 __device__ void stm_record(const stm_globals* g, const stm_tx* tx, u32 kind, u32 cause, u64 ts) {
 	const u32 nw = kind == 1 ? 0 : tx->nw;
 	const u64 words = 4 + 2 * ((u64)tx->nr + nw);
@@ -158,6 +160,7 @@ __device__ void stm_record(const stm_globals* g, const stm_tx* tx, u32 kind, u32
 			return;
 		}
 		atomicMax((unsigned long long*)g->hist_ab_end, (unsigned long long)(off + words));
+		atomicOr((unsigned long long*)g->hist_ab_marks + (off >> 6), 1ull << (off & 63));
 		h = (u64*)g->hist_ab + off;
 	} else {
 		const u64 off = atomicAdd((unsigned long long*)g->hist_off, (unsigned long long)words);
@@ -165,6 +168,7 @@ __device__ void stm_record(const stm_globals* g, const stm_tx* tx, u32 kind, u32
 			stm_error(g, STM_ERR_HISTORY, g->hist_cap, tx->ticket);
 			return;
 		}
+		atomicOr((unsigned long long*)g->hist_marks + (off >> 6), 1ull << (off & 63));
 		h = (u64*)g->hist + off;
 	}
 	h[0] = kind | (cause << 8);

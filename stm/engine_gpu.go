@@ -610,10 +610,10 @@ func (g *gpuEngine) size(pl *runPlan, k *kernels, sp *workloadSpec, ro RunOption
 			return fmt.Errorf("the history of %d transactions needs %d MB of device memory, more than the %d MB available for it: run fewer transactions",
 				ro.Transactions, pl.histWords*8>>20, budget>>21)
 		}
-		budget -= pl.histWords * 8
+		budget -= (pl.histWords + markWords(pl.histWords)) * 8
 		if pl.hist == 2 {
 			pl.abWords = min(abortedShare*pl.histWords, budget/2/8)
-			budget -= pl.abWords * 8
+			budget -= (pl.abWords + markWords(pl.abWords)) * 8
 		}
 	}
 	budget -= storeBytes

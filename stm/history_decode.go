@@ -9,12 +9,18 @@ import (
 )
 
 // historyRegion is one region of recorded words: n words of buf (or of
-// words, for a history already in host memory).
+// words, for a history already in host memory), and, when set, its marks:
+// bit i%64 of marks[i/64] is set where a record starts (stm_record sets
+// them), at least markWords(n) words.
 type historyRegion struct {
 	buf   *gpu.Buffer[uint64]
 	words []uint64
 	n     int64
+	marks []uint64
 }
+
+// markWords is how many words hold the marks of a region of n words.
+func markWords(n int64) int64 { return (n + 63) / 64 }
 
 // wordRange is words [lo, hi) of a region.
 type wordRange struct{ lo, hi int64 }
@@ -56,7 +62,9 @@ type streamFunc func(region int, ranges []wordRange, fn func(k int, words []uint
 // accesses are capacity-limited windows of one pointer-free slab: two
 // allocations in all, not two per record. Regions with words are read
 // in place; others through stream. Cost: O(words), the header pass
-// serial (it follows the records' lengths).
+// serial (it follows the records' lengths). When every region has its
+// marks, decodeMarked cuts them on all cores instead and brings each
+// region once.
 func decodeHistory(regions []historyRegion, chunk int, stream streamFunc) ([]Record, error) {
 	chunk = max(chunk, 2)
 	// each brings a region's ranges to fn, from host words or the device.
@@ -71,6 +79,13 @@ func decodeHistory(regions []historyRegion, chunk int, stream streamFunc) ([]Rec
 			return nil
 		}
 		return stream(ri, ranges, fn)
+	}
+	marked := true
+	for _, rg := range regions {
+		marked = marked && (rg.n == 0 || int64(len(rg.marks)) >= markWords(rg.n))
+	}
+	if marked {
+		return decodeMarked(regions, chunk, each)
 	}
 	var cuts []historyCut
 	records, accesses := 0, 0

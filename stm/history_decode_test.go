@@ -72,19 +72,26 @@ func TestParseHistoryDecodesWhatTheKernelsWrite(t *testing.T) {
 			a := randomHistory(rng, tc.aborted, tc.maxReads, tc.maxWrites)
 			want := append(append([]Record{}, c...), a...)
 			for _, chunk := range []int{2, 5, 64, 1 << 20} {
-				got, err := parseHistory(chunk, encodeHistory(c), encodeHistory(a))
-				if err != nil {
-					t.Fatalf("chunks of %d words: %v", chunk, err)
+				for _, parse := range []func(int, ...[]uint64) ([]Record, error){parseHistory, parseMarked} {
+					got, err := parse(chunk, encodeHistory(c), encodeHistory(a))
+					if err != nil {
+						t.Fatalf("chunks of %d words: %v", chunk, err)
+					}
+					checkDecoded(t, chunk, got, want)
 				}
-				checkDecoded(t, chunk, got, want)
 			}
 			// As from the device: each range copied into one buffer of
 			// chunk+1 words that the next range overwrites, and poisoned
 			// after its call.
-			for _, chunk := range []int{70, 1000} {
+			for _, chunk := range []int{70, 1000, -70, -1000} { // negative: the regions marked
+				marked := chunk < 0
+				chunk = max(chunk, -chunk)
 				words := [][]uint64{encodeHistory(c), encodeHistory(a)}
 				pin := make([]uint64, chunk+1)
 				rgs := []historyRegion{{n: int64(len(words[0]))}, {n: int64(len(words[1]))}}
+				if marked {
+					rgs[0].marks, rgs[1].marks = markHistory(words[0]), markHistory(words[1])
+				}
 				got, err := decodeHistory(rgs, chunk, func(region int, ranges []wordRange, fn func(k int, w []uint64) error) error {
 					for k, r := range ranges {
 						if r.hi-r.lo > int64(len(pin)) {
@@ -148,13 +155,19 @@ func TestParseHistoryNamesTheBadWord(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("chunks of %d words: error %v, want one with %q", chunk, err, tc.want)
 				}
+				_, err = parseMarked(chunk, tc.words)
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("marked, chunks of %d words: error %v, want one with %q", chunk, err, tc.want)
+				}
 			}
 		})
 	}
 }
 
 // BenchmarkParseHistory decodes 1M records shaped like the documented
-// CUDA body's (90% read-only sums of 8, transfers of 2 items).
+// CUDA body's (90% read-only sums of 8, transfers of 2 items), with the
+// header pass and with the records' starts marked (the marks made before
+// the timer, as the device makes them).
 func BenchmarkParseHistory(b *testing.B) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	recs := make([]Record, 1<<20)
@@ -169,12 +182,20 @@ func BenchmarkParseHistory(b *testing.B) {
 		recs[i] = r
 	}
 	words := encodeHistory(recs)
-	b.SetBytes(int64(len(words) * 8))
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := parseHistory(historyChunkWords, words); err != nil {
-			b.Fatal(err)
+	for _, marks := range [][]uint64{nil, markHistory(words)} {
+		name := "header pass"
+		if marks != nil {
+			name = "marked"
 		}
+		b.Run(name, func(b *testing.B) {
+			rgs := []historyRegion{{words: words, n: int64(len(words)), marks: marks}}
+			b.SetBytes(int64(len(words) * 8))
+			for b.Loop() {
+				if _, err := decodeHistory(rgs, historyChunkWords, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
@@ -186,4 +207,74 @@ func parseHistory(chunk int, regions ...[]uint64) ([]Record, error) {
 		rgs[i] = historyRegion{words: w, n: int64(len(w))}
 	}
 	return decodeHistory(rgs, chunk, nil)
+}
+
+// parseMarked is parseHistory with every region's marks set as
+// stm_record sets them (markHistory).
+func parseMarked(chunk int, regions ...[]uint64) ([]Record, error) {
+	rgs := make([]historyRegion, len(regions))
+	for i, w := range regions {
+		rgs[i] = historyRegion{words: w, n: int64(len(w)), marks: markHistory(w)}
+	}
+	return decodeHistory(rgs, chunk, nil)
+}
+
+// markHistory returns the marks of words (markWords of them): the first
+// word of every record, as the header pass walks them, up to and
+// including the first record whose header is cut off or bad.
+func markHistory(words []uint64) []uint64 {
+	n := int64(len(words))
+	marks := make([]uint64, markWords(n))
+	for i := int64(0); i < n; {
+		marks[i>>6] |= 1 << (i & 63)
+		if i+4 > n {
+			break
+		}
+		kind, nr, nw := words[i]&0xFF, words[i+1]>>32, uint64(uint32(words[i+1]))
+		if kind > 2 || nr+nw > uint64(n-i-4)/2 {
+			break
+		}
+		i += 4 + 2*int64(nr+nw)
+	}
+	return marks
+}
+
+// TestMarkedDecodeNamesRecordsTheMarksDisagreeWith corrupts the marks of
+// a good history (a record's start unmarked, a word inside a record
+// marked, no mark at word 0, two corruptions pieces apart) and checks that
+// the decoding names the first record whose header disagrees with them.
+func TestMarkedDecodeNamesRecordsTheMarksDisagreeWith(t *testing.T) {
+	recs := randomHistory(rand.New(rand.NewPCG(7, 8)), 3*historyStride+5, 3, 3)
+	words := encodeHistory(recs)
+	starts := make([]int64, len(recs)) // each record's first word
+	for i, at := 0, int64(0); i < len(recs); i++ {
+		starts[i] = at
+		at += 4 + 2*int64(len(recs[i].Reads)+len(recs[i].Writes))
+	}
+	flip := func(marks []uint64, w int64) { marks[w>>6] ^= 1 << (w & 63) }
+	for _, tc := range []struct {
+		name   string
+		change func(marks []uint64)
+		want   string
+	}{
+		{"a start unmarked", func(m []uint64) { flip(m, starts[10]) }, fmt.Sprintf("bad record at word %d", starts[9])},
+		{"a word inside a record marked", func(m []uint64) { flip(m, starts[20]+2) }, fmt.Sprintf("bad record at word %d", starts[20])},
+		{"no mark at word 0", func(m []uint64) { flip(m, 0) }, "bad record at word 0"},
+		{"two pieces apart: the first named", func(m []uint64) {
+			flip(m, starts[2*historyStride+3]+1)
+			flip(m, starts[historyStride+1]+1)
+		}, fmt.Sprintf("bad record at word %d", starts[historyStride+1])},
+		{"the last record unmarked", func(m []uint64) { flip(m, starts[len(starts)-1]) }, fmt.Sprintf("bad record at word %d", starts[len(starts)-2])},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, chunk := range []int{64, 4096, 1 << 20} {
+				marks := markHistory(words)
+				tc.change(marks)
+				_, err := decodeHistory([]historyRegion{{words: words, n: int64(len(words)), marks: marks}}, chunk, nil)
+				if err == nil || err.Error() != "history: "+tc.want {
+					t.Fatalf("chunks of %d words: error %v, want %q", chunk, err, "history: "+tc.want)
+				}
+			}
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/hugepages"
 )
 
 // historyChunkWords is how many words of a history region readHistory
@@ -12,13 +13,13 @@ const historyChunkWords = 8 << 20 // 64 MiB
 
 // readHistory reads the history regions the kernels filled (the committed
 // records, then the aborted attempts kept) and decodes them, streaming
-// each region twice through two pinned buffers (a chunk's DMA runs while
-// the other is read): once for the records' headers, then, in chunks cut
-// at records, for the records themselves, decoded on all cores. The
-// record words never sit whole in host memory: the second DMA (at the
-// link's rate) costs less than taking fresh memory for them, and the host
-// needs room for the decoded records only. (On the H200 host a copy of
-// 5.3 GB of record words into fresh pageable memory ran at 1.2 GB/s.)
+// through two pinned buffers (a chunk's DMA runs while the other is
+// read): first each region's marks of where its records start, then, in
+// chunks cut at records, the records themselves, decoded on all cores
+// (decodeMarked). The record words never sit whole in host memory: the
+// host needs room for the marks and the decoded records only. (On the
+// H200 host a copy of 5.3 GB of record words into fresh pageable memory
+// ran at 1.2 GB/s.)
 func (g *gpuEngine) readHistory(pl *runPlan, m *runMemory, dc []uint64) ([]Record, error) {
 	regions := []historyRegion{
 		{buf: m.hist, n: min(int64(dc[dctlHistOff]), pl.histWords)},
@@ -32,6 +33,27 @@ func (g *gpuEngine) readHistory(pl *runPlan, m *runMemory, dc []uint64) ([]Recor
 		return nil, fmt.Errorf("history: %w", err)
 	}
 	defer st.close()
+	// The records' marks (a 64th of the words) come first, through the
+	// same buffers: with them the regions are cut on all cores and their
+	// words come once (decodeMarked).
+	for i, marks := range []*gpu.Buffer[uint64]{m.histMarks, m.histAbMarks} {
+		rg := &regions[i]
+		if rg.n == 0 {
+			continue
+		}
+		rg.marks = make([]uint64, markWords(rg.n))
+		hugepages.Advise(rg.marks)
+		var ranges []wordRange
+		for lo := int64(0); lo < int64(len(rg.marks)); lo += int64(chunk) {
+			ranges = append(ranges, wordRange{lo, min(lo+int64(chunk), int64(len(rg.marks)))})
+		}
+		if err := st.stream(marks, ranges, func(k int, words []uint64) error {
+			copy(rg.marks[ranges[k].lo:], words)
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("history: reading the records' marks: %w", err)
+		}
+	}
 	return decodeHistory(regions, chunk, func(region int, ranges []wordRange, fn func(k int, words []uint64) error) error {
 		return st.stream(regions[region].buf, ranges, fn)
 	})

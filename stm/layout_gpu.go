@@ -47,8 +47,11 @@ var globalFields = []string{
 	"refresh",
 	// the history: committed records (hist_cap words, hist_off the
 	// words taken) and aborted attempts (hist_ab_cap words, hist_ab_off
-	// the words asked for, hist_ab_end the end of the records kept)
+	// the words asked for, hist_ab_end the end of the records kept), and
+	// per region a bit per word set where a record starts (marks: so the
+	// host cuts the regions on all cores, history_decode.go)
 	"hist", "hist_cap", "hist_off", "hist_ab", "hist_ab_cap", "hist_ab_off", "hist_ab_end",
+	"hist_marks", "hist_ab_marks",
 	"params",
 }
 

@@ -16,6 +16,7 @@ type runMemory struct {
 	reqRing, finRing, reqTail, finTail, words *gpu.Buffer[uint64]
 	dctl, counters, hist, histAb, done, final *gpu.Buffer[uint64]
 	initv, globals, wts, tticket              *gpu.Buffer[uint64]
+	histMarks, histAbMarks                    *gpu.Buffer[uint64]
 	head, rsItem, wsItem, txNR, txNW, reply   *gpu.Buffer[uint32]
 	claims, claimed                           *gpu.Buffer[uint32]
 	bufs                                      *gpu.Buffers
@@ -72,6 +73,8 @@ func (g *gpuEngine) allocate(pl *runPlan, sp *workloadSpec, ro RunOptions) (*run
 	take(m, &m.counters, numCounters+latWords)
 	take(m, &m.hist, int(pl.histWords))
 	take(m, &m.histAb, int(pl.abWords))
+	take(m, &m.histMarks, int(markWords(pl.histWords)))
+	take(m, &m.histAbMarks, int(markWords(pl.abWords)))
 	take(m, &m.done, pl.doneRing)
 	take(m, &m.final, pl.n)
 	take(m, &m.initv, pl.n)
@@ -79,7 +82,7 @@ func (g *gpuEngine) allocate(pl *runPlan, sp *workloadSpec, ro RunOptions) (*run
 	if err := m.bufs.Err(); err != nil {
 		return nil, errors.Join(fmt.Errorf("allocating the run's device memory: %w", err), m.release())
 	}
-	for _, b := range []interface{ FillBytes(*gpu.Stream, byte) error }{m.reqRing, m.finRing, m.reqTail, m.finTail, m.reply, m.words, m.dctl, m.counters, m.res, m.done, m.claims} {
+	for _, b := range []interface{ FillBytes(*gpu.Stream, byte) error }{m.reqRing, m.finRing, m.reqTail, m.finTail, m.reply, m.words, m.dctl, m.counters, m.res, m.done, m.claims, m.histMarks, m.histAbMarks} {
 		if err := b.FillBytes(g.sSrv, 0); err != nil {
 			return nil, errors.Join(err, m.release())
 		}
@@ -123,6 +126,7 @@ func (g *gpuEngine) globalWords(pl *runPlan, m *runMemory, sp *workloadSpec, ro 
 		{"hist", uint64(m.hist.Ptr())}, {"hist_cap", uint64(pl.histWords)}, {"hist_off", uint64(m.dctl.PtrAt(dctlHistOff))},
 		{"hist_ab", uint64(m.histAb.Ptr())}, {"hist_ab_cap", uint64(pl.abWords)},
 		{"hist_ab_off", uint64(m.dctl.PtrAt(dctlHistAbOff))}, {"hist_ab_end", uint64(m.dctl.PtrAt(dctlHistAbEnd))},
+		{"hist_marks", uint64(m.histMarks.Ptr())}, {"hist_ab_marks", uint64(m.histAbMarks.Ptr())},
 	} {
 		gl[globalIndex(f.name)] = f.v
 	}
