@@ -137,8 +137,8 @@
 // failed stm_check, and the two checks' verdicts; it exits 1 if any check
 // fails. Checked, a run ends when the GPU's history buffer is full: on an
 // H200 this command commits 34.4M transactions in 0.16 s and takes about
-// 6 s in all (about 2 s to read and decode the recorded attempts, 2.5 to
-// 3 s for the checks, each part printed on stderr; about 10 GB of host
+// 4 s in all (about 1.8 s to read and decode the recorded attempts, 1.2 to
+// 1.3 s for the checks, each part printed on stderr; about 10 GB of host
 // memory at its peak); with --check=false it
 // runs the whole second (221M commits/s) and takes 1.5 s in all.
 package stm
