@@ -3,7 +3,7 @@ package stm
 import (
 	"fmt"
 	"math/bits"
-	"unsafe"
+	"runtime"
 
 	"github.com/warpkv/warpkv/internal/hugepages"
 	"github.com/warpkv/warpkv/internal/par"
@@ -66,8 +66,8 @@ func decodeMarked(regions []historyRegion, chunk int, each func(ri int, ranges [
 	// first: 0.63-0.67 s of that).
 	hugepages.Advise(out)
 	hugepages.Advise(slab)
-	touchPages(out)
-	touchPages(slab)
+	hugepages.Touch(out, runtime.GOMAXPROCS(0))
+	hugepages.Touch(slab, runtime.GOMAXPROCS(0))
 	for ri, rg := range regions {
 		cuts := cutsOf[ri]
 		if len(cuts) == 0 {
@@ -246,16 +246,3 @@ func decodeMarkedPiece(out []Record, slab []Access, a int, words []uint64, at in
 	return badRecord{}
 }
 
-// touchPages stores a zero element into every 4 KiB page of s, on all
-// cores, so that the page faults of memory new to the process are taken
-// here, side by side, rather than by s's writers one page at a time.
-// s must hold zero elements (as make returns them).
-func touchPages[T any](s []T) {
-	var z T
-	step := max(4096/int(unsafe.Sizeof(z)), 1)
-	par.For(len(s), 256*step, 0, func(lo, hi int) {
-		for i := lo; i < hi; i += step {
-			s[i] = z
-		}
-	})
-}

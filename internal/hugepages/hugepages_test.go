@@ -63,3 +63,32 @@ func TestAdviseLeavesTheArrayWorking(t *testing.T) {
 		}
 	}
 }
+
+// TestTouchStoresZerosOnly: Touch leaves every element zero, on arrays of
+// several sizes, element types and worker counts, including more workers
+// than pages and elements larger than a page.
+func TestTouchStoresZerosOnly(t *testing.T) {
+	Touch([]uint64(nil), 4)
+	for _, n := range []int{1, 511, 512, 513, 3*Size/8 + 5} {
+		for _, w := range []int{0, 1, 3, 64} {
+			s := make([]uint64, n)
+			Touch(s, w)
+			for i, v := range s {
+				if v != 0 {
+					t.Fatalf("%d words, %d workers: word %d reads %d", n, w, i, v)
+				}
+			}
+		}
+	}
+	type big struct {
+		a [5000]byte
+		p []int
+	}
+	b := make([]big, 7)
+	Touch(b, 3)
+	for i := range b {
+		if b[i].p != nil || b[i].a[4999] != 0 {
+			t.Fatalf("element %d not zero", i)
+		}
+	}
+}
