@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 
 	"github.com/warpkv/warpkv/internal/hugepages"
 	"github.com/warpkv/warpkv/internal/par"
@@ -69,33 +70,55 @@ func appendAccesses(b []byte, as []Access) []byte {
 // WriteHistory writes the committed records of h, one JSON object a line,
 // in timestamp order (update transactions before read-only ones of the
 // same timestamp). Aborted records are skipped. The lines are formatted on
-// all cores, historyLines records a piece, and written in order. Cost: a
+// all cores, historyLines records a piece, and written in order, one
+// batch of pieces while the next is formatted. Cost: a
 // sort of the committed records' timestamps, then O(R) formatting divided
 // among the cores, and the writes.
 func WriteHistory(w io.Writer, h []Record) error {
+	return writeHistory(w, h, 4*par.Workers(0))
+}
+
+// writeHistory is WriteHistory formatting batch pieces at once: the
+// pieces of one batch are formatted on all cores while a goroutine
+// writes the previous batch's, in order.
+func writeHistory(w io.Writer, h []Record, batch int) error {
 	order := committed(h)
 	pieces := (len(order) + historyLines - 1) / historyLines
-	batch := 4 * par.Workers(0) // pieces formatted at once
-	bufs := make([][]byte, min(batch, pieces))
-	for first := 0; first < pieces; first += batch {
+	batch = max(min(batch, pieces), 1)
+	var bufs [2][][]byte // the batch being formatted and the one being written
+	for i := range bufs {
+		bufs[i] = make([][]byte, batch)
+	}
+	var wg sync.WaitGroup
+	var werr error
+	for b, first := 0, 0; first < pieces; b, first = b^1, first+batch {
 		n := min(batch, pieces-first)
+		fill := bufs[b][:n]
 		par.For(n, 1, 0, func(lo, hi int) {
 			for p := lo; p < hi; p++ {
-				b := bufs[p][:0]
+				buf := fill[p][:0]
 				from := (first + p) * historyLines
 				for _, j := range order[from:min(from+historyLines, len(order))] {
-					b = h[j].AppendJSON(b)
+					buf = h[j].AppendJSON(buf)
 				}
-				bufs[p] = b
+				fill[p] = buf
 			}
 		})
-		for _, b := range bufs[:n] {
-			if _, err := w.Write(b); err != nil {
-				return fmt.Errorf("stm: writing history: %w", err)
-			}
+		wg.Wait() // the previous batch is written
+		if werr != nil {
+			return werr
 		}
+		wg.Go(func() {
+			for _, buf := range fill {
+				if _, err := w.Write(buf); err != nil {
+					werr = fmt.Errorf("stm: writing history: %w", err)
+					return
+				}
+			}
+		})
 	}
-	return nil
+	wg.Wait()
+	return werr
 }
 
 // historyLines is how many records WriteHistory formats as one piece.

@@ -5,8 +5,11 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -69,8 +72,9 @@ func boolInt(b bool) int {
 // TestWriteHistoryInPiecesIsTheSerialText: WriteHistory, which formats
 // pieces of historyLines records on all cores, writes the same bytes as
 // formatting the committed records one by one in timestamp order, for
-// histories of no record to several batches of pieces, and returns a
-// failing writer's error.
+// histories of no record to several batches of pieces (batches of 1 and 2
+// pieces too, so that a batch is written while the next is formatted),
+// and returns a failing writer's error.
 func TestWriteHistoryInPiecesIsTheSerialText(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	for _, n := range []int{0, 1, historyLines - 1, historyLines + 1, 3*historyLines + 5} {
@@ -82,17 +86,33 @@ func TestWriteHistoryInPiecesIsTheSerialText(t *testing.T) {
 		for _, j := range committed(h) {
 			want = h[j].AppendJSON(want)
 		}
-		var got bytes.Buffer
-		if err := WriteHistory(&got, h); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got.Bytes(), want) {
-			t.Fatalf("%d records: %d bytes written, want %d (first difference at %d)", n, got.Len(), len(want), firstByteDiff(got.Bytes(), want))
+		for _, batch := range []int{1, 2, 0} { // 0: WriteHistory's own
+			var got bytes.Buffer
+			var err error
+			if batch == 0 {
+				err = WriteHistory(&got, h)
+			} else {
+				err = writeHistory(&got, h, batch)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want) {
+				t.Fatalf("%d records, batches of %d pieces: %d bytes written, want %d (first difference at %d)", n, batch, got.Len(), len(want), firstByteDiff(got.Bytes(), want))
+			}
 		}
 	}
 	h := randomHistory(rng, 100, 2, 2)
 	if err := WriteHistory(failingWriter{}, h); err == nil || !strings.Contains(err.Error(), "stm: writing history: disk full") {
 		t.Fatalf("error %v, want the writer's", err)
+	}
+	// A writer that fails in the first batch, with more batches behind it.
+	h = randomHistory(rng, 5*historyLines, 2, 2)
+	for i := range h {
+		h[i].Aborted = false
+	}
+	if err := writeHistory(failingWriter{}, h, 1); err == nil || !strings.Contains(err.Error(), "stm: writing history: disk full") {
+		t.Fatalf("batches of 1 piece: error %v, want the writer's", err)
 	}
 }
 
@@ -134,4 +154,32 @@ func BenchmarkCommittedOrder(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkWriteHistory writes 2Mi doc-shaped records as JSON lines (about
+// 300 MB) to a file and to io.Discard (the formatting alone).
+func BenchmarkWriteHistory(b *testing.B) {
+	_, h, _ := docShapedHistory(2<<20, 1<<20)
+	b.Run("file", func(b *testing.B) {
+		path := filepath.Join(b.TempDir(), "h.jsonl")
+		for b.Loop() {
+			f, err := os.Create(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := WriteHistory(f, h); err != nil {
+				b.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("discard", func(b *testing.B) {
+		for b.Loop() {
+			if err := WriteHistory(io.Discard, h); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
