@@ -245,4 +245,3 @@ func decodeMarkedPiece(out []Record, slab []Access, a int, words []uint64, at in
 	}
 	return badRecord{}
 }
-
