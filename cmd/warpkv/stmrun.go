@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/warpkv/warpkv/gpu"
@@ -203,6 +204,13 @@ func reportSTMRun(e *env, f *stmRunFlags, w stm.CUDA, res *stm.Result, runErr er
 		fmt.Fprintf(e.stderr, "stm run: the run ended after %d commits, before --duration %v: the GPU's history buffer holds no more (--check=false runs the whole duration)\n", res.Total(), f.duration)
 	}
 	var opErr, serErr error
+	// The history file is written beside the checks (its writes overlap
+	// their reads); its error is reported after their verdicts.
+	var histErr error
+	var wrote sync.WaitGroup
+	if f.history != "" {
+		wrote.Go(func() { histErr = writeHistoryFile(f.history, res.History) })
+	}
 	if !f.check {
 		fmt.Fprintln(e.stdout, "opacity: not checked (--check=false)")
 		fmt.Fprintln(e.stdout, "serializable: not checked (--check=false)")
@@ -235,10 +243,9 @@ func reportSTMRun(e *env, f *stmRunFlags, w stm.CUDA, res *stm.Result, runErr er
 			fmt.Fprintf(e.stdout, "serializable: ok (%d commits replayed serially give the final store)\n", res.Total())
 		}
 	}
-	if f.history != "" {
-		if err := writeHistoryFile(f.history, res.History); err != nil {
-			return fmt.Errorf("stm run: --history: %w", err)
-		}
+	wrote.Wait()
+	if histErr != nil {
+		return fmt.Errorf("stm run: --history: %w", histErr)
 	}
 	switch {
 	case runErr != nil:
