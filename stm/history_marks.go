@@ -227,21 +227,6 @@ func decodeMarkedPiece(out []Record, slab []Access, a int, words []uint64, at in
 		}
 		pos = end
 	}
-	i := 0
-	for k := range out {
-		w := words[i : i+4]
-		kind, cause := w[0]&0xFF, (w[0]>>8)&0xFF
-		nr, nw := int(w[1]>>32), int(uint32(w[1]))
-		r := &out[k]
-		*r = Record{TS: w[2], Snapshot: w[3], ReadOnly: kind == 1, Aborted: kind == 2, Cause: Cause(cause),
-			Reads: slab[a : a+nr : a+nr]}
-		decodeAccesses(r.Reads, words[i+4:])
-		if nw > 0 {
-			r.Writes = slab[a+nr : a+nr+nw : a+nr+nw]
-			decodeAccesses(r.Writes, words[i+4+2*nr:])
-		}
-		i += 4 + 2*(nr+nw)
-		a += nr + nw
-	}
+	decodePiece(out, slab, a, words)
 	return badRecord{}
 }
