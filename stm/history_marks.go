@@ -13,10 +13,9 @@ import (
 // marked (historyRegion.marks, set by stm_record): no header pass reads
 // the records in order. Each region is cut into chunks of whole records
 // (each cut ends at a mark, at most chunk words after its start unless
-// one record is longer), and
-// each cut into pieces of historyStride records, by counting marks on all
-// cores; the words then come once, cut by cut, and each cut's pieces are
-// decoded on all cores. Every record is checked against the marks: its
+// one record is longer), and each cut into pieces of historyStride
+// records, by counting marks on all cores; the words then come once, cut
+// by cut, and each cut's pieces are decoded on all cores. Every record is checked against the marks: its
 // header must say the distance to the next mark (or to the region's end),
 // so a record that does not is an error naming its first word, in the
 // header pass's words; of several, the first in region order. Cost:
