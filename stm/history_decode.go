@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/warpkv/warpkv/gpu"
-	"github.com/warpkv/warpkv/internal/hugepages"
-	"github.com/warpkv/warpkv/internal/par"
 )
 
 // historyRegion is one region of recorded words: n words of buf (or of
@@ -25,9 +23,8 @@ func markWords(n int64) int64 { return (n + 63) / 64 }
 // wordRange is words [lo, hi) of a region.
 type wordRange struct{ lo, hi int64 }
 
-// historyStride is how many records apart the header pass notes where a
-// record starts: the records between two notes are one worker's piece of
-// the decoding.
+// historyStride is how many records one piece of the decoding holds: the
+// pieces of a cut are decoded on all cores.
 const historyStride = 1 << 12
 
 // historyPiece is up to historyStride consecutive records of one cut.
@@ -39,9 +36,8 @@ type historyPiece struct {
 }
 
 // historyCut is a range of whole records of one region, at most a chunk
-// long, and its pieces.
+// long unless one record is longer, and its pieces.
 type historyCut struct {
-	region int
 	wordRange
 	pieces []historyPiece
 }
@@ -53,20 +49,11 @@ type streamFunc func(region int, ranges []wordRange, fn func(k int, words []uint
 // decodeHistory decodes the recorded regions (see stm_record) into one
 // slice, region after region. A record is 4 words (kind and cause,
 // reads << 32 | writes, timestamp, snapshot) and then an (item, value)
-// word pair per read and per write. A first pass over the regions in
-// chunks of chunk words reads the headers: it checks that every record
-// fits, counts records and accesses, and cuts the regions into ranges of
-// whole records of at most chunk words, noting where every
-// historyStride-th record starts. Then the cuts come again, and each
-// one's pieces are decoded on all cores into one slice of Records whose
-// accesses are capacity-limited windows of one pointer-free slab: two
-// allocations in all, not two per record. Regions with words are read
-// in place; others through stream. Cost: O(words), the header pass
-// serial (it follows the records' lengths). When every region has its
-// marks, decodeMarked cuts them on all cores instead and brings each
-// region once.
+// word pair per read and per write; a region's marks say where each
+// record starts (decodeMarked reads the regions with them). Regions with
+// words are read in place; others through stream, in chunks of chunk
+// words. A non-empty region without its marks is an error.
 func decodeHistory(regions []historyRegion, chunk int, stream streamFunc) ([]Record, error) {
-	chunk = max(chunk, 2)
 	// each brings a region's ranges to fn, from host words or the device.
 	each := func(ri int, ranges []wordRange, fn func(k int, words []uint64) error) error {
 		rg := regions[ri]
@@ -80,86 +67,12 @@ func decodeHistory(regions []historyRegion, chunk int, stream streamFunc) ([]Rec
 		}
 		return stream(ri, ranges, fn)
 	}
-	marked := true
-	for _, rg := range regions {
-		marked = marked && (rg.n == 0 || int64(len(rg.marks)) >= markWords(rg.n))
-	}
-	if marked {
-		return decodeMarked(regions, chunk, each)
-	}
-	var cuts []historyCut
-	records, accesses := 0, 0
 	for ri, rg := range regions {
-		// Chunks of the header pass overlap by a word, so that a header
-		// that starts in one is read whole there.
-		var ranges []wordRange
-		for lo := int64(0); lo < rg.n; lo += int64(chunk) {
-			ranges = append(ranges, wordRange{lo, min(lo+int64(chunk)+1, rg.n)})
-		}
-		k := 0        // records of this region so far
-		i := int64(0) // the next record's first word
-		err := each(ri, ranges, func(c int, words []uint64) error {
-			lo := ranges[c].lo
-			end := min(lo+int64(chunk), rg.n)
-			for i < end {
-				if i+4 > rg.n {
-					return fmt.Errorf("history: truncated record at word %d", i)
-				}
-				w0, w1 := words[i-lo], words[i+1-lo]
-				kind, nr, nw := w0&0xFF, w1>>32, uint64(uint32(w1))
-				if kind > 2 || nr+nw > uint64(rg.n-i-4)/2 {
-					return fmt.Errorf("history: bad record at word %d", i)
-				}
-				size := 4 + 2*int64(nr+nw)
-				if len(cuts) == 0 || cuts[len(cuts)-1].region != ri || i+size > cuts[len(cuts)-1].lo+int64(chunk) {
-					cuts = append(cuts, historyCut{region: ri, wordRange: wordRange{i, i}})
-				}
-				cut := &cuts[len(cuts)-1]
-				if len(cut.pieces) == 0 || cut.pieces[len(cut.pieces)-1].n == historyStride {
-					cut.pieces = append(cut.pieces, historyPiece{at: i, first: records + k, slab: accesses})
-				}
-				cut.pieces[len(cut.pieces)-1].n++
-				cut.hi = i + size
-				accesses += int(nr + nw)
-				k++
-				i += size
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		records += k
-	}
-	out := make([]Record, records)
-	slab := make([]Access, accesses)
-	// Both are filled once, on all cores: huge pages take a fault per
-	// 2 MiB instead of per 4 KiB.
-	hugepages.Advise(out)
-	hugepages.Advise(slab)
-	for ri := range regions {
-		var mine []historyCut
-		var ranges []wordRange
-		for _, c := range cuts {
-			if c.region == ri {
-				mine = append(mine, c)
-				ranges = append(ranges, c.wordRange)
-			}
-		}
-		err := each(ri, ranges, func(c int, words []uint64) error {
-			cut := mine[c]
-			par.For(len(cut.pieces), 1, 0, func(lo, hi int) {
-				for _, pc := range cut.pieces[lo:hi] {
-					decodePiece(out[pc.first:pc.first+pc.n], slab, pc.slab, words[pc.at-cut.lo:])
-				}
-			})
-			return nil
-		})
-		if err != nil {
-			return nil, err
+		if rg.n > 0 && int64(len(rg.marks)) < markWords(rg.n) {
+			return nil, fmt.Errorf("history: region %d of %d words has %d words of marks, want %d", ri, rg.n, len(rg.marks), markWords(rg.n))
 		}
 	}
-	return out, nil
+	return decodeMarked(regions, max(chunk, 2), each)
 }
 
 // decodePiece decodes len(out) consecutive records from words, their

@@ -72,26 +72,19 @@ func TestParseHistoryDecodesWhatTheKernelsWrite(t *testing.T) {
 			a := randomHistory(rng, tc.aborted, tc.maxReads, tc.maxWrites)
 			want := append(append([]Record{}, c...), a...)
 			for _, chunk := range []int{2, 5, 64, 1 << 20} {
-				for _, parse := range []func(int, ...[]uint64) ([]Record, error){parseHistory, parseMarked} {
-					got, err := parse(chunk, encodeHistory(c), encodeHistory(a))
-					if err != nil {
-						t.Fatalf("chunks of %d words: %v", chunk, err)
-					}
-					checkDecoded(t, chunk, got, want)
+				got, err := parseHistory(chunk, encodeHistory(c), encodeHistory(a))
+				if err != nil {
+					t.Fatalf("chunks of %d words: %v", chunk, err)
 				}
+				checkDecoded(t, chunk, got, want)
 			}
 			// As from the device: each range copied into one buffer of
 			// chunk+1 words that the next range overwrites, and poisoned
 			// after its call.
-			for _, chunk := range []int{70, 1000, -70, -1000} { // negative: the regions marked
-				marked := chunk < 0
-				chunk = max(chunk, -chunk)
+			for _, chunk := range []int{70, 1000} {
 				words := [][]uint64{encodeHistory(c), encodeHistory(a)}
 				pin := make([]uint64, chunk+1)
-				rgs := []historyRegion{{n: int64(len(words[0]))}, {n: int64(len(words[1]))}}
-				if marked {
-					rgs[0].marks, rgs[1].marks = markHistory(words[0]), markHistory(words[1])
-				}
+				rgs := []historyRegion{{n: int64(len(words[0])), marks: markHistory(words[0])}, {n: int64(len(words[1])), marks: markHistory(words[1])}}
 				got, err := decodeHistory(rgs, chunk, func(region int, ranges []wordRange, fn func(k int, w []uint64) error) error {
 					for k, r := range ranges {
 						if r.hi-r.lo > int64(len(pin)) {
@@ -155,19 +148,14 @@ func TestParseHistoryNamesTheBadWord(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("chunks of %d words: error %v, want one with %q", chunk, err, tc.want)
 				}
-				_, err = parseMarked(chunk, tc.words)
-				if err == nil || !strings.Contains(err.Error(), tc.want) {
-					t.Fatalf("marked, chunks of %d words: error %v, want one with %q", chunk, err, tc.want)
-				}
 			}
 		})
 	}
 }
 
 // BenchmarkParseHistory decodes 1M records shaped like the documented
-// CUDA body's (90% read-only sums of 8, transfers of 2 items), with the
-// header pass and with the records' starts marked (the marks made before
-// the timer, as the device makes them).
+// CUDA body's (90% read-only sums of 8, transfers of 2 items), their
+// starts marked before the timer, as the device marks them.
 func BenchmarkParseHistory(b *testing.B) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	recs := make([]Record, 1<<20)
@@ -182,36 +170,19 @@ func BenchmarkParseHistory(b *testing.B) {
 		recs[i] = r
 	}
 	words := encodeHistory(recs)
-	for _, marks := range [][]uint64{nil, markHistory(words)} {
-		name := "header pass"
-		if marks != nil {
-			name = "marked"
+	rgs := []historyRegion{{words: words, n: int64(len(words)), marks: markHistory(words)}}
+	b.SetBytes(int64(len(words) * 8))
+	for b.Loop() {
+		if _, err := decodeHistory(rgs, historyChunkWords, nil); err != nil {
+			b.Fatal(err)
 		}
-		b.Run(name, func(b *testing.B) {
-			rgs := []historyRegion{{words: words, n: int64(len(words)), marks: marks}}
-			b.SetBytes(int64(len(words) * 8))
-			for b.Loop() {
-				if _, err := decodeHistory(rgs, historyChunkWords, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
 	}
 }
 
-// parseHistory decodes regions of recorded words already in host memory
+// parseHistory decodes regions of recorded words already in host memory,
+// each with its marks set as stm_record sets them (markHistory)
 // (decodeHistory in chunks of chunk words).
 func parseHistory(chunk int, regions ...[]uint64) ([]Record, error) {
-	rgs := make([]historyRegion, len(regions))
-	for i, w := range regions {
-		rgs[i] = historyRegion{words: w, n: int64(len(w))}
-	}
-	return decodeHistory(rgs, chunk, nil)
-}
-
-// parseMarked is parseHistory with every region's marks set as
-// stm_record sets them (markHistory).
-func parseMarked(chunk int, regions ...[]uint64) ([]Record, error) {
 	rgs := make([]historyRegion, len(regions))
 	for i, w := range regions {
 		rgs[i] = historyRegion{words: w, n: int64(len(w)), marks: markHistory(w)}
@@ -220,7 +191,7 @@ func parseMarked(chunk int, regions ...[]uint64) ([]Record, error) {
 }
 
 // markHistory returns the marks of words (markWords of them): the first
-// word of every record, as the header pass walks them, up to and
+// word of every record, walking the records by their headers, up to and
 // including the first record whose header is cut off or bad.
 func markHistory(words []uint64) []uint64 {
 	n := int64(len(words))
@@ -250,6 +221,9 @@ func TestMarkedDecodeNamesRecordsTheMarksDisagreeWith(t *testing.T) {
 	for i, at := 0, int64(0); i < len(recs); i++ {
 		starts[i] = at
 		at += 4 + 2*int64(len(recs[i].Reads)+len(recs[i].Writes))
+	}
+	if _, err := decodeHistory([]historyRegion{{words: words, n: int64(len(words))}}, 64, nil); err == nil || !strings.Contains(err.Error(), "words of marks") {
+		t.Fatalf("a region without marks: error %v, want one naming its marks", err)
 	}
 	flip := func(marks []uint64, w int64) { marks[w>>6] ^= 1 << (w & 63) }
 	for _, tc := range []struct {

@@ -9,16 +9,17 @@ import (
 	"github.com/warpkv/warpkv/internal/par"
 )
 
-// decodeMarked is decodeHistory for regions whose records' starts are
-// marked (historyRegion.marks, set by stm_record): no header pass reads
-// the records in order. Each region is cut into chunks of whole records
+// decodeMarked is decodeHistory's work, for regions whose records' starts
+// are marked (historyRegion.marks, set by stm_record): nothing reads the
+// records in order to find where they start. Each region is cut into chunks of whole records
 // (each cut ends at a mark, at most chunk words after its start unless
 // one record is longer), and each cut into pieces of historyStride
 // records, by counting marks on all cores; the words then come once, cut
 // by cut, and each cut's pieces are decoded on all cores. Every record is checked against the marks: its
 // header must say the distance to the next mark (or to the region's end),
-// so a record that does not is an error naming its first word, in the
-// header pass's words; of several, the first in region order. Cost:
+// so a record that does not is an error naming its first word ("bad
+// record", or "truncated record" at the region's end); of several, the
+// first in region order. Cost:
 // O(words) on all cores, plus O(words/64) for the marks.
 func decodeMarked(regions []historyRegion, chunk int, each func(ri int, ranges []wordRange, fn func(k int, words []uint64) error) error) ([]Record, error) {
 	cutsOf := make([][]historyCut, len(regions))
@@ -105,9 +106,9 @@ func decodeMarked(regions []historyRegion, chunk int, each func(ri int, ranges [
 	return out, nil
 }
 
-// badRecord is a piece's first record that disagrees with the marks: the
-// header pass's word for it ("truncated record", "bad record") and its
-// first word; err is empty when the piece decoded whole.
+// badRecord is a piece's first record that disagrees with the marks: what
+// is wrong ("truncated record", "bad record") and its first word; err is
+// empty when the piece decoded whole.
 type badRecord struct {
 	err string
 	at  int64
@@ -116,7 +117,7 @@ type badRecord struct {
 // markedCuts cuts a region of n > 0 words into ranges of whole records of
 // at most chunk words: each ends at the last mark at most chunk words
 // after its start, or at n (a record longer than chunk words is a range
-// of its own, as in decodeHistory's header pass). Cost: O(cuts) plus the
+// of its own). Cost: O(cuts) plus the
 // marks scanned back from each cut's end to its last mark.
 func markedCuts(marks []uint64, n, chunk int64) ([]historyCut, error) {
 	if marks[0]&1 == 0 {

@@ -31,7 +31,7 @@ func TestHistoryStreamsFromTheDevice(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer buf.Free()
-		regions = append(regions, historyRegion{buf: buf, n: int64(len(words))})
+		regions = append(regions, historyRegion{buf: buf, n: int64(len(words)), marks: markHistory(words)})
 	}
 	for _, pin := range []bool{true, false} {
 		for _, chunk := range []int{30, 4096, historyChunkWords} {
