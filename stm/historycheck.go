@@ -35,9 +35,9 @@ type writeIndex struct {
 }
 
 // newWriteIndex indexes the writes of h's committed update transactions
-// over a store of len(initial) items, and returns the update
-// transactions' timestamps and records in timestamp order (records of one
-// timestamp in h's order). It fails on a write outside the store, naming
+// over a store of len(initial) items, and, when withStamps, returns the
+// update transactions' timestamps and records in timestamp order (records
+// of one timestamp in h's order). It fails on a write outside the store, naming
 // the one with the lowest timestamp. Every step runs on all cores: a pass
 // counts each part's updates and writes, a second lays them out (writes
 // in h's order, each with its item as a sort key), and a stable radix
@@ -46,7 +46,7 @@ type writeIndex struct {
 // where h did not have them so. Cost: O(N + R + W) for R records and W
 // writes, plus O(W_item log W_item) for an item whose writes h holds out
 // of timestamp order (the engines record them nearly in order).
-func newWriteIndex(initial []uint64, h []Record) (*writeIndex, []stamp, error) {
+func newWriteIndex(initial []uint64, h []Record, withStamps bool) (*writeIndex, []stamp, error) {
 	type part struct {
 		updates, writes int // counts, then where the part's first goes
 		bad             int // the part's write outside the store of lowest timestamp (-1: none)
@@ -92,8 +92,10 @@ func newWriteIndex(initial []uint64, h []Record) (*writeIndex, []stamp, error) {
 	items := make([]uint32, writes) // sort keys: each write's item
 	order := make([]uint64, writes) // sorted with them: each write's place in laid
 	laid := make([]itemWrite, writes)
-	stampTS := make([]uint64, updates)
-	stampRec := make([]uint64, updates)
+	var stampTS, stampRec []uint64
+	if withStamps {
+		stampTS, stampRec = make([]uint64, updates), make([]uint64, updates)
+	}
 	par.Ranges(len(h), nparts, func(p, lo, hi int) {
 		u, w := parts[p].updates, parts[p].writes
 		for i := lo; i < hi; i++ {
@@ -101,8 +103,10 @@ func newWriteIndex(initial []uint64, h []Record) (*writeIndex, []stamp, error) {
 			if r.Aborted || r.ReadOnly {
 				continue
 			}
-			stampTS[u], stampRec[u] = r.TS, uint64(i)
-			u++
+			if withStamps {
+				stampTS[u], stampRec[u] = r.TS, uint64(i)
+				u++
+			}
 			for _, a := range r.Writes {
 				if int(a.Item) < n {
 					items[w], order[w], laid[w] = a.Item, uint64(w), itemWrite{r.TS, a.Value}
@@ -117,10 +121,7 @@ func newWriteIndex(initial []uint64, h []Record) (*writeIndex, []stamp, error) {
 	if err := errors.Join(prim.SortPairs(cpu, items, order), prim.SortPairs(cpu, stampTS, stampRec)); err != nil {
 		panic(err)
 	}
-	x := &writeIndex{initial: initial, start: make([]int, n+1), w: laid}
-	if writes > 0 {
-		x.w = make([]itemWrite, writes)
-	}
+	x := &writeIndex{initial: initial, start: make([]int, n+1), w: make([]itemWrite, writes)}
 	par.For(writes, checkGrain, 0, func(lo, hi int) {
 		for j := lo; j < hi; j++ {
 			x.w[j] = laid[order[j]]
@@ -151,6 +152,9 @@ func newWriteIndex(initial []uint64, h []Record) (*writeIndex, []stamp, error) {
 			}
 		}
 	})
+	if !withStamps {
+		return x, nil, nil
+	}
 	stamps := make([]stamp, updates)
 	par.For(updates, checkGrain, 0, func(lo, hi int) {
 		for j := lo; j < hi; j++ {
@@ -268,7 +272,7 @@ func CheckHistory(initial []uint64, h []Record, final []uint64) error {
 // reports the one with the lowest snapshot. Cost: like CheckHistory's,
 // on all cores.
 func CheckOpacity(initial []uint64, h []Record) error {
-	x, _, err := newWriteIndex(initial, h)
+	x, _, err := newWriteIndex(initial, h, false)
 	if err != nil {
 		return fmt.Errorf("stm opacity: %w", err)
 	}
@@ -289,7 +293,7 @@ func CheckHistoryAndOpacity(initial []uint64, h []Record, final []uint64) (seria
 // checkHistory is CheckHistory, with CheckOpacity's check in the same
 // pass when opacity is set.
 func checkHistory(initial []uint64, h []Record, final []uint64, opacity bool) (serialErr, opacityErr error) {
-	x, upd, err := newWriteIndex(initial, h)
+	x, upd, err := newWriteIndex(initial, h, true)
 	if err != nil {
 		if opacity {
 			opacityErr = fmt.Errorf("stm opacity: %w", err)

@@ -58,7 +58,7 @@ func TestWriteIndexHoldsEveryItemsWritesInOrder(t *testing.T) {
 					h[i], h[j] = h[j], h[i]
 				}
 			}
-			x, stamps, err := newWriteIndex(initial, h)
+			x, stamps, err := newWriteIndex(initial, h, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,7 +141,7 @@ func BenchmarkWriteIndex(b *testing.B) {
 	initial, h, final := docShapedHistory(8<<20, 1<<20)
 	b.Run("index", func(b *testing.B) {
 		for b.Loop() {
-			if _, _, err := newWriteIndex(initial, h); err != nil {
+			if _, _, err := newWriteIndex(initial, h, true); err != nil {
 				b.Fatal(err)
 			}
 		}
