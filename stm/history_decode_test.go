@@ -153,22 +153,11 @@ func TestParseHistoryNamesTheBadWord(t *testing.T) {
 	}
 }
 
-// BenchmarkParseHistory decodes 1M records shaped like the documented
-// CUDA body's (90% read-only sums of 8, transfers of 2 items), their
-// starts marked before the timer, as the device marks them.
+// BenchmarkParseHistory decodes 1Mi records shaped like the documented
+// CUDA body's (docShapedHistory), their starts marked before the timer,
+// as the device marks them.
 func BenchmarkParseHistory(b *testing.B) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	recs := make([]Record, 1<<20)
-	for i := range recs {
-		r := Record{TS: uint64(i), Snapshot: uint64(i)}
-		if rng.IntN(10) > 0 {
-			r.ReadOnly = true
-			r.Reads = make([]Access, 8)
-		} else {
-			r.Reads, r.Writes = make([]Access, 2), make([]Access, 2)
-		}
-		recs[i] = r
-	}
+	_, recs, _ := docShapedHistory(1<<20, 1<<20)
 	words := encodeHistory(recs)
 	rgs := []historyRegion{{words: words, n: int64(len(words)), marks: markHistory(words)}}
 	b.SetBytes(int64(len(words) * 8))
