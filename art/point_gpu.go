@@ -10,6 +10,7 @@ import (
 
 	"github.com/warpkv/warpkv/engine"
 	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/ntcopy"
 	"github.com/warpkv/warpkv/internal/par"
 )
 
@@ -388,7 +389,7 @@ func (p *pointPlan) pack(c int) {
 		if vals == nil {
 			return nil
 		}
-		return func(plo, phi int) { copy(vals[from+plo:from+phi], srcVals[from+plo:from+phi]) }
+		return func(plo, phi int) { ntcopy.Slice(vals[from+plo:from+phi], srcVals[from+plo:from+phi]) }
 	}
 	src := p.pc.src
 	if src.Slices == nil {

@@ -23,10 +23,10 @@ func setStageConfig(g *gpuTree, c gpu.PipelineConfig) error {
 
 // BenchmarkGPULookupCopies looks up 10M keys (half absent) in one 100M-key
 // tree of the default order, as bench btree's "lookup 10M in 100M": the
-// whole call from Go slices with the pinned staging rings copied on 8 and
-// on 16 goroutines taking 64Ki or 128Ki elements at a time (512 KiB or 1
-// MiB of keys and values: from 1 MiB the Go runtime's memmove uses
-// non-temporal stores), and from a pinned Staging (no host copies), the
+// whole call from Go slices with the pinned staging rings copied on 16
+// goroutines taking 16Ki to 128Ki elements at a time (128 KiB to 1 MiB of
+// keys and values) and on 8 taking the default grain, and from a pinned
+// Staging (no host copies), the
 // reference the host copies are measured against. Each form is called
 // once untimed first (pinning its rings). host-GB/s is the bytes
 // the host copies into and out of the rings (keys in, values and flags
@@ -38,7 +38,7 @@ func BenchmarkGPULookupCopies(b *testing.B) {
 	q := benchQueries
 	vals, found := make([]uint64, len(q)), make([]bool, len(q))
 	for _, c := range []struct{ workers, grain int }{
-		{8, stageGrain}, {16, stageGrain}, {8, 1 << 17}, {16, 1 << 17},
+		{16, 1 << 14}, {16, 1 << 15}, {16, stageGrain}, {16, 1 << 17}, {8, stageGrain},
 	} {
 		b.Run(fmt.Sprintf("call/stageWorkers=%d/grain=%d", c.workers, c.grain), func(b *testing.B) {
 			cfg := stageConfig

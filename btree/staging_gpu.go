@@ -13,7 +13,13 @@ const (
 	stageBufs    = 4       // pinned buffers each way: chunks in flight
 	stageMin     = 1 << 16 // smaller transfers (in 8-byte words) go straight from or to Go memory
 	stageWorkers = 16      // goroutines copying a chunk to or from pinned memory (par.Shared; 10M lookups: 2.22 G/s on 16, 1.86 on 8, H200)
-	stageGrain   = 1 << 16 // elements a goroutine copies at a time
+	// stageGrain is the elements a goroutine copies at a time: 128 KiB.
+	// 10M lookups from Go slices on the H200 host, copies in with
+	// non-temporal stores: 2.68-2.76 G/s, against 2.47-2.54 with 512 KiB
+	// pieces and 2.35-2.36 with 512 KiB pieces and ordinary stores, the
+	// former default (BENCHMARKS.md, "Staging copies with non-temporal
+	// stores").
+	stageGrain = 1 << 14
 	// batchGrain is the elements a goroutine copies at a time in the
 	// uploads of a batch's keys and values from Go slices for its sort
 	// (sortDedupe: build, insert, delete; gpu.UploadStagedGrain): 128 KiB, so

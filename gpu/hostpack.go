@@ -3,6 +3,7 @@ package gpu
 import (
 	"sort"
 
+	"github.com/warpkv/warpkv/internal/ntcopy"
 	"github.com/warpkv/warpkv/internal/par"
 )
 
@@ -136,7 +137,8 @@ func (s Strings) Sizes(size, maxLen, workers int) (Layout, int) {
 // the bytes of the chunk's strings before string j, so that offs continue
 // the offsets of the chunks before. It runs on the Layout's workers of
 // par.Shared, each on a contiguous part: from packed strings each part
-// copies its bytes and rebases its offsets; otherwise each part writes its
+// copies its bytes (non-temporal stores, ntcopy: data is staging for a
+// DMA) and rebases its offsets; otherwise each part writes its
 // offsets and bytes from where Sizes found its bytes start. Cost: one
 // parallel copy of the chunk's bytes and offsets, one fan-out.
 func (s Strings) PackChunk(l Layout, c int, data []byte, offs []uint32) {
@@ -155,7 +157,7 @@ func (s Strings) PackChunkAnd(l Layout, c int, data []byte, offs []uint32, also 
 		a := s.Offs[lo]
 		par.Shared().Ranges(m, par.Parts(m, packMinPart, l.workers), func(_, plo, phi int) {
 			src := s.Offs[lo+plo : lo+phi+1]
-			copy(data[src[0]-a:src[len(src)-1]-a], s.Data[src[0]:src[len(src)-1]])
+			ntcopy.Bytes(data[src[0]-a:src[len(src)-1]-a], s.Data[src[0]:src[len(src)-1]])
 			rebase(offs[plo:phi], src, at-a)
 			if also != nil {
 				also(plo, phi)
