@@ -23,9 +23,10 @@ func setStageConfig(g *gpuTree, c gpu.PipelineConfig) error {
 
 // BenchmarkGPULookupCopies looks up 10M keys (half absent) in one 100M-key
 // tree of the default order, as bench btree's "lookup 10M in 100M": the
-// whole call from Go slices with the pinned staging rings copied on 16
-// goroutines taking 16Ki to 128Ki elements at a time (128 KiB to 1 MiB of
-// keys and values) and on 8 taking the default grain, and from a pinned
+// whole call from Go slices with the pinned staging rings of 16 MiB chunks
+// copied on 16 goroutines taking 8Ki to 128Ki elements at a time (64 KiB
+// to 1 MiB of keys and values) and on 8 taking the default grain, rings
+// of 8 and 32 MiB chunks at the default grain, and from a pinned
 // Staging (no host copies), the
 // reference the host copies are measured against. Each form is called
 // once untimed first (pinning its rings). host-GB/s is the bytes
@@ -37,12 +38,13 @@ func BenchmarkGPULookupCopies(b *testing.B) {
 	gt := g.e.(*gpuTree)
 	q := benchQueries
 	vals, found := make([]uint64, len(q)), make([]bool, len(q))
-	for _, c := range []struct{ workers, grain int }{
-		{16, 1 << 14}, {16, 1 << 15}, {16, stageGrain}, {16, 1 << 17}, {8, stageGrain},
+	for _, c := range []struct{ workers, grain, chunkMiB int }{
+		{16, 1 << 13, 16}, {16, 1 << 14, 16}, {16, 1 << 15, 16}, {16, 1 << 16, 16}, {16, 1 << 17, 16}, {8, stageGrain, 16},
+		{16, stageGrain, 8}, {16, stageGrain, 32},
 	} {
-		b.Run(fmt.Sprintf("call/stageWorkers=%d/grain=%d", c.workers, c.grain), func(b *testing.B) {
+		b.Run(fmt.Sprintf("call/stageWorkers=%d/grain=%d/chunk=%dMiB", c.workers, c.grain, c.chunkMiB), func(b *testing.B) {
 			cfg := stageConfig
-			cfg.Workers, cfg.Grain = c.workers, c.grain
+			cfg.Workers, cfg.Grain, cfg.ChunkBytes = c.workers, c.grain, c.chunkMiB<<20
 			if err := setStageConfig(gt, cfg); err != nil {
 				b.Fatal(err)
 			}
