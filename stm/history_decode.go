@@ -43,7 +43,7 @@ type historyCut struct {
 }
 
 // streamFunc brings ranges of region's words to fn in order, each valid
-// during its call only (see historyStreamer.stream).
+// during its call only (see streamWords).
 type streamFunc func(region int, ranges []wordRange, fn func(k int, words []uint64) error) error
 
 // decodeHistory decodes the recorded regions (see stm_record) into one

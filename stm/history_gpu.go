@@ -2,6 +2,7 @@ package stm
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/internal/hugepages"
@@ -28,11 +29,11 @@ func (g *gpuEngine) readHistory(pl *runPlan, m *runMemory, dc []uint64) ([]Recor
 	// A chunk holds the longest record the run's read and write sets
 	// allow, so every cut of whole records fits a pinned buffer.
 	chunk := max(historyChunkWords, 4+2*(pl.sh.r+pl.sh.w))
-	st, err := newHistoryStreamer(g.dev, g.sCli, chunk, true)
-	if err != nil {
-		return nil, fmt.Errorf("history: %w", err)
-	}
-	defer st.close()
+	st := historyPipeline(g.dev, chunk, false)
+	// Close waits for the DMAs, which may still run after an error; its
+	// own error is dropped: the history was decoded, or its error is
+	// returned.
+	defer st.Close()
 	// The records' marks (a 64th of the words) come first, through the
 	// same buffers: with them the regions are cut on all cores and their
 	// words come once (decodeMarked).
@@ -47,7 +48,7 @@ func (g *gpuEngine) readHistory(pl *runPlan, m *runMemory, dc []uint64) ([]Recor
 		for lo := int64(0); lo < int64(len(rg.marks)); lo += int64(chunk) {
 			ranges = append(ranges, wordRange{lo, min(lo+int64(chunk), int64(len(rg.marks)))})
 		}
-		if err := st.stream(marks, ranges, func(k int, words []uint64) error {
+		if err := streamWords(st, g.sCli, marks, ranges, func(k int, words []uint64) error {
 			copy(rg.marks[ranges[k].lo:], words)
 			return nil
 		}); err != nil {
@@ -55,104 +56,26 @@ func (g *gpuEngine) readHistory(pl *runPlan, m *runMemory, dc []uint64) ([]Recor
 		}
 	}
 	return decodeHistory(regions, chunk, func(region int, ranges []wordRange, fn func(k int, words []uint64) error) error {
-		return st.stream(regions[region].buf, ranges, fn)
+		return streamWords(st, g.sCli, regions[region].buf, ranges, fn)
 	})
 }
 
-// historyStreamer brings ranges of device words to the host through two
-// pinned buffers on one stream, or, where memory cannot be pinned,
-// through one Go buffer, one synchronous copy at a time.
-type historyStreamer struct {
-	s     *gpu.Stream
-	pin   [2]*gpu.HostBuffer[uint64]
-	ev    [2]*gpu.Event
-	plain []uint64 // the Go buffer, when pinning failed
+// historyPipeline returns a ring of two pinned chunks of words+1 words
+// for streaming a history region's ranges (streamWords): a chunk's DMA
+// runs while the other is read. direct makes every range a synchronous
+// copy into one Go buffer, as where memory cannot be pinned. Nothing is
+// pinned until the first stream. Cost: O(1).
+func historyPipeline(d *gpu.Device, words int, direct bool) *gpu.Pipeline {
+	cfg := gpu.PipelineConfig{ChunkBytes: 8 * (words + 1), Chunks: 2}
+	if direct {
+		cfg.Direct = math.MaxInt
+	}
+	return gpu.NewPipeline(d, cfg)
 }
 
-// newHistoryStreamer returns a streamer of ranges of up to words+1 words,
-// through pinned buffers unless pin is false or pinning fails.
-func newHistoryStreamer(d *gpu.Device, s *gpu.Stream, words int, pin bool) (*historyStreamer, error) {
-	st := &historyStreamer{s: s}
-	for i := range st.pin {
-		if !pin {
-			break
-		}
-		var err error
-		if st.pin[i], err = gpu.AllocHost[uint64](d, words+1); err != nil {
-			break
-		}
-		if st.ev[i], err = d.NewEvent(); err != nil {
-			st.close()
-			return nil, err
-		}
-	}
-	if st.pin[1] == nil {
-		st.close()
-		st = &historyStreamer{s: s, plain: make([]uint64, words+1)}
-	}
-	return st, nil
-}
-
-// buffer returns the host buffer of range k.
-func (st *historyStreamer) buffer(k int) []uint64 {
-	if st.plain != nil {
-		return st.plain
-	}
-	return st.pin[k%2].Slice()
-}
-
-// stream calls fn on each range of buf in order, with the range's words
-// in host memory (valid during the call only); with pinned buffers the
-// next range's DMA runs during fn.
-func (st *historyStreamer) stream(buf *gpu.Buffer[uint64], ranges []wordRange, fn func(k int, words []uint64) error) error {
-	queue := func(k int) error {
-		r := ranges[k]
-		if st.plain != nil {
-			return nil // read synchronously in turn
-		}
-		if err := buf.Read(st.s, int(r.lo), st.buffer(k)[:r.hi-r.lo]); err != nil {
-			return err
-		}
-		return st.ev[k%2].Record(st.s)
-	}
-	if len(ranges) == 0 {
-		return nil
-	}
-	if err := queue(0); err != nil {
-		return err
-	}
-	for k, r := range ranges {
-		words := st.buffer(k)[:r.hi-r.lo]
-		if st.plain != nil {
-			if err := buf.Read(nil, int(r.lo), words); err != nil {
-				return err
-			}
-		} else {
-			if k+1 < len(ranges) {
-				if err := queue(k + 1); err != nil {
-					return err
-				}
-			}
-			if err := st.ev[k%2].Synchronize(); err != nil {
-				return err
-			}
-		}
-		if err := fn(k, words); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// close waits for the DMAs, which may still run after an error, and
-// frees the buffers and events. Its errors are dropped: the history was
-// decoded, or its own error is returned.
-func (st *historyStreamer) close() {
-	st.s.Synchronize()
-	for i := range st.pin {
-		if st.ev[i] != nil {
-			st.ev[i].Close()
-		}
-		st.pin[i].Free()
-	}
+// streamWords calls fn on each range of buf in order, with the range's
+// words in host memory (valid during the call only), through p on s
+// (gpu.StreamOut).
+func streamWords(p *gpu.Pipeline, s *gpu.Stream, buf *gpu.Buffer[uint64], ranges []wordRange, fn func(k int, words []uint64) error) error {
+	return gpu.StreamOut(p, s, buf, len(ranges), func(k int) (int, int) { return int(ranges[k].lo), int(ranges[k].hi) }, fn)
 }

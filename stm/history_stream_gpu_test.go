@@ -9,9 +9,10 @@ import (
 )
 
 // TestHistoryStreamsFromTheDevice decodes two regions of recorded words
-// from device memory through the history streamer, with pinned buffers
-// and with the Go buffers it falls back on, in chunks from a little more
-// than the longest record to readHistory's own.
+// from device memory through the history's ring (historyPipeline,
+// streamWords), with pinned chunks and with the direct copies into Go
+// memory it falls back on, in chunks from a little more than the longest
+// record to readHistory's own.
 func TestHistoryStreamsFromTheDevice(t *testing.T) {
 	dev := gputest.Device(t)
 	s, err := dev.NewStream()
@@ -33,21 +34,17 @@ func TestHistoryStreamsFromTheDevice(t *testing.T) {
 		defer buf.Free()
 		regions = append(regions, historyRegion{buf: buf, n: int64(len(words)), marks: markHistory(words)})
 	}
-	for _, pin := range []bool{true, false} {
+	for _, direct := range []bool{false, true} {
 		for _, chunk := range []int{30, 4096, historyChunkWords} {
-			st, err := newHistoryStreamer(dev, s, chunk, pin)
-			if err != nil {
+			st := historyPipeline(dev, chunk, direct)
+			got, err := decodeHistory(regions, chunk, func(region int, ranges []wordRange, fn func(k int, words []uint64) error) error {
+				return streamWords(st, s, regions[region].buf, ranges, fn)
+			})
+			if err := st.Close(); err != nil {
 				t.Fatal(err)
 			}
-			got, err := decodeHistory(regions, chunk, func(region int, ranges []wordRange, fn func(k int, words []uint64) error) error {
-				return st.stream(regions[region].buf, ranges, fn)
-			})
-			st.close()
 			if err != nil {
-				t.Fatalf("pinned %v, chunks of %d words: %v", pin, chunk, err)
-			}
-			if pinned := st.plain == nil; pinned != pin {
-				t.Errorf("pinned buffers %v, want %v", pinned, pin)
+				t.Fatalf("direct %v, chunks of %d words: %v", direct, chunk, err)
 			}
 			checkDecoded(t, chunk, got, want)
 		}
