@@ -1,0 +1,62 @@
+package btree
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/warpkv/warpkv/internal/gputest"
+)
+
+// TestLookupPipelinedFromGoSlices looks up batches of two and more than
+// three lookup chunks from Go slices (so that the GPU engine pipelines
+// them over both streams through its staging rings), half the keys
+// absent, into slices holding other answers, and compares every answer
+// with the CPU engine's.
+func TestLookupPipelinedFromGoSlices(t *testing.T) {
+	d := gputest.Device(t)
+	rng := rand.New(rand.NewPCG(31, 32))
+	keys, vals := make([]uint64, 300_000), make([]uint64, 300_000)
+	for i := range keys {
+		keys[i], vals[i] = rng.Uint64(), rng.Uint64()
+	}
+	g, err := Open(Options{GPU: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	c, err := Open(Options{Device: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, tr := range []*Tree{g, c} {
+		if err := tr.Build(keys, vals); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []int{2 * lookupChunk, 3*lookupChunk + 777} {
+		q := make([]uint64, n)
+		for i := range q {
+			q[i] = rng.Uint64()
+			if i%2 == 0 {
+				q[i] = keys[rng.IntN(len(keys))]
+			}
+		}
+		want, wantFound, err := c.Get(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, found := make([]uint64, n), make([]bool, n)
+		for i := range got {
+			got[i], found[i] = 7, true // overwritten by the lookup
+		}
+		if err := g.Lookup(q, got, found); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			if got[i] != want[i] || found[i] != wantFound[i] {
+				t.Fatalf("%d keys, key %d (%d): GPU %d %v, CPU engine %d %v", n, i, q[i], got[i], found[i], want[i], wantFound[i])
+			}
+		}
+	}
+}
