@@ -13,27 +13,8 @@ import (
 // absent, into slices holding other answers, and compares every answer
 // with the CPU engine's.
 func TestLookupPipelinedFromGoSlices(t *testing.T) {
-	d := gputest.Device(t)
 	rng := rand.New(rand.NewPCG(31, 32))
-	keys, vals := make([]uint64, 300_000), make([]uint64, 300_000)
-	for i := range keys {
-		keys[i], vals[i] = rng.Uint64(), rng.Uint64()
-	}
-	g, err := Open(Options{GPU: d})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	c, err := Open(Options{Device: "cpu"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	for _, tr := range []*Tree{g, c} {
-		if err := tr.Build(keys, vals); err != nil {
-			t.Fatal(err)
-		}
-	}
+	g, c, keys := gpuAndCPUTrees(t, rng, 300_000)
 	for _, n := range []int{2 * lookupChunk, 3*lookupChunk + 777} {
 		q := make([]uint64, n)
 		for i := range q {
@@ -59,4 +40,32 @@ func TestLookupPipelinedFromGoSlices(t *testing.T) {
 			}
 		}
 	}
+}
+
+// gpuAndCPUTrees builds a GPU tree on the tests' device and a CPU tree of
+// the same n random pairs drawn from rng, closed when the test ends, and
+// returns them with the keys.
+func gpuAndCPUTrees(t *testing.T, rng *rand.Rand, n int) (g, c *Tree, keys []uint64) {
+	t.Helper()
+	d := gputest.Device(t)
+	keys, vals := make([]uint64, n), make([]uint64, n)
+	for i := range keys {
+		keys[i], vals[i] = rng.Uint64(), rng.Uint64()
+	}
+	g, err := Open(Options{GPU: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	c, err = Open(Options{Device: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	for _, tr := range []*Tree{g, c} {
+		if err := tr.Build(keys, vals); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return g, c, keys
 }

@@ -3,8 +3,6 @@ package btree
 import (
 	"math/rand/v2"
 	"testing"
-
-	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // TestLookupStagedChunks looks up a batch of more than two lookup chunks
@@ -13,27 +11,8 @@ import (
 // answer with the CPU engine's Lookup on the same pairs; then a batch of
 // a few keys from the same Staging, and one of none.
 func TestLookupStagedChunks(t *testing.T) {
-	d := gputest.Device(t)
 	rng := rand.New(rand.NewPCG(21, 22))
-	keys, vals := make([]uint64, 200_000), make([]uint64, 200_000)
-	for i := range keys {
-		keys[i], vals[i] = rng.Uint64(), rng.Uint64()
-	}
-	g, err := Open(Options{GPU: d})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	c, err := Open(Options{Device: "cpu"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	for _, tr := range []*Tree{g, c} {
-		if err := tr.Build(keys, vals); err != nil {
-			t.Fatal(err)
-		}
-	}
+	g, c, keys := gpuAndCPUTrees(t, rng, 200_000)
 	n := 2*lookupChunk + 12345
 	st, err := g.NewStaging(n)
 	if err != nil {
