@@ -39,7 +39,7 @@ type Suite struct {
 // Suites returns the benchmark suites, in the order help lists them.
 func Suites() []Suite {
 	return []Suite{
-		{"limits", "memory limits: device copy bandwidth, random gather rate, pinned transfers (CPU engine: memory copy bandwidth); one hot word passed between threads, under a lock, and added to atomically (both engines); --size: copy bytes (smaller also scales the hot-word steps down)", RunLimits},
+		{"limits", "memory limits: device copy bandwidth, random gather rate, pinned transfers (CPU engine: memory copy bandwidth, also with non-temporal stores as the pinned pipelines copy); one hot word passed between threads, under a lock, and added to atomically (both engines); --size: copy bytes (smaller also scales the hot-word steps down)", RunLimits},
 		{"prim", "every primitive on the CPU engine and, when usable or requested, the GPU engine; --size: elements", RunPrim},
 		{"index", "Mega-KV hash index: search, insert, delete against batch size on the CPU and GPU engines; --size: largest batch", RunIndex},
 		{"mpt", "Merkle Patricia Trie CPU engines on YCSB-, ETHT- and Wiki-like data: update, hash, end to end, lookups, proofs; --size: largest trie (pairs)", RunMPT},

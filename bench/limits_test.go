@@ -12,8 +12,8 @@ func TestMeasureCPUCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res) != 2 {
-		t.Fatalf("got %d results, want 2", len(res))
+	if len(res) != 3 {
+		t.Fatalf("got %d results, want 3", len(res))
 	}
 	for _, r := range res {
 		if r.Items != 1<<16 || r.Bytes != 2<<20 || r.Seconds <= 0 || r.GBps <= 0 {
@@ -22,6 +22,9 @@ func TestMeasureCPUCopy(t *testing.T) {
 	}
 	if res[1].RatioTo != "1 thread" || !strings.Contains(res[1].Op, "3 threads") {
 		t.Errorf("parallel result %+v", res[1])
+	}
+	if res[2].RatioTo != "3 threads" || !strings.Contains(res[2].Op, "3 threads, non-temporal stores in 128 KiB pieces") {
+		t.Errorf("non-temporal result %+v", res[2])
 	}
 	if _, err := MeasureCPUCopy(8, 1, 0, 1); err == nil {
 		t.Error("copy of 8 bytes accepted")
@@ -47,12 +50,12 @@ func TestRunLimitsCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Suite != "limits" || len(rep.Results) != 5 || len(rep.Engines) != 1 {
+	if rep.Suite != "limits" || len(rep.Results) != 6 || len(rep.Engines) != 1 {
 		t.Errorf("report %+v", rep)
 	}
 	// The copies, then the hot word passed, locked and added to, each
 	// with its time a step in a note.
-	for i, want := range []string{"memory copy, 1 thread", "memory copy", "hot word passed between 2 threads", "hot word under a spin lock", "atomic add on one word"} {
+	for i, want := range []string{"memory copy, 1 thread", "memory copy", "memory copy", "hot word passed between 2 threads", "hot word under a spin lock", "atomic add on one word"} {
 		if i < len(rep.Results) && (!strings.HasPrefix(rep.Results[i].Op, want) || !(rep.Results[i].OpsPerSec > 0)) {
 			t.Errorf("row %d: %q at %v/s, want %q...", i, rep.Results[i].Op, rep.Results[i].OpsPerSec, want)
 		}
