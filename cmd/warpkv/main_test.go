@@ -105,7 +105,7 @@ func TestBenchJSON(t *testing.T) {
 		Results []struct{ Op, Engine string }
 	}
 	readJSON(t, path, &rep)
-	if rep.Suite != "limits" || rep.Reps != 2 || len(rep.Results) != 5 || rep.Results[0].Engine != "cpu" {
+	if rep.Suite != "limits" || rep.Reps != 2 || len(rep.Results) != 6 || rep.Results[0].Engine != "cpu" {
 		t.Errorf("report %+v", rep)
 	}
 }
