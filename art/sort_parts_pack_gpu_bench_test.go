@@ -28,11 +28,7 @@ func BenchmarkGPUKeyPack(b *testing.B) {
 	kb, _ := randomKeys(0, stepsBatchKeys/2)
 	src := kb.Data
 	n := len(src)
-	s, err := d.NewStream()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := gputest.Stream(b, d)
 	dst, err := gpu.Alloc[byte](d, n)
 	if err != nil {
 		b.Fatal(err)

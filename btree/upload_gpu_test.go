@@ -194,11 +194,7 @@ func BenchmarkGPUInsertRing(b *testing.B) {
 // word for word.
 func TestGPUUploadGrain(t *testing.T) {
 	d := gputest.Device(t)
-	s, err := d.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := gputest.Stream(t, d)
 	const n = 400_003
 	dev, err := gpu.Alloc[uint64](d, n+5)
 	if err != nil {

@@ -148,11 +148,7 @@ func TestDeviceRoundTripAndLaunch(t *testing.T) {
 
 func TestPinnedAsyncCopiesAndEvents(t *testing.T) {
 	d := gputest.Device(t)
-	s, err := d.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := gputest.Stream(t, d)
 	const n = 1 << 22
 	h, err := gpu.AllocHost[uint64](d, n)
 	if err != nil {

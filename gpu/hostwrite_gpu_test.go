@@ -37,11 +37,7 @@ func BenchmarkHostWrites(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := d.NewStream()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := gputest.Stream(b, d)
 	host, err := gpu.AllocMapped[uint64](d, hostWriteBytes/8)
 	if err != nil {
 		b.Fatal(err)

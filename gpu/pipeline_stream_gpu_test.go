@@ -20,11 +20,7 @@ import (
 // stop the stream with an error that says so.
 func TestStreamOutReadsEverySpan(t *testing.T) {
 	d := gputest.Device(t)
-	s, err := d.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := gputest.Stream(t, d)
 	const n = 10_000
 	words := make([]uint64, n)
 	for i := range words {

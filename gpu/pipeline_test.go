@@ -17,11 +17,7 @@ import (
 // and as a byte stream, above and below the direct threshold.
 func TestPipelineRoundTrips(t *testing.T) {
 	d := gputest.Device(t)
-	s, err := d.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := gputest.Stream(t, d)
 	for _, cfg := range []gpu.PipelineConfig{
 		{ChunkBytes: 4096, Chunks: 2, Workers: 3, Grain: 100},
 		{ChunkBytes: 1 << 16, Chunks: 4, Direct: 1 << 12, Workers: 8},
@@ -98,11 +94,7 @@ func TestPipelineRunChunksOverThreeStreams(t *testing.T) {
 	d := gputest.Device(t)
 	var ss [3]*gpu.Stream
 	for i := range ss {
-		s, err := d.NewStream()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s := gputest.Stream(t, d)
 		ss[i] = s
 	}
 	work, in, out := ss[0], ss[1], ss[2]
@@ -204,11 +196,7 @@ func TestPipelineRunChunksOverThreeStreams(t *testing.T) {
 // working.
 func TestPoolReservesBeforeUse(t *testing.T) {
 	d := gputest.Device(t)
-	s, err := d.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := gputest.Stream(t, d)
 	p := gpu.NewPool(d, s)
 	defer p.Free()
 	if err := p.Reserve(gpu.NeedOf[uint64]("keys", 1000), gpu.NeedOf[uint8]("flags", 1000)); err != nil {

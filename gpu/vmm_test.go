@@ -111,11 +111,7 @@ func BenchmarkDriverMemCalls(b *testing.B) {
 	if _, err := d.VMMGranularity(); err != nil {
 		gputest.Unavailable(b, err.Error())
 	}
-	s, err := d.NewStream()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := gputest.Stream(b, d)
 	const part = 80_000_000
 	src := make([]byte, part)
 	for i := range src {

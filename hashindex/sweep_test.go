@@ -156,11 +156,7 @@ func pinnedBandwidth(b *testing.B, d *gpu.Device, bytes int) (h2d, d2h float64) 
 		b.Fatal(err)
 	}
 	defer dev.Free()
-	s, err := d.NewStream()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := gputest.Stream(b, d)
 	rate := func(copyOnce func() error) float64 {
 		var secs []float64
 		for range 5 {

@@ -45,6 +45,18 @@ func Device(tb testing.TB) *gpu.Device {
 	return d
 }
 
+// Stream returns a new stream on d, closed when the test ends (after its
+// deferred calls), or fails the test. Cost: one cuStreamCreate.
+func Stream(tb testing.TB, d *gpu.Device) *gpu.Stream {
+	tb.Helper()
+	s, err := d.NewStream()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
 // Unavailable skips the test, or fails it under WARPKV_REQUIRE_GPU=1.
 func Unavailable(tb testing.TB, why string) {
 	tb.Helper()
