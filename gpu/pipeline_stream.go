@@ -58,14 +58,15 @@ func StreamOut[T any](p *Pipeline, s *Stream, src *Buffer[T], n int, span func(k
 // synchronous copy) at its turn.
 func streamRing[T any](p *Pipeline, s *Stream, n int, direct func(k int) bool, read func(k int, pin []byte) ([]T, error), fn func(k int, elems []T) error) error {
 	type queuedSpan struct {
-		slot  int
+		slot  int // -1: not queued (a direct span)
 		elems []T
 	}
-	inFlight := make(map[int]queuedSpan)
+	queued := make([]queuedSpan, n)
 	ahead := max(len(p.slots)-1, 0)
 	next := 0 // the next span to queue
 	for k := range n {
 		for ; next < n && next <= k+ahead; next++ {
+			queued[next].slot = -1
 			if direct(next) {
 				continue
 			}
@@ -80,11 +81,10 @@ func streamRing[T any](p *Pipeline, s *Stream, n int, direct func(k int) bool, r
 			if err := p.queued(i, s); err != nil {
 				return err
 			}
-			inFlight[next] = queuedSpan{i, elems}
+			queued[next] = queuedSpan{i, elems}
 		}
 		var elems []T
-		if q, ok := inFlight[k]; ok {
-			delete(inFlight, k)
+		if q := queued[k]; q.slot >= 0 {
 			sl := &p.slots[q.slot]
 			if err := sl.ev.Synchronize(); err != nil {
 				return err

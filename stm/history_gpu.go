@@ -1,6 +1,7 @@
 package stm
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -44,14 +45,7 @@ func (g *gpuEngine) readHistory(pl *runPlan, m *runMemory, dc []uint64) ([]Recor
 		}
 		rg.marks = make([]uint64, markWords(rg.n))
 		hugepages.Advise(rg.marks)
-		var ranges []wordRange
-		for lo := int64(0); lo < int64(len(rg.marks)); lo += int64(chunk) {
-			ranges = append(ranges, wordRange{lo, min(lo+int64(chunk), int64(len(rg.marks)))})
-		}
-		if err := streamWords(st, g.sCli, marks, ranges, func(k int, words []uint64) error {
-			copy(rg.marks[ranges[k].lo:], words)
-			return nil
-		}); err != nil {
+		if err := errors.Join(gpu.DownloadStaged(st, g.sCli, marks, 0, rg.marks), st.Drain(), g.sCli.Synchronize()); err != nil {
 			return nil, fmt.Errorf("history: reading the records' marks: %w", err)
 		}
 	}

@@ -3,7 +3,6 @@ package stm
 import (
 	"fmt"
 	"math/bits"
-	"runtime"
 
 	"github.com/warpkv/warpkv/internal/hugepages"
 	"github.com/warpkv/warpkv/internal/par"
@@ -11,16 +10,16 @@ import (
 
 // decodeMarked is decodeHistory's work, for regions whose records' starts
 // are marked (historyRegion.marks, set by stm_record): nothing reads the
-// records in order to find where they start. Each region is cut into chunks of whole records
-// (each cut ends at a mark, at most chunk words after its start unless
-// one record is longer), and each cut into pieces of historyStride
-// records, by counting marks on all cores; the words then come once, cut
-// by cut, and each cut's pieces are decoded on all cores. Every record is checked against the marks: its
-// header must say the distance to the next mark (or to the region's end),
-// so a record that does not is an error naming its first word ("bad
-// record", or "truncated record" at the region's end); of several, the
-// first in region order. Cost:
-// O(words) on all cores, plus O(words/64) for the marks.
+// records in order to find where they start. Each region is cut into
+// chunks of whole records (each cut ends at a mark, at most chunk words
+// after its start unless one record is longer), and each cut into pieces
+// of historyStride records, by counting marks on all cores; the words then
+// come once, cut by cut, and each cut's pieces are decoded on all cores.
+// Every record is checked against the marks: its header must say the
+// distance to the next mark (or to the region's end), so a record that
+// does not is an error naming its first word ("bad record", or "truncated
+// record" at the region's end); of several, the first in region order.
+// Cost: O(words) on all cores, plus O(words/64) for the marks.
 func decodeMarked(regions []historyRegion, chunk int, each func(ri int, ranges []wordRange, fn func(k int, words []uint64) error) error) ([]Record, error) {
 	cutsOf := make([][]historyCut, len(regions))
 	records, accesses := 0, 0
@@ -66,8 +65,8 @@ func decodeMarked(regions []historyRegion, chunk int, each func(ri int, ranges [
 	// first: 0.63-0.67 s of that).
 	hugepages.Advise(out)
 	hugepages.Advise(slab)
-	hugepages.Touch(out, runtime.GOMAXPROCS(0))
-	hugepages.Touch(slab, runtime.GOMAXPROCS(0))
+	hugepages.Touch(out, par.Workers(0))
+	hugepages.Touch(slab, par.Workers(0))
 	for ri, rg := range regions {
 		cuts := cutsOf[ri]
 		if len(cuts) == 0 {
@@ -117,8 +116,8 @@ type badRecord struct {
 // markedCuts cuts a region of n > 0 words into ranges of whole records of
 // at most chunk words: each ends at the last mark at most chunk words
 // after its start, or at n (a record longer than chunk words is a range
-// of its own). Cost: O(cuts) plus the
-// marks scanned back from each cut's end to its last mark.
+// of its own). Cost: O(cuts) plus the marks scanned back from each cut's
+// end to its last mark.
 func markedCuts(marks []uint64, n, chunk int64) ([]historyCut, error) {
 	if marks[0]&1 == 0 {
 		return nil, fmt.Errorf("history: bad record at word 0")

@@ -49,7 +49,7 @@ var globalFields = []string{
 	// words taken) and aborted attempts (hist_ab_cap words, hist_ab_off
 	// the words asked for, hist_ab_end the end of the records kept), and
 	// per region a bit per word set where a record starts (marks: so the
-	// host cuts the regions on all cores, history_decode.go)
+	// host cuts the regions on all cores, history_marks.go)
 	"hist", "hist_cap", "hist_off", "hist_ab", "hist_ab_cap", "hist_ab_off", "hist_ab_end",
 	"hist_marks", "hist_ab_marks",
 	"params",
