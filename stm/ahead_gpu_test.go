@@ -83,6 +83,7 @@ func aheadRuns(tb testing.TB, dev *gpu.Device) map[string][]plannedRun {
 		"TestServerCommitGPU":                  runsOf(serverCommit),
 		"TestServerCommitUnderHotAccounts":     hot,
 		"TestContentionModesGPU":               runsOf(contentionModesGPUCases(dev)),
+		"TestSmallLogValidatesInTurnGPU":       runsOf(smallLogGPUCases(dev)),
 	}
 }
 

@@ -41,14 +41,17 @@ type Config struct {
 	// against per-item versions and keeps no log. A request's first
 	// validation reads each item's newest logged write (a table of every
 	// item, which forgets nothing); its final check scans the entries
-	// logged since, and a transaction aborts (LogFull) when the log
-	// dropped one of those before it was scanned.
+	// logged since. When the log dropped one of those before it was
+	// scanned (or one lists no items, LogWrites), a check made in the
+	// server's turn, before the request's entries are logged (always so
+	// when the log is smaller than 32 entries), validates against that
+	// table again; one made after them aborts the transaction (LogFull).
 	LogSize int
 	// LogWrites is the number of written items each server's log keeps
 	// (its item pool); 0 means LogSize*DefaultLogWritesPerEntry. A commit
 	// writing more items of one partition than this is logged without its
-	// items, and any transaction it must be validated against aborts
-	// (LogFull).
+	// items, and any transaction that meets it in a final check made after
+	// its own entries are logged aborts (LogFull; see LogSize).
 	LogWrites int
 	// Servers is the number of commit servers; items are split into this
 	// many contiguous partitions, one per server. 0 means 1 on the CPU

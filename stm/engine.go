@@ -36,8 +36,8 @@ type Options struct {
 	// one per two items of the store, at least a warp: more update
 	// transactions in flight make more conflicts, and longer final checks
 	// (a request's survivors are checked against the entries logged
-	// between their first validation and their turn), which abort
-	// (LogFull) when the log dropped some of those entries.
+	// between their first validation and their turn; see Config.LogSize
+	// for what happens when the log dropped some of those entries).
 	ClientThreads int
 	// Throttle is the GPU engine's admission control of client warps:
 	// the abort rate (aborted attempts over aborted attempts and commits,

@@ -641,12 +641,12 @@ func (g *gpuEngine) collect(pl *runPlan, m *runMemory, k *kernels, ro RunOptions
 	if err := m.dctl.Read(nil, 0, dc); err != nil {
 		return nil, err
 	}
-	if code := dc[dctlError]; code != 0 {
-		return nil, g.describe(code, dc[dctlDetail0], dc[dctlDetail1], pl.n, ro)
-	}
 	cnt := make([]uint64, numCounters)
 	if err := m.counters.Read(nil, 0, cnt); err != nil {
 		return nil, err
+	}
+	if code := dc[dctlError]; code != 0 {
+		return nil, fmt.Errorf("%w (%s)", g.describe(code, dc[dctlDetail0], dc[dctlDetail1], pl.n, ro), progress(cnt, ro))
 	}
 	res := &Result{Elapsed: elapsed, Threads: pl.threads, Device: g.dev.String(), UserAborts: cnt[cntUser], Wrong: cnt[cntWrong],
 		Servers: pl.cfg.Servers, Stripe: pl.stripe, HistoryDropped: cnt[cntHistDropped]}
@@ -678,6 +678,34 @@ func (g *gpuEngine) collect(pl *runPlan, m *runMemory, k *kernels, ro RunOptions
 	}
 	res.Server.WorkerTime = elapsed * time.Duration(pl.cfg.Servers*(pl.sh.serverWarps-1))
 	return res, nil
+}
+
+// progress says how far a failed run got, from the counters its kernels
+// added to as they left: commits (of RunOptions.Transactions when set),
+// aborts by cause and requests served, so that a run that passed its
+// deadline tells a stalled commit path (no requests) from one that
+// aborts all it serves. Cost: formatting only.
+func progress(cnt []uint64, ro RunOptions) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d commits", cnt[cntCommits]+cnt[cntReadOnly])
+	if ro.Transactions > 0 {
+		fmt.Fprintf(&b, " of %d", ro.Transactions)
+	}
+	fmt.Fprintf(&b, " (%d read-only)", cnt[cntReadOnly])
+	var total uint64
+	parts := make([]string, 0, NumCauses)
+	for c := range NumCauses {
+		total += cnt[cntAbort0+int(c)]
+		if n := cnt[cntAbort0+int(c)]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", c, n))
+		}
+	}
+	fmt.Fprintf(&b, ", %d aborts", total)
+	if len(parts) > 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(&b, ", %d server requests", cnt[cntRequests])
+	return b.String()
 }
 
 // breakdown converts the kernels' cycle counters to where commit time went.

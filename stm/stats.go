@@ -17,8 +17,10 @@ const (
 	// written by a transaction that committed after its snapshot.
 	WriteWrite
 	// LogFull: the commit log no longer holds every commit since the
-	// transaction's snapshot (or holds one whose write set was too large
-	// to list), so it cannot be validated: a spurious abort.
+	// transaction's first validation (or holds one whose write set was
+	// too large to list), so a final check made after its entries were
+	// logged cannot be completed: a spurious abort. Checks made in the
+	// server's turn validate again instead (Config.LogSize).
 	LogFull
 	// SnapshotTooOld: an item no longer keeps a version as old as the
 	// transaction's snapshot.
