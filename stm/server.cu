@@ -270,9 +270,9 @@ __device__ __forceinline__ u32 stm_validate_table(const stm_globals* g, stm_log&
 // a missed conflict). The lost lanes get read-write or write-write causes,
 // or none, instead of log full; the others keep cause. Cost: the lost
 // lanes' chunks loaded again, one wts load per access. Before it, a log
-// of 4 entries under 30+ update transactions in flight aborted 83% of
-// attempts for log full and committed ~40 transactions a second (H200,
-// 2026-11-30).
+// of 4 entries with every update attempt sent (contention off) aborted
+// 83% of its attempts for log full and committed 24-91 transactions a
+// second (H200, 2026-11-30).
 __device__ __noinline__ u32 stm_revalidate(const stm_globals* g, stm_scratch* S, u32 p, u32 lane, const stm_job& J, bool lost, u32 cause) {
 	__syncwarp();
 	if (lane == 0) S->rw = S->ww = S->lf = 0;
