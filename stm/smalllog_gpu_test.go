@@ -13,15 +13,19 @@ import (
 // its deadline: its attempts aborted for log full ~10 million times in 8 s
 // and it committed ~300 of 1264 transactions (H200, 2026-11-30).
 func smallLogGPUCases(dev *gpu.Device) []gpuCase {
-	off := func(cfg Config) Options { return Options{GPU: dev, Config: cfg, Contention: ContentionOff} }
-	return []gpuCase{
-		{"log of 4, 3-round transfers", off(Config{Versions: 5, LogSize: 4, Servers: 1}),
-			runCase{"", Config{}, Bank{Accounts: 195, Initial: 363, ReadOnly: 0.55, ReadSize: 2, Rounds: 3}, 1264, 1}},
-		{"log of 4, transfers across 2 servers", off(Config{LogSize: 4, Servers: 2}),
-			runCase{"", Config{}, Bank{Accounts: 64, Initial: 10, ReadOnly: 0.3, Rounds: 2}, 2000, 1}},
-		{"log of 4 listing 2 items, 4-round transfers", off(Config{LogSize: 4, LogWrites: 2, Servers: 1}),
-			runCase{"", Config{}, Bank{Accounts: 128, Initial: 5, ReadOnly: 0.2, Rounds: 4}, 2000, 1}},
+	cases := []runCase{
+		{"log of 4, 3-round transfers", Config{Versions: 5, LogSize: 4, Servers: 1},
+			Bank{Accounts: 195, Initial: 363, ReadOnly: 0.55, ReadSize: 2, Rounds: 3}, 1264, 1},
+		{"log of 4, transfers across 2 servers", Config{LogSize: 4, Servers: 2},
+			Bank{Accounts: 64, Initial: 10, ReadOnly: 0.3, Rounds: 2}, 2000, 1},
+		{"log of 4 listing 2 items, 4-round transfers", Config{LogSize: 4, LogWrites: 2, Servers: 1},
+			Bank{Accounts: 128, Initial: 5, ReadOnly: 0.2, Rounds: 4}, 2000, 1},
 	}
+	out := make([]gpuCase, len(cases))
+	for i, c := range cases {
+		out[i] = gpuCase{c.name, Options{GPU: dev, Config: c.cfg, Contention: ContentionOff}, c}
+	}
+	return out
 }
 
 // TestSmallLogValidatesInTurnGPU: with a log smaller than a request's
