@@ -43,8 +43,8 @@ func TestLookupPipelinedFromGoSlices(t *testing.T) {
 }
 
 // gpuAndCPUTrees builds a GPU tree on the tests' device and a CPU tree of
-// the same n random pairs drawn from rng, closed when the test ends, and
-// returns them with the keys.
+// the same n random pairs drawn from rng (builtPair), closed when the
+// test ends, and returns them with the keys.
 func gpuAndCPUTrees(t *testing.T, rng *rand.Rand, n int) (g, c *Tree, keys []uint64) {
 	t.Helper()
 	d := gputest.Device(t)
@@ -52,20 +52,6 @@ func gpuAndCPUTrees(t *testing.T, rng *rand.Rand, n int) (g, c *Tree, keys []uin
 	for i := range keys {
 		keys[i], vals[i] = rng.Uint64(), rng.Uint64()
 	}
-	g, err := Open(Options{GPU: d})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
-	c, err = Open(Options{Device: "cpu"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	for _, tr := range []*Tree{g, c} {
-		if err := tr.Build(keys, vals); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c, g = builtPair(t, Options{}, d, keys, vals)
 	return g, c, keys
 }

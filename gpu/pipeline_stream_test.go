@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -60,7 +61,7 @@ func TestStreamRingOrder(t *testing.T) {
 			if q < 0 || q > at {
 				t.Fatalf("%s: span %d queued after its fn: %v", name, k, log)
 			}
-			if !slices.ContainsFunc(log[q:at], func(s string) bool { return len(s) > 5 && s[:5] == "wait " }) {
+			if !slices.ContainsFunc(log[q:at], func(s string) bool { return strings.HasPrefix(s, "wait ") }) {
 				t.Fatalf("%s: fn %d ran without a wait after its queue: %v", name, k, log)
 			}
 		}
@@ -73,7 +74,7 @@ func TestStreamRingOrder(t *testing.T) {
 			q, f := pos(fmt.Sprintf("queue %d", k)), pos(fmt.Sprintf("fn %d", k))
 			others := 0
 			for _, s := range log[q+1 : f] {
-				if len(s) > 6 && s[:6] == "queue " {
+				if strings.HasPrefix(s, "queue ") {
 					others++
 				}
 			}

@@ -168,9 +168,9 @@ func BenchmarkParseHistory(b *testing.B) {
 	}
 }
 
-// parseHistory decodes regions of recorded words already in host memory,
-// each with its marks set as stm_record sets them (markHistory)
-// (decodeHistory in chunks of chunk words).
+// parseHistory decodes regions of recorded words already in host memory
+// (decodeHistory in chunks of chunk words), each with its marks set as
+// stm_record sets them (markHistory).
 func parseHistory(chunk int, regions ...[]uint64) ([]Record, error) {
 	rgs := make([]historyRegion, len(regions))
 	for i, w := range regions {

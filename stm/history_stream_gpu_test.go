@@ -15,11 +15,7 @@ import (
 // record to readHistory's own.
 func TestHistoryStreamsFromTheDevice(t *testing.T) {
 	dev := gputest.Device(t)
-	s, err := dev.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := gputest.Stream(t, dev)
 	rng := rand.New(rand.NewPCG(11, 12))
 	c := randomHistory(rng, 3*historyStride+5, 8, 4)
 	a := randomHistory(rng, 700, 8, 4)

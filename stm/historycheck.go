@@ -37,8 +37,8 @@ type writeIndex struct {
 // newWriteIndex indexes the writes of h's committed update transactions
 // over a store of len(initial) items, and, when withStamps, returns the
 // update transactions' timestamps and records in timestamp order (records
-// of one timestamp in h's order). It fails on a write outside the store, naming
-// the one with the lowest timestamp. Every step runs on all cores: a pass
+// of one timestamp in h's order). It fails on a write outside the store,
+// naming the one with the lowest timestamp. Every step runs on all cores: a pass
 // counts each part's updates and writes, a second lays them out (writes
 // in h's order, each with its item as a sort key), and a stable radix
 // sort (prim.SortPairs) orders the writes by item and the timestamps;

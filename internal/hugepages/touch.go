@@ -1,8 +1,9 @@
 package hugepages
 
 import (
-	"sync"
 	"unsafe"
+
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // pageSize is the smallest page of x86-64 and arm64 Linux: Touch stores
@@ -25,15 +26,9 @@ func Touch[T any](s []T, workers int) {
 	}
 	step := max(pageSize/size, 1)
 	pages := (len(s) + step - 1) / step
-	workers = max(min(workers, pages), 1)
-	var wg sync.WaitGroup
-	for w := range workers {
-		lo, hi := pages*w/workers*step, min(pages*(w+1)/workers*step, len(s))
-		wg.Go(func() {
-			for i := lo; i < hi; i += step {
-				s[i] = z
-			}
-		})
-	}
-	wg.Wait()
+	par.Ranges(pages, max(min(workers, pages), 1), func(_, lo, hi int) {
+		for p := lo; p < hi; p++ {
+			s[p*step] = z
+		}
+	})
 }

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"testing"
+
+	"github.com/warpkv/warpkv/internal/par"
 )
 
 // TestBytesCopiesExactlyTheRange copies every length around the
@@ -118,25 +118,13 @@ func BenchmarkParallelCopy(b *testing.B) {
 			b.Run(fmt.Sprintf("piece=%dK/%s/workers=%d", piece>>10, name, workers), func(b *testing.B) {
 				b.SetBytes(total)
 				for b.Loop() {
-					var next atomic.Int64
-					var wg sync.WaitGroup
-					for range workers {
-						wg.Go(func() {
-							for {
-								lo := int(next.Add(int64(piece))) - piece
-								if lo >= total {
-									return
-								}
-								hi := min(lo+piece, total)
-								if nt {
-									Bytes(dst[lo:hi], src[lo:hi])
-								} else {
-									copy(dst[lo:hi], src[lo:hi])
-								}
-							}
-						})
-					}
-					wg.Wait()
+					par.For(total, piece, workers, func(lo, hi int) {
+						if nt {
+							Bytes(dst[lo:hi], src[lo:hi])
+						} else {
+							copy(dst[lo:hi], src[lo:hi])
+						}
+					})
 				}
 			})
 		}
