@@ -55,18 +55,22 @@ func StreamOut[T any](p *Pipeline, s *Stream, src *Buffer[T], n int, span func(k
 // the DMA queued on s) once the chunk's earlier copy has finished, up to
 // len(p.slots)-1 spans ahead of the one fn gets; fn(k) runs after span
 // k's chunk's event. A direct span is read (read with nil: a
-// synchronous copy) at its turn.
+// synchronous copy) at its turn. Its bookkeeping is one entry per span in
+// flight, not per span.
 func streamRing[T any](p *Pipeline, s *Stream, n int, direct func(k int) bool, read func(k int, pin []byte) ([]T, error), fn func(k int, elems []T) error) error {
 	type queuedSpan struct {
 		slot  int // -1: not queued (a direct span)
 		elems []T
 	}
-	queued := make([]queuedSpan, n)
 	ahead := max(len(p.slots)-1, 0)
+	// Spans k..k+ahead are queued at most: a ring of ahead+1 entries,
+	// span j's at j%len(queued).
+	queued := make([]queuedSpan, min(ahead+1, n))
 	next := 0 // the next span to queue
 	for k := range n {
 		for ; next < n && next <= k+ahead; next++ {
-			queued[next].slot = -1
+			q := &queued[next%len(queued)]
+			q.slot = -1
 			if direct(next) {
 				continue
 			}
@@ -81,10 +85,10 @@ func streamRing[T any](p *Pipeline, s *Stream, n int, direct func(k int) bool, r
 			if err := p.queued(i, s); err != nil {
 				return err
 			}
-			queued[next] = queuedSpan{i, elems}
+			*q = queuedSpan{i, elems}
 		}
 		var elems []T
-		if q := queued[k]; q.slot >= 0 {
+		if q := queued[k%len(queued)]; q.slot >= 0 {
 			sl := &p.slots[q.slot]
 			if err := sl.ev.Synchronize(); err != nil {
 				return err
