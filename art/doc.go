@@ -12,6 +12,7 @@
 //	defer t.Close()
 //	err = t.Insert([][]byte{[]byte("a"), []byte("ab")}, []uint64{1, 2})
 //	vals, found, err := t.Get([][]byte{[]byte("ab")})
+//	err = t.GetInto(keys, vals, found) // answers the caller reuses: no allocation a call
 //	keys, vals, err := t.Range([]byte("a"), nil, 10) // [lo, hi), nil hi: no bound; limit <= 0: none
 //	for k, v := range t.ScanPrefix([]byte("a")) { ... }
 //	err = t.InsertContext(ctx, keys, vals) // stops between chunks, undone

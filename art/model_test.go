@@ -153,9 +153,22 @@ type subject struct {
 	t      *Tree
 	staged bool // lookups through a Staging
 	packed bool // lookups and updates of packed batches (Lookup, UpdateKeys) instead of Get and Update
-	reuse  bool // queries answered into one Result reused from batch to batch (RangesInto, ...)
+	reuse  bool // answers into memory reused from batch to batch: queries into one Result (RangesInto, ...), lookups and updates of Go slices into one set of answers (GetInto, UpdateInto)
 	pinned bool // that Result made by NewResult (pinned on the GPU engine)
 	res    *Result
+	vals   []uint64 // the reused answers of GetInto and UpdateInto
+	found  []bool
+}
+
+// answers returns n of the subject's reused answers, holding whatever the
+// batches before left in them (GetInto and UpdateInto must overwrite
+// every one): values of 1<<63 and flags true where nothing was written
+// yet.
+func (s *subject) answers(n int) ([]uint64, []bool) {
+	for len(s.vals) < n {
+		s.vals, s.found = append(s.vals, 1<<63), append(s.found, true)
+	}
+	return s.vals[:n], s.found[:n]
 }
 
 // getStaged is Get through a Staging.
@@ -191,10 +204,15 @@ func (s *subject) Apply(b batch) (answer, error) {
 	case tInsert:
 		err = t.Insert(b.keys, b.vals)
 	case tUpdate:
-		if s.packed {
+		switch {
+		case s.packed:
 			a.Found = make([]bool, len(b.keys))
 			err = t.UpdateKeys(Pack(b.keys), b.vals, a.Found)
-		} else {
+		case s.reuse:
+			_, f := s.answers(len(b.keys))
+			err = t.UpdateInto(b.keys, b.vals, f)
+			a.Found = slices.Clone(f)
+		default:
 			a.Found, err = t.Update(b.keys, b.vals)
 		}
 	case tGet:
@@ -204,6 +222,10 @@ func (s *subject) Apply(b batch) (answer, error) {
 		case s.packed:
 			a.Vals, a.Found = make([]uint64, len(b.keys)), make([]bool, len(b.keys))
 			err = t.Lookup(Pack(b.keys), a.Vals, a.Found)
+		case s.reuse:
+			v, f := s.answers(len(b.keys))
+			err = t.GetInto(b.keys, v, f)
+			a.Vals, a.Found = slices.Clone(v), slices.Clone(f)
 		default:
 			a.Vals, a.Found, err = t.Get(b.keys)
 		}

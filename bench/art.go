@@ -389,10 +389,14 @@ type artStager interface {
 }
 
 // artSlicer is an implementation that also takes batches as one Go slice
-// per key (warpkv's engines: art.Tree.Get and art.Tree.Update).
+// per key, with answers it allocates (warpkv's engines: art.Tree.Get and
+// art.Tree.Update) or into the caller's (art.Tree.GetInto and
+// art.Tree.UpdateInto).
 type artSlicer interface {
 	GetSlices(keys [][]byte) ([]uint64, []bool, error)
 	UpdateSlices(keys [][]byte, values []uint64) error
+	GetSlicesInto(keys [][]byte, values []uint64, found []bool) error
+	UpdateSlicesInto(keys [][]byte, values []uint64, found []bool) error
 }
 
 // ARTLimits are the references of the GPU rows (MeasureLimits), zero
@@ -492,11 +496,13 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 		rows = append(rows, lr...)
 	}
 	if sl, ok := impl.(artSlicer); ok && lim.Gather32 > 0 && (c.Op == ARTLookup || c.Op == ARTMiss || c.Op == ARTUpdate) {
-		r, err := artSliceRow(c, impl.Name(), sl, d, reps, up+down, lv, lf)
-		if err != nil {
-			return nil, *ch, err
+		for _, into := range []bool{false, true} {
+			r, err := artSliceRow(c, impl.Name(), sl, d, reps, up+down, lv, lf, into)
+			if err != nil {
+				return nil, *ch, err
+			}
+			rows = append(rows, r.VsBandwidth("pinned H2D", lim.H2DGBps))
 		}
-		rows = append(rows, r.VsBandwidth("pinned H2D", lim.H2DGBps))
 	}
 	if st, ok := impl.(artStager); ok && lim.Gather32 > 0 && (c.Op == ARTLookup || c.Op == ARTMiss) {
 		r, err := artStagedRow(c, impl.Name(), st, d, reps, up+down)
@@ -687,19 +693,30 @@ func artCheckAnswer(c ARTCase, impl ARTImpl, d *ARTData, lv []uint64, lf []bool,
 // artSliceRow times lookups or updates from one Go slice per key (the GPU
 // engine): the slices made once, untimed, then whole calls timed, median
 // of reps after DefaultWarmup, the call moving bytes; a lookup's answers
-// must be the packed call's (lv, lf).
-func artSliceRow(c ARTCase, name string, sl artSlicer, d *ARTData, reps int, bytes int64, lv []uint64, lf []bool) (Result, error) {
+// must be the packed call's (lv, lf). into times the calls into answers
+// made once and reused (GetInto, UpdateInto: the row ": from [][]byte into
+// reused answers"); else each call allocates its answers (Get, Update:
+// ": from [][]byte").
+func artSliceRow(c ARTCase, name string, sl artSlicer, d *ARTData, reps int, bytes int64, lv []uint64, lf []bool, into bool) (Result, error) {
 	keys := d.Keys.Unpack()
 	var ts []float64
 	var sv []uint64
 	var sf []bool
+	if into {
+		sv, sf = make([]uint64, len(keys)), make([]bool, len(keys))
+	}
 	for i := range DefaultWarmup + reps {
 		runtime.GC()
 		t0 := time.Now()
 		var err error
-		if c.Op == ARTUpdate {
+		switch {
+		case c.Op == ARTUpdate && into:
+			err = sl.UpdateSlicesInto(keys, d.Values, sf)
+		case c.Op == ARTUpdate:
 			err = sl.UpdateSlices(keys, d.Values)
-		} else {
+		case into:
+			err = sl.GetSlicesInto(keys, sv, sf)
+		default:
 			sv, sf, err = sl.GetSlices(keys)
 		}
 		if err != nil {
@@ -709,12 +726,18 @@ func artSliceRow(c ARTCase, name string, sl artSlicer, d *ARTData, reps int, byt
 			ts = append(ts, time.Since(t0).Seconds())
 		}
 	}
-	for i := range sf {
-		if sf[i] != lf[i] || sv[i] != lv[i] {
-			return Result{}, fmt.Errorf("%s: from [][]byte, key %d: %d %v, packed %d %v", c.Name(), i, sv[i], sf[i], lv[i], lf[i])
+	form := ": from [][]byte"
+	if into {
+		form += " into reused answers"
+	}
+	if c.Op != ARTUpdate {
+		for i := range sf {
+			if sf[i] != lf[i] || sv[i] != lv[i] {
+				return Result{}, fmt.Errorf("%s%s, key %d: %d %v, packed %d %v", c.Name(), form, i, sv[i], sf[i], lv[i], lf[i])
+			}
 		}
 	}
-	return NewResult(c.Name()+": from [][]byte", name, int64(c.Batch), bytes, Median(ts)), nil
+	return NewResult(c.Name()+form, name, int64(c.Batch), bytes, Median(ts)), nil
 }
 
 // artStagedRow times lookups from pinned staging (the GPU engine): the
@@ -859,6 +882,18 @@ func (e *artEngine) GetSlices(keys [][]byte) ([]uint64, []bool, error) { return 
 func (e *artEngine) UpdateSlices(keys [][]byte, values []uint64) error {
 	_, err := e.t.Update(keys, values)
 	return err
+}
+
+// GetSlicesInto looks keys up from one slice per key into the caller's
+// answers (art.Tree.GetInto).
+func (e *artEngine) GetSlicesInto(keys [][]byte, values []uint64, found []bool) error {
+	return e.t.GetInto(keys, values, found)
+}
+
+// UpdateSlicesInto updates keys from one slice per key, the found flags
+// into the caller's (art.Tree.UpdateInto).
+func (e *artEngine) UpdateSlicesInto(keys [][]byte, values []uint64, found []bool) error {
+	return e.t.UpdateInto(keys, values, found)
 }
 
 // SetLookupLanes sets the tree's lanes per lookup.
