@@ -3,6 +3,8 @@ package art
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,7 +89,11 @@ func randomKeys(from, n int) (Keys, []uint64) {
 // beside the work: check_later_gpu.go), with the batch checked before the
 // call (checkFirst), with pools of buffers
 // (buffers: the fallback without VMM), without growAhead,
-// and with the retired pools freed before the call returns (freeInCall).
+// with the retired pools freed before the call returns (freeInCall), and
+// with the build's frees beside waited for and the host idle 20 ms before
+// the insert (settled: a tree built long before the insert), with the
+// host idle 20 ms alone (idle), and with the frees waited for inside the
+// timed call (waitTimed).
 func BenchmarkGPUInsertSteps(b *testing.B) {
 	for _, c := range []struct {
 		name          string
@@ -96,10 +102,16 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 		ahead, inCall bool
 		buffers       bool // pools of buffers, not grown in place (vmm off)
 		checkFirst    bool // the batch checked before the call (deferCheck off)
+		settled       bool // the build's frees beside waited for, and 20 ms idle, before the insert
+		idle          bool // 20 ms idle before the insert, the build's frees beside not waited for
+		waitTimed     bool // the build's frees beside waited for inside the timed call, as an engine waiting for them would
 	}{
 		{name: "tree=16Mi", tree: stepsTreeKeys, keys: stepsKeys, ahead: true},
 		{name: "tree=100M", tree: 100_000_000, keys: randomKeys, ahead: true},
 		{name: "tree=100M,checkFirst", tree: 100_000_000, keys: randomKeys, ahead: true, checkFirst: true},
+		{name: "tree=100M,settled", tree: 100_000_000, keys: randomKeys, ahead: true, settled: true},
+		{name: "tree=100M,idle", tree: 100_000_000, keys: randomKeys, ahead: true, idle: true},
+		{name: "tree=100M,waitTimed", tree: 100_000_000, keys: randomKeys, ahead: true, waitTimed: true},
 		{name: "tree=100M,buffers", tree: 100_000_000, keys: randomKeys, ahead: true, buffers: true},
 		{name: "tree=100M,ahead=off", tree: 100_000_000, keys: randomKeys},
 		{name: "tree=100M,freeInCall", tree: 100_000_000, keys: randomKeys, ahead: true, inCall: true},
@@ -119,7 +131,7 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			g.vmm = g.vmm && !c.buffers
 			g.deferCheck = !c.checkFirst
 			var lb engine.Timings
-			var call, frees, before time.Duration
+			var call, frees, before, waited time.Duration
 			var pools string
 			for b.Loop() {
 				b.StopTimer()
@@ -127,8 +139,18 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 					b.Fatal(err)
 				}
 				pools = poolsLine(g.t, aheadCaps(g.t, ik.Len(), leafGuess(ik)))
+				if c.settled {
+					g.waitFrees()
+				}
+				if c.settled || c.idle {
+					time.Sleep(settleFor())
+				}
 				b.StartTimer()
 				t0 := time.Now()
+				if c.waitTimed {
+					g.waitFrees()
+					waited = time.Since(t0)
+				}
 				if err := tr.InsertKeys(ik, iv); err != nil {
 					b.Fatal(err)
 				}
@@ -155,7 +177,7 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 			if err := ik.check("insert", iv, true); err != nil {
 				b.Fatal(err)
 			}
-			b.Logf("the batch's check alone, warm: %v", time.Since(t1))
+			b.Logf("the batch's check alone, warm: %v; the build's frees waited for in the call: %v", time.Since(t1), waited)
 			b.Logf("last insert: %v, the call %v, its frees beside done %v after it\n%s        pools (kind: live/capacity, grown ahead to)\n        before: %s",
 				lb, call, frees, engine.FormatSteps(steps), pools)
 			if tr.Len() != c.tree+stepsBatchKeys {
@@ -194,4 +216,13 @@ func poolsLine(t *devTree, ahead [numKinds + 1]uint64) string {
 		sb.WriteString("  ")
 	}
 	return sb.String()
+}
+
+// settleFor is how long BenchmarkGPUInsertSteps' settled and idle cases
+// wait after the build: $WARPKV_SETTLE_MS milliseconds, 20 by default.
+func settleFor() time.Duration {
+	if ms, err := strconv.Atoi(os.Getenv("WARPKV_SETTLE_MS")); err == nil && ms >= 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return 20 * time.Millisecond
 }

@@ -478,6 +478,24 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 			rows = append(rows, k)
 		}
 	}
+	// Inserts timed again into a tree built artSettle before: right after
+	// a 100M-key build the insert runs about 20% slower (H200, 2026-11-30;
+	// BENCHMARKS.md "CuART insert right after a build"), so this row is an
+	// insert into a tree its caller built earlier.
+	if c.Op == ARTInsert && phaser != nil && lim.Gather32 > 0 && prepare != nil {
+		settled := func() error {
+			if err := prepare(); err != nil {
+				return err
+			}
+			time.Sleep(artSettle)
+			return nil
+		}
+		ts, err := timeRuns(reps, settled, run, nil)
+		if err != nil {
+			return nil, *ch, err
+		}
+		rows = append(rows, NewResult(c.Name()+artSettledRow, impl.Name(), items, up+down, Median(ts)).VsBandwidth("pinned H2D", lim.H2DGBps))
+	}
 	// Ranges and prefix scans timed without the checksum: the checksum of
 	// the last answer, then the calls with it as their own row.
 	if answerer != nil {
@@ -516,6 +534,13 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 	}
 	return rows, *ch, nil
 }
+
+// artSettle is how long the insert row artSettledRow waits after each
+// build before the timed insert, and artSettledRow that row's suffix.
+const (
+	artSettle     = 20 * time.Millisecond
+	artSettledRow = ": into a tree built 20 ms before"
+)
 
 // artQueryWarm is how long RunARTCase calls a GPU engine's ranges or
 // prefix scans before their warm-up run and timed runs, so that the
