@@ -213,28 +213,40 @@ func (r *artRunner) flush(ops []artOp) error {
 			fmt.Fprintln(w, n)
 		}
 	case "range", "prefix":
-		// One limit for the batch (none when a query has none, else the
-		// largest); each query prints at most its own.
+		// One query call per group of limits (limitGroups); each query
+		// prints at most its own.
 		limits := make([]int, len(ops))
 		for i, op := range ops {
 			limits[i] = op.limit
 		}
-		var res *art.Result
-		var err error
-		if verb == "range" {
-			qs := make([]art.Query, len(ops))
-			for i, op := range ops {
-				qs[i] = art.Query{Lo: op.key, Hi: op.hi}
+		res := make([]*art.Result, len(ops)) // each line's call's answer
+		at := make([]int, len(ops))          // and its query there
+		groups, callLimits := limitGroups(limits)
+		for g, idx := range groups {
+			var rg *art.Result
+			var err error
+			if verb == "range" {
+				qs := make([]art.Query, len(idx))
+				for j, i := range idx {
+					qs[j] = art.Query{Lo: ops[i].key, Hi: ops[i].hi}
+				}
+				rg, err = t.Ranges(qs, callLimits[g])
+			} else {
+				ps := make([][]byte, len(idx))
+				for j, i := range idx {
+					ps[j] = ops[i].key
+				}
+				rg, err = t.Prefix(ps, callLimits[g])
 			}
-			res, err = t.Ranges(qs, batchLimit(limits))
-		} else {
-			res, err = t.Prefix(keys(), batchLimit(limits))
-		}
-		if err != nil {
-			return err
+			if err != nil {
+				return err
+			}
+			for j, i := range idx {
+				res[i], at[i] = rg, j
+			}
 		}
 		for i, op := range ops {
-			ks, vs := res.Query(i)
+			ks, vs := res[i].Query(at[i])
 			n := shown(len(ks), op.limit)
 			fmt.Fprintf(w, "%s %d\n", verb, n)
 			for j := range n {

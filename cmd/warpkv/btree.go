@@ -206,29 +206,39 @@ func (r *btreeRunner) update(keys, vals []uint64) error {
 }
 
 // ranges answers a batch of half-open range lines [LO, HI) with one
-// Ranges call (half-open too) and prints each with its own limit. A line
-// with no upper bound asks Ranges(LO, MaxUint64) and, while under its
-// limit, adds the key MaxUint64 (beyond every half-open range of the Go
-// API, within "LO *") from one lookup.
+// Ranges call (half-open too) per group of limits (limitGroups) and prints
+// each with its own limit. A line with no upper bound asks Ranges(LO,
+// MaxUint64) and, while under its limit, adds the key MaxUint64 (beyond
+// every half-open range of the Go API, within "LO *") from one lookup.
 func (r *btreeRunner) ranges(ops []btreeOp) error {
-	los, his := make([]uint64, len(ops)), make([]uint64, len(ops))
 	limits := make([]int, len(ops))
 	for i, op := range ops {
-		los[i], his[i], limits[i] = op.key, op.hi, op.limit
-		if op.noHi {
-			his[i] = math.MaxUint64
-		}
+		limits[i] = op.limit
 	}
-	keys, vals, offs, err := r.t.Ranges(los, his, batchLimit(limits))
-	if err != nil {
-		return err
+	keys, vals := make([][]uint64, len(ops)), make([][]uint64, len(ops)) // each line's pairs
+	groups, callLimits := limitGroups(limits)
+	for g, idx := range groups {
+		los, his := make([]uint64, len(idx)), make([]uint64, len(idx))
+		for j, i := range idx {
+			los[j], his[j] = ops[i].key, ops[i].hi
+			if ops[i].noHi {
+				his[j] = math.MaxUint64
+			}
+		}
+		ks, vs, offs, err := r.t.Ranges(los, his, callLimits[g])
+		if err != nil {
+			return err
+		}
+		for j, i := range idx {
+			keys[i], vals[i] = ks[offs[j]:offs[j+1]], vs[offs[j]:offs[j+1]]
+		}
 	}
 	maxVal, maxFound, err := r.maxKey(ops)
 	if err != nil {
 		return err
 	}
 	for i, op := range ops {
-		ks, vs := keys[offs[i]:offs[i+1]], vals[offs[i]:offs[i+1]]
+		ks, vs := keys[i], vals[i]
 		n := shown(len(ks), op.limit)
 		addMax := op.noHi && maxFound && (op.limit <= 0 || n < op.limit)
 		if addMax {

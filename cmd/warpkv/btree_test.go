@@ -242,3 +242,78 @@ func TestBTreeRunOverAMap(t *testing.T) {
 		}
 	}
 }
+
+// pairsTree is a mapTree that counts the pairs its Ranges calls return.
+type pairsTree struct {
+	mapTree
+	pairs int
+}
+
+func (t *pairsTree) Ranges(los, his []uint64, limit int) (keys, values []uint64, offsets []int, err error) {
+	keys, values, offsets, err = t.mapTree.Ranges(los, his, limit)
+	t.pairs += len(keys)
+	return keys, values, offsets, err
+}
+
+// TestBTreeRunRangeLimitsPerQuery checks that a batch of range lines with
+// small limits asks the tree for about the pairs they print, not every
+// pair of their ranges, when another line of the batch has no limit (one
+// limit for the batch, none, made such a file run out of memory where
+// --batch 1 ran it in a few megabytes).
+func TestBTreeRunRangeLimitsPerQuery(t *testing.T) {
+	const keys, lines = 1000, 500
+	var in strings.Builder
+	for k := range keys {
+		fmt.Fprintf(&in, "put %d %d\n", k, k)
+	}
+	in.WriteString("range 0 2 0\n")
+	for i := range lines {
+		fmt.Fprintf(&in, "range %d * %d\n", i, 1+i%3)
+	}
+	tr := &pairsTree{mapTree: mapTree{m: map[uint64]uint64{}}}
+	var out bytes.Buffer
+	w := bufio.NewWriter(&out)
+	if err := (&btreeRunner{t: tr, w: w}).run(strings.NewReader(in.String()), 0); err != nil || w.Flush() != nil {
+		t.Fatal(err)
+	}
+	if want := 2 + 2*3*lines; tr.pairs > want {
+		t.Errorf("Ranges returned %d pairs for lines printing at most %d; want at most %d", tr.pairs, 2+3*lines, want)
+	}
+	if got := strings.Count(out.String(), "range "); got != lines+1 {
+		t.Errorf("%d range answers, want %d", got, lines+1)
+	}
+}
+
+// TestLimitGroups checks the groups of limitGroups: one for no limit
+// (limits of 0 or less), one per power of two of the others, each
+// asking its largest limit, every query in exactly one, in order.
+func TestLimitGroups(t *testing.T) {
+	limits := []int{0, 1, 3, -2, 4, 2, 5, 8, 9, 1, math.MaxInt32, 1 << 30}
+	groups, calls := limitGroups(limits)
+	seen := map[int]bool{}
+	for g, idx := range groups {
+		if !slices.IsSorted(idx) {
+			t.Errorf("group %d: %v not in order", g, idx)
+		}
+		for _, i := range idx {
+			if seen[i] {
+				t.Errorf("query %d in two groups", i)
+			}
+			seen[i] = true
+			l := limits[i]
+			switch {
+			case l <= 0 && calls[g] != 0:
+				t.Errorf("query %d (limit %d) in a call with limit %d", i, l, calls[g])
+			case l > 0 && (calls[g] < l || calls[g] > 2*l):
+				t.Errorf("query %d (limit %d) in a call with limit %d, want [%d, %d]", i, l, calls[g], l, 2*l)
+			}
+		}
+	}
+	if len(seen) != len(limits) {
+		t.Errorf("%d of %d queries grouped", len(seen), len(limits))
+	}
+	want := [][]int{{0, 3}, {1, 9}, {2, 4}, {5}, {6, 7}, {8}, {10}, {11}}
+	if !slices.EqualFunc(groups, want, slices.Equal) {
+		t.Errorf("groups %v, want %v", groups, want)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"strconv"
 )
 
@@ -80,17 +81,34 @@ func parseOpLimit(s string) (int, error) {
 	return int(min(max(v, 0), math.MaxInt32)), nil
 }
 
-// batchLimit is the limit one query call of a batch of queries needs: 0
-// (no limit) when any query has none, else the largest.
-func batchLimit(limits []int) int {
-	most := 0
-	for _, l := range limits {
-		if l <= 0 {
-			return 0
+// limitGroups splits a batch of queries with these limits into groups of
+// one query call each, so that no call asks for far more pairs than its
+// queries print: the queries with no limit (0 or less) form one group
+// (call limit 0), and those whose limits round up to the same power of two
+// another (call limit: the group's largest). A call then writes at most
+// twice the pairs its limited queries print, as applying the lines one at
+// a time would, where one limit for the whole batch (none when any query
+// has none) would write every pair of every range of a query that prints
+// one. Groups list query indexes in order; at most 33 groups.
+func limitGroups(limits []int) (groups [][]int, callLimits []int) {
+	at := map[int]int{} // group key (-1: no limit, else bits.Len of limit-1) -> group
+	for i, l := range limits {
+		key := -1
+		if l > 0 {
+			key = bits.Len(uint(l - 1))
 		}
-		most = max(most, l)
+		g, ok := at[key]
+		if !ok {
+			g = len(groups)
+			at[key] = g
+			groups, callLimits = append(groups, nil), append(callLimits, 0)
+		}
+		groups[g] = append(groups[g], i)
+		if l > 0 {
+			callLimits[g] = max(callLimits[g], l)
+		}
 	}
-	return most
+	return groups, callLimits
 }
 
 // shown is how many of n answers a query with limit prints (limit 0: all).
