@@ -423,7 +423,10 @@ type ARTLimits struct {
 // and runs without a GPU do. The GPU engine's lookups and updates (an
 // artPhaser's point calls) are timed the same way, back to back after
 // artQueryWarm: a single call of about a millisecond right after the
-// case's 100M-key build ran 2-3x slower than the calls after it.
+// case's 100M-key build ran 2-3x slower than the calls after it. With a
+// GPU, an implementation's inserts are also timed into a tree built
+// artSettle before (the artSettledRow row), and lookups and updates from
+// [][]byte (artSlicer) with answers allocated and into reused ones.
 func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, lim ARTLimits) ([]Result, ARTCheck, error) {
 	r, err := newARTRun(c, impl, in, d, lim)
 	if err != nil {
