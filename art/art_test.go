@@ -8,9 +8,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/internal/enginetest"
-	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 type artCase = enginetest.Case[batch, *model]
@@ -263,47 +261,35 @@ func TestDumpQueriesCoverEveryKey(t *testing.T) {
 // TestLookupStaged checks lookups from a staging buffer against Get, on
 // both engines.
 func TestLookupStaged(t *testing.T) {
-	for _, tg := range targets() {
-		t.Run(tg.Name, func(t *testing.T) {
-			var dev *gpu.Device
-			if tg.GPU {
-				dev = gputest.Device(t)
+	eachTarget(t, func(t *testing.T, tr *Tree) {
+		keys := [][]byte{[]byte(""), []byte("a"), []byte("ab"), bytes.Repeat([]byte("z"), 100)}
+		if err := tr.Insert(keys[1:], []uint64{1, 2, 3}); err != nil {
+			t.Fatal(err)
+		}
+		st, err := tr.NewStaging(8, 256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Free()
+		q := [][]byte{[]byte("ab"), []byte(""), []byte("zz"), keys[3]}
+		st.Offs[0] = 0
+		o := 0
+		for i, k := range q {
+			o += copy(st.Data[o:], k)
+			st.Offs[i+1] = uint32(o)
+		}
+		if err := tr.LookupStaged(st, len(q)); err != nil {
+			t.Fatal(err)
+		}
+		want := []uint64{2, 0, 0, 3}
+		wantF := []uint8{1, 0, 0, 1}
+		for i := range q {
+			if st.Values[i] != want[i] || st.Found[i] != wantF[i] {
+				t.Fatalf("key %q: %d/%d, want %d/%d", q[i], st.Values[i], st.Found[i], want[i], wantF[i])
 			}
-			sub, err := tg.Open(t, dev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr := sub.(*subject).t
-			defer tr.Close()
-			keys := [][]byte{[]byte(""), []byte("a"), []byte("ab"), bytes.Repeat([]byte("z"), 100)}
-			if err := tr.Insert(keys[1:], []uint64{1, 2, 3}); err != nil {
-				t.Fatal(err)
-			}
-			st, err := tr.NewStaging(8, 256)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Free()
-			q := [][]byte{[]byte("ab"), []byte(""), []byte("zz"), keys[3]}
-			st.Offs[0] = 0
-			o := 0
-			for i, k := range q {
-				o += copy(st.Data[o:], k)
-				st.Offs[i+1] = uint32(o)
-			}
-			if err := tr.LookupStaged(st, len(q)); err != nil {
-				t.Fatal(err)
-			}
-			want := []uint64{2, 0, 0, 3}
-			wantF := []uint8{1, 0, 0, 1}
-			for i := range q {
-				if st.Values[i] != want[i] || st.Found[i] != wantF[i] {
-					t.Fatalf("key %q: %d/%d, want %d/%d", q[i], st.Values[i], st.Found[i], want[i], wantF[i])
-				}
-			}
-			if err := tr.LookupStaged(st, 9); err == nil {
-				t.Fatal("9 keys in a staging of 8 accepted")
-			}
-		})
-	}
+		}
+		if err := tr.LookupStaged(st, 9); err == nil {
+			t.Fatal("9 keys in a staging of 8 accepted")
+		}
+	})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/warpkv/warpkv/gpu"
 	"github.com/warpkv/warpkv/internal/enginetest"
+	"github.com/warpkv/warpkv/internal/gputest"
 )
 
 // The differential tests: batches go to a reference ordered index this
@@ -373,6 +374,27 @@ func targets() []enginetest.Target[batch, answer] {
 			t, err := Open(Options{Device: "cpu", Workers: 2})
 			return &subject{t: t, reuse: true, pinned: true}, err
 		}},
+	}
+}
+
+// eachTarget runs fn as a subtest on a fresh tree of every target
+// (skipped, or failed under WARPKV_REQUIRE_GPU, where a GPU target has
+// no device), closing the tree after it.
+func eachTarget(t *testing.T, fn func(t *testing.T, tr *Tree)) {
+	for _, tg := range targets() {
+		t.Run(tg.Name, func(t *testing.T) {
+			var dev *gpu.Device
+			if tg.GPU {
+				dev = gputest.Device(t)
+			}
+			sub, err := tg.Open(t, dev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := sub.(*subject).t
+			defer tr.Close()
+			fn(t, tr)
+		})
 	}
 }
 
