@@ -1,0 +1,100 @@
+package gpu_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/warpkv/warpkv/gpu"
+	"github.com/warpkv/warpkv/internal/gputest"
+)
+
+// afterFreeBytes is the device memory BenchmarkTransferAfterFree frees
+// before each timed copy (about what a rebuild of a 100M-key CuART tree
+// frees), and afterFreeCopy the copy it times (a CuART insert's 10M
+// 16-byte keys).
+const (
+	afterFreeBytes = 4 << 30
+	afterFreeCopy  = 160 << 20
+)
+
+// BenchmarkTransferAfterFree times a pinned host-to-device copy of
+// afterFreeCopy bytes right after afterFreeBytes of device memory were
+// written and freed, and after idle gaps, to test one explanation of
+// CuART's insert running about 20% slower right after a 100M-key build
+// (its keys' transfers slower for 10-20 ms; BENCHMARKS.md "CuART insert
+// right after a build"): that the driver scrubs freed memory with the copy
+// engines. Freed kinds: none (the reference), a buffer (cuMemFree) and a
+// Growable (cuMemUnmap and cuMemRelease, as the tree's pools). The metric
+// is GB/s of the copy by the host's clock, the copy synchronized; the
+// allocation, its fill, the free and the gap are not in it (ns/op counts
+// the whole iteration).
+func BenchmarkTransferAfterFree(b *testing.B) {
+	d := gputest.Device(b)
+	s := gputest.Stream(b, d)
+	host, err := gpu.AllocHost[byte](d, afterFreeCopy)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer host.Free()
+	dst, err := gpu.Alloc[byte](d, afterFreeCopy)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dst.Free()
+	free := map[string]func() error{
+		"none": func() error { return nil },
+		"buffer": func() error {
+			buf, err := gpu.Alloc[byte](d, afterFreeBytes)
+			if err != nil {
+				return err
+			}
+			if err := buf.FillBytes(s, 1); err != nil {
+				return err
+			}
+			if err := s.Synchronize(); err != nil {
+				return err
+			}
+			return buf.Free()
+		},
+		"growable": func() error {
+			g, err := gpu.NewGrowable(d, afterFreeBytes)
+			if err != nil {
+				return err
+			}
+			if err := g.Grow(afterFreeBytes); err != nil {
+				return err
+			}
+			if err := gpu.GrowableView[byte](g, afterFreeBytes).FillBytes(s, 1); err != nil {
+				return err
+			}
+			if err := s.Synchronize(); err != nil {
+				return err
+			}
+			return g.Free()
+		},
+	}
+	for _, kind := range []string{"none", "buffer", "growable"} {
+		for _, gap := range []time.Duration{0, 5 * time.Millisecond, 20 * time.Millisecond} {
+			b.Run(fmt.Sprintf("freed=%s/gap=%v", kind, gap), func(b *testing.B) {
+				var copied time.Duration
+				for range b.N {
+					if err := free[kind](); err != nil {
+						b.Fatal(err)
+					}
+					time.Sleep(gap)
+					t0 := time.Now()
+					if err := dst.Write(s, 0, host.Slice()); err != nil {
+						b.Fatal(err)
+					}
+					if err := s.Synchronize(); err != nil {
+						b.Fatal(err)
+					}
+					copied += time.Since(t0)
+				}
+				b.ReportMetric(float64(afterFreeCopy)*float64(b.N)/copied.Seconds()/1e9, "GB/s")
+				b.ReportMetric(copied.Seconds()*1e3/float64(b.N), "copy-ms")
+			})
+		}
+	}
+}
