@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // noVersion marks a slot of the GPU engine's version rings that holds no
@@ -136,15 +137,14 @@ func NewStore(o StoreOptions) (*Store, error) {
 	cfg = cfg.forItems(o.Items)
 	n, k := o.Items, cfg.Versions
 	stripes := stripesFor(runtime.GOMAXPROCS(0))
+	per := logRecords(n, k, stripes)
 	s := &Store{
 		cfg: cfg, n: n, k: k,
 		items:   make([]item, n),
 		stripes: make([]stripe, stripes),
 		record:  o.Record || o.RecordAborted, recordAborted: o.RecordAborted, yield: o.yield,
 	}
-	per := 0
 	if k > 1 {
-		per = 1 << bits.Len(uint(min(maxLogRecords, max(minLogRecords, (n*(k-1)+stripes-1)/stripes))-1))
 		s.logs = make([]versionLog, stripes)
 	}
 	if o.Init != nil {
@@ -166,6 +166,31 @@ func NewStore(o StoreOptions) (*Store, error) {
 		return tx
 	}
 	return s, nil
+}
+
+// logRecords returns the records of each version log of a store of n
+// items keeping k versions over stripes logs (0: none, when k is 1).
+func logRecords(n, k, stripes int) int {
+	if k <= 1 {
+		return 0
+	}
+	return 1 << bits.Len(uint(min(maxLogRecords, max(minLogRecords, (n*(k-1)+stripes-1)/stripes))-1))
+}
+
+// StoreBytes returns the most memory NewStore's store of items items
+// shaped by c takes on this machine (at its GOMAXPROCS): 24 bytes an item
+// and every version log it may allocate (3 words a record), whatever
+// c.LogSize, c.LogWrites and c.Servers say (they shape the GPU engine
+// only). It does not count the history (StoreOptions.Record) nor what
+// Final returns (8 bytes an item). Cost: O(1).
+func StoreBytes(items int, c Config) uint64 {
+	k := c.Versions
+	if k == 0 {
+		k = DefaultCPUVersions
+	}
+	stripes := stripesFor(runtime.GOMAXPROCS(0))
+	return uint64(items)*uint64(unsafe.Sizeof(item{})) +
+		uint64(stripes)*uint64(logRecords(items, k, stripes))*3*8
 }
 
 // stripesFor returns the statistics stripes and version logs of a store

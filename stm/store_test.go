@@ -2,6 +2,7 @@ package stm
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -284,5 +285,21 @@ func TestCommitsDoNotAllocate(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per transfer and total, want 0", allocs)
+	}
+}
+
+// TestStoreBytes: a store costs 24 bytes an item and version logs bounded
+// per stripe, whatever K, and nothing for the GPU engine's commit logs.
+func TestStoreBytes(t *testing.T) {
+	stripes := uint64(stripesFor(runtime.GOMAXPROCS(0)))
+	logs := stripes * maxLogRecords * 24
+	if got := StoreBytes(2_000_000, Config{Versions: 1024}); got != 48_000_000+logs {
+		t.Errorf("2M items, 1024 versions: %d bytes, want %d", got, 48_000_000+logs)
+	}
+	if got, want := StoreBytes(1000, Config{Versions: 1, LogSize: 1 << 24, Servers: 64}), uint64(24_000); got != want {
+		t.Errorf("1000 items, 1 version: %d bytes, want %d", got, want)
+	}
+	if a, b := StoreBytes(1000, Config{}), StoreBytes(1000, Config{Versions: DefaultCPUVersions}); a != b {
+		t.Errorf("Versions 0: %d bytes, %d at the default", a, b)
 	}
 }
