@@ -5,8 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"os"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -28,29 +27,30 @@ const (
 const (
 	stmMaxVersions = 1 << 10
 	stmMaxLogSize  = 1 << 24
+	stmMaxRounds   = 1 << 16 // stm.Bank.Validate's bound
 )
 
 // stmFits checks that a store of the given shape fits in memory before
-// anything is allocated: on the CPU engine (stm.New) the version rings,
-// heads and newest values take 16*versions+20 bytes an account and each
-// server's log 36 bytes an entry (stm/store.go, stm/log.go); on the GPU
-// engine the versions' values and timestamps take 16*versions bytes an
-// account of device memory (stm/gpu_layout.go: vals, vers); on either
-// engine the final balances read back take 8 bytes an account.
-func stmFits(accounts, servers, versions, logSize int, device string) error {
-	k := uint64(cmp.Or(versions, stm.DefaultVersions))
-	perAccount := uint64(8)
-	what := "8 bytes an account for the final balances"
-	logs := uint64(0)
+// anything is allocated: on the CPU engine (stm.NewStore) the store itself,
+// 24 bytes an account and its version logs (stm.StoreBytes; the CPU
+// engine keeps no commit log, so --servers and --log-size cost nothing
+// there); on the GPU engine the versions' values and timestamps take
+// 16*versions bytes an account of device memory (stm/gpu_layout.go: vals,
+// vers); on either engine the final balances read back take 8 bytes an
+// account.
+func stmFits(accounts, versions int, device string) error {
 	if onCPU(device) {
-		perAccount += 16*k + 20
-		logs = mul(uint64(min(max(servers, 1), accounts)), uint64(cmp.Or(logSize, stm.DefaultLogSize)), 36)
-		what = fmt.Sprintf("the CPU engine's %d bytes an account at %d versions, and its logs", perAccount, k)
-	} else if err := fitsGPU("--accounts", accounts, mul(uint64(accounts), 16*k),
+		k := cmp.Or(versions, stm.DefaultCPUVersions)
+		store := stm.StoreBytes(accounts, stm.Config{Versions: versions})
+		return fits("--accounts", accounts, add(store, mul(uint64(accounts), 8)),
+			fmt.Sprintf("the CPU engine's 24 bytes an account and its version logs at %d versions, and 8 bytes an account for the final balances", k))
+	}
+	k := uint64(cmp.Or(versions, stm.DefaultVersions))
+	if err := fitsGPU("--accounts", accounts, mul(uint64(accounts), 16*k),
 		fmt.Sprintf("the GPU engine's %d bytes an account at %d versions", 16*k, k), device); err != nil {
 		return err
 	}
-	return fits("--accounts", accounts, add(mul(uint64(accounts), perAccount), logs), what)
+	return fits("--accounts", accounts, mul(uint64(accounts), 8), "8 bytes an account for the final balances")
 }
 
 // stmThrottleHelp and stmThrottleWant describe --throttle of stm bank and
@@ -113,8 +113,8 @@ func runSTM(e *env, args []string) error {
 		return usagef("--transactions %d: want at least 1", *transactions)
 	case *readOnly < 0 || *readOnly > 100 || *readOnly != *readOnly:
 		return usagef("--read-only %g: want a percentage from 0 to 100", *readOnly)
-	case *rounds < 1:
-		return usagef("--rounds %d: want at least 1", *rounds)
+	case *rounds < 1 || *rounds > stmMaxRounds:
+		return usagef("--rounds %d: want 1 to %d", *rounds, stmMaxRounds)
 	case *servers < 0 || *servers > stm.MaxServers:
 		return usagef("--servers %d: want 0 (the engine's default) to %d", *servers, stm.MaxServers)
 	case *logSize < 0 || *logSize > stmMaxLogSize:
@@ -143,10 +143,20 @@ func runSTM(e *env, args []string) error {
 			size = n
 		}
 	}
+	// A transfer moves between two accounts of one block (stm.Bank): name
+	// the flags when a block is smaller, unless every transaction is
+	// read-only (--read-only 100, or a share that rounds to 100% in parts
+	// per million, as the workload draws it).
+	if block := cmp.Or(size, *accounts); block < 2 && uint64(*readOnly/100*1e6+0.5) < 1e6 {
+		if size == 0 {
+			return usagef("--accounts %d: transfers need at least 2 accounts (or --read-only 100)", *accounts)
+		}
+		return usagef("--read-size %d: transfers stay inside a block and need blocks of at least 2 accounts (or --read-only 100)", size)
+	}
 	if err := checkDevice("--device", *device); err != nil {
 		return err
 	}
-	if err := stmFits(*accounts, *servers, *versions, *logSize, *device); err != nil {
+	if err := stmFits(*accounts, *versions, *device); err != nil {
 		return err
 	}
 	if set["history"] && !set["duration"] {
@@ -159,14 +169,12 @@ func runSTM(e *env, args []string) error {
 	if err := bank.Validate(); err != nil {
 		return usagef("%v", err)
 	}
-	var out io.WriteCloser
-	if *history != "" {
-		f, err := os.Create(*history)
-		if err != nil {
-			return fmt.Errorf("stm bank: --history: %w (nothing was run)", err)
-		}
-		out = f
-		defer f.Close()
+	// The history is written after the run (README: output files are
+	// checked first, and the check leaves no file behind): an engine that
+	// cannot be opened, or a run that returns nothing, leaves a file that
+	// was there as it was.
+	if err := checkOutput("stm bank", "--history", *history); err != nil {
+		return err
 	}
 	eng, err := stm.Open(stm.Options{Device: *device, Throttle: *throttle, Contention: cont, Config: stm.Config{Servers: *servers, LogSize: *logSize, Versions: *versions}})
 	if err != nil {
@@ -176,7 +184,7 @@ func runSTM(e *env, args []string) error {
 	if !*quiet {
 		fmt.Fprintln(e.stderr, eng.Reason())
 	}
-	ro := stm.RunOptions{Seed: *seed, History: out != nil, Latency: *latency}
+	ro := stm.RunOptions{Seed: *seed, History: *history != "", Latency: *latency}
 	if set["duration"] {
 		ro.Duration = *duration
 	} else {
@@ -192,7 +200,7 @@ func runSTM(e *env, args []string) error {
 	if res.HistoryLimited {
 		fmt.Fprintf(e.stderr, "stm bank: the run ended after %d commits, before --duration %v: the GPU's history buffer holds no more\n", res.Total(), *duration)
 	}
-	return reportBank(e, res, runErr, out, *accounts, *initial, *latency)
+	return reportBank(e, res, runErr, *history, *accounts, *initial, *latency)
 }
 
 // stmLatencyHelp is the help of stm bank's and stm run's --latency.
@@ -208,11 +216,11 @@ func latencyText(res *stm.Result, timed bool) string {
 	return res.Latency.String()
 }
 
-// reportBank prints a bank run's result, writes its history to out (if
-// not nil) and returns the run's error, else an error when the final total
+// reportBank prints a bank run's result, writes its history to the file
+// history (if not "") and returns the run's error, else an error when the final total
 // is not accounts x initial or a read-only transaction saw a wrong total;
 // timed: the run timed its commits (--latency).
-func reportBank(e *env, res *stm.Result, runErr error, out io.WriteCloser, accounts int, initial uint64, timed bool) error {
+func reportBank(e *env, res *stm.Result, runErr error, history string, accounts int, initial uint64, timed bool) error {
 	var total uint64
 	for _, v := range res.Final {
 		total += v
@@ -224,13 +232,16 @@ func reportBank(e *env, res *stm.Result, runErr error, out io.WriteCloser, accou
 	fmt.Fprintf(e.stdout, "commits/s: %.0f\n", res.Throughput())
 	fmt.Fprintf(e.stdout, "elapsed: %v\n", res.Elapsed.Round(time.Microsecond))
 	fmt.Fprintf(e.stdout, "commit latency: %s\n", latencyText(res, timed))
-	fmt.Fprintf(e.stdout, "final total: %d\n", total)
+	// Balances are uint64 and wrap, so totals are sums mod 2^64: say so
+	// where accounts x initial does not fit in 64 bits.
+	mod := ""
+	if hi, _ := bits.Mul64(uint64(accounts), initial); hi != 0 {
+		mod = " (mod 2^64: accounts x initial exceeds 2^64)"
+	}
+	fmt.Fprintf(e.stdout, "final total: %d%s\n", total, mod)
 	fmt.Fprintf(e.stdout, "wrong read-only totals: %d\n", res.Wrong)
-	if out != nil {
-		if err := stm.WriteHistory(out, res.History); err != nil {
-			return errors.Join(runErr, err)
-		}
-		if err := out.Close(); err != nil {
+	if history != "" {
+		if err := writeHistoryFile(history, res.History); err != nil {
 			return errors.Join(runErr, fmt.Errorf("stm bank: --history: %w", err))
 		}
 	}
@@ -238,7 +249,7 @@ func reportBank(e *env, res *stm.Result, runErr error, out io.WriteCloser, accou
 	case runErr != nil:
 		return runErr
 	case total != want:
-		return fmt.Errorf("stm bank: final total %d, want %d accounts x %d = %d", total, accounts, initial, want)
+		return fmt.Errorf("stm bank: final total %d, want %d accounts x %d = %d%s", total, accounts, initial, want, mod)
 	case res.Wrong != 0:
 		return fmt.Errorf("stm bank: %d read-only transactions saw a wrong total", res.Wrong)
 	}

@@ -253,7 +253,9 @@ func TestSTMBankBadOptions(t *testing.T) {
 		{"unknown contention mode", []string{"--contention", "locks"}, 2, `--contention "locks": want default, off, check or claims`},
 		{"bad device", []string{"--device", "tpu"}, 2, "--device"},
 		{"bad duration", []string{"--duration", "soon"}, 2, "duration"},
-		{"single account transfers", []string{"--accounts", "1", "--read-only", "50"}, 2, "at least 2 accounts"},
+		{"single account transfers", []string{"--accounts", "1", "--read-only", "50"}, 2, "--accounts 1: transfers need at least 2 accounts"},
+		{"single account blocks", []string{"--read-size", "1"}, 2, "--read-size 1: transfers stay inside a block and need blocks of at least 2 accounts"},
+		{"too many rounds", []string{"--rounds", "70000"}, 2, "--rounds 70000: want 1 to 65536"},
 		{"history in a missing directory", []string{"--transactions", "10", "--history", "/nonexistent/dir/h.jsonl"}, 1, "--history"},
 		{"no verb", nil, 2, "usage"},
 	} {
@@ -275,5 +277,56 @@ func TestSTMBankBadOptions(t *testing.T) {
 		if code != 1 || !strings.Contains(errOut, gpuErr) {
 			t.Errorf("--device gpu without a GPU: exit %d, stderr %q", code, errOut)
 		}
+		// Nothing ran: a --history file that was there is left as it
+		// was, and none is created (it used to be truncated, or left
+		// empty, before the engine was opened).
+		dir := t.TempDir()
+		old, fresh := filepath.Join(dir, "old.jsonl"), filepath.Join(dir, "new.jsonl")
+		if err := os.WriteFile(old, []byte("kept\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range []string{old, fresh} {
+			if code, _, errOut := runCmd("stm", "bank", "--device", "gpu", "--transactions", "10", "--history", h); code != 1 {
+				t.Errorf("--device gpu --history %s without a GPU: exit %d, stderr %q", h, code, errOut)
+			}
+		}
+		if b, err := os.ReadFile(old); err != nil || string(b) != "kept\n" {
+			t.Errorf("--history of a run that could not start: the file holds %q (%v), want it as it was", b, err)
+		}
+		if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+			t.Errorf("--history of a run that could not start: %s exists (%v), want no file", fresh, err)
+		}
+	}
+}
+
+// TestSTMBankCPUMemory: on the CPU engine, which keeps no commit log,
+// --servers and --log-size cost no memory, and an account costs the
+// store's 24 bytes (plus its version logs, bounded whatever --versions)
+// and 8 for the final balances, so neither of these small stores is
+// refused for memory (each was: 36 GiB for the logs of 64 servers of 2^24
+// entries, 16 KiB an account at 1024 versions).
+func TestSTMBankCPUMemory(t *testing.T) {
+	for _, args := range [][]string{
+		{"--servers", "64", "--log-size", "16777216"},
+		{"--accounts", "2000000", "--versions", "1024", "--read-size", "100"},
+	} {
+		a := append([]string{"stm", "bank", "--device", "cpu", "--quiet", "--transactions", "1000"}, args...)
+		if code, out, errOut := runCmd(a...); code != 0 {
+			t.Errorf("warpkv %s: exit %d, stdout %q, stderr %q; want exit 0", strings.Join(a, " "), code, out, errOut)
+		}
+	}
+}
+
+// TestSTMBankTotalMod: balances are uint64 and wrap, so the final total is
+// a sum mod 2^64; where accounts x initial exceeds 2^64 the line says so.
+func TestSTMBankTotalMod(t *testing.T) {
+	code, out, errOut := runCmd("stm", "bank", "--device", "cpu", "--quiet", "--transactions", "100",
+		"--accounts", "4", "--initial", "18446744073709551615")
+	if code != 0 || !strings.Contains(out, "\nfinal total: 18446744073709551612 (mod 2^64: accounts x initial exceeds 2^64)\n") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want the total mod 2^64, said so", code, out, errOut)
+	}
+	code, out, _ = runCmd("stm", "bank", "--device", "cpu", "--quiet", "--transactions", "100")
+	if code != 0 || !strings.Contains(out, "\nfinal total: 102400\n") {
+		t.Errorf("exit %d, stdout %q; want final total: 102400", code, out)
 	}
 }
