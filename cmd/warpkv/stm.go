@@ -64,7 +64,8 @@ const (
 // runSTM is "warpkv stm bank": the Bank workload on the CSMV engine.
 func runSTM(e *env, args []string) error {
 	const synopsis = "warpkv stm bank [--device auto|cpu|gpu|gpu:N] [--accounts N] [--initial V] [--transactions N | --duration D] " +
-		"[--read-only PCT] [--read-size N] [--rounds K] [--servers N] [--throttle R] [--contention MODE] [--seed S] [--history FILE]"
+		"[--read-only PCT] [--read-size N] [--rounds K] [--servers N] [--log-size N] [--versions K] [--throttle R] [--contention MODE] " +
+		"[--seed S] [--history FILE] [--latency] [--quiet]"
 	if len(args) > 0 && args[0] == "run" {
 		return runSTMBody(e, args[1:])
 	}

@@ -21,7 +21,7 @@ const (
 )
 
 const stmRunSynopsis = "warpkv stm run --body FILE.cu [--device gpu|gpu:N] [--items N] [--threads N] [--duration D | --transactions N] " +
-	"[--read-only PCT] [--init V] [--param V]... [--max-reads N] [--max-writes N] [--servers N] [--throttle R] [--contention MODE] [--seed S] [--check=false] [--history FILE]"
+	"[--read-only PCT] [--init V] [--param V]... [--max-reads N] [--max-writes N] [--servers N] [--throttle R] [--contention MODE] [--seed S] [--check=false] [--history FILE] [--latency] [--quiet]"
 
 // paramList is a repeatable --param: the body's parameters 1, 2, ...
 type paramList []uint64
