@@ -36,9 +36,14 @@ func atLeast[T int | int64 | uint64](flag string, v, lo T) error {
 }
 
 // checkDevice returns a usage error naming flag when device is not a
-// device option (auto, cpu, gpu, gpu:N; "" for $WARPKV_DEVICE).
+// device option (auto, cpu, gpu, gpu:N; "" for $WARPKV_DEVICE), or naming
+// WARPKV_DEVICE when the flag was not given and the environment's value
+// is the bad one.
 func checkDevice(flag, device string) error {
 	if _, err := gpu.ParseSpec(device); err != nil {
+		if strings.TrimSpace(device) == "" {
+			return usagef("%s (%s not given): %v", gpu.EnvDevice, flag, err)
+		}
 		return usagef("%s: %v", flag, err)
 	}
 	return nil

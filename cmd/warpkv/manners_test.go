@@ -178,6 +178,28 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// TestDeviceFromTheEnvironment: a bad $WARPKV_DEVICE with no --device
+// given is refused naming the variable, not a flag the caller did not
+// pass; a --device given wins over it.
+func TestDeviceFromTheEnvironment(t *testing.T) {
+	t.Setenv("WARPKV_DEVICE", "bogus")
+	const want = `WARPKV_DEVICE (--device not given): device option "bogus"`
+	for _, args := range [][]string{
+		{"stm", "bank", "--transactions", "1"},
+		{"bench", "limits"},
+		{"art", "run", "-"},
+		{"btree", "run", "-"},
+	} {
+		code, out, errOut := runBinary(t, []byte{}, args...)
+		if code != 2 || !strings.Contains(errOut, want) || out != "" {
+			t.Errorf("WARPKV_DEVICE=bogus warpkv %s: exit %d, stdout %q, stderr %q; want exit 2, no output and %q", strings.Join(args, " "), code, out, errOut, want)
+		}
+	}
+	if code, _, errOut := runBinary(t, nil, "stm", "bank", "--device", "cpu", "--transactions", "1", "--quiet"); code != 0 {
+		t.Errorf("WARPKV_DEVICE=bogus warpkv stm bank --device cpu: exit %d, stderr %q; want 0", code, errOut)
+	}
+}
+
 // TestSizesThatCannotFit checks the issue's absurd sizes: each is refused
 // before anything is allocated, saying how much memory it would need and
 // how much there is, where it used to reach the Go runtime (an out of

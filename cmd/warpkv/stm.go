@@ -195,7 +195,7 @@ func runSTM(e *env, args []string) error {
 	if res == nil {
 		return runErr
 	}
-	if res.Servers < *servers && !*quiet {
+	if res.Servers < *servers && !*quiet && eng.Backend() == gpu.BackendGPU { // the CPU engine has no servers
 		fmt.Fprintf(e.stderr, "stm bank: --servers %d for %d accounts: %d servers (at most one per account, none without accounts)\n", *servers, *accounts, res.Servers)
 	}
 	if res.HistoryLimited {
