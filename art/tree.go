@@ -215,22 +215,19 @@ func (t *Tree) insertLocked(kb Keys, values []uint64) error {
 // memory, chunk by chunk on all cores while the chunks before are on the
 // device (no packed copy on the Go heap), and the found flags are
 // allocated on a goroutine of their own meanwhile.
-func (t *Tree) Update(keys [][]byte, values []uint64) ([]bool, error) {
-	if g, ok := t.eng.(*gpuEngine); ok {
-		if len(values) != len(keys) {
-			return nil, fmt.Errorf("art: update: %d keys but %d values", len(keys), len(values))
-		}
-		if _, err := engine.Lock(&t.Facade, "update"); err != nil {
-			return nil, err
-		}
-		found, err := g.updateSlicesFound(keys, values)
-		engine.Unlock(&t.Facade)
-		if !errors.Is(err, errLongSlices) {
-			return found, wrapOp("update", err)
-		}
-		return found, t.UpdateKeys(Pack(keys), values, found)
+func (t *Tree) Update(keys [][]byte, values []uint64) (found []bool, err error) {
+	if _, ok := t.eng.(*gpuEngine); ok && len(values) != len(keys) {
+		return nil, fmt.Errorf("art: update: %d keys but %d values", len(keys), len(values))
 	}
-	found := make([]bool, len(keys))
+	if done, err := t.onSlices("update", true, func(g *gpuEngine) (err error) {
+		found, err = g.updateSlicesFound(keys, values)
+		return err
+	}); done {
+		return found, err
+	}
+	if found == nil { // the CPU engine; past 4 GiB of keys the GPU engine allocated them
+		found = make([]bool, len(keys))
+	}
 	return found, t.UpdateKeys(Pack(keys), values, found)
 }
 
@@ -270,18 +267,15 @@ func (t *Tree) UpdateKeys(kb Keys, values []uint64, found []bool) error {
 // device (no packed copy on the Go heap), and the answers are allocated
 // on a goroutine of their own meanwhile.
 func (t *Tree) Get(keys [][]byte) (values []uint64, found []bool, err error) {
-	if g, ok := t.eng.(*gpuEngine); ok {
-		if _, err := engine.RLock(&t.Facade, "lookup"); err != nil {
-			return nil, nil, err
-		}
+	if done, err := t.onSlices("lookup", false, func(g *gpuEngine) (err error) {
 		values, found, err = g.getSlices(keys)
-		engine.RUnlock(&t.Facade)
-		if !errors.Is(err, errLongSlices) {
-			return values, found, wrapOp("lookup", err)
-		}
-		return values, found, t.Lookup(Pack(keys), values, found)
+		return err
+	}); done {
+		return values, found, err
 	}
-	values, found = make([]uint64, len(keys)), make([]bool, len(keys))
+	if values == nil { // the CPU engine; past 4 GiB of keys the GPU engine allocated them
+		values, found = make([]uint64, len(keys)), make([]bool, len(keys))
+	}
 	return values, found, t.Lookup(Pack(keys), values, found)
 }
 
