@@ -517,8 +517,9 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 		rows = append(rows, lr...)
 	}
 	if sl, ok := impl.(artSlicer); ok && lim.Gather32 > 0 && (c.Op == ARTLookup || c.Op == ARTMiss || c.Op == ARTUpdate) {
+		keys := d.Keys.Unpack() // made once, untimed, for both rows
 		for _, into := range []bool{false, true} {
-			r, err := artSliceRow(c, impl.Name(), sl, d, reps, up+down, lv, lf, into)
+			r, err := artSliceRow(c, impl.Name(), sl, d, keys, reps, up+down, lv, lf, into)
 			if err != nil {
 				return nil, *ch, err
 			}
@@ -718,15 +719,14 @@ func artCheckAnswer(c ARTCase, impl ARTImpl, d *ARTData, lv []uint64, lf []bool,
 	return nil
 }
 
-// artSliceRow times lookups or updates from one Go slice per key (the GPU
-// engine): the slices made once, untimed, then whole calls timed, median
+// artSliceRow times lookups or updates of keys, d's batch as one Go slice
+// per key (the GPU engine; made once by the caller, untimed): whole calls timed, median
 // of reps after DefaultWarmup, the call moving bytes; a lookup's answers
 // must be the packed call's (lv, lf). into times the calls into answers
 // made once and reused (GetInto, UpdateInto: the row ": from [][]byte into
 // reused answers"); else each call allocates its answers (Get, Update:
 // ": from [][]byte").
-func artSliceRow(c ARTCase, name string, sl artSlicer, d *ARTData, reps int, bytes int64, lv []uint64, lf []bool, into bool) (Result, error) {
-	keys := d.Keys.Unpack()
+func artSliceRow(c ARTCase, name string, sl artSlicer, d *ARTData, keys [][]byte, reps int, bytes int64, lv []uint64, lf []bool, into bool) (Result, error) {
 	var ts []float64
 	var sv []uint64
 	var sf []bool
