@@ -202,6 +202,8 @@ type Device struct {
 	growing int                   // Growable.Grow calls between beginGrowth and endGrowth (vmm.go)
 	grown   sync.Cond             // signalled when growing drops to 0; its L is &mu, set by waitGrowths
 
+	spareState // freed Growable memory kept for reuse (spare.go)
+
 	vmmOnce sync.Once // VMMGranularity's answer, asked once
 	vmmGran int64
 	vmmErr  error
@@ -273,11 +275,14 @@ func (d *Device) Synchronize() error {
 	return d.do("cuCtxSynchronize", func() uint32 { return call(d.drv.cuCtxSynchronize) })
 }
 
-// MemInfo returns the free and total device memory in bytes.
+// MemInfo returns the free and total device memory in bytes. Free
+// counts the device's spare memory (SpareBytes), which an allocation that
+// needs it gets back. Cost: one driver call.
 func (d *Device) MemInfo() (free, total uint64, err error) {
 	err = d.do("cuMemGetInfo", func() uint32 {
 		return call(d.drv.cuMemGetInfo, uintptr(unsafe.Pointer(&free)), uintptr(unsafe.Pointer(&total)))
 	})
+	free += uint64(d.SpareBytes())
 	return
 }
 
@@ -343,6 +348,7 @@ func (d *Device) Close() error {
 		keep(g.release())
 	}
 	clear(d.grows)
+	keep(d.trimSpare(0))
 	clear(d.streams)
 	clear(d.events)
 	clear(d.modules)

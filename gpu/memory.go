@@ -26,7 +26,8 @@ func sizeOf[T any]() int {
 
 // Alloc allocates n elements of T on the device. The contents are
 // undefined. Running out of device memory returns an error matching
-// ErrOutOfMemory. Cost: one cuMemAlloc.
+// ErrOutOfMemory, after the device's spare memory (SpareBytes) was
+// released and the allocation tried once more. Cost: one cuMemAlloc.
 func Alloc[T any](d *Device, n int) (*Buffer[T], error) {
 	if n < 0 {
 		return nil, fmt.Errorf("gpu: alloc of %d elements", n)
@@ -42,9 +43,15 @@ func Alloc[T any](d *Device, n int) (*Buffer[T], error) {
 		return nil, err
 	}
 	var p uintptr
-	err := d.do("cuMemAlloc", func() uint32 {
-		return call(d.drv.cuMemAlloc, uintptr(unsafe.Pointer(&p)), uintptr(bytes))
-	})
+	alloc := func() error {
+		return d.do("cuMemAlloc", func() uint32 {
+			return call(d.drv.cuMemAlloc, uintptr(unsafe.Pointer(&p)), uintptr(bytes))
+		})
+	}
+	err := alloc()
+	if err != nil && d.releaseSpareLocked(err) {
+		err = alloc() // the spare memory released (spare.go): once more
+	}
 	if err != nil {
 		return nil, fmt.Errorf("gpu: allocating %d bytes on %s: %w", bytes, d, err)
 	}

@@ -1,6 +1,7 @@
 package gpu_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -20,15 +21,17 @@ const (
 
 // BenchmarkTransferAfterFree times a pinned host-to-device copy of
 // afterFreeCopy bytes right after afterFreeBytes of device memory were
-// written and freed, and after idle gaps, to test one explanation of
-// CuART's insert running about 20% slower right after a 100M-key build
-// (its keys' transfers slower for 10-20 ms; BENCHMARKS.md "CuART insert
-// right after a build"): that the driver scrubs freed memory with the copy
-// engines. Freed kinds: none (the reference), a buffer (cuMemFree) and a
-// Growable (cuMemUnmap and cuMemRelease, as the tree's pools). The metric
-// is GB/s of the copy by the host's clock, the copy synchronized; the
-// allocation, its fill, the free and the gap are not in it (ns/op counts
-// the whole iteration).
+// written and freed, and after idle gaps. It showed why CuART's insert ran
+// about 20% slower right after a 100M-key build: the driver clears the
+// memory it gets back with the copy engines, and a copy beside that runs
+// at half speed for 10-20 ms (H200, 2026-11-30: 28-29 GB/s after a free,
+// 5 ms later too, against 55 GB/s; BENCHMARKS.md "Spare device memory").
+// Freed kinds: none (the reference), a buffer (cuMemFree), a Growable
+// (unmapped and kept as the device's spare memory, spare.go) and a
+// Growable with no spare memory kept (cuMemRelease, as before). The
+// metric is GB/s of the copy by the host's clock, the copy synchronized;
+// the allocation, its fill, the free and the gap are not in it (ns/op
+// counts the whole iteration).
 func BenchmarkTransferAfterFree(b *testing.B) {
 	d := gputest.Device(b)
 	s := gputest.Stream(b, d)
@@ -74,7 +77,13 @@ func BenchmarkTransferAfterFree(b *testing.B) {
 			return g.Free()
 		},
 	}
-	for _, kind := range []string{"none", "buffer", "growable"} {
+	free["growable,nospare"] = func() error {
+		if err := d.SetSpareLimit(0); err != nil {
+			return err
+		}
+		return errors.Join(free["growable"](), d.SetSpareLimit(-1))
+	}
+	for _, kind := range []string{"none", "buffer", "growable", "growable,nospare"} {
 		for _, gap := range []time.Duration{0, 5 * time.Millisecond, 20 * time.Millisecond} {
 			b.Run(fmt.Sprintf("freed=%s/gap=%v", kind, gap), func(b *testing.B) {
 				var copied time.Duration

@@ -175,13 +175,15 @@ func (g *Growable) Reserved() int64 { return g.reserved }
 func (g *Growable) Mapped() int64 { return g.mapped.Load() }
 
 // Grow backs at least the first bytes bytes with memory, keeping what is
-// mapped (its contents and address). Running out of memory, or growth
-// past the reservation, returns an error matching ErrOutOfMemory, with
-// nothing changed. Growing a freed Growable, or one of a closed Device,
-// returns an error and changes nothing; Device.Close waits for a Grow in
-// flight. Cost: nothing when bytes are mapped; else one cuMemCreate of
-// the growth (rounded up to the granularity), one cuMemMap and one
-// cuMemSetAccess; no copy, no free.
+// mapped (its contents and address). It maps the device's spare memory
+// first (spare.go), so the new bytes are undefined. Running out of
+// memory, or growth past the reservation, returns an error matching
+// ErrOutOfMemory, with nothing changed. Growing a freed Growable, or one
+// of a closed Device, returns an error and changes nothing; Device.Close
+// waits for a Grow in flight. Cost: nothing when bytes are mapped; else a
+// cuMemMap and cuMemSetAccess per spare chunk reused, and one cuMemCreate,
+// cuMemMap and cuMemSetAccess of what they do not cover (the growth
+// rounded up to the granularity); no copy, no free.
 func (g *Growable) Grow(bytes int64) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -200,14 +202,71 @@ func (g *Growable) Grow(bytes int64) error {
 		return err
 	}
 	defer d.endGrowth()
+	took := d.takeSpare(size, g.reserved-mapped)
+	var added []vmmChunk
+	fail := func(err error) error {
+		var reused []spareChunk
+		for i := len(added) - 1; i >= 0; i-- {
+			c := added[i]
+			err = errors.Join(err, d.do("cuMemUnmap", func() uint32 { return call(g.a.unmap, g.base+uintptr(c.off), uintptr(c.size)) }))
+		}
+		for _, c := range added {
+			reused = append(reused, spareChunk{h: c.h, size: c.size})
+		}
+		return errors.Join(err, d.giveSpare(reused), d.giveSpare(took[len(added):]))
+	}
+	off := mapped
+	for _, c := range took {
+		if err := g.mapChunk(c.h, off, c.size); err != nil {
+			return fail(err)
+		}
+		added = append(added, vmmChunk{h: c.h, off: off, size: c.size})
+		off += c.size
+	}
+	if rest := size - (off - mapped); rest > 0 {
+		h, err := g.createChunk(rest)
+		if err != nil {
+			return fail(err)
+		}
+		if err := g.mapChunk(h, off, rest); err != nil {
+			return fail(errors.Join(err, d.releaseChunk(h)))
+		}
+		added = append(added, vmmChunk{h: h, off: off, size: rest})
+		off += rest
+	}
+	g.chunks = append(g.chunks, added...)
+	g.mapped.Store(off)
+	return nil
+}
+
+// createChunk creates size bytes of physical memory on g's device; out
+// of memory with spare memory kept, it releases that and tries once more.
+// Cost: one cuMemCreate (two and the releases after running out).
+func (g *Growable) createChunk(size int64) (uint64, error) {
+	d := g.d
 	prop := d.vmmProp()
 	var h uint64
-	if err := d.do("cuMemCreate", func() uint32 {
-		return call(g.a.create, uintptr(unsafe.Pointer(&h)), uintptr(size), uintptr(unsafe.Pointer(&prop)), 0)
-	}); err != nil {
-		return fmt.Errorf("gpu: %d bytes of memory on %s: %w", size, d, err)
+	create := func() error {
+		return d.do("cuMemCreate", func() uint32 {
+			return call(g.a.create, uintptr(unsafe.Pointer(&h)), uintptr(size), uintptr(unsafe.Pointer(&prop)), 0)
+		})
 	}
-	at := g.base + uintptr(mapped)
+	err := create()
+	if err != nil && d.releaseSpareFor(err) {
+		err = create()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("gpu: %d bytes of memory on %s: %w", size, d, err)
+	}
+	return h, nil
+}
+
+// mapChunk maps the physical allocation h of size bytes at off into g's
+// range and makes it readable and writable; on failure nothing stays
+// mapped. Cost: one cuMemMap and one cuMemSetAccess.
+func (g *Growable) mapChunk(h uint64, off, size int64) error {
+	d := g.d
+	at := g.base + uintptr(off)
 	err := d.do("cuMemMap", func() uint32 { return call(g.a.mapMem, at, uintptr(size), 0, uintptr(h), 0) })
 	if err == nil {
 		acc := memAccessDesc{loc: memLocation{memLocationDevice, d.dev}, flags: memAccessReadWrite}
@@ -219,11 +278,8 @@ func (g *Growable) Grow(bytes int64) error {
 		}
 	}
 	if err != nil {
-		return errors.Join(fmt.Errorf("gpu: mapping %d bytes on %s: %w", size, d, err),
-			d.do("cuMemRelease", func() uint32 { return call(g.a.release, uintptr(h)) }))
+		return fmt.Errorf("gpu: mapping %d bytes on %s: %w", size, d, err)
 	}
-	g.chunks = append(g.chunks, vmmChunk{h: h, off: mapped, size: size})
-	g.mapped.Store(mapped + size)
 	return nil
 }
 
@@ -264,9 +320,10 @@ func (d *Device) waitGrowths() {
 	}
 }
 
-// Free unmaps and releases the memory and the reservation. Freeing twice
-// is a no-op. Cost: a cuMemUnmap and cuMemRelease per growth and one
-// cuMemAddressFree.
+// Free unmaps the memory, keeps it as the device's spare memory up to
+// its limit and releases the rest (spare.go), and frees the reservation.
+// Freeing twice is a no-op. Cost: a cuMemUnmap per growth, a cuMemRelease
+// per chunk not kept, and one cuMemAddressFree.
 func (g *Growable) Free() error {
 	if g == nil {
 		return nil
@@ -283,16 +340,20 @@ func (g *Growable) Free() error {
 	return g.release()
 }
 
-// release unmaps and releases everything g holds; the caller holds d.mu
-// (and g.mu, but for Device.Close).
+// release unmaps everything g holds, keeps the chunks as spare memory
+// where the limit allows (never once the device is closing) and releases
+// the rest and the reservation; the caller holds d.mu (and g.mu, but for
+// Device.Close).
 func (g *Growable) release() error {
 	d := g.d
 	var err error
 	for _, c := range g.chunks {
 		at := g.base + uintptr(c.off)
-		err = errors.Join(err,
-			d.do("cuMemUnmap", func() uint32 { return call(g.a.unmap, at, uintptr(c.size)) }),
-			d.do("cuMemRelease", func() uint32 { return call(g.a.release, uintptr(c.h)) }))
+		uerr := d.do("cuMemUnmap", func() uint32 { return call(g.a.unmap, at, uintptr(c.size)) })
+		err = errors.Join(err, uerr)
+		if uerr != nil || !d.keepSpare(spareChunk{h: c.h, size: c.size}) {
+			err = errors.Join(err, d.releaseChunk(c.h))
+		}
 	}
 	err = errors.Join(err, d.do("cuMemAddressFree", func() uint32 { return call(g.a.addrFree, g.base, uintptr(g.reserved)) }))
 	g.chunks, g.base = nil, 0
