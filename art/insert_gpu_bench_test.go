@@ -92,8 +92,10 @@ func randomKeys(from, n int) (Keys, []uint64) {
 // with the retired pools freed before the call returns (freeInCall), and
 // with the build's frees beside waited for and the host idle 20 ms before
 // the insert (settled: a tree built long before the insert), with the
-// host idle 20 ms alone (idle), and with the frees waited for inside the
-// timed call (waitTimed).
+// host idle 20 ms alone (idle), with the frees waited for inside the
+// timed call (waitTimed), and with no spare device memory kept, so that
+// the old tree's pools go back to the driver, which clears them beside the
+// insert's uploads (noSpare: how every build ran before gpu/spare.go).
 func BenchmarkGPUInsertSteps(b *testing.B) {
 	for _, c := range []struct {
 		name          string
@@ -105,6 +107,7 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 		settled       bool // the build's frees beside waited for, and 20 ms idle, before the insert
 		idle          bool // 20 ms idle before the insert, the build's frees beside not waited for
 		waitTimed     bool // the build's frees beside waited for inside the timed call, as an engine waiting for them would
+		noSpare       bool // the device keeps no spare memory: the old tree's pools released to the driver (gpu/spare.go)
 	}{
 		{name: "tree=16Mi", tree: stepsTreeKeys, keys: stepsKeys, ahead: true},
 		{name: "tree=100M", tree: 100_000_000, keys: randomKeys, ahead: true},
@@ -112,12 +115,23 @@ func BenchmarkGPUInsertSteps(b *testing.B) {
 		{name: "tree=100M,settled", tree: 100_000_000, keys: randomKeys, ahead: true, settled: true},
 		{name: "tree=100M,idle", tree: 100_000_000, keys: randomKeys, ahead: true, idle: true},
 		{name: "tree=100M,waitTimed", tree: 100_000_000, keys: randomKeys, ahead: true, waitTimed: true},
+		{name: "tree=100M,noSpare", tree: 100_000_000, keys: randomKeys, ahead: true, noSpare: true},
 		{name: "tree=100M,buffers", tree: 100_000_000, keys: randomKeys, ahead: true, buffers: true},
 		{name: "tree=100M,ahead=off", tree: 100_000_000, keys: randomKeys},
 		{name: "tree=100M,freeInCall", tree: 100_000_000, keys: randomKeys, ahead: true, inCall: true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			d := gputest.Device(b)
+			if c.noSpare {
+				if err := d.SetSpareLimit(0); err != nil {
+					b.Fatal(err)
+				}
+				defer func() {
+					if err := d.SetSpareLimit(-1); err != nil {
+						b.Error(err)
+					}
+				}()
+			}
 			tk, tv := c.keys(0, c.tree)
 			ik, iv := c.keys(c.tree, stepsBatchKeys)
 			tr, err := Open(Options{GPU: d})

@@ -482,9 +482,11 @@ func RunARTCase(c ARTCase, impl ARTImpl, in *ARTInputs, d *ARTData, reps int, li
 		}
 	}
 	// Inserts timed again into a tree built artSettle before: right after
-	// a 100M-key build the insert runs about 20% slower (H200, 2026-11-30;
-	// BENCHMARKS.md "CuART insert right after a build"), so this row is an
-	// insert into a tree its caller built earlier.
+	// a 100M-key build the insert ran about 20% slower, while the driver
+	// cleared the old tree's freed pools beside its uploads, until those
+	// pools became the device's spare memory (gpu/spare.go; H200,
+	// 2026-11-30, BENCHMARKS.md "Spare device memory"). The row stays to
+	// show that both inserts run alike.
 	if c.Op == ARTInsert && phaser != nil && lim.Gather32 > 0 && prepare != nil {
 		settled := func() error {
 			if err := prepare(); err != nil {

@@ -12,7 +12,10 @@
 //   - Memory that grows in place (vmm.go): Growable, a reserved range of
 //     device addresses backed by more memory as it grows (CUDA's virtual
 //     memory management), its address and contents kept; ErrNoVMM where
-//     the device or driver lacks it.
+//     the device or driver lacks it. Spare memory (spare.go): a freed
+//     Growable's physical memory kept for the next growth, since memory
+//     returned to the driver is cleared by the copy engines, which halves
+//     the copies beside it for 10-20 ms.
 //   - Streams and events (stream.go): ordering, overlap and device timing.
 //   - Kernels (program.go, module.go, launch.go): a Program is a .cu source
 //     with named headers (the shared ones under cuda/, e.g.

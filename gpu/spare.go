@@ -14,7 +14,7 @@ import (
 // 10-20 ms a pinned upload beside that clearing runs at half speed (on an
 // H200, 160 MB right after 4 GiB were freed: 28-29 GB/s against 55 GB/s,
 // BenchmarkTransferAfterFree; BENCHMARKS.md "Spare device memory"). A
-// CuART rebuild frees the old tree's pools, about 6 GB at 100M keys, so an
+// CuART rebuild frees the old tree's pools, about 11 GB at 100M keys, so an
 // insert right after it paid that. So a Growable's chunks go, when freed,
 // to its Device's spare list (up to a limit), and a Growable that grows
 // maps spare chunks before it creates any: the memory is never cleared,
@@ -22,7 +22,7 @@ import (
 //
 // Spare memory stays the process's: it is released when an allocation or
 // a growth runs out of device memory (which then tries again), by
-// ReleaseSpare, past the limit (SetSpareLimit; an eighth of the device's
+// ReleaseSpare, past the limit (SetSpareLimit; a quarter of the device's
 // memory by default), and when the Device closes. MemInfo counts it as
 // free. As with any reused device memory, a spare chunk holds what its
 // last owner wrote: a Growable's new bytes are undefined, never zero.
@@ -35,13 +35,14 @@ type spareChunk struct {
 }
 
 // defaultSpareLimit is the spare bytes a Device keeps unless told
-// otherwise: an eighth of its memory (17.6 GB on an H200, 10 GB on an
-// H100 80GB; a 100M-key CuART tree's pools are about 6 GB).
-func (d *Device) defaultSpareLimit() int64 { return int64(d.props.TotalMem / 8) }
+// otherwise: a quarter of its memory (35 GB on an H200, 20 GB on an H100
+// 80GB; a 100M-key CuART tree's pools, records, free stacks and pending
+// frees, are about 11 GB).
+func (d *Device) defaultSpareLimit() int64 { return int64(d.props.TotalMem / 4) }
 
 // SetSpareLimit sets the most bytes of freed Growable memory the device
 // keeps for reuse (0 keeps none: every Free releases to the driver; a
-// negative limit restores the default, an eighth of the device's memory),
+// negative limit restores the default, a quarter of the device's memory),
 // and releases spare memory past it. Cost: the releases.
 func (d *Device) SetSpareLimit(bytes int64) error {
 	d.mu.Lock()
