@@ -2,6 +2,7 @@ package art
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
 	"sort"
 
@@ -132,7 +133,7 @@ func (s *store) insert(kb Keys, vals []uint64, order []uint32, workers int) int 
 	// new keys are ordered by edge, stably: each group is then one run, in
 	// key order. The GPU engine sorts the same (edge, position) pairs.
 	slices.SortStableFunc(fresh, func(a, b int) int {
-		return cmpU64(edgeOrder(wr[a]), edgeOrder(wr[b]))
+		return cmp.Compare(edgeOrder(wr[a]), edgeOrder(wr[b]))
 	})
 	var groups []group
 	for j, i := range fresh {

@@ -111,16 +111,6 @@ func (e *entries) findRun(node uint64) (int, int) {
 	return a, b
 }
 
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // Sources of a merged entry.
 const (
 	srcOld   = 0 // the node had it

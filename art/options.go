@@ -16,6 +16,9 @@ type Options struct {
 
 	// GPU, when set, is an open device to run the GPU engine on; the
 	// caller keeps ownership and must close the Tree before the device.
+	// The pools of trees rebuilt or closed stay on it as spare memory for
+	// the next tree's pools (gpu/spare.go) until it runs short, its
+	// ReleaseSpare, or its Close.
 	GPU *gpu.Device
 
 	// Workers is the number of goroutines of the CPU engine's batches (0:

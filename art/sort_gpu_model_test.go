@@ -1,6 +1,7 @@
 package art
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -39,7 +40,7 @@ func deviceSortModel(kb Keys) []uint32 {
 		for i := range idx {
 			idx[i] = i
 		}
-		slices.SortStableFunc(idx, func(a, b int) int { return cmpU64(keys[a], keys[b]) })
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(keys[a], keys[b]) })
 		k2, v2 := slices.Clone(keys), slices.Clone(vals)
 		for i, j := range idx {
 			keys[i], vals[i] = k2[j], v2[j]

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"sync/atomic"
@@ -88,7 +89,7 @@ func (d *Device) keepSpare(c spareChunk) bool {
 // bytes are left; the caller holds d.mu. Cost: one cuMemRelease a chunk
 // released.
 func (d *Device) trimSpare(keep int64) error {
-	slices.SortFunc(d.spare, func(a, b spareChunk) int { return cmpInt64(a.size, b.size) })
+	slices.SortFunc(d.spare, func(a, b spareChunk) int { return cmp.Compare(a.size, b.size) })
 	var err error
 	for len(d.spare) > 0 && d.spareBytes.Load() > keep {
 		c := d.spare[len(d.spare)-1]
@@ -116,7 +117,7 @@ func (d *Device) takeSpare(need, room int64) []spareChunk {
 	if len(d.spare) == 0 {
 		return nil
 	}
-	slices.SortFunc(d.spare, func(a, b spareChunk) int { return cmpInt64(a.size, b.size) })
+	slices.SortFunc(d.spare, func(a, b spareChunk) int { return cmp.Compare(a.size, b.size) })
 	for i, c := range d.spare {
 		if c.size >= need && c.size <= room && c.size <= 2*need {
 			d.spare = slices.Delete(d.spare, i, i+1)
@@ -169,16 +170,6 @@ func (d *Device) releaseSpareLocked(err error) bool {
 		return false
 	}
 	return d.trimSpare(0) == nil
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // spareState is the Device's share of this file: kept apart so that the
