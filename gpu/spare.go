@@ -73,14 +73,16 @@ func (d *Device) ReleaseSpare() error {
 	return d.trimSpare(0)
 }
 
-// keepSpare adds chunk c (unmapped) to the spare list if the device is
-// open and the limit allows, and reports whether it did; the caller holds
-// d.mu and releases c itself when it did not. Cost: O(1).
+// keepSpare adds chunk c (unmapped) to the spare list, in its place by
+// size, if the device is open and the limit allows, and reports whether
+// it did; the caller holds d.mu and releases c itself when it did not.
+// Cost: O(spare chunks).
 func (d *Device) keepSpare(c spareChunk) bool {
 	if d.closed || d.spareBytes.Load()+c.size > d.limitOfSpare() {
 		return false
 	}
-	d.spare = append(d.spare, c)
+	at, _ := slices.BinarySearchFunc(d.spare, c.size, func(e spareChunk, size int64) int { return cmp.Compare(e.size, size) })
+	d.spare = slices.Insert(d.spare, at, c)
 	d.spareBytes.Add(c.size)
 	return true
 }
@@ -89,7 +91,6 @@ func (d *Device) keepSpare(c spareChunk) bool {
 // bytes are left; the caller holds d.mu. Cost: one cuMemRelease a chunk
 // released.
 func (d *Device) trimSpare(keep int64) error {
-	slices.SortFunc(d.spare, func(a, b spareChunk) int { return cmp.Compare(a.size, b.size) })
 	var err error
 	for len(d.spare) > 0 && d.spareBytes.Load() > keep {
 		c := d.spare[len(d.spare)-1]
@@ -110,14 +111,10 @@ func (d *Device) releaseChunk(h uint64) error {
 // returns them: the smallest chunk that holds need if it fits the room
 // and is at most twice need; else, largest first, chunks no larger than
 // what is still needed, which may cover only part of need (the caller
-// creates the rest). Cost: O(spare chunks log spare chunks).
+// creates the rest). Cost: O(spare chunks).
 func (d *Device) takeSpare(need, room int64) []spareChunk {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.spare) == 0 {
-		return nil
-	}
-	slices.SortFunc(d.spare, func(a, b spareChunk) int { return cmp.Compare(a.size, b.size) })
 	for i, c := range d.spare {
 		if c.size >= need && c.size <= room && c.size <= 2*need {
 			d.spare = slices.Delete(d.spare, i, i+1)
@@ -175,7 +172,7 @@ func (d *Device) releaseSpareLocked(err error) bool {
 // spareState is the Device's share of this file: kept apart so that the
 // struct's doc stays readable.
 type spareState struct {
-	spare         []spareChunk // chunks no Growable maps, kept for reuse
+	spare         []spareChunk // chunks no Growable maps, kept for reuse, by size ascending
 	spareBytes    atomic.Int64 // their total size
 	spareLimit    int64        // the most spareBytes may be, once set
 	spareLimitSet bool         // SetSpareLimit was called (else defaultSpareLimit)

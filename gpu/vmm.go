@@ -204,16 +204,14 @@ func (g *Growable) Grow(bytes int64) error {
 	defer d.endGrowth()
 	took := d.takeSpare(size, g.reserved-mapped)
 	var added []vmmChunk
+	// fail undoes the growth: the spare chunks mapped so far (added holds
+	// only those: a created chunk is added last, when nothing can fail)
+	// are unmapped, and every chunk taken goes back to the spare list.
 	fail := func(err error) error {
-		var reused []spareChunk
-		for i := len(added) - 1; i >= 0; i-- {
-			c := added[i]
+		for _, c := range added {
 			err = errors.Join(err, d.do("cuMemUnmap", func() uint32 { return call(g.a.unmap, g.base+uintptr(c.off), uintptr(c.size)) }))
 		}
-		for _, c := range added {
-			reused = append(reused, spareChunk{h: c.h, size: c.size})
-		}
-		return errors.Join(err, d.giveSpare(reused), d.giveSpare(took[len(added):]))
+		return errors.Join(err, d.giveSpare(took))
 	}
 	off := mapped
 	for _, c := range took {
