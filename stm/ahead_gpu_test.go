@@ -73,6 +73,7 @@ func aheadRuns(tb testing.TB, dev *gpu.Device) map[string][]plannedRun {
 	return map[string][]plannedRun{
 		"TestExampleBodyOnTheGPU":              exampleRuns(tb, dev),
 		"TestCUDABodyOnTheGPU":                 cudaBodyRuns(dev),
+		"TestReadManyAgreesWithReads":          readManyRuns(dev),
 		"TestGPUErrorsAreClear":                errorRuns,
 		"TestGPUMemcachedAndLargeTransactions": large,
 		"TestCommitLatency":                    latency,

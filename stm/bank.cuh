@@ -16,15 +16,26 @@ __device__ void stm_body(stm_tx* tx) {
 	const u64 sz = blk == nb - 1 ? n - lo : size;
 	if (ro) {
 		// A read-only transaction sums its block: the total is invariant.
+		// Its reads go STM_READ_MANY at a time (stm_read_many).
 		u64 sum = 0;
-		for (u64 i = lo; i < lo + sz; i++) {
-			sum += stm_read(tx, (u32)i);
+		for (u64 i = lo; i < lo + sz; i += STM_READ_MANY) {
+			const u32 c = (u32)min((u64)STM_READ_MANY, lo + sz - i);
+			u32 items[STM_READ_MANY];
+			u64 got[STM_READ_MANY];
+#pragma unroll
+			for (u32 j = 0; j < STM_READ_MANY; j++) items[j] = (u32)(i + j);
+			stm_read_many(tx, items, c, got);
+#pragma unroll
+			for (u32 j = 0; j < STM_READ_MANY; j++)
+				if (j < c) sum += got[j];
 			if (stm_failed(tx)) return;
 		}
 		stm_check(tx, sum == sz * v);
 		return;
 	}
-	// A transfer of k rounds: each moves 1 between two accounts of the block.
+	// A transfer of k rounds: each moves 1 between two accounts of the
+	// block. (Reading the two balances with stm_read_many measured no
+	// faster: -1% to +3% on the H200, 2026-11-30.)
 	for (u64 r = 0; r < k; r++) {
 		const u32 from = (u32)(lo + stm_below(tx, sz));
 		u32 to = (u32)(lo + stm_below(tx, sz - 1));

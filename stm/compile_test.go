@@ -10,6 +10,7 @@ import (
 // testBodies are the CUDA bodies the GPU tests run, compile-checked here.
 var testBodies = []string{
 	twoCounters,
+	readManyBody,
 	`__device__ void stm_body(stm_tx* tx) { stm_begin(tx, true); for (;;) { stm_read(tx, 0); if (stm_failed(tx)) return; } }`,
 }
 

@@ -10,12 +10,13 @@ import (
 //
 //	__device__ void stm_body(stm_tx* tx)
 //
-// which calls stm_begin first, then stm_read, stm_write and, to give the
-// transaction up, stm_abort; everything it draws must come from stm_rand,
-// stm_below or stm_unit (they repeat on a retry), its parameters from
-// stm_param(tx, i). It must return once stm_failed(tx) is true. Bodies see
-// tx->ticket (the transaction's number) and tx->thread (the client
-// thread); stm_check(tx, false) counts a committed transaction as wrong.
+// which calls stm_begin first, then stm_read (stm_read_many for several
+// items at once), stm_write and, to give the transaction up, stm_abort;
+// everything it draws must come from stm_rand, stm_below or stm_unit (they
+// repeat on a retry), its parameters from stm_param(tx, i). It must return
+// once stm_failed(tx) is true. Bodies see tx->ticket (the transaction's
+// number) and tx->thread (the client thread); stm_check(tx, false) counts a
+// committed transaction as wrong.
 type CUDA struct {
 	Label string             // names the workload
 	Body  string             // CUDA C defining stm_body

@@ -56,6 +56,58 @@ func TestCUDABodyOnTheGPU(t *testing.T) {
 	}
 }
 
+// readManyBody checks stm_read_many against stm_read on 64 hot items: an
+// update transaction first adds one to three items (read, then write), and
+// every transaction reads 12 items (two chunks, with its own writes among
+// them) both ways; a transaction that sees them differ is counted wrong.
+const readManyBody = `
+__device__ void stm_body(stm_tx* tx) {
+	const bool ro = stm_below(tx, 3) == 0;
+	stm_begin(tx, ro);
+	if (!ro)
+		for (u32 j = 0; j < 3; j++) {
+			const u32 i = (u32)stm_below(tx, 64);
+			stm_write(tx, i, stm_read(tx, i) + 1);
+		}
+	u32 items[12];
+	u64 many[12];
+	for (u32 j = 0; j < 12; j++) items[j] = (u32)stm_below(tx, 64);
+	stm_read_many(tx, items, 12, many);
+	bool same = true;
+	for (u32 j = 0; j < 12; j++) same &= stm_read(tx, items[j]) == many[j];
+	if (stm_failed(tx)) return;
+	stm_check(tx, same);
+}
+`
+
+// readManyRuns are TestReadManyAgreesWithReads's runs: 64 items under
+// every client thread the device's default gives, every attempt recorded.
+func readManyRuns(dev *gpu.Device) []plannedRun {
+	return []plannedRun{{o: Options{GPU: dev},
+		w:  CUDA{Label: "read many", Body: readManyBody, Size: 64, MaxReads: 27, MaxWrites: 3, MaxReadOnlyReads: 24},
+		ro: RunOptions{Transactions: 40000, Seed: 5, History: true, HistoryAborted: true, Timeout: time.Minute}}}
+}
+
+func TestReadManyAgreesWithReads(t *testing.T) {
+	for _, r := range readManyRuns(gpuDevice(t)) {
+		res, err := r.run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Total() != 40000 || res.Wrong != 0 {
+			t.Fatalf("%d commits (%d updates), %d saw stm_read_many differ from stm_read", res.Total(), res.Commits, res.Wrong)
+		}
+		initial := make([]uint64, 64)
+		if err := CheckHistory(initial, res.History, res.Final); err != nil {
+			t.Fatal(err)
+		}
+		if err := CheckOpacity(initial, res.History); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d commits (%d updates), aborts %s", res.Total(), res.Commits, res.AbortString())
+	}
+}
+
 // misbehavingBodies are TestGPUErrorsAreClear's bodies, each with what
 // its run's error must say.
 var misbehavingBodies = []struct {

@@ -58,6 +58,11 @@ var globalFields = []string{
 // maxParams is the number of workload parameters a kernel sees.
 const maxParams = 16
 
+// readMany is how many items stm_read_many (stm.cuh) has in flight at once:
+// a chunk's loads take three round trips to L2, and each item holds four
+// registers' worth of loads meanwhile.
+const readMany = 8
+
 // globalIndex returns the word index of a field of stm_globals.
 func globalIndex(name string) int {
 	for i, f := range globalFields {
@@ -246,7 +251,7 @@ func layoutDefines() []gpu.Define {
 		gpu.Def("STM_ERR_DEADLINE", errDeadline), gpu.Def("STM_ERR_HISTORY", errHistory), gpu.Def("STM_ERR_ABORTED", errAborted), gpu.Def("STM_ERR_SMEM", errSmem), gpu.Def("STM_ERR_FINALIZE", errFinalize),
 		gpu.Def("STM_READ_WRITE", int(ReadWrite)), gpu.Def("STM_WRITE_WRITE", int(WriteWrite)),
 		gpu.Def("STM_LOG_FULL", int(LogFull)), gpu.Def("STM_TOO_OLD", int(SnapshotTooOld)),
-		gpu.Def("STM_MAX_PARAMS", maxParams), gpu.Def("STM_MAX_SERVERS", MaxServers),
+		gpu.Def("STM_MAX_PARAMS", maxParams), gpu.Def("STM_READ_MANY", readMany), gpu.Def("STM_MAX_SERVERS", MaxServers),
 		gpu.Def("STM_LAT_BUCKETS", latencyDeviceBuckets),
 	}
 	names := []string{"COMMITS", "READ_ONLY", "ABORT0", "ABORT1", "ABORT2", "ABORT3", "WRONG", "USER",

@@ -189,33 +189,47 @@ __device__ __forceinline__ bool stm_ring_read(const stm_globals* g, u32 item, u6
 	return stm_ring_scan(vers, vals, k, snap, out);
 }
 
-// stm_read returns item as of the snapshot, or the transaction's own
-// last write to it.
-__device__ __forceinline__ u64 stm_read(stm_tx* tx, u32 item) {
-	const stm_globals* g = tx->g;
-	if (tx->state != STM_ST_OK || stm_deadline_passed(tx)) return 0;
+// stm_read_ok runs the checks every read makes before it loads: the attempt
+// still live, the deadline (stm_deadline_passed), stm_begin called, the
+// item in range. false: the read returns 0 (the attempt fails, if it had
+// not yet).
+__device__ __forceinline__ bool stm_read_ok(stm_tx* tx, u32 item) {
+	if (tx->state != STM_ST_OK || stm_deadline_passed(tx)) return false;
 	if (!tx->begun) {
 		stm_fail(tx, STM_ERR_NO_BEGIN, 0);
-		return 0;
+		return false;
 	}
-	if ((u64)item >= g->n_items) {
+	if ((u64)item >= tx->g->n_items) {
 		stm_fail(tx, STM_ERR_ITEM, item);
-		return 0;
+		return false;
 	}
-	if (!tx->ro) {
-		const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
-		for (u32 j = 0; j < tx->nw; j++)
-			if (wi[j] == item) return ((const u64*)g->ws_val)[(u64)tx->tid * (u32)g->w_cap + j];
-	}
-	u64 v;
-	if (!stm_ring_read(g, item, tx->snap, &v)) {
-		stm_fail(tx, STM_ST_ABORT + STM_TOO_OLD, item);
-		return 0;
-	}
+	return true;
+}
+
+// stm_own_write finds an update transaction's own last write to item
+// (*v, true); a read-only one has none. Cost: one look at each buffered
+// write.
+__device__ __forceinline__ bool stm_own_write(const stm_tx* tx, u32 item, u64* v) {
+	if (tx->ro) return false;
+	const stm_globals* g = tx->g;
+	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+	for (u32 j = 0; j < tx->nw; j++)
+		if (wi[j] == item) {
+			*v = ((const u64*)g->ws_val)[(u64)tx->tid * (u32)g->w_cap + j];
+			return true;
+		}
+	return false;
+}
+
+// stm_read_note records a read of item that the ring gave (value v) in the
+// read set (update transactions, and any with a history) and its partition
+// (update transactions). false: the read set is full; the attempt failed.
+__device__ __forceinline__ bool stm_read_note(stm_tx* tx, u32 item, u64 v) {
+	const stm_globals* g = tx->g;
 	if (!tx->ro || g->hist_mode) {
 		if (tx->nr == (u32)g->r_cap) {
 			stm_fail(tx, STM_ERR_READS, (u32)g->r_cap);
-			return 0;
+			return false;
 		}
 		u64 at = (u64)tx->tid * (u32)g->r_cap + tx->nr;
 		((u32*)g->rs_item)[at] = item;
@@ -223,7 +237,102 @@ __device__ __forceinline__ u64 stm_read(stm_tx* tx, u32 item) {
 		tx->nr++;
 		if (!tx->ro) tx->pmask |= 1ull << stm_partition(g, item);
 	}
-	return v;
+	return true;
+}
+
+// stm_read returns item as of the snapshot, or the transaction's own
+// last write to it. Cost: four dependent loads through L2 when the item's
+// newest slot holds its version (stm_ring_read); stm_read_many overlaps
+// the loads of several items.
+__device__ __forceinline__ u64 stm_read(stm_tx* tx, u32 item) {
+	if (!stm_read_ok(tx, item)) return 0;
+	u64 v;
+	if (stm_own_write(tx, item, &v)) return v;
+	if (!stm_ring_read(tx->g, item, tx->snap, &v)) {
+		stm_fail(tx, STM_ST_ABORT + STM_TOO_OLD, item);
+		return 0;
+	}
+	return stm_read_note(tx, item, v) ? v : 0;
+}
+
+// stm_read_many reads items[0..n) into out[0..n) as n calls of stm_read in
+// that order would (own writes, the read set, a failed attempt's reads
+// 0), except that each chunk of STM_READ_MANY items is checked
+// (stm_read_ok) before any of it is loaded. The loads of a chunk are in
+// flight together: the items' heads, then each newest slot's version and
+// value at once, one fence (fence_acq_rel_gpu), and the versions again:
+// three round trips to L2 for the chunk where stm_read takes four for
+// each item. A version at or below the snapshot that reads the same twice
+// is the item's at the snapshot: the snapshot's acquire of the clock made
+// that version's value and head visible (the clock passes a timestamp
+// only after its write-back), and a later writer of the slot marks it
+// empty, then fences, then stores its value, so a value read before the
+// fence that is not the version's makes the second read differ. Other
+// items take stm_ring_scan, in order.
+__device__ __forceinline__ void stm_read_many(stm_tx* tx, const u32* items, u32 n, u64* out) {
+	const stm_globals* g = tx->g;
+	const u32 k = (u32)g->k;
+	const u64 snap = tx->snap;
+	const u32* head = (const u32*)g->head;
+	const u64* vers = (const u64*)g->vers;
+	const u64* vals = (const u64*)g->vals;
+	for (u32 base = 0; base < n; base += STM_READ_MANY) {
+		const u32 c = min(n - base, (u32)STM_READ_MANY);
+		u32 it[STM_READ_MANY], h[STM_READ_MANY];
+		u64 v1[STM_READ_MANY], x[STM_READ_MANY];
+		u32 stop = c, ring = 0; // the first item that failed its checks; the items to load
+#pragma unroll
+		for (u32 i = 0; i < STM_READ_MANY; i++) {
+			if (i >= c) break;
+			it[i] = items[base + i];
+			out[base + i] = 0;
+		}
+#pragma unroll
+		for (u32 i = 0; i < STM_READ_MANY; i++) {
+			if (i >= stop) break;
+			if (!stm_read_ok(tx, it[i])) {
+				stop = i;
+				break;
+			}
+			if (!stm_own_write(tx, it[i], &out[base + i])) ring |= 1u << i;
+		}
+#pragma unroll
+		for (u32 i = 0; i < STM_READ_MANY; i++)
+			if ((ring >> i) & 1) h[i] = ld_relaxed_gpu(head + it[i]);
+#pragma unroll
+		for (u32 i = 0; i < STM_READ_MANY; i++)
+			if ((ring >> i) & 1) {
+				const u64 at = (u64)it[i] * k + h[i];
+				v1[i] = ld_relaxed_gpu(vers + at);
+				x[i] = ld_relaxed_gpu(vals + at);
+			}
+		if (ring) fence_acq_rel_gpu();
+		u32 fast = 0;
+#pragma unroll
+		for (u32 i = 0; i < STM_READ_MANY; i++)
+			if (((ring >> i) & 1) && v1[i] <= snap && ld_relaxed_gpu(vers + (u64)it[i] * k + h[i]) == v1[i]) fast |= 1u << i;
+#pragma unroll
+		for (u32 i = 0; i < STM_READ_MANY; i++) {
+			if (i >= stop) break;
+			if (!((ring >> i) & 1)) continue;
+			u64 v = x[i];
+			if (!((fast >> i) & 1) && !stm_ring_scan(vers + (u64)it[i] * k, vals + (u64)it[i] * k, k, snap, &v)) {
+				stm_fail(tx, STM_ST_ABORT + STM_TOO_OLD, it[i]);
+				stop = i;
+				break;
+			}
+			if (!stm_read_note(tx, it[i], v)) {
+				stop = i;
+				break;
+			}
+			out[base + i] = v;
+		}
+		if (stop < c) {
+			// The attempt failed: this chunk's later reads and the rest are 0.
+			for (u32 i = base + stop; i < n; i++) out[i] = 0;
+			return;
+		}
+	}
 }
 
 // stm_write buffers value for item until commit.

@@ -17,6 +17,12 @@
 //                                               host memory mapped into the
 //                                               device (the host is the
 //                                               other party);
+//   fence_acq_rel_gpu()                         a fence at GPU scope: with a
+//                                               relaxed load before it, an
+//                                               acquire (the accesses after
+//                                               it see what the writer of
+//                                               the value loaded wrote
+//                                               before its release);
 //   globaltimer_ns()                            nanoseconds of the GPU's
 //                                               global timer (the same on
 //                                               every SM).
@@ -59,6 +65,12 @@ WARPKV_ORDERED(gpu, u32, "r")
 WARPKV_ORDERED(sys, u64, "l")
 
 #undef WARPKV_ORDERED
+
+// fence_acq_rel_gpu orders this thread's accesses before it with those after
+// it at GPU scope ("fence.acq_rel.gpu"): after relaxed loads it makes them
+// acquires, one fence for all of them, where each acquiring load waits for
+// its own round trip before the next access issues.
+__device__ __forceinline__ void fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 
 // globaltimer_ns returns the GPU's global timer in nanoseconds.
 __device__ __forceinline__ u64 globaltimer_ns() {
