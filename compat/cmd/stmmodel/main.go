@@ -1,0 +1,157 @@
+// Command stmmodel is a model, not a measurement: it simulates an
+// optimistic STM running warpkv's Bank transactions (stm.Bank.Draw, the
+// same tickets the engines run) on T client threads, where an update
+// attempt holds a window of W from its snapshot to its commit and commits
+// only if no account it touched was committed by another transaction
+// inside that window (first committer wins, as CSMV's validation); an
+// aborted attempt runs again at once with a new snapshot, and a read-only
+// transaction takes Wro and never aborts (a multi-version snapshot). It
+// prints commits a second and the abort rate for every window of --w and
+// thread count of --threads, so that the commit window a target needs can
+// be read off: the rate scales as 1/W at a fixed thread count, and what
+// bounds it under hot accounts is how many attempts on the hottest block
+// overlap in one window.
+//
+//	stmmodel --accounts 65536 --zipf 0.99 --ro 0 --w 58us,20us,6us --threads 256,1024,4096
+//
+// The model leaves out what a device adds (queueing at the servers, the
+// warps' lock-step, admission control and claims), so its rates are upper
+// bounds for a given window; BENCHMARKS.md compares it with measured rows.
+package main
+
+import (
+	"container/heap"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/warpkv/warpkv/stm"
+)
+
+// finish is a thread's attempt ending at time t (seconds).
+type finish struct {
+	t  float64
+	th int
+}
+
+// finishes is a min-heap of attempts by end time.
+type finishes []finish
+
+func (f finishes) Len() int           { return len(f) }
+func (f finishes) Less(i, j int) bool { return f[i].t < f[j].t }
+func (f finishes) Swap(i, j int)      { f[i], f[j] = f[j], f[i] }
+func (f *finishes) Push(x any)        { *f = append(*f, x.(finish)) }
+func (f *finishes) Pop() any {
+	old := *f
+	x := old[len(old)-1]
+	*f = old[:len(old)-1]
+	return x
+}
+
+// result is one simulated configuration's outcome.
+type result struct {
+	commits, aborts float64
+}
+
+// simulate runs threads client threads for span seconds of model time with
+// update window w and read-only time wro, each attempt's window drawn
+// uniformly in [0.75w, 1.25w].
+func simulate(b stm.Bank, threads int, w, wro, span float64, seed uint64) result {
+	last := make([]float64, b.Accounts) // when each account's last commit happened
+	for i := range last {
+		last[i] = -1
+	}
+	txs := make([]stm.BankTx, threads)
+	start := make([]float64, threads)
+	r := rand.New(rand.NewPCG(seed, 1))
+	ticket := uint64(0)
+	draw := func(th int, now float64) {
+		b.Draw(seed, ticket, th, &txs[th])
+		ticket++
+		start[th] = now
+	}
+	length := func(th int) float64 {
+		if txs[th].ReadOnly {
+			return wro
+		}
+		return w * (0.75 + 0.5*r.Float64())
+	}
+	h := &finishes{}
+	for th := range threads {
+		draw(th, r.Float64()*w)
+		heap.Push(h, finish{start[th] + length(th), th})
+	}
+	var res result
+	for h.Len() > 0 {
+		e := heap.Pop(h).(finish)
+		if e.t > span {
+			break
+		}
+		tx := &txs[e.th]
+		ok := true
+		for _, m := range tx.Moves {
+			if last[m[0]] > start[e.th] || last[m[1]] > start[e.th] {
+				ok = false
+			}
+		}
+		if ok {
+			res.commits++
+			for _, m := range tx.Moves {
+				last[m[0]], last[m[1]] = e.t, e.t
+			}
+			draw(e.th, e.t)
+		} else {
+			res.aborts++
+			start[e.th] = e.t // the same transaction again, from a new snapshot
+		}
+		heap.Push(h, finish{e.t + length(e.th), e.th})
+	}
+	return res
+}
+
+// list parses a comma-separated list with parse, naming flag name in its
+// error.
+func list[T any](name, s string, parse func(string) (T, error)) []T {
+	var out []T
+	for _, f := range strings.Split(s, ",") {
+		v, err := parse(strings.TrimSpace(f))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "stmmodel: --%s: %v\n", name, err)
+			os.Exit(2)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func main() {
+	accounts := flag.Int("accounts", 65536, "accounts of the bank")
+	block := flag.Int("block", 100, "accounts of a block (a read-only sum's size; transfers stay inside a block)")
+	zipf := flag.Float64("zipf", 0.99, "Zipf exponent of the block a transaction uses (0 uniform)")
+	rounds := flag.Int("rounds", 1, "rounds of a transfer")
+	ro := flag.Float64("ro", 0, "read-only share, 0 to 1")
+	windows := flag.String("w", "58us,40us,20us,10us,6us", "update attempt windows, comma-separated durations")
+	wro := flag.Duration("wro", 20*time.Microsecond, "a read-only transaction's time")
+	threads := flag.String("threads", "256,1024,4096", "client thread counts, comma-separated")
+	span := flag.Duration("span", 100*time.Millisecond, "model time simulated per configuration")
+	flag.Parse()
+	b := stm.Bank{Accounts: *accounts, Initial: 100, ReadOnly: *ro, ReadSize: *block, Rounds: *rounds, Zipf: *zipf}
+	if err := b.Validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "stmmodel:", err)
+		os.Exit(2)
+	}
+	ws := list("w", *windows, time.ParseDuration)
+	ts := list("threads", *threads, strconv.Atoi)
+	fmt.Printf("model: %s; read-only time %v; %v simulated each\n", b.Name(), *wro, *span)
+	fmt.Printf("%-10s %8s %14s %8s\n", "window", "threads", "commits/s", "aborts")
+	for _, w := range ws {
+		for _, t := range ts {
+			res := simulate(b, t, w.Seconds(), wro.Seconds(), span.Seconds(), 0x57a5eed)
+			fmt.Printf("%-10v %8d %13.3fM %7.1f%%\n", w, t, (res.commits/span.Seconds())/1e6, 100*res.aborts/(res.aborts+res.commits))
+		}
+	}
+}
