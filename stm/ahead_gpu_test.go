@@ -79,6 +79,7 @@ func aheadRuns(tb testing.TB, dev *gpu.Device) map[string][]plannedRun {
 		"TestCommitLatency":                    latency,
 		"TestContendedGPU":                     runsOf(contendedGPUCases(dev)),
 		"TestStripesGPU":                       runsOf(stripesGPUCases(dev)),
+		"TestDirectCommitGPU":                  runsOf(directGPUCases(dev)),
 		"TestRefreshGPU":                       runsOf(refreshGPUCases(dev)),
 		"TestEnginesAgreeWithSerialRuns":       agreeRuns(dev),
 		"TestServerCommitGPU":                  runsOf(serverCommit),

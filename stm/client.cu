@@ -475,8 +475,15 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		held = tx.held;
 		defers = tx.defers;
 		if (g->throttle) {
-			const bool ran = have && (tx.state == STM_ST_OK || (tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4));
-			const bool ab = have && tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4;
+#if STM_DIRECT
+			// Direct commits: an attempt held back by another's lock is
+			// contention too, and without servers nothing else bounds it.
+			const bool lost = have && ((tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4) || tx.state == STM_ST_DEFER);
+#else
+			const bool lost = have && tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4;
+#endif
+			const bool ran = have && (tx.state == STM_ST_OK || lost);
+			const bool ab = lost;
 			u32 att = __popc(__ballot_sync(FULL_MASK, ran)), nab = __popc(__ballot_sync(FULL_MASK, ab));
 #if STM_REFRESH
 			const u32 st = warp_sum32(stale);
@@ -518,10 +525,23 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		// A warp whose every lane with a ticket was held back, or aborted
 		// keeping its claims, waits a little for the holders' commits
 		// before it runs them again.
+#if STM_DIRECT
+		// Direct commits: a warp whose lanes all wait backs off longer the
+		// more often its lanes were held back in a row (up to 32 µs), so
+		// that lanes that keep taking each other's locks spread out.
+		{
+			const bool waits = have && (tx.state == STM_ST_DEFER || tx.keep);
+			if (__all_sync(FULL_MASK, waits || !have) && __any_sync(FULL_MASK, waits)) {
+				const u32 d = __reduce_max_sync(FULL_MASK, have ? defers : 0);
+				__nanosleep(1000u << min(d, 5u));
+			}
+		}
+#else
 		if (g->contention >= 2) {
 			const bool waits = have && (tx.state == STM_ST_DEFER || tx.keep);
 			if (__all_sync(FULL_MASK, waits || !have) && __any_sync(FULL_MASK, waits)) __nanosleep(1000);
 		}
+#endif
 	}
 	cnt[CNT_CY_PREVALIDATE] += cy[0];
 	cnt[CNT_CY_ROUNDTRIP] += cy[1];

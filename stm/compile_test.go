@@ -45,6 +45,8 @@ func TestCUDABodiesCompile(t *testing.T) {
 	// Zipf, and a CUDA body with retries.
 	builds = append(builds, build{sp, Options{ServerCommit: ServerCommitWriteBack}}, build{sp, Options{ServerCommit: ServerCommitRetry}},
 		build{builds[0].sp, Options{ServerCommit: ServerCommitRetry}})
+	// Direct commits (STM_DIRECT 1) with Zipf and a CUDA body.
+	builds = append(builds, build{sp, Options{DirectCommit: true}}, build{builds[1].sp, Options{DirectCommit: true}})
 	// The builds compile side by side (NVRTC takes seconds for each: 34 s
 	// one after another on the H200 machine, 2026-11-29).
 	var wg sync.WaitGroup
@@ -53,7 +55,7 @@ func TestCUDABodiesCompile(t *testing.T) {
 		sh.latency = i%2 == 0 // the commit latencies (STM_LATENCY 1) in every other build
 		wg.Go(func() {
 			if _, err := sh.program(b.sp).CompileCUBIN("sm_90"); err != nil {
-				t.Errorf("refresh %v, stripes %v, latency %v, post %v, retry %v: %v", sh.refresh, sh.stripes, sh.latency, sh.post, sh.retry, err)
+				t.Errorf("refresh %v, stripes %v, latency %v, post %v, retry %v, direct %v: %v", sh.refresh, sh.stripes, sh.latency, sh.post, sh.retry, sh.direct, err)
 			}
 		})
 	}

@@ -114,6 +114,16 @@ type Options struct {
 	// cost 15% on uniform accounts at 0% read-only (36.0M against 42.2M:
 	// the workers were the bound there).
 	ServerCommit ServerCommit
+	// DirectCommit has the GPU engine's client warps commit their update
+	// transactions themselves, with no server: each locks the words of its
+	// write items in the claim table, takes a timestamp (one atomic add a
+	// warp), validates its reads against the items' newest writes and
+	// locks, installs its versions and releases the locks (TL2's commit
+	// over CSMV's multi-version store; the clock still passes timestamps
+	// in order). Every guarantee holds. Contention and ServerCommit do not
+	// apply. Cost: no server round trip; a lock per written item and one
+	// load more per read item.
+	DirectCommit bool
 	table        int // benchmarks: the workers' table size (0: by ServerWarps)
 
 	yield bool // tests: CPU transactions yield on every read
@@ -323,6 +333,9 @@ func Open(o Options) (*Engine, error) {
 	}
 	if o.ServerCommit < ServerCommitOff || o.ServerCommit > ServerCommitRetry {
 		return nil, fmt.Errorf("stm: server commit mode %d: want %d to %d", int(o.ServerCommit), int(ServerCommitOff), int(ServerCommitRetry))
+	}
+	if o.DirectCommit && o.ServerCommit != ServerCommitOff {
+		return nil, fmt.Errorf("stm: direct commits have no server: server commit mode %s does not apply", o.ServerCommit)
 	}
 	if o.Workers < 0 || o.ClientBlock < 0 || o.ClientBlocksPerSM < 0 || o.ClientThreads < 0 || o.ServerWarps < 0 {
 		return nil, fmt.Errorf("stm: negative option in %+v", o)

@@ -139,6 +139,9 @@ type shape struct {
 	// before their turn (Options.ServerCommit); compiled in only when
 	// used
 	post, retry bool
+	// direct: the client warps commit without the servers
+	// (Options.DirectCommit)
+	direct bool
 }
 
 // serverSmem returns the shared memory the server's log (a ring of logE
@@ -182,6 +185,7 @@ func gpuShape(sp *workloadSpec, cfg Config, o Options, hist int) shape {
 	sh.stripes = o.Stripe > 0
 	sh.post = o.ServerCommit == ServerCommitWriteBack || o.ServerCommit == ServerCommitRetry
 	sh.retry = o.ServerCommit == ServerCommitRetry
+	sh.direct = o.DirectCommit
 	return sh
 }
 
@@ -205,7 +209,7 @@ func (sh shape) program(sp *workloadSpec) gpu.Program {
 		gpu.Def("STM_SERVER_WARPS", sh.serverWarps), gpu.Def("STM_CLIENT_BLOCK", sh.clientBlock),
 		gpu.Def("STM_TABLE", sh.table), gpu.Def("STM_CTL_BYTES_PER_WORKER", workerBytes(sh.table)),
 		gpu.Def("STM_REFRESH", b2i(sh.refresh)), gpu.Def("STM_STRIPES", b2i(sh.stripes)), gpu.Def("STM_LATENCY", b2i(sh.latency)),
-		gpu.Def("STM_POST", b2i(sh.post)), gpu.Def("STM_RETRY", b2i(sh.retry)))
+		gpu.Def("STM_POST", b2i(sh.post)), gpu.Def("STM_RETRY", b2i(sh.retry)), gpu.Def("STM_DIRECT", b2i(sh.direct)))
 	p := gpu.NewProgram("stm.cu", programSource, defs...)
 	p.Headers["stm/stm.cuh"] = stmHeader
 	p.Headers["stm/device.cuh"] = deviceHeader
@@ -585,7 +589,7 @@ func (g *gpuEngine) size(pl *runPlan, k *kernels, sp *workloadSpec, ro RunOption
 		perThread += int64(sh.r) * 8
 	}
 	pl.contention = contentionMode(g.opt.Contention)
-	if pl.contention >= 2 {
+	if pl.contention >= 2 || g.opt.DirectCommit { // claims, or the direct commits' locks
 		pl.claimWords = claimWords(n)
 		perThread += int64(sh.w) * 4 // the slots each thread claimed
 		budget -= int64(pl.claimWords) * 4

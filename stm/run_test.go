@@ -253,6 +253,31 @@ func TestRefreshGPU(t *testing.T) {
 	}
 }
 
+// directGPUCases are TestDirectCommitGPU's runs: every contended case with
+// the client warps committing without the servers.
+func directGPUCases(dev *gpu.Device) []gpuCase {
+	var out []gpuCase
+	for _, c := range contendedCases() {
+		out = append(out, gpuCase{c.name + ", direct", Options{GPU: dev, Config: c.cfg, DirectCommit: true}, c})
+	}
+	return out
+}
+
+// TestDirectCommitGPU runs the contended cases with direct commits
+// (Options.DirectCommit) and checks every run end to end as
+// TestContendedGPU does, and that no request went to a server.
+func TestDirectCommitGPU(t *testing.T) {
+	for _, x := range directGPUCases(gpuDevice(t)) {
+		t.Run(x.name, func(t *testing.T) {
+			res := runContendedGPU(t, x.o, x.c)
+			if res.Server.Requests != 0 {
+				t.Errorf("%d requests reached the servers, want none", res.Server.Requests)
+			}
+			t.Logf("%d threads, aborts %s, %d held back", res.Threads, res.AbortString(), res.Server.Deferred)
+		})
+	}
+}
+
 // contendedRun is the run runContendedGPU makes of case c on an engine
 // opened with o (its seed aside): gpuTimes × n transactions, every attempt
 // recorded, the commit latencies timed.

@@ -59,12 +59,13 @@ const (
 	stmThrottleHelp   = "GPU engine: the abort rate its admission control holds client warps near (0: the engine's default, negative: no admission control)"
 	stmThrottleWant   = "want an abort rate under 1 (0: the engine's default, negative: off)"
 	stmContentionHelp = "GPU engine: how client warps treat conflicts before they ask a commit server: off, check (drop attempts whose items were written after their snapshot), claims (check, and hold back attempts whose written items another holds) or default (the engine's, claims)"
+	stmDirectHelp     = "GPU engine: client warps commit without the commit servers, locking the items they write (TL2 over CSMV's versions; faster under hot items and on uniform updates, not the default yet; --servers, --log-size and --contention then do not apply)"
 )
 
 // runSTM is "warpkv stm bank": the Bank workload on the CSMV engine.
 func runSTM(e *env, args []string) error {
 	const synopsis = "warpkv stm bank [--device auto|cpu|gpu|gpu:N] [--accounts N] [--initial V] [--transactions N | --duration D] " +
-		"[--read-only PCT] [--read-size N] [--rounds K] [--servers N] [--log-size N] [--versions K] [--throttle R] [--contention MODE] " +
+		"[--read-only PCT] [--read-size N] [--rounds K] [--servers N] [--log-size N] [--versions K] [--throttle R] [--contention MODE] [--direct] " +
 		"[--seed S] [--history FILE] [--latency] [--quiet]"
 	if len(args) > 0 && args[0] == "run" {
 		return runSTMBody(e, args[1:])
@@ -91,6 +92,7 @@ func runSTM(e *env, args []string) error {
 	versions := fs.Int("versions", 0, "versions each account keeps (0: the engine's default)")
 	throttle := fs.Float64("throttle", 0, stmThrottleHelp)
 	contention := fs.String("contention", "default", stmContentionHelp)
+	direct := fs.Bool("direct", false, stmDirectHelp)
 	quiet := fs.Bool("quiet", false, "no engine line on stderr")
 	latency := fs.Bool("latency", false, stmLatencyHelp)
 	if err := parse(fs, args[1:]); err != nil {
@@ -177,7 +179,7 @@ func runSTM(e *env, args []string) error {
 	if err := checkOutput("stm bank", "--history", *history); err != nil {
 		return err
 	}
-	eng, err := stm.Open(stm.Options{Device: *device, Throttle: *throttle, Contention: cont, Config: stm.Config{Servers: *servers, LogSize: *logSize, Versions: *versions}})
+	eng, err := stm.Open(stm.Options{Device: *device, Throttle: *throttle, Contention: cont, DirectCommit: *direct, Config: stm.Config{Servers: *servers, LogSize: *logSize, Versions: *versions}})
 	if err != nil {
 		return err
 	}

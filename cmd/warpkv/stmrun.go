@@ -21,7 +21,7 @@ const (
 )
 
 const stmRunSynopsis = "warpkv stm run --body FILE.cu [--device gpu|gpu:N] [--items N] [--threads N] [--duration D | --transactions N] " +
-	"[--read-only PCT] [--init V] [--param V]... [--max-reads N] [--max-writes N] [--servers N] [--throttle R] [--contention MODE] [--seed S] [--check=false] [--history FILE] [--latency] [--quiet]"
+	"[--read-only PCT] [--init V] [--param V]... [--max-reads N] [--max-writes N] [--servers N] [--throttle R] [--contention MODE] [--direct] [--seed S] [--check=false] [--history FILE] [--latency] [--quiet]"
 
 // paramList is a repeatable --param: the body's parameters 1, 2, ...
 type paramList []uint64
@@ -49,6 +49,7 @@ type stmRunFlags struct {
 	init, seed              uint64
 	params                  paramList
 	check, quiet, latency   bool
+	direct                  bool
 	set                     map[string]bool
 }
 
@@ -85,7 +86,7 @@ func runSTMBody(e *env, args []string) error {
 	if err := w.Compile(); err != nil {
 		return fmt.Errorf("stm run: %w", err)
 	}
-	eng, err := stm.Open(stm.Options{Device: f.device, ClientThreads: f.threads, Throttle: f.throttle, Contention: f.contention, Config: stm.Config{Servers: f.servers}})
+	eng, err := stm.Open(stm.Options{Device: f.device, ClientThreads: f.threads, Throttle: f.throttle, Contention: f.contention, DirectCommit: f.direct, Config: stm.Config{Servers: f.servers}})
 	if err != nil {
 		return err
 	}
@@ -136,6 +137,7 @@ func parseSTMRun(e *env, args []string) (*stmRunFlags, error) {
 	fs.IntVar(&f.servers, "servers", 0, "commit servers, items partitioned over them (0: the engine's default: one per 8 SMs of the GPU, at most one per LogSize/8 items; use 1 when transactions reach across the store)")
 	fs.Float64Var(&f.throttle, "throttle", 0, stmThrottleHelp)
 	contention := fs.String("contention", "default", stmContentionHelp)
+	fs.BoolVar(&f.direct, "direct", false, stmDirectHelp)
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the transactions (stm_rand)")
 	fs.BoolVar(&f.check, "check", true, "record every attempt and check opacity and serializability (costs throughput; false for speed)")
 	fs.StringVar(&f.history, "history", "", "write every committed transaction as a JSON line to `FILE` (needs --check)")
