@@ -59,7 +59,7 @@ const (
 	stmThrottleHelp   = "GPU engine: the abort rate its admission control holds client warps near (0: the engine's default, negative: no admission control)"
 	stmThrottleWant   = "want an abort rate under 1 (0: the engine's default, negative: off)"
 	stmContentionHelp = "GPU engine: how client warps treat conflicts before they ask a commit server: off, check (drop attempts whose items were written after their snapshot), claims (check, and hold back attempts whose written items another holds) or default (the engine's, claims)"
-	stmDirectHelp     = "GPU engine: client warps commit without the commit servers, locking the items they write (TL2 over CSMV's versions; faster under hot items and on uniform updates, not the default yet; --servers, --log-size and --contention then do not apply)"
+	stmDirectHelp     = "GPU engine: client warps commit without the commit servers, locking the items they write (TL2 over CSMV's versions; faster under hot items and on uniform updates, not the default yet; --log-size and --contention then do not apply, and the server blocks still start and stay idle)"
 )
 
 // runSTM is "warpkv stm bank": the Bank workload on the CSMV engine.
