@@ -27,7 +27,7 @@ trap 'rm -rf "$status_dir"' EXIT
 
 # The randomized differential tests: package name, source directory, tests.
 suites=(
-	"stm stm TestEnginesAgreeWithSerialRuns$|TestSmallLogValidatesInTurnGPU$"
+	"stm stm TestEnginesAgreeWithSerialRuns$|TestSmallLogValidatesInTurnGPU$|TestDirectCommitGPU$"
 	"btree btree TestDifferential$"
 	"art art TestRandomSequences$"
 	"hashindex hashindex TestEnginesAgree$|TestStagedAgree$"

@@ -126,7 +126,11 @@ type Options struct {
 	// and one load more per read item. Not the default yet: on an H200
 	// (2026-11-30, 64K accounts) 76.5M commits/s at 0% read-only against
 	// the servers' 41M, 7.2M against 3.8M under Zipf 0.99, and 0.92-0.95x
-	// the servers' rate at 99% read-only.
+	// the servers' rate at 99% read-only. Known to livelock, rarely: one
+	// of 17 repeated test runs of the memcached workload (PUTs that read
+	// what other PUTs write) reached its deadline with two transactions
+	// left, aborting each other in step (BENCHMARKS.md, "CSMV GPU without
+	// servers").
 	DirectCommit bool
 	table        int // benchmarks: the workers' table size (0: by ServerWarps)
 
