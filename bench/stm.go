@@ -176,7 +176,8 @@ type STMRun struct {
 	Commit  stm.Breakdown
 	Server  stm.ServerStats
 	Threads int
-	Servers int // GPU: commit servers the run used
+	Servers int  // GPU: commit servers the run used
+	Direct  bool // GPU: the run committed without its servers (stm.Options.Commit)
 	// Latency: every committed transaction's latency, from its first
 	// attempt to its commit (the CSMV engines' Result.Latency; a peer's
 	// transactions, each run once, from their draw to their return).
@@ -204,14 +205,21 @@ func (r STMRun) Rate() float64 {
 // Note describes a run's aborts and, when measured, where commit time went.
 func (r STMRun) Note(op, engine string) string {
 	s := fmt.Sprintf("%s on %s: %d threads, aborts %s, abort rate %.1f%%", op, engine, r.Threads, r.Stats.AbortString(), 100*r.Stats.AbortRate())
+	if r.Direct {
+		s += "; direct commits"
+	}
 	if r.Latency.Count() > 0 {
 		s += fmt.Sprintf("; commit latency p50/p99/p99.9 %s", r.LatencyText())
 	}
 	b := r.Commit
+	waitName := "wait server"
+	if r.Direct {
+		waitName = "lock and timestamp" // stm.Breakdown.WaitServer of direct commits
+	}
 	phases := []struct {
 		name string
 		d    time.Duration
-	}{{"pre-validate", b.PreValidate}, {"wait server", b.WaitServer}, {"validate", b.Validate}, {"insert", b.Insert},
+	}{{"pre-validate", b.PreValidate}, {waitName, b.WaitServer}, {"validate", b.Validate}, {"insert", b.Insert},
 		{"write-back", b.WriteBack}, {"publish", b.Publish}}
 	var total time.Duration
 	for _, p := range phases {
@@ -246,7 +254,7 @@ func RunSTMCase(e *stm.Engine, c STMCase, d time.Duration, breakdown, latency bo
 	if res.Wrong != 0 {
 		return STMRun{}, fmt.Errorf("%s: %d read-only transactions saw a wrong total", c.Name(), res.Wrong)
 	}
-	return STMRun{Stats: res.Stats, Wrong: res.Wrong, Elapsed: res.Elapsed, Commit: res.Commit, Server: res.Server, Threads: res.Threads, Servers: res.Servers, Latency: res.Latency}, nil
+	return STMRun{Stats: res.Stats, Wrong: res.Wrong, Elapsed: res.Elapsed, Commit: res.Commit, Server: res.Server, Threads: res.Threads, Servers: res.Servers, Direct: res.Direct, Latency: res.Latency}, nil
 }
 
 // MedianSTM returns the run with the median commit rate.

@@ -162,16 +162,15 @@ __device__ __forceinline__ void stm_unclaim_kept(const stm_globals* g, stm_tx* t
 __device__ __forceinline__ u64 stm_newest_writes(const stm_globals* g, const stm_tx* tx, bool* rw, bool* ww) {
 	const u32* ri = (const u32*)g->rs_item + (u64)tx->tid * (u32)g->r_cap;
 	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
-	const u64* wts = (const u64*)g->wts;
 	bool r = false, w = false;
 	u64 top = 0;
 	for (u32 q = 0; q < tx->nr; q++) {
-		const u64 x = ld_relaxed_gpu(wts + ri[q]);
+		const u64 x = stm_wts_read(g, ri[q]);
 		r |= x > tx->snap;
 		top = max(top, x);
 	}
 	for (u32 q = 0; q < tx->nw; q++) {
-		const u64 x = ld_relaxed_gpu(wts + wi[q]);
+		const u64 x = stm_wts_read(g, wi[q]);
 		w |= x > tx->snap;
 		top = max(top, x);
 	}
@@ -255,16 +254,15 @@ __device__ void stm_contend(const stm_globals* g, stm_tx* tx, bool* upd) {
 	}
 	if (*upd) {
 		__threadfence(); // the claims before the reads of wts
-		const u64* wts = (const u64*)g->wts;
 		bool rw = false, ww = false;
 		u64 top = 0;
 		for (u32 q = 0; q < tx->nr; q++) {
-			const u64 w = ld_relaxed_gpu(wts + ri[q]);
+			const u64 w = stm_wts_read(g, ri[q]);
 			rw |= w > tx->snap;
 			top = max(top, w);
 		}
 		for (u32 w = 0; w < tx->nw; w++) {
-			const u64 x = ld_relaxed_gpu(wts + wi[w]);
+			const u64 x = stm_wts_read(g, wi[w]);
 			ww |= x > tx->snap;
 			top = max(top, x);
 		}
@@ -422,14 +420,21 @@ __device__ __noinline__ void stm_rerun_reload(const stm_globals* g, stm_tx* tx, 
 // item hold its lock in turn, so its versions are installed in timestamp
 // order. No lane waits for a lock: one holding locks waits only for the
 // clock, which waits only for lanes past their locks. All lanes call it;
-// upd says which lanes have an update transaction to commit.
+// upd says which lanes have an update transaction to commit. cy (each
+// lane its own attempt's): [0] the in-warp check, [1] locking and the
+// timestamp, [4] validation and the wts raise, [2] write-back, [3]
+// publication.
 __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32 lane, u32 wbase, u64 deadline, u64* cy, bool* quit) {
 	const u32* ri = (const u32*)g->rs_item + (u64)tx->tid * (u32)g->r_cap;
 	const u32 me = tx->tid + 1, mask = (u32)g->claim_mask;
 	const u64 c0 = clock64();
+	const bool upd0 = upd;
 	// Conflicts inside the warp first (Algorithm 1): the lanes left have
 	// disjoint write sets, so their locks conflict only with other warps'.
 	stm_prevalidate(g, tx, &upd, lane, wbase);
+	const u64 cp = clock64();
+	if (upd0) cy[0] += cp - c0;
+	const bool upd1 = upd;
 	if (upd) {
 		if (stm_claim(g, tx)) {
 			tx->defers = 0;
@@ -453,6 +458,8 @@ __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32
 		__threadfence(); // the timestamp before every lane's validation
 	}
 	const u64 taken = upd ? base + __popc(lanes & lanemask_lt(lane)) : 0;
+	const u64 cl = clock64();
+	if (upd1) cy[1] += cl - cp;
 	if (upd) {
 		// The locks of the items read first, then a fence, then the newest
 		// writes: a lock seen free after its holder released it shows the
@@ -481,12 +488,12 @@ __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32
 		}
 	}
 	const u64 ts = upd ? taken : 0;
-	if (upd) { // as the servers' stm_wts_note (log.cuh); the lock makes this lane the item's only writer
+	if (upd) { // the lock makes this lane the item's only writer
 		const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
-		for (u32 w = 0; w < tx->nw; w++) atomicMax((unsigned long long*)g->wts + wi[w], (unsigned long long)ts);
+		for (u32 w = 0; w < tx->nw; w++) stm_wts_note(g, wi[w], ts);
 	}
 	const u64 c1 = clock64();
-	if (lanes) cy[0] += c1 - c0;
+	if (taken) cy[4] += c1 - cl;
 	stm_install_all(g, tx, ts); // its last fence: the versions and wts before the locks' release
 	if (ts) stm_unclaim_kept(g, tx);
 	u64 top = stm_mark_done(g, taken);

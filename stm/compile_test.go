@@ -33,20 +33,20 @@ func TestCUDABodiesCompile(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The second body with items in stripes (STM_STRIPES 1), no retries.
-		builds = append(builds, build{sp, Options{Stripe: 3 * i}})
+		builds = append(builds, build{sp, Options{Stripe: 3 * i, Commit: CommitServers}})
 	}
 	sp, err := Bank{Accounts: 1000, Initial: 1, ReadSize: 10, Rounds: 2, Zipf: 0.99}.spec()
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Zipf: in-place retries by default (STM_REFRESH 1), also with stripes.
-	builds = append(builds, build{sp, Options{}}, build{sp, Options{Stripe: 5}})
+	builds = append(builds, build{sp, Options{Commit: CommitServers}}, build{sp, Options{Stripe: 5}})
 	// The servers' write-back (STM_POST 1) and retries (STM_RETRY 1) with
 	// Zipf, and a CUDA body with retries.
 	builds = append(builds, build{sp, Options{ServerCommit: ServerCommitWriteBack}}, build{sp, Options{ServerCommit: ServerCommitRetry}},
 		build{builds[0].sp, Options{ServerCommit: ServerCommitRetry}})
 	// Direct commits (STM_DIRECT 1) with Zipf and a CUDA body.
-	builds = append(builds, build{sp, Options{DirectCommit: true}}, build{builds[1].sp, Options{DirectCommit: true}})
+	builds = append(builds, build{sp, Options{Commit: CommitDirect}}, build{builds[1].sp, Options{Commit: CommitDirect}})
 	// The builds compile side by side (NVRTC takes seconds for each: 34 s
 	// one after another on the H200 machine, 2026-11-29).
 	var wg sync.WaitGroup

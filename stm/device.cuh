@@ -182,6 +182,18 @@ __device__ __forceinline__ u32 warp_incl_sum32(u32 v, u32 lane) {
 	return v;
 }
 
+// stm_wts_note raises item's wts (the timestamp of its newest logged or
+// installed write) to ts: one relaxed atomicMax in L2, not waited for
+// (a server's entries of a group are written in parallel, not in
+// timestamp order; a direct commit holds the item's lock).
+__device__ __forceinline__ void stm_wts_note(const stm_globals* g, u32 item, u64 ts) {
+	atomicMax((unsigned long long*)g->wts + item, (unsigned long long)ts);
+}
+
+// stm_wts_read returns item's wts (a relaxed load at GPU scope, from L2:
+// the atomics bypass the SM's L1).
+__device__ __forceinline__ u64 stm_wts_read(const stm_globals* g, u32 item) { return ld_relaxed_gpu((const u64*)g->wts + item); }
+
 // Bloom, signature and table hashes of an item.
 __device__ __forceinline__ u32 stm_hash10(u32 item) { return (item * 0x9E3779B1u) >> 22; }
 __device__ __forceinline__ u32 stm_hash6(u32 item) { return (item * 0x9E3779B1u) >> 26; }

@@ -114,25 +114,13 @@ type Options struct {
 	// cost 15% on uniform accounts at 0% read-only (36.0M against 42.2M:
 	// the workers were the bound there).
 	ServerCommit ServerCommit
-	// DirectCommit has the GPU engine's client warps commit their update
-	// transactions themselves, with no server: each locks the words of its
-	// write items in the claim table, takes a timestamp (one atomic add a
-	// warp), validates its reads against the items' newest writes and
-	// locks, installs its versions and releases the locks (TL2's commit
-	// over CSMV's multi-version store; the clock still passes timestamps
-	// in order). Every guarantee holds. Contention, ServerCommit and the
-	// log's size do not apply; the server blocks still start, one SM each,
-	// and stay idle. Cost: no server round trip; a lock per written item
-	// and one load more per read item. Not the default yet: on an H200
-	// (2026-11-30, 64K accounts) 76.5M commits/s at 0% read-only against
-	// the servers' 41M, 7.2M against 3.8M under Zipf 0.99, and 0.92-0.95x
-	// the servers' rate at 99% read-only. Known to livelock, rarely: one
-	// of 17 repeated test runs of the memcached workload (PUTs that read
-	// what other PUTs write) reached its deadline with two transactions
-	// left, aborting each other in step (BENCHMARKS.md, "CSMV GPU without
-	// servers").
-	DirectCommit bool
-	table        int // benchmarks: the workers' table size (0: by ServerWarps)
+	// Commit is how the GPU engine commits update transactions:
+	// CommitAuto (the zero value: direct commits unless the workload is
+	// mostly read-only or a server option is set), CommitServers or
+	// CommitDirect (CommitPath's constants say how and what each costs).
+	// Every guarantee holds on each.
+	Commit CommitPath
+	table  int // benchmarks: the workers' table size (0: by ServerWarps)
 
 	yield bool // tests: CPU transactions yield on every read
 }
@@ -191,6 +179,7 @@ type Result struct {
 	Elapsed    time.Duration // from the first transaction to the last commit
 	Threads    int           // transactions that ran concurrently (goroutines or GPU threads)
 	Servers    int           // commit servers the store used (Config.Servers, at most one per item)
+	Direct     bool          // the GPU engine committed without its servers (Options.Commit)
 	// Stripe is the items of each stripe the GPU engine dealt to its
 	// servers in turn (Options.Stripe); 0: contiguous partitions.
 	Stripe int
@@ -233,8 +222,8 @@ func (r *Result) Throughput() float64 {
 type Breakdown struct {
 	Execute     time.Duration // running transaction bodies
 	PreValidate time.Duration // GPU: validation inside the client warp
-	WaitServer  time.Duration // from the commit request to a server's answer, less Validate and Insert (CPU: locking the write set, taking the timestamp)
-	Validate    time.Duration // server validation against the log (CPU: of the reads against the items' versions)
+	WaitServer  time.Duration // from the commit request to a server's answer, less Validate and Insert (CPU and GPU direct commits: locking the write set, taking the timestamp)
+	Validate    time.Duration // server validation against the log (CPU: of the reads against the items' versions; GPU direct commits: against the items' locks and newest writes, and raising those)
 	Insert      time.Duration // GPU: after the first validation: reserving slots, waiting for the log's turn, timestamps, logging the batch, its final validation
 	WriteBack   time.Duration // installing the new versions (CPU: and logging the replaced ones)
 	Publish     time.Duration // waiting for earlier commits and advancing the clock
@@ -342,7 +331,10 @@ func Open(o Options) (*Engine, error) {
 	if o.ServerCommit < ServerCommitOff || o.ServerCommit > ServerCommitRetry {
 		return nil, fmt.Errorf("stm: server commit mode %d: want %d to %d", int(o.ServerCommit), int(ServerCommitOff), int(ServerCommitRetry))
 	}
-	if o.DirectCommit && o.ServerCommit != ServerCommitOff {
+	if o.Commit < CommitAuto || o.Commit > CommitDirect {
+		return nil, fmt.Errorf("stm: commit path %d: want %d to %d", int(o.Commit), int(CommitAuto), int(CommitDirect))
+	}
+	if o.Commit == CommitDirect && o.ServerCommit != ServerCommitOff {
 		return nil, fmt.Errorf("stm: direct commits have no server: server commit mode %s does not apply", o.ServerCommit)
 	}
 	if o.Workers < 0 || o.ClientBlock < 0 || o.ClientBlocksPerSM < 0 || o.ClientThreads < 0 || o.ServerWarps < 0 {

@@ -140,7 +140,7 @@ type shape struct {
 	// used
 	post, retry bool
 	// direct: the client warps commit without the servers
-	// (Options.DirectCommit)
+	// (Options.Commit, Options.direct)
 	direct bool
 }
 
@@ -185,7 +185,7 @@ func gpuShape(sp *workloadSpec, cfg Config, o Options, hist int) shape {
 	sh.stripes = o.Stripe > 0
 	sh.post = o.ServerCommit == ServerCommitWriteBack || o.ServerCommit == ServerCommitRetry
 	sh.retry = o.ServerCommit == ServerCommitRetry
-	sh.direct = o.DirectCommit
+	sh.direct = o.direct(sp)
 	return sh
 }
 
@@ -589,7 +589,7 @@ func (g *gpuEngine) size(pl *runPlan, k *kernels, sp *workloadSpec, ro RunOption
 		perThread += int64(sh.r) * 8
 	}
 	pl.contention = contentionMode(g.opt.Contention)
-	if pl.contention >= 2 || g.opt.DirectCommit { // claims, or the direct commits' locks
+	if pl.contention >= 2 || pl.sh.direct { // claims, or the direct commits' locks
 		pl.claimWords = claimWords(n)
 		perThread += int64(sh.w) * 4 // the slots each thread claimed
 		budget -= int64(pl.claimWords) * 4
@@ -653,7 +653,7 @@ func (g *gpuEngine) collect(pl *runPlan, m *runMemory, k *kernels, ro RunOptions
 		return nil, fmt.Errorf("%w (%s)", g.describe(code, dc[dctlDetail0], dc[dctlDetail1], pl.n, ro), progress(cnt, ro))
 	}
 	res := &Result{Elapsed: elapsed, Threads: pl.threads, Device: g.dev.String(), UserAborts: cnt[cntUser], Wrong: cnt[cntWrong],
-		Servers: pl.cfg.Servers, Stripe: pl.stripe, HistoryDropped: cnt[cntHistDropped]}
+		Servers: pl.cfg.Servers, Direct: pl.sh.direct, Stripe: pl.stripe, HistoryDropped: cnt[cntHistDropped]}
 	res.HistoryLimited = pl.hist > 0 && ro.Transactions == 0 && dc[dctlTicketsOut] != 0
 	res.Commits, res.ReadOnlyCommits = cnt[cntCommits], cnt[cntReadOnly]
 	if pl.sh.latency {
@@ -676,7 +676,7 @@ func (g *gpuEngine) collect(pl *runPlan, m *runMemory, k *kernels, ro RunOptions
 			return nil, err
 		}
 	}
-	res.Commit, res.Server = breakdown(cnt, pl.props.ClockKHz)
+	res.Commit, res.Server = breakdown(cnt, pl.props.ClockKHz, pl.sh.direct)
 	if steps := dc[dctlSteps]; steps > 0 {
 		res.Server.Admitted = int(dc[dctlAdmittedSum] * 32 / steps)
 	}
@@ -713,7 +713,9 @@ func progress(cnt []uint64, ro RunOptions) string {
 }
 
 // breakdown converts the kernels' cycle counters to where commit time went.
-func breakdown(cnt []uint64, clockKHz int) (Breakdown, ServerStats) {
+// With direct commits the round-trip counter holds the locking and the
+// timestamp, and the validation counter the clients' own validation.
+func breakdown(cnt []uint64, clockKHz int, direct bool) (Breakdown, ServerStats) {
 	cycle := func(c uint64) time.Duration {
 		if clockKHz <= 0 {
 			return 0
@@ -733,7 +735,9 @@ func breakdown(cnt []uint64, clockKHz int) (Breakdown, ServerStats) {
 			Busy: cycle(cnt[cntCyBusy]), InServer: time.Duration(cnt[cntNsServer]),
 			Client: time.Duration(cnt[cntNsClient]), ClientReplies: cnt[cntClientReplies],
 		}}
-	if rt := cycle(cnt[cntCyRoundTrip]); rt > b.Validate+b.Insert {
+	if rt := cycle(cnt[cntCyRoundTrip]); direct {
+		b.WaitServer = rt
+	} else if rt > b.Validate+b.Insert {
 		b.WaitServer = rt - b.Validate - b.Insert
 	}
 	return b, s

@@ -109,23 +109,12 @@ __device__ __forceinline__ u64 cg64(const u64 base, u64 i) { return __ldcg((cons
 
 // Every item's newest logged write, for the workers' first validation
 // (server.cu, stm_validate_table): whoever writes a live entry raises each
-// of its items' wts to the entry's timestamp (stm_wts_note, before the
+// of its items' wts to the entry's timestamp (stm_wts_note, device.cuh, before the
 // block fence that precedes the entry's publication), so a worker that
 // reads head = h and then fences reads, for every item, a wts at least as
 // new as every entry before slot h that wrote it (and perhaps newer: an
 // entry being written, of a slot it will follow). An item is written only
 // by its partition's server block, so every party is in one block.
-
-// stm_wts_note raises item's wts to ts: one relaxed atomicMax in L2, not
-// waited for (entries of a group are written in parallel, not in
-// timestamp order).
-__device__ __forceinline__ void stm_wts_note(const stm_globals* g, u32 item, u64 ts) {
-	atomicMax((unsigned long long*)g->wts + item, (unsigned long long)ts);
-}
-
-// stm_wts_read returns item's wts (a relaxed load at GPU scope, from L2:
-// the atomics bypass the SM's L1).
-__device__ __forceinline__ u64 stm_wts_read(const stm_globals* g, u32 item) { return ld_relaxed_gpu((const u64*)g->wts + item); }
 
 // stm_reserve reserves m consecutive slots of the log (lane 0's one
 // atomicAdd) and returns the first, in every lane.

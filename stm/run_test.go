@@ -150,7 +150,7 @@ func contendedGPUCases(dev *gpu.Device) []gpuCase {
 			if servers == 3 {
 				name += ", 3 servers" // fewer with fewer items: at most one per item
 			}
-			out = append(out, gpuCase{name, Options{GPU: dev, Config: cfg}, c})
+			out = append(out, gpuCase{name, Options{GPU: dev, Config: cfg, Commit: CommitServers}, c})
 		}
 	}
 	return out
@@ -226,7 +226,7 @@ func refreshGPUCases(dev *gpu.Device) []gpuCase {
 			continue
 		}
 		for _, refresh := range []int{-1, 3} {
-			out = append(out, gpuCase{fmt.Sprintf("%s, refresh %d", c.name, refresh), Options{GPU: dev, Config: c.cfg, Refresh: refresh}, c})
+			out = append(out, gpuCase{fmt.Sprintf("%s, refresh %d", c.name, refresh), Options{GPU: dev, Config: c.cfg, Refresh: refresh, Commit: CommitServers}, c})
 		}
 	}
 	return out
@@ -258,20 +258,20 @@ func TestRefreshGPU(t *testing.T) {
 func directGPUCases(dev *gpu.Device) []gpuCase {
 	var out []gpuCase
 	for _, c := range contendedCases() {
-		out = append(out, gpuCase{c.name + ", direct", Options{GPU: dev, Config: c.cfg, DirectCommit: true}, c})
+		out = append(out, gpuCase{c.name + ", direct", Options{GPU: dev, Config: c.cfg, Commit: CommitDirect}, c})
 	}
 	return out
 }
 
 // TestDirectCommitGPU runs the contended cases with direct commits
-// (Options.DirectCommit) and checks every run end to end as
+// (Options.Commit CommitDirect) and checks every run end to end as
 // TestContendedGPU does, and that no request went to a server.
 func TestDirectCommitGPU(t *testing.T) {
 	for _, x := range directGPUCases(gpuDevice(t)) {
 		t.Run(x.name, func(t *testing.T) {
 			res := runContendedGPU(t, x.o, x.c)
-			if res.Server.Requests != 0 {
-				t.Errorf("%d requests reached the servers, want none", res.Server.Requests)
+			if res.Server.Requests != 0 || !res.Direct {
+				t.Errorf("%d requests reached the servers, Result.Direct %v: want none, true", res.Server.Requests, res.Direct)
 			}
 			t.Logf("%d threads, aborts %s, %d held back", res.Threads, res.AbortString(), res.Server.Deferred)
 		})
@@ -398,7 +398,9 @@ var agreeLogSizes = []int{4, 64, 4096}
 func agreeGPUOptions(dev *gpu.Device) []namedOptions {
 	return []namedOptions{
 		{"gpu", Options{GPU: dev}},
-		{"gpu, refresh 3", Options{GPU: dev, Refresh: 3}},
+		{"gpu, servers", Options{GPU: dev, Commit: CommitServers}},
+		{"gpu, direct", Options{GPU: dev, Commit: CommitDirect}},
+		{"gpu, refresh 3", Options{GPU: dev, Refresh: 3, Commit: CommitServers}},
 		{"gpu, contention off", Options{GPU: dev, Contention: ContentionOff}},
 	}
 }

@@ -82,7 +82,7 @@ func TestServerCommitGPU(t *testing.T) {
 // each named.
 func serverCommitHotOptions(dev *gpu.Device) []namedOptions {
 	return []namedOptions{
-		{"default", Options{GPU: dev}},
+		{"off", Options{GPU: dev, Commit: CommitServers}},
 		{"writeback", Options{GPU: dev, ServerCommit: ServerCommitWriteBack}},
 		{"retry", Options{GPU: dev, ServerCommit: ServerCommitRetry}},
 		{"retry, contention off", Options{GPU: dev, ServerCommit: ServerCommitRetry, Contention: ContentionOff}},

@@ -59,13 +59,13 @@ const (
 	stmThrottleHelp   = "GPU engine: the abort rate its admission control holds client warps near (0: the engine's default, negative: no admission control)"
 	stmThrottleWant   = "want an abort rate under 1 (0: the engine's default, negative: off)"
 	stmContentionHelp = "GPU engine: how client warps treat conflicts before they ask a commit server: off, check (drop attempts whose items were written after their snapshot), claims (check, and hold back attempts whose written items another holds) or default (the engine's, claims)"
-	stmDirectHelp     = "GPU engine: client warps commit without the commit servers, locking the items they write (TL2 over CSMV's versions; faster under hot items and on uniform updates, not the default yet; --log-size and --contention then do not apply, and the server blocks still start and stay idle)"
+	stmCommitHelp     = "GPU engine: how client warps commit update transactions: direct (each locks the items it writes and commits without a server: TL2 over CSMV's versions), servers (CSMV's commit servers validate, order and log them) or auto (direct, unless the workload is at least 95% read-only or --servers, --log-size or --contention is set)"
 )
 
 // runSTM is "warpkv stm bank": the Bank workload on the CSMV engine.
 func runSTM(e *env, args []string) error {
 	const synopsis = "warpkv stm bank [--device auto|cpu|gpu|gpu:N] [--accounts N] [--initial V] [--transactions N | --duration D] " +
-		"[--read-only PCT] [--read-size N] [--rounds K] [--servers N] [--log-size N] [--versions K] [--throttle R] [--contention MODE] [--direct] " +
+		"[--read-only PCT] [--read-size N] [--rounds K] [--servers N] [--log-size N] [--versions K] [--throttle R] [--contention MODE] [--commit PATH] " +
 		"[--seed S] [--history FILE] [--latency] [--quiet]"
 	if len(args) > 0 && args[0] == "run" {
 		return runSTMBody(e, args[1:])
@@ -92,7 +92,7 @@ func runSTM(e *env, args []string) error {
 	versions := fs.Int("versions", 0, "versions each account keeps (0: the engine's default)")
 	throttle := fs.Float64("throttle", 0, stmThrottleHelp)
 	contention := fs.String("contention", "default", stmContentionHelp)
-	direct := fs.Bool("direct", false, stmDirectHelp)
+	commit := fs.String("commit", "auto", stmCommitHelp)
 	quiet := fs.Bool("quiet", false, "no engine line on stderr")
 	latency := fs.Bool("latency", false, stmLatencyHelp)
 	if err := parse(fs, args[1:]); err != nil {
@@ -130,6 +130,10 @@ func runSTM(e *env, args []string) error {
 	cont, err := stm.ParseContention(*contention)
 	if err != nil {
 		return usagef("--contention %q: want default, off, check or claims", *contention)
+	}
+	path, err := stm.ParseCommitPath(*commit)
+	if err != nil {
+		return usagef("--commit %q: want auto, servers or direct", *commit)
 	}
 	size := 0
 	if rs := strings.TrimSpace(*readSize); rs != "all" {
@@ -179,7 +183,7 @@ func runSTM(e *env, args []string) error {
 	if err := checkOutput("stm bank", "--history", *history); err != nil {
 		return err
 	}
-	eng, err := stm.Open(stm.Options{Device: *device, Throttle: *throttle, Contention: cont, DirectCommit: *direct, Config: stm.Config{Servers: *servers, LogSize: *logSize, Versions: *versions}})
+	eng, err := stm.Open(stm.Options{Device: *device, Throttle: *throttle, Contention: cont, Commit: path, Config: stm.Config{Servers: *servers, LogSize: *logSize, Versions: *versions}})
 	if err != nil {
 		return err
 	}
@@ -206,6 +210,15 @@ func runSTM(e *env, args []string) error {
 	return reportBank(e, res, runErr, *history, *accounts, *initial, *latency)
 }
 
+// stmCommitText says how a run committed, for its report: "N servers", or
+// "direct commits" (the GPU engine without its servers).
+func stmCommitText(res *stm.Result) string {
+	if res.Direct {
+		return "direct commits"
+	}
+	return fmt.Sprintf("%d servers", res.Servers)
+}
+
 // stmLatencyHelp is the help of stm bank's and stm run's --latency.
 const stmLatencyHelp = "time every committed transaction, from its first attempt to its commit, and print p50/p99/p99.9 (stm.RunOptions.Latency: on the GPU up to 1% of the commits a second)"
 
@@ -230,6 +243,9 @@ func reportBank(e *env, res *stm.Result, runErr error, history string, accounts 
 	}
 	want := uint64(accounts) * initial
 	fmt.Fprintf(e.stdout, "device: %s\n", res.Device)
+	if res.Device != "cpu" { // the CPU engine has one commit path
+		fmt.Fprintf(e.stdout, "commit: %s\n", stmCommitText(res))
+	}
 	fmt.Fprintf(e.stdout, "commits: %d (update %d, read-only %d)\n", res.Total(), res.Commits, res.ReadOnlyCommits)
 	fmt.Fprintf(e.stdout, "aborts: %s\n", res.AbortString())
 	fmt.Fprintf(e.stdout, "commits/s: %.0f\n", res.Throughput())

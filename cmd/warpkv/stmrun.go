@@ -21,7 +21,7 @@ const (
 )
 
 const stmRunSynopsis = "warpkv stm run --body FILE.cu [--device gpu|gpu:N] [--items N] [--threads N] [--duration D | --transactions N] " +
-	"[--read-only PCT] [--init V] [--param V]... [--max-reads N] [--max-writes N] [--servers N] [--throttle R] [--contention MODE] [--direct] [--seed S] [--check=false] [--history FILE] [--latency] [--quiet]"
+	"[--read-only PCT] [--init V] [--param V]... [--max-reads N] [--max-writes N] [--servers N] [--throttle R] [--contention MODE] [--commit PATH] [--seed S] [--check=false] [--history FILE] [--latency] [--quiet]"
 
 // paramList is a repeatable --param: the body's parameters 1, 2, ...
 type paramList []uint64
@@ -49,7 +49,7 @@ type stmRunFlags struct {
 	init, seed              uint64
 	params                  paramList
 	check, quiet, latency   bool
-	direct                  bool
+	commit                  stm.CommitPath
 	set                     map[string]bool
 }
 
@@ -86,7 +86,7 @@ func runSTMBody(e *env, args []string) error {
 	if err := w.Compile(); err != nil {
 		return fmt.Errorf("stm run: %w", err)
 	}
-	eng, err := stm.Open(stm.Options{Device: f.device, ClientThreads: f.threads, Throttle: f.throttle, Contention: f.contention, DirectCommit: f.direct, Config: stm.Config{Servers: f.servers}})
+	eng, err := stm.Open(stm.Options{Device: f.device, ClientThreads: f.threads, Throttle: f.throttle, Contention: f.contention, Commit: f.commit, Config: stm.Config{Servers: f.servers}})
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func parseSTMRun(e *env, args []string) (*stmRunFlags, error) {
 	fs.IntVar(&f.servers, "servers", 0, "commit servers, items partitioned over them (0: the engine's default: one per 8 SMs of the GPU, at most one per LogSize/8 items; use 1 when transactions reach across the store)")
 	fs.Float64Var(&f.throttle, "throttle", 0, stmThrottleHelp)
 	contention := fs.String("contention", "default", stmContentionHelp)
-	fs.BoolVar(&f.direct, "direct", false, stmDirectHelp)
+	commit := fs.String("commit", "auto", stmCommitHelp)
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the transactions (stm_rand)")
 	fs.BoolVar(&f.check, "check", true, "record every attempt and check opacity and serializability (costs throughput; false for speed)")
 	fs.StringVar(&f.history, "history", "", "write every committed transaction as a JSON line to `FILE` (needs --check)")
@@ -150,8 +150,9 @@ func parseSTMRun(e *env, args []string) (*stmRunFlags, error) {
 		return nil, usagef("stm run takes no arguments, got %q", strings.Join(fs.Args(), " "))
 	}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
-	var contErr error
+	var contErr, commitErr error
 	f.contention, contErr = stm.ParseContention(*contention)
+	f.commit, commitErr = stm.ParseCommitPath(*commit)
 	switch {
 	case f.body == "":
 		return nil, usagef("--body FILE.cu is required")
@@ -177,6 +178,8 @@ func parseSTMRun(e *env, args []string) (*stmRunFlags, error) {
 		return nil, usagef("--throttle %g: %s", f.throttle, stmThrottleWant)
 	case contErr != nil:
 		return nil, usagef("--contention %q: want default, off, check or claims", *contention)
+	case commitErr != nil:
+		return nil, usagef("--commit %q: want auto, servers or direct", *commit)
 	case f.history != "" && !f.check:
 		return nil, usagef("--history needs --check (the history is what --check records)")
 	}
@@ -194,7 +197,7 @@ func parseSTMRun(e *env, args []string) (*stmRunFlags, error) {
 // wrong reads (stm_check), opacity and the serial replay.
 func reportSTMRun(e *env, f *stmRunFlags, w stm.CUDA, res *stm.Result, runErr error) error {
 	fmt.Fprintf(e.stdout, "device: %s\n", res.Device)
-	fmt.Fprintf(e.stdout, "body: %s (%d items, %d threads, %d servers)\n", f.body, f.items, res.Threads, res.Servers)
+	fmt.Fprintf(e.stdout, "body: %s (%d items, %d threads, %s)\n", f.body, f.items, res.Threads, stmCommitText(res))
 	fmt.Fprintf(e.stdout, "commits: %d (update %d, read-only %d)\n", res.Total(), res.Commits, res.ReadOnlyCommits)
 	fmt.Fprintf(e.stdout, "aborts: %s\n", res.AbortString())
 	fmt.Fprintf(e.stdout, "given up (stm_abort): %d\n", res.UserAborts)

@@ -78,7 +78,7 @@ func main() {
 	contention := flag.String("contention", "default", "GPU engine: what client warps do about conflicts before they ask a server: default, off, check or claims (stm.Options.Contention)")
 	stripe := flag.Int("stripe", 0, "GPU engine: items of each stripe dealt to the servers in turn (stm.Options.Stripe; 0: contiguous partitions)")
 	refresh := flag.Int("refresh", 0, "GPU engine: in-place retries of a stale update attempt per warp round (stm.Options.Refresh; 0: chosen, stm.DefaultRefresh under a Zipf law, else off; negative: off)")
-	direct := flag.Bool("direct", false, "GPU engine: client warps commit without the servers, locking the items they write (stm.Options.DirectCommit)")
+	commit := flag.String("commit", "auto", "GPU engine: how client warps commit update transactions: auto, servers or direct (stm.Options.Commit)")
 	serverCommit := flag.String("server-commit", "off", "GPU engine: the servers' share of single-partition commits: off (the clients write back), writeback (the servers write back after the final check) or retry (writeback, and the servers run conflicting update attempts again before their turn) (stm.Options.ServerCommit)")
 	latency := flag.Bool("latency", true, "CSMV engines: time every commit (stm.RunOptions.Latency), on by default because issue 23's rows report every implementation's commit latency p50/p99; the timing costs the GPU engine up to 1% of its commits a second (H200, 2026-11-29: 0.8% at 90% read-only of 1M accounts, none measurable at 0%), so --latency=false for throughput alone")
 	threads := flag.Int("threads", 0, "GPU engine: client threads of every case (stm.Options.ClientThreads; 0: the case's or the engine's default, -1: as many as fit)")
@@ -103,7 +103,13 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, contention: mode, stripe: *stripe, refresh: *refresh, serverCommit: scMode, direct: *direct, threads: *threads, latency: *latency, peers: *peers, only: *only, goroutines: counts, cases: cases}
+	path, perr := stm.ParseCommitPath(*commit)
+	if perr != nil {
+		fmt.Fprintln(os.Stderr, "stmbench: --commit:", perr)
+		flag.Usage()
+		os.Exit(2)
+	}
+	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, contention: mode, stripe: *stripe, refresh: *refresh, serverCommit: scMode, commit: path, threads: *threads, latency: *latency, peers: *peers, only: *only, goroutines: counts, cases: cases}
 	var progress io.Writer
 	if !*quiet {
 		progress = os.Stderr
@@ -130,7 +136,7 @@ type config struct {
 	stripe       int              // the GPU engine's Options.Stripe
 	refresh      int              // the GPU engine's Options.Refresh
 	serverCommit stm.ServerCommit // the GPU engine's Options.ServerCommit
-	direct       bool             // the GPU engine's Options.DirectCommit
+	commit       stm.CommitPath   // the GPU engine's Options.Commit
 	threads      int              // the GPU engine's client threads (0: the case's; -1: as many as fit)
 	latency      bool             // the CSMV engines time every commit (stm.RunOptions.Latency)
 	peers, only  string
@@ -258,10 +264,8 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 		defer dev.Close()
 		rep.Engines = append(rep.Engines, "gpu: "+ch.Reason, fmt.Sprintf("gpu: admission control (throttle) %s", throttleText(c.throttle)),
 			fmt.Sprintf("gpu: contention management %s", contentionText(c.contention)), "gpu: items dealt to the servers "+stripeText(c.stripe), "gpu: stale update attempts run again at once "+refreshText(c.refresh),
-			"gpu: the servers' share of single-partition commits: "+c.serverCommit.String())
-		if c.direct {
-			rep.Engines = append(rep.Engines, "gpu: direct commits: client warps lock the items they write and commit without the servers")
-		}
+			"gpu: the servers' share of single-partition commits: "+c.serverCommit.String(),
+			"gpu: commit path "+c.commit.String()+" (direct: client warps lock the items they write and commit without the servers; auto: direct below 95% read-only; each row's note says which ran)")
 	} else {
 		rep.Engines = append(rep.Engines, ch.Reason)
 	}
@@ -347,7 +351,7 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 					name string
 					opt  stm.Options
 					d    time.Duration
-				}{"csmv gpu", stm.Options{GPU: dev, Throttle: c.throttle, Contention: c.contention, Stripe: c.stripe, Refresh: c.refresh, ServerCommit: c.serverCommit, DirectCommit: c.direct}, c.gpuD})
+				}{"csmv gpu", stm.Options{GPU: dev, Throttle: c.throttle, Contention: c.contention, Stripe: c.stripe, Refresh: c.refresh, ServerCommit: c.serverCommit, Commit: c.commit}, c.gpuD})
 			}
 			for _, en := range engines {
 				o := cs.Options(en.opt)
