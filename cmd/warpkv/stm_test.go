@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -140,6 +141,27 @@ func stmOutput(t *testing.T, out string) map[string]uint64 {
 	return m
 }
 
+// checkCommitLine checks stm bank's "commit:" line: none on the CPU
+// engine (it has one commit path); on the GPU "commit: N servers" when
+// --servers was given (CommitAuto then takes the servers), else "commit:
+// direct commits" (the cases are below 95% read-only and write at most 16
+// accounts).
+func checkCommitLine(t *testing.T, out, dev string, servers bool) {
+	t.Helper()
+	line := regexp.MustCompile(`(?m)^commit: (.*)$`).FindStringSubmatch(out)
+	switch {
+	case dev == "cpu" && line != nil:
+		t.Fatalf("the CPU engine printed %q:\n%s", line[0], out)
+	case dev == "cpu":
+	case line == nil:
+		t.Fatalf("output lacks a \"commit:\" line:\n%s", out)
+	case servers && !regexp.MustCompile(`^[0-9]+ servers$`).MatchString(line[1]):
+		t.Fatalf("with --servers: %q, want \"commit: N servers\"", line[0])
+	case !servers && line[1] != "direct commits":
+		t.Fatalf("by default: %q, want \"commit: direct commits\"", line[0])
+	}
+}
+
 // checkLatencyLine checks the "commit latency: p50 A, p99 B, p99.9 C (N
 // timed)" line of an stm command's output run with --latency: every
 // commit timed, 0 < A <= B <= C; without it, "commit latency: not timed
@@ -212,6 +234,7 @@ func TestSTMBankBinary(t *testing.T) {
 					t.Fatalf("final total %d (want %d), wrong totals %d:\n%s", out["final total"], want, out["wrong read-only totals"], stdout.String())
 				}
 				checkLatencyLine(t, stdout.String(), out["commits"], timed)
+				checkCommitLine(t, stdout.String(), dev, slices.Contains(tc.args, "--servers"))
 				lines, store := checkBankHistory(t, hist, tc.accounts, tc.initial)
 				if uint64(lines) != out["commits"] {
 					t.Fatalf("history has %d lines, the command reported %d commits", lines, out["commits"])
@@ -251,6 +274,7 @@ func TestSTMBankBadOptions(t *testing.T) {
 		{"negative servers", []string{"--servers", "-1"}, 2, "--servers -1"},
 		{"throttle of 1", []string{"--throttle", "1"}, 2, "--throttle 1: want an abort rate under 1"},
 		{"unknown contention mode", []string{"--contention", "locks"}, 2, `--contention "locks": want default, off, check or claims`},
+		{"unknown commit path", []string{"--commit", "lazy"}, 2, `--commit "lazy": want auto, servers or direct`},
 		{"bad device", []string{"--device", "tpu"}, 2, "--device"},
 		{"bad duration", []string{"--duration", "soon"}, 2, "duration"},
 		{"single account transfers", []string{"--accounts", "1", "--read-only", "50"}, 2, "--accounts 1: transfers need at least 2 accounts"},

@@ -30,6 +30,7 @@ func TestSTMRunBadOptions(t *testing.T) {
 		{"negative threads", []string{"--body", "x.cu", "--threads", "-1"}, "--threads -1"},
 		{"throttle above 1", []string{"--body", "x.cu", "--throttle", "1.5"}, "--throttle 1.5"},
 		{"unknown contention mode", []string{"--body", "x.cu", "--contention", "Claims"}, `--contention "Claims": want default, off, check or claims`},
+		{"unknown commit path", []string{"--body", "x.cu", "--commit", "Direct"}, `--commit "Direct": want auto, servers or direct`},
 		{"percent above 100", []string{"--body", "x.cu", "--read-only", "101"}, "--read-only 101"},
 		{"zero transactions", []string{"--body", "x.cu", "--transactions", "0"}, "--transactions 0"},
 		{"zero duration", []string{"--body", "x.cu", "--duration", "0s"}, "--duration 0s"},
