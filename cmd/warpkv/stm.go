@@ -59,6 +59,7 @@ const (
 	stmThrottleHelp   = "GPU engine: the abort rate its admission control holds client warps near (0: the engine's default, negative: no admission control)"
 	stmThrottleWant   = "want an abort rate under 1 (0: the engine's default, negative: off)"
 	stmContentionHelp = "GPU engine: how client warps treat conflicts before they ask a commit server: off, check (drop attempts whose items were written after their snapshot), claims (check, and hold back attempts whose written items another holds) or default (the engine's, claims)"
+	stmDirectHelp     = "GPU engine: the same as --commit direct"
 	stmCommitHelp     = "GPU engine: how client warps commit update transactions: direct (each locks the items it writes and commits without a server: TL2 over CSMV's versions), servers (CSMV's commit servers validate, order and log them) or auto (direct, unless the workload is at least 95% read-only or --servers, --log-size or --contention is set)"
 )
 
@@ -93,6 +94,7 @@ func runSTM(e *env, args []string) error {
 	throttle := fs.Float64("throttle", 0, stmThrottleHelp)
 	contention := fs.String("contention", "default", stmContentionHelp)
 	commit := fs.String("commit", "auto", stmCommitHelp)
+	direct := fs.Bool("direct", false, stmDirectHelp)
 	quiet := fs.Bool("quiet", false, "no engine line on stderr")
 	latency := fs.Bool("latency", false, stmLatencyHelp)
 	if err := parse(fs, args[1:]); err != nil {
@@ -131,9 +133,9 @@ func runSTM(e *env, args []string) error {
 	if err != nil {
 		return usagef("--contention %q: want default, off, check or claims", *contention)
 	}
-	path, err := stm.ParseCommitPath(*commit)
+	path, err := stmCommitPath(*commit, *direct)
 	if err != nil {
-		return usagef("--commit %q: want auto, servers or direct", *commit)
+		return err
 	}
 	size := 0
 	if rs := strings.TrimSpace(*readSize); rs != "all" {
@@ -208,6 +210,21 @@ func runSTM(e *env, args []string) error {
 		fmt.Fprintf(e.stderr, "stm bank: the run ended after %d commits, before --duration %v: the GPU's history buffer holds no more\n", res.Total(), *duration)
 	}
 	return reportBank(e, res, runErr, *history, *accounts, *initial, *latency)
+}
+
+// stmCommitPath parses --commit, with --direct (the flag of 2026-11-30's
+// first direct commits) as another way to say --commit direct.
+func stmCommitPath(commit string, direct bool) (stm.CommitPath, error) {
+	path, err := stm.ParseCommitPath(commit)
+	switch {
+	case err != nil:
+		return 0, usagef("--commit %q: want auto, servers or direct", commit)
+	case direct && path == stm.CommitServers:
+		return 0, usagef("--direct and --commit servers exclude each other")
+	case direct:
+		return stm.CommitDirect, nil
+	}
+	return path, nil
 }
 
 // stmCommitText says how a run committed, for its report: "N servers", or

@@ -275,6 +275,7 @@ func TestSTMBankBadOptions(t *testing.T) {
 		{"throttle of 1", []string{"--throttle", "1"}, 2, "--throttle 1: want an abort rate under 1"},
 		{"unknown contention mode", []string{"--contention", "locks"}, 2, `--contention "locks": want default, off, check or claims`},
 		{"unknown commit path", []string{"--commit", "lazy"}, 2, `--commit "lazy": want auto, servers or direct`},
+		{"direct against servers", []string{"--direct", "--commit", "servers"}, 2, "--direct and --commit servers exclude each other"},
 		{"bad device", []string{"--device", "tpu"}, 2, "--device"},
 		{"bad duration", []string{"--duration", "soon"}, 2, "duration"},
 		{"single account transfers", []string{"--accounts", "1", "--read-only", "50"}, 2, "--accounts 1: transfers need at least 2 accounts"},

@@ -138,6 +138,7 @@ func parseSTMRun(e *env, args []string) (*stmRunFlags, error) {
 	fs.Float64Var(&f.throttle, "throttle", 0, stmThrottleHelp)
 	contention := fs.String("contention", "default", stmContentionHelp)
 	commit := fs.String("commit", "auto", stmCommitHelp)
+	direct := fs.Bool("direct", false, stmDirectHelp)
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the transactions (stm_rand)")
 	fs.BoolVar(&f.check, "check", true, "record every attempt and check opacity and serializability (costs throughput; false for speed)")
 	fs.StringVar(&f.history, "history", "", "write every committed transaction as a JSON line to `FILE` (needs --check)")
@@ -152,7 +153,7 @@ func parseSTMRun(e *env, args []string) (*stmRunFlags, error) {
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
 	var contErr, commitErr error
 	f.contention, contErr = stm.ParseContention(*contention)
-	f.commit, commitErr = stm.ParseCommitPath(*commit)
+	f.commit, commitErr = stmCommitPath(*commit, *direct)
 	switch {
 	case f.body == "":
 		return nil, usagef("--body FILE.cu is required")
@@ -179,7 +180,7 @@ func parseSTMRun(e *env, args []string) (*stmRunFlags, error) {
 	case contErr != nil:
 		return nil, usagef("--contention %q: want default, off, check or claims", *contention)
 	case commitErr != nil:
-		return nil, usagef("--commit %q: want auto, servers or direct", *commit)
+		return nil, commitErr
 	case f.history != "" && !f.check:
 		return nil, usagef("--history needs --check (the history is what --check records)")
 	}
