@@ -92,6 +92,10 @@ func main() {
 	if err == nil {
 		err = serr
 	}
+	path, perr := stm.ParseCommitPath(*commit)
+	if err == nil {
+		err = perr
+	}
 	var cases []bench.STMCase
 	if err == nil && *banks != "" {
 		cases, err = matrixCases(*banks, *zipfs, *rounds, *ros)
@@ -100,12 +104,6 @@ func main() {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stmbench:", err)
 		}
-		flag.Usage()
-		os.Exit(2)
-	}
-	path, perr := stm.ParseCommitPath(*commit)
-	if perr != nil {
-		fmt.Fprintln(os.Stderr, "stmbench: --commit:", perr)
 		flag.Usage()
 		os.Exit(2)
 	}
