@@ -24,7 +24,8 @@ import (
 // warpkv's figures must be memcached's, and the ones written here.
 func TestServeConnectionStatsAsMemcached(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "mc.sock")
-	a, b := freeAddr(t), freeAddr(t)
+	ab := freeAddrs(t, 2)
+	a, b := ab[0], ab[1]
 	for _, tc := range []struct {
 		name    string
 		args    []string

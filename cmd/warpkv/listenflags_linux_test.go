@@ -31,8 +31,9 @@ import (
 // 0.0.0.0 taking no IPv6 clients. -U other than 0 is refused by warpkv
 // alone (memcached would serve UDP there; warpkv has none).
 func TestServeListenArgumentsAsMemcached(t *testing.T) {
-	a, b := freeAddr(t), freeAddr(t)
-	_, port, _ := net.SplitHostPort(freeAddr(t))
+	abc := freeAddrs(t, 3)
+	a, b := abc[0], abc[1]
+	_, port, _ := net.SplitHostPort(abc[2])
 	for _, tc := range []struct {
 		name        string
 		args        []string
@@ -151,8 +152,9 @@ func checkRefused(t *testing.T, server string, args, addrs []string) {
 // umask the -a mask in octal.
 func TestServeStatsSettingsListenersAsMemcached(t *testing.T) {
 	dir := t.TempDir()
-	_, port, _ := net.SplitHostPort(freeAddr(t))
-	other := freeAddr(t)
+	two := freeAddrs(t, 2)
+	_, port, _ := net.SplitHostPort(two[0])
+	other := two[1]
 	_, otherPort, _ := net.SplitHostPort(other)
 	for _, tc := range []struct {
 		name    string

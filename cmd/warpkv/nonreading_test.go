@@ -117,7 +117,8 @@ func nonReadingClients(t *testing.T, conns, size, gets int) {
 // giving two interfaces (one with its own port) and with -s, as memcached
 // takes them.
 func TestServeListensOnSeveralAddressesAndAUnixSocket(t *testing.T) {
-	a, b := freeAddr(t), freeAddr(t)
+	ab := freeAddrs(t, 2)
+	a, b := ab[0], ab[1]
 	_, portB, _ := net.SplitHostPort(b)
 	p := difftest.Serve(t, "--device", "cpu", "-l", a+",127.0.0.1", "-p", portB)
 	for _, addr := range []string{a, b} {

@@ -215,7 +215,8 @@ func TestServeUnixSocketAsMemcached(t *testing.T) {
 // one gets "ERROR Too many open connections" and is closed, while those
 // under the limit, and one opened after another closed, are served.
 func TestServeListenRepeatedAndConnectionLimit(t *testing.T) {
-	a, b := freeAddr(t), freeAddr(t)
+	ab := freeAddrs(t, 2)
+	a, b := ab[0], ab[1]
 	difftest.Serve(t, "--device", "cpu", "-l", a, "-l", b, "-c", "2")
 	first, l1 := dialVersion(t, "tcp", a)
 	_, l2 := dialVersion(t, "tcp", b)

@@ -111,7 +111,8 @@ func TestNutcracker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	listen := freeAddr(t)
+	two := freeAddrs(t, 2)
+	listen := two[0]
 	text := strings.NewReplacer("127.0.0.1:22121", listen,
 		"127.0.0.1:11211:1", a.Addr+":1", "127.0.0.1:11212:1", b.Addr+":1").Replace(string(conf))
 	dir := t.TempDir()
@@ -119,7 +120,7 @@ func TestNutcracker(t *testing.T) {
 	if err := os.WriteFile(confPath, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, statsPort, _ := strings.Cut(freeAddr(t), ":")
+	_, statsPort, _ := strings.Cut(two[1], ":")
 	cmd := exec.Command(bin, "-c", confPath, "-s", statsPort, "-a", "127.0.0.1",
 		"-o", filepath.Join(dir, "nutcracker.log"), "-p", filepath.Join(dir, "nutcracker.pid"))
 	if err := cmd.Start(); err != nil {
@@ -164,10 +165,23 @@ func TestNutcracker(t *testing.T) {
 // freeAddr returns a loopback address whose port was free a moment ago.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return freeAddrs(t, 1)[0]
+}
+
+// freeAddrs returns n distinct free loopback addresses. It holds every
+// listener open until all n are chosen: picking them one at a time lets
+// the kernel hand the same port out twice, and a test that wanted two
+// ports would then bind one twice (CI saw "address already in use").
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	addrs := make([]string, n)
+	for i := range addrs {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		addrs[i] = ln.Addr().String()
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addrs
 }
