@@ -390,7 +390,7 @@ __device__ __noinline__ void stm_rerun_reload(const stm_globals* g, stm_tx* tx, 
 
 #if STM_DIRECT
 // stm_commit_direct commits the warp's update transactions with no server
-// (Options.DirectCommit): TL2's commit, with the claim table's words as
+// (Options.Commit, CommitDirect): TL2's commit, with the claim table's words as
 // the items' locks, over the multi-version rings and in-order clock of
 // the server protocol. The warp's lanes first settle the conflicts among
 // them (stm_prevalidate). An update lane locks the words of its write
@@ -409,8 +409,9 @@ __device__ __noinline__ void stm_rerun_reload(const stm_globals* g, stm_tx* tx, 
 // commits next instead of losing again. One that fails on a read item
 // another lane holds releases them: two lanes that each read what the
 // other writes would otherwise keep each other out for ever (measured:
-// the memcached workload's PUTs, which read the other ways of their set). Every timestamp taken is marked done (a failed lane's
-// is a hole) and the warp waits until the clock passes them. Why
+// the memcached workload's PUTs, which read the other ways of their
+// set). Every timestamp taken is marked done (a failed lane's is a hole)
+// and the warp waits until the clock passes them. Why
 // validation suffices: a commit holds its locks from before it takes its
 // timestamp until after it raised wts, so one with an earlier timestamp
 // that wrote an item this lane read is still locked or visible in wts when

@@ -81,12 +81,13 @@
 // itself (after the clock passes the writes it met) before the request's
 // turn, validated as any attempt (ServerStats.Rerun). Direct commits
 // (Options.Commit: CommitDirect, and CommitAuto's choice below 95%
-// read-only when no server option is set) do without the servers: each
-// client lane locks the items it writes, takes a timestamp, validates its
-// reads against the locks and the newest writes, installs and unlocks
-// (TL2's commit over these versions; on an H200 about twice the servers'
-// rate at 0% read-only of uniform accounts). Result.Direct says which
-// path a run took.
+// read-only when no transaction writes more than AutoDirectWrites items
+// and no server option is set) do without the servers: each client lane
+// locks the items it writes, takes a timestamp, validates its reads
+// against the locks and the newest writes, installs and unlocks (TL2's
+// commit over these versions; on an H200 1.66x-1.84x the servers' rate at
+// 0% read-only of uniform accounts). Result.Direct says which path a run
+// took.
 //
 // # Your own transactions on the GPU
 //

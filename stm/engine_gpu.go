@@ -454,12 +454,13 @@ func (g *gpuEngine) plan(w Workload, sp *workloadSpec, ro RunOptions) (*runPlan,
 		hist = 2
 	}
 	sh := gpuShape(sp, cfg, g.opt, hist)
-	for direct := sh.direct; g.opt.ServerWarps == 0 && sh.serverSmem > props.SharedPerBlockOptin && sh.serverWarps > 2; {
+	direct := sh.direct // the user's options choose the path, not the fitting below (ServerWarps is a server option)
+	for g.opt.ServerWarps == 0 && sh.serverSmem > props.SharedPerBlockOptin && sh.serverWarps > 2 {
 		o := g.opt // the default: as many workers as fit beside the log
 		o.ServerWarps = sh.serverWarps - 1
 		sh = gpuShape(sp, cfg, o, hist)
-		sh.direct = direct // the user's options chose the path, not this fitting
 	}
+	sh.direct = direct
 	sh.latency = ro.Latency
 	switch {
 	case sh.serverWarps < 2 || sh.serverWarps > 32:

@@ -263,7 +263,7 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 		rep.Engines = append(rep.Engines, "gpu: "+ch.Reason, fmt.Sprintf("gpu: admission control (throttle) %s", throttleText(c.throttle)),
 			fmt.Sprintf("gpu: contention management %s", contentionText(c.contention)), "gpu: items dealt to the servers "+stripeText(c.stripe), "gpu: stale update attempts run again at once "+refreshText(c.refresh),
 			"gpu: the servers' share of single-partition commits: "+c.serverCommit.String(),
-			"gpu: commit path "+c.commit.String()+" (direct: client warps lock the items they write and commit without the servers; auto: direct below 95% read-only; each row's note says which ran)")
+			"gpu: commit path "+c.commit.String()+" (direct: client warps lock the items they write and commit without the servers; auto: direct below 95% read-only and up to 16 writes a transaction; each row's note says which ran)")
 	} else {
 		rep.Engines = append(rep.Engines, ch.Reason)
 	}
