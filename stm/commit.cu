@@ -6,101 +6,138 @@
 // calls (stm_install_all, stm_mark_done, stm_publish); device.cuh holds the
 // shared device code and describes the protocol.
 
-// STM_PV_REG is the most items a read or write set may hold for
-// stm_prevalidate's register path: every update lane's sets that small
-// (a bank transfer reads and writes 2) are compared in registers, the
-// other lanes' write items passed by shuffles.
-#define STM_PV_REG 4
+// stm_pv_slot is item's home slot in a warp's pre-validation table
+// (STM_PV_SLOTS slots, a power of two; Fibonacci hashing: the top bits of
+// the item times 2^32/phi).
+__device__ __forceinline__ u32 stm_pv_slot(u32 item) {
+	return (u32)(((u64)(item * 0x9E3779B1u) * STM_PV_SLOTS) >> 32);
+}
 
-// stm_prevalidate is Algorithm 1: a lane's update transaction conflicts
-// with a lower lane's if that one wrote an item it read (read-write) or
-// wrote (write-write); lanes decide in lane order, a transaction aborts if
-// a conflicting lower lane commits. Write-set signatures filter the exact
-// checks. When every update lane's read and write sets hold at most
-// STM_PV_REG items (warp-uniform), each lane loads its sets into registers
-// once and lane l's write items reach the others by shuffles; else the
-// exact checks load the sets from global memory for every lane l whose
-// signature matches. The register path was added when an idle warp's
-// pre-validation of 32 transfers measured about 13 µs on an H200, the
-// sets loaded again for every lane l (BENCHMARKS.md, "the commit path's
-// own latency"). Both paths set the same conflicts: for lane l's write
-// items in order, the first that this lane read ends the scan
-// (read-write); one it wrote before that is a write-write conflict. All
-// lanes call it.
-__device__ void stm_prevalidate(const stm_globals* g, stm_tx* tx, bool* upd, u32 lane, u32 wbase) {
-	const u32* ri = (const u32*)g->rs_item + (u64)tx->tid * (u32)g->r_cap;
-	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
-	u64 wsig = 0, rsig = 0;
-	const bool small = !*upd || (tx->nr <= STM_PV_REG && tx->nw <= STM_PV_REG);
-	u32 rr[STM_PV_REG], ww[STM_PV_REG];
+// stm_pv_writers returns the lanes (a mask) that wrote item, from the
+// warp's table tab: linear probing from its home slot to its entry, or to
+// an empty slot (none wrote it). The table is at most half full, so an
+// empty slot ends every probe.
+__device__ __forceinline__ u32 stm_pv_writers(const volatile u64* tab, u32 item) {
+	const u32 key = item + 1;
+	for (u32 s = stm_pv_slot(item);; s = (s + 1) & (STM_PV_SLOTS - 1)) {
+		const u64 e = tab[s];
+		if ((u32)e == key) return (u32)(e >> 32);
+		if ((u32)e == 0u) return 0u;
+	}
+}
+
+// stm_pv_table finds, for each update lane of the warp, the lower lanes
+// whose write sets meet its read set (*crw) and its write set (*cww),
+// through a table of the warp's write items in shared memory: slot =
+// (writers' lane mask << 32) | (item + 1), 0 empty; STM_PV_SLOTS slots a
+// warp (a Go-owned constant, sized to the client block). Thread mapping:
+// every lane clears STM_PV_SLOTS/32 slots; each update lane inserts its
+// write items (one shared-memory compare-and-swap per probe, an atomic OR
+// where the item is there), then looks up each item it read and wrote.
+// Invariant: the warp's write items, duplicates counted, fill at most
+// half the slots (the caller checks: warp-uniform), so inserts and
+// lookups end. Cost: O(reads + writes) per lane, against O(32 x writes x
+// (reads + writes)) comparisons for the scan (stm_pv_scan), whose 32
+// steps of shuffles measured about 5-10 µs per warp round with one warp
+// per SM (H200, BENCHMARKS.md: pre-validation 57% of an update commit's
+// time under Zipf 0.99). All lanes call it.
+__device__ __forceinline__ void stm_pv_table(const u32* ri, const u32* wi, const stm_tx* tx, bool upd, u32 lane, u32* crw, u32* cww) {
+	__shared__ u64 tabs[STM_CLIENT_BLOCK / 32][STM_PV_SLOTS];
+	u64* tab = tabs[threadIdx.x >> 5];
 #pragma unroll
-	for (u32 j = 0; j < STM_PV_REG; j++) rr[j] = ww[j] = 0;
-	if (*upd) {
-		if (small) {
-#pragma unroll
-			for (u32 j = 0; j < STM_PV_REG; j++) {
-				if (j < tx->nw) {
-					ww[j] = wi[j];
-					wsig |= 1ull << stm_hash6(ww[j]);
-				}
-				if (j < tx->nr) {
-					rr[j] = ri[j];
-					rsig |= 1ull << stm_hash6(rr[j]);
+	for (u32 s = 0; s < STM_PV_SLOTS; s += 32) tab[s + lane] = 0;
+	__syncwarp();
+	if (upd) {
+		const u64 bit = (u64)(1u << lane) << 32;
+		for (u32 j = 0; j < tx->nw; j++) {
+			const u32 key = wi[j] + 1;
+			for (u32 s = stm_pv_slot(wi[j]);; s = (s + 1) & (STM_PV_SLOTS - 1)) {
+				const u64 old = atomicCAS((unsigned long long*)(tab + s), 0ull, (unsigned long long)(bit | key));
+				if (old == 0) break;
+				if ((u32)old == key) {
+					atomicOr((unsigned long long*)(tab + s), (unsigned long long)bit);
+					break;
 				}
 			}
-		} else {
-			for (u32 j = 0; j < tx->nw; j++) wsig |= 1ull << stm_hash6(wi[j]);
-			for (u32 j = 0; j < tx->nr; j++) rsig |= 1ull << stm_hash6(ri[j]);
 		}
 	}
-	const u32 updmask = __ballot_sync(FULL_MASK, *upd);
-	const bool regs = __all_sync(FULL_MASK, small);
-	u32 crw = 0, cww = 0;
+	__syncwarp();
+	u32 r = 0, w = 0;
+	if (upd) {
+		const u32 lower = lanemask_lt(lane);
+		for (u32 q = 0; q < tx->nr; q++) r |= stm_pv_writers(tab, ri[q]);
+		for (u32 j = 0; j < tx->nw; j++) w |= stm_pv_writers(tab, wi[j]);
+		r &= lower;
+		w &= lower;
+	}
+	__syncwarp(); // every lookup before the next call clears the table
+	*crw = r;
+	*cww = w;
+}
+
+// stm_pv_scan is stm_pv_table for warps whose write items would fill more
+// than half of the table: a step per update lane l, its write-set
+// signature (passed by a shuffle) filtering the exact checks, which load
+// lane l's write items from global memory and compare each with this
+// lane's read and write sets. *crw gets the lanes l one of whose write
+// items this lane read, *cww those one of whose write items it wrote.
+// All lanes call it.
+__device__ void stm_pv_scan(const stm_globals* g, const u32* ri, const u32* wi, const stm_tx* tx, bool upd, u32 lane, u32 wbase,
+			    u32* crw, u32* cww) {
+	u64 wsig = 0, rsig = 0;
+	if (upd) {
+		for (u32 j = 0; j < tx->nw; j++) wsig |= 1ull << stm_hash6(wi[j]);
+		for (u32 j = 0; j < tx->nr; j++) rsig |= 1ull << stm_hash6(ri[j]);
+	}
+	const u32 updmask = __ballot_sync(FULL_MASK, upd);
+	u32 r = 0, w = 0;
 	for (u32 l = 0; l < 32; l++) {
 		if (!((updmask >> l) & 1)) continue; // warp-uniform
 		const u64 sig = __shfl_sync(FULL_MASK, wsig, l);
 		const u32 nwl = __shfl_sync(FULL_MASK, tx->nw, l);
-		const bool check = *upd && l < lane && (sig & (rsig | wsig));
-		if (regs) {
-			u32 wl[STM_PV_REG];
-#pragma unroll
-			for (u32 j = 0; j < STM_PV_REG; j++) wl[j] = __shfl_sync(FULL_MASK, ww[j], l);
-			if (check) {
-#pragma unroll
-				for (u32 j = 0; j < STM_PV_REG; j++) {
-					if (j >= nwl) break;
-					bool hit = false;
-#pragma unroll
-					for (u32 q = 0; q < STM_PV_REG; q++) hit |= q < tx->nr && rr[q] == wl[j];
-					if (hit) {
-						crw |= 1u << l;
-						break;
-					}
-#pragma unroll
-					for (u32 q = 0; q < STM_PV_REG; q++) hit |= q < tx->nw && ww[q] == wl[j];
-					if (hit) cww |= 1u << l;
-				}
+		if (!(upd && l < lane && (sig & (rsig | wsig)))) continue;
+		const u32* wl = (const u32*)g->ws_item + (u64)(wbase + l) * (u32)g->w_cap;
+		for (u32 j = 0; j < nwl; j++) {
+			const u32 it = wl[j];
+			bool hit = false;
+			for (u32 q = 0; q < tx->nr && !hit; q++) hit = ri[q] == it;
+			if (hit) {
+				r |= 1u << l;
+				break;
 			}
-		} else if (check) {
-			const u32* wl = (const u32*)g->ws_item + (u64)(wbase + l) * (u32)g->w_cap;
-			for (u32 j = 0; j < nwl; j++) {
-				const u32 it = wl[j];
-				bool hit = false;
-				for (u32 q = 0; q < tx->nr && !hit; q++) hit = ri[q] == it;
-				if (hit) {
-					crw |= 1u << l;
-					break;
-				}
-				for (u32 q = 0; q < tx->nw && !hit; q++) hit = wi[q] == it;
-				if (hit) cww |= 1u << l;
-			}
+			for (u32 q = 0; q < tx->nw && !hit; q++) hit = wi[q] == it;
+			if (hit) w |= 1u << l;
 		}
 	}
+	*crw = r;
+	*cww = w;
+}
+
+// stm_prevalidate is Algorithm 1: a lane's update transaction conflicts
+// with a lower lane's if that one wrote an item it read (read-write) or
+// wrote (write-write); lanes decide in lane order, a transaction aborts if
+// a conflicting lower lane commits (cause read-write if that lane wrote an
+// item it read, else write-write). The conflicts come from the warp's
+// table of write items in shared memory (stm_pv_table) when the warp's
+// write items fill at most half of it (warp-uniform), else from the scan
+// (stm_pv_scan). The decision visits only the lanes some lane conflicts
+// with, in lane order: a lane's state is final once the lower lanes it
+// conflicts with are decided, and a lane no one conflicts with changes no
+// other's. All lanes call it.
+__device__ void stm_prevalidate(const stm_globals* g, stm_tx* tx, bool* upd, u32 lane, u32 wbase) {
+	const u32* ri = (const u32*)g->rs_item + (u64)tx->tid * (u32)g->r_cap;
+	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+	u32 crw, cww;
+	if (warp_sum32(*upd ? tx->nw : 0) <= STM_PV_SLOTS / 2)
+		stm_pv_table(ri, wi, tx, *upd, lane, &crw, &cww);
+	else
+		stm_pv_scan(g, ri, wi, tx, *upd, lane, wbase, &crw, &cww);
 	// 0 not an update, 1 commit, 2 tentative abort, 3 abort
 	u32 conf = crw | cww;
 	u32 st = !*upd ? 0 : (conf ? 2 : 1);
 	u32 cause = 0;
-	for (u32 l = 0; l < 32; l++) {
+	for (u32 m = __reduce_or_sync(FULL_MASK, conf); m; m &= m - 1) {
+		const u32 l = __ffs(m) - 1;
 		const u32 other = __shfl_sync(FULL_MASK, st, l);
 		if ((conf >> l) & 1) {
 			if (other == 1) {

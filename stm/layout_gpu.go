@@ -191,6 +191,24 @@ const (
 // a table of that many items.
 func workerBytes(table int) int { return 12*table + 1024 }
 
+// pvTableBytes bounds the shared memory a client block gives its warps'
+// pre-validation tables (stm_pv_table, 8 bytes a slot).
+const pvTableBytes = 16 << 10
+
+// pvSlots is the slots of each warp's pre-validation table in a client
+// block of that many threads (STM_PV_SLOTS): 512 (4 KB, a warp's write
+// items up to 256: 8 a transaction) for blocks of up to 4 warps, fewer
+// for larger blocks, so that the block's tables take at most pvTableBytes
+// (a power of two, at least 64).
+func pvSlots(clientBlock int) int {
+	warps := max(clientBlock/32, 1)
+	s := 512
+	for s > 64 && s*8*warps > pvTableBytes {
+		s /= 2
+	}
+	return s
+}
+
 // tableFor is the table size of a server of that many warps.
 func tableFor(serverWarps int) int {
 	if serverWarps <= stmTableWarps {
