@@ -7,6 +7,10 @@
 #include "stm/device.cuh"
 #include "stm/workload.cuh"
 
+// STM_INSTALL_REG is the largest write set stm_install keeps in
+// registers between its passes.
+#define STM_INSTALL_REG 4
+
 // stm_install writes the versions of client thread tid's transaction (the
 // first nw entries of its write set) with timestamp ts over the oldest slot
 // of each item; the commit protocol makes this transaction the item's only
@@ -27,19 +31,51 @@ __device__ __forceinline__ void stm_install(const stm_globals* g, u32 tid, u32 n
 	u64* vers = (u64*)g->vers;
 	u64* vals = (u64*)g->vals;
 	u32* head = (u32*)g->head;
-	for (u32 j = 0; j < nw; j++) {
-		const u32 it = remote ? __ldcg((const unsigned int*)wi + j) : wi[j];
-		const u32 h = ld_relaxed_gpu(head + it);
-		st_relaxed_gpu(vers + (u64)it * k + (h + 1 == k ? 0 : h + 1), STM_NO_VERSION);
+	// A client's write set of up to STM_INSTALL_REG items keeps its items
+	// and their new slots in registers between the two passes, the heads
+	// loaded together: one round trip for them, where each pass loaded
+	// each head after the previous item's store (no one else moves them:
+	// the lane is each item's only writer).
+	const bool reg = !remote && nw <= STM_INSTALL_REG;
+	u32 its[STM_INSTALL_REG], slot[STM_INSTALL_REG];
+	if (reg) {
+#pragma unroll
+		for (u32 j = 0; j < STM_INSTALL_REG; j++) { // every head's load in flight before the first store
+			if (j >= nw) break;
+			its[j] = wi[j];
+			slot[j] = ld_relaxed_gpu(head + its[j]);
+		}
+#pragma unroll
+		for (u32 j = 0; j < STM_INSTALL_REG; j++) {
+			if (j >= nw) break;
+			slot[j] = slot[j] + 1 == k ? 0 : slot[j] + 1;
+			st_relaxed_gpu(vers + (u64)its[j] * k + slot[j], STM_NO_VERSION);
+		}
+	} else {
+		for (u32 j = 0; j < nw; j++) {
+			const u32 it = remote ? __ldcg((const unsigned int*)wi + j) : wi[j];
+			const u32 h = ld_relaxed_gpu(head + it);
+			st_relaxed_gpu(vers + (u64)it * k + (h + 1 == k ? 0 : h + 1), STM_NO_VERSION);
+		}
 	}
 	__threadfence();
-	for (u32 j = 0; j < nw; j++) {
-		const u32 it = remote ? __ldcg((const unsigned int*)wi + j) : wi[j];
-		const u32 h = ld_relaxed_gpu(head + it);
-		const u32 s = h + 1 == k ? 0 : h + 1;
-		st_relaxed_gpu(vals + (u64)it * k + s, remote ? __ldcg((const unsigned long long*)wv + j) : wv[j]);
-		st_relaxed_gpu(vers + (u64)it * k + s, ts);
-		st_relaxed_gpu(head + it, s);
+	if (reg) {
+#pragma unroll
+		for (u32 j = 0; j < STM_INSTALL_REG; j++) {
+			if (j >= nw) break;
+			st_relaxed_gpu(vals + (u64)its[j] * k + slot[j], wv[j]);
+			st_relaxed_gpu(vers + (u64)its[j] * k + slot[j], ts);
+			st_relaxed_gpu(head + its[j], slot[j]);
+		}
+	} else {
+		for (u32 j = 0; j < nw; j++) {
+			const u32 it = remote ? __ldcg((const unsigned int*)wi + j) : wi[j];
+			const u32 h = ld_relaxed_gpu(head + it);
+			const u32 s = h + 1 == k ? 0 : h + 1;
+			st_relaxed_gpu(vals + (u64)it * k + s, remote ? __ldcg((const unsigned long long*)wv + j) : wv[j]);
+			st_relaxed_gpu(vers + (u64)it * k + s, ts);
+			st_relaxed_gpu(head + it, s);
+		}
 	}
 	__threadfence();
 	__syncwarp();

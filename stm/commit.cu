@@ -155,6 +155,10 @@ __device__ void stm_prevalidate(const stm_globals* g, stm_tx* tx, bool* upd, u32
 	}
 }
 
+// STM_CLAIM_BATCH is the largest write set whose claims stm_claim sends
+// together.
+#define STM_CLAIM_BATCH 4
+
 // STM_CLAIM_TRIES is the attempts in a row a transaction is held back by
 // claims before it goes to its servers without claiming (progress never
 // depends on claims).
@@ -224,25 +228,47 @@ __device__ __forceinline__ u64 stm_newest_writes(const stm_globals* g, const stm
 // released (so that no two lanes wait on each other's words) and it
 // returns false. Once it holds them all, the kept words its write set no
 // longer uses are released, its row lists the new ones and tx->held their
-// number. Cost: one compare-and-swap per write item. The lane calls it
-// alone.
+// number. Cost: one compare-and-swap per write item; up to
+// STM_CLAIM_BATCH of them in flight together (one round trip to L2 where
+// the loop waits for each: the words a commit holds are held the shorter),
+// the lane then releasing the words it took if one was another's. The
+// lane calls it alone.
 __device__ bool stm_claim(const stm_globals* g, stm_tx* tx) {
 	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
 	u32* claims = (u32*)g->claims;
 	u32* mine = (u32*)g->claimed + (u64)tx->tid * (u32)g->w_cap;
 	const u32 me = tx->tid + 1, mask = (u32)g->claim_mask;
-	u32 j = 0;
-	for (; j < tx->nw; j++) {
-		const u32 old = atomicCAS(claims + (wi[j] & mask), 0u, me);
-		if (old != 0u && old != me) break;
-	}
-	if (j < tx->nw) {
-		for (u32 q = 0; q < j; q++) {
-			const u32 c = wi[q] & mask;
-			if (ld_relaxed_gpu(claims + c) == me) st_relaxed_gpu(claims + c, 0u);
+	if (tx->nw <= STM_CLAIM_BATCH) {
+		u32 old[STM_CLAIM_BATCH];
+#pragma unroll
+		for (u32 q = 0; q < STM_CLAIM_BATCH; q++)
+			if (q < tx->nw) old[q] = atomicCAS(claims + (wi[q] & mask), 0u, me);
+		bool lost = false;
+#pragma unroll
+		for (u32 q = 0; q < STM_CLAIM_BATCH; q++) lost |= q < tx->nw && old[q] != 0u && old[q] != me;
+		if (lost) {
+			// A word this call took (its swap saw 0) is released here;
+			// a word held from an earlier attempt, by stm_unclaim_kept.
+#pragma unroll
+			for (u32 q = 0; q < STM_CLAIM_BATCH; q++)
+				if (q < tx->nw && old[q] == 0u) st_relaxed_gpu(claims + (wi[q] & mask), 0u);
+			stm_unclaim_kept(g, tx);
+			return false;
 		}
-		stm_unclaim_kept(g, tx);
-		return false;
+	} else {
+		u32 j = 0;
+		for (; j < tx->nw; j++) {
+			const u32 old = atomicCAS(claims + (wi[j] & mask), 0u, me);
+			if (old != 0u && old != me) break;
+		}
+		if (j < tx->nw) {
+			for (u32 q = 0; q < j; q++) {
+				const u32 c = wi[q] & mask;
+				if (ld_relaxed_gpu(claims + c) == me) st_relaxed_gpu(claims + c, 0u);
+			}
+			stm_unclaim_kept(g, tx);
+			return false;
+		}
 	}
 	for (u32 q = 0; q < tx->held; q++) {
 		bool used = false;
@@ -426,6 +452,34 @@ __device__ __noinline__ void stm_rerun_reload(const stm_globals* g, stm_tx* tx, 
 #endif
 
 #if STM_DIRECT
+// stm_unlock_direct releases the locks of a lane whose direct commit
+// installed its versions: the words of its write items, which stm_claim
+// took (tx->held is its write set's size), each word once, by a store:
+// with direct commits only a word's holder releases it, so the load that
+// stm_unclaim makes first (a round trip while the locks are held) is not
+// needed. Write sets above STM_CLAIM_BATCH take stm_unclaim_kept. The
+// lane calls it alone.
+__device__ __forceinline__ void stm_unlock_direct(const stm_globals* g, stm_tx* tx) {
+	if (tx->nw > STM_CLAIM_BATCH) {
+		stm_unclaim_kept(g, tx);
+		return;
+	}
+	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+	u32* claims = (u32*)g->claims;
+	const u32 mask = (u32)g->claim_mask;
+	u32 c[STM_CLAIM_BATCH];
+#pragma unroll
+	for (u32 q = 0; q < STM_CLAIM_BATCH; q++) {
+		if (q >= tx->nw) break;
+		c[q] = wi[q] & mask;
+		bool dup = false;
+#pragma unroll
+		for (u32 v = 0; v < q; v++) dup |= c[v] == c[q];
+		if (!dup) st_relaxed_gpu(claims + c[q], 0u);
+	}
+	tx->held = 0;
+}
+
 // stm_commit_direct commits the warp's update transactions with no server
 // (Options.Commit, CommitDirect): TL2's commit, with the claim table's words as
 // the items' locks, over the multi-version rings and in-order clock of
@@ -506,13 +560,27 @@ __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32
 		// load and release before the look at its lock, unseen by both
 		// (measured: a lost update in the memcached workload, whose PUTs
 		// read items they do not write).
-		bool rw = false, ww = false, held = false;
+		// An item this lane also writes has its word held by the lane:
+		// not loaded (a transfer reads only what it writes, and skips the
+		// loads and the fence).
+		bool rw = false, ww = false, held = false, looked = false;
 		const u32* claims = (const u32*)g->claims;
+		const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+		const bool few = tx->nw <= STM_CLAIM_BATCH;
+		u32 own[STM_CLAIM_BATCH];
+#pragma unroll
+		for (u32 q = 0; q < STM_CLAIM_BATCH; q++) own[q] = few && q < tx->nw ? wi[q] & mask : ~0u;
 		for (u32 q = 0; q < tx->nr; q++) {
-			const u32 c = ld_relaxed_gpu(claims + (ri[q] & mask));
+			const u32 w = ri[q] & mask;
+			bool mine = false;
+#pragma unroll
+			for (u32 j = 0; j < STM_CLAIM_BATCH; j++) mine |= own[j] == w;
+			if (mine) continue;
+			const u32 c = ld_relaxed_gpu(claims + w);
 			held |= c != 0u && c != me;
+			looked = true;
 		}
-		fence_acq_rel_gpu();
+		if (looked) fence_acq_rel_gpu();
 		const u64 top = stm_newest_writes(g, tx, &rw, &ww);
 		if (rw || ww || held) {
 			stm_fail(tx, STM_ST_ABORT + (rw || held ? STM_READ_WRITE : STM_WRITE_WRITE), 0);
@@ -533,7 +601,7 @@ __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32
 	const u64 c1 = clock64();
 	if (taken) cy[4] += c1 - cl;
 	stm_install_all(g, tx, ts); // its last fence: the versions and wts before the locks' release
-	if (ts) stm_unclaim_kept(g, tx);
+	if (ts) stm_unlock_direct(g, tx);
 	u64 top = stm_mark_done(g, taken);
 	const u64 c2 = clock64();
 	if (ts) cy[2] += c2 - c1;
