@@ -192,11 +192,16 @@ __device__ __forceinline__ void stm_unclaim_kept(const stm_globals* g, stm_tx* t
 	tx->held = 0;
 }
 
+// STM_NEWEST_REG is the largest read and write sets whose newest writes
+// stm_newest_writes loads all at once.
+#define STM_NEWEST_REG 4
+
 // stm_newest_writes reads the newest logged write (wts) of every item tx
 // read and wrote and returns the newest of them; *rw says whether one of
 // an item read, *ww one of an item written only, is newer than tx's
 // snapshot (a conflict every server's first validation would find: wts
-// only grows). One relaxed load per access. stm_contend keeps its own
+// only grows). One relaxed load per access (sets of up to STM_NEWEST_REG
+// items: per item, all in flight together). stm_contend keeps its own
 // copy of these loops: calling this from it changed stm_client's code
 // (sm_90, NVRTC 11.8: 94 registers and a 304-byte frame instead of 80 and
 // 352) in programs without the in-place retries.
@@ -205,6 +210,38 @@ __device__ __forceinline__ u64 stm_newest_writes(const stm_globals* g, const stm
 	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
 	bool r = false, w = false;
 	u64 top = 0;
+	if (tx->nr <= STM_NEWEST_REG && tx->nw <= STM_NEWEST_REG) {
+		// Small sets: every load in flight at once (the loops below wait
+		// for each, or each pair, in turn), none for an item written that
+		// was also read (its wts is the read's: a read-write conflict).
+		u32 rr[STM_NEWEST_REG], wr[STM_NEWEST_REG];
+		u64 xr[STM_NEWEST_REG], xw[STM_NEWEST_REG];
+		bool dup[STM_NEWEST_REG];
+#pragma unroll
+		for (u32 q = 0; q < STM_NEWEST_REG; q++) {
+			rr[q] = q < tx->nr ? ri[q] : 0u;
+			wr[q] = q < tx->nw ? wi[q] : 0u;
+		}
+#pragma unroll
+		for (u32 j = 0; j < STM_NEWEST_REG; j++) {
+			dup[j] = false;
+#pragma unroll
+			for (u32 q = 0; q < STM_NEWEST_REG; q++) dup[j] |= q < tx->nr && rr[q] == wr[j];
+		}
+#pragma unroll
+		for (u32 q = 0; q < STM_NEWEST_REG; q++) xr[q] = q < tx->nr ? stm_wts_read(g, rr[q]) : 0;
+#pragma unroll
+		for (u32 j = 0; j < STM_NEWEST_REG; j++) xw[j] = j < tx->nw && !dup[j] ? stm_wts_read(g, wr[j]) : 0;
+#pragma unroll
+		for (u32 q = 0; q < STM_NEWEST_REG; q++) {
+			r |= xr[q] > tx->snap;
+			w |= xw[q] > tx->snap;
+			top = max(top, max(xr[q], xw[q]));
+		}
+		*rw = r;
+		*ww = w;
+		return top;
+	}
 	for (u32 q = 0; q < tx->nr; q++) {
 		const u64 x = stm_wts_read(g, ri[q]);
 		r |= x > tx->snap;
