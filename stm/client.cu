@@ -315,21 +315,6 @@ __device__ __forceinline__ bool stm_stale(const stm_globals* g, stm_tx* tx, bool
 	return true;
 }
 
-// stm_admitted says (warp-uniform) whether client warp wid may run
-// transactions now (admission control, Options.Throttle): the warps
-// numbered below client_warps - DCTL_SHED are admitted. Every warp is when
-// admission control is off or once every ticket is taken (a run of n_tx
-// transactions then finishes the tickets that parked warps hold).
-__device__ bool stm_admitted(const stm_globals* g, u32 wid, u32 lane) {
-	if (!g->throttle) return true;
-	bool ok = true;
-	if (lane == 0) {
-		const u64* dctl = stm_dctl(g);
-		ok = wid + ld_relaxed_gpu(&dctl[DCTL_SHED]) < g->client_warps || ld_relaxed_gpu(&dctl[DCTL_TICKETS_OUT]);
-	}
-	return __shfl_sync(FULL_MASK, ok, 0);
-}
-
 // stm_throttle reports a warp round's attempts (aborts of them aborted;
 // lane 0 calls it) to the control window and, when that report fills the
 // window, moves the number of admitted warps: a quarter fewer (at least
@@ -440,27 +425,40 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 	u32 held = 0, defers = 0; // contention management: claim slots held, attempts held back in a row
 	u32 bounces = 0;          // direct commits: attempts in a row that released their locks (a read item was locked)
 	for (;;) {
+		// Lane 0 loads the error word, the stop flag and the admission
+		// words together (one round trip to L2 a round, where each was
+		// loaded after the previous one's answer).
 		u32 flags = 0;
 		if (lane == 0) {
-			if (stm_errored(g))
+			const u64 err = ld_relaxed_gpu(&dctl[DCTL_ERROR]), stop = ld_relaxed_gpu(&dctl[DCTL_STOP]);
+			const u64 shed = g->throttle ? ld_relaxed_gpu(&dctl[DCTL_SHED]) : 0;
+			const u64 out = g->throttle ? ld_relaxed_gpu(&dctl[DCTL_TICKETS_OUT]) : 0;
+			if (err)
 				flags = 1;
 			else if (globaltimer_ns() > deadline) {
 				stm_error(g, STM_ERR_DEADLINE, STM_AT_RUN, 0);
 				flags = 1;
-			} else if (ld_relaxed_gpu(&dctl[DCTL_STOP]))
+			} else if (stop)
 				flags = 2;
+			// Admission control (Options.Throttle): the warps numbered
+			// below client_warps - DCTL_SHED are admitted; every warp is
+			// once every ticket is taken (a run of n_tx transactions then
+			// finishes the tickets that parked warps hold).
+			if (g->throttle && wid + shed >= g->client_warps && !out) flags |= 4;
 		}
 		flags = __shfl_sync(FULL_MASK, flags, 0);
+		const bool admitted = !(flags & 4);
+		flags &= 3;
 		if (flags == 1) break;
 		if (flags == 2) {
 			have = false; // abandon attempts in progress
 			done = true;
 		}
-		// A warp not admitted (stm_admitted) sleeps between its checks of
+		// A warp not admitted sleeps between its checks of
 		// the stop flag, the deadline and its admission, holding the
 		// tickets of attempts that aborted: they run again, with new
 		// snapshots, once it is admitted.
-		if (!__all_sync(FULL_MASK, done) && !stm_admitted(g, wid, lane)) {
+		if (!__all_sync(FULL_MASK, done) && !admitted) {
 			if (held) stm_unclaim<false>(g, tid, held); // claims kept over an abort: not while asleep
 			held = 0;
 			__nanosleep(4000);
