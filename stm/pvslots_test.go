@@ -1,0 +1,27 @@
+package stm
+
+import "testing"
+
+// TestPVSlotsFitTheBlock checks the pre-validation table's size for each
+// client block: a power of two, at least 64 slots a warp, 512 for the
+// default one-warp block, and every warp's table together within
+// pvTableBytes (the kernel's static shared memory).
+func TestPVSlotsFitTheBlock(t *testing.T) {
+	for _, tc := range []struct{ block, want int }{
+		{32, 512}, {64, 512}, {128, 512}, {256, 256}, {512, 128}, {1024, 64},
+	} {
+		got := pvSlots(tc.block)
+		if got != tc.want {
+			t.Errorf("pvSlots(%d) = %d, want %d", tc.block, got, tc.want)
+		}
+		if got&(got-1) != 0 || got < 64 {
+			t.Errorf("pvSlots(%d) = %d: want a power of two of at least 64", tc.block, got)
+		}
+		if bytes := got * 8 * (tc.block / 32); bytes > pvTableBytes {
+			t.Errorf("block of %d threads: tables of %d bytes, more than %d", tc.block, bytes, pvTableBytes)
+		}
+	}
+	if def := pvSlots(defaultClientBlock); def != 512 {
+		t.Errorf("default client block: %d slots, want 512", def)
+	}
+}
