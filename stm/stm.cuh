@@ -284,8 +284,7 @@ __device__ __forceinline__ void stm_read_many(stm_tx* tx, const u32* items, u32 
 #pragma unroll
 		for (u32 i = 0; i < STM_READ_MANY; i++) {
 			if (i >= c) break;
-			it[i] = items[base + i];
-			out[base + i] = 0;
+			it[i] = items[base + i]; // out[base + i]: an own write or the ring's value below, or 0 once the attempt failed
 		}
 #pragma unroll
 		for (u32 i = 0; i < STM_READ_MANY; i++) {
