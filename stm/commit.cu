@@ -621,12 +621,12 @@ __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32
 		const u64 top = stm_newest_writes(g, tx, &rw, &ww);
 		if (rw || ww || held) {
 			stm_fail(tx, STM_ST_ABORT + (rw || held ? STM_READ_WRITE : STM_WRITE_WRITE), 0);
-			if (held) {
-				stm_unclaim_kept(g, tx); // see below: two such lanes must not keep
-			} else {
-				tx->keep = 1;
-				tx->need = top;
-			}
+			// No lane keeps its locks over a retry (exp: a kept lock is held
+			// for a whole warp round, body and commit, where a commit holds
+			// it for a few round trips). One that lost to a newer write still
+			// waits, with its warp, until the clock passes it (tx->need).
+			stm_unlock_direct(g, tx);
+			if (!held) tx->need = top;
 			upd = false;
 		}
 	}
@@ -642,7 +642,7 @@ __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32
 	u64 top = stm_mark_done(g, taken);
 	const u64 c2 = clock64();
 	if (ts) cy[2] += c2 - c1;
-	top = max(top, warp_max64(tx->keep ? tx->need : 0));
+	top = max(top, warp_max64(tx->need));
 	if (!stm_publish(g, top, lane, deadline)) {
 		*quit = true;
 		return 0;
