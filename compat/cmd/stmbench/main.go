@@ -82,6 +82,7 @@ func main() {
 	serverCommit := flag.String("server-commit", "off", "GPU engine: the servers' share of single-partition commits: off (the clients write back), writeback (the servers write back after the final check) or retry (writeback, and the servers run conflicting update attempts again before their turn) (stm.Options.ServerCommit)")
 	latency := flag.Bool("latency", true, "CSMV engines: time every commit (stm.RunOptions.Latency), on by default because issue 23's rows report every implementation's commit latency p50/p99; the timing costs the GPU engine up to 1% of its commits a second (H200, 2026-11-29: 0.8% at 90% read-only of 1M accounts, none measurable at 0%), so --latency=false for throughput alone")
 	threads := flag.Int("threads", 0, "GPU engine: client threads of every case (stm.Options.ClientThreads; 0: the case's or the engine's default, -1: as many as fit)")
+	versions := flag.Int("versions", 0, "CSMV engines: versions each item keeps, in every case (stm.Config.Versions, 1 to 1024; 0: the case's or the engine's default, stm.DefaultVersions); the case's name says it")
 	flag.Parse()
 	counts, err := parseCounts(*goroutines)
 	mode, cerr := stm.ParseContention(*contention)
@@ -96,6 +97,9 @@ func main() {
 	if err == nil {
 		err = perr
 	}
+	if err == nil && (*versions < 0 || *versions > 1<<10) {
+		err = fmt.Errorf("--versions %d: want 0 (each case's own) to 1024", *versions)
+	}
 	var cases []bench.STMCase
 	if err == nil && *banks != "" {
 		cases, err = matrixCases(*banks, *zipfs, *rounds, *ros)
@@ -107,7 +111,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, contention: mode, stripe: *stripe, refresh: *refresh, serverCommit: scMode, commit: path, threads: *threads, latency: *latency, peers: *peers, only: *only, goroutines: counts, cases: cases}
+	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, contention: mode, stripe: *stripe, refresh: *refresh, serverCommit: scMode, commit: path, threads: *threads, versions: *versions, latency: *latency, peers: *peers, only: *only, goroutines: counts, cases: cases}
 	var progress io.Writer
 	if !*quiet {
 		progress = os.Stderr
@@ -136,6 +140,7 @@ type config struct {
 	serverCommit stm.ServerCommit // the GPU engine's Options.ServerCommit
 	commit       stm.CommitPath   // the GPU engine's Options.Commit
 	threads      int              // the GPU engine's client threads (0: the case's; -1: as many as fit)
+	versions     int              // both CSMV engines' versions per item (0: the case's)
 	latency      bool             // the CSMV engines time every commit (stm.RunOptions.Latency)
 	peers, only  string
 	goroutines   []int           // goroutine counts (nil: GOMAXPROCS, rows without a count)
@@ -275,6 +280,9 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 		cases = bench.STMCases(c.size)
 	}
 	for _, cs := range cases {
+		if c.versions > 0 {
+			cs.Versions = c.versions
+		}
 		if cs.Kind != "bank" || cs.GPUOnly || !selected(cs.Name(), c.only) {
 			continue
 		}

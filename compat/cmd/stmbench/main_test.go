@@ -163,3 +163,21 @@ func checkLatencyNotes(t *testing.T, notes, engines []string, cases int) {
 		t.Errorf("%d latency notes, want %d", found, cases)
 	}
 }
+
+// TestRunVersions: --versions sets every case's versions per item, and
+// the rows' names say it.
+func TestRunVersions(t *testing.T) {
+	rep, err := run(config{size: 200, reps: 1, d: 20 * time.Millisecond, gpuD: 20 * time.Millisecond, device: "cpu", peers: "",
+		versions: 3, only: "0% ro of 100, 1 round"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) == 0 {
+		t.Fatal("no rows")
+	}
+	for _, r := range rep.Results {
+		if !strings.HasSuffix(r.Op, ", 3 versions") || r.Items == 0 {
+			t.Errorf("row %q on %s, %d commits; want its name to end in \", 3 versions\"", r.Op, r.Engine, r.Items)
+		}
+	}
+}
