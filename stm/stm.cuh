@@ -140,7 +140,8 @@ __device__ __forceinline__ void stm_begin(stm_tx* tx, bool read_only) {
 	tx->snap = ld_acquire_gpu((const u64*)tx->g->clock);
 }
 
-// stm_ring_scan is stm_ring_read's slow path: all K slots are scanned,
+// stm_ring_scan is the slow path's fallback (stm_ring_back met a slot
+// being reused): all K slots are scanned,
 // each read as (version, value, version), and the chosen one checked again
 // at the end: versions of an item grow and leave the ring oldest first, so
 // a choice still present at the end missed no newer version <= snap.
@@ -167,10 +168,39 @@ __device__ __noinline__ bool stm_ring_scan(const u64* vers, const u64* vals, u32
 	return false;
 }
 
+// stm_ring_back is stm_ring_read's slow path: the slots from the head h
+// back to the oldest, newest first, each read as (version, value,
+// version); the first whose version is at or below snap and reads the
+// same twice is the item's at snap. Why the first: the ring holds an
+// item's versions in install order, and a writer reuses the oldest slot
+// (marks it empty, fences, then stores): a slot newer than the one found
+// that held a version at or below snap could only have been reused after
+// the one found, which would then no longer read as it did. Versions
+// installed after the snapshot are above snap (the clock passes a
+// timestamp only after its write-back), so they are skipped. Cost: one
+// acquiring load a slot passed, three for the one found (the full scan,
+// stm_ring_scan, loaded every slot: under hot items, where the head is
+// often newer than a reader's snapshot, that was K dependent loads and
+// more a read). A slot that changes between its two reads sends the read
+// to stm_ring_scan. from: the slots already passed (1: the head's version
+// was read above snap). false: the ring no longer holds that version.
+__device__ __noinline__ bool stm_ring_back(const u64* vers, const u64* vals, u32 k, u32 h, u32 from, u64 snap, u64* out) {
+	for (u32 s = from; s < k; s++) {
+		const u32 j = h >= s ? h - s : h + k - s;
+		const u64 a = ld_acquire_gpu(vers + j);
+		if (a > snap) continue; // STM_NO_VERSION > any snapshot
+		const u64 x = ld_acquire_gpu(vals + j);
+		if (ld_relaxed_gpu(vers + j) != a) return stm_ring_scan(vers, vals, k, snap, out);
+		*out = x;
+		return true;
+	}
+	return false;
+}
+
 // stm_ring_read finds item's value at snapshot snap: the version with the
 // largest timestamp not above snap. Fast path: the newest slot (head)
 // holds it, read as (version, value, version) with two acquiring loads
-// (each costs the SM an L1 invalidation); otherwise stm_ring_scan.
+// (each costs the SM an L1 invalidation); otherwise stm_ring_back.
 __device__ __forceinline__ bool stm_ring_read(const stm_globals* g, u32 item, u64 snap, u64* out) {
 	const u32 k = (u32)g->k;
 	const u64* vers = (const u64*)g->vers + (u64)item * k;
@@ -186,7 +216,7 @@ __device__ __forceinline__ bool stm_ring_read(const stm_globals* g, u32 item, u6
 			return true;
 		}
 	}
-	return stm_ring_scan(vers, vals, k, snap, out);
+	return stm_ring_back(vers, vals, k, h, v1 > snap ? 1 : 0, snap, out);
 }
 
 // stm_read_ok runs the checks every read makes before it loads: the attempt
@@ -268,7 +298,7 @@ __device__ __forceinline__ u64 stm_read(stm_tx* tx, u32 item) {
 // only after its write-back), and a later writer of the slot marks it
 // empty, then fences, then stores its value, so a value read before the
 // fence that is not the version's makes the second read differ. Other
-// items take stm_ring_scan, in order.
+// items take stm_ring_back, in order.
 __device__ __forceinline__ void stm_read_many(stm_tx* tx, const u32* items, u32 n, u64* out) {
 	const stm_globals* g = tx->g;
 	const u32 k = (u32)g->k;
@@ -315,7 +345,7 @@ __device__ __forceinline__ void stm_read_many(stm_tx* tx, const u32* items, u32 
 			if (i >= stop) break;
 			if (!((ring >> i) & 1)) continue;
 			u64 v = x[i];
-			if (!((fast >> i) & 1) && !stm_ring_scan(vers + (u64)it[i] * k, vals + (u64)it[i] * k, k, snap, &v)) {
+			if (!((fast >> i) & 1) && !stm_ring_back(vers + (u64)it[i] * k, vals + (u64)it[i] * k, k, h[i], v1[i] > snap ? 1 : 0, snap, &v)) {
 				stm_fail(tx, STM_ST_ABORT + STM_TOO_OLD, it[i]);
 				stop = i;
 				break;
