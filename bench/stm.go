@@ -237,7 +237,22 @@ func (r STMRun) Note(op, engine string) string {
 	if r.Server.Requests > 0 {
 		s += fmt.Sprintf("; %d servers: %s", r.Servers, r.Server)
 	}
+	if r.Direct {
+		s += "; " + r.conflictSites()
+	}
 	return s
+}
+
+// conflictSites says where a direct-commit run found the conflicts behind
+// its read-write and write-write aborts: the in-warp check, another lane's
+// lock on an item read, a stale attempt run again at once after its warp's
+// bodies, and the rest at validation against a newer write.
+func (r STMRun) conflictSites() string {
+	conf := r.Stats.Aborts[stm.ReadWrite] + r.Stats.Aborts[stm.WriteWrite]
+	s := r.Server
+	found := s.InWarp + s.LockMet + s.Refreshed
+	return fmt.Sprintf("conflicts found: %d by the in-warp check, %d on a held lock, %d stale after the body, %d on a newer write at validation",
+		s.InWarp, s.LockMet, s.Refreshed, conf-min(conf, found))
 }
 
 // RunSTMCase runs a case for d on an open engine; the run fails if a

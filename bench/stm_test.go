@@ -3,6 +3,8 @@ package bench
 import (
 	"strings"
 	"testing"
+
+	"github.com/warpkv/warpkv/stm"
 )
 
 // TestRunSTMSmall runs the stm suite on the CPU engine at a tiny size: every
@@ -55,5 +57,25 @@ func TestSTMCaseNames(t *testing.T) {
 		if !seen[want] {
 			t.Errorf("no case %q", want)
 		}
+	}
+}
+
+// TestSTMRunNoteConflictSites: a direct-commit run's note says where its
+// conflicts were found, the rest being newer writes met at validation; a
+// run through the servers says nothing of it.
+func TestSTMRunNoteConflictSites(t *testing.T) {
+	r := STMRun{Direct: true, Threads: 64}
+	r.Stats.Commits = 100
+	r.Stats.Aborts[stm.ReadWrite] = 90
+	r.Stats.Aborts[stm.WriteWrite] = 10
+	r.Stats.Aborts[stm.SnapshotTooOld] = 7
+	r.Server.InWarp, r.Server.LockMet, r.Server.Refreshed = 30, 10, 20
+	want := "conflicts found: 30 by the in-warp check, 10 on a held lock, 20 stale after the body, 40 on a newer write at validation"
+	if got := r.Note("bank", "csmv gpu"); !strings.Contains(got, want) {
+		t.Errorf("note %q\nwant it to contain %q", got, want)
+	}
+	r.Direct = false
+	if got := r.Note("bank", "csmv gpu"); strings.Contains(got, "conflicts found") {
+		t.Errorf("a run through the servers: note %q", got)
 	}
 }

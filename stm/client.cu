@@ -547,6 +547,11 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 				done = true;
 			} else if (tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4) {
 				cnt[CNT_ABORT0 + tx.state - STM_ST_ABORT]++;
+				// Where a conflict was found (detail; a snapshot too old's is its item).
+				if (tx.state == STM_ST_ABORT + STM_READ_WRITE || tx.state == STM_ST_ABORT + STM_WRITE_WRITE) {
+					if (tx.detail == STM_AB_IN_WARP) cnt[CNT_IN_WARP]++;
+					if (tx.detail == STM_AB_LOCK_MET) cnt[CNT_LOCK_MET]++;
+				}
 #if STM_RETRY
 				if (g->hist_mode == 2 && !tx.lost) stm_record(g, &tx, 2, tx.state - STM_ST_ABORT, tx.snap);
 #else

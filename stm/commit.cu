@@ -150,7 +150,7 @@ __device__ void stm_prevalidate(const stm_globals* g, stm_tx* tx, bool* upd, u32
 		}
 	}
 	if (*upd && st == 3) {
-		stm_fail(tx, STM_ST_ABORT + cause, 0);
+		stm_fail(tx, STM_ST_ABORT + cause, STM_AB_IN_WARP);
 		*upd = false;
 	}
 }
@@ -624,7 +624,7 @@ __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32
 		if (looked) fence_acq_rel_gpu();
 		const u64 top = stm_newest_writes(g, tx, &rw, &ww);
 		if (rw || ww || held) {
-			stm_fail(tx, STM_ST_ABORT + (rw || held ? STM_READ_WRITE : STM_WRITE_WRITE), 0);
+			stm_fail(tx, STM_ST_ABORT + (rw || held ? STM_READ_WRITE : STM_WRITE_WRITE), held ? STM_AB_LOCK_MET : 0);
 			// No lane keeps its locks over a retry (a kept lock is held
 			// for a whole warp round, where a commit holds it for a few
 			// round trips). One that lost to a newer write still waits,

@@ -260,6 +260,15 @@ type ServerStats struct {
 	// Rerun counts update attempts a server ran again before their
 	// turn and committed (ServerCommitRetry).
 	Rerun uint64
+	// InWarp counts update attempts aborted by their warp's in-warp check
+	// (a lower lane that committed wrote an item they read or wrote),
+	// among the read-write and write-write aborts.
+	InWarp uint64
+	// LockMet counts direct commits aborted because another lane held the
+	// lock of an item they read, among the read-write aborts. With direct
+	// commits the other read-write and write-write aborts, less InWarp,
+	// LockMet and Refreshed, lost to a newer write at validation.
+	LockMet uint64
 }
 
 // String summarizes the stats, e.g. "1000 requests (990 batched, 120
@@ -288,6 +297,9 @@ func (s ServerStats) String() string {
 	}
 	if s.Rerun > 0 {
 		str += fmt.Sprintf("; %d conflicting update attempts run again and committed by the servers", s.Rerun)
+	}
+	if s.InWarp > 0 {
+		str += fmt.Sprintf("; %d update attempts aborted by the in-warp check", s.InWarp)
 	}
 	return str
 }

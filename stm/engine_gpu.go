@@ -731,6 +731,7 @@ func breakdown(cnt []uint64, clockKHz int, direct bool) (Breakdown, ServerStats)
 	}
 	s := ServerStats{Requests: cnt[cntRequests], Batched: cnt[cntBatched], Scanned: cnt[cntScanned], LockWait: cycle(cnt[cntCyLock]),
 		Turns: cnt[cntTurns], Grouped: cnt[cntGrouped], Early: cnt[cntEarly], TurnHold: cycle(cnt[cntCyHold]), Deferred: cnt[cntDeferred], Refreshed: cnt[cntRefreshed], Rerun: cnt[cntRerun],
+		InWarp: cnt[cntInWarp], LockMet: cnt[cntLockMet],
 		Stages: RequestStages{
 			Ring: time.Duration(cnt[cntNsRing]), Load: cycle(cnt[cntCyLoad]),
 			Validate: cycle(cnt[cntCyVal]), FinalCheck: cycle(cnt[cntCyFinal]), Reply: cycle(cnt[cntCyReply]),

@@ -168,11 +168,21 @@ const (
 	cntDeferred      // update attempts held back unsent: an item they write was claimed (Options.Contention)
 	cntRefreshed     // stale update attempts aborted after their warp's bodies and run again at once (Options.Refresh)
 	cntRerun         // conflicting update attempts a server ran again before their turn and committed (Options.ServerCommit retry)
+	cntInWarp        // update attempts the in-warp check aborted (a lower lane that committed wrote an item they used)
+	cntLockMet       // direct commits aborted on another lane's lock of an item they read
 	numCounters
 	// With RunOptions.Latency the counters' buffer holds after them the
 	// commit latencies' histogram (latencyDeviceBuckets words, Latency's
 	// layout) and their sum in ns: latWords words in all.
 	latWords = latencyDeviceBuckets + 1
+)
+
+// Where a read-write or write-write abort came from, in the attempt's
+// detail word (stm_fail's detail; an error's item otherwise), counted in
+// cntInWarp and cntLockMet; 0 is validation against a newer write.
+const (
+	abortInWarp  = 1 // the in-warp check (stm_prevalidate)
+	abortLockMet = 2 // a direct commit met another lane's lock on an item it read
 )
 
 // Shared memory of a server block beyond the log: the control words and,
@@ -271,11 +281,13 @@ func layoutDefines() []gpu.Define {
 		gpu.Def("STM_LOG_FULL", int(LogFull)), gpu.Def("STM_TOO_OLD", int(SnapshotTooOld)),
 		gpu.Def("STM_MAX_PARAMS", maxParams), gpu.Def("STM_READ_MANY", readMany), gpu.Def("STM_MAX_SERVERS", MaxServers),
 		gpu.Def("STM_LAT_BUCKETS", latencyDeviceBuckets),
+		gpu.Def("STM_AB_IN_WARP", abortInWarp), gpu.Def("STM_AB_LOCK_MET", abortLockMet),
 	}
 	names := []string{"COMMITS", "READ_ONLY", "ABORT0", "ABORT1", "ABORT2", "ABORT3", "WRONG", "USER",
 		"CY_EXECUTE", "CY_PREVALIDATE", "CY_ROUNDTRIP", "CY_VALIDATE", "CY_INSERT", "CY_WRITEBACK", "CY_PUBLISH", "REQUESTS",
 		"HIST_DROPPED", "FAST_INSERTS", "BATCHED", "SCANNED", "CY_LOCK", "CY_HOLD", "TURNS", "GROUPED", "EARLY",
-		"CY_LOAD", "CY_VAL", "CY_FINAL", "CY_REPLY", "CY_BUSY", "NS_RING", "NS_SERVER", "NS_CLIENT", "CLIENT_REPLIES", "DEFERRED", "REFRESHED", "RERUN"}
+		"CY_LOAD", "CY_VAL", "CY_FINAL", "CY_REPLY", "CY_BUSY", "NS_RING", "NS_SERVER", "NS_CLIENT", "CLIENT_REPLIES", "DEFERRED", "REFRESHED", "RERUN",
+		"IN_WARP", "LOCK_MET"}
 	if len(names) != numCounters {
 		panic("stm: the counters' names do not match their constants")
 	}

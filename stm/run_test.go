@@ -267,14 +267,29 @@ func directGPUCases(dev *gpu.Device) []gpuCase {
 // (Options.Commit CommitDirect) and checks every run end to end as
 // TestContendedGPU does, and that no request went to a server.
 func TestDirectCommitGPU(t *testing.T) {
+	var conflicts, inWarp uint64
 	for _, x := range directGPUCases(gpuDevice(t)) {
 		t.Run(x.name, func(t *testing.T) {
 			res := runContendedGPU(t, x.o, x.c)
 			if res.Server.Requests != 0 || !res.Direct {
 				t.Errorf("%d requests reached the servers, Result.Direct %v: want none, true", res.Server.Requests, res.Direct)
 			}
-			t.Logf("%d threads, aborts %s, %d held back", res.Threads, res.AbortString(), res.Server.Deferred)
+			// Where the conflicts were found: each abort counted once.
+			s := res.Server
+			conf := res.Aborts[ReadWrite] + res.Aborts[WriteWrite]
+			if s.InWarp+s.LockMet+s.Refreshed > conf {
+				t.Errorf("%d in-warp, %d lock-met and %d stale aborts: more than the %d read-write and write-write aborts", s.InWarp, s.LockMet, s.Refreshed, conf)
+			}
+			conflicts += conf
+			inWarp += s.InWarp
+			t.Logf("%d threads, aborts %s (%d by the in-warp check, %d on a held lock, %d stale), %d held back",
+				res.Threads, res.AbortString(), s.InWarp, s.LockMet, s.Refreshed, res.Server.Deferred)
 		})
+	}
+	// The contended cases put many lanes of a warp on a few items: some
+	// of their conflicts are found inside the warp.
+	if conflicts >= 1000 && inWarp == 0 {
+		t.Errorf("%d conflicts, none found by the in-warp check", conflicts)
 	}
 }
 
