@@ -17,6 +17,14 @@
 // The model leaves out what a device adds (queueing at the servers, the
 // warps' lock-step, admission control and claims), so its rates are upper
 // bounds for a given window; BENCHMARKS.md compares it with measured rows.
+//
+// With --warps it runs the warp model instead (simulateWarps): rounds of
+// warps in lock-step, Algorithm 1 inside each warp, first committer wins
+// between warps, for a losing transaction that keeps its lane (as the
+// engine) and one dealt to another warp; it prints commits a round, and a
+// second at --round a round.
+//
+//	stmmodel --warps 32,128,256 --zipf 0.99 --rounds 1
 package main
 
 import (
@@ -138,11 +146,31 @@ func main() {
 	wro := flag.Duration("wro", 20*time.Microsecond, "a read-only transaction's time")
 	threads := flag.String("threads", "256,1024,4096", "client thread counts, comma-separated")
 	span := flag.Duration("span", 100*time.Millisecond, "model time simulated per configuration")
+	warps := flag.String("warps", "", "instead of threads and windows: the warp model (simulateWarps) with these warp counts, comma-separated (128 is the GPU engine's 4096 client threads)")
+	roundTime := flag.Duration("round", 20*time.Microsecond, "with --warps: a warp round's time, which turns commits a round into commits a second")
+	modelRounds := flag.Int("model-rounds", 2000, "with --warps: rounds simulated per configuration")
 	flag.Parse()
 	b := stm.Bank{Accounts: *accounts, Initial: 100, ReadOnly: *ro, ReadSize: *block, Rounds: *rounds, Zipf: *zipf}
 	if err := b.Validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "stmmodel:", err)
 		os.Exit(2)
+	}
+	if *warps != "" {
+		fmt.Printf("warp model: %s; rounds of %v; %d rounds simulated each\n", b.Name(), *roundTime, *modelRounds)
+		fmt.Printf("%6s %-28s %12s %12s %9s %9s\n", "warps", "a losing transaction", "commits/rnd", "commits/s", "in-warp", "cross")
+		for _, n := range list("warps", *warps, strconv.Atoi) {
+			for _, spread := range []bool{false, true} {
+				how := "keeps its lane (the engine)"
+				if spread {
+					how = "is dealt to another warp"
+				}
+				res := simulateWarps(b, n, *modelRounds, spread, 0x57a5eed)
+				att := res.commits + res.inWarp + res.cross
+				fmt.Printf("%6d %-28s %12.1f %11.3fM %8.1f%% %8.1f%%\n", n, how, res.perRound(),
+					res.perRound()/roundTime.Seconds()/1e6, 100*res.inWarp/att, 100*res.cross/att)
+			}
+		}
+		return
 	}
 	ws := list("w", *windows, time.ParseDuration)
 	ts := list("threads", *threads, strconv.Atoi)
