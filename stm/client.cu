@@ -423,7 +423,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 #endif
 	u32 seq = 0;
 	u32 held = 0, defers = 0; // contention management: claim slots held, attempts held back in a row
-	u32 bounces = 0;          // direct commits: attempts in a row that released their locks (a read item was locked)
+	u32 bounces = 0;          // direct commits: aborted attempts in a row (each released its locks)
 	for (;;) {
 		// Lane 0 loads the error word, the stop flag and the admission
 		// words together (one round trip to L2 a round, where each was
@@ -512,7 +512,9 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		const bool aborted = have && tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4;
 		// A direct commit that aborted released its locks
 		// (stm_commit_direct): bounces counts such attempts in a row.
-		const bool bounced = STM_DIRECT && aborted && !tx.keep;
+		// (tx.keep, claims kept over an abort, is the servers' path's:
+		// stm_contend, which direct programs do not run.)
+		const bool bounced = STM_DIRECT && aborted;
 		bounces = bounced ? bounces + 1 : (have && tx.state == STM_ST_OK ? 0 : bounces);
 		if (g->throttle) {
 			// With direct commits an attempt held back by another's lock is
