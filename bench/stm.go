@@ -251,8 +251,15 @@ func (r STMRun) conflictSites() string {
 	conf := r.Stats.Aborts[stm.ReadWrite] + r.Stats.Aborts[stm.WriteWrite]
 	s := r.Server
 	found := s.InWarp + s.LockMet + s.Refreshed
-	return fmt.Sprintf("conflicts found: %d by the in-warp check, %d on a held lock, %d stale after the body, %d on a newer write at validation",
+	out := fmt.Sprintf("conflicts found: %d by the in-warp check, %d on a held lock, %d stale after the body, %d on a newer write at validation",
 		s.InWarp, s.LockMet, s.Refreshed, conf-min(conf, found))
+	if s.Rounds > 0 {
+		out += fmt.Sprintf("; %d client warp rounds of %v", s.Rounds, (s.RoundTime / time.Duration(s.Rounds)).Round(10*time.Nanosecond))
+		if ph := s.Phases.Per(s.Rounds, s.RoundTime); ph != "" && s.Phases.Check > 0 {
+			out += " (" + ph + ")"
+		}
+	}
+	return out
 }
 
 // RunSTMCase runs a case for d on an open engine; the run fails if a

@@ -3,6 +3,7 @@ package bench
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/warpkv/warpkv/stm"
 )
@@ -70,7 +71,8 @@ func TestSTMRunNoteConflictSites(t *testing.T) {
 	r.Stats.Aborts[stm.WriteWrite] = 10
 	r.Stats.Aborts[stm.SnapshotTooOld] = 7
 	r.Server.InWarp, r.Server.LockMet, r.Server.Refreshed = 30, 10, 20
-	want := "conflicts found: 30 by the in-warp check, 10 on a held lock, 20 stale after the body, 40 on a newer write at validation"
+	r.Server.Rounds, r.Server.RoundTime = 4, 100*time.Microsecond
+	want := "conflicts found: 30 by the in-warp check, 10 on a held lock, 20 stale after the body, 40 on a newer write at validation; 4 client warp rounds of 25µs"
 	if got := r.Note("bank", "csmv gpu"); !strings.Contains(got, want) {
 		t.Errorf("note %q\nwant it to contain %q", got, want)
 	}

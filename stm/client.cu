@@ -415,7 +415,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 	u64* dctl = stm_dctl(g);
 	u64 cnt[CNT_WORDS];
 	for (int i = 0; i < CNT_WORDS; i++) cnt[i] = 0;
-	u64 cy[6] = {0, 0, 0, 0, 0, 0};
+	u64 cy[11] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}; // [6..10]: lane 0's round phases (stm_commit_direct)
 	bool have = false, done = false;
 	u64 ticket = 0;
 #if STM_LATENCY
@@ -424,7 +424,16 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 	u32 seq = 0;
 	u32 held = 0, defers = 0; // contention management: claim slots held, attempts held back in a row
 	u32 bounces = 0;          // direct commits: aborted attempts in a row (each released its locks)
+	u64 round0 = 0;           // lane 0: the clock at the start of the warp's round (0: none running)
 	for (;;) {
+		if (lane == 0) { // the round that ends here, counted
+			const u64 now = clock64();
+			if (round0) {
+				cnt[CNT_ROUNDS]++;
+				cnt[CNT_CY_ROUND] += now - round0;
+			}
+			round0 = now;
+		}
 		// Lane 0 loads the error word, the stop flag and the admission
 		// words together (one round trip to L2 a round, where each was
 		// loaded after the previous one's answer).
@@ -461,6 +470,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		if (!__all_sync(FULL_MASK, done) && !admitted) {
 			if (held) stm_unclaim<false>(g, tid, held); // claims kept over an abort: not while asleep
 			held = 0;
+			round0 = 0; // asleep: not a round
 			__nanosleep(4000);
 			continue;
 		}
@@ -489,6 +499,11 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		stm_tx tx;
 		stm_tx_start(&tx, g, ticket, tid, deadline, held, defers);
 		bool quit = false;
+		u64 pt = 0; // lane 0: the round's phases, timed
+		if (lane == 0) {
+			pt = clock64();
+			if (round0) cnt[CNT_PH_TICKET] += pt - round0;
+		}
 #if STM_REFRESH
 		// The bodies, then up to g->refresh in-place retries of stale
 		// update attempts (stm_stale); the body has this one call site.
@@ -504,6 +519,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		if (have) stm_run_body(g, &tx, cnt);
 		__syncwarp();
 #endif
+		if (lane == 0) cnt[CNT_PH_BODY] += clock64() - pt;
 		const u64 ts = stm_commit_warp(g, &tx, have, lane, wid, &seq, deadline, cy, &quit);
 		if (__any_sync(FULL_MASK, quit)) break;
 		if (tx.held && !tx.keep) stm_unclaim_kept(g, &tx); // a lane that did not reach stm_contend
@@ -608,6 +624,11 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 	cnt[CNT_NS_CLIENT] += cy[4];
 #endif
 	cnt[CNT_CLIENT_REPLIES] += cy[5];
+	cnt[CNT_PH_CHECK] += cy[6];
+	cnt[CNT_PH_LOCK] += cy[7];
+	cnt[CNT_PH_VALIDATE] += cy[8];
+	cnt[CNT_PH_WRITEBACK] += cy[9];
+	cnt[CNT_PH_PUBLISH] += cy[10];
 	u64* counters = (u64*)g->counters;
 	for (int i = 0; i < CNT_WORDS; i++)
 		if (cnt[i]) atomicAdd((unsigned long long*)&counters[i], (unsigned long long)cnt[i]);

@@ -567,6 +567,7 @@ __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32
 	stm_prevalidate(g, tx, &upd, lane, wbase);
 	const u64 cp = clock64();
 	if (upd0) cy[0] += cp - c0;
+	if (lane == 0) cy[6] += cp - c0;
 	const bool upd1 = upd;
 	if (upd) {
 		if (stm_claim(g, tx)) {
@@ -593,6 +594,7 @@ __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32
 	const u64 taken = upd ? base + __popc(lanes & lanemask_lt(lane)) : 0;
 	const u64 cl = clock64();
 	if (upd1) cy[1] += cl - cp;
+	if (lane == 0) cy[7] += cl - cp;
 	if (upd) {
 		// The locks of the items read first, then a fence, then the newest
 		// writes: a lock seen free after its holder released it shows the
@@ -641,17 +643,21 @@ __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32
 	}
 	const u64 c1 = clock64();
 	if (taken) cy[4] += c1 - cl;
+	if (lane == 0) cy[8] += c1 - cl;
 	stm_install_all(g, tx, ts); // its last fence: the versions and wts before the locks' release
 	if (ts) stm_unlock_direct(g, tx);
 	u64 top = stm_mark_done(g, taken);
 	const u64 c2 = clock64();
 	if (ts) cy[2] += c2 - c1;
+	if (lane == 0) cy[9] += c2 - c1;
 	top = max(top, warp_max64(tx->need));
 	if (!stm_publish(g, top, lane, deadline)) {
 		*quit = true;
 		return 0;
 	}
-	if (ts) cy[3] += clock64() - c2;
+	const u64 c3 = clock64();
+	if (ts) cy[3] += c3 - c2;
+	if (lane == 0) cy[10] += c3 - c2;
 	return ts;
 }
 #endif

@@ -731,7 +731,9 @@ func breakdown(cnt []uint64, clockKHz int, direct bool) (Breakdown, ServerStats)
 	}
 	s := ServerStats{Requests: cnt[cntRequests], Batched: cnt[cntBatched], Scanned: cnt[cntScanned], LockWait: cycle(cnt[cntCyLock]),
 		Turns: cnt[cntTurns], Grouped: cnt[cntGrouped], Early: cnt[cntEarly], TurnHold: cycle(cnt[cntCyHold]), Deferred: cnt[cntDeferred], Refreshed: cnt[cntRefreshed], Rerun: cnt[cntRerun],
-		InWarp: cnt[cntInWarp], LockMet: cnt[cntLockMet],
+		InWarp: cnt[cntInWarp], LockMet: cnt[cntLockMet], Rounds: cnt[cntRounds], RoundTime: cycle(cnt[cntCyRound]),
+		Phases: RoundPhases{Ticket: cycle(cnt[cntPhTicket]), Body: cycle(cnt[cntPhBody]), Check: cycle(cnt[cntPhCheck]), Lock: cycle(cnt[cntPhLock]),
+			Validate: cycle(cnt[cntPhValidate]), WriteBack: cycle(cnt[cntPhWriteback]), Publish: cycle(cnt[cntPhPublish])},
 		Stages: RequestStages{
 			Ring: time.Duration(cnt[cntNsRing]), Load: cycle(cnt[cntCyLoad]),
 			Validate: cycle(cnt[cntCyVal]), FinalCheck: cycle(cnt[cntCyFinal]), Reply: cycle(cnt[cntCyReply]),

@@ -170,6 +170,15 @@ const (
 	cntRerun         // conflicting update attempts a server ran again before their turn and committed (Options.ServerCommit retry)
 	cntInWarp        // update attempts the in-warp check aborted (a lower lane that committed wrote an item they used)
 	cntLockMet       // direct commits aborted on another lane's lock of an item they read
+	cntRounds        // client warp rounds run (lane 0 of each warp counts its own; a round asleep outside admission control not counted)
+	cntCyRound       // their cycles, from one round's start to the next's
+	cntPhTicket      // of which (lane 0): from the round's start to its bodies (control words, tickets)
+	cntPhBody        // the bodies (with the in-place retries of stale attempts and their waits)
+	cntPhCheck       // direct commits: the in-warp check
+	cntPhLock        // locks and the timestamp
+	cntPhValidate    // validation and the wts raise
+	cntPhWriteback   // write-back, unlock and done markers
+	cntPhPublish     // publication (the wait for the clock)
 	numCounters
 	// With RunOptions.Latency the counters' buffer holds after them the
 	// commit latencies' histogram (latencyDeviceBuckets words, Latency's
@@ -287,7 +296,8 @@ func layoutDefines() []gpu.Define {
 		"CY_EXECUTE", "CY_PREVALIDATE", "CY_ROUNDTRIP", "CY_VALIDATE", "CY_INSERT", "CY_WRITEBACK", "CY_PUBLISH", "REQUESTS",
 		"HIST_DROPPED", "FAST_INSERTS", "BATCHED", "SCANNED", "CY_LOCK", "CY_HOLD", "TURNS", "GROUPED", "EARLY",
 		"CY_LOAD", "CY_VAL", "CY_FINAL", "CY_REPLY", "CY_BUSY", "NS_RING", "NS_SERVER", "NS_CLIENT", "CLIENT_REPLIES", "DEFERRED", "REFRESHED", "RERUN",
-		"IN_WARP", "LOCK_MET"}
+		"IN_WARP", "LOCK_MET", "ROUNDS", "CY_ROUND",
+		"PH_TICKET", "PH_BODY", "PH_CHECK", "PH_LOCK", "PH_VALIDATE", "PH_WRITEBACK", "PH_PUBLISH"}
 	if len(names) != numCounters {
 		panic("stm: the counters' names do not match their constants")
 	}

@@ -280,10 +280,13 @@ func TestDirectCommitGPU(t *testing.T) {
 			if s.InWarp+s.LockMet+s.Refreshed > conf {
 				t.Errorf("%d in-warp, %d lock-met and %d stale aborts: more than the %d read-write and write-write aborts", s.InWarp, s.LockMet, s.Refreshed, conf)
 			}
+			if s.Rounds == 0 || s.RoundTime <= 0 {
+				t.Errorf("%d client warp rounds of %v in all: want some", s.Rounds, s.RoundTime)
+			}
 			conflicts += conf
 			inWarp += s.InWarp
-			t.Logf("%d threads, aborts %s (%d by the in-warp check, %d on a held lock, %d stale), %d held back",
-				res.Threads, res.AbortString(), s.InWarp, s.LockMet, s.Refreshed, res.Server.Deferred)
+			t.Logf("%d threads, aborts %s (%d by the in-warp check, %d on a held lock, %d stale), %d held back, %d warp rounds of %v",
+				res.Threads, res.AbortString(), s.InWarp, s.LockMet, s.Refreshed, res.Server.Deferred, s.Rounds, meanOf(s.RoundTime, s.Rounds))
 		})
 	}
 	// The contended cases put many lanes of a warp on a few items: some

@@ -22,3 +22,20 @@ func TestStagesString(t *testing.T) {
 		t.Error("stages printed without being timed")
 	}
 }
+
+// TestRoundPhasesPer checks a round's split: each phase's mean per round,
+// and the rest (the round less its phases), never negative.
+func TestRoundPhasesPer(t *testing.T) {
+	p := RoundPhases{Ticket: 2 * time.Microsecond, Body: 20 * time.Microsecond, Check: 4 * time.Microsecond, Lock: 6 * time.Microsecond,
+		Validate: 2 * time.Microsecond, WriteBack: 4 * time.Microsecond, Publish: 8 * time.Microsecond}
+	want := "tickets 1µs, bodies 10µs, check 2µs, lock 3µs, validate 1µs, write-back 2µs, publish 4µs, rest 1µs"
+	if got := p.Per(2, 48*time.Microsecond); got != want {
+		t.Errorf("Per(2, 48µs) = %q, want %q", got, want)
+	}
+	if got := p.Per(2, 40*time.Microsecond); !strings.HasSuffix(got, "rest 0s") {
+		t.Errorf("Per(2, 40µs), a round shorter than its phases = %q, want rest 0s", got)
+	}
+	if got := p.Per(0, 0); got != "" {
+		t.Errorf("Per(0, 0) = %q, want empty", got)
+	}
+}
