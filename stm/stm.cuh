@@ -297,8 +297,10 @@ __device__ __forceinline__ u64 stm_read(stm_tx* tx, u32 item) {
 // that version's value and head visible (the clock passes a timestamp
 // only after its write-back), and a later writer of the slot marks it
 // empty, then fences, then stores its value, so a value read before the
-// fence that is not the version's makes the second read differ. Other
-// items take stm_ring_back, in order.
+// fence that is not the version's makes the second read differ. The items
+// whose newest version is above the snapshot then walk back together, two
+// round trips a slot for the chunk (below); the few whose slot changed
+// under them take stm_ring_back or stm_ring_scan, in order.
 __device__ __forceinline__ void stm_read_many(stm_tx* tx, const u32* items, u32 n, u64* out) {
 	const stm_globals* g = tx->g;
 	const u32 k = (u32)g->k;
@@ -336,16 +338,56 @@ __device__ __forceinline__ void stm_read_many(stm_tx* tx, const u32* items, u32 
 				x[i] = ld_relaxed_gpu(vals + at);
 			}
 		if (ring) fence_acq_rel_gpu();
-		u32 fast = 0;
+		u32 fast = 0, back = 0, scan = 0; // found; walking back; to stm_ring_scan
 #pragma unroll
-		for (u32 i = 0; i < STM_READ_MANY; i++)
-			if (((ring >> i) & 1) && v1[i] <= snap && ld_relaxed_gpu(vers + (u64)it[i] * k + h[i]) == v1[i]) fast |= 1u << i;
+		for (u32 i = 0; i < STM_READ_MANY; i++) {
+			if (!((ring >> i) & 1)) continue;
+			if (v1[i] > snap)
+				back |= 1u << i;
+			else if (ld_relaxed_gpu(vers + (u64)it[i] * k + h[i]) == v1[i])
+				fast |= 1u << i;
+		}
+		// The items whose newest version is above the snapshot walk their
+		// rings back from the head together: step s loads slot h - s of
+		// each (version and value at once), one fence, then the versions
+		// again, as above; the first slot at or below snap that reads the
+		// same twice is the item's (stm_ring_back's rule, whose walk takes
+		// a round trip a slot passed and three for the one found, item
+		// after item: under hot items a chunk's heads are mostly newer
+		// than a long reader's snapshot). One that read differently goes
+		// to stm_ring_scan; one still walking after k - 1 steps is gone.
+		for (u32 s = 1; back && s < k; s++) {
+#pragma unroll
+			for (u32 i = 0; i < STM_READ_MANY; i++)
+				if ((back >> i) & 1) {
+					const u64 at = (u64)it[i] * k + (h[i] >= s ? h[i] - s : h[i] + k - s);
+					v1[i] = ld_relaxed_gpu(vers + at);
+					x[i] = ld_relaxed_gpu(vals + at);
+				}
+			fence_acq_rel_gpu();
+#pragma unroll
+			for (u32 i = 0; i < STM_READ_MANY; i++)
+				if (((back >> i) & 1) && v1[i] <= snap) {
+					const u64 at = (u64)it[i] * k + (h[i] >= s ? h[i] - s : h[i] + k - s);
+					if (ld_relaxed_gpu(vers + at) == v1[i])
+						fast |= 1u << i;
+					else
+						scan |= 1u << i;
+					back &= ~(1u << i);
+				}
+		}
 #pragma unroll
 		for (u32 i = 0; i < STM_READ_MANY; i++) {
 			if (i >= stop) break;
 			if (!((ring >> i) & 1)) continue;
 			u64 v = x[i];
-			if (!((fast >> i) & 1) && !stm_ring_back(vers + (u64)it[i] * k, vals + (u64)it[i] * k, k, h[i], v1[i] > snap ? 1 : 0, snap, &v)) {
+			bool found = (fast >> i) & 1;
+			if (!found && !((back >> i) & 1)) { // back: the walk passed every slot
+				const u64* iv = vers + (u64)it[i] * k;
+				const u64* ix = vals + (u64)it[i] * k;
+				found = (scan >> i) & 1 ? stm_ring_scan(iv, ix, k, snap, &v) : stm_ring_back(iv, ix, k, h[i], 0, snap, &v);
+			}
+			if (!found) {
 				stm_fail(tx, STM_ST_ABORT + STM_TOO_OLD, it[i]);
 				stop = i;
 				break;
