@@ -28,6 +28,7 @@ __device__ __forceinline__ void stm_install(const stm_globals* g, u32 tid, u32 n
 	const u32 k = (u32)g->k;
 	const u32* wi = (const u32*)g->ws_item + (u64)tid * (u32)g->w_cap;
 	const u64* wv = (const u64*)g->ws_val + (u64)tid * (u32)g->w_cap;
+	const stm_set_row items = stm_ws_items(g, tid); // the client's own (remote: not used)
 	u64* vers = (u64*)g->vers;
 	u64* vals = (u64*)g->vals;
 	u32* head = (u32*)g->head;
@@ -42,7 +43,7 @@ __device__ __forceinline__ void stm_install(const stm_globals* g, u32 tid, u32 n
 #pragma unroll
 		for (u32 j = 0; j < STM_INSTALL_REG; j++) { // every head's load in flight before the first store
 			if (j >= nw) break;
-			its[j] = wi[j];
+			its[j] = items[j];
 			slot[j] = ld_relaxed_gpu(head + its[j]);
 		}
 #pragma unroll
@@ -53,7 +54,7 @@ __device__ __forceinline__ void stm_install(const stm_globals* g, u32 tid, u32 n
 		}
 	} else {
 		for (u32 j = 0; j < nw; j++) {
-			const u32 it = remote ? __ldcg((const unsigned int*)wi + j) : wi[j];
+			const u32 it = remote ? __ldcg((const unsigned int*)wi + j) : items[j];
 			const u32 h = ld_relaxed_gpu(head + it);
 			st_relaxed_gpu(vers + (u64)it * k + (h + 1 == k ? 0 : h + 1), STM_NO_VERSION);
 		}
@@ -63,16 +64,16 @@ __device__ __forceinline__ void stm_install(const stm_globals* g, u32 tid, u32 n
 #pragma unroll
 		for (u32 j = 0; j < STM_INSTALL_REG; j++) {
 			if (j >= nw) break;
-			st_relaxed_gpu(vals + (u64)its[j] * k + slot[j], wv[j]);
+			st_relaxed_gpu(vals + (u64)its[j] * k + slot[j], stm_ws_value(g, tid, j));
 			st_relaxed_gpu(vers + (u64)its[j] * k + slot[j], ts);
 			st_relaxed_gpu(head + its[j], slot[j]);
 		}
 	} else {
 		for (u32 j = 0; j < nw; j++) {
-			const u32 it = remote ? __ldcg((const unsigned int*)wi + j) : wi[j];
+			const u32 it = remote ? __ldcg((const unsigned int*)wi + j) : items[j];
 			const u32 h = ld_relaxed_gpu(head + it);
 			const u32 s = h + 1 == k ? 0 : h + 1;
-			st_relaxed_gpu(vals + (u64)it * k + s, remote ? __ldcg((const unsigned long long*)wv + j) : wv[j]);
+			st_relaxed_gpu(vals + (u64)it * k + s, remote ? __ldcg((const unsigned long long*)wv + j) : stm_ws_value(g, tid, j));
 			st_relaxed_gpu(vers + (u64)it * k + s, ts);
 			st_relaxed_gpu(head + it, s);
 		}

@@ -41,7 +41,7 @@ __device__ __forceinline__ u32 stm_pv_writers(const volatile u64* tab, u32 item)
 // steps of shuffles measured about 5-10 µs per warp round with one warp
 // per SM (H200, BENCHMARKS.md: pre-validation 57% of an update commit's
 // time under Zipf 0.99). All lanes call it.
-__device__ __forceinline__ void stm_pv_table(const u32* ri, const u32* wi, const stm_tx* tx, bool upd, u32 lane, u32* crw, u32* cww) {
+__device__ __forceinline__ void stm_pv_table(const stm_set_row ri, const stm_set_row wi, const stm_tx* tx, bool upd, u32 lane, u32* crw, u32* cww) {
 	__shared__ u64 tabs[STM_CLIENT_BLOCK / 32][STM_PV_SLOTS];
 	u64* tab = tabs[threadIdx.x >> 5];
 #pragma unroll
@@ -82,7 +82,7 @@ __device__ __forceinline__ void stm_pv_table(const u32* ri, const u32* wi, const
 // lane's read and write sets. *crw gets the lanes l one of whose write
 // items this lane read, *cww those one of whose write items it wrote.
 // All lanes call it.
-__device__ void stm_pv_scan(const stm_globals* g, const u32* ri, const u32* wi, const stm_tx* tx, bool upd, u32 lane, u32 wbase,
+__device__ void stm_pv_scan(const stm_globals* g, const stm_set_row ri, const stm_set_row wi, const stm_tx* tx, bool upd, u32 lane, u32 wbase,
 			    u32* crw, u32* cww) {
 	u64 wsig = 0, rsig = 0;
 	if (upd) {
@@ -96,7 +96,7 @@ __device__ void stm_pv_scan(const stm_globals* g, const u32* ri, const u32* wi, 
 		const u64 sig = __shfl_sync(FULL_MASK, wsig, l);
 		const u32 nwl = __shfl_sync(FULL_MASK, tx->nw, l);
 		if (!(upd && l < lane && (sig & (rsig | wsig)))) continue;
-		const u32* wl = (const u32*)g->ws_item + (u64)(wbase + l) * (u32)g->w_cap;
+		const stm_set_row wl = stm_ws_items(g, wbase + l);
 		for (u32 j = 0; j < nwl; j++) {
 			const u32 it = wl[j];
 			bool hit = false;
@@ -125,8 +125,7 @@ __device__ void stm_pv_scan(const stm_globals* g, const u32* ri, const u32* wi, 
 // conflicts with are decided, and a lane no one conflicts with changes no
 // other's. All lanes call it.
 __device__ void stm_prevalidate(const stm_globals* g, stm_tx* tx, bool* upd, u32 lane, u32 wbase) {
-	const u32* ri = (const u32*)g->rs_item + (u64)tx->tid * (u32)g->r_cap;
-	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+	const stm_set_row ri = stm_rs_items(g, tx->tid), wi = stm_ws_items(g, tx->tid);
 	u32 crw, cww;
 	if (warp_sum32(*upd ? tx->nw : 0) <= STM_PV_SLOTS / 2)
 		stm_pv_table(ri, wi, tx, *upd, lane, &crw, &cww);
@@ -206,8 +205,7 @@ __device__ __forceinline__ void stm_unclaim_kept(const stm_globals* g, stm_tx* t
 // (sm_90, NVRTC 11.8: 94 registers and a 304-byte frame instead of 80 and
 // 352) in programs without the in-place retries.
 __device__ __forceinline__ u64 stm_newest_writes(const stm_globals* g, const stm_tx* tx, bool* rw, bool* ww) {
-	const u32* ri = (const u32*)g->rs_item + (u64)tx->tid * (u32)g->r_cap;
-	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+	const stm_set_row ri = stm_rs_items(g, tx->tid), wi = stm_ws_items(g, tx->tid);
 	bool r = false, w = false;
 	u64 top = 0;
 	if (tx->nr <= STM_NEWEST_REG && tx->nw <= STM_NEWEST_REG) {
@@ -271,7 +269,7 @@ __device__ __forceinline__ u64 stm_newest_writes(const stm_globals* g, const stm
 // the lane then releasing the words it took if one was another's. The
 // lane calls it alone.
 __device__ bool stm_claim(const stm_globals* g, stm_tx* tx) {
-	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+	const stm_set_row wi = stm_ws_items(g, tx->tid);
 	u32* claims = (u32*)g->claims;
 	u32* mine = (u32*)g->claimed + (u64)tx->tid * (u32)g->w_cap;
 	const u32 me = tx->tid + 1, mask = (u32)g->claim_mask;
@@ -339,8 +337,7 @@ __device__ bool stm_claim(const stm_globals* g, stm_tx* tx) {
 // holding the claims, is the next to send). Claims are a hint only: the servers validate every request as
 // before. Lane-parallel; all lanes call it.
 __device__ void stm_contend(const stm_globals* g, stm_tx* tx, bool* upd) {
-	const u32* ri = (const u32*)g->rs_item + (u64)tx->tid * (u32)g->r_cap;
-	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+	const stm_set_row ri = stm_rs_items(g, tx->tid), wi = stm_ws_items(g, tx->tid);
 	if (*upd && g->contention >= 2) {
 		if (tx->defers >= STM_CLAIM_TRIES) {
 			stm_unclaim_kept(g, tx);
@@ -501,7 +498,7 @@ __device__ __forceinline__ void stm_unlock_direct(const stm_globals* g, stm_tx* 
 		stm_unclaim_kept(g, tx);
 		return;
 	}
-	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+	const stm_set_row wi = stm_ws_items(g, tx->tid);
 	u32* claims = (u32*)g->claims;
 	const u32 mask = (u32)g->claim_mask;
 	u32 c[STM_CLAIM_BATCH];
@@ -558,7 +555,7 @@ __device__ __forceinline__ void stm_unlock_direct(const stm_globals* g, stm_tx* 
 // timestamp, [4] validation and the wts raise, [2] write-back, [3]
 // publication.
 __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32 lane, u32 wbase, u64 deadline, u64* cy, bool* quit) {
-	const u32* ri = (const u32*)g->rs_item + (u64)tx->tid * (u32)g->r_cap;
+	const stm_set_row ri = stm_rs_items(g, tx->tid);
 	const u32 me = tx->tid + 1, mask = (u32)g->claim_mask;
 	const u64 c0 = clock64();
 	const bool upd0 = upd;
@@ -608,7 +605,7 @@ __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32
 		// loads and the fence).
 		bool rw = false, ww = false, held = false, looked = false;
 		const u32* claims = (const u32*)g->claims;
-		const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+		const stm_set_row wi = stm_ws_items(g, tx->tid);
 		const bool few = tx->nw <= STM_CLAIM_BATCH;
 		u32 own[STM_CLAIM_BATCH];
 #pragma unroll
@@ -638,7 +635,7 @@ __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32
 	}
 	const u64 ts = upd ? taken : 0;
 	if (upd) { // the lock makes this lane the item's only writer
-		const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+		const stm_set_row wi = stm_ws_items(g, tx->tid);
 		for (u32 w = 0; w < tx->nw; w++) stm_wts_note(g, wi[w], ts);
 	}
 	const u64 c1 = clock64();

@@ -236,16 +236,81 @@ __device__ __forceinline__ bool stm_read_ok(stm_tx* tx, u32 item) {
 	return true;
 }
 
+// ---- a client thread's read and write sets ---------------------------------
+//
+// A transaction's read items, write items and written values live in the
+// client thread's rows of rs_item, ws_item and ws_val (global memory: the
+// servers, the history and the host read them). With direct commits
+// (STM_DIRECT: no server reads them) the first STM_SET_SMEM entries of
+// each are also kept in shared memory (stm_mirror, one slot per thread of
+// the client block), where the commit's many reads of a small set cost no
+// round trip to L2: every fence and acquiring load of the commit protocol
+// empties the SM's L1, so a row read back from global memory came from L2
+// each time (measured on an H200 under Zipf 0.99: the in-warp check alone
+// took 2.4 µs of an 18.6 µs warp round). Stores go to both; reads of an
+// entry below STM_SET_SMEM go to the mirror.
+#define STM_SET_SMEM 4
+#if STM_DIRECT
+struct stm_set_mirror {
+	u32 ri[STM_SET_SMEM];
+	u32 wi[STM_SET_SMEM];
+	u64 wv[STM_SET_SMEM];
+};
+__shared__ stm_set_mirror stm_mirror[STM_CLIENT_BLOCK];
+// stm_mirror_of returns client thread tid's mirror (a thread of this block).
+__device__ __forceinline__ stm_set_mirror* stm_mirror_of(u32 tid) { return &stm_mirror[tid % STM_CLIENT_BLOCK]; }
+#endif
+
+// stm_set_row reads a client thread's read or write items by index: j below
+// STM_SET_SMEM from the mirror (direct commits), else from its row.
+struct stm_set_row {
+	const u32* row;
+#if STM_DIRECT
+	const u32* sh;
+#endif
+	__device__ __forceinline__ u32 operator[](u32 j) const {
+#if STM_DIRECT
+		if (j < STM_SET_SMEM) return sh[j];
+#endif
+		return row[j];
+	}
+};
+
+// stm_rs_items and stm_ws_items return client thread tid's read and
+// write items (stm_set_row).
+__device__ __forceinline__ stm_set_row stm_rs_items(const stm_globals* g, u32 tid) {
+#if STM_DIRECT
+	return stm_set_row{(const u32*)g->rs_item + (u64)tid * (u32)g->r_cap, stm_mirror_of(tid)->ri};
+#else
+	return stm_set_row{(const u32*)g->rs_item + (u64)tid * (u32)g->r_cap};
+#endif
+}
+__device__ __forceinline__ stm_set_row stm_ws_items(const stm_globals* g, u32 tid) {
+#if STM_DIRECT
+	return stm_set_row{(const u32*)g->ws_item + (u64)tid * (u32)g->w_cap, stm_mirror_of(tid)->wi};
+#else
+	return stm_set_row{(const u32*)g->ws_item + (u64)tid * (u32)g->w_cap};
+#endif
+}
+
+// stm_ws_value returns client thread tid's written value j.
+__device__ __forceinline__ u64 stm_ws_value(const stm_globals* g, u32 tid, u32 j) {
+#if STM_DIRECT
+	if (j < STM_SET_SMEM) return stm_mirror_of(tid)->wv[j];
+#endif
+	return ((const u64*)g->ws_val)[(u64)tid * (u32)g->w_cap + j];
+}
+
 // stm_own_write finds an update transaction's own last write to item
 // (*v, true); a read-only one has none. Cost: one look at each buffered
 // write.
 __device__ __forceinline__ bool stm_own_write(const stm_tx* tx, u32 item, u64* v) {
 	if (tx->ro) return false;
 	const stm_globals* g = tx->g;
-	const u32* wi = (const u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
+	const stm_set_row wi = stm_ws_items(g, tx->tid);
 	for (u32 j = 0; j < tx->nw; j++)
 		if (wi[j] == item) {
-			*v = ((const u64*)g->ws_val)[(u64)tx->tid * (u32)g->w_cap + j];
+			*v = stm_ws_value(g, tx->tid, j);
 			return true;
 		}
 	return false;
@@ -263,6 +328,9 @@ __device__ __forceinline__ bool stm_read_note(stm_tx* tx, u32 item, u64 v) {
 		}
 		u64 at = (u64)tx->tid * (u32)g->r_cap + tx->nr;
 		((u32*)g->rs_item)[at] = item;
+#if STM_DIRECT
+		if (tx->nr < STM_SET_SMEM) stm_mirror_of(tx->tid)->ri[tx->nr] = item;
+#endif
 		if (g->hist_mode) ((u64*)g->rs_val)[at] = v;
 		tx->nr++;
 		if (!tx->ro) tx->pmask |= 1ull << stm_partition(g, item);
@@ -424,9 +492,13 @@ __device__ __forceinline__ void stm_write(stm_tx* tx, u32 item, u64 value) {
 	}
 	u32* wi = (u32*)g->ws_item + (u64)tx->tid * (u32)g->w_cap;
 	u64* wv = (u64*)g->ws_val + (u64)tx->tid * (u32)g->w_cap;
+	const stm_set_row items = stm_ws_items(g, tx->tid);
 	for (u32 j = 0; j < tx->nw; j++)
-		if (wi[j] == item) {
+		if (items[j] == item) {
 			wv[j] = value;
+#if STM_DIRECT
+			if (j < STM_SET_SMEM) stm_mirror_of(tx->tid)->wv[j] = value;
+#endif
 			return;
 		}
 	if (tx->nw == (u32)g->w_cap) {
@@ -435,6 +507,12 @@ __device__ __forceinline__ void stm_write(stm_tx* tx, u32 item, u64 value) {
 	}
 	wi[tx->nw] = item;
 	wv[tx->nw] = value;
+#if STM_DIRECT
+	if (tx->nw < STM_SET_SMEM) {
+		stm_mirror_of(tx->tid)->wi[tx->nw] = item;
+		stm_mirror_of(tx->tid)->wv[tx->nw] = value;
+	}
+#endif
 	tx->nw++;
 	tx->pmask |= 1ull << stm_partition(g, item);
 }
