@@ -14,48 +14,53 @@ __device__ __forceinline__ u32 stm_pv_slot(u32 item) {
 }
 
 // stm_pv_writers returns the lanes (a mask) that wrote item, from the
-// warp's table tab: linear probing from its home slot to its entry, or to
-// an empty slot (none wrote it). The table is at most half full, so an
-// empty slot ends every probe.
-__device__ __forceinline__ u32 stm_pv_writers(const volatile u64* tab, u32 item) {
+// warp's table (keys, writers): linear probing from its home slot to its
+// entry, or to an empty slot (none wrote it). The table is at most half
+// full, so an empty slot ends every probe.
+__device__ __forceinline__ u32 stm_pv_writers(const volatile u32* keys, const volatile u32* writers, u32 item) {
 	const u32 key = item + 1;
 	for (u32 s = stm_pv_slot(item);; s = (s + 1) & (STM_PV_SLOTS - 1)) {
-		const u64 e = tab[s];
-		if ((u32)e == key) return (u32)(e >> 32);
-		if ((u32)e == 0u) return 0u;
+		const u32 e = keys[s];
+		if (e == key) return writers[s];
+		if (e == 0u) return 0u;
 	}
 }
 
 // stm_pv_table finds, for each update lane of the warp, the lower lanes
 // whose write sets meet its read set (*crw) and its write set (*cww),
-// through a table of the warp's write items in shared memory: slot =
-// (writers' lane mask << 32) | (item + 1), 0 empty; STM_PV_SLOTS slots a
-// warp (a Go-owned constant, sized to the client block). Thread mapping:
-// every lane clears STM_PV_SLOTS/32 slots; each update lane inserts its
-// write items (one shared-memory compare-and-swap per probe, an atomic OR
-// where the item is there), then looks up each item it read and wrote.
-// Invariant: the warp's write items, duplicates counted, fill at most
-// half the slots (the caller checks: warp-uniform), so inserts and
-// lookups end. Cost: O(reads + writes) per lane, against O(32 x writes x
-// (reads + writes)) comparisons for the scan (stm_pv_scan), whose 32
-// steps of shuffles measured about 5-10 µs per warp round with one warp
-// per SM (H200, BENCHMARKS.md: pre-validation 57% of an update commit's
-// time under Zipf 0.99). All lanes call it.
+// through a table of the warp's write items in shared memory: two words a
+// slot, the key (item + 1, 0 empty) and the writers' lane mask;
+// STM_PV_SLOTS slots a warp (a Go-owned constant, sized to the client
+// block). Thread mapping: every lane clears STM_PV_SLOTS/32 slots; each
+// update lane inserts its write items (a 32-bit compare-and-swap of the
+// key per probe, then a 32-bit atomic OR of its bit into the slot's
+// writers), then looks up each item it read and wrote. Invariant: the
+// warp's write items, duplicates counted, fill at most half the slots
+// (the caller checks: warp-uniform), so inserts and lookups end. Cost:
+// O(reads + writes) per lane, against O(32 x writes x (reads + writes))
+// comparisons for the scan (stm_pv_scan), whose 32 steps of shuffles
+// measured about 5-10 µs per warp round with one warp per SM (H200,
+// BENCHMARKS.md: pre-validation 57% of an update commit's time under Zipf
+// 0.99). All lanes call it.
 __device__ __forceinline__ void stm_pv_table(const stm_set_row ri, const stm_set_row wi, const stm_tx* tx, bool upd, u32 lane, u32* crw, u32* cww) {
-	__shared__ u64 tabs[STM_CLIENT_BLOCK / 32][STM_PV_SLOTS];
-	u64* tab = tabs[threadIdx.x >> 5];
+	__shared__ u32 tkeys[STM_CLIENT_BLOCK / 32][STM_PV_SLOTS];
+	__shared__ u32 twriters[STM_CLIENT_BLOCK / 32][STM_PV_SLOTS];
+	u32* keys = tkeys[threadIdx.x >> 5];
+	u32* writers = twriters[threadIdx.x >> 5];
 #pragma unroll
-	for (u32 s = 0; s < STM_PV_SLOTS; s += 32) tab[s + lane] = 0;
+	for (u32 s = 0; s < STM_PV_SLOTS; s += 32) {
+		keys[s + lane] = 0;
+		writers[s + lane] = 0;
+	}
 	__syncwarp();
 	if (upd) {
-		const u64 bit = (u64)(1u << lane) << 32;
+		const u32 bit = 1u << lane;
 		for (u32 j = 0; j < tx->nw; j++) {
 			const u32 key = wi[j] + 1;
 			for (u32 s = stm_pv_slot(wi[j]);; s = (s + 1) & (STM_PV_SLOTS - 1)) {
-				const u64 old = atomicCAS((unsigned long long*)(tab + s), 0ull, (unsigned long long)(bit | key));
-				if (old == 0) break;
-				if ((u32)old == key) {
-					atomicOr((unsigned long long*)(tab + s), (unsigned long long)bit);
+				const u32 old = atomicCAS(keys + s, 0u, key);
+				if (old == 0u || old == key) {
+					atomicOr(writers + s, bit);
 					break;
 				}
 			}
@@ -65,8 +70,8 @@ __device__ __forceinline__ void stm_pv_table(const stm_set_row ri, const stm_set
 	u32 r = 0, w = 0;
 	if (upd) {
 		const u32 lower = lanemask_lt(lane);
-		for (u32 q = 0; q < tx->nr; q++) r |= stm_pv_writers(tab, ri[q]);
-		for (u32 j = 0; j < tx->nw; j++) w |= stm_pv_writers(tab, wi[j]);
+		for (u32 q = 0; q < tx->nr; q++) r |= stm_pv_writers(keys, writers, ri[q]);
+		for (u32 j = 0; j < tx->nw; j++) w |= stm_pv_writers(keys, writers, wi[j]);
 		r &= lower;
 		w &= lower;
 	}
