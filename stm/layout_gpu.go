@@ -228,6 +228,23 @@ func pvSlots(clientBlock int) int {
 	return s
 }
 
+// setMirrorBytes bounds the shared memory of a client block's set mirror
+// (stm.cuh, stm_mirror: with direct commits, the first entries of each
+// thread's read items, write items and written values).
+const setMirrorBytes = 16 << 10
+
+// setMirror is the entries of each set the mirror keeps for a thread
+// (STM_SET_SMEM) in a client block of that many threads: 4 (64 bytes a
+// thread) for blocks of up to 256 threads, fewer for larger blocks, so
+// that the block's mirror takes at most setMirrorBytes (at least 1).
+func setMirror(clientBlock int) int {
+	n := 4
+	for n > 1 && n*16*clientBlock > setMirrorBytes {
+		n /= 2
+	}
+	return n
+}
+
 // tableFor is the table size of a server of that many warps.
 func tableFor(serverWarps int) int {
 	if serverWarps <= stmTableWarps {

@@ -25,3 +25,21 @@ func TestPVSlotsFitTheBlock(t *testing.T) {
 		t.Errorf("default client block: %d slots, want 512", def)
 	}
 }
+
+// TestSetMirrorFitsTheBlock checks the set mirror's entries for each
+// client block: 4 up to 256 threads, at least 1, and the block's mirror
+// (16 bytes an entry: a read item, a write item, a written value) within
+// setMirrorBytes.
+func TestSetMirrorFitsTheBlock(t *testing.T) {
+	for _, tc := range []struct{ block, want int }{
+		{32, 4}, {256, 4}, {512, 2}, {1024, 1},
+	} {
+		got := setMirror(tc.block)
+		if got != tc.want {
+			t.Errorf("setMirror(%d) = %d, want %d", tc.block, got, tc.want)
+		}
+		if bytes := got * 16 * tc.block; bytes > setMirrorBytes {
+			t.Errorf("block of %d threads: a mirror of %d bytes, more than %d", tc.block, bytes, setMirrorBytes)
+		}
+	}
+}

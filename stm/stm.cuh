@@ -250,8 +250,8 @@ __device__ __forceinline__ bool stm_read_ok(stm_tx* tx, u32 item) {
 // read-only: validation 1.46 -> 0.94 µs and write-back 1.97 -> 1.66 µs of
 // a warp round; 1.06x the commits a second, 1.19x with 2-round
 // transfers). Stores go to both; reads of an entry below STM_SET_SMEM go
-// to the mirror.
-#define STM_SET_SMEM 4
+// to the mirror. STM_SET_SMEM (Go-owned: stm/layout_gpu.go, setMirror) is
+// 4 for client blocks of up to 256 threads, fewer for larger ones.
 #if STM_DIRECT
 struct stm_set_mirror {
 	u32 ri[STM_SET_SMEM];
