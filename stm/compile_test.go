@@ -45,8 +45,11 @@ func TestCUDABodiesCompile(t *testing.T) {
 	// Zipf, and a CUDA body with retries.
 	builds = append(builds, build{sp, Options{ServerCommit: ServerCommitWriteBack}}, build{sp, Options{ServerCommit: ServerCommitRetry}},
 		build{builds[0].sp, Options{ServerCommit: ServerCommitRetry}})
-	// Direct commits (STM_DIRECT 1) with Zipf and a CUDA body.
-	builds = append(builds, build{sp, Options{Commit: CommitDirect}}, build{builds[1].sp, Options{Commit: CommitDirect}})
+	// Direct commits (STM_DIRECT 1) with Zipf and a CUDA body, and in the
+	// largest client block (its pre-validation tables and set mirror in
+	// the 48 KB of static shared memory).
+	builds = append(builds, build{sp, Options{Commit: CommitDirect}}, build{builds[1].sp, Options{Commit: CommitDirect}},
+		build{sp, Options{Commit: CommitDirect, ClientBlock: 1024}})
 	// The builds compile side by side (NVRTC takes seconds for each: 34 s
 	// one after another on the H200 machine, 2026-11-29).
 	var wg sync.WaitGroup
