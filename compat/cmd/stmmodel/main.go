@@ -21,8 +21,10 @@
 // With --warps it runs the warp model instead (simulateWarps): rounds of
 // warps in lock-step, Algorithm 1 inside each warp, first committer wins
 // between warps, for a losing transaction that keeps its lane (as the
-// engine) and one dealt to another warp; it prints commits a round, and a
-// second at --round a round.
+// engine), one dealt to another warp and one chained after the lower lane
+// of its warp it conflicts with (committed in the same round, a chain
+// level up); it prints commits a round, a second at --round a round, and
+// the chains' mean levels a round.
 //
 //	stmmodel --warps 32,128,256 --zipf 0.99 --rounds 1
 package main
@@ -157,17 +159,17 @@ func main() {
 	}
 	if *warps != "" {
 		fmt.Printf("warp model: %s; rounds of %v; %d rounds simulated each\n", b.Name(), *roundTime, *modelRounds)
-		fmt.Printf("%6s %-28s %12s %12s %9s %9s\n", "warps", "a losing transaction", "commits/rnd", "commits/s", "in-warp", "cross")
+		fmt.Printf("%6s %-28s %12s %12s %9s %9s %7s\n", "warps", "a losing transaction", "commits/rnd", "commits/s", "in-warp", "cross", "levels")
 		for _, n := range list("warps", *warps, strconv.Atoi) {
-			for _, spread := range []bool{false, true} {
-				how := "keeps its lane (the engine)"
-				if spread {
-					how = "is dealt to another warp"
-				}
-				res := simulateWarps(b, n, *modelRounds, spread, 0x57a5eed)
+			for _, policy := range []warpPolicy{keepLane, spreadLosers, chainInWarp} {
+				res := simulateWarps(b, n, *modelRounds, policy, 0x57a5eed)
 				att := res.commits + res.inWarp + res.cross
-				fmt.Printf("%6d %-28s %12.1f %11.3fM %8.1f%% %8.1f%%\n", n, how, res.perRound(),
-					res.perRound()/roundTime.Seconds()/1e6, 100*res.inWarp/att, 100*res.cross/att)
+				lv := "-"
+				if policy == chainInWarp {
+					lv = fmt.Sprintf("%.2f", res.meanLevels(n))
+				}
+				fmt.Printf("%6d %-28s %12.1f %11.3fM %8.1f%% %8.1f%% %7s\n", n, policy, res.perRound(),
+					res.perRound()/roundTime.Seconds()/1e6, 100*res.inWarp/att, 100*res.cross/att, lv)
 			}
 		}
 		return

@@ -39,7 +39,7 @@ func TestModelRates(t *testing.T) {
 // other warps.
 func TestWarpModel(t *testing.T) {
 	uniform := stm.Bank{Accounts: 1 << 20, Initial: 100, ReadSize: 100, Rounds: 1}
-	one := simulateWarps(uniform, 1, 200, false, 1)
+	one := simulateWarps(uniform, 1, 200, keepLane, 1)
 	if one.cross != 0 {
 		t.Errorf("one warp: %v attempts lost to another warp, want 0", one.cross)
 	}
@@ -47,16 +47,43 @@ func TestWarpModel(t *testing.T) {
 		t.Errorf("one warp on 1M accounts: %.2f commits a round, want nearly 32", one.perRound())
 	}
 	hot := stm.Bank{Accounts: 65536, Initial: 100, ReadSize: 100, Rounds: 1, Zipf: 0.99}
-	for _, spread := range []bool{false, true} {
-		r := simulateWarps(hot, 128, 300, spread, 1)
+	for _, policy := range []warpPolicy{keepLane, spreadLosers} {
+		r := simulateWarps(hot, 128, 300, policy, 1)
 		if r.perRound() > 128*32 {
-			t.Errorf("spread %v: %.1f commits a round from %d lanes", spread, r.perRound(), 128*32)
+			t.Errorf("%v: %.1f commits a round from %d lanes", policy, r.perRound(), 128*32)
 		}
 		if r.inWarp == 0 || r.cross == 0 {
-			t.Errorf("spread %v, 128 warps on hot accounts: %v in-warp and %v cross-warp losses, want both", spread, r.inWarp, r.cross)
+			t.Errorf("%v, 128 warps on hot accounts: %v in-warp and %v cross-warp losses, want both", policy, r.inWarp, r.cross)
 		}
 		if att := r.commits + r.inWarp + r.cross; att != float64(300*128*32) {
-			t.Errorf("spread %v: %v attempts in 300 rounds of %d lanes, want one a lane a round", spread, att, 128*32)
+			t.Errorf("%v: %v attempts in 300 rounds of %d lanes, want one a lane a round", policy, att, 128*32)
 		}
+	}
+}
+
+// TestWarpModelChains checks the chained policy: no transaction loses to
+// its own warp, one attempt a lane a round, chains of more than one level
+// under hot accounts, and at least the engine's commits a round there (a
+// chained lane commits where the engine's would lose); on a million
+// uniform accounts a warp's lanes rarely meet, so its rounds take about
+// one level.
+func TestWarpModelChains(t *testing.T) {
+	hot := stm.Bank{Accounts: 65536, Initial: 100, ReadSize: 100, Rounds: 1, Zipf: 0.99}
+	c := simulateWarps(hot, 128, 300, chainInWarp, 1)
+	if c.inWarp != 0 {
+		t.Errorf("chains: %v attempts lost inside their warp, want 0", c.inWarp)
+	}
+	if att := c.commits + c.cross; att != float64(300*128*32) {
+		t.Errorf("chains: %v attempts in 300 rounds of %d lanes, want one a lane a round", att, 128*32)
+	}
+	if lv := c.meanLevels(128); lv <= 1 {
+		t.Errorf("chains on hot accounts: %.2f levels a round, want more than 1", lv)
+	}
+	if e := simulateWarps(hot, 128, 300, keepLane, 1); c.perRound() < e.perRound() {
+		t.Errorf("chains: %.1f commits a round, under the engine's %.1f", c.perRound(), e.perRound())
+	}
+	uniform := stm.Bank{Accounts: 1 << 20, Initial: 100, ReadSize: 100, Rounds: 1}
+	if lv := simulateWarps(uniform, 32, 200, chainInWarp, 1).meanLevels(32); lv > 1.05 {
+		t.Errorf("chains on 1M uniform accounts: %.2f levels a round, want about 1", lv)
 	}
 }
