@@ -49,7 +49,8 @@ type Options struct {
 	// below Throttle-0.1; a warp not admitted finishes the round it is in,
 	// then takes no tickets and runs nothing until it is admitted again
 	// (it sleeps), unless every ticket is taken. Cost: one atomic add per
-	// warp round. 0 means DefaultThrottle; a negative value turns it off
+	// warp round. 0 means DefaultThrottle (DefaultThrottleDirect with
+	// direct commits); a negative value turns it off
 	// (every warp runs). Hot items (a Zipf law) are where it matters:
 	// thousands of transactions in flight on a few items mostly abort.
 	Throttle float64

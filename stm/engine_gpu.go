@@ -631,7 +631,7 @@ func (g *gpuEngine) size(pl *runPlan, k *kernels, sp *workloadSpec, ro RunOption
 	}
 	pl.blocks = blocks
 	pl.threads = blocks * sh.clientBlock
-	pl.throttle = throttleMille(g.opt.Throttle)
+	pl.throttle = throttleMille(g.opt.Throttle, pl.sh.direct)
 	pl.clientWarps = pl.threads / 32
 	pl.ring = pow2(pl.clientWarps)
 	// Timestamps reserved but not published are held by update threads,
@@ -749,10 +749,14 @@ func breakdown(cnt []uint64, clockKHz int, direct bool) (Breakdown, ServerStats)
 }
 
 // throttleMille returns Options.Throttle as the kernels take it: the abort
-// rate in thousandths, 0 when off.
-func throttleMille(t float64) int {
+// rate in thousandths, 0 when off; 0 takes DefaultThrottle, or
+// DefaultThrottleDirect with direct commits.
+func throttleMille(t float64, direct bool) int {
 	if t == 0 {
 		t = DefaultThrottle
+		if direct {
+			t = DefaultThrottleDirect
+		}
 	}
 	if t <= 0 {
 		return 0

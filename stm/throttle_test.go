@@ -5,14 +5,20 @@ import "testing"
 // TestThrottleOption: Options.Throttle's values as the kernels take them,
 // and the ones Open refuses.
 func TestThrottleOption(t *testing.T) {
-	def := float64(DefaultThrottle)
+	def, direct := float64(DefaultThrottle), float64(DefaultThrottleDirect)
 	for _, c := range []struct {
 		in   float64
 		want int
 	}{{0, max(0, int(def*1000+0.5))}, {-1, 0}, {-0.5, 0}, {0.25, 250}, {0.9999, 1000}, {1e-9, 1}} {
-		if got := throttleMille(c.in); got != c.want {
-			t.Errorf("throttleMille(%g) = %d, want %d", c.in, got, c.want)
+		if got := throttleMille(c.in, false); got != c.want {
+			t.Errorf("throttleMille(%g, servers) = %d, want %d", c.in, got, c.want)
 		}
+	}
+	if got, want := throttleMille(0, true), int(direct*1000+0.5); got != want {
+		t.Errorf("throttleMille(0, direct) = %d, want %d", got, want)
+	}
+	if got := throttleMille(0.25, true); got != 250 {
+		t.Errorf("throttleMille(0.25, direct) = %d, want 250", got)
 	}
 	for _, bad := range []float64{1, 2} {
 		if e, err := Open(Options{Device: "cpu", Throttle: bad}); err == nil {
