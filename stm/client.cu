@@ -26,7 +26,7 @@
 template <bool remote>
 __device__ __forceinline__ void stm_install(const stm_globals* g, u32 tid, u32 nw, u64 ts) {
 	const u32 k = (u32)g->k;
-	const u32* wi = (const u32*)g->ws_item + (u64)tid * (u32)g->w_cap;
+	const u32* wi = (const u32*)g->ws_item + (u64)tid * (u32)g->w_cap; // remote: the rows, read through L2
 	const u64* wv = (const u64*)g->ws_val + (u64)tid * (u32)g->w_cap;
 	const stm_set_row items = stm_ws_items(g, tid); // the client's own (remote: not used)
 	u64* vers = (u64*)g->vers;

@@ -83,7 +83,8 @@ __device__ __forceinline__ void stm_pv_table(const stm_set_row ri, const stm_set
 // stm_pv_scan is stm_pv_table for warps whose write items would fill more
 // than half of the table: a step per update lane l, its write-set
 // signature (passed by a shuffle) filtering the exact checks, which load
-// lane l's write items from global memory and compare each with this
+// lane l's write items (stm_set_row: the first from the set mirror with
+// direct commits, the rest from its row) and compare each with this
 // lane's read and write sets. *crw gets the lanes l one of whose write
 // items this lane read, *cww those one of whose write items it wrote.
 // All lanes call it.
@@ -558,7 +559,8 @@ __device__ __forceinline__ void stm_unlock_direct(const stm_globals* g, stm_tx* 
 // upd says which lanes have an update transaction to commit. cy (each
 // lane its own attempt's): [0] the in-warp check, [1] locking and the
 // timestamp, [4] validation and the wts raise, [2] write-back, [3]
-// publication.
+// publication; [6..10] (lane 0, every round) the same phases for the
+// warp's round (ServerStats.Phases).
 __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32 lane, u32 wbase, u64 deadline, u64* cy, bool* quit) {
 	const stm_set_row ri = stm_rs_items(g, tx->tid);
 	const u32 me = tx->tid + 1, mask = (u32)g->claim_mask;
@@ -669,7 +671,8 @@ __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32
 // lanes call it. *quit is set when the run failed. cy[0..3]: cycles of
 // pre-validation, the round trips, write-back and publication; cy[4..5]
 // (lane 0): nanoseconds from sending requests to seeing their answers, and
-// the answers seen.
+// the answers seen; with direct commits stm_commit_direct's (cy[6..10] its
+// round phases).
 __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 lane, u32 wid, u32* seq,
                                u64 deadline, u64* cy, bool* quit) {
 	const u32 wbase = wid * 32;
