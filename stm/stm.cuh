@@ -264,12 +264,10 @@ __device__ __forceinline__ stm_set_mirror* stm_mirror_of(u32 tid) { return &stm_
 #endif
 
 // stm_set_row reads a client thread's read or write items by index: j below
-// STM_SET_SMEM from the mirror (direct commits), else from its row.
+// STM_SET_SMEM from the mirror sh (direct commits), else from its row.
 struct stm_set_row {
 	const u32* row;
-#if STM_DIRECT
-	const u32* sh;
-#endif
+	const u32* sh; // direct commits: the thread's mirror of these items (else unused)
 	__device__ __forceinline__ u32 operator[](u32 j) const {
 #if STM_DIRECT
 		if (j < STM_SET_SMEM) return sh[j];
@@ -278,22 +276,22 @@ struct stm_set_row {
 	}
 };
 
+// stm_set_row_of returns client thread tid's row of the per-thread rows of
+// cap items at rows, with its mirror of the write items (writes) or of the
+// read items.
+__device__ __forceinline__ stm_set_row stm_set_row_of(u64 rows, u64 cap, u32 tid, bool writes) {
+	const u32* row = (const u32*)rows + (u64)tid * (u32)cap;
+#if STM_DIRECT
+	return stm_set_row{row, writes ? stm_mirror_of(tid)->wi : stm_mirror_of(tid)->ri};
+#else
+	return stm_set_row{row, nullptr};
+#endif
+}
+
 // stm_rs_items and stm_ws_items return client thread tid's read and
 // write items (stm_set_row).
-__device__ __forceinline__ stm_set_row stm_rs_items(const stm_globals* g, u32 tid) {
-#if STM_DIRECT
-	return stm_set_row{(const u32*)g->rs_item + (u64)tid * (u32)g->r_cap, stm_mirror_of(tid)->ri};
-#else
-	return stm_set_row{(const u32*)g->rs_item + (u64)tid * (u32)g->r_cap};
-#endif
-}
-__device__ __forceinline__ stm_set_row stm_ws_items(const stm_globals* g, u32 tid) {
-#if STM_DIRECT
-	return stm_set_row{(const u32*)g->ws_item + (u64)tid * (u32)g->w_cap, stm_mirror_of(tid)->wi};
-#else
-	return stm_set_row{(const u32*)g->ws_item + (u64)tid * (u32)g->w_cap};
-#endif
-}
+__device__ __forceinline__ stm_set_row stm_rs_items(const stm_globals* g, u32 tid) { return stm_set_row_of(g->rs_item, g->r_cap, tid, false); }
+__device__ __forceinline__ stm_set_row stm_ws_items(const stm_globals* g, u32 tid) { return stm_set_row_of(g->ws_item, g->w_cap, tid, true); }
 
 // stm_ws_value returns client thread tid's written value j.
 __device__ __forceinline__ u64 stm_ws_value(const stm_globals* g, u32 tid, u32 j) {
