@@ -242,8 +242,8 @@ __device__ __forceinline__ bool stm_read_ok(stm_tx* tx, u32 item) {
 // client thread's rows of rs_item, ws_item and ws_val (global memory: the
 // servers, the history and the host read them). With direct commits
 // (STM_DIRECT: no server reads them) the first STM_SET_SMEM entries of
-// each are also kept in shared memory (stm_mirror, one slot per thread of
-// the client block), where the commit's many reads of a small set cost no
+// each are also kept in shared memory (stm_mirror_ri, _wi and _wv, one
+// column per thread of the client block), where the commit's many reads of a small set cost no
 // round trip to L2: every fence and acquiring load of the commit protocol
 // empties the SM's L1, so a row read back from global memory came from L2
 // each time (H200, 2026-11-30, 64K accounts under Zipf 0.99 at 0%
@@ -253,24 +253,22 @@ __device__ __forceinline__ bool stm_read_ok(stm_tx* tx, u32 item) {
 // to the mirror. STM_SET_SMEM (Go-owned: stm/layout_gpu.go, setMirror) is
 // 4 for client blocks of up to 256 threads, fewer for larger ones.
 #if STM_DIRECT
-struct stm_set_mirror {
-	u32 ri[STM_SET_SMEM];
-	u32 wi[STM_SET_SMEM];
-	u64 wv[STM_SET_SMEM];
-};
-__shared__ stm_set_mirror stm_mirror[STM_CLIENT_BLOCK];
-// stm_mirror_of returns client thread tid's mirror (a thread of this block).
-__device__ __forceinline__ stm_set_mirror* stm_mirror_of(u32 tid) { return &stm_mirror[tid % STM_CLIENT_BLOCK]; }
+// The mirror is laid out entry-major ([entry][thread]): the lanes of a warp
+// reading entry j of their own sets together read 32 consecutive words, one
+// per bank (a thread-major array of 64-byte slots put 16 lanes on one bank).
+__shared__ u32 stm_mirror_ri[STM_SET_SMEM][STM_CLIENT_BLOCK];
+__shared__ u32 stm_mirror_wi[STM_SET_SMEM][STM_CLIENT_BLOCK];
+__shared__ u64 stm_mirror_wv[STM_SET_SMEM][STM_CLIENT_BLOCK];
 #endif
 
 // stm_set_row reads a client thread's read or write items by index: j below
 // STM_SET_SMEM from the mirror sh (direct commits), else from its row.
 struct stm_set_row {
 	const u32* row;
-	const u32* sh; // direct commits: the thread's mirror of these items (else unused)
+	const u32* sh; // direct commits: the thread's entry 0 of the mirror of these items, STM_CLIENT_BLOCK words apart (else unused)
 	__device__ __forceinline__ u32 operator[](u32 j) const {
 #if STM_DIRECT
-		if (j < STM_SET_SMEM) return sh[j];
+		if (j < STM_SET_SMEM) return sh[j * STM_CLIENT_BLOCK];
 #endif
 		return row[j];
 	}
@@ -282,7 +280,8 @@ struct stm_set_row {
 __device__ __forceinline__ stm_set_row stm_set_row_of(u64 rows, u64 cap, u32 tid, bool writes) {
 	const u32* row = (const u32*)rows + (u64)tid * (u32)cap;
 #if STM_DIRECT
-	return stm_set_row{row, writes ? stm_mirror_of(tid)->wi : stm_mirror_of(tid)->ri};
+	const u32 t = tid % STM_CLIENT_BLOCK;
+	return stm_set_row{row, writes ? &stm_mirror_wi[0][t] : &stm_mirror_ri[0][t]};
 #else
 	return stm_set_row{row, nullptr};
 #endif
@@ -296,7 +295,7 @@ __device__ __forceinline__ stm_set_row stm_ws_items(const stm_globals* g, u32 ti
 // stm_ws_value returns client thread tid's written value j.
 __device__ __forceinline__ u64 stm_ws_value(const stm_globals* g, u32 tid, u32 j) {
 #if STM_DIRECT
-	if (j < STM_SET_SMEM) return stm_mirror_of(tid)->wv[j];
+	if (j < STM_SET_SMEM) return stm_mirror_wv[j][tid % STM_CLIENT_BLOCK];
 #endif
 	return ((const u64*)g->ws_val)[(u64)tid * (u32)g->w_cap + j];
 }
@@ -329,7 +328,7 @@ __device__ __forceinline__ bool stm_read_note(stm_tx* tx, u32 item, u64 v) {
 		u64 at = (u64)tx->tid * (u32)g->r_cap + tx->nr;
 		((u32*)g->rs_item)[at] = item;
 #if STM_DIRECT
-		if (tx->nr < STM_SET_SMEM) stm_mirror_of(tx->tid)->ri[tx->nr] = item;
+		if (tx->nr < STM_SET_SMEM) stm_mirror_ri[tx->nr][tx->tid % STM_CLIENT_BLOCK] = item;
 #endif
 		if (g->hist_mode) ((u64*)g->rs_val)[at] = v;
 		tx->nr++;
@@ -497,7 +496,7 @@ __device__ __forceinline__ void stm_write(stm_tx* tx, u32 item, u64 value) {
 		if (items[j] == item) {
 			wv[j] = value;
 #if STM_DIRECT
-			if (j < STM_SET_SMEM) stm_mirror_of(tx->tid)->wv[j] = value;
+			if (j < STM_SET_SMEM) stm_mirror_wv[j][tx->tid % STM_CLIENT_BLOCK] = value;
 #endif
 			return;
 		}
@@ -509,8 +508,8 @@ __device__ __forceinline__ void stm_write(stm_tx* tx, u32 item, u64 value) {
 	wv[tx->nw] = value;
 #if STM_DIRECT
 	if (tx->nw < STM_SET_SMEM) {
-		stm_mirror_of(tx->tid)->wi[tx->nw] = item;
-		stm_mirror_of(tx->tid)->wv[tx->nw] = value;
+		stm_mirror_wi[tx->nw][tx->tid % STM_CLIENT_BLOCK] = item;
+		stm_mirror_wv[tx->nw][tx->tid % STM_CLIENT_BLOCK] = value;
 	}
 #endif
 	tx->nw++;
