@@ -255,6 +255,7 @@ __device__ __forceinline__ void stm_attempt(stm_tx* tx) {
 	tx->detail = 0;
 	tx->bad = 0;
 	tx->calls = 0;
+	tx->chain = 0;
 }
 
 // stm_tx_start sets tx up for client thread tid's ticket (the run's
@@ -277,6 +278,121 @@ __device__ __forceinline__ void stm_tx_start(stm_tx* tx, const stm_globals* g, u
 #endif
 	stm_attempt(tx);
 }
+
+#if STM_CHAIN
+#if !STM_DIRECT
+#error "chained attempts (STM_CHAIN) need direct commits (STM_DIRECT)"
+#endif
+// ---- chained attempts (Options.Chain) -------------------------------------
+//
+// Under hot items most update attempts of a warp lose inside it: the
+// in-warp check lets one of the lanes that touch an item commit, and the
+// others retry next round, with new snapshots, against every other warp's
+// commits of the same items. A chained attempt runs them again in the same
+// round, after the lanes they lost to have committed: the lane locks the
+// items its lost attempt wrote (stm_claim: the same words its retry will
+// write, if its body writes the same items), the warp takes one
+// timestamp for each lane that got its locks (the commit protocol's lock,
+// fence, timestamp order), and the lane runs its body again reading the
+// state just before that timestamp (stm_begin: snapshot chain - 1; each
+// read checked by stm_chain_look). What it reads is then what it commits
+// on: it writes back at its timestamp with no further validation, if
+// every item it wrote is one it locked. Lanes whose lost attempt met a
+// newer write at validation chain too. The warp publishes once, after.
+
+// stm_chain_begin turns this lane's lost attempt (in-warp, or a newer
+// write at validation; a write set of at most STM_CLAIM_BATCH items) into
+// a chained one when it locks that attempt's write items: the lost
+// attempt is counted and recorded (as the round's end would), the lane's
+// lock words go to cw (*cwn of them), the warp takes the chained lanes'
+// timestamps (one atomic add: *cts, 0 for a lane not chained) and each
+// chained lane starts a new attempt with tx->chain = *cts. A lane that
+// did not get its locks released the ones it took (stm_claim) and keeps
+// its lost attempt for the round's end. Returns (warp-uniform) whether
+// any lane chained. All lanes call it.
+__device__ bool stm_chain_begin(const stm_globals* g, stm_tx* tx, bool have, u32 lane, u64* cnt, u32* cw, u32* cwn, u64* cts) {
+	const bool lost = have && !tx->ro && tx->nw > 0 && tx->nw <= STM_CLAIM_BATCH &&
+			  (tx->state == STM_ST_ABORT + STM_READ_WRITE || tx->state == STM_ST_ABORT + STM_WRITE_WRITE) &&
+			  (tx->detail == STM_AB_IN_WARP || tx->detail == 0);
+	*cts = 0;
+	if (!__any_sync(FULL_MASK, lost)) return false;
+	const bool mine = lost && stm_claim(g, tx);
+	const u32 lanes = __ballot_sync(FULL_MASK, mine);
+	if (!lanes) return false;
+	if (mine) {
+		const u32 cause = tx->state - STM_ST_ABORT;
+		cnt[CNT_ABORT0 + cause]++;
+		if (tx->detail == STM_AB_IN_WARP) cnt[CNT_IN_WARP]++;
+		if (g->hist_mode == 2) stm_record(g, tx, 2, cause, tx->snap);
+		cnt[CNT_CHAINED]++;
+		const stm_set_row wi = stm_ws_items(g, tx->tid);
+#pragma unroll
+		for (u32 q = 0; q < STM_CLAIM_BATCH; q++) cw[q] = q < tx->nw ? wi[q] & (u32)g->claim_mask : ~0u;
+		*cwn = tx->nw;
+	}
+	__threadfence(); // every lane's locks, the warp barrier, lane 0's fence and add
+	__syncwarp();
+	u64 base = 0;
+	if (lane == 0) {
+		__threadfence();
+		base = atomicAdd((unsigned long long*)g->next, (unsigned long long)__popc(lanes)) + 1;
+		__threadfence();
+	}
+	base = __shfl_sync(FULL_MASK, base, 0);
+	__threadfence(); // the timestamp before every chained lane's reads
+	if (mine) {
+		*cts = base + __popc(lanes & lanemask_lt(lane));
+		stm_attempt(tx);
+		tx->chain = *cts;
+	}
+	return true;
+}
+
+// stm_chain_end commits this lane's chained attempt (cts its timestamp,
+// cw the cwn lock words it holds; cts 0: none) after its body ran: one
+// that is still live and wrote only items whose words it holds raises
+// their wts and writes its versions back at cts (stm_install); then every
+// chained lane releases its locks and marks cts done (a failed one's is a
+// hole), and *pub takes the newest. Returns the lane's commit timestamp:
+// cts when its chained attempt committed an update, 0 when it did not
+// (or turned read-only), ts (its round's) for a lane not chained. All
+// lanes call it.
+__device__ u64 stm_chain_end(const stm_globals* g, stm_tx* tx, u64 cts, const u32* cw, u32 cwn, u64 ts, u64* pub, u64* cnt) {
+	bool upd = cts && tx->state == STM_ST_OK && !tx->ro && tx->nw > 0;
+	if (upd) {
+		const stm_set_row wi = stm_ws_items(g, tx->tid);
+		for (u32 j = 0; j < tx->nw; j++) {
+			const u32 w = wi[j] & (u32)g->claim_mask;
+			bool in = false;
+#pragma unroll
+			for (u32 q = 0; q < STM_CLAIM_BATCH; q++) in |= q < cwn && cw[q] == w;
+			if (!in) { // written where it holds no lock: not at cts
+				stm_fail(tx, STM_ST_ABORT + STM_WRITE_WRITE, 0);
+				upd = false;
+				break;
+			}
+		}
+		if (upd)
+			for (u32 j = 0; j < tx->nw; j++) stm_wts_note(g, wi[j], cts);
+	}
+	stm_install_all(g, tx, upd ? cts : 0); // its last fence: the versions and wts before the locks' release
+	if (cts) {
+		u32* claims = (u32*)g->claims;
+#pragma unroll
+		for (u32 q = 0; q < STM_CLAIM_BATCH; q++) {
+			if (q >= cwn) break;
+			bool dup = false;
+#pragma unroll
+			for (u32 v = 0; v < q; v++) dup |= cw[v] == cw[q];
+			if (!dup) st_relaxed_gpu(claims + cw[q], 0u);
+		}
+		tx->held = 0;
+	}
+	*pub = max(*pub, stm_mark_done(g, cts));
+	if (upd) cnt[CNT_CHAIN_COMMITS]++;
+	return cts ? (upd ? cts : 0) : ts;
+}
+#endif
 
 // stm_run_body runs the workload's body for tx's attempt, adds its cycles
 // to cnt, and ends the run with the body's error, if any. Inlined at its
@@ -521,24 +637,62 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 			pt = clock64();
 			if (round0) cnt[CNT_PH_TICKET] += pt - round0;
 		}
-#if STM_REFRESH
-		// The bodies, then up to g->refresh in-place retries of stale
-		// update attempts (stm_stale); the body has this one call site.
-		u32 stale = 0;
+		// The bodies and the warp's commit; with chained attempts
+		// (STM_CHAIN) a second pass runs the chained lanes' bodies and
+		// commits them (stm_chain_begin, stm_chain_end). The body has
+		// this one call site.
 		bool run = have;
-		for (u64 r = 0;; r++) {
+		u64 ts = 0, pub = 0; // this lane's commit timestamp; the clock the warp waits for
+#if STM_REFRESH
+		u32 stale = 0;
+#endif
+#if STM_CHAIN
+		u32 cw[STM_CLAIM_BATCH], cwn = 0; // a chained lane's lock words
+		u64 cts = 0;                      // its timestamp
+		bool chained = false;             // the warp ran chained attempts
+#endif
+		for (u32 pass = 0;; pass++) {
+#if STM_REFRESH
+			// The bodies, then up to g->refresh in-place retries of stale
+			// update attempts (stm_stale; the first pass only).
+			for (u64 r = 0;; r++) {
+				if (run) stm_run_body(g, &tx, cnt);
+				__syncwarp();
+				if (pass || r >= g->refresh || !stm_stale(g, &tx, have, lane, deadline, cnt, &stale, &run, &quit)) break;
+			}
+			if (__any_sync(FULL_MASK, quit)) break;
+#else
 			if (run) stm_run_body(g, &tx, cnt);
 			__syncwarp();
-			if (r >= g->refresh || !stm_stale(g, &tx, have, lane, deadline, cnt, &stale, &run, &quit)) break;
+#endif
+#if STM_CHAIN
+			if (pass) {
+				ts = stm_chain_end(g, &tx, cts, cw, cwn, ts, &pub, cnt);
+				if (lane == 0) cnt[CNT_PH_CHAIN] += clock64() - pt;
+				break;
+			}
+#endif
+			if (lane == 0) cnt[CNT_PH_BODY] += clock64() - pt;
+			ts = stm_commit_warp(g, &tx, have, lane, wid, &seq, deadline, cy, &quit, &pub);
+			if (__any_sync(FULL_MASK, quit)) break;
+#if STM_CHAIN
+			if (lane == 0) pt = clock64();
+			if (stm_chain_begin(g, &tx, have, lane, cnt, cw, &cwn, &cts)) {
+				chained = true;
+				run = cts != 0;
+				continue;
+			}
+#endif
+			break;
 		}
 		if (__any_sync(FULL_MASK, quit)) break;
-#else
-		if (have) stm_run_body(g, &tx, cnt);
-		__syncwarp();
-#endif
-		if (lane == 0) cnt[CNT_PH_BODY] += clock64() - pt;
-		const u64 ts = stm_commit_warp(g, &tx, have, lane, wid, &seq, deadline, cy, &quit);
-		if (__any_sync(FULL_MASK, quit)) break;
+		{ // publication (direct commits: stm_commit_direct and the chained attempts leave it here)
+			const u64 c2 = clock64();
+			if (!stm_publish(g, pub, lane, deadline)) break;
+			const u64 c3 = clock64();
+			if (STM_DIRECT && ts) cy[3] += c3 - c2;
+			if (STM_DIRECT && lane == 0) cy[10] += c3 - c2;
+		}
 		if (tx.held && !tx.keep) stm_unclaim_kept(g, &tx); // a lane that did not reach stm_contend
 		held = tx.held;
 		defers = tx.defers;
@@ -555,6 +709,13 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 			const bool lost = aborted || (STM_DIRECT && have && tx.state == STM_ST_DEFER);
 			const bool ran = have && (tx.state == STM_ST_OK || lost);
 			u32 att = __popc(__ballot_sync(FULL_MASK, ran)), nab = __popc(__ballot_sync(FULL_MASK, lost));
+#if STM_CHAIN
+			if (chained) { // a chained lane's lost attempt, counted
+				const u32 ch = __popc(__ballot_sync(FULL_MASK, cts != 0));
+				att += ch;
+				nab += ch;
+			}
+#endif
 #if STM_REFRESH
 			const u32 st = warp_sum32(stale);
 			att += st;

@@ -545,8 +545,10 @@ __device__ __forceinline__ void stm_unlock_direct(const stm_globals* g, stm_tx* 
 // Keeping no lock over a retry also means that two lanes that each read
 // what the other writes cannot keep each other out (measured once: the
 // memcached workload's PUTs, which read the other ways of their set).
-// Every timestamp taken is marked done (a failed lane's is a hole)
-// and the warp waits until the clock passes them. Why
+// Every timestamp taken is marked done (a failed lane's is a hole);
+// *pub gets the newest of them and of the writes failed lanes met, which
+// the caller waits for the clock to pass (stm_client, after the chained
+// attempts of stm_chain_begin). Why
 // validation suffices: a commit holds its locks from before it takes its
 // timestamp until after it raised wts, so one with an earlier timestamp
 // that wrote an item this lane read is still locked or visible in wts when
@@ -558,10 +560,10 @@ __device__ __forceinline__ void stm_unlock_direct(const stm_globals* g, stm_tx* 
 // clock, which waits only for lanes past their locks. All lanes call it;
 // upd says which lanes have an update transaction to commit. cy (each
 // lane its own attempt's): [0] the in-warp check, [1] locking and the
-// timestamp, [4] validation and the wts raise, [2] write-back, [3]
-// publication; [6..10] (lane 0, every round) the same phases for the
-// warp's round (ServerStats.Phases).
-__device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32 lane, u32 wbase, u64 deadline, u64* cy, bool* quit) {
+// timestamp, [4] validation and the wts raise, [2] write-back;
+// [6..9] (lane 0, every round) the same phases for the warp's round
+// (ServerStats.Phases; the caller times publication, [3] and [10]).
+__device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32 lane, u32 wbase, u64* cy, u64* pub) {
 	const stm_set_row ri = stm_rs_items(g, tx->tid);
 	const u32 me = tx->tid + 1, mask = (u32)g->claim_mask;
 	const u64 c0 = clock64();
@@ -654,14 +656,7 @@ __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32
 	const u64 c2 = clock64();
 	if (ts) cy[2] += c2 - c1;
 	if (lane == 0) cy[9] += c2 - c1;
-	top = max(top, warp_max64(tx->need));
-	if (!stm_publish(g, top, lane, deadline)) {
-		*quit = true;
-		return 0;
-	}
-	const u64 c3 = clock64();
-	if (ts) cy[3] += c3 - c2;
-	if (lane == 0) cy[10] += c3 - c2;
+	*pub = max(top, warp_max64(tx->need)); // published by the caller (stm_client), after any chained attempts
 	return ts;
 }
 #endif
@@ -671,15 +666,16 @@ __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32
 // lanes call it. *quit is set when the run failed. cy[0..3]: cycles of
 // pre-validation, the round trips, write-back and publication; cy[4..5]
 // (lane 0): nanoseconds from sending requests to seeing their answers, and
-// the answers seen; with direct commits stm_commit_direct's (cy[6..10] its
-// round phases).
+// the answers seen; with direct commits stm_commit_direct's (cy[6..9] its
+// round phases), which leaves publication to the caller: *pub is the
+// clock it must wait for (with the servers *pub is left alone).
 __device__ u64 stm_commit_warp(const stm_globals* g, stm_tx* tx, bool have, u32 lane, u32 wid, u32* seq,
-                               u64 deadline, u64* cy, bool* quit) {
+                               u64 deadline, u64* cy, bool* quit, u64* pub) {
 	const u32 wbase = wid * 32;
 	bool upd = have && tx->state == STM_ST_OK && !tx->ro && tx->nw > 0;
 #if STM_DIRECT
 	if (__ballot_sync(FULL_MASK, upd) == 0) return 0;
-	return stm_commit_direct(g, tx, upd, lane, wbase, deadline, cy, quit);
+	return stm_commit_direct(g, tx, upd, lane, wbase, cy, pub);
 #endif
 	if (upd) {
 		((u64*)g->tx_snap)[tx->tid] = tx->snap;

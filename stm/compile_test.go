@@ -50,6 +50,8 @@ func TestCUDABodiesCompile(t *testing.T) {
 	// the 48 KB of static shared memory).
 	builds = append(builds, build{sp, Options{Commit: CommitDirect}}, build{builds[1].sp, Options{Commit: CommitDirect}},
 		build{sp, Options{Commit: CommitDirect, ClientBlock: 1024}})
+	// Chained attempts (STM_CHAIN 1) with Zipf and a CUDA body.
+	builds = append(builds, build{sp, Options{Commit: CommitDirect, Chain: 1}}, build{builds[1].sp, Options{Commit: CommitDirect, Chain: 1}})
 	// The builds compile side by side (NVRTC takes seconds for each: 34 s
 	// one after another on the H200 machine, 2026-11-29).
 	var wg sync.WaitGroup
@@ -58,7 +60,7 @@ func TestCUDABodiesCompile(t *testing.T) {
 		sh.latency = i%2 == 0 // the commit latencies (STM_LATENCY 1) in every other build
 		wg.Go(func() {
 			if _, err := sh.program(b.sp).CompileCUBIN("sm_90"); err != nil {
-				t.Errorf("refresh %v, stripes %v, latency %v, post %v, retry %v, direct %v: %v", sh.refresh, sh.stripes, sh.latency, sh.post, sh.retry, sh.direct, err)
+				t.Errorf("refresh %v, stripes %v, latency %v, post %v, retry %v, direct %v, chain %v: %v", sh.refresh, sh.stripes, sh.latency, sh.post, sh.retry, sh.direct, sh.chain, err)
 			}
 		})
 	}

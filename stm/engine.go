@@ -95,6 +95,18 @@ type Options struct {
 	// retries (DefaultRefresh has the figures).
 	// Cost: one load per access of an update transaction per retry.
 	Refresh int
+	// Chain is the GPU engine's chained attempts, with direct commits
+	// (CommitDirect, or the automatic choice of it): an update attempt
+	// that lost inside its warp, or to a newer write at validation, runs
+	// again in the same round once the attempts it lost to have
+	// committed: it locks the items it wrote, takes its commit timestamp,
+	// and runs its body on the state just before that timestamp, so it
+	// commits without a further validation (ServerStats.Chained). 0
+	// chooses (DefaultChain), positive is on, negative off; ignored with
+	// the servers. Cost: a second pass of the round for the warps with
+	// such attempts (locks, one timestamp add, the bodies, write-back),
+	// and two loads and a fence more per read of a chained attempt.
+	Chain int
 	// ServerCommit is the GPU engine servers' share of single-partition
 	// commits (ServerCommitOff, the zero value, is the default: the
 	// clients write their versions back): ServerCommitWriteBack has the
@@ -270,6 +282,10 @@ type ServerStats struct {
 	// commits the other read-write and write-write aborts, less InWarp,
 	// LockMet and Refreshed, lost to a newer write at validation.
 	LockMet uint64
+	// Chained counts lost update attempts run again in their round as
+	// chained attempts (Options.Chain), among the aborts; ChainCommits
+	// those chained attempts that committed.
+	Chained, ChainCommits uint64
 	// Rounds counts the client warps' rounds (each a warp's bodies and
 	// its commit), and RoundTime their time summed over the warps: a
 	// hot item commits at most once a round.
@@ -291,6 +307,7 @@ type RoundPhases struct {
 	Validate  time.Duration // validation and the raise of the newest writes
 	WriteBack time.Duration // write-back, unlock and the done markers
 	Publish   time.Duration // the wait for the commit clock
+	Chain     time.Duration // chained attempts (Options.Chain): their locks, bodies and write-back
 }
 
 // Per returns the phases' mean per round, e.g. "tickets 1µs, bodies
@@ -301,10 +318,14 @@ func (p RoundPhases) Per(n uint64, total time.Duration) string {
 	if n == 0 {
 		return ""
 	}
-	sum := p.Ticket + p.Body + p.Check + p.Lock + p.Validate + p.WriteBack + p.Publish
+	sum := p.Ticket + p.Body + p.Check + p.Lock + p.Validate + p.WriteBack + p.Publish + p.Chain
 	r := func(d time.Duration) time.Duration { return meanOf(d, n).Round(10 * time.Nanosecond) }
-	return fmt.Sprintf("tickets %v, bodies %v, check %v, lock %v, validate %v, write-back %v, publish %v, rest %v",
-		r(p.Ticket), r(p.Body), r(p.Check), r(p.Lock), r(p.Validate), r(p.WriteBack), r(p.Publish), r(max(total-sum, 0)))
+	chain := ""
+	if p.Chain > 0 {
+		chain = fmt.Sprintf(", chained %v", r(p.Chain))
+	}
+	return fmt.Sprintf("tickets %v, bodies %v, check %v, lock %v, validate %v, write-back %v%s, publish %v, rest %v",
+		r(p.Ticket), r(p.Body), r(p.Check), r(p.Lock), r(p.Validate), r(p.WriteBack), chain, r(p.Publish), r(max(total-sum, 0)))
 }
 
 // String summarizes the stats, e.g. "1000 requests (990 batched, 120
@@ -336,6 +357,9 @@ func (s ServerStats) String() string {
 	}
 	if s.InWarp > 0 {
 		str += fmt.Sprintf("; %d update attempts aborted by the in-warp check", s.InWarp)
+	}
+	if s.Chained > 0 {
+		str += fmt.Sprintf("; %d lost update attempts chained, %d of them committed", s.Chained, s.ChainCommits)
 	}
 	if s.Rounds > 0 {
 		str += fmt.Sprintf("; %d client warp rounds of %v", s.Rounds, meanOf(s.RoundTime, s.Rounds))

@@ -140,8 +140,9 @@ type shape struct {
 	// used
 	post, retry bool
 	// direct: the client warps commit without the servers
-	// (Options.Commit, Options.direct)
-	direct bool
+	// (Options.Commit, Options.direct); chain: with chained attempts
+	// (Options.Chain, direct commits only)
+	direct, chain bool
 }
 
 // serverSmem returns the shared memory the server's log (a ring of logE
@@ -186,6 +187,7 @@ func gpuShape(sp *workloadSpec, cfg Config, o Options, hist int) shape {
 	sh.post = o.ServerCommit == ServerCommitWriteBack || o.ServerCommit == ServerCommitRetry
 	sh.retry = o.ServerCommit == ServerCommitRetry
 	sh.direct = o.direct(sp)
+	sh.chain = sh.direct && (o.Chain > 0 || (o.Chain == 0 && DefaultChain))
 	return sh
 }
 
@@ -209,7 +211,7 @@ func (sh shape) program(sp *workloadSpec) gpu.Program {
 		gpu.Def("STM_SERVER_WARPS", sh.serverWarps), gpu.Def("STM_CLIENT_BLOCK", sh.clientBlock), gpu.Def("STM_PV_SLOTS", pvSlots(sh.clientBlock)), gpu.Def("STM_SET_SMEM", setMirror(sh.clientBlock)),
 		gpu.Def("STM_TABLE", sh.table), gpu.Def("STM_CTL_BYTES_PER_WORKER", workerBytes(sh.table)),
 		gpu.Def("STM_REFRESH", b2i(sh.refresh)), gpu.Def("STM_STRIPES", b2i(sh.stripes)), gpu.Def("STM_LATENCY", b2i(sh.latency)),
-		gpu.Def("STM_POST", b2i(sh.post)), gpu.Def("STM_RETRY", b2i(sh.retry)), gpu.Def("STM_DIRECT", b2i(sh.direct)))
+		gpu.Def("STM_POST", b2i(sh.post)), gpu.Def("STM_RETRY", b2i(sh.retry)), gpu.Def("STM_DIRECT", b2i(sh.direct)), gpu.Def("STM_CHAIN", b2i(sh.chain)))
 	p := gpu.NewProgram("stm.cu", programSource, defs...)
 	p.Headers["stm/stm.cuh"] = stmHeader
 	p.Headers["stm/device.cuh"] = deviceHeader
@@ -733,7 +735,8 @@ func breakdown(cnt []uint64, clockKHz int, direct bool) (Breakdown, ServerStats)
 		Turns: cnt[cntTurns], Grouped: cnt[cntGrouped], Early: cnt[cntEarly], TurnHold: cycle(cnt[cntCyHold]), Deferred: cnt[cntDeferred], Refreshed: cnt[cntRefreshed], Rerun: cnt[cntRerun],
 		InWarp: cnt[cntInWarp], LockMet: cnt[cntLockMet], Rounds: cnt[cntRounds], RoundTime: cycle(cnt[cntCyRound]),
 		Phases: RoundPhases{Ticket: cycle(cnt[cntPhTicket]), Body: cycle(cnt[cntPhBody]), Check: cycle(cnt[cntPhCheck]), Lock: cycle(cnt[cntPhLock]),
-			Validate: cycle(cnt[cntPhValidate]), WriteBack: cycle(cnt[cntPhWriteback]), Publish: cycle(cnt[cntPhPublish])},
+			Validate: cycle(cnt[cntPhValidate]), WriteBack: cycle(cnt[cntPhWriteback]), Publish: cycle(cnt[cntPhPublish]), Chain: cycle(cnt[cntPhChain])},
+		Chained: cnt[cntChained], ChainCommits: cnt[cntChainCommits],
 		Stages: RequestStages{
 			Ring: time.Duration(cnt[cntNsRing]), Load: cycle(cnt[cntCyLoad]),
 			Validate: cycle(cnt[cntCyVal]), FinalCheck: cycle(cnt[cntCyFinal]), Reply: cycle(cnt[cntCyReply]),

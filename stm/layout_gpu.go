@@ -179,6 +179,9 @@ const (
 	cntPhValidate    // validation and the wts raise
 	cntPhWriteback   // write-back, unlock and done markers
 	cntPhPublish     // publication (the wait for the clock)
+	cntChained       // lost update attempts chained: run again in their round, locked (Options.Chain)
+	cntChainCommits  // chained attempts that committed
+	cntPhChain       // of a round (lane 0): the chained attempts, from their locks to their write-back
 	numCounters
 	// With RunOptions.Latency the counters' buffer holds after them the
 	// commit latencies' histogram (latencyDeviceBuckets words, Latency's
@@ -314,7 +317,8 @@ func layoutDefines() []gpu.Define {
 		"HIST_DROPPED", "FAST_INSERTS", "BATCHED", "SCANNED", "CY_LOCK", "CY_HOLD", "TURNS", "GROUPED", "EARLY",
 		"CY_LOAD", "CY_VAL", "CY_FINAL", "CY_REPLY", "CY_BUSY", "NS_RING", "NS_SERVER", "NS_CLIENT", "CLIENT_REPLIES", "DEFERRED", "REFRESHED", "RERUN",
 		"IN_WARP", "LOCK_MET", "ROUNDS", "CY_ROUND",
-		"PH_TICKET", "PH_BODY", "PH_CHECK", "PH_LOCK", "PH_VALIDATE", "PH_WRITEBACK", "PH_PUBLISH"}
+		"PH_TICKET", "PH_BODY", "PH_CHECK", "PH_LOCK", "PH_VALIDATE", "PH_WRITEBACK", "PH_PUBLISH",
+		"CHAINED", "CHAIN_COMMITS", "PH_CHAIN"}
 	if len(names) != numCounters {
 		panic("stm: the counters' names do not match their constants")
 	}

@@ -296,6 +296,36 @@ func TestDirectCommitGPU(t *testing.T) {
 	}
 }
 
+// TestChainedCommitGPU runs the contended cases with direct commits and
+// chained attempts (Options.Chain) and checks every run end to end as
+// TestContendedGPU does (each chained attempt is recorded with the
+// snapshot it read, just before its timestamp, so the opacity and serial
+// replay checks cover it), and that the contended cases chained lost
+// attempts and committed some of them.
+func TestChainedCommitGPU(t *testing.T) {
+	var chained, committed uint64
+	for _, x := range directGPUCases(gpuDevice(t)) {
+		x.o.Chain = 1
+		t.Run(x.name+", chained", func(t *testing.T) {
+			res := runContendedGPU(t, x.o, x.c)
+			s := res.Server
+			if s.ChainCommits > s.Chained {
+				t.Errorf("%d chained attempts committed of %d", s.ChainCommits, s.Chained)
+			}
+			if conf := res.Aborts[ReadWrite] + res.Aborts[WriteWrite]; s.Chained > conf {
+				t.Errorf("%d lost attempts chained: more than the %d read-write and write-write aborts", s.Chained, conf)
+			}
+			chained += s.Chained
+			committed += s.ChainCommits
+			t.Logf("%d threads, aborts %s, %d lost attempts chained, %d of them committed, %d warp rounds of %v",
+				res.Threads, res.AbortString(), s.Chained, s.ChainCommits, s.Rounds, meanOf(s.RoundTime, s.Rounds))
+		})
+	}
+	if chained == 0 || committed == 0 {
+		t.Errorf("%d lost attempts chained, %d committed: want some of each", chained, committed)
+	}
+}
+
 // contendedRun is the run runContendedGPU makes of case c on an engine
 // opened with o (its seed aside): gpuTimes × n transactions, every attempt
 // recorded, the commit latencies timed.

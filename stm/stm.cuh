@@ -52,6 +52,10 @@ struct stm_tx {
 	// for (the newest logged write it found, 0: none).
 	u32 held, keep, defers;
 	u64 need;
+	// A chained attempt's commit timestamp (client.cu, stm_chain_begin;
+	// 0: an ordinary attempt): it holds the locks of its write items and
+	// reads the state just before that timestamp (stm_chain_look).
+	u64 chain;
 #if STM_RETRY
 	// A client attempt whose sets a server's re-run overwrote before the
 	// server dropped the re-run (Options.ServerCommit retry): counted as
@@ -134,11 +138,61 @@ __device__ __forceinline__ u32 stm_partition(const stm_globals* g, u32 item) {
 
 // stm_begin starts the attempt: a read-only transaction when read_only.
 // It takes the snapshot: the commit clock, whose versions are all back.
+// A chained attempt (tx->chain) takes the timestamp before its own.
 __device__ __forceinline__ void stm_begin(stm_tx* tx, bool read_only) {
 	tx->ro = read_only ? 1 : 0;
 	tx->begun = 1;
+#if STM_CHAIN
+	if (tx->chain) {
+		tx->snap = tx->chain - 1;
+		return;
+	}
+#endif
 	tx->snap = ld_acquire_gpu((const u64*)tx->g->clock);
 }
+
+#if STM_CHAIN
+// stm_chain_bad reports whether a chained attempt (tx->chain, its commit
+// timestamp, taken after it locked its write items) may not read item
+// at tx->snap = chain - 1, given the item's lock word c (claims, loaded
+// first) and newest write w (wts, loaded after a fence): a lock another
+// lane holds (its holder may have taken a timestamp below ours and not
+// yet raised wts), or a newest write at or above our timestamp (that
+// version is not ours to see, and the ones below it may be gone). Why
+// the rest may be read at chain - 1 although the clock may be far below
+// it: every commit of the item with a timestamp below ours locked it
+// before we took ours, so it still holds the lock when we look (c) or
+// released it after raising wts and installing its version (w, seen
+// after the fence that follows the look); so every version of the item
+// at or below chain - 1 is installed, and a later commit's is above it.
+// The whole view is then the state just before chain: a chained attempt
+// sees a consistent state (opacity) and commits at chain without a
+// further validation.
+__device__ __forceinline__ bool stm_chain_bad(const stm_tx* tx, u32 c, u64 w) {
+	return (c != 0u && c != tx->tid + 1) || w >= tx->chain;
+}
+
+// stm_chain_fail fails a chained attempt that stm_chain_bad turned from
+// item (lock word c): read-write, on a held lock (STM_AB_LOCK_MET) or a
+// newer write.
+__device__ __forceinline__ void stm_chain_fail(stm_tx* tx, u32 c) {
+	stm_fail(tx, STM_ST_ABORT + STM_READ_WRITE, c != 0u && c != tx->tid + 1 ? STM_AB_LOCK_MET : 0);
+}
+
+// stm_chain_look checks that a chained attempt may read item
+// (stm_chain_bad): its lock word, a fence, its newest write. false: the
+// attempt failed. Cost: two loads through L2 and a fence.
+__device__ __forceinline__ bool stm_chain_look(stm_tx* tx, u32 item) {
+	const stm_globals* g = tx->g;
+	const u32 c = ld_relaxed_gpu((const u32*)g->claims + (item & (u32)g->claim_mask));
+	fence_acq_rel_gpu();
+	if (stm_chain_bad(tx, c, ld_relaxed_gpu((const u64*)g->wts + item))) {
+		stm_chain_fail(tx, c);
+		return false;
+	}
+	return true;
+}
+#endif
 
 // stm_ring_scan is the slow path's fallback (stm_ring_back met a slot
 // being reused): all K slots are scanned,
@@ -345,6 +399,9 @@ __device__ __forceinline__ u64 stm_read(stm_tx* tx, u32 item) {
 	if (!stm_read_ok(tx, item)) return 0;
 	u64 v;
 	if (stm_own_write(tx, item, &v)) return v;
+#if STM_CHAIN
+	if (tx->chain && !stm_chain_look(tx, item)) return 0;
+#endif
 	if (!stm_ring_read(tx->g, item, tx->snap, &v)) {
 		stm_fail(tx, STM_ST_ABORT + STM_TOO_OLD, item);
 		return 0;
@@ -394,6 +451,30 @@ __device__ __forceinline__ void stm_read_many(stm_tx* tx, const u32* items, u32 
 			}
 			if (!stm_own_write(tx, it[i], &out[base + i])) ring |= 1u << i;
 		}
+#if STM_CHAIN
+		// A chained attempt checks the chunk's items first (stm_chain_look,
+		// the loads in flight together): reads stop at the first it may
+		// not read.
+		if (tx->chain && ring) {
+			u32 cl[STM_READ_MANY];
+			u64 wt[STM_READ_MANY];
+#pragma unroll
+			for (u32 i = 0; i < STM_READ_MANY; i++)
+				if ((ring >> i) & 1) cl[i] = ld_relaxed_gpu((const u32*)g->claims + (it[i] & (u32)g->claim_mask));
+			fence_acq_rel_gpu();
+#pragma unroll
+			for (u32 i = 0; i < STM_READ_MANY; i++)
+				if ((ring >> i) & 1) wt[i] = ld_relaxed_gpu((const u64*)g->wts + it[i]);
+#pragma unroll
+			for (u32 i = 0; i < STM_READ_MANY; i++)
+				if (((ring >> i) & 1) && stm_chain_bad(tx, cl[i], wt[i])) {
+					stm_chain_fail(tx, cl[i]);
+					stop = i;
+					ring &= (1u << i) - 1;
+					break;
+				}
+		}
+#endif
 #pragma unroll
 		for (u32 i = 0; i < STM_READ_MANY; i++)
 			if ((ring >> i) & 1) h[i] = ld_relaxed_gpu(head + it[i]);

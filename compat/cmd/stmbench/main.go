@@ -77,6 +77,7 @@ func main() {
 	throttle := flag.Float64("throttle", 0, "GPU engine: the abort rate its admission control holds client warps near (stm.Options.Throttle; 0 default, negative off)")
 	contention := flag.String("contention", "default", "GPU engine: what client warps do about conflicts before they ask a server: default, off, check or claims (stm.Options.Contention)")
 	stripe := flag.Int("stripe", 0, "GPU engine: items of each stripe dealt to the servers in turn (stm.Options.Stripe; 0: contiguous partitions)")
+	chain := flag.Int("chain", 0, "GPU engine with direct commits: chained attempts, lost update attempts run again in their round (stm.Options.Chain; 0: chosen, stm.DefaultChain; positive: on; negative: off)")
 	refresh := flag.Int("refresh", 0, "GPU engine: in-place retries of a stale update attempt per warp round (stm.Options.Refresh; 0: chosen, stm.DefaultRefresh under a Zipf law, else off; negative: off)")
 	commit := flag.String("commit", "auto", "GPU engine: how client warps commit update transactions: auto, servers or direct (stm.Options.Commit)")
 	serverCommit := flag.String("server-commit", "off", "GPU engine: the servers' share of single-partition commits: off (the clients write back), writeback (the servers write back after the final check) or retry (writeback, and the servers run conflicting update attempts again before their turn) (stm.Options.ServerCommit)")
@@ -111,7 +112,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, contention: mode, stripe: *stripe, refresh: *refresh, serverCommit: scMode, commit: path, threads: *threads, versions: *versions, latency: *latency, peers: *peers, only: *only, goroutines: counts, cases: cases}
+	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, contention: mode, stripe: *stripe, refresh: *refresh, chain: *chain, serverCommit: scMode, commit: path, threads: *threads, versions: *versions, latency: *latency, peers: *peers, only: *only, goroutines: counts, cases: cases}
 	var progress io.Writer
 	if !*quiet {
 		progress = os.Stderr
@@ -137,6 +138,7 @@ type config struct {
 	contention   stm.Contention   // the GPU engine's Options.Contention
 	stripe       int              // the GPU engine's Options.Stripe
 	refresh      int              // the GPU engine's Options.Refresh
+	chain        int              // the GPU engine's Options.Chain
 	serverCommit stm.ServerCommit // the GPU engine's Options.ServerCommit
 	commit       stm.CommitPath   // the GPU engine's Options.Commit
 	threads      int              // the GPU engine's client threads (0: the case's; -1: as many as fit)
@@ -266,7 +268,7 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 		dev = ch.Device
 		defer dev.Close()
 		rep.Engines = append(rep.Engines, "gpu: "+ch.Reason, fmt.Sprintf("gpu: admission control (throttle) %s", throttleText(c.throttle)),
-			fmt.Sprintf("gpu: contention management %s", contentionText(c.contention)), "gpu: items dealt to the servers "+stripeText(c.stripe), "gpu: stale update attempts run again at once "+refreshText(c.refresh),
+			fmt.Sprintf("gpu: contention management %s", contentionText(c.contention)), "gpu: items dealt to the servers "+stripeText(c.stripe), "gpu: stale update attempts run again at once "+refreshText(c.refresh), "gpu: chained attempts "+chainText(c.chain),
 			"gpu: the servers' share of single-partition commits: "+c.serverCommit.String(),
 			"gpu: commit path "+c.commit.String()+" (direct: client warps lock the items they write and commit without the servers; auto: direct below 95% read-only and up to 16 writes a transaction; each row's note says which ran)")
 	} else {
@@ -357,7 +359,7 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 					name string
 					opt  stm.Options
 					d    time.Duration
-				}{"csmv gpu", stm.Options{GPU: dev, Throttle: c.throttle, Contention: c.contention, Stripe: c.stripe, Refresh: c.refresh, ServerCommit: c.serverCommit, Commit: c.commit}, c.gpuD})
+				}{"csmv gpu", stm.Options{GPU: dev, Throttle: c.throttle, Contention: c.contention, Stripe: c.stripe, Refresh: c.refresh, Chain: c.chain, ServerCommit: c.serverCommit, Commit: c.commit}, c.gpuD})
 			}
 			for _, en := range engines {
 				o := cs.Options(en.opt)
@@ -473,6 +475,19 @@ func throttleText(t float64) string {
 }
 
 // contentionText says what --contention asks of the GPU engine.
+// chainText describes --chain (stm.Options.Chain).
+func chainText(n int) string {
+	switch {
+	case n > 0:
+		return "on (with direct commits)"
+	case n < 0:
+		return "off"
+	case stm.DefaultChain:
+		return "default (on with direct commits)"
+	}
+	return "default (off)"
+}
+
 // refreshText describes --refresh (stm.Options.Refresh).
 func refreshText(n int) string {
 	switch {
