@@ -313,7 +313,7 @@ __device__ __forceinline__ void stm_tx_start(stm_tx* tx, const stm_globals* g, u
 __device__ bool stm_chain_begin(const stm_globals* g, stm_tx* tx, bool have, u32 lane, u64* cnt, u32* cw, u32* cwn, u64* cts) {
 	const bool lost = have && !tx->ro && tx->nw > 0 && tx->nw <= STM_CLAIM_BATCH &&
 			  (tx->state == STM_ST_ABORT + STM_READ_WRITE || tx->state == STM_ST_ABORT + STM_WRITE_WRITE) &&
-			  (tx->detail == STM_AB_IN_WARP || tx->detail == 0);
+			  (tx->detail == STM_AB_IN_WARP || (STM_CHAIN_STALE && tx->detail == 0));
 	*cts = 0;
 	if (!__any_sync(FULL_MASK, lost)) return false;
 	const bool mine = lost && stm_claim(g, tx);
@@ -649,7 +649,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 #if STM_CHAIN
 		u32 cw[STM_CLAIM_BATCH], cwn = 0; // a chained lane's lock words
 		u64 cts = 0;                      // its timestamp
-		bool chained = false;             // the warp ran chained attempts
+		u32 chains = 0;                   // this lane's chained attempts this round
 #endif
 		for (u32 pass = 0;; pass++) {
 #if STM_REFRESH
@@ -669,18 +669,24 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 			if (pass) {
 				ts = stm_chain_end(g, &tx, cts, cw, cwn, ts, &pub, cnt);
 				if (lane == 0) cnt[CNT_PH_CHAIN] += clock64() - pt;
-				break;
-			}
+			} else
 #endif
-			if (lane == 0) cnt[CNT_PH_BODY] += clock64() - pt;
-			ts = stm_commit_warp(g, &tx, have, lane, wid, &seq, deadline, cy, &quit, &pub);
-			if (__any_sync(FULL_MASK, quit)) break;
+			{
+				if (lane == 0) cnt[CNT_PH_BODY] += clock64() - pt;
+				ts = stm_commit_warp(g, &tx, have, lane, wid, &seq, deadline, cy, &quit, &pub);
+				if (__any_sync(FULL_MASK, quit)) break;
+			}
 #if STM_CHAIN
-			if (lane == 0) pt = clock64();
-			if (stm_chain_begin(g, &tx, have, lane, cnt, cw, &cwn, &cts)) {
-				chained = true;
-				run = cts != 0;
-				continue;
+			// Up to STM_CHAIN passes of chained attempts: a lane whose
+			// chained attempt lost, or that did not get its locks (a lane
+			// of the last pass held them), may chain in the next.
+			if (pass < STM_CHAIN) {
+				if (lane == 0) pt = clock64();
+				if (stm_chain_begin(g, &tx, have, lane, cnt, cw, &cwn, &cts)) {
+					chains += cts != 0;
+					run = cts != 0;
+					continue;
+				}
 			}
 #endif
 			break;
@@ -710,11 +716,9 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 			const bool ran = have && (tx.state == STM_ST_OK || lost);
 			u32 att = __popc(__ballot_sync(FULL_MASK, ran)), nab = __popc(__ballot_sync(FULL_MASK, lost));
 #if STM_CHAIN
-			if (chained) { // a chained lane's lost attempt, counted
-				const u32 ch = __popc(__ballot_sync(FULL_MASK, cts != 0));
-				att += ch;
-				nab += ch;
-			}
+			const u32 ch = warp_sum32(chains); // the lost attempts chained, counted
+			att += ch;
+			nab += ch;
 #endif
 #if STM_REFRESH
 			const u32 st = warp_sum32(stale);

@@ -33,9 +33,9 @@ const (
 	// 3.93M/4.24M/6.02M/33.5M a second at 0/10/50/90% read-only, 8
 	// retries 3.93M/5.59M/9.61M/42.4M, none 3.99M/4.52M/5.16M/23.3M.
 	DefaultRefresh = 8
-	// DefaultChain is whether direct commits chain lost update attempts
-	// by default (Options.Chain).
-	DefaultChain = false
+	// DefaultChain is the passes of chained attempts a round with direct
+	// commits by default (Options.Chain; 0 none).
+	DefaultChain = 0
 	// MaxServers bounds Config.Servers (partitions are a 64-bit mask).
 	MaxServers = 64
 	// MaxItems bounds a store's size (items are 32-bit numbers on the GPU).

@@ -142,7 +142,9 @@ type shape struct {
 	// direct: the client warps commit without the servers
 	// (Options.Commit, Options.direct); chain: with chained attempts
 	// (Options.Chain, direct commits only)
-	direct, chain bool
+	direct     bool
+	chain      int  // passes of chained attempts a round (0: none)
+	chainStale bool // EXPERIMENT
 }
 
 // serverSmem returns the shared memory the server's log (a ring of logE
@@ -187,7 +189,14 @@ func gpuShape(sp *workloadSpec, cfg Config, o Options, hist int) shape {
 	sh.post = o.ServerCommit == ServerCommitWriteBack || o.ServerCommit == ServerCommitRetry
 	sh.retry = o.ServerCommit == ServerCommitRetry
 	sh.direct = o.direct(sp)
-	sh.chain = sh.direct && (o.Chain > 0 || (o.Chain == 0 && DefaultChain))
+	if sh.direct {
+		sh.chain = o.Chain
+		if sh.chain == 0 {
+			sh.chain = DefaultChain
+		}
+		sh.chain = max(sh.chain, 0)
+		sh.chainStale = os.Getenv("WARPKV_CHAIN_STALE") == "1" // EXPERIMENT
+	}
 	return sh
 }
 
@@ -211,7 +220,7 @@ func (sh shape) program(sp *workloadSpec) gpu.Program {
 		gpu.Def("STM_SERVER_WARPS", sh.serverWarps), gpu.Def("STM_CLIENT_BLOCK", sh.clientBlock), gpu.Def("STM_PV_SLOTS", pvSlots(sh.clientBlock)), gpu.Def("STM_SET_SMEM", setMirror(sh.clientBlock)),
 		gpu.Def("STM_TABLE", sh.table), gpu.Def("STM_CTL_BYTES_PER_WORKER", workerBytes(sh.table)),
 		gpu.Def("STM_REFRESH", b2i(sh.refresh)), gpu.Def("STM_STRIPES", b2i(sh.stripes)), gpu.Def("STM_LATENCY", b2i(sh.latency)),
-		gpu.Def("STM_POST", b2i(sh.post)), gpu.Def("STM_RETRY", b2i(sh.retry)), gpu.Def("STM_DIRECT", b2i(sh.direct)), gpu.Def("STM_CHAIN", b2i(sh.chain)))
+		gpu.Def("STM_POST", b2i(sh.post)), gpu.Def("STM_RETRY", b2i(sh.retry)), gpu.Def("STM_DIRECT", b2i(sh.direct)), gpu.Def("STM_CHAIN", sh.chain), gpu.Def("STM_CHAIN_STALE", b2i(sh.chainStale)))
 	p := gpu.NewProgram("stm.cu", programSource, defs...)
 	p.Headers["stm/stm.cuh"] = stmHeader
 	p.Headers["stm/device.cuh"] = deviceHeader

@@ -77,7 +77,7 @@ func main() {
 	throttle := flag.Float64("throttle", 0, "GPU engine: the abort rate its admission control holds client warps near (stm.Options.Throttle; 0 default, negative off)")
 	contention := flag.String("contention", "default", "GPU engine: what client warps do about conflicts before they ask a server: default, off, check or claims (stm.Options.Contention)")
 	stripe := flag.Int("stripe", 0, "GPU engine: items of each stripe dealt to the servers in turn (stm.Options.Stripe; 0: contiguous partitions)")
-	chain := flag.Int("chain", 0, "GPU engine with direct commits: chained attempts, lost update attempts run again in their round (stm.Options.Chain; 0: chosen, stm.DefaultChain; positive: on; negative: off)")
+	chain := flag.Int("chain", 0, "GPU engine with direct commits: passes of chained attempts a round, lost update attempts run again in their round (stm.Options.Chain; 0: chosen, stm.DefaultChain; negative: off)")
 	refresh := flag.Int("refresh", 0, "GPU engine: in-place retries of a stale update attempt per warp round (stm.Options.Refresh; 0: chosen, stm.DefaultRefresh under a Zipf law, else off; negative: off)")
 	commit := flag.String("commit", "auto", "GPU engine: how client warps commit update transactions: auto, servers or direct (stm.Options.Commit)")
 	serverCommit := flag.String("server-commit", "off", "GPU engine: the servers' share of single-partition commits: off (the clients write back), writeback (the servers write back after the final check) or retry (writeback, and the servers run conflicting update attempts again before their turn) (stm.Options.ServerCommit)")
@@ -479,11 +479,11 @@ func throttleText(t float64) string {
 func chainText(n int) string {
 	switch {
 	case n > 0:
-		return "on (with direct commits)"
+		return fmt.Sprintf("%d passes a round (with direct commits)", n)
 	case n < 0:
 		return "off"
-	case stm.DefaultChain:
-		return "default (on with direct commits)"
+	case stm.DefaultChain > 0:
+		return fmt.Sprintf("default (%d passes a round with direct commits)", stm.DefaultChain)
 	}
 	return "default (off)"
 }
