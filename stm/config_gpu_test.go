@@ -165,10 +165,15 @@ func TestChooseStripe(t *testing.T) {
 
 // TestShapeCompilesInWhatRunsUse: the in-place retries (Options.Refresh)
 // are compiled into a program exactly when a run uses them (by default
-// for a skewed workload), and the stripes (Options.Stripe) when set, so
-// that other runs keep the code they had without them.
+// for a skewed workload that does not chain its lost attempts), the
+// chained attempts (Options.Chain) with their passes when used (by
+// default for a skewed, mostly-update workload of small write sets with
+// direct commits), and the stripes (Options.Stripe) when set, so that
+// other runs keep the code they had without them.
 func TestShapeCompilesInWhatRunsUse(t *testing.T) {
 	zipf := Bank{Accounts: 65536, Initial: 1, ReadSize: 100, Zipf: 0.99}
+	zipfHalf := Bank{Accounts: 65536, Initial: 1, ReadSize: 100, Zipf: 0.99, ReadOnly: 0.5}
+	zipf2 := Bank{Accounts: 65536, Initial: 1, ReadSize: 100, Zipf: 0.99, Rounds: 2}
 	uniform := Bank{Accounts: 65536, Initial: 1, ReadSize: 100}
 	for _, tc := range []struct {
 		name                  string
@@ -176,19 +181,26 @@ func TestShapeCompilesInWhatRunsUse(t *testing.T) {
 		opt                   Options
 		wantRefresh           int
 		wantShape, wantStripe bool
+		wantChain             int
 	}{
-		{"zipf, defaults", zipf, Options{}, DefaultRefresh, true, false},
-		{"zipf, retries off", zipf, Options{Refresh: -1}, 0, false, false},
-		{"uniform, defaults", uniform, Options{}, 0, false, false},
-		{"uniform, 3 retries, stripes of 100", uniform, Options{Refresh: 3, Stripe: 100}, 3, true, true},
+		{"zipf, defaults: chained, no retries", zipf, Options{}, 0, false, false, DefaultChain},
+		{"zipf, chains off: retries", zipf, Options{Chain: -1}, DefaultRefresh, true, false, 0},
+		{"zipf, servers: retries, no chains", zipf, Options{Commit: CommitServers}, DefaultRefresh, true, false, 0},
+		{"zipf, 3 passes and 2 retries", zipf, Options{Chain: 3, Refresh: 2}, 2, true, false, 3},
+		{"zipf, half read-only: retries", zipfHalf, Options{}, DefaultRefresh, true, false, 0},
+		{"zipf, 2-round transfers: retries", zipf2, Options{}, DefaultRefresh, true, false, 0},
+		{"zipf, retries and chains off", zipf, Options{Refresh: -1, Chain: -1}, 0, false, false, 0},
+		{"uniform, defaults", uniform, Options{}, 0, false, false, 0},
+		{"uniform, 3 retries, stripes of 100", uniform, Options{Refresh: 3, Stripe: 100}, 3, true, true, 0},
 	} {
 		sp, err := tc.w.spec()
 		if err != nil {
 			t.Fatal(err)
 		}
 		sh := gpuShape(sp, Config{}.withDefaults(), tc.opt, 0)
-		if r := refreshFor(tc.opt.Refresh, sp); r != tc.wantRefresh || sh.refresh != tc.wantShape || sh.stripes != tc.wantStripe {
-			t.Errorf("%s: %d retries, compiled in %v, stripes %v; want %d, %v, %v", tc.name, r, sh.refresh, sh.stripes, tc.wantRefresh, tc.wantShape, tc.wantStripe)
+		if r := refreshFor(tc.opt, sp); r != tc.wantRefresh || sh.refresh != tc.wantShape || sh.stripes != tc.wantStripe || sh.chain != tc.wantChain {
+			t.Errorf("%s: %d retries, compiled in %v, stripes %v, %d chained passes; want %d, %v, %v, %d",
+				tc.name, r, sh.refresh, sh.stripes, sh.chain, tc.wantRefresh, tc.wantShape, tc.wantStripe, tc.wantChain)
 		}
 	}
 }

@@ -69,7 +69,7 @@
 // (one compare-and-swap each) and is held back unsent, and run again,
 // while another transaction holds one (ServerStats.Deferred). Servers
 // validate every request as before, so the guarantees are the same.
-// Options.Refresh (on for a skewed workload) retries an update attempt in
+// Options.Refresh (on for a skewed workload that does not chain) retries an update attempt in
 // place when, after its warp's bodies, an item it accessed was written
 // after its snapshot: the attempt aborts (counted, recorded), the warp
 // waits for that write to be published, and the body runs again from a
@@ -87,7 +87,14 @@
 // against the locks and the newest writes, installs and unlocks (TL2's
 // commit over these versions; on an H200 1.66x-1.84x the servers' rate at
 // 0% read-only of uniform accounts). Result.Direct says which path a run
-// took.
+// took. With direct commits, Options.Chain (on by default for a skewed,
+// mostly-update workload of small write sets) runs an update attempt that
+// lost inside its warp, or to a newer write, again in the same round: the
+// lane locks the items it wrote, takes its timestamp and runs its body on
+// the state just before that timestamp (every read checked against the
+// item's lock and newest write), so that it commits without a further
+// validation (ServerStats.Chained, ChainCommits; on an H200 1.46x the
+// commits a second at 0% read-only of 64K accounts under Zipf 0.99).
 //
 // # Your own transactions on the GPU
 //

@@ -89,23 +89,29 @@ type Options struct {
 	// server would give), the warp waits for the clock to pass the write,
 	// and the lane runs its ticket's body again from a new snapshot before
 	// the warp commits, up to Refresh times a round. 0 chooses
-	// (DefaultRefresh for a skewed workload, else off); negative is off.
+	// (DefaultRefresh for a skewed workload that does not chain its lost
+	// attempts, Chain; else off); negative is off.
 	// Under hot items it is what lets the read-only share commit: the
 	// update attempts of a warp no longer hold its round back with doomed
 	// retries (DefaultRefresh has the figures).
 	// Cost: one load per access of an update transaction per retry.
 	Refresh int
-	// Chain is the GPU engine's chained attempts, with direct commits
-	// (CommitDirect, or the automatic choice of it): an update attempt
-	// that lost inside its warp, or to a newer write at validation, runs
-	// again in the same round once the attempts it lost to have
-	// committed: it locks the items it wrote, takes its commit timestamp,
-	// and runs its body on the state just before that timestamp, so it
-	// commits without a further validation (ServerStats.Chained). 0
-	// chooses (DefaultChain), positive is on, negative off; ignored with
-	// the servers. Cost: a second pass of the round for the warps with
-	// such attempts (locks, one timestamp add, the bodies, write-back),
-	// and two loads and a fence more per read of a chained attempt.
+	// Chain is the GPU engine's passes of chained attempts a round, with
+	// direct commits (CommitDirect, or the automatic choice of it): an
+	// update attempt that lost inside its warp, or to a newer write at
+	// validation, runs again in the same round once the attempts it lost
+	// to have committed: it locks the items it wrote (at most
+	// STM_CLAIM_BATCH, 4), takes its commit timestamp, and runs its body
+	// on the state just before that timestamp, so that it commits without
+	// a further validation (ServerStats.Chained, ChainCommits). A lane
+	// that did not get its locks may chain in the next pass. 0 chooses
+	// (DefaultChain for a skewed workload of small write sets that is
+	// mostly updates, ChainAutoWrites and ChainAutoReadOnly; else none),
+	// positive is the passes, negative none; ignored with the servers.
+	// Cost: a pass of the round for a warp with such attempts (locks, one
+	// timestamp add, their bodies, write-back), during which the rest of
+	// the warp waits, and two loads and a fence more per read of a
+	// chained attempt.
 	Chain int
 	// ServerCommit is the GPU engine servers' share of single-partition
 	// commits (ServerCommitOff, the zero value, is the default: the

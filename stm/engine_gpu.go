@@ -184,33 +184,51 @@ func gpuShape(sp *workloadSpec, cfg Config, o Options, hist int) shape {
 		sh.table = tableFor(sh.serverWarps)
 	}
 	sh.serverSmem = serverSmem(sh.logE, sh.logA, sh.serverWarps-1, sh.table)
-	sh.refresh = refreshFor(o.Refresh, sp) > 0
+	sh.refresh = refreshFor(o, sp) > 0
 	sh.stripes = o.Stripe > 0
 	sh.post = o.ServerCommit == ServerCommitWriteBack || o.ServerCommit == ServerCommitRetry
 	sh.retry = o.ServerCommit == ServerCommitRetry
 	sh.direct = o.direct(sp)
-	if sh.direct {
-		sh.chain = o.Chain
-		if sh.chain == 0 {
-			sh.chain = DefaultChain
-		}
-		sh.chain = max(sh.chain, 0)
-		sh.chainStale = os.Getenv("WARPKV_CHAIN_STALE") == "1" // EXPERIMENT
-	}
+	sh.chain = chainFor(o, sp)
 	return sh
 }
 
 // refreshFor returns the in-place retries of a stale update attempt per
-// warp round for Options.Refresh opt and a workload: opt when positive,
-// DefaultRefresh for 0 and a skewed workload, else 0 (off).
-func refreshFor(opt int, sp *workloadSpec) int {
+// warp round for Options o (Refresh) and a workload: Refresh when
+// positive; for 0, DefaultRefresh for a skewed workload without chained
+// attempts (chainFor: they take the stale attempts), else 0 (off).
+func refreshFor(o Options, sp *workloadSpec) int {
 	switch {
-	case opt > 0:
-		return opt
-	case opt == 0 && sp.skewed:
+	case o.Refresh > 0:
+		return o.Refresh
+	case o.Refresh == 0 && sp.skewed && chainFor(o, sp) == 0:
 		return DefaultRefresh
 	}
 	return 0
+}
+
+// chainFor returns the passes of chained attempts a round for Options o
+// (Chain) and a workload: none without direct commits; Chain when
+// positive; for 0, DefaultChain for a workload that chainAuto takes,
+// else none.
+func chainFor(o Options, sp *workloadSpec) int {
+	switch {
+	case !o.direct(sp) || o.Chain < 0:
+		return 0
+	case o.Chain > 0:
+		return o.Chain
+	case chainAuto(sp):
+		return DefaultChain
+	}
+	return 0
+}
+
+// chainAuto reports whether a workload chains its lost update attempts
+// by default: a skewed one (a Zipf law) whose update transactions write
+// at most ChainAutoWrites items and that is less than ChainAutoReadOnly
+// read-only (readOnlyShare). DefaultChain has the figures behind it.
+func chainAuto(sp *workloadSpec) bool {
+	return sp.skewed && sp.maxWrites <= ChainAutoWrites && readOnlyShare(sp, 0) < ChainAutoReadOnly
 }
 
 // program returns the kernels of a workload for a shape: one program per
@@ -220,7 +238,7 @@ func (sh shape) program(sp *workloadSpec) gpu.Program {
 		gpu.Def("STM_SERVER_WARPS", sh.serverWarps), gpu.Def("STM_CLIENT_BLOCK", sh.clientBlock), gpu.Def("STM_PV_SLOTS", pvSlots(sh.clientBlock)), gpu.Def("STM_SET_SMEM", setMirror(sh.clientBlock)),
 		gpu.Def("STM_TABLE", sh.table), gpu.Def("STM_CTL_BYTES_PER_WORKER", workerBytes(sh.table)),
 		gpu.Def("STM_REFRESH", b2i(sh.refresh)), gpu.Def("STM_STRIPES", b2i(sh.stripes)), gpu.Def("STM_LATENCY", b2i(sh.latency)),
-		gpu.Def("STM_POST", b2i(sh.post)), gpu.Def("STM_RETRY", b2i(sh.retry)), gpu.Def("STM_DIRECT", b2i(sh.direct)), gpu.Def("STM_CHAIN", sh.chain), gpu.Def("STM_CHAIN_STALE", b2i(sh.chainStale)))
+		gpu.Def("STM_POST", b2i(sh.post)), gpu.Def("STM_RETRY", b2i(sh.retry)), gpu.Def("STM_DIRECT", b2i(sh.direct)), gpu.Def("STM_CHAIN", sh.chain))
 	p := gpu.NewProgram("stm.cu", programSource, defs...)
 	p.Headers["stm/stm.cuh"] = stmHeader
 	p.Headers["stm/device.cuh"] = deviceHeader
@@ -450,7 +468,7 @@ func (g *gpuEngine) plan(w Workload, sp *workloadSpec, ro RunOptions) (*runPlan,
 	if stripe > 0 {
 		cfg.Servers = min(cfg.Servers, (n+stripe-1)/stripe)
 	}
-	refresh := refreshFor(g.opt.Refresh, sp)
+	refresh := refreshFor(g.opt, sp)
 	if sp.cuda == "" {
 		return nil, fmt.Errorf("the workload has no CUDA body")
 	}

@@ -77,8 +77,8 @@ func main() {
 	throttle := flag.Float64("throttle", 0, "GPU engine: the abort rate its admission control holds client warps near (stm.Options.Throttle; 0 default, negative off)")
 	contention := flag.String("contention", "default", "GPU engine: what client warps do about conflicts before they ask a server: default, off, check or claims (stm.Options.Contention)")
 	stripe := flag.Int("stripe", 0, "GPU engine: items of each stripe dealt to the servers in turn (stm.Options.Stripe; 0: contiguous partitions)")
-	chain := flag.Int("chain", 0, "GPU engine with direct commits: passes of chained attempts a round, lost update attempts run again in their round (stm.Options.Chain; 0: chosen, stm.DefaultChain; negative: off)")
-	refresh := flag.Int("refresh", 0, "GPU engine: in-place retries of a stale update attempt per warp round (stm.Options.Refresh; 0: chosen, stm.DefaultRefresh under a Zipf law, else off; negative: off)")
+	chain := flag.Int("chain", 0, "GPU engine with direct commits: passes of chained attempts a round, lost update attempts run again in their round (stm.Options.Chain; 0: chosen, stm.DefaultChain passes under a Zipf law for small write sets, mostly updates; negative: off)")
+	refresh := flag.Int("refresh", 0, "GPU engine: in-place retries of a stale update attempt per warp round (stm.Options.Refresh; 0: chosen, stm.DefaultRefresh under a Zipf law without chained attempts, else off; negative: off)")
 	commit := flag.String("commit", "auto", "GPU engine: how client warps commit update transactions: auto, servers or direct (stm.Options.Commit)")
 	serverCommit := flag.String("server-commit", "off", "GPU engine: the servers' share of single-partition commits: off (the clients write back), writeback (the servers write back after the final check) or retry (writeback, and the servers run conflicting update attempts again before their turn) (stm.Options.ServerCommit)")
 	latency := flag.Bool("latency", true, "CSMV engines: time every commit (stm.RunOptions.Latency), on by default because issue 23's rows report every implementation's commit latency p50/p99; the timing costs the GPU engine up to 1% of its commits a second (H200, 2026-11-29: 0.8% at 90% read-only of 1M accounts, none measurable at 0%), so --latency=false for throughput alone")
@@ -482,10 +482,8 @@ func chainText(n int) string {
 		return fmt.Sprintf("%d passes a round (with direct commits)", n)
 	case n < 0:
 		return "off"
-	case stm.DefaultChain > 0:
-		return fmt.Sprintf("default (%d passes a round with direct commits)", stm.DefaultChain)
 	}
-	return "default (off)"
+	return fmt.Sprintf("by default (%d passes a round with direct commits under a Zipf law, for update transactions of at most %d writes and a read-only share below %g, else none)", stm.DefaultChain, stm.ChainAutoWrites, stm.ChainAutoReadOnly)
 }
 
 // refreshText describes --refresh (stm.Options.Refresh).
@@ -496,7 +494,7 @@ func refreshText(n int) string {
 	case n > 0:
 		return fmt.Sprintf("up to %d times a round", n)
 	}
-	return fmt.Sprintf("by default (up to %d times a round under a Zipf law, else never)", stm.DefaultRefresh)
+	return fmt.Sprintf("by default (up to %d times a round under a Zipf law without chained attempts, else never)", stm.DefaultRefresh)
 }
 
 // stripeText describes --stripe (stm.Options.Stripe).
