@@ -663,9 +663,14 @@ func (g *gpuEngine) size(pl *runPlan, k *kernels, sp *workloadSpec, ro RunOption
 	pl.throttle = throttleMille(g.opt.Throttle, pl.sh.direct)
 	pl.clientWarps = pl.threads / 32
 	pl.ring = pow2(pl.clientWarps)
-	// Timestamps reserved but not published are held by update threads,
-	// one each: the done markers' ring has twice as many slots.
-	pl.doneRing = pow2(2 * pl.threads)
+	// Timestamps reserved but not published are held by update threads:
+	// one each, and one more for each pass of chained attempts (a lane
+	// that lost to a newer write may take a timestamp in its round's
+	// commit and in every pass, all published at the round's end). The
+	// done markers' ring has twice as many slots: with one a thread, a
+	// run of 3 passes marked a timestamp over one the clock had not yet
+	// passed, and the clock stopped (H200, 2026-11-30).
+	pl.doneRing = pow2(2 * pl.threads * (1 + pl.sh.chain))
 	return nil
 }
 
