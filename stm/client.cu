@@ -765,8 +765,9 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		// A warp whose every lane with a ticket was held back, or aborted
 		// keeping its claims, waits a little for the holders' commits
 		// before it runs them again: with direct commits longer the more
-		// often its lanes were held back in a row (1 µs to 32 µs), so that
-		// lanes that keep taking each other's locks spread out. A direct
+		// often its lanes were held back in a row (a random time in the
+		// upper half of a window of 1 µs to 32 µs), so that lanes that keep
+		// taking each other's locks spread out. A direct
 		// commits' warp whose every lane with a ticket aborted (and so
 		// released its locks, stm_commit_direct) sleeps a random time below
 		// a window that doubles with its bounces in a row (up to 32 µs): two
@@ -782,7 +783,15 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 			if ((STM_DIRECT || g->contention >= 2) && __all_sync(FULL_MASK, waits || !have) && __any_sync(FULL_MASK, waits)) {
 				u32 ns = 1000;
 #if STM_DIRECT
+				// A random time in [ns/2, ns): two warps whose lanes each
+				// hold a lock the other's wants otherwise fail their locks
+				// and sleep in step for ever (measured: 2-round transfers
+				// of a hot block of 16 accounts without the in-place
+				// retries, the last tickets held back millions of times).
 				ns <<= min(__reduce_max_sync(FULL_MASK, have ? defers : 0), 5u);
+				u32 r = 0;
+				if (lane == 0) r = ns / 2 + (u32)stm_mix(clock64() ^ ((u64)wid << 40)) % (ns / 2);
+				ns = __shfl_sync(FULL_MASK, r, 0);
 #endif
 				__nanosleep(ns);
 			}

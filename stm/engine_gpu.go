@@ -724,7 +724,10 @@ func (g *gpuEngine) collect(pl *runPlan, m *runMemory, k *kernels, ro RunOptions
 // added to as they left: commits (of RunOptions.Transactions when set),
 // aborts by cause and requests served, so that a run that passed its
 // deadline tells a stalled commit path (no requests) from one that
-// aborts all it serves. Cost: formatting only.
+// aborts all it serves; with direct commits the attempts held back by
+// locks, those aborted on a held lock, the chained attempts and the
+// client warps' rounds (a commit path that stopped making rounds, or that
+// keeps meeting a lock). Cost: formatting only.
 func progress(cnt []uint64, ro RunOptions) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d commits", cnt[cntCommits]+cnt[cntReadOnly])
@@ -745,6 +748,18 @@ func progress(cnt []uint64, ro RunOptions) string {
 		fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
 	}
 	fmt.Fprintf(&b, ", %d server requests", cnt[cntRequests])
+	if n := cnt[cntDeferred]; n > 0 {
+		fmt.Fprintf(&b, ", %d attempts held back by locks or claims", n)
+	}
+	if n := cnt[cntLockMet]; n > 0 {
+		fmt.Fprintf(&b, ", %d aborted on a held lock", n)
+	}
+	if n := cnt[cntChained]; n > 0 {
+		fmt.Fprintf(&b, ", %d lost attempts chained (%d committed)", n, cnt[cntChainCommits])
+	}
+	if n := cnt[cntRounds]; n > 0 {
+		fmt.Fprintf(&b, ", %d client warp rounds", n)
+	}
 	return b.String()
 }
 
