@@ -140,11 +140,11 @@ type shape struct {
 	// used
 	post, retry bool
 	// direct: the client warps commit without the servers
-	// (Options.Commit, Options.direct); chain: with chained attempts
-	// (Options.Chain, direct commits only)
-	direct     bool
-	chain      int  // passes of chained attempts a round (0: none)
-	chainStale bool // EXPERIMENT
+	// (Options.Commit, Options.direct)
+	direct bool
+	// chain: the passes of chained attempts a round (Options.Chain,
+	// chainFor; direct commits only; 0 none)
+	chain int
 }
 
 // serverSmem returns the shared memory the server's log (a ring of logE
