@@ -50,7 +50,8 @@ type Options struct {
 	// then takes no tickets and runs nothing until it is admitted again
 	// (it sleeps), unless every ticket is taken. Cost: one atomic add per
 	// warp round. 0 means DefaultThrottle (DefaultThrottleDirect with
-	// direct commits); a negative value turns it off
+	// direct commits for a workload less than ThrottleDirectReadOnly
+	// read-only); a negative value turns it off
 	// (every warp runs). Hot items (a Zipf law) are where it matters:
 	// thousands of transactions in flight on a few items mostly abort.
 	Throttle float64

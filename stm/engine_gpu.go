@@ -660,7 +660,7 @@ func (g *gpuEngine) size(pl *runPlan, k *kernels, sp *workloadSpec, ro RunOption
 	}
 	pl.blocks = blocks
 	pl.threads = blocks * sh.clientBlock
-	pl.throttle = throttleMille(g.opt.Throttle, pl.sh.direct)
+	pl.throttle = throttleMille(g.opt.Throttle, pl.sh.direct && readOnlyShare(sp, 0) < ThrottleDirectReadOnly)
 	pl.clientWarps = pl.threads / 32
 	pl.ring = pow2(pl.clientWarps)
 	// Timestamps reserved but not published are held by update threads:
@@ -800,7 +800,8 @@ func breakdown(cnt []uint64, clockKHz int, direct bool) (Breakdown, ServerStats)
 
 // throttleMille returns Options.Throttle as the kernels take it: the abort
 // rate in thousandths, 0 when off; 0 takes DefaultThrottle, or
-// DefaultThrottleDirect with direct commits.
+// DefaultThrottleDirect with direct (direct commits of a workload less
+// than ThrottleDirectReadOnly read-only, as the caller decides).
 func throttleMille(t float64, direct bool) int {
 	if t == 0 {
 		t = DefaultThrottle

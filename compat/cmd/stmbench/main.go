@@ -469,7 +469,7 @@ func throttleText(t float64) string {
 	case t < 0:
 		return "off"
 	case t == 0:
-		return fmt.Sprintf("default (abort rate %g, %g with direct commits)", stm.DefaultThrottle, stm.DefaultThrottleDirect)
+		return fmt.Sprintf("default (abort rate %g, %g with direct commits below %g read-only)", stm.DefaultThrottle, stm.DefaultThrottleDirect, stm.ThrottleDirectReadOnly)
 	}
 	return fmt.Sprintf("abort rate %g", t)
 }
