@@ -419,7 +419,8 @@ __device__ __forceinline__ void stm_run_body(const stm_globals* g, stm_tx* tx, u
 // CNT_REFRESHED, recorded as an aborted attempt, and *stale is
 // incremented. The warp then waits until the clock passes the newest
 // such write (stm_publish: every timestamp taken is held by a lane in its
-// commit, never by one here, so the wait ends), and the stale lanes start
+// commit or in a chained attempt's pass, never by one here, and neither
+// waits for the clock, so the wait ends), and the stale lanes start
 // new attempts (stm_attempt; *rerun set), whose bodies the caller runs
 // from new snapshots. Returns (warp-uniform) whether any lane did; *quit
 // is set when the run failed. All lanes call it.

@@ -30,6 +30,7 @@ func TestOpenRejectsBadCommitPaths(t *testing.T) {
 		{Options{Device: "cpu", Commit: CommitDirect + 1}, "commit path 3"},
 		{Options{Device: "cpu", Commit: -1}, "commit path -1"},
 		{Options{Device: "cpu", Commit: CommitDirect, ServerCommit: ServerCommitRetry}, "server commit mode retry"},
+		{Options{Device: "cpu", Chain: MaxChain + 1}, "9 passes of chained attempts"},
 	} {
 		e, err := Open(tc.o)
 		if err == nil {

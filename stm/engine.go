@@ -111,8 +111,11 @@ type Options struct {
 	// positive is the passes, negative none; ignored with the servers.
 	// Cost: a pass of the round for a warp with such attempts (locks, one
 	// timestamp add, their bodies, write-back), during which the rest of
-	// the warp waits, and two loads and a fence more per read of a
-	// chained attempt.
+	// the warp waits; the commit clock cannot pass a chained attempt's
+	// timestamp until its body ends, so a long body delays every warp's
+	// publication (and the snapshots after it); two loads and a fence
+	// more per read of a chained attempt; and a done marker more per
+	// client thread per pass. At most MaxChain passes.
 	Chain int
 	// ServerCommit is the GPU engine servers' share of single-partition
 	// commits (ServerCommitOff, the zero value, is the default: the
@@ -418,6 +421,9 @@ func Open(o Options) (*Engine, error) {
 	}
 	if o.Commit == CommitDirect && o.ServerCommit != ServerCommitOff {
 		return nil, fmt.Errorf("stm: direct commits have no server: server commit mode %s does not apply", o.ServerCommit)
+	}
+	if o.Chain > MaxChain {
+		return nil, fmt.Errorf("stm: %d passes of chained attempts: want at most %d", o.Chain, MaxChain)
 	}
 	if o.Workers < 0 || o.ClientBlock < 0 || o.ClientBlocksPerSM < 0 || o.ClientThreads < 0 || o.ServerWarps < 0 {
 		return nil, fmt.Errorf("stm: negative option in %+v", o)
