@@ -273,6 +273,7 @@ func TestSTMBankBadOptions(t *testing.T) {
 		{"zero rounds", []string{"--rounds", "0"}, 2, "--rounds 0"},
 		{"negative servers", []string{"--servers", "-1"}, 2, "--servers -1"},
 		{"throttle of 1", []string{"--throttle", "1"}, 2, "--throttle 1: want an abort rate under 1"},
+		{"too many chained passes", []string{"--chain", "9"}, 2, "--chain 9: want at most 8 passes"},
 		{"unknown contention mode", []string{"--contention", "locks"}, 2, `--contention "locks": want default, off, check or claims`},
 		{"unknown commit path", []string{"--commit", "lazy"}, 2, `--commit "lazy": want auto, servers or direct`},
 		{"direct against servers", []string{"--direct", "--commit", "servers"}, 2, "--direct and --commit servers exclude each other"},

@@ -29,6 +29,7 @@ func TestSTMRunBadOptions(t *testing.T) {
 		{"zero items", []string{"--body", "x.cu", "--items", "0"}, "--items 0"},
 		{"negative threads", []string{"--body", "x.cu", "--threads", "-1"}, "--threads -1"},
 		{"throttle above 1", []string{"--body", "x.cu", "--throttle", "1.5"}, "--throttle 1.5"},
+		{"too many chained passes", []string{"--body", "x.cu", "--chain", "9"}, "--chain 9: want at most 8 passes"},
 		{"unknown contention mode", []string{"--body", "x.cu", "--contention", "Claims"}, `--contention "Claims": want default, off, check or claims`},
 		{"unknown commit path", []string{"--body", "x.cu", "--commit", "Direct"}, `--commit "Direct": want auto, servers or direct`},
 		{"percent above 100", []string{"--body", "x.cu", "--read-only", "101"}, "--read-only 101"},
