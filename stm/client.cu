@@ -241,6 +241,25 @@ __device__ void stm_record(const stm_globals* g, const stm_tx* tx, u32 kind, u32
 	}
 }
 
+// stm_count_abort counts tx's aborted attempt (state STM_ST_ABORT +
+// cause) in cnt, with where a read-write or write-write conflict was found
+// (its detail: the in-warp check, a held lock; a snapshot too old's detail
+// is its item), and records it in the history's aborted region when the
+// run records aborted attempts (not an attempt a server's re-run took
+// over, STM_RETRY). The lane calls it alone.
+__device__ __forceinline__ void stm_count_abort(const stm_globals* g, const stm_tx* tx, u64* cnt) {
+	const u32 cause = tx->state - STM_ST_ABORT;
+	cnt[CNT_ABORT0 + cause]++;
+	if (cause == STM_READ_WRITE || cause == STM_WRITE_WRITE) {
+		if (tx->detail == STM_AB_IN_WARP) cnt[CNT_IN_WARP]++;
+		if (tx->detail == STM_AB_LOCK_MET) cnt[CNT_LOCK_MET]++;
+	}
+#if STM_RETRY
+	if (tx->lost) return;
+#endif
+	if (g->hist_mode == 2) stm_record(g, tx, 2, cause, tx->snap);
+}
+
 // stm_attempt starts a new attempt of tx's ticket: a fresh draw of its
 // numbers (the same as the ticket's first attempt), no snapshot, empty
 // read and write sets, no partitions.
@@ -320,26 +339,14 @@ __device__ bool stm_chain_begin(const stm_globals* g, stm_tx* tx, bool have, u32
 	const u32 lanes = __ballot_sync(FULL_MASK, mine);
 	if (!lanes) return false;
 	if (mine) {
-		const u32 cause = tx->state - STM_ST_ABORT;
-		cnt[CNT_ABORT0 + cause]++;
-		if (tx->detail == STM_AB_IN_WARP) cnt[CNT_IN_WARP]++;
-		if (g->hist_mode == 2) stm_record(g, tx, 2, cause, tx->snap);
+		stm_count_abort(g, tx, cnt);
 		cnt[CNT_CHAINED]++;
 		const stm_set_row wi = stm_ws_items(g, tx->tid);
 #pragma unroll
 		for (u32 q = 0; q < STM_CLAIM_BATCH; q++) cw[q] = q < tx->nw ? wi[q] & (u32)g->claim_mask : ~0u;
 		*cwn = tx->nw;
 	}
-	__threadfence(); // every lane's locks, the warp barrier, lane 0's fence and add
-	__syncwarp();
-	u64 base = 0;
-	if (lane == 0) {
-		__threadfence();
-		base = atomicAdd((unsigned long long*)g->next, (unsigned long long)__popc(lanes)) + 1;
-		__threadfence();
-	}
-	base = __shfl_sync(FULL_MASK, base, 0);
-	__threadfence(); // the timestamp before every chained lane's reads
+	const u64 base = stm_take_timestamps(g, lanes, lane); // before every chained lane's reads
 	if (mine) {
 		*cts = base + __popc(lanes & lanemask_lt(lane));
 		stm_attempt(tx);
@@ -377,15 +384,7 @@ __device__ u64 stm_chain_end(const stm_globals* g, stm_tx* tx, u64 cts, const u3
 	}
 	stm_install_all(g, tx, upd ? cts : 0); // its last fence: the versions and wts before the locks' release
 	if (cts) {
-		u32* claims = (u32*)g->claims;
-#pragma unroll
-		for (u32 q = 0; q < STM_CLAIM_BATCH; q++) {
-			if (q >= cwn) break;
-			bool dup = false;
-#pragma unroll
-			for (u32 v = 0; v < q; v++) dup |= cw[v] == cw[q];
-			if (!dup) st_relaxed_gpu(claims + cw[q], 0u);
-		}
+		stm_release_words(g, cw, cwn);
 		tx->held = 0;
 	}
 	*pub = max(*pub, stm_mark_done(g, cts));
@@ -747,17 +746,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 				have = false; // the run stopped during it: abandoned
 				done = true;
 			} else if (tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4) {
-				cnt[CNT_ABORT0 + tx.state - STM_ST_ABORT]++;
-				// Where a conflict was found (detail; a snapshot too old's is its item).
-				if (tx.state == STM_ST_ABORT + STM_READ_WRITE || tx.state == STM_ST_ABORT + STM_WRITE_WRITE) {
-					if (tx.detail == STM_AB_IN_WARP) cnt[CNT_IN_WARP]++;
-					if (tx.detail == STM_AB_LOCK_MET) cnt[CNT_LOCK_MET]++;
-				}
-#if STM_RETRY
-				if (g->hist_mode == 2 && !tx.lost) stm_record(g, &tx, 2, tx.state - STM_ST_ABORT, tx.snap);
-#else
-				if (g->hist_mode == 2) stm_record(g, &tx, 2, tx.state - STM_ST_ABORT, tx.snap);
-#endif
+				stm_count_abort(g, &tx, cnt);
 			} else {
 				have = false; // an error, recorded above: the run ends
 			}

@@ -492,6 +492,22 @@ __device__ __noinline__ void stm_rerun_reload(const stm_globals* g, stm_tx* tx, 
 #endif
 
 #if STM_DIRECT
+// stm_release_words releases the n lock words c[0..n) (n at most
+// STM_CLAIM_BATCH) that this lane holds, each once (a word listed twice is
+// stored once), by stores: with direct commits only a word's holder
+// releases it. The lane calls it alone.
+__device__ __forceinline__ void stm_release_words(const stm_globals* g, const u32* c, u32 n) {
+	u32* claims = (u32*)g->claims;
+#pragma unroll
+	for (u32 q = 0; q < STM_CLAIM_BATCH; q++) {
+		if (q >= n) break;
+		bool dup = false;
+#pragma unroll
+		for (u32 v = 0; v < q; v++) dup |= c[v] == c[q];
+		if (!dup) st_relaxed_gpu(claims + c[q], 0u);
+	}
+}
+
 // stm_unlock_direct releases the locks of a lane whose direct commit
 // installed its versions: the words of its write items, which stm_claim
 // took (tx->held is its write set's size), each word once, by a store:
@@ -505,19 +521,34 @@ __device__ __forceinline__ void stm_unlock_direct(const stm_globals* g, stm_tx* 
 		return;
 	}
 	const stm_set_row wi = stm_ws_items(g, tx->tid);
-	u32* claims = (u32*)g->claims;
-	const u32 mask = (u32)g->claim_mask;
 	u32 c[STM_CLAIM_BATCH];
 #pragma unroll
-	for (u32 q = 0; q < STM_CLAIM_BATCH; q++) {
-		if (q >= tx->nw) break;
-		c[q] = wi[q] & mask;
-		bool dup = false;
-#pragma unroll
-		for (u32 v = 0; v < q; v++) dup |= c[v] == c[q];
-		if (!dup) st_relaxed_gpu(claims + c[q], 0u);
-	}
+	for (u32 q = 0; q < STM_CLAIM_BATCH; q++)
+		if (q < tx->nw) c[q] = wi[q] & (u32)g->claim_mask;
+	stm_release_words(g, c, tx->nw);
 	tx->held = 0;
+}
+
+// stm_take_timestamps takes one commit timestamp for each lane of lanes
+// (a warp mask, not 0), which hold the locks of their write items, and
+// returns the first, in every lane: a fence in every lane (their locks),
+// a warp barrier, then lane 0 fences, adds to g->next and fences, and
+// every lane fences again, so that each lane's locks come before the
+// timestamps and the timestamps before what it reads next (the commit
+// protocol's lock, fence, timestamp order). Lane l of lanes takes the
+// first + the lanes of lanes below l. All lanes call it.
+__device__ __forceinline__ u64 stm_take_timestamps(const stm_globals* g, u32 lanes, u32 lane) {
+	__threadfence();
+	__syncwarp();
+	u64 base = 0;
+	if (lane == 0) {
+		__threadfence();
+		base = atomicAdd((unsigned long long*)g->next, (unsigned long long)__popc(lanes)) + 1;
+		__threadfence();
+	}
+	base = __shfl_sync(FULL_MASK, base, 0);
+	__threadfence();
+	return base;
 }
 
 // stm_commit_direct commits the warp's update transactions with no server
@@ -585,18 +616,7 @@ __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32
 		}
 	}
 	const u32 lanes = __ballot_sync(FULL_MASK, upd);
-	u64 base = 0;
-	if (lanes) {
-		__threadfence(); // every lane's locks, the warp barrier, lane 0's fence and add
-		__syncwarp();
-		if (lane == 0) {
-			__threadfence();
-			base = atomicAdd((unsigned long long*)g->next, (unsigned long long)__popc(lanes)) + 1;
-			__threadfence();
-		}
-		base = __shfl_sync(FULL_MASK, base, 0);
-		__threadfence(); // the timestamp before every lane's validation
-	}
+	const u64 base = lanes ? stm_take_timestamps(g, lanes, lane) : 0; // before every lane's validation
 	const u64 taken = upd ? base + __popc(lanes & lanemask_lt(lane)) : 0;
 	const u64 cl = clock64();
 	if (upd1) cy[1] += cl - cp;
