@@ -329,17 +329,22 @@ __device__ __forceinline__ void stm_tx_start(stm_tx* tx, const stm_globals* g, u
 // did not get its locks released the ones it took (stm_claim) and keeps
 // its lost attempt for the round's end. Returns (warp-uniform) whether
 // any lane chained. All lanes call it.
-__device__ bool stm_chain_begin(const stm_globals* g, stm_tx* tx, bool have, u32 lane, u64* cnt, u32* cw, u32* cwn, u64* cts) {
+__device__ bool stm_chain_begin(const stm_globals* g, stm_tx* tx, bool have, bool held_back, u32 lane, u64* cnt, u32* cw, u32* cwn,
+				u64* cts) {
+	const bool deferred = held_back && have && tx->state == STM_ST_DEFER;
 	const bool lost = have && !tx->ro && tx->nw > 0 && tx->nw <= STM_CLAIM_BATCH &&
-			  (tx->state == STM_ST_ABORT + STM_READ_WRITE || tx->state == STM_ST_ABORT + STM_WRITE_WRITE) &&
-			  (tx->detail == STM_AB_IN_WARP || tx->detail == 0);
+			  (deferred || ((tx->state == STM_ST_ABORT + STM_READ_WRITE || tx->state == STM_ST_ABORT + STM_WRITE_WRITE) &&
+					(tx->detail == STM_AB_IN_WARP || tx->detail == 0)));
 	*cts = 0;
 	if (!__any_sync(FULL_MASK, lost)) return false;
 	const bool mine = lost && stm_claim(g, tx);
 	const u32 lanes = __ballot_sync(FULL_MASK, mine);
 	if (!lanes) return false;
 	if (mine) {
-		stm_count_abort(g, tx, cnt);
+		if (deferred)
+			cnt[CNT_DEFERRED]++; // held back at its locks: not an abort
+		else
+			stm_count_abort(g, tx, cnt);
 		cnt[CNT_CHAINED]++;
 		const stm_set_row wi = stm_ws_items(g, tx->tid);
 #pragma unroll
@@ -650,6 +655,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		u32 cw[STM_CLAIM_BATCH], cwn = 0; // a chained lane's lock words
 		u64 cts = 0;                      // its timestamp
 		u32 chains = 0;                   // this lane's chained attempts this round
+		bool held_back = false;           // (warp-uniform) whether lanes held back at their locks chain too
 #endif
 		for (u32 pass = 0;; pass++) {
 #if STM_REFRESH
@@ -672,9 +678,22 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 			} else
 #endif
 			{
-				if (lane == 0) cnt[CNT_PH_BODY] += clock64() - pt;
+				u64 pc = 0;
+				if (lane == 0) {
+					pc = clock64();
+					cnt[CNT_PH_BODY] += pc - pt;
+				}
 				ts = stm_commit_warp(g, &tx, have, lane, wid, &seq, deadline, cy, &quit, &pub);
 				if (__any_sync(FULL_MASK, quit)) break;
+#if STM_CHAIN
+				// A lane held back at its locks (STM_ST_DEFER) runs again
+				// next round, after the warp's next bodies and commit.
+				// When this round's bodies took more than twice its commit
+				// (long read-only bodies beside the updates), a chained
+				// attempt now is the shorter wait; otherwise the chained
+				// pass would lengthen the round of every lane for it.
+				held_back = __shfl_sync(FULL_MASK, lane == 0 && pc - pt > 2 * (clock64() - pc), 0);
+#endif
 			}
 #if STM_CHAIN
 			// Up to STM_CHAIN passes of chained attempts: a lane whose
@@ -682,7 +701,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 			// of the last pass held them), may chain in the next.
 			if (pass < STM_CHAIN) {
 				if (lane == 0) pt = clock64();
-				if (stm_chain_begin(g, &tx, have, lane, cnt, cw, &cwn, &cts)) {
+				if (stm_chain_begin(g, &tx, have, held_back, lane, cnt, cw, &cwn, &cts)) {
 					chains += cts != 0;
 					run = cts != 0;
 					continue;
