@@ -320,9 +320,11 @@ __device__ __forceinline__ void stm_tx_start(stm_tx* tx, const stm_globals* g, u
 // newer write at validation chain too. The warp publishes once, after.
 
 // stm_chain_begin turns this lane's lost attempt (in-warp, or a newer
-// write at validation; a write set of at most STM_CLAIM_BATCH items) into
-// a chained one when it locks that attempt's write items: the lost
-// attempt is counted and recorded (as the round's end would), the lane's
+// write at validation; with held_back, warp-uniform, also one held back
+// at its locks, STM_ST_DEFER; a write set of at most STM_CLAIM_BATCH
+// items) into a chained one when it locks that attempt's write items: the
+// lost attempt is counted (a held-back one as held back) and recorded (as
+// the round's end would), the lane's
 // lock words go to cw (*cwn of them), the warp takes the chained lanes'
 // timestamps (one atomic add: *cts, 0 for a lane not chained) and each
 // chained lane starts a new attempt with tx->chain = *cts. A lane that

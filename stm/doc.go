@@ -89,7 +89,8 @@
 // 0% read-only of uniform accounts). Result.Direct says which path a run
 // took. With direct commits, Options.Chain (on by default for a skewed,
 // mostly-update workload of small write sets) runs an update attempt that
-// lost inside its warp, or to a newer write, again in the same round: the
+// lost inside its warp, or to a newer write (or, in a round whose bodies
+// were long, was held back at its locks), again in the same round: the
 // lane locks the items it wrote, takes its timestamp and runs its body on
 // the state just before that timestamp (every read checked against the
 // item's lock and newest write), so that it commits without a further
