@@ -33,8 +33,34 @@ func TestDefaultThreads(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg := tc.cfg.withDefaults().forItems(tc.w.Items())
-		if got := defaultThreads(sp, cfg, tc.w.Items(), 1); got < tc.want*9/10 || got > tc.want*11/10 {
+		if got := defaultThreads(sp, cfg, tc.w.Items(), 1, false); got < tc.want*9/10 || got > tc.want*11/10 {
 			t.Errorf("%s: %d threads, want about %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestDefaultThreadsChained: a skewed workload whose lost attempts chain
+// gets chainedWarpFactor for its update transactions that wait for a
+// read-only one in their warp; one that is all updates gets none, and an
+// unskewed one keeps readOnlyWarpFactor.
+func TestDefaultThreadsChained(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		w    Bank
+		want float64
+	}{
+		{"10% read-only, Zipf 0.99", Bank{Accounts: 1 << 20, Initial: 1, ReadOnly: 0.1, ReadSize: 100, Zipf: 0.99}, 4551 * (1 + (chainedWarpFactor-1)*0.9*0.966)},
+		{"20% read-only, Zipf 0.99", Bank{Accounts: 1 << 20, Initial: 1, ReadOnly: 0.2, ReadSize: 100, Zipf: 0.99}, 5120 * (1 + (chainedWarpFactor-1)*0.8)},
+		{"0% read-only, Zipf 0.99", Bank{Accounts: 1 << 20, Initial: 1, ReadSize: 100, Zipf: 0.99}, 4096},
+		{"10% read-only, uniform", Bank{Accounts: 1 << 20, Initial: 1, ReadOnly: 0.1, ReadSize: 100}, 4096 / 0.9 * 3.6},
+	} {
+		sp, err := tc.w.spec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := Config{Servers: 16}.withDefaults().forItems(tc.w.Items())
+		if got := defaultThreads(sp, cfg, tc.w.Items(), 1, true); float64(got) < tc.want*0.9 || float64(got) > tc.want*1.1 {
+			t.Errorf("%s: %d threads, want about %.0f", tc.name, got, tc.want)
 		}
 	}
 }

@@ -70,6 +70,12 @@ const (
 	// 9216 33.0M and 18432 41.8M; at 0% read-only 4096 42.0M and 8192
 	// 41.1M.
 	readOnlyWarpFactor = 4
+	// chainedWarpFactor is readOnlyWarpFactor for a skewed workload whose
+	// lost attempts chain (Options.Chain): on an H200 (2026-11-30, 64K
+	// accounts under Zipf 0.99, read-only sums of 100) at 10% read-only
+	// 4576 client threads committed 20.9M a second, 6144 22.3M, 8192
+	// 22.5M and 12288 20.5M; at 20% 5120 20.6M, 8192 24.0M, 12288 24.0M.
+	chainedWarpFactor = 2
 	// serverStartTimeout bounds the wait for the server blocks to run
 	// before the clients are launched.
 	serverStartTimeout = 10 * time.Second
@@ -303,7 +309,9 @@ func Programs() []gpu.Program {
 // 90%, none at 0% or 100%), unless the workload is skewed (a Zipf law:
 // on the H200 the 64K bank at 10% read-only ran 2.72M commits/s with
 // 4576 threads and 1.59M with 16448, 95% and 98% of the attempts
-// aborting) or its update transactions write more than STM_SPL items
+// aborting; chainedWarpFactor when its lost attempts chain, chained:
+// a chained attempt commits in the round of its warp's read-only bodies)
+// or its update transactions write more than STM_SPL items
 // (the factor was measured on transfers of 1 and 2 rounds only; a
 // transaction of 64 rounds with a log of 16 took too long to commit with
 // it). Concurrency costs conflicts, and final checks over the entries
@@ -312,14 +320,20 @@ func Programs() []gpu.Program {
 // 2026-11-28 it scanned the entries newer than the snapshots, and on an
 // H100 4096 concurrent transfers at one server gave 2.0M commits/s with
 // 3965 entries scanned per request).
-func defaultThreads(sp *workloadSpec, cfg Config, n int, seed uint64) int {
+func defaultThreads(sp *workloadSpec, cfg Config, n int, seed uint64, chained bool) int {
 	ro := readOnlyShare(sp, seed)
 	upd := max(1-ro, 1.0/64)
 	waiting := (1 - ro) * (1 - math.Pow(1-ro, 32))
-	if sp.skewed || sp.maxWrites > stmSPL {
+	factor := float64(readOnlyWarpFactor)
+	switch {
+	case sp.maxWrites > stmSPL:
+		waiting = 0
+	case sp.skewed && chained:
+		factor = chainedWarpFactor
+	case sp.skewed:
 		waiting = 0
 	}
-	want := int(float64(max(cfg.LogSize/updatesPerLog, 32)*cfg.Servers) / upd * (1 + (readOnlyWarpFactor-1)*waiting))
+	want := int(float64(max(cfg.LogSize/updatesPerLog, 32)*cfg.Servers) / upd * (1 + (factor-1)*waiting))
 	return max(32, min(want, n/itemsPerThread))
 }
 
@@ -606,7 +620,7 @@ func (g *gpuEngine) size(pl *runPlan, k *kernels, sp *workloadSpec, ro RunOption
 	blocks := k.perSM * (pl.props.SMs - cfg.Servers)
 	want := g.opt.ClientThreads
 	if want == 0 {
-		want = defaultThreads(sp, cfg, n, ro.Seed)
+		want = defaultThreads(sp, cfg, n, ro.Seed, sh.chain > 0)
 	}
 	blocks = max(1, min(blocks, (want+sh.clientBlock-1)/sh.clientBlock))
 	free, _, err := g.dev.MemInfo()
