@@ -288,11 +288,13 @@ __device__ bool stm_claim(const stm_globals* g, stm_tx* tx) {
 #pragma unroll
 		for (u32 q = 0; q < STM_CLAIM_BATCH; q++) lost |= q < tx->nw && old[q] != 0u && old[q] != me;
 		if (lost) {
-			// A word this call took (its swap saw 0) is released here;
-			// a word held from an earlier attempt, by stm_unclaim_kept.
+			// A word this call took (its swap saw 0), or that it already
+			// held (a word a sibling handed over, stm_unlock_handoff, or
+			// one kept from an earlier attempt), is released here; the
+			// kept ones again by stm_unclaim_kept, which finds them free.
 #pragma unroll
 			for (u32 q = 0; q < STM_CLAIM_BATCH; q++)
-				if (q < tx->nw && old[q] == 0u) st_relaxed_gpu(claims + (wi[q] & mask), 0u);
+				if (q < tx->nw && (old[q] == 0u || old[q] == me)) st_relaxed_gpu(claims + (wi[q] & mask), 0u);
 			stm_unclaim_kept(g, tx);
 			return false;
 		}
@@ -529,6 +531,61 @@ __device__ __forceinline__ void stm_unlock_direct(const stm_globals* g, stm_tx* 
 	tx->held = 0;
 }
 
+#if STM_CHAIN
+// stm_unlock_handoff releases the locks of a lane whose direct commit
+// installed its versions (committed; a write set of at most
+// STM_CLAIM_BATCH items, else stm_unlock_direct), handing each word that
+// a sibling's attempt, lost to the in-warp check, wrote to the lowest such
+// sibling (its tid + 1 stored in place of 0): that sibling's chained claim
+// (stm_chain_begin, stm_claim) then finds the word its own, where other
+// warps would otherwise take it first; a claim that fails on another word
+// releases it. Cost: per losing lane, four shuffles and sixteen compares
+// in every lane. All lanes call it, after stm_install_all's fence.
+__device__ __forceinline__ void stm_unlock_handoff(const stm_globals* g, stm_tx* tx, bool committed, u32 lane) {
+	if (committed && tx->nw > STM_CLAIM_BATCH) {
+		stm_unlock_direct(g, tx);
+		committed = false;
+	}
+	const bool wants = !tx->ro && tx->nw > 0 && tx->nw <= STM_CLAIM_BATCH && tx->detail == STM_AB_IN_WARP &&
+			   (tx->state == STM_ST_ABORT + STM_READ_WRITE || tx->state == STM_ST_ABORT + STM_WRITE_WRITE);
+	const u32 mask = (u32)g->claim_mask;
+	const stm_set_row wi = stm_ws_items(g, tx->tid);
+	u32 mine[STM_CLAIM_BATCH], want[STM_CLAIM_BATCH], to[STM_CLAIM_BATCH];
+#pragma unroll
+	for (u32 q = 0; q < STM_CLAIM_BATCH; q++) {
+		const u32 w = q < tx->nw ? wi[q] & mask : ~0u;
+		mine[q] = committed ? w : ~0u;
+		want[q] = wants ? w : ~0u;
+		to[q] = 0;
+	}
+	if (__any_sync(FULL_MASK, committed))
+		for (u32 ws = __ballot_sync(FULL_MASK, wants); ws; ws &= ws - 1) {
+			const u32 j = __ffs(ws) - 1;
+			u32 w[STM_CLAIM_BATCH];
+#pragma unroll
+			for (u32 v = 0; v < STM_CLAIM_BATCH; v++) w[v] = __shfl_sync(FULL_MASK, want[v], j);
+#pragma unroll
+			for (u32 q = 0; q < STM_CLAIM_BATCH; q++) {
+				bool hit = false;
+#pragma unroll
+				for (u32 v = 0; v < STM_CLAIM_BATCH; v++) hit |= w[v] == mine[q];
+				if (hit && !to[q] && mine[q] != ~0u) to[q] = tx->tid - lane + j + 1;
+			}
+		}
+	if (!committed) return;
+	u32* claims = (u32*)g->claims;
+#pragma unroll
+	for (u32 q = 0; q < STM_CLAIM_BATCH; q++) {
+		if (q >= tx->nw) break;
+		bool dup = false;
+#pragma unroll
+		for (u32 v = 0; v < q; v++) dup |= mine[v] == mine[q];
+		if (!dup) st_relaxed_gpu(claims + mine[q], to[q]);
+	}
+	tx->held = 0;
+}
+#endif
+
 // stm_take_timestamps takes one commit timestamp for each lane of lanes
 // (a warp mask, not 0), which hold the locks of their write items, and
 // returns the first, in every lane: a fence in every lane (their locks),
@@ -564,10 +621,14 @@ __device__ __forceinline__ u64 stm_take_timestamps(const stm_globals* g, u32 lan
 // word another lane holds, is a read-write conflict; an item it writes
 // with a newer write a write-write one. A lane that passes raises its
 // items' wts to its timestamp, installs its versions (stm_install) and
-// releases its locks. One that fails releases them too, at once: one
-// that failed on a newer write then waits, with its warp, until the clock
-// passes the newest write it met (tx->need), so that its next attempt
-// reads after that write. (Until 2026-11-30 such a lane kept its locks
+// releases its locks (with chained attempts, STM_CHAIN, handing the words
+// a sibling that lost to it in the warp wrote to that sibling,
+// stm_unlock_handoff). One that fails releases them too, at once (with
+// chained attempts, one that failed on a newer write keeps them into the
+// chained attempt it runs next, stm_chain_begin): one that failed on a
+// newer write then waits, with its warp, until the clock passes the
+// newest write it met (tx->need), so that its next attempt reads after
+// that write. (Until 2026-11-30 such a lane kept its locks
 // over the retry, so that it would commit next under hot items; but a
 // kept lock is held for a whole warp round, body and commit, and under
 // Zipf 0.99 the hot block waited on it. Releasing them measured 1.02x,
@@ -657,7 +718,13 @@ __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32
 			// for a whole warp round, where a commit holds it for a few
 			// round trips). One that lost to a newer write still waits,
 			// with its warp, until the clock passes it (tx->need).
+#if STM_CHAIN
+			// One that lost to a newer write chains next (stm_chain_begin)
+			// and keeps its locks for it.
+			if (held || tx->nw > STM_CLAIM_BATCH) stm_unlock_direct(g, tx);
+#else
 			stm_unlock_direct(g, tx);
+#endif
 			if (!held) tx->need = top;
 			upd = false;
 		}
@@ -671,7 +738,11 @@ __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32
 	if (taken) cy[4] += c1 - cl;
 	if (lane == 0) cy[8] += c1 - cl;
 	stm_install_all(g, tx, ts); // its last fence: the versions and wts before the locks' release
+#if STM_CHAIN
+	stm_unlock_handoff(g, tx, ts != 0, lane);
+#else
 	if (ts) stm_unlock_direct(g, tx);
+#endif
 	u64 top = stm_mark_done(g, taken);
 	const u64 c2 = clock64();
 	if (ts) cy[2] += c2 - c1;

@@ -55,15 +55,20 @@ const (
 	// against 3.97M/4.12M/7.60M, and with uniform accounts 133.5M/132.7M
 	// against 155.4M/134.4M at 0/50%: the lanes that lose there mostly
 	// fail to lock their items too, and the warp waits for the few that
-	// chain.
+	// chain. Since a committed lane hands the words it wrote to a sibling
+	// that lost to it in the warp, and a lane that lost to a newer write
+	// keeps its locks into its chained attempt (stm_unlock_handoff),
+	// 2-round transfers chain too: 4.29M/4.73M at 0/10% read-only against
+	// 3.84M/4.05M with the in-place retries (H200, 2026-12-01).
 	DefaultChain = 2
 	// MaxChain bounds Options.Chain: each pass adds a done marker per
 	// client thread, and measured runs gained nothing past 2 passes (3
 	// measured the same as 2, H200, 2026-11-30).
 	MaxChain = 8
 	// ChainAutoWrites is the largest write set of a workload that chains
-	// by default (DefaultChain).
-	ChainAutoWrites = 2
+	// by default (DefaultChain): STM_CLAIM_BATCH, the largest a chained
+	// attempt locks.
+	ChainAutoWrites = 4
 	// ChainAutoReadOnly is the read-only share from which a workload does
 	// not chain by default (DefaultChain): between the 10% that measured
 	// a gain and the 50% that measured a loss.

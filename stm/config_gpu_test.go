@@ -200,6 +200,7 @@ func TestShapeCompilesInWhatRunsUse(t *testing.T) {
 	zipf := Bank{Accounts: 65536, Initial: 1, ReadSize: 100, Zipf: 0.99}
 	zipfHalf := Bank{Accounts: 65536, Initial: 1, ReadSize: 100, Zipf: 0.99, ReadOnly: 0.5}
 	zipf2 := Bank{Accounts: 65536, Initial: 1, ReadSize: 100, Zipf: 0.99, Rounds: 2}
+	zipf4 := Bank{Accounts: 65536, Initial: 1, ReadSize: 100, Zipf: 0.99, Rounds: 4}
 	uniform := Bank{Accounts: 65536, Initial: 1, ReadSize: 100}
 	for _, tc := range []struct {
 		name                  string
@@ -214,7 +215,8 @@ func TestShapeCompilesInWhatRunsUse(t *testing.T) {
 		{"zipf, servers: retries, no chains", zipf, Options{Commit: CommitServers}, DefaultRefresh, true, false, 0},
 		{"zipf, 3 passes and 2 retries", zipf, Options{Chain: 3, Refresh: 2}, 2, true, false, 3},
 		{"zipf, half read-only: retries", zipfHalf, Options{}, DefaultRefresh, true, false, 0},
-		{"zipf, 2-round transfers: retries", zipf2, Options{}, DefaultRefresh, true, false, 0},
+		{"zipf, 2-round transfers: chained, no retries", zipf2, Options{}, 0, false, false, DefaultChain},
+		{"zipf, 4-round transfers (8 writes): retries", zipf4, Options{}, DefaultRefresh, true, false, 0},
 		{"zipf, retries and chains off", zipf, Options{Refresh: -1, Chain: -1}, 0, false, false, 0},
 		{"uniform, defaults", uniform, Options{}, 0, false, false, 0},
 		{"uniform, 3 retries, stripes of 100", uniform, Options{Refresh: 3, Stripe: 100}, 3, true, true, 0},
