@@ -254,7 +254,7 @@ func (r STMRun) conflictSites() string {
 	out := fmt.Sprintf("conflicts found: %d by the in-warp check, %d on a held lock, %d stale after the body, %d on a newer write at validation",
 		s.InWarp, s.LockMet, s.Refreshed, conf-min(conf, found))
 	if s.Chained > 0 {
-		out += fmt.Sprintf("; %d lost attempts chained, %d of them committed", s.Chained, s.ChainCommits)
+		out += fmt.Sprintf("; %d lost or held-back attempts chained, %d of them committed", s.Chained, s.ChainCommits)
 	}
 	if s.Rounds > 0 {
 		out += fmt.Sprintf("; %d client warp rounds of %v", s.Rounds, (s.RoundTime / time.Duration(s.Rounds)).Round(10*time.Nanosecond))

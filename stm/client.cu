@@ -317,7 +317,11 @@ __device__ __forceinline__ void stm_tx_start(stm_tx* tx, const stm_globals* g, u
 // read checked by stm_chain_look). What it reads is then what it commits
 // on: it writes back at its timestamp with no further validation, if
 // every item it wrote is one it locked. Lanes whose lost attempt met a
-// newer write at validation chain too. The warp publishes once, after.
+// newer write at validation chain too (keeping the locks they had), and,
+// in a round whose bodies took more than twice its commit, lanes held
+// back at their locks. A committed lane hands the words it wrote to the
+// sibling that lost to it (stm_unlock_handoff). The warp publishes once,
+// after.
 
 // stm_chain_begin turns this lane's lost attempt (in-warp, or a newer
 // write at validation; with held_back, warp-uniform, also one held back

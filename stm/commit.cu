@@ -292,9 +292,18 @@ __device__ bool stm_claim(const stm_globals* g, stm_tx* tx) {
 			// held (a word a sibling handed over, stm_unlock_handoff, or
 			// one kept from an earlier attempt), is released here; the
 			// kept ones again by stm_unclaim_kept, which finds them free.
+			// Each word once: a word listed twice (two items under one
+			// word, claimWords' cap) stored twice could free another
+			// lane's lock taken between the two stores.
 #pragma unroll
-			for (u32 q = 0; q < STM_CLAIM_BATCH; q++)
-				if (q < tx->nw && (old[q] == 0u || old[q] == me)) st_relaxed_gpu(claims + (wi[q] & mask), 0u);
+			for (u32 q = 0; q < STM_CLAIM_BATCH; q++) {
+				if (q >= tx->nw) break;
+				const u32 c = wi[q] & mask;
+				bool dup = false;
+#pragma unroll
+				for (u32 v = 0; v < q; v++) dup |= (wi[v] & mask) == c;
+				if (!dup && (old[q] == 0u || old[q] == me)) st_relaxed_gpu(claims + c, 0u);
+			}
 			stm_unclaim_kept(g, tx);
 			return false;
 		}
@@ -572,17 +581,22 @@ __device__ __forceinline__ void stm_unlock_handoff(const stm_globals* g, stm_tx*
 				if (hit && !to[q] && mine[q] != ~0u) to[q] = tx->tid - lane + j + 1;
 			}
 		}
-	if (!committed) return;
-	u32* claims = (u32*)g->claims;
+	if (committed) {
+		u32* claims = (u32*)g->claims;
 #pragma unroll
-	for (u32 q = 0; q < STM_CLAIM_BATCH; q++) {
-		if (q >= tx->nw) break;
-		bool dup = false;
+		for (u32 q = 0; q < STM_CLAIM_BATCH; q++) {
+			if (q >= tx->nw) break;
+			bool dup = false;
 #pragma unroll
-		for (u32 v = 0; v < q; v++) dup |= mine[v] == mine[q];
-		if (!dup) st_relaxed_gpu(claims + mine[q], to[q]);
+			for (u32 v = 0; v < q; v++) dup |= mine[v] == mine[q];
+			if (!dup) st_relaxed_gpu(claims + mine[q], to[q]);
+		}
+		tx->held = 0;
 	}
-	tx->held = 0;
+	// The hand-over stores before the siblings' claims (stm_chain_begin):
+	// a claim ordered before the store it wants would fail on the giver's
+	// id, and the word, then named for that sibling, would stay held.
+	__syncwarp();
 }
 #endif
 
@@ -627,16 +641,20 @@ __device__ __forceinline__ u64 stm_take_timestamps(const stm_globals* g, u32 lan
 // chained attempts, one that failed on a newer write keeps them into the
 // chained attempt it runs next, stm_chain_begin): one that failed on a
 // newer write then waits, with its warp, until the clock passes the
-// newest write it met (tx->need), so that its next attempt reads after
-// that write. (Until 2026-11-30 such a lane kept its locks
-// over the retry, so that it would commit next under hot items; but a
+// newest write it met (tx->need), so that its next round's attempt reads
+// after that write (a chained attempt runs before that wait, reading the
+// state just before its own timestamp). (Until 2026-11-30 such a lane
+// kept its locks over the retry, so that it would commit next under hot
+// items; but a
 // kept lock is held for a whole warp round, body and commit, and under
 // Zipf 0.99 the hot block waited on it. Releasing them measured 1.02x,
 // 1.22x and 1.14x the commits/s at 0%, 10% and 50% read-only under Zipf
 // 0.99 on an H200, 2026-11-30, with the rest of that day's changes.)
 // Keeping no lock over a retry also means that two lanes that each read
 // what the other writes cannot keep each other out (measured once: the
-// memcached workload's PUTs, which read the other ways of their set).
+// memcached workload's PUTs, which read the other ways of their set); a
+// lock kept into a chained attempt is released at that pass's end
+// (stm_chain_end), whatever the attempt's outcome.
 // Every timestamp taken is marked done (a failed lane's is a hole);
 // *pub gets the newest of them and of the writes failed lanes met, which
 // the caller waits for the clock to pass (stm_client, after the chained

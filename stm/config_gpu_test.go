@@ -41,8 +41,9 @@ func TestDefaultThreads(t *testing.T) {
 
 // TestDefaultThreadsChained: a skewed workload whose lost attempts chain
 // gets chainedWarpFactor for its update transactions that wait for a
-// read-only one in their warp; one that is all updates gets none, and an
-// unskewed one keeps readOnlyWarpFactor.
+// read-only one in their warp, below ChainAutoReadOnly read-only; one that
+// is all updates, or more read-only, gets none, and an unskewed one keeps
+// readOnlyWarpFactor.
 func TestDefaultThreadsChained(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -53,6 +54,7 @@ func TestDefaultThreadsChained(t *testing.T) {
 		{"20% read-only, Zipf 0.99", Bank{Accounts: 1 << 20, Initial: 1, ReadOnly: 0.2, ReadSize: 100, Zipf: 0.99}, 5120 * (1 + (chainedWarpFactor-1)*0.8)},
 		{"0% read-only, Zipf 0.99", Bank{Accounts: 1 << 20, Initial: 1, ReadSize: 100, Zipf: 0.99}, 4096},
 		{"10% read-only, uniform", Bank{Accounts: 1 << 20, Initial: 1, ReadOnly: 0.1, ReadSize: 100}, 4096 / 0.9 * 3.6},
+		{"50% read-only, Zipf 0.99 (chains forced): none", Bank{Accounts: 1 << 20, Initial: 1, ReadOnly: 0.5, ReadSize: 100, Zipf: 0.99}, 4096 * 2},
 	} {
 		sp, err := tc.w.spec()
 		if err != nil {
@@ -201,6 +203,8 @@ func TestShapeCompilesInWhatRunsUse(t *testing.T) {
 	zipfHalf := Bank{Accounts: 65536, Initial: 1, ReadSize: 100, Zipf: 0.99, ReadOnly: 0.5}
 	zipf2 := Bank{Accounts: 65536, Initial: 1, ReadSize: 100, Zipf: 0.99, Rounds: 2}
 	zipf4 := Bank{Accounts: 65536, Initial: 1, ReadSize: 100, Zipf: 0.99, Rounds: 4}
+	rmw4 := RMW{Size: 1 << 16, Keys: 4, Zipf: 0.99}
+	mcPuts := Memcached{Slots: 1 << 12, Ways: 4, Gets: 0.1, Zipf: 0.99}
 	uniform := Bank{Accounts: 65536, Initial: 1, ReadSize: 100}
 	for _, tc := range []struct {
 		name                  string
@@ -217,6 +221,8 @@ func TestShapeCompilesInWhatRunsUse(t *testing.T) {
 		{"zipf, half read-only: retries", zipfHalf, Options{}, DefaultRefresh, true, false, 0},
 		{"zipf, 2-round transfers: chained, no retries", zipf2, Options{}, 0, false, false, DefaultChain},
 		{"zipf, 4-round transfers (8 writes): retries", zipf4, Options{}, DefaultRefresh, true, false, 0},
+		{"zipf, read-modify-writes of 4 keys: chained", rmw4, Options{}, 0, false, false, DefaultChain},
+		{"zipf, memcached PUTs (they read other ways): retries", mcPuts, Options{}, DefaultRefresh, true, false, 0},
 		{"zipf, retries and chains off", zipf, Options{Refresh: -1, Chain: -1}, 0, false, false, 0},
 		{"uniform, defaults", uniform, Options{}, 0, false, false, 0},
 		{"uniform, 3 retries, stripes of 100", uniform, Options{Refresh: 3, Stripe: 100}, 3, true, true, 0},

@@ -111,8 +111,9 @@ type Options struct {
 	// on an H200, 2026-11-30, 64K accounts under Zipf 0.99 at 10%
 	// read-only, 20.9M commits/s against 17.9M). A lane that did not get
 	// its locks may chain in the next pass. 0 chooses
-	// (DefaultChain for a skewed workload of small write sets that is
-	// mostly updates, ChainAutoWrites and ChainAutoReadOnly; else none),
+	// (DefaultChain for a skewed workload of small write sets, read no
+	// larger, that is mostly updates, ChainAutoWrites and
+	// ChainAutoReadOnly; else none),
 	// positive is the passes, negative none; ignored with the servers.
 	// Cost: a pass of the round for a warp with such attempts (locks, one
 	// timestamp add, their bodies, write-back), during which the rest of
@@ -297,9 +298,10 @@ type ServerStats struct {
 	// commits the other read-write and write-write aborts, less InWarp,
 	// LockMet and Refreshed, lost to a newer write at validation.
 	LockMet uint64
-	// Chained counts lost update attempts run again in their round as
-	// chained attempts (Options.Chain), among the aborts; ChainCommits
-	// those chained attempts that committed.
+	// Chained counts update attempts run again in their round as chained
+	// attempts (Options.Chain): lost ones, among the aborts, and ones held
+	// back at their locks in a round of long bodies, among Deferred;
+	// ChainCommits those chained attempts that committed.
 	Chained, ChainCommits uint64
 	// Rounds counts the client warps' rounds (each a warp's bodies and
 	// its commit), and RoundTime their time summed over the warps: a
@@ -374,7 +376,7 @@ func (s ServerStats) String() string {
 		str += fmt.Sprintf("; %d update attempts aborted by the in-warp check", s.InWarp)
 	}
 	if s.Chained > 0 {
-		str += fmt.Sprintf("; %d lost update attempts chained, %d of them committed", s.Chained, s.ChainCommits)
+		str += fmt.Sprintf("; %d lost or held-back update attempts chained, %d of them committed", s.Chained, s.ChainCommits)
 	}
 	if s.Rounds > 0 {
 		str += fmt.Sprintf("; %d client warp rounds of %v", s.Rounds, meanOf(s.RoundTime, s.Rounds))

@@ -179,7 +179,7 @@ const (
 	cntPhValidate    // validation and the wts raise
 	cntPhWriteback   // write-back, unlock and done markers
 	cntPhPublish     // publication (the wait for the clock)
-	cntChained       // lost update attempts chained: run again in their round, locked (Options.Chain)
+	cntChained       // lost (or held-back) update attempts chained: run again in their round, locked (Options.Chain)
 	cntChainCommits  // chained attempts that committed
 	cntPhChain       // of a round (lane 0): the chained attempts, from their locks to their write-back
 	numCounters

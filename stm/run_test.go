@@ -312,8 +312,8 @@ func TestChainedCommitGPU(t *testing.T) {
 			if s.ChainCommits > s.Chained {
 				t.Errorf("%d chained attempts committed of %d", s.ChainCommits, s.Chained)
 			}
-			if conf := res.Aborts[ReadWrite] + res.Aborts[WriteWrite]; s.Chained > conf {
-				t.Errorf("%d lost attempts chained: more than the %d read-write and write-write aborts", s.Chained, conf)
+			if conf := res.Aborts[ReadWrite] + res.Aborts[WriteWrite]; s.Chained > conf+s.Deferred {
+				t.Errorf("%d attempts chained: more than the %d read-write and write-write aborts and %d held back", s.Chained, conf, s.Deferred)
 			}
 			chained += s.Chained
 			committed += s.ChainCommits
