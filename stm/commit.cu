@@ -294,14 +294,17 @@ __device__ bool stm_claim(const stm_globals* g, stm_tx* tx) {
 			// kept ones again by stm_unclaim_kept, which finds them free.
 			// Each word once: a word listed twice (two items under one
 			// word, claimWords' cap) stored twice could free another
-			// lane's lock taken between the two stores.
+			// lane's lock taken between the two stores. It is released
+			// at its first listing that this lane holds (a later one may
+			// be the lane's: the word's holder at the first listing can
+			// have released it before the second swap).
 #pragma unroll
 			for (u32 q = 0; q < STM_CLAIM_BATCH; q++) {
 				if (q >= tx->nw) break;
 				const u32 c = wi[q] & mask;
 				bool dup = false;
 #pragma unroll
-				for (u32 v = 0; v < q; v++) dup |= (wi[v] & mask) == c;
+				for (u32 v = 0; v < q; v++) dup |= (wi[v] & mask) == c && (old[v] == 0u || old[v] == me);
 				if (!dup && (old[q] == 0u || old[q] == me)) st_relaxed_gpu(claims + c, 0u);
 			}
 			stm_unclaim_kept(g, tx);
@@ -645,9 +648,8 @@ __device__ __forceinline__ u64 stm_take_timestamps(const stm_globals* g, u32 lan
 // after that write (a chained attempt runs before that wait, reading the
 // state just before its own timestamp). (Until 2026-11-30 such a lane
 // kept its locks over the retry, so that it would commit next under hot
-// items; but a
-// kept lock is held for a whole warp round, body and commit, and under
-// Zipf 0.99 the hot block waited on it. Releasing them measured 1.02x,
+// items; but a kept lock is held for a whole warp round, body and
+// commit, and under Zipf 0.99 the hot block waited on it. Releasing them measured 1.02x,
 // 1.22x and 1.14x the commits/s at 0%, 10% and 50% read-only under Zipf
 // 0.99 on an H200, 2026-11-30, with the rest of that day's changes.)
 // Keeping no lock over a retry also means that two lanes that each read
