@@ -338,9 +338,7 @@ __device__ __forceinline__ void stm_tx_start(stm_tx* tx, const stm_globals* g, u
 __device__ bool stm_chain_begin(const stm_globals* g, stm_tx* tx, bool have, bool held_back, u32 lane, u64* cnt, u32* cw, u32* cwn,
 				u64* cts) {
 	const bool deferred = held_back && have && tx->state == STM_ST_DEFER;
-	const bool lost = have && !tx->ro && tx->nw > 0 && tx->nw <= STM_CLAIM_BATCH &&
-			  (deferred || ((tx->state == STM_ST_ABORT + STM_READ_WRITE || tx->state == STM_ST_ABORT + STM_WRITE_WRITE) &&
-					(tx->detail == STM_AB_IN_WARP || tx->detail == 0)));
+	const bool lost = have && (stm_chain_lost(tx) || (deferred && !tx->ro && tx->nw > 0 && tx->nw <= STM_CLAIM_BATCH));
 	*cts = 0;
 	if (!__any_sync(FULL_MASK, lost)) return false;
 	const bool mine = lost && stm_claim(g, tx);

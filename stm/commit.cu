@@ -544,6 +544,19 @@ __device__ __forceinline__ void stm_unlock_direct(const stm_globals* g, stm_tx* 
 }
 
 #if STM_CHAIN
+// stm_chain_lost reports whether tx's attempt lost in a way a chained
+// attempt takes up: an update of at most STM_CLAIM_BATCH writes that
+// aborted read-write or write-write inside its warp (STM_AB_IN_WARP) or on
+// a newer write (detail 0). stm_unlock_handoff hands words to lanes whose
+// attempt lost inside the warp and stm_chain_begin claims for every lane
+// this names: through this one predicate they agree, so no word handed
+// over is left held.
+__device__ __forceinline__ bool stm_chain_lost(const stm_tx* tx) {
+	return !tx->ro && tx->nw > 0 && tx->nw <= STM_CLAIM_BATCH &&
+	       (tx->state == STM_ST_ABORT + STM_READ_WRITE || tx->state == STM_ST_ABORT + STM_WRITE_WRITE) &&
+	       (tx->detail == STM_AB_IN_WARP || tx->detail == 0);
+}
+
 // stm_unlock_handoff releases the locks of a lane whose direct commit
 // installed its versions (committed; a write set of at most
 // STM_CLAIM_BATCH items, else stm_unlock_direct), handing each word that
@@ -558,8 +571,7 @@ __device__ __forceinline__ void stm_unlock_handoff(const stm_globals* g, stm_tx*
 		stm_unlock_direct(g, tx);
 		committed = false;
 	}
-	const bool wants = !tx->ro && tx->nw > 0 && tx->nw <= STM_CLAIM_BATCH && tx->detail == STM_AB_IN_WARP &&
-			   (tx->state == STM_ST_ABORT + STM_READ_WRITE || tx->state == STM_ST_ABORT + STM_WRITE_WRITE);
+	const bool wants = stm_chain_lost(tx) && tx->detail == STM_AB_IN_WARP;
 	const u32 mask = (u32)g->claim_mask;
 	const stm_set_row wi = stm_ws_items(g, tx->tid);
 	u32 mine[STM_CLAIM_BATCH], want[STM_CLAIM_BATCH], to[STM_CLAIM_BATCH];
@@ -739,9 +751,10 @@ __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32
 			// round trips). One that lost to a newer write still waits,
 			// with its warp, until the clock passes it (tx->need).
 #if STM_CHAIN
-			// One that lost to a newer write chains next (stm_chain_begin)
-			// and keeps its locks for it.
-			if (held || tx->nw > STM_CLAIM_BATCH) stm_unlock_direct(g, tx);
+			// One that lost to a newer write chains next (stm_chain_begin,
+			// which claims for every lane stm_chain_lost names) and keeps
+			// its locks for it.
+			if (!stm_chain_lost(tx)) stm_unlock_direct(g, tx);
 #else
 			stm_unlock_direct(g, tx);
 #endif
