@@ -246,13 +246,18 @@ func (r STMRun) Note(op, engine string) string {
 // conflictSites says where a direct-commit run found the conflicts behind
 // its read-write and write-write aborts: the in-warp check, another lane's
 // lock on an item read, a stale attempt run again at once after its warp's
-// bodies, and the rest at validation against a newer write.
+// bodies, and the rest at validation against a newer write; then the
+// attempts held back at their locks (not aborts: another lane held an item
+// they write), the chained attempts and the warp rounds.
 func (r STMRun) conflictSites() string {
 	conf := r.Stats.Aborts[stm.ReadWrite] + r.Stats.Aborts[stm.WriteWrite]
 	s := r.Server
 	found := s.InWarp + s.LockMet + s.Refreshed
 	out := fmt.Sprintf("conflicts found: %d by the in-warp check, %d on a held lock, %d stale after the body, %d on a newer write at validation",
 		s.InWarp, s.LockMet, s.Refreshed, conf-min(conf, found))
+	if s.Deferred > 0 {
+		out += fmt.Sprintf("; %d attempts held back at their locks", s.Deferred)
+	}
 	if s.Chained > 0 {
 		out += fmt.Sprintf("; %d lost or held-back attempts chained, %d of them committed", s.Chained, s.ChainCommits)
 	}

@@ -72,7 +72,8 @@ func TestSTMRunNoteConflictSites(t *testing.T) {
 	r.Stats.Aborts[stm.SnapshotTooOld] = 7
 	r.Server.InWarp, r.Server.LockMet, r.Server.Refreshed = 30, 10, 20
 	r.Server.Rounds, r.Server.RoundTime = 4, 100*time.Microsecond
-	want := "conflicts found: 30 by the in-warp check, 10 on a held lock, 20 stale after the body, 40 on a newer write at validation; 4 client warp rounds of 25µs"
+	r.Server.Deferred = 5
+	want := "conflicts found: 30 by the in-warp check, 10 on a held lock, 20 stale after the body, 40 on a newer write at validation; 5 attempts held back at their locks; 4 client warp rounds of 25µs"
 	if got := r.Note("bank", "csmv gpu"); !strings.Contains(got, want) {
 		t.Errorf("note %q\nwant it to contain %q", got, want)
 	}
