@@ -13,8 +13,8 @@ import (
 	"github.com/warpkv/warpkv/gpu"
 )
 
-// The kernels, split by part (client.cu with its commit path commit.cu,
-// server.cu, store.cu) over the
+// The kernels, split by part (client.cu with its commit path commit.cu and
+// direct commits direct.cu, server.cu, store.cu) over the
 // shared device header device.cuh, the server's log (log.cuh), and the
 // device API of bodies (stm.cuh).
 var (
@@ -26,6 +26,8 @@ var (
 	clientCUDA string
 	//go:embed commit.cu
 	commitCUDA string
+	//go:embed direct.cu
+	directCUDA string
 	//go:embed server.cu
 	serverCUDA string
 	//go:embed log.cuh
@@ -254,6 +256,7 @@ func (sh shape) program(sp *workloadSpec) gpu.Program {
 	p.Headers["stm/device.cuh"] = deviceHeader
 	p.Headers["stm/client.cu"] = clientCUDA
 	p.Headers["stm/commit.cu"] = commitCUDA
+	p.Headers["stm/direct.cu"] = directCUDA
 	p.Headers["stm/server.cu"] = serverCUDA
 	p.Headers["stm/log.cuh"] = logHeader
 	p.Headers["stm/store.cu"] = storeCUDA
