@@ -338,7 +338,7 @@ __device__ __forceinline__ void stm_tx_start(stm_tx* tx, const stm_globals* g, u
 __device__ bool stm_chain_begin(const stm_globals* g, stm_tx* tx, bool have, bool held_back, u32 lane, u64* cnt, u32* cw, u32* cwn,
 				u64* cts) {
 	const bool deferred = held_back && have && tx->state == STM_ST_DEFER;
-	const bool lost = have && (stm_chain_lost(tx) || (deferred && !tx->ro && tx->nw > 0 && tx->nw <= STM_CLAIM_BATCH));
+	const bool lost = have && (stm_chain_lost(tx) || (deferred && stm_chain_fits(tx)));
 	*cts = 0;
 	if (!__any_sync(FULL_MASK, lost)) return false;
 	const bool mine = lost && stm_claim(g, tx);
@@ -350,9 +350,7 @@ __device__ bool stm_chain_begin(const stm_globals* g, stm_tx* tx, bool have, boo
 		else
 			stm_count_abort(g, tx, cnt);
 		cnt[CNT_CHAINED]++;
-		const stm_set_row wi = stm_ws_items(g, tx->tid);
-#pragma unroll
-		for (u32 q = 0; q < STM_CLAIM_BATCH; q++) cw[q] = q < tx->nw ? wi[q] & (u32)g->claim_mask : ~0u;
+		stm_lock_words(g, tx, cw);
 		*cwn = tx->nw;
 	}
 	const u64 base = stm_take_timestamps(g, lanes, lane); // before every chained lane's reads

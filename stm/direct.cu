@@ -6,11 +6,22 @@
 // before stm_commit_warp, which runs it; the chained attempts that build
 // on it are in client.cu.
 #if STM_DIRECT
-// stm_release_words releases the n lock words c[0..n) (n at most
-// STM_CLAIM_BATCH) that this lane holds, each once (a word listed twice is
-// stored once), by stores: with direct commits only a word's holder
-// releases it. The lane calls it alone.
-__device__ __forceinline__ void stm_release_words(const stm_globals* g, const u32* c, u32 n) {
+// stm_lock_words puts the lock words of tx's write items (item &
+// claim_mask, the words stm_claim takes) in c, ~0u past tx->nw (write sets
+// of at most STM_CLAIM_BATCH items; none past it). The lane calls it alone.
+__device__ __forceinline__ void stm_lock_words(const stm_globals* g, const stm_tx* tx, u32* c) {
+	const stm_set_row wi = stm_ws_items(g, tx->tid);
+#pragma unroll
+	for (u32 q = 0; q < STM_CLAIM_BATCH; q++) c[q] = q < tx->nw && tx->nw <= STM_CLAIM_BATCH ? wi[q] & (u32)g->claim_mask : ~0u;
+}
+
+// stm_store_words stores to[q] (0 releases; a sibling's tid + 1 hands the
+// word over, stm_unlock_handoff) in each of the n lock words c[0..n) (n at
+// most STM_CLAIM_BATCH) that this lane holds, each word once (a word
+// listed twice is stored once, at its first listing), by stores: with
+// direct commits only a word's holder releases it. to null: 0 in every
+// word. The lane calls it alone.
+__device__ __forceinline__ void stm_store_words(const stm_globals* g, const u32* c, const u32* to, u32 n) {
 	u32* claims = (u32*)g->claims;
 #pragma unroll
 	for (u32 q = 0; q < STM_CLAIM_BATCH; q++) {
@@ -18,9 +29,13 @@ __device__ __forceinline__ void stm_release_words(const stm_globals* g, const u3
 		bool dup = false;
 #pragma unroll
 		for (u32 v = 0; v < q; v++) dup |= c[v] == c[q];
-		if (!dup) st_relaxed_gpu(claims + c[q], 0u);
+		if (!dup) st_relaxed_gpu(claims + c[q], to ? to[q] : 0u);
 	}
 }
+
+// stm_release_words releases the n lock words c[0..n) that this lane
+// holds (stm_store_words with 0). The lane calls it alone.
+__device__ __forceinline__ void stm_release_words(const stm_globals* g, const u32* c, u32 n) { stm_store_words(g, c, nullptr, n); }
 
 // stm_unlock_direct releases the locks of a lane whose direct commit
 // installed its versions: the words of its write items, which stm_claim
@@ -34,11 +49,8 @@ __device__ __forceinline__ void stm_unlock_direct(const stm_globals* g, stm_tx* 
 		stm_unclaim_kept(g, tx);
 		return;
 	}
-	const stm_set_row wi = stm_ws_items(g, tx->tid);
 	u32 c[STM_CLAIM_BATCH];
-#pragma unroll
-	for (u32 q = 0; q < STM_CLAIM_BATCH; q++)
-		if (q < tx->nw) c[q] = wi[q] & (u32)g->claim_mask;
+	stm_lock_words(g, tx, c);
 	stm_release_words(g, c, tx->nw);
 	tx->held = 0;
 }
@@ -51,8 +63,11 @@ __device__ __forceinline__ void stm_unlock_direct(const stm_globals* g, stm_tx* 
 // attempt lost inside the warp and stm_chain_begin claims for every lane
 // this names: through this one predicate they agree, so no word handed
 // over is left held.
+// stm_chain_fits reports whether tx's attempt is an update whose write set a
+// chained attempt can lock (1 to STM_CLAIM_BATCH items).
+__device__ __forceinline__ bool stm_chain_fits(const stm_tx* tx) { return !tx->ro && tx->nw > 0 && tx->nw <= STM_CLAIM_BATCH; }
 __device__ __forceinline__ bool stm_chain_lost(const stm_tx* tx) {
-	return !tx->ro && tx->nw > 0 && tx->nw <= STM_CLAIM_BATCH &&
+	return stm_chain_fits(tx) &&
 	       (tx->state == STM_ST_ABORT + STM_READ_WRITE || tx->state == STM_ST_ABORT + STM_WRITE_WRITE) &&
 	       (tx->detail == STM_AB_IN_WARP || tx->detail == 0);
 }
@@ -72,12 +87,11 @@ __device__ __forceinline__ void stm_unlock_handoff(const stm_globals* g, stm_tx*
 		committed = false;
 	}
 	const bool wants = stm_chain_lost(tx) && tx->detail == STM_AB_IN_WARP;
-	const u32 mask = (u32)g->claim_mask;
-	const stm_set_row wi = stm_ws_items(g, tx->tid);
-	u32 mine[STM_CLAIM_BATCH], want[STM_CLAIM_BATCH], to[STM_CLAIM_BATCH];
+	u32 words[STM_CLAIM_BATCH], mine[STM_CLAIM_BATCH], want[STM_CLAIM_BATCH], to[STM_CLAIM_BATCH];
+	stm_lock_words(g, tx, words);
 #pragma unroll
 	for (u32 q = 0; q < STM_CLAIM_BATCH; q++) {
-		const u32 w = q < tx->nw ? wi[q] & mask : ~0u;
+		const u32 w = words[q];
 		mine[q] = committed ? w : ~0u;
 		want[q] = wants ? w : ~0u;
 		to[q] = 0;
@@ -97,15 +111,7 @@ __device__ __forceinline__ void stm_unlock_handoff(const stm_globals* g, stm_tx*
 			}
 		}
 	if (committed) {
-		u32* claims = (u32*)g->claims;
-#pragma unroll
-		for (u32 q = 0; q < STM_CLAIM_BATCH; q++) {
-			if (q >= tx->nw) break;
-			bool dup = false;
-#pragma unroll
-			for (u32 v = 0; v < q; v++) dup |= mine[v] == mine[q];
-			if (!dup) st_relaxed_gpu(claims + mine[q], to[q]);
-		}
+		stm_store_words(g, mine, to, tx->nw);
 		tx->held = 0;
 	}
 	// The hand-over stores before the siblings' claims (stm_chain_begin):
@@ -227,11 +233,8 @@ __device__ u64 stm_commit_direct(const stm_globals* g, stm_tx* tx, bool upd, u32
 		// loads and the fence).
 		bool rw = false, ww = false, held = false, looked = false;
 		const u32* claims = (const u32*)g->claims;
-		const stm_set_row wi = stm_ws_items(g, tx->tid);
-		const bool few = tx->nw <= STM_CLAIM_BATCH;
 		u32 own[STM_CLAIM_BATCH];
-#pragma unroll
-		for (u32 q = 0; q < STM_CLAIM_BATCH; q++) own[q] = few && q < tx->nw ? wi[q] & mask : ~0u;
+		stm_lock_words(g, tx, own);
 		for (u32 q = 0; q < tx->nr; q++) {
 			const u32 w = ri[q] & mask;
 			bool mine = false;

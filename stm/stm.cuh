@@ -168,15 +168,15 @@ __device__ __forceinline__ void stm_begin(stm_tx* tx, bool read_only) {
 // The whole view is then the state just before chain: a chained attempt
 // sees a consistent state (opacity) and commits at chain without a
 // further validation.
-__device__ __forceinline__ bool stm_chain_bad(const stm_tx* tx, u32 c, u64 w) {
-	return (c != 0u && c != tx->tid + 1) || w >= tx->chain;
-}
+// stm_chain_held reports whether lock word c names another lane than tx's.
+__device__ __forceinline__ bool stm_chain_held(const stm_tx* tx, u32 c) { return c != 0u && c != tx->tid + 1; }
+__device__ __forceinline__ bool stm_chain_bad(const stm_tx* tx, u32 c, u64 w) { return stm_chain_held(tx, c) || w >= tx->chain; }
 
 // stm_chain_fail fails a chained attempt that stm_chain_bad turned from
 // item (lock word c): read-write, on a held lock (STM_AB_LOCK_MET) or a
 // newer write.
 __device__ __forceinline__ void stm_chain_fail(stm_tx* tx, u32 c) {
-	stm_fail(tx, STM_ST_ABORT + STM_READ_WRITE, c != 0u && c != tx->tid + 1 ? STM_AB_LOCK_MET : 0);
+	stm_fail(tx, STM_ST_ABORT + STM_READ_WRITE, stm_chain_held(tx, c) ? STM_AB_LOCK_MET : 0);
 }
 
 // stm_chain_look checks that a chained attempt may read item
