@@ -261,6 +261,9 @@ func (r STMRun) conflictSites() string {
 	if s.Chained > 0 {
 		out += fmt.Sprintf("; %d lost or held-back attempts chained, %d of them committed", s.Chained, s.ChainCommits)
 	}
+	if s.Migrated > 0 {
+		out += fmt.Sprintf("; %d held-back tickets migrated", s.Migrated)
+	}
 	if s.Rounds > 0 {
 		out += fmt.Sprintf("; %d client warp rounds of %v", s.Rounds, (s.RoundTime / time.Duration(s.Rounds)).Round(10*time.Nanosecond))
 		if ph := s.Phases.Per(s.Rounds, s.RoundTime); ph != "" && s.Phases.Check > 0 {

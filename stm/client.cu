@@ -292,6 +292,7 @@ __device__ __forceinline__ void stm_tx_start(stm_tx* tx, const stm_globals* g, u
 	tx->keep = 0;
 	tx->defers = defers;
 	tx->need = 0;
+	tx->holder = 0;
 #if STM_RETRY
 	tx->lost = 0;
 #endif
@@ -526,6 +527,8 @@ __device__ __forceinline__ void stm_lat_record(u32* lat, bool committed, u64 beg
 	}
 }
 
+#include "stm/inbox.cu"
+
 // stm_client: thread mapping: one transaction slot per thread (tid), warps
 // commit together. Commit latencies (compiled in with STM_LATENCY, for
 // runs of RunOptions.Latency only; without it the kernel's code is the
@@ -558,13 +561,18 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 	u64 cy[11] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}; // [6..10]: lane 0's round phases (stm_commit_direct)
 	bool have = false, done = false;
 	u64 ticket = 0;
+	u64 began = 0; // the global timer when this lane's ticket was first taken (STM_LATENCY; else 0)
 #if STM_LATENCY
-	u64 began = 0, lat_ns = 0; // the global timer when this lane took its ticket; its commits' latencies summed
+	u64 lat_ns = 0; // this lane's commits' latencies summed
 #endif
 	u32 seq = 0;
 	u32 held = 0, defers = 0; // contention management: claim slots held, attempts held back in a row
 	u32 bounces = 0;          // direct commits: aborted attempts in a row (each released its locks)
 	u64 round0 = 0;           // lane 0: the clock at the start of the warp's round (0: none running)
+#if STM_MIGRATE
+	u32 thread = tid;     // the thread of the lane's ticket (a migrated ticket keeps its first lane's)
+	bool stopped = false; // (warp-uniform) the run was told to stop
+#endif
 	for (;;) {
 		if (lane == 0) { // the round that ends here, counted
 			const u64 now = clock64();
@@ -602,6 +610,9 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		if (flags == 2) {
 			have = false; // abandon attempts in progress
 			done = true;
+#if STM_MIGRATE
+			stopped = true; // and the tickets moved to this warp
+#endif
 		}
 		// A warp not admitted sleeps between its checks of
 		// the stop flag, the deadline and its admission, holding the
@@ -614,6 +625,9 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 			__nanosleep(4000);
 			continue;
 		}
+#if STM_MIGRATE
+		if (stm_inbox_pull(g, wid, !have && !stopped, lane, &ticket, &began, &thread)) have = true; // tickets moved here first
+#endif
 		const u32 need = __ballot_sync(FULL_MASK, !have && !done);
 		if (need) {
 			u64 base = 0;
@@ -627,6 +641,9 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 #endif
 			if (!have && !done) {
 				ticket = base + __popc(need & lanemask_lt(lane));
+#if STM_MIGRATE
+				thread = tid;
+#endif
 				if (g->n_tx && ticket >= g->n_tx)
 					done = true;
 				else
@@ -634,10 +651,20 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 			}
 			if (lane == 0 && g->n_tx && base + __popc(need) > g->n_tx) st_relaxed_gpu(&dctl[DCTL_TICKETS_OUT], 1);
 		}
-		if (!__any_sync(FULL_MASK, have)) break;
+		if (!__any_sync(FULL_MASK, have)) {
+#if STM_MIGRATE
+			// A warp leaves once its inbox is closed empty: a ticket
+			// moved to it after would be lost (a stopped run abandons them).
+			if (!stopped && !stm_inbox_close(g, wid, lane)) continue;
+#endif
+			break;
+		}
 
 		stm_tx tx;
 		stm_tx_start(&tx, g, ticket, tid, deadline, held, defers);
+#if STM_MIGRATE
+		tx.thread = thread;
+#endif
 		bool quit = false;
 		u64 pt = 0; // lane 0: the round's phases, timed
 		if (lane == 0) {
@@ -773,6 +800,17 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 			}
 			if (tx.state != STM_ST_DEFER && !(tx.state >= STM_ST_ABORT && tx.state < STM_ST_ABORT + 4)) defers = 0;
 		}
+#if STM_MIGRATE
+		// A ticket held back STM_MIGRATE times in a row at a lock another
+		// warp's lane holds moves to that warp (stm_inbox_push); this lane
+		// takes a fresh one next round.
+		if (have && tx.state == STM_ST_DEFER && !tx.held && defers >= STM_MIGRATE && tx.holder && (tx.holder - 1) >> 5 != wid &&
+		    stm_inbox_push(g, (tx.holder - 1) >> 5, ticket, began, thread)) {
+			have = false;
+			defers = 0;
+			cnt[CNT_MIGRATED]++;
+		}
+#endif
 		// A warp whose every lane with a ticket was held back, or aborted
 		// keeping its claims, waits a little for the holders' commits
 		// before it runs them again: with direct commits longer the more

@@ -287,7 +287,11 @@ __device__ bool stm_claim(const stm_globals* g, stm_tx* tx) {
 			if (q < tx->nw) old[q] = atomicCAS(claims + (wi[q] & mask), 0u, me);
 		bool lost = false;
 #pragma unroll
-		for (u32 q = 0; q < STM_CLAIM_BATCH; q++) lost |= q < tx->nw && old[q] != 0u && old[q] != me;
+		for (u32 q = 0; q < STM_CLAIM_BATCH; q++) {
+			const bool other = q < tx->nw && old[q] != 0u && old[q] != me;
+			if (other && !lost) tx->holder = old[q];
+			lost |= other;
+		}
 		if (lost) {
 			// A word this call took (its swap saw 0), or that it already
 			// held (a word a sibling handed over, stm_unlock_handoff, or
@@ -315,7 +319,10 @@ __device__ bool stm_claim(const stm_globals* g, stm_tx* tx) {
 		u32 j = 0;
 		for (; j < tx->nw; j++) {
 			const u32 old = atomicCAS(claims + (wi[j] & mask), 0u, me);
-			if (old != 0u && old != me) break;
+			if (old != 0u && old != me) {
+				tx->holder = old;
+				break;
+			}
 		}
 		if (j < tx->nw) {
 			for (u32 q = 0; q < j; q++) {

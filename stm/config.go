@@ -73,6 +73,21 @@ const (
 	// not chain by default (DefaultChain): between the 10% that measured
 	// a gain and the 50% that measured a loss.
 	ChainAutoReadOnly = 0.3
+	// DefaultMigrate is the hold-backs in a row after which a ticket
+	// migrates to the warp whose lane held its lock (Options.Migrate) in a
+	// workload that migrates by default (migrateAuto: it chains by default
+	// and its update transactions write at least MigrateAutoWrites items).
+	// On an H200 (2026-12-01, 64K accounts, Zipf 0.99 over blocks of 100,
+	// medians of 2 runs) migration after 2 hold-backs committed 4.82M/4.98M
+	// 2-round transfers a second at 0/10% read-only against 4.33M/4.57M
+	// without (1 hold-back: 4.82M/5.00M; 4: 4.74M/4.82M); with 1-round
+	// transfers it lost: 21.7M/22.4M against 23.3M/23.2M (a transfer's 2
+	// items chain inside its warp, and concentrating the hot tickets
+	// lengthened the hot warps' rounds from 27 to 45 µs).
+	DefaultMigrate = 2
+	// MigrateAutoWrites is the smallest write set of a workload that
+	// migrates held-back tickets by default (DefaultMigrate).
+	MigrateAutoWrites = 3
 	// MaxServers bounds Config.Servers (partitions are a 64-bit mask).
 	MaxServers = 64
 	// MaxItems bounds a store's size (items are 32-bit numbers on the GPU).

@@ -196,8 +196,11 @@ func TestChooseStripe(t *testing.T) {
 // for a skewed workload that does not chain its lost attempts), the
 // chained attempts (Options.Chain) with their passes when used (by
 // default for a skewed, mostly-update workload of small write sets with
-// direct commits), and the stripes (Options.Stripe) when set, so that
-// other runs keep the code they had without them.
+// direct commits), the migration of held-back tickets (Options.Migrate)
+// with its hold-backs when used (by default for such a workload of write
+// sets of at least MigrateAutoWrites items), and the stripes
+// (Options.Stripe) when set, so that other runs keep the code they had
+// without them.
 func TestShapeCompilesInWhatRunsUse(t *testing.T) {
 	zipf := Bank{Accounts: 65536, Initial: 1, ReadSize: 100, Zipf: 0.99}
 	zipfHalf := Bank{Accounts: 65536, Initial: 1, ReadSize: 100, Zipf: 0.99, ReadOnly: 0.5}
@@ -207,34 +210,37 @@ func TestShapeCompilesInWhatRunsUse(t *testing.T) {
 	mcPuts := Memcached{Slots: 1 << 12, Ways: 4, Gets: 0.1, Zipf: 0.99}
 	uniform := Bank{Accounts: 65536, Initial: 1, ReadSize: 100}
 	for _, tc := range []struct {
-		name                  string
-		w                     Workload
-		opt                   Options
-		wantRefresh           int
-		wantShape, wantStripe bool
-		wantChain             int
+		name                   string
+		w                      Workload
+		opt                    Options
+		wantRefresh            int
+		wantShape, wantStripe  bool
+		wantChain, wantMigrate int
 	}{
-		{"zipf, defaults: chained, no retries", zipf, Options{}, 0, false, false, DefaultChain},
-		{"zipf, chains off: retries", zipf, Options{Chain: -1}, DefaultRefresh, true, false, 0},
-		{"zipf, servers: retries, no chains", zipf, Options{Commit: CommitServers}, DefaultRefresh, true, false, 0},
-		{"zipf, 3 passes and 2 retries", zipf, Options{Chain: 3, Refresh: 2}, 2, true, false, 3},
-		{"zipf, half read-only: retries", zipfHalf, Options{}, DefaultRefresh, true, false, 0},
-		{"zipf, 2-round transfers: chained, no retries", zipf2, Options{}, 0, false, false, DefaultChain},
-		{"zipf, 4-round transfers (8 writes): retries", zipf4, Options{}, DefaultRefresh, true, false, 0},
-		{"zipf, read-modify-writes of 4 keys: chained", rmw4, Options{}, 0, false, false, DefaultChain},
-		{"zipf, memcached PUTs (they read other ways): retries", mcPuts, Options{}, DefaultRefresh, true, false, 0},
-		{"zipf, retries and chains off", zipf, Options{Refresh: -1, Chain: -1}, 0, false, false, 0},
-		{"uniform, defaults", uniform, Options{}, 0, false, false, 0},
-		{"uniform, 3 retries, stripes of 100", uniform, Options{Refresh: 3, Stripe: 100}, 3, true, true, 0},
+		{"zipf, defaults: chained, no retries", zipf, Options{}, 0, false, false, DefaultChain, 0},
+		{"zipf, chains off: retries", zipf, Options{Chain: -1}, DefaultRefresh, true, false, 0, 0},
+		{"zipf, servers: retries, no chains", zipf, Options{Commit: CommitServers}, DefaultRefresh, true, false, 0, 0},
+		{"zipf, 3 passes and 2 retries", zipf, Options{Chain: 3, Refresh: 2}, 2, true, false, 3, 0},
+		{"zipf, half read-only: retries", zipfHalf, Options{}, DefaultRefresh, true, false, 0, 0},
+		{"zipf, 2-round transfers: chained, no retries", zipf2, Options{}, 0, false, false, DefaultChain, DefaultMigrate},
+		{"zipf, 2-round transfers: migration off", zipf2, Options{Migrate: -1}, 0, false, false, DefaultChain, 0},
+		{"zipf, 2-round transfers, chains off: no migration", zipf2, Options{Chain: -1, Migrate: 1}, DefaultRefresh, true, false, 0, 0},
+		{"zipf, migration after 1 hold-back", zipf, Options{Migrate: 1}, 0, false, false, DefaultChain, 1},
+		{"zipf, 4-round transfers (8 writes): retries", zipf4, Options{}, DefaultRefresh, true, false, 0, 0},
+		{"zipf, read-modify-writes of 4 keys: chained", rmw4, Options{}, 0, false, false, DefaultChain, DefaultMigrate},
+		{"zipf, memcached PUTs (they read other ways): retries", mcPuts, Options{}, DefaultRefresh, true, false, 0, 0},
+		{"zipf, retries and chains off", zipf, Options{Refresh: -1, Chain: -1}, 0, false, false, 0, 0},
+		{"uniform, defaults", uniform, Options{}, 0, false, false, 0, 0},
+		{"uniform, 3 retries, stripes of 100", uniform, Options{Refresh: 3, Stripe: 100}, 3, true, true, 0, 0},
 	} {
 		sp, err := tc.w.spec()
 		if err != nil {
 			t.Fatal(err)
 		}
 		sh := gpuShape(sp, Config{}.withDefaults(), tc.opt, 0)
-		if r := refreshFor(tc.opt, sp); r != tc.wantRefresh || sh.refresh != tc.wantShape || sh.stripes != tc.wantStripe || sh.chain != tc.wantChain {
-			t.Errorf("%s: %d retries, compiled in %v, stripes %v, %d chained passes; want %d, %v, %v, %d",
-				tc.name, r, sh.refresh, sh.stripes, sh.chain, tc.wantRefresh, tc.wantShape, tc.wantStripe, tc.wantChain)
+		if r := refreshFor(tc.opt, sp); r != tc.wantRefresh || sh.refresh != tc.wantShape || sh.stripes != tc.wantStripe || sh.chain != tc.wantChain || sh.migrate != tc.wantMigrate {
+			t.Errorf("%s: %d retries, compiled in %v, stripes %v, %d chained passes, migration after %d; want %d, %v, %v, %d, %d",
+				tc.name, r, sh.refresh, sh.stripes, sh.chain, sh.migrate, tc.wantRefresh, tc.wantShape, tc.wantStripe, tc.wantChain, tc.wantMigrate)
 		}
 	}
 }

@@ -123,6 +123,25 @@ type Options struct {
 	// more per read of a chained attempt; and a done marker more per
 	// client thread per pass. At most MaxChain passes.
 	Chain int
+	// Migrate is the GPU engine's migration of held-back tickets, with
+	// chained attempts (Chain): a transaction held back at its locks
+	// Migrate times in a row, at a lock another warp's lane holds, moves
+	// to an inbox of that warp (32 slots a warp), its lane taking a fresh
+	// ticket; a warp takes the tickets of its inbox before new ones. As in
+	// CAR-STM (Dolev, Hendler and Suissa, 2008), the transactions that want
+	// the same hot items gather in one warp, where the in-warp check orders
+	// them and chained attempts commit them in turn with the words handed
+	// over, where across warps they would keep holding each other back
+	// (ServerStats.Migrated). 0 chooses (DefaultMigrate for a workload that
+	// chains by default and whose update transactions write at least
+	// MigrateAutoWrites items; else none), positive is the hold-backs in a
+	// row, negative none; ignored without chained attempts.
+	// Cost: per migration a compare-and-swap and three stores; per warp
+	// round a load of the warp's inbox (and per ticket taken from it three
+	// loads and a store, and an atomic AND for the warp); tickets in flight
+	// up to twice the client threads, so commit latencies include the time
+	// a ticket waited in an inbox.
+	Migrate int
 	// ServerCommit is the GPU engine servers' share of single-partition
 	// commits (ServerCommitOff, the zero value, is the default: the
 	// clients write their versions back): ServerCommitWriteBack has the
@@ -303,6 +322,9 @@ type ServerStats struct {
 	// back at their locks in a round of long bodies, among Deferred;
 	// ChainCommits those chained attempts that committed.
 	Chained, ChainCommits uint64
+	// Migrated counts held-back tickets moved to the inbox of the warp
+	// whose lane held their lock (EXPERIMENT, STM_MIGRATE).
+	Migrated uint64
 	// Rounds counts the client warps' rounds (each a warp's bodies and
 	// its commit), and RoundTime their time summed over the warps: a
 	// hot item commits at most once a round.

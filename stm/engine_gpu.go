@@ -13,8 +13,9 @@ import (
 	"github.com/warpkv/warpkv/gpu"
 )
 
-// The kernels, split by part (client.cu with its commit path commit.cu and
-// direct commits direct.cu, server.cu, store.cu) over the
+// The kernels, split by part (client.cu with its commit path commit.cu,
+// direct commits direct.cu and the inboxes of migrated tickets inbox.cu,
+// server.cu, store.cu) over the
 // shared device header device.cuh, the server's log (log.cuh), and the
 // device API of bodies (stm.cuh).
 var (
@@ -28,6 +29,8 @@ var (
 	commitCUDA string
 	//go:embed direct.cu
 	directCUDA string
+	//go:embed inbox.cu
+	inboxCUDA string
 	//go:embed server.cu
 	serverCUDA string
 	//go:embed log.cuh
@@ -153,6 +156,39 @@ type shape struct {
 	// chain: the passes of chained attempts a round (Options.Chain,
 	// chainFor; direct commits only; 0 none)
 	chain int
+	// migrate: with chained attempts, a ticket held back at its locks this
+	// many times in a row moves to the inbox of the warp whose lane held
+	// the lock (Options.Migrate, migrateFor; 0 never)
+	migrate int
+}
+
+// inboxWords is the words of a client warp's inbox of migrated tickets:
+// a state word (bit b: slot b taken; bit 32: closed) and 32 slots of three
+// words (ticket + 1, the ticket's start on the global timer, its thread).
+const inboxWords = 128
+
+// migrateFor returns the hold-backs in a row after which a ticket
+// migrates (Options.Migrate) for Options o and a workload: none without
+// chained attempts (chainFor); Migrate when positive; for 0,
+// DefaultMigrate for a workload that migrateAuto takes, else none.
+func migrateFor(o Options, sp *workloadSpec) int {
+	switch {
+	case chainFor(o, sp) == 0 || o.Migrate < 0:
+		return 0
+	case o.Migrate > 0:
+		return o.Migrate
+	case migrateAuto(sp):
+		return DefaultMigrate
+	}
+	return 0
+}
+
+// migrateAuto reports whether a workload migrates its held-back tickets
+// by default: one that chains by default (chainAuto) whose update
+// transactions write at least MigrateAutoWrites items. DefaultMigrate
+// has the figures behind it.
+func migrateAuto(sp *workloadSpec) bool {
+	return chainAuto(sp) && sp.maxWrites >= MigrateAutoWrites
 }
 
 // serverSmem returns the shared memory the server's log (a ring of logE
@@ -198,6 +234,7 @@ func gpuShape(sp *workloadSpec, cfg Config, o Options, hist int) shape {
 	sh.retry = o.ServerCommit == ServerCommitRetry
 	sh.direct = o.direct(sp)
 	sh.chain = chainFor(o, sp)
+	sh.migrate = migrateFor(o, sp)
 	return sh
 }
 
@@ -250,13 +287,15 @@ func (sh shape) program(sp *workloadSpec) gpu.Program {
 		gpu.Def("STM_SERVER_WARPS", sh.serverWarps), gpu.Def("STM_CLIENT_BLOCK", sh.clientBlock), gpu.Def("STM_PV_SLOTS", pvSlots(sh.clientBlock)), gpu.Def("STM_SET_SMEM", setMirror(sh.clientBlock)),
 		gpu.Def("STM_TABLE", sh.table), gpu.Def("STM_CTL_BYTES_PER_WORKER", workerBytes(sh.table)),
 		gpu.Def("STM_REFRESH", b2i(sh.refresh)), gpu.Def("STM_STRIPES", b2i(sh.stripes)), gpu.Def("STM_LATENCY", b2i(sh.latency)),
-		gpu.Def("STM_POST", b2i(sh.post)), gpu.Def("STM_RETRY", b2i(sh.retry)), gpu.Def("STM_DIRECT", b2i(sh.direct)), gpu.Def("STM_CHAIN", sh.chain))
+		gpu.Def("STM_POST", b2i(sh.post)), gpu.Def("STM_RETRY", b2i(sh.retry)), gpu.Def("STM_DIRECT", b2i(sh.direct)), gpu.Def("STM_CHAIN", sh.chain),
+		gpu.Def("STM_MIGRATE", sh.migrate), gpu.Def("STM_INBOX_WORDS", inboxWords))
 	p := gpu.NewProgram("stm.cu", programSource, defs...)
 	p.Headers["stm/stm.cuh"] = stmHeader
 	p.Headers["stm/device.cuh"] = deviceHeader
 	p.Headers["stm/client.cu"] = clientCUDA
 	p.Headers["stm/commit.cu"] = commitCUDA
 	p.Headers["stm/direct.cu"] = directCUDA
+	p.Headers["stm/inbox.cu"] = inboxCUDA
 	p.Headers["stm/server.cu"] = serverCUDA
 	p.Headers["stm/log.cuh"] = logHeader
 	p.Headers["stm/store.cu"] = storeCUDA
@@ -805,7 +844,7 @@ func breakdown(cnt []uint64, clockKHz int, direct bool) (Breakdown, ServerStats)
 		InWarp: cnt[cntInWarp], LockMet: cnt[cntLockMet], Rounds: cnt[cntRounds], RoundTime: cycle(cnt[cntCyRound]),
 		Phases: RoundPhases{Ticket: cycle(cnt[cntPhTicket]), Body: cycle(cnt[cntPhBody]), Check: cycle(cnt[cntPhCheck]), Lock: cycle(cnt[cntPhLock]),
 			Validate: cycle(cnt[cntPhValidate]), WriteBack: cycle(cnt[cntPhWriteback]), Publish: cycle(cnt[cntPhPublish]), Chain: cycle(cnt[cntPhChain])},
-		Chained: cnt[cntChained], ChainCommits: cnt[cntChainCommits],
+		Chained: cnt[cntChained], ChainCommits: cnt[cntChainCommits], Migrated: cnt[cntMigrated],
 		Stages: RequestStages{
 			Ring: time.Duration(cnt[cntNsRing]), Load: cycle(cnt[cntCyLoad]),
 			Validate: cycle(cnt[cntCyVal]), FinalCheck: cycle(cnt[cntCyFinal]), Reply: cycle(cnt[cntCyReply]),

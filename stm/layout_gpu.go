@@ -45,6 +45,9 @@ var globalFields = []string{
 	// in-place retries of stale update attempts per warp round
 	// (Options.Refresh; 0 off)
 	"refresh",
+	// migration of held-back tickets (STM_MIGRATE): per client warp an
+	// inbox of inboxWords words (a state word, then 32 slots of 3 words)
+	"inbox",
 	// the history: committed records (hist_cap words, hist_off the
 	// words taken) and aborted attempts (hist_ab_cap words, hist_ab_off
 	// the words asked for, hist_ab_end the end of the records kept), and
@@ -182,6 +185,7 @@ const (
 	cntChained       // lost (or held-back) update attempts chained: run again in their round, locked (Options.Chain)
 	cntChainCommits  // chained attempts that committed
 	cntPhChain       // of a round (lane 0): the chained attempts, from their locks to their write-back
+	cntMigrated      // held-back tickets moved to the inbox of the warp whose lane held their lock (STM_MIGRATE)
 	numCounters
 	// With RunOptions.Latency the counters' buffer holds after them the
 	// commit latencies' histogram (latencyDeviceBuckets words, Latency's
@@ -318,7 +322,7 @@ func layoutDefines() []gpu.Define {
 		"CY_LOAD", "CY_VAL", "CY_FINAL", "CY_REPLY", "CY_BUSY", "NS_RING", "NS_SERVER", "NS_CLIENT", "CLIENT_REPLIES", "DEFERRED", "REFRESHED", "RERUN",
 		"IN_WARP", "LOCK_MET", "ROUNDS", "CY_ROUND",
 		"PH_TICKET", "PH_BODY", "PH_CHECK", "PH_LOCK", "PH_VALIDATE", "PH_WRITEBACK", "PH_PUBLISH",
-		"CHAINED", "CHAIN_COMMITS", "PH_CHAIN"}
+		"CHAINED", "CHAIN_COMMITS", "PH_CHAIN", "MIGRATED"}
 	if len(names) != numCounters {
 		panic("stm: the counters' names do not match their constants")
 	}

@@ -19,6 +19,7 @@ type runMemory struct {
 	histMarks, histAbMarks                    *gpu.Buffer[uint64]
 	head, rsItem, wsItem, txNR, txNW, reply   *gpu.Buffer[uint32]
 	claims, claimed                           *gpu.Buffer[uint32]
+	inbox                                     *gpu.Buffer[uint64]
 	bufs                                      *gpu.Buffers
 }
 
@@ -54,6 +55,11 @@ func (g *gpuEngine) allocate(pl *runPlan, sp *workloadSpec, ro RunOptions) (*run
 	} else {
 		take(m, &m.claimed, 1)
 	}
+	if pl.sh.migrate > 0 {
+		take(m, &m.inbox, pl.clientWarps*inboxWords)
+	} else {
+		take(m, &m.inbox, 1)
+	}
 	take(m, &m.tsnap, th)
 	take(m, &m.txNR, th)
 	take(m, &m.txNW, th)
@@ -82,7 +88,7 @@ func (g *gpuEngine) allocate(pl *runPlan, sp *workloadSpec, ro RunOptions) (*run
 	if err := m.bufs.Err(); err != nil {
 		return nil, errors.Join(fmt.Errorf("allocating the run's device memory: %w", err), m.release())
 	}
-	for _, b := range []interface{ FillBytes(*gpu.Stream, byte) error }{m.reqRing, m.finRing, m.reqTail, m.finTail, m.reply, m.words, m.dctl, m.counters, m.res, m.done, m.claims, m.histMarks, m.histAbMarks} {
+	for _, b := range []interface{ FillBytes(*gpu.Stream, byte) error }{m.reqRing, m.finRing, m.reqTail, m.finTail, m.reply, m.words, m.dctl, m.counters, m.res, m.done, m.claims, m.inbox, m.histMarks, m.histAbMarks} {
 		if err := b.FillBytes(g.sSrv, 0); err != nil {
 			return nil, errors.Join(err, m.release())
 		}
@@ -122,7 +128,7 @@ func (g *gpuEngine) globalWords(pl *runPlan, m *runMemory, sp *workloadSpec, ro 
 		{"throttle", uint64(pl.throttle)},
 		{"contention", uint64(pl.contention)}, {"claims", uint64(m.claims.Ptr())},
 		{"claim_mask", uint64(max(pl.claimWords, 1) - 1)}, {"claimed", uint64(m.claimed.Ptr())},
-		{"refresh", uint64(pl.refresh)},
+		{"refresh", uint64(pl.refresh)}, {"inbox", uint64(m.inbox.Ptr())},
 		{"hist", uint64(m.hist.Ptr())}, {"hist_cap", uint64(pl.histWords)}, {"hist_off", uint64(m.dctl.PtrAt(dctlHistOff))},
 		{"hist_ab", uint64(m.histAb.Ptr())}, {"hist_ab_cap", uint64(pl.abWords)},
 		{"hist_ab_off", uint64(m.dctl.PtrAt(dctlHistAbOff))}, {"hist_ab_end", uint64(m.dctl.PtrAt(dctlHistAbEnd))},

@@ -326,6 +326,34 @@ func TestChainedCommitGPU(t *testing.T) {
 	}
 }
 
+// TestMigratedCommitGPU runs the contended cases with chained attempts
+// and migration after every hold-back (Options.Migrate 1: a ticket held
+// back at another warp's lock moves to that warp's inbox) and checks every
+// run end to end as TestContendedGPU does (a run of a count of
+// transactions ends only when every ticket, migrated or not, committed or
+// gave up), that each migrated ticket had been held back, and that the
+// contended cases migrated some.
+func TestMigratedCommitGPU(t *testing.T) {
+	var migrated uint64
+	for _, x := range directGPUCases(gpuDevice(t)) {
+		x.o.Chain = 3
+		x.o.Migrate = 1
+		t.Run(x.name+", migrating", func(t *testing.T) {
+			res := runContendedGPU(t, x.o, x.c)
+			s := res.Server
+			if s.Migrated > s.Deferred {
+				t.Errorf("%d tickets migrated: more than the %d attempts held back", s.Migrated, s.Deferred)
+			}
+			migrated += s.Migrated
+			t.Logf("%d threads, aborts %s, %d held back, %d migrated, %d chained (%d committed), %d warp rounds of %v",
+				res.Threads, res.AbortString(), s.Deferred, s.Migrated, s.Chained, s.ChainCommits, s.Rounds, meanOf(s.RoundTime, s.Rounds))
+		})
+	}
+	if migrated == 0 {
+		t.Errorf("no ticket migrated in the contended cases")
+	}
+}
+
 // contendedRun is the run runContendedGPU makes of case c on an engine
 // opened with o (its seed aside): gpuTimes × n transactions, every attempt
 // recorded, the commit latencies timed.

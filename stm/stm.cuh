@@ -52,6 +52,9 @@ struct stm_tx {
 	// for (the newest logged write it found, 0: none).
 	u32 held, keep, defers;
 	u64 need;
+	// The holder (tid + 1) of the word the last failed claim met (0: none;
+	// stm_claim): with STM_MIGRATE a held-back ticket moves to its warp.
+	u32 holder;
 	// A chained attempt's commit timestamp (client.cu, stm_chain_begin;
 	// 0: an ordinary attempt): it holds the locks of its write items and
 	// reads the state just before that timestamp (stm_chain_look).

@@ -55,20 +55,21 @@ func stmFits(accounts, versions int, device string) error {
 
 // stmThrottleHelp and stmThrottleWant describe --throttle of stm bank and
 // stm run (stm.Options.Throttle), stmChainHelp their --chain
-// (stm.Options.Chain).
+// (stm.Options.Chain), stmMigrateHelp their --migrate (stm.Options.Migrate).
 const (
 	stmThrottleHelp   = "GPU engine: the abort rate its admission control holds client warps near (0: the engine's default, negative: no admission control)"
 	stmThrottleWant   = "want an abort rate under 1 (0: the engine's default, negative: off)"
 	stmContentionHelp = "GPU engine: how client warps treat conflicts before they ask a commit server: off, check (drop attempts whose items were written after their snapshot), claims (check, and hold back attempts whose written items another holds) or default (the engine's, claims)"
 	stmDirectHelp     = "GPU engine: the same as --commit direct"
 	stmChainHelp      = "GPU engine with direct commits: passes of chained attempts a round, in which an update attempt that lost runs again in its round with its items locked (0: the engine's default, 2 under a Zipf law for mostly-update transactions of at most 4 writes that read no more than they write, else none; negative: none)"
+	stmMigrateHelp    = "GPU engine with chained attempts: hold-backs in a row after which an update transaction held back at a lock another warp's lane holds moves to that warp (0: the engine's default, after 2 for workloads that chain by default and write at least 3 items, else never; negative: never)"
 	stmCommitHelp     = "GPU engine: how client warps commit update transactions: direct (each locks the items it writes and commits without a server: TL2 over CSMV's versions), servers (CSMV's commit servers validate, order and log them) or auto (direct, unless the workload is at least 95% read-only, a transaction may write more than 16 items, or --servers, --log-size or --contention is set)"
 )
 
 // runSTM is "warpkv stm bank": the Bank workload on the CSMV engine.
 func runSTM(e *env, args []string) error {
 	const synopsis = "warpkv stm bank [--device auto|cpu|gpu|gpu:N] [--accounts N] [--initial V] [--transactions N | --duration D] " +
-		"[--read-only PCT] [--read-size N] [--rounds K] [--servers N] [--log-size N] [--versions K] [--throttle R] [--chain N] [--contention MODE] [--commit PATH] " +
+		"[--read-only PCT] [--read-size N] [--rounds K] [--servers N] [--log-size N] [--versions K] [--throttle R] [--chain N] [--migrate N] [--contention MODE] [--commit PATH] " +
 		"[--seed S] [--history FILE] [--latency] [--quiet]"
 	if len(args) > 0 && args[0] == "run" {
 		return runSTMBody(e, args[1:])
@@ -95,6 +96,7 @@ func runSTM(e *env, args []string) error {
 	versions := fs.Int("versions", 0, "versions each account keeps (0: the engine's default)")
 	throttle := fs.Float64("throttle", 0, stmThrottleHelp)
 	chain := fs.Int("chain", 0, stmChainHelp)
+	migrate := fs.Int("migrate", 0, stmMigrateHelp)
 	contention := fs.String("contention", "default", stmContentionHelp)
 	commit := fs.String("commit", "auto", stmCommitHelp)
 	direct := fs.Bool("direct", false, stmDirectHelp)
@@ -190,7 +192,7 @@ func runSTM(e *env, args []string) error {
 	if err := checkOutput("stm bank", "--history", *history); err != nil {
 		return err
 	}
-	eng, err := stm.Open(stm.Options{Device: *device, Throttle: *throttle, Chain: *chain, Contention: cont, Commit: path, Config: stm.Config{Servers: *servers, LogSize: *logSize, Versions: *versions}})
+	eng, err := stm.Open(stm.Options{Device: *device, Throttle: *throttle, Chain: *chain, Migrate: *migrate, Contention: cont, Commit: path, Config: stm.Config{Servers: *servers, LogSize: *logSize, Versions: *versions}})
 	if err != nil {
 		return err
 	}

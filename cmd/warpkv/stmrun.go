@@ -21,7 +21,7 @@ const (
 )
 
 const stmRunSynopsis = "warpkv stm run --body FILE.cu [--device gpu|gpu:N] [--items N] [--threads N] [--duration D | --transactions N] " +
-	"[--read-only PCT] [--init V] [--param V]... [--max-reads N] [--max-writes N] [--servers N] [--throttle R] [--chain N] [--contention MODE] [--commit PATH] [--seed S] [--check=false] [--history FILE] [--latency] [--quiet]"
+	"[--read-only PCT] [--init V] [--param V]... [--max-reads N] [--max-writes N] [--servers N] [--throttle R] [--chain N] [--migrate N] [--contention MODE] [--commit PATH] [--seed S] [--check=false] [--history FILE] [--latency] [--quiet]"
 
 // paramList is a repeatable --param: the body's parameters 1, 2, ...
 type paramList []uint64
@@ -41,7 +41,7 @@ func (p *paramList) Set(s string) error {
 type stmRunFlags struct {
 	body, device, history   string
 	items, threads, servers int
-	chain                   int
+	chain, migrate          int
 	maxReads, maxWrites     int
 	duration                time.Duration
 	transactions            int64
@@ -87,7 +87,7 @@ func runSTMBody(e *env, args []string) error {
 	if err := w.Compile(); err != nil {
 		return fmt.Errorf("stm run: %w", err)
 	}
-	eng, err := stm.Open(stm.Options{Device: f.device, ClientThreads: f.threads, Throttle: f.throttle, Chain: f.chain, Contention: f.contention, Commit: f.commit, Config: stm.Config{Servers: f.servers}})
+	eng, err := stm.Open(stm.Options{Device: f.device, ClientThreads: f.threads, Throttle: f.throttle, Chain: f.chain, Migrate: f.migrate, Contention: f.contention, Commit: f.commit, Config: stm.Config{Servers: f.servers}})
 	if err != nil {
 		return err
 	}
@@ -138,6 +138,7 @@ func parseSTMRun(e *env, args []string) (*stmRunFlags, error) {
 	fs.IntVar(&f.servers, "servers", 0, "commit servers, items partitioned over them (0: the engine's default: one per 8 SMs of the GPU, at most one per LogSize/8 items; use 1 when transactions reach across the store)")
 	fs.Float64Var(&f.throttle, "throttle", 0, stmThrottleHelp)
 	fs.IntVar(&f.chain, "chain", 0, stmChainHelp)
+	fs.IntVar(&f.migrate, "migrate", 0, stmMigrateHelp)
 	contention := fs.String("contention", "default", stmContentionHelp)
 	commit := fs.String("commit", "auto", stmCommitHelp)
 	direct := fs.Bool("direct", false, stmDirectHelp)

@@ -78,6 +78,7 @@ func main() {
 	contention := flag.String("contention", "default", "GPU engine: what client warps do about conflicts before they ask a server: default, off, check or claims (stm.Options.Contention)")
 	stripe := flag.Int("stripe", 0, "GPU engine: items of each stripe dealt to the servers in turn (stm.Options.Stripe; 0: contiguous partitions)")
 	chain := flag.Int("chain", 0, "GPU engine with direct commits: passes of chained attempts a round, lost update attempts run again in their round (stm.Options.Chain; 0: chosen, stm.DefaultChain passes under a Zipf law for small write sets, mostly updates; negative: off)")
+	migrate := flag.Int("migrate", 0, "GPU engine with chained attempts: hold-backs in a row after which a ticket moves to the warp whose lane held its lock (stm.Options.Migrate; 0: chosen, stm.DefaultMigrate for workloads that chain by default and write at least stm.MigrateAutoWrites items, else never; negative: never)")
 	refresh := flag.Int("refresh", 0, "GPU engine: in-place retries of a stale update attempt per warp round (stm.Options.Refresh; 0: chosen, stm.DefaultRefresh under a Zipf law without chained attempts, else off; negative: off)")
 	commit := flag.String("commit", "auto", "GPU engine: how client warps commit update transactions: auto, servers or direct (stm.Options.Commit)")
 	serverCommit := flag.String("server-commit", "off", "GPU engine: the servers' share of single-partition commits: off (the clients write back), writeback (the servers write back after the final check) or retry (writeback, and the servers run conflicting update attempts again before their turn) (stm.Options.ServerCommit)")
@@ -112,7 +113,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, contention: mode, stripe: *stripe, refresh: *refresh, chain: *chain, serverCommit: scMode, commit: path, threads: *threads, versions: *versions, latency: *latency, peers: *peers, only: *only, goroutines: counts, cases: cases}
+	cfg := config{size: *size, reps: *reps, d: *duration, gpuD: *gpuDuration, device: *device, throttle: *throttle, contention: mode, stripe: *stripe, refresh: *refresh, chain: *chain, migrate: *migrate, serverCommit: scMode, commit: path, threads: *threads, versions: *versions, latency: *latency, peers: *peers, only: *only, goroutines: counts, cases: cases}
 	var progress io.Writer
 	if !*quiet {
 		progress = os.Stderr
@@ -139,6 +140,7 @@ type config struct {
 	stripe       int              // the GPU engine's Options.Stripe
 	refresh      int              // the GPU engine's Options.Refresh
 	chain        int              // the GPU engine's Options.Chain
+	migrate      int              // the GPU engine's Options.Migrate
 	serverCommit stm.ServerCommit // the GPU engine's Options.ServerCommit
 	commit       stm.CommitPath   // the GPU engine's Options.Commit
 	threads      int              // the GPU engine's client threads (0: the case's; -1: as many as fit)
@@ -268,7 +270,7 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 		dev = ch.Device
 		defer dev.Close()
 		rep.Engines = append(rep.Engines, "gpu: "+ch.Reason, fmt.Sprintf("gpu: admission control (throttle) %s", throttleText(c.throttle)),
-			fmt.Sprintf("gpu: contention management %s", contentionText(c.contention)), "gpu: items dealt to the servers "+stripeText(c.stripe), "gpu: stale update attempts run again at once "+refreshText(c.refresh), "gpu: chained attempts "+chainText(c.chain),
+			fmt.Sprintf("gpu: contention management %s", contentionText(c.contention)), "gpu: items dealt to the servers "+stripeText(c.stripe), "gpu: stale update attempts run again at once "+refreshText(c.refresh), "gpu: chained attempts "+chainText(c.chain), "gpu: held-back tickets migrate "+migrateText(c.migrate),
 			"gpu: the servers' share of single-partition commits: "+c.serverCommit.String(),
 			"gpu: commit path "+c.commit.String()+" (direct: client warps lock the items they write and commit without the servers; auto: direct below 95% read-only and up to 16 writes a transaction; each row's note says which ran)")
 	} else {
@@ -359,7 +361,7 @@ func run(c config, progress io.Writer) (*bench.Report, error) {
 					name string
 					opt  stm.Options
 					d    time.Duration
-				}{"csmv gpu", stm.Options{GPU: dev, Throttle: c.throttle, Contention: c.contention, Stripe: c.stripe, Refresh: c.refresh, Chain: c.chain, ServerCommit: c.serverCommit, Commit: c.commit}, c.gpuD})
+				}{"csmv gpu", stm.Options{GPU: dev, Throttle: c.throttle, Contention: c.contention, Stripe: c.stripe, Refresh: c.refresh, Chain: c.chain, Migrate: c.migrate, ServerCommit: c.serverCommit, Commit: c.commit}, c.gpuD})
 			}
 			for _, en := range engines {
 				o := cs.Options(en.opt)
@@ -484,6 +486,17 @@ func chainText(n int) string {
 		return "off"
 	}
 	return fmt.Sprintf("by default (%d passes a round with direct commits under a Zipf law, for update transactions of at most %d writes and a read-only share below %g, else none)", stm.DefaultChain, stm.ChainAutoWrites, stm.ChainAutoReadOnly)
+}
+
+// migrateText describes --migrate (stm.Options.Migrate).
+func migrateText(n int) string {
+	switch {
+	case n > 0:
+		return fmt.Sprintf("after %d hold-backs in a row (with chained attempts)", n)
+	case n < 0:
+		return "never"
+	}
+	return fmt.Sprintf("by default (after %d hold-backs in a row with chained attempts, for update transactions of at least %d writes, else never)", stm.DefaultMigrate, stm.MigrateAutoWrites)
 }
 
 // refreshText describes --refresh (stm.Options.Refresh).
