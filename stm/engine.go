@@ -400,6 +400,9 @@ func (s ServerStats) String() string {
 	if s.Chained > 0 {
 		str += fmt.Sprintf("; %d lost or held-back update attempts chained, %d of them committed", s.Chained, s.ChainCommits)
 	}
+	if s.Migrated > 0 {
+		str += fmt.Sprintf("; %d held-back tickets migrated to the warp holding their lock", s.Migrated)
+	}
 	if s.Rounds > 0 {
 		str += fmt.Sprintf("; %d client warp rounds of %v", s.Rounds, meanOf(s.RoundTime, s.Rounds))
 	}

@@ -786,8 +786,8 @@ func (g *gpuEngine) collect(pl *runPlan, m *runMemory, k *kernels, ro RunOptions
 // aborts by cause and requests served, so that a run that passed its
 // deadline tells a stalled commit path (no requests) from one that
 // aborts all it serves; with direct commits the attempts held back by
-// locks, those aborted on a held lock, the chained attempts and the
-// client warps' rounds (a commit path that stopped making rounds, or that
+// locks, those aborted on a held lock, the chained attempts, the migrated
+// tickets and the client warps' rounds (a commit path that stopped making rounds, or that
 // keeps meeting a lock). Cost: formatting only.
 func progress(cnt []uint64, ro RunOptions) string {
 	var b strings.Builder
@@ -817,6 +817,9 @@ func progress(cnt []uint64, ro RunOptions) string {
 	}
 	if n := cnt[cntChained]; n > 0 {
 		fmt.Fprintf(&b, ", %d lost or held-back attempts chained (%d committed)", n, cnt[cntChainCommits])
+	}
+	if n := cnt[cntMigrated]; n > 0 {
+		fmt.Fprintf(&b, ", %d held-back tickets migrated", n)
 	}
 	if n := cnt[cntRounds]; n > 0 {
 		fmt.Fprintf(&b, ", %d client warp rounds", n)
