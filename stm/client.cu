@@ -802,9 +802,11 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		}
 #if STM_MIGRATE
 		// A ticket held back STM_MIGRATE times in a row at a lock another
-		// warp's lane holds moves to that warp (stm_inbox_push); this lane
-		// takes a fresh one next round.
-		if (have && tx.state == STM_ST_DEFER && !tx.held && defers >= STM_MIGRATE && tx.holder && (tx.holder - 1) >> 5 != wid &&
+		// warp's lane holds moves to that warp (stm_inbox_push), and so
+		// does one whose attempt lost and whose chained claim then met
+		// another warp's lock (tx.holder); this lane takes a fresh one next
+		// round.
+		if (have && (tx.state == STM_ST_DEFER ? defers >= STM_MIGRATE : aborted) && !tx.held && tx.holder && (tx.holder - 1) >> 5 != wid &&
 		    stm_inbox_push(g, (tx.holder - 1) >> 5, ticket, began, thread)) {
 			have = false;
 			defers = 0;

@@ -127,7 +127,8 @@ type Options struct {
 	// chained attempts (Chain): a transaction held back at its locks
 	// Migrate times in a row, at a lock another warp's lane holds, moves
 	// to an inbox of that warp (32 slots a warp), its lane taking a fresh
-	// ticket; a warp takes the tickets of its inbox before new ones. As in
+	// ticket, and so does one whose attempt lost and whose chained attempt
+	// then met such a lock; a warp takes the tickets of its inbox before new ones. As in
 	// CAR-STM (Dolev, Hendler and Suissa, 2008), the transactions that want
 	// the same hot items gather in one warp, where the in-warp check orders
 	// them and chained attempts commit them in turn with the words handed

@@ -8,7 +8,8 @@
 // such ticket keeps its lane round after round. As in CAR-STM (Dolev,
 // Hendler and Suissa, 2008), a ticket held back STM_MIGRATE times in a row
 // moves to the warp whose lane held the lock (stm_client, at its round's
-// end): its lane takes a fresh ticket, and the tickets that want the same
+// end), and so does one whose attempt lost and whose chained claim then
+// met another warp's lock: its lane takes a fresh ticket, and the tickets that want the same
 // items gather in one warp, where the in-warp check orders them and
 // chained attempts commit them in turn with the words handed over
 // (stm_unlock_handoff), not against other warps' locks.
