@@ -62,7 +62,7 @@ const (
 	stmContentionHelp = "GPU engine: how client warps treat conflicts before they ask a commit server: off, check (drop attempts whose items were written after their snapshot), claims (check, and hold back attempts whose written items another holds) or default (the engine's, claims)"
 	stmDirectHelp     = "GPU engine: the same as --commit direct"
 	stmChainHelp      = "GPU engine with direct commits: passes of chained attempts a round, in which an update attempt that lost runs again in its round with its items locked (0: the engine's default, 2 under a Zipf law for mostly-update transactions of at most 4 writes that read no more than they write, else none; negative: none)"
-	stmMigrateHelp    = "GPU engine with chained attempts: hold-backs in a row after which an update transaction held back at a lock another warp's lane holds moves to that warp (0: the engine's default, after 2 for workloads that chain by default and write at least 3 items, else never; negative: never)"
+	stmMigrateHelp    = "GPU engine with chained attempts: hold-backs in a row after which an update transaction held back at a lock another warp's lane holds moves to that warp, as does one whose lost attempt's chained claim met such a lock (0: the engine's default, after 2 for workloads that chain by default and write at least 3 items, else never; negative: never)"
 	stmCommitHelp     = "GPU engine: how client warps commit update transactions: direct (each locks the items it writes and commits without a server: TL2 over CSMV's versions), servers (CSMV's commit servers validate, order and log them) or auto (direct, unless the workload is at least 95% read-only, a transaction may write more than 16 items, or --servers, --log-size or --contention is set)"
 )
 
