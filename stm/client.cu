@@ -807,9 +807,9 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		// another warp's lock (tx.holder); this lane takes a fresh one next
 		// round.
 		if (have && (tx.state == STM_ST_DEFER ? defers >= STM_MIGRATE : aborted) && !tx.held && tx.holder && (tx.holder - 1) >> 5 != wid &&
-		    stm_inbox_push(g, (tx.holder - 1) >> 5, ticket, began, thread)) {
+		    (tx.holder - 1) >> 5 < g->client_warps && stm_inbox_push(g, (tx.holder - 1) >> 5, ticket, began, thread)) {
 			have = false;
-			defers = 0;
+			defers = bounces = 0;
 			cnt[CNT_MIGRATED]++;
 		}
 #endif

@@ -340,6 +340,7 @@ __device__ bool stm_claim(const stm_globals* g, stm_tx* tx) {
 	}
 	for (u32 w = 0; w < tx->nw; w++) mine[w] = wi[w] & mask;
 	tx->held = tx->nw;
+	tx->holder = 0; // an earlier failed claim's holder no longer applies
 	return true;
 }
 

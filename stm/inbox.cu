@@ -20,7 +20,8 @@
 // Invariants: a slot's bit is set from its pusher's compare-and-swap to its
 // taker's AND, and only the warp clears bits, only pushers set them; its
 // ticket word is nonzero from the pusher's release store to the taker's
-// zeroing, which a fence orders before the bit's clearing; a closed inbox
+// zeroing, which the taker's fence, a warp barrier and lane 0's fence order
+// before the bit's clearing; a closed inbox
 // takes no push, and a warp closes only an empty one, so no ticket moved
 // to a warp is lost unless the run was told to stop.
 
@@ -79,7 +80,17 @@ __device__ __forceinline__ bool stm_inbox_pull(const stm_globals* g, u32 wid, bo
 		}
 	}
 	const u32 took = __reduce_or_sync(FULL_MASK, t1 ? 1u << b : 0u);
-	if (lane == 0 && took) atomicAnd((unsigned long long*)box, ~(unsigned long long)took);
+	if (took) {
+		// Each taker's zeroing and fence, a warp barrier, then lane 0's
+		// fence and the AND that frees the slots (the order
+		// stm_take_timestamps uses): a pusher that finds a slot free
+		// writes it after its zeroing.
+		__syncwarp();
+		if (lane == 0) {
+			__threadfence();
+			atomicAnd((unsigned long long*)box, ~(unsigned long long)took);
+		}
+	}
 	return t1 != 0;
 }
 

@@ -36,7 +36,7 @@ struct stm_tx {
 	u64 rng;     // generator state, reseeded from the ticket on every attempt
 	u64 pmask;   // partitions (servers) the update transaction touched
 	u32 tid;     // client thread index
-	u32 thread;  // = tid; threads = number of client threads
+	u32 thread;  // = tid, or a migrated ticket's first lane's (STM_MIGRATE: two tickets in flight may share it); threads = number of client threads
 	u32 threads;
 	u32 nr, nw;  // reads recorded, writes buffered
 	u32 ro;      // read-only
@@ -52,8 +52,9 @@ struct stm_tx {
 	// for (the newest logged write it found, 0: none).
 	u32 held, keep, defers;
 	u64 need;
-	// The holder (tid + 1) of the word the last failed claim met (0: none;
-	// stm_claim): with STM_MIGRATE a held-back ticket moves to its warp.
+	// The holder (tid + 1) of the word this attempt's last claim failed on
+	// (0: none, or that claim succeeded; stm_claim): with STM_MIGRATE the
+	// ticket moves to its warp.
 	u32 holder;
 	// A chained attempt's commit timestamp (client.cu, stm_chain_begin;
 	// 0: an ordinary attempt): it holds the locks of its write items and
