@@ -262,7 +262,7 @@ func (r STMRun) conflictSites() string {
 		out += fmt.Sprintf("; %d lost or held-back attempts chained, %d of them committed", s.Chained, s.ChainCommits)
 	}
 	if s.Migrated > 0 {
-		out += fmt.Sprintf("; %d held-back tickets migrated", s.Migrated)
+		out += fmt.Sprintf("; %d tickets migrated to the warp holding their lock", s.Migrated)
 	}
 	if s.Rounds > 0 {
 		out += fmt.Sprintf("; %d client warp rounds of %v", s.Rounds, (s.RoundTime / time.Duration(s.Rounds)).Round(10*time.Nanosecond))

@@ -506,8 +506,8 @@ __device__ __forceinline__ u32 stm_lat_bucket(u64 ns) {
 
 // stm_lat_record counts the commit latencies of a warp's round in the
 // block's shared histogram lat: lane i, when committed, the time from its
-// ticket's first attempt (began, the global timer when the warp took the
-// ticket) to now (the global timer after the round's publication, one
+// ticket's first attempt (began, the global timer when a warp first took
+// the ticket, kept when it migrates) to now (the global timer after the round's publication, one
 // read by lane 0). Lanes of one bucket are counted together
 // (__match_any_sync: one shared-memory atomic add per distinct bucket of
 // the round, no global atomic), and each committed lane adds its latency
@@ -540,8 +540,10 @@ __device__ __forceinline__ void stm_lat_record(u32* lat, bool committed, u64 beg
 // which each thread adds its own) once, after every warp of the block has
 // left the loop (a block barrier, which every warp reaches: the loop's
 // exits are warp-uniform). Invariant: a lane holds a ticket until its
-// transaction commits or is given up; the warp leaves the loop only when no
-// lane holds one and no more tickets are to be had (or the run failed).
+// transaction commits or is given up, or (STM_MIGRATE) moves it to
+// another warp's inbox; the warp leaves the loop only when no lane holds
+// one, no more tickets are to be had and its inbox is closed empty (or the
+// run failed or was stopped).
 // Tickets stop at n_tx, so a run commits at most n_tx transactions.
 extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const stm_globals* __restrict__ gp) {
 	__shared__ stm_globals sg;

@@ -98,7 +98,8 @@
 // commits a second at 0% read-only of 64K accounts under Zipf 0.99).
 // Options.Migrate (on by default where attempts chain by default, for
 // write sets of 3 items or more) moves a transaction held back at a lock
-// another warp's lane holds to that warp, where the in-warp check and the
+// another warp's lane holds, or lost with a chained claim that met one, to
+// that warp, where the in-warp check and the
 // chained attempts order the transactions on the same hot items
 // (ServerStats.Migrated; on an H200 1.12x the commits a second of 2-round
 // transfers at 0% read-only under Zipf 0.99).

@@ -127,8 +127,9 @@ type Options struct {
 	// chained attempts (Chain): a transaction held back at its locks
 	// Migrate times in a row, at a lock another warp's lane holds, moves
 	// to an inbox of that warp (32 slots a warp), its lane taking a fresh
-	// ticket, and so does one whose attempt lost and whose chained attempt
-	// then met such a lock; a warp takes the tickets of its inbox before new ones. As in
+	// ticket, and so does, at once, one whose attempt lost and whose
+	// chained claim then met such a lock; a warp takes the tickets of its
+	// inbox before new ones. As in
 	// CAR-STM (Dolev, Hendler and Suissa, 2008), the transactions that want
 	// the same hot items gather in one warp, where the in-warp check orders
 	// them and chained attempts commit them in turn with the words handed
@@ -141,7 +142,10 @@ type Options struct {
 	// round a load of the warp's inbox (and per ticket taken from it three
 	// loads and a store, and an atomic AND for the warp); tickets in flight
 	// up to twice the client threads, so commit latencies include the time
-	// a ticket waited in an inbox.
+	// a ticket waited in an inbox (a warp parked by admission control takes
+	// its inbox's tickets only once admitted again), and a migrated ticket
+	// keeps its first lane's stm_tx.thread, which another ticket in flight
+	// may then share.
 	Migrate int
 	// ServerCommit is the GPU engine servers' share of single-partition
 	// commits (ServerCommitOff, the zero value, is the default: the
@@ -323,8 +327,9 @@ type ServerStats struct {
 	// back at their locks in a round of long bodies, among Deferred;
 	// ChainCommits those chained attempts that committed.
 	Chained, ChainCommits uint64
-	// Migrated counts held-back tickets moved to the inbox of the warp
-	// whose lane held their lock (EXPERIMENT, STM_MIGRATE).
+	// Migrated counts the tickets moved to the inbox of the warp whose lane
+	// held their lock (Options.Migrate): held back, or lost with a chained
+	// claim that met that lock.
 	Migrated uint64
 	// Rounds counts the client warps' rounds (each a warp's bodies and
 	// its commit), and RoundTime their time summed over the warps: a
@@ -402,7 +407,7 @@ func (s ServerStats) String() string {
 		str += fmt.Sprintf("; %d lost or held-back update attempts chained, %d of them committed", s.Chained, s.ChainCommits)
 	}
 	if s.Migrated > 0 {
-		str += fmt.Sprintf("; %d held-back tickets migrated to the warp holding their lock", s.Migrated)
+		str += fmt.Sprintf("; %d tickets migrated to the warp holding their lock", s.Migrated)
 	}
 	if s.Rounds > 0 {
 		str += fmt.Sprintf("; %d client warp rounds of %v", s.Rounds, meanOf(s.RoundTime, s.Rounds))

@@ -157,7 +157,8 @@ type shape struct {
 	// chainFor; direct commits only; 0 none)
 	chain int
 	// migrate: with chained attempts, a ticket held back at its locks this
-	// many times in a row moves to the inbox of the warp whose lane held
+	// many times in a row (a lost one whose chained claim met another
+	// warp's lock at once) moves to the inbox of the warp whose lane held
 	// the lock (Options.Migrate, migrateFor; 0 never)
 	migrate int
 }
@@ -819,7 +820,7 @@ func progress(cnt []uint64, ro RunOptions) string {
 		fmt.Fprintf(&b, ", %d lost or held-back attempts chained (%d committed)", n, cnt[cntChainCommits])
 	}
 	if n := cnt[cntMigrated]; n > 0 {
-		fmt.Fprintf(&b, ", %d held-back tickets migrated", n)
+		fmt.Fprintf(&b, ", %d tickets migrated", n)
 	}
 	if n := cnt[cntRounds]; n > 0 {
 		fmt.Fprintf(&b, ", %d client warp rounds", n)

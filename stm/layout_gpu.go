@@ -185,7 +185,7 @@ const (
 	cntChained       // lost (or held-back) update attempts chained: run again in their round, locked (Options.Chain)
 	cntChainCommits  // chained attempts that committed
 	cntPhChain       // of a round (lane 0): the chained attempts, from their locks to their write-back
-	cntMigrated      // held-back tickets moved to the inbox of the warp whose lane held their lock (STM_MIGRATE)
+	cntMigrated      // tickets moved to the inbox of the warp whose lane held their lock, held back or lost (STM_MIGRATE)
 	numCounters
 	// With RunOptions.Latency the counters' buffer holds after them the
 	// commit latencies' histogram (latencyDeviceBuckets words, Latency's
