@@ -144,30 +144,9 @@ func runSTM(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	size := 0
-	if rs := strings.TrimSpace(*readSize); rs != "all" {
-		n, err := strconv.Atoi(rs)
-		switch {
-		case err != nil:
-			return usagef("--read-size %q: want a number of accounts or all", *readSize)
-		case n < 1:
-			return usagef("--read-size %d: want at least 1 account, or all", n)
-		case n > *accounts:
-			return usagef("--read-size %d is larger than the store of %d accounts (--accounts)", n, *accounts)
-		}
-		if n < *accounts {
-			size = n
-		}
-	}
-	// A transfer moves between two accounts of one block (stm.Bank): name
-	// the flags when a block is smaller, unless every transaction is
-	// read-only (--read-only 100, or a share that rounds to 100% in parts
-	// per million, as the workload draws it).
-	if block := cmp.Or(size, *accounts); block < 2 && uint64(*readOnly/100*1e6+0.5) < 1e6 {
-		if size == 0 {
-			return usagef("--accounts %d: transfers need at least 2 accounts (or --read-only 100)", *accounts)
-		}
-		return usagef("--read-size %d: transfers stay inside a block and need blocks of at least 2 accounts (or --read-only 100)", size)
+	size, err := stmBankBlock(*readSize, *accounts, *readOnly)
+	if err != nil {
+		return err
 	}
 	if err := checkDevice("--device", *device); err != nil {
 		return err
@@ -217,6 +196,39 @@ func runSTM(e *env, args []string) error {
 		fmt.Fprintf(e.stderr, "stm bank: the run ended after %d commits, before --duration %v: the GPU's history buffer holds no more\n", res.Total(), *duration)
 	}
 	return reportBank(e, res, runErr, *history, *accounts, *initial, *latency)
+}
+
+// stmBankBlock parses stm bank's --read-size (N accounts or all) for a
+// store of accounts and a read-only percentage: the block's size, 0 for
+// the whole store, or a usage error naming the flag; transfers need blocks
+// of at least 2 accounts unless every transaction is read-only.
+func stmBankBlock(readSize string, accounts int, readOnly float64) (int, error) {
+	size := 0
+	if rs := strings.TrimSpace(readSize); rs != "all" {
+		n, err := strconv.Atoi(rs)
+		switch {
+		case err != nil:
+			return 0, usagef("--read-size %q: want a number of accounts or all", readSize)
+		case n < 1:
+			return 0, usagef("--read-size %d: want at least 1 account, or all", n)
+		case n > accounts:
+			return 0, usagef("--read-size %d is larger than the store of %d accounts (--accounts)", n, accounts)
+		}
+		if n < accounts {
+			size = n
+		}
+	}
+	// A transfer moves between two accounts of one block (stm.Bank): name
+	// the flags when a block is smaller, unless every transaction is
+	// read-only (--read-only 100, or a share that rounds to 100% in parts
+	// per million, as the workload draws it).
+	if block := cmp.Or(size, accounts); block < 2 && uint64(readOnly/100*1e6+0.5) < 1e6 {
+		if size == 0 {
+			return 0, usagef("--accounts %d: transfers need at least 2 accounts (or --read-only 100)", accounts)
+		}
+		return 0, usagef("--read-size %d: transfers stay inside a block and need blocks of at least 2 accounts (or --read-only 100)", size)
+	}
+	return size, nil
 }
 
 // stmCommitPath parses --commit, with --direct (the flag of 2026-11-30's
