@@ -169,17 +169,27 @@ type shape struct {
 const inboxWords = 128
 
 // migrateFor returns the hold-backs in a row after which a ticket
-// migrates (Options.Migrate) for Options o and a workload: none without
-// chained attempts (chainFor); Migrate when positive; for 0,
-// DefaultMigrate for a workload that migrateAuto takes, else none.
-func migrateFor(o Options, sp *workloadSpec) int {
+// migrates (Options.Migrate) for Options o, a workload and its chained
+// passes (chainFor): none without chained attempts; Migrate when
+// positive; for 0, DefaultMigrate for a workload that migrateAuto takes,
+// else none.
+func migrateFor(o Options, sp *workloadSpec, chain int) int {
+	return optionCount(o.Migrate, chain > 0, func() bool { return migrateAuto(sp) }, DefaultMigrate)
+}
+
+// optionCount resolves an option counted in passes or times whose zero
+// chooses and whose negative is off (Options.Chain, Options.Migrate): 0
+// when it does not apply or is negative, the value when positive, def
+// when auto says the workload takes it by default, else 0. auto is called
+// only for a zero value.
+func optionCount(v int, applies bool, auto func() bool, def int) int {
 	switch {
-	case chainFor(o, sp) == 0 || o.Migrate < 0:
+	case !applies || v < 0:
 		return 0
-	case o.Migrate > 0:
-		return o.Migrate
-	case migrateAuto(sp):
-		return DefaultMigrate
+	case v > 0:
+		return v
+	case auto():
+		return def
 	}
 	return 0
 }
@@ -235,7 +245,7 @@ func gpuShape(sp *workloadSpec, cfg Config, o Options, hist int) shape {
 	sh.retry = o.ServerCommit == ServerCommitRetry
 	sh.direct = o.direct(sp)
 	sh.chain = chainFor(o, sp)
-	sh.migrate = migrateFor(o, sp)
+	sh.migrate = migrateFor(o, sp, sh.chain)
 	return sh
 }
 
@@ -258,15 +268,7 @@ func refreshFor(o Options, sp *workloadSpec) int {
 // positive; for 0, DefaultChain for a workload that chainAuto takes,
 // else none.
 func chainFor(o Options, sp *workloadSpec) int {
-	switch {
-	case !o.direct(sp) || o.Chain < 0:
-		return 0
-	case o.Chain > 0:
-		return o.Chain
-	case chainAuto(sp):
-		return DefaultChain
-	}
-	return 0
+	return optionCount(o.Chain, o.direct(sp), func() bool { return chainAuto(sp) }, DefaultChain)
 }
 
 // chainAuto reports whether a workload chains its lost update attempts
