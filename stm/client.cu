@@ -293,6 +293,7 @@ __device__ __forceinline__ void stm_tx_start(stm_tx* tx, const stm_globals* g, u
 	tx->defers = defers;
 	tx->need = 0;
 	tx->holder = 0;
+	tx->cwn = 0;
 #if STM_RETRY
 	tx->lost = 0;
 #endif
@@ -330,14 +331,13 @@ __device__ __forceinline__ void stm_tx_start(stm_tx* tx, const stm_globals* g, u
 // items) into a chained one when it locks that attempt's write items: the
 // lost attempt is counted (a held-back one as held back) and recorded (as
 // the round's end would), the lane's
-// lock words go to cw (*cwn of them), the warp takes the chained lanes'
+// lock words go to tx->cw (tx->cwn of them), the warp takes the chained lanes'
 // timestamps (one atomic add: *cts, 0 for a lane not chained) and each
 // chained lane starts a new attempt with tx->chain = *cts. A lane that
 // did not get its locks released the ones it took (stm_claim) and keeps
 // its lost attempt for the round's end. Returns (warp-uniform) whether
 // any lane chained. All lanes call it.
-__device__ bool stm_chain_begin(const stm_globals* g, stm_tx* tx, bool have, bool held_back, u32 lane, u64* cnt, u32* cw, u32* cwn,
-				u64* cts) {
+__device__ bool stm_chain_begin(const stm_globals* g, stm_tx* tx, bool have, bool held_back, u32 lane, u64* cnt, u64* cts) {
 	const bool deferred = held_back && have && tx->state == STM_ST_DEFER;
 	const bool lost = have && (stm_chain_lost(tx) || (deferred && stm_chain_fits(tx)));
 	*cts = 0;
@@ -351,8 +351,8 @@ __device__ bool stm_chain_begin(const stm_globals* g, stm_tx* tx, bool have, boo
 		else
 			stm_count_abort(g, tx, cnt);
 		cnt[CNT_CHAINED]++;
-		stm_lock_words(g, tx, cw);
-		*cwn = tx->nw;
+		stm_lock_words(g, tx, tx->cw);
+		tx->cwn = tx->nw;
 	}
 	const u64 base = stm_take_timestamps(g, lanes, lane); // before every chained lane's reads
 	if (mine) {
@@ -364,7 +364,7 @@ __device__ bool stm_chain_begin(const stm_globals* g, stm_tx* tx, bool have, boo
 }
 
 // stm_chain_end commits this lane's chained attempt (cts its timestamp,
-// cw the cwn lock words it holds; cts 0: none) after its body ran: one
+// tx->cw the tx->cwn lock words it holds; cts 0: none) after its body ran: one
 // that is still live and wrote only items whose words it holds raises
 // their wts and writes its versions back at cts (stm_install); then every
 // chained lane releases its locks and marks cts done (a failed one's is a
@@ -372,7 +372,7 @@ __device__ bool stm_chain_begin(const stm_globals* g, stm_tx* tx, bool have, boo
 // cts when its chained attempt committed an update, 0 when it did not
 // (or turned read-only), ts (its round's) for a lane not chained. All
 // lanes call it.
-__device__ u64 stm_chain_end(const stm_globals* g, stm_tx* tx, u64 cts, const u32* cw, u32 cwn, u64 ts, u64* pub, u64* cnt) {
+__device__ u64 stm_chain_end(const stm_globals* g, stm_tx* tx, u64 cts, u64 ts, u64* pub, u64* cnt) {
 	bool upd = cts && tx->state == STM_ST_OK && !tx->ro && tx->nw > 0;
 	if (upd) {
 		const stm_set_row wi = stm_ws_items(g, tx->tid);
@@ -380,7 +380,7 @@ __device__ u64 stm_chain_end(const stm_globals* g, stm_tx* tx, u64 cts, const u3
 			const u32 w = wi[j] & (u32)g->claim_mask;
 			bool in = false;
 #pragma unroll
-			for (u32 q = 0; q < STM_CLAIM_BATCH; q++) in |= q < cwn && cw[q] == w;
+			for (u32 q = 0; q < STM_CLAIM_BATCH; q++) in |= q < tx->cwn && tx->cw[q] == w;
 			if (!in) { // written where it holds no lock: not at cts
 				stm_fail(tx, STM_ST_ABORT + STM_WRITE_WRITE, 0);
 				upd = false;
@@ -392,7 +392,7 @@ __device__ u64 stm_chain_end(const stm_globals* g, stm_tx* tx, u64 cts, const u3
 	}
 	stm_install_all(g, tx, upd ? cts : 0); // its last fence: the versions and wts before the locks' release
 	if (cts) {
-		stm_release_words(g, cw, cwn);
+		stm_release_words(g, tx->cw, tx->cwn);
 		tx->held = 0;
 	}
 	*pub = max(*pub, stm_mark_done(g, cts));
@@ -683,7 +683,6 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		u32 stale = 0;
 #endif
 #if STM_CHAIN
-		u32 cw[STM_CLAIM_BATCH], cwn = 0; // a chained lane's lock words
 		u64 cts = 0;                      // its timestamp
 		u32 chains = 0;                   // this lane's chained attempts this round
 		bool held_back = false;           // (warp-uniform) whether lanes held back at their locks chain too
@@ -704,7 +703,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 #endif
 #if STM_CHAIN
 			if (pass) {
-				ts = stm_chain_end(g, &tx, cts, cw, cwn, ts, &pub, cnt);
+				ts = stm_chain_end(g, &tx, cts, ts, &pub, cnt);
 				if (lane == 0) cnt[CNT_PH_CHAIN] += clock64() - pt;
 			} else
 #endif
@@ -732,7 +731,7 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 			// of the last pass held them), may chain in the next.
 			if (pass < STM_CHAIN) {
 				if (lane == 0) pt = clock64();
-				if (stm_chain_begin(g, &tx, have, held_back, lane, cnt, cw, &cwn, &cts)) {
+				if (stm_chain_begin(g, &tx, have, held_back, lane, cnt, &cts)) {
 					chains += cts != 0;
 					run = cts != 0;
 					continue;

@@ -161,10 +161,6 @@ __device__ void stm_prevalidate(const stm_globals* g, stm_tx* tx, bool* upd, u32
 	}
 }
 
-// STM_CLAIM_BATCH is the largest write set whose claims stm_claim sends
-// together.
-#define STM_CLAIM_BATCH 4
-
 // STM_CLAIM_TRIES is the attempts in a row a transaction is held back by
 // claims before it goes to its servers without claiming (progress never
 // depends on claims).

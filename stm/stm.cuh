@@ -29,6 +29,10 @@
 
 // ---- the transaction ------------------------------------------------------
 
+// STM_CLAIM_BATCH is the largest write set whose claims stm_claim sends
+// together, and whose lock words a chained attempt keeps in stm_tx.cw.
+#define STM_CLAIM_BATCH 4
+
 struct stm_tx {
 	const stm_globals* g;
 	u64 snap;    // snapshot timestamp (after stm_begin)
@@ -60,6 +64,10 @@ struct stm_tx {
 	// 0: an ordinary attempt): it holds the locks of its write items and
 	// reads the state just before that timestamp (stm_chain_look).
 	u64 chain;
+	// A chained attempt's lock words (item & claim_mask, ~0u past cwn;
+	// stm_chain_begin): it reads an item under one of them without
+	// stm_chain_look (stm_chain_own).
+	u32 cw[STM_CLAIM_BATCH], cwn;
 #if STM_RETRY
 	// A client attempt whose sets a server's re-run overwrote before the
 	// server dropped the re-run (Options.ServerCommit retry): counted as
@@ -181,6 +189,24 @@ __device__ __forceinline__ bool stm_chain_bad(const stm_tx* tx, u32 c, u64 w) { 
 // newer write.
 __device__ __forceinline__ void stm_chain_fail(stm_tx* tx, u32 c) {
 	stm_fail(tx, STM_ST_ABORT + STM_READ_WRITE, stm_chain_held(tx, c) ? STM_AB_LOCK_MET : 0);
+}
+
+// stm_chain_own reports whether a chained attempt holds the lock word of
+// item (tx->cw): then it may read the item at chain - 1 with no look and
+// no version check (stm_read_many). Why: every commit of the item with a
+// timestamp below ours released that word after raising wts and
+// installing its version, before our claim took it (a release seen by
+// our compare-and-swap, ordered by the fences on both sides: theirs
+// before the release, ours in stm_take_timestamps), and no later one can
+// lock it until our commit has released it; so the item's newest
+// installed version, at its head slot, is its state just before chain,
+// and no writer touches its ring while we read. Cost: compares only.
+__device__ __forceinline__ bool stm_chain_own(const stm_tx* tx, u32 item) {
+	const u32 w = item & (u32)tx->g->claim_mask;
+	bool in = false;
+#pragma unroll
+	for (u32 q = 0; q < STM_CLAIM_BATCH; q++) in |= q < tx->cwn && tx->cw[q] == w;
+	return in;
 }
 
 // stm_chain_look checks that a chained attempt may read item
@@ -404,7 +430,7 @@ __device__ __forceinline__ u64 stm_read(stm_tx* tx, u32 item) {
 	u64 v;
 	if (stm_own_write(tx, item, &v)) return v;
 #if STM_CHAIN
-	if (tx->chain && !stm_chain_look(tx, item)) return 0;
+	if (tx->chain && !stm_chain_own(tx, item) && !stm_chain_look(tx, item)) return 0;
 #endif
 	if (!stm_ring_read(tx->g, item, tx->snap, &v)) {
 		stm_fail(tx, STM_ST_ABORT + STM_TOO_OLD, item);
@@ -441,6 +467,7 @@ __device__ __forceinline__ void stm_read_many(stm_tx* tx, const u32* items, u32 
 		u32 it[STM_READ_MANY], h[STM_READ_MANY];
 		u64 v1[STM_READ_MANY], x[STM_READ_MANY];
 		u32 stop = c, ring = 0; // the first item that failed its checks; the items to load
+		u32 own = 0;            // a chained attempt's items under its own lock words (stm_chain_own)
 #pragma unroll
 		for (u32 i = 0; i < STM_READ_MANY; i++) {
 			if (i >= c) break;
@@ -457,21 +484,27 @@ __device__ __forceinline__ void stm_read_many(stm_tx* tx, const u32* items, u32 
 		}
 #if STM_CHAIN
 		// A chained attempt checks the chunk's items first (stm_chain_look,
-		// the loads in flight together): reads stop at the first it may
-		// not read.
+		// the loads in flight together), except those under its own lock
+		// words (stm_chain_own): reads stop at the first it may not read.
 		if (tx->chain && ring) {
+#pragma unroll
+			for (u32 i = 0; i < STM_READ_MANY; i++)
+				if (((ring >> i) & 1) && stm_chain_own(tx, it[i])) own |= 1u << i;
+		}
+		if (tx->chain && (ring & ~own)) {
+			const u32 look = ring & ~own;
 			u32 cl[STM_READ_MANY];
 			u64 wt[STM_READ_MANY];
 #pragma unroll
 			for (u32 i = 0; i < STM_READ_MANY; i++)
-				if ((ring >> i) & 1) cl[i] = ld_relaxed_gpu((const u32*)g->claims + (it[i] & (u32)g->claim_mask));
+				if ((look >> i) & 1) cl[i] = ld_relaxed_gpu((const u32*)g->claims + (it[i] & (u32)g->claim_mask));
 			fence_acq_rel_gpu();
 #pragma unroll
 			for (u32 i = 0; i < STM_READ_MANY; i++)
-				if ((ring >> i) & 1) wt[i] = ld_relaxed_gpu((const u64*)g->wts + it[i]);
+				if ((look >> i) & 1) wt[i] = ld_relaxed_gpu((const u64*)g->wts + it[i]);
 #pragma unroll
 			for (u32 i = 0; i < STM_READ_MANY; i++)
-				if (((ring >> i) & 1) && stm_chain_bad(tx, cl[i], wt[i])) {
+				if (((look >> i) & 1) && stm_chain_bad(tx, cl[i], wt[i])) {
 					stm_chain_fail(tx, cl[i]);
 					stop = i;
 					ring &= (1u << i) - 1;
@@ -489,11 +522,18 @@ __device__ __forceinline__ void stm_read_many(stm_tx* tx, const u32* items, u32 
 				v1[i] = ld_relaxed_gpu(vers + at);
 				x[i] = ld_relaxed_gpu(vals + at);
 			}
-		if (ring) fence_acq_rel_gpu();
 		u32 fast = 0, back = 0, scan = 0; // found; walking back; to stm_ring_scan
+		// An item under the chained attempt's own lock word whose head
+		// holds a version at or below the snapshot is found: no writer can
+		// be reusing its slots (stm_chain_own), so no second look and no
+		// fence for it.
+#pragma unroll
+		for (u32 i = 0; i < STM_READ_MANY; i++)
+			if (((own >> i) & 1) && v1[i] <= snap) fast |= 1u << i;
+		if (ring & ~fast) fence_acq_rel_gpu();
 #pragma unroll
 		for (u32 i = 0; i < STM_READ_MANY; i++) {
-			if (!((ring >> i) & 1)) continue;
+			if (!((ring >> i) & 1) || ((fast >> i) & 1)) continue;
 			if (v1[i] > snap)
 				back |= 1u << i;
 			else if (ld_relaxed_gpu(vers + (u64)it[i] * k + h[i]) == v1[i])
