@@ -807,8 +807,9 @@ extern "C" __global__ void __launch_bounds__(STM_CLIENT_BLOCK) stm_client(const 
 		// does one whose attempt lost and whose chained claim then met
 		// another warp's lock (tx.holder); this lane takes a fresh one next
 		// round.
-		if (have && (tx.state == STM_ST_DEFER ? defers >= STM_MIGRATE : aborted) && !tx.held && tx.holder && (tx.holder - 1) >> 5 != wid &&
-		    (tx.holder - 1) >> 5 < g->client_warps && stm_inbox_push(g, (tx.holder - 1) >> 5, ticket, began, thread)) {
+		const u32 hw = (tx.holder - 1) >> 5; // the holder's warp (when tx.holder is not 0)
+		if (have && (tx.state == STM_ST_DEFER ? defers >= STM_MIGRATE : aborted) && !tx.held && tx.holder && hw != wid && hw < g->client_warps &&
+		    stm_inbox_push(g, hw, ticket, began, thread)) {
 			have = false;
 			defers = bounces = 0;
 			cnt[CNT_MIGRATED]++;
