@@ -377,11 +377,7 @@ __device__ u64 stm_chain_end(const stm_globals* g, stm_tx* tx, u64 cts, u64 ts, 
 	if (upd) {
 		const stm_set_row wi = stm_ws_items(g, tx->tid);
 		for (u32 j = 0; j < tx->nw; j++) {
-			const u32 w = wi[j] & (u32)g->claim_mask;
-			bool in = false;
-#pragma unroll
-			for (u32 q = 0; q < STM_CLAIM_BATCH; q++) in |= q < tx->cwn && tx->cw[q] == w;
-			if (!in) { // written where it holds no lock: not at cts
+			if (!stm_chain_own(tx, wi[j])) { // written where it holds no lock: not at cts
 				stm_fail(tx, STM_ST_ABORT + STM_WRITE_WRITE, 0);
 				upd = false;
 				break;
