@@ -59,20 +59,32 @@ const (
 	// that lost to it in the warp, and a lane that lost to a newer write
 	// keeps its locks into its chained attempt (stm_unlock_handoff),
 	// 2-round transfers chain too: 4.29M/4.73M at 0/10% read-only against
-	// 3.84M/4.05M with the in-place retries (H200, 2026-12-01).
-	DefaultChain = 2
+	// 3.84M/4.05M with the in-place retries (H200, 2026-12-01). With the
+	// chained passes' cost cut since (reads under the attempt's own lock
+	// words, fewer fences at the timestamp), a third pass gained (H200,
+	// 2026-12-01, 64K accounts, Zipf 0.99, 2 runs each): 1-round
+	// transfers at 0/30/50% read-only 26.28M/27.52M/29.63M a second
+	// against 26.11M/27.17M/28.30M with 2 passes; 2-round transfers at
+	// 0/10/30/50% 5.49M/5.71M/6.94M/8.12M against 5.44M/5.73M/6.97M/8.17M.
+	DefaultChain = 3
 	// MaxChain bounds Options.Chain: each pass adds a done marker per
-	// client thread, and measured runs gained nothing past 2 passes (3
-	// measured the same as 2, H200, 2026-11-30).
+	// client thread, and no measured run gained past 3 passes (4 measured
+	// the same as 3 with 2-round transfers, H200, 2026-12-01).
 	MaxChain = 8
 	// ChainAutoWrites is the largest write set of a workload that chains
 	// by default (DefaultChain): STM_CLAIM_BATCH, the largest a chained
 	// attempt locks.
 	ChainAutoWrites = 4
 	// ChainAutoReadOnly is the read-only share from which a workload does
-	// not chain by default (DefaultChain): between the 10% that measured
-	// a gain and the 50% that measured a loss.
-	ChainAutoReadOnly = 0.3
+	// not chain by default (DefaultChain): between the 50% that measured
+	// a gain and the 90% that measured a loss. H200, 2026-12-01, 64K
+	// accounts, Zipf 0.99, 2 runs each: at 50% read-only 3 passes
+	// committed 29.63M 1-round and 8.12M 2-round transfers a second
+	// against 27.95M and 7.52M without chained attempts (in-place retries
+	// on); at 90% 86.3M and 32.9M against 97.2M and 34.4M. (Until then
+	// 0.3: on 2026-11-30, before the chained passes got cheaper, 50%
+	// measured a loss.)
+	ChainAutoReadOnly = 0.7
 	// DefaultMigrate is the hold-backs in a row after which a ticket
 	// migrates to the warp whose lane held its lock (Options.Migrate) in a
 	// workload that migrates by default (migrateAuto: it chains by default

@@ -41,7 +41,7 @@ func TestDefaultThreads(t *testing.T) {
 
 // TestDefaultThreadsChained: a skewed workload whose lost attempts chain
 // gets chainedWarpFactor for its update transactions that wait for a
-// read-only one in their warp, below ChainAutoReadOnly read-only; one that
+// read-only one in their warp, below chainedFactorReadOnly read-only; one that
 // is all updates, or more read-only, gets none, and an unskewed one keeps
 // readOnlyWarpFactor.
 func TestDefaultThreadsChained(t *testing.T) {
@@ -195,7 +195,8 @@ func TestChooseStripe(t *testing.T) {
 // are compiled into a program exactly when a run uses them (by default
 // for a skewed workload that does not chain its lost attempts), the
 // chained attempts (Options.Chain) with their passes when used (by
-// default for a skewed, mostly-update workload of small write sets with
+// default for a skewed workload of small write sets, below
+// ChainAutoReadOnly read-only, with
 // direct commits), the migration of held-back tickets (Options.Migrate)
 // with its hold-backs when used (by default for such a workload of write
 // sets of at least MigrateAutoWrites items), and the stripes
@@ -204,6 +205,7 @@ func TestChooseStripe(t *testing.T) {
 func TestShapeCompilesInWhatRunsUse(t *testing.T) {
 	zipf := Bank{Accounts: 65536, Initial: 1, ReadSize: 100, Zipf: 0.99}
 	zipfHalf := Bank{Accounts: 65536, Initial: 1, ReadSize: 100, Zipf: 0.99, ReadOnly: 0.5}
+	zipfMostlyRead := Bank{Accounts: 65536, Initial: 1, ReadSize: 100, Zipf: 0.99, ReadOnly: 0.9}
 	zipf2 := Bank{Accounts: 65536, Initial: 1, ReadSize: 100, Zipf: 0.99, Rounds: 2}
 	zipf4 := Bank{Accounts: 65536, Initial: 1, ReadSize: 100, Zipf: 0.99, Rounds: 4}
 	rmw4 := RMW{Size: 1 << 16, Keys: 4, Zipf: 0.99}
@@ -221,7 +223,8 @@ func TestShapeCompilesInWhatRunsUse(t *testing.T) {
 		{"zipf, chains off: retries", zipf, Options{Chain: -1}, DefaultRefresh, true, false, 0, 0},
 		{"zipf, servers: retries, no chains", zipf, Options{Commit: CommitServers}, DefaultRefresh, true, false, 0, 0},
 		{"zipf, 3 passes and 2 retries", zipf, Options{Chain: 3, Refresh: 2}, 2, true, false, 3, 0},
-		{"zipf, half read-only: retries", zipfHalf, Options{}, DefaultRefresh, true, false, 0, 0},
+		{"zipf, half read-only: chained, no retries", zipfHalf, Options{}, 0, false, false, DefaultChain, 0},
+		{"zipf, 90% read-only: retries", zipfMostlyRead, Options{}, DefaultRefresh, true, false, 0, 0},
 		{"zipf, 2-round transfers: chained, no retries", zipf2, Options{}, 0, false, false, DefaultChain, DefaultMigrate},
 		{"zipf, 2-round transfers: migration off", zipf2, Options{Migrate: -1}, 0, false, false, DefaultChain, 0},
 		{"zipf, 2-round transfers, chains off: no migration", zipf2, Options{Chain: -1, Migrate: 1}, DefaultRefresh, true, false, 0, 0},

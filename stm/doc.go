@@ -87,8 +87,8 @@
 // against the locks and the newest writes, installs and unlocks (TL2's
 // commit over these versions; on an H200 1.66x-1.84x the servers' rate at
 // 0% read-only of uniform accounts). Result.Direct says which path a run
-// took. With direct commits, Options.Chain (on by default for a skewed,
-// mostly-update workload of small write sets) runs an update attempt that
+// took. With direct commits, Options.Chain (on by default for a skewed
+// workload of small write sets, below 70% read-only) runs an update attempt that
 // lost inside its warp, or to a newer write (or, in a round whose bodies
 // were long, was held back at its locks), again in the same round: the
 // lane locks the items it wrote, takes its timestamp and runs its body on

@@ -111,9 +111,9 @@ type Options struct {
 	// on an H200, 2026-11-30, 64K accounts under Zipf 0.99 at 10%
 	// read-only, 20.9M commits/s against 17.9M). A lane that did not get
 	// its locks may chain in the next pass. 0 chooses
-	// (DefaultChain for a skewed workload of small write sets, read no
-	// larger, that is mostly updates, ChainAutoWrites and
-	// ChainAutoReadOnly; else none),
+	// (DefaultChain for a skewed workload of write sets of at most
+	// ChainAutoWrites items, read sets no larger, below ChainAutoReadOnly
+	// read-only; else none),
 	// positive is the passes, negative none; ignored with the servers.
 	// Cost: a pass of the round for a warp with such attempts (locks, one
 	// timestamp add, their bodies, write-back), during which the rest of
