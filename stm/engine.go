@@ -106,7 +106,7 @@ type Options struct {
 	// on the state just before that timestamp, so that it commits without
 	// a further validation (ServerStats.Chained, ChainCommits). An
 	// attempt held back at its locks chains too when its warp's bodies
-	// took more than twice its commit that round (long read-only bodies
+	// took longer than its commit that round (long read-only bodies
 	// beside the updates: its next try would come after the next ones;
 	// on an H200, 2026-11-30, 64K accounts under Zipf 0.99 at 10%
 	// read-only, 20.9M commits/s against 17.9M). A lane that did not get
