@@ -4,7 +4,7 @@
 // without the servers. Included by commit.cu after the claims
 // (stm_claim, STM_CLAIM_BATCH) and the newest-write loads it calls, and
 // before stm_commit_warp, which runs it; the chained attempts that build
-// on it are in client.cu.
+// on it are in chain.cu.
 #if STM_DIRECT
 // stm_lock_words puts the lock words of tx's write items (item &
 // claim_mask, the words stm_claim takes) in c, ~0u past tx->nw (write sets

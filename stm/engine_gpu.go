@@ -14,8 +14,8 @@ import (
 )
 
 // The kernels, split by part (client.cu with its commit path commit.cu,
-// direct commits direct.cu and the inboxes of migrated tickets inbox.cu,
-// server.cu, store.cu) over the
+// direct commits direct.cu, chained attempts chain.cu and the inboxes of
+// migrated tickets inbox.cu, server.cu, store.cu) over the
 // shared device header device.cuh, the server's log (log.cuh), and the
 // device API of bodies (stm.cuh).
 var (
@@ -31,6 +31,8 @@ var (
 	directCUDA string
 	//go:embed inbox.cu
 	inboxCUDA string
+	//go:embed chain.cu
+	chainCUDA string
 	//go:embed server.cu
 	serverCUDA string
 	//go:embed log.cuh
@@ -304,6 +306,7 @@ func (sh shape) program(sp *workloadSpec) gpu.Program {
 	p.Headers["stm/commit.cu"] = commitCUDA
 	p.Headers["stm/direct.cu"] = directCUDA
 	p.Headers["stm/inbox.cu"] = inboxCUDA
+	p.Headers["stm/chain.cu"] = chainCUDA
 	p.Headers["stm/server.cu"] = serverCUDA
 	p.Headers["stm/log.cuh"] = logHeader
 	p.Headers["stm/store.cu"] = storeCUDA
