@@ -476,38 +476,35 @@ func throttleText(t float64) string {
 	return fmt.Sprintf("abort rate %g", t)
 }
 
-// contentionText says what --contention asks of the GPU engine.
-// chainText describes --chain (stm.Options.Chain).
-func chainText(n int) string {
+// countText describes an option counted in passes or times whose zero
+// chooses and whose negative is off (--chain, --migrate, --refresh): set
+// formats a positive n, off is a negative one's text, def the default's.
+func countText(n int, set, off, def string) string {
 	switch {
 	case n > 0:
-		return fmt.Sprintf("%d passes a round (with direct commits)", n)
+		return fmt.Sprintf(set, n)
 	case n < 0:
-		return "off"
+		return off
 	}
-	return fmt.Sprintf("by default (%d passes a round with direct commits under a Zipf law, for update transactions of at most %d writes and a read-only share below %g, else none)", stm.DefaultChain, stm.ChainAutoWrites, stm.ChainAutoReadOnly)
+	return def
+}
+
+// chainText describes --chain (stm.Options.Chain).
+func chainText(n int) string {
+	return countText(n, "%d passes a round (with direct commits)", "off",
+		fmt.Sprintf("by default (%d passes a round with direct commits under a Zipf law, for update transactions of at most %d writes and a read-only share below %g, else none)", stm.DefaultChain, stm.ChainAutoWrites, stm.ChainAutoReadOnly))
 }
 
 // migrateText describes --migrate (stm.Options.Migrate).
 func migrateText(n int) string {
-	switch {
-	case n > 0:
-		return fmt.Sprintf("after %d hold-backs in a row (with chained attempts)", n)
-	case n < 0:
-		return "never"
-	}
-	return fmt.Sprintf("by default (after %d hold-backs in a row with chained attempts, for update transactions of at least %d writes, else never)", stm.DefaultMigrate, stm.MigrateAutoWrites)
+	return countText(n, "after %d hold-backs in a row (with chained attempts)", "never",
+		fmt.Sprintf("by default (after %d hold-backs in a row with chained attempts, for update transactions of at least %d writes, else never)", stm.DefaultMigrate, stm.MigrateAutoWrites))
 }
 
 // refreshText describes --refresh (stm.Options.Refresh).
 func refreshText(n int) string {
-	switch {
-	case n < 0:
-		return "never"
-	case n > 0:
-		return fmt.Sprintf("up to %d times a round", n)
-	}
-	return fmt.Sprintf("by default (up to %d times a round under a Zipf law without chained attempts, else never)", stm.DefaultRefresh)
+	return countText(n, "up to %d times a round", "never",
+		fmt.Sprintf("by default (up to %d times a round under a Zipf law without chained attempts, else never)", stm.DefaultRefresh))
 }
 
 // stripeText describes --stripe (stm.Options.Stripe).
@@ -518,6 +515,7 @@ func stripeText(n int) string {
 	return "in contiguous partitions"
 }
 
+// contentionText says what --contention asks of the GPU engine.
 func contentionText(c stm.Contention) string {
 	if c == stm.ContentionDefault {
 		return fmt.Sprintf("default (%s)", stm.DefaultContention)
