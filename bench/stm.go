@@ -258,11 +258,8 @@ func (r STMRun) conflictSites() string {
 	if s.Deferred > 0 {
 		out += fmt.Sprintf("; %d attempts held back at their locks", s.Deferred)
 	}
-	if s.Chained > 0 {
-		out += fmt.Sprintf("; %d lost or held-back attempts chained, %d of them committed", s.Chained, s.ChainCommits)
-	}
-	if s.Migrated > 0 {
-		out += fmt.Sprintf("; %d tickets migrated to the warp holding their lock", s.Migrated)
+	if c := s.ChainString(); c != "" {
+		out += "; " + c
 	}
 	if s.Rounds > 0 {
 		out += fmt.Sprintf("; %d client warp rounds of %v", s.Rounds, (s.RoundTime / time.Duration(s.Rounds)).Round(10*time.Nanosecond))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/warpkv/warpkv/engine"
@@ -403,16 +404,29 @@ func (s ServerStats) String() string {
 	if s.InWarp > 0 {
 		str += fmt.Sprintf("; %d update attempts aborted by the in-warp check", s.InWarp)
 	}
-	if s.Chained > 0 {
-		str += fmt.Sprintf("; %d lost or held-back update attempts chained, %d of them committed", s.Chained, s.ChainCommits)
-	}
-	if s.Migrated > 0 {
-		str += fmt.Sprintf("; %d tickets migrated to the warp holding their lock", s.Migrated)
+	if c := s.ChainString(); c != "" {
+		str += "; " + c
 	}
 	if s.Rounds > 0 {
 		str += fmt.Sprintf("; %d client warp rounds of %v", s.Rounds, meanOf(s.RoundTime, s.Rounds))
 	}
 	return str
+}
+
+// ChainString says what a run's chained attempts and ticket moves did
+// (Options.Chain, Options.Migrate): the lost or held-back update attempts
+// chained and how many of them committed, and the tickets migrated to the
+// warp holding their lock; "" when neither happened. String and the
+// benchmarks' notes share it. Cost: formatting only.
+func (s ServerStats) ChainString() string {
+	var parts []string
+	if s.Chained > 0 {
+		parts = append(parts, fmt.Sprintf("%d lost or held-back update attempts chained, %d of them committed", s.Chained, s.ChainCommits))
+	}
+	if s.Migrated > 0 {
+		parts = append(parts, fmt.Sprintf("%d tickets migrated to the warp holding their lock", s.Migrated))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Engine runs workloads on the GPU or the CPU engine. It is safe for

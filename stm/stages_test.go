@@ -39,3 +39,26 @@ func TestRoundPhasesPer(t *testing.T) {
 		t.Errorf("Per(0, 0) = %q, want empty", got)
 	}
 }
+
+// TestChainString checks the chained attempts' and ticket moves' phrase
+// that ServerStats.String and the benchmarks' notes share.
+func TestChainString(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		s    ServerStats
+		want string
+	}{
+		{"neither", ServerStats{}, ""},
+		{"chained", ServerStats{Chained: 7, ChainCommits: 5}, "7 lost or held-back update attempts chained, 5 of them committed"},
+		{"migrated", ServerStats{Migrated: 3}, "3 tickets migrated to the warp holding their lock"},
+		{"both", ServerStats{Chained: 2, ChainCommits: 2, Migrated: 9},
+			"2 lost or held-back update attempts chained, 2 of them committed; 9 tickets migrated to the warp holding their lock"},
+	} {
+		if got := c.s.ChainString(); got != c.want {
+			t.Errorf("%s: ChainString() = %q, want %q", c.name, got, c.want)
+		}
+		if got := c.s.String(); c.want != "" && !strings.Contains(got, "; "+c.want) {
+			t.Errorf("%s: String() = %q lacks %q", c.name, got, c.want)
+		}
+	}
+}
