@@ -294,7 +294,7 @@ func chainAuto(sp *workloadSpec) bool {
 // body and block sizes (the rest of the shape is a run's parameter).
 func (sh shape) program(sp *workloadSpec) gpu.Program {
 	defs := append(layoutDefines(),
-		gpu.Def("STM_SERVER_WARPS", sh.serverWarps), gpu.Def("STM_CLIENT_BLOCK", sh.clientBlock), gpu.Def("STM_PV_SLOTS", pvSlots(sh.clientBlock)), gpu.Def("STM_SET_SMEM", setMirror(sh.clientBlock)),
+		gpu.Def("STM_SERVER_WARPS", sh.serverWarps), gpu.Def("STM_CLIENT_BLOCK", sh.clientBlock), gpu.Def("STM_PV_SLOTS", pvSlots(sh.clientBlock, sh.w)), gpu.Def("STM_SET_SMEM", setMirror(sh.clientBlock)),
 		gpu.Def("STM_TABLE", sh.table), gpu.Def("STM_CTL_BYTES_PER_WORKER", workerBytes(sh.table)),
 		gpu.Def("STM_REFRESH", b2i(sh.refresh)), gpu.Def("STM_STRIPES", b2i(sh.stripes)), gpu.Def("STM_LATENCY", b2i(sh.latency)),
 		gpu.Def("STM_POST", b2i(sh.post)), gpu.Def("STM_RETRY", b2i(sh.retry)), gpu.Def("STM_DIRECT", b2i(sh.direct)), gpu.Def("STM_CHAIN", sh.chain),
