@@ -50,6 +50,16 @@ func TestCUDABodiesCompile(t *testing.T) {
 	// the 48 KB of static shared memory).
 	builds = append(builds, build{sp, Options{Commit: CommitDirect}}, build{builds[1].sp, Options{Commit: CommitDirect}},
 		build{sp, Options{Commit: CommitDirect, ClientBlock: 1024}})
+	// Write sets of more than 8 items (their larger pre-validation tables,
+	// pvSlots) in the default client block and in larger ones, each with
+	// and without the commit latencies (every other build, below).
+	big, err := Bank{Accounts: 1000, Initial: 1, ReadSize: 100, Rounds: 32}.spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, block := range []int{0, 0, 128, 128, 1024, 1024} {
+		builds = append(builds, build{big, Options{Commit: CommitDirect, ClientBlock: block}})
+	}
 	// Chained attempts (STM_CHAIN 1) with Zipf and a CUDA body.
 	builds = append(builds, build{sp, Options{Commit: CommitDirect, Chain: 1}}, build{builds[1].sp, Options{Commit: CommitDirect, Chain: 3}})
 	// The builds compile side by side (NVRTC takes seconds for each: 34 s

@@ -219,20 +219,25 @@ func workerBytes(table int) int { return 12*table + 1024 }
 
 // pvTableBytes bounds the shared memory a client block gives its warps'
 // pre-validation tables (stm_pv_table, 8 bytes a slot) for transactions of
-// up to 8 writes; pvTableMaxBytes for larger write sets.
+// up to 8 writes; pvTableMaxBytes for larger write sets, and pvSmemBytes
+// the tables and the set mirror together (setMirror: 16 bytes an entry),
+// under the 48 KB of static shared memory a kernel may have, with the
+// block's copy of the globals and the latency buckets.
 const (
 	pvTableBytes    = 16 << 10
 	pvTableMaxBytes = 32 << 10
+	pvSmemBytes     = 40 << 10
 )
 
 // pvSlots is the slots of each warp's pre-validation table (STM_PV_SLOTS)
 // in a client block of that many threads, for transactions of up to that
 // many writes: 512 (4 KB, a warp's write items up to 256: 8 a
 // transaction) for blocks of up to 4 warps, fewer for larger blocks, so
-// that the block's tables take at most pvTableBytes; for write sets of
-// more than 8 items more, 64 a write (the warp's 32 write sets then fill half the table, as
-// stm_pv_table needs), doubling while the block's tables stay within
-// pvTableMaxBytes (a power of two, at least 64). A warp whose write items
+// that the block's tables take at most pvTableBytes. For write sets of
+// more than 8 items more, 64 a write (the warp's 32 write sets then fill
+// half the table, as stm_pv_table needs), doubling while the block's
+// tables stay within pvTableMaxBytes and, with its set mirror, within
+// pvSmemBytes (a power of two, at least 64). A warp whose write items
 // overfill its table scans its lanes' sets instead (stm_pv_scan), which
 // took 803 µs of a 947 µs warp round with 8-round transfers (16 writes)
 // and 512 slots (H200, 1M accounts, 2026-12-01).
@@ -242,7 +247,8 @@ func pvSlots(clientBlock, writes int) int {
 	for s > 64 && s*8*warps > pvTableBytes {
 		s /= 2
 	}
-	for writes > 8 && s < 64*writes && 2*s*8*warps <= pvTableMaxBytes {
+	mirror := setMirror(clientBlock) * 16 * clientBlock
+	for writes > 8 && s < 64*writes && 2*s*8*warps <= pvTableMaxBytes && 2*s*8*warps+mirror <= pvSmemBytes {
 		s *= 2
 	}
 	return s

@@ -7,12 +7,13 @@ import "testing"
 // 512 for the default one-warp block up to 8 writes, room for the warp's
 // write items twice over (64 slots a write) while the block's tables fit
 // pvTableMaxBytes, and every warp's table together within pvTableBytes up
-// to 8 writes and pvTableMaxBytes above (the kernel's static shared memory).
+// to 8 writes and pvTableMaxBytes above, with the set mirror within
+// pvSmemBytes (the kernel's static shared memory).
 func TestPVSlotsFitTheBlock(t *testing.T) {
 	for _, tc := range []struct{ block, writes, want int }{
 		{32, 2, 512}, {64, 4, 512}, {128, 8, 512}, {256, 2, 256}, {512, 2, 128}, {1024, 8, 64},
 		{32, 16, 1024}, {32, 32, 2048}, {32, 64, 4096}, {32, 1024, 4096},
-		{128, 16, 1024}, {128, 64, 1024}, {1024, 64, 128},
+		{128, 16, 1024}, {128, 64, 1024}, {256, 64, 256}, {1024, 64, 64},
 	} {
 		got := pvSlots(tc.block, tc.writes)
 		if got != tc.want {
@@ -27,6 +28,9 @@ func TestPVSlotsFitTheBlock(t *testing.T) {
 		}
 		if bytes := got * 8 * (tc.block / 32); bytes > limit {
 			t.Errorf("block of %d threads, %d writes: tables of %d bytes, more than %d", tc.block, tc.writes, bytes, limit)
+		}
+		if bytes := got*8*(tc.block/32) + setMirror(tc.block)*16*tc.block; tc.writes > 8 && bytes > pvSmemBytes {
+			t.Errorf("block of %d threads, %d writes: tables and set mirror of %d bytes, more than %d", tc.block, tc.writes, bytes, pvSmemBytes)
 		}
 	}
 	if def := pvSlots(defaultClientBlock, ChainAutoWrites); def != 512 {
