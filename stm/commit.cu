@@ -123,8 +123,9 @@ __device__ void stm_pv_scan(const stm_globals* g, const stm_set_row ri, const st
 // stm_prevalidate is Algorithm 1: a lane's update transaction conflicts
 // with a lower lane's if that one wrote an item it read (read-write) or
 // wrote (write-write); lanes decide in lane order, a transaction aborts if
-// a conflicting lower lane commits (cause read-write if that lane wrote an
-// item it read, else write-write). The conflicts come from the warp's
+// a conflicting lower lane commits (cause read-write if the lowest such
+// lane committed when it is decided wrote an item it read, else
+// write-write). The conflicts come from the warp's
 // table of write items in shared memory (stm_pv_table) when the warp's
 // write items fill at most half of it (warp-uniform), else from the scan
 // (stm_pv_scan). The decision goes by ballots: in each step every
@@ -147,7 +148,7 @@ __device__ void stm_prevalidate(const stm_globals* g, stm_tx* tx, bool* upd, u32
 	// 0 not an update, 1 commit, 2 undecided, 3 abort
 	const u32 conf = crw | cww;
 	u32 st = !*upd ? 0 : (conf ? 2 : 1);
-	u32 cause = 0; // from the lowest committed lane it conflicts with
+	u32 cause = 0; // from the lowest conflicting lane committed when this one is decided
 	for (;;) {
 		const u32 committed = __ballot_sync(FULL_MASK, st == 1), pending = __ballot_sync(FULL_MASK, st == 2);
 		if (!pending) break;
