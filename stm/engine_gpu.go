@@ -294,8 +294,9 @@ func chainAuto(sp *workloadSpec) bool {
 // body, block sizes, compiled-in options and, above 8 items, write-set
 // size (its in-warp check's table, pvSlots); the rest of the shape is a
 // run's parameter. A larger table takes more of an SM's shared memory, so
-// fewer client blocks fit on it (BlocksPerSM): about 6 one-warp blocks
-// with 64-item write sets, where registers allowed about 20.
+// fewer client blocks may fit on it (BlocksPerSM; by shared memory
+// alone, an H200 SM's 228 KB hold 6 one-warp blocks of about 36 KB, the
+// static shared memory of 64-item write sets).
 func (sh shape) program(sp *workloadSpec) gpu.Program {
 	defs := append(layoutDefines(),
 		gpu.Def("STM_SERVER_WARPS", sh.serverWarps), gpu.Def("STM_CLIENT_BLOCK", sh.clientBlock), gpu.Def("STM_PV_SLOTS", pvSlots(sh.clientBlock, sh.w)), gpu.Def("STM_SET_SMEM", setMirror(sh.clientBlock)),
