@@ -264,6 +264,29 @@ __device__ __forceinline__ u64 stm_newest_writes(const stm_globals* g, const stm
 	return top;
 }
 
+// stm_claim_release releases the words of the first n (at most
+// STM_CLAIM_BATCH) of write items wi (item & mask) that stm_claim's lane
+// holds: with swapped, those whose swap saw 0 (taken) or the lane (me);
+// else (words only loaded) those that read as the lane. Each word once: a
+// word listed twice (two items under one word, claimWords' cap) stored
+// twice could free another lane's lock taken between the two stores. It
+// is released at its first listing that this lane holds (a later one may
+// be the lane's: the word's holder at the first listing can have released
+// it before the second swap; loaded words the lane holds read the same at
+// every listing). The lane calls it alone.
+template <bool swapped>
+__device__ __forceinline__ void stm_claim_release(u32* claims, const stm_set_row wi, u32 mask, u32 n, const u32* old, u32 me) {
+#pragma unroll
+	for (u32 q = 0; q < STM_CLAIM_BATCH; q++) {
+		if (q >= n) break;
+		const u32 c = wi[q] & mask;
+		bool dup = false;
+#pragma unroll
+		for (u32 v = 0; v < q; v++) dup |= (wi[v] & mask) == c && (!swapped || old[v] == 0u || old[v] == me);
+		if (!dup && ((swapped && old[q] == 0u) || old[q] == me)) st_relaxed_gpu(claims + c, 0u);
+	}
+}
+
 // stm_claim claims the words of tx's write items in the claim table
 // (item & claim_mask; 0 free, else the holder's tid + 1), in write-set
 // order, by compare-and-swap; a word it kept from an earlier attempt
@@ -302,17 +325,9 @@ __device__ bool stm_claim(const stm_globals* g, stm_tx* tx) {
 			if (q < tx->nw && !other && old[q] != 0u && old[q] != me) other = old[q];
 		if (other) {
 			// No word taken: the words the lane already holds (handed over
-			// by a sibling, or kept) are released, each once, at its first
-			// listing, as below; a word loaded free is not the lane's.
-#pragma unroll
-			for (u32 q = 0; q < STM_CLAIM_BATCH; q++) {
-				if (q >= tx->nw) break;
-				const u32 c = wi[q] & mask;
-				bool dup = false;
-#pragma unroll
-				for (u32 v = 0; v < q; v++) dup |= (wi[v] & mask) == c;
-				if (!dup && old[q] == me) st_relaxed_gpu(claims + c, 0u);
-			}
+			// by a sibling, or kept) are released; a word loaded free is not
+			// the lane's.
+			stm_claim_release<false>(claims, wi, mask, tx->nw, old, me);
 			tx->holder = other;
 			stm_unclaim_kept(g, tx);
 			return false;
@@ -332,21 +347,7 @@ __device__ bool stm_claim(const stm_globals* g, stm_tx* tx) {
 			// held (a word a sibling handed over, stm_unlock_handoff, or
 			// one kept from an earlier attempt), is released here; the
 			// kept ones again by stm_unclaim_kept, which finds them free.
-			// Each word once: a word listed twice (two items under one
-			// word, claimWords' cap) stored twice could free another
-			// lane's lock taken between the two stores. It is released
-			// at its first listing that this lane holds (a later one may
-			// be the lane's: the word's holder at the first listing can
-			// have released it before the second swap).
-#pragma unroll
-			for (u32 q = 0; q < STM_CLAIM_BATCH; q++) {
-				if (q >= tx->nw) break;
-				const u32 c = wi[q] & mask;
-				bool dup = false;
-#pragma unroll
-				for (u32 v = 0; v < q; v++) dup |= (wi[v] & mask) == c && (old[v] == 0u || old[v] == me);
-				if (!dup && (old[q] == 0u || old[q] == me)) st_relaxed_gpu(claims + c, 0u);
-			}
+			stm_claim_release<true>(claims, wi, mask, tx->nw, old, me);
 			stm_unclaim_kept(g, tx);
 			return false;
 		}
